@@ -1,0 +1,86 @@
+//! What one request did, gathered while it runs, for its audit record.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::GatewayError;
+use crate::ops::{Op, Output};
+use crate::policy::Decision;
+
+/// Facts about one request.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// Operation name.
+    pub op: &'static str,
+    /// Workspace-relative path (lexical), once parsed.
+    pub path: Option<String>,
+    /// Second path (rename target).
+    pub path2: Option<String>,
+    /// Arguments that matter.
+    pub args: Map<String, Value>,
+    /// The last policy decision taken: "allow" or "deny".
+    pub decision: Option<&'static str>,
+    /// The rule behind it.
+    pub rule: Option<String>,
+    /// Why.
+    pub reason: Option<String>,
+    /// "ok" or the error code.
+    pub outcome: String,
+    /// Bytes read or written.
+    pub bytes: Option<u64>,
+    /// SHA-256 (hex) of the content read or written.
+    pub sha256: Option<String>,
+    /// Backups made before the change.
+    pub backups: Vec<String>,
+    /// Wall time.
+    pub duration_us: u64,
+}
+
+impl Facts {
+    /// Starts the record of `op`.
+    pub fn new(op: &Op) -> Facts {
+        Facts {
+            op: op.name(),
+            args: op.audit_args(),
+            ..Facts::default()
+        }
+    }
+
+    /// Notes a policy decision (the last one, or the first denial, is what is recorded).
+    pub fn decided(&mut self, d: &Decision<'_>) {
+        if self.decision == Some("deny") {
+            return;
+        }
+        self.decision = Some(if d.allowed() { "allow" } else { "deny" });
+        self.rule = Some(d.rule.to_string());
+        self.reason = Some(d.reason.to_string());
+    }
+
+    /// Notes the content read or written.
+    pub fn content(&mut self, bytes: &[u8]) {
+        self.bytes = Some(bytes.len() as u64);
+        self.sha256 = Some(hex::encode(Sha256::digest(bytes)));
+    }
+
+    /// Records the outcome.
+    pub fn finish(&mut self, result: &Result<Output, GatewayError>, took: Duration) {
+        self.duration_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        match result {
+            Ok(_) => self.outcome = "ok".into(),
+            Err(e) => {
+                self.outcome = e.code().to_string();
+                if e.is_denial() {
+                    self.decision = Some("deny");
+                    if let Some(rule) = e.rule() {
+                        self.rule = Some(rule.to_string());
+                    }
+                    self.reason = Some(e.message());
+                } else if self.decision.is_none() {
+                    self.reason = Some(e.message());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! ls, stat, glob and grep: they never reveal an entry the policy would refuse to read.
+
+use globset::GlobBuilder;
+use grep_regex::RegexMatcherBuilder;
+
+use super::{Facts, Gateway, visible, ws_error};
+use crate::error::GatewayError;
+use crate::ops::{Output, PathStyle, RequestCtx};
+use crate::path::RelPath;
+use crate::policy::{EntryKind, OpClass, Policy};
+use crate::workspace::{Entry, EntryType, Follow, GrepOptions, IncludeGlob};
+
+/// Default and ceiling for grep's `maxResults`.
+const GREP_DEFAULT_MAX: usize = 1000;
+const GREP_CEILING: usize = 100_000;
+
+impl Gateway {
+    pub(super) fn ls(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
+        let entries = self
+            .workspace
+            .list_dir(&res.real)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        // Entries are shown under the requested (lexical) directory, as asked.
+        let shown: Vec<Entry> = entries
+            .into_iter()
+            .filter(|e| visible(pol, e))
+            .map(|mut e| {
+                e.path = rp.rel.join(&e.name);
+                e
+            })
+            .filter(|e| visible(pol, e))
+            .collect();
+        Ok(Output::Entries(shown))
+    }
+
+    pub(super) fn stat(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Unknown, facts)?;
+        let info = self
+            .workspace
+            .stat(&res.real)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        let kind = if info.kind == "directory" {
+            EntryType::Directory
+        } else {
+            EntryType::File
+        };
+        // A file's metadata is only shown if its content could be read.
+        for p in [&rp.rel, &res.real] {
+            let probe = Entry {
+                name: String::new(),
+                path: p.clone(),
+                kind,
+                size: None,
+                modified: None,
+            };
+            if !visible(pol, &probe) {
+                let (class, k) = if kind == EntryType::Directory {
+                    (OpClass::List, EntryKind::Dir)
+                } else {
+                    (OpClass::Read, EntryKind::File)
+                };
+                Self::check(pol, class, p, k, &rp.shown, facts)?;
+            }
+        }
+        Ok(Output::Stat {
+            path: rp.rel,
+            info,
+        })
+    }
+
+    pub(super) fn glob(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        pattern: &str,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let rel_pattern = self.relative_pattern(ctx, pattern)?;
+        facts.path = Some(rel_pattern.clone());
+        let glob = GlobBuilder::new(&rel_pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| GatewayError::InvalidParams(format!("invalid glob {pattern:?}: {}", e.kind())))?
+            .compile_matcher();
+        let base = glob_base(&rel_pattern);
+        let rp = super::ReqPath {
+            shown: self.show_path(ctx.style, &base),
+            rel: base,
+        };
+        let res = match self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts) {
+            Ok(r) => r,
+            Err(GatewayError::NotFound { .. }) => return Ok(Output::Paths(Vec::new())),
+            Err(e) => return Err(e),
+        };
+        if !res.exists {
+            return Ok(Output::Paths(Vec::new()));
+        }
+        if res.real != rp.rel {
+            // The base is reached through a symlink: match on the lexical names.
+            return Err(GatewayError::InvalidParams(format!(
+                "glob base {} is a symlink; glob from where it leads instead",
+                rp.shown
+            )));
+        }
+        let matches = self
+            .workspace
+            .glob(&glob, &res.real, &|e| visible(pol, e))
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        Ok(Output::Paths(matches))
+    }
+
+    /// A glob pattern relative to the root: relative as given, or absolute under it.
+    fn relative_pattern(&self, ctx: &RequestCtx, pattern: &str) -> Result<String, GatewayError> {
+        if pattern.contains('\0') {
+            return Err(GatewayError::InvalidParams("pattern contains a NUL byte".into()));
+        }
+        let rel = if pattern.starts_with('/') && ctx.style != PathStyle::Rooted {
+            let root = self.workspace.root_path().to_string_lossy().into_owned();
+            let root = root.trim_end_matches('/');
+            match pattern.strip_prefix(root) {
+                Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                    rest.trim_start_matches('/').to_string()
+                }
+                _ => {
+                    return Err(GatewayError::Refused {
+                        reason: format!("glob pattern is outside the workspace root {root}"),
+                        rule: super::RULE_BOUNDARY.into(),
+                        path: pattern.to_string(),
+                    });
+                }
+            }
+        } else {
+            pattern.trim_start_matches('/').to_string()
+        };
+        if rel.split('/').any(|c| c == "..") {
+            return Err(GatewayError::Refused {
+                reason: "glob pattern climbs out of the workspace with `..`".into(),
+                rule: super::RULE_BOUNDARY.into(),
+                path: pattern.to_string(),
+            });
+        }
+        if rel.is_empty() {
+            return Err(GatewayError::InvalidParams("empty glob pattern".into()));
+        }
+        Ok(rel)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn grep(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        pattern: &str,
+        path: Option<&str>,
+        ignore_case: bool,
+        include_glob: Option<&str>,
+        max_results: Option<u64>,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(ignore_case)
+            .build(pattern)
+            .map_err(|e| GatewayError::InvalidParams(format!("invalid regex: {}", one_line(&e.to_string()))))?;
+        let include = include_glob
+            .map(IncludeGlob::new)
+            .transpose()
+            .map_err(|e| GatewayError::InvalidParams(format!("invalid includeGlob: {}", e.kind())))?;
+        let max = match max_results {
+            None => GREP_DEFAULT_MAX,
+            Some(0) => {
+                return Err(GatewayError::InvalidParams("maxResults must be at least 1".into()));
+            }
+            Some(n) => usize::try_from(n).unwrap_or(GREP_CEILING).min(GREP_CEILING),
+        };
+        let rp = match path {
+            Some(p) => self.parse_path(ctx, p)?,
+            None => super::ReqPath {
+                rel: RelPath::root(),
+                shown: self.show_path(ctx.style, &RelPath::root()),
+            },
+        };
+        facts.path = Some(rp.rel.as_str().to_string());
+        // Decide on the start as a directory or a file, whichever it is.
+        let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Unknown, facts);
+        let (res, is_dir) = match res {
+            Ok(r) => {
+                let info = self.workspace.stat(&r.real).map_err(|e| ws_error(e, &rp.shown))?;
+                let is_dir = info.kind == "directory";
+                if !is_dir {
+                    self.locate(pol, OpClass::Read, &rp, Follow::All, EntryKind::File, facts)?;
+                }
+                (r, is_dir)
+            }
+            Err(e) => {
+                // A file path the list rules do not cover may still be readable.
+                let r = self
+                    .locate(pol, OpClass::Read, &rp, Follow::All, EntryKind::File, facts)
+                    .map_err(|_| e)?;
+                (r, false)
+            }
+        };
+        if !res.exists {
+            return Err(GatewayError::NotFound { path: rp.shown });
+        }
+        let opts = GrepOptions {
+            matcher: &matcher,
+            include: include.as_ref(),
+            max_results: max,
+            max_file_bytes: pol.limits().max_read_bytes,
+        };
+        let mut hits = self
+            .workspace
+            .grep(&res.real, is_dir, &opts, &|e| visible(pol, e))
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        // Report under the requested (lexical) path.
+        if res.real != rp.rel {
+            for h in &mut hits {
+                if let Some(rest) = h.path.strip_prefix(&res.real) {
+                    h.path = if rest.is_root() {
+                        rp.rel.clone()
+                    } else {
+                        RelPath::parse_rooted(&format!("/{}/{}", rp.rel.as_str(), rest.as_str()))
+                            .unwrap_or_else(|_| h.path.clone())
+                    };
+                }
+            }
+        }
+        facts.args.insert("matches".into(), hits.len().into());
+        Ok(Output::Grep(hits))
+    }
+}
+
+/// The directory to walk for a glob: its literal leading components, minus the last.
+fn glob_base(pattern: &str) -> RelPath {
+    let comps: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
+    let mut lit = Vec::new();
+    for c in comps.iter().take(comps.len().saturating_sub(1)) {
+        if c.contains(['*', '?', '[', '{', '\\']) {
+            break;
+        }
+        lit.push(*c);
+    }
+    RelPath::parse_rooted(&format!("/{}", lit.join("/"))).unwrap_or_default()
+}
+
+fn one_line(s: &str) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,261 @@
+//! The gateway: one value owning the policy, the workspace, the backups and the audit
+//! log, running each request through path -> policy -> workspace -> audit.
+
+mod change;
+mod facts;
+mod listing;
+mod read;
+
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::error::GatewayError;
+use crate::ops::{Op, Output, PathStyle, RequestCtx};
+use crate::path::{PathError, RelPath};
+use crate::policy::{EntryKind, OpClass, Policy};
+use crate::workspace::{Entry, EntryType, Follow, Resolved, Workspace, WsError};
+
+pub use facts::Facts;
+
+/// Rule id for refusals of paths outside the workspace (lexically or via symlinks).
+pub const RULE_BOUNDARY: &str = "workspace-boundary";
+/// Rule id for refusals of files that are not plain (FIFOs, devices, hard links).
+pub const RULE_FILE_TYPE: &str = "workspace-file-type";
+
+/// A request path, parsed: the lexical workspace path and the text the request gave.
+#[derive(Debug, Clone)]
+pub(crate) struct ReqPath {
+    pub rel: RelPath,
+    pub shown: String,
+}
+
+/// The gateway.
+pub struct Gateway {
+    /// The policy in force; replaced whole on reload.
+    policy: RwLock<Arc<Policy>>,
+    /// The workspace root handle.
+    workspace: Workspace,
+    /// Extra facts for `initialize`'s `_meta.fsgate` (sandbox status...).
+    meta: RwLock<serde_json::Map<String, Value>>,
+}
+
+impl Gateway {
+    /// A gateway over an opened workspace with a loaded policy.
+    pub fn new(policy: Policy, workspace: Workspace) -> Gateway {
+        Gateway {
+            policy: RwLock::new(Arc::new(policy)),
+            workspace,
+            meta: RwLock::new(serde_json::Map::new()),
+        }
+    }
+
+    /// The policy in force now.
+    pub fn policy(&self) -> Arc<Policy> {
+        match self.policy.read() {
+            Ok(p) => Arc::clone(&p),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// Adds a fact to `initialize`'s `_meta.fsgate`.
+    pub fn set_meta(&self, key: &str, value: Value) {
+        if let Ok(mut m) = self.meta.write() {
+            m.insert(key.to_string(), value);
+        }
+    }
+
+    /// `_meta.fsgate` for `initialize`.
+    pub fn meta(&self) -> Value {
+        let pol = self.policy();
+        let mut m = self.meta.read().map(|m| m.clone()).unwrap_or_default();
+        m.insert("version".into(), env!("CARGO_PKG_VERSION").into());
+        m.insert(
+            "workspace".into(),
+            self.workspace.root_path().to_string_lossy().into_owned().into(),
+        );
+        m.insert(
+            "policy".into(),
+            serde_json::json!({"origin": pol.origin(), "sha256": pol.sha256()}),
+        );
+        Value::Object(m)
+    }
+
+    /// Runs one operation through every gate and records it.
+    pub fn handle(&self, ctx: &RequestCtx, op: Op) -> Result<Output, GatewayError> {
+        let started = Instant::now();
+        let pol = self.policy();
+        let mut facts = Facts::new(&op);
+        let result = self.execute(&pol, ctx, &op, &mut facts);
+        facts.finish(&result, started.elapsed());
+        tracing::debug!(op = op.name(), session = %ctx.session, outcome = %facts.outcome, rule = ?facts.rule, "request");
+        result
+    }
+
+    fn execute(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        op: &Op,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        match op {
+            Op::ReadText { path, line, limit } => {
+                self.read_text(pol, ctx, path, *line, *limit, facts)
+            }
+            Op::ReadFile { path } => self.read_file(pol, ctx, path, facts),
+            Op::WriteText { path, content } => {
+                self.write(pol, ctx, path, content.as_bytes(), facts)
+            }
+            Op::WriteBytes { path, content } => self.write(pol, ctx, path, content, facts),
+            Op::Edit {
+                path,
+                old_text,
+                new_text,
+            } => self.edit(pol, ctx, path, old_text, new_text, facts),
+            Op::Ls { path } => self.ls(pol, ctx, path, facts),
+            Op::Stat { path } => self.stat(pol, ctx, path, facts),
+            Op::Glob { pattern } => self.glob(pol, ctx, pattern, facts),
+            Op::Grep {
+                pattern,
+                path,
+                ignore_case,
+                include_glob,
+                max_results,
+            } => self.grep(
+                pol,
+                ctx,
+                pattern,
+                path.as_deref(),
+                *ignore_case,
+                include_glob.as_deref(),
+                *max_results,
+                facts,
+            ),
+            Op::Mkdir { path, recursive } => self.mkdir(pol, ctx, path, *recursive, facts),
+            Op::Rm { path, recursive } => self.rm(pol, ctx, path, *recursive, facts),
+            Op::Rename { from, to } => self.rename(pol, ctx, from, to, facts),
+        }
+    }
+
+    /// Parses a request path in the transport's style.
+    pub(crate) fn parse_path(&self, ctx: &RequestCtx, input: &str) -> Result<ReqPath, GatewayError> {
+        let root = self.workspace.root_path();
+        let parsed = match ctx.style {
+            PathStyle::Absolute => RelPath::parse_absolute(input, root),
+            PathStyle::AbsoluteOrRelative => RelPath::parse_any(input, root),
+            PathStyle::Rooted => RelPath::parse_rooted(input),
+        };
+        let shown = input.replace('\0', "\\0");
+        match parsed {
+            Ok(rel) => Ok(ReqPath { rel, shown }),
+            Err(e @ (PathError::OutsideRoot { .. } | PathError::Escapes)) => {
+                Err(GatewayError::Refused {
+                    reason: e.to_string(),
+                    rule: RULE_BOUNDARY.into(),
+                    path: shown,
+                })
+            }
+            Err(e) => Err(GatewayError::InvalidParams(format!("path {shown:?}: {e}"))),
+        }
+    }
+
+    /// Renders a workspace path in the transport's style.
+    pub fn show_path(&self, style: PathStyle, rel: &RelPath) -> String {
+        match style {
+            PathStyle::Absolute | PathStyle::AbsoluteOrRelative => {
+                rel.to_absolute(self.workspace.root_path())
+            }
+            PathStyle::Rooted => rel.to_rooted(),
+        }
+    }
+
+    /// Refuses unless the policy allows `class` on `path`.
+    pub(crate) fn check(
+        pol: &Policy,
+        class: OpClass,
+        path: &RelPath,
+        kind: EntryKind,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let d = pol.decide(class, path, kind);
+        facts.decided(&d);
+        if d.allowed() {
+            Ok(())
+        } else {
+            Err(GatewayError::Refused {
+                reason: format!("{} of `{}` denied: {}", class.as_str(), path, d.reason),
+                rule: d.rule.to_string(),
+                path: shown.to_string(),
+            })
+        }
+    }
+
+    /// Path gate + policy gate: checks the lexical path, resolves it beneath the root,
+    /// and checks again where it really leads.
+    pub(crate) fn locate(
+        &self,
+        pol: &Policy,
+        class: OpClass,
+        rp: &ReqPath,
+        follow: Follow,
+        kind: EntryKind,
+        facts: &mut Facts,
+    ) -> Result<Resolved, GatewayError> {
+        Self::check(pol, class, &rp.rel, kind, &rp.shown, facts)?;
+        let res = self
+            .workspace
+            .resolve(&rp.rel, follow)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        if res.real != rp.rel {
+            Self::check(pol, class, &res.real, kind, &rp.shown, facts)?;
+        }
+        Ok(res)
+    }
+}
+
+/// Whether an entry may be seen at all: directories need `list`, everything else `read`
+/// (listings never reveal an entry the policy would refuse to read).
+pub(crate) fn visible(pol: &Policy, e: &Entry) -> bool {
+    match e.kind {
+        EntryType::Directory => pol.decide(OpClass::List, &e.path, EntryKind::Dir).allowed(),
+        _ => pol.decide(OpClass::Read, &e.path, EntryKind::File).allowed(),
+    }
+}
+
+/// Maps a workspace failure to the contract's error, naming the request's path.
+pub(crate) fn ws_error(e: WsError, shown: &str) -> GatewayError {
+    let path = shown.to_string();
+    match e {
+        WsError::NotFound => GatewayError::NotFound { path },
+        WsError::SymlinkEscape | WsError::Raced => GatewayError::Refused {
+            reason: e.to_string(),
+            rule: RULE_BOUNDARY.into(),
+            path,
+        },
+        WsError::HardLink(_) | WsError::Special(_) => GatewayError::Refused {
+            reason: e.to_string(),
+            rule: RULE_FILE_TYPE.into(),
+            path,
+        },
+        WsError::TooLarge { .. } => GatewayError::Limit {
+            reason: e.to_string(),
+            rule: "limits.max_read_bytes".into(),
+            path,
+        },
+        WsError::IsDir
+        | WsError::NotDir
+        | WsError::NotEmpty
+        | WsError::Exists
+        | WsError::NotUtf8
+        | WsError::CrossDirRename => GatewayError::InvalidParams(format!("{shown}: {e}")),
+        WsError::Io(io) => GatewayError::Internal(format!("{shown}: {io}")),
+    }
+}

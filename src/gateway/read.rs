@@ -1,0 +1,100 @@
+//! read_text_file and read_file.
+
+use base64::Engine;
+
+use super::{Facts, Gateway, ws_error};
+use crate::error::GatewayError;
+use crate::ops::{Encoding, Output, RequestCtx};
+use crate::policy::{BinaryMode, EntryKind, OpClass, Policy};
+use crate::workspace::{Follow, text_window};
+
+impl Gateway {
+    /// Reads the file at `path` under the policy's read checks and limits.
+    pub(crate) fn read_bytes(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        facts: &mut Facts,
+    ) -> Result<(Vec<u8>, String), GatewayError> {
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        let res = self.locate(pol, OpClass::Read, &rp, Follow::All, EntryKind::File, facts)?;
+        let limit = pol.limits().max_read_bytes;
+        let content = self
+            .workspace
+            .read_file(&res.real, limit)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        facts.content(&content.bytes);
+        Ok((content.bytes, rp.shown))
+    }
+
+    pub(super) fn read_text(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        line: Option<u64>,
+        limit: Option<u64>,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        if line == Some(0) {
+            return Err(GatewayError::InvalidParams(
+                "line is 1-based; 0 is not a line number".into(),
+            ));
+        }
+        let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
+        let text = text_or_refuse(pol, bytes, &shown)?;
+        Ok(Output::Text(text_window(&text, line, limit).to_string()))
+    }
+
+    pub(super) fn read_file(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
+        if crate::workspace::is_binary(&bytes) {
+            if pol.limits().binary == BinaryMode::Base64 {
+                return Ok(Output::File {
+                    content: base64::engine::general_purpose::STANDARD.encode(&bytes),
+                    encoding: Encoding::Base64,
+                });
+            }
+            return Err(binary_refusal(pol, &shown));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| binary_refusal(pol, &shown))?;
+        Ok(Output::File {
+            content: text,
+            encoding: Encoding::Utf8,
+        })
+    }
+}
+
+fn binary_refusal(pol: &Policy, shown: &str) -> GatewayError {
+    let reason = match pol.limits().binary {
+        BinaryMode::Deny => "binary content (NUL byte or invalid UTF-8); the policy denies binary reads",
+        BinaryMode::Base64 => {
+            "binary content (NUL byte or invalid UTF-8) cannot be read as text; use _fsgate/read_file"
+        }
+    };
+    GatewayError::Limit {
+        reason: reason.into(),
+        rule: "limits.binary".into(),
+        path: shown.to_string(),
+    }
+}
+
+/// The bytes as text, or a binary refusal.
+pub(crate) fn text_or_refuse(
+    pol: &Policy,
+    bytes: Vec<u8>,
+    shown: &str,
+) -> Result<String, GatewayError> {
+    if bytes[..bytes.len().min(8192)].contains(&0) {
+        return Err(binary_refusal(pol, shown));
+    }
+    String::from_utf8(bytes).map_err(|_| binary_refusal(pol, shown))
+}

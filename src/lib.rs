@@ -1,0 +1,32 @@
+//! fsgate: the filesystem gateway between untrusted agents and a workspace.
+//!
+//! # Layout
+//!
+//! Every request passes five gates, each in its own module:
+//!
+//! - [`transport`]: the doors. `acp` (JSON-RPC on stdio), later `mcp` and `ws`. They only
+//!   translate wire messages into an [`ops::Op`] and results back.
+//! - [`path`]: request path -> workspace-relative [`path::RelPath`], lexically, refusing
+//!   anything that cannot be expressed inside the root.
+//! - [`policy`]: the TOML policy, loaded (`raw`), compiled (`compile`) and decided
+//!   (`decide`) by a pure function that names the rule behind every decision.
+//! - [`workspace`]: the operations, executed through one `cap_std::fs::Dir` on the root.
+//! - [`audit`]: the hash-chained audit log; [`backup`]: the backup store.
+//!
+//! [`gateway`] owns one of each and runs a request through them; [`sandbox`] applies
+//! Landlock to the process once the handles are open; [`cli`] is the command line;
+//! [`error`] maps every failure to the contract's error codes in one place.
+
+#![deny(unsafe_code)]
+
+pub mod audit;
+pub mod backup;
+pub mod cli;
+pub mod error;
+pub mod gateway;
+pub mod ops;
+pub mod path;
+pub mod policy;
+pub mod sandbox;
+pub mod transport;
+pub mod workspace;

@@ -1,0 +1,227 @@
+//! The one internal operation type every transport translates into, and its results.
+
+use serde_json::{Map, Value};
+
+use crate::path::RelPath;
+use crate::workspace::{Entry, GrepMatch, StatInfo};
+
+/// How a transport writes paths: what it accepts, and how results are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathStyle {
+    /// ACP: absolute paths under the workspace root only.
+    Absolute,
+    /// MCP: absolute under the root, or relative to it; results absolute.
+    AbsoluteOrRelative,
+    /// WebSocket files channel: `/src/a.ts` is `<root>/src/a.ts`.
+    Rooted,
+}
+
+/// Who is asking: carried into refusals and audit records.
+#[derive(Debug, Clone)]
+pub struct RequestCtx {
+    /// The transport's path convention.
+    pub style: PathStyle,
+    /// The session id the request named (or the connection's).
+    pub session: String,
+    /// "acp", "mcp", "ws".
+    pub transport: &'static str,
+    /// pid/uid of the stdio peer, or the remote address.
+    pub peer: String,
+}
+
+/// One operation, with paths exactly as the request gave them.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// `fs/read_text_file`: 1-based `line`, `limit` in lines.
+    ReadText {
+        /// Path as given.
+        path: String,
+        /// First line (1-based).
+        line: Option<u64>,
+        /// Number of lines.
+        limit: Option<u64>,
+    },
+    /// `_fsgate/read_file`: text, or base64 for binary where the policy allows.
+    ReadFile {
+        /// Path as given.
+        path: String,
+    },
+    /// `fs/write_text_file`: create or atomically replace.
+    WriteText {
+        /// Path as given.
+        path: String,
+        /// New content.
+        content: String,
+    },
+    /// Write raw bytes (WebSocket base64 writes).
+    WriteBytes {
+        /// Path as given.
+        path: String,
+        /// New content.
+        content: Vec<u8>,
+    },
+    /// `_fsgate/edit_text_file`: replace the single occurrence of `old_text`.
+    Edit {
+        /// Path as given.
+        path: String,
+        /// Text that must occur exactly once.
+        old_text: String,
+        /// Replacement.
+        new_text: String,
+    },
+    /// `_fsgate/ls`.
+    Ls {
+        /// Directory as given.
+        path: String,
+    },
+    /// `_fsgate/stat`.
+    Stat {
+        /// Path as given.
+        path: String,
+    },
+    /// `_fsgate/glob`.
+    Glob {
+        /// Pattern, relative to the root or absolute under it.
+        pattern: String,
+    },
+    /// `_fsgate/grep`.
+    Grep {
+        /// Regex.
+        pattern: String,
+        /// File or directory to search (default: the root).
+        path: Option<String>,
+        /// Case-insensitive.
+        ignore_case: bool,
+        /// Only files matching this glob.
+        include_glob: Option<String>,
+        /// Stop after this many matches.
+        max_results: Option<u64>,
+    },
+    /// `_fsgate/mkdir`.
+    Mkdir {
+        /// Directory as given.
+        path: String,
+        /// Create missing parents too.
+        recursive: bool,
+    },
+    /// `_fsgate/rm`.
+    Rm {
+        /// Path as given.
+        path: String,
+        /// Remove directories with their content.
+        recursive: bool,
+    },
+    /// `_fsgate/rename`.
+    Rename {
+        /// Source as given.
+        from: String,
+        /// Destination as given.
+        to: String,
+    },
+}
+
+impl Op {
+    /// The operation's name in audit records.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::ReadText { .. } => "read_text_file",
+            Op::ReadFile { .. } => "read_file",
+            Op::WriteText { .. } | Op::WriteBytes { .. } => "write_text_file",
+            Op::Edit { .. } => "edit_text_file",
+            Op::Ls { .. } => "ls",
+            Op::Stat { .. } => "stat",
+            Op::Glob { .. } => "glob",
+            Op::Grep { .. } => "grep",
+            Op::Mkdir { .. } => "mkdir",
+            Op::Rm { .. } => "rm",
+            Op::Rename { .. } => "rename",
+        }
+    }
+
+    /// The arguments that matter for the audit record (never content).
+    pub fn audit_args(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        match self {
+            Op::ReadText { line, limit, .. } => {
+                if let Some(l) = line {
+                    m.insert("line".into(), (*l).into());
+                }
+                if let Some(l) = limit {
+                    m.insert("limit".into(), (*l).into());
+                }
+            }
+            Op::Glob { pattern } => {
+                m.insert("pattern".into(), pattern.clone().into());
+            }
+            Op::Grep {
+                pattern,
+                ignore_case,
+                include_glob,
+                max_results,
+                ..
+            } => {
+                m.insert("pattern".into(), pattern.clone().into());
+                m.insert("ignoreCase".into(), (*ignore_case).into());
+                if let Some(g) = include_glob {
+                    m.insert("includeGlob".into(), g.clone().into());
+                }
+                if let Some(n) = max_results {
+                    m.insert("maxResults".into(), (*n).into());
+                }
+            }
+            Op::Mkdir { recursive, .. } | Op::Rm { recursive, .. } => {
+                m.insert("recursive".into(), (*recursive).into());
+            }
+            _ => {}
+        }
+        m
+    }
+}
+
+/// Content returned by `read_file`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// The content is the text itself.
+    Utf8,
+    /// The content is base64 of the bytes.
+    Base64,
+}
+
+impl Encoding {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Utf8 => "utf-8",
+            Encoding::Base64 => "base64",
+        }
+    }
+}
+
+/// What an operation produced; transports render paths in their own style.
+#[derive(Debug, Clone)]
+pub enum Output {
+    /// Text content (`read_text_file`).
+    Text(String),
+    /// File content with its encoding (`read_file`).
+    File {
+        /// Text or base64.
+        content: String,
+        /// Which.
+        encoding: Encoding,
+    },
+    /// Nothing (writes, mkdir, rm, rename, edit).
+    Unit,
+    /// Directory entries (`ls`), already filtered by the policy.
+    Entries(Vec<Entry>),
+    /// Metadata (`stat`).
+    Stat {
+        /// The path as resolved lexically.
+        path: RelPath,
+        /// The metadata.
+        info: StatInfo,
+    },
+    /// Matching paths (`glob`).
+    Paths(Vec<RelPath>),
+    /// Grep hits.
+    Grep(Vec<GrepMatch>),
+}

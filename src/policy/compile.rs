@@ -1,0 +1,278 @@
+//! Raw policy -> compiled policy: globs and regexes built once, every error located.
+
+use std::collections::HashSet;
+
+use globset::{GlobBuilder, GlobSetBuilder};
+use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use toml::Spanned;
+
+use super::raw::{BinaryMode, RawPolicy, RawRule};
+use crate::path::RelPath;
+use super::{Limits, OpClass, PolicyError, Rule, SecretPattern, Secrets};
+
+/// Built-in secret-name patterns: (id, regex), matched case-insensitively per component.
+pub const BUILTIN_SECRETS: &[(&str, &str)] = &[
+    ("dotenv", r"^\.env(rc)?(\..*)?$"),
+    ("ssh-private-key", r"^id_(rsa|dsa|ecdsa|ed25519)(_sk)?$"),
+    ("ssh-dir", r"^\.ssh$"),
+    ("key-material", r"\.(pem|key|p12|pfx|jks|keystore|kdbx|ppk)$"),
+    ("credentials", r"^\.?(git-)?credentials"),
+    ("secret", r"secret"),
+    ("netrc", r"^[._]?netrc$"),
+    ("package-tokens", r"^\.(npmrc|pypirc|pgpass|dockercfg)$"),
+    ("cloud-credentials", r"^\.(aws|azure|gnupg|kube|docker)$"),
+    ("vcs-internals", r"^\.(git|hg|svn)$"),
+];
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+
+/// Default limits: 10 MiB reads and writes, binary denied, 16 MiB messages.
+pub const DEFAULT_LIMITS: Limits = Limits {
+    max_read_bytes: 10 * MIB,
+    max_write_bytes: 10 * MIB,
+    binary: BinaryMode::Deny,
+    max_message_bytes: 16 * MIB,
+};
+
+/// Where in the source a value sits: 1-based line and column.
+pub(crate) fn line_col(src: &str, offset: usize) -> (usize, usize) {
+    let before = &src[..offset.min(src.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rfind('\n').map_or(before.len(), |i| before.len() - i - 1) + 1;
+    (line, col)
+}
+
+fn at<T>(src: &str, s: &Spanned<T>) -> usize {
+    line_col(src, s.span().start).0
+}
+
+pub(crate) struct Compiled {
+    pub rules: Vec<Rule>,
+    pub secrets: Secrets,
+    pub limits: Limits,
+}
+
+pub(crate) fn compile(raw: &RawPolicy, src: &str) -> Result<Compiled, PolicyError> {
+    if *raw.version.get_ref() != 1 {
+        return Err(PolicyError::Invalid {
+            key: "version".into(),
+            line: at(src, &raw.version),
+            message: format!(
+                "unsupported version {}; this fsgate understands version 1",
+                raw.version.get_ref()
+            ),
+        });
+    }
+    let secrets = compile_secrets(raw, src)?;
+    let mut rules = Vec::with_capacity(raw.rules.len());
+    let mut ids = HashSet::new();
+    for (i, r) in raw.rules.iter().enumerate() {
+        let rule = compile_rule(i, r, src)?;
+        if !ids.insert(rule.id.clone()) {
+            return Err(PolicyError::Invalid {
+                key: format!("rule[{i}].id"),
+                line: at(src, &r.id),
+                message: format!("duplicate rule id `{}`: ids must be unique", rule.id),
+            });
+        }
+        rules.push(rule);
+    }
+    let l = &raw.limits;
+    let limits = Limits {
+        max_read_bytes: l.max_read_bytes.unwrap_or(DEFAULT_LIMITS.max_read_bytes),
+        max_write_bytes: l.max_write_bytes.unwrap_or(DEFAULT_LIMITS.max_write_bytes),
+        binary: l.binary.unwrap_or(DEFAULT_LIMITS.binary),
+        max_message_bytes: l
+            .max_message_bytes
+            .unwrap_or(DEFAULT_LIMITS.max_message_bytes),
+    };
+    if limits.max_message_bytes < 4 * KIB {
+        return Err(PolicyError::Invalid {
+            key: "limits.max_message_bytes".into(),
+            line: 0,
+            message: "must be at least 4096 bytes".into(),
+        });
+    }
+    Ok(Compiled {
+        rules,
+        secrets,
+        limits,
+    })
+}
+
+fn compile_secrets(raw: &RawPolicy, src: &str) -> Result<Secrets, PolicyError> {
+    let mut patterns: Vec<SecretPattern> = Vec::new();
+    if raw.secrets.builtin {
+        for (id, re) in BUILTIN_SECRETS {
+            patterns.push(SecretPattern {
+                id: format!("secrets:{id}"),
+                source: (*re).to_string(),
+                builtin: true,
+            });
+        }
+    }
+    for (i, p) in raw.secrets.patterns.iter().enumerate() {
+        let key = format!("secrets.patterns[{i}].regex");
+        build_regex(p.regex.get_ref()).map_err(|e| PolicyError::Invalid {
+            key: key.clone(),
+            line: at(src, &p.regex),
+            message: format!("invalid regex: {}", first_line(&e.to_string())),
+        })?;
+        patterns.push(SecretPattern {
+            id: format!("secrets:{}", p.id),
+            source: p.regex.get_ref().clone(),
+            builtin: false,
+        });
+    }
+    let set: RegexSet = RegexSetBuilder::new(patterns.iter().map(|p| p.source.as_str()))
+        .case_insensitive(true)
+        .build()
+        .map_err(|e| PolicyError::Invalid {
+            key: "secrets.patterns".into(),
+            line: 0,
+            message: first_line(&e.to_string()),
+        })?;
+    Ok(Secrets { patterns, set })
+}
+
+fn build_regex(src: &str) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(src).case_insensitive(true).build()
+}
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
+    let id = r.id.get_ref().trim().to_string();
+    let invalid = |key: &str, line: usize, message: String| PolicyError::Invalid {
+        key: format!("rule[{i}].{key}"),
+        line,
+        message,
+    };
+    if id.is_empty() || id.starts_with("secrets:") || id == super::DEFAULT_DENY {
+        return Err(invalid(
+            "id",
+            at(src, &r.id),
+            format!("`{id}` is not a usable rule id (empty or reserved)"),
+        ));
+    }
+    let mut ops = [false; 4];
+    if r.ops.is_empty() {
+        return Err(invalid(
+            "ops",
+            at(src, &r.id),
+            "a rule needs at least one op (read, write, delete, list or \"*\")".into(),
+        ));
+    }
+    for op in &r.ops {
+        match op.get_ref().as_str() {
+            "*" => ops = [true; 4],
+            name => match OpClass::parse(name) {
+                Some(c) => ops[c as usize] = true,
+                None => {
+                    return Err(invalid(
+                        "ops",
+                        at(src, op),
+                        format!(
+                            "unknown op `{name}`: expected read, write, delete, list or \"*\""
+                        ),
+                    ));
+                }
+            },
+        }
+    }
+    if r.paths.is_empty() && r.extensions.is_none() {
+        return Err(invalid(
+            "paths",
+            at(src, &r.id),
+            "a rule needs `paths` (globs) or `extensions`".into(),
+        ));
+    }
+    let mut set = GlobSetBuilder::new();
+    let mut bases = Vec::new();
+    let mut globs = Vec::new();
+    for g in &r.paths {
+        let text = g.get_ref().trim_start_matches('/');
+        if text.split('/').any(|c| c == "..") {
+            return Err(invalid(
+                "paths",
+                at(src, g),
+                format!("glob `{text}` contains `..`: globs are relative to the workspace root"),
+            ));
+        }
+        let glob = GlobBuilder::new(text)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| invalid("paths", at(src, g), format!("invalid glob: {}", e.kind())))?;
+        set.add(glob);
+        // A glob also covers everything beneath what it matches (`src` covers `src/a`).
+        if !text.ends_with("/**") && text != "**" {
+            let under = format!("{}/**", text.trim_end_matches('/'));
+            if let Ok(glob) = GlobBuilder::new(&under)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+            {
+                set.add(glob);
+            }
+        }
+        bases.push(RelPath::parse_rooted(&format!("/{}", literal_base(text))).unwrap_or_default());
+        globs.push(g.get_ref().clone());
+    }
+    let paths = set
+        .build()
+        .map_err(|e| invalid("paths", at(src, &r.id), format!("invalid glob set: {e}")))?;
+    let extensions = r.extensions.as_ref().map(|exts| {
+        exts.iter()
+            .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
+            .collect::<Vec<_>>()
+    });
+    Ok(Rule {
+        id,
+        effect: r.effect,
+        ops,
+        globs,
+        paths: if r.paths.is_empty() { None } else { Some(paths) },
+        bases,
+        extensions,
+        reason: r.reason.clone(),
+        line: at(src, &r.id),
+    })
+}
+
+/// The directory part of a glob before its first wildcard: `src/**/*.rs` -> `src`.
+fn literal_base(glob: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for comp in glob.split('/') {
+        if comp.contains(['*', '?', '[', '{', '\\']) {
+            break;
+        }
+        out.push(comp);
+    }
+    out.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bases() {
+        assert_eq!(literal_base("src/**/*.rs"), "src");
+        assert_eq!(literal_base("**"), "");
+        assert_eq!(literal_base("docs/api/index.md"), "docs/api/index.md");
+    }
+
+    #[test]
+    fn line_cols() {
+        assert_eq!(line_col("a\nbc\nd", 3), (2, 2));
+        assert_eq!(line_col("abc", 0), (1, 1));
+    }
+}

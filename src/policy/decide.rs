@@ -1,0 +1,192 @@
+//! The decision: a pure function of (policy, op class, path, entry kind).
+//!
+//! Order: secret-name patterns, then deny rules, then allow rules, then `default-deny`.
+//! The first match in that order decides, so deny always wins over allow.
+
+use std::borrow::Cow;
+
+use super::raw::Effect;
+use super::{DEFAULT_DENY, OpClass, Policy, Rule};
+use crate::path::RelPath;
+
+/// What kind of entry a path names, when the caller knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file (or a file about to be created).
+    File,
+    /// A directory: extension conditions of allow rules do not apply to it.
+    Dir,
+    /// Not known yet (checked before touching the filesystem); allow rules' extension
+    /// conditions are deferred to the second check, deny rules apply in full.
+    Unknown,
+}
+
+/// The outcome of a decision, naming the rule that made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision<'p> {
+    /// allow or deny.
+    pub effect: Effect,
+    /// The deciding rule's id (`secrets:<id>`, a `[[rule]]` id, or `default-deny`).
+    pub rule: &'p str,
+    /// One line saying why.
+    pub reason: Cow<'p, str>,
+}
+
+impl Decision<'_> {
+    /// True if allowed.
+    pub fn allowed(&self) -> bool {
+        self.effect == Effect::Allow
+    }
+}
+
+/// One rule considered while deciding, for `fsgate policy explain`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TraceStep {
+    /// Rule id.
+    pub rule: String,
+    /// Effect it would have.
+    pub effect: Effect,
+    /// Whether it matched this request.
+    pub matched: bool,
+    /// Why it matched or not.
+    pub note: String,
+}
+
+impl Policy {
+    /// Decides `op` on `path`. Pure: no filesystem access.
+    pub fn decide(&self, op: OpClass, path: &RelPath, kind: EntryKind) -> Decision<'_> {
+        self.evaluate(op, path, kind, None)
+    }
+
+    /// Decides, and returns every rule considered in evaluation order.
+    pub fn explain(
+        &self,
+        op: OpClass,
+        path: &RelPath,
+        kind: EntryKind,
+    ) -> (Decision<'_>, Vec<TraceStep>) {
+        let mut trace = Vec::new();
+        let d = self.evaluate(op, path, kind, Some(&mut trace));
+        (d, trace)
+    }
+
+    fn evaluate(
+        &self,
+        op: OpClass,
+        path: &RelPath,
+        kind: EntryKind,
+        mut trace: Option<&mut Vec<TraceStep>>,
+    ) -> Decision<'_> {
+        // 1. Secret names, on every component.
+        let mut secret_hit = None;
+        for comp in path.components() {
+            let hits = self.secrets.set.matches(comp);
+            if let Some(i) = hits.iter().next() {
+                secret_hit = Some((i, comp));
+                break;
+            }
+        }
+        if let Some(t) = trace.as_deref_mut() {
+            for (i, p) in self.secrets.patterns.iter().enumerate() {
+                let matched = secret_hit.is_some_and(|(h, _)| h == i);
+                t.push(TraceStep {
+                    rule: p.id.clone(),
+                    effect: Effect::Deny,
+                    matched,
+                    note: format!("secret-name pattern /{}/ on each path component", p.source),
+                });
+            }
+        }
+        if let Some((i, comp)) = secret_hit {
+            let p = &self.secrets.patterns[i];
+            return Decision {
+                effect: Effect::Deny,
+                rule: &p.id,
+                reason: Cow::Owned(format!(
+                    "`{comp}` matches the secret-name pattern /{}/",
+                    p.source
+                )),
+            };
+        }
+        // 2. Deny rules, then 3. allow rules, each in file order.
+        for effect in [Effect::Deny, Effect::Allow] {
+            for rule in self.rules.iter().filter(|r| r.effect == effect) {
+                let (matched, note) = rule_matches(rule, op, path, kind);
+                if let Some(t) = trace.as_deref_mut() {
+                    t.push(TraceStep {
+                        rule: rule.id.clone(),
+                        effect,
+                        matched,
+                        note,
+                    });
+                }
+                if matched {
+                    let reason = match &rule.reason {
+                        Some(r) => Cow::Borrowed(r.as_str()),
+                        None => Cow::Owned(format!(
+                            "{} rule `{}` covers {} on this path",
+                            if effect == Effect::Deny { "deny" } else { "allow" },
+                            rule.id,
+                            op.as_str()
+                        )),
+                    };
+                    return Decision {
+                        effect,
+                        rule: &rule.id,
+                        reason,
+                    };
+                }
+            }
+        }
+        if let Some(t) = trace.as_deref_mut() {
+            t.push(TraceStep {
+                rule: DEFAULT_DENY.into(),
+                effect: Effect::Deny,
+                matched: true,
+                note: "no rule allowed this operation on this path".into(),
+            });
+        }
+        Decision {
+            effect: Effect::Deny,
+            rule: DEFAULT_DENY,
+            reason: Cow::Owned(format!("no rule allows {} on this path", op.as_str())),
+        }
+    }
+}
+
+fn rule_matches(rule: &Rule, op: OpClass, path: &RelPath, kind: EntryKind) -> (bool, String) {
+    if !rule.ops[op as usize] {
+        return (false, format!("does not cover {}", op.as_str()));
+    }
+    let path_ok = match &rule.paths {
+        None => true,
+        Some(set) => {
+            set.is_match(path.as_str())
+                || (rule.effect == Effect::Allow && op == OpClass::List && is_ancestor_of_base(rule, path))
+        }
+    };
+    if !path_ok {
+        return (false, format!("paths {:?} do not match", rule.globs));
+    }
+    if let Some(exts) = &rule.extensions {
+        let check = match (rule.effect, kind) {
+            (Effect::Deny, _) => true,
+            (Effect::Allow, EntryKind::File) => true,
+            (Effect::Allow, _) => false,
+        };
+        if check {
+            let ext = path.extension().map(str::to_ascii_lowercase);
+            let ok = ext.as_deref().is_some_and(|e| exts.iter().any(|x| x == e));
+            if !ok {
+                return (false, format!("extension not in {exts:?}"));
+            }
+        }
+    }
+    (true, "matches".into())
+}
+
+/// Listing a directory that leads towards an allowed subtree is allowed (so `src/**`
+/// lets the agent list the root and see `src`); the entries are filtered separately.
+fn is_ancestor_of_base(rule: &Rule, path: &RelPath) -> bool {
+    rule.bases.iter().any(|base| base.starts_with(path))
+}

@@ -1,0 +1,244 @@
+//! The policy engine: a TOML file, loaded (`raw`), compiled (`compile`), and decided by
+//! a pure function (`decide`) that names the rule behind every decision.
+//!
+//! Deny wins over allow; nothing matched means deny (`default-deny`).
+
+mod compile;
+mod decide;
+pub mod raw;
+
+use std::path::Path;
+
+use globset::GlobSet;
+use regex::RegexSet;
+use sha2::{Digest, Sha256};
+
+pub use compile::{BUILTIN_SECRETS, DEFAULT_LIMITS};
+pub use decide::{Decision, EntryKind, TraceStep};
+pub use raw::{BinaryMode, Effect, RawPolicy};
+
+/// The text of the built-in default policy (`policies/default.toml`).
+pub const DEFAULT_POLICY_TOML: &str = include_str!("../../policies/default.toml");
+
+/// The rule id reported when no rule matched.
+pub const DEFAULT_DENY: &str = "default-deny";
+
+/// Operation classes the policy distinguishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpClass {
+    /// Reading content: read_text_file, read_file, grep.
+    Read = 0,
+    /// Creating or changing: write, edit, mkdir, rename target.
+    Write = 1,
+    /// Removing: rm, rename source.
+    Delete = 2,
+    /// Seeing names and metadata: ls, stat, glob.
+    List = 3,
+}
+
+impl OpClass {
+    /// All classes, in index order.
+    pub const ALL: [OpClass; 4] = [
+        OpClass::Read,
+        OpClass::Write,
+        OpClass::Delete,
+        OpClass::List,
+    ];
+
+    /// Parses `read`, `write`, `delete`, `list`.
+    pub fn parse(s: &str) -> Option<OpClass> {
+        match s {
+            "read" => Some(OpClass::Read),
+            "write" => Some(OpClass::Write),
+            "delete" => Some(OpClass::Delete),
+            "list" => Some(OpClass::List),
+            _ => None,
+        }
+    }
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpClass::Read => "read",
+            OpClass::Write => "write",
+            OpClass::Delete => "delete",
+            OpClass::List => "list",
+        }
+    }
+}
+
+/// Why a policy cannot be loaded. The process refuses to start on any of these.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// The file could not be read.
+    #[error("cannot read policy {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    /// TOML syntax, unknown key or wrong type (the parser's message names key and line).
+    #[error("{origin}: {message}")]
+    Parse { origin: String, message: String },
+    /// A value that parses but is not valid (bad glob, bad regex, unknown op...).
+    #[error("{key} (line {line}): {message}")]
+    Invalid {
+        key: String,
+        line: usize,
+        message: String,
+    },
+}
+
+/// Size and content limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Limits {
+    /// Largest file the agent may read, in bytes.
+    pub max_read_bytes: u64,
+    /// Largest content the agent may write in one request, in bytes.
+    pub max_write_bytes: u64,
+    /// Binary files: deny, or base64 through `_fsgate/read_file`.
+    pub binary: BinaryMode,
+    /// Largest protocol message.
+    pub max_message_bytes: u64,
+}
+
+/// A compiled `[[rule]]`.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Unique id.
+    pub id: String,
+    /// allow or deny.
+    pub effect: Effect,
+    /// Which op classes it covers, indexed by `OpClass as usize`.
+    pub ops: [bool; 4],
+    /// The globs as written, for explain and lint.
+    pub globs: Vec<String>,
+    /// The compiled globs (each also covering what lies beneath); None = any path.
+    paths: Option<GlobSet>,
+    /// Literal directory prefixes of the globs, so listing an ancestor is allowed.
+    bases: Vec<crate::path::RelPath>,
+    /// Lowercased extensions the rule is limited to.
+    pub extensions: Option<Vec<String>>,
+    /// Human explanation.
+    pub reason: Option<String>,
+    /// Line of the rule's `id` in the source.
+    pub line: usize,
+}
+
+/// A secret-name pattern.
+#[derive(Debug, Clone)]
+pub struct SecretPattern {
+    /// `secrets:<id>`.
+    pub id: String,
+    /// The regex source.
+    pub source: String,
+    /// True for fsgate's built-in list.
+    pub builtin: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Secrets {
+    patterns: Vec<SecretPattern>,
+    set: RegexSet,
+}
+
+/// A loaded, compiled policy. Immutable; share it behind an `Arc`.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    rules: Vec<Rule>,
+    secrets: Secrets,
+    limits: Limits,
+    raw: RawPolicy,
+    sha256: String,
+    origin: String,
+}
+
+impl Policy {
+    /// Loads the built-in default policy.
+    pub fn builtin_default() -> Result<Policy, PolicyError> {
+        Policy::from_toml(DEFAULT_POLICY_TOML, "<built-in default policy>")
+    }
+
+    /// Loads a policy file.
+    ///
+    /// # Ambient Authority
+    /// Reads `path` from the ambient filesystem; start-up code only.
+    pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Policy::from_toml(&text, &path.display().to_string())
+    }
+
+    /// Parses and compiles policy text; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Policy, PolicyError> {
+        let raw: RawPolicy = toml::from_str(text).map_err(|e| PolicyError::Parse {
+            origin: origin.to_string(),
+            message: describe_toml_error(&e, text),
+        })?;
+        let compiled = compile::compile(&raw, text)?;
+        Ok(Policy {
+            rules: compiled.rules,
+            secrets: compiled.secrets,
+            limits: compiled.limits,
+            raw,
+            sha256: hex::encode(Sha256::digest(text.as_bytes())),
+            origin: origin.to_string(),
+        })
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The compiled rules, in file order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The secret-name patterns in force.
+    pub fn secret_patterns(&self) -> &[SecretPattern] {
+        &self.secrets.patterns
+    }
+
+    /// The raw file, for sections other modules own and for the test runner.
+    pub fn raw(&self) -> &RawPolicy {
+        &self.raw
+    }
+
+    /// SHA-256 of the policy text (hex): names the policy in audit records.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// Where the policy came from (a path, or the built-in default).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// True if some allow rule covers `op` at all: drives ACP capability flags and the
+    /// Landlock rights the kernel grants.
+    pub fn can_ever(&self, op: OpClass) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.effect == Effect::Allow && r.ops[op as usize])
+    }
+}
+
+/// The parser's message on one line, with line and column.
+fn describe_toml_error(e: &toml::de::Error, text: &str) -> String {
+    let msg = e.message().trim().to_string();
+    match e.span() {
+        Some(span) => {
+            let (line, col) = compile::line_col(text, span.start);
+            format!("line {line}, column {col}: {msg}")
+        }
+        None => msg,
+    }
+}
+
+#[cfg(test)]
+mod tests;

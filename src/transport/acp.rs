@@ -1,0 +1,331 @@
+//! Transport `acp`: newline-delimited JSON-RPC 2.0 on stdio, fsgate playing the ACP
+//! client's file-system role. Requests are served concurrently and answered in any
+//! order; on stdin EOF in-flight requests finish, then the loop returns.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use super::jsonrpc::{self, Incoming};
+use super::lines::{Line, read_line};
+use crate::error::{GatewayError, code};
+use crate::gateway::Gateway;
+use crate::ops::{Op, Output, PathStyle, RequestCtx};
+use crate::policy::OpClass;
+
+/// Requests served at once per connection; more wait for a slot.
+const MAX_IN_FLIGHT: usize = 64;
+
+/// The ACP protocol version carrying the `fs/*` methods.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PathParams {
+    path: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadParams {
+    path: String,
+    line: Option<u64>,
+    limit: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WriteParams {
+    path: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EditParams {
+    path: String,
+    old_text: String,
+    new_text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RecursiveParams {
+    path: String,
+    #[serde(default)]
+    recursive: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RenameParams {
+    old_path: String,
+    new_path: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GlobParams {
+    pattern: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GrepParams {
+    pattern: String,
+    path: Option<String>,
+    #[serde(default)]
+    ignore_case: Option<bool>,
+    include_glob: Option<String>,
+    max_results: Option<u64>,
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(method: &str, params: Value) -> Result<T, GatewayError> {
+    let params = if params.is_null() { json!({}) } else { params };
+    serde_json::from_value(params)
+        .map_err(|e| GatewayError::InvalidParams(format!("{method}: {e}")))
+}
+
+/// True for the file-system methods fsgate answers itself.
+pub fn is_fs_method(method: &str) -> bool {
+    method.starts_with("fs/") || method.starts_with("_fsgate/")
+}
+
+/// Translates an ACP file-system request into an [`Op`]; `Ok(None)` if the method is
+/// not one of them.
+pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
+    let op = match method {
+        "fs/read_text_file" => {
+            let p: ReadParams = parse(method, params)?;
+            Op::ReadText { path: p.path, line: p.line, limit: p.limit }
+        }
+        "fs/write_text_file" => {
+            let p: WriteParams = parse(method, params)?;
+            Op::WriteText { path: p.path, content: p.content }
+        }
+        "_fsgate/read_file" => {
+            let p: PathParams = parse(method, params)?;
+            Op::ReadFile { path: p.path }
+        }
+        "_fsgate/edit_text_file" => {
+            let p: EditParams = parse(method, params)?;
+            Op::Edit { path: p.path, old_text: p.old_text, new_text: p.new_text }
+        }
+        "_fsgate/ls" => Op::Ls { path: parse::<PathParams>(method, params)?.path },
+        "_fsgate/stat" => Op::Stat { path: parse::<PathParams>(method, params)?.path },
+        "_fsgate/glob" => Op::Glob { pattern: parse::<GlobParams>(method, params)?.pattern },
+        "_fsgate/grep" => {
+            let p: GrepParams = parse(method, params)?;
+            Op::Grep {
+                pattern: p.pattern,
+                path: p.path,
+                ignore_case: p.ignore_case.unwrap_or(false),
+                include_glob: p.include_glob,
+                max_results: p.max_results,
+            }
+        }
+        "_fsgate/mkdir" => {
+            let p: RecursiveParams = parse(method, params)?;
+            Op::Mkdir { path: p.path, recursive: p.recursive.unwrap_or(false) }
+        }
+        "_fsgate/rm" => {
+            let p: RecursiveParams = parse(method, params)?;
+            Op::Rm { path: p.path, recursive: p.recursive.unwrap_or(false) }
+        }
+        "_fsgate/rename" => {
+            let p: RenameParams = parse(method, params)?;
+            Op::Rename { from: p.old_path, to: p.new_path }
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(op))
+}
+
+/// The session id a request names, if any.
+pub fn session_of(params: &Value) -> Option<String> {
+    params.get("sessionId").and_then(Value::as_str).map(str::to_string)
+}
+
+/// Renders an [`Output`] as the ACP result.
+pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
+    match out {
+        Output::Text(content) => json!({ "content": content }),
+        Output::File { content, encoding } => {
+            json!({ "content": content, "encoding": encoding.as_str() })
+        }
+        Output::Unit => Value::Null,
+        Output::Entries(entries) => {
+            let list: Vec<Value> = entries
+                .into_iter()
+                .map(|e| {
+                    let mut v = json!({
+                        "name": e.name,
+                        "path": gw.show_path(style, &e.path),
+                        "type": e.kind.as_str(),
+                    });
+                    if let Some(s) = e.size {
+                        v["size"] = s.into();
+                    }
+                    if let Some(m) = e.modified {
+                        v["modified"] = m.into();
+                    }
+                    v
+                })
+                .collect();
+            json!({ "entries": list })
+        }
+        Output::Stat { path, info } => json!({ "stat": {
+            "path": gw.show_path(style, &path),
+            "type": info.kind,
+            "size": info.size,
+            "modified": info.modified,
+            "permissions": info.permissions,
+        }}),
+        Output::Paths(paths) => {
+            let list: Vec<String> = paths.iter().map(|p| gw.show_path(style, p)).collect();
+            json!({ "matches": list })
+        }
+        Output::Grep(hits) => {
+            let list: Vec<Value> = hits
+                .into_iter()
+                .map(|h| json!({
+                    "path": gw.show_path(style, &h.path),
+                    "lineNumber": h.line_number,
+                    "line": h.line,
+                }))
+                .collect();
+            json!({ "matches": list })
+        }
+    }
+}
+
+/// The `initialize` result: capabilities follow the policy.
+pub fn initialize_result(gw: &Gateway) -> Value {
+    let pol = gw.policy();
+    json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "clientCapabilities": {
+            "fs": {
+                "readTextFile": pol.can_ever(OpClass::Read),
+                "writeTextFile": pol.can_ever(OpClass::Write),
+            }
+        },
+        "_meta": { "fsgate": gw.meta() },
+    })
+}
+
+/// Answers one request (blocking: run it off the async threads).
+pub fn answer(gw: &Gateway, peer: &str, id: &Value, method: &str, params: Value) -> Value {
+    if method == "initialize" {
+        return jsonrpc::result_response(id, initialize_result(gw));
+    }
+    let ctx = RequestCtx {
+        style: PathStyle::Absolute,
+        session: session_of(&params).unwrap_or_default(),
+        transport: "acp",
+        peer: peer.to_string(),
+    };
+    match to_op(method, params) {
+        Ok(Some(op)) => match gw.handle(&ctx, op) {
+            Ok(out) => jsonrpc::result_response(id, render(gw, ctx.style, out)),
+            Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
+        },
+        Ok(None) => jsonrpc::error_response(
+            id,
+            jsonrpc::error_object(
+                code::METHOD_NOT_FOUND,
+                &format!("method not found: {method}"),
+                None,
+            ),
+        ),
+        Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
+    }
+}
+
+/// Serves requests from `input` until EOF, writing responses to `output`.
+pub async fn serve<R, W>(gw: Arc<Gateway>, peer: String, input: R, output: W) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
+    let (tx, rx) = mpsc::channel::<Value>(256);
+    let writer = tokio::spawn(write_lines(rx, output));
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let peer: Arc<str> = peer.into();
+    let mut tasks = JoinSet::new();
+    loop {
+        while tasks.try_join_next().is_some() {}
+        let line = match read_line(&mut reader, max).await {
+            Ok(Line::Eof) => break,
+            Ok(Line::TooLong { len }) => {
+                let msg = format!("message of {len} bytes exceeds the limit of {max} bytes");
+                tracing::warn!("{msg}");
+                let err = jsonrpc::error_object(code::INVALID_REQUEST, &msg, None);
+                let _ = tx.send(jsonrpc::error_response(&Value::Null, err)).await;
+                continue;
+            }
+            Ok(Line::Message(bytes)) => bytes,
+            Err(e) => {
+                tracing::error!("reading stdin: {e}");
+                break;
+            }
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match jsonrpc::classify(&line) {
+            Incoming::Request { id, method, params } => {
+                let (gw, tx, peer) = (Arc::clone(&gw), tx.clone(), Arc::clone(&peer));
+                let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+                    break;
+                };
+                tasks.spawn(async move {
+                    let id2 = id.clone();
+                    let resp = tokio::task::spawn_blocking(move || answer(&gw, &peer, &id, &method, params))
+                        .await
+                        .unwrap_or_else(|e| {
+                            tracing::error!("request task failed: {e}");
+                            jsonrpc::error_response(
+                                &id2,
+                                jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None),
+                            )
+                        });
+                    let _ = tx.send(resp).await;
+                    drop(permit);
+                });
+            }
+            Incoming::Notification { method, .. } => {
+                tracing::debug!(%method, "notification ignored");
+            }
+            Incoming::Response { id, .. } => {
+                tracing::debug!(%id, "unexpected response ignored");
+            }
+            Incoming::Invalid { id, error } => {
+                let _ = tx.send(jsonrpc::error_response(&id, error)).await;
+            }
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+    drop(tx);
+    writer.await.map_err(std::io::Error::other)?
+}
+
+/// Writes each message as one line, flushing after each so the peer sees it at once.
+pub async fn write_lines<W: AsyncWrite + Unpin>(
+    mut rx: mpsc::Receiver<Value>,
+    mut out: W,
+) -> std::io::Result<()> {
+    while let Some(v) = rx.recv().await {
+        let mut bytes = serde_json::to_vec(&v).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        out.write_all(&bytes).await?;
+        out.flush().await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,6 @@
+//! The doors: each transport only translates wire messages into [`crate::ops::Op`]s
+//! and results back.
+
+pub mod acp;
+pub mod jsonrpc;
+pub mod lines;

@@ -1,0 +1,129 @@
+//! The workspace: every filesystem operation, through one `cap_std::fs::Dir` on the root.
+//!
+//! No `std::fs` call here ever receives a path from a request: paths are resolved
+//! beneath the root handle (cap-std, openat2 `RESOLVE_BENEATH`), and what was opened is
+//! checked by type (regular file, one hard link) on the open descriptor.
+
+mod open;
+mod read;
+mod resolve;
+mod search;
+mod walk;
+mod write;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use cap_std::fs::Dir;
+
+pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary, text_window};
+pub use resolve::{Follow, Resolved};
+pub use search::{GrepMatch, GrepOptions, IncludeGlob};
+pub use walk::Visit;
+pub use walk::{Entry, EntryType};
+
+/// Why a workspace operation failed, before it is mapped to a protocol error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WsError {
+    /// Nothing at that path.
+    #[error("no such file or directory")]
+    NotFound,
+    /// A symlink leads outside the workspace (or is dangling, or loops).
+    #[error("a symlink on this path leads outside the workspace or nowhere")]
+    SymlinkEscape,
+    /// A symlink appeared on an already-resolved path during the request.
+    #[error("the path changed during the request (a symlink appeared)")]
+    Raced,
+    /// A regular file with more than one hard link (it may be a link to a file outside).
+    #[error("file has {0} hard links; files with more than one are refused")]
+    HardLink(u64),
+    /// A FIFO, socket or device.
+    #[error("not a regular file or directory ({0})")]
+    Special(&'static str),
+    /// Expected a file, found a directory.
+    #[error("is a directory")]
+    IsDir,
+    /// Expected a directory.
+    #[error("is not a directory")]
+    NotDir,
+    /// A directory that is not empty (and recursive was not asked).
+    #[error("directory is not empty (pass recursive to remove it)")]
+    NotEmpty,
+    /// The target exists already.
+    #[error("already exists")]
+    Exists,
+    /// Larger than the limit.
+    #[error("{size} bytes exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// Size seen (or at least this many).
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// A name that is not valid UTF-8 cannot be expressed on the wire.
+    #[error("a name on this path is not valid UTF-8")]
+    NotUtf8,
+    /// A cross-directory rename refused by the kernel (Landlock ABI 1 has no Refer right).
+    #[error("cross-directory rename refused by the kernel sandbox (Landlock ABI 1 lacks the Refer right); rename within one directory instead")]
+    CrossDirRename,
+    /// Any other I/O error.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+impl WsError {
+    /// Classifies an I/O error from an open/stat/rename.
+    pub(crate) fn from_io(e: io::Error) -> WsError {
+        match e.raw_os_error() {
+            Some(libc_enoent) if libc_enoent == rustix::io::Errno::NOENT.raw_os_error() => {
+                WsError::NotFound
+            }
+            Some(c) if c == rustix::io::Errno::LOOP.raw_os_error() => WsError::Raced,
+            Some(c) if c == rustix::io::Errno::XDEV.raw_os_error() => WsError::SymlinkEscape,
+            Some(c) if c == rustix::io::Errno::NOTDIR.raw_os_error() => WsError::NotDir,
+            Some(c) if c == rustix::io::Errno::ISDIR.raw_os_error() => WsError::IsDir,
+            Some(c) if c == rustix::io::Errno::NOTEMPTY.raw_os_error() => WsError::NotEmpty,
+            Some(c) if c == rustix::io::Errno::EXIST.raw_os_error() => WsError::Exists,
+            _ if e.kind() == io::ErrorKind::NotFound => WsError::NotFound,
+            _ => WsError::Io(e),
+        }
+    }
+}
+
+/// The workspace root: one capability handle, opened once at start-up.
+#[derive(Debug)]
+pub struct Workspace {
+    /// Every operation resolves beneath this handle.
+    root: Dir,
+    /// The canonical absolute root path, to turn request paths into relative ones.
+    root_path: PathBuf,
+}
+
+impl Workspace {
+    /// Opens the workspace root.
+    ///
+    /// # Ambient Authority
+    /// Canonicalises and opens `path` from the ambient filesystem; start-up code only.
+    pub fn open(path: &Path) -> io::Result<Workspace> {
+        let root_path = std::fs::canonicalize(path)?;
+        if !root_path.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", root_path.display()),
+            ));
+        }
+        let root = Dir::open_ambient_dir(&root_path, cap_std::ambient_authority())?;
+        Ok(Workspace { root, root_path })
+    }
+
+    /// The canonical absolute path of the root.
+    pub fn root_path(&self) -> &Path {
+        &self.root_path
+    }
+
+    /// The root handle (for Landlock rules bound to the same descriptor).
+    pub fn root_dir(&self) -> &Dir {
+        &self.root
+    }
+}

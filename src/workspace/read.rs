@@ -1,0 +1,195 @@
+//! Reading files and metadata: open, then check what was opened.
+
+use std::fs::{File, Metadata};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::time::SystemTime;
+
+use super::open::{OpenKind, open_beneath};
+use super::{Workspace, WsError};
+use crate::path::RelPath;
+
+/// Bytes read from a file, with the metadata of the opened descriptor.
+#[derive(Debug)]
+pub struct FileContent {
+    /// The content (at most the limit).
+    pub bytes: Vec<u8>,
+}
+
+/// What `stat` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatInfo {
+    /// "file", "directory", "symlink" or "other".
+    pub kind: &'static str,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, RFC 3339 UTC.
+    pub modified: Option<String>,
+    /// `rwxr-xr-x` form of the permission bits.
+    pub permissions: String,
+}
+
+impl Workspace {
+    /// Opens a regular file with a single hard link for reading. The checks are on the
+    /// opened descriptor, so a swap between check and open cannot win.
+    pub fn open_regular(&self, real: &RelPath) -> Result<(File, Metadata), WsError> {
+        let file = open_beneath(&self.root, real, OpenKind::ReadFile).map_err(WsError::from_io)?;
+        let meta = file.metadata()?;
+        check_regular(&meta)?;
+        Ok((file, meta))
+    }
+
+    /// Reads a whole regular file of at most `limit` bytes.
+    pub fn read_file(&self, real: &RelPath, limit: u64) -> Result<FileContent, WsError> {
+        let (file, meta) = self.open_regular(real)?;
+        if meta.len() > limit {
+            return Err(WsError::TooLarge {
+                size: meta.len(),
+                limit,
+            });
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        // Read one byte past the limit: the file may have grown since fstat.
+        file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > limit {
+            return Err(WsError::TooLarge {
+                size: bytes.len() as u64,
+                limit,
+            });
+        }
+        Ok(FileContent { bytes })
+    }
+
+    /// Metadata of the entry at `real` (following nothing: `real` is canonical).
+    pub fn stat(&self, real: &RelPath) -> Result<StatInfo, WsError> {
+        let file = open_beneath(&self.root, real, OpenKind::Path).map_err(WsError::from_io)?;
+        let meta = file.metadata()?;
+        Ok(stat_info(&meta))
+    }
+}
+
+/// Refuses anything but a regular file with exactly one hard link.
+pub(crate) fn check_regular(meta: &Metadata) -> Result<(), WsError> {
+    let ft = meta.file_type();
+    if ft.is_dir() {
+        return Err(WsError::IsDir);
+    }
+    if !ft.is_file() {
+        return Err(WsError::Special(special_name(&ft)));
+    }
+    if meta.nlink() > 1 {
+        return Err(WsError::HardLink(meta.nlink()));
+    }
+    Ok(())
+}
+
+fn special_name(ft: &std::fs::FileType) -> &'static str {
+    if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_block_device() || ft.is_char_device() {
+        "a device file"
+    } else if ft.is_symlink() {
+        "a symlink"
+    } else {
+        "a special file"
+    }
+}
+
+pub(crate) fn stat_info(meta: &Metadata) -> StatInfo {
+    let ft = meta.file_type();
+    StatInfo {
+        kind: if ft.is_file() {
+            "file"
+        } else if ft.is_dir() {
+            "directory"
+        } else if ft.is_symlink() {
+            "symlink"
+        } else {
+            "other"
+        },
+        size: meta.len(),
+        modified: meta.modified().ok().map(format_time),
+        permissions: format_permissions(meta.mode()),
+    }
+}
+
+/// RFC 3339 UTC with sub-second precision.
+pub fn format_time(t: SystemTime) -> String {
+    let dt = time::OffsetDateTime::from(t);
+    dt.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| String::from("1970-01-01T00:00:00Z"))
+}
+
+/// `rw-r--r--` from mode bits.
+pub fn format_permissions(mode: u32) -> String {
+    let bits = [
+        (0o400, 'r'),
+        (0o200, 'w'),
+        (0o100, 'x'),
+        (0o040, 'r'),
+        (0o020, 'w'),
+        (0o010, 'x'),
+        (0o004, 'r'),
+        (0o002, 'w'),
+        (0o001, 'x'),
+    ];
+    bits.iter()
+        .map(|(b, c)| if mode & b != 0 { *c } else { '-' })
+        .collect()
+}
+
+/// Binary = a NUL byte in the first 8 KiB, or not valid UTF-8.
+pub fn is_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(8192)].contains(&0) || std::str::from_utf8(bytes).is_err()
+}
+
+/// The window of `text` starting at 1-based `line`, `limit` lines long, with the
+/// original line endings. A window past the end is empty.
+pub fn text_window(text: &str, line: Option<u64>, limit: Option<u64>) -> &str {
+    let skip = usize::try_from(line.unwrap_or(1).max(1) - 1).unwrap_or(usize::MAX);
+    let before: usize = text.split_inclusive('\n').take(skip).map(str::len).sum();
+    let rest = &text[before..];
+    match limit {
+        None => rest,
+        Some(l) => {
+            let take = usize::try_from(l).unwrap_or(usize::MAX);
+            let len: usize = rest.split_inclusive('\n').take(take).map(str::len).sum();
+            &rest[..len]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows() {
+        let t = "a\nb\nc\n";
+        assert_eq!(text_window(t, None, None), t);
+        assert_eq!(text_window(t, Some(2), None), "b\nc\n");
+        assert_eq!(text_window(t, Some(2), Some(1)), "b\n");
+        assert_eq!(text_window(t, Some(1), Some(2)), "a\nb\n");
+        assert_eq!(text_window(t, Some(3), Some(5)), "c\n");
+        assert_eq!(text_window(t, Some(4), None), "");
+        assert_eq!(text_window(t, Some(9), Some(2)), "");
+        assert_eq!(text_window("a\nb", Some(2), Some(1)), "b");
+        assert_eq!(text_window("a\nb", Some(1), Some(0)), "");
+        assert_eq!(text_window("", Some(1), Some(3)), "");
+    }
+
+    #[test]
+    fn permissions() {
+        assert_eq!(format_permissions(0o644), "rw-r--r--");
+        assert_eq!(format_permissions(0o755), "rwxr-xr-x");
+    }
+
+    #[test]
+    fn binary() {
+        assert!(is_binary(b"a\0b"));
+        assert!(is_binary(&[0xff, 0xfe]));
+        assert!(!is_binary("héllo\n".as_bytes()));
+    }
+}

@@ -1,0 +1,165 @@
+//! glob and grep over the tree, with ripgrep's searcher on files opened beneath the root.
+
+use globset::GlobMatcher;
+use grep_regex::RegexMatcher;
+use grep_searcher::sinks::Lossy;
+use grep_searcher::{BinaryDetection, SearcherBuilder};
+
+use super::walk::{Entry, EntryType, Visit};
+use super::{Workspace, WsError};
+use crate::path::RelPath;
+
+/// Longest line returned by grep; longer lines are cut (minified files).
+const MAX_LINE_BYTES: usize = 4096;
+
+/// One grep hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrepMatch {
+    /// The file.
+    pub path: RelPath,
+    /// 1-based line number.
+    pub line_number: u64,
+    /// The line, without its line ending.
+    pub line: String,
+}
+
+/// What to grep for.
+pub struct GrepOptions<'a> {
+    /// The compiled regex.
+    pub matcher: &'a RegexMatcher,
+    /// Only files whose name (or, for patterns with `/`, relative path) matches.
+    pub include: Option<&'a IncludeGlob>,
+    /// Stop after this many matches.
+    pub max_results: usize,
+    /// Skip files larger than this.
+    pub max_file_bytes: u64,
+}
+
+/// An include filter: matched on the file name, or on the path if it contains `/`.
+pub struct IncludeGlob {
+    matcher: GlobMatcher,
+    on_path: bool,
+}
+
+impl IncludeGlob {
+    /// Compiles an include glob.
+    pub fn new(pattern: &str) -> Result<IncludeGlob, globset::Error> {
+        let on_path = pattern.contains('/');
+        let glob = globset::GlobBuilder::new(pattern.trim_start_matches('/'))
+            .literal_separator(true)
+            .build()?;
+        Ok(IncludeGlob {
+            matcher: glob.compile_matcher(),
+            on_path,
+        })
+    }
+
+    fn matches(&self, e: &Entry) -> bool {
+        if self.on_path {
+            self.matcher.is_match(e.path.as_str())
+        } else {
+            self.matcher.is_match(&e.name)
+        }
+    }
+}
+
+impl Workspace {
+    /// Paths under `base` matching `glob`, in walk order. `visible` decides, per entry,
+    /// whether it may be seen (and, for directories, entered).
+    pub fn glob(
+        &self,
+        glob: &GlobMatcher,
+        base: &RelPath,
+        visible: &dyn Fn(&Entry) -> bool,
+    ) -> Result<Vec<RelPath>, WsError> {
+        let mut out = Vec::new();
+        let r = self.walk(base, &mut |e| {
+            if !visible(e) {
+                return Visit::Skip;
+            }
+            if glob.is_match(e.path.as_str()) {
+                out.push(e.path.clone());
+            }
+            Visit::Descend
+        });
+        match r {
+            Err(WsError::NotFound) | Err(WsError::NotDir) => Ok(out),
+            Err(e) => Err(e),
+            Ok(()) => Ok(out),
+        }
+    }
+
+    /// Searches the file or tree at `start` (canonical). `readable` decides per entry
+    /// whether it may be seen; a file it refuses is never opened.
+    pub fn grep(
+        &self,
+        start: &RelPath,
+        start_is_dir: bool,
+        opts: &GrepOptions<'_>,
+        readable: &dyn Fn(&Entry) -> bool,
+    ) -> Result<Vec<GrepMatch>, WsError> {
+        let mut out = Vec::new();
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::quit(0))
+            .build();
+        let mut search_one = |path: &RelPath, out: &mut Vec<GrepMatch>| {
+            let Ok((file, meta)) = self.open_regular(path) else {
+                return;
+            };
+            if meta.len() > opts.max_file_bytes {
+                return;
+            }
+            let remaining = opts.max_results.saturating_sub(out.len());
+            let mut found = 0usize;
+            let _ = searcher.search_file(
+                opts.matcher,
+                &file,
+                Lossy(|lnum, line| {
+                    out.push(GrepMatch {
+                        path: path.clone(),
+                        line_number: lnum,
+                        line: clip(line.trim_end_matches(['\n', '\r'])),
+                    });
+                    found += 1;
+                    Ok(found < remaining)
+                }),
+            );
+        };
+        if !start_is_dir {
+            search_one(start, &mut out);
+            return Ok(out);
+        }
+        self.walk(start, &mut |e| {
+            if out.len() >= opts.max_results {
+                return Visit::Stop;
+            }
+            if !readable(e) {
+                return Visit::Skip;
+            }
+            match e.kind {
+                EntryType::Directory => Visit::Descend,
+                EntryType::File => {
+                    if opts.include.is_none_or(|g| g.matches(e)) {
+                        search_one(&e.path, &mut out);
+                    }
+                    Visit::Skip
+                }
+                _ => Visit::Skip,
+            }
+        })?;
+        out.truncate(opts.max_results);
+        Ok(out)
+    }
+}
+
+fn clip(line: &str) -> String {
+    if line.len() <= MAX_LINE_BYTES {
+        return line.to_string();
+    }
+    let mut end = MAX_LINE_BYTES;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &line[..end])
+}

@@ -1,0 +1,159 @@
+//! Changing the workspace: atomic writes, mkdir, rm, rename.
+//!
+//! Writes never modify a file in place: a temporary file is created (`create_new`) in
+//! the same directory, written, fsynced, and renamed over the target, so a reader sees
+//! the old content or the new, never half of it. (Not `cap_tempfile`'s replace: it
+//! links through /proc/self/fd, which Landlock forbids.)
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, Permissions};
+
+use super::open::open_dir;
+use super::walk::TEMP_PREFIX;
+use super::{Workspace, WsError};
+use crate::path::RelPath;
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// What a write replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// True if a previous file was replaced.
+    pub replaced: bool,
+}
+
+fn split(real: &RelPath) -> Result<(RelPath, &str), WsError> {
+    let name = real.file_name().ok_or(WsError::IsDir)?;
+    Ok((real.parent().unwrap_or_default(), name))
+}
+
+fn sync_dir(dir: &Dir) {
+    // Best effort: makes the rename durable. A failure here does not undo the write.
+    if let Ok(d) = dir.try_clone() {
+        let _ = d.into_std_file().sync_all();
+    }
+}
+
+impl Workspace {
+    /// Creates every missing directory of `real` (canonical prefix + missing tail).
+    pub fn create_dirs(&self, real: &RelPath) -> Result<(), WsError> {
+        let mut cur = RelPath::root();
+        for comp in real.components() {
+            let parent = open_dir(&self.root, &cur).map_err(WsError::from_io)?;
+            match parent.create_dir(comp) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let m = parent.symlink_metadata(comp)?;
+                    if !m.is_dir() {
+                        return Err(WsError::NotDir);
+                    }
+                }
+                Err(e) => return Err(WsError::from_io(e)),
+            }
+            cur = cur.join(comp);
+        }
+        Ok(())
+    }
+
+    /// Atomically replaces (or creates) the file at `real` with `content`.
+    pub fn write_atomic(&self, real: &RelPath, content: &[u8]) -> Result<WriteOutcome, WsError> {
+        let (parent_rel, name) = split(real)?;
+        let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
+        let mut mode = 0o644;
+        let replaced = match parent.symlink_metadata(name) {
+            Ok(m) => {
+                let ft = m.file_type();
+                if ft.is_dir() {
+                    return Err(WsError::IsDir);
+                }
+                if ft.is_symlink() {
+                    return Err(WsError::Raced);
+                }
+                if !ft.is_file() {
+                    return Err(WsError::Special("a special file"));
+                }
+                if cap_std::fs::MetadataExt::nlink(&m) > 1 {
+                    return Err(WsError::HardLink(cap_std::fs::MetadataExt::nlink(&m)));
+                }
+                mode = cap_std::fs::MetadataExt::mode(&m) & 0o7777;
+                true
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(WsError::from_io(e)),
+        };
+        let tmp = temp_name(name);
+        let result = (|| -> Result<(), WsError> {
+            let mut opts = OpenOptions::new();
+            opts.write(true).create_new(true).mode(0o600);
+            let mut f = parent.open_with(&tmp, &opts)?;
+            f.write_all(content)?;
+            f.set_permissions(Permissions::from_std(std::fs::Permissions::from_mode(mode)))?;
+            f.sync_all()?;
+            drop(f);
+            parent.rename(&tmp, &parent, name).map_err(WsError::from_io)?;
+            Ok(())
+        })();
+        if result.is_err() {
+            let _ = parent.remove_file(&tmp);
+        }
+        result?;
+        sync_dir(&parent);
+        Ok(WriteOutcome { replaced })
+    }
+
+    /// Creates the directory `real`.
+    pub fn mkdir(&self, real: &RelPath, recursive: bool) -> Result<(), WsError> {
+        if recursive {
+            return self.create_dirs(real);
+        }
+        let (parent_rel, name) = split(real)?;
+        let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
+        parent.create_dir(name).map_err(WsError::from_io)
+    }
+
+    /// Removes the entry at `real` without following a final symlink: removing a link
+    /// removes the link.
+    pub fn remove(&self, real: &RelPath, recursive: bool) -> Result<(), WsError> {
+        let (parent_rel, name) = split(real)?;
+        let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
+        let m = parent.symlink_metadata(name).map_err(WsError::from_io)?;
+        if m.is_dir() {
+            if recursive {
+                parent.remove_dir_all(name).map_err(WsError::from_io)
+            } else {
+                parent.remove_dir(name).map_err(WsError::from_io)
+            }
+        } else {
+            parent.remove_file(name).map_err(WsError::from_io)
+        }
+    }
+
+    /// Renames `from` to `to` (both canonical parents, final components not followed).
+    pub fn rename(&self, from: &RelPath, to: &RelPath) -> Result<(), WsError> {
+        let (fp, fname) = split(from)?;
+        let (tp, tname) = split(to)?;
+        let from_dir = open_dir(&self.root, &fp).map_err(WsError::from_io)?;
+        let to_dir = open_dir(&self.root, &tp).map_err(WsError::from_io)?;
+        match from_dir.rename(fname, &to_dir, tname) {
+            Ok(()) => {
+                sync_dir(&to_dir);
+                Ok(())
+            }
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {
+                Err(WsError::CrossDirRename)
+            }
+            Err(e) => Err(WsError::from_io(e)),
+        }
+    }
+}
+
+/// A fresh temporary name in the same directory, kept under NAME_MAX.
+fn temp_name(name: &str) -> String {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut short: String = name.chars().take(100).collect();
+    short.retain(|c| c != '/');
+    format!("{TEMP_PREFIX}{}-{n}-{short}", std::process::id())
+}
