@@ -147,7 +147,7 @@ pub fn main() -> ExitCode {
     init_tracing();
     match cli.command {
         Command::Serve(args) => serve(args),
-        Command::Acp(_) => not_yet("acp", 5),
+        Command::Acp(args) => acp(args),
         Command::Policy(_) => not_yet("policy", 7),
         Command::Audit { .. } => not_yet("audit", 3),
         Command::Backup { .. } => not_yet("backup", 3),
@@ -177,19 +177,32 @@ fn load_policy(path: Option<&PathBuf>) -> Result<Policy, String> {
     }
 }
 
+/// Loads the policy and opens the workspace: everything a gateway needs.
+fn open_gateway(common: &GatewayArgs) -> Result<Gateway, String> {
+    let policy = load_policy(common.policy.as_ref())?;
+    let workspace = Workspace::open(&common.workspace)
+        .map_err(|e| format!("cannot open workspace {}: {e}", common.workspace.display()))?;
+    tracing::info!(
+        workspace = %workspace.root_path().display(),
+        policy = policy.origin(),
+        sha256 = policy.sha256(),
+        "gateway ready"
+    );
+    Ok(Gateway::new(policy, workspace))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("fsgate")
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
 fn serve(args: ServeArgs) -> ExitCode {
-    let policy = match load_policy(args.common.policy.as_ref()) {
-        Ok(p) => p,
+    let gateway = match open_gateway(&args.common) {
+        Ok(g) => Arc::new(g),
         Err(e) => return fail(&e),
-    };
-    let workspace = match Workspace::open(&args.common.workspace) {
-        Ok(w) => w,
-        Err(e) => {
-            return fail(&format!(
-                "cannot open workspace {}: {e}",
-                args.common.workspace.display()
-            ));
-        }
     };
     if args.check_sandbox {
         return fail("--check-sandbox: the Landlock layer is not yet available in this build");
@@ -200,25 +213,13 @@ fn serve(args: ServeArgs) -> ExitCode {
             args.transport
         ));
     }
-    tracing::info!(
-        workspace = %workspace.root_path().display(),
-        policy = policy.origin(),
-        sha256 = policy.sha256(),
-        "serving"
-    );
-    let gateway = Arc::new(Gateway::new(policy, workspace));
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("fsgate")
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(rt) => rt,
-        Err(e) => return fail(&format!("cannot start the runtime: {e}")),
+        Err(e) => return fail(&e),
     };
-    let peer = stdio_peer();
     let result = runtime.block_on(crate::transport::acp::serve(
         gateway,
-        peer,
+        stdio_peer(),
         tokio::io::stdin(),
         tokio::io::stdout(),
     ));
@@ -228,6 +229,64 @@ fn serve(args: ServeArgs) -> ExitCode {
             eprintln!("fsgate: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn acp(args: AcpArgs) -> ExitCode {
+    let gateway = match open_gateway(&args.common) {
+        Ok(g) => Arc::new(g),
+        Err(e) => return fail(&e),
+    };
+    let Some((program, agent_args)) = args.agent.split_first() else {
+        return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
+    };
+    if args.confine_agent {
+        return fail("--confine-agent: not yet available in this build");
+    }
+    // The agent is started before the gateway confines itself, so it does not inherit
+    // the gateway's ruleset (which would not let it execute anything).
+    let child = match std::process::Command::new(program)
+        .args(agent_args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("cannot start the agent {program:?}: {e}")),
+    };
+    tracing::info!(pid = child.id(), agent = %program, "agent started");
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail(&e),
+    };
+    let result = runtime.block_on(crate::transport::proxy::run(
+        gateway,
+        stdio_peer(),
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        child,
+        false,
+    ));
+    match result {
+        Ok(status) => {
+            tracing::info!(%status, "agent exited");
+            exit_code_of(status)
+        }
+        Err(e) => {
+            eprintln!("fsgate: relay failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The agent's exit status as ours: its code, or 128 + signal number.
+fn exit_code_of(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
+        (None, Some(sig)) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(255)),
+        _ => ExitCode::FAILURE,
     }
 }
 

@@ -138,7 +138,7 @@ impl Policy {
                 }
             }
         }
-        if let Some(t) = trace.as_deref_mut() {
+        if let Some(t) = trace {
             t.push(TraceStep {
                 rule: DEFAULT_DENY.into(),
                 effect: Effect::Deny,

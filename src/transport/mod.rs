@@ -4,3 +4,4 @@
 pub mod acp;
 pub mod jsonrpc;
 pub mod lines;
+pub mod proxy;

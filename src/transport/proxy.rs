@@ -1,0 +1,339 @@
+//! `fsgate acp`: host an ACP agent. Editor (our stdio) <-> agent (the child's stdio):
+//! every message is relayed as the raw line it arrived as, except that fsgate answers
+//! the agent's `fs/*` and `_fsgate/*` requests itself, from the workspace, under the
+//! policy, and sets the `fs` capabilities of the editor's `initialize` to the policy's.
+//!
+//! Ids need no rewriting: requests in each direction are answered by the other side
+//! (or by fsgate, for the agent's file requests, which never reach the editor), and a
+//! message with a `method` is a request while one without is a response, so equal ids
+//! travelling in opposite directions never meet.
+
+use std::collections::HashMap;
+use std::process::ExitStatus;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use super::acp;
+use super::jsonrpc::{self, Incoming};
+use super::lines::{Line, read_line};
+use crate::error::code;
+use crate::gateway::Gateway;
+use crate::path::RelPath;
+use crate::policy::OpClass;
+
+/// How long the agent gets to exit after the editor closed stdin, before it is killed.
+pub const GRACE: Duration = Duration::from_secs(5);
+
+/// A session the agent created through the editor.
+#[derive(Debug, Clone)]
+struct Session {
+    /// True if its `cwd` lies inside the workspace (else it gets no file access).
+    cwd_inside: bool,
+    /// The `cwd` as given.
+    cwd: String,
+}
+
+/// State shared by the relay tasks.
+struct Relay {
+    gw: Arc<Gateway>,
+    peer: String,
+    /// Editor request ids (as JSON text) of `session/new`/`session/load` in flight,
+    /// with the `cwd` (and, for load, the sessionId) they asked for.
+    pending: Mutex<HashMap<String, (String, Option<String>)>>,
+    /// Sessions seen created, by id.
+    sessions: Mutex<HashMap<String, Session>>,
+    /// Whether the policy lets the agent use `terminal/*`.
+    allow_terminal: bool,
+}
+
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// Raw bytes plus a newline, ready to write.
+fn line_of(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    b.push(b'\n');
+    b
+}
+
+fn with_newline(mut raw: Vec<u8>) -> Vec<u8> {
+    raw.push(b'\n');
+    raw
+}
+
+impl Relay {
+    /// Editor -> agent: returns the bytes to forward.
+    fn editor_message(&self, raw: Vec<u8>) -> Vec<u8> {
+        let Ok(mut v) = serde_json::from_slice::<Value>(&raw) else {
+            return with_newline(raw);
+        };
+        let method = v.get("method").and_then(Value::as_str).map(str::to_string);
+        let id = v.get("id").cloned();
+        match (method.as_deref(), id) {
+            (Some("initialize"), Some(_)) => {
+                let pol = self.gw.policy();
+                let params = &mut v["params"];
+                if !params.is_object() {
+                    *params = json!({});
+                }
+                let caps = &mut params["clientCapabilities"];
+                if !caps.is_object() {
+                    *caps = json!({});
+                }
+                let fs = &mut caps["fs"];
+                if !fs.is_object() {
+                    *fs = json!({});
+                }
+                fs["readTextFile"] = pol.can_ever(OpClass::Read).into();
+                fs["writeTextFile"] = pol.can_ever(OpClass::Write).into();
+                line_of(&v)
+            }
+            (Some(m @ ("session/new" | "session/load")), Some(id)) => {
+                let cwd = v["params"]["cwd"].as_str().unwrap_or_default().to_string();
+                let sid = (m == "session/load")
+                    .then(|| v["params"]["sessionId"].as_str().map(str::to_string))
+                    .flatten();
+                if let Ok(mut p) = self.pending.lock() {
+                    p.insert(id_key(&id), (cwd, sid));
+                }
+                with_newline(raw)
+            }
+            _ => with_newline(raw),
+        }
+    }
+
+    /// Notes a session created by the agent's response to `session/new`/`load`.
+    fn note_response(&self, id: &Value, message: &Value) {
+        let Some((cwd, load_sid)) = self.pending.lock().ok().and_then(|mut p| p.remove(&id_key(id)))
+        else {
+            return;
+        };
+        let sid = message["result"]["sessionId"]
+            .as_str()
+            .map(str::to_string)
+            .or(load_sid);
+        let Some(sid) = sid else { return };
+        if message.get("error").is_some() {
+            return;
+        }
+        let cwd_inside = RelPath::parse_absolute(&cwd, self.gw.workspace().root_path()).is_ok();
+        if !cwd_inside {
+            tracing::warn!(session = %sid, %cwd, "session cwd is outside the workspace: no file access");
+        }
+        if let Ok(mut s) = self.sessions.lock() {
+            s.insert(sid, Session { cwd_inside, cwd });
+        }
+    }
+
+    /// The refusal for a file request whose session is not usable, if any.
+    fn session_refusal(&self, params: &Value) -> Option<Value> {
+        let sid = acp::session_of(params);
+        let sessions = self.sessions.lock().ok()?;
+        let (reason, rule) = match sid.as_deref().map(|s| sessions.get(s)) {
+            None => ("file requests must name a sessionId".to_string(), "acp-session"),
+            Some(None) => (
+                format!("unknown sessionId {:?}: no session/new or session/load created it", sid.unwrap_or_default()),
+                "acp-session",
+            ),
+            Some(Some(s)) if !s.cwd_inside => (
+                format!("the session's cwd {} lies outside the workspace; it has no file access", s.cwd),
+                "acp-session-cwd",
+            ),
+            Some(Some(_)) => return None,
+        };
+        Some(jsonrpc::error_object(
+            code::REFUSED,
+            &format!("refused: {reason} (rule {rule})"),
+            Some(json!({"reason": reason, "rule": rule, "path": params.get("path").cloned().unwrap_or(Value::Null)})),
+        ))
+    }
+}
+
+/// Relays between the editor (`editor_in`/`editor_out`) and the agent (`agent_in` is
+/// the child's stdin, `agent_out` its stdout) until the agent exits. Returns its status.
+///
+/// The child was spawned before the gateway confined itself (so the agent is not bound
+/// by the gateway's own Landlock ruleset); its pipes are adopted by the runtime here.
+pub async fn run<EI, EO>(
+    gw: Arc<Gateway>,
+    peer: String,
+    editor_in: EI,
+    editor_out: EO,
+    mut child: std::process::Child,
+    allow_terminal: bool,
+) -> std::io::Result<ExitStatus>
+where
+    EI: AsyncRead + Unpin + Send + 'static,
+    EO: AsyncWrite + Unpin + Send + 'static,
+{
+    let agent_in = tokio::process::ChildStdin::from_std(
+        child.stdin.take().ok_or_else(|| std::io::Error::other("agent stdin not piped"))?,
+    )?;
+    let agent_out = tokio::process::ChildStdout::from_std(
+        child.stdout.take().ok_or_else(|| std::io::Error::other("agent stdout not piped"))?,
+    )?;
+    let pid = child.id();
+    let mut waiter = tokio::task::spawn_blocking(move || child.wait());
+    let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
+    let relay = Arc::new(Relay {
+        gw,
+        peer,
+        pending: Mutex::new(HashMap::new()),
+        sessions: Mutex::new(HashMap::new()),
+        allow_terminal,
+    });
+    let (to_editor, editor_rx) = mpsc::channel::<Vec<u8>>(256);
+    let (to_agent, agent_rx) = mpsc::channel::<Vec<u8>>(256);
+    let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
+    let editor_writer = tokio::spawn(write_raw(editor_rx, editor_out, None));
+    let agent_writer = tokio::spawn(write_raw(agent_rx, agent_in, Some(close_agent_rx)));
+
+    // Editor -> agent.
+    let r = Arc::clone(&relay);
+    let ta = to_agent.clone();
+    let te = to_editor.clone();
+    let editor_reader = tokio::spawn(async move {
+        let mut reader = BufReader::new(editor_in);
+        loop {
+            match read_line(&mut reader, max).await {
+                Ok(Line::Message(raw)) => {
+                    if raw.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    if ta.send(r.editor_message(raw)).await.is_err() {
+                        break;
+                    }
+                }
+                Ok(Line::TooLong { len }) => {
+                    let msg = format!("message of {len} bytes exceeds the limit of {max} bytes");
+                    let err = jsonrpc::error_object(code::INVALID_REQUEST, &msg, None);
+                    let _ = te.send(line_of(&jsonrpc::error_response(&Value::Null, err))).await;
+                }
+                Ok(Line::Eof) | Err(_) => break,
+            }
+        }
+        // The editor is gone: close the agent's stdin so it can end gracefully.
+        let _ = close_agent_tx.send(());
+    });
+
+    // Agent -> editor (or fsgate).
+    let r = Arc::clone(&relay);
+    let agent_reader = tokio::spawn(async move {
+        let mut reader = BufReader::new(agent_out);
+        let mut handlers = tokio::task::JoinSet::new();
+        loop {
+            let raw = match read_line(&mut reader, max).await {
+                Ok(Line::Message(raw)) => raw,
+                Ok(Line::TooLong { len }) => {
+                    tracing::warn!("agent sent a message of {len} bytes, over the limit; dropped");
+                    continue;
+                }
+                Ok(Line::Eof) | Err(_) => break,
+            };
+            if raw.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match jsonrpc::classify(&raw) {
+                Incoming::Request { id, method, params } if acp::is_fs_method(&method) => {
+                    let (r, ta) = (Arc::clone(&r), to_agent.clone());
+                    handlers.spawn(async move {
+                        let resp = tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
+                            Some(err) => jsonrpc::error_response(&id, err),
+                            None => acp::answer(&r.gw, &r.peer, &id, &method, params),
+                        })
+                        .await
+                        .unwrap_or_else(|_| {
+                            jsonrpc::error_response(
+                                &Value::Null,
+                                jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None),
+                            )
+                        });
+                        let _ = ta.send(line_of(&resp)).await;
+                    });
+                }
+                Incoming::Request { id, method, .. }
+                    if method.starts_with("terminal/") && !r.allow_terminal =>
+                {
+                    let reason = "terminal access is not allowed by the policy";
+                    let err = jsonrpc::error_object(
+                        code::REFUSED,
+                        &format!("refused: {reason} (rule acp.allow_terminal)"),
+                        Some(json!({"reason": reason, "rule": "acp.allow_terminal", "path": Value::Null})),
+                    );
+                    let _ = to_agent.send(line_of(&jsonrpc::error_response(&id, err))).await;
+                }
+                Incoming::Response { id, message } => {
+                    r.note_response(&id, &message);
+                    let _ = to_editor.send(with_newline(raw)).await;
+                }
+                _ => {
+                    let _ = to_editor.send(with_newline(raw)).await;
+                }
+            }
+        }
+        while handlers.join_next().await.is_some() {}
+    });
+
+    // Wait for the agent to exit; if the editor left first, give it a grace period.
+    let status = tokio::select! {
+        s = &mut waiter => s.map_err(std::io::Error::other)??,
+        _ = wait_editor_then_grace(editor_reader) => {
+            tracing::info!("editor closed stdin; agent did not exit within {GRACE:?}; killing it");
+            kill(pid);
+            waiter.await.map_err(std::io::Error::other)??
+        }
+    };
+    let _ = agent_reader.await;
+    drop(relay);
+    let _ = agent_writer.await;
+    let _ = editor_writer.await;
+    Ok(status)
+}
+
+async fn wait_editor_then_grace(editor_reader: tokio::task::JoinHandle<()>) {
+    let _ = editor_reader.await;
+    tokio::time::sleep(GRACE).await;
+}
+
+/// Writes raw lines; with `close`, stops (dropping, so closing, the writer) when told.
+async fn write_raw<W: AsyncWrite + Unpin>(
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    mut out: W,
+    close: Option<tokio::sync::oneshot::Receiver<()>>,
+) -> std::io::Result<()> {
+    let mut close = close;
+    loop {
+        let next = match close.as_mut() {
+            Some(c) => tokio::select! {
+                m = rx.recv() => m,
+                _ = c => {
+                    // Flush what is queued, then close.
+                    while let Ok(m) = rx.try_recv() {
+                        out.write_all(&m).await?;
+                    }
+                    out.flush().await?;
+                    let _ = out.shutdown().await;
+                    return Ok(());
+                }
+            },
+            None => rx.recv().await,
+        };
+        let Some(m) = next else { break };
+        out.write_all(&m).await?;
+        out.flush().await?;
+    }
+    let _ = out.shutdown().await;
+    Ok(())
+}
+
+fn kill(pid: u32) {
+    let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+        return;
+    };
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+}
