@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the real protocol peers the interop tests drive, into .peers/ (gitignored):
+# the Python ACP SDK, the MCP Python SDK 2.x and 1.x (separate venvs), Python
+# `websockets`, and the TypeScript ACP SDK. Idempotent: a peer already installed at the
+# pinned version is kept. Versions are pinned as checked in ../shared/PEERS.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PEERS="$PWD/.peers"
+mkdir -p "$PEERS"
+PY=${PYTHON:-python3}
+
+venv() { # venv NAME PACKAGES...
+  local name=$1; shift
+  local dir="$PEERS/$name" stamp="$PEERS/$name/.installed"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$*" ]; then return 0; fi
+  rm -rf "$dir"
+  "$PY" -m venv "$dir"
+  "$dir/bin/pip" install -q --disable-pip-version-check "$@"
+  echo "$*" > "$stamp"
+}
+
+venv acp 'agent-client-protocol==0.12.1'
+venv mcp2 'mcp>=2,<3' 'websockets>=12'
+venv mcp1 'mcp>=1.10,<2'
+venv tools 'websockets>=12' 'cryptography>=41'
+
+if command -v npm >/dev/null 2>&1; then
+  node_dir="$PEERS/node"
+  if [ ! -f "$node_dir/node_modules/@agentclientprotocol/sdk/package.json" ]; then
+    mkdir -p "$node_dir"
+    (cd "$node_dir" && [ -f package.json ] || echo '{"name":"fsgate-peers","private":true}' > package.json)
+    (cd "$node_dir" && npm install --no-audit --no-fund -q '@agentclientprotocol/sdk@2.4.0')
+  fi
+fi
+echo "peers installed in $PEERS"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite: installs the real protocol peers (Python and TypeScript SDKs)
+# into .peers/, then runs every Rust test (unit, property, integration against the real
+# binary, interop with the peers) and lints and tests every shipped policy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-peers.sh
+cargo build --bin fsgate
+cargo test --all-targets
+BIN="${CARGO_TARGET_DIR:-target}/debug/fsgate"
+"$BIN" policy check policies/*.toml
+"$BIN" policy test policies/*.toml
