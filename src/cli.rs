@@ -165,6 +165,7 @@ fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }
@@ -217,6 +218,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&e),
     };
+    spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone());
     let result = runtime.block_on(crate::transport::acp::serve(
         gateway,
         stdio_peer(),
@@ -260,6 +262,7 @@ fn acp(args: AcpArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&e),
     };
+    spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone());
     let result = runtime.block_on(crate::transport::proxy::run(
         gateway,
         stdio_peer(),
@@ -278,6 +281,40 @@ fn acp(args: AcpArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// SIGHUP reloads the policy file: the new policy is validated first, and an invalid
+/// one is rejected with the old one kept in force.
+fn spawn_reload_on_sighup(
+    runtime: &tokio::runtime::Runtime,
+    gateway: &Arc<Gateway>,
+    path: Option<PathBuf>,
+) {
+    let gw = Arc::clone(gateway);
+    runtime.spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            tracing::warn!("cannot listen for SIGHUP; policy reload is unavailable");
+            return;
+        };
+        while hup.recv().await.is_some() {
+            let Some(path) = path.as_ref() else {
+                tracing::warn!("SIGHUP: running on the built-in policy; nothing to reload");
+                continue;
+            };
+            let loaded = Policy::load(path).map_err(|e| e.to_string());
+            match loaded.and_then(|p| gw.reload(p)) {
+                Ok((old, new)) => {
+                    tracing::warn!(old_sha256 = %old, new_sha256 = %new, "policy reloaded");
+                    gw.note_reload(Ok((old, new)));
+                }
+                Err(e) => {
+                    tracing::error!("policy reload rejected, the old policy stays in force: {e}");
+                    gw.note_reload(Err(e));
+                }
+            }
+        }
+    });
 }
 
 /// The agent's exit status as ours: its code, or 128 + signal number.

@@ -39,6 +39,9 @@ pub struct Gateway {
     workspace: Workspace,
     /// Extra facts for `initialize`'s `_meta.fsgate` (sandbox status...).
     meta: RwLock<serde_json::Map<String, Value>>,
+    /// Whether the kernel sandbox lets this process write the workspace: a reloaded
+    /// policy may not need more than what was granted at start.
+    kernel_allows_write: RwLock<bool>,
 }
 
 impl Gateway {
@@ -48,6 +51,42 @@ impl Gateway {
             policy: RwLock::new(Arc::new(policy)),
             workspace,
             meta: RwLock::new(serde_json::Map::new()),
+            kernel_allows_write: RwLock::new(true),
+        }
+    }
+
+    /// Notes that the kernel sandbox grants no write rights on the workspace.
+    pub fn set_kernel_allows_write(&self, allowed: bool) {
+        if let Ok(mut w) = self.kernel_allows_write.write() {
+            *w = allowed;
+        }
+    }
+
+    /// Replaces the policy after validating that it fits what the process can do.
+    /// The fixed floor carries over. Returns (old sha256, new sha256).
+    pub fn reload(&self, mut new: Policy) -> Result<(String, String), String> {
+        let old = self.policy();
+        let may_write = self.kernel_allows_write.read().map(|w| *w).unwrap_or(false);
+        if new.can_ever(OpClass::Write) && !may_write {
+            return Err(
+                "the new policy allows writes, but the kernel sandbox was set up read-only at start; restart fsgate to widen it"
+                    .into(),
+            );
+        }
+        new.set_floor(old.floor().to_vec());
+        let hashes = (old.sha256().to_string(), new.sha256().to_string());
+        match self.policy.write() {
+            Ok(mut p) => *p = Arc::new(new),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(new),
+        }
+        Ok(hashes)
+    }
+
+    /// Records the result of a policy reload (audit record once the log is wired).
+    pub fn note_reload(&self, result: Result<(String, String), String>) {
+        match result {
+            Ok((old, new)) => self.set_meta("policyReloadedFrom", Value::String(old + " -> " + &new)),
+            Err(e) => self.set_meta("lastReloadError", Value::String(e)),
         }
     }
 

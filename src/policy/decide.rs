@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use super::raw::Effect;
-use super::{DEFAULT_DENY, OpClass, Policy, Rule};
+use super::{DEFAULT_DENY, FIXED_FLOOR, OpClass, Policy, Rule};
 use crate::path::RelPath;
 
 /// What kind of entry a path names, when the caller knows.
@@ -77,6 +77,22 @@ impl Policy {
         kind: EntryKind,
         mut trace: Option<&mut Vec<TraceStep>>,
     ) -> Decision<'_> {
+        // 0. The fixed floor: fsgate's own files, whatever the rules say.
+        if let Some(f) = self.floor.iter().find(|f| path.starts_with(f)) {
+            if let Some(t) = trace.as_deref_mut() {
+                t.push(TraceStep {
+                    rule: FIXED_FLOOR.into(),
+                    effect: Effect::Deny,
+                    matched: true,
+                    note: format!("`{f}` is fsgate's own file (audit log, backups or policy)"),
+                });
+            }
+            return Decision {
+                effect: Effect::Deny,
+                rule: FIXED_FLOOR,
+                reason: Cow::Borrowed("fsgate's own files (audit log, backups, policy) are never reachable"),
+            };
+        }
         // 1. Secret names, on every component.
         let mut secret_hit = None;
         for comp in path.components() {

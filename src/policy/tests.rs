@@ -196,3 +196,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn fixed_floor_beats_every_allow() {
+    let mut pol = default();
+    pol.set_floor(vec![p(".fsgate/audit")]);
+    for op in OpClass::ALL {
+        let d = pol.decide(op, &p(".fsgate/audit/audit.jsonl"), EntryKind::File);
+        assert_eq!(d.rule, FIXED_FLOOR);
+        assert!(!d.allowed());
+    }
+    assert!(pol.decide(OpClass::List, &p(".fsgate"), EntryKind::Dir).allowed());
+}
