@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::gateway::Gateway;
 use crate::policy::Policy;
-use crate::workspace::Workspace;
+use crate::startup;
 
 /// Exit code for invalid configuration or unreadable input.
 pub const EXIT_CONFIG: u8 = 2;
@@ -42,18 +42,12 @@ enum Command {
     /// Policy tools: check (lint), explain a decision, run a policy's [[test]] cases.
     #[command(subcommand)]
     Policy(PolicyCommand),
-    /// Audit log tools: verify the hash chain, show records.
-    Audit {
-        /// Arguments (not yet available in this build).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    /// Audit log tools: verify the hash chain, show records, prune old files.
+    #[command(subcommand)]
+    Audit(crate::audit::cli::AuditCommand),
     /// Backup tools: list and restore previous versions of files.
-    Backup {
-        /// Arguments (not yet available in this build).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    #[command(subcommand)]
+    Backup(crate::backup::cli::BackupCommand),
 }
 
 /// Wire protocol for `serve`.
@@ -86,6 +80,22 @@ struct GatewayArgs {
     /// workspace. Default: the policy's [backup] dir, else under your state dir.
     #[arg(long, value_name = "DIR")]
     backup_dir: Option<PathBuf>,
+    /// Start even if the existing audit log does not verify: the damaged part is set
+    /// aside and a `break` record, chained to the last good record, says what was wrong.
+    #[arg(long)]
+    accept_broken_chain: bool,
+}
+
+impl GatewayArgs {
+    fn config(&self) -> crate::startup::GatewayConfig {
+        crate::startup::GatewayConfig {
+            workspace: self.workspace.clone(),
+            policy: self.policy.clone(),
+            audit_log: self.audit_log.clone(),
+            backup_dir: self.backup_dir.clone(),
+            accept_broken_chain: self.accept_broken_chain,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -149,8 +159,8 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Acp(args) => acp(args),
         Command::Policy(_) => not_yet("policy", 7),
-        Command::Audit { .. } => not_yet("audit", 3),
-        Command::Backup { .. } => not_yet("backup", 3),
+        Command::Audit(cmd) => code(crate::audit::cli::run(cmd)),
+        Command::Backup(cmd) => backup(cmd),
     }
 }
 
@@ -170,26 +180,8 @@ fn init_tracing() {
         .try_init();
 }
 
-/// Loads the policy named on the command line, or the built-in default.
-fn load_policy(path: Option<&PathBuf>) -> Result<Policy, String> {
-    match path {
-        Some(p) => Policy::load(p).map_err(|e| format!("invalid policy: {e}")),
-        None => Policy::builtin_default().map_err(|e| format!("built-in policy: {e}")),
-    }
-}
-
-/// Loads the policy and opens the workspace: everything a gateway needs.
-fn open_gateway(common: &GatewayArgs) -> Result<Gateway, String> {
-    let policy = load_policy(common.policy.as_ref())?;
-    let workspace = Workspace::open(&common.workspace)
-        .map_err(|e| format!("cannot open workspace {}: {e}", common.workspace.display()))?;
-    tracing::info!(
-        workspace = %workspace.root_path().display(),
-        policy = policy.origin(),
-        sha256 = policy.sha256(),
-        "gateway ready"
-    );
-    Ok(Gateway::new(policy, workspace))
+fn code(c: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(c).unwrap_or(2))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -201,30 +193,49 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    let gateway = match open_gateway(&args.common) {
-        Ok(g) => Arc::new(g),
+    let opened = match startup::open(&args.common.config()) {
+        Ok(o) => o,
+        Err(e) => return fail(&e),
+    };
+    let transport = match args.transport {
+        Transport::Acp => "acp",
+        Transport::Mcp => "mcp",
+        Transport::Ws => "ws",
+    };
+    if args.transport == Transport::Ws {
+        return fail("--transport ws: not yet available in this build (acp and mcp are)");
+    }
+    let status = match startup::confine(&opened, None, transport) {
+        Ok(s) => s,
         Err(e) => return fail(&e),
     };
     if args.check_sandbox {
-        return fail("--check-sandbox: the Landlock layer is not yet available in this build");
+        println!("{status}");
+        startup::shutdown(&opened.gateway, serde_json::Map::new());
+        return ExitCode::SUCCESS;
     }
-    if args.transport != Transport::Acp {
-        return fail(&format!(
-            "--transport {:?}: not yet available in this build (acp is)",
-            args.transport
-        ));
-    }
+    let gateway = Arc::new(opened.gateway);
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(&e),
     };
     spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone());
-    let result = runtime.block_on(crate::transport::acp::serve(
-        gateway,
-        stdio_peer(),
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    ));
+    let result = match args.transport {
+        Transport::Mcp => runtime.block_on(crate::transport::mcp::serve_stdio(
+            Arc::clone(&gateway),
+            stdio_peer(),
+        )),
+        _ => runtime.block_on(crate::transport::acp::serve(
+            Arc::clone(&gateway),
+            stdio_peer(),
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+        )),
+    };
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    let mut details = serde_json::Map::new();
+    details.insert("reason".into(), "end of input".into());
+    startup::shutdown(&gateway, details);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -235,8 +246,8 @@ fn serve(args: ServeArgs) -> ExitCode {
 }
 
 fn acp(args: AcpArgs) -> ExitCode {
-    let gateway = match open_gateway(&args.common) {
-        Ok(g) => Arc::new(g),
+    let opened = match startup::open(&args.common.config()) {
+        Ok(o) => o,
         Err(e) => return fail(&e),
     };
     let Some((program, agent_args)) = args.agent.split_first() else {
@@ -257,29 +268,108 @@ fn acp(args: AcpArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(&format!("cannot start the agent {program:?}: {e}")),
     };
-    tracing::info!(pid = child.id(), agent = %program, "agent started");
+    let pid = child.id();
+    tracing::info!(pid, agent = %program, "agent started");
+    if let Err(e) = startup::confine(&opened, None, "acp") {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_child(&child),
+            rustix::process::Signal::KILL,
+        );
+        return fail(&e);
+    }
+    let gateway = Arc::new(opened.gateway);
+    let mut details = serde_json::Map::new();
+    details.insert("pid".into(), pid.into());
+    details.insert("command".into(), serde_json::Value::from(args.agent.clone()));
+    gateway.record("agent-start", details);
+    let allow_terminal = gateway
+        .policy()
+        .raw()
+        .acp
+        .as_ref()
+        .is_some_and(|a| a.allow_terminal);
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(e) => return fail(&e),
     };
     spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone());
     let result = runtime.block_on(crate::transport::proxy::run(
-        gateway,
+        Arc::clone(&gateway),
         stdio_peer(),
         tokio::io::stdin(),
         tokio::io::stdout(),
         child,
-        false,
+        allow_terminal,
     ));
-    match result {
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    let mut details = serde_json::Map::new();
+    let exit = match result {
         Ok(status) => {
             tracing::info!(%status, "agent exited");
+            details.insert("status".into(), status.to_string().into());
+            details.insert("code".into(), status.code().into());
             exit_code_of(status)
         }
         Err(e) => {
             eprintln!("fsgate: relay failed: {e}");
+            details.insert("error".into(), e.to_string().into());
             ExitCode::FAILURE
         }
+    };
+    gateway.record("agent-exit", details);
+    startup::shutdown(&gateway, serde_json::Map::new());
+    exit
+}
+
+/// `fsgate backup ...`; a restore is recorded in the workspace's audit log.
+fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
+    use crate::backup::cli::{BackupCommand, RestoreAudit};
+    struct Recorder(crate::audit::AuditLog);
+    impl RestoreAudit for Recorder {
+        fn record_restore(
+            &mut self,
+            _workspace: &std::path::Path,
+            report: &crate::backup::RestoreReport,
+        ) -> Result<(), String> {
+            let ev = crate::audit::AuditEvent {
+                transport: "cli".into(),
+                peer: stdio_peer(),
+                op: "restore".into(),
+                path: Some(report.restored.rel_path.clone()),
+                decision: "allow".into(),
+                outcome: "ok".into(),
+                sha256: Some(report.restored.sha256.clone()),
+                bytes: Some(report.restored.size),
+                backup: report.previous.as_ref().map(|b| b.id.clone()),
+                args: {
+                    let mut m = serde_json::Map::new();
+                    m.insert("restoredFrom".into(), report.restored.id.clone().into());
+                    m
+                },
+                ..Default::default()
+            };
+            self.0.append(ev).map(|_| ()).map_err(|e| e.to_string())?;
+            self.0.close().map_err(|e| e.to_string())
+        }
+    }
+    let BackupCommand::Restore { workspace, .. } = &cmd else {
+        return code(crate::backup::cli::run(cmd));
+    };
+    let log = crate::backup::workspace_state_dir(workspace)
+        .map(|d| d.join("audit").join("audit.jsonl"))
+        .map_err(|e| e.to_string())
+        .and_then(|p| {
+            crate::audit::AuditLog::open(
+                &p,
+                &crate::audit::AuditSettings::default(),
+                "",
+                crate::audit::OpenOptions::default(),
+            )
+            .map_err(|e| format!("{e} (a restore must be audited: stop the gateway serving this workspace first)"))
+        });
+    match log {
+        Ok(log) => code(crate::backup::cli::run_with_audit(cmd, &mut Recorder(log))),
+        Err(e) => fail(&format!("backup restore refused: {e}")),
     }
 }
 

@@ -28,5 +28,6 @@ pub mod ops;
 pub mod path;
 pub mod policy;
 pub mod sandbox;
+pub mod startup;
 pub mod transport;
 pub mod workspace;

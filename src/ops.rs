@@ -138,6 +138,19 @@ impl Op {
         }
     }
 
+    /// True for operations that change the workspace.
+    pub fn is_mutating(&self) -> bool {
+        matches!(
+            self,
+            Op::WriteText { .. }
+                | Op::WriteBytes { .. }
+                | Op::Edit { .. }
+                | Op::Mkdir { .. }
+                | Op::Rm { .. }
+                | Op::Rename { .. }
+        )
+    }
+
     /// The arguments that matter for the audit record (never content).
     pub fn audit_args(&self) -> Map<String, Value> {
         let mut m = Map::new();

@@ -8,6 +8,22 @@ use crate::policy::{EntryKind, OpClass, Policy};
 use crate::workspace::{Entry, EntryType, Follow, Resolved, Visit};
 
 impl Gateway {
+    /// Saves the current content of the regular file at `real` to the backup store
+    /// before it is replaced or removed. No backup, no change (fail closed).
+    fn backup(&self, real: &RelPath, shown: &str, facts: &mut Facts) -> Result<(), GatewayError> {
+        let Some(store) = self.backups() else {
+            return Ok(());
+        };
+        let (mut file, _) = self.workspace.open_regular(real).map_err(|e| ws_error(e, shown))?;
+        let saved = store.save(real.as_str(), &mut file).map_err(|e| {
+            GatewayError::Internal(format!(
+                "cannot back up the previous content of {shown}, so nothing was changed: {e}"
+            ))
+        })?;
+        facts.backups.push(saved.id);
+        Ok(())
+    }
+
     /// Checks `write` on each directory that a write or mkdir would create.
     fn check_missing_parents(
         &self,
@@ -62,6 +78,9 @@ impl Gateway {
                     .map_err(|e| ws_error(e, &rp.shown))?;
             }
         }
+        if res.exists {
+            self.backup(&res.real, &rp.shown, facts)?;
+        }
         facts.content(content);
         self.workspace
             .write_atomic(&res.real, content)
@@ -102,6 +121,7 @@ impl Gateway {
                 path: rp.shown,
             });
         }
+        self.backup(&res.real, &rp.shown, facts)?;
         facts.content(updated.as_bytes());
         self.workspace
             .write_atomic(&res.real, updated.as_bytes())
@@ -179,9 +199,17 @@ impl Gateway {
             Self::check(pol, OpClass::Delete, &res.real, EntryKind::Dir, &rp.shown, facts)?;
             if recursive {
                 self.check_subtree(pol, &res.real, None, &rp.shown, facts)?;
+                for e in self.descendants(&res.real, &rp.shown)? {
+                    if e.kind == EntryType::File {
+                        self.backup(&e.path, &rp.shown, facts)?;
+                    }
+                }
             }
         } else {
             Self::check(pol, OpClass::Delete, &res.real, EntryKind::File, &rp.shown, facts)?;
+            if self.workspace.stat(&res.real).is_ok_and(|i| i.kind == "file") {
+                self.backup(&res.real, &rp.shown, facts)?;
+            }
         }
         self.workspace
             .remove(&res.real, recursive)
@@ -271,6 +299,9 @@ impl Gateway {
             for p in [&dst.rel, &dres.real] {
                 Self::check(pol, OpClass::Write, p, EntryKind::File, &dst.shown, facts)?;
             }
+        }
+        if dres.exists && self.workspace.stat(&dres.real).is_ok_and(|i| i.kind == "file") {
+            self.backup(&dres.real, &dst.shown, facts)?;
         }
         self.workspace
             .rename(&sres.real, &dres.real)

@@ -5,8 +5,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::audit::AuditEvent;
 use crate::error::GatewayError;
-use crate::ops::{Op, Output};
+use crate::ops::{Op, Output, RequestCtx};
 use crate::policy::Decision;
 
 /// Facts about one request.
@@ -81,6 +82,40 @@ impl Facts {
                     self.reason = Some(e.message());
                 }
             }
+        }
+    }
+}
+
+impl Facts {
+    /// The audit record of this request.
+    pub fn into_event(mut self, ctx: &RequestCtx) -> AuditEvent {
+        let backup = match self.backups.len() {
+            0 => None,
+            1 => self.backups.pop(),
+            n => {
+                let first = self.backups[0].clone();
+                self.args.insert("backups".into(), Value::from(std::mem::take(&mut self.backups)));
+                self.args.insert("backupCount".into(), Value::from(n));
+                Some(first)
+            }
+        };
+        AuditEvent {
+            session: ctx.session.clone(),
+            transport: ctx.transport.to_string(),
+            peer: ctx.peer.clone(),
+            op: self.op.to_string(),
+            path: self.path,
+            path2: self.path2,
+            args: self.args,
+            decision: self.decision.unwrap_or("none").to_string(),
+            rule: self.rule,
+            reason: self.reason,
+            outcome: self.outcome,
+            bytes: self.bytes,
+            sha256: self.sha256,
+            backup,
+            duration_us: self.duration_us,
+            ..AuditEvent::default()
         }
     }
 }

@@ -11,6 +11,8 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::audit::{AuditEvent, AuditLog};
+use crate::backup::BackupStore;
 use crate::error::GatewayError;
 use crate::ops::{Op, Output, PathStyle, RequestCtx};
 use crate::path::{PathError, RelPath};
@@ -42,6 +44,11 @@ pub struct Gateway {
     /// Whether the kernel sandbox lets this process write the workspace: a reloaded
     /// policy may not need more than what was granted at start.
     kernel_allows_write: RwLock<bool>,
+    /// The audit log: one record per request, durable before the reply (None in unit
+    /// tests and offline tools only).
+    audit: Option<AuditLog>,
+    /// Where previous versions go before a change (None only where nothing changes).
+    backups: Option<BackupStore>,
 }
 
 impl Gateway {
@@ -52,6 +59,40 @@ impl Gateway {
             workspace,
             meta: RwLock::new(serde_json::Map::new()),
             kernel_allows_write: RwLock::new(true),
+            audit: None,
+            backups: None,
+        }
+    }
+
+    /// Attaches the audit log.
+    pub fn with_audit(mut self, audit: AuditLog) -> Gateway {
+        self.audit = Some(audit);
+        self
+    }
+
+    /// Attaches the backup store.
+    pub fn with_backups(mut self, backups: BackupStore) -> Gateway {
+        self.backups = Some(backups);
+        self
+    }
+
+    /// The audit log, if attached.
+    pub fn audit(&self) -> Option<&AuditLog> {
+        self.audit.as_ref()
+    }
+
+    /// The backup store, if attached.
+    pub fn backups(&self) -> Option<&BackupStore> {
+        self.backups.as_ref()
+    }
+
+    /// Appends a lifecycle record (start, stop, reload, session...). Failures are logged:
+    /// lifecycle records answer no request.
+    pub fn record(&self, kind: &str, details: serde_json::Map<String, Value>) {
+        if let Some(a) = &self.audit
+            && let Err(e) = a.append(AuditEvent::lifecycle(kind, details))
+        {
+            tracing::error!("audit log: cannot record `{kind}`: {e}");
         }
     }
 
@@ -126,15 +167,37 @@ impl Gateway {
         Value::Object(m)
     }
 
-    /// Runs one operation through every gate and records it.
+    /// Runs one operation through every gate and records it. The audit record is
+    /// durable before this returns; if it cannot be written, the request fails (and a
+    /// change is not attempted while the log is known to be failing).
     pub fn handle(&self, ctx: &RequestCtx, op: Op) -> Result<Output, GatewayError> {
         let started = Instant::now();
         let pol = self.policy();
         let mut facts = Facts::new(&op);
-        let result = self.execute(&pol, ctx, &op, &mut facts);
+        let preflight = match (&self.audit, op.is_mutating()) {
+            (Some(a), true) => a.preflight().map_err(|e| {
+                GatewayError::Internal(format!("{e}; nothing was changed"))
+            }),
+            _ => Ok(()),
+        };
+        let result = match preflight {
+            Ok(()) => self.execute(&pol, ctx, &op, &mut facts),
+            Err(e) => Err(e),
+        };
         facts.finish(&result, started.elapsed());
         tracing::debug!(op = op.name(), session = %ctx.session, outcome = %facts.outcome, rule = ?facts.rule, "request");
-        result
+        let Some(audit) = &self.audit else {
+            return result;
+        };
+        match audit.append(facts.into_event(ctx)) {
+            Ok(_) => result,
+            Err(e) => {
+                tracing::error!("audit log: {e}");
+                Err(GatewayError::Internal(format!(
+                    "{e}; the result is withheld because it could not be recorded"
+                )))
+            }
+        }
     }
 
     fn execute(

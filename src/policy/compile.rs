@@ -51,9 +51,15 @@ pub(crate) struct Compiled {
     pub rules: Vec<Rule>,
     pub secrets: Secrets,
     pub limits: Limits,
+    pub content: Option<super::ContentScanner>,
 }
 
-pub(crate) fn compile(raw: &RawPolicy, src: &str) -> Result<Compiled, PolicyError> {
+/// `base`: the directory relative paths in the policy (a gitleaks config) are relative to.
+pub(crate) fn compile(
+    raw: &RawPolicy,
+    src: &str,
+    base: Option<&std::path::Path>,
+) -> Result<Compiled, PolicyError> {
     if *raw.version.get_ref() != 1 {
         return Err(PolicyError::Invalid {
             key: "version".into(),
@@ -94,10 +100,12 @@ pub(crate) fn compile(raw: &RawPolicy, src: &str) -> Result<Compiled, PolicyErro
             message: "must be at least 4096 bytes".into(),
         });
     }
+    let content = super::content::compile(raw.content.as_ref(), src, base)?;
     Ok(Compiled {
         rules,
         secrets,
         limits,
+        content,
     })
 }
 

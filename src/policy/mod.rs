@@ -3,9 +3,16 @@
 //!
 //! Deny wins over allow; nothing matched means deny (`default-deny`).
 
+pub mod cli;
 mod compile;
+pub mod content;
 mod decide;
+pub mod diff;
+pub mod floor;
+pub mod lint;
 pub mod raw;
+pub mod schema;
+pub mod testrun;
 
 use std::path::Path;
 
@@ -14,6 +21,7 @@ use regex::RegexSet;
 use sha2::{Digest, Sha256};
 
 pub use compile::{BUILTIN_SECRETS, DEFAULT_LIMITS};
+pub use content::{ContentHit, ContentScanner};
 pub use decide::{Decision, EntryKind, TraceStep};
 pub use raw::{BinaryMode, Effect, RawPolicy};
 
@@ -152,6 +160,7 @@ pub struct Policy {
     rules: Vec<Rule>,
     secrets: Secrets,
     limits: Limits,
+    content: Option<ContentScanner>,
     raw: RawPolicy,
     sha256: String,
     origin: String,
@@ -166,29 +175,41 @@ impl Policy {
         Policy::from_toml(DEFAULT_POLICY_TOML, "<built-in default policy>")
     }
 
-    /// Loads a policy file.
+    /// Loads a policy file. A gitleaks config it names is read relative to its directory.
     ///
     /// # Ambient Authority
-    /// Reads `path` from the ambient filesystem; start-up code only.
+    /// Reads `path` (and the gitleaks config it names) from the ambient filesystem;
+    /// start-up code only.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
         let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
             path: path.display().to_string(),
             source,
         })?;
-        Policy::from_toml(&text, &path.display().to_string())
+        let base = path.parent().filter(|p| !p.as_os_str().is_empty());
+        Policy::from_toml_in(&text, &path.display().to_string(), Some(base.unwrap_or(Path::new("."))))
     }
 
-    /// Parses and compiles policy text; `origin` names it in errors.
+    /// Parses and compiles policy text; `origin` names it in errors. A relative
+    /// `[content] gitleaks_config` is resolved against the current directory.
     pub fn from_toml(text: &str, origin: &str) -> Result<Policy, PolicyError> {
+        Policy::from_toml_in(text, origin, None)
+    }
+
+    /// Parses and compiles policy text whose relative paths are relative to `base`.
+    ///
+    /// # Ambient Authority
+    /// Reads the gitleaks config the policy names, if any.
+    pub fn from_toml_in(text: &str, origin: &str, base: Option<&Path>) -> Result<Policy, PolicyError> {
         let raw: RawPolicy = toml::from_str(text).map_err(|e| PolicyError::Parse {
             origin: origin.to_string(),
             message: describe_toml_error(&e, text),
         })?;
-        let compiled = compile::compile(&raw, text)?;
+        let compiled = compile::compile(&raw, text, base)?;
         Ok(Policy {
             rules: compiled.rules,
             secrets: compiled.secrets,
             limits: compiled.limits,
+            content: compiled.content,
             raw,
             sha256: hex::encode(Sha256::digest(text.as_bytes())),
             origin: origin.to_string(),
@@ -219,6 +240,13 @@ impl Policy {
     /// The secret-name patterns in force.
     pub fn secret_patterns(&self) -> &[SecretPattern] {
         &self.secrets.patterns
+    }
+
+    /// The secret content rules, if the policy has a `[content]` section. The gateway
+    /// scans read and written bytes with it when [`ContentScanner::applies_to`] the op;
+    /// a hit refuses with the rule id `content:<id>`.
+    pub fn content_scanner(&self) -> Option<&ContentScanner> {
+        self.content.as_ref()
     }
 
     /// The raw file, for sections other modules own and for the test runner.

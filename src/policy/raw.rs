@@ -3,14 +3,18 @@
 //! `deny_unknown_fields` everywhere: a typo in a policy must be an error, never a
 //! silently ignored key that leaves access wider than the author meant.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
+pub use super::content::format::RawContent;
+
 /// The whole policy file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPolicy {
     /// Format version; only 1 exists.
+    #[schemars(with = "u32", range(min = 1, max = 1))]
     pub version: Spanned<u32>,
     /// Secret-name patterns matched on every path component.
     #[serde(default)]
@@ -24,11 +28,32 @@ pub struct RawPolicy {
     /// Test cases the policy carries for itself (`fsgate policy test`).
     #[serde(default, rename = "test")]
     pub tests: Vec<RawTest>,
-    // WIRE: [audit], [backup], [sandbox] sections land with their modules.
+    /// Secret content rules (gitleaks format): refuse reads and writes of content that
+    /// holds a secret. Absent: content is not scanned.
+    #[serde(default)]
+    pub content: Option<RawContent>,
+    /// The audit log (`[audit]`), owned by the audit module.
+    #[serde(default)]
+    // WIRE: drop this `with` once the settings type derives schemars::JsonSchema.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub audit: Option<crate::audit::AuditSettings>,
+    /// The backup store (`[backup]`), owned by the backup module.
+    #[serde(default)]
+    // WIRE: drop this `with` once the settings type derives schemars::JsonSchema.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub backup: Option<crate::backup::BackupSettings>,
+    /// Landlock confinement (`[sandbox]`).
+    #[serde(default)]
+    // WIRE: drop this `with` once the settings type derives schemars::JsonSchema.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub sandbox: Option<crate::sandbox::SandboxSettings>,
+    /// The ACP proxy (`[acp]`).
+    #[serde(default)]
+    pub acp: Option<AcpSettings>,
 }
 
 /// `[secrets]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawSecrets {
     /// Keep the built-in secret-name list.
@@ -53,17 +78,18 @@ fn yes() -> bool {
 }
 
 /// One `[[secrets.patterns]]` entry.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawSecretPattern {
     /// Name used in refusals and audit records (`secrets:<id>`).
     pub id: String,
     /// Regex matched case-insensitively against each path component.
+    #[schemars(with = "String")]
     pub regex: Spanned<String>,
 }
 
 /// `[limits]`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawLimits {
     /// Largest file the agent may read, in bytes.
@@ -77,7 +103,7 @@ pub struct RawLimits {
 }
 
 /// How binary files are treated on read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum BinaryMode {
     /// Refuse to read binary files.
@@ -87,7 +113,7 @@ pub enum BinaryMode {
 }
 
 /// Allow or deny.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Effect {
     /// Grants the operation.
@@ -97,17 +123,20 @@ pub enum Effect {
 }
 
 /// One `[[rule]]`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawRule {
     /// Unique name, shown in refusals and audit records.
+    #[schemars(with = "String")]
     pub id: Spanned<String>,
     /// allow or deny.
     pub effect: Effect,
     /// Operation classes covered: read, write, delete, list, or "*".
+    #[schemars(with = "Vec<RuleOp>")]
     pub ops: Vec<Spanned<String>>,
     /// Workspace-relative globs; a directory glob covers everything beneath it.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub paths: Vec<Spanned<String>>,
     /// File extensions (without the dot, case-insensitive) the rule is limited to.
     #[serde(default)]
@@ -118,10 +147,11 @@ pub struct RawRule {
 }
 
 /// One `[[test]]` case.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTest {
     /// Operation class: read, write, delete or list.
+    #[schemars(with = "TestOp")]
     pub op: Spanned<String>,
     /// Workspace-relative path.
     pub path: String,
@@ -136,4 +166,46 @@ pub struct RawTest {
     /// Whether the path is a directory (default: a file).
     #[serde(default)]
     pub dir: bool,
+}
+
+/// An operation class as written in a rule's `ops` (schema only; parsed in `compile`).
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum RuleOp {
+    /// Reading content: read_text_file, read_file, grep.
+    Read,
+    /// Creating or changing: write, edit, mkdir, rename target.
+    Write,
+    /// Removing: rm, rename source.
+    Delete,
+    /// Seeing names and metadata: ls, stat, glob.
+    List,
+    /// Every operation class.
+    #[serde(rename = "*")]
+    All,
+}
+
+/// An operation class as written in a `[[test]]` (schema only).
+#[derive(JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum TestOp {
+    /// Reading content.
+    Read,
+    /// Creating or changing.
+    Write,
+    /// Removing.
+    Delete,
+    /// Seeing names and metadata.
+    List,
+}
+
+/// `[acp]`: what the proxy lets a hosted agent do besides file access.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct AcpSettings {
+    /// Pass the agent's `terminal/*` requests to the editor (audited). Default false:
+    /// they are refused.
+    pub allow_terminal: bool,
 }

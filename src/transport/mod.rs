@@ -4,4 +4,6 @@
 pub mod acp;
 pub mod jsonrpc;
 pub mod lines;
+pub mod mcp;
 pub mod proxy;
+pub mod ws;

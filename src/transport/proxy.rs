@@ -130,6 +130,21 @@ impl Relay {
         }
     }
 
+    /// A method fsgate keeps from the editor (`fs/*`, `_fsgate/*`, and `terminal/*`
+    /// unless allowed) named by this message or by any element of a batch.
+    fn guarded_method(&self, raw: &[u8]) -> Option<String> {
+        let v: Value = serde_json::from_slice(raw).ok()?;
+        let items = match v {
+            Value::Array(items) => items,
+            other => vec![other],
+        };
+        items.iter().find_map(|item| {
+            let m = item.get("method")?.as_str()?;
+            let guarded = acp::is_fs_method(m) || (m.starts_with("terminal/") && !self.allow_terminal);
+            guarded.then(|| m.to_string())
+        })
+    }
+
     /// The refusal for a file request whose session is not usable, if any.
     fn session_refusal(&self, params: &Value) -> Option<Value> {
         let sid = acp::session_of(params);
@@ -271,7 +286,17 @@ where
                     r.note_response(&id, &message);
                     let _ = to_editor.send(with_newline(raw)).await;
                 }
-                _ => {
+                other => {
+                    // A notification, batch or malformed request naming a file or
+                    // terminal method must not reach the editor either: lenient
+                    // editors (the Python SDK ignores "jsonrpc") would serve it.
+                    if let Some(method) = r.guarded_method(&raw) {
+                        tracing::warn!(%method, "agent sent a malformed file/terminal message; not relayed");
+                        if let Incoming::Invalid { id, error } = other {
+                            let _ = to_agent.send(line_of(&jsonrpc::error_response(&id, error))).await;
+                        }
+                        continue;
+                    }
                     let _ = to_editor.send(with_newline(raw)).await;
                 }
             }
@@ -280,14 +305,18 @@ where
     });
 
     // Wait for the agent to exit; if the editor left first, give it a grace period.
+    let mut editor_reader = editor_reader;
     let status = tokio::select! {
         s = &mut waiter => s.map_err(std::io::Error::other)??,
-        _ = wait_editor_then_grace(editor_reader) => {
+        _ = wait_editor_then_grace(&mut editor_reader) => {
             tracing::info!("editor closed stdin; agent did not exit within {GRACE:?}; killing it");
             kill(pid);
             waiter.await.map_err(std::io::Error::other)??
         }
     };
+    // The agent is gone: stop reading the editor, which may keep its end open (its
+    // input has nowhere to go), so that the writers below see their channels close.
+    editor_reader.abort();
     let _ = agent_reader.await;
     drop(relay);
     let _ = agent_writer.await;
@@ -295,7 +324,7 @@ where
     Ok(status)
 }
 
-async fn wait_editor_then_grace(editor_reader: tokio::task::JoinHandle<()>) {
+async fn wait_editor_then_grace(editor_reader: &mut tokio::task::JoinHandle<()>) {
     let _ = editor_reader.await;
     tokio::time::sleep(GRACE).await;
 }

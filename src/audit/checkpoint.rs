@@ -1,0 +1,376 @@
+//! Checkpoints (seq + head hash, optionally Ed25519-signed), signed sidecar objects,
+//! the atomic checkpoint file and the checkpoint sinks (a second file, or syslog).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::{SigningKey, VerifyingKey};
+use serde_json::{Map, Value, json};
+
+use super::{AuditError, canonical, keys};
+
+/// How a signed sidecar object (checkpoint or tombstone) stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SigStatus {
+    /// No signature, and no key was required.
+    Unsigned,
+    /// Signed by the pinned (`--pubkey`) key.
+    ValidPinned,
+    /// Signed by the key it names, which nobody pinned: proves consistency, not origin.
+    ValidUnpinned(String),
+    /// The signature is missing where required, from another key, or wrong.
+    Invalid(String),
+}
+
+/// Adds `key` and `sig` to `obj`: `sig` signs the canonical bytes of the object with
+/// `key` set and `sig` absent.
+pub fn sign_object(obj: &mut Map<String, Value>, key: &SigningKey) {
+    obj.remove("sig");
+    obj.insert(
+        "key".into(),
+        Value::String(hex::encode(key.verifying_key().to_bytes())),
+    );
+    let mut msg = Vec::with_capacity(256);
+    canonical::push_object(&mut msg, obj);
+    obj.insert("sig".into(), Value::String(keys::sign_hex(key, &msg)));
+}
+
+/// Checks the signature of a sidecar object against the pinned key, if any.
+pub fn check_signature(obj: &Map<String, Value>, pinned: Option<&VerifyingKey>) -> SigStatus {
+    let sig = obj.get("sig").and_then(Value::as_str);
+    let key = obj.get("key").and_then(Value::as_str);
+    let Some(sig) = sig else {
+        return match pinned {
+            Some(_) => SigStatus::Invalid("not signed, but a public key was given".into()),
+            None => SigStatus::Unsigned,
+        };
+    };
+    let Some(key_hex) = key else {
+        return SigStatus::Invalid("signature without a key".into());
+    };
+    let Ok(named) = keys::public_key_from_text(key_hex) else {
+        return SigStatus::Invalid("the key it names is not an Ed25519 public key".into());
+    };
+    if let Some(p) = pinned
+        && p != &named
+    {
+        return SigStatus::Invalid(format!("signed by another key ({key_hex})"));
+    }
+    let mut unsigned = obj.clone();
+    unsigned.remove("sig");
+    let mut msg = Vec::with_capacity(256);
+    canonical::push_object(&mut msg, &unsigned);
+    if !keys::verify_hex(&named, &msg, sig) {
+        return SigStatus::Invalid("signature does not match".into());
+    }
+    match pinned {
+        Some(_) => SigStatus::ValidPinned,
+        None => SigStatus::ValidUnpinned(key_hex.to_owned()),
+    }
+}
+
+/// One checkpoint: the head of the chain at a moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The log id (from the genesis record).
+    pub log: String,
+    /// Seq of the head record.
+    pub seq: u64,
+    /// Hash (hex) of the head record.
+    pub hash: String,
+    /// When the checkpoint was taken.
+    pub ts: String,
+    /// `periodic`, `heartbeat`, `shutdown`, `start`.
+    pub kind: String,
+    /// The whole object as read or written (with `key` and `sig` when signed).
+    pub obj: Map<String, Value>,
+}
+
+impl Checkpoint {
+    /// A new checkpoint, signed when a key is given.
+    pub fn new(log: &str, seq: u64, hash: &str, kind: &str, key: Option<&SigningKey>) -> Self {
+        Self::at(log, seq, hash, kind, &canonical::now_ts(), key)
+    }
+
+    /// A checkpoint with a given timestamp (test vectors are reproducible).
+    pub fn at(
+        log: &str,
+        seq: u64,
+        hash: &str,
+        kind: &str,
+        ts: &str,
+        key: Option<&SigningKey>,
+    ) -> Self {
+        let ts = ts.to_owned();
+        let mut obj = match json!({
+            "type": "checkpoint", "v": 1, "log": log, "seq": seq, "hash": hash,
+            "ts": ts, "kind": kind,
+        }) {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        if let Some(key) = key {
+            sign_object(&mut obj, key);
+        }
+        Checkpoint {
+            log: log.to_owned(),
+            seq,
+            hash: hash.to_owned(),
+            ts,
+            kind: kind.to_owned(),
+            obj,
+        }
+    }
+
+    /// The canonical line (no `\n`).
+    pub fn to_line(&self) -> String {
+        String::from_utf8_lossy(&canonical::to_vec(&Value::Object(self.obj.clone()))).into_owned()
+    }
+
+    /// Parses one checkpoint line.
+    pub fn parse(line: &str) -> Result<Self, String> {
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+        let Value::Object(obj) = v else {
+            return Err("not an object".into());
+        };
+        for k in obj.keys() {
+            if !matches!(
+                k.as_str(),
+                "type" | "v" | "log" | "seq" | "hash" | "ts" | "kind" | "key" | "sig"
+            ) {
+                return Err(format!("unknown field {k}"));
+            }
+        }
+        let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+        if s("type").as_deref() != Some("checkpoint") || obj.get("v") != Some(&json!(1)) {
+            return Err("not a version 1 checkpoint".into());
+        }
+        let seq = obj
+            .get("seq")
+            .and_then(Value::as_u64)
+            .ok_or("seq missing")?;
+        let hash = s("hash").ok_or("hash missing")?;
+        if super::record::decode_hash(&hash).is_none() {
+            return Err("hash is not 64 lowercase hex digits".into());
+        }
+        Ok(Checkpoint {
+            log: s("log").ok_or("log missing")?,
+            seq,
+            hash,
+            ts: s("ts").ok_or("ts missing")?,
+            kind: s("kind").ok_or("kind missing")?,
+            obj,
+        })
+    }
+
+    /// Every checkpoint in a file (one per line; the sink keeps a history).
+    pub fn read_all(path: &Path) -> Result<Vec<Result<Self, String>>, std::io::Error> {
+        let text = std::fs::read_to_string(path)?;
+        Ok(text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(Self::parse)
+            .collect())
+    }
+}
+
+/// Replaces `name` in `dir` atomically: temp file, fsync, rename, fsync of the directory.
+pub(crate) fn write_atomic(dir: &cap_std::fs::Dir, name: &str, data: &[u8]) -> std::io::Result<()> {
+    let tmp = format!("{name}.tmp");
+    let mut opts = cap_std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    let mut f = dir.open_with(&tmp, &opts)?;
+    f.write_all(data)?;
+    f.sync_all()?;
+    drop(f);
+    dir.rename(&tmp, dir, name)?;
+    sync_dir(dir)
+}
+
+/// Makes a rename or a new file in `dir` durable.
+pub(crate) fn sync_dir(dir: &cap_std::fs::Dir) -> std::io::Result<()> {
+    // The handle itself may be O_PATH, which cannot be synced: open the directory itself.
+    #[cfg(unix)]
+    {
+        dir.open(".")?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+/// Where a copy of every checkpoint goes (`[audit] checkpoint_sink`).
+#[derive(Debug)]
+pub(crate) enum Sink {
+    /// A file, one JSON line appended (and synced) per checkpoint.
+    File { path: PathBuf, file: std::fs::File },
+    /// A syslog datagram socket (`/dev/log` by default).
+    #[cfg(unix)]
+    Syslog {
+        path: PathBuf,
+        sock: Option<std::os::unix::net::UnixDatagram>,
+    },
+}
+
+impl Sink {
+    /// Opens the sink named in the settings. Done at start-up, before confinement.
+    ///
+    /// # Ambient Authority
+    ///
+    /// Opens a path or connects a socket by name.
+    pub(crate) fn open(spec: &str) -> Result<Sink, AuditError> {
+        if let Some(rest) = spec.strip_prefix("syslog") {
+            let path = match rest.strip_prefix(':') {
+                Some(p) if !p.is_empty() => PathBuf::from(p),
+                None if rest.is_empty() => PathBuf::from("/dev/log"),
+                _ => return Err(AuditError::Config(format!("bad checkpoint_sink {spec:?}"))),
+            };
+            #[cfg(unix)]
+            {
+                let sock = std::os::unix::net::UnixDatagram::unbound()
+                    .and_then(|s| s.connect(&path).map(|()| s))
+                    .map_err(|e| AuditError::io("connect to syslog socket", &path, &e))?;
+                return Ok(Sink::Syslog {
+                    path,
+                    sock: Some(sock),
+                });
+            }
+            #[cfg(not(unix))]
+            return Err(AuditError::Config(format!(
+                "syslog sink {} is not available on this platform",
+                path.display()
+            )));
+        }
+        let path = PathBuf::from(spec);
+        let mut opts = std::fs::OpenOptions::new();
+        opts.append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(0o600);
+        }
+        let file = opts
+            .open(&path)
+            .map_err(|e| AuditError::io("open checkpoint sink", &path, &e))?;
+        Ok(Sink::File { path, file })
+    }
+
+    /// Sends one checkpoint line.
+    pub(crate) fn send(&mut self, line: &str) -> Result<(), String> {
+        match self {
+            Sink::File { path, file } => {
+                let mut buf = Vec::with_capacity(line.len() + 1);
+                buf.extend_from_slice(line.as_bytes());
+                buf.push(b'\n');
+                file.write_all(&buf)
+                    .and_then(|()| file.sync_data())
+                    .map_err(|e| format!("checkpoint sink {}: {e}", path.display()))
+            }
+            #[cfg(unix)]
+            Sink::Syslog { path, sock } => {
+                // LOG_AUTH (4) * 8 + LOG_NOTICE (5).
+                let msg = format!("<37>fsgate-audit[{}]: {line}", std::process::id());
+                if let Some(s) = sock
+                    && s.send(msg.as_bytes()).is_ok()
+                {
+                    return Ok(());
+                }
+                // The daemon may have restarted: reconnect once.
+                let fresh = std::os::unix::net::UnixDatagram::unbound()
+                    .and_then(|s| s.connect(&*path).map(|()| s))
+                    .map_err(|e| format!("syslog {}: {e}", path.display()))?;
+                let sent = fresh
+                    .send(msg.as_bytes())
+                    .map_err(|e| format!("syslog {}: {e}", path.display()));
+                *sock = Some(fresh);
+                sent.map(|_| ())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_checkpoints_verify_only_with_their_key() {
+        let key = SigningKey::from_bytes(&[3; 32]);
+        let other = SigningKey::from_bytes(&[4; 32]);
+        let cp = Checkpoint::new(&"a".repeat(32), 7, &"b".repeat(64), "periodic", Some(&key));
+        let parsed = Checkpoint::parse(&cp.to_line()).unwrap();
+        assert_eq!(parsed, cp);
+        let pk = key.verifying_key();
+        assert_eq!(
+            check_signature(&parsed.obj, Some(&pk)),
+            SigStatus::ValidPinned
+        );
+        assert!(matches!(
+            check_signature(&parsed.obj, None),
+            SigStatus::ValidUnpinned(_)
+        ));
+        assert!(matches!(
+            check_signature(&parsed.obj, Some(&other.verifying_key())),
+            SigStatus::Invalid(_)
+        ));
+        let forged = cp.to_line().replace("\"seq\":7", "\"seq\":8");
+        let forged = Checkpoint::parse(&forged).unwrap();
+        assert!(matches!(
+            check_signature(&forged.obj, Some(&pk)),
+            SigStatus::Invalid(_)
+        ));
+        let unsigned = Checkpoint::new("x", 1, &"c".repeat(64), "start", None);
+        assert_eq!(check_signature(&unsigned.obj, None), SigStatus::Unsigned);
+        assert!(matches!(
+            check_signature(&unsigned.obj, Some(&pk)),
+            SigStatus::Invalid(_)
+        ));
+    }
+
+    #[test]
+    fn checkpoint_lines_are_canonical_and_strict() {
+        let cp = Checkpoint::new("l", 1, &"0".repeat(64), "start", None);
+        let line = cp.to_line();
+        assert!(line.starts_with("{\"hash\":"), "{line}");
+        assert!(Checkpoint::parse(&line.replace("\"v\":1", "\"v\":2")).is_err());
+        assert!(Checkpoint::parse(&line.replace("\"kind\"", "\"extra\":0,\"kind\"")).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn sinks_receive_every_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sink.jsonl");
+        let mut sink = Sink::open(file.to_str().unwrap()).unwrap();
+        sink.send("{\"a\":1}").unwrap();
+        sink.send("{\"a\":2}").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "{\"a\":1}\n{\"a\":2}\n"
+        );
+
+        let sock_path = dir.path().join("log.sock");
+        let server = std::os::unix::net::UnixDatagram::bind(&sock_path).unwrap();
+        let mut sink = Sink::open(&format!("syslog:{}", sock_path.display())).unwrap();
+        sink.send("{\"b\":1}").unwrap();
+        let mut buf = [0u8; 256];
+        let n = server.recv(&mut buf).unwrap();
+        let got = std::str::from_utf8(&buf[..n]).unwrap();
+        assert!(got.starts_with("<37>fsgate-audit["), "{got}");
+        assert!(got.ends_with("]: {\"b\":1}"), "{got}");
+        assert!(Sink::open("syslog:").is_err());
+    }
+
+    #[test]
+    fn atomic_write_replaces_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let d =
+            cap_std::fs::Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
+        write_atomic(&d, "c", b"one").unwrap();
+        write_atomic(&d, "c", b"two").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("c")).unwrap(), b"two");
+        assert!(!dir.path().join("c.tmp").exists());
+    }
+}

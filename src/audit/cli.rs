@@ -1,0 +1,260 @@
+//! `fsgate audit ...`: the clap definitions and the exit codes of verify, show, prune and
+//! keygen. Output goes to stdout (it is the command's product), diagnostics to stderr.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::show::{ShowFilter, ShowFormat};
+use super::verify::{VerifyOptions, verify_paths};
+use super::{keys, prune, show};
+
+/// The `fsgate audit` subcommands.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum AuditCommand {
+    /// Check a log or a rotated series (files or directories): exit 0 intact,
+    /// 1 tampered (names the first bad record), 2 unreadable.
+    Verify {
+        /// Log files, or directories holding them.
+        #[arg(required = true, value_name = "FILE|DIR")]
+        paths: Vec<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Remember the verified head in STATE, and prove next time that the log still
+        /// extends it.
+        #[arg(long, value_name = "STATE")]
+        trusted: Option<PathBuf>,
+        /// The public key that must have signed checkpoints and tombstones (64 hex digits,
+        /// or a file holding hex or a PEM PUBLIC KEY).
+        #[arg(long, value_name = "KEY")]
+        pubkey: Option<String>,
+        /// Another checkpoint file to check the log against (e.g. the sink's copy);
+        /// may be repeated.
+        #[arg(long = "checkpoint", value_name = "FILE")]
+        checkpoints: Vec<PathBuf>,
+    },
+    /// Print records, filtered: a table by default, or JSON lines, or CSV.
+    Show {
+        /// Log files, or directories holding them.
+        #[arg(required = true, value_name = "FILE|DIR")]
+        paths: Vec<PathBuf>,
+        /// Only records at or after this time (RFC 3339 or YYYY-MM-DD, UTC).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only records before this time (RFC 3339 or YYYY-MM-DD, UTC).
+        #[arg(long)]
+        until: Option<String>,
+        /// Only this operation (or lifecycle kind, e.g. `start`).
+        #[arg(long)]
+        op: Option<String>,
+        /// Only `allow` or `deny`.
+        #[arg(long)]
+        decision: Option<String>,
+        /// Only records whose path (or rename target) matches this glob.
+        #[arg(long, value_name = "GLOB")]
+        path: Option<String>,
+        /// Only this session.
+        #[arg(long)]
+        session: Option<String>,
+        /// Print the matching records as JSON lines (unchanged, still verifiable).
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
+        /// Print CSV for spreadsheets.
+        #[arg(long)]
+        csv: bool,
+    },
+    /// Remove rotated files whose records are all older than DATE, leaving a (signed)
+    /// tombstone; the active file is never removed and the chain must verify first.
+    Prune {
+        /// Cut-off (RFC 3339 or YYYY-MM-DD, UTC).
+        #[arg(long, value_name = "DATE")]
+        before: String,
+        /// The active log file, or its directory.
+        #[arg(value_name = "FILE|DIR")]
+        path: PathBuf,
+        /// Key that signs the tombstone (the `[audit] signing_key`).
+        #[arg(long, value_name = "KEY")]
+        signing_key: Option<PathBuf>,
+        /// Say what would be removed, and remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Create a signing key file (seed hex, mode 0600) and print its public key.
+    Keygen {
+        /// Where to write the key; never overwritten.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+}
+
+/// Runs one subcommand; returns the process exit code.
+pub fn run(cmd: AuditCommand) -> i32 {
+    let mut stdout = std::io::stdout().lock();
+    run_to(cmd, &mut stdout)
+}
+
+/// Runs one subcommand, printing its product to `out`.
+pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
+    match cmd {
+        AuditCommand::Verify {
+            paths,
+            json,
+            trusted,
+            pubkey,
+            checkpoints,
+        } => {
+            let pinned = match pubkey.as_deref().map(keys::parse_public_key).transpose() {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("fsgate audit verify: {e}");
+                    return 2;
+                }
+            };
+            let opts = VerifyOptions {
+                pinned,
+                checkpoints,
+                trusted,
+            };
+            let report = verify_paths(&paths, &opts);
+            let printed = if json {
+                serde_json::to_string_pretty(&report)
+                    .map_err(std::io::Error::other)
+                    .and_then(|s| writeln!(out, "{s}"))
+            } else {
+                write!(out, "{}", report.render())
+            };
+            if let Err(e) = printed {
+                eprintln!("fsgate audit verify: {e}");
+                return 2;
+            }
+            report.exit_code()
+        }
+        AuditCommand::Show {
+            paths,
+            since,
+            until,
+            op,
+            decision,
+            path,
+            session,
+            json,
+            csv,
+        } => {
+            let date = |s: Option<String>| -> Result<_, String> {
+                s.map(|s| prune::parse_date(&s).ok_or(format!("not a date: {s}")))
+                    .transpose()
+            };
+            let glob = path
+                .map(|g| {
+                    globset::GlobBuilder::new(&g)
+                        .literal_separator(true)
+                        .build()
+                        .map(|g| g.compile_matcher())
+                        .map_err(|e| e.to_string())
+                })
+                .transpose();
+            let filter = match (date(since), date(until), glob) {
+                (Ok(since), Ok(until), Ok(path)) => ShowFilter {
+                    since,
+                    until,
+                    op,
+                    decision,
+                    path,
+                    session,
+                },
+                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                    eprintln!("fsgate audit show: {e}");
+                    return 2;
+                }
+            };
+            let format = match (json, csv) {
+                (true, _) => ShowFormat::Json,
+                (_, true) => ShowFormat::Csv,
+                _ => ShowFormat::Table,
+            };
+            match show::show(&paths, &filter, format, out) {
+                Ok(stats) => {
+                    if stats.skipped > 0 {
+                        eprintln!(
+                            "fsgate audit show: skipped {} lines that are not records (run `fsgate audit verify`)",
+                            stats.skipped
+                        );
+                    }
+                    0
+                }
+                Err(e) => {
+                    eprintln!("fsgate audit show: {e}");
+                    2
+                }
+            }
+        }
+        AuditCommand::Prune {
+            before,
+            path,
+            signing_key,
+            dry_run,
+        } => {
+            let Some(cutoff) = prune::parse_date(&before) else {
+                eprintln!("fsgate audit prune: not a date: {before}");
+                return 2;
+            };
+            let key = match signing_key
+                .as_deref()
+                .map(keys::load_signing_key)
+                .transpose()
+            {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("fsgate audit prune: {e}");
+                    return 2;
+                }
+            };
+            if key.is_none() {
+                eprintln!(
+                    "fsgate audit prune: warning: no --signing-key, the tombstone is unsigned and retention cannot be told apart from deletion"
+                );
+            }
+            match prune::prune(&path, cutoff, key.as_ref(), dry_run) {
+                Ok(outcome) => {
+                    let verb = if dry_run { "would remove" } else { "removed" };
+                    let mut text = String::new();
+                    for p in &outcome.removed {
+                        text.push_str(&format!("{verb} {}\n", p.display()));
+                    }
+                    match &outcome.tombstone {
+                        Some(t) => text.push_str(&format!(
+                            "tombstone: seq {}..{} (last hash {})\n",
+                            t.first_seq, t.last_seq, t.last_hash
+                        )),
+                        None => text.push_str("nothing to prune\n"),
+                    }
+                    match out.write_all(text.as_bytes()) {
+                        Ok(()) => 0,
+                        Err(_) => 2,
+                    }
+                }
+                Err(e @ prune::PruneError::Refused(_)) => {
+                    eprintln!("fsgate audit prune: {e}");
+                    1
+                }
+                Err(e) => {
+                    eprintln!("fsgate audit prune: {e}");
+                    2
+                }
+            }
+        }
+        AuditCommand::Keygen { out: file } => match keys::generate_key_file(&file) {
+            Ok(pk) => {
+                let line = format!("{}\n", hex::encode(pk.to_bytes()));
+                match out.write_all(line.as_bytes()) {
+                    Ok(()) => 0,
+                    Err(_) => 2,
+                }
+            }
+            Err(e) => {
+                eprintln!("fsgate audit keygen: {e}");
+                2
+            }
+        },
+    }
+}

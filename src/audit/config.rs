@@ -1,0 +1,144 @@
+//! The `[audit]` section of a policy file: durability, checkpoints, keys, rotation.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Default number of records between two checkpoints.
+pub const DEFAULT_CHECKPOINT_EVERY: u64 = 1000;
+/// Default idle time, in seconds, after which a heartbeat checkpoint covers the tail.
+pub const DEFAULT_HEARTBEAT_SECS: u64 = 30;
+/// Default size, in bytes, at which the active file is rotated (64 MiB).
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// In `fsync = "batch"` mode, the longest time written records stay unsynced.
+pub const BATCH_SYNC_INTERVAL: Duration = Duration::from_millis(100);
+
+/// When a record reaches the disk.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum FsyncMode {
+    /// `append` returns only after an `fdatasync` covering the record (group commit:
+    /// concurrent appenders share one). A record is on disk before its reply leaves.
+    #[default]
+    Always,
+    /// `append` returns once the record is written to the file (it survives a crash of the
+    /// process, not of the machine); an `fdatasync` follows within 100 ms.
+    Batch,
+    /// `append` returns once the record is written to the file; the file is synced only
+    /// before a checkpoint, a rotation and at close.
+    Never,
+}
+
+/// The `[audit]` policy section. Every field is optional; the defaults are safe.
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditSettings {
+    /// Durability of each record: "always" (default), "batch" or "never". See [`FsyncMode`].
+    pub fsync: FsyncMode,
+    /// Write a checkpoint (seq + head hash) every this many records (default 1000;
+    /// 0 = only heartbeat and shutdown checkpoints).
+    pub checkpoint_every: Option<u64>,
+    /// When records were appended but no checkpoint covers them, write a heartbeat
+    /// checkpoint after this many idle seconds (default 30; 0 = off).
+    pub heartbeat_secs: Option<u64>,
+    /// Ed25519 key that signs checkpoints and tombstones: a file holding the 32-byte seed
+    /// as 64 hex digits, or a PKCS#8 PEM `PRIVATE KEY`. Keep it outside the workspace,
+    /// readable by its owner only. Without it checkpoints are unsigned.
+    pub signing_key: Option<PathBuf>,
+    /// A second place every checkpoint is sent to: a file path (one JSON line appended per
+    /// checkpoint, ideally on another filesystem), `"syslog"` (the local syslog socket
+    /// `/dev/log`), or `"syslog:/path/to/socket"`.
+    pub checkpoint_sink: Option<String>,
+    /// Rotate the active file once it holds this many bytes (default 64 MiB; 0 = never).
+    /// The chain continues across files.
+    pub max_file_bytes: Option<u64>,
+    /// The active log file when `--audit-log` is not given.
+    pub path: Option<PathBuf>,
+}
+
+impl AuditSettings {
+    /// Records between periodic checkpoints (0 = none).
+    pub fn checkpoint_every(&self) -> u64 {
+        self.checkpoint_every.unwrap_or(DEFAULT_CHECKPOINT_EVERY)
+    }
+
+    /// Idle time before a heartbeat checkpoint, or `None` when heartbeats are off.
+    pub fn heartbeat(&self) -> Option<Duration> {
+        match self.heartbeat_secs.unwrap_or(DEFAULT_HEARTBEAT_SECS) {
+            0 => None,
+            s => Some(Duration::from_secs(s)),
+        }
+    }
+
+    /// Rotation size in bytes (0 = never rotate).
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_file_bytes.unwrap_or(DEFAULT_MAX_FILE_BYTES)
+    }
+
+    /// Resolves relative `signing_key`, `path` and file `checkpoint_sink` against `base`
+    /// (the policy loader passes the policy file's directory).
+    pub fn resolve_relative_to(&mut self, base: &Path) {
+        for p in [&mut self.signing_key, &mut self.path]
+            .into_iter()
+            .flatten()
+        {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
+        if let Some(sink) = &mut self.checkpoint_sink
+            && !sink.starts_with("syslog")
+            && Path::new(sink.as_str()).is_relative()
+        {
+            *sink = base.join(sink.as_str()).to_string_lossy().into_owned();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_safe() {
+        let s: AuditSettings = toml::from_str("").unwrap();
+        assert_eq!(s.fsync, FsyncMode::Always);
+        assert_eq!(s.checkpoint_every(), 1000);
+        assert_eq!(s.heartbeat(), Some(Duration::from_secs(30)));
+        assert_eq!(s.max_file_bytes(), 64 * 1024 * 1024);
+        assert_eq!(s, AuditSettings::default());
+    }
+
+    #[test]
+    fn parses_every_field_and_rejects_unknown_ones() {
+        let s: AuditSettings = toml::from_str(
+            "fsync = \"batch\"\ncheckpoint_every = 10\nheartbeat_secs = 0\n\
+             signing_key = \"/etc/fsgate/key\"\ncheckpoint_sink = \"syslog\"\n\
+             max_file_bytes = 4096\npath = \"/var/log/fsgate/audit.jsonl\"\n",
+        )
+        .unwrap();
+        assert_eq!(s.fsync, FsyncMode::Batch);
+        assert_eq!(s.checkpoint_every(), 10);
+        assert_eq!(s.heartbeat(), None);
+        assert_eq!(s.max_file_bytes(), 4096);
+        let err = toml::from_str::<AuditSettings>("fsynk = \"never\"").unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
+        assert!(toml::from_str::<AuditSettings>("fsync = \"sometimes\"").is_err());
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_policy_dir() {
+        let mut s = AuditSettings {
+            signing_key: Some("keys/audit.key".into()),
+            checkpoint_sink: Some("sink.jsonl".into()),
+            path: Some("/abs/audit.jsonl".into()),
+            ..Default::default()
+        };
+        s.resolve_relative_to(Path::new("/etc/fsgate"));
+        assert_eq!(
+            s.signing_key.unwrap(),
+            Path::new("/etc/fsgate/keys/audit.key")
+        );
+        assert_eq!(s.checkpoint_sink.unwrap(), "/etc/fsgate/sink.jsonl");
+        assert_eq!(s.path.unwrap(), Path::new("/abs/audit.jsonl"));
+    }
+}

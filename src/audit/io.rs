@@ -1,0 +1,350 @@
+//! The log's files, as the leader sees them: the active file (append, sync, repair after
+//! a failed write, disk space reserved ahead), rotation, and checkpoint writing. Every
+//! file operation after start-up goes through one directory handle.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use cap_std::fs::Dir;
+use ed25519_dalek::SigningKey;
+
+use super::checkpoint::{self, Checkpoint, Sink};
+use super::config::{AuditSettings, BATCH_SYNC_INTERVAL, FsyncMode};
+use super::series::{checkpoint_name, lock_name, rotated_name};
+use super::{AuditError, keys};
+
+/// Disk space kept reserved beyond the end of the active file.
+const RESERVE_BYTES: u64 = 256 * 1024;
+/// Extend the reservation when less than this remains.
+const RESERVE_LOW_WATER: u64 = 64 * 1024;
+
+/// A failure the test hook can inject into the next batch writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Write half of the data, then fail with "no space left on device".
+    Write,
+    /// Write everything, then fail the sync.
+    Sync,
+}
+
+/// The open files of a log. Only the current leader touches it.
+pub(crate) struct Io {
+    pub(crate) dir: Dir,
+    pub(crate) dir_path: PathBuf,
+    pub(crate) name: String,
+    pub(crate) file: std::fs::File,
+    /// Bytes of the active file that hold committed records.
+    len: u64,
+    /// Seq of the first record in the active file.
+    first_seq: u64,
+    /// A failed write may have left bytes past `len`: cut them before writing again.
+    needs_repair: bool,
+    /// A rotation renamed the active file but could not create the new one yet.
+    rotated_away: bool,
+    unsynced_since: Option<Instant>,
+    reserved_to: u64,
+    reserve_supported: bool,
+    pub(crate) signer: Option<SigningKey>,
+    sink: Option<Sink>,
+    /// Held (flock) for the life of the log: one writer per log.
+    _lock: std::fs::File,
+    faults: Option<(Fault, u32)>,
+}
+
+fn write_err(what: &str, e: &std::io::Error) -> AuditError {
+    AuditError::Write {
+        kind: e.kind(),
+        message: format!("{what}: {e}"),
+    }
+}
+
+impl Io {
+    /// Opens the directory, takes the lock, loads the key and the sink, opens the file.
+    ///
+    /// # Ambient Authority
+    ///
+    /// Opens `path`'s directory, the key file and the sink by path.
+    pub(crate) fn open(path: &Path, settings: &AuditSettings) -> Result<Io, AuditError> {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .filter(|n| !super::series::is_sidecar(n) && super::series::split_name(n).1.is_none())
+            .ok_or_else(|| {
+                AuditError::Config(format!(
+                    "{} is not usable as an audit log file name",
+                    path.display()
+                ))
+            })?
+            .to_owned();
+        let dir_path = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder
+            .create(&dir_path)
+            .map_err(|e| AuditError::io("create directory", &dir_path, &e))?;
+        let dir = Dir::open_ambient_dir(&dir_path, cap_std::ambient_authority())
+            .map_err(|e| AuditError::io("open directory", &dir_path, &e))?;
+        let lock = open_rw(&dir, &lock_name(&name), false)
+            .map_err(|e| AuditError::io("open", dir_path.join(lock_name(&name)), &e))?;
+        #[cfg(unix)]
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+            |_| AuditError::Locked {
+                path: path.to_owned(),
+            },
+        )?;
+        let signer = match &settings.signing_key {
+            Some(p) => Some(keys::load_signing_key(p)?),
+            None => None,
+        };
+        let sink = match &settings.checkpoint_sink {
+            Some(spec) => Some(Sink::open(spec)?),
+            None => None,
+        };
+        let file = open_rw(&dir, &name, true)
+            .map_err(|e| AuditError::io("open", dir_path.join(&name), &e))?;
+        Ok(Io {
+            dir,
+            dir_path,
+            name,
+            file,
+            len: 0,
+            first_seq: 1,
+            needs_repair: false,
+            rotated_away: false,
+            unsynced_since: None,
+            reserved_to: 0,
+            reserve_supported: true,
+            signer,
+            sink,
+            _lock: lock,
+            faults: None,
+        })
+    }
+
+    /// Sets what recovery found: committed length and first seq of the active file.
+    pub(crate) fn set_active(&mut self, len: u64, first_seq: u64) {
+        self.len = len;
+        self.first_seq = first_seq;
+    }
+
+    /// Committed bytes in the active file.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// The full path of a file in the log's directory (for messages).
+    pub(crate) fn path_of(&self, name: &str) -> PathBuf {
+        self.dir_path.join(name)
+    }
+
+    /// How long written data has waited for a sync.
+    pub(crate) fn unsynced_for(&self) -> Duration {
+        self.unsynced_since.map_or(Duration::ZERO, |t| t.elapsed())
+    }
+
+    /// Arms the test hook.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn inject(&mut self, fault: Fault, count: u32) {
+        self.faults = (count > 0).then_some((fault, count));
+    }
+
+    fn take_fault(&mut self) -> Option<Fault> {
+        let (fault, left) = self.faults.as_mut()?;
+        let fault = *fault;
+        *left -= 1;
+        if *left == 0 {
+            self.faults = None;
+        }
+        Some(fault)
+    }
+
+    /// Writes one segment of a batch (rotating first when `rotate_to` names the first seq
+    /// of a new file) and syncs as `mode` requires. On error the file is cut back to its
+    /// committed length (or marked for repair) and nothing of the segment counts.
+    pub(crate) fn write_segment(
+        &mut self,
+        data: &[u8],
+        rotate_to: Option<u64>,
+        mode: FsyncMode,
+    ) -> Result<(), AuditError> {
+        if self.needs_repair {
+            self.repair()?;
+        }
+        if let Some(seq) = rotate_to {
+            self.rotate(seq)?;
+        }
+        let fault = self.take_fault();
+        let result = match fault {
+            Some(Fault::Write) => self
+                .file
+                .write_all(&data[..data.len() / 2])
+                .and(Err(std::io::Error::from(std::io::ErrorKind::StorageFull))),
+            _ => self.file.write_all(data),
+        };
+        if let Err(e) = result {
+            self.needs_repair = true;
+            let _ = self.repair();
+            return Err(write_err("write", &e));
+        }
+        self.unsynced_since.get_or_insert_with(Instant::now);
+        let must_sync = match mode {
+            FsyncMode::Always => true,
+            FsyncMode::Batch => self.unsynced_for() >= BATCH_SYNC_INTERVAL,
+            FsyncMode::Never => false,
+        };
+        let synced = if fault == Some(Fault::Sync) {
+            Err(std::io::Error::other("injected sync failure"))
+        } else if must_sync {
+            self.file.sync_data()
+        } else {
+            Ok(())
+        };
+        if let Err(e) = synced {
+            // After a failed fsync the page cache cannot be trusted: drop the segment.
+            self.needs_repair = true;
+            let _ = self.repair();
+            return Err(write_err("sync", &e));
+        }
+        if must_sync {
+            self.unsynced_since = None;
+        }
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    /// Syncs written data, if any.
+    pub(crate) fn sync(&mut self) -> Result<(), AuditError> {
+        if self.unsynced_since.is_some() {
+            self.file.sync_data().map_err(|e| write_err("sync", &e))?;
+            self.unsynced_since = None;
+        }
+        Ok(())
+    }
+
+    /// Cuts the active file back to its committed length.
+    fn repair(&mut self) -> Result<(), AuditError> {
+        self.file
+            .set_len(self.len)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| write_err("cut back a failed write", &e))?;
+        self.needs_repair = false;
+        Ok(())
+    }
+
+    /// Closes the active file as `NAME.<first seq>` and starts a new one for `seq`.
+    fn rotate(&mut self, seq: u64) -> Result<(), AuditError> {
+        if !self.rotated_away {
+            self.file.sync_data().map_err(|e| write_err("sync", &e))?;
+            self.release_reservation();
+            let to = rotated_name(&self.name, self.first_seq);
+            self.dir
+                .rename(&self.name, &self.dir, &to)
+                .map_err(|e| write_err(&format!("rotate to {to}"), &e))?;
+            self.rotated_away = true;
+        }
+        let file = open_rw(&self.dir, &self.name, true)
+            .and_then(|f| f.set_len(0).map(|()| f))
+            .map_err(|e| write_err("create the next log file", &e))?;
+        checkpoint::sync_dir(&self.dir).map_err(|e| write_err("sync directory", &e))?;
+        self.file = file;
+        self.rotated_away = false;
+        self.len = 0;
+        self.first_seq = seq;
+        self.reserved_to = 0;
+        self.unsynced_since = None;
+        Ok(())
+    }
+
+    /// Keeps disk space reserved ahead of the log, so that a full disk is noticed (and
+    /// requests refused) before a record cannot be written. Returns false when the
+    /// reservation could not be extended.
+    pub(crate) fn reserve(&mut self) -> bool {
+        if !self.reserve_supported || self.reserved_to >= self.len + RESERVE_LOW_WATER {
+            return true;
+        }
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::{FallocateFlags, fallocate};
+            match fallocate(
+                &self.file,
+                FallocateFlags::KEEP_SIZE,
+                self.len,
+                RESERVE_BYTES,
+            ) {
+                Ok(()) => {
+                    self.reserved_to = self.len + RESERVE_BYTES;
+                    true
+                }
+                Err(e) if e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT => false,
+                Err(_) => {
+                    self.reserve_supported = false;
+                    true
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            self.reserve_supported = false;
+            true
+        }
+    }
+
+    /// Gives back the space reserved past the end of the file.
+    pub(crate) fn release_reservation(&mut self) {
+        if self.reserved_to > 0 {
+            let _ = self.file.set_len(self.len);
+            self.reserved_to = 0;
+        }
+    }
+
+    /// Writes a checkpoint of (`seq`, `head`) to the checkpoint file and the sink.
+    pub(crate) fn checkpoint(
+        &mut self,
+        log_id: &str,
+        seq: u64,
+        head: &[u8; 32],
+        kind: &str,
+    ) -> Result<(), AuditError> {
+        self.sync()?;
+        let cp = Checkpoint::new(log_id, seq, &hex::encode(head), kind, self.signer.as_ref());
+        let mut line = cp.to_line();
+        let name = checkpoint_name(&self.name);
+        line.push('\n');
+        checkpoint::write_atomic(&self.dir, &name, line.as_bytes()).map_err(|e| {
+            AuditError::Checkpoint {
+                message: format!("{}: {e}", self.path_of(&name).display()),
+            }
+        })?;
+        if let Some(sink) = &mut self.sink {
+            sink.send(line.trim_end())
+                .map_err(|message| AuditError::Checkpoint { message })?;
+        }
+        Ok(())
+    }
+}
+
+/// Opens (creating, mode 0600) a file in `dir` for writing; `append` for log files.
+pub(crate) fn open_rw(dir: &Dir, name: &str, append: bool) -> std::io::Result<std::fs::File> {
+    let mut opts = cap_std::fs::OpenOptions::new();
+    opts.read(true).create(true);
+    if append {
+        opts.append(true);
+    } else {
+        opts.write(true);
+    }
+    #[cfg(unix)]
+    {
+        use cap_std::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    dir.open_with(name, &opts).map(cap_std::fs::File::into_std)
+}

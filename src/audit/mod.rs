@@ -1,0 +1,122 @@
+//! Hash-chained, group-committed, checkpointed audit log (issue 3, points 1-10).
+//!
+//! # Layout
+//!
+//! - [`config`]: the `[audit]` policy section ([`AuditSettings`]).
+//! - [`record`]: what the gateway reports per request ([`AuditEvent`]) and how a record
+//!   line is built and checked; [`canonical`]: the canonical JSON encoding that the hash
+//!   covers (specified in `audit/FORMAT.md`).
+//! - [`writer`]: [`AuditLog`], the writer shared by every request thread: chaining, group
+//!   commit (leader/follower, no thread of its own), rotation, fail-closed rollback.
+//! - [`recover`]: the start-up tail check (torn line, broken chain, checkpoint mismatch).
+//! - [`checkpoint`]: signed head checkpoints, their sinks, and key files; [`keys`]: Ed25519
+//!   key files.
+//! - [`series`]: which files form a log (active, rotated, sidecars) and their names.
+//! - [`verify`], [`show`], [`prune`]: the offline tools behind `fsgate audit ...`;
+//!   [`cli`]: their clap definitions and exit codes.
+//!
+//! # Threads and Landlock
+//!
+//! Appending needs no thread: the first appender that finds no write in flight becomes
+//! the leader and writes (and fsyncs) everything queued so far on behalf of all waiting
+//! appenders. The only thread is the idle heartbeat, spawned by [`AuditLog::start`],
+//! which the gateway calls after Landlock has confined the process.
+
+pub mod canonical;
+pub mod checkpoint;
+pub mod cli;
+pub mod config;
+mod io;
+pub mod keys;
+pub mod prune;
+pub mod record;
+pub mod recover;
+pub mod series;
+pub mod show;
+pub mod verify;
+pub mod writer;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{AuditSettings, FsyncMode};
+pub use io::Fault;
+pub use record::{AuditEvent, Receipt};
+pub use writer::{AuditLog, OpenOptions};
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while opening or writing the audit log.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// A file operation on the log, its directory or a sidecar failed.
+    #[error("audit log: cannot {op} {}: {message}", path.display())]
+    Io {
+        /// What was being done ("open", "read", "rename", ...).
+        op: &'static str,
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The operating system's error kind.
+        kind: std::io::ErrorKind,
+        /// The operating system's message.
+        message: String,
+    },
+    /// A record could not be made durable; the request must be refused (fail closed).
+    #[error("audit log is not writable ({message}); request refused")]
+    Write {
+        /// The operating system's error kind.
+        kind: std::io::ErrorKind,
+        /// What failed.
+        message: String,
+    },
+    /// The existing log does not verify at start-up and the operator did not accept it.
+    #[error(
+        "audit log {} does not verify: {report}; start with the broken-chain flag to begin a new segment that records the break",
+        path.display()
+    )]
+    BrokenChain {
+        /// The active log file.
+        path: PathBuf,
+        /// What is wrong, one problem per `; `.
+        report: String,
+    },
+    /// Another process (another gateway) holds the log.
+    #[error("audit log {} is in use by another process", path.display())]
+    Locked {
+        /// The active log file.
+        path: PathBuf,
+    },
+    /// The signing key or a public key could not be used.
+    #[error("audit key {}: {message}", path.display())]
+    Key {
+        /// The key file.
+        path: PathBuf,
+        /// Why it is unusable.
+        message: String,
+    },
+    /// A checkpoint could not be written to the checkpoint file or its sink.
+    #[error("audit checkpoint not written: {message}")]
+    Checkpoint {
+        /// What failed.
+        message: String,
+    },
+    /// The settings are unusable (bad sink name, path without a file name, ...).
+    #[error("audit settings: {0}")]
+    Config(String),
+    /// The log was closed; nothing more can be appended.
+    #[error("audit log is closed")]
+    Closed,
+}
+
+impl AuditError {
+    /// Wraps an I/O error with the operation and path it concerns.
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, e: &std::io::Error) -> Self {
+        AuditError::Io {
+            op,
+            path: path.into(),
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! The start-up check: cut a torn last line (and say so in a `recovered` record), verify
+//! the active file, its link to the last rotated file and the latest checkpoint, and
+//! either refuse a broken log or set the damage aside behind a `break` record.
+
+use std::io::Write;
+
+use base64::Engine;
+use serde_json::{Map, json};
+use sha2::{Digest, Sha256};
+
+use super::checkpoint::{Checkpoint, SigStatus, check_signature};
+use super::io::Io;
+use super::prune::Tombstone;
+use super::record::{self, AuditEvent, GENESIS_PREV, LineInfo, check_line};
+use super::series::{self, BROKEN_INFIX};
+use super::{AuditError, canonical};
+
+/// At most this many cut bytes are copied into the `recovered` record itself.
+const MAX_CUT_COPY: usize = 4096;
+
+/// What the writer needs to continue the log.
+pub(crate) struct Recovery {
+    /// The log id, unless a new log starts.
+    pub log_id: Option<String>,
+    /// Seq and hash of the last record to chain on (`None`: genesis).
+    pub head: Option<(u64, [u8; 32])>,
+    /// Committed bytes in the active file.
+    pub active_len: u64,
+    /// Seq of the first record in the active file, if it has one.
+    pub active_first_seq: Option<u64>,
+    /// Seq of the checkpoint found (0 if none).
+    pub checkpoint_seq: u64,
+    /// `recovered` / `break` records to append first.
+    pub events: Vec<AuditEvent>,
+    /// `new`, `ok`, `recovered` or `break`: goes into the `start` record.
+    pub check: &'static str,
+    /// What did not verify (empty unless `check == "break"`).
+    pub problems: Vec<String>,
+}
+
+/// What the files look like, before anything is changed.
+struct Inspection {
+    original: Vec<u8>,
+    /// End of the last complete line.
+    complete_len: usize,
+    /// End of the last record that verified and linked.
+    good_len: usize,
+    head: Option<LineInfo>,
+    active_first_seq: Option<u64>,
+    log_id: Option<String>,
+    checkpoint_seq: u64,
+    rotated: bool,
+    problems: Vec<String>,
+}
+
+/// Inspects the log and prepares (or refuses) its continuation. Changes files only to
+/// cut a torn tail or, when `allow_broken` is set, to set damaged records aside.
+pub(crate) fn apply(io: &mut Io, allow_broken: bool) -> Result<Recovery, AuditError> {
+    let ins = inspect(io)?;
+    let torn = &ins.original[ins.complete_len..];
+    let mut events = Vec::new();
+    let check;
+    if !ins.problems.is_empty() {
+        if !allow_broken {
+            return Err(AuditError::BrokenChain {
+                path: io.path_of(&io.name),
+                report: ins.problems.join("; "),
+            });
+        }
+        let aside = set_aside(io, &ins.original)?;
+        cut(io, ins.good_len as u64)?;
+        tracing::warn!(log = %io.path_of(&io.name).display(), set_aside = %aside, problems = ?ins.problems, "audit log did not verify; starting a new segment that records the break");
+        let mut d = Map::new();
+        d.insert("problems".into(), json!(ins.problems));
+        d.insert("set_aside".into(), json!(aside));
+        d.insert(
+            "last_good_seq".into(),
+            json!(ins.head.as_ref().map_or(0, |h| h.seq)),
+        );
+        d.insert(
+            "cut_bytes".into(),
+            json!((ins.original.len() - ins.good_len) as u64),
+        );
+        events.push(AuditEvent::lifecycle(record::KIND_BREAK, d));
+        check = "break";
+    } else if !torn.is_empty() {
+        cut(io, ins.complete_len as u64)?;
+        tracing::warn!(log = %io.path_of(&io.name).display(), bytes = torn.len(), "audit log had a torn last line; cut it off");
+        let mut d = Map::new();
+        d.insert("file".into(), json!(io.name));
+        d.insert("at_offset".into(), json!(ins.complete_len as u64));
+        d.insert("cut_bytes".into(), json!(torn.len() as u64));
+        d.insert(
+            "cut_sha256".into(),
+            json!(hex::encode(Sha256::digest(torn))),
+        );
+        let copy = &torn[..torn.len().min(MAX_CUT_COPY)];
+        d.insert(
+            "cut_base64".into(),
+            json!(base64::engine::general_purpose::STANDARD.encode(copy)),
+        );
+        events.push(AuditEvent::lifecycle(record::KIND_RECOVERED, d));
+        check = "recovered";
+    } else if ins.head.is_none() && !ins.rotated {
+        check = "new";
+    } else {
+        check = "ok";
+    }
+    let broke = check == "break";
+    let good_len = if broke {
+        ins.good_len
+    } else {
+        ins.complete_len
+    };
+    Ok(Recovery {
+        // A break with nothing left to chain on starts a new log.
+        log_id: if broke && ins.head.is_none() {
+            None
+        } else {
+            ins.log_id
+        },
+        head: ins.head.as_ref().map(|h| (h.seq, h.hash)),
+        active_len: good_len as u64,
+        active_first_seq: if good_len > 0 {
+            ins.active_first_seq
+        } else {
+            None
+        },
+        checkpoint_seq: if broke { 0 } else { ins.checkpoint_seq },
+        events,
+        check,
+        problems: ins.problems,
+    })
+}
+
+fn inspect(io: &Io) -> Result<Inspection, AuditError> {
+    let read = |name: &str| -> Result<Vec<u8>, AuditError> {
+        match io.dir.read(name) {
+            Ok(b) => Ok(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(AuditError::io("read", io.path_of(name), &e)),
+        }
+    };
+    let original = read(&io.name)?;
+    let complete_len = original
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let mut problems = Vec::new();
+    let mut scratch = Vec::new();
+
+    // The newest rotated file's last record is where the active file must continue.
+    let mut rotated: Vec<(u64, String)> = Vec::new();
+    let entries = io
+        .dir
+        .entries()
+        .map_err(|e| AuditError::io("list", &io.dir_path, &e))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let (base, Some(seq)) = series::split_name(&name)
+            && base == io.name
+        {
+            rotated.push((seq, name));
+        }
+    }
+    rotated.sort();
+    let mut head: Option<LineInfo> = None;
+    let mut log_id = None;
+    if let Some((_, name)) = rotated.last() {
+        let bytes = read(name)?;
+        let mut lines = record::lines(&bytes);
+        if let Some((_, first)) = lines.next() {
+            log_id = check_line(first, &mut scratch).ok().and_then(|i| i.log);
+        }
+        match record::lines(&bytes).last() {
+            Some((_, last)) if bytes.ends_with(b"\n") => match check_line(last, &mut scratch) {
+                Ok(info) => head = Some(info),
+                Err(f) => problems.push(format!("{name}: last record does not verify: {f}")),
+            },
+            _ => problems.push(format!("{name}: rotated file is empty or torn")),
+        }
+    }
+
+    // The checkpoint names a seq whose hash we must meet on the way.
+    let cp_name = series::checkpoint_name(&io.name);
+    let cp_bytes = read(&cp_name)?;
+    let checkpoint = if cp_bytes.is_empty() {
+        None
+    } else {
+        match Checkpoint::parse(String::from_utf8_lossy(&cp_bytes).trim()) {
+            Ok(cp) => Some(cp),
+            Err(m) => {
+                problems.push(format!("{cp_name}: {m}"));
+                None
+            }
+        }
+    };
+    let mut cp_hash_seen: Option<[u8; 32]> = None;
+
+    let mut good_len = 0;
+    let mut active_first_seq = None;
+    let rotated_problem = !problems.is_empty();
+    if !rotated_problem {
+        for (start, line) in record::lines(&original[..complete_len]) {
+            let n = start; // byte offset, for messages
+            let info = match check_line(line, &mut scratch) {
+                Ok(info) => info,
+                Err(f) => {
+                    problems.push(format!("{} at byte {n}: {f}", io.name));
+                    break;
+                }
+            };
+            let links = match &head {
+                Some(h) => info.seq == h.seq + 1 && info.prev == h.hash,
+                None => {
+                    info.prev == GENESIS_PREV
+                        || tombstone_covers(io, info.seq.wrapping_sub(1), &info.prev)
+                }
+            };
+            if !links {
+                problems.push(match &head {
+                    Some(h) => format!(
+                        "{} seq {} does not follow seq {} (missing, reordered or altered records)",
+                        io.name, info.seq, h.seq
+                    ),
+                    None => format!(
+                        "{} starts at seq {} without genesis and no tombstone covers the records before it",
+                        io.name, info.seq
+                    ),
+                });
+                break;
+            }
+            if active_first_seq.is_none() {
+                active_first_seq = Some(info.seq);
+                if info.log.is_some() {
+                    log_id.clone_from(&info.log);
+                }
+            }
+            if checkpoint.as_ref().is_some_and(|c| c.seq == info.seq) {
+                cp_hash_seen = Some(info.hash);
+            }
+            good_len = start + line.len() + 1;
+            head = Some(info);
+        }
+    }
+
+    if let Some(cp) = &checkpoint {
+        check_checkpoint(
+            io,
+            cp,
+            &head,
+            &rotated,
+            cp_hash_seen,
+            &log_id,
+            &mut problems,
+        )?;
+    }
+    Ok(Inspection {
+        complete_len,
+        good_len,
+        active_first_seq,
+        log_id,
+        checkpoint_seq: checkpoint.as_ref().map_or(0, |c| c.seq),
+        rotated: !rotated.is_empty(),
+        head,
+        original,
+        problems,
+    })
+}
+
+/// The checkpoint must be signed by our key (when we have one), name our log, and match
+/// the chain at its seq.
+fn check_checkpoint(
+    io: &Io,
+    cp: &Checkpoint,
+    head: &Option<LineInfo>,
+    rotated: &[(u64, String)],
+    seen: Option<[u8; 32]>,
+    log_id: &Option<String>,
+    problems: &mut Vec<String>,
+) -> Result<(), AuditError> {
+    let pinned = io.signer.as_ref().map(|k| k.verifying_key());
+    if pinned.is_some()
+        && let SigStatus::Invalid(m) = check_signature(&cp.obj, pinned.as_ref())
+    {
+        problems.push(format!("checkpoint signature: {m}"));
+        return Ok(());
+    }
+    if let Some(id) = log_id
+        && &cp.log != id
+    {
+        problems.push(format!("checkpoint belongs to another log ({})", cp.log));
+        return Ok(());
+    }
+    let head_seq = head.as_ref().map_or(0, |h| h.seq);
+    if cp.seq > head_seq {
+        problems.push(format!(
+            "truncated: the checkpoint covers seq {} but the log ends at seq {head_seq}",
+            cp.seq
+        ));
+        return Ok(());
+    }
+    let found = match seen {
+        Some(h) => Some(h),
+        None => hash_in_rotated(io, rotated, cp.seq)?,
+    };
+    if let Some(h) = found
+        && hex::encode(h) != cp.hash
+    {
+        problems.push(format!(
+            "replaced: record seq {} differs from the checkpoint taken at {}",
+            cp.seq, cp.ts
+        ));
+    }
+    Ok(())
+}
+
+/// The hash of record `seq` in the rotated files, if it is still there.
+fn hash_in_rotated(
+    io: &Io,
+    rotated: &[(u64, String)],
+    seq: u64,
+) -> Result<Option<[u8; 32]>, AuditError> {
+    let Some((_, name)) = rotated.iter().rev().find(|(first, _)| *first <= seq) else {
+        return Ok(None);
+    };
+    let bytes = io
+        .dir
+        .read(name)
+        .map_err(|e| AuditError::io("read", io.path_of(name), &e))?;
+    let mut scratch = Vec::new();
+    for (_, line) in record::lines(&bytes) {
+        if let Ok(info) = check_line(line, &mut scratch)
+            && info.seq == seq
+        {
+            return Ok(Some(info.hash));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether a tombstone says records up to `seq` (ending with `hash`) were pruned.
+fn tombstone_covers(io: &Io, seq: u64, hash: &[u8; 32]) -> bool {
+    let name = series::tombstones_name(&io.name);
+    let Ok(text) = io.dir.read_to_string(&name) else {
+        return false;
+    };
+    let pinned = io.signer.as_ref().map(|k| k.verifying_key());
+    text.lines()
+        .filter_map(|l| Tombstone::parse(l).ok())
+        .any(|t| {
+            t.last_seq == seq
+                && t.last_hash == hex::encode(hash)
+                && !matches!(
+                    check_signature(&t.obj, pinned.as_ref()),
+                    SigStatus::Invalid(_)
+                )
+        })
+}
+
+/// Copies the whole active file to `NAME.broken-<time>`; returns that name.
+fn set_aside(io: &Io, original: &[u8]) -> Result<String, AuditError> {
+    let stamp: String = canonical::now_ts()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let mut name = format!("{}{BROKEN_INFIX}{stamp}", io.name);
+    let mut n = 1;
+    while io.dir.exists(&name) {
+        n += 1;
+        name = format!("{}{BROKEN_INFIX}{stamp}-{n}", io.name);
+    }
+    let mut opts = cap_std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    let mut f = io
+        .dir
+        .open_with(&name, &opts)
+        .map_err(|e| AuditError::io("create", io.path_of(&name), &e))?;
+    f.write_all(original)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| AuditError::io("write", io.path_of(&name), &e))?;
+    super::checkpoint::sync_dir(&io.dir).map_err(|e| AuditError::io("sync", &io.dir_path, &e))?;
+    Ok(name)
+}
+
+/// Cuts the active file to `len` bytes, durably.
+fn cut(io: &Io, len: u64) -> Result<(), AuditError> {
+    io.file
+        .set_len(len)
+        .and_then(|()| io.file.sync_all())
+        .map_err(|e| AuditError::io("truncate", io.path_of(&io.name), &e))
+}

@@ -1,0 +1,183 @@
+//! Which files make up a log: the active file `NAME`, rotated files `NAME.<first seq>`,
+//! and the sidecars beside them (`.checkpoint`, `.tombstones`, `.lock`, `.broken-*`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Suffix of the latest-checkpoint file.
+pub const CHECKPOINT_SUFFIX: &str = ".checkpoint";
+/// Suffix of the tombstone file written by `prune`.
+pub const TOMBSTONES_SUFFIX: &str = ".tombstones";
+/// Suffix of the lock file held by a running writer.
+pub const LOCK_SUFFIX: &str = ".lock";
+/// Infix of a damaged file set aside at start-up.
+pub const BROKEN_INFIX: &str = ".broken-";
+
+/// The name of the rotated file whose first record has `first_seq`.
+pub fn rotated_name(active: &str, first_seq: u64) -> String {
+    format!("{active}.{first_seq:012}")
+}
+
+/// The checkpoint file of a log.
+pub fn checkpoint_name(active: &str) -> String {
+    format!("{active}{CHECKPOINT_SUFFIX}")
+}
+
+/// The tombstone file of a log.
+pub fn tombstones_name(active: &str) -> String {
+    format!("{active}{TOMBSTONES_SUFFIX}")
+}
+
+/// The lock file of a log.
+pub fn lock_name(active: &str) -> String {
+    format!("{active}{LOCK_SUFFIX}")
+}
+
+/// Whether a file name is a sidecar (or a temporary file), never a log file.
+pub fn is_sidecar(name: &str) -> bool {
+    name.starts_with('.')
+        || name.ends_with(CHECKPOINT_SUFFIX)
+        || name.ends_with(TOMBSTONES_SUFFIX)
+        || name.ends_with(LOCK_SUFFIX)
+        || name.ends_with(".tmp")
+        || name.contains(BROKEN_INFIX)
+}
+
+/// Splits a log file name into its base (active) name and, for a rotated file, its
+/// first seq.
+pub fn split_name(name: &str) -> (&str, Option<u64>) {
+    if let Some((base, digits)) = name.rsplit_once('.')
+        && !base.is_empty()
+        && digits.len() >= 12
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(n) = digits.parse::<u64>()
+    {
+        return (base, Some(n));
+    }
+    (name, None)
+}
+
+/// The files of one log, in chain order (rotated files by first seq, the active last).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Series {
+    /// The directory holding the files.
+    pub dir: PathBuf,
+    /// The active file's name.
+    pub base: String,
+    /// The log files, in order.
+    pub files: Vec<PathBuf>,
+}
+
+impl Series {
+    /// The checkpoint file beside this log.
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.dir.join(checkpoint_name(&self.base))
+    }
+
+    /// The tombstone file beside this log.
+    pub fn tombstones_path(&self) -> PathBuf {
+        self.dir.join(tombstones_name(&self.base))
+    }
+
+    /// A display name for reports.
+    pub fn display_name(&self) -> String {
+        self.dir.join(&self.base).display().to_string()
+    }
+}
+
+/// Groups the given files and directories into series. A directory contributes every
+/// log file in it; a file contributes itself only.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<Series>, String> {
+    let mut groups: BTreeMap<(PathBuf, String), BTreeMap<(u64, u64), PathBuf>> = BTreeMap::new();
+    let mut add = |path: PathBuf| {
+        let name = file_name(&path);
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let (base, seq) = split_name(&name);
+        // The active file sorts after every rotated one.
+        let key = match seq {
+            Some(s) => (0, s),
+            None => (1, 0),
+        };
+        groups
+            .entry((dir, base.to_owned()))
+            .or_default()
+            .insert(key, path);
+    };
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if meta.is_dir() {
+            let entries = std::fs::read_dir(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| format!("{}: {e}", p.display()))?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
+                if is_file && !is_sidecar(&name) {
+                    add(entry.path());
+                }
+            }
+        } else {
+            add(p.clone());
+        }
+    }
+    if groups.is_empty() {
+        return Err("no audit log files found".into());
+    }
+    Ok(groups
+        .into_iter()
+        .map(|((dir, base), files)| Series {
+            dir,
+            base,
+            files: files.into_values().collect(),
+        })
+        .collect())
+}
+
+/// The last path component as text.
+pub fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        assert_eq!(
+            rotated_name("audit.jsonl", 1001),
+            "audit.jsonl.000000001001"
+        );
+        assert_eq!(
+            split_name("audit.jsonl.000000001001"),
+            ("audit.jsonl", Some(1001))
+        );
+        assert_eq!(split_name("audit.jsonl"), ("audit.jsonl", None));
+        assert_eq!(split_name("audit.2024"), ("audit.2024", None));
+        assert!(is_sidecar("audit.jsonl.checkpoint"));
+        assert!(is_sidecar("audit.jsonl.broken-20260101T000000Z"));
+        assert!(!is_sidecar("audit.jsonl.000000000001"));
+    }
+
+    #[test]
+    fn a_directory_becomes_ordered_series() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in [
+            "a.log",
+            "a.log.000000000011",
+            "a.log.000000000001",
+            "a.log.checkpoint",
+            "a.log.lock",
+            "b.log",
+        ] {
+            std::fs::write(dir.path().join(n), "").unwrap();
+        }
+        let s = discover(&[dir.path().to_path_buf()]).unwrap();
+        assert_eq!(s.len(), 2);
+        let names: Vec<_> = s[0].files.iter().map(|p| file_name(p)).collect();
+        assert_eq!(names, ["a.log.000000000001", "a.log.000000000011", "a.log"]);
+        assert_eq!(s[1].base, "b.log");
+        assert!(discover(&[dir.path().join("missing")]).is_err());
+    }
+}

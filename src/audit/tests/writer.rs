@@ -1,0 +1,226 @@
+//! The writer: receipts, concurrency, reopening, rotation, checkpoints, heartbeat, sink.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::audit::checkpoint::Checkpoint;
+use crate::audit::series;
+
+#[test]
+fn records_are_chained_and_the_log_verifies() {
+    let (_d, path) = temp_log();
+    let log = open(&path, &settings(FsyncMode::Always));
+    let mut last = 0;
+    for i in 0..10 {
+        let r = log.append(request(i)).unwrap();
+        assert_eq!(r.seq, last + if i == 0 { 2 } else { 1 }, "start is seq 1");
+        last = r.seq;
+        assert_eq!(r.hash.len(), 64);
+    }
+    log.close().unwrap();
+    log.close().unwrap();
+    assert!(matches!(
+        log.append(request(99)),
+        Err(crate::audit::AuditError::Closed)
+    ));
+    let recs = records(&path);
+    assert_eq!(recs.len(), 12);
+    assert_eq!(recs[0]["kind"], "start");
+    assert_eq!(recs[0]["details"]["check"], "new");
+    assert_eq!(recs[0]["log"].as_str().unwrap().len(), 32);
+    assert_eq!(recs[0]["prev"], "0".repeat(64));
+    assert_eq!(recs[1]["policy_sha256"], POLICY);
+    assert_eq!(recs[11]["kind"], "stop");
+    let rep = verify_dir(&path, &VerifyOptions::default());
+    assert_intact(&rep);
+    assert_eq!(rep.records, 12);
+    let cp = rep.checkpoint.expect("shutdown checkpoint");
+    assert_eq!((cp.seq, cp.kind.as_str()), (12, "shutdown"));
+}
+
+#[test]
+fn concurrent_appenders_get_unique_gapless_seqs() {
+    for mode in [FsyncMode::Never, FsyncMode::Always] {
+        let (_d, path) = temp_log();
+        let log = Arc::new(open(&path, &settings(mode)));
+        let per_thread = if mode == FsyncMode::Never { 300 } else { 40 };
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let log = Arc::clone(&log);
+                std::thread::spawn(move || {
+                    (0..per_thread)
+                        .map(|i| log.append(request(t * 1000 + i)).unwrap().seq)
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let seqs: BTreeSet<u64> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        assert_eq!(seqs.len(), 8 * per_thread as usize);
+        assert_eq!(*seqs.first().unwrap(), 2);
+        assert_eq!(*seqs.last().unwrap(), 1 + 8 * per_thread);
+        log.close().unwrap();
+        assert_intact(&verify_dir(&path, &VerifyOptions::default()));
+    }
+}
+
+#[test]
+fn reopening_continues_the_same_chain() {
+    let (_d, path) = temp_log();
+    let s = settings(FsyncMode::Batch);
+    let log = open(&path, &s);
+    let id = log.log_id().to_owned();
+    log.append(request(1)).unwrap();
+    log.close().unwrap();
+    drop(log);
+    let log = open(&path, &s);
+    assert_eq!(log.log_id(), id);
+    assert_eq!(log.head().0, 4, "start, request, stop, start");
+    log.append(request(2)).unwrap();
+    log.close().unwrap();
+    let recs = records(&path);
+    assert_eq!(recs[3]["details"]["check"], "ok");
+    assert!(recs[3].get("log").is_none(), "not the first record of the file");
+    assert_intact(&verify_dir(&path, &VerifyOptions::default()));
+}
+
+#[test]
+fn a_second_writer_is_refused() {
+    let (_d, path) = temp_log();
+    let _log = open(&path, &settings(FsyncMode::Never));
+    let err = AuditLog::open(
+        &path,
+        &settings(FsyncMode::Never),
+        POLICY,
+        OpenOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(err, crate::audit::AuditError::Locked { .. }), "{err}");
+}
+
+#[test]
+fn rotation_keeps_one_chain_across_files() {
+    let (_d, path) = temp_log();
+    let s = AuditSettings {
+        max_file_bytes: Some(3000),
+        ..settings(FsyncMode::Always)
+    };
+    let log = open(&path, &s);
+    for i in 0..60 {
+        log.append(request(i)).unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    let all = series::discover(&[path.parent().unwrap().to_path_buf()]).unwrap();
+    let files = &all[0].files;
+    assert!(files.len() >= 5, "{files:?}");
+    // Every file starts with a record that names the log; rotated names carry the seq.
+    for f in files {
+        let recs = records(f);
+        assert!(recs[0].get("log").is_some(), "{}", f.display());
+        if let (_, Some(seq)) = series::split_name(&series::file_name(f)) {
+            assert_eq!(recs[0]["seq"], seq);
+        }
+        assert!(std::fs::metadata(f).unwrap().len() < 3000 + 600);
+    }
+    let rep = verify_dir(&path, &VerifyOptions::default());
+    assert_intact(&rep);
+    assert_eq!(rep.records, 62);
+    assert_eq!(rep.files.len(), files.len());
+
+    // Reopening after rotation continues from the active file.
+    let log = open(&path, &s);
+    log.append(request(100)).unwrap();
+    log.close().unwrap();
+    assert_intact(&verify_dir(&path, &VerifyOptions::default()));
+}
+
+#[test]
+fn periodic_checkpoints_are_signed_and_copied_to_the_sink() {
+    let (d, path) = temp_log();
+    let key_path = d.path().join("audit.key");
+    let pk = crate::audit::keys::generate_key_file(&key_path).unwrap();
+    let sink = d.path().join("sink").join("checkpoints.jsonl");
+    std::fs::create_dir_all(sink.parent().unwrap()).unwrap();
+    let s = AuditSettings {
+        checkpoint_every: Some(5),
+        signing_key: Some(key_path),
+        checkpoint_sink: Some(sink.display().to_string()),
+        ..settings(FsyncMode::Always)
+    };
+    let log = open(&path, &s);
+    for i in 0..12 {
+        log.append(request(i)).unwrap();
+        let cp = Checkpoint::read_all(&path.with_file_name("audit.jsonl.checkpoint")).unwrap();
+        let cp = cp[0].as_ref().unwrap();
+        // start (1) + i+1 requests; a checkpoint at least every 5 records.
+        assert!(cp.seq + 5 > 2 + i, "checkpoint seq {} after {} records", cp.seq, i + 2);
+    }
+    log.close().unwrap();
+    let history = Checkpoint::read_all(&sink).unwrap();
+    assert!(history.len() >= 4, "start, periodic x2+, shutdown: {history:?}");
+    let opts = VerifyOptions {
+        pinned: Some(pk),
+        checkpoints: vec![sink.clone()],
+        trusted: None,
+    };
+    let rep = verify_dir(&path, &opts);
+    assert_intact(&rep);
+    assert_eq!(rep.checkpoint.as_ref().unwrap().signature, "pinned");
+    assert_eq!(rep.checkpoint.as_ref().unwrap().seq, 14);
+}
+
+#[test]
+fn an_idle_tail_gets_a_heartbeat_checkpoint() {
+    let (_d, path) = temp_log();
+    let s = AuditSettings {
+        heartbeat_secs: Some(1),
+        checkpoint_every: Some(0),
+        ..settings(FsyncMode::Always)
+    };
+    let log = open(&path, &s);
+    log.start().unwrap();
+    for i in 0..3 {
+        log.append(request(i)).unwrap();
+    }
+    let cp_path = path.with_file_name("audit.jsonl.checkpoint");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let cp = Checkpoint::read_all(&cp_path).unwrap().remove(0).unwrap();
+        if cp.seq == 4 {
+            assert_eq!(cp.kind, "heartbeat");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no heartbeat checkpoint");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    log.close().unwrap();
+}
+
+#[test]
+fn batch_mode_syncs_within_the_interval() {
+    let (_d, path) = temp_log();
+    let log = open(&path, &settings(FsyncMode::Batch));
+    log.start().unwrap();
+    log.append(request(1)).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    // The heartbeat thread synced it: the io state has nothing unsynced left.
+    assert_eq!(
+        log.shared_unsynced_for(),
+        Duration::ZERO,
+        "batch data still unsynced"
+    );
+    log.close().unwrap();
+}
+
+impl AuditLog {
+    /// Test access to how long data has waited for a sync.
+    fn shared_unsynced_for(&self) -> Duration {
+        self.io_unsynced_for()
+    }
+}

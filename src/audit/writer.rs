@@ -1,0 +1,588 @@
+//! [`AuditLog`]: the shared writer. Chains records, group-commits them (leader/follower:
+//! the first waiting appender writes and syncs everything queued, for everyone), rotates
+//! files, writes checkpoints, and rolls back cleanly when the disk refuses a write.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::config::{AuditSettings, BATCH_SYNC_INTERVAL, FsyncMode};
+#[cfg(any(test, feature = "test-hooks"))]
+use super::io::Fault;
+use super::io::Io;
+use super::record::{self, AuditEvent, Receipt};
+use super::{AuditError, canonical, recover};
+
+/// Choices the operator makes when opening the log.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Start even if the existing log does not verify: the damaged part is set aside and
+    /// a `break` record, chained to the last record that verified, says what was wrong.
+    pub allow_broken_chain: bool,
+}
+
+const PENDING: u8 = 0;
+const DONE: u8 = 1;
+const FAILED: u8 = 2;
+
+/// One queued record.
+struct Entry {
+    seq: u64,
+    hash: [u8; 32],
+    /// End of this record's line in the batch buffer.
+    end: usize,
+    /// This record starts a new file: rotate before writing it.
+    rotate: bool,
+    slot: Arc<AtomicU8>,
+}
+
+/// Records queued for the next leader, in seq order.
+#[derive(Default)]
+pub(crate) struct Batch {
+    pub(crate) buf: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+/// A run of queued records that go to one file.
+pub(crate) struct Segment {
+    entries: std::ops::Range<usize>,
+    bytes: std::ops::Range<usize>,
+    /// Rotate first; the new file starts with this seq.
+    rotate_to: Option<u64>,
+}
+
+impl Batch {
+    /// Splits the batch where a record starts a new file.
+    fn segments(&self) -> Vec<Segment> {
+        let mut out = Vec::new();
+        let mut first = 0;
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.rotate && i > first {
+                out.push(self.segment(first..i));
+                first = i;
+            }
+        }
+        if first < self.entries.len() {
+            out.push(self.segment(first..self.entries.len()));
+        }
+        out
+    }
+
+    fn segment(&self, entries: std::ops::Range<usize>) -> Segment {
+        let start = match entries.start {
+            0 => 0,
+            i => self.entries[i - 1].end,
+        };
+        let end = self.entries[entries.end - 1].end;
+        let head = &self.entries[entries.start];
+        Segment {
+            rotate_to: head.rotate.then_some(head.seq),
+            bytes: start..end,
+            entries,
+        }
+    }
+}
+
+/// Sequencing state, guarded by one mutex that is never held across I/O.
+struct State {
+    next_seq: u64,
+    head: [u8; 32],
+    /// Bytes in the active file, counting queued records.
+    file_bytes: u64,
+    queue: Batch,
+    leader: bool,
+    /// Last record written (and synced, in `always` mode).
+    durable_seq: u64,
+    durable_head: [u8; 32],
+    /// Last checkpointed seq, and since when newer records have waited for a checkpoint.
+    ckpt_seq: u64,
+    uncovered_since: Option<Instant>,
+    last_error: Option<AuditError>,
+    closed: bool,
+}
+
+/// What a leader does besides writing the queue.
+#[derive(Clone, Copy, Default)]
+struct Duty {
+    checkpoint: Option<&'static str>,
+    sync: bool,
+}
+
+pub(crate) struct Shared {
+    path: PathBuf,
+    log_id: String,
+    mode: FsyncMode,
+    checkpoint_every: u64,
+    heartbeat: Option<Duration>,
+    max_file_bytes: u64,
+    policy: RwLock<Arc<str>>,
+    state: Mutex<State>,
+    cv: Condvar,
+    io: Mutex<Io>,
+    /// The last write failed and nothing has succeeded since.
+    failing: AtomicBool,
+    /// The disk space reserved ahead of the log could not be extended.
+    space_low: AtomicBool,
+    /// The last checkpoint (file or sink) could not be written.
+    checkpoint_failing: AtomicBool,
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    heartbeat_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The audit log. `Send + Sync`: share it (in an `Arc`) between all request threads.
+pub struct AuditLog {
+    shared: Arc<Shared>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave a half-chained record behind (state
+    // changes are committed only after I/O), so a poisoned lock is still consistent.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl AuditLog {
+    /// Opens (or creates) the log at `path`, checks its tail, and records the start.
+    ///
+    /// Recovery: a torn last line is cut off and described in a `recovered` record; a
+    /// chain or checkpoint that does not verify makes `open` fail with
+    /// [`AuditError::BrokenChain`] unless `opts.allow_broken_chain`, in which case the
+    /// damaged file is copied aside and a `break` record describes it. Then a `start`
+    /// record (with the check result) and a `start` checkpoint are written.
+    ///
+    /// No thread is started: call [`AuditLog::start`] once the process is confined.
+    ///
+    /// # Ambient Authority
+    ///
+    /// Opens the log's directory, the signing key and the checkpoint sink by path. Call it
+    /// before Landlock; afterwards everything goes through the directory handle.
+    pub fn open(
+        path: &Path,
+        settings: &AuditSettings,
+        policy_sha256: &str,
+        opts: OpenOptions,
+    ) -> Result<AuditLog, AuditError> {
+        let mut io = Io::open(path, settings)?;
+        let rec = recover::apply(&mut io, opts.allow_broken_chain)?;
+        let log_id = rec
+            .log_id
+            .clone()
+            .unwrap_or_else(|| hex::encode(super::keys::random_bytes::<16>()));
+        let (head_seq, head) = rec.head.unwrap_or((0, record::GENESIS_PREV));
+        io.set_active(rec.active_len, rec.active_first_seq.unwrap_or(head_seq + 1));
+        let shared = Arc::new(Shared {
+            path: path.to_owned(),
+            log_id,
+            mode: settings.fsync,
+            checkpoint_every: settings.checkpoint_every(),
+            heartbeat: settings.heartbeat(),
+            max_file_bytes: settings.max_file_bytes(),
+            policy: RwLock::new(Arc::from(policy_sha256)),
+            state: Mutex::new(State {
+                next_seq: head_seq + 1,
+                head,
+                file_bytes: rec.active_len,
+                queue: Batch::default(),
+                leader: false,
+                durable_seq: head_seq,
+                durable_head: head,
+                ckpt_seq: rec.checkpoint_seq.min(head_seq),
+                uncovered_since: None,
+                last_error: None,
+                closed: false,
+            }),
+            cv: Condvar::new(),
+            io: Mutex::new(io),
+            failing: AtomicBool::new(false),
+            space_low: AtomicBool::new(false),
+            checkpoint_failing: AtomicBool::new(false),
+            stop: Arc::new((Mutex::new(false), Condvar::new())),
+            heartbeat_thread: Mutex::new(None),
+        });
+        let log = AuditLog { shared };
+        for ev in rec.events {
+            log.append(ev)?;
+        }
+        let mut details = Map::new();
+        details.insert("check".into(), Value::String(rec.check.to_owned()));
+        details.insert("format".into(), json!(1));
+        details.insert("fsgate".into(), json!(env!("CARGO_PKG_VERSION")));
+        details.insert(
+            "fsync".into(),
+            json!(format!("{:?}", settings.fsync).to_lowercase()),
+        );
+        details.insert("pid".into(), json!(std::process::id()));
+        details.insert("signed".into(), json!(settings.signing_key.is_some()));
+        if !rec.problems.is_empty() {
+            details.insert("problems".into(), json!(rec.problems));
+        }
+        log.append(AuditEvent::lifecycle(record::KIND_START, details))?;
+        log.run_duty(Duty {
+            checkpoint: Some("start"),
+            sync: true,
+        })?;
+        Ok(log)
+    }
+
+    /// Starts the heartbeat thread (idle checkpoints, and timed syncs in `batch` mode).
+    /// Call it after Landlock confinement so the thread inherits it. Without it, the log
+    /// still works; only idle checkpoints and timed batch syncs are missing.
+    pub fn start(&self) -> Result<(), AuditError> {
+        let mut slot = lock(&self.shared.heartbeat_thread);
+        if slot.is_some() {
+            return Ok(());
+        }
+        let tick = match (self.shared.mode, self.shared.heartbeat) {
+            (FsyncMode::Batch, _) => BATCH_SYNC_INTERVAL,
+            (_, Some(hb)) => (hb / 4).clamp(Duration::from_millis(50), Duration::from_secs(1)),
+            (_, None) => return Ok(()),
+        };
+        let weak = Arc::downgrade(&self.shared);
+        let stop = Arc::clone(&self.shared.stop);
+        let handle = std::thread::Builder::new()
+            .name("fsgate-audit-heartbeat".into())
+            .spawn(move || heartbeat_loop(&weak, &stop, tick))
+            .map_err(|e| AuditError::io("start heartbeat thread for", &self.shared.path, &e))?;
+        *slot = Some(handle);
+        Ok(())
+    }
+
+    /// Appends one record and returns once it is durable as `[audit] fsync` requires.
+    /// Concurrent callers share writes and syncs. On `Err` the record is not in the log
+    /// (nor any record queued with it), the chain is unchanged, and the request it
+    /// describes must be refused.
+    pub fn append(&self, ev: AuditEvent) -> Result<Receipt, AuditError> {
+        let sh = &*self.shared;
+        let policy = sh
+            .policy
+            .read()
+            .map(|p| Arc::clone(&p))
+            .unwrap_or_else(|p| Arc::clone(&p.into_inner()));
+        let body = ev.body(&policy);
+        let slot = Arc::new(AtomicU8::new(PENDING));
+        let mut st = lock(&sh.state);
+        if st.closed {
+            return Err(AuditError::Closed);
+        }
+        let seq = st.next_seq;
+        let ts = canonical::now_ts();
+        let rotate = sh.max_file_bytes > 0 && st.file_bytes >= sh.max_file_bytes;
+        let first_in_file = rotate || st.file_bytes == 0;
+        let log = first_in_file.then_some(sh.log_id.as_str());
+        let (line, hash) = record::seal(seq, &ts, log, &body, &st.head);
+        st.file_bytes = if rotate { 0 } else { st.file_bytes } + line.len() as u64;
+        st.next_seq += 1;
+        st.head = hash;
+        st.queue.buf.extend_from_slice(&line);
+        let end = st.queue.buf.len();
+        st.queue.entries.push(Entry {
+            seq,
+            hash,
+            end,
+            rotate,
+            slot: Arc::clone(&slot),
+        });
+        loop {
+            match slot.load(Ordering::Acquire) {
+                DONE => {
+                    return Ok(Receipt {
+                        seq,
+                        hash: hex::encode(hash),
+                        ts,
+                    });
+                }
+                FAILED => {
+                    return Err(st.last_error.clone().unwrap_or(AuditError::Write {
+                        kind: std::io::ErrorKind::Other,
+                        message: "write failed".into(),
+                    }));
+                }
+                _ => {}
+            }
+            if st.leader {
+                st = sh
+                    .cv
+                    .wait(st)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            } else {
+                st = sh.lead(st, Duty::default());
+            }
+        }
+    }
+
+    /// Cheap check before a request changes anything: fails when the last write failed,
+    /// when no disk space could be reserved ahead of the log, or when checkpoints are
+    /// failing. A gateway refuses mutating requests while this fails (fail closed); the
+    /// next successful append clears it.
+    pub fn preflight(&self) -> Result<(), AuditError> {
+        let sh = &*self.shared;
+        if sh.failing.load(Ordering::Acquire) {
+            let st = lock(&sh.state);
+            if st.closed {
+                return Err(AuditError::Closed);
+            }
+            return Err(st.last_error.clone().unwrap_or(AuditError::Write {
+                kind: std::io::ErrorKind::Other,
+                message: "the last write failed".into(),
+            }));
+        }
+        if sh.space_low.load(Ordering::Acquire) {
+            return Err(AuditError::Write {
+                kind: std::io::ErrorKind::StorageFull,
+                message: "no disk space could be reserved for the audit log".into(),
+            });
+        }
+        if sh.checkpoint_failing.load(Ordering::Acquire) {
+            return Err(AuditError::Checkpoint {
+                message: "the last checkpoint could not be written".into(),
+            });
+        }
+        if lock(&sh.state).closed {
+            return Err(AuditError::Closed);
+        }
+        Ok(())
+    }
+
+    /// Changes the policy hash stamped on later records (after a reload; also append a
+    /// `reload` lifecycle record).
+    pub fn set_policy_sha256(&self, sha256: &str) {
+        let mut p = self
+            .shared
+            .policy
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *p = Arc::from(sha256);
+    }
+
+    /// Writes a `stop` record and a `shutdown` checkpoint, syncs, and refuses further
+    /// appends. Idempotent.
+    pub fn close(&self) -> Result<(), AuditError> {
+        if lock(&self.shared.state).closed {
+            return Ok(());
+        }
+        let stopped = self.append(AuditEvent::lifecycle(record::KIND_STOP, Map::new()));
+        let duty = self.run_duty(Duty {
+            checkpoint: Some("shutdown"),
+            sync: true,
+        });
+        {
+            let mut st = lock(&self.shared.state);
+            st.closed = true;
+            st.last_error = Some(AuditError::Closed);
+        }
+        self.stop_heartbeat();
+        lock(&self.shared.io).release_reservation();
+        stopped.map(|_| ()).and(duty)
+    }
+
+    /// The active log file.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// The directory holding the log and its sidecars (for Landlock rules).
+    pub fn dir(&self) -> &Path {
+        self.shared.path.parent().unwrap_or(Path::new("."))
+    }
+
+    /// This log's id (from its genesis record).
+    pub fn log_id(&self) -> &str {
+        &self.shared.log_id
+    }
+
+    /// Seq and hash of the last durable record.
+    pub fn head(&self) -> (u64, String) {
+        let st = lock(&self.shared.state);
+        (st.durable_seq, hex::encode(st.durable_head))
+    }
+
+    /// Test hook: the next `count` batch writes fail (a partial write then an error, or a
+    /// failed sync), as a full or failing disk would make them.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub fn inject_faults(&self, fault: Fault, count: u32) {
+        lock(&self.shared.io).inject(fault, count);
+    }
+
+    /// How long written data has waited for a sync (tests).
+    #[cfg(test)]
+    pub(crate) fn io_unsynced_for(&self) -> Duration {
+        lock(&self.shared.io).unsynced_for()
+    }
+
+    /// Runs a leader turn for `duty` (waiting for any current leader first).
+    fn run_duty(&self, duty: Duty) -> Result<(), AuditError> {
+        let sh = &*self.shared;
+        let mut st = lock(&sh.state);
+        while st.leader {
+            st = sh
+                .cv
+                .wait(st)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        drop(sh.lead(st, duty));
+        if duty.checkpoint.is_some() && sh.checkpoint_failing.load(Ordering::Acquire) {
+            return Err(AuditError::Checkpoint {
+                message: format!("see the log for {}", sh.path.display()),
+            });
+        }
+        Ok(())
+    }
+
+    fn stop_heartbeat(&self) {
+        {
+            let (flag, cv) = &*self.shared.stop;
+            *lock(flag) = true;
+            cv.notify_all();
+        }
+        if let Some(h) = lock(&self.shared.heartbeat_thread).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for AuditLog {
+    fn drop(&mut self) {
+        self.stop_heartbeat();
+    }
+}
+
+impl Shared {
+    /// One leader turn: write (and sync) the queue, then checkpoint if due. Called with
+    /// the state lock held and `leader == false`; returns with it held again.
+    fn lead<'a>(&'a self, mut st: MutexGuard<'a, State>, duty: Duty) -> MutexGuard<'a, State> {
+        st.leader = true;
+        let batch = std::mem::take(&mut st.queue);
+        drop(st);
+        let mut io = lock(&self.io);
+        let mut failure = None;
+        let mut done = 0;
+        for seg in batch.segments() {
+            match io.write_segment(&batch.buf[seg.bytes], seg.rotate_to, self.mode) {
+                Ok(()) => done = seg.entries.end,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if failure.is_none()
+            && duty.sync
+            && let Err(e) = io.sync()
+        {
+            failure = Some(e);
+        }
+        let mut st = lock(&self.state);
+        if let Some(last) = batch.entries[..done].last() {
+            st.durable_seq = last.seq;
+            st.durable_head = last.hash;
+            if st.uncovered_since.is_none() {
+                st.uncovered_since = Some(Instant::now());
+            }
+        }
+        for e in &batch.entries[..done] {
+            e.slot.store(DONE, Ordering::Release);
+        }
+        match failure {
+            None => {
+                self.failing.store(false, Ordering::Release);
+                self.space_low.store(!io.reserve(), Ordering::Release);
+            }
+            Some(e) => {
+                tracing::error!(log = %self.path.display(), error = %e, "audit write failed; requests are refused until it succeeds");
+                st.last_error = Some(e);
+                // Later records chain on the failed ones: they fail too, and the chain
+                // rewinds to the last committed record.
+                let queued = std::mem::take(&mut st.queue);
+                for e in batch.entries[done..].iter().chain(&queued.entries) {
+                    e.slot.store(FAILED, Ordering::Release);
+                }
+                st.next_seq = st.durable_seq + 1;
+                st.head = st.durable_head;
+                st.file_bytes = io.len();
+                self.failing.store(true, Ordering::Release);
+            }
+        }
+        self.cv.notify_all();
+        let due = match duty.checkpoint {
+            Some(kind) => Some(kind),
+            None if self.checkpoint_every > 0
+                && st.durable_seq >= st.ckpt_seq + self.checkpoint_every =>
+            {
+                Some("periodic")
+            }
+            None => None,
+        };
+        if let Some(kind) = due
+            && !self.failing.load(Ordering::Acquire)
+        {
+            let (seq, head) = (st.durable_seq, st.durable_head);
+            drop(st);
+            let result = io.checkpoint(&self.log_id, seq, &head, kind);
+            st = lock(&self.state);
+            match result {
+                Ok(()) => {
+                    st.ckpt_seq = seq;
+                    if st.durable_seq == seq {
+                        st.uncovered_since = None;
+                    }
+                    self.checkpoint_failing.store(false, Ordering::Release);
+                }
+                Err(e) => {
+                    tracing::error!(log = %self.path.display(), error = %e, "audit checkpoint failed");
+                    self.checkpoint_failing.store(true, Ordering::Release);
+                }
+            }
+        }
+        drop(io);
+        st.leader = false;
+        self.cv.notify_all();
+        st
+    }
+}
+
+/// The heartbeat: timed syncs in `batch` mode, and a checkpoint once records have waited
+/// `heartbeat` for one.
+fn heartbeat_loop(weak: &Weak<Shared>, stop: &(Mutex<bool>, Condvar), tick: Duration) {
+    loop {
+        {
+            let (flag, cv) = stop;
+            let guard = lock(flag);
+            let (guard, _) = cv
+                .wait_timeout_while(guard, tick, |stopped| !*stopped)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if *guard {
+                return;
+            }
+        }
+        let Some(sh) = weak.upgrade() else { return };
+        let st = lock(&sh.state);
+        if st.leader || st.closed {
+            continue;
+        }
+        let hb_due = match (sh.heartbeat, st.uncovered_since) {
+            (Some(hb), Some(since)) => since.elapsed() >= hb && st.durable_seq > st.ckpt_seq,
+            _ => false,
+        };
+        let sync_due = sh.mode == FsyncMode::Batch && lock_free_unsynced(&sh);
+        if hb_due || sync_due {
+            drop(sh.lead(
+                st,
+                Duty {
+                    checkpoint: hb_due.then_some("heartbeat"),
+                    sync: true,
+                },
+            ));
+        }
+    }
+}
+
+/// Whether the file has writes older than the batch interval that are not synced.
+fn lock_free_unsynced(sh: &Shared) -> bool {
+    sh.io
+        .try_lock()
+        .map(|io| io.unsynced_for() >= BATCH_SYNC_INTERVAL)
+        .unwrap_or(false)
+}

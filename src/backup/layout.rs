@@ -1,0 +1,232 @@
+//! On-disk layout of the backup store: directory names, timestamps, sidecar records.
+//!
+//! ```text
+//! <store>/FORMAT                          "fsgate-backups 1"
+//! <store>/files/<escaped path>/<ts>.data  the saved content
+//! <store>/files/<escaped path>/<ts>.json  its sidecar: path, ts, sha256, size
+//! ```
+//!
+//! A version exists once its sidecar exists (the sidecar is renamed into place last), so
+//! a crash can leave an orphan `.data` or a `.tmp` file but never a half-listed version.
+//! `<escaped path>` is the workspace path with every byte outside `[A-Za-z0-9._-]`
+//! written as `%XX`, so it is one file name that decodes back to the path. Names that
+//! would be too long become a prefix, `~` and a SHA-256 of the full path (`~` is always
+//! escaped in the plain form, so the two forms cannot collide); the sidecar then says
+//! which path it is.
+
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use time::format_description::BorrowedFormatItem;
+use time::macros::format_description;
+
+use super::BackupError;
+
+/// Sub-directory of the store holding one directory per backed-up workspace path.
+pub(crate) const FILES_DIR: &str = "files";
+/// Marker file naming the layout version.
+pub(crate) const FORMAT_FILE: &str = "FORMAT";
+/// Contents of [`FORMAT_FILE`].
+pub(crate) const FORMAT_TEXT: &str = "fsgate-backups 1\n";
+/// Suffix of content files.
+pub(crate) const DATA_SUFFIX: &str = ".data";
+/// Suffix of sidecar files.
+pub(crate) const META_SUFFIX: &str = ".json";
+/// Suffix of files being written.
+pub(crate) const TMP_SUFFIX: &str = ".tmp";
+
+/// Longest escaped name used as is; longer ones are shortened with a hash.
+const MAX_PLAIN_NAME: usize = 180;
+/// Bytes of the escaped name kept in front of the hash when shortening.
+const HASHED_PREFIX: usize = 120;
+
+/// Compact timestamp used in file names: fixed width, sorts by time.
+const COMPACT: &[BorrowedFormatItem<'static>] =
+    format_description!("[year][month][day]T[hour][minute][second].[subsecond digits:9]Z");
+/// RFC 3339 with nanoseconds, used in sidecars, ids shown to people and the audit log.
+const RFC3339_NANOS: &[BorrowedFormatItem<'static>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:9]Z");
+
+/// The sidecar record stored next to each version.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Sidecar {
+    /// Layout version, 1.
+    pub format: u32,
+    /// Workspace-relative path of the file the content came from.
+    pub path: String,
+    /// When the backup was taken (UTC, RFC 3339 with nanoseconds).
+    pub ts: String,
+    /// SHA-256 of the content, lowercase hex.
+    pub sha256: String,
+    /// Size of the content in bytes.
+    pub size: u64,
+}
+
+/// Checks that `rel` is a plain workspace-relative path: non-empty, `/`-separated, no
+/// empty, `.` or `..` component, no NUL, not absolute.
+pub(crate) fn validate_rel_path(rel: &str) -> Result<(), BackupError> {
+    let bad = |reason: &'static str| BackupError::InvalidPath {
+        path: rel.to_owned(),
+        reason,
+    };
+    if rel.is_empty() {
+        return Err(bad("empty path"));
+    }
+    if rel.contains('\0') {
+        return Err(bad("contains a NUL byte"));
+    }
+    if rel.starts_with('/') || (cfg!(windows) && rel.contains('\\')) {
+        return Err(bad("not workspace-relative"));
+    }
+    if rel
+        .split('/')
+        .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        return Err(bad("empty, '.' or '..' component"));
+    }
+    Ok(())
+}
+
+/// The directory name holding the versions of workspace path `rel`.
+pub(crate) fn dir_name(rel: &str) -> String {
+    let mut out = String::with_capacity(rel.len() + 8);
+    for b in rel.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+            out.push(char::from(b));
+        } else {
+            out.push('%');
+            out.push_str(&format!("{b:02X}"));
+        }
+    }
+    if out.len() > MAX_PLAIN_NAME {
+        out.truncate(HASHED_PREFIX);
+        out.push('~');
+        out.push_str(&hex::encode(Sha256::digest(rel.as_bytes()))[..32]);
+    }
+    out
+}
+
+/// Decodes a plain (not hashed) directory name back into the workspace path.
+pub(crate) fn decode_dir_name(name: &str) -> Option<String> {
+    if name.contains('~') {
+        return None;
+    }
+    let bytes = name.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = name.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Formats `ts` for file names (`20250102T030405.123456789Z`).
+pub(crate) fn compact_ts(ts: OffsetDateTime) -> String {
+    // The description only has numeric fields, so formatting cannot fail for a UTC time
+    // in years 0..=9999; fall back to the unix-nanos form rather than panic.
+    ts.format(COMPACT)
+        .unwrap_or_else(|_| format!("{:020}Z", ts.unix_timestamp_nanos()))
+}
+
+/// Formats `ts` as RFC 3339 with nanoseconds (`2025-01-02T03:04:05.123456789Z`).
+pub(crate) fn rfc3339_ts(ts: OffsetDateTime) -> String {
+    ts.format(RFC3339_NANOS)
+        .unwrap_or_else(|_| format!("{:020}Z", ts.unix_timestamp_nanos()))
+}
+
+/// Parses a time given by a user or read from a file name: the compact form, RFC 3339
+/// (any offset, any sub-second precision), or a bare date `YYYY-MM-DD` (midnight UTC).
+pub(crate) fn parse_ts(text: &str) -> Result<OffsetDateTime, BackupError> {
+    let text = text.trim();
+    if let Ok(t) = time::PrimitiveDateTime::parse(text, COMPACT) {
+        return Ok(t.assume_utc());
+    }
+    if let Ok(t) = OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339) {
+        return Ok(t.to_offset(time::UtcOffset::UTC));
+    }
+    if let Ok(d) = time::Date::parse(text, format_description!("[year]-[month]-[day]")) {
+        return Ok(d.midnight().assume_utc());
+    }
+    Err(BackupError::BadTimestamp(text.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_never_collide() {
+        let paths = [
+            "src/main.rs",
+            "src%2Fmain.rs",
+            "a b/ü~x",
+            ".env",
+            "dir/.hidden",
+            "x/y/z.tar.gz",
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for p in paths {
+            let name = dir_name(p);
+            assert!(!name.contains('/'), "{name}");
+            assert!(name != "." && name != "..");
+            assert_eq!(decode_dir_name(&name).as_deref(), Some(p));
+            assert!(seen.insert(name), "collision for {p}");
+        }
+    }
+
+    #[test]
+    fn long_names_are_hashed_and_distinct() {
+        let a = format!("{}/a", "d".repeat(300));
+        let b = format!("{}/b", "d".repeat(300));
+        let (na, nb) = (dir_name(&a), dir_name(&b));
+        assert!(na.len() <= 255 && nb.len() <= 255);
+        assert_ne!(na, nb);
+        assert!(na.contains('~'));
+        assert_eq!(decode_dir_name(&na), None);
+    }
+
+    #[test]
+    fn rel_paths_are_checked() {
+        for ok in ["a", "a/b.txt", ".env", "..x/y"] {
+            assert!(validate_rel_path(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "/etc/passwd",
+            "a/../b",
+            "./a",
+            "a//b",
+            "a/",
+            "..",
+            "a\0b",
+        ] {
+            assert!(validate_rel_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn timestamps_sort_and_parse() {
+        let t1 = OffsetDateTime::from_unix_timestamp_nanos(1_700_000_000_000_000_001)
+            .expect("valid time");
+        let t2 = t1 + time::Duration::nanoseconds(999);
+        let (c1, c2) = (compact_ts(t1), compact_ts(t2));
+        assert_eq!(c1, "20231114T221320.000000001Z");
+        assert!(c1 < c2);
+        assert_eq!(parse_ts(&c1).ok(), Some(t1));
+        assert_eq!(rfc3339_ts(t1), "2023-11-14T22:13:20.000000001Z");
+        assert_eq!(parse_ts(&rfc3339_ts(t2)).ok(), Some(t2));
+        assert_eq!(
+            parse_ts("2023-11-14T23:13:20+01:00").ok(),
+            OffsetDateTime::from_unix_timestamp(1_700_000_000).ok()
+        );
+        assert!(parse_ts("2023-11-14").is_ok());
+        assert!(parse_ts("yesterday").is_err());
+    }
+}

@@ -1,0 +1,353 @@
+//! Retention: [`BackupStore::prune`] applies keep-N, max-age and the byte budget.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io;
+use std::time::Duration;
+
+use time::OffsetDateTime;
+
+use super::layout::{DATA_SUFFIX, FILES_DIR, META_SUFFIX, TMP_SUFFIX};
+use super::store::{BackupStore, Version, sync_dir};
+use super::{BackupError, BackupRef};
+
+/// Incomplete files (crash leftovers) younger than this are left alone: they may belong
+/// to a save in progress in another process.
+const ORPHAN_GRACE: Duration = Duration::from_secs(3600);
+
+/// Which retention rule removed a version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PruneReason {
+    /// More than `keep_versions` newer versions of the same file exist.
+    KeepVersions,
+    /// Older than `max_age`.
+    MaxAge,
+    /// Removed, oldest first, to get the store under `max_total_bytes`.
+    MaxTotalBytes,
+}
+
+/// One removed version and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PrunedVersion {
+    /// The version that was removed.
+    pub backup: BackupRef,
+    /// The rule that removed it.
+    pub reason: PruneReason,
+}
+
+/// What a prune did, for the audit log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PruneReport {
+    /// Versions removed, in the order they were removed.
+    pub removed: Vec<PrunedVersion>,
+    /// Versions left.
+    pub kept_versions: usize,
+    /// Bytes of content left.
+    pub kept_bytes: u64,
+    /// The store is still over `max_total_bytes` because only newest versions remain.
+    pub over_budget: bool,
+    /// Crash leftovers (content without sidecar, temp files) older than an hour removed.
+    pub leftovers_removed: usize,
+}
+
+impl PruneReport {
+    /// Bytes freed by the removed versions.
+    pub fn removed_bytes(&self) -> u64 {
+        self.removed.iter().map(|p| p.backup.size).sum()
+    }
+}
+
+impl BackupStore {
+    /// Applies the retention rules of `[backup]` to the whole store and reports what it
+    /// removed. Scans every sidecar, so call it at start-up and from time to time (e.g.
+    /// every few hundred saves), not on every request. Without retention settings it
+    /// only removes crash leftovers.
+    pub fn prune(&self) -> Result<PruneReport, BackupError> {
+        self.prune_at(OffsetDateTime::now_utc())
+    }
+
+    /// [`prune`](Self::prune) with the clock given.
+    pub(crate) fn prune_at(&self, now: OffsetDateTime) -> Result<PruneReport, BackupError> {
+        let versions = self.scan(&|_| true)?;
+        let doomed = choose(&versions, self.retention, now);
+        let mut report = PruneReport::default();
+        let mut removed_ids = HashSet::new();
+        for (index, reason) in doomed {
+            let v = &versions[index];
+            self.remove_version(v)?;
+            removed_ids.insert(index);
+            report.removed.push(PrunedVersion {
+                backup: v.to_ref(),
+                reason,
+            });
+        }
+        let kept = versions
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !removed_ids.contains(i));
+        for (_, v) in kept {
+            report.kept_versions += 1;
+            report.kept_bytes += v.meta.size;
+        }
+        report.over_budget = self
+            .retention
+            .max_total_bytes
+            .is_some_and(|b| report.kept_bytes > b);
+        report.leftovers_removed = self.remove_leftovers(now)?;
+        if !report.removed.is_empty() {
+            tracing::info!(
+                removed = report.removed.len(),
+                bytes = report.removed_bytes(),
+                "backup retention pruned old versions"
+            );
+        }
+        Ok(report)
+    }
+
+    /// Removes one version: sidecar first (the version disappears atomically), then data.
+    fn remove_version(&self, v: &Version) -> Result<(), BackupError> {
+        let dir = match self.files.open_dir(&v.dir) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(BackupError::io("open", v.dir.clone())(e)),
+        };
+        for suffix in [META_SUFFIX, DATA_SUFFIX] {
+            let name = format!("{}{suffix}", v.stem);
+            match dir.remove_file(&name) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(BackupError::io("remove", format!("{}/{name}", v.dir))(e)),
+            }
+        }
+        sync_dir(&dir).map_err(BackupError::io("sync", v.dir.clone()))
+    }
+
+    /// Removes crash leftovers older than [`ORPHAN_GRACE`] and empty per-path directories.
+    fn remove_leftovers(&self, now: OffsetDateTime) -> Result<usize, BackupError> {
+        let mut removed = 0;
+        let cutoff = std::time::SystemTime::from(now) - ORPHAN_GRACE;
+        for entry in self
+            .files
+            .entries()
+            .map_err(BackupError::io("list", FILES_DIR))?
+        {
+            let entry = entry.map_err(BackupError::io("list", FILES_DIR))?;
+            let dir_name = entry.file_name().to_string_lossy().into_owned();
+            let Ok(dir) = entry.open_dir() else { continue };
+            let mut names = Vec::new();
+            let mut removed_here = 0;
+            for e in dir
+                .entries()
+                .map_err(BackupError::io("list", dir_name.clone()))?
+            {
+                let e = e.map_err(BackupError::io("list", dir_name.clone()))?;
+                names.push(e.file_name().to_string_lossy().into_owned());
+            }
+            let sidecars: HashSet<&str> = names
+                .iter()
+                .filter_map(|n| n.strip_suffix(META_SUFFIX))
+                .collect();
+            for name in &names {
+                let orphan = name.ends_with(TMP_SUFFIX)
+                    || name
+                        .strip_suffix(DATA_SUFFIX)
+                        .is_some_and(|s| !sidecars.contains(s));
+                if !orphan {
+                    continue;
+                }
+                let old = dir
+                    .metadata(name)
+                    .and_then(|m| m.modified())
+                    .map(|m| m.into_std() < cutoff)
+                    .unwrap_or(false);
+                if old && dir.remove_file(name).is_ok() {
+                    tracing::warn!(
+                        file = format!("{dir_name}/{name}"),
+                        "backup store: removed crash leftover"
+                    );
+                    removed_here += 1;
+                }
+            }
+            // Fails harmlessly (not empty) when a save is using the directory.
+            if names.len() == removed_here {
+                let _ = self.files.remove_dir(&dir_name);
+            }
+            removed += removed_here;
+        }
+        Ok(removed)
+    }
+}
+
+/// Decides which versions to remove, as (index into `versions`, reason), in order.
+fn choose(
+    versions: &[Version],
+    rules: super::config::Retention,
+    now: OffsetDateTime,
+) -> Vec<(usize, PruneReason)> {
+    // Indices per path, newest first.
+    let mut by_path: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, v) in versions.iter().enumerate() {
+        by_path.entry(v.meta.path.as_str()).or_default().push(i);
+    }
+    for list in by_path.values_mut() {
+        list.sort_by(|&a, &b| versions[b].at.cmp(&versions[a].at));
+    }
+    let mut doomed: Vec<(usize, PruneReason)> = Vec::new();
+    let mut gone = HashSet::new();
+    let mut newest = HashSet::new();
+    let age_cutoff = rules.max_age.map(|age| now - age);
+    for list in by_path.values() {
+        if let Some(&first) = list.first() {
+            newest.insert(first);
+        }
+        for (rank, &i) in list.iter().enumerate() {
+            let reason = if rules.keep_versions.is_some_and(|k| rank >= k as usize) {
+                Some(PruneReason::KeepVersions)
+            } else if age_cutoff.is_some_and(|cut| versions[i].at < cut) {
+                Some(PruneReason::MaxAge)
+            } else {
+                None
+            };
+            if let Some(r) = reason {
+                doomed.push((i, r));
+                gone.insert(i);
+            }
+        }
+    }
+    if let Some(budget) = rules.max_total_bytes {
+        let mut total: u64 = (0..versions.len())
+            .filter(|i| !gone.contains(i))
+            .map(|i| versions[i].meta.size)
+            .sum();
+        let mut candidates: Vec<usize> = (0..versions.len())
+            .filter(|i| !gone.contains(i) && !newest.contains(i))
+            .collect();
+        candidates.sort_by(|&a, &b| versions[a].at.cmp(&versions[b].at));
+        for i in candidates {
+            if total <= budget {
+                break;
+            }
+            total -= versions[i].meta.size;
+            doomed.push((i, PruneReason::MaxTotalBytes));
+        }
+    }
+    doomed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::store::tests::{open_store, save_str};
+    use super::*;
+    use crate::backup::BackupSettings;
+
+    fn t(secs: i64) -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp(1_700_000_000 + secs).expect("valid time")
+    }
+
+    #[test]
+    fn keep_versions_keeps_the_newest() {
+        let settings = BackupSettings {
+            keep_versions: Some(2),
+            ..Default::default()
+        };
+        let (_tmp, store) = open_store(&settings);
+        for i in 0..5 {
+            save_str(&store, "a.txt", &format!("v{i}"), t(i));
+        }
+        save_str(&store, "b.txt", "only", t(0));
+        let report = store.prune_at(t(100)).expect("prune");
+        assert_eq!(report.removed.len(), 3);
+        assert!(
+            report
+                .removed
+                .iter()
+                .all(|p| p.reason == PruneReason::KeepVersions)
+        );
+        assert!(report.removed.iter().all(|p| p.backup.rel_path == "a.txt"));
+        let left: Vec<_> = store
+            .list(Some("a.txt"))
+            .expect("list")
+            .into_iter()
+            .map(|r| r.size)
+            .collect();
+        assert_eq!(left, vec![2, 2]);
+        assert_eq!(report.kept_versions, 3);
+        let (latest, _) = store.open_version("a.txt", None).expect("latest");
+        assert_eq!(
+            latest.sha256,
+            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"v4"))
+        );
+        // Idempotent.
+        assert!(store.prune_at(t(100)).expect("prune").removed.is_empty());
+    }
+
+    #[test]
+    fn max_age_removes_old_versions() {
+        let settings = BackupSettings {
+            max_age: Some("1h".into()),
+            ..Default::default()
+        };
+        let (_tmp, store) = open_store(&settings);
+        save_str(&store, "old.txt", "old", t(0));
+        save_str(&store, "new.txt", "new", t(7000));
+        let report = store.prune_at(t(7200)).expect("prune");
+        assert_eq!(report.removed.len(), 1);
+        assert_eq!(report.removed[0].reason, PruneReason::MaxAge);
+        assert_eq!(report.removed[0].backup.rel_path, "old.txt");
+        assert!(store.list(Some("old.txt")).expect("list").is_empty());
+        assert_eq!(store.list(None).expect("list").len(), 1);
+    }
+
+    #[test]
+    fn byte_budget_removes_oldest_but_never_the_newest_version() {
+        let settings = BackupSettings {
+            max_total_bytes: Some(25),
+            ..Default::default()
+        };
+        let (_tmp, store) = open_store(&settings);
+        save_str(&store, "a", &"a".repeat(10), t(0)); // oldest: goes
+        save_str(&store, "b", &"b".repeat(10), t(1)); // newest of b: stays
+        save_str(&store, "a", &"A".repeat(10), t(2)); // newest of a: stays
+        let report = store.prune_at(t(3)).expect("prune");
+        assert_eq!(report.removed.len(), 1);
+        assert_eq!(report.removed[0].reason, PruneReason::MaxTotalBytes);
+        assert_eq!(
+            report.removed[0].backup.ts,
+            "2023-11-14T22:13:20.000000000Z"
+        );
+        assert_eq!(report.kept_bytes, 20);
+        assert!(!report.over_budget);
+        // A budget smaller than the newest versions is reported, not enforced on them.
+        let tight = BackupSettings {
+            max_total_bytes: Some(5),
+            ..Default::default()
+        };
+        let store2 = BackupStore::open(store.location(), &tight).expect("reopen");
+        let report = store2.prune_at(t(4)).expect("prune");
+        assert!(report.removed.is_empty());
+        assert!(report.over_budget);
+    }
+
+    #[test]
+    fn leftovers_are_removed_only_when_old() {
+        let (_tmp, store) = open_store(&BackupSettings::default());
+        save_str(&store, "x", "content", t(0));
+        let dir = store
+            .files
+            .open_dir(super::super::layout::dir_name("x"))
+            .expect("dir");
+        dir.write("20000101T000000.000000000Z.data", b"orphan")
+            .expect("write orphan");
+        dir.write(".junk.json.tmp", b"{").expect("write tmp");
+        let report = store.prune().expect("prune");
+        assert_eq!(report.leftovers_removed, 0, "fresh leftovers are kept");
+        let later = OffsetDateTime::now_utc() + time::Duration::hours(2);
+        let report = store.prune_at(later).expect("prune");
+        assert_eq!(report.leftovers_removed, 2);
+        assert_eq!(
+            store.list(None).expect("list").len(),
+            1,
+            "the real version stays"
+        );
+    }
+}

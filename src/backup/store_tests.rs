@@ -1,0 +1,245 @@
+//! Tests of [`BackupStore`]: open checks, save, list, open_version.
+
+use std::io::Read;
+
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+
+use super::*;
+
+/// A store in a fresh temp dir (the `TempDir` must outlive the store's use).
+pub(crate) fn open_store(settings: &BackupSettings) -> (tempfile::TempDir, BackupStore) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = BackupStore::open(&tmp.path().join("store"), settings).expect("open store");
+    (tmp, store)
+}
+
+/// Saves `text` as the content of `rel` at time `at`.
+pub(crate) fn save_str(
+    store: &BackupStore,
+    rel: &str,
+    text: &str,
+    at: OffsetDateTime,
+) -> BackupRef {
+    store.save_at(rel, &mut text.as_bytes(), at).expect("save")
+}
+
+fn read_all(mut f: File) -> String {
+    let mut s = String::new();
+    f.read_to_string(&mut s).expect("read backup");
+    s
+}
+
+#[test]
+fn save_then_open_latest_and_by_time() {
+    let (_tmp, store) = open_store(&BackupSettings::default());
+    let r1 = store
+        .save("src/main.rs", &mut &b"fn main() {}"[..])
+        .expect("save 1");
+    let r2 = store
+        .save("src/main.rs", &mut &b"fn main() { 2 }"[..])
+        .expect("save 2");
+    assert_eq!(r1.rel_path, "src/main.rs");
+    assert_eq!(r1.size, 12);
+    assert_eq!(r1.sha256, hex::encode(Sha256::digest(b"fn main() {}")));
+    assert!(r1.ts < r2.ts, "timestamps increase: {} {}", r1.ts, r2.ts);
+    assert_ne!(r1.id, r2.id);
+
+    let (latest, f) = store.open_version("src/main.rs", None).expect("latest");
+    assert_eq!(latest, r2);
+    assert_eq!(read_all(f), "fn main() { 2 }");
+
+    // By exact timestamp, by id, and by "at or before" a time.
+    for at in [r1.ts.as_str(), r1.id.as_str()] {
+        let (v, f) = store.open_version("src/main.rs", Some(at)).expect("by ts");
+        assert_eq!(v, r1);
+        assert_eq!(read_all(f), "fn main() {}");
+    }
+    let (v, _) = store
+        .open_version("src/main.rs", Some("2999-01-01"))
+        .expect("future");
+    assert_eq!(v, r2);
+    let early = store.open_version("src/main.rs", Some("2000-01-01T00:00:00Z"));
+    assert!(
+        matches!(early, Err(BackupError::NotFound { .. })),
+        "{early:?}"
+    );
+    assert!(matches!(
+        store.open_version("nope.txt", None),
+        Err(BackupError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.open_version("src/main.rs", Some("garbage")),
+        Err(BackupError::BadTimestamp(_))
+    ));
+}
+
+#[test]
+fn same_instant_saves_never_collide() {
+    let (_tmp, store) = open_store(&BackupSettings::default());
+    let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).expect("time");
+    let refs: Vec<_> = (0..20)
+        .map(|i| save_str(&store, "a.txt", &format!("v{i}"), at))
+        .collect();
+    let ids: std::collections::HashSet<_> = refs.iter().map(|r| r.id.clone()).collect();
+    assert_eq!(ids.len(), 20);
+    // A second store on the same directory (another process) does not overwrite either.
+    let other = BackupStore::open(store.location(), &BackupSettings::default()).expect("reopen");
+    let r = save_str(&other, "a.txt", "other", at);
+    assert!(!ids.contains(&r.id));
+    assert_eq!(store.list(Some("a.txt")).expect("list").len(), 21);
+}
+
+#[test]
+fn list_filters_by_path_and_directory() {
+    let (_tmp, store) = open_store(&BackupSettings::default());
+    let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).expect("time");
+    save_str(&store, "src/a.rs", "a", at);
+    save_str(&store, "src/b.rs", "b", at);
+    save_str(&store, "srcx/c.rs", "c", at);
+    save_str(&store, "README", "r", at);
+    let long = format!("{}/deep.txt", "d".repeat(300));
+    save_str(&store, &long, "deep", at);
+    let paths = |p: Option<&str>| -> Vec<String> {
+        store
+            .list(p)
+            .expect("list")
+            .into_iter()
+            .map(|r| r.rel_path)
+            .collect()
+    };
+    assert_eq!(paths(Some("src")), vec!["src/a.rs", "src/b.rs"]);
+    assert_eq!(paths(Some("src/")), vec!["src/a.rs", "src/b.rs"]);
+    assert_eq!(paths(Some("src/a.rs")), vec!["src/a.rs"]);
+    assert_eq!(paths(None).len(), 5);
+    assert_eq!(paths(Some(&long)), vec![long.clone()]);
+    let (r, f) = store.open_version(&long, None).expect("long path");
+    assert_eq!(r.rel_path, long);
+    assert_eq!(read_all(f), "deep");
+    assert!(store.list(Some("../etc")).is_err());
+}
+
+#[test]
+fn sidecar_records_path_hash_and_size() {
+    let (tmp, store) = open_store(&BackupSettings::default());
+    let r = store.save("a b/c.txt", &mut &b"hello"[..]).expect("save");
+    let (dir, stem) = r.id.split_once('/').expect("id has a slash");
+    let json = std::fs::read_to_string(
+        tmp.path()
+            .join("store/files")
+            .join(dir)
+            .join(format!("{stem}.json")),
+    )
+    .expect("sidecar");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v["path"], "a b/c.txt");
+    assert_eq!(v["size"], 5);
+    assert_eq!(v["sha256"], hex::encode(Sha256::digest(b"hello")));
+    assert_eq!(v["ts"], r.ts.as_str());
+}
+
+#[test]
+fn damaged_sidecars_are_skipped_not_trusted() {
+    let (tmp, store) = open_store(&BackupSettings::default());
+    let r = store.save("x.txt", &mut &b"one"[..]).expect("save");
+    let (dir, stem) = r.id.split_once('/').expect("id");
+    // Claim the version belongs to another path: the name no longer matches.
+    let path = tmp
+        .path()
+        .join("store/files")
+        .join(dir)
+        .join(format!("{stem}.json"));
+    let forged = std::fs::read_to_string(&path)
+        .expect("read")
+        .replace("x.txt", "y.txt");
+    std::fs::write(&path, forged).expect("forge");
+    assert!(store.list(None).expect("list").is_empty());
+}
+
+#[test]
+fn invalid_paths_are_refused() {
+    let (_tmp, store) = open_store(&BackupSettings::default());
+    for bad in ["", "/etc/passwd", "../x", "a/./b"] {
+        assert!(
+            matches!(
+                store.save(bad, &mut &b""[..]),
+                Err(BackupError::InvalidPath { .. })
+            ),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn read_errors_leave_no_version() {
+    struct Failing;
+    impl Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("disk on fire"))
+        }
+    }
+    let (_tmp, store) = open_store(&BackupSettings::default());
+    let err = store.save("a.txt", &mut Failing).expect_err("must fail");
+    assert!(err.to_string().contains("disk on fire"), "{err}");
+    assert!(store.list(None).expect("list").is_empty());
+}
+
+#[cfg(unix)]
+#[test]
+fn open_creates_private_dir_and_refuses_unsafe_ones() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("a/b/store");
+    BackupStore::open(&dir, &BackupSettings::default()).expect("open");
+    let mode = std::fs::metadata(&dir).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("FORMAT")).expect("format"),
+        "fsgate-backups 1\n"
+    );
+
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let err = BackupStore::open(&dir, &BackupSettings::default()).expect_err("world-writable");
+    assert!(
+        err.to_string().contains("writable by group or others"),
+        "{err}"
+    );
+
+    let home_like = tmp.path().join("home");
+    std::fs::create_dir(&home_like).expect("mkdir");
+    std::fs::set_permissions(&home_like, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    std::fs::write(home_like.join("notes.txt"), "mine").expect("write");
+    let err = BackupStore::open(&home_like, &BackupSettings::default()).expect_err("not a store");
+    assert!(
+        err.to_string().contains("not an fsgate backup store"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unusable_store_fails_closed() {
+    // A file where the per-path directory should be: works even as root, where
+    // permission bits would not stop the write.
+    let (tmp, store) = open_store(&BackupSettings::default());
+    let blocker = tmp
+        .path()
+        .join("store/files")
+        .join(super::layout::dir_name("new.txt"));
+    std::fs::write(&blocker, "not a directory").expect("plant");
+    let result = store.save("new.txt", &mut &b"x"[..]);
+    assert!(matches!(result, Err(BackupError::Io { .. })), "{result:?}");
+    assert!(store.list(Some("new.txt")).expect("list").is_empty());
+}
+
+#[test]
+fn bad_settings_refuse_to_open() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let settings = BackupSettings {
+        max_age: Some("forever".into()),
+        ..Default::default()
+    };
+    assert!(matches!(
+        BackupStore::open(tmp.path(), &settings),
+        Err(BackupError::BadSettings(_))
+    ));
+}

@@ -1,0 +1,463 @@
+//! Secret content rules: a compiled [`ContentScanner`] that finds secrets *inside* file
+//! content (a private key pasted into `notes.txt`), with gitleaks' rule semantics.
+//!
+//! Scanning is two-stage, as in gitleaks: one Aho-Corasick automaton over every rule's
+//! keywords finds which rules can possibly match; only those rules' regexes run. A rule
+//! without keywords runs on every file. Findings are then filtered by entropy and by
+//! allowlists (global, then the rule's own) with gitleaks' AND/OR semantics.
+//!
+//! Deliberate difference from gitleaks: a `gitleaks:allow` comment on the line does NOT
+//! suppress a finding. The content comes from an untrusted agent (on write) or may have
+//! been planted by one (on read); an in-band opt-out would be a bypass.
+
+mod build;
+mod builtin;
+pub mod format;
+
+use aho_corasick::AhoCorasick;
+use regex::Regex;
+use regex::bytes::Regex as BytesRegex;
+
+use super::OpClass;
+use crate::path::RelPath;
+
+pub(crate) use build::compile;
+pub use builtin::BUILTIN_CONTENT_RULES;
+
+/// A secret found in content. Carries no part of the content itself, so it can go into
+/// refusals and audit records as is.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ContentHit {
+    /// `content:<id>`: the deciding rule, for the refusal and the audit record.
+    pub rule_id: String,
+    /// 1-based line of the match; 0 for a `path`-only rule (the file itself).
+    pub line: usize,
+    /// 1-based byte column of the match on its line; 0 for a `path`-only rule.
+    pub column: usize,
+}
+
+/// One content rule considered by [`ContentScanner::explain`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ContentTraceStep {
+    /// `content:<id>`.
+    pub rule: String,
+    /// True if the rule reports a finding on this content.
+    pub hit: bool,
+    /// What happened: prefilter, path condition, matches rejected and why, the hit.
+    pub note: String,
+}
+
+/// Where a loaded gitleaks config came from, so audit records can name it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ContentSource {
+    /// The file as resolved at load.
+    pub path: std::path::PathBuf,
+    /// SHA-256 of its text, hex.
+    pub sha256: String,
+}
+
+/// What an allowlist regex is matched against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Secret,
+    Match,
+    Line,
+}
+
+/// A compiled gitleaks allowlist.
+#[derive(Debug, Clone)]
+struct Allow {
+    description: Option<String>,
+    /// AND (every set condition must hold) instead of OR (any).
+    and: bool,
+    /// Commits were listed: under AND they make the allowlist never match.
+    has_commits: bool,
+    paths: Vec<Regex>,
+    target: Target,
+    regexes: Vec<BytesRegex>,
+    /// Lowercased.
+    stopwords: Vec<String>,
+}
+
+impl Allow {
+    fn name(&self) -> String {
+        match &self.description {
+            Some(d) => format!("allowlist \"{d}\""),
+            None => "an allowlist".into(),
+        }
+    }
+
+    fn path_allowed(&self, path: Option<&str>) -> bool {
+        path.is_some_and(|p| self.paths.iter().any(|r| r.is_match(p)))
+    }
+
+    /// Gitleaks' file-level check: only paths (and commits) count here.
+    fn file_allowed(&self, path: Option<&str>) -> bool {
+        if self.and {
+            if !self.regexes.is_empty() || !self.stopwords.is_empty() || self.has_commits {
+                return false;
+            }
+            !self.paths.is_empty() && self.path_allowed(path)
+        } else {
+            self.path_allowed(path)
+        }
+    }
+
+    /// Gitleaks' finding-level check.
+    fn finding_allowed(&self, path: Option<&str>, secret: &[u8], whole: &[u8], line: &[u8]) -> bool {
+        let target = match self.target {
+            Target::Secret => secret,
+            Target::Match => whole,
+            Target::Line => line,
+        };
+        let regex_ok = self.regexes.iter().any(|r| r.is_match(target));
+        let stop_ok = !self.stopwords.is_empty() && {
+            let lower = String::from_utf8_lossy(secret).to_lowercase();
+            self.stopwords.iter().any(|w| lower.contains(w.as_str()))
+        };
+        if self.and {
+            let mut checks = Vec::with_capacity(4);
+            if self.has_commits {
+                checks.push(false);
+            }
+            if !self.paths.is_empty() {
+                checks.push(self.path_allowed(path));
+            }
+            if !self.regexes.is_empty() {
+                checks.push(regex_ok);
+            }
+            if !self.stopwords.is_empty() {
+                checks.push(stop_ok);
+            }
+            !checks.is_empty() && checks.iter().all(|c| *c)
+        } else {
+            regex_ok || stop_ok
+        }
+    }
+}
+
+/// `[[rules.required]]`, resolved to a rule index.
+#[derive(Debug, Clone)]
+struct Required {
+    rule: usize,
+    within_lines: Option<usize>,
+    within_columns: Option<usize>,
+}
+
+/// A compiled content rule.
+#[derive(Debug, Clone)]
+struct CRule {
+    /// `content:<id>`.
+    id: String,
+    regex: Option<BytesRegex>,
+    path: Option<Regex>,
+    secret_group: Option<usize>,
+    entropy: Option<f64>,
+    /// Lowercased; empty = always run.
+    keywords: Vec<String>,
+    allowlists: Vec<Allow>,
+    required: Vec<Required>,
+    skip_report: bool,
+}
+
+/// A finding before it becomes a [`ContentHit`].
+#[derive(Debug, Clone, Copy)]
+struct Finding {
+    line: usize,
+    column: usize,
+}
+
+/// The compiled content rules of a policy. Immutable; cheap to share.
+#[derive(Debug, Clone)]
+pub struct ContentScanner {
+    rules: Vec<CRule>,
+    /// Untargeted global allowlists.
+    global: Vec<Allow>,
+    /// Every distinct keyword, ASCII case-insensitive.
+    prefilter: Option<AhoCorasick>,
+    /// Prefilter pattern index -> rules having that keyword.
+    keyword_rules: Vec<Vec<usize>>,
+    /// Indexed by `OpClass as usize`.
+    ops: [bool; 4],
+    sources: Vec<ContentSource>,
+}
+
+impl ContentScanner {
+    /// True if content of operations of class `op` is scanned.
+    pub fn applies_to(&self, op: OpClass) -> bool {
+        self.ops[op as usize]
+    }
+
+    /// The first finding in `text` (rules in load order), if any.
+    pub fn scan(&self, path: &RelPath, text: &[u8]) -> Option<ContentHit> {
+        self.run(Some(path.as_str()), text, true, None).into_iter().next()
+    }
+
+    /// Every finding in `text`.
+    pub fn scan_all(&self, path: &RelPath, text: &[u8]) -> Vec<ContentHit> {
+        self.run(Some(path.as_str()), text, false, None)
+    }
+
+    /// Every reportable rule with what happened to it on `text`, for `policy explain`.
+    pub fn explain(&self, path: &RelPath, text: &[u8]) -> Vec<ContentTraceStep> {
+        let mut trace = Vec::new();
+        self.run(Some(path.as_str()), text, false, Some(&mut trace));
+        trace
+    }
+
+    /// The ids of the rules that can report (`content:<id>`), in load order.
+    pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
+        self.rules
+            .iter()
+            .filter(|r| !r.skip_report)
+            .map(|r| r.id.as_str())
+    }
+
+    /// The gitleaks config files loaded.
+    pub fn sources(&self) -> &[ContentSource] {
+        &self.sources
+    }
+
+    /// Which rules the keyword prefilter lets through for `text`.
+    fn candidates(&self, text: &[u8]) -> Vec<bool> {
+        let mut cand: Vec<bool> = self.rules.iter().map(|r| r.keywords.is_empty()).collect();
+        if let Some(ac) = &self.prefilter {
+            let mut seen = vec![false; self.keyword_rules.len()];
+            let mut left = seen.len();
+            for m in ac.find_overlapping_iter(text) {
+                let k = m.pattern().as_usize();
+                if !seen[k] {
+                    seen[k] = true;
+                    for &r in &self.keyword_rules[k] {
+                        cand[r] = true;
+                    }
+                    left -= 1;
+                    if left == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        cand
+    }
+
+    fn run(
+        &self,
+        path: Option<&str>,
+        text: &[u8],
+        first_only: bool,
+        mut trace: Option<&mut Vec<ContentTraceStep>>,
+    ) -> Vec<ContentHit> {
+        let cand = self.candidates(text);
+        let mut hits = Vec::new();
+        for (i, rule) in self.rules.iter().enumerate() {
+            if rule.skip_report {
+                continue;
+            }
+            if !cand[i] {
+                if let Some(t) = trace.as_deref_mut() {
+                    t.push(ContentTraceStep {
+                        rule: rule.id.clone(),
+                        hit: false,
+                        note: format!("skipped: content contains none of the keywords {:?}", rule.keywords),
+                    });
+                }
+                continue;
+            }
+            let mut notes = trace.is_some().then(Vec::new);
+            let found = self.detect(i, path, text, notes.as_mut());
+            if let Some(t) = trace.as_deref_mut() {
+                let mut note = notes.unwrap_or_default().join("; ");
+                if let Some(f) = found.first() {
+                    let at = if f.line == 0 {
+                        "the file's path".to_string()
+                    } else {
+                        format!("line {}, column {}", f.line, f.column)
+                    };
+                    note = if note.is_empty() {
+                        format!("FINDING at {at}")
+                    } else {
+                        format!("FINDING at {at} ({note})")
+                    };
+                } else if note.is_empty() {
+                    note = "regex does not match".into();
+                }
+                t.push(ContentTraceStep {
+                    rule: rule.id.clone(),
+                    hit: !found.is_empty(),
+                    note,
+                });
+            }
+            for f in found {
+                hits.push(ContentHit {
+                    rule_id: rule.id.clone(),
+                    line: f.line,
+                    column: f.column,
+                });
+                if first_only {
+                    return hits;
+                }
+            }
+        }
+        hits
+    }
+
+    /// Findings of rule `ri`, composite (`required`) rules resolved.
+    fn detect(
+        &self,
+        ri: usize,
+        path: Option<&str>,
+        text: &[u8],
+        mut notes: Option<&mut Vec<String>>,
+    ) -> Vec<Finding> {
+        let primary = self.detect_one(ri, path, text, notes.as_deref_mut());
+        let rule = &self.rules[ri];
+        if rule.required.is_empty() || primary.is_empty() {
+            return primary;
+        }
+        let parts: Vec<Vec<Finding>> = rule
+            .required
+            .iter()
+            .map(|req| self.detect_one(req.rule, path, text, None))
+            .collect();
+        let kept: Vec<Finding> = primary
+            .into_iter()
+            .filter(|p| {
+                rule.required.iter().zip(&parts).all(|(req, found)| {
+                    found.iter().any(|f| {
+                        req.within_lines.is_none_or(|n| p.line.abs_diff(f.line) <= n)
+                            && req.within_columns.is_none_or(|n| p.column.abs_diff(f.column) <= n)
+                    })
+                })
+            })
+            .collect();
+        if kept.is_empty()
+            && let Some(n) = notes
+        {
+            n.push("matched, but its required rules did not match nearby".into());
+        }
+        kept
+    }
+
+    /// Findings of one rule on its own (gitleaks' `detectRule` without required rules).
+    /// `path: None` (true/false-positive checks) ignores the rule's path condition.
+    fn detect_one(
+        &self,
+        ri: usize,
+        path: Option<&str>,
+        text: &[u8],
+        mut notes: Option<&mut Vec<String>>,
+    ) -> Vec<Finding> {
+        let rule = &self.rules[ri];
+        let mut out = Vec::new();
+        let allows = || self.global.iter().chain(&rule.allowlists);
+        if let Some(a) = allows().find(|a| a.file_allowed(path)) {
+            if let Some(n) = notes.as_deref_mut() {
+                n.push(format!("the file is allowed by {}", a.name()));
+            }
+            return out;
+        }
+        if let Some(pre) = &rule.path {
+            match path {
+                Some(p) if !pre.is_match(p) => {
+                    if let Some(n) = notes.as_deref_mut() {
+                        n.push(format!("path does not match /{}/", pre.as_str()));
+                    }
+                    return out;
+                }
+                _ => {}
+            }
+            if rule.regex.is_none() {
+                if path.is_some() {
+                    out.push(Finding { line: 0, column: 0 });
+                }
+                return out;
+            }
+        }
+        let Some(re) = &rule.regex else {
+            return out;
+        };
+        // Line counting is incremental: matches come in order.
+        let (mut counted_to, mut line_no, mut line_start) = (0usize, 1usize, 0usize);
+        for caps in re.captures_iter(text) {
+            let Some(m) = caps.get(0) else { continue };
+            let (start, end) = trim_newlines(text, m.start(), m.end());
+            let whole = &text[start..end];
+            let secret: &[u8] = match rule.secret_group {
+                Some(g) if g > 0 => caps.get(g).map_or(&[][..], |c| c.as_bytes()),
+                _ => (1..caps.len())
+                    .filter_map(|g| caps.get(g))
+                    .map(|c| c.as_bytes())
+                    .find(|c| !c.is_empty())
+                    .unwrap_or(whole),
+            };
+            for (off, b) in text[counted_to..start].iter().enumerate() {
+                if *b == b'\n' {
+                    line_no += 1;
+                    line_start = counted_to + off + 1;
+                }
+            }
+            counted_to = start;
+            let line_end = text[end..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(text.len(), |p| end + p);
+            let line = &text[line_start..line_end];
+            if let Some(min) = rule.entropy {
+                let e = shannon_entropy(secret);
+                if e <= min {
+                    if let Some(n) = notes.as_deref_mut() {
+                        n.push(format!("line {line_no}: entropy {e:.2} <= {min}"));
+                    }
+                    continue;
+                }
+            }
+            if let Some(a) = allows().find(|a| a.finding_allowed(path, secret, whole, line)) {
+                if let Some(n) = notes.as_deref_mut() {
+                    n.push(format!("line {line_no}: allowed by {}", a.name()));
+                }
+                continue;
+            }
+            out.push(Finding {
+                line: line_no,
+                column: start - line_start + 1,
+            });
+        }
+        out
+    }
+}
+
+/// Gitleaks trims newlines off both ends of a match.
+fn trim_newlines(text: &[u8], mut start: usize, mut end: usize) -> (usize, usize) {
+    while start < end && text[start] == b'\n' {
+        start += 1;
+    }
+    while end > start && text[end - 1] == b'\n' {
+        end -= 1;
+    }
+    (start, end)
+}
+
+/// Shannon entropy in bits per character, computed as gitleaks does (character counts
+/// over the byte length).
+pub fn shannon_entropy(data: &[u8]) -> f64 {
+    if data.is_empty() {
+        return 0.0;
+    }
+    let text = String::from_utf8_lossy(data);
+    let mut counts: std::collections::HashMap<char, usize> = std::collections::HashMap::new();
+    for c in text.chars() {
+        *counts.entry(c).or_default() += 1;
+    }
+    let inv = 1.0 / data.len() as f64;
+    counts
+        .values()
+        .map(|&n| {
+            let f = n as f64 * inv;
+            -f * f.log2()
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests;

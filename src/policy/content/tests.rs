@@ -1,0 +1,384 @@
+//! Tests of secret content rules: gitleaks semantics, loading, examples, and no findings
+//! on ordinary source code.
+
+use std::path::Path;
+
+use crate::path::RelPath;
+use crate::policy::{OpClass, Policy};
+
+fn p(s: &str) -> RelPath {
+    RelPath::parse_rooted(s).unwrap()
+}
+
+fn policy(content: &str) -> Policy {
+    let text = format!("version = 1\n{content}");
+    Policy::from_toml(&text, "t.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn err(content: &str) -> String {
+    let text = format!("version = 1\n{content}");
+    match Policy::from_toml(&text, "t.toml") {
+        Ok(_) => panic!("should not load:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn hits(pol: &Policy, path: &str, text: &str) -> Vec<(String, usize)> {
+    pol.content_scanner()
+        .expect("scanner")
+        .scan_all(&p(path), text.as_bytes())
+        .into_iter()
+        .map(|h| (h.rule_id, h.line))
+        .collect()
+}
+
+// A key assembled at run time, so this file holds no complete token.
+fn aws_key() -> String {
+    ["AKIA", "UJZDEGXDNCF32EPF"].concat()
+}
+
+fn pem() -> String {
+    let body = "g6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po+799NksnRH9ucAUsdMlHUvTCQCyEZD";
+    format!("-----BEGIN RSA PRIVATE {}-----\n{body}\n{body}\n-----END RSA PRIVATE KEY-----\n", "KEY")
+}
+
+#[test]
+fn no_content_section_no_scanner() {
+    assert!(policy("").content_scanner().is_none());
+}
+
+#[test]
+fn builtin_rules_find_keys_with_line_numbers() {
+    let pol = policy("[content]\n");
+    let sc = pol.content_scanner().unwrap();
+    assert!(sc.applies_to(OpClass::Read) && sc.applies_to(OpClass::Write));
+    assert!(!sc.applies_to(OpClass::List));
+    let text = format!("notes\n\nmy key:\n{}", pem());
+    assert_eq!(hits(&pol, "notes.txt", &text), vec![("content:private-key".into(), 4)]);
+    let text = format!("[default]\naws_access_key_id = {}\n", aws_key());
+    let hit = sc.scan(&p("cfg.ini"), text.as_bytes()).unwrap();
+    assert_eq!((hit.rule_id.as_str(), hit.line, hit.column), ("content:aws-access-key-id", 2, 21));
+    // The documented example key is allowlisted.
+    assert!(hits(&pol, "README.md", "key AKIAIOSFODNN7EXAMPLE here").is_empty());
+}
+
+#[test]
+fn ops_and_disabled_rules() {
+    let pol = policy("[content]\nops = [\"write\"]\ndisabled_rules = [\"private-key\"]\n");
+    let sc = pol.content_scanner().unwrap();
+    assert!(!sc.applies_to(OpClass::Read) && sc.applies_to(OpClass::Write));
+    assert!(hits(&pol, "a", &pem()).is_empty());
+    assert!(!sc.rule_ids().any(|r| r == "content:private-key"));
+    assert!(err("[content]\ndisabled_rules = [\"no-such\"]\n").contains("no content rule has the id `no-such`"));
+    assert!(err("[content]\nops = [\"list\"]\n").contains("content.ops"));
+}
+
+const INLINE: &str = r#"
+[content]
+builtin = false
+
+[[content.rules]]
+id = "acme-token"
+description = "ACME API token"
+regex = '''acme_(?:live|test)_([a-z0-9]{16})'''
+keywords = ["acme_"]
+entropy = 2.5
+tps = ["token = acme_live_q8w7e6r5t4y3u2i1"]
+fps = ["acme_live_aaaaaaaaaaaaaaaa"]
+
+  [[content.rules.allowlists]]
+  description = "test keys in fixtures"
+  condition = "AND"
+  paths = ['''^fixtures/''']
+  regexTarget = "match"
+  regexes = ['''acme_test_''']
+"#;
+
+#[test]
+fn inline_rule_entropy_secret_group_and_and_allowlist() {
+    let pol = policy(INLINE);
+    let live = "x = acme_live_q8w7e6r5t4y3u2i1";
+    let test = "x = acme_test_q8w7e6r5t4y3u2i1";
+    assert_eq!(hits(&pol, "src/a.py", live), vec![("content:acme-token".into(), 1)]);
+    // AND: a test key is allowed only under fixtures/; a live key never.
+    assert!(hits(&pol, "fixtures/a.py", test).is_empty());
+    assert_eq!(hits(&pol, "src/a.py", test).len(), 1);
+    assert_eq!(hits(&pol, "fixtures/a.py", live).len(), 1);
+    // Entropy is measured on the secret group: 16 x `a` is 0 bits.
+    assert!(hits(&pol, "a", "acme_live_aaaaaaaaaaaaaaaa").is_empty());
+    // No keyword, no regex run: uppercase-only variant still passes the ASCII
+    // case-insensitive prefilter but not the case-sensitive regex.
+    assert!(hits(&pol, "a", "ACME_LIVE_Q8W7E6R5T4Y3U2I1").is_empty());
+}
+
+#[test]
+fn or_allowlist_with_stopwords_and_paths() {
+    let pol = policy(
+        r#"
+[content]
+builtin = false
+[[content.rules]]
+id = "pw"
+regex = '''password=(\S{8,})'''
+keywords = ["password="]
+[[content.rules.allowlists]]
+paths = ['''\.md$''']
+stopwords = ["changeme"]
+"#,
+    );
+    assert_eq!(hits(&pol, "a.env.txt", "password=s3cr3tpass").len(), 1);
+    assert!(hits(&pol, "doc.md", "password=s3cr3tpass").is_empty());
+    assert!(hits(&pol, "a.txt", "password=CHANGEME-now").is_empty());
+}
+
+#[test]
+fn global_allowlists_and_target_rules() {
+    let base = r#"
+[content]
+builtin = false
+[[content.rules]]
+id = "a"
+regex = '''tok_[0-9]{6}'''
+[[content.rules]]
+id = "b"
+regex = '''key_[0-9]{6}'''
+"#;
+    let pol = policy(&format!("{base}[[content.allowlists]]\nregexes = ['''123456''']\ntargetRules = [\"a\"]\n"));
+    assert!(hits(&pol, "x", "tok_123456").is_empty());
+    assert_eq!(hits(&pol, "x", "key_123456").len(), 1);
+    let pol = policy(&format!("{base}[[content.allowlists]]\nregexes = ['''123456''']\n"));
+    assert!(hits(&pol, "x", "tok_123456 key_123456").is_empty());
+    assert!(
+        err(&format!("{base}[[content.allowlists]]\nregexes = ['''x''']\ntargetRules = [\"zz\"]\n"))
+            .contains("target rule `zz` does not exist")
+    );
+}
+
+#[test]
+fn path_rules_and_path_only_rules() {
+    let pol = policy(
+        r#"
+[content]
+builtin = false
+[[content.rules]]
+id = "tf-state"
+path = '''\.tfstate$'''
+tps = ["infra/prod.tfstate"]
+fps = ["infra/main.tf"]
+[[content.rules]]
+id = "py-key"
+path = '''\.py$'''
+regex = '''KEY = "[0-9a-f]{8}"'''
+"#,
+    );
+    assert_eq!(hits(&pol, "infra/prod.tfstate", "{}"), vec![("content:tf-state".into(), 0)]);
+    assert_eq!(hits(&pol, "a.py", "KEY = \"deadbeef\"").len(), 1);
+    assert!(hits(&pol, "a.txt", "KEY = \"deadbeef\"").is_empty());
+}
+
+#[test]
+fn required_rules_within_lines() {
+    let pol = policy(
+        r#"
+[content]
+builtin = false
+[[content.rules]]
+id = "client-id"
+regex = '''client_id=[0-9]{4}'''
+skipReport = true
+[[content.rules]]
+id = "client-secret"
+regex = '''client_secret=[a-z]{6}'''
+  [[content.rules.required]]
+  id = "client-id"
+  withinLines = 1
+"#,
+    );
+    assert_eq!(hits(&pol, "x", "client_id=1234\nclient_secret=abcdef").len(), 1);
+    assert!(hits(&pol, "x", "client_id=1234\n\n\nclient_secret=abcdef").is_empty());
+    assert!(hits(&pol, "x", "client_id=1234").is_empty(), "skipReport rules never report");
+}
+
+#[test]
+fn examples_are_checked_at_load() {
+    let bad_tp = "[content]\nbuiltin = false\n[[content.rules]]\nid = \"r\"\nregex = 'abc[0-9]'\ntps = [\"abc\"]\n";
+    let e = err(bad_tp);
+    assert!(e.contains("content.rules[0].tps[0] (line 5)") && e.contains("does not detect"), "{e}");
+    let bad_fp = "[content]\nbuiltin = false\n[[content.rules]]\nid = \"r\"\nregex = 'abc[0-9]'\nfps = [\"abc1\"]\n";
+    assert!(err(bad_fp).contains("detects its false-positive example"));
+    // A true positive the keyword prefilter would skip is a broken rule too.
+    let kw = "[content]\nbuiltin = false\n[[content.rules]]\nid = \"r\"\nregex = 'abc[0-9]'\nkeywords = [\"zzz\"]\ntps = [\"abc1\"]\n";
+    assert!(err(kw).contains("does not detect"));
+}
+
+#[test]
+fn invalid_rules_are_located() {
+    let e = err("[content]\n[[content.rules]]\nid = \"r\"\nregex = '(unclosed'\n");
+    assert!(e.contains("content.rules[0].regex (line 5)") && e.contains("invalid regex"), "{e}");
+    let e = err("[content]\n[[content.rules]]\nid = \"r\"\nregex = 'a(b)'\nsecretGroup = 2\n");
+    assert!(e.contains("secretGroup 2"), "{e}");
+    let e = err("[content]\n[[content.rules]]\nid = \"r\"\n");
+    assert!(e.contains("needs `regex` or `path`"), "{e}");
+    let e = err("[content]\n[[content.rules]]\nid = \"r\"\nregex = 'a'\n[[content.rules.allowlists]]\ncondition = \"XOR\"\nregexes = ['b']\n");
+    assert!(e.contains("unknown allowlist condition"), "{e}");
+    let e = err("[content]\n[[content.rules]]\nid = \"r\"\nregex = 'a'\nbogus = 1\n");
+    assert!(e.contains("unknown field `bogus`"), "{e}");
+    let e = err("[content]\nbuiltin = false\n[[content.rules]]\nid = \"r\"\nregex = 'a'\n[[content.rules]]\nid = \"r\"\nregex = 'b'\n");
+    assert!(e.contains("duplicate content rule id `r`"), "{e}");
+}
+
+#[test]
+fn inline_rule_replaces_builtin_of_same_id() {
+    let pol = policy("[content]\n[[content.rules]]\nid = \"private-key\"\nregex = 'NEVERMATCHES'\n");
+    assert!(hits(&pol, "a", &pem()).is_empty());
+}
+
+#[test]
+fn gitleaks_config_with_extend_and_relative_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("base.toml"),
+        r#"
+title = "base"
+[[rules]]
+id = "acme"
+regex = '''acme_[0-9]{4}'''
+keywords = ["acme_"]
+[[rules]]
+id = "noisy"
+regex = '''x'''
+[allowlist]
+paths = ['''^vendor/''']
+"#,
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(
+        dir.path().join("sub/gitleaks.toml"),
+        r#"
+[extend]
+path = "../base.toml"
+disabledRules = ["noisy"]
+[[rules]]
+id = "acme"
+entropy = 1.0
+[[rules.allowlists]]
+stopwords = ["0000"]
+"#,
+    )
+    .unwrap();
+    let policy_path = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy_path,
+        "version = 1\n[content]\nbuiltin = false\ngitleaks_config = \"sub/gitleaks.toml\"\n",
+    )
+    .unwrap();
+    let pol = Policy::load(&policy_path).unwrap();
+    let sc = pol.content_scanner().unwrap();
+    assert_eq!(sc.rule_ids().collect::<Vec<_>>(), vec!["content:acme"]);
+    assert_eq!(sc.sources().len(), 2);
+    assert_eq!(hits(&pol, "a.txt", "id acme_1234").len(), 1);
+    assert!(hits(&pol, "a.txt", "id acme_0000").is_empty(), "stopword from the extending file");
+    assert!(hits(&pol, "vendor/a.txt", "id acme_1234").is_empty(), "global allowlist of the base");
+
+    std::fs::write(dir.path().join("bad.toml"), "[[rules]]\nid = \"x\"\nregex = '('\n").unwrap();
+    std::fs::write(&policy_path, "version = 1\n[content]\ngitleaks_config = \"bad.toml\"\n").unwrap();
+    let e = Policy::load(&policy_path).unwrap_err().to_string();
+    assert!(e.contains("content.gitleaks_config (line 3)") && e.contains("bad.toml:2"), "{e}");
+    std::fs::write(dir.path().join("dflt.toml"), "[extend]\nuseDefault = true\n").unwrap();
+    std::fs::write(&policy_path, "version = 1\n[content]\ngitleaks_config = \"dflt.toml\"\n").unwrap();
+    assert!(Policy::load(&policy_path).unwrap_err().to_string().contains("useDefault"));
+}
+
+#[test]
+fn explain_says_why() {
+    let pol = policy(INLINE);
+    let sc = pol.content_scanner().unwrap();
+    let t = sc.explain(&p("a"), b"nothing here");
+    assert!(t[0].note.contains("none of the keywords"), "{t:?}");
+    let t = sc.explain(&p("a"), b"acme_live_aaaaaaaaaaaaaaaa");
+    assert!(!t[0].hit && t[0].note.contains("entropy"), "{t:?}");
+    let t = sc.explain(&p("a"), b"\nacme_live_q8w7e6r5t4y3u2i1");
+    assert!(t[0].hit && t[0].note.contains("line 2"), "{t:?}");
+}
+
+#[test]
+fn gitleaks_allow_comment_is_not_honoured() {
+    let pol = policy("[content]\n");
+    let text = format!("{} # gitleaks:allow", aws_key());
+    assert_eq!(hits(&pol, "a", &text).len(), 1);
+}
+
+#[test]
+fn entropy_matches_gitleaks() {
+    assert_eq!(super::shannon_entropy(b""), 0.0);
+    assert_eq!(super::shannon_entropy(b"aaaa"), 0.0);
+    assert!((super::shannon_entropy(b"abcd") - 2.0).abs() < 1e-9);
+}
+
+/// Every text file under `dir` (recursively), skipping `target` and `.git`.
+fn text_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let path = e.path();
+        let name = e.file_name();
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() && name != "target" && name != ".git" {
+            text_files(&path, out);
+        } else if ft.is_file() {
+            out.push(path);
+        }
+    }
+}
+
+/// The default policy's content rules must never refuse ordinary source code: fsgate's own
+/// tree (including this scanner's rules and tests), and the sources of well-known crates
+/// in the local cargo registry when present.
+#[test]
+fn default_policy_passes_ordinary_source_code() {
+    let pol = Policy::builtin_default().unwrap();
+    let sc = pol.content_scanner().expect("the default policy scans content");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for d in ["src", "tests", "policies"] {
+        text_files(&root.join(d), &mut files);
+    }
+    files.push(root.join("Cargo.toml"));
+    files.push(root.join("Cargo.lock"));
+    if let Some(home) = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))
+        && let Ok(regs) = std::fs::read_dir(home.join("registry/src"))
+    {
+        for reg in regs.flatten() {
+            let Ok(crates) = std::fs::read_dir(reg.path()) else { continue };
+            for c in crates.flatten() {
+                let name = c.file_name().to_string_lossy().into_owned();
+                if ["serde-1", "regex-1", "clap_builder-", "tokio-1", "globset-", "toml-"]
+                    .iter()
+                    .any(|prefix| name.starts_with(prefix))
+                {
+                    text_files(&c.path().join("src"), &mut files);
+                }
+            }
+        }
+    }
+    let started = std::time::Instant::now();
+    let mut bytes = 0usize;
+    let mut found = Vec::new();
+    for f in &files {
+        let Ok(text) = std::fs::read(f) else { continue };
+        bytes += text.len();
+        if let Some(hit) = sc.scan(&p("x.rs"), &text) {
+            found.push(format!("{}:{} {}", f.display(), hit.line, hit.rule_id));
+        }
+    }
+    eprintln!(
+        "scanned {} files, {} KiB in {:?}",
+        files.len(),
+        bytes / 1024,
+        started.elapsed()
+    );
+    assert!(files.len() > 50, "too few files to mean anything: {}", files.len());
+    assert!(found.is_empty(), "content rules fire on ordinary source:\n{}", found.join("\n"));
+}

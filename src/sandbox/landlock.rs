@@ -1,0 +1,454 @@
+//! Linux: builds and applies the Landlock rulesets of [`SandboxPlan`] and [`AgentPlan`].
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::process::Command;
+
+use ::landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, NetPort, PathBeneath, PathFd,
+    RestrictSelf, RestrictSelfAttr, RestrictionStatus, Ruleset, RulesetAttr, RulesetCreated,
+    RulesetCreatedAttr, RulesetStatus, Scope,
+};
+
+use super::SandboxError;
+use super::plan::{AgentPlan, SandboxPlan};
+use super::status::{Enforcement, SandboxStatus};
+
+/// The ABI from which every restriction the plan asks for exists: truncate (3), TCP (4),
+/// device ioctl (5), abstract-socket and signal scoping (6).
+const FULL_ABI: ABI = ABI::V6;
+
+/// The access rights used for one kernel ABI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rights {
+    /// Every filesystem right the kernel knows: anything not granted below is refused.
+    pub handled_fs: BitFlags<AccessFs>,
+    /// TCP rights handled (empty before ABI 4).
+    pub handled_net: BitFlags<AccessNet>,
+    /// IPC scopes (empty before ABI 6).
+    pub scopes: BitFlags<Scope>,
+    /// Read a file, list a directory. Not `AccessFs::from_read`, which adds Execute.
+    pub read: BitFlags<AccessFs>,
+    /// What a writable directory tree needs on top of `read`: write, create regular
+    /// files and directories, remove, truncate, cross-directory rename. Never devices,
+    /// sockets, fifos or symlinks, never execute or device ioctl.
+    pub write: BitFlags<AccessFs>,
+}
+
+impl Rights {
+    /// The rights for `abi`, each masked to what that ABI can handle.
+    pub(crate) fn for_abi(abi: ABI) -> Self {
+        let handled_fs = AccessFs::from_all(abi);
+        let write = AccessFs::WriteFile
+            | AccessFs::RemoveFile
+            | AccessFs::RemoveDir
+            | AccessFs::MakeReg
+            | AccessFs::MakeDir
+            | AccessFs::Refer
+            | AccessFs::Truncate;
+        Rights {
+            handled_fs,
+            handled_net: AccessNet::from_all(abi),
+            scopes: Scope::from_all(abi),
+            read: (AccessFs::ReadFile | AccessFs::ReadDir) & handled_fs,
+            write: write & handled_fs,
+        }
+    }
+
+    /// Rights for a read-only grant on a file (`ReadDir` is invalid on non-directories).
+    fn read_file(&self) -> BitFlags<AccessFs> {
+        self.read & AccessFs::ReadFile
+    }
+}
+
+/// Landlock's view of this kernel, without restricting anything.
+fn probe() -> LandlockStatus {
+    // No flags and no no_new_privs: `apply` returns the status without a syscall that
+    // changes anything.
+    match RestrictSelf::default().no_new_privs(false).apply() {
+        Ok(s) => s.landlock,
+        Err(_) => LandlockStatus::NotImplemented,
+    }
+}
+
+/// The ABI to use, None without Landlock.
+fn usable_abi(status: LandlockStatus) -> Option<ABI> {
+    match status {
+        LandlockStatus::Available { effective_abi, .. } if effective_abi != ABI::Unsupported => {
+            Some(effective_abi)
+        }
+        _ => None,
+    }
+}
+
+pub(crate) fn kernel_abi() -> Option<u8> {
+    usable_abi(probe()).map(|a| a as u8)
+}
+
+/// Why there is no Landlock, in words.
+fn absent_reason(status: LandlockStatus) -> &'static str {
+    match status {
+        LandlockStatus::NotEnabled => {
+            "Landlock is built into this kernel but disabled: add landlock to the lsm= boot parameter"
+        }
+        _ => {
+            "this kernel has no Landlock: it needs Linux 5.13+ built with CONFIG_SECURITY_LANDLOCK"
+        }
+    }
+}
+
+fn ll_err(stage: impl Into<String>) -> impl FnOnce(::landlock::RulesetError) -> SandboxError {
+    let stage = stage.into();
+    move |e| SandboxError::Landlock {
+        stage,
+        source: Box::new(e),
+    }
+}
+
+pub(crate) fn is_exdev(err: &io::Error) -> bool {
+    err.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error())
+}
+
+/// Planned restrictions an `abi` kernel cannot express.
+pub(crate) fn missing_for(abi: ABI) -> Vec<String> {
+    let mut missing = Vec::new();
+    if abi < ABI::V3 {
+        missing.push("truncating files is not restricted (needs ABI 3, Linux 6.2)".to_owned());
+    }
+    if abi < ABI::V4 {
+        missing.push("TCP bind/connect are not restricted (needs ABI 4, Linux 6.7)".to_owned());
+    }
+    if abi < ABI::V5 {
+        missing
+            .push("ioctl on device files is not restricted (needs ABI 5, Linux 6.10)".to_owned());
+    }
+    if abi < ABI::V6 {
+        missing.push(
+            "abstract Unix sockets and signals are not scoped (needs ABI 6, Linux 6.12)".to_owned(),
+        );
+    }
+    missing
+}
+
+/// Number of threads in this process, from `/proc/self/task` (None if unreadable).
+fn thread_count() -> Option<usize> {
+    std::fs::read_dir("/proc/self/task").ok().map(|d| d.count())
+}
+
+fn is_dir(fd: BorrowedFd<'_>) -> Result<bool, SandboxError> {
+    rustix::fs::fstat(fd)
+        .map(|st| {
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory
+        })
+        .map_err(|e| SandboxError::Io {
+            what: "stat a granted handle".into(),
+            source: e.into(),
+        })
+}
+
+pub(crate) fn restrict_self(plan: &SandboxPlan<'_>) -> Result<SandboxStatus, SandboxError> {
+    let landlock = probe();
+    let Some(abi) = usable_abi(landlock) else {
+        let reason = absent_reason(landlock);
+        // Still forbid gaining privileges through set-uid executables.
+        let nnp = RestrictSelf::default()
+            .apply()
+            .map(|s| s.no_new_privs)
+            .unwrap_or(false);
+        let mut status = SandboxStatus::not_enforced(reason, plan.workspace_write);
+        status.no_new_privs = nnp;
+        return Ok(status);
+    };
+    let rights = Rights::for_abi(abi);
+    let threads = thread_count();
+    let mut detail = Vec::new();
+    let mut missing = missing_for(abi);
+
+    let mut ruleset = Ruleset::default()
+        .handle_access(rights.handled_fs)
+        .map_err(ll_err("handle file access"))?;
+    if !rights.handled_net.is_empty() {
+        ruleset = ruleset
+            .handle_access(rights.handled_net)
+            .map_err(ll_err("handle TCP access"))?;
+    }
+    let mut scopes = rights.scopes;
+    if !plan.scope_signals {
+        scopes &= !Scope::Signal;
+    }
+    if !scopes.is_empty() {
+        ruleset = ruleset.scope(scopes).map_err(ll_err("scope IPC"))?;
+    }
+    let mut created = ruleset.create().map_err(ll_err("create the ruleset"))?;
+
+    let ws_rights = if plan.workspace_write {
+        rights.read | rights.write
+    } else {
+        rights.read
+    };
+    created = created
+        .add_rule(PathBeneath::new(plan.workspace, ws_rights))
+        .map_err(ll_err("add the workspace rule"))?;
+    detail.push(format!(
+        "workspace {}",
+        if plan.workspace_write {
+            "read-write"
+        } else {
+            "read-only"
+        }
+    ));
+    for g in &plan.read_write {
+        created = created
+            .add_rule(PathBeneath::new(g.handle, rights.read | rights.write))
+            .map_err(ll_err(format!("add the rule for the {}", g.label)))?;
+        detail.push(format!("{} read-write", g.label));
+    }
+    for g in &plan.read_only {
+        let access = if is_dir(g.handle)? {
+            rights.read
+        } else {
+            rights.read_file()
+        };
+        created = created
+            .add_rule(PathBeneath::new(g.handle, access))
+            .map_err(ll_err(format!("add the rule for the {}", g.label)))?;
+        detail.push(format!("{} read-only", g.label));
+    }
+    for path in &plan.read_only_paths {
+        match PathFd::new(path) {
+            Ok(fd) => {
+                let access = if is_dir(fd.as_fd())? {
+                    rights.read
+                } else {
+                    rights.read_file()
+                };
+                created = created
+                    .add_rule(PathBeneath::new(fd, access))
+                    .map_err(ll_err(format!("add the rule for {}", path.display())))?;
+                detail.push(format!("{} read-only", path.display()));
+            }
+            Err(e) => detail.push(format!("{} skipped ({e})", path.display())),
+        }
+    }
+    if !rights.handled_net.is_empty() {
+        match plan.listen_port {
+            Some(port) => {
+                created = created
+                    .add_rule(NetPort::new(port, AccessNet::BindTcp))
+                    .map_err(ll_err("add the listen port rule"))?;
+                detail.push(format!("TCP: bind port {port} only, no connect"));
+            }
+            None => detail.push("TCP: no bind, no connect".to_owned()),
+        }
+    }
+    if !scopes.is_empty() {
+        let names: Vec<&str> = scopes
+            .iter()
+            .map(|s| match s {
+                Scope::AbstractUnixSocket => "abstract Unix sockets",
+                Scope::Signal => "signals",
+                _ => "other IPC",
+            })
+            .collect();
+        detail.push(format!("scoped to the sandbox: {}", names.join(", ")));
+    }
+
+    let other_threads = threads.is_none_or(|n| n > 1);
+    if other_threads {
+        if abi >= ABI::V8 {
+            created = created
+                .all_threads(true)
+                .map_err(ll_err("apply to all threads"))?;
+        } else {
+            missing.push(match threads {
+                Some(n) => format!(
+                    "{} other thread(s) existed and stay unconfined (restrict before starting threads)",
+                    n - 1
+                ),
+                None => "threads could not be counted; others may stay unconfined".to_owned(),
+            });
+        }
+    }
+
+    let status = created
+        .restrict_self()
+        .map_err(ll_err("restrict the process"))?;
+    Ok(summarise(
+        abi,
+        &status,
+        missing,
+        detail,
+        plan.workspace_write,
+    ))
+}
+
+/// Turns the library's report into ours.
+fn summarise(
+    abi: ABI,
+    status: &RestrictionStatus,
+    mut missing: Vec<String>,
+    detail: Vec<String>,
+    workspace_write: bool,
+) -> SandboxStatus {
+    if !status.no_new_privs {
+        missing.push("PR_SET_NO_NEW_PRIVS could not be set".to_owned());
+    }
+    let enforcement = match status.ruleset {
+        RulesetStatus::NotEnforced => Enforcement::Not,
+        RulesetStatus::PartiallyEnforced => {
+            missing.push("the kernel dropped part of the ruleset".to_owned());
+            Enforcement::Partially
+        }
+        RulesetStatus::FullyEnforced if missing.is_empty() && abi >= FULL_ABI => Enforcement::Fully,
+        RulesetStatus::FullyEnforced => Enforcement::Partially,
+    };
+    let mut detail = detail.join("; ");
+    if abi < ABI::V2 {
+        detail.push_str("; ABI 1: moving files between directories is refused (EXDEV)");
+    }
+    if abi < ABI::V9 {
+        detail.push_str("; connecting to named Unix sockets is not restricted before ABI 9");
+    }
+    SandboxStatus {
+        enforcement,
+        abi: Some(abi as u8),
+        no_new_privs: status.no_new_privs,
+        workspace_write,
+        missing,
+        detail,
+    }
+}
+
+pub(crate) fn confine_agent_command(
+    cmd: &mut Command,
+    plan: &AgentPlan,
+) -> Result<SandboxStatus, SandboxError> {
+    plan.check_overlap()?;
+    let landlock = probe();
+    let Some(abi) = usable_abi(landlock) else {
+        return Ok(SandboxStatus::not_enforced(absent_reason(landlock), false));
+    };
+    let rights = Rights::for_abi(abi);
+    let read_exec = rights.read | (rights.handled_fs & AccessFs::Execute);
+    // Terminals and /dev/null need ioctl and truncate on device files.
+    let read_write = rights.read | rights.write | (rights.handled_fs & AccessFs::IoctlDev);
+    let mut ruleset = Ruleset::default()
+        .handle_access(rights.handled_fs)
+        .map_err(ll_err("handle file access"))?;
+    if !rights.scopes.is_empty() {
+        ruleset = ruleset.scope(rights.scopes).map_err(ll_err("scope IPC"))?;
+    }
+    let mut created = ruleset
+        .create()
+        .map_err(ll_err("create the agent ruleset"))?;
+    let mut detail = Vec::new();
+    for (paths, access, what) in [
+        (&plan.read_exec, read_exec, "read+exec"),
+        (&plan.read_write, read_write, "read-write"),
+    ] {
+        for path in paths {
+            let Ok(fd) = PathFd::new(path) else { continue };
+            let access = if is_dir(fd.as_fd())? {
+                access
+            } else {
+                access & AccessFs::from_file(abi)
+            };
+            created = created
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(ll_err(format!("add the agent rule for {}", path.display())))?;
+            detail.push(format!("{} {what}", path.display()));
+        }
+    }
+    if let Some(tmp) = &plan.tmpdir {
+        cmd.env("TMPDIR", tmp);
+    }
+    install_pre_exec(cmd, created);
+    let missing = missing_for(abi)
+        .into_iter()
+        .filter(|m| !m.starts_with("TCP")) // the agent keeps its network on purpose
+        .collect::<Vec<_>>();
+    let enforcement = if missing.is_empty() && abi >= FULL_ABI {
+        Enforcement::Fully
+    } else {
+        Enforcement::Partially
+    };
+    Ok(SandboxStatus {
+        enforcement,
+        abi: Some(abi as u8),
+        no_new_privs: true,
+        workspace_write: false,
+        missing,
+        detail: detail.join("; "),
+    })
+}
+
+/// Applies `ruleset` in the child, between fork and exec.
+#[allow(unsafe_code)]
+fn install_pre_exec(cmd: &mut Command, ruleset: RulesetCreated) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child of a possibly multi-threaded parent,
+    // where only async-signal-safe operations are allowed. Everything that allocates or
+    // takes locks (opening the paths, building the ruleset) was done above, before the
+    // fork. In the child the closure only: duplicates the ruleset fd (fcntl F_DUPFD),
+    // calls prctl(PR_SET_NO_NEW_PRIVS) and landlock_restrict_self(2), reads errno, and
+    // closes the duplicate — all plain syscalls on values already in memory, no heap
+    // allocation and no locks. Cloning per call lets the same Command be spawned again.
+    unsafe {
+        cmd.pre_exec(move || {
+            let dup = ruleset.try_clone()?;
+            match dup.restrict_self() {
+                Ok(s) if s.ruleset != RulesetStatus::NotEnforced => Ok(()),
+                // Fail closed: never exec the agent unconfined.
+                Ok(_) => Err(io::Error::from(rustix::io::Errno::PERM)),
+                Err(_) => Err(io::Error::last_os_error()),
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rights_follow_the_abi() {
+        let v1 = Rights::for_abi(ABI::V1);
+        assert!(
+            !v1.write.contains(AccessFs::Refer),
+            "Refer is not handled before ABI 2"
+        );
+        assert!(!v1.write.contains(AccessFs::Truncate));
+        assert!(v1.handled_net.is_empty() && v1.scopes.is_empty());
+        let v7 = Rights::for_abi(ABI::V7);
+        assert!(v7.write.contains(AccessFs::Refer | AccessFs::Truncate));
+        assert!(
+            v7.handled_fs
+                .contains(AccessFs::IoctlDev | AccessFs::Execute)
+        );
+        assert_eq!(v7.handled_net, AccessNet::BindTcp | AccessNet::ConnectTcp);
+        assert_eq!(v7.scopes, Scope::AbstractUnixSocket | Scope::Signal);
+        for r in [v1, v7, Rights::for_abi(ABI::V9)] {
+            assert_eq!(
+                r.read,
+                AccessFs::ReadFile | AccessFs::ReadDir,
+                "no Execute in read"
+            );
+            assert!(!r.write.contains(AccessFs::Execute | AccessFs::IoctlDev));
+            assert!(!r.write.contains(AccessFs::MakeSym) && !r.write.contains(AccessFs::MakeChar));
+            assert_eq!(
+                r.write & !r.handled_fs,
+                BitFlags::EMPTY,
+                "only handled rights granted"
+            );
+        }
+    }
+
+    #[test]
+    fn older_abis_are_reported_as_partial() {
+        assert_eq!(missing_for(ABI::V1).len(), 4);
+        assert_eq!(missing_for(ABI::V3).len(), 3);
+        assert!(missing_for(ABI::V6).is_empty());
+        assert!(missing_for(ABI::V7).is_empty());
+        assert!(missing_for(ABI::V4)[0].contains("ioctl"));
+    }
+}

@@ -1,0 +1,29 @@
+//! Non-Linux: no Landlock; every function reports "not enforced" instead of failing.
+
+use std::process::Command;
+
+use super::SandboxError;
+use super::plan::{AgentPlan, SandboxPlan};
+use super::status::SandboxStatus;
+
+const REASON: &str = "Landlock is unsupported on this OS";
+
+pub(crate) fn restrict_self(plan: &SandboxPlan<'_>) -> Result<SandboxStatus, SandboxError> {
+    Ok(SandboxStatus::not_enforced(REASON, plan.workspace_write))
+}
+
+pub(crate) fn confine_agent_command(
+    _cmd: &mut Command,
+    plan: &AgentPlan,
+) -> Result<SandboxStatus, SandboxError> {
+    plan.check_overlap()?;
+    Ok(SandboxStatus::not_enforced(REASON, false))
+}
+
+pub(crate) fn kernel_abi() -> Option<u8> {
+    None
+}
+
+pub(crate) fn is_exdev(_err: &std::io::Error) -> bool {
+    false
+}

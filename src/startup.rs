@@ -1,0 +1,211 @@
+//! Start-up: load the policy, open every handle (workspace, audit log, backups), confine
+//! the process with Landlock, and only then let threads start.
+//!
+//! # Ambient Authority
+//! This is the only code that opens paths from the command line or the policy; after
+//! [`confine`] the process reaches the filesystem only through the handles opened here.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::audit::{AuditLog, OpenOptions};
+use crate::backup::{BackupStore, workspace_state_dir};
+use crate::gateway::Gateway;
+use crate::path::RelPath;
+use crate::policy::{OpClass, Policy};
+use crate::sandbox::{Enforcement, SandboxPlan, SandboxStatus, restrict_self};
+use crate::workspace::Workspace;
+
+/// What the command line says about the gateway to build.
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    /// Workspace directory.
+    pub workspace: PathBuf,
+    /// Policy file; None = built-in default.
+    pub policy: Option<PathBuf>,
+    /// Active audit log file.
+    pub audit_log: Option<PathBuf>,
+    /// Backup directory.
+    pub backup_dir: Option<PathBuf>,
+    /// Start even if the existing audit chain does not verify (recording the break).
+    pub accept_broken_chain: bool,
+}
+
+/// A gateway with its handles open, not yet confined.
+pub struct Opened {
+    /// The gateway.
+    pub gateway: Gateway,
+    /// The audit log's directory, kept open so Landlock can be bound to it.
+    audit_dir: std::fs::File,
+    /// The policy file's path (read again on SIGHUP).
+    policy_path: Option<PathBuf>,
+    /// The signing key / checkpoint sink live elsewhere; their parents are kept here.
+    extra_rw: Vec<std::fs::File>,
+}
+
+/// Loads the policy named on the command line, or the built-in default.
+pub fn load_policy(path: Option<&Path>) -> Result<Policy, String> {
+    match path {
+        Some(p) => Policy::load(p).map_err(|e| format!("invalid policy: {e}")),
+        None => Policy::builtin_default().map_err(|e| format!("built-in policy: {e}")),
+    }
+}
+
+/// Loads the policy and opens the workspace, the audit log and the backup store.
+pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
+    let mut policy = load_policy(cfg.policy.as_deref())?;
+    let workspace = Workspace::open(&cfg.workspace)
+        .map_err(|e| format!("cannot open workspace {}: {e}", cfg.workspace.display()))?;
+    let root = workspace.root_path().to_path_buf();
+    let state = || {
+        workspace_state_dir(&root).map_err(|e| {
+            format!("{e}; pass --audit-log and --backup-dir to choose where the audit log and backups go")
+        })
+    };
+    let raw = policy.raw().clone();
+    let audit_settings = raw.audit.clone().unwrap_or_default();
+    let audit_path = match (&cfg.audit_log, &audit_settings.path) {
+        (Some(p), _) => p.clone(),
+        (None, Some(p)) => p.clone(),
+        (None, None) => state()?.join("audit").join("audit.jsonl"),
+    };
+    let audit_parent = audit_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    create_private_dir(&audit_parent)?;
+    let audit = AuditLog::open(
+        &audit_path,
+        &audit_settings,
+        policy.sha256(),
+        OpenOptions {
+            allow_broken_chain: cfg.accept_broken_chain,
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let backup_settings = raw.backup.clone().unwrap_or_default();
+    let backup_dir = match (&cfg.backup_dir, &backup_settings.dir) {
+        (Some(d), _) => d.clone(),
+        (None, Some(d)) => d.clone(),
+        (None, None) => state()?.join("backups"),
+    };
+    let backups = BackupStore::open(&backup_dir, &backup_settings).map_err(|e| e.to_string())?;
+    let audit_dir = std::fs::File::open(&audit_parent)
+        .map_err(|e| format!("cannot open audit directory {}: {e}", audit_parent.display()))?;
+
+    // fsgate's own files are beneath no policy's reach (the fixed floor).
+    let mut floor = Vec::new();
+    for own in [Some(audit_parent.as_path()), Some(backup_dir.as_path()), cfg.policy.as_deref()]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(rel) = inside(&root, own) {
+            tracing::warn!(
+                path = %own.display(),
+                "fsgate's own file lies inside the workspace; no request can reach it (fixed floor)"
+            );
+            floor.push(rel);
+        }
+    }
+    policy.set_floor(floor);
+    let mut extra_rw = Vec::new();
+    if let Some(sink) = audit_settings.checkpoint_sink.as_deref()
+        && sink != "syslog"
+        && !sink.starts_with("syslog:")
+        && let Some(parent) = Path::new(sink).parent()
+        && let Ok(f) = std::fs::File::open(parent)
+    {
+        extra_rw.push(f);
+    }
+    let gateway = Gateway::new(policy, workspace)
+        .with_audit(audit)
+        .with_backups(backups);
+    Ok(Opened {
+        gateway,
+        audit_dir,
+        policy_path: cfg.policy.clone(),
+        extra_rw,
+    })
+}
+
+/// Confines the process (Landlock), applies `[sandbox] require_landlock`, starts the
+/// audit log's heartbeat, and records the start. Call on the main thread, before any
+/// other thread exists; `listen_port` is the WebSocket port, if any.
+pub fn confine(opened: &Opened, listen_port: Option<u16>, transport: &str) -> Result<SandboxStatus, String> {
+    let gw = &opened.gateway;
+    let pol = gw.policy();
+    let workspace_write = pol.can_ever(OpClass::Write) || pol.can_ever(OpClass::Delete);
+    let mut plan = SandboxPlan::new(gw.workspace().root_dir(), workspace_write)
+        .read_write_dir("audit dir", &opened.audit_dir);
+    if let Some(b) = gw.backups() {
+        plan = plan.read_write_dir("backup dir", b.dir());
+    }
+    for f in &opened.extra_rw {
+        plan = plan.read_write_dir("checkpoint sink dir", f);
+    }
+    if let Some(p) = &opened.policy_path {
+        plan = plan.read_only_path(p.clone());
+    }
+    if let Some(port) = listen_port {
+        plan = plan.listen_port(port);
+    }
+    let status = match restrict_self(&plan) {
+        Ok(s) => s,
+        Err(e) => SandboxStatus::not_enforced(&e.to_string(), workspace_write),
+    };
+    let settings = pol.raw().sandbox.clone().unwrap_or_default();
+    settings.check(&status).map_err(|e| e.to_string())?;
+    gw.set_kernel_allows_write(status.enforcement == Enforcement::Not || status.workspace_write);
+    gw.set_meta(
+        "sandbox",
+        serde_json::to_value(&status).unwrap_or(Value::Null),
+    );
+    if let Some(a) = gw.audit()
+        && let Err(e) = a.start()
+    {
+        tracing::warn!("audit heartbeat not started: {e}");
+    }
+    let mut start = Map::new();
+    start.insert("version".into(), env!("CARGO_PKG_VERSION").into());
+    start.insert("transport".into(), transport.into());
+    start.insert("pid".into(), std::process::id().into());
+    start.insert(
+        "workspace".into(),
+        gw.workspace().root_path().to_string_lossy().into_owned().into(),
+    );
+    start.insert("policy".into(), json!({"origin": pol.origin(), "sha256": pol.sha256()}));
+    start.insert("sandbox".into(), serde_json::to_value(&status).unwrap_or(Value::Null));
+    gw.record("start", start);
+    Ok(status)
+}
+
+/// Closes the audit log: its `stop` record and final checkpoint. `details` about why
+/// the gateway stops are logged.
+pub fn shutdown(gw: &Gateway, details: Map<String, Value>) {
+    tracing::info!(details = %Value::Object(details), "stopping");
+    if let Some(a) = gw.audit()
+        && let Err(e) = a.close()
+    {
+        tracing::error!("audit log: closing: {e}");
+    }
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}
+
+/// `path` as a workspace-relative path, if it lies inside the workspace.
+fn inside(root: &Path, path: &Path) -> Option<RelPath> {
+    let canon = std::fs::canonicalize(path).ok().or_else(|| {
+        let parent = std::fs::canonicalize(path.parent()?).ok()?;
+        Some(parent.join(path.file_name()?))
+    })?;
+    RelPath::parse_absolute(canon.to_str()?, root).ok()
+}

@@ -1,0 +1,78 @@
+//! Tool results: gateway outputs and failures as MCP `CallToolResult`s.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::Value;
+
+use crate::error::GatewayError;
+use crate::gateway::Gateway;
+use crate::ops::{Output, PathStyle};
+use crate::path::RelPath;
+
+/// Why a tool call failed; shown to the client as an `isError` result of one line.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(super) enum ToolError {
+    /// The gateway refused or failed the operation (names the rule where there is one).
+    #[error("{}", .0.message())]
+    Gateway(#[from] GatewayError),
+    /// The arguments do not fit the tool's input schema.
+    #[error("invalid arguments for {tool}: {reason}")]
+    Args {
+        /// Tool name.
+        tool: &'static str,
+        /// One line.
+        reason: String,
+    },
+    /// A limit of this transport (not of the policy) was reached.
+    #[error("limit exceeded: {reason} (rule {rule}, path {path})")]
+    Limit {
+        /// One line.
+        reason: String,
+        /// The limit's name.
+        rule: &'static str,
+        /// Path as the request gave it.
+        path: String,
+    },
+    /// Anything else about the request that cannot be done.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// One text block.
+pub(super) fn text(s: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(s)])
+}
+
+/// A failure as an `isError` result carrying its one-line reason.
+pub(super) fn error(e: &ToolError) -> CallToolResult {
+    let msg = e.to_string();
+    let line = match msg.split_once('\n') {
+        Some((first, _)) => first.to_string(),
+        None => msg,
+    };
+    CallToolResult::error(vec![ContentBlock::text(line)])
+}
+
+/// Structured content with its JSON text, as the MCP spec advises for compatibility.
+pub(super) fn structured(value: Value) -> CallToolResult {
+    CallToolResult::structured(value)
+}
+
+/// A contract tool's output: text as is, listings as structured JSON shaped like the
+/// ACP transport's results (the contract's one rendering).
+pub(super) fn output(gw: &Gateway, out: Output) -> CallToolResult {
+    match out {
+        Output::Text(s) => text(s),
+        Output::File { content, .. } => text(content),
+        Output::Unit => text("ok"),
+        other => structured(crate::transport::acp::render(gw, PathStyle::AbsoluteOrRelative, other)),
+    }
+}
+
+/// The absolute form of a request path that the gateway has already accepted (lexical
+/// only), for confirmation messages; the request's own text if it does not parse.
+pub(super) fn shown(gw: &Gateway, path: &str) -> String {
+    match RelPath::parse_any(path, gw.workspace().root_path()) {
+        Ok(rel) => gw.show_path(PathStyle::AbsoluteOrRelative, &rel),
+        Err(_) => path.to_string(),
+    }
+}

@@ -1,0 +1,103 @@
+//! Running one tool call: parse its arguments, translate them into gateway operations,
+//! render the outcome. Blocking: called on tokio's blocking pool.
+
+use rmcp::model::{CallToolResult, JsonObject};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::args::{GlobArgs, GrepArgs, MkdirArgs, PathArgs, RenameArgs, RmArgs, WriteArgs};
+use super::catalog::ToolId;
+use super::compat;
+use super::render::{self, ToolError, shown, text};
+use crate::gateway::Gateway;
+use crate::ops::{Op, RequestCtx};
+
+/// Runs `tool` with `args`; refusals and failures become `isError` results.
+pub(super) fn call(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> CallToolResult {
+    match run(gw, ctx, tool, args) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(tool = tool.name(), error = %e, "tool call failed");
+            render::error(&e)
+        }
+    }
+}
+
+fn parse<T: DeserializeOwned>(tool: ToolId, args: JsonObject) -> Result<T, ToolError> {
+    serde_json::from_value(Value::Object(args)).map_err(|e| ToolError::Args {
+        tool: tool.name(),
+        reason: e.to_string(),
+    })
+}
+
+fn run(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> Result<CallToolResult, ToolError> {
+    let handle = |op: Op| gw.handle(ctx, op).map_err(ToolError::from);
+    let result = match tool {
+        ToolId::ReadTextFile | ToolId::ReadFile => compat::read_text(gw, ctx, tool.name(), parse(tool, args)?)?,
+        ToolId::WriteTextFile | ToolId::WriteFile => {
+            let WriteArgs { path, content } = parse(tool, args)?;
+            let n = content.len();
+            handle(Op::WriteText { path: path.clone(), content })?;
+            text(format!("Successfully wrote {n} bytes to {}", shown(gw, &path)))
+        }
+        ToolId::EditFile => compat::edit(gw, ctx, parse(tool, args)?)?,
+        ToolId::Ls => {
+            let PathArgs { path } = parse(tool, args)?;
+            render::output(gw, handle(Op::Ls { path })?)
+        }
+        ToolId::Glob => {
+            let GlobArgs { pattern } = parse(tool, args)?;
+            render::output(gw, handle(Op::Glob { pattern })?)
+        }
+        ToolId::Grep => {
+            let a: GrepArgs = parse(tool, args)?;
+            render::output(
+                gw,
+                handle(Op::Grep {
+                    pattern: a.pattern,
+                    path: a.path,
+                    ignore_case: a.ignore_case.unwrap_or(false),
+                    include_glob: a.include_glob,
+                    max_results: a.max_results,
+                })?,
+            )
+        }
+        ToolId::Stat => {
+            let PathArgs { path } = parse(tool, args)?;
+            render::output(gw, handle(Op::Stat { path })?)
+        }
+        ToolId::Mkdir => {
+            let MkdirArgs { path, recursive } = parse(tool, args)?;
+            handle(Op::Mkdir { path: path.clone(), recursive: recursive.unwrap_or(false) })?;
+            text(format!("Created directory {}", shown(gw, &path)))
+        }
+        ToolId::CreateDirectory => {
+            let PathArgs { path } = parse(tool, args)?;
+            handle(Op::Mkdir { path: path.clone(), recursive: true })?;
+            text(format!("Successfully created directory {}", shown(gw, &path)))
+        }
+        ToolId::Rm => {
+            let RmArgs { path, recursive } = parse(tool, args)?;
+            handle(Op::Rm { path: path.clone(), recursive: recursive.unwrap_or(false) })?;
+            text(format!("Deleted {}", shown(gw, &path)))
+        }
+        ToolId::Rename => {
+            let RenameArgs { old_path, new_path } = parse(tool, args)?;
+            handle(Op::Rename { from: old_path.clone(), to: new_path.clone() })?;
+            text(format!("Moved {} to {}", shown(gw, &old_path), shown(gw, &new_path)))
+        }
+        ToolId::ReadMediaFile => compat::read_media(gw, ctx, parse(tool, args)?)?,
+        ToolId::ReadMultipleFiles => compat::read_multiple(gw, ctx, parse(tool, args)?)?,
+        ToolId::ListDirectory => compat::list_directory(gw, ctx, parse(tool, args)?)?,
+        ToolId::ListDirectoryWithSizes => compat::list_with_sizes(gw, ctx, parse(tool, args)?)?,
+        ToolId::DirectoryTree => compat::tree(gw, ctx, parse(tool, args)?)?,
+        ToolId::MoveFile => compat::move_file(gw, ctx, parse(tool, args)?)?,
+        ToolId::SearchFiles => compat::search_files(gw, ctx, parse(tool, args)?)?,
+        ToolId::GetFileInfo => compat::file_info(gw, ctx, parse(tool, args)?)?,
+        ToolId::ListAllowedDirectories => text(format!(
+            "Allowed directories:\n{}",
+            gw.workspace().root_path().to_string_lossy()
+        )),
+    };
+    Ok(result)
+}

@@ -1,0 +1,240 @@
+//! One WebSocket connection: its requests (served concurrently, up to a limit), its
+//! subscription, and its share of the change notices.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::sync::{Semaphore, broadcast, mpsc, watch};
+use tokio::task::JoinSet;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsProtoError};
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::protocol::{self, Head, Incoming};
+use super::watch::Notice;
+use crate::error::{GatewayError, code};
+use crate::gateway::Gateway;
+use crate::ops::RequestCtx;
+use crate::path::RelPath;
+
+/// Messages queued for the client before producers wait.
+const OUT_QUEUE: usize = 256;
+
+/// How long the rest of an oversized message is read and discarded, so that closing
+/// the socket does not reset it before the client has read the error.
+const DRAIN_AFTER_OVERSIZE: Duration = Duration::from_secs(5);
+
+/// Per-connection limits.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnLimits {
+    /// Requests served at once.
+    pub max_in_flight: usize,
+    /// Largest message, in bytes.
+    pub max_message: usize,
+}
+
+/// Serves one upgraded connection until the client closes it.
+pub async fn run(
+    ws: WebSocketStream<TcpStream>,
+    gw: Arc<Gateway>,
+    ctx: RequestCtx,
+    limits: ConnLimits,
+    notices: Option<broadcast::Receiver<Arc<Notice>>>,
+    subscription: Option<RelPath>,
+) {
+    let (sink, mut stream) = ws.split();
+    let (out, out_rx) = mpsc::channel::<Message>(OUT_QUEUE);
+    let writer = tokio::spawn(write_all(sink, out_rx));
+    let (sub_tx, sub_rx) = watch::channel(subscription);
+    let events = notices.map(|n| tokio::spawn(forward_notices(n, sub_rx, out.clone())));
+    let ctx = Arc::new(ctx);
+    let slots = Arc::new(Semaphore::new(limits.max_in_flight));
+    let mut tasks = JoinSet::new();
+    let mut oversized = false;
+    loop {
+        while tasks.try_join_next().is_some() {}
+        let msg = match stream.next().await {
+            None => break,
+            Some(Ok(m)) => m,
+            Some(Err(WsProtoError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
+                too_large(&out, size, max_size).await;
+                oversized = true;
+                break;
+            }
+            Some(Err(e)) => {
+                tracing::debug!(session = %ctx.session, "connection ended: {e}");
+                break;
+            }
+        };
+        let text = match msg {
+            Message::Text(t) => t,
+            Message::Binary(_) => {
+                let head = Head { kind: "error".into(), request_id: None };
+                let v = protocol::error_response(&head, code::INVALID_REQUEST, "binary frames are not supported; send JSON text messages", None);
+                let _ = out.send(text_message(&v)).await;
+                continue;
+            }
+            Message::Close(_) => break,
+            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
+        };
+        match protocol::parse(text.as_str()) {
+            Incoming::Bad(v) => {
+                let _ = out.send(text_message(&v)).await;
+            }
+            Incoming::Subscribe { head, path } => {
+                let reply = match RelPath::parse_rooted(&path) {
+                    Ok(rel) => {
+                        let shown = rel.to_rooted();
+                        sub_tx.send_replace(Some(rel));
+                        protocol::data_response(&head, json!({"path": shown}))
+                    }
+                    Err(e) => protocol::gateway_error_response(
+                        &head,
+                        &GatewayError::InvalidParams(format!("path {path:?}: {e}")),
+                    ),
+                };
+                if head.request_id.is_some() {
+                    let _ = out.send(text_message(&reply)).await;
+                }
+            }
+            Incoming::Unsubscribe { head } => {
+                sub_tx.send_replace(None);
+                if head.request_id.is_some() {
+                    let _ = out.send(text_message(&protocol::data_response(&head, json!({})))).await;
+                }
+            }
+            Incoming::Op { head, op, base64 } => {
+                // Back-pressure: at the limit, the next message is not read until a
+                // request finishes.
+                let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+                    break;
+                };
+                let (gw, ctx, out) = (Arc::clone(&gw), Arc::clone(&ctx), out.clone());
+                tasks.spawn(async move {
+                    let head2 = head.clone();
+                    let reply = tokio::task::spawn_blocking(move || {
+                        let v = match gw.handle(&ctx, op) {
+                            Ok(o) => protocol::data_response(&head, protocol::render(&gw, o, base64)),
+                            Err(e) => protocol::gateway_error_response(&head, &e),
+                        };
+                        text_message(&v)
+                    })
+                    .await
+                    .unwrap_or_else(|e| {
+                        tracing::error!("request task failed: {e}");
+                        let err = GatewayError::Internal("request task failed".into());
+                        text_message(&protocol::gateway_error_response(&head2, &err))
+                    });
+                    let _ = out.send(reply).await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+    // Requests already running finish and are answered (they are audited either way).
+    while tasks.join_next().await.is_some() {}
+    if let Some(e) = events {
+        e.abort();
+    }
+    if oversized {
+        let _ = out.send(Message::Close(Some(CloseFrame {
+            code: CloseCode::Size,
+            reason: "message too large".into(),
+        })))
+        .await;
+    }
+    drop(out);
+    if let Ok(sink) = writer.await {
+        if oversized {
+            if let Ok(mut ws) = stream.reunite(sink) {
+                drain(ws.get_mut(), limits.max_message).await;
+            }
+        }
+    }
+    tracing::debug!(session = %ctx.session, "connection closed");
+}
+
+async fn too_large(out: &mpsc::Sender<Message>, size: usize, max: usize) {
+    let head = Head { kind: "error".into(), request_id: None };
+    let msg = format!(
+        "message of {size} bytes exceeds the limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); the connection will be closed"
+    );
+    tracing::warn!("{msg}");
+    let extra = json!({"rule": "limits.max_message_bytes", "reason": msg});
+    let v = protocol::error_response(&head, code::LIMIT, &msg, Some(&extra));
+    let _ = out.send(text_message(&v)).await;
+}
+
+/// Reads and discards what the client still sends, until it closes or time is up.
+async fn drain(tcp: &mut TcpStream, max: usize) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut left = max.saturating_mul(2);
+    let _ = tokio::time::timeout(DRAIN_AFTER_OVERSIZE, async {
+        while left > 0 {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    })
+    .await;
+}
+
+fn text_message(v: &Value) -> Message {
+    Message::text(v.to_string())
+}
+
+/// Sends queued messages in order; returns the sink so an oversized connection can be
+/// drained.
+async fn write_all<S>(mut sink: S, mut rx: mpsc::Receiver<Message>) -> S
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    while let Some(m) = rx.recv().await {
+        let closing = matches!(m, Message::Close(_));
+        if sink.send(m).await.is_err() || closing {
+            break;
+        }
+    }
+    let _ = sink.flush().await;
+    sink
+}
+
+/// Pushes the notices under the connection's subscription.
+async fn forward_notices(
+    mut notices: broadcast::Receiver<Arc<Notice>>,
+    subscription: watch::Receiver<Option<RelPath>>,
+    out: mpsc::Sender<Message>,
+) {
+    loop {
+        let msg = match notices.recv().await {
+            Ok(n) => match &*n {
+                Notice::Change(c) => {
+                    let wanted = subscription
+                        .borrow()
+                        .as_ref()
+                        .is_some_and(|sub| c.path.starts_with(sub));
+                    if !wanted {
+                        continue;
+                    }
+                    protocol::change_event(c)
+                }
+                Notice::Overflow => protocol::overflow_event(None),
+            },
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(dropped = n, "a slow client lost change events");
+                protocol::overflow_event(Some(n))
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        if out.send(text_message(&msg)).await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! Transport `ws`: the files channel over WebSocket (`fsgate serve --transport ws`).
+//!
+//! # Layout
+//!
+//! - [`settings`]: the `[ws]` policy section ([`WsSettings`]).
+//! - [`auth`]: who may connect: bearer token, `Origin` allow-list, `Host` check, all on
+//!   the HTTP upgrade request.
+//! - [`protocol`]: JSON messages <-> [`crate::ops::Op`] and back (docs/ws-protocol.md).
+//! - `conn`: one connection: concurrent requests, subscription, pushed events.
+//! - [`changes`] and `watch`: debounced change events from `notify`, filtered by the
+//!   policy.
+//!
+//! Every request goes through [`Gateway::handle`] (policy, audit, backups); the watcher
+//! only reports paths, and never one the policy hides.
+//!
+//! # Start-up order
+//!
+//! [`bind`] the listener before the process confines itself (Landlock), then run
+//! [`serve`] on the runtime. The token file, if any, is read by [`serve`]; under a
+//! Landlock ruleset that does not grant it, read it first with [`Token::from_file`]
+//! and call [`serve_with_token`].
+
+pub mod auth;
+pub mod changes;
+mod conn;
+pub mod protocol;
+pub mod settings;
+mod watch;
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::{self, StatusCode, header};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+pub use auth::{Gatekeeper, Token, TokenError};
+pub use settings::{MAX_MESSAGE_CEILING, WsSettings};
+
+use crate::gateway::Gateway;
+use crate::ops::{PathStyle, RequestCtx};
+use crate::path::RelPath;
+
+/// How long a client may take to complete the HTTP upgrade.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Binds the listener: `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` for `127.0.0.1:PORT`.
+/// The socket is left non-blocking, ready for [`serve`].
+pub fn bind(listen: &str) -> io::Result<TcpListener> {
+    let listen = listen.trim();
+    let listener = if !listen.is_empty() && listen.bytes().all(|b| b.is_ascii_digit()) {
+        let port: u16 = listen.parse().map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("--listen {listen}: not a port number"))
+        })?;
+        TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port))?
+    } else {
+        TcpListener::bind(listen).map_err(|e| {
+            io::Error::new(e.kind(), format!("--listen {listen}: {e} (use HOST:PORT or PORT)"))
+        })?
+    };
+    listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// Serves the files channel on `listener` until an accept error. Reads the token file
+/// named in `settings`, or generates a token and prints it to stderr.
+pub async fn serve(gw: Arc<Gateway>, listener: TcpListener, settings: WsSettings) -> io::Result<()> {
+    let token = match &settings.token_file {
+        Some(path) => Token::from_file(path).map_err(io::Error::other)?,
+        None => {
+            let (token, text) = Token::generate().map_err(io::Error::other)?;
+            // The product of starting the server: the client needs it to connect.
+            eprintln!("fsgate: ws token: {text}");
+            token
+        }
+    };
+    serve_with_token(gw, listener, settings, token).await
+}
+
+/// [`serve`] with a token obtained beforehand.
+pub async fn serve_with_token(
+    gw: Arc<Gateway>,
+    listener: TcpListener,
+    settings: WsSettings,
+    token: Token,
+) -> io::Result<()> {
+    settings
+        .validate()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    listener.set_nonblocking(true)?;
+    let local = listener.local_addr()?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let loopback = local.ip().is_loopback();
+    if !loopback {
+        tracing::warn!(%local, "listening on a non-loopback address: anyone who can reach it and holds the token can use the workspace");
+    }
+    let keeper = Arc::new(Gatekeeper::new(token, &settings.allowed_origins, loopback));
+    let policy_limit = gw.policy().limits().max_message_bytes;
+    let max_message = usize::try_from(settings.effective_max_message(policy_limit)).unwrap_or(usize::MAX);
+    let limits = conn::ConnLimits {
+        max_in_flight: settings.max_in_flight,
+        max_message,
+    };
+    let watcher = match watch::Watcher::start(
+        Arc::clone(&gw),
+        &settings.ignore,
+        Duration::from_millis(settings.debounce_ms),
+    ) {
+        Ok(w) => Some(Arc::new(w)),
+        Err(e) => {
+            tracing::error!("cannot watch the workspace; change events are off: {e}");
+            None
+        }
+    };
+    let connections = Arc::new(Semaphore::new(settings.max_connections));
+    let counter = Arc::new(AtomicU64::new(0));
+    eprintln!("fsgate: ws listening on ws://{local}/");
+    loop {
+        let (tcp, peer) = match listener.accept().await {
+            Ok(a) => a,
+            Err(e) if is_transient(&e) => {
+                tracing::warn!("accept: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let n = counter.fetch_add(1, Ordering::Relaxed) + 1;
+        let job = Accepted {
+            gw: Arc::clone(&gw),
+            keeper: Arc::clone(&keeper),
+            limits,
+            slot: Arc::clone(&connections).try_acquire_owned().ok(),
+            notices: watcher.as_ref().map(|w| w.subscribe()),
+            session: session_id(n),
+            peer,
+        };
+        tokio::spawn(job.run(tcp));
+    }
+}
+
+fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted
+    ) || e.raw_os_error() == Some(rustix::io::Errno::MFILE.raw_os_error())
+        || e.raw_os_error() == Some(rustix::io::Errno::NFILE.raw_os_error())
+}
+
+/// `ws-<n>-<random>`: unique within a run, and across runs for the audit log.
+fn session_id(n: u64) -> String {
+    let mut r = [0u8; 4];
+    let _ = getrandom::fill(&mut r);
+    format!("ws-{n}-{}", hex::encode(r))
+}
+
+/// An accepted TCP connection, before the upgrade.
+struct Accepted {
+    gw: Arc<Gateway>,
+    keeper: Arc<Gatekeeper>,
+    limits: conn::ConnLimits,
+    /// A connection slot, or `None` if all are taken (the upgrade is then refused).
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    notices: Option<tokio::sync::broadcast::Receiver<Arc<watch::Notice>>>,
+    session: String,
+    peer: SocketAddr,
+}
+
+impl Accepted {
+    async fn run(self, tcp: tokio::net::TcpStream) {
+        let _ = tcp.set_nodelay(true);
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(self.limits.max_message))
+            .max_frame_size(Some(self.limits.max_message));
+        let mut subscribe: Option<String> = None;
+        let full = self.slot.is_none();
+        let (keeper, peer, sub) = (&self.keeper, self.peer, &mut subscribe);
+        let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
+            if full {
+                return Err(refuse(StatusCode::SERVICE_UNAVAILABLE, "too many connections", peer));
+            }
+            let query = req.uri().query();
+            match keeper.check(req.headers(), query) {
+                Ok(()) => {
+                    *sub = auth::query_param(query, "subscribe").into_iter().next_back();
+                    Ok(resp)
+                }
+                Err(r) => Err(refuse(r.status, &r.reason, peer)),
+            }
+        };
+        let upgrade = tokio_tungstenite::accept_hdr_async_with_config(tcp, callback, Some(config));
+        let ws = match tokio::time::timeout(HANDSHAKE_TIMEOUT, upgrade).await {
+            Ok(Ok(ws)) => ws,
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, "upgrade failed: {e}");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "upgrade timed out");
+                return;
+            }
+        };
+        let subscription = match subscribe.as_deref().map(RelPath::parse_rooted) {
+            None => Some(RelPath::root()),
+            Some(Ok(rel)) => Some(rel),
+            Some(Err(e)) => {
+                tracing::warn!(%peer, "ignoring ?subscribe: {e}; subscribing to the whole workspace");
+                Some(RelPath::root())
+            }
+        };
+        tracing::info!(session = %self.session, %peer, "ws connection");
+        let ctx = RequestCtx {
+            style: PathStyle::Rooted,
+            session: self.session,
+            transport: "ws",
+            peer: peer.to_string(),
+        };
+        conn::run(ws, self.gw, ctx, self.limits, self.notices, subscription).await;
+        drop(self.slot);
+    }
+}
+
+/// The HTTP response refusing an upgrade (and a log line saying why).
+fn refuse(status: StatusCode, reason: &str, peer: SocketAddr) -> ErrorResponse {
+    tracing::warn!(%peer, status = status.as_u16(), "ws connection refused: {reason}");
+    let mut resp = http::Response::new(Some(format!("{reason}\n")));
+    *resp.status_mut() = status;
+    if status == StatusCode::UNAUTHORIZED {
+        resp.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_port_binds_the_loopback() {
+        let l = bind("0").expect("bind");
+        let addr = l.local_addr().expect("addr");
+        assert!(addr.ip().is_loopback());
+        assert_ne!(addr.port(), 0);
+        let l2 = bind("127.0.0.1:0").expect("bind host:port");
+        assert!(l2.local_addr().expect("addr").ip().is_loopback());
+        assert!(bind("not an address").is_err());
+    }
+
+    #[test]
+    fn session_ids_differ() {
+        assert_ne!(session_id(1), session_id(1));
+        assert!(session_id(7).starts_with("ws-7-"));
+    }
+}

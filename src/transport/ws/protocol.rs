@@ -1,0 +1,401 @@
+//! The files channel's wire format: JSON text messages in, [`Op`]s out, and the
+//! responses and pushed events back. Described for clients in docs/ws-protocol.md.
+
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+use super::changes::{Change, ChangeKind};
+use crate::error::{GatewayError, code};
+use crate::gateway::Gateway;
+use crate::ops::{Encoding, Op, Output, PathStyle};
+
+/// The one channel this server speaks.
+pub const CHANNEL: &str = "files";
+
+/// What a client message asks for.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A filesystem request for the gateway.
+    Op {
+        /// `type` and `requestId`, echoed in the response.
+        head: Head,
+        /// The operation.
+        op: Op,
+        /// The client asked for `"encoding": "base64"` on a read.
+        base64: bool,
+    },
+    /// Push change events for this subtree only (replacing the previous subscription).
+    Subscribe {
+        /// `type` and `requestId`.
+        head: Head,
+        /// Workspace-rooted path of the subtree.
+        path: String,
+    },
+    /// Stop pushing change events.
+    Unsubscribe {
+        /// `type` and `requestId`.
+        head: Head,
+    },
+    /// A message that cannot be served: answer with this error response.
+    Bad(Value),
+}
+
+/// The part of a request its response echoes.
+#[derive(Debug, Clone)]
+pub struct Head {
+    /// The request's `type`.
+    pub kind: String,
+    /// The request's `requestId`, any JSON value but null.
+    pub request_id: Option<Value>,
+}
+
+/// A protocol-level error (not from the gateway).
+fn bad(head: &Head, code: i64, message: impl Into<String>) -> Incoming {
+    Incoming::Bad(error_response(head, code, &message.into(), None))
+}
+
+/// Parses one text message.
+pub fn parse(text: &str) -> Incoming {
+    let unknown = Head {
+        kind: "error".into(),
+        request_id: None,
+    };
+    let msg: Map<String, Value> = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => return bad(&unknown, code::INVALID_REQUEST, "a message must be a JSON object"),
+        Err(e) => return bad(&unknown, code::PARSE_ERROR, format!("invalid JSON: {e}")),
+    };
+    let head = Head {
+        kind: msg.get("type").and_then(Value::as_str).unwrap_or("error").to_string(),
+        request_id: msg.get("requestId").filter(|v| !v.is_null()).cloned(),
+    };
+    match msg.get("channel").and_then(Value::as_str) {
+        Some(CHANNEL) => {}
+        Some(other) => {
+            return bad(&head, code::INVALID_REQUEST, format!("unknown channel {other:?}; only \"files\" is served"));
+        }
+        None => return bad(&head, code::INVALID_REQUEST, "missing \"channel\": \"files\""),
+    }
+    if msg.get("type").and_then(Value::as_str).is_none() {
+        return bad(&head, code::INVALID_REQUEST, "missing \"type\"");
+    }
+    let fields = Fields { msg: &msg };
+    match to_incoming(&head, &fields) {
+        Ok(incoming) => incoming,
+        Err(e) => Incoming::Bad(gateway_error_response(&head, &e)),
+    }
+}
+
+/// Typed access to a message's fields.
+struct Fields<'a> {
+    msg: &'a Map<String, Value>,
+}
+
+impl Fields<'_> {
+    fn string(&self, name: &str) -> Result<Option<String>, GatewayError> {
+        match self.msg.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(GatewayError::InvalidParams(format!("\"{name}\" must be a string"))),
+        }
+    }
+
+    fn required(&self, name: &str) -> Result<String, GatewayError> {
+        self.string(name)?
+            .ok_or_else(|| GatewayError::InvalidParams(format!("missing \"{name}\"")))
+    }
+
+    fn flag(&self, name: &str) -> Result<bool, GatewayError> {
+        match self.msg.get(name) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(GatewayError::InvalidParams(format!("\"{name}\" must be a boolean"))),
+        }
+    }
+
+    /// `encoding`: true for base64, false for utf-8 (the default).
+    fn base64(&self) -> Result<bool, GatewayError> {
+        match self.string("encoding")?.as_deref() {
+            None | Some("utf-8" | "utf8") => Ok(false),
+            Some("base64") => Ok(true),
+            Some(other) => Err(GatewayError::InvalidParams(format!(
+                "unknown encoding {other:?}; use \"utf-8\" or \"base64\""
+            ))),
+        }
+    }
+}
+
+fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
+    let kind = head.kind.as_str();
+    match kind {
+        "subscribe" => {
+            return Ok(Incoming::Subscribe {
+                head: head.clone(),
+                path: f.string("path")?.unwrap_or_else(|| "/".into()),
+            });
+        }
+        "unsubscribe" => return Ok(Incoming::Unsubscribe { head: head.clone() }),
+        _ => {}
+    }
+    let mut base64 = false;
+    let op = match kind {
+        "list" => {
+            if f.flag("recursive")? {
+                return Err(GatewayError::InvalidParams(
+                    "recursive listing is not supported; list each directory".into(),
+                ));
+            }
+            Op::Ls {
+                path: f.string("path")?.unwrap_or_else(|| "/".into()),
+            }
+        }
+        "read" => {
+            base64 = f.base64()?;
+            Op::ReadFile { path: f.required("path")? }
+        }
+        "write" => {
+            let path = f.required("path")?;
+            let content = f.required("content")?;
+            if f.base64()? {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(content.as_bytes())
+                    .map_err(|e| GatewayError::InvalidParams(format!("content is not valid base64: {e}")))?;
+                Op::WriteBytes { path, content: bytes }
+            } else {
+                Op::WriteText { path, content }
+            }
+        }
+        "mkdir" => Op::Mkdir {
+            path: f.required("path")?,
+            recursive: f.flag("recursive")?,
+        },
+        "delete" => Op::Rm {
+            path: f.required("path")?,
+            recursive: f.flag("recursive")?,
+        },
+        "rename" => Op::Rename {
+            from: f.required("oldPath")?,
+            to: f.required("newPath")?,
+        },
+        "stat" => Op::Stat { path: f.required("path")? },
+        other => {
+            return Ok(bad(
+                head,
+                code::METHOD_NOT_FOUND,
+                format!("unknown type {other:?}; expected list, read, write, mkdir, delete, rename, stat, subscribe or unsubscribe"),
+            ));
+        }
+    };
+    if head.request_id.is_none() {
+        return Err(GatewayError::InvalidParams("missing \"requestId\"".into()));
+    }
+    Ok(Incoming::Op { head: head.clone(), op, base64 })
+}
+
+fn envelope(head: &Head) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("channel".into(), CHANNEL.into());
+    m.insert("type".into(), head.kind.clone().into());
+    if let Some(id) = &head.request_id {
+        m.insert("requestId".into(), id.clone());
+    }
+    m
+}
+
+/// `{channel, type, requestId, data}`.
+pub fn data_response(head: &Head, data: Value) -> Value {
+    let mut m = envelope(head);
+    m.insert("data".into(), data);
+    Value::Object(m)
+}
+
+/// `{channel, type, requestId, error: {code, message, rule?, reason?, path?}}`.
+pub fn error_response(head: &Head, code: i64, message: &str, extra: Option<&Value>) -> Value {
+    let mut err = json!({"code": code, "message": message});
+    if let (Some(Value::Object(extra)), Some(obj)) = (extra, err.as_object_mut()) {
+        for key in ["rule", "reason", "path"] {
+            if let Some(v) = extra.get(key) {
+                obj.insert(key.into(), v.clone());
+            }
+        }
+    }
+    let mut m = envelope(head);
+    m.insert("error".into(), err);
+    Value::Object(m)
+}
+
+/// The error response for a gateway failure, with its rule and reason.
+pub fn gateway_error_response(head: &Head, e: &GatewayError) -> Value {
+    error_response(head, e.code(), &e.message(), e.data().as_ref())
+}
+
+/// The `data` of a successful operation, paths workspace-rooted.
+pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
+    let style = PathStyle::Rooted;
+    match out {
+        Output::File { content, encoding } => {
+            if base64 && encoding == Encoding::Utf8 {
+                let b64 = base64::engine::general_purpose::STANDARD.encode(content.as_bytes());
+                json!({"content": b64, "encoding": Encoding::Base64.as_str()})
+            } else {
+                json!({"content": content, "encoding": encoding.as_str()})
+            }
+        }
+        Output::Text(content) => json!({"content": content, "encoding": Encoding::Utf8.as_str()}),
+        Output::Unit => json!({}),
+        Output::Entries(entries) => {
+            let list: Vec<Value> = entries
+                .into_iter()
+                .map(|e| {
+                    json!({
+                        "name": e.name,
+                        "path": gw.show_path(style, &e.path),
+                        "type": e.kind.as_str(),
+                        "size": e.size,
+                        "modified": e.modified,
+                    })
+                })
+                .collect();
+            json!({"entries": list})
+        }
+        Output::Stat { path, info } => json!({
+            "path": gw.show_path(style, &path),
+            "type": info.kind,
+            "size": info.size,
+            "modified": info.modified,
+            "permissions": info.permissions,
+        }),
+        Output::Paths(paths) => {
+            let list: Vec<String> = paths.iter().map(|p| gw.show_path(style, p)).collect();
+            json!({"matches": list})
+        }
+        Output::Grep(hits) => {
+            let list: Vec<Value> = hits
+                .into_iter()
+                .map(|h| json!({"path": gw.show_path(style, &h.path), "lineNumber": h.line_number, "line": h.line}))
+                .collect();
+            json!({"matches": list})
+        }
+    }
+}
+
+/// A pushed `change` event (no requestId).
+pub fn change_event(c: &Change) -> Value {
+    json!({
+        "channel": CHANNEL,
+        "type": "change",
+        "event": c.kind.as_str(),
+        "path": c.path.to_rooted(),
+        "fileType": if c.is_dir { "directory" } else { "file" },
+    })
+}
+
+/// Pushed when events were lost (a slow client, or the kernel queue overflowed):
+/// the client should re-list what it shows.
+pub fn overflow_event(dropped: Option<u64>) -> Value {
+    json!({
+        "channel": CHANNEL,
+        "type": "overflow",
+        "dropped": dropped,
+        "message": "change events were lost; list again to resynchronise",
+    })
+}
+
+impl ChangeKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Create => "create",
+            ChangeKind::Modify => "modify",
+            ChangeKind::Delete => "delete",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(text: &str) -> (Head, Op, bool) {
+        match parse(text) {
+            Incoming::Op { head, op, base64 } => (head, op, base64),
+            other => panic!("expected an op, got {other:?}"),
+        }
+    }
+
+    fn bad_code(text: &str) -> (i64, Value) {
+        match parse(text) {
+            Incoming::Bad(v) => (v["error"]["code"].as_i64().unwrap_or(0), v),
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn maps_every_type_to_its_op() {
+        let (h, o, _) = op(r#"{"channel":"files","type":"list","requestId":7}"#);
+        assert_eq!(h.request_id, Some(json!(7)));
+        assert!(matches!(o, Op::Ls { path } if path == "/"));
+        let (_, o, b) = op(r#"{"channel":"files","type":"read","requestId":"a","path":"/x","encoding":"base64"}"#);
+        assert!(b);
+        assert!(matches!(o, Op::ReadFile { path } if path == "/x"));
+        let (_, o, _) = op(r#"{"channel":"files","type":"write","requestId":1,"path":"/b","content":"AAE=","encoding":"base64"}"#);
+        assert!(matches!(o, Op::WriteBytes { content, .. } if content == vec![0, 1]));
+        let (_, o, _) = op(r#"{"channel":"files","type":"write","requestId":1,"path":"/t","content":"hi"}"#);
+        assert!(matches!(o, Op::WriteText { content, .. } if content == "hi"));
+        let (_, o, _) = op(r#"{"channel":"files","type":"mkdir","requestId":1,"path":"/d","recursive":true}"#);
+        assert!(matches!(o, Op::Mkdir { recursive: true, .. }));
+        let (_, o, _) = op(r#"{"channel":"files","type":"delete","requestId":1,"path":"/d"}"#);
+        assert!(matches!(o, Op::Rm { recursive: false, .. }));
+        let (_, o, _) = op(r#"{"channel":"files","type":"rename","requestId":1,"oldPath":"/a","newPath":"/b"}"#);
+        assert!(matches!(o, Op::Rename { from, to } if from == "/a" && to == "/b"));
+        let (_, o, _) = op(r#"{"channel":"files","type":"stat","requestId":1,"path":"/a"}"#);
+        assert!(matches!(o, Op::Stat { .. }));
+    }
+
+    #[test]
+    fn malformed_messages_get_the_contract_codes_and_keep_the_request_id() {
+        assert_eq!(bad_code("{nope").0, code::PARSE_ERROR);
+        assert_eq!(bad_code("[1]").0, code::INVALID_REQUEST);
+        assert_eq!(bad_code(r#"{"channel":"x","type":"list","requestId":1}"#).0, code::INVALID_REQUEST);
+        let (c, v) = bad_code(r#"{"channel":"files","type":"frob","requestId":"q"}"#);
+        assert_eq!(c, code::METHOD_NOT_FOUND);
+        assert_eq!(v["requestId"], json!("q"));
+        assert_eq!(v["type"], json!("frob"));
+        let (c, v) = bad_code(r#"{"channel":"files","type":"read","requestId":3}"#);
+        assert_eq!(c, code::INVALID_PARAMS);
+        assert_eq!(v["requestId"], json!(3));
+        assert_eq!(bad_code(r#"{"channel":"files","type":"read","path":"/a"}"#).0, code::INVALID_PARAMS);
+        assert_eq!(
+            bad_code(r#"{"channel":"files","type":"write","requestId":1,"path":"/a","content":"!!","encoding":"base64"}"#).0,
+            code::INVALID_PARAMS
+        );
+        assert_eq!(
+            bad_code(r#"{"channel":"files","type":"read","requestId":1,"path":"/a","encoding":"latin1"}"#).0,
+            code::INVALID_PARAMS
+        );
+    }
+
+    #[test]
+    fn subscribe_defaults_to_the_root() {
+        match parse(r#"{"channel":"files","type":"subscribe"}"#) {
+            Incoming::Subscribe { path, head } => {
+                assert_eq!(path, "/");
+                assert!(head.request_id.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(parse(r#"{"channel":"files","type":"unsubscribe"}"#), Incoming::Unsubscribe { .. }));
+    }
+
+    #[test]
+    fn refusals_carry_rule_and_reason() {
+        let head = Head { kind: "read".into(), request_id: Some(json!(1)) };
+        let e = GatewayError::Refused { reason: "secret".into(), rule: "secrets:dotenv".into(), path: "/.env".into() };
+        let v = gateway_error_response(&head, &e);
+        assert_eq!(v["error"]["code"], json!(code::REFUSED));
+        assert_eq!(v["error"]["rule"], json!("secrets:dotenv"));
+        assert_eq!(v["error"]["reason"], json!("secret"));
+        assert_eq!(v["requestId"], json!(1));
+        assert_eq!(v["channel"], json!("files"));
+    }
+}

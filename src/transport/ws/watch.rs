@@ -1,0 +1,367 @@
+//! The change watcher: `notify` (inotify on Linux) on every non-ignored directory of
+//! the workspace, debounced by [`Coalescer`], filtered by the policy, and broadcast to
+//! the connections.
+//!
+//! Directories are watched one by one (non-recursive watches) rather than with one
+//! recursive watch, so that ignored trees such as `node_modules` cost no inotify
+//! watches, symlinks are never followed, and a directory moved inside the workspace is
+//! re-watched under its new name. It only reports paths: every read or write still goes
+//! through the gateway.
+//!
+//! # Ambient Authority
+//! inotify watches are added by absolute path under the workspace root (the kernel API
+//! has no handle-relative form). Which directories to watch is decided by listing them
+//! through the workspace's capability handle, never by following a path.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use notify::event::{EventKind, ModifyKind, RenameMode};
+use notify::{Config, RecommendedWatcher, RecursiveMode, Watcher as _};
+use tokio::sync::broadcast;
+
+use super::changes::{Change, ChangeKind, Coalescer};
+use crate::gateway::Gateway;
+use crate::path::RelPath;
+use crate::policy::{EntryKind, OpClass, Policy};
+use crate::workspace::EntryType;
+
+/// Prefix of the gateway's own temporary files (atomic writes): never reported.
+/// Mirrors `workspace::walk::TEMP_PREFIX`, which is private to the workspace module.
+const TEMP_PREFIX: &str = ".fsgate-tmp-";
+
+/// Notices buffered per connection before a slow one starts losing them.
+const BROADCAST_CAPACITY: usize = 4096;
+
+/// Deepest directory nesting watched.
+const MAX_DEPTH: usize = 256;
+
+/// What the watcher tells the connections.
+#[derive(Debug, Clone)]
+pub enum Notice {
+    /// A change to a path the policy lets clients see.
+    Change(Change),
+    /// Events were lost (the kernel queue overflowed): clients should re-list.
+    Overflow,
+}
+
+enum Msg {
+    Raw(notify::Result<notify::Event>),
+    Stop,
+}
+
+/// The running watcher; dropping it stops the thread.
+pub struct Watcher {
+    /// To stop the thread.
+    tx: mpsc::Sender<Msg>,
+    /// Where notices are published.
+    notices: broadcast::Sender<Arc<Notice>>,
+    /// The watcher thread.
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watcher {
+    /// Starts watching the gateway's workspace; returns at once (the initial scan runs
+    /// on the watcher's own thread).
+    pub fn start(gw: Arc<Gateway>, ignore: &[String], debounce: Duration) -> notify::Result<Watcher> {
+        let (tx, rx) = mpsc::channel();
+        let handler_tx = tx.clone();
+        let handler = move |ev: notify::Result<notify::Event>| {
+            let _ = handler_tx.send(Msg::Raw(ev));
+        };
+        let backend = RecommendedWatcher::new(handler, Config::default().with_follow_symlinks(false))?;
+        let (notices, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let mut state = State {
+            root: gw.workspace().root_path().to_path_buf(),
+            gw,
+            backend,
+            ignore: ignore.iter().cloned().collect(),
+            watched: HashSet::new(),
+            co: Coalescer::new(debounce),
+            out: notices.clone(),
+            warned_limit: false,
+        };
+        let thread = std::thread::Builder::new()
+            .name("fsgate-watch".into())
+            .spawn(move || {
+                state.scan(&RelPath::root(), Scan::Initial);
+                tracing::debug!(dirs = state.watched.len(), "watcher ready");
+                state.run(&rx);
+            })
+            .map_err(|e| notify::Error::io(e))?;
+        Ok(Watcher {
+            tx,
+            notices,
+            thread: Some(thread),
+        })
+    }
+
+    /// A receiver of every notice from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Notice>> {
+        self.notices.subscribe()
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Msg::Stop);
+        // Not joined: the thread may be in a long initial scan, and drop may run on the
+        // async runtime; it exits at its next message.
+        drop(self.thread.take());
+    }
+}
+
+/// Why a directory is being scanned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scan {
+    /// At start: record what exists, report nothing.
+    Initial,
+    /// A directory appeared: its entries are new too (report them).
+    Appeared,
+    /// The kernel queue overflowed: compare with what is known.
+    Rescan,
+}
+
+struct State {
+    root: PathBuf,
+    gw: Arc<Gateway>,
+    backend: RecommendedWatcher,
+    ignore: HashSet<String>,
+    /// Directories with a watch.
+    watched: HashSet<RelPath>,
+    co: Coalescer,
+    out: broadcast::Sender<Arc<Notice>>,
+    /// The inotify watch limit was hit and logged.
+    warned_limit: bool,
+}
+
+impl State {
+    fn run(&mut self, rx: &mpsc::Receiver<Msg>) {
+        loop {
+            let wait = self
+                .co
+                .next_deadline()
+                .map_or(Duration::from_secs(3600), |d| d.saturating_duration_since(Instant::now()));
+            match rx.recv_timeout(wait) {
+                Ok(Msg::Raw(Ok(ev))) => self.on_event(ev),
+                Ok(Msg::Raw(Err(e))) => self.on_error(&e),
+                Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            self.flush(Instant::now());
+        }
+    }
+
+    fn on_event(&mut self, ev: notify::Event) {
+        if ev.need_rescan() {
+            tracing::warn!("the kernel's event queue overflowed; rescanning the workspace");
+            let _ = self.out.send(Arc::new(Notice::Overflow));
+            self.scan(&RelPath::root(), Scan::Rescan);
+            return;
+        }
+        match ev.kind {
+            // `From` and `To` arrive on their own as well.
+            EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => return,
+            EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) => {}
+            // Opens and closes (reads) change nothing.
+            EventKind::Access(_) | EventKind::Any | EventKind::Other => return,
+        }
+        let now = Instant::now();
+        for p in &ev.paths {
+            if let Some(rel) = self.rel(p) {
+                self.co.note(rel, now);
+            }
+        }
+    }
+
+    fn on_error(&mut self, e: &notify::Error) {
+        if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
+            if !self.warned_limit {
+                self.warned_limit = true;
+                tracing::warn!("inotify watch limit reached: changes in some directories will not be reported (raise fs.inotify.max_user_watches or add [ws] ignore entries)");
+            }
+        } else {
+            tracing::debug!("watcher: {e}");
+        }
+    }
+
+    /// The workspace path of an absolute event path, unless it is ignored.
+    fn rel(&self, p: &std::path::Path) -> Option<RelPath> {
+        let rest = p.strip_prefix(&self.root).ok()?.to_str()?;
+        let rel = RelPath::parse_rooted(rest).ok()?;
+        (!rel.is_root() && !self.ignored(&rel)).then_some(rel)
+    }
+
+    fn ignored(&self, rel: &RelPath) -> bool {
+        rel.components().any(|c| self.ignore.contains(c))
+            || rel.file_name().is_some_and(|n| n.starts_with(TEMP_PREFIX))
+    }
+
+    fn flush(&mut self, now: Instant) {
+        let due = self.co.due(now);
+        if due.is_empty() {
+            return;
+        }
+        let pol = self.gw.policy();
+        for path in due {
+            let state = self.kind_now(&path);
+            for change in self.co.settle(&path, state) {
+                match change.kind {
+                    ChangeKind::Create if change.is_dir => self.scan(&path, Scan::Appeared),
+                    ChangeKind::Delete if change.is_dir => self.unwatch_beneath(&path),
+                    _ => {}
+                }
+                if reportable(&pol, &change) {
+                    let _ = self.out.send(Arc::new(Notice::Change(change)));
+                }
+            }
+        }
+    }
+
+    /// `Some(is_dir)` if something is at `path` now (symlinks not followed).
+    fn kind_now(&self, path: &RelPath) -> Option<bool> {
+        let root = self.gw.workspace().root_dir();
+        root.symlink_metadata(path.as_fs_path())
+            .ok()
+            .map(|m| m.is_dir())
+    }
+
+    /// Watches `start` and every non-ignored directory beneath it, watching each
+    /// directory before listing it so nothing created in between is missed.
+    fn scan(&mut self, start: &RelPath, why: Scan) {
+        let mut seen: HashSet<RelPath> = HashSet::new();
+        let mut stack = vec![(start.clone(), 0usize)];
+        let now = Instant::now();
+        while let Some((dir, depth)) = stack.pop() {
+            self.watch(&dir);
+            let Ok(entries) = self.gw.workspace().list_dir(&dir) else {
+                continue; // Gone already: its own event will say so.
+            };
+            for e in entries {
+                if self.ignored(&e.path) {
+                    continue;
+                }
+                let is_dir = e.kind == EntryType::Directory;
+                match why {
+                    Scan::Initial => self.co.record(e.path.clone(), is_dir),
+                    Scan::Appeared | Scan::Rescan => {
+                        if why == Scan::Rescan {
+                            seen.insert(e.path.clone());
+                        }
+                        if !self.co.knows(&e.path) {
+                            self.co.note(e.path.clone(), now);
+                            // Its settling scans it; descending here would record it
+                            // as known before it is reported.
+                            continue;
+                        }
+                    }
+                }
+                if is_dir && depth < MAX_DEPTH {
+                    stack.push((e.path, depth + 1));
+                }
+            }
+        }
+        if why == Scan::Rescan {
+            for p in self.co.known_paths() {
+                if p.starts_with(start) && !seen.contains(&p) {
+                    self.co.note(p, now);
+                }
+            }
+        }
+    }
+
+    fn watch(&mut self, dir: &RelPath) {
+        let abs = self.root.join(dir.as_fs_path());
+        match self.backend.watch(&abs, RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                self.watched.insert(dir.clone());
+            }
+            Err(e) => self.on_error(&e),
+        }
+    }
+
+    fn unwatch_beneath(&mut self, dir: &RelPath) {
+        let gone: Vec<RelPath> = self.watched.iter().filter(|w| w.starts_with(dir)).cloned().collect();
+        for w in gone {
+            // A directory moved out keeps its inotify watch (it follows the inode):
+            // remove it, or its new home would be reported under the old name.
+            let _ = self.backend.unwatch(&self.root.join(w.as_fs_path()));
+            self.watched.remove(&w);
+        }
+    }
+}
+
+/// True if the policy lets a client see `change.path`: a file must be readable, a
+/// directory listable, and every directory above it listable (as for a listing).
+pub(crate) fn reportable(pol: &Policy, change: &Change) -> bool {
+    let own = if change.is_dir {
+        pol.decide(OpClass::List, &change.path, EntryKind::Dir)
+    } else {
+        pol.decide(OpClass::Read, &change.path, EntryKind::File)
+    };
+    if !own.allowed() {
+        return false;
+    }
+    let mut up = change.path.parent();
+    while let Some(dir) = up {
+        if dir.is_root() {
+            break;
+        }
+        if !pol.decide(OpClass::List, &dir, EntryKind::Dir).allowed() {
+            return false;
+        }
+        up = dir.parent();
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &str, is_dir: bool) -> Change {
+        Change {
+            kind: ChangeKind::Create,
+            path: RelPath::parse_rooted(path).expect("path"),
+            is_dir,
+        }
+    }
+
+    #[test]
+    fn the_default_policy_hides_secrets_and_what_lies_beneath_them() {
+        let pol = Policy::builtin_default().expect("default policy");
+        assert!(reportable(&pol, &change("src/a.ts", false)));
+        assert!(reportable(&pol, &change("src", true)));
+        assert!(!reportable(&pol, &change(".env", false)));
+        assert!(!reportable(&pol, &change("config/.env.local", false)));
+        assert!(!reportable(&pol, &change(".ssh", true)));
+        assert!(!reportable(&pol, &change(".ssh/known_hosts", false)));
+    }
+
+    #[test]
+    fn a_readable_file_under_an_unlistable_directory_is_not_reported() {
+        let pol = Policy::from_toml(
+            r#"
+version = 1
+[[rule]]
+id = "read-all"
+effect = "allow"
+ops = ["read", "list"]
+paths = ["**"]
+[[rule]]
+id = "no-listing-private"
+effect = "deny"
+ops = ["list"]
+paths = ["private"]
+"#,
+            "test",
+        )
+        .expect("policy");
+        assert!(reportable(&pol, &change("public/a.txt", false)));
+        assert!(!reportable(&pol, &change("private/a.txt", false)));
+    }
+}

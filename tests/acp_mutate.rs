@@ -1,0 +1,145 @@
+//! Integration tests for `_fsgate/mkdir`, `_fsgate/rm` and `_fsgate/rename`.
+
+use serde_json::{Value, json};
+
+use crate::common::{Gate, NOT_FOUND, assert_code};
+
+#[test]
+fn mkdir_creates_directory() {
+    let g = Gate::start();
+    let r = g.ok("_fsgate/mkdir", json!({"path": g.abs("newdir")}));
+    assert_eq!(r, Value::Null);
+    assert!(g.path("newdir").is_dir());
+}
+
+#[test]
+fn mkdir_nested_needs_recursive() {
+    let g = Gate::start();
+    let e = g.err("_fsgate/mkdir", json!({"path": g.abs("x/y/z")}));
+    assert_ne!(
+        e.code,
+        crate::common::INTERNAL,
+        "a missing parent is not an internal error: {e:?}"
+    );
+    assert!(
+        !g.exists("x"),
+        "non-recursive mkdir must not create parents"
+    );
+    g.ok(
+        "_fsgate/mkdir",
+        json!({"path": g.abs("x/y/z"), "recursive": true}),
+    );
+    assert!(g.path("x/y/z").is_dir());
+}
+
+#[test]
+fn rm_file() {
+    let g = Gate::start();
+    g.put("gone.txt", "bye");
+    let r = g.ok("_fsgate/rm", json!({"path": g.abs("gone.txt")}));
+    assert_eq!(r, Value::Null);
+    assert!(!g.exists("gone.txt"));
+}
+
+#[test]
+fn rm_missing_is_not_found() {
+    let g = Gate::start();
+    assert_code(
+        g.call("_fsgate/rm", json!({"path": g.abs("never.txt")})),
+        NOT_FOUND,
+    );
+}
+
+#[test]
+fn rm_empty_directory() {
+    let g = Gate::start();
+    std::fs::create_dir(g.path("e")).expect("mkdir");
+    g.ok("_fsgate/rm", json!({"path": g.abs("e")}));
+    assert!(!g.exists("e"));
+}
+
+#[test]
+fn rm_non_empty_directory_requires_recursive() {
+    let g = Gate::start();
+    g.put("full/a.txt", "a");
+    g.put("full/sub/b.txt", "b");
+    g.err("_fsgate/rm", json!({"path": g.abs("full")}));
+    assert_eq!(
+        g.get("full/a.txt").as_deref(),
+        Some(&b"a"[..]),
+        "failed rm must not remove anything"
+    );
+    assert_eq!(g.get("full/sub/b.txt").as_deref(), Some(&b"b"[..]));
+    g.ok(
+        "_fsgate/rm",
+        json!({"path": g.abs("full"), "recursive": true}),
+    );
+    assert!(!g.exists("full"));
+}
+
+#[test]
+fn rm_symlink_removes_link_not_target() {
+    let g = Gate::start();
+    g.put("target.txt", "still here");
+    g.symlink("target.txt", "link.txt");
+    g.ok("_fsgate/rm", json!({"path": g.abs("link.txt")}));
+    assert!(!g.exists("link.txt"), "the link must be gone");
+    assert_eq!(
+        g.get("target.txt").as_deref(),
+        Some(&b"still here"[..]),
+        "the target must survive"
+    );
+}
+
+#[test]
+fn rm_symlink_to_directory_removes_link_not_contents() {
+    let g = Gate::start();
+    g.put("realdir/keep.txt", "keep");
+    g.symlink("realdir", "dirlink");
+    // Removing the link is allowed to be refused, but it must never empty the target.
+    let _ = g.call(
+        "_fsgate/rm",
+        json!({"path": g.abs("dirlink"), "recursive": true}),
+    );
+    assert_eq!(
+        g.get("realdir/keep.txt").as_deref(),
+        Some(&b"keep"[..]),
+        "rm followed the symlink"
+    );
+    g.ok("_fsgate/rm", json!({"path": g.abs("dirlink")}));
+    assert!(!g.exists("dirlink"));
+    assert_eq!(g.get("realdir/keep.txt").as_deref(), Some(&b"keep"[..]));
+}
+
+#[test]
+fn rename_file_and_directory() {
+    let g = Gate::start();
+    g.put("old.txt", "content");
+    let r = g.ok(
+        "_fsgate/rename",
+        json!({"oldPath": g.abs("old.txt"), "newPath": g.abs("new.txt")}),
+    );
+    assert_eq!(r, Value::Null);
+    assert!(!g.exists("old.txt"));
+    assert_eq!(g.get("new.txt").as_deref(), Some(&b"content"[..]));
+    g.put("d1/inner.txt", "i");
+    g.ok(
+        "_fsgate/rename",
+        json!({"oldPath": g.abs("d1"), "newPath": g.abs("d2")}),
+    );
+    assert_eq!(g.get("d2/inner.txt").as_deref(), Some(&b"i"[..]));
+    assert!(!g.exists("d1"));
+}
+
+#[test]
+fn rename_missing_source_is_not_found() {
+    let g = Gate::start();
+    assert_code(
+        g.call(
+            "_fsgate/rename",
+            json!({"oldPath": g.abs("ghost"), "newPath": g.abs("b")}),
+        ),
+        NOT_FOUND,
+    );
+    assert!(!g.exists("b"));
+}

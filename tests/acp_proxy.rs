@@ -1,0 +1,15 @@
+//! `fsgate acp` with real peers: agents built on the published ACP SDKs (Python and
+//! TypeScript, tests/peers/acp/) run behind the proxy while these tests play the editor.
+//!
+//! The peers come from `./scripts/install-peers.sh` (.peers/, gitignored). Without them
+//! a test prints `SKIPPED: <reason>` and passes, except under `CI` or
+//! `FSGATE_REQUIRE_PEERS`, where a missing peer is a failure.
+
+// Spawns `fsgate acp -- AGENT` and speaks raw JSON-RPC lines as the editor.
+mod editor;
+// Every check once per SDK agent: read, write, refusals, capabilities, ids, lifecycle.
+mod sdk;
+// Extras with a raw-JSON fake agent: ids of both types, disguised requests, EOF.
+mod raw;
+// --confine-agent: no direct access to the workspace or home, the gateway still works.
+mod confine;

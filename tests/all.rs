@@ -1,0 +1,31 @@
+//! The one integration test binary: spawns the real `fsgate` and checks it against CONTRACT.md.
+
+// Harness: spawn `fsgate serve`, talk JSON-RPC, time out instead of hanging.
+mod common;
+
+// initialize, fs/read_text_file windows, _fsgate/read_file.
+mod acp_read;
+// fs/write_text_file: create-on-write, parents, atomic replace.
+mod acp_write;
+// _fsgate/ls, stat, glob, grep.
+mod acp_listing;
+// _fsgate/edit_text_file exactly-once semantics.
+mod acp_edit;
+// _fsgate/mkdir, rm, rename.
+mod acp_mutate;
+// JSON-RPC errors, oversized lines, ids, concurrency, EOF, clean stdout.
+mod acp_errors;
+// Escapes by path text: outside absolute paths, prefixes, `..`, /proc/self/root, NUL.
+mod escape_paths;
+// Escapes through symlinks, including links inside that lead to denied paths.
+mod escape_symlinks;
+// Escapes through hard links, FIFOs, sockets, devices and swap races.
+mod escape_special;
+// Secrets: odd case, rename, edit, and leaks through ls/glob/grep.
+mod escape_secrets;
+// Custom policies: read-only, default-deny, extensions, binary, limits.
+mod policy_custom;
+// Command line: help text, invalid policies and workspaces refuse to start.
+mod cli;
+// `fsgate acp` with real ACP SDK agents behind the proxy.
+mod acp_proxy;

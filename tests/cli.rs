@@ -1,0 +1,173 @@
+//! Integration tests for the command line: help text, and refusing to start on a bad policy
+//! or a bad workspace before serving anything.
+
+use std::process::{Command, Stdio};
+
+use crate::common::{TIMEOUT, bin, policy_with, run_cli, wait_output};
+
+#[test]
+fn top_level_help_names_serve() {
+    let out = run_cli(&["--help"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("serve"),
+        "--help must list the serve command:\n{text}"
+    );
+}
+
+#[test]
+fn serve_help_explains_each_flag() {
+    let out = run_cli(&["serve", "--help"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    for flag in [
+        "--workspace",
+        "--policy",
+        "--transport",
+        "--listen",
+        "--audit-log",
+        "--backup-dir",
+    ] {
+        let i = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(flag) || l.contains(&format!(", {flag}")))
+            .unwrap_or_else(|| panic!("serve --help does not list {flag}:\n{text}"));
+        // The explanation follows the flag on its line, or on the next line in long help.
+        let rest = lines[i].split_once(flag).map_or("", |(_, r)| r).to_owned()
+            + lines.get(i + 1).copied().unwrap_or("");
+        let words = rest
+            .split_whitespace()
+            .filter(|w| !w.starts_with('<') && !w.starts_with('-'))
+            .count();
+        assert!(
+            words >= 3,
+            "serve --help lists {flag} without explaining it:\n{text}"
+        );
+    }
+}
+
+/// Starts `serve` with `policy`, keeping stdin open: a bad policy must make it exit on its own.
+fn serve_with_policy_text(policy: &str) -> (std::process::Output, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("mkdir ws");
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, policy).expect("write policy");
+    let mut child = Command::new(bin())
+        .arg("serve")
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--policy")
+        .arg(&file)
+        .arg("--audit-log")
+        .arg(dir.path().join("audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(dir.path().join("backups"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn fsgate");
+    let out = wait_output(&mut child, TIMEOUT);
+    (out, dir)
+}
+
+fn assert_refuses_policy(policy: &str, must_name: &str) {
+    let (out, _dir) = serve_with_policy_text(policy);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "serve accepted an invalid policy (must name {must_name}); stderr:\n{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "nothing may be served on an invalid policy: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr.contains(must_name),
+        "the error must name {must_name:?}; stderr:\n{stderr}"
+    );
+}
+
+#[test]
+fn unknown_key_in_limits_is_a_load_error_naming_it() {
+    let policy = policy_with(1000, 1000, "deny", "")
+        .replace("max_read_bytes = 1000", "max_reed_bytes = 1000");
+    assert_refuses_policy(&policy, "max_reed_bytes");
+}
+
+#[test]
+fn unknown_key_in_rule_is_a_load_error_naming_it() {
+    let policy =
+        policy_with(1000, 1000, "deny", "").replacen("effect = \"allow\"", "efect = \"allow\"", 1);
+    assert_refuses_policy(&policy, "efect");
+}
+
+#[test]
+fn unknown_top_level_key_is_a_load_error_naming_it() {
+    let policy = format!(
+        "allow_everything = true\n{}",
+        policy_with(1000, 1000, "deny", "")
+    );
+    assert_refuses_policy(&policy, "allow_everything");
+}
+
+#[test]
+fn bad_glob_is_a_load_error_naming_the_key() {
+    let policy =
+        policy_with(1000, 1000, "deny", "").replacen("paths = [\"**\"]", "paths = [\"src/[a\"]", 1);
+    assert_refuses_policy(&policy, "paths");
+}
+
+#[test]
+fn bad_regex_is_a_load_error_naming_the_key() {
+    let policy = policy_with(1000, 1000, "deny", "").replace(
+        "patterns = []",
+        r#"patterns = [{ id = "broken", regex = "(unclosed" }]"#,
+    );
+    assert_refuses_policy(&policy, "regex");
+}
+
+#[test]
+fn bad_binary_mode_is_a_load_error() {
+    let policy = policy_with(1000, 1000, "maybe", "");
+    assert_refuses_policy(&policy, "binary");
+}
+
+#[test]
+fn missing_policy_file_refuses_to_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().to_string_lossy().into_owned();
+    let missing = dir.path().join("nope.toml").to_string_lossy().into_owned();
+    let out = run_cli(&["serve", "--workspace", &ws, "--policy", &missing]);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn missing_or_nonexistent_workspace_refuses_to_start() {
+    let out = run_cli(&["serve"]);
+    assert!(
+        !out.status.success(),
+        "serve without --workspace must fail: {out:?}"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ghost = dir
+        .path()
+        .join("does-not-exist")
+        .to_string_lossy()
+        .into_owned();
+    let out = run_cli(&["serve", "--workspace", &ghost]);
+    assert!(
+        !out.status.success(),
+        "serve on a missing workspace must fail: {out:?}"
+    );
+    assert!(
+        !out.stderr.is_empty(),
+        "the failure must be explained on stderr"
+    );
+    assert!(out.stdout.is_empty());
+}

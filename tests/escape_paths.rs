@@ -1,0 +1,196 @@
+//! Escape tests by path text: absolute paths outside the root, sibling-prefix paths, `..`,
+//! `/proc/self/root` and NUL bytes. Every one must be refused before anything is touched.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::common::{Gate, INVALID_PARAMS, REFUSED, assert_refused_any};
+
+/// Every operation aimed at `target` (an absolute path string naming an existing file
+/// outside the workspace, whose directory is `dir`) must be refused with -32003 and leave
+/// the outside untouched.
+fn assert_every_op_refused(g: &Gate, target: &str, dir: &str, secret: &[u8]) {
+    let leaked = |e: &crate::common::RpcError| {
+        e.message.contains("OUTSIDE")
+            || e.data
+                .as_ref()
+                .is_some_and(|d| d.to_string().contains("OUTSIDE"))
+    };
+    for (method, params) in [
+        ("fs/read_text_file", json!({"path": target})),
+        ("_fsgate/read_file", json!({"path": target})),
+        ("_fsgate/stat", json!({"path": target})),
+        ("_fsgate/ls", json!({"path": dir})),
+        ("_fsgate/grep", json!({"pattern": "OUTSIDE", "path": dir})),
+        (
+            "fs/write_text_file",
+            json!({"path": target, "content": "pwned"}),
+        ),
+        (
+            "_fsgate/edit_text_file",
+            json!({"path": target, "oldText": "OUTSIDE", "newText": "pwned"}),
+        ),
+        ("_fsgate/rm", json!({"path": target})),
+        ("_fsgate/mkdir", json!({"path": format!("{dir}/newdir")})),
+        (
+            "fs/write_text_file",
+            json!({"path": format!("{dir}/created.txt"), "content": "pwned"}),
+        ),
+        (
+            "_fsgate/rename",
+            json!({"oldPath": target, "newPath": g.abs("stolen.txt")}),
+        ),
+        (
+            "_fsgate/rename",
+            json!({"oldPath": g.abs("inside.txt"), "newPath": format!("{dir}/planted.txt")}),
+        ),
+    ] {
+        let e = assert_refused_any(g.call(method, params.clone()));
+        assert!(
+            !leaked(&e),
+            "{method} {params} leaked outside content in its error: {e:?}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(target).ok().as_deref(),
+        Some(secret),
+        "the outside file was modified"
+    );
+    for name in ["newdir", "created.txt", "planted.txt"] {
+        assert!(
+            !PathBuf::from(dir).join(name).exists(),
+            "{name} was created outside the workspace"
+        );
+    }
+    assert!(
+        !g.exists("stolen.txt"),
+        "an outside file was renamed into the workspace"
+    );
+    assert_eq!(
+        g.get("inside.txt").as_deref(),
+        Some(&b"inside"[..]),
+        "inside file moved out"
+    );
+}
+
+#[test]
+fn absolute_path_outside_root_is_refused_for_every_op() {
+    let g = Gate::start();
+    g.put("inside.txt", "inside");
+    let secret = g.put_outside("secret.txt", "OUTSIDE secret\n");
+    let dir = g.outside.to_string_lossy().into_owned();
+    assert_every_op_refused(&g, &secret.to_string_lossy(), &dir, b"OUTSIDE secret\n");
+}
+
+/// Removes the sibling directory it names on drop (it is not inside any tempdir).
+struct SiblingDir(PathBuf);
+impl Drop for SiblingDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn sibling_directory_sharing_the_root_prefix_is_refused() {
+    // The classic string-prefix bug: `/tmp/ws` is a prefix of `/tmp/ws_evil/secret.txt`.
+    let g = Gate::start();
+    g.put("inside.txt", "inside");
+    let sibling = SiblingDir(PathBuf::from(format!("{}_evil", g.abs(""))));
+    std::fs::create_dir(&sibling.0).expect("create sibling dir");
+    let secret = sibling.0.join("secret.txt");
+    std::fs::write(&secret, "OUTSIDE sibling\n").expect("write sibling secret");
+    assert_every_op_refused(
+        &g,
+        &secret.to_string_lossy(),
+        &sibling.0.to_string_lossy(),
+        b"OUTSIDE sibling\n",
+    );
+}
+
+#[test]
+fn dot_dot_escape_is_refused_for_every_op() {
+    let g = Gate::start();
+    g.put("inside.txt", "inside");
+    g.put("sub/x.txt", "x");
+    let secret = g.put_outside("secret.txt", "OUTSIDE dotdot\n");
+    let outside_name = g
+        .outside
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    let dir = format!("{}/sub/../../{outside_name}", g.abs(""));
+    let target = format!("{dir}/secret.txt");
+    assert_every_op_refused(&g, &target, &dir, b"OUTSIDE dotdot\n");
+    let direct = format!("{}/../{outside_name}/secret.txt", g.abs(""));
+    assert_refused_any(g.call("fs/read_text_file", json!({"path": direct})));
+    assert_eq!(
+        std::fs::read(&secret).ok().as_deref(),
+        Some(&b"OUTSIDE dotdot\n"[..])
+    );
+}
+
+#[test]
+fn dot_dot_to_root_parent_is_refused() {
+    let g = Gate::start();
+    assert_refused_any(g.call("_fsgate/ls", json!({"path": format!("{}/..", g.abs(""))})));
+    assert_refused_any(g.call(
+        "_fsgate/stat",
+        json!({"path": format!("{}/a/../..", g.abs(""))}),
+    ));
+}
+
+#[test]
+fn proc_self_root_is_refused() {
+    let g = Gate::start();
+    g.put("inside.txt", "inside");
+    let secret = g.put_outside("secret.txt", "OUTSIDE proc\n");
+    // The workspace seen through /proc/self/root is still outside the root as a path.
+    let via_proc_ws = format!("/proc/self/root{}", g.abs("inside.txt"));
+    assert_refused_any(g.call("fs/read_text_file", json!({"path": via_proc_ws})));
+    let via_proc_out = format!("/proc/self/root{}", secret.to_string_lossy());
+    let e = assert_refused_any(g.call("fs/read_text_file", json!({"path": via_proc_out})));
+    assert!(!e.message.contains("OUTSIDE"), "{e:?}");
+    // The same through a symlink inside the workspace.
+    g.symlink("/proc/self/root", "procroot");
+    let via_link = format!("{}{}", g.abs("procroot"), secret.to_string_lossy());
+    assert_refused_any(g.call("fs/read_text_file", json!({"path": via_link})));
+    assert_refused_any(g.call("_fsgate/ls", json!({"path": g.abs("procroot")})));
+    g.symlink("/proc/self/cwd", "proccwd");
+    assert_refused_any(g.call("_fsgate/ls", json!({"path": g.abs("proccwd")})));
+}
+
+#[test]
+fn nul_byte_in_path_is_refused() {
+    let g = Gate::start();
+    g.put("a.txt", "plain a");
+    g.put(".env", "SECRET=1");
+    for (method, params) in [
+        (
+            "fs/read_text_file",
+            json!({"path": format!("{}\u{0}.env", g.abs("a.txt"))}),
+        ),
+        (
+            "fs/read_text_file",
+            json!({"path": format!("{}\u{0}", g.abs("a.txt"))}),
+        ),
+        (
+            "fs/write_text_file",
+            json!({"path": format!("{}\u{0}x", g.abs("a.txt")), "content": "pwned"}),
+        ),
+        (
+            "_fsgate/ls",
+            json!({"path": format!("{}\u{0}/..", g.abs(""))}),
+        ),
+    ] {
+        match g.call(method, params.clone()) {
+            Ok(v) => panic!("{method} with a NUL byte in the path succeeded: {v}"),
+            Err(e) => assert!(
+                e.code == INVALID_PARAMS || e.code == REFUSED,
+                "{method} {params}: a NUL byte must be refused as invalid params or by policy, got {e:?}"
+            ),
+        }
+    }
+    assert_eq!(g.get("a.txt").as_deref(), Some(&b"plain a"[..]));
+}
