@@ -184,7 +184,8 @@ pub fn confine(opened: &Opened, listen_port: Option<u16>, transport: &str) -> Re
 /// Closes the audit log: its `stop` record and final checkpoint. `details` about why
 /// the gateway stops are logged.
 pub fn shutdown(gw: &Gateway, details: Map<String, Value>) {
-    tracing::info!(details = %Value::Object(details), "stopping");
+    let details = Value::Object(details);
+    tracing::info!(%details, "stopping");
     if let Some(a) = gw.audit()
         && let Err(e) = a.close()
     {

@@ -96,7 +96,22 @@ fn rm_symlink_to_directory_removes_link_not_contents() {
     let g = Gate::start();
     g.put("realdir/keep.txt", "keep");
     g.symlink("realdir", "dirlink");
-    // Removing the link is allowed to be refused, but it must never empty the target.
+    g.ok("_fsgate/rm", json!({"path": g.abs("dirlink")}));
+    assert!(!g.exists("dirlink"), "the link must be gone");
+    assert_eq!(
+        g.get("realdir/keep.txt").as_deref(),
+        Some(&b"keep"[..]),
+        "rm followed the symlink"
+    );
+}
+
+#[test]
+fn recursive_rm_of_symlink_to_directory_never_empties_the_target() {
+    let g = Gate::start();
+    g.put("realdir/keep.txt", "keep");
+    g.put("realdir/sub/more.txt", "more");
+    g.symlink("realdir", "dirlink");
+    // Removing the link is allowed to be refused; following it is not.
     let _ = g.call(
         "_fsgate/rm",
         json!({"path": g.abs("dirlink"), "recursive": true}),
@@ -104,11 +119,13 @@ fn rm_symlink_to_directory_removes_link_not_contents() {
     assert_eq!(
         g.get("realdir/keep.txt").as_deref(),
         Some(&b"keep"[..]),
-        "rm followed the symlink"
+        "rm -r followed the symlink"
     );
-    g.ok("_fsgate/rm", json!({"path": g.abs("dirlink")}));
-    assert!(!g.exists("dirlink"));
-    assert_eq!(g.get("realdir/keep.txt").as_deref(), Some(&b"keep"[..]));
+    assert_eq!(
+        g.get("realdir/sub/more.txt").as_deref(),
+        Some(&b"more"[..]),
+        "rm -r followed the symlink"
+    );
 }
 
 #[test]

@@ -127,8 +127,9 @@ pub struct FloorViolation {
     pub op: OpClass,
     /// The allow rule that would allow it.
     pub rule: String,
-    /// True if the rule names the entry (its glob's literal part reaches the entry or
-    /// lies beneath it), false if it only covers it with a wildcard.
+    /// True if the rule aims at the entry: the literal part of one of its globs (`cfg`
+    /// in `cfg/**`) is the entry, lies beneath it or above it. False if the rule only
+    /// covers it with a wildcard from the root (`**`).
     pub explicit: bool,
 }
 
@@ -146,7 +147,11 @@ pub fn fixed_floor_violations(policy: &Policy, floor: &FixedFloor) -> Vec<FloorV
                 .rules()
                 .iter()
                 .find(|r| r.id == d.rule)
-                .is_some_and(|r| r.bases.iter().any(|b| !b.is_root() && b.starts_with(&e.path)));
+                .is_some_and(|r| {
+                    r.bases
+                        .iter()
+                        .any(|b| !b.is_root() && (b.starts_with(&e.path) || e.path.starts_with(b)))
+                });
             out.push(FloorViolation {
                 kind: e.kind,
                 path: e.path.as_str().to_string(),
