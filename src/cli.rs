@@ -253,18 +253,26 @@ fn acp(args: AcpArgs) -> ExitCode {
     let Some((program, agent_args)) = args.agent.split_first() else {
         return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
     };
-    if args.confine_agent {
-        return fail("--confine-agent: not yet available in this build");
-    }
     // The agent is started before the gateway confines itself, so it does not inherit
     // the gateway's ruleset (which would not let it execute anything).
-    let child = match std::process::Command::new(program)
+    let mut command = std::process::Command::new(program);
+    command
         .args(agent_args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-    {
+        .stderr(std::process::Stdio::inherit());
+    let mut agent_sandbox = serde_json::Value::Null;
+    let mut opened = opened;
+    if args.confine_agent {
+        match confine_agent(&mut opened, &mut command) {
+            Ok(status) => {
+                eprintln!("fsgate: agent confined: {status}");
+                agent_sandbox = serde_json::to_value(&status).unwrap_or_default();
+            }
+            Err(e) => return fail(&format!("--confine-agent: {e}")),
+        }
+    }
+    let child = match command.spawn() {
         Ok(c) => c,
         Err(e) => return fail(&format!("cannot start the agent {program:?}: {e}")),
     };
@@ -277,10 +285,12 @@ fn acp(args: AcpArgs) -> ExitCode {
         );
         return fail(&e);
     }
+    let scratch = opened.scratch();
     let gateway = Arc::new(opened.gateway);
     let mut details = serde_json::Map::new();
     details.insert("pid".into(), pid.into());
     details.insert("command".into(), serde_json::Value::from(args.agent.clone()));
+    details.insert("agentSandbox".into(), agent_sandbox);
     gateway.record("agent-start", details);
     let allow_terminal = gateway
         .policy()
@@ -317,8 +327,58 @@ fn acp(args: AcpArgs) -> ExitCode {
         }
     };
     gateway.record("agent-exit", details);
+    if let Some(dir) = scratch {
+        clean_scratch(&dir);
+    }
     startup::shutdown(&gateway, serde_json::Map::new());
     exit
+}
+
+/// Gives the agent a Landlock ruleset of its own: system paths read+execute, a private
+/// scratch directory (its HOME and TMPDIR), and nothing of the workspace, the audit log,
+/// the backups or the user's home.
+fn confine_agent(
+    opened: &mut startup::Opened,
+    command: &mut std::process::Command,
+) -> Result<crate::sandbox::SandboxStatus, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let scratch = std::env::temp_dir().join(format!("fsgate-agent-{}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&scratch)
+        .map_err(|e| format!("cannot create the agent's scratch dir {}: {e}", scratch.display()))?;
+    let pol = opened.gateway.policy();
+    let settings = pol.raw().sandbox.clone().unwrap_or_default();
+    let mut protected = vec![opened.gateway.workspace().root_path().to_path_buf()];
+    protected.extend(opened.own_dirs());
+    if let Some(home) = std::env::var_os("HOME") {
+        protected.push(PathBuf::from(home));
+    }
+    let plan = crate::sandbox::AgentPlan::new(&scratch, settings.agent_system_paths.as_deref(), protected);
+    command.env("HOME", &scratch).env("TMPDIR", &scratch);
+    let status = crate::sandbox::confine_agent_command(command, &plan).map_err(|e| e.to_string())?;
+    opened.keep_scratch(&scratch);
+    Ok(status)
+}
+
+/// Empties the agent's scratch directory. The directory itself stays (empty) when the
+/// gateway's own sandbox gives it no right to remove entries of the temp dir.
+fn clean_scratch(dir: &std::path::Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let removed = match entry.file_type() {
+                Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                _ => std::fs::remove_file(&path),
+            };
+            if let Err(e) = removed {
+                tracing::warn!("cannot clean {}: {e}", path.display());
+            }
+        }
+    }
+    if let Err(e) = std::fs::remove_dir(dir) {
+        tracing::debug!("scratch dir {} left empty: {e}", dir.display());
+    }
 }
 
 /// `fsgate backup ...`; a restore is recorded in the workspace's audit log.

@@ -42,6 +42,32 @@ pub struct Opened {
     policy_path: Option<PathBuf>,
     /// The signing key / checkpoint sink live elsewhere; their parents are kept here.
     extra_rw: Vec<std::fs::File>,
+    /// The audit and backup directories, for the agent's sandbox to keep clear of.
+    own_dirs: Vec<PathBuf>,
+    /// The agent's scratch directory, removed when the agent is gone.
+    scratch: Option<PathBuf>,
+}
+
+impl Opened {
+    /// The agent's scratch directory, if one was made.
+    pub fn scratch(&self) -> Option<PathBuf> {
+        self.scratch.clone()
+    }
+
+    /// fsgate's own directories (audit log, backups).
+    pub fn own_dirs(&self) -> Vec<PathBuf> {
+        self.own_dirs.clone()
+    }
+
+    /// Keeps a directory fsgate created (the agent's scratch dir) writable after
+    /// confinement, so it can be cleaned up.
+    pub fn keep_scratch(&mut self, dir: &Path) {
+        self.scratch = Some(dir.to_path_buf());
+        match std::fs::File::open(dir) {
+            Ok(f) => self.extra_rw.push(f),
+            Err(e) => tracing::warn!("cannot keep {} open: {e}", dir.display()),
+        }
+    }
 }
 
 /// Loads the policy named on the command line, or the built-in default.
@@ -127,6 +153,8 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         audit_dir,
         policy_path: cfg.policy.clone(),
         extra_rw,
+        own_dirs: vec![audit_parent, backup_dir],
+        scratch: None,
     })
 }
 
@@ -143,7 +171,7 @@ pub fn confine(opened: &Opened, listen_port: Option<u16>, transport: &str) -> Re
         plan = plan.read_write_dir("backup dir", b.dir());
     }
     for f in &opened.extra_rw {
-        plan = plan.read_write_dir("checkpoint sink dir", f);
+        plan = plan.read_write_dir("extra dir", f);
     }
     if let Some(p) = &opened.policy_path {
         plan = plan.read_only_path(p.clone());
