@@ -29,5 +29,7 @@ pub mod path;
 pub mod policy;
 pub mod sandbox;
 pub mod startup;
+#[cfg(feature = "test-hooks")]
+pub mod testhooks;
 pub mod transport;
 pub mod workspace;

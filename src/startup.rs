@@ -179,6 +179,8 @@ pub fn confine(opened: &Opened, listen_port: Option<u16>, transport: &str) -> Re
     if let Some(port) = listen_port {
         plan = plan.listen_port(port);
     }
+    #[cfg(feature = "test-hooks")]
+    gw.set_meta("testProbeBefore", crate::testhooks::probe_before_confinement());
     let status = match restrict_self(&plan) {
         Ok(s) => s,
         Err(e) => SandboxStatus::not_enforced(&e.to_string(), workspace_write),

@@ -29,3 +29,12 @@ mod policy_custom;
 mod cli;
 // `fsgate acp` with real ACP SDK agents behind the proxy.
 mod acp_proxy;
+// The kernel wall (Landlock) holding on its own, via test-only ambient-open methods.
+#[cfg(feature = "test-hooks")]
+mod sandbox_kernel;
+// MCP harness: spawn `fsgate serve --transport mcp`, talk JSON-RPC lines.
+mod mcp_harness;
+// MCP on the wire: both protocol eras, refusals as tool errors, policy-shaped tool lists.
+mod mcp_wire;
+// MCP with the official Python SDK clients 2.x and 1.x (skipped without them).
+mod mcp_peers;
