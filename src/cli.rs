@@ -202,10 +202,22 @@ fn serve(args: ServeArgs) -> ExitCode {
         Transport::Mcp => "mcp",
         Transport::Ws => "ws",
     };
-    if args.transport == Transport::Ws {
-        return fail("--transport ws: not yet available in this build (acp and mcp are)");
-    }
-    let status = match startup::confine(&opened, None, transport) {
+    // The WebSocket listener is bound before confinement (Landlock then allows only it).
+    let listener = match (args.transport, args.listen.as_deref()) {
+        (Transport::Ws, None) => {
+            return fail("--transport ws needs --listen ADDR (HOST:PORT, or PORT for 127.0.0.1:PORT)");
+        }
+        (Transport::Ws, Some(listen)) => match crate::transport::ws::bind(listen) {
+            Ok(l) => Some(l),
+            Err(e) => return fail(&format!("cannot listen: {e}")),
+        },
+        _ => None,
+    };
+    let port = listener
+        .as_ref()
+        .and_then(|l| l.local_addr().ok())
+        .map(|a| a.port());
+    let status = match startup::confine(&opened, port, transport) {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
@@ -221,6 +233,15 @@ fn serve(args: ServeArgs) -> ExitCode {
     };
     spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone());
     let result = match args.transport {
+        Transport::Ws => match listener {
+            // WIRE: the policy's `[ws]` section once the loader has it.
+            Some(l) => runtime.block_on(crate::transport::ws::serve(
+                Arc::clone(&gateway),
+                l,
+                crate::transport::ws::WsSettings::default(),
+            )),
+            None => Err(std::io::Error::other("no listener")),
+        },
         Transport::Mcp => runtime.block_on(crate::transport::mcp::serve_stdio(
             Arc::clone(&gateway),
             stdio_peer(),
@@ -278,7 +299,7 @@ fn acp(args: AcpArgs) -> ExitCode {
     };
     let pid = child.id();
     tracing::info!(pid, agent = %program, "agent started");
-    if let Err(e) = startup::confine(&opened, None, "acp") {
+    if let Err(e) = startup::confine(&opened, None, "acp-proxy") {
         let _ = rustix::process::kill_process(
             rustix::process::Pid::from_child(&child),
             rustix::process::Signal::KILL,
@@ -452,7 +473,18 @@ fn spawn_reload_on_sighup(
                 tracing::warn!("SIGHUP: running on the built-in policy; nothing to reload");
                 continue;
             };
-            let loaded = Policy::load(path).map_err(|e| e.to_string());
+            let loaded = Policy::load(path).map_err(|e| {
+                let msg = e.to_string();
+                if msg.contains("Permission denied") {
+                    format!(
+                        "{msg}: the kernel sandbox admits only the policy file opened at start; \
+                         an editor that saves by replacing the file makes a new one. Write the \
+                         new text into the same file (e.g. `cat new.toml > policy.toml`) or restart fsgate"
+                    )
+                } else {
+                    msg
+                }
+            });
             match loaded.and_then(|p| gw.reload(p)) {
                 Ok((old, new)) => {
                     tracing::warn!(old_sha256 = %old, new_sha256 = %new, "policy reloaded");

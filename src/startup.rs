@@ -162,6 +162,9 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
 /// audit log's heartbeat, and records the start. Call on the main thread, before any
 /// other thread exists; `listen_port` is the WebSocket port, if any.
 pub fn confine(opened: &Opened, listen_port: Option<u16>, transport: &str) -> Result<SandboxStatus, String> {
+    // `fsgate acp` must still signal the agent it started (to end it); other modes
+    // never signal anything outside their sandbox.
+    let hosts_agent = transport == "acp-proxy";
     let gw = &opened.gateway;
     let pol = gw.policy();
     let workspace_write = pol.can_ever(OpClass::Write) || pol.can_ever(OpClass::Delete);
@@ -179,6 +182,7 @@ pub fn confine(opened: &Opened, listen_port: Option<u16>, transport: &str) -> Re
     if let Some(port) = listen_port {
         plan = plan.listen_port(port);
     }
+    plan = plan.scope_signals(!hosts_agent);
     #[cfg(feature = "test-hooks")]
     gw.set_meta("testProbeBefore", crate::testhooks::probe_before_confinement());
     let status = match restrict_self(&plan) {
@@ -208,7 +212,23 @@ pub fn confine(opened: &Opened, listen_port: Option<u16>, transport: &str) -> Re
     start.insert("policy".into(), json!({"origin": pol.origin(), "sha256": pol.sha256()}));
     start.insert("sandbox".into(), serde_json::to_value(&status).unwrap_or(Value::Null));
     gw.record("start", start);
+    prune_backups(gw);
     Ok(status)
+}
+
+/// Applies the backup retention rules once, recording what was removed.
+pub fn prune_backups(gw: &Gateway) {
+    let Some(store) = gw.backups() else { return };
+    match store.prune() {
+        Ok(report) if !report.removed.is_empty() => {
+            let mut details = Map::new();
+            details.insert("removed".into(), serde_json::to_value(&report.removed).unwrap_or(Value::Null));
+            details.insert("removedBytes".into(), report.removed_bytes().into());
+            gw.record("backup-prune", details);
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("backup retention: {e}"),
+    }
 }
 
 /// Closes the audit log: its `stop` record and final checkpoint. `details` about why

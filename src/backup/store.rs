@@ -190,8 +190,7 @@ impl BackupStore {
         let stem = layout::compact_ts(ts);
         let data_name = format!("{stem}{DATA_SUFFIX}");
         let target = format!("{dir_name}/{data_name}");
-        let written = copy_hashing(content, &mut data).and_then(|r| data.sync_all().map(|()| r));
-        let (size, sha256) = match written {
+        let (size, sha256) = match copy_hashing(content, &mut data) {
             Ok(r) => r,
             Err(e) => {
                 drop(data);
@@ -199,7 +198,6 @@ impl BackupStore {
                 return Err(BackupError::io("write", target)(e));
             }
         };
-        drop(data);
         let meta = Sidecar {
             format: 1,
             path: rel_path.to_owned(),
@@ -207,7 +205,9 @@ impl BackupStore {
             sha256,
             size,
         };
-        if let Err(e) = write_sidecar(dir, &stem, &meta) {
+        let committed = write_sidecar(dir, &stem, &meta, &data);
+        drop(data);
+        if let Err(e) = committed {
             let _ = dir.remove_file(&data_name);
             return Err(BackupError::io("write sidecar", target)(e));
         }
@@ -398,13 +398,15 @@ fn read_sidecar(dir: &Dir, dir_name: &str, stem: &str) -> Result<Version, Backup
     })
 }
 
-/// Writes `<stem>.json` via a temp file and rename, so it appears complete or not at all.
-fn write_sidecar(dir: &Dir, stem: &str, meta: &Sidecar) -> io::Result<()> {
+/// Writes `<stem>.json` via a temp file and rename, so it appears complete or not at
+/// all, after making both it and `data` durable (the caller then fsyncs the directory).
+fn write_sidecar(dir: &Dir, stem: &str, meta: &Sidecar, data: &File) -> io::Result<()> {
     let tmp = format!(".{stem}{META_SUFFIX}{TMP_SUFFIX}");
     let bytes = serde_json::to_vec(meta).map_err(io::Error::other)?;
     let result = (|| {
         let mut f = dir.open_with(&tmp, OpenOptions::new().write(true).create_new(true))?;
         f.write_all(&bytes)?;
+        data.sync_all()?;
         f.sync_all()?;
         dir.rename(&tmp, dir, format!("{stem}{META_SUFFIX}"))
     })();

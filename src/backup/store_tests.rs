@@ -243,3 +243,28 @@ fn bad_settings_refuse_to_open() {
         Err(BackupError::BadSettings(_))
     ));
 }
+
+#[test]
+fn store_is_shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<BackupStore>();
+    let (_tmp, store) = open_store(&BackupSettings::default());
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let store = &store;
+            s.spawn(move || {
+                for i in 0..5 {
+                    store
+                        .save("shared.txt", &mut format!("{t}-{i}").as_bytes())
+                        .expect("save");
+                }
+            });
+        }
+    });
+    let versions = store.list(Some("shared.txt")).expect("list");
+    assert_eq!(versions.len(), 20);
+    assert!(
+        versions.windows(2).all(|w| w[0].ts < w[1].ts),
+        "distinct, ordered timestamps"
+    );
+}

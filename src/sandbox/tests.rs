@@ -240,6 +240,16 @@ fn older_kernels_still_hold_the_wall_and_say_what_is_missing() {
 }
 
 #[test]
+fn signals_to_outside_processes_follow_scope_signals() {
+    if skipped("signals_to_outside_processes_follow_scope_signals") {
+        return;
+    }
+    let tmp = fixture();
+    run_child("signals-scoped", tmp.path(), None);
+    run_child("signals-allowed", tmp.path(), None);
+}
+
+#[test]
 fn exdev_gets_a_clear_message() {
     let exdev = io::Error::from(rustix::io::Errno::XDEV);
     assert!(super::exdev_hint(&exdev).is_some_and(|m| m.contains("copy and delete")));
@@ -263,6 +273,8 @@ fn landlock_child() {
         "read-write" => read_write(&root),
         "read-only" => read_only(&root),
         "network" => network(&root),
+        "signals-scoped" => signals(&root, true),
+        "signals-allowed" => signals(&root, false),
         other => panic!("unknown scenario {other}"),
     }
     println!("{DONE} {scenario}");
@@ -469,4 +481,38 @@ fn network(root: &Path) {
         TcpStream::connect(("127.0.0.1", port)),
     );
     drop(listener);
+}
+
+/// A process started before confinement (like the agent of `fsgate acp`) is outside the
+/// sandbox: with signal scoping it cannot be signalled, without it it can.
+fn signals(root: &Path, scoped: bool) {
+    // Null stdio: a survivor must not hold the parent's pipe open.
+    let mut child = Command::new("sleep")
+        .arg("5")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn sleep");
+    let pid = rustix::process::Pid::from_child(&child);
+    let ws = open_dir(root.join("ws"));
+    let threads = threads();
+    let plan = SandboxPlan::new(&ws, false).scope_signals(scoped);
+    let status = restrict_self(&plan).expect("restrict");
+    print_status(&status, threads);
+    let sent = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    if scoped && status.abi.is_some_and(|a| a >= 6) {
+        assert_eq!(
+            sent,
+            Err(rustix::io::Errno::PERM),
+            "signal scoping must refuse"
+        );
+        println!("denied as expected: SIGKILL to a process outside the sandbox");
+        // The harness cannot kill it either now; let it end on its own.
+        drop(child);
+    } else {
+        sent.expect("signal allowed");
+        child.wait().expect("reap");
+        println!("NOTE signalled a process outside the sandbox (scope_signals = {scoped})");
+    }
 }

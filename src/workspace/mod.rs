@@ -85,6 +85,10 @@ impl WsError {
             Some(c) if c == rustix::io::Errno::ISDIR.raw_os_error() => WsError::IsDir,
             Some(c) if c == rustix::io::Errno::NOTEMPTY.raw_os_error() => WsError::NotEmpty,
             Some(c) if c == rustix::io::Errno::EXIST.raw_os_error() => WsError::Exists,
+            // open(2) of a Unix socket (or a device with no driver) fails with ENXIO.
+            Some(c) if c == rustix::io::Errno::NXIO.raw_os_error() => {
+                WsError::Special("a socket or device")
+            }
             _ if e.kind() == io::ErrorKind::NotFound => WsError::NotFound,
             _ => WsError::Io(e),
         }

@@ -1,13 +1,23 @@
 //! Resolving a lexical workspace path to where it really leads, beneath the root.
 //!
-//! cap-std's `canonicalize` follows symlinks without ever leaving the root handle; a
-//! symlink that would leave it is an error. The caller re-checks the policy on the real
-//! path, so a link named `notes` that points at `.git` cannot smuggle a read past it.
+//! Component by component: each prefix is `lstat`ed beneath the root handle (never
+//! opened, so a FIFO cannot block), and a symlink's target is read and spliced in. A
+//! target that is absolute, or whose `..` climbs above the root, leads outside and is
+//! refused, as are loops. The caller re-checks the policy on the real path, so a link
+//! named `notes` that points at `.git` cannot smuggle a read past it.
+//!
+//! (cap-std's `canonicalize` is not used: under Landlock it cannot read `/proc`, and its
+//! fallback opens the final component, which blocks on a FIFO.)
 
+use std::collections::VecDeque;
 use std::io;
+use std::path::Component;
 
 use super::{Workspace, WsError};
 use crate::path::RelPath;
+
+/// Most symlinks followed while resolving one path (Linux's own limit).
+const MAX_LINKS: usize = 40;
 
 /// Whether the last component is followed if it is a symlink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +31,8 @@ pub enum Follow {
 /// A path resolved beneath the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
-    /// The canonical workspace-relative path (no symlinks left in it).
+    /// The real workspace-relative path (no symlinks left in it, except a final one
+    /// with [`Follow::NotFinal`]).
     pub real: RelPath,
     /// True if the final entry exists.
     pub exists: bool,
@@ -32,85 +43,88 @@ pub struct Resolved {
 impl Workspace {
     /// Resolves `rel` beneath the root.
     pub fn resolve(&self, rel: &RelPath, follow: Follow) -> Result<Resolved, WsError> {
-        let Some(name) = rel.file_name() else {
-            return Ok(Resolved {
-                real: RelPath::root(),
-                exists: true,
-                missing: 0,
-            });
-        };
-        let parent = rel.parent().unwrap_or_default();
-        if follow == Follow::NotFinal {
-            let pr = self.resolve(&parent, Follow::All)?;
-            let real = pr.real.join(name);
-            if pr.missing > 0 {
-                return Ok(Resolved {
-                    real,
-                    exists: false,
-                    missing: pr.missing + 1,
-                });
-            }
-            if !pr.exists {
-                return Err(WsError::NotFound);
-            }
-            return match self.root.symlink_metadata(real.as_fs_path()) {
-                Ok(_) => Ok(Resolved {
-                    real,
-                    exists: true,
-                    missing: 0,
-                }),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Resolved {
-                    real,
-                    exists: false,
-                    missing: 1,
-                }),
-                Err(e) => Err(classify(e)),
-            };
-        }
-        match self.root.canonicalize(rel.as_fs_path()) {
-            Ok(p) => Ok(Resolved {
-                real: to_rel(&p)?,
-                exists: true,
-                missing: 0,
-            }),
-            Err(e) if is_not_found(&e) => {
-                // A dangling symlink as the last component: where it points is unknown
-                // or outside; never write through it.
-                if let Ok(m) = self.root.symlink_metadata(rel.as_fs_path())
-                    && m.file_type().is_symlink()
-                {
-                    return Err(WsError::SymlinkEscape);
+        let mut done = RelPath::root();
+        let mut todo: VecDeque<String> = rel.components().map(str::to_string).collect();
+        let mut links = 0usize;
+        while let Some(comp) = todo.pop_front() {
+            match comp.as_str() {
+                "" | "." => continue,
+                ".." => {
+                    done = done.parent().ok_or(WsError::SymlinkEscape)?;
+                    continue;
                 }
-                let pr = self.resolve(&parent, Follow::All)?;
-                Ok(Resolved {
-                    real: pr.real.join(name),
-                    exists: false,
-                    missing: pr.missing + 1,
-                })
+                _ => {}
             }
-            Err(e) => Err(classify(e)),
+            let candidate = done.join(&comp);
+            let is_final = todo.is_empty();
+            match self.root.symlink_metadata(candidate.as_fs_path()) {
+                Ok(m) if m.file_type().is_symlink() && !(is_final && follow == Follow::NotFinal) => {
+                    links += 1;
+                    if links > MAX_LINKS {
+                        return Err(WsError::SymlinkEscape);
+                    }
+                    let target = self
+                        .root
+                        .read_link_contents(candidate.as_fs_path())
+                        .map_err(WsError::from_io)?;
+                    let mut parts = Vec::new();
+                    for c in target.components() {
+                        match c {
+                            Component::Normal(n) => {
+                                parts.push(n.to_str().ok_or(WsError::NotUtf8)?.to_string());
+                            }
+                            Component::ParentDir => parts.push("..".into()),
+                            Component::CurDir => {}
+                            // An absolute target leads outside the root handle.
+                            Component::RootDir | Component::Prefix(_) => {
+                                return Err(WsError::SymlinkEscape);
+                            }
+                        }
+                    }
+                    for p in parts.into_iter().rev() {
+                        todo.push_front(p);
+                    }
+                }
+                Ok(m) => {
+                    if !is_final && !m.is_dir() {
+                        return Err(WsError::NotDir);
+                    }
+                    done = candidate;
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    // The rest does not exist yet: resolve it lexically.
+                    let mut real = candidate;
+                    let mut missing = 1usize;
+                    for c in todo {
+                        match c.as_str() {
+                            "" | "." => {}
+                            ".." => {
+                                real = real.parent().ok_or(WsError::SymlinkEscape)?;
+                                missing = missing.saturating_sub(1);
+                            }
+                            c => {
+                                real = real.join(c);
+                                missing += 1;
+                            }
+                        }
+                    }
+                    if missing == 0 {
+                        // `missing/..` leads back to an existing directory.
+                        return self.resolve(&real, follow);
+                    }
+                    return Ok(Resolved {
+                        real,
+                        exists: false,
+                        missing,
+                    });
+                }
+                Err(e) => return Err(WsError::from_io(e)),
+            }
         }
+        Ok(Resolved {
+            real: done,
+            exists: true,
+            missing: 0,
+        })
     }
-}
-
-fn is_not_found(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::NotFound
-}
-
-fn classify(e: io::Error) -> WsError {
-    if e.kind() == io::ErrorKind::PermissionDenied && e.to_string().contains("outside") {
-        return WsError::SymlinkEscape;
-    }
-    if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-        return WsError::SymlinkEscape;
-    }
-    WsError::from_io(e)
-}
-
-fn to_rel(p: &std::path::Path) -> Result<RelPath, WsError> {
-    let s = p.to_str().ok_or(WsError::NotUtf8)?;
-    if s.is_empty() || s == "." {
-        return Ok(RelPath::root());
-    }
-    RelPath::parse_rooted(&format!("/{s}")).map_err(|_| WsError::SymlinkEscape)
 }
