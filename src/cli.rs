@@ -205,17 +205,29 @@ fn serve(args: ServeArgs) -> ExitCode {
     // The WebSocket listener is bound before confinement (Landlock then allows only it).
     let listener = match (args.transport, args.listen.as_deref()) {
         (Transport::Ws, None) => {
-            return fail("--transport ws needs --listen ADDR (HOST:PORT, or PORT for 127.0.0.1:PORT)");
+            return fail(
+                "--transport ws needs --listen ADDR (HOST:PORT, or PORT for 127.0.0.1:PORT)",
+            );
         }
-        (Transport::Ws, Some(listen)) => match crate::transport::ws::bind(listen) {
-            Ok(l) => Some(l),
-            Err(e) => return fail(&format!("cannot listen: {e}")),
-        },
+        (Transport::Ws, Some(listen)) => {
+            // WIRE: the policy's `[ws]` section once the loader has it.
+            let settings = crate::transport::ws::WsSettings::default();
+            let listener = match crate::transport::ws::bind(listen) {
+                Ok(l) => l,
+                Err(e) => return fail(&format!("cannot listen: {e}")),
+            };
+            // Read (or generate) the token before confinement: the token file is not
+            // reachable afterwards.
+            match crate::transport::ws::Token::for_settings(&settings) {
+                Ok(token) => Some((listener, token, settings)),
+                Err(e) => return fail(&e.to_string()),
+            }
+        }
         _ => None,
     };
     let port = listener
         .as_ref()
-        .and_then(|l| l.local_addr().ok())
+        .and_then(|(l, _, _)| l.local_addr().ok())
         .map(|a| a.port());
     let status = match startup::confine(&opened, port, transport) {
         Ok(s) => s,
@@ -234,11 +246,11 @@ fn serve(args: ServeArgs) -> ExitCode {
     spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone());
     let result = match args.transport {
         Transport::Ws => match listener {
-            // WIRE: the policy's `[ws]` section once the loader has it.
-            Some(l) => runtime.block_on(crate::transport::ws::serve(
+            Some((l, token, settings)) => runtime.block_on(crate::transport::ws::serve_with_token(
                 Arc::clone(&gateway),
                 l,
-                crate::transport::ws::WsSettings::default(),
+                settings,
+                token,
             )),
             None => Err(std::io::Error::other("no listener")),
         },
@@ -332,7 +344,9 @@ fn acp(args: AcpArgs) -> ExitCode {
         child,
         allow_terminal,
     ));
-    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    // A blocking read of the editor's stdin may still be parked in the runtime's
+    // blocking pool (the editor keeps its end open): do not wait for it.
+    runtime.shutdown_background();
     let mut details = serde_json::Map::new();
     let exit = match result {
         Ok(status) => {

@@ -167,6 +167,38 @@ impl Gateway {
         Value::Object(m)
     }
 
+    /// Records a request that is not a workspace operation (initialize, an unknown
+    /// method, malformed params or JSON): every request gets its audit record before its
+    /// response. Err if the record could not be written (the caller answers -32603).
+    pub fn record_other(
+        &self,
+        ctx: &RequestCtx,
+        op: &str,
+        outcome: Result<(), (i64, String)>,
+    ) -> Result<(), GatewayError> {
+        let Some(audit) = &self.audit else {
+            return Ok(());
+        };
+        let (outcome, reason) = match outcome {
+            Ok(()) => ("ok".to_string(), None),
+            Err((code, msg)) => (code.to_string(), Some(msg)),
+        };
+        let ev = AuditEvent {
+            session: ctx.session.clone(),
+            transport: ctx.transport.to_string(),
+            peer: ctx.peer.clone(),
+            op: op.chars().take(128).collect(),
+            decision: "none".into(),
+            reason,
+            outcome,
+            ..AuditEvent::default()
+        };
+        audit.append(ev).map(|_| ()).map_err(|e| {
+            tracing::error!("audit log: {e}");
+            GatewayError::Internal(format!("{e}; the request could not be recorded"))
+        })
+    }
+
     /// Runs one operation through every gate and records it. The audit record is
     /// durable before this returns; if it cannot be written, the request fails (and a
     /// change is not attempted while the log is known to be failing).

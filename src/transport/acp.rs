@@ -218,34 +218,64 @@ pub fn initialize_result(gw: &Gateway) -> Value {
     })
 }
 
-/// Answers one request (blocking: run it off the async threads).
+/// Answers one request (blocking: run it off the async threads). Every request, a
+/// workspace operation or not, is recorded in the audit log before it is answered.
 pub fn answer(gw: &Gateway, peer: &str, id: &Value, method: &str, params: Value) -> Value {
-    if method == "initialize" {
-        return jsonrpc::result_response(id, initialize_result(gw));
-    }
-    #[cfg(feature = "test-hooks")]
-    if let Some(result) = crate::testhooks::answer(method, &params) {
-        return jsonrpc::result_response(id, result);
-    }
     let ctx = RequestCtx {
         style: PathStyle::Absolute,
         session: session_of(&params).unwrap_or_default(),
         transport: "acp",
         peer: peer.to_string(),
     };
+    let reply = |outcome: Result<Value, Value>| {
+        let audited = match &outcome {
+            Ok(_) => Ok(()),
+            Err(e) => Err((
+                e["code"].as_i64().unwrap_or(code::INTERNAL),
+                e["message"].as_str().unwrap_or_default().to_string(),
+            )),
+        };
+        match (gw.record_other(&ctx, method, audited), outcome) {
+            (Err(e), _) => jsonrpc::error_response(id, e.to_rpc_error()),
+            (Ok(()), Ok(result)) => jsonrpc::result_response(id, result),
+            (Ok(()), Err(error)) => jsonrpc::error_response(id, error),
+        }
+    };
+    if method == "initialize" {
+        return reply(Ok(initialize_result(gw)));
+    }
+    #[cfg(feature = "test-hooks")]
+    if let Some(result) = crate::testhooks::answer(method, &params) {
+        return jsonrpc::result_response(id, result);
+    }
     match to_op(method, params) {
         Ok(Some(op)) => match gw.handle(&ctx, op) {
             Ok(out) => jsonrpc::result_response(id, render(gw, ctx.style, out)),
             Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
         },
-        Ok(None) => jsonrpc::error_response(
-            id,
-            jsonrpc::error_object(
-                code::METHOD_NOT_FOUND,
-                &format!("method not found: {method}"),
-                None,
-            ),
-        ),
+        Ok(None) => reply(Err(jsonrpc::error_object(
+            code::METHOD_NOT_FOUND,
+            &format!("method not found: {method}"),
+            None,
+        ))),
+        Err(e) => reply(Err(e.to_rpc_error())),
+    }
+}
+
+/// Answers a message that is not a valid request, after recording it.
+fn answer_invalid(gw: &Gateway, peer: &str, id: &Value, error: Value) -> Value {
+    let ctx = RequestCtx {
+        style: PathStyle::Absolute,
+        session: String::new(),
+        transport: "acp",
+        peer: peer.to_string(),
+    };
+    let outcome = Err((
+        error["code"].as_i64().unwrap_or(code::INVALID_REQUEST),
+        error["message"].as_str().unwrap_or_default().to_string(),
+    ));
+    match gw.record_other(&ctx, "invalid-message", outcome) {
+        Ok(()) => jsonrpc::error_response(id, error),
         Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
     }
 }
@@ -271,7 +301,11 @@ where
                 let msg = format!("message of {len} bytes exceeds the limit of {max} bytes");
                 tracing::warn!("{msg}");
                 let err = jsonrpc::error_object(code::INVALID_REQUEST, &msg, None);
-                let _ = tx.send(jsonrpc::error_response(&Value::Null, err)).await;
+                let (gw, peer) = (Arc::clone(&gw), Arc::clone(&peer));
+                let resp = tokio::task::spawn_blocking(move || answer_invalid(&gw, &peer, &Value::Null, err))
+                    .await
+                    .unwrap_or_else(|_| jsonrpc::error_response(&Value::Null, jsonrpc::error_object(code::INTERNAL, "internal error", None)));
+                let _ = tx.send(resp).await;
                 continue;
             }
             Ok(Line::Message(bytes)) => bytes,
@@ -311,7 +345,11 @@ where
                 tracing::debug!(%id, "unexpected response ignored");
             }
             Incoming::Invalid { id, error } => {
-                let _ = tx.send(jsonrpc::error_response(&id, error)).await;
+                let (gw, peer) = (Arc::clone(&gw), Arc::clone(&peer));
+                let resp = tokio::task::spawn_blocking(move || answer_invalid(&gw, &peer, &id, error))
+                    .await
+                    .unwrap_or_else(|_| jsonrpc::error_response(&Value::Null, jsonrpc::error_object(code::INTERNAL, "internal error", None)));
+                let _ = tx.send(resp).await;
             }
         }
     }

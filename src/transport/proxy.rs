@@ -109,7 +109,11 @@ impl Relay {
 
     /// Notes a session created by the agent's response to `session/new`/`load`.
     fn note_response(&self, id: &Value, message: &Value) {
-        let Some((cwd, load_sid)) = self.pending.lock().ok().and_then(|mut p| p.remove(&id_key(id)))
+        let Some((cwd, load_sid)) = self
+            .pending
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(&id_key(id)))
         else {
             return;
         };
@@ -125,6 +129,11 @@ impl Relay {
         if !cwd_inside {
             tracing::warn!(session = %sid, %cwd, "session cwd is outside the workspace: no file access");
         }
+        let mut details = serde_json::Map::new();
+        details.insert("sessionId".into(), sid.clone().into());
+        details.insert("cwd".into(), cwd.clone().into());
+        details.insert("cwdInsideWorkspace".into(), cwd_inside.into());
+        self.gw.record("session", details);
         if let Ok(mut s) = self.sessions.lock() {
             s.insert(sid, Session { cwd_inside, cwd });
         }
@@ -140,9 +149,31 @@ impl Relay {
         };
         items.iter().find_map(|item| {
             let m = item.get("method")?.as_str()?;
-            let guarded = acp::is_fs_method(m) || (m.starts_with("terminal/") && !self.allow_terminal);
+            let guarded =
+                acp::is_fs_method(m) || (m.starts_with("terminal/") && !self.allow_terminal);
             guarded.then(|| m.to_string())
         })
+    }
+
+    fn ctx(&self, params: &Value) -> crate::ops::RequestCtx {
+        crate::ops::RequestCtx {
+            style: crate::ops::PathStyle::Absolute,
+            session: acp::session_of(params).unwrap_or_default(),
+            transport: "acp",
+            peer: self.peer.clone(),
+        }
+    }
+
+    /// Records a refusal fsgate makes itself (session, terminal) and builds the reply.
+    fn refuse(&self, id: &Value, method: &str, params: &Value, err: Value) -> Value {
+        let outcome = Err((
+            err["code"].as_i64().unwrap_or(code::REFUSED),
+            err["message"].as_str().unwrap_or_default().to_string(),
+        ));
+        match self.gw.record_other(&self.ctx(params), method, outcome) {
+            Ok(()) => jsonrpc::error_response(id, err),
+            Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
+        }
     }
 
     /// The refusal for a file request whose session is not usable, if any.
@@ -150,13 +181,22 @@ impl Relay {
         let sid = acp::session_of(params);
         let sessions = self.sessions.lock().ok()?;
         let (reason, rule) = match sid.as_deref().map(|s| sessions.get(s)) {
-            None => ("file requests must name a sessionId".to_string(), "acp-session"),
+            None => (
+                "file requests must name a sessionId".to_string(),
+                "acp-session",
+            ),
             Some(None) => (
-                format!("unknown sessionId {:?}: no session/new or session/load created it", sid.unwrap_or_default()),
+                format!(
+                    "unknown sessionId {:?}: no session/new or session/load created it",
+                    sid.unwrap_or_default()
+                ),
                 "acp-session",
             ),
             Some(Some(s)) if !s.cwd_inside => (
-                format!("the session's cwd {} lies outside the workspace; it has no file access", s.cwd),
+                format!(
+                    "the session's cwd {} lies outside the workspace; it has no file access",
+                    s.cwd
+                ),
                 "acp-session-cwd",
             ),
             Some(Some(_)) => return None,
@@ -164,7 +204,9 @@ impl Relay {
         Some(jsonrpc::error_object(
             code::REFUSED,
             &format!("refused: {reason} (rule {rule})"),
-            Some(json!({"reason": reason, "rule": rule, "path": params.get("path").cloned().unwrap_or(Value::Null)})),
+            Some(
+                json!({"reason": reason, "rule": rule, "path": params.get("path").cloned().unwrap_or(Value::Null)}),
+            ),
         ))
     }
 }
@@ -187,10 +229,16 @@ where
     EO: AsyncWrite + Unpin + Send + 'static,
 {
     let agent_in = tokio::process::ChildStdin::from_std(
-        child.stdin.take().ok_or_else(|| std::io::Error::other("agent stdin not piped"))?,
+        child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("agent stdin not piped"))?,
     )?;
     let agent_out = tokio::process::ChildStdout::from_std(
-        child.stdout.take().ok_or_else(|| std::io::Error::other("agent stdout not piped"))?,
+        child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("agent stdout not piped"))?,
     )?;
     let pid = child.id();
     let mut waiter = tokio::task::spawn_blocking(move || child.wait());
@@ -227,7 +275,9 @@ where
                 Ok(Line::TooLong { len }) => {
                     let msg = format!("message of {len} bytes exceeds the limit of {max} bytes");
                     let err = jsonrpc::error_object(code::INVALID_REQUEST, &msg, None);
-                    let _ = te.send(line_of(&jsonrpc::error_response(&Value::Null, err))).await;
+                    let _ = te
+                        .send(line_of(&jsonrpc::error_response(&Value::Null, err)))
+                        .await;
                 }
                 Ok(Line::Eof) | Err(_) => break,
             }
@@ -257,30 +307,55 @@ where
                 Incoming::Request { id, method, params } if acp::is_fs_method(&method) => {
                     let (r, ta) = (Arc::clone(&r), to_agent.clone());
                     handlers.spawn(async move {
-                        let resp = tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
-                            Some(err) => jsonrpc::error_response(&id, err),
-                            None => acp::answer(&r.gw, &r.peer, &id, &method, params),
-                        })
-                        .await
-                        .unwrap_or_else(|_| {
-                            jsonrpc::error_response(
-                                &Value::Null,
-                                jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None),
-                            )
-                        });
+                        let resp =
+                            tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
+                                Some(err) => r.refuse(&id, &method, &params, err),
+                                None => acp::answer(&r.gw, &r.peer, &id, &method, params),
+                            })
+                            .await
+                            .unwrap_or_else(|_| {
+                                jsonrpc::error_response(
+                                    &Value::Null,
+                                    jsonrpc::error_object(
+                                        code::INTERNAL,
+                                        "internal error: request task failed",
+                                        None,
+                                    ),
+                                )
+                            });
                         let _ = ta.send(line_of(&resp)).await;
                     });
                 }
-                Incoming::Request { id, method, .. }
-                    if method.starts_with("terminal/") && !r.allow_terminal =>
-                {
-                    let reason = "terminal access is not allowed by the policy";
-                    let err = jsonrpc::error_object(
-                        code::REFUSED,
-                        &format!("refused: {reason} (rule acp.allow_terminal)"),
-                        Some(json!({"reason": reason, "rule": "acp.allow_terminal", "path": Value::Null})),
-                    );
-                    let _ = to_agent.send(line_of(&jsonrpc::error_response(&id, err))).await;
+                Incoming::Request { id, method, params } if method.starts_with("terminal/") => {
+                    // Refused unless the policy allows it; audited either way.
+                    let r2 = Arc::clone(&r);
+                    let verdict = tokio::task::spawn_blocking(move || {
+                        if r2.allow_terminal {
+                            r2.gw
+                                .record_other(&r2.ctx(&params), &method, Ok(()))
+                                .err()
+                                .map(|e| jsonrpc::error_response(&id, e.to_rpc_error()))
+                        } else {
+                            let reason =
+                                "terminal access is not allowed by the policy ([acp] allow_terminal)";
+                            let err = jsonrpc::error_object(
+                                code::REFUSED,
+                                &format!("refused: {reason} (rule acp.allow_terminal)"),
+                                Some(json!({"reason": reason, "rule": "acp.allow_terminal", "path": Value::Null})),
+                            );
+                            Some(r2.refuse(&id, &method, &params, err))
+                        }
+                    })
+                    .await
+                    .unwrap_or(None);
+                    match verdict {
+                        Some(reply) => {
+                            let _ = to_agent.send(line_of(&reply)).await;
+                        }
+                        None => {
+                            let _ = to_editor.send(with_newline(raw)).await;
+                        }
+                    }
                 }
                 Incoming::Response { id, message } => {
                     r.note_response(&id, &message);
@@ -293,7 +368,9 @@ where
                     if let Some(method) = r.guarded_method(&raw) {
                         tracing::warn!(%method, "agent sent a malformed file/terminal message; not relayed");
                         if let Incoming::Invalid { id, error } = other {
-                            let _ = to_agent.send(line_of(&jsonrpc::error_response(&id, error))).await;
+                            let _ = to_agent
+                                .send(line_of(&jsonrpc::error_response(&id, error)))
+                                .await;
                         }
                         continue;
                     }
@@ -361,8 +438,14 @@ async fn write_raw<W: AsyncWrite + Unpin>(
 }
 
 fn kill(pid: u32) {
-    let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return;
     };
-    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    // EPERM here means a Landlock signal scope on fsgate covers its own agent.
+    if let Err(e) = rustix::process::kill_process(pid, rustix::process::Signal::KILL) {
+        tracing::error!("cannot kill the agent (pid {}): {e}", pid.as_raw_nonzero());
+    }
 }
