@@ -210,8 +210,7 @@ fn serve(args: ServeArgs) -> ExitCode {
             );
         }
         (Transport::Ws, Some(listen)) => {
-            // WIRE: the policy's `[ws]` section once the loader has it.
-            let settings = crate::transport::ws::WsSettings::default();
+            let settings = opened.gateway.policy().raw().ws.clone().unwrap_or_default();
             let listener = match crate::transport::ws::bind(listen) {
                 Ok(l) => l,
                 Err(e) => return fail(&format!("cannot listen: {e}")),

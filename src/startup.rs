@@ -81,6 +81,9 @@ pub fn load_policy(path: Option<&Path>) -> Result<Policy, String> {
 /// Loads the policy and opens the workspace, the audit log and the backup store.
 pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     let mut policy = load_policy(cfg.policy.as_deref())?;
+    if let Some(ws) = &policy.raw().ws {
+        ws.validate().map_err(|e| format!("invalid policy: [ws]: {e}"))?;
+    }
     let workspace = Workspace::open(&cfg.workspace)
         .map_err(|e| format!("cannot open workspace {}: {e}", cfg.workspace.display()))?;
     let root = workspace.root_path().to_path_buf();

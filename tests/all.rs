@@ -38,3 +38,15 @@ mod mcp_harness;
 mod mcp_wire;
 // MCP with the official Python SDK clients 2.x and 1.x (skipped without them).
 mod mcp_peers;
+// WebSocket harness: spawn `fsgate serve --transport ws`, run the Python peers.
+mod ws_harness;
+// WebSocket files channel: every message type, errors, binary, message limit.
+mod ws_files;
+// WebSocket change events: gateway and outside changes, ignored dirs, hidden paths.
+mod ws_events;
+// WebSocket auth: token, Origin and Host checks on the upgrade request.
+mod ws_auth;
+// WebSocket concurrency: 8 clients at once, each its own audit session.
+mod ws_concurrent;
+// WebSocket `[ws]` settings on an in-process server: origins, connection and size limits, ignore.
+mod ws_settings;

@@ -50,6 +50,11 @@ pub struct RawPolicy {
     /// The ACP proxy (`[acp]`).
     #[serde(default)]
     pub acp: Option<AcpSettings>,
+    /// The WebSocket files channel (`[ws]`), owned by the ws transport.
+    #[serde(default)]
+    // WIRE: drop this `with` once the settings type derives schemars::JsonSchema.
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub ws: Option<crate::transport::ws::WsSettings>,
 }
 
 /// `[secrets]`.

@@ -20,7 +20,7 @@ pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary
 pub use resolve::{Follow, Resolved};
 pub use search::{GrepMatch, GrepOptions, IncludeGlob};
 pub use walk::Visit;
-pub use walk::{Entry, EntryType};
+pub use walk::{Entry, EntryType, TEMP_PREFIX};
 
 /// Why a workspace operation failed, before it is mapped to a protocol error.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use super::{Workspace, WsError};
 use crate::path::RelPath;
 
 /// Prefix of fsgate's own temporary files (atomic writes); never listed.
-pub(crate) const TEMP_PREFIX: &str = ".fsgate-tmp-";
+pub const TEMP_PREFIX: &str = ".fsgate-tmp-";
 
 /// Deepest directory nesting a walk descends into.
 const MAX_DEPTH: usize = 256;

@@ -59,6 +59,22 @@ impl Token {
         Ok((Token::from_text(&text), text))
     }
 
+    /// The token `settings` ask for: read from `token_file`, or generated and printed to
+    /// stderr (`fsgate: ws token: <hex>`), where the operator starting fsgate sees it.
+    ///
+    /// # Ambient Authority
+    /// Reads `token_file`; call before the process confines itself.
+    pub fn for_settings(settings: &super::WsSettings) -> Result<Token, TokenError> {
+        match &settings.token_file {
+            Some(path) => Token::from_file(path),
+            None => {
+                let (token, text) = Token::generate()?;
+                eprintln!("fsgate: ws token: {text}");
+                Ok(token)
+            }
+        }
+    }
+
     /// The token in `path`, whitespace trimmed.
     ///
     /// # Ambient Authority
@@ -139,7 +155,10 @@ impl Gatekeeper {
     pub fn new(token: Token, allowed_origins: &[String], loopback_only: bool) -> Gatekeeper {
         Gatekeeper {
             token,
-            origins: allowed_origins.iter().map(|o| normalise_origin(o)).collect(),
+            origins: allowed_origins
+                .iter()
+                .map(|o| normalise_origin(o))
+                .collect(),
             loopback_only,
         }
     }
@@ -161,7 +180,7 @@ impl Gatekeeper {
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().map(normalise_origin).unwrap_or_default();
-            if !self.origins.iter().any(|o| *o == origin) {
+            if !self.origins.contains(&origin) {
                 return Err(Refusal::new(
                     StatusCode::FORBIDDEN,
                     "Origin not allowed (add it to [ws] allowed_origins)",
@@ -265,15 +284,24 @@ mod tests {
         ]);
         assert_eq!(k.check(&h, None), Ok(()));
         let h = headers(&[(header::HOST, "localhost:8080")]);
-        assert_eq!(k.check(&h, Some("subscribe=%2Fsrc&token=s3cret-token-0123456789")), Ok(()));
+        assert_eq!(
+            k.check(&h, Some("subscribe=%2Fsrc&token=s3cret-token-0123456789")),
+            Ok(())
+        );
     }
 
     #[test]
     fn refuses_missing_and_wrong_tokens_with_401() {
         let k = keeper();
         let h = headers(&[(header::HOST, "[::1]:9")]);
-        assert_eq!(k.check(&h, None).map_err(|r| r.status), Err(StatusCode::UNAUTHORIZED));
-        let h = headers(&[(header::HOST, "[::1]:9"), (header::AUTHORIZATION, "Bearer nope")]);
+        assert_eq!(
+            k.check(&h, None).map_err(|r| r.status),
+            Err(StatusCode::UNAUTHORIZED)
+        );
+        let h = headers(&[
+            (header::HOST, "[::1]:9"),
+            (header::AUTHORIZATION, "Bearer nope"),
+        ]);
         let r = k.check(&h, None).expect_err("wrong token");
         assert_eq!(r.status, StatusCode::UNAUTHORIZED);
         assert!(!r.reason.contains("nope"));
@@ -284,24 +312,85 @@ mod tests {
     fn refuses_foreign_origins_and_hosts_with_403() {
         let k = keeper();
         let auth = (header::AUTHORIZATION, "Bearer s3cret-token-0123456789");
-        let h = headers(&[(header::HOST, "localhost"), (header::ORIGIN, "https://evil.example"), auth.clone()]);
-        assert_eq!(k.check(&h, None).map_err(|r| r.status), Err(StatusCode::FORBIDDEN));
-        let h = headers(&[(header::HOST, "localhost"), (header::ORIGIN, "HTTP://LOCALHOST:5173"), auth.clone()]);
+        let h = headers(&[
+            (header::HOST, "localhost"),
+            (header::ORIGIN, "https://evil.example"),
+            auth.clone(),
+        ]);
+        assert_eq!(
+            k.check(&h, None).map_err(|r| r.status),
+            Err(StatusCode::FORBIDDEN)
+        );
+        let h = headers(&[
+            (header::HOST, "localhost"),
+            (header::ORIGIN, "HTTP://LOCALHOST:5173"),
+            auth.clone(),
+        ]);
         assert_eq!(k.check(&h, None), Ok(()));
         let h = headers(&[(header::HOST, "evil.example:8080"), auth.clone()]);
-        assert_eq!(k.check(&h, None).map_err(|r| r.status), Err(StatusCode::FORBIDDEN));
+        assert_eq!(
+            k.check(&h, None).map_err(|r| r.status),
+            Err(StatusCode::FORBIDDEN)
+        );
         let h = headers(&[auth]);
-        assert_eq!(k.check(&h, None).map_err(|r| r.status), Err(StatusCode::BAD_REQUEST));
+        assert_eq!(
+            k.check(&h, None).map_err(|r| r.status),
+            Err(StatusCode::BAD_REQUEST)
+        );
     }
 
     #[test]
     fn loopback_hosts() {
-        for ok in ["localhost", "LOCALHOST:1", "127.0.0.1", "127.1.2.3:80", "[::1]", "[::1]:8080", "localhost."] {
+        for ok in [
+            "localhost",
+            "LOCALHOST:1",
+            "127.0.0.1",
+            "127.1.2.3:80",
+            "[::1]",
+            "[::1]:8080",
+            "localhost.",
+        ] {
             assert!(is_loopback_host(ok), "{ok}");
         }
-        for bad in ["evil.example", "10.0.0.1:80", "[::2]", "localhost.evil.example", "127.0.0.1:x", "[::1]x"] {
+        for bad in [
+            "evil.example",
+            "10.0.0.1:80",
+            "[::2]",
+            "localhost.evil.example",
+            "127.0.0.1:x",
+            "[::1]x",
+        ] {
             assert!(!is_loopback_host(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn token_files_are_trimmed_and_must_not_be_short() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let good = dir.path().join("token");
+        std::fs::write(&good, "  0123456789abcdef-long-enough\n").expect("write");
+        let t = Token::from_file(&good).expect("token file");
+        assert!(t.matches("0123456789abcdef-long-enough"));
+        let short = dir.path().join("short");
+        std::fs::write(&short, "abc\n").expect("write");
+        assert!(matches!(
+            Token::from_file(&short),
+            Err(TokenError::TooShort { .. })
+        ));
+        let missing = dir.path().join("missing");
+        assert!(matches!(
+            Token::from_file(&missing),
+            Err(TokenError::Read { .. })
+        ));
+        let settings = super::super::WsSettings {
+            token_file: Some(good),
+            ..Default::default()
+        };
+        assert!(
+            Token::for_settings(&settings)
+                .expect("from settings")
+                .matches("0123456789abcdef-long-enough")
+        );
     }
 
     #[test]

@@ -184,7 +184,11 @@ mod tests {
         assert_eq!(c.next_deadline(), None);
         assert_eq!(
             c.settle(&p("a.txt"), Some(false)),
-            vec![Change { kind: ChangeKind::Create, path: p("a.txt"), is_dir: false }]
+            vec![Change {
+                kind: ChangeKind::Create,
+                path: p("a.txt"),
+                is_dir: false
+            }]
         );
     }
 
@@ -205,8 +209,18 @@ mod tests {
         let m = c.settle(&p("src/a.rs"), Some(false));
         assert_eq!(m[0].kind, ChangeKind::Modify);
         let d = c.settle(&p("src/a.rs"), None);
-        assert_eq!(d, vec![Change { kind: ChangeKind::Delete, path: p("src/a.rs"), is_dir: false }]);
-        assert!(c.settle(&p("src/a.rs"), None).is_empty(), "gone twice is nothing");
+        assert_eq!(
+            d,
+            vec![Change {
+                kind: ChangeKind::Delete,
+                path: p("src/a.rs"),
+                is_dir: false
+            }]
+        );
+        assert!(
+            c.settle(&p("src/a.rs"), None).is_empty(),
+            "gone twice is nothing"
+        );
     }
 
     #[test]
@@ -227,7 +241,10 @@ mod tests {
         assert!(!c.knows(&p("d/x")));
         assert!(c.knows(&p("dx")), "a sibling sharing the prefix stays");
         let t = c.settle(&p("dx"), Some(true));
-        assert_eq!(t.iter().map(|c| c.kind).collect::<Vec<_>>(), vec![ChangeKind::Delete, ChangeKind::Create]);
+        assert_eq!(
+            t.iter().map(|c| c.kind).collect::<Vec<_>>(),
+            vec![ChangeKind::Delete, ChangeKind::Create]
+        );
     }
 
     #[test]

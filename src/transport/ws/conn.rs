@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, broadcast, mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsProtoError};
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::Message;
 
 use super::protocol::{self, Head, Incoming};
 use super::watch::Notice;
@@ -75,8 +75,16 @@ pub async fn run(
         let text = match msg {
             Message::Text(t) => t,
             Message::Binary(_) => {
-                let head = Head { kind: "error".into(), request_id: None };
-                let v = protocol::error_response(&head, code::INVALID_REQUEST, "binary frames are not supported; send JSON text messages", None);
+                let head = Head {
+                    kind: "error".into(),
+                    request_id: None,
+                };
+                let v = protocol::error_response(
+                    &head,
+                    code::INVALID_REQUEST,
+                    "binary frames are not supported; send JSON text messages",
+                    None,
+                );
                 let _ = out.send(text_message(&v)).await;
                 continue;
             }
@@ -106,7 +114,9 @@ pub async fn run(
             Incoming::Unsubscribe { head } => {
                 sub_tx.send_replace(None);
                 if head.request_id.is_some() {
-                    let _ = out.send(text_message(&protocol::data_response(&head, json!({})))).await;
+                    let _ = out
+                        .send(text_message(&protocol::data_response(&head, json!({}))))
+                        .await;
                 }
             }
             Incoming::Op { head, op, base64 } => {
@@ -120,7 +130,9 @@ pub async fn run(
                     let head2 = head.clone();
                     let reply = tokio::task::spawn_blocking(move || {
                         let v = match gw.handle(&ctx, op) {
-                            Ok(o) => protocol::data_response(&head, protocol::render(&gw, o, base64)),
+                            Ok(o) => {
+                                protocol::data_response(&head, protocol::render(&gw, o, base64))
+                            }
                             Err(e) => protocol::gateway_error_response(&head, &e),
                         };
                         text_message(&v)
@@ -143,11 +155,12 @@ pub async fn run(
         e.abort();
     }
     if oversized {
-        let _ = out.send(Message::Close(Some(CloseFrame {
-            code: CloseCode::Size,
-            reason: "message too large".into(),
-        })))
-        .await;
+        let _ = out
+            .send(Message::Close(Some(CloseFrame {
+                code: CloseCode::Size,
+                reason: "message too large".into(),
+            })))
+            .await;
     }
     drop(out);
     if let Ok(sink) = writer.await {
@@ -161,7 +174,10 @@ pub async fn run(
 }
 
 async fn too_large(out: &mpsc::Sender<Message>, size: usize, max: usize) {
-    let head = Head { kind: "error".into(), request_id: None };
+    let head = Head {
+        kind: "error".into(),
+        request_id: None,
+    };
     let msg = format!(
         "message of {size} bytes exceeds the limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); the connection will be closed"
     );
@@ -171,8 +187,10 @@ async fn too_large(out: &mpsc::Sender<Message>, size: usize, max: usize) {
     let _ = out.send(text_message(&v)).await;
 }
 
-/// Reads and discards what the client still sends, until it closes or time is up.
+/// Closes our side (the server closes TCP first after a close frame) and reads and
+/// discards what the client still sends, until it closes or time is up.
 async fn drain(tcp: &mut TcpStream, max: usize) {
+    let _ = tcp.shutdown().await;
     let mut buf = vec![0u8; 64 * 1024];
     let mut left = max.saturating_mul(2);
     let _ = tokio::time::timeout(DRAIN_AFTER_OVERSIZE, async {

@@ -15,10 +15,10 @@
 //!
 //! # Start-up order
 //!
-//! [`bind`] the listener before the process confines itself (Landlock), then run
-//! [`serve`] on the runtime. The token file, if any, is read by [`serve`]; under a
-//! Landlock ruleset that does not grant it, read it first with [`Token::from_file`]
-//! and call [`serve_with_token`].
+//! [`bind`] the listener and get the token ([`Token::for_settings`]: reads the token
+//! file, or generates and prints a token) before the process confines itself
+//! (Landlock), then run [`serve_with_token`] on the runtime. [`serve`] does both of
+//! the latter, for callers that are not confined.
 
 pub mod auth;
 pub mod changes;
@@ -54,12 +54,18 @@ pub fn bind(listen: &str) -> io::Result<TcpListener> {
     let listen = listen.trim();
     let listener = if !listen.is_empty() && listen.bytes().all(|b| b.is_ascii_digit()) {
         let port: u16 = listen.parse().map_err(|_| {
-            io::Error::new(io::ErrorKind::InvalidInput, format!("--listen {listen}: not a port number"))
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("--listen {listen}: not a port number"),
+            )
         })?;
         TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port))?
     } else {
         TcpListener::bind(listen).map_err(|e| {
-            io::Error::new(e.kind(), format!("--listen {listen}: {e} (use HOST:PORT or PORT)"))
+            io::Error::new(
+                e.kind(),
+                format!("--listen {listen}: {e} (use HOST:PORT or PORT)"),
+            )
         })?
     };
     listener.set_nonblocking(true)?;
@@ -68,16 +74,12 @@ pub fn bind(listen: &str) -> io::Result<TcpListener> {
 
 /// Serves the files channel on `listener` until an accept error. Reads the token file
 /// named in `settings`, or generates a token and prints it to stderr.
-pub async fn serve(gw: Arc<Gateway>, listener: TcpListener, settings: WsSettings) -> io::Result<()> {
-    let token = match &settings.token_file {
-        Some(path) => Token::from_file(path).map_err(io::Error::other)?,
-        None => {
-            let (token, text) = Token::generate().map_err(io::Error::other)?;
-            // The product of starting the server: the client needs it to connect.
-            eprintln!("fsgate: ws token: {text}");
-            token
-        }
-    };
+pub async fn serve(
+    gw: Arc<Gateway>,
+    listener: TcpListener,
+    settings: WsSettings,
+) -> io::Result<()> {
+    let token = Token::for_settings(&settings).map_err(io::Error::other)?;
     serve_with_token(gw, listener, settings, token).await
 }
 
@@ -100,7 +102,8 @@ pub async fn serve_with_token(
     }
     let keeper = Arc::new(Gatekeeper::new(token, &settings.allowed_origins, loopback));
     let policy_limit = gw.policy().limits().max_message_bytes;
-    let max_message = usize::try_from(settings.effective_max_message(policy_limit)).unwrap_or(usize::MAX);
+    let max_message =
+        usize::try_from(settings.effective_max_message(policy_limit)).unwrap_or(usize::MAX);
     let limits = conn::ConnLimits {
         max_in_flight: settings.max_in_flight,
         max_message,
@@ -110,7 +113,18 @@ pub async fn serve_with_token(
         &settings.ignore,
         Duration::from_millis(settings.debounce_ms),
     ) {
-        Ok(w) => Some(Arc::new(w)),
+        Ok((w, ready)) => {
+            // Serve only once the tree is watched, so no early change goes unreported.
+            let started = std::time::Instant::now();
+            if let Ok(dirs) = ready.await {
+                tracing::info!(
+                    dirs,
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "watching the workspace"
+                );
+            }
+            Some(Arc::new(w))
+        }
         Err(e) => {
             tracing::error!("cannot watch the workspace; change events are off: {e}");
             None
@@ -146,7 +160,9 @@ pub async fn serve_with_token(
 fn is_transient(e: &io::Error) -> bool {
     matches!(
         e.kind(),
-        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
     ) || e.raw_os_error() == Some(rustix::io::Errno::MFILE.raw_os_error())
         || e.raw_os_error() == Some(rustix::io::Errno::NFILE.raw_os_error())
 }
@@ -179,14 +195,22 @@ impl Accepted {
         let mut subscribe: Option<String> = None;
         let full = self.slot.is_none();
         let (keeper, peer, sub) = (&self.keeper, self.peer, &mut subscribe);
+        // The error type is tungstenite's, not ours to shrink.
+        #[allow(clippy::result_large_err)]
         let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
             if full {
-                return Err(refuse(StatusCode::SERVICE_UNAVAILABLE, "too many connections", peer));
+                return Err(refuse(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many connections",
+                    peer,
+                ));
             }
             let query = req.uri().query();
             match keeper.check(req.headers(), query) {
                 Ok(()) => {
-                    *sub = auth::query_param(query, "subscribe").into_iter().next_back();
+                    *sub = auth::query_param(query, "subscribe")
+                        .into_iter()
+                        .next_back();
                     Ok(resp)
                 }
                 Err(r) => Err(refuse(r.status, &r.reason, peer)),
@@ -230,8 +254,10 @@ fn refuse(status: StatusCode, reason: &str, peer: SocketAddr) -> ErrorResponse {
     let mut resp = http::Response::new(Some(format!("{reason}\n")));
     *resp.status_mut() = status;
     if status == StatusCode::UNAUTHORIZED {
-        resp.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
+        resp.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            http::HeaderValue::from_static("Bearer"),
+        );
     }
     resp
 }

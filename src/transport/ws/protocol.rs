@@ -62,19 +62,39 @@ pub fn parse(text: &str) -> Incoming {
     };
     let msg: Map<String, Value> = match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(m)) => m,
-        Ok(_) => return bad(&unknown, code::INVALID_REQUEST, "a message must be a JSON object"),
+        Ok(_) => {
+            return bad(
+                &unknown,
+                code::INVALID_REQUEST,
+                "a message must be a JSON object",
+            );
+        }
         Err(e) => return bad(&unknown, code::PARSE_ERROR, format!("invalid JSON: {e}")),
     };
     let head = Head {
-        kind: msg.get("type").and_then(Value::as_str).unwrap_or("error").to_string(),
+        kind: msg
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("error")
+            .to_string(),
         request_id: msg.get("requestId").filter(|v| !v.is_null()).cloned(),
     };
     match msg.get("channel").and_then(Value::as_str) {
         Some(CHANNEL) => {}
         Some(other) => {
-            return bad(&head, code::INVALID_REQUEST, format!("unknown channel {other:?}; only \"files\" is served"));
+            return bad(
+                &head,
+                code::INVALID_REQUEST,
+                format!("unknown channel {other:?}; only \"files\" is served"),
+            );
         }
-        None => return bad(&head, code::INVALID_REQUEST, "missing \"channel\": \"files\""),
+        None => {
+            return bad(
+                &head,
+                code::INVALID_REQUEST,
+                "missing \"channel\": \"files\"",
+            );
+        }
     }
     if msg.get("type").and_then(Value::as_str).is_none() {
         return bad(&head, code::INVALID_REQUEST, "missing \"type\"");
@@ -96,7 +116,9 @@ impl Fields<'_> {
         match self.msg.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(GatewayError::InvalidParams(format!("\"{name}\" must be a string"))),
+            Some(_) => Err(GatewayError::InvalidParams(format!(
+                "\"{name}\" must be a string"
+            ))),
         }
     }
 
@@ -109,7 +131,9 @@ impl Fields<'_> {
         match self.msg.get(name) {
             None | Some(Value::Null) => Ok(false),
             Some(Value::Bool(b)) => Ok(*b),
-            Some(_) => Err(GatewayError::InvalidParams(format!("\"{name}\" must be a boolean"))),
+            Some(_) => Err(GatewayError::InvalidParams(format!(
+                "\"{name}\" must be a boolean"
+            ))),
         }
     }
 
@@ -151,7 +175,9 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
         }
         "read" => {
             base64 = f.base64()?;
-            Op::ReadFile { path: f.required("path")? }
+            Op::ReadFile {
+                path: f.required("path")?,
+            }
         }
         "write" => {
             let path = f.required("path")?;
@@ -159,8 +185,13 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
             if f.base64()? {
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(content.as_bytes())
-                    .map_err(|e| GatewayError::InvalidParams(format!("content is not valid base64: {e}")))?;
-                Op::WriteBytes { path, content: bytes }
+                    .map_err(|e| {
+                        GatewayError::InvalidParams(format!("content is not valid base64: {e}"))
+                    })?;
+                Op::WriteBytes {
+                    path,
+                    content: bytes,
+                }
             } else {
                 Op::WriteText { path, content }
             }
@@ -177,19 +208,27 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
             from: f.required("oldPath")?,
             to: f.required("newPath")?,
         },
-        "stat" => Op::Stat { path: f.required("path")? },
+        "stat" => Op::Stat {
+            path: f.required("path")?,
+        },
         other => {
             return Ok(bad(
                 head,
                 code::METHOD_NOT_FOUND,
-                format!("unknown type {other:?}; expected list, read, write, mkdir, delete, rename, stat, subscribe or unsubscribe"),
+                format!(
+                    "unknown type {other:?}; expected list, read, write, mkdir, delete, rename, stat, subscribe or unsubscribe"
+                ),
             ));
         }
     };
     if head.request_id.is_none() {
         return Err(GatewayError::InvalidParams("missing \"requestId\"".into()));
     }
-    Ok(Incoming::Op { head: head.clone(), op, base64 })
+    Ok(Incoming::Op {
+        head: head.clone(),
+        op,
+        base64,
+    })
 }
 
 fn envelope(head: &Head) -> Map<String, Value> {
@@ -335,18 +374,38 @@ mod tests {
         let (h, o, _) = op(r#"{"channel":"files","type":"list","requestId":7}"#);
         assert_eq!(h.request_id, Some(json!(7)));
         assert!(matches!(o, Op::Ls { path } if path == "/"));
-        let (_, o, b) = op(r#"{"channel":"files","type":"read","requestId":"a","path":"/x","encoding":"base64"}"#);
+        let (_, o, b) = op(
+            r#"{"channel":"files","type":"read","requestId":"a","path":"/x","encoding":"base64"}"#,
+        );
         assert!(b);
         assert!(matches!(o, Op::ReadFile { path } if path == "/x"));
-        let (_, o, _) = op(r#"{"channel":"files","type":"write","requestId":1,"path":"/b","content":"AAE=","encoding":"base64"}"#);
+        let (_, o, _) = op(
+            r#"{"channel":"files","type":"write","requestId":1,"path":"/b","content":"AAE=","encoding":"base64"}"#,
+        );
         assert!(matches!(o, Op::WriteBytes { content, .. } if content == vec![0, 1]));
-        let (_, o, _) = op(r#"{"channel":"files","type":"write","requestId":1,"path":"/t","content":"hi"}"#);
+        let (_, o, _) =
+            op(r#"{"channel":"files","type":"write","requestId":1,"path":"/t","content":"hi"}"#);
         assert!(matches!(o, Op::WriteText { content, .. } if content == "hi"));
-        let (_, o, _) = op(r#"{"channel":"files","type":"mkdir","requestId":1,"path":"/d","recursive":true}"#);
-        assert!(matches!(o, Op::Mkdir { recursive: true, .. }));
+        let (_, o, _) =
+            op(r#"{"channel":"files","type":"mkdir","requestId":1,"path":"/d","recursive":true}"#);
+        assert!(matches!(
+            o,
+            Op::Mkdir {
+                recursive: true,
+                ..
+            }
+        ));
         let (_, o, _) = op(r#"{"channel":"files","type":"delete","requestId":1,"path":"/d"}"#);
-        assert!(matches!(o, Op::Rm { recursive: false, .. }));
-        let (_, o, _) = op(r#"{"channel":"files","type":"rename","requestId":1,"oldPath":"/a","newPath":"/b"}"#);
+        assert!(matches!(
+            o,
+            Op::Rm {
+                recursive: false,
+                ..
+            }
+        ));
+        let (_, o, _) = op(
+            r#"{"channel":"files","type":"rename","requestId":1,"oldPath":"/a","newPath":"/b"}"#,
+        );
         assert!(matches!(o, Op::Rename { from, to } if from == "/a" && to == "/b"));
         let (_, o, _) = op(r#"{"channel":"files","type":"stat","requestId":1,"path":"/a"}"#);
         assert!(matches!(o, Op::Stat { .. }));
@@ -356,7 +415,10 @@ mod tests {
     fn malformed_messages_get_the_contract_codes_and_keep_the_request_id() {
         assert_eq!(bad_code("{nope").0, code::PARSE_ERROR);
         assert_eq!(bad_code("[1]").0, code::INVALID_REQUEST);
-        assert_eq!(bad_code(r#"{"channel":"x","type":"list","requestId":1}"#).0, code::INVALID_REQUEST);
+        assert_eq!(
+            bad_code(r#"{"channel":"x","type":"list","requestId":1}"#).0,
+            code::INVALID_REQUEST
+        );
         let (c, v) = bad_code(r#"{"channel":"files","type":"frob","requestId":"q"}"#);
         assert_eq!(c, code::METHOD_NOT_FOUND);
         assert_eq!(v["requestId"], json!("q"));
@@ -364,13 +426,19 @@ mod tests {
         let (c, v) = bad_code(r#"{"channel":"files","type":"read","requestId":3}"#);
         assert_eq!(c, code::INVALID_PARAMS);
         assert_eq!(v["requestId"], json!(3));
-        assert_eq!(bad_code(r#"{"channel":"files","type":"read","path":"/a"}"#).0, code::INVALID_PARAMS);
+        assert_eq!(
+            bad_code(r#"{"channel":"files","type":"read","path":"/a"}"#).0,
+            code::INVALID_PARAMS
+        );
         assert_eq!(
             bad_code(r#"{"channel":"files","type":"write","requestId":1,"path":"/a","content":"!!","encoding":"base64"}"#).0,
             code::INVALID_PARAMS
         );
         assert_eq!(
-            bad_code(r#"{"channel":"files","type":"read","requestId":1,"path":"/a","encoding":"latin1"}"#).0,
+            bad_code(
+                r#"{"channel":"files","type":"read","requestId":1,"path":"/a","encoding":"latin1"}"#
+            )
+            .0,
             code::INVALID_PARAMS
         );
     }
@@ -384,13 +452,23 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(parse(r#"{"channel":"files","type":"unsubscribe"}"#), Incoming::Unsubscribe { .. }));
+        assert!(matches!(
+            parse(r#"{"channel":"files","type":"unsubscribe"}"#),
+            Incoming::Unsubscribe { .. }
+        ));
     }
 
     #[test]
     fn refusals_carry_rule_and_reason() {
-        let head = Head { kind: "read".into(), request_id: Some(json!(1)) };
-        let e = GatewayError::Refused { reason: "secret".into(), rule: "secrets:dotenv".into(), path: "/.env".into() };
+        let head = Head {
+            kind: "read".into(),
+            request_id: Some(json!(1)),
+        };
+        let e = GatewayError::Refused {
+            reason: "secret".into(),
+            rule: "secrets:dotenv".into(),
+            path: "/.env".into(),
+        };
         let v = gateway_error_response(&head, &e);
         assert_eq!(v["error"]["code"], json!(code::REFUSED));
         assert_eq!(v["error"]["rule"], json!("secrets:dotenv"));

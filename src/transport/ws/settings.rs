@@ -138,7 +138,9 @@ fn is_origin(s: &str) -> bool {
         return false;
     };
     !scheme.is_empty()
-        && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+        && scheme
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
         && !rest.is_empty()
         && !rest.contains(['/', '?', '#', '*', ' '])
 }
@@ -151,15 +153,23 @@ mod tests {
     fn defaults_are_valid_and_ignore_the_contract_dirs() {
         let s = WsSettings::default();
         assert_eq!(s.validate(), Ok(()));
-        for d in ["node_modules", ".git", ".next", "dist", "build", "__pycache__"] {
+        for d in [
+            "node_modules",
+            ".git",
+            ".next",
+            "dist",
+            "build",
+            "__pycache__",
+        ] {
             assert!(s.ignore.iter().any(|i| i == d), "{d} missing");
         }
     }
 
     #[test]
     fn parses_from_toml_and_refuses_unknown_keys() {
-        let s: WsSettings = toml::from_str("debounce_ms = 5\nallowed_origins = [\"http://localhost:3000\"]")
-            .expect("valid section");
+        let s: WsSettings =
+            toml::from_str("debounce_ms = 5\nallowed_origins = [\"http://localhost:3000\"]")
+                .expect("valid section");
         assert_eq!(s.debounce_ms, 5);
         assert_eq!(s.max_in_flight, WsSettings::default().max_in_flight);
         let err = toml::from_str::<WsSettings>("token = \"x\"").expect_err("unknown key");
@@ -168,13 +178,25 @@ mod tests {
 
     #[test]
     fn refuses_limits_above_the_ceiling_and_bad_names() {
-        let big = WsSettings { max_message_bytes: Some(MAX_MESSAGE_CEILING + 1), ..Default::default() };
+        let big = WsSettings {
+            max_message_bytes: Some(MAX_MESSAGE_CEILING + 1),
+            ..Default::default()
+        };
         assert!(big.validate().is_err());
-        let ignore = WsSettings { ignore: vec!["a/b".into()], ..Default::default() };
+        let ignore = WsSettings {
+            ignore: vec!["a/b".into()],
+            ..Default::default()
+        };
         assert!(ignore.validate().is_err());
-        let origin = WsSettings { allowed_origins: vec!["*".into()], ..Default::default() };
+        let origin = WsSettings {
+            allowed_origins: vec!["*".into()],
+            ..Default::default()
+        };
         assert!(origin.validate().is_err());
-        let path = WsSettings { allowed_origins: vec!["https://a.example/x".into()], ..Default::default() };
+        let path = WsSettings {
+            allowed_origins: vec!["https://a.example/x".into()],
+            ..Default::default()
+        };
         assert!(path.validate().is_err());
     }
 
@@ -183,7 +205,10 @@ mod tests {
         let s = WsSettings::default();
         assert_eq!(s.effective_max_message(1 << 20), 1 << 20);
         assert_eq!(s.effective_max_message(u64::MAX), MAX_MESSAGE_CEILING);
-        let own = WsSettings { max_message_bytes: Some(8192), ..Default::default() };
+        let own = WsSettings {
+            max_message_bytes: Some(8192),
+            ..Default::default()
+        };
         assert_eq!(own.effective_max_message(1 << 20), 8192);
     }
 }

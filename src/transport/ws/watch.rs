@@ -22,17 +22,14 @@ use std::time::{Duration, Instant};
 
 use notify::event::{EventKind, ModifyKind, RenameMode};
 use notify::{Config, RecommendedWatcher, RecursiveMode, Watcher as _};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 
 use super::changes::{Change, ChangeKind, Coalescer};
 use crate::gateway::Gateway;
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::EntryType;
+use crate::workspace::{EntryType, TEMP_PREFIX};
 
-/// Prefix of the gateway's own temporary files (atomic writes): never reported.
-/// Mirrors `workspace::walk::TEMP_PREFIX`, which is private to the workspace module.
-const TEMP_PREFIX: &str = ".fsgate-tmp-";
 
 /// Notices buffered per connection before a slow one starts losing them.
 const BROADCAST_CAPACITY: usize = 4096;
@@ -65,15 +62,21 @@ pub struct Watcher {
 }
 
 impl Watcher {
-    /// Starts watching the gateway's workspace; returns at once (the initial scan runs
-    /// on the watcher's own thread).
-    pub fn start(gw: Arc<Gateway>, ignore: &[String], debounce: Duration) -> notify::Result<Watcher> {
+    /// Starts watching the gateway's workspace. The initial scan runs on the watcher's
+    /// own thread; the receiver gets the number of watched directories when it is done
+    /// (events from then on are complete).
+    pub fn start(
+        gw: Arc<Gateway>,
+        ignore: &[String],
+        debounce: Duration,
+    ) -> notify::Result<(Watcher, oneshot::Receiver<usize>)> {
         let (tx, rx) = mpsc::channel();
         let handler_tx = tx.clone();
         let handler = move |ev: notify::Result<notify::Event>| {
             let _ = handler_tx.send(Msg::Raw(ev));
         };
-        let backend = RecommendedWatcher::new(handler, Config::default().with_follow_symlinks(false))?;
+        let backend =
+            RecommendedWatcher::new(handler, Config::default().with_follow_symlinks(false))?;
         let (notices, _) = broadcast::channel(BROADCAST_CAPACITY);
         let mut state = State {
             root: gw.workspace().root_path().to_path_buf(),
@@ -85,19 +88,21 @@ impl Watcher {
             out: notices.clone(),
             warned_limit: false,
         };
+        let (ready_tx, ready_rx) = oneshot::channel();
         let thread = std::thread::Builder::new()
             .name("fsgate-watch".into())
             .spawn(move || {
                 state.scan(&RelPath::root(), Scan::Initial);
-                tracing::debug!(dirs = state.watched.len(), "watcher ready");
+                let _ = ready_tx.send(state.watched.len());
                 state.run(&rx);
             })
-            .map_err(|e| notify::Error::io(e))?;
-        Ok(Watcher {
+            .map_err(notify::Error::io)?;
+        let watcher = Watcher {
             tx,
             notices,
             thread: Some(thread),
-        })
+        };
+        Ok((watcher, ready_rx))
     }
 
     /// A receiver of every notice from now on.
@@ -145,7 +150,9 @@ impl State {
             let wait = self
                 .co
                 .next_deadline()
-                .map_or(Duration::from_secs(3600), |d| d.saturating_duration_since(Instant::now()));
+                .map_or(Duration::from_secs(3600), |d| {
+                    d.saturating_duration_since(Instant::now())
+                });
             match rx.recv_timeout(wait) {
                 Ok(Msg::Raw(Ok(ev))) => self.on_event(ev),
                 Ok(Msg::Raw(Err(e))) => self.on_error(&e),
@@ -182,7 +189,9 @@ impl State {
         if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
             if !self.warned_limit {
                 self.warned_limit = true;
-                tracing::warn!("inotify watch limit reached: changes in some directories will not be reported (raise fs.inotify.max_user_watches or add [ws] ignore entries)");
+                tracing::warn!(
+                    "inotify watch limit reached: changes in some directories will not be reported (raise fs.inotify.max_user_watches or add [ws] ignore entries)"
+                );
             }
         } else {
             tracing::debug!("watcher: {e}");
@@ -285,7 +294,12 @@ impl State {
     }
 
     fn unwatch_beneath(&mut self, dir: &RelPath) {
-        let gone: Vec<RelPath> = self.watched.iter().filter(|w| w.starts_with(dir)).cloned().collect();
+        let gone: Vec<RelPath> = self
+            .watched
+            .iter()
+            .filter(|w| w.starts_with(dir))
+            .cloned()
+            .collect();
         for w in gone {
             // A directory moved out keeps its inotify watch (it follows the inode):
             // remove it, or its new home would be reported under the old name.
