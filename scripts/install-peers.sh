@@ -14,7 +14,7 @@ venv() { # venv NAME PACKAGES...
   local dir="$PEERS/$name" stamp="$PEERS/$name/.installed"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$*" ]; then return 0; fi
   rm -rf "$dir"
-  "$PY" -m venv "$dir"
+  "${VENV_PY:-$PY}" -m venv "$dir"
   "$dir/bin/pip" install -q --disable-pip-version-check "$@"
   echo "$*" > "$stamp"
 }
@@ -32,4 +32,22 @@ if command -v npm >/dev/null 2>&1; then
     (cd "$node_dir" && npm install --no-audit --no-fund -q '@agentclientprotocol/sdk@2.4.0')
   fi
 fi
+# fast-agent (optional third ACP peer) needs Python 3.12: on 3.11 pip silently picks a
+# release without ACP. Skipped, not failed, when no Python 3.12 is found.
+find_python312() {
+  if [ -n "${PYTHON312:-}" ]; then echo "$PYTHON312"; return 0; fi
+  if python3.12 --version >/dev/null 2>&1; then command -v python3.12; return 0; fi
+  if command -v pyenv >/dev/null 2>&1; then
+    for p in "$(pyenv root)"/versions/3.12*/bin/python3.12; do
+      if [ -x "$p" ]; then echo "$p"; return 0; fi
+    done
+  fi
+  return 1
+}
+if py312=$(find_python312); then
+  VENV_PY="$py312" venv fast-agent 'fast-agent-mcp==0.10.46'
+else
+  echo "python3.12 not found: skipping fast-agent (its interop tests will print SKIPPED)" >&2
+fi
+
 echo "peers installed in $PEERS"

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-peers.sh
 cargo build --bin fsgate
-cargo test --all-targets --features test-hooks
+FSGATE_REQUIRE_PEERS=1 cargo test --all-targets --features test-hooks
 BIN="${CARGO_TARGET_DIR:-target}/debug/fsgate"
 "$BIN" policy check policies/*.toml
 "$BIN" policy test policies/*.toml

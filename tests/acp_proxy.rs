@@ -13,3 +13,5 @@ mod sdk;
 mod raw;
 // --confine-agent: no direct access to the workspace or home, the gateway still works.
 mod confine;
+// fast-agent (optional third peer) with its passthrough model: real tool calls.
+mod fast_agent;

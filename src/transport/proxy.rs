@@ -306,6 +306,9 @@ where
             match jsonrpc::classify(&raw) {
                 Incoming::Request { id, method, params } if acp::is_fs_method(&method) => {
                     let (r, ta) = (Arc::clone(&r), to_agent.clone());
+                    // Kept for the error reply: a null id would leave the agent's
+                    // request pending forever.
+                    let id2 = id.clone();
                     handlers.spawn(async move {
                         let resp =
                             tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
@@ -315,7 +318,7 @@ where
                             .await
                             .unwrap_or_else(|_| {
                                 jsonrpc::error_response(
-                                    &Value::Null,
+                                    &id2,
                                     jsonrpc::error_object(
                                         code::INTERNAL,
                                         "internal error: request task failed",

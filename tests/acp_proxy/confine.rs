@@ -1,8 +1,8 @@
 //! `fsgate acp --confine-agent`: the agent's own Landlock ruleset leaves it no direct
 //! way into the workspace or the home directory; fs/read_text_file still works.
 //!
-//! While the flag is not yet wired up in the binary (it answers "not yet available"),
-//! these tests print `SKIPPED: ...` and pass; once it is, they run for real.
+//! A build without the flag (it answers "not yet available") makes these tests print
+//! `SKIPPED: ...`; otherwise they run for real.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -13,35 +13,21 @@ use super::editor::{Editor, Options, Peer, ok, repo, skipped};
 
 const EACCES: i64 = 13;
 
-/// Read+execute paths for the agent: the built-in system list, plus the agent's own
-/// code (this repository's tests/peers and .peers) and the Python interpreter's
+/// Read+execute paths for the agent: fsgate's built-in list, plus the agent's own code
+/// (this repository's tests/peers and .peers) and the Python interpreter's
 /// installation (pyenv puts it under $HOME, which the agent otherwise cannot reach).
 fn system_paths() -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = [
-        "/usr",
-        "/bin",
-        "/sbin",
-        "/lib",
-        "/lib32",
-        "/lib64",
-        "/libx32",
-        "/etc",
-        "/opt",
-        "/nix/store",
-        "/proc",
-        "/sys/devices/system/cpu",
-        "/run/systemd/resolve",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .collect();
+    let mut paths: Vec<PathBuf> = fsgate::sandbox::DEFAULT_AGENT_SYSTEM_PATHS
+        .iter()
+        .map(PathBuf::from)
+        .collect();
     paths.push(repo().join("tests/peers"));
     paths.push(repo().join(".peers"));
     let cfg = std::fs::read_to_string(repo().join(".peers/acp/pyvenv.cfg")).unwrap_or_default();
-    if let Some(home) = cfg.lines().find_map(|l| l.strip_prefix("home = ")) {
-        if let Some(prefix) = PathBuf::from(home.trim()).parent() {
-            paths.push(prefix.to_path_buf());
-        }
+    if let Some(home) = cfg.lines().find_map(|l| l.strip_prefix("home = "))
+        && let Some(prefix) = PathBuf::from(home.trim()).parent()
+    {
+        paths.push(prefix.to_path_buf());
     }
     paths
 }
@@ -97,7 +83,12 @@ fn confined_agent_uses_only_the_gateway(peer: Peer, test: &str) {
     std::fs::write(ed.root.join("a.txt"), "inside\n").expect("seed");
     let sid = ed.open_session();
     let a = ed.root.join("a.txt").display().to_string();
-    let mut text = vec![format!("open {a}"), format!("open {}", home_file.display())];
+    // /etc/shadow: the agent gets only the parts of /etc a program needs.
+    let mut text = vec![
+        format!("open {a}"),
+        format!("open {}", home_file.display()),
+        "open /etc/shadow".to_string(),
+    ];
     // The real home too, if it has a file to try (never written, only opened).
     let real_home_file = std::env::var_os("HOME")
         .map(PathBuf::from)

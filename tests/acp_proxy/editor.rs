@@ -35,6 +35,8 @@ pub enum Peer {
     TypeScript,
     /// tests/peers/acp/raw_agent.py: raw JSON lines, no SDK.
     Raw,
+    /// fast-agent (PyPI `fast-agent-mcp`) with its `passthrough` model; optional.
+    FastAgent,
 }
 
 impl Peer {
@@ -77,19 +79,32 @@ impl Peer {
                 }
                 Ok(vec!["node".into(), script("agent.mjs")])
             }
+            Peer::FastAgent => {
+                let bin = repo.join(".peers/fast-agent/bin/fast-agent-acp");
+                if !bin.exists() {
+                    return Err(format!(
+                        "{} is missing (optional: ./scripts/install-peers.sh installs it when python3.12 exists)",
+                        bin.display()
+                    ));
+                }
+                let args = ["--model", "passthrough", "--no-permissions"];
+                Ok(std::iter::once(bin.into_os_string())
+                    .chain(args.map(OsString::from))
+                    .collect())
+            }
         }
     }
 
     /// The command, or `None` after printing `SKIPPED: <reason>` where cargo's output
     /// capture cannot hide it. With `CI` or `FSGATE_REQUIRE_PEERS` set, a missing peer
-    /// fails the test instead: CI installs the peers.
+    /// fails the test instead (CI installs the peers), except the optional fast-agent.
     pub fn command_or_skip(self, test: &str) -> Option<Vec<OsString>> {
         match self.command() {
             Ok(cmd) => Some(cmd),
             Err(reason) => {
-                if std::env::var_os("CI").is_some()
-                    || std::env::var_os("FSGATE_REQUIRE_PEERS").is_some()
-                {
+                let required = std::env::var_os("CI").is_some()
+                    || std::env::var_os("FSGATE_REQUIRE_PEERS").is_some();
+                if required && self != Peer::FastAgent {
                     panic!("{test}: peer {self:?} unavailable but required here: {reason}");
                 }
                 skipped(test, &format!("peer {self:?} unavailable: {reason}"));
@@ -145,7 +160,7 @@ pub struct Editor {
     pub root: PathBuf,
     /// Canonical directory outside the workspace (escape targets, a fake home).
     pub outside: PathBuf,
-    /// Canonical directory for the audit log, backups and policy files.
+    /// Canonical directory holding the audit log (`audit.jsonl`), backups and policy.
     pub state: PathBuf,
     _dirs: [TempDir; 3],
 }
@@ -255,9 +270,14 @@ impl Editor {
 
     /// Waits for the response to `id`.
     pub fn response(&self, id: &Value) -> Value {
+        self.response_within(id, TIMEOUT)
+    }
+
+    /// Waits up to `limit` for the response to `id`.
+    pub fn response_within(&self, id: &Value, limit: Duration) -> Value {
         let key = id.to_string();
         let (lock, cv) = &*self.inbox;
-        let deadline = Instant::now() + TIMEOUT;
+        let deadline = Instant::now() + limit;
         let mut inbox = lock.lock().expect("inbox lock");
         loop {
             if let Some(v) = inbox.responses.get(&key) {
@@ -325,15 +345,22 @@ impl Editor {
     /// Sends `session/prompt` with `text`, waits for the end of the turn, and returns the
     /// agent's reports: the JSON in each `agent_message_chunk` of that session.
     pub fn prompt(&mut self, session: &str, text: &str) -> Vec<Value> {
+        let start = self.line_count();
         let id = self.request(
             "session/prompt",
             json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
         );
-        self.finish_prompt(session, &id)
+        self.finish_prompt(session, &id, start)
     }
 
-    /// Waits for the prompt `id` to end and collects its reports.
-    pub fn finish_prompt(&self, session: &str, id: &Value) -> Vec<Value> {
+    /// How many lines fsgate has written so far (the start of a prompt's window).
+    pub fn line_count(&self) -> usize {
+        self.inbox.0.lock().map(|i| i.raw.len()).unwrap_or(0)
+    }
+
+    /// Waits for the prompt `id` to end and collects its reports: the chunks among the
+    /// lines from index `start` up to the prompt's response.
+    pub fn finish_prompt(&self, session: &str, id: &Value, start: usize) -> Vec<Value> {
         let resp = self.response(id);
         assert_eq!(
             resp["result"]["stopReason"],
@@ -343,7 +370,7 @@ impl Editor {
         );
         // The agent's updates precede its response on the one ordered relay.
         let mut reports = Vec::new();
-        for v in self.lines() {
+        for v in self.lines().into_iter().skip(start) {
             if v.get("id") == Some(id) && v.get("method").is_none() {
                 break;
             }
@@ -368,6 +395,14 @@ impl Editor {
             .raw
             .iter()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|_| Value::String(l.clone())))
+            .collect()
+    }
+
+    /// The audit log's records so far.
+    pub fn audit_records(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.state.join("audit.jsonl")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     }
 

@@ -31,12 +31,13 @@ fn session(ed: &mut Editor) -> String {
 /// Sends a prompt of raw lines with editor id `id` and returns the agent's report.
 fn prompt(ed: &Editor, sid: &str, id: Value, lines: &[String]) -> Value {
     let text = lines.join("\n");
+    let start = ed.line_count();
     ed.request_with_id(
         id.clone(),
         "session/prompt",
         json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]}),
     );
-    let reports = ed.finish_prompt(sid, &id);
+    let reports = ed.finish_prompt(sid, &id, start);
     reports
         .into_iter()
         .next()

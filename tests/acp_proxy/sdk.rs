@@ -489,6 +489,88 @@ pub fn agent_exit_status_becomes_fsgates(peer: Peer) {
     );
 }
 
+/// Issue 5, item 6: every fs request (allowed or refused), the refusals fsgate makes
+/// itself (terminal, unknown session) and the lifecycle are audit records, with no
+/// file content in them, and the log verifies.
+pub fn audit_records_requests_and_lifecycle(peer: Peer) {
+    let Some(mut ed) = launch(
+        peer,
+        "audit_records_requests_and_lifecycle",
+        Options::default(),
+    ) else {
+        return;
+    };
+    std::fs::write(ed.root.join("a.txt"), "AUDIT-CONTENT\n").expect("seed");
+    std::fs::write(ed.root.join(".env"), "K=AUDIT-SECRET\n").expect("seed");
+    let sid = ed.open_session();
+    let r = ed.root.display().to_string();
+    let text =
+        format!("read {r}/a.txt 1 1\nread {r}/.env\nterminal\nsession bogus\nread {r}/a.txt");
+    let reports = ed.prompt(&sid, &text);
+    assert_eq!(reports.len(), 4, "{reports:?}");
+    ed.close_stdin();
+    let status = ed.wait_exit(Duration::from_secs(4));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(0),
+        "stderr:\n{}",
+        ed.stderr()
+    );
+
+    let records = ed.audit_records();
+    let all = serde_json::to_string(&records).unwrap_or_default();
+    assert!(
+        !all.contains("AUDIT-CONTENT") && !all.contains("AUDIT-SECRET"),
+        "file content in the audit log"
+    );
+    let find = |what: &str, pred: &dyn Fn(&Value) -> bool| {
+        records
+            .iter()
+            .position(pred)
+            .unwrap_or_else(|| panic!("no audit record for {what} in {records:#?}"))
+    };
+    let start = find("agent-start", &|v| {
+        v["kind"] == "agent-start" && v["details"]["pid"].is_u64()
+    });
+    let session = find("session created", &|v| {
+        v["kind"] == "session" && v["details"]["sessionId"] == sid.as_str()
+    });
+    let read = find("allowed read", &|v| {
+        v["kind"] == "request"
+            && v["op"] == "read_text_file"
+            && v["path"] == "a.txt"
+            && v["decision"] == "allow"
+    });
+    let secret = find("refused secret", &|v| {
+        v["kind"] == "request" && v["path"] == ".env" && v["rule"] == "secrets:dotenv"
+    });
+    let terminal = find("terminal refusal", &|v| {
+        v["kind"] == "request" && v["op"].as_str().is_some_and(|o| o.starts_with("terminal/"))
+    });
+    let bogus = find("unknown-session refusal", &|v| {
+        v["kind"] == "request" && v["session"] == "bogus"
+    });
+    let exit = find("agent-exit", &|v| {
+        v["kind"] == "agent-exit" && v["details"]["code"] == 0
+    });
+    let order = [start, session, read, secret, terminal, bogus, exit];
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "audit records out of order: {order:?}"
+    );
+
+    let verify = std::process::Command::new(env!("CARGO_BIN_EXE_fsgate"))
+        .args(["audit", "verify"])
+        .arg(ed.state.join("audit.jsonl"))
+        .output()
+        .expect("run fsgate audit verify");
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
 /// One `#[test]` per check for the SDK peer `$peer`.
 macro_rules! sdk_tests {
     ($peer:expr; $($name:ident),* $(,)?) => {
@@ -516,6 +598,7 @@ macro_rules! all_sdk_tests {
             equal_ids_in_flight_both_ways,
             stdin_eof_ends_agent_and_fsgate,
             agent_exit_status_becomes_fsgates,
+            audit_records_requests_and_lifecycle,
         );
     };
 }

@@ -53,7 +53,7 @@ def run_prompt(req_id, params: dict) -> None:
         if not line:
             continue
         if line.startswith("!wait "):
-            _, ids, ms = line.split(" ", 2)
+            ids, ms = line[len("!wait "):].rsplit(" ", 1)
             wait_for(json.loads(ids), int(ms))
         elif line.startswith("!exit "):
             os._exit(int(line.split()[1]))
