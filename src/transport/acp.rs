@@ -18,7 +18,7 @@ use crate::ops::{Op, Output, PathStyle, RequestCtx};
 use crate::policy::OpClass;
 
 /// Requests served at once per connection; more wait for a slot.
-const MAX_IN_FLIGHT: usize = 64;
+pub const MAX_IN_FLIGHT: usize = 64;
 
 /// The ACP protocol version carrying the `fs/*` methods.
 pub const PROTOCOL_VERSION: u64 = 1;

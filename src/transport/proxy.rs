@@ -291,6 +291,9 @@ where
     let agent_reader = tokio::spawn(async move {
         let mut reader = BufReader::new(agent_out);
         let mut handlers = tokio::task::JoinSet::new();
+        // At most this many of the agent's file requests are served at once; reading
+        // the agent pauses while all slots are taken.
+        let slots = Arc::new(tokio::sync::Semaphore::new(acp::MAX_IN_FLIGHT));
         loop {
             let raw = match read_line(&mut reader, max).await {
                 Ok(Line::Message(raw)) => raw,
@@ -309,6 +312,9 @@ where
                     // Kept for the error reply: a null id would leave the agent's
                     // request pending forever.
                     let id2 = id.clone();
+                    let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+                        break;
+                    };
                     handlers.spawn(async move {
                         let resp =
                             tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
@@ -327,6 +333,7 @@ where
                                 )
                             });
                         let _ = ta.send(line_of(&resp)).await;
+                        drop(permit);
                     });
                 }
                 Incoming::Request { id, method, params } if method.starts_with("terminal/") => {
