@@ -154,3 +154,31 @@ fn read_after_write_through_gateway_round_trips() {
     );
     assert_eq!(r["content"], json!("two\n"));
 }
+
+#[test]
+fn read_of_directory_is_an_error_but_not_internal() {
+    let g = Gate::start();
+    g.put("d/x.txt", "x");
+    let e = g.err("fs/read_text_file", json!({"path": g.abs("d")}));
+    assert_ne!(
+        e.code,
+        crate::common::INTERNAL,
+        "reading a directory is the caller's mistake: {e:?}"
+    );
+}
+
+#[test]
+fn non_ascii_and_spaced_names_round_trip() {
+    let g = Gate::start();
+    g.put("dossier été/naïve file.txt", "ok\n");
+    let r = g.ok(
+        "fs/read_text_file",
+        json!({"path": g.abs("dossier été/naïve file.txt")}),
+    );
+    assert_eq!(r["content"], json!("ok\n"));
+    let ls = g.ok("_fsgate/ls", json!({"path": g.abs("dossier été")}));
+    assert_eq!(
+        ls["entries"][0]["path"],
+        json!(g.abs("dossier été/naïve file.txt"))
+    );
+}

@@ -194,3 +194,36 @@ fn nul_byte_in_path_is_refused() {
     }
     assert_eq!(g.get("a.txt").as_deref(), Some(&b"plain a"[..]));
 }
+
+#[test]
+fn glob_patterns_outside_the_root_never_match_outside() {
+    let g = Gate::start();
+    g.put("inside.txt", "inside");
+    g.put_outside("secret.txt", "OUTSIDE glob\n");
+    let outside_name = g
+        .outside
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    for pattern in [
+        format!("{}/*.txt", g.outside.to_string_lossy()),
+        format!("../{outside_name}/*.txt"),
+        format!("{}/../{outside_name}/*.txt", g.abs("")),
+        "/etc/*".to_owned(),
+    ] {
+        match g.call("_fsgate/glob", json!({"pattern": pattern})) {
+            Ok(r) => {
+                let m = crate::common::glob_paths(&r);
+                assert!(
+                    m.is_empty(),
+                    "glob {pattern} matched outside the root: {m:?}"
+                );
+            }
+            Err(e) => assert!(
+                e.code == REFUSED || e.code == INVALID_PARAMS,
+                "glob {pattern}: {e:?}"
+            ),
+        }
+    }
+}

@@ -168,6 +168,14 @@ fn device_node_inside_root_is_refused() {
     assert_grep_only_control(&g, "FIND", "FIND me");
 }
 
+/// Stops the swapper thread even when the test panics, so the tempdir can be removed.
+struct StopOnDrop(Arc<AtomicBool>);
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 #[test]
 fn swapping_a_name_between_file_fifo_and_outside_link_never_hangs_or_leaks() {
     // The type must be checked on what was opened, not on the name: a swap between a check
@@ -176,8 +184,8 @@ fn swapping_a_name_between_file_fifo_and_outside_link_never_hangs_or_leaks() {
     let secret = g.put_outside("secret.txt", "OUTSIDE race\n");
     g.put("race.txt", "inside\n");
     let root = g.root.clone();
-    let stop = Arc::new(AtomicBool::new(false));
-    let stop2 = Arc::clone(&stop);
+    let stop = StopOnDrop(Arc::new(AtomicBool::new(false)));
+    let stop2 = Arc::clone(&stop.0);
     let swapper = std::thread::spawn(move || {
         let (reg, fifo, link, target) = (
             root.join(".s-reg"),
@@ -217,7 +225,7 @@ fn swapping_a_name_between_file_fifo_and_outside_link_never_hangs_or_leaks() {
             Err(e) => assert!(!e.message.contains("OUTSIDE"), "{e:?}"),
         }
     }
-    stop.store(true, Ordering::Relaxed);
+    stop.0.store(true, Ordering::Relaxed);
     let swaps = swapper.join().expect("swapper");
     assert!(
         swaps > 10,

@@ -236,3 +236,19 @@ fn symlink_inside_to_git_dir_is_refused_by_policy() {
         "grep read .git/config through a symlink"
     );
 }
+
+#[test]
+fn symlink_staying_inside_the_root_is_followed() {
+    // Control for the refusals above: a link whose target stays inside and is allowed works.
+    let g = Gate::start();
+    g.put("real/target.txt", "inside target\n");
+    g.symlink("real/target.txt", "link.txt");
+    g.symlink("../real", "sub/dirlink");
+    let r = g.ok("fs/read_text_file", json!({"path": g.abs("link.txt")}));
+    assert_eq!(r["content"], json!("inside target\n"));
+    let r = g.ok(
+        "fs/read_text_file",
+        json!({"path": g.abs("sub/dirlink/target.txt")}),
+    );
+    assert_eq!(r["content"], json!("inside target\n"));
+}

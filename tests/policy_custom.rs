@@ -187,6 +187,47 @@ reason = "private documents"
 }
 
 #[test]
+fn rename_checks_both_ends_against_custom_rules() {
+    let extra = r#"
+[[rule]]
+id = "private-docs"
+effect = "deny"
+ops = ["*"]
+paths = ["docs/private/**"]
+reason = "private documents"
+"#;
+    let g = Gate::with_policy(&policy_with(10485760, 10485760, "deny", extra));
+    g.put("docs/a.md", "public");
+    g.put("docs/private/x.md", "private");
+    let e = assert_refused(
+        g.call(
+            "_fsgate/rename",
+            json!({"oldPath": g.abs("docs/a.md"), "newPath": g.abs("docs/private/a.md")}),
+        ),
+        &g,
+        "docs/private/a.md",
+    );
+    assert_eq!(e.data.unwrap_or(Value::Null)["rule"], json!("private-docs"));
+    let e = assert_refused(
+        g.call(
+            "_fsgate/rename",
+            json!({"oldPath": g.abs("docs/private/x.md"), "newPath": g.abs("docs/x.md")}),
+        ),
+        &g,
+        "docs/private/x.md",
+    );
+    assert_eq!(e.data.unwrap_or(Value::Null)["rule"], json!("private-docs"));
+    assert_eq!(g.get("docs/a.md").as_deref(), Some(&b"public"[..]));
+    assert_eq!(g.get("docs/private/x.md").as_deref(), Some(&b"private"[..]));
+    assert!(!g.exists("docs/private/a.md") && !g.exists("docs/x.md"));
+    g.ok(
+        "_fsgate/rename",
+        json!({"oldPath": g.abs("docs/a.md"), "newPath": g.abs("docs/b.md")}),
+    );
+    assert_eq!(g.get("docs/b.md").as_deref(), Some(&b"public"[..]));
+}
+
+#[test]
 fn file_denied_for_read_is_hidden_from_ls_glob_and_grep() {
     let extra = r#"
 [[rule]]

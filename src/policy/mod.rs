@@ -186,7 +186,11 @@ impl Policy {
             source,
         })?;
         let base = path.parent().filter(|p| !p.as_os_str().is_empty());
-        Policy::from_toml_in(&text, &path.display().to_string(), Some(base.unwrap_or(Path::new("."))))
+        Policy::from_toml_in(
+            &text,
+            &path.display().to_string(),
+            Some(base.unwrap_or(Path::new("."))),
+        )
     }
 
     /// Parses and compiles policy text; `origin` names it in errors. A relative
@@ -199,7 +203,11 @@ impl Policy {
     ///
     /// # Ambient Authority
     /// Reads the gitleaks config the policy names, if any.
-    pub fn from_toml_in(text: &str, origin: &str, base: Option<&Path>) -> Result<Policy, PolicyError> {
+    pub fn from_toml_in(
+        text: &str,
+        origin: &str,
+        base: Option<&Path>,
+    ) -> Result<Policy, PolicyError> {
         let raw: RawPolicy = toml::from_str(text).map_err(|e| PolicyError::Parse {
             origin: origin.to_string(),
             message: describe_toml_error(&e, text),
@@ -279,7 +287,14 @@ fn describe_toml_error(e: &toml::de::Error, text: &str) -> String {
     match e.span() {
         Some(span) => {
             let (line, col) = compile::line_col(text, span.start);
-            format!("line {line}, column {col}: {msg}")
+            // Quote the offending line so the key is named even when the parser's
+            // message only names the value.
+            let source = text.lines().nth(line.saturating_sub(1)).unwrap_or("").trim();
+            if source.is_empty() || source.len() > 120 {
+                format!("line {line}, column {col}: {msg}")
+            } else {
+                format!("line {line}, column {col}: {msg} (in `{source}`)")
+            }
         }
         None => msg,
     }
