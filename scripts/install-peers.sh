@@ -20,8 +20,8 @@ venv() { # venv NAME PACKAGES...
 }
 
 venv acp 'agent-client-protocol==0.12.1'
-venv mcp2 'mcp>=2,<3' 'websockets>=12'
-venv mcp1 'mcp>=1.10,<2'
+venv mcp2 'mcp==2.3.0' 'websockets>=12'
+venv mcp1 'mcp==1.30.0'
 venv tools 'websockets>=12' 'cryptography>=41'
 
 if command -v npm >/dev/null 2>&1; then

@@ -119,16 +119,25 @@ pub fn to_vec(v: &Value) -> Vec<u8> {
 /// Formats a UTC time canonically: RFC 3339, microseconds, `Z`.
 pub fn format_ts(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.microsecond()
-    )
+    let Ok(year) = u32::try_from(t.year()) else {
+        return "0000-01-01T00:00:00.000000Z".to_owned();
+    };
+    // Hot path (one per record): digits by hand, no formatting machinery.
+    let mut b = *b"0000-00-00T00:00:00.000000Z";
+    let mut put = |at: usize, width: usize, mut v: u32| {
+        for i in (at..at + width).rev() {
+            b[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, year.min(9999));
+    put(5, 2, u8::from(t.month()).into());
+    put(8, 2, t.day().into());
+    put(11, 2, t.hour().into());
+    put(14, 2, t.minute().into());
+    put(17, 2, t.second().into());
+    put(20, 6, t.microsecond());
+    String::from_utf8_lossy(&b).into_owned()
 }
 
 /// The current time, canonically formatted.
@@ -166,11 +175,27 @@ pub fn check_value(raw: &[u8]) -> CheckResult {
     Ok(())
 }
 
+/// Checks one canonical value starting at `start`; returns where it ends.
+pub(crate) fn value_end(s: &[u8], start: usize) -> Result<usize, &'static str> {
+    let mut p = Checker { s, i: start };
+    p.value(0)?;
+    Ok(p.i)
+}
+
+/// Checks one canonical string starting at `start` (on its opening quote); returns the
+/// range of its content, between the quotes.
+pub(crate) fn string_at(s: &[u8], start: usize) -> Result<(usize, usize), &'static str> {
+    let mut p = Checker { s, i: start };
+    p.string()
+}
+
 /// Deepest nesting accepted in `args` and `details`.
 const MAX_DEPTH: usize = 32;
 
 struct Checker<'a> {
+    /// The text being checked.
     s: &'a [u8],
+    /// Where the checker is.
     i: usize,
 }
 
@@ -294,8 +319,17 @@ impl Checker<'_> {
                         _ => return Err("unknown escape"),
                     }
                 }
-                0x00..=0x1f => return Err("raw control character in string"),
-                _ => self.i += 1,
+                _ => {
+                    // Fast path: jump to the next quote or backslash, then make sure the
+                    // run skipped holds no raw control character (both loops vectorise).
+                    let rest = &self.s[self.i..];
+                    let run = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+                    let controls = rest[..run].iter().fold(0u8, |n, &c| n | u8::from(c < 0x20));
+                    if controls != 0 {
+                        return Err("raw control character in string");
+                    }
+                    self.i += run;
+                }
             }
         }
     }

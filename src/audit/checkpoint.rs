@@ -48,7 +48,9 @@ pub fn check_signature(obj: &Map<String, Value>, pinned: Option<&VerifyingKey>) 
     let Some(key_hex) = key else {
         return SigStatus::Invalid("signature without a key".into());
     };
-    let Ok(named) = keys::public_key_from_text(key_hex) else {
+    let named =
+        super::record::decode_hash(key_hex).and_then(|raw| VerifyingKey::from_bytes(&raw).ok());
+    let Some(named) = named else {
         return SigStatus::Invalid("the key it names is not an Ed25519 public key".into());
     };
     if let Some(p) = pinned
@@ -205,11 +207,18 @@ pub(crate) fn sync_dir(dir: &cap_std::fs::Dir) -> std::io::Result<()> {
 #[derive(Debug)]
 pub(crate) enum Sink {
     /// A file, one JSON line appended (and synced) per checkpoint.
-    File { path: PathBuf, file: std::fs::File },
+    File {
+        /// Its path, for messages.
+        path: PathBuf,
+        /// Opened for appending at start-up.
+        file: std::fs::File,
+    },
     /// A syslog datagram socket (`/dev/log` by default).
     #[cfg(unix)]
     Syslog {
+        /// The socket's path, to reconnect after a syslog restart.
         path: PathBuf,
+        /// The connected socket.
         sock: Option<std::os::unix::net::UnixDatagram>,
     },
 }

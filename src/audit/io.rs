@@ -30,9 +30,13 @@ pub enum Fault {
 
 /// The open files of a log. Only the current leader touches it.
 pub(crate) struct Io {
+    /// The log's directory: every file operation after start-up goes through it.
     pub(crate) dir: Dir,
+    /// Its path, for messages.
     pub(crate) dir_path: PathBuf,
+    /// The active file's name.
     pub(crate) name: String,
+    /// The active file, opened for appending.
     pub(crate) file: std::fs::File,
     /// Bytes of the active file that hold committed records.
     len: u64,
@@ -42,13 +46,19 @@ pub(crate) struct Io {
     needs_repair: bool,
     /// A rotation renamed the active file but could not create the new one yet.
     rotated_away: bool,
+    /// Since when written data has waited for a sync.
     unsynced_since: Option<Instant>,
+    /// Disk space is reserved up to this offset.
     reserved_to: u64,
+    /// The filesystem supports reserving space (`fallocate`).
     reserve_supported: bool,
+    /// Signs checkpoints; also checks the existing one at start-up.
     pub(crate) signer: Option<SigningKey>,
+    /// Until `checkpoint_writer` takes it over.
     sink: Option<Sink>,
     /// Held (flock) for the life of the log: one writer per log.
     _lock: std::fs::File,
+    /// Test hook: failures to inject into the next writes.
     faults: Option<(Fault, u32)>,
 }
 
@@ -306,22 +316,51 @@ impl Io {
         }
     }
 
-    /// Writes a checkpoint of (`seq`, `head`) to the checkpoint file and the sink.
-    pub(crate) fn checkpoint(
+    /// The checkpoint writer, which takes over the sink; it shares the directory.
+    pub(crate) fn checkpoint_writer(&mut self) -> Result<CkptWriter, AuditError> {
+        Ok(CkptWriter {
+            dir: self
+                .dir
+                .try_clone()
+                .map_err(|e| AuditError::io("reopen", &self.dir_path, &e))?,
+            dir_path: self.dir_path.clone(),
+            name: checkpoint_name(&self.name),
+            signer: self.signer.clone(),
+            sink: self.sink.take(),
+        })
+    }
+}
+
+/// Writes checkpoints: the atomic checkpoint file, then the sink. Runs outside the
+/// leader role, so appends go on while a checkpoint is synced.
+pub(crate) struct CkptWriter {
+    /// A second handle on the log's directory.
+    dir: Dir,
+    /// Its path, for messages.
+    dir_path: PathBuf,
+    /// `NAME.checkpoint`.
+    name: String,
+    /// Signs checkpoints, when configured.
+    signer: Option<SigningKey>,
+    /// The second place checkpoints go, when configured.
+    sink: Option<Sink>,
+}
+
+impl CkptWriter {
+    /// Writes a checkpoint of (`seq`, `head`); the record must already be on disk.
+    pub(crate) fn write(
         &mut self,
         log_id: &str,
         seq: u64,
         head: &[u8; 32],
         kind: &str,
     ) -> Result<(), AuditError> {
-        self.sync()?;
         let cp = Checkpoint::new(log_id, seq, &hex::encode(head), kind, self.signer.as_ref());
         let mut line = cp.to_line();
-        let name = checkpoint_name(&self.name);
         line.push('\n');
-        checkpoint::write_atomic(&self.dir, &name, line.as_bytes()).map_err(|e| {
+        checkpoint::write_atomic(&self.dir, &self.name, line.as_bytes()).map_err(|e| {
             AuditError::Checkpoint {
-                message: format!("{}: {e}", self.path_of(&name).display()),
+                message: format!("{}: {e}", self.dir_path.join(&self.name).display()),
             }
         })?;
         if let Some(sink) = &mut self.sink {

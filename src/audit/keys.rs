@@ -82,7 +82,10 @@ pub fn sign_hex(key: &SigningKey, msg: &[u8]) -> String {
 /// Checks a hex signature over `msg`.
 pub fn verify_hex(key: &VerifyingKey, msg: &[u8], sig_hex: &str) -> bool {
     let mut raw = [0u8; 64];
-    if sig_hex.len() != 128 || hex::decode_to_slice(sig_hex, &mut raw).is_err() {
+    let lower_hex = sig_hex
+        .bytes()
+        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if sig_hex.len() != 128 || !lower_hex || hex::decode_to_slice(sig_hex, &mut raw).is_err() {
         return false;
     }
     key.verify(msg, &Signature::from_bytes(&raw)).is_ok()

@@ -4,33 +4,38 @@
 //!
 //! - [`config`]: the `[audit]` policy section ([`AuditSettings`]).
 //! - [`record`]: what the gateway reports per request ([`AuditEvent`]) and how a record
-//!   line is built and checked; [`canonical`]: the canonical JSON encoding that the hash
-//!   covers (specified in `audit/FORMAT.md`).
+//!   line is sealed into the chain; [`canonical`]: the canonical JSON encoding that the
+//!   hash covers (specified in `audit/FORMAT.md`); [`line`](mod@line): checking one line.
 //! - [`writer`]: [`AuditLog`], the writer shared by every request thread: chaining, group
-//!   commit (leader/follower, no thread of its own), rotation, fail-closed rollback.
+//!   commit (leader/follower, no thread of its own), fail-closed rollback; `io`: its
+//!   files (append, sync, repair, rotation, disk reservation, checkpoint writing).
 //! - [`recover`]: the start-up tail check (torn line, broken chain, checkpoint mismatch).
-//! - [`checkpoint`]: signed head checkpoints, their sinks, and key files; [`keys`]: Ed25519
-//!   key files.
+//! - [`checkpoint`]: signed head checkpoints and their sinks; [`keys`]: Ed25519 key files.
 //! - [`series`]: which files form a log (active, rotated, sidecars) and their names.
-//! - [`verify`], [`show`], [`prune`]: the offline tools behind `fsgate audit ...`;
-//!   [`cli`]: their clap definitions and exit codes.
+//! - [`verify`] (with [`report`]), [`show`], [`prune`]: the offline tools behind
+//!   `fsgate audit ...`; [`cli`]: their clap definitions and exit codes.
 //!
 //! # Threads and Landlock
 //!
 //! Appending needs no thread: the first appender that finds no write in flight becomes
 //! the leader and writes (and fsyncs) everything queued so far on behalf of all waiting
-//! appenders. The only thread is the idle heartbeat, spawned by [`AuditLog::start`],
-//! which the gateway calls after Landlock has confined the process.
+//! appenders, goes on with what queued up meanwhile (up to 8 batches), then hands over.
+//! The only thread is the heartbeat (idle checkpoints, timed syncs in `batch` mode),
+//! spawned by [`AuditLog::start`], which the gateway calls after Landlock has confined
+//! the process so that the thread inherits the confinement.
 
 pub mod canonical;
+mod chain;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;
 mod io;
 pub mod keys;
+pub mod line;
 pub mod prune;
 pub mod record;
 pub mod recover;
+pub mod report;
 pub mod series;
 pub mod show;
 pub mod verify;

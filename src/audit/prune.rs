@@ -83,6 +83,29 @@ impl Tombstone {
     }
 }
 
+/// Builds a tombstone object (signed when a key is given) for `seqs` = (first, last,
+/// last hash).
+pub fn tombstone_object(
+    log: &str,
+    seqs: (u64, u64, &str),
+    ts: &str,
+    before: &str,
+    files: Vec<Value>,
+    key: Option<&SigningKey>,
+) -> Map<String, Value> {
+    let mut obj = match json!({
+        "type": "tombstone", "v": 1, "log": log, "first_seq": seqs.0, "last_seq": seqs.1,
+        "last_hash": seqs.2, "ts": ts, "before": before, "files": files,
+    }) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    if let Some(key) = key {
+        sign_object(&mut obj, key);
+    }
+    obj
+}
+
 /// Why prune did nothing.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -187,17 +210,14 @@ pub fn prune(
             tombstone: None,
         });
     };
-    let mut obj = match json!({
-        "type": "tombstone", "v": 1, "log": report.log_id.clone().unwrap_or_default(),
-        "first_seq": first_seq, "last_seq": last_seq, "last_hash": last_hash,
-        "ts": canonical::now_ts(), "before": cutoff, "files": files_json,
-    }) {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    if let Some(key) = key {
-        sign_object(&mut obj, key);
-    }
+    let obj = tombstone_object(
+        report.log_id.as_deref().unwrap_or_default(),
+        (first_seq, last_seq, &last_hash),
+        &canonical::now_ts(),
+        &cutoff,
+        files_json,
+        key,
+    );
     let line = String::from_utf8_lossy(&canonical::to_vec(&Value::Object(obj))).into_owned();
     let tombstone = Tombstone::parse(&line).map_err(PruneError::Unreadable)?;
     if dry_run {

@@ -40,16 +40,23 @@ pub(crate) struct Recovery {
 
 /// What the files look like, before anything is changed.
 struct Inspection {
+    /// The active file's bytes, as found.
     original: Vec<u8>,
     /// End of the last complete line.
     complete_len: usize,
     /// End of the last record that verified and linked.
     good_len: usize,
+    /// The last record that verified and linked (active file, else rotated tail).
     head: Option<LineInfo>,
+    /// Seq of the active file's first record.
     active_first_seq: Option<u64>,
+    /// The log id, if any file names it.
     log_id: Option<String>,
+    /// Seq of the checkpoint found (0: none).
     checkpoint_seq: u64,
+    /// Rotated files exist.
     rotated: bool,
+    /// What does not verify.
     problems: Vec<String>,
 }
 

@@ -88,15 +88,17 @@ impl Series {
 /// Groups the given files and directories into series. A directory contributes every
 /// log file in it; a file contributes itself only.
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<Series>, String> {
-    let mut groups: BTreeMap<(PathBuf, String), BTreeMap<(u64, u64), PathBuf>> = BTreeMap::new();
+    // (dir, base) -> (active?, rotation number, name) -> path
+    type Files = BTreeMap<(u8, u64, String), PathBuf>;
+    let mut groups: BTreeMap<(PathBuf, String), Files> = BTreeMap::new();
     let mut add = |path: PathBuf| {
         let name = file_name(&path);
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let (base, seq) = split_name(&name);
-        // The active file sorts after every rotated one.
+        // The active file sorts after every rotated one; the name breaks ties.
         let key = match seq {
-            Some(s) => (0, s),
-            None => (1, 0),
+            Some(s) => (0, s, name.clone()),
+            None => (1, 0, name.clone()),
         };
         groups
             .entry((dir, base.to_owned()))

@@ -5,149 +5,15 @@
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::VerifyingKey;
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::canonical;
 use super::checkpoint::{Checkpoint, SigStatus, check_signature};
 use super::prune::Tombstone;
-use super::record::{self, GENESIS_PREV, LineFault, LineInfo, check_line};
+pub use super::report::{
+    CheckpointReport, Failure, FailureKind, FileReport, SeriesReport, Verdict, VerifyReport,
+};
 use super::series::{self, Series};
-
-/// What verify concludes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// Everything checked out.
-    Intact,
-    /// A file could not be read: nothing can be concluded.
-    Unreadable,
-    /// Something was changed, removed, reordered or cut.
-    Tampered,
-}
-
-/// The kinds of failure, as named in FORMAT.md.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureKind {
-    /// A line is not a canonical record (or a sidecar line is not well formed).
-    Malformed,
-    /// A record's content does not match its hash, or does not chain on its predecessor.
-    Modified,
-    /// Records are missing (a seq jump, or no genesis and no tombstone).
-    Missing,
-    /// Records are out of order.
-    Reordered,
-    /// The tail was cut: a torn last line, or a checkpoint beyond the last record.
-    Truncated,
-    /// A file does not continue the previous one.
-    Gap,
-    /// The log differs from a checkpoint or the trusted state: rewritten.
-    Replaced,
-    /// A checkpoint or tombstone signature is missing, foreign or wrong.
-    BadSignature,
-    /// A file could not be read.
-    Unreadable,
-}
-
-/// The first thing found wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Failure {
-    /// What is wrong.
-    pub kind: FailureKind,
-    /// The seq concerned (the offending line's seq, or the checkpoint's), if known.
-    pub seq: Option<u64>,
-    /// The file concerned.
-    pub file: Option<String>,
-    /// The line (1-based) concerned.
-    pub line: Option<u64>,
-    /// A sentence for people.
-    pub message: String,
-}
-
-/// One log file's share of the series.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FileReport {
-    /// The file.
-    pub path: PathBuf,
-    /// Records in it that verified.
-    pub records: u64,
-    /// Seq range of those records.
-    pub first_seq: Option<u64>,
-    /// Last seq.
-    pub last_seq: Option<u64>,
-    /// First timestamp.
-    pub first_ts: Option<String>,
-    /// Last timestamp.
-    pub last_ts: Option<String>,
-    /// Hash of the last record.
-    pub last_hash: Option<String>,
-}
-
-/// The latest checkpoint that verified.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CheckpointReport {
-    /// Its seq.
-    pub seq: u64,
-    /// When it was taken.
-    pub ts: String,
-    /// `periodic`, `heartbeat`, `shutdown`, `start`.
-    pub kind: String,
-    /// `pinned`, `unpinned` or `unsigned`.
-    pub signature: String,
-}
-
-/// The result for one series.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SeriesReport {
-    /// The active file's path.
-    pub log: String,
-    /// The log id.
-    pub log_id: Option<String>,
-    /// The conclusion.
-    pub verdict: Verdict,
-    /// Records that verified (before the failure, if any).
-    pub records: u64,
-    /// Seq range validated.
-    pub first_seq: Option<u64>,
-    /// Last seq validated.
-    pub last_seq: Option<u64>,
-    /// Time range validated.
-    pub first_ts: Option<String>,
-    /// Last timestamp validated.
-    pub last_ts: Option<String>,
-    /// Per file.
-    pub files: Vec<FileReport>,
-    /// The latest checkpoint.
-    pub checkpoint: Option<CheckpointReport>,
-    /// The first failure.
-    pub error: Option<Failure>,
-    /// Things a reviewer should know that do not make the log tampered.
-    pub warnings: Vec<String>,
-}
-
-/// The result for all the paths given.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct VerifyReport {
-    /// Worst verdict: tampered, else unreadable, else intact.
-    pub verdict: Verdict,
-    /// One entry per log found.
-    pub series: Vec<SeriesReport>,
-    /// Why nothing could be checked at all, if so.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-impl VerifyReport {
-    /// The exit code: 0 intact, 1 tampered, 2 unreadable.
-    pub fn exit_code(&self) -> i32 {
-        match self.verdict {
-            Verdict::Intact => 0,
-            Verdict::Tampered => 1,
-            Verdict::Unreadable => 2,
-        }
-    }
-}
 
 /// What verify is given besides the log files.
 #[derive(Debug, Clone, Default)]
@@ -193,16 +59,25 @@ pub fn verify_paths(paths: &[PathBuf], opts: &VerifyOptions) -> VerifyReport {
 }
 
 /// Per-series accumulator.
-struct Run<'a> {
-    opts: &'a VerifyOptions,
-    rep: SeriesReport,
+pub(crate) struct Run<'a> {
+    /// What verify was given.
+    pub(crate) opts: &'a VerifyOptions,
+    /// The report being filled in.
+    pub(crate) rep: SeriesReport,
     /// Seqs whose hash the checkpoints and trusted state need.
-    wanted: std::collections::HashMap<u64, Option<[u8; 32]>>,
-    last_hash: Option<[u8; 32]>,
+    pub(crate) wanted: std::collections::BTreeMap<u64, Option<[u8; 32]>>,
+    /// Hash of the last record that passed.
+    pub(crate) last_hash: Option<[u8; 32]>,
 }
 
 impl Run<'_> {
-    fn fail(&mut self, kind: FailureKind, seq: Option<u64>, at: Option<(&Path, u64)>, msg: String) {
+    pub(crate) fn fail(
+        &mut self,
+        kind: FailureKind,
+        seq: Option<u64>,
+        at: Option<(&Path, u64)>,
+        msg: String,
+    ) {
         if self.rep.error.is_none() {
             self.rep.verdict = if kind == FailureKind::Unreadable {
                 Verdict::Unreadable
@@ -219,7 +94,7 @@ impl Run<'_> {
         }
     }
 
-    fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.rep.error.is_some()
     }
 }
@@ -247,22 +122,18 @@ pub fn verify_series(s: &Series, opts: &VerifyOptions) -> SeriesReport {
     };
     // 1. Read the sidecars (an unreadable one stops everything; a malformed one is
     //    reported after the chain).
-    let tombstones = match read_sidecar_lines(&s.tombstones_path()) {
+    let tombstones = match read_sidecar_lines(&s.tombstones_path(), false) {
         Ok(lines) => lines,
         Err(e) => {
             run.fail(FailureKind::Unreadable, None, None, e);
             return run.rep;
         }
     };
-    let mut cp_files = Vec::new();
-    let own = s.checkpoint_path();
-    if own.exists() || opts.checkpoints.is_empty() {
-        cp_files.push(own);
-    }
-    cp_files.extend(opts.checkpoints.iter().cloned());
+    let mut cp_files = vec![(s.checkpoint_path(), false)];
+    cp_files.extend(opts.checkpoints.iter().map(|p| (p.clone(), true)));
     let mut checkpoints = Vec::new();
-    for p in &cp_files {
-        match read_sidecar_lines(p) {
+    for (p, explicit) in &cp_files {
+        match read_sidecar_lines(p, *explicit) {
             Ok(lines) => {
                 for (n, l) in lines {
                     let parsed = Checkpoint::parse(&l);
@@ -299,7 +170,7 @@ pub fn verify_series(s: &Series, opts: &VerifyOptions) -> SeriesReport {
         .into_iter()
         .map(|(n, l)| (n, Tombstone::parse(&l)))
         .collect();
-    chain(&mut run, s, &tombs);
+    super::chain::walk(&mut run, s, &tombs);
     if run.failed() {
         return run.rep;
     }
@@ -338,8 +209,9 @@ pub fn verify_series(s: &Series, opts: &VerifyOptions) -> SeriesReport {
     run.rep
 }
 
-/// Reads a sidecar's non-empty lines (1-based numbers); a missing file has none.
-fn read_sidecar_lines(p: &Path) -> Result<Vec<(u64, String)>, String> {
+/// Reads a sidecar's non-empty lines (1-based numbers); a missing file has none, unless
+/// it was named explicitly.
+fn read_sidecar_lines(p: &Path, must_exist: bool) -> Result<Vec<(u64, String)>, String> {
     match std::fs::read(p) {
         Ok(b) => Ok(String::from_utf8_lossy(&b)
             .lines()
@@ -347,258 +219,8 @@ fn read_sidecar_lines(p: &Path) -> Result<Vec<(u64, String)>, String> {
             .filter(|(_, l)| !l.trim().is_empty())
             .map(|(i, l)| (i as u64 + 1, l.to_owned()))
             .collect()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must_exist => Ok(Vec::new()),
         Err(e) => Err(format!("{}: {e}", p.display())),
-    }
-}
-
-/// Checks lines in parallel when there are many (each line checks on its own).
-fn check_all(lines: &[(usize, &[u8])]) -> Vec<Result<LineInfo, LineFault>> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
-    if threads < 2 || lines.len() < 4096 {
-        let mut scratch = Vec::with_capacity(1024);
-        return lines
-            .iter()
-            .map(|(_, l)| check_line(l, &mut scratch))
-            .collect();
-    }
-    let chunk = lines.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = lines
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    let mut scratch = Vec::with_capacity(1024);
-                    part.iter()
-                        .map(|(_, l)| check_line(l, &mut scratch))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| vec![Err(LineFault::Malformed("checker panicked".into()))])
-            })
-            .collect()
-    })
-}
-
-fn chain(run: &mut Run<'_>, s: &Series, tombs: &[(u64, Result<Tombstone, String>)]) {
-    let mut expected: Option<(u64, [u8; 32])> = None;
-    let mut prev_file: Option<String> = None;
-    let last_index = s.files.len().saturating_sub(1);
-    for (fi, path) in s.files.iter().enumerate() {
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) => {
-                run.fail(
-                    FailureKind::Unreadable,
-                    None,
-                    None,
-                    format!("{}: {e}", path.display()),
-                );
-                return;
-            }
-        };
-        let fname = series::file_name(path);
-        let lines: Vec<(usize, &[u8])> = record::lines(&bytes).collect();
-        let infos = check_all(&lines);
-        let mut fr = FileReport {
-            path: path.clone(),
-            records: 0,
-            first_seq: None,
-            last_seq: None,
-            first_ts: None,
-            last_ts: None,
-            last_hash: None,
-        };
-        for (li, res) in infos.iter().enumerate() {
-            let at = Some((path.as_path(), li as u64 + 1));
-            let info = match res {
-                Ok(i) => i,
-                Err(LineFault::Malformed(m)) => {
-                    run.fail(
-                        FailureKind::Malformed,
-                        None,
-                        at,
-                        format!("malformed record: {m}"),
-                    );
-                    break;
-                }
-                Err(LineFault::Modified { seq }) => {
-                    run.fail(
-                        FailureKind::Modified,
-                        Some(*seq),
-                        at,
-                        format!(
-                            "record seq {seq} was modified: its hash does not match its content"
-                        ),
-                    );
-                    break;
-                }
-            };
-            match expected {
-                None => {
-                    if info.prev != GENESIS_PREV {
-                        let found = tombs.iter().find_map(|(_, t)| {
-                            t.as_ref().ok().filter(|t| {
-                                t.last_seq + 1 == info.seq && t.last_hash == hex::encode(info.prev)
-                            })
-                        });
-                        match found {
-                            Some(t) => run.rep.warnings.push(format!(
-                                "records {}..{} were pruned on {} (tombstone{})",
-                                t.first_seq,
-                                t.last_seq,
-                                t.ts,
-                                match check_signature(&t.obj, run.opts.pinned.as_ref()) {
-                                    SigStatus::ValidPinned => ", signed by the pinned key",
-                                    SigStatus::ValidUnpinned(_) =>
-                                        ", signed by a key nobody pinned: pass --pubkey",
-                                    SigStatus::Unsigned =>
-                                        ", UNSIGNED: a deletion could look the same",
-                                    SigStatus::Invalid(_) => ", with a bad signature",
-                                }
-                            )),
-                            None => {
-                                run.fail(
-                                    FailureKind::Missing,
-                                    Some(info.seq),
-                                    at,
-                                    format!(
-                                        "records before seq {} are missing: the series does not start at genesis and no tombstone covers them",
-                                        info.seq
-                                    ),
-                                );
-                                break;
-                            }
-                        }
-                    }
-                }
-                Some((eseq, ehash)) => {
-                    if info.seq != eseq + 1 || info.prev != ehash {
-                        let (kind, msg) = if li == 0 {
-                            (
-                                FailureKind::Gap,
-                                format!(
-                                    "{fname} does not continue {}: it starts at seq {} but seq {} with the previous file's last hash was expected",
-                                    prev_file.as_deref().unwrap_or("the previous file"),
-                                    info.seq,
-                                    eseq + 1
-                                ),
-                            )
-                        } else if info.seq == eseq + 1 {
-                            (
-                                FailureKind::Modified,
-                                format!(
-                                    "record seq {} does not chain on seq {eseq}: one of the two was altered",
-                                    info.seq
-                                ),
-                            )
-                        } else if info.seq <= eseq
-                            || infos[li + 1..]
-                                .iter()
-                                .any(|r| r.as_ref().is_ok_and(|i| i.seq == eseq + 1))
-                        {
-                            (
-                                FailureKind::Reordered,
-                                format!(
-                                    "records out of order: seq {} where seq {} was expected",
-                                    info.seq,
-                                    eseq + 1
-                                ),
-                            )
-                        } else {
-                            (
-                                FailureKind::Missing,
-                                format!("records missing: seq {} follows seq {eseq}", info.seq),
-                            )
-                        };
-                        run.fail(kind, Some(info.seq), at, msg);
-                        break;
-                    }
-                }
-            }
-            if let Some(log) = &info.log {
-                match &run.rep.log_id {
-                    None => run.rep.log_id = Some(log.clone()),
-                    Some(id) if id != log => {
-                        run.fail(
-                            FailureKind::Gap,
-                            Some(info.seq),
-                            at,
-                            format!("record seq {} belongs to another log ({log})", info.seq),
-                        );
-                        break;
-                    }
-                    Some(_) => {}
-                }
-            }
-            if let Some(kind) = &info.kind {
-                run.rep.warnings.push(match kind.as_str() {
-                    record::KIND_BREAK => format!(
-                        "seq {} is a break: an operator started on a log that did not verify (see its details)",
-                        info.seq
-                    ),
-                    _ => format!(
-                        "seq {} records a crash recovery: a torn last line was cut off (see its details)",
-                        info.seq
-                    ),
-                });
-            }
-            if let Some(slot) = run.wanted.get_mut(&info.seq) {
-                *slot = Some(info.hash);
-            }
-            let ts = info.ts_str().to_owned();
-            fr.records += 1;
-            fr.first_seq.get_or_insert(info.seq);
-            fr.first_ts.get_or_insert_with(|| ts.clone());
-            fr.last_seq = Some(info.seq);
-            fr.last_ts = Some(ts.clone());
-            fr.last_hash = Some(hex::encode(info.hash));
-            run.rep.records += 1;
-            run.rep.first_seq.get_or_insert(info.seq);
-            run.rep.first_ts.get_or_insert_with(|| ts.clone());
-            run.rep.last_seq = Some(info.seq);
-            run.rep.last_ts = Some(ts);
-            run.last_hash = Some(info.hash);
-            expected = Some((info.seq, info.hash));
-        }
-        run.rep.files.push(fr);
-        if run.failed() {
-            return;
-        }
-        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        if complete < bytes.len() {
-            let torn = bytes.len() - complete;
-            let at = Some((path.as_path(), lines.len() as u64 + 1));
-            if fi == last_index {
-                run.fail(
-                    FailureKind::Truncated,
-                    expected.map(|(s, _)| s + 1),
-                    at,
-                    format!(
-                        "truncated tail: the last line of {fname} is torn ({torn} bytes without a newline)"
-                    ),
-                );
-            } else {
-                run.fail(
-                    FailureKind::Malformed,
-                    None,
-                    at,
-                    format!("{fname} ends with {torn} bytes without a newline"),
-                );
-            }
-            return;
-        }
-        prev_file = Some(fname);
-    }
-    if run.rep.records == 0 {
-        run.rep.warnings.push("the log holds no records".into());
     }
 }
 
@@ -714,8 +336,11 @@ fn check_checkpoints(run: &mut Run<'_>, cps: &[(PathBuf, u64, Result<Checkpoint,
 
 /// The remembered head of an earlier verification.
 struct Trusted {
+    /// Its log id.
     log: String,
+    /// The head seq it saw.
     seq: u64,
+    /// The head hash it saw.
     hash: String,
 }
 
@@ -807,99 +432,5 @@ fn check_trusted(run: &mut Run<'_>, p: &Path, trusted: Option<Trusted>) {
             "could not update the trusted state {}: {e}",
             p.display()
         ));
-    }
-}
-
-impl SeriesReport {
-    /// One line: verdict and the first failure, or what was validated.
-    pub fn summary_line(&self) -> String {
-        match &self.error {
-            Some(f) => format!(
-                "{}: {:?} at {}{}: {}",
-                self.log,
-                self.verdict,
-                f.file.as_deref().unwrap_or("?"),
-                f.line.map(|l| format!(" line {l}")).unwrap_or_default(),
-                f.message
-            ),
-            None => format!(
-                "{}: intact, {} records, seq {}..{}",
-                self.log,
-                self.records,
-                self.first_seq.unwrap_or(0),
-                self.last_seq.unwrap_or(0)
-            ),
-        }
-    }
-
-    /// The human-readable report.
-    pub fn render(&self) -> String {
-        use std::fmt::Write as _;
-        let mut out = String::new();
-        let word = match self.verdict {
-            Verdict::Intact => "INTACT",
-            Verdict::Tampered => "TAMPERED",
-            Verdict::Unreadable => "UNREADABLE",
-        };
-        let _ = writeln!(out, "{word}  {}", self.log);
-        if let Some(f) = &self.error {
-            let _ = writeln!(
-                out,
-                "  first bad record: {}{}{}",
-                f.seq.map(|s| format!("seq {s}, ")).unwrap_or_default(),
-                f.file.clone().unwrap_or_default(),
-                f.line.map(|l| format!(" line {l}")).unwrap_or_default()
-            );
-            let _ = writeln!(out, "  what is wrong: {:?}: {}", f.kind, f.message);
-        }
-        let _ = writeln!(
-            out,
-            "  {} {} records checked in {} file(s), seq {}..{}, {} .. {}",
-            if self.error.is_some() {
-                "before it:"
-            } else {
-                "validated:"
-            },
-            self.records,
-            self.files.len(),
-            self.first_seq.map_or("-".into(), |s| s.to_string()),
-            self.last_seq.map_or("-".into(), |s| s.to_string()),
-            self.first_ts.as_deref().unwrap_or("-"),
-            self.last_ts.as_deref().unwrap_or("-"),
-        );
-        if let Some(c) = &self.checkpoint {
-            let _ = writeln!(
-                out,
-                "  checkpoint: seq {} ({}, {}), signature {}",
-                c.seq, c.kind, c.ts, c.signature
-            );
-        }
-        for w in &self.warnings {
-            let _ = writeln!(out, "  warning: {w}");
-        }
-        out
-    }
-}
-
-impl VerifyReport {
-    /// One line per series.
-    pub fn summary_line(&self) -> String {
-        match &self.error {
-            Some(e) => e.clone(),
-            None => self
-                .series
-                .iter()
-                .map(SeriesReport::summary_line)
-                .collect::<Vec<_>>()
-                .join("; "),
-        }
-    }
-
-    /// The human-readable report.
-    pub fn render(&self) -> String {
-        match &self.error {
-            Some(e) => format!("UNREADABLE  {e}\n"),
-            None => self.series.iter().map(SeriesReport::render).collect(),
-        }
     }
 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use super::config::{AuditSettings, BATCH_SYNC_INTERVAL, FsyncMode};
 #[cfg(any(test, feature = "test-hooks"))]
 use super::io::Fault;
-use super::io::Io;
+use super::io::{CkptWriter, Io};
 use super::record::{self, AuditEvent, Receipt};
 use super::{AuditError, canonical, recover};
 
@@ -25,31 +25,57 @@ pub struct OpenOptions {
     pub allow_broken_chain: bool,
 }
 
+/// At most this many batches are written by one leader before it hands over.
+const MAX_ROUNDS: u32 = 8;
+
 const PENDING: u8 = 0;
 const DONE: u8 = 1;
 const FAILED: u8 = 2;
 
+/// An appender waiting for its record: woken (unparked) exactly when its record is
+/// done or failed, or when it is first in the queue and the leader steps down.
+struct Waiter {
+    /// `PENDING`, `DONE` or `FAILED`.
+    state: AtomicU8,
+    /// The appending thread.
+    thread: std::thread::Thread,
+}
+
+impl Waiter {
+    fn finish(&self, state: u8) {
+        self.state.store(state, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
 /// One queued record.
 struct Entry {
+    /// Its seq.
     seq: u64,
+    /// Its hash.
     hash: [u8; 32],
     /// End of this record's line in the batch buffer.
     end: usize,
     /// This record starts a new file: rotate before writing it.
     rotate: bool,
-    slot: Arc<AtomicU8>,
+    /// Who to wake when it is done.
+    waiter: Arc<Waiter>,
 }
 
 /// Records queued for the next leader, in seq order.
 #[derive(Default)]
-pub(crate) struct Batch {
-    pub(crate) buf: Vec<u8>,
+struct Batch {
+    /// Their lines, back to back.
+    buf: Vec<u8>,
+    /// One per record.
     entries: Vec<Entry>,
 }
 
 /// A run of queued records that go to one file.
-pub(crate) struct Segment {
+struct Segment {
+    /// Which entries.
     entries: std::ops::Range<usize>,
+    /// Their bytes in the batch buffer.
     bytes: std::ops::Range<usize>,
     /// Rotate first; the new file starts with this seq.
     rotate_to: Option<u64>,
@@ -89,52 +115,80 @@ impl Batch {
 
 /// Sequencing state, guarded by one mutex that is never held across I/O.
 struct State {
+    /// Seq of the next record.
     next_seq: u64,
+    /// Hash of the last record chained (queued or written).
     head: [u8; 32],
     /// Bytes in the active file, counting queued records.
     file_bytes: u64,
+    /// Records waiting for a leader.
     queue: Batch,
+    /// Someone is writing: the others wait.
     leader: bool,
     /// Last record written (and synced, in `always` mode).
     durable_seq: u64,
+    /// Its hash.
     durable_head: [u8; 32],
     /// Last checkpointed seq, and since when newer records have waited for a checkpoint.
     ckpt_seq: u64,
+    /// Since when records have waited for a checkpoint.
     uncovered_since: Option<Instant>,
+    /// A checkpoint is being written (outside the leader role).
+    ckpt_busy: bool,
+    /// Why the last write failed (handed to the appenders it failed).
     last_error: Option<AuditError>,
+    /// `close` ran.
     closed: bool,
 }
 
 /// What a leader does besides writing the queue.
 #[derive(Clone, Copy, Default)]
 struct Duty {
+    /// Write a checkpoint of this kind.
     checkpoint: Option<&'static str>,
+    /// Sync the file even in `batch`/`never` mode.
     sync: bool,
 }
 
-pub(crate) struct Shared {
+/// Everything the handle, the appenders and the heartbeat share.
+struct Shared {
+    /// The active log file (for messages).
     path: PathBuf,
+    /// From the genesis record.
     log_id: String,
+    /// `[audit] fsync`.
     mode: FsyncMode,
+    /// `[audit] checkpoint_every`.
     checkpoint_every: u64,
+    /// `[audit] heartbeat_secs`.
     heartbeat: Option<Duration>,
+    /// `[audit] max_file_bytes`.
     max_file_bytes: u64,
+    /// Stamped on every record; changed on reload.
     policy: RwLock<Arc<str>>,
+    /// Sequencing; never held across I/O.
     state: Mutex<State>,
+    /// Signals "no leader now" to duty runners (close, start-up).
     cv: Condvar,
+    /// The files; only the leader locks it.
     io: Mutex<Io>,
+    /// Checkpoint writing, outside the leader role.
+    ckpt: Mutex<CkptWriter>,
     /// The last write failed and nothing has succeeded since.
     failing: AtomicBool,
     /// The disk space reserved ahead of the log could not be extended.
     space_low: AtomicBool,
     /// The last checkpoint (file or sink) could not be written.
     checkpoint_failing: AtomicBool,
+    /// Tells the heartbeat thread to stop.
     stop: Arc<(Mutex<bool>, Condvar)>,
+    /// The heartbeat thread, once started.
     heartbeat_thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// The audit log. `Send + Sync`: share it (in an `Arc`) between all request threads.
 pub struct AuditLog {
+    /// Shared with the heartbeat thread (which holds it weakly).
     shared: Arc<Shared>,
 }
 
@@ -173,6 +227,7 @@ impl AuditLog {
             .unwrap_or_else(|| hex::encode(super::keys::random_bytes::<16>()));
         let (head_seq, head) = rec.head.unwrap_or((0, record::GENESIS_PREV));
         io.set_active(rec.active_len, rec.active_first_seq.unwrap_or(head_seq + 1));
+        let ckpt = io.checkpoint_writer()?;
         let shared = Arc::new(Shared {
             path: path.to_owned(),
             log_id,
@@ -191,11 +246,13 @@ impl AuditLog {
                 durable_head: head,
                 ckpt_seq: rec.checkpoint_seq.min(head_seq),
                 uncovered_since: None,
+                ckpt_busy: false,
                 last_error: None,
                 closed: false,
             }),
             cv: Condvar::new(),
             io: Mutex::new(io),
+            ckpt: Mutex::new(ckpt),
             failing: AtomicBool::new(false),
             space_low: AtomicBool::new(false),
             checkpoint_failing: AtomicBool::new(false),
@@ -262,7 +319,10 @@ impl AuditLog {
             .map(|p| Arc::clone(&p))
             .unwrap_or_else(|p| Arc::clone(&p.into_inner()));
         let body = ev.body(&policy);
-        let slot = Arc::new(AtomicU8::new(PENDING));
+        let waiter = Arc::new(Waiter {
+            state: AtomicU8::new(PENDING),
+            thread: std::thread::current(),
+        });
         let mut st = lock(&sh.state);
         if st.closed {
             return Err(AuditError::Closed);
@@ -283,10 +343,10 @@ impl AuditLog {
             hash,
             end,
             rotate,
-            slot: Arc::clone(&slot),
+            waiter: Arc::clone(&waiter),
         });
         loop {
-            match slot.load(Ordering::Acquire) {
+            match waiter.state.load(Ordering::Acquire) {
                 DONE => {
                     return Ok(Receipt {
                         seq,
@@ -450,13 +510,20 @@ impl Drop for AuditLog {
 }
 
 impl Shared {
-    /// One leader turn: write (and sync) the queue, then checkpoint if due. Called with
-    /// the state lock held and `leader == false`; returns with it held again.
-    fn lead<'a>(&'a self, mut st: MutexGuard<'a, State>, duty: Duty) -> MutexGuard<'a, State> {
-        st.leader = true;
-        let batch = std::mem::take(&mut st.queue);
-        drop(st);
-        let mut io = lock(&self.io);
+    /// Writes one batch (and syncs as the mode, or `sync`, requires); marks its records
+    /// done or failed. Returns whether it failed. Called by the leader, without the state
+    /// lock.
+    fn write_batch(&self, io: &mut Io, batch: &Batch, sync: bool) -> bool {
+        if batch.entries.is_empty() {
+            // A sync-only turn (heartbeat, close) says nothing about the log's health.
+            return match (sync, sync && io.sync().is_err()) {
+                (true, true) => {
+                    tracing::error!(log = %self.path.display(), "audit sync failed");
+                    true
+                }
+                _ => false,
+            };
+        }
         let mut failure = None;
         let mut done = 0;
         for seg in batch.segments() {
@@ -469,7 +536,7 @@ impl Shared {
             }
         }
         if failure.is_none()
-            && duty.sync
+            && sync
             && let Err(e) = io.sync()
         {
             failure = Some(e);
@@ -482,13 +549,12 @@ impl Shared {
                 st.uncovered_since = Some(Instant::now());
             }
         }
-        for e in &batch.entries[..done] {
-            e.slot.store(DONE, Ordering::Release);
-        }
-        match failure {
+        let failed = match failure {
             None => {
+                drop(st);
                 self.failing.store(false, Ordering::Release);
                 self.space_low.store(!io.reserve(), Ordering::Release);
+                None
             }
             Some(e) => {
                 tracing::error!(log = %self.path.display(), error = %e, "audit write failed; requests are refused until it succeeds");
@@ -496,16 +562,51 @@ impl Shared {
                 // Later records chain on the failed ones: they fail too, and the chain
                 // rewinds to the last committed record.
                 let queued = std::mem::take(&mut st.queue);
-                for e in batch.entries[done..].iter().chain(&queued.entries) {
-                    e.slot.store(FAILED, Ordering::Release);
-                }
                 st.next_seq = st.durable_seq + 1;
                 st.head = st.durable_head;
                 st.file_bytes = io.len();
                 self.failing.store(true, Ordering::Release);
+                drop(st);
+                Some(queued)
+            }
+        };
+        // Wake the appenders without holding the state lock, so that new records can
+        // queue up meanwhile. (A woken appender that finds its record failed reads the
+        // error under the lock, which is set by now.)
+        for e in &batch.entries[..done] {
+            e.waiter.finish(DONE);
+        }
+        match failed {
+            None => false,
+            Some(queued) => {
+                for e in batch.entries[done..].iter().chain(&queued.entries) {
+                    e.waiter.finish(FAILED);
+                }
+                true
             }
         }
-        self.cv.notify_all();
+    }
+
+    /// One leader turn: write (and sync) the queue, then checkpoint if due. Called with
+    /// the state lock held and `leader == false`; returns with it held again.
+    fn lead<'a>(&'a self, mut st: MutexGuard<'a, State>, duty: Duty) -> MutexGuard<'a, State> {
+        st.leader = true;
+        drop(st);
+        let mut io = lock(&self.io);
+        let mut round = 0;
+        let mut st = loop {
+            round += 1;
+            let mut st = lock(&self.state);
+            let batch = std::mem::take(&mut st.queue);
+            drop(st);
+            let failed = self.write_batch(&mut io, &batch, duty.sync && round == 1);
+            let st = lock(&self.state);
+            // Keep leading while records wait (the disk stays busy and nobody has to be
+            // woken to take over), but not for ever: this thread's own caller waits.
+            if failed || st.queue.entries.is_empty() || round >= MAX_ROUNDS {
+                break st;
+            }
+        };
         let due = match duty.checkpoint {
             Some(kind) => Some(kind),
             None if self.checkpoint_every > 0
@@ -515,16 +616,41 @@ impl Shared {
             }
             None => None,
         };
+        let mut ckpt = None;
         if let Some(kind) = due
+            && !st.ckpt_busy
             && !self.failing.load(Ordering::Acquire)
         {
-            let (seq, head) = (st.durable_seq, st.durable_head);
+            // A checkpoint may only name records that are on disk.
             drop(st);
-            let result = io.checkpoint(&self.log_id, seq, &head, kind);
+            let synced = io.sync();
             st = lock(&self.state);
+            match synced {
+                Ok(()) => {
+                    st.ckpt_busy = true;
+                    ckpt = Some((kind, st.durable_seq, st.durable_head));
+                }
+                Err(e) => {
+                    tracing::error!(log = %self.path.display(), error = %e, "audit sync before checkpoint failed");
+                    self.checkpoint_failing.store(true, Ordering::Release);
+                }
+            }
+        }
+        drop(io);
+        st.leader = false;
+        // Hand over: the oldest queued appender leads next; duty runners wait on `cv`.
+        if let Some(next) = st.queue.entries.first() {
+            next.waiter.thread.unpark();
+        }
+        self.cv.notify_all();
+        if let Some((kind, seq, head)) = ckpt {
+            drop(st);
+            let result = lock(&self.ckpt).write(&self.log_id, seq, &head, kind);
+            st = lock(&self.state);
+            st.ckpt_busy = false;
             match result {
                 Ok(()) => {
-                    st.ckpt_seq = seq;
+                    st.ckpt_seq = st.ckpt_seq.max(seq);
                     if st.durable_seq == seq {
                         st.uncovered_since = None;
                     }
@@ -535,10 +661,8 @@ impl Shared {
                     self.checkpoint_failing.store(true, Ordering::Release);
                 }
             }
+            self.cv.notify_all();
         }
-        drop(io);
-        st.leader = false;
-        self.cv.notify_all();
         st
     }
 }
@@ -559,7 +683,7 @@ fn heartbeat_loop(weak: &Weak<Shared>, stop: &(Mutex<bool>, Condvar), tick: Dura
         }
         let Some(sh) = weak.upgrade() else { return };
         let st = lock(&sh.state);
-        if st.leader || st.closed {
+        if st.leader || st.closed || st.ckpt_busy {
             continue;
         }
         let hb_due = match (sh.heartbeat, st.uncovered_since) {

@@ -1,1 +1,604 @@
-//! (in progress)
+//! `fsgate policy ...`: check, explain, test, diff and schema, with their exit codes.
+//!
+//! Self-contained: `src/cli.rs` embeds [`PolicyCommand`] and calls [`run`]. Output is the
+//! command's product and goes to stdout; problems with the command itself go to stderr.
+//! Exit codes: 0 clean / passed / no change, 1 findings / failures / changes, 2 a file is
+//! unreadable or invalid.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::content::ContentTraceStep;
+use super::diff::{DiffReport, diff, test_paths, workspace_paths};
+use super::lint::{LintOptions, Severity, lint_file, only};
+use super::testrun::{FullDecision, decide_with_content, effect_name, run_cases};
+use super::{DEFAULT_DENY, EntryKind, OpClass, Policy, TraceStep};
+use crate::path::RelPath;
+
+/// Clean, all passed, no change.
+pub const EXIT_OK: i32 = 0;
+/// Findings, failed cases, uncovered rules (with `--fail-on-uncovered`), changes.
+pub const EXIT_FINDINGS: i32 = 1;
+/// A file is unreadable or not a valid policy, or the arguments are wrong.
+pub const EXIT_INVALID: i32 = 2;
+
+/// Workspace entries `policy diff --workspace` compares at most, by default.
+const DEFAULT_MAX_PATHS: usize = 200_000;
+
+/// Policy authoring tools.
+#[derive(Debug, clap::Subcommand)]
+pub enum PolicyCommand {
+    /// Lint policy files: each problem as `file:line:col: severity: message (hint: ...)`.
+    ///
+    /// Checks syntax, unknown keys and types, globs and regexes, dead and duplicate
+    /// rules, write rights wider than read rights, allows that expose default secret
+    /// names or .git, limits above sane ceilings, deny rules without a [[test]], and
+    /// allows that reach fsgate's own files (the fixed floor).
+    /// Exit 0 clean, 1 findings (errors or warnings), 2 unreadable or invalid.
+    Check {
+        /// Policy files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Print the findings as one JSON document (for CI).
+        #[arg(long)]
+        json: bool,
+        /// The workspace the policy will serve: report allows that reach the policy
+        /// file, the audit log or the backups when those lie inside it.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+    /// Show which rule decides an operation on a path, and every rule considered, in
+    /// evaluation order.
+    ///
+    /// Example: fsgate policy explain policies/default.toml --op read src/main.rs
+    Explain {
+        /// Policy file.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Operation class.
+        #[arg(long, value_parser = ["read", "write", "delete", "list"])]
+        op: String,
+        /// Workspace-relative path (a leading `/` means the workspace root).
+        path: String,
+        /// Judge the path as a directory (default: a file).
+        #[arg(long)]
+        dir: bool,
+        /// A file whose content to run the policy's [content] rules on, as if it were
+        /// the content read or written.
+        #[arg(long, value_name = "FILE")]
+        content: Option<PathBuf>,
+        /// Print the explanation as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the [[test]] cases in policy files: one line per failure with its line
+    /// number, then `N passed, M failed`.
+    Test {
+        /// Policy files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// List the rules no test case exercised.
+        #[arg(long)]
+        coverage: bool,
+        /// Exit 1 if some rule is not exercised by any test case (implies --coverage).
+        #[arg(long)]
+        fail_on_uncovered: bool,
+        /// Print the results as one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show which decisions change between two policies (for reviewing a change).
+    ///
+    /// Compares every operation class on every path of --workspace, or else on the
+    /// paths the two policies' [[test]] cases name (and their parent directories).
+    /// Exit 0 no change, 1 changes, 2 invalid input.
+    Diff {
+        /// The policy in force.
+        #[arg(value_name = "OLD")]
+        old: PathBuf,
+        /// The proposed policy.
+        #[arg(value_name = "NEW")]
+        new: PathBuf,
+        /// Compare on this directory's real tree (symlinks are not followed).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Stop the workspace walk after this many entries.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PATHS)]
+        max_paths: usize,
+        /// Print the changes as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the JSON Schema of policy files (policies/schema.json), for editors.
+    Schema,
+}
+
+/// Runs a policy command, printing to stdout and stderr; returns the exit code.
+pub fn run(cmd: PolicyCommand) -> i32 {
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    run_to(cmd, &mut out, &mut err)
+}
+
+/// Runs a policy command, printing to `out` (the product) and `err` (problems).
+pub fn run_to(cmd: PolicyCommand, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let result = match cmd {
+        PolicyCommand::Check {
+            files,
+            json,
+            workspace,
+        } => check(&files, json, LintOptions { workspace }, out),
+        PolicyCommand::Explain {
+            file,
+            op,
+            path,
+            dir,
+            content,
+            json,
+        } => explain(&file, &op, &path, dir, content.as_deref(), json, out, err),
+        PolicyCommand::Test {
+            files,
+            coverage,
+            fail_on_uncovered,
+            json,
+        } => test(
+            &files,
+            coverage || fail_on_uncovered,
+            fail_on_uncovered,
+            json,
+            out,
+            err,
+        ),
+        PolicyCommand::Diff {
+            old,
+            new,
+            workspace,
+            max_paths,
+            json,
+        } => policy_diff(&old, &new, workspace.as_deref(), max_paths, json, out, err),
+        PolicyCommand::Schema => write!(out, "{}", super::schema::schema_text()).map(|_| EXIT_OK),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = writeln!(err, "fsgate policy: cannot write output: {e}");
+            EXIT_INVALID
+        }
+    }
+}
+
+type Res = std::io::Result<i32>;
+
+fn check(files: &[PathBuf], json: bool, options: LintOptions, out: &mut dyn Write) -> Res {
+    let reports: Vec<_> = files.iter().map(|f| lint_file(f, &options)).collect();
+    let invalid = reports.iter().any(|r| r.invalid);
+    let failing: usize = reports.iter().map(|r| r.failing()).sum();
+    let count = |s: Severity| {
+        reports
+            .iter()
+            .flat_map(|r| &r.findings)
+            .filter(|f| f.severity == s)
+            .count()
+    };
+    let (errors, warnings, notes) = (
+        count(Severity::Error),
+        count(Severity::Warning),
+        count(Severity::Note),
+    );
+    if json {
+        let findings: Vec<_> = reports.iter().flat_map(|r| &r.findings).collect();
+        let doc = serde_json::json!({
+            "files": files.len(),
+            "invalid": invalid,
+            "errors": errors,
+            "warnings": warnings,
+            "notes": notes,
+            "findings": findings,
+        });
+        writeln!(out, "{doc:#}")?;
+    } else {
+        for f in reports.iter().flat_map(|r| &r.findings) {
+            writeln!(out, "{f}")?;
+        }
+        writeln!(
+            out,
+            "checked {} file(s): {errors} error(s), {warnings} warning(s), {notes} note(s)",
+            files.len()
+        )?;
+    }
+    Ok(if invalid {
+        EXIT_INVALID
+    } else if failing > 0 {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    })
+}
+
+fn load(path: &Path, err: &mut dyn Write) -> std::io::Result<Option<(Policy, String)>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            writeln!(
+                err,
+                "{}: error: cannot read the policy: {e}",
+                path.display()
+            )?;
+            return Ok(None);
+        }
+    };
+    let base = path.parent().filter(|p| !p.as_os_str().is_empty());
+    match Policy::from_toml_in(
+        &text,
+        &path.display().to_string(),
+        Some(base.unwrap_or(Path::new("."))),
+    ) {
+        Ok(p) => Ok(Some((p, text))),
+        Err(e) => {
+            writeln!(
+                err,
+                "{}: error: invalid policy: {e} (hint: run `fsgate policy check` on it)",
+                path.display()
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn explain(
+    file: &Path,
+    op: &str,
+    path: &str,
+    dir: bool,
+    content: Option<&Path>,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Res {
+    let Some((policy, _)) = load(file, err)? else {
+        return Ok(EXIT_INVALID);
+    };
+    let Some(op) = OpClass::parse(op) else {
+        writeln!(err, "fsgate policy explain: unknown op `{op}`")?;
+        return Ok(EXIT_INVALID);
+    };
+    let rel = match RelPath::parse_rooted(path) {
+        Ok(p) => p,
+        Err(e) => {
+            writeln!(err, "fsgate policy explain: path `{path}`: {e}")?;
+            return Ok(EXIT_INVALID);
+        }
+    };
+    let bytes = match content {
+        Some(c) => match std::fs::read(c) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                writeln!(
+                    err,
+                    "fsgate policy explain: cannot read {}: {e}",
+                    c.display()
+                )?;
+                return Ok(EXIT_INVALID);
+            }
+        },
+        None => None,
+    };
+    let kind = if dir { EntryKind::Dir } else { EntryKind::File };
+    let (d, trace) = policy.explain(op, &rel, kind);
+    let path_allowed = d.allowed();
+    let decider = d.rule.to_string();
+    // Rules the evaluation never reached that would also match: shadowed alternatives.
+    let reached: Vec<&str> = trace.iter().map(|t| t.rule.as_str()).collect();
+    let not_reached: Vec<&str> = policy
+        .rules()
+        .iter()
+        .filter(|r| !reached.contains(&r.id.as_str()))
+        .filter(|r| {
+            only(&policy, vec![(*r).clone()])
+                .decide(op, &rel, kind)
+                .rule
+                == r.id
+        })
+        .map(|r| r.id.as_str())
+        .collect();
+    let final_d = decide_with_content(&policy, op, &rel, kind, bytes.as_deref());
+    let content_note: Option<String>;
+    let mut content_trace: Vec<ContentTraceStep> = Vec::new();
+    match (&bytes, policy.content_scanner()) {
+        (None, _) => content_note = None,
+        (Some(_), None) => {
+            content_note =
+                Some("the policy has no [content] section: content is not scanned".into())
+        }
+        (Some(_), Some(sc)) if !sc.applies_to(op) => {
+            content_note = Some(format!(
+                "content is not scanned for {} operations",
+                op.as_str()
+            ))
+        }
+        (Some(_), Some(_)) if !path_allowed => {
+            content_note = Some("content is not scanned: the path decision already denies".into())
+        }
+        (Some(b), Some(sc)) => {
+            content_trace = sc.explain(&rel, b);
+            content_note = None;
+        }
+    }
+    if json {
+        let doc = serde_json::json!({
+            "policy": file.display().to_string(),
+            "op": op.as_str(),
+            "path": rel.as_str(),
+            "dir": dir,
+            "decision": final_d,
+            "path_decision": { "effect": d.effect, "rule": d.rule, "reason": d.reason },
+            "trace": trace,
+            "also_matching_not_reached": not_reached,
+            "content_note": content_note,
+            "content_trace": content_trace,
+        });
+        writeln!(out, "{doc:#}")?;
+        return Ok(EXIT_OK);
+    }
+    print_explain(
+        out,
+        &policy,
+        op,
+        &rel,
+        dir,
+        &final_d,
+        &trace,
+        &decider,
+        &not_reached,
+    )?;
+    if let Some(note) = &content_note {
+        writeln!(out, "\ncontent: {note}")?;
+    }
+    if !content_trace.is_empty() {
+        writeln!(out, "\ncontent rules, in order (first finding decides):")?;
+        let width = content_trace
+            .iter()
+            .map(|t| t.rule.len())
+            .max()
+            .unwrap_or(0);
+        for t in &content_trace {
+            let mark = if t.hit && t.rule == final_d.rule {
+                "  <= decides"
+            } else {
+                ""
+            };
+            writeln!(out, "  {:width$}  {}{mark}", t.rule, t.note)?;
+        }
+    }
+    writeln!(
+        out,
+        "\ndecision: {} by {} ({})",
+        effect_name(final_d.effect).to_uppercase(),
+        final_d.rule,
+        final_d.reason
+    )?;
+    Ok(EXIT_OK)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_explain(
+    out: &mut dyn Write,
+    policy: &Policy,
+    op: OpClass,
+    rel: &RelPath,
+    dir: bool,
+    d: &FullDecision,
+    trace: &[TraceStep],
+    decider: &str,
+    not_reached: &[&str],
+) -> std::io::Result<()> {
+    let shown = if rel.is_root() { "/" } else { rel.as_str() };
+    writeln!(
+        out,
+        "{} {shown} ({}) under {} (sha256 {}):",
+        op.as_str(),
+        if dir { "directory" } else { "file" },
+        policy.origin(),
+        policy.sha256().get(..12).unwrap_or("")
+    )?;
+    writeln!(
+        out,
+        "  {} by {}: {}",
+        effect_name(d.effect).to_uppercase(),
+        d.rule,
+        d.reason
+    )?;
+    writeln!(
+        out,
+        "\nevaluation order (secret names, then deny rules, then allow rules; the first match decides):"
+    )?;
+    let width = trace.iter().map(|t| t.rule.len()).max().unwrap_or(0);
+    for (i, t) in trace.iter().enumerate() {
+        let matched = if t.matched { "MATCH" } else { "-" };
+        let mark = match (t.matched && t.rule == decider, d.rule == decider) {
+            (true, true) => "  <= decides",
+            (true, false) => "  <= decides the path; the content rules below refuse",
+            _ => "",
+        };
+        writeln!(
+            out,
+            "  {:>3}  {:width$}  {:5}  {:5}  {}{mark}",
+            i + 1,
+            t.rule,
+            effect_name(t.effect),
+            matched,
+            t.note
+        )?;
+    }
+    if decider != DEFAULT_DENY && !not_reached.is_empty() {
+        writeln!(
+            out,
+            "\nalso matching, but not reached (an earlier rule decided):"
+        )?;
+        for r in not_reached {
+            writeln!(out, "       {r}")?;
+        }
+    }
+    Ok(())
+}
+
+fn test(
+    files: &[PathBuf],
+    coverage: bool,
+    fail_on_uncovered: bool,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Res {
+    let (mut passed, mut failed, mut uncovered_total) = (0usize, 0usize, 0usize);
+    let mut invalid = false;
+    let mut docs = Vec::new();
+    for f in files {
+        let name = f.display().to_string();
+        let Some((policy, text)) = load(f, err)? else {
+            invalid = true;
+            docs.push(serde_json::json!({ "file": name, "error": "unreadable or invalid policy" }));
+            continue;
+        };
+        let run = run_cases(&policy, &text);
+        passed += run.passed();
+        failed += run.failed();
+        uncovered_total += run.uncovered.len();
+        if json {
+            docs.push(serde_json::json!({
+                "file": name,
+                "passed": run.passed(),
+                "failed": run.failed(),
+                "cases": run.cases,
+                "uncovered": if coverage { serde_json::to_value(&run.uncovered).unwrap_or_default() } else { serde_json::Value::Null },
+            }));
+            continue;
+        }
+        for c in run.cases.iter().filter(|c| !c.passed) {
+            let kind = if policy.raw().tests.get(c.index).is_some_and(|t| t.dir) {
+                " (dir)"
+            } else {
+                ""
+            };
+            writeln!(
+                out,
+                "{name}:{}: FAIL {} {}{kind}: {}",
+                c.line,
+                c.op,
+                c.path,
+                c.failure.as_deref().unwrap_or("failed")
+            )?;
+        }
+        if run.cases.is_empty() {
+            writeln!(out, "{name}: no [[test]] cases")?;
+        }
+        if coverage {
+            for u in &run.uncovered {
+                writeln!(
+                    out,
+                    "{name}:{}: uncovered: rule `{}` decides no test case",
+                    u.line, u.rule
+                )?;
+            }
+        }
+    }
+    if json {
+        let doc = serde_json::json!({ "files": docs, "passed": passed, "failed": failed, "uncovered": uncovered_total });
+        writeln!(out, "{doc:#}")?;
+    } else {
+        writeln!(out, "{passed} passed, {failed} failed")?;
+    }
+    Ok(if invalid {
+        EXIT_INVALID
+    } else if failed > 0 || (fail_on_uncovered && uncovered_total > 0) {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn policy_diff(
+    old: &Path,
+    new: &Path,
+    workspace: Option<&Path>,
+    max_paths: usize,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Res {
+    let (Some((a, _)), Some((b, _))) = (load(old, err)?, load(new, err)?) else {
+        return Ok(EXIT_INVALID);
+    };
+    let (paths, truncated, source) = match workspace {
+        Some(ws) => match workspace_paths(ws, max_paths) {
+            Ok((p, t)) => (p, t, format!("the tree of {}", ws.display())),
+            Err(e) => {
+                writeln!(err, "fsgate policy diff: cannot walk {}: {e}", ws.display())?;
+                return Ok(EXIT_INVALID);
+            }
+        },
+        None => (
+            test_paths(&[&a, &b]),
+            false,
+            "the paths named by both policies' tests".into(),
+        ),
+    };
+    let mut report: DiffReport = diff(&a, &b, &paths);
+    report.truncated = truncated;
+    if json {
+        writeln!(
+            out,
+            "{:#}",
+            serde_json::json!({ "source": source, "report": report })
+        )?;
+    } else {
+        print_diff(out, &report, &source)?;
+    }
+    Ok(if report.changes.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_FINDINGS
+    })
+}
+
+fn print_diff(out: &mut dyn Write, r: &DiffReport, source: &str) -> std::io::Result<()> {
+    let op_w = 6;
+    for c in &r.changes {
+        let sign = if c.widens() { '+' } else { '-' };
+        let path = if c.path.is_empty() {
+            "/"
+        } else {
+            c.path.as_str()
+        };
+        let dir = if c.dir { "/" } else { "" };
+        writeln!(
+            out,
+            "{sign} {:op_w$} {path}{}: {} ({}) -> {} ({})",
+            c.op.as_str(),
+            if path == "/" { "" } else { dir },
+            effect_name(c.old.effect),
+            c.old.rule,
+            effect_name(c.new.effect),
+            c.new.rule
+        )?;
+    }
+    let widened = r.changes.iter().filter(|c| c.widens()).count();
+    let narrowed = r.changes.len() - widened;
+    writeln!(
+        out,
+        "{} decision(s) changed: {widened} now allowed (+), {narrowed} now denied (-); {} keep their effect under another rule; compared {} path(s) x 4 ops from {source}{}",
+        r.changes.len(),
+        r.rule_changes.len(),
+        r.paths,
+        if r.truncated {
+            " (walk truncated: raise --max-paths)"
+        } else {
+            ""
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -144,7 +144,7 @@ fn compile_secrets(raw: &RawPolicy, src: &str) -> Result<Secrets, PolicyError> {
     Ok(Secrets { patterns, set })
 }
 
-fn build_regex(src: &str) -> Result<Regex, regex::Error> {
+pub(crate) fn build_regex(src: &str) -> Result<Regex, regex::Error> {
     RegexBuilder::new(src).case_insensitive(true).build()
 }
 
@@ -214,20 +214,13 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
                 format!("glob `{text}` contains `..`: globs are relative to the workspace root"),
             ));
         }
-        let glob = GlobBuilder::new(text)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .build()
+        let glob = build_glob(text)
             .map_err(|e| invalid("paths", at(src, g), format!("invalid glob: {}", e.kind())))?;
         set.add(glob);
         // A glob also covers everything beneath what it matches (`src` covers `src/a`).
         if !text.ends_with("/**") && text != "**" {
             let under = format!("{}/**", text.trim_end_matches('/'));
-            if let Ok(glob) = GlobBuilder::new(&under)
-                .literal_separator(true)
-                .backslash_escape(true)
-                .build()
-            {
+            if let Ok(glob) = build_glob(&under) {
                 set.add(glob);
             }
         }
@@ -253,6 +246,14 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
         reason: r.reason.clone(),
         line: at(src, &r.id),
     })
+}
+
+/// Compiles one policy glob: `*` stays within a component, a backslash escapes.
+pub(crate) fn build_glob(text: &str) -> Result<globset::Glob, globset::Error> {
+    GlobBuilder::new(text)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
 }
 
 /// The directory part of a glob before its first wildcard: `src/**/*.rs` -> `src`.

@@ -104,7 +104,13 @@ impl Allow {
     }
 
     /// Gitleaks' finding-level check.
-    fn finding_allowed(&self, path: Option<&str>, secret: &[u8], whole: &[u8], line: &[u8]) -> bool {
+    fn finding_allowed(
+        &self,
+        path: Option<&str>,
+        secret: &[u8],
+        whole: &[u8],
+        line: &[u8],
+    ) -> bool {
         let target = match self.target {
             Target::Secret => secret,
             Target::Match => whole,
@@ -190,7 +196,9 @@ impl ContentScanner {
 
     /// The first finding in `text` (rules in load order), if any.
     pub fn scan(&self, path: &RelPath, text: &[u8]) -> Option<ContentHit> {
-        self.run(Some(path.as_str()), text, true, None).into_iter().next()
+        self.run(Some(path.as_str()), text, true, None)
+            .into_iter()
+            .next()
     }
 
     /// Every finding in `text`.
@@ -259,7 +267,10 @@ impl ContentScanner {
                     t.push(ContentTraceStep {
                         rule: rule.id.clone(),
                         hit: false,
-                        note: format!("skipped: content contains none of the keywords {:?}", rule.keywords),
+                        note: format!(
+                            "skipped: content contains none of the keywords {:?}",
+                            rule.keywords
+                        ),
                     });
                 }
                 continue;
@@ -325,8 +336,11 @@ impl ContentScanner {
             .filter(|p| {
                 rule.required.iter().zip(&parts).all(|(req, found)| {
                     found.iter().any(|f| {
-                        req.within_lines.is_none_or(|n| p.line.abs_diff(f.line) <= n)
-                            && req.within_columns.is_none_or(|n| p.column.abs_diff(f.column) <= n)
+                        req.within_lines
+                            .is_none_or(|n| p.line.abs_diff(f.line) <= n)
+                            && req
+                                .within_columns
+                                .is_none_or(|n| p.column.abs_diff(f.column) <= n)
                     })
                 })
             })
@@ -391,13 +405,18 @@ impl ContentScanner {
                     .find(|c| !c.is_empty())
                     .unwrap_or(whole),
             };
-            for (off, b) in text[counted_to..start].iter().enumerate() {
+            for (off, b) in text
+                .get(counted_to..start)
+                .unwrap_or(&[])
+                .iter()
+                .enumerate()
+            {
                 if *b == b'\n' {
                     line_no += 1;
                     line_start = counted_to + off + 1;
                 }
             }
-            counted_to = start;
+            counted_to = counted_to.max(start);
             let line_end = text[end..]
                 .iter()
                 .position(|b| *b == b'\n')

@@ -67,7 +67,10 @@ impl FixedFloor {
             .filter_map(|(kind, p)| {
                 let rel = p.strip_prefix(workspace_root).ok()?;
                 let rel = RelPath::parse_rooted(&format!("/{}", rel.to_str()?)).ok()?;
-                Some(FloorEntry { kind: *kind, path: rel })
+                Some(FloorEntry {
+                    kind: *kind,
+                    path: rel,
+                })
             })
             .collect();
         FixedFloor { entries }
@@ -187,15 +190,30 @@ mod tests {
     fn only_entries_inside_the_workspace() {
         let f = floor();
         assert_eq!(f.entries().len(), 2);
-        assert!(FixedFloor::new(Path::new("/ws"), &[(FloorKind::BackupDir, Path::new("/ws_evil/b"))]).is_empty());
+        assert!(
+            FixedFloor::new(
+                Path::new("/ws"),
+                &[(FloorKind::BackupDir, Path::new("/ws_evil/b"))]
+            )
+            .is_empty()
+        );
     }
 
     #[test]
     fn touches_entries_sidecars_and_ancestors_on_change() {
         let f = floor();
-        assert!(f.touches(OpClass::Read, &p(".fsgate/policy.toml")).is_some());
-        assert!(f.touches(OpClass::Read, &p("logs/audit.jsonl.000000000001")).is_some());
-        assert!(f.touches(OpClass::List, &p("logs/audit.jsonl.checkpoint")).is_some());
+        assert!(
+            f.touches(OpClass::Read, &p(".fsgate/policy.toml"))
+                .is_some()
+        );
+        assert!(
+            f.touches(OpClass::Read, &p("logs/audit.jsonl.000000000001"))
+                .is_some()
+        );
+        assert!(
+            f.touches(OpClass::List, &p("logs/audit.jsonl.checkpoint"))
+                .is_some()
+        );
         assert!(f.touches(OpClass::Read, &p("logs/audit.jsonlx")).is_none());
         assert!(f.touches(OpClass::Read, &p("logs/other.log")).is_none());
         // Listing the parent is a matter of filtering entries, not refusing the listing.

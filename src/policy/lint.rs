@@ -1,1 +1,384 @@
-//! (in progress)
+//! `fsgate policy check`: every problem in a policy file as a located finding with a
+//! severity and a one-line fix hint (`file:line:col: severity: message (hint: ...)`).
+//!
+//! Loading problems (syntax, unknown keys, types, bad globs and regexes) come first and
+//! make the file invalid; the semantic checks (dead and duplicate rules, exposed secrets,
+//! write wider than read, limits, untested denies, the fixed floor) live in `checks`.
+
+mod checks;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::compile::{build_glob, build_regex, line_col};
+use super::raw::RawPolicy;
+use super::{DEFAULT_DENY, OpClass, Policy, PolicyError};
+
+/// How bad a finding is. Errors and warnings make `policy check` exit 1; notes do not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The policy is wrong or unsafe.
+    Error,
+    /// Probably not what the author meant.
+    Warning,
+    /// Worth knowing; not a problem.
+    Note,
+}
+
+impl Severity {
+    /// `error`, `warning`, `note`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        }
+    }
+}
+
+/// One located problem.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Finding {
+    /// The file as named on the command line.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+    /// How bad it is.
+    pub severity: Severity,
+    /// A stable name for the check (`dead-rule`, `parse`, ...), for CI filters.
+    pub code: &'static str,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it, in one line.
+    pub hint: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}: {} (hint: {})",
+            self.file,
+            self.line,
+            self.col,
+            self.severity.as_str(),
+            self.message,
+            self.hint
+        )
+    }
+}
+
+/// What `policy check` needs beyond the file.
+#[derive(Debug, Clone, Default)]
+pub struct LintOptions {
+    /// The workspace the policy will serve: enables the exact fixed-floor check (the
+    /// policy file, `[audit] path` and `[backup] dir` inside it).
+    pub workspace: Option<PathBuf>,
+}
+
+/// The findings for one file.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct LintReport {
+    /// Sorted by position.
+    pub findings: Vec<Finding>,
+    /// The file could not be read or does not load: `policy check` exits 2.
+    pub invalid: bool,
+}
+
+impl LintReport {
+    /// Findings that fail the check (errors and warnings).
+    pub fn failing(&self) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.severity != Severity::Note)
+            .count()
+    }
+}
+
+/// Collects findings for one file.
+pub(crate) struct Sink<'a> {
+    file: &'a str,
+    src: &'a str,
+    out: Vec<Finding>,
+}
+
+impl Sink<'_> {
+    pub(crate) fn at(
+        &mut self,
+        (line, col): (usize, usize),
+        severity: Severity,
+        code: &'static str,
+        message: String,
+        hint: &str,
+    ) {
+        self.out.push(Finding {
+            file: self.file.to_string(),
+            line: line.max(1),
+            col: col.max(1),
+            severity,
+            code,
+            message,
+            hint: hint.to_string(),
+        });
+    }
+
+    /// Position of a byte offset.
+    pub(crate) fn pos(&self, offset: usize) -> (usize, usize) {
+        line_col(self.src, offset)
+    }
+
+    /// Position of the first non-blank character of `line`.
+    pub(crate) fn line_pos(&self, line: usize) -> (usize, usize) {
+        let col = self
+            .src
+            .lines()
+            .nth(line.saturating_sub(1))
+            .map_or(1, |l| l.len() - l.trim_start().len() + 1);
+        (line, col)
+    }
+
+    /// Position of the first line that sets `key` (`key =`), or 1:1.
+    pub(crate) fn key_pos(&self, key: &str) -> (usize, usize) {
+        for (i, l) in self.src.lines().enumerate() {
+            let t = l.trim_start();
+            if t.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+            {
+                return (i + 1, l.len() - t.len() + 1);
+            }
+        }
+        (1, 1)
+    }
+}
+
+/// Lints a policy file.
+///
+/// # Ambient Authority
+/// Reads `path` (and the gitleaks config it names; with `options.workspace`, resolves
+/// the workspace and fsgate's own files to compare them).
+pub fn lint_file(path: &Path, options: &LintOptions) -> LintReport {
+    let name = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let base = path.parent().filter(|p| !p.as_os_str().is_empty());
+            lint_text(
+                &text,
+                &name,
+                Some(base.unwrap_or(Path::new("."))),
+                Some(path),
+                options,
+            )
+        }
+        Err(e) => LintReport {
+            findings: vec![Finding {
+                file: name,
+                line: 1,
+                col: 1,
+                severity: Severity::Error,
+                code: "unreadable",
+                message: format!("cannot read the policy: {e}"),
+                hint: "check the path and its permissions".into(),
+            }],
+            invalid: true,
+        },
+    }
+}
+
+/// Lints policy text. `base` resolves a relative gitleaks config; `policy_path` is where
+/// the file lives (for the fixed-floor check with a workspace).
+pub fn lint_text(
+    text: &str,
+    file: &str,
+    base: Option<&Path>,
+    policy_path: Option<&Path>,
+    options: &LintOptions,
+) -> LintReport {
+    let mut sink = Sink {
+        file,
+        src: text,
+        out: Vec::new(),
+    };
+    let raw: RawPolicy = match toml::from_str(text) {
+        Ok(raw) => raw,
+        Err(e) => {
+            let pos = e.span().map_or((1, 1), |s| sink.pos(s.start));
+            let msg = e.message().trim().replace('\n', " ");
+            let hint = parse_hint(&msg);
+            sink.at(pos, Severity::Error, "parse", msg, hint);
+            return LintReport {
+                findings: sink.out,
+                invalid: true,
+            };
+        }
+    };
+    prevalidate(&raw, &mut sink);
+    let policy = match Policy::from_toml_in(text, file, base) {
+        Ok(p) => p,
+        Err(e) => {
+            if !sink.out.iter().any(|f| f.severity == Severity::Error) {
+                let (pos, msg) = match &e {
+                    PolicyError::Invalid { key, line, message } => {
+                        (sink.line_pos(*line), format!("{key}: {message}"))
+                    }
+                    other => ((1, 1), other.to_string()),
+                };
+                sink.at(
+                    pos,
+                    Severity::Error,
+                    "invalid",
+                    msg,
+                    "fix the value; policies/README.md documents every key",
+                );
+            }
+            sink.out.sort_by_key(|f| (f.line, f.col));
+            return LintReport {
+                findings: sink.out,
+                invalid: true,
+            };
+        }
+    };
+    checks::run(&policy, text, &mut sink, policy_path, options);
+    let mut findings = sink.out;
+    findings.sort_by_key(|f| (f.line, f.col, f.severity));
+    findings.dedup();
+    let invalid = findings.iter().any(|f| f.code == "invalid");
+    LintReport { findings, invalid }
+}
+
+/// A copy of `policy` holding only `rules`: no secret names, no content rules. Lets the
+/// real decision function answer "what does this one rule match?".
+pub(crate) fn only(policy: &Policy, rules: Vec<super::Rule>) -> Policy {
+    let mut p = policy.clone();
+    p.rules = rules;
+    p.secrets = super::Secrets {
+        patterns: Vec::new(),
+        set: regex::RegexSet::empty(),
+    };
+    p.content = None;
+    p
+}
+
+fn parse_hint(msg: &str) -> &'static str {
+    if msg.contains("unknown field") {
+        "check the spelling; the keys allowed here are listed in the message and in policies/README.md"
+    } else if msg.contains("missing field") {
+        "add the required key (policies/README.md lists them)"
+    } else if msg.contains("unknown variant") {
+        "use one of the values listed in the message"
+    } else if msg.contains("invalid type") {
+        "give the value the type policies/README.md documents for this key"
+    } else {
+        "fix the TOML syntax at this position"
+    }
+}
+
+/// Every loading error the compiler would stop at, all at once and at their exact
+/// positions (the compiler reports only the first).
+fn prevalidate(raw: &RawPolicy, sink: &mut Sink<'_>) {
+    let mut ids = std::collections::HashMap::new();
+    for (i, r) in raw.rules.iter().enumerate() {
+        let id = r.id.get_ref().trim();
+        let id_pos = sink.pos(r.id.span().start);
+        if id.is_empty()
+            || id.starts_with("secrets:")
+            || id.starts_with("content:")
+            || id == DEFAULT_DENY
+        {
+            sink.at(
+                id_pos,
+                Severity::Error,
+                "invalid",
+                format!("rule[{i}].id: `{id}` is empty or reserved"),
+                "pick a unique name that does not start with secrets: or content:",
+            );
+        } else if let Some(first) = ids.insert(id.to_string(), id_pos.0) {
+            sink.at(
+                id_pos,
+                Severity::Error,
+                "invalid",
+                format!("rule[{i}].id: duplicate rule id `{id}` (first at line {first})"),
+                "rename one of the rules: refusals and audit records name rules by id",
+            );
+        }
+        if r.ops.is_empty() {
+            sink.at(
+                id_pos,
+                Severity::Error,
+                "invalid",
+                format!("rule `{id}` has no ops"),
+                "set ops = [\"read\", \"list\"] or the classes the rule is about",
+            );
+        }
+        for op in &r.ops {
+            if op.get_ref() != "*" && OpClass::parse(op.get_ref()).is_none() {
+                sink.at(
+                    sink.pos(op.span().start),
+                    Severity::Error,
+                    "invalid",
+                    format!("rule `{id}`: unknown op `{}`", op.get_ref()),
+                    "use read, write, delete, list or \"*\"",
+                );
+            }
+        }
+        if r.paths.is_empty() && r.extensions.is_none() {
+            sink.at(
+                id_pos,
+                Severity::Error,
+                "invalid",
+                format!("rule `{id}` has neither paths nor extensions"),
+                "add paths = [\"**\"] (everything) or the globs the rule is about",
+            );
+        }
+        for g in &r.paths {
+            let text = g.get_ref().trim_start_matches('/');
+            let pos = sink.pos(g.span().start);
+            if text.split('/').any(|c| c == "..") {
+                sink.at(
+                    pos,
+                    Severity::Error,
+                    "invalid",
+                    format!("rule `{id}`: glob `{text}` contains `..`"),
+                    "globs are relative to the workspace root; nothing outside it is reachable",
+                );
+            } else if let Err(e) = build_glob(text) {
+                sink.at(
+                    pos,
+                    Severity::Error,
+                    "invalid",
+                    format!("rule `{id}`: invalid glob `{text}`: {}", e.kind()),
+                    "check brackets and braces; escape literal metacharacters with a backslash",
+                );
+            }
+        }
+    }
+    for p in &raw.secrets.patterns {
+        if let Err(e) = build_regex(p.regex.get_ref()) {
+            let msg = e.to_string();
+            let last = msg.lines().last().unwrap_or("").trim().to_string();
+            sink.at(
+                sink.pos(p.regex.span().start),
+                Severity::Error,
+                "invalid",
+                format!("secret pattern `{}`: invalid regex: {last}", p.id),
+                "write the regex in single quotes ('...') so backslashes stay literal",
+            );
+        }
+    }
+    for t in &raw.tests {
+        if OpClass::parse(t.op.get_ref()).is_none() {
+            sink.at(
+                sink.pos(t.op.span().start),
+                Severity::Error,
+                "invalid-test",
+                format!("[[test]] op `{}` is not an operation class", t.op.get_ref()),
+                "use read, write, delete or list",
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -86,7 +86,8 @@ fn read_entries(dir: &Dir, base: &RelPath) -> Result<Vec<Entry>, WsError> {
         } else {
             EntryType::Other
         };
-        let meta = dir.symlink_metadata(name).ok();
+        // One fstatat on the directory's descriptor, not following symlinks.
+        let meta = entry.metadata().ok();
         out.push(Entry {
             name: name.to_string(),
             path: base.join(name),

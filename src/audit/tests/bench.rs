@@ -48,19 +48,25 @@ fn throughput(mode: FsyncMode, threads: u64, per_thread: u64) -> (f64, u64) {
 #[test]
 #[ignore = "measurement: run with --release --ignored --nocapture"]
 fn group_commit_vs_one_fsync_per_record() {
-    let (seq_rate, seq_n) = throughput(FsyncMode::Always, 1, 1000);
-    let (grp_rate, grp_n) = throughput(FsyncMode::Always, 32, 500);
-    let ratio = grp_rate / seq_rate;
-    println!(
-        "fsync=always, 1 appender (one fdatasync per record): {seq_n} records, {seq_rate:.0} records/s"
-    );
-    println!(
-        "fsync=always, 32 concurrent appenders (group commit): {grp_n} records, {grp_rate:.0} records/s"
-    );
-    println!("group commit speed-up: {ratio:.1}x");
+    // The disk's fsync latency drifts with whatever else runs: measure the two modes in
+    // alternation, three times, and judge the median ratio.
+    let mut ratios = Vec::new();
+    for round in 1..=3 {
+        let (seq_rate, seq_n) = throughput(FsyncMode::Always, 1, 500);
+        let (grp_rate, grp_n) = throughput(FsyncMode::Always, 32, 250);
+        let ratio = grp_rate / seq_rate;
+        println!(
+            "round {round}: fsync=always, 1 appender (one fdatasync per record): {seq_n} records, {seq_rate:.0} records/s; \
+             32 concurrent appenders (group commit): {grp_n} records, {grp_rate:.0} records/s; speed-up {ratio:.1}x"
+        );
+        ratios.push(ratio);
+    }
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[1];
+    println!("group commit speed-up, median of 3: {median:.1}x");
     let (never_rate, _) = throughput(FsyncMode::Never, 32, 2000);
     println!("fsync=never, 32 concurrent appenders: {never_rate:.0} records/s");
-    assert!(ratio >= 10.0, "group commit only {ratio:.1}x faster");
+    assert!(median >= 10.0, "group commit only {median:.1}x faster");
 }
 
 #[test]
@@ -114,4 +120,157 @@ fn verify_speed() {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     assert!(rate >= 500_000.0, "verify too slow: {rate:.0} records/s");
+}
+
+#[test]
+#[ignore = "measurement"]
+fn line_check_parts() {
+    use crate::audit::record;
+    let body = request(7).body(POLICY);
+    let (line, _) = record::seal(5, "2026-01-01T00:00:00.000000Z", None, &body, &[3; 32]);
+    let line = &line[..line.len() - 1];
+    let n = 200_000;
+    let mut scratch = Vec::new();
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(record::check_line(std::hint::black_box(line), &mut scratch).unwrap());
+    }
+    println!(
+        "check_line: {:.0} ns ({} bytes)",
+        t.elapsed().as_nanos() as f64 / n as f64,
+        line.len()
+    );
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(
+            serde_json::from_slice::<serde::de::IgnoredAny>(std::hint::black_box(line)).unwrap(),
+        );
+    }
+    println!(
+        "serde ignore: {:.0} ns",
+        t.elapsed().as_nanos() as f64 / n as f64
+    );
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(record::chain_hash(
+            &[0; 32],
+            std::hint::black_box(line),
+            b"}",
+        ));
+    }
+    println!("sha256: {:.0} ns", t.elapsed().as_nanos() as f64 / n as f64);
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(std::str::from_utf8(std::hint::black_box(line)).unwrap());
+    }
+    println!("utf8: {:.0} ns", t.elapsed().as_nanos() as f64 / n as f64);
+}
+
+#[test]
+#[ignore = "measurement"]
+fn append_parts() {
+    use crate::audit::{canonical, record};
+    let n = 200_000;
+    let t = Instant::now();
+    for i in 0..n {
+        std::hint::black_box(request(i));
+    }
+    println!(
+        "request(): {:.0} ns",
+        t.elapsed().as_nanos() as f64 / n as f64
+    );
+    let ev = request(7);
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(ev.body(POLICY));
+    }
+    println!("body: {:.0} ns", t.elapsed().as_nanos() as f64 / n as f64);
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(canonical::now_ts());
+    }
+    println!("now_ts: {:.0} ns", t.elapsed().as_nanos() as f64 / n as f64);
+    let body = ev.body(POLICY);
+    let t = Instant::now();
+    for i in 0..n {
+        std::hint::black_box(record::seal(
+            i,
+            "2026-01-01T00:00:00.000000Z",
+            None,
+            &body,
+            &[1; 32],
+        ));
+    }
+    println!("seal: {:.0} ns", t.elapsed().as_nanos() as f64 / n as f64);
+    let dir = bench_dir();
+    let path = dir.path().join("audit.jsonl");
+    let log = open(&path, &settings(FsyncMode::Never));
+    let t = Instant::now();
+    for i in 0..n {
+        log.append(ev.clone()).unwrap();
+        let _ = i;
+    }
+    println!(
+        "append (never, 1 thread): {:.0} ns",
+        t.elapsed().as_nanos() as f64 / n as f64
+    );
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(dir.path().join("raw"))
+        .unwrap();
+    let line = vec![b'x'; 580];
+    let t = Instant::now();
+    for _ in 0..n {
+        use std::io::Write;
+        (&f).write_all(&line).unwrap();
+    }
+    println!(
+        "raw write(2) of 580 bytes: {:.0} ns",
+        t.elapsed().as_nanos() as f64 / n as f64
+    );
+}
+
+#[test]
+#[ignore = "measurement"]
+fn verify_breakdown() {
+    use crate::audit::record;
+    let dir = bench_dir();
+    let path = dir.path().join("audit.jsonl");
+    let s = AuditSettings {
+        checkpoint_every: Some(100_000),
+        ..settings(FsyncMode::Never)
+    };
+    let log = open(&path, &s);
+    for i in 0..200_000 {
+        log.append(request(i)).unwrap();
+    }
+    log.close().unwrap();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let bytes = std::fs::read(&path).unwrap();
+        let t_read = t.elapsed();
+        let t = Instant::now();
+        let lines: Vec<(usize, &[u8])> = record::lines(&bytes).collect();
+        let t_lines = t.elapsed();
+        let t = Instant::now();
+        let mut scratch = Vec::new();
+        let infos: Vec<_> = lines
+            .iter()
+            .map(|(_, l)| record::check_line(l, &mut scratch))
+            .collect();
+        let t_check = t.elapsed();
+        let t = Instant::now();
+        let rep = verify_dir(&path, &VerifyOptions::default());
+        let t_all = t.elapsed();
+        println!(
+            "read {:?} lines {:?} check(1 thread) {:?} full verify {:?} ({} infos, {} recs)",
+            t_read,
+            t_lines,
+            t_check,
+            t_all,
+            infos.len(),
+            rep.records
+        );
+    }
 }

@@ -63,10 +63,16 @@ fn concurrent_appenders_during_failures_see_a_consistent_log() {
             })
         })
         .collect();
-    let results: Vec<_> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+    let results: Vec<_> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
     log.close().unwrap();
     let failed = results.iter().filter(|(_, r)| r.is_err()).count();
-    assert!(failed > 0, "the injected faults must have refused something");
+    assert!(
+        failed > 0,
+        "the injected faults must have refused something"
+    );
     let rep = verify_dir(&path, &VerifyOptions::default());
     assert_intact(&rep);
     // Exactly the acknowledged records are in the log, with the hash they were given.
@@ -85,7 +91,11 @@ fn concurrent_appenders_during_failures_see_a_consistent_log() {
         .collect();
     let acked: BTreeMap<u64, (String, String)> = results
         .iter()
-        .filter_map(|(p, r)| r.as_ref().ok().map(|r| (r.seq, (p.clone(), r.hash.clone()))))
+        .filter_map(|(p, r)| {
+            r.as_ref()
+                .ok()
+                .map(|r| (r.seq, (p.clone(), r.hash.clone())))
+        })
         .collect();
     assert_eq!(logged, acked);
 }
@@ -103,7 +113,9 @@ fn a_full_disk_refuses_requests_until_space_returns() {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !mounted {
-        eprintln!("SKIPPED a_full_disk_refuses_requests_until_space_returns: cannot mount a tmpfs (needs root)");
+        eprintln!(
+            "SKIPPED a_full_disk_refuses_requests_until_space_returns: cannot mount a tmpfs (needs root)"
+        );
         return;
     }
     let result = std::panic::catch_unwind(|| full_disk_scenario(&mnt));
@@ -146,7 +158,10 @@ fn full_disk_scenario(mnt: &Path) {
     // Space returns: the log heals on the next append.
     std::fs::remove_file(&filler).unwrap();
     let r = log.append(request(9999)).unwrap();
-    assert!(log.preflight().is_ok(), "still refusing after space returned");
+    assert!(
+        log.preflight().is_ok(),
+        "still refusing after space returned"
+    );
     log.close().unwrap();
     let rep = verify_dir(&path, &VerifyOptions::default());
     assert_intact(&rep);
@@ -155,4 +170,34 @@ fn full_disk_scenario(mnt: &Path) {
         "full disk: preflight refused from request {refused_at}, appends failed from {failed_at}, healed at seq {}",
         r.seq
     );
+}
+
+/// A checkpoint that cannot be written (here its temp file is blocked by a directory,
+/// which even root cannot open for writing) makes preflight refuse changes until one is
+/// written again.
+#[test]
+fn a_failing_checkpoint_refuses_changes_until_it_succeeds() {
+    let (_d, path) = temp_log();
+    let s = AuditSettings {
+        checkpoint_every: Some(2),
+        ..settings(FsyncMode::Always)
+    };
+    let log = open(&path, &s);
+    let blocker = path.with_file_name("audit.jsonl.checkpoint.tmp");
+    std::fs::create_dir(&blocker).unwrap();
+    for i in 0..3 {
+        log.append(request(i)).unwrap();
+    }
+    assert!(
+        matches!(log.preflight(), Err(AuditError::Checkpoint { .. })),
+        "{:?}",
+        log.preflight()
+    );
+    std::fs::remove_dir(&blocker).unwrap();
+    log.append(request(3)).unwrap();
+    assert!(log.preflight().is_ok());
+    log.close().unwrap();
+    let rep = verify_dir(&path, &VerifyOptions::default());
+    assert_intact(&rep);
+    assert_eq!(rep.checkpoint.unwrap().seq, rep.last_seq.unwrap());
 }

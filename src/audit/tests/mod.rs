@@ -2,6 +2,7 @@
 //! verifier, and the (ignored) measurements.
 
 mod bench;
+mod crash;
 mod failures;
 mod python;
 mod recovery;
@@ -41,13 +42,13 @@ pub(crate) fn request(i: u64) -> AuditEvent {
         session: format!("sess-{}", i % 3),
         transport: "acp".into(),
         peer: "pid=4242,uid=1000".into(),
-        op: if i % 2 == 0 { "read" } else { "write" }.into(),
+        op: if i.is_multiple_of(2) { "read" } else { "write" }.into(),
         path: Some(format!("src/file_{i}.rs")),
         args,
-        decision: if i % 5 == 0 { "deny" } else { "allow" }.into(),
+        decision: if i.is_multiple_of(5) { "deny" } else { "allow" }.into(),
         rule: Some("workspace-read".into()),
-        reason: (i % 5 == 0).then(|| "secret file".to_owned()),
-        outcome: if i % 5 == 0 { "-32003" } else { "ok" }.into(),
+        reason: i.is_multiple_of(5).then(|| "secret file".to_owned()),
+        outcome: if i.is_multiple_of(5) { "-32003" } else { "ok" }.into(),
         bytes: Some(4096),
         sha256: Some("9f".repeat(32)),
         duration_us: 120 + i,

@@ -74,7 +74,11 @@ fn an_edited_record_stops_the_start_unless_the_break_is_accepted() {
     let msg = err.to_string();
     assert!(matches!(err, AuditError::BrokenChain { .. }), "{msg}");
     assert!(msg.contains("modified"), "{msg}");
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), edited, "nothing changed");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        edited,
+        "nothing changed"
+    );
 
     let log = reopen(&path, true).unwrap();
     log.append(request(50)).unwrap();
@@ -98,7 +102,10 @@ fn a_cut_tail_contradicts_the_checkpoint() {
     let (_d, path) = temp_log();
     write_some(&path, 5);
     let lines = read_lines(&path);
-    let kept: String = lines[..lines.len() - 2].iter().map(|l| format!("{l}\n")).collect();
+    let kept: String = lines[..lines.len() - 2]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
     std::fs::write(&path, kept).unwrap();
     let msg = reopen(&path, false).err().unwrap().to_string();
     assert!(msg.contains("truncated"), "{msg}");

@@ -48,7 +48,10 @@ fn verify_names_a_gap_between_files_and_a_missing_start() {
     assert!(files.len() >= 4);
     let (code, out) = cli(verify_cmd(vec![path.parent().unwrap().to_path_buf()]));
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("INTACT") && out.contains("records checked"), "{out}");
+    assert!(
+        out.contains("INTACT") && out.contains("records checked"),
+        "{out}"
+    );
 
     // A middle file gone: a gap.
     std::fs::rename(&files[1], path.with_file_name("moved.away.tmp")).unwrap();
@@ -63,7 +66,10 @@ fn verify_names_a_gap_between_files_and_a_missing_start() {
     assert_eq!(rep.error.unwrap().kind, FailureKind::Missing);
     let (code, out) = cli(verify_cmd(vec![path.parent().unwrap().to_path_buf()]));
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains("TAMPERED") && out.contains("first bad record"), "{out}");
+    assert!(
+        out.contains("TAMPERED") && out.contains("first bad record"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -108,7 +114,11 @@ fn trusted_state_proves_the_log_still_extends_what_was_seen() {
     };
     let rep = verify_dir(&path, &opts);
     assert_intact(&rep);
-    assert!(rep.warnings.iter().any(|w| w.contains("no earlier trusted state")));
+    assert!(
+        rep.warnings
+            .iter()
+            .any(|w| w.contains("no earlier trusted state"))
+    );
     assert!(state.exists());
     // The log grows: still extends the trusted head.
     let log = open(&path, &s);
@@ -117,7 +127,11 @@ fn trusted_state_proves_the_log_still_extends_what_was_seen() {
     drop(log);
     let rep = verify_dir(&path, &opts);
     assert_intact(&rep);
-    assert!(!rep.warnings.iter().any(|w| w.contains("no earlier trusted state")));
+    assert!(
+        !rep.warnings
+            .iter()
+            .any(|w| w.contains("no earlier trusted state"))
+    );
     // Someone rewrites the whole log (and its checkpoint) from scratch.
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     let log = open(&path, &s);
@@ -167,7 +181,9 @@ fn prune_removes_old_files_behind_a_signed_tombstone() {
     let rep = verify_dir(&path, &opts);
     assert_intact(&rep);
     assert!(
-        rep.warnings.iter().any(|w| w.contains("pruned") && w.contains("pinned")),
+        rep.warnings
+            .iter()
+            .any(|w| w.contains("pruned") && w.contains("pinned")),
         "{:?}",
         rep.warnings
     );
@@ -259,8 +275,58 @@ fn keygen_writes_a_private_key_and_prints_its_public_half() {
     let key = d.path().join("k");
     let (code, out) = cli(AuditCommand::Keygen { out: key.clone() });
     assert_eq!(code, 0);
-    let pk = crate::audit::keys::load_signing_key(&key).unwrap().verifying_key();
+    let pk = crate::audit::keys::load_signing_key(&key)
+        .unwrap()
+        .verifying_key();
     assert_eq!(out.trim(), hex::encode(pk.to_bytes()));
     let (code, _) = cli(AuditCommand::Keygen { out: key });
     assert_eq!(code, 2, "never overwrites");
+}
+
+#[test]
+fn verify_reads_in_chunks_and_looks_ahead_across_them() {
+    crate::audit::chain::CHUNK_OVERRIDE.store(16 * 1024, std::sync::atomic::Ordering::Relaxed);
+    let (_d, path) = temp_log();
+    let log = open(&path, &settings(FsyncMode::Never));
+    for i in 0..1500 {
+        log.append(request(i)).unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    let rep = verify_dir(&path, &VerifyOptions::default());
+    assert_intact(&rep);
+    assert_eq!(rep.records, 1502);
+    let lines = read_lines(&path);
+    let check = |edit: &dyn Fn(&mut Vec<String>), kind: FailureKind, seq: u64, line: u64| {
+        let mut l = lines.clone();
+        edit(&mut l);
+        let text: String = l.iter().map(|x| format!("{x}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let err = verify_dir(&path, &VerifyOptions::default()).error.unwrap();
+        assert_eq!(
+            (err.kind, err.seq, err.line),
+            (kind, Some(seq), Some(line)),
+            "{}",
+            err.message
+        );
+    };
+    for k in [37usize, 250, 777, 1300] {
+        // Moved far away (chunks later): reordered, found by looking past the chunk.
+        check(
+            &|l| {
+                let moved = l.remove(k);
+                l.push(moved);
+            },
+            FailureKind::Reordered,
+            k as u64 + 2,
+            k as u64 + 1,
+        );
+        check(
+            &|l| drop(l.remove(k)),
+            FailureKind::Missing,
+            k as u64 + 2,
+            k as u64 + 1,
+        );
+    }
+    crate::audit::chain::CHUNK_OVERRIDE.store(0, std::sync::atomic::Ordering::Relaxed);
 }

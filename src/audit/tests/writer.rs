@@ -84,7 +84,10 @@ fn reopening_continues_the_same_chain() {
     log.close().unwrap();
     let recs = records(&path);
     assert_eq!(recs[3]["details"]["check"], "ok");
-    assert!(recs[3].get("log").is_none(), "not the first record of the file");
+    assert!(
+        recs[3].get("log").is_none(),
+        "not the first record of the file"
+    );
     assert_intact(&verify_dir(&path, &VerifyOptions::default()));
 }
 
@@ -100,7 +103,10 @@ fn a_second_writer_is_refused() {
     )
     .err()
     .unwrap();
-    assert!(matches!(err, crate::audit::AuditError::Locked { .. }), "{err}");
+    assert!(
+        matches!(err, crate::audit::AuditError::Locked { .. }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -159,11 +165,19 @@ fn periodic_checkpoints_are_signed_and_copied_to_the_sink() {
         let cp = Checkpoint::read_all(&path.with_file_name("audit.jsonl.checkpoint")).unwrap();
         let cp = cp[0].as_ref().unwrap();
         // start (1) + i+1 requests; a checkpoint at least every 5 records.
-        assert!(cp.seq + 5 > 2 + i, "checkpoint seq {} after {} records", cp.seq, i + 2);
+        assert!(
+            cp.seq + 5 > 2 + i,
+            "checkpoint seq {} after {} records",
+            cp.seq,
+            i + 2
+        );
     }
     log.close().unwrap();
     let history = Checkpoint::read_all(&sink).unwrap();
-    assert!(history.len() >= 4, "start, periodic x2+, shutdown: {history:?}");
+    assert!(
+        history.len() >= 4,
+        "start, periodic x2+, shutdown: {history:?}"
+    );
     let opts = VerifyOptions {
         pinned: Some(pk),
         checkpoints: vec![sink.clone()],
@@ -196,7 +210,10 @@ fn an_idle_tail_gets_a_heartbeat_checkpoint() {
             assert_eq!(cp.kind, "heartbeat");
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "no heartbeat checkpoint");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no heartbeat checkpoint"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     log.close().unwrap();
@@ -223,4 +240,31 @@ impl AuditLog {
     fn shared_unsynced_for(&self) -> Duration {
         self.io_unsynced_for()
     }
+}
+
+#[test]
+fn the_log_is_shared_between_threads_and_a_reload_changes_the_policy_hash() {
+    fn shared<T: Send + Sync>() {}
+    shared::<AuditLog>();
+    let (_d, path) = temp_log();
+    let log = open(&path, &settings(FsyncMode::Never));
+    log.append(request(1)).unwrap();
+    let new_policy = "ab".repeat(32);
+    log.set_policy_sha256(&new_policy);
+    let mut details = serde_json::Map::new();
+    details.insert("policy_sha256".into(), serde_json::json!(new_policy));
+    log.append(AuditEvent::lifecycle("reload", details))
+        .unwrap();
+    log.append(request(2)).unwrap();
+    log.close().unwrap();
+    let recs = records(&path);
+    let policies: Vec<_> = recs.iter().map(|r| r["policy_sha256"].clone()).collect();
+    assert_eq!(policies[1], POLICY);
+    assert_eq!(policies[2], new_policy.as_str());
+    assert_eq!(policies[3], new_policy.as_str());
+    assert_eq!(recs[2]["kind"], "reload");
+    assert!(
+        recs[2].get("duration_us").is_none(),
+        "lifecycle records carry no duration"
+    );
 }

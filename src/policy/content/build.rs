@@ -89,10 +89,13 @@ pub(crate) fn compile(
     base: Option<&Path>,
 ) -> Result<Option<ContentScanner>, PolicyError> {
     let Some(raw) = raw else { return Ok(None) };
-    let mut errs = Errs { src, config_line: 0 };
+    let mut errs = Errs {
+        src,
+        config_line: 0,
+    };
     let ops = parse_ops(raw, &errs)?;
 
-    let mut layers: Vec<(Vec<Spec>, Vec<(GitleaksAllowlist, At)>)> = Vec::new();
+    let mut layers: Vec<Layer> = Vec::new();
     if raw.builtin {
         layers.push((builtin_specs(), Vec::new()));
     }
@@ -109,8 +112,7 @@ pub(crate) fn compile(
         .map(|(i, r)| {
             let key = format!("content.rules[{i}]");
             let line = errs.line(&r.id);
-            let spec = spec_from(r, At::Inline { key: key.clone(), line }, |s| errs.line(s));
-            spec
+            spec_from(r, At::Inline { key, line }, |s| errs.line(s))
         })
         .collect();
     let inline_allows = raw
@@ -118,8 +120,18 @@ pub(crate) fn compile(
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            let line = a.regexes.first().or(a.paths.first()).map_or(0, |s| errs.line(s));
-            (a.clone(), At::Inline { key: format!("content.allowlists[{i}]"), line })
+            let line = a
+                .regexes
+                .first()
+                .or(a.paths.first())
+                .map_or(0, |s| errs.line(s));
+            (
+                a.clone(),
+                At::Inline {
+                    key: format!("content.allowlists[{i}]"),
+                    line,
+                },
+            )
         })
         .collect();
     layers.push((inline, inline_allows));
@@ -128,11 +140,14 @@ pub(crate) fn compile(
     let mut specs: Vec<Spec> = Vec::new();
     let mut globals: Vec<(GitleaksAllowlist, At)> = Vec::new();
     for (rules, allows) in layers {
-        let mut ids = HashMap::new();
+        let mut ids = std::collections::HashSet::new();
         for spec in rules {
-            if let Some(prev) = ids.insert(spec.id.clone(), ()) {
-                let _ = prev;
-                return Err(errs.at(&spec.at, ".id", format!("duplicate content rule id `{}`", spec.id)));
+            if !ids.insert(spec.id.clone()) {
+                return Err(errs.at(
+                    &spec.at,
+                    ".id",
+                    format!("duplicate content rule id `{}`", spec.id),
+                ));
             }
             match specs.iter().position(|s| s.id == spec.id) {
                 Some(i) => specs[i] = spec,
@@ -202,7 +217,11 @@ fn builtin_specs() -> Vec<Spec> {
                         commits: Vec::new(),
                         paths: Vec::new(),
                         regex_target: None,
-                        regexes: b.allow_regexes.iter().map(|r| Spanned::new(0..0, r.to_string())).collect(),
+                        regexes: b
+                            .allow_regexes
+                            .iter()
+                            .map(|r| Spanned::new(0..0, r.to_string()))
+                            .collect(),
                         stopwords: b.allow_stopwords.iter().map(|s| s.to_string()).collect(),
                         target_rules: Vec::new(),
                     },
@@ -231,12 +250,19 @@ fn spec_from(r: &GitleaksRule, at: At, line_of: impl Fn(&Spanned<String>) -> usi
     let allow_at = |a: &GitleaksAllowlist| match &at {
         At::File { file, .. } => At::File {
             file: file.clone(),
-            line: a.regexes.first().or(a.paths.first()).map_or(line_of(&r.id), &line_of),
+            line: a
+                .regexes
+                .first()
+                .or(a.paths.first())
+                .map_or(line_of(&r.id), &line_of),
         },
         other => other.clone(),
     };
-    let mut allowlists: Vec<(GitleaksAllowlist, At)> =
-        r.allowlists.iter().map(|a| (a.clone(), allow_at(a))).collect();
+    let mut allowlists: Vec<(GitleaksAllowlist, At)> = r
+        .allowlists
+        .iter()
+        .map(|a| (a.clone(), allow_at(a)))
+        .collect();
     if let Some(a) = &r.allowlist {
         allowlists.push((a.clone(), allow_at(a)));
     }
@@ -265,7 +291,16 @@ fn load_gitleaks(
     sources: &mut Vec<ContentSource>,
     errs: &Errs<'_>,
 ) -> Result<Layer, PolicyError> {
-    let file_err = |line: usize, message: String| errs.at(&At::File { file: path.to_path_buf(), line }, "", message);
+    let file_err = |line: usize, message: String| {
+        errs.at(
+            &At::File {
+                file: path.to_path_buf(),
+                line,
+            },
+            "",
+            message,
+        )
+    };
     let text = std::fs::read_to_string(path)
         .map_err(|e| file_err(0, format!("cannot read gitleaks config: {e}")))?;
     sources.push(ContentSource {
@@ -274,14 +309,20 @@ fn load_gitleaks(
     });
     let file: GitleaksFile = toml::from_str(&text).map_err(|e| {
         let line = e.span().map_or(0, |s| line_col(&text, s.start).0);
-        file_err(line, format!("not a gitleaks config: {}", e.message().trim()))
+        file_err(
+            line,
+            format!("not a gitleaks config: {}", e.message().trim()),
+        )
     })?;
     let line_of = |s: &Spanned<String>| line_col(&text, s.span().start).0;
     let mut rules: Vec<Spec> = file
         .rules
         .iter()
         .map(|r| {
-            let at = At::File { file: path.to_path_buf(), line: line_of(&r.id) };
+            let at = At::File {
+                file: path.to_path_buf(),
+                line: line_of(&r.id),
+            };
             spec_from(r, at, line_of)
         })
         .collect();
@@ -290,12 +331,18 @@ fn load_gitleaks(
             return Err(errs.at(
                 &spec.at,
                 "",
-                format!("rule `{}`: [rules.allowlist] cannot be used alongside [[rules.allowlists]]", spec.id),
+                format!(
+                    "rule `{}`: [rules.allowlist] cannot be used alongside [[rules.allowlists]]",
+                    spec.id
+                ),
             ));
         }
     }
     if file.allowlist.is_some() && !file.allowlists.is_empty() {
-        return Err(file_err(0, "[allowlist] cannot be used alongside [[allowlists]]".into()));
+        return Err(file_err(
+            0,
+            "[allowlist] cannot be used alongside [[allowlists]]".into(),
+        ));
     }
     let mut allows: Vec<(GitleaksAllowlist, At)> = file
         .allowlist
@@ -303,7 +350,13 @@ fn load_gitleaks(
         .chain(&file.allowlists)
         .map(|a| {
             let line = a.regexes.first().or(a.paths.first()).map_or(0, line_of);
-            (a.clone(), At::File { file: path.to_path_buf(), line })
+            (
+                a.clone(),
+                At::File {
+                    file: path.to_path_buf(),
+                    line,
+                },
+            )
         })
         .collect();
     let Some(ext) = &file.extend else {
@@ -316,7 +369,10 @@ fn load_gitleaks(
         ));
     }
     if ext.url.is_some() {
-        return Err(file_err(0, "[extend] url: fsgate loads no configuration over the network".into()));
+        return Err(file_err(
+            0,
+            "[extend] url: fsgate loads no configuration over the network".into(),
+        ));
     }
     let Some(ext_path) = &ext.path else {
         return Ok((rules, allows));
@@ -366,21 +422,35 @@ fn load_gitleaks(
 
 fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allow, PolicyError> {
     let bad = |m: String| errs.at(at, "", m);
-    let and = match a.condition.as_deref().map(str::to_ascii_uppercase).as_deref() {
+    let and = match a
+        .condition
+        .as_deref()
+        .map(str::to_ascii_uppercase)
+        .as_deref()
+    {
         None | Some("") | Some("OR") | Some("||") => false,
         Some("AND") | Some("&&") => true,
-        Some(other) => return Err(bad(format!("unknown allowlist condition `{other}` (expected OR or AND)"))),
+        Some(other) => {
+            return Err(bad(format!(
+                "unknown allowlist condition `{other}` (expected OR or AND)"
+            )));
+        }
     };
     let target = match a.regex_target.as_deref() {
         None | Some("") | Some("secret") => Target::Secret,
         Some("match") => Target::Match,
         Some("line") => Target::Line,
         Some(other) => {
-            return Err(bad(format!("unknown allowlist regexTarget `{other}` (expected secret, match or line)")));
+            return Err(bad(format!(
+                "unknown allowlist regexTarget `{other}` (expected secret, match or line)"
+            )));
         }
     };
-    if a.commits.is_empty() && a.paths.is_empty() && a.regexes.is_empty() && a.stopwords.is_empty() {
-        return Err(bad("an allowlist needs at least one of paths, regexes, stopwords or commits".into()));
+    if a.commits.is_empty() && a.paths.is_empty() && a.regexes.is_empty() && a.stopwords.is_empty()
+    {
+        return Err(bad(
+            "an allowlist needs at least one of paths, regexes, stopwords or commits".into(),
+        ));
     }
     let paths = a
         .paths
@@ -389,7 +459,12 @@ fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allo
             RegexBuilder::new(p.get_ref())
                 .size_limit(REGEX_SIZE_LIMIT)
                 .build()
-                .map_err(|e| bad(format!("invalid allowlist path regex: {}", one_line(&e.to_string()))))
+                .map_err(|e| {
+                    bad(format!(
+                        "invalid allowlist path regex: {}",
+                        one_line(&e.to_string())
+                    ))
+                })
         })
         .collect::<Result<_, _>>()?;
     let regexes = a
@@ -399,7 +474,12 @@ fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allo
             BytesRegexBuilder::new(p.get_ref())
                 .size_limit(REGEX_SIZE_LIMIT)
                 .build()
-                .map_err(|e| bad(format!("invalid allowlist regex: {}", one_line(&e.to_string()))))
+                .map_err(|e| {
+                    bad(format!(
+                        "invalid allowlist regex: {}",
+                        one_line(&e.to_string())
+                    ))
+                })
         })
         .collect::<Result<_, _>>()?;
     Ok(Allow {
@@ -414,7 +494,11 @@ fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allo
 }
 
 fn one_line(s: &str) -> String {
-    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn build(
@@ -424,10 +508,17 @@ fn build(
     sources: Vec<ContentSource>,
     errs: &Errs<'_>,
 ) -> Result<ContentScanner, PolicyError> {
-    let index: HashMap<String, usize> = specs.iter().enumerate().map(|(i, s)| (s.id.clone(), i)).collect();
+    let index: HashMap<String, usize> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.clone(), i))
+        .collect();
     let mut rules = Vec::with_capacity(specs.len());
     for s in &specs {
-        rules.push(compile_rule(s, &index, errs)?);
+        rules.push(match s.at {
+            At::Builtin => builtin_rule(&s.id).map_err(|m| errs.at(&s.at, "", m))?,
+            _ => compile_rule(s, &index, errs)?,
+        });
     }
     let mut global = Vec::new();
     for (a, at) in &globals {
@@ -438,7 +529,11 @@ fn build(
         }
         for id in &a.target_rules {
             let Some(&i) = index.get(id) else {
-                return Err(errs.at(at, ".targetRules", format!("target rule `{id}` does not exist")));
+                return Err(errs.at(
+                    at,
+                    ".targetRules",
+                    format!("target rule `{id}` does not exist"),
+                ));
             };
             rules[i].allowlists.push(allow.clone());
         }
@@ -470,12 +565,60 @@ fn build(
                 })?,
         )
     };
-    let scanner = ContentScanner { rules, global, prefilter, keyword_rules, ops, sources };
-    check_examples(&scanner, &specs, errs)?;
+    let scanner = ContentScanner {
+        rules,
+        global,
+        prefilter,
+        keyword_rules,
+        ops,
+        sources,
+    };
+    check_examples(&scanner, &specs, errs, true)?;
     Ok(scanner)
 }
 
-fn compile_rule(s: &Spec, index: &HashMap<String, usize>, errs: &Errs<'_>) -> Result<CRule, PolicyError> {
+/// The built-in rules, compiled and their examples checked once per process (on their
+/// own, without a policy's global allowlists), so loading and reloading stay cheap.
+fn builtin_rule(id: &str) -> Result<CRule, String> {
+    static COMPILED: std::sync::OnceLock<Result<Vec<CRule>, String>> = std::sync::OnceLock::new();
+    let all = COMPILED.get_or_init(|| {
+        let specs = builtin_specs();
+        let errs = Errs {
+            src: "",
+            config_line: 0,
+        };
+        let index = HashMap::new();
+        let rules = specs
+            .iter()
+            .map(|s| compile_rule(s, &index, &errs))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        let scanner = ContentScanner {
+            rules,
+            global: Vec::new(),
+            prefilter: None,
+            keyword_rules: Vec::new(),
+            ops: [false; 4],
+            sources: Vec::new(),
+        };
+        check_examples(&scanner, &specs, &errs, false).map_err(|e| e.to_string())?;
+        Ok(scanner.rules)
+    });
+    let all = all
+        .as_ref()
+        .map_err(|e| format!("built-in content rules are broken: {e}"))?;
+    let want = format!("content:{id}");
+    all.iter()
+        .find(|r| r.id == want)
+        .cloned()
+        .ok_or_else(|| format!("no built-in content rule `{id}`"))
+}
+
+fn compile_rule(
+    s: &Spec,
+    index: &HashMap<String, usize>,
+    errs: &Errs<'_>,
+) -> Result<CRule, PolicyError> {
     let bad = |what: &str, m: String| errs.at(&s.at, what, format!("rule `{}`: {m}", s.id));
     if s.id.is_empty() {
         return Err(bad(".id", "a content rule needs a non-empty id".into()));
@@ -490,17 +633,31 @@ fn compile_rule(s: &Spec, index: &HashMap<String, usize>, errs: &Errs<'_>) -> Re
                 .build()
                 .map_err(|e| {
                     let at = match &s.at {
-                        At::Inline { key, .. } => At::Inline { key: key.clone(), line: *line },
+                        At::Inline { key, .. } => At::Inline {
+                            key: key.clone(),
+                            line: *line,
+                        },
                         other => other.clone(),
                     };
-                    errs.at(&at, ".regex", format!("rule `{}`: invalid regex: {}", s.id, one_line(&e.to_string())))
+                    errs.at(
+                        &at,
+                        ".regex",
+                        format!(
+                            "rule `{}`: invalid regex: {}",
+                            s.id,
+                            one_line(&e.to_string())
+                        ),
+                    )
                 })?;
             if let Some(g) = s.secret_group
                 && g >= re.captures_len()
             {
                 return Err(bad(
                     ".secretGroup",
-                    format!("secretGroup {g} but the regex has {} capture group(s)", re.captures_len() - 1),
+                    format!(
+                        "secretGroup {g} but the regex has {} capture group(s)",
+                        re.captures_len() - 1
+                    ),
                 ));
             }
             Some(re)
@@ -512,20 +669,31 @@ fn compile_rule(s: &Spec, index: &HashMap<String, usize>, errs: &Errs<'_>) -> Re
             RegexBuilder::new(p)
                 .size_limit(REGEX_SIZE_LIMIT)
                 .build()
-                .map_err(|e| bad(".path", format!("invalid path regex: {}", one_line(&e.to_string()))))?,
+                .map_err(|e| {
+                    bad(
+                        ".path",
+                        format!("invalid path regex: {}", one_line(&e.to_string())),
+                    )
+                })?,
         ),
         None => None,
     };
     if let Some(e) = s.entropy
         && !(e.is_finite() && e >= 0.0)
     {
-        return Err(bad(".entropy", format!("entropy must be a number >= 0, not {e}")));
+        return Err(bad(
+            ".entropy",
+            format!("entropy must be a number >= 0, not {e}"),
+        ));
     }
     let mut keywords = Vec::new();
     for k in &s.keywords {
         let k = k.to_lowercase();
         if k.is_empty() {
-            return Err(bad(".keywords", "empty keyword (it would match everything)".into()));
+            return Err(bad(
+                ".keywords",
+                "empty keyword (it would match everything)".into(),
+            ));
         }
         if !keywords.contains(&k) {
             keywords.push(k);
@@ -534,16 +702,30 @@ fn compile_rule(s: &Spec, index: &HashMap<String, usize>, errs: &Errs<'_>) -> Re
     let mut allowlists = Vec::new();
     for (a, at) in &s.allowlists {
         if !a.target_rules.is_empty() {
-            return Err(errs.at(at, "", format!("rule `{}`: targetRules belongs in a global [[allowlists]]", s.id)));
+            return Err(errs.at(
+                at,
+                "",
+                format!(
+                    "rule `{}`: targetRules belongs in a global [[allowlists]]",
+                    s.id
+                ),
+            ));
         }
         allowlists.push(compile_allow(a, at, errs)?);
     }
     let mut required = Vec::new();
     for r in &s.required {
         let Some(&i) = index.get(&r.id) else {
-            return Err(bad(".required", format!("required rule `{}` does not exist", r.id)));
+            return Err(bad(
+                ".required",
+                format!("required rule `{}` does not exist", r.id),
+            ));
         };
-        required.push(Required { rule: i, within_lines: r.within_lines, within_columns: r.within_columns });
+        required.push(Required {
+            rule: i,
+            within_lines: r.within_lines,
+            within_columns: r.within_columns,
+        });
     }
     Ok(CRule {
         id: format!("content:{}", s.id),
@@ -560,8 +742,16 @@ fn compile_rule(s: &Spec, index: &HashMap<String, usize>, errs: &Errs<'_>) -> Re
 
 /// Every true-positive example must be found by its rule (keywords included, so the
 /// prefilter cannot hide it), and no false-positive example may be.
-fn check_examples(scanner: &ContentScanner, specs: &[Spec], errs: &Errs<'_>) -> Result<(), PolicyError> {
+fn check_examples(
+    scanner: &ContentScanner,
+    specs: &[Spec],
+    errs: &Errs<'_>,
+    skip_builtin: bool,
+) -> Result<(), PolicyError> {
     for (i, s) in specs.iter().enumerate() {
+        if skip_builtin && matches!(s.at, At::Builtin) {
+            continue; // checked once, on their own, in `builtin_rule`
+        }
         let rule = &scanner.rules[i];
         let path_only = rule.regex.is_none();
         let found = |ex: &str| -> bool {
@@ -569,7 +759,8 @@ fn check_examples(scanner: &ContentScanner, specs: &[Spec], errs: &Errs<'_>) -> 
                 !scanner.detect(i, Some(ex), b"", None).is_empty()
             } else {
                 let lower = ex.to_lowercase();
-                let keyword_ok = rule.keywords.is_empty() || rule.keywords.iter().any(|k| lower.contains(k.as_str()));
+                let keyword_ok = rule.keywords.is_empty()
+                    || rule.keywords.iter().any(|k| lower.contains(k.as_str()));
                 keyword_ok && !scanner.detect(i, None, ex.as_bytes(), None).is_empty()
             }
         };
@@ -578,7 +769,11 @@ fn check_examples(scanner: &ContentScanner, specs: &[Spec], errs: &Errs<'_>) -> 
                 return Err(errs.at(
                     &s.at,
                     &format!(".tps[{n}]"),
-                    format!("rule `{}` does not detect its true-positive example {:?}", s.id, preview(tp)),
+                    format!(
+                        "rule `{}` does not detect its true-positive example {:?}",
+                        s.id,
+                        preview(tp)
+                    ),
                 ));
             }
         }
@@ -587,7 +782,11 @@ fn check_examples(scanner: &ContentScanner, specs: &[Spec], errs: &Errs<'_>) -> 
                 return Err(errs.at(
                     &s.at,
                     &format!(".fps[{n}]"),
-                    format!("rule `{}` detects its false-positive example {:?}", s.id, preview(fp)),
+                    format!(
+                        "rule `{}` detects its false-positive example {:?}",
+                        s.id,
+                        preview(fp)
+                    ),
                 ));
             }
         }

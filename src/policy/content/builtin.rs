@@ -89,8 +89,15 @@ pub const BUILTIN_CONTENT_RULES: &[BuiltinRule] = &[
         keywords: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
         allow_regexes: &[],
         allow_stopwords: &[],
-        tps: &[concat!("token: ", "ghp_", "JBd0Kh8oOOL8dKLzdocJ2isAjIhKtJ0RlgLK")],
-        fps: &["ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "ghp_ is the prefix"],
+        tps: &[concat!(
+            "token: ",
+            "ghp_",
+            "JBd0Kh8oOOL8dKLzdocJ2isAjIhKtJ0RlgLK"
+        )],
+        fps: &[
+            "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "ghp_ is the prefix",
+        ],
     },
     BuiltinRule {
         id: "github-fine-grained-pat",
@@ -128,7 +135,11 @@ pub const BUILTIN_CONTENT_RULES: &[BuiltinRule] = &[
         keywords: &["xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"],
         allow_regexes: &[],
         allow_stopwords: &[],
-        tps: &[concat!("xoxb-", "1234567890123-", "kCzJr4i0B3JrTAwR4y9ojflj")],
+        tps: &[concat!(
+            "xoxb-",
+            "1234567890123-",
+            "kCzJr4i0B3JrTAwR4y9ojflj"
+        )],
         fps: &["xoxb-not-a-token"],
     },
     BuiltinRule {
@@ -140,7 +151,11 @@ pub const BUILTIN_CONTENT_RULES: &[BuiltinRule] = &[
         keywords: &["sk_live_", "rk_live_"],
         allow_regexes: &[],
         allow_stopwords: &[],
-        tps: &[concat!("STRIPE_KEY=", "sk_live_", "oQoaF1LlqsajAIxNKu8iS2G8")],
+        tps: &[concat!(
+            "STRIPE_KEY=",
+            "sk_live_",
+            "oQoaF1LlqsajAIxNKu8iS2G8"
+        )],
         fps: &["sk_test_oQoaF1LlqsajAIxNKu8iS2G8"],
     },
     BuiltinRule {

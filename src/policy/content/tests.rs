@@ -39,7 +39,10 @@ fn aws_key() -> String {
 
 fn pem() -> String {
     let body = "g6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po+799NksnRH9ucAUsdMlHUvTCQCyEZD";
-    format!("-----BEGIN RSA PRIVATE {}-----\n{body}\n{body}\n-----END RSA PRIVATE KEY-----\n", "KEY")
+    format!(
+        "-----BEGIN RSA PRIVATE {}-----\n{body}\n{body}\n-----END RSA PRIVATE KEY-----\n",
+        "KEY"
+    )
 }
 
 #[test]
@@ -54,10 +57,16 @@ fn builtin_rules_find_keys_with_line_numbers() {
     assert!(sc.applies_to(OpClass::Read) && sc.applies_to(OpClass::Write));
     assert!(!sc.applies_to(OpClass::List));
     let text = format!("notes\n\nmy key:\n{}", pem());
-    assert_eq!(hits(&pol, "notes.txt", &text), vec![("content:private-key".into(), 4)]);
+    assert_eq!(
+        hits(&pol, "notes.txt", &text),
+        vec![("content:private-key".into(), 4)]
+    );
     let text = format!("[default]\naws_access_key_id = {}\n", aws_key());
     let hit = sc.scan(&p("cfg.ini"), text.as_bytes()).unwrap();
-    assert_eq!((hit.rule_id.as_str(), hit.line, hit.column), ("content:aws-access-key-id", 2, 21));
+    assert_eq!(
+        (hit.rule_id.as_str(), hit.line, hit.column),
+        ("content:aws-access-key-id", 2, 21)
+    );
     // The documented example key is allowlisted.
     assert!(hits(&pol, "README.md", "key AKIAIOSFODNN7EXAMPLE here").is_empty());
 }
@@ -69,7 +78,10 @@ fn ops_and_disabled_rules() {
     assert!(!sc.applies_to(OpClass::Read) && sc.applies_to(OpClass::Write));
     assert!(hits(&pol, "a", &pem()).is_empty());
     assert!(!sc.rule_ids().any(|r| r == "content:private-key"));
-    assert!(err("[content]\ndisabled_rules = [\"no-such\"]\n").contains("no content rule has the id `no-such`"));
+    assert!(
+        err("[content]\ndisabled_rules = [\"no-such\"]\n")
+            .contains("no content rule has the id `no-such`")
+    );
     assert!(err("[content]\nops = [\"list\"]\n").contains("content.ops"));
 }
 
@@ -99,7 +111,10 @@ fn inline_rule_entropy_secret_group_and_and_allowlist() {
     let pol = policy(INLINE);
     let live = "x = acme_live_q8w7e6r5t4y3u2i1";
     let test = "x = acme_test_q8w7e6r5t4y3u2i1";
-    assert_eq!(hits(&pol, "src/a.py", live), vec![("content:acme-token".into(), 1)]);
+    assert_eq!(
+        hits(&pol, "src/a.py", live),
+        vec![("content:acme-token".into(), 1)]
+    );
     // AND: a test key is allowed only under fixtures/; a live key never.
     assert!(hits(&pol, "fixtures/a.py", test).is_empty());
     assert_eq!(hits(&pol, "src/a.py", test).len(), 1);
@@ -143,14 +158,20 @@ regex = '''tok_[0-9]{6}'''
 id = "b"
 regex = '''key_[0-9]{6}'''
 "#;
-    let pol = policy(&format!("{base}[[content.allowlists]]\nregexes = ['''123456''']\ntargetRules = [\"a\"]\n"));
+    let pol = policy(&format!(
+        "{base}[[content.allowlists]]\nregexes = ['''123456''']\ntargetRules = [\"a\"]\n"
+    ));
     assert!(hits(&pol, "x", "tok_123456").is_empty());
     assert_eq!(hits(&pol, "x", "key_123456").len(), 1);
-    let pol = policy(&format!("{base}[[content.allowlists]]\nregexes = ['''123456''']\n"));
+    let pol = policy(&format!(
+        "{base}[[content.allowlists]]\nregexes = ['''123456''']\n"
+    ));
     assert!(hits(&pol, "x", "tok_123456 key_123456").is_empty());
     assert!(
-        err(&format!("{base}[[content.allowlists]]\nregexes = ['''x''']\ntargetRules = [\"zz\"]\n"))
-            .contains("target rule `zz` does not exist")
+        err(&format!(
+            "{base}[[content.allowlists]]\nregexes = ['''x''']\ntargetRules = [\"zz\"]\n"
+        ))
+        .contains("target rule `zz` does not exist")
     );
 }
 
@@ -171,7 +192,10 @@ path = '''\.py$'''
 regex = '''KEY = "[0-9a-f]{8}"'''
 "#,
     );
-    assert_eq!(hits(&pol, "infra/prod.tfstate", "{}"), vec![("content:tf-state".into(), 0)]);
+    assert_eq!(
+        hits(&pol, "infra/prod.tfstate", "{}"),
+        vec![("content:tf-state".into(), 0)]
+    );
     assert_eq!(hits(&pol, "a.py", "KEY = \"deadbeef\"").len(), 1);
     assert!(hits(&pol, "a.txt", "KEY = \"deadbeef\"").is_empty());
 }
@@ -194,16 +218,25 @@ regex = '''client_secret=[a-z]{6}'''
   withinLines = 1
 "#,
     );
-    assert_eq!(hits(&pol, "x", "client_id=1234\nclient_secret=abcdef").len(), 1);
+    assert_eq!(
+        hits(&pol, "x", "client_id=1234\nclient_secret=abcdef").len(),
+        1
+    );
     assert!(hits(&pol, "x", "client_id=1234\n\n\nclient_secret=abcdef").is_empty());
-    assert!(hits(&pol, "x", "client_id=1234").is_empty(), "skipReport rules never report");
+    assert!(
+        hits(&pol, "x", "client_id=1234").is_empty(),
+        "skipReport rules never report"
+    );
 }
 
 #[test]
 fn examples_are_checked_at_load() {
     let bad_tp = "[content]\nbuiltin = false\n[[content.rules]]\nid = \"r\"\nregex = 'abc[0-9]'\ntps = [\"abc\"]\n";
     let e = err(bad_tp);
-    assert!(e.contains("content.rules[0].tps[0] (line 5)") && e.contains("does not detect"), "{e}");
+    assert!(
+        e.contains("content.rules[0].tps[0] (line 5)") && e.contains("does not detect"),
+        "{e}"
+    );
     let bad_fp = "[content]\nbuiltin = false\n[[content.rules]]\nid = \"r\"\nregex = 'abc[0-9]'\nfps = [\"abc1\"]\n";
     assert!(err(bad_fp).contains("detects its false-positive example"));
     // A true positive the keyword prefilter would skip is a broken rule too.
@@ -214,22 +247,30 @@ fn examples_are_checked_at_load() {
 #[test]
 fn invalid_rules_are_located() {
     let e = err("[content]\n[[content.rules]]\nid = \"r\"\nregex = '(unclosed'\n");
-    assert!(e.contains("content.rules[0].regex (line 5)") && e.contains("invalid regex"), "{e}");
+    assert!(
+        e.contains("content.rules[0].regex (line 5)") && e.contains("invalid regex"),
+        "{e}"
+    );
     let e = err("[content]\n[[content.rules]]\nid = \"r\"\nregex = 'a(b)'\nsecretGroup = 2\n");
     assert!(e.contains("secretGroup 2"), "{e}");
     let e = err("[content]\n[[content.rules]]\nid = \"r\"\n");
     assert!(e.contains("needs `regex` or `path`"), "{e}");
-    let e = err("[content]\n[[content.rules]]\nid = \"r\"\nregex = 'a'\n[[content.rules.allowlists]]\ncondition = \"XOR\"\nregexes = ['b']\n");
+    let e = err(
+        "[content]\n[[content.rules]]\nid = \"r\"\nregex = 'a'\n[[content.rules.allowlists]]\ncondition = \"XOR\"\nregexes = ['b']\n",
+    );
     assert!(e.contains("unknown allowlist condition"), "{e}");
     let e = err("[content]\n[[content.rules]]\nid = \"r\"\nregex = 'a'\nbogus = 1\n");
     assert!(e.contains("unknown field `bogus`"), "{e}");
-    let e = err("[content]\nbuiltin = false\n[[content.rules]]\nid = \"r\"\nregex = 'a'\n[[content.rules]]\nid = \"r\"\nregex = 'b'\n");
+    let e = err(
+        "[content]\nbuiltin = false\n[[content.rules]]\nid = \"r\"\nregex = 'a'\n[[content.rules]]\nid = \"r\"\nregex = 'b'\n",
+    );
     assert!(e.contains("duplicate content rule id `r`"), "{e}");
 }
 
 #[test]
 fn inline_rule_replaces_builtin_of_same_id() {
-    let pol = policy("[content]\n[[content.rules]]\nid = \"private-key\"\nregex = 'NEVERMATCHES'\n");
+    let pol =
+        policy("[content]\n[[content.rules]]\nid = \"private-key\"\nregex = 'NEVERMATCHES'\n");
     assert!(hits(&pol, "a", &pem()).is_empty());
 }
 
@@ -278,16 +319,46 @@ stopwords = ["0000"]
     assert_eq!(sc.rule_ids().collect::<Vec<_>>(), vec!["content:acme"]);
     assert_eq!(sc.sources().len(), 2);
     assert_eq!(hits(&pol, "a.txt", "id acme_1234").len(), 1);
-    assert!(hits(&pol, "a.txt", "id acme_0000").is_empty(), "stopword from the extending file");
-    assert!(hits(&pol, "vendor/a.txt", "id acme_1234").is_empty(), "global allowlist of the base");
+    assert!(
+        hits(&pol, "a.txt", "id acme_0000").is_empty(),
+        "stopword from the extending file"
+    );
+    assert!(
+        hits(&pol, "vendor/a.txt", "id acme_1234").is_empty(),
+        "global allowlist of the base"
+    );
 
-    std::fs::write(dir.path().join("bad.toml"), "[[rules]]\nid = \"x\"\nregex = '('\n").unwrap();
-    std::fs::write(&policy_path, "version = 1\n[content]\ngitleaks_config = \"bad.toml\"\n").unwrap();
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        "[[rules]]\nid = \"x\"\nregex = '('\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &policy_path,
+        "version = 1\n[content]\ngitleaks_config = \"bad.toml\"\n",
+    )
+    .unwrap();
     let e = Policy::load(&policy_path).unwrap_err().to_string();
-    assert!(e.contains("content.gitleaks_config (line 3)") && e.contains("bad.toml:2"), "{e}");
-    std::fs::write(dir.path().join("dflt.toml"), "[extend]\nuseDefault = true\n").unwrap();
-    std::fs::write(&policy_path, "version = 1\n[content]\ngitleaks_config = \"dflt.toml\"\n").unwrap();
-    assert!(Policy::load(&policy_path).unwrap_err().to_string().contains("useDefault"));
+    assert!(
+        e.contains("content.gitleaks_config (line 3)") && e.contains("bad.toml:2"),
+        "{e}"
+    );
+    std::fs::write(
+        dir.path().join("dflt.toml"),
+        "[extend]\nuseDefault = true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &policy_path,
+        "version = 1\n[content]\ngitleaks_config = \"dflt.toml\"\n",
+    )
+    .unwrap();
+    assert!(
+        Policy::load(&policy_path)
+            .unwrap_err()
+            .to_string()
+            .contains("useDefault")
+    );
 }
 
 #[test]
@@ -318,7 +389,9 @@ fn entropy_matches_gitleaks() {
 
 /// Every text file under `dir` (recursively), skipping `target` and `.git`.
 fn text_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in rd.flatten() {
         let path = e.path();
         let name = e.file_name();
@@ -337,7 +410,9 @@ fn text_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 #[test]
 fn default_policy_passes_ordinary_source_code() {
     let pol = Policy::builtin_default().unwrap();
-    let sc = pol.content_scanner().expect("the default policy scans content");
+    let sc = pol
+        .content_scanner()
+        .expect("the default policy scans content");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     for d in ["src", "tests", "policies"] {
@@ -351,12 +426,21 @@ fn default_policy_passes_ordinary_source_code() {
         && let Ok(regs) = std::fs::read_dir(home.join("registry/src"))
     {
         for reg in regs.flatten() {
-            let Ok(crates) = std::fs::read_dir(reg.path()) else { continue };
+            let Ok(crates) = std::fs::read_dir(reg.path()) else {
+                continue;
+            };
             for c in crates.flatten() {
                 let name = c.file_name().to_string_lossy().into_owned();
-                if ["serde-1", "regex-1", "clap_builder-", "tokio-1", "globset-", "toml-"]
-                    .iter()
-                    .any(|prefix| name.starts_with(prefix))
+                if [
+                    "serde-1",
+                    "regex-1",
+                    "clap_builder-",
+                    "tokio-1",
+                    "globset-",
+                    "toml-",
+                ]
+                .iter()
+                .any(|prefix| name.starts_with(prefix))
                 {
                     text_files(&c.path().join("src"), &mut files);
                 }
@@ -379,6 +463,34 @@ fn default_policy_passes_ordinary_source_code() {
         bytes / 1024,
         started.elapsed()
     );
-    assert!(files.len() > 50, "too few files to mean anything: {}", files.len());
-    assert!(found.is_empty(), "content rules fire on ordinary source:\n{}", found.join("\n"));
+    assert!(
+        files.len() > 50,
+        "too few files to mean anything: {}",
+        files.len()
+    );
+    assert!(
+        found.is_empty(),
+        "content rules fire on ordinary source:\n{}",
+        found.join("\n")
+    );
+}
+
+proptest::proptest! {
+    /// Arbitrary bytes (including invalid UTF-8 and stray newlines) never panic the
+    /// scanner, and `scan` is the first of `scan_all`.
+    #[test]
+    fn scanning_arbitrary_bytes_is_total(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+        seed in proptest::sample::select(vec!["", "api_key = \"", "-----BEGIN RSA PRIVATE KEY-----\n", "AKIA", "\n\n"]),
+    ) {
+        let pol = policy("[content]\n");
+        let sc = pol.content_scanner().unwrap();
+        let mut text = seed.as_bytes().to_vec();
+        text.extend_from_slice(&bytes);
+        let all = sc.scan_all(&p("a.txt"), &text);
+        proptest::prop_assert_eq!(sc.scan(&p("a.txt"), &text), all.first().cloned());
+        for h in &all {
+            proptest::prop_assert!(h.line >= 1 && h.column >= 1);
+        }
+    }
 }

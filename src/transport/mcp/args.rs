@@ -150,10 +150,10 @@ pub(super) struct GrepArgs {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(super) enum SortBy {
-    /// By name, ascending.
+    // Variants without doc comments: schemars then writes a plain `enum`, which every
+    // model API accepts, rather than `oneOf` with `const`s.
     #[default]
     Name,
-    /// By size, largest first.
     Size,
 }
 
@@ -214,7 +214,7 @@ pub(super) fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
     let settings = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value = serde_json::to_value(schema).unwrap_or_default();
-    strip_null(&mut value);
+    tidy(&mut value);
     let mut obj = match value {
         Value::Object(o) => o,
         _ => JsonObject::new(),
@@ -228,12 +228,13 @@ pub(super) fn input_schema<T: JsonSchema>() -> Arc<JsonObject> {
     Arc::new(obj)
 }
 
-/// Removes the `null` alternative schemars adds for `Option` fields: `"type": ["x",
-/// "null"]` becomes `"type": "x"`, and `anyOf: [S, {"type": "null"}]` becomes `S`.
-fn strip_null(v: &mut Value) {
+/// Removes the `null` alternative schemars adds for `Option` fields (`"type": ["x",
+/// "null"]` becomes `"type": "x"`, `anyOf: [S, {"type": "null"}]` becomes `S`, `null`
+/// leaves `enum`s), drops schemars' integer formats, and joins description lines.
+fn tidy(v: &mut Value) {
     let Value::Object(obj) = v else {
         if let Value::Array(items) = v {
-            items.iter_mut().for_each(strip_null);
+            items.iter_mut().for_each(tidy);
         }
         return;
     };
@@ -243,6 +244,9 @@ fn strip_null(v: &mut Value) {
             let only = types.remove(0);
             obj.insert("type".into(), only);
         }
+    }
+    if let Some(Value::Array(values)) = obj.get_mut("enum") {
+        values.retain(|v| !v.is_null());
     }
     if let Some(Value::Array(alts)) = obj.get("anyOf") {
         let rest: Vec<Value> = alts
@@ -259,7 +263,19 @@ fn strip_null(v: &mut Value) {
             }
         }
     }
-    obj.values_mut().for_each(strip_null);
+    // `uint64` and friends are schemars' own formats, meaningless to clients.
+    if obj
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| f.starts_with("int") || f.starts_with("uint"))
+    {
+        obj.remove("format");
+    }
+    // Doc comments keep their line breaks; a model reads a description as one paragraph.
+    if let Some(Value::String(d)) = obj.get_mut("description") {
+        *d = d.split('\n').map(str::trim).collect::<Vec<_>>().join(" ");
+    }
+    obj.values_mut().for_each(tidy);
 }
 
 #[cfg(test)]
@@ -274,7 +290,10 @@ mod tests {
         assert_eq!(s["required"], json!(["path"]));
         assert_eq!(s["properties"]["line"]["type"], json!("integer"));
         assert_eq!(s["properties"]["line"]["minimum"], json!(1));
-        assert!(s["properties"]["path"]["description"].is_string());
+        let d = s["properties"]["limit"]["description"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(!d.is_empty() && !d.contains('\n'), "{d:?}");
         assert!(!s.contains_key("$schema") && !s.contains_key("title"));
     }
 
@@ -290,9 +309,16 @@ mod tests {
         let s = Value::Object((*input_schema::<EditArgs>()).clone());
         let edits = &s["properties"]["edits"];
         assert_eq!(edits["type"], json!("array"), "{s}");
-        assert_eq!(edits["items"]["required"], json!(["oldText", "newText"]), "{s}");
+        assert_eq!(
+            edits["items"]["required"],
+            json!(["oldText", "newText"]),
+            "{s}"
+        );
         let s = Value::Object((*input_schema::<ListSizesArgs>()).clone());
         assert!(!s.to_string().contains("null"), "{s}");
-        assert!(s["properties"]["sortBy"].to_string().contains("size"), "{s}");
+        assert!(
+            s["properties"]["sortBy"].to_string().contains("size"),
+            "{s}"
+        );
     }
 }

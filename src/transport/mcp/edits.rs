@@ -74,7 +74,11 @@ fn all_crlf(s: &str) -> bool {
 
 /// Applies `edits` in order to `original`. Matching works on `\n` line endings; a file
 /// that used CRLF throughout keeps CRLF.
-pub(super) fn apply(original: &str, edits: &[EditPair], how: Matching) -> Result<Edited, EditError> {
+pub(super) fn apply(
+    original: &str,
+    edits: &[EditPair],
+    how: Matching,
+) -> Result<Edited, EditError> {
     let old_lf = to_lf(original);
     let mut text = old_lf.clone();
     let total = edits.len();
@@ -89,7 +93,11 @@ pub(super) fn apply(original: &str, edits: &[EditPair], how: Matching) -> Result
             Matching::ExactlyOnce => {
                 let count = text.matches(old.as_str()).count();
                 if count != 1 {
-                    let hint = if count == 0 { "" } else { " (add surrounding lines to make it unique)" };
+                    let hint = if count == 0 {
+                        ""
+                    } else {
+                        " (add surrounding lines to make it unique)"
+                    };
                     return Err(EditError::NotUnique { count, hint });
                 }
                 text = text.replacen(old.as_str(), &new, 1);
@@ -98,13 +106,22 @@ pub(super) fn apply(original: &str, edits: &[EditPair], how: Matching) -> Result
                 if text.contains(old.as_str()) {
                     text = text.replacen(old.as_str(), &new, 1);
                 } else {
-                    text = replace_lines(&text, &old, &new).ok_or(EditError::NotFound { index, total })?;
+                    text = replace_lines(&text, &old, &new)
+                        .ok_or(EditError::NotFound { index, total })?;
                 }
             }
         }
     }
-    let new_raw = if all_crlf(original) { text.replace('\n', "\r\n") } else { text.clone() };
-    Ok(Edited { new_raw, old_lf, new_lf: text })
+    let new_raw = if all_crlf(original) {
+        text.replace('\n', "\r\n")
+    } else {
+        text.clone()
+    };
+    Ok(Edited {
+        new_raw,
+        old_lf,
+        new_lf: text,
+    })
 }
 
 fn indent_of(line: &str) -> &str {
@@ -145,7 +162,11 @@ fn replace_lines(text: &str, old: &str, new: &str) -> Option<String> {
         .collect();
     let mut out: Vec<String> = lines[..start].iter().map(|s| (*s).to_string()).collect();
     out.extend(replacement);
-    out.extend(lines[start + old_lines.len()..].iter().map(|s| (*s).to_string()));
+    out.extend(
+        lines[start + old_lines.len()..]
+            .iter()
+            .map(|s| (*s).to_string()),
+    );
     Some(out.join("\n"))
 }
 
@@ -172,24 +193,39 @@ mod tests {
     use super::*;
 
     fn pair(o: &str, n: &str) -> EditPair {
-        EditPair { old_text: o.into(), new_text: n.into() }
+        EditPair {
+            old_text: o.into(),
+            new_text: n.into(),
+        }
     }
 
     #[test]
     fn exact_first_occurrence_in_order() {
-        let r = apply("a b a\n", &[pair("a", "x"), pair("x b", "y")], Matching::FirstOrLines).unwrap();
+        let r = apply(
+            "a b a\n",
+            &[pair("a", "x"), pair("x b", "y")],
+            Matching::FirstOrLines,
+        )
+        .unwrap();
         assert_eq!(r.new_raw, "y a\n");
     }
 
     #[test]
     fn whitespace_flexible_lines_keep_indentation() {
         let text = "fn f() {\n    let a = 1;\n    let b = 2;\n}\n";
-        let r = apply(text, &[pair("let a = 1;\nlet b = 2;", "let a = 10;\nlet b = 20;")], Matching::FirstOrLines)
-            .unwrap();
+        let r = apply(
+            text,
+            &[pair("let a = 1;\nlet b = 2;", "let a = 10;\nlet b = 20;")],
+            Matching::FirstOrLines,
+        )
+        .unwrap();
         assert_eq!(r.new_raw, "fn f() {\n    let a = 10;\nlet b = 20;\n}\n");
         let r = apply(
             text,
-            &[pair("  let a = 1;\n  let b = 2;", "  let a = 1;\n    if x {}")],
+            &[pair(
+                "  let a = 1;\n  let b = 2;",
+                "  let a = 1;\n    if x {}",
+            )],
             Matching::FirstOrLines,
         )
         .unwrap();
@@ -199,7 +235,11 @@ mod tests {
     #[test]
     fn not_found_and_empty_old_text_are_errors() {
         assert_eq!(
-            apply("abc", &[pair("abc", "d"), pair("zzz", "y")], Matching::FirstOrLines),
+            apply(
+                "abc",
+                &[pair("abc", "d"), pair("zzz", "y")],
+                Matching::FirstOrLines
+            ),
             Err(EditError::NotFound { index: 2, total: 2 })
         );
         assert_eq!(
@@ -214,12 +254,22 @@ mod tests {
             apply("aa", &[pair("a", "b")], Matching::ExactlyOnce),
             Err(EditError::NotUnique { count: 2, .. })
         ));
-        assert_eq!(apply("ab", &[pair("a", "c")], Matching::ExactlyOnce).unwrap().new_raw, "cb");
+        assert_eq!(
+            apply("ab", &[pair("a", "c")], Matching::ExactlyOnce)
+                .unwrap()
+                .new_raw,
+            "cb"
+        );
     }
 
     #[test]
     fn crlf_files_stay_crlf() {
-        let r = apply("a\r\nb\r\n", &[pair("a\r\nb", "c\nd")], Matching::FirstOrLines).unwrap();
+        let r = apply(
+            "a\r\nb\r\n",
+            &[pair("a\r\nb", "c\nd")],
+            Matching::FirstOrLines,
+        )
+        .unwrap();
         assert_eq!(r.new_raw, "c\r\nd\r\n");
         assert_eq!(r.new_lf, "c\nd\n");
         // Mixed endings are normalised to LF, as the reference server does.
@@ -231,7 +281,10 @@ mod tests {
     fn diff_is_fenced_unified() {
         let d = fenced_diff("/w/f.txt", "a\nb\nc\n", "a\nB\nc\n");
         assert!(d.starts_with("```diff\nIndex: /w/f.txt\n===="), "{d}");
-        assert!(d.contains("--- /w/f.txt\toriginal\n+++ /w/f.txt\tmodified\n"), "{d}");
+        assert!(
+            d.contains("--- /w/f.txt\toriginal\n+++ /w/f.txt\tmodified\n"),
+            "{d}"
+        );
         assert!(d.contains("@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"), "{d}");
         assert!(d.ends_with("```\n\n"), "{d}");
         let d = fenced_diff("/w/f.md", "```\n", "````\n");

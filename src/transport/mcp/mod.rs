@@ -12,27 +12,32 @@
 //! first: the 2025 revisions' `initialize` handshake, and the 2026-07-28 revision's
 //! stateless requests (per-request `_meta` protocol version, `server/discover`).
 //!
-//! Layout: `args` (argument structs = input schemas), `catalog` (names, descriptions,
-//! annotations), `tools` (dispatch), `compat` (the reference server's composed tools),
-//! `edits` (edit lists and diffs), `render` (results and errors).
+//! Layout: `args` (argument structs = input schemas), `catalog` (names, annotations,
+//! output schemas), `describe` (descriptions), `tools` (dispatch), `compat` (the
+//! reference server's composed tools), `edits` (edit lists and diffs), `render` (results
+//! and errors).
 
 mod args;
 mod catalog;
 mod compat;
+mod describe;
 mod edits;
+mod guard;
 mod render;
 mod tools;
 
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, InitializeResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
 
 use crate::gateway::Gateway;
 use crate::ops::{PathStyle, RequestCtx};
@@ -46,7 +51,12 @@ pub struct McpServer {
     ctx: Arc<RequestCtx>,
     /// Input and output schemas, generated once.
     catalog: Catalog,
+    /// Bounds the tool calls running at once; more wait for a slot.
+    slots: Arc<Semaphore>,
 }
+
+/// Tool calls served at once per connection (as on the ACP transport).
+const MAX_IN_FLIGHT: usize = 64;
 
 impl McpServer {
     /// A server for one connection from `peer`.
@@ -57,11 +67,20 @@ impl McpServer {
             transport: "mcp",
             peer,
         };
-        McpServer { gw, ctx: Arc::new(ctx), catalog: Catalog::new() }
+        McpServer {
+            gw,
+            ctx: Arc::new(ctx),
+            catalog: Catalog::new(),
+            slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+        }
     }
 
     fn root(&self) -> String {
-        self.gw.workspace().root_path().to_string_lossy().into_owned()
+        self.gw
+            .workspace()
+            .root_path()
+            .to_string_lossy()
+            .into_owned()
     }
 }
 
@@ -99,7 +118,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.catalog.tools(&self.gw.policy(), &self.root())))
+        Ok(ListToolsResult::with_all_items(
+            self.catalog.tools(&self.gw.policy(), &self.root()),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -110,35 +131,76 @@ impl ServerHandler for McpServer {
             .find(|t| t.name == id.name())
     }
 
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        if request.method != guard::OVERSIZED_METHOD {
+            return Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                request.method,
+                None,
+            ));
+        }
+        let p = request.params.unwrap_or_default();
+        let (bytes, limit) = (&p["bytes"], &p["limit"]);
+        Err(McpError::new(
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "message of {bytes} bytes exceeds the limit of {limit} bytes (rule \
+                 limits.max_message_bytes); it was discarded"
+            ),
+            Some(
+                serde_json::json!({"rule": "limits.max_message_bytes", "bytes": bytes, "limit": limit}),
+            ),
+        ))
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(tool) = ToolId::from_name(&request.name) else {
-            return Err(McpError::invalid_params(format!("unknown tool: {}", request.name), None));
+            return Err(McpError::invalid_params(
+                format!("unknown tool: {}", request.name),
+                None,
+            ));
         };
         let args = request.arguments.unwrap_or_default();
         let (gw, ctx) = (Arc::clone(&self.gw), Arc::clone(&self.ctx));
-        let result = tokio::task::spawn_blocking(move || tools::call(&gw, &ctx, tool, args))
+        let permit = Arc::clone(&self.slots)
+            .acquire_owned()
             .await
-            .unwrap_or_else(|e| {
-                tracing::error!(tool = tool.name(), "tool task failed: {e}");
-                CallToolResult::error(vec![ContentBlock::text("internal error: the tool task failed")])
-            });
+            .map_err(|_| McpError::internal_error("server shutting down", None))?;
+        let result = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            tools::call(&gw, &ctx, tool, args)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(tool = tool.name(), "tool task failed: {e}");
+            CallToolResult::error(vec![ContentBlock::text(
+                "internal error: the tool task failed",
+            )])
+        });
         Ok(result.into())
     }
 }
 
 /// Serves MCP on `input`/`output` until the client closes `input`; in-flight calls
-/// finish first. Lines longer than the policy's `limits.max_message_bytes` are dropped.
+/// finish first. A message longer than the policy's `limits.max_message_bytes` is
+/// discarded and answered with a JSON-RPC error (-32600) naming the limit.
 pub async fn serve<R, W>(gw: Arc<Gateway>, peer: String, input: R, output: W) -> std::io::Result<()>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
-    let transport = AsyncRwTransport::new_server(input, output).with_max_line_length(max);
+    let input = guard::LineGuard::new(input, max);
+    let transport = AsyncRwTransport::new_server(input, output)
+        .with_max_line_length(max.saturating_add(guard::SLACK));
     match McpServer::new(gw, peer).serve(transport).await {
         Ok(running) => {
             let reason = running.waiting().await.map_err(std::io::Error::other)?;

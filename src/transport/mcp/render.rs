@@ -64,7 +64,11 @@ pub(super) fn output(gw: &Gateway, out: Output) -> CallToolResult {
         Output::Text(s) => text(s),
         Output::File { content, .. } => text(content),
         Output::Unit => text("ok"),
-        other => structured(crate::transport::acp::render(gw, PathStyle::AbsoluteOrRelative, other)),
+        other => structured(crate::transport::acp::render(
+            gw,
+            PathStyle::AbsoluteOrRelative,
+            other,
+        )),
     }
 }
 

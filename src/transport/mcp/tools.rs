@@ -13,7 +13,12 @@ use crate::gateway::Gateway;
 use crate::ops::{Op, RequestCtx};
 
 /// Runs `tool` with `args`; refusals and failures become `isError` results.
-pub(super) fn call(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> CallToolResult {
+pub(super) fn call(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    tool: ToolId,
+    args: JsonObject,
+) -> CallToolResult {
     match run(gw, ctx, tool, args) {
         Ok(r) => r,
         Err(e) => {
@@ -30,15 +35,28 @@ fn parse<T: DeserializeOwned>(tool: ToolId, args: JsonObject) -> Result<T, ToolE
     })
 }
 
-fn run(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> Result<CallToolResult, ToolError> {
+fn run(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    tool: ToolId,
+    args: JsonObject,
+) -> Result<CallToolResult, ToolError> {
     let handle = |op: Op| gw.handle(ctx, op).map_err(ToolError::from);
     let result = match tool {
-        ToolId::ReadTextFile | ToolId::ReadFile => compat::read_text(gw, ctx, tool.name(), parse(tool, args)?)?,
+        ToolId::ReadTextFile | ToolId::ReadFile => {
+            compat::read_text(gw, ctx, tool.name(), parse(tool, args)?)?
+        }
         ToolId::WriteTextFile | ToolId::WriteFile => {
             let WriteArgs { path, content } = parse(tool, args)?;
             let n = content.len();
-            handle(Op::WriteText { path: path.clone(), content })?;
-            text(format!("Successfully wrote {n} bytes to {}", shown(gw, &path)))
+            handle(Op::WriteText {
+                path: path.clone(),
+                content,
+            })?;
+            text(format!(
+                "Successfully wrote {n} bytes to {}",
+                shown(gw, &path)
+            ))
         }
         ToolId::EditFile => compat::edit(gw, ctx, parse(tool, args)?)?,
         ToolId::Ls => {
@@ -68,23 +86,42 @@ fn run(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> Result
         }
         ToolId::Mkdir => {
             let MkdirArgs { path, recursive } = parse(tool, args)?;
-            handle(Op::Mkdir { path: path.clone(), recursive: recursive.unwrap_or(false) })?;
+            handle(Op::Mkdir {
+                path: path.clone(),
+                recursive: recursive.unwrap_or(false),
+            })?;
             text(format!("Created directory {}", shown(gw, &path)))
         }
         ToolId::CreateDirectory => {
             let PathArgs { path } = parse(tool, args)?;
-            handle(Op::Mkdir { path: path.clone(), recursive: true })?;
-            text(format!("Successfully created directory {}", shown(gw, &path)))
+            handle(Op::Mkdir {
+                path: path.clone(),
+                recursive: true,
+            })?;
+            text(format!(
+                "Successfully created directory {}",
+                shown(gw, &path)
+            ))
         }
         ToolId::Rm => {
             let RmArgs { path, recursive } = parse(tool, args)?;
-            handle(Op::Rm { path: path.clone(), recursive: recursive.unwrap_or(false) })?;
+            handle(Op::Rm {
+                path: path.clone(),
+                recursive: recursive.unwrap_or(false),
+            })?;
             text(format!("Deleted {}", shown(gw, &path)))
         }
         ToolId::Rename => {
             let RenameArgs { old_path, new_path } = parse(tool, args)?;
-            handle(Op::Rename { from: old_path.clone(), to: new_path.clone() })?;
-            text(format!("Moved {} to {}", shown(gw, &old_path), shown(gw, &new_path)))
+            handle(Op::Rename {
+                from: old_path.clone(),
+                to: new_path.clone(),
+            })?;
+            text(format!(
+                "Moved {} to {}",
+                shown(gw, &old_path),
+                shown(gw, &new_path)
+            ))
         }
         ToolId::ReadMediaFile => compat::read_media(gw, ctx, parse(tool, args)?)?,
         ToolId::ReadMultipleFiles => compat::read_multiple(gw, ctx, parse(tool, args)?)?,

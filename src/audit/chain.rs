@@ -1,0 +1,354 @@
+//! Step 2 of verification (FORMAT.md section 9): walking the chain through a series,
+//! file by file, in fixed-size chunks (memory stays bounded whatever the log's size),
+//! checking the lines of each chunk on all cores.
+
+use std::io::Read;
+use std::path::Path;
+
+use super::checkpoint::{SigStatus, check_signature};
+use super::prune::Tombstone;
+use super::record::{self, GENESIS_PREV, LineFault, LineInfo, check_line};
+use super::series::{self, Series};
+use super::verify::{FailureKind, FileReport, Run};
+
+/// Bytes read per chunk.
+const CHUNK: usize = 8 << 20;
+
+/// Tests shrink the chunk to cross many chunk boundaries on small logs.
+#[cfg(test)]
+pub(crate) static CHUNK_OVERRIDE: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+fn chunk_bytes() -> usize {
+    #[cfg(test)]
+    {
+        let n = CHUNK_OVERRIDE.load(std::sync::atomic::Ordering::Relaxed);
+        if n > 0 {
+            return n;
+        }
+    }
+    CHUNK
+}
+
+/// Checks lines on all cores when there are many (each line checks on its own).
+fn check_all(lines: &[&[u8]]) -> Vec<Result<LineInfo, LineFault>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    if threads < 2 || lines.len() < 4096 {
+        let mut scratch = Vec::new();
+        return lines.iter().map(|l| check_line(l, &mut scratch)).collect();
+    }
+    let chunk = lines.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = lines
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut scratch = Vec::new();
+                    part.iter()
+                        .map(|l| check_line(l, &mut scratch))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec![Err(LineFault::Malformed("checker panicked".into()))])
+            })
+            .collect()
+    })
+}
+
+/// Reads until `buf` is full or the file ends; returns the bytes read.
+fn fill(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Whether a line of `path` after byte `from` checks out and has `seq` (only asked on
+/// the failure path, to tell reordered records from missing ones).
+fn later_line_has_seq(path: &Path, from: u64, seq: u64) -> bool {
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    let from = usize::try_from(from).unwrap_or(usize::MAX).min(bytes.len());
+    let mut scratch = Vec::new();
+    record::lines(&bytes[from..])
+        .any(|(_, l)| check_line(l, &mut scratch).is_ok_and(|i| i.seq == seq))
+}
+
+/// Where the walk is in the series.
+struct Walk<'t> {
+    /// Seq and hash of the last record that passed.
+    expected: Option<(u64, [u8; 32])>,
+    /// The previous file's name, for messages.
+    prev_file: Option<String>,
+    /// The tombstones that parsed.
+    tombs: Vec<&'t Tombstone>,
+}
+
+impl Walk<'_> {
+    /// Links one record that checked out on its own into the chain; `false` (with the
+    /// failure recorded) if it does not fit. `later` answers "does a later line of this
+    /// file have this seq?".
+    fn link(
+        &mut self,
+        run: &mut Run<'_>,
+        info: &LineInfo,
+        at: (&Path, u64),
+        first_in_file: bool,
+        later: impl FnOnce(u64) -> bool,
+    ) -> bool {
+        let fail = |run: &mut Run<'_>, kind, msg| {
+            run.fail(kind, Some(info.seq), Some(at), msg);
+            false
+        };
+        match self.expected {
+            None if info.prev != GENESIS_PREV => {
+                let found = self.tombs.iter().find(|t| {
+                    t.last_seq.checked_add(1) == Some(info.seq)
+                        && t.last_hash == hex::encode(info.prev)
+                });
+                let Some(t) = found else {
+                    return fail(
+                        run,
+                        FailureKind::Missing,
+                        format!(
+                            "records before seq {} are missing: the series does not start at genesis and no tombstone covers them",
+                            info.seq
+                        ),
+                    );
+                };
+                let how = match check_signature(&t.obj, run.opts.pinned.as_ref()) {
+                    SigStatus::ValidPinned => "signed by the pinned key",
+                    SigStatus::ValidUnpinned(_) => "signed by a key nobody pinned: pass --pubkey",
+                    SigStatus::Unsigned => "UNSIGNED: a deletion could look the same",
+                    SigStatus::Invalid(_) => "with a bad signature",
+                };
+                run.rep.warnings.push(format!(
+                    "records {}..{} were pruned on {} (tombstone {how})",
+                    t.first_seq, t.last_seq, t.ts
+                ));
+            }
+            None => {}
+            Some((eseq, ehash)) if info.seq != eseq + 1 || info.prev != ehash => {
+                let (kind, msg) = if first_in_file {
+                    (
+                        FailureKind::Gap,
+                        format!(
+                            "{} does not continue {}: it starts at seq {} but seq {} with the previous file's last hash was expected",
+                            series::file_name(at.0),
+                            self.prev_file.as_deref().unwrap_or("the previous file"),
+                            info.seq,
+                            eseq + 1
+                        ),
+                    )
+                } else if info.seq == eseq + 1 {
+                    (
+                        FailureKind::Modified,
+                        format!(
+                            "record seq {} does not chain on seq {eseq}: one of the two was altered",
+                            info.seq
+                        ),
+                    )
+                } else if info.seq <= eseq || later(eseq + 1) {
+                    (
+                        FailureKind::Reordered,
+                        format!(
+                            "records out of order: seq {} where seq {} was expected",
+                            info.seq,
+                            eseq + 1
+                        ),
+                    )
+                } else {
+                    (
+                        FailureKind::Missing,
+                        format!("records missing: seq {} follows seq {eseq}", info.seq),
+                    )
+                };
+                return fail(run, kind, msg);
+            }
+            Some(_) => {}
+        }
+        if let Some(log) = &info.log {
+            match &run.rep.log_id {
+                None => run.rep.log_id = Some(log.clone()),
+                Some(id) if id != log => {
+                    let msg = format!("record seq {} belongs to another log ({log})", info.seq);
+                    return fail(run, FailureKind::Gap, msg);
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(kind) = &info.kind {
+            run.rep.warnings.push(match kind.as_str() {
+                record::KIND_BREAK => format!(
+                    "seq {} is a break: an operator started on a log that did not verify (see its details)",
+                    info.seq
+                ),
+                _ => format!(
+                    "seq {} records a crash recovery: a torn last line was cut off (see its details)",
+                    info.seq
+                ),
+            });
+        }
+        if let Some(slot) = run.wanted.get_mut(&info.seq) {
+            *slot = Some(info.hash);
+        }
+        self.expected = Some((info.seq, info.hash));
+        true
+    }
+}
+
+/// Walks the chain through every file of the series (FORMAT.md section 9, step 2).
+pub(crate) fn walk(run: &mut Run<'_>, s: &Series, tombs: &[(u64, Result<Tombstone, String>)]) {
+    let mut w = Walk {
+        expected: None,
+        prev_file: None,
+        tombs: tombs.iter().filter_map(|(_, t)| t.as_ref().ok()).collect(),
+    };
+    let last_index = s.files.len().saturating_sub(1);
+    let mut buf: Vec<u8> = Vec::new();
+    for (fi, path) in s.files.iter().enumerate() {
+        let unreadable = |run: &mut Run<'_>, e: std::io::Error| {
+            let msg = format!("{}: {e}", path.display());
+            run.fail(FailureKind::Unreadable, None, None, msg);
+        };
+        let mut file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) => return unreadable(run, e),
+        };
+        let mut fr = FileReport {
+            path: path.clone(),
+            records: 0,
+            first_seq: None,
+            last_seq: None,
+            first_ts: None,
+            last_ts: None,
+            last_hash: None,
+        };
+        let mut last_ts: Option<[u8; super::canonical::TS_LEN]> = None;
+        let mut line_no = 0u64;
+        let mut offset = 0u64; // file offset of buf[0]
+        buf.clear();
+        loop {
+            let old = buf.len();
+            buf.resize(old + chunk_bytes(), 0);
+            let n = match fill(&mut file, &mut buf[old..]) {
+                Ok(n) => n,
+                Err(e) => return unreadable(run, e),
+            };
+            buf.truncate(old + n);
+            let eof = n == 0;
+            let complete = buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let lines: Vec<&[u8]> = record::lines(&buf[..complete]).map(|(_, l)| l).collect();
+            let infos = check_all(&lines);
+            for (i, res) in infos.iter().enumerate() {
+                line_no += 1;
+                let at = (path.as_path(), line_no);
+                let info = match res {
+                    Ok(info) => info,
+                    Err(LineFault::Malformed(m)) => {
+                        run.fail(
+                            FailureKind::Malformed,
+                            None,
+                            Some(at),
+                            format!("malformed record: {m}"),
+                        );
+                        break;
+                    }
+                    Err(LineFault::Modified { seq }) => {
+                        run.fail(
+                            FailureKind::Modified,
+                            Some(*seq),
+                            Some(at),
+                            format!(
+                                "record seq {seq} was modified: its hash does not match its content"
+                            ),
+                        );
+                        break;
+                    }
+                };
+                let later = |seq: u64| {
+                    infos[i + 1..]
+                        .iter()
+                        .any(|r| r.as_ref().is_ok_and(|x| x.seq == seq))
+                        || (!eof && later_line_has_seq(path, offset + complete as u64, seq))
+                };
+                if !w.link(run, info, at, line_no == 1, later) {
+                    break;
+                }
+                if fr.records == 0 {
+                    fr.first_seq = Some(info.seq);
+                    fr.first_ts = Some(info.ts_str().to_owned());
+                    if run.rep.records == 0 {
+                        run.rep.first_seq = Some(info.seq);
+                        run.rep.first_ts.clone_from(&fr.first_ts);
+                    }
+                }
+                fr.records += 1;
+                run.rep.records += 1;
+                last_ts = Some(info.ts);
+            }
+            if run.failed() {
+                break;
+            }
+            buf.drain(..complete);
+            offset += complete as u64;
+            if eof {
+                break;
+            }
+        }
+        if let (Some((seq, hash)), Some(ts)) = (w.expected, last_ts) {
+            let ts = String::from_utf8_lossy(&ts).into_owned();
+            fr.last_seq = Some(seq);
+            fr.last_hash = Some(hex::encode(hash));
+            fr.last_ts = Some(ts.clone());
+            run.rep.last_seq = Some(seq);
+            run.rep.last_ts = Some(ts);
+            run.last_hash = Some(hash);
+        }
+        run.rep.files.push(fr);
+        if run.failed() {
+            return;
+        }
+        if !buf.is_empty() {
+            let torn = buf.len();
+            let at = Some((path.as_path(), line_no + 1));
+            let name = series::file_name(path);
+            if fi == last_index {
+                run.fail(
+                    FailureKind::Truncated,
+                    w.expected.map(|(s, _)| s + 1),
+                    at,
+                    format!(
+                        "truncated tail: the last line of {name} is torn ({torn} bytes without a newline)"
+                    ),
+                );
+            } else {
+                run.fail(
+                    FailureKind::Malformed,
+                    None,
+                    at,
+                    format!("{name} ends with {torn} bytes without a newline"),
+                );
+            }
+            return;
+        }
+        w.prev_file = Some(series::file_name(path));
+    }
+    if run.rep.records == 0 {
+        run.rep.warnings.push("the log holds no records".into());
+    }
+}

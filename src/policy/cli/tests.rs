@@ -1,0 +1,248 @@
+//! Tests of the `fsgate policy` commands through [`run_to`]: output shape and exit codes.
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+
+use super::*;
+
+/// A stand-in for the top-level CLI, so arguments parse exactly as `fsgate policy ...`.
+#[derive(Debug, clap::Parser)]
+struct Top {
+    #[command(subcommand)]
+    cmd: PolicyCommand,
+}
+
+fn run_args(args: &[&str]) -> (i32, String, String) {
+    let top = Top::try_parse_from(std::iter::once("policy").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = run_to(top.cmd, &mut out, &mut err);
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
+
+fn shipped(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("policies")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p: PathBuf = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+const SMALL: &str = r#"version = 1
+[[rule]]
+id = "src"
+effect = "allow"
+ops = ["read", "list"]
+paths = ["src/**"]
+
+[[rule]]
+id = "no-gen"
+effect = "deny"
+ops = ["*"]
+paths = ["src/gen"]
+
+[[test]]
+op = "read"
+path = "src/a.rs"
+expect = "allow"
+
+[[test]]
+op = "read"
+path = "src/gen/a.rs"
+expect = "allow"
+"#;
+
+#[test]
+fn check_exit_codes_and_format() {
+    let (code, out, _) = run_args(&["check", &shipped("default.toml")]);
+    assert_eq!(code, EXIT_OK, "{out}");
+    assert!(
+        out.ends_with("checked 1 file(s): 0 error(s), 0 warning(s), 0 note(s)\n"),
+        "{out}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(dir.path(), "bad.toml", "version = 1\nbogus = 1\n");
+    let (code, out, _) = run_args(&["check", &bad]);
+    assert_eq!(code, EXIT_INVALID);
+    assert!(
+        out.starts_with(&format!("{bad}:2:1: error: unknown field `bogus`")),
+        "{out}"
+    );
+
+    let warn = write(
+        dir.path(),
+        "warn.toml",
+        "version = 1\n[[rule]]\nid = \"t\"\neffect = \"deny\"\nops = [\"*\"]\npaths = [\"tmp\"]\n",
+    );
+    let (code, out, _) = run_args(&["check", "--json", &warn]);
+    assert_eq!(code, EXIT_FINDINGS);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["findings"][0]["code"], "untested-deny");
+    assert_eq!(doc["findings"][0]["line"], 3);
+
+    let (code, _, _) = run_args(&["check", "/nonexistent/x.toml"]);
+    assert_eq!(code, EXIT_INVALID);
+}
+
+#[test]
+fn test_prints_failures_with_lines_and_the_final_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "p.toml", SMALL);
+    let (code, out, _) = run_args(&["test", &f, "--coverage"]);
+    assert_eq!(code, EXIT_FINDINGS, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!(
+            "{f}:19: FAIL read src/gen/a.rs: expected allow, got deny by no-gen (deny rule `no-gen` covers read on this path)"
+        )
+    );
+    assert_eq!(*lines.last().unwrap(), "1 passed, 1 failed");
+
+    let ok = write(
+        dir.path(),
+        "ok.toml",
+        &SMALL.replace(
+            "path = \"src/gen/a.rs\"\nexpect = \"allow\"",
+            "path = \"src/gen/a.rs\"\nexpect = \"deny\"",
+        ),
+    );
+    let (code, out, _) = run_args(&["test", &ok]);
+    assert_eq!((code, out.as_str()), (EXIT_OK, "2 passed, 0 failed\n"));
+
+    // One more rule that no case decides: listed with --coverage, fatal with --fail-on-uncovered.
+    let more = format!(
+        "{}\n[[rule]]\nid = \"docs\"\neffect = \"allow\"\nops = [\"read\"]\npaths = [\"docs\"]\n",
+        std::fs::read_to_string(&ok).unwrap()
+    );
+    let more = write(dir.path(), "more.toml", &more);
+    let (code, out, _) = run_args(&["test", &more, "--coverage"]);
+    assert_eq!(code, EXIT_OK);
+    assert!(
+        out.contains("uncovered: rule `docs` decides no test case"),
+        "{out}"
+    );
+    let (code, _, _) = run_args(&["test", &more, "--fail-on-uncovered"]);
+    assert_eq!(code, EXIT_FINDINGS);
+
+    let (code, out, err) = run_args(&["test", &ok, "/nonexistent/x.toml"]);
+    assert_eq!(code, EXIT_INVALID);
+    assert!(err.contains("cannot read"), "{err}");
+    assert!(out.ends_with("2 passed, 0 failed\n"), "{out}");
+}
+
+#[test]
+fn explain_shows_order_decider_and_shadowed_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "p.toml", SMALL);
+    let (code, out, _) = run_args(&["explain", &f, "--op", "read", "src/gen/x.rs"]);
+    assert_eq!(code, EXIT_OK);
+    assert!(out.contains("DENY by no-gen"), "{out}");
+    let deny_at = out.find("no-gen ").unwrap();
+    assert!(
+        out[deny_at..]
+            .lines()
+            .next()
+            .unwrap()
+            .contains("<= decides"),
+        "{out}"
+    );
+    assert!(out.contains("also matching, but not reached"), "{out}");
+    assert!(
+        out.trim_end()
+            .ends_with("decision: DENY by no-gen (deny rule `no-gen` covers read on this path)"),
+        "{out}"
+    );
+
+    let (_, out, _) = run_args(&["explain", &f, "--op", "list", "--json", "src"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["decision"]["rule"], "src");
+}
+
+#[test]
+fn explain_with_content_runs_content_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = ["AKIA", "UJZDEGXDNCF32EPF"].concat();
+    let content = write(dir.path(), "notes.txt", &format!("hello\nkey = {key}\n"));
+    let (code, out, _) = run_args(&[
+        "explain",
+        &shipped("default.toml"),
+        "--op",
+        "read",
+        "notes.txt",
+        "--content",
+        &content,
+    ]);
+    assert_eq!(code, EXIT_OK);
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("content:aws-access-key-id"))
+        .unwrap();
+    assert!(
+        line.contains("FINDING at line 2, column 7") && line.ends_with("<= decides"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "decision: DENY by content:aws-access-key-id (the content holds a secret on line 2)"
+        ),
+        "{out}"
+    );
+    let (_, out, _) = run_args(&[
+        "explain",
+        &shipped("default.toml"),
+        "--op",
+        "list",
+        "notes.txt",
+        "--content",
+        &content,
+    ]);
+    assert!(
+        out.contains("content is not scanned for list operations"),
+        "{out}"
+    );
+}
+
+#[test]
+fn diff_reports_changes_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = shipped("default.toml");
+    let (code, out, _) = run_args(&["diff", &old, &old]);
+    assert_eq!(code, EXIT_OK);
+    assert!(out.starts_with("0 decision(s) changed"), "{out}");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::write(ws.join("src/a.rs"), "").unwrap();
+    std::fs::write(ws.join("README.md"), "").unwrap();
+    let new = write(dir.path(), "p.toml", SMALL);
+    let (code, out, _) = run_args(&["diff", &old, &new, "--workspace", &ws.display().to_string()]);
+    assert_eq!(code, EXIT_FINDINGS);
+    assert!(
+        out.contains("- write  src/a.rs: allow (workspace-write) -> deny (default-deny)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- read   README.md: allow (workspace-read) -> deny (default-deny)"),
+        "{out}"
+    );
+    assert!(!out.contains("+ "), "{out}");
+}
+
+#[test]
+fn schema_prints_the_committed_schema() {
+    let (code, out, _) = run_args(&["schema"]);
+    assert_eq!(code, EXIT_OK);
+    assert_eq!(out, crate::policy::schema::schema_text());
+}

@@ -1,0 +1,631 @@
+//! The semantic checks of `policy check`, run on a policy that loads.
+//!
+//! Questions about what a rule covers are answered by the real decision function on
+//! reduced copies of the policy (one rule, no secret names), never by a second
+//! implementation of the matching semantics that could drift from it.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use regex::{RegexSet, RegexSetBuilder};
+
+use super::{LintOptions, Severity, Sink, only};
+use crate::path::RelPath;
+use crate::policy::compile::BUILTIN_SECRETS;
+use crate::policy::floor::{FixedFloor, FloorKind, fixed_floor_violations};
+use crate::policy::raw::Effect;
+use crate::policy::testrun::{own_rules, run_cases};
+use crate::policy::{EntryKind, OpClass, Policy, Rule};
+
+/// Read and write limits above this are flagged (100 MiB).
+pub const SANE_MAX_FILE_BYTES: u64 = 100 * 1024 * 1024;
+/// Message limits above this are flagged (256 MiB).
+pub const SANE_MAX_MESSAGE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Paths a default secret-name pattern catches, one or two per built-in pattern.
+const SECRET_SAMPLES: &[&str] = &[
+    ".env",
+    "config/.env.production",
+    "id_rsa",
+    ".ssh/id_ed25519",
+    "certs/server.pem",
+    "credentials.json",
+    "config/secrets.yaml",
+    ".netrc",
+    ".npmrc",
+    ".aws/credentials",
+    ".git/config",
+    ".git",
+];
+
+pub(super) fn run(
+    policy: &Policy,
+    src: &str,
+    sink: &mut Sink<'_>,
+    policy_path: Option<&Path>,
+    options: &LintOptions,
+) {
+    duplicates(policy, sink);
+    dead_rules(policy, sink);
+    secrets(policy, sink);
+    write_without_read(policy, sink);
+    limits(policy, sink);
+    untested(policy, src, sink);
+    floor(policy, sink, policy_path, options);
+    content(policy, sink);
+}
+
+fn allows(p: &Policy, op: OpClass, path: &RelPath) -> bool {
+    p.decide(op, path, EntryKind::File).allowed()
+}
+
+fn op_names(ops: &[OpClass]) -> String {
+    ops.iter()
+        .map(|o| o.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn rule_ops(r: &Rule) -> Vec<OpClass> {
+    OpClass::ALL
+        .into_iter()
+        .filter(|o| r.ops[*o as usize])
+        .collect()
+}
+
+fn duplicates(policy: &Policy, sink: &mut Sink<'_>) {
+    let key = |r: &Rule| {
+        let mut g = r.globs.clone();
+        g.sort();
+        let mut e = r.extensions.clone();
+        if let Some(e) = e.as_mut() {
+            e.sort();
+        }
+        (r.effect, r.ops, g, e)
+    };
+    let rules = policy.rules();
+    for (i, r) in rules.iter().enumerate() {
+        if let Some(first) = rules[..i].iter().find(|f| key(f) == key(r)) {
+            sink.at(
+                sink.line_pos(r.line),
+                Severity::Warning,
+                "duplicate-rule",
+                format!(
+                    "rule `{}` duplicates rule `{}` (line {}): same effect, ops, paths and extensions",
+                    r.id, first.id, first.line
+                ),
+                "remove one of them",
+            );
+        }
+    }
+}
+
+fn is_literal(s: &str) -> bool {
+    !s.contains(['*', '?', '[', '{', '\\'])
+}
+
+/// True if some glob of `deny` textually covers everything `glob` matches: the same
+/// glob, `**`, or a literal directory (`dir` or `dir/**`) that `glob` lies beneath.
+fn glob_covered_textually(deny: &Rule, glob: &str) -> bool {
+    let g = glob.trim_start_matches('/');
+    deny.globs.iter().any(|h| {
+        let h = h.trim_start_matches('/');
+        let prefix = h.strip_suffix("/**").unwrap_or(h);
+        h == "**"
+            || h == g
+            || (is_literal(prefix) && !prefix.is_empty() && g.starts_with(&format!("{prefix}/")))
+    })
+}
+
+/// True if `deny` denies `op` on every path `allow` matches (ancestor listing aside).
+fn deny_covers(policy: &Policy, deny: &Rule, allow: &Rule, op: OpClass) -> bool {
+    if deny.effect != Effect::Deny || !deny.ops[op as usize] {
+        return false;
+    }
+    if let Some(dx) = &deny.extensions {
+        match &allow.extensions {
+            Some(ax) if ax.iter().all(|e| dx.contains(e)) => {}
+            _ => return false,
+        }
+    }
+    let mut d = deny.clone();
+    d.extensions = None;
+    let reduced = only(policy, vec![d]);
+    let covered = |glob: &str, base: &RelPath| {
+        glob_covered_textually(deny, glob)
+            || reduced.decide(op, base, EntryKind::Unknown).rule == deny.id
+    };
+    if allow.globs.is_empty() {
+        return covered("**", &RelPath::root());
+    }
+    allow
+        .globs
+        .iter()
+        .zip(&allow.bases)
+        .all(|(g, b)| covered(g, b))
+}
+
+fn dead_rules(policy: &Policy, sink: &mut Sink<'_>) {
+    let denies: Vec<&Rule> = policy
+        .rules()
+        .iter()
+        .filter(|r| r.effect == Effect::Deny)
+        .collect();
+    for a in policy.rules().iter().filter(|r| r.effect == Effect::Allow) {
+        let ops = rule_ops(a);
+        let mut dead = Vec::new();
+        let mut by = Vec::new();
+        for op in &ops {
+            // Each glob may be covered by a different deny rule.
+            let per_glob: Vec<Option<&Rule>> = if a.globs.is_empty() {
+                vec![
+                    denies
+                        .iter()
+                        .copied()
+                        .find(|d| deny_covers(policy, d, a, *op)),
+                ]
+            } else {
+                (0..a.globs.len())
+                    .map(|i| {
+                        let mut one = a.clone();
+                        one.globs = vec![a.globs[i].clone()];
+                        one.bases = vec![a.bases[i].clone()];
+                        denies
+                            .iter()
+                            .copied()
+                            .find(|d| deny_covers(policy, d, &one, *op))
+                    })
+                    .collect()
+            };
+            if per_glob.iter().all(Option::is_some) {
+                dead.push(*op);
+                for d in per_glob.into_iter().flatten() {
+                    if !by.contains(&d.id) {
+                        by.push(d.id.clone());
+                    }
+                }
+            }
+        }
+        if dead.is_empty() {
+            continue;
+        }
+        let by = by
+            .iter()
+            .map(|i| format!("`{i}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if dead.len() == ops.len() {
+            sink.at(
+                sink.line_pos(a.line),
+                Severity::Warning,
+                "dead-rule",
+                format!(
+                    "allow rule `{}` never takes effect: deny rule {by} covers every path it matches for every op it names",
+                    a.id
+                ),
+                "remove the allow rule, or narrow the deny rule if the allow was meant",
+            );
+        } else {
+            sink.at(
+                sink.line_pos(a.line),
+                Severity::Warning,
+                "shadowed-ops",
+                format!(
+                    "ops [{}] of allow rule `{}` are always denied by {by}",
+                    op_names(&dead),
+                    a.id
+                ),
+                "drop those ops from the allow rule",
+            );
+        }
+    }
+}
+
+/// A concrete path a glob matches: wildcards replaced by `x`, classes by a member,
+/// alternatives by the first one.
+pub(crate) fn concretize(glob: &str) -> String {
+    let mut out = String::new();
+    let mut chars = glob.trim_start_matches('/').chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' => {
+                while chars.peek() == Some(&'*') {
+                    chars.next();
+                }
+                out.push('x');
+            }
+            '?' => out.push('x'),
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+            }
+            '[' => {
+                let mut class = String::new();
+                for n in chars.by_ref() {
+                    if n == ']' && !class.is_empty() {
+                        break;
+                    }
+                    class.push(n);
+                }
+                let first = class.chars().next().unwrap_or('x');
+                out.push(if first == '!' || first == '^' {
+                    'x'
+                } else {
+                    first
+                });
+            }
+            '{' => {
+                let mut alt = String::new();
+                let mut depth = 1;
+                for n in chars.by_ref() {
+                    match n {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                    alt.push(n);
+                }
+                out.push_str(&concretize(alt.split(',').next().unwrap_or("x")));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Concrete files a rule matches: each glob made concrete, and a file beneath it with
+/// one of the rule's extensions.
+fn samples(rule: &Rule) -> Vec<RelPath> {
+    let ext = rule
+        .extensions
+        .as_ref()
+        .and_then(|e| e.first().cloned())
+        .unwrap_or_else(|| "txt".into());
+    let globs: Vec<String> = if rule.globs.is_empty() {
+        vec!["x".into()]
+    } else {
+        rule.globs.iter().map(|g| concretize(g)).collect()
+    };
+    let mut out = Vec::new();
+    for g in globs {
+        for s in [g.clone(), format!("{g}/x.{ext}"), format!("{g}.{ext}")] {
+            if let Ok(p) = RelPath::parse_rooted(&format!("/{s}"))
+                && !p.is_root()
+                && !out.contains(&p)
+            {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn builtin_set() -> Option<RegexSet> {
+    RegexSetBuilder::new(BUILTIN_SECRETS.iter().map(|(_, re)| *re))
+        .case_insensitive(true)
+        .build()
+        .ok()
+}
+
+fn secrets(policy: &Policy, sink: &mut Sink<'_>) {
+    let Some(builtin) = builtin_set() else { return };
+    let builtin_id = |comp: &str| {
+        builtin
+            .matches(comp)
+            .iter()
+            .next()
+            .map(|i| BUILTIN_SECRETS[i].0)
+    };
+    for a in policy.rules().iter().filter(|r| r.effect == Effect::Allow) {
+        let alone = only(policy, vec![a.clone()]);
+        let mut candidates: Vec<RelPath> = SECRET_SAMPLES
+            .iter()
+            .filter_map(|s| RelPath::parse_rooted(s).ok())
+            .collect();
+        candidates.extend(samples(a));
+        let mut exposed: Vec<(String, &str, OpClass)> = Vec::new();
+        for s in &candidates {
+            let Some(id) = s.components().find_map(builtin_id) else {
+                continue;
+            };
+            for op in rule_ops(a) {
+                if allows(&alone, op, s) && allows(policy, op, s) {
+                    exposed.push((s.as_str().to_string(), id, op));
+                    break;
+                }
+            }
+        }
+        if let Some((path, id, op)) = exposed.first() {
+            let more = if exposed.len() > 1 {
+                format!(", and {} more secret path(s)", exposed.len() - 1)
+            } else {
+                String::new()
+            };
+            sink.at(
+                sink.line_pos(a.line),
+                Severity::Error,
+                "secret-exposed",
+                format!(
+                    "allow rule `{}` exposes `{path}` (a default secret name, secrets:{id}) to {}{more}",
+                    a.id,
+                    op.as_str()
+                ),
+                "keep `[secrets] builtin = true`, or add a deny rule for these paths before the allow",
+            );
+        }
+        // A glob naming a secret literally can never allow anything there.
+        for g in &a.globs {
+            let hit = g
+                .split('/')
+                .filter(|c| is_literal(c) && !c.is_empty())
+                .find_map(|c| {
+                    let set = &policy.secrets.set;
+                    set.matches(c)
+                        .iter()
+                        .next()
+                        .map(|i| (c.to_string(), policy.secrets.patterns[i].id.clone()))
+                });
+            if let Some((comp, id)) = hit {
+                sink.at(
+                    sink.line_pos(a.line),
+                    Severity::Warning,
+                    "secret-glob",
+                    format!(
+                        "glob `{g}` of allow rule `{}` names `{comp}`, which {id} always denies first",
+                        a.id
+                    ),
+                    "remove the glob; secret names cannot be allowed while their pattern is on",
+                );
+            }
+        }
+    }
+}
+
+fn write_without_read(policy: &Policy, sink: &mut Sink<'_>) {
+    for a in policy
+        .rules()
+        .iter()
+        .filter(|r| r.effect == Effect::Allow && r.ops[OpClass::Write as usize])
+    {
+        let alone = only(policy, vec![a.clone()]);
+        let blind = samples(a).into_iter().find(|s| {
+            allows(&alone, OpClass::Write, s)
+                && allows(policy, OpClass::Write, s)
+                && !allows(policy, OpClass::Read, s)
+        });
+        if let Some(s) = blind {
+            sink.at(
+                sink.line_pos(a.line),
+                Severity::Warning,
+                "write-without-read",
+                format!(
+                    "allow rule `{}` lets the agent write `{}` but no rule lets it read it back",
+                    a.id,
+                    s.as_str()
+                ),
+                "grant read on the same paths (edits need reads), or narrow the write rule",
+            );
+        }
+    }
+}
+
+fn limits(policy: &Policy, sink: &mut Sink<'_>) {
+    let l = policy.limits();
+    for (key, value, max) in [
+        ("max_read_bytes", l.max_read_bytes, SANE_MAX_FILE_BYTES),
+        ("max_write_bytes", l.max_write_bytes, SANE_MAX_FILE_BYTES),
+        (
+            "max_message_bytes",
+            l.max_message_bytes,
+            SANE_MAX_MESSAGE_BYTES,
+        ),
+    ] {
+        if value > max {
+            sink.at(
+                sink.key_pos(key),
+                Severity::Warning,
+                "limit-ceiling",
+                format!(
+                    "limits.{key} = {value} is above the sane ceiling of {max} bytes ({} MiB)",
+                    max >> 20
+                ),
+                "agents rarely need files this large; keep it at or below the ceiling",
+            );
+        }
+    }
+    if l.max_write_bytes > l.max_message_bytes && policy.can_ever(OpClass::Write) {
+        sink.at(
+            sink.key_pos("max_write_bytes"),
+            Severity::Note,
+            "limit-unreachable",
+            format!(
+                "max_write_bytes ({}) exceeds max_message_bytes ({}): a write that large cannot arrive in one message",
+                l.max_write_bytes, l.max_message_bytes
+            ),
+            "lower max_write_bytes or raise max_message_bytes",
+        );
+    }
+}
+
+fn untested(policy: &Policy, src: &str, sink: &mut Sink<'_>) {
+    let run = run_cases(policy, src);
+    let decided: HashSet<String> = run
+        .cases
+        .iter()
+        .filter_map(|c| c.got.as_ref().map(|g| g.rule.clone()))
+        .collect();
+    for u in own_rules(policy, src) {
+        if decided.contains(&u.rule) || u.rule.starts_with("content:") {
+            continue;
+        }
+        let rule = policy.rules().iter().find(|r| r.id == u.rule);
+        if rule.is_some_and(|r| r.effect != Effect::Deny) {
+            continue;
+        }
+        let hint = match rule {
+            Some(r) => {
+                let op = rule_ops(r).first().map_or("read", |o| o.as_str());
+                let path = samples(r)
+                    .first()
+                    .map_or("x".to_string(), |p| p.as_str().to_string());
+                format!(
+                    "add [[test]] op = \"{op}\", path = \"{path}\", expect = \"deny\", rule = \"{}\"",
+                    r.id
+                )
+            }
+            None => format!(
+                "add a [[test]] with a path this pattern denies, expect = \"deny\", rule = \"{}\"",
+                u.rule
+            ),
+        };
+        sink.at(
+            sink.line_pos(u.line),
+            Severity::Warning,
+            "untested-deny",
+            format!("deny rule `{}` has no [[test]] that it decides", u.rule),
+            &hint,
+        );
+    }
+    let mut known: HashSet<String> = policy.rules().iter().map(|r| r.id.clone()).collect();
+    known.extend(policy.secret_patterns().iter().map(|p| p.id.clone()));
+    if let Some(sc) = policy.content_scanner() {
+        known.extend(sc.rule_ids().map(str::to_string));
+    }
+    known.insert(crate::policy::DEFAULT_DENY.to_string());
+    for (t, c) in policy.raw().tests.iter().zip(&run.cases) {
+        if let Some(r) = &t.rule
+            && !known.contains(r)
+        {
+            sink.at(
+                sink.line_pos(c.line),
+                Severity::Warning,
+                "unknown-test-rule",
+                format!("[[test]] expects rule `{r}`, which this policy does not have"),
+                "use a rule id, secrets:<id>, content:<id> or default-deny",
+            );
+        }
+    }
+}
+
+fn floor(policy: &Policy, sink: &mut Sink<'_>, policy_path: Option<&Path>, options: &LintOptions) {
+    for a in policy.rules().iter().filter(|r| r.effect == Effect::Allow) {
+        if let Some(g) = a.globs.iter().find(|g| {
+            g.split('/')
+                .any(|c| c.to_ascii_lowercase().starts_with(".fsgate"))
+        }) {
+            sink.at(
+                sink.line_pos(a.line),
+                Severity::Error,
+                "fixed-floor",
+                format!(
+                    "allow rule `{}` names fsgate's own files (`{g}`): the policy, audit log and backups can never be allowed",
+                    a.id
+                ),
+                "remove the glob; the gateway refuses these paths whatever the policy says",
+            );
+        }
+    }
+    let Some(ws) = &options.workspace else { return };
+    let Ok(ws) = std::fs::canonicalize(ws) else {
+        sink.at(
+            (1, 1),
+            Severity::Error,
+            "unreadable",
+            format!("cannot resolve the workspace {}", ws.display()),
+            "pass an existing directory to --workspace",
+        );
+        return;
+    };
+    let abs = |p: &Path| {
+        std::fs::canonicalize(p)
+            .or_else(|_| std::path::absolute(p))
+            .ok()
+    };
+    let raw = policy.raw();
+    let mut files = Vec::new();
+    if let Some(p) = policy_path.and_then(abs) {
+        files.push((FloorKind::PolicyFile, p));
+    }
+    if let Some(p) = raw
+        .audit
+        .as_ref()
+        .and_then(|a| a.path.as_deref())
+        .and_then(abs)
+    {
+        files.push((FloorKind::AuditLog, p));
+    }
+    if let Some(p) = raw
+        .backup
+        .as_ref()
+        .and_then(|b| b.dir.as_deref())
+        .and_then(abs)
+    {
+        files.push((FloorKind::BackupDir, p));
+    }
+    let refs: Vec<(FloorKind, &Path)> = files.iter().map(|(k, p)| (*k, p.as_path())).collect();
+    let fl = FixedFloor::new(&ws, &refs);
+    let mut seen = HashSet::new();
+    for v in fixed_floor_violations(policy, &fl) {
+        if !seen.insert((v.rule.clone(), v.path.clone())) {
+            continue;
+        }
+        let line = policy
+            .rules()
+            .iter()
+            .find(|r| r.id == v.rule)
+            .map_or(1, |r| r.line);
+        if v.explicit {
+            sink.at(
+                sink.line_pos(line),
+                Severity::Error,
+                "fixed-floor",
+                format!(
+                    "allow rule `{}` reaches {} (`{}` in the workspace), which no policy can allow",
+                    v.rule,
+                    v.kind.as_str(),
+                    v.path
+                ),
+                "exclude it with a deny rule, or keep fsgate's files outside the workspace",
+            );
+        } else {
+            sink.at(
+                sink.line_pos(line),
+                Severity::Note,
+                "floor-hidden",
+                format!(
+                    "the fixed floor refuses {} (`{}`) although rule `{}` would allow it",
+                    v.kind.as_str(),
+                    v.path,
+                    v.rule
+                ),
+                "nothing to do; keeping fsgate's files outside the workspace avoids this",
+            );
+        }
+    }
+}
+
+fn content(policy: &Policy, sink: &mut Sink<'_>) {
+    let Some(c) = &policy.raw().content else {
+        return;
+    };
+    for r in &c.rules {
+        if r.keywords.is_empty() && r.regex.is_some() {
+            sink.at(
+                sink.pos(r.id.span().start),
+                Severity::Note,
+                "content-no-keywords",
+                format!(
+                    "content rule `{}` has no keywords: its regex runs on every file read and written",
+                    r.id.get_ref()
+                ),
+                "add keywords: short literals every match contains (they prefilter the scan)",
+            );
+        }
+    }
+}

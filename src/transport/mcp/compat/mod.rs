@@ -1,0 +1,61 @@
+//! The reference filesystem server's tools (and the shapes it shares with the contract's
+//! read_text_file and edit_file), each composed of gateway operations: nothing here
+//! touches the filesystem, so policy, audit and backups apply to every step.
+
+mod change;
+mod list;
+mod read;
+
+pub(super) use change::{edit, move_file};
+pub(super) use list::{file_info, list_directory, list_with_sizes, search_files, tree};
+pub(super) use read::{read_media, read_multiple, read_text};
+
+use super::render::ToolError;
+use crate::gateway::Gateway;
+use crate::ops::{Op, Output, RequestCtx};
+use crate::workspace::Entry;
+
+fn handle(gw: &Gateway, ctx: &RequestCtx, op: Op) -> Result<Output, ToolError> {
+    gw.handle(ctx, op).map_err(ToolError::from)
+}
+
+fn unexpected(tool: &str) -> ToolError {
+    ToolError::Failed(format!(
+        "internal error: unexpected gateway output for {tool}"
+    ))
+}
+
+fn args_error(tool: &'static str, reason: &str) -> ToolError {
+    ToolError::Args {
+        tool,
+        reason: reason.to_string(),
+    }
+}
+
+fn read_whole(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<String, ToolError> {
+    match handle(
+        gw,
+        ctx,
+        Op::ReadText {
+            path: path.to_string(),
+            line: None,
+            limit: None,
+        },
+    )? {
+        Output::Text(t) => Ok(t),
+        _ => Err(unexpected("read_text_file")),
+    }
+}
+
+fn list(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<Vec<Entry>, ToolError> {
+    match handle(
+        gw,
+        ctx,
+        Op::Ls {
+            path: path.to_string(),
+        },
+    )? {
+        Output::Entries(e) => Ok(e),
+        _ => Err(unexpected("ls")),
+    }
+}

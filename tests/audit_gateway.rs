@@ -1,0 +1,272 @@
+//! The audit log as the real gateway writes it, and `fsgate audit ...` on the command
+//! line: one record per request, both verifiers (fsgate and audit/verify.py) agree on
+//! the gateway's own log, intact and tampered, and on every test vector; exit codes.
+//!
+//! Included from tests/all.rs as `mod audit_gateway;` (uses `crate::common`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::common::{Gate, TIMEOUT, run_cli};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// python3 with `cryptography`, or a printed reason to skip the Python half.
+fn python_ready() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import cryptography"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!(
+            "SKIPPED (Python half): python3 with the `cryptography` package is not available"
+        );
+    }
+    ok
+}
+
+/// `fsgate audit verify --json ARGS`: exit code and report.
+fn fsgate_verify(args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["audit", "verify", "--json"];
+    all.extend_from_slice(args);
+    let out = run_cli(&all);
+    let rep = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON from fsgate audit verify ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), rep)
+}
+
+/// `python3 audit/verify.py --json ARGS`: exit code and report.
+fn python_verify(args: &[&str]) -> (i32, Value) {
+    let out = Command::new("python3")
+        .arg(repo().join("audit").join("verify.py"))
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("run python3");
+    let rep = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON from verify.py ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), rep)
+}
+
+/// What the two verifiers must agree on.
+fn verdict(code: i32, rep: &Value) -> Value {
+    let s = &rep["series"][0];
+    json!({
+        "code": code,
+        "verdict": rep["verdict"],
+        "records": s["records"],
+        "last_seq": s["last_seq"],
+        "checkpoint": s["checkpoint"]["seq"],
+        "error": [s["error"]["kind"], s["error"]["seq"], s["error"]["line"]],
+    })
+}
+
+/// Both verifiers on `args`; asserts they agree and returns fsgate's report.
+fn both(args: &[&str]) -> (i32, Value) {
+    let (code, rep) = fsgate_verify(args);
+    if python_ready() {
+        let (pc, p) = python_verify(args);
+        assert_eq!(
+            verdict(pc, &p),
+            verdict(code, &rep),
+            "verifiers disagree on {args:?}"
+        );
+    }
+    (code, rep)
+}
+
+fn records(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record is JSON"))
+        .collect()
+}
+
+/// Runs a few requests through a real gateway and shuts it down cleanly.
+fn gateway_log() -> (Gate, PathBuf) {
+    let mut g = Gate::start();
+    g.put(".env", "SECRET=1\n");
+    g.ok(
+        "fs/write_text_file",
+        json!({"path": g.abs("notes.txt"), "content": "hello audit\n"}),
+    );
+    g.ok("fs/read_text_file", json!({"path": g.abs("notes.txt")}));
+    let _ = g.call("fs/read_text_file", json!({"path": g.abs(".env")}));
+    g.close_stdin();
+    g.wait_exit(TIMEOUT);
+    let dir = g.state.join("audit");
+    (g, dir)
+}
+
+#[test]
+fn every_request_is_one_record_and_the_gateway_log_verifies() {
+    let (_g, dir) = gateway_log();
+    let recs = records(&dir);
+    let requests: Vec<&Value> = recs.iter().filter(|r| r["kind"] == "request").collect();
+    assert_eq!(requests.len(), 3, "{recs:#?}");
+    assert_eq!(recs[0]["kind"], "start");
+    assert_eq!(
+        recs.last().unwrap()["kind"],
+        "stop",
+        "clean shutdown records its stop"
+    );
+    let hello = hex::encode(Sha256::digest(b"hello audit\n"));
+    assert_eq!(
+        requests[0]["sha256"],
+        hello.as_str(),
+        "the write proves what was written"
+    );
+    assert_eq!(
+        requests[1]["sha256"],
+        hello.as_str(),
+        "the read proves what was seen"
+    );
+    assert_eq!(requests[2]["decision"], "deny");
+    assert!(
+        requests
+            .iter()
+            .all(|r| r["policy_sha256"].as_str().is_some_and(|h| h.len() == 64))
+    );
+
+    let d = dir.display().to_string();
+    let (code, rep) = both(&[&d]);
+    assert_eq!(code, 0, "{rep:#}");
+    assert_eq!(rep["series"][0]["checkpoint"]["kind"], "shutdown");
+    assert_eq!(
+        rep["series"][0]["checkpoint"]["seq"], rep["series"][0]["last_seq"],
+        "the shutdown checkpoint covers the whole log"
+    );
+}
+
+#[test]
+fn tampering_with_the_gateway_log_is_named_by_both_verifiers() {
+    let (_g, dir) = gateway_log();
+    let lines: Vec<String> = std::fs::read_to_string(dir.join("audit.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let n = lines.len();
+    // The first successful request, with at least one record after it.
+    let k = lines
+        .iter()
+        .position(|l| l.contains("\"kind\":\"request\"") && l.contains("\"outcome\":\"ok\""))
+        .expect("a successful request");
+    assert!(k + 1 < n);
+    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<String>)>)> = vec![
+        (
+            "modified",
+            Box::new(move |l| l[k] = l[k].replace("\"ok\"", "\"OK\"")),
+        ),
+        ("missing", Box::new(move |l| drop(l.remove(k)))),
+        ("reordered", Box::new(move |l| l.swap(k, k + 1))),
+        ("truncated", Box::new(move |l| l.truncate(n - 1))),
+    ];
+    for (want, tamper) in cases {
+        let copy = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), copy.path().join(e.file_name())).unwrap();
+        }
+        let mut l = lines.clone();
+        tamper(&mut l);
+        let text: String = l.iter().map(|x| format!("{x}\n")).collect();
+        std::fs::write(copy.path().join("audit.jsonl"), text).unwrap();
+        let d = copy.path().display().to_string();
+        let (code, rep) = both(&[&d]);
+        assert_eq!(code, 1, "{want}: {rep:#}");
+        assert_eq!(rep["series"][0]["error"]["kind"], want, "{rep:#}");
+    }
+}
+
+#[test]
+fn verify_on_every_vector_matches_the_expected_verdicts() {
+    let vectors = repo().join("audit").join("vectors");
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(vectors.join("expected.json")).unwrap())
+            .unwrap();
+    let key = vectors.join("pubkey.hex").display().to_string();
+    for (case, want) in expected.as_object().unwrap() {
+        let d = vectors.join(case).display().to_string();
+        let (code, rep) = both(&["--pubkey", &key, &d]);
+        assert_eq!(rep["verdict"], want["verdict"], "{case}");
+        assert_eq!(
+            code,
+            if want["verdict"] == "intact" { 0 } else { 1 },
+            "{case}"
+        );
+        if want["verdict"] != "intact" {
+            let e = &rep["series"][0]["error"];
+            assert_eq!(
+                [&e["kind"], &e["seq"], &e["line"]],
+                [&want["kind"], &want["seq"], &want["line"]],
+                "{case}"
+            );
+        }
+    }
+}
+
+#[test]
+fn audit_commands_exit_codes_and_formats() {
+    let (_g, dir) = gateway_log();
+    let d = dir.display().to_string();
+    // Unreadable.
+    let out = run_cli(&["audit", "verify", "/nonexistent/audit.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    // Human output names what was validated.
+    let out = run_cli(&["audit", "verify", &d]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("INTACT") && text.contains("records checked"),
+        "{text}"
+    );
+    // show: table, JSON lines (unchanged records), CSV.
+    let out = run_cli(&["audit", "show", &d, "--decision", "deny", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let shown: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(shown.len(), 1);
+    assert_eq!(shown[0]["path"], ".env");
+    let out = run_cli(&["audit", "show", &d, "--path", "*.txt", "--csv"]);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(csv.starts_with("seq,ts,kind"), "{csv}");
+    assert_eq!(csv.lines().count(), 3, "header, write, read: {csv}");
+    let out = run_cli(&["audit", "show", &d, "--op", "start"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[start]"));
+    // keygen, and prune with nothing old enough.
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("audit.key");
+    let out = run_cli(&["audit", "keygen", "--out", &key.display().to_string()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim().len(), 64);
+    let out = run_cli(&[
+        "audit",
+        "prune",
+        "--before",
+        "2000-01-01",
+        "--signing-key",
+        &key.display().to_string(),
+        &d,
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to prune"));
+}
