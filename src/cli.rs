@@ -321,7 +321,10 @@ fn acp(args: AcpArgs) -> ExitCode {
     let gateway = Arc::new(opened.gateway);
     let mut details = serde_json::Map::new();
     details.insert("pid".into(), pid.into());
-    details.insert("command".into(), serde_json::Value::from(args.agent.clone()));
+    details.insert(
+        "command".into(),
+        serde_json::Value::from(args.agent.clone()),
+    );
     details.insert("agentSandbox".into(), agent_sandbox);
     gateway.record("agent-start", details);
     let allow_terminal = gateway
@@ -380,7 +383,12 @@ fn confine_agent(
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(&scratch)
-        .map_err(|e| format!("cannot create the agent's scratch dir {}: {e}", scratch.display()))?;
+        .map_err(|e| {
+            format!(
+                "cannot create the agent's scratch dir {}: {e}",
+                scratch.display()
+            )
+        })?;
     let pol = opened.gateway.policy();
     let settings = pol.raw().sandbox.clone().unwrap_or_default();
     let mut protected = vec![opened.gateway.workspace().root_path().to_path_buf()];
@@ -388,9 +396,11 @@ fn confine_agent(
     if let Some(home) = std::env::var_os("HOME") {
         protected.push(PathBuf::from(home));
     }
-    let plan = crate::sandbox::AgentPlan::new(&scratch, settings.agent_system_paths.as_deref(), protected);
+    let plan =
+        crate::sandbox::AgentPlan::new(&scratch, settings.agent_system_paths.as_deref(), protected);
     command.env("HOME", &scratch).env("TMPDIR", &scratch);
-    let status = crate::sandbox::confine_agent_command(command, &plan).map_err(|e| e.to_string())?;
+    let status =
+        crate::sandbox::confine_agent_command(command, &plan).map_err(|e| e.to_string())?;
     opened.keep_scratch(&scratch);
     Ok(status)
 }
@@ -459,7 +469,11 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
                 "",
                 crate::audit::OpenOptions::default(),
             )
-            .map_err(|e| format!("{e} (a restore must be audited: stop the gateway serving this workspace first)"))
+            .map_err(|e| {
+                format!(
+                    "{e} (a restore must be audited: stop the gateway serving this workspace first)"
+                )
+            })
         });
     match log {
         Ok(log) => code(crate::backup::cli::run_with_audit(cmd, &mut Recorder(log))),

@@ -101,7 +101,10 @@ impl GatewayError {
 
     /// True if a policy or workspace rule refused the request (audit decision `deny`).
     pub fn is_denial(&self) -> bool {
-        matches!(self, GatewayError::Refused { .. } | GatewayError::Limit { .. })
+        matches!(
+            self,
+            GatewayError::Refused { .. } | GatewayError::Limit { .. }
+        )
     }
 
     /// The JSON-RPC `error` object.

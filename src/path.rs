@@ -225,20 +225,31 @@ mod tests {
     #[test]
     fn absolute_inside_root() {
         assert_eq!(
-            RelPath::parse_absolute("/ws/src/a.rs", root()).unwrap().as_str(),
+            RelPath::parse_absolute("/ws/src/a.rs", root())
+                .unwrap()
+                .as_str(),
             "src/a.rs"
         );
         assert!(RelPath::parse_absolute("/ws", root()).unwrap().is_root());
         assert!(RelPath::parse_absolute("/ws/", root()).unwrap().is_root());
         assert_eq!(
-            RelPath::parse_absolute("/ws/./a//b/../c", root()).unwrap().as_str(),
+            RelPath::parse_absolute("/ws/./a//b/../c", root())
+                .unwrap()
+                .as_str(),
             "a/c"
         );
     }
 
     #[test]
     fn absolute_outside_root_is_refused() {
-        for p in ["/etc/passwd", "/ws_evil/x", "/ws/../etc", "/", "/w", "/../ws/x/../../etc"] {
+        for p in [
+            "/etc/passwd",
+            "/ws_evil/x",
+            "/ws/../etc",
+            "/",
+            "/w",
+            "/../ws/x/../../etc",
+        ] {
             assert!(
                 matches!(
                     RelPath::parse_absolute(p, root()),
@@ -248,7 +259,9 @@ mod tests {
             );
         }
         assert_eq!(
-            RelPath::parse_absolute("/ws/../ws/a", root()).unwrap().as_str(),
+            RelPath::parse_absolute("/ws/../ws/a", root())
+                .unwrap()
+                .as_str(),
             "a"
         );
     }
@@ -286,7 +299,11 @@ mod tests {
         assert_eq!(p.to_rooted(), "/a/b/c.tar.gz");
         assert!(p.starts_with(&RelPath::parse_rooted("a").unwrap()));
         assert!(!p.starts_with(&RelPath::parse_rooted("a/b/c").unwrap()));
-        assert!(!RelPath::parse_rooted("ab").unwrap().starts_with(&RelPath::parse_rooted("a").unwrap()));
+        assert!(
+            !RelPath::parse_rooted("ab")
+                .unwrap()
+                .starts_with(&RelPath::parse_rooted("a").unwrap())
+        );
     }
 
     fn token() -> impl Strategy<Value = String> {

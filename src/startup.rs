@@ -82,7 +82,8 @@ pub fn load_policy(path: Option<&Path>) -> Result<Policy, String> {
 pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     let mut policy = load_policy(cfg.policy.as_deref())?;
     if let Some(ws) = &policy.raw().ws {
-        ws.validate().map_err(|e| format!("invalid policy: [ws]: {e}"))?;
+        ws.validate()
+            .map_err(|e| format!("invalid policy: [ws]: {e}"))?;
     }
     let workspace = Workspace::open(&cfg.workspace)
         .map_err(|e| format!("cannot open workspace {}: {e}", cfg.workspace.display()))?;
@@ -121,14 +122,22 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         (None, None) => state()?.join("backups"),
     };
     let backups = BackupStore::open(&backup_dir, &backup_settings).map_err(|e| e.to_string())?;
-    let audit_dir = std::fs::File::open(&audit_parent)
-        .map_err(|e| format!("cannot open audit directory {}: {e}", audit_parent.display()))?;
+    let audit_dir = std::fs::File::open(&audit_parent).map_err(|e| {
+        format!(
+            "cannot open audit directory {}: {e}",
+            audit_parent.display()
+        )
+    })?;
 
     // fsgate's own files are beneath no policy's reach (the fixed floor).
     let mut floor = Vec::new();
-    for own in [Some(audit_parent.as_path()), Some(backup_dir.as_path()), cfg.policy.as_deref()]
-        .into_iter()
-        .flatten()
+    for own in [
+        Some(audit_parent.as_path()),
+        Some(backup_dir.as_path()),
+        cfg.policy.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
     {
         if let Some(rel) = inside(&root, own) {
             tracing::warn!(
@@ -164,7 +173,11 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
 /// Confines the process (Landlock), applies `[sandbox] require_landlock`, starts the
 /// audit log's heartbeat, and records the start. Call on the main thread, before any
 /// other thread exists; `listen_port` is the WebSocket port, if any.
-pub fn confine(opened: &Opened, listen_port: Option<u16>, transport: &str) -> Result<SandboxStatus, String> {
+pub fn confine(
+    opened: &Opened,
+    listen_port: Option<u16>,
+    transport: &str,
+) -> Result<SandboxStatus, String> {
     // `fsgate acp` must still signal the agent it started (to end it); other modes
     // never signal anything outside their sandbox.
     let hosts_agent = transport == "acp-proxy";
@@ -187,7 +200,10 @@ pub fn confine(opened: &Opened, listen_port: Option<u16>, transport: &str) -> Re
     }
     plan = plan.scope_signals(!hosts_agent);
     #[cfg(feature = "test-hooks")]
-    gw.set_meta("testProbeBefore", crate::testhooks::probe_before_confinement());
+    gw.set_meta(
+        "testProbeBefore",
+        crate::testhooks::probe_before_confinement(),
+    );
     let status = match restrict_self(&plan) {
         Ok(s) => s,
         Err(e) => SandboxStatus::not_enforced(&e.to_string(), workspace_write),
@@ -210,10 +226,20 @@ pub fn confine(opened: &Opened, listen_port: Option<u16>, transport: &str) -> Re
     start.insert("pid".into(), std::process::id().into());
     start.insert(
         "workspace".into(),
-        gw.workspace().root_path().to_string_lossy().into_owned().into(),
+        gw.workspace()
+            .root_path()
+            .to_string_lossy()
+            .into_owned()
+            .into(),
     );
-    start.insert("policy".into(), json!({"origin": pol.origin(), "sha256": pol.sha256()}));
-    start.insert("sandbox".into(), serde_json::to_value(&status).unwrap_or(Value::Null));
+    start.insert(
+        "policy".into(),
+        json!({"origin": pol.origin(), "sha256": pol.sha256()}),
+    );
+    start.insert(
+        "sandbox".into(),
+        serde_json::to_value(&status).unwrap_or(Value::Null),
+    );
     gw.record("start", start);
     prune_backups(gw);
     Ok(status)
@@ -225,7 +251,10 @@ pub fn prune_backups(gw: &Gateway) {
     match store.prune() {
         Ok(report) if !report.removed.is_empty() => {
             let mut details = Map::new();
-            details.insert("removed".into(), serde_json::to_value(&report.removed).unwrap_or(Value::Null));
+            details.insert(
+                "removed".into(),
+                serde_json::to_value(&report.removed).unwrap_or(Value::Null),
+            );
             details.insert("removedBytes".into(), report.removed_bytes().into());
             gw.record("backup-prune", details);
         }

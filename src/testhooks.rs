@@ -22,12 +22,20 @@ fn outcome(r: std::io::Result<usize>) -> Value {
 /// Answers `_fsgate_test/open_ambient {path}` (read with plain std::fs) and
 /// `_fsgate_test/write_ambient {path, content}` (write with plain std::fs).
 pub fn answer(method: &str, params: &Value) -> Option<Value> {
-    let path = params.get("path").and_then(Value::as_str).unwrap_or_default();
+    let path = params
+        .get("path")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     match method {
         "_fsgate_test/open_ambient" => Some(outcome(std::fs::read(path).map(|b| b.len()))),
         "_fsgate_test/write_ambient" => {
-            let content = params.get("content").and_then(Value::as_str).unwrap_or_default();
-            Some(outcome(std::fs::write(path, content).map(|_| content.len())))
+            let content = params
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            Some(outcome(
+                std::fs::write(path, content).map(|_| content.len()),
+            ))
         }
         _ => None,
     }

@@ -14,7 +14,10 @@ impl Gateway {
         let Some(store) = self.backups() else {
             return Ok(());
         };
-        let (mut file, _) = self.workspace.open_regular(real).map_err(|e| ws_error(e, shown))?;
+        let (mut file, _) = self
+            .workspace
+            .open_regular(real)
+            .map_err(|e| ws_error(e, shown))?;
         let saved = store.save(real.as_str(), &mut file).map_err(|e| {
             GatewayError::Internal(format!(
                 "cannot back up the previous content of {shown}, so nothing was changed: {e}"
@@ -34,8 +37,16 @@ impl Gateway {
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
         let mut dirs = Vec::new();
-        let mut cur = if include_self { Some(res.real.clone()) } else { res.real.parent() };
-        let mut n = if include_self { res.missing } else { res.missing.saturating_sub(1) };
+        let mut cur = if include_self {
+            Some(res.real.clone())
+        } else {
+            res.real.parent()
+        };
+        let mut n = if include_self {
+            res.missing
+        } else {
+            res.missing.saturating_sub(1)
+        };
         while n > 0 {
             let Some(d) = cur else { break };
             cur = d.parent();
@@ -59,13 +70,25 @@ impl Gateway {
         let rp = self.parse_path(ctx, path)?;
         facts.path = Some(rp.rel.as_str().to_string());
         if rp.rel.is_root() {
-            return Err(GatewayError::InvalidParams("cannot write to the workspace root".into()));
+            return Err(GatewayError::InvalidParams(
+                "cannot write to the workspace root".into(),
+            ));
         }
-        let res = self.locate(pol, OpClass::Write, &rp, Follow::All, EntryKind::File, facts)?;
+        let res = self.locate(
+            pol,
+            OpClass::Write,
+            &rp,
+            Follow::All,
+            EntryKind::File,
+            facts,
+        )?;
         let limit = pol.limits().max_write_bytes;
         if content.len() as u64 > limit {
             return Err(GatewayError::Limit {
-                reason: format!("{} bytes exceeds the write limit of {limit} bytes", content.len()),
+                reason: format!(
+                    "{} bytes exceeds the write limit of {limit} bytes",
+                    content.len()
+                ),
                 rule: "limits.max_write_bytes".into(),
                 path: rp.shown,
             });
@@ -98,25 +121,41 @@ impl Gateway {
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
         if old_text.is_empty() {
-            return Err(GatewayError::InvalidParams("oldText must not be empty".into()));
+            return Err(GatewayError::InvalidParams(
+                "oldText must not be empty".into(),
+            ));
         }
         let rp = self.parse_path(ctx, path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let res = self.locate(pol, OpClass::Write, &rp, Follow::All, EntryKind::File, facts)?;
+        let res = self.locate(
+            pol,
+            OpClass::Write,
+            &rp,
+            Follow::All,
+            EntryKind::File,
+            facts,
+        )?;
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
         let text = super::read::text_or_refuse(pol, bytes, &shown)?;
         let count = text.matches(old_text).count();
         if count != 1 {
             return Err(GatewayError::InvalidParams(format!(
                 "oldText occurs {count} times in {shown}; it must occur exactly once{}",
-                if count == 0 { "" } else { " (add surrounding lines to make it unique)" }
+                if count == 0 {
+                    ""
+                } else {
+                    " (add surrounding lines to make it unique)"
+                }
             )));
         }
         let updated = text.replacen(old_text, new_text, 1);
         let limit = pol.limits().max_write_bytes;
         if updated.len() as u64 > limit {
             return Err(GatewayError::Limit {
-                reason: format!("edited file of {} bytes exceeds the write limit of {limit} bytes", updated.len()),
+                reason: format!(
+                    "edited file of {} bytes exceeds the write limit of {limit} bytes",
+                    updated.len()
+                ),
                 rule: "limits.max_write_bytes".into(),
                 path: rp.shown,
             });
@@ -142,12 +181,18 @@ impl Gateway {
         let res = self.locate(pol, OpClass::Write, &rp, Follow::All, EntryKind::Dir, facts)?;
         if res.exists {
             if recursive {
-                let info = self.workspace.stat(&res.real).map_err(|e| ws_error(e, &rp.shown))?;
+                let info = self
+                    .workspace
+                    .stat(&res.real)
+                    .map_err(|e| ws_error(e, &rp.shown))?;
                 if info.kind == "directory" {
                     return Ok(Output::Unit);
                 }
             }
-            return Err(GatewayError::InvalidParams(format!("{}: already exists", rp.shown)));
+            return Err(GatewayError::InvalidParams(format!(
+                "{}: already exists",
+                rp.shown
+            )));
         }
         if res.missing > 1 && !recursive {
             return Err(GatewayError::NotFound {
@@ -190,13 +235,27 @@ impl Gateway {
                 path: rp.shown,
             });
         }
-        let res = self.locate(pol, OpClass::Delete, &rp, Follow::NotFinal, EntryKind::Unknown, facts)?;
+        let res = self.locate(
+            pol,
+            OpClass::Delete,
+            &rp,
+            Follow::NotFinal,
+            EntryKind::Unknown,
+            facts,
+        )?;
         if !res.exists {
             return Err(GatewayError::NotFound { path: rp.shown });
         }
         let is_dir = self.is_real_dir(&res.real);
         if is_dir {
-            Self::check(pol, OpClass::Delete, &res.real, EntryKind::Dir, &rp.shown, facts)?;
+            Self::check(
+                pol,
+                OpClass::Delete,
+                &res.real,
+                EntryKind::Dir,
+                &rp.shown,
+                facts,
+            )?;
             if recursive {
                 self.check_subtree(pol, &res.real, None, &rp.shown, facts)?;
                 for e in self.descendants(&res.real, &rp.shown)? {
@@ -206,8 +265,19 @@ impl Gateway {
                 }
             }
         } else {
-            Self::check(pol, OpClass::Delete, &res.real, EntryKind::File, &rp.shown, facts)?;
-            if self.workspace.stat(&res.real).is_ok_and(|i| i.kind == "file") {
+            Self::check(
+                pol,
+                OpClass::Delete,
+                &res.real,
+                EntryKind::File,
+                &rp.shown,
+                facts,
+            )?;
+            if self
+                .workspace
+                .stat(&res.real)
+                .is_ok_and(|i| i.kind == "file")
+            {
                 self.backup(&res.real, &rp.shown, facts)?;
             }
         }
@@ -228,7 +298,11 @@ impl Gateway {
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
         for e in self.descendants(src, shown)? {
-            let kind = if e.kind == EntryType::Directory { EntryKind::Dir } else { EntryKind::File };
+            let kind = if e.kind == EntryType::Directory {
+                EntryKind::Dir
+            } else {
+                EntryKind::File
+            };
             if !visible(pol, &e) {
                 return Err(GatewayError::Refused {
                     reason: "the directory holds entries the policy hides; they cannot be removed or moved".into(),
@@ -249,7 +323,9 @@ impl Gateway {
     fn is_real_dir(&self, real: &RelPath) -> bool {
         // `real` is canonical except maybe its last component, which stat does not
         // follow (openat2 refuses symlinks), so a link to a directory is not a directory.
-        self.workspace.stat(real).is_ok_and(|i| i.kind == "directory")
+        self.workspace
+            .stat(real)
+            .is_ok_and(|i| i.kind == "directory")
     }
 
     pub(super) fn rename(
@@ -265,15 +341,31 @@ impl Gateway {
         facts.path = Some(src.rel.as_str().to_string());
         facts.path2 = Some(dst.rel.as_str().to_string());
         if src.rel.is_root() || dst.rel.is_root() {
-            return Err(GatewayError::InvalidParams("cannot rename the workspace root".into()));
+            return Err(GatewayError::InvalidParams(
+                "cannot rename the workspace root".into(),
+            ));
         }
         if dst.rel.starts_with(&src.rel) {
             return Err(GatewayError::InvalidParams(
                 "cannot move a directory into itself".into(),
             ));
         }
-        let sres = self.locate(pol, OpClass::Delete, &src, Follow::NotFinal, EntryKind::Unknown, facts)?;
-        let dres = self.locate(pol, OpClass::Write, &dst, Follow::NotFinal, EntryKind::Unknown, facts)?;
+        let sres = self.locate(
+            pol,
+            OpClass::Delete,
+            &src,
+            Follow::NotFinal,
+            EntryKind::Unknown,
+            facts,
+        )?;
+        let dres = self.locate(
+            pol,
+            OpClass::Write,
+            &dst,
+            Follow::NotFinal,
+            EntryKind::Unknown,
+            facts,
+        )?;
         if !sres.exists {
             return Err(GatewayError::NotFound { path: src.shown });
         }
@@ -300,7 +392,12 @@ impl Gateway {
                 Self::check(pol, OpClass::Write, p, EntryKind::File, &dst.shown, facts)?;
             }
         }
-        if dres.exists && self.workspace.stat(&dres.real).is_ok_and(|i| i.kind == "file") {
+        if dres.exists
+            && self
+                .workspace
+                .stat(&dres.real)
+                .is_ok_and(|i| i.kind == "file")
+        {
             self.backup(&dres.real, &dst.shown, facts)?;
         }
         self.workspace

@@ -94,7 +94,10 @@ impl Facts {
             1 => self.backups.pop(),
             n => {
                 let first = self.backups[0].clone();
-                self.args.insert("backups".into(), Value::from(std::mem::take(&mut self.backups)));
+                self.args.insert(
+                    "backups".into(),
+                    Value::from(std::mem::take(&mut self.backups)),
+                );
                 self.args.insert("backupCount".into(), Value::from(n));
                 Some(first)
             }

@@ -51,7 +51,14 @@ impl Gateway {
     ) -> Result<Output, GatewayError> {
         let rp = self.parse_path(ctx, path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Unknown, facts)?;
+        let res = self.locate(
+            pol,
+            OpClass::List,
+            &rp,
+            Follow::All,
+            EntryKind::Unknown,
+            facts,
+        )?;
         let info = self
             .workspace
             .stat(&res.real)
@@ -79,10 +86,7 @@ impl Gateway {
                 Self::check(pol, class, p, k, &rp.shown, facts)?;
             }
         }
-        Ok(Output::Stat {
-            path: rp.rel,
-            info,
-        })
+        Ok(Output::Stat { path: rp.rel, info })
     }
 
     pub(super) fn glob(
@@ -97,7 +101,9 @@ impl Gateway {
         let glob = GlobBuilder::new(&rel_pattern)
             .literal_separator(true)
             .build()
-            .map_err(|e| GatewayError::InvalidParams(format!("invalid glob {pattern:?}: {}", e.kind())))?
+            .map_err(|e| {
+                GatewayError::InvalidParams(format!("invalid glob {pattern:?}: {}", e.kind()))
+            })?
             .compile_matcher();
         let base = glob_base(&rel_pattern);
         let rp = super::ReqPath {
@@ -129,7 +135,9 @@ impl Gateway {
     /// A glob pattern relative to the root: relative as given, or absolute under it.
     fn relative_pattern(&self, ctx: &RequestCtx, pattern: &str) -> Result<String, GatewayError> {
         if pattern.contains('\0') {
-            return Err(GatewayError::InvalidParams("pattern contains a NUL byte".into()));
+            return Err(GatewayError::InvalidParams(
+                "pattern contains a NUL byte".into(),
+            ));
         }
         let rel = if pattern.starts_with('/') && ctx.style != PathStyle::Rooted {
             let root = self.workspace.root_path().to_string_lossy().into_owned();
@@ -177,15 +185,21 @@ impl Gateway {
         let matcher = RegexMatcherBuilder::new()
             .case_insensitive(ignore_case)
             .build(pattern)
-            .map_err(|e| GatewayError::InvalidParams(format!("invalid regex: {}", one_line(&e.to_string()))))?;
+            .map_err(|e| {
+                GatewayError::InvalidParams(format!("invalid regex: {}", one_line(&e.to_string())))
+            })?;
         let include = include_glob
             .map(IncludeGlob::new)
             .transpose()
-            .map_err(|e| GatewayError::InvalidParams(format!("invalid includeGlob: {}", e.kind())))?;
+            .map_err(|e| {
+                GatewayError::InvalidParams(format!("invalid includeGlob: {}", e.kind()))
+            })?;
         let max = match max_results {
             None => GREP_DEFAULT_MAX,
             Some(0) => {
-                return Err(GatewayError::InvalidParams("maxResults must be at least 1".into()));
+                return Err(GatewayError::InvalidParams(
+                    "maxResults must be at least 1".into(),
+                ));
             }
             Some(n) => usize::try_from(n).unwrap_or(GREP_CEILING).min(GREP_CEILING),
         };
@@ -198,10 +212,20 @@ impl Gateway {
         };
         facts.path = Some(rp.rel.as_str().to_string());
         // Decide on the start as a directory or a file, whichever it is.
-        let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Unknown, facts);
+        let res = self.locate(
+            pol,
+            OpClass::List,
+            &rp,
+            Follow::All,
+            EntryKind::Unknown,
+            facts,
+        );
         let (res, is_dir) = match res {
             Ok(r) => {
-                let info = self.workspace.stat(&r.real).map_err(|e| ws_error(e, &rp.shown))?;
+                let info = self
+                    .workspace
+                    .stat(&r.real)
+                    .map_err(|e| ws_error(e, &rp.shown))?;
                 let is_dir = info.kind == "directory";
                 if !is_dir {
                     self.locate(pol, OpClass::Read, &rp, Follow::All, EntryKind::File, facts)?;
@@ -261,5 +285,9 @@ fn glob_base(pattern: &str) -> RelPath {
 }
 
 fn one_line(s: &str) -> String {
-    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }

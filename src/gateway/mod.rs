@@ -126,7 +126,9 @@ impl Gateway {
     /// Records the result of a policy reload (audit record once the log is wired).
     pub fn note_reload(&self, result: Result<(String, String), String>) {
         match result {
-            Ok((old, new)) => self.set_meta("policyReloadedFrom", Value::String(old + " -> " + &new)),
+            Ok((old, new)) => {
+                self.set_meta("policyReloadedFrom", Value::String(old + " -> " + &new))
+            }
             Err(e) => self.set_meta("lastReloadError", Value::String(e)),
         }
     }
@@ -158,7 +160,11 @@ impl Gateway {
         m.insert("version".into(), env!("CARGO_PKG_VERSION").into());
         m.insert(
             "workspace".into(),
-            self.workspace.root_path().to_string_lossy().into_owned().into(),
+            self.workspace
+                .root_path()
+                .to_string_lossy()
+                .into_owned()
+                .into(),
         );
         m.insert(
             "policy".into(),
@@ -207,9 +213,9 @@ impl Gateway {
         let pol = self.policy();
         let mut facts = Facts::new(&op);
         let preflight = match (&self.audit, op.is_mutating()) {
-            (Some(a), true) => a.preflight().map_err(|e| {
-                GatewayError::Internal(format!("{e}; nothing was changed"))
-            }),
+            (Some(a), true) => a
+                .preflight()
+                .map_err(|e| GatewayError::Internal(format!("{e}; nothing was changed"))),
             _ => Ok(()),
         };
         let result = match preflight {
@@ -279,7 +285,11 @@ impl Gateway {
     }
 
     /// Parses a request path in the transport's style.
-    pub(crate) fn parse_path(&self, ctx: &RequestCtx, input: &str) -> Result<ReqPath, GatewayError> {
+    pub(crate) fn parse_path(
+        &self,
+        ctx: &RequestCtx,
+        input: &str,
+    ) -> Result<ReqPath, GatewayError> {
         let root = self.workspace.root_path();
         let parsed = match ctx.style {
             PathStyle::Absolute => RelPath::parse_absolute(input, root),
@@ -360,7 +370,9 @@ impl Gateway {
 pub(crate) fn visible(pol: &Policy, e: &Entry) -> bool {
     match e.kind {
         EntryType::Directory => pol.decide(OpClass::List, &e.path, EntryKind::Dir).allowed(),
-        _ => pol.decide(OpClass::Read, &e.path, EntryKind::File).allowed(),
+        _ => pol
+            .decide(OpClass::Read, &e.path, EntryKind::File)
+            .allowed(),
     }
 }
 

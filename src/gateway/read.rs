@@ -75,7 +75,9 @@ impl Gateway {
 
 fn binary_refusal(pol: &Policy, shown: &str) -> GatewayError {
     let reason = match pol.limits().binary {
-        BinaryMode::Deny => "binary content (NUL byte or invalid UTF-8); the policy denies binary reads",
+        BinaryMode::Deny => {
+            "binary content (NUL byte or invalid UTF-8); the policy denies binary reads"
+        }
         BinaryMode::Base64 => {
             "binary content (NUL byte or invalid UTF-8) cannot be read as text; use _fsgate/read_file"
         }

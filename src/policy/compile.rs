@@ -7,15 +7,18 @@ use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use toml::Spanned;
 
 use super::raw::{BinaryMode, RawPolicy, RawRule};
-use crate::path::RelPath;
 use super::{Limits, OpClass, PolicyError, Rule, SecretPattern, Secrets};
+use crate::path::RelPath;
 
 /// Built-in secret-name patterns: (id, regex), matched case-insensitively per component.
 pub const BUILTIN_SECRETS: &[(&str, &str)] = &[
     ("dotenv", r"^\.env(rc)?(\..*)?$"),
     ("ssh-private-key", r"^id_(rsa|dsa|ecdsa|ed25519)(_sk)?$"),
     ("ssh-dir", r"^\.ssh$"),
-    ("key-material", r"\.(pem|key|p12|pfx|jks|keystore|kdbx|ppk)$"),
+    (
+        "key-material",
+        r"\.(pem|key|p12|pfx|jks|keystore|kdbx|ppk)$",
+    ),
     ("credentials", r"^\.?(git-)?credentials"),
     ("secret", r"secret"),
     ("netrc", r"^[._]?netrc$"),
@@ -39,7 +42,10 @@ pub const DEFAULT_LIMITS: Limits = Limits {
 pub(crate) fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let before = &src[..offset.min(src.len())];
     let line = before.matches('\n').count() + 1;
-    let col = before.rfind('\n').map_or(before.len(), |i| before.len() - i - 1) + 1;
+    let col = before
+        .rfind('\n')
+        .map_or(before.len(), |i| before.len() - i - 1)
+        + 1;
     (line, col)
 }
 
@@ -187,9 +193,7 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
                     return Err(invalid(
                         "ops",
                         at(src, op),
-                        format!(
-                            "unknown op `{name}`: expected read, write, delete, list or \"*\""
-                        ),
+                        format!("unknown op `{name}`: expected read, write, delete, list or \"*\""),
                     ));
                 }
             },
@@ -240,7 +244,11 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
         effect: r.effect,
         ops,
         globs,
-        paths: if r.paths.is_empty() { None } else { Some(paths) },
+        paths: if r.paths.is_empty() {
+            None
+        } else {
+            Some(paths)
+        },
         bases,
         extensions,
         reason: r.reason.clone(),

@@ -90,7 +90,9 @@ impl Policy {
             return Decision {
                 effect: Effect::Deny,
                 rule: FIXED_FLOOR,
-                reason: Cow::Borrowed("fsgate's own files (audit log, backups, policy) are never reachable"),
+                reason: Cow::Borrowed(
+                    "fsgate's own files (audit log, backups, policy) are never reachable",
+                ),
             };
         }
         // 1. Secret names, on every component.
@@ -141,7 +143,11 @@ impl Policy {
                         Some(r) => Cow::Borrowed(r.as_str()),
                         None => Cow::Owned(format!(
                             "{} rule `{}` covers {} on this path",
-                            if effect == Effect::Deny { "deny" } else { "allow" },
+                            if effect == Effect::Deny {
+                                "deny"
+                            } else {
+                                "allow"
+                            },
                             rule.id,
                             op.as_str()
                         )),
@@ -178,7 +184,9 @@ fn rule_matches(rule: &Rule, op: OpClass, path: &RelPath, kind: EntryKind) -> (b
         None => true,
         Some(set) => {
             set.is_match(path.as_str())
-                || (rule.effect == Effect::Allow && op == OpClass::List && is_ancestor_of_base(rule, path))
+                || (rule.effect == Effect::Allow
+                    && op == OpClass::List
+                    && is_ancestor_of_base(rule, path))
         }
     };
     if !path_ok {

@@ -289,7 +289,11 @@ fn describe_toml_error(e: &toml::de::Error, text: &str) -> String {
             let (line, col) = compile::line_col(text, span.start);
             // Quote the offending line so the key is named even when the parser's
             // message only names the value.
-            let source = text.lines().nth(line.saturating_sub(1)).unwrap_or("").trim();
+            let source = text
+                .lines()
+                .nth(line.saturating_sub(1))
+                .unwrap_or("")
+                .trim();
             if source.is_empty() || source.len() > 120 {
                 format!("line {line}, column {col}: {msg}")
             } else {

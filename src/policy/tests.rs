@@ -63,7 +63,12 @@ fn secrets_deny_every_op_in_any_case() {
             assert!(d.rule.starts_with("secrets:"), "{path}: {}", d.rule);
         }
     }
-    for ok in [".gitignore", "environment.md", "src/keyboard.rs", "id_rsa.pub.md"] {
+    for ok in [
+        ".gitignore",
+        "environment.md",
+        "src/keyboard.rs",
+        "id_rsa.pub.md",
+    ] {
         assert!(
             pol.decide(OpClass::Read, &p(ok), EntryKind::File).allowed(),
             "{ok} should be allowed"
@@ -83,11 +88,23 @@ fn default_deny_when_nothing_matches() {
 #[test]
 fn extensions_limit_allow_rules_to_files() {
     let pol = Policy::from_toml(READONLY_SRC, "t").unwrap();
-    assert!(pol.decide(OpClass::Read, &p("src/a.rs"), EntryKind::File).allowed());
-    assert!(pol.decide(OpClass::Read, &p("src/A.RS"), EntryKind::File).allowed());
-    assert!(!pol.decide(OpClass::Read, &p("src/a.py"), EntryKind::File).allowed());
+    assert!(
+        pol.decide(OpClass::Read, &p("src/a.rs"), EntryKind::File)
+            .allowed()
+    );
+    assert!(
+        pol.decide(OpClass::Read, &p("src/A.RS"), EntryKind::File)
+            .allowed()
+    );
+    assert!(
+        !pol.decide(OpClass::Read, &p("src/a.py"), EntryKind::File)
+            .allowed()
+    );
     // Directories are governed by paths alone.
-    assert!(pol.decide(OpClass::List, &p("src/sub"), EntryKind::Dir).allowed());
+    assert!(
+        pol.decide(OpClass::List, &p("src/sub"), EntryKind::Dir)
+            .allowed()
+    );
 }
 
 #[test]
@@ -96,16 +113,28 @@ fn deny_wins_and_covers_beneath() {
     let d = pol.decide(OpClass::Read, &p("src/generated/x.rs"), EntryKind::File);
     assert_eq!(d.rule, "no-generated");
     assert_eq!(d.reason, "generated code is off limits");
-    assert!(!pol.decide(OpClass::List, &p("src/generated"), EntryKind::Dir).allowed());
+    assert!(
+        !pol.decide(OpClass::List, &p("src/generated"), EntryKind::Dir)
+            .allowed()
+    );
 }
 
 #[test]
 fn listing_ancestors_of_allowed_subtrees() {
     let pol = Policy::from_toml(READONLY_SRC, "t").unwrap();
-    assert!(pol.decide(OpClass::List, &RelPath::root(), EntryKind::Dir).allowed());
-    assert!(!pol.decide(OpClass::List, &p("docs"), EntryKind::Dir).allowed());
+    assert!(
+        pol.decide(OpClass::List, &RelPath::root(), EntryKind::Dir)
+            .allowed()
+    );
+    assert!(
+        !pol.decide(OpClass::List, &p("docs"), EntryKind::Dir)
+            .allowed()
+    );
     // Ancestor expansion is for listing only.
-    assert!(!pol.decide(OpClass::Read, &RelPath::root(), EntryKind::Dir).allowed());
+    assert!(
+        !pol.decide(OpClass::Read, &RelPath::root(), EntryKind::Dir)
+            .allowed()
+    );
 }
 
 #[test]
@@ -120,7 +149,10 @@ fn capabilities_follow_rules() {
 fn load_errors_name_key_and_line() {
     let cases = [
         ("version = 1\nbogus = 3\n", "bogus"),
-        ("version = 1\n[limits]\nmax_read_byte = 3\n", "max_read_byte"),
+        (
+            "version = 1\n[limits]\nmax_read_byte = 3\n",
+            "max_read_byte",
+        ),
         (
             "version = 1\n[[rule]]\nid = \"x\"\neffect = \"allow\"\nops = [\"read\"]\npaths = [\"a/[\"]\n",
             "rule[0].paths (line 6)",
@@ -206,5 +238,8 @@ fn fixed_floor_beats_every_allow() {
         assert_eq!(d.rule, FIXED_FLOOR);
         assert!(!d.allowed());
     }
-    assert!(pol.decide(OpClass::List, &p(".fsgate"), EntryKind::Dir).allowed());
+    assert!(
+        pol.decide(OpClass::List, &p(".fsgate"), EntryKind::Dir)
+            .allowed()
+    );
 }

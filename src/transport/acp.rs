@@ -101,11 +101,18 @@ pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
     let op = match method {
         "fs/read_text_file" => {
             let p: ReadParams = parse(method, params)?;
-            Op::ReadText { path: p.path, line: p.line, limit: p.limit }
+            Op::ReadText {
+                path: p.path,
+                line: p.line,
+                limit: p.limit,
+            }
         }
         "fs/write_text_file" => {
             let p: WriteParams = parse(method, params)?;
-            Op::WriteText { path: p.path, content: p.content }
+            Op::WriteText {
+                path: p.path,
+                content: p.content,
+            }
         }
         "_fsgate/read_file" => {
             let p: PathParams = parse(method, params)?;
@@ -113,11 +120,21 @@ pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
         }
         "_fsgate/edit_text_file" => {
             let p: EditParams = parse(method, params)?;
-            Op::Edit { path: p.path, old_text: p.old_text, new_text: p.new_text }
+            Op::Edit {
+                path: p.path,
+                old_text: p.old_text,
+                new_text: p.new_text,
+            }
         }
-        "_fsgate/ls" => Op::Ls { path: parse::<PathParams>(method, params)?.path },
-        "_fsgate/stat" => Op::Stat { path: parse::<PathParams>(method, params)?.path },
-        "_fsgate/glob" => Op::Glob { pattern: parse::<GlobParams>(method, params)?.pattern },
+        "_fsgate/ls" => Op::Ls {
+            path: parse::<PathParams>(method, params)?.path,
+        },
+        "_fsgate/stat" => Op::Stat {
+            path: parse::<PathParams>(method, params)?.path,
+        },
+        "_fsgate/glob" => Op::Glob {
+            pattern: parse::<GlobParams>(method, params)?.pattern,
+        },
         "_fsgate/grep" => {
             let p: GrepParams = parse(method, params)?;
             Op::Grep {
@@ -130,15 +147,24 @@ pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
         }
         "_fsgate/mkdir" => {
             let p: RecursiveParams = parse(method, params)?;
-            Op::Mkdir { path: p.path, recursive: p.recursive.unwrap_or(false) }
+            Op::Mkdir {
+                path: p.path,
+                recursive: p.recursive.unwrap_or(false),
+            }
         }
         "_fsgate/rm" => {
             let p: RecursiveParams = parse(method, params)?;
-            Op::Rm { path: p.path, recursive: p.recursive.unwrap_or(false) }
+            Op::Rm {
+                path: p.path,
+                recursive: p.recursive.unwrap_or(false),
+            }
         }
         "_fsgate/rename" => {
             let p: RenameParams = parse(method, params)?;
-            Op::Rename { from: p.old_path, to: p.new_path }
+            Op::Rename {
+                from: p.old_path,
+                to: p.new_path,
+            }
         }
         _ => return Ok(None),
     };
@@ -147,7 +173,10 @@ pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
 
 /// The session id a request names, if any.
 pub fn session_of(params: &Value) -> Option<String> {
-    params.get("sessionId").and_then(Value::as_str).map(str::to_string)
+    params
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// Renders an [`Output`] as the ACP result.
@@ -192,11 +221,13 @@ pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
         Output::Grep(hits) => {
             let list: Vec<Value> = hits
                 .into_iter()
-                .map(|h| json!({
-                    "path": gw.show_path(style, &h.path),
-                    "lineNumber": h.line_number,
-                    "line": h.line,
-                }))
+                .map(|h| {
+                    json!({
+                        "path": gw.show_path(style, &h.path),
+                        "lineNumber": h.line_number,
+                        "line": h.line,
+                    })
+                })
                 .collect();
             json!({ "matches": list })
         }
@@ -302,9 +333,16 @@ where
                 tracing::warn!("{msg}");
                 let err = jsonrpc::error_object(code::INVALID_REQUEST, &msg, None);
                 let (gw, peer) = (Arc::clone(&gw), Arc::clone(&peer));
-                let resp = tokio::task::spawn_blocking(move || answer_invalid(&gw, &peer, &Value::Null, err))
-                    .await
-                    .unwrap_or_else(|_| jsonrpc::error_response(&Value::Null, jsonrpc::error_object(code::INTERNAL, "internal error", None)));
+                let resp = tokio::task::spawn_blocking(move || {
+                    answer_invalid(&gw, &peer, &Value::Null, err)
+                })
+                .await
+                .unwrap_or_else(|_| {
+                    jsonrpc::error_response(
+                        &Value::Null,
+                        jsonrpc::error_object(code::INTERNAL, "internal error", None),
+                    )
+                });
                 let _ = tx.send(resp).await;
                 continue;
             }
@@ -325,15 +363,21 @@ where
                 };
                 tasks.spawn(async move {
                     let id2 = id.clone();
-                    let resp = tokio::task::spawn_blocking(move || answer(&gw, &peer, &id, &method, params))
-                        .await
-                        .unwrap_or_else(|e| {
-                            tracing::error!("request task failed: {e}");
-                            jsonrpc::error_response(
-                                &id2,
-                                jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None),
-                            )
-                        });
+                    let resp = tokio::task::spawn_blocking(move || {
+                        answer(&gw, &peer, &id, &method, params)
+                    })
+                    .await
+                    .unwrap_or_else(|e| {
+                        tracing::error!("request task failed: {e}");
+                        jsonrpc::error_response(
+                            &id2,
+                            jsonrpc::error_object(
+                                code::INTERNAL,
+                                "internal error: request task failed",
+                                None,
+                            ),
+                        )
+                    });
                     let _ = tx.send(resp).await;
                     drop(permit);
                 });
@@ -346,9 +390,15 @@ where
             }
             Incoming::Invalid { id, error } => {
                 let (gw, peer) = (Arc::clone(&gw), Arc::clone(&peer));
-                let resp = tokio::task::spawn_blocking(move || answer_invalid(&gw, &peer, &id, error))
-                    .await
-                    .unwrap_or_else(|_| jsonrpc::error_response(&Value::Null, jsonrpc::error_object(code::INTERNAL, "internal error", None)));
+                let resp =
+                    tokio::task::spawn_blocking(move || answer_invalid(&gw, &peer, &id, error))
+                        .await
+                        .unwrap_or_else(|_| {
+                            jsonrpc::error_response(
+                                &Value::Null,
+                                jsonrpc::error_object(code::INTERNAL, "internal error", None),
+                            )
+                        });
                 let _ = tx.send(resp).await;
             }
         }

@@ -74,13 +74,21 @@ pub fn classify_value(v: Value) -> Incoming {
     {
         return Incoming::Invalid {
             id: Value::Null,
-            error: error_object(code::INVALID_REQUEST, "invalid request: id must be a number or a string", None),
+            error: error_object(
+                code::INVALID_REQUEST,
+                "invalid request: id must be a number or a string",
+                None,
+            ),
         };
     }
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Incoming::Invalid {
             id: id.unwrap_or(Value::Null),
-            error: error_object(code::INVALID_REQUEST, "invalid request: \"jsonrpc\" must be \"2.0\"", None),
+            error: error_object(
+                code::INVALID_REQUEST,
+                "invalid request: \"jsonrpc\" must be \"2.0\"",
+                None,
+            ),
         };
     }
     match obj.remove("method") {
@@ -93,11 +101,18 @@ pub fn classify_value(v: Value) -> Incoming {
         }
         Some(_) => Incoming::Invalid {
             id: id.unwrap_or(Value::Null),
-            error: error_object(code::INVALID_REQUEST, "invalid request: method must be a string", None),
+            error: error_object(
+                code::INVALID_REQUEST,
+                "invalid request: method must be a string",
+                None,
+            ),
         },
         None => match id {
             Some(id) if obj.contains_key("result") || obj.contains_key("error") => {
-                Incoming::Response { id, message: Value::Object(obj) }
+                Incoming::Response {
+                    id,
+                    message: Value::Object(obj),
+                }
             }
             _ => Incoming::Invalid {
                 id: id.unwrap_or(Value::Null),
@@ -140,7 +155,10 @@ mod tests {
             Incoming::Request { id, .. } => assert_eq!(id, json!("0")),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(classify(br#"{"jsonrpc":"2.0","method":"x"}"#), Incoming::Notification { .. }));
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","method":"x"}"#),
+            Incoming::Notification { .. }
+        ));
     }
 
     #[test]
@@ -149,8 +167,14 @@ mod tests {
             (&b"{not json"[..], code::PARSE_ERROR),
             (b"[1,2]", code::INVALID_REQUEST),
             (br#"{"id":1,"method":"x"}"#, code::INVALID_REQUEST),
-            (br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#, code::INVALID_REQUEST),
-            (br#"{"jsonrpc":"2.0","id":1,"method":5}"#, code::INVALID_REQUEST),
+            (
+                br#"{"jsonrpc":"2.0","id":{},"method":"x"}"#,
+                code::INVALID_REQUEST,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":5}"#,
+                code::INVALID_REQUEST,
+            ),
         ] {
             match classify(line) {
                 Incoming::Invalid { error, .. } => assert_eq!(error["code"], json!(code)),

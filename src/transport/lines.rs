@@ -66,10 +66,22 @@ mod tests {
     async fn bounded_lines() {
         let data = b"abc\nxxxxxxxxxx\nde\r\nlast".to_vec();
         let mut r = tokio::io::BufReader::with_capacity(4, &data[..]);
-        assert_eq!(read_line(&mut r, 5).await.unwrap(), Line::Message(b"abc".to_vec()));
-        assert_eq!(read_line(&mut r, 5).await.unwrap(), Line::TooLong { len: 10 });
-        assert_eq!(read_line(&mut r, 5).await.unwrap(), Line::Message(b"de".to_vec()));
-        assert_eq!(read_line(&mut r, 5).await.unwrap(), Line::Message(b"last".to_vec()));
+        assert_eq!(
+            read_line(&mut r, 5).await.unwrap(),
+            Line::Message(b"abc".to_vec())
+        );
+        assert_eq!(
+            read_line(&mut r, 5).await.unwrap(),
+            Line::TooLong { len: 10 }
+        );
+        assert_eq!(
+            read_line(&mut r, 5).await.unwrap(),
+            Line::Message(b"de".to_vec())
+        );
+        assert_eq!(
+            read_line(&mut r, 5).await.unwrap(),
+            Line::Message(b"last".to_vec())
+        );
         assert_eq!(read_line(&mut r, 5).await.unwrap(), Line::Eof);
     }
 }

@@ -65,7 +65,9 @@ pub enum WsError {
     #[error("a name on this path is not valid UTF-8")]
     NotUtf8,
     /// A cross-directory rename refused by the kernel (Landlock ABI 1 has no Refer right).
-    #[error("cross-directory rename refused by the kernel sandbox (Landlock ABI 1 lacks the Refer right); rename within one directory instead")]
+    #[error(
+        "cross-directory rename refused by the kernel sandbox (Landlock ABI 1 lacks the Refer right); rename within one directory instead"
+    )]
     CrossDirRename,
     /// Any other I/O error.
     #[error("{0}")]

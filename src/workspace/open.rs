@@ -66,5 +66,9 @@ pub(crate) fn open_dir(root: &Dir, rel: &RelPath) -> io::Result<Dir> {
     if rel.is_root() {
         return root.try_clone();
     }
-    Ok(Dir::from_std_file(open_beneath(root, rel, OpenKind::Directory)?))
+    Ok(Dir::from_std_file(open_beneath(
+        root,
+        rel,
+        OpenKind::Directory,
+    )?))
 }

@@ -58,7 +58,9 @@ impl Workspace {
             let candidate = done.join(&comp);
             let is_final = todo.is_empty();
             match self.root.symlink_metadata(candidate.as_fs_path()) {
-                Ok(m) if m.file_type().is_symlink() && !(is_final && follow == Follow::NotFinal) => {
+                Ok(m)
+                    if m.file_type().is_symlink() && !(is_final && follow == Follow::NotFinal) =>
+                {
                     links += 1;
                     if links > MAX_LINKS {
                         return Err(WsError::SymlinkEscape);

@@ -93,7 +93,9 @@ impl Workspace {
             f.set_permissions(Permissions::from_std(std::fs::Permissions::from_mode(mode)))?;
             f.sync_all()?;
             drop(f);
-            parent.rename(&tmp, &parent, name).map_err(WsError::from_io)?;
+            parent
+                .rename(&tmp, &parent, name)
+                .map_err(WsError::from_io)?;
             Ok(())
         })();
         if result.is_err() {

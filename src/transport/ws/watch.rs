@@ -30,7 +30,6 @@ use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
 use crate::workspace::{EntryType, TEMP_PREFIX};
 
-
 /// Notices buffered per connection before a slow one starts losing them.
 const BROADCAST_CAPACITY: usize = 4096;
 
