@@ -46,13 +46,13 @@ impl BackupSettings {
                 "[backup] keep_versions must be at least 1 (0 would keep no backups)".into(),
             ));
         }
-        if let Some(dir) = &self.dir {
-            if !dir.is_absolute() {
-                return Err(BackupError::BadSettings(format!(
-                    "[backup] dir must be an absolute path, got {:?}",
-                    dir.display().to_string()
-                )));
-            }
+        if let Some(dir) = &self.dir
+            && !dir.is_absolute()
+        {
+            return Err(BackupError::BadSettings(format!(
+                "[backup] dir must be an absolute path, got {:?}",
+                dir.display().to_string()
+            )));
         }
         let max_age = self.max_age.as_deref().map(parse_age).transpose()?;
         Ok(Retention {

@@ -5,7 +5,7 @@ use super::catalog::{MAX_MULTI_PATHS, MAX_TREE_ENTRIES, ToolId};
 use crate::policy::{BinaryMode, Policy};
 
 fn mib(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{bytes} bytes")

@@ -110,10 +110,10 @@ impl Token {
 #[cfg(unix)]
 fn warn_if_readable_by_others(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
-    if let Ok(m) = std::fs::metadata(path) {
-        if m.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(file = %path.display(), "the ws token file is readable by other users; chmod 600 it");
-        }
+    if let Ok(m) = std::fs::metadata(path)
+        && m.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(file = %path.display(), "the ws token file is readable by other users; chmod 600 it");
     }
 }
 

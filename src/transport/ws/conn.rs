@@ -163,12 +163,11 @@ pub async fn run(
             .await;
     }
     drop(out);
-    if let Ok(sink) = writer.await {
-        if oversized {
-            if let Ok(mut ws) = stream.reunite(sink) {
-                drain(ws.get_mut(), limits.max_message).await;
-            }
-        }
+    if let Ok(sink) = writer.await
+        && oversized
+        && let Ok(mut ws) = stream.reunite(sink)
+    {
+        drain(ws.get_mut(), limits.max_message).await;
     }
     tracing::debug!(session = %ctx.session, "connection closed");
 }

@@ -85,12 +85,12 @@ impl WsSettings {
     /// Checks values that parse but make no sense; the policy loader should refuse to
     /// start on an error here (`key: message`).
     pub fn validate(&self) -> Result<(), String> {
-        if let Some(n) = self.max_message_bytes {
-            if !(MIN_MESSAGE_BYTES..=MAX_MESSAGE_CEILING).contains(&n) {
-                return Err(format!(
-                    "ws.max_message_bytes: {n} is outside {MIN_MESSAGE_BYTES}..={MAX_MESSAGE_CEILING} (100 MiB)"
-                ));
-            }
+        if let Some(n) = self.max_message_bytes
+            && !(MIN_MESSAGE_BYTES..=MAX_MESSAGE_CEILING).contains(&n)
+        {
+            return Err(format!(
+                "ws.max_message_bytes: {n} is outside {MIN_MESSAGE_BYTES}..={MAX_MESSAGE_CEILING} (100 MiB)"
+            ));
         }
         if !(1..=MAX_IN_FLIGHT_CEILING).contains(&self.max_in_flight) {
             return Err(format!(
