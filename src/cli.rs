@@ -39,9 +39,9 @@ enum Command {
     Serve(ServeArgs),
     /// Host an ACP agent: relay the editor <-> agent and answer the agent's file access.
     Acp(AcpArgs),
-    /// Policy tools: check (lint), explain a decision, run a policy's [[test]] cases.
+    /// Policy tools: check (lint), explain a decision, run [[test]] cases, diff two policies, print the schema.
     #[command(subcommand)]
-    Policy(PolicyCommand),
+    Policy(crate::policy::cli::PolicyCommand),
     /// Audit log tools: verify the hash chain, show records, prune old files.
     #[command(subcommand)]
     Audit(crate::audit::cli::AuditCommand),
@@ -125,32 +125,6 @@ struct AcpArgs {
     agent: Vec<String>,
 }
 
-#[derive(Debug, Subcommand)]
-enum PolicyCommand {
-    /// Lint policy files: exit 0 clean, 1 findings, 2 unreadable or invalid.
-    Check {
-        /// Policy files.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-    },
-    /// Show which rule decides an operation on a path, and why.
-    Explain {
-        /// Policy file.
-        file: PathBuf,
-        /// Operation class: read, write, delete or list.
-        #[arg(long)]
-        op: String,
-        /// Workspace-relative path.
-        path: String,
-    },
-    /// Run the [[test]] cases in policy files.
-    Test {
-        /// Policy files.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-    },
-}
-
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -158,15 +132,10 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Acp(args) => acp(args),
-        Command::Policy(_) => not_yet("policy", 7),
+        Command::Policy(cmd) => code(crate::policy::cli::run(cmd)),
         Command::Audit(cmd) => code(crate::audit::cli::run(cmd)),
         Command::Backup(cmd) => backup(cmd),
     }
-}
-
-fn not_yet(cmd: &str, issue: u32) -> ExitCode {
-    eprintln!("fsgate {cmd}: not yet available in this build (tracked as issue {issue}).");
-    ExitCode::from(EXIT_CONFIG)
 }
 
 fn init_tracing() {
@@ -515,11 +484,11 @@ fn spawn_reload_on_sighup(
             match loaded.and_then(|p| gw.reload(p)) {
                 Ok((old, new)) => {
                     tracing::warn!(old_sha256 = %old, new_sha256 = %new, "policy reloaded");
-                    gw.note_reload(Ok((old, new)));
+                    gw.note_reload(&path.display().to_string(), Ok((old, new)));
                 }
                 Err(e) => {
                     tracing::error!("policy reload rejected, the old policy stays in force: {e}");
-                    gw.note_reload(Err(e));
+                    gw.note_reload(&path.display().to_string(), Err(e));
                 }
             }
         }

@@ -13,6 +13,7 @@ use crate::audit::{AuditLog, OpenOptions};
 use crate::backup::{BackupStore, workspace_state_dir};
 use crate::gateway::Gateway;
 use crate::path::RelPath;
+use crate::policy::floor::{FixedFloor, FloorEntry, FloorKind};
 use crate::policy::{OpClass, Policy};
 use crate::sandbox::{Enforcement, SandboxPlan, SandboxStatus, restrict_self};
 use crate::workspace::Workspace;
@@ -129,24 +130,42 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         )
     })?;
 
-    // fsgate's own files are beneath no policy's reach (the fixed floor).
-    let mut floor = Vec::new();
-    for own in [
-        Some(audit_parent.as_path()),
-        Some(backup_dir.as_path()),
-        cfg.policy.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
+    // fsgate's own files are beneath no policy's reach (the fixed floor): the audit log
+    // and its sidecars, the backups, the policy file and the gitleaks configs it names.
+    let mut own: Vec<(FloorKind, PathBuf)> = vec![
+        (FloorKind::AuditLog, audit_path.clone()),
+        (FloorKind::BackupDir, backup_dir.clone()),
+    ];
+    if let Some(k) = &audit_settings.signing_key {
+        own.push((FloorKind::AuditLog, k.clone()));
+    }
+    if let Some(sink) = audit_settings.checkpoint_sink.as_deref()
+        && !sink.starts_with("syslog")
     {
-        if let Some(rel) = inside(&root, own) {
+        own.push((FloorKind::AuditLog, PathBuf::from(sink)));
+    }
+    if let Some(p) = &cfg.policy {
+        own.push((FloorKind::PolicyFile, p.clone()));
+    }
+    if let Some(sc) = policy.content_scanner() {
+        own.extend(
+            sc.sources()
+                .iter()
+                .map(|s| (FloorKind::PolicyFile, s.path.clone())),
+        );
+    }
+    let mut floor = Vec::new();
+    for (kind, path) in own {
+        if let Some(rel) = inside(&root, &path) {
             tracing::warn!(
-                path = %own.display(),
-                "fsgate's own file lies inside the workspace; no request can reach it (fixed floor)"
+                path = %path.display(),
+                "{} lies inside the workspace; no request can reach it (fixed floor)",
+                kind.as_str()
             );
-            floor.push(rel);
+            floor.push(FloorEntry { kind, path: rel });
         }
     }
+    let floor = FixedFloor::from_entries(floor);
     policy.set_floor(floor);
     let mut extra_rw = Vec::new();
     if let Some(sink) = audit_settings.checkpoint_sink.as_deref()

@@ -25,8 +25,14 @@ mod escape_special;
 mod escape_secrets;
 // Custom policies: read-only, default-deny, extensions, binary, limits.
 mod policy_custom;
+// Secret content rules, the fixed floor and SIGHUP reload in the running gateway.
+mod policy_runtime;
 // Command line: help text, invalid policies and workspaces refuse to start.
 mod cli;
+// `fsgate policy check|explain|test|diff|schema`: formats and exit codes.
+mod policy_cli;
+// The audit log the gateway writes, and `fsgate audit ...`; both verifiers agree.
+mod audit_gateway;
 // `fsgate acp` with real ACP SDK agents behind the proxy.
 mod acp_proxy;
 // The kernel wall (Landlock) holding on its own, via test-only ambient-open methods.

@@ -169,7 +169,8 @@ fn tampering_with_the_gateway_log_is_named_by_both_verifiers() {
         .position(|l| l.contains("\"kind\":\"request\"") && l.contains("\"outcome\":\"ok\""))
         .expect("a successful request");
     assert!(k + 1 < n);
-    let cases: Vec<(&str, Box<dyn Fn(&mut Vec<String>)>)> = vec![
+    type Tamper = Box<dyn Fn(&mut Vec<String>)>;
+    let cases: Vec<(&str, Tamper)> = vec![
         (
             "modified",
             Box::new(move |l| l[k] = l[k].replace("\"ok\"", "\"OK\"")),

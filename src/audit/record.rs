@@ -1,6 +1,8 @@
 //! One audit record: what the gateway reports ([`AuditEvent`]) and how a record line is
 //! sealed into the chain. Checking a line is in [`super::line`].
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -64,6 +66,10 @@ pub struct AuditEvent {
     pub duration_us: u64,
     /// Free-form details of a lifecycle record (policy path, check result, ...).
     pub details: Map<String, Value>,
+    /// SHA-256 of the policy that decided this request, when the caller knows it (a
+    /// request in flight across a reload keeps the hash of the policy that judged it);
+    /// `None`: the policy in force when the record is appended.
+    pub policy_sha256: Option<Arc<str>>,
 }
 
 impl Default for AuditEvent {
@@ -86,6 +92,7 @@ impl Default for AuditEvent {
             backup: None,
             duration_us: 0,
             details: Map::new(),
+            policy_sha256: None,
         }
     }
 }

@@ -313,11 +313,14 @@ impl AuditLog {
     /// describes must be refused.
     pub fn append(&self, ev: AuditEvent) -> Result<Receipt, AuditError> {
         let sh = &*self.shared;
-        let policy = sh
-            .policy
-            .read()
-            .map(|p| Arc::clone(&p))
-            .unwrap_or_else(|p| Arc::clone(&p.into_inner()));
+        let policy = match &ev.policy_sha256 {
+            Some(p) => Arc::clone(p),
+            None => sh
+                .policy
+                .read()
+                .map(|p| Arc::clone(&p))
+                .unwrap_or_else(|p| Arc::clone(&p.into_inner())),
+        };
         let body = ev.body(&policy);
         let waiter = Arc::new(Waiter {
             state: AtomicU8::new(PENDING),

@@ -93,6 +93,7 @@ impl Gateway {
                 path: rp.shown,
             });
         }
+        Self::check_content(pol, OpClass::Write, &res.real, content, &rp.shown)?;
         if res.missing > 1 {
             self.check_missing_parents(pol, &rp, &res, false, facts)?;
             if let Some(parent) = res.real.parent() {
@@ -160,6 +161,13 @@ impl Gateway {
                 path: rp.shown,
             });
         }
+        Self::check_content(
+            pol,
+            OpClass::Write,
+            &res.real,
+            updated.as_bytes(),
+            &rp.shown,
+        )?;
         self.backup(&res.real, &rp.shown, facts)?;
         facts.content(updated.as_bytes());
         self.workspace

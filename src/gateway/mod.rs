@@ -114,22 +114,38 @@ impl Gateway {
                     .into(),
             );
         }
-        new.set_floor(old.floor().to_vec());
+        new.set_floor(old.floor().clone());
         let hashes = (old.sha256().to_string(), new.sha256().to_string());
-        match self.policy.write() {
-            Ok(mut p) => *p = Arc::new(new),
-            Err(poisoned) => *poisoned.into_inner() = Arc::new(new),
+        let mut slot = match self.policy.write() {
+            Ok(p) => p,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *slot = Arc::new(new);
+        // Under the lock, so that no request sees the new policy before the log does.
+        if let Some(a) = &self.audit {
+            a.set_policy_sha256(&hashes.1);
         }
         Ok(hashes)
     }
 
-    /// Records the result of a policy reload (audit record once the log is wired).
-    pub fn note_reload(&self, result: Result<(String, String), String>) {
+    /// Records the result of a policy reload: a `reload` audit record with both hashes,
+    /// or a `reload-rejected` record saying why the old policy stays in force.
+    pub fn note_reload(&self, origin: &str, result: Result<(String, String), String>) {
+        let mut details = serde_json::Map::new();
+        details.insert("policy".into(), origin.into());
         match result {
             Ok((old, new)) => {
-                self.set_meta("policyReloadedFrom", Value::String(old + " -> " + &new))
+                details.insert("old_sha256".into(), old.clone().into());
+                details.insert("new_sha256".into(), new.clone().into());
+                self.record("reload", details);
+                self.set_meta("policyReloadedFrom", Value::String(old + " -> " + &new));
             }
-            Err(e) => self.set_meta("lastReloadError", Value::String(e)),
+            Err(e) => {
+                details.insert("error".into(), e.clone().into());
+                details.insert("in_force_sha256".into(), self.policy().sha256().into());
+                self.record("reload-rejected", details);
+                self.set_meta("lastReloadError", Value::String(e));
+            }
         }
     }
 
@@ -227,7 +243,9 @@ impl Gateway {
         let Some(audit) = &self.audit else {
             return result;
         };
-        match audit.append(facts.into_event(ctx)) {
+        let mut event = facts.into_event(ctx);
+        event.policy_sha256 = Some(Arc::from(pol.sha256()));
+        match audit.append(event) {
             Ok(_) => result,
             Err(e) => {
                 tracing::error!("audit log: {e}");
@@ -339,6 +357,43 @@ impl Gateway {
                 rule: d.rule.to_string(),
                 path: shown.to_string(),
             })
+        }
+    }
+
+    /// Content gate: refuses `bytes` read or written under `class` when the policy's
+    /// `[content]` rules find a secret in them. The refusal names the rule and the line,
+    /// never the content.
+    pub(crate) fn check_content(
+        pol: &Policy,
+        class: OpClass,
+        path: &RelPath,
+        bytes: &[u8],
+        shown: &str,
+    ) -> Result<(), GatewayError> {
+        let Some(scanner) = pol.content_scanner() else {
+            return Ok(());
+        };
+        if !scanner.applies_to(class) {
+            return Ok(());
+        }
+        match scanner.scan(path, bytes) {
+            None => Ok(()),
+            Some(hit) => {
+                let at = if hit.line == 0 {
+                    String::new()
+                } else {
+                    format!(" on line {}", hit.line)
+                };
+                Err(GatewayError::Refused {
+                    reason: format!(
+                        "{} of `{}` denied: the content holds a secret{at}",
+                        class.as_str(),
+                        path
+                    ),
+                    rule: hit.rule_id,
+                    path: shown.to_string(),
+                })
+            }
         }
     }
 

@@ -26,6 +26,7 @@ impl Gateway {
             .read_file(&res.real, limit)
             .map_err(|e| ws_error(e, &rp.shown))?;
         facts.content(&content.bytes);
+        Self::check_content(pol, OpClass::Read, &res.real, &content.bytes, &rp.shown)?;
         Ok((content.bytes, rp.shown))
     }
 

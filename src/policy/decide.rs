@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 
 use super::raw::Effect;
-use super::{DEFAULT_DENY, FIXED_FLOOR, OpClass, Policy, Rule};
+use super::{DEFAULT_DENY, OpClass, Policy, Rule};
 use crate::path::RelPath;
 
 /// What kind of entry a path names, when the caller knows.
@@ -78,21 +78,21 @@ impl Policy {
         mut trace: Option<&mut Vec<TraceStep>>,
     ) -> Decision<'_> {
         // 0. The fixed floor: fsgate's own files, whatever the rules say.
-        if let Some(f) = self.floor.iter().find(|f| path.starts_with(f)) {
+        if let Some(f) = self.floor.touches(op, path) {
+            let rule = f.kind.rule_id();
+            let note = format!("`{}` is {}, fsgate's own file", f.path, f.kind.as_str());
             if let Some(t) = trace.as_deref_mut() {
                 t.push(TraceStep {
-                    rule: FIXED_FLOOR.into(),
+                    rule: rule.into(),
                     effect: Effect::Deny,
                     matched: true,
-                    note: format!("`{f}` is fsgate's own file (audit log, backups or policy)"),
+                    note: note.clone(),
                 });
             }
             return Decision {
                 effect: Effect::Deny,
-                rule: FIXED_FLOOR,
-                reason: Cow::Borrowed(
-                    "fsgate's own files (audit log, backups, policy) are never reachable",
-                ),
+                rule,
+                reason: Cow::Owned(format!("{note}; no policy can open it")),
             };
         }
         // 1. Secret names, on every component.

@@ -76,6 +76,11 @@ impl FixedFloor {
         FixedFloor { entries }
     }
 
+    /// A floor of entries already made workspace-relative.
+    pub fn from_entries(entries: Vec<FloorEntry>) -> FixedFloor {
+        FixedFloor { entries }
+    }
+
     /// The protected entries (only those inside the workspace).
     pub fn entries(&self) -> &[FloorEntry] {
         &self.entries

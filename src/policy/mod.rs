@@ -28,9 +28,6 @@ pub use raw::{BinaryMode, Effect, RawPolicy};
 /// The text of the built-in default policy (`policies/default.toml`).
 pub const DEFAULT_POLICY_TOML: &str = include_str!("../../policies/default.toml");
 
-/// The rule id reported for fsgate's own files (audit log, backups, policy file).
-pub const FIXED_FLOOR: &str = "fixed-floor";
-
 /// The rule id reported when no rule matched.
 pub const DEFAULT_DENY: &str = "default-deny";
 
@@ -166,7 +163,7 @@ pub struct Policy {
     origin: String,
     /// Paths no policy can allow: fsgate's own audit log, backups and policy file when
     /// they lie inside the workspace. Set by the gateway at start-up.
-    floor: Vec<crate::path::RelPath>,
+    floor: floor::FixedFloor,
 }
 
 impl Policy {
@@ -221,17 +218,17 @@ impl Policy {
             raw,
             sha256: hex::encode(Sha256::digest(text.as_bytes())),
             origin: origin.to_string(),
-            floor: Vec::new(),
+            floor: floor::FixedFloor::default(),
         })
     }
 
     /// Marks paths that no rule can allow (fsgate's own files inside the workspace).
-    pub fn set_floor(&mut self, paths: Vec<crate::path::RelPath>) {
-        self.floor = paths;
+    pub fn set_floor(&mut self, floor: floor::FixedFloor) {
+        self.floor = floor;
     }
 
     /// The fixed floor in force.
-    pub fn floor(&self) -> &[crate::path::RelPath] {
+    pub fn floor(&self) -> &floor::FixedFloor {
         &self.floor
     }
 

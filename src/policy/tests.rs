@@ -231,15 +231,45 @@ proptest! {
 
 #[test]
 fn fixed_floor_beats_every_allow() {
+    use super::floor::{FixedFloor, FloorEntry, FloorKind};
     let mut pol = default();
-    pol.set_floor(vec![p(".fsgate/audit")]);
+    pol.set_floor(FixedFloor::from_entries(vec![
+        FloorEntry {
+            kind: FloorKind::AuditLog,
+            path: p("logs/audit.jsonl"),
+        },
+        FloorEntry {
+            kind: FloorKind::PolicyFile,
+            path: p("fsgate.toml"),
+        },
+    ]));
     for op in OpClass::ALL {
-        let d = pol.decide(op, &p(".fsgate/audit/audit.jsonl"), EntryKind::File);
-        assert_eq!(d.rule, FIXED_FLOOR);
-        assert!(!d.allowed());
+        for (path, rule) in [
+            ("logs/audit.jsonl", "floor:audit-log"),
+            ("logs/audit.jsonl.checkpoint", "floor:audit-log"),
+            ("logs/audit.jsonl.000000000001", "floor:audit-log"),
+            ("fsgate.toml", "floor:policy-file"),
+        ] {
+            let d = pol.decide(op, &p(path), EntryKind::File);
+            assert_eq!(d.rule, rule, "{op:?} {path}");
+            assert!(!d.allowed());
+        }
+    }
+    // Only the log and its sidecars: its directory's other files stay the policy's.
+    for op in OpClass::ALL {
+        assert!(
+            pol.decide(op, &p("logs/notes.txt"), EntryKind::File)
+                .allowed(),
+            "{op:?}"
+        );
     }
     assert!(
-        pol.decide(OpClass::List, &p(".fsgate"), EntryKind::Dir)
+        pol.decide(OpClass::List, &p("logs"), EntryKind::Dir)
             .allowed()
+    );
+    // Removing or renaming the directory would take the log with it.
+    assert_eq!(
+        pol.decide(OpClass::Delete, &p("logs"), EntryKind::Dir).rule,
+        "floor:audit-log"
     );
 }

@@ -134,18 +134,54 @@ impl Gate {
     }
 
     fn launch(policy: Option<&str>, env: &[(&str, &str)]) -> Gate {
+        Gate::launch_with(policy, env, None)
+    }
+
+    /// Starts with `policy` (where `{ROOT}` stands for the workspace root) and the audit
+    /// log at `audit_rel` inside the workspace, as an operator might misplace it.
+    pub fn with_audit_in_workspace(policy: Option<&str>, audit_rel: &str) -> Gate {
+        Gate::launch_with(policy, &[], Some(audit_rel))
+    }
+
+    /// Starts with `policy` (`{ROOT}` stands for the workspace root) after writing
+    /// `files` (workspace-relative path, text) into the workspace.
+    pub fn with_policy_and_files(policy: &str, files: &[(&str, &str)]) -> Gate {
+        Gate::launch_full(Some(policy), &[], None, files)
+    }
+
+    fn launch_with(policy: Option<&str>, env: &[(&str, &str)], audit_rel: Option<&str>) -> Gate {
+        Gate::launch_full(policy, env, audit_rel, &[])
+    }
+
+    fn launch_full(
+        policy: Option<&str>,
+        env: &[(&str, &str)],
+        audit_rel: Option<&str>,
+        files: &[(&str, &str)],
+    ) -> Gate {
         let (ws_dir, root) = canonical_tempdir("fsgate-ws-");
+        for (rel, text) in files {
+            let p = root.join(rel);
+            if let Some(parent) = p.parent() {
+                std::fs::create_dir_all(parent).expect("create workspace dirs");
+            }
+            std::fs::write(&p, text).expect("write workspace file");
+        }
         let (out_dir, outside) = canonical_tempdir("fsgate-outside-");
         let (state_dir, state) = canonical_tempdir("fsgate-state-");
         let mut cmd = Command::new(bin());
         cmd.arg("serve").arg("--workspace").arg(&root);
         if let Some(text) = policy {
             let file = state.join("policy.toml");
+            let text = text.replace("{ROOT}", &root.to_string_lossy());
             std::fs::write(&file, text).expect("write policy file");
             cmd.arg("--policy").arg(&file);
         }
-        cmd.arg("--audit-log")
-            .arg(state.join("audit").join("audit.jsonl"));
+        let audit_log = match audit_rel {
+            Some(rel) => root.join(rel),
+            None => state.join("audit").join("audit.jsonl"),
+        };
+        cmd.arg("--audit-log").arg(audit_log);
         cmd.arg("--backup-dir").arg(state.join("backups"));
         for (k, v) in env {
             cmd.env(k, v);
@@ -187,6 +223,16 @@ impl Gate {
             state,
             _dirs: [ws_dir, out_dir, state_dir],
         }
+    }
+
+    /// The server's process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The policy file the server was started with (when it was given one).
+    pub fn policy_file(&self) -> PathBuf {
+        self.state.join("policy.toml")
     }
 
     /// Absolute ACP path of a workspace-relative path (`""` is the root itself).
