@@ -425,25 +425,63 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
             self.0.close().map_err(|e| e.to_string())
         }
     }
-    let BackupCommand::Restore { workspace, .. } = &cmd else {
+    let mut cmd = cmd;
+    let BackupCommand::Restore {
+        workspace,
+        audit_log,
+        policy,
+        backup_dir,
+        ..
+    } = &mut cmd
+    else {
         return code(crate::backup::cli::run(cmd));
     };
-    let log = crate::backup::workspace_state_dir(workspace)
-        .map(|d| d.join("audit").join("audit.jsonl"))
-        .map_err(|e| e.to_string())
-        .and_then(|p| {
-            crate::audit::AuditLog::open(
-                &p,
-                &crate::audit::AuditSettings::default(),
-                "",
-                crate::audit::OpenOptions::default(),
-            )
-            .map_err(|e| {
-                format!(
-                    "{e} (a restore must be audited: stop the gateway serving this workspace first)"
-                )
-            })
+    // The same log, settings and store the gateway uses, so the restore's record extends
+    // its chain (signed like the rest) rather than starting another.
+    let loaded = match policy.as_deref().map(Policy::load).transpose() {
+        Ok(p) => p,
+        Err(e) => return fail(&format!("backup restore refused: {e}")),
+    };
+    let mut settings = loaded
+        .as_ref()
+        .and_then(|p| p.raw().audit.clone())
+        .unwrap_or_default();
+    if let Some(dir) = policy.as_deref().and_then(std::path::Path::parent) {
+        settings.resolve_relative_to(if dir.as_os_str().is_empty() {
+            std::path::Path::new(".")
+        } else {
+            dir
         });
+    }
+    if backup_dir.is_none() {
+        *backup_dir = loaded
+            .as_ref()
+            .and_then(|p| p.raw().backup.as_ref())
+            .and_then(|b| b.dir.clone());
+    }
+    let log_path = match (audit_log.clone(), settings.path.clone()) {
+        (Some(p), _) | (None, Some(p)) => Ok(p),
+        (None, None) => crate::backup::workspace_state_dir(workspace)
+            .map(|d| d.join("audit").join("audit.jsonl"))
+            .map_err(|e| e.to_string()),
+    };
+    let policy_sha = loaded
+        .as_ref()
+        .map(|p| p.sha256().to_string())
+        .unwrap_or_default();
+    let log = log_path.and_then(|p| {
+        crate::audit::AuditLog::open(
+            &p,
+            &settings,
+            &policy_sha,
+            crate::audit::OpenOptions::default(),
+        )
+        .map_err(|e| {
+            format!(
+                "{e} (a restore must be audited: stop the gateway serving this workspace first)"
+            )
+        })
+    });
     match log {
         Ok(log) => code(crate::backup::cli::run_with_audit(cmd, &mut Recorder(log))),
         Err(e) => fail(&format!("backup restore refused: {e}")),

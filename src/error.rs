@@ -36,6 +36,14 @@ pub enum GatewayError {
         /// Path as the request gave it.
         path: String,
     },
+    /// The parent directory of the target does not exist.
+    #[error("not found: the parent directory of {path} does not exist{hint}")]
+    MissingParent {
+        /// Path as the request gave it.
+        path: String,
+        /// What to do about it, e.g. "; pass recursive: true to create it".
+        hint: &'static str,
+    },
     /// The policy (or a built-in workspace rule) refuses the request.
     #[error("refused: {reason} (rule {rule}, path {path})")]
     Refused {
@@ -66,7 +74,7 @@ impl GatewayError {
     pub fn code(&self) -> i64 {
         match self {
             GatewayError::InvalidParams(_) => code::INVALID_PARAMS,
-            GatewayError::NotFound { .. } => code::NOT_FOUND,
+            GatewayError::NotFound { .. } | GatewayError::MissingParent { .. } => code::NOT_FOUND,
             GatewayError::Refused { .. } => code::REFUSED,
             GatewayError::Limit { .. } => code::LIMIT,
             GatewayError::Internal(_) => code::INTERNAL,
@@ -81,7 +89,9 @@ impl GatewayError {
             | GatewayError::Limit { reason, rule, path } => {
                 Some(json!({"reason": reason, "rule": rule, "path": path}))
             }
-            GatewayError::NotFound { path } => Some(json!({"uri": path, "path": path})),
+            GatewayError::NotFound { path } | GatewayError::MissingParent { path, .. } => {
+                Some(json!({"uri": path, "path": path}))
+            }
             _ => None,
         }
     }

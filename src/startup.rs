@@ -95,7 +95,16 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         })
     };
     let raw = policy.raw().clone();
-    let audit_settings = raw.audit.clone().unwrap_or_default();
+    let mut audit_settings = raw.audit.clone().unwrap_or_default();
+    // Relative paths in the policy's [audit] section are relative to the policy file.
+    if let Some(dir) = cfg.policy.as_deref().and_then(Path::parent) {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        audit_settings.resolve_relative_to(dir);
+    }
     let audit_path = match (&cfg.audit_log, &audit_settings.path) {
         (Some(p), _) => p.clone(),
         (None, Some(p)) => p.clone(),

@@ -31,6 +31,18 @@ fn edit_multiline_and_deletion() {
 }
 
 #[test]
+fn overlapping_occurrences_are_ambiguous_too() {
+    let g = Gate::start();
+    g.put("o.txt", "aaa\n");
+    let e = g.err(
+        "_fsgate/edit_text_file",
+        json!({"path": g.abs("o.txt"), "oldText": "aa", "newText": "X"}),
+    );
+    assert!(e.message.contains("2 times"), "{e:?}");
+    assert_eq!(g.get("o.txt").as_deref(), Some(&b"aaa\n"[..]));
+}
+
+#[test]
 fn edit_fails_when_old_text_occurs_twice_and_says_so() {
     let g = Gate::start();
     let original = "x = 1\ny = 2\nx = 1\n";

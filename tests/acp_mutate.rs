@@ -16,11 +16,10 @@ fn mkdir_creates_directory() {
 fn mkdir_nested_needs_recursive() {
     let g = Gate::start();
     let e = g.err("_fsgate/mkdir", json!({"path": g.abs("x/y/z")}));
-    assert_ne!(
-        e.code,
-        crate::common::INTERNAL,
-        "a missing parent is not an internal error: {e:?}"
-    );
+    assert_eq!(e.code, NOT_FOUND, "{e:?}");
+    assert!(e.message.contains("recursive"), "says what to do: {e:?}");
+    // `data.path` is the path, exactly, so a client can use it.
+    assert_eq!(e.data.as_ref().unwrap()["path"], json!(g.abs("x/y/z")));
     assert!(
         !g.exists("x"),
         "non-recursive mkdir must not create parents"
@@ -159,4 +158,37 @@ fn rename_missing_source_is_not_found() {
         NOT_FOUND,
     );
     assert!(!g.exists("b"));
+}
+
+#[test]
+fn rename_of_a_symlink_is_refused_clearly_and_changes_nothing() {
+    let g = Gate::start();
+    g.put("target.txt", "t\n");
+    g.symlink("target.txt", "link.txt");
+    let e = assert_code(
+        g.call(
+            "_fsgate/rename",
+            json!({"oldPath": g.abs("link.txt"), "newPath": g.abs("moved.txt")}),
+        ),
+        crate::common::REFUSED,
+    );
+    assert_eq!(e.data.as_ref().unwrap()["rule"], "workspace-file-type");
+    assert!(e.message.contains("symlink"), "{e:?}");
+    assert!(std::fs::symlink_metadata(g.path("link.txt")).is_ok());
+    assert!(!g.exists("moved.txt"));
+}
+
+#[test]
+fn an_overlong_name_is_invalid_params_with_a_short_message() {
+    let g = Gate::start();
+    let long = "n".repeat(300);
+    let path = g.abs(&format!("{long}/{long}/{long}/{long}/{long}.txt"));
+    let e = g.err("fs/write_text_file", json!({"path": path, "content": "x"}));
+    assert_eq!(e.code, crate::common::INVALID_PARAMS, "{e:?}");
+    assert!(e.message.contains("too long"), "{e:?}");
+    assert!(
+        e.message.len() < 600,
+        "the whole path was echoed: {} bytes",
+        e.message.len()
+    );
 }

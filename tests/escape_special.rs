@@ -61,6 +61,12 @@ fn hard_link_to_outside_file_is_refused() {
         "the outside file was modified through a hard link"
     );
     assert_grep_only_control(&g, "OUTSIDE", "OUTSIDE control");
+    // Nor does stat show the outside inode's size and times.
+    assert_refused(
+        g.call("_fsgate/stat", json!({"path": g.abs("hl.txt")})),
+        &g,
+        "hl.txt",
+    );
 }
 
 #[test]
@@ -105,6 +111,26 @@ fn fifo_is_refused_without_hanging() {
         "pipe.txt",
     );
     assert_grep_only_control(&g, "FIND", "FIND me");
+    // Named directly, grep refuses it rather than answering "no matches".
+    assert_refused(
+        g.call(
+            "_fsgate/grep",
+            json!({"pattern": "x", "path": g.abs("pipe.txt")}),
+        ),
+        &g,
+        "pipe.txt",
+    );
+    // Renaming it is refused by fsgate, clearly, not by the kernel as an internal error.
+    let e = assert_refused(
+        g.call(
+            "_fsgate/rename",
+            json!({"oldPath": g.abs("pipe.txt"), "newPath": g.abs("pipe2.txt")}),
+        ),
+        &g,
+        "pipe.txt",
+    );
+    assert!(e.message.contains("special file"), "{e:?}");
+    assert!(g.path("pipe.txt").exists());
 }
 
 #[test]

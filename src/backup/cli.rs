@@ -41,6 +41,14 @@ pub enum BackupCommand {
         /// YYYY-MM-DD) meaning the latest version saved at or before it [default: latest].
         #[arg(long, value_name = "TIMESTAMP")]
         at: Option<String>,
+        /// The audit log to record the restore in: the gateway's `--audit-log` [default:
+        /// the policy's `[audit] path`, else the workspace's log under the user's state dir].
+        #[arg(long, value_name = "FILE")]
+        audit_log: Option<PathBuf>,
+        /// The policy the gateway serves this workspace with: its `[audit]` settings
+        /// (signing key, fsync, rotation) and `[backup] dir` apply to the restore.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
     },
 }
 
@@ -90,6 +98,7 @@ pub fn run_with_audit(cmd: BackupCommand, audit: &mut dyn RestoreAudit) -> i32 {
             workspace,
             path,
             at,
+            ..
         } => restore_cmd(backup_dir, &workspace, &path, at.as_deref(), audit),
     };
     match result {

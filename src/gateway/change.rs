@@ -138,7 +138,7 @@ impl Gateway {
         )?;
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
         let text = super::read::text_or_refuse(pol, bytes, &shown)?;
-        let count = text.matches(old_text).count();
+        let count = occurrences(&text, old_text);
         if count != 1 {
             return Err(GatewayError::InvalidParams(format!(
                 "oldText occurs {count} times in {shown}; it must occur exactly once{}",
@@ -203,8 +203,9 @@ impl Gateway {
             )));
         }
         if res.missing > 1 && !recursive {
-            return Err(GatewayError::NotFound {
-                path: format!("{} (parent directory missing; pass recursive)", rp.shown),
+            return Err(GatewayError::MissingParent {
+                path: rp.shown,
+                hint: "; pass recursive: true to create it",
             });
         }
         self.check_missing_parents(pol, &rp, &res, true, facts)?;
@@ -377,9 +378,31 @@ impl Gateway {
         if !sres.exists {
             return Err(GatewayError::NotFound { path: src.shown });
         }
+        // Only files and directories move: fsgate never creates symlinks or special
+        // files (its kernel sandbox grants no right to), and a rename would.
+        let src_kind = self
+            .workspace
+            .entry_kind(&sres.real)
+            .map_err(|e| ws_error(e, &src.shown))?;
+        if src_kind == "symlink" || src_kind == "other" {
+            return Err(GatewayError::Refused {
+                reason: format!(
+                    "`{}` is {}; only regular files and directories can be renamed",
+                    src.rel,
+                    if src_kind == "symlink" {
+                        "a symlink"
+                    } else {
+                        "a special file"
+                    }
+                ),
+                rule: super::RULE_FILE_TYPE.into(),
+                path: src.shown,
+            });
+        }
         if dres.missing > 1 {
-            return Err(GatewayError::NotFound {
-                path: format!("{} (parent directory missing)", dst.shown),
+            return Err(GatewayError::MissingParent {
+                path: dst.shown,
+                hint: "; create it first (mkdir)",
             });
         }
         if self.is_real_dir(&sres.real) {
@@ -412,5 +435,33 @@ impl Gateway {
             .rename(&sres.real, &dres.real)
             .map_err(|e| ws_error(e, &src.shown))?;
         Ok(Output::Unit)
+    }
+}
+
+/// Occurrences of `needle` in `text`, overlapping ones included: in `aaa`, `aa` occurs
+/// twice, so replacing "the" occurrence would be ambiguous.
+fn occurrences(text: &str, needle: &str) -> usize {
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(i) = text[from..].find(needle) {
+        count += 1;
+        // Step one character past the match start, to see overlapping matches.
+        let start = from + i;
+        from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::occurrences;
+
+    #[test]
+    fn overlapping_occurrences_count() {
+        assert_eq!(occurrences("aaa", "aa"), 2);
+        assert_eq!(occurrences("abcabc", "abc"), 2);
+        assert_eq!(occurrences("xyz", "y"), 1);
+        assert_eq!(occurrences("xyz", "q"), 0);
+        assert_eq!(occurrences("ééé", "éé"), 2);
     }
 }

@@ -8,7 +8,7 @@ use crate::error::GatewayError;
 use crate::ops::{Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{Entry, EntryType, Follow, GrepMatch, GrepOptions, IncludeGlob};
+use crate::workspace::{Entry, EntryType, Follow, GrepMatch, GrepOptions, IncludeGlob, WsError};
 
 /// Default and ceiling for grep's `maxResults`.
 const GREP_DEFAULT_MAX: usize = 1000;
@@ -63,6 +63,9 @@ impl Gateway {
             .workspace
             .stat(&res.real)
             .map_err(|e| ws_error(e, &rp.shown))?;
+        if info.kind == "file" && info.nlink > 1 {
+            return Err(ws_error(WsError::HardLink(info.nlink), &rp.shown));
+        }
         let kind = if info.kind == "directory" {
             EntryType::Directory
         } else {

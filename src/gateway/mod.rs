@@ -25,6 +25,21 @@ pub use facts::Facts;
 pub const RULE_BOUNDARY: &str = "workspace-boundary";
 /// Rule id for refusals of files that are not plain (FIFOs, devices, hard links).
 pub const RULE_FILE_TYPE: &str = "workspace-file-type";
+/// Rule id for what the operating system refused (permissions, the Landlock sandbox).
+pub const RULE_OS: &str = "os-permission";
+
+/// A path for an error message: long ones are cut, so a 10 KB path is not echoed whole.
+pub(crate) fn clip(shown: &str) -> String {
+    const MAX: usize = 200;
+    if shown.len() <= MAX {
+        return shown.to_string();
+    }
+    let mut end = MAX;
+    while !shown.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &shown[..end], shown.len())
+}
 
 /// A request path, parsed: the lexical workspace path and the text the request gave.
 #[derive(Debug, Clone)]
@@ -201,6 +216,12 @@ impl Gateway {
         let Some(audit) = &self.audit else {
             return Ok(());
         };
+        // A refusal fsgate makes outside the policy engine (a terminal/* request, an
+        // unknown session) is still a denial; anything else took no policy decision.
+        let decision = match &outcome {
+            Err((code, _)) if *code == crate::error::code::REFUSED => "deny",
+            _ => "none",
+        };
         let (outcome, reason) = match outcome {
             Ok(()) => ("ok".to_string(), None),
             Err((code, msg)) => (code.to_string(), Some(msg)),
@@ -210,7 +231,7 @@ impl Gateway {
             transport: ctx.transport.to_string(),
             peer: ctx.peer.clone(),
             op: op.chars().take(128).collect(),
-            decision: "none".into(),
+            decision: decision.into(),
             reason,
             outcome,
             ..AuditEvent::default()
@@ -457,6 +478,12 @@ pub(crate) fn ws_error(e: WsError, shown: &str) -> GatewayError {
         | WsError::Exists
         | WsError::NotUtf8
         | WsError::CrossDirRename => GatewayError::InvalidParams(format!("{shown}: {e}")),
-        WsError::Io(io) => GatewayError::Internal(format!("{shown}: {io}")),
+        WsError::OsDenied => GatewayError::Refused {
+            reason: e.to_string(),
+            rule: RULE_OS.into(),
+            path,
+        },
+        WsError::NameTooLong => GatewayError::InvalidParams(format!("{}: {e}", clip(shown))),
+        WsError::Io(io) => GatewayError::Internal(format!("{}: {io}", clip(shown))),
     }
 }

@@ -69,6 +69,13 @@ pub enum WsError {
         "cross-directory rename refused by the kernel sandbox (Landlock ABI 1 lacks the Refer right); rename within one directory instead"
     )]
     CrossDirRename,
+    /// The operating system refused access: file permissions, or the kernel sandbox
+    /// (Landlock) fsgate runs under.
+    #[error("the operating system refused access (file permissions or fsgate's kernel sandbox)")]
+    OsDenied,
+    /// A name or the whole path is longer than the filesystem allows.
+    #[error("a name on this path, or the path itself, is too long for the filesystem")]
+    NameTooLong,
     /// Any other I/O error.
     #[error("{0}")]
     Io(#[from] io::Error),
@@ -90,6 +97,13 @@ impl WsError {
             // open(2) of a Unix socket (or a device with no driver) fails with ENXIO.
             Some(c) if c == rustix::io::Errno::NXIO.raw_os_error() => {
                 WsError::Special("a socket or device")
+            }
+            Some(c) if c == rustix::io::Errno::NAMETOOLONG.raw_os_error() => WsError::NameTooLong,
+            Some(c)
+                if c == rustix::io::Errno::ACCESS.raw_os_error()
+                    || c == rustix::io::Errno::PERM.raw_os_error() =>
+            {
+                WsError::OsDenied
             }
             _ if e.kind() == io::ErrorKind::NotFound => WsError::NotFound,
             _ => WsError::Io(e),

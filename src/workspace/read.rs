@@ -27,6 +27,9 @@ pub struct StatInfo {
     pub modified: Option<String>,
     /// `rwxr-xr-x` form of the permission bits.
     pub permissions: String,
+    /// Hard links to the inode (a regular file with more than one may be a link to a
+    /// file outside the workspace).
+    pub nlink: u64,
 }
 
 impl Workspace {
@@ -112,6 +115,7 @@ pub(crate) fn stat_info(meta: &Metadata) -> StatInfo {
         size: meta.len(),
         modified: meta.modified().ok().map(format_time),
         permissions: format_permissions(meta.mode()),
+        nlink: meta.nlink(),
     }
 }
 

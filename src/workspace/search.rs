@@ -103,12 +103,15 @@ impl Workspace {
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
             .build();
-        let mut search_one = |path: &RelPath, out: &mut Vec<GrepMatch>| {
-            let Ok((file, meta)) = self.open_regular(path) else {
-                return;
-            };
+        // Err for a file that cannot be searched (special, hard-linked, too large...):
+        // a named file reports it, a file met in a walk is skipped.
+        let mut search_one = |path: &RelPath, out: &mut Vec<GrepMatch>| -> Result<(), WsError> {
+            let (file, meta) = self.open_regular(path)?;
             if meta.len() > opts.max_file_bytes {
-                return;
+                return Err(WsError::TooLarge {
+                    size: meta.len(),
+                    limit: opts.max_file_bytes,
+                });
             }
             let remaining = opts.max_results.saturating_sub(out.len());
             let mut found = 0usize;
@@ -125,9 +128,10 @@ impl Workspace {
                     Ok(found < remaining)
                 }),
             );
+            Ok(())
         };
         if !start_is_dir {
-            search_one(start, &mut out);
+            search_one(start, &mut out)?;
             return Ok(out);
         }
         self.walk(start, &mut |e| {
@@ -141,7 +145,7 @@ impl Workspace {
                 EntryType::Directory => Visit::Descend,
                 EntryType::File => {
                     if opts.include.is_none_or(|g| g.matches(e)) {
-                        search_one(&e.path, &mut out);
+                        let _ = search_one(&e.path, &mut out);
                     }
                     Visit::Skip
                 }

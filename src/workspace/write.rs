@@ -118,6 +118,26 @@ impl Workspace {
 
     /// Removes the entry at `real` without following a final symlink: removing a link
     /// removes the link.
+    /// The kind of the entry at `real` itself (a final symlink is not followed), in
+    /// [`StatInfo::kind`](super::StatInfo)'s terms.
+    pub fn entry_kind(&self, real: &RelPath) -> Result<&'static str, WsError> {
+        let (parent_rel, name) = split(real)?;
+        let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
+        let ft = parent
+            .symlink_metadata(name)
+            .map_err(WsError::from_io)?
+            .file_type();
+        Ok(if ft.is_file() {
+            "file"
+        } else if ft.is_dir() {
+            "directory"
+        } else if ft.is_symlink() {
+            "symlink"
+        } else {
+            "other"
+        })
+    }
+
     pub fn remove(&self, real: &RelPath, recursive: bool) -> Result<(), WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
