@@ -362,7 +362,9 @@ mod tests {
                 backup_dir: None,
                 workspace: "/w".into(),
                 path: "a.txt".into(),
-                at: Some("2025-01-01".into())
+                at: Some("2025-01-01".into()),
+                audit_log: None,
+                policy: None,
             }
         );
         assert!(
@@ -454,6 +456,8 @@ mod tests {
             workspace: ws.clone(),
             path: path.into(),
             at: at.map(str::to_owned),
+            audit_log: None,
+            policy: None,
         };
         assert_eq!(run_with_audit(restore("a.txt", None), &mut audit), 0);
         assert_eq!(
@@ -472,6 +476,8 @@ mod tests {
             workspace: ws.clone(),
             path: "a.txt".into(),
             at: None,
+            audit_log: None,
+            policy: None,
         };
         assert_eq!(
             run_with_audit(inside, &mut audit),
