@@ -227,3 +227,61 @@ fn glob_patterns_outside_the_root_never_match_outside() {
         }
     }
 }
+
+#[test]
+fn a_workspace_named_through_a_symlink_accepts_that_name_and_no_escape_through_it() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let real = tempfile::tempdir().unwrap();
+    let links = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    std::fs::write(real.path().join("a.txt"), "via alias\n").unwrap();
+    std::fs::write(links.path().join("ws_evil.txt"), "OUTSIDE\n").unwrap();
+    let alias = links.path().join("ws");
+    std::os::unix::fs::symlink(real.path(), &alias).unwrap();
+    let a = alias.display().to_string();
+    let mut child = Command::new(crate::common::bin())
+        .args(["serve", "--workspace", &a, "--audit-log"])
+        .arg(state.path().join("audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(state.path().join("b"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let reqs = [
+        json!({"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"sessionId":"s","path": format!("{a}/a.txt")}}),
+        json!({"jsonrpc":"2.0","id":2,"method":"fs/read_text_file","params":{"sessionId":"s","path": format!("{a}/../ws_evil.txt")}}),
+        json!({"jsonrpc":"2.0","id":3,"method":"fs/read_text_file","params":{"sessionId":"s","path": format!("{a}_evil.txt")}}),
+        json!({"jsonrpc":"2.0","id":4,"method":"_fsgate/glob","params":{"sessionId":"s","pattern": format!("{a}/*.txt")}}),
+    ];
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for r in &reqs {
+            writeln!(stdin, "{r}").unwrap();
+        }
+    }
+    let out = crate::common::wait_output(&mut child, crate::common::TIMEOUT);
+    let by_id: std::collections::HashMap<i64, serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|v| (v["id"].as_i64().unwrap(), v))
+            .collect();
+    assert_eq!(
+        by_id[&1]["result"]["content"], "via alias\n",
+        "{:?}",
+        by_id[&1]
+    );
+    for id in [2, 3] {
+        assert_eq!(by_id[&id]["error"]["code"], REFUSED, "{:?}", by_id[&id]);
+        assert!(!by_id[&id].to_string().contains("OUTSIDE"));
+    }
+    assert_eq!(
+        by_id[&4]["result"]["matches"].as_array().map(Vec::len),
+        Some(1),
+        "{:?}",
+        by_id[&4]
+    );
+}

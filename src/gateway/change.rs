@@ -24,6 +24,13 @@ impl Gateway {
             ))
         })?;
         facts.backups.push(saved.id);
+        let n = self
+            .saves
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        if n % super::PRUNE_EVERY == 0 {
+            crate::startup::prune_backups(self);
+        }
         Ok(())
     }
 

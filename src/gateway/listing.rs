@@ -142,6 +142,8 @@ impl Gateway {
                 "pattern contains a NUL byte".into(),
             ));
         }
+        let dealiased = self.workspace.dealias(pattern);
+        let pattern = dealiased.as_ref();
         let rel = if pattern.starts_with('/') && ctx.style != PathStyle::Rooted {
             let root = self.workspace.root_path().to_string_lossy().into_owned();
             let root = root.trim_end_matches('/');

@@ -64,7 +64,13 @@ pub struct Gateway {
     audit: Option<AuditLog>,
     /// Where previous versions go before a change (None only where nothing changes).
     backups: Option<BackupStore>,
+    /// Backups saved since start: retention runs every [`PRUNE_EVERY`] saves, so a
+    /// long-running gateway keeps to the policy's limits, not only at start-up.
+    saves: std::sync::atomic::AtomicU64,
 }
+
+/// How many backups are saved between two retention passes over the store.
+pub const PRUNE_EVERY: u64 = 100;
 
 impl Gateway {
     /// A gateway over an opened workspace with a loaded policy.
@@ -76,6 +82,7 @@ impl Gateway {
             kernel_allows_write: RwLock::new(true),
             audit: None,
             backups: None,
+            saves: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -330,6 +337,8 @@ impl Gateway {
         input: &str,
     ) -> Result<ReqPath, GatewayError> {
         let root = self.workspace.root_path();
+        let dealiased = self.workspace.dealias(input);
+        let input = dealiased.as_ref();
         let parsed = match ctx.style {
             PathStyle::Absolute => RelPath::parse_absolute(input, root),
             PathStyle::AbsoluteOrRelative => RelPath::parse_any(input, root),

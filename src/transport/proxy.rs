@@ -125,7 +125,8 @@ impl Relay {
         if message.get("error").is_some() {
             return;
         }
-        let cwd_inside = RelPath::parse_absolute(&cwd, self.gw.workspace().root_path()).is_ok();
+        let ws = self.gw.workspace();
+        let cwd_inside = RelPath::parse_absolute(&ws.dealias(&cwd), ws.root_path()).is_ok();
         if !cwd_inside {
             tracing::warn!(session = %sid, %cwd, "session cwd is outside the workspace: no file access");
         }

@@ -75,7 +75,7 @@ pub(super) fn output(gw: &Gateway, out: Output) -> CallToolResult {
 /// The absolute form of a request path that the gateway has already accepted (lexical
 /// only), for confirmation messages; the request's own text if it does not parse.
 pub(super) fn shown(gw: &Gateway, path: &str) -> String {
-    match RelPath::parse_any(path, gw.workspace().root_path()) {
+    match RelPath::parse_any(&gw.workspace().dealias(path), gw.workspace().root_path()) {
         Ok(rel) => gw.show_path(PathStyle::AbsoluteOrRelative, &rel),
         Err(_) => path.to_string(),
     }

@@ -228,7 +228,7 @@ pub(in crate::transport::mcp) fn search_files(
     if a.pattern.is_empty() {
         return Err(args_error("search_files", "pattern must not be empty"));
     }
-    let base = RelPath::parse_any(&a.path, gw.workspace().root_path());
+    let base = RelPath::parse_any(&gw.workspace().dealias(&a.path), gw.workspace().root_path());
     let pattern = if a.pattern.starts_with('/') {
         a.pattern.clone()
     } else {
