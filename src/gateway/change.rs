@@ -28,7 +28,7 @@ impl Gateway {
             .saves
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
-        if n % super::PRUNE_EVERY == 0 {
+        if n.is_multiple_of(super::PRUNE_EVERY) {
             crate::startup::prune_backups(self);
         }
         Ok(())

@@ -100,7 +100,12 @@ pub struct Gate {
     pub outside: PathBuf,
     /// Canonical directory outside the workspace for the audit log, backups and policy files.
     pub state: PathBuf,
-    _dirs: [TempDir; 3],
+    /// The `--audit-log` file the server was started with.
+    pub audit_log: PathBuf,
+    /// The `--policy` file, when one was given.
+    policy_path: Option<PathBuf>,
+    /// The temporary directories; `relaunch` hands them on to the next server.
+    _dirs: Vec<TempDir>,
 }
 
 fn canonical_tempdir(prefix: &str) -> (TempDir, PathBuf) {
@@ -169,19 +174,53 @@ impl Gate {
         }
         let (out_dir, outside) = canonical_tempdir("fsgate-outside-");
         let (state_dir, state) = canonical_tempdir("fsgate-state-");
-        let mut cmd = Command::new(bin());
-        cmd.arg("serve").arg("--workspace").arg(&root);
-        if let Some(text) = policy {
+        let policy_path = policy.map(|text| {
             let file = state.join("policy.toml");
             let text = text.replace("{ROOT}", &root.to_string_lossy());
             std::fs::write(&file, text).expect("write policy file");
-            cmd.arg("--policy").arg(&file);
-        }
+            file
+        });
         let audit_log = match audit_rel {
             Some(rel) => root.join(rel),
             None => state.join("audit").join("audit.jsonl"),
         };
-        cmd.arg("--audit-log").arg(audit_log);
+        Gate::spawn(
+            root,
+            outside,
+            state,
+            audit_log,
+            policy_path,
+            env,
+            vec![ws_dir, out_dir, state_dir],
+        )
+    }
+
+    /// Starts a new `fsgate serve` on the workspace, state directory, policy file,
+    /// audit log and backup store of `old`, after `old`'s process has ended (it is
+    /// killed if it still runs). The temporary directories move to the new `Gate`.
+    pub fn relaunch(mut old: Gate) -> Gate {
+        let dirs = std::mem::take(&mut old._dirs);
+        let (root, outside, state) = (old.root.clone(), old.outside.clone(), old.state.clone());
+        let (audit_log, policy_path) = (old.audit_log.clone(), old.policy_path.clone());
+        drop(old);
+        Gate::spawn(root, outside, state, audit_log, policy_path, &[], dirs)
+    }
+
+    fn spawn(
+        root: PathBuf,
+        outside: PathBuf,
+        state: PathBuf,
+        audit_log: PathBuf,
+        policy_path: Option<PathBuf>,
+        env: &[(&str, &str)],
+        dirs: Vec<TempDir>,
+    ) -> Gate {
+        let mut cmd = Command::new(bin());
+        cmd.arg("serve").arg("--workspace").arg(&root);
+        if let Some(file) = &policy_path {
+            cmd.arg("--policy").arg(file);
+        }
+        cmd.arg("--audit-log").arg(&audit_log);
         cmd.arg("--backup-dir").arg(state.join("backups"));
         for (k, v) in env {
             cmd.env(k, v);
@@ -221,7 +260,9 @@ impl Gate {
             root,
             outside,
             state,
-            _dirs: [ws_dir, out_dir, state_dir],
+            audit_log,
+            policy_path,
+            _dirs: dirs,
         }
     }
 
