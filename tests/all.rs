@@ -56,3 +56,7 @@ mod ws_auth;
 mod ws_concurrent;
 // WebSocket `[ws]` settings on an in-process server: origins, connection and size limits, ignore.
 mod ws_settings;
+// Backups through the gateway: each change saves the old content, list, restore, retention, fail closed.
+mod backup_gateway;
+// kill -9 mid-stream of writes, restart: chain verifies, torn tail recovered, files whole.
+mod crash_gateway;

@@ -579,6 +579,13 @@ impl Shared {
         for e in &batch.entries[..done] {
             e.waiter.finish(DONE);
         }
+        // Appenders waiting on `cv` for this batch return now, not when the leader ends its
+        // turn (it may lead several more rounds). Taking the lock first means an appender
+        // that saw its record pending has reached `wait` and cannot miss this.
+        if done > 0 {
+            drop(lock(&self.state));
+            self.cv.notify_all();
+        }
         match failed {
             None => false,
             Some(queued) => {

@@ -1,0 +1,554 @@
+//! Backups as the real gateway makes them (issue 3, points 11-13): overwrite, edit, rm
+//! (each file of a recursive rm) and a replacing rename each save the previous content and
+//! the request's audit record names it; `fsgate backup list` shows the versions;
+//! `fsgate backup restore` puts an older version back, backs up the current content first
+//! and records itself in the gateway's own log; retention prunes and logs it; a backup
+//! store that cannot be written refuses the change and leaves the file as it was.
+//!
+//! Included from tests/all.rs as `mod backup_gateway;` (uses `crate::common`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::common::{Gate, INTERNAL, TIMEOUT, policy_with, run_cli};
+
+fn sha(bytes: impl AsRef<[u8]>) -> String {
+    hex::encode(Sha256::digest(bytes.as_ref()))
+}
+
+fn records(g: &Gate) -> Vec<Value> {
+    std::fs::read_to_string(&g.audit_log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("record {l:?}: {e}")))
+        .collect()
+}
+
+/// The one request record for `op` on `path` (panics if there is not exactly one).
+fn request_record(g: &Gate, op: &str, path: &str) -> Value {
+    let found: Vec<Value> = records(g)
+        .into_iter()
+        .filter(|r| r["kind"] == "request" && r["op"] == op && r["path"] == path)
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one {op} record for {path}: {found:#?}"
+    );
+    found.into_iter().next().unwrap()
+}
+
+fn backup_dir(g: &Gate) -> PathBuf {
+    g.state.join("backups")
+}
+
+/// The saved content and sidecar of backup `id` (`<escaped path>/<stamp>`), checked
+/// against each other.
+fn backup_content(g: &Gate, id: &str) -> String {
+    let files = backup_dir(g).join("files");
+    let data = std::fs::read(files.join(format!("{id}.data")))
+        .unwrap_or_else(|e| panic!("backup {id}: no data file: {e}"));
+    let meta: Value = serde_json::from_slice(
+        &std::fs::read(files.join(format!("{id}.json")))
+            .unwrap_or_else(|e| panic!("backup {id}: no sidecar: {e}")),
+    )
+    .expect("sidecar is JSON");
+    assert_eq!(meta["sha256"], sha(&data), "sidecar hash of {id}");
+    assert_eq!(meta["size"], data.len() as u64, "sidecar size of {id}");
+    String::from_utf8(data).expect("utf-8 backup")
+}
+
+/// `fsgate backup list --json` (optionally of `path`): one JSON object per version.
+fn list(g: &Gate, path: Option<&str>) -> Vec<Value> {
+    let dir = backup_dir(g);
+    let mut args = vec![
+        "backup",
+        "list",
+        "--backup-dir",
+        dir.to_str().unwrap(),
+        "--json",
+    ];
+    if let Some(p) = path {
+        args.push(p);
+    }
+    let out = run_cli(&args);
+    assert!(
+        out.status.success(),
+        "backup list failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("list line {l:?}: {e}")))
+        .collect()
+}
+
+fn verify_exit(log: &Path) -> i32 {
+    let out = run_cli(&["audit", "verify", log.to_str().unwrap()]);
+    if !out.status.success() {
+        eprintln!(
+            "audit verify: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out.status.code().unwrap_or(-1)
+}
+
+fn stop(g: &mut Gate) {
+    g.close_stdin();
+    let st = g.wait_exit(TIMEOUT);
+    assert!(st.success(), "gateway exit {st:?}\n{}", g.stderr());
+}
+
+#[test]
+fn overwrite_edit_rm_and_replacing_rename_each_leave_a_named_backup() {
+    let mut g = Gate::start();
+    g.put("w.txt", "write: old\n");
+    g.put("e.txt", "edit: hello world\n");
+    g.put("r.txt", "rm: remove me\n");
+    g.put("d/x.txt", "rm -r: x\n");
+    g.put("d/sub/y.txt", "rm -r: y\n");
+    g.put("src.txt", "rename: incoming\n");
+    g.put("dst.txt", "rename: replaced\n");
+    g.put("moved.txt", "rename: no target\n");
+
+    g.ok(
+        "fs/write_text_file",
+        json!({"path": g.abs("w.txt"), "content": "write: new\n"}),
+    );
+    g.ok(
+        "_fsgate/edit_text_file",
+        json!({"path": g.abs("e.txt"), "oldText": "world", "newText": "there"}),
+    );
+    g.ok("_fsgate/rm", json!({"path": g.abs("r.txt")}));
+    g.ok("_fsgate/rm", json!({"path": g.abs("d"), "recursive": true}));
+    g.ok(
+        "_fsgate/rename",
+        json!({"oldPath": g.abs("src.txt"), "newPath": g.abs("dst.txt")}),
+    );
+    // Nothing is replaced or lost: no backup.
+    g.ok(
+        "_fsgate/rename",
+        json!({"oldPath": g.abs("moved.txt"), "newPath": g.abs("fresh.txt")}),
+    );
+    g.ok(
+        "fs/write_text_file",
+        json!({"path": g.abs("created.txt"), "content": "brand new\n"}),
+    );
+    stop(&mut g);
+
+    // The changes happened.
+    assert_eq!(
+        std::fs::read_to_string(g.path("w.txt")).unwrap(),
+        "write: new\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(g.path("e.txt")).unwrap(),
+        "edit: hello there\n"
+    );
+    assert!(!g.path("r.txt").exists() && !g.path("d").exists());
+    assert_eq!(
+        std::fs::read_to_string(g.path("dst.txt")).unwrap(),
+        "rename: incoming\n"
+    );
+
+    // Each record names a backup holding exactly the previous content.
+    for (op, path, previous) in [
+        ("write_text_file", "w.txt", "write: old\n"),
+        ("edit_text_file", "e.txt", "edit: hello world\n"),
+        ("rm", "r.txt", "rm: remove me\n"),
+    ] {
+        let rec = request_record(&g, op, path);
+        assert_eq!(rec["outcome"], "ok", "{rec}");
+        let id = rec["backup"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{op} {path}: record names no backup: {rec}"));
+        assert_eq!(backup_content(&g, id), previous, "{op} {path} backup {id}");
+    }
+    let rec = request_record(&g, "rename", "src.txt");
+    assert_eq!(rec["path2"], "dst.txt", "{rec}");
+    let id = rec["backup"]
+        .as_str()
+        .unwrap_or_else(|| panic!("replacing rename names no backup: {rec}"));
+    assert_eq!(backup_content(&g, id), "rename: replaced\n");
+
+    // Recursive rm: one backup per file, all named by the one record.
+    let rec = request_record(&g, "rm", "d");
+    let ids: Vec<String> = rec["args"]["backups"]
+        .as_array()
+        .unwrap_or_else(|| panic!("recursive rm record lists no backups: {rec}"))
+        .iter()
+        .map(|v| v.as_str().expect("backup id").to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "{rec}");
+    assert_eq!(rec["args"]["backupCount"], 2, "{rec}");
+    assert!(ids.iter().any(|i| rec["backup"] == i.as_str()), "{rec}");
+    let mut saved: Vec<String> = ids.iter().map(|i| backup_content(&g, i)).collect();
+    saved.sort();
+    assert_eq!(saved, ["rm -r: x\n", "rm -r: y\n"]);
+
+    // Nothing replaced, nothing saved.
+    for (op, path) in [("rename", "moved.txt"), ("write_text_file", "created.txt")] {
+        let rec = request_record(&g, op, path);
+        assert!(rec.get("backup").is_none(), "{op} {path}: {rec}");
+    }
+
+    // `backup list` shows every version with its path and hash, and filters by path.
+    let all = list(&g, None);
+    let mut listed: Vec<(String, String)> = all
+        .iter()
+        .map(|v| {
+            (
+                v["rel_path"].as_str().unwrap().to_owned(),
+                v["sha256"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    listed.sort();
+    let mut want: Vec<(String, String)> = [
+        ("w.txt", "write: old\n"),
+        ("e.txt", "edit: hello world\n"),
+        ("r.txt", "rm: remove me\n"),
+        ("d/x.txt", "rm -r: x\n"),
+        ("d/sub/y.txt", "rm -r: y\n"),
+        ("dst.txt", "rename: replaced\n"),
+    ]
+    .iter()
+    .map(|(p, c)| (p.to_string(), sha(c)))
+    .collect();
+    want.sort();
+    assert_eq!(listed, want, "backup list: {all:#?}");
+    let under_d: Vec<String> = list(&g, Some("d"))
+        .iter()
+        .map(|v| v["rel_path"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(under_d.len(), 2, "{under_d:?}");
+    assert!(under_d.contains(&"d/x.txt".to_owned()) && under_d.contains(&"d/sub/y.txt".to_owned()));
+    // The plain table names the paths too.
+    let dir = backup_dir(&g);
+    let out = run_cli(&["backup", "list", "--backup-dir", dir.to_str().unwrap()]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for p in [
+        "w.txt",
+        "e.txt",
+        "r.txt",
+        "d/x.txt",
+        "d/sub/y.txt",
+        "dst.txt",
+    ] {
+        assert!(table.contains(p), "{p} missing from table:\n{table}");
+    }
+    assert_eq!(verify_exit(&g.audit_log), 0);
+}
+
+#[test]
+fn restore_puts_an_older_version_back_backs_up_the_current_and_is_audited() {
+    let mut g = Gate::start();
+    g.put("doc.txt", "one\n");
+    for c in ["two\n", "three\n"] {
+        g.ok(
+            "fs/write_text_file",
+            json!({"path": g.abs("doc.txt"), "content": c}),
+        );
+    }
+    stop(&mut g);
+    let versions = list(&g, Some("doc.txt"));
+    assert_eq!(versions.len(), 2, "{versions:#?}");
+    // Oldest first: "one", then "two".
+    assert_eq!(versions[0]["sha256"], sha("one\n"), "{versions:#?}");
+    assert_eq!(versions[1]["sha256"], sha("two\n"), "{versions:#?}");
+    let older_ts = versions[0]["ts"].as_str().unwrap().to_owned();
+    let records_before = records(&g).len();
+
+    let dir = backup_dir(&g);
+    let out = run_cli(&[
+        "backup",
+        "restore",
+        "--backup-dir",
+        dir.to_str().unwrap(),
+        "--workspace",
+        g.root.to_str().unwrap(),
+        "--audit-log",
+        g.audit_log.to_str().unwrap(),
+        "doc.txt",
+        "--at",
+        &older_ts,
+    ]);
+    assert!(
+        out.status.success(),
+        "restore failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(g.path("doc.txt")).unwrap(), "one\n");
+
+    // The content it replaced is now the newest version.
+    let after = list(&g, Some("doc.txt"));
+    assert_eq!(after.len(), 3, "{after:#?}");
+    let newest = after.last().unwrap();
+    assert_eq!(newest["sha256"], sha("three\n"), "{after:#?}");
+    let newest_id = newest["id"].as_str().unwrap();
+    assert_eq!(backup_content(&g, newest_id), "three\n");
+
+    // The restore is a record in the gateway's own log, naming that backup, and the
+    // chain still verifies.
+    let recs = records(&g);
+    assert!(recs.len() > records_before, "no record appended");
+    let restores: Vec<&Value> = recs[records_before..]
+        .iter()
+        .filter(|r| r["op"] == "restore")
+        .collect();
+    assert_eq!(restores.len(), 1, "{:#?}", &recs[records_before..]);
+    let r = restores[0];
+    assert_eq!(r["path"], "doc.txt", "{r}");
+    assert_eq!(r["outcome"], "ok", "{r}");
+    assert_eq!(r["backup"], newest_id, "{r}");
+    assert_eq!(r["sha256"], sha("one\n"), "restored content hash: {r}");
+    let seqs: Vec<u64> = recs.iter().map(|r| r["seq"].as_u64().unwrap()).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "seq not gapless: {seqs:?}"
+    );
+    assert_eq!(verify_exit(&g.audit_log), 0);
+
+    // And the restore itself can be undone from its backup.
+    let out = run_cli(&[
+        "backup",
+        "restore",
+        "--backup-dir",
+        dir.to_str().unwrap(),
+        "--workspace",
+        g.root.to_str().unwrap(),
+        "--audit-log",
+        g.audit_log.to_str().unwrap(),
+        "doc.txt",
+        "--at",
+        newest["ts"].as_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(g.path("doc.txt")).unwrap(),
+        "three\n"
+    );
+    assert_eq!(verify_exit(&g.audit_log), 0);
+}
+
+#[test]
+fn keep_versions_prunes_old_backups_at_restart_and_logs_it() {
+    let policy = policy_with(
+        10 * 1024 * 1024,
+        10 * 1024 * 1024,
+        "deny",
+        "\n[backup]\nkeep_versions = 2\n",
+    );
+    let mut g = Gate::with_policy(&policy);
+    g.put("k.txt", "k0\n");
+    g.put("other.txt", "o0\n");
+    for n in 1..=5 {
+        g.ok(
+            "fs/write_text_file",
+            json!({"path": g.abs("k.txt"), "content": format!("k{n}\n")}),
+        );
+    }
+    g.ok(
+        "fs/write_text_file",
+        json!({"path": g.abs("other.txt"), "content": "o1\n"}),
+    );
+    stop(&mut g);
+    let written_ids: Vec<String> = records(&g)
+        .iter()
+        .filter(|r| r["op"] == "write_text_file" && r["path"] == "k.txt")
+        .map(|r| r["backup"].as_str().expect("backup id").to_owned())
+        .collect();
+    assert_eq!(written_ids.len(), 5);
+
+    let mut g = Gate::relaunch(g);
+    // The restarted gateway answers, then stops.
+    g.ok("fs/read_text_file", json!({"path": g.abs("k.txt")}));
+    stop(&mut g);
+
+    let kept = list(&g, Some("k.txt"));
+    assert!(
+        kept.len() <= 2,
+        "keep_versions = 2 but {} remain: {kept:#?}",
+        kept.len()
+    );
+    assert_eq!(kept.len(), 2, "the newest two must stay: {kept:#?}");
+    // The newest two are the ones kept: "k3" and "k4" (what writes 4 and 5 replaced).
+    assert_eq!(kept[0]["sha256"], sha("k3\n"), "{kept:#?}");
+    assert_eq!(kept[1]["sha256"], sha("k4\n"), "{kept:#?}");
+    // The one version of another file is untouched.
+    assert_eq!(list(&g, Some("other.txt")).len(), 1);
+    // Removed versions are gone from disk.
+    for id in &written_ids[..3] {
+        let files = backup_dir(&g).join("files");
+        assert!(
+            !files.join(format!("{id}.json")).exists()
+                && !files.join(format!("{id}.data")).exists(),
+            "{id} should be pruned"
+        );
+    }
+
+    let prunes: Vec<Value> = records(&g)
+        .into_iter()
+        .filter(|r| r["kind"] == "backup-prune")
+        .collect();
+    assert!(!prunes.is_empty(), "no backup-prune record");
+    let removed = serde_json::to_string(&prunes).unwrap();
+    for id in &written_ids[..3] {
+        let stamp = id.rsplit('/').next().unwrap();
+        assert!(
+            removed.contains(stamp) || removed.contains(id.as_str()),
+            "prune records do not name {id}: {removed}"
+        );
+    }
+    for id in &written_ids[3..] {
+        let stamp = id.rsplit('/').next().unwrap();
+        assert!(
+            !removed.contains(stamp),
+            "prune records name kept {id}: {removed}"
+        );
+    }
+    assert_eq!(verify_exit(&g.audit_log), 0);
+}
+
+/// Runs `chattr FLAG path`; false when chattr is missing or the filesystem refuses.
+fn chattr(flag: &str, path: &Path) -> bool {
+    Command::new("chattr")
+        .arg(flag)
+        .arg(path)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// Clears the immutable flag again even when the test fails, so the tempdir can go.
+struct Immutable(PathBuf);
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        chattr("-i", &self.0);
+    }
+}
+
+/// Asserts the write was refused as an internal error with the file unchanged, and
+/// its audit record says so and names no backup.
+fn assert_write_refused(g: &Gate, rel: &str, before: &str, attempt: &str) {
+    let res = g.call(
+        "fs/write_text_file",
+        json!({"path": g.abs(rel), "content": attempt}),
+    );
+    let err = match res {
+        Ok(v) => panic!("write of {rel} succeeded ({v}) although no backup could be made"),
+        Err(e) => e,
+    };
+    assert_eq!(err.code, INTERNAL, "{err:?}");
+    assert!(
+        err.message.contains("back"),
+        "message names the backup: {err:?}"
+    );
+    assert!(
+        !err.message.contains(before.trim()),
+        "no content in message: {err:?}"
+    );
+    assert_eq!(std::fs::read_to_string(g.path(rel)).unwrap(), before);
+    let rec = records(g)
+        .into_iter()
+        .rev()
+        .find(|r| r["kind"] == "request" && r["path"] == rel)
+        .expect("refused write has a record");
+    assert_eq!(rec["outcome"], INTERNAL.to_string(), "{rec}");
+    assert!(rec.get("backup").is_none(), "{rec}");
+}
+
+#[test]
+fn a_backup_that_cannot_be_saved_refuses_the_change() {
+    let mut g = Gate::start();
+    g.put("blocked.txt", "precious v1\n");
+    g.put("frozen.txt", "frozen v1\n");
+    // One answered request: the store exists from here on.
+    g.ok("fs/read_text_file", json!({"path": g.abs("blocked.txt")}));
+
+    // (a) Works as root and on any filesystem: a regular file where the store needs the
+    // per-path directory (`files/<escaped path>`), so the version cannot be created.
+    let blocker = backup_dir(&g).join("files").join("blocked.txt");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    assert_write_refused(&g, "blocked.txt", "precious v1\n", "clobbered\n");
+    // edit, rm and a replacing rename are refused the same way.
+    assert!(
+        g.call(
+            "_fsgate/edit_text_file",
+            json!({"path": g.abs("blocked.txt"), "oldText": "precious", "newText": "lost"}),
+        )
+        .is_err()
+    );
+    assert!(
+        g.call("_fsgate/rm", json!({"path": g.abs("blocked.txt")}))
+            .is_err()
+    );
+    g.put("incoming.txt", "incoming\n");
+    assert!(
+        g.call(
+            "_fsgate/rename",
+            json!({"oldPath": g.abs("incoming.txt"), "newPath": g.abs("blocked.txt")}),
+        )
+        .is_err()
+    );
+    assert_eq!(
+        std::fs::read_to_string(g.path("blocked.txt")).unwrap(),
+        "precious v1\n"
+    );
+    assert!(g.path("incoming.txt").exists());
+    // Once the store is usable again the same write goes through, with its backup.
+    std::fs::remove_file(&blocker).unwrap();
+    g.ok(
+        "fs/write_text_file",
+        json!({"path": g.abs("blocked.txt"), "content": "precious v2\n"}),
+    );
+    assert_eq!(
+        std::fs::read_to_string(g.path("blocked.txt")).unwrap(),
+        "precious v2\n"
+    );
+
+    // (b) A store the OS refuses to write, even for root: `chattr +i` on the per-path
+    // directory of a file that already has a version (ext4 etc.; skipped elsewhere).
+    g.ok(
+        "fs/write_text_file",
+        json!({"path": g.abs("frozen.txt"), "content": "frozen v2\n"}),
+    );
+    let per_path = backup_dir(&g).join("files").join("frozen.txt");
+    assert!(per_path.is_dir());
+    if chattr("+i", &per_path) {
+        let guard = Immutable(per_path.clone());
+        assert_write_refused(&g, "frozen.txt", "frozen v2\n", "frozen v3\n");
+        drop(guard);
+        g.ok(
+            "fs/write_text_file",
+            json!({"path": g.abs("frozen.txt"), "content": "frozen v3\n"}),
+        );
+    } else {
+        eprintln!("SKIPPED (chattr +i sub-case): chattr unavailable or unsupported here");
+    }
+    // And the whole `files` directory immutable: a first backup of a new path fails.
+    let files = backup_dir(&g).join("files");
+    g.put("fresh.txt", "fresh v1\n");
+    if chattr("+i", &files) {
+        let guard = Immutable(files.clone());
+        assert_write_refused(&g, "fresh.txt", "fresh v1\n", "fresh v2\n");
+        drop(guard);
+    } else {
+        eprintln!("SKIPPED (chattr +i on files/): chattr unavailable or unsupported here");
+    }
+    stop(&mut g);
+    assert_eq!(verify_exit(&g.audit_log), 0);
+}
