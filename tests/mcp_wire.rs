@@ -59,6 +59,24 @@ fn handshake_era_initialize_then_tools() {
     let r = g.tool(3, "read_text_file", json!({"path": g.dirs.abs("a.txt")}));
     assert_eq!(text_of(&r), "hello\n");
     assert!(g.finish().success(), "{}", g.stderr());
+    // Every request, not only tool calls, is an audit record.
+    let ops: Vec<String> = g
+        .dirs
+        .audit_records()
+        .iter()
+        .filter(|r| r["kind"] == "request")
+        .map(|r| r["op"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "initialize",
+            "tools/list",
+            "read_text_file",
+            "read_text_file"
+        ],
+        "{ops:?}"
+    );
     assert!(
         g.garbage().is_empty(),
         "stdout must carry only JSON-RPC: {:?}",
@@ -217,6 +235,19 @@ fn unknown_tool_is_a_protocol_error_and_bad_arguments_a_tool_error() {
         json!(true),
         "missing arguments: {r}"
     );
+    // Params of the wrong shape are a params error that says so, not "method not found".
+    g.request(10, "tools/call", json!({"name": "ls", "arguments": "text"}));
+    let r = g.response(10);
+    assert_eq!(r["error"]["code"], json!(-32602), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("tools/call"),
+        "{r}"
+    );
+    g.request(11, "no/such/method", json!({}));
+    assert_eq!(g.response(11)["error"]["code"], json!(-32601));
 }
 
 #[test]
@@ -377,7 +408,7 @@ fn edit_list_keeps_crlf_and_is_audited_as_a_read_then_one_checked_edit() {
         .collect();
     assert_eq!(
         ops,
-        ["read_text_file", "edit_text_file"],
+        ["initialize", "read_text_file", "edit_text_file"],
         "read, then one checked edit"
     );
 }

@@ -6,4 +6,5 @@ pub mod jsonrpc;
 pub mod lines;
 pub mod mcp;
 pub mod proxy;
+pub mod raw_json;
 pub mod ws;

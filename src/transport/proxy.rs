@@ -77,21 +77,21 @@ impl Relay {
         match (method.as_deref(), id) {
             (Some("initialize"), Some(_)) => {
                 let pol = self.gw.policy();
-                let params = &mut v["params"];
-                if !params.is_object() {
-                    *params = json!({});
+                let (read, write) = (pol.can_ever(OpClass::Read), pol.can_ever(OpClass::Write));
+                // Only the two flags change; the rest of the message passes byte for byte.
+                let text = std::str::from_utf8(&raw).ok();
+                match text.and_then(|t| super::raw_json::set_fs_capabilities(t, read, write)) {
+                    Some(s) => with_newline(s.into_bytes()),
+                    None => {
+                        let params = &mut v["params"];
+                        if !params.is_object() {
+                            *params = json!({});
+                        }
+                        params["clientCapabilities"] =
+                            json!({"fs": {"readTextFile": read, "writeTextFile": write}});
+                        line_of(&v)
+                    }
                 }
-                let caps = &mut params["clientCapabilities"];
-                if !caps.is_object() {
-                    *caps = json!({});
-                }
-                let fs = &mut caps["fs"];
-                if !fs.is_object() {
-                    *fs = json!({});
-                }
-                fs["readTextFile"] = pol.can_ever(OpClass::Read).into();
-                fs["writeTextFile"] = pol.can_ever(OpClass::Write).into();
-                line_of(&v)
             }
             (Some(m @ ("session/new" | "session/load")), Some(id)) => {
                 let cwd = v["params"]["cwd"].as_str().unwrap_or_default().to_string();

@@ -30,8 +30,9 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, Implementation, InitializeResult, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CustomResult, DiscoverResult, ErrorCode, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -113,11 +114,45 @@ impl ServerHandler for McpServer {
         info
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request);
+        let outcome = match &result {
+            Ok(_) => Ok(()),
+            Err(e) => Err((i64::from(e.code.0), e.message.to_string())),
+        };
+        self.gw
+            .record_other(&self.ctx, "initialize", outcome)
+            .map_err(|e| McpError::internal_error(e.message(), None))?;
+        result
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        self.gw
+            .record_other(&self.ctx, "server/discover", Ok(()))
+            .map_err(|e| McpError::internal_error(e.message(), None))?;
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        // Every request gets its audit record before its reply.
+        self.gw
+            .record_other(&self.ctx, "tools/list", Ok(()))
+            .map_err(|e| McpError::internal_error(e.message(), None))?;
         Ok(ListToolsResult::with_all_items(
             self.catalog.tools(&self.gw.policy(), &self.root()),
         ))
@@ -137,11 +172,42 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
         if request.method != guard::OVERSIZED_METHOD {
-            return Err(McpError::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                request.method,
-                None,
-            ));
+            // The SDK hands over a known method whose params did not fit its schema
+            // (`"arguments": "text"`) as a custom request: that is a params error.
+            let known = matches!(
+                request.method.as_str(),
+                "initialize"
+                    | "ping"
+                    | "tools/list"
+                    | "tools/call"
+                    | "server/discover"
+                    | "resources/list"
+                    | "resources/read"
+                    | "prompts/list"
+                    | "prompts/get"
+                    | "completion/complete"
+                    | "logging/setLevel"
+            );
+            let err = if known {
+                McpError::invalid_params(
+                    format!(
+                        "invalid params for `{}`: they do not match the method's schema",
+                        request.method
+                    ),
+                    None,
+                )
+            } else {
+                McpError::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("unknown method `{}`", request.method),
+                    None,
+                )
+            };
+            let outcome = Err((i64::from(err.code.0), err.message.to_string()));
+            self.gw
+                .record_other(&self.ctx, &request.method, outcome)
+                .map_err(|e| McpError::internal_error(e.message(), None))?;
+            return Err(err);
         }
         let p = request.params.unwrap_or_default();
         let (bytes, limit) = (&p["bytes"], &p["limit"]);
