@@ -212,30 +212,42 @@ fn serve(args: ServeArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone());
-    let result = match args.transport {
+    type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>>>>;
+    let serving: Serving = match args.transport {
         Transport::Ws => match listener {
-            Some((l, token, settings)) => runtime.block_on(crate::transport::ws::serve_with_token(
+            Some((l, token, settings)) => Box::pin(crate::transport::ws::serve_with_token(
                 Arc::clone(&gateway),
                 l,
                 settings,
                 token,
             )),
-            None => Err(std::io::Error::other("no listener")),
+            None => Box::pin(async { Err(std::io::Error::other("no listener")) }),
         },
-        Transport::Mcp => runtime.block_on(crate::transport::mcp::serve_stdio(
+        Transport::Mcp => Box::pin(crate::transport::mcp::serve_stdio(
             Arc::clone(&gateway),
             stdio_peer(),
         )),
-        _ => runtime.block_on(crate::transport::acp::serve(
+        Transport::Acp => Box::pin(crate::transport::acp::serve(
             Arc::clone(&gateway),
             stdio_peer(),
             tokio::io::stdin(),
             tokio::io::stdout(),
         )),
     };
-    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    // SIGTERM / SIGINT stop serving; the log still gets its `stop` record and final
+    // checkpoint (for the WebSocket transport a signal is the usual way to stop).
+    let (result, reason) = runtime.block_on(async {
+        tokio::select! {
+            r = serving => (r, "end of input"),
+            s = termination() => (Ok(()), s),
+        }
+    });
+    // In-flight requests get a moment to finish; on a signal, a blocked stdin read must
+    // not hold up the exit for long.
+    let grace = if reason == "end of input" { 5 } else { 1 };
+    runtime.shutdown_timeout(std::time::Duration::from_secs(grace));
     let mut details = serde_json::Map::new();
-    details.insert("reason".into(), "end of input".into());
+    details.insert("reason".into(), reason.into());
     startup::shutdown(&gateway, details);
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -485,6 +497,23 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
     match log {
         Ok(log) => code(crate::backup::cli::run_with_audit(cmd, &mut Recorder(log))),
         Err(e) => fail(&format!("backup restore refused: {e}")),
+    }
+}
+
+/// Resolves with the name of the first SIGTERM or SIGINT (never, if neither can be
+/// listened for).
+async fn termination() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("cannot listen for SIGTERM/SIGINT; stop fsgate by closing its input");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
     }
 }
 

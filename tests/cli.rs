@@ -172,3 +172,82 @@ fn missing_or_nonexistent_workspace_refuses_to_start() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// Starts `serve` with `extra` arguments, waits until it is up (its audit log holds the
+/// `start` record), sends SIGTERM; returns its exit status, the log's records and the
+/// state directory holding the log.
+fn serve_then_sigterm(
+    extra: &[&str],
+) -> (
+    std::process::ExitStatus,
+    Vec<serde_json::Value>,
+    tempfile::TempDir,
+) {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let log = state.path().join("audit.jsonl");
+    let mut child = Command::new(bin())
+        .arg("serve")
+        .arg("--workspace")
+        .arg(ws.path())
+        .arg("--audit-log")
+        .arg(&log)
+        .arg("--backup-dir")
+        .arg(state.path().join("b"))
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let records = |log: &std::path::Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let t0 = std::time::Instant::now();
+    while !records(&log).iter().any(|r| r["kind"] == "start") {
+        assert!(t0.elapsed() < TIMEOUT, "fsgate did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The start record is written before the signal handler exists: give it a moment.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t0.elapsed() < TIMEOUT, "fsgate did not exit after SIGTERM");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    (status, records(&log), state)
+}
+
+#[test]
+fn sigterm_stops_every_transport_with_a_stop_record_and_a_final_checkpoint() {
+    for extra in [
+        &[][..],
+        &["--transport", "mcp"],
+        &["--transport", "ws", "--listen", "0"],
+    ] {
+        let (status, recs, state) = serve_then_sigterm(extra);
+        assert!(status.success(), "{extra:?}: {status:?}");
+        let last = recs.last().unwrap();
+        assert_eq!(last["kind"], "stop", "{extra:?}: {last}");
+        let log = state.path().join("audit.jsonl");
+        let out = run_cli(&["audit", "verify", "--json", &log.display().to_string()]);
+        assert!(out.status.success(), "{extra:?}: {out:?}");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let text = report.to_string();
+        assert!(
+            text.contains("shutdown"),
+            "{extra:?}: the final checkpoint is missing: {text}"
+        );
+    }
+}
