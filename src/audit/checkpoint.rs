@@ -224,6 +224,15 @@ pub(crate) enum Sink {
 }
 
 impl Sink {
+    /// The sink's file, when it is one (syslog cannot be read back).
+    pub(crate) fn file_path(&self) -> Option<&Path> {
+        match self {
+            Sink::File { path, .. } => Some(path),
+            #[cfg(unix)]
+            Sink::Syslog { .. } => None,
+        }
+    }
+
     /// Opens the sink named in the settings. Done at start-up, before confinement.
     ///
     /// # Ambient Authority

@@ -55,7 +55,7 @@ pub(crate) struct Io {
     /// Signs checkpoints; also checks the existing one at start-up.
     pub(crate) signer: Option<SigningKey>,
     /// Until `checkpoint_writer` takes it over.
-    sink: Option<Sink>,
+    pub(super) sink: Option<Sink>,
     /// Held (flock) for the life of the log: one writer per log.
     _lock: std::fs::File,
     /// Test hook: failures to inject into the next writes.

@@ -77,7 +77,7 @@ pub enum AuditError {
     },
     /// The existing log does not verify at start-up and the operator did not accept it.
     #[error(
-        "audit log {} does not verify: {report}; start with the broken-chain flag to begin a new segment that records the break",
+        "audit log {} does not verify: {report}; inspect it with `fsgate audit verify`, or restart with --accept-broken-chain to begin a new segment that records the break",
         path.display()
     )]
     BrokenChain {

@@ -202,7 +202,17 @@ fn inspect(io: &Io) -> Result<Inspection, AuditError> {
             }
         }
     };
-    let mut cp_hash_seen: Option<[u8; 32]> = None;
+    // The sink keeps every checkpoint: its newest ones also bind the log, so that
+    // deleting the checkpoint file beside the log cannot hide a cut-off tail.
+    let sink_cps: Vec<Checkpoint> = io
+        .sink
+        .as_ref()
+        .and_then(|s| s.file_path())
+        .and_then(|p| Checkpoint::read_all(p).ok())
+        .map(|all| newest_per_log(all.into_iter().flatten()))
+        .unwrap_or_default();
+    let wanted: Vec<u64> = checkpoint.iter().chain(&sink_cps).map(|c| c.seq).collect();
+    let mut hashes_at: Vec<(u64, [u8; 32])> = Vec::new();
 
     let mut good_len = 0;
     let mut active_first_seq = None;
@@ -243,14 +253,33 @@ fn inspect(io: &Io) -> Result<Inspection, AuditError> {
                     log_id.clone_from(&info.log);
                 }
             }
-            if checkpoint.as_ref().is_some_and(|c| c.seq == info.seq) {
-                cp_hash_seen = Some(info.hash);
+            if wanted.contains(&info.seq) {
+                hashes_at.push((info.seq, info.hash));
             }
             good_len = start + line.len() + 1;
             head = Some(info);
         }
     }
 
+    // Judge the log by the newest checkpoint that names it: beside it, or in the sink.
+    let from_sink = log_id.as_ref().and_then(|id| {
+        sink_cps
+            .iter()
+            .filter(|c| &c.log == id)
+            .max_by_key(|c| c.seq)
+            .cloned()
+    });
+    let checkpoint = match (checkpoint, from_sink) {
+        (Some(f), Some(s)) if s.seq > f.seq => Some(s),
+        (None, Some(s)) => Some(s),
+        (f, _) => f,
+    };
+    let cp_hash_seen = checkpoint.as_ref().and_then(|cp| {
+        hashes_at
+            .iter()
+            .find(|(seq, _)| *seq == cp.seq)
+            .map(|(_, h)| *h)
+    });
     if let Some(cp) = &checkpoint {
         check_checkpoint(
             io,
@@ -396,4 +425,18 @@ fn cut(io: &Io, len: u64) -> Result<(), AuditError> {
         .set_len(len)
         .and_then(|()| io.file.sync_all())
         .map_err(|e| AuditError::io("truncate", io.path_of(&io.name), &e))
+}
+
+/// The newest checkpoint of each log in a sink's history.
+fn newest_per_log(all: impl Iterator<Item = Checkpoint>) -> Vec<Checkpoint> {
+    let mut newest: std::collections::HashMap<String, Checkpoint> = Default::default();
+    for cp in all {
+        match newest.get(&cp.log) {
+            Some(have) if have.seq >= cp.seq => {}
+            _ => {
+                newest.insert(cp.log.clone(), cp);
+            }
+        }
+    }
+    newest.into_values().collect()
 }

@@ -117,6 +117,32 @@ fn a_cut_tail_contradicts_the_checkpoint() {
 }
 
 #[test]
+fn a_cut_tail_with_its_checkpoint_deleted_is_still_caught_through_the_sink() {
+    let (d, path) = temp_log();
+    let sink = d.path().join("elsewhere.jsonl");
+    let mut s = settings(FsyncMode::Always);
+    s.checkpoint_sink = Some(sink.display().to_string());
+    let log = open(&path, &s);
+    for i in 0..5 {
+        log.append(request(i)).unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    // Whoever cuts the tail also removes the checkpoint beside the log...
+    let lines = read_lines(&path);
+    let kept: String = lines[..lines.len() - 2]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&path, kept).unwrap();
+    std::fs::remove_file(path.with_file_name("audit.jsonl.checkpoint")).unwrap();
+    // ... but the sink still holds the head, and the gateway will not start on it.
+    let opened = AuditLog::open(&path, &s, POLICY, OpenOptions::default());
+    let msg = opened.err().unwrap().to_string();
+    assert!(msg.contains("truncated"), "{msg}");
+}
+
+#[test]
 fn a_deleted_log_is_noticed_through_its_checkpoint() {
     let (_d, path) = temp_log();
     write_some(&path, 2);
