@@ -13,7 +13,7 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 pub const BATCH_SYNC_INTERVAL: Duration = Duration::from_millis(100);
 
 /// When a record reaches the disk.
-#[derive(Debug, Clone, Copy, Default, serde::Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FsyncMode {
     /// `append` returns only after an `fdatasync` covering the record (group commit:
@@ -29,7 +29,7 @@ pub enum FsyncMode {
 }
 
 /// The `[audit]` policy section. Every field is optional; the defaults are safe.
-#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditSettings {
     /// Durability of each record: "always" (default), "batch" or "never". See [`FsyncMode`].

@@ -10,7 +10,7 @@ use super::BackupError;
 /// Every field is optional; an absent field means "no limit" (retention) or "the
 /// default location" (`dir`). Unknown keys are errors, so a typo cannot silently turn
 /// retention off.
-#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct BackupSettings {
     /// Directory of the backup store. Must be absolute and outside the workspace.

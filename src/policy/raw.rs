@@ -34,26 +34,18 @@ pub struct RawPolicy {
     pub content: Option<RawContent>,
     /// The audit log (`[audit]`), owned by the audit module.
     #[serde(default)]
-    // WIRE: drop this `with` once the settings type derives schemars::JsonSchema.
-    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub audit: Option<crate::audit::AuditSettings>,
     /// The backup store (`[backup]`), owned by the backup module.
     #[serde(default)]
-    // WIRE: drop this `with` once the settings type derives schemars::JsonSchema.
-    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub backup: Option<crate::backup::BackupSettings>,
     /// Landlock confinement (`[sandbox]`).
     #[serde(default)]
-    // WIRE: drop this `with` once the settings type derives schemars::JsonSchema.
-    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub sandbox: Option<crate::sandbox::SandboxSettings>,
     /// The ACP proxy (`[acp]`).
     #[serde(default)]
     pub acp: Option<AcpSettings>,
     /// The WebSocket files channel (`[ws]`), owned by the ws transport.
     #[serde(default)]
-    // WIRE: drop this `with` once the settings type derives schemars::JsonSchema.
-    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub ws: Option<crate::transport::ws::WsSettings>,
 }
 

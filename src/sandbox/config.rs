@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use super::{Enforcement, SandboxError, SandboxStatus};
 
 /// The `[sandbox]` section of a policy file.
-#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SandboxSettings {
     /// Refuse to start unless Landlock fully enforces the gateway's ruleset (fail

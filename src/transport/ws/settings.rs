@@ -26,7 +26,7 @@ const MAX_IN_FLIGHT_CEILING: usize = 1024;
 /// ignore = ["node_modules", ".git", ".next", "dist", "build", "__pycache__"]
 /// debounce_ms = 100
 /// ```
-#[derive(Debug, Clone, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct WsSettings {
     /// File holding the bearer token clients must present on the upgrade request
