@@ -251,3 +251,31 @@ fn sigterm_stops_every_transport_with_a_stop_record_and_a_final_checkpoint() {
         );
     }
 }
+
+#[test]
+fn check_sandbox_prints_what_landlock_enforced_and_exits_without_serving() {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args(["serve", "--check-sandbox", "--workspace"])
+        .arg(ws.path())
+        .arg("--audit-log")
+        .arg(state.path().join("audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(state.path().join("b"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next().unwrap_or_default();
+    assert!(
+        ["fully enforced", "partially enforced", "not enforced"]
+            .iter()
+            .any(|s| line.contains(s)),
+        "{text}"
+    );
+    // Nothing was served: the log holds the start and the stop, no request.
+    let log = std::fs::read_to_string(state.path().join("audit.jsonl")).unwrap();
+    assert!(!log.contains("\"kind\":\"request\""), "{log}");
+}

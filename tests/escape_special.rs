@@ -61,6 +61,16 @@ fn hard_link_to_outside_file_is_refused() {
         "the outside file was modified through a hard link"
     );
     assert_grep_only_control(&g, "OUTSIDE", "OUTSIDE control");
+    // Nor can it be moved (to a name the policy treats differently).
+    assert_refused(
+        g.call(
+            "_fsgate/rename",
+            json!({"oldPath": g.abs("hl.txt"), "newPath": g.abs("moved.txt")}),
+        ),
+        &g,
+        "hl.txt",
+    );
+    assert!(g.path("hl.txt").exists() && !g.exists("moved.txt"));
     // Nor does stat show the outside inode's size and times.
     assert_refused(
         g.call("_fsgate/stat", json!({"path": g.abs("hl.txt")})),

@@ -5,7 +5,7 @@ use crate::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{Entry, EntryType, Follow, Resolved, Visit};
+use crate::workspace::{Entry, EntryType, Follow, Resolved, Visit, WsError};
 
 impl Gateway {
     /// Saves the current content of the regular file at `real` to the backup store
@@ -405,6 +405,17 @@ impl Gateway {
                 rule: super::RULE_FILE_TYPE.into(),
                 path: src.shown,
             });
+        }
+        // A hard-linked file may be a link to a file outside: moving it is refused like
+        // reading it.
+        if src_kind == "file" {
+            let info = self
+                .workspace
+                .stat(&sres.real)
+                .map_err(|e| ws_error(e, &src.shown))?;
+            if info.nlink > 1 {
+                return Err(ws_error(WsError::HardLink(info.nlink), &src.shown));
+            }
         }
         if dres.missing > 1 {
             return Err(GatewayError::MissingParent {
