@@ -206,3 +206,81 @@ fn raw_agent_exit_status_becomes_fsgates() {
     };
     assert_eq!(status.code(), Some(3), "{status:?}");
 }
+
+#[test]
+fn session_load_opens_file_access_for_that_session_only() {
+    let Some(mut ed) = raw_editor("session_load_opens_file_access_for_that_session_only") else {
+        return;
+    };
+    std::fs::write(ed.root.join("a.txt"), "AAA\n").expect("seed");
+    ed.request_with_id(json!(10), "initialize", json!({"protocolVersion": 1}));
+    ed.response(&json!(10));
+    let root = ed.root.clone();
+    ed.request_with_id(
+        json!(11),
+        "session/load",
+        json!({"sessionId": "loaded-1", "cwd": root, "mcpServers": []}),
+    );
+    assert!(ed.response(&json!(11)).get("result").is_some());
+    let a = ed.root.join("a.txt");
+    let lines = [
+        fs_read(json!(5), "loaded-1", &a),
+        fs_read(json!(6), "never-created", &a),
+        "!wait [5, 6] 3000".to_string(),
+    ];
+    let report = prompt(&ed, "loaded-1", json!(12), &lines);
+    assert_eq!(
+        report["responses"]["5"]["result"]["content"], "AAA\n",
+        "{report}"
+    );
+    let refused = &report["responses"]["6"]["error"];
+    assert_eq!(refused["code"], -32003, "{report}");
+    assert_eq!(refused["data"]["rule"], "acp-session", "{report}");
+}
+
+#[test]
+fn terminal_requests_reach_the_editor_only_when_the_policy_allows_them() {
+    for allow in [false, true] {
+        let Some(cmd) = Peer::Raw.command_or_skip("terminal_requests_reach_the_editor") else {
+            return;
+        };
+        let policy = format!(
+            "version = 1\n[acp]\nallow_terminal = {allow}\n[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"**\"]\n"
+        );
+        let mut ed = Editor::launch(
+            &cmd,
+            super::editor::Options {
+                policy_text: Some(policy),
+                ..Default::default()
+            },
+        );
+        let sid = session(&mut ed);
+        let lines = [
+            json!({"jsonrpc": "2.0", "id": 5, "method": "terminal/create",
+                "params": {"sessionId": sid, "command": "id"}})
+            .to_string(),
+            "!wait [5] 3000".to_string(),
+        ];
+        let report = prompt(&ed, &sid, json!(12), &lines);
+        let reached = ed
+            .lines()
+            .iter()
+            .any(|l| methods_of(l).iter().any(|m| m == "terminal/create"));
+        assert_eq!(reached, allow, "allow_terminal = {allow}: {report}");
+        let err = &report["responses"]["5"]["error"];
+        if allow {
+            // The editor answered it (the test editor serves no terminal).
+            assert_eq!(err["code"], -32601, "{report}");
+        } else {
+            assert_eq!(err["code"], -32003, "{report}");
+            assert_eq!(err["data"]["rule"], "acp.allow_terminal", "{report}");
+        }
+        // Audited either way.
+        assert!(
+            ed.audit_records()
+                .iter()
+                .any(|r| r["op"] == "terminal/create"),
+            "allow_terminal = {allow}"
+        );
+    }
+}

@@ -86,6 +86,8 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}, "_meta": {"clientCapabilities": caps}}})
         elif method == "session/new":
             send({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "raw-session"}})
+        elif method == "session/load":
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
         elif method == "session/prompt":
             threading.Thread(target=run_prompt, args=(msg["id"], msg.get("params") or {}), daemon=True).start()
         elif "id" in msg:
