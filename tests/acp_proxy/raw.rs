@@ -209,7 +209,7 @@ fn raw_agent_exit_status_becomes_fsgates() {
 
 #[test]
 fn session_load_opens_file_access_for_that_session_only() {
-    let Some(mut ed) = raw_editor("session_load_opens_file_access_for_that_session_only") else {
+    let Some(ed) = raw_editor("session_load_opens_file_access_for_that_session_only") else {
         return;
     };
     std::fs::write(ed.root.join("a.txt"), "AAA\n").expect("seed");
