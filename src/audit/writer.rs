@@ -366,10 +366,13 @@ impl AuditLog {
                 _ => {}
             }
             if st.leader {
-                st = sh
-                    .cv
-                    .wait(st)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                // Parked, not waiting on `cv`: the leader unparks exactly the appenders
+                // whose records it made durable, and the one that leads next, so a
+                // finished batch wakes no one else. (Park tokens are sticky: an unpark
+                // before this park is not lost; the timeout is only a safety net.)
+                drop(st);
+                std::thread::park_timeout(Duration::from_millis(100));
+                st = lock(&sh.state);
             } else {
                 st = sh.lead(st, Duty::default());
             }
@@ -578,13 +581,6 @@ impl Shared {
         // error under the lock, which is set by now.)
         for e in &batch.entries[..done] {
             e.waiter.finish(DONE);
-        }
-        // Appenders waiting on `cv` for this batch return now, not when the leader ends its
-        // turn (it may lead several more rounds). Taking the lock first means an appender
-        // that saw its record pending has reached `wait` and cannot miss this.
-        if done > 0 {
-            drop(lock(&self.state));
-            self.cv.notify_all();
         }
         match failed {
             None => false,
