@@ -17,6 +17,16 @@ fn edit_replaces_the_single_occurrence() {
         g.get("e.rs").as_deref(),
         Some(&b"fn a() {}\nfn renamed() {}\n"[..])
     );
+    // Its audit record names the write rule that allowed it, and the new content's hash.
+    let log = std::fs::read_to_string(g.state.join("audit").join("audit.jsonl")).unwrap();
+    let rec: Value = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["op"] == "edit_text_file")
+        .expect("an edit record");
+    assert_eq!(rec["rule"], "workspace-write", "{rec}");
+    assert_eq!(rec["decision"], "allow", "{rec}");
+    assert_eq!(rec["bytes"], "fn a() {}\nfn renamed() {}\n".len(), "{rec}");
 }
 
 #[test]

@@ -120,6 +120,10 @@ fn verify_speed() {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     assert!(rate >= 500_000.0, "verify too slow: {rate:.0} records/s");
+    // FSGATE_BENCH_KEEP=1 leaves the log behind, to time `fsgate audit verify` on it.
+    if std::env::var_os("FSGATE_BENCH_KEEP").is_some() {
+        println!("kept: {}", dir.keep().display());
+    }
 }
 
 #[test]

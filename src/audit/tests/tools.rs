@@ -163,6 +163,21 @@ fn prune_removes_old_files_behind_a_signed_tombstone() {
     });
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("would remove"), "{out}");
+    // Without the key, a signed log is not pruned: an unsigned tombstone would stop the
+    // gateway at its next start.
+    let (code, _) = cli(AuditCommand::Prune {
+        before: "2999-01-01".into(),
+        path: path.clone(),
+        signing_key: None,
+        dry_run: false,
+    });
+    assert_eq!(code, 2);
+    assert_eq!(
+        crate::audit::series::discover(std::slice::from_ref(&dir)).unwrap()[0]
+            .files
+            .len(),
+        before
+    );
     let (code, out) = cli(AuditCommand::Prune {
         before: "2999-01-01".into(),
         path: path.clone(),
