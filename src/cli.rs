@@ -162,6 +162,20 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
+    // Argument mistakes first, before anything is opened or written.
+    match (args.transport, args.listen.is_some()) {
+        (Transport::Ws, false) => {
+            return fail(
+                "--transport ws needs --listen ADDR (HOST:PORT, or PORT for 127.0.0.1:PORT)",
+            );
+        }
+        (Transport::Acp | Transport::Mcp, true) => {
+            return fail(
+                "--listen is only for --transport ws (the acp and mcp transports speak on stdin/stdout)",
+            );
+        }
+        _ => {}
+    }
     let opened = match startup::open(&args.common.config()) {
         Ok(o) => o,
         Err(e) => return fail(&e),
@@ -173,11 +187,6 @@ fn serve(args: ServeArgs) -> ExitCode {
     };
     // The WebSocket listener is bound before confinement (Landlock then allows only it).
     let listener = match (args.transport, args.listen.as_deref()) {
-        (Transport::Ws, None) => {
-            return fail(
-                "--transport ws needs --listen ADDR (HOST:PORT, or PORT for 127.0.0.1:PORT)",
-            );
-        }
         (Transport::Ws, Some(listen)) => {
             let settings = opened.gateway.policy().raw().ws.clone().unwrap_or_default();
             let listener = match crate::transport::ws::bind(listen) {

@@ -279,3 +279,24 @@ fn check_sandbox_prints_what_landlock_enforced_and_exits_without_serving() {
     let log = std::fs::read_to_string(state.path().join("audit.jsonl")).unwrap();
     assert!(!log.contains("\"kind\":\"request\""), "{log}");
 }
+
+#[test]
+fn listen_without_the_ws_transport_is_refused_with_a_hint() {
+    let ws = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .args([
+            "serve",
+            "--transport",
+            "mcp",
+            "--listen",
+            "0",
+            "--workspace",
+        ])
+        .arg(ws.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--transport ws"));
+    assert!(out.stdout.is_empty());
+}
