@@ -191,7 +191,12 @@ impl Gateway {
             .case_insensitive(ignore_case)
             .build(pattern)
             .map_err(|e| {
-                GatewayError::InvalidParams(format!("invalid regex: {}", one_line(&e.to_string())))
+                // grep-regex reports on its wrapped pattern (`(?:...)`); the regex crate's
+                // own message points into the pattern the agent sent.
+                let msg = regex::Regex::new(pattern)
+                    .err()
+                    .map_or_else(|| e.to_string(), |re| re.to_string());
+                GatewayError::InvalidParams(format!("invalid regex: {}", one_line(&msg)))
             })?;
         let include = include_glob
             .map(IncludeGlob::new)
