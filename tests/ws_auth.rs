@@ -35,8 +35,25 @@ fn tokens_and_origins_are_checked_on_the_upgrade() {
             .is_some_and(|r| r.contains("Origin")),
         "{summary}"
     );
-    // Refused connections never reach the gateway: only the four good ones' lists.
-    let records = gate.audit_requests();
+    // Refused connections never reach the files channel: each is one `ws-upgrade` denial
+    // in the audit log, naming why (never what was presented).
+    let all = gate.audit_requests();
+    let refused: Vec<_> = all.iter().filter(|r| r["op"] == "ws-upgrade").collect();
+    assert_eq!(refused.len(), 9, "{refused:?}");
+    for r in &refused {
+        assert_eq!(r["decision"], "deny", "{r}");
+        assert_eq!(r["outcome"], "-32003", "{r}");
+        assert!(
+            r["reason"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("HTTP 40")),
+            "{r}"
+        );
+        assert!(!r.to_string().contains(&"0".repeat(64)), "{r}");
+        assert!(!r.to_string().contains(&gate.token), "{r}");
+    }
+    // The four good connections' lists.
+    let records: Vec<_> = all.iter().filter(|r| r["op"] != "ws-upgrade").collect();
     assert_eq!(records.len(), 4, "{records:?}");
     let sessions: std::collections::HashSet<_> =
         records.iter().map(|r| r["session"].to_string()).collect();

@@ -193,12 +193,18 @@ impl Accepted {
             .max_message_size(Some(self.limits.max_message))
             .max_frame_size(Some(self.limits.max_message));
         let mut subscribe: Option<String> = None;
+        let mut refusal: Option<(StatusCode, String)> = None;
         let full = self.slot.is_none();
         let (keeper, peer, sub) = (&self.keeper, self.peer, &mut subscribe);
+        let refused = &mut refusal;
         // The error type is tungstenite's, not ours to shrink.
         #[allow(clippy::result_large_err)]
         let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
             if full {
+                *refused = Some((
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many connections".into(),
+                ));
                 return Err(refuse(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "too many connections",
@@ -213,7 +219,10 @@ impl Accepted {
                         .next_back();
                     Ok(resp)
                 }
-                Err(r) => Err(refuse(r.status, &r.reason, peer)),
+                Err(r) => {
+                    *refused = Some((r.status, r.reason.to_string()));
+                    Err(refuse(r.status, &r.reason, peer))
+                }
             }
         };
         let upgrade = tokio_tungstenite::accept_hdr_async_with_config(tcp, callback, Some(config));
@@ -221,6 +230,26 @@ impl Accepted {
             Ok(Ok(ws)) => ws,
             Ok(Err(e)) => {
                 tracing::debug!(%peer, "upgrade failed: {e}");
+                if let Some((status, reason)) = refusal {
+                    // A refused connection attempt is a request too: it gets its record.
+                    let code = if status == StatusCode::SERVICE_UNAVAILABLE {
+                        crate::error::code::LIMIT
+                    } else {
+                        crate::error::code::REFUSED
+                    };
+                    let ctx = RequestCtx {
+                        style: PathStyle::Rooted,
+                        session: self.session.clone(),
+                        transport: "ws",
+                        peer: peer.to_string(),
+                    };
+                    let gw = Arc::clone(&self.gw);
+                    let msg = format!("HTTP {}: {reason}", status.as_u16());
+                    let _ = tokio::task::spawn_blocking(move || {
+                        gw.record_other(&ctx, "ws-upgrade", Err((code, msg)))
+                    })
+                    .await;
+                }
                 return;
             }
             Err(_) => {
