@@ -296,6 +296,9 @@ pub fn prune_backups(gw: &Gateway) {
 pub fn shutdown(gw: &Gateway, details: Map<String, Value>) {
     let details = Value::Object(details);
     tracing::info!(%details, "stopping");
+    if let Some(a) = gw.audit() {
+        gw.append_late_records(a);
+    }
     if let Some(a) = gw.audit()
         && let Err(e) = a.close()
     {

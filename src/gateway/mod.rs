@@ -67,6 +67,10 @@ pub struct Gateway {
     /// Backups saved since start: retention runs every [`PRUNE_EVERY`] saves, so a
     /// long-running gateway keeps to the policy's limits, not only at start-up.
     saves: std::sync::atomic::AtomicU64,
+    /// Changes that were made but whose record could not be appended (the log failed
+    /// for the first time right after the change): appended, marked late, as soon as
+    /// the log is writable again, so no change goes unrecorded while the process lives.
+    unrecorded: std::sync::Mutex<Vec<AuditEvent>>,
 }
 
 /// How many backups are saved between two retention passes over the store.
@@ -83,6 +87,7 @@ impl Gateway {
             audit: None,
             backups: None,
             saves: std::sync::atomic::AtomicU64::new(0),
+            unrecorded: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -273,14 +278,42 @@ impl Gateway {
         };
         let mut event = facts.into_event(ctx);
         event.policy_sha256 = Some(Arc::from(pol.sha256()));
+        self.append_late_records(audit);
+        let changed = op.is_mutating() && result.is_ok();
+        let kept = changed.then(|| event.clone());
         match audit.append(event) {
             Ok(_) => result,
             Err(e) => {
                 tracing::error!("audit log: {e}");
-                Err(GatewayError::Internal(format!(
+                let err = GatewayError::Internal(format!(
                     "{e}; the result is withheld because it could not be recorded"
-                )))
+                ));
+                if let Some(mut ev) = kept {
+                    // The change is on disk but unrecorded: record it as soon as we can,
+                    // with the reply the agent actually got.
+                    ev.outcome = err.code().to_string();
+                    ev.args.insert("recordedLate".into(), Value::Bool(true));
+                    ev.args.insert("changeMade".into(), Value::Bool(true));
+                    if let Ok(mut q) = self.unrecorded.lock() {
+                        q.push(ev);
+                    }
+                }
+                Err(err)
             }
+        }
+    }
+
+    /// Appends the records of changes made while the log was failing (see
+    /// `unrecorded`), oldest first; those that still fail wait for the next request.
+    pub(crate) fn append_late_records(&self, audit: &AuditLog) {
+        let Ok(mut q) = self.unrecorded.lock() else {
+            return;
+        };
+        while let Some(ev) = q.first().cloned() {
+            if audit.append(ev).is_err() {
+                return;
+            }
+            q.remove(0);
         }
     }
 
@@ -494,5 +527,69 @@ pub(crate) fn ws_error(e: WsError, shown: &str) -> GatewayError {
         },
         WsError::NameTooLong => GatewayError::InvalidParams(format!("{}: {e}", clip(shown))),
         WsError::Io(io) => GatewayError::Internal(format!("{}: {io}", clip(shown))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{AuditSettings, Fault, OpenOptions};
+    use crate::ops::{Op, PathStyle, RequestCtx};
+
+    fn ctx() -> RequestCtx {
+        RequestCtx {
+            style: PathStyle::Rooted,
+            session: "s".into(),
+            transport: "acp",
+            peer: "test".into(),
+        }
+    }
+
+    #[test]
+    fn a_change_whose_record_failed_is_recorded_late_with_the_reply_it_got() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log_path = state.path().join("audit.jsonl");
+        let pol = Policy::builtin_default().unwrap();
+        let audit = AuditLog::open(
+            &log_path,
+            &AuditSettings::default(),
+            pol.sha256(),
+            OpenOptions::default(),
+        )
+        .unwrap();
+        let gw = Gateway::new(pol, Workspace::open(ws.path()).unwrap()).with_audit(audit);
+        let write = Op::WriteText {
+            path: "/a.txt".into(),
+            content: "changed".into(),
+        };
+        // The log fails for the first time right after the change is made.
+        gw.audit().unwrap().inject_faults(Fault::Write, 1);
+        let err = gw.handle(&ctx(), write).unwrap_err();
+        assert_eq!(err.code(), crate::error::code::INTERNAL);
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+            "changed"
+        );
+        // The next request finds the log writable: the change is recorded first.
+        gw.handle(
+            &ctx(),
+            Op::Stat {
+                path: "/a.txt".into(),
+            },
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(&log_path).unwrap();
+        let recs: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|r: &Value| r["kind"] == "request")
+            .collect();
+        assert_eq!(recs.len(), 2, "{text}");
+        assert_eq!(recs[0]["op"], "write_text_file");
+        assert_eq!(recs[0]["outcome"], "-32603");
+        assert_eq!(recs[0]["args"]["recordedLate"], true);
+        assert_eq!(recs[0]["args"]["changeMade"], true);
+        assert_eq!(recs[1]["op"], "stat");
     }
 }
