@@ -328,6 +328,21 @@ fn acp(args: AcpArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone());
+    // SIGTERM / SIGINT end the agent (gracefully, then forcefully); the relay then ends
+    // with the agent's status as usual, and the log gets its stop record.
+    runtime.spawn(async move {
+        let sig = termination().await;
+        tracing::warn!("{sig}: ending the agent (pid {pid})");
+        let Some(agent) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            return;
+        };
+        let _ = rustix::process::kill_process(agent, rustix::process::Signal::TERM);
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        let _ = rustix::process::kill_process(agent, rustix::process::Signal::KILL);
+    });
     let result = runtime.block_on(crate::transport::proxy::run(
         Arc::clone(&gateway),
         stdio_peer(),
@@ -486,6 +501,15 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
             .map(|d| d.join("audit").join("audit.jsonl"))
             .map_err(|e| e.to_string()),
     };
+    if settings.signing_key.is_none()
+        && let Ok(p) = &log_path
+        && p.exists()
+        && crate::audit::checkpoints_are_signed(p)
+    {
+        return fail(
+            "backup restore refused: the audit log's checkpoints are signed; pass --policy (the gateway's policy, whose [audit] signing_key signs the restore's records too)",
+        );
+    }
     let policy_sha = loaded
         .as_ref()
         .map(|p| p.sha256().to_string())

@@ -294,15 +294,13 @@ pub fn prune_backups(gw: &Gateway) {
 /// Closes the audit log: its `stop` record and final checkpoint. `details` about why
 /// the gateway stops are logged.
 pub fn shutdown(gw: &Gateway, details: Map<String, Value>) {
-    let details = Value::Object(details);
-    tracing::info!(%details, "stopping");
+    let shown = Value::Object(details.clone());
+    tracing::info!(details = %shown, "stopping");
     if let Some(a) = gw.audit() {
         gw.append_late_records(a);
-    }
-    if let Some(a) = gw.audit()
-        && let Err(e) = a.close()
-    {
-        tracing::error!("audit log: closing: {e}");
+        if let Err(e) = a.close_with(details) {
+            tracing::error!("audit log: closing: {e}");
+        }
     }
 }
 

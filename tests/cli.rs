@@ -240,6 +240,7 @@ fn sigterm_stops_every_transport_with_a_stop_record_and_a_final_checkpoint() {
         assert!(status.success(), "{extra:?}: {status:?}");
         let last = recs.last().unwrap();
         assert_eq!(last["kind"], "stop", "{extra:?}: {last}");
+        assert_eq!(last["details"]["reason"], "SIGTERM", "{extra:?}: {last}");
         let log = state.path().join("audit.jsonl");
         let out = run_cli(&["audit", "verify", "--json", &log.display().to_string()]);
         assert!(out.status.success(), "{extra:?}: {out:?}");
@@ -299,4 +300,67 @@ fn listen_without_the_ws_transport_is_refused_with_a_hint() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--transport ws"));
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn sigterm_to_the_acp_proxy_ends_its_agent_and_closes_the_log() {
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let log = state.path().join("audit.jsonl");
+    let mut child = Command::new(bin())
+        .arg("acp")
+        .arg("--workspace")
+        .arg(ws.path())
+        .arg("--audit-log")
+        .arg(&log)
+        .arg("--backup-dir")
+        .arg(state.path().join("b"))
+        .args(["--", "/bin/sleep", "600"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let records = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let t0 = std::time::Instant::now();
+    let agent_pid = loop {
+        if let Some(r) = records().iter().find(|r| r["kind"] == "agent-start") {
+            break r["details"]["pid"].as_i64().unwrap();
+        }
+        assert!(t0.elapsed() < TIMEOUT, "the agent did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < TIMEOUT,
+            "fsgate acp did not exit after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // fsgate exits with its agent's status: killed by SIGTERM, 128 + 15.
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{agent_pid}")).exists(),
+        "the agent outlived fsgate"
+    );
+    let recs = records();
+    assert_eq!(recs[recs.len() - 2]["kind"], "agent-exit");
+    assert_eq!(recs[recs.len() - 1]["kind"], "stop");
 }

@@ -248,6 +248,17 @@ fn unknown_tool_is_a_protocol_error_and_bad_arguments_a_tool_error() {
     );
     g.request(11, "no/such/method", json!({}));
     assert_eq!(g.response(11)["error"]["code"], json!(-32601));
+    // Each of these was answered without touching the workspace, and each is recorded.
+    let recs = g.dirs.audit_records();
+    let with = |op: &str, outcome: &str| {
+        recs.iter()
+            .filter(|r| r["op"] == op && r["outcome"] == outcome)
+            .count()
+    };
+    assert_eq!(with("tools/call", "-32602"), 2, "unknown tool, bad params");
+    assert_eq!(with("read_text_file", "-32602"), 3, "bad arguments");
+    assert_eq!(with("ls", "-32602"), 1, "missing arguments");
+    assert_eq!(with("no/such/method", "-32601"), 1);
 }
 
 #[test]

@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::checkpoint::Checkpoint;
 use super::show::{ShowFilter, ShowFormat};
 use super::verify::{VerifyOptions, verify_paths};
 use super::{keys, prune, show};
@@ -213,17 +212,7 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
             if key.is_none() {
                 // A log whose checkpoints are signed would not accept an unsigned
                 // tombstone at the gateway's next start: refuse rather than strand it.
-                let signed = super::series::discover(std::slice::from_ref(&path))
-                    .ok()
-                    .into_iter()
-                    .flatten()
-                    .any(|s| {
-                        std::fs::read_to_string(s.checkpoint_path())
-                            .ok()
-                            .and_then(|t| Checkpoint::parse(t.trim()).ok())
-                            .is_some_and(|c| c.obj.contains_key("sig"))
-                    });
-                if signed && !dry_run {
+                if super::checkpoints_are_signed(&path) && !dry_run {
                     eprintln!(
                         "fsgate audit prune: this log's checkpoints are signed: pass --signing-key (the policy's [audit] signing_key) so the tombstone is signed too"
                     );

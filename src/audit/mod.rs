@@ -125,3 +125,18 @@ impl AuditError {
         }
     }
 }
+
+/// Whether the log at `path` (its active file or its directory) has signed checkpoints:
+/// then anything appended without the key would stop the gateway at its next start.
+pub fn checkpoints_are_signed(path: &std::path::Path) -> bool {
+    series::discover(&[path.to_path_buf()])
+        .ok()
+        .into_iter()
+        .flatten()
+        .any(|s| {
+            std::fs::read_to_string(s.checkpoint_path())
+                .ok()
+                .and_then(|t| checkpoint::Checkpoint::parse(t.trim()).ok())
+                .is_some_and(|c| c.obj.contains_key("sig"))
+        })
+}

@@ -262,13 +262,9 @@ fn inspect(io: &Io) -> Result<Inspection, AuditError> {
     }
 
     // Judge the log by the newest checkpoint that names it: beside it, or in the sink.
-    let from_sink = log_id.as_ref().and_then(|id| {
-        sink_cps
-            .iter()
-            .filter(|c| &c.log == id)
-            .max_by_key(|c| c.seq)
-            .cloned()
-    });
+    let from_sink = log_id
+        .as_ref()
+        .and_then(|id| sink_cps.iter().find(|c| &c.log == id).cloned());
     let checkpoint = match (checkpoint, from_sink) {
         (Some(f), Some(s)) if s.seq > f.seq => Some(s),
         (None, Some(s)) => Some(s),
@@ -427,16 +423,12 @@ fn cut(io: &Io, len: u64) -> Result<(), AuditError> {
         .map_err(|e| AuditError::io("truncate", io.path_of(&io.name), &e))
 }
 
-/// The newest checkpoint of each log in a sink's history.
+/// The last checkpoint written for each log in a sink's history (the sink only grows:
+/// after an accepted break, the new chain's checkpoints come last, even at lower seqs).
 fn newest_per_log(all: impl Iterator<Item = Checkpoint>) -> Vec<Checkpoint> {
     let mut newest: std::collections::HashMap<String, Checkpoint> = Default::default();
     for cp in all {
-        match newest.get(&cp.log) {
-            Some(have) if have.seq >= cp.seq => {}
-            _ => {
-                newest.insert(cp.log.clone(), cp);
-            }
-        }
+        newest.insert(cp.log.clone(), cp);
     }
     newest.into_values().collect()
 }

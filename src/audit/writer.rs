@@ -426,10 +426,15 @@ impl AuditLog {
     /// Writes a `stop` record and a `shutdown` checkpoint, syncs, and refuses further
     /// appends. Idempotent.
     pub fn close(&self) -> Result<(), AuditError> {
+        self.close_with(Map::new())
+    }
+
+    /// [`close`](Self::close), with `details` (why it stops) in the `stop` record.
+    pub fn close_with(&self, details: Map<String, Value>) -> Result<(), AuditError> {
         if lock(&self.shared.state).closed {
             return Ok(());
         }
-        let stopped = self.append(AuditEvent::lifecycle(record::KIND_STOP, Map::new()));
+        let stopped = self.append(AuditEvent::lifecycle(record::KIND_STOP, details));
         let duty = self.run_duty(Duty {
             checkpoint: Some("shutdown"),
             sync: true,
@@ -482,7 +487,9 @@ impl AuditLog {
     fn run_duty(&self, duty: Duty) -> Result<(), AuditError> {
         let sh = &*self.shared;
         let mut st = lock(&sh.state);
-        while st.leader {
+        // A checkpoint duty also waits for a checkpoint being written (heartbeat,
+        // periodic) to finish, or the leader would skip its own.
+        while st.leader || (duty.checkpoint.is_some() && st.ckpt_busy) {
             st = sh
                 .cv
                 .wait(st)

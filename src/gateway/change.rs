@@ -458,18 +458,20 @@ impl Gateway {
     }
 }
 
-/// Occurrences of `needle` in `text`, overlapping ones included: in `aaa`, `aa` occurs
-/// twice, so replacing "the" occurrence would be ambiguous.
-fn occurrences(text: &str, needle: &str) -> usize {
-    let mut count = 0;
-    let mut from = 0;
-    while let Some(i) = text[from..].find(needle) {
-        count += 1;
-        // Step one character past the match start, to see overlapping matches.
-        let start = from + i;
-        from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+/// How many times `needle` occurs in `text` for an exactly-once edit: the count of
+/// non-overlapping occurrences, except that a single one overlapped by another (in `aaa`,
+/// `aa` starts at 0 and at 1) counts as 2, since "the" occurrence would be ambiguous.
+/// Linear time: `str::find` and `str::matches` use the Two-Way search.
+pub(crate) fn occurrences(text: &str, needle: &str) -> usize {
+    let count = text.matches(needle).count();
+    if count != 1 {
+        return count;
     }
-    count
+    let Some(first) = text.find(needle) else {
+        return 0;
+    };
+    let next = first + text[first..].chars().next().map_or(1, char::len_utf8);
+    if text[next..].contains(needle) { 2 } else { 1 }
 }
 
 #[cfg(test)]
@@ -483,5 +485,19 @@ mod tests {
         assert_eq!(occurrences("xyz", "y"), 1);
         assert_eq!(occurrences("xyz", "q"), 0);
         assert_eq!(occurrences("ééé", "éé"), 2);
+        assert_eq!(occurrences("x = 1\ny\nx = 1\n", "x = 1"), 2);
+    }
+
+    #[test]
+    fn counting_is_linear_even_on_runs_of_one_character() {
+        let text = "a".repeat(4_000_000);
+        let needle = "a".repeat(2_000_000);
+        let t = std::time::Instant::now();
+        assert_eq!(occurrences(&text, &needle), 2);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t.elapsed()
+        );
     }
 }

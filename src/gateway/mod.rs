@@ -19,6 +19,7 @@ use crate::path::{PathError, RelPath};
 use crate::policy::{EntryKind, OpClass, Policy};
 use crate::workspace::{Entry, EntryType, Follow, Resolved, Workspace, WsError};
 
+pub(crate) use change::occurrences;
 pub use facts::Facts;
 
 /// Rule id for refusals of paths outside the workspace (lexically or via symlinks).
@@ -370,7 +371,11 @@ impl Gateway {
         input: &str,
     ) -> Result<ReqPath, GatewayError> {
         let root = self.workspace.root_path();
-        let dealiased = self.workspace.dealias(input);
+        // Workspace-rooted paths (WebSocket) are never host paths: no alias applies.
+        let dealiased = match ctx.style {
+            PathStyle::Rooted => std::borrow::Cow::Borrowed(input),
+            _ => self.workspace.dealias(input),
+        };
         let input = dealiased.as_ref();
         let parsed = match ctx.style {
             PathStyle::Absolute => RelPath::parse_absolute(input, root),

@@ -91,7 +91,7 @@ pub(super) fn apply(
         }
         match how {
             Matching::ExactlyOnce => {
-                let count = text.matches(old.as_str()).count();
+                let count = crate::gateway::occurrences(&text, old.as_str());
                 if count != 1 {
                     let hint = if count == 0 {
                         ""

@@ -211,6 +211,16 @@ impl ServerHandler for McpServer {
         }
         let p = request.params.unwrap_or_default();
         let (bytes, limit) = (&p["bytes"], &p["limit"]);
+        self.gw
+            .record_other(
+                &self.ctx,
+                "oversized-message",
+                Err((
+                    crate::error::code::INVALID_REQUEST,
+                    format!("message of {bytes} bytes exceeds the limit of {limit} bytes"),
+                )),
+            )
+            .map_err(|e| McpError::internal_error(e.message(), None))?;
         Err(McpError::new(
             ErrorCode::INVALID_REQUEST,
             format!(
@@ -229,10 +239,15 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(tool) = ToolId::from_name(&request.name) else {
-            return Err(McpError::invalid_params(
-                format!("unknown tool: {}", request.name),
-                None,
-            ));
+            let msg = format!("unknown tool: {}", request.name);
+            self.gw
+                .record_other(
+                    &self.ctx,
+                    "tools/call",
+                    Err((crate::error::code::INVALID_PARAMS, msg.clone())),
+                )
+                .map_err(|e| McpError::internal_error(e.message(), None))?;
+            return Err(McpError::invalid_params(msg, None));
         };
         let args = request.arguments.unwrap_or_default();
         let (gw, ctx) = (Arc::clone(&self.gw), Arc::clone(&self.ctx));

@@ -19,7 +19,28 @@ pub(super) fn call(
     tool: ToolId,
     args: JsonObject,
 ) -> CallToolResult {
-    match run(gw, ctx, tool, args) {
+    let result = run(gw, ctx, tool, args);
+    // Calls the gateway never saw (arguments that do not fit, a transport limit, the
+    // directory list) still get their audit record; a record that cannot be written
+    // withholds the answer, as everywhere.
+    let unrecorded = match &result {
+        Err(e @ (ToolError::Args { .. } | ToolError::Limit { .. })) => {
+            let code = if matches!(e, ToolError::Args { .. }) {
+                crate::error::code::INVALID_PARAMS
+            } else {
+                crate::error::code::LIMIT
+            };
+            Some(Err((code, e.to_string())))
+        }
+        Ok(_) if tool == ToolId::ListAllowedDirectories => Some(Ok(())),
+        _ => None,
+    };
+    if let Some(outcome) = unrecorded
+        && let Err(e) = gw.record_other(ctx, tool.name(), outcome)
+    {
+        return render::error(&ToolError::Gateway(e));
+    }
+    match result {
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(tool = tool.name(), error = %e, "tool call failed");
