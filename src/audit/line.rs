@@ -399,29 +399,9 @@ fn rebuild(v: &View<'_>, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::record::{AuditEvent, seal};
-    use serde_json::{Map, json};
-
-    fn sample() -> AuditEvent {
-        let mut args = Map::new();
-        args.insert("limit".into(), json!(20));
-        args.insert("line".into(), json!(3));
-        AuditEvent {
-            session: "s-1".into(),
-            transport: "acp".into(),
-            peer: "pid=42,uid=1000".into(),
-            op: "read".into(),
-            path: Some("src/main.rs".into()),
-            args,
-            decision: "allow".into(),
-            rule: Some("workspace-read".into()),
-            outcome: "ok".into(),
-            bytes: Some(120),
-            sha256: Some("ab".repeat(32)),
-            duration_us: 57,
-            ..Default::default()
-        }
-    }
+    use crate::audit::record::seal;
+    use crate::audit::record::tests::sample;
+    use serde_json::json;
 
     #[test]
     fn editing_any_byte_is_caught() {

@@ -275,12 +275,13 @@ pub fn decode_hash(s: &str) -> Option<[u8; 32]> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::audit::line::check_line;
     use serde_json::json;
 
-    fn sample() -> AuditEvent {
+    /// A plausible request event (shared with the line checker's tests).
+    pub(crate) fn sample() -> AuditEvent {
         let mut args = Map::new();
         args.insert("limit".into(), json!(20));
         args.insert("line".into(), json!(3));
