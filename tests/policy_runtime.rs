@@ -305,3 +305,61 @@ fn sighup_with_an_invalid_policy_keeps_the_old_one_and_records_the_rejection() {
     let res = g.ok("fs/read_text_file", json!({"path": g.abs("src/a.txt")}));
     assert_eq!(res["content"], "a\n");
 }
+
+#[test]
+fn a_rename_cannot_carry_content_out_of_a_path_scoped_rule() {
+    let g = Gate::with_policy(
+        r#"
+version = 1
+[content]
+builtin = false
+[[content.rules]]
+id = "config-token"
+regex = '''token=[a-z0-9]{8,}'''
+path = '''^config/'''
+keywords = ["token="]
+[[rule]]
+id = "all"
+effect = "allow"
+ops = ["*"]
+paths = ["**"]
+"#,
+    );
+    g.put("config/app.txt", "token=abcdefgh12\n");
+    g.put("notes/todo.txt", "token=abcdefgh12\n");
+    // Unreadable where it is ...
+    let e = assert_code(
+        g.call(
+            "fs/read_text_file",
+            json!({"path": g.abs("config/app.txt")}),
+        ),
+        REFUSED,
+    );
+    assert_eq!(rule_of(&e), "content:config-token");
+    // ... so it cannot be moved to where it would be readable,
+    let e = assert_code(
+        g.call(
+            "_fsgate/rename",
+            json!({"oldPath": g.abs("config/app.txt"), "newPath": g.abs("notes/app.txt")}),
+        ),
+        REFUSED,
+    );
+    assert_eq!(rule_of(&e), "content:config-token");
+    assert!(g.exists("config/app.txt") && !g.exists("notes/app.txt"));
+    // nor can such content be moved into the rule's reach.
+    let e = assert_code(
+        g.call(
+            "_fsgate/rename",
+            json!({"oldPath": g.abs("notes/todo.txt"), "newPath": g.abs("config/todo.txt")}),
+        ),
+        REFUSED,
+    );
+    assert_eq!(rule_of(&e), "content:config-token");
+    // Ordinary files still move.
+    g.put("notes/plain.txt", "nothing here\n");
+    g.ok(
+        "_fsgate/rename",
+        json!({"oldPath": g.abs("notes/plain.txt"), "newPath": g.abs("config/plain.txt")}),
+    );
+    assert!(g.exists("config/plain.txt"));
+}

@@ -442,6 +442,25 @@ impl Gateway {
             for p in [&dst.rel, &dres.real] {
                 Self::check(pol, OpClass::Write, p, EntryKind::File, &dst.shown, facts)?;
             }
+            // Content rules can depend on the path: the content must pass them both
+            // where it is (as a read) and where it goes (as a write), or a move would
+            // carry a secret out of a rule's reach.
+            // (A file over the read limit is skipped: it cannot be read here or there.)
+            let content = match pol.content_scanner() {
+                None => None,
+                Some(_) => match self
+                    .workspace
+                    .read_file(&sres.real, pol.limits().max_read_bytes)
+                {
+                    Ok(c) => Some(c),
+                    Err(WsError::TooLarge { .. }) => None,
+                    Err(e) => return Err(ws_error(e, &src.shown)),
+                },
+            };
+            if let Some(content) = content {
+                Self::check_content(pol, OpClass::Read, &sres.real, &content.bytes, &src.shown)?;
+                Self::check_content(pol, OpClass::Write, &dres.real, &content.bytes, &dst.shown)?;
+            }
         }
         if dres.exists
             && self
