@@ -314,7 +314,7 @@ fn create_private_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// `path` as a workspace-relative path, if it lies inside the workspace.
-fn inside(root: &Path, path: &Path) -> Option<RelPath> {
+pub(crate) fn inside(root: &Path, path: &Path) -> Option<RelPath> {
     let canon = std::fs::canonicalize(path).ok().or_else(|| {
         let parent = std::fs::canonicalize(path.parent()?).ok()?;
         Some(parent.join(path.file_name()?))

@@ -363,3 +363,35 @@ paths = ["**"]
     );
     assert!(g.exists("config/plain.txt"));
 }
+
+#[test]
+fn a_gitleaks_config_first_named_by_a_reloaded_policy_is_walled_off_too() {
+    let gitleaks =
+        "[[rules]]\nid = \"acme\"\nregex = '''acme_[a-z0-9]{16}'''\nkeywords = [\"acme_\"]\n";
+    let all = "version = 1\n[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"**\"]\n";
+    let g = Gate::with_policy_and_files(all, &[("security/gitleaks.toml", gitleaks)]);
+    g.ok("initialize", json!({"protocolVersion": 1}));
+    g.ok(
+        "fs/read_text_file",
+        json!({"path": g.abs("security/gitleaks.toml")}),
+    );
+    let with_rules = format!(
+        "version = 1\n[content]\ngitleaks_config = \"{}\"\n{}",
+        g.path("security/gitleaks.toml").display(),
+        all.trim_start_matches("version = 1\n")
+    );
+    std::fs::write(g.policy_file(), with_rules).unwrap();
+    hup_and_wait(&g, "reload");
+    let e = assert_code(
+        g.call(
+            "fs/write_text_file",
+            json!({"path": g.abs("security/gitleaks.toml"), "content": "title = \"pwned\"\n"}),
+        ),
+        REFUSED,
+    );
+    assert_eq!(rule_of(&e), "floor:policy-file");
+    assert_eq!(
+        g.get("security/gitleaks.toml").unwrap(),
+        gitleaks.as_bytes()
+    );
+}

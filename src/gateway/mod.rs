@@ -142,7 +142,20 @@ impl Gateway {
                     .into(),
             );
         }
-        new.set_floor(old.floor().clone());
+        // The floor carries over, plus any gitleaks config the new policy names.
+        let mut floor = old.floor().entries().to_vec();
+        if let Some(sc) = new.content_scanner() {
+            for source in sc.sources() {
+                if let Some(path) = crate::startup::inside(self.workspace.root_path(), &source.path)
+                {
+                    floor.push(crate::policy::floor::FloorEntry {
+                        kind: crate::policy::floor::FloorKind::PolicyFile,
+                        path,
+                    });
+                }
+            }
+        }
+        new.set_floor(crate::policy::floor::FixedFloor::from_entries(floor));
         let hashes = (old.sha256().to_string(), new.sha256().to_string());
         let mut slot = match self.policy.write() {
             Ok(p) => p,
