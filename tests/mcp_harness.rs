@@ -205,7 +205,15 @@ impl McpGate {
 
     /// The response with this id, if it arrives within `wait`.
     pub fn try_response(&self, id: u64, wait: Duration) -> Option<Value> {
-        let key = id.to_string();
+        self.try_response_keyed(id.to_string(), wait)
+    }
+
+    /// The (latest) response with a null id (a parse error), if one arrives within `wait`.
+    pub fn try_null_response(&self, wait: Duration) -> Option<Value> {
+        self.try_response_keyed("null".into(), wait)
+    }
+
+    fn try_response_keyed(&self, key: String, wait: Duration) -> Option<Value> {
         let deadline = Instant::now() + wait;
         let (lock, cv) = &*self.inbox;
         let mut ib = lock.lock().expect("inbox");

@@ -463,3 +463,27 @@ reason = "test"
     assert!(g.finish().success());
     assert!(g.garbage().is_empty(), "{:?}", g.garbage());
 }
+
+#[test]
+fn a_line_that_is_not_json_is_answered_with_a_parse_error_and_recorded() {
+    let mut g = McpGate::start(None);
+    g.dirs.put("a.txt", "hello\n");
+    g.initialize("2025-06-18");
+    g.send_line("this is not json {");
+    let r = g
+        .try_null_response(Duration::from_secs(10))
+        .expect("a -32700 answer");
+    assert_eq!(r["error"]["code"], json!(-32700), "{r}");
+    assert_eq!(r["id"], Value::Null, "{r}");
+    // The session goes on.
+    let r = g.tool(1, "read_text_file", json!({"path": "a.txt"}));
+    assert_eq!(text_of(&r), "hello\n");
+    assert!(g.finish().success());
+    assert!(g.garbage().is_empty(), "{:?}", g.garbage());
+    let recs = g.dirs.audit_records();
+    assert!(
+        recs.iter()
+            .any(|r| r["op"] == "invalid-message" && r["outcome"] == "-32700"),
+        "{recs:?}"
+    );
+}

@@ -279,19 +279,115 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
-    let input = guard::LineGuard::new(input, max);
-    let transport = AsyncRwTransport::new_server(input, output)
+    let (errors_tx, errors_rx) = tokio::sync::mpsc::unbounded_channel();
+    let input = guard::LineGuard::new(input, max).with_parse_errors(errors_tx);
+    // The SDK writes into a pipe; one task copies its lines out and slips the answers to
+    // unparsable lines in between them, never inside one.
+    let (sdk_out, from_sdk) = tokio::io::duplex(256 * 1024);
+    let server = McpServer::new(gw, peer);
+    let copier = tokio::spawn(copy_out(
+        from_sdk,
+        output,
+        errors_rx,
+        Arc::clone(&server.gw),
+        Arc::clone(&server.ctx),
+    ));
+    let transport = AsyncRwTransport::new_server(input, sdk_out)
         .with_max_line_length(max.saturating_add(guard::SLACK));
-    match McpServer::new(gw, peer).serve(transport).await {
-        Ok(running) => {
-            let reason = running.waiting().await.map_err(std::io::Error::other)?;
-            tracing::debug!(?reason, "mcp session ended");
-            Ok(())
-        }
+    let served = match server.serve(transport).await {
+        Ok(running) => match running.waiting().await {
+            Ok(reason) => {
+                tracing::debug!(?reason, "mcp session ended");
+                Ok(())
+            }
+            Err(e) => Err(std::io::Error::other(e)),
+        },
         // The client went away before its first request.
         Err(ServerInitializeError::ConnectionClosed(_)) => Ok(()),
         Err(e) => Err(std::io::Error::other(e)),
+    };
+    // The SDK's end of the pipe is gone with the service: the copier drains and ends.
+    let copied = copier
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+    served.and(copied)
+}
+
+/// Copies the SDK's output lines to `to`, and answers each unparsable input line (as
+/// reported by the guard) with a -32700 error, recorded in the audit log first.
+async fn copy_out<R, W>(
+    from: R,
+    mut to: W,
+    mut errors: tokio::sync::mpsc::UnboundedReceiver<String>,
+    gw: Arc<Gateway>,
+    ctx: Arc<RequestCtx>,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut from = BufReader::new(from);
+    let mut line = Vec::new();
+    let mut errors_open = true;
+    let answer = |message: String| {
+        let (gw, ctx) = (Arc::clone(&gw), Arc::clone(&ctx));
+        async move {
+            let recorded = tokio::task::spawn_blocking(move || {
+                gw.record_other(
+                    &ctx,
+                    "invalid-message",
+                    Err((crate::error::code::PARSE_ERROR, message.clone())),
+                )
+                .map(|()| message)
+            })
+            .await;
+            let error = match recorded {
+                Ok(Ok(message)) => {
+                    serde_json::json!({"code": crate::error::code::PARSE_ERROR, "message": message})
+                }
+                Ok(Err(e)) => e.to_rpc_error(),
+                Err(e) => {
+                    serde_json::json!({"code": crate::error::code::INTERNAL, "message": e.to_string()})
+                }
+            };
+            let mut bytes = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": error})
+                .to_string()
+                .into_bytes();
+            bytes.push(b'\n');
+            bytes
+        }
+    };
+    loop {
+        tokio::select! {
+            // Cancel-safe enough: bytes read so far stay in `line` for the next call.
+            n = from.read_until(b'\n', &mut line) => {
+                if n? == 0 {
+                    to.write_all(&line).await?;
+                    break;
+                }
+                if line.ends_with(b"\n") {
+                    to.write_all(&line).await?;
+                    to.flush().await?;
+                    line.clear();
+                }
+            }
+            msg = errors.recv(), if errors_open => match msg {
+                Some(m) => {
+                    let bytes = answer(m).await;
+                    to.write_all(&bytes).await?;
+                    to.flush().await?;
+                }
+                None => errors_open = false,
+            },
+        }
     }
+    while let Ok(m) = errors.try_recv() {
+        let bytes = answer(m).await;
+        to.write_all(&bytes).await?;
+    }
+    to.flush().await?;
+    to.shutdown().await
 }
 
 /// Serves MCP on this process's stdin/stdout (`fsgate serve --transport mcp`).
