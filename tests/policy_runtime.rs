@@ -101,6 +101,15 @@ fn grep_never_shows_lines_of_a_file_holding_a_secret() {
     let hits = grep_hits(&res);
     assert_eq!(hits.len(), 1, "{hits:?}");
     assert!(hits[0].0.ends_with("/plain.txt"), "{hits:?}");
+    // Named on its own, the file is refused as a read would be.
+    let e = assert_code(
+        g.call(
+            "_fsgate/grep",
+            json!({"pattern": "PRIVATE", "path": g.abs("notes.txt")}),
+        ),
+        REFUSED,
+    );
+    assert_eq!(rule_of(&e), "content:private-key");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::error::GatewayError;
 use crate::ops::{Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{Entry, EntryType, Follow, GrepMatch, GrepOptions, IncludeGlob, WsError};
+use crate::workspace::{Entry, EntryType, Follow, GrepOptions, IncludeGlob, WsError};
 
 /// Default and ceiling for grep's `maxResults`.
 const GREP_DEFAULT_MAX: usize = 1000;
@@ -256,19 +256,45 @@ impl Gateway {
         if !res.exists {
             return Err(GatewayError::NotFound { path: rp.shown });
         }
+        // The content rules judge the bytes grep searches: a file whose content a read
+        // would refuse shows no line (and, named on its own, is refused like a read).
+        let scanner = pol
+            .content_scanner()
+            .filter(|s| s.applies_to(OpClass::Read));
+        let withheld = std::cell::Cell::new(0usize);
+        let refusal = std::cell::RefCell::new(None);
+        let gate = |path: &RelPath, bytes: &[u8]| match Self::check_content(
+            pol,
+            OpClass::Read,
+            path,
+            bytes,
+            &rp.shown,
+        ) {
+            Ok(()) => true,
+            Err(e) => {
+                withheld.set(withheld.get() + 1);
+                *refusal.borrow_mut() = Some(e);
+                false
+            }
+        };
         let opts = GrepOptions {
             matcher: &matcher,
             include: include.as_ref(),
             max_results: max,
             max_file_bytes: pol.limits().max_read_bytes,
+            content_gate: scanner.map(|_| &gate as &dyn Fn(&RelPath, &[u8]) -> bool),
         };
         let mut hits = self
             .workspace
             .grep(&res.real, is_dir, &opts, &|e| visible(pol, e))
             .map_err(|e| ws_error(e, &rp.shown))?;
-        let withheld = self.withhold_secret_hits(pol, &mut hits);
-        if withheld > 0 {
-            facts.args.insert("withheld_files".into(), withheld.into());
+        if let (false, Some(e)) = (is_dir, refusal.take()) {
+            return Err(e);
+        }
+        if withheld.get() > 0 {
+            facts
+                .args
+                .insert("withheld_files".into(), withheld.get().into());
         }
         // Report under the requested (lexical) path.
         if res.real != rp.rel {
@@ -285,34 +311,6 @@ impl Gateway {
         }
         facts.args.insert("matches".into(), hits.len().into());
         Ok(Output::Grep(hits))
-    }
-}
-
-impl Gateway {
-    /// Drops the hits in files whose content the policy's `[content]` rules refuse to
-    /// read, so grep never shows a line `fs/read_text_file` would refuse. Returns how many
-    /// files were withheld.
-    fn withhold_secret_hits(&self, pol: &Policy, hits: &mut Vec<GrepMatch>) -> usize {
-        let Some(scanner) = pol.content_scanner() else {
-            return 0;
-        };
-        if !scanner.applies_to(OpClass::Read) || hits.is_empty() {
-            return 0;
-        }
-        let mut files: Vec<RelPath> = hits.iter().map(|h| h.path.clone()).collect();
-        files.sort();
-        files.dedup();
-        let limit = pol.limits().max_read_bytes;
-        let refused: Vec<RelPath> = files
-            .into_iter()
-            .filter(|f| match self.workspace.read_file(f, limit) {
-                Ok(c) => scanner.scan(f, &c.bytes).is_some(),
-                // Changed or gone since the search: show nothing of it.
-                Err(_) => true,
-            })
-            .collect();
-        hits.retain(|h| refused.binary_search(&h.path).is_err());
-        refused.len()
     }
 }
 

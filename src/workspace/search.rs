@@ -5,6 +5,8 @@ use grep_regex::RegexMatcher;
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 
+use std::io::Read as _;
+
 use super::walk::{Entry, EntryType, Visit};
 use super::{Workspace, WsError};
 use crate::path::RelPath;
@@ -33,6 +35,10 @@ pub struct GrepOptions<'a> {
     pub max_results: usize,
     /// Skip files larger than this.
     pub max_file_bytes: u64,
+    /// A gate on each file's content: when given, the file is read whole and searched
+    /// only if the gate passes those very bytes (so a file cannot change between the
+    /// check and the search). `None`: files are streamed unchecked.
+    pub content_gate: Option<&'a dyn Fn(&RelPath, &[u8]) -> bool>,
 }
 
 /// An include filter: matched on the file name, or on the path if it contains `/`.
@@ -115,19 +121,34 @@ impl Workspace {
             }
             let remaining = opts.max_results.saturating_sub(out.len());
             let mut found = 0usize;
-            let _ = searcher.search_file(
-                opts.matcher,
-                &file,
-                Lossy(|lnum, line| {
-                    out.push(GrepMatch {
-                        path: path.clone(),
-                        line_number: lnum,
-                        line: clip(line.trim_end_matches(['\n', '\r'])),
-                    });
-                    found += 1;
-                    Ok(found < remaining)
-                }),
-            );
+            let sink = Lossy(|lnum, line| {
+                out.push(GrepMatch {
+                    path: path.clone(),
+                    line_number: lnum,
+                    line: clip(line.trim_end_matches(['\n', '\r'])),
+                });
+                found += 1;
+                Ok(found < remaining)
+            });
+            match opts.content_gate {
+                None => {
+                    let _ = searcher.search_file(opts.matcher, &file, sink);
+                }
+                Some(gate) => {
+                    let mut bytes = Vec::new();
+                    std::io::Read::take(&file, opts.max_file_bytes.saturating_add(1))
+                        .read_to_end(&mut bytes)?;
+                    if bytes.len() as u64 > opts.max_file_bytes {
+                        return Err(WsError::TooLarge {
+                            size: bytes.len() as u64,
+                            limit: opts.max_file_bytes,
+                        });
+                    }
+                    if gate(path, &bytes) {
+                        let _ = searcher.search_slice(opts.matcher, &bytes, sink);
+                    }
+                }
+            }
             Ok(())
         };
         if !start_is_dir {
