@@ -8,7 +8,7 @@ use crate::error::GatewayError;
 use crate::ops::{Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{Entry, EntryType, Follow, GrepOptions, IncludeGlob, WsError};
+use crate::workspace::{ContentGate, Entry, EntryType, Follow, GrepOptions, IncludeGlob, WsError};
 
 /// Default and ceiling for grep's `maxResults`.
 const GREP_DEFAULT_MAX: usize = 1000;
@@ -282,7 +282,7 @@ impl Gateway {
             include: include.as_ref(),
             max_results: max,
             max_file_bytes: pol.limits().max_read_bytes,
-            content_gate: scanner.map(|_| &gate as &dyn Fn(&RelPath, &[u8]) -> bool),
+            content_gate: scanner.map(|_| &gate as &ContentGate),
         };
         let mut hits = self
             .workspace

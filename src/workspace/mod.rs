@@ -18,7 +18,7 @@ use cap_std::fs::Dir;
 
 pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary, text_window};
 pub use resolve::{Follow, Resolved};
-pub use search::{GrepMatch, GrepOptions, IncludeGlob};
+pub use search::{ContentGate, GrepMatch, GrepOptions, IncludeGlob};
 pub use walk::Visit;
 pub use walk::{Entry, EntryType, TEMP_PREFIX};
 

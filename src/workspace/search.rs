@@ -25,6 +25,9 @@ pub struct GrepMatch {
     pub line: String,
 }
 
+/// Decides from a file's path and whole content whether grep may search it.
+pub type ContentGate<'a> = dyn Fn(&RelPath, &[u8]) -> bool + 'a;
+
 /// What to grep for.
 pub struct GrepOptions<'a> {
     /// The compiled regex.
@@ -38,7 +41,7 @@ pub struct GrepOptions<'a> {
     /// A gate on each file's content: when given, the file is read whole and searched
     /// only if the gate passes those very bytes (so a file cannot change between the
     /// check and the search). `None`: files are streamed unchecked.
-    pub content_gate: Option<&'a dyn Fn(&RelPath, &[u8]) -> bool>,
+    pub content_gate: Option<&'a ContentGate<'a>>,
 }
 
 /// An include filter: matched on the file name, or on the path if it contains `/`.
