@@ -156,26 +156,8 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     if let Some(p) = &cfg.policy {
         own.push((FloorKind::PolicyFile, p.clone()));
     }
-    if let Some(sc) = policy.content_scanner() {
-        own.extend(
-            sc.sources()
-                .iter()
-                .map(|s| (FloorKind::PolicyFile, s.path.clone())),
-        );
-    }
-    let mut floor = Vec::new();
-    for (kind, path) in own {
-        if let Some(rel) = inside(&root, &path) {
-            tracing::warn!(
-                path = %path.display(),
-                "{} lies inside the workspace; no request can reach it (fixed floor)",
-                kind.as_str()
-            );
-            floor.push(FloorEntry { kind, path: rel });
-        }
-    }
-    let floor = FixedFloor::from_entries(floor);
-    policy.set_floor(floor);
+    own.extend(gitleaks_configs(&policy));
+    policy.set_floor(FixedFloor::from_entries(floor_entries(&root, own)));
     let mut extra_rw = Vec::new();
     if let Some(sink) = audit_settings.checkpoint_sink.as_deref()
         && sink != "syslog"
@@ -314,7 +296,38 @@ fn create_private_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// `path` as a workspace-relative path, if it lies inside the workspace.
-pub(crate) fn inside(root: &Path, path: &Path) -> Option<RelPath> {
+/// The gitleaks configs `policy` loaded: part of the policy, so floored like it.
+pub(crate) fn gitleaks_configs(policy: &Policy) -> Vec<(FloorKind, PathBuf)> {
+    policy
+        .content_scanner()
+        .map(|sc| {
+            sc.sources()
+                .iter()
+                .map(|s| (FloorKind::PolicyFile, s.path.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The floor entries for those of fsgate's own files that lie inside the workspace.
+pub(crate) fn floor_entries(
+    root: &Path,
+    own: impl IntoIterator<Item = (FloorKind, PathBuf)>,
+) -> Vec<FloorEntry> {
+    own.into_iter()
+        .filter_map(|(kind, path)| {
+            let rel = inside(root, &path)?;
+            tracing::warn!(
+                path = %path.display(),
+                "{} lies inside the workspace; no request can reach it (fixed floor)",
+                kind.as_str()
+            );
+            Some(FloorEntry { kind, path: rel })
+        })
+        .collect()
+}
+
+fn inside(root: &Path, path: &Path) -> Option<RelPath> {
     let canon = std::fs::canonicalize(path).ok().or_else(|| {
         let parent = std::fs::canonicalize(path.parent()?).ok()?;
         Some(parent.join(path.file_name()?))

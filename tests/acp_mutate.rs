@@ -192,3 +192,16 @@ fn an_overlong_name_is_invalid_params_with_a_short_message() {
         e.message.len()
     );
 }
+
+#[test]
+fn rename_onto_itself_says_so() {
+    let g = Gate::start();
+    g.put("same.txt", "s\n");
+    let e = g.err(
+        "_fsgate/rename",
+        json!({"oldPath": g.abs("same.txt"), "newPath": g.abs("same.txt")}),
+    );
+    assert_eq!(e.code, crate::common::INVALID_PARAMS, "{e:?}");
+    assert!(e.message.contains("same entry"), "{e:?}");
+    assert_eq!(g.get("same.txt").as_deref(), Some(&b"s\n"[..]));
+}

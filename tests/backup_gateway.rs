@@ -99,6 +99,30 @@ fn verify_exit(log: &Path) -> i32 {
     out.status.code().unwrap_or(-1)
 }
 
+/// `fsgate backup restore` of `rel` at `at`, into the gateway's own log; must succeed.
+fn restore(g: &Gate, rel: &str, at: &str) {
+    let dir = backup_dir(g);
+    let out = run_cli(&[
+        "backup",
+        "restore",
+        "--backup-dir",
+        dir.to_str().unwrap(),
+        "--workspace",
+        g.root.to_str().unwrap(),
+        "--audit-log",
+        g.audit_log.to_str().unwrap(),
+        rel,
+        "--at",
+        at,
+    ]);
+    assert!(
+        out.status.success(),
+        "restore failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn stop(g: &mut Gate) {
     g.close_stdin();
     let st = g.wait_exit(TIMEOUT);
@@ -266,26 +290,7 @@ fn restore_puts_an_older_version_back_backs_up_the_current_and_is_audited() {
     let older_ts = versions[0]["ts"].as_str().unwrap().to_owned();
     let records_before = records(&g).len();
 
-    let dir = backup_dir(&g);
-    let out = run_cli(&[
-        "backup",
-        "restore",
-        "--backup-dir",
-        dir.to_str().unwrap(),
-        "--workspace",
-        g.root.to_str().unwrap(),
-        "--audit-log",
-        g.audit_log.to_str().unwrap(),
-        "doc.txt",
-        "--at",
-        &older_ts,
-    ]);
-    assert!(
-        out.status.success(),
-        "restore failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    restore(&g, "doc.txt", &older_ts);
     assert_eq!(std::fs::read_to_string(g.path("doc.txt")).unwrap(), "one\n");
 
     // The content it replaced is now the newest version.
@@ -318,24 +323,7 @@ fn restore_puts_an_older_version_back_backs_up_the_current_and_is_audited() {
     assert_eq!(verify_exit(&g.audit_log), 0);
 
     // And the restore itself can be undone from its backup.
-    let out = run_cli(&[
-        "backup",
-        "restore",
-        "--backup-dir",
-        dir.to_str().unwrap(),
-        "--workspace",
-        g.root.to_str().unwrap(),
-        "--audit-log",
-        g.audit_log.to_str().unwrap(),
-        "doc.txt",
-        "--at",
-        newest["ts"].as_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    restore(&g, "doc.txt", newest["ts"].as_str().unwrap());
     assert_eq!(
         std::fs::read_to_string(g.path("doc.txt")).unwrap(),
         "three\n"

@@ -173,60 +173,81 @@ fn missing_or_nonexistent_workspace_refuses_to_start() {
     assert!(out.stdout.is_empty());
 }
 
-/// Starts `serve` with `extra` arguments, waits until it is up (its audit log holds the
-/// `start` record), sends SIGTERM; returns its exit status, the log's records and the
-/// state directory holding the log.
-fn serve_then_sigterm(
-    extra: &[&str],
-) -> (
-    std::process::ExitStatus,
-    Vec<serde_json::Value>,
-    tempfile::TempDir,
-) {
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let log = state.path().join("audit.jsonl");
-    let mut child = Command::new(bin())
-        .arg("serve")
-        .arg("--workspace")
-        .arg(ws.path())
-        .arg("--audit-log")
-        .arg(&log)
-        .arg("--backup-dir")
-        .arg(state.path().join("b"))
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let records = |log: &std::path::Path| -> Vec<serde_json::Value> {
-        std::fs::read_to_string(log)
+/// A running `fsgate` whose audit log is in `state`, for the signal tests.
+struct Running {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+    state: tempfile::TempDir,
+    _ws: tempfile::TempDir,
+}
+
+impl Running {
+    /// Starts `fsgate SUB --workspace W --audit-log L --backup-dir B ARGS...` and waits
+    /// until its log holds a record of `kind` (then a moment more: the record is written
+    /// before the signal handlers exist).
+    fn start(sub: &str, args: &[&str], kind: &str) -> (Running, serde_json::Value) {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log = state.path().join("audit.jsonl");
+        let child = Command::new(bin())
+            .arg(sub)
+            .arg("--workspace")
+            .arg(ws.path())
+            .arg("--audit-log")
+            .arg(&log)
+            .arg("--backup-dir")
+            .arg(state.path().join("b"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let running = Running {
+            child,
+            log,
+            state,
+            _ws: ws,
+        };
+        let t0 = std::time::Instant::now();
+        let rec = loop {
+            if let Some(r) = running.records().into_iter().find(|r| r["kind"] == kind) {
+                break r;
+            }
+            assert!(
+                t0.elapsed() < TIMEOUT,
+                "no `{kind}` record: fsgate did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        (running, rec)
+    }
+
+    fn records(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
-    };
-    let t0 = std::time::Instant::now();
-    while !records(&log).iter().any(|r| r["kind"] == "start") {
-        assert!(t0.elapsed() < TIMEOUT, "fsgate did not start");
-        std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    // The start record is written before the signal handler exists: give it a moment.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let ok = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
+
+    /// Sends SIGTERM and waits for the exit.
+    fn sigterm(&mut self) -> std::process::ExitStatus {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let t0 = std::time::Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(t0.elapsed() < TIMEOUT, "fsgate did not exit after SIGTERM");
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        assert!(t0.elapsed() < TIMEOUT, "fsgate did not exit after SIGTERM");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    (status, records(&log), state)
+    }
 }
 
 #[test]
@@ -236,12 +257,14 @@ fn sigterm_stops_every_transport_with_a_stop_record_and_a_final_checkpoint() {
         &["--transport", "mcp"],
         &["--transport", "ws", "--listen", "0"],
     ] {
-        let (status, recs, state) = serve_then_sigterm(extra);
+        let (mut running, _) = Running::start("serve", extra, "start");
+        let status = running.sigterm();
+        let recs = running.records();
         assert!(status.success(), "{extra:?}: {status:?}");
         let last = recs.last().unwrap();
         assert_eq!(last["kind"], "stop", "{extra:?}: {last}");
         assert_eq!(last["details"]["reason"], "SIGTERM", "{extra:?}: {last}");
-        let log = state.path().join("audit.jsonl");
+        let log = running.state.path().join("audit.jsonl");
         let out = run_cli(&["audit", "verify", "--json", &log.display().to_string()]);
         assert!(out.status.success(), "{extra:?}: {out:?}");
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -304,63 +327,16 @@ fn listen_without_the_ws_transport_is_refused_with_a_hint() {
 
 #[test]
 fn sigterm_to_the_acp_proxy_ends_its_agent_and_closes_the_log() {
-    let ws = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let log = state.path().join("audit.jsonl");
-    let mut child = Command::new(bin())
-        .arg("acp")
-        .arg("--workspace")
-        .arg(ws.path())
-        .arg("--audit-log")
-        .arg(&log)
-        .arg("--backup-dir")
-        .arg(state.path().join("b"))
-        .args(["--", "/bin/sleep", "600"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let records = || -> Vec<serde_json::Value> {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    };
-    let t0 = std::time::Instant::now();
-    let agent_pid = loop {
-        if let Some(r) = records().iter().find(|r| r["kind"] == "agent-start") {
-            break r["details"]["pid"].as_i64().unwrap();
-        }
-        assert!(t0.elapsed() < TIMEOUT, "the agent did not start");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            t0.elapsed() < TIMEOUT,
-            "fsgate acp did not exit after SIGTERM"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let (mut running, started) = Running::start("acp", &["--", "/bin/sleep", "600"], "agent-start");
+    let agent_pid = started["details"]["pid"].as_i64().unwrap();
+    let status = running.sigterm();
     // fsgate exits with its agent's status: killed by SIGTERM, 128 + 15.
     assert_eq!(status.code(), Some(143), "{status:?}");
     assert!(
         !std::path::Path::new(&format!("/proc/{agent_pid}")).exists(),
         "the agent outlived fsgate"
     );
-    let recs = records();
+    let recs = running.records();
     assert_eq!(recs[recs.len() - 2]["kind"], "agent-exit");
     assert_eq!(recs[recs.len() - 1]["kind"], "stop");
 }

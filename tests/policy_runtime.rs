@@ -7,6 +7,17 @@ use serde_json::{Value, json};
 
 use crate::common::{Gate, REFUSED, assert_code, grep_hits};
 
+/// A policy allowing everything (secret names and content rules aside), after `extra`.
+fn allow_all(extra: &str) -> String {
+    format!(
+        "version = 1\n{extra}\n[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"**\"]\n"
+    )
+}
+
+/// A gitleaks config with one rule, `acme`.
+const ACME_GITLEAKS: &str =
+    "[[rules]]\nid = \"acme\"\nregex = '''acme_[a-z0-9]{16}'''\nkeywords = [\"acme_\"]\n";
+
 /// A private key block, assembled at run time so this source file holds none.
 fn private_key() -> String {
     let armour = ["-----BEGIN OPENSSH ", "PRIVATE KEY-----"].concat();
@@ -114,18 +125,7 @@ fn grep_never_shows_lines_of_a_file_holding_a_secret() {
 
 #[test]
 fn a_policy_without_content_rules_reads_the_same_file() {
-    let g = Gate::with_policy(
-        r#"
-version = 1
-[content]
-builtin = false
-[[rule]]
-id = "all"
-effect = "allow"
-ops = ["*"]
-paths = ["**"]
-"#,
-    );
+    let g = Gate::with_policy(&allow_all("[content]\nbuiltin = false"));
     let text = format!("notes\n{}", private_key());
     g.put("notes.txt", &text);
     let res = g.ok("fs/read_text_file", json!({"path": g.abs("notes.txt")}));
@@ -175,20 +175,9 @@ fn an_audit_log_inside_the_workspace_is_walled_off_but_its_neighbours_are_not() 
 
 #[test]
 fn a_gitleaks_config_the_policy_names_is_out_of_the_agents_reach() {
-    let gitleaks =
-        "[[rules]]\nid = \"acme\"\nregex = '''acme_[a-z0-9]{16}'''\nkeywords = [\"acme_\"]\n";
     let g = Gate::with_policy_and_files(
-        r#"
-version = 1
-[content]
-gitleaks_config = "{ROOT}/security/gitleaks.toml"
-[[rule]]
-id = "all"
-effect = "allow"
-ops = ["*"]
-paths = ["**"]
-"#,
-        &[("security/gitleaks.toml", gitleaks)],
+        &allow_all("[content]\ngitleaks_config = \"{ROOT}/security/gitleaks.toml\""),
+        &[("security/gitleaks.toml", ACME_GITLEAKS)],
     );
     // Its rules apply ...
     let e = assert_code(
@@ -215,7 +204,7 @@ paths = ["**"]
     }
     assert_eq!(
         g.get("security/gitleaks.toml").unwrap(),
-        gitleaks.as_bytes()
+        ACME_GITLEAKS.as_bytes()
     );
 }
 
@@ -317,23 +306,15 @@ fn sighup_with_an_invalid_policy_keeps_the_old_one_and_records_the_rejection() {
 
 #[test]
 fn a_rename_cannot_carry_content_out_of_a_path_scoped_rule() {
-    let g = Gate::with_policy(
-        r#"
-version = 1
-[content]
+    let g = Gate::with_policy(&allow_all(
+        r#"[content]
 builtin = false
 [[content.rules]]
 id = "config-token"
 regex = '''token=[a-z0-9]{8,}'''
 path = '''^config/'''
-keywords = ["token="]
-[[rule]]
-id = "all"
-effect = "allow"
-ops = ["*"]
-paths = ["**"]
-"#,
-    );
+keywords = ["token="]"#,
+    ));
     g.put("config/app.txt", "token=abcdefgh12\n");
     g.put("notes/todo.txt", "token=abcdefgh12\n");
     // Unreadable where it is ...
@@ -375,20 +356,17 @@ paths = ["**"]
 
 #[test]
 fn a_gitleaks_config_first_named_by_a_reloaded_policy_is_walled_off_too() {
-    let gitleaks =
-        "[[rules]]\nid = \"acme\"\nregex = '''acme_[a-z0-9]{16}'''\nkeywords = [\"acme_\"]\n";
-    let all = "version = 1\n[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"**\"]\n";
-    let g = Gate::with_policy_and_files(all, &[("security/gitleaks.toml", gitleaks)]);
+    let g =
+        Gate::with_policy_and_files(&allow_all(""), &[("security/gitleaks.toml", ACME_GITLEAKS)]);
     g.ok("initialize", json!({"protocolVersion": 1}));
     g.ok(
         "fs/read_text_file",
         json!({"path": g.abs("security/gitleaks.toml")}),
     );
-    let with_rules = format!(
-        "version = 1\n[content]\ngitleaks_config = \"{}\"\n{}",
-        g.path("security/gitleaks.toml").display(),
-        all.trim_start_matches("version = 1\n")
-    );
+    let with_rules = allow_all(&format!(
+        "[content]\ngitleaks_config = \"{}\"",
+        g.path("security/gitleaks.toml").display()
+    ));
     std::fs::write(g.policy_file(), with_rules).unwrap();
     hup_and_wait(&g, "reload");
     let e = assert_code(
@@ -401,6 +379,6 @@ fn a_gitleaks_config_first_named_by_a_reloaded_policy_is_walled_off_too() {
     assert_eq!(rule_of(&e), "floor:policy-file");
     assert_eq!(
         g.get("security/gitleaks.toml").unwrap(),
-        gitleaks.as_bytes()
+        ACME_GITLEAKS.as_bytes()
     );
 }

@@ -312,6 +312,12 @@ impl AuditLog {
     /// (nor any record queued with it), the chain is unchanged, and the request it
     /// describes must be refused.
     pub fn append(&self, ev: AuditEvent) -> Result<Receipt, AuditError> {
+        self.append_ref(&ev)
+    }
+
+    /// [`append`](Self::append) of a borrowed event: the caller keeps it (to keep it for
+    /// later if the append fails).
+    pub fn append_ref(&self, ev: &AuditEvent) -> Result<Receipt, AuditError> {
         let sh = &*self.shared;
         let policy = match &ev.policy_sha256 {
             Some(p) => Arc::clone(p),

@@ -363,6 +363,11 @@ impl Gateway {
                 "cannot rename the workspace root".into(),
             ));
         }
+        if dst.rel == src.rel {
+            return Err(GatewayError::InvalidParams(
+                "oldPath and newPath name the same entry".into(),
+            ));
+        }
         if dst.rel.starts_with(&src.rel) {
             return Err(GatewayError::InvalidParams(
                 "cannot move a directory into itself".into(),

@@ -142,10 +142,7 @@ impl Gateway {
                 "pattern contains a NUL byte".into(),
             ));
         }
-        let dealiased = match ctx.style {
-            PathStyle::Rooted => std::borrow::Cow::Borrowed(pattern),
-            _ => self.workspace.dealias(pattern),
-        };
+        let dealiased = self.dealias(ctx.style, pattern);
         let pattern = dealiased.as_ref();
         let rel = if pattern.starts_with('/') && ctx.style != PathStyle::Rooted {
             let root = self.workspace.root_path().to_string_lossy().into_owned();

@@ -72,6 +72,8 @@ pub struct Gateway {
     /// for the first time right after the change): appended, marked late, as soon as
     /// the log is writable again, so no change goes unrecorded while the process lives.
     unrecorded: std::sync::Mutex<Vec<AuditEvent>>,
+    /// Whether `unrecorded` may hold anything: requests skip its lock while false.
+    late: std::sync::atomic::AtomicBool,
 }
 
 /// How many backups are saved between two retention passes over the store.
@@ -89,6 +91,7 @@ impl Gateway {
             backups: None,
             saves: std::sync::atomic::AtomicU64::new(0),
             unrecorded: std::sync::Mutex::new(Vec::new()),
+            late: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -144,17 +147,10 @@ impl Gateway {
         }
         // The floor carries over, plus any gitleaks config the new policy names.
         let mut floor = old.floor().entries().to_vec();
-        if let Some(sc) = new.content_scanner() {
-            for source in sc.sources() {
-                if let Some(path) = crate::startup::inside(self.workspace.root_path(), &source.path)
-                {
-                    floor.push(crate::policy::floor::FloorEntry {
-                        kind: crate::policy::floor::FloorKind::PolicyFile,
-                        path,
-                    });
-                }
-            }
-        }
+        floor.extend(crate::startup::floor_entries(
+            self.workspace.root_path(),
+            crate::startup::gitleaks_configs(&new),
+        ));
         new.set_floor(crate::policy::floor::FixedFloor::from_entries(floor));
         let hashes = (old.sha256().to_string(), new.sha256().to_string());
         let mut slot = match self.policy.write() {
@@ -293,24 +289,23 @@ impl Gateway {
         let mut event = facts.into_event(ctx);
         event.policy_sha256 = Some(Arc::from(pol.sha256()));
         self.append_late_records(audit);
-        let changed = op.is_mutating() && result.is_ok();
-        let kept = changed.then(|| event.clone());
-        match audit.append(event) {
+        match audit.append_ref(&event) {
             Ok(_) => result,
             Err(e) => {
                 tracing::error!("audit log: {e}");
                 let err = GatewayError::Internal(format!(
                     "{e}; the result is withheld because it could not be recorded"
                 ));
-                if let Some(mut ev) = kept {
+                if op.is_mutating() && result.is_ok() {
                     // The change is on disk but unrecorded: record it as soon as we can,
                     // with the reply the agent actually got.
-                    ev.outcome = err.code().to_string();
-                    ev.args.insert("recordedLate".into(), Value::Bool(true));
-                    ev.args.insert("changeMade".into(), Value::Bool(true));
+                    event.outcome = err.code().to_string();
+                    event.args.insert("recordedLate".into(), Value::Bool(true));
+                    event.args.insert("changeMade".into(), Value::Bool(true));
                     if let Ok(mut q) = self.unrecorded.lock() {
-                        q.push(ev);
+                        q.push(event);
                     }
+                    self.late.store(true, std::sync::atomic::Ordering::Release);
                 }
                 Err(err)
             }
@@ -320,15 +315,19 @@ impl Gateway {
     /// Appends the records of changes made while the log was failing (see
     /// `unrecorded`), oldest first; those that still fail wait for the next request.
     pub(crate) fn append_late_records(&self, audit: &AuditLog) {
+        if !self.late.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
         let Ok(mut q) = self.unrecorded.lock() else {
             return;
         };
-        while let Some(ev) = q.first().cloned() {
-            if audit.append(ev).is_err() {
+        while let Some(ev) = q.first() {
+            if audit.append_ref(ev).is_err() {
                 return;
             }
             q.remove(0);
         }
+        self.late.store(false, std::sync::atomic::Ordering::Release);
     }
 
     fn execute(
@@ -384,16 +383,11 @@ impl Gateway {
         input: &str,
     ) -> Result<ReqPath, GatewayError> {
         let root = self.workspace.root_path();
-        // Workspace-rooted paths (WebSocket) are never host paths: no alias applies.
-        let dealiased = match ctx.style {
-            PathStyle::Rooted => std::borrow::Cow::Borrowed(input),
-            _ => self.workspace.dealias(input),
-        };
-        let input = dealiased.as_ref();
+        let dealiased = self.dealias(ctx.style, input);
         let parsed = match ctx.style {
-            PathStyle::Absolute => RelPath::parse_absolute(input, root),
-            PathStyle::AbsoluteOrRelative => RelPath::parse_any(input, root),
-            PathStyle::Rooted => RelPath::parse_rooted(input),
+            PathStyle::Absolute => RelPath::parse_absolute(&dealiased, root),
+            PathStyle::AbsoluteOrRelative => RelPath::parse_any(&dealiased, root),
+            PathStyle::Rooted => RelPath::parse_rooted(&dealiased),
         };
         let shown = input.replace('\0', "\\0");
         match parsed {
@@ -406,6 +400,20 @@ impl Gateway {
                 })
             }
             Err(e) => Err(GatewayError::InvalidParams(format!("path {shown:?}: {e}"))),
+        }
+    }
+
+    /// `input` with the operator's name for the root replaced by the canonical root
+    /// ([`Workspace::dealias`]), for host-path styles only: workspace-rooted paths
+    /// (WebSocket) are never host paths.
+    pub(crate) fn dealias<'a>(
+        &self,
+        style: PathStyle,
+        input: &'a str,
+    ) -> std::borrow::Cow<'a, str> {
+        match style {
+            PathStyle::Rooted => std::borrow::Cow::Borrowed(input),
+            _ => self.workspace.dealias(input),
         }
     }
 

@@ -100,18 +100,20 @@ fn special_name(ft: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// [`StatInfo::kind`] from a file type's predicates (std's and cap-std's types differ).
+pub(crate) fn kind_name(is_file: bool, is_dir: bool, is_symlink: bool) -> &'static str {
+    match (is_file, is_dir, is_symlink) {
+        (true, _, _) => "file",
+        (_, true, _) => "directory",
+        (_, _, true) => "symlink",
+        _ => "other",
+    }
+}
+
 pub(crate) fn stat_info(meta: &Metadata) -> StatInfo {
     let ft = meta.file_type();
     StatInfo {
-        kind: if ft.is_file() {
-            "file"
-        } else if ft.is_dir() {
-            "directory"
-        } else if ft.is_symlink() {
-            "symlink"
-        } else {
-            "other"
-        },
+        kind: kind_name(ft.is_file(), ft.is_dir(), ft.is_symlink()),
         size: meta.len(),
         modified: meta.modified().ok().map(format_time),
         permissions: format_permissions(meta.mode()),

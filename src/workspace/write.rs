@@ -127,15 +127,11 @@ impl Workspace {
             .symlink_metadata(name)
             .map_err(WsError::from_io)?
             .file_type();
-        Ok(if ft.is_file() {
-            "file"
-        } else if ft.is_dir() {
-            "directory"
-        } else if ft.is_symlink() {
-            "symlink"
-        } else {
-            "other"
-        })
+        Ok(super::read::kind_name(
+            ft.is_file(),
+            ft.is_dir(),
+            ft.is_symlink(),
+        ))
     }
 
     pub fn remove(&self, real: &RelPath, recursive: bool) -> Result<(), WsError> {

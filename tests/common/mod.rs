@@ -139,23 +139,19 @@ impl Gate {
     }
 
     fn launch(policy: Option<&str>, env: &[(&str, &str)]) -> Gate {
-        Gate::launch_with(policy, env, None)
+        Gate::launch_full(policy, env, None, &[])
     }
 
     /// Starts with `policy` (where `{ROOT}` stands for the workspace root) and the audit
     /// log at `audit_rel` inside the workspace, as an operator might misplace it.
     pub fn with_audit_in_workspace(policy: Option<&str>, audit_rel: &str) -> Gate {
-        Gate::launch_with(policy, &[], Some(audit_rel))
+        Gate::launch_full(policy, &[], Some(audit_rel), &[])
     }
 
     /// Starts with `policy` (`{ROOT}` stands for the workspace root) after writing
     /// `files` (workspace-relative path, text) into the workspace.
     pub fn with_policy_and_files(policy: &str, files: &[(&str, &str)]) -> Gate {
         Gate::launch_full(Some(policy), &[], None, files)
-    }
-
-    fn launch_with(policy: Option<&str>, env: &[(&str, &str)], audit_rel: Option<&str>) -> Gate {
-        Gate::launch_full(policy, env, audit_rel, &[])
     }
 
     fn launch_full(

@@ -76,6 +76,18 @@ impl McpServer {
         }
     }
 
+    /// Records a request answered without a workspace operation, before its reply (on
+    /// the blocking pool: the record is synced). Err: the reply is withheld.
+    async fn audit(&self, op: &str, outcome: Result<(), &McpError>) -> Result<(), McpError> {
+        let outcome = outcome.map_err(|e| (i64::from(e.code.0), e.message.to_string()));
+        let (gw, ctx, op) = (Arc::clone(&self.gw), Arc::clone(&self.ctx), op.to_string());
+        match tokio::task::spawn_blocking(move || gw.record_other(&ctx, &op, outcome)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(McpError::internal_error(e.message(), None)),
+            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+        }
+    }
+
     fn root(&self) -> String {
         self.gw
             .workspace()
@@ -121,13 +133,8 @@ impl ServerHandler for McpServer {
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request);
-        let outcome = match &result {
-            Ok(_) => Ok(()),
-            Err(e) => Err((i64::from(e.code.0), e.message.to_string())),
-        };
-        self.gw
-            .record_other(&self.ctx, "initialize", outcome)
-            .map_err(|e| McpError::internal_error(e.message(), None))?;
+        self.audit("initialize", result.as_ref().map(|_| ()))
+            .await?;
         result
     }
 
@@ -135,9 +142,7 @@ impl ServerHandler for McpServer {
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, McpError> {
-        self.gw
-            .record_other(&self.ctx, "server/discover", Ok(()))
-            .map_err(|e| McpError::internal_error(e.message(), None))?;
+        self.audit("server/discover", Ok(())).await?;
         Ok(DiscoverResult::from_server_info(
             self.supported_protocol_versions().into_owned(),
             self.get_info(),
@@ -149,10 +154,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        // Every request gets its audit record before its reply.
-        self.gw
-            .record_other(&self.ctx, "tools/list", Ok(()))
-            .map_err(|e| McpError::internal_error(e.message(), None))?;
+        self.audit("tools/list", Ok(())).await?;
         Ok(ListToolsResult::with_all_items(
             self.catalog.tools(&self.gw.policy(), &self.root()),
         ))
@@ -203,25 +205,12 @@ impl ServerHandler for McpServer {
                     None,
                 )
             };
-            let outcome = Err((i64::from(err.code.0), err.message.to_string()));
-            self.gw
-                .record_other(&self.ctx, &request.method, outcome)
-                .map_err(|e| McpError::internal_error(e.message(), None))?;
+            self.audit(&request.method, Err(&err)).await?;
             return Err(err);
         }
         let p = request.params.unwrap_or_default();
         let (bytes, limit) = (&p["bytes"], &p["limit"]);
-        self.gw
-            .record_other(
-                &self.ctx,
-                "oversized-message",
-                Err((
-                    crate::error::code::INVALID_REQUEST,
-                    format!("message of {bytes} bytes exceeds the limit of {limit} bytes"),
-                )),
-            )
-            .map_err(|e| McpError::internal_error(e.message(), None))?;
-        Err(McpError::new(
+        let err = McpError::new(
             ErrorCode::INVALID_REQUEST,
             format!(
                 "message of {bytes} bytes exceeds the limit of {limit} bytes (rule \
@@ -230,7 +219,9 @@ impl ServerHandler for McpServer {
             Some(
                 serde_json::json!({"rule": "limits.max_message_bytes", "bytes": bytes, "limit": limit}),
             ),
-        ))
+        );
+        self.audit("oversized-message", Err(&err)).await?;
+        Err(err)
     }
 
     async fn call_tool(
@@ -239,15 +230,9 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(tool) = ToolId::from_name(&request.name) else {
-            let msg = format!("unknown tool: {}", request.name);
-            self.gw
-                .record_other(
-                    &self.ctx,
-                    "tools/call",
-                    Err((crate::error::code::INVALID_PARAMS, msg.clone())),
-                )
-                .map_err(|e| McpError::internal_error(e.message(), None))?;
-            return Err(McpError::invalid_params(msg, None));
+            let err = McpError::invalid_params(format!("unknown tool: {}", request.name), None);
+            self.audit("tools/call", Err(&err)).await?;
+            return Err(err);
         };
         let args = request.arguments.unwrap_or_default();
         let (gw, ctx) = (Arc::clone(&self.gw), Arc::clone(&self.ctx));
