@@ -271,3 +271,116 @@ fn audit_commands_exit_codes_and_formats() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to prune"));
 }
+
+/// Mounts a tmpfs of `size` at `dir`, or says why not (the test is then skipped).
+fn mount_tmpfs(dir: &Path, size: &str) -> bool {
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(dir)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root)");
+    }
+    ok
+}
+
+#[test]
+fn a_full_audit_disk_refuses_changes_through_the_gateway_and_changes_no_file() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let (ws, mnt) = (tmp.path().join("ws"), tmp.path().join("mnt"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&mnt).unwrap();
+    if !mount_tmpfs(&mnt, "1m") {
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&mnt);
+    let log = mnt.join("audit.jsonl");
+    let mut child = Command::new(crate::common::bin())
+        .arg("serve")
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--audit-log")
+        .arg(&log)
+        .arg("--backup-dir")
+        .arg(tmp.path().join("backups"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let file = ws.join("a.txt");
+    let mut write = |id: u64, content: &str| -> Value {
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": "fs/write_text_file",
+            "params": {"sessionId": "s", "path": file, "content": content}});
+        writeln!(stdin, "{req}").unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    assert!(write(1, "v1").get("result").is_some());
+    // Fill the audit disk to the last byte.
+    let filler = mnt.join("filler");
+    {
+        let mut f = std::fs::File::create(&filler).unwrap();
+        while f.write_all(&[0u8; 4096]).is_ok() {}
+    }
+    // Changes go on while the log's reserved space lasts; then they are refused, and a
+    // refused change leaves the file as the last acknowledged one made it.
+    let mut last_ok = "v1".to_string();
+    let mut refused = None;
+    for id in 2..5000u64 {
+        let content = format!("v{id}");
+        let r = write(id, &content);
+        if r.get("result").is_some() {
+            last_ok = content;
+        } else {
+            assert_eq!(r["error"]["code"], -32603, "{r}");
+            refused = Some(id);
+        }
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), last_ok);
+        if refused.is_some() {
+            break;
+        }
+    }
+    let refused = refused.expect("the full audit disk never refused a change");
+    let r = write(refused + 1, "while-full");
+    assert!(r.get("error").is_some(), "{r}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), last_ok);
+    // Space returns: changes work again, and the log holds every acknowledged change.
+    std::fs::remove_file(&filler).unwrap();
+    let mut healed = false;
+    for id in refused + 2..refused + 10 {
+        if write(id, "after").get("result").is_some() {
+            healed = true;
+            break;
+        }
+    }
+    assert!(healed, "changes still refused after space returned");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "after");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let (code, rep) = fsgate_verify(&[log.to_str().unwrap()]);
+    assert_eq!(code, 0, "{rep}");
+    let recs = records(&mnt);
+    let acknowledged = recs
+        .iter()
+        .filter(|r| r["op"] == "write_text_file" && r["outcome"] == "ok")
+        .count();
+    // Ids 1 .. refused-1 and the one "after" write were acknowledged.
+    assert_eq!(
+        acknowledged as u64, refused,
+        "every acknowledged write is recorded"
+    );
+}
