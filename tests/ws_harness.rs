@@ -252,7 +252,11 @@ impl Drop for WsGate {
 
 /// The rest of the line after `prefix`, if some line has it.
 fn after(text: &str, prefix: &str) -> Option<String> {
-    text.lines()
+    // Only whole lines: stderr arrives in chunks, and a line read half-way (`ws://`)
+    // would pass for the whole address.
+    let complete = text.rfind('\n').map_or("", |i| &text[..i]);
+    complete
+        .lines()
         .find_map(|l| l.strip_prefix(prefix))
         .map(|s| s.trim().to_string())
 }
