@@ -76,6 +76,30 @@ pub struct Gateway {
     late: std::sync::atomic::AtomicBool,
 }
 
+/// One message from any door, as the gateway takes it (see [`Gateway::serve`]).
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// A workspace operation.
+    Op(Op),
+    /// A message that is no workspace operation; the door answers it with `outcome`.
+    Message {
+        /// The method, or what the message was (`invalid-message`, `ws-upgrade`...).
+        name: String,
+        /// The answer the door gives: Ok, or (JSON-RPC code, message).
+        outcome: Result<(), (i64, String)>,
+    },
+}
+
+impl Request {
+    /// A message that is no workspace operation.
+    pub fn message(name: impl Into<String>, outcome: Result<(), (i64, String)>) -> Request {
+        Request::Message {
+            name: name.into(),
+            outcome,
+        }
+    }
+}
+
 /// How many backups are saved between two retention passes over the store.
 pub const PRUNE_EVERY: u64 = 100;
 
@@ -226,10 +250,24 @@ impl Gateway {
         Value::Object(m)
     }
 
+    /// The one way into the gateway for every message from every door: a workspace
+    /// operation is decided, recorded, executed and answered; any other message (an
+    /// `initialize`, an unknown method, malformed JSON, a subscribe, a refused upgrade) is
+    /// recorded, and the door answers it with the outcome it gave. Err: the message could
+    /// not be recorded, and the door answers with that error instead.
+    pub fn serve(&self, ctx: &RequestCtx, request: Request) -> Result<Output, GatewayError> {
+        match request {
+            Request::Op(op) => self.handle(ctx, op),
+            Request::Message { name, outcome } => self
+                .record_other(ctx, &name, outcome)
+                .map(|()| Output::Unit),
+        }
+    }
+
     /// Records a request that is not a workspace operation (initialize, an unknown
     /// method, malformed params or JSON): every request gets its audit record before its
     /// response. Err if the record could not be written (the caller answers -32603).
-    pub fn record_other(
+    fn record_other(
         &self,
         ctx: &RequestCtx,
         op: &str,
@@ -267,7 +305,7 @@ impl Gateway {
     /// Runs one operation through every gate and records it. The audit record is
     /// durable before this returns; if it cannot be written, the request fails (and a
     /// change is not attempted while the log is known to be failing).
-    pub fn handle(&self, ctx: &RequestCtx, op: Op) -> Result<Output, GatewayError> {
+    fn handle(&self, ctx: &RequestCtx, op: Op) -> Result<Output, GatewayError> {
         let started = Instant::now();
         let pol = self.policy();
         let mut facts = Facts::new(&op);

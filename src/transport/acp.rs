@@ -14,6 +14,7 @@ use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use crate::error::{GatewayError, code};
 use crate::gateway::Gateway;
+use crate::gateway::Request;
 use crate::ops::{Op, Output, PathStyle, RequestCtx};
 use crate::policy::OpClass;
 
@@ -266,10 +267,10 @@ pub fn answer(gw: &Gateway, peer: &str, id: &Value, method: &str, params: Value)
                 e["message"].as_str().unwrap_or_default().to_string(),
             )),
         };
-        match (gw.record_other(&ctx, method, audited), outcome) {
+        match (gw.serve(&ctx, Request::message(method, audited)), outcome) {
             (Err(e), _) => jsonrpc::error_response(id, e.to_rpc_error()),
-            (Ok(()), Ok(result)) => jsonrpc::result_response(id, result),
-            (Ok(()), Err(error)) => jsonrpc::error_response(id, error),
+            (Ok(_), Ok(result)) => jsonrpc::result_response(id, result),
+            (Ok(_), Err(error)) => jsonrpc::error_response(id, error),
         }
     };
     if method == "initialize" {
@@ -280,7 +281,7 @@ pub fn answer(gw: &Gateway, peer: &str, id: &Value, method: &str, params: Value)
         return jsonrpc::result_response(id, result);
     }
     match to_op(method, params) {
-        Ok(Some(op)) => match gw.handle(&ctx, op) {
+        Ok(Some(op)) => match gw.serve(&ctx, Request::Op(op)) {
             Ok(out) => jsonrpc::result_response(id, render(gw, ctx.style, out)),
             Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
         },
@@ -305,8 +306,8 @@ fn answer_invalid(gw: &Gateway, peer: &str, id: &Value, error: Value) -> Value {
         error["code"].as_i64().unwrap_or(code::INVALID_REQUEST),
         error["message"].as_str().unwrap_or_default().to_string(),
     ));
-    match gw.record_other(&ctx, "invalid-message", outcome) {
-        Ok(()) => jsonrpc::error_response(id, error),
+    match gw.serve(&ctx, Request::message("invalid-message", outcome)) {
+        Ok(_) => jsonrpc::error_response(id, error),
         Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
     }
 }

@@ -22,6 +22,7 @@ use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use crate::error::code;
 use crate::gateway::Gateway;
+use crate::gateway::Request;
 use crate::path::RelPath;
 use crate::policy::OpClass;
 
@@ -171,8 +172,11 @@ impl Relay {
             err["code"].as_i64().unwrap_or(code::REFUSED),
             err["message"].as_str().unwrap_or_default().to_string(),
         ));
-        match self.gw.record_other(&self.ctx(params), method, outcome) {
-            Ok(()) => jsonrpc::error_response(id, err),
+        match self
+            .gw
+            .serve(&self.ctx(params), Request::message(method, outcome))
+        {
+            Ok(_) => jsonrpc::error_response(id, err),
             Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
         }
     }
@@ -343,7 +347,7 @@ where
                     let verdict = tokio::task::spawn_blocking(move || {
                         if r2.allow_terminal {
                             r2.gw
-                                .record_other(&r2.ctx(&params), &method, Ok(()))
+                                .serve(&r2.ctx(&params), Request::message(method.as_str(), Ok(())))
                                 .err()
                                 .map(|e| jsonrpc::error_response(&id, e.to_rpc_error()))
                         } else {

@@ -41,6 +41,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 
 use crate::gateway::Gateway;
+use crate::gateway::Request;
 use crate::ops::{PathStyle, RequestCtx};
 use catalog::{Catalog, ToolId};
 
@@ -81,8 +82,10 @@ impl McpServer {
     async fn audit(&self, op: &str, outcome: Result<(), &McpError>) -> Result<(), McpError> {
         let outcome = outcome.map_err(|e| (i64::from(e.code.0), e.message.to_string()));
         let (gw, ctx, op) = (Arc::clone(&self.gw), Arc::clone(&self.ctx), op.to_string());
-        match tokio::task::spawn_blocking(move || gw.record_other(&ctx, &op, outcome)).await {
-            Ok(Ok(())) => Ok(()),
+        match tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(op, outcome)))
+            .await
+        {
+            Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(McpError::internal_error(e.message(), None)),
             Err(e) => Err(McpError::internal_error(e.to_string(), None)),
         }
@@ -319,12 +322,14 @@ where
         let (gw, ctx) = (Arc::clone(&gw), Arc::clone(&ctx));
         async move {
             let recorded = tokio::task::spawn_blocking(move || {
-                gw.record_other(
+                gw.serve(
                     &ctx,
-                    "invalid-message",
-                    Err((crate::error::code::PARSE_ERROR, message.clone())),
+                    Request::message(
+                        "invalid-message",
+                        Err((crate::error::code::PARSE_ERROR, message.clone())),
+                    ),
                 )
-                .map(|()| message)
+                .map(|_| message)
             })
             .await;
             let error = match recorded {

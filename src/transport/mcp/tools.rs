@@ -10,6 +10,7 @@ use super::catalog::ToolId;
 use super::compat;
 use super::render::{self, ToolError, shown, text};
 use crate::gateway::Gateway;
+use crate::gateway::Request;
 use crate::ops::{Op, RequestCtx};
 
 /// Runs `tool` with `args`; refusals and failures become `isError` results.
@@ -36,7 +37,7 @@ pub(super) fn call(
         _ => None,
     };
     if let Some(outcome) = unrecorded
-        && let Err(e) = gw.record_other(ctx, tool.name(), outcome)
+        && let Err(e) = gw.serve(ctx, Request::message(tool.name(), outcome))
     {
         return render::error(&ToolError::Gateway(e));
     }
@@ -62,7 +63,7 @@ fn run(
     tool: ToolId,
     args: JsonObject,
 ) -> Result<CallToolResult, ToolError> {
-    let handle = |op: Op| gw.handle(ctx, op).map_err(ToolError::from);
+    let handle = |op: Op| gw.serve(ctx, Request::Op(op)).map_err(ToolError::from);
     let result = match tool {
         ToolId::ReadTextFile | ToolId::ReadFile => {
             compat::read_text(gw, ctx, tool.name(), parse(tool, args)?)?

@@ -20,6 +20,7 @@ use super::protocol::{self, Head, Incoming};
 use super::watch::Notice;
 use crate::error::{GatewayError, code};
 use crate::gateway::Gateway;
+use crate::gateway::Request;
 use crate::ops::RequestCtx;
 use crate::path::RelPath;
 
@@ -129,7 +130,7 @@ pub async fn run(
                 tasks.spawn(async move {
                     let head2 = head.clone();
                     let reply = tokio::task::spawn_blocking(move || {
-                        let v = match gw.handle(&ctx, op) {
+                        let v = match gw.serve(&ctx, Request::Op(op)) {
                             Ok(o) => {
                                 protocol::data_response(&head, protocol::render(&gw, o, base64))
                             }

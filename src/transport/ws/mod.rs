@@ -42,6 +42,7 @@ pub use auth::{Gatekeeper, Token, TokenError};
 pub use settings::{MAX_MESSAGE_CEILING, WsSettings};
 
 use crate::gateway::Gateway;
+use crate::gateway::Request as GwRequest;
 use crate::ops::{PathStyle, RequestCtx};
 use crate::path::RelPath;
 
@@ -246,7 +247,7 @@ impl Accepted {
                     let gw = Arc::clone(&self.gw);
                     let msg = format!("HTTP {}: {reason}", status.as_u16());
                     let _ = tokio::task::spawn_blocking(move || {
-                        gw.record_other(&ctx, "ws-upgrade", Err((code, msg)))
+                        gw.serve(&ctx, GwRequest::message("ws-upgrade", Err((code, msg))))
                     })
                     .await;
                 }

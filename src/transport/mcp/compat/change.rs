@@ -6,6 +6,7 @@ use rmcp::model::CallToolResult;
 use super::{args_error, handle, read_whole};
 use crate::error::GatewayError;
 use crate::gateway::Gateway;
+use crate::gateway::Request;
 use crate::ops::{Op, RequestCtx};
 use crate::transport::mcp::args::{EditArgs, EditPair, MoveArgs};
 use crate::transport::mcp::edits::{self, Matching};
@@ -85,7 +86,7 @@ fn edit_with_diff(
                 new_text: edited.new_raw,
             }
         };
-        gw.handle(ctx, op).map_err(|e| match e {
+        gw.serve(ctx, Request::Op(op)).map_err(|e| match e {
             GatewayError::InvalidParams(_) => ToolError::Failed(format!(
                 "{abs} changed while it was being edited; nothing was written (read it again and retry)"
             )),
@@ -104,11 +105,11 @@ pub(in crate::transport::mcp) fn move_file(
     let dst = shown(gw, &a.destination);
     // Not atomic with the rename (the gateway has no no-replace rename yet), as in the
     // reference server; the rename itself is checked and recorded by the gateway.
-    match gw.handle(
+    match gw.serve(
         ctx,
-        Op::Stat {
+        Request::Op(Op::Stat {
             path: a.destination.clone(),
-        },
+        }),
     ) {
         Ok(_) => {
             return Err(ToolError::Failed(format!(

@@ -12,11 +12,12 @@ pub(super) use read::{read_media, read_multiple, read_text};
 
 use super::render::ToolError;
 use crate::gateway::Gateway;
+use crate::gateway::Request;
 use crate::ops::{Op, Output, RequestCtx};
 use crate::workspace::Entry;
 
 fn handle(gw: &Gateway, ctx: &RequestCtx, op: Op) -> Result<Output, ToolError> {
-    gw.handle(ctx, op).map_err(ToolError::from)
+    gw.serve(ctx, Request::Op(op)).map_err(ToolError::from)
 }
 
 fn unexpected(tool: &str) -> ToolError {
