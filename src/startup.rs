@@ -279,7 +279,6 @@ pub fn shutdown(gw: &Gateway, details: Map<String, Value>) {
     let shown = Value::Object(details.clone());
     tracing::info!(details = %shown, "stopping");
     if let Some(a) = gw.audit() {
-        gw.append_late_records(a);
         if let Err(e) = a.close_with(details) {
             tracing::error!("audit log: closing: {e}");
         }

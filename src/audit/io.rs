@@ -60,6 +60,8 @@ pub(crate) struct Io {
     _lock: std::fs::File,
     /// Test hook: failures to inject into the next writes.
     faults: Option<(Fault, u32)>,
+    /// Writes that succeed before the armed faults begin.
+    fault_skip: u32,
 }
 
 fn write_err(what: &str, e: &std::io::Error) -> AuditError {
@@ -137,6 +139,7 @@ impl Io {
             sink,
             _lock: lock,
             faults: None,
+            fault_skip: 0,
         })
     }
 
@@ -164,10 +167,21 @@ impl Io {
     /// Arms the test hook.
     #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn inject(&mut self, fault: Fault, count: u32) {
+        self.inject_after(fault, 0, count);
+    }
+
+    /// Arms the test hook after `skip` writes that succeed.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn inject_after(&mut self, fault: Fault, skip: u32, count: u32) {
         self.faults = (count > 0).then_some((fault, count));
+        self.fault_skip = skip;
     }
 
     fn take_fault(&mut self) -> Option<Fault> {
+        if self.faults.is_some() && self.fault_skip > 0 {
+            self.fault_skip -= 1;
+            return None;
+        }
         let (fault, left) = self.faults.as_mut()?;
         let fault = *fault;
         *left -= 1;

@@ -46,7 +46,7 @@ mod tests;
 
 pub use config::{AuditSettings, FsyncMode};
 pub use io::Fault;
-pub use record::{AuditEvent, Receipt};
+pub use record::{AuditEvent, KIND_INTENT, KIND_RECONCILED, Receipt};
 pub use writer::{AuditLog, OpenOptions};
 
 use std::path::PathBuf;

@@ -16,6 +16,11 @@ pub const HASH_SUFFIX_LEN: usize = 9 + 64 + 2;
 
 /// The `kind` of a record made for a request.
 pub const KIND_REQUEST: &str = "request";
+/// The record of a change about to be made, durable before the workspace is touched;
+/// its `request` record (the outcome) names it in `args.intent`.
+pub const KIND_INTENT: &str = "intent";
+/// Written at start-up for an intent that has no outcome: what the disk shows.
+pub const KIND_RECONCILED: &str = "reconciled";
 /// Lifecycle kinds written by the log itself.
 pub const KIND_START: &str = "start";
 /// Written by [`super::AuditLog::close`].

@@ -483,6 +483,13 @@ impl AuditLog {
         lock(&self.shared.io).inject(fault, count);
     }
 
+    /// Test hook: as [`inject_faults`](Self::inject_faults), after `skip` batch writes
+    /// that succeed.
+    #[cfg(test)]
+    pub(crate) fn inject_faults_after(&self, fault: Fault, skip: u32, count: u32) {
+        lock(&self.shared.io).inject_after(fault, skip, count);
+    }
+
     /// How long written data has waited for a sync (tests).
     #[cfg(test)]
     pub(crate) fn io_unsynced_for(&self) -> Duration {

@@ -23,6 +23,7 @@ impl Gateway {
                 "cannot back up the previous content of {shown}, so nothing was changed: {e}"
             ))
         })?;
+        facts.old_sha256 = Some(saved.sha256);
         facts.backups.push(saved.id);
         let n = self
             .saves
@@ -103,16 +104,19 @@ impl Gateway {
         Self::check_content(pol, OpClass::Write, &res.real, content, &rp.shown)?;
         if res.missing > 1 {
             self.check_missing_parents(pol, &rp, &res, false, facts)?;
-            if let Some(parent) = res.real.parent() {
-                self.workspace
-                    .create_dirs(&parent)
-                    .map_err(|e| ws_error(e, &rp.shown))?;
-            }
         }
         if res.exists {
             self.backup(&res.real, &rp.shown, facts)?;
         }
         facts.content(content);
+        self.intend(pol, ctx, facts)?;
+        if res.missing > 1
+            && let Some(parent) = res.real.parent()
+        {
+            self.workspace
+                .create_dirs(&parent)
+                .map_err(|e| ws_error(e, &rp.shown))?;
+        }
         self.workspace
             .write_atomic(&res.real, content)
             .map_err(|e| ws_error(e, &rp.shown))?;
@@ -179,6 +183,7 @@ impl Gateway {
         )?;
         self.backup(&res.real, &rp.shown, facts)?;
         facts.content(updated.as_bytes());
+        self.intend(pol, ctx, facts)?;
         self.workspace
             .write_atomic(&res.real, updated.as_bytes())
             .map_err(|e| ws_error(e, &rp.shown))?;
@@ -218,6 +223,7 @@ impl Gateway {
             });
         }
         self.check_missing_parents(pol, &rp, &res, true, facts)?;
+        self.intend(pol, ctx, facts)?;
         self.workspace
             .mkdir(&res.real, recursive)
             .map_err(|e| ws_error(e, &rp.shown))?;
@@ -299,6 +305,7 @@ impl Gateway {
                 self.backup(&res.real, &rp.shown, facts)?;
             }
         }
+        self.intend(pol, ctx, facts)?;
         self.workspace
             .remove(&res.real, recursive)
             .map_err(|e| ws_error(e, &rp.shown))?;
@@ -475,6 +482,7 @@ impl Gateway {
         {
             self.backup(&dres.real, &dst.shown, facts)?;
         }
+        self.intend(pol, ctx, facts)?;
         self.workspace
             .rename(&sres.real, &dres.real)
             .map_err(|e| ws_error(e, &src.shown))?;

@@ -35,6 +35,11 @@ pub struct Facts {
     pub sha256: Option<String>,
     /// Backups made before the change.
     pub backups: Vec<String>,
+    /// SHA-256 (hex) of the content the change replaces or removes (one file), so that a
+    /// start after a crash can tell the old content from the new.
+    pub old_sha256: Option<String>,
+    /// The seq of this change's `intent` record, once it is durable.
+    pub intent: Option<u64>,
     /// Wall time.
     pub duration_us: u64,
 }
@@ -87,8 +92,42 @@ impl Facts {
 }
 
 impl Facts {
+    /// The `intent` record of a change, made durable before the workspace is touched:
+    /// what will change (op, paths, the new content's hash), the rule that allowed it,
+    /// and the backups already made of what it replaces.
+    pub fn intent_event(&self, ctx: &RequestCtx) -> AuditEvent {
+        let mut args = self.args.clone();
+        // One replaced file: its old hash tells old from new content after a crash.
+        if let Some(old) = self.old_sha256.as_ref().filter(|_| self.backups.len() == 1) {
+            args.insert("oldSha256".into(), Value::String(old.clone()));
+        }
+        if self.backups.len() > 1 {
+            args.insert("backups".into(), Value::from(self.backups.clone()));
+            args.insert("backupCount".into(), Value::from(self.backups.len()));
+        }
+        AuditEvent {
+            kind: crate::audit::KIND_INTENT.to_string(),
+            session: ctx.session.clone(),
+            transport: ctx.transport.to_string(),
+            peer: ctx.peer.clone(),
+            op: self.op.to_string(),
+            path: self.path.clone(),
+            path2: self.path2.clone(),
+            args,
+            decision: self.decision.unwrap_or("allow").to_string(),
+            rule: self.rule.clone(),
+            bytes: self.bytes,
+            sha256: self.sha256.clone(),
+            backup: self.backups.first().cloned(),
+            ..AuditEvent::default()
+        }
+    }
+
     /// The audit record of this request.
     pub fn into_event(mut self, ctx: &RequestCtx) -> AuditEvent {
+        if let Some(seq) = self.intent {
+            self.args.insert("intent".into(), Value::from(seq));
+        }
         let backup = match self.backups.len() {
             0 => None,
             1 => self.backups.pop(),

@@ -68,12 +68,6 @@ pub struct Gateway {
     /// Backups saved since start: retention runs every [`PRUNE_EVERY`] saves, so a
     /// long-running gateway keeps to the policy's limits, not only at start-up.
     saves: std::sync::atomic::AtomicU64,
-    /// Changes that were made but whose record could not be appended (the log failed
-    /// for the first time right after the change): appended, marked late, as soon as
-    /// the log is writable again, so no change goes unrecorded while the process lives.
-    unrecorded: std::sync::Mutex<Vec<AuditEvent>>,
-    /// Whether `unrecorded` may hold anything: requests skip its lock while false.
-    late: std::sync::atomic::AtomicBool,
 }
 
 /// One message from any door, as the gateway takes it (see [`Gateway::serve`]).
@@ -114,8 +108,6 @@ impl Gateway {
             audit: None,
             backups: None,
             saves: std::sync::atomic::AtomicU64::new(0),
-            unrecorded: std::sync::Mutex::new(Vec::new()),
-            late: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -324,48 +316,44 @@ impl Gateway {
         let Some(audit) = &self.audit else {
             return result;
         };
+        let intent = facts.intent;
         let mut event = facts.into_event(ctx);
         event.policy_sha256 = Some(Arc::from(pol.sha256()));
-        self.append_late_records(audit);
         match audit.append_ref(&event) {
             Ok(_) => result,
             Err(e) => {
                 tracing::error!("audit log: {e}");
-                let err = GatewayError::Internal(format!(
-                    "{e}; the result is withheld because it could not be recorded"
-                ));
-                if op.is_mutating() && result.is_ok() {
-                    // The change is on disk but unrecorded: record it as soon as we can,
-                    // with the reply the agent actually got.
-                    event.outcome = err.code().to_string();
-                    event.args.insert("recordedLate".into(), Value::Bool(true));
-                    event.args.insert("changeMade".into(), Value::Bool(true));
-                    if let Ok(mut q) = self.unrecorded.lock() {
-                        q.push(event);
-                    }
-                    self.late.store(true, std::sync::atomic::Ordering::Release);
-                }
-                Err(err)
+                Err(GatewayError::Internal(match (intent, &result) {
+                    (Some(seq), Ok(_)) => format!(
+                        "{e}; the change was made (its intent is record {seq}), but its outcome could not be recorded; the next start reconciles it"
+                    ),
+                    _ => format!("{e}; the result is withheld because it could not be recorded"),
+                }))
             }
         }
     }
 
-    /// Appends the records of changes made while the log was failing (see
-    /// `unrecorded`), oldest first; those that still fail wait for the next request.
-    pub(crate) fn append_late_records(&self, audit: &AuditLog) {
-        if !self.late.load(std::sync::atomic::Ordering::Acquire) {
-            return;
-        }
-        let Ok(mut q) = self.unrecorded.lock() else {
-            return;
+    /// Makes the intent of a change durable before the workspace is touched: what
+    /// cannot be recorded ahead is not done (fail closed).
+    pub(crate) fn intend(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let Some(audit) = &self.audit else {
+            return Ok(());
         };
-        while let Some(ev) = q.first() {
-            if audit.append_ref(ev).is_err() {
-                return;
-            }
-            q.remove(0);
-        }
-        self.late.store(false, std::sync::atomic::Ordering::Release);
+        let mut ev = facts.intent_event(ctx);
+        ev.policy_sha256 = Some(Arc::from(pol.sha256()));
+        let receipt = audit.append(ev).map_err(|e| {
+            tracing::error!("audit log: {e}");
+            GatewayError::Internal(format!(
+                "{e}; the change could not be recorded ahead, so nothing was changed"
+            ))
+        })?;
+        facts.intent = Some(receipt.seq);
+        Ok(())
     }
 
     fn execute(
@@ -599,6 +587,7 @@ mod tests {
     use super::*;
     use crate::audit::{AuditSettings, Fault, OpenOptions};
     use crate::ops::{Op, PathStyle, RequestCtx};
+    use sha2::Digest;
 
     fn ctx() -> RequestCtx {
         RequestCtx {
@@ -609,51 +598,124 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_change_whose_record_failed_is_recorded_late_with_the_reply_it_got() {
-        let ws = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let log_path = state.path().join("audit.jsonl");
+    fn gateway(ws: &std::path::Path, log_path: &std::path::Path) -> Gateway {
         let pol = Policy::builtin_default().unwrap();
         let audit = AuditLog::open(
-            &log_path,
+            log_path,
             &AuditSettings::default(),
             pol.sha256(),
             OpenOptions::default(),
         )
         .unwrap();
-        let gw = Gateway::new(pol, Workspace::open(ws.path()).unwrap()).with_audit(audit);
-        let write = Op::WriteText {
-            path: "/a.txt".into(),
-            content: "changed".into(),
-        };
-        // The log fails for the first time right after the change is made.
-        gw.audit().unwrap().inject_faults(Fault::Write, 1);
-        let err = gw.handle(&ctx(), write).unwrap_err();
+        let store = crate::backup::BackupStore::open(
+            &log_path.with_extension("backups"),
+            &crate::backup::BackupSettings::default(),
+        )
+        .unwrap();
+        Gateway::new(pol, Workspace::open(ws).unwrap())
+            .with_audit(audit)
+            .with_backups(store)
+    }
+
+    fn records(log_path: &std::path::Path) -> Vec<Value> {
+        std::fs::read_to_string(log_path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|r: &Value| r["kind"] == "request" || r["kind"] == "intent")
+            .collect()
+    }
+
+    fn write(path: &str, content: &str) -> Op {
+        Op::WriteText {
+            path: path.into(),
+            content: content.into(),
+        }
+    }
+
+    #[test]
+    fn a_change_whose_intent_cannot_be_recorded_is_not_made() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log_path = state.path().join("audit.jsonl");
+        let gw = gateway(ws.path(), &log_path);
+        std::fs::write(ws.path().join("old.txt"), "old").unwrap();
+        for op in [
+            write("/new/dir/a.txt", "changed"),
+            write("/old.txt", "changed"),
+            Op::Mkdir {
+                path: "/d".into(),
+                recursive: true,
+            },
+            Op::Rm {
+                path: "/old.txt".into(),
+                recursive: false,
+            },
+            Op::Rename {
+                from: "/old.txt".into(),
+                to: "/moved.txt".into(),
+            },
+        ] {
+            // The intent is the first record the change appends: it fails.
+            gw.audit().unwrap().inject_faults(Fault::Write, 1);
+            let err = gw.handle(&ctx(), op.clone()).unwrap_err();
+            assert_eq!(err.code(), crate::error::code::INTERNAL, "{op:?}");
+            assert!(err.message().contains("nothing was changed"), "{err:?}");
+            // A read clears the failure for the next round.
+            gw.handle(&ctx(), Op::Stat { path: "/".into() }).unwrap();
+        }
+        let mut names: Vec<_> = std::fs::read_dir(ws.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["old.txt"]);
+        assert_eq!(std::fs::read_to_string(ws.path().join("old.txt")).unwrap(), "old");
+        assert!(records(&log_path).iter().all(|r| r["kind"] == "request"));
+    }
+
+    #[test]
+    fn a_change_has_a_durable_intent_then_an_outcome_naming_it() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log_path = state.path().join("audit.jsonl");
+        let gw = gateway(ws.path(), &log_path);
+        std::fs::write(ws.path().join("a.txt"), "old").unwrap();
+        gw.handle(&ctx(), write("/a.txt", "new")).unwrap();
+        let recs = records(&log_path);
+        assert_eq!(recs.len(), 2, "{recs:?}");
+        let (intent, outcome) = (&recs[0], &recs[1]);
+        assert_eq!(intent["kind"], "intent");
+        assert_eq!(intent["op"], "write_text_file");
+        assert_eq!(intent["path"], "a.txt");
+        assert_eq!(intent["sha256"], hex::encode(sha2::Sha256::digest(b"new")));
+        assert_eq!(
+            intent["args"]["oldSha256"],
+            hex::encode(sha2::Sha256::digest(b"old"))
+        );
+        assert!(intent["backup"].is_string());
+        assert_eq!(outcome["kind"], "request");
+        assert_eq!(outcome["outcome"], "ok");
+        assert_eq!(outcome["args"]["intent"], intent["seq"]);
+    }
+
+    #[test]
+    fn a_change_whose_outcome_cannot_be_recorded_says_it_was_made() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log_path = state.path().join("audit.jsonl");
+        let gw = gateway(ws.path(), &log_path);
+        // The intent is written; the outcome's write fails.
+        gw.audit().unwrap().inject_faults_after(Fault::Write, 1, 1);
+        let err = gw.handle(&ctx(), write("/a.txt", "changed")).unwrap_err();
         assert_eq!(err.code(), crate::error::code::INTERNAL);
+        assert!(err.message().contains("the change was made"), "{err:?}");
         assert_eq!(
             std::fs::read_to_string(ws.path().join("a.txt")).unwrap(),
             "changed"
         );
-        // The next request finds the log writable: the change is recorded first.
-        gw.handle(
-            &ctx(),
-            Op::Stat {
-                path: "/a.txt".into(),
-            },
-        )
-        .unwrap();
-        let text = std::fs::read_to_string(&log_path).unwrap();
-        let recs: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .filter(|r: &Value| r["kind"] == "request")
-            .collect();
-        assert_eq!(recs.len(), 2, "{text}");
-        assert_eq!(recs[0]["op"], "write_text_file");
-        assert_eq!(recs[0]["outcome"], "-32603");
-        assert_eq!(recs[0]["args"]["recordedLate"], true);
-        assert_eq!(recs[0]["args"]["changeMade"], true);
-        assert_eq!(recs[1]["op"], "stat");
+        let recs = records(&log_path);
+        assert_eq!(recs.len(), 1, "{recs:?}");
+        assert_eq!(recs[0]["kind"], "intent");
     }
 }
