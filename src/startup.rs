@@ -251,6 +251,8 @@ pub fn confine(
         serde_json::to_value(&status).unwrap_or(Value::Null),
     );
     gw.record("start", start);
+    // Changes a crash interrupted are settled before anything is served.
+    gw.reconcile()?;
     prune_backups(gw);
     Ok(status)
 }

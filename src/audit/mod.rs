@@ -29,6 +29,7 @@ mod chain;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;
+pub mod intents;
 mod io;
 pub mod keys;
 pub mod line;
@@ -45,6 +46,7 @@ pub mod writer;
 mod tests;
 
 pub use config::{AuditSettings, FsyncMode};
+pub use intents::Intent;
 pub use io::Fault;
 pub use record::{AuditEvent, KIND_INTENT, KIND_RECONCILED, Receipt};
 pub use writer::{AuditLog, OpenOptions};

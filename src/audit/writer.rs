@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::config::{AuditSettings, BATCH_SYNC_INTERVAL, FsyncMode};
+use super::intents::Intent;
 #[cfg(any(test, feature = "test-hooks"))]
 use super::io::Fault;
 use super::io::{CkptWriter, Io};
@@ -184,6 +185,8 @@ struct Shared {
     stop: Arc<(Mutex<bool>, Condvar)>,
     /// The heartbeat thread, once started.
     heartbeat_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Changes announced before this start with neither outcome nor reconciliation.
+    open_intents: Vec<Intent>,
 }
 
 /// The audit log. `Send + Sync`: share it (in an `Arc`) between all request threads.
@@ -221,6 +224,7 @@ impl AuditLog {
     ) -> Result<AuditLog, AuditError> {
         let mut io = Io::open(path, settings)?;
         let rec = recover::apply(&mut io, opts.allow_broken_chain)?;
+        let open_intents = super::intents::pending(&io)?;
         let log_id = rec
             .log_id
             .clone()
@@ -258,6 +262,7 @@ impl AuditLog {
             checkpoint_failing: AtomicBool::new(false),
             stop: Arc::new((Mutex::new(false), Condvar::new())),
             heartbeat_thread: Mutex::new(None),
+            open_intents: open_intents.clone(),
         });
         let log = AuditLog { shared };
         for ev in rec.events {
@@ -275,6 +280,10 @@ impl AuditLog {
         details.insert("signed".into(), json!(settings.signing_key.is_some()));
         if !rec.problems.is_empty() {
             details.insert("problems".into(), json!(rec.problems));
+        }
+        if !open_intents.is_empty() {
+            let carried: Vec<Value> = open_intents.iter().map(Intent::to_value).collect();
+            details.insert("openIntents".into(), Value::Array(carried));
         }
         log.append(AuditEvent::lifecycle(record::KIND_START, details))?;
         log.run_duty(Duty {
@@ -453,6 +462,13 @@ impl AuditLog {
         self.stop_heartbeat();
         lock(&self.shared.io).release_reservation();
         stopped.map(|_| ()).and(duty)
+    }
+
+    /// The intents found open at start-up (a crash between a change's intent and its
+    /// outcome): the gateway looks at the disk and appends a `reconciled` record for
+    /// each before it serves anything.
+    pub fn open_intents(&self) -> &[Intent] {
+        &self.shared.open_intents
     }
 
     /// The active log file.

@@ -5,6 +5,7 @@ mod change;
 mod facts;
 mod listing;
 mod read;
+mod reconcile;
 
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -670,7 +671,10 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["old.txt"]);
-        assert_eq!(std::fs::read_to_string(ws.path().join("old.txt")).unwrap(), "old");
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("old.txt")).unwrap(),
+            "old"
+        );
         assert!(records(&log_path).iter().all(|r| r["kind"] == "request"));
     }
 

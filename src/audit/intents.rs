@@ -1,0 +1,221 @@
+//! Write-ahead intents: which changes were announced but never closed by an outcome or a
+//! reconciliation, found at start-up so the gateway can look at the disk and say what
+//! really happened before it serves anything.
+//!
+//! A `start` record carries the intents still open when it was written
+//! (`details.openIntents`), so the search only reads back to the newest `start`: a crash
+//! during reconciliation loses nothing, and older sessions need not be re-read.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::AuditError;
+use super::io::Io;
+use super::record::{KIND_INTENT, KIND_RECONCILED, KIND_REQUEST, KIND_START};
+use super::series;
+
+/// A change announced by an `intent` record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intent {
+    /// Seq of the intent record.
+    pub seq: u64,
+    /// Operation (`write_text_file`, `edit_text_file`, `mkdir`, `rm`, `rename`, `restore`).
+    pub op: String,
+    /// Workspace-relative path (rename: the source).
+    pub path: Option<String>,
+    /// Rename target.
+    pub path2: Option<String>,
+    /// SHA-256 of the content the change writes, where it writes content.
+    pub sha256: Option<String>,
+    /// SHA-256 of the content it replaces or removes (one file), where there was one.
+    pub old_sha256: Option<String>,
+}
+
+impl Intent {
+    /// From a record (an `intent`, or an entry of a `start` record's `openIntents`).
+    fn from_record(v: &Value) -> Option<Intent> {
+        let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let old = v
+            .get("args")
+            .and_then(|a| a.get("oldSha256"))
+            .or_else(|| v.get("oldSha256"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Some(Intent {
+            seq: v.get("seq")?.as_u64()?,
+            op: text("op")?,
+            path: text("path"),
+            path2: text("path2"),
+            sha256: text("sha256"),
+            old_sha256: old,
+        })
+    }
+
+    /// The compact form carried in a `start` record's `openIntents`.
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("seq".into(), json!(self.seq));
+        m.insert("op".into(), json!(self.op));
+        for (k, v) in [
+            ("path", &self.path),
+            ("path2", &self.path2),
+            ("sha256", &self.sha256),
+            ("oldSha256", &self.old_sha256),
+        ] {
+            if let Some(v) = v {
+                m.insert(k.into(), json!(v));
+            }
+        }
+        Value::Object(m)
+    }
+}
+
+/// Follows records in log order and keeps the intents not yet closed.
+#[derive(Debug, Default)]
+pub struct Tracker {
+    open: BTreeMap<u64, Intent>,
+    /// A `start` record was seen (the set is then complete from there on).
+    pub saw_start: bool,
+}
+
+impl Tracker {
+    /// Takes one record into account.
+    pub fn observe(&mut self, rec: &Value) {
+        let kind = rec.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let closes = |field: &str| rec.get(field)?.get("intent")?.as_u64();
+        match kind {
+            KIND_INTENT => {
+                if let Some(i) = Intent::from_record(rec) {
+                    self.open.insert(i.seq, i);
+                }
+            }
+            KIND_REQUEST => {
+                if let Some(seq) = closes("args") {
+                    self.open.remove(&seq);
+                }
+            }
+            KIND_RECONCILED => {
+                if let Some(seq) = closes("details") {
+                    self.open.remove(&seq);
+                }
+            }
+            // The log's own `start` (the one with `check`) lists what is open; the
+            // gateway's `start` that follows it adds nothing.
+            KIND_START if rec.get("details").and_then(|d| d.get("check")).is_some() => {
+                self.saw_start = true;
+                let carried = rec
+                    .get("details")
+                    .and_then(|d| d.get("openIntents"))
+                    .and_then(Value::as_array);
+                self.open = carried
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Intent::from_record)
+                    .map(|i| (i.seq, i))
+                    .collect();
+            }
+            _ => {}
+        }
+    }
+
+    /// The intents still open, oldest first.
+    pub fn open(self) -> Vec<Intent> {
+        self.open.into_values().collect()
+    }
+
+    /// Seqs of the intents still open.
+    pub fn open_seqs(&self) -> impl Iterator<Item = u64> + '_ {
+        self.open.keys().copied()
+    }
+}
+
+/// The intents of the log at `io` that have neither an outcome nor a reconciliation:
+/// reads back from the active file through rotated files to the newest `start` record.
+pub(crate) fn pending(io: &Io) -> Result<Vec<Intent>, AuditError> {
+    let mut names = vec![io.name.clone()];
+    let mut rotated: Vec<(u64, String)> = Vec::new();
+    let entries = io
+        .dir
+        .entries()
+        .map_err(|e| AuditError::io("list", &io.dir_path, &e))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let (base, Some(seq)) = series::split_name(&name)
+            && base == io.name
+        {
+            rotated.push((seq, name));
+        }
+    }
+    rotated.sort();
+    names.extend(rotated.into_iter().rev().map(|(_, n)| n));
+    // Newest first until a file holds a `start` record; then replay those oldest first.
+    let mut files = Vec::new();
+    for name in names {
+        let bytes = match io.dir.read(&name) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(AuditError::io("read", io.path_of(&name), &e)),
+        };
+        // The log's own `start` record: its details begin with `check` (sorted keys).
+        let has_start = memchr::memmem::find(&bytes, b"\"details\":{\"check\":").is_some();
+        files.push(bytes);
+        if has_start {
+            break;
+        }
+    }
+    let mut tracker = Tracker::default();
+    for bytes in files.iter().rev() {
+        for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            if let Ok(rec) = serde_json::from_slice::<Value>(line) {
+                tracker.observe(&rec);
+            }
+        }
+    }
+    Ok(tracker.open())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(v: Value) -> Value {
+        v
+    }
+
+    #[test]
+    fn outcomes_and_reconciliations_close_intents_and_starts_carry_the_rest() {
+        let mut t = Tracker::default();
+        t.observe(&rec(
+            json!({"seq": 1, "kind": "start", "details": {"check": "new"}}),
+        ));
+        t.observe(&rec(json!({"seq": 2, "kind": "intent", "op": "write_text_file", "path": "a", "sha256": "00", "args": {"oldSha256": "11"}})));
+        t.observe(&rec(
+            json!({"seq": 3, "kind": "intent", "op": "rm", "path": "b"}),
+        ));
+        t.observe(&rec(
+            json!({"seq": 4, "kind": "intent", "op": "mkdir", "path": "c"}),
+        ));
+        t.observe(&rec(
+            json!({"seq": 5, "kind": "request", "op": "rm", "args": {"intent": 3}}),
+        ));
+        t.observe(&rec(
+            json!({"seq": 6, "kind": "reconciled", "details": {"intent": 4}}),
+        ));
+        let open: Vec<Intent> = std::mem::take(&mut t).open();
+        assert_eq!(open.len(), 1);
+        assert_eq!(open[0].seq, 2);
+        assert_eq!(open[0].old_sha256.as_deref(), Some("11"));
+        // A later start carries it; records before that start no longer matter.
+        let mut t = Tracker::default();
+        t.observe(&rec(
+            json!({"seq": 9, "kind": "intent", "op": "rm", "path": "gone"}),
+        ));
+        t.observe(&rec(json!({"seq": 10, "kind": "start", "details": {"check": "ok", "openIntents": [open[0].to_value()]}})));
+        // The gateway's own start record changes nothing.
+        t.observe(&rec(
+            json!({"seq": 11, "kind": "start", "details": {"transport": "acp"}}),
+        ));
+        assert_eq!(t.open(), open);
+    }
+}

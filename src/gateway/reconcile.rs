@@ -1,0 +1,300 @@
+//! Start-up reconciliation: a change whose intent is in the log but whose outcome is not
+//! (the process died in between) is looked up on disk, and a `reconciled` record says
+//! what the disk shows, before anything is served.
+
+use std::io::Read;
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::Gateway;
+use crate::audit::{AuditEvent, Intent, KIND_RECONCILED};
+use crate::path::RelPath;
+use crate::workspace::WsError;
+
+/// What the disk shows for one intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// The disk holds what the intent announced.
+    Applied,
+    /// The disk holds what was there before.
+    NotApplied,
+    /// Neither (changed again since, partly done, or unknowable).
+    Neither,
+}
+
+impl Found {
+    /// The word in the record.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Found::Applied => "applied",
+            Found::NotApplied => "not-applied",
+            Found::Neither => "neither",
+        }
+    }
+}
+
+/// One path as the disk has it now.
+#[derive(Debug, PartialEq, Eq)]
+enum OnDisk {
+    Missing,
+    File(String),
+    Dir,
+    Other,
+}
+
+impl Gateway {
+    /// Appends a `reconciled` record for every intent the log found open at start-up.
+    /// Call before serving: Err (a record could not be written) means do not serve.
+    pub fn reconcile(&self) -> Result<usize, String> {
+        let Some(audit) = self.audit() else {
+            return Ok(0);
+        };
+        for intent in audit.open_intents() {
+            let (found, seen) = self.inspect(intent);
+            let mut details = Map::new();
+            details.insert("intent".into(), json!(intent.seq));
+            details.insert("found".into(), json!(found.as_str()));
+            details.insert("onDisk".into(), Value::Object(seen));
+            tracing::warn!(intent = intent.seq, op = %intent.op, found = found.as_str(), "reconciled a change interrupted by a crash");
+            let ev = AuditEvent {
+                kind: KIND_RECONCILED.into(),
+                op: intent.op.clone(),
+                path: intent.path.clone(),
+                path2: intent.path2.clone(),
+                details,
+                ..AuditEvent::default()
+            };
+            audit.append(ev).map_err(|e| {
+                format!(
+                    "cannot record the reconciliation of intent {}: {e}",
+                    intent.seq
+                )
+            })?;
+        }
+        Ok(audit.open_intents().len())
+    }
+
+    /// Compares the disk with the intent; also says what was seen, for the record.
+    fn inspect(&self, intent: &Intent) -> (Found, Map<String, Value>) {
+        let path = self.on_disk(intent.path.as_deref());
+        let mut seen = Map::new();
+        seen.insert("path".into(), path.describe());
+        let found = match intent.op.as_str() {
+            "mkdir" => match path {
+                OnDisk::Dir => Found::Applied,
+                OnDisk::Missing => Found::NotApplied,
+                _ => Found::Neither,
+            },
+            "rm" => match &path {
+                OnDisk::Missing => Found::Applied,
+                OnDisk::File(h) if Some(h) == intent.old_sha256.as_ref() => Found::NotApplied,
+                _ => Found::Neither,
+            },
+            "rename" => {
+                let to = self.on_disk(intent.path2.as_deref());
+                seen.insert("path2".into(), to.describe());
+                let to_is_old = match (&to, &intent.old_sha256) {
+                    (OnDisk::Missing, None) => true,
+                    (OnDisk::File(h), Some(old)) => h == old,
+                    _ => false,
+                };
+                match (&path, &to) {
+                    (OnDisk::Missing, OnDisk::File(_) | OnDisk::Dir) => Found::Applied,
+                    (OnDisk::File(_) | OnDisk::Dir, _) if to_is_old => Found::NotApplied,
+                    _ => Found::Neither,
+                }
+            }
+            // write_text_file, edit_text_file, restore: content at one path.
+            _ => match (&path, &intent.sha256, &intent.old_sha256) {
+                (OnDisk::File(h), Some(new), _) if h == new => Found::Applied,
+                (OnDisk::File(h), _, Some(old)) if h == old => Found::NotApplied,
+                (OnDisk::Missing, _, None) => Found::NotApplied,
+                _ => Found::Neither,
+            },
+        };
+        (found, seen)
+    }
+
+    fn on_disk(&self, path: Option<&str>) -> OnDisk {
+        let Some(rel) = path.and_then(|p| RelPath::parse_rooted(&format!("/{p}")).ok()) else {
+            return OnDisk::Other;
+        };
+        match self.workspace.stat(&rel) {
+            Err(WsError::NotFound) => OnDisk::Missing,
+            Err(_) => OnDisk::Other,
+            Ok(info) if info.kind == "directory" => OnDisk::Dir,
+            Ok(info) if info.kind == "file" => match self.hash_file(&rel) {
+                Some(h) => OnDisk::File(h),
+                None => OnDisk::Other,
+            },
+            Ok(_) => OnDisk::Other,
+        }
+    }
+
+    fn hash_file(&self, rel: &RelPath) -> Option<String> {
+        let (mut file, _) = self.workspace.open_regular(rel).ok()?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => return Some(hex::encode(hasher.finalize())),
+                Ok(n) => hasher.update(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+impl OnDisk {
+    fn describe(&self) -> Value {
+        match self {
+            OnDisk::Missing => json!("missing"),
+            OnDisk::File(h) => json!({ "sha256": h }),
+            OnDisk::Dir => json!("directory"),
+            OnDisk::Other => json!("other"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{AuditLog, AuditSettings, KIND_INTENT, OpenOptions};
+    use crate::policy::Policy;
+    use crate::workspace::Workspace;
+
+    fn sha(b: &[u8]) -> String {
+        hex::encode(Sha256::digest(b))
+    }
+
+    fn intent(
+        op: &str,
+        path: &str,
+        path2: Option<&str>,
+        new: Option<&[u8]>,
+        old: Option<&[u8]>,
+    ) -> AuditEvent {
+        let mut args = Map::new();
+        if let Some(old) = old {
+            args.insert("oldSha256".into(), json!(sha(old)));
+        }
+        AuditEvent {
+            kind: KIND_INTENT.into(),
+            op: op.into(),
+            path: Some(path.into()),
+            path2: path2.map(str::to_owned),
+            sha256: new.map(sha),
+            args,
+            ..AuditEvent::default()
+        }
+    }
+
+    fn open(log: &std::path::Path) -> AuditLog {
+        AuditLog::open(log, &AuditSettings::default(), "p", OpenOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn intents_left_open_by_a_crash_are_reconciled_once_against_the_disk() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log = state.path().join("audit.jsonl");
+        std::fs::write(ws.path().join("written.txt"), "new").unwrap();
+        std::fs::write(ws.path().join("kept.txt"), "old").unwrap();
+        std::fs::write(ws.path().join("moved.txt"), "m").unwrap();
+        let cases = [
+            (
+                intent(
+                    "write_text_file",
+                    "written.txt",
+                    None,
+                    Some(b"new"),
+                    Some(b"old"),
+                ),
+                "applied",
+            ),
+            (
+                intent(
+                    "write_text_file",
+                    "kept.txt",
+                    None,
+                    Some(b"new"),
+                    Some(b"old"),
+                ),
+                "not-applied",
+            ),
+            (
+                intent(
+                    "write_text_file",
+                    "other.txt",
+                    None,
+                    Some(b"new"),
+                    Some(b"old"),
+                ),
+                "neither",
+            ),
+            (intent("mkdir", "d", None, None, None), "not-applied"),
+            (
+                intent("rm", "kept.txt", None, None, Some(b"old")),
+                "not-applied",
+            ),
+            (
+                intent("rm", "gone.txt", None, None, Some(b"old")),
+                "applied",
+            ),
+            (
+                intent("rename", "src.txt", Some("moved.txt"), None, None),
+                "applied",
+            ),
+        ];
+        {
+            let a = open(&log);
+            for (ev, _) in &cases {
+                a.append_ref(ev).unwrap();
+            }
+            // Dropped without close: as after kill -9, no stop record.
+        }
+        let a = open(&log);
+        assert_eq!(a.open_intents().len(), cases.len());
+        let gw = Gateway::new(
+            Policy::builtin_default().unwrap(),
+            Workspace::open(ws.path()).unwrap(),
+        )
+        .with_audit(a);
+        assert_eq!(gw.reconcile().unwrap(), cases.len());
+        drop(gw);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let found: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| r["kind"] == "reconciled")
+            .map(|r| r["details"]["found"].as_str().unwrap().to_owned())
+            .collect();
+        let want: Vec<&str> = cases.iter().map(|(_, f)| *f).collect();
+        assert_eq!(found, want);
+        // Reconciled once: the next start finds nothing open.
+        assert!(open(&log).open_intents().is_empty());
+    }
+
+    #[test]
+    fn a_crash_during_reconciliation_loses_no_intent() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log = state.path().join("audit.jsonl");
+        {
+            let a = open(&log);
+            a.append(intent("mkdir", "d", None, None, None)).unwrap();
+        }
+        // A start that never reconciles (it dies first), then another.
+        drop(open(&log));
+        let a = open(&log);
+        assert_eq!(a.open_intents().len(), 1);
+        let gw = Gateway::new(
+            Policy::builtin_default().unwrap(),
+            Workspace::open(ws.path()).unwrap(),
+        )
+        .with_audit(a);
+        assert_eq!(gw.reconcile().unwrap(), 1);
+    }
+}
