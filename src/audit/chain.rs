@@ -96,6 +96,8 @@ struct Walk<'t> {
     prev_file: Option<String>,
     /// The tombstones that parsed.
     tombs: Vec<&'t Tombstone>,
+    /// Write-ahead intents not yet closed by an outcome or a reconciliation.
+    intents: super::intents::Unclosed,
 }
 
 impl Walk<'_> {
@@ -217,6 +219,7 @@ pub(crate) fn walk(run: &mut Run<'_>, s: &Series, tombs: &[(u64, Result<Tombston
         expected: None,
         prev_file: None,
         tombs: tombs.iter().filter_map(|(_, t)| t.as_ref().ok()).collect(),
+        intents: super::intents::Unclosed::default(),
     };
     let last_index = s.files.len().saturating_sub(1);
     let mut buf: Vec<u8> = Vec::new();
@@ -289,6 +292,7 @@ pub(crate) fn walk(run: &mut Run<'_>, s: &Series, tombs: &[(u64, Result<Tombston
                 if !w.link(run, info, at, line_no == 1, later) {
                     break;
                 }
+                w.intents.observe_line(lines[i]);
                 if fr.records == 0 {
                     fr.first_seq = Some(info.seq);
                     fr.first_ts = Some(info.ts_str().to_owned());
@@ -351,4 +355,5 @@ pub(crate) fn walk(run: &mut Run<'_>, s: &Series, tombs: &[(u64, Result<Tombston
     if run.rep.records == 0 {
         run.rep.warnings.push("the log holds no records".into());
     }
+    run.rep.warnings.extend(w.intents.warnings());
 }

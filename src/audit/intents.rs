@@ -130,6 +130,70 @@ impl Tracker {
     }
 }
 
+/// For `fsgate audit verify`: the intents no outcome or reconciliation closed, in a
+/// log read from its first record on.
+#[derive(Debug, Default)]
+pub struct Unclosed {
+    /// Seq -> (what it announced, the seq of a later log start that passed it by).
+    open: BTreeMap<u64, (String, Option<u64>)>,
+}
+
+impl Unclosed {
+    /// Takes one verified record line into account (only lines that can matter are
+    /// parsed: a quote inside a string is escaped, so these markers are field names).
+    pub fn observe_line(&mut self, line: &[u8]) {
+        let find = |pat: &[u8]| memchr::memmem::find(line, pat).is_some();
+        let log_start = find(b"\"details\":{\"check\":");
+        if !(log_start || find(b"\"intent")) {
+            return;
+        }
+        let Ok(rec) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        let seq = rec.get("seq").and_then(Value::as_u64).unwrap_or(0);
+        let kind = rec.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let closes = |field: &str| rec.get(field)?.get("intent")?.as_u64();
+        match kind {
+            KIND_INTENT => {
+                let op = rec.get("op").and_then(Value::as_str).unwrap_or("?");
+                let path = rec.get("path").and_then(Value::as_str).unwrap_or("");
+                self.open.insert(seq, (format!("{op} {path:?}"), None));
+            }
+            KIND_REQUEST => {
+                if let Some(n) = closes("args") {
+                    self.open.remove(&n);
+                }
+            }
+            KIND_RECONCILED => {
+                if let Some(n) = closes("details") {
+                    self.open.remove(&n);
+                }
+            }
+            KIND_START if log_start => {
+                for (_, passed) in self.open.values_mut() {
+                    passed.get_or_insert(seq);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// One line per intent left open, for the report's warnings.
+    pub fn warnings(&self) -> Vec<String> {
+        self.open
+            .iter()
+            .map(|(seq, (what, passed))| match passed {
+                Some(start) => format!(
+                    "intent seq {seq} ({what}) was never closed: it has no outcome, and the start at seq {start} did not reconcile it"
+                ),
+                None => format!(
+                    "intent seq {seq} ({what}) has no outcome yet: the change is in progress or was cut off by a crash; the next start reconciles it"
+                ),
+            })
+            .collect()
+    }
+}
+
 /// The intents of the log at `io` that have neither an outcome nor a reconciliation:
 /// reads back from the active file through rotated files to the newest `start` record.
 pub(crate) fn pending(io: &Io) -> Result<Vec<Intent>, AuditError> {
