@@ -432,35 +432,7 @@ fn clean_scratch(dir: &std::path::Path) {
 
 /// `fsgate backup ...`; a restore is recorded in the workspace's audit log.
 fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
-    use crate::backup::cli::{BackupCommand, RestoreAudit};
-    struct Recorder(crate::audit::AuditLog);
-    impl RestoreAudit for Recorder {
-        fn record_restore(
-            &mut self,
-            _workspace: &std::path::Path,
-            report: &crate::backup::RestoreReport,
-        ) -> Result<(), String> {
-            let ev = crate::audit::AuditEvent {
-                transport: "cli".into(),
-                peer: stdio_peer(),
-                op: "restore".into(),
-                path: Some(report.restored.rel_path.clone()),
-                decision: "allow".into(),
-                outcome: "ok".into(),
-                sha256: Some(report.restored.sha256.clone()),
-                bytes: Some(report.restored.size),
-                backup: report.previous.as_ref().map(|b| b.id.clone()),
-                args: {
-                    let mut m = serde_json::Map::new();
-                    m.insert("restoredFrom".into(), report.restored.id.clone().into());
-                    m
-                },
-                ..Default::default()
-            };
-            self.0.append(ev).map(|_| ()).map_err(|e| e.to_string())?;
-            self.0.close().map_err(|e| e.to_string())
-        }
-    }
+    use crate::backup::cli::BackupCommand;
     let mut cmd = cmd;
     let BackupCommand::Restore {
         workspace,
@@ -528,7 +500,10 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
         })
     });
     match log {
-        Ok(log) => code(crate::backup::cli::run_with_audit(cmd, &mut Recorder(log))),
+        Ok(log) => code(crate::backup::cli::run_with_audit(
+            cmd,
+            &mut crate::backup::audit::Recorder::new(log, stdio_peer()),
+        )),
         Err(e) => fail(&format!("backup restore refused: {e}")),
     }
 }

@@ -280,10 +280,10 @@ pub fn prune_backups(gw: &Gateway) {
 pub fn shutdown(gw: &Gateway, details: Map<String, Value>) {
     let shown = Value::Object(details.clone());
     tracing::info!(details = %shown, "stopping");
-    if let Some(a) = gw.audit() {
-        if let Err(e) = a.close_with(details) {
-            tracing::error!("audit log: closing: {e}");
-        }
+    if let Some(a) = gw.audit()
+        && let Err(e) = a.close_with(details)
+    {
+        tracing::error!("audit log: closing: {e}");
     }
 }
 

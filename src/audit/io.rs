@@ -206,6 +206,8 @@ impl Io {
         if let Some(seq) = rotate_to {
             self.rotate(seq)?;
         }
+        self.check_in_place()
+            .map_err(|e| write_err("check that the log file is in place", &e))?;
         let fault = self.take_fault();
         let result = match fault {
             Some(Fault::Write) => self
@@ -242,6 +244,28 @@ impl Io {
             self.unsynced_since = None;
         }
         self.len += data.len() as u64;
+        Ok(())
+    }
+
+    /// Refuses to write into a log file that is no longer the one at the log's path: one
+    /// that was unlinked (its directory removed), or whose path now names another file
+    /// (the directory moved or replaced). A record written there would be lost to every
+    /// reader of the log. (`stat` by path is not restricted by Landlock.)
+    fn check_in_place(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let open = self.file.metadata()?;
+        if open.nlink() == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the log file was removed (its directory deleted?)",
+            ));
+        }
+        let at_path = std::fs::metadata(self.path_of(&self.name))?;
+        if (at_path.dev(), at_path.ino()) != (open.dev(), open.ino()) {
+            return Err(std::io::Error::other(
+                "the log's path now names another file (its directory was moved or replaced)",
+            ));
+        }
         Ok(())
     }
 

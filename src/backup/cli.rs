@@ -56,9 +56,20 @@ pub enum BackupCommand {
 ///
 /// The gateway's audit module implements this; [`run`] uses [`UnwiredAudit`] until then.
 pub trait RestoreAudit {
+    /// Records the restore about to be made (`version` of `rel_path`, with `previous`
+    /// the backup of the current content), durably, before the workspace is touched.
+    /// An error refuses the restore: nothing changes.
+    fn intend_restore(
+        &mut self,
+        rel_path: &str,
+        version: &BackupRef,
+        previous: Option<&BackupRef>,
+    ) -> Result<(), String>;
     /// Records a completed restore. An error makes the command exit 2 after saying the
     /// file was restored but not audited.
     fn record_restore(&mut self, workspace: &Path, report: &RestoreReport) -> Result<(), String>;
+    /// Records that a restore whose intent was recorded failed with `error`.
+    fn record_failure(&mut self, rel_path: &str, error: &str) -> Result<(), String>;
 }
 
 /// Placeholder [`RestoreAudit`]: logs a warning that no audit record was written.
@@ -66,6 +77,19 @@ pub trait RestoreAudit {
 pub struct UnwiredAudit;
 
 impl RestoreAudit for UnwiredAudit {
+    fn intend_restore(
+        &mut self,
+        _: &str,
+        _: &BackupRef,
+        _: Option<&BackupRef>,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn record_failure(&mut self, _: &str, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+
     fn record_restore(&mut self, workspace: &Path, report: &RestoreReport) -> Result<(), String> {
         // TODO(lead): replace with an audit record (op "restore") when wiring the audit log.
         tracing::warn!(
@@ -197,7 +221,23 @@ fn restore_cmd(
         workspace.display().to_string(),
     ))?;
     let rel = to_rel_path(workspace, path)?;
-    let report = restore(&store, &ws, &rel, at)?;
+    let mut intended = false;
+    let result = restore(&store, &ws, &rel, at, &mut |version, previous| {
+        audit
+            .intend_restore(&rel, version, previous)
+            .map_err(BackupError::NotRecorded)?;
+        intended = true;
+        Ok(())
+    });
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            if intended && let Err(a) = audit.record_failure(&rel, &e.to_string()) {
+                eprintln!("fsgate backup: the failed restore could not be recorded: {a}");
+            }
+            return Err(e);
+        }
+    };
     println!(
         "restored {} from backup of {}",
         report.restored.rel_path, report.restored.ts
@@ -434,8 +474,19 @@ mod tests {
 
     struct Recorder(Vec<RestoreReport>);
     impl RestoreAudit for Recorder {
+        fn intend_restore(
+            &mut self,
+            _: &str,
+            _: &BackupRef,
+            _: Option<&BackupRef>,
+        ) -> Result<(), String> {
+            Ok(())
+        }
         fn record_restore(&mut self, _: &Path, report: &RestoreReport) -> Result<(), String> {
             self.0.push(report.clone());
+            Ok(())
+        }
+        fn record_failure(&mut self, _: &str, _: &str) -> Result<(), String> {
             Ok(())
         }
     }

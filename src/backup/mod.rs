@@ -14,6 +14,7 @@
 //! closed). After [`BackupStore::open`] every access goes through the store's directory
 //! handle, so Landlock may confine the process to that directory afterwards.
 
+pub mod audit;
 pub mod cli;
 pub mod config;
 mod layout;
@@ -91,6 +92,9 @@ pub enum BackupError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The restore could not be recorded ahead in the audit log, so nothing changed.
+    #[error("the restore could not be recorded in the audit log, so nothing was changed: {0}")]
+    NotRecorded(String),
     /// A stored version is damaged (sidecar unreadable, content does not match its hash).
     #[error("backup {id} is damaged: {reason}")]
     Corrupt {

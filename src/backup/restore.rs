@@ -19,27 +19,52 @@ pub struct RestoreReport {
     pub previous: Option<BackupRef>,
 }
 
+/// Told the version about to be restored and the backup of the current content, before
+/// the workspace is touched; an error refuses the restore.
+pub type BeforeChange<'a> =
+    dyn FnMut(&BackupRef, Option<&BackupRef>) -> Result<(), BackupError> + 'a;
+
 /// Restores version `at` (latest if None) of `rel_path` into `workspace`.
 ///
 /// The current content, if the file exists, is backed up first; if that fails nothing
-/// changes. The new content is written to a temp file created with `create_new` in the
-/// same directory, checked against the version's SHA-256, fsynced and renamed over the
-/// file (no `/proc` tricks, so this also works under Landlock). Missing parent
-/// directories are created. A symlink or directory at `rel_path` is refused.
+/// changes. Then `before_change` is told what will happen (the version, the backup of
+/// the current content) and may refuse: the audit log records the intent there, before
+/// the workspace is touched. The new content is written to a temp file created with
+/// `create_new` in the same directory, checked against the version's SHA-256, fsynced
+/// and renamed over the file (no `/proc` tricks, so this also works under Landlock).
+/// Missing parent directories are created. A symlink or directory at `rel_path` is
+/// refused.
 pub fn restore(
     store: &BackupStore,
     workspace: &Dir,
     rel_path: &str,
     at: Option<&str>,
+    before_change: &mut BeforeChange<'_>,
 ) -> Result<RestoreReport, BackupError> {
     layout::validate_rel_path(rel_path)?;
-    let (version, mut source) = store.open_version(rel_path, at)?;
+    // A damaged version costs nothing: its hash is checked before anything is saved,
+    // recorded or written (and again as it is copied).
+    let (version, mut check) = store.open_version(rel_path, at)?;
+    check_version(&mut check, &version)?;
+    let (_, mut source) = store.open_version(rel_path, Some(&version.id))?;
     let (parent_path, name) = match rel_path.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, rel_path),
     };
-    let parent = match parent_path {
-        Some(p) => {
+    let existing = open_parent(workspace, parent_path)?;
+    let current = match &existing {
+        Some(parent) => current_file(parent, rel_path, name)?,
+        None => None,
+    };
+    let permissions = current.as_ref().map(|m| m.permissions());
+    let previous = match (&existing, &current) {
+        (Some(parent), Some(_)) => Some(back_up_current(store, parent, rel_path, name)?),
+        _ => None,
+    };
+    before_change(&version, previous.as_ref())?;
+    let parent = match (existing, parent_path) {
+        (Some(parent), _) => parent,
+        (None, Some(p)) => {
             workspace
                 .create_dir_all(p)
                 .map_err(BackupError::io("create workspace dir", p))?;
@@ -47,26 +72,13 @@ pub fn restore(
                 .open_dir(p)
                 .map_err(BackupError::io("open workspace dir", p))?
         }
-        None => workspace
-            .try_clone()
-            .map_err(BackupError::io("open workspace dir", "."))?,
+        (None, None) => {
+            return Err(BackupError::io("open workspace dir", ".")(
+                io::ErrorKind::NotFound.into(),
+            ));
+        }
     };
-
-    // Check the version (hash) into a temp file before touching anything else, so a
-    // damaged backup costs nothing; then back up the current content; then replace.
-    let current = current_file(&parent, rel_path, name)?;
-    let permissions = current.as_ref().map(|m| m.permissions());
     let tmp_name = write_temp(&parent, name, &mut source, &version, permissions)?;
-    let previous = match current {
-        Some(_) => match back_up_current(store, &parent, rel_path, name) {
-            Ok(saved) => Some(saved),
-            Err(e) => {
-                let _ = parent.remove_file(&tmp_name);
-                return Err(e);
-            }
-        },
-        None => None,
-    };
     if let Err(e) = parent.rename(&tmp_name, &parent, name) {
         let _ = parent.remove_file(&tmp_name);
         return Err(BackupError::io("replace", rel_path)(e));
@@ -80,6 +92,38 @@ pub fn restore(
         restored: version,
         previous,
     })
+}
+
+/// Refuses a stored version whose content does not match its sidecar.
+fn check_version(source: &mut dyn Read, version: &BackupRef) -> Result<(), BackupError> {
+    let (size, sha) = copy_hashing(source, &mut io::sink())
+        .map_err(BackupError::io("read", version.id.clone()))?;
+    if sha != version.sha256 || size != version.size {
+        return Err(BackupError::Corrupt {
+            id: version.id.clone(),
+            reason: format!(
+                "content has {size} bytes with sha256 {sha}, sidecar says {} bytes with {}",
+                version.size, version.sha256
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The directory that holds `rel_path`'s file, if it exists (nothing is created here).
+fn open_parent(workspace: &Dir, parent_path: Option<&str>) -> Result<Option<Dir>, BackupError> {
+    let opened = match parent_path {
+        Some(p) => workspace.open_dir(p),
+        None => workspace.try_clone(),
+    };
+    match opened {
+        Ok(d) => Ok(Some(d)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(BackupError::io(
+            "open workspace dir",
+            parent_path.unwrap_or("."),
+        )(e)),
+    }
 }
 
 /// The metadata of the file being replaced, None if there is none; refuses anything
@@ -196,7 +240,7 @@ mod tests {
         ws.write("src/lib.rs", "v2 by the agent")
             .expect("overwrite");
 
-        let report = restore(&store, &ws, "src/lib.rs", None).expect("restore");
+        let report = restore(&store, &ws, "src/lib.rs", None, &mut |_, _| Ok(())).expect("restore");
         assert_eq!(report.restored, v1);
         assert_eq!(
             std::fs::read_to_string(ws_tmp.path().join("src/lib.rs")).expect("read"),
@@ -205,7 +249,14 @@ mod tests {
         let prev = report.previous.expect("current content was backed up");
         assert_eq!(prev.size, "v2 by the agent".len() as u64);
         // The restore can itself be undone.
-        let undo = restore(&store, &ws, "src/lib.rs", Some(&prev.ts)).expect("undo");
+        let undo = restore(
+            &store,
+            &ws,
+            "src/lib.rs",
+            Some(&prev.ts),
+            &mut |_, _| Ok(()),
+        )
+        .expect("undo");
         assert_eq!(undo.restored, prev);
         assert_eq!(
             ws.read_to_string("src/lib.rs").expect("read"),
@@ -228,7 +279,8 @@ mod tests {
         store
             .save("gone/deep/file.txt", &mut &b"keep me"[..])
             .expect("backup");
-        let report = restore(&store, &ws, "gone/deep/file.txt", None).expect("restore");
+        let report =
+            restore(&store, &ws, "gone/deep/file.txt", None, &mut |_, _| Ok(())).expect("restore");
         assert_eq!(report.previous, None);
         assert_eq!(
             ws.read_to_string("gone/deep/file.txt").expect("read"),
@@ -250,7 +302,7 @@ mod tests {
             .expect("chmod");
         drop(f);
         store.save("run.sh", &mut &b"old"[..]).expect("backup");
-        restore(&store, &ws, "run.sh", None).expect("restore");
+        restore(&store, &ws, "run.sh", None, &mut |_, _| Ok(())).expect("restore");
         assert_eq!(
             ws.metadata("run.sh").expect("stat").permissions().mode() & 0o777,
             0o750
@@ -258,7 +310,8 @@ mod tests {
 
         ws.symlink("run.sh", "link").expect("symlink");
         store.save("link", &mut &b"x"[..]).expect("backup");
-        let err = restore(&store, &ws, "link", None).expect_err("symlink refused");
+        let err =
+            restore(&store, &ws, "link", None, &mut |_, _| Ok(())).expect_err("symlink refused");
         assert!(matches!(err, BackupError::NotRestorable { .. }), "{err}");
     }
 
@@ -278,7 +331,8 @@ mod tests {
             "tampered",
         )
         .expect("tamper");
-        let err = restore(&store, &ws, "a.txt", Some(&r.ts)).expect_err("hash mismatch");
+        let err = restore(&store, &ws, "a.txt", Some(&r.ts), &mut |_, _| Ok(()))
+            .expect_err("hash mismatch");
         assert!(matches!(err, BackupError::Corrupt { .. }), "{err}");
         assert_eq!(ws.read_to_string("a.txt").expect("read"), "current");
         assert_eq!(
@@ -295,7 +349,7 @@ mod tests {
         let (_w, ws) = workspace();
         ws.write("a.txt", "current").expect("write");
         assert!(matches!(
-            restore(&store, &ws, "a.txt", None),
+            restore(&store, &ws, "a.txt", None, &mut |_, _| Ok(())),
             Err(BackupError::NotFound { .. })
         ));
         assert_eq!(ws.read_to_string("a.txt").expect("read"), "current");

@@ -412,7 +412,8 @@ fn read_write(root: &Path) {
         .save("a.txt", &mut ws.open("a.txt").expect("open"))
         .expect("backup under Landlock");
     ws.write("a.txt", "agent edit").expect("overwrite");
-    let report = restore(&store, &ws, "a.txt", Some(&saved.ts)).expect("restore under Landlock");
+    let report = restore(&store, &ws, "a.txt", Some(&saved.ts), &mut |_, _| Ok(()))
+        .expect("restore under Landlock");
     assert_eq!(ws.read_to_string("a.txt").expect("read"), "replaced");
     assert!(report.previous.is_some());
     let pruned = store.prune().expect("prune under Landlock");
