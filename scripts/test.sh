@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-peers.sh
+./scripts/install-tools.sh
 cargo build --bin fsgate
 FSGATE_REQUIRE_PEERS=1 cargo test --all-targets --features test-hooks
 BIN="${CARGO_TARGET_DIR:-target}/debug/fsgate"

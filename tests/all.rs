@@ -60,3 +60,5 @@ mod ws_settings;
 mod backup_gateway;
 // kill -9 mid-stream of writes, restart: chain verifies, torn tail recovered, files whole.
 mod crash_gateway;
+// Write-ahead records: a failing audit log refuses changes; kill -9 at each syscall of a change, then restart reconciles it.
+mod writeahead;

@@ -410,6 +410,15 @@ impl AuditLog {
                 message: "the last write failed".into(),
             }));
         }
+        self.ready_for_change()
+    }
+
+    /// [`preflight`](Self::preflight) for a change that records its intent first: a
+    /// failed last write does not refuse it (the intent's own append tries the log
+    /// again, and a log that works again is used again at once); low disk space, failing
+    /// checkpoints and a closed log do.
+    pub fn ready_for_change(&self) -> Result<(), AuditError> {
+        let sh = &*self.shared;
         if sh.space_low.load(Ordering::Acquire) {
             return Err(AuditError::Write {
                 kind: std::io::ErrorKind::StorageFull,

@@ -304,7 +304,7 @@ impl Gateway {
         let mut facts = Facts::new(&op);
         let preflight = match (&self.audit, op.is_mutating()) {
             (Some(a), true) => a
-                .preflight()
+                .ready_for_change()
                 .map_err(|e| GatewayError::Internal(format!("{e}; nothing was changed"))),
             _ => Ok(()),
         };
@@ -328,7 +328,15 @@ impl Gateway {
                     (Some(seq), Ok(_)) => format!(
                         "{e}; the change was made (its intent is record {seq}), but its outcome could not be recorded; the next start reconciles it"
                     ),
-                    _ => format!("{e}; the result is withheld because it could not be recorded"),
+                    (Some(seq), Err(_)) => format!(
+                        "{e}; the change was attempted and failed (its intent is record {seq}), and the failure could not be recorded; the next start reconciles it"
+                    ),
+                    (None, _) if op.is_mutating() => {
+                        format!("{e}; the request could not be recorded, and nothing was changed")
+                    }
+                    (None, _) => {
+                        format!("{e}; the result is withheld because it could not be recorded")
+                    }
                 }))
             }
         }
