@@ -107,7 +107,7 @@ def no_duplicates(pairs):
 # ---- Section 2-4: one record line -------------------------------------------------------
 
 class Info:
-    __slots__ = ("seq", "prev", "hash", "ts", "log", "kind")
+    __slots__ = ("seq", "prev", "hash", "ts", "log", "kind", "rec")
 
 
 def check_line(line):
@@ -165,6 +165,7 @@ def check_line(line):
     info.seq, info.prev, info.hash, info.ts = rec["seq"], rec["prev"], rec["hash"], rec["ts"]
     info.log = rec.get("log")
     info.kind = rec["kind"] if rec["kind"] in ("break", "recovered") else None
+    info.rec = rec
     return "ok", info
 
 
@@ -340,7 +341,9 @@ class Series:
             "log": os.path.join(directory, base), "log_id": None, "verdict": "intact",
             "records": 0, "first_seq": None, "last_seq": None, "first_ts": None,
             "last_ts": None, "files": [], "checkpoint": None, "error": None, "warnings": [],
+            "open_intents": [],
         }
+        self.open_intents = {}
         self.wanted = {}
         self.last_hash = None
 
@@ -480,6 +483,7 @@ class Series:
                 self.rep["last_seq"], self.rep["last_ts"] = info.seq, info.ts
                 self.last_hash = info.hash
                 expected = (info.seq, info.hash)
+                self.observe_intents(info.rec)
             if torn:
                 seq = expected[0] + 1 if expected else None
                 if fi == len(self.files) - 1:
@@ -488,6 +492,29 @@ class Series:
                 self.fail("malformed", None, path, len(pieces) + 1, "file ends without a newline")
         if self.rep["records"] == 0:
             self.warn("the log holds no records")
+        for seq, passed in sorted(self.open_intents.items()):
+            if passed is None:
+                self.warn("intent seq %d has no outcome yet" % seq)
+            else:
+                self.warn("intent seq %d was never closed (start seq %d passed it)" % (seq, passed))
+            self.rep["open_intents"].append({"seq": seq, "passed_start": passed})
+
+    def observe_intents(self, rec):
+        """Section 9, step 2b: intents must be closed by an outcome or a reconciliation."""
+        def closes(field):
+            v = rec.get(field, {}).get("intent")
+            return v if type(v) is int and v >= 0 else None
+        kind = rec["kind"]
+        if kind == "intent":
+            self.open_intents[rec["seq"]] = None
+        elif kind == "request" and closes("args") is not None:
+            self.open_intents.pop(closes("args"), None)
+        elif kind == "reconciled" and closes("details") is not None:
+            self.open_intents.pop(closes("details"), None)
+        elif kind == "start" and "check" in rec.get("details", {}):
+            for seq, passed in self.open_intents.items():
+                if passed is None:
+                    self.open_intents[seq] = rec["seq"]
 
     def check_checkpoints(self, cps):
         if not cps:

@@ -356,4 +356,5 @@ pub(crate) fn walk(run: &mut Run<'_>, s: &Series, tombs: &[(u64, Result<Tombston
         run.rep.warnings.push("the log holds no records".into());
     }
     run.rep.warnings.extend(w.intents.warnings());
+    run.rep.open_intents = w.intents.report();
 }

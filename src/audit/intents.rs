@@ -143,8 +143,7 @@ impl Unclosed {
     /// parsed: a quote inside a string is escaped, so these markers are field names).
     pub fn observe_line(&mut self, line: &[u8]) {
         let find = |pat: &[u8]| memchr::memmem::find(line, pat).is_some();
-        let log_start = find(b"\"details\":{\"check\":");
-        if !(log_start || find(b"\"intent")) {
+        if !(find(b"\"kind\":\"start\"") || find(b"\"intent")) {
             return;
         }
         let Ok(rec) = serde_json::from_slice::<Value>(line) else {
@@ -169,13 +168,25 @@ impl Unclosed {
                     self.open.remove(&n);
                 }
             }
-            KIND_START if log_start => {
+            // The log's own start (its details have `check`), not the gateway's.
+            KIND_START if rec.get("details").and_then(|d| d.get("check")).is_some() => {
                 for (_, passed) in self.open.values_mut() {
                     passed.get_or_insert(seq);
                 }
             }
             _ => {}
         }
+    }
+
+    /// The intents left open, for the report.
+    pub fn report(&self) -> Vec<super::report::OpenIntent> {
+        self.open
+            .iter()
+            .map(|(seq, (_, passed))| super::report::OpenIntent {
+                seq: *seq,
+                passed_start: *passed,
+            })
+            .collect()
     }
 
     /// One line per intent left open, for the report's warnings.

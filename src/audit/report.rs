@@ -115,6 +115,18 @@ pub struct SeriesReport {
     pub error: Option<Failure>,
     /// Things a reviewer should know that do not make the log tampered.
     pub warnings: Vec<String>,
+    /// Write-ahead intents that no outcome or reconciliation closed, oldest first.
+    pub open_intents: Vec<OpenIntent>,
+}
+
+/// An `intent` record left open (audit/FORMAT.md, section 9).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpenIntent {
+    /// The intent's seq.
+    pub seq: u64,
+    /// The seq of a later log `start` that should have reconciled it (None: the log
+    /// ends while it is open: a change in progress, or a crash the next start settles).
+    pub passed_start: Option<u64>,
 }
 
 /// The result for all the paths given.

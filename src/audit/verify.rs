@@ -116,6 +116,7 @@ pub fn verify_series(s: &Series, opts: &VerifyOptions) -> SeriesReport {
             checkpoint: None,
             error: None,
             warnings: Vec::new(),
+            open_intents: Vec::new(),
         },
         wanted: Default::default(),
         last_hash: None,

@@ -78,6 +78,7 @@ fn agreement(code: i32, rep: &Value) -> Value {
         "log_id": s["log_id"],
         "files": s["files"].as_array().map_or(0, Vec::len),
         "checkpoint": [s["checkpoint"]["seq"], s["checkpoint"]["signature"]],
+        "open_intents": s["open_intents"],
         "error": [s["error"]["kind"], s["error"]["seq"], s["error"]["line"], base(&s["error"]["file"])],
     })
 }

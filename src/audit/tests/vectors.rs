@@ -102,6 +102,70 @@ fn events() -> Vec<AuditEvent> {
     ]
 }
 
+/// A crash story in write-ahead records: an intent closed by its outcome, two left open
+/// by a crash, the next start carrying them and reconciling one, and a last change
+/// still in progress where the log ends.
+fn intent_events() -> Vec<AuditEvent> {
+    let change = |kind: &str, op: &str, path: &str, args: Value| AuditEvent {
+        kind: kind.into(),
+        session: "sess-7f3a".into(),
+        transport: "acp".into(),
+        peer: "pid=4242,uid=1000".into(),
+        op: op.into(),
+        path: Some(path.into()),
+        args: map(args),
+        decision: "allow".into(),
+        rule: Some("workspace-rw".into()),
+        ..Default::default()
+    };
+    let start = |check: &str, open: Value| {
+        AuditEvent::lifecycle(
+            "start",
+            map(
+                json!({"check": check, "format": 1, "fsgate": "0.1.0", "fsync": "always",
+                       "openIntents": open, "pid": 4242, "signed": true}),
+            ),
+        )
+    };
+    vec![
+        start("new", json!([])),
+        AuditEvent {
+            sha256: Some("7d".repeat(32)),
+            ..change(
+                "intent",
+                "write_text_file",
+                "a.txt",
+                json!({"oldSha256": "6c".repeat(32)}),
+            )
+        },
+        AuditEvent {
+            outcome: "ok".into(),
+            sha256: Some("7d".repeat(32)),
+            ..change("request", "write_text_file", "a.txt", json!({"intent": 2}))
+        },
+        change(
+            "intent",
+            "rm",
+            "b.txt",
+            json!({"oldSha256": "5b".repeat(32)}),
+        ),
+        change("intent", "mkdir", "c", json!({})),
+        start(
+            "ok",
+            json!([{"op": "rm", "path": "b.txt", "seq": 4}, {"op": "mkdir", "path": "c", "seq": 5}]),
+        ),
+        AuditEvent {
+            op: "rm".into(),
+            path: Some("b.txt".into()),
+            ..AuditEvent::lifecycle(
+                "reconciled",
+                map(json!({"found": "applied", "intent": 4, "onDisk": {"path": "missing"}})),
+            )
+        },
+        change("intent", "write_text_file", "d.txt", json!({})),
+    ]
+}
+
 const POLICY_SHA: &str = "4f4ae2c6b5a4d04b6f3e3e6a8ad1c22e6d2f1f7fcb0b0e3ba3ed77c9d0b5d5a1";
 
 /// Seals `evs` into lines (with `\n`); `log_at` says which records start a file.
@@ -288,6 +352,18 @@ pub(crate) fn cases() -> BTreeMap<&'static str, Case> {
         files
     };
     c.insert("pruned", (pruned(Some(tomb(Some(&key)))), intact.clone()));
+
+    let ir = seal_all(&intent_events(), &[0]);
+    let il: Vec<String> = ir.iter().map(|r| r.0.clone()).collect();
+    let icp = checkpoint(ir.len() as u64, &ir[ir.len() - 1].1, Some(&key));
+    c.insert(
+        "intents",
+        (
+            log_and_cp(&il, &icp),
+            json!({"verdict": "intact", "open_intents": [
+                {"seq": 5, "passed_start": 6}, {"seq": 8, "passed_start": null}]}),
+        ),
+    );
     c.insert(
         "pruned_without_tombstone",
         (pruned(None), bad("missing", Some(5), Some(1))),
@@ -348,6 +424,9 @@ fn describe(case: &str) -> &'static str {
         "pruned" => "as rotated, first file removed behind a signed tombstone",
         "pruned_without_tombstone" => "as rotated, first file removed, no tombstone",
         "pruned_unsigned_tombstone" => "as pruned, but the tombstone is unsigned",
+        "intents" => {
+            "write-ahead: intent 2 closed by its outcome; 4 and 5 open at a crash, carried by the start at 6, 4 reconciled (7), 5 never; 8 open where the log ends"
+        }
         _ => "",
     }
 }
@@ -428,6 +507,10 @@ pub(crate) fn summary(report: &Value) -> Value {
     let s = &report["series"][0];
     let verdict = report["verdict"].clone();
     if verdict == "intact" {
+        let open = &s["open_intents"];
+        if open.as_array().is_some_and(|a| !a.is_empty()) {
+            return json!({"verdict": verdict, "open_intents": open});
+        }
         return json!({"verdict": verdict});
     }
     let e = &s["error"];
