@@ -12,8 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::audit::{AuditLog, OpenOptions};
 use crate::backup::{BackupStore, workspace_state_dir};
 use crate::gateway::Gateway;
-use crate::path::RelPath;
-use crate::policy::floor::{FixedFloor, FloorEntry, FloorKind};
+use crate::policy::floor::{self, FixedFloor, FloorKind};
 use crate::policy::{OpClass, Policy};
 use crate::sandbox::{Enforcement, SandboxPlan, SandboxStatus, restrict_self};
 use crate::workspace::Workspace;
@@ -156,8 +155,8 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     if let Some(p) = &cfg.policy {
         own.push((FloorKind::PolicyFile, p.clone()));
     }
-    own.extend(gitleaks_configs(&policy));
-    policy.set_floor(FixedFloor::from_entries(floor_entries(&root, own)));
+    own.extend(floor::gitleaks_configs(&policy));
+    policy.set_floor(FixedFloor::from_entries(floor::entries_inside(&root, own)));
     let mut extra_rw = Vec::new();
     if let Some(sink) = audit_settings.checkpoint_sink.as_deref()
         && sink != "syslog"
@@ -253,26 +252,8 @@ pub fn confine(
     gw.record("start", start);
     // Changes a crash interrupted are settled before anything is served.
     gw.reconcile()?;
-    prune_backups(gw);
+    gw.prune_backups();
     Ok(status)
-}
-
-/// Applies the backup retention rules once, recording what was removed.
-pub fn prune_backups(gw: &Gateway) {
-    let Some(store) = gw.backups() else { return };
-    match store.prune() {
-        Ok(report) if !report.removed.is_empty() => {
-            let mut details = Map::new();
-            details.insert(
-                "removed".into(),
-                serde_json::to_value(&report.removed).unwrap_or(Value::Null),
-            );
-            details.insert("removedBytes".into(), report.removed_bytes().into());
-            gw.record("backup-prune", details);
-        }
-        Ok(_) => {}
-        Err(e) => tracing::warn!("backup retention: {e}"),
-    }
 }
 
 /// Closes the audit log: its `stop` record and final checkpoint. `details` about why
@@ -294,44 +275,4 @@ fn create_private_dir(dir: &Path) -> Result<(), String> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))
-}
-
-/// `path` as a workspace-relative path, if it lies inside the workspace.
-/// The gitleaks configs `policy` loaded: part of the policy, so floored like it.
-pub(crate) fn gitleaks_configs(policy: &Policy) -> Vec<(FloorKind, PathBuf)> {
-    policy
-        .content_scanner()
-        .map(|sc| {
-            sc.sources()
-                .iter()
-                .map(|s| (FloorKind::PolicyFile, s.path.clone()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The floor entries for those of fsgate's own files that lie inside the workspace.
-pub(crate) fn floor_entries(
-    root: &Path,
-    own: impl IntoIterator<Item = (FloorKind, PathBuf)>,
-) -> Vec<FloorEntry> {
-    own.into_iter()
-        .filter_map(|(kind, path)| {
-            let rel = inside(root, &path)?;
-            tracing::warn!(
-                path = %path.display(),
-                "{} lies inside the workspace; no request can reach it (fixed floor)",
-                kind.as_str()
-            );
-            Some(FloorEntry { kind, path: rel })
-        })
-        .collect()
-}
-
-fn inside(root: &Path, path: &Path) -> Option<RelPath> {
-    let canon = std::fs::canonicalize(path).ok().or_else(|| {
-        let parent = std::fs::canonicalize(path.parent()?).ok()?;
-        Some(parent.join(path.file_name()?))
-    })?;
-    RelPath::parse_absolute(canon.to_str()?, root).ok()
 }

@@ -30,7 +30,7 @@ impl Gateway {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
         if n.is_multiple_of(super::PRUNE_EVERY) {
-            crate::startup::prune_backups(self);
+            self.prune_backups();
         }
         Ok(())
     }

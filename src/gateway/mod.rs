@@ -144,6 +144,24 @@ impl Gateway {
         }
     }
 
+    /// Applies the backup retention rules once, recording what was removed.
+    pub fn prune_backups(&self) {
+        let Some(store) = self.backups() else { return };
+        match store.prune() {
+            Ok(report) if !report.removed.is_empty() => {
+                let mut details = serde_json::Map::new();
+                details.insert(
+                    "removed".into(),
+                    serde_json::to_value(&report.removed).unwrap_or(Value::Null),
+                );
+                details.insert("removedBytes".into(), report.removed_bytes().into());
+                self.record("backup-prune", details);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("backup retention: {e}"),
+        }
+    }
+
     /// Notes that the kernel sandbox grants no write rights on the workspace.
     pub fn set_kernel_allows_write(&self, allowed: bool) {
         if let Ok(mut w) = self.kernel_allows_write.write() {
@@ -164,9 +182,9 @@ impl Gateway {
         }
         // The floor carries over, plus any gitleaks config the new policy names.
         let mut floor = old.floor().entries().to_vec();
-        floor.extend(crate::startup::floor_entries(
+        floor.extend(crate::policy::floor::entries_inside(
             self.workspace.root_path(),
-            crate::startup::gitleaks_configs(&new),
+            crate::policy::floor::gitleaks_configs(&new),
         ));
         new.set_floor(crate::policy::floor::FixedFloor::from_entries(floor));
         let hashes = (old.sha256().to_string(), new.sha256().to_string());

@@ -4,7 +4,7 @@
 //! The gateway checks [`FixedFloor::touches`] before the policy; `policy check` reports a
 //! policy that tries to allow them ([`fixed_floor_violations`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::raw::Effect;
 use super::{EntryKind, OpClass, Policy};
@@ -139,6 +139,50 @@ pub struct FloorViolation {
     /// in `cfg/**`) is the entry, lies beneath it or above it. False if the rule only
     /// covers it with a wildcard from the root (`**`).
     pub explicit: bool,
+}
+
+/// The gitleaks configs `policy` loaded: part of the policy, so floored like it.
+pub fn gitleaks_configs(policy: &Policy) -> Vec<(FloorKind, PathBuf)> {
+    policy
+        .content_scanner()
+        .map(|sc| {
+            sc.sources()
+                .iter()
+                .map(|s| (FloorKind::PolicyFile, s.path.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The floor entries for those of fsgate's own files that lie inside the workspace.
+///
+/// # Ambient Authority
+///
+/// Resolves `own` paths (symlinks included) by path, to see where they really are.
+pub fn entries_inside(
+    root: &Path,
+    own: impl IntoIterator<Item = (FloorKind, PathBuf)>,
+) -> Vec<FloorEntry> {
+    own.into_iter()
+        .filter_map(|(kind, path)| {
+            let rel = inside(root, &path)?;
+            tracing::warn!(
+                path = %path.display(),
+                "{} lies inside the workspace; no request can reach it (fixed floor)",
+                kind.as_str()
+            );
+            Some(FloorEntry { kind, path: rel })
+        })
+        .collect()
+}
+
+/// `path` as a workspace-relative path, if it lies inside the workspace.
+fn inside(root: &Path, path: &Path) -> Option<RelPath> {
+    let canon = std::fs::canonicalize(path).ok().or_else(|| {
+        let parent = std::fs::canonicalize(path.parent()?).ok()?;
+        Some(parent.join(path.file_name()?))
+    })?;
+    RelPath::parse_absolute(canon.to_str()?, root).ok()
 }
 
 /// Every (entry, op) the policy alone would allow. The gateway refuses them anyway
