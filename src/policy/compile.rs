@@ -107,12 +107,49 @@ pub(crate) fn compile(
         });
     }
     let content = super::content::compile(raw.content.as_ref(), src, base)?;
+    check_sections(raw, src)?;
     Ok(Compiled {
         rules,
         secrets,
         limits,
         content,
     })
+}
+
+/// The sections other modules own (`[ws]`, `[backup]`) are checked here too, so that
+/// `fsgate policy check` refuses what `fsgate serve` would refuse.
+fn check_sections(raw: &RawPolicy, src: &str) -> Result<(), PolicyError> {
+    if let Some(ws) = &raw.ws
+        && let Err(m) = ws.validate()
+    {
+        let (key, message) = match m.split_once(": ") {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => ("ws".to_string(), m),
+        };
+        return Err(PolicyError::Invalid {
+            key,
+            line: section_line(src, "ws"),
+            message,
+        });
+    }
+    if let Some(b) = &raw.backup
+        && let Err(e) = b.retention()
+    {
+        return Err(PolicyError::Invalid {
+            key: "backup".into(),
+            line: section_line(src, "backup"),
+            message: e.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// The line of a `[name]` table header (0 if not found).
+fn section_line(src: &str, name: &str) -> usize {
+    let header = format!("[{name}]");
+    src.lines()
+        .position(|l| l.trim() == header)
+        .map_or(0, |i| i + 1)
 }
 
 fn compile_secrets(raw: &RawPolicy, src: &str) -> Result<Secrets, PolicyError> {
@@ -291,5 +328,29 @@ mod tests {
     fn line_cols() {
         assert_eq!(line_col("a\nbc\nd", 3), (2, 2));
         assert_eq!(line_col("abc", 0), (1, 1));
+    }
+
+    #[test]
+    fn sections_other_modules_own_are_checked_with_the_policy() {
+        for (extra, key, line) in [
+            ("[ws]\nmax_connections = 0\n", "ws.max_connections", 2),
+            (
+                "[ws]\nallowed_origins = [\"not an origin\"]\n",
+                "ws.allowed_origins",
+                2,
+            ),
+            ("[backup]\nkeep_versions = 0\n", "backup", 2),
+            ("[backup]\nmax_age = \"forever\"\n", "backup", 2),
+        ] {
+            let text = format!("version = 1\n{extra}");
+            match crate::policy::Policy::from_toml(&text, "t") {
+                Err(PolicyError::Invalid {
+                    key: k, line: l, ..
+                }) => {
+                    assert_eq!((k.as_str(), l), (key, line), "{extra}");
+                }
+                other => panic!("{extra}: {:?}", other.err()),
+            }
+        }
     }
 }
