@@ -22,7 +22,7 @@ fn edit_replaces_the_single_occurrence() {
     let rec: Value = log
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|r| r["op"] == "edit_text_file")
+        .find(|r| r["kind"] == "request" && r["op"] == "edit_text_file")
         .expect("an edit record");
     assert_eq!(rec["rule"], "workspace-write", "{rec}");
     assert_eq!(rec["decision"], "allow", "{rec}");

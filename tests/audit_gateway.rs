@@ -250,7 +250,15 @@ fn audit_commands_exit_codes_and_formats() {
     let out = run_cli(&["audit", "show", &d, "--path", "*.txt", "--csv"]);
     let csv = String::from_utf8_lossy(&out.stdout);
     assert!(csv.starts_with("seq,ts,kind"), "{csv}");
-    assert_eq!(csv.lines().count(), 3, "header, write, read: {csv}");
+    assert_eq!(
+        csv.lines().count(),
+        4,
+        "header, the write's intent and outcome, read: {csv}"
+    );
+    assert!(
+        csv.lines().nth(1).is_some_and(|l| l.contains(",intent,")),
+        "{csv}"
+    );
     let out = run_cli(&["audit", "show", &d, "--op", "start"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("[start]"));
     // keygen, and prune with nothing old enough.

@@ -309,8 +309,13 @@ fn restore_puts_an_older_version_back_backs_up_the_current_and_is_audited() {
         .iter()
         .filter(|r| r["op"] == "restore")
         .collect();
-    assert_eq!(restores.len(), 1, "{:#?}", &recs[records_before..]);
-    let r = restores[0];
+    // Its intent, durable before the file was touched, then its outcome naming it.
+    assert_eq!(restores.len(), 2, "{:#?}", &recs[records_before..]);
+    let (intent, r) = (restores[0], restores[1]);
+    assert_eq!(intent["kind"], "intent", "{intent}");
+    assert_eq!(intent["sha256"], sha("one\n"), "{intent}");
+    assert_eq!(intent["args"]["oldSha256"], sha("three\n"), "{intent}");
+    assert_eq!(r["args"]["intent"], intent["seq"], "{r}");
     assert_eq!(r["path"], "doc.txt", "{r}");
     assert_eq!(r["outcome"], "ok", "{r}");
     assert_eq!(r["backup"], newest_id, "{r}");
@@ -355,7 +360,7 @@ fn keep_versions_prunes_old_backups_at_restart_and_logs_it() {
     stop(&mut g);
     let written_ids: Vec<String> = records(&g)
         .iter()
-        .filter(|r| r["op"] == "write_text_file" && r["path"] == "k.txt")
+        .filter(|r| r["kind"] == "request" && r["op"] == "write_text_file" && r["path"] == "k.txt")
         .map(|r| r["backup"].as_str().expect("backup id").to_owned())
         .collect();
     assert_eq!(written_ids.len(), 5);

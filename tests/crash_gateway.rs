@@ -222,6 +222,8 @@ fn kill_9_mid_stream_then_restart_keeps_the_chain_and_whole_files() {
 
     let (code, report) = verify(&g.audit_log);
     assert_eq!(code, 0, "audit verify after restart:\n{report}");
+    // Every write the kill cut off between intent and outcome was reconciled at start.
+    assert!(!report.contains("intent seq"), "{report}");
 
     let after = std::fs::read(&g.audit_log).unwrap();
     assert!(
@@ -246,7 +248,9 @@ fn kill_9_mid_stream_then_restart_keeps_the_chain_and_whole_files() {
     // The new gateway's request is recorded after the old records.
     let new_write = recs
         .iter()
-        .find(|r| r["op"] == "write_text_file" && r["path"] == "after.txt")
+        .find(|r| {
+            r["kind"] == "request" && r["op"] == "write_text_file" && r["path"] == "after.txt"
+        })
         .expect("record of the write after restart");
     assert!(new_write["seq"].as_u64().unwrap() > last_pre_seq);
     assert_eq!(new_write["sha256"], sha(content(after_n)));
