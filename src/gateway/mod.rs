@@ -4,8 +4,12 @@
 mod change;
 mod facts;
 mod listing;
+mod mkdir;
 mod read;
 mod reconcile;
+mod rename;
+mod rm;
+mod write;
 
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -20,8 +24,8 @@ use crate::path::{PathError, RelPath};
 use crate::policy::{EntryKind, OpClass, Policy};
 use crate::workspace::{Entry, EntryType, Follow, Resolved, Workspace, WsError};
 
-pub(crate) use change::occurrences;
 pub use facts::Facts;
+pub(crate) use write::occurrences;
 
 /// Rule id for refusals of paths outside the workspace (lexically or via symlinks).
 pub const RULE_BOUNDARY: &str = "workspace-boundary";

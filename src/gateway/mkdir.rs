@@ -1,0 +1,49 @@
+//! mkdir: create a directory (and, when asked, its missing parents).
+
+use super::{Facts, Gateway, ws_error};
+use crate::error::GatewayError;
+use crate::ops::{Output, RequestCtx};
+use crate::policy::{EntryKind, OpClass, Policy};
+use crate::workspace::Follow;
+
+impl Gateway {
+    pub(super) fn mkdir(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        recursive: bool,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        let res = self.locate(pol, OpClass::Write, &rp, Follow::All, EntryKind::Dir, facts)?;
+        if res.exists {
+            if recursive {
+                let info = self
+                    .workspace
+                    .stat(&res.real)
+                    .map_err(|e| ws_error(e, &rp.shown))?;
+                if info.kind == "directory" {
+                    return Ok(Output::Unit);
+                }
+            }
+            return Err(GatewayError::InvalidParams(format!(
+                "{}: already exists",
+                rp.shown
+            )));
+        }
+        if res.missing > 1 && !recursive {
+            return Err(GatewayError::MissingParent {
+                path: rp.shown,
+                hint: "; pass recursive: true to create it",
+            });
+        }
+        self.check_missing_parents(pol, &rp, &res, true, facts)?;
+        self.intend(pol, ctx, facts)?;
+        self.workspace
+            .mkdir(&res.real, recursive)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        Ok(Output::Unit)
+    }
+}

@@ -1,0 +1,201 @@
+//! rename: move a file or directory; every end of the move is checked by the policy.
+
+use super::{Facts, Gateway, ReqPath, ws_error};
+use crate::error::GatewayError;
+use crate::ops::{Output, RequestCtx};
+use crate::policy::{EntryKind, OpClass, Policy};
+use crate::workspace::{Follow, Resolved, WsError};
+
+/// Both ends of a move: as requested, and where they really are.
+struct Ends {
+    src: ReqPath,
+    dst: ReqPath,
+    sres: Resolved,
+    dres: Resolved,
+}
+
+impl Gateway {
+    pub(super) fn rename(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        from: &str,
+        to: &str,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let ends = self.rename_ends(pol, ctx, from, to, facts)?;
+        let Ends {
+            src,
+            dst,
+            sres,
+            dres,
+        } = &ends;
+        self.refuse_unmovable(src, sres)?;
+        if dres.missing > 1 {
+            return Err(GatewayError::MissingParent {
+                path: dst.shown.clone(),
+                hint: "; create it first (mkdir)",
+            });
+        }
+        if self.is_real_dir(&sres.real) {
+            self.check_dir_move(pol, &ends, facts)?;
+        } else {
+            self.check_file_move(pol, &ends, facts)?;
+        }
+        if dres.exists
+            && self
+                .workspace
+                .stat(&dres.real)
+                .is_ok_and(|i| i.kind == "file")
+        {
+            self.backup(&dres.real, &dst.shown, facts)?;
+        }
+        self.intend(pol, ctx, facts)?;
+        self.workspace
+            .rename(&sres.real, &dres.real)
+            .map_err(|e| ws_error(e, &src.shown))?;
+        Ok(Output::Unit)
+    }
+
+    /// Parses and locates both ends, refusing moves that make no sense.
+    fn rename_ends(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        from: &str,
+        to: &str,
+        facts: &mut Facts,
+    ) -> Result<Ends, GatewayError> {
+        let src = self.parse_path(ctx, from)?;
+        let dst = self.parse_path(ctx, to)?;
+        facts.path = Some(src.rel.as_str().to_string());
+        facts.path2 = Some(dst.rel.as_str().to_string());
+        let invalid = |m: &str| Err(GatewayError::InvalidParams(m.into()));
+        if src.rel.is_root() || dst.rel.is_root() {
+            return invalid("cannot rename the workspace root");
+        }
+        if dst.rel == src.rel {
+            return invalid("oldPath and newPath name the same entry");
+        }
+        if dst.rel.starts_with(&src.rel) {
+            return invalid("cannot move a directory into itself");
+        }
+        let mut locate = |rp: &ReqPath, class| {
+            self.locate(pol, class, rp, Follow::NotFinal, EntryKind::Unknown, facts)
+        };
+        let sres = locate(&src, OpClass::Delete)?;
+        let dres = locate(&dst, OpClass::Write)?;
+        if !sres.exists {
+            return Err(GatewayError::NotFound { path: src.shown });
+        }
+        Ok(Ends {
+            src,
+            dst,
+            sres,
+            dres,
+        })
+    }
+
+    /// Only files and directories move: fsgate never creates symlinks or special files
+    /// (its kernel sandbox grants no right to), and a rename would. A hard-linked file may
+    /// be a link to a file outside: moving it is refused like reading it.
+    fn refuse_unmovable(&self, src: &ReqPath, sres: &Resolved) -> Result<(), GatewayError> {
+        let kind = self
+            .workspace
+            .entry_kind(&sres.real)
+            .map_err(|e| ws_error(e, &src.shown))?;
+        let what = match kind {
+            "symlink" => "a symlink",
+            "other" => "a special file",
+            _ => "",
+        };
+        if !what.is_empty() {
+            return Err(GatewayError::Refused {
+                reason: format!(
+                    "`{}` is {what}; only regular files and directories can be renamed",
+                    src.rel
+                ),
+                rule: super::RULE_FILE_TYPE.into(),
+                path: src.shown.clone(),
+            });
+        }
+        if kind == "file" {
+            let info = self
+                .workspace
+                .stat(&sres.real)
+                .map_err(|e| ws_error(e, &src.shown))?;
+            if info.nlink > 1 {
+                return Err(ws_error(WsError::HardLink(info.nlink), &src.shown));
+            }
+        }
+        Ok(())
+    }
+
+    /// A directory: deletable where it is, writable where it goes, and so is everything
+    /// beneath it.
+    fn check_dir_move(
+        &self,
+        pol: &Policy,
+        e: &Ends,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        for p in [&e.sres.real, &e.src.rel] {
+            Self::check(pol, OpClass::Delete, p, EntryKind::Dir, &e.src.shown, facts)?;
+        }
+        for p in [&e.dres.real, &e.dst.rel] {
+            Self::check(pol, OpClass::Write, p, EntryKind::Dir, &e.dst.shown, facts)?;
+        }
+        self.check_subtree(pol, &e.sres.real, Some(&e.dres.real), &e.src.shown, facts)
+    }
+
+    /// A file: readable and deletable where it is (moving content must not make readable
+    /// what was not), writable where it goes, and its content passes the content rules
+    /// at both ends (they can depend on the path, and a move must not carry a secret out
+    /// of a rule's reach). A file over the read limit cannot be read here or there.
+    fn check_file_move(
+        &self,
+        pol: &Policy,
+        e: &Ends,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        for p in [&e.src.rel, &e.sres.real] {
+            Self::check(pol, OpClass::Read, p, EntryKind::File, &e.src.shown, facts)?;
+            Self::check(
+                pol,
+                OpClass::Delete,
+                p,
+                EntryKind::File,
+                &e.src.shown,
+                facts,
+            )?;
+        }
+        for p in [&e.dst.rel, &e.dres.real] {
+            Self::check(pol, OpClass::Write, p, EntryKind::File, &e.dst.shown, facts)?;
+        }
+        if pol.content_scanner().is_none() {
+            return Ok(());
+        }
+        let content = match self
+            .workspace
+            .read_file(&e.sres.real, pol.limits().max_read_bytes)
+        {
+            Ok(c) => c,
+            Err(WsError::TooLarge { .. }) => return Ok(()),
+            Err(err) => return Err(ws_error(err, &e.src.shown)),
+        };
+        Self::check_content(
+            pol,
+            OpClass::Read,
+            &e.sres.real,
+            &content.bytes,
+            &e.src.shown,
+        )?;
+        Self::check_content(
+            pol,
+            OpClass::Write,
+            &e.dres.real,
+            &content.bytes,
+            &e.dst.shown,
+        )
+    }
+}

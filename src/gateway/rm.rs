@@ -1,0 +1,79 @@
+//! rm: remove a file, or a directory with everything beneath it, each file backed up.
+
+use super::{Facts, Gateway, ws_error};
+use crate::error::GatewayError;
+use crate::ops::{Output, RequestCtx};
+use crate::policy::{EntryKind, OpClass, Policy};
+use crate::workspace::{EntryType, Follow};
+
+impl Gateway {
+    pub(super) fn rm(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        recursive: bool,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        if rp.rel.is_root() {
+            return Err(GatewayError::Refused {
+                reason: "the workspace root cannot be removed".into(),
+                rule: super::RULE_BOUNDARY.into(),
+                path: rp.shown,
+            });
+        }
+        let res = self.locate(
+            pol,
+            OpClass::Delete,
+            &rp,
+            Follow::NotFinal,
+            EntryKind::Unknown,
+            facts,
+        )?;
+        if !res.exists {
+            return Err(GatewayError::NotFound { path: rp.shown });
+        }
+        let is_dir = self.is_real_dir(&res.real);
+        if is_dir {
+            Self::check(
+                pol,
+                OpClass::Delete,
+                &res.real,
+                EntryKind::Dir,
+                &rp.shown,
+                facts,
+            )?;
+            if recursive {
+                self.check_subtree(pol, &res.real, None, &rp.shown, facts)?;
+                for e in self.descendants(&res.real, &rp.shown)? {
+                    if e.kind == EntryType::File {
+                        self.backup(&e.path, &rp.shown, facts)?;
+                    }
+                }
+            }
+        } else {
+            Self::check(
+                pol,
+                OpClass::Delete,
+                &res.real,
+                EntryKind::File,
+                &rp.shown,
+                facts,
+            )?;
+            if self
+                .workspace
+                .stat(&res.real)
+                .is_ok_and(|i| i.kind == "file")
+            {
+                self.backup(&res.real, &rp.shown, facts)?;
+            }
+        }
+        self.intend(pol, ctx, facts)?;
+        self.workspace
+            .remove(&res.real, recursive)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        Ok(Output::Unit)
+    }
+}
