@@ -351,3 +351,31 @@ fn kill_9_at_every_syscall_of_a_change_then_restart_reconciles_it() {
         "only {kills} kill points were reached: is strace working?"
     );
 }
+
+#[test]
+fn every_sync_of_a_change_reaches_the_disk() {
+    // Regression: the root's handle is O_PATH, so syncing it after a rename failed with
+    // EBADF, silently, and the new directory entry was not durable before the reply.
+    let s = Scene::new();
+    let trace = s._dirs[1].path().join("trace.txt");
+    let pre: Vec<String> = ["-f", "-qq", "-e", "trace=fsync,fdatasync", "-o"]
+        .iter()
+        .map(|a| a.to_string())
+        .chain([trace.display().to_string(), bin().to_string()])
+        .collect();
+    let mut child = s.serve("strace", &pre).spawn().expect("run strace");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for op in ["write", "mkdir", "rename", "rm"] {
+        let _ = std::io::Write::write_all(&mut stdin, format!("{}\n", request(&s, op)).as_bytes());
+    }
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
+    let text = std::fs::read_to_string(&trace).expect("trace");
+    assert!(text.contains("fsync("), "no fsync traced:\n{text}");
+    let failed: Vec<&str> = text.lines().filter(|l| l.contains("= -1")).collect();
+    assert!(
+        failed.is_empty(),
+        "syncs that failed:\n{}",
+        failed.join("\n")
+    );
+}

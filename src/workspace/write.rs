@@ -30,10 +30,20 @@ fn split(real: &RelPath) -> Result<(RelPath, &str), WsError> {
     Ok((real.parent().unwrap_or_default(), name))
 }
 
+/// Makes a rename in `dir` durable. The handle may be an `O_PATH` one (the root's), on
+/// which fsync fails with EBADF, so the directory is opened again for reading. A
+/// failure is logged: the rename is done, and undoing it would be worse.
 fn sync_dir(dir: &Dir) {
-    // Best effort: makes the rename durable. A failure here does not undo the write.
-    if let Ok(d) = dir.try_clone() {
-        let _ = d.into_std_file().sync_all();
+    use rustix::fs::{Mode, OFlags, openat};
+    let synced = openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .and_then(rustix::fs::fsync);
+    if let Err(e) = synced {
+        tracing::warn!("cannot sync a workspace directory after a change: {e}");
     }
 }
 
