@@ -54,7 +54,7 @@ impl Workspace {
         for comp in real.components() {
             let parent = open_dir(&self.root, &cur).map_err(WsError::from_io)?;
             match parent.create_dir(comp) {
-                Ok(()) => {}
+                Ok(()) => sync_dir(&parent),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let m = parent.symlink_metadata(comp)?;
                     if !m.is_dir() {
@@ -123,11 +123,11 @@ impl Workspace {
         }
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
-        parent.create_dir(name).map_err(WsError::from_io)
+        parent.create_dir(name).map_err(WsError::from_io)?;
+        sync_dir(&parent);
+        Ok(())
     }
 
-    /// Removes the entry at `real` without following a final symlink: removing a link
-    /// removes the link.
     /// The kind of the entry at `real` itself (a final symlink is not followed), in
     /// [`StatInfo::kind`](super::StatInfo)'s terms.
     pub fn entry_kind(&self, real: &RelPath) -> Result<&'static str, WsError> {
@@ -144,19 +144,24 @@ impl Workspace {
         ))
     }
 
+    /// Removes the entry at `real` without following a final symlink (removing a link
+    /// removes the link), and syncs its directory.
     pub fn remove(&self, real: &RelPath, recursive: bool) -> Result<(), WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
         let m = parent.symlink_metadata(name).map_err(WsError::from_io)?;
-        if m.is_dir() {
+        let removed = if m.is_dir() {
             if recursive {
-                parent.remove_dir_all(name).map_err(WsError::from_io)
+                parent.remove_dir_all(name)
             } else {
-                parent.remove_dir(name).map_err(WsError::from_io)
+                parent.remove_dir(name)
             }
         } else {
-            parent.remove_file(name).map_err(WsError::from_io)
-        }
+            parent.remove_file(name)
+        };
+        removed.map_err(WsError::from_io)?;
+        sync_dir(&parent);
+        Ok(())
     }
 
     /// Renames `from` to `to` (both canonical parents, final components not followed).
