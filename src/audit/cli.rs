@@ -2,7 +2,7 @@
 //! keygen. Output goes to stdout (it is the command's product), diagnostics to stderr.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::show::{ShowFilter, ShowFormat};
 use super::verify::{VerifyOptions, verify_paths};
@@ -102,33 +102,7 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
             trusted,
             pubkey,
             checkpoints,
-        } => {
-            let pinned = match pubkey.as_deref().map(keys::parse_public_key).transpose() {
-                Ok(k) => k,
-                Err(e) => {
-                    eprintln!("fsgate audit verify: {e}");
-                    return 2;
-                }
-            };
-            let opts = VerifyOptions {
-                pinned,
-                checkpoints,
-                trusted,
-            };
-            let report = verify_paths(&paths, &opts);
-            let printed = if json {
-                serde_json::to_string_pretty(&report)
-                    .map_err(std::io::Error::other)
-                    .and_then(|s| writeln!(out, "{s}"))
-            } else {
-                write!(out, "{}", report.render())
-            };
-            if let Err(e) = printed {
-                eprintln!("fsgate audit verify: {e}");
-                return 2;
-            }
-            report.exit_code()
-        }
+        } => verify_cmd(&paths, json, trusted, pubkey.as_deref(), checkpoints, out),
         AuditCommand::Show {
             paths,
             since,
@@ -140,129 +114,173 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
             json,
             csv,
         } => {
-            let date = |s: Option<String>| -> Result<_, String> {
-                s.map(|s| prune::parse_date(&s).ok_or(format!("not a date: {s}")))
-                    .transpose()
-            };
-            let glob = path
-                .map(|g| {
-                    globset::GlobBuilder::new(&g)
-                        .literal_separator(true)
-                        .build()
-                        .map(|g| g.compile_matcher())
-                        .map_err(|e| e.to_string())
-                })
-                .transpose();
-            let filter = match (date(since), date(until), glob) {
-                (Ok(since), Ok(until), Ok(path)) => ShowFilter {
-                    since,
-                    until,
-                    op,
-                    decision,
-                    path,
-                    session,
-                },
-                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-                    eprintln!("fsgate audit show: {e}");
-                    return 2;
-                }
+            let filter = match show_filter(since, until, op, decision, path, session) {
+                Ok(f) => f,
+                Err(e) => return fail("show", &e),
             };
             let format = match (json, csv) {
                 (true, _) => ShowFormat::Json,
                 (_, true) => ShowFormat::Csv,
                 _ => ShowFormat::Table,
             };
-            match show::show(&paths, &filter, format, out) {
-                Ok(stats) => {
-                    if stats.skipped > 0 {
-                        eprintln!(
-                            "fsgate audit show: skipped {} lines that are not records (run `fsgate audit verify`)",
-                            stats.skipped
-                        );
-                    }
-                    0
-                }
-                Err(e) => {
-                    eprintln!("fsgate audit show: {e}");
-                    2
-                }
-            }
+            show_cmd(&paths, &filter, format, out)
         }
         AuditCommand::Prune {
             before,
             path,
             signing_key,
             dry_run,
-        } => {
-            let Some(cutoff) = prune::parse_date(&before) else {
-                eprintln!("fsgate audit prune: not a date: {before}");
-                return 2;
-            };
-            let key = match signing_key
-                .as_deref()
-                .map(keys::load_signing_key)
-                .transpose()
-            {
-                Ok(k) => k,
-                Err(e) => {
-                    eprintln!("fsgate audit prune: {e}");
-                    return 2;
-                }
-            };
-            if key.is_none() {
-                // A log whose checkpoints are signed would not accept an unsigned
-                // tombstone at the gateway's next start: refuse rather than strand it.
-                if super::checkpoints_are_signed(&path) && !dry_run {
-                    eprintln!(
-                        "fsgate audit prune: this log's checkpoints are signed: pass --signing-key (the policy's [audit] signing_key) so the tombstone is signed too"
-                    );
-                    return 2;
-                }
-                eprintln!(
-                    "fsgate audit prune: warning: no --signing-key, the tombstone is unsigned and retention cannot be told apart from deletion"
-                );
-            }
-            match prune::prune(&path, cutoff, key.as_ref(), dry_run) {
-                Ok(outcome) => {
-                    let verb = if dry_run { "would remove" } else { "removed" };
-                    let mut text = String::new();
-                    for p in &outcome.removed {
-                        text.push_str(&format!("{verb} {}\n", p.display()));
-                    }
-                    match &outcome.tombstone {
-                        Some(t) => text.push_str(&format!(
-                            "tombstone: seq {}..{} (last hash {})\n",
-                            t.first_seq, t.last_seq, t.last_hash
-                        )),
-                        None => text.push_str("nothing to prune\n"),
-                    }
-                    match out.write_all(text.as_bytes()) {
-                        Ok(()) => 0,
-                        Err(_) => 2,
-                    }
-                }
-                Err(e @ prune::PruneError::Refused(_)) => {
-                    eprintln!("fsgate audit prune: {e}");
-                    1
-                }
-                Err(e) => {
-                    eprintln!("fsgate audit prune: {e}");
-                    2
-                }
-            }
-        }
+        } => prune_cmd(&before, &path, signing_key.as_deref(), dry_run, out),
         AuditCommand::Keygen { out: file } => match keys::generate_key_file(&file) {
             Ok(pk) => {
-                let line = format!("{}\n", hex::encode(pk.to_bytes()));
-                match out.write_all(line.as_bytes()) {
-                    Ok(()) => 0,
-                    Err(_) => 2,
-                }
+                written(out.write_all(format!("{}\n", hex::encode(pk.to_bytes())).as_bytes()))
             }
-            Err(e) => {
-                eprintln!("fsgate audit keygen: {e}");
-                2
-            }
+            Err(e) => fail("keygen", &e.to_string()),
         },
+    }
+}
+
+/// Says what went wrong on stderr; exit code 2.
+fn fail(cmd: &str, e: &str) -> i32 {
+    eprintln!("fsgate audit {cmd}: {e}");
+    2
+}
+
+/// Exit code 0 if the product was written, 2 if not.
+fn written(r: std::io::Result<()>) -> i32 {
+    if r.is_ok() { 0 } else { 2 }
+}
+
+fn verify_cmd(
+    paths: &[PathBuf],
+    json: bool,
+    trusted: Option<PathBuf>,
+    pubkey: Option<&str>,
+    checkpoints: Vec<PathBuf>,
+    out: &mut dyn Write,
+) -> i32 {
+    let pinned = match pubkey.map(keys::parse_public_key).transpose() {
+        Ok(k) => k,
+        Err(e) => return fail("verify", &e.to_string()),
+    };
+    let opts = VerifyOptions {
+        pinned,
+        checkpoints,
+        trusted,
+    };
+    let report = verify_paths(paths, &opts);
+    let printed = if json {
+        serde_json::to_string_pretty(&report)
+            .map_err(std::io::Error::other)
+            .and_then(|s| writeln!(out, "{s}"))
+    } else {
+        write!(out, "{}", report.render())
+    };
+    match printed {
+        Ok(()) => report.exit_code(),
+        Err(e) => fail("verify", &e.to_string()),
+    }
+}
+
+/// The filter of `audit show`, from its flags.
+fn show_filter(
+    since: Option<String>,
+    until: Option<String>,
+    op: Option<String>,
+    decision: Option<String>,
+    path: Option<String>,
+    session: Option<String>,
+) -> Result<ShowFilter, String> {
+    let date = |s: Option<String>| -> Result<_, String> {
+        s.map(|s| prune::parse_date(&s).ok_or(format!("not a date: {s}")))
+            .transpose()
+    };
+    let path = path
+        .map(|g| {
+            globset::GlobBuilder::new(&g)
+                .literal_separator(true)
+                .build()
+                .map(|g| g.compile_matcher())
+                .map_err(|e| e.to_string())
+        })
+        .transpose()?;
+    Ok(ShowFilter {
+        since: date(since)?,
+        until: date(until)?,
+        op,
+        decision,
+        path,
+        session,
+    })
+}
+
+fn show_cmd(
+    paths: &[PathBuf],
+    filter: &ShowFilter,
+    format: ShowFormat,
+    out: &mut dyn Write,
+) -> i32 {
+    match show::show(paths, filter, format, out) {
+        Ok(stats) => {
+            if stats.skipped > 0 {
+                eprintln!(
+                    "fsgate audit show: skipped {} lines that are not records (run `fsgate audit verify`)",
+                    stats.skipped
+                );
+            }
+            0
+        }
+        Err(e) => fail("show", &e.to_string()),
+    }
+}
+
+fn prune_cmd(
+    before: &str,
+    path: &Path,
+    signing_key: Option<&Path>,
+    dry_run: bool,
+    out: &mut dyn Write,
+) -> i32 {
+    let Some(cutoff) = prune::parse_date(before) else {
+        return fail("prune", &format!("not a date: {before}"));
+    };
+    let key = match signing_key.map(keys::load_signing_key).transpose() {
+        Ok(k) => k,
+        Err(e) => return fail("prune", &e.to_string()),
+    };
+    if key.is_none() {
+        // A log whose checkpoints are signed would not accept an unsigned tombstone at
+        // the gateway's next start: refuse rather than strand it.
+        if super::checkpoints_are_signed(path) && !dry_run {
+            return fail(
+                "prune",
+                "this log's checkpoints are signed: pass --signing-key (the policy's [audit] signing_key) so the tombstone is signed too",
+            );
+        }
+        eprintln!(
+            "fsgate audit prune: warning: no --signing-key, the tombstone is unsigned and retention cannot be told apart from deletion"
+        );
+    }
+    match prune::prune(path, cutoff, key.as_ref(), dry_run) {
+        Ok(outcome) => {
+            let verb = if dry_run { "would remove" } else { "removed" };
+            let mut text = String::new();
+            for p in &outcome.removed {
+                text.push_str(&format!("{verb} {}\n", p.display()));
+            }
+            match &outcome.tombstone {
+                Some(t) => text.push_str(&format!(
+                    "tombstone: seq {}..{} (last hash {})\n",
+                    t.first_seq, t.last_seq, t.last_hash
+                )),
+                None => text.push_str("nothing to prune\n"),
+            }
+            written(out.write_all(text.as_bytes()))
+        }
+        Err(e @ prune::PruneError::Refused(_)) => {
+            eprintln!("fsgate audit prune: {e}");
+            1
+        }
+        Err(e) => fail("prune", &e.to_string()),
     }
 }
