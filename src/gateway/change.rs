@@ -5,7 +5,7 @@ use super::{Facts, Gateway, ReqPath, visible, ws_error};
 use crate::error::GatewayError;
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{Entry, EntryType, Resolved, Visit};
+use crate::workspace::{Entry, FileKind, Resolved, Visit};
 
 impl Gateway {
     /// Saves the current content of the regular file at `real` to the backup store
@@ -99,7 +99,7 @@ impl Gateway {
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
         for e in self.descendants(src, shown)? {
-            let kind = if e.kind == EntryType::Directory {
+            let kind = if e.kind == FileKind::Directory {
                 EntryKind::Dir
             } else {
                 EntryKind::File
@@ -126,6 +126,6 @@ impl Gateway {
         // follow (openat2 refuses symlinks), so a link to a directory is not a directory.
         self.workspace
             .stat(real)
-            .is_ok_and(|i| i.kind == "directory")
+            .is_ok_and(|i| i.kind == FileKind::Directory)
     }
 }

@@ -8,7 +8,7 @@ use crate::error::GatewayError;
 use crate::ops::{Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{ContentGate, Entry, EntryType, Follow, GrepOptions, IncludeGlob, WsError};
+use crate::workspace::{ContentGate, Entry, FileKind, Follow, GrepOptions, IncludeGlob, WsError};
 
 /// Default and ceiling for grep's `maxResults`.
 const GREP_DEFAULT_MAX: usize = 1000;
@@ -63,13 +63,13 @@ impl Gateway {
             .workspace
             .stat(&res.real)
             .map_err(|e| ws_error(e, &rp.shown))?;
-        if info.kind == "file" && info.nlink > 1 {
+        if info.kind == FileKind::File && info.nlink > 1 {
             return Err(ws_error(WsError::HardLink(info.nlink), &rp.shown));
         }
-        let kind = if info.kind == "directory" {
-            EntryType::Directory
+        let kind = if info.kind == FileKind::Directory {
+            FileKind::Directory
         } else {
-            EntryType::File
+            FileKind::File
         };
         // A file's metadata is only shown if its content could be read.
         for p in [&rp.rel, &res.real] {
@@ -81,7 +81,7 @@ impl Gateway {
                 modified: None,
             };
             if !visible(pol, &probe) {
-                let (class, k) = if kind == EntryType::Directory {
+                let (class, k) = if kind == FileKind::Directory {
                     (OpClass::List, EntryKind::Dir)
                 } else {
                     (OpClass::Read, EntryKind::File)
@@ -236,7 +236,7 @@ impl Gateway {
                     .workspace
                     .stat(&r.real)
                     .map_err(|e| ws_error(e, &rp.shown))?;
-                let is_dir = info.kind == "directory";
+                let is_dir = info.kind == FileKind::Directory;
                 if !is_dir {
                     self.locate(pol, OpClass::Read, &rp, Follow::All, EntryKind::File, facts)?;
                 }

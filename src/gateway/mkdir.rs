@@ -4,6 +4,7 @@ use super::{Facts, Gateway, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
 use crate::policy::{EntryKind, OpClass, Policy};
+use crate::workspace::FileKind;
 use crate::workspace::Follow;
 
 impl Gateway {
@@ -24,7 +25,7 @@ impl Gateway {
                     .workspace
                     .stat(&res.real)
                     .map_err(|e| ws_error(e, &rp.shown))?;
-                if info.kind == "directory" {
+                if info.kind == FileKind::Directory {
                     return Ok(Output::Unit);
                 }
             }

@@ -22,7 +22,7 @@ use crate::error::GatewayError;
 use crate::ops::{Op, Output, PathStyle, RequestCtx};
 use crate::path::{PathError, RelPath};
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{Entry, EntryType, Follow, Resolved, Workspace, WsError};
+use crate::workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
 pub use facts::Facts;
 pub(crate) use write::occurrences;
@@ -570,7 +570,7 @@ impl Gateway {
 /// (listings never reveal an entry the policy would refuse to read).
 pub(crate) fn visible(pol: &Policy, e: &Entry) -> bool {
     match e.kind {
-        EntryType::Directory => pol.decide(OpClass::List, &e.path, EntryKind::Dir).allowed(),
+        FileKind::Directory => pol.decide(OpClass::List, &e.path, EntryKind::Dir).allowed(),
         _ => pol
             .decide(OpClass::Read, &e.path, EntryKind::File)
             .allowed(),

@@ -2,6 +2,7 @@
 //! (the process died in between) is looked up on disk, and a `reconciled` record says
 //! what the disk shows, before anything is served.
 
+use crate::workspace::FileKind;
 use std::io::Read;
 
 use serde_json::{Map, Value, json};
@@ -123,8 +124,8 @@ impl Gateway {
         match self.workspace.stat(&rel) {
             Err(WsError::NotFound) => OnDisk::Missing,
             Err(_) => OnDisk::Other,
-            Ok(info) if info.kind == "directory" => OnDisk::Dir,
-            Ok(info) if info.kind == "file" => match self.hash_file(&rel) {
+            Ok(info) if info.kind == FileKind::Directory => OnDisk::Dir,
+            Ok(info) if info.kind == FileKind::File => match self.hash_file(&rel) {
                 Some(h) => OnDisk::File(h),
                 None => OnDisk::Other,
             },

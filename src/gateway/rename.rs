@@ -4,6 +4,7 @@ use super::{Facts, Gateway, ReqPath, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
 use crate::policy::{EntryKind, OpClass, Policy};
+use crate::workspace::FileKind;
 use crate::workspace::{Follow, Resolved, WsError};
 
 /// Both ends of a move: as requested, and where they really are.
@@ -46,7 +47,7 @@ impl Gateway {
             && self
                 .workspace
                 .stat(&dres.real)
-                .is_ok_and(|i| i.kind == "file")
+                .is_ok_and(|i| i.kind == FileKind::File)
         {
             self.backup(&dres.real, &dst.shown, facts)?;
         }
@@ -105,9 +106,9 @@ impl Gateway {
             .entry_kind(&sres.real)
             .map_err(|e| ws_error(e, &src.shown))?;
         let what = match kind {
-            "symlink" => "a symlink",
-            "other" => "a special file",
-            _ => "",
+            FileKind::Symlink => "a symlink",
+            FileKind::Other => "a special file",
+            FileKind::File | FileKind::Directory => "",
         };
         if !what.is_empty() {
             return Err(GatewayError::Refused {
@@ -119,7 +120,7 @@ impl Gateway {
                 path: src.shown.clone(),
             });
         }
-        if kind == "file" {
+        if kind == FileKind::File {
             let info = self
                 .workspace
                 .stat(&sres.real)

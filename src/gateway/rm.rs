@@ -4,7 +4,7 @@ use super::{Facts, Gateway, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{EntryType, Follow};
+use crate::workspace::{FileKind, Follow};
 
 impl Gateway {
     pub(super) fn rm(
@@ -48,7 +48,7 @@ impl Gateway {
             if recursive {
                 self.check_subtree(pol, &res.real, None, &rp.shown, facts)?;
                 for e in self.descendants(&res.real, &rp.shown)? {
-                    if e.kind == EntryType::File {
+                    if e.kind == FileKind::File {
                         self.backup(&e.path, &rp.shown, facts)?;
                     }
                 }
@@ -65,7 +65,7 @@ impl Gateway {
             if self
                 .workspace
                 .stat(&res.real)
-                .is_ok_and(|i| i.kind == "file")
+                .is_ok_and(|i| i.kind == FileKind::File)
             {
                 self.backup(&res.real, &rp.shown, facts)?;
             }

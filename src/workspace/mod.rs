@@ -4,6 +4,7 @@
 //! beneath the root handle (cap-std, openat2 `RESOLVE_BENEATH`), and what was opened is
 //! checked by type (regular file, one hard link) on the open descriptor.
 
+mod kind;
 mod open;
 mod read;
 mod resolve;
@@ -16,11 +17,12 @@ use std::path::{Path, PathBuf};
 
 use cap_std::fs::Dir;
 
+pub use kind::FileKind;
 pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary, text_window};
 pub use resolve::{Follow, Resolved};
 pub use search::{ContentGate, GrepMatch, GrepOptions, IncludeGlob};
 pub use walk::Visit;
-pub use walk::{Entry, EntryType, TEMP_PREFIX};
+pub use walk::{Entry, TEMP_PREFIX};
 
 /// Why a workspace operation failed, before it is mapped to a protocol error.
 #[derive(Debug, thiserror::Error)]

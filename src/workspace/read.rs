@@ -1,5 +1,6 @@
 //! Reading files and metadata: open, then check what was opened.
 
+use super::kind::FileKind;
 use std::fs::{File, Metadata};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -19,8 +20,8 @@ pub struct FileContent {
 /// What `stat` reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatInfo {
-    /// "file", "directory", "symlink" or "other".
-    pub kind: &'static str,
+    /// What the entry is (a final symlink not followed).
+    pub kind: FileKind,
     /// Size in bytes.
     pub size: u64,
     /// Modification time, RFC 3339 UTC.
@@ -100,20 +101,10 @@ fn special_name(ft: &std::fs::FileType) -> &'static str {
     }
 }
 
-/// [`StatInfo::kind`] from a file type's predicates (std's and cap-std's types differ).
-pub(crate) fn kind_name(is_file: bool, is_dir: bool, is_symlink: bool) -> &'static str {
-    match (is_file, is_dir, is_symlink) {
-        (true, _, _) => "file",
-        (_, true, _) => "directory",
-        (_, _, true) => "symlink",
-        _ => "other",
-    }
-}
-
 pub(crate) fn stat_info(meta: &Metadata) -> StatInfo {
     let ft = meta.file_type();
     StatInfo {
-        kind: kind_name(ft.is_file(), ft.is_dir(), ft.is_symlink()),
+        kind: FileKind::from_predicates(ft.is_file(), ft.is_dir(), ft.is_symlink()),
         size: meta.len(),
         modified: meta.modified().ok().map(format_time),
         permissions: format_permissions(meta.mode()),

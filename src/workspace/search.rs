@@ -7,7 +7,8 @@ use grep_searcher::{BinaryDetection, SearcherBuilder};
 
 use std::io::Read as _;
 
-use super::walk::{Entry, EntryType, Visit};
+use super::kind::FileKind;
+use super::walk::{Entry, Visit};
 use super::{Workspace, WsError};
 use crate::path::RelPath;
 
@@ -166,8 +167,8 @@ impl Workspace {
                 return Visit::Skip;
             }
             match e.kind {
-                EntryType::Directory => Visit::Descend,
-                EntryType::File => {
+                FileKind::Directory => Visit::Descend,
+                FileKind::File => {
                     if opts.include.is_none_or(|g| g.matches(e)) {
                         let _ = search_one(&e.path, &mut out);
                     }

@@ -3,6 +3,7 @@
 use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 
+use super::kind::FileKind;
 use super::open::open_dir;
 use super::read::format_time;
 use super::{Workspace, WsError};
@@ -14,31 +15,6 @@ pub const TEMP_PREFIX: &str = ".fsgate-tmp-";
 /// Deepest directory nesting a walk descends into.
 const MAX_DEPTH: usize = 256;
 
-/// The type of a directory entry, not following symlinks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryType {
-    /// Regular file.
-    File,
-    /// Directory.
-    Directory,
-    /// Symbolic link (not followed).
-    Symlink,
-    /// FIFO, socket, device.
-    Other,
-}
-
-impl EntryType {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EntryType::File => "file",
-            EntryType::Directory => "directory",
-            EntryType::Symlink => "symlink",
-            EntryType::Other => "other",
-        }
-    }
-}
-
 /// One directory entry.
 #[derive(Debug, Clone)]
 pub struct Entry {
@@ -47,7 +23,7 @@ pub struct Entry {
     /// Its workspace-relative path.
     pub path: RelPath,
     /// What it is (symlinks not followed).
-    pub kind: EntryType,
+    pub kind: FileKind,
     /// Size in bytes.
     pub size: Option<u64>,
     /// Modification time, RFC 3339.
@@ -77,15 +53,7 @@ fn read_entries(dir: &Dir, base: &RelPath) -> Result<Vec<Entry>, WsError> {
             continue;
         }
         let ft = entry.file_type()?;
-        let kind = if ft.is_symlink() {
-            EntryType::Symlink
-        } else if ft.is_dir() {
-            EntryType::Directory
-        } else if ft.is_file() {
-            EntryType::File
-        } else {
-            EntryType::Other
-        };
+        let kind = FileKind::from_predicates(ft.is_file(), ft.is_dir(), ft.is_symlink());
         // One fstatat on the directory's descriptor, not following symlinks.
         let meta = entry.metadata().ok();
         out.push(Entry {
@@ -127,7 +95,7 @@ impl Workspace {
                     Visit::Stop => return Ok(()),
                     Visit::Skip => {}
                     Visit::Descend => {
-                        if e.kind == EntryType::Directory && depth < MAX_DEPTH {
+                        if e.kind == FileKind::Directory && depth < MAX_DEPTH {
                             // A directory swapped for a symlink since listing fails here.
                             if let Ok(sub) = dir.open_dir_nofollow(&e.name) {
                                 subdirs.push((sub, e.path.clone(), depth + 1));

@@ -130,14 +130,14 @@ impl Workspace {
 
     /// The kind of the entry at `real` itself (a final symlink is not followed), in
     /// [`StatInfo::kind`](super::StatInfo)'s terms.
-    pub fn entry_kind(&self, real: &RelPath) -> Result<&'static str, WsError> {
+    pub fn entry_kind(&self, real: &RelPath) -> Result<super::FileKind, WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
         let ft = parent
             .symlink_metadata(name)
             .map_err(WsError::from_io)?
             .file_type();
-        Ok(super::read::kind_name(
+        Ok(super::FileKind::from_predicates(
             ft.is_file(),
             ft.is_dir(),
             ft.is_symlink(),

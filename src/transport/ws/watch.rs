@@ -28,7 +28,7 @@ use super::changes::{Change, ChangeKind, Coalescer};
 use crate::gateway::Gateway;
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{EntryType, TEMP_PREFIX};
+use crate::workspace::{FileKind, TEMP_PREFIX};
 
 /// Notices buffered per connection before a slow one starts losing them.
 const BROADCAST_CAPACITY: usize = 4096;
@@ -253,7 +253,7 @@ impl State {
                 if self.ignored(&e.path) {
                     continue;
                 }
-                let is_dir = e.kind == EntryType::Directory;
+                let is_dir = e.kind == FileKind::Directory;
                 match why {
                     Scan::Initial => self.co.record(e.path.clone(), is_dir),
                     Scan::Appeared | Scan::Rescan => {

@@ -12,13 +12,13 @@ use crate::path::RelPath;
 use crate::transport::mcp::args::{ListSizesArgs, PathArgs, SearchFilesArgs, SortBy, TreeArgs};
 use crate::transport::mcp::catalog::MAX_TREE_ENTRIES;
 use crate::transport::mcp::render::{ToolError, text};
-use crate::workspace::{Entry, EntryType};
+use crate::workspace::{Entry, FileKind};
 
 /// Deepest directory nesting `directory_tree` descends into.
 const MAX_TREE_DEPTH: usize = 128;
 
 fn tag(e: &Entry) -> &'static str {
-    if e.kind == EntryType::Directory {
+    if e.kind == FileKind::Directory {
         "[DIR]"
     } else {
         "[FILE]"
@@ -69,7 +69,7 @@ pub(in crate::transport::mcp) fn list_with_sizes(
                 .then_with(|| x.name.cmp(&y.name))
         });
     }
-    let is_dir = |e: &Entry| e.kind == EntryType::Directory;
+    let is_dir = |e: &Entry| e.kind == FileKind::Directory;
     let mut lines: Vec<String> = entries
         .iter()
         .map(|e| {
@@ -200,7 +200,7 @@ impl TreeWalk<'_> {
                     "mcp.directory_tree.max_entries",
                 ));
             }
-            if e.kind != EntryType::Directory {
+            if e.kind != FileKind::Directory {
                 out.push(json!({"name": e.name, "type": "file"}));
                 continue;
             }
@@ -301,8 +301,8 @@ pub(in crate::transport::mcp) fn file_info(
             "modified: {}",
             info.modified.as_deref().unwrap_or("unknown")
         ),
-        format!("isDirectory: {}", info.kind == "directory"),
-        format!("isFile: {}", info.kind == "file"),
+        format!("isDirectory: {}", info.kind == FileKind::Directory),
+        format!("isFile: {}", info.kind == FileKind::File),
         format!("permissions: {}", octal(&info.permissions)),
     ];
     Ok(text(lines.join("\n")))
