@@ -4,8 +4,9 @@
 //!
 //! Every request passes five gates, each in its own module:
 //!
-//! - [`transport`]: the doors. `acp` (JSON-RPC on stdio), later `mcp` and `ws`. They only
-//!   translate wire messages into an [`ops::Op`] and results back.
+//! - [`transport`]: the doors: `acp` (JSON-RPC on stdio, and the proxy that hosts an
+//!   agent), `mcp`, `ws`. They only translate wire messages into a
+//!   [`gateway::Request`] (an [`ops::Op`], or a message that is none) and results back.
 //! - [`path`]: request path -> workspace-relative [`path::RelPath`], lexically, refusing
 //!   anything that cannot be expressed inside the root.
 //! - [`policy`]: the TOML policy, loaded (`raw`), compiled (`compile`) and decided
@@ -13,7 +14,9 @@
 //! - [`workspace`]: the operations, executed through one `cap_std::fs::Dir` on the root.
 //! - [`audit`]: the hash-chained audit log; [`backup`]: the backup store.
 //!
-//! [`gateway`] owns one of each and runs a request through them; [`sandbox`] applies
+//! [`gateway`] owns one of each and runs every request through them in
+//! [`gateway::Gateway::serve`], recording a change's intent before it touches the
+//! workspace; [`sandbox`] applies
 //! Landlock to the process once the handles are open; [`cli`] is the command line;
 //! [`error`] maps every failure to the contract's error codes in one place.
 
