@@ -141,22 +141,71 @@ pub(crate) fn apply(io: &mut Io, allow_broken: bool) -> Result<Recovery, AuditEr
 }
 
 fn inspect(io: &Io) -> Result<Inspection, AuditError> {
-    let read = |name: &str| -> Result<Vec<u8>, AuditError> {
-        match io.dir.read(name) {
-            Ok(b) => Ok(b),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(AuditError::io("read", io.path_of(name), &e)),
-        }
-    };
-    let original = read(&io.name)?;
+    let original = read_or_empty(io, &io.name)?;
     let complete_len = original
         .iter()
         .rposition(|&b| b == b'\n')
         .map_or(0, |i| i + 1);
     let mut problems = Vec::new();
-    let mut scratch = Vec::new();
+    let rotated = rotated_files(io)?;
+    let (mut head, mut log_id) = rotated_tail(io, &rotated, &mut problems)?;
+    let (checkpoint, sink_cps) = checkpoints(io, &mut problems)?;
+    // The checkpoints name seqs whose hashes we must meet on the way.
+    let wanted: Vec<u64> = checkpoint.iter().chain(&sink_cps).map(|c| c.seq).collect();
+    let mut active = Active::default();
+    if problems.is_empty() {
+        active = walk_active(
+            io,
+            &original[..complete_len],
+            &wanted,
+            &mut head,
+            &mut problems,
+        );
+        if active.first_seq.is_some() && active.log_id.is_some() {
+            log_id.clone_from(&active.log_id);
+        }
+    }
+    // Judge the log by the newest checkpoint that names it: beside it, or in the sink.
+    let from_sink = log_id
+        .as_ref()
+        .and_then(|id| sink_cps.iter().find(|c| &c.log == id).cloned());
+    let checkpoint = match (checkpoint, from_sink) {
+        (Some(f), Some(s)) if s.seq > f.seq => Some(s),
+        (None, Some(s)) => Some(s),
+        (f, _) => f,
+    };
+    if let Some(cp) = &checkpoint {
+        let seen = active
+            .hashes_at
+            .iter()
+            .find(|(seq, _)| *seq == cp.seq)
+            .map(|(_, h)| *h);
+        check_checkpoint(io, cp, &head, &rotated, seen, &log_id, &mut problems)?;
+    }
+    Ok(Inspection {
+        complete_len,
+        good_len: active.good_len,
+        active_first_seq: active.first_seq,
+        log_id,
+        checkpoint_seq: checkpoint.as_ref().map_or(0, |c| c.seq),
+        rotated: !rotated.is_empty(),
+        head,
+        original,
+        problems,
+    })
+}
 
-    // The newest rotated file's last record is where the active file must continue.
+/// A file of the log's directory, or nothing if it does not exist.
+fn read_or_empty(io: &Io, name: &str) -> Result<Vec<u8>, AuditError> {
+    match io.dir.read(name) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(AuditError::io("read", io.path_of(name), &e)),
+    }
+}
+
+/// The rotated files of the log, oldest first: (first seq, name).
+fn rotated_files(io: &Io) -> Result<Vec<(u64, String)>, AuditError> {
     let mut rotated: Vec<(u64, String)> = Vec::new();
     let entries = io
         .dir
@@ -171,27 +220,50 @@ fn inspect(io: &Io) -> Result<Inspection, AuditError> {
         }
     }
     rotated.sort();
-    let mut head: Option<LineInfo> = None;
-    let mut log_id = None;
-    if let Some((_, name)) = rotated.last() {
-        let bytes = read(name)?;
-        let mut lines = record::lines(&bytes);
-        if let Some((_, first)) = lines.next() {
-            log_id = check_line(first, &mut scratch).ok().and_then(|i| i.log);
-        }
-        match record::lines(&bytes).last() {
-            Some((_, last)) if bytes.ends_with(b"\n") => match check_line(last, &mut scratch) {
-                Ok(info) => head = Some(info),
-                Err(f) => problems.push(format!("{name}: last record does not verify: {f}")),
-            },
-            _ => problems.push(format!("{name}: rotated file is empty or torn")),
-        }
-    }
+    Ok(rotated)
+}
 
-    // The checkpoint names a seq whose hash we must meet on the way.
+/// The newest rotated file's last record (where the active file must continue) and the
+/// log id its first record names.
+fn rotated_tail(
+    io: &Io,
+    rotated: &[(u64, String)],
+    problems: &mut Vec<String>,
+) -> Result<(Option<LineInfo>, Option<String>), AuditError> {
+    let Some((_, name)) = rotated.last() else {
+        return Ok((None, None));
+    };
+    let mut scratch = Vec::new();
+    let bytes = read_or_empty(io, name)?;
+    let log_id = record::lines(&bytes)
+        .next()
+        .and_then(|(_, first)| check_line(first, &mut scratch).ok())
+        .and_then(|i| i.log);
+    let head = match record::lines(&bytes).last() {
+        Some((_, last)) if bytes.ends_with(b"\n") => match check_line(last, &mut scratch) {
+            Ok(info) => Some(info),
+            Err(f) => {
+                problems.push(format!("{name}: last record does not verify: {f}"));
+                None
+            }
+        },
+        _ => {
+            problems.push(format!("{name}: rotated file is empty or torn"));
+            None
+        }
+    };
+    Ok((head, log_id))
+}
+
+/// The checkpoint beside the log, and the newest checkpoint per log in the sink (which
+/// keeps every one: deleting the file beside the log cannot hide a cut-off tail).
+fn checkpoints(
+    io: &Io,
+    problems: &mut Vec<String>,
+) -> Result<(Option<Checkpoint>, Vec<Checkpoint>), AuditError> {
     let cp_name = series::checkpoint_name(&io.name);
-    let cp_bytes = read(&cp_name)?;
-    let checkpoint = if cp_bytes.is_empty() {
+    let cp_bytes = read_or_empty(io, &cp_name)?;
+    let beside = if cp_bytes.is_empty() {
         None
     } else {
         match Checkpoint::parse(String::from_utf8_lossy(&cp_bytes).trim()) {
@@ -202,102 +274,79 @@ fn inspect(io: &Io) -> Result<Inspection, AuditError> {
             }
         }
     };
-    // The sink keeps every checkpoint: its newest ones also bind the log, so that
-    // deleting the checkpoint file beside the log cannot hide a cut-off tail.
-    let sink_cps: Vec<Checkpoint> = io
+    let sink = io
         .sink
         .as_ref()
         .and_then(|s| s.file_path())
         .and_then(|p| Checkpoint::read_all(p).ok())
         .map(|all| newest_per_log(all.into_iter().flatten()))
         .unwrap_or_default();
-    let wanted: Vec<u64> = checkpoint.iter().chain(&sink_cps).map(|c| c.seq).collect();
-    let mut hashes_at: Vec<(u64, [u8; 32])> = Vec::new();
+    Ok((beside, sink))
+}
 
-    let mut good_len = 0;
-    let mut active_first_seq = None;
-    let rotated_problem = !problems.is_empty();
-    if !rotated_problem {
-        for (start, line) in record::lines(&original[..complete_len]) {
-            let n = start; // byte offset, for messages
-            let info = match check_line(line, &mut scratch) {
-                Ok(info) => info,
-                Err(f) => {
-                    problems.push(format!("{} at byte {n}: {f}", io.name));
-                    break;
-                }
-            };
-            let links = match &head {
-                Some(h) => info.seq == h.seq + 1 && info.prev == h.hash,
-                None => {
-                    info.prev == GENESIS_PREV
-                        || tombstone_covers(io, info.seq.wrapping_sub(1), &info.prev)
-                }
-            };
-            if !links {
-                problems.push(match &head {
-                    Some(h) => format!(
-                        "{} seq {} does not follow seq {} (missing, reordered or altered records)",
-                        io.name, info.seq, h.seq
-                    ),
-                    None => format!(
-                        "{} starts at seq {} without genesis and no tombstone covers the records before it",
-                        io.name, info.seq
-                    ),
-                });
+/// What the walk over the active file found.
+#[derive(Default)]
+struct Active {
+    /// End of the last record that verified and linked.
+    good_len: usize,
+    /// Seq of the active file's first record.
+    first_seq: Option<u64>,
+    /// The log id the first record names.
+    log_id: Option<String>,
+    /// Hashes of the records the checkpoints name.
+    hashes_at: Vec<(u64, [u8; 32])>,
+}
+
+/// Checks and links every complete line of the active file onto `head`, stopping at the
+/// first that does not verify or link (said in `problems`).
+fn walk_active(
+    io: &Io,
+    complete: &[u8],
+    wanted: &[u64],
+    head: &mut Option<LineInfo>,
+    problems: &mut Vec<String>,
+) -> Active {
+    let mut active = Active::default();
+    let mut scratch = Vec::new();
+    for (start, line) in record::lines(complete) {
+        let info = match check_line(line, &mut scratch) {
+            Ok(info) => info,
+            Err(f) => {
+                problems.push(format!("{} at byte {start}: {f}", io.name));
                 break;
             }
-            if active_first_seq.is_none() {
-                active_first_seq = Some(info.seq);
-                if info.log.is_some() {
-                    log_id.clone_from(&info.log);
-                }
+        };
+        let links = match head.as_ref() {
+            Some(h) => info.seq == h.seq + 1 && info.prev == h.hash,
+            None => {
+                info.prev == GENESIS_PREV
+                    || tombstone_covers(io, info.seq.wrapping_sub(1), &info.prev)
             }
-            if wanted.contains(&info.seq) {
-                hashes_at.push((info.seq, info.hash));
-            }
-            good_len = start + line.len() + 1;
-            head = Some(info);
+        };
+        if !links {
+            problems.push(match head.as_ref() {
+                Some(h) => format!(
+                    "{} seq {} does not follow seq {} (missing, reordered or altered records)",
+                    io.name, info.seq, h.seq
+                ),
+                None => format!(
+                    "{} starts at seq {} without genesis and no tombstone covers the records before it",
+                    io.name, info.seq
+                ),
+            });
+            break;
         }
+        if active.first_seq.is_none() {
+            active.first_seq = Some(info.seq);
+            active.log_id.clone_from(&info.log);
+        }
+        if wanted.contains(&info.seq) {
+            active.hashes_at.push((info.seq, info.hash));
+        }
+        active.good_len = start + line.len() + 1;
+        *head = Some(info);
     }
-
-    // Judge the log by the newest checkpoint that names it: beside it, or in the sink.
-    let from_sink = log_id
-        .as_ref()
-        .and_then(|id| sink_cps.iter().find(|c| &c.log == id).cloned());
-    let checkpoint = match (checkpoint, from_sink) {
-        (Some(f), Some(s)) if s.seq > f.seq => Some(s),
-        (None, Some(s)) => Some(s),
-        (f, _) => f,
-    };
-    let cp_hash_seen = checkpoint.as_ref().and_then(|cp| {
-        hashes_at
-            .iter()
-            .find(|(seq, _)| *seq == cp.seq)
-            .map(|(_, h)| *h)
-    });
-    if let Some(cp) = &checkpoint {
-        check_checkpoint(
-            io,
-            cp,
-            &head,
-            &rotated,
-            cp_hash_seen,
-            &log_id,
-            &mut problems,
-        )?;
-    }
-    Ok(Inspection {
-        complete_len,
-        good_len,
-        active_first_seq,
-        log_id,
-        checkpoint_seq: checkpoint.as_ref().map_or(0, |c| c.seq),
-        rotated: !rotated.is_empty(),
-        head,
-        original,
-        problems,
-    })
+    active
 }
 
 /// The checkpoint must be signed by our key (when we have one), name our log, and match
