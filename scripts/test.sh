@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 ./scripts/install-peers.sh
 ./scripts/install-tools.sh
 cargo build --bin fsgate
-FSGATE_REQUIRE_PEERS=1 cargo test --all-targets --features test-hooks
+FSGATE_REQUIRE_PEERS=1 cargo test --all-targets --features wallprobe
 BIN="${CARGO_TARGET_DIR:-target}/debug/fsgate"
 "$BIN" policy check policies/*.toml
 "$BIN" policy test policies/*.toml

@@ -32,7 +32,5 @@ pub mod path;
 pub mod policy;
 pub mod sandbox;
 pub mod startup;
-#[cfg(feature = "test-hooks")]
-pub mod testhooks;
 pub mod transport;
 pub mod workspace;

@@ -208,11 +208,6 @@ pub fn confine(
         plan = plan.listen_port(port);
     }
     plan = plan.scope_signals(!hosts_agent);
-    #[cfg(feature = "test-hooks")]
-    gw.set_meta(
-        "testProbeBefore",
-        crate::testhooks::probe_before_confinement(),
-    );
     let status = match restrict_self(&plan) {
         Ok(s) => s,
         Err(e) => SandboxStatus::not_enforced(&e.to_string(), workspace_write),

@@ -35,8 +35,7 @@ mod policy_cli;
 mod audit_gateway;
 // `fsgate acp` with real ACP SDK agents behind the proxy.
 mod acp_proxy;
-// The kernel wall (Landlock) holding on its own, via test-only ambient-open methods.
-#[cfg(feature = "test-hooks")]
+// The kernel wall (Landlock) holding on its own, via the test-only fsgate-wallprobe.
 mod sandbox_kernel;
 // MCP harness: spawn `fsgate serve --transport mcp`, talk JSON-RPC lines.
 mod mcp_harness;

@@ -165,13 +165,13 @@ impl Io {
     }
 
     /// Arms the test hook.
-    #[cfg(any(test, feature = "test-hooks"))]
+    #[cfg(test)]
     pub(crate) fn inject(&mut self, fault: Fault, count: u32) {
         self.inject_after(fault, 0, count);
     }
 
     /// Arms the test hook after `skip` writes that succeed.
-    #[cfg(any(test, feature = "test-hooks"))]
+    #[cfg(test)]
     pub(crate) fn inject_after(&mut self, fault: Fault, skip: u32, count: u32) {
         self.faults = (count > 0).then_some((fault, count));
         self.fault_skip = skip;

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::config::{AuditSettings, BATCH_SYNC_INTERVAL, FsyncMode};
 use super::intents::Intent;
-#[cfg(any(test, feature = "test-hooks"))]
+#[cfg(test)]
 use super::io::Fault;
 use super::io::{CkptWriter, Io};
 use super::record::{self, AuditEvent, Receipt};
@@ -503,7 +503,7 @@ impl AuditLog {
 
     /// Test hook: the next `count` batch writes fail (a partial write then an error, or a
     /// failed sync), as a full or failing disk would make them.
-    #[cfg(any(test, feature = "test-hooks"))]
+    #[cfg(test)]
     pub fn inject_faults(&self, fault: Fault, count: u32) {
         lock(&self.shared.io).inject(fault, count);
     }

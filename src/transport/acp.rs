@@ -276,10 +276,6 @@ pub fn answer(gw: &Gateway, peer: &str, id: &Value, method: &str, params: Value)
     if method == "initialize" {
         return reply(Ok(initialize_result(gw)));
     }
-    #[cfg(feature = "test-hooks")]
-    if let Some(result) = crate::testhooks::answer(method, &params) {
-        return jsonrpc::result_response(id, result);
-    }
     match to_op(method, params) {
         Ok(Some(op)) => match gw.serve(&ctx, Request::Op(op)) {
             Ok(out) => jsonrpc::result_response(id, render(gw, ctx.style, out)),

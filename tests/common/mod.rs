@@ -786,3 +786,21 @@ reason = "the workspace is writable"
 {extra}"#
     )
 }
+
+/// Whether a test that cannot run here (a missing peer, tool or kernel feature) must
+/// fail rather than skip: under CI (`CI` set to anything but `false`/`0`), or with
+/// `FSGATE_REQUIRE_PEERS` set. `./scripts/test.sh` sets the latter.
+pub fn must_not_skip() -> bool {
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+    ci || std::env::var_os("FSGATE_REQUIRE_PEERS").is_some()
+}
+
+/// Says why `test` cannot run here: fails it under CI (see [`must_not_skip`]),
+/// otherwise prints `SKIPPED: ...` where cargo's output capture cannot hide it.
+pub fn skip_or_fail(test: &str, reason: &str) {
+    assert!(
+        !must_not_skip(),
+        "{test} cannot run here: {reason} (required under CI / FSGATE_REQUIRE_PEERS)"
+    );
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {reason}");
+}
