@@ -127,6 +127,14 @@ struct AcpArgs {
 
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
+    // The commands that serve hold their stop signals before anything else (even
+    // parsing), so that none can kill them between their `start` and `stop` records.
+    let serving = std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "serve" || a == "acp");
+    if serving && let Err(e) = crate::signals::hold() {
+        return fail(&e);
+    }
     let cli = Cli::parse();
     init_tracing();
     match cli.command {
@@ -220,7 +228,12 @@ fn serve(args: ServeArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&e),
     };
-    spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone());
+    let crate::signals::Listening { term, int, hup } = match crate::signals::listen(&runtime) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone(), hup);
+    let mut stop = crate::signals::Listening::stop_only(term, int);
     type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>>>>;
     let serving: Serving = match args.transport {
         Transport::Ws => match listener {
@@ -248,7 +261,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     let (result, reason) = runtime.block_on(async {
         tokio::select! {
             r = serving => (r, "end of input"),
-            s = termination() => (Ok(()), s),
+            s = stop.termination() => (Ok(()), s),
         }
     });
     // In-flight requests get a moment to finish; on a signal, a blocked stdin read must
@@ -283,6 +296,7 @@ fn acp(args: AcpArgs) -> ExitCode {
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::inherit());
+    crate::signals::unblock_in_child(&mut command);
     let mut agent_sandbox = serde_json::Value::Null;
     let mut opened = opened;
     if args.confine_agent {
@@ -327,11 +341,16 @@ fn acp(args: AcpArgs) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&e),
     };
-    spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone());
+    let crate::signals::Listening { term, int, hup } = match crate::signals::listen(&runtime) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone(), hup);
+    let mut stop = crate::signals::Listening::stop_only(term, int);
     // SIGTERM / SIGINT end the agent (gracefully, then forcefully); the relay then ends
     // with the agent's status as usual, and the log gets its stop record.
     runtime.spawn(async move {
-        let sig = termination().await;
+        let sig = stop.termination().await;
         tracing::warn!("{sig}: ending the agent (pid {pid})");
         let Some(agent) = i32::try_from(pid)
             .ok()
@@ -508,37 +527,16 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
     }
 }
 
-/// Resolves with the name of the first SIGTERM or SIGINT (never, if neither can be
-/// listened for).
-async fn termination() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::warn!("cannot listen for SIGTERM/SIGINT; stop fsgate by closing its input");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    }
-}
-
 /// SIGHUP reloads the policy file: the new policy is validated first, and an invalid
 /// one is rejected with the old one kept in force.
 fn spawn_reload_on_sighup(
     runtime: &tokio::runtime::Runtime,
     gateway: &Arc<Gateway>,
     path: Option<PathBuf>,
+    mut hup: tokio::signal::unix::Signal,
 ) {
     let gw = Arc::clone(gateway);
     runtime.spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut hup) = signal(SignalKind::hangup()) else {
-            tracing::warn!("cannot listen for SIGHUP; policy reload is unavailable");
-            return;
-        };
         while hup.recv().await.is_some() {
             let Some(path) = path.as_ref() else {
                 tracing::warn!("SIGHUP: running on the built-in policy; nothing to reload");

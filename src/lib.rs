@@ -31,6 +31,7 @@ pub mod ops;
 pub mod path;
 pub mod policy;
 pub mod sandbox;
+pub mod signals;
 pub mod startup;
 pub mod transport;
 pub mod workspace;

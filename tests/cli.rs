@@ -186,6 +186,24 @@ impl Running {
     /// until its log holds a record of `kind` (then a moment more: the record is written
     /// before the signal handlers exist).
     fn start(sub: &str, args: &[&str], kind: &str) -> (Running, serde_json::Value) {
+        let running = Running::spawn(sub, args);
+        let t0 = std::time::Instant::now();
+        let rec = loop {
+            if let Some(r) = running.records().into_iter().find(|r| r["kind"] == kind) {
+                break r;
+            }
+            assert!(
+                t0.elapsed() < TIMEOUT,
+                "no `{kind}` record: fsgate did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        (running, rec)
+    }
+
+    /// Starts `fsgate SUB ...` and returns at once.
+    fn spawn(sub: &str, args: &[&str]) -> Running {
         let ws = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();
         let log = state.path().join("audit.jsonl");
@@ -203,25 +221,12 @@ impl Running {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let running = Running {
+        Running {
             child,
             log,
             state,
             _ws: ws,
-        };
-        let t0 = std::time::Instant::now();
-        let rec = loop {
-            if let Some(r) = running.records().into_iter().find(|r| r["kind"] == kind) {
-                break r;
-            }
-            assert!(
-                t0.elapsed() < TIMEOUT,
-                "no `{kind}` record: fsgate did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        };
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        (running, rec)
+        }
     }
 
     fn records(&self) -> Vec<serde_json::Value> {
@@ -248,6 +253,54 @@ impl Running {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
     }
+}
+
+#[test]
+fn sigterm_at_any_moment_of_start_up_still_ends_with_a_stop_record() {
+    // Regression: a signal between the `start` record and the handlers' installation
+    // killed fsgate with no `stop` record. Now every start that was recorded is stopped
+    // (exit 0, `stop` last, chain intact); a signal so early that the process had not yet
+    // reached its own code kills it before it wrote anything.
+    let mut clean = 0;
+    let mut cases = 0;
+    for extra in [
+        &[][..],
+        &["--transport", "mcp"],
+        &["--transport", "ws", "--listen", "0"],
+    ] {
+        for delay_ms in [0u64, 0, 1, 2, 5, 10, 15, 20, 30, 50, 100] {
+            cases += 1;
+            let mut running = Running::spawn("serve", extra);
+            std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+            let status = running.sigterm();
+            let recs = running.records();
+            let what = format!("{extra:?} after {delay_ms} ms: {status:?}");
+            if recs.is_empty() {
+                use std::os::unix::process::ExitStatusExt;
+                assert_eq!(
+                    status.signal(),
+                    Some(15),
+                    "{what}: no record, yet not killed"
+                );
+                continue;
+            }
+            assert!(status.success(), "{what}");
+            assert_eq!(
+                recs.last().unwrap()["kind"],
+                "stop",
+                "{what}: {:?}",
+                recs.last()
+            );
+            let out = run_cli(&["audit", "verify", &running.log.display().to_string()]);
+            assert!(out.status.success(), "{what}: {out:?}");
+            clean += 1;
+        }
+    }
+    eprintln!("sigterm during start-up: {clean} of {cases} stopped cleanly, the rest before main");
+    assert!(
+        clean * 3 >= cases,
+        "only {clean} of {cases} reached fsgate's own code"
+    );
 }
 
 #[test]
