@@ -11,7 +11,7 @@ use crate::ops::{Op, Output, RequestCtx};
 use crate::policy::Decision;
 
 /// Facts about one request.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Facts {
     /// Operation name.
     pub op: &'static str,
@@ -40,6 +40,9 @@ pub struct Facts {
     pub old_sha256: Option<String>,
     /// The seq of this change's `intent` record, once it is durable.
     pub intent: Option<u64>,
+    /// The content budget held by what this request read, handed to the door with the
+    /// answer (see [`super::budget`]).
+    pub lease: Option<super::budget::Lease>,
     /// Wall time.
     pub duration_us: u64,
 }

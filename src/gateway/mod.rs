@@ -1,6 +1,7 @@
 //! The gateway: one value owning the policy, the workspace, the backups and the audit
 //! log, running each request through path -> policy -> workspace -> audit.
 
+mod budget;
 mod change;
 mod facts;
 mod listing;
@@ -24,6 +25,7 @@ use crate::path::{PathError, RelPath};
 use crate::policy::{EntryKind, OpClass, Policy};
 use crate::workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
+pub use budget::{Lease, json_string_len};
 pub use facts::Facts;
 pub(crate) use write::occurrences;
 
@@ -70,6 +72,8 @@ pub struct Gateway {
     audit: Option<AuditLog>,
     /// Where previous versions go before a change (None only where nothing changes).
     backups: Option<BackupStore>,
+    /// File content held by requests in flight, across every door (see [`budget`]).
+    budget: std::sync::Arc<budget::Budget>,
     /// Backups saved since start: retention runs every [`PRUNE_EVERY`] saves, so a
     /// long-running gateway keeps to the policy's limits, not only at start-up.
     saves: std::sync::atomic::AtomicU64,
@@ -105,7 +109,9 @@ pub const PRUNE_EVERY: u64 = 100;
 impl Gateway {
     /// A gateway over an opened workspace with a loaded policy.
     pub fn new(policy: Policy, workspace: Workspace) -> Gateway {
+        let budget = budget::Budget::new(policy.limits().max_message_bytes.saturating_mul(2));
         Gateway {
+            budget,
             policy: RwLock::new(Arc::new(policy)),
             workspace,
             meta: RwLock::new(serde_json::Map::new()),
@@ -271,11 +277,24 @@ impl Gateway {
     /// recorded, and the door answers it with the outcome it gave. Err: the message could
     /// not be recorded, and the door answers with that error instead.
     pub fn serve(&self, ctx: &RequestCtx, request: Request) -> Result<Output, GatewayError> {
+        self.serve_leased(ctx, request).0
+    }
+
+    /// [`serve`](Self::serve), with the content budget the answer holds: a door keeps
+    /// it until it has queued the encoded answer for its client, so that content held in
+    /// memory stays bounded across every door (see [`budget`]).
+    pub fn serve_leased(
+        &self,
+        ctx: &RequestCtx,
+        request: Request,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
         match request {
             Request::Op(op) => self.handle(ctx, op),
-            Request::Message { name, outcome } => self
-                .record_other(ctx, &name, outcome)
-                .map(|()| Output::Unit),
+            Request::Message { name, outcome } => (
+                self.record_other(ctx, &name, outcome)
+                    .map(|()| Output::Unit),
+                None,
+            ),
         }
     }
 
@@ -320,7 +339,7 @@ impl Gateway {
     /// Runs one operation through every gate and records it. The audit record is
     /// durable before this returns; if it cannot be written, the request fails (and a
     /// change is not attempted while the log is known to be failing).
-    fn handle(&self, ctx: &RequestCtx, op: Op) -> Result<Output, GatewayError> {
+    fn handle(&self, ctx: &RequestCtx, op: Op) -> (Result<Output, GatewayError>, Option<Lease>) {
         let started = Instant::now();
         let pol = self.policy();
         let mut facts = Facts::new(&op);
@@ -336,17 +355,18 @@ impl Gateway {
         };
         facts.finish(&result, started.elapsed());
         tracing::debug!(op = op.name(), session = %ctx.session, outcome = %facts.outcome, rule = ?facts.rule, "request");
+        let lease = facts.lease.take().filter(|_| result.is_ok());
         let Some(audit) = &self.audit else {
-            return result;
+            return (result, lease);
         };
         let intent = facts.intent;
         let mut event = facts.into_event(ctx);
         event.policy_sha256 = Some(Arc::from(pol.sha256()));
         match audit.append_ref(&event) {
-            Ok(_) => result,
+            Ok(_) => (result, lease),
             Err(e) => {
                 tracing::error!("audit log: {e}");
-                Err(GatewayError::Internal(match (intent, &result) {
+                let err = GatewayError::Internal(match (intent, &result) {
                     (Some(seq), Ok(_)) => format!(
                         "{e}; the change was made (its intent is record {seq}), but its outcome could not be recorded; the next start reconciles it"
                     ),
@@ -359,7 +379,8 @@ impl Gateway {
                     (None, _) => {
                         format!("{e}; the result is withheld because it could not be recorded")
                     }
-                }))
+                });
+                (Err(err), None)
             }
         }
     }
@@ -689,11 +710,11 @@ mod tests {
         ] {
             // The intent is the first record the change appends: it fails.
             gw.audit().unwrap().inject_faults(Fault::Write, 1);
-            let err = gw.handle(&ctx(), op.clone()).unwrap_err();
+            let err = gw.handle(&ctx(), op.clone()).0.unwrap_err();
             assert_eq!(err.code(), crate::error::code::INTERNAL, "{op:?}");
             assert!(err.message().contains("nothing was changed"), "{err:?}");
             // A read clears the failure for the next round.
-            gw.handle(&ctx(), Op::Stat { path: "/".into() }).unwrap();
+            gw.handle(&ctx(), Op::Stat { path: "/".into() }).0.unwrap();
         }
         let mut names: Vec<_> = std::fs::read_dir(ws.path())
             .unwrap()
@@ -715,7 +736,7 @@ mod tests {
         let log_path = state.path().join("audit.jsonl");
         let gw = gateway(ws.path(), &log_path);
         std::fs::write(ws.path().join("a.txt"), "old").unwrap();
-        gw.handle(&ctx(), write("/a.txt", "new")).unwrap();
+        gw.handle(&ctx(), write("/a.txt", "new")).0.unwrap();
         let recs = records(&log_path);
         assert_eq!(recs.len(), 2, "{recs:?}");
         let (intent, outcome) = (&recs[0], &recs[1]);
@@ -741,7 +762,7 @@ mod tests {
         let gw = gateway(ws.path(), &log_path);
         // The intent is written; the outcome's write fails.
         gw.audit().unwrap().inject_faults_after(Fault::Write, 1, 1);
-        let err = gw.handle(&ctx(), write("/a.txt", "changed")).unwrap_err();
+        let err = gw.handle(&ctx(), write("/a.txt", "changed")).0.unwrap_err();
         assert_eq!(err.code(), crate::error::code::INTERNAL);
         assert!(err.message().contains("the change was made"), "{err:?}");
         assert_eq!(

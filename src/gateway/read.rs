@@ -21,6 +21,13 @@ impl Gateway {
         facts.path = Some(rp.rel.as_str().to_string());
         let res = self.locate(pol, OpClass::Read, &rp, Follow::All, EntryKind::File, facts)?;
         let limit = pol.limits().max_read_bytes;
+        // Hold room for the content before reading it (see `budget`).
+        let size = self
+            .workspace
+            .stat(&res.real)
+            .map(|i| i.size.min(limit))
+            .unwrap_or(limit);
+        facts.lease = Some(self.budget.lease(size));
         let content = self
             .workspace
             .read_file(&res.real, limit)
@@ -46,7 +53,9 @@ impl Gateway {
         }
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
         let text = text_or_refuse(pol, bytes, &shown)?;
-        Ok(Output::Text(text_window(&text, line, limit).to_string()))
+        let window = text_window(&text, line, limit);
+        answer_fits(pol, ctx, window, &shown)?;
+        Ok(Output::Text(window.to_string()))
     }
 
     pub(super) fn read_file(
@@ -59,19 +68,47 @@ impl Gateway {
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
         if crate::workspace::is_binary(&bytes) {
             if pol.limits().binary == BinaryMode::Base64 {
+                let content = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                answer_fits(pol, ctx, &content, &shown)?;
                 return Ok(Output::File {
-                    content: base64::engine::general_purpose::STANDARD.encode(&bytes),
+                    content,
                     encoding: Encoding::Base64,
                 });
             }
             return Err(binary_refusal(pol, &shown));
         }
         let text = String::from_utf8(bytes).map_err(|_| binary_refusal(pol, &shown))?;
+        answer_fits(pol, ctx, &text, &shown)?;
         Ok(Output::File {
             content: text,
             encoding: Encoding::Utf8,
         })
     }
+}
+
+/// Refuses content whose answer would exceed the message limit once JSON-encoded (a
+/// file of control characters grows up to six times): the answer is never built. MCP
+/// answers carry the content twice (text and structured).
+fn answer_fits(
+    pol: &Policy,
+    ctx: &RequestCtx,
+    content: &str,
+    shown: &str,
+) -> Result<(), GatewayError> {
+    const ENVELOPE: u64 = 4096;
+    let copies = if ctx.transport == "mcp" { 2 } else { 1 };
+    let encoded = super::budget::json_string_len(content) * copies + ENVELOPE;
+    let max = pol.limits().max_message_bytes;
+    if encoded <= max {
+        return Ok(());
+    }
+    Err(GatewayError::Limit {
+        reason: format!(
+            "the answer would be {encoded} bytes once encoded, over the message limit of {max} bytes; read the file in parts (line and limit)"
+        ),
+        rule: "limits.max_message_bytes".into(),
+        path: shown.to_string(),
+    })
 }
 
 fn binary_refusal(pol: &Policy, shown: &str) -> GatewayError {

@@ -14,9 +14,10 @@ use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use crate::error::{GatewayError, code};
 use crate::gateway::Gateway;
-use crate::gateway::Request;
+use crate::gateway::{Lease, Request};
 use crate::ops::{Op, Output, PathStyle, RequestCtx};
 use crate::policy::OpClass;
+use crate::transport::outbox::{Outbox, Queued};
 
 /// Requests served at once per connection; more wait for a slot.
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -251,8 +252,15 @@ pub fn initialize_result(gw: &Gateway) -> Value {
 }
 
 /// Answers one request (blocking: run it off the async threads). Every request, a
-/// workspace operation or not, is recorded in the audit log before it is answered.
-pub fn answer(gw: &Gateway, peer: &str, id: &Value, method: &str, params: Value) -> Value {
+/// workspace operation or not, is recorded in the audit log before it is answered. The
+/// lease is the content budget the answer holds: keep it until the answer is queued.
+pub fn answer(
+    gw: &Gateway,
+    peer: &str,
+    id: &Value,
+    method: &str,
+    params: Value,
+) -> (Value, Option<Lease>) {
     let ctx = RequestCtx {
         style: PathStyle::Absolute,
         session: session_of(&params).unwrap_or_default(),
@@ -274,20 +282,33 @@ pub fn answer(gw: &Gateway, peer: &str, id: &Value, method: &str, params: Value)
         }
     };
     if method == "initialize" {
-        return reply(Ok(initialize_result(gw)));
+        return (reply(Ok(initialize_result(gw))), None);
     }
     match to_op(method, params) {
-        Ok(Some(op)) => match gw.serve(&ctx, Request::Op(op)) {
-            Ok(out) => jsonrpc::result_response(id, render(gw, ctx.style, out)),
-            Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
+        Ok(Some(op)) => match gw.serve_leased(&ctx, Request::Op(op)) {
+            (Ok(out), lease) => (
+                jsonrpc::result_response(id, render(gw, ctx.style, out)),
+                lease,
+            ),
+            (Err(e), _) => (jsonrpc::error_response(id, e.to_rpc_error()), None),
         },
-        Ok(None) => reply(Err(jsonrpc::error_object(
-            code::METHOD_NOT_FOUND,
-            &format!("method not found: {method}"),
+        Ok(None) => (
+            reply(Err(jsonrpc::error_object(
+                code::METHOD_NOT_FOUND,
+                &format!("method not found: {method}"),
+                None,
+            ))),
             None,
-        ))),
-        Err(e) => reply(Err(e.to_rpc_error())),
+        ),
+        Err(e) => (reply(Err(e.to_rpc_error())), None),
     }
+}
+
+/// A message as one line of bytes.
+pub fn line_bytes(v: &Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(v).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
 }
 
 /// Answers a message that is not a valid request, after recording it.
@@ -308,14 +329,16 @@ fn answer_invalid(gw: &Gateway, peer: &str, id: &Value, error: Value) -> Value {
     }
 }
 
-/// Serves requests from `input` until EOF, writing responses to `output`.
+/// Serves requests from `input` until EOF, writing responses to `output`. Unwritten
+/// answers are bounded in bytes (twice the message limit): while they fill the bound, no
+/// new request is read, and answers wait to be queued (see [`Outbox`]).
 pub async fn serve<R, W>(gw: Arc<Gateway>, peer: String, input: R, output: W) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
-    let (tx, rx) = mpsc::channel::<Value>(256);
+    let (outbox, rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
     let writer = tokio::spawn(write_lines(rx, output));
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
@@ -323,24 +346,14 @@ where
     let mut tasks = JoinSet::new();
     loop {
         while tasks.try_join_next().is_some() {}
+        outbox.wait_for_room().await;
         let line = match read_line(&mut reader, max).await {
             Ok(Line::Eof) => break,
             Ok(Line::TooLong { len }) => {
                 let msg = format!("message of {len} bytes exceeds the limit of {max} bytes");
                 tracing::warn!("{msg}");
                 let err = jsonrpc::error_object(code::INVALID_REQUEST, &msg, None);
-                let (gw, peer) = (Arc::clone(&gw), Arc::clone(&peer));
-                let resp = tokio::task::spawn_blocking(move || {
-                    answer_invalid(&gw, &peer, &Value::Null, err)
-                })
-                .await
-                .unwrap_or_else(|_| {
-                    jsonrpc::error_response(
-                        &Value::Null,
-                        jsonrpc::error_object(code::INTERNAL, "internal error", None),
-                    )
-                });
-                let _ = tx.send(resp).await;
+                invalid(&gw, &peer, Value::Null, err, &outbox).await;
                 continue;
             }
             Ok(Line::Message(bytes)) => bytes,
@@ -354,28 +367,12 @@ where
         }
         match jsonrpc::classify(&line) {
             Incoming::Request { id, method, params } => {
-                let (gw, tx, peer) = (Arc::clone(&gw), tx.clone(), Arc::clone(&peer));
                 let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
                     break;
                 };
+                let (gw, out, peer) = (Arc::clone(&gw), outbox.clone(), Arc::clone(&peer));
                 tasks.spawn(async move {
-                    let id2 = id.clone();
-                    let resp = tokio::task::spawn_blocking(move || {
-                        answer(&gw, &peer, &id, &method, params)
-                    })
-                    .await
-                    .unwrap_or_else(|e| {
-                        tracing::error!("request task failed: {e}");
-                        jsonrpc::error_response(
-                            &id2,
-                            jsonrpc::error_object(
-                                code::INTERNAL,
-                                "internal error: request task failed",
-                                None,
-                            ),
-                        )
-                    });
-                    let _ = tx.send(resp).await;
+                    request(gw, peer, id, method, params, out).await;
                     drop(permit);
                 });
             }
@@ -385,35 +382,71 @@ where
             Incoming::Response { id, .. } => {
                 tracing::debug!(%id, "unexpected response ignored");
             }
-            Incoming::Invalid { id, error } => {
-                let (gw, peer) = (Arc::clone(&gw), Arc::clone(&peer));
-                let resp =
-                    tokio::task::spawn_blocking(move || answer_invalid(&gw, &peer, &id, error))
-                        .await
-                        .unwrap_or_else(|_| {
-                            jsonrpc::error_response(
-                                &Value::Null,
-                                jsonrpc::error_object(code::INTERNAL, "internal error", None),
-                            )
-                        });
-                let _ = tx.send(resp).await;
-            }
+            Incoming::Invalid { id, error } => invalid(&gw, &peer, id, error, &outbox).await,
         }
     }
     while tasks.join_next().await.is_some() {}
-    drop(tx);
+    drop(outbox);
     writer.await.map_err(std::io::Error::other)?
 }
 
-/// Writes each message as one line, flushing after each so the peer sees it at once.
+/// Answers one request on the blocking pool and queues the answer; the content budget
+/// it holds is returned once the answer is queued.
+async fn request(
+    gw: Arc<Gateway>,
+    peer: Arc<str>,
+    id: Value,
+    method: String,
+    params: Value,
+    out: Outbox<Vec<u8>>,
+) {
+    let id2 = id.clone();
+    let (bytes, lease) = tokio::task::spawn_blocking(move || {
+        let (v, lease) = answer(&gw, &peer, &id, &method, params);
+        (line_bytes(&v), lease)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        tracing::error!("request task failed: {e}");
+        let err =
+            jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None);
+        (line_bytes(&jsonrpc::error_response(&id2, err)), None)
+    });
+    let len = bytes.len();
+    out.send(bytes, len).await;
+    drop(lease);
+}
+
+/// Records and answers a message that is not a valid request.
+async fn invalid(
+    gw: &Arc<Gateway>,
+    peer: &Arc<str>,
+    id: Value,
+    error: Value,
+    out: &Outbox<Vec<u8>>,
+) {
+    let (gw, peer) = (Arc::clone(gw), Arc::clone(peer));
+    let resp = tokio::task::spawn_blocking(move || answer_invalid(&gw, &peer, &id, error))
+        .await
+        .unwrap_or_else(|_| {
+            jsonrpc::error_response(
+                &Value::Null,
+                jsonrpc::error_object(code::INTERNAL, "internal error", None),
+            )
+        });
+    let bytes = line_bytes(&resp);
+    let len = bytes.len();
+    out.send(bytes, len).await;
+}
+
+/// Writes each queued line, flushing after each so the peer sees it at once; the room
+/// a line held is given back once it is written.
 pub async fn write_lines<W: AsyncWrite + Unpin>(
-    mut rx: mpsc::Receiver<Value>,
+    mut rx: mpsc::UnboundedReceiver<Queued<Vec<u8>>>,
     mut out: W,
 ) -> std::io::Result<()> {
-    while let Some(v) = rx.recv().await {
-        let mut bytes = serde_json::to_vec(&v).map_err(std::io::Error::other)?;
-        bytes.push(b'\n');
-        out.write_all(&bytes).await?;
+    while let Some(q) = rx.recv().await {
+        out.write_all(&q.msg).await?;
         out.flush().await?;
     }
     Ok(())

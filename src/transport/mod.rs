@@ -5,6 +5,7 @@ pub mod acp;
 pub mod jsonrpc;
 pub mod lines;
 pub mod mcp;
+pub mod outbox;
 pub mod proxy;
 pub mod raw_json;
 pub mod ws;

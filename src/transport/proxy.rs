@@ -25,6 +25,7 @@ use crate::gateway::Gateway;
 use crate::gateway::Request;
 use crate::path::RelPath;
 use crate::policy::OpClass;
+use crate::transport::outbox::{Outbox, Queued};
 
 /// How long the agent gets to exit after the editor closed stdin, before it is killed.
 pub const GRACE: Duration = Duration::from_secs(5);
@@ -255,8 +256,10 @@ where
         sessions: Mutex::new(HashMap::new()),
         allow_terminal,
     });
-    let (to_editor, editor_rx) = mpsc::channel::<Vec<u8>>(256);
-    let (to_agent, agent_rx) = mpsc::channel::<Vec<u8>>(256);
+    // Each direction holds at most twice the message limit of unwritten bytes: a side
+    // that stops reading stalls the other's relay instead of growing the gateway.
+    let (to_editor, editor_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
+    let (to_agent, agent_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
     let editor_writer = tokio::spawn(write_raw(editor_rx, editor_out, None));
     let agent_writer = tokio::spawn(write_raw(agent_rx, agent_in, Some(close_agent_rx)));
@@ -273,7 +276,7 @@ where
                     if raw.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
-                    if ta.send(r.editor_message(raw)).await.is_err() {
+                    if !ta.send_bytes(r.editor_message(raw)).await {
                         break;
                     }
                 }
@@ -281,7 +284,7 @@ where
                     let msg = format!("message of {len} bytes exceeds the limit of {max} bytes");
                     let err = jsonrpc::error_object(code::INVALID_REQUEST, &msg, None);
                     let _ = te
-                        .send(line_of(&jsonrpc::error_response(&Value::Null, err)))
+                        .send_bytes(line_of(&jsonrpc::error_response(&Value::Null, err)))
                         .await;
                 }
                 Ok(Line::Eof) | Err(_) => break,
@@ -321,23 +324,22 @@ where
                         break;
                     };
                     handlers.spawn(async move {
-                        let resp =
+                        let (resp, lease) =
                             tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
-                                Some(err) => r.refuse(&id, &method, &params, err),
+                                Some(err) => (r.refuse(&id, &method, &params, err), None),
                                 None => acp::answer(&r.gw, &r.peer, &id, &method, params),
                             })
                             .await
                             .unwrap_or_else(|_| {
-                                jsonrpc::error_response(
-                                    &id2,
-                                    jsonrpc::error_object(
-                                        code::INTERNAL,
-                                        "internal error: request task failed",
-                                        None,
-                                    ),
-                                )
+                                let err = jsonrpc::error_object(
+                                    code::INTERNAL,
+                                    "internal error: request task failed",
+                                    None,
+                                );
+                                (jsonrpc::error_response(&id2, err), None)
                             });
-                        let _ = ta.send(line_of(&resp)).await;
+                        let _ = ta.send_bytes(line_of(&resp)).await;
+                        drop(lease);
                         drop(permit);
                     });
                 }
@@ -365,16 +367,16 @@ where
                     .unwrap_or(None);
                     match verdict {
                         Some(reply) => {
-                            let _ = to_agent.send(line_of(&reply)).await;
+                            let _ = to_agent.send_bytes(line_of(&reply)).await;
                         }
                         None => {
-                            let _ = to_editor.send(with_newline(raw)).await;
+                            let _ = to_editor.send_bytes(with_newline(raw)).await;
                         }
                     }
                 }
                 Incoming::Response { id, message } => {
                     r.note_response(&id, &message);
-                    let _ = to_editor.send(with_newline(raw)).await;
+                    let _ = to_editor.send_bytes(with_newline(raw)).await;
                 }
                 other => {
                     // A notification, batch or malformed request naming a file or
@@ -384,12 +386,12 @@ where
                         tracing::warn!(%method, "agent sent a malformed file/terminal message; not relayed");
                         if let Incoming::Invalid { id, error } = other {
                             let _ = to_agent
-                                .send(line_of(&jsonrpc::error_response(&id, error)))
+                                .send_bytes(line_of(&jsonrpc::error_response(&id, error)))
                                 .await;
                         }
                         continue;
                     }
-                    let _ = to_editor.send(with_newline(raw)).await;
+                    let _ = to_editor.send_bytes(with_newline(raw)).await;
                 }
             }
         }
@@ -423,7 +425,7 @@ async fn wait_editor_then_grace(editor_reader: &mut tokio::task::JoinHandle<()>)
 
 /// Writes raw lines; with `close`, stops (dropping, so closing, the writer) when told.
 async fn write_raw<W: AsyncWrite + Unpin>(
-    mut rx: mpsc::Receiver<Vec<u8>>,
+    mut rx: mpsc::UnboundedReceiver<Queued<Vec<u8>>>,
     mut out: W,
     close: Option<tokio::sync::oneshot::Receiver<()>>,
 ) -> std::io::Result<()> {
@@ -435,7 +437,7 @@ async fn write_raw<W: AsyncWrite + Unpin>(
                 _ = c => {
                     // Flush what is queued, then close.
                     while let Ok(m) = rx.try_recv() {
-                        out.write_all(&m).await?;
+                        out.write_all(&m.msg).await?;
                     }
                     out.flush().await?;
                     let _ = out.shutdown().await;
@@ -445,7 +447,7 @@ async fn write_raw<W: AsyncWrite + Unpin>(
             None => rx.recv().await,
         };
         let Some(m) = next else { break };
-        out.write_all(&m).await?;
+        out.write_all(&m.msg).await?;
         out.flush().await?;
     }
     let _ = out.shutdown().await;

@@ -64,7 +64,7 @@ pub async fn run(
             None => break,
             Some(Ok(m)) => m,
             Some(Err(WsProtoError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
-                too_large(&out, size, max_size).await;
+                too_large(&gw, &ctx, &out, size, max_size).await;
                 oversized = true;
                 break;
             }
@@ -76,49 +76,53 @@ pub async fn run(
         let text = match msg {
             Message::Text(t) => t,
             Message::Binary(_) => {
-                let head = Head {
-                    kind: "error".into(),
-                    request_id: None,
-                };
-                let v = protocol::error_response(
-                    &head,
-                    code::INVALID_REQUEST,
-                    "binary frames are not supported; send JSON text messages",
-                    None,
-                );
-                let _ = out.send(text_message(&v)).await;
+                let msg = "binary frames are not supported; send JSON text messages";
+                let v = protocol::error_response(&no_head(), code::INVALID_REQUEST, msg, None);
+                let outcome = Err((code::INVALID_REQUEST, msg.to_string()));
+                answer_recorded(&gw, &ctx, "invalid-message", outcome, v, &out).await;
                 continue;
             }
             Message::Close(_) => break,
+            // Control frames, answered by the WebSocket layer itself: no request.
             Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
         };
         match protocol::parse(text.as_str()) {
             Incoming::Bad(v) => {
-                let _ = out.send(text_message(&v)).await;
+                let outcome = Err((
+                    v["error"]["code"].as_i64().unwrap_or(code::INVALID_REQUEST),
+                    v["error"]["message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                ));
+                answer_recorded(&gw, &ctx, "invalid-message", outcome, v, &out).await;
             }
             Incoming::Subscribe { head, path } => {
-                let reply = match RelPath::parse_rooted(&path) {
+                let (reply, outcome) = match RelPath::parse_rooted(&path) {
                     Ok(rel) => {
                         let shown = rel.to_rooted();
                         sub_tx.send_replace(Some(rel));
-                        protocol::data_response(&head, json!({"path": shown}))
+                        (
+                            protocol::data_response(&head, json!({"path": shown})),
+                            Ok(()),
+                        )
                     }
-                    Err(e) => protocol::gateway_error_response(
-                        &head,
-                        &GatewayError::InvalidParams(format!("path {path:?}: {e}")),
-                    ),
+                    Err(e) => {
+                        let err = GatewayError::InvalidParams(format!("path {path:?}: {e}"));
+                        let outcome = Err((err.code(), err.message()));
+                        (protocol::gateway_error_response(&head, &err), outcome)
+                    }
                 };
-                if head.request_id.is_some() {
-                    let _ = out.send(text_message(&reply)).await;
-                }
+                let reply = head.request_id.is_some().then_some(reply);
+                answer_recorded_opt(&gw, &ctx, "subscribe", outcome, reply, &out).await;
             }
             Incoming::Unsubscribe { head } => {
                 sub_tx.send_replace(None);
-                if head.request_id.is_some() {
-                    let _ = out
-                        .send(text_message(&protocol::data_response(&head, json!({}))))
-                        .await;
-                }
+                let reply = head
+                    .request_id
+                    .is_some()
+                    .then(|| protocol::data_response(&head, json!({})));
+                answer_recorded_opt(&gw, &ctx, "unsubscribe", Ok(()), reply, &out).await;
             }
             Incoming::Op { head, op, base64 } => {
                 // Back-pressure: at the limit, the next message is not read until a
@@ -173,18 +177,65 @@ pub async fn run(
     tracing::debug!(session = %ctx.session, "connection closed");
 }
 
-async fn too_large(out: &mpsc::Sender<Message>, size: usize, max: usize) {
-    let head = Head {
-        kind: "error".into(),
-        request_id: None,
-    };
+async fn too_large(
+    gw: &Arc<Gateway>,
+    ctx: &Arc<RequestCtx>,
+    out: &mpsc::Sender<Message>,
+    size: usize,
+    max: usize,
+) {
     let msg = format!(
         "message of {size} bytes exceeds the limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); the connection will be closed"
     );
     tracing::warn!("{msg}");
     let extra = json!({"rule": "limits.max_message_bytes", "reason": msg});
-    let v = protocol::error_response(&head, code::LIMIT, &msg, Some(&extra));
-    let _ = out.send(text_message(&v)).await;
+    let v = protocol::error_response(&no_head(), code::LIMIT, &msg, Some(&extra));
+    answer_recorded(gw, ctx, "invalid-message", Err((code::LIMIT, msg)), v, out).await;
+}
+
+/// The head of an answer to a message that named none.
+fn no_head() -> Head {
+    Head {
+        kind: "error".into(),
+        request_id: None,
+    }
+}
+
+/// Records a message that is no workspace operation (on the blocking pool: the record
+/// is synced), then sends `reply`; if the record could not be written, the client gets
+/// that error instead.
+async fn answer_recorded(
+    gw: &Arc<Gateway>,
+    ctx: &Arc<RequestCtx>,
+    name: &'static str,
+    outcome: Result<(), (i64, String)>,
+    reply: Value,
+    out: &mpsc::Sender<Message>,
+) {
+    answer_recorded_opt(gw, ctx, name, outcome, Some(reply), out).await;
+}
+
+/// [`answer_recorded`] for a message that may expect no reply (`reply` None).
+async fn answer_recorded_opt(
+    gw: &Arc<Gateway>,
+    ctx: &Arc<RequestCtx>,
+    name: &'static str,
+    outcome: Result<(), (i64, String)>,
+    reply: Option<Value>,
+    out: &mpsc::Sender<Message>,
+) {
+    let (gw, ctx2) = (Arc::clone(gw), Arc::clone(ctx));
+    let recorded =
+        tokio::task::spawn_blocking(move || gw.serve(&ctx2, Request::message(name, outcome)))
+            .await
+            .unwrap_or_else(|e| Err(GatewayError::Internal(format!("request task failed: {e}"))));
+    let reply = match recorded {
+        Ok(_) => reply,
+        Err(e) => Some(protocol::gateway_error_response(&no_head(), &e)),
+    };
+    if let Some(v) = reply {
+        let _ = out.send(text_message(&v)).await;
+    }
 }
 
 /// Closes our side (the server closes TCP first after a close frame) and reads and

@@ -1,0 +1,99 @@
+//! A connection's outgoing messages, bounded in bytes (issue: a client that stops
+//! reading must not grow the gateway).
+//!
+//! Each queued message holds as many units of the connection's room as it has bytes
+//! (at least one, at most the whole room) until the writer has written it. A sender
+//! waits while there is no room, and the connection's reader waits before taking a new
+//! request while the room is used up ([`Outbox::wait_for_room`]), so unwritten answers
+//! never exceed the bound, whatever the client does.
+
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+
+/// One queued message and the room it holds until written.
+pub struct Queued<M> {
+    /// The message.
+    pub msg: M,
+    /// Released when the message is dropped after writing.
+    _room: OwnedSemaphorePermit,
+}
+
+/// The sending side; clone it for each producer.
+pub struct Outbox<M> {
+    tx: mpsc::UnboundedSender<Queued<M>>,
+    room: Arc<Semaphore>,
+    cap: u32,
+}
+
+impl<M> Clone for Outbox<M> {
+    fn clone(&self) -> Self {
+        Outbox {
+            tx: self.tx.clone(),
+            room: Arc::clone(&self.room),
+            cap: self.cap,
+        }
+    }
+}
+
+impl<M> Outbox<M> {
+    /// An outbox of `cap_bytes` and the receiver its writer drains.
+    pub fn new(cap_bytes: usize) -> (Outbox<M>, mpsc::UnboundedReceiver<Queued<M>>) {
+        let cap = u32::try_from(cap_bytes.max(1)).unwrap_or(u32::MAX >> 4);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let room = Arc::new(Semaphore::new(cap as usize));
+        (Outbox { tx, room, cap }, rx)
+    }
+
+    /// Queues `msg` of `len` bytes once there is room for it; false if the writer is gone.
+    pub async fn send(&self, msg: M, len: usize) -> bool {
+        let units = u32::try_from(len).unwrap_or(u32::MAX).clamp(1, self.cap);
+        let Ok(room) = Arc::clone(&self.room).acquire_many_owned(units).await else {
+            return false;
+        };
+        self.tx.send(Queued { msg, _room: room }).is_ok()
+    }
+
+    /// Waits until some of the room is free (the client has read what filled it).
+    pub async fn wait_for_room(&self) {
+        if let Ok(p) = self.room.acquire().await {
+            drop(p);
+        }
+    }
+
+    /// Bytes queued and not yet written.
+    pub fn unwritten(&self) -> usize {
+        (self.cap as usize).saturating_sub(self.room.available_permits())
+    }
+}
+
+impl Outbox<Vec<u8>> {
+    /// [`send`](Self::send) of bytes, counted by their length.
+    pub async fn send_bytes(&self, bytes: Vec<u8>) -> bool {
+        let len = bytes.len();
+        self.send(bytes, len).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn senders_wait_while_unwritten_bytes_fill_the_room() {
+        let (out, mut rx) = Outbox::<Vec<u8>>::new(10);
+        assert!(out.send(vec![0; 6], 6).await);
+        assert_eq!(out.unwritten(), 6);
+        let o2 = out.clone();
+        let blocked = tokio::spawn(async move { o2.send(vec![0; 6], 6).await });
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        assert!(!blocked.is_finished(), "no room: the sender must wait");
+        drop(rx.recv().await); // written
+        assert!(blocked.await.unwrap());
+        assert_eq!(out.unwritten(), 6);
+        // A message larger than the room takes all of it, alone.
+        drop(rx.recv().await);
+        assert!(out.send(vec![0; 100], 100).await);
+        assert_eq!(out.unwritten(), 10);
+    }
+}
