@@ -17,6 +17,8 @@ pub struct Queued<M> {
     pub msg: M,
     /// Released when the message is dropped after writing.
     _room: OwnedSemaphorePermit,
+    /// Its share of the room shared by every connection, if any.
+    _total: Option<OwnedSemaphorePermit>,
 }
 
 /// The sending side; clone it for each producer.
@@ -24,6 +26,8 @@ pub struct Outbox<M> {
     tx: mpsc::UnboundedSender<Queued<M>>,
     room: Arc<Semaphore>,
     cap: u32,
+    /// Room shared with other connections (the WebSocket server's total), and its size.
+    total: Option<(Arc<Semaphore>, u32)>,
 }
 
 impl<M> Clone for Outbox<M> {
@@ -32,6 +36,7 @@ impl<M> Clone for Outbox<M> {
             tx: self.tx.clone(),
             room: Arc::clone(&self.room),
             cap: self.cap,
+            total: self.total.clone(),
         }
     }
 }
@@ -42,7 +47,23 @@ impl<M> Outbox<M> {
         let cap = u32::try_from(cap_bytes.max(1)).unwrap_or(u32::MAX >> 4);
         let (tx, rx) = mpsc::unbounded_channel();
         let room = Arc::new(Semaphore::new(cap as usize));
-        (Outbox { tx, room, cap }, rx)
+        let total = None;
+        (
+            Outbox {
+                tx,
+                room,
+                cap,
+                total,
+            },
+            rx,
+        )
+    }
+
+    /// Also bounds this outbox by `total`, room shared with other connections (made by
+    /// [`shared_room`]).
+    pub fn sharing(mut self, total: &SharedRoom) -> Outbox<M> {
+        self.total = Some((Arc::clone(&total.0), total.1));
+        self
     }
 
     /// Queues `msg` of `len` bytes once there is room for it; false if the writer is gone.
@@ -51,7 +72,21 @@ impl<M> Outbox<M> {
         let Ok(room) = Arc::clone(&self.room).acquire_many_owned(units).await else {
             return false;
         };
-        self.tx.send(Queued { msg, _room: room }).is_ok()
+        let total = match &self.total {
+            Some((t, cap)) => {
+                let Ok(p) = Arc::clone(t).acquire_many_owned(units.min(*cap)).await else {
+                    return false;
+                };
+                Some(p)
+            }
+            None => None,
+        };
+        let queued = Queued {
+            msg,
+            _room: room,
+            _total: total,
+        };
+        self.tx.send(queued).is_ok()
     }
 
     /// Waits until some of the room is free (the client has read what filled it).
@@ -65,6 +100,16 @@ impl<M> Outbox<M> {
     pub fn unwritten(&self) -> usize {
         (self.cap as usize).saturating_sub(self.room.available_permits())
     }
+}
+
+/// Room shared by several outboxes: (the semaphore, its size in bytes).
+#[derive(Clone, Debug)]
+pub struct SharedRoom(Arc<Semaphore>, u32);
+
+/// Room of `cap_bytes` shared by several outboxes.
+pub fn shared_room(cap_bytes: usize) -> SharedRoom {
+    let cap = u32::try_from(cap_bytes.max(1)).unwrap_or(u32::MAX >> 4);
+    SharedRoom(Arc::new(Semaphore::new(cap as usize)), cap)
 }
 
 impl Outbox<Vec<u8>> {

@@ -23,21 +23,21 @@ use crate::gateway::Gateway;
 use crate::gateway::Request;
 use crate::ops::RequestCtx;
 use crate::path::RelPath;
-
-/// Messages queued for the client before producers wait.
-const OUT_QUEUE: usize = 256;
+use crate::transport::outbox::{Outbox, Queued, SharedRoom};
 
 /// How long the rest of an oversized message is read and discarded, so that closing
 /// the socket does not reset it before the client has read the error.
 const DRAIN_AFTER_OVERSIZE: Duration = Duration::from_secs(5);
 
 /// Per-connection limits.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ConnLimits {
     /// Requests served at once.
     pub max_in_flight: usize,
     /// Largest message, in bytes.
     pub max_message: usize,
+    /// Unwritten bytes of all connections together.
+    pub total: SharedRoom,
 }
 
 /// Serves one upgraded connection until the client closes it.
@@ -50,7 +50,10 @@ pub async fn run(
     subscription: Option<RelPath>,
 ) {
     let (sink, mut stream) = ws.split();
-    let (out, out_rx) = mpsc::channel::<Message>(OUT_QUEUE);
+    // Unwritten messages: at most twice the message limit per connection, and the
+    // server's total across connections; a full outbox stops reading requests.
+    let (out, out_rx) = Outbox::<Message>::new(limits.max_message.saturating_mul(2));
+    let out = out.sharing(&limits.total);
     let writer = tokio::spawn(write_all(sink, out_rx));
     let (sub_tx, sub_rx) = watch::channel(subscription);
     let events = notices.map(|n| tokio::spawn(forward_notices(n, sub_rx, out.clone())));
@@ -60,6 +63,7 @@ pub async fn run(
     let mut oversized = false;
     loop {
         while tasks.try_join_next().is_some() {}
+        out.wait_for_room().await;
         let msg = match stream.next().await {
             None => break,
             Some(Ok(m)) => m,
@@ -133,22 +137,25 @@ pub async fn run(
                 let (gw, ctx, out) = (Arc::clone(&gw), Arc::clone(&ctx), out.clone());
                 tasks.spawn(async move {
                     let head2 = head.clone();
-                    let reply = tokio::task::spawn_blocking(move || {
-                        let v = match gw.serve(&ctx, Request::Op(op)) {
-                            Ok(o) => {
-                                protocol::data_response(&head, protocol::render(&gw, o, base64))
-                            }
-                            Err(e) => protocol::gateway_error_response(&head, &e),
+                    let (reply, lease) = tokio::task::spawn_blocking(move || {
+                        let (v, lease) = match gw.serve_leased(&ctx, Request::Op(op)) {
+                            (Ok(o), lease) => (
+                                protocol::data_response(&head, protocol::render(&gw, o, base64)),
+                                lease,
+                            ),
+                            (Err(e), _) => (protocol::gateway_error_response(&head, &e), None),
                         };
-                        text_message(&v)
+                        (text_message(&v), lease)
                     })
                     .await
                     .unwrap_or_else(|e| {
                         tracing::error!("request task failed: {e}");
                         let err = GatewayError::Internal("request task failed".into());
-                        text_message(&protocol::gateway_error_response(&head2, &err))
+                        let v = protocol::gateway_error_response(&head2, &err);
+                        (text_message(&v), None)
                     });
-                    let _ = out.send(reply).await;
+                    send(&out, reply).await;
+                    drop(lease);
                     drop(permit);
                 });
             }
@@ -160,12 +167,11 @@ pub async fn run(
         e.abort();
     }
     if oversized {
-        let _ = out
-            .send(Message::Close(Some(CloseFrame {
-                code: CloseCode::Size,
-                reason: "message too large".into(),
-            })))
-            .await;
+        let close = Message::Close(Some(CloseFrame {
+            code: CloseCode::Size,
+            reason: "message too large".into(),
+        }));
+        send(&out, close).await;
     }
     drop(out);
     if let Ok(sink) = writer.await
@@ -180,7 +186,7 @@ pub async fn run(
 async fn too_large(
     gw: &Arc<Gateway>,
     ctx: &Arc<RequestCtx>,
-    out: &mpsc::Sender<Message>,
+    out: &Outbox<Message>,
     size: usize,
     max: usize,
 ) {
@@ -210,7 +216,7 @@ async fn answer_recorded(
     name: &'static str,
     outcome: Result<(), (i64, String)>,
     reply: Value,
-    out: &mpsc::Sender<Message>,
+    out: &Outbox<Message>,
 ) {
     answer_recorded_opt(gw, ctx, name, outcome, Some(reply), out).await;
 }
@@ -222,7 +228,7 @@ async fn answer_recorded_opt(
     name: &'static str,
     outcome: Result<(), (i64, String)>,
     reply: Option<Value>,
-    out: &mpsc::Sender<Message>,
+    out: &Outbox<Message>,
 ) {
     let (gw, ctx2) = (Arc::clone(gw), Arc::clone(ctx));
     let recorded =
@@ -234,7 +240,7 @@ async fn answer_recorded_opt(
         Err(e) => Some(protocol::gateway_error_response(&no_head(), &e)),
     };
     if let Some(v) = reply {
-        let _ = out.send(text_message(&v)).await;
+        let _ = send(&out, text_message(&v)).await;
     }
 }
 
@@ -259,15 +265,22 @@ fn text_message(v: &Value) -> Message {
     Message::text(v.to_string())
 }
 
+/// Queues `m` once the connection (and the server) has room for it; false if closed.
+async fn send(out: &Outbox<Message>, m: Message) -> bool {
+    let len = m.len();
+    out.send(m, len).await
+}
+
 /// Sends queued messages in order; returns the sink so an oversized connection can be
 /// drained.
-async fn write_all<S>(mut sink: S, mut rx: mpsc::Receiver<Message>) -> S
+async fn write_all<S>(mut sink: S, mut rx: mpsc::UnboundedReceiver<Queued<Message>>) -> S
 where
     S: futures_util::Sink<Message> + Unpin,
 {
-    while let Some(m) = rx.recv().await {
-        let closing = matches!(m, Message::Close(_));
-        if sink.send(m).await.is_err() || closing {
+    // Each message's room is given back once it is written (when `q` drops).
+    while let Some(q) = rx.recv().await {
+        let closing = matches!(q.msg, Message::Close(_));
+        if sink.send(q.msg).await.is_err() || closing {
             break;
         }
     }
@@ -279,7 +292,7 @@ where
 async fn forward_notices(
     mut notices: broadcast::Receiver<Arc<Notice>>,
     subscription: watch::Receiver<Option<RelPath>>,
-    out: mpsc::Sender<Message>,
+    out: Outbox<Message>,
 ) {
     loop {
         let msg = match notices.recv().await {
@@ -302,7 +315,7 @@ async fn forward_notices(
             }
             Err(broadcast::error::RecvError::Closed) => return,
         };
-        if out.send(text_message(&msg)).await.is_err() {
+        if !send(&out, text_message(&msg)).await {
             return;
         }
     }

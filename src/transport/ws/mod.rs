@@ -105,9 +105,12 @@ pub async fn serve_with_token(
     let policy_limit = gw.policy().limits().max_message_bytes;
     let max_message =
         usize::try_from(settings.effective_max_message(policy_limit)).unwrap_or(usize::MAX);
+    // Unwritten answers of all connections together: as much as two connections' own
+    // bounds, however many connections there are.
     let limits = conn::ConnLimits {
         max_in_flight: settings.max_in_flight,
         max_message,
+        total: crate::transport::outbox::shared_room(max_message.saturating_mul(4)),
     };
     let watcher = match watch::Watcher::start(
         Arc::clone(&gw),
@@ -148,7 +151,7 @@ pub async fn serve_with_token(
         let job = Accepted {
             gw: Arc::clone(&gw),
             keeper: Arc::clone(&keeper),
-            limits,
+            limits: limits.clone(),
             slot: Arc::clone(&connections).try_acquire_owned().ok(),
             notices: watcher.as_ref().map(|w| w.subscribe()),
             session: session_id(n),
@@ -273,7 +276,15 @@ impl Accepted {
             transport: "ws",
             peer: peer.to_string(),
         };
-        conn::run(ws, self.gw, ctx, self.limits, self.notices, subscription).await;
+        conn::run(
+            ws,
+            self.gw,
+            ctx,
+            self.limits.clone(),
+            self.notices,
+            subscription,
+        )
+        .await;
         drop(self.slot);
     }
 }
