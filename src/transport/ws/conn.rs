@@ -240,7 +240,7 @@ async fn answer_recorded_opt(
         Err(e) => Some(protocol::gateway_error_response(&no_head(), &e)),
     };
     if let Some(v) = reply {
-        let _ = send(&out, text_message(&v)).await;
+        let _ = send(out, text_message(&v)).await;
     }
 }
 
