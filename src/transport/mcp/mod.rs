@@ -23,6 +23,7 @@ mod compat;
 mod describe;
 mod edits;
 mod guard;
+mod leases;
 mod render;
 mod tools;
 
@@ -55,6 +56,8 @@ pub struct McpServer {
     catalog: Catalog,
     /// Bounds the tool calls running at once; more wait for a slot.
     slots: Arc<Semaphore>,
+    /// Content budget held by answers the SDK has not written out yet.
+    held: Arc<leases::Held>,
 }
 
 /// Tool calls served at once per connection (as on the ACP transport).
@@ -74,6 +77,7 @@ impl McpServer {
             ctx: Arc::new(ctx),
             catalog: Catalog::new(),
             slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            held: Arc::new(leases::Held::default()),
         }
     }
 
@@ -230,7 +234,7 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(tool) = ToolId::from_name(&request.name) else {
             let err = McpError::invalid_params(format!("unknown tool: {}", request.name), None);
@@ -243,17 +247,19 @@ impl ServerHandler for McpServer {
             .acquire_owned()
             .await
             .map_err(|_| McpError::internal_error("server shutting down", None))?;
-        let result = tokio::task::spawn_blocking(move || {
+        let (result, taken) = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            tools::call(&gw, &ctx, tool, args)
+            let result = tools::call(&gw, &ctx, tool, args);
+            (result, leases::take())
         })
         .await
         .unwrap_or_else(|e| {
             tracing::error!(tool = tool.name(), "tool task failed: {e}");
-            CallToolResult::error(vec![ContentBlock::text(
-                "internal error: the tool task failed",
-            )])
+            let text = "internal error: the tool task failed";
+            (CallToolResult::error(vec![ContentBlock::text(text)]), Vec::new())
         });
+        let id = serde_json::to_string(&context.id).unwrap_or_default();
+        self.held.keep(id, taken);
         Ok(result.into())
     }
 }
@@ -279,6 +285,7 @@ where
         errors_rx,
         Arc::clone(&server.gw),
         Arc::clone(&server.ctx),
+        Arc::clone(&server.held),
     ));
     let transport = AsyncRwTransport::new_server(input, sdk_out)
         .with_max_line_length(max.saturating_add(guard::SLACK));
@@ -309,6 +316,7 @@ async fn copy_out<R, W>(
     mut errors: tokio::sync::mpsc::UnboundedReceiver<String>,
     gw: Arc<Gateway>,
     ctx: Arc<RequestCtx>,
+    held: Arc<leases::Held>,
 ) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
@@ -359,6 +367,7 @@ where
                 if line.ends_with(b"\n") {
                     to.write_all(&line).await?;
                     to.flush().await?;
+                    held.written(&line);
                     line.clear();
                 }
             }

@@ -63,7 +63,7 @@ fn run(
     tool: ToolId,
     args: JsonObject,
 ) -> Result<CallToolResult, ToolError> {
-    let handle = |op: Op| gw.serve(ctx, Request::Op(op)).map_err(ToolError::from);
+    let handle = |op: Op| super::leases::serve_op(gw, ctx, op).map_err(ToolError::from);
     let result = match tool {
         ToolId::ReadTextFile | ToolId::ReadFile => {
             compat::read_text(gw, ctx, tool.name(), parse(tool, args)?)?

@@ -86,7 +86,7 @@ fn edit_with_diff(
                 new_text: edited.new_raw,
             }
         };
-        gw.serve(ctx, Request::Op(op)).map_err(|e| match e {
+        super::super::leases::serve_op(gw, ctx, op).map_err(|e| match e {
             GatewayError::InvalidParams(_) => ToolError::Failed(format!(
                 "{abs} changed while it was being edited; nothing was written (read it again and retry)"
             )),

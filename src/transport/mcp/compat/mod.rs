@@ -12,12 +12,11 @@ pub(super) use read::{read_media, read_multiple, read_text};
 
 use super::render::ToolError;
 use crate::gateway::Gateway;
-use crate::gateway::Request;
 use crate::ops::{Op, Output, RequestCtx};
 use crate::workspace::Entry;
 
 fn handle(gw: &Gateway, ctx: &RequestCtx, op: Op) -> Result<Output, ToolError> {
-    gw.serve(ctx, Request::Op(op)).map_err(ToolError::from)
+    super::leases::serve_op(gw, ctx, op).map_err(ToolError::from)
 }
 
 fn unexpected(tool: &str) -> ToolError {
