@@ -234,7 +234,27 @@ pub enum Output {
         info: StatInfo,
     },
     /// Matching paths (`glob`).
-    Paths(Vec<RelPath>),
+    Paths {
+        /// The paths, in walk order.
+        paths: Vec<RelPath>,
+        /// The list stopped at the message limit: there are more.
+        truncated: bool,
+    },
     /// Grep hits.
-    Grep(Vec<GrepMatch>),
+    Grep {
+        /// The hits, in walk order.
+        hits: Vec<GrepMatch>,
+        /// The list stopped at the message limit: there are more.
+        truncated: bool,
+    },
+}
+
+impl Output {
+    /// A complete list of paths.
+    pub fn paths(paths: Vec<RelPath>) -> Output {
+        Output::Paths {
+            paths,
+            truncated: false,
+        }
+    }
 }

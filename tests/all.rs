@@ -61,3 +61,5 @@ mod backup_gateway;
 mod crash_gateway;
 // Write-ahead records: a failing audit log refuses changes; kill -9 at each syscall of a change, then restart reconciles it.
 mod writeahead;
+// Bounded memory and answers: a client that stops reading, truncated listings, reads over the message limit.
+mod bounded;

@@ -84,18 +84,7 @@ impl Drop for Lease {
     }
 }
 
-/// The size of `s` once written as a JSON string (quotes included), without building it.
-pub fn json_string_len(s: &str) -> u64 {
-    let extra: u64 = s
-        .bytes()
-        .map(|b| match b {
-            b'"' | b'\\' | 0x08 | 0x09 | 0x0a | 0x0c | 0x0d => 1,
-            0..=0x1f => 5,
-            _ => 0,
-        })
-        .sum();
-    s.len() as u64 + extra + 2
-}
+pub use crate::workspace::json_string_len;
 
 #[cfg(test)]
 mod tests {

@@ -115,11 +115,11 @@ impl Gateway {
         };
         let res = match self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts) {
             Ok(r) => r,
-            Err(GatewayError::NotFound { .. }) => return Ok(Output::Paths(Vec::new())),
+            Err(GatewayError::NotFound { .. }) => return Ok(Output::paths(Vec::new())),
             Err(e) => return Err(e),
         };
         if !res.exists {
-            return Ok(Output::Paths(Vec::new()));
+            return Ok(Output::paths(Vec::new()));
         }
         if res.real != rp.rel {
             // The base is reached through a symlink: match on the lexical names.
@@ -128,11 +128,16 @@ impl Gateway {
                 rp.shown
             )));
         }
-        let matches = self
+        let (paths, truncated) = self
             .workspace
-            .glob(&glob, &res.real, &|e| visible(pol, e))
+            .glob(&glob, &res.real, self.answer_room(pol, ctx), &|e| {
+                visible(pol, e)
+            })
             .map_err(|e| ws_error(e, &rp.shown))?;
-        Ok(Output::Paths(matches))
+        if truncated {
+            facts.args.insert("truncated".into(), true.into());
+        }
+        Ok(Output::Paths { paths, truncated })
     }
 
     /// A glob pattern relative to the root: relative as given, or absolute under it.
@@ -279,9 +284,11 @@ impl Gateway {
             include: include.as_ref(),
             max_results: max,
             max_file_bytes: pol.limits().max_read_bytes,
+            max_answer_bytes: self.answer_room(pol, ctx).0,
+            item_extra: self.answer_room(pol, ctx).1,
             content_gate: scanner.map(|_| &gate as &ContentGate),
         };
-        let mut hits = self
+        let (mut hits, truncated) = self
             .workspace
             .grep(&res.real, is_dir, &opts, &|e| visible(pol, e))
             .map_err(|e| ws_error(e, &rp.shown))?;
@@ -307,7 +314,25 @@ impl Gateway {
             }
         }
         facts.args.insert("matches".into(), hits.len().into());
-        Ok(Output::Grep(hits))
+        if truncated {
+            facts.args.insert("truncated".into(), true.into());
+        }
+        Ok(Output::Grep { hits, truncated })
+    }
+
+    /// How many bytes a listing may fill in the answer (the message limit, less room
+    /// for the envelope; MCP answers carry it twice), and what each item adds beyond
+    /// its relative path (the root, for absolute paths).
+    fn answer_room(&self, pol: &Policy, ctx: &RequestCtx) -> (u64, u64) {
+        let max = pol.limits().max_message_bytes;
+        let envelope = 4096 + max / 16;
+        let copies = if ctx.transport == "mcp" { 2 } else { 1 };
+        let room = max.saturating_sub(envelope) / copies;
+        let extra = match ctx.style {
+            crate::ops::PathStyle::Rooted => 1,
+            _ => self.workspace.root_path().as_os_str().len() as u64 + 1,
+        };
+        (room, extra)
     }
 }
 

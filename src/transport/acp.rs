@@ -216,11 +216,11 @@ pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
             "modified": info.modified,
             "permissions": info.permissions,
         }}),
-        Output::Paths(paths) => {
+        Output::Paths { paths, truncated } => {
             let list: Vec<String> = paths.iter().map(|p| gw.show_path(style, p)).collect();
-            json!({ "matches": list })
+            with_truncated(json!({ "matches": list }), truncated)
         }
-        Output::Grep(hits) => {
+        Output::Grep { hits, truncated } => {
             let list: Vec<Value> = hits
                 .into_iter()
                 .map(|h| {
@@ -231,9 +231,18 @@ pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
                     })
                 })
                 .collect();
-            json!({ "matches": list })
+            with_truncated(json!({ "matches": list }), truncated)
         }
     }
+}
+
+/// Adds `"truncated": true` to a listing that stopped at the message limit (and
+/// nothing to a complete one, whose shape stays as it always was).
+pub fn with_truncated(mut v: Value, truncated: bool) -> Value {
+    if truncated && let Some(m) = v.as_object_mut() {
+        m.insert("truncated".into(), Value::Bool(true));
+    }
+    v
 }
 
 /// The `initialize` result: capabilities follow the policy.

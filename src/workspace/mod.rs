@@ -20,7 +20,7 @@ use cap_std::fs::Dir;
 pub use kind::FileKind;
 pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary, text_window};
 pub use resolve::{Follow, Resolved};
-pub use search::{ContentGate, GrepMatch, GrepOptions, IncludeGlob};
+pub use search::{ContentGate, GrepMatch, GrepOptions, IncludeGlob, json_string_len};
 pub use walk::Visit;
 pub use walk::{Entry, TEMP_PREFIX};
 

@@ -39,6 +39,11 @@ pub struct GrepOptions<'a> {
     pub max_results: usize,
     /// Skip files larger than this.
     pub max_file_bytes: u64,
+    /// Stop once the hits would take this many bytes in the answer (then say so).
+    pub max_answer_bytes: u64,
+    /// Bytes each hit adds to the answer beyond its path and line (the root, when
+    /// paths are shown absolute).
+    pub item_extra: u64,
     /// A gate on each file's content: when given, the file is read whole and searched
     /// only if the gate passes those very bytes (so a file cannot change between the
     /// check and the search). `None`: files are streamed unchecked.
@@ -80,22 +85,29 @@ impl Workspace {
         &self,
         glob: &GlobMatcher,
         base: &RelPath,
+        (max_answer_bytes, item_extra): (u64, u64),
         visible: &dyn Fn(&Entry) -> bool,
-    ) -> Result<Vec<RelPath>, WsError> {
+    ) -> Result<(Vec<RelPath>, bool), WsError> {
         let mut out = Vec::new();
+        let mut used = 0u64;
+        let mut truncated = false;
         let r = self.walk(base, &mut |e| {
             if !visible(e) {
                 return Visit::Skip;
             }
             if glob.is_match(e.path.as_str()) {
+                used += json_string_len(e.path.as_str()) + PER_ITEM + item_extra;
+                if used > max_answer_bytes {
+                    truncated = true;
+                    return Visit::Stop;
+                }
                 out.push(e.path.clone());
             }
             Visit::Descend
         });
         match r {
-            Err(WsError::NotFound) | Err(WsError::NotDir) => Ok(out),
+            Err(WsError::NotFound) | Err(WsError::NotDir) | Ok(()) => Ok((out, truncated)),
             Err(e) => Err(e),
-            Ok(()) => Ok(out),
         }
     }
 
@@ -107,8 +119,10 @@ impl Workspace {
         start_is_dir: bool,
         opts: &GrepOptions<'_>,
         readable: &dyn Fn(&Entry) -> bool,
-    ) -> Result<Vec<GrepMatch>, WsError> {
+    ) -> Result<(Vec<GrepMatch>, bool), WsError> {
         let mut out = Vec::new();
+        let used = std::cell::Cell::new(0u64);
+        let truncated = std::cell::Cell::new(false);
         let mut searcher = SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
@@ -126,10 +140,20 @@ impl Workspace {
             let remaining = opts.max_results.saturating_sub(out.len());
             let mut found = 0usize;
             let sink = Lossy(|lnum, line| {
+                let line = clip(line.trim_end_matches(['\n', '\r']));
+                let size = json_string_len(&line)
+                    + json_string_len(path.as_str())
+                    + PER_ITEM
+                    + opts.item_extra;
+                if used.get() + size > opts.max_answer_bytes {
+                    truncated.set(true);
+                    return Ok(false);
+                }
+                used.set(used.get() + size);
                 out.push(GrepMatch {
                     path: path.clone(),
                     line_number: lnum,
-                    line: clip(line.trim_end_matches(['\n', '\r'])),
+                    line,
                 });
                 found += 1;
                 Ok(found < remaining)
@@ -157,10 +181,10 @@ impl Workspace {
         };
         if !start_is_dir {
             search_one(start, &mut out)?;
-            return Ok(out);
+            return Ok((out, truncated.get()));
         }
         self.walk(start, &mut |e| {
-            if out.len() >= opts.max_results {
+            if out.len() >= opts.max_results || truncated.get() {
                 return Visit::Stop;
             }
             if !readable(e) {
@@ -178,8 +202,24 @@ impl Workspace {
             }
         })?;
         out.truncate(opts.max_results);
-        Ok(out)
+        Ok((out, truncated.get()))
     }
+}
+
+/// What one listed item adds to an answer beyond its strings (field names, numbers).
+const PER_ITEM: u64 = 48;
+
+/// The size of `s` once written as a JSON string (quotes included), without building it.
+pub fn json_string_len(s: &str) -> u64 {
+    let extra: u64 = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | 0x09 | 0x0a | 0x0c | 0x0d => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    s.len() as u64 + extra + 2
 }
 
 fn clip(line: &str) -> String {

@@ -256,7 +256,10 @@ impl ServerHandler for McpServer {
         .unwrap_or_else(|e| {
             tracing::error!(tool = tool.name(), "tool task failed: {e}");
             let text = "internal error: the tool task failed";
-            (CallToolResult::error(vec![ContentBlock::text(text)]), Vec::new())
+            (
+                CallToolResult::error(vec![ContentBlock::text(text)]),
+                Vec::new(),
+            )
         });
         let id = serde_json::to_string(&context.id).unwrap_or_default();
         self.held.keep(id, taken);

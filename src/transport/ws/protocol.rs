@@ -304,16 +304,16 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
             "modified": info.modified,
             "permissions": info.permissions,
         }),
-        Output::Paths(paths) => {
+        Output::Paths { paths, truncated } => {
             let list: Vec<String> = paths.iter().map(|p| gw.show_path(style, p)).collect();
-            json!({"matches": list})
+            crate::transport::acp::with_truncated(json!({"matches": list}), truncated)
         }
-        Output::Grep(hits) => {
+        Output::Grep { hits, truncated } => {
             let list: Vec<Value> = hits
                 .into_iter()
                 .map(|h| json!({"path": gw.show_path(style, &h.path), "lineNumber": h.line_number, "line": h.line}))
                 .collect();
-            json!({"matches": list})
+            crate::transport::acp::with_truncated(json!({"matches": list}), truncated)
         }
     }
 }

@@ -245,7 +245,7 @@ pub(in crate::transport::mcp) fn search_files(
         }
     };
     let paths = match handle(gw, ctx, Op::Glob { pattern })? {
-        Output::Paths(p) => p,
+        Output::Paths { paths, .. } => paths,
         _ => return Err(unexpected("search_files")),
     };
     let base = base.unwrap_or_default();

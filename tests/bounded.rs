@@ -1,0 +1,169 @@
+//! Bounded memory and bounded answers (issue 10, point 3): a client that stops reading
+//! cannot grow the gateway, and no answer exceeds the message limit: a listing stops
+//! and says `truncated`, a read that would not fit is refused before it is built.
+//!
+//! Included from tests/all.rs as `mod bounded;` (uses `crate::common`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::common::{Gate, LIMIT, bin};
+
+/// A policy whose messages are at most `max_message` bytes.
+fn policy(max_message: u64) -> String {
+    let base = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/policies/default.toml"
+    ))
+    .expect("default policy");
+    base.replace(
+        "[limits]\n",
+        &format!("[limits]\nmax_message_bytes = {max_message}\n"),
+    )
+}
+
+fn vm_hwm_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .expect("VmHWM");
+    kb / 1024
+}
+
+#[test]
+fn a_client_that_stops_reading_cannot_grow_the_gateway() {
+    // 200 pipelined reads of a 1 MiB file (200 MiB of answers) with a 2 MiB message
+    // limit: at most twice that is queued, and the content budget holds the rest back.
+    let ws = tempfile::tempdir().expect("tempdir");
+    let state = tempfile::tempdir().expect("tempdir");
+    std::fs::write(ws.path().join("big.txt"), "x".repeat(1 << 20)).expect("write");
+    let pol = state.path().join("policy.toml");
+    std::fs::write(&pol, policy(2 << 20)).expect("policy");
+    let mut child = Command::new(bin())
+        .arg("serve")
+        .arg("--workspace")
+        .arg(ws.path())
+        .arg("--policy")
+        .arg(&pol)
+        .arg("--audit-log")
+        .arg(state.path().join("audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(state.path().join("b"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let path = ws.path().join("big.txt").display().to_string();
+    const N: usize = 200;
+    let writer = std::thread::spawn(move || {
+        for i in 0..N {
+            let req = json!({"jsonrpc": "2.0", "id": i, "method": "fs/read_text_file",
+                             "params": {"sessionId": "s", "path": path}});
+            if writeln!(stdin, "{req}").is_err() {
+                return;
+            }
+        }
+        let _ = stdin.flush();
+        // Keep stdin open until the answers were read.
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let stalled = vm_hwm_mib(pid);
+    // Now read everything: every request is answered.
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut answered = 0;
+    let mut line = String::new();
+    while answered < N {
+        line.clear();
+        if out.read_line(&mut line).expect("read") == 0 {
+            break;
+        }
+        // (Parsing 200 MiB of JSON in a debug build would take longer than the test.)
+        assert!(
+            line.len() > 1 << 20 && line.starts_with("{\"id\":"),
+            "{}",
+            &line[..line.len().min(200)]
+        );
+        assert!(
+            line.contains("\"result\":{\"content\":\"xxxx"),
+            "not a read result"
+        );
+        answered += 1;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(writer);
+    assert_eq!(answered, N);
+    eprintln!("bounded: peak RSS {stalled} MiB while 200 MiB of answers waited");
+    assert!(
+        stalled < 100,
+        "the gateway grew to {stalled} MiB while the client did not read"
+    );
+}
+
+#[test]
+fn grep_and_glob_stop_at_the_message_limit_and_say_so() {
+    let g = Gate::with_policy(&policy(64 * 1024));
+    let line = format!("needle {}\n", "y".repeat(1000));
+    for i in 0..40 {
+        g.put(&format!("d/f{i:02}.txt"), line.repeat(50));
+    }
+    let r = g.ok(
+        "_fsgate/grep",
+        json!({"sessionId": "s", "pattern": "needle", "maxResults": 100000}),
+    );
+    assert_eq!(r["truncated"], true, "{}", r.to_string().len());
+    let hits = r["matches"].as_array().expect("matches").len();
+    assert!(hits > 10 && hits < 2000, "{hits} hits");
+    assert!(
+        r.to_string().len() < 64 * 1024,
+        "answer of {} bytes",
+        r.to_string().len()
+    );
+    // A search that fits says nothing of truncation.
+    let r = g.ok(
+        "_fsgate/grep",
+        json!({"sessionId": "s", "pattern": "needle", "maxResults": 3}),
+    );
+    assert_eq!(r["matches"].as_array().map(Vec::len), Some(3));
+    assert!(r.get("truncated").is_none(), "{r}");
+    // Globs likewise.
+    for i in 0..2000 {
+        g.put(
+            &format!("many/a-rather-long-file-name-number-{i:05}.txt"),
+            "",
+        );
+    }
+    let r = g.ok(
+        "_fsgate/glob",
+        json!({"sessionId": "s", "pattern": "many/*.txt"}),
+    );
+    assert_eq!(r["truncated"], true);
+    assert!(r.to_string().len() < 64 * 1024);
+}
+
+#[test]
+fn a_read_whose_answer_would_exceed_the_limit_is_refused_before_it_is_built() {
+    let g = Gate::with_policy(&policy(64 * 1024));
+    // 20 KiB of control characters: six times larger once JSON-escaped.
+    g.put("ctl.txt", "\u{1}".repeat(20 * 1024));
+    let e = g.err("fs/read_text_file", json!({"path": g.abs("ctl.txt")}));
+    assert_eq!(e.code, LIMIT, "{e:?}");
+    assert!(e.message.contains("message limit"), "{}", e.message);
+    // Read in parts, it fits.
+    g.put("lines.txt", "\u{1}\n".repeat(5000));
+    let r = g.ok(
+        "fs/read_text_file",
+        json!({"path": g.abs("lines.txt"), "line": 1, "limit": 100}),
+    );
+    assert_eq!(r["content"].as_str().map(str::len), Some(200));
+}
