@@ -6,11 +6,12 @@ fn main() -> std::process::ExitCode {
 }
 
 /// glibc raises its mmap threshold each time a large block is freed, after which blocks
-/// of file size come from per-thread arenas and are kept by the process after use: with
-/// many reads of large files on many threads, the memory high-water mark then grows far
-/// beyond what is ever in use at once. A fixed threshold keeps every block of 1 MiB or
-/// more in its own mapping, given back to the system when freed, so the gateway's
-/// memory follows its byte budgets.
+/// of file size come from per-thread arenas and are kept by the process after use, and
+/// it gives each of up to 8 threads per core an arena of its own that keeps what it
+/// once held: with many requests on many threads, the memory high-water mark then grows
+/// far beyond what is ever in use at once. A fixed threshold keeps every block of 1 MiB
+/// or more in its own mapping, given back when freed, and two arenas are shared by all
+/// threads, so the gateway's memory follows its byte budgets.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 fn bound_allocator_retention() {
@@ -18,6 +19,7 @@ fn bound_allocator_retention() {
     // in main, before any other thread exists. A failure (0) leaves the default.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
 

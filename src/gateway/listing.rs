@@ -13,6 +13,12 @@ use crate::workspace::{ContentGate, Entry, FileKind, Follow, GrepOptions, Includ
 /// Default and ceiling for grep's `maxResults`.
 const GREP_DEFAULT_MAX: usize = 1000;
 const GREP_CEILING: usize = 100_000;
+/// A listing is held about three times while it is answered (the hits, the JSON value
+/// the door builds, its encoding): its budget lease counts all three.
+const RENDER_COPIES: u64 = 3;
+/// What one grep hit adds to an answer, for the budget: a clipped line (4 KiB), a
+/// path, the fields. (The answer itself is bounded exactly by the message limit.)
+const MAX_HIT_BYTES: u64 = 4096 + 256 + 64;
 
 impl Gateway {
     pub(super) fn ls(
@@ -128,11 +134,12 @@ impl Gateway {
                 rp.shown
             )));
         }
+        let room = self.answer_room(pol, ctx);
+        // The answer may fill the whole room: hold that much of the budget for it.
+        facts.lease = Some(self.budget.lease(room.0.saturating_mul(RENDER_COPIES)));
         let (paths, truncated) = self
             .workspace
-            .glob(&glob, &res.real, self.answer_room(pol, ctx), &|e| {
-                visible(pol, e)
-            })
+            .glob(&glob, &res.real, room, &|e| visible(pol, e))
             .map_err(|e| ws_error(e, &rp.shown))?;
         if truncated {
             facts.args.insert("truncated".into(), true.into());
@@ -279,13 +286,18 @@ impl Gateway {
                 false
             }
         };
+        // Hold budget for the largest answer these hits can make (lines are clipped).
+        let (room, item_extra) = self.answer_room(pol, ctx);
+        let per_hit = MAX_HIT_BYTES + item_extra;
+        let answer = room.min((max as u64).saturating_mul(per_hit));
+        facts.lease = Some(self.budget.lease(answer.saturating_mul(RENDER_COPIES)));
         let opts = GrepOptions {
             matcher: &matcher,
             include: include.as_ref(),
             max_results: max,
             max_file_bytes: pol.limits().max_read_bytes,
-            max_answer_bytes: self.answer_room(pol, ctx).0,
-            item_extra: self.answer_room(pol, ctx).1,
+            max_answer_bytes: room,
+            item_extra,
             content_gate: scanner.map(|_| &gate as &ContentGate),
         };
         let (mut hits, truncated) = self
