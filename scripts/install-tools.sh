@@ -14,3 +14,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "install-tools: please install: ${missing[*]}" >&2
   fi
 fi
+# The independent audit verifier (audit/verify.py) checks signatures with `cryptography`.
+if ! python3 -c "import cryptography" >/dev/null 2>&1; then
+  python3 -m pip install -q --disable-pip-version-check cryptography
+fi

@@ -24,8 +24,9 @@ fn python_ready() -> bool {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!(
-            "SKIPPED (Python half): python3 with the `cryptography` package is not available"
+        crate::common::skip_or_fail(
+            "audit_gateway (Python half)",
+            "python3 with the `cryptography` package is not available",
         );
     }
     ok
@@ -289,7 +290,10 @@ fn mount_tmpfs(dir: &Path, size: &str) -> bool {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root)");
+        crate::common::skip_or_fail(
+            "audit_gateway (full disk)",
+            "cannot mount a tmpfs here (needs root)",
+        );
     }
     ok
 }

@@ -530,7 +530,10 @@ fn a_backup_that_cannot_be_saved_refuses_the_change() {
             json!({"path": g.abs("frozen.txt"), "content": "frozen v3\n"}),
         );
     } else {
-        eprintln!("SKIPPED (chattr +i sub-case): chattr unavailable or unsupported here");
+        crate::common::skip_or_fail(
+            "backup_gateway (chattr +i sub-case)",
+            "chattr unavailable or unsupported here",
+        );
     }
     // And the whole `files` directory immutable: a first backup of a new path fails.
     let files = backup_dir(&g).join("files");
@@ -540,7 +543,10 @@ fn a_backup_that_cannot_be_saved_refuses_the_change() {
         assert_write_refused(&g, "fresh.txt", "fresh v1\n", "fresh v2\n");
         drop(guard);
     } else {
-        eprintln!("SKIPPED (chattr +i on files/): chattr unavailable or unsupported here");
+        crate::common::skip_or_fail(
+            "backup_gateway (chattr +i on files/)",
+            "chattr unavailable or unsupported here",
+        );
     }
     stop(&mut g);
     assert_eq!(verify_exit(&g.audit_log), 0);

@@ -57,8 +57,11 @@ fn run_driver(
     dirs: &Dirs,
 ) -> Option<Value> {
     let Some(py) = python(py_var, venv) else {
-        println!(
-            "SKIPPED: no Python for {driver}: set {py_var} or run ./scripts/install-peers.sh (.peers/{venv})"
+        crate::common::skip_or_fail(
+            driver,
+            &format!(
+                "no Python for it: set {py_var} or run ./scripts/install-peers.sh (.peers/{venv})"
+            ),
         );
         return None;
     };
