@@ -1,5 +1,17 @@
-//! One WebSocket connection: its requests (served concurrently, up to a limit), its
-//! subscription, and its share of the change notices.
+//! One WebSocket connection: its requests (served concurrently, within limits in count
+//! and bytes), its subscription, and its share of the change notices.
+//!
+//! Every message that arrives goes through [`Gateway::serve`] exactly once: a workspace
+//! operation as [`Request::Op`], anything else (malformed, binary, oversized,
+//! subscribe, unknown type) as [`Request::message`] with the answer the client gets.
+//!
+//! Memory: answers wait in an [`Outbox`] counted in encoded bytes (twice the message
+//! limit per connection, and the server's total across connections); while it is full
+//! the connection reads no further message, so a client that stops reading stops being
+//! served. Requests in flight are bounded in count and in bytes, per connection and
+//! across the server; an answer over the message limit becomes a limit error. Change
+//! events wait in a small [`Mailbox`] that turns into one `overflow` event when the
+//! client does not keep up.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +20,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{Semaphore, broadcast, mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -16,12 +28,13 @@ use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsProtoError
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
+use super::mailbox::{Lost, Mailbox};
 use super::protocol::{self, Head, Incoming};
 use super::watch::Notice;
 use crate::error::{GatewayError, code};
 use crate::gateway::Gateway;
 use crate::gateway::Request;
-use crate::ops::RequestCtx;
+use crate::ops::{Op, RequestCtx};
 use crate::path::RelPath;
 use crate::transport::outbox::{Outbox, Queued, SharedRoom};
 
@@ -29,15 +42,45 @@ use crate::transport::outbox::{Outbox, Queued, SharedRoom};
 /// the socket does not reset it before the client has read the error.
 const DRAIN_AFTER_OVERSIZE: Duration = Duration::from_secs(5);
 
-/// Per-connection limits.
+/// Limits of one connection, and the server-wide budgets it shares.
 #[derive(Debug, Clone)]
 pub struct ConnLimits {
     /// Requests served at once.
     pub max_in_flight: usize,
-    /// Largest message, in bytes.
+    /// Largest message, in bytes (in or out).
     pub max_message: usize,
-    /// Unwritten bytes of all connections together.
+    /// Unwritten answer bytes across all connections.
     pub total: SharedRoom,
+    /// Bytes reserved by requests in flight across all connections.
+    pub server_in_flight: Arc<Semaphore>,
+}
+
+impl ConnLimits {
+    /// Unwritten reply bytes after which the connection stops reading.
+    pub fn conn_out(&self) -> usize {
+        self.max_message.saturating_mul(2)
+    }
+
+    /// Bytes reserved by one connection's requests in flight.
+    pub fn conn_in_flight(&self) -> usize {
+        self.max_message.saturating_mul(2)
+    }
+}
+
+/// The server-wide budget (unwritten replies, and requests in flight, each): 64 MiB, or
+/// four messages if that is more.
+pub fn server_budget(max_message: usize) -> usize {
+    (64usize << 20).max(max_message.saturating_mul(4))
+}
+
+/// What one connection shares with its request tasks.
+struct Shared {
+    gw: Arc<Gateway>,
+    ctx: Arc<RequestCtx>,
+    out: Outbox<Message>,
+    limits: ConnLimits,
+    slots: Arc<Semaphore>,
+    bytes: Arc<Semaphore>,
 }
 
 /// Serves one upgraded connection until the client closes it.
@@ -50,118 +93,79 @@ pub async fn run(
     subscription: Option<RelPath>,
 ) {
     let (sink, mut stream) = ws.split();
-    // Unwritten messages: at most twice the message limit per connection, and the
-    // server's total across connections; a full outbox stops reading requests.
-    let (out, out_rx) = Outbox::<Message>::new(limits.max_message.saturating_mul(2));
+    let (out, out_rx) = Outbox::<Message>::new(limits.conn_out());
     let out = out.sharing(&limits.total);
-    let writer = tokio::spawn(write_all(sink, out_rx));
+    let mailbox = Mailbox::default();
+    let writer = tokio::spawn(write_all(sink, out_rx, mailbox.clone()));
     let (sub_tx, sub_rx) = watch::channel(subscription);
-    let events = notices.map(|n| tokio::spawn(forward_notices(n, sub_rx, out.clone())));
-    let ctx = Arc::new(ctx);
-    let slots = Arc::new(Semaphore::new(limits.max_in_flight));
+    let events = notices.map(|n| tokio::spawn(forward_notices(n, sub_rx, mailbox)));
+    let sh = Arc::new(Shared {
+        gw,
+        ctx: Arc::new(ctx),
+        out: out.clone(),
+        slots: Arc::new(Semaphore::new(limits.max_in_flight)),
+        bytes: Arc::new(Semaphore::new(permits(limits.conn_in_flight()))),
+        limits,
+    });
     let mut tasks = JoinSet::new();
     let mut oversized = false;
     loop {
         while tasks.try_join_next().is_some() {}
+        // Back-pressure: a client that does not read its replies is not read either.
         out.wait_for_room().await;
-        let msg = match stream.next().await {
+        let text = match stream.next().await {
             None => break,
-            Some(Ok(m)) => m,
+            Some(Ok(Message::Text(t))) => t,
+            Some(Ok(Message::Binary(_))) => {
+                let reply =
+                    invalid_request("binary frames are not supported; send JSON text messages");
+                answer(&sh, "invalid-message", reply).await;
+                continue;
+            }
+            Some(Ok(Message::Close(_))) => break,
+            Some(Ok(_)) => continue,
             Some(Err(WsProtoError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
-                too_large(&gw, &ctx, &out, size, max_size).await;
+                answer(&sh, "invalid-message", too_large(size, max_size)).await;
                 oversized = true;
                 break;
             }
             Some(Err(e)) => {
-                tracing::debug!(session = %ctx.session, "connection ended: {e}");
+                tracing::debug!(session = %sh.ctx.session, "connection ended: {e}");
                 break;
             }
         };
-        let text = match msg {
-            Message::Text(t) => t,
-            Message::Binary(_) => {
-                let msg = "binary frames are not supported; send JSON text messages";
-                let v = protocol::error_response(&no_head(), code::INVALID_REQUEST, msg, None);
-                let outcome = Err((code::INVALID_REQUEST, msg.to_string()));
-                answer_recorded(&gw, &ctx, "invalid-message", outcome, v, &out).await;
-                continue;
-            }
-            Message::Close(_) => break,
-            // Control frames, answered by the WebSocket layer itself: no request.
-            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
-        };
+        let size = text.len();
         match protocol::parse(text.as_str()) {
-            Incoming::Bad(v) => {
-                let outcome = Err((
-                    v["error"]["code"].as_i64().unwrap_or(code::INVALID_REQUEST),
-                    v["error"]["message"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
-                ));
-                answer_recorded(&gw, &ctx, "invalid-message", outcome, v, &out).await;
-            }
+            Incoming::Bad { name, reply } => answer(&sh, &name, reply).await,
             Incoming::Subscribe { head, path } => {
-                let (reply, outcome) = match RelPath::parse_rooted(&path) {
+                let reply = match RelPath::parse_rooted(&path) {
                     Ok(rel) => {
                         let shown = rel.to_rooted();
                         sub_tx.send_replace(Some(rel));
-                        (
-                            protocol::data_response(&head, json!({"path": shown})),
-                            Ok(()),
-                        )
+                        protocol::data_response(&head, json!({"path": shown}))
                     }
                     Err(e) => {
                         let err = GatewayError::InvalidParams(format!("path {path:?}: {e}"));
-                        let outcome = Err((err.code(), err.message()));
-                        (protocol::gateway_error_response(&head, &err), outcome)
+                        protocol::gateway_error_response(&head, &err)
                     }
                 };
-                let reply = head.request_id.is_some().then_some(reply);
-                answer_recorded_opt(&gw, &ctx, "subscribe", outcome, reply, &out).await;
+                answer_if_asked(&sh, &head, reply).await;
             }
             Incoming::Unsubscribe { head } => {
                 sub_tx.send_replace(None);
-                let reply = head
-                    .request_id
-                    .is_some()
-                    .then(|| protocol::data_response(&head, json!({})));
-                answer_recorded_opt(&gw, &ctx, "unsubscribe", Ok(()), reply, &out).await;
+                answer_if_asked(&sh, &head, protocol::data_response(&head, json!({}))).await;
             }
             Incoming::Op { head, op, base64 } => {
-                // Back-pressure: at the limit, the next message is not read until a
-                // request finishes.
-                let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+                drop(text);
+                let Some(permits) = admit(&sh, &op, size).await else {
                     break;
                 };
-                let (gw, ctx, out) = (Arc::clone(&gw), Arc::clone(&ctx), out.clone());
-                tasks.spawn(async move {
-                    let head2 = head.clone();
-                    let (reply, lease) = tokio::task::spawn_blocking(move || {
-                        let (v, lease) = match gw.serve_leased(&ctx, Request::Op(op)) {
-                            (Ok(o), lease) => (
-                                protocol::data_response(&head, protocol::render(&gw, o, base64)),
-                                lease,
-                            ),
-                            (Err(e), _) => (protocol::gateway_error_response(&head, &e), None),
-                        };
-                        (text_message(&v), lease)
-                    })
-                    .await
-                    .unwrap_or_else(|e| {
-                        tracing::error!("request task failed: {e}");
-                        let err = GatewayError::Internal("request task failed".into());
-                        let v = protocol::gateway_error_response(&head2, &err);
-                        (text_message(&v), None)
-                    });
-                    send(&out, reply).await;
-                    drop(lease);
-                    drop(permit);
-                });
+                let sh = Arc::clone(&sh);
+                tasks.spawn(serve_op(sh, head, op, base64, permits));
             }
         }
     }
-    // Requests already running finish and are answered (they are audited either way).
+    // Requests already running finish and are answered (they are recorded either way).
     while tasks.join_next().await.is_some() {}
     if let Some(e) = events {
         e.abort();
@@ -171,77 +175,145 @@ pub async fn run(
             code: CloseCode::Size,
             reason: "message too large".into(),
         }));
-        send(&out, close).await;
+        out.send(close, 1).await;
     }
-    drop(out);
+    let (session, max) = (sh.ctx.session.clone(), sh.limits.max_message);
+    drop((out, sh));
     if let Ok(sink) = writer.await
         && oversized
         && let Ok(mut ws) = stream.reunite(sink)
     {
-        drain(ws.get_mut(), limits.max_message).await;
+        drain(ws.get_mut(), max).await;
     }
-    tracing::debug!(session = %ctx.session, "connection closed");
+    tracing::debug!(%session, "connection closed");
 }
 
-async fn too_large(
-    gw: &Arc<Gateway>,
-    ctx: &Arc<RequestCtx>,
-    out: &Outbox<Message>,
-    size: usize,
-    max: usize,
+/// Semaphore permits for `n` bytes (a semaphore counts in u32).
+fn permits(n: usize) -> usize {
+    n.min(u32::MAX as usize >> 1)
+}
+
+/// Waits for a slot for `op`: one of the connection's requests in flight, and its
+/// bytes, on the connection and on the server. A read or a listing reserves a whole
+/// message (its answer may be that large); anything else, the size of its request.
+async fn admit(sh: &Shared, op: &Op, size: usize) -> Option<[OwnedSemaphorePermit; 3]> {
+    let answer = match op {
+        Op::ReadFile { .. } | Op::Ls { .. } => sh.limits.max_message,
+        _ => 0,
+    };
+    let want = size.max(answer).max(1);
+    // Never more than a semaphore holds, or the wait would never end.
+    let conn = u32::try_from(want.min(permits(sh.limits.conn_in_flight()))).ok()?;
+    let server = u32::try_from(want.min(permits(server_budget(sh.limits.max_message)))).ok()?;
+    let slot = Arc::clone(&sh.slots).acquire_owned().await.ok()?;
+    let bytes = Arc::clone(&sh.bytes).acquire_many_owned(conn).await.ok()?;
+    let all = Arc::clone(&sh.limits.server_in_flight)
+        .acquire_many_owned(server)
+        .await
+        .ok()?;
+    Some([slot, bytes, all])
+}
+
+/// Serves one operation and queues its answer; the permits are given back once the
+/// answer is queued (where it is counted as unwritten).
+async fn serve_op(
+    sh: Arc<Shared>,
+    head: Head,
+    op: Op,
+    base64: bool,
+    permits: [OwnedSemaphorePermit; 3],
 ) {
+    let (gw, ctx, max) = (
+        Arc::clone(&sh.gw),
+        Arc::clone(&sh.ctx),
+        sh.limits.max_message,
+    );
+    let head2 = head.clone();
+    let (text, lease) = tokio::task::spawn_blocking(move || {
+        let (v, lease) = match gw.serve_leased(&ctx, Request::Op(op)) {
+            (Ok(o), lease) => (
+                protocol::data_response(&head, protocol::render(&gw, o, base64)),
+                lease,
+            ),
+            (Err(e), _) => (protocol::gateway_error_response(&head, &e), None),
+        };
+        (protocol::encode_reply(&head, &v, max), lease)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        tracing::error!("request task failed: {e}");
+        let err = GatewayError::Internal("request task failed".into());
+        (
+            protocol::gateway_error_response(&head2, &err).to_string(),
+            None,
+        )
+    });
+    // The content's lease and the slots are held until the answer is queued (where it
+    // counts as unwritten).
+    send(&sh.out, text).await;
+    drop((lease, permits));
+}
+
+/// Records a message that is no operation as `name`, then queues `reply` (or, if the
+/// record could not be made, the error saying so).
+async fn answer(sh: &Shared, name: &str, reply: Value) {
+    let (gw, ctx) = (Arc::clone(&sh.gw), Arc::clone(&sh.ctx));
+    let name = name.to_string();
+    let outcome = protocol::outcome_of(&reply);
+    let served =
+        tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome)).err())
+            .await
+            .unwrap_or_else(|e| Some(GatewayError::Internal(format!("record task failed: {e}"))));
+    let text = match served {
+        None => reply.to_string(),
+        Some(e) => {
+            let head = Head {
+                kind: reply["type"].as_str().unwrap_or("error").to_string(),
+                request_id: reply.get("requestId").cloned(),
+            };
+            protocol::gateway_error_response(&head, &e).to_string()
+        }
+    };
+    send(&sh.out, text).await;
+}
+
+/// Queues an encoded answer once the connection (and the server) has room for it.
+async fn send(out: &Outbox<Message>, text: String) {
+    let len = text.len();
+    out.send(Message::text(text), len).await;
+}
+
+/// [`answer`], for `subscribe` / `unsubscribe`: recorded always, answered only when
+/// the message had a `requestId`.
+async fn answer_if_asked(sh: &Shared, head: &Head, reply: Value) {
+    if head.request_id.is_some() {
+        return answer(sh, &head.kind, reply).await;
+    }
+    let (gw, ctx) = (Arc::clone(&sh.gw), Arc::clone(&sh.ctx));
+    let (name, outcome) = (head.kind.clone(), protocol::outcome_of(&reply));
+    let _ =
+        tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome))).await;
+}
+
+fn invalid_request(msg: &str) -> Value {
+    let head = Head {
+        kind: "error".into(),
+        request_id: None,
+    };
+    protocol::error_response(&head, code::INVALID_REQUEST, msg, None)
+}
+
+fn too_large(size: usize, max: usize) -> Value {
+    let head = Head {
+        kind: "error".into(),
+        request_id: None,
+    };
     let msg = format!(
         "message of {size} bytes exceeds the limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); the connection will be closed"
     );
     tracing::warn!("{msg}");
     let extra = json!({"rule": "limits.max_message_bytes", "reason": msg});
-    let v = protocol::error_response(&no_head(), code::LIMIT, &msg, Some(&extra));
-    answer_recorded(gw, ctx, "invalid-message", Err((code::LIMIT, msg)), v, out).await;
-}
-
-/// The head of an answer to a message that named none.
-fn no_head() -> Head {
-    Head {
-        kind: "error".into(),
-        request_id: None,
-    }
-}
-
-/// Records a message that is no workspace operation (on the blocking pool: the record
-/// is synced), then sends `reply`; if the record could not be written, the client gets
-/// that error instead.
-async fn answer_recorded(
-    gw: &Arc<Gateway>,
-    ctx: &Arc<RequestCtx>,
-    name: &'static str,
-    outcome: Result<(), (i64, String)>,
-    reply: Value,
-    out: &Outbox<Message>,
-) {
-    answer_recorded_opt(gw, ctx, name, outcome, Some(reply), out).await;
-}
-
-/// [`answer_recorded`] for a message that may expect no reply (`reply` None).
-async fn answer_recorded_opt(
-    gw: &Arc<Gateway>,
-    ctx: &Arc<RequestCtx>,
-    name: &'static str,
-    outcome: Result<(), (i64, String)>,
-    reply: Option<Value>,
-    out: &Outbox<Message>,
-) {
-    let (gw, ctx2) = (Arc::clone(gw), Arc::clone(ctx));
-    let recorded =
-        tokio::task::spawn_blocking(move || gw.serve(&ctx2, Request::message(name, outcome)))
-            .await
-            .unwrap_or_else(|e| Err(GatewayError::Internal(format!("request task failed: {e}"))));
-    let reply = match recorded {
-        Ok(_) => reply,
-        Err(e) => Some(protocol::gateway_error_response(&no_head(), &e)),
-    };
-    if let Some(v) = reply {
-        let _ = send(out, text_message(&v)).await;
-    }
+    protocol::error_response(&head, code::LIMIT, &msg, Some(&extra))
 }
 
 /// Closes our side (the server closes TCP first after a close frame) and reads and
@@ -261,26 +333,27 @@ async fn drain(tcp: &mut TcpStream, max: usize) {
     .await;
 }
 
-fn text_message(v: &Value) -> Message {
-    Message::text(v.to_string())
-}
-
-/// Queues `m` once the connection (and the server) has room for it; false if closed.
-async fn send(out: &Outbox<Message>, m: Message) -> bool {
-    let len = m.len();
-    out.send(m, len).await
-}
-
-/// Sends queued messages in order; returns the sink so an oversized connection can be
-/// drained.
-async fn write_all<S>(mut sink: S, mut rx: mpsc::UnboundedReceiver<Queued<Message>>) -> S
+/// Writes answers and events in order of arrival; returns the sink so an oversized
+/// connection can be drained. An answer's room is given back once it is written (when
+/// its [`Queued`] drops).
+async fn write_all<S>(
+    mut sink: S,
+    mut rx: mpsc::UnboundedReceiver<Queued<Message>>,
+    mailbox: Mailbox,
+) -> S
 where
     S: futures_util::Sink<Message> + Unpin,
 {
-    // Each message's room is given back once it is written (when `q` drops).
-    while let Some(q) = rx.recv().await {
-        let closing = matches!(q.msg, Message::Close(_));
-        if sink.send(q.msg).await.is_err() || closing {
+    loop {
+        let ok = tokio::select! {
+            q = rx.recv() => {
+                let Some(q) = q else { break };
+                let closing = matches!(q.msg, Message::Close(_));
+                sink.send(q.msg).await.is_ok() && !closing
+            }
+            batch = mailbox.take() => send_events(&mut sink, batch.lost, batch.events).await,
+        };
+        if !ok {
             break;
         }
     }
@@ -288,35 +361,49 @@ where
     sink
 }
 
-/// Pushes the notices under the connection's subscription.
+async fn send_events<S>(sink: &mut S, lost: Lost, events: Vec<String>) -> bool
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    if let Some(n) = lost {
+        let v = protocol::overflow_event(n);
+        if sink.feed(Message::text(v.to_string())).await.is_err() {
+            return false;
+        }
+    }
+    for e in events {
+        if sink.feed(Message::text(e)).await.is_err() {
+            return false;
+        }
+    }
+    sink.flush().await.is_ok()
+}
+
+/// Puts the notices under the connection's subscription in its mailbox.
 async fn forward_notices(
     mut notices: broadcast::Receiver<Arc<Notice>>,
     subscription: watch::Receiver<Option<RelPath>>,
-    out: Outbox<Message>,
+    out: Mailbox,
 ) {
     loop {
-        let msg = match notices.recv().await {
+        match notices.recv().await {
             Ok(n) => match &*n {
                 Notice::Change(c) => {
                     let wanted = subscription
                         .borrow()
                         .as_ref()
                         .is_some_and(|sub| c.path.starts_with(sub));
-                    if !wanted {
-                        continue;
+                    if wanted {
+                        out.push(protocol::change_event(c).to_string());
                     }
-                    protocol::change_event(c)
                 }
-                Notice::Overflow => protocol::overflow_event(None),
+                Notice::Overflow => out.lost(None),
             },
             Err(broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!(dropped = n, "a slow client lost change events");
-                protocol::overflow_event(Some(n))
+                tracing::warn!(dropped = n, "a slow connection lost change events");
+                out.lost(Some(n));
             }
             Err(broadcast::error::RecvError::Closed) => return,
-        };
-        if !send(&out, text_message(&msg)).await {
-            return;
         }
     }
 }

@@ -10,8 +10,9 @@
 //! - [`changes`] and `watch`: debounced change events from `notify`, filtered by the
 //!   policy.
 //!
-//! Every request goes through [`Gateway::handle`] (policy, audit, backups); the watcher
-//! only reports paths, and never one the policy hides.
+//! Every message goes through [`Gateway::serve`] exactly once (policy, audit, backups);
+//! the watcher only reports paths, and never one the policy hides.
+//! - `mailbox`: change events waiting for a client, bounded; an `overflow` beyond.
 //!
 //! # Start-up order
 //!
@@ -23,6 +24,7 @@
 pub mod auth;
 pub mod changes;
 mod conn;
+mod mailbox;
 pub mod protocol;
 pub mod settings;
 mod watch;
@@ -105,12 +107,14 @@ pub async fn serve_with_token(
     let policy_limit = gw.policy().limits().max_message_bytes;
     let max_message =
         usize::try_from(settings.effective_max_message(policy_limit)).unwrap_or(usize::MAX);
-    // Unwritten answers of all connections together: as much as two connections' own
-    // bounds, however many connections there are.
+    // Unwritten answers of all connections together, and bytes of their requests in
+    // flight: each as much as two connections' own bounds, however many there are.
+    let budget = conn::server_budget(max_message);
     let limits = conn::ConnLimits {
         max_in_flight: settings.max_in_flight,
         max_message,
-        total: crate::transport::outbox::shared_room(max_message.saturating_mul(4)),
+        total: crate::transport::outbox::shared_room(budget),
+        server_in_flight: Arc::new(Semaphore::new(budget.min(u32::MAX as usize >> 1))),
     };
     let watcher = match watch::Watcher::start(
         Arc::clone(&gw),

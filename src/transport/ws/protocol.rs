@@ -36,8 +36,36 @@ pub enum Incoming {
         /// `type` and `requestId`.
         head: Head,
     },
-    /// A message that cannot be served: answer with this error response.
-    Bad(Value),
+    /// A message that cannot be served: record it as `name` and answer with `reply`
+    /// (an error response).
+    Bad {
+        /// The name the audit record gives it: its `type`, or `invalid-message`.
+        name: String,
+        /// The error response.
+        reply: Value,
+    },
+}
+
+impl Incoming {
+    fn bad(head: &Head, reply: Value) -> Incoming {
+        let name = if head.request_id.is_none() && head.kind == "error" {
+            "invalid-message".to_string()
+        } else {
+            head.kind.clone()
+        };
+        Incoming::Bad { name, reply }
+    }
+}
+
+/// The outcome an error response carries, for its audit record.
+pub fn outcome_of(reply: &Value) -> Result<(), (i64, String)> {
+    match reply.get("error") {
+        None => Ok(()),
+        Some(e) => Err((
+            e["code"].as_i64().unwrap_or(code::INTERNAL),
+            e["message"].as_str().unwrap_or_default().to_string(),
+        )),
+    }
 }
 
 /// The part of a request its response echoes.
@@ -51,7 +79,7 @@ pub struct Head {
 
 /// A protocol-level error (not from the gateway).
 fn bad(head: &Head, code: i64, message: impl Into<String>) -> Incoming {
-    Incoming::Bad(error_response(head, code, &message.into(), None))
+    Incoming::bad(head, error_response(head, code, &message.into(), None))
 }
 
 /// Parses one text message.
@@ -102,7 +130,7 @@ pub fn parse(text: &str) -> Incoming {
     let fields = Fields { msg: &msg };
     match to_incoming(&head, &fields) {
         Ok(incoming) => incoming,
-        Err(e) => Incoming::Bad(gateway_error_response(&head, &e)),
+        Err(e) => Incoming::bad(&head, gateway_error_response(&head, &e)),
     }
 }
 
@@ -318,6 +346,53 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
     }
 }
 
+/// Encodes a response, or, if it would be larger than `max` bytes, the error response
+/// saying so. The large one is never held whole: encoding stops at the limit.
+pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
+    let mut w = Capped {
+        buf: Vec::new(),
+        max,
+    };
+    match serde_json::to_writer(&mut w, v) {
+        Ok(()) => String::from_utf8(w.buf).unwrap_or_default(),
+        Err(_) => {
+            drop(w);
+            let msg = format!(
+                "the answer is larger than the message limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); read a smaller file, or ask for \"encoding\": \"base64\" (text full of control characters grows up to six times when JSON-escaped)"
+            );
+            let extra = json!({"rule": "limits.max_message_bytes", "reason": msg});
+            error_response(head, code::LIMIT, &msg, Some(&extra)).to_string()
+        }
+    }
+}
+
+/// A buffer that refuses to grow past `max` bytes.
+struct Capped {
+    buf: Vec<u8>,
+    max: usize,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + data.len() > self.max {
+            return Err(std::io::Error::other("over the message limit"));
+        }
+        if self.buf.capacity() - self.buf.len() < data.len() {
+            // Grow by doubling, but never reserve past the limit.
+            let want = (self.buf.len() + data.len())
+                .max(self.buf.capacity() * 2)
+                .min(self.max);
+            self.buf.reserve_exact(want - self.buf.len());
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A pushed `change` event (no requestId).
 pub fn change_event(c: &Change) -> Value {
     json!({
@@ -364,7 +439,7 @@ mod tests {
 
     fn bad_code(text: &str) -> (i64, Value) {
         match parse(text) {
-            Incoming::Bad(v) => (v["error"]["code"].as_i64().unwrap_or(0), v),
+            Incoming::Bad { reply: v, .. } => (v["error"]["code"].as_i64().unwrap_or(0), v),
             other => panic!("expected an error, got {other:?}"),
         }
     }
@@ -456,6 +531,23 @@ mod tests {
             parse(r#"{"channel":"files","type":"unsubscribe"}"#),
             Incoming::Unsubscribe { .. }
         ));
+    }
+
+    #[test]
+    fn an_answer_over_the_limit_becomes_a_limit_error() {
+        let head = Head {
+            kind: "read".into(),
+            request_id: Some(json!(9)),
+        };
+        let small = data_response(&head, json!({"content": "hi"}));
+        assert_eq!(encode_reply(&head, &small, 4096), small.to_string());
+        let big = data_response(&head, json!({"content": "\u{1}".repeat(1000)}));
+        let text = encode_reply(&head, &big, 4096);
+        let v: Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(v["error"]["code"], json!(code::LIMIT));
+        assert_eq!(v["requestId"], json!(9));
+        assert!(text.len() < 1024, "{text}");
+        assert_eq!(outcome_of(&v).map_err(|e| e.0), Err(code::LIMIT));
     }
 
     #[test]
