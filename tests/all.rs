@@ -43,7 +43,7 @@ mod mcp_harness;
 mod mcp_wire;
 // MCP with the official Python SDK clients 2.x and 1.x (skipped without them).
 mod mcp_peers;
-// WebSocket harness: spawn `fsgate serve --transport ws`, run the Python peers.
+// WebSocket harness: spawn `fsgate serve --transport ws`, drive it with a Rust client.
 mod ws_harness;
 // WebSocket files channel: every message type, errors, binary, message limit.
 mod ws_files;
@@ -55,6 +55,8 @@ mod ws_auth;
 mod ws_concurrent;
 // WebSocket `[ws]` settings on an in-process server: origins, connection and size limits, ignore.
 mod ws_settings;
+// WebSocket memory: back-pressure in bytes, answers over the limit, peak RSS.
+mod ws_memory;
 // Backups through the gateway: each change saves the old content, list, restore, retention, fail closed.
 mod backup_gateway;
 // kill -9 mid-stream of writes, restart: chain verifies, torn tail recovered, files whole.

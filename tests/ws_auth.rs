@@ -1,8 +1,7 @@
 //! Who may connect to the WebSocket door: bearer token, browser Origin, Host header
-//! (tests/peers/ws/auth.py with Python `websockets`, plus raw HTTP for what a
-//! well-behaved client library cannot send).
+//! (the harness's Rust client, plus raw HTTP for what a client library cannot send).
 
-use crate::ws_harness::{WsGate, python_or_skip};
+use crate::ws_harness::{Refused, WsClient, WsGate};
 
 fn gate() -> WsGate {
     WsGate::start(None, |root| {
@@ -10,31 +9,91 @@ fn gate() -> WsGate {
     })
 }
 
+/// Connects to `path_query` with `headers`; the upgrade must be refused with `status`.
+fn refused(gate: &WsGate, status: u16, path_query: &str, headers: &[(&str, String)]) -> String {
+    match WsClient::connect_with(&gate.addr, &gate.addr, path_query, headers) {
+        Ok(c) => {
+            c.close();
+            panic!("{path_query} {headers:?} should be refused with {status}")
+        }
+        Err(Refused { status: got, body }) => {
+            assert_eq!(got, status, "{path_query} {headers:?}: {body}");
+            assert!(!body.contains(&gate.token), "{body}");
+            body.trim().to_string()
+        }
+    }
+}
+
+/// The connection works: it lists the workspace.
+fn works(mut c: WsClient) {
+    let entries = c.ok("list", serde_json::json!({"path": "/"}))["entries"].clone();
+    let names: Vec<_> = entries
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["name"].clone())
+        .collect();
+    assert_eq!(names, ["readme.md"], "{entries}");
+    c.close();
+}
+
 #[test]
 fn tokens_and_origins_are_checked_on_the_upgrade() {
-    let Some(py) = python_or_skip("ws auth") else {
-        return;
-    };
     let gate = gate();
     assert_eq!(
         gate.token.len(),
         64,
         "a 32-byte hex token is printed at start"
     );
-    let summary = gate.peer_ok(&py, "auth.py", &[]);
-    let reasons = &summary["reasons"];
-    assert!(
-        reasons["no token"]
-            .as_str()
-            .is_some_and(|r| r.contains("missing token")),
-        "{summary}"
+    let token = gate.token.clone();
+    let bearer = |t: &str| ("Authorization", format!("Bearer {t}"));
+    let origin = |o: &str| ("Origin", o.to_string());
+    let no_token = refused(&gate, 401, "", &[]);
+    assert!(no_token.contains("missing token"), "{no_token}");
+    refused(&gate, 401, "", &[bearer(&"0".repeat(64))]);
+    refused(&gate, 401, "", &[bearer(&token[..63])]);
+    refused(&gate, 401, "?token=nope", &[]);
+    refused(
+        &gate,
+        401,
+        "",
+        &[("Authorization", format!("Basic {token}"))],
     );
-    assert!(
-        reasons["foreign origin"]
-            .as_str()
-            .is_some_and(|r| r.contains("Origin")),
-        "{summary}"
+    let foreign = refused(
+        &gate,
+        403,
+        "",
+        &[bearer(&token), origin("https://evil.example")],
     );
+    assert!(foreign.contains("Origin"), "{foreign}");
+    refused(&gate, 403, "", &[bearer(&token), origin("null")]);
+    refused(
+        &gate,
+        403,
+        "",
+        &[bearer(&token), origin("http://localhost:3000")],
+    );
+    // The token in the URL is refused too when the Origin is foreign.
+    refused(
+        &gate,
+        403,
+        &format!("?token={token}"),
+        &[origin("https://evil.example")],
+    );
+
+    works(gate.client());
+    works(
+        WsClient::connect_with(&gate.addr, &gate.addr, &format!("?token={token}"), &[])
+            .expect("query token"),
+    );
+    let lower = [("Authorization", format!("bearer {token}"))];
+    works(WsClient::connect_with(&gate.addr, &gate.addr, "", &lower).expect("lower-case bearer"));
+    let port = gate.addr.rsplit(':').next().unwrap_or_default();
+    let localhost = format!("localhost:{port}");
+    works(
+        WsClient::connect_with(&gate.addr, &localhost, "", &[bearer(&token)]).expect("localhost"),
+    );
+
     // Refused connections never reach the files channel: each is one `ws-upgrade` denial
     // in the audit log, naming why (never what was presented).
     let all = gate.audit_requests();

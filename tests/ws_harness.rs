@@ -1,48 +1,30 @@
 //! Harness for the WebSocket tests: spawns the real `fsgate serve --transport ws` on a
-//! fresh workspace, learns its address and token from stderr, and runs the Python
-//! `websockets` peer scripts in tests/peers/ws/ against it.
+//! fresh workspace, learns its address and token from stderr, and drives it with a
+//! WebSocket client written in Rust ([`WsClient`], tungstenite): no other language and
+//! no peer to install, so these tests never skip.
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use fsgate::transport::ws::WsSettings;
+use serde_json::{Value, json};
 use tempfile::TempDir;
+use tokio_tungstenite::tungstenite::{
+    self, HandshakeError, Message, WebSocket,
+    client::IntoClientRequest,
+    http::{HeaderName, HeaderValue},
+    protocol::WebSocketConfig,
+};
 
 /// Longest wait for the server to start.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// Longest a peer script may run.
-const PEER_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// The venv python that has `websockets` (installed by scripts/install-peers.sh).
-pub fn python() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers/tools/bin/python");
-    let ok = p.exists()
-        && Command::new(&p)
-            .args(["-c", "import websockets"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    ok.then_some(p)
-}
-
-/// The python to use, or `None` after printing why the test is skipped.
-pub fn python_or_skip(test: &str) -> Option<PathBuf> {
-    let p = python();
-    if p.is_none() {
-        println!(
-            "SKIPPED: {test}: .peers/tools/bin/python with `websockets` is missing (run ./scripts/install-peers.sh)"
-        );
-    }
-    p
-}
 
 fn canonical_tempdir(prefix: &str) -> (TempDir, PathBuf) {
     let dir = tempfile::Builder::new()
@@ -146,52 +128,14 @@ impl WsGate {
         }
     }
 
-    /// Runs `tests/peers/ws/<script>` with `args`; returns its output.
-    pub fn run_peer(&self, python: &Path, script: &str, args: &[&str]) -> Output {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/ws");
-        let mut child = Command::new(python)
-            .arg(dir.join(script))
-            .args(args)
-            .current_dir(&dir)
-            .env("FSGATE_WS_URL", &self.url)
-            .env("FSGATE_WS_TOKEN", &self.token)
-            .env("FSGATE_WORKSPACE", &self.root)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn python");
-        let started = Instant::now();
-        loop {
-            if let Ok(Some(_)) = child.try_wait() {
-                break;
-            }
-            if started.elapsed() > PEER_TIMEOUT {
-                let _ = child.kill();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        child.wait_with_output().expect("peer output")
+    /// A client connected with the token.
+    pub fn client(&self) -> WsClient {
+        WsClient::open(&self.addr, &self.token)
     }
 
-    /// Runs a peer script that must succeed; returns the summary of its `OK {...}` line.
-    pub fn peer_ok(&self, python: &Path, script: &str, args: &[&str]) -> Value {
-        let out = self.run_peer(python, script, args);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "{script} {args:?} failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}\n--- fsgate stderr\n{}",
-            out.status,
-            self.stderr()
-        );
-        let line = stdout
-            .lines()
-            .rev()
-            .find_map(|l| l.strip_prefix("OK "))
-            .unwrap_or_else(|| panic!("{script}: no OK line in:\n{stdout}"));
-        serde_json::from_str(line).expect("summary JSON")
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Everything the server wrote to stderr so far.
@@ -302,10 +246,7 @@ pub struct InProcess {
 
 impl InProcess {
     /// Serves a fresh workspace prepared by `setup` under the built-in default policy.
-    pub fn start(
-        settings: fsgate::transport::ws::WsSettings,
-        setup: impl FnOnce(&Path),
-    ) -> InProcess {
+    pub fn start(settings: WsSettings, setup: impl FnOnce(&Path)) -> InProcess {
         use fsgate::transport::ws;
         let (dir, root) = canonical_tempdir("fsgate-wsi-");
         setup(&root);
@@ -344,31 +285,9 @@ impl InProcess {
         }
     }
 
-    /// Runs a peer script that must succeed; returns its summary.
-    pub fn peer_ok(&self, python: &Path, script: &str, args: &[&str]) -> Value {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/ws");
-        let out = Command::new(python)
-            .arg(dir.join(script))
-            .args(args)
-            .current_dir(&dir)
-            .env("FSGATE_WS_URL", &self.url)
-            .env("FSGATE_WS_TOKEN", &self.token)
-            .env("FSGATE_WORKSPACE", &self.root)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .output()
-            .expect("run python");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{script} failed:\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let line = stdout
-            .lines()
-            .rev()
-            .find_map(|l| l.strip_prefix("OK "))
-            .expect("OK line");
-        serde_json::from_str(line).expect("summary JSON")
+    /// A client connected with the token.
+    pub fn client(&self) -> WsClient {
+        WsClient::open(&self.addr, &self.token)
     }
 
     /// Opens a connection and sends `request`; returns the stream (kept open) and the
@@ -397,4 +316,337 @@ impl InProcess {
         }
         (s, String::from_utf8_lossy(&buf).into_owned())
     }
+}
+
+/// Longest wait for one answer or event.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A WebSocket files-channel client driven from Rust (tungstenite, blocking): requests
+/// matched by `requestId`, pushed events and unmatched messages collected on the side.
+pub struct WsClient {
+    ws: WebSocket<TcpStream>,
+    /// Pushed `change` and `overflow` events, in order of arrival.
+    pub events: Vec<Value>,
+    /// Messages that are neither an awaited answer nor an event.
+    pub others: Vec<Value>,
+    replies: HashMap<String, Value>,
+    next_id: u64,
+    /// Set once the server closed the connection: its close frame, if any.
+    pub closed: Option<Option<(u16, String)>>,
+}
+
+/// A refused upgrade: the HTTP status and body.
+#[derive(Debug)]
+pub struct Refused {
+    /// HTTP status.
+    pub status: u16,
+    /// Response body.
+    pub body: String,
+}
+
+impl WsClient {
+    /// Connects to `addr` with the URL `ws://{host}/{path_query}` and extra headers.
+    pub fn connect_with(
+        addr: &str,
+        host: &str,
+        path_query: &str,
+        headers: &[(&str, String)],
+    ) -> Result<WsClient, Refused> {
+        let tcp = TcpStream::connect(addr).expect("connect");
+        tcp.set_nodelay(true).expect("nodelay");
+        let mut req = format!("ws://{host}/{path_query}")
+            .into_client_request()
+            .expect("request");
+        for (k, v) in headers {
+            req.headers_mut().insert(
+                HeaderName::from_bytes(k.as_bytes()).expect("header name"),
+                HeaderValue::from_str(v).expect("header value"),
+            );
+        }
+        let config = WebSocketConfig::default()
+            .max_message_size(None)
+            .max_frame_size(None);
+        match tungstenite::client::client_with_config(req, tcp, Some(config)) {
+            Ok((ws, _)) => Ok(WsClient {
+                ws,
+                events: Vec::new(),
+                others: Vec::new(),
+                replies: HashMap::new(),
+                next_id: 1,
+                closed: None,
+            }),
+            Err(HandshakeError::Failure(tungstenite::Error::Http(resp))) => Err(Refused {
+                status: resp.status().as_u16(),
+                body: String::from_utf8_lossy(resp.body().as_deref().unwrap_or_default())
+                    .into_owned(),
+            }),
+            Err(e) => panic!("handshake: {e}"),
+        }
+    }
+
+    /// Connects with the bearer token.
+    pub fn open(addr: &str, token: &str) -> WsClient {
+        Self::open_at(addr, token, "")
+    }
+
+    /// Connects with the bearer token to `/{path_query}`.
+    pub fn open_at(addr: &str, token: &str, path_query: &str) -> WsClient {
+        let auth = [("Authorization", format!("Bearer {token}"))];
+        Self::connect_with(addr, addr, path_query, &auth)
+            .unwrap_or_else(|r| panic!("refused: {} {}", r.status, r.body))
+    }
+
+    /// Sends a raw text message.
+    pub fn send_text(&mut self, text: &str) {
+        self.ws
+            .send(Message::text(text.to_string()))
+            .expect("send text");
+    }
+
+    /// Sends a binary message.
+    pub fn send_binary(&mut self, bytes: &[u8]) {
+        self.ws
+            .send(Message::binary(bytes.to_vec()))
+            .expect("send binary");
+    }
+
+    /// Sends a request of type `kind` with `fields` (a JSON object) and a fresh
+    /// `requestId` unless `fields` has one; returns the id, not waiting for the answer.
+    pub fn send(&mut self, kind: &str, fields: Value) -> Value {
+        let mut msg = match fields {
+            Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        let id = msg.get("requestId").cloned().unwrap_or_else(|| {
+            self.next_id += 1;
+            json!(format!("r{}", self.next_id))
+        });
+        msg.insert("channel".into(), json!("files"));
+        msg.insert("type".into(), json!(kind));
+        msg.insert("requestId".into(), id.clone());
+        self.send_text(&Value::Object(msg).to_string());
+        id
+    }
+
+    /// Waits for the answer to `id` (reading and sorting everything before it).
+    pub fn answer(&mut self, id: &Value) -> Value {
+        let key = id.to_string();
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(v) = self.replies.remove(&key) {
+                return v;
+            }
+            assert!(
+                self.pump(deadline),
+                "no answer to {id} within {TIMEOUT:?}; others {:?}",
+                self.others
+            );
+        }
+    }
+
+    /// Sends a request and returns its whole answer, checking its envelope.
+    pub fn request(&mut self, kind: &str, fields: Value) -> Value {
+        let id = self.send(kind, fields);
+        let resp = self.answer(&id);
+        assert_eq!(resp["channel"], "files", "{resp}");
+        assert_eq!(resp["type"], kind, "{resp}");
+        assert_eq!(resp["requestId"], id, "{resp}");
+        assert!(
+            resp.get("data").is_some() != resp.get("error").is_some(),
+            "{resp}"
+        );
+        resp
+    }
+
+    /// A request that must succeed: its `data`.
+    pub fn ok(&mut self, kind: &str, fields: Value) -> Value {
+        let resp = self.request(kind, fields.clone());
+        assert!(resp.get("data").is_some(), "{kind} {fields}: {resp}");
+        resp["data"].clone()
+    }
+
+    /// A request that must fail with `code`: its `error`.
+    pub fn fail(&mut self, kind: &str, code: i64, fields: Value) -> Value {
+        let resp = self.request(kind, fields.clone());
+        assert_eq!(resp["error"]["code"], code, "{kind} {fields}: {resp}");
+        assert!(
+            resp["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{resp}"
+        );
+        resp["error"].clone()
+    }
+
+    /// The next message that is neither an answer awaited by id nor an event.
+    pub fn next_other(&mut self) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if !self.others.is_empty() {
+                return self.others.remove(0);
+            }
+            assert!(self.pump(deadline), "no message within {TIMEOUT:?}");
+        }
+    }
+
+    /// The first collected event matching `pred`, waiting for it if need be.
+    pub fn wait_event(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        self.wait_event_for(what, TIMEOUT, pred)
+    }
+
+    /// [`WsClient::wait_event`] with its own time limit.
+    pub fn wait_event_for(
+        &mut self,
+        what: &str,
+        within: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(e) = self.events.iter().find(|e| pred(e)) {
+                return e.clone();
+            }
+            assert!(
+                self.pump(deadline),
+                "no event {what} within {within:?}; got {} events, the last {:?}",
+                self.events.len(),
+                self.events.last()
+            );
+        }
+    }
+
+    /// Waits for a `change` event.
+    pub fn wait_change(&mut self, event: &str, path: &str, file_type: Option<&str>) -> Value {
+        self.wait_event(&format!("{event} {path}"), |e| {
+            is_change(e, event, path, file_type)
+        })
+    }
+
+    /// Reads whatever arrives for `d`.
+    pub fn settle(&mut self, d: Duration) {
+        let deadline = Instant::now() + d;
+        while self.pump(deadline) {}
+    }
+
+    /// The paths of the `change` events received.
+    pub fn change_paths(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter(|e| e["type"] == "change")
+            .filter_map(|e| e["path"].as_str().map(str::to_string))
+            .collect()
+    }
+
+    /// Reads one message before `deadline`; false if none came (or the connection is
+    /// closed).
+    fn pump(&mut self, deadline: Instant) -> bool {
+        match self.next_text(deadline) {
+            Some(t) => {
+                self.sort(serde_json::from_str(&t).expect("JSON message"));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The next text message, unparsed and uncollected, if one comes before
+    /// `deadline` (for large answers that are only counted).
+    pub fn next_text(&mut self, deadline: Instant) -> Option<String> {
+        if self.closed.is_some() {
+            return None;
+        }
+        let left = deadline.checked_duration_since(Instant::now())?;
+        let left = left.max(Duration::from_millis(1));
+        self.ws
+            .get_mut()
+            .set_read_timeout(Some(left))
+            .expect("read timeout");
+        match self.ws.read() {
+            Ok(Message::Text(t)) => Some(t.as_str().to_string()),
+            Ok(Message::Close(frame)) => {
+                self.closed = Some(frame.map(|f| (u16::from(f.code), f.reason.to_string())));
+                None
+            }
+            Ok(Message::Ping(_) | Message::Pong(_)) => self.next_text(deadline),
+            Ok(other) => panic!("unexpected frame {other:?}"),
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                None
+            }
+            Err(_) => {
+                self.closed.get_or_insert(None);
+                None
+            }
+        }
+    }
+
+    fn sort(&mut self, msg: Value) {
+        assert_eq!(msg["channel"], "files", "{msg}");
+        if matches!(msg["type"].as_str(), Some("change" | "overflow")) {
+            assert!(msg.get("requestId").is_none(), "{msg}");
+            self.events.push(msg);
+        } else if let Some(id) = msg.get("requestId") {
+            self.replies.insert(id.to_string(), msg);
+        } else {
+            self.others.push(msg);
+        }
+    }
+
+    /// Closes the connection politely.
+    pub fn close(mut self) {
+        let _ = self.ws.close(None);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while self.closed.is_none() && Instant::now() < deadline {
+            self.pump(deadline);
+        }
+    }
+
+    /// The underlying socket (to stop reading, or to shut it down).
+    pub fn socket(&self) -> &TcpStream {
+        self.ws.get_ref()
+    }
+
+    /// Answers not yet claimed by [`WsClient::answer`].
+    pub fn unclaimed(&self) -> usize {
+        self.replies.len()
+    }
+
+    /// Reads until `n` answers are unclaimed, or panics after `within`.
+    pub fn collect_answers(&mut self, n: usize, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.replies.len() < n {
+            assert!(
+                self.pump(deadline),
+                "{} of {n} answers within {within:?}",
+                self.replies.len()
+            );
+        }
+    }
+
+    /// Takes every unclaimed answer.
+    pub fn take_answers(&mut self) -> Vec<Value> {
+        self.replies.drain().map(|(_, v)| v).collect()
+    }
+}
+
+/// Whether `e` is a `change` event of `event` on `path` (and `file_type` if given).
+pub fn is_change(e: &Value, event: &str, path: &str, file_type: Option<&str>) -> bool {
+    e["type"] == "change"
+        && e["event"] == event
+        && e["path"] == path
+        && file_type.is_none_or(|t| e["fileType"] == t)
+}
+
+/// Peak resident memory (VmHWM) of process `pid`, in KiB.
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
 }

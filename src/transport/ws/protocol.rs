@@ -347,44 +347,39 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
 }
 
 /// Encodes a response, or, if it would be larger than `max` bytes, the error response
-/// saying so. The large one is never held whole: encoding stops at the limit.
+/// saying so. The size is measured first without allocating, so an answer over the
+/// limit is never built, and one within it is built in a buffer of its exact size.
 pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
-    let mut w = Capped {
-        buf: Vec::new(),
-        max,
-    };
-    match serde_json::to_writer(&mut w, v) {
-        Ok(()) => String::from_utf8(w.buf).unwrap_or_default(),
-        Err(_) => {
-            drop(w);
-            let msg = format!(
-                "the answer is larger than the message limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); read a smaller file, or ask for \"encoding\": \"base64\" (text full of control characters grows up to six times when JSON-escaped)"
-            );
-            let extra = json!({"rule": "limits.max_message_bytes", "reason": msg});
-            error_response(head, code::LIMIT, &msg, Some(&extra)).to_string()
+    let mut size = Counter { n: 0, max };
+    if serde_json::to_writer(&mut size, v).is_err() {
+        let msg = format!(
+            "the answer is larger than the message limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); read a smaller file, or ask for \"encoding\": \"base64\" (text full of control characters grows up to six times when JSON-escaped)"
+        );
+        let extra = json!({"rule": "limits.max_message_bytes", "reason": msg});
+        return error_response(head, code::LIMIT, &msg, Some(&extra)).to_string();
+    }
+    let mut buf = Vec::with_capacity(size.n);
+    match serde_json::to_writer(&mut buf, v) {
+        Ok(()) => String::from_utf8(buf).unwrap_or_default(),
+        Err(e) => {
+            let e = GatewayError::Internal(format!("cannot encode the answer: {e}"));
+            gateway_error_response(head, &e).to_string()
         }
     }
 }
 
-/// A buffer that refuses to grow past `max` bytes.
-struct Capped {
-    buf: Vec<u8>,
+/// Counts bytes written, and fails past `max`.
+struct Counter {
+    n: usize,
     max: usize,
 }
 
-impl std::io::Write for Capped {
+impl std::io::Write for Counter {
     fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        if self.buf.len() + data.len() > self.max {
+        self.n += data.len();
+        if self.n > self.max {
             return Err(std::io::Error::other("over the message limit"));
         }
-        if self.buf.capacity() - self.buf.len() < data.len() {
-            // Grow by doubling, but never reserve past the limit.
-            let want = (self.buf.len() + data.len())
-                .max(self.buf.capacity() * 2)
-                .min(self.max);
-            self.buf.reserve_exact(want - self.buf.len());
-        }
-        self.buf.extend_from_slice(data);
         Ok(data.len())
     }
 
