@@ -387,8 +387,36 @@ fn every_odd_message_has_exactly_one_record() {
         .as_str()
         .expect("session")
         .to_string();
-    // (what to send, the name it is recorded under, the code it is answered with)
-    let odd: Vec<(Vec<u8>, bool, &str, Option<i64>)> = vec![
+    for (bytes, binary, name, code) in odd_messages() {
+        one_record(&gate, &session, &mut c, &bytes, binary, name, code);
+    }
+    c.close();
+    // An oversized message: one record, and the connection closes.
+    let mut big = gate.client();
+    big.send_text(&"x".repeat(70000));
+    assert_eq!(big.next_other()["error"]["code"], LIMIT);
+    big.settle(std::time::Duration::from_secs(5));
+    let all = gate.audit_requests();
+    let over: Vec<_> = all
+        .iter()
+        .filter(|r| r["op"] == "oversized-message")
+        .collect();
+    assert_eq!(over.len(), 1, "{over:?}");
+    assert_eq!(over[0]["outcome"], LIMIT.to_string());
+    assert_eq!(
+        all.iter()
+            .filter(|r| r["session"] == over[0]["session"])
+            .count(),
+        1
+    );
+}
+
+/// (what to send, as a binary frame?, the name it is recorded under, the code it is
+/// answered with)
+type Odd = (Vec<u8>, bool, &'static str, Option<i64>);
+
+fn odd_messages() -> Vec<Odd> {
+    vec![
         (
             b"not json".to_vec(),
             false,
@@ -479,60 +507,52 @@ fn every_odd_message_has_exactly_one_record() {
             "unsubscribe",
             None,
         ),
-    ];
-    for (bytes, binary, name, code) in &odd {
-        let before = session_records(&gate, &session).len();
-        if *binary {
-            c.send_binary(bytes);
-        } else {
-            c.send_text(std::str::from_utf8(bytes).expect("utf-8"));
-        }
-        let answered = serde_json::from_slice::<Value>(bytes).ok().is_none_or(|v| {
-            v.get("requestId").is_some() || v["type"] != "subscribe" && v["type"] != "unsubscribe"
-        });
-        if answered {
-            let got = match serde_json::from_slice::<Value>(bytes)
-                .ok()
-                .and_then(|v| v.get("requestId").cloned())
-            {
-                Some(id) if !*binary => c.answer(&id),
-                _ => c.next_other(),
-            };
-            assert_eq!(got["error"]["code"].as_i64(), *code, "{got}");
-        } else {
-            // No answer: a plain request after it proves it was taken.
-            c.ok("stat", json!({"path": "/hello.txt"}));
-        }
-        let after = session_records(&gate, &session);
-        let extra = usize::from(!answered);
-        assert_eq!(
-            after.len(),
-            before + 1 + extra,
-            "one record for {:?}: {after:?}",
-            String::from_utf8_lossy(bytes)
-        );
-        let r = &after[before];
-        assert_eq!(r["op"], *name, "{r}");
-        let want = code.map_or("ok".to_string(), |c| c.to_string());
-        assert_eq!(r["outcome"], want, "{r}");
+    ]
+}
+
+/// Sends one odd message and checks it got exactly one record, named `name`, with the
+/// outcome its answer carries.
+fn one_record(
+    gate: &WsGate,
+    session: &str,
+    c: &mut WsClient,
+    bytes: &[u8],
+    binary: bool,
+    name: &str,
+    code: Option<i64>,
+) {
+    let before = session_records(gate, session).len();
+    if binary {
+        c.send_binary(bytes);
+    } else {
+        c.send_text(std::str::from_utf8(bytes).expect("utf-8"));
     }
-    c.close();
-    // An oversized message: one record, and the connection closes.
-    let mut big = gate.client();
-    big.send_text(&"x".repeat(70000));
-    assert_eq!(big.next_other()["error"]["code"], LIMIT);
-    big.settle(std::time::Duration::from_secs(5));
-    let all = gate.audit_requests();
-    let over: Vec<_> = all
-        .iter()
-        .filter(|r| r["op"] == "oversized-message")
-        .collect();
-    assert_eq!(over.len(), 1, "{over:?}");
-    assert_eq!(over[0]["outcome"], LIMIT.to_string());
+    let answered = serde_json::from_slice::<Value>(bytes).ok().is_none_or(|v| {
+        v.get("requestId").is_some() || v["type"] != "subscribe" && v["type"] != "unsubscribe"
+    });
+    if answered {
+        let got = match serde_json::from_slice::<Value>(bytes)
+            .ok()
+            .and_then(|v| v.get("requestId").cloned())
+        {
+            Some(id) if !binary => c.answer(&id),
+            _ => c.next_other(),
+        };
+        assert_eq!(got["error"]["code"].as_i64(), code, "{got}");
+    } else {
+        // No answer: a plain request after it proves it was taken.
+        c.ok("stat", json!({"path": "/hello.txt"}));
+    }
+    let after = session_records(gate, session);
+    let extra = usize::from(!answered);
     assert_eq!(
-        all.iter()
-            .filter(|r| r["session"] == over[0]["session"])
-            .count(),
-        1
+        after.len(),
+        before + 1 + extra,
+        "one record for {:?}: {after:?}",
+        String::from_utf8_lossy(bytes)
     );
+    let r = &after[before];
+    assert_eq!(r["op"], name, "{r}");
+    let want = code.map_or("ok".to_string(), |c| c.to_string());
+    assert_eq!(r["outcome"], want, "{r}");
 }
