@@ -399,7 +399,7 @@ fn every_odd_message_has_exactly_one_record() {
     let all = gate.audit_requests();
     let over: Vec<_> = all
         .iter()
-        .filter(|r| r["op"] == "oversized-message")
+        .filter(|r| r["op"] == "invalid-message" && r["outcome"] == LIMIT.to_string())
         .collect();
     assert_eq!(over.len(), 1, "{over:?}");
     assert_eq!(over[0]["outcome"], LIMIT.to_string());
@@ -474,7 +474,7 @@ fn odd_messages() -> Vec<Odd> {
         (
             br#"{"channel":"files","type":"list","requestId":"b"}"#.to_vec(),
             true,
-            "binary-frame",
+            "invalid-message",
             Some(INVALID_REQUEST),
         ),
         (

@@ -353,7 +353,7 @@ pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
     let mut size = Counter { n: 0, max };
     if serde_json::to_writer(&mut size, v).is_err() {
         let msg = format!(
-            "the answer is larger than the message limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); read a smaller file, or ask for \"encoding\": \"base64\" (text full of control characters grows up to six times when JSON-escaped)"
+            "the answer is larger than the message limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); text full of control characters grows up to six times when JSON-escaped"
         );
         let extra = json!({"rule": "limits.max_message_bytes", "reason": msg});
         return error_response(head, code::LIMIT, &msg, Some(&extra)).to_string();
