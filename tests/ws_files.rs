@@ -399,7 +399,7 @@ fn every_odd_message_has_exactly_one_record() {
     let all = gate.audit_requests();
     let over: Vec<_> = all
         .iter()
-        .filter(|r| r["op"] == "invalid-message" && r["outcome"] == LIMIT.to_string())
+        .filter(|r| r["op"] == "invalid-message" && r["outcome"] == "-32004")
         .collect();
     assert_eq!(over.len(), 1, "{over:?}");
     assert_eq!(over[0]["outcome"], LIMIT.to_string());
