@@ -134,36 +134,14 @@ pub async fn run(
                 break;
             }
         };
-        let size = text.len();
-        match protocol::parse(text.as_str()) {
-            Incoming::Bad { name, reply } => answer(&sh, &name, reply).await,
-            Incoming::Subscribe { head, path } => {
-                let reply = match RelPath::parse_rooted(&path) {
-                    Ok(rel) => {
-                        let shown = rel.to_rooted();
-                        sub_tx.send_replace(Some(rel));
-                        protocol::data_response(&head, json!({"path": shown}))
-                    }
-                    Err(e) => {
-                        let err = GatewayError::InvalidParams(format!("path {path:?}: {e}"));
-                        protocol::gateway_error_response(&head, &err)
-                    }
-                };
-                answer_if_asked(&sh, &head, reply).await;
-            }
-            Incoming::Unsubscribe { head } => {
-                sub_tx.send_replace(None);
-                answer_if_asked(&sh, &head, protocol::data_response(&head, json!({}))).await;
-            }
-            Incoming::Op { head, op, base64 } => {
-                drop(text);
-                let Some(permits) = admit(&sh, &op, size).await else {
-                    break;
-                };
-                let sh = Arc::clone(&sh);
-                tasks.spawn(serve_op(sh, head, op, base64, permits));
-            }
-        }
+        let Some(task) = take(&sh, &sub_tx, text.as_str()).await else {
+            continue;
+        };
+        let Some(permits) = admit(&sh, &task.op, text.len()).await else {
+            break;
+        };
+        drop(text);
+        tasks.spawn(serve_op(Arc::clone(&sh), task, permits));
     }
     // Requests already running finish and are answered (they are recorded either way).
     while tasks.join_next().await.is_some() {}
@@ -186,6 +164,41 @@ pub async fn run(
         drain(ws.get_mut(), max).await;
     }
     tracing::debug!(%session, "connection closed");
+}
+
+/// A parsed operation, waiting for its slot.
+struct Task {
+    head: Head,
+    op: Op,
+    base64: bool,
+}
+
+/// Takes one text message: answers (after recording) what is no operation, and
+/// returns an operation to serve.
+async fn take(sh: &Shared, sub_tx: &watch::Sender<Option<RelPath>>, text: &str) -> Option<Task> {
+    match protocol::parse(text) {
+        Incoming::Bad { name, reply } => answer(sh, &name, reply).await,
+        Incoming::Subscribe { head, path } => {
+            let reply = match RelPath::parse_rooted(&path) {
+                Ok(rel) => {
+                    let shown = rel.to_rooted();
+                    sub_tx.send_replace(Some(rel));
+                    protocol::data_response(&head, json!({"path": shown}))
+                }
+                Err(e) => {
+                    let err = GatewayError::InvalidParams(format!("path {path:?}: {e}"));
+                    protocol::gateway_error_response(&head, &err)
+                }
+            };
+            answer_if_asked(sh, &head, reply).await;
+        }
+        Incoming::Unsubscribe { head } => {
+            sub_tx.send_replace(None);
+            answer_if_asked(sh, &head, protocol::data_response(&head, json!({}))).await;
+        }
+        Incoming::Op { head, op, base64 } => return Some(Task { head, op, base64 }),
+    }
+    None
 }
 
 /// Semaphore permits for `n` bytes (a semaphore counts in u32).
@@ -216,13 +229,8 @@ async fn admit(sh: &Shared, op: &Op, size: usize) -> Option<[OwnedSemaphorePermi
 
 /// Serves one operation and queues its answer; the permits are given back once the
 /// answer is queued (where it is counted as unwritten).
-async fn serve_op(
-    sh: Arc<Shared>,
-    head: Head,
-    op: Op,
-    base64: bool,
-    permits: [OwnedSemaphorePermit; 3],
-) {
+async fn serve_op(sh: Arc<Shared>, task: Task, permits: [OwnedSemaphorePermit; 3]) {
+    let Task { head, op, base64 } = task;
     let (gw, ctx, max) = (
         Arc::clone(&sh.gw),
         Arc::clone(&sh.ctx),
