@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real protocol peers the interop tests drive, into .peers/ (gitignored):
-# the Python ACP SDK, the MCP Python SDK 2.x and 1.x (separate venvs), Python tools,
-# and the TypeScript ACP SDK (the WebSocket tests need no peer: their client is Rust). Idempotent: a peer already installed at the
+# the Python ACP SDK, the MCP Python SDK 2.x and 1.x (separate venvs), Python tools
+# (`websockets` for benches/memory.py; the WebSocket tests need no peer: their client
+# is Rust), and the TypeScript ACP SDK. Idempotent: a peer already installed at the
 # pinned version is kept. Versions are pinned as checked in ../shared/PEERS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,7 @@ venv() { # venv NAME PACKAGES...
 venv acp 'agent-client-protocol==0.12.1'
 venv mcp2 'mcp==2.3.0' 'websockets>=12'
 venv mcp1 'mcp==1.30.0'
-venv tools 'cryptography>=41'
+venv tools 'websockets>=12' 'cryptography>=41'
 
 if command -v npm >/dev/null 2>&1; then
   node_dir="$PEERS/node"
