@@ -43,6 +43,8 @@ mod mcp_harness;
 mod mcp_wire;
 // MCP with the official Python SDK clients 2.x and 1.x (skipped without them).
 mod mcp_peers;
+// MCP: exactly one audit record per message, whoever answers it.
+mod mcp_records;
 // WebSocket harness: spawn `fsgate serve --transport ws`, drive it with a Rust client.
 mod ws_harness;
 // WebSocket files channel: every message type, errors, binary, message limit.

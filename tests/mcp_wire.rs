@@ -59,7 +59,7 @@ fn handshake_era_initialize_then_tools() {
     let r = g.tool(3, "read_text_file", json!({"path": g.dirs.abs("a.txt")}));
     assert_eq!(text_of(&r), "hello\n");
     assert!(g.finish().success(), "{}", g.stderr());
-    // Every request, not only tool calls, is an audit record.
+    // Every message, not only tool calls, is an audit record (notifications too).
     let ops: Vec<String> = g
         .dirs
         .audit_records()
@@ -71,6 +71,7 @@ fn handshake_era_initialize_then_tools() {
         ops,
         [
             "initialize",
+            "notifications/initialized",
             "tools/list",
             "read_text_file",
             "read_text_file"
@@ -419,7 +420,12 @@ fn edit_list_keeps_crlf_and_is_audited_as_a_read_then_one_checked_edit() {
         .collect();
     assert_eq!(
         ops,
-        ["initialize", "read_text_file", "edit_text_file"],
+        [
+            "initialize",
+            "notifications/initialized",
+            "read_text_file",
+            "edit_text_file"
+        ],
         "read, then one checked edit"
     );
 }

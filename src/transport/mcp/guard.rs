@@ -1,11 +1,9 @@
 //! A guard in front of the MCP server's input so that an oversized message gets an
 //! answer instead of silence: a line longer than the policy's `limits.max_message_bytes`
 //! is cut off (never held whole in memory), made unparsable so the SDK drops it, and
-//! followed by a small internal request carrying the original id, which the server
-//! answers with a JSON-RPC error naming the limit. The session goes on.
-//!
-//! A line that is not JSON at all is held back from the SDK (which would drop it without
-//! a word) and reported on a channel, so the server can answer it with -32700.
+//! followed by a small stand-in message carrying the original id (null if none could be
+//! found), which the input pump records and answers with a JSON-RPC error naming the
+//! limit. The session goes on.
 
 use std::io;
 use std::pin::Pin;
@@ -45,10 +43,6 @@ pub(super) struct LineGuard<R> {
     tail: Vec<u8>,
     /// The current line is over the limit: its bytes are being discarded.
     cutting: bool,
-    /// The current line, held until it ends (when parse errors are reported).
-    line: Vec<u8>,
-    /// Where unparsable lines are reported; `None`: pass every line through.
-    parse_errors: Option<tokio::sync::mpsc::UnboundedSender<String>>,
 }
 
 impl<R> LineGuard<R> {
@@ -66,33 +60,7 @@ impl<R> LineGuard<R> {
             head: Vec::new(),
             tail: Vec::new(),
             cutting: false,
-            line: Vec::new(),
-            parse_errors: None,
         }
-    }
-
-    /// Holds back lines that are not JSON and sends why on `tx` instead.
-    pub(super) fn with_parse_errors(
-        mut self,
-        tx: tokio::sync::mpsc::UnboundedSender<String>,
-    ) -> LineGuard<R> {
-        self.parse_errors = Some(tx);
-        self
-    }
-
-    /// Bytes of the current line that pass: held while the line may still be judged.
-    fn pass(&mut self, bytes: &[u8]) {
-        if self.parse_errors.is_some() {
-            self.line.extend_from_slice(bytes);
-        } else {
-            self.out.extend_from_slice(bytes);
-        }
-    }
-
-    /// Releases the held part of the current line unjudged (it is being cut, or input
-    /// ended inside it).
-    fn release(&mut self) {
-        self.out.append(&mut self.line);
     }
 
     /// Moves `data` into `out`, cutting oversized lines.
@@ -103,12 +71,11 @@ impl<R> LineGuard<R> {
             if !self.cutting {
                 let room = self.max.saturating_sub(self.len);
                 let pass = &seg[..seg.len().min(room)];
-                self.pass(pass);
+                self.out.extend_from_slice(pass);
                 let want = KEEP.saturating_sub(self.head.len()).min(pass.len());
                 self.head.extend_from_slice(&pass[..want]);
                 if seg.len() > room {
                     self.cutting = true;
-                    self.release();
                     self.keep_tail(&seg[room..]);
                 }
             } else {
@@ -136,60 +103,21 @@ impl<R> LineGuard<R> {
     fn end_line(&mut self) {
         if self.cutting {
             self.out.extend_from_slice(CUT);
-            match find_id(&self.head, &self.tail) {
-                Some(id) => {
-                    tracing::warn!(bytes = self.len, limit = self.max, %id, "oversized message refused");
-                    let msg = json!({
-                        "jsonrpc": "2.0",
-                        "id": id,
-                        "method": OVERSIZED_METHOD,
-                        "params": {
-                            "_meta": {
-                                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                                "io.modelcontextprotocol/clientCapabilities": {},
-                            },
-                            "bytes": self.len,
-                            "limit": self.max,
-                        },
-                    });
-                    self.out.extend_from_slice(msg.to_string().as_bytes());
-                    self.out.push(b'\n');
-                }
-                None => tracing::warn!(
-                    bytes = self.len,
-                    limit = self.max,
-                    "oversized message without a readable id discarded"
-                ),
-            }
-        } else {
-            self.judge_line();
-            self.out.push(b'\n');
+            let id = find_id(&self.head, &self.tail).unwrap_or(Value::Null);
+            tracing::warn!(bytes = self.len, limit = self.max, %id, "oversized message refused");
+            let msg = json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "method": OVERSIZED_METHOD,
+                "params": {"bytes": self.len, "limit": self.max},
+            });
+            self.out.extend_from_slice(msg.to_string().as_bytes());
         }
+        self.out.push(b'\n');
         self.len = 0;
         self.cutting = false;
         self.head.clear();
         self.tail.clear();
-    }
-}
-
-impl<R> LineGuard<R> {
-    /// Passes the held line on if it is JSON (or blank); otherwise reports it and keeps
-    /// only its newline, so the SDK sees an empty line.
-    fn judge_line(&mut self) {
-        let Some(tx) = &self.parse_errors else {
-            return;
-        };
-        let line = std::mem::take(&mut self.line);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            self.out.extend_from_slice(&line);
-            return;
-        }
-        match serde_json::from_slice::<serde::de::IgnoredAny>(&line) {
-            Ok(_) => self.out.extend_from_slice(&line),
-            Err(e) => {
-                let _ = tx.send(format!("parse error: {e}"));
-            }
-        }
     }
 }
 
@@ -222,11 +150,6 @@ impl<R: AsyncRead + Unpin> AsyncRead for LineGuard<R> {
             ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
             let n = rb.filled().len();
             if n == 0 {
-                // Input ended inside a line: what was held goes on unjudged.
-                if !this.line.is_empty() {
-                    this.release();
-                    continue;
-                }
                 if this.cutting {
                     // End of input inside an oversized line: just make it unparsable.
                     this.out.extend_from_slice(CUT);
@@ -325,28 +248,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn no_id_means_no_answer_and_eof_inside_a_cut_line() {
+    async fn no_id_means_a_null_id_and_eof_inside_a_cut_line() {
         let big = format!(
             "{{\"method\":\"notifications/x\",\"params\":\"{}\"}}\n",
             "q".repeat(3000)
         );
-        let out = guard(big.as_bytes(), 64).await;
-        assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1);
+        let out = String::from_utf8(guard(big.as_bytes(), 64).await).unwrap();
+        let v: Value = serde_json::from_str(out.split('\n').nth(1).unwrap()).unwrap();
+        assert_eq!(v["id"], Value::Null);
         let out = guard(&[b'a'; 5000], 64).await;
         assert_eq!(out.len(), 64 + CUT.len());
-    }
-
-    #[tokio::test]
-    async fn lines_that_are_not_json_are_held_back_and_reported() {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let input: &[u8] = b"{\"a\":1}\nnot json\n\n{\"b\":[2]}\npartial";
-        let mut g = LineGuard::new(input, 1024).with_parse_errors(tx);
-        let mut out = Vec::new();
-        g.read_to_end(&mut out).await.unwrap();
-        assert_eq!(out, b"{\"a\":1}\n\n\n{\"b\":[2]}\npartial");
-        let msg = rx.recv().await.unwrap();
-        assert!(msg.starts_with("parse error"), "{msg}");
-        assert!(rx.try_recv().is_err(), "one report only");
     }
 
     #[test]

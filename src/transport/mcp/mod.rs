@@ -4,7 +4,7 @@
 //! reference filesystem server's (`@modelcontextprotocol/server-filesystem`), so an
 //! existing client configuration can swap the command and keep working. Every tool is a
 //! thin translation into one or more gateway [`crate::ops::Op`]s, run through
-//! [`Gateway::handle`] on the blocking pool, so policy, audit and backups apply to each.
+//! [`Gateway::serve`] on the blocking pool, so policy, audit and backups apply to each.
 //! Refusals and failures are tool results with `isError: true` and a one-line reason;
 //! protocol errors (unknown tool, malformed request) stay JSON-RPC errors.
 //!
@@ -12,39 +12,54 @@
 //! first: the 2025 revisions' `initialize` handshake, and the 2026-07-28 revision's
 //! stateless requests (per-request `_meta` protocol version, `server/discover`).
 //!
-//! Layout: `args` (argument structs = input schemas), `catalog` (names, annotations,
-//! output schemas), `describe` (descriptions), `tools` (dispatch), `compat` (the
-//! reference server's composed tools), `edits` (edit lists and diffs), `render` (results
-//! and errors).
+//! One record per message: the input pump records what never reaches a handler
+//! (unparsable lines, batches, oversized lines) and every notification and client
+//! response, once each; a tool call is recorded by its gateway operations; every other
+//! request (`ping`, `resources/list`, a request the SDK refuses for its `_meta`...) is
+//! recorded from its answer by the output copier, before the answer is written.
+//!
+//! Bounded memory: see [`flow`]. A tool answer whose encoded size exceeds the message
+//! limit becomes a tool error instead.
+//!
+//! Layout: `guard` and `pump` (input), `flow` (requests in flight, byte rooms), `args`
+//! (argument structs = input schemas), `catalog` (names, annotations, output schemas),
+//! `describe` (descriptions), `tools` (dispatch), `compat` (the reference server's
+//! composed tools), `edits` (edit lists and diffs), `render` (results and errors).
 
 mod args;
 mod catalog;
 mod compat;
 mod describe;
 mod edits;
+mod flow;
 mod guard;
 mod leases;
+mod pump;
 mod render;
 mod tools;
 
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, DiscoverResult, ErrorCode, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    DiscoverResult, ErrorCode, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, mpsc};
 
+use crate::error::GatewayError;
 use crate::gateway::Gateway;
 use crate::gateway::Request;
 use crate::ops::{PathStyle, RequestCtx};
 use catalog::{Catalog, ToolId};
+use flow::{Flow, Pending, id_key};
 
 /// The MCP server: the gateway, this connection's request context, the tool catalogue.
 pub struct McpServer {
@@ -56,16 +71,21 @@ pub struct McpServer {
     catalog: Catalog,
     /// Bounds the tool calls running at once; more wait for a slot.
     slots: Arc<Semaphore>,
-    /// Content budget held by answers the SDK has not written out yet.
-    held: Arc<leases::Held>,
+    /// Requests in flight and the connection's byte rooms.
+    flow: Arc<Flow>,
+    /// The policy's message limit, which every answer must fit.
+    max: usize,
 }
 
 /// Tool calls served at once per connection (as on the ACP transport).
 const MAX_IN_FLIGHT: usize = 64;
 
+/// Bytes of a JSON-RPC answer around its result, its id aside.
+const ENVELOPE: usize = 64;
+
 impl McpServer {
     /// A server for one connection from `peer`.
-    pub fn new(gw: Arc<Gateway>, peer: String) -> McpServer {
+    fn new(gw: Arc<Gateway>, peer: String, flow: Arc<Flow>, max: usize) -> McpServer {
         let ctx = RequestCtx {
             style: PathStyle::AbsoluteOrRelative,
             session: session_id(),
@@ -77,21 +97,8 @@ impl McpServer {
             ctx: Arc::new(ctx),
             catalog: Catalog::new(),
             slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
-            held: Arc::new(leases::Held::default()),
-        }
-    }
-
-    /// Records a request answered without a workspace operation, before its reply (on
-    /// the blocking pool: the record is synced). Err: the reply is withheld.
-    async fn audit(&self, op: &str, outcome: Result<(), &McpError>) -> Result<(), McpError> {
-        let outcome = outcome.map_err(|e| (i64::from(e.code.0), e.message.to_string()));
-        let (gw, ctx, op) = (Arc::clone(&self.gw), Arc::clone(&self.ctx), op.to_string());
-        match tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(op, outcome)))
-            .await
-        {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(McpError::internal_error(e.message(), None)),
-            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+            flow,
+            max,
         }
     }
 
@@ -102,6 +109,53 @@ impl McpServer {
             .to_string_lossy()
             .into_owned()
     }
+
+    /// The answer as it goes out, or a tool error if it would not fit the message limit.
+    fn fit(&self, result: CallToolResult, key: &str) -> (CallToolResult, usize) {
+        let size = encoded_len(&result) + ENVELOPE + key.len();
+        if size <= self.max {
+            return (result, size);
+        }
+        let error = render::error(&render::ToolError::Failed(format!(
+            "the answer would be {size} bytes once encoded, over the message limit of {} bytes \
+             (rule limits.max_message_bytes); ask for less (a line window, fewer paths, a narrower pattern)",
+            self.max
+        )));
+        let size = encoded_len(&error) + ENVELOPE + key.len();
+        (error, size)
+    }
+}
+
+/// Records a message that is no workspace operation (on the blocking pool: the record
+/// is synced). Err: it could not be recorded, and its answer must say so instead.
+pub(super) async fn record(
+    gw: &Arc<Gateway>,
+    ctx: &Arc<RequestCtx>,
+    name: String,
+    outcome: Result<(), (i64, String)>,
+) -> Result<(), GatewayError> {
+    let (gw, ctx) = (Arc::clone(gw), Arc::clone(ctx));
+    tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome)))
+        .await
+        .unwrap_or_else(|e| Err(GatewayError::Internal(e.to_string())))
+        .map(|_| ())
+}
+
+/// The length of `v` as JSON, without building it.
+fn encoded_len(v: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
 }
 
 /// A session id unique enough for the audit log: pid and start time.
@@ -139,17 +193,13 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
-        let result = self.negotiate_initialize(&request);
-        self.audit("initialize", result.as_ref().map(|_| ()))
-            .await?;
-        result
+        self.negotiate_initialize(&request)
     }
 
     async fn discover(
         &self,
         _context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, McpError> {
-        self.audit("server/discover", Ok(())).await?;
         Ok(DiscoverResult::from_server_info(
             self.supported_protocol_versions().into_owned(),
             self.get_info(),
@@ -161,7 +211,6 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        self.audit("tools/list", Ok(())).await?;
         Ok(ListToolsResult::with_all_items(
             self.catalog.tools(&self.gw.policy(), &self.root()),
         ))
@@ -180,55 +229,37 @@ impl ServerHandler for McpServer {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
-        if request.method != guard::OVERSIZED_METHOD {
-            // The SDK hands over a known method whose params did not fit its schema
-            // (`"arguments": "text"`) as a custom request: that is a params error.
-            let known = matches!(
-                request.method.as_str(),
-                "initialize"
-                    | "ping"
-                    | "tools/list"
-                    | "tools/call"
-                    | "server/discover"
-                    | "resources/list"
-                    | "resources/read"
-                    | "prompts/list"
-                    | "prompts/get"
-                    | "completion/complete"
-                    | "logging/setLevel"
-            );
-            let err = if known {
-                McpError::invalid_params(
-                    format!(
-                        "invalid params for `{}`: they do not match the method's schema",
-                        request.method
-                    ),
-                    None,
-                )
-            } else {
-                McpError::new(
-                    ErrorCode::METHOD_NOT_FOUND,
-                    format!("unknown method `{}`", request.method),
-                    None,
-                )
-            };
-            self.audit(&request.method, Err(&err)).await?;
-            return Err(err);
-        }
-        let p = request.params.unwrap_or_default();
-        let (bytes, limit) = (&p["bytes"], &p["limit"]);
-        let err = McpError::new(
-            ErrorCode::INVALID_REQUEST,
-            format!(
-                "message of {bytes} bytes exceeds the limit of {limit} bytes (rule \
-                 limits.max_message_bytes); it was discarded"
-            ),
-            Some(
-                serde_json::json!({"rule": "limits.max_message_bytes", "bytes": bytes, "limit": limit}),
-            ),
+        // The SDK hands over a known method whose params did not fit its schema
+        // (`"arguments": "text"`) as a custom request: that is a params error.
+        let known = matches!(
+            request.method.as_str(),
+            "initialize"
+                | "ping"
+                | "tools/list"
+                | "tools/call"
+                | "server/discover"
+                | "resources/list"
+                | "resources/read"
+                | "prompts/list"
+                | "prompts/get"
+                | "completion/complete"
+                | "logging/setLevel"
         );
-        self.audit("oversized-message", Err(&err)).await?;
-        Err(err)
+        Err(if known {
+            McpError::invalid_params(
+                format!(
+                    "invalid params for `{}`: they do not match the method's schema",
+                    request.method
+                ),
+                None,
+            )
+        } else {
+            McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("unknown method `{}`", request.method),
+                None,
+            )
+        })
     }
 
     async fn call_tool(
@@ -237,32 +268,34 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(tool) = ToolId::from_name(&request.name) else {
-            let err = McpError::invalid_params(format!("unknown tool: {}", request.name), None);
-            self.audit("tools/call", Err(&err)).await?;
-            return Err(err);
+            // Unclaimed: recorded from its answer.
+            return Err(McpError::invalid_params(
+                format!("unknown tool: {}", request.name),
+                None,
+            ));
         };
+        let key = id_key(&context.id);
         let args = request.arguments.unwrap_or_default();
         let (gw, ctx) = (Arc::clone(&self.gw), Arc::clone(&self.ctx));
         let permit = Arc::clone(&self.slots)
             .acquire_owned()
             .await
             .map_err(|_| McpError::internal_error("server shutting down", None))?;
-        let (result, taken) = tokio::task::spawn_blocking(move || {
+        let flow = Arc::clone(&self.flow);
+        let task = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let result = tools::call(&gw, &ctx, tool, args);
-            (result, leases::take())
-        })
-        .await
-        .unwrap_or_else(|e| {
-            tracing::error!(tool = tool.name(), "tool task failed: {e}");
-            let text = "internal error: the tool task failed";
-            (
-                CallToolResult::error(vec![ContentBlock::text(text)]),
-                Vec::new(),
-            )
+            // The tool records itself: its operations, or its refusal.
+            flow.claim(&key);
+            tools::call(&gw, &ctx, tool, args)
         });
-        let id = serde_json::to_string(&context.id).unwrap_or_default();
-        self.held.keep(id, taken);
+        let (result, leases) = task.await.map_err(|e| {
+            tracing::error!(tool = tool.name(), "tool task failed: {e}");
+            McpError::internal_error("internal error: the tool task failed", None)
+        })?;
+        let key = id_key(&context.id);
+        let (result, size) = self.fit(result, &key);
+        // The answer holds its room and its content leases until written (see `flow`).
+        self.flow.hold_answer(&key, size, leases).await;
         Ok(result.into())
     }
 }
@@ -276,21 +309,27 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
-    let (errors_tx, errors_rx) = tokio::sync::mpsc::unbounded_channel();
-    let input = guard::LineGuard::new(input, max).with_parse_errors(errors_tx);
-    // The SDK writes into a pipe; one task copies its lines out and slips the answers to
-    // unparsable lines in between them, never inside one.
+    let flow = Flow::new(max.saturating_mul(2));
+    let server = McpServer::new(gw, peer, Arc::clone(&flow), max);
+    // client -> guard -> pump -> pipe -> SDK -> pipe -> copier -> client. The pump's own
+    // answers reach the copier on a short queue.
+    let (answers, own) = mpsc::channel(16);
+    let (sdk_in, to_sdk) = tokio::io::duplex(64 * 1024);
     let (sdk_out, from_sdk) = tokio::io::duplex(256 * 1024);
-    let server = McpServer::new(gw, peer);
-    let copier = tokio::spawn(copy_out(
-        from_sdk,
-        output,
-        errors_rx,
-        Arc::clone(&server.gw),
-        Arc::clone(&server.ctx),
-        Arc::clone(&server.held),
-    ));
-    let transport = AsyncRwTransport::new_server(input, sdk_out)
+    let pump = pump::Pump {
+        gw: Arc::clone(&server.gw),
+        ctx: Arc::clone(&server.ctx),
+        flow: Arc::clone(&flow),
+        answers,
+    };
+    let pumping = tokio::spawn(pump::run(pump, guard::LineGuard::new(input, max), to_sdk));
+    let copier = Copier {
+        flow,
+        gw: Arc::clone(&server.gw),
+        ctx: Arc::clone(&server.ctx),
+    };
+    let copying = tokio::spawn(copier.run(from_sdk, output, own));
+    let transport = AsyncRwTransport::new_server(sdk_in, sdk_out)
         .with_max_line_length(max.saturating_add(guard::SLACK));
     let served = match server.serve(transport).await {
         Ok(running) => match running.waiting().await {
@@ -304,92 +343,109 @@ where
         Err(ServerInitializeError::ConnectionClosed(_)) => Ok(()),
         Err(e) => Err(std::io::Error::other(e)),
     };
+    // Normally the pump has ended (input closed); if the SDK ended first, stop reading.
+    pumping.abort();
+    if let Ok(Err(e)) = pumping.await {
+        tracing::debug!("mcp input: {e}");
+    }
     // The SDK's end of the pipe is gone with the service: the copier drains and ends.
-    let copied = copier
+    let copied = copying
         .await
         .unwrap_or_else(|e| Err(std::io::Error::other(e)));
     served.and(copied)
 }
 
-/// Copies the SDK's output lines to `to`, and answers each unparsable input line (as
-/// reported by the guard) with a -32700 error, recorded in the audit log first.
-async fn copy_out<R, W>(
-    from: R,
-    mut to: W,
-    mut errors: tokio::sync::mpsc::UnboundedReceiver<String>,
+/// Copies answers to the client, recording first each answer to a request nobody else
+/// recorded, and releasing each request's room once its answer is written.
+struct Copier {
+    flow: Arc<Flow>,
     gw: Arc<Gateway>,
     ctx: Arc<RequestCtx>,
-    held: Arc<leases::Held>,
-) -> std::io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let mut from = BufReader::new(from);
-    let mut line = Vec::new();
-    let mut errors_open = true;
-    let answer = |message: String| {
-        let (gw, ctx) = (Arc::clone(&gw), Arc::clone(&ctx));
-        async move {
-            let recorded = tokio::task::spawn_blocking(move || {
-                gw.serve(
-                    &ctx,
-                    Request::message(
-                        "invalid-message",
-                        Err((crate::error::code::PARSE_ERROR, message.clone())),
-                    ),
-                )
-                .map(|_| message)
-            })
-            .await;
-            let error = match recorded {
-                Ok(Ok(message)) => {
-                    serde_json::json!({"code": crate::error::code::PARSE_ERROR, "message": message})
+}
+
+/// The members of an outgoing message the copier looks at.
+#[derive(Deserialize)]
+struct Outgoing {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<IgnoredAny>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+#[derive(Deserialize)]
+struct RpcError {
+    code: i64,
+    message: String,
+}
+
+impl Copier {
+    async fn run<R, W>(
+        self,
+        from: R,
+        mut to: W,
+        mut own: mpsc::Receiver<Vec<u8>>,
+    ) -> std::io::Result<()>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        let mut from = BufReader::new(from);
+        let mut line = Vec::new();
+        let mut own_open = true;
+        loop {
+            tokio::select! {
+                // Cancel-safe: bytes read so far stay in `line` for the next call.
+                n = from.read_until(b'\n', &mut line) => {
+                    if n? == 0 {
+                        to.write_all(&line).await?;
+                        break;
+                    }
+                    if line.ends_with(b"\n") {
+                        let pending = self.settle(&mut line).await;
+                        to.write_all(&line).await?;
+                        to.flush().await?;
+                        drop(pending);
+                        line = if line.capacity() > 1 << 20 { Vec::new() } else { line.split_off(line.len()) };
+                        line.clear();
+                    }
                 }
-                Ok(Err(e)) => e.to_rpc_error(),
-                Err(e) => {
-                    serde_json::json!({"code": crate::error::code::INTERNAL, "message": e.to_string()})
-                }
-            };
-            let mut bytes = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": error})
-                .to_string()
-                .into_bytes();
-            bytes.push(b'\n');
-            bytes
-        }
-    };
-    loop {
-        tokio::select! {
-            // Cancel-safe enough: bytes read so far stay in `line` for the next call.
-            n = from.read_until(b'\n', &mut line) => {
-                if n? == 0 {
-                    to.write_all(&line).await?;
-                    break;
-                }
-                if line.ends_with(b"\n") {
-                    to.write_all(&line).await?;
-                    to.flush().await?;
-                    held.written(&line);
-                    line.clear();
-                }
+                msg = own.recv(), if own_open => match msg {
+                    Some(bytes) => {
+                        to.write_all(&bytes).await?;
+                        to.flush().await?;
+                    }
+                    None => own_open = false,
+                },
             }
-            msg = errors.recv(), if errors_open => match msg {
-                Some(m) => {
-                    let bytes = answer(m).await;
-                    to.write_all(&bytes).await?;
-                    to.flush().await?;
-                }
-                None => errors_open = false,
-            },
         }
+        while let Some(bytes) = own.recv().await {
+            to.write_all(&bytes).await?;
+        }
+        to.flush().await?;
+        to.shutdown().await
     }
-    while let Ok(m) = errors.try_recv() {
-        let bytes = answer(m).await;
-        to.write_all(&bytes).await?;
+
+    /// Records the answer in `line` if its request is unrecorded (replacing the answer
+    /// with the error if the record cannot be made); returns the request, whose room
+    /// comes back once the answer is written.
+    async fn settle(&self, line: &mut Vec<u8>) -> Option<Pending> {
+        let out: Outgoing = serde_json::from_slice(line).ok()?;
+        let id = out.id.filter(|_| out.method.is_none())?;
+        let pending = self.flow.take(&id_key(&id))?;
+        if pending.claimed {
+            return Some(pending);
+        }
+        let outcome = out.error.map_or(Ok(()), |e| Err((e.code, e.message)));
+        if let Err(e) = record(&self.gw, &self.ctx, pending.method.clone(), outcome).await {
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": e.to_rpc_error()});
+            *line = answer.to_string().into_bytes();
+            line.push(b'\n');
+        }
+        Some(pending)
     }
-    to.flush().await?;
-    to.shutdown().await
 }
 
 /// Serves MCP on this process's stdin/stdout (`fsgate serve --transport mcp`).

@@ -8,18 +8,29 @@ use serde_json::Value;
 use super::args::{GlobArgs, GrepArgs, MkdirArgs, PathArgs, RenameArgs, RmArgs, WriteArgs};
 use super::catalog::ToolId;
 use super::compat;
+use super::leases;
 use super::render::{self, ToolError, shown, text};
 use crate::gateway::Gateway;
-use crate::gateway::Request;
+use crate::gateway::{Lease, Request};
 use crate::ops::{Op, RequestCtx};
 
-/// Runs `tool` with `args`; refusals and failures become `isError` results.
+/// Runs `tool` with `args`; refusals and failures become `isError` results. Returns the
+/// content leases the answer holds, to be dropped once it is accounted for.
 pub(super) fn call(
     gw: &Gateway,
     ctx: &RequestCtx,
     tool: ToolId,
     args: JsonObject,
-) -> CallToolResult {
+) -> (CallToolResult, Vec<Lease>) {
+    LEASES.with(|l| l.borrow_mut().clear());
+    let result = answer(gw, ctx, tool, args);
+    (
+        result,
+        LEASES.with(|l| std::mem::take(&mut *l.borrow_mut())),
+    )
+}
+
+fn answer(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> CallToolResult {
     let result = run(gw, ctx, tool, args);
     // Calls the gateway never saw (arguments that do not fit, a transport limit, the
     // directory list) still get their audit record; a record that cannot be written
@@ -63,7 +74,7 @@ fn run(
     tool: ToolId,
     args: JsonObject,
 ) -> Result<CallToolResult, ToolError> {
-    let handle = |op: Op| super::leases::serve_op(gw, ctx, op).map_err(ToolError::from);
+    let handle = |op: Op| leases::serve_op(gw, ctx, op).map_err(ToolError::from);
     let result = match tool {
         ToolId::ReadTextFile | ToolId::ReadFile => {
             compat::read_text(gw, ctx, tool.name(), parse(tool, args)?)?

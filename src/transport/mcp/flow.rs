@@ -1,0 +1,158 @@
+//! The requests of one MCP connection between the moment the input pump hands them to
+//! the SDK and the moment their answer is written to the client: who records each, and
+//! the bytes they hold.
+//!
+//! The SDK answers some requests without calling a handler of ours (`ping`, a request
+//! refused for its `_meta`), so recording cannot be left to handlers. Instead each
+//! request is entered here by the pump; a handler that records by itself (a tool call,
+//! through its gateway operations) *claims* it; the output copier records every answer
+//! whose request nobody claimed, before writing it. Exactly one record per request.
+//!
+//! Memory: a request holds room for its input line until its answer is written, and a
+//! tool answer holds room for its encoded size from the moment it is built. The pump
+//! takes no new request while either room is used up, so a client that stops reading
+//! stops the connection instead of growing it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::gateway::Lease;
+
+/// A request handed to the SDK and not yet answered.
+pub(super) struct Pending {
+    /// Its JSON-RPC method, for its record.
+    pub method: String,
+    /// Someone else records it (a tool call records its gateway operations).
+    pub claimed: bool,
+    /// Room held for its input line.
+    _input: OwnedSemaphorePermit,
+    /// Room held for its answer, once built.
+    room: Option<OwnedSemaphorePermit>,
+    /// The content budget its answer holds (see the gateway's `budget`), kept until the
+    /// answer is written so that unwritten content counts there too.
+    leases: Vec<Lease>,
+}
+
+/// Input room a request holds at least, so that many tiny requests are bounded too.
+const MIN_INPUT_UNITS: usize = 64 * 1024;
+
+/// The connection's pending requests and byte rooms.
+pub(super) struct Flow {
+    pending: Mutex<HashMap<String, Pending>>,
+    /// Bytes of request lines in flight.
+    input: Arc<Semaphore>,
+    /// Encoded bytes of answers built and not yet written.
+    answers: Arc<Semaphore>,
+    cap: u32,
+}
+
+/// The key of a JSON-RPC id: its JSON text.
+pub(super) fn id_key(id: &impl serde::Serialize) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+impl Flow {
+    /// Rooms of `cap_bytes` each for input and for answers.
+    pub(super) fn new(cap_bytes: usize) -> Arc<Flow> {
+        let cap = u32::try_from(cap_bytes.max(MIN_INPUT_UNITS)).unwrap_or(u32::MAX >> 4);
+        Arc::new(Flow {
+            pending: Mutex::new(HashMap::new()),
+            input: Arc::new(Semaphore::new(cap as usize)),
+            answers: Arc::new(Semaphore::new(cap as usize)),
+            cap,
+        })
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn units(&self, bytes: usize) -> u32 {
+        u32::try_from(bytes).unwrap_or(u32::MAX).clamp(1, self.cap)
+    }
+
+    /// Whether a request with this id is already pending.
+    pub(super) fn is_pending(&self, key: &str) -> bool {
+        self.table().contains_key(key)
+    }
+
+    /// Waits until there is room for an answer and for a request line of `len` bytes,
+    /// then enters the request. Call before handing its line to the SDK.
+    pub(super) async fn admit(&self, key: String, method: String, len: usize) {
+        if let Ok(p) = self.answers.acquire().await {
+            drop(p);
+        }
+        let units = self.units(len.max(MIN_INPUT_UNITS));
+        let Ok(input) = Arc::clone(&self.input).acquire_many_owned(units).await else {
+            return;
+        };
+        let pending = Pending {
+            method,
+            claimed: false,
+            _input: input,
+            room: None,
+            leases: Vec::new(),
+        };
+        self.table().insert(key, pending);
+    }
+
+    /// Marks the request as recorded by its handler.
+    pub(super) fn claim(&self, key: &str) {
+        if let Some(p) = self.table().get_mut(key) {
+            p.claimed = true;
+        }
+    }
+
+    /// Holds room for an answer of `bytes` encoded bytes, and its content `leases`,
+    /// until it is written, waiting while the unwritten answers fill the room.
+    pub(super) async fn hold_answer(&self, key: &str, bytes: usize, leases: Vec<Lease>) {
+        let units = self.units(bytes);
+        let Ok(room) = Arc::clone(&self.answers).acquire_many_owned(units).await else {
+            return;
+        };
+        if let Some(p) = self.table().get_mut(key) {
+            p.room = Some(room);
+            p.leases = leases;
+        }
+    }
+
+    /// The request an answer is for; its room comes back when the value is dropped.
+    pub(super) fn take(&self, key: &str) -> Option<Pending> {
+        self.table().remove(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn admission_waits_while_unwritten_answers_fill_the_room() {
+        let flow = Flow::new(MIN_INPUT_UNITS * 2);
+        flow.admit("1".into(), "tools/call".into(), 10).await;
+        flow.hold_answer("1", usize::MAX, Vec::new()).await;
+        let f2 = Arc::clone(&flow);
+        let waiting = tokio::spawn(async move { f2.admit("2".into(), "ping".into(), 10).await });
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!waiting.is_finished(), "no room: no new request");
+        drop(flow.take("1")); // written
+        waiting.await.unwrap();
+        assert!(flow.is_pending("2"));
+    }
+
+    #[tokio::test]
+    async fn input_lines_in_flight_are_bounded_in_bytes() {
+        let flow = Flow::new(MIN_INPUT_UNITS * 2);
+        flow.admit("1".into(), "a".into(), MIN_INPUT_UNITS * 2)
+            .await;
+        let f2 = Arc::clone(&flow);
+        let waiting = tokio::spawn(async move { f2.admit("2".into(), "b".into(), 1).await });
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!waiting.is_finished());
+        drop(flow.take("1"));
+        waiting.await.unwrap();
+    }
+}
