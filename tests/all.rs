@@ -45,6 +45,8 @@ mod mcp_wire;
 mod mcp_peers;
 // MCP: exactly one audit record per message, whoever answers it.
 mod mcp_records;
+// MCP on stdio: peak RSS while a client pipelines reads and stops reading.
+mod mcp_memory;
 // WebSocket harness: spawn `fsgate serve --transport ws`, drive it with a Rust client.
 mod ws_harness;
 // WebSocket files channel: every message type, errors, binary, message limit.

@@ -81,9 +81,7 @@ impl Flow {
     /// Waits until there is room for an answer and for a request line of `len` bytes,
     /// then enters the request. Call before handing its line to the SDK.
     pub(super) async fn admit(&self, key: String, method: String, len: usize) {
-        if let Ok(p) = self.answers.acquire().await {
-            drop(p);
-        }
+        self.wait_for_answer_room().await;
         let units = self.units(len.max(MIN_INPUT_UNITS));
         let Ok(input) = Arc::clone(&self.input).acquire_many_owned(units).await else {
             return;
@@ -96,6 +94,14 @@ impl Flow {
             leases: Vec::new(),
         };
         self.table().insert(key, pending);
+    }
+
+    /// Waits while unwritten answers fill the room: work that will make an answer
+    /// does not start meanwhile.
+    pub(super) async fn wait_for_answer_room(&self) {
+        if let Ok(p) = self.answers.acquire().await {
+            drop(p);
+        }
     }
 
     /// Marks the request as recorded by its handler.

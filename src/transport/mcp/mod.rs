@@ -77,8 +77,11 @@ pub struct McpServer {
     max: usize,
 }
 
-/// Tool calls served at once per connection (as on the ACP transport).
-const MAX_IN_FLIGHT: usize = 64;
+/// Tool calls served at once per connection. Fewer than on ACP: each holds its content
+/// until the connection has room for its answer, and the content of many calls read at
+/// once outgrows what their leases account for (copies while rendering, allocator
+/// arenas per thread).
+const MAX_IN_FLIGHT: usize = 16;
 
 /// Bytes of a JSON-RPC answer around its result, its id aside.
 const ENVELOPE: usize = 64;
@@ -277,6 +280,7 @@ impl ServerHandler for McpServer {
         let key = id_key(&context.id);
         let args = request.arguments.unwrap_or_default();
         let (gw, ctx) = (Arc::clone(&self.gw), Arc::clone(&self.ctx));
+        self.flow.wait_for_answer_room().await;
         let permit = Arc::clone(&self.slots)
             .acquire_owned()
             .await
@@ -433,7 +437,28 @@ impl Copier {
     /// comes back once the answer is written.
     async fn settle(&self, line: &mut Vec<u8>) -> Option<Pending> {
         let out: Outgoing = serde_json::from_slice(line).ok()?;
-        let id = out.id.filter(|_| out.method.is_none())?;
+        if out.method.is_some() {
+            return None;
+        }
+        let Some(id) = out.id.filter(|v| !v.is_null()) else {
+            // The SDK refused a line the pump passed on as a message (it found it
+            // malformed): record that refusal, as nobody else will.
+            let e = out.error?;
+            let recorded = record(
+                &self.gw,
+                &self.ctx,
+                "invalid-message".into(),
+                Err((e.code, e.message)),
+            )
+            .await;
+            if let Err(e) = recorded {
+                tracing::error!(
+                    "a refusal by the SDK could not be recorded: {}",
+                    e.message()
+                );
+            }
+            return None;
+        };
         let pending = self.flow.take(&id_key(&id))?;
         if pending.claimed {
             return Some(pending);
@@ -450,5 +475,20 @@ impl Copier {
 
 /// Serves MCP on this process's stdin/stdout (`fsgate serve --transport mcp`).
 pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> {
+    unmap_large_buffers();
     serve(gw, peer, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Makes glibc's malloc hand every buffer of 128 KiB or more straight back to the
+/// system when freed. Its default raises that threshold to the largest buffer freed so
+/// far, so file content passing through many threads stays mapped in per-thread arenas:
+/// measured, 2,000 pipelined 1 MiB reads peak about 50 MiB higher without this.
+#[allow(unsafe_code)]
+fn unmap_large_buffers() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt(3) only sets an allocator parameter; it is thread-safe and called
+    // with a documented parameter and a valid value.
+    unsafe {
+        nix::libc::mallopt(nix::libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
 }

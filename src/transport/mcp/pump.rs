@@ -35,6 +35,8 @@ pub(super) struct Pump {
 #[derive(Deserialize)]
 struct Envelope {
     #[serde(default)]
+    jsonrpc: Option<String>,
+    #[serde(default)]
     id: Option<Value>,
     #[serde(default)]
     method: Option<String>,
@@ -174,6 +176,14 @@ fn classify(line: &[u8]) -> Line {
         return Line::Refuse("invalid-message".into(), Value::Null, err);
     };
     let id = env.id.filter(|v| !v.is_null());
+    let usable = id
+        .as_ref()
+        .is_none_or(|v| v.is_string() || v.is_i64() || v.is_u64());
+    if env.jsonrpc.as_deref() != Some("2.0") || !usable {
+        let err = (code::INVALID_REQUEST, "not a JSON-RPC 2.0 message: \"jsonrpc\": \"2.0\" and a string or integer id are required".into());
+        let name = env.method.unwrap_or_else(|| "invalid-message".into());
+        return Line::Refuse(name, id.filter(|_| usable).unwrap_or(Value::Null), err);
+    }
     match (env.method, id) {
         (Some(m), Some(id)) if m == OVERSIZED_METHOD => oversized(body, id),
         (Some(m), None) if m == OVERSIZED_METHOD => oversized(body, Value::Null),
