@@ -91,15 +91,16 @@ fn pipeline(size: usize, fill: &str, reads: usize, pause: Duration, drain: bool)
 
 #[test]
 fn a_client_that_pipelines_reads_and_pauses_keeps_the_gateway_small() {
+    // A pause long enough for an unbounded gateway to build every answer (~160 MB).
     let f = pipeline(
         1 << 20,
         "0123456789abcde\n",
         150,
-        Duration::from_secs(1),
+        Duration::from_secs(8),
         true,
     );
     println!(
-        "mcp stdio, 150 x 1 MiB, 1 s pause, drained: peak RSS {} KiB",
+        "mcp stdio, 150 x 1 MiB, 8 s pause, drained: peak RSS {} KiB",
         f.peak_kib
     );
     assert_eq!(
