@@ -12,6 +12,10 @@
 //! tool answer holds room for its encoded size from the moment it is built. The pump
 //! takes no new request while either room is used up, so a client that stops reading
 //! stops the connection instead of growing it.
+//!
+//! A request the client cancels (`notifications/cancelled`) leaves the table at once:
+//! the SDK may never answer it. It is recorded as cancelled unless its handler already
+//! claimed it; an answer that still comes is written unrecorded.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
