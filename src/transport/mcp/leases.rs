@@ -1,7 +1,7 @@
 //! The content budget on the MCP door: the leases a tool call's reads take (see the
-//! gateway's `budget`) are collected here and kept by the call until its answer holds
-//! room in the connection's answer room (see `flow`), where the connection's own bound
-//! takes over.
+//! gateway's `budget`) are collected here and kept with the call's answer until the
+//! output copier has written it (see `flow`): a client that stops reading then holds at
+//! most the gateway's budget of content, however many calls it sends.
 
 use std::cell::RefCell;
 

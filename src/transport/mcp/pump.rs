@@ -261,24 +261,42 @@ mod tests {
             kind("{\"jsonrpc\":\"2.0\"}"),
             "refuse invalid-message null -32600"
         );
-        assert_eq!(
-            kind("{\"id\":\"a\",\"method\":\"ping\",\"params\":{\"x\":[1]}}"),
-            "request \"a\" ping"
-        );
-        assert_eq!(
-            kind("{\"method\":\"notifications/initialized\"}"),
-            "pass notifications/initialized"
-        );
-        assert_eq!(kind("{\"id\":3,\"result\":{}}"), "pass response");
-        assert_eq!(
-            kind("{\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":4}}"),
-            "cancel Some(\"4\")"
-        );
-        assert_eq!(
-            kind(&format!(
-                "{{\"id\":9,\"method\":\"{OVERSIZED_METHOD}\",\"params\":{{\"bytes\":9000,\"limit\":4096}}}}"
-            )),
-            "refuse oversized-message 9 -32600"
-        );
+        let j = |body: &str| format!("{{\"jsonrpc\":\"2.0\",{body}}}");
+        let cases = [
+            (
+                j("\"id\":\"a\",\"method\":\"ping\",\"params\":{\"x\":[1]}"),
+                "request \"a\" ping",
+            ),
+            (
+                j("\"method\":\"notifications/initialized\""),
+                "pass notifications/initialized",
+            ),
+            (j("\"id\":3,\"result\":{}"), "pass response"),
+            (
+                "{\"id\":3,\"method\":\"ping\"}".into(),
+                "refuse ping 3 -32600",
+            ),
+            (
+                j("\"id\":{},\"method\":\"ping\""),
+                "refuse ping null -32600",
+            ),
+            (
+                j("\"id\":1.5,\"method\":\"ping\""),
+                "refuse ping null -32600",
+            ),
+            (
+                j("\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":4}"),
+                "cancel Some(\"4\")",
+            ),
+            (
+                j(&format!(
+                    "\"id\":9,\"method\":\"{OVERSIZED_METHOD}\",\"params\":{{\"bytes\":9000,\"limit\":4096}}"
+                )),
+                "refuse oversized-message 9 -32600",
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(kind(&line), want, "{line}");
+        }
     }
 }

@@ -15,19 +15,17 @@ use crate::gateway::{Lease, Request};
 use crate::ops::{Op, RequestCtx};
 
 /// Runs `tool` with `args`; refusals and failures become `isError` results. Returns the
-/// content leases the answer holds, to be dropped once it is accounted for.
+/// content leases the answer holds until it is written.
 pub(super) fn call(
     gw: &Gateway,
     ctx: &RequestCtx,
     tool: ToolId,
     args: JsonObject,
 ) -> (CallToolResult, Vec<Lease>) {
-    LEASES.with(|l| l.borrow_mut().clear());
+    // Nothing left over from a call that failed on this thread.
+    drop(leases::take());
     let result = answer(gw, ctx, tool, args);
-    (
-        result,
-        LEASES.with(|l| std::mem::take(&mut *l.borrow_mut())),
-    )
+    (result, leases::take())
 }
 
 fn answer(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> CallToolResult {
