@@ -225,7 +225,12 @@ pub enum Output {
     /// Nothing (writes, mkdir, rm, rename, edit).
     Unit,
     /// Directory entries (`ls`), already filtered by the policy.
-    Entries(Vec<Entry>),
+    Entries {
+        /// The entries, in name order.
+        entries: Vec<Entry>,
+        /// The list stopped at the message limit: there are more.
+        truncated: bool,
+    },
     /// Metadata (`stat`).
     Stat {
         /// The path as resolved lexically.

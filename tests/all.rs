@@ -15,6 +15,10 @@ mod acp_edit;
 mod acp_mutate;
 // JSON-RPC errors, oversized lines, ids, concurrency, EOF, clean stdout.
 mod acp_errors;
+// One audit record per bad message on fsgate serve; ls answers cut at the message limit.
+mod acp_bounds;
+// Peak memory of fsgate serve while a client pipelines reads and greps and stops reading.
+mod acp_memory;
 // Escapes by path text: outside absolute paths, prefixes, `..`, /proc/self/root, NUL.
 mod escape_paths;
 // Escapes through symlinks, including links inside that lead to denied paths.

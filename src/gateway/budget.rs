@@ -6,6 +6,11 @@
 //! own byte bound takes over), then it is returned. A read that does not fit waits for
 //! leases to come back; one larger than the whole budget waits until nothing else is
 //! leased, then proceeds alone, so nothing deadlocks and no request is refused for it.
+//!
+//! An answer that is collected piece by piece (grep, glob, ls) grows its lease as it
+//! goes ([`Lease::grow`]). A lease that grows while holding bytes could wait forever on
+//! others doing the same, so the oldest lease alive never waits: it may pass the budget
+//! by what it needs (at most one answer's worth), finishes, and the next oldest goes on.
 
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -13,16 +18,28 @@ use std::sync::{Arc, Condvar, Mutex};
 pub struct Budget {
     /// The total.
     cap: u64,
-    /// Leased now.
-    used: Mutex<u64>,
+    /// Leased now, and the tickets of the leases alive.
+    used: Mutex<State>,
     /// Signalled when a lease comes back.
     freed: Condvar,
+}
+
+/// What the budget's lock guards.
+#[derive(Default)]
+struct State {
+    /// Bytes leased now.
+    used: u64,
+    /// Tickets of the leases alive: the smallest is the oldest, which never waits.
+    alive: std::collections::BTreeSet<u64>,
+    /// The next ticket.
+    next: u64,
 }
 
 /// Bytes of the budget held until dropped.
 pub struct Lease {
     budget: Arc<Budget>,
     bytes: u64,
+    ticket: u64,
 }
 
 impl std::fmt::Debug for Lease {
@@ -36,7 +53,7 @@ impl Budget {
     pub fn new(cap: u64) -> Arc<Budget> {
         Arc::new(Budget {
             cap: cap.max(1),
-            used: Mutex::new(0),
+            used: Mutex::new(State::default()),
             freed: Condvar::new(),
         })
     }
@@ -45,41 +62,72 @@ impl Budget {
     /// call it on a blocking thread.
     pub fn lease(self: &Arc<Budget>, bytes: u64) -> Lease {
         let want = bytes.min(self.cap);
-        let mut used = self
-            .used
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        while *used > 0 && *used + want > self.cap {
-            used = self
+        let mut st = self.lock();
+        while st.used > 0 && st.used + want > self.cap {
+            st = self
                 .freed
-                .wait(used)
+                .wait(st)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
-        *used += want;
+        st.used += want;
+        let ticket = st.next;
+        st.next += 1;
+        st.alive.insert(ticket);
         Lease {
             budget: Arc::clone(self),
             bytes: want,
+            ticket,
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Bytes leased now.
     #[cfg(test)]
     pub fn in_use(&self) -> u64 {
-        *self
-            .used
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.lock().used
+    }
+}
+
+impl Lease {
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Holds `bytes` in all (more or fewer than now). Growing waits while the budget
+    /// has no room, unless this is the oldest lease alive (see the module doc). Blocks:
+    /// call it on a blocking thread.
+    pub fn resize(&mut self, bytes: u64) {
+        let budget = Arc::clone(&self.budget);
+        let mut st = budget.lock();
+        if bytes > self.bytes {
+            let more = bytes - self.bytes;
+            while st.used + more > budget.cap && st.alive.first() != Some(&self.ticket) {
+                st = budget
+                    .freed
+                    .wait(st)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            st.used += more;
+        } else {
+            st.used = st.used.saturating_sub(self.bytes - bytes);
+            budget.freed.notify_all();
+        }
+        self.bytes = bytes;
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let mut used = self
-            .budget
-            .used
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *used = used.saturating_sub(self.bytes);
+        let mut st = self.budget.lock();
+        st.used = st.used.saturating_sub(self.bytes);
+        st.alive.remove(&self.ticket);
+        // Also wakes a grower that has just become the oldest.
         self.budget.freed.notify_all();
     }
 }
@@ -121,6 +169,29 @@ mod tests {
         let big = b.lease(1000);
         assert_eq!(b.in_use(), 10);
         drop(big);
+        assert_eq!(b.in_use(), 0);
+    }
+
+    #[test]
+    fn growing_leases_never_deadlock_the_oldest_goes_past_the_budget() {
+        let b = Budget::new(10);
+        let mut old = b.lease(6);
+        let mut young = b.lease(4);
+        // The younger cannot grow while the budget is full: it waits.
+        let b2 = Arc::clone(&b);
+        let grower = std::thread::spawn(move || {
+            young.resize(8);
+            let held = b2.in_use();
+            drop(young);
+            held
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(b.in_use(), 10, "the younger lease must wait");
+        // The oldest grows at once, past the budget, and its end lets the younger on.
+        old.resize(9);
+        assert_eq!(b.in_use(), 13);
+        drop(old);
+        assert_eq!(grower.join().unwrap(), 8);
         assert_eq!(b.in_use(), 0);
     }
 }

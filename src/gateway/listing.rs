@@ -8,7 +8,9 @@ use crate::error::GatewayError;
 use crate::ops::{Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{ContentGate, Entry, FileKind, Follow, GrepOptions, IncludeGlob, WsError};
+use crate::workspace::{
+    ContentGate, Entry, FileKind, Follow, GrepOptions, IncludeGlob, WsError, json_string_len,
+};
 
 /// Default and ceiling for grep's `maxResults`.
 const GREP_DEFAULT_MAX: usize = 1000;
@@ -19,6 +21,10 @@ const RENDER_COPIES: u64 = 3;
 /// What one grep hit adds to an answer, for the budget: a clipped line (4 KiB), a
 /// path, the fields. (The answer itself is bounded exactly by the message limit.)
 const MAX_HIT_BYTES: u64 = 4096 + 256 + 64;
+
+/// What one `ls` entry adds to an answer beyond its name and path: keys, type, size,
+/// modification time.
+const ENTRY_FIXED: u64 = 128;
 
 impl Gateway {
     pub(super) fn ls(
@@ -45,7 +51,38 @@ impl Gateway {
             })
             .filter(|e| visible(pol, e))
             .collect();
-        Ok(Output::Entries(shown))
+        let (entries, used, truncated) = self.fit_entries(pol, ctx, shown);
+        // Hold budget for the answer while it is rendered and queued.
+        facts.lease = Some(self.budget.lease(used.saturating_mul(RENDER_COPIES)));
+        if truncated {
+            facts.args.insert("truncated".into(), true.into());
+        }
+        Ok(Output::Entries { entries, truncated })
+    }
+
+    /// The leading entries whose answer fits the message room, its estimated size, and
+    /// whether any were left out.
+    fn fit_entries(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        mut entries: Vec<Entry>,
+    ) -> (Vec<Entry>, u64, bool) {
+        let (room, extra) = self.answer_room(pol, ctx);
+        let mut used = 0u64;
+        let fit = entries
+            .iter()
+            .take_while(|e| {
+                used += json_string_len(&e.name)
+                    + json_string_len(e.path.as_str())
+                    + extra
+                    + ENTRY_FIXED;
+                used <= room
+            })
+            .count();
+        let truncated = fit < entries.len();
+        entries.truncate(fit);
+        (entries, used.min(room), truncated)
     }
 
     pub(super) fn stat(

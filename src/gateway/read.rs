@@ -54,7 +54,11 @@ impl Gateway {
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
         let text = text_or_refuse(pol, bytes, &shown)?;
         let window = text_window(&text, line, limit);
-        answer_fits(pol, ctx, window, &shown)?;
+        let encoded = answer_fits(pol, ctx, window, &shown)?;
+        hold_answer(facts, text.len() as u64 + encoded);
+        if window.len() == text.len() {
+            return Ok(Output::Text(text));
+        }
         Ok(Output::Text(window.to_string()))
     }
 
@@ -69,7 +73,8 @@ impl Gateway {
         if crate::workspace::is_binary(&bytes) {
             if pol.limits().binary == BinaryMode::Base64 {
                 let content = base64::engine::general_purpose::STANDARD.encode(&bytes);
-                answer_fits(pol, ctx, &content, &shown)?;
+                let encoded = answer_fits(pol, ctx, &content, &shown)?;
+                hold_answer(facts, bytes.len() as u64 + encoded);
                 return Ok(Output::File {
                     content,
                     encoding: Encoding::Base64,
@@ -78,7 +83,8 @@ impl Gateway {
             return Err(binary_refusal(pol, &shown));
         }
         let text = String::from_utf8(bytes).map_err(|_| binary_refusal(pol, &shown))?;
-        answer_fits(pol, ctx, &text, &shown)?;
+        let encoded = answer_fits(pol, ctx, &text, &shown)?;
+        hold_answer(facts, text.len() as u64 + encoded);
         Ok(Output::File {
             content: text,
             encoding: Encoding::Utf8,
@@ -86,21 +92,32 @@ impl Gateway {
     }
 }
 
+/// Grows the read's lease to what its answer holds until queued: the content and its
+/// encoded form (up to six times larger), not only the bytes read. The oldest lease
+/// grows at once, so this cannot deadlock (see `budget`).
+fn hold_answer(facts: &mut Facts, bytes: u64) {
+    if let Some(lease) = facts.lease.as_mut()
+        && lease.bytes() < bytes
+    {
+        lease.resize(bytes);
+    }
+}
+
 /// Refuses content whose answer would exceed the message limit once JSON-encoded (a
 /// file of control characters grows up to six times): the answer is never built. MCP
-/// answers carry the content twice (text and structured).
+/// answers carry the content twice (text and structured). Ok: the encoded size.
 fn answer_fits(
     pol: &Policy,
     ctx: &RequestCtx,
     content: &str,
     shown: &str,
-) -> Result<(), GatewayError> {
+) -> Result<u64, GatewayError> {
     const ENVELOPE: u64 = 4096;
     let copies = if ctx.transport == "mcp" { 2 } else { 1 };
     let encoded = super::budget::json_string_len(content) * copies + ENVELOPE;
     let max = pol.limits().max_message_bytes;
     if encoded <= max {
-        return Ok(());
+        return Ok(encoded);
     }
     Err(GatewayError::Limit {
         reason: format!(

@@ -189,7 +189,7 @@ pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
             json!({ "content": content, "encoding": encoding.as_str() })
         }
         Output::Unit => Value::Null,
-        Output::Entries(entries) => {
+        Output::Entries { entries, truncated } => {
             let list: Vec<Value> = entries
                 .into_iter()
                 .map(|e| {
@@ -207,7 +207,7 @@ pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
                     v
                 })
                 .collect();
-            json!({ "entries": list })
+            with_truncated(json!({ "entries": list }), truncated)
         }
         Output::Stat { path, info } => json!({ "stat": {
             "path": gw.show_path(style, &path),
@@ -387,9 +387,11 @@ where
             }
             Incoming::Notification { method, .. } => {
                 tracing::debug!(%method, "notification ignored");
+                note(&gw, &peer, method).await;
             }
             Incoming::Response { id, .. } => {
                 tracing::debug!(%id, "unexpected response ignored");
+                note(&gw, &peer, "unexpected-response".into()).await;
             }
             Incoming::Invalid { id, error } => invalid(&gw, &peer, id, error, &outbox).await,
         }
@@ -424,6 +426,24 @@ async fn request(
     let len = bytes.len();
     out.send(bytes, len).await;
     drop(lease);
+}
+
+/// Records a message that gets no answer (a notification, a stray response): every
+/// message has its record, answered or not.
+async fn note(gw: &Arc<Gateway>, peer: &Arc<str>, name: String) {
+    let (gw, peer) = (Arc::clone(gw), Arc::clone(peer));
+    let _ = tokio::task::spawn_blocking(move || {
+        let ctx = RequestCtx {
+            style: PathStyle::Absolute,
+            session: String::new(),
+            transport: "acp",
+            peer: peer.to_string(),
+        };
+        if let Err(e) = gw.serve(&ctx, Request::message(name, Ok(()))) {
+            tracing::error!("{e}");
+        }
+    })
+    .await;
 }
 
 /// Records and answers a message that is not a valid request.

@@ -310,7 +310,7 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
         }
         Output::Text(content) => json!({"content": content, "encoding": Encoding::Utf8.as_str()}),
         Output::Unit => json!({}),
-        Output::Entries(entries) => {
+        Output::Entries { entries, truncated } => {
             let list: Vec<Value> = entries
                 .into_iter()
                 .map(|e| {
@@ -323,7 +323,7 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
                     })
                 })
                 .collect();
-            json!({"entries": list})
+            crate::transport::acp::with_truncated(json!({"entries": list}), truncated)
         }
         Output::Stat { path, info } => json!({
             "path": gw.show_path(style, &path),

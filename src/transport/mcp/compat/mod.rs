@@ -55,7 +55,7 @@ fn list(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<Vec<Entry>, ToolEr
             path: path.to_string(),
         },
     )? {
-        Output::Entries(e) => Ok(e),
+        Output::Entries { entries, .. } => Ok(entries),
         _ => Err(unexpected("ls")),
     }
 }
