@@ -145,11 +145,25 @@ fn a_cut_tail_with_its_checkpoint_deleted_is_still_caught_through_the_sink() {
     let allow = OpenOptions {
         allow_broken_chain: true,
     };
-    let log = AuditLog::open(&path, &s, POLICY, allow).unwrap();
+    let log = open_when_unlocked(&path, &s, allow);
     log.close().unwrap();
     drop(log);
-    let log = AuditLog::open(&path, &s, POLICY, OpenOptions::default()).unwrap();
+    let log = open_when_unlocked(&path, &s, OpenOptions::default());
     log.close().unwrap();
+}
+
+/// Opens the log, retrying briefly while it is `Locked`: a child that another test of
+/// this process forks holds a copy of the lock's descriptor until its exec closes it.
+fn open_when_unlocked(path: &std::path::Path, s: &AuditSettings, opts: OpenOptions) -> AuditLog {
+    for _ in 0..50 {
+        match AuditLog::open(path, s, POLICY, opts.clone()) {
+            Err(AuditError::Locked { .. }) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            other => return other.unwrap(),
+        }
+    }
+    panic!("the log stayed locked");
 }
 
 #[test]
