@@ -2,13 +2,35 @@
 # Installs the real protocol peers the interop tests drive, into .peers/ (gitignored):
 # the Python ACP SDK, the MCP Python SDK 2.x and 1.x (separate venvs), Python tools
 # (`websockets` for benches/memory.py; the WebSocket tests need no peer: their client
-# is Rust), and the TypeScript ACP SDK. Idempotent: a peer already installed at the
-# pinned version is kept. Versions are pinned as checked in ../shared/PEERS.md.
+# is Rust), the TypeScript ACP SDK, and fast-agent (Python 3.12). Idempotent: a peer
+# already installed at the pinned version is kept.
+#
+# Under CI (`CI` set, not false/0) or with FSGATE_REQUIRE_PEERS set, every peer is
+# required: what a clean Debian/Ubuntu machine lacks is installed (apt packages when
+# root, pyenv and its Python 3.12 for fast-agent), and anything still missing is an
+# error. Elsewhere a peer that cannot be installed is reported and its tests skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS="$PWD/.peers"
 mkdir -p "$PEERS"
 PY=${PYTHON:-python3}
+
+required() {
+  case "${CI:-}" in ''|false|0) [ -n "${FSGATE_REQUIRE_PEERS:-}" ] ;; *) return 0 ;; esac
+}
+missing() { # missing WHAT: an error when peers are required, a note otherwise
+  if required; then echo "install-peers: $1 (required under CI / FSGATE_REQUIRE_PEERS)" >&2; exit 1; fi
+  echo "install-peers: $1; the tests that need it will print SKIPPED" >&2
+}
+apt_install() { # apt_install PACKAGES...: only as root on an apt system, and only if required
+  required && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || return 1
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null; }
+}
+
+if ! "$PY" -m venv --help >/dev/null 2>&1 || ! "$PY" -c 'import ensurepip' >/dev/null 2>&1; then
+  apt_install python3 python3-venv python3-pip || true
+fi
 
 venv() { # venv NAME PACKAGES...
   local name=$1; shift
@@ -25,7 +47,12 @@ venv mcp2 'mcp==2.3.0' 'websockets>=12'
 venv mcp1 'mcp==1.30.0'
 venv tools 'websockets>=12' 'cryptography>=41'
 
-if command -v npm >/dev/null 2>&1; then
+if ! command -v npm >/dev/null 2>&1; then
+  apt_install nodejs npm || true
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  missing "npm not found (install Node.js): no TypeScript ACP SDK peer"
+else
   node_dir="$PEERS/node"
   if [ ! -f "$node_dir/node_modules/@agentclientprotocol/sdk/package.json" ]; then
     mkdir -p "$node_dir"
@@ -33,22 +60,35 @@ if command -v npm >/dev/null 2>&1; then
     (cd "$node_dir" && npm install --no-audit --no-fund -q '@agentclientprotocol/sdk@2.4.0')
   fi
 fi
-# fast-agent (optional third ACP peer) needs Python 3.12: on 3.11 pip silently picks a
-# release without ACP. Skipped, not failed, when no Python 3.12 is found.
+# fast-agent (third ACP peer) needs Python 3.12: on 3.11 pip silently picks a release
+# without ACP. Found as $PYTHON312, python3.12 on PATH, or under pyenv; when peers are
+# required and none exists, pyenv (and the packages to build Python) is installed and
+# builds one.
 find_python312() {
   if [ -n "${PYTHON312:-}" ]; then echo "$PYTHON312"; return 0; fi
   if python3.12 --version >/dev/null 2>&1; then command -v python3.12; return 0; fi
-  if command -v pyenv >/dev/null 2>&1; then
-    for p in "$(pyenv root)"/versions/3.12*/bin/python3.12; do
-      if [ -x "$p" ]; then echo "$p"; return 0; fi
-    done
-  fi
+  local root=${PYENV_ROOT:-$HOME/.pyenv}
+  for p in "$root"/versions/3.12*/bin/python3.12; do
+    if [ -x "$p" ]; then echo "$p"; return 0; fi
+  done
   return 1
 }
-if py312=$(find_python312); then
+install_python312() {
+  required || return 1
+  local root=${PYENV_ROOT:-$HOME/.pyenv}
+  apt_install git build-essential libssl-dev zlib1g-dev libbz2-dev libreadline-dev \
+    libsqlite3-dev libffi-dev liblzma-dev || true
+  if [ ! -x "$root/bin/pyenv" ]; then
+    git clone -q --depth 1 https://github.com/pyenv/pyenv.git "$root" || return 1
+  fi
+  echo "install-peers: building Python 3.12 with pyenv (a few minutes, once)" >&2
+  PYENV_ROOT="$root" "$root/bin/pyenv" install -s 3.12 >&2
+}
+py312=$(find_python312) || { install_python312 && py312=$(find_python312); } || py312=
+if [ -n "$py312" ]; then
   VENV_PY="$py312" venv fast-agent 'fast-agent-mcp==0.10.46'
 else
-  echo "python3.12 not found: skipping fast-agent (its interop tests will print SKIPPED)" >&2
+  missing "no Python 3.12 (python3.12, \$PYTHON312 or pyenv): no fast-agent peer"
 fi
 
 echo "peers installed in $PEERS"

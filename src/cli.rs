@@ -347,10 +347,13 @@ fn acp(args: AcpArgs) -> ExitCode {
     };
     spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone(), hup);
     let mut stop = crate::signals::Listening::stop_only(term, int);
-    // SIGTERM / SIGINT end the agent (gracefully, then forcefully); the relay then ends
-    // with the agent's status as usual, and the log gets its stop record.
+    // SIGTERM / SIGINT end the agent (gracefully, then forcefully); the relay then ends,
+    // the log gets its stop record, and fsgate exits 0 (it stopped as asked).
+    let stopped_by = Arc::new(std::sync::OnceLock::<&'static str>::new());
+    let stopped = Arc::clone(&stopped_by);
     runtime.spawn(async move {
         let sig = stop.termination().await;
+        let _ = stopped.set(sig);
         tracing::warn!("{sig}: ending the agent (pid {pid})");
         let Some(agent) = i32::try_from(pid)
             .ok()
@@ -379,7 +382,13 @@ fn acp(args: AcpArgs) -> ExitCode {
             tracing::info!(%status, "agent exited");
             details.insert("status".into(), status.to_string().into());
             details.insert("code".into(), status.code().into());
-            exit_code_of(status)
+            match stopped_by.get() {
+                Some(sig) => {
+                    details.insert("stoppedBy".into(), (*sig).into());
+                    ExitCode::SUCCESS
+                }
+                None => exit_code_of(status),
+            }
         }
         Err(e) => {
             eprintln!("fsgate: relay failed: {e}");
@@ -391,7 +400,11 @@ fn acp(args: AcpArgs) -> ExitCode {
     if let Some(dir) = scratch {
         clean_scratch(&dir);
     }
-    startup::shutdown(&gateway, serde_json::Map::new());
+    let mut stop_details = serde_json::Map::new();
+    if let Some(sig) = stopped_by.get() {
+        stop_details.insert("reason".into(), (*sig).into());
+    }
+    startup::shutdown(&gateway, stop_details);
     exit
 }
 

@@ -3,7 +3,7 @@
 //!
 //! The peers come from `./scripts/install-peers.sh` (.peers/, gitignored). Without them
 //! a test prints `SKIPPED: <reason>` and passes, except under `CI` or
-//! `FSGATE_REQUIRE_PEERS`, where a missing peer is a failure.
+//! `FSGATE_REQUIRE_PEERS`, where a missing peer is a failure (`crate::common::skip_or_fail`).
 
 // Spawns `fsgate acp -- AGENT` and speaks raw JSON-RPC lines as the editor.
 mod editor;

@@ -41,6 +41,8 @@ mod audit_gateway;
 mod acp_proxy;
 // The kernel wall (Landlock) holding on its own, via the test-only fsgate-wallprobe.
 mod sandbox_kernel;
+// SIGTERM/SIGINT at any instant of start-up, on every mode: exit 0, `stop` last, chain intact.
+mod signals;
 // MCP harness: spawn `fsgate serve --transport mcp`, talk JSON-RPC lines.
 mod mcp_harness;
 // MCP on the wire: both protocol eras, refusals as tool errors, policy-shaped tool lists.

@@ -4,7 +4,7 @@
 //!
 //! Interpreters: `$FSGATE_MCP2_PYTHON` / `$FSGATE_MCP1_PYTHON`, else the venvs
 //! `.peers/mcp2` and `.peers/mcp1` that `scripts/install-peers.sh` creates. Without them
-//! the tests print `SKIPPED: ...` and pass.
+//! the tests print `SKIPPED: ...` and pass, except under CI (`crate::common::skip_or_fail`).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -96,7 +96,7 @@ fn run_driver(
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     if out.status.code() == Some(SKIP) {
-        println!("{}", stdout.trim());
+        crate::common::skip_or_fail(driver, stdout.trim());
         return None;
     }
     assert!(

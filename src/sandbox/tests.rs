@@ -24,10 +24,16 @@ const ROOT_ENV: &str = "FSGATE_LANDLOCK_ROOT";
 const PORT_ENV: &str = "FSGATE_LANDLOCK_PORT";
 const DONE: &str = "CHILD-DONE";
 
-/// True (after saying so on stderr) when the kernel has no Landlock.
+/// True (after saying so on stderr) when the kernel has no Landlock; under CI (`CI`
+/// set, not false/0) or `FSGATE_REQUIRE_PEERS`, where these tests must prove something,
+/// a failure instead (the rule of tests/common's `skip_or_fail`).
 fn skipped(test: &str) -> bool {
     if kernel_abi().is_some() {
         return false;
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+    if ci || std::env::var_os("FSGATE_REQUIRE_PEERS").is_some() {
+        panic!("{test}: this kernel has no Landlock (required under CI / FSGATE_REQUIRE_PEERS)");
     }
     // Written to the real stderr, not through the harness's captured `eprintln!`.
     let _ = writeln!(

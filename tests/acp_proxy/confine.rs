@@ -1,15 +1,13 @@
 //! `fsgate acp --confine-agent`: the agent's own Landlock ruleset leaves it no direct
 //! way into the workspace or the home directory; fs/read_text_file still works.
-//!
-//! A build without the flag (it answers "not yet available") makes these tests print
-//! `SKIPPED: ...`; otherwise they run for real.
+//! A missing agent peer goes through `crate::common::skip_or_fail` (a failure under CI).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::editor::{Editor, Options, Peer, ok, repo, skipped};
+use super::editor::{Editor, Options, Peer, ok, repo};
 
 const EACCES: i64 = 13;
 
@@ -69,17 +67,6 @@ fn confined_agent_uses_only_the_gateway(peer: Peer, test: &str) {
         ..Default::default()
     };
     let mut ed = Editor::launch(&cmd, opts);
-    if ed
-        .wait_exit(std::time::Duration::from_millis(300))
-        .is_some()
-        && ed.stderr().contains("not yet available")
-    {
-        skipped(
-            test,
-            "`fsgate acp --confine-agent` is not yet available in this build",
-        );
-        return;
-    }
     std::fs::write(ed.root.join("a.txt"), "inside\n").expect("seed");
     let sid = ed.open_session();
     let a = ed.root.join("a.txt").display().to_string();

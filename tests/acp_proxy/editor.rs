@@ -35,7 +35,7 @@ pub enum Peer {
     TypeScript,
     /// tests/peers/acp/raw_agent.py: raw JSON lines, no SDK.
     Raw,
-    /// fast-agent (PyPI `fast-agent-mcp`) with its `passthrough` model; optional.
+    /// fast-agent (PyPI `fast-agent-mcp`) with its `passthrough` model.
     FastAgent,
 }
 
@@ -83,7 +83,7 @@ impl Peer {
                 let bin = repo.join(".peers/fast-agent/bin/fast-agent-acp");
                 if !bin.exists() {
                     return Err(format!(
-                        "{} is missing (optional: ./scripts/install-peers.sh installs it when python3.12 exists)",
+                        "{} is missing: run ./scripts/install-peers.sh (it needs Python 3.12, via pyenv if need be)",
                         bin.display()
                     ));
                 }
@@ -95,28 +95,17 @@ impl Peer {
         }
     }
 
-    /// The command, or `None` after printing `SKIPPED: <reason>` where cargo's output
-    /// capture cannot hide it. With `CI` or `FSGATE_REQUIRE_PEERS` set, a missing peer
-    /// fails the test instead (CI installs the peers), except the optional fast-agent.
+    /// The command, or `None` when the peer is missing (`crate::common::skip_or_fail`:
+    /// printed and skipped locally, a failure under CI, fast-agent included).
     pub fn command_or_skip(self, test: &str) -> Option<Vec<OsString>> {
         match self.command() {
             Ok(cmd) => Some(cmd),
             Err(reason) => {
-                let required = std::env::var_os("CI").is_some()
-                    || std::env::var_os("FSGATE_REQUIRE_PEERS").is_some();
-                if required && self != Peer::FastAgent {
-                    panic!("{test}: peer {self:?} unavailable but required here: {reason}");
-                }
-                skipped(test, &format!("peer {self:?} unavailable: {reason}"));
+                crate::common::skip_or_fail(test, &format!("peer {self:?} unavailable: {reason}"));
                 None
             }
         }
     }
-}
-
-/// Prints `SKIPPED: ...` straight to the process's stderr (not the captured test output).
-pub fn skipped(test: &str, reason: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {reason}");
 }
 
 /// The TypeScript SDK package directory installed by scripts/install-peers.sh.
