@@ -67,10 +67,10 @@ impl ConnLimits {
     }
 }
 
-/// The server-wide budget (unwritten replies, and requests in flight, each): 64 MiB, or
-/// four messages if that is more.
+/// The server-wide budget (unwritten answers, and requests in flight, each): four
+/// messages (64 MiB with the default limit), however many connections there are.
 pub fn server_budget(max_message: usize) -> usize {
-    (64usize << 20).max(max_message.saturating_mul(4))
+    max_message.saturating_mul(4)
 }
 
 /// What one connection shares with its request tasks.
