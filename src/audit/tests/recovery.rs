@@ -156,7 +156,7 @@ fn a_cut_tail_with_its_checkpoint_deleted_is_still_caught_through_the_sink() {
 /// this process forks holds a copy of the lock's descriptor until its exec closes it.
 fn open_when_unlocked(path: &std::path::Path, s: &AuditSettings, opts: OpenOptions) -> AuditLog {
     for _ in 0..50 {
-        match AuditLog::open(path, s, POLICY, opts.clone()) {
+        match AuditLog::open(path, s, POLICY, opts) {
             Err(AuditError::Locked { .. }) => {
                 std::thread::sleep(std::time::Duration::from_millis(20))
             }
