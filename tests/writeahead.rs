@@ -379,3 +379,88 @@ fn every_sync_of_a_change_reaches_the_disk() {
         failed.join("\n")
     );
 }
+
+impl Scene {
+    /// `fsgate backup restore a.txt` under strace, killed at the `n`th `syscall`; Some if
+    /// it was killed, None if it ran to the end.
+    fn restore_killed(&self, syscall: &str, n: u32) -> Option<()> {
+        let mut cmd = Command::new("strace");
+        cmd.args(["-f", "-qq", "-o", "/dev/null"])
+            .arg(format!("-etrace={syscall}"))
+            .arg(format!("-einject={syscall}:signal=KILL:when={n}"))
+            .arg(bin())
+            .args(["backup", "restore", "--workspace"])
+            .arg(&self.root)
+            .arg("--audit-log")
+            .arg(&self.log)
+            .arg("--backup-dir")
+            .arg(&self.backups)
+            .arg("a.txt")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let st = cmd.status().expect("run strace");
+        (!st.success()).then_some(())
+    }
+}
+
+#[test]
+fn kill_9_during_a_backup_restore_then_restart_reconciles_it() {
+    let mut kills = 0;
+    for syscall in ["renameat", "fdatasync", "fsync"] {
+        for n in 1..=24 {
+            let s = Scene::new();
+            // A change through the gateway leaves "old" in the backup store.
+            let mut child = s.serve(bin(), &[]).spawn().expect("spawn");
+            let mut stdin = child.stdin.take().expect("stdin");
+            let _ = std::io::Write::write_all(
+                &mut stdin,
+                format!("{}\n", request(&s, "write")).as_bytes(),
+            );
+            drop(stdin);
+            assert!(child.wait().expect("wait").success());
+            assert_eq!(s.content("a.txt").as_deref(), Some(&b"new"[..]));
+            let what = format!("restore, kill at {syscall} #{n}");
+            if s.restore_killed(syscall, n).is_none() {
+                break;
+            }
+            kills += 1;
+            s.restart();
+            let out = run_cli(&["audit", "verify", s.log.to_str().expect("utf-8")]);
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "{what}: verify failed:\n{text}");
+            assert!(
+                !text.contains("intent seq"),
+                "{what}: intent left open:\n{text}"
+            );
+            let recs = records(&s.log);
+            let intent = recs
+                .iter()
+                .find(|r| r["kind"] == "intent" && r["op"] == "restore");
+            let a = s.content("a.txt");
+            match intent {
+                // Killed before its intent: the file must be untouched.
+                None => assert_eq!(a.as_deref(), Some(&b"new"[..]), "{what}"),
+                Some(i) => {
+                    let closed = recs.iter().any(|r| {
+                        r["args"]["intent"] == i["seq"] || r["details"]["intent"] == i["seq"]
+                    });
+                    assert!(closed, "{what}: restore intent not closed");
+                    if let Some(r) = recs.iter().find(|r| r["kind"] == "reconciled") {
+                        let want = match r["details"]["found"].as_str() {
+                            Some("applied") => &b"old"[..],
+                            Some("not-applied") => &b"new"[..],
+                            other => panic!("{what}: reconciled {other:?}"),
+                        };
+                        assert_eq!(a.as_deref(), Some(want), "{what}: {r}");
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("writeahead: {kills} kills during restores, each reconciled");
+    assert!(
+        kills >= 5,
+        "only {kills} kill points reached: is strace working?"
+    );
+}
