@@ -196,10 +196,13 @@ fn cut(s: &str, n: usize) -> String {
 
 fn table_row(v: &Value) -> String {
     let kind = text(v, "kind");
-    let op = if kind == record::KIND_REQUEST {
-        text(v, "op")
-    } else {
-        format!("[{kind}]")
+    // A change's intent and its reconciliation name the operation; their outcome column
+    // says which they are (and what the disk showed).
+    let (op, outcome) = match kind.as_str() {
+        record::KIND_REQUEST => (text(v, "op"), text(v, "outcome")),
+        record::KIND_INTENT => (text(v, "op"), "intent".to_string()),
+        record::KIND_RECONCILED => (text(v, "op"), clean(&text(&v["details"], "found"))),
+        _ => (format!("[{kind}]"), text(v, "outcome")),
     };
     let mut path = clean(&text(v, "path"));
     let p2 = text(v, "path2");
@@ -215,7 +218,7 @@ fn table_row(v: &Value) -> String {
         cut(&text(v, "transport"), 5),
         cut(&op, 9),
         cut(&text(v, "decision"), 5),
-        cut(&text(v, "outcome"), 7),
+        cut(&outcome, 7),
         text(v, "bytes"),
         text(v, "duration_us"),
         path,
