@@ -13,6 +13,7 @@ pub mod lint;
 pub mod raw;
 pub mod schema;
 pub mod testrun;
+pub mod ws;
 
 use std::path::Path;
 

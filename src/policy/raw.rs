@@ -46,7 +46,7 @@ pub struct RawPolicy {
     pub acp: Option<AcpSettings>,
     /// The WebSocket files channel (`[ws]`), owned by the ws transport.
     #[serde(default)]
-    pub ws: Option<crate::transport::ws::WsSettings>,
+    pub ws: Option<super::ws::WsSettings>,
 }
 
 /// `[secrets]`.

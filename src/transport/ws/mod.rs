@@ -2,7 +2,8 @@
 //!
 //! # Layout
 //!
-//! - [`settings`]: the `[ws]` policy section ([`WsSettings`]).
+//! - the `[ws]` policy section ([`WsSettings`]) is compiled with the policy, in
+//!   `crate::policy::ws`.
 //! - [`auth`]: who may connect: bearer token, `Origin` allow-list, `Host` check, all on
 //!   the HTTP upgrade request.
 //! - [`protocol`]: JSON messages <-> [`crate::ops::Op`] and back (docs/ws-protocol.md).
@@ -26,7 +27,6 @@ pub mod changes;
 mod conn;
 mod mailbox;
 pub mod protocol;
-pub mod settings;
 mod watch;
 
 use std::io;
@@ -40,8 +40,8 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::http::{self, StatusCode, header};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
+pub use crate::policy::ws::{MAX_MESSAGE_CEILING, WsSettings};
 pub use auth::{Gatekeeper, Token, TokenError};
-pub use settings::{MAX_MESSAGE_CEILING, WsSettings};
 
 use crate::gateway::Gateway;
 use crate::gateway::Request as GwRequest;
