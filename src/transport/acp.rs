@@ -15,7 +15,7 @@ use super::lines::{Line, read_line};
 use crate::error::{GatewayError, code};
 use crate::gateway::Gateway;
 use crate::gateway::{Lease, Request};
-use crate::ops::{Op, Output, PathStyle, RequestCtx};
+use crate::ops::{Op, PathStyle, RequestCtx};
 use crate::policy::OpClass;
 use crate::transport::outbox::{Outbox, Queued};
 
@@ -181,70 +181,6 @@ pub fn session_of(params: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Renders an [`Output`] as the ACP result.
-pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
-    match out {
-        Output::Text(content) => json!({ "content": content }),
-        Output::File { content, encoding } => {
-            json!({ "content": content, "encoding": encoding.as_str() })
-        }
-        Output::Unit => Value::Null,
-        Output::Entries { entries, truncated } => {
-            let list: Vec<Value> = entries
-                .into_iter()
-                .map(|e| {
-                    let mut v = json!({
-                        "name": e.name,
-                        "path": gw.show_path(style, &e.path),
-                        "type": e.kind.as_str(),
-                    });
-                    if let Some(s) = e.size {
-                        v["size"] = s.into();
-                    }
-                    if let Some(m) = e.modified {
-                        v["modified"] = m.into();
-                    }
-                    v
-                })
-                .collect();
-            with_truncated(json!({ "entries": list }), truncated)
-        }
-        Output::Stat { path, info } => json!({ "stat": {
-            "path": gw.show_path(style, &path),
-            "type": info.kind,
-            "size": info.size,
-            "modified": info.modified,
-            "permissions": info.permissions,
-        }}),
-        Output::Paths { paths, truncated } => {
-            let list: Vec<String> = paths.iter().map(|p| gw.show_path(style, p)).collect();
-            with_truncated(json!({ "matches": list }), truncated)
-        }
-        Output::Grep { hits, truncated } => {
-            let list: Vec<Value> = hits
-                .into_iter()
-                .map(|h| {
-                    json!({
-                        "path": gw.show_path(style, &h.path),
-                        "lineNumber": h.line_number,
-                        "line": h.line,
-                    })
-                })
-                .collect();
-            with_truncated(json!({ "matches": list }), truncated)
-        }
-    }
-}
-
-/// Adds `"truncated": true` to a listing that stopped at the message limit (and
-/// nothing to a complete one, whose shape stays as it always was).
-pub fn with_truncated(mut v: Value, truncated: bool) -> Value {
-    if truncated && let Some(m) = v.as_object_mut() {
-        m.insert("truncated".into(), Value::Bool(true));
-    }
-    v
-}
-
 /// The `initialize` result: capabilities follow the policy.
 pub fn initialize_result(gw: &Gateway) -> Value {
     let pol = gw.policy();
@@ -296,7 +232,7 @@ pub fn answer(
     match to_op(method, params) {
         Ok(Some(op)) => match gw.serve_leased(&ctx, Request::Op(op)) {
             (Ok(out), lease) => (
-                jsonrpc::result_response(id, render(gw, ctx.style, out)),
+                jsonrpc::result_response(id, crate::transport::results::render(gw, ctx.style, out)),
                 lease,
             ),
             (Err(e), _) => (jsonrpc::error_response(id, e.to_rpc_error()), None),

@@ -8,4 +8,5 @@ pub mod mcp;
 pub mod outbox;
 pub mod proxy;
 pub mod raw_json;
+pub mod results;
 pub mod ws;

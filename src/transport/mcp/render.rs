@@ -64,7 +64,7 @@ pub(super) fn output(gw: &Gateway, out: Output) -> CallToolResult {
         Output::Text(s) => text(s),
         Output::File { content, .. } => text(content),
         Output::Unit => text("ok"),
-        other => structured(crate::transport::acp::render(
+        other => structured(crate::transport::results::render(
             gw,
             PathStyle::AbsoluteOrRelative,
             other,

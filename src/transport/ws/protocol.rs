@@ -323,7 +323,7 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
                     })
                 })
                 .collect();
-            crate::transport::acp::with_truncated(json!({"entries": list}), truncated)
+            crate::transport::results::with_truncated(json!({"entries": list}), truncated)
         }
         Output::Stat { path, info } => json!({
             "path": gw.show_path(style, &path),
@@ -334,14 +334,14 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
         }),
         Output::Paths { paths, truncated } => {
             let list: Vec<String> = paths.iter().map(|p| gw.show_path(style, p)).collect();
-            crate::transport::acp::with_truncated(json!({"matches": list}), truncated)
+            crate::transport::results::with_truncated(json!({"matches": list}), truncated)
         }
         Output::Grep { hits, truncated } => {
             let list: Vec<Value> = hits
                 .into_iter()
                 .map(|h| json!({"path": gw.show_path(style, &h.path), "lineNumber": h.line_number, "line": h.line}))
                 .collect();
-            crate::transport::acp::with_truncated(json!({"matches": list}), truncated)
+            crate::transport::results::with_truncated(json!({"matches": list}), truncated)
         }
     }
 }
