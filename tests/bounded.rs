@@ -167,3 +167,38 @@ fn a_read_whose_answer_would_exceed_the_limit_is_refused_before_it_is_built() {
     );
     assert_eq!(r["content"].as_str().map(str::len), Some(200));
 }
+
+#[test]
+fn the_reference_servers_text_tools_say_when_a_list_was_cut() {
+    // Regression: list_directory and search_files returned a cut list without saying so.
+    let mut g = crate::mcp_harness::McpGate::start(Some(&policy(64 * 1024)));
+    for i in 0..2000 {
+        g.dirs.put(
+            &format!("many/a-rather-long-file-name-number-{i:05}.txt"),
+            "",
+        );
+    }
+    g.initialize("2025-06-18");
+    let dir = g.dirs.abs("many");
+    for (id, tool, args) in [
+        (1, "list_directory", json!({"path": dir})),
+        (2, "list_directory_with_sizes", json!({"path": dir})),
+        (3, "search_files", json!({"path": dir, "pattern": "*.txt"})),
+    ] {
+        let r = g.tool(id, tool, args);
+        let text = r["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            text.contains("[TRUNCATED]"),
+            "{tool}: {}",
+            &text[text.len().saturating_sub(300)..]
+        );
+    }
+    // A tree cannot be cut silently: it is refused, naming the limit.
+    let r = g.tool(4, "directory_tree", json!({"path": g.dirs.abs("")}));
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(text.contains("limits.max_message_bytes"), "{text}");
+}

@@ -5,7 +5,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 
-use super::{args_error, handle, list, unexpected};
+use super::{TRUNCATED_LINE, args_error, handle, list, unexpected};
 use crate::gateway::Gateway;
 use crate::ops::{Op, Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
@@ -31,10 +31,14 @@ pub(in crate::transport::mcp) fn list_directory(
     ctx: &RequestCtx,
     a: PathArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let lines: Vec<String> = list(gw, ctx, &a.path)?
+    let (entries, truncated) = list(gw, ctx, &a.path)?;
+    let mut lines: Vec<String> = entries
         .iter()
         .map(|e| format!("{} {}", tag(e), e.name))
         .collect();
+    if truncated {
+        lines.push(TRUNCATED_LINE.into());
+    }
     Ok(text(lines.join("\n")))
 }
 
@@ -60,7 +64,7 @@ pub(in crate::transport::mcp) fn list_with_sizes(
     ctx: &RequestCtx,
     a: ListSizesArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let mut entries = list(gw, ctx, &a.path)?;
+    let (mut entries, truncated) = list(gw, ctx, &a.path)?;
     if a.sort_by.unwrap_or_default() == SortBy::Size {
         entries.sort_by(|x, y| {
             y.size
@@ -92,6 +96,9 @@ pub(in crate::transport::mcp) fn list_with_sizes(
         entries.len() - files.len()
     ));
     lines.push(format!("Combined size: {}", format_size(total)));
+    if truncated {
+        lines.push(TRUNCATED_LINE.into());
+    }
     Ok(text(lines.join("\n")))
 }
 
@@ -182,7 +189,14 @@ impl TreeWalk<'_> {
         depth: usize,
     ) -> Result<Vec<Value>, ToolError> {
         let mut out = Vec::new();
-        for e in list(self.gw, self.ctx, dir)? {
+        let (entries, truncated) = list(self.gw, self.ctx, dir)?;
+        if truncated {
+            return Err(self.limit(
+                format!("{dir} has more entries than fit in one answer; ask for a subdirectory"),
+                "limits.max_message_bytes",
+            ));
+        }
+        for e in entries {
             let rel = if rel_prefix.is_empty() {
                 e.name.clone()
             } else {
@@ -244,12 +258,12 @@ pub(in crate::transport::mcp) fn search_files(
             Err(_) => format!("{}/{tail}", a.path.trim_end_matches('/')),
         }
     };
-    let paths = match handle(gw, ctx, Op::Glob { pattern })? {
-        Output::Paths { paths, .. } => paths,
+    let (paths, truncated) = match handle(gw, ctx, Op::Glob { pattern })? {
+        Output::Paths { paths, truncated } => (paths, truncated),
         _ => return Err(unexpected("search_files")),
     };
     let base = base.unwrap_or_default();
-    let lines: Vec<String> = paths
+    let mut lines: Vec<String> = paths
         .iter()
         .filter(|p| {
             p.strip_prefix(&base)
@@ -257,8 +271,11 @@ pub(in crate::transport::mcp) fn search_files(
         })
         .map(|p| gw.show_path(PathStyle::AbsoluteOrRelative, p))
         .collect();
-    if lines.is_empty() {
+    if lines.is_empty() && !truncated {
         return Ok(text("No matches found"));
+    }
+    if truncated {
+        lines.push(TRUNCATED_LINE.into());
     }
     Ok(text(lines.join("\n")))
 }

@@ -47,7 +47,12 @@ fn read_whole(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<String, Tool
     }
 }
 
-fn list(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<Vec<Entry>, ToolError> {
+/// The line the reference server's text tools end with when the gateway cut the list
+/// at the message limit: the text says so, as the `truncated` flag does elsewhere.
+const TRUNCATED_LINE: &str = "[TRUNCATED] the list stopped at the message limit (limits.max_message_bytes); narrow the request";
+
+/// A directory's entries, and whether the list was cut at the message limit.
+fn list(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<(Vec<Entry>, bool), ToolError> {
     match handle(
         gw,
         ctx,
@@ -55,7 +60,7 @@ fn list(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<Vec<Entry>, ToolEr
             path: path.to_string(),
         },
     )? {
-        Output::Entries { entries, .. } => Ok(entries),
+        Output::Entries { entries, truncated } => Ok((entries, truncated)),
         _ => Err(unexpected("ls")),
     }
 }
