@@ -13,7 +13,6 @@ use serde_json::{Map, Value, json};
 use super::AuditError;
 use super::io::Io;
 use super::record::{KIND_INTENT, KIND_RECONCILED, KIND_REQUEST, KIND_START};
-use super::series;
 
 /// A change announced by an `intent` record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +70,33 @@ impl Intent {
     }
 }
 
+/// What a record means for write-ahead intents (FORMAT.md, sections 9 and 13).
+enum Mark {
+    /// An `intent` record: opens its seq.
+    Opens,
+    /// An outcome (`request` with `args.intent`) or a `reconciled` record
+    /// (`details.intent`): closes that seq.
+    Closes(u64),
+    /// The log's own `start` (its details have `check`; the gateway's `start` has not).
+    LogStart,
+    /// Nothing to do with intents.
+    Other,
+}
+
+fn mark(rec: &Value) -> Mark {
+    let closes = |field: &str| rec.get(field)?.get("intent")?.as_u64();
+    let closing = match rec.get("kind").and_then(Value::as_str).unwrap_or_default() {
+        KIND_INTENT => return Mark::Opens,
+        KIND_REQUEST => closes("args"),
+        KIND_RECONCILED => closes("details"),
+        KIND_START if rec.get("details").and_then(|d| d.get("check")).is_some() => {
+            return Mark::LogStart;
+        }
+        _ => None,
+    };
+    closing.map_or(Mark::Other, Mark::Closes)
+}
+
 /// Follows records in log order and keeps the intents not yet closed.
 #[derive(Debug, Default)]
 pub struct Tracker {
@@ -82,27 +108,17 @@ pub struct Tracker {
 impl Tracker {
     /// Takes one record into account.
     pub fn observe(&mut self, rec: &Value) {
-        let kind = rec.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let closes = |field: &str| rec.get(field)?.get("intent")?.as_u64();
-        match kind {
-            KIND_INTENT => {
+        match mark(rec) {
+            Mark::Opens => {
                 if let Some(i) = Intent::from_record(rec) {
                     self.open.insert(i.seq, i);
                 }
             }
-            KIND_REQUEST => {
-                if let Some(seq) = closes("args") {
-                    self.open.remove(&seq);
-                }
+            Mark::Closes(seq) => {
+                self.open.remove(&seq);
             }
-            KIND_RECONCILED => {
-                if let Some(seq) = closes("details") {
-                    self.open.remove(&seq);
-                }
-            }
-            // The log's own `start` (the one with `check`) lists what is open; the
-            // gateway's `start` that follows it adds nothing.
-            KIND_START if rec.get("details").and_then(|d| d.get("check")).is_some() => {
+            // The log's own start lists what is open at that point.
+            Mark::LogStart => {
                 self.saw_start = true;
                 let carried = rec
                     .get("details")
@@ -115,7 +131,7 @@ impl Tracker {
                     .map(|i| (i.seq, i))
                     .collect();
             }
-            _ => {}
+            Mark::Other => {}
         }
     }
 
@@ -150,31 +166,21 @@ impl Unclosed {
             return;
         };
         let seq = rec.get("seq").and_then(Value::as_u64).unwrap_or(0);
-        let kind = rec.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let closes = |field: &str| rec.get(field)?.get("intent")?.as_u64();
-        match kind {
-            KIND_INTENT => {
+        match mark(&rec) {
+            Mark::Opens => {
                 let op = rec.get("op").and_then(Value::as_str).unwrap_or("?");
                 let path = rec.get("path").and_then(Value::as_str).unwrap_or("");
                 self.open.insert(seq, (format!("{op} {path:?}"), None));
             }
-            KIND_REQUEST => {
-                if let Some(n) = closes("args") {
-                    self.open.remove(&n);
-                }
+            Mark::Closes(n) => {
+                self.open.remove(&n);
             }
-            KIND_RECONCILED => {
-                if let Some(n) = closes("details") {
-                    self.open.remove(&n);
-                }
-            }
-            // The log's own start (its details have `check`), not the gateway's.
-            KIND_START if rec.get("details").and_then(|d| d.get("check")).is_some() => {
+            Mark::LogStart => {
                 for (_, passed) in self.open.values_mut() {
                     passed.get_or_insert(seq);
                 }
             }
-            _ => {}
+            Mark::Other => {}
         }
     }
 
@@ -209,29 +215,12 @@ impl Unclosed {
 /// reads back from the active file through rotated files to the newest `start` record.
 pub(crate) fn pending(io: &Io) -> Result<Vec<Intent>, AuditError> {
     let mut names = vec![io.name.clone()];
-    let mut rotated: Vec<(u64, String)> = Vec::new();
-    let entries = io
-        .dir
-        .entries()
-        .map_err(|e| AuditError::io("list", &io.dir_path, &e))?;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let (base, Some(seq)) = series::split_name(&name)
-            && base == io.name
-        {
-            rotated.push((seq, name));
-        }
-    }
-    rotated.sort();
+    let rotated = super::recover::rotated_files(io)?;
     names.extend(rotated.into_iter().rev().map(|(_, n)| n));
     // Newest first until a file holds a `start` record; then replay those oldest first.
     let mut files = Vec::new();
     for name in names {
-        let bytes = match io.dir.read(&name) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(AuditError::io("read", io.path_of(&name), &e)),
-        };
+        let bytes = super::recover::read_or_empty(io, &name)?;
         // The log's own `start` record: its details begin with `check` (sorted keys).
         let has_start = memchr::memmem::find(&bytes, b"\"details\":{\"check\":").is_some();
         files.push(bytes);

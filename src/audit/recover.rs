@@ -196,7 +196,7 @@ fn inspect(io: &Io) -> Result<Inspection, AuditError> {
 }
 
 /// A file of the log's directory, or nothing if it does not exist.
-fn read_or_empty(io: &Io, name: &str) -> Result<Vec<u8>, AuditError> {
+pub(crate) fn read_or_empty(io: &Io, name: &str) -> Result<Vec<u8>, AuditError> {
     match io.dir.read(name) {
         Ok(b) => Ok(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
@@ -205,7 +205,7 @@ fn read_or_empty(io: &Io, name: &str) -> Result<Vec<u8>, AuditError> {
 }
 
 /// The rotated files of the log, oldest first: (first seq, name).
-fn rotated_files(io: &Io) -> Result<Vec<(u64, String)>, AuditError> {
+pub(crate) fn rotated_files(io: &Io) -> Result<Vec<(u64, String)>, AuditError> {
     let mut rotated: Vec<(u64, String)> = Vec::new();
     let entries = io
         .dir
