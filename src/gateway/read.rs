@@ -21,16 +21,13 @@ impl Gateway {
         facts.path = Some(rp.rel.as_str().to_string());
         let res = self.locate(pol, OpClass::Read, &rp, Follow::All, EntryKind::File, facts)?;
         let limit = pol.limits().max_read_bytes;
-        // Hold room for the content before reading it (see `budget`).
-        let size = self
-            .workspace
-            .stat(&res.real)
-            .map(|i| i.size.min(limit))
-            .unwrap_or(limit);
-        facts.lease = Some(self.budget.lease(size));
+        // Hold room for the content before reading it (see `budget`), sized by the
+        // opened file's own fstat: no second lookup on the read path.
         let content = self
             .workspace
-            .read_file(&res.real, limit)
+            .read_file_sized(&res.real, limit, |size| {
+                facts.lease = Some(self.budget.lease(size));
+            })
             .map_err(|e| ws_error(e, &rp.shown))?;
         facts.content(&content.bytes);
         Self::check_content(pol, OpClass::Read, &res.real, &content.bytes, &rp.shown)?;

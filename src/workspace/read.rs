@@ -45,7 +45,19 @@ impl Workspace {
 
     /// Reads a whole regular file of at most `limit` bytes.
     pub fn read_file(&self, real: &RelPath, limit: u64) -> Result<FileContent, WsError> {
+        self.read_file_sized(real, limit, |_| {})
+    }
+
+    /// [`read_file`](Self::read_file), telling `sized` the file's size (from the fstat
+    /// of the opened file) before its content is read: the gateway holds budget for it.
+    pub fn read_file_sized(
+        &self,
+        real: &RelPath,
+        limit: u64,
+        sized: impl FnOnce(u64),
+    ) -> Result<FileContent, WsError> {
         let (file, meta) = self.open_regular(real)?;
+        sized(meta.len().min(limit));
         if meta.len() > limit {
             return Err(WsError::TooLarge {
                 size: meta.len(),
