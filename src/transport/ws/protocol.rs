@@ -332,16 +332,9 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
             "modified": info.modified,
             "permissions": info.permissions,
         }),
-        Output::Paths { paths, truncated } => {
-            let list: Vec<String> = paths.iter().map(|p| gw.show_path(style, p)).collect();
-            crate::transport::results::with_truncated(json!({"matches": list}), truncated)
-        }
-        Output::Grep { hits, truncated } => {
-            let list: Vec<Value> = hits
-                .into_iter()
-                .map(|h| json!({"path": gw.show_path(style, &h.path), "lineNumber": h.line_number, "line": h.line}))
-                .collect();
-            crate::transport::results::with_truncated(json!({"matches": list}), truncated)
+        // Search results have the JSON-RPC doors' shape, workspace-rooted.
+        out @ (Output::Paths { .. } | Output::Grep { .. }) => {
+            crate::transport::results::render(gw, style, out)
         }
     }
 }
