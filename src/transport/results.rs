@@ -69,3 +69,27 @@ pub fn with_truncated(mut v: Value, truncated: bool) -> Value {
     }
     v
 }
+
+/// The size of `v` encoded as JSON, measured without building it; `None` once it passes
+/// `max` (the count stops there). Used to refuse or bound an answer before allocating it.
+pub fn json_len_upto(v: &impl serde::Serialize, max: usize) -> Option<usize> {
+    /// Counts bytes written, and fails past `max`.
+    struct Counter {
+        n: usize,
+        max: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+            self.n += data.len();
+            if self.n > self.max {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Counter { n: 0, max };
+    serde_json::to_writer(&mut c, v).ok().map(|()| c.n)
+}

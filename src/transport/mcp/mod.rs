@@ -146,19 +146,7 @@ pub(super) async fn record(
 
 /// The length of `v` as JSON, without building it.
 fn encoded_len(v: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0 += b.len();
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut c = Count(0);
-    let _ = serde_json::to_writer(&mut c, v);
-    c.0
+    crate::transport::results::json_len_upto(v, usize::MAX).unwrap_or(usize::MAX)
 }
 
 /// A session id unique enough for the audit log: pid and start time.

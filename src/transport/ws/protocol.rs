@@ -343,41 +343,20 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
 /// saying so. The size is measured first without allocating, so an answer over the
 /// limit is never built, and one within it is built in a buffer of its exact size.
 pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
-    let mut size = Counter { n: 0, max };
-    if serde_json::to_writer(&mut size, v).is_err() {
+    let Some(size) = crate::transport::results::json_len_upto(v, max) else {
         let msg = format!(
             "the answer is larger than the message limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); text full of control characters grows up to six times when JSON-escaped"
         );
         let extra = json!({"rule": "limits.max_message_bytes", "reason": msg});
         return error_response(head, code::LIMIT, &msg, Some(&extra)).to_string();
-    }
-    let mut buf = Vec::with_capacity(size.n);
+    };
+    let mut buf = Vec::with_capacity(size);
     match serde_json::to_writer(&mut buf, v) {
         Ok(()) => String::from_utf8(buf).unwrap_or_default(),
         Err(e) => {
             let e = GatewayError::Internal(format!("cannot encode the answer: {e}"));
             gateway_error_response(head, &e).to_string()
         }
-    }
-}
-
-/// Counts bytes written, and fails past `max`.
-struct Counter {
-    n: usize,
-    max: usize,
-}
-
-impl std::io::Write for Counter {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.n += data.len();
-        if self.n > self.max {
-            return Err(std::io::Error::other("over the message limit"));
-        }
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
