@@ -137,7 +137,7 @@ pub async fn run(
         let Some(task) = take(&sh, &sub_tx, text.as_str()).await else {
             continue;
         };
-        let Some(permits) = admit(&sh, &task.op, text.len()).await else {
+        let Some(permits) = admit(&sh, text.len()).await else {
             break;
         };
         drop(text);
@@ -206,15 +206,12 @@ fn permits(n: usize) -> usize {
     n.min(u32::MAX as usize >> 1)
 }
 
-/// Waits for a slot for `op`: one of the connection's requests in flight, and its
-/// bytes, on the connection and on the server. A read or a listing reserves a whole
-/// message (its answer may be that large); anything else, the size of its request.
-async fn admit(sh: &Shared, op: &Op, size: usize) -> Option<[OwnedSemaphorePermit; 3]> {
-    let answer = match op {
-        Op::ReadFile { .. } | Op::Ls { .. } => sh.limits.max_message,
-        _ => 0,
-    };
-    let want = size.max(answer).max(1);
+/// Waits for a slot for a request of `size` bytes: one of the connection's requests in
+/// flight, and its bytes, on the connection and on the server. What an answer holds is
+/// bounded where it is known: the gateway's budget leases the content a read or listing
+/// holds, sized by the file or the answer, until the answer is queued here.
+async fn admit(sh: &Shared, size: usize) -> Option<[OwnedSemaphorePermit; 3]> {
+    let want = size.max(1);
     // Never more than a semaphore holds, or the wait would never end.
     let conn = u32::try_from(want.min(permits(sh.limits.conn_in_flight()))).ok()?;
     let server = u32::try_from(want.min(permits(server_budget(sh.limits.max_message)))).ok()?;
