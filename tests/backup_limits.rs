@@ -87,13 +87,23 @@ fn backup_files(g: &Gate) -> PathBuf {
 /// `fsgate backup list --json [path]`.
 fn list(g: &Gate, path: Option<&str>) -> Vec<Value> {
     let dir = g.state.join("backups");
-    let mut args = vec!["backup", "list", "--backup-dir", dir.to_str().unwrap(), "--json"];
+    let mut args = vec![
+        "backup",
+        "list",
+        "--backup-dir",
+        dir.to_str().unwrap(),
+        "--json",
+    ];
     if let Some(p) = path {
         args.push(p);
     }
     args.extend(["--workspace", g.root.to_str().unwrap()]);
     let out = run_cli(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("JSON line"))
@@ -185,7 +195,11 @@ fn a_sparse_file_is_backed_up_sparse_and_restores_identically() {
         "--at",
         id,
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(sha(std::fs::read(&path).expect("read restored")), original);
 }
 
@@ -264,7 +278,11 @@ fn the_first_version_survives_fifty_rewrites_under_keep_versions() {
     assert!(g.wait_exit(TIMEOUT).success(), "{}", g.stderr());
     let kept = list(&g, Some("notes.txt"));
     assert_eq!(kept.len(), 3, "the original and the newest two: {kept:#?}");
-    assert_eq!(kept[0]["sha256"], sha("the user's own notes\n"), "{kept:#?}");
+    assert_eq!(
+        kept[0]["sha256"],
+        sha("the user's own notes\n"),
+        "{kept:#?}"
+    );
     assert_eq!(kept[0]["original"], true, "{kept:#?}");
     assert_eq!(kept[2]["sha256"], sha("agent rewrite 48\n"), "{kept:#?}");
     let out = run_cli(&[
@@ -288,7 +306,11 @@ fn rewrites_under_a_small_quota_prune_the_agent_versions_not_the_original() {
         write(&g, "data.txt", &format!("{n:>3}").repeat(1000)).expect("rewrite fits");
     }
     let kept = list(&g, Some("data.txt"));
-    assert!(kept.len() <= 3, "{} versions for a 10000-byte quota", kept.len());
+    assert!(
+        kept.len() <= 3,
+        "{} versions for a 10000-byte quota",
+        kept.len()
+    );
     assert_eq!(kept[0]["sha256"], sha(&original), "{kept:#?}");
     assert_eq!(kept[0]["original"], true);
     let prunes = records(&g)

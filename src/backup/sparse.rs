@@ -75,7 +75,11 @@ pub(crate) fn data_bytes(fd: impl AsFd) -> io::Result<(u64, u64)> {
 
 /// Makes `dst` (empty, writable) a copy of `src`: a clone where the filesystem can,
 /// else a sparse copy. Returns what was stored and its hash.
-pub(crate) fn clone_or_copy(src: impl AsFd, dst: impl AsFd, caps: Caps) -> Result<Copied, CopyError> {
+pub(crate) fn clone_or_copy(
+    src: impl AsFd,
+    dst: impl AsFd,
+    caps: Caps,
+) -> Result<Copied, CopyError> {
     let (size, data) = data_bytes(&src)?;
     check(size, data, caps)?;
     if rustix::fs::ioctl_ficlone(&dst, &src).is_ok() {
@@ -91,10 +95,16 @@ pub(crate) fn clone_or_copy(src: impl AsFd, dst: impl AsFd, caps: Caps) -> Resul
 
 fn check(size: u64, data: u64, caps: Caps) -> Result<(), CopyError> {
     if data > caps.data {
-        return Err(CopyError::Limit { data: true, seen: data });
+        return Err(CopyError::Limit {
+            data: true,
+            seen: data,
+        });
     }
     if size > caps.len {
-        return Err(CopyError::Limit { data: false, seen: size });
+        return Err(CopyError::Limit {
+            data: false,
+            seen: size,
+        });
     }
     Ok(())
 }
@@ -102,10 +112,17 @@ fn check(size: u64, data: u64, caps: Caps) -> Result<(), CopyError> {
 /// Reads `src`'s content extent by extent, hashing it (holes as zeros) and writing its
 /// data at the same offsets of `dst` when given. Stops at the length `src` had when it
 /// started, or earlier if it shrinks.
-pub(crate) fn walk(src: impl AsFd, dst: Option<std::os::fd::BorrowedFd<'_>>, caps: Caps) -> Result<Copied, CopyError> {
+pub(crate) fn walk(
+    src: impl AsFd,
+    dst: Option<std::os::fd::BorrowedFd<'_>>,
+    caps: Caps,
+) -> Result<Copied, CopyError> {
     let (mut len, _) = data_bytes(&src)?;
     if len > caps.len {
-        return Err(CopyError::Limit { data: false, seen: len });
+        return Err(CopyError::Limit {
+            data: false,
+            seen: len,
+        });
     }
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; CHUNK];
@@ -121,7 +138,10 @@ pub(crate) fn walk(src: impl AsFd, dst: Option<std::os::fd::BorrowedFd<'_>>, cap
         while pos < hole {
             let want = usize::try_from(hole - pos).unwrap_or(CHUNK).min(CHUNK);
             if stored + want as u64 > caps.data {
-                return Err(CopyError::Limit { data: true, seen: stored + want as u64 });
+                return Err(CopyError::Limit {
+                    data: true,
+                    seen: stored + want as u64,
+                });
             }
             let n = read_at(&src, &mut buf[..want], pos)?;
             if n == 0 {

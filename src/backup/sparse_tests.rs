@@ -65,7 +65,11 @@ fn a_large_hole_is_not_copied_and_hashes_as_zeros() {
     assert!(copied.stored <= 1 << 20, "stored {} bytes", copied.stored);
     let meta = dst.metadata().expect("stat copy");
     assert_eq!(meta.len(), len);
-    assert!(meta.blocks() * 512 <= 1 << 20, "copy allocates {} blocks", meta.blocks());
+    assert!(
+        meta.blocks() * 512 <= 1 << 20,
+        "copy allocates {} blocks",
+        meta.blocks()
+    );
     let want = hex::encode(Sha256::digest(full_content(len, &chunks)));
     assert_eq!(copied.sha256, want);
     let back = std::fs::read(dir.path().join("dst")).expect("read copy");

@@ -12,11 +12,11 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
 use super::config::{Retention, SizeLimits};
-use super::quota::Quota;
-use super::sparse::{self, Caps, CopyError, Copied, clone_or_copy};
 use super::layout::{
     self, DATA_SUFFIX, FILES_DIR, FORMAT_FILE, FORMAT_TEXT, META_SUFFIX, Sidecar, TMP_SUFFIX,
 };
+use super::quota::Quota;
+use super::sparse::{self, Caps, Copied, CopyError, clone_or_copy};
 use super::{BackupError, BackupRef, BackupSettings};
 
 /// How many timestamps `save` tries before giving up on a name clash.
@@ -93,7 +93,10 @@ fn too_large(rel_path: &str, key: &'static str, seen: u64, limit: u64) -> Backup
     let (limit_name, what) = match key {
         "max_file_bytes" => ("backup.max_file_bytes", "bytes of data"),
         "max_sparse_bytes" => ("backup.max_sparse_bytes", "bytes (holes included)"),
-        _ => ("backup.max_total_bytes", "bytes of data, more than the store has room for"),
+        _ => (
+            "backup.max_total_bytes",
+            "bytes of data, more than the store has room for",
+        ),
     };
     BackupError::TooLarge {
         limit: limit_name,
@@ -178,7 +181,8 @@ impl BackupStore {
                 sha256,
             })
         };
-        self.save_with(rel_path, now, false, &mut fill).map(|(r, _)| r)
+        self.save_with(rel_path, now, false, &mut fill)
+            .map(|(r, _)| r)
     }
 
     /// Saves the current content of the opened workspace file `file` (path `rel_path`)
@@ -190,10 +194,20 @@ impl BackupStore {
         let (size, data) = sparse::data_bytes(file).map_err(BackupError::io("stat", rel_path))?;
         let lim = self.limits;
         if data > lim.max_file_bytes {
-            return Err(too_large(rel_path, "max_file_bytes", data, lim.max_file_bytes));
+            return Err(too_large(
+                rel_path,
+                "max_file_bytes",
+                data,
+                lim.max_file_bytes,
+            ));
         }
         if size > lim.max_sparse_bytes {
-            return Err(too_large(rel_path, "max_sparse_bytes", size, lim.max_sparse_bytes));
+            return Err(too_large(
+                rel_path,
+                "max_sparse_bytes",
+                size,
+                lim.max_sparse_bytes,
+            ));
         }
         let room = self.reserve_room(rel_path, data)?;
         let caps = Caps {

@@ -73,7 +73,10 @@ impl Gateway {
                 path: shown.to_string(),
             });
         }
-        tracing::warn!(limit, "changing {real} without a backup ([backup] on_limit)");
+        tracing::warn!(
+            limit,
+            "changing {real} without a backup ([backup] on_limit)"
+        );
         let skipped = facts
             .args
             .entry("noBackup")

@@ -379,8 +379,16 @@ mod tests {
                 "backup.max_file_bytes",
                 5,
             ),
-            ("[backup]\nmax_total_bytes = 0\n", "backup.max_total_bytes", 3),
-            ("[backup]\nmax_sparse_bytes = 0\n", "backup.max_sparse_bytes", 3),
+            (
+                "[backup]\nmax_total_bytes = 0\n",
+                "backup.max_total_bytes",
+                3,
+            ),
+            (
+                "[backup]\nmax_sparse_bytes = 0\n",
+                "backup.max_sparse_bytes",
+                3,
+            ),
         ] {
             let text = format!("version = 1\n{extra}");
             match crate::policy::Policy::from_toml(&text, "t") {
