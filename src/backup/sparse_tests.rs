@@ -102,7 +102,7 @@ fn caps_refuse_before_copying_and_stop_a_copy() {
         len: 1000,
     };
     assert!(matches!(
-        clone_or_copy(&src, &empty_dst_named(&dir, "d2"), len_cap),
+        clone_or_copy(&src, empty_dst_named(&dir, "d2"), len_cap),
         Err(CopyError::Limit { data: false, .. })
     ));
 }
