@@ -69,6 +69,8 @@ mod ws_settings;
 mod ws_memory;
 // Backups through the gateway: each change saves the old content, list, restore, retention, fail closed.
 mod backup_gateway;
+// Huge and sparse files in backups, their limits and quota; retention keeps session originals.
+mod backup_limits;
 // kill -9 mid-stream of writes, restart: chain verifies, torn tail recovered, files whole.
 mod crash_gateway;
 // Write-ahead records: a failing audit log refuses changes; kill -9 at each syscall of a change, then restart reconciles it.

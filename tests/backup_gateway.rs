@@ -371,19 +371,21 @@ fn keep_versions_prunes_old_backups_at_restart_and_logs_it() {
     stop(&mut g);
 
     let kept = list(&g, Some("k.txt"));
-    assert!(
-        kept.len() <= 2,
-        "keep_versions = 2 but {} remain: {kept:#?}",
-        kept.len()
+    assert_eq!(
+        kept.len(),
+        3,
+        "keep_versions = 2 keeps the newest two and the session original: {kept:#?}"
     );
-    assert_eq!(kept.len(), 2, "the newest two must stay: {kept:#?}");
-    // The newest two are the ones kept: "k3" and "k4" (what writes 4 and 5 replaced).
-    assert_eq!(kept[0]["sha256"], sha("k3\n"), "{kept:#?}");
-    assert_eq!(kept[1]["sha256"], sha("k4\n"), "{kept:#?}");
+    // The original ("k0", what the first write replaced) and the newest two, "k3" and
+    // "k4" (what writes 4 and 5 replaced).
+    assert_eq!(kept[0]["sha256"], sha("k0\n"), "{kept:#?}");
+    assert_eq!(kept[0]["original"], true, "{kept:#?}");
+    assert_eq!(kept[1]["sha256"], sha("k3\n"), "{kept:#?}");
+    assert_eq!(kept[2]["sha256"], sha("k4\n"), "{kept:#?}");
     // The one version of another file is untouched.
     assert_eq!(list(&g, Some("other.txt")).len(), 1);
     // Removed versions are gone from disk.
-    for id in &written_ids[..3] {
+    for id in &written_ids[1..3] {
         let files = backup_dir(&g).join("files");
         assert!(
             !files.join(format!("{id}.json")).exists()
@@ -398,14 +400,14 @@ fn keep_versions_prunes_old_backups_at_restart_and_logs_it() {
         .collect();
     assert!(!prunes.is_empty(), "no backup-prune record");
     let removed = serde_json::to_string(&prunes).unwrap();
-    for id in &written_ids[..3] {
+    for id in &written_ids[1..3] {
         let stamp = id.rsplit('/').next().unwrap();
         assert!(
             removed.contains(stamp) || removed.contains(id.as_str()),
             "prune records do not name {id}: {removed}"
         );
     }
-    for id in &written_ids[3..] {
+    for id in written_ids.iter().take(1).chain(&written_ids[3..]) {
         let stamp = id.rsplit('/').next().unwrap();
         assert!(
             !removed.contains(stamp),

@@ -193,11 +193,19 @@ fn print_table(out: &mut dyn Write, refs: &[BackupRef]) -> std::io::Result<()> {
     for r in refs {
         writeln!(
             out,
-            "{:<30}  {:>10}  {:<12}  {}",
+            "{:<30}{:<2}{:>10}  {:<12}  {}",
             r.ts,
+            if r.original { " *" } else { "" },
             r.size,
             &r.sha256[..r.sha256.len().min(12)],
             r.rel_path
+        )?;
+    }
+    if refs.iter().any(|r| r.original) {
+        writeln!(
+            out,
+            "* the content before fsgate's first change to the file in a session; \
+             keep_versions and max_total_bytes keep it"
         )?;
     }
     Ok(())

@@ -21,11 +21,46 @@ pub struct BackupSettings {
     pub keep_versions: Option<u32>,
     /// Remove versions older than this, e.g. `"30d"`, `"12h"`, `"90m"`, `"2w"`, `"45s"`.
     pub max_age: Option<String>,
-    /// Total size budget of the store in bytes. The oldest versions go first, but the
-    /// newest version of each file is never removed for the budget (so an agent cannot
-    /// flush the backup of one file by writing large junk to another).
+    /// Total size budget (quota) of the store in bytes, counting the data each version
+    /// stores (a sparse file's holes take no room). The oldest versions go first, but the
+    /// newest version of each file and each file's session original are never removed
+    /// for the budget (so an agent cannot flush the backup of one file by writing large
+    /// junk to another); when the budget cannot be met without them, the change that
+    /// needs a new backup is refused instead. Default 1 GiB (1073741824).
     pub max_total_bytes: Option<u64>,
+    /// Largest backup of one file, in bytes of data (what the copy stores: the allocated
+    /// blocks, so a sparse file's holes do not count). A change that would need a larger
+    /// backup is refused (see `on_limit`). Default 64 MiB (67108864): every file an agent
+    /// can write under the default 10 MiB write limit fits, with room for bigger user files.
+    pub max_file_bytes: Option<u64>,
+    /// Largest apparent size (holes included) of a file to back up, in bytes. Holes are
+    /// not copied but their zeros are hashed, so this bounds the time a backup takes.
+    /// Default 1 GiB (1073741824).
+    pub max_sparse_bytes: Option<u64>,
+    /// What a change does when its backup would pass `max_file_bytes`,
+    /// `max_sparse_bytes` or `max_total_bytes`: `"refuse"` (default) or
+    /// `"change-without-backup"` (the change goes ahead and its audit record says it has
+    /// no backup and which limit was passed).
+    pub on_limit: Option<OnLimit>,
 }
+
+/// `[backup] on_limit`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnLimit {
+    /// Refuse the change: no backup, no change.
+    #[default]
+    Refuse,
+    /// Make the change without a backup, and say so in its audit record.
+    ChangeWithoutBackup,
+}
+
+/// Default of `max_file_bytes`.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 << 20;
+/// Default of `max_sparse_bytes`.
+pub const DEFAULT_MAX_SPARSE_BYTES: u64 = 1 << 30;
+/// Default of `max_total_bytes`.
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 1 << 30;
 
 /// The validated form of [`BackupSettings`]' retention fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,6 +71,27 @@ pub(crate) struct Retention {
     pub max_age: Option<Duration>,
     /// Byte budget of the whole store.
     pub max_total_bytes: Option<u64>,
+}
+
+/// The validated size limits of one backup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SizeLimits {
+    /// Data bytes one backup may store.
+    pub max_file_bytes: u64,
+    /// Apparent size one backup may hash.
+    pub max_sparse_bytes: u64,
+    /// What to do past a limit.
+    pub on_limit: OnLimit,
+}
+
+impl Default for SizeLimits {
+    fn default() -> Self {
+        SizeLimits {
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            max_sparse_bytes: DEFAULT_MAX_SPARSE_BYTES,
+            on_limit: OnLimit::Refuse,
+        }
+    }
 }
 
 impl BackupSettings {
@@ -54,12 +110,32 @@ impl BackupSettings {
                 dir.display().to_string()
             )));
         }
+        for (key, value) in [
+            ("max_total_bytes", self.max_total_bytes),
+            ("max_file_bytes", self.max_file_bytes),
+            ("max_sparse_bytes", self.max_sparse_bytes),
+        ] {
+            if value == Some(0) {
+                return Err(BackupError::BadSettings(format!(
+                    "[backup] {key} must be at least 1 (0 would refuse every backup)"
+                )));
+            }
+        }
         let max_age = self.max_age.as_deref().map(parse_age).transpose()?;
         Ok(Retention {
             keep_versions: self.keep_versions,
             max_age,
-            max_total_bytes: self.max_total_bytes,
+            max_total_bytes: Some(self.max_total_bytes.unwrap_or(DEFAULT_MAX_TOTAL_BYTES)),
         })
+    }
+
+    /// The size limits of one backup (call [`retention`](Self::retention) to validate).
+    pub(crate) fn size_limits(&self) -> SizeLimits {
+        SizeLimits {
+            max_file_bytes: self.max_file_bytes.unwrap_or(DEFAULT_MAX_FILE_BYTES),
+            max_sparse_bytes: self.max_sparse_bytes.unwrap_or(DEFAULT_MAX_SPARSE_BYTES),
+            on_limit: self.on_limit.unwrap_or_default(),
+        }
     }
 }
 

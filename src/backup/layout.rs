@@ -60,6 +60,14 @@ pub(crate) struct Sidecar {
     pub sha256: String,
     /// Size of the content in bytes.
     pub size: u64,
+    /// Bytes of data the copy stores (a sparse file's holes excluded); absent in
+    /// versions saved before it was recorded, which stored `size`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<u64>,
+    /// The content the file had before the gateway's first change to it in a session
+    /// (a gateway run); retention by count or bytes keeps the newest such version.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub original: bool,
 }
 
 /// Checks that `rel` is a plain workspace-relative path: non-empty, `/`-separated, no

@@ -18,14 +18,16 @@ pub mod audit;
 pub mod cli;
 pub mod config;
 mod layout;
+mod quota;
 mod restore;
 mod retention;
+mod sparse;
 pub mod store;
 
 use std::io;
 
 pub use cli::{BackupCommand, default_backup_dir, ensure_outside_workspace, workspace_state_dir};
-pub use config::BackupSettings;
+pub use config::{BackupSettings, OnLimit};
 pub use restore::{RestoreReport, restore};
 pub use retention::{PruneReason, PruneReport, PrunedVersion};
 pub use store::BackupStore;
@@ -44,6 +46,10 @@ pub struct BackupRef {
     pub sha256: String,
     /// Size of the saved content in bytes.
     pub size: u64,
+    /// The content the file had before the gateway first changed it in a session (a
+    /// gateway run): `keep_versions` and `max_total_bytes` never remove the newest such
+    /// version of a file.
+    pub original: bool,
 }
 
 /// Everything that can go wrong in the backup store.
@@ -110,6 +116,14 @@ pub enum BackupError {
         path: String,
         /// Why.
         reason: &'static str,
+    },
+    /// A backup would pass a size limit of `[backup]`.
+    #[error("{message}")]
+    TooLarge {
+        /// The limit's name, e.g. `backup.max_file_bytes`.
+        limit: &'static str,
+        /// One line naming the file, the size and the limit.
+        message: String,
     },
     /// Neither `XDG_STATE_HOME` nor `HOME` is usable, so there is no default location.
     #[error(

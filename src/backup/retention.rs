@@ -51,7 +51,7 @@ pub struct PruneReport {
 }
 
 impl PruneReport {
-    /// Bytes freed by the removed versions.
+    /// Bytes (of content) the removed versions held.
     pub fn removed_bytes(&self) -> u64 {
         self.removed.iter().map(|p| p.backup.size).sum()
     }
@@ -68,8 +68,17 @@ impl BackupStore {
 
     /// [`prune`](Self::prune) with the clock given.
     pub(crate) fn prune_at(&self, now: OffsetDateTime) -> Result<PruneReport, BackupError> {
+        self.prune_with(now, 0)
+    }
+
+    /// A prune that also makes room for `reserve` more bytes under the byte budget.
+    pub(crate) fn prune_reserving(&self, reserve: u64) -> Result<PruneReport, BackupError> {
+        self.prune_with(OffsetDateTime::now_utc(), reserve)
+    }
+
+    fn prune_with(&self, now: OffsetDateTime, reserve: u64) -> Result<PruneReport, BackupError> {
         let versions = self.scan(&|_| true)?;
-        let doomed = choose(&versions, self.retention, now);
+        let doomed = choose(&versions, self.retention, now, reserve);
         let mut report = PruneReport::default();
         let mut removed_ids = HashSet::new();
         for (index, reason) in doomed {
@@ -87,8 +96,9 @@ impl BackupStore {
             .filter(|(i, _)| !removed_ids.contains(i));
         for (_, v) in kept {
             report.kept_versions += 1;
-            report.kept_bytes += v.meta.size;
+            report.kept_bytes += v.stored();
         }
+        self.lock_quota().committed = Some(report.kept_bytes);
         report.over_budget = self
             .retention
             .max_total_bytes
@@ -178,11 +188,15 @@ impl BackupStore {
     }
 }
 
-/// Decides which versions to remove, as (index into `versions`, reason), in order.
+/// Decides which versions to remove, as (index into `versions`, reason), in order, so
+/// that `reserve` more bytes fit the byte budget. Per file, the newest version is never
+/// removed for the budget, and the newest session original (see [`super::quota`]) is
+/// removed only by age: an agent's rewrites must not push out the user's own content.
 fn choose(
     versions: &[Version],
     rules: super::config::Retention,
     now: OffsetDateTime,
+    reserve: u64,
 ) -> Vec<(usize, PruneReason)> {
     // Indices per path, newest first.
     let mut by_path: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -193,41 +207,40 @@ fn choose(
         list.sort_by(|&a, &b| versions[b].at.cmp(&versions[a].at));
     }
     let mut doomed: Vec<(usize, PruneReason)> = Vec::new();
-    let mut gone = HashSet::new();
-    let mut newest = HashSet::new();
+    let mut kept = HashSet::new();
     let age_cutoff = rules.max_age.map(|age| now - age);
     for list in by_path.values() {
-        if let Some(&first) = list.first() {
-            newest.insert(first);
-        }
+        kept.extend(list.first().copied());
+        kept.extend(list.iter().copied().find(|&i| versions[i].meta.original));
         for (rank, &i) in list.iter().enumerate() {
-            let reason = if rules.keep_versions.is_some_and(|k| rank >= k as usize) {
-                Some(PruneReason::KeepVersions)
-            } else if age_cutoff.is_some_and(|cut| versions[i].at < cut) {
+            let reason = if age_cutoff.is_some_and(|cut| versions[i].at < cut) {
                 Some(PruneReason::MaxAge)
+            } else if rules.keep_versions.is_some_and(|k| rank >= k as usize) && !kept.contains(&i)
+            {
+                Some(PruneReason::KeepVersions)
             } else {
                 None
             };
             if let Some(r) = reason {
                 doomed.push((i, r));
-                gone.insert(i);
             }
         }
     }
     if let Some(budget) = rules.max_total_bytes {
+        let gone: HashSet<usize> = doomed.iter().map(|(i, _)| *i).collect();
         let mut total: u64 = (0..versions.len())
             .filter(|i| !gone.contains(i))
-            .map(|i| versions[i].meta.size)
+            .map(|i| versions[i].stored())
             .sum();
         let mut candidates: Vec<usize> = (0..versions.len())
-            .filter(|i| !gone.contains(i) && !newest.contains(i))
+            .filter(|i| !gone.contains(i) && !kept.contains(i))
             .collect();
         candidates.sort_by(|&a, &b| versions[a].at.cmp(&versions[b].at));
         for i in candidates {
-            if total <= budget {
+            if total.saturating_add(reserve) <= budget {
                 break;
             }
-            total -= versions[i].meta.size;
+            total -= versions[i].stored();
             doomed.push((i, PruneReason::MaxTotalBytes));
         }
     }

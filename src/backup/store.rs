@@ -1,6 +1,8 @@
 //! [`BackupStore`]: saves, lists and opens versions through one directory handle.
 
+use std::collections::HashSet;
 use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -9,10 +11,12 @@ use cap_std::fs::{Dir, File, OpenOptions};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use super::config::Retention;
+use super::config::{Retention, SizeLimits};
 use super::layout::{
     self, DATA_SUFFIX, FILES_DIR, FORMAT_FILE, FORMAT_TEXT, META_SUFFIX, Sidecar, TMP_SUFFIX,
 };
+use super::quota::Quota;
+use super::sparse::{self, Caps, Copied, CopyError, clone_or_copy};
 use super::{BackupError, BackupRef, BackupSettings};
 
 /// How many timestamps `save` tries before giving up on a name clash.
@@ -31,6 +35,12 @@ pub struct BackupStore {
     root: Dir,
     /// Retention rules from `[backup]`.
     pub(crate) retention: Retention,
+    /// Size limits of one backup from `[backup]`.
+    limits: SizeLimits,
+    /// Bytes the store holds and bytes being saved, for `max_total_bytes`.
+    pub(crate) quota: Mutex<Quota>,
+    /// Workspace paths changed since the store was opened (this session).
+    pub(crate) touched: Mutex<HashSet<String>>,
     /// Last timestamp handed out, so timestamps from this process strictly increase.
     last_ts: Mutex<OffsetDateTime>,
     /// Where the store is, for messages only (never opened again).
@@ -59,7 +69,40 @@ impl Version {
             ts: self.meta.ts.clone(),
             sha256: self.meta.sha256.clone(),
             size: self.meta.size,
+            original: self.meta.original,
         }
+    }
+
+    /// Bytes of data the version stores (what counts against `max_total_bytes`).
+    pub fn stored(&self) -> u64 {
+        self.meta.stored.unwrap_or(self.meta.size)
+    }
+}
+
+/// Where a new version goes.
+struct NewVersion<'a> {
+    dir: &'a Dir,
+    dir_name: &'a str,
+    rel_path: &'a str,
+    ts: OffsetDateTime,
+    original: bool,
+}
+
+/// The error for a backup past `[backup] <key>`.
+fn too_large(rel_path: &str, key: &'static str, seen: u64, limit: u64) -> BackupError {
+    let (limit_name, what) = match key {
+        "max_file_bytes" => ("backup.max_file_bytes", "bytes of data"),
+        "max_sparse_bytes" => ("backup.max_sparse_bytes", "bytes (holes included)"),
+        _ => (
+            "backup.max_total_bytes",
+            "bytes of data, more than the store has room for",
+        ),
+    };
+    BackupError::TooLarge {
+        limit: limit_name,
+        message: format!(
+            "the backup of {rel_path:?} needs {seen} {what}; [backup] {key} allows {limit}"
+        ),
     }
 }
 
@@ -88,9 +131,17 @@ impl BackupStore {
             files,
             root,
             retention,
+            limits: settings.size_limits(),
+            quota: Mutex::new(Quota::default()),
+            touched: Mutex::new(HashSet::new()),
             last_ts: Mutex::new(OffsetDateTime::UNIX_EPOCH),
             location: dir.to_path_buf(),
         })
+    }
+
+    /// What a change does when its backup would pass a size limit.
+    pub fn on_limit(&self) -> super::OnLimit {
+        self.limits.on_limit
     }
 
     /// The store directory handle, for the sandbox plan (bind the Landlock rule to it).
@@ -105,6 +156,8 @@ impl BackupStore {
 
     /// Saves `content`, the current content of workspace file `rel_path`, as a new
     /// version and makes it durable (file and directory fsync) before returning.
+    /// A plain stream copy without size limits, for `fsgate backup restore` (the user's
+    /// own action); the gateway uses [`save_file`](Self::save_file).
     ///
     /// An error means there is no backup: the caller must refuse the operation.
     pub fn save(&self, rel_path: &str, content: &mut dyn Read) -> Result<BackupRef, BackupError> {
@@ -119,6 +172,78 @@ impl BackupStore {
         content: &mut dyn Read,
         now: OffsetDateTime,
     ) -> Result<BackupRef, BackupError> {
+        let mut fill = |data: &mut File, target: &str| {
+            let (size, sha256) =
+                copy_hashing(content, data).map_err(BackupError::io("write", target))?;
+            Ok(Copied {
+                size,
+                stored: size,
+                sha256,
+            })
+        };
+        self.save_with(rel_path, now, false, &mut fill)
+            .map(|(r, _)| r)
+    }
+
+    /// Saves the current content of the opened workspace file `file` (path `rel_path`)
+    /// within the `[backup]` limits: checked from its fstat before anything is copied,
+    /// and again byte by byte while it is copied (sparse-aware, or cloned). Past a limit
+    /// nothing is kept and the error is [`BackupError::TooLarge`].
+    pub fn save_file(&self, rel_path: &str, file: &impl AsFd) -> Result<BackupRef, BackupError> {
+        layout::validate_rel_path(rel_path)?;
+        let (size, data) = sparse::data_bytes(file).map_err(BackupError::io("stat", rel_path))?;
+        let lim = self.limits;
+        if data > lim.max_file_bytes {
+            return Err(too_large(
+                rel_path,
+                "max_file_bytes",
+                data,
+                lim.max_file_bytes,
+            ));
+        }
+        if size > lim.max_sparse_bytes {
+            return Err(too_large(
+                rel_path,
+                "max_sparse_bytes",
+                size,
+                lim.max_sparse_bytes,
+            ));
+        }
+        let room = self.reserve_room(rel_path, data)?;
+        let caps = Caps {
+            data: lim.max_file_bytes.min(room),
+            len: lim.max_sparse_bytes,
+        };
+        let original = self.is_first_change(rel_path);
+        let mut fill = |dst: &mut File, target: &str| {
+            clone_or_copy(file, &*dst, caps).map_err(|e| match e {
+                CopyError::Io(e) => BackupError::io("write", target)(e),
+                CopyError::Limit { data: false, seen } => {
+                    too_large(rel_path, "max_sparse_bytes", seen, caps.len)
+                }
+                CopyError::Limit { data: true, seen } if caps.data < lim.max_file_bytes => {
+                    too_large(rel_path, "max_total_bytes", seen, caps.data)
+                }
+                CopyError::Limit { seen, .. } => {
+                    too_large(rel_path, "max_file_bytes", seen, lim.max_file_bytes)
+                }
+            })
+        };
+        let saved = self.save_with(rel_path, OffsetDateTime::now_utc(), original, &mut fill);
+        self.settle_room(data, saved.as_ref().ok().map(|(_, stored)| *stored));
+        let (saved, _) = saved?;
+        self.note_changed(rel_path);
+        Ok(saved)
+    }
+
+    /// Reserves a fresh name for a version of `rel_path` and fills it with `fill`.
+    fn save_with(
+        &self,
+        rel_path: &str,
+        now: OffsetDateTime,
+        original: bool,
+        fill: &mut dyn FnMut(&mut File, &str) -> Result<Copied, BackupError>,
+    ) -> Result<(BackupRef, u64), BackupError> {
         layout::validate_rel_path(rel_path)?;
         let dir_name = layout::dir_name(rel_path);
         // A concurrent prune may remove an empty per-path directory between our
@@ -127,7 +252,14 @@ impl BackupStore {
             let dir = self.open_path_dir(&dir_name)?;
             match self.reserve(&dir, &dir_name, now) {
                 Ok((ts, data)) => {
-                    return self.finish_save(&dir, &dir_name, rel_path, ts, data, content);
+                    let name = NewVersion {
+                        dir: &dir,
+                        dir_name: &dir_name,
+                        rel_path,
+                        ts,
+                        original,
+                    };
+                    return self.finish_save(&name, data, fill);
                 }
                 Err(BackupError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
                 }
@@ -177,33 +309,34 @@ impl BackupStore {
         })
     }
 
-    /// Writes the content and then the sidecar, which commits the version.
+    /// Writes the content and then the sidecar, which commits the version. Returns it
+    /// with the bytes of data it stores.
     fn finish_save(
         &self,
-        dir: &Dir,
-        dir_name: &str,
-        rel_path: &str,
-        ts: OffsetDateTime,
+        new: &NewVersion<'_>,
         mut data: File,
-        content: &mut dyn Read,
-    ) -> Result<BackupRef, BackupError> {
-        let stem = layout::compact_ts(ts);
+        fill: &mut dyn FnMut(&mut File, &str) -> Result<Copied, BackupError>,
+    ) -> Result<(BackupRef, u64), BackupError> {
+        let (dir, dir_name) = (new.dir, new.dir_name);
+        let stem = layout::compact_ts(new.ts);
         let data_name = format!("{stem}{DATA_SUFFIX}");
         let target = format!("{dir_name}/{data_name}");
-        let (size, sha256) = match copy_hashing(content, &mut data) {
-            Ok(r) => r,
+        let copied = match fill(&mut data, &target) {
+            Ok(c) => c,
             Err(e) => {
                 drop(data);
                 let _ = dir.remove_file(&data_name);
-                return Err(BackupError::io("write", target)(e));
+                return Err(e);
             }
         };
         let meta = Sidecar {
             format: 1,
-            path: rel_path.to_owned(),
-            ts: layout::rfc3339_ts(ts),
-            sha256,
-            size,
+            path: new.rel_path.to_owned(),
+            ts: layout::rfc3339_ts(new.ts),
+            sha256: copied.sha256,
+            size: copied.size,
+            stored: Some(copied.stored),
+            original: new.original,
         };
         let committed = write_sidecar(dir, &stem, &meta, &data);
         drop(data);
@@ -215,11 +348,11 @@ impl BackupStore {
         let version = Version {
             dir: dir_name.to_owned(),
             stem,
-            at: ts,
+            at: new.ts,
             meta,
         };
-        tracing::debug!(backup = %version.to_ref().id, size, "backup saved");
-        Ok(version.to_ref())
+        tracing::debug!(backup = %version.to_ref().id, size = copied.size, "backup saved");
+        Ok((version.to_ref(), copied.stored))
     }
 
     /// A timestamp after both `now` and every timestamp this store handed out before.

@@ -1,7 +1,10 @@
 //! What every change shares: the backup before it, and the policy checks of the
 //! directories it creates and of everything beneath a directory it removes or moves.
 
+use serde_json::{Value, json};
+
 use super::{Facts, Gateway, ReqPath, visible, ws_error};
+use crate::backup::{BackupError, BackupStore, OnLimit, PruneReport};
 use crate::error::GatewayError;
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
@@ -9,7 +12,9 @@ use crate::workspace::{Entry, FileKind, Resolved, Visit};
 
 impl Gateway {
     /// Saves the current content of the regular file at `real` to the backup store
-    /// before it is replaced or removed. No backup, no change (fail closed).
+    /// before it is replaced or removed. No backup, no change (fail closed), unless the
+    /// policy's `[backup] on_limit` lets a change past a size limit go ahead without one:
+    /// its audit record then says so (`noBackup`).
     pub(super) fn backup(
         &self,
         real: &RelPath,
@@ -19,15 +24,25 @@ impl Gateway {
         let Some(store) = self.backups() else {
             return Ok(());
         };
-        let (mut file, _) = self
+        let (file, _) = self
             .workspace
             .open_regular(real)
             .map_err(|e| ws_error(e, shown))?;
-        let saved = store.save(real.as_str(), &mut file).map_err(|e| {
-            GatewayError::Internal(format!(
-                "cannot back up the previous content of {shown}, so nothing was changed: {e}"
-            ))
-        })?;
+        let saved = store.save_file(real.as_str(), &file);
+        for report in store.take_prune_reports() {
+            self.record_prune(&report);
+        }
+        let saved = match saved {
+            Ok(s) => s,
+            Err(BackupError::TooLarge { limit, message }) => {
+                return self.past_backup_limit(store, real, shown, limit, message, facts);
+            }
+            Err(e) => {
+                return Err(GatewayError::Internal(format!(
+                    "cannot back up the previous content of {shown}, so nothing was changed: {e}"
+                )));
+            }
+        };
         facts.old_sha256 = Some(saved.sha256);
         facts.backups.push(saved.id);
         let n = self
@@ -38,6 +53,61 @@ impl Gateway {
             self.prune_backups();
         }
         Ok(())
+    }
+
+    /// A backup past a `[backup]` size limit: refuse (the default), or note in the
+    /// request's facts that the change goes ahead without a backup.
+    fn past_backup_limit(
+        &self,
+        store: &BackupStore,
+        real: &RelPath,
+        shown: &str,
+        limit: &'static str,
+        message: String,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        if store.on_limit() == OnLimit::Refuse {
+            return Err(GatewayError::Limit {
+                reason: format!("{message}; nothing was changed"),
+                rule: limit.into(),
+                path: shown.to_string(),
+            });
+        }
+        tracing::warn!(
+            limit,
+            "changing {real} without a backup ([backup] on_limit)"
+        );
+        let skipped = facts
+            .args
+            .entry("noBackup")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = skipped {
+            list.push(json!({"path": real.as_str(), "limit": limit}));
+        }
+        store.note_changed(real.as_str());
+        Ok(())
+    }
+
+    /// Notes that the gateway wrote `real` (a file it may have created): a later backup
+    /// of it holds this session's content, not the user's.
+    pub(super) fn note_changed(&self, real: &RelPath) {
+        if let Some(store) = self.backups() {
+            store.note_changed(real.as_str());
+        }
+    }
+
+    /// Records what a retention pass removed, if anything.
+    pub(super) fn record_prune(&self, report: &PruneReport) {
+        if report.removed.is_empty() {
+            return;
+        }
+        let mut details = serde_json::Map::new();
+        details.insert(
+            "removed".into(),
+            serde_json::to_value(&report.removed).unwrap_or(Value::Null),
+        );
+        details.insert("removedBytes".into(), report.removed_bytes().into());
+        self.record("backup-prune", details);
     }
 
     /// Checks `write` on each directory that a write or mkdir would create.

@@ -158,16 +158,7 @@ impl Gateway {
     pub fn prune_backups(&self) {
         let Some(store) = self.backups() else { return };
         match store.prune() {
-            Ok(report) if !report.removed.is_empty() => {
-                let mut details = serde_json::Map::new();
-                details.insert(
-                    "removed".into(),
-                    serde_json::to_value(&report.removed).unwrap_or(Value::Null),
-                );
-                details.insert("removedBytes".into(), report.removed_bytes().into());
-                self.record("backup-prune", details);
-            }
-            Ok(_) => {}
+            Ok(report) => self.record_prune(&report),
             Err(e) => tracing::warn!("backup retention: {e}"),
         }
     }

@@ -55,6 +55,9 @@ impl Gateway {
         self.workspace
             .rename(&sres.real, &dres.real)
             .map_err(|e| ws_error(e, &src.shown))?;
+        if let Some(store) = self.backups() {
+            store.note_moved(sres.real.as_str(), dres.real.as_str());
+        }
         Ok(Output::Unit)
     }
 

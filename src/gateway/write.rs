@@ -60,6 +60,7 @@ impl Gateway {
         self.workspace
             .write_atomic(&res.real, content)
             .map_err(|e| ws_error(e, &rp.shown))?;
+        self.note_changed(&res.real);
         Ok(Output::Unit)
     }
 

@@ -135,13 +135,46 @@ fn check_sections(raw: &RawPolicy, src: &str) -> Result<(), PolicyError> {
     if let Some(b) = &raw.backup
         && let Err(e) = b.retention()
     {
+        // Messages start "[backup] <key> ...": point at that key's line.
+        let message = e.to_string();
+        let key = message
+            .strip_prefix("[backup] ")
+            .and_then(|rest| rest.split([' ', ':']).next())
+            .unwrap_or_default();
+        let line = key_line(src, "backup", key);
         return Err(PolicyError::Invalid {
-            key: "backup".into(),
-            line: section_line(src, "backup"),
-            message: e.to_string(),
+            key: if key.is_empty() {
+                "backup".into()
+            } else {
+                format!("backup.{key}")
+            },
+            line: if line == 0 {
+                section_line(src, "backup")
+            } else {
+                line
+            },
+            message,
         });
     }
     Ok(())
+}
+
+/// The line of `key = ...` inside the `[section]` table (0 if not found).
+fn key_line(src: &str, section: &str, key: &str) -> usize {
+    let start = section_line(src, section);
+    if start == 0 || key.is_empty() {
+        return 0;
+    }
+    src.lines()
+        .enumerate()
+        .skip(start)
+        .take_while(|(_, l)| !l.trim_start().starts_with('['))
+        .find(|(_, l)| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map_or(0, |(i, _)| i + 1)
 }
 
 /// The line of a `[name]` table header (0 if not found).
@@ -339,8 +372,23 @@ mod tests {
                 "ws.allowed_origins",
                 2,
             ),
-            ("[backup]\nkeep_versions = 0\n", "backup", 2),
-            ("[backup]\nmax_age = \"forever\"\n", "backup", 2),
+            ("[backup]\nkeep_versions = 0\n", "backup.keep_versions", 3),
+            ("[backup]\nmax_age = \"forever\"\n", "backup.max_age", 3),
+            (
+                "[backup]\nkeep_versions = 3\n\nmax_file_bytes = 0\n",
+                "backup.max_file_bytes",
+                5,
+            ),
+            (
+                "[backup]\nmax_total_bytes = 0\n",
+                "backup.max_total_bytes",
+                3,
+            ),
+            (
+                "[backup]\nmax_sparse_bytes = 0\n",
+                "backup.max_sparse_bytes",
+                3,
+            ),
         ] {
             let text = format!("version = 1\n{extra}");
             match crate::policy::Policy::from_toml(&text, "t") {

@@ -1,0 +1,139 @@
+//! The store's byte budget as a quota, and which versions are a session's originals.
+//!
+//! Before a backup is copied, its data size is reserved against `max_total_bytes`; if it
+//! does not fit, retention makes room (never removing a file's newest version or its
+//! session original), and if that is not enough the backup — and so the change — is
+//! refused. A session is one gateway run (one opened store): the first backup of a path
+//! in it is that path's original, unless the gateway itself created the file earlier in
+//! the session (then there was no user content before it).
+
+use super::BackupError;
+use super::retention::PruneReport;
+use super::store::BackupStore;
+
+/// Bytes held and being saved.
+#[derive(Debug, Default)]
+pub(crate) struct Quota {
+    /// Data bytes of the committed versions (None until counted once).
+    pub committed: Option<u64>,
+    /// Data bytes reserved by saves in progress.
+    pub in_flight: u64,
+    /// Prunes made to make room, not yet recorded by the gateway.
+    pub reports: Vec<PruneReport>,
+}
+
+impl BackupStore {
+    /// Reserves `want` bytes for a new version of `rel_path`, pruning to make room if
+    /// needed. Returns how many data bytes the copy may store (the room left).
+    pub(crate) fn reserve_room(&self, rel_path: &str, want: u64) -> Result<u64, BackupError> {
+        let budget = self.retention.max_total_bytes.unwrap_or(u64::MAX);
+        if let Some(room) = self.try_reserve(want, budget)? {
+            return Ok(room);
+        }
+        let report = self.prune_reserving(want)?;
+        if !report.removed.is_empty() {
+            self.lock_quota().reports.push(report);
+        }
+        match self.try_reserve(want, budget)? {
+            Some(room) => Ok(room),
+            None => {
+                let used = self.lock_quota().committed.unwrap_or(0);
+                Err(BackupError::TooLarge {
+                    limit: "backup.max_total_bytes",
+                    message: format!(
+                        "the backup of {rel_path:?} needs {want} bytes but the store holds {used} bytes \
+                         of newest versions and session originals, which retention keeps; \
+                         [backup] max_total_bytes allows {budget}"
+                    ),
+                })
+            }
+        }
+    }
+
+    /// Reserves `want` if it fits: Some(room for this copy), else None.
+    fn try_reserve(&self, want: u64, budget: u64) -> Result<Option<u64>, BackupError> {
+        let committed = match self.lock_quota().committed {
+            Some(c) => c,
+            None => {
+                let total = self.scan(&|_| true)?.iter().map(|v| v.stored()).sum();
+                *self.lock_quota().committed.get_or_insert(total)
+            }
+        };
+        let mut q = self.lock_quota();
+        let used = committed.saturating_add(q.in_flight);
+        if used.saturating_add(want) > budget {
+            return Ok(None);
+        }
+        q.in_flight += want;
+        Ok(Some(budget - used))
+    }
+
+    /// Ends a reservation of `want` bytes; `stored` is what the saved version holds.
+    pub(crate) fn settle_room(&self, want: u64, stored: Option<u64>) {
+        let mut q = self.lock_quota();
+        q.in_flight = q.in_flight.saturating_sub(want);
+        if let (Some(c), Some(s)) = (q.committed.as_mut(), stored) {
+            *c = c.saturating_add(s);
+        }
+    }
+
+    /// Prunes run to make room since the last call, for the audit log.
+    pub fn take_prune_reports(&self) -> Vec<PruneReport> {
+        std::mem::take(&mut self.lock_quota().reports)
+    }
+
+    pub(crate) fn lock_quota(&self) -> std::sync::MutexGuard<'_, Quota> {
+        self.quota.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_touched(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.touched.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// True if the gateway has not changed `rel_path` yet in this session.
+    pub(crate) fn is_first_change(&self, rel_path: &str) -> bool {
+        !self.lock_touched().contains(rel_path)
+    }
+
+    /// Notes that the gateway changed (or created) `rel_path`: later backups of it hold
+    /// content of this session, not the user's original.
+    pub fn note_changed(&self, rel_path: &str) {
+        self.lock_touched().insert(rel_path.to_owned());
+    }
+
+    /// Notes a rename: what is at `to` (and beneath it) now is what was at `from`, so it
+    /// is an original exactly when that was.
+    pub fn note_moved(&self, from: &str, to: &str) {
+        let mut touched = self.lock_touched();
+        let under = |p: &str, root: &str| {
+            p == root || p.strip_prefix(root).is_some_and(|r| r.starts_with('/'))
+        };
+        touched.retain(|p| !under(p, to));
+        let moved: Vec<String> = touched
+            .iter()
+            .filter(|p| under(p, from))
+            .map(|p| format!("{to}{}", &p[from.len()..]))
+            .collect();
+        touched.retain(|p| !under(p, from));
+        touched.extend(moved);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::BackupSettings;
+    use super::super::store::tests::open_store;
+
+    #[test]
+    fn renames_carry_the_session_state() {
+        let (_tmp, store) = open_store(&BackupSettings::default());
+        store.note_changed("a/x");
+        store.note_changed("b/old");
+        store.note_moved("a", "b");
+        assert!(store.is_first_change("a/x"));
+        assert!(!store.is_first_change("b/x"));
+        assert!(store.is_first_change("b/old"), "the old b was replaced");
+        store.note_moved("user.txt", "b/x");
+        assert!(store.is_first_change("b/x"), "user content moved over it");
+    }
+}
