@@ -33,5 +33,6 @@ pub mod policy;
 pub mod sandbox;
 pub mod signals;
 pub mod startup;
+pub mod text;
 pub mod transport;
 pub mod workspace;
