@@ -26,8 +26,7 @@ use regex::Regex;
 /// tag characters); line and paragraph separators; every default-ignorable code point
 /// (variation selectors, Hangul fillers, ...); and unassigned code points, which a newer
 /// Unicode (the terminal's) may have made any of these.
-const UNSAFE_CLASS: &str =
-    r"[\\\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cn}\p{Default_Ignorable_Code_Point}]";
+const UNSAFE_CLASS: &str = r"[\\\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cn}\p{Default_Ignorable_Code_Point}]";
 
 /// The compiled class; `None` only if the regex crate lost its Unicode tables, and then
 /// every non-ASCII character is escaped (safe, if less readable).

@@ -7,11 +7,44 @@ use super::*;
 /// C1 (CSI U+009B), bidi controls, zero-width characters, BOM, soft hyphen, separators,
 /// a tag character, variation selectors, Hangul filler, an unassigned code point.
 const HOSTILE: &[char] = &[
-    '\u{1b}', '\u{7}', '\n', '\r', '\t', '\0', '\u{7f}', '\u{9b}', '\u{85}', '\u{202a}',
-    '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}',
-    '\u{2069}', '\u{200e}', '\u{200f}', '\u{61c}', '\u{200b}', '\u{200c}', '\u{200d}',
-    '\u{2060}', '\u{feff}', '\u{ad}', '\u{2028}', '\u{2029}', '\u{e0041}', '\u{e007f}',
-    '\u{fe0f}', '\u{e0100}', '\u{3164}', '\u{180e}', '\u{34f}', '\u{fff9}', '\u{e0000}',
+    '\u{1b}',
+    '\u{7}',
+    '\n',
+    '\r',
+    '\t',
+    '\0',
+    '\u{7f}',
+    '\u{9b}',
+    '\u{85}',
+    '\u{202a}',
+    '\u{202b}',
+    '\u{202c}',
+    '\u{202d}',
+    '\u{202e}',
+    '\u{2066}',
+    '\u{2067}',
+    '\u{2068}',
+    '\u{2069}',
+    '\u{200e}',
+    '\u{200f}',
+    '\u{61c}',
+    '\u{200b}',
+    '\u{200c}',
+    '\u{200d}',
+    '\u{2060}',
+    '\u{feff}',
+    '\u{ad}',
+    '\u{2028}',
+    '\u{2029}',
+    '\u{e0041}',
+    '\u{e007f}',
+    '\u{fe0f}',
+    '\u{e0100}',
+    '\u{3164}',
+    '\u{180e}',
+    '\u{34f}',
+    '\u{fff9}',
+    '\u{e0000}',
     '\\',
 ];
 
@@ -57,8 +90,11 @@ fn forbidden(c: char) -> bool {
 
 fn hostile_string() -> impl Strategy<Value = String> {
     let pick = prop::sample::select(HOSTILE.to_vec());
-    prop::collection::vec(prop_oneof![any::<char>(), pick, Just('u'), Just('{')], 0..40)
-        .prop_map(|v| v.into_iter().collect())
+    prop::collection::vec(
+        prop_oneof![any::<char>(), pick, Just('u'), Just('{')],
+        0..40,
+    )
+    .prop_map(|v| v.into_iter().collect())
 }
 
 #[test]
@@ -71,7 +107,11 @@ fn known_cases() {
         escape_for_humans("\u{1b}]8;;http://x\u{7}y"),
         "\\u{1b}]8;;http://x\\u{7}y"
     );
-    assert_eq!(escape_for_humans("a\\u{1b}"), "a\\\\u{1b}", "a forged escape");
+    assert_eq!(
+        escape_for_humans("a\\u{1b}"),
+        "a\\\\u{1b}",
+        "a forged escape"
+    );
     assert_eq!(escape_for_humans("\u{9b}2J\t\r"), "\\u{9b}2J\\t\\r");
     assert_eq!(escape_for_humans("zero\u{200b}width"), "zero\\u{200b}width");
     assert_eq!(escape_bytes(b"bad\xff\xfename"), "bad\\xff\\xfename");
@@ -80,7 +120,15 @@ fn known_cases() {
 
 #[test]
 fn printable_unicode_stays() {
-    for s in ["café", "naïve résumé", "日本語のファイル", "😀🦀", "Ελληνικά", "עברית", "a b"] {
+    for s in [
+        "café",
+        "naïve résumé",
+        "日本語のファイル",
+        "😀🦀",
+        "Ελληνικά",
+        "עברית",
+        "a b",
+    ] {
         assert_eq!(escape_for_humans(s), s);
     }
 }
@@ -100,7 +148,10 @@ fn every_hostile_character_is_escaped() {
     for c in HOSTILE {
         let out = escape_for_humans(&c.to_string()).into_owned();
         assert!(out.starts_with('\\'), "{c:?} -> {out:?}");
-        assert!(out.chars().all(|c| c.is_ascii_graphic()), "{c:?} -> {out:?}");
+        assert!(
+            out.chars().all(|c| c.is_ascii_graphic()),
+            "{c:?} -> {out:?}"
+        );
     }
 }
 
