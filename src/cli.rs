@@ -151,8 +151,10 @@ fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // Every event is escaped whole (fields hold agent-chosen names); so no colours,
+        // whose escape sequences would be escaped too.
+        .with_writer(crate::text::EscapingStderr)
+        .with_ansi(false)
         .with_target(false)
         .try_init();
 }
@@ -274,7 +276,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("fsgate: {e}");
+            crate::text::eprint_line(&format!("fsgate: {e}"));
             ExitCode::FAILURE
         }
     }
@@ -302,7 +304,7 @@ fn acp(args: AcpArgs) -> ExitCode {
     if args.confine_agent {
         match confine_agent(&mut opened, &mut command) {
             Ok(status) => {
-                eprintln!("fsgate: agent confined: {status}");
+                crate::text::eprint_line(&format!("fsgate: agent confined: {status}"));
                 agent_sandbox = serde_json::to_value(&status).unwrap_or_default();
             }
             Err(e) => return fail(&format!("--confine-agent: {e}")),
@@ -391,7 +393,7 @@ fn acp(args: AcpArgs) -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("fsgate: relay failed: {e}");
+            crate::text::eprint_line(&format!("fsgate: relay failed: {e}"));
             details.insert("error".into(), e.to_string().into());
             ExitCode::FAILURE
         }
@@ -598,6 +600,6 @@ fn stdio_peer() -> String {
 }
 
 fn fail(msg: &str) -> ExitCode {
-    eprintln!("fsgate: {msg}");
+    crate::text::eprint_line(&format!("fsgate: {msg}"));
     ExitCode::from(EXIT_CONFIG)
 }

@@ -212,14 +212,18 @@ fn serve_logs_at_debug_escape_sessions_methods_and_paths() {
     }
 }
 
-/// Runs `args` and returns its stderr, which must be clean and name the hostile text.
-fn cli_error(args: &[&str]) -> String {
+/// Runs `args`, which must fail saying so (on stderr, or for `audit verify` on stdout)
+/// cleanly, naming the hostile text escaped (`shown`).
+fn cli_error_showing(args: &[&str], shown: &str) {
     let out: Output = run_cli(args);
     assert!(!out.status.success(), "{args:?} should fail");
-    let stderr = text(&out.stderr);
-    assert_clean(&format!("{args:?}"), &stderr);
-    assert!(stderr.contains(NAME_SHOWN), "{args:?}:\n{stderr}");
-    stderr
+    let said = text(&out.stderr) + &text(&out.stdout);
+    assert_clean(&format!("{args:?}"), &said);
+    assert!(said.contains(shown), "{args:?}:\n{said}");
+}
+
+fn cli_error(args: &[&str]) {
+    cli_error_showing(args, NAME_SHOWN);
 }
 
 #[test]
@@ -236,13 +240,17 @@ fn cli_errors_naming_a_hostile_path_are_escaped() {
     let (ws, store) = (tmp.path().join("ws"), tmp.path().join("store"));
     std::fs::create_dir(&ws).expect("mkdir");
     std::fs::create_dir(&store).expect("mkdir");
-    cli_error(&[
-        "backup",
-        "restore",
-        "--workspace",
-        s(&ws),
-        "--backup-dir",
-        s(&store),
-        NAME,
-    ]);
+    // This message quotes the name with `{:?}` first: escaped twice, still clean.
+    cli_error_showing(
+        &[
+            "backup",
+            "restore",
+            "--workspace",
+            s(&ws),
+            "--backup-dir",
+            s(&store),
+            NAME,
+        ],
+        "gnp.sh\\\\u{1b}[2J",
+    );
 }
