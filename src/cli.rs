@@ -297,7 +297,9 @@ fn acp(args: AcpArgs) -> ExitCode {
         .args(agent_args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit());
+        // The agent's stderr reaches the person's terminal: escaped, line by line, each
+        // line marked as the agent's.
+        .stderr(std::process::Stdio::piped());
     crate::signals::unblock_in_child(&mut command);
     let mut agent_sandbox = serde_json::Value::Null;
     let mut opened = opened;
@@ -310,7 +312,7 @@ fn acp(args: AcpArgs) -> ExitCode {
             Err(e) => return fail(&format!("--confine-agent: {e}")),
         }
     }
-    let child = match command.spawn() {
+    let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => return fail(&format!("cannot start the agent {program:?}: {e}")),
     };
@@ -323,6 +325,10 @@ fn acp(args: AcpArgs) -> ExitCode {
         );
         return fail(&e);
     }
+    // Started after confinement, so the copying thread is confined too.
+    let agent_stderr = child.stderr.take().map(|e| {
+        std::thread::spawn(move || crate::text::copy_escaped(e, std::io::stderr(), "agent: "))
+    });
     let scratch = opened.scratch();
     let gateway = Arc::new(opened.gateway);
     let mut details = serde_json::Map::new();
@@ -378,6 +384,7 @@ fn acp(args: AcpArgs) -> ExitCode {
     // A blocking read of the editor's stdin may still be parked in the runtime's
     // blocking pool (the editor keeps its end open): do not wait for it.
     runtime.shutdown_background();
+    finish_copy(agent_stderr);
     let mut details = serde_json::Map::new();
     let exit = match result {
         Ok(status) => {
@@ -581,6 +588,16 @@ fn spawn_reload_on_sighup(
             }
         }
     });
+}
+
+/// Lets the copy of the agent's stderr write what the agent left (a process the agent
+/// started may hold the pipe open: then give up after a moment).
+fn finish_copy(copy: Option<std::thread::JoinHandle<()>>) {
+    let Some(copy) = copy else { return };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    while !copy.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 /// The agent's exit status as ours: its code, or 128 + signal number.

@@ -153,6 +153,32 @@ impl Write for EscapingStderr {
     }
 }
 
+/// Longest piece of an agent's stderr line [`copy_escaped`] holds before writing it.
+const MAX_LINE: u64 = 64 * 1024;
+
+/// Copies `from` to `to` line by line, each line escaped and led by `prefix`: an agent's
+/// own stderr, which would otherwise reach the person's terminal raw and could pass for
+/// fsgate's own lines. Longer lines go out in pieces; a failing `to` does not stop the
+/// draining, so the agent never blocks on a full pipe.
+pub fn copy_escaped(from: impl io::Read, mut to: impl Write, prefix: &str) {
+    let mut reader = io::BufReader::new(from);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match io::BufRead::read_until(&mut io::Read::take(&mut reader, MAX_LINE), b'\n', &mut line)
+        {
+            Ok(0) => return,
+            Ok(_) => {
+                let mut piece = prefix.as_bytes().to_vec();
+                piece.extend(escape_event(&line));
+                let _ = to.write_all(&piece);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
 /// A formatted log event, escaped but for the newline that ends it.
 fn escape_event(buf: &[u8]) -> Vec<u8> {
     let (body, end) = match buf.strip_suffix(b"\n") {

@@ -254,3 +254,35 @@ fn cli_errors_naming_a_hostile_path_are_escaped() {
         "gnp.sh\\\\u{1b}[2J",
     );
 }
+
+#[test]
+fn an_agents_own_stderr_is_escaped_by_fsgate_acp() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (ws, state) = (tmp.path().join("ws"), tmp.path().join("state"));
+    std::fs::create_dir(&ws).expect("mkdir");
+    // The agent says something ordinary, then tries to drive the terminal, then exits.
+    // (Its own newlines stay line breaks: they are how it writes lines.)
+    let script = format!("printf 'ready\\n%s\\n' \"$X\" >&2");
+    let mut child = std::process::Command::new(crate::common::bin())
+        .args(["acp", "--workspace", s(&ws), "--audit-log"])
+        .arg(state.join("audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(state.join("backups"))
+        .args(["--", "sh", "-c", &script])
+        .env("X", NAME)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn fsgate acp");
+    let out = crate::common::wait_output(&mut child, TIMEOUT);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_clean("agent stderr", &stderr);
+    // Each line is marked as the agent's: a newline cannot pass for fsgate's own line.
+    let shown = NAME_SHOWN.replace("\\n", "\nagent: ");
+    assert!(
+        stderr.contains(&format!("agent: ready\nagent: {shown}\n")),
+        "{stderr}"
+    );
+}

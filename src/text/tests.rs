@@ -164,6 +164,17 @@ fn the_log_writer_escapes_all_but_the_final_newline() {
     assert_eq!(escape_event(b"no end\r"), b"no end\\r");
 }
 
+#[test]
+fn an_agents_stderr_is_copied_line_by_line_escaped() {
+    let input = b"ready\n\x1b[2Jwiped\x07\n\xe2\x80\xaeevil\nno newline";
+    let mut out = Vec::new();
+    copy_escaped(&input[..], &mut out, "agent: ");
+    assert_eq!(
+        String::from_utf8(out).ok().as_deref(),
+        Some("agent: ready\nagent: \\u{1b}[2Jwiped\\u{7}\nagent: \\u{202e}evil\nagent: no newline")
+    );
+}
+
 proptest! {
     #[test]
     fn output_never_holds_an_escaped_class(s in hostile_string()) {
