@@ -262,13 +262,13 @@ fn an_agents_own_stderr_is_escaped_by_fsgate_acp() {
     std::fs::create_dir(&ws).expect("mkdir");
     // The agent says something ordinary, then tries to drive the terminal, then exits.
     // (Its own newlines stay line breaks: they are how it writes lines.)
-    let script = format!("printf 'ready\\n%s\\n' \"$X\" >&2");
+    let script = "printf 'ready\\n%s\\n' \"$X\" >&2";
     let mut child = std::process::Command::new(crate::common::bin())
         .args(["acp", "--workspace", s(&ws), "--audit-log"])
         .arg(state.join("audit.jsonl"))
         .arg("--backup-dir")
         .arg(state.join("backups"))
-        .args(["--", "sh", "-c", &script])
+        .args(["--", "sh", "-c", script])
         .env("X", NAME)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
