@@ -151,8 +151,10 @@ fn init_tracing() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // Every event is escaped whole (fields hold agent-chosen names); so no colours,
+        // whose escape sequences would be escaped too.
+        .with_writer(crate::text::EscapingStderr)
+        .with_ansi(false)
         .with_target(false)
         .try_init();
 }
@@ -274,7 +276,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("fsgate: {e}");
+            crate::text::eprint_line(&format!("fsgate: {e}"));
             ExitCode::FAILURE
         }
     }
@@ -295,20 +297,22 @@ fn acp(args: AcpArgs) -> ExitCode {
         .args(agent_args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit());
+        // The agent's stderr reaches the person's terminal: escaped, line by line, each
+        // line marked as the agent's.
+        .stderr(std::process::Stdio::piped());
     crate::signals::unblock_in_child(&mut command);
     let mut agent_sandbox = serde_json::Value::Null;
     let mut opened = opened;
     if args.confine_agent {
         match confine_agent(&mut opened, &mut command) {
             Ok(status) => {
-                eprintln!("fsgate: agent confined: {status}");
+                crate::text::eprint_line(&format!("fsgate: agent confined: {status}"));
                 agent_sandbox = serde_json::to_value(&status).unwrap_or_default();
             }
             Err(e) => return fail(&format!("--confine-agent: {e}")),
         }
     }
-    let child = match command.spawn() {
+    let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => return fail(&format!("cannot start the agent {program:?}: {e}")),
     };
@@ -321,6 +325,10 @@ fn acp(args: AcpArgs) -> ExitCode {
         );
         return fail(&e);
     }
+    // Started after confinement, so the copying thread is confined too.
+    let agent_stderr = child.stderr.take().map(|e| {
+        std::thread::spawn(move || crate::text::copy_escaped(e, std::io::stderr(), "agent: "))
+    });
     let scratch = opened.scratch();
     let gateway = Arc::new(opened.gateway);
     let mut details = serde_json::Map::new();
@@ -376,6 +384,7 @@ fn acp(args: AcpArgs) -> ExitCode {
     // A blocking read of the editor's stdin may still be parked in the runtime's
     // blocking pool (the editor keeps its end open): do not wait for it.
     runtime.shutdown_background();
+    finish_copy(agent_stderr);
     let mut details = serde_json::Map::new();
     let exit = match result {
         Ok(status) => {
@@ -391,7 +400,7 @@ fn acp(args: AcpArgs) -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("fsgate: relay failed: {e}");
+            crate::text::eprint_line(&format!("fsgate: relay failed: {e}"));
             details.insert("error".into(), e.to_string().into());
             ExitCode::FAILURE
         }
@@ -581,6 +590,16 @@ fn spawn_reload_on_sighup(
     });
 }
 
+/// Lets the copy of the agent's stderr write what the agent left (a process the agent
+/// started may hold the pipe open: then give up after a moment).
+fn finish_copy(copy: Option<std::thread::JoinHandle<()>>) {
+    let Some(copy) = copy else { return };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    while !copy.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// The agent's exit status as ours: its code, or 128 + signal number.
 fn exit_code_of(status: std::process::ExitStatus) -> ExitCode {
     use std::os::unix::process::ExitStatusExt;
@@ -598,6 +617,6 @@ fn stdio_peer() -> String {
 }
 
 fn fail(msg: &str) -> ExitCode {
-    eprintln!("fsgate: {msg}");
+    crate::text::eprint_line(&format!("fsgate: {msg}"));
     ExitCode::from(EXIT_CONFIG)
 }

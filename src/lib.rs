@@ -18,7 +18,8 @@
 //! [`gateway::Gateway::serve`], recording a change's intent before it touches the
 //! workspace; [`sandbox`] applies
 //! Landlock to the process once the handles are open; [`cli`] is the command line;
-//! [`error`] maps every failure to the contract's error codes in one place.
+//! [`error`] maps every failure to the contract's error codes in one place; [`text`]
+//! escapes what an agent chose wherever a person reads it (tables, stderr, logs).
 
 #![deny(unsafe_code)]
 
@@ -33,5 +34,6 @@ pub mod policy;
 pub mod sandbox;
 pub mod signals;
 pub mod startup;
+pub mod text;
 pub mod transport;
 pub mod workspace;

@@ -27,6 +27,8 @@ mod escape_symlinks;
 mod escape_special;
 // Secrets: odd case, rename, edit, and leaks through ls/glob/grep.
 mod escape_secrets;
+// What a person reads escapes what an agent chose: tables, CSV, stderr, logs; --json exact.
+mod escape_output;
 // Custom policies: read-only, default-deny, extensions, binary, limits.
 mod policy_custom;
 // Secret content rules, the fixed floor and SIGHUP reload in the running gateway.

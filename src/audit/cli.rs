@@ -142,7 +142,7 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
 
 /// Says what went wrong on stderr; exit code 2.
 fn fail(cmd: &str, e: &str) -> i32 {
-    eprintln!("fsgate audit {cmd}: {e}");
+    crate::text::eprint_line(&format!("fsgate audit {cmd}: {e}"));
     2
 }
 
@@ -266,7 +266,7 @@ fn prune_cmd(
             let verb = if dry_run { "would remove" } else { "removed" };
             let mut text = String::new();
             for p in &outcome.removed {
-                text.push_str(&format!("{verb} {}\n", p.display()));
+                text.push_str(&format!("{verb} {}\n", crate::text::EscPath(p)));
             }
             match &outcome.tombstone {
                 Some(t) => text.push_str(&format!(
@@ -278,7 +278,7 @@ fn prune_cmd(
             written(out.write_all(text.as_bytes()))
         }
         Err(e @ prune::PruneError::Refused(_)) => {
-            eprintln!("fsgate audit prune: {e}");
+            crate::text::eprint_line(&format!("fsgate audit prune: {e}"));
             1
         }
         Err(e) => fail("prune", &e.to_string()),

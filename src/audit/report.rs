@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::text::Esc;
+
 /// What verify concludes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
@@ -183,16 +185,16 @@ impl SeriesReport {
             Verdict::Tampered => "TAMPERED",
             Verdict::Unreadable => "UNREADABLE",
         };
-        let _ = writeln!(out, "{word}  {}", self.log);
+        let _ = writeln!(out, "{word}  {}", Esc(&self.log));
         if let Some(f) = &self.error {
             let _ = writeln!(
                 out,
                 "  first bad record: {}{}{}",
                 f.seq.map(|s| format!("seq {s}, ")).unwrap_or_default(),
-                f.file.clone().unwrap_or_default(),
+                Esc(f.file.as_deref().unwrap_or_default()),
                 f.line.map(|l| format!(" line {l}")).unwrap_or_default()
             );
-            let _ = writeln!(out, "  what is wrong: {:?}: {}", f.kind, f.message);
+            let _ = writeln!(out, "  what is wrong: {:?}: {}", f.kind, Esc(&f.message));
         }
         let _ = writeln!(
             out,
@@ -206,18 +208,21 @@ impl SeriesReport {
             self.files.len(),
             self.first_seq.map_or("-".into(), |s| s.to_string()),
             self.last_seq.map_or("-".into(), |s| s.to_string()),
-            self.first_ts.as_deref().unwrap_or("-"),
-            self.last_ts.as_deref().unwrap_or("-"),
+            Esc(self.first_ts.as_deref().unwrap_or("-")),
+            Esc(self.last_ts.as_deref().unwrap_or("-")),
         );
         if let Some(c) = &self.checkpoint {
             let _ = writeln!(
                 out,
                 "  checkpoint: seq {} ({}, {}), signature {}",
-                c.seq, c.kind, c.ts, c.signature
+                c.seq,
+                Esc(&c.kind),
+                Esc(&c.ts),
+                Esc(&c.signature)
             );
         }
         for w in &self.warnings {
-            let _ = writeln!(out, "  warning: {w}");
+            let _ = writeln!(out, "  warning: {}", Esc(w));
         }
         out
     }
@@ -240,7 +245,7 @@ impl VerifyReport {
     /// The human-readable report.
     pub fn render(&self) -> String {
         match &self.error {
-            Some(e) => format!("UNREADABLE  {e}\n"),
+            Some(e) => format!("UNREADABLE  {}\n", Esc(e)),
             None => self.series.iter().map(SeriesReport::render).collect(),
         }
     }

@@ -8,6 +8,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use super::{canonical, record, series};
+use crate::text::escape_for_humans;
 
 /// Which records to print.
 #[derive(Debug, Clone, Default)]
@@ -29,13 +30,13 @@ pub struct ShowFilter {
 /// How to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ShowFormat {
-    /// Aligned columns for a terminal (control characters escaped).
+    /// Aligned columns for a terminal (controls, bidi and invisible characters escaped).
     #[default]
     Table,
     /// The matching lines, unchanged (so they still verify).
     Json,
-    /// RFC 4180 CSV with a header row; cells that a spreadsheet would run as a formula
-    /// are prefixed with `'`.
+    /// RFC 4180 CSV with a header row; cells escaped as in the table, and those that a
+    /// spreadsheet would run as a formula prefixed with `'`.
     Csv,
 }
 
@@ -170,17 +171,10 @@ fn text(v: &Value, k: &str) -> String {
     }
 }
 
-/// Escapes control characters so that agent-chosen names cannot drive the terminal.
+/// Escapes what an agent chose so that it cannot drive the terminal or read as another
+/// name (see [`crate::text`]).
 fn clean(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
+    escape_for_humans(s).into_owned()
 }
 
 fn cut(s: &str, n: usize) -> String {
@@ -197,11 +191,11 @@ fn cut(s: &str, n: usize) -> String {
 fn table_row(v: &Value) -> String {
     let kind = text(v, "kind");
     // A change's intent and its reconciliation name the operation; their outcome column
-    // says which they are (and what the disk showed).
+    // says which they are (and what the disk showed). Every column is escaped once.
     let (op, outcome) = match kind.as_str() {
         record::KIND_REQUEST => (text(v, "op"), text(v, "outcome")),
         record::KIND_INTENT => (text(v, "op"), "intent".to_string()),
-        record::KIND_RECONCILED => (text(v, "op"), clean(&text(&v["details"], "found"))),
+        record::KIND_RECONCILED => (text(v, "op"), text(&v["details"], "found")),
         _ => (format!("[{kind}]"), text(v, "outcome")),
     };
     let mut path = clean(&text(v, "path"));
@@ -212,15 +206,15 @@ fn table_row(v: &Value) -> String {
     let rule = clean(&text(v, "rule"));
     format!(
         "{:>7} {:<27} {:<12} {:<5} {:<9} {:<5} {:<7} {:>9} {:>8}  {}  {}",
-        text(v, "seq"),
+        clean(&text(v, "seq")),
         cut(&text(v, "ts"), 27),
         cut(&text(v, "session"), 12),
         cut(&text(v, "transport"), 5),
         cut(&op, 9),
         cut(&text(v, "decision"), 5),
         cut(&outcome, 7),
-        text(v, "bytes"),
-        text(v, "duration_us"),
+        clean(&text(v, "bytes")),
+        clean(&text(v, "duration_us")),
         path,
         rule
     )
@@ -229,7 +223,7 @@ fn table_row(v: &Value) -> String {
 fn csv_row(v: &Value) -> String {
     CSV_COLUMNS
         .iter()
-        .map(|k| csv_cell(&text(v, k)))
+        .map(|k| csv_cell(&clean(&text(v, k))))
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -268,5 +262,6 @@ mod tests {
     #[test]
     fn control_characters_never_reach_the_terminal() {
         assert_eq!(clean("a\u{1b}[31mb\n"), "a\\u{1b}[31mb\\n");
+        assert_eq!(clean("doc\u{202e}gnp.sh"), "doc\\u{202e}gnp.sh");
     }
 }

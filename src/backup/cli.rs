@@ -7,6 +7,8 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use sha2::{Digest, Sha256};
 
+use crate::text::{Esc, eprint_line};
+
 use super::{BackupError, BackupRef, BackupSettings, BackupStore, RestoreReport, restore};
 
 /// `fsgate backup ...` subcommands.
@@ -128,7 +130,7 @@ pub fn run_with_audit(cmd: BackupCommand, audit: &mut dyn RestoreAudit) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("fsgate backup: {e}");
+            eprint_line(&format!("fsgate backup: {e}"));
             if matches!(e, BackupError::NotFound { .. }) {
                 1
             } else {
@@ -194,11 +196,11 @@ fn print_table(out: &mut dyn Write, refs: &[BackupRef]) -> std::io::Result<()> {
         writeln!(
             out,
             "{:<30}{:<2}{:>10}  {:<12}  {}",
-            r.ts,
+            Esc(&r.ts),
             if r.original { " *" } else { "" },
             r.size,
-            &r.sha256[..r.sha256.len().min(12)],
-            r.rel_path
+            Esc(r.sha256.get(..12).unwrap_or(&r.sha256)),
+            Esc(&r.rel_path)
         )?;
     }
     if refs.iter().any(|r| r.original) {
@@ -241,23 +243,29 @@ fn restore_cmd(
         Ok(r) => r,
         Err(e) => {
             if intended && let Err(a) = audit.record_failure(&rel, &e.to_string()) {
-                eprintln!("fsgate backup: the failed restore could not be recorded: {a}");
+                eprint_line(&format!(
+                    "fsgate backup: the failed restore could not be recorded: {a}"
+                ));
             }
             return Err(e);
         }
     };
     println!(
         "restored {} from backup of {}",
-        report.restored.rel_path, report.restored.ts
+        Esc(&report.restored.rel_path),
+        Esc(&report.restored.ts)
     );
     if let Some(prev) = &report.previous {
         println!(
             "previous content saved as {} (undo with --at {})",
-            prev.id, prev.ts
+            Esc(&prev.id),
+            Esc(&prev.ts)
         );
     }
     if let Err(e) = audit.record_restore(workspace, &report) {
-        eprintln!("fsgate backup: file restored, but the audit record failed: {e}");
+        eprint_line(&format!(
+            "fsgate backup: file restored, but the audit record failed: {e}"
+        ));
         return Ok(2);
     }
     Ok(0)

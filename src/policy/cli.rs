@@ -14,6 +14,7 @@ use super::lint::{LintOptions, Severity, lint_file, only};
 use super::testrun::{FullDecision, decide_with_content, effect_name, run_cases};
 use super::{DEFAULT_DENY, EntryKind, OpClass, Policy, TraceStep};
 use crate::path::RelPath;
+use crate::text::{Esc, EscPath, escape_for_humans};
 
 /// Clean, all passed, no change.
 pub const EXIT_OK: i32 = 0;
@@ -221,8 +222,9 @@ fn load(path: &Path, err: &mut dyn Write) -> std::io::Result<Option<(Policy, Str
         Err(e) => {
             writeln!(
                 err,
-                "{}: error: cannot read the policy: {e}",
-                path.display()
+                "{}: error: cannot read the policy: {}",
+                EscPath(path),
+                Esc(&e.to_string())
             )?;
             return Ok(None);
         }
@@ -237,8 +239,9 @@ fn load(path: &Path, err: &mut dyn Write) -> std::io::Result<Option<(Policy, Str
         Err(e) => {
             writeln!(
                 err,
-                "{}: error: invalid policy: {e} (hint: run `fsgate policy check` on it)",
-                path.display()
+                "{}: error: invalid policy: {} (hint: run `fsgate policy check` on it)",
+                EscPath(path),
+                Esc(&e.to_string())
             )?;
             Ok(None)
         }
@@ -260,13 +263,18 @@ fn explain(
         return Ok(EXIT_INVALID);
     };
     let Some(op) = OpClass::parse(op) else {
-        writeln!(err, "fsgate policy explain: unknown op `{op}`")?;
+        writeln!(err, "fsgate policy explain: unknown op `{}`", Esc(op))?;
         return Ok(EXIT_INVALID);
     };
     let rel = match RelPath::parse_rooted(path) {
         Ok(p) => p,
         Err(e) => {
-            writeln!(err, "fsgate policy explain: path `{path}`: {e}")?;
+            writeln!(
+                err,
+                "fsgate policy explain: path `{}`: {}",
+                Esc(path),
+                Esc(&e.to_string())
+            )?;
             return Ok(EXIT_INVALID);
         }
     };
@@ -276,8 +284,9 @@ fn explain(
             Err(e) => {
                 writeln!(
                     err,
-                    "fsgate policy explain: cannot read {}: {e}",
-                    c.display()
+                    "fsgate policy explain: cannot read {}: {}",
+                    EscPath(c),
+                    Esc(&e.to_string())
                 )?;
                 return Ok(EXIT_INVALID);
             }
@@ -353,13 +362,13 @@ fn explain(
         &not_reached,
     )?;
     if let Some(note) = &content_note {
-        writeln!(out, "\ncontent: {note}")?;
+        writeln!(out, "\ncontent: {}", Esc(note))?;
     }
     if !content_trace.is_empty() {
         writeln!(out, "\ncontent rules, in order (first finding decides):")?;
         let width = content_trace
             .iter()
-            .map(|t| t.rule.len())
+            .map(|t| shown_len(&t.rule))
             .max()
             .unwrap_or(0);
         for t in &content_trace {
@@ -368,15 +377,15 @@ fn explain(
             } else {
                 ""
             };
-            writeln!(out, "  {:width$}  {}{mark}", t.rule, t.note)?;
+            writeln!(out, "  {:width$}  {}{mark}", Esc(&t.rule), Esc(&t.note))?;
         }
     }
     writeln!(
         out,
         "\ndecision: {} by {} ({})",
         effect_name(final_d.effect).to_uppercase(),
-        final_d.rule,
-        final_d.reason
+        Esc(&final_d.rule),
+        Esc(&final_d.reason)
     )?;
     Ok(EXIT_OK)
 }
@@ -396,24 +405,25 @@ fn print_explain(
     let shown = if rel.is_root() { "/" } else { rel.as_str() };
     writeln!(
         out,
-        "{} {shown} ({}) under {} (sha256 {}):",
+        "{} {} ({}) under {} (sha256 {}):",
         op.as_str(),
+        Esc(shown),
         if dir { "directory" } else { "file" },
-        policy.origin(),
+        Esc(policy.origin()),
         policy.sha256().get(..12).unwrap_or("")
     )?;
     writeln!(
         out,
         "  {} by {}: {}",
         effect_name(d.effect).to_uppercase(),
-        d.rule,
-        d.reason
+        Esc(&d.rule),
+        Esc(&d.reason)
     )?;
     writeln!(
         out,
         "\nevaluation order (secret names, then deny rules, then allow rules; the first match decides):"
     )?;
-    let width = trace.iter().map(|t| t.rule.len()).max().unwrap_or(0);
+    let width = trace.iter().map(|t| shown_len(&t.rule)).max().unwrap_or(0);
     for (i, t) in trace.iter().enumerate() {
         let matched = if t.matched { "MATCH" } else { "-" };
         let mark = match (t.matched && t.rule == decider, d.rule == decider) {
@@ -425,10 +435,10 @@ fn print_explain(
             out,
             "  {:>3}  {:width$}  {:5}  {:5}  {}{mark}",
             i + 1,
-            t.rule,
+            Esc(&t.rule),
             effect_name(t.effect),
             matched,
-            t.note
+            Esc(&t.note)
         )?;
     }
     if decider != DEFAULT_DENY && !not_reached.is_empty() {
@@ -437,7 +447,7 @@ fn print_explain(
             "\nalso matching, but not reached (an earlier rule decided):"
         )?;
         for r in not_reached {
-            writeln!(out, "       {r}")?;
+            writeln!(out, "       {}", Esc(r))?;
         }
     }
     Ok(())
@@ -456,6 +466,7 @@ fn test(
     let mut docs = Vec::new();
     for f in files {
         let name = f.display().to_string();
+        let shown = EscPath(f);
         let Some((policy, text)) = load(f, err)? else {
             invalid = true;
             docs.push(serde_json::json!({ "file": name, "error": "unreadable or invalid policy" }));
@@ -483,22 +494,23 @@ fn test(
             };
             writeln!(
                 out,
-                "{name}:{}: FAIL {} {}{kind}: {}",
+                "{shown}:{}: FAIL {} {}{kind}: {}",
                 c.line,
-                c.op,
-                c.path,
-                c.failure.as_deref().unwrap_or("failed")
+                Esc(&c.op),
+                Esc(&c.path),
+                Esc(c.failure.as_deref().unwrap_or("failed"))
             )?;
         }
         if run.cases.is_empty() {
-            writeln!(out, "{name}: no [[test]] cases")?;
+            writeln!(out, "{shown}: no [[test]] cases")?;
         }
         if coverage {
             for u in &run.uncovered {
                 writeln!(
                     out,
-                    "{name}:{}: uncovered: rule `{}` decides no test case",
-                    u.line, u.rule
+                    "{shown}:{}: uncovered: rule `{}` decides no test case",
+                    u.line,
+                    Esc(&u.rule)
                 )?;
             }
         }
@@ -535,7 +547,12 @@ fn policy_diff(
         Some(ws) => match workspace_paths(ws, max_paths) {
             Ok((p, t)) => (p, t, format!("the tree of {}", ws.display())),
             Err(e) => {
-                writeln!(err, "fsgate policy diff: cannot walk {}: {e}", ws.display())?;
+                writeln!(
+                    err,
+                    "fsgate policy diff: cannot walk {}: {}",
+                    EscPath(ws),
+                    Esc(&e.to_string())
+                )?;
                 return Ok(EXIT_INVALID);
             }
         },
@@ -575,29 +592,36 @@ fn print_diff(out: &mut dyn Write, r: &DiffReport, source: &str) -> std::io::Res
         let dir = if c.dir { "/" } else { "" };
         writeln!(
             out,
-            "{sign} {:op_w$} {path}{}: {} ({}) -> {} ({})",
+            "{sign} {:op_w$} {}{}: {} ({}) -> {} ({})",
             c.op.as_str(),
+            Esc(path),
             if path == "/" { "" } else { dir },
             effect_name(c.old.effect),
-            c.old.rule,
+            Esc(&c.old.rule),
             effect_name(c.new.effect),
-            c.new.rule
+            Esc(&c.new.rule)
         )?;
     }
     let widened = r.changes.iter().filter(|c| c.widens()).count();
     let narrowed = r.changes.len() - widened;
     writeln!(
         out,
-        "{} decision(s) changed: {widened} now allowed (+), {narrowed} now denied (-); {} keep their effect under another rule; compared {} path(s) x 4 ops from {source}{}",
+        "{} decision(s) changed: {widened} now allowed (+), {narrowed} now denied (-); {} keep their effect under another rule; compared {} path(s) x 4 ops from {}{}",
         r.changes.len(),
         r.rule_changes.len(),
         r.paths,
+        Esc(source),
         if r.truncated {
             " (walk truncated: raise --max-paths)"
         } else {
             ""
         }
     )
+}
+
+/// How many characters `s` takes once escaped (for column widths).
+fn shown_len(s: &str) -> usize {
+    escape_for_humans(s).chars().count()
 }
 
 #[cfg(test)]

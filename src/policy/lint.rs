@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use super::compile::{build_glob, build_regex, line_col};
 use super::raw::RawPolicy;
 use super::{DEFAULT_DENY, OpClass, Policy, PolicyError};
+use crate::text::Esc;
 
 /// How bad a finding is. Errors and warnings make `policy check` exit 1; notes do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -56,17 +57,18 @@ pub struct Finding {
     pub hint: String,
 }
 
+/// Escaped: a finding quotes the file name and the policy's own text.
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "{}:{}:{}: {}: {} (hint: {})",
-            self.file,
+            Esc(&self.file),
             self.line,
             self.col,
             self.severity.as_str(),
-            self.message,
-            self.hint
+            Esc(&self.message),
+            Esc(&self.hint)
         )
     }
 }
