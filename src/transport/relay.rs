@@ -210,7 +210,12 @@ fn classify_object(text: &str) -> Relay {
             Err(e) => return invalid(ids, method.as_deref(), params, &e.to_string()),
         };
     }
-    decide(jsonrpc::classify_value(Value::Object(map)), ids, method, params)
+    decide(
+        jsonrpc::classify_value(Value::Object(map)),
+        ids,
+        method,
+        params,
+    )
 }
 
 /// The verdict for a message that parsed unambiguously, its method plain if guarded.
@@ -270,16 +275,25 @@ fn is_canonical(method: &str) -> bool {
 /// A batch: refused whole (ACP has none); each request in it is answered.
 fn refuse_batch(text: &str) -> Relay {
     let items: Vec<&RawValue> = serde_json::from_str(text).unwrap_or_default();
-    let ids = items
+    let requests: Vec<Members> = items
         .iter()
         .filter_map(|item| serde_json::from_str::<Members>(item.get()).ok())
         .filter(|m| m.get("method").is_some())
+        .collect();
+    let ids = requests
+        .iter()
         .filter_map(|m| m.get("id").and_then(request_id))
         .collect();
+    // The first request's params name the session the record is filed under.
+    let params = requests
+        .iter()
+        .find_map(|m| m.get("params"))
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or(Value::Null);
     invalid(
         ids,
         None,
-        Value::Null,
+        params,
         "batches are not relayed; send one message per line",
     )
 }

@@ -30,7 +30,9 @@ fn plain_messages_are_forwarded() {
 
 #[test]
 fn exact_file_and_terminal_requests_are_fsgates() {
-    match classify_agent_line(br#"{"jsonrpc":"2.0","id":0,"method":"fs/read_text_file","params":{"path":"/a"}}"#) {
+    match classify_agent_line(
+        br#"{"jsonrpc":"2.0","id":0,"method":"fs/read_text_file","params":{"path":"/a"}}"#,
+    ) {
         Relay::Serve { id, method, params } => {
             assert_eq!((id, method.as_str()), (json!(0), "fs/read_text_file"));
             assert_eq!(params["path"], "/a");
@@ -114,17 +116,29 @@ fn malformed_lines_batches_and_odd_types_are_refused() {
         ("not json", 0),
         ("[]", 0),
         ("17", 0),
-        (r#"{"jsonrpc":"2.0","id":1,"method":["fs/read_text_file"]}"#, 1),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":["fs/read_text_file"]}"#,
+            1,
+        ),
         (r#"{"jsonrpc":"2.0","id":1,"method":null}"#, 1),
         (r#"{"id":4,"method":"session/x"}"#, 1),
-        (r#"{"jsonrpc":"1.0","id":4,"method":"fs/write_text_file"}"#, 1),
-        (r#"{"jsonrpc":"2.0","id":{"a":1},"method":"fs/read_text_file"}"#, 0),
+        (
+            r#"{"jsonrpc":"1.0","id":4,"method":"fs/write_text_file"}"#,
+            1,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":{"a":1},"method":"fs/read_text_file"}"#,
+            0,
+        ),
         (r#"{"jsonrpc":"2.0","method":"fs/read_text_file"}"#, 0),
         (
             r#"[{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file"},{"jsonrpc":"2.0","id":8,"method":"x"},{"id":9,"result":1}]"#,
             2,
         ),
-        ("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} trailing", 0),
+        (
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"} trailing",
+            0,
+        ),
     ] {
         assert_eq!(refused(line).ids.len(), ids, "{line}");
     }
@@ -136,10 +150,25 @@ fn malformed_lines_batches_and_odd_types_are_refused() {
 
 #[test]
 fn guarded_names() {
-    for m in ["fs/x", "FS/x", "fs", "fs:x", "_fsgate/x", "terminal/x", "Terminal.x"] {
+    for m in [
+        "fs/x",
+        "FS/x",
+        "fs",
+        "fs:x",
+        "_fsgate/x",
+        "terminal/x",
+        "Terminal.x",
+    ] {
         assert!(is_guarded(m), "{m}");
     }
-    for m in ["fsx/y", "fs_x", "session/new", "_fsgatex", "terminals/x", "x/fs/y"] {
+    for m in [
+        "fsx/y",
+        "fs_x",
+        "session/new",
+        "_fsgatex",
+        "terminals/x",
+        "x/fs/y",
+    ] {
         assert!(!is_guarded(m), "{m}");
     }
 }
