@@ -200,7 +200,7 @@ struct Doors {
 
 /// How an upgrade ended.
 enum Upgrade {
-    Done(tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>),
+    Done(Box<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>>),
     Failed(tokio_tungstenite::tungstenite::Error),
     TimedOut,
     Evicted,
@@ -225,37 +225,23 @@ impl Accepted {
         let config = WebSocketConfig::default()
             .max_message_size(Some(self.limits.max_message))
             .max_frame_size(Some(self.limits.max_message));
-        let mut subscribe: Option<String> = None;
-        let mut refusal: Option<auth::Refusal> = None;
-        let mut slot: Option<tokio::sync::OwnedSemaphorePermit> = None;
+        let mut admission = Admission::default();
         let peer = self.peer;
         let end = {
-            let (keeper, connections) = (&self.keeper, &self.doors.connections);
-            let (sub, refused, held) = (&mut subscribe, &mut refusal, &mut slot);
+            let (keeper, connections, adm) =
+                (&self.keeper, &self.doors.connections, &mut admission);
             // The error type is tungstenite's, not ours to shrink.
             #[allow(clippy::result_large_err)]
             let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
-                let query = req.uri().query();
-                // The slot is taken only by a request that passed the checks.
-                let admitted = keeper.check(req.headers(), query).and_then(|()| {
-                    Arc::clone(connections)
-                        .try_acquire_owned()
-                        .map_err(|_| auth::Refusal {
-                            status: StatusCode::SERVICE_UNAVAILABLE,
-                            reason: "too many connections".into(),
-                        })
-                });
-                match admitted {
-                    Ok(permit) => {
-                        *held = Some(permit);
-                        *sub = auth::query_param(query, "subscribe")
-                            .into_iter()
-                            .next_back();
+                match admit(keeper, connections, req) {
+                    Ok((permit, subscribe)) => {
+                        adm.slot = Some(permit);
+                        adm.subscribe = subscribe;
                         Ok(resp)
                     }
                     Err(r) => {
                         let resp = refuse(r.status, &r.reason, peer);
-                        *refused = Some(r);
+                        adm.refusal = Some(r);
                         Err(resp)
                     }
                 }
@@ -267,7 +253,7 @@ impl Accepted {
             let ticket = &mut self.ticket;
             tokio::select! {
                 r = deadline => match r {
-                    Ok(Ok(ws)) => Upgrade::Done(ws),
+                    Ok(Ok(ws)) => Upgrade::Done(Box::new(ws)),
                     Ok(Err(e)) => Upgrade::Failed(e),
                     Err(_) => Upgrade::TimedOut,
                 },
@@ -276,7 +262,7 @@ impl Accepted {
         };
         drop(self.ticket);
         let ws = match end {
-            Upgrade::Done(ws) => ws,
+            Upgrade::Done(ws) => *ws,
             other => {
                 match other {
                     Upgrade::Failed(e) => tracing::debug!(%peer, "upgrade failed: {e}"),
@@ -285,13 +271,13 @@ impl Accepted {
                 }
                 // A refused request is recorded; a connection that never sent a whole
                 // request sent no request, and writes nothing to the audit log.
-                if let Some(r) = refusal {
+                if let Some(r) = admission.refusal {
                     record_refusal(&self.gw, &self.session, peer, &r).await;
                 }
                 return;
             }
         };
-        let subscription = match subscribe.as_deref().map(RelPath::parse_rooted) {
+        let subscription = match admission.subscribe.as_deref().map(RelPath::parse_rooted) {
             None => Some(RelPath::root()),
             Some(Ok(rel)) => Some(rel),
             Some(Err(e)) => {
@@ -307,8 +293,38 @@ impl Accepted {
             peer: peer.to_string(),
         };
         conn::run(ws, self.gw, ctx, self.limits, self.notices, subscription).await;
-        drop(slot);
+        drop(admission.slot);
     }
+}
+
+/// What the upgrade request earned: an authenticated slot and the subscription asked
+/// for, or the refusal.
+#[derive(Default)]
+struct Admission {
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    subscribe: Option<String>,
+    refusal: Option<auth::Refusal>,
+}
+
+/// Checks an upgrade request (Host, Origin, token), then takes an authenticated slot:
+/// only a request that passed the checks can take one.
+fn admit(
+    keeper: &Gatekeeper,
+    connections: &Arc<Semaphore>,
+    req: &Request,
+) -> Result<(tokio::sync::OwnedSemaphorePermit, Option<String>), auth::Refusal> {
+    let query = req.uri().query();
+    keeper.check(req.headers(), query)?;
+    let permit = Arc::clone(connections)
+        .try_acquire_owned()
+        .map_err(|_| auth::Refusal {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            reason: "too many connections".into(),
+        })?;
+    let subscribe = auth::query_param(query, "subscribe")
+        .into_iter()
+        .next_back();
+    Ok((permit, subscribe))
 }
 
 /// The `ws-upgrade` audit record of a refused upgrade request.
