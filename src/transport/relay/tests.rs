@@ -172,3 +172,80 @@ fn guarded_names() {
         assert!(!is_guarded(m), "{m}");
     }
 }
+
+mod generated {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn key() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "\"jsonrpc\"",
+            "\"id\"",
+            "\"method\"",
+            "\"params\"",
+            "\"result\"",
+            "\"METHOD\"",
+            "\"Id\"",
+            "\"\\u006dethod\"",
+            "\" method\"",
+            "\"_meta\"",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    fn value() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "\"2.0\"",
+            "1",
+            "\"1\"",
+            "null",
+            "{}",
+            "[]",
+            "\"fs/read_text_file\"",
+            "\"FS/read_text_file\"",
+            "\"fs\\/read_text_file\"",
+            "\" fs/x\"",
+            "\"_fsgate/ls\"",
+            "\"terminal/create\"",
+            "\"session/update\"",
+            "\"\\uff46s/x\"",
+            "[\"fs/x\"]",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    proptest! {
+        /// Whatever members a line has, a relayed one names no guarded method under any
+        /// reading (first or last duplicate, any key spelling), and fsgate serves only
+        /// exact spellings.
+        #[test]
+        fn relayed_lines_are_unambiguous(members in prop::collection::vec((key(), value()), 0..6), batch in any::<bool>()) {
+            let body = members.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(",");
+            let line = if batch { format!("[{{{body}}}]") } else { format!("{{{body}}}") };
+            match classify_agent_line(line.as_bytes()) {
+                Relay::Forward(_) => {
+                    prop_assert!(!batch);
+                    let v: Value = serde_json::from_str(&line).expect("relayed lines parse");
+                    for (_, val) in &members {
+                        if let Ok(Value::String(s)) = serde_json::from_str::<Value>(val) {
+                            let named_method = v.get("method") == Some(&Value::String(s.clone()));
+                            prop_assert!(!(named_method && is_guarded(&s)), "{line}");
+                        }
+                    }
+                    let keys: Vec<String> = members.iter().map(|(k, _)| skeleton(&serde_json::from_str::<String>(k).unwrap_or_default())).collect();
+                    let mut unique = keys.clone();
+                    unique.sort();
+                    unique.dedup();
+                    prop_assert_eq!(unique.len(), keys.len(), "{}", line);
+                    prop_assert!(members.iter().all(|(k, _)| !k.contains(['M', 'I', ' ', '\\'])), "{}", line);
+                }
+                Relay::Serve { method, .. } | Relay::Terminal { method, .. } => {
+                    prop_assert_eq!(skeleton(&method), method.clone());
+                    prop_assert!(line.contains(&format!("\"method\":\"{method}\"")), "{}", line);
+                }
+                Relay::Refuse(_) => {}
+            }
+        }
+    }
+}
