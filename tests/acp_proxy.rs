@@ -11,6 +11,8 @@ mod editor;
 mod sdk;
 // Extras with a raw-JSON fake agent: ids of both types, disguised requests, EOF.
 mod raw;
+// The relay: file/terminal look-alikes and ambiguous lines never reach the editor.
+mod relay;
 // --confine-agent: no direct access to the workspace or home, the gateway still works.
 mod confine;
 // fast-agent (optional third peer) with its passthrough model: real tool calls.

@@ -69,6 +69,8 @@ mod ws_concurrent;
 mod ws_settings;
 // WebSocket memory: back-pressure in bytes, answers over the limit, peak RSS.
 mod ws_memory;
+// WebSocket doors: silent and slow connections cannot lock out the token holder.
+mod ws_doors;
 // Backups through the gateway: each change saves the old content, list, restore, retention, fail closed.
 mod backup_gateway;
 // Huge and sparse files in backups, their limits and quota; retention keeps session originals.

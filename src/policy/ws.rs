@@ -14,6 +14,12 @@ const MAX_DEBOUNCE_MS: u64 = 10_000;
 /// Most requests one connection may have in flight at once.
 const MAX_IN_FLIGHT_CEILING: usize = 1024;
 
+/// Most connections accepted at once before their upgrade completes.
+const MAX_PENDING_CEILING: usize = 1024;
+
+/// Range of the upgrade deadline, in milliseconds.
+const HANDSHAKE_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 100..=30_000;
+
 /// `[ws]`: settings of the WebSocket files channel (`fsgate serve --transport ws`).
 ///
 /// ```toml
@@ -23,6 +29,8 @@ const MAX_IN_FLIGHT_CEILING: usize = 1024;
 /// max_message_bytes = 16777216
 /// max_in_flight = 32
 /// max_connections = 64
+/// max_pending_handshakes = 16
+/// handshake_timeout_ms = 3000
 /// ignore = ["node_modules", ".git", ".next", "dist", "build", "__pycache__"]
 /// debounce_ms = 100
 /// ```
@@ -47,8 +55,17 @@ pub struct WsSettings {
     /// Requests one connection may have in flight. When that many are running, the
     /// connection's next message is not read until one finishes (back-pressure).
     pub max_in_flight: usize,
-    /// Connections served at once; further upgrade requests are refused with 503.
+    /// Connections served at once, counted once the upgrade request passed the Host,
+    /// Origin and token checks; further authenticated upgrade requests get 503.
     pub max_connections: usize,
+    /// Connections accepted at once whose HTTP upgrade has not completed (no request
+    /// yet, or part of one). When a new connection arrives with this many pending, the
+    /// oldest pending one is closed: clients without a token cannot hold the door shut,
+    /// and a real client's upgrade, one round trip, completes in time.
+    pub max_pending_handshakes: usize,
+    /// Time, in milliseconds, a connection has to complete its whole HTTP upgrade
+    /// (request headers included, however slowly they arrive); then it is closed.
+    pub handshake_timeout_ms: u64,
     /// Directory (or file) names the change watcher ignores at any depth: no events for
     /// them or anything beneath them, and no inotify watches spent on them.
     pub ignore: Vec<String>,
@@ -65,6 +82,8 @@ impl Default for WsSettings {
             max_message_bytes: None,
             max_in_flight: 32,
             max_connections: 64,
+            max_pending_handshakes: 16,
+            handshake_timeout_ms: 3000,
             ignore: [
                 "node_modules",
                 ".git",
@@ -100,6 +119,20 @@ impl WsSettings {
         }
         if self.max_connections == 0 {
             return Err("ws.max_connections: must be at least 1".into());
+        }
+        if !(1..=MAX_PENDING_CEILING).contains(&self.max_pending_handshakes) {
+            return Err(format!(
+                "ws.max_pending_handshakes: {} is outside 1..={MAX_PENDING_CEILING}",
+                self.max_pending_handshakes
+            ));
+        }
+        if !HANDSHAKE_TIMEOUT_RANGE.contains(&self.handshake_timeout_ms) {
+            return Err(format!(
+                "ws.handshake_timeout_ms: {} is outside {}..={}",
+                self.handshake_timeout_ms,
+                HANDSHAKE_TIMEOUT_RANGE.start(),
+                HANDSHAKE_TIMEOUT_RANGE.end()
+            ));
         }
         if self.debounce_ms > MAX_DEBOUNCE_MS {
             return Err(format!(
@@ -188,6 +221,22 @@ mod tests {
             ..Default::default()
         };
         assert!(ignore.validate().is_err());
+        for bad in [
+            WsSettings {
+                max_pending_handshakes: 0,
+                ..Default::default()
+            },
+            WsSettings {
+                handshake_timeout_ms: 0,
+                ..Default::default()
+            },
+            WsSettings {
+                handshake_timeout_ms: 3_600_000,
+                ..Default::default()
+            },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
         let origin = WsSettings {
             allowed_origins: vec!["*".into()],
             ..Default::default()
@@ -210,5 +259,21 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(own.effective_max_message(1 << 20), 8192);
+    }
+
+    #[test]
+    fn policy_check_names_the_pre_auth_keys() {
+        for (extra, key) in [
+            ("max_pending_handshakes = 0", "ws.max_pending_handshakes"),
+            ("handshake_timeout_ms = 50", "ws.handshake_timeout_ms"),
+        ] {
+            let text = format!("version = 1\n[ws]\n{extra}\n");
+            match crate::policy::Policy::from_toml(&text, "t") {
+                Err(crate::policy::PolicyError::Invalid { key: k, .. }) => assert_eq!(k, key),
+                other => panic!("{extra}: {other:?}"),
+            }
+        }
+        let ok = "version = 1\n[ws]\nmax_pending_handshakes = 4\nhandshake_timeout_ms = 2000\n";
+        assert!(crate::policy::Policy::from_toml(ok, "t").is_ok());
     }
 }

@@ -8,5 +8,6 @@ pub mod mcp;
 pub mod outbox;
 pub mod proxy;
 pub mod raw_json;
+pub mod relay;
 pub mod results;
 pub mod ws;

@@ -2,6 +2,13 @@
 //! every message is relayed as the raw line it arrived as, except that fsgate answers
 //! the agent's `fs/*` and `_fsgate/*` requests itself, from the workspace, under the
 //! policy, and sets the `fs` capabilities of the editor's `initialize` to the policy's.
+//! What comes from the agent is relayed only if [`relay::classify_agent_line`] finds it
+//! exactly one unambiguous message naming no file or terminal method; anything an
+//! editor could read as one is answered by fsgate or refused (and recorded).
+//!
+//! The editor's messages are relayed to the agent unchanged: the editor is the user's
+//! side, and no agent line that could ask it for a file reaches it, so no file answer
+//! can come back from it.
 //!
 //! Ids need no rewriting: requests in each direction are answered by the other side
 //! (or by fsgate, for the agent's file requests, which never reach the editor), and a
@@ -20,6 +27,7 @@ use tokio::sync::mpsc;
 use super::acp;
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
+use super::relay::{self, Refusal, Relay as Verdict};
 use crate::error::code;
 use crate::gateway::Gateway;
 use crate::gateway::Request;
@@ -142,22 +150,6 @@ impl Relay {
         }
     }
 
-    /// A method fsgate keeps from the editor (`fs/*`, `_fsgate/*`, and `terminal/*`
-    /// unless allowed) named by this message or by any element of a batch.
-    fn guarded_method(&self, raw: &[u8]) -> Option<String> {
-        let v: Value = serde_json::from_slice(raw).ok()?;
-        let items = match v {
-            Value::Array(items) => items,
-            other => vec![other],
-        };
-        items.iter().find_map(|item| {
-            let m = item.get("method")?.as_str()?;
-            let guarded =
-                acp::is_fs_method(m) || (m.starts_with("terminal/") && !self.allow_terminal);
-            guarded.then(|| m.to_string())
-        })
-    }
-
     fn ctx(&self, params: &Value) -> crate::ops::RequestCtx {
         crate::ops::RequestCtx {
             style: crate::ops::PathStyle::Absolute,
@@ -180,6 +172,30 @@ impl Relay {
             Ok(_) => jsonrpc::error_response(id, err),
             Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
         }
+    }
+
+    /// Records a line the relay refuses (one record) and builds the replies to the
+    /// requests in it.
+    fn refuse_line(&self, refusal: &Refusal) -> Vec<Value> {
+        let outcome = Err((
+            refusal.error["code"]
+                .as_i64()
+                .unwrap_or(code::INVALID_REQUEST),
+            refusal.error["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        ));
+        let request = Request::message(refusal.name.as_str(), outcome);
+        let error = match self.gw.serve(&self.ctx(&refusal.params), request) {
+            Ok(_) => refusal.error.clone(),
+            Err(e) => e.to_rpc_error(),
+        };
+        refusal
+            .ids
+            .iter()
+            .map(|id| jsonrpc::error_response(id, error.clone()))
+            .collect()
     }
 
     /// The refusal for a file request whose session is not usable, if any.
@@ -314,84 +330,46 @@ where
             if raw.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            match jsonrpc::classify(&raw) {
-                Incoming::Request { id, method, params } if acp::is_fs_method(&method) => {
-                    let (r, ta) = (Arc::clone(&r), to_agent.clone());
-                    // Kept for the error reply: a null id would leave the agent's
-                    // request pending forever.
-                    let id2 = id.clone();
+            match relay::classify_agent_line(&raw) {
+                Verdict::Serve { id, method, params } => {
                     let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
                         break;
                     };
-                    handlers.spawn(async move {
-                        let (resp, lease) =
-                            tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
-                                Some(err) => (r.refuse(&id, &method, &params, err), None),
-                                None => acp::answer(&r.gw, &r.peer, &id, &method, params),
-                            })
-                            .await
-                            .unwrap_or_else(|_| {
-                                let err = jsonrpc::error_object(
-                                    code::INTERNAL,
-                                    "internal error: request task failed",
-                                    None,
-                                );
-                                (jsonrpc::error_response(&id2, err), None)
-                            });
-                        let _ = ta.send_bytes(line_of(&resp)).await;
-                        drop(lease);
-                        drop(permit);
-                    });
+                    handlers.spawn(serve_file(
+                        Arc::clone(&r),
+                        to_agent.clone(),
+                        permit,
+                        id,
+                        method,
+                        params,
+                    ));
                 }
-                Incoming::Request { id, method, params } if method.starts_with("terminal/") => {
-                    // Refused unless the policy allows it; audited either way.
-                    let r2 = Arc::clone(&r);
-                    let verdict = tokio::task::spawn_blocking(move || {
-                        if r2.allow_terminal {
-                            r2.gw
-                                .serve(&r2.ctx(&params), Request::message(method.as_str(), Ok(())))
-                                .err()
-                                .map(|e| jsonrpc::error_response(&id, e.to_rpc_error()))
-                        } else {
-                            let reason =
-                                "terminal access is not allowed by the policy ([acp] allow_terminal)";
-                            let err = jsonrpc::error_object(
-                                code::REFUSED,
-                                &format!("refused: {reason} (rule acp.allow_terminal)"),
-                                Some(json!({"reason": reason, "rule": "acp.allow_terminal", "path": Value::Null})),
-                            );
-                            Some(r2.refuse(&id, &method, &params, err))
-                        }
-                    })
-                    .await
-                    .unwrap_or(None);
-                    match verdict {
-                        Some(reply) => {
-                            let _ = to_agent.send_bytes(line_of(&reply)).await;
-                        }
-                        None => {
-                            let _ = to_editor.send_bytes(with_newline(raw)).await;
-                        }
+                Verdict::Terminal { id, method, params } => {
+                    let (allowed, reply) = terminal(&r, id, method, params).await;
+                    if let Some(reply) = reply {
+                        let _ = to_agent.send_bytes(line_of(&reply)).await;
+                    }
+                    if allowed {
+                        let _ = to_editor.send_bytes(with_newline(raw)).await;
                     }
                 }
-                Incoming::Response { id, message } => {
+                Verdict::Forward(Incoming::Response { id, message }) => {
                     r.note_response(&id, &message);
                     let _ = to_editor.send_bytes(with_newline(raw)).await;
                 }
-                other => {
-                    // A notification, batch or malformed request naming a file or
-                    // terminal method must not reach the editor either: lenient
-                    // editors (the Python SDK ignores "jsonrpc") would serve it.
-                    if let Some(method) = r.guarded_method(&raw) {
-                        tracing::warn!(%method, "agent sent a malformed file/terminal message; not relayed");
-                        if let Incoming::Invalid { id, error } = other {
-                            let _ = to_agent
-                                .send_bytes(line_of(&jsonrpc::error_response(&id, error)))
-                                .await;
-                        }
-                        continue;
-                    }
+                Verdict::Forward(_) => {
                     let _ = to_editor.send_bytes(with_newline(raw)).await;
+                }
+                Verdict::Refuse(refusal) => {
+                    // Lenient editors would serve what this line may be read as.
+                    tracing::warn!(name = ?refusal.name, "agent sent a line that is not exactly one unambiguous message; not relayed");
+                    let r2 = Arc::clone(&r);
+                    let replies = tokio::task::spawn_blocking(move || r2.refuse_line(&refusal))
+                        .await
+                        .unwrap_or_default();
+                    for reply in replies {
+                        let _ = to_agent.send_bytes(line_of(&reply)).await;
+                    }
                 }
             }
         }
@@ -416,6 +394,66 @@ where
     let _ = agent_writer.await;
     let _ = editor_writer.await;
     Ok(status)
+}
+
+/// Answers one of the agent's file requests (fsgate serves it; the editor never sees it).
+async fn serve_file(
+    r: Arc<Relay>,
+    to_agent: Outbox<Vec<u8>>,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    id: Value,
+    method: String,
+    params: Value,
+) {
+    // Kept for the error reply: a null id would leave the agent's request pending forever.
+    let id2 = id.clone();
+    let (resp, lease) = tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
+        Some(err) => (r.refuse(&id, &method, &params, err), None),
+        None => acp::answer(&r.gw, &r.peer, &id, &method, params),
+    })
+    .await
+    .unwrap_or_else(|_| {
+        let err =
+            jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None);
+        (jsonrpc::error_response(&id2, err), None)
+    });
+    let _ = to_agent.send_bytes(line_of(&resp)).await;
+    drop(lease);
+    drop(permit);
+}
+
+/// A `terminal/*` request or notification: audited either way; relayed only if the
+/// policy allows terminals. Returns whether to relay it, and the reply to the agent.
+async fn terminal(
+    r: &Arc<Relay>,
+    id: Option<Value>,
+    method: String,
+    params: Value,
+) -> (bool, Option<Value>) {
+    let r2 = Arc::clone(r);
+    tokio::task::spawn_blocking(move || {
+        if r2.allow_terminal {
+            let served = r2
+                .gw
+                .serve(&r2.ctx(&params), Request::message(method.as_str(), Ok(())));
+            match (served, id) {
+                (Ok(_), _) => (true, None),
+                (Err(e), Some(id)) => (false, Some(jsonrpc::error_response(&id, e.to_rpc_error()))),
+                (Err(_), None) => (false, None),
+            }
+        } else {
+            let reason = "terminal access is not allowed by the policy ([acp] allow_terminal)";
+            let err = jsonrpc::error_object(
+                code::REFUSED,
+                &format!("refused: {reason} (rule acp.allow_terminal)"),
+                Some(json!({"reason": reason, "rule": "acp.allow_terminal", "path": Value::Null})),
+            );
+            let reply = r2.refuse(&id.clone().unwrap_or(Value::Null), &method, &params, err);
+            (false, id.map(|_| reply))
+        }
+    })
+    .await
+    .unwrap_or((false, None))
 }
 
 async fn wait_editor_then_grace(editor_reader: &mut tokio::task::JoinHandle<()>) {

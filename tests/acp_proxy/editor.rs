@@ -387,6 +387,12 @@ impl Editor {
             .collect()
     }
 
+    /// Every line fsgate wrote so far, byte for byte.
+    pub fn raw_lines(&self) -> Vec<String> {
+        let (lock, _) = &*self.inbox;
+        lock.lock().map(|i| i.raw.clone()).unwrap_or_default()
+    }
+
     /// The audit log's records so far.
     pub fn audit_records(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(self.state.join("audit.jsonl")).unwrap_or_default();

@@ -7,13 +7,13 @@ use serde_json::{Value, json};
 
 use super::editor::{Editor, Peer, methods_of};
 
-fn raw_editor(test: &str) -> Option<Editor> {
+pub(super) fn raw_editor(test: &str) -> Option<Editor> {
     let cmd = Peer::Raw.command_or_skip(test)?;
     Some(Editor::start(&cmd))
 }
 
 /// Starts a session with explicit editor ids 10 and 11, keeping 0 free for the prompt.
-fn session(ed: &mut Editor) -> String {
+pub(super) fn session(ed: &mut Editor) -> String {
     ed.request_with_id(json!(10), "initialize", json!({"protocolVersion": 1}));
     ed.response(&json!(10));
     let root = ed.root.clone();
@@ -29,7 +29,7 @@ fn session(ed: &mut Editor) -> String {
 }
 
 /// Sends a prompt of raw lines with editor id `id` and returns the agent's report.
-fn prompt(ed: &Editor, sid: &str, id: Value, lines: &[String]) -> Value {
+pub(super) fn prompt(ed: &Editor, sid: &str, id: Value, lines: &[String]) -> Value {
     let text = lines.join("\n");
     let start = ed.line_count();
     ed.request_with_id(

@@ -14,6 +14,9 @@
 //! Every message goes through [`Gateway::serve`] exactly once (policy, audit, backups);
 //! the watcher only reports paths, and never one the policy hides.
 //! - `mailbox`: change events waiting for a client, bounded; an `overflow` beyond.
+//! - `pending`: connections still in their upgrade, in a small budget of their own
+//!   (the oldest is dropped when it is full); an authenticated slot
+//!   (`max_connections`) is taken only once the upgrade request passed the checks.
 //!
 //! # Start-up order
 //!
@@ -26,6 +29,7 @@ pub mod auth;
 pub mod changes;
 mod conn;
 mod mailbox;
+mod pending;
 pub mod protocol;
 mod watch;
 
@@ -47,9 +51,6 @@ use crate::gateway::Gateway;
 use crate::gateway::Request as GwRequest;
 use crate::ops::{PathStyle, RequestCtx};
 use crate::path::RelPath;
-
-/// How long a client may take to complete the HTTP upgrade.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Binds the listener: `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` for `127.0.0.1:PORT`.
 /// The socket is left non-blocking, ready for [`serve`].
@@ -138,7 +139,11 @@ pub async fn serve_with_token(
             None
         }
     };
-    let connections = Arc::new(Semaphore::new(settings.max_connections));
+    let doors = Arc::new(Doors {
+        connections: Arc::new(Semaphore::new(settings.max_connections)),
+        pending: pending::Pending::new(settings.max_pending_handshakes),
+        timeout: Duration::from_millis(settings.handshake_timeout_ms),
+    });
     let counter = Arc::new(AtomicU64::new(0));
     eprintln!("fsgate: ws listening on ws://{local}/");
     loop {
@@ -156,7 +161,8 @@ pub async fn serve_with_token(
             gw: Arc::clone(&gw),
             keeper: Arc::clone(&keeper),
             limits: limits.clone(),
-            slot: Arc::clone(&connections).try_acquire_owned().ok(),
+            ticket: doors.pending.admit(),
+            doors: Arc::clone(&doors),
             notices: watcher.as_ref().map(|w| w.subscribe()),
             session: session_id(n),
             peer,
@@ -182,90 +188,96 @@ fn session_id(n: u64) -> String {
     format!("ws-{n}-{}", hex::encode(r))
 }
 
+/// The budgets connections are admitted under.
+struct Doors {
+    /// Authenticated connections (`max_connections`).
+    connections: Arc<Semaphore>,
+    /// Connections whose upgrade has not completed (`max_pending_handshakes`).
+    pending: Arc<pending::Pending>,
+    /// The whole upgrade's deadline (`handshake_timeout_ms`).
+    timeout: Duration,
+}
+
+/// How an upgrade ended.
+enum Upgrade {
+    Done(Box<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>>),
+    Failed(tokio_tungstenite::tungstenite::Error),
+    TimedOut,
+    Evicted,
+}
+
 /// An accepted TCP connection, before the upgrade.
 struct Accepted {
     gw: Arc<Gateway>,
     keeper: Arc<Gatekeeper>,
     limits: conn::ConnLimits,
-    /// A connection slot, or `None` if all are taken (the upgrade is then refused).
-    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    doors: Arc<Doors>,
+    /// Its place among the pending upgrades, until the upgrade ends.
+    ticket: pending::Ticket,
     notices: Option<tokio::sync::broadcast::Receiver<Arc<watch::Notice>>>,
     session: String,
     peer: SocketAddr,
 }
 
 impl Accepted {
-    async fn run(self, tcp: tokio::net::TcpStream) {
+    async fn run(mut self, tcp: tokio::net::TcpStream) {
         let _ = tcp.set_nodelay(true);
         let config = WebSocketConfig::default()
             .max_message_size(Some(self.limits.max_message))
             .max_frame_size(Some(self.limits.max_message));
-        let mut subscribe: Option<String> = None;
-        let mut refusal: Option<(StatusCode, String)> = None;
-        let full = self.slot.is_none();
-        let (keeper, peer, sub) = (&self.keeper, self.peer, &mut subscribe);
-        let refused = &mut refusal;
-        // The error type is tungstenite's, not ours to shrink.
-        #[allow(clippy::result_large_err)]
-        let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
-            if full {
-                *refused = Some((
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "too many connections".into(),
-                ));
-                return Err(refuse(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "too many connections",
-                    peer,
-                ));
-            }
-            let query = req.uri().query();
-            match keeper.check(req.headers(), query) {
-                Ok(()) => {
-                    *sub = auth::query_param(query, "subscribe")
-                        .into_iter()
-                        .next_back();
-                    Ok(resp)
+        let mut admission = Admission::default();
+        let peer = self.peer;
+        let end = {
+            let (keeper, connections, adm) =
+                (&self.keeper, &self.doors.connections, &mut admission);
+            // The error type is tungstenite's, not ours to shrink.
+            #[allow(clippy::result_large_err)]
+            let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
+                match admit(keeper, connections, req) {
+                    Ok((permit, subscribe)) => {
+                        adm.slot = Some(permit);
+                        adm.subscribe = subscribe;
+                        Ok(resp)
+                    }
+                    Err(r) => {
+                        let resp = refuse(r.status, &r.reason, peer);
+                        adm.refusal = Some(r);
+                        Err(resp)
+                    }
                 }
-                Err(r) => {
-                    *refused = Some((r.status, r.reason.to_string()));
-                    Err(refuse(r.status, &r.reason, peer))
-                }
+            };
+            let upgrade =
+                tokio_tungstenite::accept_hdr_async_with_config(tcp, callback, Some(config));
+            // The deadline covers the whole upgrade, request headers included.
+            let deadline = tokio::time::timeout(self.doors.timeout, upgrade);
+            let ticket = &mut self.ticket;
+            tokio::select! {
+                r = deadline => match r {
+                    Ok(Ok(ws)) => Upgrade::Done(Box::new(ws)),
+                    Ok(Err(e)) => Upgrade::Failed(e),
+                    Err(_) => Upgrade::TimedOut,
+                },
+                () = ticket.evicted() => Upgrade::Evicted,
             }
         };
-        let upgrade = tokio_tungstenite::accept_hdr_async_with_config(tcp, callback, Some(config));
-        let ws = match tokio::time::timeout(HANDSHAKE_TIMEOUT, upgrade).await {
-            Ok(Ok(ws)) => ws,
-            Ok(Err(e)) => {
-                tracing::debug!(%peer, "upgrade failed: {e}");
-                if let Some((status, reason)) = refusal {
-                    // A refused connection attempt is a request too: it gets its record.
-                    let code = if status == StatusCode::SERVICE_UNAVAILABLE {
-                        crate::error::code::LIMIT
-                    } else {
-                        crate::error::code::REFUSED
-                    };
-                    let ctx = RequestCtx {
-                        style: PathStyle::Rooted,
-                        session: self.session.clone(),
-                        transport: "ws",
-                        peer: peer.to_string(),
-                    };
-                    let gw = Arc::clone(&self.gw);
-                    let msg = format!("HTTP {}: {reason}", status.as_u16());
-                    let _ = tokio::task::spawn_blocking(move || {
-                        gw.serve(&ctx, GwRequest::message("ws-upgrade", Err((code, msg))))
-                    })
-                    .await;
+        drop(self.ticket);
+        let ws = match end {
+            Upgrade::Done(ws) => *ws,
+            other => {
+                match other {
+                    Upgrade::Failed(e) => tracing::debug!(%peer, "upgrade failed: {e}"),
+                    Upgrade::TimedOut => tracing::debug!(%peer, "upgrade timed out"),
+                    _ => tracing::debug!(%peer, "upgrade dropped: newer connections need the room"),
+                }
+                // A refused request is recorded; a connection that never sent a whole
+                // request sent no request, and writes nothing to the audit log.
+                if let Some(r) = admission.refusal {
+                    record_refusal(&self.gw, &self.session, peer, &r).await;
                 }
                 return;
             }
-            Err(_) => {
-                tracing::debug!(%peer, "upgrade timed out");
-                return;
-            }
         };
-        let subscription = match subscribe.as_deref().map(RelPath::parse_rooted) {
+        let subscription = match admission.subscribe.as_deref().map(RelPath::parse_rooted) {
             None => Some(RelPath::root()),
             Some(Ok(rel)) => Some(rel),
             Some(Err(e)) => {
@@ -280,17 +292,60 @@ impl Accepted {
             transport: "ws",
             peer: peer.to_string(),
         };
-        conn::run(
-            ws,
-            self.gw,
-            ctx,
-            self.limits.clone(),
-            self.notices,
-            subscription,
-        )
-        .await;
-        drop(self.slot);
+        conn::run(ws, self.gw, ctx, self.limits, self.notices, subscription).await;
+        drop(admission.slot);
     }
+}
+
+/// What the upgrade request earned: an authenticated slot and the subscription asked
+/// for, or the refusal.
+#[derive(Default)]
+struct Admission {
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    subscribe: Option<String>,
+    refusal: Option<auth::Refusal>,
+}
+
+/// Checks an upgrade request (Host, Origin, token), then takes an authenticated slot:
+/// only a request that passed the checks can take one.
+fn admit(
+    keeper: &Gatekeeper,
+    connections: &Arc<Semaphore>,
+    req: &Request,
+) -> Result<(tokio::sync::OwnedSemaphorePermit, Option<String>), auth::Refusal> {
+    let query = req.uri().query();
+    keeper.check(req.headers(), query)?;
+    let permit = Arc::clone(connections)
+        .try_acquire_owned()
+        .map_err(|_| auth::Refusal {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            reason: "too many connections".into(),
+        })?;
+    let subscribe = auth::query_param(query, "subscribe")
+        .into_iter()
+        .next_back();
+    Ok((permit, subscribe))
+}
+
+/// The `ws-upgrade` audit record of a refused upgrade request.
+async fn record_refusal(gw: &Arc<Gateway>, session: &str, peer: SocketAddr, r: &auth::Refusal) {
+    let code = if r.status == StatusCode::SERVICE_UNAVAILABLE {
+        crate::error::code::LIMIT
+    } else {
+        crate::error::code::REFUSED
+    };
+    let ctx = RequestCtx {
+        style: PathStyle::Rooted,
+        session: session.to_string(),
+        transport: "ws",
+        peer: peer.to_string(),
+    };
+    let gw = Arc::clone(gw);
+    let msg = format!("HTTP {}: {}", r.status.as_u16(), r.reason);
+    let _ = tokio::task::spawn_blocking(move || {
+        gw.serve(&ctx, GwRequest::message("ws-upgrade", Err((code, msg))))
+    })
+    .await;
 }
 
 /// The HTTP response refusing an upgrade (and a log line saying why).
