@@ -42,6 +42,9 @@ impl Gateway {
             });
         }
         Self::check_content(pol, OpClass::Write, &res.real, content, &rp.shown)?;
+        if !res.exists {
+            Self::check_depth(&res.real, 0, &rp.shown)?;
+        }
         if res.missing > 1 {
             self.check_missing_parents(pol, &rp, &res, false, facts)?;
         }
