@@ -21,7 +21,13 @@ fn chain(n: usize) -> String {
 /// The workspace paths `fsgate backup list --json` knows.
 fn backed_up(g: &Gate) -> Vec<String> {
     let dir = g.state.join("backups");
-    let out = run_cli(&["backup", "list", "--backup-dir", dir.to_str().unwrap_or(""), "--json"]);
+    let out = run_cli(&[
+        "backup",
+        "list",
+        "--backup-dir",
+        dir.to_str().unwrap_or(""),
+        "--json",
+    ]);
     if !out.status.success() {
         // No store yet: nothing was backed up.
         return Vec::new();
@@ -111,8 +117,14 @@ fn a_tree_deeper_than_the_walk_is_neither_removed_nor_moved() {
         err.message.contains("256") && err.message.contains("levels"),
         "{err:?}"
     );
-    assert!(g.exists(&format!("{bottom}/.env")), "the deep .env was deleted");
-    assert!(g.exists("d/top.txt"), "rm refused, yet something was removed");
+    assert!(
+        g.exists(&format!("{bottom}/.env")),
+        "the deep .env was deleted"
+    );
+    assert!(
+        g.exists("d/top.txt"),
+        "rm refused, yet something was removed"
+    );
     let err = g.err(
         "_fsgate/rename",
         json!({"sessionId": "s", "oldPath": g.abs("d"), "newPath": g.abs("moved")}),
@@ -120,7 +132,10 @@ fn a_tree_deeper_than_the_walk_is_neither_removed_nor_moved() {
     assert_eq!(err.code, LIMIT, "{err:?}");
     assert!(g.exists(&format!("{bottom}/.env")));
     // Read-only walks say they were cut instead of answering as if complete.
-    let res = g.ok("_fsgate/glob", json!({"sessionId": "s", "pattern": "**/*.txt"}));
+    let res = g.ok(
+        "_fsgate/glob",
+        json!({"sessionId": "s", "pattern": "**/*.txt"}),
+    );
     assert_eq!(res["truncated"], json!(true), "{res}");
     assert!(glob_paths(&res).iter().any(|p| p.ends_with("d/top.txt")));
     let res = g.ok(
@@ -151,20 +166,32 @@ fn names_like_the_gateways_temp_files_are_ordinary_names() {
     let g = Gate::start();
     g.put("src/.fsgate-tmp-payload.js", "const needle = 1;\n");
     g.put("src/user.txt", "the user's own words\n");
-    let ls = g.ok("_fsgate/ls", json!({"sessionId": "s", "path": g.abs("src")}));
+    let ls = g.ok(
+        "_fsgate/ls",
+        json!({"sessionId": "s", "path": g.abs("src")}),
+    );
     let names: Vec<&str> = ls["entries"]
         .as_array()
         .map(|a| a.iter().filter_map(|e| e["name"].as_str()).collect())
         .unwrap_or_default();
     assert!(names.contains(&".fsgate-tmp-payload.js"), "{ls}");
-    let globbed = glob_paths(&g.ok("_fsgate/glob", json!({"sessionId": "s", "pattern": "**/*.js"})));
+    let globbed = glob_paths(&g.ok(
+        "_fsgate/glob",
+        json!({"sessionId": "s", "pattern": "**/*.js"}),
+    ));
     assert!(
-        globbed.iter().any(|p| p.ends_with("src/.fsgate-tmp-payload.js")),
+        globbed
+            .iter()
+            .any(|p| p.ends_with("src/.fsgate-tmp-payload.js")),
         "{globbed:?}"
     );
-    let hits = grep_hits(&g.ok("_fsgate/grep", json!({"sessionId": "s", "pattern": "needle"})));
+    let hits = grep_hits(&g.ok(
+        "_fsgate/grep",
+        json!({"sessionId": "s", "pattern": "needle"}),
+    ));
     assert!(
-        hits.iter().any(|(p, _, _)| p.ends_with(".fsgate-tmp-payload.js")),
+        hits.iter()
+            .any(|(p, _, _)| p.ends_with(".fsgate-tmp-payload.js")),
         "{hits:?}"
     );
     // A user file renamed to such a name, then its directory removed: backed up.
@@ -178,7 +205,10 @@ fn names_like_the_gateways_temp_files_are_ordinary_names() {
     );
     let saved = backed_up(&g);
     for p in ["src/.fsgate-tmp-x", "src/.fsgate-tmp-payload.js"] {
-        assert!(saved.contains(&p.to_owned()), "{p} not backed up: {saved:?}");
+        assert!(
+            saved.contains(&p.to_owned()),
+            "{p} not backed up: {saved:?}"
+        );
     }
 }
 
@@ -206,5 +236,12 @@ fn many_writes_under_the_kernel_sandbox_leave_no_stray_names() {
     assert_eq!(g.get("w/f3.txt").as_deref(), Some(&b"version 199\n"[..]));
     // Which temporary file the writes used here (for the record; both are correct).
     let named = g.stderr().contains("cannot link an O_TMPFILE");
-    eprintln!("{test}: temporary files were {}", if named { "named (fallback)" } else { "unnamed (O_TMPFILE)" });
+    eprintln!(
+        "{test}: temporary files were {}",
+        if named {
+            "named (fallback)"
+        } else {
+            "unnamed (O_TMPFILE)"
+        }
+    );
 }

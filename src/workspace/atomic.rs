@@ -148,7 +148,14 @@ fn link_unnamed(f: &File, parent: &Dir, name: &str) -> bool {
         return true;
     }
     let proc_path = format!("/proc/self/fd/{}", f.as_raw_fd());
-    linkat(CWD, proc_path.as_str(), parent, name, AtFlags::SYMLINK_FOLLOW).is_ok()
+    linkat(
+        CWD,
+        proc_path.as_str(),
+        parent,
+        name,
+        AtFlags::SYMLINK_FOLLOW,
+    )
+    .is_ok()
 }
 
 #[cfg(not(target_os = "linux"))]

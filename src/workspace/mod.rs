@@ -21,11 +21,11 @@ use cap_std::fs::Dir;
 
 use crate::path::RelPath;
 
+pub use atomic::is_own_temp;
 pub use kind::FileKind;
 pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary, text_window};
 pub use resolve::{Follow, Resolved};
 pub use search::{ContentGate, GrepMatch, GrepOptions, IncludeGlob, json_string_len};
-pub use atomic::is_own_temp;
 pub use walk::{Entry, MAX_DEPTH, Visit, Walked, height};
 
 /// Why a workspace operation failed, before it is mapped to a protocol error.

@@ -232,7 +232,13 @@ impl Workspace {
             all.push(e.clone());
             Visit::Descend
         };
-        let walked = walk_dir(dir, start, MAX_DEPTH, Mode::Strict, &mut Plain(&mut collect))?;
+        let walked = walk_dir(
+            dir,
+            start,
+            MAX_DEPTH,
+            Mode::Strict,
+            &mut Plain(&mut collect),
+        )?;
         match walked.cut {
             Some(at) => Err(WsError::TooDeep {
                 at,
@@ -251,4 +257,128 @@ pub fn height(start: &RelPath, entries: &[Entry]) -> usize {
         .map(|e| e.path.components().count().saturating_sub(base))
         .max()
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, Workspace) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        (tmp, ws)
+    }
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::parse_rooted(s).expect("path")
+    }
+
+    fn walk_limited(ws: &Workspace, max: usize) -> (Vec<String>, Walked) {
+        let mut seen = Vec::new();
+        let mut visit = |e: &Entry| {
+            seen.push(e.path.as_str().to_string());
+            Visit::Descend
+        };
+        let dir = ws.root.try_clone().expect("clone");
+        let walked = walk_dir(
+            dir,
+            &RelPath::root(),
+            max,
+            Mode::Lenient,
+            &mut Plain(&mut visit),
+        )
+        .expect("walk");
+        (seen, walked)
+    }
+
+    #[test]
+    fn a_walk_says_where_the_depth_limit_cut_it() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir_all(tmp.path().join("a/b/c/d")).expect("mkdir");
+        std::fs::write(tmp.path().join("a/b/c/d/f"), "x").expect("write");
+        std::fs::create_dir_all(tmp.path().join("e/f/empty")).expect("mkdir");
+        let (seen, walked) = walk_limited(&ws, 3);
+        assert!(seen.contains(&"a/b/c".to_string()), "{seen:?}");
+        assert!(!seen.iter().any(|p| p.starts_with("a/b/c/")), "{seen:?}");
+        assert_eq!(walked.cut, Some(rel("a/b/c")));
+        // An empty directory at the limit hides nothing: no cut.
+        std::fs::remove_dir_all(tmp.path().join("a")).expect("rm");
+        let (seen, walked) = walk_limited(&ws, 3);
+        assert!(seen.contains(&"e/f/empty".to_string()), "{seen:?}");
+        assert_eq!(walked.cut, None);
+    }
+
+    #[test]
+    fn every_name_is_walked_alike() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir(tmp.path().join("d")).expect("mkdir");
+        std::fs::write(tmp.path().join("d/.fsgate-tmp-1-2-x"), "x").expect("write");
+        let (seen, _) = walk_limited(&ws, MAX_DEPTH);
+        assert_eq!(seen, ["d", "d/.fsgate-tmp-1-2-x"]);
+    }
+
+    #[test]
+    fn inspecting_a_tree_deeper_than_the_limit_is_an_error() {
+        let (tmp, ws) = ws();
+        let deep: std::path::PathBuf = std::iter::repeat_n("d", MAX_DEPTH + 1).collect();
+        std::fs::create_dir_all(tmp.path().join(&deep)).expect("mkdir");
+        std::fs::write(tmp.path().join(&deep).join("f"), "x").expect("write");
+        match ws.inspect_tree(&rel("d")) {
+            Err(WsError::TooDeep { limit, .. }) => assert_eq!(limit, MAX_DEPTH),
+            other => panic!("{other:?}"),
+        }
+        // From one level down, everything is within reach.
+        let entries = ws.inspect_tree(&rel("d/d")).expect("inspect");
+        assert_eq!(height(&rel("d/d"), &entries), MAX_DEPTH);
+    }
+
+    #[test]
+    fn open_descriptors_are_bounded_by_depth_not_width() {
+        let (tmp, ws) = ws();
+        for i in 0..2000 {
+            std::fs::create_dir(tmp.path().join(format!("w{i:04}"))).expect("mkdir");
+        }
+        let fds = || std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+        let before = fds();
+        let mut most = 0;
+        ws.walk(&RelPath::root(), &mut |_| {
+            most = most.max(fds());
+            Visit::Descend
+        })
+        .expect("walk");
+        // Other tests run in parallel and open files too: a wide margin, far below 2000.
+        assert!(most < before + 200, "{before} fds before, {most} during");
+    }
+
+    #[test]
+    fn removal_takes_exactly_what_was_inspected() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir_all(tmp.path().join("t/sub")).expect("mkdir");
+        std::fs::write(tmp.path().join("t/sub/a"), "a").expect("write");
+        let inspected = ws.inspect_tree(&rel("t")).expect("inspect");
+        // Something appears after the inspection: it is not deleted.
+        std::fs::write(tmp.path().join("t/sub/late"), "late").expect("write");
+        match ws.remove(&rel("t"), Some(&inspected)) {
+            Err(WsError::Unseen(p)) => assert_eq!(p, rel("t/sub/late")),
+            other => panic!("{other:?}"),
+        }
+        assert!(tmp.path().join("t/sub/late").exists());
+        // (`a`, inspected, was removed before the stop.)
+        assert!(!tmp.path().join("t/sub/a").exists());
+        // A file replaced by another under the same name is not the inspected one.
+        std::fs::rename(tmp.path().join("t/sub/late"), tmp.path().join("t/sub/a")).expect("mv");
+        let inspected = ws.inspect_tree(&rel("t")).expect("inspect");
+        std::fs::remove_file(tmp.path().join("t/sub/a")).expect("rm");
+        std::fs::write(tmp.path().join("t/sub/other"), "keep").expect("write");
+        std::fs::rename(tmp.path().join("t/sub/other"), tmp.path().join("t/sub/a")).expect("mv");
+        assert!(matches!(
+            ws.remove(&rel("t"), Some(&inspected)),
+            Err(WsError::Unseen(_))
+        ));
+        assert!(tmp.path().join("t/sub/a").exists());
+        // As inspected: removed whole.
+        let inspected = ws.inspect_tree(&rel("t")).expect("inspect");
+        ws.remove(&rel("t"), Some(&inspected)).expect("remove");
+        assert!(!tmp.path().join("t").exists());
+    }
 }
