@@ -28,26 +28,31 @@ pub fn is_own_temp(name: &str) -> bool {
     IN_FLIGHT.lock().map(|s| s.contains(name)).unwrap_or(false)
 }
 
-/// A fresh random name, registered as in flight until [`Named`] is dropped.
-pub(crate) struct Named(String);
+/// A fresh random name for one write's temporary file, registered as in flight until
+/// dropped. Chosen before the write's intent is recorded, so that the record can name
+/// it and a start after a crash can remove exactly that file.
+#[derive(Debug)]
+pub struct TempName(String);
 
-impl Named {
-    pub(crate) fn new() -> io::Result<Named> {
+impl TempName {
+    /// A new random name.
+    pub fn new() -> io::Result<TempName> {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
         let name = format!(".fsgate-tmp-{}", hex::encode(bytes));
         if let Ok(mut s) = IN_FLIGHT.lock() {
             s.insert(name.clone());
         }
-        Ok(Named(name))
+        Ok(TempName(name))
     }
 
-    pub(crate) fn as_str(&self) -> &str {
+    /// The name.
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 }
 
-impl Drop for Named {
+impl Drop for TempName {
     fn drop(&mut self) {
         if let Ok(mut s) = IN_FLIGHT.lock() {
             s.remove(&self.0);
@@ -59,35 +64,34 @@ impl Drop for Named {
 pub(crate) enum Staged {
     /// An unnamed `O_TMPFILE`.
     Unnamed(File),
-    /// A file created under a random name (the fallback).
-    Named(File, Named),
+    /// A file created under its temporary name (the fallback).
+    Named(File),
 }
 
 impl Staged {
     pub(crate) fn file(&mut self) -> &mut File {
         match self {
-            Staged::Unnamed(f) | Staged::Named(f, _) => f,
+            Staged::Unnamed(f) | Staged::Named(f) => f,
         }
     }
 }
 
 /// A file to write the new content into, in `parent`, mode 0600 until set.
-pub(crate) fn stage(parent: &Dir) -> io::Result<Staged> {
+pub(crate) fn stage(parent: &Dir, name: &TempName) -> io::Result<Staged> {
     if TMPFILE_LINKS.load(Ordering::Relaxed)
         && let Some(f) = open_tmpfile(parent)
     {
         return Ok(Staged::Unnamed(f));
     }
-    stage_named(parent)
+    stage_named(parent, name)
 }
 
-/// The fallback: a new file under a random name.
-pub(crate) fn stage_named(parent: &Dir) -> io::Result<Staged> {
-    let name = Named::new()?;
+/// The fallback: a new file under the temporary name.
+pub(crate) fn stage_named(parent: &Dir, name: &TempName) -> io::Result<Staged> {
     let mut opts = OpenOptions::new();
     opts.write(true).create_new(true).mode(0o600);
     let f = parent.open_with(name.as_str(), &opts)?.into_std();
-    Ok(Staged::Named(f, name))
+    Ok(Staged::Named(f))
 }
 
 #[cfg(target_os = "linux")]
@@ -107,11 +111,15 @@ fn open_tmpfile(_parent: &Dir) -> Option<File> {
 /// Gives the staged file the name `target` in `parent`, replacing what was there.
 /// `Ok(false)`: an unnamed file could not be linked here (it is dropped; stage again
 /// with [`stage_named`]).
-pub(crate) fn publish(parent: &Dir, staged: Staged, target: &str) -> io::Result<bool> {
-    let (file, name) = match staged {
-        Staged::Named(f, name) => (f, name),
+pub(crate) fn publish(
+    parent: &Dir,
+    staged: Staged,
+    name: &TempName,
+    target: &str,
+) -> io::Result<bool> {
+    let file = match staged {
+        Staged::Named(f) => f,
         Staged::Unnamed(f) => {
-            let name = Named::new()?;
             if !link_unnamed(&f, parent, name.as_str()) {
                 TMPFILE_LINKS.store(false, Ordering::Relaxed);
                 tracing::info!(
@@ -119,7 +127,7 @@ pub(crate) fn publish(parent: &Dir, staged: Staged, target: &str) -> io::Result<
                 );
                 return Ok(false);
             }
-            (f, name)
+            f
         }
     };
     drop(file);
@@ -131,8 +139,8 @@ pub(crate) fn publish(parent: &Dir, staged: Staged, target: &str) -> io::Result<
 }
 
 /// Removes a staged file that will not be published.
-pub(crate) fn discard(parent: &Dir, staged: Staged) {
-    if let Staged::Named(f, name) = staged {
+pub(crate) fn discard(parent: &Dir, staged: Staged, name: &TempName) {
+    if let Staged::Named(f) = staged {
         drop(f);
         let _ = parent.remove_file(name.as_str());
     }

@@ -21,7 +21,7 @@ use cap_std::fs::Dir;
 
 use crate::path::RelPath;
 
-pub use atomic::is_own_temp;
+pub use atomic::{TempName, is_own_temp};
 pub use kind::FileKind;
 pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary, text_window};
 pub use resolve::{Follow, Resolved};

@@ -19,9 +19,12 @@ use super::walk::{Entry, MAX_DEPTH, Mode, Visit, Visitor, walk_dir};
 use super::{Workspace, WsError};
 use crate::path::RelPath;
 
-/// The inspected entries, by path: what each was, and its (device, inode).
+/// What an entry was when inspected: its kind and (device, inode).
+type Seen = (FileKind, Option<(u64, u64)>);
+
+/// The inspected entries, by path.
 struct Plan<'a> {
-    seen: HashMap<&'a RelPath, (FileKind, Option<(u64, u64)>)>,
+    seen: HashMap<&'a RelPath, Seen>,
 }
 
 impl Plan<'_> {

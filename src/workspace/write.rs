@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use cap_std::fs::Dir;
 
-use super::atomic::{self, Staged};
+use super::atomic::{self, Staged, TempName};
 use super::open::open_dir;
 use super::walk::Entry;
 use super::{Workspace, WsError};
@@ -65,8 +65,14 @@ impl Workspace {
         Ok(())
     }
 
-    /// Atomically replaces (or creates) the file at `real` with `content`.
-    pub fn write_atomic(&self, real: &RelPath, content: &[u8]) -> Result<WriteOutcome, WsError> {
+    /// Atomically replaces (or creates) the file at `real` with `content`; `temp` is the
+    /// name its temporary file has, if it ever has one (see [`super::atomic`]).
+    pub fn write_atomic(
+        &self,
+        real: &RelPath,
+        content: &[u8],
+        temp: &TempName,
+    ) -> Result<WriteOutcome, WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
         let mut mode = 0o644;
@@ -91,11 +97,12 @@ impl Workspace {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
             Err(e) => return Err(WsError::from_io(e)),
         };
-        let staged = fill(atomic::stage(&parent)?, content, mode, &parent)?;
-        if !atomic::publish(&parent, staged, name).map_err(WsError::from_io)? {
-            // The unnamed file could not be linked here: once more, under a name.
-            let staged = fill(atomic::stage_named(&parent)?, content, mode, &parent)?;
-            atomic::publish(&parent, staged, name).map_err(WsError::from_io)?;
+        let staged = fill(atomic::stage(&parent, temp)?, content, mode, &parent, temp)?;
+        if !atomic::publish(&parent, staged, temp, name).map_err(WsError::from_io)? {
+            // The unnamed file could not be linked here: once more, under its name.
+            let staged = atomic::stage_named(&parent, temp)?;
+            let staged = fill(staged, content, mode, &parent, temp)?;
+            atomic::publish(&parent, staged, temp, name).map_err(WsError::from_io)?;
         }
         sync_dir(&parent);
         Ok(WriteOutcome { replaced })
@@ -170,7 +177,13 @@ impl Workspace {
 
 /// Writes `content` into the staged file, sets its mode and syncs it; on failure the
 /// staged file is discarded.
-fn fill(mut staged: Staged, content: &[u8], mode: u32, parent: &Dir) -> Result<Staged, WsError> {
+fn fill(
+    mut staged: Staged,
+    content: &[u8],
+    mode: u32,
+    parent: &Dir,
+    temp: &TempName,
+) -> Result<Staged, WsError> {
     let f = staged.file();
     let done = f
         .write_all(content)
@@ -179,7 +192,7 @@ fn fill(mut staged: Staged, content: &[u8], mode: u32, parent: &Dir) -> Result<S
     match done {
         Ok(()) => Ok(staged),
         Err(e) => {
-            atomic::discard(parent, staged);
+            atomic::discard(parent, staged, temp);
             Err(WsError::from_io(e))
         }
     }
