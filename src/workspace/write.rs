@@ -97,10 +97,11 @@ impl Workspace {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
             Err(e) => return Err(WsError::from_io(e)),
         };
-        let staged = fill(atomic::stage(&parent, temp)?, content, mode, &parent, temp)?;
+        let staged = atomic::stage(&parent, temp).map_err(WsError::from_io)?;
+        let staged = fill(staged, content, mode, &parent, temp)?;
         if !atomic::publish(&parent, staged, temp, name).map_err(WsError::from_io)? {
             // The unnamed file could not be linked here: once more, under its name.
-            let staged = atomic::stage_named(&parent, temp)?;
+            let staged = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
             let staged = fill(staged, content, mode, &parent, temp)?;
             atomic::publish(&parent, staged, temp, name).map_err(WsError::from_io)?;
         }
