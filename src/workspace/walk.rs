@@ -179,8 +179,11 @@ pub(crate) fn walk_dir(
             Visit::Descend => {}
         }
         if depth >= max_depth {
-            if walked.cut.is_none() && has_entries(&top.dir, &e.name, mode)? {
-                walked.cut = Some(e.path.clone());
+            if has_entries(&top.dir, &e.name, mode)? {
+                walked.cut.get_or_insert_with(|| e.path.clone());
+            } else {
+                // Empty: seen whole without entering it.
+                visitor.leave(&top.dir, &e)?;
             }
             continue;
         }
@@ -380,5 +383,16 @@ mod tests {
         let inspected = ws.inspect_tree(&rel("t")).expect("inspect");
         ws.remove(&rel("t"), Some(&inspected)).expect("remove");
         assert!(!tmp.path().join("t").exists());
+    }
+
+    #[test]
+    fn a_tree_exactly_as_deep_as_the_limit_is_removed_whole() {
+        let (tmp, ws) = ws();
+        let deep: std::path::PathBuf = std::iter::repeat_n("d", MAX_DEPTH + 1).collect();
+        std::fs::create_dir_all(tmp.path().join(&deep)).expect("mkdir");
+        let inspected = ws.inspect_tree(&rel("d")).expect("inspect");
+        assert_eq!(height(&rel("d"), &inspected), MAX_DEPTH);
+        ws.remove(&rel("d"), Some(&inspected)).expect("remove");
+        assert!(!tmp.path().join("d").exists());
     }
 }
