@@ -25,6 +25,8 @@ mod escape_paths;
 mod escape_symlinks;
 // Escapes through hard links, FIFOs, sockets, devices and swap races.
 mod escape_special;
+// Walks cut at the depth limit, and names that look like the gateway's own temp files.
+mod escape_walks;
 // Secrets: odd case, rename, edit, and leaks through ls/glob/grep.
 mod escape_secrets;
 // What a person reads escapes what an agent chose: tables, CSV, stderr, logs; --json exact.

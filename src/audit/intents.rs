@@ -29,25 +29,29 @@ pub struct Intent {
     pub sha256: Option<String>,
     /// SHA-256 of the content it replaces or removes (one file), where there was one.
     pub old_sha256: Option<String>,
+    /// The name a write's temporary file has (in `path`'s directory) if it ever has one.
+    pub temp_name: Option<String>,
 }
 
 impl Intent {
     /// From a record (an `intent`, or an entry of a `start` record's `openIntents`).
     fn from_record(v: &Value) -> Option<Intent> {
         let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-        let old = v
-            .get("args")
-            .and_then(|a| a.get("oldSha256"))
-            .or_else(|| v.get("oldSha256"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let arg = |k: &str| {
+            v.get("args")
+                .and_then(|a| a.get(k))
+                .or_else(|| v.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
         Some(Intent {
             seq: v.get("seq")?.as_u64()?,
             op: text("op")?,
             path: text("path"),
             path2: text("path2"),
             sha256: text("sha256"),
-            old_sha256: old,
+            old_sha256: arg("oldSha256"),
+            temp_name: arg("tempName"),
         })
     }
 
@@ -61,6 +65,7 @@ impl Intent {
             ("path2", &self.path2),
             ("sha256", &self.sha256),
             ("oldSha256", &self.old_sha256),
+            ("tempName", &self.temp_name),
         ] {
             if let Some(v) = v {
                 m.insert(k.into(), json!(v));

@@ -8,7 +8,7 @@ use crate::backup::{BackupError, BackupStore, OnLimit, PruneReport};
 use crate::error::GatewayError;
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{Entry, FileKind, Resolved, Visit};
+use crate::workspace::{Entry, FileKind, MAX_DEPTH, Resolved};
 
 impl Gateway {
     /// Saves the current content of the regular file at `real` to the backup store
@@ -142,39 +142,56 @@ impl Gateway {
         Ok(())
     }
 
-    /// Everything beneath a directory, for checks before a recursive change.
+    /// Everything beneath a directory, for the checks and backups before a recursive
+    /// change; refused if any of it cannot be inspected (too deep, unreadable).
     pub(super) fn descendants(
         &self,
         real: &RelPath,
         shown: &str,
     ) -> Result<Vec<Entry>, GatewayError> {
-        let mut all = Vec::new();
         self.workspace
-            .walk(real, &mut |e| {
-                all.push(e.clone());
-                Visit::Descend
-            })
-            .map_err(|e| ws_error(e, shown))?;
-        Ok(all)
+            .inspect_tree(real)
+            .map_err(|e| ws_error(e, shown))
     }
 
-    /// For a recursive change of the directory `src`: every entry beneath must be
-    /// visible and deletable, and (when moved to `dst`) writable at its new place.
+    /// Refuses to create `real` (holding a tree `below` levels high) deeper than the
+    /// walks inspect: a tree the gateway could not inspect whole, it could not change.
+    pub(super) fn check_depth(
+        real: &RelPath,
+        below: usize,
+        shown: &str,
+    ) -> Result<(), GatewayError> {
+        let depth = real.components().count() + below;
+        if depth <= MAX_DEPTH {
+            return Ok(());
+        }
+        Err(GatewayError::Limit {
+            reason: format!(
+                "the result would be nested {depth} levels deep; fsgate inspects and creates at most {MAX_DEPTH}"
+            ),
+            rule: super::RULE_DEPTH.into(),
+            path: shown.to_string(),
+        })
+    }
+
+    /// For a recursive change of the directory `src` holding `entries`: every entry
+    /// must be visible and deletable, and (when moved to `dst`) writable at its new
+    /// place.
     pub(super) fn check_subtree(
-        &self,
         pol: &Policy,
         src: &RelPath,
         dst: Option<&RelPath>,
+        entries: &[Entry],
         shown: &str,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        for e in self.descendants(src, shown)? {
+        for e in entries {
             let kind = if e.kind == FileKind::Directory {
                 EntryKind::Dir
             } else {
                 EntryKind::File
             };
-            if !visible(pol, &e) {
+            if !visible(pol, e) {
                 return Err(GatewayError::Refused {
                     reason: "the directory holds entries the policy hides; they cannot be removed or moved".into(),
                     rule: "protected-entries".into(),

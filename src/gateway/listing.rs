@@ -122,6 +122,7 @@ impl Gateway {
                 kind,
                 size: None,
                 modified: None,
+                id: None,
             };
             if !visible(pol, &probe) {
                 let (class, k) = if kind == FileKind::Directory {

@@ -40,6 +40,7 @@ impl Gateway {
                 hint: "; pass recursive: true to create it",
             });
         }
+        Self::check_depth(&res.real, 0, &rp.shown)?;
         self.check_missing_parents(pol, &rp, &res, true, facts)?;
         self.intend(pol, ctx, facts)?;
         self.workspace

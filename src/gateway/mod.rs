@@ -35,6 +35,11 @@ pub const RULE_BOUNDARY: &str = "workspace-boundary";
 pub const RULE_FILE_TYPE: &str = "workspace-file-type";
 /// Rule id for what the operating system refused (permissions, the Landlock sandbox).
 pub const RULE_OS: &str = "os-permission";
+/// Rule id for the nesting limit: what the gateway will not inspect, it will not change
+/// (nor create).
+pub const RULE_DEPTH: &str = "workspace.max_depth";
+/// Rule id for a tree that changed between its inspection and its removal.
+pub const RULE_UNINSPECTED: &str = "workspace-uninspected";
 
 /// A path for an error message: long ones are cut, so a 10 KB path is not echoed whole.
 pub(crate) fn clip(shown: &str) -> String {
@@ -618,6 +623,16 @@ pub(crate) fn ws_error(e: WsError, shown: &str) -> GatewayError {
         WsError::OsDenied => GatewayError::Refused {
             reason: e.to_string(),
             rule: RULE_OS.into(),
+            path,
+        },
+        WsError::TooDeep { .. } => GatewayError::Limit {
+            reason: e.to_string(),
+            rule: RULE_DEPTH.into(),
+            path,
+        },
+        WsError::Unseen(_) => GatewayError::Refused {
+            reason: e.to_string(),
+            rule: RULE_UNINSPECTED.into(),
             path,
         },
         WsError::NameTooLong => GatewayError::InvalidParams(format!("{}: {e}", clip(shown))),

@@ -57,6 +57,9 @@ impl Gateway {
             details.insert("intent".into(), json!(intent.seq));
             details.insert("found".into(), json!(found.as_str()));
             details.insert("onDisk".into(), Value::Object(seen));
+            if let Some(temp) = self.clear_temp(intent) {
+                details.insert("tempFile".into(), temp);
+            }
             tracing::warn!(intent = intent.seq, op = %intent.op, found = found.as_str(), "reconciled a change interrupted by a crash");
             let ev = AuditEvent {
                 kind: KIND_RECONCILED.into(),
@@ -115,6 +118,35 @@ impl Gateway {
             },
         };
         (found, seen)
+    }
+
+    /// A write interrupted between naming its temporary file and renaming it over the
+    /// target leaves that file: it is backed up, then removed, by the exact name its
+    /// intent recorded (never by a pattern). What was done is returned for the record.
+    fn clear_temp(&self, intent: &Intent) -> Option<Value> {
+        let name = intent.temp_name.as_deref()?;
+        let path = RelPath::parse_rooted(&format!("/{}", intent.path.as_deref()?)).ok()?;
+        let dir = path.parent().unwrap_or_default();
+        let temp = RelPath::parse_rooted(&format!("/{}/{name}", dir.as_str())).ok()?;
+        if temp.parent().as_ref() != Some(&dir) || temp.file_name() != Some(name) {
+            return None; // Not one plain name in that directory: not ours.
+        }
+        let info = self.workspace.stat(&temp).ok()?;
+        let mut out = Map::new();
+        out.insert("name".into(), json!(name));
+        let ours = info.kind == FileKind::File && info.nlink == 1;
+        let mut facts = super::Facts::default();
+        let removed = ours
+            && self.backup(&temp, name, &mut facts).is_ok()
+            && self.workspace.remove(&temp, None).is_ok();
+        out.insert("removed".into(), json!(removed));
+        if let Some(id) = facts.backups.first() {
+            out.insert("backup".into(), json!(id));
+        }
+        if !removed {
+            tracing::warn!(file = %temp, "a temporary file left by a crash was kept");
+        }
+        Some(Value::Object(out))
     }
 
     fn on_disk(&self, path: Option<&str>) -> OnDisk {
@@ -276,6 +308,50 @@ mod tests {
         assert_eq!(found, want);
         // Reconciled once: the next start finds nothing open.
         assert!(open(&log).open_intents().is_empty());
+    }
+
+    #[test]
+    fn the_temporary_file_a_crash_left_is_removed_by_its_recorded_name() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log = state.path().join("audit.jsonl");
+        std::fs::create_dir(ws.path().join("src")).unwrap();
+        std::fs::write(ws.path().join("src/a.txt"), "old").unwrap();
+        let temp = ".fsgate-tmp-0123456789abcdef0123456789abcdef";
+        std::fs::write(ws.path().join("src").join(temp), "new").unwrap();
+        // A look-alike name the intent does not record stays.
+        let other = ".fsgate-tmp-ffffffffffffffffffffffffffffffff";
+        std::fs::write(ws.path().join("src").join(other), "user").unwrap();
+        {
+            let a = open(&log);
+            let mut ev = intent(
+                "write_text_file",
+                "src/a.txt",
+                None,
+                Some(b"new"),
+                Some(b"old"),
+            );
+            ev.args.insert("tempName".into(), json!(temp));
+            a.append_ref(&ev).unwrap();
+        }
+        let gw = Gateway::new(
+            Policy::builtin_default().unwrap(),
+            Workspace::open(ws.path()).unwrap(),
+        )
+        .with_audit(open(&log));
+        assert_eq!(gw.reconcile().unwrap(), 1);
+        assert!(!ws.path().join("src").join(temp).exists());
+        assert!(ws.path().join("src").join(other).exists());
+        assert!(ws.path().join("src/a.txt").exists());
+        drop(gw);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let rec: Value = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|r| r["kind"] == "reconciled")
+            .unwrap();
+        assert_eq!(rec["details"]["tempFile"]["name"], temp);
+        assert_eq!(rec["details"]["tempFile"]["removed"], true);
     }
 
     #[test]

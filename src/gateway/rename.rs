@@ -149,7 +149,17 @@ impl Gateway {
         for p in [&e.dres.real, &e.dst.rel] {
             Self::check(pol, OpClass::Write, p, EntryKind::Dir, &e.dst.shown, facts)?;
         }
-        self.check_subtree(pol, &e.sres.real, Some(&e.dres.real), &e.src.shown, facts)
+        let entries = self.descendants(&e.sres.real, &e.src.shown)?;
+        let below = crate::workspace::height(&e.sres.real, &entries);
+        Self::check_depth(&e.dres.real, below, &e.dst.shown)?;
+        Self::check_subtree(
+            pol,
+            &e.sres.real,
+            Some(&e.dres.real),
+            &entries,
+            &e.src.shown,
+            facts,
+        )
     }
 
     /// A file: readable and deletable where it is (moving content must not make readable
@@ -176,6 +186,7 @@ impl Gateway {
         for p in [&e.dst.rel, &e.dres.real] {
             Self::check(pol, OpClass::Write, p, EntryKind::File, &e.dst.shown, facts)?;
         }
+        Self::check_depth(&e.dres.real, 0, &e.dst.shown)?;
         if pol.content_scanner().is_none() {
             return Ok(());
         }

@@ -36,6 +36,7 @@ impl Gateway {
             return Err(GatewayError::NotFound { path: rp.shown });
         }
         let is_dir = self.is_real_dir(&res.real);
+        let mut inspected = None;
         if is_dir {
             Self::check(
                 pol,
@@ -46,12 +47,14 @@ impl Gateway {
                 facts,
             )?;
             if recursive {
-                self.check_subtree(pol, &res.real, None, &rp.shown, facts)?;
-                for e in self.descendants(&res.real, &rp.shown)? {
+                let entries = self.descendants(&res.real, &rp.shown)?;
+                Self::check_subtree(pol, &res.real, None, &entries, &rp.shown, facts)?;
+                for e in &entries {
                     if e.kind == FileKind::File {
                         self.backup(&e.path, &rp.shown, facts)?;
                     }
                 }
+                inspected = Some(entries);
             }
         } else {
             Self::check(
@@ -72,7 +75,7 @@ impl Gateway {
         }
         self.intend(pol, ctx, facts)?;
         self.workspace
-            .remove(&res.real, recursive)
+            .remove(&res.real, inspected.as_deref())
             .map_err(|e| ws_error(e, &rp.shown))?;
         Ok(Output::Unit)
     }

@@ -4,7 +4,7 @@ use super::{Facts, Gateway, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::Follow;
+use crate::workspace::{Follow, TempName};
 
 impl Gateway {
     pub(super) fn write(
@@ -42,6 +42,9 @@ impl Gateway {
             });
         }
         Self::check_content(pol, OpClass::Write, &res.real, content, &rp.shown)?;
+        if !res.exists {
+            Self::check_depth(&res.real, 0, &rp.shown)?;
+        }
         if res.missing > 1 {
             self.check_missing_parents(pol, &rp, &res, false, facts)?;
         }
@@ -49,6 +52,7 @@ impl Gateway {
             self.backup(&res.real, &rp.shown, facts)?;
         }
         facts.content(content);
+        let temp = Self::temp_name(facts)?;
         self.intend(pol, ctx, facts)?;
         if res.missing > 1
             && let Some(parent) = res.real.parent()
@@ -58,7 +62,7 @@ impl Gateway {
                 .map_err(|e| ws_error(e, &rp.shown))?;
         }
         self.workspace
-            .write_atomic(&res.real, content)
+            .write_atomic(&res.real, content, &temp)
             .map_err(|e| ws_error(e, &rp.shown))?;
         self.note_changed(&res.real);
         Ok(Output::Unit)
@@ -124,11 +128,28 @@ impl Gateway {
         )?;
         self.backup(&res.real, &rp.shown, facts)?;
         facts.content(updated.as_bytes());
+        let temp = Self::temp_name(facts)?;
         self.intend(pol, ctx, facts)?;
         self.workspace
-            .write_atomic(&res.real, updated.as_bytes())
+            .write_atomic(&res.real, updated.as_bytes(), &temp)
             .map_err(|e| ws_error(e, &rp.shown))?;
         Ok(Output::Unit)
+    }
+}
+
+impl Gateway {
+    /// The name the write's temporary file will have if it ever has one, noted in the
+    /// intent (`args.tempName`) so that a start after a crash removes exactly that file.
+    fn temp_name(facts: &mut Facts) -> Result<TempName, GatewayError> {
+        let temp = TempName::new().map_err(|e| {
+            GatewayError::Internal(format!(
+                "no random temporary name: {e}; nothing was changed"
+            ))
+        })?;
+        facts
+            .args
+            .insert("tempName".into(), temp.as_str().to_string().into());
+        Ok(temp)
     }
 }
 

@@ -4,9 +4,11 @@
 //! beneath the root handle (cap-std, openat2 `RESOLVE_BENEATH`), and what was opened is
 //! checked by type (regular file, one hard link) on the open descriptor.
 
+mod atomic;
 mod kind;
 mod open;
 mod read;
+mod remove;
 mod resolve;
 mod search;
 mod walk;
@@ -17,12 +19,14 @@ use std::path::{Path, PathBuf};
 
 use cap_std::fs::Dir;
 
+use crate::path::RelPath;
+
+pub use atomic::{TempName, is_own_temp};
 pub use kind::FileKind;
 pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary, text_window};
 pub use resolve::{Follow, Resolved};
 pub use search::{ContentGate, GrepMatch, GrepOptions, IncludeGlob, json_string_len};
-pub use walk::Visit;
-pub use walk::{Entry, TEMP_PREFIX};
+pub use walk::{Entry, MAX_DEPTH, Visit, Walked, height};
 
 /// Why a workspace operation failed, before it is mapped to a protocol error.
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +82,21 @@ pub enum WsError {
     /// A name or the whole path is longer than the filesystem allows.
     #[error("a name on this path, or the path itself, is too long for the filesystem")]
     NameTooLong,
+    /// A directory deeper than the walk inspects: a change of the tree is refused.
+    #[error(
+        "`{at}` lies {limit} levels below the start and is not empty: fsgate inspects at most {limit} levels, so it will not change this tree"
+    )]
+    TooDeep {
+        /// The first directory not entered.
+        at: RelPath,
+        /// The depth limit.
+        limit: usize,
+    },
+    /// An entry appeared or changed after the tree was inspected (and backed up).
+    #[error(
+        "`{0}` appeared or changed after the tree was inspected; the removal stopped before it (what was removed had been checked and backed up)"
+    )]
+    Unseen(RelPath),
     /// Any other I/O error.
     #[error("{0}")]
     Io(#[from] io::Error),

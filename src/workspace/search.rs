@@ -106,7 +106,9 @@ impl Workspace {
             Visit::Descend
         });
         match r {
-            Err(WsError::NotFound) | Err(WsError::NotDir) | Ok(()) => Ok((out, truncated)),
+            // Cut at the depth limit: say so, as for the answer's size.
+            Ok(walked) => Ok((out, truncated || walked.truncated())),
+            Err(WsError::NotFound) | Err(WsError::NotDir) => Ok((out, truncated)),
             Err(e) => Err(e),
         }
     }
@@ -183,7 +185,7 @@ impl Workspace {
             search_one(start, &mut out)?;
             return Ok((out, truncated.get()));
         }
-        self.walk(start, &mut |e| {
+        let walked = self.walk(start, &mut |e| {
             if out.len() >= opts.max_results || truncated.get() {
                 return Visit::Stop;
             }
@@ -202,7 +204,7 @@ impl Workspace {
             }
         })?;
         out.truncate(opts.max_results);
-        Ok((out, truncated.get()))
+        Ok((out, truncated.get() || walked.truncated()))
     }
 }
 

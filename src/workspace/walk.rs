@@ -1,7 +1,14 @@
 //! Listing and walking directories beneath the root, never following symlinks.
+//!
+//! One walker for every walk (rm, rename, backups, hidden-entry checks, glob, grep, the
+//! watcher), with one rule: it descends at most [`MAX_DEPTH`] levels and says where it
+//! stopped ([`Walked::cut`]), so a caller that changes a tree can refuse what it did not
+//! inspect. Every name is treated alike: no name is skipped for what it looks like.
+//! Open descriptors are bounded by the depth (one per level being walked), not by the
+//! width of a directory.
 
 use cap_fs_ext::DirExt;
-use cap_std::fs::Dir;
+use cap_std::fs::{Dir, MetadataExt};
 
 use super::kind::FileKind;
 use super::open::open_dir;
@@ -9,11 +16,9 @@ use super::read::format_time;
 use super::{Workspace, WsError};
 use crate::path::RelPath;
 
-/// Prefix of fsgate's own temporary files (atomic writes); never listed.
-pub const TEMP_PREFIX: &str = ".fsgate-tmp-";
-
-/// Deepest directory nesting a walk descends into.
-const MAX_DEPTH: usize = 256;
+/// Deepest nesting the gateway inspects, and creates: entries at most this many levels
+/// below a walk's start are visited; a workspace path has at most this many components.
+pub const MAX_DEPTH: usize = 256;
 
 /// One directory entry.
 #[derive(Debug, Clone)]
@@ -28,6 +33,8 @@ pub struct Entry {
     pub size: Option<u64>,
     /// Modification time, RFC 3339.
     pub modified: Option<String>,
+    /// (device, inode) as listed, to tell later whether a name still holds this entry.
+    pub(crate) id: Option<(u64, u64)>,
 }
 
 /// What a walk does after visiting an entry.
@@ -41,21 +48,70 @@ pub enum Visit {
     Stop,
 }
 
-fn read_entries(dir: &Dir, base: &RelPath) -> Result<Vec<Entry>, WsError> {
+/// How a walk ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Walked {
+    /// The first directory the walk was asked to enter but did not, because it lies at
+    /// the depth limit and is not empty: what is beneath it was not seen.
+    pub cut: Option<RelPath>,
+}
+
+impl Walked {
+    /// True if something beneath the start was not seen because of the depth limit.
+    pub fn truncated(&self) -> bool {
+        self.cut.is_some()
+    }
+}
+
+/// How strictly a walk treats what it cannot read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Read-only walks: a directory that cannot be opened, or a name that is not UTF-8
+    /// (inexpressible on the wire), is passed over as before.
+    Lenient,
+    /// Walks before a change: anything that cannot be inspected is an error.
+    Strict,
+}
+
+/// What a walk calls on each entry, with the handle of the directory holding it.
+pub(crate) trait Visitor {
+    /// Called on every entry, in name order, before its contents.
+    fn visit(&mut self, dir: &Dir, e: &Entry) -> Result<Visit, WsError>;
+    /// Called after every entry beneath the directory `e` was visited, with the handle
+    /// of the directory holding `e`.
+    fn leave(&mut self, _parent: &Dir, _e: &Entry) -> Result<(), WsError> {
+        Ok(())
+    }
+}
+
+/// A closure as a visitor that never fails and ignores handles.
+struct Plain<'a>(&'a mut dyn FnMut(&Entry) -> Visit);
+
+impl Visitor for Plain<'_> {
+    fn visit(&mut self, _dir: &Dir, e: &Entry) -> Result<Visit, WsError> {
+        Ok((self.0)(e))
+    }
+}
+
+fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsError> {
     let mut out = Vec::new();
     for entry in dir.entries()? {
         let entry = entry?;
         let os_name = entry.file_name();
         let Some(name) = os_name.to_str() else {
+            if mode == Mode::Strict {
+                return Err(WsError::NotUtf8);
+            }
             continue; // Not expressible on the wire.
         };
-        if name.starts_with(TEMP_PREFIX) {
-            continue;
-        }
         let ft = entry.file_type()?;
         let kind = FileKind::from_predicates(ft.is_file(), ft.is_dir(), ft.is_symlink());
         // One fstatat on the directory's descriptor, not following symlinks.
-        let meta = entry.metadata().ok();
+        let meta = match entry.metadata() {
+            Ok(m) => Some(m),
+            Err(e) if mode == Mode::Strict => return Err(WsError::from_io(e)),
+            Err(_) => None,
+        };
         out.push(Entry {
             name: name.to_string(),
             path: base.join(name),
@@ -65,48 +121,278 @@ fn read_entries(dir: &Dir, base: &RelPath) -> Result<Vec<Entry>, WsError> {
                 .as_ref()
                 .and_then(|m| m.modified().ok())
                 .map(|t| format_time(t.into_std())),
+            id: meta.as_ref().map(|m| (m.dev(), m.ino())),
         });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
 }
 
+/// A directory being walked: its handle, its depth, and the entries not yet visited.
+struct Frame {
+    dir: Dir,
+    /// The entry that named it (None for the start).
+    entry: Option<Entry>,
+    depth: usize,
+    pending: std::vec::IntoIter<Entry>,
+}
+
+/// Whether the directory `name` in `dir` holds anything (it is at the depth limit).
+fn has_entries(dir: &Dir, name: &str, mode: Mode) -> Result<bool, WsError> {
+    match dir.open_dir_nofollow(name) {
+        Ok(sub) => Ok(sub.entries()?.next().is_some()),
+        Err(e) if mode == Mode::Strict => Err(WsError::from_io(e)),
+        Err(_) => Ok(false),
+    }
+}
+
+/// Walks beneath `start` (an open directory at `base`) depth-first in name order, at
+/// most `max_depth` levels down.
+pub(crate) fn walk_dir(
+    start: Dir,
+    base: &RelPath,
+    max_depth: usize,
+    mode: Mode,
+    visitor: &mut dyn Visitor,
+) -> Result<Walked, WsError> {
+    let mut walked = Walked::default();
+    let pending = read_entries(&start, base, mode)?.into_iter();
+    let mut stack = vec![Frame {
+        dir: start,
+        entry: None,
+        depth: 0,
+        pending,
+    }];
+    while let Some(top) = stack.last_mut() {
+        let Some(e) = top.pending.next() else {
+            let done = stack.pop();
+            if let (Some(parent), Some(Frame { entry: Some(e), .. })) = (stack.last(), done) {
+                visitor.leave(&parent.dir, &e)?;
+            }
+            continue;
+        };
+        let depth = top.depth + 1;
+        match visitor.visit(&top.dir, &e)? {
+            Visit::Stop => return Ok(walked),
+            Visit::Skip => continue,
+            Visit::Descend if e.kind != FileKind::Directory => continue,
+            Visit::Descend => {}
+        }
+        if depth >= max_depth {
+            if has_entries(&top.dir, &e.name, mode)? {
+                walked.cut.get_or_insert_with(|| e.path.clone());
+            } else {
+                // Empty: seen whole without entering it.
+                visitor.leave(&top.dir, &e)?;
+            }
+            continue;
+        }
+        // A directory swapped for a symlink since listing fails here.
+        let sub = match top.dir.open_dir_nofollow(&e.name) {
+            Ok(sub) => sub,
+            Err(err) if mode == Mode::Strict => return Err(WsError::from_io(err)),
+            Err(_) => continue,
+        };
+        let pending = read_entries(&sub, &e.path, mode)?.into_iter();
+        stack.push(Frame {
+            dir: sub,
+            entry: Some(e),
+            depth,
+            pending,
+        });
+    }
+    Ok(walked)
+}
+
 impl Workspace {
     /// The entries of the directory at `real` (canonical), sorted by name.
     pub fn list_dir(&self, real: &RelPath) -> Result<Vec<Entry>, WsError> {
         let dir = open_dir(&self.root, real).map_err(WsError::from_io)?;
-        read_entries(&dir, real)
+        read_entries(&dir, real, Mode::Lenient)
     }
 
     /// Walks the tree under `start` (canonical) depth-first in name order, calling
-    /// `visit` on every entry. Symlinks are reported, never followed.
+    /// `visit` on every entry. Symlinks are reported, never followed. A directory that
+    /// cannot be opened is passed over; one at the depth limit is reported in
+    /// [`Walked::cut`].
     pub fn walk(
         &self,
         start: &RelPath,
         visit: &mut dyn FnMut(&Entry) -> Visit,
-    ) -> Result<(), WsError> {
+    ) -> Result<Walked, WsError> {
         let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
-        let mut stack: Vec<(Dir, RelPath, usize)> = vec![(dir, start.clone(), 0)];
-        while let Some((dir, base, depth)) = stack.pop() {
-            let entries = read_entries(&dir, &base)?;
-            let mut subdirs = Vec::new();
-            for e in entries {
-                match visit(&e) {
-                    Visit::Stop => return Ok(()),
-                    Visit::Skip => {}
-                    Visit::Descend => {
-                        if e.kind == FileKind::Directory && depth < MAX_DEPTH {
-                            // A directory swapped for a symlink since listing fails here.
-                            if let Ok(sub) = dir.open_dir_nofollow(&e.name) {
-                                subdirs.push((sub, e.path.clone(), depth + 1));
-                            }
-                        }
-                    }
-                }
-            }
-            // Reverse so that popping visits subdirectories in name order.
-            stack.extend(subdirs.into_iter().rev());
+        walk_dir(dir, start, MAX_DEPTH, Mode::Lenient, &mut Plain(visit))
+    }
+
+    /// Everything beneath the directory `start`, for the checks and backups before a
+    /// change of the whole tree. Err if any of it cannot be inspected: a directory
+    /// deeper than [`MAX_DEPTH`] ([`WsError::TooDeep`]), one that cannot be opened, a
+    /// name that is not UTF-8.
+    pub fn inspect_tree(&self, start: &RelPath) -> Result<Vec<Entry>, WsError> {
+        let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
+        let mut all = Vec::new();
+        let mut collect = |e: &Entry| {
+            all.push(e.clone());
+            Visit::Descend
+        };
+        let walked = walk_dir(
+            dir,
+            start,
+            MAX_DEPTH,
+            Mode::Strict,
+            &mut Plain(&mut collect),
+        )?;
+        match walked.cut {
+            Some(at) => Err(WsError::TooDeep {
+                at,
+                limit: MAX_DEPTH,
+            }),
+            None => Ok(all),
         }
-        Ok(())
+    }
+}
+
+/// How many levels `entries` (from a walk of `start`) reach below it.
+pub fn height(start: &RelPath, entries: &[Entry]) -> usize {
+    let base = start.components().count();
+    entries
+        .iter()
+        .map(|e| e.path.components().count().saturating_sub(base))
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws() -> (tempfile::TempDir, Workspace) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        (tmp, ws)
+    }
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::parse_rooted(s).expect("path")
+    }
+
+    fn walk_limited(ws: &Workspace, max: usize) -> (Vec<String>, Walked) {
+        let mut seen = Vec::new();
+        let mut visit = |e: &Entry| {
+            seen.push(e.path.as_str().to_string());
+            Visit::Descend
+        };
+        let dir = ws.root.try_clone().expect("clone");
+        let walked = walk_dir(
+            dir,
+            &RelPath::root(),
+            max,
+            Mode::Lenient,
+            &mut Plain(&mut visit),
+        )
+        .expect("walk");
+        (seen, walked)
+    }
+
+    #[test]
+    fn a_walk_says_where_the_depth_limit_cut_it() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir_all(tmp.path().join("a/b/c/d")).expect("mkdir");
+        std::fs::write(tmp.path().join("a/b/c/d/f"), "x").expect("write");
+        std::fs::create_dir_all(tmp.path().join("e/f/empty")).expect("mkdir");
+        let (seen, walked) = walk_limited(&ws, 3);
+        assert!(seen.contains(&"a/b/c".to_string()), "{seen:?}");
+        assert!(!seen.iter().any(|p| p.starts_with("a/b/c/")), "{seen:?}");
+        assert_eq!(walked.cut, Some(rel("a/b/c")));
+        // An empty directory at the limit hides nothing: no cut.
+        std::fs::remove_dir_all(tmp.path().join("a")).expect("rm");
+        let (seen, walked) = walk_limited(&ws, 3);
+        assert!(seen.contains(&"e/f/empty".to_string()), "{seen:?}");
+        assert_eq!(walked.cut, None);
+    }
+
+    #[test]
+    fn every_name_is_walked_alike() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir(tmp.path().join("d")).expect("mkdir");
+        std::fs::write(tmp.path().join("d/.fsgate-tmp-1-2-x"), "x").expect("write");
+        let (seen, _) = walk_limited(&ws, MAX_DEPTH);
+        assert_eq!(seen, ["d", "d/.fsgate-tmp-1-2-x"]);
+    }
+
+    #[test]
+    fn inspecting_a_tree_deeper_than_the_limit_is_an_error() {
+        let (tmp, ws) = ws();
+        let deep: std::path::PathBuf = std::iter::repeat_n("d", MAX_DEPTH + 1).collect();
+        std::fs::create_dir_all(tmp.path().join(&deep)).expect("mkdir");
+        std::fs::write(tmp.path().join(&deep).join("f"), "x").expect("write");
+        match ws.inspect_tree(&rel("d")) {
+            Err(WsError::TooDeep { limit, .. }) => assert_eq!(limit, MAX_DEPTH),
+            other => panic!("{other:?}"),
+        }
+        // From one level down, everything is within reach.
+        let entries = ws.inspect_tree(&rel("d/d")).expect("inspect");
+        assert_eq!(height(&rel("d/d"), &entries), MAX_DEPTH);
+    }
+
+    #[test]
+    fn open_descriptors_are_bounded_by_depth_not_width() {
+        let (tmp, ws) = ws();
+        for i in 0..2000 {
+            std::fs::create_dir(tmp.path().join(format!("w{i:04}"))).expect("mkdir");
+        }
+        let fds = || std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count());
+        let before = fds();
+        let mut most = 0;
+        ws.walk(&RelPath::root(), &mut |_| {
+            most = most.max(fds());
+            Visit::Descend
+        })
+        .expect("walk");
+        // Other tests run in parallel and open files too: a wide margin, far below 2000.
+        assert!(most < before + 200, "{before} fds before, {most} during");
+    }
+
+    #[test]
+    fn removal_takes_exactly_what_was_inspected() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir_all(tmp.path().join("t/sub")).expect("mkdir");
+        std::fs::write(tmp.path().join("t/sub/a"), "a").expect("write");
+        let inspected = ws.inspect_tree(&rel("t")).expect("inspect");
+        // Something appears after the inspection: it is not deleted.
+        std::fs::write(tmp.path().join("t/sub/late"), "late").expect("write");
+        match ws.remove(&rel("t"), Some(&inspected)) {
+            Err(WsError::Unseen(p)) => assert_eq!(p, rel("t/sub/late")),
+            other => panic!("{other:?}"),
+        }
+        assert!(tmp.path().join("t/sub/late").exists());
+        // (`a`, inspected, was removed before the stop.)
+        assert!(!tmp.path().join("t/sub/a").exists());
+        // A file replaced by another under the same name is not the inspected one.
+        std::fs::rename(tmp.path().join("t/sub/late"), tmp.path().join("t/sub/a")).expect("mv");
+        let inspected = ws.inspect_tree(&rel("t")).expect("inspect");
+        std::fs::remove_file(tmp.path().join("t/sub/a")).expect("rm");
+        std::fs::write(tmp.path().join("t/sub/other"), "keep").expect("write");
+        std::fs::rename(tmp.path().join("t/sub/other"), tmp.path().join("t/sub/a")).expect("mv");
+        assert!(matches!(
+            ws.remove(&rel("t"), Some(&inspected)),
+            Err(WsError::Unseen(_))
+        ));
+        assert!(tmp.path().join("t/sub/a").exists());
+        // As inspected: removed whole.
+        let inspected = ws.inspect_tree(&rel("t")).expect("inspect");
+        ws.remove(&rel("t"), Some(&inspected)).expect("remove");
+        assert!(!tmp.path().join("t").exists());
+    }
+
+    #[test]
+    fn a_tree_exactly_as_deep_as_the_limit_is_removed_whole() {
+        let (tmp, ws) = ws();
+        let deep: std::path::PathBuf = std::iter::repeat_n("d", MAX_DEPTH + 1).collect();
+        std::fs::create_dir_all(tmp.path().join(&deep)).expect("mkdir");
+        let inspected = ws.inspect_tree(&rel("d")).expect("inspect");
+        assert_eq!(height(&rel("d"), &inspected), MAX_DEPTH);
+        ws.remove(&rel("d"), Some(&inspected)).expect("remove");
+        assert!(!tmp.path().join("d").exists());
     }
 }

@@ -1,22 +1,19 @@
 //! Changing the workspace: atomic writes, mkdir, rm, rename.
 //!
-//! Writes never modify a file in place: a temporary file is created (`create_new`) in
-//! the same directory, written, fsynced, and renamed over the target, so a reader sees
-//! the old content or the new, never half of it. (Not `cap_tempfile`'s replace: it
-//! links through /proc/self/fd, which Landlock forbids.)
+//! Writes never modify a file in place: the content goes into a temporary file in the
+//! same directory (see [`super::atomic`]), is fsynced, and renamed over the target, so a
+//! reader sees the old content or the new, never half of it.
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt, Permissions};
+use cap_std::fs::Dir;
 
+use super::atomic::{self, Staged, TempName};
 use super::open::open_dir;
-use super::walk::TEMP_PREFIX;
+use super::walk::Entry;
 use super::{Workspace, WsError};
 use crate::path::RelPath;
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// What a write replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,8 +65,14 @@ impl Workspace {
         Ok(())
     }
 
-    /// Atomically replaces (or creates) the file at `real` with `content`.
-    pub fn write_atomic(&self, real: &RelPath, content: &[u8]) -> Result<WriteOutcome, WsError> {
+    /// Atomically replaces (or creates) the file at `real` with `content`; `temp` is the
+    /// name its temporary file has, if it ever has one (see [`super::atomic`]).
+    pub fn write_atomic(
+        &self,
+        real: &RelPath,
+        content: &[u8],
+        temp: &TempName,
+    ) -> Result<WriteOutcome, WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
         let mut mode = 0o644;
@@ -94,24 +97,14 @@ impl Workspace {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
             Err(e) => return Err(WsError::from_io(e)),
         };
-        let tmp = temp_name(name);
-        let result = (|| -> Result<(), WsError> {
-            let mut opts = OpenOptions::new();
-            opts.write(true).create_new(true).mode(0o600);
-            let mut f = parent.open_with(&tmp, &opts)?;
-            f.write_all(content)?;
-            f.set_permissions(Permissions::from_std(std::fs::Permissions::from_mode(mode)))?;
-            f.sync_all()?;
-            drop(f);
-            parent
-                .rename(&tmp, &parent, name)
-                .map_err(WsError::from_io)?;
-            Ok(())
-        })();
-        if result.is_err() {
-            let _ = parent.remove_file(&tmp);
+        let staged = atomic::stage(&parent, temp).map_err(WsError::from_io)?;
+        let staged = fill(staged, content, mode, &parent, temp)?;
+        if !atomic::publish(&parent, staged, temp, name).map_err(WsError::from_io)? {
+            // The unnamed file could not be linked here: once more, under its name.
+            let staged = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
+            let staged = fill(staged, content, mode, &parent, temp)?;
+            atomic::publish(&parent, staged, temp, name).map_err(WsError::from_io)?;
         }
-        result?;
         sync_dir(&parent);
         Ok(WriteOutcome { replaced })
     }
@@ -145,21 +138,21 @@ impl Workspace {
     }
 
     /// Removes the entry at `real` without following a final symlink (removing a link
-    /// removes the link), and syncs its directory.
-    pub fn remove(&self, real: &RelPath, recursive: bool) -> Result<(), WsError> {
+    /// removes the link), and syncs its directory. A directory is removed with what is
+    /// beneath it only as `inspected` lists it ([`Workspace::inspect_tree`]); without
+    /// that list, only if it is empty.
+    pub fn remove(&self, real: &RelPath, inspected: Option<&[Entry]>) -> Result<(), WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
         let m = parent.symlink_metadata(name).map_err(WsError::from_io)?;
-        let removed = if m.is_dir() {
-            if recursive {
-                parent.remove_dir_all(name)
-            } else {
-                parent.remove_dir(name)
+        if m.is_dir() {
+            match inspected {
+                Some(entries) => self.remove_tree(&parent, name, real, entries)?,
+                None => parent.remove_dir(name).map_err(WsError::from_io)?,
             }
         } else {
-            parent.remove_file(name)
-        };
-        removed.map_err(WsError::from_io)?;
+            parent.remove_file(name).map_err(WsError::from_io)?;
+        }
         sync_dir(&parent);
         Ok(())
     }
@@ -183,10 +176,25 @@ impl Workspace {
     }
 }
 
-/// A fresh temporary name in the same directory, kept under NAME_MAX.
-fn temp_name(name: &str) -> String {
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut short: String = name.chars().take(100).collect();
-    short.retain(|c| c != '/');
-    format!("{TEMP_PREFIX}{}-{n}-{short}", std::process::id())
+/// Writes `content` into the staged file, sets its mode and syncs it; on failure the
+/// staged file is discarded.
+fn fill(
+    mut staged: Staged,
+    content: &[u8],
+    mode: u32,
+    parent: &Dir,
+    temp: &TempName,
+) -> Result<Staged, WsError> {
+    let f = staged.file();
+    let done = f
+        .write_all(content)
+        .and_then(|()| f.set_permissions(std::fs::Permissions::from_mode(mode)))
+        .and_then(|()| f.sync_all());
+    match done {
+        Ok(()) => Ok(staged),
+        Err(e) => {
+            atomic::discard(parent, staged, temp);
+            Err(WsError::from_io(e))
+        }
+    }
 }

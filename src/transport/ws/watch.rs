@@ -28,13 +28,10 @@ use super::changes::{Change, ChangeKind, Coalescer};
 use crate::gateway::Gateway;
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{FileKind, TEMP_PREFIX};
+use crate::workspace::{FileKind, MAX_DEPTH, Visit, Walked, is_own_temp};
 
 /// Notices buffered per connection before a slow one starts losing them.
 const BROADCAST_CAPACITY: usize = 4096;
-
-/// Deepest directory nesting watched.
-const MAX_DEPTH: usize = 256;
 
 /// What the watcher tells the connections.
 #[derive(Debug, Clone)]
@@ -206,7 +203,7 @@ impl State {
 
     fn ignored(&self, rel: &RelPath) -> bool {
         rel.components().any(|c| self.ignore.contains(c))
-            || rel.file_name().is_some_and(|n| n.starts_with(TEMP_PREFIX))
+            || rel.file_name().is_some_and(is_own_temp)
     }
 
     fn flush(&mut self, now: Instant) {
@@ -239,39 +236,43 @@ impl State {
     }
 
     /// Watches `start` and every non-ignored directory beneath it, watching each
-    /// directory before listing it so nothing created in between is missed.
+    /// directory before listing it so nothing created in between is missed. The walk is
+    /// the gateway's own, with its depth limit: a cut is logged, never silent.
     fn scan(&mut self, start: &RelPath, why: Scan) {
         let mut seen: HashSet<RelPath> = HashSet::new();
-        let mut stack = vec![(start.clone(), 0usize)];
         let now = Instant::now();
-        while let Some((dir, depth)) = stack.pop() {
-            self.watch(&dir);
-            let Ok(entries) = self.gw.workspace().list_dir(&dir) else {
-                continue; // Gone already: its own event will say so.
-            };
-            for e in entries {
-                if self.ignored(&e.path) {
-                    continue;
-                }
-                let is_dir = e.kind == FileKind::Directory;
-                match why {
-                    Scan::Initial => self.co.record(e.path.clone(), is_dir),
-                    Scan::Appeared | Scan::Rescan => {
-                        if why == Scan::Rescan {
-                            seen.insert(e.path.clone());
-                        }
-                        if !self.co.knows(&e.path) {
-                            self.co.note(e.path.clone(), now);
-                            // Its settling scans it; descending here would record it
-                            // as known before it is reported.
-                            continue;
-                        }
+        self.watch(start);
+        let gw = Arc::clone(&self.gw);
+        let walked = gw.workspace().walk(start, &mut |e| {
+            if self.ignored(&e.path) {
+                return Visit::Skip;
+            }
+            let is_dir = e.kind == FileKind::Directory;
+            match why {
+                Scan::Initial => self.co.record(e.path.clone(), is_dir),
+                Scan::Appeared | Scan::Rescan => {
+                    if why == Scan::Rescan {
+                        seen.insert(e.path.clone());
+                    }
+                    if !self.co.knows(&e.path) {
+                        self.co.note(e.path.clone(), now);
+                        // Its settling scans it; descending here would record it
+                        // as known before it is reported.
+                        return Visit::Skip;
                     }
                 }
-                if is_dir && depth < MAX_DEPTH {
-                    stack.push((e.path, depth + 1));
-                }
             }
+            if !is_dir {
+                return Visit::Skip;
+            }
+            self.watch(&e.path);
+            Visit::Descend
+        });
+        // Err: gone already; its own event will say so.
+        if let Ok(Walked { cut: Some(at) }) = walked {
+            tracing::warn!(
+                "watcher: directories more than {MAX_DEPTH} levels below `{start}` are not watched (first: `{at}`); changes there are not reported"
+            );
         }
         if why == Scan::Rescan {
             for p in self.co.known_paths() {
