@@ -52,7 +52,9 @@ impl BackupStore {
 
     /// Reserves `want` if it fits: Some(room for this copy), else None.
     fn try_reserve(&self, want: u64, budget: u64) -> Result<Option<u64>, BackupError> {
-        let committed = match self.lock_quota().committed {
+        // Not `match self.lock_quota().committed`: the guard would live through the arms.
+        let known = self.lock_quota().committed;
+        let committed = match known {
             Some(c) => c,
             None => {
                 let total = self.scan(&|_| true)?.iter().map(|v| v.stored()).sum();
