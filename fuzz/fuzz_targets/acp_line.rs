@@ -7,6 +7,8 @@
 
 mod common;
 
+use std::sync::OnceLock;
+
 use fsgate::transport::acp;
 use fsgate::transport::jsonrpc::{self, Incoming};
 use fsgate::transport::lines::{Line, read_line};
@@ -18,7 +20,12 @@ const MAX_LINE: usize = 2048;
 
 fuzz_target!(|data: &[u8]| {
     let gws = common::gateways();
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    let rt = RT.get_or_init(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    });
     let lines = rt.block_on(async {
         let mut r = tokio::io::BufReader::with_capacity(64, data);
         let mut out = Vec::new();
@@ -50,7 +57,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!(back.get("result").is_some() != back.get("error").is_some());
             }
             Incoming::Invalid { id, error } => {
-                assert!(matches!(id, Value::Null | Value::Number(_) | Value::String(_)));
+                assert!(matches!(
+                    id,
+                    Value::Null | Value::Number(_) | Value::String(_)
+                ));
                 assert!(error["code"].is_i64());
             }
             Incoming::Notification { .. } | Incoming::Response { .. } => {}

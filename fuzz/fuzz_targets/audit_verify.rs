@@ -27,9 +27,21 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let base = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
-        let keys = tempfile::Builder::new().prefix("fsgate-fuzz-key-").tempdir_in(base).unwrap().keep();
-        let dir = tempfile::Builder::new().prefix("fsgate-fuzz-audit-").tempdir_in(base).unwrap().keep();
+        let base = if std::path::Path::new("/dev/shm").is_dir() {
+            "/dev/shm"
+        } else {
+            "/tmp"
+        };
+        let keys = tempfile::Builder::new()
+            .prefix("fsgate-fuzz-key-")
+            .tempdir_in(base)
+            .unwrap()
+            .keep();
+        let dir = tempfile::Builder::new()
+            .prefix("fsgate-fuzz-audit-")
+            .tempdir_in(base)
+            .unwrap()
+            .keep();
         let key = keys.join("signing.key");
         std::fs::write(&key, "11".repeat(32)).unwrap();
         let log = dir.join("audit.jsonl");
@@ -47,7 +59,9 @@ fn fixture() -> &'static Fixture {
         }
         let mut details = Map::new();
         details.insert("note".into(), json!("fuzz fixture \u{202e} é"));
-        audit.append(AuditEvent::lifecycle("reload", details)).unwrap();
+        audit
+            .append(AuditEvent::lifecycle("reload", details))
+            .unwrap();
         audit.close().unwrap();
         let checkpoint = dir.join(checkpoint_name("audit.jsonl"));
         let f = Fixture {
@@ -91,7 +105,11 @@ fn verify(f: &Fixture) -> Verdict {
 fn mutate(bytes: &mut Vec<u8>, edits: &[u8]) {
     for e in edits.chunks_exact(4) {
         let at = usize::from(u16::from_be_bytes([e[1], e[2]]));
-        let at = if bytes.is_empty() { 0 } else { at % (bytes.len() + 1) };
+        let at = if bytes.is_empty() {
+            0
+        } else {
+            at % (bytes.len() + 1)
+        };
         match e[0] % 4 {
             0 if at < bytes.len() => bytes[at] = e[3],
             1 => bytes.insert(at, e[3]),

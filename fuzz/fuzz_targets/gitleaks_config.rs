@@ -10,7 +10,8 @@ use fsgate::path::RelPath;
 use fsgate::policy::Policy;
 use libfuzzer_sys::fuzz_target;
 
-const POLICY: &str = "version = 1\n[content]\nbuiltin = false\ngitleaks_config = \"gitleaks.toml\"\n";
+const POLICY: &str =
+    "version = 1\n[content]\nbuiltin = false\ngitleaks_config = \"gitleaks.toml\"\n";
 const TEXTS: [&[u8]; 3] = [
     b"",
     b"aws_access_key_id = AKIAIOSFODNN7EXAMPLE\npassword = \"hunter2-hunter2\"\n",
@@ -20,7 +21,11 @@ const TEXTS: [&[u8]; 3] = [
 fn dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let base = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
+        let base = if std::path::Path::new("/dev/shm").is_dir() {
+            "/dev/shm"
+        } else {
+            "/tmp"
+        };
         tempfile::Builder::new()
             .prefix("fsgate-fuzz-gitleaks-")
             .tempdir_in(base)

@@ -16,7 +16,10 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(rel) = RelPath::parse_rooted(input) {
         check(&rel);
-        assert_eq!(RelPath::parse_rooted(&rel.to_rooted()).ok(), Some(rel.clone()));
+        assert_eq!(
+            RelPath::parse_rooted(&rel.to_rooted()).ok(),
+            Some(rel.clone())
+        );
     }
     for root in ROOTS {
         let root = Path::new(root);
@@ -27,7 +30,11 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(rel) = parsed {
                 check(&rel);
                 let abs = rel.to_absolute(root);
-                assert_eq!(RelPath::parse_absolute(&abs, root).ok(), Some(rel.clone()), "{abs}");
+                assert_eq!(
+                    RelPath::parse_absolute(&abs, root).ok(),
+                    Some(rel.clone()),
+                    "{abs}"
+                );
             }
         }
     }

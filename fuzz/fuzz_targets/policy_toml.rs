@@ -9,8 +9,20 @@ use fsgate::policy::testrun::run_cases;
 use fsgate::policy::{EntryKind, OpClass, Policy};
 use libfuzzer_sys::fuzz_target;
 
-const PATHS: [&str; 6] = ["", "src/main.rs", ".env", "a/b/.git/config", "docs/adr/x.md", "ü/ß"];
-const OPS: [OpClass; 4] = [OpClass::Read, OpClass::Write, OpClass::Delete, OpClass::List];
+const PATHS: [&str; 6] = [
+    "",
+    "src/main.rs",
+    ".env",
+    "a/b/.git/config",
+    "docs/adr/x.md",
+    "ü/ß",
+];
+const OPS: [OpClass; 4] = [
+    OpClass::Read,
+    OpClass::Write,
+    OpClass::Delete,
+    OpClass::List,
+];
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -55,7 +55,11 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(back["type"].as_str(), Some(head.kind.as_str()));
             assert_eq!(back.get("requestId"), head.request_id.as_ref());
             // An answer over the limit becomes the (small) error saying so.
-            assert!(encoded.len() <= MAX || back["error"].is_object(), "{} bytes", encoded.len());
+            assert!(
+                encoded.len() <= MAX || back["error"].is_object(),
+                "{} bytes",
+                encoded.len()
+            );
         }
     }
 });

@@ -45,7 +45,11 @@ pub struct Gateways {
 impl Gateways {
     /// The gateway for run `n`: alternates between the two policies.
     pub fn pick(&self, n: usize) -> &Gateway {
-        if n % 2 == 0 { &self.default } else { &self.permissive }
+        if n % 2 == 0 {
+            &self.default
+        } else {
+            &self.permissive
+        }
     }
 }
 
@@ -53,7 +57,11 @@ impl Gateways {
 pub fn gateways() -> &'static Gateways {
     static GW: OnceLock<Gateways> = OnceLock::new();
     let gw = GW.get_or_init(|| {
-        let base = if Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
+        let base = if Path::new("/dev/shm").is_dir() {
+            "/dev/shm"
+        } else {
+            "/tmp"
+        };
         let root = tempfile::Builder::new()
             .prefix("fsgate-fuzz-ws-")
             .tempdir_in(base)

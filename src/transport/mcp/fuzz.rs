@@ -36,7 +36,12 @@ pub fn classify_line(line: &[u8]) -> (String, Option<(String, String)>) {
 
 /// Runs the tool `name` with `args` as a `tools/call` would; `None` for an unknown tool.
 /// The result is the `CallToolResult` as JSON.
-pub fn call_tool(gw: &Gateway, ctx: &RequestCtx, name: &str, args: Map<String, Value>) -> Option<Value> {
+pub fn call_tool(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    name: &str,
+    args: Map<String, Value>,
+) -> Option<Value> {
     let tool = ToolId::from_name(name)?;
     let (result, leases) = tools::call(gw, ctx, tool, args);
     drop(leases);
