@@ -5,6 +5,7 @@
 //! `fsgate audit verify` on the directory. No panic; the unmodified log is intact.
 #![no_main]
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -44,6 +45,7 @@ fn fixture() -> &'static Fixture {
             .keep();
         let key = keys.join("signing.key");
         std::fs::write(&key, "11".repeat(32)).unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
         let log = dir.join("audit.jsonl");
         let settings = AuditSettings {
             fsync: FsyncMode::Never,
