@@ -2,7 +2,8 @@
 //! frames them (a small line limit, so oversized lines are exercised), each classified
 //! as JSON-RPC, and each request answered through a real gateway on a temp workspace
 //! (built-in default policy or a permissive one). No panic; every answer is one JSON-RPC
-//! 2.0 response line echoing the request's id.
+//! 2.0 response line echoing the request's id. `@ROOT` in the input stands for the
+//! workspace root (a temp directory).
 #![no_main]
 
 mod common;
@@ -14,6 +15,10 @@ use fsgate::transport::jsonrpc::{self, Incoming};
 use fsgate::transport::lines::{Line, read_line};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
+
+/// Stands for the workspace root in inputs: ACP paths are absolute, and the root is a
+/// temp directory the fuzzer cannot guess.
+const ROOT: &[u8] = b"@ROOT";
 
 /// Line limit for the framing (the real one is the policy's, 16 MiB by default).
 const MAX_LINE: usize = 2048;
@@ -45,7 +50,8 @@ fuzz_target!(|data: &[u8]| {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match jsonrpc::classify(line) {
+        let line = with_root(line, &gws.root);
+        match jsonrpc::classify(&line) {
             Incoming::Request { id, method, params } => {
                 let (reply, lease) = acp::answer(gws.pick(n), "fuzz", &id, &method, params);
                 drop(lease);
@@ -67,3 +73,17 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// `line` with every [`ROOT`] replaced by the workspace root.
+fn with_root(line: &[u8], root: &std::path::Path) -> Vec<u8> {
+    let root = root.as_os_str().as_encoded_bytes();
+    let mut out = Vec::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(i) = rest.windows(ROOT.len()).position(|w| w == ROOT) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(root);
+        rest = &rest[i + ROOT.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
