@@ -32,6 +32,8 @@ mod compat;
 mod describe;
 mod edits;
 mod flow;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
 mod guard;
 mod leases;
 mod pump;

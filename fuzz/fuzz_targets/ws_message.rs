@@ -1,0 +1,65 @@
+//! The WebSocket files channel: the fuzzer's bytes as one text message, parsed as the
+//! connection parses it, and an operation served through a real gateway on a temp
+//! workspace (the built-in default policy or a permissive one) and encoded under a
+//! small message limit. No panic; every answer is a JSON object on the `files` channel
+//! echoing the request's `type` and `requestId`, within the limit.
+#![no_main]
+
+mod common;
+
+use fsgate::gateway::Request;
+use fsgate::ops::{PathStyle, RequestCtx};
+use fsgate::path::RelPath;
+use fsgate::transport::ws::protocol::{self, Incoming};
+use libfuzzer_sys::fuzz_target;
+use serde_json::Value;
+
+/// Message limit for answers (the real one is the policy's).
+const MAX: usize = 4096;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let gws = common::gateways();
+    match protocol::parse(text) {
+        Incoming::Bad { reply, .. } => {
+            assert!(reply["error"]["code"].is_i64(), "{reply}");
+            assert_eq!(reply["channel"], "files");
+        }
+        Incoming::Subscribe { path, .. } => {
+            if let Ok(rel) = RelPath::parse_rooted(&path) {
+                assert!(rel.to_rooted().starts_with('/'));
+            }
+        }
+        Incoming::Unsubscribe { .. } => {}
+        Incoming::Op { head, op, base64 } => {
+            let ctx = RequestCtx {
+                style: PathStyle::Rooted,
+                session: "fuzz".into(),
+                transport: "ws",
+                peer: "fuzz".into(),
+            };
+            let gw = gws.pick(data.len());
+            let (v, lease) = match gw.serve_leased(&ctx, Request::Op(op)) {
+                (Ok(o), lease) => (
+                    protocol::data_response(&head, protocol::render(gw, o, base64)),
+                    lease,
+                ),
+                (Err(e), _) => (protocol::gateway_error_response(&head, &e), None),
+            };
+            drop(lease);
+            let encoded = protocol::encode_reply(&head, &v, MAX);
+            let back: Value = serde_json::from_str(&encoded).expect("answer is JSON");
+            assert_eq!(back["channel"], "files");
+            assert_eq!(back["type"].as_str(), Some(head.kind.as_str()));
+            assert_eq!(back.get("requestId"), head.request_id.as_ref());
+            // An answer over the limit becomes the (small) error saying so.
+            assert!(
+                encoded.len() <= MAX || back["error"].is_object(),
+                "{} bytes",
+                encoded.len()
+            );
+        }
+    }
+});
