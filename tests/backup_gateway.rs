@@ -62,7 +62,7 @@ fn backup_content(g: &Gate, id: &str) -> String {
 }
 
 /// `fsgate backup list --json` (optionally of `path`): one JSON object per version.
-fn list(g: &Gate, path: Option<&str>) -> Vec<Value> {
+pub(crate) fn list(g: &Gate, path: Option<&str>) -> Vec<Value> {
     let dir = backup_dir(g);
     let mut args = vec![
         "backup",

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::backup_gateway::list;
 use crate::common::{Gate, LIMIT, RpcError, TIMEOUT, policy_with, run_cli};
 
 const NEEDLE: &[u8] = b"the user's needle";
@@ -82,32 +83,6 @@ fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
 
 fn backup_files(g: &Gate) -> PathBuf {
     g.state.join("backups").join("files")
-}
-
-/// `fsgate backup list --json [path]`.
-fn list(g: &Gate, path: Option<&str>) -> Vec<Value> {
-    let dir = g.state.join("backups");
-    let mut args = vec![
-        "backup",
-        "list",
-        "--backup-dir",
-        dir.to_str().unwrap(),
-        "--json",
-    ];
-    if let Some(p) = path {
-        args.push(p);
-    }
-    args.extend(["--workspace", g.root.to_str().unwrap()]);
-    let out = run_cli(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect()
 }
 
 fn records(g: &Gate) -> Vec<Value> {
