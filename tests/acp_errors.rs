@@ -61,6 +61,28 @@ fn invalid_request_gets_minus_32600() {
     assert_alive(&g);
 }
 
+/// Regression (found by the `acp_line` fuzz target): a 90-digit id was answered as
+/// `1e88`, an id no request of the client's had. An id that cannot come back exactly is
+/// refused with id null; an integer of 64 bits comes back as it was sent.
+#[test]
+fn ids_that_cannot_be_echoed_exactly_are_refused() {
+    let g = Gate::start();
+    let huge = format!("{}1", "9".repeat(89));
+    for id in [huge.as_str(), "1.50"] {
+        g.send_raw(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"fs/read_text_file","params":{{"sessionId":"s","path":"{}"}}}}"#,
+            g.abs("x.txt")
+        ));
+        let resp = g.wait_null_id();
+        assert_code(split(&resp), INVALID_REQUEST);
+        assert!(resp.to_string().contains("echo it exactly"), "{resp}");
+    }
+    g.send_raw(r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"no/such"}"#);
+    let resp = g.wait_response_or_null(&json!(u64::MAX));
+    assert_eq!(resp["id"], json!(u64::MAX), "{resp}");
+    assert_alive(&g);
+}
+
 #[test]
 fn unknown_method_gets_minus_32601_with_its_id() {
     let g = Gate::start();

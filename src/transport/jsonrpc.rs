@@ -53,7 +53,44 @@ pub fn classify(line: &[u8]) -> Incoming {
             };
         }
     };
+    // Only a fractional or huge number can change on its way back; look at its text then.
+    if v.get("id")
+        .and_then(Value::as_number)
+        .is_some_and(|n| n.is_f64())
+        && !raw_id(line).is_some_and(|raw| echoes_exactly(&raw))
+    {
+        return Incoming::Invalid {
+            id: Value::Null,
+            error: error_object(code::INVALID_REQUEST, INEXACT_ID, None),
+        };
+    }
     classify_value(v)
+}
+
+/// Why an id is refused that would not come back as it was sent.
+pub const INEXACT_ID: &str = "invalid request: a numeric id must be an integer of at most 64 bits \
+     (or use a string), so that the answer can echo it exactly";
+
+/// The JSON text of a message's `id` member.
+fn raw_id(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    let m: IdOnly<'_> = serde_json::from_slice(line).ok()?;
+    m.id.map(|r| r.get().to_string())
+}
+
+/// True if the id whose JSON text is `raw` is written back exactly as it came: a number
+/// beyond 64 bits, or one with a fraction or exponent, may not be (`1e88`, `1.50`), and
+/// an answer under another id reaches no request.
+pub fn echoes_exactly(raw: &str) -> bool {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v @ Value::Number(_)) => v.to_string() == raw.trim(),
+        Ok(_) => true,
+        Err(_) => false,
+    }
 }
 
 /// Classifies a parsed message.
@@ -159,6 +196,40 @@ mod tests {
             classify(br#"{"jsonrpc":"2.0","method":"x"}"#),
             Incoming::Notification { .. }
         ));
+    }
+
+    #[test]
+    fn ids_that_would_not_come_back_exactly_are_refused() {
+        // Found by the acp_line fuzz target: a 90-digit id came back as 1e88.
+        let huge = format!(
+            r#"{{"jsonrpc":"2.0","id":{}1,"method":"x"}}"#,
+            "9".repeat(89)
+        );
+        for line in [huge.as_str(), r#"{"jsonrpc":"2.0","id":1.50,"method":"x"}"#] {
+            match classify(line.as_bytes()) {
+                Incoming::Invalid { id, error } => {
+                    assert_eq!(id, Value::Null);
+                    assert_eq!(error["message"], INEXACT_ID);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        for (line, id) in [
+            (r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#, json!(1.5)),
+            (
+                r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"x"}"#,
+                json!(u64::MAX),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":-9223372036854775808,"method":"x"}"#,
+                json!(i64::MIN),
+            ),
+        ] {
+            match classify(line.as_bytes()) {
+                Incoming::Request { id: got, .. } => assert_eq!(got, id),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

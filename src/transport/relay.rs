@@ -126,7 +126,8 @@ fn is_format(c: char) -> bool {
         | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
 }
 
-/// A JSON object's members in order, each value as its raw text; keys decoded.
+/// A JSON object's members in order, each value as its raw text; keys decoded, those
+/// written with escapes marked (see [`Key`]).
 struct Members<'a>(Vec<(String, &'a RawValue)>);
 
 impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
@@ -139,13 +140,53 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'a>, A::Error> {
                 let mut members = Vec::new();
-                while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
-                    members.push(entry);
+                while let Some((k, v)) = map.next_entry::<Key, &'de RawValue>()? {
+                    if k.escaped {
+                        // Marked so that `ambiguity` refuses the line (answering its id).
+                        members.push((format!("{ESCAPED_MARK}{}", k.text), v));
+                    } else {
+                        members.push((k.text, v));
+                    }
                 }
                 Ok(Members(members))
             }
         }
         d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// Prefixed to a key written with escapes: no JSON-RPC member is then found under it.
+const ESCAPED_MARK: char = '\u{0}';
+
+/// An object key, and whether it was written with escapes (`"\u006dethod"`): serde_json
+/// hands over a borrowed string only when the key's text is the key itself.
+struct Key {
+    text: String,
+    escaped: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key, E> {
+                Ok(Key {
+                    text: s.to_string(),
+                    escaped: false,
+                })
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Key, E> {
+                Ok(Key {
+                    text: s.to_string(),
+                    escaped: true,
+                })
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -158,6 +199,9 @@ impl<'a> Members<'a> {
     fn ambiguity(&self) -> Option<String> {
         let mut seen: Vec<String> = Vec::with_capacity(self.0.len());
         for (key, _) in &self.0 {
+            if let Some(k) = key.strip_prefix(ESCAPED_MARK) {
+                return Some(format!("member {k:?} is written with escapes"));
+            }
             let norm = skeleton(key);
             if seen.contains(&norm) {
                 return Some(format!("member {key:?} appears twice"));
@@ -176,8 +220,16 @@ fn classify_object(text: &str) -> Relay {
         Ok(m) => m,
         Err(e) => return invalid(Vec::new(), None, Value::Null, &e.to_string()),
     };
-    let id = members.get("id").and_then(request_id);
     let method_raw = members.get("method");
+    if method_raw.is_some()
+        && let Some(raw) = members.get("id")
+        && !jsonrpc::echoes_exactly(raw.get())
+    {
+        // fsgate could not answer under this id, nor could the editor be trusted to.
+        let err = jsonrpc::error_object(code::INVALID_REQUEST, jsonrpc::INEXACT_ID, None);
+        return refusal(Vec::new(), None, Value::Null, err);
+    }
+    let id = members.get("id").and_then(request_id);
     // Answer only what is shaped as a request: an id of a response belongs to the
     // editor's requests, and an error sent back under it would reach the wrong one.
     let ids: Vec<Value> = match (&id, method_raw) {

@@ -249,3 +249,35 @@ mod generated {
         }
     }
 }
+
+#[test]
+fn requests_whose_id_would_not_come_back_exactly_are_refused() {
+    // A 90-digit id would be answered as 1e88: no request of the agent's would match.
+    let huge = format!("{}1", "9".repeat(89));
+    for id in [huge.as_str(), "1.50", "1e3"] {
+        for method in ["fs/read_text_file", "session/prompt"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#);
+            let r = refused(&line);
+            assert!(r.ids.is_empty(), "{line}");
+            assert_eq!(r.error["message"], jsonrpc::INEXACT_ID);
+        }
+    }
+    let line = format!(r#"{{"jsonrpc":"2.0","id":{huge},"result":null}}"#);
+    assert!(matches!(
+        classify_agent_line(line.as_bytes()),
+        Relay::Forward(_)
+    ));
+}
+
+#[test]
+fn top_level_keys_written_with_escapes_are_refused() {
+    // Found by `generated::relayed_lines_are_unambiguous`: the key decoded to `method`,
+    // so the line was taken for a terminal notification and relayed with its escape.
+    for line in [
+        r#"{"jsonrpc":"2.0","\u006dethod":"terminal/create"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"\u006dethod":"session/prompt"}"#,
+        r#"{"jsonrpc":"2.0","i\u0064":3,"method":"fs/read_text_file"}"#,
+    ] {
+        refused(line);
+    }
+}
