@@ -51,7 +51,7 @@ impl Gateway {
                 Self::check_subtree(pol, &res.real, None, &entries, &rp.shown, facts)?;
                 for e in &entries {
                     if e.kind == FileKind::File {
-                        self.backup(&e.path, &rp.shown, facts)?;
+                        self.backup_inspected(e, &rp.shown, facts)?;
                     }
                 }
                 inspected = Some(entries);
