@@ -296,7 +296,13 @@ impl BackupStore {
         let mut ts = self.next_ts(now);
         for _ in 0..MAX_NAME_ATTEMPTS {
             let name = format!("{}{DATA_SUFFIX}", layout::compact_ts(ts));
-            match dir.open_with(&name, OpenOptions::new().write(true).create_new(true)) {
+            // Readable too: a clone (`FICLONE`) is hashed by reading it back.
+            let opts = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .clone();
+            match dir.open_with(&name, &opts) {
                 Ok(f) => return Ok((ts, f)),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => ts = self.next_ts(ts),
                 Err(e) => return Err(BackupError::io("create", format!("{dir_name}/{name}"))(e)),

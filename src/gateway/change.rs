@@ -8,7 +8,7 @@ use crate::backup::{BackupError, BackupStore, OnLimit, PruneReport};
 use crate::error::GatewayError;
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{Entry, FileKind, MAX_DEPTH, Resolved};
+use crate::workspace::{Entry, FileKind, MAX_DEPTH, Resolved, WsError};
 
 impl Gateway {
     /// Saves the current content of the regular file at `real` to the backup store
@@ -21,13 +21,41 @@ impl Gateway {
         shown: &str,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
+        self.backup_if(real, None, shown, facts)
+    }
+
+    /// [`backup`](Self::backup) of a file listed by an inspection: refused (nothing
+    /// saved, nothing changed) if the name no longer holds the inspected file, whose
+    /// content the later removal would otherwise delete without a backup.
+    pub(super) fn backup_inspected(
+        &self,
+        e: &Entry,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        self.backup_if(&e.path, Some(e), shown, facts)
+    }
+
+    fn backup_if(
+        &self,
+        real: &RelPath,
+        inspected: Option<&Entry>,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
         let Some(store) = self.backups() else {
             return Ok(());
         };
-        let (file, _) = self
+        let (file, meta) = self
             .workspace
             .open_regular(real)
             .map_err(|e| ws_error(e, shown))?;
+        if let Some(e) = inspected {
+            use std::os::unix::fs::MetadataExt;
+            if e.id != Some((meta.dev(), meta.ino())) {
+                return Err(ws_error(WsError::Unseen(e.path.clone()), shown));
+            }
+        }
         let saved = store.save_file(real.as_str(), &file);
         for report in store.take_prune_reports() {
             self.record_prune(&report);

@@ -692,6 +692,29 @@ mod tests {
     }
 
     #[test]
+    fn rm_r_backs_up_only_the_inspected_files() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let gw = gateway(ws.path(), &state.path().join("audit.jsonl"));
+        std::fs::create_dir(ws.path().join("t")).unwrap();
+        std::fs::write(ws.path().join("t/f"), "user").unwrap();
+        std::fs::write(ws.path().join("decoy"), "decoy").unwrap();
+        let t = RelPath::parse_rooted("t").unwrap();
+        let entries = gw.descendants(&t, "/t").unwrap();
+        // Between the inspection and the backup, another file takes the name (and the
+        // inspected one comes back before the removal, which then checks out).
+        std::fs::rename(ws.path().join("t/f"), ws.path().join("aside")).unwrap();
+        std::fs::rename(ws.path().join("decoy"), ws.path().join("t/f")).unwrap();
+        let f = entries.iter().find(|e| e.path.as_str() == "t/f").unwrap();
+        let mut facts = Facts::default();
+        match gw.backup_inspected(f, "/t", &mut facts) {
+            Err(GatewayError::Refused { rule, .. }) => assert_eq!(rule, RULE_UNINSPECTED),
+            other => panic!("the decoy was backed up in the user's file's place: {other:?}"),
+        }
+        assert!(facts.backups.is_empty());
+    }
+
+    #[test]
     fn a_change_whose_intent_cannot_be_recorded_is_not_made() {
         let ws = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();

@@ -138,7 +138,10 @@ impl Gateway {
         let mut facts = super::Facts::default();
         let removed = ours
             && self.backup(&temp, name, &mut facts).is_ok()
-            && self.workspace.remove(&temp, None).is_ok();
+            && self
+                .workspace
+                .remove(&temp, crate::workspace::Removal::File)
+                .is_ok();
         out.insert("removed".into(), json!(removed));
         if let Some(id) = facts.backups.first() {
             out.insert("backup".into(), json!(id));

@@ -4,7 +4,7 @@ use super::{Facts, Gateway, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
 use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{FileKind, Follow};
+use crate::workspace::{FileKind, Follow, Removal};
 
 impl Gateway {
     pub(super) fn rm(
@@ -36,7 +36,8 @@ impl Gateway {
             return Err(GatewayError::NotFound { path: rp.shown });
         }
         let is_dir = self.is_real_dir(&res.real);
-        let mut inspected = None;
+        let inspected;
+        let mut expect = Removal::File;
         if is_dir {
             Self::check(
                 pol,
@@ -51,10 +52,13 @@ impl Gateway {
                 Self::check_subtree(pol, &res.real, None, &entries, &rp.shown, facts)?;
                 for e in &entries {
                     if e.kind == FileKind::File {
-                        self.backup(&e.path, &rp.shown, facts)?;
+                        self.backup_inspected(e, &rp.shown, facts)?;
                     }
                 }
-                inspected = Some(entries);
+                inspected = entries;
+                expect = Removal::Tree(&inspected);
+            } else {
+                expect = Removal::Dir;
             }
         } else {
             Self::check(
@@ -75,7 +79,7 @@ impl Gateway {
         }
         self.intend(pol, ctx, facts)?;
         self.workspace
-            .remove(&res.real, inspected.as_deref())
+            .remove(&res.real, expect)
             .map_err(|e| ws_error(e, &rp.shown))?;
         Ok(Output::Unit)
     }

@@ -248,6 +248,13 @@ fn classify_object(text: &str) -> Relay {
     if let Some(why) = members.ambiguity() {
         return invalid(ids, method.as_deref(), params, &why);
     }
+    // JSON lets a carriage return stand between tokens, and some line readers (Node's
+    // `readline`) end a line there: `{"a":\r{...}\r}` would reach such an editor as a
+    // line of its own, unclassified.
+    if text.contains('\r') {
+        let why = "a carriage return inside the line";
+        return invalid(ids, method.as_deref(), params, why);
+    }
     let plain = method_raw.is_some_and(|r| method.as_ref().is_some_and(|m| is_plain(r, m)));
     if let Some(m) = method.as_deref()
         && is_guarded(m)

@@ -265,6 +265,7 @@ pub fn height(start: &RelPath, entries: &[Entry]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workspace::Removal;
 
     fn ws() -> (tempfile::TempDir, Workspace) {
         let tmp = tempfile::tempdir().expect("tempdir");
@@ -361,7 +362,7 @@ mod tests {
         let inspected = ws.inspect_tree(&rel("t")).expect("inspect");
         // Something appears after the inspection: it is not deleted.
         std::fs::write(tmp.path().join("t/sub/late"), "late").expect("write");
-        match ws.remove(&rel("t"), Some(&inspected)) {
+        match ws.remove(&rel("t"), Removal::Tree(&inspected)) {
             Err(WsError::Unseen(p)) => assert_eq!(p, rel("t/sub/late")),
             other => panic!("{other:?}"),
         }
@@ -375,13 +376,14 @@ mod tests {
         std::fs::write(tmp.path().join("t/sub/other"), "keep").expect("write");
         std::fs::rename(tmp.path().join("t/sub/other"), tmp.path().join("t/sub/a")).expect("mv");
         assert!(matches!(
-            ws.remove(&rel("t"), Some(&inspected)),
+            ws.remove(&rel("t"), Removal::Tree(&inspected)),
             Err(WsError::Unseen(_))
         ));
         assert!(tmp.path().join("t/sub/a").exists());
         // As inspected: removed whole.
         let inspected = ws.inspect_tree(&rel("t")).expect("inspect");
-        ws.remove(&rel("t"), Some(&inspected)).expect("remove");
+        ws.remove(&rel("t"), Removal::Tree(&inspected))
+            .expect("remove");
         assert!(!tmp.path().join("t").exists());
     }
 
@@ -392,7 +394,32 @@ mod tests {
         std::fs::create_dir_all(tmp.path().join(&deep)).expect("mkdir");
         let inspected = ws.inspect_tree(&rel("d")).expect("inspect");
         assert_eq!(height(&rel("d"), &inspected), MAX_DEPTH);
-        ws.remove(&rel("d"), Some(&inspected)).expect("remove");
+        ws.remove(&rel("d"), Removal::Tree(&inspected))
+            .expect("remove");
         assert!(!tmp.path().join("d").exists());
+    }
+
+    #[test]
+    fn a_file_that_took_an_inspected_directorys_name_is_not_removed() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir(tmp.path().join("t")).expect("mkdir");
+        std::fs::write(tmp.path().join("t/a"), "a").expect("write");
+        let inspected = ws.inspect_tree(&rel("t")).expect("inspect");
+        // After the checks (and backups) of the tree, a user's file takes its name.
+        std::fs::rename(tmp.path().join("t"), tmp.path().join("t.old")).expect("mv");
+        std::fs::write(tmp.path().join("t"), "user").expect("write");
+        assert!(matches!(
+            ws.remove(&rel("t"), Removal::Tree(&inspected)),
+            Err(WsError::Unseen(_))
+        ));
+        // Checked as an empty directory: the same.
+        assert!(matches!(
+            ws.remove(&rel("t"), Removal::Dir),
+            Err(WsError::Unseen(_))
+        ));
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("t")).expect("kept"),
+            "user"
+        );
     }
 }

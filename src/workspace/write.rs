@@ -15,6 +15,17 @@ use super::walk::Entry;
 use super::{Workspace, WsError};
 use crate::path::RelPath;
 
+/// What [`Workspace::remove`] was checked to remove.
+#[derive(Debug, Clone, Copy)]
+pub enum Removal<'a> {
+    /// A file or a link (an empty directory is still removed: it holds nothing).
+    File,
+    /// An empty directory.
+    Dir,
+    /// A directory holding exactly these entries (from [`Workspace::inspect_tree`]).
+    Tree(&'a [Entry]),
+}
+
 /// What a write replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteOutcome {
@@ -138,20 +149,22 @@ impl Workspace {
     }
 
     /// Removes the entry at `real` without following a final symlink (removing a link
-    /// removes the link), and syncs its directory. A directory is removed with what is
-    /// beneath it only as `inspected` lists it ([`Workspace::inspect_tree`]); without
-    /// that list, only if it is empty.
-    pub fn remove(&self, real: &RelPath, inspected: Option<&[Entry]>) -> Result<(), WsError> {
+    /// removes the link), and syncs its directory. `expect` is what the checks before
+    /// saw there: a directory is removed with what is beneath it only as the inspection
+    /// listed it ([`Workspace::inspect_tree`]), else only if it is empty; and what was
+    /// checked as a directory is not removed if something else now has its name.
+    pub fn remove(&self, real: &RelPath, expect: Removal<'_>) -> Result<(), WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
         let m = parent.symlink_metadata(name).map_err(WsError::from_io)?;
-        if m.is_dir() {
-            match inspected {
-                Some(entries) => self.remove_tree(&parent, name, real, entries)?,
-                None => parent.remove_dir(name).map_err(WsError::from_io)?,
+        match (m.is_dir(), expect) {
+            (true, Removal::Tree(entries)) => self.remove_tree(&parent, name, real, entries)?,
+            (true, _) => parent.remove_dir(name).map_err(WsError::from_io)?,
+            // Swapped for a file (or link) since it was checked as a directory.
+            (false, Removal::Dir | Removal::Tree(_)) => {
+                return Err(WsError::Unseen(real.clone()));
             }
-        } else {
-            parent.remove_file(name).map_err(WsError::from_io)?;
+            (false, Removal::File) => parent.remove_file(name).map_err(WsError::from_io)?,
         }
         sync_dir(&parent);
         Ok(())

@@ -281,3 +281,20 @@ fn top_level_keys_written_with_escapes_are_refused() {
         refused(line);
     }
 }
+
+#[test]
+fn a_carriage_return_inside_a_line_is_refused() {
+    // Read by a line reader that also ends lines at `\r`, the middle piece is an
+    // fs request of its own.
+    let hidden = r#"{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"path":"/a"}}"#;
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"x":{}{hidden}{}}}}}"#,
+        '\r', '\r'
+    );
+    assert_eq!(refused(&line).ids, Vec::<Value>::new());
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":1,{}"method":"session/prompt"}}"#,
+        '\r'
+    );
+    assert_eq!(refused(&line).ids, vec![json!(1)]);
+}
