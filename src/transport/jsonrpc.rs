@@ -87,7 +87,7 @@ fn raw_id(line: &[u8]) -> Option<String> {
 /// an answer under another id reaches no request.
 pub fn echoes_exactly(raw: &str) -> bool {
     match serde_json::from_str::<Value>(raw) {
-        Ok(v @ Value::Number(_)) => v.to_string() == raw.trim(),
+        Ok(v @ Value::Number(_)) => serde_json::to_string(&v).is_ok_and(|t| t == raw.trim()),
         Ok(_) => true,
         Err(_) => false,
     }
