@@ -49,7 +49,7 @@ pub use config::{AuditSettings, FsyncMode};
 pub use intents::Intent;
 pub use io::Fault;
 pub use record::{AuditEvent, KIND_INTENT, KIND_RECONCILED, Receipt};
-pub use writer::{AuditLog, OpenOptions};
+pub use writer::{AuditLog, OpenOptions, Ticket};
 
 use std::path::PathBuf;
 

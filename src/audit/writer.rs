@@ -38,6 +38,9 @@ const FAILED: u8 = 2;
 struct Waiter {
     /// `PENDING`, `DONE` or `FAILED`.
     state: AtomicU8,
+    /// Its thread waits for it now (set under the state lock): only such a waiter is
+    /// woken to lead next (a deferred record's thread may be busy elsewhere).
+    waiting: AtomicBool,
     /// The appending thread.
     thread: std::thread::Thread,
 }
@@ -189,6 +192,22 @@ struct Shared {
     open_intents: Vec<Intent>,
 }
 
+/// A record queued by [`AuditLog::append_deferred`] and not yet known durable.
+#[must_use = "a deferred record must be waited for before its request is answered"]
+pub struct Ticket {
+    seq: u64,
+    hash: [u8; 32],
+    ts: String,
+    waiter: Arc<Waiter>,
+}
+
+impl Ticket {
+    /// The record's sequence number.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
 /// The audit log. `Send + Sync`: share it (in an `Arc`) between all request threads.
 pub struct AuditLog {
     /// Shared with the heartbeat thread (which holds it weakly).
@@ -327,6 +346,17 @@ impl AuditLog {
     /// [`append`](Self::append) of a borrowed event: the caller keeps it (to keep it for
     /// later if the append fails).
     pub fn append_ref(&self, ev: &AuditEvent) -> Result<Receipt, AuditError> {
+        let ticket = self.append_deferred(ev)?;
+        self.wait(ticket)
+    }
+
+    /// Queues `ev` without waiting for it to be durable: the caller must [`wait`] for
+    /// the ticket (on this same thread) before acting on the record, e.g. before
+    /// answering the request it records. Lets one thread queue the records of a whole
+    /// batch of requests and then wait once, so the batch shares one write and one sync.
+    ///
+    /// [`wait`]: Self::wait
+    pub fn append_deferred(&self, ev: &AuditEvent) -> Result<Ticket, AuditError> {
         let sh = &*self.shared;
         let policy = match &ev.policy_sha256 {
             Some(p) => Arc::clone(p),
@@ -339,6 +369,7 @@ impl AuditLog {
         let body = ev.body(&policy);
         let waiter = Arc::new(Waiter {
             state: AtomicU8::new(PENDING),
+            waiting: AtomicBool::new(false),
             thread: std::thread::current(),
         });
         let mut st = lock(&sh.state);
@@ -363,6 +394,26 @@ impl AuditLog {
             rotate,
             waiter: Arc::clone(&waiter),
         });
+        Ok(Ticket {
+            seq,
+            hash,
+            ts,
+            waiter,
+        })
+    }
+
+    /// Waits until the record behind `ticket` is durable (or failed), leading the
+    /// group commit when nobody else does. Must run on the thread that queued it.
+    pub fn wait(&self, ticket: Ticket) -> Result<Receipt, AuditError> {
+        let sh = &*self.shared;
+        let Ticket {
+            seq,
+            hash,
+            ts,
+            waiter,
+        } = ticket;
+        let mut st = lock(&sh.state);
+        waiter.waiting.store(true, Ordering::Relaxed);
         loop {
             match waiter.state.load(Ordering::Acquire) {
                 DONE => {
@@ -689,8 +740,11 @@ impl Shared {
         }
         drop(io);
         st.leader = false;
-        // Hand over: the oldest queued appender leads next; duty runners wait on `cv`.
-        if let Some(next) = st.queue.entries.first() {
+        // Hand over: the oldest queued appender that waits leads next; duty runners wait
+        // on `cv`.
+        if let Some(next) =
+            (st.queue.entries.iter()).find(|e| e.waiter.waiting.load(Ordering::Relaxed))
+        {
             next.waiter.thread.unpark();
         }
         self.cv.notify_all();

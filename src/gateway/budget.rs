@@ -12,7 +12,36 @@
 //! others doing the same, so the oldest lease alive never waits: it may pass the budget
 //! by what it needs (at most one answer's worth), finishes, and the next oldest goes on.
 
+use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex};
+
+thread_local! {
+    /// Inside [`unwaiting`] on this thread: whether a lease went past the budget.
+    static UNWAITING: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with the leases it takes (or grows) on this thread never waiting for room;
+/// also says whether one went past the budget. For a batch that holds the leases of
+/// answers it has not handed over yet: waiting, it could wait for itself. A lease that
+/// does not fit passes the budget instead (by at most one answer, like the oldest lease),
+/// and the batch must hand over what it holds before it runs anything else.
+pub fn unwaiting<R>(f: impl FnOnce() -> R) -> (R, bool) {
+    let outer = UNWAITING.with(|u| u.replace(Some(false)));
+    let result = f();
+    let overdrawn = UNWAITING.with(|u| u.replace(outer)) == Some(true);
+    (result, overdrawn)
+}
+
+/// True (and noted) if this thread may not wait: the lease goes past the budget.
+fn overdraw_instead() -> bool {
+    UNWAITING.with(|u| match u.get() {
+        Some(_) => {
+            u.set(Some(true));
+            true
+        }
+        None => false,
+    })
+}
 
 /// Bytes of content that may be held at once, shared by every door and connection.
 pub struct Budget {
@@ -64,6 +93,9 @@ impl Budget {
         let want = bytes.min(self.cap);
         let mut st = self.lock();
         while st.used > 0 && st.used + want > self.cap {
+            if overdraw_instead() {
+                break;
+            }
             st = self
                 .freed
                 .wait(st)
@@ -108,6 +140,9 @@ impl Lease {
         if bytes > self.bytes {
             let more = bytes - self.bytes;
             while st.used + more > budget.cap && st.alive.first() != Some(&self.ticket) {
+                if overdraw_instead() {
+                    break;
+                }
                 st = budget
                     .freed
                     .wait(st)

@@ -3,6 +3,7 @@
 
 mod budget;
 mod change;
+mod defer;
 mod facts;
 mod listing;
 mod mkdir;
@@ -25,7 +26,8 @@ use crate::path::{PathError, RelPath};
 use crate::policy::{EntryKind, OpClass, Policy};
 use crate::workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
-pub use budget::{Lease, json_string_len};
+pub use budget::{Lease, json_string_len, unwaiting};
+pub use defer::{Deferred, deferring};
 pub use facts::Facts;
 pub(crate) use write::occurrences;
 
@@ -358,7 +360,18 @@ impl Gateway {
         let intent = facts.intent;
         let mut event = facts.into_event(ctx);
         event.policy_sha256 = Some(Arc::from(pol.sha256()));
-        match audit.append_ref(&event) {
+        let appended = if intent.is_none() && !op.is_mutating() && defer::active() {
+            // Read-only, in a batch: queued now, waited for before any answer.
+            audit
+                .append_deferred(&event)
+                .and_then(|ticket| match defer::keep(ticket) {
+                    None => Ok(()),
+                    Some(ticket) => audit.wait(ticket).map(|_| ()),
+                })
+        } else {
+            audit.append_ref(&event).map(|_| ())
+        };
+        match appended {
             Ok(_) => (result, lease),
             Err(e) => {
                 tracing::error!("audit log: {e}");

@@ -108,11 +108,34 @@ impl Flow {
         }
     }
 
-    /// Marks the request as recorded by its handler.
-    pub(super) fn claim(&self, key: &str) {
-        if let Some(p) = self.table().get_mut(key) {
-            p.claimed = true;
+    /// Marks the request as recorded by its handler; false if it is no longer pending
+    /// (cancelled by the client, and recorded as such).
+    pub(super) fn claim(&self, key: &str) -> bool {
+        match self.table().get_mut(key) {
+            Some(p) => {
+                p.claimed = true;
+                true
+            }
+            None => false,
         }
+    }
+
+    /// [`hold_answer`](Self::hold_answer) if there is room now; else the leases back.
+    pub(super) fn try_hold_answer(
+        &self,
+        key: &str,
+        bytes: usize,
+        leases: Vec<Lease>,
+    ) -> Result<(), Vec<Lease>> {
+        let units = self.units(bytes);
+        let Ok(room) = Arc::clone(&self.answers).try_acquire_many_owned(units) else {
+            return Err(leases);
+        };
+        if let Some(p) = self.table().get_mut(key) {
+            p.room = Some(room);
+            p.leases = leases;
+        }
+        Ok(())
     }
 
     /// Holds room for an answer of `bytes` encoded bytes, and its content `leases`,

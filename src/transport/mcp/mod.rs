@@ -30,6 +30,7 @@ mod args;
 mod catalog;
 mod compat;
 mod describe;
+mod direct;
 mod edits;
 mod flow;
 #[cfg(feature = "fuzzing")]
@@ -41,6 +42,7 @@ mod render;
 mod tools;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
@@ -114,21 +116,21 @@ impl McpServer {
             .to_string_lossy()
             .into_owned()
     }
+}
 
-    /// The answer as it goes out, or a tool error if it would not fit the message limit.
-    fn fit(&self, result: CallToolResult, key: &str) -> (CallToolResult, usize) {
-        let size = encoded_len(&result) + ENVELOPE + key.len();
-        if size <= self.max {
-            return (result, size);
-        }
-        let error = render::error(&render::ToolError::Failed(format!(
-            "the answer would be {size} bytes once encoded, over the message limit of {} bytes \
-             (rule limits.max_message_bytes); ask for less (a line window, fewer paths, a narrower pattern)",
-            self.max
-        )));
-        let size = encoded_len(&error) + ENVELOPE + key.len();
-        (error, size)
+/// The answer as it goes out, or a tool error if it would not fit the message limit
+/// `max`; with its encoded size.
+fn fit(max: usize, result: CallToolResult, key: &str) -> (CallToolResult, usize) {
+    let size = encoded_len(&result) + ENVELOPE + key.len();
+    if size <= max {
+        return (result, size);
     }
+    let error = render::error(&render::ToolError::Failed(format!(
+        "the answer would be {size} bytes once encoded, over the message limit of {max} bytes \
+         (rule limits.max_message_bytes); ask for less (a line window, fewer paths, a narrower pattern)"
+    )));
+    let size = encoded_len(&error) + ENVELOPE + key.len();
+    (error, size)
 }
 
 /// Records a message that is no workspace operation (on the blocking pool: the record
@@ -279,7 +281,7 @@ impl ServerHandler for McpServer {
         let task = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             // The tool records itself: its operations, or its refusal.
-            flow.claim(&key);
+            let _ = flow.claim(&key);
             tools::call(&gw, &ctx, tool, args)
         });
         let (result, leases) = task.await.map_err(|e| {
@@ -287,7 +289,7 @@ impl ServerHandler for McpServer {
             McpError::internal_error("internal error: the tool task failed", None)
         })?;
         let key = id_key(&context.id);
-        let (result, size) = self.fit(result, &key);
+        let (result, size) = fit(self.max, result, &key);
         // The answer holds its room and its content leases until written (see `flow`).
         self.flow.hold_answer(&key, size, leases).await;
         Ok(result.into())
@@ -307,7 +309,14 @@ where
     let server = McpServer::new(gw, peer, Arc::clone(&flow), max);
     // client -> guard -> pump -> pipe -> SDK -> pipe -> copier -> client. The pump's own
     // answers reach the copier on a short queue.
-    let (answers, own) = mpsc::channel(16);
+    let (answers, own) = mpsc::channel::<direct::Outgoing>(16);
+    let door = direct::Direct::start(
+        Arc::clone(&server.gw),
+        Arc::clone(&server.ctx),
+        Arc::clone(&flow),
+        (max, Arc::clone(&server.slots)),
+        answers.clone(),
+    )?;
     let (sdk_in, to_sdk) = tokio::io::duplex(64 * 1024);
     let (sdk_out, from_sdk) = tokio::io::duplex(256 * 1024);
     let pump = pump::Pump {
@@ -315,6 +324,8 @@ where
         ctx: Arc::clone(&server.ctx),
         flow: Arc::clone(&flow),
         answers,
+        door,
+        initialized: AtomicBool::new(false),
     };
     let pumping = tokio::spawn(pump::run(pump, guard::LineGuard::new(input, max), to_sdk));
     let copier = Copier {
@@ -379,7 +390,7 @@ impl Copier {
         self,
         from: R,
         mut to: W,
-        mut own: mpsc::Receiver<Vec<u8>>,
+        mut own: mpsc::Receiver<direct::Outgoing>,
     ) -> std::io::Result<()>
     where
         R: AsyncRead + Unpin,
@@ -407,16 +418,22 @@ impl Copier {
                     }
                 }
                 msg = own.recv(), if own_open => match msg {
-                    Some(bytes) => {
-                        to.write_all(&bytes).await?;
+                    Some(first) => {
+                        // Whatever else is ready goes out with it, in one flush.
+                        let mut next = Some(first);
+                        while let Some(out) = next {
+                            to.write_all(&out.bytes).await?;
+                            drop(out.pending);
+                            next = own.try_recv().ok();
+                        }
                         to.flush().await?;
                     }
                     None => own_open = false,
                 },
             }
         }
-        while let Some(bytes) = own.recv().await {
-            to.write_all(&bytes).await?;
+        while let Some(out) = own.recv().await {
+            to.write_all(&out.bytes).await?;
         }
         to.flush().await?;
         to.shutdown().await

@@ -8,6 +8,7 @@
 //! being read.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+use super::direct::{self, Door, Outgoing};
 use super::flow::{Flow, id_key};
 use super::guard::OVERSIZED_METHOD;
 use crate::error::code;
@@ -28,7 +30,11 @@ pub(super) struct Pump {
     pub flow: Arc<Flow>,
     /// Answers the pump gives itself, to the output copier (bounded: a full queue stops
     /// the pump).
-    pub answers: mpsc::Sender<Vec<u8>>,
+    pub answers: mpsc::Sender<Outgoing>,
+    /// Where plain tool calls go once the session is initialized (see [`super::direct`]).
+    pub door: Door,
+    /// The client said `notifications/initialized`.
+    pub initialized: AtomicBool,
 }
 
 /// The members of a message the pump looks at; the rest is skipped unread.
@@ -103,10 +109,26 @@ impl Pump {
                 false
             }
             Line::Request { key, method } => {
+                let job = (method == "tools/call" && self.initialized.load(Ordering::Relaxed))
+                    .then(|| direct::job(&key, line))
+                    .flatten();
                 self.flow.admit(key, method, line.len()).await;
-                true
+                match job {
+                    Some(job) => {
+                        self.door.submit(job).await;
+                        false
+                    }
+                    None => true,
+                }
             }
-            Line::Pass(name) => self.pass(name).await,
+            Line::Pass(name) => {
+                let initialized = name == "notifications/initialized";
+                let passed = self.pass(name).await;
+                if initialized && passed {
+                    self.initialized.store(true, Ordering::Relaxed);
+                }
+                passed
+            }
             Line::Cancel(key) => {
                 if let Some(p) = key.and_then(|k| self.flow.take(&k))
                     && !p.claimed
@@ -144,7 +166,7 @@ impl Pump {
             .to_string()
             .into_bytes();
         bytes.push(b'\n');
-        let _ = self.answers.send(bytes).await;
+        let _ = self.answers.send(bytes.into()).await;
     }
 }
 

@@ -1,0 +1,290 @@
+//! Tool calls answered beside the SDK, once the session is initialized: the pump hands a
+//! plain `tools/call` (a name and arguments, nothing else) here instead of to the SDK,
+//! which saves two pipe hops, a task and a parse and encoding per call.
+//!
+//! Quick read-only tools run on the connection's own batch thread: it takes every call
+//! already waiting, runs them one after the other with their audit records deferred
+//! (see [`crate::gateway::deferring`]), waits once for the whole batch to be durable,
+//! and hands every answer to the output copier in one write. Changes and slow tools
+//! (search, trees) run on the blocking pool, a few at a time, as before, so they never
+//! hold up a batch. Either way the answer is exactly what the SDK would have written.
+//!
+//! Each call is claimed (it records itself, through its gateway operations) just before
+//! it runs; a call the client cancelled before that is skipped, and an answer whose call
+//! was cancelled while running is dropped.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rmcp::model::{CallToolResult, JsonObject};
+use serde::Deserialize;
+use tokio::sync::{Semaphore, mpsc};
+
+use super::catalog::ToolId;
+use super::flow::{Flow, Pending};
+use super::render::{self, ToolError};
+use super::{fit, tools};
+use crate::error::GatewayError;
+use crate::gateway::{Gateway, Lease, deferring, unwaiting};
+use crate::ops::RequestCtx;
+
+/// Calls one batch takes at most: the batch's answers wait for its slowest call.
+const MAX_BATCH: usize = 64;
+
+/// Calls queued for the batch thread (each also holds its line's room in the flow).
+const QUEUE: usize = 256;
+
+/// Answers for the output copier, with the requests whose rooms they release once written.
+#[derive(Default)]
+pub(super) struct Outgoing {
+    /// Whole JSON-RPC messages, each ending in a newline.
+    pub bytes: Vec<u8>,
+    /// Dropped once `bytes` is written.
+    pub pending: Vec<Pending>,
+}
+
+impl From<Vec<u8>> for Outgoing {
+    fn from(bytes: Vec<u8>) -> Outgoing {
+        Outgoing {
+            bytes,
+            pending: Vec::new(),
+        }
+    }
+}
+
+/// A `tools/call` the direct path takes.
+pub(super) struct Job {
+    key: String,
+    tool: ToolId,
+    args: JsonObject,
+}
+
+/// The params this path understands; anything more (`_meta`, task fields) goes to the SDK.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallParams {
+    name: String,
+    #[serde(default)]
+    arguments: Option<JsonObject>,
+}
+
+#[derive(Deserialize)]
+struct CallMessage {
+    params: CallParams,
+}
+
+/// The job for a `tools/call` line with id `key`, if this path takes it (a known tool,
+/// arguments an object or absent, no other params).
+pub(super) fn job(key: &str, line: &[u8]) -> Option<Job> {
+    let msg: CallMessage = serde_json::from_slice(line).ok()?;
+    let tool = ToolId::from_name(&msg.params.name)?;
+    Some(Job {
+        key: key.to_string(),
+        tool,
+        args: msg.params.arguments.unwrap_or_default(),
+    })
+}
+
+/// Whether `tool` is quick and read-only: it may run in a batch.
+fn batched(tool: ToolId) -> bool {
+    matches!(
+        tool,
+        ToolId::ReadTextFile
+            | ToolId::ReadFile
+            | ToolId::ReadMultipleFiles
+            | ToolId::ReadMediaFile
+            | ToolId::Stat
+            | ToolId::GetFileInfo
+            | ToolId::Ls
+            | ToolId::ListDirectory
+            | ToolId::ListDirectoryWithSizes
+            | ToolId::ListAllowedDirectories
+    )
+}
+
+/// A call that ran, before its answer is encoded.
+struct Done {
+    key: String,
+    result: CallToolResult,
+    leases: Vec<Lease>,
+}
+
+/// The direct path of one connection.
+pub(super) struct Direct {
+    gw: Arc<Gateway>,
+    ctx: Arc<RequestCtx>,
+    flow: Arc<Flow>,
+    max: usize,
+    /// Bounds the calls running on the blocking pool at once.
+    slots: Arc<Semaphore>,
+    answers: mpsc::Sender<Outgoing>,
+    rt: tokio::runtime::Handle,
+}
+
+/// The pump's side: where it sends the calls it takes.
+pub(super) struct Door {
+    direct: Arc<Direct>,
+    batch: mpsc::Sender<Job>,
+}
+
+impl Direct {
+    /// The direct path and its batch thread (which ends once the door is dropped and
+    /// the calls queued are answered). Call inside the runtime.
+    pub(super) fn start(
+        gw: Arc<Gateway>,
+        ctx: Arc<RequestCtx>,
+        flow: Arc<Flow>,
+        (max, slots): (usize, Arc<Semaphore>),
+        answers: mpsc::Sender<Outgoing>,
+    ) -> std::io::Result<Door> {
+        let direct = Arc::new(Direct {
+            gw,
+            ctx,
+            flow,
+            max,
+            slots,
+            answers,
+            rt: tokio::runtime::Handle::current(),
+        });
+        let (batch, jobs) = mpsc::channel(QUEUE);
+        let worker = Arc::clone(&direct);
+        std::thread::Builder::new()
+            .name("fsgate-mcp-batch".into())
+            .spawn(move || worker.work(jobs))?;
+        Ok(Door { direct, batch })
+    }
+
+    /// The batch thread: takes what waits, runs it as one batch, and again.
+    fn work(&self, mut jobs: mpsc::Receiver<Job>) {
+        let mut waiting = VecDeque::new();
+        loop {
+            if waiting.is_empty() {
+                match jobs.blocking_recv() {
+                    Some(job) => waiting.push_back(job),
+                    None => return,
+                }
+            }
+            while waiting.len() < MAX_BATCH {
+                match jobs.try_recv() {
+                    Ok(job) => waiting.push_back(job),
+                    Err(_) => break,
+                }
+            }
+            let (done, deferred) = deferring(|| self.run_batch(&mut waiting));
+            let settled = self.gw.settle(deferred);
+            self.answer(done, settled);
+        }
+    }
+
+    /// Runs calls from `waiting` until it is empty or their content leases outgrow the
+    /// gateway's budget (their answers must then go out before anything else runs).
+    fn run_batch(&self, waiting: &mut VecDeque<Job>) -> Vec<Done> {
+        let mut done = Vec::with_capacity(waiting.len());
+        while let Some(job) = waiting.pop_front() {
+            let (ran, overdrawn) = unwaiting(|| self.call(job));
+            done.extend(ran);
+            if overdrawn {
+                break;
+            }
+        }
+        done
+    }
+
+    /// Runs one call, unless it was cancelled before it started.
+    fn call(&self, job: Job) -> Option<Done> {
+        if !self.flow.claim(&job.key) {
+            return None;
+        }
+        let (gw, ctx) = (&*self.gw, &*self.ctx);
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tools::call(gw, ctx, job.tool, job.args)
+        }));
+        let (result, leases) = ran.unwrap_or_else(|_| {
+            tracing::error!(tool = job.tool.name(), "tool call panicked");
+            let e = ToolError::Failed("internal error: the tool call failed".into());
+            (render::error(&e), Vec::new())
+        });
+        Some(Done {
+            key: job.key,
+            result,
+            leases,
+        })
+    }
+
+    /// Encodes the answers and hands them to the copier, in as few writes as their
+    /// rooms allow. `settled`: whether their deferred records are durable; if not, each
+    /// answer is replaced by the error.
+    fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
+        let mut out = Outgoing::default();
+        for Done {
+            key,
+            result,
+            leases,
+        } in done
+        {
+            let (result, leases) = match &settled {
+                Ok(()) => (result, leases),
+                Err(e) => (render::error(&ToolError::Gateway(e.clone())), Vec::new()),
+            };
+            let (result, size) = fit(self.max, result, &key);
+            if let Err(leases) = self.flow.try_hold_answer(&key, size, leases) {
+                // No room until what is already encoded is written: send it first.
+                self.send(&mut out);
+                self.rt.block_on(self.flow.hold_answer(&key, size, leases));
+            }
+            let Some(pending) = self.flow.take(&key) else {
+                continue; // Cancelled while it ran: its records stand, no answer.
+            };
+            encode(&mut out.bytes, &key, &result);
+            out.pending.push(pending);
+        }
+        self.send(&mut out);
+    }
+
+    fn send(&self, out: &mut Outgoing) {
+        if out.bytes.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(out);
+        // Err: the copier is gone (the client left); nothing to answer.
+        let _ = self.rt.block_on(self.answers.send(batch));
+    }
+}
+
+impl Door {
+    /// Runs `job`: in the batch, or on the blocking pool for changes and slow tools.
+    pub(super) async fn submit(&self, job: Job) {
+        if batched(job.tool) {
+            // Err: the batch thread is gone (it cannot end before the door is dropped).
+            let _ = self.batch.send(job).await;
+            return;
+        }
+        let direct = Arc::clone(&self.direct);
+        tokio::spawn(async move {
+            let Ok(permit) = Arc::clone(&direct.slots).acquire_owned().await else {
+                return;
+            };
+            let ran = tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                if let Some(done) = direct.call(job) {
+                    direct.answer(vec![done], Ok(()));
+                }
+            });
+            if let Err(e) = ran.await {
+                tracing::error!("tool task failed: {e}");
+            }
+        });
+    }
+}
+
+/// Appends the JSON-RPC answer for id `key` (the id's JSON text) to `out`.
+fn encode(out: &mut Vec<u8>, key: &str, result: &CallToolResult) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b",\"result\":");
+    if serde_json::to_writer(&mut *out, result).is_err() {
+        // Unreachable for these plain values; still an answer, not a hang.
+        out.extend_from_slice(br#"{"content":[{"type":"text","text":"internal error: the answer could not be encoded"}],"isError":true}"#);
+    }
+    out.extend_from_slice(b"}\n");
+}
