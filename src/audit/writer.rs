@@ -233,8 +233,9 @@ impl AuditLog {
         opts: OpenOptions,
     ) -> Result<AuditLog, AuditError> {
         let mut io = Io::open(path, settings)?;
-        let rec = recover::apply(&mut io, opts.allow_broken_chain)?;
-        let open_intents = super::intents::pending(&io)?;
+        let mut rec = recover::apply(&mut io, opts.allow_broken_chain)?;
+        // The active file's bytes are freed here, not kept for the log's lifetime.
+        let open_intents = super::intents::pending(&io, &std::mem::take(&mut rec.active))?;
         let log_id = rec
             .log_id
             .clone()

@@ -327,3 +327,40 @@ fn a_deferred_start_checkpoint_never_started_leaves_the_shutdown_one() {
     let cp = rep.checkpoint.expect("shutdown checkpoint");
     assert_eq!((cp.seq, cp.kind.as_str()), (2, "shutdown"));
 }
+
+/// Open intents are found from the newest start on, among many unrelated records: one
+/// closed by its outcome is not reported, one left open is, also after another start
+/// that carried it.
+#[test]
+fn open_intents_are_found_past_many_records_and_starts() {
+    let (_d, path) = temp_log();
+    let intent = |p: &str| AuditEvent {
+        kind: "intent".into(),
+        op: "write_text_file".into(),
+        path: Some(p.into()),
+        decision: "allow".into(),
+        ..Default::default()
+    };
+    {
+        let log = open(&path, &settings(FsyncMode::Never));
+        let closed = log.append(intent("closed.txt")).unwrap().seq;
+        let mut outcome = request(1);
+        outcome.args.insert("intent".into(), json!(closed));
+        log.append(outcome).unwrap();
+        let left = log.append(intent("left.txt")).unwrap().seq;
+        for i in 0..500 {
+            log.append(request(i)).unwrap();
+        }
+        // Dropped without close, as after kill -9.
+        assert!(left > closed);
+    }
+    for _ in 0..2 {
+        let log = open(&path, &settings(FsyncMode::Never));
+        let open_paths: Vec<Option<String>> =
+            log.open_intents().iter().map(|i| i.path.clone()).collect();
+        assert_eq!(open_paths, vec![Some("left.txt".to_string())]);
+        for i in 0..50 {
+            log.append(request(i)).unwrap();
+        }
+    }
+}
