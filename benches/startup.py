@@ -9,7 +9,11 @@ spawn -> the reply to `initialize`, then reads VmRSS and VmHWM once the reply is
   warm  the same workspace and state dir every run (an existing log is opened, its
         chain checked, and the backup store's retention pass runs).
 
-Usage: [RUNS=20] benches/startup.py [FSGATE_BINARY...]  (default target/release/fsgate).
+  big   (with LOG_RECORDS=N) warm starts on a log of N requests, written first with
+        fsync always (100,000 take a few minutes here).
+
+Usage: [RUNS=20] [LOG_RECORDS=N] benches/startup.py [FSGATE_BINARY...]
+(default target/release/fsgate).
 Prints medians and p90 per door and case. With several binaries (before/after builds)
 their runs alternate, so that a shared machine's load falls on each alike; even so,
 compare only figures from the same run.
@@ -21,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 RUNS = int(os.environ.get("RUNS", "20"))
@@ -104,11 +109,51 @@ def case(door, warm, bins):
                  b if len(bins) > 1 else ""))
 
 
+def fill_log(binary, ws, state, records):
+    """Appends `records` read requests to the log in `state` (through the ACP door)."""
+    env = dict(os.environ, XDG_STATE_HOME=state)
+    p = subprocess.Popen([binary, "serve", "--workspace", ws], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    path = os.path.join(ws, "f.txt")
+    drain = threading.Thread(target=lambda: [p.stdout.readline() for _ in range(records)])
+    drain.start()
+    req = lambda i: json.dumps({"jsonrpc": "2.0", "id": i, "method": "fs/read_text_file",
+                                "params": {"sessionId": "s", "path": path}}) + "\n"
+    for i in range(0, records, 1000):
+        p.stdin.write("".join(req(j) for j in range(i, min(i + 1000, records))).encode())
+    p.stdin.flush()
+    drain.join()
+    p.stdin.close()
+    p.wait(timeout=60)
+
+
+def big_log_case(records, bins):
+    """Warm starts on a log of `records` requests (the active file is verified and
+    searched for open intents at every start)."""
+    res = {b: [] for b in bins}
+    ws = tempfile.mkdtemp(prefix="fsgate-start-ws-")
+    state = tempfile.mkdtemp(prefix="fsgate-start-state-")
+    with open(os.path.join(ws, "f.txt"), "w") as f:
+        f.write("hello\n")
+    fill_log(bins[0], ws, state, records)
+    for _ in range(max(RUNS // 4, 3)):
+        for b in bins:
+            res[b].append(one(b, "acp", ws, state)[0])
+    for b in bins:
+        print("acp  warm, %d-record log: p50 %7.1f ms  %s"
+              % (records, statistics.median(res[b]), b if len(bins) > 1 else ""))
+    shutil.rmtree(ws)
+    shutil.rmtree(state)
+
+
 def main():
     print("%d runs each, spawn -> initialize reply; memory after the reply" % RUNS)
     for door in ("mcp", "acp"):
         for warm in (False, True):
             case(door, warm, BINS)
+    records = int(os.environ.get("LOG_RECORDS", "0"))
+    if records:
+        big_log_case(records, BINS)
 
 
 if __name__ == "__main__":
