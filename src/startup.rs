@@ -121,6 +121,9 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         policy.sha256(),
         OpenOptions {
             allow_broken_chain: cfg.accept_broken_chain,
+            // Written by `confine` (AuditLog::start) on a thread of its own, while the
+            // handshake proceeds; the start record itself is durable before `open` returns.
+            defer_start_checkpoint: true,
         },
     )
     .map_err(|e| e.to_string())?;
@@ -219,6 +222,7 @@ pub fn confine(
         "sandbox",
         serde_json::to_value(&status).unwrap_or(Value::Null),
     );
+    warm_content_rules(&pol);
     if let Some(a) = gw.audit()
         && let Err(e) = a.start()
     {
@@ -249,6 +253,25 @@ pub fn confine(
     gw.reconcile()?;
     gw.prune_backups();
     Ok(status)
+}
+
+/// Compiles the built-in secret content rules on a thread of their own (started after
+/// confinement, so confined too) while the handshake proceeds: loading the policy does
+/// not wait for them, and a scan that needs them before they are ready waits.
+fn warm_content_rules(pol: &Policy) {
+    if !pol.content_scanner().is_some_and(|c| c.uses_builtin()) {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("fsgate-content-rules".into())
+        .spawn(|| {
+            if let Err(e) = crate::policy::content::warm_builtin() {
+                tracing::error!("{e}");
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::debug!("built-in content rules compile on first use: {e}");
+    }
 }
 
 /// Closes the audit log: its `stop` record and final checkpoint. `details` about why

@@ -396,3 +396,36 @@ fn a_full_audit_disk_refuses_changes_through_the_gateway_and_changes_no_file() {
         "every acknowledged write is recorded"
     );
 }
+
+/// Start-up leaves the `start` checkpoint to a thread of its own, and the built-in
+/// content rules compile on first use: the log's two `start` records (the log's, then
+/// the gateway's with its transport) still come before the first request's record, and
+/// a secret is still refused by the very first request.
+#[test]
+fn the_start_records_precede_the_first_request_which_is_still_scanned() {
+    let mut g = Gate::start();
+    let key = ["AKIA", "UJZDEGXDNCF32EPF"].concat();
+    g.put("cfg.ini", format!("aws_access_key_id = {key}\n"));
+    let e = g.err("fs/read_text_file", json!({"path": g.abs("cfg.ini")}));
+    assert!(
+        e.message.contains("content:aws-access-key-id"),
+        "the first read is scanned: {e:?}"
+    );
+    g.close_stdin();
+    g.wait_exit(TIMEOUT);
+    let dir = g.state.join("audit");
+    let recs = records(&dir);
+    assert_eq!(recs[0]["kind"], "start", "{recs:#?}");
+    assert!(recs[0]["details"]["check"].is_string(), "{recs:#?}");
+    assert_eq!(recs[1]["kind"], "start", "{recs:#?}");
+    assert_eq!(recs[1]["details"]["transport"], "acp", "{recs:#?}");
+    let first_request = recs
+        .iter()
+        .position(|r| r["kind"] == "request")
+        .expect("the read is recorded");
+    assert!(first_request > 1, "{recs:#?}");
+    assert_eq!(recs[first_request]["decision"], "deny");
+    let d = dir.display().to_string();
+    let (code, rep) = fsgate_verify(&[&d]);
+    assert_eq!(code, 0, "{rep:#}");
+}

@@ -131,6 +131,35 @@ fn bad_regex_is_a_load_error_naming_the_key() {
     assert_refuses_policy(&policy, "regex");
 }
 
+/// The built-in content rules compile on first use, a policy's own content rules still
+/// at start: a broken one (bad regex, or a true-positive example it misses) refuses to
+/// start, before the audit log is written.
+#[test]
+fn bad_content_rule_still_refuses_to_start_before_the_audit_log_is_written() {
+    let base = policy_with(1000, 1000, "deny", "");
+    for (rule, must_name) in [
+        (
+            "id = \"broken\"\nregex = '''(unclosed'''\n",
+            "invalid regex",
+        ),
+        (
+            "id = \"missed\"\nregex = '''tok_[0-9]{6}'''\ntps = [\"tok_12\"]\n",
+            "true-positive",
+        ),
+    ] {
+        let policy = format!("{base}\n[content]\n[[content.rules]]\n{rule}");
+        let (out, dir) = serve_with_policy_text(&policy);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(must_name), "{must_name:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "nothing served: {out:?}");
+        assert!(
+            !dir.path().join("audit.jsonl").exists(),
+            "no audit log before the policy is known good"
+        );
+    }
+}
+
 #[test]
 fn bad_binary_mode_is_a_load_error() {
     // Not a class the issue requires to name its key; naming the bad value suffices.

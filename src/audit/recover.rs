@@ -36,6 +36,9 @@ pub(crate) struct Recovery {
     pub check: &'static str,
     /// What did not verify (empty unless `check == "break"`).
     pub problems: Vec<String>,
+    /// The active file's bytes as recovery leaves them: the intents search reuses them
+    /// rather than read the file (up to 64 MiB) a second time.
+    pub active: Vec<u8>,
 }
 
 /// What the files look like, before anything is changed.
@@ -63,7 +66,7 @@ struct Inspection {
 /// Inspects the log and prepares (or refuses) its continuation. Changes files only to
 /// cut a torn tail or, when `allow_broken` is set, to set damaged records aside.
 pub(crate) fn apply(io: &mut Io, allow_broken: bool) -> Result<Recovery, AuditError> {
-    let ins = inspect(io)?;
+    let mut ins = inspect(io)?;
     let torn = &ins.original[ins.complete_len..];
     let mut events = Vec::new();
     let check;
@@ -119,6 +122,8 @@ pub(crate) fn apply(io: &mut Io, allow_broken: bool) -> Result<Recovery, AuditEr
     } else {
         ins.complete_len
     };
+    let mut active = std::mem::take(&mut ins.original);
+    active.truncate(good_len);
     Ok(Recovery {
         // A break with nothing left to chain on starts a new log.
         log_id: if broke && ins.head.is_none() {
@@ -137,6 +142,7 @@ pub(crate) fn apply(io: &mut Io, allow_broken: bool) -> Result<Recovery, AuditEr
         events,
         check,
         problems: ins.problems,
+        active,
     })
 }
 

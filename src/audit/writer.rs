@@ -24,6 +24,12 @@ pub struct OpenOptions {
     /// Start even if the existing log does not verify: the damaged part is set aside and
     /// a `break` record, chained to the last record that verified, says what was wrong.
     pub allow_broken_chain: bool,
+    /// Leave the `start` checkpoint to [`AuditLog::start`], which writes it on a thread of
+    /// its own: the `start` record is still durable when `open` returns, but nothing
+    /// waits for the checkpoint's file sync, rename and directory sync (the gateway's
+    /// first answer does not). A failure then refuses changes until a checkpoint
+    /// succeeds, as a failed periodic checkpoint does.
+    pub defer_start_checkpoint: bool,
 }
 
 /// At most this many batches are written by one leader before it hands over.
@@ -188,6 +194,10 @@ struct Shared {
     stop: Arc<(Mutex<bool>, Condvar)>,
     /// The heartbeat thread, once started.
     heartbeat_thread: Mutex<Option<JoinHandle<()>>>,
+    /// The `start` checkpoint is still to be written (`defer_start_checkpoint`).
+    start_checkpoint_due: AtomicBool,
+    /// The thread writing the deferred `start` checkpoint.
+    start_checkpoint_thread: Mutex<Option<JoinHandle<()>>>,
     /// Changes announced before this start with neither outcome nor reconciliation.
     open_intents: Vec<Intent>,
 }
@@ -242,8 +252,9 @@ impl AuditLog {
         opts: OpenOptions,
     ) -> Result<AuditLog, AuditError> {
         let mut io = Io::open(path, settings)?;
-        let rec = recover::apply(&mut io, opts.allow_broken_chain)?;
-        let open_intents = super::intents::pending(&io)?;
+        let mut rec = recover::apply(&mut io, opts.allow_broken_chain)?;
+        // The active file's bytes are freed here, not kept for the log's lifetime.
+        let open_intents = super::intents::pending(&io, &std::mem::take(&mut rec.active))?;
         let log_id = rec
             .log_id
             .clone()
@@ -281,6 +292,8 @@ impl AuditLog {
             checkpoint_failing: AtomicBool::new(false),
             stop: Arc::new((Mutex::new(false), Condvar::new())),
             heartbeat_thread: Mutex::new(None),
+            start_checkpoint_due: AtomicBool::new(opts.defer_start_checkpoint),
+            start_checkpoint_thread: Mutex::new(None),
             open_intents: open_intents.clone(),
         });
         let log = AuditLog { shared };
@@ -306,7 +319,7 @@ impl AuditLog {
         }
         log.append(AuditEvent::lifecycle(record::KIND_START, details))?;
         log.run_duty(Duty {
-            checkpoint: Some("start"),
+            checkpoint: (!opts.defer_start_checkpoint).then_some("start"),
             sync: true,
         })?;
         Ok(log)
@@ -316,6 +329,7 @@ impl AuditLog {
     /// Call it after Landlock confinement so the thread inherits it. Without it, the log
     /// still works; only idle checkpoints and timed batch syncs are missing.
     pub fn start(&self) -> Result<(), AuditError> {
+        self.start_checkpoint_in_background()?;
         let mut slot = lock(&self.shared.heartbeat_thread);
         if slot.is_some() {
             return Ok(());
@@ -509,6 +523,7 @@ impl AuditLog {
         if lock(&self.shared.state).closed {
             return Ok(());
         }
+        self.join_start_checkpoint();
         let stopped = self.append(AuditEvent::lifecycle(record::KIND_STOP, details));
         let duty = self.run_duty(Duty {
             checkpoint: Some("shutdown"),
@@ -574,26 +589,47 @@ impl AuditLog {
 
     /// Runs a leader turn for `duty` (waiting for any current leader first).
     fn run_duty(&self, duty: Duty) -> Result<(), AuditError> {
-        let sh = &*self.shared;
-        let mut st = lock(&sh.state);
-        // A checkpoint duty also waits for a checkpoint being written (heartbeat,
-        // periodic) to finish, or the leader would skip its own.
-        while st.leader || (duty.checkpoint.is_some() && st.ckpt_busy) {
-            st = sh
-                .cv
-                .wait(st)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        run_duty_on(&self.shared, duty)
+    }
+
+    /// Writes a deferred `start` checkpoint on a thread of its own (see
+    /// [`OpenOptions::defer_start_checkpoint`]).
+    fn start_checkpoint_in_background(&self) -> Result<(), AuditError> {
+        if !self
+            .shared
+            .start_checkpoint_due
+            .swap(false, Ordering::AcqRel)
+        {
+            return Ok(());
         }
-        drop(sh.lead(st, duty));
-        if duty.checkpoint.is_some() && sh.checkpoint_failing.load(Ordering::Acquire) {
-            return Err(AuditError::Checkpoint {
-                message: format!("see the log for {}", sh.path.display()),
-            });
-        }
+        let shared = Arc::clone(&self.shared);
+        let handle = std::thread::Builder::new()
+            .name("fsgate-audit-start-checkpoint".into())
+            .spawn(move || {
+                let duty = Duty {
+                    checkpoint: Some("start"),
+                    sync: true,
+                };
+                if let Err(e) = run_duty_on(&shared, duty) {
+                    tracing::error!(log = %shared.path.display(), "audit start checkpoint: {e}");
+                }
+            })
+            .map_err(|e| AuditError::io("start checkpoint thread for", &self.shared.path, &e))?;
+        *lock(&self.shared.start_checkpoint_thread) = Some(handle);
         Ok(())
     }
 
+    /// Waits for the deferred `start` checkpoint, so that no later checkpoint (the
+    /// shutdown one) can be overtaken by it.
+    fn join_start_checkpoint(&self) {
+        let handle = lock(&self.shared.start_checkpoint_thread).take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+
     fn stop_heartbeat(&self) {
+        self.join_start_checkpoint();
         {
             let (flag, cv) = &*self.shared.stop;
             *lock(flag) = true;
@@ -774,6 +810,26 @@ impl Shared {
 
 /// The heartbeat: timed syncs in `batch` mode, and a checkpoint once records have waited
 /// `heartbeat` for one.
+/// Runs a leader turn for `duty` (waiting for any current leader first).
+fn run_duty_on(sh: &Shared, duty: Duty) -> Result<(), AuditError> {
+    let mut st = lock(&sh.state);
+    // A checkpoint duty also waits for a checkpoint being written (heartbeat,
+    // periodic) to finish, or the leader would skip its own.
+    while st.leader || (duty.checkpoint.is_some() && st.ckpt_busy) {
+        st = sh
+            .cv
+            .wait(st)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+    drop(sh.lead(st, duty));
+    if duty.checkpoint.is_some() && sh.checkpoint_failing.load(Ordering::Acquire) {
+        return Err(AuditError::Checkpoint {
+            message: format!("see the log for {}", sh.path.display()),
+        });
+    }
+    Ok(())
+}
+
 fn heartbeat_loop(weak: &Weak<Shared>, stop: &(Mutex<bool>, Condvar), tick: Duration) {
     loop {
         {

@@ -649,6 +649,9 @@ fn init_layout(root: &Dir, shown: &str) -> Result<(), BackupError> {
         path: shown.to_owned(),
         reason,
     };
+    // Only what this call creates needs syncing into the directory: a store opened
+    // again (every start but the first) costs no fsync.
+    let mut created = false;
     match root.read_to_string(FORMAT_FILE) {
         Ok(text) if text == FORMAT_TEXT => {}
         Ok(text) => {
@@ -671,15 +674,19 @@ fn init_layout(root: &Dir, shown: &str) -> Result<(), BackupError> {
             f.write_all(FORMAT_TEXT.as_bytes())
                 .and_then(|()| f.sync_all())
                 .map_err(BackupError::io("write", format!("{shown}/{FORMAT_FILE}")))?;
+            created = true;
         }
         Err(e) => return Err(BackupError::io("read", format!("{shown}/{FORMAT_FILE}"))(e)),
     }
     match root.create_dir(FILES_DIR) {
-        Ok(()) => {}
+        Ok(()) => created = true,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(BackupError::io("create", format!("{shown}/{FILES_DIR}"))(e)),
     }
-    sync_dir(root).map_err(BackupError::io("sync", shown))
+    if created {
+        sync_dir(root).map_err(BackupError::io("sync", shown))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use super::OpClass;
 use crate::path::RelPath;
 
 pub(crate) use build::compile;
+pub use build::warm_builtin;
 pub use builtin::BUILTIN_CONTENT_RULES;
 
 /// A secret found in content. Carries no part of the content itself, so it can go into
@@ -150,12 +151,22 @@ struct Required {
     within_columns: Option<usize>,
 }
 
+/// A rule's content regex.
+#[derive(Debug, Clone)]
+enum Pattern {
+    /// Compiled with the policy.
+    Own(BytesRegex),
+    /// Built-in rule number `n`: compiled, and its examples checked, once per process
+    /// on first use (or by [`warm_builtin`] on a thread of its own), not at start-up.
+    Builtin(usize),
+}
+
 /// A compiled content rule.
 #[derive(Debug, Clone)]
 struct CRule {
     /// `content:<id>`.
     id: String,
-    regex: Option<BytesRegex>,
+    regex: Option<Pattern>,
     path: Option<Regex>,
     secret_group: Option<usize>,
     entropy: Option<f64>,
@@ -219,6 +230,13 @@ impl ContentScanner {
             .iter()
             .filter(|r| !r.skip_report)
             .map(|r| r.id.as_str())
+    }
+
+    /// True if some rule is one of the built-in ones (see [`warm_builtin`]).
+    pub fn uses_builtin(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| matches!(r.regex, Some(Pattern::Builtin(_))))
     }
 
     /// The gitleaks config files loaded.
@@ -388,8 +406,22 @@ impl ContentScanner {
                 return out;
             }
         }
-        let Some(re) = &rule.regex else {
-            return out;
+        let re = match &rule.regex {
+            None => return out,
+            Some(Pattern::Own(re)) => re,
+            Some(Pattern::Builtin(n)) => match build::builtin_regex(*n) {
+                Ok(re) => re,
+                Err(e) => {
+                    // Only a broken build gets here (a unit test checks the built-in
+                    // rules); refuse the content rather than pass it unscanned.
+                    tracing::error!("content rule {}: {e}", rule.id);
+                    if let Some(n) = notes.as_deref_mut() {
+                        n.push(format!("refused: {e}"));
+                    }
+                    out.push(Finding { line: 0, column: 0 });
+                    return out;
+                }
+            },
         };
         // Line counting is incremental: matches come in order.
         let (mut counted_to, mut line_no, mut line_start) = (0usize, 1usize, 0usize);

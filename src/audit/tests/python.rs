@@ -223,6 +223,7 @@ fn both_verifiers_agree_on_logs_the_writer_wrote() {
         POLICY,
         OpenOptions {
             allow_broken_chain: true,
+            ..OpenOptions::default()
         },
     )
     .unwrap();

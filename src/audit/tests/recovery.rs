@@ -22,6 +22,7 @@ fn reopen(path: &Path, allow: bool) -> Result<AuditLog, AuditError> {
         POLICY,
         OpenOptions {
             allow_broken_chain: allow,
+            ..OpenOptions::default()
         },
     )
 }
@@ -144,6 +145,7 @@ fn a_cut_tail_with_its_checkpoint_deleted_is_still_caught_through_the_sink() {
     // sink's newest checkpoint is the new one, and normal starts work again.
     let allow = OpenOptions {
         allow_broken_chain: true,
+        ..OpenOptions::default()
     };
     let log = open_when_unlocked(&path, &s, allow);
     log.close().unwrap();

@@ -268,3 +268,99 @@ fn the_log_is_shared_between_threads_and_a_reload_changes_the_policy_hash() {
         "lifecycle records carry no duration"
     );
 }
+
+/// `defer_start_checkpoint`: the start record is durable when `open` returns, no
+/// checkpoint is written until `start`, which writes the `start` checkpoint on its own
+/// thread; it precedes the shutdown one, and a record appended meanwhile is not lost.
+#[test]
+fn a_deferred_start_checkpoint_is_written_by_start_before_the_shutdown_one() {
+    let (d, path) = temp_log();
+    let sink = d.path().join("sink").join("checkpoints.jsonl");
+    std::fs::create_dir_all(sink.parent().unwrap()).unwrap();
+    let s = AuditSettings {
+        checkpoint_sink: Some(sink.display().to_string()),
+        ..settings(FsyncMode::Always)
+    };
+    let opts = OpenOptions {
+        defer_start_checkpoint: true,
+        ..OpenOptions::default()
+    };
+    let log = AuditLog::open(&path, &s, POLICY, opts).unwrap();
+    let cp_path = path.with_file_name("audit.jsonl.checkpoint");
+    assert!(!cp_path.exists(), "no checkpoint before start()");
+    assert_eq!(records(&path)[0]["kind"], "start", "start record on disk");
+    log.start().unwrap();
+    log.append(request(1)).unwrap();
+    log.close().unwrap();
+    let kinds: Vec<(String, u64)> = Checkpoint::read_all(&sink)
+        .unwrap()
+        .into_iter()
+        .map(|c| c.unwrap())
+        .map(|c| (c.kind, c.seq))
+        .collect();
+    assert_eq!(
+        kinds.first().map(|k| k.0.as_str()),
+        Some("start"),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.last(),
+        Some(&("shutdown".to_string(), 3)),
+        "{kinds:?}"
+    );
+    assert_intact(&verify_dir(&path, &VerifyOptions::default()));
+}
+
+/// Without `start` (a log closed right after opening), the shutdown checkpoint alone
+/// covers the log.
+#[test]
+fn a_deferred_start_checkpoint_never_started_leaves_the_shutdown_one() {
+    let (_d, path) = temp_log();
+    let opts = OpenOptions {
+        defer_start_checkpoint: true,
+        ..OpenOptions::default()
+    };
+    let log = AuditLog::open(&path, &settings(FsyncMode::Always), POLICY, opts).unwrap();
+    log.close().unwrap();
+    let rep = verify_dir(&path, &VerifyOptions::default());
+    assert_intact(&rep);
+    let cp = rep.checkpoint.expect("shutdown checkpoint");
+    assert_eq!((cp.seq, cp.kind.as_str()), (2, "shutdown"));
+}
+
+/// Open intents are found from the newest start on, among many unrelated records: one
+/// closed by its outcome is not reported, one left open is, also after another start
+/// that carried it.
+#[test]
+fn open_intents_are_found_past_many_records_and_starts() {
+    let (_d, path) = temp_log();
+    let intent = |p: &str| AuditEvent {
+        kind: "intent".into(),
+        op: "write_text_file".into(),
+        path: Some(p.into()),
+        decision: "allow".into(),
+        ..Default::default()
+    };
+    {
+        let log = open(&path, &settings(FsyncMode::Never));
+        let closed = log.append(intent("closed.txt")).unwrap().seq;
+        let mut outcome = request(1);
+        outcome.args.insert("intent".into(), json!(closed));
+        log.append(outcome).unwrap();
+        let left = log.append(intent("left.txt")).unwrap().seq;
+        for i in 0..500 {
+            log.append(request(i)).unwrap();
+        }
+        // Dropped without close, as after kill -9.
+        assert!(left > closed);
+    }
+    for _ in 0..2 {
+        let log = open(&path, &settings(FsyncMode::Never));
+        let open_paths: Vec<Option<String>> =
+            log.open_intents().iter().map(|i| i.path.clone()).collect();
+        assert_eq!(open_paths, vec![Some("left.txt".to_string())]);
+        for i in 0..50 {
+            log.append(request(i)).unwrap();
+        }
+    }
+}

@@ -6,13 +6,14 @@ use std::path::{Path, PathBuf};
 
 use aho_corasick::AhoCorasick;
 use regex::RegexBuilder;
+use regex::bytes::Regex as BytesRegex;
 use regex::bytes::RegexBuilder as BytesRegexBuilder;
 use sha2::{Digest, Sha256};
 use toml::Spanned;
 
 use super::builtin::BUILTIN_CONTENT_RULES;
 use super::format::{GitleaksAllowlist, GitleaksFile, GitleaksRequired, GitleaksRule, RawContent};
-use super::{Allow, CRule, ContentScanner, ContentSource, Required, Target};
+use super::{Allow, CRule, ContentScanner, ContentSource, Pattern, Required, Target};
 use crate::policy::compile::line_col;
 use crate::policy::{OpClass, PolicyError};
 
@@ -515,10 +516,18 @@ fn build(
         .collect();
     let mut rules = Vec::with_capacity(specs.len());
     for s in &specs {
-        rules.push(match s.at {
-            At::Builtin => builtin_rule(&s.id).map_err(|m| errs.at(&s.at, "", m))?,
-            _ => compile_rule(s, &index, errs)?,
-        });
+        let builtin = match s.at {
+            At::Builtin => Some(
+                BUILTIN_CONTENT_RULES
+                    .iter()
+                    .position(|b| b.id == s.id)
+                    .ok_or_else(|| {
+                        errs.at(&s.at, "", format!("no built-in content rule `{}`", s.id))
+                    })?,
+            ),
+            _ => None,
+        };
+        rules.push(compile_rule(s, &index, errs, builtin)?);
     }
     let mut global = Vec::new();
     for (a, at) in &globals {
@@ -577,47 +586,63 @@ fn build(
     Ok(scanner)
 }
 
-/// The built-in rules, compiled and their examples checked once per process (on their
-/// own, without a policy's global allowlists), so loading and reloading stay cheap.
-fn builtin_rule(id: &str) -> Result<CRule, String> {
+/// The built-in rules, compiled and their examples checked (on their own, without a
+/// policy's global allowlists) once per process, on first use: they are the same for
+/// every policy, so loading a policy does not wait for them. Indexed as
+/// [`BUILTIN_CONTENT_RULES`].
+fn builtin_set() -> Result<&'static [CRule], String> {
     static COMPILED: std::sync::OnceLock<Result<Vec<CRule>, String>> = std::sync::OnceLock::new();
-    let all = COMPILED.get_or_init(|| {
-        let specs = builtin_specs();
-        let errs = Errs {
-            src: "",
-            config_line: 0,
-        };
-        let index = HashMap::new();
-        let rules = specs
-            .iter()
-            .map(|s| compile_rule(s, &index, &errs))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string())?;
-        let scanner = ContentScanner {
-            rules,
-            global: Vec::new(),
-            prefilter: None,
-            keyword_rules: Vec::new(),
-            ops: [false; 4],
-            sources: Vec::new(),
-        };
-        check_examples(&scanner, &specs, &errs, false).map_err(|e| e.to_string())?;
-        Ok(scanner.rules)
-    });
-    let all = all
+    COMPILED
+        .get_or_init(|| {
+            let specs = builtin_specs();
+            let errs = Errs {
+                src: "",
+                config_line: 0,
+            };
+            let index = HashMap::new();
+            let rules = specs
+                .iter()
+                .map(|s| compile_rule(s, &index, &errs, None))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            let scanner = ContentScanner {
+                rules,
+                global: Vec::new(),
+                prefilter: None,
+                keyword_rules: Vec::new(),
+                ops: [false; 4],
+                sources: Vec::new(),
+            };
+            check_examples(&scanner, &specs, &errs, false).map_err(|e| e.to_string())?;
+            Ok(scanner.rules)
+        })
         .as_ref()
-        .map_err(|e| format!("built-in content rules are broken: {e}"))?;
-    let want = format!("content:{id}");
-    all.iter()
-        .find(|r| r.id == want)
-        .cloned()
-        .ok_or_else(|| format!("no built-in content rule `{id}`"))
+        .map(Vec::as_slice)
+        .map_err(|e| format!("built-in content rules are broken: {e}"))
 }
 
+/// The regex of built-in rule `n`, compiling the built-in set if this is its first use
+/// (concurrent callers wait for that one compilation).
+pub(super) fn builtin_regex(n: usize) -> Result<&'static BytesRegex, String> {
+    match builtin_set()?.get(n).and_then(|r| r.regex.as_ref()) {
+        Some(Pattern::Own(re)) => Ok(re),
+        _ => Err(format!("no compiled built-in content rule #{n}")),
+    }
+}
+
+/// Compiles the built-in content rules now, so that the first scan does not wait for
+/// them; start-up runs it on a thread of its own once the process is confined.
+pub fn warm_builtin() -> Result<(), String> {
+    builtin_set().map(|_| ())
+}
+
+/// Compiles one rule; `builtin` (its index among the built-in rules) leaves its regex
+/// to [`builtin_regex`].
 fn compile_rule(
     s: &Spec,
     index: &HashMap<String, usize>,
     errs: &Errs<'_>,
+    builtin: Option<usize>,
 ) -> Result<CRule, PolicyError> {
     let bad = |what: &str, m: String| errs.at(&s.at, what, format!("rule `{}`: {m}", s.id));
     if s.id.is_empty() {
@@ -626,8 +651,9 @@ fn compile_rule(
     if s.regex.is_none() && s.path.is_none() {
         return Err(bad("", "a content rule needs `regex` or `path`".into()));
     }
-    let regex = match &s.regex {
-        Some((src, line)) => {
+    let regex = match (&s.regex, builtin) {
+        (Some(_), Some(n)) => Some(Pattern::Builtin(n)),
+        (Some((src, line)), None) => {
             let re = BytesRegexBuilder::new(src)
                 .size_limit(REGEX_SIZE_LIMIT)
                 .build()
@@ -660,9 +686,9 @@ fn compile_rule(
                     ),
                 ));
             }
-            Some(re)
+            Some(Pattern::Own(re))
         }
-        None => None,
+        (None, _) => None,
     };
     let path = match &s.path {
         Some(p) => Some(

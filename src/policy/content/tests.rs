@@ -71,6 +71,19 @@ fn builtin_rules_find_keys_with_line_numbers() {
     assert!(hits(&pol, "README.md", "key AKIAIOSFODNN7EXAMPLE here").is_empty());
 }
 
+/// The built-in rules compile on first use (not with the policy); they must still
+/// compile and detect (or not) every example they carry, which start-up used to check.
+#[test]
+fn builtin_rules_compile_and_pass_their_examples() {
+    assert_eq!(crate::policy::content::warm_builtin(), Ok(()));
+    let default = Policy::builtin_default().unwrap();
+    assert!(default.content_scanner().unwrap().uses_builtin());
+    let own = policy(
+        "[content]\nbuiltin = false\n[[content.rules]]\nid = \"t\"\nregex = '''tok_[0-9]{6}'''\n",
+    );
+    assert!(!own.content_scanner().unwrap().uses_builtin());
+}
+
 #[test]
 fn ops_and_disabled_rules() {
     let pol = policy("[content]\nops = [\"write\"]\ndisabled_rules = [\"private-key\"]\n");
