@@ -27,6 +27,7 @@ use crate::workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
 pub use budget::{Lease, json_string_len};
 pub use facts::Facts;
+pub use listing::tree_exclusions;
 pub(crate) use write::occurrences;
 
 /// Rule id for refusals of paths outside the workspace (lexically or via symlinks).
@@ -426,6 +427,12 @@ impl Gateway {
                 new_text,
             } => self.edit(pol, ctx, path, old_text, new_text, facts),
             Op::Ls { path } => self.ls(pol, ctx, path, facts),
+            Op::Tree {
+                path,
+                depth,
+                exclude,
+                max_entries,
+            } => self.tree(pol, ctx, path, (*depth, *max_entries), exclude, facts),
             Op::Stat { path } => self.stat(pol, ctx, path, facts),
             Op::Glob { pattern } => self.glob(pol, ctx, pattern, facts),
             Op::Grep {
