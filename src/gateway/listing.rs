@@ -1,5 +1,7 @@
 //! ls, stat, glob and grep: they never reveal an entry the policy would refuse to read.
 
+use std::borrow::Cow;
+
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use grep_regex::RegexMatcherBuilder;
 
@@ -181,9 +183,20 @@ impl Gateway {
             out: Vec::new(),
             truncated: false,
         };
-        self.workspace
-            .walk_names(&res.real, &mut |e| walk.visit(e))
-            .map_err(|e| ws_error(e, &rp.shown))?;
+        let listed = if depth == 1 {
+            // One directory: its entries are taken as listed, not copied from a walk.
+            self.workspace.list_names(&res.real).map(|list| {
+                let mut list = list.into_iter();
+                while list
+                    .next()
+                    .is_some_and(|e| walk.take(Cow::Owned(e)) != Visit::Stop)
+                {}
+            })
+        } else {
+            let mut visit = |e: &Entry| walk.take(Cow::Borrowed(e));
+            self.workspace.walk_names(&res.real, &mut visit).map(|_| ())
+        };
+        listed.map_err(|e| ws_error(e, &rp.shown))?;
         let (entries, used, truncated) = (walk.out, walk.used, walk.truncated);
         facts.lease = Some(self.budget.lease(used.saturating_mul(RENDER_COPIES)));
         if truncated {
@@ -458,7 +471,8 @@ struct TreeCollect<'a> {
 }
 
 impl TreeCollect<'_> {
-    fn visit(&mut self, e: &Entry) -> Visit {
+    /// Keeps `e` if it is shown; says whether to enter it.
+    fn take(&mut self, e: Cow<'_, Entry>) -> Visit {
         let skip = if self.real.is_root() {
             0
         } else {
@@ -466,17 +480,18 @@ impl TreeCollect<'_> {
         };
         // The path below the start, for the exclusions and the level.
         let below = e.path.as_str().get(skip..).unwrap_or_default();
-        if self.excl.is_match(below) || !visible(self.pol, e) {
+        if self.excl.is_match(below) || !visible(self.pol, &e) {
             return Visit::Skip;
         }
-        let mut e = e.clone();
-        if self.real != self.rel {
-            e.path = self.rel.join(below);
+        let level = below.bytes().filter(|b| *b == b'/').count() as u64 + 1;
+        let lexical = (self.real != self.rel).then(|| self.rel.join(below));
+        let mut e = e.into_owned();
+        if let Some(path) = lexical {
+            e.path = path;
             if !visible(self.pol, &e) {
                 return Visit::Skip;
             }
         }
-        let level = below.bytes().filter(|b| *b == b'/').count() as u64 + 1;
         self.used += json_string_len(&e.name) + TREE_ENTRY_FIXED + TREE_ENTRY_PER_LEVEL * level;
         if self.out.len() >= self.max_entries || self.used > self.room {
             self.used = self.used.min(self.room);
