@@ -480,7 +480,9 @@ impl TreeCollect<'_> {
         };
         // The path below the start, for the exclusions and the level.
         let below = e.path.as_str().get(skip..).unwrap_or_default();
-        if self.excl.is_match(below) || !visible(self.pol, &e) {
+        // (An empty set is not asked: a match builds a candidate, an allocation.)
+        let excluded = !self.excl.is_empty() && self.excl.is_match(below);
+        if excluded || !visible(self.pol, &e) {
             return Visit::Skip;
         }
         let level = below.bytes().filter(|b| *b == b'/').count() as u64 + 1;
