@@ -74,6 +74,19 @@ pub enum Op {
         /// Directory as given.
         path: String,
     },
+    /// Names and kinds beneath a directory, without metadata (MCP `list_directory` and
+    /// `directory_tree`): one request, one record, however many directories it holds.
+    Tree {
+        /// Directory as given.
+        path: String,
+        /// Levels to descend: 1 lists the directory itself.
+        depth: usize,
+        /// Globs, relative to `path`, of entries left out with all beneath them (a
+        /// pattern without `*` also matches that name at any depth).
+        exclude: Vec<String>,
+        /// The list stops at this many entries, and says it was cut if there are more.
+        max_entries: usize,
+    },
     /// `_fsgate/stat`.
     Stat {
         /// Path as given.
@@ -129,6 +142,7 @@ impl Op {
             Op::WriteText { .. } | Op::WriteBytes { .. } => "write_text_file",
             Op::Edit { .. } => "edit_text_file",
             Op::Ls { .. } => "ls",
+            Op::Tree { .. } => "tree",
             Op::Stat { .. } => "stat",
             Op::Glob { .. } => "glob",
             Op::Grep { .. } => "grep",
@@ -180,6 +194,12 @@ impl Op {
                 }
                 if let Some(n) = max_results {
                     m.insert("maxResults".into(), (*n).into());
+                }
+            }
+            Op::Tree { depth, exclude, .. } => {
+                m.insert("depth".into(), (*depth).into());
+                if !exclude.is_empty() {
+                    m.insert("exclude".into(), exclude.clone().into());
                 }
             }
             Op::Mkdir { recursive, .. } | Op::Rm { recursive, .. } => {

@@ -176,7 +176,12 @@ impl RelPath {
         if self.is_root() {
             RelPath(name.to_string())
         } else {
-            RelPath(format!("{}/{}", self.0, name))
+            // Not format!: this runs for every entry of every listing.
+            let mut s = String::with_capacity(self.0.len() + 1 + name.len());
+            s.push_str(&self.0);
+            s.push('/');
+            s.push_str(name);
+            RelPath(s)
         }
     }
 

@@ -493,3 +493,65 @@ fn a_line_that_is_not_json_is_answered_with_a_parse_error_and_recorded() {
         "{recs:?}"
     );
 }
+
+#[test]
+fn listings_in_the_reference_shapes_hide_secrets_and_are_one_record_each() {
+    let mut g = McpGate::start(None);
+    for f in [
+        "src/lib.rs",
+        "src/main.rs",
+        "src/.env",
+        "node_modules/x/y.js",
+        "a/b/c/d.txt",
+        ".git/config",
+        ".env",
+        "top.txt",
+    ] {
+        g.dirs.put(f, "x\n");
+    }
+    std::fs::create_dir(g.dirs.root.join("empty")).expect("mkdir");
+    g.initialize("2025-06-18");
+    let r = g.tool(
+        1,
+        "directory_tree",
+        json!({"path": ".", "excludePatterns": ["node_modules"]}),
+    );
+    let file = |n: &str| json!({"name": n, "type": "file"});
+    let dir = |n: &str, c: Value| json!({"name": n, "type": "directory", "children": c});
+    let want = json!([
+        dir(
+            "a",
+            json!([dir("b", json!([dir("c", json!([file("d.txt")]))]))])
+        ),
+        dir("empty", json!([])),
+        dir("src", json!([file("lib.rs"), file("main.rs")])),
+        file("top.txt"),
+    ]);
+    // Byte for byte what the reference server's format gives (serde_json's pretty form).
+    let want = serde_json::to_string_pretty(&want).expect("json");
+    assert_eq!(text_of(&r), want, "{r}");
+    let r = g.tool(2, "list_directory", json!({"path": "."}));
+    assert_eq!(
+        text_of(&r),
+        "[DIR] a\n[DIR] empty\n[DIR] node_modules\n[DIR] src\n[FILE] top.txt"
+    );
+    let r = g.tool(3, "list_directory", json!({"path": "empty"}));
+    assert_eq!(text_of(&r), "");
+    let r = g.tool(4, "directory_tree", json!({"path": "top.txt"}));
+    assert_eq!(r["isError"], true, "{r}");
+    let r = g.tool(5, "directory_tree", json!({"path": ".git"}));
+    assert!(text_of(&r).contains("rule secrets:"), "{r}");
+    assert!(g.finish().success());
+    let records = g.dirs.audit_records();
+    let trees: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["kind"] == "request" && r["op"] == "tree")
+        .collect();
+    // One record per call, however many directories the tree holds.
+    assert_eq!(trees.len(), 5, "{trees:?}");
+    assert_eq!(trees[0]["path"], "");
+    assert_eq!(trees[0]["args"]["exclude"], json!(["node_modules"]));
+    assert_eq!(trees[0]["outcome"], "ok");
+    assert_eq!(trees[1]["args"]["depth"], 1);
+    assert_eq!(trees[4]["decision"], "deny");
+}

@@ -1,6 +1,8 @@
 //! ls, stat, glob and grep: they never reveal an entry the policy would refuse to read.
 
-use globset::GlobBuilder;
+use std::borrow::Cow;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use grep_regex::RegexMatcherBuilder;
 
 use super::{Facts, Gateway, visible, ws_error};
@@ -9,7 +11,7 @@ use crate::ops::{Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
 use crate::policy::{EntryKind, OpClass, Policy};
 use crate::workspace::{
-    ContentGate, Entry, FileKind, Follow, GrepOptions, IncludeGlob, WsError, json_string_len,
+    ContentGate, Entry, FileKind, Follow, GrepOptions, IncludeGlob, Visit, WsError, json_string_len,
 };
 
 /// Default and ceiling for grep's `maxResults`.
@@ -25,6 +27,10 @@ const MAX_HIT_BYTES: u64 = 4096 + 256 + 64;
 /// What one `ls` entry adds to an answer beyond its name and path: keys, type, size,
 /// modification time.
 const ENTRY_FIXED: u64 = 128;
+/// What one `tree` entry adds beyond its name (keys and type of an indented JSON
+/// object, escaped once more in its text block), and per level of indentation.
+const TREE_ENTRY_FIXED: u64 = 64;
+const TREE_ENTRY_PER_LEVEL: u64 = 16;
 
 impl Gateway {
     pub(super) fn ls(
@@ -41,15 +47,19 @@ impl Gateway {
             .workspace
             .list_dir(&res.real)
             .map_err(|e| ws_error(e, &rp.shown))?;
-        // Entries are shown under the requested (lexical) directory, as asked.
+        // Entries are shown under the requested (lexical) directory, as asked; each is
+        // checked where it really is and where it is shown (once if they are the same).
+        let moved = res.real != rp.rel;
         let shown: Vec<Entry> = entries
             .into_iter()
             .filter(|e| visible(pol, e))
-            .map(|mut e| {
-                e.path = rp.rel.join(&e.name);
-                e
+            .filter_map(|mut e| {
+                if moved {
+                    e.path = rp.rel.join(&e.name);
+                    return visible(pol, &e).then_some(e);
+                }
+                Some(e)
             })
-            .filter(|e| visible(pol, e))
             .collect();
         let (entries, used, truncated) = self.fit_entries(pol, ctx, shown);
         // Hold budget for the answer while it is rendered and queued.
@@ -114,8 +124,14 @@ impl Gateway {
         } else {
             FileKind::File
         };
-        // A file's metadata is only shown if its content could be read.
-        for p in [&rp.rel, &res.real] {
+        // A file's metadata is only shown if its content could be read (checked where
+        // it is named and where it really is, once if that is the same place).
+        let places: &[&RelPath] = if res.real == rp.rel {
+            &[&rp.rel]
+        } else {
+            &[&rp.rel, &res.real]
+        };
+        for p in places.iter().copied() {
             let probe = Entry {
                 name: String::new(),
                 path: p.clone(),
@@ -134,6 +150,59 @@ impl Gateway {
             }
         }
         Ok(Output::Stat { path: rp.rel, info })
+    }
+
+    /// Names and kinds beneath a directory, at most `depth` levels down, depth-first in
+    /// name order, without metadata. Each entry is checked as `ls` checks it, and what
+    /// is hidden or excluded is not entered. Stops at `max_entries` or at the message
+    /// room, saying it was cut.
+    pub(super) fn tree(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        (depth, max_entries): (usize, usize),
+        exclude: &[String],
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let excl = tree_exclusions(exclude).map_err(|e| {
+            GatewayError::InvalidParams(format!("invalid exclude pattern: {}", e.kind()))
+        })?;
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
+        let mut walk = TreeCollect {
+            pol,
+            real: &res.real,
+            rel: &rp.rel,
+            depth,
+            max_entries,
+            excl: &excl,
+            room: self.answer_room(pol, ctx).0,
+            used: 0,
+            out: Vec::new(),
+            truncated: false,
+        };
+        let listed = if depth == 1 {
+            // One directory: its entries are taken as listed, not copied from a walk.
+            self.workspace.list_names(&res.real).map(|list| {
+                let mut list = list.into_iter();
+                while list
+                    .next()
+                    .is_some_and(|e| walk.take(Cow::Owned(e)) != Visit::Stop)
+                {}
+            })
+        } else {
+            let mut visit = |e: &Entry| walk.take(Cow::Borrowed(e));
+            self.workspace.walk_names(&res.real, &mut visit).map(|_| ())
+        };
+        listed.map_err(|e| ws_error(e, &rp.shown))?;
+        let (entries, used, truncated) = (walk.out, walk.used, walk.truncated);
+        facts.lease = Some(self.budget.lease(used.saturating_mul(RENDER_COPIES)));
+        if truncated {
+            facts.args.insert("truncated".into(), true.into());
+        }
+        Ok(Output::Entries { entries, truncated })
     }
 
     pub(super) fn glob(
@@ -384,6 +453,77 @@ impl Gateway {
         };
         (room, extra)
     }
+}
+
+/// Collects a `tree` walk's entries: visible, not excluded, within depth and room.
+struct TreeCollect<'a> {
+    pol: &'a Policy,
+    /// Where the walk really starts, and the (lexical) directory it was asked for.
+    real: &'a RelPath,
+    rel: &'a RelPath,
+    depth: usize,
+    max_entries: usize,
+    excl: &'a GlobSet,
+    room: u64,
+    used: u64,
+    out: Vec<Entry>,
+    truncated: bool,
+}
+
+impl TreeCollect<'_> {
+    /// Keeps `e` if it is shown; says whether to enter it.
+    fn take(&mut self, e: Cow<'_, Entry>) -> Visit {
+        let skip = if self.real.is_root() {
+            0
+        } else {
+            self.real.as_str().len() + 1
+        };
+        // The path below the start, for the exclusions and the level.
+        let below = e.path.as_str().get(skip..).unwrap_or_default();
+        // (An empty set is not asked: a match builds a candidate, an allocation.)
+        let excluded = !self.excl.is_empty() && self.excl.is_match(below);
+        if excluded || !visible(self.pol, &e) {
+            return Visit::Skip;
+        }
+        let level = below.bytes().filter(|b| *b == b'/').count() as u64 + 1;
+        let lexical = (self.real != self.rel).then(|| self.rel.join(below));
+        let mut e = e.into_owned();
+        if let Some(path) = lexical {
+            e.path = path;
+            if !visible(self.pol, &e) {
+                return Visit::Skip;
+            }
+        }
+        self.used += json_string_len(&e.name) + TREE_ENTRY_FIXED + TREE_ENTRY_PER_LEVEL * level;
+        if self.out.len() >= self.max_entries || self.used > self.room {
+            self.used = self.used.min(self.room);
+            self.truncated = true;
+            return Visit::Stop;
+        }
+        self.out.push(e);
+        if (level as usize) < self.depth {
+            Visit::Descend
+        } else {
+            Visit::Skip
+        }
+    }
+}
+
+/// Exclusion globs as the reference filesystem server reads them: relative to the
+/// start, and a pattern without `*` also matches that name at any depth.
+pub fn tree_exclusions(patterns: &[String]) -> Result<GlobSet, globset::Error> {
+    let mut set = GlobSetBuilder::new();
+    for p in patterns {
+        let p = p.trim_start_matches("./").trim_end_matches('/');
+        if p.is_empty() {
+            continue;
+        }
+        let any_depth = (!p.contains('*')).then(|| format!("**/{p}"));
+        for f in std::iter::once(p).chain(any_depth.as_deref()) {
+            set.add(GlobBuilder::new(f).literal_separator(true).build()?);
+        }
+    }
+    set.build()
 }
 
 /// The directory to walk for a glob: its literal leading components, minus the last.

@@ -29,6 +29,7 @@ use crate::workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 pub use budget::{Lease, json_string_len, unwaiting};
 pub use defer::{Deferred, deferring};
 pub use facts::Facts;
+pub use listing::tree_exclusions;
 pub(crate) use write::occurrences;
 
 /// Rule id for refusals of paths outside the workspace (lexically or via symlinks).
@@ -439,6 +440,12 @@ impl Gateway {
                 new_text,
             } => self.edit(pol, ctx, path, old_text, new_text, facts),
             Op::Ls { path } => self.ls(pol, ctx, path, facts),
+            Op::Tree {
+                path,
+                depth,
+                exclude,
+                max_entries,
+            } => self.tree(pol, ctx, path, (*depth, *max_entries), exclude, facts),
             Op::Stat { path } => self.stat(pol, ctx, path, facts),
             Op::Glob { pattern } => self.glob(pol, ctx, pattern, facts),
             Op::Grep {
@@ -725,6 +732,56 @@ mod tests {
             other => panic!("the decoy was backed up in the user's file's place: {other:?}"),
         }
         assert!(facts.backups.is_empty());
+    }
+
+    fn tree(gw: &Gateway, path: &str, exclude: &[&str], max: usize) -> (Vec<String>, bool) {
+        let op = Op::Tree {
+            path: path.into(),
+            depth: 128,
+            exclude: exclude.iter().map(|p| p.to_string()).collect(),
+            max_entries: max,
+        };
+        match gw.handle(&ctx(), op).0.unwrap() {
+            Output::Entries { entries, truncated } => (
+                entries
+                    .iter()
+                    .map(|e| e.path.as_str().to_string())
+                    .collect(),
+                truncated,
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_tree_shows_lexical_paths_hides_secrets_and_stops_where_asked() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let gw = gateway(ws.path(), &state.path().join("audit.jsonl"));
+        for f in [
+            "real/sub/a.txt",
+            "real/.env",
+            "real/sub/node_modules/m.js",
+            "real/z",
+        ] {
+            let p = ws.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        std::os::unix::fs::symlink("real", ws.path().join("link")).unwrap();
+        let all = ["link/sub", "link/sub/a.txt", "link/sub/node_modules"];
+        let (paths, cut) = tree(&gw, "/link", &[], 100);
+        assert_eq!(
+            paths,
+            [&all[..], &["link/sub/node_modules/m.js", "link/z"]].concat()
+        );
+        assert!(!cut);
+        let (paths, cut) = tree(&gw, "/link", &["node_modules"], 100);
+        assert_eq!(paths, [&all[..2], &["link/z"]].concat());
+        assert!(!cut);
+        let (paths, cut) = tree(&gw, "/link", &[], 2);
+        assert_eq!(paths, all[..2]);
+        assert!(cut, "more entries than asked for are said to be cut");
     }
 
     #[test]

@@ -1,11 +1,10 @@
 //! Listings in the reference server's shapes: `[DIR]`/`[FILE]` lines, sizes and totals,
 //! a JSON tree, name search by glob, `key: value` metadata.
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 use rmcp::model::CallToolResult;
-use serde_json::{Value, json};
 
-use super::{TRUNCATED_LINE, args_error, handle, list, unexpected};
+use super::{TRUNCATED_LINE, args_error, handle, list, names, unexpected};
 use crate::gateway::Gateway;
 use crate::ops::{Op, Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
@@ -25,21 +24,29 @@ fn tag(e: &Entry) -> &'static str {
     }
 }
 
-/// `list_directory`: `[DIR] name` / `[FILE] name` lines.
+/// `list_directory`: `[DIR] name` / `[FILE] name` lines, from names and kinds only.
 pub(in crate::transport::mcp) fn list_directory(
     gw: &Gateway,
     ctx: &RequestCtx,
     a: PathArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let (entries, truncated) = list(gw, ctx, &a.path)?;
-    let mut lines: Vec<String> = entries
-        .iter()
-        .map(|e| format!("{} {}", tag(e), e.name))
-        .collect();
-    if truncated {
-        lines.push(TRUNCATED_LINE.into());
+    let (entries, truncated) = names(gw, ctx, &a.path, 1, Vec::new(), usize::MAX)?;
+    let mut out = String::with_capacity(entries.iter().map(|e| e.name.len() + 8).sum());
+    for e in &entries {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(tag(e));
+        out.push(' ');
+        out.push_str(&e.name);
     }
-    Ok(text(lines.join("\n")))
+    if truncated {
+        if !entries.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(TRUNCATED_LINE);
+    }
+    Ok(text(out))
 }
 
 /// Sizes as the reference server prints them (`4.00 KB`).
@@ -102,35 +109,16 @@ pub(in crate::transport::mcp) fn list_with_sizes(
     Ok(text(lines.join("\n")))
 }
 
-/// Exclusion globs as the reference server reads them: relative to the start, and a
-/// pattern without `*` also matches that name at any depth.
+/// Exclusion globs as the reference server reads them (see
+/// [`crate::gateway::tree_exclusions`]), or the argument error naming the bad one.
 fn exclusions(tool: &'static str, patterns: Option<&[String]>) -> Result<GlobSet, ToolError> {
-    let mut set = GlobSetBuilder::new();
-    for p in patterns.unwrap_or_default() {
-        let p = p.trim_start_matches("./").trim_end_matches('/');
-        if p.is_empty() {
-            continue;
-        }
-        let forms = if p.contains('*') {
-            vec![p.to_string()]
-        } else {
-            vec![p.to_string(), format!("**/{p}")]
-        };
-        for f in forms {
-            let g = GlobBuilder::new(&f)
-                .literal_separator(true)
-                .build()
-                .map_err(|e| {
-                    args_error(
-                        tool,
-                        &format!("invalid exclude pattern {p:?}: {}", e.kind()),
-                    )
-                })?;
-            set.add(g);
-        }
-    }
-    set.build()
-        .map_err(|e| args_error(tool, &format!("invalid exclude patterns: {}", e.kind())))
+    crate::gateway::tree_exclusions(patterns.unwrap_or_default()).map_err(|e| match e.glob() {
+        Some(p) => args_error(
+            tool,
+            &format!("invalid exclude pattern {p:?}: {}", e.kind()),
+        ),
+        None => args_error(tool, &format!("invalid exclude patterns: {}", e.kind())),
+    })
 }
 
 /// True if `rel` or any of its ancestors is excluded (so excluding a directory excludes
@@ -142,94 +130,117 @@ fn excluded(set: &GlobSet, rel: &str) -> bool {
     rel.match_indices('/').any(|(i, _)| set.is_match(&rel[..i])) || set.is_match(rel)
 }
 
-/// `directory_tree`: recursive listing through the gateway, one `ls` per directory.
+/// `directory_tree`: one gateway walk of names and kinds, rendered as the reference
+/// server's indented JSON.
 pub(in crate::transport::mcp) fn tree(
     gw: &Gateway,
     ctx: &RequestCtx,
     a: TreeArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let mut walk = TreeWalk {
-        gw,
-        ctx,
-        excl: exclusions("directory_tree", a.exclude_patterns.as_deref())?,
-        count: 0,
-        top: &a.path,
+    let exclude = a.exclude_patterns.unwrap_or_default();
+    exclusions("directory_tree", Some(&exclude))?;
+    let (entries, truncated) = names(gw, ctx, &a.path, MAX_TREE_DEPTH, exclude, MAX_TREE_ENTRIES)?;
+    let limit = |reason: String, rule: &'static str| ToolError::Limit {
+        reason,
+        rule,
+        path: a.path.clone(),
     };
-    let nodes = walk.subtree(&a.path, "", 0)?;
-    let pretty = serde_json::to_string_pretty(&Value::Array(nodes))
-        .map_err(|e| ToolError::Failed(format!("internal error: {e}")))?;
-    Ok(text(pretty))
+    let base = entries.first().map_or(0, |e| level_of(e) - 1);
+    if let Some(deep) = entries
+        .iter()
+        .find(|e| e.kind == FileKind::Directory && level_of(e) - base >= MAX_TREE_DEPTH)
+    {
+        tracing::debug!(path = %deep.path, "directory_tree depth limit");
+        return Err(limit(
+            format!("the tree is more than {MAX_TREE_DEPTH} levels deep"),
+            "mcp.directory_tree.max_depth",
+        ));
+    }
+    if truncated && entries.len() >= MAX_TREE_ENTRIES {
+        return Err(limit(
+            format!(
+                "the tree holds more than {MAX_TREE_ENTRIES} entries; ask for a subdirectory or add excludePatterns"
+            ),
+            "mcp.directory_tree.max_entries",
+        ));
+    }
+    if truncated {
+        return Err(limit(
+            format!(
+                "{} has more entries than fit in one answer; ask for a subdirectory",
+                a.path
+            ),
+            "limits.max_message_bytes",
+        ));
+    }
+    Ok(text(tree_json(&entries, base)?))
 }
 
-/// One `directory_tree` walk: one gateway `ls` per directory, within the entry and
-/// depth limits.
-struct TreeWalk<'a> {
-    gw: &'a Gateway,
-    ctx: &'a RequestCtx,
-    excl: GlobSet,
-    /// Entries so far.
-    count: usize,
-    /// The requested path, for limit messages.
-    top: &'a str,
+/// Components in an entry's path.
+fn level_of(e: &Entry) -> usize {
+    e.path.as_str().bytes().filter(|b| *b == b'/').count() + 1
 }
 
-impl TreeWalk<'_> {
-    fn limit(&self, reason: String, rule: &'static str) -> ToolError {
-        ToolError::Limit {
-            reason,
-            rule,
-            path: self.top.to_string(),
-        }
-    }
+/// The entries of a depth-first walk as `serde_json::to_string_pretty` renders the
+/// reference server's tree (`[{children, name, type}]`, keys sorted), written directly:
+/// no `Value` per entry.
+fn tree_json(entries: &[Entry], base: usize) -> Result<String, ToolError> {
+    let size: usize = entries
+        .iter()
+        .map(|e| e.name.len() + 48 + 12 * (level_of(e) - base))
+        .sum();
+    let mut out = Vec::with_capacity(size + 2);
+    let mut next = 0;
+    tree_array(&mut out, entries, &mut next, base + 1, 0)
+        .and_then(|()| String::from_utf8(out).map_err(serde::ser::Error::custom))
+        .map_err(|e| ToolError::Failed(format!("internal error: {e}")))
+}
 
-    fn subtree(
-        &mut self,
-        dir: &str,
-        rel_prefix: &str,
-        depth: usize,
-    ) -> Result<Vec<Value>, ToolError> {
-        let mut out = Vec::new();
-        let (entries, truncated) = list(self.gw, self.ctx, dir)?;
-        if truncated {
-            return Err(self.limit(
-                format!("{dir} has more entries than fit in one answer; ask for a subdirectory"),
-                "limits.max_message_bytes",
-            ));
+/// Writes the array of the entries at `level` from `entries[*next]` on (each followed
+/// by its children), indented `indent` levels.
+fn tree_array(
+    out: &mut Vec<u8>,
+    entries: &[Entry],
+    next: &mut usize,
+    level: usize,
+    indent: usize,
+) -> Result<(), serde_json::Error> {
+    let pad = |out: &mut Vec<u8>, n: usize| out.resize(out.len() + 2 * n, b' ');
+    out.push(b'[');
+    let mut first = true;
+    while let Some(e) = entries.get(*next).filter(|e| level_of(e) == level) {
+        *next += 1;
+        out.extend_from_slice(if first { b"\n" } else { b",\n" });
+        first = false;
+        pad(out, indent + 1);
+        out.extend_from_slice(b"{\n");
+        let dir = e.kind == FileKind::Directory;
+        if dir {
+            pad(out, indent + 2);
+            out.extend_from_slice(b"\"children\": ");
+            tree_array(out, entries, next, level + 1, indent + 2)?;
+            out.extend_from_slice(b",\n");
         }
-        for e in entries {
-            let rel = if rel_prefix.is_empty() {
-                e.name.clone()
-            } else {
-                format!("{rel_prefix}/{}", e.name)
-            };
-            if self.excl.is_match(&rel) {
-                continue;
-            }
-            self.count += 1;
-            if self.count > MAX_TREE_ENTRIES {
-                return Err(self.limit(
-                    format!(
-                        "the tree holds more than {MAX_TREE_ENTRIES} entries; ask for a subdirectory or add excludePatterns"
-                    ),
-                    "mcp.directory_tree.max_entries",
-                ));
-            }
-            if e.kind != FileKind::Directory {
-                out.push(json!({"name": e.name, "type": "file"}));
-                continue;
-            }
-            if depth + 1 >= MAX_TREE_DEPTH {
-                return Err(self.limit(
-                    format!("the tree is more than {MAX_TREE_DEPTH} levels deep"),
-                    "mcp.directory_tree.max_depth",
-                ));
-            }
-            let child = self.gw.show_path(PathStyle::AbsoluteOrRelative, &e.path);
-            let children = self.subtree(&child, &rel, depth + 1)?;
-            out.push(json!({"name": e.name, "type": "directory", "children": children}));
-        }
-        Ok(out)
+        pad(out, indent + 2);
+        out.extend_from_slice(b"\"name\": ");
+        // The same escaping as the pretty printer's.
+        serde_json::to_writer(&mut *out, &e.name)?;
+        out.extend_from_slice(b",\n");
+        pad(out, indent + 2);
+        out.extend_from_slice(if dir {
+            b"\"type\": \"directory\"\n"
+        } else {
+            b"\"type\": \"file\"\n"
+        });
+        pad(out, indent + 1);
+        out.push(b'}');
     }
+    if !first {
+        out.push(b'\n');
+        pad(out, indent);
+    }
+    out.push(b']');
+    Ok(())
 }
 
 /// `search_files`: a gateway glob for names below `path`, minus the exclusions.
@@ -307,22 +318,19 @@ pub(in crate::transport::mcp) fn file_info(
     let Output::Stat { path, info } = handle(gw, ctx, Op::Stat { path: a.path })? else {
         return Err(unexpected("get_file_info"));
     };
-    let lines = [
-        format!(
-            "path: {}",
-            gw.show_path(PathStyle::AbsoluteOrRelative, &path)
-        ),
-        format!("type: {}", info.kind),
-        format!("size: {}", info.size),
-        format!(
-            "modified: {}",
-            info.modified.as_deref().unwrap_or("unknown")
-        ),
-        format!("isDirectory: {}", info.kind == FileKind::Directory),
-        format!("isFile: {}", info.kind == FileKind::File),
-        format!("permissions: {}", octal(&info.permissions)),
-    ];
-    Ok(text(lines.join("\n")))
+    let path = gw.show_path(PathStyle::AbsoluteOrRelative, &path);
+    let modified = info.modified.as_deref().unwrap_or("unknown");
+    let (dir, file) = (
+        info.kind == FileKind::Directory,
+        info.kind == FileKind::File,
+    );
+    Ok(text(format!(
+        "path: {path}\ntype: {}\nsize: {}\nmodified: {modified}\nisDirectory: {dir}\n\
+         isFile: {file}\npermissions: {}",
+        info.kind,
+        info.size,
+        octal(&info.permissions)
+    )))
 }
 
 #[cfg(test)]
@@ -337,6 +345,69 @@ mod tests {
         assert_eq!(format_size(1536 * 1024), "1.50 MB");
         assert_eq!(octal("rw-r--r--"), "644");
         assert_eq!(octal("rwxr-x--x"), "751");
+    }
+
+    fn entry(path: &str, dir: bool) -> Entry {
+        let path = RelPath::parse_rooted(path).unwrap();
+        Entry {
+            name: path.file_name().unwrap_or_default().to_string(),
+            path,
+            kind: if dir {
+                FileKind::Directory
+            } else {
+                FileKind::File
+            },
+            size: None,
+            modified: None,
+            id: None,
+        }
+    }
+
+    /// The tree as it was built before: a `Value` per entry, pretty-printed.
+    fn tree_value(entries: &[Entry], dir: &str) -> Vec<serde_json::Value> {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        entries
+            .iter()
+            .filter(|e| {
+                e.path
+                    .as_str()
+                    .strip_prefix(&prefix)
+                    .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
+            })
+            .map(|e| match e.kind {
+                FileKind::Directory => serde_json::json!({"name": e.name, "type": "directory",
+                    "children": tree_value(entries, e.path.as_str())}),
+                _ => serde_json::json!({"name": e.name, "type": "file"}),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_tree_is_written_as_serde_json_pretty_prints_it() {
+        let walk = [
+            ("top/a", true),
+            ("top/a/b", true),
+            ("top/a/b/y \"q\" \\ \u{1} é", false),
+            ("top/a/empty", true),
+            ("top/a/x\ttab", false),
+            ("top/e", true),
+            ("top/z.rs", false),
+        ];
+        let entries: Vec<Entry> = walk.iter().map(|(p, d)| entry(p, *d)).collect();
+        let want = serde_json::to_string_pretty(&tree_value(&entries, "top")).unwrap();
+        assert_eq!(tree_json(&entries, 1).unwrap(), want);
+        // From the root, and an empty tree.
+        let root: Vec<Entry> = [("a", true), ("a/f", false), ("g", false)]
+            .iter()
+            .map(|(p, d)| entry(p, *d))
+            .collect();
+        let want = serde_json::to_string_pretty(&tree_value(&root, "")).unwrap();
+        assert_eq!(tree_json(&root, 0).unwrap(), want);
+        assert_eq!(tree_json(&[], 0).unwrap(), "[]");
     }
 
     #[test]

@@ -51,6 +51,28 @@ fn read_whole(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<String, Tool
 /// at the message limit: the text says so, as the `truncated` flag does elsewhere.
 const TRUNCATED_LINE: &str = "[TRUNCATED] the list stopped at the message limit (limits.max_message_bytes); narrow the request";
 
+/// Names and kinds beneath `path` (no metadata), `depth` levels down, depth-first in
+/// name order, and whether the list was cut (at `max_entries` or the message limit).
+fn names(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    path: &str,
+    depth: usize,
+    exclude: Vec<String>,
+    max_entries: usize,
+) -> Result<(Vec<Entry>, bool), ToolError> {
+    let op = Op::Tree {
+        path: path.to_string(),
+        depth,
+        exclude,
+        max_entries,
+    };
+    match handle(gw, ctx, op)? {
+        Output::Entries { entries, truncated } => Ok((entries, truncated)),
+        _ => Err(unexpected("tree")),
+    }
+}
+
 /// A directory's entries, and whether the list was cut at the message limit.
 fn list(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<(Vec<Entry>, bool), ToolError> {
     match handle(
