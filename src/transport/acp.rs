@@ -404,14 +404,20 @@ async fn invalid(
     out.send(bytes, len).await;
 }
 
-/// Writes each queued line, flushing after each so the peer sees it at once; the room
-/// a line held is given back once it is written.
+/// Writes each queued line, flushing once nothing more is queued so the peer sees it at
+/// once (lines queued together go out in one write); the room a line held is given back
+/// once it is written.
 pub async fn write_lines<W: AsyncWrite + Unpin>(
     mut rx: mpsc::UnboundedReceiver<Queued<Vec<u8>>>,
-    mut out: W,
+    out: W,
 ) -> std::io::Result<()> {
-    while let Some(q) = rx.recv().await {
-        out.write_all(&q.msg).await?;
+    let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, out);
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        while let Some(q) = next {
+            out.write_all(&q.msg).await?;
+            next = rx.try_recv().ok();
+        }
         out.flush().await?;
     }
     Ok(())

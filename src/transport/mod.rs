@@ -2,6 +2,7 @@
 //! and results back.
 
 pub mod acp;
+pub mod batch;
 pub mod jsonrpc;
 pub mod lines;
 pub mod mcp;

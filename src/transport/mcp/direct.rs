@@ -2,10 +2,8 @@
 //! plain `tools/call` (a name and arguments, nothing else) here instead of to the SDK,
 //! which saves two pipe hops, a task and a parse and encoding per call.
 //!
-//! Quick read-only tools run on the connection's own batch thread: it takes every call
-//! already waiting, runs them one after the other with their audit records deferred
-//! (see [`crate::gateway::deferring`]), waits once for the whole batch to be durable,
-//! and hands every answer to the output copier in one write. Changes and slow tools
+//! Quick read-only tools run on the connection's batch thread ([`crate::transport::batch`]):
+//! a batch shares one sync of the audit log and one write to the client. Changes and slow tools
 //! (search, trees) run on the blocking pool, a few at a time, as before, so they never
 //! hold up a batch. Either way the answer is exactly what the SDK would have written.
 //!
@@ -13,7 +11,6 @@
 //! it runs; a call the client cancelled before that is skipped, and an answer whose call
 //! was cancelled while running is dropped.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, JsonObject};
@@ -25,14 +22,9 @@ use super::flow::{Flow, Pending};
 use super::render::{self, ToolError};
 use super::{fit, tools};
 use crate::error::GatewayError;
-use crate::gateway::{Gateway, Lease, deferring, unwaiting};
+use crate::gateway::{Gateway, Lease};
+use crate::transport::batch::{self, Batched};
 use crate::ops::RequestCtx;
-
-/// Calls one batch takes at most: the batch's answers wait for its slowest call.
-const MAX_BATCH: usize = 64;
-
-/// Calls queued for the batch thread (each also holds its line's room in the flow).
-const QUEUE: usize = 256;
 
 /// Answers for the output copier, with the requests whose rooms they release once written.
 #[derive(Default)]
@@ -103,7 +95,7 @@ fn batched(tool: ToolId) -> bool {
 }
 
 /// A call that ran, before its answer is encoded.
-struct Done {
+pub(super) struct Done {
     key: String,
     result: CallToolResult,
     leases: Vec<Lease>,
@@ -146,52 +138,21 @@ impl Direct {
             answers,
             rt: tokio::runtime::Handle::current(),
         });
-        let (batch, jobs) = mpsc::channel(QUEUE);
-        let worker = Arc::clone(&direct);
-        std::thread::Builder::new()
-            .name("fsgate-mcp-batch".into())
-            .spawn(move || worker.work(jobs))?;
+        let batch = batch::start(Arc::clone(&direct), "fsgate-mcp-batch")?;
         Ok(Door { direct, batch })
     }
+}
 
-    /// The batch thread: takes what waits, runs it as one batch, and again.
-    fn work(&self, mut jobs: mpsc::Receiver<Job>) {
-        let mut waiting = VecDeque::new();
-        loop {
-            if waiting.is_empty() {
-                match jobs.blocking_recv() {
-                    Some(job) => waiting.push_back(job),
-                    None => return,
-                }
-            }
-            while waiting.len() < MAX_BATCH {
-                match jobs.try_recv() {
-                    Ok(job) => waiting.push_back(job),
-                    Err(_) => break,
-                }
-            }
-            let (done, deferred) = deferring(|| self.run_batch(&mut waiting));
-            let settled = self.gw.settle(deferred);
-            self.answer(done, settled);
-        }
-    }
+impl Batched for Direct {
+    type Job = Job;
+    type Done = Done;
 
-    /// Runs calls from `waiting` until it is empty or their content leases outgrow the
-    /// gateway's budget (their answers must then go out before anything else runs).
-    fn run_batch(&self, waiting: &mut VecDeque<Job>) -> Vec<Done> {
-        let mut done = Vec::with_capacity(waiting.len());
-        while let Some(job) = waiting.pop_front() {
-            let (ran, overdrawn) = unwaiting(|| self.call(job));
-            done.extend(ran);
-            if overdrawn {
-                break;
-            }
-        }
-        done
+    fn gateway(&self) -> &Gateway {
+        &self.gw
     }
 
     /// Runs one call, unless it was cancelled before it started.
-    fn call(&self, job: Job) -> Option<Done> {
+    fn run(&self, job: Job) -> Option<Done> {
         if !self.flow.claim(&job.key) {
             return None;
         }
@@ -212,8 +173,7 @@ impl Direct {
     }
 
     /// Encodes the answers and hands them to the copier, in as few writes as their
-    /// rooms allow. `settled`: whether their deferred records are durable; if not, each
-    /// answer is replaced by the error.
+    /// rooms allow.
     fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
         let mut out = Outgoing::default();
         for Done {
@@ -241,6 +201,9 @@ impl Direct {
         self.send(&mut out);
     }
 
+}
+
+impl Direct {
     fn send(&self, out: &mut Outgoing) {
         if out.bytes.is_empty() {
             return;
@@ -266,7 +229,7 @@ impl Door {
             };
             let ran = tokio::task::spawn_blocking(move || {
                 let _permit = permit;
-                if let Some(done) = direct.call(job) {
+                if let Some(done) = direct.run(job) {
                     direct.answer(vec![done], Ok(()));
                 }
             });
