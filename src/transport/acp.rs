@@ -10,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
+use super::batch::{self, Batched};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use crate::error::{GatewayError, code};
@@ -288,6 +289,13 @@ where
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let peer: Arc<str> = peer.into();
+    let batch = Batch {
+        gw: Arc::clone(&gw),
+        peer: Arc::clone(&peer),
+        out: outbox.clone(),
+        rt: tokio::runtime::Handle::current(),
+    };
+    let batch = batch::start(Arc::new(batch), "fsgate-acp-batch")?;
     let mut tasks = JoinSet::new();
     loop {
         while tasks.try_join_next().is_some() {}
@@ -311,6 +319,10 @@ where
             continue;
         }
         match jsonrpc::classify(&line) {
+            Incoming::Request { id, method, params } if batched(&method) => {
+                // Err: the batch thread is gone (it cannot end before `batch` is dropped).
+                let _ = batch.send(Job { id, method, params }).await;
+            }
             Incoming::Request { id, method, params } => {
                 let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
                     break;
@@ -333,8 +345,79 @@ where
         }
     }
     while tasks.join_next().await.is_some() {}
+    // The batch thread answers what it holds, then lets go of its outbox.
+    drop(batch);
     drop(outbox);
     writer.await.map_err(std::io::Error::other)?
+}
+
+/// Whether `method` is quick and read-only: answered on the batch thread.
+fn batched(method: &str) -> bool {
+    matches!(
+        method,
+        "fs/read_text_file" | "_fsgate/read_file" | "_fsgate/stat" | "_fsgate/ls"
+    )
+}
+
+/// A request for the batch thread.
+struct Job {
+    id: Value,
+    method: String,
+    params: Value,
+}
+
+/// A request answered, its answer not yet queued.
+struct Done {
+    id: Value,
+    bytes: Vec<u8>,
+    lease: Option<Lease>,
+}
+
+/// The connection's batch thread (see [`crate::transport::batch`]).
+struct Batch {
+    gw: Arc<Gateway>,
+    peer: Arc<str>,
+    out: Outbox<Vec<u8>>,
+    rt: tokio::runtime::Handle,
+}
+
+impl Batched for Batch {
+    type Job = Job;
+    type Done = Done;
+
+    fn gateway(&self) -> &Gateway {
+        &self.gw
+    }
+
+    fn run(&self, job: Job) -> Option<Done> {
+        let Job { id, method, params } = job;
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            answer(&self.gw, &self.peer, &id, &method, params)
+        }));
+        let (v, lease) = ran.unwrap_or_else(|_| {
+            tracing::error!(%method, "request panicked");
+            let err =
+                jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None);
+            (jsonrpc::error_response(&id, err), None)
+        });
+        Some(Done {
+            bytes: line_bytes(&v),
+            id,
+            lease,
+        })
+    }
+
+    fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
+        for Done { id, bytes, lease } in done {
+            let bytes = match &settled {
+                Ok(()) => bytes,
+                Err(e) => line_bytes(&jsonrpc::error_response(&id, e.to_rpc_error())),
+            };
+            let len = bytes.len();
+            self.rt.block_on(self.out.send(bytes, len));
+            drop(lease);
+        }
+    }
 }
 
 /// Answers one request on the blocking pool and queues the answer; the content budget
