@@ -126,7 +126,7 @@ pub struct Report {
     pub reps: usize,
     /// Quick mode (tiny counts: not figures to compare).
     pub quick: bool,
-    /// p50 of 4 KiB append + fdatasync on the runs' disk, µs.
+    /// p50 of 4 KiB write + fdatasync on the runs' disk, µs (median over repetitions).
     pub fdatasync_p50_us: f64,
     /// The tree's sizes.
     pub sizes: Sizes,
@@ -187,7 +187,7 @@ impl Report {
         let _ = writeln!(s, "## Latest run\n");
         let _ = writeln!(
             s,
-            "{} UTC; `nproc` {}; CPU {}; {} repetition(s), medians{}; `fdatasync` p50 of this disk: {:.0} us (4 KiB append + `fdatasync`, measured by the driver in the same run on the same disk).\n",
+            "{} UTC; `nproc` {}; CPU {}; {} repetition(s), medians{}; `fdatasync` p50 of this disk: {:.0} us (4 KiB write + `fdatasync` into reserved space, 1,000 times, measured by the driver just before `read_seq` in each repetition, same disk; median of the repetitions).\n",
             self.date,
             self.nproc,
             self.cpu_model,

@@ -88,7 +88,7 @@ async fn drive(srv: &Server, n: usize, k: usize, op: &dyn Op) -> Result<Run, Err
 
 fn short(v: &Value) -> String {
     let s = v.to_string();
-    s.chars().take(300).collect()
+    s.chars().take(600).collect()
 }
 
 fn mcp_call(name: &str, args: Value) -> Value {
