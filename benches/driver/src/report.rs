@@ -187,7 +187,7 @@ impl Report {
         let _ = writeln!(s, "## Latest run\n");
         let _ = writeln!(
             s,
-            "{} UTC; `nproc` {}; CPU {}; {} repetition(s), medians{}; `fdatasync` p50 of this disk: {:.0} us (4 KiB write + `fdatasync` into reserved space, 1,000 times, measured by the driver just before `read_seq` in each repetition, same disk; median of the repetitions).\n",
+            "{} UTC; `nproc` {}; CPU {}; {} repetition(s), medians{}; `fdatasync` p50 of this disk: {:.0} us (4 KiB append + `fdatasync`, space reserved ahead as the audit log does, 1,000 times, measured by the driver just before `read_seq` in each repetition, same disk; median of the repetitions).\n",
             self.date,
             self.nproc,
             self.cpu_model,
