@@ -193,12 +193,14 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
     };
     let mut runs: BTreeMap<(String, String), Vec<Figures>> = BTreeMap::new();
     let mut failures = Vec::new();
-    let mut fdatasync = Vec::new();
+    let (mut fdatasync, mut small_sync) = (Vec::new(), Vec::new());
     for rep in 0..cfg.reps.max(1) {
         for (w, mut servers) in jobs(&cfg) {
             if w == "read_seq" {
                 // The disk's sync cost at the moment reads are measured.
-                fdatasync.push(fdatasync_p50(work, if cfg.quick { 50 } else { 1000 })?);
+                let count = if cfg.quick { 50 } else { 1000 };
+                fdatasync.push(fdatasync_p50(work, count, 4096)?);
+                small_sync.push(fdatasync_p50(work, count, RECORD_BYTES)?);
             }
             if rep % 2 == 1 {
                 servers.reverse();
@@ -219,9 +221,8 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
             }
         }
     }
-    fdatasync.sort_by(f64::total_cmp);
-    let fdatasync = fdatasync.get(fdatasync.len() / 2).copied().unwrap_or(0.0);
-    Ok(Report::new(&cfg, fdatasync, runs, failures, &suite.sz))
+    let syncs = [mid(fdatasync), mid(small_sync)];
+    Ok(Report::new(&cfg, syncs, runs, failures, &suite.sz))
 }
 
 impl Suite {
@@ -345,24 +346,32 @@ impl Suite {
     }
 }
 
-/// p50 of `n` times (append 4 KiB + fdatasync) to a file under `dir`, in µs. Space is
+/// About one audit record's size, for the second fdatasync probe.
+const RECORD_BYTES: usize = 400;
+
+fn mid(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// p50 of `n` times (append `chunk` bytes + fdatasync) to a file under `dir`, in µs. Space is
 /// reserved past the end first (`fallocate` with `KEEP_SIZE`), as fsgate's audit log
 /// reserves its own: each sync is one appended record's, size change included. (Writing
 /// into space reserved without `KEEP_SIZE` costs several times more on ext4.)
-fn fdatasync_p50(dir: &Path, n: usize) -> Result<f64, Error> {
+fn fdatasync_p50(dir: &Path, n: usize, chunk: usize) -> Result<f64, Error> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::FileExt;
     let p = dir.join("fdatasync-probe");
     let f = std::fs::File::create(&p).map_err(|e| Error::io(&p, e))?;
-    let len = i64::try_from(n * 4096).unwrap_or(i64::MAX);
+    let len = i64::try_from(n * chunk).unwrap_or(i64::MAX);
     // SAFETY: fallocate on a descriptor we own; a failure only leaves the file unreserved.
     unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len) };
     f.sync_all().map_err(|e| Error::io(&p, e))?;
-    let buf = [b'x'; 4096];
+    let buf = vec![b'x'; chunk];
     let mut lat = Vec::with_capacity(n);
     for i in 0..n {
         let t = Instant::now();
-        f.write_all_at(&buf, (i * 4096) as u64)
+        f.write_all_at(&buf, (i * chunk) as u64)
             .map_err(|e| Error::io(&p, e))?;
         f.sync_data().map_err(|e| Error::io(&p, e))?;
         lat.push(t.elapsed());
