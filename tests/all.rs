@@ -83,3 +83,5 @@ mod crash_gateway;
 mod writeahead;
 // Bounded memory and answers: a client that stops reading, truncated listings, reads over the message limit.
 mod bounded;
+// The benchmark driver (benches/driver) in quick mode against fsgate: every answer checks.
+mod bench_driver;

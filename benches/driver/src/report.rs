@@ -1,0 +1,424 @@
+//! Figures, medians, the targets, and the table / JSON / Markdown of a run.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::suite::Config;
+use crate::tree::Sizes;
+use crate::workloads::Run;
+
+/// One workload on one server (one repetition, or the medians).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Figures {
+    /// Requests per second (`None` where it means nothing: startup, idle).
+    pub ops_per_s: Option<f64>,
+    /// Median latency, ms.
+    pub p50_ms: Option<f64>,
+    /// 99th percentile latency, ms.
+    pub p99_ms: Option<f64>,
+    /// Server CPU (utime + stime) per request, µs.
+    pub cpu_us_per_op: Option<f64>,
+    /// Server peak RSS (VmHWM), MiB; for `idle_rss`, VmRSS.
+    pub rss_mib: Option<f64>,
+}
+
+fn pct(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(i).copied()
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    pct(&v, 0.5)
+}
+
+impl Figures {
+    /// The figures of one timed run.
+    pub fn from_run(r: &Run) -> Figures {
+        let mut ms: Vec<f64> = r.lat.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        ms.sort_by(f64::total_cmp);
+        let n = r.lat.len() as f64;
+        let wall = r.wall.as_secs_f64();
+        Figures {
+            ops_per_s: (wall > 0.0).then(|| n / wall),
+            p50_ms: pct(&ms, 0.5),
+            p99_ms: pct(&ms, 0.99),
+            cpu_us_per_op: r.cpu_s.filter(|_| n > 0.0).map(|c| c * 1e6 / n),
+            rss_mib: r.hwm_kib.map(|k| k as f64 / 1024.0),
+        }
+    }
+
+    /// Startup: latencies only.
+    pub fn startup_only(mut self) -> Figures {
+        self.ops_per_s = None;
+        self
+    }
+
+    /// Idle memory: VmRSS only.
+    pub fn rss_only(kib: u64) -> Figures {
+        Figures {
+            rss_mib: Some(kib as f64 / 1024.0),
+            ..Figures::default()
+        }
+    }
+
+    /// One line for the progress log.
+    pub fn brief(&self) -> String {
+        format!(
+            "{} ops/s, p50 {} ms, p99 {} ms, cpu {} us/op, rss {} MiB",
+            num(self.ops_per_s, 0),
+            num(self.p50_ms, 3),
+            num(self.p99_ms, 3),
+            num(self.cpu_us_per_op, 1),
+            num(self.rss_mib, 1)
+        )
+    }
+
+    fn medians(all: &[Figures]) -> Figures {
+        let m = |f: fn(&Figures) -> Option<f64>| median(all.iter().filter_map(f).collect());
+        Figures {
+            ops_per_s: m(|f| f.ops_per_s),
+            p50_ms: m(|f| f.p50_ms),
+            p99_ms: m(|f| f.p99_ms),
+            cpu_us_per_op: m(|f| f.cpu_us_per_op),
+            rss_mib: m(|f| f.rss_mib),
+        }
+    }
+}
+
+fn num(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) => format!("{x:.digits$}"),
+        None => "-".into(),
+    }
+}
+
+/// One target: what was measured against what was asked.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    /// What is compared.
+    pub name: String,
+    /// The measured value, as text.
+    pub measured: String,
+    /// The goal, as text.
+    pub goal: String,
+    /// `None` when a figure is missing (a failed workload, no reference).
+    pub met: Option<bool>,
+}
+
+/// Medians of a run, with the failures and targets.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// UTC date and time of the report.
+    pub date: String,
+    /// `nproc` of the machine.
+    pub nproc: usize,
+    /// CPU model from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// The command that ran.
+    pub command: String,
+    /// Repetitions.
+    pub reps: usize,
+    /// Quick mode (tiny counts: not figures to compare).
+    pub quick: bool,
+    /// p50 of 4 KiB write + fdatasync on the runs' disk, µs (median over repetitions).
+    pub fdatasync_p50_us: f64,
+    /// The same with 400-byte appends (about one audit record), µs.
+    pub fdatasync_record_p50_us: f64,
+    /// The tree's sizes.
+    pub sizes: Sizes,
+    /// (workload, server) -> medians.
+    pub figures: Vec<(String, String, Figures)>,
+    /// Every failed workload run.
+    pub failures: Vec<String>,
+    /// The targets.
+    pub targets: Vec<Target>,
+}
+
+impl Report {
+    /// Medians and targets of the runs.
+    pub fn new(
+        cfg: &Config,
+        syncs: [f64; 2],
+        runs: BTreeMap<(String, String), Vec<Figures>>,
+        failures: Vec<String>,
+        sz: &Sizes,
+    ) -> Report {
+        let figures: Vec<(String, String, Figures)> = order(runs)
+            .into_iter()
+            .map(|((w, s), all)| (w, s, Figures::medians(&all)))
+            .collect();
+        let mut r = Report {
+            date: utc_now(),
+            nproc: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            cpu_model: cpu_model(),
+            command: cfg.command.clone(),
+            reps: cfg.reps,
+            quick: cfg.quick,
+            fdatasync_p50_us: syncs[0],
+            fdatasync_record_p50_us: syncs[1],
+            sizes: sz.clone(),
+            figures,
+            failures,
+            targets: Vec::new(),
+        };
+        r.targets = crate::report::targets(&r);
+        r
+    }
+
+    /// The medians of `w` on `server`.
+    pub fn get(&self, w: &str, server: &str) -> Option<&Figures> {
+        self.figures
+            .iter()
+            .find(|(a, b, _)| a == w && b == server)
+            .map(|(_, _, f)| f)
+    }
+
+    /// True if every workload ran and every answer checked.
+    pub fn all_ran(&self) -> bool {
+        self.failures.is_empty()
+    }
+
+    /// The figures and targets as Markdown tables (also the terminal output).
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "## Latest run\n");
+        let _ = writeln!(
+            s,
+            "{} UTC; `nproc` {}; CPU {}; {} repetition(s), medians{}; `fdatasync` p50 of this disk: {:.0} us (4 KiB append + `fdatasync`, space reserved ahead as the audit log does, 1,000 times, measured by the driver just before `read_seq` in each repetition, same disk; median of the repetitions; with 400-byte appends, about one audit record: {:.0} us).\n",
+            self.date,
+            self.nproc,
+            self.cpu_model,
+            self.reps,
+            if self.quick {
+                " (QUICK mode: tiny counts, not figures)"
+            } else {
+                ""
+            },
+            self.fdatasync_p50_us,
+            self.fdatasync_record_p50_us
+        );
+        let _ = writeln!(s, "Command: `{}`\n", self.command);
+        let _ = writeln!(
+            s,
+            "| workload | server | ops/s | p50 ms | p99 ms | server CPU us/op | peak RSS MiB |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+        for (w, srv, f) in &self.figures {
+            let _ = writeln!(
+                s,
+                "| {w} | {srv} | {} | {} | {} | {} | {} |",
+                num(f.ops_per_s, 0),
+                num(f.p50_ms, 3),
+                num(f.p99_ms, 3),
+                num(f.cpu_us_per_op, 1),
+                num(f.rss_mib, 1)
+            );
+        }
+        let _ = writeln!(s, "\n| target | measured | goal | met |");
+        let _ = writeln!(s, "|---|---|---|---|");
+        for t in &self.targets {
+            let met = match t.met {
+                Some(true) => "met",
+                Some(false) => "NOT MET",
+                None => "no figure",
+            };
+            let _ = writeln!(s, "| {} | {} | {} | {met} |", t.name, t.measured, t.goal);
+        }
+        if !self.failures.is_empty() {
+            let _ = writeln!(s, "\nFailed (no figures taken from these runs):\n");
+            for f in &self.failures {
+                let _ = writeln!(s, "- {f}");
+            }
+        }
+        s
+    }
+}
+
+/// Runs in the suite's workload order, not alphabetical.
+fn order(runs: BTreeMap<(String, String), Vec<Figures>>) -> Vec<((String, String), Vec<Figures>)> {
+    const ORDER: [&str; 16] = [
+        "startup",
+        "idle_rss",
+        "read_seq",
+        "read_pipe",
+        "write_new",
+        "overwrite",
+        "stat",
+        "list",
+        "tree",
+        "read_big",
+        "search_literal",
+        "search_regex",
+        "acp_read_seq",
+        "acp_read_pipe",
+        "ws_read_seq",
+        "ws_read_pipe",
+    ];
+    let mut v: Vec<_> = runs.into_iter().collect();
+    v.sort_by_key(|((w, s), _)| {
+        let i = ORDER.iter().position(|o| o == w).unwrap_or(ORDER.len());
+        (i, s != "mcpfs", s.clone())
+    });
+    v
+}
+
+/// Builds the target rows from the medians.
+fn targets(r: &Report) -> Vec<Target> {
+    let mut t = Vec::new();
+    let ops = |w: &str, s: &str| r.get(w, s).and_then(|f| f.ops_per_s);
+    let p50 = |w: &str, s: &str| r.get(w, s).and_then(|f| f.p50_ms);
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let mut at_least = |name: &str, v: Option<f64>, goal: f64, unit: &str| {
+        t.push(Target {
+            name: name.into(),
+            measured: v.map_or("-".into(), |x| format!("{x:.2}{unit}")),
+            goal: format!(">= {goal}{unit}"),
+            met: v.map(|x| x >= goal),
+        });
+    };
+    let cpu = |s: &str| r.get("read_seq", s).and_then(|f| f.cpu_us_per_op);
+    at_least(
+        "CPU per 4 KiB read (read_seq): mcpfs / fsgate",
+        ratio(cpu("mcpfs"), cpu("fsgate")),
+        8.0,
+        "x",
+    );
+    at_least(
+        "read_pipe ops/s",
+        ratio(ops("read_pipe", "fsgate"), ops("read_pipe", "mcpfs")),
+        8.0,
+        "x",
+    );
+    at_least(
+        "read_seq ops/s, fsync=batch",
+        ratio(
+            ops("read_seq", "fsgate fsync=batch"),
+            ops("read_seq", "mcpfs"),
+        ),
+        5.0,
+        "x",
+    );
+    for (w, goal) in [
+        ("write_new", 5.0),
+        ("overwrite", 2.0),
+        ("stat", 3.0),
+        ("list", 2.0),
+        ("tree", 3.0),
+        ("read_big", 3.0),
+    ] {
+        at_least(
+            &format!("{w} ops/s"),
+            ratio(ops(w, "fsgate"), ops(w, "mcpfs")),
+            goal,
+            "x",
+        );
+    }
+    for (a, b) in [("acp_read_seq", "read_seq"), ("acp_read_pipe", "read_pipe")] {
+        at_least(
+            &format!("{a} / MCP {b} ops/s"),
+            ratio(ops(a, "fsgate acp"), ops(b, "fsgate")),
+            0.8,
+            "x",
+        );
+    }
+    for (a, b) in [("ws_read_seq", "read_seq"), ("ws_read_pipe", "read_pipe")] {
+        at_least(
+            &format!("{a} / MCP {b} ops/s"),
+            ratio(ops(a, "fsgate ws"), ops(b, "fsgate")),
+            0.8,
+            "x",
+        );
+    }
+    at_least(
+        "startup p50: mcpfs / fsgate",
+        ratio(p50("startup", "mcpfs"), p50("startup", "fsgate")),
+        1.0,
+        "x",
+    );
+    let mut at_most = |name: &str, v: Option<f64>, goal: f64, unit: &str| {
+        t.push(Target {
+            name: name.into(),
+            measured: v.map_or("-".into(), |x| format!("{x:.2}{unit}")),
+            goal: format!("<= {goal:.2}{unit}"),
+            met: v.map(|x| x <= goal),
+        });
+    };
+    let fsync_ms = r.fdatasync_p50_us / 1e3;
+    at_most(
+        "read_seq p50 (fdatasync p50 + 0.06 ms)",
+        p50("read_seq", "fsgate"),
+        fsync_ms + 0.06,
+        " ms",
+    );
+    for w in ["search_literal", "search_regex"] {
+        at_most(
+            &format!("{w} time / rg's"),
+            ratio(p50(w, "fsgate"), p50(w, "rg")),
+            1.5,
+            "x",
+        );
+    }
+    at_most("startup p50", p50("startup", "fsgate"), 20.0, " ms");
+    let idle = r.get("idle_rss", "fsgate").and_then(|f| f.rss_mib);
+    at_most("idle RSS", idle, 16.0, " MiB");
+    let big_mib = r.sizes.big_bytes as f64 / (1024.0 * 1024.0);
+    let peak = r.get("read_big", "fsgate").and_then(|f| f.rss_mib);
+    at_most(
+        "read_big peak RSS (idle + 4x the file)",
+        peak,
+        idle.unwrap_or(0.0) + 4.0 * big_mib,
+        " MiB",
+    );
+    if idle.is_none()
+        && let Some(last) = t.last_mut()
+    {
+        last.met = None;
+    }
+    t
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("model name")?
+                    .split_once(':')
+                    .map(|(_, v)| v.trim().to_string())
+            })
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (UTC) from the system clock.
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}

@@ -1,0 +1,384 @@
+//! `fsgate-bench suite`: every workload on every server, repetitions alternating the
+//! servers' order, medians.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::Error;
+use crate::report::{Figures, Report};
+use crate::server::{self, Door, Server, Spec};
+use crate::tree::{self, Sizes};
+use crate::workloads::{self, Ctx, Run};
+
+/// The default policy, with the `[audit]` durability the batch target asks for.
+const DEFAULT_POLICY: &str = include_str!("../../../policies/default.toml");
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The `fsgate` binary.
+    pub fsgate: PathBuf,
+    /// `node` and the reference server's `dist/index.js`; `None` runs fsgate alone.
+    pub reference: Option<(PathBuf, PathBuf)>,
+    /// `rg`, for the search comparison; without it searches are checked, not compared.
+    pub rg: Option<PathBuf>,
+    /// A directory the driver may fill (trees, logs); created if missing.
+    pub work: PathBuf,
+    /// Repetitions (medians are taken across them).
+    pub reps: usize,
+    /// Tiny counts and trees: proves that everything runs and checks.
+    pub quick: bool,
+    /// The command line, for the report.
+    pub command: String,
+}
+
+/// Requests per workload.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Counts {
+    startup: usize,
+    read_seq: usize,
+    read_pipe: usize,
+    write: usize,
+    stat: usize,
+    list: usize,
+    tree: usize,
+    read_big: usize,
+    search: usize,
+    warmup: usize,
+}
+
+fn plan(quick: bool) -> (Sizes, Counts) {
+    if quick {
+        let sz = Sizes {
+            small_files: 20,
+            list_entries: 50,
+            tree_dirs: 4,
+            tree_files_per_dir: 10,
+            tree_file_bytes: 2048,
+            big_bytes: 256 * 1024,
+        };
+        let n = Counts {
+            startup: 2,
+            read_seq: 20,
+            read_pipe: 64,
+            write: 40,
+            stat: 20,
+            list: 3,
+            tree: 2,
+            read_big: 2,
+            search: 2,
+            warmup: 5,
+        };
+        return (sz, n);
+    }
+    let sz = Sizes {
+        small_files: 2000,
+        list_entries: 1000,
+        tree_dirs: 100,
+        tree_files_per_dir: 100,
+        tree_file_bytes: 10_000,
+        big_bytes: 10 * 1024 * 1024,
+    };
+    let n = Counts {
+        startup: 20,
+        read_seq: 4000,
+        read_pipe: 20_000,
+        write: 2000,
+        stat: 4000,
+        list: 200,
+        tree: 10,
+        read_big: 20,
+        search: 5,
+        warmup: 300,
+    };
+    (sz, n)
+}
+
+/// The servers: labels as they appear in the report.
+const MCPFS: &str = "mcpfs";
+const FSGATE: &str = "fsgate";
+const BATCH: &str = "fsgate fsync=batch";
+const ACP: &str = "fsgate acp";
+const WS: &str = "fsgate ws";
+const RG: &str = "rg";
+
+/// The workloads in order, each with the servers it runs on.
+fn jobs(cfg: &Config) -> Vec<(&'static str, Vec<&'static str>)> {
+    let both = |extra: &[&'static str]| {
+        let mut v = Vec::new();
+        if cfg.reference.is_some() {
+            v.push(MCPFS);
+        }
+        v.push(FSGATE);
+        v.extend_from_slice(extra);
+        v
+    };
+    let search = if cfg.rg.is_some() {
+        vec![FSGATE, RG]
+    } else {
+        vec![FSGATE]
+    };
+    vec![
+        ("startup", both(&[])),
+        ("idle_rss", both(&[])),
+        ("read_seq", both(&[BATCH])),
+        ("read_pipe", both(&[])),
+        ("write_new", both(&[])),
+        ("overwrite", both(&[])),
+        ("stat", both(&[])),
+        ("list", both(&[])),
+        ("tree", both(&[])),
+        ("read_big", both(&[])),
+        ("search_literal", search.clone()),
+        ("search_regex", search),
+        ("acp_read_seq", vec![ACP]),
+        ("acp_read_pipe", vec![ACP]),
+        ("ws_read_seq", vec![WS]),
+        ("ws_read_pipe", vec![WS]),
+    ]
+}
+
+/// One suite run, its state and results.
+struct Suite {
+    cfg: Config,
+    sz: Sizes,
+    n: Counts,
+    /// Server label -> its workspace root (canonical).
+    roots: BTreeMap<&'static str, PathBuf>,
+    batch_policy: PathBuf,
+}
+
+/// Runs the suite; the report holds every figure, failure and target.
+pub async fn run(cfg: Config) -> Result<Report, Error> {
+    let (sz, n) = plan(cfg.quick);
+    let work = &cfg.work;
+    std::fs::create_dir_all(work).map_err(|e| Error::io(work, e))?;
+    let mut roots = BTreeMap::new();
+    let mut copies = vec![FSGATE];
+    if cfg.reference.is_some() {
+        copies.push(MCPFS);
+    }
+    for label in copies {
+        let root = work.join(label.replace(' ', "-")).join("ws");
+        if root.exists() {
+            std::fs::remove_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+        }
+        eprintln!(
+            "fsgate-bench: building the tree for {label} in {}",
+            root.display()
+        );
+        tree::build(&root, &sz)?;
+        let root = root.canonicalize().map_err(|e| Error::io(&root, e))?;
+        roots.insert(label, root);
+    }
+    // The fsgate variants only read: they share fsgate's tree.
+    for label in [BATCH, ACP, WS, RG] {
+        let r = roots.get(FSGATE).cloned().unwrap_or_default();
+        roots.insert(label, r);
+    }
+    // Start the runs with the trees on disk, not in the page cache's writeback.
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+    let batch_policy = work.join("policy-batch.toml");
+    let text = format!("{DEFAULT_POLICY}\n[audit]\nfsync = \"batch\"\n");
+    std::fs::write(&batch_policy, text).map_err(|e| Error::io(&batch_policy, e))?;
+    let suite = Suite {
+        cfg: cfg.clone(),
+        sz,
+        n,
+        roots,
+        batch_policy,
+    };
+    let mut runs: BTreeMap<(String, String), Vec<Figures>> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let (mut fdatasync, mut small_sync) = (Vec::new(), Vec::new());
+    for rep in 0..cfg.reps.max(1) {
+        for (w, mut servers) in jobs(&cfg) {
+            if w == "read_seq" {
+                // The disk's sync cost at the moment reads are measured.
+                let count = if cfg.quick { 50 } else { 1000 };
+                fdatasync.push(fdatasync_p50(work, count, 4096)?);
+                small_sync.push(fdatasync_p50(work, count, RECORD_BYTES)?);
+            }
+            if rep % 2 == 1 {
+                servers.reverse();
+            }
+            for label in servers {
+                eprint!("fsgate-bench: rep {} {w} on {label} ... ", rep + 1);
+                let _ = std::io::stderr().flush();
+                match suite.job(w, label, rep).await {
+                    Ok(f) => {
+                        eprintln!("{}", f.brief());
+                        runs.entry((w.into(), label.into())).or_default().push(f);
+                    }
+                    Err(e) => {
+                        eprintln!("FAILED: {e}");
+                        failures.push(format!("{w} on {label} (rep {}): {e}", rep + 1));
+                    }
+                }
+            }
+        }
+    }
+    let syncs = [mid(fdatasync), mid(small_sync)];
+    Ok(Report::new(&cfg, syncs, runs, failures, &suite.sz))
+}
+
+impl Suite {
+    fn spec(&self, label: &str) -> Result<Spec, Error> {
+        let fsgate = |door, policy| Spec::Fsgate {
+            bin: self.cfg.fsgate.clone(),
+            door,
+            policy,
+        };
+        Ok(match label {
+            MCPFS => match &self.cfg.reference {
+                Some((node, js)) => Spec::Reference {
+                    node: node.clone(),
+                    js: js.clone(),
+                },
+                None => return Err(Error::Setup("no reference server".into())),
+            },
+            FSGATE => fsgate(Door::Mcp, None),
+            BATCH => fsgate(Door::Mcp, Some(self.batch_policy.clone())),
+            ACP => fsgate(Door::Acp, None),
+            WS => fsgate(Door::Ws, None),
+            _ => return Err(Error::Setup(format!("no server {label}"))),
+        })
+    }
+
+    fn state_dir(&self, label: &str, w: &str, rep: usize) -> PathBuf {
+        let tag = label.replace([' ', '='], "-");
+        self.cfg.work.join("state").join(format!("{tag}-{w}-{rep}"))
+    }
+
+    async fn start(&self, label: &str, w: &str, rep: usize) -> Result<(Server, &Path), Error> {
+        let spec = self.spec(label)?;
+        let root = self
+            .roots
+            .get(label)
+            .ok_or_else(|| Error::Setup(format!("no tree for {label}")))?;
+        let srv = server::start(&spec, root, &self.state_dir(label, w, rep)).await?;
+        Ok((srv, root))
+    }
+
+    /// Runs workload `w` on server `label` once (a fresh server process).
+    async fn job(&self, w: &str, label: &str, rep: usize) -> Result<Figures, Error> {
+        if label == RG {
+            let root = self.roots.get(RG).ok_or(Error::Setup("no tree".into()))?;
+            let rg = self.cfg.rg.as_ref().ok_or(Error::Setup("no rg".into()))?;
+            let cx = Ctx {
+                root,
+                sz: &self.sz,
+                rep,
+            };
+            let run = workloads::rg(rg, &cx, self.n.search, w == "search_literal")?;
+            return Ok(Figures::from_run(&run));
+        }
+        match w {
+            "startup" => return self.startup(label, rep).await,
+            "idle_rss" => return self.idle(label, rep).await,
+            _ => {}
+        }
+        let (srv, root) = self.start(label, w, rep).await?;
+        let cx = Ctx {
+            root,
+            sz: &self.sz,
+            rep,
+        };
+        let res = self.workload(&srv, &cx, w).await;
+        srv.stop().await;
+        Ok(Figures::from_run(&res?))
+    }
+
+    async fn workload(&self, srv: &Server, cx: &Ctx<'_>, w: &str) -> Result<Run, Error> {
+        let n = &self.n;
+        let (seq, pipe) = (w.ends_with("read_seq"), w.ends_with("read_pipe"));
+        if seq || pipe {
+            let k = if pipe { 32 } else { 1 };
+            workloads::read_small(srv, cx, n.warmup, k).await?;
+            let count = if pipe { n.read_pipe } else { n.read_seq };
+            return workloads::read_small(srv, cx, count, k).await;
+        }
+        match w {
+            "write_new" => workloads::write_new(srv, cx, n.write).await,
+            "overwrite" => workloads::overwrite(srv, cx, n.write).await,
+            "stat" => {
+                workloads::stat(srv, cx, n.warmup).await?;
+                workloads::stat(srv, cx, n.stat).await
+            }
+            "list" => workloads::list(srv, cx, n.list).await,
+            "tree" => workloads::dir_tree(srv, cx, n.tree).await,
+            "read_big" => workloads::read_big(srv, cx, n.read_big).await,
+            "search_literal" => workloads::search(srv, cx, n.search, true).await,
+            "search_regex" => workloads::search(srv, cx, n.search, false).await,
+            _ => Err(Error::Setup(format!("no workload {w}"))),
+        }
+    }
+
+    /// `startup`: spawn to `initialize` answer, a fresh process each time.
+    async fn startup(&self, label: &str, rep: usize) -> Result<Figures, Error> {
+        let mut lat = Vec::new();
+        let t0 = Instant::now();
+        for j in 0..self.n.startup {
+            // A fresh state directory each time: no audit log to reopen.
+            let (srv, _) = self.start(label, &format!("startup{j}"), rep).await?;
+            lat.push(srv.startup);
+            srv.stop().await;
+        }
+        let run = Run {
+            lat,
+            wall: t0.elapsed(),
+            cpu_s: None,
+            hwm_kib: None,
+        };
+        Ok(Figures::from_run(&run).startup_only())
+    }
+
+    /// `idle_rss`: VmRSS after `initialize` and one second idle.
+    async fn idle(&self, label: &str, rep: usize) -> Result<Figures, Error> {
+        let (srv, _) = self.start(label, "idle_rss", rep).await?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let rss = server::vm_kib(srv.pid, "VmRSS");
+        srv.stop().await;
+        Ok(Figures::rss_only(rss?))
+    }
+}
+
+/// About one audit record's size, for the second fdatasync probe.
+const RECORD_BYTES: usize = 400;
+
+fn mid(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// p50 of `n` times (append `chunk` bytes + fdatasync) to a file under `dir`, in µs. Space is
+/// reserved past the end first (`fallocate` with `KEEP_SIZE`), as fsgate's audit log
+/// reserves its own: each sync is one appended record's, size change included. (Writing
+/// into space reserved without `KEEP_SIZE` costs several times more on ext4.)
+fn fdatasync_p50(dir: &Path, n: usize, chunk: usize) -> Result<f64, Error> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    let p = dir.join("fdatasync-probe");
+    let f = std::fs::File::create(&p).map_err(|e| Error::io(&p, e))?;
+    let len = i64::try_from(n * chunk).unwrap_or(i64::MAX);
+    // SAFETY: fallocate on a descriptor we own; a failure only leaves the file unreserved.
+    unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len) };
+    f.sync_all().map_err(|e| Error::io(&p, e))?;
+    let buf = vec![b'x'; chunk];
+    let mut lat = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = Instant::now();
+        f.write_all_at(&buf, (i * chunk) as u64)
+            .map_err(|e| Error::io(&p, e))?;
+        f.sync_data().map_err(|e| Error::io(&p, e))?;
+        lat.push(t.elapsed());
+    }
+    let _ = std::fs::remove_file(&p);
+    lat.sort();
+    Ok(lat
+        .get(lat.len() / 2)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e6))
+}

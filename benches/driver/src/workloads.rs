@@ -1,0 +1,414 @@
+//! The timed workloads: N requests with K in flight over one connection, every answer
+//! checked. A wrong answer fails the workload: no figures come from a failing call.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use serde_json::{Value, json};
+
+use crate::Error;
+use crate::server::{Door, Server, cpu_ticks, ticks_per_sec, vm_kib};
+use crate::tree::{self, Sizes};
+
+/// What one workload measured on one server.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Latency of each request, send to answer.
+    pub lat: Vec<Duration>,
+    /// First send to last answer.
+    pub wall: Duration,
+    /// Server CPU seconds (utime + stime) over the workload, if known.
+    pub cpu_s: Option<f64>,
+    /// Server peak RSS (VmHWM) after the workload, KiB.
+    pub hwm_kib: Option<u64>,
+}
+
+/// Where a workload runs: the server's tree and the repetition (for fresh names).
+pub struct Ctx<'a> {
+    /// The server's workspace root (canonical).
+    pub root: &'a Path,
+    /// The tree's sizes.
+    pub sz: &'a Sizes,
+    /// Repetition number.
+    pub rep: usize,
+}
+
+/// A request and the check of its answer, for op `i`.
+trait Op {
+    fn request(&self, i: usize) -> Value;
+    fn check(&self, i: usize, answer: &Value) -> Result<(), Error>;
+}
+
+struct FnOp<R, C>(R, C);
+
+impl<R: Fn(usize) -> Value, C: Fn(usize, &Value) -> Result<(), Error>> Op for FnOp<R, C> {
+    fn request(&self, i: usize) -> Value {
+        (self.0)(i)
+    }
+    fn check(&self, i: usize, answer: &Value) -> Result<(), Error> {
+        (self.1)(i, answer)
+    }
+}
+
+/// Runs `n` ops with `k` in flight; checks every answer.
+async fn drive(srv: &Server, n: usize, k: usize, op: &dyn Op) -> Result<Run, Error> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let cpu0 = cpu_ticks(srv.pid)?;
+    let t0 = Instant::now();
+    let worker = || async {
+        let mut lat = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if i >= n {
+                return Ok::<_, Error>(lat);
+            }
+            let req = op.request(i);
+            let t = Instant::now();
+            let ans = srv.client.call(req).await?;
+            lat.push(t.elapsed());
+            op.check(i, &ans)?;
+        }
+    };
+    let results = join_all((0..k.max(1)).map(|_| worker())).await;
+    let wall = t0.elapsed();
+    let cpu1 = cpu_ticks(srv.pid)?;
+    let mut lat = Vec::with_capacity(n);
+    for r in results {
+        lat.extend(r?);
+    }
+    Ok(Run {
+        lat,
+        wall,
+        cpu_s: Some((cpu1 - cpu0) as f64 / ticks_per_sec()),
+        hwm_kib: vm_kib(srv.pid, "VmHWM").ok(),
+    })
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    s.chars().take(600).collect()
+}
+
+fn mcp_call(name: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": name, "arguments": args}})
+}
+
+/// The text of a successful MCP tool result.
+fn mcp_text(v: &Value) -> Result<&str, Error> {
+    if v.get("error").is_some() || v["result"]["isError"] == Value::Bool(true) {
+        return Err(Error::Answer(format!("call failed: {}", short(v))));
+    }
+    v["result"]["content"][0]["text"]
+        .as_str()
+        .ok_or_else(|| Error::Answer(format!("no text in {}", short(v))))
+}
+
+/// A read request for `rel` on `door`.
+fn read_req(door: Door, root: &Path, rel: &str) -> Value {
+    let abs = root.join(rel).to_string_lossy().into_owned();
+    match door {
+        Door::Mcp => mcp_call("read_text_file", json!({ "path": abs })),
+        Door::Acp => json!({"jsonrpc": "2.0", "method": "fs/read_text_file",
+            "params": {"sessionId": "bench", "path": abs}}),
+        Door::Ws => json!({"channel": "files", "type": "read", "path": format!("/{rel}")}),
+    }
+}
+
+/// The content a read answer carries.
+fn read_content(door: Door, v: &Value) -> Result<&str, Error> {
+    let c = match door {
+        Door::Mcp => return mcp_text(v),
+        Door::Acp => &v["result"]["content"],
+        Door::Ws => &v["data"]["content"],
+    };
+    c.as_str()
+        .ok_or_else(|| Error::Answer(format!("read failed: {}", short(v))))
+}
+
+/// `read_seq` / `read_pipe` and the ACP and WebSocket variants: 4 KiB files in turn.
+pub async fn read_small(srv: &Server, cx: &Ctx<'_>, n: usize, k: usize) -> Result<Run, Error> {
+    let nf = cx.sz.small_files;
+    let want: Vec<String> = (0..nf).map(tree::small).collect();
+    let door = srv.door;
+    let op = FnOp(
+        |i| read_req(door, cx.root, &format!("files/f{}.txt", i % nf)),
+        |i, v: &Value| {
+            if read_content(door, v)? != want[i % nf] {
+                return Err(Error::Answer(format!(
+                    "files/f{}.txt: wrong content",
+                    i % nf
+                )));
+            }
+            Ok(())
+        },
+    );
+    drive(srv, n, k, &op).await
+}
+
+/// `read_big`: the 10 MiB file, whole.
+pub async fn read_big(srv: &Server, cx: &Ctx<'_>, n: usize) -> Result<Run, Error> {
+    let want = tree::big(cx.sz);
+    let door = srv.door;
+    let op = FnOp(
+        |_| read_req(door, cx.root, "big.txt"),
+        |_, v: &Value| {
+            if read_content(door, v)? != want {
+                return Err(Error::Answer("big.txt: wrong content".into()));
+            }
+            Ok(())
+        },
+    );
+    drive(srv, n, 1, &op).await
+}
+
+fn write_content(rep: usize, i: usize, salt: u64) -> String {
+    tree::text(salt + (rep as u64) * 10_000_000 + i as u64, tree::SMALL)
+}
+
+/// `write_file` of op `i`'s content to `rel(i)`, then (untimed) every file checked on disk.
+async fn writes(
+    srv: &Server,
+    cx: &Ctx<'_>,
+    n: usize,
+    rel: &dyn Fn(usize) -> String,
+    salt: u64,
+) -> Result<Run, Error> {
+    let op = FnOp(
+        |i| {
+            let abs = cx.root.join(rel(i)).to_string_lossy().into_owned();
+            mcp_call(
+                "write_file",
+                json!({"path": abs, "content": write_content(cx.rep, i, salt)}),
+            )
+        },
+        |_, v: &Value| mcp_text(v).map(|_| ()),
+    );
+    let run = drive(srv, n, 32, &op).await?;
+    for i in 0..n {
+        let p = cx.root.join(rel(i));
+        let got = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
+        if got != write_content(cx.rep, i, salt) {
+            return Err(Error::Answer(format!(
+                "{}: not the bytes written",
+                p.display()
+            )));
+        }
+    }
+    Ok(run)
+}
+
+/// `write_new`: 4 KiB to files that do not exist yet, 32 in flight.
+pub async fn write_new(srv: &Server, cx: &Ctx<'_>, n: usize) -> Result<Run, Error> {
+    let dir = format!("new/r{}", cx.rep);
+    let d = cx.root.join(&dir);
+    std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+    writes(srv, cx, n, &|i| format!("{dir}/w{i}.txt"), 20_000_000).await
+}
+
+/// `overwrite`: 4 KiB over files that exist (each op its own file), 32 in flight.
+pub async fn overwrite(srv: &Server, cx: &Ctx<'_>, n: usize) -> Result<Run, Error> {
+    let dir = format!("over/r{}", cx.rep);
+    let d = cx.root.join(&dir);
+    std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+    for i in 0..n {
+        let p = d.join(format!("o{i}.txt"));
+        std::fs::write(&p, write_content(cx.rep, i, 30_000_000)).map_err(|e| Error::io(&p, e))?;
+    }
+    writes(srv, cx, n, &|i| format!("{dir}/o{i}.txt"), 40_000_000).await
+}
+
+/// `stat`: `get_file_info` of the 4 KiB files in turn.
+pub async fn stat(srv: &Server, cx: &Ctx<'_>, n: usize) -> Result<Run, Error> {
+    let nf = cx.sz.small_files;
+    let op = FnOp(
+        |i| {
+            let abs = cx.root.join(format!("files/f{}.txt", i % nf));
+            mcp_call("get_file_info", json!({"path": abs.to_string_lossy()}))
+        },
+        |_, v: &Value| {
+            let t = mcp_text(v)?;
+            let size = format!("size: {}", tree::SMALL);
+            if !t.lines().any(|l| l == size) || !t.lines().any(|l| l == "isFile: true") {
+                return Err(Error::Answer(format!("get_file_info: {}", short(v))));
+            }
+            Ok(())
+        },
+    );
+    drive(srv, n, 1, &op).await
+}
+
+/// `list`: `list_directory` of the 1,000-entry directory; every name must be there.
+pub async fn list(srv: &Server, cx: &Ctx<'_>, n: usize) -> Result<Run, Error> {
+    let want: BTreeSet<String> = (0..cx.sz.list_entries)
+        .map(|i| format!("[FILE] entry-{i:05}.txt"))
+        .collect();
+    let abs = cx.root.join("list").to_string_lossy().into_owned();
+    let op = FnOp(
+        |_| mcp_call("list_directory", json!({ "path": abs })),
+        |_, v: &Value| {
+            let got: BTreeSet<String> = mcp_text(v)?.lines().map(str::to_string).collect();
+            if got != want {
+                return Err(Error::Answer(format!(
+                    "list_directory: {} lines, not the {} names",
+                    got.len(),
+                    want.len()
+                )));
+            }
+            Ok(())
+        },
+    );
+    drive(srv, n, 1, &op).await
+}
+
+/// Files and directories in a `directory_tree` answer.
+fn count_tree(nodes: &Value, files: &mut usize, dirs: &mut usize) -> Result<(), Error> {
+    let list = nodes
+        .as_array()
+        .ok_or_else(|| Error::Answer("directory_tree: not an array".into()))?;
+    for n in list {
+        match n["type"].as_str() {
+            Some("file") => *files += 1,
+            Some("directory") => {
+                *dirs += 1;
+                count_tree(&n["children"], files, dirs)?;
+            }
+            _ => return Err(Error::Answer(format!("directory_tree node {}", short(n)))),
+        }
+    }
+    Ok(())
+}
+
+/// `tree`: `directory_tree` of the 10,000-file tree; every file and directory counted.
+pub async fn dir_tree(srv: &Server, cx: &Ctx<'_>, n: usize) -> Result<Run, Error> {
+    let abs = cx.root.join("tree").to_string_lossy().into_owned();
+    let (want_d, want_f) = (cx.sz.tree_dirs, cx.sz.tree_dirs * cx.sz.tree_files_per_dir);
+    let op = FnOp(
+        |_| mcp_call("directory_tree", json!({ "path": abs })),
+        |_, v: &Value| {
+            let tree: Value = serde_json::from_str(mcp_text(v)?)
+                .map_err(|e| Error::Answer(format!("directory_tree: not JSON: {e}")))?;
+            let (mut f, mut d) = (0, 0);
+            count_tree(&tree, &mut f, &mut d)?;
+            if (f, d) != (want_f, want_d) {
+                return Err(Error::Answer(format!(
+                    "directory_tree: {f} files and {d} dirs, want {want_f} and {want_d}"
+                )));
+            }
+            Ok(())
+        },
+    );
+    drive(srv, n, 1, &op).await
+}
+
+/// The (workspace-relative path, line) of each match in a `grep` answer.
+fn grep_hits(root: &Path, v: &Value) -> Result<BTreeSet<(String, u64)>, Error> {
+    let text = mcp_text(v)?;
+    let parsed;
+    let body = match v["result"].get("structuredContent") {
+        Some(s) => s,
+        None => {
+            parsed = serde_json::from_str::<Value>(text)
+                .map_err(|e| Error::Answer(format!("grep: not JSON: {e}")))?;
+            &parsed
+        }
+    };
+    if body.get("truncated").is_some() {
+        return Err(Error::Answer("grep: answer truncated".into()));
+    }
+    let prefix = format!("{}/", root.display());
+    let mut out = BTreeSet::new();
+    for m in body["matches"].as_array().into_iter().flatten() {
+        let (Some(p), Some(l)) = (m["path"].as_str(), m["lineNumber"].as_u64()) else {
+            return Err(Error::Answer(format!("grep match {}", short(m))));
+        };
+        out.insert((p.strip_prefix(&prefix).unwrap_or(p).to_string(), l));
+    }
+    Ok(out)
+}
+
+/// `search_literal` / `search_regex`: fsgate's `grep` over the tree.
+pub async fn search(srv: &Server, cx: &Ctx<'_>, n: usize, literal: bool) -> Result<Run, Error> {
+    let want = tree::expected_matches(cx.sz, literal);
+    let pattern = if literal { tree::LITERAL } else { tree::REGEX };
+    let abs = cx.root.join("tree").to_string_lossy().into_owned();
+    let op = FnOp(
+        |_| {
+            mcp_call(
+                "grep",
+                json!({"pattern": pattern, "path": abs, "maxResults": 100_000}),
+            )
+        },
+        |_, v: &Value| {
+            let got = grep_hits(cx.root, v)?;
+            if got != want {
+                return Err(Error::Answer(format!(
+                    "grep {pattern}: {} matches, want {}",
+                    got.len(),
+                    want.len()
+                )));
+            }
+            Ok(())
+        },
+    );
+    drive(srv, n, 1, &op).await
+}
+
+/// `rg` on the same tree with the same pattern, run `n` times; each run's matches must
+/// be the expected ones. CPU from the children's rusage.
+pub fn rg(rg: &Path, cx: &Ctx<'_>, n: usize, literal: bool) -> Result<Run, Error> {
+    let want = tree::expected_matches(cx.sz, literal);
+    let pattern = if literal { tree::LITERAL } else { tree::REGEX };
+    let cpu0 = children_cpu();
+    let t0 = Instant::now();
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let out = std::process::Command::new(rg)
+            .args([
+                "--no-config",
+                "--no-heading",
+                "--with-filename",
+                "-n",
+                "-e",
+                pattern,
+                "tree",
+            ])
+            .current_dir(cx.root)
+            .output()
+            .map_err(|e| Error::io(rg, e))?;
+        lat.push(t.elapsed());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let got: BTreeSet<(String, u64)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.splitn(3, ':');
+                Some((it.next()?.to_string(), it.next()?.parse().ok()?))
+            })
+            .collect();
+        if !out.status.success() || got != want {
+            return Err(Error::Answer(format!(
+                "rg {pattern}: {} matches, want {} ({})",
+                got.len(),
+                want.len(),
+                out.status
+            )));
+        }
+    }
+    Ok(Run {
+        lat,
+        wall: t0.elapsed(),
+        cpu_s: Some(children_cpu() - cpu0),
+        hwm_kib: None,
+    })
+}
+
+/// CPU seconds of the driver's waited-for children.
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# fsgate against the reference MCP filesystem server, one driver (benches/driver), one
+# run: builds both in release, installs the reference server and ripgrep into a
+# temporary directory when needed, runs `fsgate-bench suite`, prints the table.
+#
+#   scripts/bench.sh            # full suite: 3 repetitions, medians (several minutes)
+#   scripts/bench.sh --quick    # tiny counts, 1 repetition: proves it runs and checks
+#
+# The report also goes to $BENCH_OUT (default target/bench/): latest.md, latest.json.
+# Exit status: 0 when every workload ran and every answer checked (targets met or not).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MODE=()
+case "${1:-}" in
+  --quick) MODE=(--quick) ;;
+  "") ;;
+  *) echo "usage: scripts/bench.sh [--quick]" >&2; exit 2 ;;
+esac
+
+REFERENCE="@modelcontextprotocol/server-filesystem@2026.8.31"
+TARGET="${CARGO_TARGET_DIR:-$PWD/target}"
+OUT="${BENCH_OUT:-$TARGET/bench}"
+TMP=$(mktemp -d -t fsgate-bench.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+mkdir -p "$OUT"
+
+cargo build --release -p fsgate --bin fsgate
+cargo build --release -p fsgate-bench
+FSGATE="$TARGET/release/fsgate"
+DRIVER="$TARGET/release/fsgate-bench"
+
+command -v node >/dev/null || { echo "bench.sh: node (Node.js 20) is required" >&2; exit 2; }
+case "$(node --version)" in
+  v20.*) ;;
+  *) echo "bench.sh: warning: node $(node --version), the reference figures assume Node 20" >&2 ;;
+esac
+npm install --silent --no-audit --no-fund --prefix "$TMP/ref" "$REFERENCE" >&2
+# Run as `node dist/index.js`, not through npx: the measured PID is the server itself.
+REF_JS="$TMP/ref/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+[ -f "$REF_JS" ] || { echo "bench.sh: $REF_JS missing after npm install" >&2; exit 2; }
+
+RG=$(command -v rg || true)
+if [ -z "$RG" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get install -y ripgrep >&2 || { apt-get update >&2 && apt-get install -y ripgrep >&2; }
+    RG=$(command -v rg)
+  else
+    cargo install --quiet ripgrep --root "$TMP/rg"
+    RG="$TMP/rg/bin/rg"
+  fi
+fi
+
+"$DRIVER" suite "${MODE[@]}" \
+  --fsgate "$FSGATE" \
+  --reference "$REF_JS" \
+  --node "$(command -v node)" \
+  --rg "$RG" \
+  --work "$TMP/work" \
+  --json "$OUT/latest.json" \
+  --markdown "$OUT/latest.md"
