@@ -14,7 +14,8 @@ mod build;
 mod builtin;
 pub mod format;
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::automaton::{Automaton, OverlappingState};
+use aho_corasick::dfa::DFA;
 use regex::Regex;
 use regex::bytes::Regex as BytesRegex;
 
@@ -179,8 +180,9 @@ pub struct ContentScanner {
     rules: Vec<CRule>,
     /// Untargeted global allowlists.
     global: Vec<Allow>,
-    /// Every distinct keyword, ASCII case-insensitive.
-    prefilter: Option<AhoCorasick>,
+    /// Every distinct keyword, ASCII case-insensitive. The DFA is searched directly:
+    /// through `AhoCorasick` each byte would cost a dynamic call.
+    prefilter: Option<DFA>,
     /// Prefilter pattern index -> rules having that keyword.
     keyword_rules: Vec<Vec<usize>>,
     /// Indexed by `OpClass as usize`.
@@ -229,21 +231,27 @@ impl ContentScanner {
     /// Which rules the keyword prefilter lets through for `text`.
     fn candidates(&self, text: &[u8]) -> Vec<bool> {
         let mut cand: Vec<bool> = self.rules.iter().map(|r| r.keywords.is_empty()).collect();
-        if let Some(ac) = &self.prefilter {
-            let mut seen = vec![false; self.keyword_rules.len()];
-            let mut left = seen.len();
-            for m in ac.find_overlapping_iter(text) {
-                let k = m.pattern().as_usize();
-                if !seen[k] {
-                    seen[k] = true;
-                    for &r in &self.keyword_rules[k] {
-                        cand[r] = true;
-                    }
-                    left -= 1;
-                    if left == 0 {
-                        break;
-                    }
+        let Some(dfa) = &self.prefilter else {
+            return cand;
+        };
+        let input = aho_corasick::Input::new(text);
+        let mut state = OverlappingState::start();
+        let mut seen = vec![false; self.keyword_rules.len()];
+        let mut left = seen.len();
+        while left > 0 {
+            if dfa.try_find_overlapping(&input, &mut state).is_err() {
+                // A standard-semantics DFA never fails; if it did, every rule runs.
+                cand.fill(true);
+                break;
+            }
+            let Some(m) = state.get_match() else { break };
+            let k = m.pattern().as_usize();
+            if !seen[k] {
+                seen[k] = true;
+                for &r in &self.keyword_rules[k] {
+                    cand[r] = true;
                 }
+                left -= 1;
             }
         }
         cand

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::dfa::DFA;
 use regex::RegexBuilder;
 use regex::bytes::RegexBuilder as BytesRegexBuilder;
 use sha2::{Digest, Sha256};
@@ -555,7 +555,7 @@ fn build(
         None
     } else {
         Some(
-            AhoCorasick::builder()
+            DFA::builder()
                 .ascii_case_insensitive(true)
                 .build(&keywords)
                 .map_err(|e| PolicyError::Invalid {
