@@ -183,6 +183,10 @@ pub struct ContentScanner {
     /// Every distinct keyword, ASCII case-insensitive. The DFA is searched directly:
     /// through `AhoCorasick` each byte would cost a dynamic call.
     prefilter: Option<DFA>,
+    /// Matches wherever a keyword occurs (and maybe elsewhere): no keyword starts before
+    /// its leftmost match, so the prefilter starts there, and text it does not match at
+    /// all (most files) is passed over at regex speed. None: the prefilter scans it all.
+    gate: Option<BytesRegex>,
     /// Prefilter pattern index -> rules having that keyword.
     keyword_rules: Vec<Vec<usize>>,
     /// Indexed by `OpClass as usize`.
@@ -234,7 +238,12 @@ impl ContentScanner {
         let Some(dfa) = &self.prefilter else {
             return cand;
         };
-        let input = aho_corasick::Input::new(text);
+        let from = match self.gate.as_ref().map(|g| g.find(text)) {
+            Some(None) => return cand,
+            Some(Some(m)) => m.start(),
+            None => 0,
+        };
+        let input = aho_corasick::Input::new(&text[from..]);
         let mut state = OverlappingState::start();
         let mut seen = vec![false; self.keyword_rules.len()];
         let mut left = seen.len();

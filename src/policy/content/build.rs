@@ -568,6 +568,7 @@ fn build(
     let scanner = ContentScanner {
         rules,
         global,
+        gate: keyword_gate(&keywords),
         prefilter,
         keyword_rules,
         ops,
@@ -597,6 +598,7 @@ fn builtin_rule(id: &str) -> Result<CRule, String> {
             rules,
             global: Vec::new(),
             prefilter: None,
+            gate: None,
             keyword_rules: Vec::new(),
             ops: [false; 4],
             sources: Vec::new(),
@@ -800,4 +802,16 @@ fn preview(s: &str) -> String {
         p.push_str("...");
     }
     p
+}
+
+/// A regex matching every keyword ASCII case-insensitively, as the prefilter does (see
+/// `ContentScanner::gate`). None if it cannot be built: then nothing is skipped.
+fn keyword_gate(keywords: &[String]) -> Option<regex::bytes::Regex> {
+    if keywords.is_empty() {
+        return None;
+    }
+    let alternation: Vec<String> = keywords.iter().map(|k| regex::escape(k)).collect();
+    BytesRegexBuilder::new(&format!("(?i-u:{})", alternation.join("|")))
+        .build()
+        .ok()
 }
