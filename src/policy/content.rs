@@ -14,8 +14,7 @@ mod build;
 mod builtin;
 pub mod format;
 
-use aho_corasick::automaton::{Automaton, OverlappingState};
-use aho_corasick::dfa::DFA;
+use aho_corasick::AhoCorasick;
 use regex::Regex;
 use regex::bytes::Regex as BytesRegex;
 
@@ -180,13 +179,8 @@ pub struct ContentScanner {
     rules: Vec<CRule>,
     /// Untargeted global allowlists.
     global: Vec<Allow>,
-    /// Every distinct keyword, ASCII case-insensitive. The DFA is searched directly:
-    /// through `AhoCorasick` each byte would cost a dynamic call.
-    prefilter: Option<DFA>,
-    /// Matches wherever a keyword occurs (and maybe elsewhere): no keyword starts before
-    /// its leftmost match, so the prefilter starts there, and text it does not match at
-    /// all (most files) is passed over at regex speed. None: the prefilter scans it all.
-    gate: Option<BytesRegex>,
+    /// Every distinct keyword, ASCII case-insensitive.
+    prefilter: Option<AhoCorasick>,
     /// Prefilter pattern index -> rules having that keyword.
     keyword_rules: Vec<Vec<usize>>,
     /// Indexed by `OpClass as usize`.
@@ -235,32 +229,21 @@ impl ContentScanner {
     /// Which rules the keyword prefilter lets through for `text`.
     fn candidates(&self, text: &[u8]) -> Vec<bool> {
         let mut cand: Vec<bool> = self.rules.iter().map(|r| r.keywords.is_empty()).collect();
-        let Some(dfa) = &self.prefilter else {
-            return cand;
-        };
-        let from = match self.gate.as_ref().map(|g| g.find(text)) {
-            Some(None) => return cand,
-            Some(Some(m)) => m.start(),
-            None => 0,
-        };
-        let input = aho_corasick::Input::new(&text[from..]);
-        let mut state = OverlappingState::start();
-        let mut seen = vec![false; self.keyword_rules.len()];
-        let mut left = seen.len();
-        while left > 0 {
-            if dfa.try_find_overlapping(&input, &mut state).is_err() {
-                // A standard-semantics DFA never fails; if it did, every rule runs.
-                cand.fill(true);
-                break;
-            }
-            let Some(m) = state.get_match() else { break };
-            let k = m.pattern().as_usize();
-            if !seen[k] {
-                seen[k] = true;
-                for &r in &self.keyword_rules[k] {
-                    cand[r] = true;
+        if let Some(ac) = &self.prefilter {
+            let mut seen = vec![false; self.keyword_rules.len()];
+            let mut left = seen.len();
+            for m in ac.find_overlapping_iter(text) {
+                let k = m.pattern().as_usize();
+                if !seen[k] {
+                    seen[k] = true;
+                    for &r in &self.keyword_rules[k] {
+                        cand[r] = true;
+                    }
+                    left -= 1;
+                    if left == 0 {
+                        break;
+                    }
                 }
-                left -= 1;
             }
         }
         cand

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use aho_corasick::dfa::DFA;
+use aho_corasick::AhoCorasick;
 use regex::RegexBuilder;
 use regex::bytes::RegexBuilder as BytesRegexBuilder;
 use sha2::{Digest, Sha256};
@@ -555,7 +555,7 @@ fn build(
         None
     } else {
         Some(
-            DFA::builder()
+            AhoCorasick::builder()
                 .ascii_case_insensitive(true)
                 .build(&keywords)
                 .map_err(|e| PolicyError::Invalid {
@@ -568,7 +568,6 @@ fn build(
     let scanner = ContentScanner {
         rules,
         global,
-        gate: keyword_gate(&keywords),
         prefilter,
         keyword_rules,
         ops,
@@ -598,7 +597,6 @@ fn builtin_rule(id: &str) -> Result<CRule, String> {
             rules,
             global: Vec::new(),
             prefilter: None,
-            gate: None,
             keyword_rules: Vec::new(),
             ops: [false; 4],
             sources: Vec::new(),
@@ -802,16 +800,4 @@ fn preview(s: &str) -> String {
         p.push_str("...");
     }
     p
-}
-
-/// A regex matching every keyword ASCII case-insensitively, as the prefilter does (see
-/// `ContentScanner::gate`). None if it cannot be built: then nothing is skipped.
-fn keyword_gate(keywords: &[String]) -> Option<regex::bytes::Regex> {
-    if keywords.is_empty() {
-        return None;
-    }
-    let alternation: Vec<String> = keywords.iter().map(|k| regex::escape(k)).collect();
-    BytesRegexBuilder::new(&format!("(?i-u:{})", alternation.join("|")))
-        .build()
-        .ok()
 }
