@@ -48,19 +48,11 @@ impl RelPath {
         if input.contains('\0') {
             return Err(PathError::Nul);
         }
-        let mut parts: Vec<&str> = Vec::new();
-        for comp in input.split('/') {
-            match comp {
-                "" | "." => {}
-                ".." => {
-                    if parts.pop().is_none() {
-                        return Err(PathError::Escapes);
-                    }
-                }
-                c => parts.push(c),
-            }
+        // Most request paths are normal already: one copy instead of a split and a join.
+        if let Some(clean) = already_normal(input) {
+            return Ok(RelPath(clean.to_string()));
         }
-        Ok(RelPath(parts.join("/")))
+        normalise(input).map(RelPath)
     }
 
     /// Normalises an absolute path that must lie under `root` (itself absolute and
@@ -85,9 +77,17 @@ impl RelPath {
             },
             other => other,
         })?;
-        let root_rel = RelPath::parse_rooted(&root_str).unwrap_or_default();
-        match full.strip_prefix(&root_rel) {
-            Some(rel) => Ok(rel),
+        // The root is normal already unless a caller passed an odd one: then normalise.
+        let root_rel = match already_normal(&root_str) {
+            Some(clean) => std::borrow::Cow::Borrowed(clean),
+            None => std::borrow::Cow::Owned(normalise(&root_str).unwrap_or_default()),
+        };
+        match beneath(&full.0, &root_rel) {
+            Some(at) => {
+                let mut rel = full.0;
+                rel.drain(..at);
+                Ok(RelPath(rel))
+            }
             None => Err(PathError::OutsideRoot {
                 root: root_str.into_owned(),
             }),
@@ -109,11 +109,7 @@ impl RelPath {
         if prefix.is_root() {
             return Some(self.clone());
         }
-        if self.0 == prefix.0 {
-            return Some(RelPath::root());
-        }
-        let rest = self.0.strip_prefix(&prefix.0)?;
-        rest.strip_prefix('/').map(|r| RelPath(r.to_string()))
+        beneath(&self.0, &prefix.0).map(|at| RelPath(self.0[at..].to_string()))
     }
 
     /// True for the workspace root.
@@ -206,6 +202,48 @@ impl RelPath {
     pub fn to_rooted(&self) -> String {
         format!("/{}", self.0)
     }
+}
+
+/// Where the rest of `path` begins if `prefix` is `path` or one of its ancestors
+/// (component-wise, so `ws` is not a prefix of `ws_evil`); both normalised.
+fn beneath(path: &str, prefix: &str) -> Option<usize> {
+    if prefix.is_empty() {
+        return Some(0);
+    }
+    if path == prefix {
+        return Some(path.len());
+    }
+    let rest = path.strip_prefix(prefix)?;
+    rest.starts_with('/').then_some(prefix.len() + 1)
+}
+
+/// `input` without its leading `/`s if what remains is normal already (no empty, `.`
+/// or `..` component, no trailing `/`): then [`normalise`] would return exactly that.
+fn already_normal(input: &str) -> Option<&str> {
+    let rest = input.trim_start_matches('/');
+    if rest.is_empty() {
+        return Some(rest);
+    }
+    rest.split('/')
+        .all(|c| !matches!(c, "" | "." | ".."))
+        .then_some(rest)
+}
+
+/// The general case: splits on `/`, drops empty and `.` components, applies `..`.
+fn normalise(input: &str) -> Result<String, PathError> {
+    let mut parts: Vec<&str> = Vec::new();
+    for comp in input.split('/') {
+        match comp {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(PathError::Escapes);
+                }
+            }
+            c => parts.push(c),
+        }
+    }
+    Ok(parts.join("/"))
 }
 
 impl fmt::Display for RelPath {
@@ -331,6 +369,16 @@ mod tests {
                     prop_assert!(c != ".." && c != "." && !c.is_empty());
                 }
                 prop_assert_eq!(RelPath::parse_rooted(&format!("/{}", p.as_str())).unwrap(), p);
+            }
+        }
+
+        /// The shortcut for paths that are normal already gives what the general
+        /// normalisation gives, on every input.
+        #[test]
+        fn shortcut_agrees_with_normalise(tokens in proptest::collection::vec(token(), 0..12), lead in "/{0,2}") {
+            let input = format!("{lead}{}", tokens.join("/"));
+            if let Some(clean) = already_normal(&input) {
+                prop_assert_eq!(normalise(&input), Ok(clean.to_string()));
             }
         }
 

@@ -96,14 +96,11 @@ impl Policy {
             };
         }
         // 1. Secret names, on every component.
-        let mut secret_hit = None;
-        for comp in path.components() {
-            let hits = self.secrets.set.matches(comp);
-            if let Some(i) = hits.iter().next() {
-                secret_hit = Some((i, comp));
-                break;
-            }
-        }
+        // `is_match` first: `matches` allocates, and almost no component is a secret.
+        let secret_hit = path
+            .components()
+            .filter(|comp| self.secrets.set.is_match(comp))
+            .find_map(|comp| Some((self.secrets.set.matches(comp).iter().next()?, comp)));
         if let Some(t) = trace.as_deref_mut() {
             for (i, p) in self.secrets.patterns.iter().enumerate() {
                 let matched = secret_hit.is_some_and(|(h, _)| h == i);
@@ -129,16 +126,16 @@ impl Policy {
         // 2. Deny rules, then 3. allow rules, each in file order.
         for effect in [Effect::Deny, Effect::Allow] {
             for rule in self.rules.iter().filter(|r| r.effect == effect) {
-                let (matched, note) = rule_matches(rule, op, path, kind);
+                let miss = rule_misses(rule, op, path, kind);
                 if let Some(t) = trace.as_deref_mut() {
                     t.push(TraceStep {
                         rule: rule.id.clone(),
                         effect,
-                        matched,
-                        note,
+                        matched: miss.is_none(),
+                        note: note(rule, op, miss),
                     });
                 }
-                if matched {
+                if miss.is_none() {
                     let reason = match &rule.reason {
                         Some(r) => Cow::Borrowed(r.as_str()),
                         None => Cow::Owned(format!(
@@ -176,9 +173,22 @@ impl Policy {
     }
 }
 
-fn rule_matches(rule: &Rule, op: OpClass, path: &RelPath, kind: EntryKind) -> (bool, String) {
+/// Why a rule does not apply to a request. The note `explain` shows is built from it
+/// only when a trace is asked for: deciding allocates nothing per rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Miss {
+    /// The rule does not cover the op class.
+    Op,
+    /// No glob matches the path.
+    Paths,
+    /// The file's extension is not listed.
+    Extension,
+}
+
+/// None if `rule` applies to `op` on `path`, else why not.
+fn rule_misses(rule: &Rule, op: OpClass, path: &RelPath, kind: EntryKind) -> Option<Miss> {
     if !rule.ops[op as usize] {
-        return (false, format!("does not cover {}", op.as_str()));
+        return Some(Miss::Op);
     }
     let path_ok = match &rule.paths {
         None => true,
@@ -190,7 +200,7 @@ fn rule_matches(rule: &Rule, op: OpClass, path: &RelPath, kind: EntryKind) -> (b
         }
     };
     if !path_ok {
-        return (false, format!("paths {:?} do not match", rule.globs));
+        return Some(Miss::Paths);
     }
     if let Some(exts) = &rule.extensions {
         let check = match (rule.effect, kind) {
@@ -198,15 +208,28 @@ fn rule_matches(rule: &Rule, op: OpClass, path: &RelPath, kind: EntryKind) -> (b
             (Effect::Allow, EntryKind::File) => true,
             (Effect::Allow, _) => false,
         };
-        if check {
-            let ext = path.extension().map(str::to_ascii_lowercase);
-            let ok = ext.as_deref().is_some_and(|e| exts.iter().any(|x| x == e));
-            if !ok {
-                return (false, format!("extension not in {exts:?}"));
-            }
+        // The listed extensions are ASCII-lowercased at compile time.
+        let listed = |e: &str| exts.iter().any(|x| e.eq_ignore_ascii_case(x));
+        if check && !path.extension().is_some_and(listed) {
+            return Some(Miss::Extension);
         }
     }
-    (true, "matches".into())
+    None
+}
+
+/// The trace note for `rule` on `op`, for `explain`.
+fn note(rule: &Rule, op: OpClass, miss: Option<Miss>) -> String {
+    match miss {
+        None => "matches".into(),
+        Some(Miss::Op) => format!("does not cover {}", op.as_str()),
+        Some(Miss::Paths) => format!("paths {:?} do not match", rule.globs),
+        Some(Miss::Extension) => {
+            format!(
+                "extension not in {:?}",
+                rule.extensions.as_deref().unwrap_or_default()
+            )
+        }
+    }
 }
 
 /// Listing a directory that leads towards an allowed subtree is allowed (so `src/**`

@@ -43,6 +43,36 @@ pub struct Resolved {
 impl Workspace {
     /// Resolves `rel` beneath the root.
     pub fn resolve(&self, rel: &RelPath, follow: Follow) -> Result<Resolved, WsError> {
+        if self.has_no_symlink(rel) {
+            return Ok(Resolved {
+                real: rel.clone(),
+                exists: true,
+                missing: 0,
+            });
+        }
+        self.resolve_each(rel, follow)
+    }
+
+    /// True if `rel` exists and no component of it is a symlink: then it is its own
+    /// real path, whatever `follow` says. One `openat2(O_PATH, RESOLVE_BENEATH |
+    /// RESOLVE_NO_SYMLINKS)` instead of an `lstat` per component; any failure (a
+    /// symlink, a missing entry, an old kernel) leaves the answer to [`Self::resolve_each`].
+    #[cfg(target_os = "linux")]
+    fn has_no_symlink(&self, rel: &RelPath) -> bool {
+        use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let flags = OFlags::CLOEXEC | OFlags::PATH;
+        openat2(&self.root, rel.as_fs_path(), flags, Mode::empty(), resolve).is_ok()
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn has_no_symlink(&self, _rel: &RelPath) -> bool {
+        false
+    }
+
+    /// Resolves `rel` component by component (see the module's documentation).
+    fn resolve_each(&self, rel: &RelPath, follow: Follow) -> Result<Resolved, WsError> {
         let mut done = RelPath::root();
         let mut todo: VecDeque<String> = rel.components().map(str::to_string).collect();
         let mut links = 0usize;
@@ -112,7 +142,7 @@ impl Workspace {
                     }
                     if missing == 0 {
                         // `missing/..` leads back to an existing directory.
-                        return self.resolve(&real, follow);
+                        return self.resolve_each(&real, follow);
                     }
                     return Ok(Resolved {
                         real,
@@ -128,5 +158,79 @@ impl Workspace {
             exists: true,
             missing: 0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::parse_rooted(s).unwrap()
+    }
+
+    /// A tree with a plain path, symlinks inside and out, a missing name, a FIFO.
+    fn fixture() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("a/b")).unwrap();
+        std::fs::write(p.join("a/b/f.rs"), "x").unwrap();
+        std::os::unix::fs::symlink("a/b", p.join("lb")).unwrap();
+        std::os::unix::fs::symlink("b/f.rs", p.join("a/lf")).unwrap();
+        std::os::unix::fs::symlink("/etc", p.join("out")).unwrap();
+        std::os::unix::fs::symlink("../..", p.join("a/up")).unwrap();
+        rustix::fs::mkfifoat(rustix::fs::CWD, p.join("fifo"), rustix::fs::Mode::RUSR).unwrap();
+        let ws = Workspace::open(p).unwrap();
+        (dir, ws)
+    }
+
+    #[test]
+    fn the_shortcut_resolves_as_each_component_would() {
+        let (_dir, ws) = fixture();
+        let paths = [
+            "/",
+            "a",
+            "a/b",
+            "a/b/f.rs",
+            "lb",
+            "lb/f.rs",
+            "a/lf",
+            "out",
+            "out/passwd",
+            "a/up",
+            "a/up/x",
+            "fifo",
+            "nope",
+            "a/nope/deeper",
+            "a/b/f.rs/x",
+            "fifo/x",
+        ];
+        for p in paths {
+            for follow in [Follow::All, Follow::NotFinal] {
+                let fast = ws.resolve(&rel(p), follow);
+                let each = ws.resolve_each(&rel(p), follow);
+                assert_eq!(format!("{fast:?}"), format!("{each:?}"), "{p} {follow:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn symlinks_are_followed_beneath_the_root_only() {
+        let (_dir, ws) = fixture();
+        let real = |p: &str, f: Follow| ws.resolve(&rel(p), f).map(|r| r.real);
+        assert_eq!(real("a/b/f.rs", Follow::All).unwrap(), rel("a/b/f.rs"));
+        assert_eq!(real("lb/f.rs", Follow::All).unwrap(), rel("a/b/f.rs"));
+        assert_eq!(real("a/lf", Follow::All).unwrap(), rel("a/b/f.rs"));
+        assert_eq!(real("a/lf", Follow::NotFinal).unwrap(), rel("a/lf"));
+        assert!(matches!(
+            real("out", Follow::All),
+            Err(WsError::SymlinkEscape)
+        ));
+        assert!(matches!(
+            real("a/up", Follow::All),
+            Err(WsError::SymlinkEscape)
+        ));
+        let missing = ws.resolve(&rel("a/nope/deeper"), Follow::All).unwrap();
+        assert_eq!((missing.exists, missing.missing), (false, 2));
     }
 }

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::ContentScanner;
 use crate::path::RelPath;
 use crate::policy::{OpClass, Policy};
 
@@ -504,6 +505,68 @@ proptest::proptest! {
         proptest::prop_assert_eq!(sc.scan(&p("a.txt"), &text), all.first().cloned());
         for h in &all {
             proptest::prop_assert!(h.line >= 1 && h.column >= 1);
+        }
+    }
+}
+
+/// The rules the keyword prefilter lets through, computed naively: a rule runs if it has
+/// no keywords or one of them occurs in the text, ASCII case-insensitively.
+fn naive_candidates(s: &ContentScanner, text: &[u8]) -> Vec<bool> {
+    let lower = text.to_ascii_lowercase();
+    let occurs = |k: &str| {
+        let k = k.to_ascii_lowercase();
+        lower.windows(k.len().max(1)).any(|w| w == k.as_bytes())
+    };
+    s.rules
+        .iter()
+        .map(|r| r.keywords.is_empty() || r.keywords.iter().any(|k| occurs(k)))
+        .collect()
+}
+
+#[test]
+fn the_prefilter_lets_through_exactly_the_rules_whose_keywords_occur() {
+    // Keywords inside one another and overlapping ("apikey" holds "key", "keyring"
+    // starts where "apikey"'s "key" does): an overlapping search must miss none.
+    let custom = policy(
+        r#"
+[content]
+builtin = false
+[[content.rules]]
+id = "a"
+regex = 'a[0-9]{4}'
+keywords = ["apikey"]
+[[content.rules]]
+id = "b"
+regex = 'b[0-9]{4}'
+keywords = ["key"]
+[[content.rules]]
+id = "c"
+regex = 'c[0-9]{4}'
+keywords = ["keyring", "zz"]
+[[content.rules]]
+id = "d"
+regex = 'd[0-9]{4}'
+"#,
+    );
+    let builtin = Policy::builtin_default().unwrap();
+    let texts = [
+        "",
+        "fn main() {}\n",
+        "APIKEYRING",
+        "x apikeyring y",
+        "the Key, then a token and ghp_ and -----BEGIN",
+        "zz",
+        "no keyword here at all, only words like pass word and tok en",
+        "AKIA at the end: xoxb-",
+    ];
+    for pol in [&custom, &builtin] {
+        let s = pol.content_scanner().unwrap();
+        for t in texts {
+            assert_eq!(
+                s.candidates(t.as_bytes()),
+                naive_candidates(s, t.as_bytes()),
+                "{t:?}"
+            );
         }
     }
 }
