@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::error::GatewayError;
 use crate::gateway::{Gateway, deferring, unwaiting};
@@ -45,11 +45,25 @@ pub trait Batched: Send + Sync + 'static {
 /// Starts the batch thread for `door`; it ends once the returned sender is dropped and
 /// the requests queued are answered.
 pub fn start<B: Batched>(door: Arc<B>, name: &str) -> std::io::Result<mpsc::Sender<B::Job>> {
+    start_joined(door, name).map(|(tx, _ended)| tx)
+}
+
+/// [`start`], with a receiver that completes when the thread has answered everything
+/// and ended.
+pub fn start_joined<B: Batched>(
+    door: Arc<B>,
+    name: &str,
+) -> std::io::Result<(mpsc::Sender<B::Job>, oneshot::Receiver<()>)> {
     let (tx, rx) = mpsc::channel(QUEUE);
+    let (ended_tx, ended) = oneshot::channel();
     std::thread::Builder::new()
         .name(name.into())
-        .spawn(move || work(&*door, rx))?;
-    Ok(tx)
+        .spawn(move || {
+            work(&*door, rx);
+            drop(door);
+            let _ = ended_tx.send(());
+        })?;
+    Ok((tx, ended))
 }
 
 /// The thread: takes what waits, runs it as one batch, and again.

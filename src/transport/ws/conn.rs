@@ -33,9 +33,10 @@ use super::protocol::{self, Head, Incoming};
 use super::watch::Notice;
 use crate::error::{GatewayError, code};
 use crate::gateway::Gateway;
-use crate::gateway::Request;
+use crate::gateway::{Lease, Request};
 use crate::ops::{Op, RequestCtx};
 use crate::path::RelPath;
+use crate::transport::batch::{self, Batched};
 use crate::transport::outbox::{Outbox, Queued, SharedRoom};
 
 /// How long the rest of an oversized message is read and discarded, so that closing
@@ -107,6 +108,14 @@ pub async fn run(
         bytes: Arc::new(Semaphore::new(permits(limits.conn_in_flight()))),
         limits,
     });
+    let door = Arc::new(Batch {
+        sh: Arc::clone(&sh),
+        rt: tokio::runtime::Handle::current(),
+    });
+    let Ok((batch, batch_ended)) = batch::start_joined(door, "fsgate-ws-batch") else {
+        tracing::error!(session = %sh.ctx.session, "cannot start the connection's batch thread");
+        return;
+    };
     let mut tasks = JoinSet::new();
     let mut oversized = false;
     loop {
@@ -141,10 +150,17 @@ pub async fn run(
             break;
         };
         drop(text);
+        if batched(&task.op) {
+            // Err: the batch thread is gone (it cannot end before `batch` is dropped).
+            let _ = batch.send((task, permits)).await;
+            continue;
+        }
         tasks.spawn(serve_op(Arc::clone(&sh), task, permits));
     }
     // Requests already running finish and are answered (they are recorded either way).
     while tasks.join_next().await.is_some() {}
+    drop(batch);
+    let _ = batch_ended.await;
     if let Some(e) = events {
         e.abort();
     }
@@ -224,35 +240,106 @@ async fn admit(sh: &Shared, size: usize) -> Option<[OwnedSemaphorePermit; 3]> {
     Some([slot, bytes, all])
 }
 
+/// Whether `op` is quick and read-only: served on the connection's batch thread.
+fn batched(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::ReadText { .. } | Op::ReadFile { .. } | Op::Stat { .. } | Op::Ls { .. }
+    )
+}
+
+/// Serves one operation (blocking): its encoded answer and the content lease it holds.
+fn serve_blocking(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    max: usize,
+    task: Task,
+) -> (String, Option<Lease>) {
+    let Task { head, op, base64 } = task;
+    let (v, lease) = match gw.serve_leased(ctx, Request::Op(op)) {
+        (Ok(o), lease) => (
+            protocol::data_response(&head, protocol::render(gw, o, base64)),
+            lease,
+        ),
+        (Err(e), _) => (protocol::gateway_error_response(&head, &e), None),
+    };
+    (protocol::encode_reply(&head, &v, max), lease)
+}
+
+/// A batched operation that ran: its head (for an error in its place), its encoded
+/// answer, and what it holds until the answer is queued.
+struct Done {
+    head: Head,
+    text: String,
+    held: (Option<Lease>, [OwnedSemaphorePermit; 3]),
+}
+
+/// The connection's batch thread (see [`crate::transport::batch`]).
+struct Batch {
+    sh: Arc<Shared>,
+    rt: tokio::runtime::Handle,
+}
+
+impl Batched for Batch {
+    type Job = (Task, [OwnedSemaphorePermit; 3]);
+    type Done = Done;
+
+    fn gateway(&self) -> &Gateway {
+        &self.sh.gw
+    }
+
+    fn run(&self, (task, permits): Self::Job) -> Option<Done> {
+        let head = task.head.clone();
+        let (gw, ctx, max) = (&*self.sh.gw, &*self.sh.ctx, self.sh.limits.max_message);
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            serve_blocking(gw, ctx, max, task)
+        }));
+        let (text, lease) = ran.unwrap_or_else(|_| {
+            tracing::error!("request panicked");
+            let err = GatewayError::Internal("request task failed".into());
+            (
+                protocol::gateway_error_response(&head, &err).to_string(),
+                None,
+            )
+        });
+        Some(Done {
+            head,
+            text,
+            held: (lease, permits),
+        })
+    }
+
+    fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
+        for Done { head, text, held } in done {
+            let text = match &settled {
+                Ok(()) => text,
+                Err(e) => protocol::gateway_error_response(&head, e).to_string(),
+            };
+            self.rt.block_on(send(&self.sh.out, text));
+            drop(held);
+        }
+    }
+}
+
 /// Serves one operation and queues its answer; the permits are given back once the
 /// answer is queued (where it is counted as unwritten).
 async fn serve_op(sh: Arc<Shared>, task: Task, permits: [OwnedSemaphorePermit; 3]) {
-    let Task { head, op, base64 } = task;
+    let head2 = task.head.clone();
     let (gw, ctx, max) = (
         Arc::clone(&sh.gw),
         Arc::clone(&sh.ctx),
         sh.limits.max_message,
     );
-    let head2 = head.clone();
-    let (text, lease) = tokio::task::spawn_blocking(move || {
-        let (v, lease) = match gw.serve_leased(&ctx, Request::Op(op)) {
-            (Ok(o), lease) => (
-                protocol::data_response(&head, protocol::render(&gw, o, base64)),
-                lease,
-            ),
-            (Err(e), _) => (protocol::gateway_error_response(&head, &e), None),
-        };
-        (protocol::encode_reply(&head, &v, max), lease)
-    })
-    .await
-    .unwrap_or_else(|e| {
-        tracing::error!("request task failed: {e}");
-        let err = GatewayError::Internal("request task failed".into());
-        (
-            protocol::gateway_error_response(&head2, &err).to_string(),
-            None,
-        )
-    });
+    let (text, lease) = tokio::task::spawn_blocking(move || serve_blocking(&gw, &ctx, max, task))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!("request task failed: {e}");
+            let err = GatewayError::Internal("request task failed".into());
+            (
+                protocol::gateway_error_response(&head2, &err).to_string(),
+                None,
+            )
+        });
     // The content's lease and the slots are held until the answer is queued (where it
     // counts as unwritten).
     send(&sh.out, text).await;
