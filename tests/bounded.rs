@@ -202,3 +202,20 @@ fn the_reference_servers_text_tools_say_when_a_list_was_cut() {
     assert_eq!(r["isError"], true, "{r}");
     assert!(text.contains("limits.max_message_bytes"), "{text}");
 }
+
+#[test]
+fn a_read_at_the_default_read_limit_fits_an_mcp_answer() {
+    // Regression: MCP reads were checked as if the content went out twice, so a 10 MiB
+    // text file (the default read limit) was refused against the 16 MiB message limit.
+    let mut g = crate::mcp_harness::McpGate::start(None);
+    let line = "a line of ordinary text, quoted \"here\", with a tab\tand 0123456789\n";
+    let mut content = line.repeat((10 << 20) / line.len());
+    content.push_str(&"z".repeat((10 << 20) - content.len()));
+    assert_eq!(content.len(), 10 << 20);
+    g.dirs.put("big.txt", &content);
+    g.initialize("2025-06-18");
+    let r = g.tool(1, "read_text_file", json!({"path": g.dirs.abs("big.txt")}));
+    assert_ne!(r["isError"], true, "{}", crate::mcp_harness::text_of(&r));
+    assert_eq!(r["content"].as_array().map(Vec::len), Some(1));
+    assert!(r["content"][0]["text"].as_str() == Some(content.as_str()));
+}
