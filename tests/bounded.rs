@@ -219,3 +219,30 @@ fn a_read_at_the_default_read_limit_fits_an_mcp_answer() {
     assert_eq!(r["content"].as_array().map(Vec::len), Some(1));
     assert!(r["content"][0]["text"].as_str() == Some(content.as_str()));
 }
+
+#[test]
+fn a_tree_of_10000_files_in_100_directories_is_answered_whole() {
+    // Regression: directories counted against a 10,000-entry cap, so 10,100 entries
+    // were refused.
+    let mut g = crate::mcp_harness::McpGate::start(None);
+    for d in 0..100 {
+        for f in 0..100 {
+            g.dirs.put(&format!("t/d{d:03}/f{f:03}.txt"), "");
+        }
+    }
+    g.initialize("2025-06-18");
+    let r = g.tool(1, "directory_tree", json!({"path": g.dirs.abs("t")}));
+    let text = crate::mcp_harness::text_of(&r);
+    assert_ne!(r["isError"], true, "{text}");
+    let tree: serde_json::Value = serde_json::from_str(&text).expect("tree JSON");
+    let dirs = tree.as_array().expect("top-level array");
+    assert_eq!(dirs.len(), 100);
+    for (d, dir) in dirs.iter().enumerate() {
+        assert_eq!(dir["name"], format!("d{d:03}"));
+        assert_eq!(dir["type"], "directory");
+        let files = dir["children"].as_array().expect("children");
+        assert_eq!(files.len(), 100, "{}", dir["name"]);
+        assert!(files.iter().all(|f| f["type"] == "file"));
+        assert_eq!(files[99]["name"], "f099.txt");
+    }
+}
