@@ -79,8 +79,9 @@ fn work<B: Batched>(door: &B, mut jobs: mpsc::Receiver<B::Job>) {
 fn run_batch<B: Batched>(door: &B, waiting: &mut VecDeque<B::Job>) -> Vec<B::Done> {
     let mut done = Vec::with_capacity(waiting.len());
     while let Some(job) = waiting.pop_front() {
-        let ran =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unwaiting(|| door.run(job))));
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            unwaiting(|| door.run(job))
+        }));
         let Ok((ran, overdrawn)) = ran else {
             // `run` turns failures into answers; a panic is a bug, and this thread must
             // live on for the requests behind it. The request's room stays taken.

@@ -23,8 +23,8 @@ use super::render::{self, ToolError};
 use super::{fit, tools};
 use crate::error::GatewayError;
 use crate::gateway::{Gateway, Lease};
-use crate::ops::RequestCtx;
 use crate::transport::batch::{self, Batched};
+use crate::ops::RequestCtx;
 
 /// Answers for the output copier, with the requests whose rooms they release once written.
 #[derive(Default)]
@@ -200,6 +200,7 @@ impl Batched for Direct {
         }
         self.send(&mut out);
     }
+
 }
 
 impl Direct {
