@@ -553,3 +553,38 @@ fn a_backup_that_cannot_be_saved_refuses_the_change() {
     stop(&mut g);
     assert_eq!(verify_exit(&g.audit_log), 0);
 }
+
+#[test]
+fn concurrent_overwrites_over_mcp_survive_retention() {
+    // Regression: retention (every 100 saves) removed a per-path directory a save had
+    // just created, and the overwrite failed with "cannot open ...: No such file".
+    // 1600 saves: retention runs 16 times while up to 16 calls are in flight.
+    let mut g = crate::mcp_harness::McpGate::start(None);
+    const FILES: u64 = 1600;
+    for i in 0..FILES {
+        g.dirs.put(&format!("over/r{}/o{i}.txt", i % 32), "before");
+    }
+    g.initialize("2025-06-18");
+    for i in 0..FILES {
+        let path = g.dirs.abs(&format!("over/r{}/o{i}.txt", i % 32));
+        let args = json!({"name": "write_file", "arguments": {"path": path, "content": "after"}});
+        g.request(i + 1, "tools/call", args);
+    }
+    let mut failures = Vec::new();
+    for i in 0..FILES {
+        let r = &g.response(i + 1)["result"];
+        if r["isError"] == true {
+            failures.push(crate::mcp_harness::text_of(r));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failed: {:?}",
+        failures.len(),
+        failures.first()
+    );
+    for i in 0..FILES {
+        let p = g.dirs.root.join(format!("over/r{}/o{i}.txt", i % 32));
+        assert_eq!(std::fs::read_to_string(p).expect("read"), "after");
+    }
+}

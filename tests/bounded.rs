@@ -202,3 +202,47 @@ fn the_reference_servers_text_tools_say_when_a_list_was_cut() {
     assert_eq!(r["isError"], true, "{r}");
     assert!(text.contains("limits.max_message_bytes"), "{text}");
 }
+
+#[test]
+fn a_read_at_the_default_read_limit_fits_an_mcp_answer() {
+    // Regression: MCP reads were checked as if the content went out twice, so a 10 MiB
+    // text file (the default read limit) was refused against the 16 MiB message limit.
+    let mut g = crate::mcp_harness::McpGate::start(None);
+    let line = "a line of ordinary text, quoted \"here\", with a tab\tand 0123456789\n";
+    let mut content = line.repeat((10 << 20) / line.len());
+    content.push_str(&"z".repeat((10 << 20) - content.len()));
+    assert_eq!(content.len(), 10 << 20);
+    g.dirs.put("big.txt", &content);
+    g.initialize("2025-06-18");
+    let r = g.tool(1, "read_text_file", json!({"path": g.dirs.abs("big.txt")}));
+    assert_ne!(r["isError"], true, "{}", crate::mcp_harness::text_of(&r));
+    assert_eq!(r["content"].as_array().map(Vec::len), Some(1));
+    assert!(r["content"][0]["text"].as_str() == Some(content.as_str()));
+}
+
+#[test]
+fn a_tree_of_10000_files_in_100_directories_is_answered_whole() {
+    // Regression: directories counted against a 10,000-entry cap, so 10,100 entries
+    // were refused.
+    let mut g = crate::mcp_harness::McpGate::start(None);
+    for d in 0..100 {
+        for f in 0..100 {
+            g.dirs.put(&format!("t/d{d:03}/f{f:03}.txt"), "");
+        }
+    }
+    g.initialize("2025-06-18");
+    let r = g.tool(1, "directory_tree", json!({"path": g.dirs.abs("t")}));
+    let text = crate::mcp_harness::text_of(&r);
+    assert_ne!(r["isError"], true, "{text}");
+    let tree: serde_json::Value = serde_json::from_str(&text).expect("tree JSON");
+    let dirs = tree.as_array().expect("top-level array");
+    assert_eq!(dirs.len(), 100);
+    for (d, dir) in dirs.iter().enumerate() {
+        assert_eq!(dir["name"], format!("d{d:03}"));
+        assert_eq!(dir["type"], "directory");
+        let files = dir["children"].as_array().expect("children");
+        assert_eq!(files.len(), 100, "{}", dir["name"]);
+        assert!(files.iter().all(|f| f["type"] == "file"));
+        assert_eq!(files[99]["name"], "f099.txt");
+    }
+}

@@ -178,9 +178,15 @@ impl BackupStore {
                     removed_here += 1;
                 }
             }
-            // Fails harmlessly (not empty) when a save is using the directory.
             if names.len() == removed_here {
-                let _ = self.files.remove_dir(&dir_name);
+                // A save may have created the directory and not written into it yet:
+                // the lock keeps a save from claiming it between the check and rmdir.
+                // (Another process's save retries instead; rmdir of a non-empty
+                // directory fails harmlessly.)
+                let saving = self.lock_saving();
+                if !saving.contains_key(&dir_name) {
+                    let _ = self.files.remove_dir(&dir_name);
+                }
             }
             removed += removed_here;
         }
@@ -339,6 +345,74 @@ mod tests {
         let report = store2.prune_at(t(4)).expect("prune");
         assert!(report.removed.is_empty());
         assert!(report.over_budget);
+    }
+
+    /// Saves of new paths (each creating its directory) by 4 threads while `pruner`
+    /// prunes in a loop: every save must succeed.
+    fn saves_racing_prunes(store: &BackupStore, pruner: &BackupStore) {
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    pruner.prune().expect("prune");
+                }
+            });
+            let savers: Vec<_> = (0..4)
+                .map(|t| {
+                    s.spawn(move || {
+                        for i in 0..300 {
+                            let rel = format!("over/r{t}/o{i}.txt");
+                            if let Err(e) = store.save(&rel, &mut &b"x"[..]) {
+                                return Err(format!("{rel}: {e}"));
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            let results: Vec<_> = savers.into_iter().map(|h| h.join()).collect();
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            for r in results {
+                r.expect("saver thread").expect("every save succeeds");
+            }
+        });
+        assert_eq!(store.list(None).expect("list").len(), 1200);
+    }
+
+    #[test]
+    fn prunes_never_break_concurrent_saves() {
+        let (_tmp, store) = open_store(&BackupSettings::default());
+        saves_racing_prunes(&store, &store);
+    }
+
+    /// Another process's prune cannot see our saves, so the save retries instead.
+    #[test]
+    fn another_stores_prunes_never_break_saves() {
+        let (_tmp, store) = open_store(&BackupSettings::default());
+        let other =
+            BackupStore::open(store.location(), &BackupSettings::default()).expect("second handle");
+        saves_racing_prunes(&store, &other);
+    }
+
+    /// Deterministic interleaving: a save has created its directory but not yet
+    /// written into it when a prune runs.
+    #[test]
+    fn prune_keeps_a_directory_a_save_is_using() {
+        let (_tmp, store) = open_store(&BackupSettings::default());
+        let name = super::super::layout::dir_name("new.txt");
+        let claim = super::super::store::DirClaim::new(&store, &name);
+        store.open_path_dir(&name).expect("create the directory");
+        store.prune().expect("prune");
+        assert!(
+            store.files.open_dir(&name).is_ok(),
+            "claimed directory kept"
+        );
+        drop(claim);
+        store.prune().expect("prune");
+        assert!(
+            store.files.open_dir(&name).is_err(),
+            "empty directory removed"
+        );
     }
 
     #[test]

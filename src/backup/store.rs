@@ -1,6 +1,6 @@
 //! [`BackupStore`]: saves, lists and opens versions through one directory handle.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,33 @@ use super::{BackupError, BackupRef, BackupSettings};
 
 /// How many timestamps `save` tries before giving up on a name clash.
 const MAX_NAME_ATTEMPTS: u32 = 64;
+/// How many times `save` recreates a per-path directory another process pruned.
+const MAX_DIR_ATTEMPTS: u32 = 8;
+
+/// Marks a per-path directory as in use by a save until dropped.
+pub(crate) struct DirClaim<'a> {
+    store: &'a BackupStore,
+    dir_name: &'a str,
+}
+
+impl<'a> DirClaim<'a> {
+    pub(crate) fn new(store: &'a BackupStore, dir_name: &'a str) -> Self {
+        *store.lock_saving().entry(dir_name.to_owned()).or_insert(0) += 1;
+        DirClaim { store, dir_name }
+    }
+}
+
+impl Drop for DirClaim<'_> {
+    fn drop(&mut self) {
+        let mut saving = self.store.lock_saving();
+        if let Some(n) = saving.get_mut(self.dir_name) {
+            *n -= 1;
+            if *n == 0 {
+                saving.remove(self.dir_name);
+            }
+        }
+    }
+}
 
 /// The backup store, opened once at start-up on a directory outside the workspace.
 ///
@@ -43,6 +70,9 @@ pub struct BackupStore {
     pub(crate) touched: Mutex<HashSet<String>>,
     /// Last timestamp handed out, so timestamps from this process strictly increase.
     last_ts: Mutex<OffsetDateTime>,
+    /// Per-path directories saves of this process are using, with their counts;
+    /// retention never removes them (it holds this lock while it removes one).
+    pub(crate) saving: Mutex<HashMap<String, usize>>,
     /// Where the store is, for messages only (never opened again).
     location: PathBuf,
 }
@@ -135,6 +165,7 @@ impl BackupStore {
             quota: Mutex::new(Quota::default()),
             touched: Mutex::new(HashSet::new()),
             last_ts: Mutex::new(OffsetDateTime::UNIX_EPOCH),
+            saving: Mutex::new(HashMap::new()),
             location: dir.to_path_buf(),
         })
     }
@@ -246,12 +277,16 @@ impl BackupStore {
     ) -> Result<(BackupRef, u64), BackupError> {
         layout::validate_rel_path(rel_path)?;
         let dir_name = layout::dir_name(rel_path);
-        // A concurrent prune may remove an empty per-path directory between our
-        // create_dir and create_new: start again in that case.
-        for _ in 0..3 {
-            let dir = self.open_path_dir(&dir_name)?;
-            match self.reserve(&dir, &dir_name, now) {
-                Ok((ts, data)) => {
+        // Retention in this process leaves the directory alone while we use it.
+        let _claim = DirClaim::new(self, &dir_name);
+        // Another process's prune may still remove an empty per-path directory between
+        // our create_dir, open and create_new: start again in that case.
+        for _ in 0..MAX_DIR_ATTEMPTS {
+            let reserved = self
+                .open_path_dir(&dir_name)
+                .and_then(|dir| self.reserve(&dir, &dir_name, now).map(|r| (dir, r)));
+            match reserved {
+                Ok((dir, (ts, data))) => {
                     let name = NewVersion {
                         dir: &dir,
                         dir_name: &dir_name,
@@ -268,13 +303,18 @@ impl BackupStore {
         }
         Err(BackupError::Io {
             action: "create",
-            target: dir_name,
+            target: dir_name.clone(),
             source: io::Error::other("directory keeps disappearing (concurrent prune?)"),
         })
     }
 
+    /// The per-path directories in use by saves, locked.
+    pub(crate) fn lock_saving(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.saving.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Creates (if needed) and opens the per-path directory.
-    fn open_path_dir(&self, dir_name: &str) -> Result<Dir, BackupError> {
+    pub(crate) fn open_path_dir(&self, dir_name: &str) -> Result<Dir, BackupError> {
         match self.files.create_dir(dir_name) {
             Ok(()) => sync_dir(&self.files).map_err(BackupError::io("sync", FILES_DIR))?,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}

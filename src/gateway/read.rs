@@ -51,7 +51,7 @@ impl Gateway {
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
         let text = text_or_refuse(pol, bytes, &shown)?;
         let window = text_window(&text, line, limit);
-        let encoded = answer_fits(pol, ctx, window, &shown)?;
+        let encoded = answer_fits(pol, window, &shown)?;
         hold_answer(facts, text.len() as u64 + encoded);
         if window.len() == text.len() {
             return Ok(Output::Text(text));
@@ -70,7 +70,7 @@ impl Gateway {
         if crate::workspace::is_binary(&bytes) {
             if pol.limits().binary == BinaryMode::Base64 {
                 let content = base64::engine::general_purpose::STANDARD.encode(&bytes);
-                let encoded = answer_fits(pol, ctx, &content, &shown)?;
+                let encoded = answer_fits(pol, &content, &shown)?;
                 hold_answer(facts, bytes.len() as u64 + encoded);
                 return Ok(Output::File {
                     content,
@@ -80,7 +80,7 @@ impl Gateway {
             return Err(binary_refusal(pol, &shown));
         }
         let text = String::from_utf8(bytes).map_err(|_| binary_refusal(pol, &shown))?;
-        let encoded = answer_fits(pol, ctx, &text, &shown)?;
+        let encoded = answer_fits(pol, &text, &shown)?;
         hold_answer(facts, text.len() as u64 + encoded);
         Ok(Output::File {
             content: text,
@@ -101,17 +101,12 @@ fn hold_answer(facts: &mut Facts, bytes: u64) {
 }
 
 /// Refuses content whose answer would exceed the message limit once JSON-encoded (a
-/// file of control characters grows up to six times): the answer is never built. MCP
-/// answers carry the content twice (text and structured). Ok: the encoded size.
-fn answer_fits(
-    pol: &Policy,
-    ctx: &RequestCtx,
-    content: &str,
-    shown: &str,
-) -> Result<u64, GatewayError> {
+/// file of control characters grows up to six times): the answer is never built.
+/// Every door sends read content once (MCP reads are a text block only, without
+/// structured content), so one copy counts. Ok: the encoded size.
+fn answer_fits(pol: &Policy, content: &str, shown: &str) -> Result<u64, GatewayError> {
     const ENVELOPE: u64 = 4096;
-    let copies = if ctx.transport == "mcp" { 2 } else { 1 };
-    let encoded = super::budget::json_string_len(content) * copies + ENVELOPE;
+    let encoded = super::budget::json_string_len(content) + ENVELOPE;
     let max = pol.limits().max_message_bytes;
     if encoded <= max {
         return Ok(encoded);

@@ -16,8 +16,9 @@ use crate::policy::{OpClass, Policy};
 
 /// Paths a single `read_multiple_files` call may name.
 pub(super) const MAX_MULTI_PATHS: usize = 64;
-/// Entries a `directory_tree` result may hold.
-pub(super) const MAX_TREE_ENTRIES: usize = 10_000;
+/// Entries (files and directories) a `directory_tree` result may hold. A cap on the
+/// walk's work and memory; the message limit bounds the answer's bytes on its own.
+pub(super) const MAX_TREE_ENTRIES: usize = 100_000;
 
 /// Every tool this server offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
