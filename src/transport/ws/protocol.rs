@@ -415,6 +415,13 @@ mod tests {
     fn maps_every_type_to_its_op() {
         let (h, o, _) = op(r#"{"channel":"files","type":"list","requestId":7}"#);
         assert_eq!(h.request_id, Some(json!(7)));
+        // Found by fuzzing: without serde_json's exact float parsing this id came back
+        // as another number (7.777777699999999e30).
+        let (h, _, _) =
+            op(r#"{"channel":"files","type":"list","requestId":777777770000000006500433e7}"#);
+        let echoed = serde_json::to_string(&h.request_id).unwrap_or_default();
+        assert_eq!(serde_json::from_str::<Value>(&echoed).ok(), h.request_id);
+        assert_eq!(h.request_id, Some(json!(7.7777777e30)));
         assert!(matches!(o, Op::Ls { path } if path == "/"));
         let (_, o, b) = op(
             r#"{"channel":"files","type":"read","requestId":"a","path":"/x","encoding":"base64"}"#,
