@@ -21,6 +21,24 @@ pub struct Queued<M> {
     _total: Option<OwnedSemaphorePermit>,
 }
 
+/// The room a message held, once the message itself was taken out ([`Queued::split`]).
+pub struct Room {
+    _room: OwnedSemaphorePermit,
+    _total: Option<OwnedSemaphorePermit>,
+}
+
+impl<M> Queued<M> {
+    /// The message and its room apart: a writer that hands messages to a buffered sink
+    /// keeps the room until the buffer is flushed.
+    pub fn split(self) -> (M, Room) {
+        let room = Room {
+            _room: self._room,
+            _total: self._total,
+        };
+        (self.msg, room)
+    }
+}
+
 /// The sending side; clone it for each producer.
 pub struct Outbox<M> {
     tx: mpsc::UnboundedSender<Queued<M>>,

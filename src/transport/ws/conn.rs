@@ -440,8 +440,7 @@ where
         let ok = tokio::select! {
             q = rx.recv() => {
                 let Some(q) = q else { break };
-                let closing = matches!(q.msg, Message::Close(_));
-                sink.send(q.msg).await.is_ok() && !closing
+                send_ready(&mut sink, q, &mut rx).await
             }
             batch = mailbox.take() => send_events(&mut sink, batch.lost, batch.events).await,
         };
@@ -452,6 +451,43 @@ where
     let _ = sink.flush().await;
     sink
 }
+
+/// Sends `first` and whatever else is already queued (up to [`COALESCE_BYTES`]) with one
+/// flush; the messages' rooms are held until it. False: stop (closed or failed).
+async fn send_ready<S>(
+    sink: &mut S,
+    first: Queued<Message>,
+    rx: &mut mpsc::UnboundedReceiver<Queued<Message>>,
+) -> bool
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    let mut held = Vec::new();
+    let mut bytes = 0;
+    let mut next = Some(first);
+    while let Some(q) = next {
+        let (msg, room) = q.split();
+        let closing = matches!(msg, Message::Close(_));
+        bytes += msg.len();
+        held.push(room);
+        if sink.feed(msg).await.is_err() {
+            return false;
+        }
+        if closing {
+            let _ = sink.flush().await;
+            return false;
+        }
+        next = if bytes < COALESCE_BYTES {
+            rx.try_recv().ok()
+        } else {
+            None
+        };
+    }
+    sink.flush().await.is_ok()
+}
+
+/// Bytes of answers written with one flush at most.
+const COALESCE_BYTES: usize = 256 * 1024;
 
 async fn send_events<S>(sink: &mut S, lost: Lost, events: Vec<String>) -> bool
 where
