@@ -205,3 +205,37 @@ fn rename_onto_itself_says_so() {
     assert!(e.message.contains("same entry"), "{e:?}");
     assert_eq!(g.get("same.txt").as_deref(), Some(&b"s\n"[..]));
 }
+
+/// Reads are answered in batches beside changes, yet a read sees every change the
+/// connection sent before it: pipelined without waiting, each read after a write (or a
+/// removal) of the same path must see it. The demo pipelines exactly like this.
+#[test]
+fn pipelined_reads_see_the_changes_sent_before_them() {
+    let g = Gate::start();
+    g.put("gone.txt", "old\n");
+    let mut checks = Vec::new();
+    for i in 0..40 {
+        let path = g.abs(&format!("d{i}/f.txt"));
+        let content = format!("version {i}\n");
+        g.send(
+            "fs/write_text_file",
+            json!({"path": path, "content": content}),
+        );
+        checks.push((g.send("fs/read_text_file", json!({"path": path})), content));
+    }
+    g.send("_fsgate/rm", json!({"path": g.abs("gone.txt")}));
+    let listed = g.send("_fsgate/ls", json!({"path": g.abs("")}));
+    let stat = g.send("_fsgate/stat", json!({"path": g.abs("gone.txt")}));
+    for (id, content) in checks {
+        assert_eq!(g.wait_response(&id)["result"]["content"], json!(content));
+    }
+    let names: Vec<Value> = g.wait_response(&listed)["result"]["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["name"].clone())
+        .collect();
+    assert!(names.contains(&json!("d39")), "{names:?}");
+    assert!(!names.contains(&json!("gone.txt")), "{names:?}");
+    assert_code(g.wait(&stat), NOT_FOUND);
+}

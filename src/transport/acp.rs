@@ -320,17 +320,18 @@ where
         }
         match jsonrpc::classify(&line) {
             Incoming::Request { id, method, params } if batched(&method) => {
-                // Err: the batch thread is gone (it cannot end before `batch` is dropped).
-                let _ = batch.send(Job { id, method, params }).await;
+                batch.send(Job { id, method, params }).await;
             }
             Incoming::Request { id, method, params } => {
+                // Reads sent after a change wait until it is done.
+                let change = changes(&method).then(|| batch.change());
                 let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
                     break;
                 };
                 let (gw, out, peer) = (Arc::clone(&gw), outbox.clone(), Arc::clone(&peer));
                 tasks.spawn(async move {
                     request(gw, peer, id, method, params, out).await;
-                    drop(permit);
+                    drop((permit, change));
                 });
             }
             Incoming::Notification { method, .. } => {
@@ -356,6 +357,18 @@ fn batched(method: &str) -> bool {
     matches!(
         method,
         "fs/read_text_file" | "_fsgate/read_file" | "_fsgate/stat" | "_fsgate/ls"
+    )
+}
+
+/// Whether `method` changes the workspace.
+fn changes(method: &str) -> bool {
+    matches!(
+        method,
+        "fs/write_text_file"
+            | "_fsgate/edit_text_file"
+            | "_fsgate/mkdir"
+            | "_fsgate/rm"
+            | "_fsgate/rename"
     )
 }
 

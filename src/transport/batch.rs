@@ -8,9 +8,14 @@
 //! Every answer still waits for its record. A batch stops early when its answers'
 //! content leases outgrow the gateway's budget ([`crate::gateway::unwaiting`]): they go
 //! out before anything else runs. Changes and slow requests do not come here.
+//!
+//! Order: a batched request sees every change its connection sent before it. Changes are
+//! noted ([`Door::change`]) in the order they were read, and a batched request waits until
+//! those read before it are done (its batch first hands over what it holds, so that
+//! nothing waits for a lease the batch keeps). Slow reads (search) hold nothing up.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -42,9 +47,92 @@ pub trait Batched: Send + Sync + 'static {
     fn answer(&self, done: Vec<Self::Done>, settled: Result<(), GatewayError>);
 }
 
-/// Starts the batch thread for `door`; it ends once the returned sender is dropped and
+/// The order of one connection's requests: which changes, admitted when, are still
+/// running.
+#[derive(Default)]
+struct Order {
+    state: Mutex<OrderState>,
+    done: Condvar,
+}
+
+#[derive(Default)]
+struct OrderState {
+    /// The last admission number given.
+    last: u64,
+    /// Admission numbers of the changes still running.
+    running: BTreeSet<u64>,
+}
+
+impl Order {
+    fn lock(&self) -> MutexGuard<'_, OrderState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next admission number; `running`: the request is a change and now runs.
+    fn admit(&self, running: bool) -> u64 {
+        let mut st = self.lock();
+        st.last += 1;
+        let seq = st.last;
+        if running {
+            st.running.insert(seq);
+        }
+        seq
+    }
+
+    /// Whether every change admitted before `seq` is done.
+    fn ready(&self, seq: u64) -> bool {
+        self.lock().running.first().is_none_or(|&first| first > seq)
+    }
+
+    fn wait_ready(&self, seq: u64) {
+        let mut st = self.lock();
+        while st.running.first().is_some_and(|&first| first < seq) {
+            st = self.done.wait(st).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// A change in flight: batched requests read after it wait until this is dropped (when
+/// the change is done).
+pub struct Change {
+    order: Arc<Order>,
+    seq: u64,
+}
+
+impl Drop for Change {
+    fn drop(&mut self) {
+        self.order.lock().running.remove(&self.seq);
+        self.order.done.notify_all();
+    }
+}
+
+/// A connection's side of its batch thread.
+pub struct Door<J> {
+    tx: mpsc::Sender<(u64, J)>,
+    order: Arc<Order>,
+}
+
+impl<J> Door<J> {
+    /// Queues a batched request (call in the order the connection read its requests).
+    pub async fn send(&self, job: J) {
+        let seq = self.order.admit(false);
+        // Err: the thread is gone (it cannot end before the door is dropped).
+        let _ = self.tx.send((seq, job)).await;
+    }
+
+    /// Notes a change (a request that does not come here), read now; keep the value
+    /// until the change is done.
+    pub fn change(&self) -> Change {
+        Change {
+            order: Arc::clone(&self.order),
+            seq: self.order.admit(true),
+        }
+    }
+}
+
+/// Starts the batch thread for `door`; it ends once the returned door is dropped and
 /// the requests queued are answered.
-pub fn start<B: Batched>(door: Arc<B>, name: &str) -> std::io::Result<mpsc::Sender<B::Job>> {
+pub fn start<B: Batched>(door: Arc<B>, name: &str) -> std::io::Result<Door<B::Job>> {
     start_joined(door, name).map(|(tx, _ended)| tx)
 }
 
@@ -53,21 +141,23 @@ pub fn start<B: Batched>(door: Arc<B>, name: &str) -> std::io::Result<mpsc::Send
 pub fn start_joined<B: Batched>(
     door: Arc<B>,
     name: &str,
-) -> std::io::Result<(mpsc::Sender<B::Job>, oneshot::Receiver<()>)> {
+) -> std::io::Result<(Door<B::Job>, oneshot::Receiver<()>)> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let (ended_tx, ended) = oneshot::channel();
+    let order = Arc::new(Order::default());
+    let thread_order = Arc::clone(&order);
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
-            work(&*door, rx);
+            work(&*door, &thread_order, rx);
             drop(door);
             let _ = ended_tx.send(());
         })?;
-    Ok((tx, ended))
+    Ok((Door { tx, order }, ended))
 }
 
 /// The thread: takes what waits, runs it as one batch, and again.
-fn work<B: Batched>(door: &B, mut jobs: mpsc::Receiver<B::Job>) {
+fn work<B: Batched>(door: &B, order: &Order, mut jobs: mpsc::Receiver<(u64, B::Job)>) {
     let mut waiting = VecDeque::new();
     loop {
         if waiting.is_empty() {
@@ -82,17 +172,29 @@ fn work<B: Batched>(door: &B, mut jobs: mpsc::Receiver<B::Job>) {
                 Err(_) => break,
             }
         }
-        let (done, deferred) = deferring(|| run_batch(door, &mut waiting));
+        // Holding nothing now: wait for the changes sent before the first request.
+        if let Some((seq, _)) = waiting.front() {
+            order.wait_ready(*seq);
+        }
+        let (done, deferred) = deferring(|| run_batch(door, order, &mut waiting));
         let settled = door.gateway().settle(deferred);
         door.answer(done, settled);
     }
 }
 
-/// Runs requests from `waiting` until it is empty or their content leases outgrew the
-/// gateway's budget.
-fn run_batch<B: Batched>(door: &B, waiting: &mut VecDeque<B::Job>) -> Vec<B::Done> {
+/// Runs requests from `waiting` until it is empty, their content leases outgrew the
+/// gateway's budget, or the next one must wait for a change sent before it.
+fn run_batch<B: Batched>(
+    door: &B,
+    order: &Order,
+    waiting: &mut VecDeque<(u64, B::Job)>,
+) -> Vec<B::Done> {
     let mut done = Vec::with_capacity(waiting.len());
-    while let Some(job) = waiting.pop_front() {
+    while let Some((seq, job)) = waiting.pop_front() {
+        if !done.is_empty() && !order.ready(seq) {
+            waiting.push_front((seq, job));
+            break;
+        }
         let ran =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unwaiting(|| door.run(job))));
         let Ok((ran, overdrawn)) = ran else {

@@ -137,6 +137,13 @@ impl ToolId {
         }
     }
 
+    /// Whether the tool changes the workspace.
+    pub(super) fn changes(self) -> bool {
+        self.classes()
+            .iter()
+            .any(|c| matches!(c, OpClass::Write | OpClass::Delete))
+    }
+
     /// Whether the policy could ever allow this tool.
     pub(super) fn offered(self, pol: &Policy) -> bool {
         self.classes().iter().all(|c| pol.can_ever(*c))

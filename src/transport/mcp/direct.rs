@@ -116,7 +116,7 @@ pub(super) struct Direct {
 /// The pump's side: where it sends the calls it takes.
 pub(super) struct Door {
     direct: Arc<Direct>,
-    batch: mpsc::Sender<Job>,
+    batch: batch::Door<Job>,
 }
 
 impl Direct {
@@ -217,10 +217,11 @@ impl Door {
     /// Runs `job`: in the batch, or on the blocking pool for changes and slow tools.
     pub(super) async fn submit(&self, job: Job) {
         if batched(job.tool) {
-            // Err: the batch thread is gone (it cannot end before the door is dropped).
-            let _ = self.batch.send(job).await;
+            self.batch.send(job).await;
             return;
         }
+        // Reads sent after a change wait until it has run.
+        let change = job.tool.changes().then(|| self.batch.change());
         let direct = Arc::clone(&self.direct);
         tokio::spawn(async move {
             let Ok(permit) = Arc::clone(&direct.slots).acquire_owned().await else {
@@ -228,7 +229,9 @@ impl Door {
             };
             let ran = tokio::task::spawn_blocking(move || {
                 let _permit = permit;
-                if let Some(done) = direct.run(job) {
+                let done = direct.run(job);
+                drop(change);
+                if let Some(done) = done {
                     direct.answer(vec![done], Ok(()));
                 }
             });

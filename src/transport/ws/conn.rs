@@ -151,11 +151,16 @@ pub async fn run(
         };
         drop(text);
         if batched(&task.op) {
-            // Err: the batch thread is gone (it cannot end before `batch` is dropped).
-            let _ = batch.send((task, permits)).await;
+            batch.send((task, permits)).await;
             continue;
         }
-        tasks.spawn(serve_op(Arc::clone(&sh), task, permits));
+        // Reads sent after a change wait until it is done.
+        let change = task.op.is_mutating().then(|| batch.change());
+        let sh2 = Arc::clone(&sh);
+        tasks.spawn(async move {
+            serve_op(sh2, task, permits).await;
+            drop(change);
+        });
     }
     // Requests already running finish and are answered (they are recorded either way).
     while tasks.join_next().await.is_some() {}
