@@ -195,8 +195,14 @@ fn run_batch<B: Batched>(
             waiting.push_front((seq, job));
             break;
         }
-        let ran =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unwaiting(|| door.run(job))));
+        // Holding nothing yet, the first request may wait for room like any other: only
+        // leases held by answers not yet handed over make waiting a risk. (Passing the
+        // budget on every batch thread would let each connection hold one answer more.)
+        let holding = !done.is_empty();
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match holding {
+            true => unwaiting(|| door.run(job)),
+            false => (door.run(job), false),
+        }));
         let Ok((ran, overdrawn)) = ran else {
             // `run` turns failures into answers; a panic is a bug, and this thread must
             // live on for the requests behind it. The request's room stays taken.
@@ -209,4 +215,87 @@ fn run_batch<B: Batched>(
         }
     }
     done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::{Op, PathStyle, RequestCtx};
+    use std::time::Duration;
+
+    struct Reads {
+        gw: Gateway,
+        answered: std::sync::mpsc::Sender<usize>,
+    }
+
+    fn ctx() -> RequestCtx {
+        RequestCtx {
+            style: PathStyle::Rooted,
+            session: "s".into(),
+            transport: "acp",
+            peer: "t".into(),
+        }
+    }
+
+    impl Batched for Reads {
+        type Job = String;
+        type Done = Option<crate::gateway::Lease>;
+        fn gateway(&self) -> &Gateway {
+            &self.gw
+        }
+        fn run(&self, path: String) -> Option<Self::Done> {
+            let (out, lease) = self
+                .gw
+                .serve_leased(&ctx(), crate::gateway::Request::Op(Op::ReadFile { path }));
+            out.unwrap();
+            Some(lease)
+        }
+        fn answer(&self, done: Vec<Self::Done>, _: Result<(), GatewayError>) {
+            let _ = self.answered.send(done.len());
+        }
+    }
+
+    /// A batch that holds no answer yet waits for the content budget like any request:
+    /// it does not pass the budget (each connection's batch thread could, at once).
+    #[test]
+    fn a_batch_holding_nothing_waits_for_the_budget() {
+        const MAX: usize = 64 * 1024;
+        let text = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/policies/default.toml"
+        ))
+        .replace(
+            "[limits]\n",
+            &format!("[limits]\nmax_message_bytes = {MAX}\n"),
+        );
+        let pol = crate::policy::Policy::from_toml(&text, "t").unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path().canonicalize().unwrap();
+        std::fs::write(root.join("big"), vec![b'a'; MAX * 7 / 8]).unwrap();
+        let gw = Gateway::new(pol, crate::workspace::Workspace::open(&root).unwrap());
+        // Held elsewhere: most of the budget (2 × MAX).
+        let held: Vec<_> = (0..1)
+            .map(|_| {
+                let read = Op::ReadFile {
+                    path: "/big".into(),
+                };
+                let (out, lease) = gw.serve_leased(&ctx(), crate::gateway::Request::Op(read));
+                out.unwrap();
+                lease.unwrap()
+            })
+            .collect();
+        let (answered, answers) = std::sync::mpsc::channel();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let tx = rt.block_on(async { start(Arc::new(Reads { gw, answered }), "t").unwrap() });
+        rt.block_on(tx.send("/big".into()));
+        assert!(
+            answers.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the batch passed the budget while holding nothing"
+        );
+        drop(held);
+        assert_eq!(answers.recv_timeout(Duration::from_secs(10)), Ok(1));
+        drop(tx);
+    }
 }
