@@ -296,6 +296,10 @@ where
         rt: tokio::runtime::Handle::current(),
     };
     let batch = batch::start(Arc::new(batch), "fsgate-acp-batch")?;
+    // Lines queued for the batch thread hold room for their bytes until they have run:
+    // the queue's length alone would let a client park hundreds of maximal lines there.
+    let input_cap = u32::try_from(max.saturating_mul(2)).unwrap_or(u32::MAX >> 4);
+    let input = Arc::new(Semaphore::new(input_cap as usize));
     let mut tasks = JoinSet::new();
     loop {
         while tasks.try_join_next().is_some() {}
@@ -318,9 +322,22 @@ where
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        let units = u32::try_from(line.len())
+            .unwrap_or(u32::MAX)
+            .clamp(1, input_cap);
         match jsonrpc::classify(&line) {
             Incoming::Request { id, method, params } if batched(&method) => {
-                batch.send(Job { id, method, params }).await;
+                let Ok(room) = Arc::clone(&input).acquire_many_owned(units).await else {
+                    break;
+                };
+                batch
+                    .send(Job {
+                        id,
+                        method,
+                        params,
+                        _room: room,
+                    })
+                    .await;
             }
             Incoming::Request { id, method, params } => {
                 // Reads sent after a change wait until it is done.
@@ -377,6 +394,8 @@ struct Job {
     id: Value,
     method: String,
     params: Value,
+    /// Room for the request's line in the connection's input bound, until it has run.
+    _room: tokio::sync::OwnedSemaphorePermit,
 }
 
 /// A request answered, its answer not yet queued.
@@ -403,7 +422,9 @@ impl Batched for Batch {
     }
 
     fn run(&self, job: Job) -> Option<Done> {
-        let Job { id, method, params } = job;
+        let Job {
+            id, method, params, ..
+        } = job;
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             answer(&self.gw, &self.peer, &id, &method, params)
         }));
@@ -517,4 +538,65 @@ pub async fn write_lines<W: AsyncWrite + Unpin>(
         out.flush().await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A client that stops reading and keeps sending quick reads cannot make the
+    /// connection hold more than its input bound of request lines (the batch queue's
+    /// length is no bound: 256 lines of up to the message limit each).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn batched_lines_queued_are_bounded_in_bytes() {
+        const MAX: usize = 64 * 1024;
+        let text = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/policies/default.toml"
+        ))
+        .replace(
+            "[limits]\n",
+            &format!("[limits]\nmax_message_bytes = {MAX}\n"),
+        );
+        let pol = crate::policy::Policy::from_toml(&text, "t").unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path().canonicalize().unwrap();
+        let gw = Arc::new(Gateway::new(
+            pol,
+            crate::workspace::Workspace::open(&root).unwrap(),
+        ));
+        let (mut client, input) = tokio::io::duplex(16 * 1024);
+        // The client never reads its answers.
+        let (output, _unread) = tokio::io::duplex(1024);
+        let server = tokio::spawn(serve(gw, "t".into(), input, output));
+        let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let sent2 = Arc::clone(&sent);
+        let missing = root.join("missing").to_string_lossy().into_owned();
+        let writer = tokio::spawn(async move {
+            for i in 0..400 {
+                // A long id, echoed in the answer: every answer is large too.
+                let id = format!("{i}-{}", "x".repeat(MAX * 3 / 4));
+                let line = json!({"jsonrpc": "2.0", "id": id, "method": "_fsgate/stat",
+                    "params": {"path": missing}});
+                let mut bytes = line.to_string().into_bytes();
+                bytes.push(b'\n');
+                if client.write_all(&bytes).await.is_err() {
+                    return;
+                }
+                sent2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let taken = sent.load(std::sync::atomic::Ordering::Relaxed);
+        writer.abort();
+        server.abort();
+        // Answers in the outbox (2 × MAX) and the pipes, lines in the input bound
+        // (2 × MAX): a handful of lines, not hundreds.
+        assert!(
+            taken < 20,
+            "{taken} lines of {} bytes taken in",
+            MAX * 3 / 4
+        );
+    }
 }
