@@ -47,6 +47,8 @@ impl From<Vec<u8>> for Outgoing {
 /// A `tools/call` the direct path takes.
 pub(super) struct Job {
     key: String,
+    /// Set by [`Door::submit`]: which request under `key` this is.
+    serial: u64,
     tool: ToolId,
     args: JsonObject,
 }
@@ -72,6 +74,7 @@ pub(super) fn job(key: &str, line: &[u8]) -> Option<Job> {
     let tool = ToolId::from_name(&msg.params.name)?;
     Some(Job {
         key: key.to_string(),
+        serial: 0,
         tool,
         args: msg.params.arguments.unwrap_or_default(),
     })
@@ -97,6 +100,7 @@ fn batched(tool: ToolId) -> bool {
 /// A call that ran, before its answer is encoded.
 pub(super) struct Done {
     key: String,
+    serial: u64,
     result: CallToolResult,
     leases: Vec<Lease>,
 }
@@ -153,7 +157,7 @@ impl Batched for Direct {
 
     /// Runs one call, unless it was cancelled before it started.
     fn run(&self, job: Job) -> Option<Done> {
-        if !self.flow.claim(&job.key) {
+        if !self.flow.claim_serial(&job.key, job.serial) {
             return None;
         }
         let (gw, ctx) = (&*self.gw, &*self.ctx);
@@ -167,6 +171,7 @@ impl Batched for Direct {
         });
         Some(Done {
             key: job.key,
+            serial: job.serial,
             result,
             leases,
         })
@@ -178,6 +183,7 @@ impl Batched for Direct {
         let mut out = Outgoing::default();
         for Done {
             key,
+            serial,
             result,
             leases,
         } in done
@@ -192,7 +198,7 @@ impl Batched for Direct {
                 self.send(&mut out);
                 self.rt.block_on(self.flow.hold_answer(&key, size, leases));
             }
-            let Some(pending) = self.flow.take(&key) else {
+            let Some(pending) = self.flow.take_serial(&key, serial) else {
                 continue; // Cancelled while it ran: its records stand, no answer.
             };
             encode(&mut out.bytes, &key, &result);
@@ -215,7 +221,8 @@ impl Direct {
 
 impl Door {
     /// Runs `job`: in the batch, or on the blocking pool for changes and slow tools.
-    pub(super) async fn submit(&self, job: Job) {
+    pub(super) async fn submit(&self, mut job: Job, serial: u64) {
+        job.serial = serial;
         if batched(job.tool) {
             self.batch.send(job).await;
             return;

@@ -18,6 +18,7 @@
 //! claimed it; an answer that still comes is written unrecorded.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -30,6 +31,9 @@ pub(super) struct Pending {
     pub method: String,
     /// Someone else records it (a tool call records its gateway operations).
     pub claimed: bool,
+    /// Which request under this id: a client may reuse an id once its request was
+    /// cancelled, and the old call's answer must not take the new request's place.
+    serial: u64,
     /// Room held for its input line.
     _input: OwnedSemaphorePermit,
     /// Room held for its answer, once built.
@@ -50,6 +54,8 @@ pub(super) struct Flow {
     /// Encoded bytes of answers built and not yet written.
     answers: Arc<Semaphore>,
     cap: u32,
+    /// The next request's serial.
+    serials: AtomicU64,
 }
 
 /// The key of a JSON-RPC id: its JSON text.
@@ -66,6 +72,7 @@ impl Flow {
             input: Arc::new(Semaphore::new(cap as usize)),
             answers: Arc::new(Semaphore::new(cap as usize)),
             cap,
+            serials: AtomicU64::new(0),
         })
     }
 
@@ -83,21 +90,46 @@ impl Flow {
     }
 
     /// Waits until there is room for an answer and for a request line of `len` bytes,
-    /// then enters the request. Call before handing its line to the SDK.
-    pub(super) async fn admit(&self, key: String, method: String, len: usize) {
+    /// then enters the request; returns its serial. Call before handing its line on.
+    pub(super) async fn admit(&self, key: String, method: String, len: usize) -> u64 {
         self.wait_for_answer_room().await;
         let units = self.units(len.max(MIN_INPUT_UNITS));
+        let serial = self.serials.fetch_add(1, Ordering::Relaxed);
         let Ok(input) = Arc::clone(&self.input).acquire_many_owned(units).await else {
-            return;
+            return serial;
         };
         let pending = Pending {
             method,
             claimed: false,
+            serial,
             _input: input,
             room: None,
             leases: Vec::new(),
         };
         self.table().insert(key, pending);
+        serial
+    }
+
+    /// [`claim`](Self::claim), only if the request under `key` is the one admitted as
+    /// `serial`.
+    pub(super) fn claim_serial(&self, key: &str, serial: u64) -> bool {
+        match self.table().get_mut(key) {
+            Some(p) if p.serial == serial => {
+                p.claimed = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// [`take`](Self::take), only if the request under `key` is the one admitted as
+    /// `serial`.
+    pub(super) fn take_serial(&self, key: &str, serial: u64) -> Option<Pending> {
+        let mut table = self.table();
+        match table.get(key) {
+            Some(p) if p.serial == serial => table.remove(key),
+            _ => None,
+        }
     }
 
     /// Waits while unwritten answers fill the room: work that will make an answer
@@ -174,6 +206,28 @@ mod tests {
         drop(flow.take("1")); // written
         waiting.await.unwrap();
         assert!(flow.is_pending("2"));
+    }
+
+    /// A client may reuse an id once its request was cancelled: the old call can then
+    /// neither claim nor take the new request's place (found in review).
+    #[tokio::test]
+    async fn a_reused_id_belongs_to_its_newest_request_only() {
+        let flow = Flow::new(MIN_INPUT_UNITS * 4);
+        let old = flow.admit("5".into(), "tools/call".into(), 10).await;
+        assert!(flow.claim_serial("5", old));
+        drop(flow.take("5")); // cancelled by the client
+        let new = flow.admit("5".into(), "tools/call".into(), 10).await;
+        assert_ne!(old, new);
+        assert!(
+            !flow.claim_serial("5", old),
+            "the old call claimed the new request"
+        );
+        assert!(
+            flow.take_serial("5", old).is_none(),
+            "the old call took the new request"
+        );
+        assert!(flow.claim_serial("5", new));
+        assert!(flow.take_serial("5", new).is_some());
     }
 
     #[tokio::test]

@@ -112,10 +112,10 @@ impl Pump {
                 let job = (method == "tools/call" && self.initialized.load(Ordering::Relaxed))
                     .then(|| direct::job(&key, line))
                     .flatten();
-                self.flow.admit(key, method, line.len()).await;
+                let serial = self.flow.admit(key, method, line.len()).await;
                 match job {
                     Some(job) => {
-                        self.door.submit(job).await;
+                        self.door.submit(job, serial).await;
                         false
                     }
                     None => true,
