@@ -5,22 +5,13 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+// Shared with the read benchmarks; this one uses only the text.
+#[allow(dead_code)]
+mod common;
+use common::clean_text;
 use fsgate::path::RelPath;
 use fsgate::policy::Policy;
-
-fn clean_text(len: usize) -> String {
-    let mut s = String::with_capacity(len + 64);
-    let mut i = 0u32;
-    while s.len() < len {
-        s.push_str(&format!(
-            "fn item_{i}(v: &[u32]) -> u32 {{ v.iter().map(|x| x * {i}).sum() }}\n"
-        ));
-        i += 1;
-    }
-    s.truncate(len - 1);
-    s.push('\n');
-    s
-}
 
 fn scan(c: &mut Criterion) {
     let pol = Policy::builtin_default().expect("default policy");
