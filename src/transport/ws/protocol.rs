@@ -411,6 +411,25 @@ mod tests {
         }
     }
 
+    /// The fix for the fuzz crash above lives in the build, not in code: test builds
+    /// parse numbers exactly anyway (a dev-dependency turns the feature on), so only this
+    /// check fails if the `fsgate` binary loses it.
+    #[test]
+    fn the_binary_reads_numbers_exactly() {
+        let manifest: toml::Table = toml::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/Cargo.toml"
+        )))
+        .unwrap_or_default();
+        let features = &manifest["dependencies"]["serde_json"]["features"];
+        assert!(
+            features
+                .as_array()
+                .is_some_and(|f| f.iter().any(|v| v.as_str() == Some("float_roundtrip"))),
+            "serde_json must be built with float_roundtrip: {features:?}"
+        );
+    }
+
     #[test]
     fn maps_every_type_to_its_op() {
         let (h, o, _) = op(r#"{"channel":"files","type":"list","requestId":7}"#);
