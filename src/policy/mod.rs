@@ -173,6 +173,17 @@ impl Policy {
         Policy::from_toml(DEFAULT_POLICY_TOML, "<built-in default policy>")
     }
 
+    /// The built-in default with a smaller `limits.max_message_bytes`, for tests of the
+    /// bounds that follow from it.
+    #[cfg(test)]
+    pub(crate) fn builtin_with_message_limit(max: usize) -> Policy {
+        let text = DEFAULT_POLICY_TOML.replace(
+            "[limits]\n",
+            &format!("[limits]\nmax_message_bytes = {max}\n"),
+        );
+        Policy::from_toml(&text, "test").expect("the default policy with a smaller limit")
+    }
+
     /// Loads a policy file. A gitleaks config it names is read relative to its directory.
     ///
     /// # Ambient Authority

@@ -551,15 +551,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn batched_lines_queued_are_bounded_in_bytes() {
         const MAX: usize = 64 * 1024;
-        let text = include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/policies/default.toml"
-        ))
-        .replace(
-            "[limits]\n",
-            &format!("[limits]\nmax_message_bytes = {MAX}\n"),
-        );
-        let pol = crate::policy::Policy::from_toml(&text, "t").unwrap();
+        let pol = crate::policy::Policy::builtin_with_message_limit(MAX);
         let ws = tempfile::tempdir().unwrap();
         let root = ws.path().canonicalize().unwrap();
         let gw = Arc::new(Gateway::new(

@@ -260,15 +260,7 @@ mod tests {
     #[test]
     fn a_batch_holding_nothing_waits_for_the_budget() {
         const MAX: usize = 64 * 1024;
-        let text = include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/policies/default.toml"
-        ))
-        .replace(
-            "[limits]\n",
-            &format!("[limits]\nmax_message_bytes = {MAX}\n"),
-        );
-        let pol = crate::policy::Policy::from_toml(&text, "t").unwrap();
+        let pol = crate::policy::Policy::builtin_with_message_limit(MAX);
         let ws = tempfile::tempdir().unwrap();
         let root = ws.path().canonicalize().unwrap();
         std::fs::write(root.join("big"), vec![b'a'; MAX * 7 / 8]).unwrap();
