@@ -20,7 +20,7 @@ use tokio::sync::{Semaphore, mpsc};
 use super::catalog::ToolId;
 use super::flow::{Flow, Pending};
 use super::render::{self, ToolError};
-use super::{fit, tools};
+use super::{too_big, tools};
 use crate::error::GatewayError;
 use crate::gateway::{Gateway, Lease};
 use crate::ops::RequestCtx;
@@ -192,16 +192,17 @@ impl Batched for Direct {
                 Ok(()) => (result, leases),
                 Err(e) => (render::error(&ToolError::Gateway(e.clone())), Vec::new()),
             };
-            let (result, size) = fit(self.max, result, &key);
-            if let Err(leases) = self.flow.try_hold_answer(&key, size, leases) {
+            let bytes = encode_fitted(self.max, &key, &result);
+            if let Err(leases) = self.flow.try_hold_answer(&key, bytes.len(), leases) {
                 // No room until what is already encoded is written: send it first.
                 self.send(&mut out);
-                self.rt.block_on(self.flow.hold_answer(&key, size, leases));
+                self.rt
+                    .block_on(self.flow.hold_answer(&key, bytes.len(), leases));
             }
             let Some(pending) = self.flow.take_serial(&key, serial) else {
                 continue; // Cancelled while it ran: its records stand, no answer.
             };
-            encode(&mut out.bytes, &key, &result);
+            out.bytes.extend_from_slice(&bytes);
             out.pending.push(pending);
         }
         self.send(&mut out);
@@ -247,6 +248,19 @@ impl Door {
             }
         });
     }
+}
+
+/// The JSON-RPC answer for id `key`, encoded once (not sized first, then encoded), or
+/// the limit error in its place if it is over the message limit `max`.
+fn encode_fitted(max: usize, key: &str, result: &CallToolResult) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    encode(&mut bytes, key, result);
+    if bytes.len() > max {
+        let error = too_big(bytes.len(), max);
+        bytes.clear();
+        encode(&mut bytes, key, &error);
+    }
+    bytes
 }
 
 /// Appends the JSON-RPC answer for id `key` (the id's JSON text) to `out`.

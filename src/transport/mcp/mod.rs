@@ -125,12 +125,17 @@ fn fit(max: usize, result: CallToolResult, key: &str) -> (CallToolResult, usize)
     if size <= max {
         return (result, size);
     }
-    let error = render::error(&render::ToolError::Failed(format!(
-        "the answer would be {size} bytes once encoded, over the message limit of {max} bytes \
-         (rule limits.max_message_bytes); ask for less (a line window, fewer paths, a narrower pattern)"
-    )));
+    let error = too_big(size, max);
     let size = encoded_len(&error) + ENVELOPE + key.len();
     (error, size)
+}
+
+/// The tool error for an answer of `size` encoded bytes, over the message limit `max`.
+fn too_big(size: usize, max: usize) -> CallToolResult {
+    render::error(&render::ToolError::Failed(format!(
+        "the answer would be {size} bytes once encoded, over the message limit of {max} bytes \
+         (rule limits.max_message_bytes); ask for less (a line window, fewer paths, a narrower pattern)"
+    )))
 }
 
 /// Records a message that is no workspace operation (on the blocking pool: the record
