@@ -437,18 +437,57 @@ fn confine_agent(
         })?;
     let pol = opened.gateway.policy();
     let settings = pol.raw().sandbox.clone().unwrap_or_default();
-    let mut protected = vec![opened.gateway.workspace().root_path().to_path_buf()];
-    protected.extend(opened.own_dirs());
-    if let Some(home) = std::env::var_os("HOME") {
-        protected.push(PathBuf::from(home));
-    }
-    let plan =
-        crate::sandbox::AgentPlan::new(&scratch, settings.agent_system_paths.as_deref(), protected);
-    command.env("HOME", &scratch).env("TMPDIR", &scratch);
+    let plan = agent_plan(opened, &settings, &scratch);
     let status =
         crate::sandbox::confine_agent_command(command, &plan).map_err(|e| e.to_string())?;
     opened.keep_scratch(&scratch);
     Ok(status)
+}
+
+/// The agent's ruleset: system paths, devices, its scratch dir (HOME and TMPDIR).
+fn agent_plan(
+    opened: &startup::Opened,
+    settings: &crate::sandbox::SandboxSettings,
+    scratch: &std::path::Path,
+) -> crate::sandbox::AgentPlan {
+    use crate::sandbox::{AgentAccess, AgentPlan, Protected};
+    let mut plan = AgentPlan::default();
+    let protect = |path: PathBuf, label: &str| Protected {
+        path,
+        label: label.to_owned(),
+    };
+    plan.protected.push(protect(
+        opened.gateway.workspace().root_path().to_path_buf(),
+        "workspace",
+    ));
+    for dir in opened.own_dirs() {
+        plan.protected.push(protect(dir, "fsgate's own directory"));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        plan.not_whole
+            .push(protect(PathBuf::from(home), "home directory"));
+    }
+    match &settings.agent_system_paths {
+        Some(paths) => paths
+            .iter()
+            .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "[sandbox] agent_system_paths")),
+        None => crate::sandbox::DEFAULT_AGENT_SYSTEM_PATHS
+            .iter()
+            .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "built-in system paths")),
+    }
+    for dev in crate::sandbox::DEFAULT_AGENT_DEVICES {
+        plan.grant(dev, AgentAccess::ReadWrite, "built-in devices");
+    }
+    plan.grant(scratch, AgentAccess::ReadWrite, "the agent's scratch dir");
+    for (k, v) in std::env::vars_os() {
+        plan.env.push((k, v));
+    }
+    plan.env.retain(|(k, _)| k != "HOME" && k != "TMPDIR");
+    plan.env
+        .push(("HOME".into(), scratch.as_os_str().to_owned()));
+    plan.env
+        .push(("TMPDIR".into(), scratch.as_os_str().to_owned()));
+    plan
 }
 
 /// Empties the agent's scratch directory. The directory itself stays (empty) when the

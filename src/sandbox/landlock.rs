@@ -11,7 +11,7 @@ use ::landlock::{
 };
 
 use super::SandboxError;
-use super::plan::{AgentPlan, SandboxPlan};
+use super::plan::{AgentAccess, AgentPlan, SandboxPlan};
 use super::status::{Enforcement, SandboxStatus};
 
 /// The ABI from which every restriction the plan asks for exists: truncate (3), TCP (4),
@@ -342,26 +342,29 @@ pub(crate) fn confine_agent_command(
         .create()
         .map_err(ll_err("create the agent ruleset"))?;
     let mut detail = Vec::new();
-    for (paths, access, what) in [
-        (&plan.read_exec, read_exec, "read+exec"),
-        (&plan.read_write, read_write, "read-write"),
-    ] {
-        for path in paths {
-            let Ok(fd) = PathFd::new(path) else { continue };
-            let access = if is_dir(fd.as_fd())? {
-                access
-            } else {
-                access & AccessFs::from_file(abi)
-            };
-            created = created
-                .add_rule(PathBeneath::new(fd, access))
-                .map_err(ll_err(format!("add the agent rule for {}", path.display())))?;
-            detail.push(format!("{} {what}", path.display()));
-        }
+    for g in &plan.grants {
+        let access = match g.access {
+            AgentAccess::Read => rights.read,
+            AgentAccess::ReadExec => read_exec,
+            AgentAccess::ReadWrite => read_write,
+        };
+        let Ok(fd) = PathFd::new(&g.path) else {
+            continue;
+        };
+        let access = if is_dir(fd.as_fd())? {
+            access
+        } else {
+            access & AccessFs::from_file(abi)
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(ll_err(format!(
+                "add the agent rule for {}",
+                g.path.display()
+            )))?;
+        detail.push(format!("{} {}", g.path.display(), g.access.as_str()));
     }
-    if let Some(tmp) = &plan.tmpdir {
-        cmd.env("TMPDIR", tmp);
-    }
+    cmd.env_clear().envs(plan.env.iter().map(|(k, v)| (k, v)));
     install_pre_exec(cmd, created);
     let missing = missing_for(abi)
         .into_iter()

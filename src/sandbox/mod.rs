@@ -42,7 +42,10 @@ mod tests;
 use std::sync::OnceLock;
 
 pub use config::SandboxSettings;
-pub use plan::{AgentPlan, DEFAULT_AGENT_DEVICES, DEFAULT_AGENT_SYSTEM_PATHS, SandboxPlan};
+pub use plan::{
+    AgentAccess, AgentGrant, AgentNetwork, AgentPlan, DEFAULT_AGENT_DEVICES,
+    DEFAULT_AGENT_SYSTEM_PATHS, Protected, SandboxPlan,
+};
 pub use status::{Enforcement, SandboxStatus};
 
 /// Everything that can go wrong while building or applying a sandbox.

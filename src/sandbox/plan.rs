@@ -147,75 +147,126 @@ pub const DEFAULT_AGENT_SYSTEM_PATHS: &[&str] = &[
     "/run/systemd/resolve",
 ];
 
-/// Device files and directories a confined agent may read and write by default.
+/// Device files a confined agent may read and write by default. No terminal: the agent
+/// runs in a session of its own, and `/dev/tty`, `/dev/pts` and `/dev/ptmx` would let it
+/// reach the operator's terminal (TIOCSTI).
 pub const DEFAULT_AGENT_DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
     "/dev/shm",
 ];
 
-/// The Landlock ruleset for an agent process that `fsgate acp --confine-agent` hosts.
+/// What a confined agent may do beneath one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentAccess {
+    /// Read files, list directories.
+    Read,
+    /// Read, list and execute.
+    ReadExec,
+    /// Read, list, write, create, remove, truncate (no execute, no device ioctl).
+    ReadWrite,
+}
+
+impl AgentAccess {
+    /// The word used in `--check-sandbox` and the status detail.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentAccess::Read => "read",
+            AgentAccess::ReadExec => "read+exec",
+            AgentAccess::ReadWrite => "read-write",
+        }
+    }
+}
+
+/// One path an agent's ruleset grants, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AgentGrant {
+    /// The path (a missing path is skipped when the ruleset is built).
+    pub path: PathBuf,
+    /// What the agent may do beneath it.
+    pub access: AgentAccess,
+    /// Where the grant comes from, for people: "built-in system paths",
+    /// "agent executable", "[agent] read", ...
+    pub source: String,
+}
+
+/// The agent's TCP network (Landlock ABI 4+).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentNetwork {
+    /// Every TCP connect and bind (the default: agents talk to their model service).
+    #[default]
+    All,
+    /// No TCP at all.
+    None,
+    /// TCP connect to these ports only; no bind.
+    Ports(Vec<u16>),
+}
+
+/// A path the agent must never reach, with its name for messages.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Protected {
+    /// The path.
+    pub path: PathBuf,
+    /// What it is ("workspace", "audit log directory", "policy file", ...).
+    pub label: String,
+}
+
+/// The confinement of an agent process that `fsgate acp --confine-agent` hosts.
 ///
-/// The agent keeps its network (it talks to its model service) but gets no file access
-/// except system paths (read + execute), device files, and its own scratch directory;
-/// the workspace is reachable only through the gateway.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The agent gets no file access except its grants, only the environment in `env`, the
+/// TCP `network`, and of pathname Unix sockets only `unix_sockets`. It runs in a session
+/// of its own with no terminal. The workspace is reachable only through the gateway.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AgentPlan {
-    /// Read + execute; missing paths are skipped.
-    pub read_exec: Vec<PathBuf>,
-    /// Read + write + create + remove (scratch/home directories, device files); missing
-    /// paths are skipped.
-    pub read_write: Vec<PathBuf>,
-    /// Directories the agent must not reach (workspace, audit dir, backup dir): a plan
-    /// path inside one of them, or containing one, is an error.
-    pub protected: Vec<PathBuf>,
-    /// Set as `TMPDIR` for the agent, so temp files land in its scratch directory.
-    pub tmpdir: Option<PathBuf>,
+    /// File system grants, in order of source.
+    pub grants: Vec<AgentGrant>,
+    /// What no grant may reach: inside one, or containing one, is an error.
+    pub protected: Vec<Protected>,
+    /// Directories a grant may lie inside but must not contain or equal (the operator's
+    /// home directory: the agent gets parts of it, never the whole).
+    pub not_whole: Vec<Protected>,
+    /// The agent's whole environment (the command's environment is cleared first).
+    #[serde(skip)]
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// TCP network.
+    pub network: AgentNetwork,
+    /// Pathname Unix sockets the agent may connect to; empty: none.
+    pub unix_sockets: Vec<PathBuf>,
 }
 
 impl AgentPlan {
-    /// The default plan: `system_paths` (or [`DEFAULT_AGENT_SYSTEM_PATHS`]) read + execute,
-    /// [`DEFAULT_AGENT_DEVICES`] and `scratch` read-write, `TMPDIR=scratch`.
-    pub fn new(scratch: &Path, system_paths: Option<&[PathBuf]>, protected: Vec<PathBuf>) -> Self {
-        let read_exec = match system_paths {
-            Some(p) => p.to_vec(),
-            None => DEFAULT_AGENT_SYSTEM_PATHS
-                .iter()
-                .map(PathBuf::from)
-                .collect(),
-        };
-        let mut read_write: Vec<PathBuf> =
-            DEFAULT_AGENT_DEVICES.iter().map(PathBuf::from).collect();
-        read_write.push(scratch.to_path_buf());
-        AgentPlan {
-            read_exec,
-            read_write,
-            protected,
-            tmpdir: Some(scratch.to_path_buf()),
-        }
+    /// Adds a grant.
+    pub fn grant(&mut self, path: impl Into<PathBuf>, access: AgentAccess, source: &str) {
+        self.grants.push(AgentGrant {
+            path: path.into(),
+            access,
+            source: source.to_owned(),
+        });
     }
 
-    /// Refuses a plan that would let the agent reach a protected directory.
+    /// The first grant that would let the agent reach a protected path, as an error
+    /// naming both and where the grant came from.
     pub(crate) fn check_overlap(&self) -> Result<(), super::SandboxError> {
         let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        for protected in &self.protected {
-            let prot = canon(protected);
-            for allowed in self.read_exec.iter().chain(&self.read_write) {
-                if !allowed.exists() {
-                    continue;
+        for g in &self.grants {
+            if !g.path.exists() {
+                continue;
+            }
+            let a = canon(&g.path);
+            for prot in &self.protected {
+                let p = canon(&prot.path);
+                if p.starts_with(&a) || a.starts_with(&p) {
+                    return Err(overlap(g, prot));
                 }
-                let a = canon(allowed);
-                if prot.starts_with(&a) || a.starts_with(&prot) {
-                    return Err(super::SandboxError::Overlap {
-                        allowed: allowed.display().to_string(),
-                        protected: protected.display().to_string(),
-                    });
+            }
+            for whole in &self.not_whole {
+                if canon(&whole.path).starts_with(&a) {
+                    return Err(overlap(g, whole));
                 }
             }
         }
@@ -223,30 +274,60 @@ impl AgentPlan {
     }
 }
 
+fn overlap(g: &AgentGrant, prot: &Protected) -> super::SandboxError {
+    super::SandboxError::Overlap {
+        allowed: format!("{} (from {})", g.path.display(), g.source),
+        protected: format!("{} {}", prot.label, prot.path.display()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn plan_with(grant: &Path, ws: &Path, home: &Path) -> AgentPlan {
+        let mut plan = AgentPlan {
+            protected: vec![Protected {
+                path: ws.to_path_buf(),
+                label: "workspace".into(),
+            }],
+            not_whole: vec![Protected {
+                path: home.to_path_buf(),
+                label: "home directory".into(),
+            }],
+            ..Default::default()
+        };
+        plan.grant(grant, AgentAccess::ReadExec, "test");
+        plan
+    }
+
     #[test]
-    fn agent_plan_refuses_paths_around_the_workspace() {
+    fn agent_plan_refuses_paths_around_the_workspace_and_the_whole_home() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let ws = tmp.path().join("ws");
-        let scratch = tmp.path().join("scratch");
-        std::fs::create_dir_all(&ws).expect("mkdir");
-        std::fs::create_dir_all(&scratch).expect("mkdir");
-        let ok = AgentPlan::new(&scratch, None, vec![ws.clone()]);
-        assert!(ok.check_overlap().is_ok());
-        assert_eq!(ok.tmpdir.as_deref(), Some(scratch.as_path()));
-        // A system path that contains the workspace would hand it to the agent.
-        let parent = [tmp.path().to_path_buf()];
-        let bad = AgentPlan::new(&scratch, Some(&parent), vec![ws.clone()]);
-        assert!(matches!(
-            bad.check_overlap(),
-            Err(crate::sandbox::SandboxError::Overlap { .. })
-        ));
-        // So would a scratch dir inside it.
-        let inside = AgentPlan::new(&ws.join("tmp"), None, vec![ws.clone()]);
-        std::fs::create_dir_all(ws.join("tmp")).expect("mkdir");
-        assert!(inside.check_overlap().is_err());
+        let home = tmp.path().join("home");
+        let ws = home.join("ws");
+        let venv = home.join("venv");
+        for d in [&ws, &venv] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        assert!(plan_with(&venv, &ws, &home).check_overlap().is_ok());
+        // Containing the workspace, inside it, the whole home, or above it: refused.
+        for bad in [tmp.path(), home.as_path(), ws.as_path()] {
+            let err = plan_with(bad, &ws, &home).check_overlap();
+            assert!(
+                matches!(err, Err(crate::sandbox::SandboxError::Overlap { .. })),
+                "{bad:?}"
+            );
+        }
+        let inside = ws.join("tmp");
+        std::fs::create_dir_all(&inside).expect("mkdir");
+        let msg = plan_with(&inside, &ws, &home)
+            .check_overlap()
+            .expect_err("inside the workspace")
+            .to_string();
+        assert!(
+            msg.contains("from test") && msg.contains("workspace"),
+            "{msg}"
+        );
     }
 }

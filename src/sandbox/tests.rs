@@ -15,7 +15,8 @@ use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
 use super::{
-    AgentPlan, Enforcement, SandboxPlan, confine_agent_command, kernel_abi, restrict_self,
+    AgentAccess, AgentPlan, DEFAULT_AGENT_DEVICES, DEFAULT_AGENT_SYSTEM_PATHS, Enforcement,
+    Protected, SandboxPlan, confine_agent_command, kernel_abi, restrict_self,
 };
 use crate::backup::{BackupSettings, BackupStore, restore};
 
@@ -173,7 +174,23 @@ fn confined_agent_sees_only_system_paths_and_scratch() {
     let scratch = root.join("scratch");
     std::fs::create_dir(&scratch).expect("mkdir");
     std::fs::write(scratch.join("s.txt"), "scratch file").expect("write");
-    let plan = AgentPlan::new(&scratch, None, vec![root.join("ws"), root.join("audit")]);
+    let mut plan = AgentPlan {
+        protected: ["ws", "audit"]
+            .map(|d| Protected {
+                path: root.join(d),
+                label: d.into(),
+            })
+            .to_vec(),
+        env: vec![("TMPDIR".into(), scratch.clone().into_os_string())],
+        ..Default::default()
+    };
+    for p in DEFAULT_AGENT_SYSTEM_PATHS {
+        plan.grant(p, AgentAccess::ReadExec, "built-in system paths");
+    }
+    for p in DEFAULT_AGENT_DEVICES {
+        plan.grant(p, AgentAccess::ReadWrite, "built-in devices");
+    }
+    plan.grant(&scratch, AgentAccess::ReadWrite, "scratch");
     let sh = |script: &str, args: &[&Path]| {
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c").arg(script).arg("sh").args(args);
