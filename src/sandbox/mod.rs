@@ -23,6 +23,7 @@
 //! workspace, audit and backup stores work through their directory handles.
 
 pub mod config;
+pub mod denied;
 pub mod plan;
 pub mod status;
 
