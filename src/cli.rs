@@ -122,6 +122,10 @@ pub(super) struct AcpArgs {
     /// Run the agent under its own Landlock ruleset with no access to the workspace.
     #[arg(long)]
     confine_agent: bool,
+    /// With --confine-agent: print the agent's whole ruleset and what this kernel
+    /// enforces, then exit without starting the agent.
+    #[arg(long, requires = "confine_agent")]
+    check_sandbox: bool,
     /// The agent command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "AGENT_CMD")]
     agent: Vec<String>,

@@ -7,39 +7,39 @@ use std::sync::Arc;
 use super::{AcpArgs, fail, runtime, spawn_reload_on_sighup, stdio_peer};
 use crate::startup;
 
+/// An agent's confinement: the plan it was built from and what the kernel will enforce.
+struct Confined {
+    plan: crate::sandbox::AgentPlan,
+    status: crate::sandbox::SandboxStatus,
+}
+
 pub(super) fn acp(args: AcpArgs) -> ExitCode {
-    let opened = match startup::open(&args.common.config()) {
+    let mut opened = match startup::open(&args.common.config()) {
         Ok(o) => o,
         Err(e) => return fail(&e),
     };
     let Some((program, agent_args)) = args.agent.split_first() else {
         return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
     };
-    // The agent is started before the gateway confines itself, so it does not inherit
-    // the gateway's ruleset (which would not let it execute anything).
-    let mut command = std::process::Command::new(program);
-    command
-        .args(agent_args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        // The agent's stderr reaches the person's terminal: escaped, line by line, each
-        // line marked as the agent's.
-        .stderr(std::process::Stdio::piped());
-    crate::signals::unblock_in_child(&mut command);
-    let mut agent_sandbox = serde_json::Value::Null;
-    let mut opened = opened;
-    if args.confine_agent {
-        match confine_agent(&mut opened, &mut command) {
-            Ok(status) => {
-                crate::text::eprint_line(&format!("fsgate: agent confined: {status}"));
-                agent_sandbox = serde_json::to_value(&status).unwrap_or_default();
-            }
+    let mut command = agent_command(program, agent_args);
+    let confined = match args.confine_agent {
+        true => match confine_agent(&mut opened, &mut command) {
+            Ok(c) => Some(c),
             Err(e) => return fail(&format!("--confine-agent: {e}")),
-        }
+        },
+        false => None,
+    };
+    if args.check_sandbox {
+        return check_sandbox(opened, confined.as_ref());
+    }
+    let mut agent_sandbox = serde_json::Value::Null;
+    if let Some(c) = &confined {
+        crate::text::eprint_line(&format!("fsgate: agent confined: {}", c.status));
+        agent_sandbox = serde_json::to_value(&c.status).unwrap_or_default();
     }
     let mut child = match command.spawn() {
         Ok(c) => c,
-        Err(e) => return fail(&format!("cannot start the agent {program:?}: {e}")),
+        Err(e) => return spawn_failed(program, &e, confined.as_ref()),
     };
     let pid = child.id();
     tracing::info!(pid, agent = %program, "agent started");
@@ -51,8 +51,14 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         return fail(&e);
     }
     // Started after confinement, so the copying thread is confined too.
+    let denials = crate::sandbox::denied::Denials::default();
+    let noted = denials.clone();
     let agent_stderr = child.stderr.take().map(|e| {
-        std::thread::spawn(move || crate::text::copy_escaped(e, std::io::stderr(), "agent: "))
+        std::thread::spawn(move || {
+            crate::text::copy_escaped_noting(e, std::io::stderr(), "agent: ", |line| {
+                noted.note_line(line)
+            })
+        })
     });
     let scratch = opened.scratch();
     let gateway = Arc::new(opened.gateway);
@@ -116,6 +122,12 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
             tracing::info!(%status, "agent exited");
             details.insert("status".into(), status.to_string().into());
             details.insert("code".into(), status.code().into());
+            if let Some(c) = &confined
+                && !status.success()
+                && stopped_by.get().is_none()
+            {
+                report_denials(&denials, &c.plan);
+            }
             match stopped_by.get() {
                 Some(sig) => {
                     details.insert("stoppedBy".into(), (*sig).into());
@@ -148,7 +160,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
 fn confine_agent(
     opened: &mut startup::Opened,
     command: &mut std::process::Command,
-) -> Result<crate::sandbox::SandboxStatus, String> {
+) -> Result<Confined, String> {
     use std::os::unix::fs::DirBuilderExt;
     let scratch = std::env::temp_dir().join(format!("fsgate-agent-{}", std::process::id()));
     std::fs::DirBuilder::new()
@@ -166,7 +178,91 @@ fn confine_agent(
     let status =
         crate::sandbox::confine_agent_command(command, &plan).map_err(|e| e.to_string())?;
     opened.keep_scratch(&scratch);
-    Ok(status)
+    Ok(Confined { plan, status })
+}
+
+/// The agent's command: stdio piped (stderr is relayed escaped, line by line, each line
+/// marked as the agent's), signals unblocked. It is started before the gateway confines
+/// itself, so it does not inherit the gateway's ruleset.
+fn agent_command(program: &str, args: &[String]) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    command
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    crate::signals::unblock_in_child(&mut command);
+    command
+}
+
+/// `fsgate acp --check-sandbox`: the agent's whole ruleset and what this kernel enforces,
+/// on stdout; nothing is started and nothing is recorded.
+fn check_sandbox(opened: startup::Opened, confined: Option<&Confined>) -> ExitCode {
+    let Some(c) = confined else {
+        println!("the agent is not confined: add --confine-agent to see its ruleset");
+        return ExitCode::SUCCESS;
+    };
+    println!("{}", describe(&c.plan, &c.status));
+    if let Some(dir) = opened.scratch() {
+        clean_scratch(&dir);
+    }
+    ExitCode::SUCCESS
+}
+
+/// The ruleset in words, one grant a line (until the sandbox module describes it).
+fn describe(plan: &crate::sandbox::AgentPlan, status: &crate::sandbox::SandboxStatus) -> String {
+    let mut out = format!("agent sandbox: {status}\n");
+    for g in &plan.grants {
+        out.push_str(&format!(
+            "  {} {} ({})\n",
+            crate::text::EscPath(&g.path),
+            g.access.as_str(),
+            g.source
+        ));
+    }
+    out
+}
+
+/// The agent could not be started: why, and under `--confine-agent` what would allow it.
+fn spawn_failed(program: &str, err: &std::io::Error, confined: Option<&Confined>) -> ExitCode {
+    let shown = crate::text::Esc(program);
+    let Some(c) = confined else {
+        return fail(&format!("cannot start the agent \"{shown}\": {err}"));
+    };
+    let resolved = c.plan.executable.as_deref();
+    let mut msg = format!("cannot start the agent \"{shown}\" under --confine-agent: {err}");
+    if err.kind() == std::io::ErrorKind::PermissionDenied
+        && let Some(exe) = resolved
+    {
+        msg.push_str(&format!(
+            "\nthe sandbox denied executing {}",
+            crate::sandbox::denied::advice(exe, &c.plan)
+        ));
+    }
+    msg.push_str(
+        "\nsee the whole ruleset with: fsgate acp --confine-agent --check-sandbox -- AGENT...",
+    );
+    fail(&msg)
+}
+
+/// After a confined agent failed: the paths it reported as denied, each with what would
+/// allow it, or where to look when it named none.
+fn report_denials(denials: &crate::sandbox::denied::Denials, plan: &crate::sandbox::AgentPlan) {
+    let paths = denials.paths();
+    if paths.is_empty() {
+        crate::text::eprint_line(
+            "fsgate: the confined agent failed; if its sandbox stopped it, see its ruleset \
+             with: fsgate acp --confine-agent --check-sandbox -- AGENT...",
+        );
+        return;
+    }
+    crate::text::eprint_line("fsgate: the confined agent failed after being denied:");
+    for path in paths {
+        crate::text::eprint_line(&format!(
+            "fsgate:   {}",
+            crate::sandbox::denied::advice(&path, plan)
+        ));
+    }
 }
 
 /// The agent's ruleset: system paths, devices, its scratch dir (HOME and TMPDIR).

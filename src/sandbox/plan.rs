@@ -223,6 +223,8 @@ pub struct Protected {
 /// of its own with no terminal. The workspace is reachable only through the gateway.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AgentPlan {
+    /// The agent's program as resolved (on PATH), for messages; None if not worked out.
+    pub executable: Option<PathBuf>,
     /// File system grants, in order of source.
     pub grants: Vec<AgentGrant>,
     /// What no grant may reach: inside one, or containing one, is an error.
