@@ -33,9 +33,11 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         return check_sandbox(opened, confined.as_ref());
     }
     let mut agent_sandbox = serde_json::Value::Null;
+    let mut agent_plan = serde_json::Value::Null;
     if let Some(c) = &confined {
         crate::text::eprint_line(&format!("fsgate: agent confined: {}", c.status));
         agent_sandbox = serde_json::to_value(&c.status).unwrap_or_default();
+        agent_plan = plan_record(&c.plan);
     }
     let mut child = match command.spawn() {
         Ok(c) => c,
@@ -69,6 +71,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         serde_json::Value::from(args.agent.clone()),
     );
     details.insert("agentSandbox".into(), agent_sandbox);
+    details.insert("agentPlan".into(), agent_plan);
     gateway.record("agent-start", details);
     let allow_terminal = gateway
         .policy()
@@ -179,6 +182,21 @@ fn confine_agent(
         crate::sandbox::confine_agent_command(command, &plan).map_err(|e| e.to_string())?;
     opened.keep_scratch(&scratch);
     Ok(Confined { plan, status })
+}
+
+/// The agent's ruleset for the `agent-start` record: every grant with its source, the
+/// network, the sockets, and the names (never the values) of its environment.
+fn plan_record(plan: &crate::sandbox::AgentPlan) -> serde_json::Value {
+    let mut value = serde_json::to_value(plan).unwrap_or_default();
+    let names: Vec<String> = plan
+        .env
+        .iter()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("envNames".into(), names.into());
+    }
+    value
 }
 
 /// The agent's command: stdio piped (stderr is relayed escaped, line by line, each line
