@@ -23,6 +23,8 @@
 //! workspace, audit and backup stores work through their directory handles.
 
 pub mod config;
+#[cfg(unix)]
+pub mod discover;
 pub mod plan;
 pub mod status;
 
