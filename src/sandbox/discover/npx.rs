@@ -1,13 +1,13 @@
 //! `npx NAME` and `npm exec NAME` / `npm x NAME` running a locally installed bin.
 //!
 //! npx looks for `node_modules/.bin/NAME` from the working directory upwards. When it is
-//! there, the agent needs that `node_modules` and the project's `package.json` (npm
-//! reads it to find the project root), and the bin is discovered like any program. When
-//! it is not, nothing more is granted: npx then downloads the package into its cache
-//! under the agent's HOME, which is the agent's private scratch directory.
+//! there, the agent needs that `node_modules`, and the bin is discovered like any
+//! program. When it is not, nothing more is granted: npx then downloads the package into
+//! its cache under the agent's HOME, which is the agent's private scratch directory.
 //!
-//! A project `.npmrc` is not granted: it often holds registry tokens, and npm starts
-//! without reading it when it is unreadable (shown by experiment, npm 11).
+//! Nothing else of the project is granted. npm 11 reads the project's `package.json` and
+//! `.npmrc` at start, but runs the local bin all the same when Landlock refuses them
+//! (found by experiment); a project `.npmrc` often holds registry tokens.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -41,21 +41,11 @@ impl Discovery<'_> {
             if bin.is_file() {
                 let why = format!("node_modules of `npx {name}`");
                 self.grant(&modules, AgentAccess::ReadExec, why);
-                self.project_manifest(dir, name);
                 return self.program(&bin, &format!("`npx {name}` bin"), 0);
             }
         }
         tracing::debug!("npx {name}: no local node_modules/.bin/{name}; npx will download it");
         Ok(())
-    }
-
-    /// The `package.json` next to the `node_modules`, which npm reads at start.
-    fn project_manifest(&mut self, dir: &Path, name: &str) {
-        let manifest = dir.join("package.json");
-        if manifest.is_file() {
-            let why = format!("project manifest `npx {name}` reads");
-            self.grant(&manifest, AgentAccess::Read, why);
-        }
     }
 }
 

@@ -348,7 +348,7 @@ fn programs_that_cannot_run_are_clear_errors() {
 }
 
 #[test]
-fn npx_grants_the_local_bin_and_the_project_manifest() {
+fn npx_grants_the_local_bin_and_nothing_else_of_the_project() {
     let fx = Fixture::new();
     let proj = fx.node_project("#!/usr/bin/env node");
     let inst = fx
@@ -361,11 +361,10 @@ fn npx_grants_the_local_bin_and_the_project_manifest() {
         AgentAccess::ReadExec,
         "npx x",
     );
-    assert_grant(
-        &inst,
-        &proj.join("package.json"),
-        AgentAccess::Read,
-        "npx x",
+    assert!(
+        !reaches(&inst, &proj.join("package.json")),
+        "{:#?}",
+        inst.grants
     );
     assert!(reaches(&inst, &fx.tools.join("bin/node")));
     assert!(!reaches(&inst, &proj.join("sub")), "{:#?}", inst.grants);
@@ -469,5 +468,153 @@ fn assert_peer_venv(inst: &Installation, venv: &Path) {
     }
     if let Some(h) = std::env::var_os("HOME") {
         assert_home_never_whole(inst, Path::new(&h));
+    }
+}
+
+/// Proof that the grants suffice: the real peers start under a ruleset of the built-in
+/// system paths and devices, a scratch dir, and the discovered grants; then each
+/// discovered grant is left out in turn to show which ones the start needs.
+/// Ignored: it spawns the peers many times. `cargo test --lib confined_peers -- --ignored
+/// --nocapture`.
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore]
+fn confined_peers_start_with_the_discovered_grants() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let peers = repo.join(".peers");
+    if crate::sandbox::kernel_abi().is_none() || !peers.join("fast-agent").exists() {
+        return skip_or_fail("confined_peers", "no Landlock or no .peers");
+    }
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+    let acp = peers.join("acp/bin/python");
+    let fast = peers.join("fast-agent/bin/fast-agent-acp");
+    let agent = ["tests/peers/acp/agent.py"];
+    confined::prove(acp.as_os_str(), &agent, repo, Some(init), "protocolVersion");
+    confined::prove(fast.as_os_str(), &["--help"], repo, None, "Usage");
+    // npx running a local bin, with a project .npmrc holding a token it must not read.
+    let fx = Fixture::new();
+    let proj = fx.root.join("npxproj");
+    std::fs::create_dir_all(&proj).expect("mkdir");
+    std::fs::rename(fx.node_project("#!/usr/bin/env node"), &proj).expect("move");
+    let cli = "#!/usr/bin/env node\nconsole.log('X-RAN', process.argv.slice(2).join(' '))\n";
+    write_exec(&proj.join("node_modules/pkg/cli.js"), cli.as_bytes());
+    std::fs::write(
+        proj.join(".npmrc"),
+        "//registry.example/:_authToken=SECRET\n",
+    )
+    .expect("write");
+    let npx = OsStr::new("npx");
+    confined::prove(npx, &["x", "hello"], &proj.join("sub"), None, "X-RAN hello");
+}
+
+#[cfg(target_os = "linux")]
+mod confined {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    use super::*;
+    use crate::sandbox::{DEFAULT_AGENT_DEVICES, DEFAULT_AGENT_SYSTEM_PATHS, Protected};
+
+    /// Discovers `program args`, asserts it starts confined to the discovered grants,
+    /// then prints, for each grant, whether the start fails without it.
+    pub(super) fn prove(
+        program: &OsStr,
+        args: &[&str],
+        cwd: &Path,
+        stdin: Option<&str>,
+        expect: &str,
+    ) {
+        let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let inst = discover(&DiscoverInput {
+            program,
+            args: &args,
+            cwd,
+            path_var: Some(OsStr::new("/usr/bin:/bin")),
+            home: home.as_deref(),
+        })
+        .expect("discover");
+        let run = |grants: &[AgentGrant]| start(&inst, &args, cwd, grants, stdin, expect);
+        let (ok, out) = run(&inst.grants);
+        assert!(
+            ok,
+            "{} does not start confined: {out}",
+            inst.executable.display()
+        );
+        let mut err = std::io::stderr().lock();
+        for (i, g) in inst.grants.iter().enumerate() {
+            let mut fewer = inst.grants.clone();
+            fewer.remove(i);
+            let (started, out) = run(&fewer);
+            let (path, access) = (g.path.display(), g.access.as_str());
+            let verdict = if started { "not needed" } else { "NEEDED" };
+            let _ = writeln!(
+                err,
+                "{program:?}: {path} {access} ({}): {verdict}",
+                g.source
+            );
+            if !started {
+                let tail: Vec<&str> = out.trim().lines().rev().take(2).collect();
+                let _ = writeln!(err, "    without it: {}", tail.join(" | "));
+            }
+        }
+    }
+
+    /// Starts the installation's executable confined to the built-ins, a scratch dir and
+    /// `grants`; true if its output contains `expect`, with the output.
+    pub(super) fn start(
+        inst: &Installation,
+        args: &[OsString],
+        cwd: &Path,
+        grants: &[AgentGrant],
+        stdin: Option<&str>,
+        expect: &str,
+    ) -> (bool, String) {
+        let scratch = tempfile::tempdir().expect("scratch");
+        let mut plan = AgentPlan::default();
+        if let Some(h) = std::env::var_os("HOME") {
+            plan.not_whole.push(Protected {
+                path: h.into(),
+                label: "home directory".into(),
+            });
+        }
+        for p in DEFAULT_AGENT_SYSTEM_PATHS {
+            plan.grant(p, AgentAccess::ReadExec, "built-in system paths");
+        }
+        for p in DEFAULT_AGENT_DEVICES {
+            plan.grant(p, AgentAccess::ReadWrite, "built-in devices");
+        }
+        plan.grant(scratch.path(), AgentAccess::ReadWrite, "scratch");
+        let inst = Installation {
+            executable: inst.executable.clone(),
+            grants: grants.to_vec(),
+        };
+        inst.merge_into(&mut plan);
+        let s = scratch.path().as_os_str().to_owned();
+        plan.env = vec![
+            ("PATH".into(), "/usr/bin:/bin".into()),
+            ("HOME".into(), s.clone()),
+            ("TMPDIR".into(), s),
+        ];
+        let mut cmd = Command::new(&inst.executable);
+        cmd.args(args).current_dir(cwd);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        crate::sandbox::confine_agent_command(&mut cmd, &plan).expect("confine");
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => return (false, format!("cannot start: {e}")),
+        };
+        if let (Some(line), Some(mut w)) = (stdin, child.stdin.take()) {
+            let _ = writeln!(w, "{line}");
+        }
+        let out = child.wait_with_output().expect("wait");
+        let text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (text.contains(expect), text)
     }
 }
