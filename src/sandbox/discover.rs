@@ -10,8 +10,10 @@
 //! - an interpreter's prefix (`P/bin`, `P/lib`, `P/lib64`, `P/libexec`; never `P`
 //!   itself, which may be `~/.local` with keyrings in `share/`);
 //! - the interpreter of a `#!` script (`/usr/bin/env NAME` looked up on PATH), repeated;
-//! - files named on the command line, their package root (or their directory) and every
-//!   `node_modules` above them, as node looks there for modules;
+//! - files named on the command line; for scripts (a known extension, an x bit or a `#!`
+//!   line) also their package root (or their directory) and every `node_modules` above
+//!   them, as node looks there for modules. Other files (`--config /etc/ssh/x`) come
+//!   alone: their directory may hold anything;
 //! - for `npx NAME` / `npm exec NAME`, a local `node_modules/.bin/NAME`.
 //!
 //! Never granted: `/`, the home directory or any directory above it.
@@ -44,8 +46,17 @@ const PACKAGE_MARKERS: &[&str] = &[
     "deno.json",
     "pyvenv.cfg",
 ];
-/// Shared directories whose files may be granted one by one but never as a whole.
-const SHARED_DIRS: &[&str] = &["/", "/tmp", "/var/tmp", "/dev/shm"];
+/// Shared directories whose files may be granted one by one but never as a whole, on
+/// top of `/` and every top-level directory (`/tmp`, `/etc`, `/home`, ...).
+const SHARED_DIRS: &[&str] = &["/var/tmp", "/dev/shm"];
+/// Trees in which no directory is granted as a script's package root or directory
+/// (`/run/user/N` holds the operator's sockets).
+const SHARED_TREES: &[&str] = &["/dev", "/proc", "/run", "/sys"];
+/// Extensions of scripts, whose directory or package root is granted with them.
+const SCRIPT_EXTENSIONS: &[&str] = &[
+    "py", "pyc", "pyz", "pyw", "js", "mjs", "cjs", "ts", "mts", "cts", "jsx", "tsx", "rb", "pl",
+    "pm", "php", "lua", "sh", "bash", "jar",
+];
 
 /// What [`discover`] looks at: the agent's command line as fsgate will start it.
 #[derive(Debug, Clone, Copy)]
@@ -152,7 +163,7 @@ pub fn discover(input: &DiscoverInput<'_>) -> Result<Installation, DiscoverError
             let p = input.cwd.join(cand);
             if p.is_file() {
                 let why = format!("file named on the command line ({})", p.display());
-                d.file(&p, &why);
+                d.file(&p, &why, is_script(&p));
             }
         }
     }
@@ -202,7 +213,10 @@ impl<'a> Discovery<'a> {
 
     /// A directory whose files may be granted but never the directory itself.
     fn is_shared(&self, dir: &Path) -> bool {
-        SHARED_DIRS.iter().any(|s| dir == Path::new(s)) || self.is_home_or_above(dir)
+        dir.components().count() <= 2
+            || SHARED_DIRS.iter().any(|s| dir == Path::new(s))
+            || SHARED_TREES.iter().any(|t| dir.starts_with(t))
+            || self.is_home_or_above(dir)
     }
 
     /// Absolute path of a program name: with a `/` relative to cwd, else the first
@@ -256,7 +270,7 @@ impl<'a> Discovery<'a> {
             self.venv_of(hop);
         }
         self.prefix(
-            &canonical,
+            canonical.parent(),
             &format!("interpreter prefix of {}", canonical.display()),
         );
         self.shebang(&canonical, depth)
@@ -284,16 +298,14 @@ impl<'a> Discovery<'a> {
         if let Some(home) = venv_home(&text) {
             let home = std::fs::canonicalize(&home).unwrap_or(home);
             let why = format!("base interpreter of the virtualenv {}", venv.display());
-            self.prefix(&home.join("python"), &why);
+            self.prefix(Some(&home), &why);
         }
     }
 
-    /// For `P/bin/NAME` with a `P/lib`: grants P's bin, lib, lib64 and libexec, not P.
-    fn prefix(&mut self, exe: &Path, why: &str) {
-        let Some(bin) = exe
-            .parent()
-            .filter(|b| b.file_name() == Some(OsStr::new("bin")))
-        else {
+    /// For an interpreter in `P/bin` with a `P/lib`: grants P's bin, lib, lib64 and
+    /// libexec, not P.
+    fn prefix(&mut self, bin: Option<&Path>, why: &str) {
+        let Some(bin) = bin.filter(|b| b.file_name() == Some(OsStr::new("bin"))) else {
             return;
         };
         let Some(prefix) = bin.parent() else { return };
@@ -318,7 +330,7 @@ impl<'a> Discovery<'a> {
             tracing::debug!("{}: #! interpreters nested too deep", script.display());
             return Ok(());
         }
-        self.file(script, &format!("agent script {}", script.display()));
+        self.file(script, &format!("agent script {}", script.display()), true);
         let wrap = |source| DiscoverError::Interpreter {
             script: script.to_path_buf(),
             source: Box::new(source),
@@ -335,9 +347,9 @@ impl<'a> Discovery<'a> {
         Ok(())
     }
 
-    /// Grants a file named on the command line (or a script), its package root or else
-    /// its directory (unless shared), and every `node_modules` above it.
-    fn file(&mut self, file: &Path, why: &str) {
+    /// Grants a file named on the command line; for a `script` also its package root or
+    /// else its directory (unless shared), and every `node_modules` above it.
+    fn file(&mut self, file: &Path, why: &str, script: bool) {
         let Ok(canonical) = std::fs::canonicalize(file) else {
             return;
         };
@@ -345,7 +357,7 @@ impl<'a> Discovery<'a> {
             return;
         }
         self.grant(&canonical, AgentAccess::ReadExec, why.to_owned());
-        let Some(dir) = canonical.parent() else {
+        let Some(dir) = canonical.parent().filter(|_| script) else {
             return;
         };
         let root = dir
@@ -375,9 +387,9 @@ impl<'a> Discovery<'a> {
 
     /// Canonical paths; drops `/`, HOME and above, missing paths, and grants another
     /// grant already covers.
-    fn finish(self) -> Vec<AgentGrant> {
+    fn finish(mut self) -> Vec<AgentGrant> {
         let mut out: Vec<AgentGrant> = Vec::new();
-        for mut g in self.grants.clone() {
+        for mut g in std::mem::take(&mut self.grants) {
             match std::fs::canonicalize(&g.path) {
                 Ok(c) => g.path = c,
                 Err(e) => {
@@ -411,6 +423,14 @@ fn covers(k: &AgentGrant, g: &AgentGrant) -> bool {
 
 fn is_exec(m: &std::fs::Metadata) -> bool {
     m.permissions().mode() & 0o111 != 0
+}
+
+/// A script: a known extension, an execute bit, or a `#!` line.
+fn is_script(file: &Path) -> bool {
+    let ext = file.extension().and_then(OsStr::to_str).unwrap_or("");
+    SCRIPT_EXTENSIONS.contains(&ext)
+        || std::fs::metadata(file).is_ok_and(|m| is_exec(&m))
+        || read_shebang(file).is_some()
 }
 
 /// `path` and each symlink target after it, hop by hop (relative targets against the

@@ -306,6 +306,70 @@ fn loose_scripts_in_home_and_tmp_are_granted_alone() {
 }
 
 #[test]
+fn data_files_come_without_their_directory() {
+    let fx = Fixture::new();
+    let conf = fx.home.join("conf");
+    std::fs::create_dir_all(&conf).expect("mkdir");
+    std::fs::write(conf.join("settings.toml"), "k = 1").expect("write");
+    std::fs::write(conf.join("package.json"), "{}").expect("write");
+    let inst = fx
+        .run("node", &["--config=conf/settings.toml"], &fx.home)
+        .expect("discover");
+    let file = conf.join("settings.toml");
+    assert_grant(&inst, &file, AgentAccess::ReadExec, "command line");
+    assert!(
+        !reaches(&inst, &conf.join("package.json")),
+        "{:#?}",
+        inst.grants
+    );
+    // The same file as a script (x bit) brings its package root.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let inst = fx
+        .run("node", &["conf/settings.toml"], &fx.home)
+        .expect("discover");
+    assert_grant(&inst, &conf, AgentAccess::ReadExec, "package root of");
+}
+
+#[test]
+fn shared_directories_are_never_granted_whole() {
+    let fx = Fixture::new();
+    let input = DiscoverInput {
+        program: OsStr::new("x"),
+        args: &[],
+        cwd: &fx.root,
+        path_var: None,
+        home: Some(&fx.home),
+    };
+    let d = Discovery::new(&input);
+    for shared in [
+        "/",
+        "/etc",
+        "/tmp",
+        "/opt",
+        "/var/tmp",
+        "/dev/shm",
+        "/run/user/0",
+    ] {
+        assert!(d.is_shared(Path::new(shared)), "{shared}");
+    }
+    assert!(d.is_shared(&fx.home) && d.is_shared(&fx.root));
+    for not in ["/opt/agent", "/usr/lib/node_modules/npm"] {
+        assert!(!d.is_shared(Path::new(not)), "{not}");
+    }
+    assert!(!d.is_shared(&fx.home.join("proj")));
+}
+
+#[test]
+fn self_referencing_shebangs_stop() {
+    let fx = Fixture::new();
+    let s = fx.home.join("bin/self");
+    std::fs::create_dir_all(fx.home.join("bin")).expect("mkdir");
+    write_exec(&s, format!("#!{}\n", s.display()).as_bytes());
+    let inst = fx.run("bin/self", &[], &fx.home).expect("bounded");
+    assert!(reaches(&inst, &s), "{:#?}", inst.grants);
+}
+
+#[test]
 fn symlink_loops_end_in_an_error() {
     let fx = Fixture::new();
     symlink("b", fx.home.join("a")).expect("symlink");
