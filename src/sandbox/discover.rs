@@ -80,6 +80,9 @@ pub struct Installation {
     pub executable: PathBuf,
     /// Read+exec (or read) grants, canonical paths, each with why in `source`.
     pub grants: Vec<AgentGrant>,
+    /// What the operator should know about the start (a version-manager shim, an npx
+    /// package that will be downloaded), one sentence each.
+    pub notes: Vec<String>,
 }
 
 impl Installation {
@@ -157,6 +160,7 @@ pub enum DiscoverError {
 pub fn discover(input: &DiscoverInput<'_>) -> Result<Installation, DiscoverError> {
     let mut d = Discovery::new(input);
     let executable = d.resolve(input.program)?;
+    let executable: PathBuf = executable.components().collect();
     d.program(&executable, "agent executable", 0)?;
     for arg in input.args {
         for cand in file_candidates(arg) {
@@ -168,9 +172,11 @@ pub fn discover(input: &DiscoverInput<'_>) -> Result<Installation, DiscoverError
         }
     }
     d.npx()?;
+    let notes = std::mem::take(&mut d.notes);
     Ok(Installation {
         executable,
         grants: d.finish(),
+        notes,
     })
 }
 
@@ -180,6 +186,7 @@ struct Discovery<'a> {
     /// HOME as given and canonical.
     homes: Vec<PathBuf>,
     grants: Vec<AgentGrant>,
+    notes: Vec<String>,
 }
 
 impl<'a> Discovery<'a> {
@@ -195,6 +202,7 @@ impl<'a> Discovery<'a> {
             input,
             homes,
             grants: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -266,6 +274,7 @@ impl<'a> Discovery<'a> {
             });
         }
         self.grant(&canonical, AgentAccess::ReadExec, why.to_owned());
+        self.note_shim(&canonical);
         for hop in hops.iter().chain([&canonical]) {
             self.venv_of(hop);
         }
@@ -299,6 +308,19 @@ impl<'a> Discovery<'a> {
             let home = std::fs::canonicalize(&home).unwrap_or(home);
             let why = format!("base interpreter of the virtualenv {}", venv.display());
             self.prefix(Some(&home), &why);
+        }
+    }
+
+    /// Notes a version-manager shim (pyenv, rbenv, asdf, mise: `.../shims/NAME`): it runs
+    /// the real interpreter out of the manager's own tree, which is not granted.
+    fn note_shim(&mut self, exe: &Path) {
+        if exe.parent().and_then(Path::file_name) == Some(OsStr::new("shims")) {
+            self.notes.push(format!(
+                "{} is a version manager's shim: it starts the real interpreter from the \
+                 manager's directories, which the agent is not granted; name the \
+                 interpreter itself (e.g. the output of `pyenv which python3`)",
+                exe.display()
+            ));
         }
     }
 

@@ -44,7 +44,11 @@ impl Discovery<'_> {
                 return self.program(&bin, &format!("`npx {name}` bin"), 0);
             }
         }
-        tracing::debug!("npx {name}: no local node_modules/.bin/{name}; npx will download it");
+        self.notes.push(format!(
+            "`npx {name}`: no node_modules/.bin/{name} in {} or above; npx will download \
+             the package into the agent's HOME (its scratch directory)",
+            self.input.cwd.display()
+        ));
         Ok(())
     }
 }

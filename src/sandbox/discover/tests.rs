@@ -365,8 +365,30 @@ fn self_referencing_shebangs_stop() {
     let s = fx.home.join("bin/self");
     std::fs::create_dir_all(fx.home.join("bin")).expect("mkdir");
     write_exec(&s, format!("#!{}\n", s.display()).as_bytes());
-    let inst = fx.run("bin/self", &[], &fx.home).expect("bounded");
+    let inst = fx.run("./bin/self", &[], &fx.home).expect("bounded");
     assert!(reaches(&inst, &s), "{:#?}", inst.grants);
+    assert_eq!(inst.executable, s, "absolute, without `.`");
+}
+
+#[test]
+fn version_manager_shims_are_noted() {
+    let fx = Fixture::new();
+    let shims = fx.home.join(".pyenv/shims");
+    std::fs::create_dir_all(&shims).expect("mkdir");
+    write_exec(
+        &shims.join("python3"),
+        b"#!/usr/bin/env bash\nexec pyenv exec \"$@\"\n",
+    );
+    let inst = fx
+        .run(".pyenv/shims/python3", &[], &fx.home)
+        .expect("discover");
+    assert!(
+        inst.notes.iter().any(|n| n.contains("shim")),
+        "{:?}",
+        inst.notes
+    );
+    let inst = fx.run("node", &[], &fx.home).expect("discover");
+    assert!(inst.notes.is_empty(), "{:?}", inst.notes);
 }
 
 #[test]
@@ -435,6 +457,11 @@ fn npx_grants_the_local_bin_and_nothing_else_of_the_project() {
     // Not installed locally: only npx itself (it downloads into the agent's HOME).
     let inst = fx.run("npx", &["y"], &proj.join("sub")).expect("discover");
     assert!(
+        inst.notes.iter().any(|n| n.contains("download")),
+        "{:?}",
+        inst.notes
+    );
+    assert!(
         !reaches(&inst, &proj.join("node_modules")),
         "{:#?}",
         inst.grants
@@ -476,6 +503,7 @@ fn grants_already_covered_are_dropped() {
             g("/usr/lib", AgentAccess::ReadExec),
             g("/opt/x", AgentAccess::Read),
         ],
+        notes: Vec::new(),
     };
     inst.merge_into(&mut plan);
     let paths: Vec<&Path> = plan.grants.iter().map(|g| g.path.as_path()).collect();
@@ -652,6 +680,7 @@ mod confined {
         let inst = Installation {
             executable: inst.executable.clone(),
             grants: grants.to_vec(),
+            notes: Vec::new(),
         };
         inst.merge_into(&mut plan);
         let s = scratch.path().as_os_str().to_owned();
