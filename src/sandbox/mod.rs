@@ -24,6 +24,8 @@
 
 pub mod config;
 pub mod denied;
+#[cfg(unix)]
+pub mod discover;
 pub mod plan;
 pub mod status;
 
