@@ -10,7 +10,8 @@ use crate::startup;
 /// An agent's confinement: the plan it was built from and what the kernel will enforce.
 struct Confined {
     plan: crate::sandbox::AgentPlan,
-    status: crate::sandbox::SandboxStatus,
+    /// Set once the plan is applied to the command.
+    status: Option<crate::sandbox::SandboxStatus>,
 }
 
 pub(super) fn acp(args: AcpArgs) -> ExitCode {
@@ -21,13 +22,17 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     let Some((program, agent_args)) = args.agent.split_first() else {
         return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
     };
-    let mut command = agent_command(program, agent_args);
     let confined = match args.confine_agent {
-        true => match confine_agent(&mut opened, &mut command) {
+        true => match plan_confinement(&mut opened, program, agent_args) {
             Ok(c) => Some(c),
             Err(e) => return fail(&format!("--confine-agent: {e}")),
         },
         false => None,
+    };
+    let mut command = agent_command(program, agent_args, confined.as_ref());
+    let confined = match confined.map(|c| c.apply(&mut command)).transpose() {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("--confine-agent: {e}")),
     };
     if args.check_sandbox {
         return check_sandbox(opened, confined.as_ref());
@@ -35,8 +40,10 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     let mut agent_sandbox = serde_json::Value::Null;
     let mut agent_plan = serde_json::Value::Null;
     if let Some(c) = &confined {
-        crate::text::eprint_line(&format!("fsgate: agent confined: {}", c.status));
-        agent_sandbox = serde_json::to_value(&c.status).unwrap_or_default();
+        if let Some(status) = &c.status {
+            crate::text::eprint_line(&format!("fsgate: agent confined: {status}"));
+            agent_sandbox = serde_json::to_value(status).unwrap_or_default();
+        }
         agent_plan = plan_record(&c.plan);
     }
     let mut child = match command.spawn() {
@@ -157,12 +164,13 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     exit
 }
 
-/// Gives the agent a Landlock ruleset of its own: system paths read+execute, a private
-/// scratch directory (its HOME and TMPDIR), and nothing of the workspace, the audit log,
-/// the backups or the user's home.
-fn confine_agent(
+/// The agent's confinement, worked out before its command is built: a private scratch
+/// directory (its HOME and TMPDIR), its own installation as discovered, the system
+/// paths, and nothing of the workspace, fsgate's own files or the rest of the home.
+fn plan_confinement(
     opened: &mut startup::Opened,
-    command: &mut std::process::Command,
+    program: &str,
+    args: &[String],
 ) -> Result<Confined, String> {
     use std::os::unix::fs::DirBuilderExt;
     let scratch = std::env::temp_dir().join(format!("fsgate-agent-{}", std::process::id()));
@@ -175,13 +183,96 @@ fn confine_agent(
                 scratch.display()
             )
         })?;
+    opened.keep_scratch(&scratch);
     let pol = opened.gateway.policy();
     let settings = pol.raw().sandbox.clone().unwrap_or_default();
-    let plan = agent_plan(opened, &settings, &scratch);
-    let status =
-        crate::sandbox::confine_agent_command(command, &plan).map_err(|e| e.to_string())?;
-    opened.keep_scratch(&scratch);
-    Ok(Confined { plan, status })
+    let mut plan = agent_plan(opened, &settings, &scratch);
+    let installation = discover_agent(program, args)?;
+    for note in &installation.notes {
+        crate::text::eprint_line(&format!("fsgate: note: {}", crate::text::Esc(note)));
+    }
+    installation.merge_into(&mut plan);
+    plan.executable = Some(installation.executable);
+    Ok(Confined { plan, status: None })
+}
+
+/// The agent's own installation: its resolved program, interpreter and scripts.
+fn discover_agent(
+    program: &str,
+    args: &[String],
+) -> Result<crate::sandbox::discover::Installation, String> {
+    use crate::sandbox::discover::{DiscoverInput, discover};
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    let path_var = std::env::var_os("PATH");
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    discover(&DiscoverInput {
+        program: program.as_ref(),
+        args: &args,
+        cwd: &cwd,
+        path_var: path_var.as_deref(),
+        home: home.as_deref(),
+    })
+    .map_err(|e| e.to_string())
+}
+
+impl Confined {
+    /// Applies the plan to the agent's command: what the kernel will enforce.
+    fn apply(self, command: &mut std::process::Command) -> Result<Confined, String> {
+        let status = crate::sandbox::confine_agent_command(command, &self.plan)
+            .map_err(|e| e.to_string())?;
+        Ok(Confined {
+            status: Some(status),
+            ..self
+        })
+    }
+}
+
+/// The agent's ruleset: system paths, devices, its scratch dir (HOME and TMPDIR).
+fn agent_plan(
+    opened: &startup::Opened,
+    settings: &crate::sandbox::SandboxSettings,
+    scratch: &std::path::Path,
+) -> crate::sandbox::AgentPlan {
+    use crate::sandbox::{AgentAccess, AgentPlan, Protected};
+    let mut plan = AgentPlan::default();
+    let protect = |path: PathBuf, label: &str| Protected {
+        path,
+        label: label.to_owned(),
+    };
+    plan.protected.push(protect(
+        opened.gateway.workspace().root_path().to_path_buf(),
+        "workspace",
+    ));
+    for dir in opened.own_dirs() {
+        plan.protected.push(protect(dir, "fsgate's own directory"));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        plan.not_whole
+            .push(protect(PathBuf::from(home), "home directory"));
+    }
+    match &settings.agent_system_paths {
+        Some(paths) => paths
+            .iter()
+            .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "[sandbox] agent_system_paths")),
+        None => crate::sandbox::DEFAULT_AGENT_SYSTEM_PATHS
+            .iter()
+            .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "built-in system paths")),
+    }
+    for dev in crate::sandbox::DEFAULT_AGENT_DEVICES {
+        plan.grant(dev, AgentAccess::ReadWrite, "built-in devices");
+    }
+    plan.grant(scratch, AgentAccess::ReadWrite, "the agent's scratch dir");
+    for (k, v) in std::env::vars_os() {
+        plan.env.push((k, v));
+    }
+    plan.env.retain(|(k, _)| k != "HOME" && k != "TMPDIR");
+    plan.env
+        .push(("HOME".into(), scratch.as_os_str().to_owned()));
+    plan.env
+        .push(("TMPDIR".into(), scratch.as_os_str().to_owned()));
+    plan
 }
 
 /// The agent's ruleset for the `agent-start` record: every grant with its source, the
@@ -201,10 +292,19 @@ fn plan_record(plan: &crate::sandbox::AgentPlan) -> serde_json::Value {
 
 /// The agent's command: stdio piped (stderr is relayed escaped, line by line, each line
 /// marked as the agent's), signals unblocked. It is started before the gateway confines
-/// itself, so it does not inherit the gateway's ruleset.
-fn agent_command(program: &str, args: &[String]) -> std::process::Command {
-    let mut command = std::process::Command::new(program);
+/// itself, so it does not inherit the gateway's ruleset. Under confinement the program
+/// is the one discovery resolved (the environment is replaced, so a PATH lookup could
+/// find another), still called by the name typed.
+fn agent_command(
+    program: &str,
+    args: &[String],
+    confined: Option<&Confined>,
+) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let resolved = confined.and_then(|c| c.plan.executable.as_deref());
+    let mut command = std::process::Command::new(resolved.unwrap_or(program.as_ref()));
     command
+        .arg0(program)
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -220,7 +320,7 @@ fn check_sandbox(opened: startup::Opened, confined: Option<&Confined>) -> ExitCo
         println!("the agent is not confined: add --confine-agent to see its ruleset");
         return ExitCode::SUCCESS;
     };
-    println!("{}", describe(&c.plan, &c.status));
+    println!("{}", describe(&c.plan, c.status.as_ref()));
     if let Some(dir) = opened.scratch() {
         clean_scratch(&dir);
     }
@@ -228,8 +328,14 @@ fn check_sandbox(opened: startup::Opened, confined: Option<&Confined>) -> ExitCo
 }
 
 /// The ruleset in words, one grant a line (until the sandbox module describes it).
-fn describe(plan: &crate::sandbox::AgentPlan, status: &crate::sandbox::SandboxStatus) -> String {
-    let mut out = format!("agent sandbox: {status}\n");
+fn describe(
+    plan: &crate::sandbox::AgentPlan,
+    status: Option<&crate::sandbox::SandboxStatus>,
+) -> String {
+    let mut out = match status {
+        Some(s) => format!("agent sandbox: {s}\n"),
+        None => String::new(),
+    };
     for g in &plan.grants {
         out.push_str(&format!(
             "  {} {} ({})\n",
@@ -281,52 +387,6 @@ fn report_denials(denials: &crate::sandbox::denied::Denials, plan: &crate::sandb
             crate::sandbox::denied::advice(&path, plan)
         ));
     }
-}
-
-/// The agent's ruleset: system paths, devices, its scratch dir (HOME and TMPDIR).
-fn agent_plan(
-    opened: &startup::Opened,
-    settings: &crate::sandbox::SandboxSettings,
-    scratch: &std::path::Path,
-) -> crate::sandbox::AgentPlan {
-    use crate::sandbox::{AgentAccess, AgentPlan, Protected};
-    let mut plan = AgentPlan::default();
-    let protect = |path: PathBuf, label: &str| Protected {
-        path,
-        label: label.to_owned(),
-    };
-    plan.protected.push(protect(
-        opened.gateway.workspace().root_path().to_path_buf(),
-        "workspace",
-    ));
-    for dir in opened.own_dirs() {
-        plan.protected.push(protect(dir, "fsgate's own directory"));
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        plan.not_whole
-            .push(protect(PathBuf::from(home), "home directory"));
-    }
-    match &settings.agent_system_paths {
-        Some(paths) => paths
-            .iter()
-            .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "[sandbox] agent_system_paths")),
-        None => crate::sandbox::DEFAULT_AGENT_SYSTEM_PATHS
-            .iter()
-            .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "built-in system paths")),
-    }
-    for dev in crate::sandbox::DEFAULT_AGENT_DEVICES {
-        plan.grant(dev, AgentAccess::ReadWrite, "built-in devices");
-    }
-    plan.grant(scratch, AgentAccess::ReadWrite, "the agent's scratch dir");
-    for (k, v) in std::env::vars_os() {
-        plan.env.push((k, v));
-    }
-    plan.env.retain(|(k, _)| k != "HOME" && k != "TMPDIR");
-    plan.env
-        .push(("HOME".into(), scratch.as_os_str().to_owned()));
-    plan.env
-        .push(("TMPDIR".into(), scratch.as_os_str().to_owned()));
-    plan
 }
 
 /// Empties the agent's scratch directory. The directory itself stays (empty) when the

@@ -36,13 +36,13 @@ const MAX_HOPS: usize = 40;
 const MAX_SHEBANG_DEPTH: usize = 4;
 /// Bytes of a file read for its `#!` line (the kernel's `BINPRM_BUF_SIZE`).
 const SHEBANG_MAX: usize = 256;
-/// Files that mark the root of a package or project.
+/// Files that mark the root of a script's package. Not `Cargo.toml`: it marks a whole
+/// repository, and a script in one needs none of it.
 const PACKAGE_MARKERS: &[&str] = &[
     "package.json",
     "pyproject.toml",
     "setup.py",
     "setup.cfg",
-    "Cargo.toml",
     "deno.json",
     "pyvenv.cfg",
 ];
