@@ -159,6 +159,8 @@ pub struct Policy {
     secrets: Secrets,
     limits: Limits,
     content: Option<ContentScanner>,
+    /// `[agent]` in force (the older `[sandbox] agent_system_paths` folded in), checked.
+    agent: crate::sandbox::AgentSettings,
     raw: RawPolicy,
     sha256: String,
     origin: String,
@@ -227,6 +229,7 @@ impl Policy {
             secrets: compiled.secrets,
             limits: compiled.limits,
             content: compiled.content,
+            agent: compiled.agent,
             raw,
             sha256: hex::encode(Sha256::digest(text.as_bytes())),
             origin: origin.to_string(),
@@ -264,6 +267,12 @@ impl Policy {
     /// a hit refuses with the rule id `content:<id>`.
     pub fn content_scanner(&self) -> Option<&ContentScanner> {
         self.content.as_ref()
+    }
+
+    /// The `[agent]` section in force, validated: a confined agent's own paths,
+    /// environment, network and Unix sockets (defaults when the policy has none).
+    pub fn agent(&self) -> &crate::sandbox::AgentSettings {
+        &self.agent
     }
 
     /// The raw file, for sections other modules own and for the test runner.
