@@ -144,7 +144,7 @@ impl<'de> Deserialize<'de> for NetworkSetting {
     }
 }
 
-/// `network` in the JSON Schema.
+/// "all", "none", or the TCP ports the agent may connect to.
 #[derive(JsonSchema)]
 #[serde(untagged)]
 #[allow(dead_code)]
