@@ -294,6 +294,30 @@ fn check_refuses_agent_access_to_the_policys_own_audit_dir() {
         out.contains("agent.read_write[0]: ") && out.contains("contains the audit log directory"),
         "{out}"
     );
+    // The policy file itself: refused by check and by a start.
+    let sub = dir.path().join("pol");
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    let own = write(
+        &sub,
+        "own.toml",
+        &format!(
+            "version = 1\n[agent]\nexecute = [\"/opt\", {:?}]\n",
+            s(&sub)
+        ),
+    );
+    let (code, out, _) = run(&["policy", "check", &own]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.starts_with(&format!(
+            "{own}:3:20: error: agent.execute[1]: {} contains the policy file {own}",
+            s(&sub)
+        )),
+        "{out}"
+    );
+    let ws = tempfile::tempdir().expect("workspace");
+    let (code, _, err) = run(&["serve", "--workspace", s(ws.path()), "--policy", &own]);
+    assert_ne!(code, 0);
+    assert!(err.contains("agent.execute[1] (line 3)"), "{err}");
 }
 
 #[test]

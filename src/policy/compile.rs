@@ -236,6 +236,27 @@ pub(crate) fn policy_protected(raw: &RawPolicy, base: Option<&Path>) -> Vec<Prot
     out
 }
 
+/// The policy file itself, as a path no `[agent]` entry may reach.
+pub(crate) fn policy_file_protected(path: &Path) -> Protected {
+    Protected {
+        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+        label: "policy file".to_owned(),
+    }
+}
+
+/// Refuses a loaded policy whose `[agent]` reaches the file it was loaded from.
+pub(crate) fn check_agent_policy_file(
+    agent: &AgentSettings,
+    path: &Path,
+    src: &str,
+) -> Result<(), PolicyError> {
+    let home = user_home();
+    match agent.check_protected(&[policy_file_protected(path)], home.as_deref()) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(agent_error(src, Some(&e))),
+    }
+}
+
 /// An `[agent]` error as a policy error, on the line of its value (or of its key).
 fn agent_error(src: &str, e: Option<&AgentConfigError>) -> PolicyError {
     let Some(e) = e else {

@@ -225,7 +225,7 @@ pub fn lint_text(
         }
     };
     prevalidate(&raw, &mut sink);
-    prevalidate_agent(&raw, base, &mut sink);
+    prevalidate_agent(&raw, base, policy_path, &mut sink);
     let policy = match Policy::from_toml_in(text, file, base) {
         Ok(p) => p,
         Err(e) => {
@@ -286,10 +286,23 @@ fn parse_hint(msg: &str) -> &'static str {
     }
 }
 
-/// Every `[agent]` error the compiler would stop at, at its value's exact position.
-fn prevalidate_agent(raw: &RawPolicy, base: Option<&Path>, sink: &mut Sink<'_>) {
-    let Err(errors) = super::compile::agent_section(raw, base) else {
-        return;
+/// Every `[agent]` error the loader would stop at, at its value's exact position.
+fn prevalidate_agent(
+    raw: &RawPolicy,
+    base: Option<&Path>,
+    policy_path: Option<&Path>,
+    sink: &mut Sink<'_>,
+) {
+    let errors = match super::compile::agent_section(raw, base) {
+        Err(errors) => errors,
+        // `Policy::load` refuses an [agent] reaching the policy file itself.
+        Ok(agent) => match policy_path {
+            Some(p) => agent.protected_violations(
+                &[super::compile::policy_file_protected(p)],
+                crate::sandbox::agent_config::user_home().as_deref(),
+            ),
+            None => return,
+        },
     };
     for e in errors {
         let pos = sink.agent_pos(&e);

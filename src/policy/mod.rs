@@ -187,6 +187,7 @@ impl Policy {
     }
 
     /// Loads a policy file. A gitleaks config it names is read relative to its directory.
+    /// A policy whose `[agent]` section reaches the file itself is refused.
     ///
     /// # Ambient Authority
     /// Reads `path` (and the gitleaks config it names) from the ambient filesystem;
@@ -197,11 +198,13 @@ impl Policy {
             source,
         })?;
         let base = path.parent().filter(|p| !p.as_os_str().is_empty());
-        Policy::from_toml_in(
+        let policy = Policy::from_toml_in(
             &text,
             &path.display().to_string(),
             Some(base.unwrap_or(Path::new("."))),
-        )
+        )?;
+        compile::check_agent_policy_file(policy.agent(), path, &text)?;
+        Ok(policy)
     }
 
     /// Parses and compiles policy text; `origin` names it in errors. A relative

@@ -55,7 +55,7 @@ pub(super) fn run(
     untested(policy, src, sink);
     floor(policy, sink, policy_path, options);
     content(policy, sink);
-    agent_reach(policy, sink, policy_path, options);
+    agent_reach(policy, sink, options);
     agent_credentials(policy, sink);
 }
 
@@ -634,23 +634,14 @@ fn content(policy: &Policy, sink: &mut Sink<'_>) {
     }
 }
 
-/// `[agent]` entries reaching the policy file, or with `--workspace` the workspace and
-/// fsgate's state directory for it (the files the policy itself names were refused when
-/// it loaded).
-fn agent_reach(
-    policy: &Policy,
-    sink: &mut Sink<'_>,
-    policy_path: Option<&Path>,
-    options: &LintOptions,
-) {
+/// With `--workspace`, `[agent]` entries reaching the workspace or fsgate's state
+/// directory for it (the policy's own files were refused when it loaded).
+fn agent_reach(policy: &Policy, sink: &mut Sink<'_>, options: &LintOptions) {
     let protect = |path: std::path::PathBuf, label: &str| Protected {
         path,
         label: label.to_owned(),
     };
     let mut protected = Vec::new();
-    if let Some(p) = policy_path.and_then(|p| std::path::absolute(p).ok()) {
-        protected.push(protect(p, "policy file"));
-    }
     if let Some(ws) = &options.workspace {
         let ws = std::fs::canonicalize(ws).unwrap_or_else(|_| ws.clone());
         if let Ok(state) = crate::backup::workspace_state_dir(&ws) {
