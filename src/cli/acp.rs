@@ -23,7 +23,12 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
     };
     let confined = match args.confine_agent {
-        true => match plan_confinement(&mut opened, program, agent_args) {
+        true => match plan_confinement(
+            &mut opened,
+            args.common.policy.as_deref(),
+            program,
+            agent_args,
+        ) {
             Ok(c) => Some(c),
             Err(e) => return fail(&format!("--confine-agent: {e}")),
         },
@@ -169,6 +174,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
 /// paths, and nothing of the workspace, fsgate's own files or the rest of the home.
 fn plan_confinement(
     opened: &mut startup::Opened,
+    policy_file: Option<&std::path::Path>,
     program: &str,
     args: &[String],
 ) -> Result<Confined, String> {
@@ -184,15 +190,15 @@ fn plan_confinement(
             )
         })?;
     opened.keep_scratch(&scratch);
-    let pol = opened.gateway.policy();
-    let settings = pol.raw().sandbox.clone().unwrap_or_default();
-    let mut plan = agent_plan(opened, &settings, &scratch);
-    let installation = discover_agent(program, args)?;
-    for note in &installation.notes {
-        crate::text::eprint_line(&format!("fsgate: note: {}", crate::text::Esc(note)));
+    let mut plan = agent_plan(opened, policy_file, &scratch)?;
+    if opened.gateway.policy().agent().discover() {
+        let installation = discover_agent(program, args)?;
+        for note in &installation.notes {
+            crate::text::eprint_line(&format!("fsgate: note: {}", crate::text::Esc(note)));
+        }
+        installation.merge_into(&mut plan);
+        plan.executable = Some(installation.executable);
     }
-    installation.merge_into(&mut plan);
-    plan.executable = Some(installation.executable);
     Ok(Confined { plan, status: None })
 }
 
@@ -229,33 +235,39 @@ impl Confined {
     }
 }
 
-/// The agent's ruleset: system paths, devices, its scratch dir (HOME and TMPDIR).
+/// The agent's ruleset from the policy's `[agent]` section: system paths, devices, the
+/// section's grants, HOME and TMPDIR (the private scratch dir unless the policy names
+/// real ones), the environment it lets through, network and sockets; and what it may
+/// never reach. A grant of a protected path is refused, naming the key.
 fn agent_plan(
     opened: &startup::Opened,
-    settings: &crate::sandbox::SandboxSettings,
+    policy_file: Option<&std::path::Path>,
     scratch: &std::path::Path,
-) -> crate::sandbox::AgentPlan {
-    use crate::sandbox::{AgentAccess, AgentPlan, Protected};
-    let mut plan = AgentPlan::default();
-    let protect = |path: PathBuf, label: &str| Protected {
-        path,
-        label: label.to_owned(),
+) -> Result<crate::sandbox::AgentPlan, String> {
+    use crate::sandbox::{AgentAccess, AgentPlan, agent_config::user_home};
+    let pol = opened.gateway.policy();
+    let agent = pol.agent();
+    let home = user_home();
+    let mut plan = AgentPlan {
+        protected: protected_paths(opened, policy_file),
+        ..Default::default()
     };
-    plan.protected.push(protect(
-        opened.gateway.workspace().root_path().to_path_buf(),
-        "workspace",
-    ));
-    for dir in opened.own_dirs() {
-        plan.protected.push(protect(dir, "fsgate's own directory"));
+    agent
+        .check_protected(&plan.protected, home.as_deref())
+        .map_err(|e| format!("the policy's {e}"))?;
+    if let Some(h) = &home {
+        plan.not_whole.push(crate::sandbox::Protected {
+            path: h.clone(),
+            label: "home directory".into(),
+        });
     }
-    if let Some(home) = std::env::var_os("HOME") {
-        plan.not_whole
-            .push(protect(PathBuf::from(home), "home directory"));
-    }
-    match &settings.agent_system_paths {
-        Some(paths) => paths
-            .iter()
-            .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "[sandbox] agent_system_paths")),
+    match agent.system_paths(home.as_deref()) {
+        Some(paths) => {
+            let source = agent.system_paths_source();
+            paths
+                .iter()
+                .for_each(|p| plan.grant(p, AgentAccess::ReadExec, source));
+        }
         None => crate::sandbox::DEFAULT_AGENT_SYSTEM_PATHS
             .iter()
             .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "built-in system paths")),
@@ -263,16 +275,62 @@ fn agent_plan(
     for dev in crate::sandbox::DEFAULT_AGENT_DEVICES {
         plan.grant(dev, AgentAccess::ReadWrite, "built-in devices");
     }
-    plan.grant(scratch, AgentAccess::ReadWrite, "the agent's scratch dir");
-    for (k, v) in std::env::vars_os() {
-        plan.env.push((k, v));
+    plan.grants.extend(agent.grants(home.as_deref()));
+    let agent_home = agent.home(home.as_deref());
+    let agent_tmp = agent.tmpdir(home.as_deref());
+    if agent_home.is_none() || agent_tmp.is_none() {
+        plan.grant(scratch, AgentAccess::ReadWrite, "the agent's scratch dir");
     }
-    plan.env.retain(|(k, _)| k != "HOME" && k != "TMPDIR");
-    plan.env
-        .push(("HOME".into(), scratch.as_os_str().to_owned()));
-    plan.env
-        .push(("TMPDIR".into(), scratch.as_os_str().to_owned()));
-    plan
+    plan.env = agent.environment(std::env::vars_os());
+    plan.env.push((
+        "HOME".into(),
+        agent_home.unwrap_or_else(|| scratch.into()).into(),
+    ));
+    plan.env.push((
+        "TMPDIR".into(),
+        agent_tmp.unwrap_or_else(|| scratch.into()).into(),
+    ));
+    plan.network = agent.network();
+    plan.unix_sockets = agent.unix_sockets(home.as_deref());
+    Ok(plan)
+}
+
+/// What a confined agent can never reach: the workspace, fsgate's audit and backup
+/// directories, the policy file, the signing key and checkpoint sink.
+fn protected_paths(
+    opened: &startup::Opened,
+    policy_file: Option<&std::path::Path>,
+) -> Vec<crate::sandbox::Protected> {
+    let protect = |path: PathBuf, label: &str| crate::sandbox::Protected {
+        path,
+        label: label.to_owned(),
+    };
+    let mut out = vec![protect(
+        opened.gateway.workspace().root_path().to_path_buf(),
+        "workspace",
+    )];
+    let dirs = opened.own_dirs();
+    let labels = ["audit log directory", "backup directory"];
+    for (dir, label) in dirs.into_iter().zip(labels) {
+        out.push(protect(dir, label));
+    }
+    if let Some(p) = policy_file {
+        out.push(protect(p.to_path_buf(), "policy file"));
+    }
+    let pol = opened.gateway.policy();
+    if let Some(audit) = pol.raw().audit.as_ref() {
+        if let Some(key) = &audit.signing_key {
+            out.push(protect(key.clone(), "audit signing key"));
+        }
+        if let Some(sink) = audit
+            .checkpoint_sink
+            .as_deref()
+            .filter(|s| s.starts_with('/'))
+        {
+            out.push(protect(PathBuf::from(sink), "checkpoint sink"));
+        }
+    }
+    out
 }
 
 /// The agent's ruleset for the `agent-start` record: every grant with its source, the
