@@ -12,5 +12,5 @@ export FSGATE_REQUIRE_PEERS=1
 cargo build --bin fsgate
 cargo test --all-targets --features test-bins
 BIN="${CARGO_TARGET_DIR:-target}/debug/fsgate"
-"$BIN" policy check policies/*.toml
-"$BIN" policy test policies/*.toml
+"$BIN" policy check policies/*.toml policies/examples/*.toml
+"$BIN" policy test policies/*.toml policies/examples/*.toml

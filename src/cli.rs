@@ -4,6 +4,8 @@
 //! process, and only then start threads (the tokio runtime), so that every thread
 //! inherits the restriction.
 
+mod acp;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -63,7 +65,7 @@ enum Transport {
 
 /// Options shared by `serve` and `acp`.
 #[derive(Debug, Args)]
-struct GatewayArgs {
+pub(super) struct GatewayArgs {
     /// The workspace directory the agent may reach. Nothing outside it is reachable.
     #[arg(long, value_name = "DIR")]
     workspace: PathBuf,
@@ -114,12 +116,16 @@ struct ServeArgs {
 }
 
 #[derive(Debug, Args)]
-struct AcpArgs {
+pub(super) struct AcpArgs {
     #[command(flatten)]
     common: GatewayArgs,
     /// Run the agent under its own Landlock ruleset with no access to the workspace.
     #[arg(long)]
     confine_agent: bool,
+    /// With --confine-agent: print the agent's whole ruleset and what this kernel
+    /// enforces, then exit without starting the agent.
+    #[arg(long, requires = "confine_agent")]
+    check_sandbox: bool,
     /// The agent command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "AGENT_CMD")]
     agent: Vec<String>,
@@ -139,7 +145,7 @@ pub fn main() -> ExitCode {
     init_tracing();
     match cli.command {
         Command::Serve(args) => serve(args),
-        Command::Acp(args) => acp(args),
+        Command::Acp(args) => acp::acp(args),
         Command::Policy(cmd) => code(crate::policy::cli::run(cmd)),
         Command::Audit(cmd) => code(crate::audit::cli::run(cmd)),
         Command::Backup(cmd) => backup(cmd),
@@ -163,7 +169,7 @@ fn code(c: i32) -> ExitCode {
     ExitCode::from(u8::try_from(c).unwrap_or(2))
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("fsgate")
@@ -282,234 +288,6 @@ fn serve(args: ServeArgs) -> ExitCode {
     }
 }
 
-fn acp(args: AcpArgs) -> ExitCode {
-    let opened = match startup::open(&args.common.config()) {
-        Ok(o) => o,
-        Err(e) => return fail(&e),
-    };
-    let Some((program, agent_args)) = args.agent.split_first() else {
-        return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
-    };
-    // The agent is started before the gateway confines itself, so it does not inherit
-    // the gateway's ruleset (which would not let it execute anything).
-    let mut command = std::process::Command::new(program);
-    command
-        .args(agent_args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        // The agent's stderr reaches the person's terminal: escaped, line by line, each
-        // line marked as the agent's.
-        .stderr(std::process::Stdio::piped());
-    crate::signals::unblock_in_child(&mut command);
-    let mut agent_sandbox = serde_json::Value::Null;
-    let mut opened = opened;
-    if args.confine_agent {
-        match confine_agent(&mut opened, &mut command) {
-            Ok(status) => {
-                crate::text::eprint_line(&format!("fsgate: agent confined: {status}"));
-                agent_sandbox = serde_json::to_value(&status).unwrap_or_default();
-            }
-            Err(e) => return fail(&format!("--confine-agent: {e}")),
-        }
-    }
-    let mut child = match command.spawn() {
-        Ok(c) => c,
-        Err(e) => return fail(&format!("cannot start the agent {program:?}: {e}")),
-    };
-    let pid = child.id();
-    tracing::info!(pid, agent = %program, "agent started");
-    if let Err(e) = startup::confine(&opened, None, "acp-proxy") {
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_child(&child),
-            rustix::process::Signal::KILL,
-        );
-        return fail(&e);
-    }
-    // Started after confinement, so the copying thread is confined too.
-    let agent_stderr = child.stderr.take().map(|e| {
-        std::thread::spawn(move || crate::text::copy_escaped(e, std::io::stderr(), "agent: "))
-    });
-    let scratch = opened.scratch();
-    let gateway = Arc::new(opened.gateway);
-    let mut details = serde_json::Map::new();
-    details.insert("pid".into(), pid.into());
-    details.insert(
-        "command".into(),
-        serde_json::Value::from(args.agent.clone()),
-    );
-    details.insert("agentSandbox".into(), agent_sandbox);
-    gateway.record("agent-start", details);
-    let allow_terminal = gateway
-        .policy()
-        .raw()
-        .acp
-        .as_ref()
-        .is_some_and(|a| a.allow_terminal);
-    let runtime = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => return fail(&e),
-    };
-    let crate::signals::Listening { term, int, hup } = match crate::signals::listen(&runtime) {
-        Ok(l) => l,
-        Err(e) => return fail(&e),
-    };
-    spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone(), hup);
-    let mut stop = crate::signals::Listening::stop_only(term, int);
-    // SIGTERM / SIGINT end the agent (gracefully, then forcefully); the relay then ends,
-    // the log gets its stop record, and fsgate exits 0 (it stopped as asked).
-    let stopped_by = Arc::new(std::sync::OnceLock::<&'static str>::new());
-    let stopped = Arc::clone(&stopped_by);
-    runtime.spawn(async move {
-        let sig = stop.termination().await;
-        let _ = stopped.set(sig);
-        tracing::warn!("{sig}: ending the agent (pid {pid})");
-        let Some(agent) = i32::try_from(pid)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        else {
-            return;
-        };
-        let _ = rustix::process::kill_process(agent, rustix::process::Signal::TERM);
-        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
-        let _ = rustix::process::kill_process(agent, rustix::process::Signal::KILL);
-    });
-    let result = runtime.block_on(crate::transport::proxy::run(
-        Arc::clone(&gateway),
-        stdio_peer(),
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        child,
-        allow_terminal,
-    ));
-    // A blocking read of the editor's stdin may still be parked in the runtime's
-    // blocking pool (the editor keeps its end open): do not wait for it.
-    runtime.shutdown_background();
-    finish_copy(agent_stderr);
-    let mut details = serde_json::Map::new();
-    let exit = match result {
-        Ok(status) => {
-            tracing::info!(%status, "agent exited");
-            details.insert("status".into(), status.to_string().into());
-            details.insert("code".into(), status.code().into());
-            match stopped_by.get() {
-                Some(sig) => {
-                    details.insert("stoppedBy".into(), (*sig).into());
-                    ExitCode::SUCCESS
-                }
-                None => exit_code_of(status),
-            }
-        }
-        Err(e) => {
-            crate::text::eprint_line(&format!("fsgate: relay failed: {e}"));
-            details.insert("error".into(), e.to_string().into());
-            ExitCode::FAILURE
-        }
-    };
-    gateway.record("agent-exit", details);
-    if let Some(dir) = scratch {
-        clean_scratch(&dir);
-    }
-    let mut stop_details = serde_json::Map::new();
-    if let Some(sig) = stopped_by.get() {
-        stop_details.insert("reason".into(), (*sig).into());
-    }
-    startup::shutdown(&gateway, stop_details);
-    exit
-}
-
-/// Gives the agent a Landlock ruleset of its own: system paths read+execute, a private
-/// scratch directory (its HOME and TMPDIR), and nothing of the workspace, the audit log,
-/// the backups or the user's home.
-fn confine_agent(
-    opened: &mut startup::Opened,
-    command: &mut std::process::Command,
-) -> Result<crate::sandbox::SandboxStatus, String> {
-    use std::os::unix::fs::DirBuilderExt;
-    let scratch = std::env::temp_dir().join(format!("fsgate-agent-{}", std::process::id()));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&scratch)
-        .map_err(|e| {
-            format!(
-                "cannot create the agent's scratch dir {}: {e}",
-                scratch.display()
-            )
-        })?;
-    let pol = opened.gateway.policy();
-    let settings = pol.raw().sandbox.clone().unwrap_or_default();
-    let plan = agent_plan(opened, &settings, &scratch);
-    let status =
-        crate::sandbox::confine_agent_command(command, &plan).map_err(|e| e.to_string())?;
-    opened.keep_scratch(&scratch);
-    Ok(status)
-}
-
-/// The agent's ruleset: system paths, devices, its scratch dir (HOME and TMPDIR).
-fn agent_plan(
-    opened: &startup::Opened,
-    settings: &crate::sandbox::SandboxSettings,
-    scratch: &std::path::Path,
-) -> crate::sandbox::AgentPlan {
-    use crate::sandbox::{AgentAccess, AgentPlan, Protected};
-    let mut plan = AgentPlan::default();
-    let protect = |path: PathBuf, label: &str| Protected {
-        path,
-        label: label.to_owned(),
-    };
-    plan.protected.push(protect(
-        opened.gateway.workspace().root_path().to_path_buf(),
-        "workspace",
-    ));
-    for dir in opened.own_dirs() {
-        plan.protected.push(protect(dir, "fsgate's own directory"));
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        plan.not_whole
-            .push(protect(PathBuf::from(home), "home directory"));
-    }
-    match &settings.agent_system_paths {
-        Some(paths) => paths
-            .iter()
-            .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "[sandbox] agent_system_paths")),
-        None => crate::sandbox::DEFAULT_AGENT_SYSTEM_PATHS
-            .iter()
-            .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "built-in system paths")),
-    }
-    for dev in crate::sandbox::DEFAULT_AGENT_DEVICES {
-        plan.grant(dev, AgentAccess::ReadWrite, "built-in devices");
-    }
-    plan.grant(scratch, AgentAccess::ReadWrite, "the agent's scratch dir");
-    for (k, v) in std::env::vars_os() {
-        plan.env.push((k, v));
-    }
-    plan.env.retain(|(k, _)| k != "HOME" && k != "TMPDIR");
-    plan.env
-        .push(("HOME".into(), scratch.as_os_str().to_owned()));
-    plan.env
-        .push(("TMPDIR".into(), scratch.as_os_str().to_owned()));
-    plan
-}
-
-/// Empties the agent's scratch directory. The directory itself stays (empty) when the
-/// gateway's own sandbox gives it no right to remove entries of the temp dir.
-fn clean_scratch(dir: &std::path::Path) {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let removed = match entry.file_type() {
-                Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
-                _ => std::fs::remove_file(&path),
-            };
-            if let Err(e) = removed {
-                tracing::warn!("cannot clean {}: {e}", path.display());
-            }
-        }
-    }
-    if let Err(e) = std::fs::remove_dir(dir) {
-        tracing::debug!("scratch dir {} left empty: {e}", dir.display());
-    }
-}
-
 /// `fsgate backup ...`; a restore is recorded in the workspace's audit log.
 fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
     use crate::backup::cli::BackupCommand;
@@ -590,7 +368,7 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
 
 /// SIGHUP reloads the policy file: the new policy is validated first, and an invalid
 /// one is rejected with the old one kept in force.
-fn spawn_reload_on_sighup(
+pub(super) fn spawn_reload_on_sighup(
     runtime: &tokio::runtime::Runtime,
     gateway: &Arc<Gateway>,
     path: Option<PathBuf>,
@@ -629,33 +407,13 @@ fn spawn_reload_on_sighup(
     });
 }
 
-/// Lets the copy of the agent's stderr write what the agent left (a process the agent
-/// started may hold the pipe open: then give up after a moment).
-fn finish_copy(copy: Option<std::thread::JoinHandle<()>>) {
-    let Some(copy) = copy else { return };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
-    while !copy.is_finished() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
-/// The agent's exit status as ours: its code, or 128 + signal number.
-fn exit_code_of(status: std::process::ExitStatus) -> ExitCode {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
-        (None, Some(sig)) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(255)),
-        _ => ExitCode::FAILURE,
-    }
-}
-
 /// The stdio peer: our parent process and our uid.
-fn stdio_peer() -> String {
+pub(super) fn stdio_peer() -> String {
     let ppid = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
     format!("pid={ppid} uid={}", rustix::process::getuid().as_raw())
 }
 
-fn fail(msg: &str) -> ExitCode {
+pub(super) fn fail(msg: &str) -> ExitCode {
     crate::text::eprint_line(&format!("fsgate: {msg}"));
     ExitCode::from(EXIT_CONFIG)
 }

@@ -160,7 +160,17 @@ const MAX_LINE: u64 = 64 * 1024;
 /// own stderr, which would otherwise reach the person's terminal raw and could pass for
 /// fsgate's own lines. Longer lines go out in pieces; a failing `to` does not stop the
 /// draining, so the agent never blocks on a full pipe.
-pub fn copy_escaped(from: impl io::Read, mut to: impl Write, prefix: &str) {
+pub fn copy_escaped(from: impl io::Read, to: impl Write, prefix: &str) {
+    copy_escaped_noting(from, to, prefix, |_| {});
+}
+
+/// [`copy_escaped`], showing each raw line (lossily decoded) to `note` first.
+pub fn copy_escaped_noting(
+    from: impl io::Read,
+    mut to: impl Write,
+    prefix: &str,
+    mut note: impl FnMut(&str),
+) {
     let mut reader = io::BufReader::new(from);
     let mut line = Vec::new();
     loop {
@@ -169,6 +179,7 @@ pub fn copy_escaped(from: impl io::Read, mut to: impl Write, prefix: &str) {
         {
             Ok(0) => return,
             Ok(_) => {
+                note(&String::from_utf8_lossy(&line));
                 let mut piece = prefix.as_bytes().to_vec();
                 piece.extend(escape_event(&line));
                 let _ = to.write_all(&piece);

@@ -10,11 +10,12 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every shipped policy, as `.ci/run` passes them (`policies/*.toml`).
+/// Every shipped policy, as CI passes them (`policies/*.toml policies/examples/*.toml`).
 fn shipped() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(repo().join("policies"))
-        .expect("policies/")
-        .flatten()
+    let dirs = [repo().join("policies"), repo().join("policies/examples")];
+    let mut v: Vec<String> = dirs
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).expect("policies/").flatten())
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .map(|p| p.display().to_string())
@@ -218,5 +219,147 @@ fn schema_command_prints_the_committed_schema() {
     assert_eq!(
         out, committed,
         "regenerate with: fsgate policy schema > policies/schema.json"
+    );
+}
+
+#[test]
+fn check_points_at_a_bad_agent_entry_and_refuses_the_policy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = write(
+        dir.path(),
+        "bad.toml",
+        "version = 1\n[agent]\nexecute = [\"/opt/tools\", \"tools/bin\"]\nnetwork = [443, 443]\n",
+    );
+    let (code, out, err) = run(&["policy", "check", &f]);
+    assert_eq!(code, 2, "invalid policy: {out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with(&format!(
+            "{f}:3:26: error: agent.execute[1]: `tools/bin` is relative"
+        )),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "{f}:4:17: error: agent.network[1]: port 443 is listed twice"
+        )),
+        "{out}"
+    );
+    // The same policy does not start a gateway.
+    let ws = tempfile::tempdir().expect("workspace");
+    let (code, _, err) = run(&["serve", "--workspace", s(ws.path()), "--policy", &f]);
+    assert_ne!(code, 0);
+    assert!(err.contains("agent.execute[1] (line 3)"), "{err}");
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 temp path")
+}
+
+#[test]
+fn check_refuses_agent_access_to_the_policys_own_audit_dir() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let logs = dir.path().join("logs");
+    std::fs::create_dir_all(&logs).expect("mkdir");
+    let f = write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "version = 1\n[audit]\npath = {:?}\n[agent]\nread = [{:?}]\n",
+            s(&logs.join("audit.jsonl")),
+            s(&logs)
+        ),
+    );
+    let (code, out, err) = run(&["policy", "check", &f]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        out.starts_with(&format!(
+            "{f}:5:9: error: agent.read[0]: {} is the audit log directory",
+            s(&logs)
+        )),
+        "{out}"
+    );
+    // Relative to the policy file, like [audit] path itself.
+    let rel = write(
+        dir.path(),
+        "rel.toml",
+        &format!(
+            "version = 1\n[audit]\npath = \"logs/audit.jsonl\"\n[agent]\nread_write = [{:?}]\n",
+            s(dir.path())
+        ),
+    );
+    let (code, out, _) = run(&["policy", "check", &rel]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("agent.read_write[0]: ") && out.contains("contains the audit log directory"),
+        "{out}"
+    );
+    // The policy file itself: refused by check and by a start.
+    let sub = dir.path().join("pol");
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    let own = write(
+        &sub,
+        "own.toml",
+        &format!(
+            "version = 1\n[agent]\nexecute = [\"/opt\", {:?}]\n",
+            s(&sub)
+        ),
+    );
+    let (code, out, _) = run(&["policy", "check", &own]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.starts_with(&format!(
+            "{own}:3:20: error: agent.execute[1]: {} contains the policy file {own}",
+            s(&sub)
+        )),
+        "{out}"
+    );
+    let ws = tempfile::tempdir().expect("workspace");
+    let (code, _, err) = run(&["serve", "--workspace", s(ws.path()), "--policy", &own]);
+    assert_ne!(code, 0);
+    assert!(err.contains("agent.execute[1] (line 3)"), "{err}");
+}
+
+#[test]
+fn check_with_a_workspace_refuses_agent_access_to_it_and_to_its_state_dir() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(ws.join("src")).expect("mkdir");
+    std::fs::create_dir_all(&state).expect("mkdir");
+    let f = write(
+        dir.path(),
+        "p.toml",
+        &format!(
+            "version = 1\n[agent]\nread = [{:?}, \"/usr/share\"]\nread_write = [{:?}]\n",
+            s(&ws.join("src")),
+            s(&state)
+        ),
+    );
+    // Without --workspace the policy is fine.
+    let (code, out, _) = run(&["policy", "check", &f]);
+    assert_eq!(code, 0, "{out}");
+    let mut child = std::process::Command::new(crate::common::bin())
+        .args(["policy", "check", "--workspace", s(&ws), &f])
+        .env("XDG_STATE_HOME", &state)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn fsgate");
+    let res = crate::common::wait_output(&mut child, crate::common::TIMEOUT);
+    let out = String::from_utf8_lossy(&res.stdout);
+    assert_eq!(res.status.code(), Some(1), "{out}");
+    let errors: Vec<&str> = out.lines().filter(|l| l.contains(": error: ")).collect();
+    assert_eq!(errors.len(), 2, "{out}");
+    assert!(
+        errors[0].starts_with(&format!("{f}:3:9: error: agent.read[0]: "))
+            && errors[0].contains("lies inside the workspace"),
+        "{out}"
+    );
+    assert!(
+        errors[1].starts_with(&format!("{f}:4:15: error: agent.read_write[0]: "))
+            && errors[1].contains("contains the fsgate state directory"),
+        "{out}"
     );
 }

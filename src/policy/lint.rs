@@ -142,6 +142,14 @@ impl Sink<'_> {
         (line, col)
     }
 
+    /// Position of an `[agent]` error: its value, else its key's line.
+    pub(crate) fn agent_pos(&self, e: &crate::sandbox::AgentConfigError) -> (usize, usize) {
+        match e.span() {
+            Some(span) => self.pos(span.start),
+            None => self.key_pos(e.field()),
+        }
+    }
+
     /// Position of the first line that sets `key` (`key =`), or 1:1.
     pub(crate) fn key_pos(&self, key: &str) -> (usize, usize) {
         for (i, l) in self.src.lines().enumerate() {
@@ -217,6 +225,7 @@ pub fn lint_text(
         }
     };
     prevalidate(&raw, &mut sink);
+    prevalidate_agent(&raw, base, policy_path, &mut sink);
     let policy = match Policy::from_toml_in(text, file, base) {
         Ok(p) => p,
         Err(e) => {
@@ -274,6 +283,36 @@ fn parse_hint(msg: &str) -> &'static str {
         "give the value the type policies/README.md documents for this key"
     } else {
         "fix the TOML syntax at this position"
+    }
+}
+
+/// Every `[agent]` error the loader would stop at, at its value's exact position.
+fn prevalidate_agent(
+    raw: &RawPolicy,
+    base: Option<&Path>,
+    policy_path: Option<&Path>,
+    sink: &mut Sink<'_>,
+) {
+    let errors = match super::compile::agent_section(raw, base) {
+        Err(errors) => errors,
+        // `Policy::load` refuses an [agent] reaching the policy file itself.
+        Ok(agent) => match policy_path {
+            Some(p) => agent.protected_violations(
+                &[super::compile::policy_file_protected(p)],
+                crate::sandbox::agent_config::user_home().as_deref(),
+            ),
+            None => return,
+        },
+    };
+    for e in errors {
+        let pos = sink.agent_pos(&e);
+        let hint = match &e {
+            crate::sandbox::AgentConfigError::Protected(_) => {
+                "remove the entry or narrow it: the agent reaches fsgate's own files never, and the workspace only through the gateway"
+            }
+            _ => "fix the value; policies/README.md documents [agent]",
+        };
+        sink.at(pos, Severity::Error, "invalid", e.to_string(), hint);
     }
 }
 

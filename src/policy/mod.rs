@@ -159,6 +159,8 @@ pub struct Policy {
     secrets: Secrets,
     limits: Limits,
     content: Option<ContentScanner>,
+    /// `[agent]` in force (the older `[sandbox] agent_system_paths` folded in), checked.
+    agent: crate::sandbox::AgentSettings,
     raw: RawPolicy,
     sha256: String,
     origin: String,
@@ -185,6 +187,7 @@ impl Policy {
     }
 
     /// Loads a policy file. A gitleaks config it names is read relative to its directory.
+    /// A policy whose `[agent]` section reaches the file itself is refused.
     ///
     /// # Ambient Authority
     /// Reads `path` (and the gitleaks config it names) from the ambient filesystem;
@@ -195,11 +198,13 @@ impl Policy {
             source,
         })?;
         let base = path.parent().filter(|p| !p.as_os_str().is_empty());
-        Policy::from_toml_in(
+        let policy = Policy::from_toml_in(
             &text,
             &path.display().to_string(),
             Some(base.unwrap_or(Path::new("."))),
-        )
+        )?;
+        compile::check_agent_policy_file(policy.agent(), path, &text)?;
+        Ok(policy)
     }
 
     /// Parses and compiles policy text; `origin` names it in errors. A relative
@@ -227,6 +232,7 @@ impl Policy {
             secrets: compiled.secrets,
             limits: compiled.limits,
             content: compiled.content,
+            agent: compiled.agent,
             raw,
             sha256: hex::encode(Sha256::digest(text.as_bytes())),
             origin: origin.to_string(),
@@ -264,6 +270,12 @@ impl Policy {
     /// a hit refuses with the rule id `content:<id>`.
     pub fn content_scanner(&self) -> Option<&ContentScanner> {
         self.content.as_ref()
+    }
+
+    /// The `[agent]` section in force, validated: a confined agent's own paths,
+    /// environment, network and Unix sockets (defaults when the policy has none).
+    pub fn agent(&self) -> &crate::sandbox::AgentSettings {
+        &self.agent
     }
 
     /// The raw file, for sections other modules own and for the test runner.

@@ -41,6 +41,9 @@ pub struct RawPolicy {
     /// Landlock confinement (`[sandbox]`).
     #[serde(default)]
     pub sandbox: Option<crate::sandbox::SandboxSettings>,
+    /// What a confined agent may reach, its environment and network (`[agent]`).
+    #[serde(default)]
+    pub agent: Option<crate::sandbox::AgentSettings>,
     /// The ACP proxy (`[acp]`).
     #[serde(default)]
     pub acp: Option<AcpSettings>,

@@ -81,9 +81,10 @@ mod tests {
     fn shipped_policies_validate() {
         let v = validator();
         let mut n = 0;
-        for e in std::fs::read_dir(repo().join("policies"))
-            .unwrap()
-            .flatten()
+        let dirs = [repo().join("policies"), repo().join("policies/examples")];
+        for e in dirs
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).unwrap().flatten())
         {
             let path = e.path();
             if path.extension().is_some_and(|x| x == "toml") {
@@ -108,6 +109,11 @@ mod tests {
             "version = 1\n[[rule]]\nid = \"x\"\neffect = \"permit\"\nops = [\"read\"]\n",
             "version = 1\n[content]\n[[content.rules]]\nid = \"x\"\nregex = \"a\"\nsecret_group = 1\n",
             "version = 1\n[[test]]\nop = \"read\"\npath = \"a\"\n",
+            "version = 1\n[agent]\nreed = [\"/x\"]\n",
+            "version = 1\n[agent]\nnetwork = \"some\"\n",
+            "version = 1\n[agent]\nnetwork = [0]\n",
+            "version = 1\n[agent]\nnetwork = []\n",
+            "version = 1\n[agent]\nnetwork = [70000]\n",
         ] {
             assert!(!errors(&v, bad).is_empty(), "schema accepted:\n{bad}");
             assert!(
@@ -116,6 +122,14 @@ mod tests {
             );
         }
         assert!(errors(&v, "version = 1\n[content]\nops = [\"read\"]\n").is_empty());
+        for good in ["\"none\"", "\"all\"", "[443, 11434]"] {
+            let text = format!("version = 1\n[agent]\nnetwork = {good}\n");
+            assert!(errors(&v, &text).is_empty(), "{text}");
+            assert!(
+                crate::policy::Policy::from_toml(&text, "t").is_ok(),
+                "{text}"
+            );
+        }
     }
 
     fn property_names(v: &Value, out: &mut std::collections::BTreeSet<String>) {

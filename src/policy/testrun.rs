@@ -316,13 +316,16 @@ expect = "deny"
         assert!(run.uncovered.is_empty(), "{:?}", run.uncovered);
     }
 
-    /// `.ci/run` runs `fsgate policy test policies/*.toml`: every shipped policy's cases
-    /// pass, and every rule it writes is exercised.
+    /// `.ci/run` runs `fsgate policy test policies/*.toml policies/examples/*.toml`:
+    /// every shipped policy's cases pass, and every rule it writes is exercised.
     #[test]
     fn every_shipped_policy_passes_its_tests_with_full_coverage() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
         let mut n = 0;
-        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let entries = [dir.clone(), dir.join("examples")]
+            .into_iter()
+            .flat_map(|d| std::fs::read_dir(d).unwrap().flatten());
+        for e in entries {
             let path = e.path();
             if path.extension().is_none_or(|x| x != "toml") {
                 continue;

@@ -13,9 +13,9 @@ pub struct SandboxSettings {
     /// "Fully" needs Landlock ABI 6 (Linux 6.12) or later, where truncate, cross-directory
     /// rename, device ioctl, TCP and signal/abstract-socket scoping are all restricted.
     pub require_landlock: bool,
-    /// Paths a confined agent (`fsgate acp --confine-agent`) may read and execute,
-    /// replacing the built-in list ([`super::DEFAULT_AGENT_SYSTEM_PATHS`]). They must not
-    /// contain the workspace, audit or backup directories.
+    /// The older spelling of `[agent] system_paths`, still accepted (setting both is an
+    /// error); left out of the schema so editors suggest the new key.
+    #[schemars(skip)]
     pub agent_system_paths: Option<Vec<PathBuf>>,
 }
 

@@ -3,6 +3,8 @@
 //! # Layout
 //!
 //! - [`config`]: the `[sandbox]` policy section ([`SandboxSettings`]).
+//! - [`agent_config`]: the `[agent]` policy section ([`AgentSettings`]): a confined
+//!   agent's own paths, environment, network and Unix sockets.
 //! - [`plan`]: what to allow: [`SandboxPlan`] for the gateway, [`AgentPlan`] for an agent.
 //! - [`status`]: what the kernel enforced ([`SandboxStatus`]), for the log, the
 //!   `initialize` result's `_meta.fsgate.sandbox` and `serve --check-sandbox`.
@@ -22,7 +24,11 @@
 //! After that, nothing may open a path by name outside what the plan granted: the
 //! workspace, audit and backup stores work through their directory handles.
 
+pub mod agent_config;
 pub mod config;
+pub mod denied;
+#[cfg(unix)]
+pub mod discover;
 pub mod plan;
 pub mod status;
 
@@ -41,6 +47,7 @@ mod tests;
 
 use std::sync::OnceLock;
 
+pub use agent_config::{AgentConfigError, AgentSettings, DEFAULT_AGENT_ENV};
 pub use config::SandboxSettings;
 pub use plan::{
     AgentAccess, AgentGrant, AgentNetwork, AgentPlan, DEFAULT_AGENT_DEVICES,

@@ -222,7 +222,10 @@ pub struct Protected {
 /// TCP `network`, and of pathname Unix sockets only `unix_sockets`. It runs in a session
 /// of its own with no terminal. The workspace is reachable only through the gateway.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct AgentPlan {
+    /// The agent's program as resolved (on PATH), for messages; None if not worked out.
+    pub executable: Option<PathBuf>,
     /// File system grants, in order of source.
     pub grants: Vec<AgentGrant>,
     /// What no grant may reach: inside one, or containing one, is an error.

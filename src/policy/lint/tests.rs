@@ -269,7 +269,10 @@ fn concretize_globs() {
 fn every_shipped_policy_is_clean() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
     let mut n = 0;
-    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+    let entries = [dir.clone(), dir.join("examples")]
+        .into_iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap().flatten());
+    for e in entries {
         let path = e.path();
         if path.extension().is_some_and(|x| x == "toml") {
             let r = lint_file(&path, &LintOptions::default());

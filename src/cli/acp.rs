@@ -1,0 +1,488 @@
+//! `fsgate acp`: host an ACP agent, optionally confined (`--confine-agent`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use super::{AcpArgs, fail, runtime, spawn_reload_on_sighup, stdio_peer};
+use crate::startup;
+
+/// An agent's confinement: the plan it was built from and what the kernel will enforce.
+struct Confined {
+    plan: crate::sandbox::AgentPlan,
+    /// Set once the plan is applied to the command.
+    status: Option<crate::sandbox::SandboxStatus>,
+}
+
+pub(super) fn acp(args: AcpArgs) -> ExitCode {
+    let mut opened = match startup::open(&args.common.config()) {
+        Ok(o) => o,
+        Err(e) => return fail(&e),
+    };
+    let Some((program, agent_args)) = args.agent.split_first() else {
+        return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
+    };
+    let confined = match args.confine_agent {
+        true => match plan_confinement(
+            &mut opened,
+            args.common.policy.as_deref(),
+            program,
+            agent_args,
+        ) {
+            Ok(c) => Some(c),
+            Err(e) => return fail(&format!("--confine-agent: {e}")),
+        },
+        false => None,
+    };
+    let mut command = agent_command(program, agent_args, confined.as_ref());
+    let confined = match confined.map(|c| c.apply(&mut command)).transpose() {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("--confine-agent: {e}")),
+    };
+    if args.check_sandbox {
+        return check_sandbox(opened, confined.as_ref());
+    }
+    let mut agent_sandbox = serde_json::Value::Null;
+    let mut agent_plan = serde_json::Value::Null;
+    if let Some(c) = &confined {
+        if let Some(status) = &c.status {
+            crate::text::eprint_line(&format!("fsgate: agent confined: {status}"));
+            agent_sandbox = serde_json::to_value(status).unwrap_or_default();
+        }
+        agent_plan = plan_record(&c.plan);
+    }
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => return spawn_failed(program, &e, confined.as_ref()),
+    };
+    let pid = child.id();
+    tracing::info!(pid, agent = %program, "agent started");
+    if let Err(e) = startup::confine(&opened, None, "acp-proxy") {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_child(&child),
+            rustix::process::Signal::KILL,
+        );
+        return fail(&e);
+    }
+    // Started after confinement, so the copying thread is confined too.
+    let denials = crate::sandbox::denied::Denials::default();
+    let noted = denials.clone();
+    let agent_stderr = child.stderr.take().map(|e| {
+        std::thread::spawn(move || {
+            crate::text::copy_escaped_noting(e, std::io::stderr(), "agent: ", |line| {
+                noted.note_line(line)
+            })
+        })
+    });
+    let scratch = opened.scratch();
+    let gateway = Arc::new(opened.gateway);
+    let mut details = serde_json::Map::new();
+    details.insert("pid".into(), pid.into());
+    details.insert(
+        "command".into(),
+        serde_json::Value::from(args.agent.clone()),
+    );
+    details.insert("agentSandbox".into(), agent_sandbox);
+    details.insert("agentPlan".into(), agent_plan);
+    gateway.record("agent-start", details);
+    let allow_terminal = gateway
+        .policy()
+        .raw()
+        .acp
+        .as_ref()
+        .is_some_and(|a| a.allow_terminal);
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail(&e),
+    };
+    let crate::signals::Listening { term, int, hup } = match crate::signals::listen(&runtime) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone(), hup);
+    let mut stop = crate::signals::Listening::stop_only(term, int);
+    // SIGTERM / SIGINT end the agent (gracefully, then forcefully); the relay then ends,
+    // the log gets its stop record, and fsgate exits 0 (it stopped as asked).
+    let stopped_by = Arc::new(std::sync::OnceLock::<&'static str>::new());
+    let stopped = Arc::clone(&stopped_by);
+    runtime.spawn(async move {
+        let sig = stop.termination().await;
+        let _ = stopped.set(sig);
+        tracing::warn!("{sig}: ending the agent (pid {pid})");
+        let Some(agent) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            return;
+        };
+        let _ = rustix::process::kill_process(agent, rustix::process::Signal::TERM);
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        let _ = rustix::process::kill_process(agent, rustix::process::Signal::KILL);
+    });
+    let result = runtime.block_on(crate::transport::proxy::run(
+        Arc::clone(&gateway),
+        stdio_peer(),
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        child,
+        allow_terminal,
+    ));
+    // A blocking read of the editor's stdin may still be parked in the runtime's
+    // blocking pool (the editor keeps its end open): do not wait for it.
+    runtime.shutdown_background();
+    finish_copy(agent_stderr);
+    let mut details = serde_json::Map::new();
+    let exit = match result {
+        Ok(status) => {
+            tracing::info!(%status, "agent exited");
+            details.insert("status".into(), status.to_string().into());
+            details.insert("code".into(), status.code().into());
+            if let Some(c) = &confined
+                && !status.success()
+                && stopped_by.get().is_none()
+            {
+                report_denials(&denials, &c.plan);
+            }
+            match stopped_by.get() {
+                Some(sig) => {
+                    details.insert("stoppedBy".into(), (*sig).into());
+                    ExitCode::SUCCESS
+                }
+                None => exit_code_of(status),
+            }
+        }
+        Err(e) => {
+            crate::text::eprint_line(&format!("fsgate: relay failed: {e}"));
+            details.insert("error".into(), e.to_string().into());
+            ExitCode::FAILURE
+        }
+    };
+    gateway.record("agent-exit", details);
+    if let Some(dir) = scratch {
+        clean_scratch(&dir);
+    }
+    let mut stop_details = serde_json::Map::new();
+    if let Some(sig) = stopped_by.get() {
+        stop_details.insert("reason".into(), (*sig).into());
+    }
+    startup::shutdown(&gateway, stop_details);
+    exit
+}
+
+/// The agent's confinement, worked out before its command is built: a private scratch
+/// directory (its HOME and TMPDIR), its own installation as discovered, the system
+/// paths, and nothing of the workspace, fsgate's own files or the rest of the home.
+fn plan_confinement(
+    opened: &mut startup::Opened,
+    policy_file: Option<&std::path::Path>,
+    program: &str,
+    args: &[String],
+) -> Result<Confined, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let scratch = std::env::temp_dir().join(format!("fsgate-agent-{}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&scratch)
+        .map_err(|e| {
+            format!(
+                "cannot create the agent's scratch dir {}: {e}",
+                scratch.display()
+            )
+        })?;
+    opened.keep_scratch(&scratch);
+    let mut plan = agent_plan(opened, policy_file, &scratch)?;
+    if opened.gateway.policy().agent().discover() {
+        let installation = discover_agent(program, args)?;
+        for note in &installation.notes {
+            crate::text::eprint_line(&format!("fsgate: note: {}", crate::text::Esc(note)));
+        }
+        installation.merge_into(&mut plan);
+        plan.executable = Some(installation.executable);
+    }
+    Ok(Confined { plan, status: None })
+}
+
+/// The agent's own installation: its resolved program, interpreter and scripts.
+fn discover_agent(
+    program: &str,
+    args: &[String],
+) -> Result<crate::sandbox::discover::Installation, String> {
+    use crate::sandbox::discover::{DiscoverInput, discover};
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    let path_var = std::env::var_os("PATH");
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    discover(&DiscoverInput {
+        program: program.as_ref(),
+        args: &args,
+        cwd: &cwd,
+        path_var: path_var.as_deref(),
+        home: home.as_deref(),
+    })
+    .map_err(|e| e.to_string())
+}
+
+impl Confined {
+    /// Applies the plan to the agent's command: what the kernel will enforce.
+    fn apply(self, command: &mut std::process::Command) -> Result<Confined, String> {
+        let status = crate::sandbox::confine_agent_command(command, &self.plan)
+            .map_err(|e| e.to_string())?;
+        Ok(Confined {
+            status: Some(status),
+            ..self
+        })
+    }
+}
+
+/// The agent's ruleset from the policy's `[agent]` section: system paths, devices, the
+/// section's grants, HOME and TMPDIR (the private scratch dir unless the policy names
+/// real ones), the environment it lets through, network and sockets; and what it may
+/// never reach. A grant of a protected path is refused, naming the key.
+fn agent_plan(
+    opened: &startup::Opened,
+    policy_file: Option<&std::path::Path>,
+    scratch: &std::path::Path,
+) -> Result<crate::sandbox::AgentPlan, String> {
+    use crate::sandbox::{AgentAccess, AgentPlan, agent_config::user_home};
+    let pol = opened.gateway.policy();
+    let agent = pol.agent();
+    let home = user_home();
+    let mut plan = AgentPlan {
+        protected: protected_paths(opened, policy_file),
+        ..Default::default()
+    };
+    agent
+        .check_protected(&plan.protected, home.as_deref())
+        .map_err(|e| format!("the policy's {e}"))?;
+    if let Some(h) = &home {
+        plan.not_whole.push(crate::sandbox::Protected {
+            path: h.clone(),
+            label: "home directory".into(),
+        });
+    }
+    match agent.system_paths(home.as_deref()) {
+        Some(paths) => {
+            let source = agent.system_paths_source();
+            paths
+                .iter()
+                .for_each(|p| plan.grant(p, AgentAccess::ReadExec, source));
+        }
+        None => crate::sandbox::DEFAULT_AGENT_SYSTEM_PATHS
+            .iter()
+            .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "built-in system paths")),
+    }
+    for dev in crate::sandbox::DEFAULT_AGENT_DEVICES {
+        plan.grant(dev, AgentAccess::ReadWrite, "built-in devices");
+    }
+    plan.grants.extend(agent.grants(home.as_deref()));
+    let agent_home = agent.home(home.as_deref());
+    let agent_tmp = agent.tmpdir(home.as_deref());
+    if agent_home.is_none() || agent_tmp.is_none() {
+        plan.grant(scratch, AgentAccess::ReadWrite, "the agent's scratch dir");
+    }
+    plan.env = agent.environment(std::env::vars_os());
+    plan.env.push((
+        "HOME".into(),
+        agent_home.unwrap_or_else(|| scratch.into()).into(),
+    ));
+    plan.env.push((
+        "TMPDIR".into(),
+        agent_tmp.unwrap_or_else(|| scratch.into()).into(),
+    ));
+    plan.network = agent.network();
+    plan.unix_sockets = agent.unix_sockets(home.as_deref());
+    Ok(plan)
+}
+
+/// What a confined agent can never reach: the workspace, fsgate's audit and backup
+/// directories, the policy file, the signing key and checkpoint sink.
+fn protected_paths(
+    opened: &startup::Opened,
+    policy_file: Option<&std::path::Path>,
+) -> Vec<crate::sandbox::Protected> {
+    let protect = |path: PathBuf, label: &str| crate::sandbox::Protected {
+        path,
+        label: label.to_owned(),
+    };
+    let mut out = vec![protect(
+        opened.gateway.workspace().root_path().to_path_buf(),
+        "workspace",
+    )];
+    let dirs = opened.own_dirs();
+    let labels = ["audit log directory", "backup directory"];
+    for (dir, label) in dirs.into_iter().zip(labels) {
+        out.push(protect(dir, label));
+    }
+    if let Some(p) = policy_file {
+        out.push(protect(p.to_path_buf(), "policy file"));
+    }
+    let pol = opened.gateway.policy();
+    if let Some(audit) = pol.raw().audit.as_ref() {
+        if let Some(key) = &audit.signing_key {
+            out.push(protect(key.clone(), "audit signing key"));
+        }
+        if let Some(sink) = audit
+            .checkpoint_sink
+            .as_deref()
+            .filter(|s| s.starts_with('/'))
+        {
+            out.push(protect(PathBuf::from(sink), "checkpoint sink"));
+        }
+    }
+    out
+}
+
+/// The agent's ruleset for the `agent-start` record: every grant with its source, the
+/// network, the sockets, and the names (never the values) of its environment.
+fn plan_record(plan: &crate::sandbox::AgentPlan) -> serde_json::Value {
+    let mut value = serde_json::to_value(plan).unwrap_or_default();
+    let names: Vec<String> = plan
+        .env
+        .iter()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("envNames".into(), names.into());
+    }
+    value
+}
+
+/// The agent's command: stdio piped (stderr is relayed escaped, line by line, each line
+/// marked as the agent's), signals unblocked. It is started before the gateway confines
+/// itself, so it does not inherit the gateway's ruleset. Under confinement the program
+/// is the one discovery resolved (the environment is replaced, so a PATH lookup could
+/// find another), still called by the name typed.
+fn agent_command(
+    program: &str,
+    args: &[String],
+    confined: Option<&Confined>,
+) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let resolved = confined.and_then(|c| c.plan.executable.as_deref());
+    let mut command = std::process::Command::new(resolved.unwrap_or(program.as_ref()));
+    command
+        .arg0(program)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    crate::signals::unblock_in_child(&mut command);
+    command
+}
+
+/// `fsgate acp --check-sandbox`: the agent's whole ruleset and what this kernel enforces,
+/// on stdout; nothing is started and nothing is recorded.
+fn check_sandbox(opened: startup::Opened, confined: Option<&Confined>) -> ExitCode {
+    let Some(c) = confined else {
+        println!("the agent is not confined: add --confine-agent to see its ruleset");
+        return ExitCode::SUCCESS;
+    };
+    println!("{}", describe(&c.plan, c.status.as_ref()));
+    if let Some(dir) = opened.scratch() {
+        clean_scratch(&dir);
+    }
+    ExitCode::SUCCESS
+}
+
+/// The ruleset in words, one grant a line (until the sandbox module describes it).
+fn describe(
+    plan: &crate::sandbox::AgentPlan,
+    status: Option<&crate::sandbox::SandboxStatus>,
+) -> String {
+    let mut out = match status {
+        Some(s) => format!("agent sandbox: {s}\n"),
+        None => String::new(),
+    };
+    for g in &plan.grants {
+        out.push_str(&format!(
+            "  {} {} ({})\n",
+            crate::text::EscPath(&g.path),
+            g.access.as_str(),
+            g.source
+        ));
+    }
+    out
+}
+
+/// The agent could not be started: why, and under `--confine-agent` what would allow it.
+fn spawn_failed(program: &str, err: &std::io::Error, confined: Option<&Confined>) -> ExitCode {
+    let shown = crate::text::Esc(program);
+    let Some(c) = confined else {
+        return fail(&format!("cannot start the agent \"{shown}\": {err}"));
+    };
+    let resolved = c.plan.executable.as_deref();
+    let mut msg = format!("cannot start the agent \"{shown}\" under --confine-agent: {err}");
+    if err.kind() == std::io::ErrorKind::PermissionDenied
+        && let Some(exe) = resolved
+    {
+        msg.push_str(&format!(
+            "\nthe sandbox denied executing {}",
+            crate::sandbox::denied::advice(exe, &c.plan)
+        ));
+    }
+    msg.push_str(
+        "\nsee the whole ruleset with: fsgate acp --confine-agent --check-sandbox -- AGENT...",
+    );
+    fail(&msg)
+}
+
+/// After a confined agent failed: the paths it reported as denied, each with what would
+/// allow it, or where to look when it named none.
+fn report_denials(denials: &crate::sandbox::denied::Denials, plan: &crate::sandbox::AgentPlan) {
+    let paths = denials.paths();
+    if paths.is_empty() {
+        crate::text::eprint_line(
+            "fsgate: the confined agent failed; if its sandbox stopped it, see its ruleset \
+             with: fsgate acp --confine-agent --check-sandbox -- AGENT...",
+        );
+        return;
+    }
+    crate::text::eprint_line("fsgate: the confined agent failed after being denied:");
+    for path in paths {
+        crate::text::eprint_line(&format!(
+            "fsgate:   {}",
+            crate::sandbox::denied::advice(&path, plan)
+        ));
+    }
+}
+
+/// Empties the agent's scratch directory. The directory itself stays (empty) when the
+/// gateway's own sandbox gives it no right to remove entries of the temp dir.
+fn clean_scratch(dir: &std::path::Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let removed = match entry.file_type() {
+                Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                _ => std::fs::remove_file(&path),
+            };
+            if let Err(e) = removed {
+                tracing::warn!("cannot clean {}: {e}", path.display());
+            }
+        }
+    }
+    if let Err(e) = std::fs::remove_dir(dir) {
+        tracing::debug!("scratch dir {} left empty: {e}", dir.display());
+    }
+}
+
+/// Lets the copy of the agent's stderr write what the agent left (a process the agent
+/// started may hold the pipe open: then give up after a moment).
+fn finish_copy(copy: Option<std::thread::JoinHandle<()>>) {
+    let Some(copy) = copy else { return };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    while !copy.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The agent's exit status as ours: its code, or 128 + signal number.
+fn exit_code_of(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
+        (None, Some(sig)) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(255)),
+        _ => ExitCode::FAILURE,
+    }
+}
