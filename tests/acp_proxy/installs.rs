@@ -733,14 +733,19 @@ fn without_discovery_a_node_agent_is_refused_naming_path_and_key() {
         !run.stdout.contains("\"result\""),
         "the agent answered\n{ctx}"
     );
+    // fsgate's own lines, not the agent's relayed stderr (Node names the path too).
+    let own: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| !l.starts_with("agent:"))
+        .collect();
     let dir = home.path.join("agents/node").display().to_string();
-    let named = run.stderr.lines().any(|l| l.contains(&dir));
-    assert!(named, "stderr must name the denied path under {dir}\n{ctx}");
-    let key = ["[agent] execute", "[agent] read"]
-        .iter()
-        .any(|k| run.stderr.contains(k));
+    let named = own.iter().any(|l| l.contains(&dir));
+    assert!(named, "fsgate must name the denied path under {dir}\n{ctx}");
+    let keys = ["[agent] execute", "[agent] read"];
+    let key = own.iter().any(|l| keys.iter().any(|k| l.contains(k)));
     assert!(
         key,
-        "stderr must name the policy key that would allow it\n{ctx}"
+        "fsgate must name the policy key that would allow it\n{ctx}"
     );
 }
