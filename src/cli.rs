@@ -318,6 +318,11 @@ fn acp(args: AcpArgs) -> ExitCode {
     };
     let pid = child.id();
     tracing::info!(pid, agent = %program, "agent started");
+    if args.confine_agent
+        && let Err(e) = crate::sandbox::harden_gateway()
+    {
+        tracing::warn!("{e}");
+    }
     if let Err(e) = startup::confine(&opened, None, "acp-proxy") {
         let _ = rustix::process::kill_process(
             rustix::process::Pid::from_child(&child),

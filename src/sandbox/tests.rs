@@ -28,7 +28,7 @@ const DONE: &str = "CHILD-DONE";
 /// True (after saying so on stderr) when the kernel has no Landlock; under CI (`CI`
 /// set, not false/0) or `FSGATE_REQUIRE_PEERS`, where these tests must prove something,
 /// a failure instead (the rule of tests/common's `skip_or_fail`).
-fn skipped(test: &str) -> bool {
+pub(super) fn skipped(test: &str) -> bool {
     if kernel_abi().is_some() {
         return false;
     }
