@@ -203,13 +203,20 @@ fn agent_tcp_follows_the_plan() {
 }
 
 const UNIX: &str = r#"
-import json, socket, sys
+import ctypes, json, platform, socket, sys
 r = {}
 try:
     s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.close(); r["connect"] = "ok"
 except OSError as e:
     r["connect"] = e.errno
 a, b = socket.socketpair(); a.send(b"x"); r["pair"] = b.recv(1).decode()
+libc = ctypes.CDLL(None, use_errno=True)
+params = ctypes.create_string_buffer(120)
+# io_uring_setup (425 everywhere): its IORING_OP_SOCKET would bypass the filter.
+r["uring"] = "ok" if libc.syscall(425, 1, params) >= 0 else ctypes.get_errno()
+if platform.machine() == "x86_64":
+    # x32 socket(AF_UNIX, SOCK_STREAM): EACCES from the filter, or ENOSYS without x32.
+    r["x32"] = "ok" if libc.syscall(0x40000000 | 41, 1, 1, 0) >= 0 else ctypes.get_errno()
 print(json.dumps(r))
 "#;
 
@@ -230,9 +237,16 @@ fn agent_reaches_only_listed_unix_sockets() {
         status.detail.contains("pathname Unix sockets: none"),
         "{status:?}"
     );
+    if status.abi.is_some_and(|a| a < 9) {
+        assert_eq!(r["uring"], EPERM, "io_uring refused with the filter: {r}");
+        assert!(r["x32"].is_null() || r["x32"].is_i64(), "x32 socket(): {r}");
+    }
     p.unix_sockets.push(sock.clone());
     let (status, r) = python(&p, UNIX, &[sock_arg]);
     assert_eq!(r["connect"], "ok", "listed: {r}");
+    if status.abi.is_some_and(|a| a < 9) {
+        assert_eq!(r["uring"], "ok", "no filter when sockets are listed: {r}");
+    }
     if status.abi.is_some_and(|a| a < 9) {
         assert_eq!(status.enforcement, Enforcement::Partially, "{status}");
         assert!(

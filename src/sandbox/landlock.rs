@@ -335,7 +335,11 @@ pub(crate) fn confine_agent_command(
             let (r, d) = agent_ruleset(plan, abi)?;
             (Some(r), d)
         }
-        None => (None, grant_lines(plan)),
+        None => {
+            let mut d = vec![absent_reason(landlock).to_owned()];
+            d.extend(grant_lines(plan));
+            (None, d)
+        }
     };
     let view = agent_view(plan, landlock, unix, setup.caps.is_some());
     detail.extend(view.lines);
@@ -609,6 +613,54 @@ mod tests {
                 "only handled rights granted"
             );
         }
+    }
+
+    fn at(abi: ABI) -> LandlockStatus {
+        LandlockStatus::Available {
+            effective_abi: abi,
+            kernel_abi: None,
+        }
+    }
+
+    #[test]
+    fn agent_status_is_honest_per_abi() {
+        let mut plan = AgentPlan::default();
+        let full = agent_view(&plan, at(ABI::V7), UnixFilter::Refused, true);
+        assert_eq!(full.enforcement, Enforcement::Fully, "{:?}", full.missing);
+        assert!(full.lines.contains(&"capabilities dropped".to_owned()));
+        // TCP restricted by the policy, but not by an ABI 3 kernel: said so.
+        let v3 = agent_view(&plan, at(ABI::V3), UnixFilter::Refused, false);
+        assert!(!v3.missing.iter().any(|m| m.starts_with("TCP")), "{v3:?}");
+        plan.network = AgentNetwork::None;
+        let v3 = agent_view(&plan, at(ABI::V3), UnixFilter::Refused, false);
+        assert!(v3.missing.iter().any(|m| m.starts_with("TCP")), "{v3:?}");
+        assert_eq!(v3.enforcement, Enforcement::Partially);
+        // Listed sockets: per path from ABI 9 only.
+        plan.unix_sockets.push("/run/a.sock".into());
+        let v7 = agent_view(&plan, at(ABI::V7), UnixFilter::NotNeeded, false);
+        assert_eq!(v7.enforcement, Enforcement::Partially);
+        assert!(
+            v7.lines.iter().any(|l| l.contains("not per path")),
+            "{v7:?}"
+        );
+        let v9 = agent_view(&plan, at(ABI::V9), UnixFilter::NotNeeded, false);
+        assert_eq!(v9.enforcement, Enforcement::Fully, "{:?}", v9.missing);
+        assert!(
+            v9.lines
+                .contains(&"pathname Unix sockets: only /run/a.sock".to_owned())
+        );
+        // No seccomp for this architecture: unrestricted, and said so.
+        plan.unix_sockets.clear();
+        let odd = agent_view(&plan, at(ABI::V7), UnixFilter::Unsupported, false);
+        assert_eq!(odd.enforcement, Enforcement::Partially);
+        let none = agent_view(
+            &plan,
+            LandlockStatus::NotImplemented,
+            UnixFilter::Refused,
+            false,
+        );
+        assert_eq!((none.enforcement, none.abi), (Enforcement::Not, None));
+        assert!(!blocks_unix(&plan, Some(ABI::V9)) && blocks_unix(&plan, Some(ABI::V8)));
     }
 
     #[test]
