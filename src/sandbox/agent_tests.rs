@@ -3,6 +3,7 @@
 //! inside what the kernel still lets it do.
 
 use std::net::TcpListener;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -142,9 +143,11 @@ fn agent_with_a_terminal_on_stdin_is_not_started() {
         .and_then(|()| unlockpt(&master))
         .expect("unlockpt");
     let name = ptsname(&master, Vec::new()).expect("ptsname");
+    // O_NOCTTY: the test process must not take the pty as its terminal.
     let slave = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
+        .custom_flags(libc::O_NOCTTY)
         .open(name.to_str().expect("utf-8 pts name"))
         .expect("open the pts");
     let mut cmd = Command::new("/bin/true");
@@ -304,6 +307,7 @@ fn check_sandbox_text_lists_the_ruleset_without_starting_anything() {
         .push(("OPENAI_API_KEY".into(), "sk-secret-value".into()));
     p.network = AgentNetwork::Ports(vec![443]);
     let text = describe_agent_plan(&p);
+    println!("{text}");
     let gone: PathBuf = tmp.path().join("gone");
     for want in [
         "/usr read+exec (built-in system paths)".to_owned(),

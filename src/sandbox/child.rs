@@ -20,9 +20,14 @@
 //!
 //! Architecture: the filter first checks the calling convention's architecture and
 //! kills the process on any other one (seccompiler's check), so 32-bit `int 0x80`
-//! calls (AUDIT_ARCH_I386, whose `socketcall` could otherwise slip past) never run. x32
-//! calls on x86_64 carry the native architecture with bit 30 set in the number; the
-//! filter matches those numbers too.
+//! calls (AUDIT_ARCH_I386, whose `socketcall` could otherwise slip past) never run: a
+//! 32-bit program the agent starts is killed at its first system call. x32 calls on
+//! x86_64 carry the native architecture with bit 30 set in the number; the filter
+//! matches those numbers too. Architectures seccompiler does not know (it knows x86_64,
+//! aarch64, riscv64) get no filter, and the status says sockets are not restricted.
+//!
+//! A command confined here must not also ask for `process_group`: a group leader
+//! cannot `setsid()`, and the start would fail.
 
 use std::collections::BTreeMap;
 use std::io;
