@@ -57,6 +57,11 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     };
     let pid = child.id();
     tracing::info!(pid, agent = %program, "agent started");
+    if confined.is_some()
+        && let Err(e) = crate::sandbox::harden_gateway()
+    {
+        tracing::warn!("{e}");
+    }
     if let Err(e) = startup::confine(&opened, None, "acp-proxy") {
         let _ = rustix::process::kill_process(
             rustix::process::Pid::from_child(&child),
@@ -378,31 +383,11 @@ fn check_sandbox(opened: startup::Opened, confined: Option<&Confined>) -> ExitCo
         println!("the agent is not confined: add --confine-agent to see its ruleset");
         return ExitCode::SUCCESS;
     };
-    println!("{}", describe(&c.plan, c.status.as_ref()));
+    println!("{}", crate::sandbox::describe_agent_plan(&c.plan));
     if let Some(dir) = opened.scratch() {
         clean_scratch(&dir);
     }
     ExitCode::SUCCESS
-}
-
-/// The ruleset in words, one grant a line (until the sandbox module describes it).
-fn describe(
-    plan: &crate::sandbox::AgentPlan,
-    status: Option<&crate::sandbox::SandboxStatus>,
-) -> String {
-    let mut out = match status {
-        Some(s) => format!("agent sandbox: {s}\n"),
-        None => String::new(),
-    };
-    for g in &plan.grants {
-        out.push_str(&format!(
-            "  {} {} ({})\n",
-            crate::text::EscPath(&g.path),
-            g.access.as_str(),
-            g.source
-        ));
-    }
-    out
 }
 
 /// The agent could not be started: why, and under `--confine-agent` what would allow it.
