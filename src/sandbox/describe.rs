@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::text::{Esc, EscPath};
+
 use super::plan::{AgentGrant, AgentNetwork, AgentPlan};
 use super::status::Enforcement;
 
@@ -22,7 +24,12 @@ pub(crate) struct AgentView {
 
 /// `PATH ACCESS (source)`, with `missing: skipped` when the path does not exist.
 pub(crate) fn grant_line(g: &AgentGrant, exists: bool) -> String {
-    let mut line = format!("{} {} ({})", g.path.display(), g.access.as_str(), g.source);
+    let mut line = format!(
+        "{} {} ({})",
+        EscPath(&g.path),
+        g.access.as_str(),
+        Esc(&g.source)
+    );
     if !exists {
         line.push_str(" missing: skipped");
     }
@@ -59,19 +66,22 @@ pub(crate) fn env_line(plan: &AgentPlan) -> String {
 /// The whole ruleset, one item a line, and what the kernel enforces.
 pub(crate) fn describe(plan: &AgentPlan, view: &AgentView) -> String {
     let mut out = String::new();
+    if let Some(exe) = &plan.executable {
+        let _ = writeln!(out, "program: {}", EscPath(exe));
+    }
     let _ = writeln!(out, "agent ruleset:");
     for g in &plan.grants {
         let _ = writeln!(out, "  {}", grant_line(g, g.path.exists()));
     }
     let _ = writeln!(out, "never reachable:");
     for p in &plan.protected {
-        let _ = writeln!(out, "  {} ({})", p.path.display(), p.label);
+        let _ = writeln!(out, "  {} ({})", EscPath(&p.path), p.label);
     }
     for p in &plan.not_whole {
         let _ = writeln!(
             out,
             "  {} ({}: parts may be granted, never the whole)",
-            p.path.display(),
+            EscPath(&p.path),
             p.label
         );
     }
