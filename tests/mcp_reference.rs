@@ -95,7 +95,7 @@ impl Twins {
     pub fn tools(&mut self) -> (Vec<Value>, Vec<Value>) {
         self.next_id += 1;
         let id = self.next_id;
-        let mut list = |gate: &mut McpGate| {
+        let list = |gate: &mut McpGate| {
             gate.call(id, "tools/list", serde_json::json!({}))["tools"]
                 .as_array()
                 .cloned()
