@@ -2,7 +2,8 @@
 # Installs the real protocol peers the interop tests drive, into .peers/ (gitignored):
 # the Python ACP SDK, the MCP Python SDK 2.x and 1.x (separate venvs), Python tools
 # (`websockets` for benches/memory.py; the WebSocket tests need no peer: their client
-# is Rust), the TypeScript ACP SDK, and fast-agent (Python 3.12). Idempotent: a peer
+# is Rust), the TypeScript ACP SDK, the reference MCP filesystem server (the drop-in parity tests
+# compare against it), and fast-agent (Python 3.12). Idempotent: a peer
 # already installed at the pinned version is kept.
 #
 # Under CI (`CI` set, not false/0) or with FSGATE_REQUIRE_PEERS set, every peer is
@@ -58,6 +59,13 @@ else
     mkdir -p "$node_dir"
     (cd "$node_dir" && [ -f package.json ] || echo '{"name":"fsgate-peers","private":true}' > package.json)
     (cd "$node_dir" && npm install --no-audit --no-fund -q '@agentclientprotocol/sdk@2.4.0')
+  fi
+  # The reference MCP filesystem server, which the drop-in parity tests compare against.
+  ref_dir="$PEERS/reference"
+  if [ ! -f "$ref_dir/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" ]; then
+    mkdir -p "$ref_dir"
+    (cd "$ref_dir" && [ -f package.json ] || echo '{"name":"fsgate-reference","private":true}' > package.json)
+    (cd "$ref_dir" && npm install --no-audit --no-fund -q '@modelcontextprotocol/server-filesystem@2026.8.31')
   fi
 fi
 # fast-agent (third ACP peer) needs Python 3.12: on 3.11 pip silently picks a release

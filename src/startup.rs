@@ -44,16 +44,9 @@ pub struct Opened {
     extra_rw: Vec<std::fs::File>,
     /// The audit and backup directories, for the agent's sandbox to keep clear of.
     own_dirs: Vec<PathBuf>,
-    /// The agent's scratch directory, removed when the agent is gone.
-    scratch: Option<PathBuf>,
 }
 
 impl Opened {
-    /// The agent's scratch directory, if one was made.
-    pub fn scratch(&self) -> Option<PathBuf> {
-        self.scratch.clone()
-    }
-
     /// fsgate's own directories (audit log, backups).
     pub fn own_dirs(&self) -> Vec<PathBuf> {
         self.own_dirs.clone()
@@ -62,7 +55,6 @@ impl Opened {
     /// Keeps a directory fsgate created (the agent's scratch dir) writable after
     /// confinement, so it can be cleaned up.
     pub fn keep_scratch(&mut self, dir: &Path) {
-        self.scratch = Some(dir.to_path_buf());
         match std::fs::File::open(dir) {
             Ok(f) => self.extra_rw.push(f),
             Err(e) => tracing::warn!("cannot keep {} open: {e}", dir.display()),
@@ -178,7 +170,6 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         policy_path: cfg.policy.clone(),
         extra_rw,
         own_dirs: vec![audit_parent, backup_dir],
-        scratch: None,
     })
 }
 

@@ -49,6 +49,8 @@ mod sandbox_kernel;
 mod signals;
 // MCP harness: spawn `fsgate serve --transport mcp`, talk JSON-RPC lines.
 mod mcp_harness;
+// The reference MCP filesystem server next to fsgate: same calls, compared answers.
+mod mcp_reference;
 // MCP on the wire: both protocol eras, refusals as tool errors, policy-shaped tool lists.
 mod mcp_wire;
 // MCP with the official Python SDK clients 2.x and 1.x (skipped without them).

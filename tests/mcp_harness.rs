@@ -128,14 +128,19 @@ impl McpGate {
             args.push("--policy".into());
             args.push(file.to_string_lossy().into_owned());
         }
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fsgate"))
-            .args(&args)
-            .current_dir(&dirs.state)
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsgate"));
+        cmd.args(&args).current_dir(&dirs.state);
+        McpGate::spawn(cmd, dirs)
+    }
+
+    /// Starts any stdio MCP server `cmd` (e.g. the reference server) on `dirs`.
+    pub fn spawn(mut cmd: Command, dirs: Dirs) -> McpGate {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawn fsgate");
+            .expect("spawn the MCP server");
         let stdout = child.stdout.take().expect("stdout");
         let mut stderr_pipe = child.stderr.take().expect("stderr");
         let inbox: Arc<(Mutex<Inbox>, Condvar)> = Arc::default();

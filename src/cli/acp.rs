@@ -9,6 +9,8 @@ use crate::startup;
 
 /// An agent's confinement: the plan it was built from and what the kernel will enforce.
 struct Confined {
+    /// Emptied and removed when the confinement ends, however it ends.
+    _scratch: Scratch,
     plan: crate::sandbox::AgentPlan,
     /// Set once the plan is applied to the command.
     status: Option<crate::sandbox::SandboxStatus>,
@@ -35,12 +37,22 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         false => None,
     };
     let mut command = agent_command(program, agent_args, confined.as_ref());
-    let confined = match confined.map(|c| c.apply(&mut command)).transpose() {
+    let require_landlock = opened
+        .gateway
+        .policy()
+        .raw()
+        .sandbox
+        .as_ref()
+        .is_some_and(|s| s.require_landlock);
+    let confined = match confined
+        .map(|c| c.apply(&mut command, require_landlock))
+        .transpose()
+    {
         Ok(c) => c,
         Err(e) => return fail(&format!("--confine-agent: {e}")),
     };
     if args.check_sandbox {
-        return check_sandbox(opened, confined.as_ref());
+        return check_sandbox(confined.as_ref());
     }
     let mut agent_sandbox = serde_json::Value::Null;
     let mut agent_plan = serde_json::Value::Null;
@@ -57,6 +69,11 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     };
     let pid = child.id();
     tracing::info!(pid, agent = %program, "agent started");
+    if confined.is_some()
+        && let Err(e) = crate::sandbox::harden_gateway()
+    {
+        tracing::warn!("{e}");
+    }
     if let Err(e) = startup::confine(&opened, None, "acp-proxy") {
         let _ = rustix::process::kill_process(
             rustix::process::Pid::from_child(&child),
@@ -74,7 +91,6 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
             })
         })
     });
-    let scratch = opened.scratch();
     let gateway = Arc::new(opened.gateway);
     let mut details = serde_json::Map::new();
     details.insert("pid".into(), pid.into());
@@ -158,9 +174,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         }
     };
     gateway.record("agent-exit", details);
-    if let Some(dir) = scratch {
-        clean_scratch(&dir);
-    }
+    drop(confined);
     let mut stop_details = serde_json::Map::new();
     if let Some(sig) = stopped_by.get() {
         stop_details.insert("reason".into(), (*sig).into());
@@ -190,7 +204,8 @@ fn plan_confinement(
             )
         })?;
     opened.keep_scratch(&scratch);
-    let mut plan = agent_plan(opened, policy_file, &scratch)?;
+    let scratch = Scratch(scratch);
+    let mut plan = agent_plan(opened, policy_file, &scratch.0)?;
     if opened.gateway.policy().agent().discover() {
         let installation = discover_agent(program, args)?;
         for note in &installation.notes {
@@ -199,7 +214,11 @@ fn plan_confinement(
         installation.merge_into(&mut plan);
         plan.executable = Some(installation.executable);
     }
-    Ok(Confined { plan, status: None })
+    Ok(Confined {
+        _scratch: scratch,
+        plan,
+        status: None,
+    })
 }
 
 /// The agent's own installation: its resolved program, interpreter and scripts.
@@ -225,9 +244,21 @@ fn discover_agent(
 
 impl Confined {
     /// Applies the plan to the agent's command: what the kernel will enforce.
-    fn apply(self, command: &mut std::process::Command) -> Result<Confined, String> {
+    /// Under `[sandbox] require_landlock = true` an agent wall the kernel does not fully
+    /// enforce is refused before the agent starts.
+    fn apply(
+        self,
+        command: &mut std::process::Command,
+        require_landlock: bool,
+    ) -> Result<Confined, String> {
         let status = crate::sandbox::confine_agent_command(command, &self.plan)
             .map_err(|e| e.to_string())?;
+        if require_landlock && status.enforcement != crate::sandbox::Enforcement::Fully {
+            return Err(format!(
+                "[sandbox] require_landlock = true, but the agent's sandbox is {status}; \
+                 refusing to start the agent"
+            ));
+        }
         Ok(Confined {
             status: Some(status),
             ..self
@@ -373,36 +404,13 @@ fn agent_command(
 
 /// `fsgate acp --check-sandbox`: the agent's whole ruleset and what this kernel enforces,
 /// on stdout; nothing is started and nothing is recorded.
-fn check_sandbox(opened: startup::Opened, confined: Option<&Confined>) -> ExitCode {
+fn check_sandbox(confined: Option<&Confined>) -> ExitCode {
     let Some(c) = confined else {
         println!("the agent is not confined: add --confine-agent to see its ruleset");
         return ExitCode::SUCCESS;
     };
-    println!("{}", describe(&c.plan, c.status.as_ref()));
-    if let Some(dir) = opened.scratch() {
-        clean_scratch(&dir);
-    }
+    println!("{}", crate::sandbox::describe_agent_plan(&c.plan));
     ExitCode::SUCCESS
-}
-
-/// The ruleset in words, one grant a line (until the sandbox module describes it).
-fn describe(
-    plan: &crate::sandbox::AgentPlan,
-    status: Option<&crate::sandbox::SandboxStatus>,
-) -> String {
-    let mut out = match status {
-        Some(s) => format!("agent sandbox: {s}\n"),
-        None => String::new(),
-    };
-    for g in &plan.grants {
-        out.push_str(&format!(
-            "  {} {} ({})\n",
-            crate::text::EscPath(&g.path),
-            g.access.as_str(),
-            g.source
-        ));
-    }
-    out
 }
 
 /// The agent could not be started: why, and under `--confine-agent` what would allow it.
@@ -444,6 +452,15 @@ fn report_denials(denials: &crate::sandbox::denied::Denials, plan: &crate::sandb
             "fsgate:   {}",
             crate::sandbox::denied::advice(&path, plan)
         ));
+    }
+}
+
+/// The agent's private scratch directory, cleaned when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        clean_scratch(&self.0);
     }
 }
 

@@ -32,12 +32,26 @@ use toml::Spanned;
 use super::{AgentAccess, AgentGrant, AgentNetwork, SandboxSettings};
 
 /// Environment variables a confined agent gets without the policy naming them: what a
-/// program needs to find its tools, speak the user's language and draw text. `LC_*` is
-/// every locale category. HOME and TMPDIR are not passed through: fsgate sets them (to
+/// program needs to find its tools, speak the user's language, draw text and trust the
+/// machine's TLS certificate authorities (the CA-bundle variables hold file names, no
+/// secret; without them an agent behind a TLS-inspecting proxy cannot reach its model).
+/// `LC_*` is every locale category. HOME and TMPDIR are not passed through: fsgate sets them (to
 /// the agent's scratch dir, or `[agent] home` / `tmpdir`). Everything else, tokens and
 /// keys included, stays behind unless `[agent] env` names it.
 pub const DEFAULT_AGENT_ENV: &[&str] = &[
-    "PATH", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "USER", "LOGNAME",
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "TZ",
+    "USER",
+    "LOGNAME",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
 ];
 
 /// Variables fsgate sets for the agent itself; never taken from the environment.

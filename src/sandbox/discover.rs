@@ -10,10 +10,10 @@
 //! - an interpreter's prefix (`P/bin`, `P/lib`, `P/lib64`, `P/libexec`; never `P`
 //!   itself, which may be `~/.local` with keyrings in `share/`);
 //! - the interpreter of a `#!` script (`/usr/bin/env NAME` looked up on PATH), repeated;
-//! - files named on the command line; for scripts (a known extension, an x bit or a `#!`
-//!   line) also their package root (or their directory) and every `node_modules` above
-//!   them, as node looks there for modules. Other files (`--config /etc/ssh/x`) come
-//!   alone: their directory may hold anything;
+//! - scripts named on the command line (a known extension, an x bit or a `#!` line),
+//!   their package root (or their directory) and every `node_modules` above them, as
+//!   node looks there for modules. Other files (`--config ~/.aws/credentials`) are not
+//!   granted: the command line is no policy, and `[agent] read` is;
 //! - for `npx NAME` / `npm exec NAME`, a local `node_modules/.bin/NAME`.
 //!
 //! Never granted: `/`, the home directory or any directory above it.
@@ -165,9 +165,15 @@ pub fn discover(input: &DiscoverInput<'_>) -> Result<Installation, DiscoverError
     for arg in input.args {
         for cand in file_candidates(arg) {
             let p = input.cwd.join(cand);
-            if p.is_file() {
+            if p.is_file() && is_script(&p) {
                 let why = format!("file named on the command line ({})", p.display());
-                d.file(&p, &why, is_script(&p));
+                d.file(&p, &why, true);
+            } else if p.is_file() {
+                d.notes.push(format!(
+                    "{} is named on the command line but is not a script: not granted \
+                     (a policy grants data files: [agent] read)",
+                    p.display()
+                ));
             }
         }
     }

@@ -11,7 +11,10 @@ use ::landlock::{
 };
 
 use super::SandboxError;
-use super::plan::{AgentAccess, AgentPlan, SandboxPlan};
+pub(crate) use super::child::harden_gateway;
+use super::child::{self, ChildSetup, UnixFilter};
+use super::describe::{AgentView, env_line, grant_line, network_line};
+use super::plan::{AgentAccess, AgentNetwork, AgentPlan, SandboxPlan};
 use super::status::{Enforcement, SandboxStatus};
 
 /// The ABI from which every restriction the plan asks for exists: truncate (3), TCP (4),
@@ -325,16 +328,80 @@ pub(crate) fn confine_agent_command(
 ) -> Result<SandboxStatus, SandboxError> {
     plan.check_overlap()?;
     let landlock = probe();
-    let Some(abi) = usable_abi(landlock) else {
-        return Ok(SandboxStatus::not_enforced(absent_reason(landlock), false));
+    let abi = usable_abi(landlock);
+    let (setup, unix) = ChildSetup::prepare(blocks_unix(plan, abi))?;
+    let (ruleset, mut detail) = match abi {
+        Some(abi) => {
+            let (r, d) = agent_ruleset(plan, abi)?;
+            (Some(r), d)
+        }
+        None => {
+            let mut d = vec![absent_reason(landlock).to_owned()];
+            d.extend(grant_lines(plan));
+            (None, d)
+        }
     };
+    let view = agent_view(plan, landlock, unix, setup.caps.is_some());
+    detail.extend(view.lines);
+    detail.push(env_line(plan));
+    cmd.env_clear().envs(plan.env.iter().map(|(k, v)| (k, v)));
+    install_pre_exec(cmd, ruleset, setup);
+    Ok(SandboxStatus {
+        enforcement: view.enforcement,
+        abi: view.abi,
+        no_new_privs: true,
+        workspace_write: false,
+        missing: view.missing,
+        detail: detail.join("; "),
+    })
+}
+
+/// What this kernel would enforce of `plan`, without building or applying anything.
+pub(crate) fn agent_view_now(plan: &AgentPlan) -> AgentView {
+    let landlock = probe();
+    let unix = if !blocks_unix(plan, usable_abi(landlock)) {
+        UnixFilter::NotNeeded
+    } else if child::seccomp_supported() {
+        UnixFilter::Refused
+    } else {
+        UnixFilter::Unsupported
+    };
+    agent_view(plan, landlock, unix, child::would_drop_caps())
+}
+
+/// Whether seccomp must refuse `socket(AF_UNIX)`: no socket is listed and Landlock
+/// cannot refuse pathname sockets itself (ABI 9).
+fn blocks_unix(plan: &AgentPlan, abi: Option<ABI>) -> bool {
+    plan.unix_sockets.is_empty() && abi.is_none_or(|a| a < ABI::V9)
+}
+
+/// The grant lines when there is no Landlock (nothing is opened).
+fn grant_lines(plan: &AgentPlan) -> Vec<String> {
+    plan.grants
+        .iter()
+        .map(|g| grant_line(g, g.path.exists()))
+        .collect()
+}
+
+/// The agent's Landlock ruleset (files, TCP, Unix sockets on ABI 9, IPC scopes) and a
+/// line per grant.
+fn agent_ruleset(
+    plan: &AgentPlan,
+    abi: ABI,
+) -> Result<(RulesetCreated, Vec<String>), SandboxError> {
     let rights = Rights::for_abi(abi);
     let read_exec = rights.read | (rights.handled_fs & AccessFs::Execute);
-    // Terminals and /dev/null need ioctl and truncate on device files.
-    let read_write = rights.read | rights.write | (rights.handled_fs & AccessFs::IoctlDev);
+    // No IoctlDev anywhere: no terminal ioctl (TIOCSTI) even on a device it may open.
+    let read_write = rights.read | rights.write;
+    let tcp = AccessNet::BindTcp | AccessNet::ConnectTcp;
     let mut ruleset = Ruleset::default()
         .handle_access(rights.handled_fs)
         .map_err(ll_err("handle file access"))?;
+    if plan.network != AgentNetwork::All && abi >= ABI::V4 {
+        ruleset = ruleset
+            .handle_access(tcp)
+            .map_err(ll_err("handle TCP access"))?;
+    }
     if !rights.scopes.is_empty() {
         ruleset = ruleset.scope(rights.scopes).map_err(ll_err("scope IPC"))?;
     }
@@ -348,63 +415,165 @@ pub(crate) fn confine_agent_command(
             AgentAccess::ReadExec => read_exec,
             AgentAccess::ReadWrite => read_write,
         };
-        let Ok(fd) = PathFd::new(&g.path) else {
-            continue;
-        };
-        let access = if is_dir(fd.as_fd())? {
-            access
-        } else {
-            access & AccessFs::from_file(abi)
-        };
-        created = created
-            .add_rule(PathBeneath::new(fd, access))
-            .map_err(ll_err(format!(
-                "add the agent rule for {}",
-                g.path.display()
-            )))?;
-        detail.push(format!("{} {}", g.path.display(), g.access.as_str()));
+        let added = add_path_rule(&mut created, &g.path, access, abi)?;
+        detail.push(grant_line(g, added));
     }
-    cmd.env_clear().envs(plan.env.iter().map(|(k, v)| (k, v)));
-    install_pre_exec(cmd, created);
-    let missing = missing_for(abi)
-        .into_iter()
-        .filter(|m| !m.starts_with("TCP")) // the agent keeps its network on purpose
-        .collect::<Vec<_>>();
-    let enforcement = if missing.is_empty() && abi >= FULL_ABI {
-        Enforcement::Fully
-    } else {
-        Enforcement::Partially
-    };
-    Ok(SandboxStatus {
-        enforcement,
-        abi: Some(abi as u8),
-        no_new_privs: true,
-        workspace_write: false,
-        missing,
-        detail: detail.join("; "),
-    })
+    if let AgentNetwork::Ports(ports) = &plan.network
+        && abi >= ABI::V4
+    {
+        for &port in ports {
+            created = created
+                .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+                .map_err(ll_err(format!("add the agent rule for TCP port {port}")))?;
+        }
+    }
+    if abi >= ABI::V9 {
+        for sock in &plan.unix_sockets {
+            add_path_rule(&mut created, sock, AccessFs::ResolveUnix.into(), abi)?;
+        }
+    }
+    Ok((created, detail))
 }
 
-/// Applies `ruleset` in the child, between fork and exec.
+/// Adds a rule for `path` (masked to file rights on a non-directory); false when the
+/// path cannot be opened (missing), which skips it.
+fn add_path_rule(
+    created: &mut RulesetCreated,
+    path: &std::path::Path,
+    access: BitFlags<AccessFs>,
+    abi: ABI,
+) -> Result<bool, SandboxError> {
+    let Ok(fd) = PathFd::new(path) else {
+        return Ok(false);
+    };
+    let access = if is_dir(fd.as_fd())? {
+        access
+    } else {
+        access & AccessFs::from_file(abi)
+    };
+    created
+        .add_rule(PathBeneath::new(fd, access))
+        .map_err(ll_err(format!("add the agent rule for {}", path.display())))?;
+    Ok(true)
+}
+
+/// What the kernel enforces of `plan`: `Fully` only when every planned restriction
+/// holds; the TCP, Unix socket and process lines for the detail.
+fn agent_view(
+    plan: &AgentPlan,
+    landlock: LandlockStatus,
+    unix: UnixFilter,
+    caps_dropped: bool,
+) -> AgentView {
+    let abi = usable_abi(landlock);
+    let mut missing = Vec::new();
+    match abi {
+        None => missing.push(format!(
+            "no kernel sandbox: {}; files, TCP and signals are not restricted",
+            absent_reason(landlock)
+        )),
+        Some(abi) => {
+            for m in missing_for(abi) {
+                // The agent keeps all TCP unless the policy restricts it.
+                if !m.starts_with("TCP") || plan.network != AgentNetwork::All {
+                    missing.push(m);
+                }
+            }
+        }
+    }
+    let per_path = abi.is_some_and(|a| a >= ABI::V9);
+    if !plan.unix_sockets.is_empty() && !per_path {
+        missing.push(
+            "the kernel cannot limit which pathname Unix sockets the agent connects to \
+             (needs Landlock ABI 9): every pathname socket the agent's user may open is reachable"
+                .to_owned(),
+        );
+    }
+    if unix == UnixFilter::Unsupported {
+        missing.push(
+            "pathname Unix sockets are not restricted: no seccomp filter for this architecture \
+             and no Landlock ABI 9"
+                .to_owned(),
+        );
+    }
+    let mut lines = vec![
+        network_line(&plan.network),
+        sockets_line(plan, per_path, unix),
+    ];
+    lines.push("own session, no terminal, inherited descriptors closed".to_owned());
+    lines.push(if caps_dropped {
+        "capabilities dropped".to_owned()
+    } else {
+        "no capabilities".to_owned()
+    });
+    if abi.is_some_and(|a| a >= ABI::V6) {
+        lines.push("scoped to the sandbox: abstract Unix sockets, signals".to_owned());
+    }
+    let enforcement = match abi {
+        None => Enforcement::Not,
+        Some(a) if missing.is_empty() && a >= FULL_ABI => Enforcement::Fully,
+        Some(_) => Enforcement::Partially,
+    };
+    AgentView {
+        abi: abi.map(|a| a as u8),
+        enforcement,
+        missing,
+        lines,
+    }
+}
+
+/// "pathname Unix sockets: none (...)", "... only A, B", or "... all (...)".
+fn sockets_line(plan: &AgentPlan, per_path: bool, unix: UnixFilter) -> String {
+    let list = || {
+        plan.unix_sockets
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match (plan.unix_sockets.is_empty(), per_path, unix) {
+        (true, true, _) => "pathname Unix sockets: none (Landlock)".to_owned(),
+        (true, false, UnixFilter::Refused) => {
+            "pathname Unix sockets: none (seccomp refuses socket(AF_UNIX) and io_uring; \
+             socketpair allowed)"
+                .to_owned()
+        }
+        (true, false, _) => "pathname Unix sockets: not restricted".to_owned(),
+        (false, true, _) => format!("pathname Unix sockets: only {}", list()),
+        (false, false, _) => format!(
+            "pathname Unix sockets: all, not per path (listed: {}; per-path limits need Landlock ABI 9)",
+            list()
+        ),
+    }
+}
+
+/// Sets up the child between fork and exec: session and descriptors, the Landlock
+/// ruleset (if any), then seccomp, no_new_privs and capabilities.
 #[allow(unsafe_code)]
-fn install_pre_exec(cmd: &mut Command, ruleset: RulesetCreated) {
+fn install_pre_exec(cmd: &mut Command, ruleset: Option<RulesetCreated>, setup: ChildSetup) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs in the forked child of a possibly multi-threaded parent,
     // where only async-signal-safe operations are allowed. Everything that allocates or
-    // takes locks (opening the paths, building the ruleset) was done above, before the
-    // fork. In the child the closure only: duplicates the ruleset fd (fcntl F_DUPFD),
-    // calls prctl(PR_SET_NO_NEW_PRIVS) and landlock_restrict_self(2), reads errno, and
-    // closes the duplicate — all plain syscalls on values already in memory, no heap
-    // allocation and no locks. Cloning per call lets the same Command be spawned again.
+    // takes locks (opening the paths, building the ruleset and the seccomp programs,
+    // reading cap_last_cap) was done before the fork. In the child the closure only
+    // makes plain system calls on values already in memory: setsid, close_range or
+    // fcntl, ioctl(TCGETS), write(2) of a static message, fcntl(F_DUPFD) of the
+    // ruleset, prctl, landlock_restrict_self, seccomp, capset; it reads errno and
+    // closes the duplicate. No heap allocation, no locks. Cloning the ruleset per call
+    // lets the same Command be spawned again.
     unsafe {
         cmd.pre_exec(move || {
-            let dup = ruleset.try_clone()?;
-            match dup.restrict_self() {
-                Ok(s) if s.ruleset != RulesetStatus::NotEnforced => Ok(()),
-                // Fail closed: never exec the agent unconfined.
-                Ok(_) => Err(io::Error::from(rustix::io::Errno::PERM)),
-                Err(_) => Err(io::Error::last_os_error()),
+            setup.before_landlock()?;
+            if let Some(ruleset) = &ruleset {
+                let dup = ruleset.try_clone()?;
+                match dup.restrict_self() {
+                    Ok(s) if s.ruleset != RulesetStatus::NotEnforced => {}
+                    // Fail closed: never exec the agent unconfined.
+                    Ok(_) => return Err(io::Error::from(rustix::io::Errno::PERM)),
+                    Err(_) => return Err(io::Error::last_os_error()),
+                }
             }
+            setup.after_landlock()
         });
     }
 }
@@ -444,6 +613,54 @@ mod tests {
                 "only handled rights granted"
             );
         }
+    }
+
+    fn at(abi: ABI) -> LandlockStatus {
+        LandlockStatus::Available {
+            effective_abi: abi,
+            kernel_abi: None,
+        }
+    }
+
+    #[test]
+    fn agent_status_is_honest_per_abi() {
+        let mut plan = AgentPlan::default();
+        let full = agent_view(&plan, at(ABI::V7), UnixFilter::Refused, true);
+        assert_eq!(full.enforcement, Enforcement::Fully, "{:?}", full.missing);
+        assert!(full.lines.contains(&"capabilities dropped".to_owned()));
+        // TCP restricted by the policy, but not by an ABI 3 kernel: said so.
+        let v3 = agent_view(&plan, at(ABI::V3), UnixFilter::Refused, false);
+        assert!(!v3.missing.iter().any(|m| m.starts_with("TCP")), "{v3:?}");
+        plan.network = AgentNetwork::None;
+        let v3 = agent_view(&plan, at(ABI::V3), UnixFilter::Refused, false);
+        assert!(v3.missing.iter().any(|m| m.starts_with("TCP")), "{v3:?}");
+        assert_eq!(v3.enforcement, Enforcement::Partially);
+        // Listed sockets: per path from ABI 9 only.
+        plan.unix_sockets.push("/run/a.sock".into());
+        let v7 = agent_view(&plan, at(ABI::V7), UnixFilter::NotNeeded, false);
+        assert_eq!(v7.enforcement, Enforcement::Partially);
+        assert!(
+            v7.lines.iter().any(|l| l.contains("not per path")),
+            "{v7:?}"
+        );
+        let v9 = agent_view(&plan, at(ABI::V9), UnixFilter::NotNeeded, false);
+        assert_eq!(v9.enforcement, Enforcement::Fully, "{:?}", v9.missing);
+        assert!(
+            v9.lines
+                .contains(&"pathname Unix sockets: only /run/a.sock".to_owned())
+        );
+        // No seccomp for this architecture: unrestricted, and said so.
+        plan.unix_sockets.clear();
+        let odd = agent_view(&plan, at(ABI::V7), UnixFilter::Unsupported, false);
+        assert_eq!(odd.enforcement, Enforcement::Partially);
+        let none = agent_view(
+            &plan,
+            LandlockStatus::NotImplemented,
+            UnixFilter::Refused,
+            false,
+        );
+        assert_eq!((none.enforcement, none.abi), (Enforcement::Not, None));
+        assert!(!blocks_unix(&plan, Some(ABI::V9)) && blocks_unix(&plan, Some(ABI::V8)));
     }
 
     #[test]

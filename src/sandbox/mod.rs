@@ -10,6 +10,10 @@
 //!   `initialize` result's `_meta.fsgate.sandbox` and `serve --check-sandbox`.
 //! - `landlock` (Linux): [`restrict_self`] and [`confine_agent_command`]; elsewhere
 //!   `unsupported`, which reports "not enforced" instead of failing to build.
+//! - `child` (Linux): the rest of an agent's wall, set up between fork and exec: its
+//!   own session and no terminal, no inherited descriptors, no capabilities, seccomp
+//!   against pathname Unix sockets below Landlock ABI 9; and [`harden_gateway`].
+//! - `describe`: the words for an agent's ruleset ([`describe_agent_plan`]).
 //!
 //! # Start-up order
 //!
@@ -32,6 +36,10 @@ pub mod discover;
 pub mod plan;
 pub mod status;
 
+mod describe;
+
+#[cfg(target_os = "linux")]
+mod child;
 #[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(target_os = "linux")]
@@ -42,6 +50,8 @@ mod unsupported;
 #[cfg(not(target_os = "linux"))]
 use self::unsupported as imp;
 
+#[cfg(all(test, target_os = "linux"))]
+mod agent_tests;
 #[cfg(all(test, target_os = "linux"))]
 mod tests;
 
@@ -123,6 +133,23 @@ pub fn confine_agent_command(
     plan: &AgentPlan,
 ) -> Result<SandboxStatus, SandboxError> {
     imp::confine_agent_command(cmd, plan)
+}
+
+/// The whole ruleset of an agent `plan`, for `fsgate acp --confine-agent
+/// --check-sandbox`: one line per grant (path, access, source; "missing: skipped" when
+/// the path does not exist), the protected paths, the environment variable names (never
+/// their values), TCP, Unix sockets, the process restrictions, and what this kernel
+/// enforces (ABI, missing). Starts nothing and restricts nothing.
+pub fn describe_agent_plan(plan: &AgentPlan) -> String {
+    describe::describe(plan, &imp::agent_view_now(plan))
+}
+
+/// Makes the gateway process non-dumpable (`PR_SET_DUMPABLE` 0): a process of the same
+/// user, such as the agent it hosts, can then neither ptrace it nor read its
+/// `/proc/PID/mem` or `environ`, even without Landlock. Call it once the agent is
+/// spawned (`fsgate acp --confine-agent`).
+pub fn harden_gateway() -> Result<(), SandboxError> {
+    imp::harden_gateway()
 }
 
 /// The Landlock ABI this kernel offers (as far as the `landlock` crate knows), None if

@@ -69,7 +69,8 @@ impl fmt::Display for SandboxStatus {
                 write!(f, " (ABI {abi}): {}", self.missing.join("; "))
             }
             (Some(abi), _) => write!(f, " (ABI {abi})"),
-            (None, _) => write!(f, " ({})", self.detail),
+            // The reason comes first in the detail; the rest (an agent's grants) is long.
+            (None, _) => write!(f, " ({})", self.detail.split("; ").next().unwrap_or("")),
         }
     }
 }

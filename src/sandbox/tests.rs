@@ -28,7 +28,7 @@ const DONE: &str = "CHILD-DONE";
 /// True (after saying so on stderr) when the kernel has no Landlock; under CI (`CI`
 /// set, not false/0) or `FSGATE_REQUIRE_PEERS`, where these tests must prove something,
 /// a failure instead (the rule of tests/common's `skip_or_fail`).
-fn skipped(test: &str) -> bool {
+pub(super) fn skipped(test: &str) -> bool {
     if kernel_abi().is_some() {
         return false;
     }
@@ -273,6 +273,12 @@ fn signals_to_outside_processes_follow_scope_signals() {
 }
 
 #[test]
+fn harden_gateway_makes_the_process_not_dumpable() {
+    let tmp = fixture();
+    run_child("harden-gateway", tmp.path(), None);
+}
+
+#[test]
 fn exdev_gets_a_clear_message() {
     let exdev = io::Error::from(rustix::io::Errno::XDEV);
     assert!(super::exdev_hint(&exdev).is_some_and(|m| m.contains("copy and delete")));
@@ -298,6 +304,7 @@ fn landlock_child() {
         "network" => network(&root),
         "signals-scoped" => signals(&root, true),
         "signals-allowed" => signals(&root, false),
+        "harden-gateway" => harden_gateway(),
         other => panic!("unknown scenario {other}"),
     }
     println!("{DONE} {scenario}");
@@ -539,4 +546,20 @@ fn signals(root: &Path, scoped: bool) {
         child.wait().expect("reap");
         println!("NOTE signalled a process outside the sandbox (scope_signals = {scoped})");
     }
+}
+
+/// Not dumpable: no ptrace, /proc/PID/mem or environ for a process of the same user
+/// without CAP_SYS_PTRACE (a confined agent has none).
+fn harden_gateway() {
+    use rustix::process::{DumpableBehavior, dumpable_behavior};
+    assert_eq!(
+        dumpable_behavior().expect("get"),
+        DumpableBehavior::Dumpable
+    );
+    super::harden_gateway().expect("harden");
+    assert_eq!(
+        dumpable_behavior().expect("get"),
+        DumpableBehavior::NotDumpable
+    );
+    println!("NOTE the gateway is no longer dumpable");
 }

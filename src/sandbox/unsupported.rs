@@ -3,8 +3,9 @@
 use std::process::Command;
 
 use super::SandboxError;
+use super::describe::{AgentView, network_line};
 use super::plan::{AgentPlan, SandboxPlan};
-use super::status::SandboxStatus;
+use super::status::{Enforcement, SandboxStatus};
 
 const REASON: &str = "Landlock is unsupported on this OS";
 
@@ -26,4 +27,19 @@ pub(crate) fn kernel_abi() -> Option<u8> {
 
 pub(crate) fn is_exdev(_err: &std::io::Error) -> bool {
     false
+}
+
+pub(crate) fn agent_view_now(plan: &AgentPlan) -> AgentView {
+    AgentView {
+        abi: None,
+        enforcement: Enforcement::Not,
+        missing: vec![format!(
+            "no kernel sandbox: {REASON}; files, TCP, Unix sockets, signals and the session are not restricted"
+        )],
+        lines: vec![network_line(&plan.network)],
+    }
+}
+
+pub(crate) fn harden_gateway() -> Result<(), SandboxError> {
+    Ok(())
 }

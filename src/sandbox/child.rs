@@ -1,0 +1,292 @@
+//! Linux: the parts of an agent's confinement that are not Landlock: its own session and
+//! no terminal, no inherited descriptors, no capabilities, and no pathname Unix sockets
+//! where Landlock cannot refuse them; plus [`harden_gateway`].
+//!
+//! Everything is prepared in the parent ([`ChildSetup::prepare`]); the child, between
+//! fork and exec, only makes plain system calls on those values.
+//!
+//! # Why seccomp for Unix sockets, and not a network namespace
+//!
+//! A pathname Unix socket (`/run/user/0/ssh-agent.sock`, `/var/run/docker.sock`) is a
+//! file system object: a new network namespace hides abstract sockets and TCP, not
+//! them. Landlock can refuse `connect()` to them from ABI 9 on (`ResolveUnix`). Below
+//! that, a seccomp filter cannot tell *which* socket `connect()` names (the address is
+//! a pointer into memory, which seccomp does not read), but it can read `socket()`'s
+//! domain, an integer: so the filter refuses to create any `AF_UNIX` socket (EACCES).
+//! `socketpair()` stays allowed: such a pair reaches nothing outside the agent
+//! (Python's asyncio needs it). io_uring can create sockets without a `socket()`
+//! system call the filter sees, so `io_uring_setup` is refused too (EPERM, the answer
+//! of a kernel with io_uring disabled; programs fall back to plain system calls).
+//!
+//! Architecture: the filter first checks the calling convention's architecture and
+//! kills the process on any other one (seccompiler's check), so 32-bit `int 0x80`
+//! calls (AUDIT_ARCH_I386, whose `socketcall` could otherwise slip past) never run: a
+//! 32-bit program the agent starts is killed at its first system call. x32 calls on
+//! x86_64 carry the native architecture with bit 30 set in the number; the filter
+//! matches those numbers too. Architectures seccompiler does not know (it knows x86_64,
+//! aarch64, riscv64) get no filter, and the status says sockets are not restricted.
+//!
+//! A command confined here must not also ask for `process_group`: a group leader
+//! cannot `setsid()`, and the start would fail.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::BorrowedFd;
+
+use rustix::io::Errno;
+use rustix::thread::{CapabilitySet, CapabilitySets};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+use super::SandboxError;
+
+/// x32 system calls on x86_64: the native number with this bit set.
+const X32_SYSCALL_BIT: i64 = 0x4000_0000;
+
+/// What the child does between fork and exec besides Landlock, prepared in the parent.
+#[derive(Debug)]
+pub(crate) struct ChildSetup {
+    /// Capabilities to drop: Some when the agent would otherwise run with any.
+    pub caps: Option<CapDrop>,
+    /// Highest descriptor number to mark close-on-exec by hand if `close_range` is
+    /// missing (kernels before 5.11).
+    fd_limit: u32,
+    /// Seccomp programs to install after Landlock (empty: none).
+    filters: Vec<BpfProgram>,
+}
+
+/// How to empty the capability sets in the child.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CapDrop {
+    /// `/proc/sys/kernel/cap_last_cap`, read before the fork.
+    last_cap: u32,
+    /// Whether the bounding set can be emptied (CAP_SETPCAP is effective).
+    bounding: bool,
+}
+
+/// Whether pathname Unix sockets are refused by seccomp, and why not when they are not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UnixFilter {
+    /// `socket(AF_UNIX)` is refused.
+    Refused,
+    /// Not asked for (Landlock handles it, or the plan lists sockets).
+    NotNeeded,
+    /// Asked for, but seccompiler does not know this architecture.
+    Unsupported,
+}
+
+impl ChildSetup {
+    /// Reads what the child needs (capabilities, the last capability number, the
+    /// descriptor limit) and builds the seccomp programs, when `block_unix` is set.
+    pub(crate) fn prepare(block_unix: bool) -> Result<(Self, UnixFilter), SandboxError> {
+        let (filters, unix) = if block_unix {
+            match unix_socket_filters()? {
+                Some(f) => (f, UnixFilter::Refused),
+                None => (Vec::new(), UnixFilter::Unsupported),
+            }
+        } else {
+            (Vec::new(), UnixFilter::NotNeeded)
+        };
+        let fd_limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .map_or(1 << 20, |n| n.min(1 << 20)) as u32;
+        let setup = ChildSetup {
+            caps: cap_drop()?,
+            fd_limit,
+            filters,
+        };
+        Ok((setup, unix))
+    }
+
+    /// In the child, before Landlock: a session of its own (no controlling terminal),
+    /// every inherited descriptor above 2 closed on exec, and no terminal on 0, 1 or 2.
+    #[allow(unsafe_code)]
+    pub(crate) fn before_landlock(&self) -> io::Result<()> {
+        rustix::process::setsid()?;
+        cloexec_from_3(self.fd_limit)?;
+        for fd in 0..3 {
+            // SAFETY: 0, 1 and 2 stay open for the duration of this call; a closed one
+            // makes isatty false.
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            if rustix::termios::isatty(fd) {
+                return Err(refuse_terminal());
+            }
+        }
+        Ok(())
+    }
+
+    /// In the child, after Landlock: no_new_privs (Landlock set it already, if there is
+    /// Landlock), the seccomp filters, then the capabilities dropped.
+    pub(crate) fn after_landlock(&self) -> io::Result<()> {
+        rustix::thread::set_no_new_privs(true)?;
+        for f in &self.filters {
+            seccompiler::apply_filter(f).map_err(|e| match e {
+                seccompiler::Error::Prctl(e) | seccompiler::Error::Seccomp(e) => e,
+                _ => io::Error::from(Errno::INVAL),
+            })?;
+        }
+        if let Some(caps) = self.caps {
+            drop_caps(caps)?;
+        }
+        Ok(())
+    }
+}
+
+#[allow(unsafe_code)]
+/// Says on fd 2 why the agent is not started (the spawn error carries only an errno).
+fn refuse_terminal() -> io::Error {
+    const MSG: &[u8] = b"fsgate: refusing to start the agent: its stdin, stdout or stderr \
+is a terminal (a confined agent must not reach the operator's terminal)\n";
+    // SAFETY: fd 2 is only written to; a closed or bad fd makes the write fail harmlessly.
+    let _ = rustix::io::write(unsafe { BorrowedFd::borrow_raw(2) }, MSG);
+    io::Error::from(Errno::PERM)
+}
+
+/// Marks every descriptor from 3 up close-on-exec. Rust's own exec-error pipe is
+/// already close-on-exec, so it keeps working.
+#[allow(unsafe_code)]
+fn cloexec_from_3(limit: u32) -> io::Result<()> {
+    // SAFETY: close_range(2) with CLOSE_RANGE_CLOEXEC only changes descriptor flags.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = Errno::from_raw_os_error(io::Error::last_os_error().raw_os_error().unwrap_or(0));
+    if err != Errno::NOSYS && err != Errno::INVAL {
+        return Err(err.into());
+    }
+    for fd in 3..limit as i32 {
+        // SAFETY: fcntl on a number that may not be open fails with EBADF, skipped.
+        let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+        if let Ok(flags) = rustix::io::fcntl_getfd(fd) {
+            rustix::io::fcntl_setfd(fd, flags | rustix::io::FdFlags::CLOEXEC)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether seccompiler can build a filter for this architecture.
+pub(crate) fn seccomp_supported() -> bool {
+    TargetArch::try_from(std::env::consts::ARCH).is_ok()
+}
+
+/// Whether the agent would start with a capability, which the child then drops.
+pub(crate) fn would_drop_caps() -> bool {
+    cap_drop().is_ok_and(|c| c.is_some())
+}
+
+/// Some when the agent would start with a capability: run as root (whose exec grants
+/// the bounding set), or with any permitted or inheritable capability.
+fn cap_drop() -> Result<Option<CapDrop>, SandboxError> {
+    let io_err = |what: &str| {
+        let what = what.to_owned();
+        move |e: io::Error| SandboxError::Io { what, source: e }
+    };
+    let sets = rustix::thread::capabilities(None)
+        .map_err(|e| io_err("read the capabilities (capget)")(e.into()))?;
+    let root = rustix::process::getuid().is_root() || rustix::process::geteuid().is_root();
+    if !root && sets.permitted.is_empty() && sets.inheritable.is_empty() {
+        return Ok(None);
+    }
+    let last_cap = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .map_err(io_err("read /proc/sys/kernel/cap_last_cap"))?
+        .trim()
+        .parse::<u32>()
+        .map_err(|e| io_err("parse /proc/sys/kernel/cap_last_cap")(io::Error::other(e)))?;
+    Ok(Some(CapDrop {
+        last_cap: last_cap.min(63),
+        bounding: sets.effective.contains(CapabilitySet::SETPCAP),
+    }))
+}
+
+/// Empties the bounding, ambient, effective, permitted and inheritable sets. Without
+/// CAP_SETPCAP the bounding set stays, but no_new_privs (set by then) keeps exec from
+/// granting anything beyond the (now empty) permitted set.
+fn drop_caps(caps: CapDrop) -> io::Result<()> {
+    if caps.bounding {
+        for cap in 0..=caps.last_cap {
+            let set = CapabilitySet::from_bits_retain(1u64 << cap);
+            rustix::thread::remove_capability_from_bounding_set(set)?;
+        }
+    }
+    match rustix::thread::clear_ambient_capability_set() {
+        // EINVAL: a kernel before 4.3 has no ambient set.
+        Ok(()) | Err(Errno::INVAL) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let empty = CapabilitySets {
+        effective: CapabilitySet::empty(),
+        permitted: CapabilitySet::empty(),
+        inheritable: CapabilitySet::empty(),
+    };
+    rustix::thread::set_capabilities(None, empty)?;
+    Ok(())
+}
+
+/// The seccomp programs refusing `socket(AF_UNIX, ...)` (EACCES) and `io_uring_setup`
+/// (EPERM); None on an architecture seccompiler does not know.
+fn unix_socket_filters() -> Result<Option<Vec<BpfProgram>>, SandboxError> {
+    let Ok(arch) = TargetArch::try_from(std::env::consts::ARCH) else {
+        return Ok(None);
+    };
+    let err = |e: seccompiler::BackendError| SandboxError::Io {
+        what: "build the seccomp filter for Unix sockets".into(),
+        source: io::Error::other(e),
+    };
+    let x32 = arch == TargetArch::x86_64;
+    let numbers = |nr: i64| {
+        if x32 {
+            vec![nr, nr | X32_SYSCALL_BIT]
+        } else {
+            vec![nr]
+        }
+    };
+    // Dword: the kernel reads the domain as an int, so only the low 32 bits count.
+    let unix = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        libc::AF_UNIX as u64,
+    )
+    .map_err(err)?;
+    let rule = SeccompRule::new(vec![unix]).map_err(err)?;
+    let socket: BTreeMap<i64, Vec<SeccompRule>> = numbers(libc::SYS_socket)
+        .into_iter()
+        .map(|nr| (nr, vec![rule.clone()]))
+        .collect();
+    let uring: BTreeMap<i64, Vec<SeccompRule>> = numbers(libc::SYS_io_uring_setup)
+        .into_iter()
+        .map(|nr| (nr, Vec::new()))
+        .collect();
+    let mut programs = Vec::new();
+    for (rules, errno) in [(socket, libc::EACCES), (uring, libc::EPERM)] {
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno as u32),
+            arch,
+        )
+        .map_err(err)?;
+        programs.push(BpfProgram::try_from(filter).map_err(err)?);
+    }
+    Ok(Some(programs))
+}
+
+/// See [`super::harden_gateway`].
+pub(crate) fn harden_gateway() -> Result<(), SandboxError> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable).map_err(
+        |e| SandboxError::Io {
+            what: "set PR_SET_DUMPABLE to 0".into(),
+            source: e.into(),
+        },
+    )
+}
