@@ -648,47 +648,55 @@ fn check_sandbox_prints_the_agents_ruleset_and_starts_nothing() {
     );
     let opts = options(&home.path, home.path.clone(), Vec::new());
     let run = run_fsgate(&args, &opts, "");
-    let all = format!("{}\n{}", run.stdout, run.stderr);
     let ctx = format!("stdout:\n{}\nfsgate stderr:\n{}", run.stdout, run.stderr);
     assert!(run.success, "--check-sandbox must exit 0\n{ctx}");
     assert!(!marker.exists(), "--check-sandbox started the agent\n{ctx}");
-    let dir = home.path.join("agents/sh").display().to_string();
-    let line_with = |needle: &str| all.lines().find(|l| l.contains(needle)).map(str::to_string);
-    let agent_line =
-        line_with(&dir).unwrap_or_else(|| panic!("no grant of the agent's {dir}\n{ctx}"));
-    assert!(
-        agent_line.contains("read+exec"),
-        "the agent's grant, read+exec with its source: {agent_line}\n{ctx}"
-    );
-    let usr = all
-        .lines()
-        .find(|l| l.contains("/usr") && l.contains("built-in"));
-    assert!(
-        usr.is_some(),
-        "expected /usr with its source (built-in)\n{ctx}"
-    );
-    for needle in [
-        "PATH",
-        "ANTHROPIC_API_KEY",
-        "TCP",
-        "ABI",
-        &ws.display().to_string(),
-    ] {
-        assert!(
-            all.contains(needle),
-            "expected {needle:?} in the ruleset\n{ctx}"
-        );
-    }
-    assert!(
-        all.to_lowercase().contains("socket"),
-        "expected the Unix sockets line\n{ctx}"
-    );
+    let dir = home.path.join("agents/sh");
+    assert_ruleset(&run.stdout, &dir, &ws, &ctx);
+    let all = format!("{}\n{}", run.stdout, run.stderr);
     for value in [API_KEY, AWS_SECRET] {
         assert!(
             !all.contains(value),
             "--check-sandbox printed an environment value\n{ctx}"
         );
     }
+}
+
+/// The ruleset `--check-sandbox` prints: each grant with its access and source, what is
+/// never reachable, the environment's names, TCP, Unix sockets, and the kernel.
+fn assert_ruleset(out: &str, agent_dir: &Path, ws: &Path, ctx: &str) {
+    let line = |what: &str, pred: &dyn Fn(&str) -> bool| -> String {
+        let found = out.lines().map(str::trim).find(|l| pred(l));
+        found
+            .unwrap_or_else(|| panic!("no line for {what} in the ruleset\n{ctx}"))
+            .to_string()
+    };
+    let dir = format!("{} ", agent_dir.display());
+    line("the agent's directory, read+exec with its source", &|l| {
+        l.starts_with(&dir) && l.contains("read+exec (")
+    });
+    line("/usr, read+exec (built-in ...)", &|l| {
+        l.starts_with("/usr ") && l.contains("read+exec (built-in")
+    });
+    let ws = ws.display().to_string();
+    line("the workspace, never reachable", &|l| {
+        l.contains(&ws) && l.contains("workspace")
+    });
+    let env = line("the environment's names", &|l| {
+        l.starts_with("environment:")
+    });
+    for name in ["PATH", "HOME", "ANTHROPIC_API_KEY"] {
+        assert!(env.contains(name), "{name} missing from {env:?}\n{ctx}");
+    }
+    assert!(
+        !env.contains("AWS_SECRET_ACCESS_KEY"),
+        "{env:?} passes the AWS secret\n{ctx}"
+    );
+    line("TCP", &|l| l.starts_with("TCP:"));
+    line("pathname Unix sockets", &|l| l.contains("Unix sockets"));
+    line("what the kernel enforces", &|l| {
+        l.contains("kernel") && l.contains("ABI")
+    });
 }
 
 /// The built-in default policy with `edit` applied to its `[agent]` table.
