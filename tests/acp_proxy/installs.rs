@@ -757,3 +757,46 @@ fn without_discovery_a_node_agent_is_refused_naming_path_and_key() {
         "fsgate must name the policy key that would allow it\n{ctx}"
     );
 }
+
+#[test]
+fn confined_agent_tcp_follows_the_policys_ports() {
+    let test = "confined_agent_tcp_follows_the_policys_ports";
+    let home = home();
+    let placed = match place_binary(&home.path) {
+        Ok(p) => p,
+        Err(reason) => return crate::common::skip_or_fail(test, &reason),
+    };
+    let allowed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let other = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = |l: &std::net::TcpListener| l.local_addr().expect("local addr").port();
+    let (open_port, closed_port) = (port(&allowed), port(&other));
+    let mut opts = options(&home.path, placed.cwd, placed.env);
+    opts.policy_text = Some(default_policy_with(|agent| {
+        let ports = vec![toml::Value::Integer(i64::from(open_port))];
+        agent.insert("network".into(), toml::Value::Array(ports));
+    }));
+    let mut ed = Editor::launch(&placed.cmd, opts);
+    let sid = ed.open_session();
+    let cmds = [
+        format!("tcp 127.0.0.1 {open_port}"),
+        format!("tcp 127.0.0.1 {closed_port}"),
+    ];
+    let reports = ed.prompt(&sid, &cmds.join("\n"));
+    let what = "[agent] network = [one port]";
+    assert_eq!(
+        outcome(&ed, what, &reports, 0)["connected"],
+        true,
+        "the listed port must connect\nreports: {reports:#?}\nfsgate stderr:\n{}",
+        ed.stderr()
+    );
+    assert!(
+        failed_with(
+            outcome(&ed, what, &reports, 1),
+            "connected",
+            EACCES,
+            "EACCES"
+        ),
+        "another port must fail with EACCES\nreports: {reports:#?}\nfsgate stderr:\n{}",
+        ed.stderr()
+    );
+}
