@@ -330,9 +330,9 @@ fn wall_commands(ed: &Editor, home: &Path, socket: &Path) -> Vec<String> {
     ]
 }
 
-/// Runs the wall commands in a session and checks every outcome. `leader_is_agent`:
-/// the process that runs the commands is the one fsgate started (not under npx).
-fn assert_walled(ed: &mut Editor, home: &Path, what: &str, leader_is_agent: bool) {
+/// Runs the wall commands in a session, with a listening Unix socket (the operator's,
+/// say an SSH agent's) to try; returns the commands and their reports.
+fn run_wall_commands(ed: &mut Editor, home: &Path) -> (Vec<String>, Vec<Value>) {
     let sock_dir = tempfile::Builder::new()
         .prefix("fsgate-sock-")
         .tempdir()
@@ -343,6 +343,13 @@ fn assert_walled(ed: &mut Editor, home: &Path, what: &str, leader_is_agent: bool
     let sid = ed.open_session();
     let cmds = wall_commands(ed, home, &socket);
     let reports = ed.prompt(&sid, &cmds.join("\n"));
+    (cmds, reports)
+}
+
+/// Runs the wall commands and checks every outcome. `leader_is_agent`: the process
+/// that runs the commands is the one fsgate started (not under npx).
+fn assert_walled(ed: &mut Editor, home: &Path, what: &str, leader_is_agent: bool) {
+    let (cmds, reports) = run_wall_commands(ed, home);
     let get = |i: usize| outcome(ed, what, &reports, i);
     let fail = |i: usize, expected: &str| -> String {
         format!(
@@ -545,47 +552,20 @@ fn run_fsgate(args: &[OsString], opts: &Options, stdin_text: &str) -> Run {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn fsgate");
+    let out = child.stdout.take().map(drain);
+    let err = child.stderr.take().map(drain);
     if let Some(mut stdin) = child.stdin.take() {
         // fsgate may have exited already: a refused start is what some tests expect.
         let _ = std::io::Write::write_all(&mut stdin, stdin_text.as_bytes());
     }
-    let drain = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = drain(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    let err = drain(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            break Some(status);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let status = wait_or_kill(&mut child, Duration::from_secs(60));
+    let joined = |h: Option<std::thread::JoinHandle<String>>| {
+        h.and_then(|h| h.join().ok()).unwrap_or_default()
     };
     let run = Run {
         success: status.is_some_and(|s| s.success()),
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
+        stdout: joined(out),
+        stderr: joined(err),
     };
     assert!(
         status.is_some(),
@@ -593,6 +573,34 @@ fn run_fsgate(args: &[OsString], opts: &Options, stdin_text: &str) -> Run {
         run.stderr
     );
     run
+}
+
+/// Reads a pipe to its end on a thread of its own.
+fn drain(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = r.read_to_string(&mut s);
+        s
+    })
+}
+
+/// Waits up to `limit` for `child`; kills it and returns None past that.
+fn wait_or_kill(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// `fsgate acp` arguments with a fresh workspace and state dir.
@@ -631,8 +639,12 @@ fn marker_agent(home: &Path) -> (PathBuf, PathBuf) {
 fn check_sandbox_prints_the_agents_ruleset_and_starts_nothing() {
     let home = home();
     let (script, marker) = marker_agent(&home.path);
-    // The marker works: run unconfined, the script leaves it.
-    let ran = Command::new(&script).status().expect("run the script");
+    // The marker works: run unconfined (by sh, so no exec of a just-written file can
+    // meet ETXTBSY), the script leaves it.
+    let ran = Command::new("/bin/sh")
+        .arg(&script)
+        .status()
+        .expect("run the script");
     assert!(
         ran.success() && marker.exists(),
         "the marker agent does not work"
