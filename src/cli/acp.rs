@@ -153,8 +153,9 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
             tracing::info!(%status, "agent exited");
             details.insert("status".into(), status.to_string().into());
             details.insert("code".into(), status.code().into());
+            // A failure of its own (an exit code), not fsgate ending it (a signal).
             if let Some(c) = &confined
-                && !status.success()
+                && status.code().is_some_and(|code| code != 0)
                 && stopped_by.get().is_none()
             {
                 report_denials(&denials, &c.plan);
