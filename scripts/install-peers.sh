@@ -3,7 +3,7 @@
 # the Python ACP SDK, the MCP Python SDK 2.x and 1.x (separate venvs), Python tools
 # (`websockets` for benches/memory.py; the WebSocket tests need no peer: their client
 # is Rust), the TypeScript ACP SDK, the reference MCP filesystem server (the drop-in parity tests
-# compare against it), and fast-agent (Python 3.12). Idempotent: a peer
+# compare against it), Zed's Claude Code ACP adapter (a real agent for --confine-agent), and fast-agent (Python 3.12). Idempotent: a peer
 # already installed at the pinned version is kept.
 #
 # Under CI (`CI` set, not false/0) or with FSGATE_REQUIRE_PEERS set, every peer is
@@ -59,6 +59,13 @@ else
     mkdir -p "$node_dir"
     (cd "$node_dir" && [ -f package.json ] || echo '{"name":"fsgate-peers","private":true}' > package.json)
     (cd "$node_dir" && npm install --no-audit --no-fund -q '@agentclientprotocol/sdk@2.4.0')
+  fi
+  # Zed's Claude Code ACP adapter: a real agent as people install it, for --confine-agent.
+  claude_dir="$PEERS/claude-acp"
+  if [ ! -f "$claude_dir/node_modules/.bin/claude-code-acp" ]; then
+    mkdir -p "$claude_dir"
+    (cd "$claude_dir" && [ -f package.json ] || echo '{"name":"fsgate-claude-acp","private":true}' > package.json)
+    (cd "$claude_dir" && npm install --no-audit --no-fund -q '@zed-industries/claude-code-acp@0.16.2')
   fi
   # The reference MCP filesystem server, which the drop-in parity tests compare against.
   ref_dir="$PEERS/reference"

@@ -20,3 +20,7 @@ mod confine;
 mod installs;
 // fast-agent (optional third peer) with its passthrough model: real tool calls.
 mod fast_agent;
+// Zed's Claude Code adapter, npm-installed, started confined through node_modules/.bin.
+mod claude_code;
+// A confined agent (its own session) dies with its gateway.
+mod orphan;

@@ -52,7 +52,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         Err(e) => return fail(&format!("--confine-agent: {e}")),
     };
     if args.check_sandbox {
-        return check_sandbox(confined.as_ref());
+        return check_sandbox(opened, confined.as_ref());
     }
     let mut agent_sandbox = serde_json::Value::Null;
     let mut agent_plan = serde_json::Value::Null;
@@ -153,8 +153,9 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
             tracing::info!(%status, "agent exited");
             details.insert("status".into(), status.to_string().into());
             details.insert("code".into(), status.code().into());
+            // A failure of its own (an exit code), not fsgate ending it (a signal).
             if let Some(c) = &confined
-                && !status.success()
+                && status.code().is_some_and(|code| code != 0)
                 && stopped_by.get().is_none()
             {
                 report_denials(&denials, &c.plan);
@@ -404,12 +405,16 @@ fn agent_command(
 
 /// `fsgate acp --check-sandbox`: the agent's whole ruleset and what this kernel enforces,
 /// on stdout; nothing is started and nothing is recorded.
-fn check_sandbox(confined: Option<&Confined>) -> ExitCode {
-    let Some(c) = confined else {
-        println!("the agent is not confined: add --confine-agent to see its ruleset");
-        return ExitCode::SUCCESS;
-    };
-    println!("{}", crate::sandbox::describe_agent_plan(&c.plan));
+fn check_sandbox(opened: startup::Opened, confined: Option<&Confined>) -> ExitCode {
+    match confined {
+        Some(c) => println!("{}", crate::sandbox::describe_agent_plan(&c.plan)),
+        // clap requires --confine-agent with --check-sandbox; said anyway.
+        None => println!("the agent is not confined: add --confine-agent to see its ruleset"),
+    }
+    // The log was opened (its start record written): close it as `serve --check-sandbox`.
+    let mut details = serde_json::Map::new();
+    details.insert("reason".into(), "check-sandbox".into());
+    startup::shutdown(&opened.gateway, details);
     ExitCode::SUCCESS
 }
 

@@ -55,6 +55,9 @@ pub(crate) struct ChildSetup {
     fd_limit: u32,
     /// Seccomp programs to install after Landlock (empty: none).
     filters: Vec<BpfProgram>,
+    /// The gateway's pid: the agent is killed when it dies (it no longer shares the
+    /// gateway's session, so no hang-up would reach it).
+    gateway: Option<rustix::process::Pid>,
 }
 
 /// How to empty the capability sets in the child.
@@ -96,6 +99,7 @@ impl ChildSetup {
             caps: cap_drop()?,
             fd_limit,
             filters,
+            gateway: Some(rustix::process::getpid()),
         };
         Ok((setup, unix))
     }
@@ -105,6 +109,11 @@ impl ChildSetup {
     #[allow(unsafe_code)]
     pub(crate) fn before_landlock(&self) -> io::Result<()> {
         rustix::process::setsid()?;
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+        // The gateway may have died before the line above: then no signal would come.
+        if self.gateway.is_some() && rustix::process::getppid() != self.gateway {
+            return Err(io::Error::from(rustix::io::Errno::SRCH));
+        }
         cloexec_from_3(self.fd_limit)?;
         for fd in 0..3 {
             // SAFETY: 0, 1 and 2 stay open for the duration of this call; a closed one
