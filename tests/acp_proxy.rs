@@ -15,6 +15,9 @@ mod raw;
 mod relay;
 // --confine-agent: no direct access to the workspace or home, the gateway still works.
 mod confine;
+// --confine-agent with agents installed as people install them, found by discovery;
+// --check-sandbox, and the refusal that names the policy key.
+mod installs;
 // fast-agent (optional third peer) with its passthrough model: real tool calls.
 mod fast_agent;
 // Zed's Claude Code adapter, npm-installed, started confined through node_modules/.bin.

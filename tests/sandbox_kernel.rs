@@ -1,5 +1,5 @@
 //! The kernel wall on its own (issue 4). `fsgate-wallprobe` (a test-only program, built
-//! only with the `wallprobe` feature) starts exactly as `fsgate serve` does, then opens
+//! only with the `test-bins` feature) starts exactly as `fsgate serve` does, then opens
 //! paths with plain `std::fs`, bypassing every fsgate check, so only Landlock can refuse
 //! them. The `fsgate` binary itself has no such method (checked below).
 
@@ -32,7 +32,7 @@ impl Probe {
         if bin.is_empty() || !std::path::Path::new(bin).exists() {
             skip_or_fail(
                 test,
-                "built without `--features wallprobe` (scripts/test.sh has it)",
+                "built without `--features test-bins` (scripts/test.sh has it)",
             );
             return None;
         };

@@ -7,40 +7,39 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::editor::{Editor, Options, Peer, ok, repo};
+use super::editor::{Editor, Options, Peer, ok, repo, sdk_dir};
 
 const EACCES: i64 = 13;
 
-/// Read+execute paths for the agent: fsgate's built-in list, plus the agent's own code
-/// (this repository's tests/peers and .peers) and the Python interpreter's
-/// installation (pyenv puts it under $HOME, which the agent otherwise cannot reach).
-fn system_paths() -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = fsgate::sandbox::DEFAULT_AGENT_SYSTEM_PATHS
-        .iter()
-        .map(PathBuf::from)
-        .collect();
-    paths.push(repo().join("tests/peers"));
-    paths.push(repo().join(".peers"));
-    let cfg = std::fs::read_to_string(repo().join(".peers/acp/pyvenv.cfg")).unwrap_or_default();
-    if let Some(home) = cfg.lines().find_map(|l| l.strip_prefix("home = "))
-        && let Some(prefix) = PathBuf::from(home.trim()).parent()
-    {
-        paths.push(prefix.to_path_buf());
-    }
-    paths
-}
-
+/// The default policy, plus the environment the test agents need (`[agent] env`):
+/// FSGATE_ACP_SDK names the TypeScript SDK, PYTHONUNBUFFERED keeps reports flowing.
+/// The agents' own code is found by discovery; the TypeScript SDK is not beside the
+/// script (FSGATE_ACP_SDK points elsewhere), so it needs `[agent] read`, as any data an
+/// agent is told about would.
 fn policy_text() -> String {
-    let default = std::fs::read_to_string(repo().join("policies/default.toml"))
+    let text = std::fs::read_to_string(repo().join("policies/default.toml"))
         .expect("policies/default.toml");
-    let list: Vec<String> = system_paths()
-        .iter()
-        .map(|p| format!("{:?}", p.display().to_string()))
-        .collect();
-    format!(
-        "{default}\n[sandbox]\nagent_system_paths = [{}]\n",
-        list.join(", ")
-    )
+    let mut doc: toml::Table = text.parse().expect("default.toml parses");
+    let agent = doc
+        .entry("agent")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        .as_table_mut()
+        .expect("[agent] is a table");
+    let env = agent
+        .entry("env")
+        .or_insert_with(|| toml::Value::Array(Vec::new()))
+        .as_array_mut()
+        .expect("[agent] env is an array");
+    for name in ["FSGATE_ACP_SDK", "PYTHONUNBUFFERED"] {
+        env.push(name.into());
+    }
+    if let Ok(sdk) = sdk_dir().canonicalize()
+        && let Some(modules) = sdk.ancestors().find(|a| a.ends_with("node_modules"))
+    {
+        let read = vec![toml::Value::from(modules.display().to_string())];
+        agent.insert("read".into(), toml::Value::Array(read));
+    }
+    toml::to_string(&doc).expect("serialise policy")
 }
 
 fn denied(report: &Value) -> bool {

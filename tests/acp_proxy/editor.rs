@@ -124,6 +124,11 @@ pub struct Options {
     pub confine: bool,
     /// Extra environment for fsgate (and so for the agent).
     pub env: Vec<(String, OsString)>,
+    /// Variables removed from fsgate's environment (after `env`; including the
+    /// FSGATE_ACP_SDK and PYTHONUNBUFFERED the harness sets by default).
+    pub env_remove: Vec<String>,
+    /// fsgate's working directory (and so the agent's); the test's own if `None`.
+    pub cwd: Option<PathBuf>,
 }
 
 #[derive(Default)]
@@ -194,6 +199,12 @@ impl Editor {
         for (k, v) in &opts.env {
             cmd.env(k, v);
         }
+        for k in &opts.env_remove {
+            cmd.env_remove(k);
+        }
+        if let Some(dir) = &opts.cwd {
+            cmd.current_dir(dir);
+        }
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -230,6 +241,11 @@ impl Editor {
             state,
             _dirs: [ws_dir, out_dir, state_dir],
         }
+    }
+
+    /// fsgate's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// fsgate's and the agent's stderr so far.

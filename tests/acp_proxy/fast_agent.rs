@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::editor::{Editor, Options, Peer, methods_of, repo};
 
 /// fast-agent imports a lot before it answers `initialize`.
-const STARTUP: Duration = Duration::from_secs(30);
+pub(super) const STARTUP: Duration = Duration::from_secs(30);
 
 /// Starts fsgate hosting fast-agent with a private `--home`, initialized with the
 /// given (wrong) fs capabilities and one session in the workspace.
@@ -44,7 +44,12 @@ fn start(
 }
 
 /// One tool call; returns the stop reason and the session updates of the turn.
-fn call_tool(ed: &mut Editor, sid: &str, tool: &str, args: Value) -> (String, Vec<Value>) {
+pub(super) fn call_tool(
+    ed: &mut Editor,
+    sid: &str,
+    tool: &str,
+    args: Value,
+) -> (String, Vec<Value>) {
     let start = ed.line_count();
     let text = format!("***CALL_TOOL {tool} {args}");
     let id = ed.request(
@@ -67,7 +72,7 @@ fn call_tool(ed: &mut Editor, sid: &str, tool: &str, args: Value) -> (String, Ve
 }
 
 /// The final status and output text of the turn's tool call.
-fn tool_outcome(updates: &[Value]) -> (String, String) {
+pub(super) fn tool_outcome(updates: &[Value]) -> (String, String) {
     let last = updates
         .iter()
         .rfind(|u| u["sessionUpdate"] == "tool_call_update" && u.get("status").is_some())

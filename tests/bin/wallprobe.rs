@@ -1,4 +1,4 @@
-//! `fsgate-wallprobe`: a test-only program (built only with the `wallprobe` feature,
+//! `fsgate-wallprobe`: a test-only program (built only with the `test-bins` feature,
 //! which nothing but the test suite enables) that shows the kernel wall holding on its
 //! own. It starts exactly as `fsgate serve` does (same handles, same Landlock ruleset,
 //! applied by the same library code), then opens whatever paths it is told to with plain

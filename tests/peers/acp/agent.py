@@ -16,6 +16,13 @@ Commands (PATH is absolute; JSON is a JSON value):
   permission                session/request_permission; reports the outcome
   terminal                  terminal/create (`echo hi`)
   open PATH                 open PATH directly with the OS, bypassing ACP
+  env NAME                  whether NAME is set in the agent's environment (never the value)
+  signal PID                kill(PID, 0): may the agent signal that process?
+  ppid                      the agent's ppid, pid, session id and process group id
+  unix PATH                 connect() to the pathname Unix stream socket PATH
+  tty                       open /dev/tty (the controlling terminal, if any)
+  tcp HOST PORT             a TCP connect to HOST:PORT
+  tiocsti                   TIOCSTI of one byte on fds 0, 1, 2 and on an opened /dev/tty
   parallel N PATH           N fs/read_text_file of PATH at once
   exit CODE                 report, then exit the process with CODE
 
@@ -27,9 +34,12 @@ request id 0) and returns the outcome in the initialize result's `_meta.probe`.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
+import socket
 import sys
+import termios
 from typing import Any
 
 from acp import (
@@ -60,6 +70,49 @@ def error_of(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, RequestError):
         return {"code": exc.code, "message": str(exc), "data": exc.data}
     return {"code": None, "message": f"{type(exc).__name__}: {exc}", "data": None}
+
+
+def os_outcome(key: str, action: Any) -> dict[str, Any]:
+    """Runs `action`; `{key: True, "errno": None}` or `{key: False, "errno": N}`."""
+    try:
+        action()
+        return {key: True, "errno": None}
+    except OSError as exc:
+        return {key: False, "errno": exc.errno, "strerror": exc.strerror}
+
+
+def unix_connect(path: str) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(path)
+
+
+def tcp_connect(host: str, port: int) -> None:
+    with socket.create_connection((host, port), timeout=5):
+        pass
+
+
+def open_tty() -> None:
+    os.close(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
+
+
+def tiocsti(fd: int) -> dict[str, Any]:
+    return os_outcome("ok", lambda: fcntl.ioctl(fd, termios.TIOCSTI, b"#"))
+
+
+def tiocsti_all() -> dict[str, Any]:
+    """TIOCSTI on the standard fds and on /dev/tty (if it opens at all)."""
+    out: dict[str, Any] = {str(fd): tiocsti(fd) for fd in (0, 1, 2)}
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError as exc:
+        out["tty"] = {"ok": False, "errno": exc.errno, "strerror": exc.strerror}
+        return out
+    try:
+        out["tty"] = tiocsti(fd)
+    finally:
+        os.close(fd)
+    return out
 
 
 def text_arg(rest: str) -> str:
@@ -149,6 +202,21 @@ class TestAgent(Agent):
                     return {"opened": True, "bytes": len(f.read())}
             except OSError as exc:
                 return {"opened": False, "errno": exc.errno, "strerror": exc.strerror, "type": type(exc).__name__}
+        if word == "env":
+            return {"set": rest in os.environ}
+        if word == "signal":
+            return os_outcome("ok", lambda: os.kill(int(rest), 0))
+        if word == "ppid":
+            return {"ppid": os.getppid(), "pid": os.getpid(), "sid": os.getsid(0), "pgid": os.getpgid(0)}
+        if word == "unix":
+            return os_outcome("connected", lambda: unix_connect(rest))
+        if word == "tty":
+            return os_outcome("opened", open_tty)
+        if word == "tcp":
+            host, _, port = rest.partition(" ")
+            return os_outcome("connected", lambda: tcp_connect(host, int(port)))
+        if word == "tiocsti":
+            return tiocsti_all()
         if word == "parallel":
             count, _, path = rest.partition(" ")
             results = await asyncio.gather(

@@ -1,0 +1,255 @@
+//! `fsgate-test-acp-agent`: a test-only ACP agent as one self-contained binary (built
+//! only with the `test-bins` feature, which nothing but the test suite enables; never
+//! part of `fsgate`). It stands for agents shipped as a single executable, e.g. copied
+//! into `~/.local/bin`.
+//!
+//! It speaks raw JSON-RPC lines (no SDK): `initialize`, `session/new`, and
+//! `session/prompt`, whose text is the command language of tests/peers/acp/agent.py,
+//! one command a line, each outcome reported as one `agent_message_chunk` whose text is
+//! `{"cmd": LINE, "ok": RESULT}` or `{"cmd": LINE, "error": {...}}`. Commands: `read
+//! PATH [LINE [LIMIT]]`, `write PATH TEXT` (through the client), `open PATH`, `env NAME`,
+//! `signal PID`, `ppid`, `unix PATH`, `tty`, `tcp HOST PORT`, `tiocsti`, `exit CODE`.
+//!
+//! # Ambient Authority
+//! Opens, connects and signals whatever it is told to with plain std/libc: that is its
+//! point (only the agent's sandbox may refuse).
+
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The agent's stdio connection: lines in, lines out, and its own request ids.
+struct Conn {
+    lines: std::io::Lines<std::io::StdinLock<'static>>,
+    next_id: u64,
+    sessions: u64,
+}
+
+impl Conn {
+    fn send(&self, msg: &Value) {
+        let mut out = std::io::stdout().lock();
+        // A closed stdout means the client went away; the next read ends the loop.
+        let _ = writeln!(out, "{msg}");
+        let _ = out.flush();
+    }
+
+    /// Sends a request to the client and waits for its response (requests that arrive
+    /// meanwhile are refused: this agent does one thing at a time).
+    fn request(&mut self, method: &str, params: Value) -> Result<Value, Value> {
+        let id = json!(format!("bin-{}", self.next_id));
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        while let Some(Ok(line)) = self.lines.next() {
+            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if msg.get("method").is_none() && msg.get("id") == Some(&id) {
+                return match msg.get("result") {
+                    Some(r) => Ok(r.clone()),
+                    None => Err(msg.get("error").cloned().unwrap_or(Value::Null)),
+                };
+            }
+            if let (Some(other), Some(_)) = (msg.get("id"), msg.get("method")) {
+                self.send(&error(other, -32603, "the agent is busy"));
+            }
+        }
+        Err(json!({"code": null, "message": "the client closed the connection"}))
+    }
+}
+
+fn error(id: &Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// `{key: true, "errno": null}` or `{key: false, "errno": N}` for an OS call.
+fn os_outcome(key: &str, r: std::io::Result<()>) -> Value {
+    match r {
+        Ok(()) => json!({key: true, "errno": null}),
+        Err(e) => json!({key: false, "errno": e.raw_os_error(), "strerror": e.to_string()}),
+    }
+}
+
+fn check(rc: libc::c_int) -> std::io::Result<()> {
+    if rc < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+fn open(path: &str) -> Value {
+    match std::fs::read(path) {
+        Ok(bytes) => json!({"opened": true, "bytes": bytes.len()}),
+        Err(e) => json!({"opened": false, "errno": e.raw_os_error(), "strerror": e.to_string()}),
+    }
+}
+
+fn signal(pid: &str) -> Result<Value, String> {
+    let pid: libc::pid_t = pid.parse().map_err(|e| format!("bad pid {pid:?}: {e}"))?;
+    // SAFETY: kill with signal 0 sends nothing; it only checks permission.
+    Ok(os_outcome("ok", check(unsafe { libc::kill(pid, 0) })))
+}
+
+fn ppid() -> Value {
+    // SAFETY: plain queries of this process's ids; no memory is passed.
+    let (ppid, pid, sid, pgid) = unsafe {
+        (
+            libc::getppid(),
+            libc::getpid(),
+            libc::getsid(0),
+            libc::getpgid(0),
+        )
+    };
+    json!({"ppid": ppid, "pid": pid, "sid": sid, "pgid": pgid})
+}
+
+fn open_tty() -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open("/dev/tty")
+}
+
+fn tiocsti(fd: libc::c_int) -> Value {
+    let byte: libc::c_char = b'#' as libc::c_char;
+    // SAFETY: TIOCSTI reads one byte from the pointer, which lives across the call.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCSTI, &byte as *const libc::c_char) };
+    os_outcome("ok", check(rc))
+}
+
+fn tiocsti_all() -> Value {
+    use std::os::fd::AsRawFd;
+    let mut out = serde_json::Map::new();
+    for fd in 0..3 {
+        out.insert(fd.to_string(), tiocsti(fd));
+    }
+    let tty = match open_tty() {
+        Ok(f) => tiocsti(f.as_raw_fd()),
+        Err(e) => os_outcome("ok", Err(e)),
+    };
+    out.insert("tty".into(), tty);
+    Value::Object(out)
+}
+
+fn tcp(rest: &str) -> Result<Value, String> {
+    let (host, port) = rest.split_once(' ').ok_or("usage: tcp HOST PORT")?;
+    let port: u16 = port.trim().parse().map_err(|e| format!("bad port: {e}"))?;
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or("no address")?;
+    let r = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map(drop);
+    Ok(os_outcome("connected", r))
+}
+
+/// `read PATH [LINE [LIMIT]]` as fs/read_text_file params.
+fn read_params(sid: &str, rest: &str) -> Result<Value, String> {
+    let mut parts = rest.split_whitespace();
+    let path = parts.next().ok_or("usage: read PATH [LINE [LIMIT]]")?;
+    let mut params = json!({"sessionId": sid, "path": path});
+    let num = |s: &str| {
+        s.parse::<u64>()
+            .map_err(|e| format!("bad number {s:?}: {e}"))
+    };
+    if let Some(line) = parts.next().filter(|l| *l != "-") {
+        params["line"] = num(line)?.into();
+    }
+    if let Some(limit) = parts.next() {
+        params["limit"] = num(limit)?.into();
+    }
+    Ok(params)
+}
+
+/// One command: its result, or its error as reported.
+fn run(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, Value> {
+    let local = |r: Result<Value, String>| r.map_err(|m| json!({"code": null, "message": m}));
+    match word {
+        "read" => conn.request("fs/read_text_file", local(read_params(sid, rest))?),
+        "write" => {
+            let (path, text) = rest.split_once(' ').unwrap_or((rest, ""));
+            let content = match text.starts_with('"') {
+                true => local(serde_json::from_str(text).map_err(|e| e.to_string()))?,
+                false => Value::from(text),
+            };
+            let params = json!({"sessionId": sid, "path": path, "content": content});
+            conn.request("fs/write_text_file", params)
+        }
+        "open" => Ok(open(rest)),
+        "env" => Ok(json!({"set": std::env::var_os(rest).is_some()})),
+        "signal" => local(signal(rest)),
+        "ppid" => Ok(ppid()),
+        "unix" => Ok(os_outcome(
+            "connected",
+            std::os::unix::net::UnixStream::connect(rest).map(drop),
+        )),
+        "tty" => Ok(os_outcome("opened", open_tty().map(drop))),
+        "tcp" => local(tcp(rest)),
+        "tiocsti" => Ok(tiocsti_all()),
+        "exit" => Ok(json!({"exiting": rest.parse::<i32>().unwrap_or(0)})),
+        _ => local(Err(format!("unknown command {word:?}"))),
+    }
+}
+
+fn prompt(conn: &mut Conn, params: &Value) -> Value {
+    let session = params["sessionId"].as_str().unwrap_or_default().to_owned();
+    let blocks = params["prompt"].as_array().cloned().unwrap_or_default();
+    let text: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+    let mut sid = session.clone();
+    for line in text
+        .join("\n")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+    {
+        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+        if word == "session" {
+            sid = rest.trim().to_owned();
+            continue;
+        }
+        let report = match run(conn, &sid, word, rest.trim()) {
+            Ok(v) => json!({"cmd": line, "ok": v}),
+            Err(e) => json!({"cmd": line, "error": e}),
+        };
+        let update = json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": report.to_string()}});
+        conn.send(&json!({"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": session, "update": update}}));
+        if word == "exit" {
+            std::process::exit(rest.trim().parse().unwrap_or(0));
+        }
+    }
+    json!({"stopReason": "end_turn"})
+}
+
+fn main() {
+    let mut conn = Conn {
+        lines: std::io::stdin().lock().lines(),
+        next_id: 0,
+        sessions: 0,
+    };
+    while let Some(Ok(line)) = conn.lines.next() {
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let (Some(id), Some(method)) = (msg.get("id").cloned(), msg["method"].as_str()) else {
+            continue;
+        };
+        let result = match method {
+            "initialize" => json!({"protocolVersion": 1, "agentCapabilities": {},
+                "agentInfo": {"name": "fsgate-test-acp-agent", "version": "0"}}),
+            "session/new" => {
+                conn.sessions += 1;
+                json!({"sessionId": format!("bin-session-{}", conn.sessions)})
+            }
+            "session/prompt" => prompt(&mut conn, &msg["params"]),
+            other => {
+                conn.send(&error(&id, -32601, &format!("method not found: {other}")));
+                continue;
+            }
+        };
+        conn.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+}
