@@ -22,7 +22,7 @@ use super::{BackupError, BackupRef, BackupSettings};
 /// How many timestamps `save` tries before giving up on a name clash.
 const MAX_NAME_ATTEMPTS: u32 = 64;
 /// How many times `save` recreates a per-path directory another process pruned.
-const MAX_DIR_ATTEMPTS: u32 = 8;
+const MAX_DIR_ATTEMPTS: u32 = 32;
 
 /// Marks a per-path directory as in use by a save until dropped.
 pub(crate) struct DirClaim<'a> {
@@ -281,7 +281,7 @@ impl BackupStore {
         let _claim = DirClaim::new(self, &dir_name);
         // Another process's prune may still remove an empty per-path directory between
         // our create_dir, open and create_new: start again in that case.
-        for _ in 0..MAX_DIR_ATTEMPTS {
+        for attempt in 0..MAX_DIR_ATTEMPTS {
             let reserved = self
                 .open_path_dir(&dir_name)
                 .and_then(|dir| self.reserve(&dir, &dir_name, now).map(|r| (dir, r)));
@@ -297,6 +297,8 @@ impl BackupStore {
                     return self.finish_save(&name, data, fill);
                 }
                 Err(BackupError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                    // Let the other process's prune pass before trying again.
+                    std::thread::sleep(std::time::Duration::from_micros(50 * u64::from(attempt)));
                 }
                 Err(e) => return Err(e),
             }
