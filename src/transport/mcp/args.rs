@@ -32,9 +32,11 @@ pub(super) struct ReadTextArgs {
     pub line: Option<u64>,
     /// Number of lines to return from `line` on (default: to the end of the file).
     pub limit: Option<u64>,
-    /// Return only the first N lines. Do not combine with `tail`, `line` or `limit`.
+    /// Return only the first N lines, without the newline after the last one (0: the
+    /// whole file). Do not combine with `tail`, `line` or `limit`.
     pub head: Option<u64>,
-    /// Return only the last N lines. Do not combine with `head`, `line` or `limit`.
+    /// Return only the last N lines (0: the whole file). Do not combine with `head`,
+    /// `line` or `limit`.
     pub tail: Option<u64>,
 }
 

@@ -96,10 +96,10 @@ async def run(list_tools, call, root, outside):
     for p in (W("notes.txt"), "notes.txt", "./docs/../notes.txt"):
         check(texts(await ok("read_text_file", {"path": p})) == notes, f"read {p}")
     check(texts(await ok("read_text_file", {"path": "notes.txt", "line": 2, "limit": 2})) == "line2\nline3\n", "window")
-    check(texts(await ok("read_text_file", {"path": "notes.txt", "head": 2})) == "line1\nline2\n", "head")
+    check(texts(await ok("read_text_file", {"path": "notes.txt", "head": 2})) == "line1\nline2", "head")
     check(texts(await ok("read_text_file", {"path": "notes.txt", "tail": 2})) == "line4\nline5\n", "tail")
     await refused("read_text_file", {"path": "notes.txt", "head": 1, "tail": 1}, "head or tail")
-    check(texts(await ok("read_file", {"path": "notes.txt", "head": 1})) == "line1\n", "read_file head")
+    check(texts(await ok("read_file", {"path": "notes.txt", "head": 1})) == "line1", "read_file head")
     await refused("read_text_file", {}, "invalid arguments", "path")
     await refused("read_text_file", {"path": "missing.txt"}, "not found")
 

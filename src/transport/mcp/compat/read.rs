@@ -30,12 +30,17 @@ fn last_lines(s: &str, n: u64) -> &str {
 }
 
 /// `read_text_file` / `read_file`: a line window (contract) or head/tail (reference).
+/// As on the reference server, `head`/`tail` of 0 mean "not given" and `head` drops the
+/// newline after its last line; `tail` counts lines, not the empty string after the
+/// final newline (the reference returns one line fewer there).
 pub(in crate::transport::mcp) fn read_text(
     gw: &Gateway,
     ctx: &RequestCtx,
     tool: &'static str,
-    a: ReadTextArgs,
+    mut a: ReadTextArgs,
 ) -> Result<CallToolResult, ToolError> {
+    a.head = a.head.filter(|n| *n > 0);
+    a.tail = a.tail.filter(|n| *n > 0);
     let window = a.line.is_some() || a.limit.is_some();
     let op = |line, limit| Op::ReadText {
         path: a.path.clone(),
@@ -50,7 +55,15 @@ pub(in crate::transport::mcp) fn read_text(
                 "head/tail cannot be combined with line/limit",
             ));
         }
-        (Some(h), None) => handle(gw, ctx, op(None, Some(h)))?,
+        (Some(h), None) => match handle(gw, ctx, op(None, Some(h)))? {
+            Output::Text(mut s) => {
+                if s.ends_with('\n') {
+                    s.pop();
+                }
+                Output::Text(s)
+            }
+            _ => return Err(unexpected(tool)),
+        },
         (None, Some(t)) => match handle(gw, ctx, op(None, None))? {
             Output::Text(s) => Output::Text(last_lines(&s, t).to_string()),
             _ => return Err(unexpected(tool)),
