@@ -97,3 +97,99 @@ fn head_and_tail_match_the_reference_where_it_is_not_a_trap() {
         "{f} {r}"
     );
 }
+
+/// Twenty numbered lines, `\n`-terminated unless `bare`.
+fn numbered(bare: bool) -> Vec<u8> {
+    let mut s: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+    if bare {
+        s.pop();
+    }
+    s.into_bytes()
+}
+
+/// An `edit_file` call's arguments on `file`.
+fn edit_args(file: &str, edits: &[(&str, &str)], dry: bool) -> String {
+    let edits: Vec<Value> = edits
+        .iter()
+        .map(|(o, n)| serde_json::json!({"oldText": o, "newText": n}))
+        .collect();
+    serde_json::json!({"path": format!("{{root}}/{file}"), "edits": edits, "dryRun": dry})
+        .to_string()
+}
+
+#[test]
+fn edit_diffs_are_the_reference_diffs_byte_for_byte() {
+    let nl = numbered(false);
+    let bare = numbered(true);
+    let seed: &[(&str, &[u8])] = &[
+        ("nl.txt", &nl),
+        ("bare.txt", &bare),
+        ("one.txt", b"only"),
+        ("e.txt", b""),
+    ];
+    let Some(mut t) = Twins::start("edit_diffs_are_the_reference_diffs", None, seed) else {
+        return;
+    };
+    let cases: &[(&str, &[(&str, &str)])] = &[
+        ("nl.txt", &[("line 1\n", "first\n")]),
+        ("nl.txt", &[("line 10\n", "ten\nTEN\n")]),
+        ("nl.txt", &[("line 20\n", "")]),
+        ("nl.txt", &[("line 2\n", "two\n"), ("line 17\n", "")]),
+        ("nl.txt", &[("line 5\n", "five\n"), ("line 12", "twelve")]),
+        ("nl.txt", &[("line 5\n", "five\n"), ("line 14", "fourteen")]),
+        ("nl.txt", &[("line 3", "line 3")]),
+        ("bare.txt", &[("line 20", "last")]),
+        ("bare.txt", &[("line 20", "line 20\n")]),
+        ("bare.txt", &[("line 19\n", "")]),
+        ("nl.txt", &[("line 20\n", "line 20")]),
+        ("nl.txt", &[("line 7", "```")]),
+        ("one.txt", &[("only", "just\nthis\n")]),
+        ("one.txt", &[("only", "")]),
+        ("nl.txt", &[("line 1\nline 2\nline 3\nline 4\n", "")]),
+        ("nl.txt", &[("line 9\n", "nine\n"), ("line 11\n", "a\nb\n")]),
+    ];
+    // 4 lines of context, as on the reference.
+    let d = same(
+        &mut t,
+        "edit_file",
+        &edit_args("nl.txt", &[("line 12\n", "12\n")], true),
+    );
+    assert!(d.contains("@@ -8,9 +8,9 @@\n line 8\n"), "{d}");
+    for (file, edits) in cases {
+        for (rel, content) in seed {
+            t.fsgate.dirs.put(rel, content);
+            t.reference.dirs.put(rel, content);
+        }
+        let dry = same(&mut t, "edit_file", &edit_args(file, edits, true));
+        assert!(
+            dry.starts_with("```diff\nIndex: {root}/") || dry.starts_with("````diff\n"),
+            "{dry}"
+        );
+        let wet = same(&mut t, "edit_file", &edit_args(file, edits, false));
+        assert_eq!(
+            dry, wet,
+            "{file} {edits:?}: dry run and edit show the same diff"
+        );
+        let (f, r) = (
+            t.fsgate.dirs.root.join(file),
+            t.reference.dirs.root.join(file),
+        );
+        let (f, r) = (std::fs::read(f).unwrap(), std::fs::read(r).unwrap());
+        assert_eq!(f, r, "{file} {edits:?}: the files agree after the edit");
+    }
+}
+
+#[test]
+fn crlf_files_stay_crlf_with_the_reference_diff() {
+    let seed: &[(&str, &[u8])] = &[("w.txt", b"one\r\ntwo\r\nthree\r\n")];
+    let Some(mut t) = Twins::start("crlf_files_stay_crlf", None, seed) else {
+        return;
+    };
+    let args = edit_args("w.txt", &[("two\n", "2\n")], false);
+    let d = same(&mut t, "edit_file", &args);
+    assert!(d.contains("-two\n+2\n"), "{d}");
+    let f = std::fs::read(t.fsgate.dirs.root.join("w.txt")).unwrap();
+    let r = std::fs::read(t.reference.dirs.root.join("w.txt")).unwrap();
+    assert_eq!(f, b"one\r\n2\r\nthree\r\n", "fsgate keeps CRLF");
+    assert_eq!(r, b"one\n2\nthree\n", "the reference writes LF");
+}
