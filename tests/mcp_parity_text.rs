@@ -193,3 +193,118 @@ fn crlf_files_stay_crlf_with_the_reference_diff() {
     assert_eq!(f, b"one\r\n2\r\nthree\r\n", "fsgate keeps CRLF");
     assert_eq!(r, b"one\n2\nthree\n", "the reference writes LF");
 }
+
+/// A search's result lines, sorted (the reference lists in directory order).
+fn found(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = text.lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn search_files_matches_paths_relative_to_the_search_root() {
+    let seed: &[(&str, &[u8])] = &[
+        ("a.py", b"1"),
+        ("util.py", b"1"),
+        (".hidden.py", b"1"),
+        ("src/util.py", b"1"),
+        ("src/b.py", b"1"),
+        ("src/deep/c.py", b"1"),
+        ("src/deep/util.py", b"1"),
+        ("docs/readme.md", b"1"),
+        ("node_modules/x.py", b"1"),
+        ("src/node_modules/y.py", b"1"),
+    ];
+    let Some(mut t) = Twins::start("search_files_matches_paths_relative", None, seed) else {
+        return;
+    };
+    let patterns = [
+        "*.py",
+        "util.py",
+        "**/*.py",
+        "src/*.py",
+        "src/**",
+        "**/util.py",
+        "*",
+        "**",
+        "src",
+        "{a,util}.py",
+        "?.py",
+        "[ab].py",
+        "./util.py",
+        "**/deep",
+        "src/**/*.py",
+        "*.PY",
+    ];
+    let excludes = [
+        "[]",
+        r#"["node_modules"]"#,
+        r#"["**/node_modules"]"#,
+        r#"["src"]"#,
+        r#"["*.py"]"#,
+        r#"["src/deep/**"]"#,
+        r#"["src/deep", "docs"]"#,
+    ];
+    for under in ["{root}", "{root}/src"] {
+        for p in patterns {
+            for x in excludes {
+                let args =
+                    format!(r#"{{"path": "{under}", "pattern": "{p}", "excludePatterns": {x}}}"#);
+                let (f, r) = texts(&mut t, "search_files", &args);
+                assert_eq!(found(&f), found(&r), "{args}");
+            }
+        }
+    }
+    let (f, _) = texts(
+        &mut t,
+        "search_files",
+        r#"{"path": "{root}", "pattern": "*.py"}"#,
+    );
+    assert_eq!(
+        found(&f),
+        ["{root}/.hidden.py", "{root}/a.py", "{root}/util.py"]
+    );
+    let (f, _) = texts(
+        &mut t,
+        "search_files",
+        r#"{"path": "{root}", "pattern": "util.py"}"#,
+    );
+    assert_eq!(f, "{root}/util.py");
+    let (f, _) = texts(
+        &mut t,
+        "search_files",
+        r#"{"path": "{root}/src", "pattern": "util.py"}"#,
+    );
+    assert_eq!(f, "{root}/src/util.py");
+}
+
+#[test]
+fn search_files_never_lists_refused_paths() {
+    let seed: &[(&str, &[u8])] = &[("a.py", b"1"), (".env", b"K=v"), ("cfg/.env.local", b"K=v")];
+    let Some(mut t) = Twins::start("search_files_never_lists_refused_paths", None, seed) else {
+        return;
+    };
+    let (f, r) = texts(
+        &mut t,
+        "search_files",
+        r#"{"path": "{root}", "pattern": "**"}"#,
+    );
+    assert_eq!(
+        found(&f),
+        ["{root}/a.py", "{root}/cfg"],
+        "fsgate hides secrets"
+    );
+    assert!(
+        r.contains("{root}/.env") && r.contains("{root}/cfg/.env.local"),
+        "{r}"
+    );
+    let (f, r) = texts(
+        &mut t,
+        "search_files",
+        r#"{"path": "{root}", "pattern": ".env"}"#,
+    );
+    assert_eq!(
+        (f.as_str(), r.as_str()),
+        ("No matches found", "{root}/.env")
+    );
+}

@@ -154,9 +154,9 @@ async def run(list_tools, call, root, outside):
     top = {n["name"]: n for n in tree}
     check("src" in top and "node_modules" not in top and ".env" not in top, f"tree {sorted(top)}")
     check({c["name"] for c in top["src"]["children"]} == {"lib.rs", "main.rs"}, f"tree src {top['src']}")
-    found = texts(await ok("search_files", {"path": ".", "pattern": "*.rs"})).splitlines()
+    found = texts(await ok("search_files", {"path": ".", "pattern": "**/*.rs"})).splitlines()
     check(sorted(found) == [W("src/lib.rs"), W("src/main.rs")], f"search_files {found}")
-    none = texts(await ok("search_files", {"path": root, "pattern": "*.rs", "excludePatterns": ["src"]}))
+    none = texts(await ok("search_files", {"path": root, "pattern": "**/*.rs", "excludePatterns": ["src"]}))
     check(none == "No matches found", f"search_files exclude {none!r}")
     info = texts(await ok("get_file_info", {"path": W("notes.txt")}))
     check(f"size: {len(notes)}" in info and "isFile: true" in info, f"get_file_info {info!r}")
