@@ -6,6 +6,8 @@
 
 use serde_json::Value;
 
+use crate::mcp_harness::text_of;
+
 use crate::mcp_reference::{Twins, rooted_text};
 
 /// Both texts of one call, each server's root written `{root}`.
@@ -307,4 +309,116 @@ fn search_files_never_lists_refused_paths() {
         (f.as_str(), r.as_str()),
         ("No matches found", "{root}/.env")
     );
+}
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0";
+const JPEG: &[u8] = b"\xff\xd8\xff\xe0\0\x10JFIF\0\x01\x01\0\0\x01";
+const WAV: &[u8] = b"RIFF\x24\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0";
+const MP3: &[u8] = b"ID3\x04\0\0\0\0\0\x00\xff\xfb\x90\x64\0";
+
+/// A tool result's content blocks (without any structured copy).
+fn blocks(v: &Value) -> Value {
+    v["content"].clone()
+}
+
+#[test]
+fn media_files_read_as_on_the_reference_under_the_default_policy() {
+    let seed: &[(&str, &[u8])] = &[
+        ("img/a.png", PNG),
+        ("img/b.JPG", JPEG),
+        ("snd/c.wav", WAV),
+        ("snd/d.mp3", MP3),
+        (
+            "img/e.svg",
+            b"<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n",
+        ),
+        ("notes.txt", b"plain text\n"),
+        ("img/fake.png", b"\x7fELF\x02\x01\x01\0\0\0"),
+        ("blob.bin", PNG),
+    ];
+    let Some(mut t) = Twins::start("media_files_read_as_on_the_reference", None, seed) else {
+        return;
+    };
+    let (ft, rt) = t.tools();
+    let named = |tools: &[Value]| tools.iter().any(|x| x["name"] == "read_media_file");
+    assert!(
+        named(&ft) && named(&rt),
+        "read_media_file is listed on both"
+    );
+    for file in [
+        "img/a.png",
+        "img/b.JPG",
+        "snd/c.wav",
+        "snd/d.mp3",
+        "img/e.svg",
+    ] {
+        let (f, r) = t.both(
+            "read_media_file",
+            &format!(r#"{{"path": "{{root}}/{file}"}}"#),
+        );
+        assert_eq!(blocks(&f), blocks(&r), "{file}: {f} vs {r}");
+        assert!(
+            matches!(f["content"][0]["type"].as_str(), Some("image" | "audio")),
+            "{f}"
+        );
+    }
+    // A text file of another type: an embedded resource on both, URIs alike.
+    let (f, r) = t.both("read_media_file", r#"{"path": "{root}/notes.txt"}"#);
+    let uri = |v: &Value, g: &crate::mcp_harness::McpGate| {
+        v["content"][0]["resource"]["uri"]
+            .as_str()
+            .unwrap_or_default()
+            .replace(&g.dirs.root.display().to_string(), "{root}")
+    };
+    assert_eq!(uri(&f, &t.fsgate), uri(&r, &t.reference), "{f} {r}");
+    assert_eq!(
+        f["content"][0]["resource"]["blob"],
+        r["content"][0]["resource"]["blob"]
+    );
+    // Kept on purpose: binary content that is not the media its name says, and binary
+    // files that are not media, are refused (the reference returns any file).
+    for file in ["img/fake.png", "blob.bin"] {
+        let (f, r) = t.both(
+            "read_media_file",
+            &format!(r#"{{"path": "{{root}}/{file}"}}"#),
+        );
+        assert_eq!(f["isError"], Value::Bool(true), "{file}: {f}");
+        assert!(text_of(&f).contains("limits.binary"), "{file}: {f}");
+        assert_ne!(r["isError"], Value::Bool(true), "{file}: {r}");
+    }
+    // Text reads still refuse media files.
+    let (f, _) = t.both("read_text_file", r#"{"path": "{root}/img/a.png"}"#);
+    assert!(text_of(&f).contains("limits.binary"), "{f}");
+}
+
+#[test]
+fn media_reads_keep_the_size_limit_and_content_rules() {
+    let content = "\n[content]\nbuiltin = true\nops = [\"read\", \"write\"]\n";
+    let policy = crate::common::policy_with(4096, 4096, "media", content);
+    let mut big = PNG.to_vec();
+    big.resize(5000, 0);
+    let mut keyed = PNG.to_vec();
+    keyed.extend_from_slice(b"\0AKIAUJZDEGXDNCF32EPF\0");
+    let seed: &[(&str, &[u8])] = &[("big.png", &big), ("keyed.png", &keyed), ("ok.png", PNG)];
+    let Some(mut t) = Twins::start("media_reads_keep_limits", Some(&policy), seed) else {
+        return;
+    };
+    let (f, _) = t.both("read_media_file", r#"{"path": "{root}/ok.png"}"#);
+    assert_eq!(f["content"][0]["mimeType"], "image/png", "{f}");
+    let (f, _) = t.both("read_media_file", r#"{"path": "{root}/big.png"}"#);
+    assert!(text_of(&f).contains("limits.max_read_bytes"), "{f}");
+    let (f, _) = t.both("read_media_file", r#"{"path": "{root}/keyed.png"}"#);
+    assert!(text_of(&f).contains("content:aws-access-key-id"), "{f}");
+}
+
+#[test]
+fn read_media_file_is_not_listed_when_binary_reads_are_denied() {
+    let policy = crate::common::policy_with(4096, 4096, "deny", "");
+    let Some(mut t) = Twins::start("read_media_file_is_not_listed", Some(&policy), &[]) else {
+        return;
+    };
+    let (ft, rt) = t.tools();
+    let named = |tools: &[Value]| tools.iter().any(|x| x["name"] == "read_media_file");
+    assert!(!named(&ft) && named(&rt));
+    assert!(ft.iter().any(|x| x["name"] == "read_text_file"));
 }

@@ -24,6 +24,10 @@ pub(super) fn describe(t: ToolId, pol: &Policy, root: &str) -> String {
     let write_max = mib(lim.max_write_bytes);
     let binary = match lim.binary {
         BinaryMode::Deny => "The current policy refuses binary files.",
+        BinaryMode::Media => {
+            "The current policy allows images and audio whose content matches their extension, \
+             and text files; other binary files are refused."
+        }
         BinaryMode::Base64 => "The current policy allows binary files (returned base64-encoded).",
     };
     match t {

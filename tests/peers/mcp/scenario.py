@@ -15,7 +15,7 @@ import json
 import os
 
 # Text files of the workspace, created by the Rust test before the driver runs (plus the
-# binary img/pixel.png, and outside.txt in the directory outside the workspace).
+# binary img/pixel.png, img/fake.png (not a PNG inside), and outside.txt in the directory outside the workspace).
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture.json"), encoding="utf-8") as _f:
     FIXTURE = json.load(_f)
 
@@ -168,7 +168,12 @@ async def run(list_tools, call, root, outside):
     block = res["content"][0]
     check(block["type"] == "image" and block["mimeType"] == "image/svg+xml", f"media {block}")
     check(base64.b64decode(block["data"]).decode() == FIXTURE["img/dot.svg"], "media bytes")
-    await refused("read_media_file", {"path": "img/pixel.png"}, "limits.binary")
+    # The default policy reads images whose content matches their extension, nothing else binary.
+    res = await ok("read_media_file", {"path": "img/pixel.png"})
+    block = res["content"][0]
+    check(block["type"] == "image" and block["mimeType"] == "image/png", f"png {block}")
+    check(base64.b64decode(block["data"]).startswith(b"\x89PNG"), "png bytes")
+    await refused("read_media_file", {"path": "img/fake.png"}, "limits.binary")
     multi = texts(await ok("read_multiple_files", {"paths": ["notes.txt", ".env", W("docs/guide.md")]}))
     check(f"{W('notes.txt')}:\n{notes}" in multi, f"multi notes {multi!r}")
     check(f"{W('.env')}: Error - refused" in multi and "sekrit" not in multi, f"multi .env {multi!r}")

@@ -7,6 +7,7 @@ use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use super::{args_error, handle, read_whole, unexpected};
 use crate::gateway::Gateway;
 use crate::ops::{Encoding, Op, Output, RequestCtx};
+use crate::policy::media::{MediaKind, media_type};
 use crate::transport::mcp::args::{MultiReadArgs, PathArgs, ReadTextArgs};
 use crate::transport::mcp::catalog::MAX_MULTI_PATHS;
 use crate::transport::mcp::render::{ToolError, shown, text};
@@ -76,28 +77,6 @@ pub(in crate::transport::mcp) fn read_text(
     }
 }
 
-/// MIME type and content kind by extension, as the reference server maps them.
-fn media_type(path: &str) -> (&'static str, &'static str) {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let ext = name
-        .rsplit_once('.')
-        .map(|(_, e)| e.to_ascii_lowercase())
-        .unwrap_or_default();
-    match ext.as_str() {
-        "png" => ("image", "image/png"),
-        "jpg" | "jpeg" => ("image", "image/jpeg"),
-        "gif" => ("image", "image/gif"),
-        "webp" => ("image", "image/webp"),
-        "bmp" => ("image", "image/bmp"),
-        "svg" => ("image", "image/svg+xml"),
-        "mp3" => ("audio", "audio/mpeg"),
-        "wav" => ("audio", "audio/wav"),
-        "ogg" => ("audio", "audio/ogg"),
-        "flac" => ("audio", "audio/flac"),
-        _ => ("blob", "application/octet-stream"),
-    }
-}
-
 /// A `file://` URI for an absolute path, percent-encoding what a URI cannot hold.
 fn file_uri(abs: &str) -> String {
     let mut uri = String::from("file://");
@@ -139,11 +118,11 @@ pub(in crate::transport::mcp) fn read_media(
     };
     let abs = shown(gw, &a.path);
     let block = match media_type(&a.path) {
-        ("image", mime) => ContentBlock::image(data, mime),
-        ("audio", mime) => ContentBlock::audio(data, mime),
-        (_, mime) => ContentBlock::resource(ResourceContents::BlobResourceContents {
+        Some((MediaKind::Image, mime)) => ContentBlock::image(data, mime),
+        Some((MediaKind::Audio, mime)) => ContentBlock::audio(data, mime),
+        None => ContentBlock::resource(ResourceContents::BlobResourceContents {
             uri: file_uri(&abs),
-            mime_type: Some(mime.to_string()),
+            mime_type: Some("application/octet-stream".to_string()),
             blob: data,
             meta: None,
         }),
@@ -216,14 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn media_types_and_uris() {
-        assert_eq!(media_type("/w/a.PNG"), ("image", "image/png"));
-        assert_eq!(media_type("/w/a.flac"), ("audio", "audio/flac"));
-        assert_eq!(media_type("/w/a.bin"), ("blob", "application/octet-stream"));
-        assert_eq!(
-            media_type("/w/v1.png/x"),
-            ("blob", "application/octet-stream")
-        );
+    fn file_uris() {
         assert_eq!(file_uri("/w/a b#.png"), "file:///w/a%20b%23.png");
     }
 }
