@@ -34,7 +34,8 @@ fn script(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// The workspace the scenario expects: fixture.json, a binary PNG, and a file outside.
+/// The workspace the scenario expects: fixture.json, a binary PNG, a binary file named
+/// like a PNG, and a file outside.
 fn fixture() -> Dirs {
     let dirs = Dirs::new();
     let text = std::fs::read_to_string(script("fixture.json")).expect("fixture.json");
@@ -44,6 +45,7 @@ fn fixture() -> Dirs {
         dirs.put(rel, content.as_str().unwrap_or_default());
     }
     dirs.put("img/pixel.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR");
+    dirs.put("img/fake.png", b"\x7fELF\x02\x01\x01\0");
     std::fs::write(dirs.outside.join("outside.txt"), "OUTSIDE SECRET").expect("outside file");
     dirs
 }

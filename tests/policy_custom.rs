@@ -355,20 +355,31 @@ expect = "deny"
 const BINARY: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe";
 
 #[test]
-fn binary_reads_are_denied_under_default_policy() {
+fn binary_reads_under_default_policy_are_media_files_only() {
     let g = Gate::start();
     g.put("img.png", BINARY);
     g.put("latin1.txt", b"caf\xe9 au lait\n");
-    for rel in ["img.png", "latin1.txt"] {
+    g.put("fake.png", b"\x7fELF\x02\x01\x01\0");
+    g.put("png.bin", BINARY);
+    // Text reads refuse every binary file; binary reads refuse all but real media.
+    for rel in ["img.png", "latin1.txt", "fake.png", "png.bin"] {
         assert_code(
             g.call("fs/read_text_file", json!({"path": g.abs(rel)})),
             LIMIT,
         );
+    }
+    for rel in ["latin1.txt", "fake.png", "png.bin"] {
         assert_code(
             g.call("_fsgate/read_file", json!({"path": g.abs(rel)})),
             LIMIT,
         );
     }
+    let r = g.ok("_fsgate/read_file", json!({"path": g.abs("img.png")}));
+    assert_eq!(r["encoding"], json!("base64"), "{r}");
+    let decoded = STANDARD
+        .decode(r["content"].as_str().unwrap_or_default())
+        .expect("valid base64");
+    assert_eq!(decoded, BINARY);
 }
 
 #[test]

@@ -5,6 +5,7 @@ use base64::Engine;
 use super::{Facts, Gateway, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Encoding, Output, RequestCtx};
+use crate::policy::media::{is_media, media_type};
 use crate::policy::{BinaryMode, EntryKind, OpClass, Policy};
 use crate::workspace::{Follow, text_window};
 
@@ -68,7 +69,9 @@ impl Gateway {
     ) -> Result<Output, GatewayError> {
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
         if crate::workspace::is_binary(&bytes) {
-            if pol.limits().binary == BinaryMode::Base64 {
+            let mode = pol.limits().binary;
+            if mode == BinaryMode::Base64 || (mode == BinaryMode::Media && is_media(&shown, &bytes))
+            {
                 let content = base64::engine::general_purpose::STANDARD.encode(&bytes);
                 let encoded = answer_fits(pol, &content, &shown)?;
                 hold_answer(facts, bytes.len() as u64 + encoded);
@@ -128,6 +131,17 @@ fn binary_refusal(pol: &Policy, shown: &str) -> GatewayError {
         BinaryMode::Base64 => {
             "binary content (NUL byte or invalid UTF-8) cannot be read as text; use _fsgate/read_file"
         }
+        BinaryMode::Media => match media_type(shown) {
+            Some(_) => {
+                "binary content (NUL byte or invalid UTF-8): the policy lets media files (images, \
+                 audio) be read base64-encoded (MCP read_media_file, _fsgate/read_file) if their \
+                 content matches their extension, and never as text"
+            }
+            None => {
+                "binary content (NUL byte or invalid UTF-8); the policy denies binary reads \
+                 except of media files (images, audio)"
+            }
+        },
     };
     GatewayError::Limit {
         reason: reason.into(),

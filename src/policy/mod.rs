@@ -10,6 +10,7 @@ mod decide;
 pub mod diff;
 pub mod floor;
 pub mod lint;
+pub mod media;
 pub mod raw;
 pub mod schema;
 pub mod testrun;
@@ -106,7 +107,7 @@ pub struct Limits {
     pub max_read_bytes: u64,
     /// Largest content the agent may write in one request, in bytes.
     pub max_write_bytes: u64,
-    /// Binary files: deny, or base64 through `_fsgate/read_file`.
+    /// Binary files: deny, base64 for media files only, or base64.
     pub binary: BinaryMode,
     /// Largest protocol message.
     pub max_message_bytes: u64,

@@ -108,6 +108,11 @@ pub struct RawLimits {
 pub enum BinaryMode {
     /// Refuse to read binary files.
     Deny,
+    /// Binary reads (`_fsgate/read_file`, MCP read_media_file, WebSocket read) return
+    /// media files base64-encoded: images and audio whose extension and first bytes
+    /// agree (png, jpg, gif, webp, bmp, mp3, wav, ogg, flac). Other binary files are
+    /// refused, and text reads refuse every binary file.
+    Media,
     /// `_fsgate/read_file` returns them base64-encoded.
     Base64,
 }

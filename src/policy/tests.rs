@@ -146,6 +146,16 @@ fn capabilities_follow_rules() {
 }
 
 #[test]
+fn binary_modes_parse_and_the_default_reads_media_only() {
+    assert_eq!(default().limits().binary, BinaryMode::Media);
+    let media = Policy::from_toml("version = 1\n[limits]\nbinary = \"media\"\n", "t").unwrap();
+    assert_eq!(media.limits().binary, BinaryMode::Media);
+    // A policy that does not say keeps binary reads denied.
+    let unset = Policy::from_toml("version = 1\n", "t").unwrap();
+    assert_eq!(unset.limits().binary, BinaryMode::Deny);
+}
+
+#[test]
 fn load_errors_name_key_and_line() {
     let cases = [
         ("version = 1\nbogus = 3\n", "bogus"),

@@ -32,9 +32,11 @@ pub(super) struct ReadTextArgs {
     pub line: Option<u64>,
     /// Number of lines to return from `line` on (default: to the end of the file).
     pub limit: Option<u64>,
-    /// Return only the first N lines. Do not combine with `tail`, `line` or `limit`.
+    /// Return only the first N lines, without the newline after the last one (0: the
+    /// whole file). Do not combine with `tail`, `line` or `limit`.
     pub head: Option<u64>,
-    /// Return only the last N lines. Do not combine with `head`, `line` or `limit`.
+    /// Return only the last N lines (0: the whole file). Do not combine with `head`,
+    /// `line` or `limit`.
     pub tail: Option<u64>,
 }
 
@@ -184,12 +186,11 @@ pub(super) struct TreeArgs {
 pub(super) struct SearchFilesArgs {
     /// Directory to search under: absolute inside the workspace root, or relative to it.
     pub path: String,
-    /// Glob matched against names at any depth below `path` (e.g. `*.rs`, `test_*`);
-    /// a pattern containing `/` is matched against the path relative to `path` instead
-    /// (e.g. `src/**/*.rs`).
+    /// Glob matched against each path relative to `path`: `*.rs` finds files directly
+    /// in `path`, `**/*.rs` at any depth, `src/**/test_*` below `src`.
     pub pattern: String,
-    /// Globs, relative to `path`, of entries to leave out (with everything beneath
-    /// them). A pattern without `*` also matches that name at any depth.
+    /// Globs, matched the same way, of entries to leave out with everything beneath
+    /// them (e.g. `node_modules` at the top, `**/node_modules` at any depth).
     pub exclude_patterns: Option<Vec<String>>,
 }
 

@@ -12,7 +12,7 @@ use super::args::{
     PathArgs, ReadTextArgs, RenameArgs, RmArgs, SearchFilesArgs, TreeArgs, WriteArgs, input_schema,
 };
 use super::describe::describe;
-use crate::policy::{OpClass, Policy};
+use crate::policy::{BinaryMode, OpClass, Policy};
 
 /// Paths a single `read_multiple_files` call may name.
 pub(super) const MAX_MULTI_PATHS: usize = 64;
@@ -144,8 +144,12 @@ impl ToolId {
             .any(|c| matches!(c, OpClass::Write | OpClass::Delete))
     }
 
-    /// Whether the policy could ever allow this tool.
+    /// Whether the policy could ever allow this tool. read_media_file is for images and
+    /// audio, which `[limits] binary = "deny"` always refuses: it is not offered then.
     pub(super) fn offered(self, pol: &Policy) -> bool {
+        if self == ToolId::ReadMediaFile && pol.limits().binary == BinaryMode::Deny {
+            return false;
+        }
         self.classes().iter().all(|c| pol.can_ever(*c))
     }
 }
@@ -310,6 +314,24 @@ mod tests {
             assert!(seen.insert(t.name()));
         }
         assert_eq!(ToolId::from_name("nope"), None);
+    }
+
+    #[test]
+    fn read_media_file_is_not_offered_when_binary_reads_are_denied() {
+        let listed = |binary: &str| {
+            let src = format!(
+                "version = 1\n[limits]\nbinary = \"{binary}\"\n[[rule]]\nid = \"r\"\n\
+                 effect = \"allow\"\nops = [\"read\"]\npaths = [\"**\"]\n"
+            );
+            let pol = Policy::from_toml(&src, "t").unwrap();
+            Catalog::new()
+                .tools(&pol, "/ws")
+                .iter()
+                .any(|t| t.name == "read_media_file")
+        };
+        assert!(!listed("deny"));
+        assert!(listed("media"));
+        assert!(listed("base64"));
     }
 
     #[test]

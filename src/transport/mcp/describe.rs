@@ -24,6 +24,10 @@ pub(super) fn describe(t: ToolId, pol: &Policy, root: &str) -> String {
     let write_max = mib(lim.max_write_bytes);
     let binary = match lim.binary {
         BinaryMode::Deny => "The current policy refuses binary files.",
+        BinaryMode::Media => {
+            "The current policy allows images and audio whose content matches their extension, \
+             and text files; other binary files are refused."
+        }
         BinaryMode::Base64 => "The current policy allows binary files (returned base64-encoded).",
     };
     match t {
@@ -120,9 +124,10 @@ pub(super) fn describe(t: ToolId, pol: &Policy, root: &str) -> String {
              exists; its parent directory must exist. {paths} {hidden}"
         ),
         ToolId::SearchFiles => format!(
-            "Find files and directories by name under `path`, recursively: `pattern` is a glob matched \
-             against names at any depth (e.g. `*.rs`, `test_*`); a pattern containing `/` is matched \
-             against the path relative to `path` (e.g. `src/**/*.rs`). Matches names only; use grep to \
+            "Find files and directories under `path`, recursively: `pattern` is a glob matched against \
+             each path relative to `path`, so `*.rs` finds files directly in `path` and `**/*.rs` finds \
+             them at any depth (`src/**/test_*` below src). `excludePatterns` are globs matched the same \
+             way; an excluded directory hides what is beneath it. Matches paths only; use grep to \
              search contents. Returns one absolute path per line, or `No matches found`. {paths} {hidden}"
         ),
         ToolId::GetFileInfo => format!(

@@ -1,7 +1,7 @@
 //! `edit_file` edit lists as the reference server applies them, and the unified diff it
 //! returns: pure text functions, no file access.
 
-use similar::TextDiff;
+use similar::{ChangeTag, TextDiff};
 
 use super::args::EditPair;
 
@@ -170,22 +170,52 @@ fn replace_lines(text: &str, old: &str, new: &str) -> Option<String> {
     Some(out.join("\n"))
 }
 
-/// A unified diff as the reference server shows it: `Index:` header, `original` /
-/// `modified` labels, 3 lines of context, fenced in enough backticks for its content.
+/// A unified diff as the reference server shows it (jsdiff's `createTwoFilesPatch`):
+/// `Index:` header, `original` / `modified` labels (also when nothing changed), 4 lines
+/// of context, `start,len` ranges, fenced in enough backticks for its content.
 pub(super) fn fenced_diff(path: &str, old: &str, new: &str) -> String {
     let diff = TextDiff::from_lines(old, new);
-    let body = diff
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("{path}\toriginal"), &format!("{path}\tmodified"))
-        .to_string();
-    let patch = format!("Index: {path}\n{}\n{body}", "=".repeat(67));
+    let mut patch = format!(
+        "Index: {path}\n{}\n--- {path}\toriginal\n+++ {path}\tmodified\n",
+        "=".repeat(67)
+    );
+    for group in diff.grouped_ops(CONTEXT) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let olds = first.old_range().start..last.old_range().end;
+        let news = first.new_range().start..last.new_range().end;
+        patch.push_str(&format!("@@ -{} +{} @@\n", range(&olds), range(&news)));
+        for change in group.iter().flat_map(|op| diff.iter_changes(op)) {
+            let sign = match change.tag() {
+                ChangeTag::Equal => ' ',
+                ChangeTag::Delete => '-',
+                ChangeTag::Insert => '+',
+            };
+            let line = change.value();
+            patch.push(sign);
+            patch.push_str(line);
+            if !line.ends_with('\n') {
+                patch.push_str("\n\\ No newline at end of file\n");
+            }
+        }
+    }
     let mut ticks = 3;
     while patch.contains(&"`".repeat(ticks)) {
         ticks += 1;
     }
     let fence = "`".repeat(ticks);
     format!("{fence}diff\n{patch}{fence}\n\n")
+}
+
+/// Lines of context around each change, as jsdiff's default.
+const CONTEXT: usize = 4;
+
+/// A hunk range as jsdiff writes it: 1-based `start,len`, `start` one lower when empty.
+fn range(r: &std::ops::Range<usize>) -> String {
+    let len = r.end - r.start;
+    let start = if len == 0 { r.start } else { r.start + 1 };
+    format!("{start},{len}")
 }
 
 #[cfg(test)]
@@ -287,6 +317,15 @@ mod tests {
         );
         assert!(d.contains("@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"), "{d}");
         assert!(d.ends_with("```\n\n"), "{d}");
+        let d = fenced_diff("/w/f", "a", "b");
+        assert!(
+            d.contains("@@ -1,1 +1,1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline"),
+            "{d}"
+        );
+        let d = fenced_diff("/w/f", "", "b\n");
+        assert!(d.contains("@@ -0,0 +1,1 @@\n+b\n"), "{d}");
+        let d = fenced_diff("/w/f", "a\n", "a\n");
+        assert!(d.ends_with("\tmodified\n```\n\n"), "{d}");
         let d = fenced_diff("/w/f.md", "```\n", "````\n");
         assert!(d.starts_with("`````diff\n"), "{d}");
     }

@@ -15,7 +15,7 @@ import json
 import os
 
 # Text files of the workspace, created by the Rust test before the driver runs (plus the
-# binary img/pixel.png, and outside.txt in the directory outside the workspace).
+# binary img/pixel.png, img/fake.png (not a PNG inside), and outside.txt in the directory outside the workspace).
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture.json"), encoding="utf-8") as _f:
     FIXTURE = json.load(_f)
 
@@ -96,10 +96,10 @@ async def run(list_tools, call, root, outside):
     for p in (W("notes.txt"), "notes.txt", "./docs/../notes.txt"):
         check(texts(await ok("read_text_file", {"path": p})) == notes, f"read {p}")
     check(texts(await ok("read_text_file", {"path": "notes.txt", "line": 2, "limit": 2})) == "line2\nline3\n", "window")
-    check(texts(await ok("read_text_file", {"path": "notes.txt", "head": 2})) == "line1\nline2\n", "head")
+    check(texts(await ok("read_text_file", {"path": "notes.txt", "head": 2})) == "line1\nline2", "head")
     check(texts(await ok("read_text_file", {"path": "notes.txt", "tail": 2})) == "line4\nline5\n", "tail")
     await refused("read_text_file", {"path": "notes.txt", "head": 1, "tail": 1}, "head or tail")
-    check(texts(await ok("read_file", {"path": "notes.txt", "head": 1})) == "line1\n", "read_file head")
+    check(texts(await ok("read_file", {"path": "notes.txt", "head": 1})) == "line1", "read_file head")
     await refused("read_text_file", {}, "invalid arguments", "path")
     await refused("read_text_file", {"path": "missing.txt"}, "not found")
 
@@ -154,9 +154,9 @@ async def run(list_tools, call, root, outside):
     top = {n["name"]: n for n in tree}
     check("src" in top and "node_modules" not in top and ".env" not in top, f"tree {sorted(top)}")
     check({c["name"] for c in top["src"]["children"]} == {"lib.rs", "main.rs"}, f"tree src {top['src']}")
-    found = texts(await ok("search_files", {"path": ".", "pattern": "*.rs"})).splitlines()
+    found = texts(await ok("search_files", {"path": ".", "pattern": "**/*.rs"})).splitlines()
     check(sorted(found) == [W("src/lib.rs"), W("src/main.rs")], f"search_files {found}")
-    none = texts(await ok("search_files", {"path": root, "pattern": "*.rs", "excludePatterns": ["src"]}))
+    none = texts(await ok("search_files", {"path": root, "pattern": "**/*.rs", "excludePatterns": ["src"]}))
     check(none == "No matches found", f"search_files exclude {none!r}")
     info = texts(await ok("get_file_info", {"path": W("notes.txt")}))
     check(f"size: {len(notes)}" in info and "isFile: true" in info, f"get_file_info {info!r}")
@@ -168,7 +168,12 @@ async def run(list_tools, call, root, outside):
     block = res["content"][0]
     check(block["type"] == "image" and block["mimeType"] == "image/svg+xml", f"media {block}")
     check(base64.b64decode(block["data"]).decode() == FIXTURE["img/dot.svg"], "media bytes")
-    await refused("read_media_file", {"path": "img/pixel.png"}, "limits.binary")
+    # The default policy reads images whose content matches their extension, nothing else binary.
+    res = await ok("read_media_file", {"path": "img/pixel.png"})
+    block = res["content"][0]
+    check(block["type"] == "image" and block["mimeType"] == "image/png", f"png {block}")
+    check(base64.b64decode(block["data"]).startswith(b"\x89PNG"), "png bytes")
+    await refused("read_media_file", {"path": "img/fake.png"}, "limits.binary")
     multi = texts(await ok("read_multiple_files", {"paths": ["notes.txt", ".env", W("docs/guide.md")]}))
     check(f"{W('notes.txt')}:\n{notes}" in multi, f"multi notes {multi!r}")
     check(f"{W('.env')}: Error - refused" in multi and "sekrit" not in multi, f"multi .env {multi!r}")

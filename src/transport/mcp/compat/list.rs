@@ -121,6 +121,26 @@ fn exclusions(tool: &'static str, patterns: Option<&[String]>) -> Result<GlobSet
     })
 }
 
+/// `search_files`' exclusions: each glob as given, matched against the relative path
+/// only (the reference's minimatch; no implicit any-depth form as directory_tree has).
+fn search_exclusions(patterns: &[String]) -> Result<GlobSet, ToolError> {
+    let mut set = globset::GlobSetBuilder::new();
+    for p in patterns {
+        let glob = globset::GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| {
+                args_error(
+                    "search_files",
+                    &format!("invalid exclude pattern {p:?}: {}", e.kind()),
+                )
+            })?;
+        set.add(glob);
+    }
+    set.build()
+        .map_err(|e| args_error("search_files", &format!("invalid exclude patterns: {e}")))
+}
+
 /// True if `rel` or any of its ancestors is excluded (so excluding a directory excludes
 /// everything beneath it).
 fn excluded(set: &GlobSet, rel: &str) -> bool {
@@ -243,31 +263,27 @@ fn tree_array(
     Ok(())
 }
 
-/// `search_files`: a gateway glob for names below `path`, minus the exclusions.
+/// `search_files` as on the reference server: `pattern` and `excludePatterns` are globs
+/// matched against the path relative to `path` (`*.py` only directly in it, `**/*.py` at
+/// any depth); an excluded directory hides everything beneath it. Matching is the
+/// gateway's glob, so refused paths are never listed.
 pub(in crate::transport::mcp) fn search_files(
     gw: &Gateway,
     ctx: &RequestCtx,
     a: SearchFilesArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let excl = exclusions("search_files", a.exclude_patterns.as_deref())?;
+    let excl = search_exclusions(a.exclude_patterns.as_deref().unwrap_or_default())?;
     if a.pattern.is_empty() {
         return Err(args_error("search_files", "pattern must not be empty"));
     }
     let base = RelPath::parse_any(&gw.workspace().dealias(&a.path), gw.workspace().root_path());
-    let pattern = if a.pattern.starts_with('/') {
-        a.pattern.clone()
-    } else {
-        let tail = if a.pattern.contains('/') {
-            a.pattern.trim_start_matches("./").to_string()
-        } else {
-            format!("**/{}", a.pattern)
-        };
-        match &base {
-            Ok(rel) if rel.is_root() => tail,
-            Ok(rel) => format!("{}/{tail}", globset::escape(rel.as_str())),
-            // Not expressible inside the root: the gateway refuses it and names the rule.
-            Err(_) => format!("{}/{tail}", a.path.trim_end_matches('/')),
-        }
+    // An absolute pattern (an fsgate extension) names its own place in the workspace.
+    let pattern = match &base {
+        _ if a.pattern.starts_with('/') => a.pattern.clone(),
+        Ok(rel) if rel.is_root() => a.pattern.clone(),
+        Ok(rel) => format!("{}/{}", globset::escape(rel.as_str()), a.pattern),
+        // Not expressible inside the root: the gateway refuses it and names the rule.
+        Err(_) => format!("{}/{}", a.path.trim_end_matches('/'), a.pattern),
     };
     let (paths, truncated) = match handle(gw, ctx, Op::Glob { pattern })? {
         Output::Paths { paths, truncated } => (paths, truncated),
@@ -408,6 +424,18 @@ mod tests {
         let want = serde_json::to_string_pretty(&tree_value(&root, "")).unwrap();
         assert_eq!(tree_json(&root, 0).unwrap(), want);
         assert_eq!(tree_json(&[], 0).unwrap(), "[]");
+    }
+
+    #[test]
+    fn search_exclusions_match_the_relative_path_only() {
+        let set = search_exclusions(&["node_modules".into(), "**/*.log".into()]).unwrap();
+        assert!(excluded(&set, "node_modules/x.js"));
+        assert!(
+            !excluded(&set, "a/node_modules/x.js"),
+            "no implicit any-depth form"
+        );
+        assert!(excluded(&set, "a/b/x.log"));
+        assert!(search_exclusions(&["a[".into()]).is_err());
     }
 
     #[test]

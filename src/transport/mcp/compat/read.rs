@@ -7,6 +7,7 @@ use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use super::{args_error, handle, read_whole, unexpected};
 use crate::gateway::Gateway;
 use crate::ops::{Encoding, Op, Output, RequestCtx};
+use crate::policy::media::{MediaKind, media_type};
 use crate::transport::mcp::args::{MultiReadArgs, PathArgs, ReadTextArgs};
 use crate::transport::mcp::catalog::MAX_MULTI_PATHS;
 use crate::transport::mcp::render::{ToolError, shown, text};
@@ -30,12 +31,17 @@ fn last_lines(s: &str, n: u64) -> &str {
 }
 
 /// `read_text_file` / `read_file`: a line window (contract) or head/tail (reference).
+/// As on the reference server, `head`/`tail` of 0 mean "not given" and `head` drops the
+/// newline after its last line; `tail` counts lines, not the empty string after the
+/// final newline (the reference returns one line fewer there).
 pub(in crate::transport::mcp) fn read_text(
     gw: &Gateway,
     ctx: &RequestCtx,
     tool: &'static str,
-    a: ReadTextArgs,
+    mut a: ReadTextArgs,
 ) -> Result<CallToolResult, ToolError> {
+    a.head = a.head.filter(|n| *n > 0);
+    a.tail = a.tail.filter(|n| *n > 0);
     let window = a.line.is_some() || a.limit.is_some();
     let op = |line, limit| Op::ReadText {
         path: a.path.clone(),
@@ -50,7 +56,15 @@ pub(in crate::transport::mcp) fn read_text(
                 "head/tail cannot be combined with line/limit",
             ));
         }
-        (Some(h), None) => handle(gw, ctx, op(None, Some(h)))?,
+        (Some(h), None) => match handle(gw, ctx, op(None, Some(h)))? {
+            Output::Text(mut s) => {
+                if s.ends_with('\n') {
+                    s.pop();
+                }
+                Output::Text(s)
+            }
+            _ => return Err(unexpected(tool)),
+        },
         (None, Some(t)) => match handle(gw, ctx, op(None, None))? {
             Output::Text(s) => Output::Text(last_lines(&s, t).to_string()),
             _ => return Err(unexpected(tool)),
@@ -60,28 +74,6 @@ pub(in crate::transport::mcp) fn read_text(
     match out {
         Output::Text(s) => Ok(text(s)),
         _ => Err(unexpected(tool)),
-    }
-}
-
-/// MIME type and content kind by extension, as the reference server maps them.
-fn media_type(path: &str) -> (&'static str, &'static str) {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let ext = name
-        .rsplit_once('.')
-        .map(|(_, e)| e.to_ascii_lowercase())
-        .unwrap_or_default();
-    match ext.as_str() {
-        "png" => ("image", "image/png"),
-        "jpg" | "jpeg" => ("image", "image/jpeg"),
-        "gif" => ("image", "image/gif"),
-        "webp" => ("image", "image/webp"),
-        "bmp" => ("image", "image/bmp"),
-        "svg" => ("image", "image/svg+xml"),
-        "mp3" => ("audio", "audio/mpeg"),
-        "wav" => ("audio", "audio/wav"),
-        "ogg" => ("audio", "audio/ogg"),
-        "flac" => ("audio", "audio/flac"),
-        _ => ("blob", "application/octet-stream"),
     }
 }
 
@@ -126,11 +118,11 @@ pub(in crate::transport::mcp) fn read_media(
     };
     let abs = shown(gw, &a.path);
     let block = match media_type(&a.path) {
-        ("image", mime) => ContentBlock::image(data, mime),
-        ("audio", mime) => ContentBlock::audio(data, mime),
-        (_, mime) => ContentBlock::resource(ResourceContents::BlobResourceContents {
+        Some((MediaKind::Image, mime)) => ContentBlock::image(data, mime),
+        Some((MediaKind::Audio, mime)) => ContentBlock::audio(data, mime),
+        None => ContentBlock::resource(ResourceContents::BlobResourceContents {
             uri: file_uri(&abs),
-            mime_type: Some(mime.to_string()),
+            mime_type: Some("application/octet-stream".to_string()),
             blob: data,
             meta: None,
         }),
@@ -203,14 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn media_types_and_uris() {
-        assert_eq!(media_type("/w/a.PNG"), ("image", "image/png"));
-        assert_eq!(media_type("/w/a.flac"), ("audio", "audio/flac"));
-        assert_eq!(media_type("/w/a.bin"), ("blob", "application/octet-stream"));
-        assert_eq!(
-            media_type("/w/v1.png/x"),
-            ("blob", "application/octet-stream")
-        );
+    fn file_uris() {
         assert_eq!(file_uri("/w/a b#.png"), "file:///w/a%20b%23.png");
     }
 }
