@@ -49,10 +49,10 @@ impl Gateway {
             ));
         }
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
-        let text = text_or_refuse(pol, bytes, &shown)?;
+        let text = text_or_refuse(pol, ctx, bytes, &shown)?;
         let window = text_window(&text, line, limit);
-        let encoded = answer_fits(pol, window, &shown)?;
-        hold_answer(facts, text.len() as u64 + encoded);
+        let encoded = answer_fits(pol, ctx, window, &shown)?;
+        hold_answer(facts, text.len() as u64 * copies(ctx) + encoded);
         if window.len() == text.len() {
             return Ok(Output::Text(text));
         }
@@ -70,18 +70,18 @@ impl Gateway {
         if crate::workspace::is_binary(&bytes) {
             if pol.limits().binary == BinaryMode::Base64 {
                 let content = base64::engine::general_purpose::STANDARD.encode(&bytes);
-                let encoded = answer_fits(pol, &content, &shown)?;
-                hold_answer(facts, bytes.len() as u64 + encoded);
+                let encoded = answer_fits(pol, ctx, &content, &shown)?;
+                hold_answer(facts, bytes.len() as u64 * copies(ctx) + encoded);
                 return Ok(Output::File {
                     content,
                     encoding: Encoding::Base64,
                 });
             }
-            return Err(binary_refusal(pol, &shown));
+            return Err(binary_refusal(pol, ctx, &shown));
         }
-        let text = String::from_utf8(bytes).map_err(|_| binary_refusal(pol, &shown))?;
-        let encoded = answer_fits(pol, &text, &shown)?;
-        hold_answer(facts, text.len() as u64 + encoded);
+        let text = String::from_utf8(bytes).map_err(|_| binary_refusal(pol, ctx, &shown))?;
+        let encoded = answer_fits(pol, ctx, &text, &shown)?;
+        hold_answer(facts, text.len() as u64 * copies(ctx) + encoded);
         Ok(Output::File {
             content: text,
             encoding: Encoding::Utf8,
@@ -100,32 +100,56 @@ fn hold_answer(facts: &mut Facts, bytes: u64) {
     }
 }
 
+/// Copies of read content in one answer: MCP sends it as a text block and again as
+/// structured content (as the reference server does), the other doors once.
+fn copies(ctx: &RequestCtx) -> u64 {
+    if ctx.transport == "mcp" { 2 } else { 1 }
+}
+
 /// Refuses content whose answer would exceed the message limit once JSON-encoded (a
 /// file of control characters grows up to six times): the answer is never built.
-/// Every door sends read content once (MCP reads are a text block only, without
-/// structured content), so one copy counts. Ok: the encoded size.
-fn answer_fits(pol: &Policy, content: &str, shown: &str) -> Result<u64, GatewayError> {
+/// Ok: the encoded size of every copy the door sends.
+fn answer_fits(
+    pol: &Policy,
+    ctx: &RequestCtx,
+    content: &str,
+    shown: &str,
+) -> Result<u64, GatewayError> {
     const ENVELOPE: u64 = 4096;
-    let encoded = super::budget::json_string_len(content) + ENVELOPE;
+    let encoded = super::budget::json_string_len(content) * copies(ctx) + ENVELOPE;
     let max = pol.limits().max_message_bytes;
     if encoded <= max {
         return Ok(encoded);
     }
+    // Each door names its own way to read less.
+    let hint = match ctx.transport {
+        "mcp" => "; read the file in parts (read_text_file with line and limit)",
+        "ws" => "",
+        _ => "; read the file in parts (line and limit)",
+    };
     Err(GatewayError::Limit {
         reason: format!(
-            "the answer would be {encoded} bytes once encoded, over the message limit of {max} bytes; read the file in parts (line and limit)"
+            "the answer would be {encoded} bytes once encoded, over the message limit of {max} bytes{hint}"
         ),
         rule: "limits.max_message_bytes".into(),
         path: shown.to_string(),
     })
 }
 
-fn binary_refusal(pol: &Policy, shown: &str) -> GatewayError {
-    let reason = match pol.limits().binary {
-        BinaryMode::Deny => {
+/// The refusal of binary content as text; where the policy allows binary reads, it
+/// names the way to read it as base64 on the door in use.
+fn binary_refusal(pol: &Policy, ctx: &RequestCtx, shown: &str) -> GatewayError {
+    let reason = match (pol.limits().binary, ctx.transport) {
+        (BinaryMode::Deny, _) => {
             "binary content (NUL byte or invalid UTF-8); the policy denies binary reads"
         }
-        BinaryMode::Base64 => {
+        (BinaryMode::Base64, "mcp") => {
+            "binary content (NUL byte or invalid UTF-8) cannot be read as text; use read_media_file"
+        }
+        (BinaryMode::Base64, "ws") => {
+            "binary content (NUL byte or invalid UTF-8) cannot be read as text; a \"read\" request answers it as base64"
+        }
+        (BinaryMode::Base64, _) => {
             "binary content (NUL byte or invalid UTF-8) cannot be read as text; use _fsgate/read_file"
         }
     };
@@ -139,11 +163,12 @@ fn binary_refusal(pol: &Policy, shown: &str) -> GatewayError {
 /// The bytes as text, or a binary refusal.
 pub(crate) fn text_or_refuse(
     pol: &Policy,
+    ctx: &RequestCtx,
     bytes: Vec<u8>,
     shown: &str,
 ) -> Result<String, GatewayError> {
     if bytes[..bytes.len().min(8192)].contains(&0) {
-        return Err(binary_refusal(pol, shown));
+        return Err(binary_refusal(pol, ctx, shown));
     }
-    String::from_utf8(bytes).map_err(|_| binary_refusal(pol, shown))
+    String::from_utf8(bytes).map_err(|_| binary_refusal(pol, ctx, shown))
 }
