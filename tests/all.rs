@@ -51,6 +51,8 @@ mod signals;
 mod mcp_harness;
 // The reference MCP filesystem server next to fsgate: same calls, compared answers.
 mod mcp_reference;
+// Drop-in parity in results: output schemas, structured content, file info, messages.
+mod mcp_parity_results;
 // MCP on the wire: both protocol eras, refusals as tool errors, policy-shaped tool lists.
 mod mcp_wire;
 // MCP with the official Python SDK clients 2.x and 1.x (skipped without them).

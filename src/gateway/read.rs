@@ -172,3 +172,51 @@ pub(crate) fn text_or_refuse(
     }
     String::from_utf8(bytes).map_err(|_| binary_refusal(pol, ctx, shown))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::PathStyle;
+
+    fn ctx(transport: &'static str) -> RequestCtx {
+        RequestCtx {
+            style: PathStyle::Absolute,
+            session: String::new(),
+            transport,
+            peer: String::new(),
+        }
+    }
+
+    fn reason(e: GatewayError) -> String {
+        match e {
+            GatewayError::Limit { reason, .. } => reason,
+            other => panic!("not a limit: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_way_to_read_on_the_door_in_use() {
+        let text = crate::policy::DEFAULT_POLICY_TOML
+            .replace("binary = \"deny\"", "binary = \"base64\"")
+            .replace("[limits]\n", "[limits]\nmax_message_bytes = 8192\n");
+        let pol = Policy::from_toml(&text, "test").unwrap();
+        let binary =
+            |t| reason(text_or_refuse(&pol, &ctx(t), b"a\0b".to_vec(), "/w/b").unwrap_err());
+        assert!(binary("acp").ends_with("use _fsgate/read_file"));
+        assert!(binary("mcp").ends_with("use read_media_file"));
+        assert!(binary("ws").contains("\"read\" request"));
+        for t in ["mcp", "ws"] {
+            assert!(!binary(t).contains("_fsgate/"), "{t}: {}", binary(t));
+        }
+        let big = "x".repeat(5000);
+        let over = |t| reason(answer_fits(&pol, &ctx(t), &big, "/w/b").unwrap_err());
+        assert!(over("acp").ends_with("(line and limit)"));
+        assert!(over("mcp").ends_with("(read_text_file with line and limit)"));
+        assert!(!over("ws").contains("line"));
+        // MCP sends the content twice (text and structured content): 3000 bytes fit
+        // once into 8192 with the envelope, not twice.
+        let half = "x".repeat(3000);
+        assert!(answer_fits(&pol, &ctx("acp"), &half, "/w/b").is_ok());
+        assert!(answer_fits(&pol, &ctx("mcp"), &half, "/w/b").is_err());
+    }
+}
