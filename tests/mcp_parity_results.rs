@@ -237,8 +237,7 @@ fn get_file_info_as_the_reference() {
         };
         assert_eq!(keys(&f), keys(&r), "{f}\n--\n{r}");
         for (fl, rl) in f.lines().zip(r.lines()) {
-            if fl.starts_with("created: ") {
-                let when = &fl["created: ".len()..];
+            if let Some(when) = fl.strip_prefix("created: ") {
                 assert!(
                     when == "unknown" || when.ends_with(" GMT+0000 (Coordinated Universal Time)"),
                     "{fl}"
