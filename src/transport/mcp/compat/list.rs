@@ -65,6 +65,12 @@ fn format_size(bytes: u64) -> String {
     }
 }
 
+/// JavaScript's `padEnd(width)`: blanks up to `width` UTF-16 units.
+fn pad_end(name: &str, width: usize) -> String {
+    let pad = width.saturating_sub(name.encode_utf16().count());
+    format!("{name}{:pad$}", "")
+}
+
 /// `list_directory_with_sizes`: entries with sizes, then totals.
 pub(in crate::transport::mcp) fn list_with_sizes(
     gw: &Gateway,
@@ -89,10 +95,8 @@ pub(in crate::transport::mcp) fn list_with_sizes(
             } else {
                 format!("{:>10}", format_size(e.size.unwrap_or(0)))
             };
-            // JavaScript's padEnd(30), which counts UTF-16 units; the trailing blanks
-            // of a [DIR] line stay, as on the reference server.
-            let pad = 30usize.saturating_sub(e.name.encode_utf16().count());
-            format!("{} {}{:pad$} {size}", tag(e), e.name, "")
+            // The trailing blanks of a [DIR] line stay, as on the reference server.
+            format!("{} {} {size}", tag(e), pad_end(&e.name, 30))
         })
         .collect();
     let files: Vec<&Entry> = entries.iter().filter(|e| !is_dir(e)).collect();
@@ -302,6 +306,9 @@ mod tests {
         assert_eq!(format_size(1023), "1023 B");
         assert_eq!(format_size(4096), "4.00 KB");
         assert_eq!(format_size(1536 * 1024), "1.50 MB");
+        // As "\u{1F600}é".padEnd(5) in JavaScript: the emoji is two UTF-16 units.
+        assert_eq!(pad_end("\u{1F600}\u{e9}", 5), "\u{1F600}\u{e9}  ");
+        assert_eq!(pad_end("abc", 2), "abc");
     }
 
     fn entry(path: &str, dir: bool) -> Entry {
