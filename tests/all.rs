@@ -53,6 +53,8 @@ mod mcp_harness;
 mod mcp_reference;
 // Parity with the reference server: head/tail, edit diffs, search_files, media files.
 mod mcp_parity_text;
+// Drop-in parity in results: output schemas, structured content, file info, messages.
+mod mcp_parity_results;
 // MCP on the wire: both protocol eras, refusals as tool errors, policy-shaped tool lists.
 mod mcp_wire;
 // MCP with the official Python SDK clients 2.x and 1.x (skipped without them).

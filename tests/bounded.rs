@@ -204,20 +204,36 @@ fn the_reference_servers_text_tools_say_when_a_list_was_cut() {
 }
 
 #[test]
-fn a_read_at_the_default_read_limit_fits_an_mcp_answer() {
-    // Regression: MCP reads were checked as if the content went out twice, so a 10 MiB
-    // text file (the default read limit) was refused against the 16 MiB message limit.
+fn an_mcp_read_fits_if_both_its_copies_fit_the_message_limit() {
+    // An MCP answer carries a read twice, as a text block and as the structured content
+    // its output schema promises (as the reference server's does): 7 MiB fits the
+    // default 16 MiB message limit; the default read limit of 10 MiB does not, and is
+    // refused before the answer is built, naming the limit and how to read less. (Before
+    // structured content, one copy counted and 10 MiB fitted.)
     let mut g = crate::mcp_harness::McpGate::start(None);
     let line = "a line of ordinary text, quoted \"here\", with a tab\tand 0123456789\n";
-    let mut content = line.repeat((10 << 20) / line.len());
-    content.push_str(&"z".repeat((10 << 20) - content.len()));
-    assert_eq!(content.len(), 10 << 20);
-    g.dirs.put("big.txt", &content);
+    let sized = |n: usize| {
+        let mut content = line.repeat(n / line.len());
+        content.push_str(&"z".repeat(n - content.len()));
+        content
+    };
+    let (fits, over) = (sized(7 << 20), sized(10 << 20));
+    g.dirs.put("fits.txt", &fits);
+    g.dirs.put("big.txt", &over);
     g.initialize("2025-06-18");
-    let r = g.tool(1, "read_text_file", json!({"path": g.dirs.abs("big.txt")}));
+    let r = g.tool(1, "read_text_file", json!({"path": g.dirs.abs("fits.txt")}));
     assert_ne!(r["isError"], true, "{}", crate::mcp_harness::text_of(&r));
     assert_eq!(r["content"].as_array().map(Vec::len), Some(1));
-    assert!(r["content"][0]["text"].as_str() == Some(content.as_str()));
+    assert!(r["content"][0]["text"].as_str() == Some(fits.as_str()));
+    assert!(r["structuredContent"]["content"].as_str() == Some(fits.as_str()));
+    let r = g.tool(2, "read_text_file", json!({"path": g.dirs.abs("big.txt")}));
+    let text = crate::mcp_harness::text_of(&r);
+    assert_eq!(r["isError"], true, "{text}");
+    assert!(text.contains("limits.max_message_bytes"), "{text}");
+    assert!(
+        text.contains("read_text_file with line and limit"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -52,7 +52,11 @@ impl Twins {
         let mut fsgate = McpGate::start(policy);
         let dirs = Dirs::new();
         let mut cmd = Command::new("node");
-        cmd.arg(js).arg(&dirs.root).current_dir(&dirs.state);
+        // The reference writes times in the local zone; fsgate in UTC.
+        cmd.arg(js)
+            .arg(&dirs.root)
+            .current_dir(&dirs.state)
+            .env("TZ", "UTC");
         let mut reference = McpGate::spawn(cmd, dirs);
         for (rel, content) in seed {
             fsgate.dirs.put(rel, content);

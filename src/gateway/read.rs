@@ -50,10 +50,10 @@ impl Gateway {
             ));
         }
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
-        let text = text_or_refuse(pol, bytes, &shown)?;
+        let text = text_or_refuse(pol, ctx, bytes, &shown)?;
         let window = text_window(&text, line, limit);
-        let encoded = answer_fits(pol, window, &shown)?;
-        hold_answer(facts, text.len() as u64 + encoded);
+        let encoded = answer_fits(pol, ctx, window, &shown)?;
+        hold_answer(facts, text.len() as u64 * copies(ctx) + encoded);
         if window.len() == text.len() {
             return Ok(Output::Text(text));
         }
@@ -73,18 +73,18 @@ impl Gateway {
             if mode == BinaryMode::Base64 || (mode == BinaryMode::Media && is_media(&shown, &bytes))
             {
                 let content = base64::engine::general_purpose::STANDARD.encode(&bytes);
-                let encoded = answer_fits(pol, &content, &shown)?;
-                hold_answer(facts, bytes.len() as u64 + encoded);
+                let encoded = answer_fits(pol, ctx, &content, &shown)?;
+                hold_answer(facts, bytes.len() as u64 * copies(ctx) + encoded);
                 return Ok(Output::File {
                     content,
                     encoding: Encoding::Base64,
                 });
             }
-            return Err(binary_refusal(pol, &shown));
+            return Err(binary_refusal(pol, ctx, &shown));
         }
-        let text = String::from_utf8(bytes).map_err(|_| binary_refusal(pol, &shown))?;
-        let encoded = answer_fits(pol, &text, &shown)?;
-        hold_answer(facts, text.len() as u64 + encoded);
+        let text = String::from_utf8(bytes).map_err(|_| binary_refusal(pol, ctx, &shown))?;
+        let encoded = answer_fits(pol, ctx, &text, &shown)?;
+        hold_answer(facts, text.len() as u64 * copies(ctx) + encoded);
         Ok(Output::File {
             content: text,
             encoding: Encoding::Utf8,
@@ -103,41 +103,75 @@ fn hold_answer(facts: &mut Facts, bytes: u64) {
     }
 }
 
+/// Copies of read content in one answer: MCP sends it as a text block and again as
+/// structured content (as the reference server does), the other doors once.
+fn copies(ctx: &RequestCtx) -> u64 {
+    if ctx.transport == "mcp" { 2 } else { 1 }
+}
+
 /// Refuses content whose answer would exceed the message limit once JSON-encoded (a
 /// file of control characters grows up to six times): the answer is never built.
-/// Every door sends read content once (MCP reads are a text block only, without
-/// structured content), so one copy counts. Ok: the encoded size.
-fn answer_fits(pol: &Policy, content: &str, shown: &str) -> Result<u64, GatewayError> {
+/// Ok: the encoded size of every copy the door sends.
+fn answer_fits(
+    pol: &Policy,
+    ctx: &RequestCtx,
+    content: &str,
+    shown: &str,
+) -> Result<u64, GatewayError> {
     const ENVELOPE: u64 = 4096;
-    let encoded = super::budget::json_string_len(content) + ENVELOPE;
+    let encoded = super::budget::json_string_len(content) * copies(ctx) + ENVELOPE;
     let max = pol.limits().max_message_bytes;
     if encoded <= max {
         return Ok(encoded);
     }
+    // Each door names its own way to read less.
+    let hint = match ctx.transport {
+        "mcp" => "; read the file in parts (read_text_file with line and limit)",
+        "ws" => "",
+        _ => "; read the file in parts (line and limit)",
+    };
     Err(GatewayError::Limit {
         reason: format!(
-            "the answer would be {encoded} bytes once encoded, over the message limit of {max} bytes; read the file in parts (line and limit)"
+            "the answer would be {encoded} bytes once encoded, over the message limit of {max} bytes{hint}"
         ),
         rule: "limits.max_message_bytes".into(),
         path: shown.to_string(),
     })
 }
 
-fn binary_refusal(pol: &Policy, shown: &str) -> GatewayError {
-    let reason = match pol.limits().binary {
-        BinaryMode::Deny => {
+/// The refusal of binary content as text; where the policy allows binary reads, it
+/// names the way to read it as base64 on the door in use.
+fn binary_refusal(pol: &Policy, ctx: &RequestCtx, shown: &str) -> GatewayError {
+    let reason = match (pol.limits().binary, ctx.transport) {
+        (BinaryMode::Deny, _) => {
             "binary content (NUL byte or invalid UTF-8); the policy denies binary reads"
         }
-        BinaryMode::Base64 => {
+        (BinaryMode::Base64, "mcp") => {
+            "binary content (NUL byte or invalid UTF-8) cannot be read as text; use read_media_file"
+        }
+        (BinaryMode::Base64, "ws") => {
+            "binary content (NUL byte or invalid UTF-8) cannot be read as text; a \"read\" request answers it as base64"
+        }
+        (BinaryMode::Base64, _) => {
             "binary content (NUL byte or invalid UTF-8) cannot be read as text; use _fsgate/read_file"
         }
-        BinaryMode::Media => match media_type(shown) {
-            Some(_) => {
-                "binary content (NUL byte or invalid UTF-8): the policy lets media files (images, \
-                 audio) be read base64-encoded (MCP read_media_file, _fsgate/read_file) if their \
-                 content matches their extension, and never as text"
+        (BinaryMode::Media, door) => match (media_type(shown), door) {
+            (Some(_), "mcp") => {
+                "binary content (NUL byte or invalid UTF-8) cannot be read as text; the policy \
+                 lets media files (images, audio) be read with read_media_file if their content \
+                 matches their extension"
             }
-            None => {
+            (Some(_), "ws") => {
+                "binary content (NUL byte or invalid UTF-8) cannot be read as text; a \"read\" \
+                 request answers a media file (image, audio) as base64 if its content matches \
+                 its extension"
+            }
+            (Some(_), _) => {
+                "binary content (NUL byte or invalid UTF-8) cannot be read as text; the policy \
+                 lets media files (images, audio) be read base64-encoded with _fsgate/read_file \
+                 if their content matches their extension"
+            }
+            (None, _) => {
                 "binary content (NUL byte or invalid UTF-8); the policy denies binary reads \
                  except of media files (images, audio)"
             }
@@ -153,11 +187,60 @@ fn binary_refusal(pol: &Policy, shown: &str) -> GatewayError {
 /// The bytes as text, or a binary refusal.
 pub(crate) fn text_or_refuse(
     pol: &Policy,
+    ctx: &RequestCtx,
     bytes: Vec<u8>,
     shown: &str,
 ) -> Result<String, GatewayError> {
     if bytes[..bytes.len().min(8192)].contains(&0) {
-        return Err(binary_refusal(pol, shown));
+        return Err(binary_refusal(pol, ctx, shown));
     }
-    String::from_utf8(bytes).map_err(|_| binary_refusal(pol, shown))
+    String::from_utf8(bytes).map_err(|_| binary_refusal(pol, ctx, shown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::PathStyle;
+
+    fn ctx(transport: &'static str) -> RequestCtx {
+        RequestCtx {
+            style: PathStyle::Absolute,
+            session: String::new(),
+            transport,
+            peer: String::new(),
+        }
+    }
+
+    fn reason(e: GatewayError) -> String {
+        match e {
+            GatewayError::Limit { reason, .. } => reason,
+            other => panic!("not a limit: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_way_to_read_on_the_door_in_use() {
+        let text = crate::policy::DEFAULT_POLICY_TOML
+            .replace("binary = \"deny\"", "binary = \"base64\"")
+            .replace("[limits]\n", "[limits]\nmax_message_bytes = 8192\n");
+        let pol = Policy::from_toml(&text, "test").unwrap();
+        let binary =
+            |t| reason(text_or_refuse(&pol, &ctx(t), b"a\0b".to_vec(), "/w/b").unwrap_err());
+        assert!(binary("acp").ends_with("use _fsgate/read_file"));
+        assert!(binary("mcp").ends_with("use read_media_file"));
+        assert!(binary("ws").contains("\"read\" request"));
+        for t in ["mcp", "ws"] {
+            assert!(!binary(t).contains("_fsgate/"), "{t}: {}", binary(t));
+        }
+        let big = "x".repeat(5000);
+        let over = |t| reason(answer_fits(&pol, &ctx(t), &big, "/w/b").unwrap_err());
+        assert!(over("acp").ends_with("(line and limit)"));
+        assert!(over("mcp").ends_with("(read_text_file with line and limit)"));
+        assert!(!over("ws").contains("line"));
+        // MCP sends the content twice (text and structured content): 3000 bytes fit
+        // once into 8192 with the envelope, not twice.
+        let half = "x".repeat(3000);
+        assert!(answer_fits(&pol, &ctx("acp"), &half, "/w/b").is_ok());
+        assert!(answer_fits(&pol, &ctx("mcp"), &half, "/w/b").is_err());
+    }
 }

@@ -95,7 +95,7 @@ impl Gateway {
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
         // The record names the write rule that allowed the edit, not the read rule.
         facts.decided(&pol.decide(OpClass::Write, &res.real, EntryKind::File));
-        let text = super::read::text_or_refuse(pol, bytes, &shown)?;
+        let text = super::read::text_or_refuse(pol, ctx, bytes, &shown)?;
         let count = occurrences(&text, old_text);
         if count != 1 {
             return Err(GatewayError::InvalidParams(format!(

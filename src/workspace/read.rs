@@ -31,6 +31,11 @@ pub struct StatInfo {
     /// Hard links to the inode (a regular file with more than one may be a link to a
     /// file outside the workspace).
     pub nlink: u64,
+    /// Mode bits (type and permissions).
+    pub mode: u32,
+    /// Modification, last access and birth times; None where the platform or file
+    /// system does not give one (birth time: statx without `STATX_BTIME`).
+    pub times: [Option<SystemTime>; 3],
 }
 
 impl Workspace {
@@ -121,6 +126,12 @@ pub(crate) fn stat_info(meta: &Metadata) -> StatInfo {
         modified: meta.modified().ok().map(format_time),
         permissions: format_permissions(meta.mode()),
         nlink: meta.nlink(),
+        mode: meta.mode(),
+        times: [
+            meta.modified().ok(),
+            meta.accessed().ok(),
+            meta.created().ok(),
+        ],
     }
 }
 

@@ -161,6 +161,8 @@ pub(super) struct Catalog {
     out_stat: Arc<JsonObject>,
     out_paths: Arc<JsonObject>,
     out_grep: Arc<JsonObject>,
+    out_text: Arc<JsonObject>,
+    out_media: Arc<JsonObject>,
 }
 
 fn object(v: serde_json::Value) -> Arc<JsonObject> {
@@ -201,8 +203,9 @@ impl Catalog {
                 (t, s)
             })
             .collect();
-        let time =
-            json!({"type": ["string", "null"], "description": "modification time, RFC 3339 UTC"});
+        // `anyOf`, not a type array: some clients map schemas onto a one-`type` dialect.
+        let time = json!({"anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "modification time, RFC 3339 UTC"});
         let kind = json!({"type": "string", "enum": ["file", "directory", "symlink", "other"]});
         Catalog {
             schemas,
@@ -255,6 +258,8 @@ impl Catalog {
                 }}},
                 "required": ["matches"],
             })),
+            out_text: object(reference_text_output()),
+            out_media: object(reference_media_output()),
         }
     }
 
@@ -274,16 +279,93 @@ impl Catalog {
             .collect()
     }
 
-    /// The output schema of the tools that return structured content.
+    /// Every tool's output schema: every tool returns structured content.
     fn output_schema(&self, t: ToolId) -> Option<Arc<JsonObject>> {
-        match t {
-            ToolId::Ls => Some(Arc::clone(&self.out_ls)),
-            ToolId::Stat => Some(Arc::clone(&self.out_stat)),
-            ToolId::Glob => Some(Arc::clone(&self.out_paths)),
-            ToolId::Grep => Some(Arc::clone(&self.out_grep)),
-            _ => None,
+        let out = match t.output() {
+            OutputKind::Structured => match t {
+                ToolId::Ls => &self.out_ls,
+                ToolId::Stat => &self.out_stat,
+                ToolId::Glob => &self.out_paths,
+                _ => &self.out_grep,
+            },
+            OutputKind::Text => &self.out_text,
+            OutputKind::Media => &self.out_media,
+        };
+        Some(Arc::clone(out))
+    }
+}
+
+/// What a tool's structured content holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OutputKind {
+    /// Its own JSON (ls, stat, glob, grep), built by the tool.
+    Structured,
+    /// `{content: <the text>}`, as the reference server's text tools answer.
+    Text,
+    /// `{content: [<the content blocks>]}`, as the reference's read_media_file answers.
+    Media,
+}
+
+impl ToolId {
+    /// The shape of the tool's structured content.
+    pub(super) fn output(self) -> OutputKind {
+        match self {
+            ToolId::Ls | ToolId::Stat | ToolId::Glob | ToolId::Grep => OutputKind::Structured,
+            ToolId::ReadMediaFile => OutputKind::Media,
+            _ => OutputKind::Text,
         }
     }
+}
+
+/// The reference server's output schema of its text tools, as it publishes it (zod's
+/// draft-07 rendering).
+fn reference_text_output() -> serde_json::Value {
+    json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"content": {"type": "string"}},
+        "required": ["content"],
+        "additionalProperties": false,
+    })
+}
+
+/// The reference server's output schema of read_media_file, as it publishes it.
+fn reference_media_output() -> serde_json::Value {
+    let media = json!({
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": ["image", "audio"]},
+            "data": {"type": "string"},
+            "mimeType": {"type": "string"},
+        },
+        "required": ["type", "data", "mimeType"],
+        "additionalProperties": false,
+    });
+    let resource = json!({
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "const": "resource"},
+            "resource": {
+                "type": "object",
+                "properties": {
+                    "uri": {"type": "string"},
+                    "mimeType": {"type": "string"},
+                    "blob": {"type": "string"},
+                },
+                "required": ["uri", "blob"],
+                "additionalProperties": false,
+            },
+        },
+        "required": ["type", "resource"],
+        "additionalProperties": false,
+    });
+    json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"content": {"type": "array", "items": {"anyOf": [media, resource]}}},
+        "required": ["content"],
+        "additionalProperties": false,
+    })
 }
 
 fn annotations(t: ToolId) -> ToolAnnotations {

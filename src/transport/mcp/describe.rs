@@ -131,8 +131,10 @@ pub(super) fn describe(t: ToolId, pol: &Policy, root: &str) -> String {
              search contents. Returns one absolute path per line, or `No matches found`. {paths} {hidden}"
         ),
         ToolId::GetFileInfo => format!(
-            "Metadata of a file or directory as `key: value` lines: path, type, size, modified, \
-             isDirectory, isFile, permissions (octal). {paths} {hidden}"
+            "Metadata of a file or directory as `key: value` lines: size, created, modified, accessed \
+             (e.g. `Mon Nov 23 2026 00:24:24 GMT+0000 (Coordinated Universal Time)`; `unknown` where the \
+             file system keeps no creation time), isDirectory, isFile, permissions (octal, e.g. 644). \
+             {paths} {hidden}"
         ),
         ToolId::ListAllowedDirectories => format!(
             "The directories this server can reach: only the workspace root {root}. Every path must lie \

@@ -1,8 +1,9 @@
 //! Tool results: gateway outputs and failures as MCP `CallToolResult`s.
 
 use rmcp::model::{CallToolResult, ContentBlock};
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use super::catalog::{OutputKind, ToolId};
 use crate::error::GatewayError;
 use crate::gateway::Gateway;
 use crate::ops::{Output, PathStyle};
@@ -55,6 +56,33 @@ pub(super) fn error(e: &ToolError) -> CallToolResult {
 /// Structured content with its JSON text, as the MCP spec advises for compatibility.
 pub(super) fn structured(value: Value) -> CallToolResult {
     CallToolResult::structured(value)
+}
+
+/// A successful result with the structured content its tool's output schema promises:
+/// `{content}` holding the text, or the content blocks of a media read, as the
+/// reference server answers. Failures carry none (the schema binds successes only).
+pub(super) fn with_structured(tool: ToolId, mut r: CallToolResult) -> CallToolResult {
+    if r.is_error == Some(true) || r.structured_content.is_some() {
+        return r;
+    }
+    let content = match tool.output() {
+        OutputKind::Structured => return r,
+        OutputKind::Media => match serde_json::to_value(&r.content) {
+            Ok(v) => v,
+            Err(e) => return error(&ToolError::Failed(format!("internal error: {e}"))),
+        },
+        OutputKind::Text => {
+            let mut text = String::new();
+            for block in &r.content {
+                if let Some(t) = block.as_text() {
+                    text.push_str(&t.text);
+                }
+            }
+            Value::String(text)
+        }
+    };
+    r.structured_content = Some(json!({ "content": content }));
+    r
 }
 
 /// A contract tool's output: text as is, listings as structured JSON shaped like the

@@ -51,7 +51,7 @@ fn answer(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> Cal
         return render::error(&ToolError::Gateway(e));
     }
     match result {
-        Ok(r) => r,
+        Ok(r) => render::with_structured(tool, r),
         Err(e) => {
             tracing::debug!(tool = tool.name(), error = %e, "tool call failed");
             render::error(&e)
@@ -84,10 +84,15 @@ fn run(
                 path: path.clone(),
                 content,
             })?;
-            text(format!(
-                "Successfully wrote {n} bytes to {}",
-                shown(gw, &path)
-            ))
+            if tool == ToolId::WriteFile {
+                // The reference server's words; write_text_file also gives the size.
+                text(format!("Successfully wrote to {}", shown(gw, &path)))
+            } else {
+                text(format!(
+                    "Successfully wrote {n} bytes to {}",
+                    shown(gw, &path)
+                ))
+            }
         }
         ToolId::EditFile => compat::edit(gw, ctx, parse(tool, args)?)?,
         ToolId::Ls => {

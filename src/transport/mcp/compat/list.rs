@@ -1,5 +1,5 @@
 //! Listings in the reference server's shapes: `[DIR]`/`[FILE]` lines, sizes and totals,
-//! a JSON tree, name search by glob, `key: value` metadata.
+//! a JSON tree, name search by glob.
 
 use globset::GlobSet;
 use rmcp::model::CallToolResult;
@@ -65,6 +65,12 @@ fn format_size(bytes: u64) -> String {
     }
 }
 
+/// JavaScript's `padEnd(width)`: blanks up to `width` UTF-16 units.
+fn pad_end(name: &str, width: usize) -> String {
+    let pad = width.saturating_sub(name.encode_utf16().count());
+    format!("{name}{:pad$}", "")
+}
+
 /// `list_directory_with_sizes`: entries with sizes, then totals.
 pub(in crate::transport::mcp) fn list_with_sizes(
     gw: &Gateway,
@@ -89,9 +95,8 @@ pub(in crate::transport::mcp) fn list_with_sizes(
             } else {
                 format!("{:>10}", format_size(e.size.unwrap_or(0)))
             };
-            format!("{} {:<30} {size}", tag(e), e.name)
-                .trim_end()
-                .to_string()
+            // The trailing blanks of a [DIR] line stay, as on the reference server.
+            format!("{} {} {size}", tag(e), pad_end(&e.name, 30))
         })
         .collect();
     let files: Vec<&Entry> = entries.iter().filter(|e| !is_dir(e)).collect();
@@ -307,48 +312,6 @@ pub(in crate::transport::mcp) fn search_files(
     Ok(text(lines.join("\n")))
 }
 
-/// `rwxr-xr-x` as `755`.
-fn octal(perms: &str) -> String {
-    perms
-        .as_bytes()
-        .chunks(3)
-        .map(|c| {
-            let bit = |i: usize, v: u8| {
-                if c.get(i).is_some_and(|b| *b != b'-') {
-                    v
-                } else {
-                    0
-                }
-            };
-            char::from(b'0' + bit(0, 4) + bit(1, 2) + bit(2, 1))
-        })
-        .collect()
-}
-
-/// `get_file_info`: `key: value` lines.
-pub(in crate::transport::mcp) fn file_info(
-    gw: &Gateway,
-    ctx: &RequestCtx,
-    a: PathArgs,
-) -> Result<CallToolResult, ToolError> {
-    let Output::Stat { path, info } = handle(gw, ctx, Op::Stat { path: a.path })? else {
-        return Err(unexpected("get_file_info"));
-    };
-    let path = gw.show_path(PathStyle::AbsoluteOrRelative, &path);
-    let modified = info.modified.as_deref().unwrap_or("unknown");
-    let (dir, file) = (
-        info.kind == FileKind::Directory,
-        info.kind == FileKind::File,
-    );
-    Ok(text(format!(
-        "path: {path}\ntype: {}\nsize: {}\nmodified: {modified}\nisDirectory: {dir}\n\
-         isFile: {file}\npermissions: {}",
-        info.kind,
-        info.size,
-        octal(&info.permissions)
-    )))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,8 +322,9 @@ mod tests {
         assert_eq!(format_size(1023), "1023 B");
         assert_eq!(format_size(4096), "4.00 KB");
         assert_eq!(format_size(1536 * 1024), "1.50 MB");
-        assert_eq!(octal("rw-r--r--"), "644");
-        assert_eq!(octal("rwxr-x--x"), "751");
+        // As "\u{1F600}é".padEnd(5) in JavaScript: the emoji is two UTF-16 units.
+        assert_eq!(pad_end("\u{1F600}\u{e9}", 5), "\u{1F600}\u{e9}  ");
+        assert_eq!(pad_end("abc", 2), "abc");
     }
 
     fn entry(path: &str, dir: bool) -> Entry {

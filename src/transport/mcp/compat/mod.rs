@@ -3,11 +3,13 @@
 //! touches the filesystem, so policy, audit and backups apply to every step.
 
 mod change;
+mod info;
 mod list;
 mod read;
 
 pub(super) use change::{edit, move_file};
-pub(super) use list::{file_info, list_directory, list_with_sizes, search_files, tree};
+pub(super) use info::file_info;
+pub(super) use list::{list_directory, list_with_sizes, search_files, tree};
 pub(super) use read::{read_media, read_multiple, read_text};
 
 use super::render::ToolError;
