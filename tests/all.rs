@@ -51,6 +51,8 @@ mod signals;
 mod mcp_harness;
 // The reference MCP filesystem server next to fsgate: same calls, compared answers.
 mod mcp_reference;
+// MCP roots narrow the workspace, never widen it; the reference next to fsgate.
+mod mcp_parity_roots;
 // MCP on the wire: both protocol eras, refusals as tool errors, policy-shaped tool lists.
 mod mcp_wire;
 // MCP with the official Python SDK clients 2.x and 1.x (skipped without them).

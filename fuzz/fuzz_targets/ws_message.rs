@@ -39,6 +39,7 @@ fuzz_target!(|data: &[u8]| {
                 session: "fuzz".into(),
                 transport: "ws",
                 peer: "fuzz".into(),
+                scope: Default::default(),
             };
             let gw = gws.pick(data.len());
             let (v, lease) = match gw.serve_leased(&ctx, Request::Op(op)) {

@@ -225,6 +225,7 @@ impl Gateway {
         let rp = super::ReqPath {
             shown: self.show_path(ctx.style, &base),
             rel: base,
+            roots: ctx.scope.roots(),
         };
         let res = match self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts) {
             Ok(r) => r,
@@ -337,6 +338,7 @@ impl Gateway {
             None => super::ReqPath {
                 rel: RelPath::root(),
                 shown: self.show_path(ctx.style, &RelPath::root()),
+                roots: ctx.scope.roots(),
             },
         };
         facts.path = Some(rp.rel.as_str().to_string());
