@@ -77,6 +77,8 @@ mod ws_settings;
 mod ws_memory;
 // WebSocket doors: silent and slow connections cannot lock out the token holder.
 mod ws_doors;
+// The files channel's error strings, entry fields and change events as it defines them.
+mod ws_parity;
 // Backups through the gateway: each change saves the old content, list, restore, retention, fail closed.
 mod backup_gateway;
 // Huge and sparse files in backups, their limits and quota; retention keeps session originals.

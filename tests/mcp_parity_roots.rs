@@ -294,7 +294,11 @@ fn fsgate_roots_hold_on_both_paths_and_are_recorded() {
         .arg(&log)
         .output()
         .expect("python3 audit/verify.py");
-    assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stdout));
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stdout)
+    );
 }
 
 /// A call sent before the client answered roots/list waits for the answer on fsgate

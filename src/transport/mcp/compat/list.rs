@@ -359,6 +359,7 @@ mod tests {
             },
             size: None,
             modified: None,
+            mode: None,
             id: None,
         }
     }
