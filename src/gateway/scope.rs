@@ -33,6 +33,9 @@ struct State {
     roots: Roots,
     /// The client was asked for its roots and has not answered yet.
     pending: bool,
+    /// The latest ask: only its answer settles the scope (an older answer that comes
+    /// late must not undo a newer one).
+    asked: u64,
 }
 
 impl Scope {
@@ -51,20 +54,28 @@ impl Scope {
         self.lock().and_then(|s| s.roots.clone())
     }
 
-    /// New roots are on their way: calls wait for them ([`Self::settled`]).
-    pub fn expect(&self) {
-        if let Some(mut s) = self.lock() {
-            s.pending = true;
-        }
+    /// New roots are on their way: calls wait for them ([`Self::settled`]). Returns
+    /// the ask's ticket for [`Self::set`].
+    pub fn expect(&self) -> u64 {
+        let Some(mut s) = self.lock() else { return 0 };
+        s.pending = true;
+        s.asked += 1;
+        s.asked
     }
 
-    /// The client's roots arrived (or the ask ended): `roots` is in force from now on.
-    pub fn set(&self, roots: Roots) {
-        let Some(shared) = &self.0 else { return };
+    /// The answer to the ask `ticket` arrived (or the ask ended): `roots` is in force
+    /// from now on, unless a newer ask is outstanding (then its answer decides, and
+    /// this returns false).
+    pub fn set(&self, ticket: u64, roots: Roots) -> bool {
+        let Some(shared) = &self.0 else { return false };
         let mut s = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if ticket != s.asked {
+            return false;
+        }
         s.roots = roots;
         s.pending = false;
         shared.settled.notify_all();
+        true
     }
 
     /// The roots, once no answer is outstanding. Err if none came within `wait` (the
@@ -125,14 +136,24 @@ mod tests {
     #[test]
     fn calls_wait_for_expected_roots() {
         let scope = Scope::narrowable();
-        scope.expect();
+        let ticket = scope.expect();
         let s2 = scope.clone();
-        let setter = std::thread::spawn(move || s2.set(Some(Arc::from(vec![rel("a")]))));
+        let setter = std::thread::spawn(move || s2.set(ticket, Some(Arc::from(vec![rel("a")]))));
         let roots = scope.settled(Duration::from_secs(30)).unwrap();
         setter.join().unwrap();
         assert_eq!(roots.unwrap().len(), 1);
-        scope.expect();
-        assert!(scope.settled(Duration::ZERO).is_err(), "no answer: refused");
+        let old = scope.expect();
+        let new = scope.expect();
+        scope.set(old, None);
+        assert!(
+            scope.settled(Duration::ZERO).is_err(),
+            "a stale answer settled it"
+        );
+        scope.set(new, Some(Arc::from(vec![rel("b"), rel("c")])));
+        assert_eq!(
+            scope.settled(Duration::ZERO).unwrap().map(|r| r.len()),
+            Some(2)
+        );
         assert!(Scope::default().settled(Duration::ZERO).unwrap().is_none());
     }
 }

@@ -44,7 +44,7 @@ pub(super) const SETTLE_WAIT: Duration = Duration::from_secs(15);
 
 /// Asks the client for its roots and puts them in force. Calls wait meanwhile.
 pub(super) async fn ask(gw: Arc<Gateway>, ctx: Arc<RequestCtx>, peer: Peer<RoleServer>) {
-    ctx.scope.expect();
+    let ticket = ctx.scope.expect();
     let answer = match tokio::time::timeout(ASK_WAIT, peer.list_roots()).await {
         Ok(Ok(list)) => Ok(list.roots),
         Ok(Err(e)) => Err(format!("roots/list failed: {e}")),
@@ -54,15 +54,15 @@ pub(super) async fn ask(gw: Arc<Gateway>, ctx: Arc<RequestCtx>, peer: Peer<RoleS
         )),
     };
     let ctx2 = Arc::clone(&ctx);
-    let applied = tokio::task::spawn_blocking(move || apply(&gw, &ctx2, answer)).await;
+    let applied = tokio::task::spawn_blocking(move || apply(&gw, &ctx2, ticket, answer)).await;
     if applied.is_err() {
         // Never leave calls waiting; the backstop would refuse them.
-        ctx.scope.set(None);
+        let _ = ctx.scope.set(ticket, None);
     }
 }
 
 /// Puts the answer's roots in force and records the change.
-fn apply(gw: &Gateway, ctx: &RequestCtx, answer: Result<Vec<Root>, String>) {
+fn apply(gw: &Gateway, ctx: &RequestCtx, ticket: u64, answer: Result<Vec<Root>, String>) {
     let mut details = Map::new();
     let roots = match answer {
         Ok(list) => {
@@ -84,8 +84,10 @@ fn apply(gw: &Gateway, ctx: &RequestCtx, answer: Result<Vec<Root>, String>) {
         "workspace"
     };
     details.insert("scope".into(), scope.into());
-    ctx.scope.set(roots);
-    record(gw, ctx, details);
+    // Recorded when in force; a newer ask's answer is recorded instead.
+    if ctx.scope.set(ticket, roots) {
+        record(gw, ctx, details);
+    }
 }
 
 /// The roots accepted (real workspace paths, without duplicates) and those ignored
