@@ -38,6 +38,11 @@ use crate::workspace::{FileKind, Follow};
 /// How long the client has to answer `roots/list`; then the session keeps the workspace.
 const ASK_WAIT: Duration = Duration::from_secs(5);
 
+/// Roots a session may have in force (each call is checked against each), and ignored
+/// roots named one by one in the audit record (the rest are counted).
+const MAX_ROOTS: usize = 256;
+const MAX_IGNORED_SHOWN: usize = 32;
+
 /// How long a tool call waits for outstanding roots before it is refused (a backstop:
 /// the ask ends first).
 pub(super) const SETTLE_WAIT: Duration = Duration::from_secs(15);
@@ -66,9 +71,13 @@ fn apply(gw: &Gateway, ctx: &RequestCtx, ticket: u64, answer: Result<Vec<Root>, 
     let mut details = Map::new();
     let roots = match answer {
         Ok(list) => {
-            let (accepted, ignored) = sort_out(gw, &list);
+            let (accepted, mut ignored) = sort_out(gw, &list);
             let shown: Vec<Value> = accepted.iter().map(|r| show(gw, r).into()).collect();
             details.insert("accepted".into(), shown.into());
+            if ignored.len() > MAX_IGNORED_SHOWN {
+                details.insert("ignoredCount".into(), ignored.len().into());
+                ignored.truncate(MAX_IGNORED_SHOWN);
+            }
             details.insert("ignored".into(), ignored.into());
             (!accepted.is_empty()).then(|| Arc::from(accepted))
         }
@@ -96,11 +105,18 @@ fn sort_out(gw: &Gateway, list: &[Root]) -> (Vec<RelPath>, Vec<Value>) {
     let mut accepted: Vec<RelPath> = Vec::new();
     let mut ignored = Vec::new();
     for root in list {
-        match accept(gw, &root.uri) {
+        let accepted_one = if accepted.len() < MAX_ROOTS {
+            accept(gw, &root.uri)
+        } else {
+            Err(format!("more than {MAX_ROOTS} roots"))
+        };
+        match accepted_one {
             Ok(rel) if !accepted.contains(&rel) => accepted.push(rel),
             Ok(_) => {}
             Err(reason) => {
-                tracing::warn!(uri = %root.uri, "client root ignored: {reason}");
+                if ignored.len() < MAX_IGNORED_SHOWN {
+                    tracing::warn!(uri = %clip(&root.uri), "client root ignored: {reason}");
+                }
                 ignored.push(json!({"uri": clip(&root.uri), "reason": reason}));
             }
         }
