@@ -4,6 +4,7 @@
 //! before the roots arrive) are asserted on both sides and documented in
 //! docs/mcp-differences.md.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -360,4 +361,67 @@ fn without_usable_roots_the_whole_workspace() {
             .is_none(),
         "a stateless client was asked for roots"
     );
+}
+
+/// The official MCP Python SDK 1.x as a client with roots (tests/peers/mcp/roots_v1.py):
+/// its roots narrow the session, and a change it announces holds for the very next call.
+#[test]
+fn a_python_sdk_client_with_roots() {
+    let py = std::env::var_os("FSGATE_MCP1_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers/mcp1/bin/python"));
+    if !py.exists() {
+        let why = "no Python for it: set FSGATE_MCP1_PYTHON or run ./scripts/install-peers.sh";
+        crate::common::skip_or_fail("a_python_sdk_client_with_roots", why);
+        return;
+    }
+    let dirs = Dirs::new();
+    seed(&dirs);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp/roots_v1.py");
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let out = std::process::Command::new(&py)
+        .arg(script)
+        .args(["--bin", env!("CARGO_BIN_EXE_fsgate")])
+        .args([
+            "--workspace",
+            &s(&dirs.root),
+            "--outside",
+            &s(&dirs.outside),
+        ])
+        .args(["--state", &s(&dirs.state)])
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run the Python driver");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.code() == Some(77) {
+        crate::common::skip_or_fail("a_python_sdk_client_with_roots", stdout.trim());
+        return;
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{err}");
+    let last = stdout.lines().last().unwrap_or_default();
+    let r: Value = serde_json::from_str(last).expect("summary");
+    let root = dirs.root.display();
+    assert_eq!(
+        r["allowed"],
+        format!("Allowed directories:\n{root}/src"),
+        "{r}"
+    );
+    assert_eq!(
+        r["inRoot"],
+        json!({"error": false, "text": "in src\n"}),
+        "{r}"
+    );
+    assert_eq!(r["outsideRoot"]["error"], json!(true), "{r}");
+    assert_eq!(
+        r["allowedAfter"],
+        format!("Allowed directories:\n{root}/docs"),
+        "{r}"
+    );
+    assert_eq!(
+        r["docs"],
+        json!({"error": false, "text": "in docs\n"}),
+        "{r}"
+    );
+    assert_eq!(r["srcAfter"]["error"], json!(true), "{r}");
 }

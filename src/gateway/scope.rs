@@ -33,6 +33,8 @@ struct State {
     roots: Roots,
     /// The client was asked for its roots and has not answered yet.
     pending: bool,
+    /// The client declared it has roots: a change it announces is waited for.
+    declared: bool,
     /// The latest ask: only its answer settles the scope (an older answer that comes
     /// late must not undo a newer one).
     asked: u64,
@@ -61,6 +63,25 @@ impl Scope {
         s.pending = true;
         s.asked += 1;
         s.asked
+    }
+
+    /// The client declared roots (MCP `initialize`): calls wait for them from now on.
+    pub fn declare(&self) {
+        if let Some(mut s) = self.lock() {
+            s.declared = true;
+            s.pending = true;
+            s.asked += 1;
+        }
+    }
+
+    /// The client announced new roots: if it declared roots, calls wait for them.
+    pub fn changing(&self) {
+        if let Some(mut s) = self.lock()
+            && s.declared
+        {
+            s.pending = true;
+            s.asked += 1;
+        }
     }
 
     /// The answer to the ask `ticket` arrived (or the ask ended): `roots` is in force
@@ -155,5 +176,13 @@ mod tests {
             Some(2)
         );
         assert!(Scope::default().settled(Duration::ZERO).unwrap().is_none());
+        let undeclared = Scope::narrowable();
+        undeclared.changing();
+        assert!(
+            undeclared.settled(Duration::ZERO).is_ok(),
+            "nothing to wait for"
+        );
+        undeclared.declare();
+        assert!(undeclared.settled(Duration::ZERO).is_err());
     }
 }

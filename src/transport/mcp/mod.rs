@@ -209,7 +209,7 @@ impl ServerHandler for McpServer {
         if request.capabilities.roots.is_some() {
             // Calls wait for the roots from now on: the direct path may take the first
             // call before the SDK has handed us `notifications/initialized`.
-            let _ = self.ctx.scope.expect();
+            self.ctx.scope.declare();
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)

@@ -9,8 +9,9 @@
 //! recorded in the audit log (a `roots` record).
 //!
 //! A root that contains the workspace narrows nothing: it counts as the workspace.
-//! Calls that arrive while an answer is outstanding wait for it, so a session is never
-//! served wider than its client asked once it has asked.
+//! Calls read after the client declared roots (in `initialize`) or announced a change
+//! wait for the answer to the ask it leads to, so a call is never served with roots
+//! wider than those its client had when it sent the call.
 //!
 //! The 2026-07-28 revision deprecates roots and forbids requests from the server outside
 //! a call: its stateless requests carry no roots and are never asked for any. They are
