@@ -27,6 +27,8 @@ pub struct RequestCtx {
     pub transport: &'static str,
     /// pid/uid of the stdio peer, or the remote address.
     pub peer: String,
+    /// The parts of the workspace the session may reach (MCP roots narrow it).
+    pub scope: crate::gateway::Scope,
 }
 
 /// One operation, with paths exactly as the request gave them.

@@ -55,6 +55,8 @@ mod mcp_reference;
 mod mcp_parity_text;
 // Drop-in parity in results: output schemas, structured content, file info, messages.
 mod mcp_parity_results;
+// MCP roots narrow the workspace, never widen it; the reference next to fsgate.
+mod mcp_parity_roots;
 // MCP on the wire: both protocol eras, refusals as tool errors, policy-shaped tool lists.
 mod mcp_wire;
 // MCP with the official Python SDK clients 2.x and 1.x (skipped without them).
@@ -79,6 +81,8 @@ mod ws_settings;
 mod ws_memory;
 // WebSocket doors: silent and slow connections cannot lock out the token holder.
 mod ws_doors;
+// The files channel's error strings, entry fields and change events as it defines them.
+mod ws_parity;
 // Backups through the gateway: each change saves the old content, list, restore, retention, fail closed.
 mod backup_gateway;
 // Huge and sparse files in backups, their limits and quota; retention keeps session originals.

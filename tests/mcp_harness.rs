@@ -105,6 +105,8 @@ struct Inbox {
     by_id: HashMap<String, Value>,
     /// Lines that are not JSON: stdout must carry only protocol messages.
     garbage: Vec<String>,
+    /// Requests from the server (`roots/list`...), oldest first, until answered.
+    requests: Vec<Value>,
     closed: bool,
 }
 
@@ -151,6 +153,10 @@ impl McpGate {
                 let (lock, cv) = &*inbox2;
                 let mut ib = lock.lock().expect("inbox");
                 match serde_json::from_str::<Value>(&line) {
+                    // A request from the server: its id is the server's, not ours.
+                    Ok(v) if v.get("method").is_some() && v.get("id").is_some() => {
+                        ib.requests.push(v);
+                    }
                     Ok(v) => {
                         let id = v
                             .get("id")
@@ -253,6 +259,45 @@ impl McpGate {
         );
         self.notify("notifications/initialized");
         r
+    }
+
+    /// The 2025-era handshake declaring these client `capabilities`.
+    pub fn initialize_with(&mut self, version: &str, capabilities: Value) -> Value {
+        let r = self.call(
+            0,
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        self.notify("notifications/initialized");
+        r
+    }
+
+    /// The oldest unanswered request from the server with this method, if one arrives
+    /// within `wait`.
+    pub fn server_request(&self, method: &str, wait: Duration) -> Option<Value> {
+        let deadline = Instant::now() + wait;
+        let (lock, cv) = &*self.inbox;
+        let mut ib = lock.lock().expect("inbox");
+        loop {
+            if let Some(i) = ib.requests.iter().position(|r| r["method"] == method) {
+                return Some(ib.requests.remove(i));
+            }
+            let now = Instant::now();
+            if ib.closed || now >= deadline {
+                return None;
+            }
+            ib = cv.wait_timeout(ib, deadline - now).expect("inbox").0;
+        }
+    }
+
+    /// Waits for the server's `roots/list` and answers it with these root URIs.
+    pub fn answer_roots(&mut self, uris: &[String]) {
+        let req = self
+            .server_request("roots/list", TIMEOUT)
+            .unwrap_or_else(|| panic!("no roots/list from the server; stderr:\n{}", self.stderr()));
+        let roots: Vec<Value> = uris.iter().map(|u| json!({"uri": u})).collect();
+        let answer = json!({"jsonrpc": "2.0", "id": req["id"], "result": {"roots": roots}});
+        self.send_line(&answer.to_string());
     }
 
     /// A `tools/call` result (session era: no per-request `_meta`).

@@ -228,20 +228,20 @@ fn errors(c: &mut WsClient) {
     // Messages that cannot be matched to a request still get a clear error.
     let wrong_channel = json!({"channel": "terminal", "type": "read", "requestId": "t1"});
     c.send_text("not json");
-    assert_eq!(c.next_other()["error"]["code"], PARSE_ERROR);
+    assert_eq!(c.next_other()["errorInfo"]["code"], PARSE_ERROR);
     c.send_text("[1,2]");
-    assert_eq!(c.next_other()["error"]["code"], INVALID_REQUEST);
+    assert_eq!(c.next_other()["errorInfo"]["code"], INVALID_REQUEST);
     let id = json!("t1");
     c.send_text(&wrong_channel.to_string());
     let got = c.answer(&id);
-    assert_eq!(got["error"]["code"], INVALID_REQUEST, "{got}");
+    assert_eq!(got["errorInfo"]["code"], INVALID_REQUEST, "{got}");
     c.send_text(r#"{"channel":"files","type":"read","path":"/hello.txt"}"#);
-    assert_eq!(c.next_other()["error"]["code"], INVALID_PARAMS);
+    assert_eq!(c.next_other()["errorInfo"]["code"], INVALID_PARAMS);
     c.send_binary(br#"{"channel":"files","type":"list","requestId":"bin"}"#);
     let got = c.next_other();
-    assert_eq!(got["error"]["code"], INVALID_REQUEST, "{got}");
+    assert_eq!(got["errorInfo"]["code"], INVALID_REQUEST, "{got}");
     assert!(
-        got["error"]["message"]
+        got["errorInfo"]["message"]
             .as_str()
             .is_some_and(|m| m.contains("binary")),
         "{got}"
@@ -263,8 +263,8 @@ fn oversized(gate: &WsGate) -> String {
     let big = json!({"path": "/big.txt", "content": "x".repeat(70000), "requestId": "big"});
     ws.send("write", big);
     let first = ws.next_other();
-    assert_eq!(first["error"]["code"], LIMIT, "{first}");
-    let message = first["error"]["message"]
+    assert_eq!(first["errorInfo"]["code"], LIMIT, "{first}");
+    let message = first["errorInfo"]["message"]
         .as_str()
         .unwrap_or_default()
         .to_string();
@@ -394,7 +394,7 @@ fn every_odd_message_has_exactly_one_record() {
     // An oversized message: one record, and the connection closes.
     let mut big = gate.client();
     big.send_text(&"x".repeat(70000));
-    assert_eq!(big.next_other()["error"]["code"], LIMIT);
+    assert_eq!(big.next_other()["errorInfo"]["code"], LIMIT);
     big.settle(std::time::Duration::from_secs(5));
     let all = gate.audit_requests();
     let over: Vec<_> = all
@@ -538,7 +538,7 @@ fn one_record(
             Some(id) if !binary => c.answer(&id),
             _ => c.next_other(),
         };
-        assert_eq!(got["error"]["code"].as_i64(), code, "{got}");
+        assert_eq!(got["errorInfo"]["code"].as_i64(), code, "{got}");
     } else {
         // No answer: a plain request after it proves it was taken.
         c.ok("stat", json!({"path": "/hello.txt"}));

@@ -465,17 +465,21 @@ impl WsClient {
         resp["data"].clone()
     }
 
-    /// A request that must fail with `code`: its `error`.
+    /// A request that must fail with `code`: its `errorInfo` (`error` is the string).
     pub fn fail(&mut self, kind: &str, code: i64, fields: Value) -> Value {
         let resp = self.request(kind, fields.clone());
-        assert_eq!(resp["error"]["code"], code, "{kind} {fields}: {resp}");
+        assert_eq!(resp["errorInfo"]["code"], code, "{kind} {fields}: {resp}");
         assert!(
-            resp["error"]["message"]
+            resp["errorInfo"]["message"]
                 .as_str()
                 .is_some_and(|m| !m.is_empty()),
             "{resp}"
         );
-        resp["error"].clone()
+        assert!(
+            resp["error"].as_str().is_some_and(|m| !m.is_empty()),
+            "{resp}"
+        );
+        resp["errorInfo"].clone()
     }
 
     /// The next message that is neither an answer awaited by id nor an event.

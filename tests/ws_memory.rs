@@ -84,12 +84,12 @@ fn never_read(gate: &WsGate, n: usize) -> (Value, u64) {
 }
 
 fn check_limit_answer(answer: &Value) {
-    assert_eq!(answer["error"]["code"], -32004, "{answer}");
+    assert_eq!(answer["errorInfo"]["code"], -32004, "{answer}");
     assert_eq!(
-        answer["error"]["rule"], "limits.max_message_bytes",
+        answer["errorInfo"]["rule"], "limits.max_message_bytes",
         "{answer}"
     );
-    let msg = answer["error"]["message"].as_str().unwrap_or_default();
+    let msg = answer["errorInfo"]["message"].as_str().unwrap_or_default();
     assert!(msg.contains("message limit"), "{msg}");
 }
 

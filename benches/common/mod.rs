@@ -64,6 +64,7 @@ pub fn ctx() -> RequestCtx {
         session: "bench".into(),
         transport: "acp",
         peer: "pid=1,uid=1000".into(),
+        scope: Default::default(),
     }
 }
 

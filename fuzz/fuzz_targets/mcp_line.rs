@@ -22,6 +22,7 @@ fuzz_target!(|data: &[u8]| {
         session: "fuzz".into(),
         transport: "mcp",
         peer: "fuzz".into(),
+        scope: Default::default(),
     };
     let out = fuzz::guard(data, MAX_LINE).expect("guard reads a slice");
     for (n, line) in out.split(|&b| b == b'\n').enumerate() {

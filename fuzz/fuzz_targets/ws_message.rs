@@ -24,7 +24,8 @@ fuzz_target!(|data: &[u8]| {
     let gws = common::gateways();
     match protocol::parse(text) {
         Incoming::Bad { reply, .. } => {
-            assert!(reply["error"]["code"].is_i64(), "{reply}");
+            assert!(reply["errorInfo"]["code"].is_i64(), "{reply}");
+            assert!(reply["error"].is_string(), "{reply}");
             assert_eq!(reply["channel"], "files");
         }
         Incoming::Subscribe { path, .. } => {
@@ -39,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
                 session: "fuzz".into(),
                 transport: "ws",
                 peer: "fuzz".into(),
+                scope: Default::default(),
             };
             let gw = gws.pick(data.len());
             let (v, lease) = match gw.serve_leased(&ctx, Request::Op(op)) {
@@ -56,7 +58,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(back.get("requestId"), head.request_id.as_ref());
             // An answer over the limit becomes the (small) error saying so.
             assert!(
-                encoded.len() <= MAX || back["error"].is_object(),
+                encoded.len() <= MAX || back["errorInfo"].is_object(),
                 "{} bytes",
                 encoded.len()
             );

@@ -25,8 +25,8 @@ const RENDER_COPIES: u64 = 3;
 const MAX_HIT_BYTES: u64 = 4096 + 256 + 64;
 
 /// What one `ls` entry adds to an answer beyond its name and path: keys, type, size,
-/// modification time.
-const ENTRY_FIXED: u64 = 128;
+/// modification time, permissions (the WebSocket channel's entries, the largest).
+const ENTRY_FIXED: u64 = 136;
 /// What one `tree` entry adds beyond its name (keys and type of an indented JSON
 /// object, escaped once more in its text block), and per level of indentation.
 const TREE_ENTRY_FIXED: u64 = 64;
@@ -138,6 +138,7 @@ impl Gateway {
                 kind,
                 size: None,
                 modified: None,
+                mode: None,
                 id: None,
             };
             if !visible(pol, &probe) {
@@ -225,6 +226,7 @@ impl Gateway {
         let rp = super::ReqPath {
             shown: self.show_path(ctx.style, &base),
             rel: base,
+            roots: ctx.scope.roots(),
         };
         let res = match self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts) {
             Ok(r) => r,
@@ -337,6 +339,7 @@ impl Gateway {
             None => super::ReqPath {
                 rel: RelPath::root(),
                 shown: self.show_path(ctx.style, &RelPath::root()),
+                roots: ctx.scope.roots(),
             },
         };
         facts.path = Some(rp.rel.as_str().to_string());

@@ -11,6 +11,7 @@ mod read;
 mod reconcile;
 mod rename;
 mod rm;
+mod scope;
 mod write;
 
 use std::sync::{Arc, RwLock};
@@ -30,6 +31,7 @@ pub use budget::{Lease, json_string_len, unwaiting};
 pub use defer::{Deferred, deferring};
 pub use facts::Facts;
 pub use listing::tree_exclusions;
+pub use scope::{RULE_ROOTS, Roots, Scope, within};
 pub(crate) use write::occurrences;
 
 /// Rule id for refusals of paths outside the workspace (lexically or via symlinks).
@@ -62,6 +64,8 @@ pub(crate) fn clip(shown: &str) -> String {
 pub(crate) struct ReqPath {
     pub rel: RelPath,
     pub shown: String,
+    /// The session's roots when the request was read: the path must lie beneath one.
+    pub roots: Roots,
 }
 
 /// The gateway.
@@ -485,7 +489,11 @@ impl Gateway {
         };
         let shown = input.replace('\0', "\\0");
         match parsed {
-            Ok(rel) => Ok(ReqPath { rel, shown }),
+            Ok(rel) => Ok(ReqPath {
+                rel,
+                shown,
+                roots: ctx.scope.roots(),
+            }),
             Err(e @ (PathError::OutsideRoot { .. } | PathError::Escapes)) => {
                 Err(GatewayError::Refused {
                     reason: e.to_string(),
@@ -591,15 +599,33 @@ impl Gateway {
         kind: EntryKind,
         facts: &mut Facts,
     ) -> Result<Resolved, GatewayError> {
+        Self::in_roots(rp, &rp.rel, facts)?;
         Self::check(pol, class, &rp.rel, kind, &rp.shown, facts)?;
         let res = self
             .workspace
             .resolve(&rp.rel, follow)
             .map_err(|e| ws_error(e, &rp.shown))?;
         if res.real != rp.rel {
+            Self::in_roots(rp, &res.real, facts)?;
             Self::check(pol, class, &res.real, kind, &rp.shown, facts)?;
         }
         Ok(res)
+    }
+
+    /// Refuses `path` (the request's, or where it leads) outside the session's roots.
+    fn in_roots(rp: &ReqPath, path: &RelPath, facts: &mut Facts) -> Result<(), GatewayError> {
+        if within(&rp.roots, path) {
+            return Ok(());
+        }
+        facts.decision = Some("deny");
+        facts.rule = Some(RULE_ROOTS.to_string());
+        Err(GatewayError::Refused {
+            reason: format!(
+                "`{path}` is outside the roots this session's client gave (see list_allowed_directories)"
+            ),
+            rule: RULE_ROOTS.into(),
+            path: rp.shown.clone(),
+        })
     }
 }
 
@@ -673,6 +699,7 @@ mod tests {
             session: "s".into(),
             transport: "acp",
             peer: "test".into(),
+            scope: Default::default(),
         }
     }
 

@@ -208,6 +208,7 @@ mod tests {
             session: String::new(),
             transport,
             peer: String::new(),
+            scope: Default::default(),
         }
     }
 

@@ -212,6 +212,7 @@ pub fn answer(
         session: session_of(&params).unwrap_or_default(),
         transport: "acp",
         peer: peer.to_string(),
+        scope: Default::default(),
     };
     let reply = |outcome: Result<Value, Value>| {
         let audited = match &outcome {
@@ -264,6 +265,7 @@ fn answer_invalid(gw: &Gateway, peer: &str, id: &Value, error: Value) -> Value {
         session: String::new(),
         transport: "acp",
         peer: peer.to_string(),
+        scope: Default::default(),
     };
     let outcome = Err((
         error["code"].as_i64().unwrap_or(code::INVALID_REQUEST),
@@ -491,6 +493,7 @@ async fn note(gw: &Arc<Gateway>, peer: &Arc<str>, name: String) {
             session: String::new(),
             transport: "acp",
             peer: peer.to_string(),
+            scope: Default::default(),
         };
         if let Err(e) = gw.serve(&ctx, Request::message(name, Ok(()))) {
             tracing::error!("{e}");

@@ -234,6 +234,7 @@ mod tests {
             session: "s".into(),
             transport: "acp",
             peer: "t".into(),
+            scope: Default::default(),
         }
     }
 

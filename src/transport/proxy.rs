@@ -156,6 +156,7 @@ impl Relay {
             session: acp::session_of(params).unwrap_or_default(),
             transport: "acp",
             peer: self.peer.clone(),
+            scope: Default::default(),
         }
     }
 

@@ -33,6 +33,8 @@ pub struct Entry {
     pub size: Option<u64>,
     /// Modification time, RFC 3339.
     pub modified: Option<String>,
+    /// Permission bits (of the entry itself, symlinks not followed), where read.
+    pub mode: Option<u32>,
     /// (device, inode) as listed, to tell later whether a name still holds this entry.
     pub(crate) id: Option<(u64, u64)>,
 }
@@ -128,6 +130,7 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
                 .as_ref()
                 .and_then(|m| m.modified().ok())
                 .map(|t| format_time(t.into_std())),
+            mode: meta.as_ref().map(|m| m.mode() & 0o7777),
             id: meta.as_ref().map(|m| (m.dev(), m.ino())),
         });
     }

@@ -24,7 +24,8 @@
 //! Layout: `guard` and `pump` (input), `flow` (requests in flight, byte rooms), `args`
 //! (argument structs = input schemas), `catalog` (names, annotations, output schemas),
 //! `describe` (descriptions), `tools` (dispatch), `compat` (the reference server's
-//! composed tools), `edits` (edit lists and diffs), `render` (results and errors).
+//! composed tools), `edits` (edit lists and diffs), `render` (results and errors),
+//! `roots` (the client's roots, narrowing the session).
 
 mod args;
 mod catalog;
@@ -39,6 +40,7 @@ mod guard;
 mod leases;
 mod pump;
 mod render;
+mod roots;
 mod tools;
 
 use std::sync::Arc;
@@ -49,7 +51,7 @@ use rmcp::model::{
     DiscoverResult, ErrorCode, Implementation, InitializeRequestParams, InitializeResult,
     ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, ServerInitializeError};
+use rmcp::service::{NotificationContext, RequestContext, ServerInitializeError};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
@@ -98,6 +100,7 @@ impl McpServer {
             session: session_id(),
             transport: "mcp",
             peer,
+            scope: crate::gateway::Scope::narrowable(),
         };
         McpServer {
             gw,
@@ -106,6 +109,17 @@ impl McpServer {
             slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             flow,
             max,
+        }
+    }
+
+    /// Asks a client that declared the `roots` capability for its roots (see [`roots`]).
+    fn ask_roots(&self, peer: rmcp::service::Peer<RoleServer>) {
+        let declared = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if declared {
+            let (gw, ctx) = (Arc::clone(&self.gw), Arc::clone(&self.ctx));
+            tokio::spawn(roots::ask(gw, ctx, peer));
         }
     }
 
@@ -192,8 +206,21 @@ impl ServerHandler for McpServer {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
+        if request.capabilities.roots.is_some() {
+            // Calls wait for the roots from now on: the direct path may take the first
+            // call before the SDK has handed us `notifications/initialized`.
+            self.ctx.scope.declare();
+        }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.ask_roots(context.peer);
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.ask_roots(context.peer);
     }
 
     async fn discover(

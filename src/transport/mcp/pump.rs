@@ -122,6 +122,10 @@ impl Pump {
                 }
             }
             Line::Pass(name) => {
+                if name == "notifications/roots/list_changed" {
+                    // Calls read after this line wait for the new roots.
+                    self.ctx.scope.changing();
+                }
                 let initialized = name == "notifications/initialized";
                 let passed = self.pass(name).await;
                 if initialized && passed {

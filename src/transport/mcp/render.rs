@@ -33,6 +33,9 @@ pub(super) enum ToolError {
         /// Path as the request gave it.
         path: String,
     },
+    /// The client's roots were asked for and did not arrive: refused before it ran.
+    #[error("{}", .0.message())]
+    Unsettled(GatewayError),
     /// Anything else about the request that cannot be done.
     #[error("{0}")]
     Failed(String),

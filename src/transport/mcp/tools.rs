@@ -10,6 +10,7 @@ use super::catalog::ToolId;
 use super::compat;
 use super::leases;
 use super::render::{self, ToolError, shown, text};
+use super::roots;
 use crate::gateway::Gateway;
 use crate::gateway::{Lease, Request};
 use crate::ops::{Op, RequestCtx};
@@ -29,7 +30,11 @@ pub(super) fn call(
 }
 
 fn answer(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> CallToolResult {
-    let result = run(gw, ctx, tool, args);
+    // Roots the client is about to give narrow this call too.
+    let result = match ctx.scope.settled(roots::SETTLE_WAIT) {
+        Ok(_) => run(gw, ctx, tool, args),
+        Err(e) => Err(ToolError::Unsettled(e)),
+    };
     // Calls the gateway never saw (arguments that do not fit, a transport limit, the
     // directory list) still get their audit record; a record that cannot be written
     // withholds the answer, as everywhere.
@@ -42,6 +47,7 @@ fn answer(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> Cal
             };
             Some(Err((code, e.to_string())))
         }
+        Err(ToolError::Unsettled(e)) => Some(Err((e.code(), e.message()))),
         Ok(_) if tool == ToolId::ListAllowedDirectories => Some(Ok(())),
         _ => None,
     };
@@ -167,10 +173,7 @@ fn run(
         ToolId::MoveFile => compat::move_file(gw, ctx, parse(tool, args)?)?,
         ToolId::SearchFiles => compat::search_files(gw, ctx, parse(tool, args)?)?,
         ToolId::GetFileInfo => compat::file_info(gw, ctx, parse(tool, args)?)?,
-        ToolId::ListAllowedDirectories => text(format!(
-            "Allowed directories:\n{}",
-            gw.workspace().root_path().to_string_lossy()
-        )),
+        ToolId::ListAllowedDirectories => text(roots::allowed_directories(gw, &ctx.scope.roots())),
     };
     Ok(result)
 }

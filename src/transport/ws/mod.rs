@@ -291,6 +291,7 @@ impl Accepted {
             session: self.session,
             transport: "ws",
             peer: peer.to_string(),
+            scope: Default::default(),
         };
         conn::run(ws, self.gw, ctx, self.limits, self.notices, subscription).await;
         drop(admission.slot);
@@ -339,6 +340,7 @@ async fn record_refusal(gw: &Arc<Gateway>, session: &str, peer: SocketAddr, r: &
         session: session.to_string(),
         transport: "ws",
         peer: peer.to_string(),
+        scope: Default::default(),
     };
     let gw = Arc::clone(gw);
     let msg = format!("HTTP {}: {}", r.status.as_u16(), r.reason);

@@ -8,6 +8,7 @@ use super::changes::{Change, ChangeKind};
 use crate::error::{GatewayError, code};
 use crate::gateway::Gateway;
 use crate::ops::{Encoding, Op, Output, PathStyle};
+use crate::workspace::format_permissions;
 
 /// The one channel this server speaks.
 pub const CHANNEL: &str = "files";
@@ -59,7 +60,7 @@ impl Incoming {
 
 /// The outcome an error response carries, for its audit record.
 pub fn outcome_of(reply: &Value) -> Result<(), (i64, String)> {
-    match reply.get("error") {
+    match reply.get("errorInfo") {
         None => Ok(()),
         Some(e) => Err((
             e["code"].as_i64().unwrap_or(code::INTERNAL),
@@ -244,7 +245,7 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
                 head,
                 code::METHOD_NOT_FOUND,
                 format!(
-                    "unknown type {other:?}; expected list, read, write, mkdir, delete, rename, stat, subscribe or unsubscribe"
+                    "unknown request type {other:?}; expected list, read, write, mkdir, delete, rename, stat, subscribe or unsubscribe"
                 ),
             ));
         }
@@ -276,24 +277,85 @@ pub fn data_response(head: &Head, data: Value) -> Value {
     Value::Object(m)
 }
 
-/// `{channel, type, requestId, error: {code, message, rule?, reason?, path?}}`.
+/// `{channel, type, requestId, error, errorInfo}`: `error` is the channel's one-line
+/// string, `errorInfo` the structured details `{code, message, rule?, reason?, path?}`.
+/// For failures outside the gateway (malformed messages, limits of the door).
 pub fn error_response(head: &Head, code: i64, message: &str, extra: Option<&Value>) -> Value {
-    let mut err = json!({"code": code, "message": message});
-    if let (Some(Value::Object(extra)), Some(obj)) = (extra, err.as_object_mut()) {
+    with_error(
+        head,
+        error_text(code, message),
+        error_info(code, message, extra),
+    )
+}
+
+/// The error response for a gateway failure, with its rule and reason.
+pub fn gateway_error_response(head: &Head, e: &GatewayError) -> Value {
+    let info = error_info(e.code(), &e.message(), e.data().as_ref());
+    with_error(head, gateway_text(e), info)
+}
+
+fn with_error(head: &Head, text: String, info: Value) -> Value {
+    let mut m = envelope(head);
+    m.insert("error".into(), text.into());
+    m.insert("errorInfo".into(), info);
+    Value::Object(m)
+}
+
+fn error_info(code: i64, message: &str, extra: Option<&Value>) -> Value {
+    let mut info = json!({"code": code, "message": message});
+    if let (Some(Value::Object(extra)), Some(obj)) = (extra, info.as_object_mut()) {
         for key in ["rule", "reason", "path"] {
             if let Some(v) = extra.get(key) {
                 obj.insert(key.into(), v.clone());
             }
         }
     }
-    let mut m = envelope(head);
-    m.insert("error".into(), err);
-    Value::Object(m)
+    info
 }
 
-/// The error response for a gateway failure, with its rule and reason.
-pub fn gateway_error_response(head: &Head, e: &GatewayError) -> Value {
-    error_response(head, e.code(), &e.message(), e.data().as_ref())
+/// The class of failure a code stands for, as the `error` string starts.
+fn error_class(code: i64) -> &'static str {
+    match code {
+        code::PARSE_ERROR => "Invalid JSON",
+        code::INVALID_REQUEST | code::INVALID_PARAMS => "Invalid request",
+        code::METHOD_NOT_FOUND => "Unknown request type",
+        code::NOT_FOUND => "File not found",
+        code::REFUSED => "Access denied",
+        code::LIMIT => "Limit exceeded",
+        _ => "Internal error",
+    }
+}
+
+/// `Class: detail`, or the detail capitalised if it already names its class.
+fn error_text(code: i64, message: &str) -> String {
+    let class = error_class(code);
+    let named = message
+        .get(..class.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(class));
+    if named {
+        format!("{class}{}", &message[class.len()..])
+    } else {
+        format!("{class}: {message}")
+    }
+}
+
+/// The channel's string for a gateway failure: its class, the path, why.
+fn gateway_text(e: &GatewayError) -> String {
+    let with_path = |class: &str, path: &str, why: &str| match (path.is_empty(), why.is_empty()) {
+        (true, _) => format!("{class}: {why}"),
+        (false, true) => format!("{class}: {path}"),
+        (false, false) => format!("{class}: {path}: {why}"),
+    };
+    match e {
+        GatewayError::NotFound { path } => with_path("File not found", path, ""),
+        GatewayError::MissingParent { path, .. } => {
+            with_path("Parent directory not found", path, "")
+        }
+        GatewayError::Refused { reason, path, .. } => with_path("Access denied", path, reason),
+        GatewayError::Limit { reason, path, .. } => with_path("Limit exceeded", path, reason),
+        GatewayError::InvalidParams(m) => error_text(code::INVALID_PARAMS, m),
+        other => error_text(other.code(), &other.message()),
+    }
 }
 
 /// The `data` of a successful operation, paths workspace-rooted.
@@ -316,27 +378,43 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
                 .map(|e| {
                     json!({
                         "name": e.name,
-                        "path": gw.show_path(style, &e.path),
                         "type": e.kind.as_str(),
                         "size": e.size,
-                        "modified": e.modified,
+                        "modified": iso8601(e.modified.as_deref()),
+                        "permissions": e.mode.map(format_permissions),
+                        "path": gw.show_path(style, &e.path),
                     })
                 })
                 .collect();
             crate::transport::results::with_truncated(json!({"entries": list}), truncated)
         }
         Output::Stat { path, info } => json!({
-            "path": gw.show_path(style, &path),
+            "name": path.file_name().unwrap_or_default(),
             "type": info.kind,
             "size": info.size,
-            "modified": info.modified,
+            "modified": iso8601(info.modified.as_deref()),
             "permissions": info.permissions,
+            "path": gw.show_path(style, &path),
         }),
         // Search results have the JSON-RPC doors' shape, workspace-rooted.
         out @ (Output::Paths { .. } | Output::Grep { .. }) => {
             crate::transport::results::render(gw, style, out)
         }
     }
+}
+
+/// A modification time as the channel writes it: ISO 8601 UTC with milliseconds
+/// (`2026-05-01T12:00:00.000Z`, what JavaScript's `Date.toISOString` gives).
+fn iso8601(rfc3339: Option<&str>) -> Value {
+    use time::format_description::well_known::Rfc3339;
+    let Some(t) = rfc3339.and_then(|s| time::OffsetDateTime::parse(s, &Rfc3339).ok()) else {
+        return Value::Null;
+    };
+    let t = t.to_offset(time::UtcOffset::UTC);
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    t.format(&fmt).map_or(Value::Null, Value::from)
 }
 
 /// Encodes a response, or, if it would be larger than `max` bytes, the error response
@@ -406,7 +484,7 @@ mod tests {
 
     fn bad_code(text: &str) -> (i64, Value) {
         match parse(text) {
-            Incoming::Bad { reply: v, .. } => (v["error"]["code"].as_i64().unwrap_or(0), v),
+            Incoming::Bad { reply: v, .. } => (v["errorInfo"]["code"].as_i64().unwrap_or(0), v),
             other => panic!("expected an error, got {other:?}"),
         }
     }
@@ -537,10 +615,54 @@ mod tests {
         let big = data_response(&head, json!({"content": "\u{1}".repeat(1000)}));
         let text = encode_reply(&head, &big, 4096);
         let v: Value = serde_json::from_str(&text).expect("json");
-        assert_eq!(v["error"]["code"], json!(code::LIMIT));
+        assert_eq!(v["errorInfo"]["code"], json!(code::LIMIT));
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("Limit exceeded: "))
+        );
         assert_eq!(v["requestId"], json!(9));
         assert!(text.len() < 1024, "{text}");
         assert_eq!(outcome_of(&v).map_err(|e| e.0), Err(code::LIMIT));
+    }
+
+    #[test]
+    fn times_are_iso_8601_with_milliseconds() {
+        assert_eq!(
+            iso8601(Some("2026-05-01T12:00:00.123456789Z")),
+            json!("2026-05-01T12:00:00.123Z")
+        );
+        assert_eq!(
+            iso8601(Some("2026-05-01T12:00:00Z")),
+            json!("2026-05-01T12:00:00.000Z")
+        );
+        assert_eq!(iso8601(None), Value::Null);
+    }
+
+    #[test]
+    fn errors_are_the_channel_strings() {
+        let head = Head {
+            kind: "read".into(),
+            request_id: Some(json!(1)),
+        };
+        let text = |e: GatewayError| gateway_error_response(&head, &e)["error"].clone();
+        let missing = GatewayError::NotFound {
+            path: "/src/missing.ts".into(),
+        };
+        assert_eq!(text(missing), json!("File not found: /src/missing.ts"));
+        let bad = GatewayError::InvalidParams("missing \"path\"".into());
+        assert_eq!(text(bad), json!("Invalid request: missing \"path\""));
+        assert_eq!(
+            error_text(code::PARSE_ERROR, "invalid JSON: EOF"),
+            "Invalid JSON: EOF"
+        );
+        let (_, v) = bad_code(r#"{"channel":"files","type":"frob","requestId":"q"}"#);
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("Unknown request type \"frob\"")),
+            "{v}"
+        );
     }
 
     #[test]
@@ -555,9 +677,11 @@ mod tests {
             path: "/.env".into(),
         };
         let v = gateway_error_response(&head, &e);
-        assert_eq!(v["error"]["code"], json!(code::REFUSED));
-        assert_eq!(v["error"]["rule"], json!("secrets:dotenv"));
-        assert_eq!(v["error"]["reason"], json!("secret"));
+        assert_eq!(v["error"], json!("Access denied: /.env: secret"));
+        assert_eq!(v["errorInfo"]["code"], json!(code::REFUSED));
+        assert_eq!(v["errorInfo"]["rule"], json!("secrets:dotenv"));
+        assert_eq!(v["errorInfo"]["reason"], json!("secret"));
+        assert_eq!(v["errorInfo"]["path"], json!("/.env"));
         assert_eq!(v["requestId"], json!(1));
         assert_eq!(v["channel"], json!("files"));
     }

@@ -339,6 +339,7 @@ mod tests {
             },
             size: None,
             modified: None,
+            mode: None,
             id: None,
         }
     }
