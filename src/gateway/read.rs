@@ -221,8 +221,14 @@ mod tests {
 
     #[test]
     fn refusals_name_the_way_to_read_on_the_door_in_use() {
+        let media = Policy::from_toml(crate::policy::DEFAULT_POLICY_TOML, "test").unwrap();
+        let png =
+            |t| reason(text_or_refuse(&media, &ctx(t), b"a\0b".to_vec(), "/w/b.png").unwrap_err());
+        assert!(png("mcp").contains("read_media_file") && !png("mcp").contains("_fsgate/"));
+        assert!(png("acp").contains("_fsgate/read_file"));
+        assert!(png("ws").contains("\"read\" request") && !png("ws").contains("_fsgate/"));
         let text = crate::policy::DEFAULT_POLICY_TOML
-            .replace("binary = \"deny\"", "binary = \"base64\"")
+            .replace("binary = \"media\"", "binary = \"base64\"")
             .replace("[limits]\n", "[limits]\nmax_message_bytes = 8192\n");
         let pol = Policy::from_toml(&text, "test").unwrap();
         let binary =
