@@ -36,8 +36,8 @@ fn base64_policy() -> String {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml"),
     )
     .expect("default policy");
-    assert!(text.contains("binary = \"deny\""));
-    text.replace("binary = \"deny\"", "binary = \"base64\"")
+    assert!(text.contains("binary = \"media\""));
+    text.replace("binary = \"media\"", "binary = \"base64\"")
 }
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x01";
