@@ -84,6 +84,12 @@ try:
     os.kill(os.getppid(), 0); r["kill"] = "sent"
 except OSError as e:
     r["kill"] = e.errno
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+# KEYCTL_GET_KEYRING_ID of the session keyring, which fsgate's session shares.
+rc = libc.syscall(int(sys.argv[1]), 0, -3, 0)
+r["keyctl"] = ctypes.get_errno() if rc < 0 else "allowed"
 print(json.dumps(r))
 "#;
 
@@ -100,7 +106,8 @@ fn agent_runs_alone_without_terminal_descriptors_or_capabilities() {
     let leaked = rustix::io::dup(&file).expect("dup");
     let leaked_no = std::os::fd::AsRawFd::as_raw_fd(&leaked) as i64;
     assert!(leaked_no > 3);
-    let (status, r) = python(&plan(tmp.path()), PROCESS, &[]);
+    let keyctl = libc::SYS_keyctl.to_string();
+    let (status, r) = python(&plan(tmp.path()), PROCESS, &[&keyctl]);
     println!("{status} | {}", status.detail);
     let own_sid = rustix::process::getsid(None)
         .expect("getsid")
@@ -126,6 +133,13 @@ fn agent_runs_alone_without_terminal_descriptors_or_capabilities() {
         assert!(status.detail.contains("capabilities dropped"), "{status:?}");
     }
     assert!(status.detail.contains("own session, no terminal"));
+    if super::child::seccomp_supported() {
+        assert_eq!(r["keyctl"], i64::from(libc::ENOSYS), "keyrings: {r}");
+        assert!(
+            status.detail.contains("kernel keyrings refused"),
+            "{status:?}"
+        );
+    }
     if status.abi.is_some_and(|a| a >= 6) {
         assert_eq!(r["kill"], EPERM, "signal to the gateway: {r}");
     }

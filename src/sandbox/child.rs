@@ -2,6 +2,8 @@
 //! no terminal, no inherited descriptors, no capabilities, and no pathname Unix sockets
 //! where Landlock cannot refuse them; plus [`harden_gateway`].
 //!
+//! The kernel keyrings are refused too (seccomp, ENOSYS): Landlock does not cover them.
+//!
 //! Everything is prepared in the parent ([`ChildSetup::prepare`]); the child, between
 //! fork and exec, only makes plain system calls on those values.
 //!
@@ -84,13 +86,17 @@ impl ChildSetup {
     /// Reads what the child needs (capabilities, the last capability number, the
     /// descriptor limit) and builds the seccomp programs, when `block_unix` is set.
     pub(crate) fn prepare(block_unix: bool) -> Result<(Self, UnixFilter), SandboxError> {
-        let (filters, unix) = if block_unix {
+        let mut filters: Vec<BpfProgram> = keyring_filter()?.into_iter().collect();
+        let unix = if block_unix {
             match unix_socket_filters()? {
-                Some(f) => (f, UnixFilter::Refused),
-                None => (Vec::new(), UnixFilter::Unsupported),
+                Some(f) => {
+                    filters.extend(f);
+                    UnixFilter::Refused
+                }
+                None => UnixFilter::Unsupported,
             }
         } else {
-            (Vec::new(), UnixFilter::NotNeeded)
+            UnixFilter::NotNeeded
         };
         let fd_limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
             .current
@@ -241,24 +247,55 @@ fn drop_caps(caps: CapDrop) -> io::Result<()> {
     Ok(())
 }
 
+fn filter_err(e: seccompiler::BackendError) -> SandboxError {
+    SandboxError::Io {
+        what: "build the agent's seccomp filter".into(),
+        source: io::Error::other(e),
+    }
+}
+
+/// `nr` and, on x86_64, its x32 twin.
+fn with_x32(arch: TargetArch, nr: i64) -> Vec<i64> {
+    if arch == TargetArch::x86_64 {
+        vec![nr, nr | X32_SYSCALL_BIT]
+    } else {
+        vec![nr]
+    }
+}
+
+/// The seccomp program refusing the kernel keyrings (`add_key`, `request_key`,
+/// `keyctl`) with ENOSYS, a kernel built without them; None on an architecture
+/// seccompiler does not know. Landlock does not cover keyrings, and the agent would
+/// otherwise share the operator's session keyring (tokens, Kerberos tickets) and reach
+/// the persistent one.
+fn keyring_filter() -> Result<Option<BpfProgram>, SandboxError> {
+    let Ok(arch) = TargetArch::try_from(std::env::consts::ARCH) else {
+        return Ok(None);
+    };
+    let rules: BTreeMap<i64, Vec<SeccompRule>> =
+        [libc::SYS_add_key, libc::SYS_request_key, libc::SYS_keyctl]
+            .into_iter()
+            .flat_map(|nr| with_x32(arch, nr))
+            .map(|nr| (nr, Vec::new()))
+            .collect();
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(filter_err)?;
+    Ok(Some(BpfProgram::try_from(filter).map_err(filter_err)?))
+}
+
 /// The seccomp programs refusing `socket(AF_UNIX, ...)` (EACCES) and `io_uring_setup`
 /// (EPERM); None on an architecture seccompiler does not know.
 fn unix_socket_filters() -> Result<Option<Vec<BpfProgram>>, SandboxError> {
     let Ok(arch) = TargetArch::try_from(std::env::consts::ARCH) else {
         return Ok(None);
     };
-    let err = |e: seccompiler::BackendError| SandboxError::Io {
-        what: "build the seccomp filter for Unix sockets".into(),
-        source: io::Error::other(e),
-    };
-    let x32 = arch == TargetArch::x86_64;
-    let numbers = |nr: i64| {
-        if x32 {
-            vec![nr, nr | X32_SYSCALL_BIT]
-        } else {
-            vec![nr]
-        }
-    };
+    let err = filter_err;
+    let numbers = |nr: i64| with_x32(arch, nr);
     // Dword: the kernel reads the domain as an int, so only the low 32 bits count.
     let unix = SeccompCondition::new(
         0,

@@ -501,6 +501,13 @@ fn agent_view(
         sockets_line(plan, per_path, unix),
     ];
     lines.push("own session, no terminal, inherited descriptors closed".to_owned());
+    if child::seccomp_supported() {
+        lines.push("kernel keyrings refused (seccomp)".to_owned());
+    } else {
+        missing.push(
+            "kernel keyrings are not refused: no seccomp filter for this architecture".to_owned(),
+        );
+    }
     lines.push(if caps_dropped {
         "capabilities dropped".to_owned()
     } else {
