@@ -90,6 +90,14 @@ libc.syscall.restype = ctypes.c_long
 # KEYCTL_GET_KEYRING_ID of the session keyring, which fsgate's session shares.
 rc = libc.syscall(int(sys.argv[1]), 0, -3, 0)
 r["keyctl"] = ctypes.get_errno() if rc < 0 else "allowed"
+f = os.path.join(os.environ["HOME"], "setid")
+open(f, "w").close()
+r["chmod"] = []
+for m in (0o4755, 0o2755, 0o755):
+    try:
+        os.chmod(f, m); r["chmod"].append(oct(os.stat(f).st_mode & 0o7777))
+    except OSError as e:
+        r["chmod"].append(e.errno)
 print(json.dumps(r))
 "#;
 
@@ -135,8 +143,10 @@ fn agent_runs_alone_without_terminal_descriptors_or_capabilities() {
     assert!(status.detail.contains("own session, no terminal"));
     if super::child::seccomp_supported() {
         assert_eq!(r["keyctl"], i64::from(libc::ENOSYS), "keyrings: {r}");
+        let chmod = serde_json::json!([EPERM, EPERM, "0o755"]);
+        assert_eq!(r["chmod"], chmod, "set-uid/set-gid chmod: {r}");
         assert!(
-            status.detail.contains("kernel keyrings refused"),
+            status.detail.contains("kernel keyrings and set-uid"),
             "{status:?}"
         );
     }

@@ -2,7 +2,8 @@
 //! no terminal, no inherited descriptors, no capabilities, and no pathname Unix sockets
 //! where Landlock cannot refuse them; plus [`harden_gateway`].
 //!
-//! The kernel keyrings are refused too (seccomp, ENOSYS): Landlock does not cover them.
+//! Seccomp also refuses what Landlock does not cover: the kernel keyrings (ENOSYS), and
+//! a chmod setting the set-uid or set-gid bit (EPERM).
 //!
 //! Everything is prepared in the parent ([`ChildSetup::prepare`]); the child, between
 //! fork and exec, only makes plain system calls on those values.
@@ -87,6 +88,7 @@ impl ChildSetup {
     /// descriptor limit) and builds the seccomp programs, when `block_unix` is set.
     pub(crate) fn prepare(block_unix: bool) -> Result<(Self, UnixFilter), SandboxError> {
         let mut filters: Vec<BpfProgram> = keyring_filter()?.into_iter().collect();
+        filters.extend(setid_chmod_filter()?);
         let unix = if block_unix {
             match unix_socket_filters()? {
                 Some(f) => {
@@ -282,6 +284,50 @@ fn keyring_filter() -> Result<Option<BpfProgram>, SandboxError> {
         rules,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(filter_err)?;
+    Ok(Some(BpfProgram::try_from(filter).map_err(filter_err)?))
+}
+
+/// The seccomp program refusing a `chmod` that sets the set-user-ID or set-group-ID
+/// bit (EPERM); None on an architecture seccompiler does not know. Landlock does not
+/// cover chmod, and the agent runs as the operator: as root it could otherwise make any
+/// root-owned program (`/usr/bin/python3`) set-uid root for every local user.
+fn setid_chmod_filter() -> Result<Option<BpfProgram>, SandboxError> {
+    let Ok(arch) = TargetArch::try_from(std::env::consts::ARCH) else {
+        return Ok(None);
+    };
+    // The mode's argument: chmod(path, mode), fchmod(fd, mode), fchmodat(dir, path,
+    // mode), fchmodat2(dir, path, mode, flags).
+    let calls = [
+        (libc::SYS_chmod, 1),
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (libc::SYS_fchmodat2, 2),
+    ];
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for (nr, arg) in calls {
+        let mut per_bit = Vec::new();
+        for bit in [libc::S_ISUID, libc::S_ISGID] {
+            let bit = u64::from(bit);
+            let cond = SeccompCondition::new(
+                arg,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )
+            .map_err(filter_err)?;
+            per_bit.push(SeccompRule::new(vec![cond]).map_err(filter_err)?);
+        }
+        for n in with_x32(arch, nr) {
+            rules.insert(n, per_bit.clone());
+        }
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
         arch,
     )
     .map_err(filter_err)?;

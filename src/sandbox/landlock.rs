@@ -502,10 +502,12 @@ fn agent_view(
     ];
     lines.push("own session, no terminal, inherited descriptors closed".to_owned());
     if child::seccomp_supported() {
-        lines.push("kernel keyrings refused (seccomp)".to_owned());
+        lines.push("kernel keyrings and set-uid/set-gid chmod refused (seccomp)".to_owned());
     } else {
         missing.push(
-            "kernel keyrings are not refused: no seccomp filter for this architecture".to_owned(),
+            "kernel keyrings and set-uid/set-gid chmod are not refused: no seccomp filter for \
+             this architecture"
+                .to_owned(),
         );
     }
     lines.push(if caps_dropped {
