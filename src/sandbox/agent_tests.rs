@@ -191,6 +191,11 @@ for port in sys.argv[1:]:
         socket.create_connection(("127.0.0.1", int(port)), timeout=5).close(); r[port] = "ok"
     except OSError as e:
         r[port] = e.errno
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)  # IPPROTO_MPTCP
+        s.settimeout(5); s.connect(("127.0.0.1", int(port))); s.close(); r[port + "/mptcp"] = "ok"
+    except OSError as e:
+        r[port + "/mptcp"] = e.errno
 print(json.dumps(r))
 "#;
 
@@ -218,6 +223,8 @@ fn agent_tcp_follows_the_plan() {
     let (status, r) = python(&p, CONNECT, &[&sa]);
     assert!(status.detail.contains("TCP: none"), "{status:?}");
     assert_eq!(r[&sa], EACCES, "{r}");
+    let mptcp = format!("{sa}/mptcp");
+    assert!(r[&mptcp].is_i64(), "MPTCP passes the TCP rules: {r}");
     p.network = AgentNetwork::Ports(vec![pa]);
     let (status, r) = python(&p, CONNECT, &[&sa, &sb]);
     assert!(
@@ -227,6 +234,8 @@ fn agent_tcp_follows_the_plan() {
         "{status:?}"
     );
     assert_eq!((&r[&sa], &r[&sb]), (&"ok".into(), &EACCES.into()), "{r}");
+    let mptcp = format!("{sb}/mptcp");
+    assert!(r[&mptcp].is_i64(), "MPTCP passes the TCP rules: {r}");
 }
 
 const UNIX: &str = r#"

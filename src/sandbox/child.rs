@@ -3,7 +3,8 @@
 //! where Landlock cannot refuse them; plus [`harden_gateway`].
 //!
 //! Seccomp also refuses what Landlock does not cover: the kernel keyrings (ENOSYS), and
-//! a chmod setting the set-uid or set-gid bit (EPERM).
+//! a chmod setting the set-uid or set-gid bit (EPERM), and, when the TCP network is
+//! restricted, MPTCP sockets (Landlock's TCP rules do not cover them).
 //!
 //! Everything is prepared in the parent ([`ChildSetup::prepare`]); the child, between
 //! fork and exec, only makes plain system calls on those values.
@@ -86,9 +87,16 @@ pub(crate) enum UnixFilter {
 impl ChildSetup {
     /// Reads what the child needs (capabilities, the last capability number, the
     /// descriptor limit) and builds the seccomp programs, when `block_unix` is set.
-    pub(crate) fn prepare(block_unix: bool) -> Result<(Self, UnixFilter), SandboxError> {
+    /// With `restrict_tcp` (a network other than "all"), MPTCP sockets are refused too.
+    pub(crate) fn prepare(
+        block_unix: bool,
+        restrict_tcp: bool,
+    ) -> Result<(Self, UnixFilter), SandboxError> {
         let mut filters: Vec<BpfProgram> = keyring_filter()?.into_iter().collect();
         filters.extend(setid_chmod_filter()?);
+        if restrict_tcp {
+            filters.extend(mptcp_filter()?);
+        }
         let unix = if block_unix {
             match unix_socket_filters()? {
                 Some(f) => {
@@ -328,6 +336,36 @@ fn setid_chmod_filter() -> Result<Option<BpfProgram>, SandboxError> {
         rules,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(filter_err)?;
+    Ok(Some(BpfProgram::try_from(filter).map_err(filter_err)?))
+}
+
+/// The seccomp program refusing MPTCP sockets (EPROTONOSUPPORT, a kernel without MPTCP:
+/// programs fall back to TCP); None on an architecture seccompiler does not know.
+/// Landlock's TCP rules cover `IPPROTO_TCP` only, and an MPTCP socket connects to any
+/// ordinary TCP server.
+fn mptcp_filter() -> Result<Option<BpfProgram>, SandboxError> {
+    let Ok(arch) = TargetArch::try_from(std::env::consts::ARCH) else {
+        return Ok(None);
+    };
+    let mptcp = SeccompCondition::new(
+        2,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        libc::IPPROTO_MPTCP as u64,
+    )
+    .map_err(filter_err)?;
+    let rule = SeccompRule::new(vec![mptcp]).map_err(filter_err)?;
+    let rules: BTreeMap<i64, Vec<SeccompRule>> = with_x32(arch, libc::SYS_socket)
+        .into_iter()
+        .map(|nr| (nr, vec![rule.clone()]))
+        .collect();
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPROTONOSUPPORT as u32),
         arch,
     )
     .map_err(filter_err)?;

@@ -329,7 +329,8 @@ pub(crate) fn confine_agent_command(
     plan.check_overlap()?;
     let landlock = probe();
     let abi = usable_abi(landlock);
-    let (setup, unix) = ChildSetup::prepare(blocks_unix(plan, abi))?;
+    let (setup, unix) =
+        ChildSetup::prepare(blocks_unix(plan, abi), plan.network != AgentNetwork::All)?;
     let (ruleset, mut detail) = match abi {
         Some(abi) => {
             let (r, d) = agent_ruleset(plan, abi)?;
@@ -503,6 +504,10 @@ fn agent_view(
     lines.push("own session, no terminal, inherited descriptors closed".to_owned());
     if child::seccomp_supported() {
         lines.push("kernel keyrings and set-uid/set-gid chmod refused (seccomp)".to_owned());
+        if plan.network != AgentNetwork::All {
+            lines
+                .push("MPTCP sockets refused (seccomp; Landlock's TCP rules miss them)".to_owned());
+        }
     } else {
         missing.push(
             "kernel keyrings and set-uid/set-gid chmod are not refused: no seccomp filter for \
