@@ -84,6 +84,20 @@ try:
     os.kill(os.getppid(), 0); r["kill"] = "sent"
 except OSError as e:
     r["kill"] = e.errno
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+# KEYCTL_GET_KEYRING_ID of the session keyring, which fsgate's session shares.
+rc = libc.syscall(int(sys.argv[1]), 0, -3, 0)
+r["keyctl"] = ctypes.get_errno() if rc < 0 else "allowed"
+f = os.path.join(os.environ["HOME"], "setid")
+open(f, "w").close()
+r["chmod"] = []
+for m in (0o4755, 0o2755, 0o755):
+    try:
+        os.chmod(f, m); r["chmod"].append(oct(os.stat(f).st_mode & 0o7777))
+    except OSError as e:
+        r["chmod"].append(e.errno)
 print(json.dumps(r))
 "#;
 
@@ -100,7 +114,8 @@ fn agent_runs_alone_without_terminal_descriptors_or_capabilities() {
     let leaked = rustix::io::dup(&file).expect("dup");
     let leaked_no = std::os::fd::AsRawFd::as_raw_fd(&leaked) as i64;
     assert!(leaked_no > 3);
-    let (status, r) = python(&plan(tmp.path()), PROCESS, &[]);
+    let keyctl = libc::SYS_keyctl.to_string();
+    let (status, r) = python(&plan(tmp.path()), PROCESS, &[&keyctl]);
     println!("{status} | {}", status.detail);
     let own_sid = rustix::process::getsid(None)
         .expect("getsid")
@@ -126,6 +141,15 @@ fn agent_runs_alone_without_terminal_descriptors_or_capabilities() {
         assert!(status.detail.contains("capabilities dropped"), "{status:?}");
     }
     assert!(status.detail.contains("own session, no terminal"));
+    if super::child::seccomp_supported() {
+        assert_eq!(r["keyctl"], i64::from(libc::ENOSYS), "keyrings: {r}");
+        let chmod = serde_json::json!([EPERM, EPERM, "0o755"]);
+        assert_eq!(r["chmod"], chmod, "set-uid/set-gid chmod: {r}");
+        assert!(
+            status.detail.contains("kernel keyrings and set-uid"),
+            "{status:?}"
+        );
+    }
     if status.abi.is_some_and(|a| a >= 6) {
         assert_eq!(r["kill"], EPERM, "signal to the gateway: {r}");
     }
@@ -167,6 +191,11 @@ for port in sys.argv[1:]:
         socket.create_connection(("127.0.0.1", int(port)), timeout=5).close(); r[port] = "ok"
     except OSError as e:
         r[port] = e.errno
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)  # IPPROTO_MPTCP
+        s.settimeout(5); s.connect(("127.0.0.1", int(port))); s.close(); r[port + "/mptcp"] = "ok"
+    except OSError as e:
+        r[port + "/mptcp"] = e.errno
 print(json.dumps(r))
 "#;
 
@@ -194,6 +223,8 @@ fn agent_tcp_follows_the_plan() {
     let (status, r) = python(&p, CONNECT, &[&sa]);
     assert!(status.detail.contains("TCP: none"), "{status:?}");
     assert_eq!(r[&sa], EACCES, "{r}");
+    let mptcp = format!("{sa}/mptcp");
+    assert!(r[&mptcp].is_i64(), "MPTCP passes the TCP rules: {r}");
     p.network = AgentNetwork::Ports(vec![pa]);
     let (status, r) = python(&p, CONNECT, &[&sa, &sb]);
     assert!(
@@ -203,6 +234,8 @@ fn agent_tcp_follows_the_plan() {
         "{status:?}"
     );
     assert_eq!((&r[&sa], &r[&sb]), (&"ok".into(), &EACCES.into()), "{r}");
+    let mptcp = format!("{sb}/mptcp");
+    assert!(r[&mptcp].is_i64(), "MPTCP passes the TCP rules: {r}");
 }
 
 const UNIX: &str = r#"

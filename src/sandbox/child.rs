@@ -2,6 +2,10 @@
 //! no terminal, no inherited descriptors, no capabilities, and no pathname Unix sockets
 //! where Landlock cannot refuse them; plus [`harden_gateway`].
 //!
+//! Seccomp also refuses what Landlock does not cover: the kernel keyrings (ENOSYS), and
+//! a chmod setting the set-uid or set-gid bit (EPERM), and, when the TCP network is
+//! restricted, MPTCP sockets (Landlock's TCP rules do not cover them).
+//!
 //! Everything is prepared in the parent ([`ChildSetup::prepare`]); the child, between
 //! fork and exec, only makes plain system calls on those values.
 //!
@@ -83,14 +87,26 @@ pub(crate) enum UnixFilter {
 impl ChildSetup {
     /// Reads what the child needs (capabilities, the last capability number, the
     /// descriptor limit) and builds the seccomp programs, when `block_unix` is set.
-    pub(crate) fn prepare(block_unix: bool) -> Result<(Self, UnixFilter), SandboxError> {
-        let (filters, unix) = if block_unix {
+    /// With `restrict_tcp` (a network other than "all"), MPTCP sockets are refused too.
+    pub(crate) fn prepare(
+        block_unix: bool,
+        restrict_tcp: bool,
+    ) -> Result<(Self, UnixFilter), SandboxError> {
+        let mut filters: Vec<BpfProgram> = keyring_filter()?.into_iter().collect();
+        filters.extend(setid_chmod_filter()?);
+        if restrict_tcp {
+            filters.extend(mptcp_filter()?);
+        }
+        let unix = if block_unix {
             match unix_socket_filters()? {
-                Some(f) => (f, UnixFilter::Refused),
-                None => (Vec::new(), UnixFilter::Unsupported),
+                Some(f) => {
+                    filters.extend(f);
+                    UnixFilter::Refused
+                }
+                None => UnixFilter::Unsupported,
             }
         } else {
-            (Vec::new(), UnixFilter::NotNeeded)
+            UnixFilter::NotNeeded
         };
         let fd_limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
             .current
@@ -241,24 +257,129 @@ fn drop_caps(caps: CapDrop) -> io::Result<()> {
     Ok(())
 }
 
+fn filter_err(e: seccompiler::BackendError) -> SandboxError {
+    SandboxError::Io {
+        what: "build the agent's seccomp filter".into(),
+        source: io::Error::other(e),
+    }
+}
+
+/// `nr` and, on x86_64, its x32 twin.
+fn with_x32(arch: TargetArch, nr: i64) -> Vec<i64> {
+    if arch == TargetArch::x86_64 {
+        vec![nr, nr | X32_SYSCALL_BIT]
+    } else {
+        vec![nr]
+    }
+}
+
+/// The seccomp program refusing the kernel keyrings (`add_key`, `request_key`,
+/// `keyctl`) with ENOSYS, a kernel built without them; None on an architecture
+/// seccompiler does not know. Landlock does not cover keyrings, and the agent would
+/// otherwise share the operator's session keyring (tokens, Kerberos tickets) and reach
+/// the persistent one.
+fn keyring_filter() -> Result<Option<BpfProgram>, SandboxError> {
+    let Ok(arch) = TargetArch::try_from(std::env::consts::ARCH) else {
+        return Ok(None);
+    };
+    let rules: BTreeMap<i64, Vec<SeccompRule>> =
+        [libc::SYS_add_key, libc::SYS_request_key, libc::SYS_keyctl]
+            .into_iter()
+            .flat_map(|nr| with_x32(arch, nr))
+            .map(|nr| (nr, Vec::new()))
+            .collect();
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(filter_err)?;
+    Ok(Some(BpfProgram::try_from(filter).map_err(filter_err)?))
+}
+
+/// The seccomp program refusing a `chmod` that sets the set-user-ID or set-group-ID
+/// bit (EPERM); None on an architecture seccompiler does not know. Landlock does not
+/// cover chmod, and the agent runs as the operator: as root it could otherwise make any
+/// root-owned program (`/usr/bin/python3`) set-uid root for every local user.
+fn setid_chmod_filter() -> Result<Option<BpfProgram>, SandboxError> {
+    let Ok(arch) = TargetArch::try_from(std::env::consts::ARCH) else {
+        return Ok(None);
+    };
+    // The mode's argument: chmod(path, mode), fchmod(fd, mode), fchmodat(dir, path,
+    // mode), fchmodat2(dir, path, mode, flags).
+    let calls = [
+        (libc::SYS_chmod, 1),
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (libc::SYS_fchmodat2, 2),
+    ];
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for (nr, arg) in calls {
+        let mut per_bit = Vec::new();
+        for bit in [libc::S_ISUID, libc::S_ISGID] {
+            let bit = u64::from(bit);
+            let cond = SeccompCondition::new(
+                arg,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )
+            .map_err(filter_err)?;
+            per_bit.push(SeccompRule::new(vec![cond]).map_err(filter_err)?);
+        }
+        for n in with_x32(arch, nr) {
+            rules.insert(n, per_bit.clone());
+        }
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(filter_err)?;
+    Ok(Some(BpfProgram::try_from(filter).map_err(filter_err)?))
+}
+
+/// The seccomp program refusing MPTCP sockets (EPROTONOSUPPORT, a kernel without MPTCP:
+/// programs fall back to TCP); None on an architecture seccompiler does not know.
+/// Landlock's TCP rules cover `IPPROTO_TCP` only, and an MPTCP socket connects to any
+/// ordinary TCP server.
+fn mptcp_filter() -> Result<Option<BpfProgram>, SandboxError> {
+    let Ok(arch) = TargetArch::try_from(std::env::consts::ARCH) else {
+        return Ok(None);
+    };
+    let mptcp = SeccompCondition::new(
+        2,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        libc::IPPROTO_MPTCP as u64,
+    )
+    .map_err(filter_err)?;
+    let rule = SeccompRule::new(vec![mptcp]).map_err(filter_err)?;
+    let rules: BTreeMap<i64, Vec<SeccompRule>> = with_x32(arch, libc::SYS_socket)
+        .into_iter()
+        .map(|nr| (nr, vec![rule.clone()]))
+        .collect();
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPROTONOSUPPORT as u32),
+        arch,
+    )
+    .map_err(filter_err)?;
+    Ok(Some(BpfProgram::try_from(filter).map_err(filter_err)?))
+}
+
 /// The seccomp programs refusing `socket(AF_UNIX, ...)` (EACCES) and `io_uring_setup`
 /// (EPERM); None on an architecture seccompiler does not know.
 fn unix_socket_filters() -> Result<Option<Vec<BpfProgram>>, SandboxError> {
     let Ok(arch) = TargetArch::try_from(std::env::consts::ARCH) else {
         return Ok(None);
     };
-    let err = |e: seccompiler::BackendError| SandboxError::Io {
-        what: "build the seccomp filter for Unix sockets".into(),
-        source: io::Error::other(e),
-    };
-    let x32 = arch == TargetArch::x86_64;
-    let numbers = |nr: i64| {
-        if x32 {
-            vec![nr, nr | X32_SYSCALL_BIT]
-        } else {
-            vec![nr]
-        }
-    };
+    let err = filter_err;
+    let numbers = |nr: i64| with_x32(arch, nr);
     // Dword: the kernel reads the domain as an int, so only the low 32 bits count.
     let unix = SeccompCondition::new(
         0,

@@ -404,13 +404,30 @@ impl<'a> Discovery<'a> {
             None => {}
         }
         for a in dir.ancestors() {
-            if let Ok(nm) = std::fs::canonicalize(a.join("node_modules"))
-                && nm.is_dir()
-            {
+            if let Some(nm) = self.node_modules_at(&a.join("node_modules")) {
                 let why = format!("node_modules above {}", canonical.display());
                 self.grant(&nm, AgentAccess::ReadExec, why);
             }
         }
+    }
+
+    /// The directory a `node_modules` path resolves to, if it is one named
+    /// `node_modules` outside the shared trees and not HOME or above. A link elsewhere
+    /// (`/tmp/node_modules` -> `~/.ssh`, planted by anyone who may write `/tmp`) would
+    /// otherwise grant its target whole; it is noted instead.
+    fn node_modules_at(&mut self, path: &Path) -> Option<PathBuf> {
+        let nm = std::fs::canonicalize(path).ok().filter(|c| c.is_dir())?;
+        let named = nm.file_name() == Some(OsStr::new("node_modules"));
+        let shared = SHARED_TREES.iter().any(|t| nm.starts_with(t));
+        if named && !shared && !self.is_home_or_above(&nm) {
+            return Some(nm);
+        }
+        self.notes.push(format!(
+            "{} leads to {}, not a node_modules directory: not granted",
+            path.display(),
+            nm.display()
+        ));
+        None
     }
 
     /// Canonical paths; drops `/`, HOME and above, missing paths, and grants another

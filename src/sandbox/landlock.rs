@@ -329,7 +329,8 @@ pub(crate) fn confine_agent_command(
     plan.check_overlap()?;
     let landlock = probe();
     let abi = usable_abi(landlock);
-    let (setup, unix) = ChildSetup::prepare(blocks_unix(plan, abi))?;
+    let (setup, unix) =
+        ChildSetup::prepare(blocks_unix(plan, abi), plan.network != AgentNetwork::All)?;
     let (ruleset, mut detail) = match abi {
         Some(abi) => {
             let (r, d) = agent_ruleset(plan, abi)?;
@@ -501,6 +502,19 @@ fn agent_view(
         sockets_line(plan, per_path, unix),
     ];
     lines.push("own session, no terminal, inherited descriptors closed".to_owned());
+    if child::seccomp_supported() {
+        lines.push("kernel keyrings and set-uid/set-gid chmod refused (seccomp)".to_owned());
+        if plan.network != AgentNetwork::All {
+            lines
+                .push("MPTCP sockets refused (seccomp; Landlock's TCP rules miss them)".to_owned());
+        }
+    } else {
+        missing.push(
+            "kernel keyrings and set-uid/set-gid chmod are not refused: no seccomp filter for \
+             this architecture"
+                .to_owned(),
+        );
+    }
     lines.push(if caps_dropped {
         "capabilities dropped".to_owned()
     } else {

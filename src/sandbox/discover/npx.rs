@@ -39,8 +39,10 @@ impl Discovery<'_> {
             let modules = dir.join("node_modules");
             let bin = modules.join(".bin").join(name);
             if bin.is_file() {
-                let why = format!("node_modules of `npx {name}`");
-                self.grant(&modules, AgentAccess::ReadExec, why);
+                if let Some(nm) = self.node_modules_at(&modules) {
+                    let why = format!("node_modules of `npx {name}`");
+                    self.grant(&nm, AgentAccess::ReadExec, why);
+                }
                 return self.program(&bin, &format!("`npx {name}` bin"), 0);
             }
         }

@@ -711,3 +711,26 @@ mod confined {
         (text.contains(expect), text)
     }
 }
+
+#[test]
+fn a_node_modules_link_to_another_directory_is_not_granted() {
+    let fx = Fixture::new();
+    // `~/.ssh`, reached through a `node_modules` link above the script (as a
+    // `/tmp/node_modules` planted by another user would be) and through npx's.
+    let ssh = fx.home.join(".ssh");
+    std::fs::create_dir_all(ssh.join(".bin")).expect("mkdir");
+    write_exec(&ssh.join(".bin/x"), b"#!/bin/sh\n");
+    let shared = fx.root.join("shared");
+    std::fs::create_dir_all(shared.join("agent")).expect("mkdir");
+    symlink(&ssh, shared.join("node_modules")).expect("symlink");
+    std::fs::write(shared.join("agent/a.js"), "").expect("write");
+    let inst = fx.run("node", &["agent/a.js"], &shared).expect("discover");
+    assert!(!reaches(&inst, &ssh.join("id_rsa")), "{:#?}", inst.grants);
+    assert!(
+        inst.notes.iter().any(|n| n.contains("not a node_modules")),
+        "{:?}",
+        inst.notes
+    );
+    let inst = fx.run("npx", &["x"], &shared).expect("discover npx");
+    assert!(!reaches(&inst, &ssh.join("id_rsa")), "{:#?}", inst.grants);
+}
