@@ -93,11 +93,15 @@ r["keyctl"] = ctypes.get_errno() if rc < 0 else "allowed"
 f = os.path.join(os.environ["HOME"], "setid")
 open(f, "w").close()
 r["chmod"] = []
-for m in (0o4755, 0o2755, 0o755):
+for m in (0o4755, 0o2755, 0o646, 0o755):
     try:
         os.chmod(f, m); r["chmod"].append(oct(os.stat(f).st_mode & 0o7777))
     except OSError as e:
         r["chmod"].append(e.errno)
+try:
+    os.chown(f, os.getuid(), os.getgid()); r["chown"] = "allowed"
+except OSError as e:
+    r["chown"] = e.errno
 print(json.dumps(r))
 "#;
 
@@ -143,10 +147,14 @@ fn agent_runs_alone_without_terminal_descriptors_or_capabilities() {
     assert!(status.detail.contains("own session, no terminal"));
     if super::child::seccomp_supported() {
         assert_eq!(r["keyctl"], i64::from(libc::ENOSYS), "keyrings: {r}");
-        let chmod = serde_json::json!([EPERM, EPERM, "0o755"]);
-        assert_eq!(r["chmod"], chmod, "set-uid/set-gid chmod: {r}");
+        let chmod = serde_json::json!([EPERM, EPERM, EPERM, "0o755"]);
+        assert_eq!(
+            r["chmod"], chmod,
+            "set-uid/set-gid/other-writable chmod: {r}"
+        );
+        assert_eq!(r["chown"], EPERM, "chown: {r}");
         assert!(
-            status.detail.contains("kernel keyrings and set-uid"),
+            status.detail.contains("kernel keyrings, chown and set-uid"),
             "{status:?}"
         );
     }

@@ -94,6 +94,7 @@ impl ChildSetup {
     ) -> Result<(Self, UnixFilter), SandboxError> {
         let mut filters: Vec<BpfProgram> = keyring_filter()?.into_iter().collect();
         filters.extend(setid_chmod_filter()?);
+        filters.extend(chown_filter()?);
         if restrict_tcp {
             filters.extend(mptcp_filter()?);
         }
@@ -279,45 +280,72 @@ fn with_x32(arch: TargetArch, nr: i64) -> Vec<i64> {
 /// otherwise share the operator's session keyring (tokens, Kerberos tickets) and reach
 /// the persistent one.
 fn keyring_filter() -> Result<Option<BpfProgram>, SandboxError> {
+    refuse_calls(
+        &[libc::SYS_add_key, libc::SYS_request_key, libc::SYS_keyctl],
+        libc::ENOSYS,
+    )
+}
+
+/// The seccomp program refusing every change of a file's owner (EPERM). Landlock does
+/// not cover chown, and the agent runs as the operator: it could give away its files,
+/// or, as root, clear the set-uid bit of `sudo` for the whole host by chowning it.
+fn chown_filter() -> Result<Option<BpfProgram>, SandboxError> {
+    #[cfg(target_arch = "x86_64")]
+    let calls = [
+        libc::SYS_fchown,
+        libc::SYS_fchownat,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+    ];
+    #[cfg(not(target_arch = "x86_64"))]
+    let calls = [libc::SYS_fchown, libc::SYS_fchownat];
+    refuse_calls(&calls, libc::EPERM)
+}
+
+/// A seccomp program failing every call in `calls` with `errno`; None on an
+/// architecture seccompiler does not know.
+fn refuse_calls(calls: &[i64], errno: i32) -> Result<Option<BpfProgram>, SandboxError> {
     let Ok(arch) = TargetArch::try_from(std::env::consts::ARCH) else {
         return Ok(None);
     };
-    let rules: BTreeMap<i64, Vec<SeccompRule>> =
-        [libc::SYS_add_key, libc::SYS_request_key, libc::SYS_keyctl]
-            .into_iter()
-            .flat_map(|nr| with_x32(arch, nr))
-            .map(|nr| (nr, Vec::new()))
-            .collect();
+    let rules: BTreeMap<i64, Vec<SeccompRule>> = calls
+        .iter()
+        .flat_map(|nr| with_x32(arch, *nr))
+        .map(|nr| (nr, Vec::new()))
+        .collect();
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
+        SeccompAction::Errno(errno as u32),
         arch,
     )
     .map_err(filter_err)?;
     Ok(Some(BpfProgram::try_from(filter).map_err(filter_err)?))
 }
 
-/// The seccomp program refusing a `chmod` that sets the set-user-ID or set-group-ID
-/// bit (EPERM); None on an architecture seccompiler does not know. Landlock does not
-/// cover chmod, and the agent runs as the operator: as root it could otherwise make any
-/// root-owned program (`/usr/bin/python3`) set-uid root for every local user.
+/// The seccomp program refusing a `chmod` that sets the set-user-ID, set-group-ID or
+/// other-writable bit (EPERM); None on an architecture seccompiler does not know.
+/// Landlock does not cover chmod, and the agent runs as the operator: as root it could
+/// otherwise make any root-owned program (`/usr/bin/python3`) set-uid root, or
+/// `/etc/passwd` writable, for every local user.
 fn setid_chmod_filter() -> Result<Option<BpfProgram>, SandboxError> {
     let Ok(arch) = TargetArch::try_from(std::env::consts::ARCH) else {
         return Ok(None);
     };
     // The mode's argument: chmod(path, mode), fchmod(fd, mode), fchmodat(dir, path,
     // mode), fchmodat2(dir, path, mode, flags).
-    let calls = [
-        (libc::SYS_chmod, 1),
+    let mut calls = vec![
         (libc::SYS_fchmod, 1),
         (libc::SYS_fchmodat, 2),
         (libc::SYS_fchmodat2, 2),
     ];
+    // The legacy call exists on x86_64 only.
+    #[cfg(target_arch = "x86_64")]
+    calls.push((libc::SYS_chmod, 1));
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for (nr, arg) in calls {
         let mut per_bit = Vec::new();
-        for bit in [libc::S_ISUID, libc::S_ISGID] {
+        for bit in [libc::S_ISUID, libc::S_ISGID, libc::S_IWOTH] {
             let bit = u64::from(bit);
             let cond = SeccompCondition::new(
                 arg,

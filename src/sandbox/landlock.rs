@@ -503,15 +503,18 @@ fn agent_view(
     ];
     lines.push("own session, no terminal, inherited descriptors closed".to_owned());
     if child::seccomp_supported() {
-        lines.push("kernel keyrings and set-uid/set-gid chmod refused (seccomp)".to_owned());
+        lines.push(
+            "kernel keyrings, chown and set-uid/set-gid/other-writable chmod refused (seccomp)"
+                .to_owned(),
+        );
         if plan.network != AgentNetwork::All {
             lines
                 .push("MPTCP sockets refused (seccomp; Landlock's TCP rules miss them)".to_owned());
         }
     } else {
         missing.push(
-            "kernel keyrings and set-uid/set-gid chmod are not refused: no seccomp filter for \
-             this architecture"
+            "kernel keyrings, chown and set-uid/set-gid/other-writable chmod are not refused: \
+             no seccomp filter for this architecture"
                 .to_owned(),
         );
     }

@@ -149,14 +149,14 @@ pub const DEFAULT_AGENT_SYSTEM_PATHS: &[&str] = &[
 
 /// Device files a confined agent may read and write by default. No terminal: the agent
 /// runs in a session of its own, and `/dev/tty`, `/dev/pts` and `/dev/ptmx` would let it
-/// reach the operator's terminal (TIOCSTI).
+/// reach the operator's terminal (TIOCSTI). No `/dev/shm`: it is shared by every process
+/// of the user (other sessions' files included); `[agent] read_write` can grant it.
 pub const DEFAULT_AGENT_DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/shm",
 ];
 
 /// What a confined agent may do beneath one path.
