@@ -39,6 +39,8 @@ mod policy_runtime;
 mod cli;
 // Where the audit log and backups are: told at start, found again by --workspace.
 mod locations;
+// scripts/demo.sh: the guided tour, the same story on every run.
+mod demo;
 // `fsgate policy check|explain|test|diff|schema`: formats and exit codes.
 mod policy_cli;
 // The audit log the gateway writes, and `fsgate audit ...`; both verifiers agree.
