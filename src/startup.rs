@@ -58,9 +58,12 @@ impl Opened {
     /// Tells the user (stderr, one line each) where the audit log and backups are.
     pub fn announce_locations(&self) {
         let (log, backups) = &self.locations;
-        // EscPath escapes the paths; the rest is fsgate's own text.
-        eprintln!("fsgate: audit log: {}", EscPath(log));
-        eprintln!("fsgate: backups: {}", EscPath(backups));
+        use std::io::Write;
+        // EscPath escapes the paths; the rest is fsgate's own text. A closed stderr is
+        // no reason to stop (eprintln! would panic).
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "fsgate: audit log: {}", EscPath(log));
+        let _ = writeln!(err, "fsgate: backups: {}", EscPath(backups));
     }
 
     /// Keeps a directory fsgate created (the agent's scratch dir) writable after
