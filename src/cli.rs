@@ -226,6 +226,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
+    opened.announce_locations();
     if args.check_sandbox {
         println!("{status}");
         startup::shutdown(&opened.gateway, serde_json::Map::new());

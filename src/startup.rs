@@ -15,6 +15,7 @@ use crate::gateway::Gateway;
 use crate::policy::floor::{self, FixedFloor, FloorKind};
 use crate::policy::{OpClass, Policy};
 use crate::sandbox::{Enforcement, SandboxPlan, SandboxStatus, restrict_self};
+use crate::text::EscPath;
 use crate::workspace::Workspace;
 
 /// What the command line says about the gateway to build.
@@ -44,12 +45,25 @@ pub struct Opened {
     extra_rw: Vec<std::fs::File>,
     /// The audit and backup directories, for the agent's sandbox to keep clear of.
     own_dirs: Vec<PathBuf>,
+    /// The active audit log file and the backup store, absolute (told to the user).
+    locations: (PathBuf, PathBuf),
 }
 
 impl Opened {
     /// fsgate's own directories (audit log, backups).
     pub fn own_dirs(&self) -> Vec<PathBuf> {
         self.own_dirs.clone()
+    }
+
+    /// Tells the user (stderr, one line each) where the audit log and backups are.
+    pub fn announce_locations(&self) {
+        let (log, backups) = &self.locations;
+        use std::io::Write;
+        // EscPath escapes the paths; the rest is fsgate's own text. A closed stderr is
+        // no reason to stop (eprintln! would panic).
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "fsgate: audit log: {}", EscPath(log));
+        let _ = writeln!(err, "fsgate: backups: {}", EscPath(backups));
     }
 
     /// Keeps a directory fsgate created (the agent's scratch dir) writable after
@@ -164,13 +178,28 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     let gateway = Gateway::new(policy, workspace)
         .with_audit(audit)
         .with_backups(backups);
+    // Absolute, so a client (whose working directory may differ) can find them.
+    let locations = (absolute(&audit_path), absolute(&backup_dir));
+    gateway.set_meta(
+        "auditLog",
+        locations.0.to_string_lossy().into_owned().into(),
+    );
+    gateway.set_meta(
+        "backupDir",
+        locations.1.to_string_lossy().into_owned().into(),
+    );
     Ok(Opened {
         gateway,
         audit_dir,
         policy_path: cfg.policy.clone(),
         extra_rw,
         own_dirs: vec![audit_parent, backup_dir],
+        locations,
     })
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// Confines the process (Landlock), applies `[sandbox] require_landlock`, starts the

@@ -37,6 +37,10 @@ mod policy_custom;
 mod policy_runtime;
 // Command line: help text, invalid policies and workspaces refuse to start.
 mod cli;
+// Where the audit log and backups are: told at start, found again by --workspace.
+mod locations;
+// scripts/demo.sh: the guided tour, the same story on every run.
+mod demo;
 // `fsgate policy check|explain|test|diff|schema`: formats and exit codes.
 mod policy_cli;
 // The audit log the gateway writes, and `fsgate audit ...`; both verifiers agree.

@@ -34,6 +34,8 @@ fn handshake_era_initialize_then_tools() {
     let root = g.dirs.abs("");
     let root = root.trim_end_matches('/');
     assert_eq!(init["_meta"]["fsgate"]["workspace"], json!(root), "{init}");
+    let log = g.dirs.audit_log();
+    assert_eq!(init["_meta"]["fsgate"]["auditLog"], json!(log), "{init}");
     assert!(
         init["instructions"]
             .as_str()

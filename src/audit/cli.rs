@@ -14,9 +14,14 @@ pub enum AuditCommand {
     /// Check a log or a rotated series (files or directories): exit 0 intact,
     /// 1 tampered (names the first bad record), 2 unreadable.
     Verify {
-        /// Log files, or directories holding them.
-        #[arg(required = true, value_name = "FILE|DIR")]
+        /// Log files, or directories holding them (a workspace's state directory stands
+        /// for the `audit/` directory in it).
+        #[arg(required_unless_present = "workspace", value_name = "FILE|DIR")]
         paths: Vec<PathBuf>,
+        /// Also read this workspace's default log (under your state dir, where `serve`
+        /// and `acp` put it unless told otherwise).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -35,9 +40,14 @@ pub enum AuditCommand {
     },
     /// Print records, filtered: a table by default, or JSON lines, or CSV.
     Show {
-        /// Log files, or directories holding them.
-        #[arg(required = true, value_name = "FILE|DIR")]
+        /// Log files, or directories holding them (a workspace's state directory stands
+        /// for the `audit/` directory in it).
+        #[arg(required_unless_present = "workspace", value_name = "FILE|DIR")]
         paths: Vec<PathBuf>,
+        /// Also read this workspace's default log (under your state dir, where `serve`
+        /// and `acp` put it unless told otherwise).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
         /// Only records at or after this time (RFC 3339 or YYYY-MM-DD, UTC).
         #[arg(long)]
         since: Option<String>,
@@ -70,8 +80,11 @@ pub enum AuditCommand {
         #[arg(long, value_name = "DATE")]
         before: String,
         /// The active log file, or its directory.
-        #[arg(value_name = "FILE|DIR")]
-        path: PathBuf,
+        #[arg(required_unless_present = "workspace", value_name = "FILE|DIR")]
+        path: Option<PathBuf>,
+        /// Prune this workspace's default log (under your state dir) instead.
+        #[arg(long, value_name = "DIR", conflicts_with = "path")]
+        workspace: Option<PathBuf>,
         /// Key that signs the tombstone (the `[audit] signing_key`).
         #[arg(long, value_name = "KEY")]
         signing_key: Option<PathBuf>,
@@ -98,13 +111,18 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
     match cmd {
         AuditCommand::Verify {
             paths,
+            workspace,
             json,
             trusted,
             pubkey,
             checkpoints,
-        } => verify_cmd(&paths, json, trusted, pubkey.as_deref(), checkpoints, out),
+        } => match super::locate::log_paths(&paths, workspace.as_deref()) {
+            Ok(paths) => verify_cmd(&paths, json, trusted, pubkey.as_deref(), checkpoints, out),
+            Err(e) => fail("verify", &e),
+        },
         AuditCommand::Show {
             paths,
+            workspace,
             since,
             until,
             op,
@@ -123,14 +141,27 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
                 (_, true) => ShowFormat::Csv,
                 _ => ShowFormat::Table,
             };
-            show_cmd(&paths, &filter, format, out)
+            match super::locate::log_paths(&paths, workspace.as_deref()) {
+                Ok(paths) => show_cmd(&paths, &filter, format, out),
+                Err(e) => fail("show", &e),
+            }
         }
         AuditCommand::Prune {
             before,
             path,
+            workspace,
             signing_key,
             dry_run,
-        } => prune_cmd(&before, &path, signing_key.as_deref(), dry_run, out),
+        } => {
+            let paths: Vec<PathBuf> = path.into_iter().collect();
+            match super::locate::log_paths(&paths, workspace.as_deref()) {
+                Ok(p) => match p.first() {
+                    Some(p) => prune_cmd(&before, p, signing_key.as_deref(), dry_run, out),
+                    None => fail("prune", "name the log (FILE|DIR) or --workspace"),
+                },
+                Err(e) => fail("prune", &e),
+            }
+        }
         AuditCommand::Keygen { out: file } => match keys::generate_key_file(&file) {
             Ok(pk) => {
                 written(out.write_all(format!("{}\n", hex::encode(pk.to_bytes())).as_bytes()))

@@ -33,6 +33,7 @@ pub mod intents;
 mod io;
 pub mod keys;
 pub mod line;
+pub mod locate;
 pub mod prune;
 pub mod record;
 pub mod recover;

@@ -81,6 +81,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         );
         return fail(&e);
     }
+    opened.announce_locations();
     // Started after confinement, so the copying thread is confined too.
     let denials = crate::sandbox::denied::Denials::default();
     let noted = denials.clone();

@@ -108,7 +108,7 @@ pub struct Gate {
     _dirs: Vec<TempDir>,
 }
 
-fn canonical_tempdir(prefix: &str) -> (TempDir, PathBuf) {
+pub fn canonical_tempdir(prefix: &str) -> (TempDir, PathBuf) {
     let dir = tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()

@@ -33,6 +33,7 @@ fn cli(cmd: AuditCommand) -> (i32, String) {
 fn verify_cmd(paths: Vec<PathBuf>) -> AuditCommand {
     AuditCommand::Verify {
         paths,
+        workspace: None,
         json: false,
         trusted: None,
         pubkey: None,
@@ -79,6 +80,7 @@ fn verify_exit_codes_and_json() {
     assert_eq!(code, 2, "unreadable");
     let (code, out) = cli(AuditCommand::Verify {
         paths: vec![path.parent().unwrap().to_path_buf()],
+        workspace: None,
         json: true,
         trusted: None,
         pubkey: None,
@@ -91,6 +93,7 @@ fn verify_exit_codes_and_json() {
     assert!(v["series"][0]["error"].is_null());
     let (code, _) = cli(AuditCommand::Verify {
         paths: vec![path.clone()],
+        workspace: None,
         json: false,
         trusted: None,
         pubkey: Some("zz".into()),
@@ -157,7 +160,8 @@ fn prune_removes_old_files_behind_a_signed_tombstone() {
         .len();
     let (code, out) = cli(AuditCommand::Prune {
         before: "2999-01-01".into(),
-        path: path.clone(),
+        path: Some(path.clone()),
+        workspace: None,
         signing_key: Some(key_path.clone()),
         dry_run: true,
     });
@@ -167,7 +171,8 @@ fn prune_removes_old_files_behind_a_signed_tombstone() {
     // gateway at its next start.
     let (code, _) = cli(AuditCommand::Prune {
         before: "2999-01-01".into(),
-        path: path.clone(),
+        path: Some(path.clone()),
+        workspace: None,
         signing_key: None,
         dry_run: false,
     });
@@ -180,7 +185,8 @@ fn prune_removes_old_files_behind_a_signed_tombstone() {
     );
     let (code, out) = cli(AuditCommand::Prune {
         before: "2999-01-01".into(),
-        path: path.clone(),
+        path: Some(path.clone()),
+        workspace: None,
         signing_key: Some(key_path.clone()),
         dry_run: false,
     });
@@ -228,7 +234,8 @@ fn prune_refuses_a_chain_that_does_not_verify() {
     std::fs::write(&path, text.replacen("\"ok\"", "\"OK\"", 1)).unwrap();
     let (code, _) = cli(AuditCommand::Prune {
         before: "2999-01-01".into(),
-        path: path.clone(),
+        path: Some(path.clone()),
+        workspace: None,
         signing_key: None,
         dry_run: false,
     });
@@ -248,6 +255,7 @@ fn show_filters_and_formats() {
     let show = |op: Option<&str>, decision: Option<&str>, glob: Option<&str>, json, csv| {
         cli(AuditCommand::Show {
             paths: vec![dir.clone()],
+            workspace: None,
             since: Some("2000-01-01".into()),
             until: Some("2999-01-01T00:00:00Z".into()),
             op: op.map(Into::into),
@@ -272,6 +280,7 @@ fn show_filters_and_formats() {
     assert!(out.contains("[start]"), "{out}");
     let (code, _) = cli(AuditCommand::Show {
         paths: vec![dir.clone()],
+        workspace: None,
         since: Some("yesterday".into()),
         until: None,
         op: None,
