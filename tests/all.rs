@@ -39,6 +39,8 @@ mod policy_runtime;
 mod cli;
 // `fsgate policy check|explain|test|diff|schema`: formats and exit codes.
 mod policy_cli;
+// Installing and configuring: docs/clients/ configurations start fsgate; completions; man pages.
+mod install;
 // The audit log the gateway writes, and `fsgate audit ...`; both verifiers agree.
 mod audit_gateway;
 // `fsgate acp` with real ACP SDK agents behind the proxy.
