@@ -1,4 +1,5 @@
-//! The one integration test binary: spawns the real `fsgate` and checks it against CONTRACT.md.
+//! The one integration test binary: spawns the real `fsgate` and checks what README.md,
+//! the docs and `fsgate --help` promise.
 
 // Harness: spawn `fsgate serve`, talk JSON-RPC, time out instead of hanging.
 mod common;
