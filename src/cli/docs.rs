@@ -43,6 +43,45 @@ fn write_stdout(bytes: &[u8]) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => ExitCode::SUCCESS,
+        // `fsgate man | head`: the reader had what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => fail(&format!("cannot write to stdout: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// clap's own consistency checks over the whole command line (names, conflicts,
+    /// requirements), which the generators rely on.
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// Every command, nested ones included, renders a page naming itself.
+    #[test]
+    fn every_command_renders_a_man_page() {
+        fn walk(cmd: &clap::Command, n: &mut usize) {
+            let name = cmd.get_display_name().unwrap_or(cmd.get_name()).to_owned();
+            let mut page = Vec::new();
+            clap_mangen::Man::new(cmd.clone())
+                .render(&mut page)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let page = String::from_utf8_lossy(&page);
+            assert!(page.contains(&format!(".TH {name} 1")), "{name}: {page}");
+            *n += 1;
+            for sub in cmd.get_subcommands() {
+                walk(sub, n);
+            }
+        }
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut n = 0;
+        walk(&cmd, &mut n);
+        assert!(n >= 20, "fsgate and its subcommands: {n} pages");
     }
 }
