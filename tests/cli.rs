@@ -492,3 +492,34 @@ fn serve_and_acp_report_every_policy_error_as_policy_check_does() {
     }
     assert!(!dir.path().join("started").exists(), "no agent started");
 }
+
+/// The policy's file name and text reach the terminal escaped, never as control codes.
+#[test]
+fn serve_policy_errors_are_escaped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("mkdir ws");
+    let file = dir.path().join("bad\x1b[2J\n.toml");
+    std::fs::write(&file, "version = 1\n\"evil\x1b]8;;x\x07\" = 1\n").expect("write policy");
+    let out = Command::new(bin())
+        .arg("serve")
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--policy")
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fsgate");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        !out.stderr.iter().any(|&b| b == 0x1b || b == 0x07),
+        "{stderr:?}"
+    );
+    assert!(stderr.contains(r"bad\u{1b}[2J\n.toml"), "{stderr}");
+    assert_eq!(
+        stderr.lines().count(),
+        2,
+        "one finding, one summary: {stderr}"
+    );
+}
