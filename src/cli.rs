@@ -53,8 +53,11 @@ enum Command {
     Backup(crate::backup::cli::BackupCommand),
     /// Print a shell completion script for fsgate.
     ///
-    /// Example (bash): fsgate completions bash > ~/.local/share/bash-completion/completions/fsgate
-    /// (zsh: a file `_fsgate` in a directory on $fpath; fish: ~/.config/fish/completions/fsgate.fish)
+    /// bash: fsgate completions bash > ~/.local/share/bash-completion/completions/fsgate
+    ///
+    /// zsh: fsgate completions zsh > DIR/_fsgate, DIR a directory on $fpath
+    ///
+    /// fish: fsgate completions fish > ~/.config/fish/completions/fsgate.fish
     Completions {
         /// The shell.
         #[arg(value_enum)]
