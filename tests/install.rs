@@ -1,6 +1,7 @@
 //! What a user installs and pastes: the client configurations in docs/clients/ (each
 //! parses, names `fsgate`, and its arguments start the real binary), the shell
-//! completions and the man pages generated from the command line's definitions.
+//! completions and the man pages generated from the command line's definitions, and
+//! every `fsgate ...` command the README and the docs show.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
@@ -311,4 +312,106 @@ fn man_page_documents_fsgate_and_one_page_per_command() {
             "serve page: --{flag}"
         );
     }
+}
+
+/// The documents whose `fsgate ...` commands are checked against the real command line.
+fn documents() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![
+        root.join("README.md"),
+        root.join("policies/README.md"),
+        root.join("audit/FORMAT.md"),
+    ];
+    let mut dirs = vec![root.join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir)
+            .expect("docs dir")
+            .filter_map(|e| e.ok())
+        {
+            let p = e.path();
+            match p.extension().and_then(|x| x.to_str()) {
+                _ if p.is_dir() => dirs.push(p),
+                Some("md") => docs.push(p),
+                _ => {}
+            }
+        }
+    }
+    docs
+}
+
+/// A documented command's words: up to a comment, redirection or the next shell
+/// command; optional parts' brackets and `...` dropped.
+fn command_words(text: &str) -> Vec<String> {
+    let end = [" #", " >", " & ", " && ", " | "]
+        .iter()
+        .filter_map(|s| text.find(s))
+        .min()
+        .unwrap_or(text.len());
+    text[..end]
+        .split_whitespace()
+        .map(|w| w.trim_matches(['[', ']']).trim_end_matches("..."))
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every `fsgate` command in a code block parses as it stands (subcommand, flags, every
+/// required argument); every one quoted in the text names a real subcommand and real
+/// flags (it may leave out required arguments: "`fsgate acp --confine-agent` walls in
+/// ...").
+#[test]
+fn documented_commands_parse() {
+    use clap::Parser;
+    use clap::error::ErrorKind::{DisplayHelp, InvalidValue, MissingRequiredArgument};
+    let mut checked = 0;
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).expect("read doc");
+        let name = doc.display();
+        let mut in_block = false;
+        let mut prose = String::new();
+        for line in text.lines() {
+            if line.starts_with("```") {
+                in_block = !in_block;
+                continue;
+            }
+            let l = line.trim();
+            if !in_block {
+                prose.push_str(line);
+                prose.push(' ');
+            } else if l.starts_with("fsgate ") {
+                let words = command_words(l);
+                if let Err(e) = fsgate::cli::Cli::try_parse_from(&words) {
+                    panic!("{name}: `{l}` does not parse: {e}");
+                }
+                checked += 1;
+            }
+        }
+        for quoted in prose.split('`').skip(1).step_by(2) {
+            if !quoted.starts_with("fsgate ") || quoted.contains('|') {
+                continue;
+            }
+            let words = command_words(quoted);
+            match fsgate::cli::Cli::try_parse_from(&words) {
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), MissingRequiredArgument | DisplayHelp) => {}
+                // A synopsis's placeholder (`--op OP`) for a value from a fixed list.
+                Err(e) if e.kind() == InvalidValue && is_placeholder(&e) => {}
+                Err(e) => panic!("{name}: `{quoted}`: {e}"),
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        checked > 50,
+        "the documents hold the commands: {checked} checked"
+    );
+}
+
+/// True if the value clap refused is a placeholder in capitals (`OP`, `SHELL`).
+fn is_placeholder(e: &clap::Error) -> bool {
+    use clap::error::{ContextKind, ContextValue};
+    matches!(
+        e.get(ContextKind::InvalidValue),
+        Some(ContextValue::String(v)) if v.len() > 1 && v.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+    )
 }
