@@ -5,6 +5,7 @@
 //! inherits the restriction.
 
 mod acp;
+mod docs;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,6 +51,26 @@ enum Command {
     /// Backup tools: list and restore previous versions of files.
     #[command(subcommand)]
     Backup(crate::backup::cli::BackupCommand),
+    /// Print a shell completion script for fsgate.
+    ///
+    /// bash: fsgate completions bash > ~/.local/share/bash-completion/completions/fsgate
+    ///
+    /// zsh: fsgate completions zsh > DIR/_fsgate, DIR a directory on $fpath
+    ///
+    /// fish: fsgate completions fish > ~/.config/fish/completions/fsgate.fish
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page fsgate(1) (roff), or write one page per command with --dir.
+    ///
+    /// Example: fsgate man --dir ~/.local/share/man/man1 && man fsgate-serve
+    Man {
+        /// Write fsgate.1, fsgate-serve.1, fsgate-audit-verify.1, ... into this directory.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// Wire protocol for `serve`.
@@ -73,13 +94,18 @@ pub(super) struct GatewayArgs {
     /// write the workspace, secrets and .git denied, 10 MiB limits, binary reads denied.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
-    /// The active audit log file (rotated files and checkpoints sit beside it). Must lie
-    /// outside the workspace. Default: the policy's [audit] path, else a per-workspace
-    /// directory under your state dir.
+    /// The active audit log file (rotated files and checkpoints sit beside it). Default:
+    /// the policy's [audit] path, else a per-workspace directory under your state dir.
+    /// Keep it outside the workspace: one inside is accepted with a warning, hidden from
+    /// listings, and no request can read, change, move or remove it, its sidecars, or a
+    /// directory holding it (rule floor:audit-log).
     #[arg(long, value_name = "FILE")]
     audit_log: Option<PathBuf>,
-    /// Where previous versions of changed files are kept. Must lie outside the
-    /// workspace. Default: the policy's [backup] dir, else under your state dir.
+    /// Where previous versions of changed files are kept. Default: the policy's [backup]
+    /// dir, else under your state dir. Keep it outside the workspace: one inside is
+    /// accepted with a warning, hidden from listings, and no request can read, change,
+    /// move or remove it, anything in it, or a directory holding it (rule
+    /// floor:backup-dir).
     #[arg(long, value_name = "DIR")]
     backup_dir: Option<PathBuf>,
     /// Start even if the existing audit log does not verify: the damaged part is set
@@ -149,6 +175,8 @@ pub fn main() -> ExitCode {
         Command::Policy(cmd) => code(crate::policy::cli::run(cmd)),
         Command::Audit(cmd) => code(crate::audit::cli::run(cmd)),
         Command::Backup(cmd) => backup(cmd),
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man { dir } => docs::man(dir.as_deref()),
     }
 }
 
@@ -194,7 +222,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     }
     let opened = match startup::open(&args.common.config()) {
         Ok(o) => o,
-        Err(e) => return fail(&e),
+        Err(e) => return fail_open(&e, args.common.policy.as_deref()),
     };
     let transport = match args.transport {
         Transport::Acp => "acp",
@@ -412,6 +440,27 @@ pub(super) fn spawn_reload_on_sighup(
 pub(super) fn stdio_peer() -> String {
     let ppid = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
     format!("pid={ppid} uid={}", rustix::process::getuid().as_raw())
+}
+
+/// A start-up failure. When the policy file does not load, every error in it is
+/// reported, located and with its hint, as `fsgate policy check` reports them.
+pub(super) fn fail_open(msg: &str, policy: Option<&std::path::Path>) -> ExitCode {
+    use std::io::Write;
+    if let Some(p) = policy
+        && Policy::load(p).is_err()
+    {
+        let mut err = std::io::stderr().lock();
+        if let Ok(n @ 1..) = crate::policy::cli::write_load_errors(p, &mut err) {
+            let p = crate::text::EscPath(p);
+            let _ = writeln!(
+                err,
+                "fsgate: invalid policy {p}: {n} error(s), nothing started \
+                 (`fsgate policy check {p}` lists the warnings too)"
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    }
+    fail(msg)
 }
 
 pub(super) fn fail(msg: &str) -> ExitCode {

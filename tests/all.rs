@@ -1,4 +1,5 @@
-//! The one integration test binary: spawns the real `fsgate` and checks it against CONTRACT.md.
+//! The one integration test binary: spawns the real `fsgate` and checks what README.md,
+//! the docs and `fsgate --help` promise.
 
 // Harness: spawn `fsgate serve`, talk JSON-RPC, time out instead of hanging.
 mod common;
@@ -43,6 +44,8 @@ mod locations;
 mod demo;
 // `fsgate policy check|explain|test|diff|schema`: formats and exit codes.
 mod policy_cli;
+// Installing and configuring: docs/clients/ configurations start fsgate; completions; man pages.
+mod install;
 // The audit log the gateway writes, and `fsgate audit ...`; both verifiers agree.
 mod audit_gateway;
 // `fsgate acp` with real ACP SDK agents behind the proxy.

@@ -425,3 +425,101 @@ fn sigterm_to_the_acp_proxy_ends_its_agent_and_closes_the_log() {
     assert_eq!(exit["details"]["stoppedBy"], "SIGTERM", "{exit}");
     assert_eq!(recs[recs.len() - 1]["kind"], "stop");
 }
+
+/// A policy with three independent mistakes: `serve` and `acp` report all of them,
+/// located, exactly as `policy check` does, and start nothing.
+#[test]
+fn serve_and_acp_report_every_policy_error_as_policy_check_does() {
+    let bad = policy_with(1000, 1000, "deny", "")
+        .replacen("paths = [\"**\"]", "paths = [\"src/[a\"]", 1)
+        .replacen(
+            "ops = [\"write\", \"delete\"]",
+            "ops = [\"wirte\", \"delete\"]",
+            1,
+        )
+        + "\n[[rule]]\nid = \"third\"\neffect = \"deny\"\nops = [\"read\"]\npaths = [\"x/{a\"]\n";
+    let (out, dir) = serve_with_policy_text(&bad);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing served: {out:?}");
+    let file = dir.path().join("bad.toml");
+    let check = run_cli(&["policy", "check", file.to_str().expect("utf-8 temp path")]);
+    let check_out = String::from_utf8_lossy(&check.stdout).into_owned();
+    let errors: Vec<&str> = check_out
+        .lines()
+        .filter(|l| l.contains(": error: "))
+        .collect();
+    assert_eq!(errors.len(), 3, "policy check finds three: {check_out}");
+    let name = file.display().to_string();
+    for (line, want) in errors.iter().zip(["src/[a", "wirte", "x/{a"]) {
+        assert!(
+            line.starts_with(&format!("{name}:")) && line.contains(want),
+            "{line}"
+        );
+        assert!(line.contains("(hint: "), "{line}");
+        assert!(
+            stderr.contains(line),
+            "serve must report {line:?}:\n{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("3 error(s)"),
+        "a summary line counts them: {stderr}"
+    );
+    // `acp` reports the same, before any agent is started.
+    let ws = dir.path().join("ws");
+    let out = Command::new(bin())
+        .args(["acp", "--workspace"])
+        .arg(&ws)
+        .arg("--policy")
+        .arg(&file)
+        .arg("--audit-log")
+        .arg(dir.path().join("acp-audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(dir.path().join("acp-backups"))
+        .args(["--", "sh", "-c", "echo started > started"])
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fsgate acp");
+    let acp_err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{acp_err}");
+    for line in &errors {
+        assert!(
+            acp_err.contains(line),
+            "acp must report {line:?}:\n{acp_err}"
+        );
+    }
+    assert!(!dir.path().join("started").exists(), "no agent started");
+}
+
+/// The policy's file name and text reach the terminal escaped, never as control codes.
+#[test]
+fn serve_policy_errors_are_escaped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("mkdir ws");
+    let file = dir.path().join("bad\x1b[2J\n.toml");
+    std::fs::write(&file, "version = 1\n\"evil\x1b]8;;x\x07\" = 1\n").expect("write policy");
+    let out = Command::new(bin())
+        .arg("serve")
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--policy")
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fsgate");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        !out.stderr.iter().any(|&b| b == 0x1b || b == 0x07),
+        "{stderr:?}"
+    );
+    assert!(stderr.contains(r"bad\u{1b}[2J\n.toml"), "{stderr}");
+    assert_eq!(
+        stderr.lines().count(),
+        2,
+        "one finding, one summary: {stderr}"
+    );
+}

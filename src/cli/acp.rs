@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::{AcpArgs, fail, runtime, spawn_reload_on_sighup, stdio_peer};
+use super::{AcpArgs, fail, fail_open, runtime, spawn_reload_on_sighup, stdio_peer};
 use crate::startup;
 
 /// An agent's confinement: the plan it was built from and what the kernel will enforce.
@@ -19,7 +19,7 @@ struct Confined {
 pub(super) fn acp(args: AcpArgs) -> ExitCode {
     let mut opened = match startup::open(&args.common.config()) {
         Ok(o) => o,
-        Err(e) => return fail(&e),
+        Err(e) => return fail_open(&e, args.common.policy.as_deref()),
     };
     let Some((program, agent_args)) = args.agent.split_first() else {
         return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");

@@ -168,6 +168,23 @@ pub fn run_to(cmd: PolicyCommand, out: &mut dyn Write, err: &mut dyn Write) -> i
     }
 }
 
+/// For a policy file that does not load (`serve`, `acp`): writes each of its errors as
+/// `policy check` does, `file:line:col: error: message (hint: ...)`, and returns how
+/// many it wrote (0 when the linter finds none, and the caller's own message stands).
+pub fn write_load_errors(path: &Path, err: &mut dyn Write) -> std::io::Result<usize> {
+    let report = lint_file(path, &LintOptions::default());
+    let mut n = 0;
+    for f in report
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+    {
+        writeln!(err, "{f}")?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 type Res = std::io::Result<i32>;
 
 fn check(files: &[PathBuf], json: bool, options: LintOptions, out: &mut dyn Write) -> Res {

@@ -389,7 +389,7 @@ fn prevalidate(raw: &RawPolicy, sink: &mut Sink<'_>) {
                     pos,
                     Severity::Error,
                     "invalid",
-                    format!("rule `{id}`: invalid glob `{text}`: {}", e.kind()),
+                    format!("rule `{id}`: invalid glob `{text}` in paths: {}", e.kind()),
                     "check brackets and braces; escape literal metacharacters with a backslash",
                 );
             }
