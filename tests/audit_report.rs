@@ -179,7 +179,7 @@ fn render(browser: &Path, page: &Path, work: &Path) -> Rendered {
     assert!(dumped.status.success(), "chromium --dump-dom failed");
     let shot = base(&[
         format!("--screenshot={}", s(&png)),
-        "--window-size=1280,2400".into(),
+        "--window-size=1280,3000".into(),
         "--hide-scrollbars".into(),
     ]);
     assert!(shot.status.success(), "chromium --screenshot failed");

@@ -503,3 +503,92 @@ fn change_paths(c: &Change) -> Vec<(String, Option<(String, bool)>)> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn req(seq: u64, ts: &str, op: &str, decision: &str) -> Value {
+        json!({"seq": seq, "ts": ts, "kind": "request", "session": "s", "transport": "acp",
+               "op": op, "path": "a.txt", "decision": decision, "outcome": "ok",
+               "policy_sha256": "p1"})
+    }
+
+    #[test]
+    fn a_change_takes_what_its_intent_said_and_a_rename_shows_under_both_names() {
+        let mut d = Digest::new();
+        let ts = "2026-01-01T00:00:00.000000Z";
+        let intent = json!({"seq": 1, "ts": ts, "kind": "intent", "op": "rename",
+            "path": "a.txt", "path2": "b.txt", "args": {"oldSha256": "old"},
+            "backup": "b.txt/1", "decision": "allow"});
+        d.observe(0, &intent, true);
+        let mut done = req(2, ts, "rename", "allow");
+        done["path2"] = json!("b.txt");
+        done["args"] = json!({"intent": 1});
+        d.observe(0, &done, true);
+        let a = &d.changes["a.txt"][0];
+        assert_eq!(
+            (a.old_sha256.as_str(), a.backup.as_str()),
+            ("old", "b.txt/1")
+        );
+        assert_eq!(a.other, Some(("b.txt".to_owned(), false)));
+        assert_eq!(
+            d.changes["b.txt"][0].other,
+            Some(("a.txt".to_owned(), true))
+        );
+        assert!(d.intents.is_empty(), "the intent was closed");
+        assert_eq!(d.sessions["s"].changes, 1);
+    }
+
+    #[test]
+    fn a_reconciled_intent_is_a_change_with_what_the_disk_showed() {
+        let mut d = Digest::new();
+        let ts = "2026-01-01T00:00:00.000000Z";
+        let intent = json!({"seq": 1, "ts": ts, "kind": "intent", "op": "write_text_file",
+            "path": "a.txt", "sha256": "new", "args": {"oldSha256": "old"}, "decision": "allow"});
+        d.observe(0, &intent, true);
+        let rec = json!({"seq": 3, "ts": ts, "kind": "reconciled", "op": "write_text_file",
+            "path": "a.txt", "details": {"intent": 1, "found": "applied"}});
+        d.observe(0, &rec, false);
+        let c = &d.changes["a.txt"][0];
+        assert_eq!((c.seq, c.outcome.as_str()), (3, "applied"));
+        assert_eq!((c.sha256.as_str(), c.old_sha256.as_str()), ("new", "old"));
+        assert!(!c.verified);
+    }
+
+    #[test]
+    fn changes_are_capped_and_the_rest_counted() {
+        let mut d = Digest::new();
+        for seq in 0..MAX_CHANGES as u64 + 5 {
+            d.observe(
+                0,
+                &req(seq, "2026-01-01T00:00:00.000000Z", "mkdir", "allow"),
+                true,
+            );
+        }
+        assert_eq!(d.changes["a.txt"].len(), MAX_CHANGES);
+        assert_eq!(d.changes_omitted, 5);
+        assert_eq!(d.policies.len(), 1, "one policy span");
+        assert_eq!(d.policies[0].records, MAX_CHANGES as u64 + 5);
+    }
+
+    #[test]
+    fn the_timeline_widens_its_buckets_and_keeps_every_count() {
+        let mut d = Digest::new();
+        let start = time::macros::datetime!(2026-01-01 0:00 UTC);
+        let n = 5_000u64;
+        for i in 0..n {
+            let t = start + time::Duration::minutes(i as i64);
+            let decision = if i % 10 == 0 { "deny" } else { "allow" };
+            d.observe(0, &req(i, &canonical::format_ts(t), "stat", decision), true);
+        }
+        assert!(d.timeline.len() <= MAX_BUCKETS, "{}", d.timeline.len());
+        assert!(d.bucket > 60);
+        let total: u64 = d.timeline.values().map(Counts::total).sum();
+        let refused: u64 = d.timeline.values().map(|c| c.refused).sum();
+        assert_eq!((total, refused), (n, n / 10));
+        assert_eq!(d.refusals["(no rule: stat)"].count, n / 10);
+    }
+}

@@ -254,7 +254,7 @@ fn series_block(o: &mut String, s: &SeriesReport) {
                 "<tr><th>checkpoint</th><td>seq {} ({}, {}), signature {}</td></tr>",
                 c.seq,
                 esc(&c.kind),
-                esc(&c.ts),
+                ts_html(&c.ts),
                 esc(&c.signature)
             );
         }
@@ -355,8 +355,8 @@ fn sessions_section(o: &mut String, d: &Digest) {
             esc(id),
             esc(&s.transport),
             esc(&s.peer),
-            esc(&s.first_ts),
-            esc(&s.last_ts),
+            ts_html(&s.first_ts),
+            ts_html(&s.last_ts),
             s.counts.total(),
             if s.counts.refused > 0 { " hot" } else { "" },
             s.counts.refused,
@@ -519,8 +519,8 @@ fn refusals_section(o: &mut String, d: &Digest) {
             ops.join(", "),
             paths.join("<br>"),
             esc(&r.reason),
-            esc(&r.first_ts),
-            esc(&r.last_ts)
+            ts_html(&r.first_ts),
+            ts_html(&r.last_ts)
         );
     }
     o.push_str("</tbody></table>\n");
@@ -611,13 +611,18 @@ fn change_row(o: &mut String, c: &Change, several: bool) {
             " class=\"unverified\""
         },
         if c.verified { "" } else { "\u{26a0}&nbsp;" },
-        esc(&c.ts),
+        ts_html(&c.ts),
         esc(&c.session),
         esc(&c.outcome),
         opt(c.bytes),
         dash(&c.sha256),
         dash(&c.old_sha256),
     );
+}
+
+/// A timestamp that may break between its date and its time.
+fn ts_html(s: &str) -> String {
+    esc(s).replacen('T', "T<wbr>", 1)
 }
 
 fn dash(s: &str) -> String {
@@ -664,7 +669,7 @@ fn policies_section(o: &mut String, r: &Report) {
                 o,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"h\">{hashes}</td><td>{}</td></tr>",
                 e.seq,
-                esc(&e.ts),
+                ts_html(&e.ts),
                 esc(&e.kind),
                 esc(&e.origin),
                 esc(&e.note)
@@ -689,4 +694,26 @@ fn footer(o: &mut String, r: &Report) {
          text are written as <code>\\u{{..}}</code>.</p></footer>",
         inputs.join(" ")
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_for_people_then_for_html() {
+        assert_eq!(
+            esc("<a href='x'>\"&\u{1b}[2J\n\u{202e}"),
+            "&lt;a href=&#39;x&#39;&gt;&quot;&amp;\\u{1b}[2J\\n\\u{202e}"
+        );
+    }
+
+    #[test]
+    fn the_policy_allows_exactly_the_style_sheet() {
+        let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(CSS));
+        assert!(csp().starts_with(&format!("default-src 'none'; style-src 'sha256-{hash}';")));
+        let page = render(&collect(&[], &VerifyOptions::default()), "now");
+        assert!(page.contains(&format!("<style>{CSS}</style>")));
+        assert!(page.contains("UNREADABLE"), "no log: unreadable");
+    }
 }
