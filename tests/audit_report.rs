@@ -391,3 +391,28 @@ fn report_of_a_tampered_log_says_where_it_breaks() {
     );
     assert_inert(&r);
 }
+
+/// `--html -` writes the page to standard output; a path with no log gives an
+/// UNREADABLE page and exit 2.
+#[test]
+fn report_to_stdout_and_of_nothing() {
+    let g = stopped(demo_log());
+    let log_dir = g.audit_log.parent().expect("log dir");
+    let o = run_cli(&["audit", "report", s(log_dir), "--html", "-"]);
+    assert_eq!(o.status.code(), Some(0));
+    let page = String::from_utf8(o.stdout).expect("UTF-8");
+    assert!(page.starts_with("<!DOCTYPE html>") && page.ends_with("</html>\n"));
+    assert!(page.contains("Verification: <span class=\"word\">INTACT</span>"));
+    let work = tempfile::tempdir().expect("tempdir");
+    let out = work.path().join("r.html");
+    let o = run_cli(&[
+        "audit",
+        "report",
+        s(&work.path().join("none")),
+        "--html",
+        s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let page = std::fs::read_to_string(&out).expect("page");
+    assert!(page.contains("Verification: <span class=\"word\">UNREADABLE</span>"));
+}

@@ -224,7 +224,11 @@ fn report_cmd(paths: &[PathBuf], html: &Path, pubkey: Option<&str>, out: &mut dy
     }
     crate::text::eprint_line(&format!(
         "fsgate audit report: wrote {}: {}",
-        html.display(),
+        if html == Path::new("-") {
+            "standard output".into()
+        } else {
+            html.display().to_string()
+        },
         report.verify.summary_line()
     ));
     report.verify.exit_code()

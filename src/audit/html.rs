@@ -194,7 +194,7 @@ fn verdict_section(o: &mut String, v: &VerifyReport) {
     let lead = match v.verdict {
         Verdict::Intact => "Every record chains on the one before it and matches its hash.",
         Verdict::Tampered => {
-            "The log was changed after it was written. Records from the first bad one on are not vouched for, and are marked \u{26a0} below."
+            "The log was changed after it was written. Records from the first bad one on are not vouched for: changes among them are marked \u{26a0} below."
         }
         Verdict::Unreadable => {
             "Part of the log could not be read: nothing can be concluded about it."
