@@ -3,7 +3,8 @@
 # the Python ACP SDK, the MCP Python SDK 2.x and 1.x (separate venvs), Python tools
 # (`websockets` for benches/memory.py; the WebSocket tests need no peer: their client
 # is Rust), the TypeScript ACP SDK, the reference MCP filesystem server (the drop-in parity tests
-# compare against it), Zed's Claude Code ACP adapter (a real agent for --confine-agent), and fast-agent (Python 3.12). Idempotent: a peer
+# compare against it), Zed's Claude Code ACP adapter (a real agent for --confine-agent), fast-agent (Python 3.12),
+# and Chromium from the distribution (renders the HTML audit report). Idempotent: a peer
 # already installed at the pinned version is kept.
 #
 # Under CI (`CI` set, not false/0) or with FSGATE_REQUIRE_PEERS set, every peer is
@@ -105,5 +106,18 @@ if [ -n "$py312" ]; then
 else
   missing "no Python 3.12 (python3.12, \$PYTHON312 or pyenv): no fast-agent peer"
 fi
+
+# Chromium from the distribution, for the test that renders `fsgate audit report --html`
+# headless (tests/audit_report.rs; FSGATE_CHROMIUM names another binary).
+has_chromium() {
+  for b in ${FSGATE_CHROMIUM:-} chromium chromium-browser google-chrome; do
+    "$b" --version >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+if ! has_chromium; then
+  apt_install chromium || true
+fi
+has_chromium || missing "no Chromium (apt-get install chromium): the HTML report is not rendered"
 
 echo "peers installed in $PEERS"

@@ -48,6 +48,8 @@ mod policy_cli;
 mod install;
 // The audit log the gateway writes, and `fsgate audit ...`; both verifiers agree.
 mod audit_gateway;
+// `fsgate audit report --html`, rendered by headless Chromium: verdict, inert, offline.
+mod audit_report;
 // `fsgate acp` with real ACP SDK agents behind the proxy.
 mod acp_proxy;
 // The kernel wall (Landlock) holding on its own, via the test-only fsgate-wallprobe.

@@ -73,6 +73,22 @@ pub enum AuditCommand {
         #[arg(long)]
         csv: bool,
     },
+    /// Write one self-contained HTML report: the verdict of verification first, then
+    /// the period, sessions, a timeline, refusals by rule, every change per file with
+    /// its hashes and backup, and the policies in force. Exit 0 intact, 1 tampered,
+    /// 2 unreadable or not written.
+    Report {
+        /// Log files, or directories holding them.
+        #[arg(required = true, value_name = "FILE|DIR")]
+        paths: Vec<PathBuf>,
+        /// Where to write the page (`-`: standard output).
+        #[arg(long, value_name = "FILE", required = true)]
+        html: PathBuf,
+        /// The public key that must have signed checkpoints and tombstones (as for
+        /// `verify`).
+        #[arg(long, value_name = "KEY")]
+        pubkey: Option<String>,
+    },
     /// Remove rotated files whose records are all older than DATE, leaving a (signed)
     /// tombstone; the active file is never removed and the chain must verify first.
     Prune {
@@ -146,6 +162,11 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
                 Err(e) => fail("show", &e),
             }
         }
+        AuditCommand::Report {
+            paths,
+            html,
+            pubkey,
+        } => report_cmd(&paths, &html, pubkey.as_deref(), out),
         AuditCommand::Prune {
             before,
             path,
@@ -211,6 +232,37 @@ fn verify_cmd(
         Ok(()) => report.exit_code(),
         Err(e) => fail("verify", &e.to_string()),
     }
+}
+
+fn report_cmd(paths: &[PathBuf], html: &Path, pubkey: Option<&str>, out: &mut dyn Write) -> i32 {
+    let pinned = match pubkey.map(keys::parse_public_key).transpose() {
+        Ok(k) => k,
+        Err(e) => return fail("report", &e.to_string()),
+    };
+    let opts = VerifyOptions {
+        pinned,
+        ..Default::default()
+    };
+    let report = super::html::collect(paths, &opts);
+    let page = super::html::render(&report, &super::canonical::now_ts());
+    let written = if html == Path::new("-") {
+        out.write_all(page.as_bytes())
+    } else {
+        std::fs::write(html, page.as_bytes())
+    };
+    if let Err(e) = written {
+        return fail("report", &format!("{}: {e}", html.display()));
+    }
+    crate::text::eprint_line(&format!(
+        "fsgate audit report: wrote {}: {}",
+        if html == Path::new("-") {
+            "standard output".into()
+        } else {
+            html.display().to_string()
+        },
+        report.verify.summary_line()
+    ));
+    report.verify.exit_code()
 }
 
 /// The filter of `audit show`, from its flags.

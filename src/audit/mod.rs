@@ -29,6 +29,8 @@ mod chain;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;
+pub mod digest;
+pub mod html;
 pub mod intents;
 mod io;
 pub mod keys;
