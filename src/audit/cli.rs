@@ -62,6 +62,18 @@ pub enum AuditCommand {
         /// Print CSV for spreadsheets.
         #[arg(long)]
         csv: bool,
+        /// Print counts instead: requests, refusals by rule, changes by path, sessions
+        /// (a table, or JSON with --json).
+        #[arg(long, conflicts_with_all = ["csv", "follow"])]
+        stats: bool,
+        /// Keep printing new records as the gateway appends them (across rotations)
+        /// until interrupted.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// Columns the table fits in (0: no limit). Default: $COLUMNS, else the
+        /// terminal's width, else 160.
+        #[arg(long, value_name = "N")]
+        width: Option<usize>,
     },
     /// Remove rotated files whose records are all older than DATE, leaving a (signed)
     /// tombstone; the active file is never removed and the chain must verify first.
@@ -113,6 +125,9 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
             session,
             json,
             csv,
+            stats,
+            follow,
+            width,
         } => {
             let filter = match show_filter(since, until, op, decision, path, session) {
                 Ok(f) => f,
@@ -123,7 +138,13 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
                 (_, true) => ShowFormat::Csv,
                 _ => ShowFormat::Table,
             };
-            show_cmd(&paths, &filter, format, out)
+            let opts = show::ShowOptions {
+                format,
+                width: width.unwrap_or_else(show::terminal_width),
+                stats,
+                follow,
+            };
+            show_cmd(&paths, &filter, &opts, out)
         }
         AuditCommand::Prune {
             before,
@@ -217,10 +238,10 @@ fn show_filter(
 fn show_cmd(
     paths: &[PathBuf],
     filter: &ShowFilter,
-    format: ShowFormat,
+    opts: &show::ShowOptions,
     out: &mut dyn Write,
 ) -> i32 {
-    match show::show(paths, filter, format, out) {
+    match show::show_with(paths, filter, opts, out, &|| true) {
         Ok(stats) => {
             if stats.skipped > 0 {
                 eprintln!(
