@@ -41,6 +41,8 @@ mod cli;
 mod policy_cli;
 // The audit log the gateway writes, and `fsgate audit ...`; both verifiers agree.
 mod audit_gateway;
+// `audit show` for people: fitted, aligned, --stats, --follow; hostile paths inert.
+mod audit_show;
 // `fsgate acp` with real ACP SDK agents behind the proxy.
 mod acp_proxy;
 // The kernel wall (Landlock) holding on its own, via the test-only fsgate-wallprobe.

@@ -103,6 +103,10 @@ fn tokens_and_origins_are_checked_on_the_upgrade() {
         assert_eq!(r["decision"], "deny", "{r}");
         assert_eq!(r["outcome"], "-32003", "{r}");
         assert!(
+            ["ws-host", "ws-origin", "ws-token"].contains(&r["rule"].as_str().unwrap_or("")),
+            "the refusing check is the rule: {r}"
+        );
+        assert!(
             r["reason"]
                 .as_str()
                 .is_some_and(|m| m.starts_with("HTTP 40")),
