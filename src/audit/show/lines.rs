@@ -126,3 +126,6 @@ fn drain(reader: &mut LineReader, line: &mut OnLine<'_>) -> io::Result<()> {
         got.map_err(io::Error::other)?;
     }
 }
+
+#[cfg(test)]
+mod tests;
