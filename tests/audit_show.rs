@@ -199,8 +199,13 @@ fn table_fits_the_width_aligned_and_cuts_only_paths_and_reasons() {
 }
 
 #[test]
-fn follow_prints_new_records_as_the_gateway_writes_them() {
-    let g = Gate::start();
+fn follow_prints_new_records_as_the_gateway_writes_them_across_rotations() {
+    // The default policy, with the log rotated every 2 KiB (every few records).
+    let default = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml"),
+    )
+    .expect("default policy");
+    let g = Gate::with_policy(&format!("{default}\n[audit]\nmax_file_bytes = 2048\n"));
     g.ok(
         "fs/write_text_file",
         json!({"sessionId": "s1", "path": g.abs("first.txt"), "content": "x"}),
@@ -222,19 +227,50 @@ fn follow_prints_new_records_as_the_gateway_writes_them() {
             }
         }
     });
-    let (name, shown) = HOSTILE[2];
-    g.ok(
-        "fs/write_text_file",
-        json!({"sessionId": "s1", "path": g.abs(name), "content": "x"}),
+    // The header comes once the records so far are read; then every write is
+    // followed, across the rotations they cause, in order.
+    let header = rx.recv_timeout(TIMEOUT).expect("the table's header");
+    assert!(
+        header.contains("PATH") && header.contains("REASON"),
+        "{header}"
     );
+    let mut want: Vec<String> = (0..8).map(|i| format!("file-{i}.txt")).collect();
+    let (name, shown) = HOSTILE[2];
+    want.push(shown.to_string());
+    for n in (0..8)
+        .map(|i| format!("file-{i}.txt"))
+        .chain([name.to_string()])
+    {
+        g.ok(
+            "fs/write_text_file",
+            json!({"sessionId": "s1", "path": g.abs(&n), "content": "x"}),
+        );
+    }
     let mut seen = Vec::new();
+    let mut next = 0;
     let found = loop {
         match rx.recv_timeout(TIMEOUT) {
-            Ok(l) if l.contains(shown) && l.contains(" ok ") => break true,
+            Ok(l) if l.contains(&want[next]) && l.contains(" ok ") => {
+                next += 1;
+                seen.push(l);
+                if next == want.len() {
+                    break true;
+                }
+            }
             Ok(l) => seen.push(l),
             Err(_) => break false,
         }
     };
+    let dir = g.audit_log.parent().expect("log dir");
+    let rotated = std::fs::read_dir(dir)
+        .expect("log dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("audit.jsonl.0"))
+        .count();
+    assert!(
+        rotated >= 2,
+        "the log was rotated while followed ({rotated} files)"
+    );
     let _ = child.kill();
     let _ = child.wait();
     assert!(

@@ -55,6 +55,8 @@ pub struct ShowStats {
     pub shown: u64,
     /// Lines that were not JSON objects (skipped).
     pub skipped: u64,
+    /// The seq of the last record read (shown or not).
+    pub last_seq: Option<u64>,
 }
 
 impl ShowFilter {
@@ -166,29 +168,37 @@ pub fn show_with(
         .iter()
         .flat_map(|s| s.files.iter().map(|f| f.as_path()))
         .collect();
-    let w = |r: std::io::Result<()>| r.map_err(|e| format!("output: {e}"));
     let mut seen = ShowStats::default();
     if opts.stats {
-        let mut stats = Stats::default();
-        each_record(&files, filter, &mut seen, &mut |_, v| {
-            stats.add(v);
-            Ok(())
-        })?;
-        let text = match opts.format {
-            ShowFormat::Json => {
-                serde_json::to_string_pretty(&stats).map_err(|e| e.to_string())? + "\n"
-            }
-            _ => stats.render(),
-        };
-        w(out.write_all(text.as_bytes()))?;
+        print_stats(&files, filter, opts.format, out, &mut seen)?;
         return Ok(seen);
     }
+    // The last file is held open from the start: if the gateway rotates it meanwhile,
+    // both passes still read the same file, and --follow sees the rotation.
+    let (active_path, rotated) = match files.split_last() {
+        Some((a, r)) => (Some(*a), r),
+        None => (None, &files[..]),
+    };
+    let mut active = active_path.map(open).transpose()?;
     let mut widths = Widths::default();
     if opts.format == ShowFormat::Table {
-        each_record(&files, filter, &mut ShowStats::default(), &mut |_, v| {
-            widths.see(&Row::of(v));
-            Ok(())
-        })?;
+        each_record(
+            rotated,
+            active.as_mut(),
+            filter,
+            &mut ShowStats::default(),
+            &mut |_, v| {
+                widths.see(&Row::of(v));
+                Ok(())
+            },
+        )?;
+        if let (Some(r), Some(p)) = (active.as_mut(), active_path) {
+            r.rewind()
+                .map_err(|e| format!("{}: {e}", crate::text::EscPath(p)))?;
+        }
+        if opts.follow {
+            widths = widths.following();
+        }
         widths = widths.fit(opts.width);
         w(writeln!(out, "{}", widths.header()))?;
     }
@@ -205,9 +215,11 @@ pub fn show_with(
             ShowFormat::Csv => w(writeln!(out, "{}", csv_row(v))),
         }
     };
-    let last = each_record(&files, filter, &mut seen, &mut |l, v| print(out, l, v))?;
+    each_record(rotated, active.as_mut(), filter, &mut seen, &mut |l, v| {
+        print(out, l, v)
+    })?;
     if opts.follow
-        && let (Some(reader), Some(path)) = (last, files.last())
+        && let (Some(reader), Some(path)) = (active, active_path)
     {
         let mut each = |line: Option<&[u8]>| match line {
             None => w(out.flush()),
@@ -216,9 +228,38 @@ pub fn show_with(
                 _ => Ok(()),
             },
         };
-        lines::follow(path, reader, &mut each, keep_going)?;
+        lines::follow(path, reader, seen.last_seq, &mut each, keep_going)?;
     }
     Ok(seen)
+}
+
+/// An output error as text.
+fn w(r: std::io::Result<()>) -> Result<(), String> {
+    r.map_err(|e| format!("output: {e}"))
+}
+
+fn open(path: &Path) -> Result<LineReader, String> {
+    LineReader::open(path).map_err(|e| format!("{}: {e}", crate::text::EscPath(path)))
+}
+
+/// `--stats`: counts of the matching records, as a table or JSON.
+fn print_stats(
+    files: &[&Path],
+    filter: &ShowFilter,
+    format: ShowFormat,
+    out: &mut dyn Write,
+    seen: &mut ShowStats,
+) -> Result<(), String> {
+    let mut stats = Stats::default();
+    each_record(files, None, filter, seen, &mut |_, v| {
+        stats.add(v);
+        Ok(())
+    })?;
+    let text = match format {
+        ShowFormat::Json => serde_json::to_string_pretty(&stats).map_err(|e| e.to_string())? + "\n",
+        _ => stats.render(),
+    };
+    w(out.write_all(text.as_bytes()))
 }
 
 /// Takes each matching record: its line as written, and parsed.
@@ -232,35 +273,52 @@ fn record_of(line: &[u8]) -> Option<Value> {
     }
 }
 
-/// Hands each matching record of `files` to `each`; returns the reader of the last file,
-/// at its end (where `--follow` goes on).
+/// Hands each matching record of `files`, then of `active` (read to its end, where
+/// `--follow` goes on), to `each`.
 fn each_record(
     files: &[&Path],
+    active: Option<&mut LineReader>,
     filter: &ShowFilter,
     seen: &mut ShowStats,
     each: &mut OnRecord<'_>,
-) -> Result<Option<LineReader>, String> {
-    let mut last = None;
+) -> Result<(), String> {
     for path in files {
-        let err = |e: std::io::Error| format!("{}: {e}", crate::text::EscPath(path));
-        let mut reader = LineReader::open(path).map_err(err)?;
-        loop {
-            match reader.next().map_err(err)? {
-                Next::Eof => break,
-                Next::Overlong => seen.skipped += 1,
-                Next::Line => match record_of(reader.line()) {
-                    None => seen.skipped += 1,
-                    Some(v) if filter.matches(&v) => {
-                        seen.shown += 1;
-                        each(reader.line(), &v)?;
-                    }
-                    Some(_) => {}
-                },
+        read_all(&mut open(path)?, path, filter, seen, each)?;
+    }
+    match active {
+        Some(r) => {
+            let path = r.path().to_path_buf();
+            read_all(r, &path, filter, seen, each)
+        }
+        None => Ok(()),
+    }
+}
+
+fn read_all(
+    reader: &mut LineReader,
+    path: &Path,
+    filter: &ShowFilter,
+    seen: &mut ShowStats,
+    each: &mut OnRecord<'_>,
+) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{}: {e}", crate::text::EscPath(path));
+    loop {
+        match reader.next().map_err(err)? {
+            Next::Eof => return Ok(()),
+            Next::Overlong => seen.skipped += 1,
+            Next::Line => {
+                let Some(v) = record_of(reader.line()) else {
+                    seen.skipped += 1;
+                    continue;
+                };
+                seen.last_seq = v.get("seq").and_then(Value::as_u64).or(seen.last_seq);
+                if filter.matches(&v) {
+                    seen.shown += 1;
+                    each(reader.line(), &v)?;
+                }
             }
         }
-        last = Some(reader);
     }
-    Ok(last)
 }
 
 fn csv_row(v: &Value) -> String {

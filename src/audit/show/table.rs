@@ -140,42 +140,64 @@ fn short_ts(ts: &str) -> String {
 /// Column widths: the widest cell seen (sessions and outcomes capped), then PATH and
 /// REASON fitted into what the terminal has left.
 #[derive(Debug, Clone)]
-pub struct Widths([usize; 12]);
+pub struct Widths {
+    cols: [usize; 12],
+    /// Whether PATH and REASON are cut to their columns (not with no width limit).
+    cut: bool,
+}
+
+/// Widths a followed table starts from, as the rows to come are not known yet: the
+/// longest operation name, common rules, room for paths and reasons.
+const FOLLOW_MIN: [usize; 12] = [7, 23, 8, 4, 15, 5, 7, 8, 7, 48, 18, 40];
 
 impl Default for Widths {
     fn default() -> Widths {
-        Widths(HEADS.map(width))
+        Widths {
+            cols: HEADS.map(width),
+            cut: true,
+        }
     }
 }
 
 impl Widths {
     /// Widens the columns for `row`.
     pub fn see(&mut self, row: &Row) {
-        for (w, cell) in self.0.iter_mut().zip(&row.0) {
+        for (w, cell) in self.cols.iter_mut().zip(&row.0) {
             *w = (*w).max(width(cell));
         }
     }
 
-    /// The widths to print with on a terminal `total` columns wide (0: no limit).
+    /// Room for the rows `--follow` will print (wider ones overflow their column, and
+    /// paths and reasons are cut as usual).
+    pub fn following(mut self) -> Widths {
+        for (w, min) in self.cols.iter_mut().zip(FOLLOW_MIN) {
+            *w = (*w).max(min);
+        }
+        self
+    }
+
+    /// The widths to print with on a terminal `total` columns wide (0: no limit, and
+    /// nothing cut but sessions and outcomes).
     pub fn fit(mut self, total: usize) -> Widths {
-        self.0[2] = self.0[2].min(MAX_SESSION);
-        self.0[6] = self.0[6].min(MAX_OUTCOME);
+        self.cols[2] = self.cols[2].min(MAX_SESSION);
+        self.cols[6] = self.cols[6].min(MAX_OUTCOME);
         if total == 0 {
+            self.cut = false;
             return self;
         }
         // One space between columns, two around PATH.
         let fixed: usize = (0..12)
             .filter(|&i| i != PATH && i != REASON)
-            .map(|i| self.0[i])
+            .map(|i| self.cols[i])
             .sum();
         let room = total.saturating_sub(fixed + 13);
-        let (path, reason) = (self.0[PATH], self.0[REASON]);
+        let (path, reason) = (self.cols[PATH], self.cols[REASON]);
         if path + reason <= room {
             return self;
         }
         let reason_w = reason.min(room * 2 / 5).max(MIN_REASON);
-        self.0[PATH] = path.min(room.saturating_sub(reason_w).max(MIN_PATH));
-        self.0[REASON] = reason.min(room.saturating_sub(self.0[PATH]).max(MIN_REASON));
+        self.cols[PATH] = path.min(room.saturating_sub(reason_w).max(MIN_PATH));
+        self.cols[REASON] = reason.min(room.saturating_sub(self.cols[PATH]).max(MIN_REASON));
         self
     }
 
@@ -188,10 +210,11 @@ impl Widths {
     pub fn line(&self, row: &Row) -> String {
         let mut out = String::new();
         for (i, cell) in row.0.iter().enumerate() {
-            let w = self.0[i];
+            let w = self.cols[i];
             let text = match i {
-                2 | 6 | REASON => cut_end(cell, w),
-                PATH => cut_middle(cell, w),
+                2 | 6 => cut_end(cell, w),
+                REASON if self.cut => cut_end(cell, w),
+                PATH if self.cut => cut_middle(cell, w),
                 _ => cell.clone(),
             };
             if i > 0 {

@@ -52,7 +52,8 @@ fn lines_wait_for_their_end_and_overlong_ones_are_skipped() {
 fn follow_reads_a_rotated_file_to_its_end_then_the_new_one() {
     let d = tempfile::tempdir().unwrap();
     let active = d.path().join("audit.jsonl");
-    append(&active, "1\n2\n");
+    let rec = |n: u64| format!("{{\"seq\":{n}}}\n");
+    append(&active, &(rec(1) + &rec(2)));
     let mut r = LineReader::open(&active).unwrap();
     while r.next().unwrap() != Next::Eof {}
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -67,17 +68,28 @@ fn follow_reads_a_rotated_file_to_its_end_then_the_new_one() {
             }
             Ok(())
         };
-        follow(&a2, r, &mut each, &|| !st2.load(Ordering::SeqCst))
+        follow(&a2, r, Some(2), &mut each, &|| !st2.load(Ordering::SeqCst))
     });
-    append(&active, "3\n");
-    assert_eq!(wait_for(&seen, 1), ["3"]);
+    append(&active, &rec(3));
+    assert_eq!(wait_for(&seen, 1), [r#"{"seq":3}"#]);
     // Rotation: the last record lands in the old file, then a new file takes the name.
     let rotated = d.path().join("audit.jsonl.000000000001");
     std::fs::rename(&active, &rotated).unwrap();
-    append(&rotated, "4\n");
-    append(&active, &format!("5\n{}\n", "x".repeat(99)));
+    append(&rotated, &rec(4));
+    append(&active, &(rec(5) + &rec(6)));
+    // Two more rotations at once: each file is read, none twice.
+    let second = d.path().join("audit.jsonl.000000000005");
+    std::fs::rename(&active, &second).unwrap();
+    append(&active, &rec(7));
+    let third = d.path().join("audit.jsonl.000000000007");
+    std::fs::rename(&active, &third).unwrap();
+    append(&active, &format!("{}{}\n", rec(8), "x".repeat(99)));
     let long = "x".repeat(99);
-    assert_eq!(wait_for(&seen, 4), ["3", "4", "5", &long]);
+    let want: Vec<String> = (3..=8)
+        .map(|n| rec(n).trim_end().to_owned())
+        .chain([long.clone()])
+        .collect();
+    assert_eq!(wait_for(&seen, 7), want);
     // Truncated below what was read: read again from the start.
     std::fs::OpenOptions::new()
         .write(true)
@@ -85,8 +97,10 @@ fn follow_reads_a_rotated_file_to_its_end_then_the_new_one() {
         .unwrap()
         .set_len(0)
         .unwrap();
-    append(&active, "6\n");
-    assert_eq!(wait_for(&seen, 5), ["3", "4", "5", &long, "6"]);
+    append(&active, "y\n");
+    let mut want = want;
+    want.push("y".into());
+    assert_eq!(wait_for(&seen, 8), want);
     stop.store(true, Ordering::SeqCst);
     t.join().unwrap().unwrap();
 }
