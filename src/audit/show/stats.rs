@@ -202,18 +202,16 @@ fn section(out: &mut String, title: &str, heads: &[&str], rows: Vec<Vec<String>>
             .zip(r)
             .for_each(|(w, c)| *w = (*w).max(width(c)));
     }
+    let number = |c: &String| !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit());
+    let right: Vec<bool> = (0..heads.len())
+        .map(|i| !rows.is_empty() && rows.iter().all(|r| r.get(i).is_some_and(number)))
+        .collect();
     let head: Vec<String> = heads.iter().map(|h| (*h).to_owned()).collect();
     for r in std::iter::once(&head).chain(&rows) {
         let cells: Vec<String> = r
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                pad(
-                    c,
-                    w[i],
-                    c.bytes().all(|b| b.is_ascii_digit()) && !c.is_empty(),
-                )
-            })
+            .map(|(i, c)| pad(c, w[i], right[i]))
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');

@@ -88,14 +88,19 @@ fn outcome_name(outcome: &str) -> String {
     name.to_owned()
 }
 
-/// A lifecycle record's OP and OUTCOME. The log writer's own `start` (it carries the
-/// log id) and the gateway's `start` that follows it are told apart.
+/// A lifecycle record's OP and OUTCOME. The log writer's own `start` and the gateway's `start` that follows it are told apart.
 fn lifecycle(v: &Value, kind: &str) -> (String, String) {
     let d = &v["details"];
-    if kind == record::KIND_START && v.get("log").is_some() {
+    if is_log_open(v, kind) {
         return ("[log-open]".into(), raw(d, "check"));
     }
     (format!("[{kind}]"), raw(v, "outcome"))
+}
+
+/// The log writer's `start` (its details say how the log was found: `check`), not the
+/// gateway's (policy, sandbox, transport).
+fn is_log_open(v: &Value, kind: &str) -> bool {
+    kind == record::KIND_START && v["details"].get("check").is_some()
 }
 
 /// The REASON cell: the record's reason, or what a lifecycle record says.
@@ -106,7 +111,7 @@ fn reason(v: &Value, kind: &str) -> String {
     }
     let d = &v["details"];
     let short = |k: &str| raw(d, k).chars().take(12).collect::<String>();
-    if kind == record::KIND_START && v.get("log").is_some() {
+    if is_log_open(v, kind) {
         return format!("log opened, fsync {}", raw(d, "fsync"));
     }
     if kind == record::KIND_START {
