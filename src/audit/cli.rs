@@ -33,7 +33,9 @@ pub enum AuditCommand {
         #[arg(long = "checkpoint", value_name = "FILE")]
         checkpoints: Vec<PathBuf>,
     },
-    /// Print records, filtered: a table by default, or JSON lines, or CSV.
+    /// Print records, filtered: a table fitted to the terminal by default (agent-chosen
+    /// text escaped, long paths cut in the middle with …), or JSON lines, or CSV; or
+    /// counts (--stats); --follow keeps printing new ones.
     Show {
         /// Log files, or directories holding them.
         #[arg(required = true, value_name = "FILE|DIR")]

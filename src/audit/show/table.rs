@@ -9,7 +9,8 @@ use crate::audit::record;
 
 /// The columns, in order; the last three are PATH, RULE and REASON.
 const HEADS: [&str; 12] = [
-    "SEQ", "TS", "SESSION", "VIA", "OP", "DEC", "OUTCOME", "BYTES", "US", "PATH", "RULE", "REASON",
+    "SEQ", "TS (UTC)", "SESSION", "VIA", "OP", "DEC", "OUTCOME", "BYTES", "US", "PATH", "RULE",
+    "REASON",
 ];
 /// Right-aligned columns (numbers).
 const RIGHT: [bool; 12] = [
