@@ -50,6 +50,8 @@ mod install;
 mod audit_gateway;
 // `fsgate audit report --html`, rendered by headless Chromium: verdict, inert, offline.
 mod audit_report;
+// `audit show` for people: fitted, aligned, --stats, --follow; hostile paths inert.
+mod audit_show;
 // `fsgate acp` with real ACP SDK agents behind the proxy.
 mod acp_proxy;
 // The kernel wall (Landlock) holding on its own, via the test-only fsgate-wallprobe.

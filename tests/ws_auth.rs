@@ -103,6 +103,10 @@ fn tokens_and_origins_are_checked_on_the_upgrade() {
         assert_eq!(r["decision"], "deny", "{r}");
         assert_eq!(r["outcome"], "-32003", "{r}");
         assert!(
+            ["ws-host", "ws-origin", "ws-token"].contains(&r["rule"].as_str().unwrap_or("")),
+            "the refusing check is the rule: {r}"
+        );
+        assert!(
             r["reason"]
                 .as_str()
                 .is_some_and(|m| m.starts_with("HTTP 40")),
@@ -111,6 +115,28 @@ fn tokens_and_origins_are_checked_on_the_upgrade() {
         assert!(!r.to_string().contains(&"0".repeat(64)), "{r}");
         assert!(!r.to_string().contains(&gate.token), "{r}");
     }
+    // `audit show` reads them with the refusing check and why, not a bare -32003.
+    let log = gate.state.join("audit").join("audit.jsonl");
+    let out = crate::common::run_cli(&[
+        "audit",
+        "show",
+        "--op",
+        "ws-upgrade",
+        "--width",
+        "0",
+        &log.display().to_string(),
+    ]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), 9, "{table}");
+    assert!(
+        rows.iter()
+            .all(|r| r.contains(" refused ") && r.contains("HTTP 40")),
+        "{table}"
+    );
+    assert!(rows.iter().any(|r| r.contains("ws-token")), "{table}");
+    assert!(rows.iter().any(|r| r.contains("ws-origin")), "{table}");
+    assert!(!table.contains("-32003"), "{table}");
     // The four good connections' lists.
     let records: Vec<_> = all.iter().filter(|r| r["op"] != "ws-upgrade").collect();
     assert_eq!(records.len(), 4, "{records:?}");

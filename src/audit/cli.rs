@@ -38,7 +38,9 @@ pub enum AuditCommand {
         #[arg(long = "checkpoint", value_name = "FILE")]
         checkpoints: Vec<PathBuf>,
     },
-    /// Print records, filtered: a table by default, or JSON lines, or CSV.
+    /// Print records, filtered: a table fitted to the terminal by default (agent-chosen
+    /// text escaped, long paths cut in the middle with …), or JSON lines, or CSV; or
+    /// counts (--stats); --follow keeps printing new ones.
     Show {
         /// Log files, or directories holding them (a workspace's state directory stands
         /// for the `audit/` directory in it).
@@ -72,6 +74,18 @@ pub enum AuditCommand {
         /// Print CSV for spreadsheets.
         #[arg(long)]
         csv: bool,
+        /// Print counts instead: requests, refusals by rule, changes by path, sessions
+        /// (a table, or JSON with --json).
+        #[arg(long, conflicts_with_all = ["csv", "follow"])]
+        stats: bool,
+        /// Keep printing new records as the gateway appends them (across rotations)
+        /// until interrupted.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// Columns the table fits in (0: no limit). Default: $COLUMNS, else the
+        /// terminal's width, else 160.
+        #[arg(long, value_name = "N")]
+        width: Option<usize>,
     },
     /// Write one self-contained HTML report: the verdict of verification first, then
     /// the period, sessions, a timeline, refusals by rule, every change per file with
@@ -147,6 +161,9 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
             session,
             json,
             csv,
+            stats,
+            follow,
+            width,
         } => {
             let filter = match show_filter(since, until, op, decision, path, session) {
                 Ok(f) => f,
@@ -157,8 +174,14 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
                 (_, true) => ShowFormat::Csv,
                 _ => ShowFormat::Table,
             };
+            let opts = show::ShowOptions {
+                format,
+                width: width.unwrap_or_else(show::terminal_width),
+                stats,
+                follow,
+            };
             match super::locate::log_paths(&paths, workspace.as_deref()) {
-                Ok(paths) => show_cmd(&paths, &filter, format, out),
+                Ok(paths) => show_cmd(&paths, &filter, &opts, out),
                 Err(e) => fail("show", &e),
             }
         }
@@ -300,10 +323,10 @@ fn show_filter(
 fn show_cmd(
     paths: &[PathBuf],
     filter: &ShowFilter,
-    format: ShowFormat,
+    opts: &show::ShowOptions,
     out: &mut dyn Write,
 ) -> i32 {
-    match show::show(paths, filter, format, out) {
+    match show::show_with(paths, filter, opts, out, &|| true) {
         Ok(stats) => {
             if stats.skipped > 0 {
                 eprintln!(

@@ -1,14 +1,22 @@
 //! `fsgate audit show`: filter records and print them as a table, JSON lines or CSV.
 //! Show reads; it does not verify (use `fsgate audit verify` for that).
 
+mod cells;
+mod lines;
+mod stats;
+mod table;
+
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::{canonical, record, series};
-use crate::text::escape_for_humans;
+use super::{canonical, series};
+use cells::{clean, csv_cell, raw};
+use lines::{LineReader, Next};
+pub use stats::Stats;
+use table::{Row, Widths};
 
 /// Which records to print.
 #[derive(Debug, Clone, Default)]
@@ -47,6 +55,8 @@ pub struct ShowStats {
     pub shown: u64,
     /// Lines that were not JSON objects (skipped).
     pub skipped: u64,
+    /// The seq of the last record read (shown or not).
+    pub last_seq: Option<u64>,
 }
 
 impl ShowFilter {
@@ -117,6 +127,19 @@ const CSV_COLUMNS: &[&str] = &[
     "hash",
 ];
 
+/// How `show` runs beyond the format.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShowOptions {
+    /// Table, JSON lines or CSV.
+    pub format: ShowFormat,
+    /// Terminal columns the table must fit (0: no limit).
+    pub width: usize,
+    /// Print counts instead of records (a table, or JSON with [`ShowFormat::Json`]).
+    pub stats: bool,
+    /// After the records so far, keep printing new ones as they are appended.
+    pub follow: bool,
+}
+
 /// Prints the matching records of the logs in `paths`, in chain order.
 pub fn show(
     paths: &[PathBuf],
@@ -124,144 +147,200 @@ pub fn show(
     format: ShowFormat,
     out: &mut dyn Write,
 ) -> Result<ShowStats, String> {
+    let opts = ShowOptions {
+        format,
+        ..ShowOptions::default()
+    };
+    show_with(paths, filter, &opts, out, &|| true)
+}
+
+/// Prints the matching records (or their counts) of the logs in `paths`; with
+/// `opts.follow`, goes on following the last log's active file while `keep_going()`.
+pub fn show_with(
+    paths: &[PathBuf],
+    filter: &ShowFilter,
+    opts: &ShowOptions,
+    out: &mut dyn Write,
+    keep_going: &dyn Fn() -> bool,
+) -> Result<ShowStats, String> {
     let all = series::discover(paths)?;
-    let mut stats = ShowStats::default();
-    let w = |r: std::io::Result<()>| r.map_err(|e| format!("output: {e}"));
-    match format {
-        ShowFormat::Table => w(writeln!(
-            out,
-            "{:>7} {:<27} {:<12} {:<5} {:<9} {:<5} {:<7} {:>9} {:>8}  PATH  RULE",
-            "SEQ", "TS", "SESSION", "VIA", "OP", "DEC", "OUTCOME", "BYTES", "US"
-        ))?,
-        ShowFormat::Csv => w(writeln!(out, "{}", CSV_COLUMNS.join(",")))?,
-        ShowFormat::Json => {}
+    let files: Vec<&Path> = all
+        .iter()
+        .flat_map(|s| s.files.iter().map(|f| f.as_path()))
+        .collect();
+    let mut seen = ShowStats::default();
+    if opts.stats {
+        print_stats(&files, filter, opts.format, out, &mut seen)?;
+        return Ok(seen);
     }
-    for s in &all {
-        for path in &s.files {
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            for (_, line) in record::lines(&bytes) {
-                let Ok(v @ Value::Object(_)) = serde_json::from_slice::<Value>(line) else {
-                    stats.skipped += 1;
+    // The last file is held open from the start: if the gateway rotates it meanwhile,
+    // both passes still read the same file, and --follow sees the rotation.
+    let (active_path, rotated) = match files.split_last() {
+        Some((a, r)) => (Some(*a), r),
+        None => (None, &files[..]),
+    };
+    let mut active = active_path.map(open).transpose()?;
+    let mut widths = Widths::default();
+    if opts.format == ShowFormat::Table {
+        each_record(
+            rotated,
+            active.as_mut(),
+            filter,
+            &mut ShowStats::default(),
+            &mut |_, v| {
+                widths.see(&Row::of(v));
+                Ok(())
+            },
+        )?;
+        if let (Some(r), Some(p)) = (active.as_mut(), active_path) {
+            r.rewind()
+                .map_err(|e| format!("{}: {e}", crate::text::EscPath(p)))?;
+        }
+        if opts.follow {
+            widths = widths.following();
+        }
+        widths = widths.fit(opts.width);
+        w(writeln!(out, "{}", widths.header()))?;
+    }
+    if opts.format == ShowFormat::Csv {
+        w(writeln!(out, "{}", CSV_COLUMNS.join(",")))?;
+    }
+    let print = |out: &mut dyn Write, line: &[u8], v: &Value| -> Result<(), String> {
+        match opts.format {
+            ShowFormat::Json => {
+                w(out.write_all(line))?;
+                w(out.write_all(b"\n"))
+            }
+            ShowFormat::Table => w(writeln!(out, "{}", widths.line(&Row::of(v)))),
+            ShowFormat::Csv => w(writeln!(out, "{}", csv_row(v))),
+        }
+    };
+    each_record(rotated, active.as_mut(), filter, &mut seen, &mut |l, v| {
+        print(out, l, v)
+    })?;
+    if opts.follow
+        && let (Some(reader), Some(path)) = (active, active_path)
+    {
+        let mut each = |line: Option<&[u8]>| match line {
+            None => w(out.flush()),
+            Some(l) => match record_of(l) {
+                Some(v) if filter.matches(&v) => print(out, l, &v),
+                _ => Ok(()),
+            },
+        };
+        lines::follow(path, reader, seen.last_seq, &mut each, keep_going)?;
+    }
+    Ok(seen)
+}
+
+/// An output error as text.
+fn w(r: std::io::Result<()>) -> Result<(), String> {
+    r.map_err(|e| format!("output: {e}"))
+}
+
+fn open(path: &Path) -> Result<LineReader, String> {
+    LineReader::open(path).map_err(|e| format!("{}: {e}", crate::text::EscPath(path)))
+}
+
+/// `--stats`: counts of the matching records, as a table or JSON.
+fn print_stats(
+    files: &[&Path],
+    filter: &ShowFilter,
+    format: ShowFormat,
+    out: &mut dyn Write,
+    seen: &mut ShowStats,
+) -> Result<(), String> {
+    let mut stats = Stats::default();
+    each_record(files, None, filter, seen, &mut |_, v| {
+        stats.add(v);
+        Ok(())
+    })?;
+    let text = match format {
+        ShowFormat::Json => serde_json::to_string_pretty(&stats).map_err(|e| e.to_string())? + "\n",
+        _ => stats.render(),
+    };
+    w(out.write_all(text.as_bytes()))
+}
+
+/// Takes each matching record: its line as written, and parsed.
+type OnRecord<'a> = dyn FnMut(&[u8], &Value) -> Result<(), String> + 'a;
+
+/// A line as a record, if it is a JSON object.
+fn record_of(line: &[u8]) -> Option<Value> {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(v @ Value::Object(_)) => Some(v),
+        _ => None,
+    }
+}
+
+/// Hands each matching record of `files`, then of `active` (read to its end, where
+/// `--follow` goes on), to `each`.
+fn each_record(
+    files: &[&Path],
+    active: Option<&mut LineReader>,
+    filter: &ShowFilter,
+    seen: &mut ShowStats,
+    each: &mut OnRecord<'_>,
+) -> Result<(), String> {
+    for path in files {
+        read_all(&mut open(path)?, path, filter, seen, each)?;
+    }
+    match active {
+        Some(r) => {
+            let path = r.path().to_path_buf();
+            read_all(r, &path, filter, seen, each)
+        }
+        None => Ok(()),
+    }
+}
+
+fn read_all(
+    reader: &mut LineReader,
+    path: &Path,
+    filter: &ShowFilter,
+    seen: &mut ShowStats,
+    each: &mut OnRecord<'_>,
+) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{}: {e}", crate::text::EscPath(path));
+    loop {
+        match reader.next().map_err(err)? {
+            Next::Eof => return Ok(()),
+            Next::Overlong => seen.skipped += 1,
+            Next::Line => {
+                let Some(v) = record_of(reader.line()) else {
+                    seen.skipped += 1;
                     continue;
                 };
-                if !filter.matches(&v) {
-                    continue;
-                }
-                stats.shown += 1;
-                match format {
-                    ShowFormat::Json => {
-                        w(out.write_all(line))?;
-                        w(out.write_all(b"\n"))?;
-                    }
-                    ShowFormat::Table => w(writeln!(out, "{}", table_row(&v)))?,
-                    ShowFormat::Csv => w(writeln!(out, "{}", csv_row(&v)))?,
+                seen.last_seq = v.get("seq").and_then(Value::as_u64).or(seen.last_seq);
+                if filter.matches(&v) {
+                    seen.shown += 1;
+                    each(reader.line(), &v)?;
                 }
             }
         }
     }
-    Ok(stats)
-}
-
-/// A field as display text (objects as compact JSON).
-fn text(v: &Value, k: &str) -> String {
-    match v.get(k) {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    }
-}
-
-/// Escapes what an agent chose so that it cannot drive the terminal or read as another
-/// name (see [`crate::text`]).
-fn clean(s: &str) -> String {
-    escape_for_humans(s).into_owned()
-}
-
-fn cut(s: &str, n: usize) -> String {
-    let s = clean(s);
-    if s.chars().count() <= n {
-        s
-    } else {
-        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
-}
-
-fn table_row(v: &Value) -> String {
-    let kind = text(v, "kind");
-    // A change's intent and its reconciliation name the operation; their outcome column
-    // says which they are (and what the disk showed). Every column is escaped once.
-    let (op, outcome) = match kind.as_str() {
-        record::KIND_REQUEST => (text(v, "op"), text(v, "outcome")),
-        record::KIND_INTENT => (text(v, "op"), "intent".to_string()),
-        record::KIND_RECONCILED => (text(v, "op"), text(&v["details"], "found")),
-        _ => (format!("[{kind}]"), text(v, "outcome")),
-    };
-    let mut path = clean(&text(v, "path"));
-    let p2 = text(v, "path2");
-    if !p2.is_empty() {
-        path = format!("{path} -> {}", clean(&p2));
-    }
-    let rule = clean(&text(v, "rule"));
-    format!(
-        "{:>7} {:<27} {:<12} {:<5} {:<9} {:<5} {:<7} {:>9} {:>8}  {}  {}",
-        clean(&text(v, "seq")),
-        cut(&text(v, "ts"), 27),
-        cut(&text(v, "session"), 12),
-        cut(&text(v, "transport"), 5),
-        cut(&op, 9),
-        cut(&text(v, "decision"), 5),
-        cut(&outcome, 7),
-        clean(&text(v, "bytes")),
-        clean(&text(v, "duration_us")),
-        path,
-        rule
-    )
 }
 
 fn csv_row(v: &Value) -> String {
     CSV_COLUMNS
         .iter()
-        .map(|k| csv_cell(&clean(&text(v, k))))
+        .map(|k| csv_cell(&clean(&raw(v, k))))
         .collect::<Vec<_>>()
         .join(",")
 }
 
-/// Quotes a CSV cell when needed, and defuses formula-looking text.
-fn csv_cell(s: &str) -> String {
-    let numeric = !s.is_empty()
-        && s.trim_start_matches('-')
-            .bytes()
-            .all(|b| b.is_ascii_digit());
-    let mut s = s.to_owned();
-    if !numeric && s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        s.insert(0, '\'');
+/// Terminal columns for the table: `COLUMNS`, else the size of the terminal on stdout,
+/// else 160 (output to a file or a pipe).
+pub fn terminal_width() -> usize {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+    {
+        return n;
     }
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn csv_cells_are_quoted_and_defused() {
-        assert_eq!(csv_cell("plain"), "plain");
-        assert_eq!(csv_cell("a,b"), "\"a,b\"");
-        assert_eq!(csv_cell("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_cell("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
-        assert_eq!(csv_cell("-32003"), "-32003");
-        assert_eq!(csv_cell("-rf"), "'-rf");
-    }
-
-    #[test]
-    fn control_characters_never_reach_the_terminal() {
-        assert_eq!(clean("a\u{1b}[31mb\n"), "a\\u{1b}[31mb\\n");
-        assert_eq!(clean("doc\u{202e}gnp.sh"), "doc\\u{202e}gnp.sh");
+    let stdout = std::io::stdout();
+    match rustix::termios::tcgetwinsize(&stdout) {
+        Ok(ws) if ws.ws_col > 0 => usize::from(ws.ws_col),
+        _ => 160,
     }
 }

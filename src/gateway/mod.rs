@@ -102,6 +102,8 @@ pub enum Request {
         name: String,
         /// The answer the door gives: Ok, or (JSON-RPC code, message).
         outcome: Result<(), (i64, String)>,
+        /// The rule that refused it, when a door's own check did.
+        rule: Option<&'static str>,
     },
 }
 
@@ -111,6 +113,16 @@ impl Request {
         Request::Message {
             name: name.into(),
             outcome,
+            rule: None,
+        }
+    }
+
+    /// A message a door refused by its own check, naming the rule.
+    pub fn refusal(name: impl Into<String>, rule: &'static str, error: (i64, String)) -> Request {
+        Request::Message {
+            name: name.into(),
+            outcome: Err(error),
+            rule: Some(rule),
         }
     }
 }
@@ -293,8 +305,12 @@ impl Gateway {
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
         match request {
             Request::Op(op) => self.handle(ctx, op),
-            Request::Message { name, outcome } => (
-                self.record_other(ctx, &name, outcome)
+            Request::Message {
+                name,
+                outcome,
+                rule,
+            } => (
+                self.record_other(ctx, &name, outcome, rule)
                     .map(|()| Output::Unit),
                 None,
             ),
@@ -309,6 +325,7 @@ impl Gateway {
         ctx: &RequestCtx,
         op: &str,
         outcome: Result<(), (i64, String)>,
+        rule: Option<&str>,
     ) -> Result<(), GatewayError> {
         let Some(audit) = &self.audit else {
             return Ok(());
@@ -329,6 +346,7 @@ impl Gateway {
             peer: ctx.peer.clone(),
             op: op.chars().take(128).collect(),
             decision: decision.into(),
+            rule: rule.map(str::to_owned),
             reason,
             outcome,
             ..AuditEvent::default()

@@ -139,12 +139,16 @@ pub struct Refusal {
     pub status: StatusCode,
     /// Shown to the client and logged; never contains the presented token.
     pub reason: String,
+    /// The audit record's rule: which check refused (`ws-host`, `ws-origin`,
+    /// `ws-token`, `ws-connections`).
+    pub rule: &'static str,
 }
 
 impl Refusal {
-    fn new(status: StatusCode, reason: impl Into<String>) -> Refusal {
+    fn new(status: StatusCode, rule: &'static str, reason: impl Into<String>) -> Refusal {
         Refusal {
             status,
+            rule,
             reason: reason.into(),
         }
     }
@@ -170,10 +174,13 @@ impl Gatekeeper {
             let host = headers
                 .get(header::HOST)
                 .and_then(|h| h.to_str().ok())
-                .ok_or_else(|| Refusal::new(StatusCode::BAD_REQUEST, "missing Host header"))?;
+                .ok_or_else(|| {
+                    Refusal::new(StatusCode::BAD_REQUEST, "ws-host", "missing Host header")
+                })?;
             if !is_loopback_host(host) {
                 return Err(Refusal::new(
                     StatusCode::FORBIDDEN,
+                    "ws-host",
                     "Host must name the loopback address this server listens on",
                 ));
             }
@@ -183,6 +190,7 @@ impl Gatekeeper {
             if !self.origins.contains(&origin) {
                 return Err(Refusal::new(
                     StatusCode::FORBIDDEN,
+                    "ws-origin",
                     "Origin not allowed (add it to [ws] allowed_origins)",
                 ));
             }
@@ -191,10 +199,15 @@ impl Gatekeeper {
         match presented {
             None => Err(Refusal::new(
                 StatusCode::UNAUTHORIZED,
+                "ws-token",
                 "missing token: send Authorization: Bearer <token> (or ?token=<token>)",
             )),
             Some(t) if self.token.matches(&t) => Ok(()),
-            Some(_) => Err(Refusal::new(StatusCode::UNAUTHORIZED, "wrong token")),
+            Some(_) => Err(Refusal::new(
+                StatusCode::UNAUTHORIZED,
+                "ws-token",
+                "wrong token",
+            )),
         }
     }
 }

@@ -321,6 +321,7 @@ fn admit(
         .map_err(|_| auth::Refusal {
             status: StatusCode::SERVICE_UNAVAILABLE,
             reason: "too many connections".into(),
+            rule: "ws-connections",
         })?;
     let subscribe = auth::query_param(query, "subscribe")
         .into_iter()
@@ -344,8 +345,9 @@ async fn record_refusal(gw: &Arc<Gateway>, session: &str, peer: SocketAddr, r: &
     };
     let gw = Arc::clone(gw);
     let msg = format!("HTTP {}: {}", r.status.as_u16(), r.reason);
+    let rule = r.rule;
     let _ = tokio::task::spawn_blocking(move || {
-        gw.serve(&ctx, GwRequest::message("ws-upgrade", Err((code, msg))))
+        gw.serve(&ctx, GwRequest::refusal("ws-upgrade", rule, (code, msg)))
     })
     .await;
 }
