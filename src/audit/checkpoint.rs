@@ -82,7 +82,7 @@ pub struct Checkpoint {
     pub hash: String,
     /// When the checkpoint was taken.
     pub ts: String,
-    /// `periodic`, `heartbeat`, `shutdown`, `start`.
+    /// `periodic`, `heartbeat`, `retry`, `shutdown`, `start`.
     pub kind: String,
     /// The whole object as read or written (with `key` and `sig` when signed).
     pub obj: Map<String, Value>,

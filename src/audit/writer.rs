@@ -491,9 +491,17 @@ impl AuditLog {
             });
         }
         if sh.checkpoint_failing.load(Ordering::Acquire) {
-            return Err(AuditError::Checkpoint {
-                message: "the last checkpoint could not be written".into(),
-            });
+            // Try again now (the directory was full or briefly not writable): changes
+            // resume as soon as a checkpoint can be written, not at the next heartbeat.
+            let retry = Duty {
+                checkpoint: Some("retry"),
+                sync: true,
+            };
+            if run_duty_on(sh, retry).is_err() || sh.checkpoint_failing.load(Ordering::Acquire) {
+                return Err(AuditError::Checkpoint {
+                    message: "the last checkpoint could not be written".into(),
+                });
+            }
         }
         if lock(&sh.state).closed {
             return Err(AuditError::Closed);
