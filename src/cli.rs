@@ -197,6 +197,18 @@ fn code(c: i32) -> ExitCode {
     ExitCode::from(u8::try_from(c).unwrap_or(2))
 }
 
+/// The runtime, SIGHUP reloading the policy from `policy`, and the stop signals
+/// (SIGTERM, SIGINT) to wait on.
+pub(super) fn runtime_with_signals(
+    gateway: &Arc<Gateway>,
+    policy: Option<PathBuf>,
+) -> Result<(tokio::runtime::Runtime, crate::signals::Stop), String> {
+    let runtime = runtime()?;
+    let crate::signals::Listening { term, int, hup } = crate::signals::listen(&runtime)?;
+    spawn_reload_on_sighup(&runtime, gateway, policy, hup);
+    Ok((runtime, crate::signals::Listening::stop_only(term, int)))
+}
+
 pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -261,16 +273,10 @@ fn serve(args: ServeArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let gateway = Arc::new(opened.gateway);
-    let runtime = match runtime() {
-        Ok(rt) => rt,
+    let (runtime, mut stop) = match runtime_with_signals(&gateway, args.common.policy.clone()) {
+        Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    let crate::signals::Listening { term, int, hup } = match crate::signals::listen(&runtime) {
-        Ok(l) => l,
-        Err(e) => return fail(&e),
-    };
-    spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone(), hup);
-    let mut stop = crate::signals::Listening::stop_only(term, int);
     type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>>>>;
     let serving: Serving = match args.transport {
         Transport::Ws => match listener {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::{AcpArgs, fail, fail_open, runtime, spawn_reload_on_sighup, stdio_peer};
+use super::{AcpArgs, fail, fail_open, runtime_with_signals, stdio_peer};
 use crate::startup;
 
 /// An agent's confinement: the plan it was built from and what the kernel will enforce.
@@ -108,16 +108,10 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         .acp
         .as_ref()
         .is_some_and(|a| a.allow_terminal);
-    let runtime = match runtime() {
-        Ok(rt) => rt,
+    let (runtime, mut stop) = match runtime_with_signals(&gateway, args.common.policy.clone()) {
+        Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    let crate::signals::Listening { term, int, hup } = match crate::signals::listen(&runtime) {
-        Ok(l) => l,
-        Err(e) => return fail(&e),
-    };
-    spawn_reload_on_sighup(&runtime, &gateway, args.common.policy.clone(), hup);
-    let mut stop = crate::signals::Listening::stop_only(term, int);
     // SIGTERM / SIGINT end the agent (gracefully, then forcefully); the relay then ends,
     // the log gets its stop record, and fsgate exits 0 (it stopped as asked).
     let stopped_by = Arc::new(std::sync::OnceLock::<&'static str>::new());

@@ -616,15 +616,6 @@ fn acp_args(ws: &Path, state: &Path, extra: &[&str], agent: &[OsString]) -> Vec<
     args
 }
 
-fn canonical_tempdir(prefix: &str) -> (TempDir, PathBuf) {
-    let dir = tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir()
-        .expect("tempdir");
-    let path = dir.path().canonicalize().expect("canonical tempdir");
-    (dir, path)
-}
-
 /// A shell-script agent in ~/agents/sh that leaves a marker file when it starts.
 fn marker_agent(home: &Path) -> (PathBuf, PathBuf) {
     let dir = home.join("agents/sh");
@@ -650,8 +641,8 @@ fn check_sandbox_prints_the_agents_ruleset_and_starts_nothing() {
         "the marker agent does not work"
     );
     std::fs::remove_file(&marker).expect("remove marker");
-    let (_ws_dir, ws) = canonical_tempdir("fsgate-ws-");
-    let (_state_dir, state) = canonical_tempdir("fsgate-state-");
+    let (_ws_dir, ws) = crate::common::canonical_tempdir("fsgate-ws-");
+    let (_state_dir, state) = crate::common::canonical_tempdir("fsgate-state-");
     let args = acp_args(
         &ws,
         &state,
@@ -730,8 +721,8 @@ fn without_discovery_a_node_agent_is_refused_naming_path_and_key() {
         Ok(p) => p,
         Err(reason) => return crate::common::skip_or_fail(test, &reason),
     };
-    let (_ws_dir, ws) = canonical_tempdir("fsgate-ws-");
-    let (_state_dir, state) = canonical_tempdir("fsgate-state-");
+    let (_ws_dir, ws) = crate::common::canonical_tempdir("fsgate-ws-");
+    let (_state_dir, state) = crate::common::canonical_tempdir("fsgate-state-");
     let policy = state.join("policy.toml");
     let text = default_policy_with(|agent| {
         agent.insert("discover".into(), toml::Value::Boolean(false));
