@@ -127,6 +127,8 @@ fn twins_answer_the_same_read() {
     let (f, r) = t.both("read_text_file", r#"{"path": "{root}/a.txt"}"#);
     assert_eq!(crate::mcp_harness::text_of(&f), "alpha\nbeta\n", "{f}");
     assert_eq!(crate::mcp_harness::text_of(&r), "alpha\nbeta\n", "{r}");
+    // A 2025-era session gets no 2026 `resultType` (fsgate's direct path included).
+    assert_eq!(f.get("resultType"), r.get("resultType"), "{f}\n{r}");
     let (ft, rt) = t.tools();
     assert!(
         ft.len() >= 14 && rt.len() == 14,

@@ -188,10 +188,13 @@ impl Batched for Direct {
             leases,
         } in done
         {
-            let (result, leases) = match &settled {
+            let (mut result, leases) = match &settled {
                 Ok(()) => (result, leases),
                 Err(e) => (render::error(&ToolError::Gateway(e.clone())), Vec::new()),
             };
+            // The direct path serves 2025-era sessions only, whose answers carry no
+            // `resultType` (the SDK path strips it for them too).
+            result.result_type = None;
             let bytes = encode_fitted(self.max, &key, &result);
             if let Err(leases) = self.flow.try_hold_answer(&key, bytes.len(), leases) {
                 // No room until what is already encoded is written: send it first.
