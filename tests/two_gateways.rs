@@ -224,6 +224,15 @@ fn two_gateways_on_one_workspace_each_keep_a_chain_read_together() {
     };
     assert_eq!(writes_by("acp"), 2, "{recs:#?}");
     assert_eq!(writes_by("mcp"), 1, "{recs:#?}");
+    // Interleaved by time: the MCP write came between the two ACP writes.
+    let order: Vec<&str> = recs
+        .iter()
+        .filter(|r| r["kind"] == "request" && r["op"] == "write_text_file")
+        .filter_map(|r| r["transport"].as_str())
+        .collect();
+    assert_eq!(order, ["acp", "mcp", "acp"], "{recs:#?}");
+    let times: Vec<&str> = recs.iter().filter_map(|r| r["ts"].as_str()).collect();
+    assert!(times.is_sorted(), "{times:?}");
 
     // One byte changed in the second chain is found.
     let mut bytes = std::fs::read(&second).expect("read chain");
