@@ -59,11 +59,11 @@ impl Merged {
                 return Ok(());
             };
             let c = &mut cursors[i];
-            if let Some((line, v)) = c.head.take() {
-                if filter.matches(&v) {
-                    seen.shown += 1;
-                    each(&line, &v)?;
-                }
+            if let Some((line, v)) = c.head.take()
+                && filter.matches(&v)
+            {
+                seen.shown += 1;
+                each(&line, &v)?;
             }
             c.fill(&mut self.chains[i], seen)?;
         }
