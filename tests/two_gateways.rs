@@ -234,6 +234,23 @@ fn two_gateways_on_one_workspace_each_keep_a_chain_read_together() {
     let times: Vec<&str> = recs.iter().filter_map(|r| r["ts"].as_str()).collect();
     assert!(times.is_sorted(), "{times:?}");
 
+    // report: both chains verified, written as one page.
+    let page = s.state.join("report.html");
+    let page_arg = page.to_string_lossy().into_owned();
+    let out = s.run(&[
+        "audit",
+        "report",
+        "--workspace",
+        "{WS}",
+        "--html",
+        &page_arg,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let html = std::fs::read_to_string(&page).expect("report written");
+    for p in [&first, &second] {
+        assert!(html.contains(&p.display().to_string()), "{}", p.display());
+    }
+
     // One byte changed in the second chain is found.
     let mut bytes = std::fs::read(&second).expect("read chain");
     let at = bytes.iter().position(|&b| b == b'"').expect("a quote") + 1;
