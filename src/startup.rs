@@ -47,6 +47,8 @@ pub struct Opened {
     own_dirs: Vec<PathBuf>,
     /// The active audit log file and the backup store, absolute (told to the user).
     locations: (PathBuf, PathBuf),
+    /// Another gateway held the default log: this one keeps a sibling chain.
+    sibling_chain: bool,
 }
 
 impl Opened {
@@ -64,6 +66,14 @@ impl Opened {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "fsgate: audit log: {}", EscPath(log));
         let _ = writeln!(err, "fsgate: backups: {}", EscPath(backups));
+        if self.sibling_chain {
+            let _ = writeln!(
+                err,
+                "fsgate: another gateway is serving this workspace with audit.jsonl; this \
+                 one keeps a chain of its own beside it (`fsgate audit verify --workspace` \
+                 reads them all)"
+            );
+        }
     }
 
     /// Keeps a directory fsgate created (the agent's scratch dir) writable after
@@ -179,6 +189,9 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         extra_rw,
         own_dirs: vec![audit_parent, backup_dir],
         locations,
+        sibling_chain: cfg.audit_log.is_none()
+            && audit_settings.path.is_none()
+            && audit_path.file_name() != Some(std::ffi::OsStr::new("audit.jsonl")),
     })
 }
 

@@ -189,6 +189,9 @@ fn two_gateways_on_one_workspace_each_keep_a_chain_read_together() {
     let (first, second) = (dir.join("audit.jsonl"), dir.join("audit-2.jsonl"));
     assert!(acp_err.lines().any(|l| l == told(&first)), "{acp_err}");
     assert!(mcp_err.lines().any(|l| l == told(&second)), "{mcp_err}");
+    let note = "fsgate: another gateway is serving this workspace";
+    assert!(mcp_err.contains(note), "{mcp_err}");
+    assert!(!acp_err.contains(note), "{acp_err}");
     assert_eq!(
         std::fs::read_to_string(s.ws.join("b.txt")).ok().as_deref(),
         Some("from mcp\n")
