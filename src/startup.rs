@@ -47,6 +47,8 @@ pub struct Opened {
     own_dirs: Vec<PathBuf>,
     /// The active audit log file and the backup store, absolute (told to the user).
     locations: (PathBuf, PathBuf),
+    /// Another gateway held the default log: this one keeps a sibling chain.
+    sibling_chain: bool,
 }
 
 impl Opened {
@@ -64,6 +66,14 @@ impl Opened {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "fsgate: audit log: {}", EscPath(log));
         let _ = writeln!(err, "fsgate: backups: {}", EscPath(backups));
+        if self.sibling_chain {
+            let _ = writeln!(
+                err,
+                "fsgate: another gateway is serving this workspace with audit.jsonl; this \
+                 one keeps a chain of its own beside it (`fsgate audit verify --workspace` \
+                 reads them all)"
+            );
+        }
     }
 
     /// Keeps a directory fsgate created (the agent's scratch dir) writable after
@@ -110,29 +120,13 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         };
         audit_settings.resolve_relative_to(dir);
     }
-    let audit_path = match (&cfg.audit_log, &audit_settings.path) {
-        (Some(p), _) => p.clone(),
-        (None, Some(p)) => p.clone(),
-        (None, None) => state()?.join("audit").join("audit.jsonl"),
+    let opts = OpenOptions {
+        allow_broken_chain: cfg.accept_broken_chain,
+        // Written by `confine` (AuditLog::start) on a thread of its own, while the
+        // handshake proceeds; the start record itself is durable before `open` returns.
+        defer_start_checkpoint: true,
     };
-    let audit_parent = audit_path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
-    create_private_dir(&audit_parent)?;
-    let audit = AuditLog::open(
-        &audit_path,
-        &audit_settings,
-        policy.sha256(),
-        OpenOptions {
-            allow_broken_chain: cfg.accept_broken_chain,
-            // Written by `confine` (AuditLog::start) on a thread of its own, while the
-            // handshake proceeds; the start record itself is durable before `open` returns.
-            defer_start_checkpoint: true,
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    let (audit_path, audit_parent, audit) = open_audit(cfg, &audit_settings, &policy, opts, state)?;
     let backup_settings = raw.backup.clone().unwrap_or_default();
     let backup_dir = match (&cfg.backup_dir, &backup_settings.dir) {
         (Some(d), _) => d.clone(),
@@ -195,6 +189,9 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         extra_rw,
         own_dirs: vec![audit_parent, backup_dir],
         locations,
+        sibling_chain: cfg.audit_log.is_none()
+            && audit_settings.path.is_none()
+            && audit_path.file_name() != Some(std::ffi::OsStr::new("audit.jsonl")),
     })
 }
 
@@ -313,4 +310,32 @@ fn create_private_dir(dir: &Path) -> Result<(), String> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}
+
+/// Opens the log the operator named (refused if another process holds it), or else the
+/// first free chain of the workspace's default log directory: a second gateway on the
+/// same workspace gets `audit-2.jsonl` beside `audit.jsonl` (audit/FORMAT.md).
+fn open_audit(
+    cfg: &GatewayConfig,
+    settings: &crate::audit::AuditSettings,
+    policy: &Policy,
+    opts: OpenOptions,
+    state: impl Fn() -> Result<PathBuf, String>,
+) -> Result<(PathBuf, PathBuf, AuditLog), String> {
+    let named = cfg.audit_log.as_ref().or(settings.path.as_ref());
+    let parent = match named {
+        Some(p) => p
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf(),
+        None => state()?.join("audit"),
+    };
+    create_private_dir(&parent)?;
+    let opened = match named {
+        Some(p) => AuditLog::open(p, settings, policy.sha256(), opts).map(|l| (p.clone(), l)),
+        None => crate::audit::open_first_free(&parent, settings, policy.sha256(), opts),
+    };
+    let (path, log) = opened.map_err(|e| e.to_string())?;
+    Ok((path, parent, log))
 }

@@ -40,6 +40,8 @@ mod policy_runtime;
 mod cli;
 // Where the audit log and backups are: told at start, found again by --workspace.
 mod locations;
+// Two gateways on one workspace: a chain each, read together.
+mod two_gateways;
 // scripts/demo.sh: the guided tour, the same story on every run.
 mod demo;
 // `fsgate policy check|explain|test|diff|schema`: formats and exit codes.

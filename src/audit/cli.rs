@@ -93,8 +93,12 @@ pub enum AuditCommand {
     /// 2 unreadable or not written.
     Report {
         /// Log files, or directories holding them.
-        #[arg(required = true, value_name = "FILE|DIR")]
+        #[arg(required_unless_present = "workspace", value_name = "FILE|DIR")]
         paths: Vec<PathBuf>,
+        /// Also read this workspace's default log (every chain in it: one per gateway
+        /// that served the workspace at the same time).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
         /// Where to write the page (`-`: standard output).
         #[arg(long, value_name = "FILE", required = true)]
         html: PathBuf,
@@ -187,9 +191,13 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
         }
         AuditCommand::Report {
             paths,
+            workspace,
             html,
             pubkey,
-        } => report_cmd(&paths, &html, pubkey.as_deref(), out),
+        } => match super::locate::log_paths(&paths, workspace.as_deref()) {
+            Ok(paths) => report_cmd(&paths, &html, pubkey.as_deref(), out),
+            Err(e) => fail("report", &e),
+        },
         AuditCommand::Prune {
             before,
             path,

@@ -145,3 +145,39 @@ pub fn checkpoints_are_signed(path: &std::path::Path) -> bool {
                 .is_some_and(|c| c.obj.contains_key("sig"))
         })
 }
+
+/// How many sibling chains a workspace's default log directory may hold: one per
+/// gateway running on it at once.
+pub const MAX_SIBLING_CHAINS: u32 = 64;
+
+/// The name of the `n`th chain in a default log directory: `audit.jsonl`, then
+/// `audit-2.jsonl`, `audit-3.jsonl`, ... (each base name has its own rotated files and
+/// sidecars, `audit-2.jsonl.000000000001`, `audit-2.jsonl.lock`, never another's).
+pub fn sibling_chain_name(n: u32) -> String {
+    if n <= 1 {
+        "audit.jsonl".to_owned()
+    } else {
+        format!("audit-{n}.jsonl")
+    }
+}
+
+/// Opens the first chain in `dir` that no other live process holds, so that several
+/// gateways can serve one workspace with the default log, each appending to its own
+/// chain. Only for the default log: a log the operator named is refused when locked.
+pub fn open_first_free(
+    dir: &std::path::Path,
+    settings: &AuditSettings,
+    policy_sha256: &str,
+    opts: OpenOptions,
+) -> Result<(PathBuf, AuditLog), AuditError> {
+    let mut last = None;
+    for n in 1..=MAX_SIBLING_CHAINS {
+        let path = dir.join(sibling_chain_name(n));
+        match AuditLog::open(&path, settings, policy_sha256, opts) {
+            Ok(log) => return Ok((path, log)),
+            Err(e @ AuditError::Locked { .. }) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or(AuditError::Closed))
+}

@@ -3,6 +3,7 @@
 
 mod cells;
 mod lines;
+mod merge;
 mod stats;
 mod table;
 
@@ -180,9 +181,15 @@ pub fn show_with(
         None => (None, &files[..]),
     };
     let mut active = active_path.map(open).transpose()?;
+    // Several chains (gateways that ran at once) are read interleaved by time.
+    let mut merged = match all.len() > 1 && !opts.follow {
+        true => Some(merge::Merged::open(&all)?),
+        false => None,
+    };
     let mut widths = Widths::default();
     if opts.format == ShowFormat::Table {
-        each_record(
+        pass(
+            merged.as_mut(),
             rotated,
             active.as_mut(),
             filter,
@@ -215,9 +222,14 @@ pub fn show_with(
             ShowFormat::Csv => w(writeln!(out, "{}", csv_row(v))),
         }
     };
-    each_record(rotated, active.as_mut(), filter, &mut seen, &mut |l, v| {
-        print(out, l, v)
-    })?;
+    pass(
+        merged.as_mut(),
+        rotated,
+        active.as_mut(),
+        filter,
+        &mut seen,
+        &mut |l, v| print(out, l, v),
+    )?;
     if opts.follow
         && let (Some(reader), Some(path)) = (active, active_path)
     {
@@ -270,6 +282,21 @@ fn record_of(line: &[u8]) -> Option<Value> {
     match serde_json::from_slice::<Value>(line) {
         Ok(v @ Value::Object(_)) => Some(v),
         _ => None,
+    }
+}
+
+/// One reading pass: over the merged chains if there are several, else over one.
+fn pass(
+    merged: Option<&mut merge::Merged>,
+    files: &[&Path],
+    active: Option<&mut LineReader>,
+    filter: &ShowFilter,
+    seen: &mut ShowStats,
+    each: &mut OnRecord<'_>,
+) -> Result<(), String> {
+    match merged {
+        Some(m) => m.each(filter, seen, each),
+        None => each_record(files, active, filter, seen, each),
     }
 }
 

@@ -110,6 +110,33 @@ fn a_second_writer_is_refused() {
 }
 
 #[test]
+fn the_default_directory_gives_each_writer_a_chain_of_its_own() {
+    let (_d, path) = temp_log();
+    let dir = path.parent().expect("dir").to_path_buf();
+    let s = settings(FsyncMode::Never);
+    let first = crate::audit::open_first_free(&dir, &s, POLICY, OpenOptions::default());
+    let (p1, l1) = first.expect("first");
+    let (p2, l2) =
+        crate::audit::open_first_free(&dir, &s, POLICY, OpenOptions::default()).expect("second");
+    assert_eq!(
+        (p1.clone(), p2),
+        (dir.join("audit.jsonl"), dir.join("audit-2.jsonl"))
+    );
+    assert_ne!(l1.log_id(), l2.log_id());
+    l1.close().expect("close");
+    drop(l1);
+    // The first chain is free again: the next writer continues it.
+    let (p3, l3) =
+        crate::audit::open_first_free(&dir, &s, POLICY, OpenOptions::default()).expect("third");
+    assert_eq!(p3, p1);
+    l3.close().expect("close");
+    l2.close().expect("close");
+    let rep = verify_paths(&[dir], &VerifyOptions::default());
+    assert_eq!(rep.series.len(), 2, "{rep:?}");
+    rep.series.iter().for_each(assert_intact);
+}
+
+#[test]
 fn rotation_keeps_one_chain_across_files() {
     let (_d, path) = temp_log();
     let s = AuditSettings {
