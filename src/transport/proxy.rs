@@ -58,7 +58,14 @@ struct Relay {
     sessions: Mutex<HashMap<String, Session>>,
     /// Whether the policy lets the agent use `terminal/*`.
     allow_terminal: bool,
+    /// Editor request ids (as JSON text) of `initialize` in flight: the agent's answer
+    /// gets fsgate's own `_meta.fsgate`.
+    initializing: Mutex<std::collections::HashSet<String>>,
 }
+
+/// At most this many editor `initialize` requests awaiting the agent's answer are
+/// remembered (an editor sends one; the bound keeps a flood from growing fsgate).
+const MAX_INITIALIZING: usize = 16;
 
 fn id_key(id: &Value) -> String {
     id.to_string()
@@ -85,7 +92,12 @@ impl Relay {
         let method = v.get("method").and_then(Value::as_str).map(str::to_string);
         let id = v.get("id").cloned();
         match (method.as_deref(), id) {
-            (Some("initialize"), Some(_)) => {
+            (Some("initialize"), Some(id)) => {
+                if let Ok(mut ids) = self.initializing.lock()
+                    && ids.len() < MAX_INITIALIZING
+                {
+                    ids.insert(id_key(&id));
+                }
                 let pol = self.gw.policy();
                 let (read, write) = (pol.can_ever(OpClass::Read), pol.can_ever(OpClass::Write));
                 // Only the two flags change; the rest of the message passes byte for byte.
@@ -115,6 +127,31 @@ impl Relay {
             }
             _ => with_newline(raw),
         }
+    }
+
+    /// The agent's answer to the editor's `initialize`, with fsgate's `_meta.fsgate`
+    /// (policy, sandbox, where the audit log and backups are) put in its result, in
+    /// place of anything the agent wrote there: the editor learns it from fsgate, never
+    /// from the agent. Other answers pass byte for byte.
+    fn stamp_initialize(&self, id: &Value, mut message: Value, raw: Vec<u8>) -> Vec<u8> {
+        let ours = self
+            .initializing
+            .lock()
+            .is_ok_and(|mut ids| ids.remove(&id_key(id)));
+        let Some(result) = message.get_mut("result").filter(|_| ours) else {
+            return with_newline(raw);
+        };
+        let Some(result) = result.as_object_mut() else {
+            return with_newline(raw);
+        };
+        let meta = result
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if !meta.is_object() {
+            *meta = Value::Object(serde_json::Map::new());
+        }
+        meta["fsgate"] = self.gw.meta();
+        line_of(&message)
     }
 
     /// Notes a session created by the agent's response to `session/new`/`load`.
@@ -272,6 +309,7 @@ where
         pending: Mutex::new(HashMap::new()),
         sessions: Mutex::new(HashMap::new()),
         allow_terminal,
+        initializing: Mutex::new(std::collections::HashSet::new()),
     });
     // Each direction holds at most twice the message limit of unwritten bytes: a side
     // that stops reading stalls the other's relay instead of growing the gateway.
@@ -356,7 +394,8 @@ where
                 }
                 Verdict::Forward(Incoming::Response { id, message }) => {
                     r.note_response(&id, &message);
-                    let _ = to_editor.send_bytes(with_newline(raw)).await;
+                    let bytes = r.stamp_initialize(&id, message, raw);
+                    let _ = to_editor.send_bytes(bytes).await;
                 }
                 Verdict::Forward(_) => {
                     let _ = to_editor.send_bytes(with_newline(raw)).await;

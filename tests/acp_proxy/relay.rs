@@ -134,3 +134,27 @@ fn other_messages_still_relay_byte_for_byte() {
     assert!(raw.contains(&request), "{raw:#?}");
     assert!(raw.iter().any(|l| l == note), "{raw:#?}");
 }
+
+/// The agent's answer to `initialize` reaches the editor with fsgate's own
+/// `_meta.fsgate` (where the audit log is, the policy, the sandbox), the agent's other
+/// `_meta` kept; the editor learns them from fsgate, not from the agent.
+#[test]
+fn the_initialize_answer_carries_fsgates_own_meta() {
+    let Some(mut ed) = raw_editor("the_initialize_answer_carries_fsgates_own_meta") else {
+        return;
+    };
+    let result = ed.initialize(true, true);
+    let meta = &result["_meta"];
+    assert!(
+        meta["clientCapabilities"].is_object(),
+        "agent's _meta kept: {result}"
+    );
+    let log = meta["fsgate"]["auditLog"].as_str().unwrap_or_default();
+    assert_eq!(
+        std::path::Path::new(log),
+        ed.state.join("audit.jsonl"),
+        "{result}"
+    );
+    assert!(meta["fsgate"]["backupDir"].is_string(), "{result}");
+    assert!(meta["fsgate"]["sandbox"].is_object(), "{result}");
+}
