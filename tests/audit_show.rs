@@ -9,7 +9,6 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 
 use serde_json::{Value, json};
-use unicode_general_category::{GeneralCategory as G, get_general_category};
 use unicode_width::UnicodeWidthStr;
 
 use crate::common::{Gate, TIMEOUT, bin, run_cli};
@@ -67,16 +66,7 @@ fn stdout_of(args: &[&str]) -> String {
 
 /// No raw control, format (bidi, zero-width) or separator character but line ends.
 fn assert_inert(what: &str, text: &str) {
-    let bad: Vec<char> = text
-        .chars()
-        .filter(|&c| {
-            c != '\n'
-                && matches!(
-                    get_general_category(c),
-                    G::Control | G::Format | G::LineSeparator | G::ParagraphSeparator
-                )
-        })
-        .collect();
+    let bad = crate::common::raw_controls(text);
     assert!(bad.is_empty(), "{what}: raw {bad:?} in:\n{text}");
     assert!(
         !text.contains("\nline.txt"),

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::{Value, json};
-use unicode_general_category::{GeneralCategory as G, get_general_category};
 
 use crate::common::{Gate, TIMEOUT, run_cli};
 
@@ -25,16 +24,7 @@ const SESSION_SHOWN: &str = "s\\u{1b}]8;;http://x\\u{7}\\u{202e}\\nFORGED";
 /// separator character other than the newlines that end its lines, or a line forged by
 /// a newline inside a name.
 fn assert_clean(what: &str, text: &str) {
-    let bad: Vec<char> = text
-        .chars()
-        .filter(|&c| {
-            c != '\n'
-                && matches!(
-                    get_general_category(c),
-                    G::Control | G::Format | G::LineSeparator | G::ParagraphSeparator
-                )
-        })
-        .collect();
+    let bad = crate::common::raw_controls(text);
     assert!(bad.is_empty(), "{what}: raw {bad:?} in:\n{text}");
     assert!(
         !text.lines().any(|l| l.starts_with("FORGED")),

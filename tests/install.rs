@@ -103,8 +103,8 @@ fn fsgate_args(c: &Client) -> Vec<String> {
 fn check_sandbox(file: &str, args: &[String]) -> (Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let ws = dir.path().join("project");
-    let stubs = dir.path().join("bin");
-    for d in [&ws, &stubs, &dir.path().join("home")] {
+    let stand_ins = dir.path().join("bin");
+    for d in [&ws, &stand_ins, &dir.path().join("home")] {
         std::fs::create_dir_all(d).expect("mkdir");
     }
     let ws_text = ws.to_str().expect("utf-8 temp path");
@@ -126,14 +126,14 @@ fn check_sandbox(file: &str, args: &[String]) -> (Output, tempfile::TempDir) {
     // `--check-sandbox` goes before the agent command, if there is one.
     let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
     if let Some(agent) = args.get(at + 1) {
-        let stub = stubs.join(agent);
-        std::fs::write(&stub, "#!/bin/sh\nexit 0\n").expect("write stub");
-        std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let stand_in = stand_ins.join(agent);
+        std::fs::write(&stand_in, "#!/bin/sh\nexit 0\n").expect("write stand-in");
+        std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     }
     args.insert(at, "--check-sandbox".into());
     let path = format!(
         "{}:{}",
-        stubs.display(),
+        stand_ins.display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let out = Command::new(bin())

@@ -131,6 +131,21 @@ pub struct Options {
     pub cwd: Option<PathBuf>,
 }
 
+impl Options {
+    /// Applies the environment and working directory to fsgate's command.
+    pub fn apply(&self, cmd: &mut Command) {
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        for k in &self.env_remove {
+            cmd.env_remove(k);
+        }
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
+    }
+}
+
 #[derive(Default)]
 struct Inbox {
     /// Every line fsgate wrote to stdout, in order.
@@ -196,15 +211,7 @@ impl Editor {
         cmd.arg("--").args(agent);
         cmd.env("FSGATE_ACP_SDK", sdk_dir());
         cmd.env("PYTHONUNBUFFERED", "1");
-        for (k, v) in &opts.env {
-            cmd.env(k, v);
-        }
-        for k in &opts.env_remove {
-            cmd.env_remove(k);
-        }
-        if let Some(dir) = &opts.cwd {
-            cmd.current_dir(dir);
-        }
+        opts.apply(&mut cmd);
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -539,15 +539,7 @@ struct Run {
 fn run_fsgate(args: &[OsString], opts: &Options, stdin_text: &str) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsgate"));
     cmd.args(args);
-    for (k, v) in &opts.env {
-        cmd.env(k, v);
-    }
-    for k in &opts.env_remove {
-        cmd.env_remove(k);
-    }
-    if let Some(dir) = &opts.cwd {
-        cmd.current_dir(dir);
-    }
+    opts.apply(&mut cmd);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

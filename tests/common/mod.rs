@@ -804,3 +804,18 @@ pub fn skip_or_fail(test: &str, reason: &str) {
     );
     let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {reason}");
 }
+
+/// The raw control, format (bidi, zero-width) and separator characters in `text`, other
+/// than the newlines that end its lines: what no output a person reads may hold.
+pub fn raw_controls(text: &str) -> Vec<char> {
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    text.chars()
+        .filter(|&c| {
+            c != '\n'
+                && matches!(
+                    get_general_category(c),
+                    G::Control | G::Format | G::LineSeparator | G::ParagraphSeparator
+                )
+        })
+        .collect()
+}
