@@ -205,9 +205,32 @@ pub(crate) fn seccomp_supported() -> bool {
     TargetArch::try_from(std::env::consts::ARCH).is_ok()
 }
 
+/// What the child does with capabilities, for the status line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CapsView {
+    /// The agent would start with none.
+    NoneHeld,
+    /// Every set emptied, the bounding set too.
+    Dropped,
+    /// Emptied but for the bounding set (no CAP_SETPCAP to empty it).
+    BoundingKept,
+}
+
 /// Whether the agent would start with a capability, which the child then drops.
-pub(crate) fn would_drop_caps() -> bool {
-    cap_drop().is_ok_and(|c| c.is_some())
+pub(crate) fn caps_view() -> CapsView {
+    // An error here fails the start later, when the plan is applied.
+    CapDrop::view(cap_drop().ok().flatten())
+}
+
+impl CapDrop {
+    /// What dropping `caps` leaves, for the status line.
+    pub(crate) fn view(caps: Option<CapDrop>) -> CapsView {
+        match caps {
+            Some(c) if c.bounding => CapsView::Dropped,
+            Some(_) => CapsView::BoundingKept,
+            None => CapsView::NoneHeld,
+        }
+    }
 }
 
 /// Some when the agent would start with a capability: run as root (whose exec grants

@@ -342,7 +342,7 @@ pub(crate) fn confine_agent_command(
             (None, d)
         }
     };
-    let view = agent_view(plan, landlock, unix, setup.caps.is_some());
+    let view = agent_view(plan, landlock, unix, child::CapDrop::view(setup.caps));
     detail.extend(view.lines);
     detail.push(env_line(plan));
     cmd.env_clear().envs(plan.env.iter().map(|(k, v)| (k, v)));
@@ -367,7 +367,19 @@ pub(crate) fn agent_view_now(plan: &AgentPlan) -> AgentView {
     } else {
         UnixFilter::Unsupported
     };
-    agent_view(plan, landlock, unix, child::would_drop_caps())
+    agent_view(plan, landlock, unix, child::caps_view())
+}
+
+fn caps_line(caps: child::CapsView) -> &'static str {
+    match caps {
+        child::CapsView::NoneHeld => "no capabilities",
+        child::CapsView::Dropped => "capabilities dropped",
+        // no_new_privs keeps exec from granting any of the bounding set.
+        child::CapsView::BoundingKept => {
+            "capabilities dropped (bounding set kept: no CAP_SETPCAP to empty it; \
+             no_new_privs keeps exec from granting it)"
+        }
+    }
 }
 
 /// Whether seccomp must refuse `socket(AF_UNIX)`: no socket is listed and Landlock
@@ -464,7 +476,7 @@ fn agent_view(
     plan: &AgentPlan,
     landlock: LandlockStatus,
     unix: UnixFilter,
-    caps_dropped: bool,
+    caps: child::CapsView,
 ) -> AgentView {
     let abi = usable_abi(landlock);
     let mut missing = Vec::new();
@@ -518,11 +530,7 @@ fn agent_view(
                 .to_owned(),
         );
     }
-    lines.push(if caps_dropped {
-        "capabilities dropped".to_owned()
-    } else {
-        "no capabilities".to_owned()
-    });
+    lines.push(caps_line(caps).to_owned());
     if abi.is_some_and(|a| a >= ABI::V6) {
         lines.push("scoped to the sandbox: abstract Unix sockets, signals".to_owned());
     }
@@ -641,26 +649,33 @@ mod tests {
 
     #[test]
     fn agent_status_is_honest_per_abi() {
+        use child::CapsView::{BoundingKept, Dropped, NoneHeld};
         let mut plan = AgentPlan::default();
-        let full = agent_view(&plan, at(ABI::V7), UnixFilter::Refused, true);
+        let full = agent_view(&plan, at(ABI::V7), UnixFilter::Refused, Dropped);
         assert_eq!(full.enforcement, Enforcement::Fully, "{:?}", full.missing);
         assert!(full.lines.contains(&"capabilities dropped".to_owned()));
+        // Without CAP_SETPCAP the bounding set stays, and the line says so.
+        let kept = agent_view(&plan, at(ABI::V7), UnixFilter::Refused, BoundingKept);
+        assert!(
+            kept.lines.iter().any(|l| l.contains("bounding set kept")),
+            "{kept:?}"
+        );
         // TCP restricted by the policy, but not by an ABI 3 kernel: said so.
-        let v3 = agent_view(&plan, at(ABI::V3), UnixFilter::Refused, false);
+        let v3 = agent_view(&plan, at(ABI::V3), UnixFilter::Refused, NoneHeld);
         assert!(!v3.missing.iter().any(|m| m.starts_with("TCP")), "{v3:?}");
         plan.network = AgentNetwork::None;
-        let v3 = agent_view(&plan, at(ABI::V3), UnixFilter::Refused, false);
+        let v3 = agent_view(&plan, at(ABI::V3), UnixFilter::Refused, NoneHeld);
         assert!(v3.missing.iter().any(|m| m.starts_with("TCP")), "{v3:?}");
         assert_eq!(v3.enforcement, Enforcement::Partially);
         // Listed sockets: per path from ABI 9 only.
         plan.unix_sockets.push("/run/a.sock".into());
-        let v7 = agent_view(&plan, at(ABI::V7), UnixFilter::NotNeeded, false);
+        let v7 = agent_view(&plan, at(ABI::V7), UnixFilter::NotNeeded, NoneHeld);
         assert_eq!(v7.enforcement, Enforcement::Partially);
         assert!(
             v7.lines.iter().any(|l| l.contains("not per path")),
             "{v7:?}"
         );
-        let v9 = agent_view(&plan, at(ABI::V9), UnixFilter::NotNeeded, false);
+        let v9 = agent_view(&plan, at(ABI::V9), UnixFilter::NotNeeded, NoneHeld);
         assert_eq!(v9.enforcement, Enforcement::Fully, "{:?}", v9.missing);
         assert!(
             v9.lines
@@ -668,13 +683,13 @@ mod tests {
         );
         // No seccomp for this architecture: unrestricted, and said so.
         plan.unix_sockets.clear();
-        let odd = agent_view(&plan, at(ABI::V7), UnixFilter::Unsupported, false);
+        let odd = agent_view(&plan, at(ABI::V7), UnixFilter::Unsupported, NoneHeld);
         assert_eq!(odd.enforcement, Enforcement::Partially);
         let none = agent_view(
             &plan,
             LandlockStatus::NotImplemented,
             UnixFilter::Refused,
-            false,
+            NoneHeld,
         );
         assert_eq!((none.enforcement, none.abi), (Enforcement::Not, None));
         assert!(!blocks_unix(&plan, Some(ABI::V9)) && blocks_unix(&plan, Some(ABI::V8)));
