@@ -3,7 +3,7 @@
 //! it is full) and a short deadline for the whole upgrade; an authenticated slot is
 //! taken only once the token is checked. Silent connections write no audit record.
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -119,25 +119,40 @@ fn refused_requests_are_still_recorded_and_take_no_slot() {
         Ok(_) => panic!("max_connections = 1 admitted a second connection"),
         Err(r) => assert_eq!(r.status, 503, "{}", r.body),
     }
-    // A silent connection is closed at the deadline, unrecorded.
+    // A silent connection is closed at the deadline, unrecorded. The read timeout is
+    // far beyond the deadline: only the server's close can end the read early, however
+    // loaded the machine is.
     let mut silent = TcpStream::connect(&gate.addr).expect("connect");
     silent
-        .set_read_timeout(Some(Duration::from_secs(5)))
+        .set_read_timeout(Some(Duration::from_secs(30)))
         .expect("timeout");
     let started = Instant::now();
     let mut buf = [0u8; 16];
-    assert!(matches!(silent.read(&mut buf), Ok(0) | Err(_)));
+    // Ok(0) or a reset is the server's close; a timeout is not.
+    match silent.read(&mut buf) {
+        Ok(0) => {}
+        Err(e) if !matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+        other => panic!("not closed by the server: {other:?}"),
+    }
     let took = started.elapsed();
     assert!(
-        took >= Duration::from_millis(300) && took < Duration::from_secs(3),
+        took >= Duration::from_millis(300) && took < Duration::from_secs(20),
         "closed after {took:?}"
     );
     first.close();
-    let upgrades: Vec<_> = gate
-        .audit_requests()
-        .into_iter()
-        .filter(|r| r["op"] == "ws-upgrade")
-        .map(|r| r["outcome"].as_str().unwrap_or_default().to_string())
-        .collect();
-    assert_eq!(upgrades, ["-32003", "-32003", "-32003", "-32004"]);
+    // The records are appended by the gateway's writer: wait for the fourth.
+    let upgrades = || -> Vec<String> {
+        gate.audit_requests()
+            .into_iter()
+            .filter(|r| r["op"] == "ws-upgrade")
+            .map(|r| r["outcome"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = upgrades();
+    while seen.len() < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        seen = upgrades();
+    }
+    assert_eq!(seen, ["-32003", "-32003", "-32003", "-32004"]);
 }
