@@ -234,9 +234,9 @@ fn diff_names_disabled_content_rules_raised_limits_and_the_files_now_let_through
     let (code, out, err) = run(&["policy", "diff", &old, &new]);
     assert_eq!(code, 1, "{out}{err}");
     for line in [
-        "loosens limits   max_write_bytes: 10485760 -> 1048576000",
-        "loosens content  content:private-key: on -> disabled",
-        "loosens content  content:aws-access-key-id: on -> disabled",
+        "loosens  limits   max_write_bytes: 10485760 -> 1048576000",
+        "loosens  content  content:private-key: on -> disabled",
+        "loosens  content  content:aws-access-key-id: on -> disabled",
     ] {
         assert!(out.lines().any(|l| l == line), "missing `{line}`:\n{out}");
     }
@@ -252,7 +252,7 @@ fn diff_names_disabled_content_rules_raised_limits_and_the_files_now_let_through
     assert_eq!(code, 1, "{out}{err}");
     assert!(
         out.lines().any(|l| l
-            == "loosens content-file  deploy/notes.txt (read, write): deny (content:private-key) -> allow (workspace-read)"),
+            == "loosens  content-file  deploy/notes.txt (read, write): deny (content:private-key) -> allow (workspace-read)"),
         "{out}"
     );
     assert!(!out.contains("README.md"), "{out}");

@@ -666,7 +666,7 @@ fn print_diff_summary(
     if let Some(f) = files {
         writeln!(
             out,
-            "content scanned in {} file(s) with both policies' rules ({} skipped: over the read limit, unreadable or not regular)",
+            "content scanned in {} file(s) with both policies' rules ({} skipped: over the read limits or 64 MiB, unreadable or not regular)",
             f.scanned, f.skipped
         )?;
     }

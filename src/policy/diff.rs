@@ -7,6 +7,7 @@
 //! changes (direction unclear).
 
 mod files;
+mod rules;
 mod sections;
 mod settings;
 #[cfg(test)]
@@ -96,7 +97,7 @@ pub fn setting_items(old: &Policy, old_text: &str, new: &Policy, new_text: &str)
     settings::limits(old.limits(), new.limits(), &mut out);
     settings::secrets(old.secret_patterns(), new.secret_patterns(), &mut out);
     settings::content(old, new, &mut out);
-    settings::rules(old, old_text, new, new_text, &mut out);
+    rules::rules(old, old_text, new, new_text, &mut out);
     sections::sections(old_text, new_text, &mut out);
     out
 }

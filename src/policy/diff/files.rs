@@ -14,13 +14,19 @@ use crate::policy::{EntryKind, OpClass, Policy};
 pub struct FileScan {
     /// Files whose content was scanned.
     pub scanned: usize,
-    /// Files not scanned: over both policies' read limit, unreadable or not regular.
+    /// Files not scanned: over both policies' read limits (or [`SCAN_CEILING`]),
+    /// unreadable or not regular.
     pub skipped: usize,
     /// One item per file and direction (`content-file` area).
     pub items: Vec<Item>,
 }
 
-/// For every file in `paths` (beneath `root`) no larger than the larger read limit,
+/// Files larger than this are not scanned, whatever the read limits (memory stays bounded
+/// when a policy raises them far).
+pub const SCAN_CEILING: u64 = 64 << 20;
+
+/// For every file in `paths` (beneath `root`) no larger than the larger read limit (and
+/// [`SCAN_CEILING`]),
 /// decides read and write of its content under both policies; a file is listed when the
 /// effect differs and a content rule made one of the two decisions (path-only changes
 /// are already decision items).
@@ -37,7 +43,11 @@ pub fn content_files(
     if old.content_scanner().is_none() && new.content_scanner().is_none() {
         return scan;
     }
-    let limit = old.limits().max_read_bytes.max(new.limits().max_read_bytes);
+    let limit = old
+        .limits()
+        .max_read_bytes
+        .max(new.limits().max_read_bytes)
+        .min(SCAN_CEILING);
     for (rel, _) in paths.iter().filter(|(_, k)| *k == EntryKind::File) {
         let Some(bytes) = read_bounded(&root.join(rel.as_str()), limit) else {
             scan.skipped += 1;

@@ -212,6 +212,13 @@ fn content_rules_disabled_ops_and_allowlists() {
         lines(&items(DEFAULT, &write_only)),
         vec!["loosens content ops: read"]
     );
+    // Where nothing can be read, not scanning reads lets nothing through.
+    let blind = write_only.replace("ops = [\"read\", \"list\"]", "ops = [\"list\"]");
+    let got = lines(&items(DEFAULT, &blind));
+    assert!(
+        got.contains(&"changes content ops: read".to_string()),
+        "{got:?}"
+    );
     let no_builtin = edited(
         "generic-api-key.\nbuiltin = true",
         "generic-api-key.\nbuiltin = false",
@@ -401,13 +408,13 @@ fn rule_keys_the_compiled_rule_does_not_keep_are_compared_as_written() {
     let a: toml::Table = "min_size = 100".parse().unwrap();
     let b: toml::Table = "min_size = 10\nfuture = 1".parse().unwrap();
     let mut out = Vec::new();
-    settings::rule_extra_keys("big", Effect::Deny, &a, &b, &mut out);
+    rules::rule_extra_keys("big", Effect::Deny, &a, &b, &mut out);
     assert_eq!(
         lines(&out),
         vec!["changes rule big future", "tightens rule big min_size"]
     );
     let mut out = Vec::new();
-    settings::rule_extra_keys("big", Effect::Allow, &a, &b, &mut out);
+    rules::rule_extra_keys("big", Effect::Allow, &a, &b, &mut out);
     assert_eq!(lines(&out)[1], "loosens rule big min_size");
 }
 
