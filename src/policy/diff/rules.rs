@@ -1,6 +1,6 @@
 //! Differences in the `[[rule]]`s, by id: added, removed, and what changed in each.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use super::{Direction, Item};
 use crate::policy::raw::Effect;
@@ -45,6 +45,17 @@ pub(super) fn rules(
     let (extra_a, extra_b) = (rule_tables(old_text), rule_tables(new_text));
     for r in old.rules() {
         match new.rules().iter().find(|n| n.id == r.id) {
+            // A deny gone loosens, unless the new policy's denies still cover it.
+            None if r.effect == Effect::Deny && covered(r, new.rules(), &extra_b) => {
+                let now = "(removed; the new policy's deny rules still cover it)";
+                out.push(Item::new(
+                    Direction::Changes,
+                    "rule",
+                    &r.id,
+                    describe(r),
+                    now,
+                ));
+            }
             None => out.push(Item::new(
                 Direction::wider(r.effect == Effect::Deny),
                 "rule",
@@ -64,11 +75,52 @@ pub(super) fn rules(
         }
     }
     for n in new.rules() {
-        if !old.rules().iter().any(|r| r.id == n.id) {
+        if old.rules().iter().any(|r| r.id == n.id) {
+            continue;
+        }
+        // An allow added loosens, unless the old policy's allows already covered it.
+        if n.effect == Effect::Allow && covered(n, old.rules(), &extra_a) {
+            let now = format!("{} (the old policy's allow rules covered it)", describe(n));
+            out.push(Item::new(
+                Direction::Changes,
+                "rule",
+                &n.id,
+                "(absent)",
+                now,
+            ));
+        } else {
             let d = Direction::wider(n.effect == Effect::Allow);
             out.push(Item::new(d, "rule", &n.id, "(absent)", describe(n)));
         }
     }
+}
+
+/// True if rules of `pool` with `r`'s effect and no conditions of their own cover `r`
+/// on each of its ops and globs: the same glob (as written) or `**`, and every extension
+/// `r` is limited to (or any). Conservative: textually different but equivalent globs
+/// count as not covered.
+fn covered(r: &Rule, pool: &[Rule], pool_tables: &HashMap<String, toml::Table>) -> bool {
+    let plain = |p: &Rule| {
+        pool_tables
+            .get(&p.id)
+            .is_none_or(|t| t.keys().all(|k| RULE_KEYS.contains(&k.as_str())))
+    };
+    let exts = |p: &Rule| match (&p.extensions, &r.extensions) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(pe), Some(re)) => re.iter().all(|e| pe.contains(e)),
+    };
+    let candidates: Vec<&Rule> = pool
+        .iter()
+        .filter(|p| p.effect == r.effect && plain(p) && exts(p))
+        .collect();
+    (0..4).filter(|i| r.ops[*i]).all(|i| {
+        r.globs.iter().all(|g| {
+            candidates
+                .iter()
+                .any(|p| p.ops[i] && p.globs.iter().any(|x| x == "**" || x == g))
+        })
+    })
 }
 
 /// Effect, ops, paths and extensions of a rule both policies have.
@@ -145,7 +197,7 @@ fn set_change(
 const RULE_KEYS: [&str; 6] = ["id", "effect", "ops", "paths", "extensions", "reason"];
 
 /// Each `[[rule]]` table of the text, by id.
-fn rule_tables(text: &str) -> std::collections::HashMap<String, toml::Table> {
+fn rule_tables(text: &str) -> HashMap<String, toml::Table> {
     let Ok(doc) = text.parse::<toml::Table>() else {
         return Default::default();
     };

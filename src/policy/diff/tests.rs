@@ -404,6 +404,34 @@ fn rules_added_removed_and_changed_by_id() {
 }
 
 #[test]
+fn rules_the_other_side_already_covers_are_not_loosenings() {
+    let narrower = format!(
+        "{DEFAULT}\n[[rule]]\nid = \"read-md\"\neffect = \"allow\"\nops = [\"read\"]\npaths = [\"docs/**\"]\nextensions = [\"md\"]\n"
+    );
+    assert_eq!(
+        lines(&items(DEFAULT, &narrower)),
+        vec!["changes rule read-md"]
+    );
+    // Not covered: no old allow rule granted read.
+    let more = RULES.replace("ops = [\"read\"]", "ops = [\"list\"]");
+    let add = format!(
+        "{more}\n[[rule]]\nid = \"read-src-2\"\neffect = \"allow\"\nops = [\"read\"]\npaths = [\"src/**\"]\n"
+    );
+    assert!(lines(&items(&more, &add)).contains(&"loosens rule read-src-2".to_string()));
+    // A deny removed while another deny with `**` covers its ops stays covered.
+    let two = format!(
+        "{RULES}\n[[rule]]\nid = \"no-write\"\neffect = \"deny\"\nops = [\"write\"]\npaths = [\"**\"]\n"
+    );
+    let one = two.replace("id = \"no-infra\"", "id = \"gone\"");
+    let got = lines(&items(&two, &one));
+    assert!(
+        got.contains(&"changes rule no-infra".to_string()),
+        "{got:?}"
+    );
+    assert!(got.contains(&"tightens rule gone".to_string()), "{got:?}");
+}
+
+#[test]
 fn rule_keys_the_compiled_rule_does_not_keep_are_compared_as_written() {
     let a: toml::Table = "min_size = 100".parse().unwrap();
     let b: toml::Table = "min_size = 10\nfuture = 1".parse().unwrap();
