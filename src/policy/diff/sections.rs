@@ -18,8 +18,39 @@ const GRANT_LISTS: [(&str, &str); 6] = [
     ("ws", "allowed_origins"),
 ];
 
+/// Top-level keys compared elsewhere (or, for `test`, not part of what is enforced).
+const COMPARED_ELSEWHERE: [&str; 6] = ["version", "secrets", "limits", "rule", "test", "content"];
+
 pub(super) fn sections(old_text: &str, new_text: &str, out: &mut Vec<Item>) {
     let (a, b) = (parse(old_text), parse(new_text));
+    known_sections(&a, &b, out);
+    other_keys(&a, &b, out);
+}
+
+/// Top-level keys no other comparison covers (named path sets, a base policy, keys
+/// added later): `changes`, sub-key by sub-key for tables.
+fn other_keys(a: &Table, b: &Table, out: &mut Vec<Item>) {
+    let skip = |k: &str| SECTIONS.contains(&k) || COMPARED_ELSEWHERE.contains(&k);
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).filter(|k| !skip(k)).collect();
+    keys.sort();
+    keys.dedup();
+    for key in keys {
+        let (va, vb) = (a.get(key), b.get(key));
+        if let (Some(Value::Table(ta)), Some(Value::Table(tb))) = (va, vb) {
+            let mut sub: Vec<&String> = ta.keys().chain(tb.keys()).collect();
+            sub.sort();
+            sub.dedup();
+            for k in sub.into_iter().filter(|k| ta.get(*k) != tb.get(*k)) {
+                let (x, y) = (text(ta.get(k)), text(tb.get(k)));
+                out.push(Item::new(Direction::Changes, key, k, x, y));
+            }
+        } else if va != vb {
+            out.push(Item::new(Direction::Changes, key, key, text(va), text(vb)));
+        }
+    }
+}
+
+fn known_sections(a: &Table, b: &Table, out: &mut Vec<Item>) {
     for sec in SECTIONS {
         let empty = Table::new();
         let ta = a.get(sec).and_then(Value::as_table).unwrap_or(&empty);

@@ -318,6 +318,19 @@ fn sections_key_by_key() {
 }
 
 #[test]
+fn other_top_level_keys_show_as_changes() {
+    let a = "version = 1\nextends = \"base.toml\"\n[sets]\ninfra = [\"infra/**\"]\n";
+    let b = "version = 1\nextends = \"org.toml\"\n[sets]\ninfra = [\"infra/**\", \"ops/**\"]\n";
+    let mut out = Vec::new();
+    sections::sections(a, b, &mut out);
+    assert_eq!(
+        lines(&out),
+        vec!["changes extends extends", "changes sets infra"]
+    );
+    assert_eq!(out[1].new, "[\"infra/**\", \"ops/**\"]");
+}
+
+#[test]
 fn legacy_agent_system_paths_compare_as_agent_system_paths() {
     let legacy = "version = 1\n[sandbox]\nagent_system_paths = [\"/usr\"]\n";
     let modern = "version = 1\n[agent]\nsystem_paths = [\"/usr\"]\n";
