@@ -184,21 +184,23 @@ fn explain_names_the_rule_and_the_order() {
 }
 
 #[test]
-fn diff_lists_changed_decisions() {
+fn diff_of_a_pure_tightening_lists_it_and_exits_0() {
     let (code, out, _) = run(&[
         "policy",
         "diff",
         &policy("default.toml"),
         &policy("readonly.toml"),
     ]);
-    assert_eq!(code, 1, "{out}");
+    assert_eq!(code, 0, "nothing loosens:\n{out}");
     assert!(
-        out.contains("- write  src/main.rs: allow (workspace-write) -> deny (default-deny)"),
+        out.contains(
+            "tightens decision  write src/main.rs: allow (workspace-write) -> deny (default-deny)"
+        ),
         "{out}"
     );
     assert!(
-        !out.lines().any(|l| l.starts_with('+')),
-        "read-only never widens:\n{out}"
+        !out.lines().any(|l| l.starts_with("loosens")),
+        "read-only never loosens:\n{out}"
     );
     let (code, out, _) = run(&[
         "policy",
@@ -208,6 +210,65 @@ fn diff_lists_changed_decisions() {
     ]);
     assert_eq!(code, 0);
     assert!(out.starts_with("0 decision(s) changed"), "{out}");
+    assert!(
+        out.ends_with("0 loosen(s), 0 tighten(s), 0 other change(s)\n"),
+        "{out}"
+    );
+}
+
+/// The example: a copy of the default policy that switches off two strong content
+/// rules and raises the write limit 100x no longer passes as "0 decisions changed".
+#[test]
+fn diff_names_disabled_content_rules_raised_limits_and_the_files_now_let_through() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let default = std::fs::read_to_string(policy("default.toml")).expect("default.toml");
+    let loose = default
+        .replace(
+            "disabled_rules = [\"generic-api-key\"]",
+            "disabled_rules = [\"generic-api-key\", \"private-key\", \"aws-access-key-id\"]",
+        )
+        .replace("max_write_bytes = 10485760", "max_write_bytes = 1048576000");
+    assert_ne!(loose, default);
+    let new = write(dir.path(), "loose.toml", &loose);
+    let old = policy("default.toml");
+    let (code, out, err) = run(&["policy", "diff", &old, &new]);
+    assert_eq!(code, 1, "{out}{err}");
+    for line in [
+        "loosens  limits   max_write_bytes: 10485760 -> 1048576000",
+        "loosens  content  content:private-key: on -> disabled",
+        "loosens  content  content:aws-access-key-id: on -> disabled",
+    ] {
+        assert!(out.lines().any(|l| l == line), "missing `{line}`:\n{out}");
+    }
+    // Over a tree holding a key, the file whose content now passes is named.
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("deploy")).expect("mkdir");
+    let body = "g6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po+799NksnRH9ucAUsdMlHUvTCQCyEZD";
+    let key =
+        format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----\n");
+    std::fs::write(ws.join("deploy/notes.txt"), key).expect("write");
+    std::fs::write(ws.join("README.md"), "nothing secret\n").expect("write");
+    let (code, out, err) = run(&["policy", "diff", &old, &new, "--workspace", s(&ws)]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.lines().any(|l| l
+            == "loosens  content-file  deploy/notes.txt (read, write): deny (content:private-key) -> allow (workspace-read)"),
+        "{out}"
+    );
+    assert!(!out.contains("README.md"), "{out}");
+    // The reverse direction tightens only: exit 0.
+    let (code, out, _) = run(&["policy", "diff", &new, &old, "--workspace", s(&ws)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("tightens content-file  deploy/notes.txt (read, write)"),
+        "{out}"
+    );
+    // --json carries the same items.
+    let (code, out, _) = run(&["policy", "diff", &old, &new, "--json"]);
+    assert_eq!(code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(doc["loosens"], 3, "{doc:#}");
+    assert_eq!(doc["items"][1]["subject"], "content:private-key", "{doc:#}");
 }
 
 #[test]

@@ -2,23 +2,26 @@
 //!
 //! Self-contained: `src/cli.rs` embeds [`PolicyCommand`] and calls [`run`]. Output is the
 //! command's product and goes to stdout; problems with the command itself go to stderr.
-//! Exit codes: 0 clean / passed / no change, 1 findings / failures / changes, 2 a file is
-//! unreadable or invalid.
+//! Exit codes: 0 clean / passed / nothing loosens, 1 findings / failures / something
+//! loosens, 2 a file is unreadable or invalid.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::content::ContentTraceStep;
-use super::diff::{DiffReport, diff, test_paths, workspace_paths};
+use super::diff::{
+    DiffReport, Direction, FileScan, Item, content_files, decision_items, diff, setting_items,
+    sort_items, test_paths, workspace_paths,
+};
 use super::lint::{LintOptions, Severity, lint_file, only};
 use super::testrun::{FullDecision, decide_with_content, effect_name, run_cases};
 use super::{DEFAULT_DENY, EntryKind, OpClass, Policy, TraceStep};
 use crate::path::RelPath;
 use crate::text::{Esc, EscPath, escape_for_humans};
 
-/// Clean, all passed, no change.
+/// Clean, all passed, nothing loosens.
 pub const EXIT_OK: i32 = 0;
-/// Findings, failed cases, uncovered rules (with `--fail-on-uncovered`), changes.
+/// Findings, failed cases, uncovered rules (with `--fail-on-uncovered`), a loosening.
 pub const EXIT_FINDINGS: i32 = 1;
 /// A file is unreadable or not a valid policy, or the arguments are wrong.
 pub const EXIT_INVALID: i32 = 2;
@@ -88,11 +91,16 @@ pub enum PolicyCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Show which decisions change between two policies (for reviewing a change).
+    /// Show everything that loosens or tightens between two policies (for reviewing a
+    /// change, or gating one in CI).
     ///
-    /// Compares every operation class on every path of --workspace, or else on the
-    /// paths the two policies' [[test]] cases name (and their parent directories).
-    /// Exit 0 no change, 1 changes, 2 invalid input.
+    /// Decisions of every operation class on every path of --workspace (or else on the
+    /// paths the two policies' [[test]] cases name, and their parent directories);
+    /// [limits]; secret-name patterns; content rules (with --workspace, also the files
+    /// whose content one policy refuses and the other lets through); the rules by id;
+    /// and [audit], [backup], [sandbox], [agent], [acp], [ws] key by key. Each line is
+    /// marked `loosens`, `tightens` or `changes` (no clear direction).
+    /// Exit 0 nothing loosens, 1 something loosens, 2 invalid input.
     Diff {
         /// The policy in force.
         #[arg(value_name = "OLD")]
@@ -100,13 +108,14 @@ pub enum PolicyCommand {
         /// The proposed policy.
         #[arg(value_name = "NEW")]
         new: PathBuf,
-        /// Compare on this directory's real tree (symlinks are not followed).
+        /// Compare on this directory's real tree (symlinks are not followed), and scan
+        /// its files' content (up to the larger read limit) with both policies' rules.
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
         /// Stop the workspace walk after this many entries.
         #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PATHS)]
         max_paths: usize,
-        /// Print the changes as JSON.
+        /// Print the differences as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -557,7 +566,7 @@ fn policy_diff(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Res {
-    let (Some((a, _)), Some((b, _))) = (load(old, err)?, load(new, err)?) else {
+    let (Some((a, ta)), Some((b, tb))) = (load(old, err)?, load(new, err)?) else {
         return Ok(EXIT_INVALID);
     };
     let (paths, truncated, source) = match workspace {
@@ -581,49 +590,69 @@ fn policy_diff(
     };
     let mut report: DiffReport = diff(&a, &b, &paths);
     report.truncated = truncated;
+    let files = workspace.map(|ws| content_files(&a, &b, ws, &paths));
+    let mut items = decision_items(&report);
+    items.extend(setting_items(&a, &ta, &b, &tb));
+    if let Some(f) = &files {
+        items.extend(f.items.iter().cloned());
+    }
+    sort_items(&mut items);
+    let count = |d: Direction| items.iter().filter(|i| i.direction == d).count();
+    let (loosens, tightens, changes) = (
+        count(Direction::Loosens),
+        count(Direction::Tightens),
+        count(Direction::Changes),
+    );
     if json {
+        let doc = serde_json::json!({
+            "source": source,
+            "loosens": loosens,
+            "tightens": tightens,
+            "changes": changes,
+            "items": items,
+            "decisions": report,
+            "content_files": files.as_ref().map(|f| serde_json::json!({ "scanned": f.scanned, "skipped": f.skipped })),
+        });
+        writeln!(out, "{doc:#}")?;
+    } else {
+        print_items(out, &items)?;
+        print_diff_summary(out, &report, files.as_ref(), &source)?;
         writeln!(
             out,
-            "{:#}",
-            serde_json::json!({ "source": source, "report": report })
+            "{loosens} loosen(s), {tightens} tighten(s), {changes} other change(s)"
         )?;
-    } else {
-        print_diff(out, &report, &source)?;
     }
-    Ok(if report.changes.is_empty() {
-        EXIT_OK
-    } else {
-        EXIT_FINDINGS
-    })
+    Ok(if loosens > 0 { EXIT_FINDINGS } else { EXIT_OK })
 }
 
-fn print_diff(out: &mut dyn Write, r: &DiffReport, source: &str) -> std::io::Result<()> {
-    let op_w = 6;
-    for c in &r.changes {
-        let sign = if c.widens() { '+' } else { '-' };
-        let path = if c.path.is_empty() {
-            "/"
-        } else {
-            c.path.as_str()
-        };
-        let dir = if c.dir { "/" } else { "" };
+/// One line per item: `loosens  area  subject: old -> new`, policy text escaped.
+fn print_items(out: &mut dyn Write, items: &[Item]) -> std::io::Result<()> {
+    let area_w = items.iter().map(|i| shown_len(&i.area)).max().unwrap_or(0);
+    for i in items {
         writeln!(
             out,
-            "{sign} {:op_w$} {}{}: {} ({}) -> {} ({})",
-            c.op.as_str(),
-            Esc(path),
-            if path == "/" { "" } else { dir },
-            effect_name(c.old.effect),
-            Esc(&c.old.rule),
-            effect_name(c.new.effect),
-            Esc(&c.new.rule)
+            "{:8} {:area_w$}  {}: {} -> {}",
+            i.direction.as_str(),
+            Esc(&i.area),
+            Esc(&i.subject),
+            Esc(&i.old),
+            Esc(&i.new)
         )?;
     }
+    Ok(())
+}
+
+fn print_diff_summary(
+    out: &mut dyn Write,
+    r: &DiffReport,
+    files: Option<&FileScan>,
+    source: &str,
+) -> std::io::Result<()> {
     let widened = r.changes.iter().filter(|c| c.widens()).count();
     let narrowed = r.changes.len() - widened;
     writeln!(
         out,
-        "{} decision(s) changed: {widened} now allowed (+), {narrowed} now denied (-); {} keep their effect under another rule; compared {} path(s) x 4 ops from {}{}",
+        "{} decision(s) changed: {widened} now allowed, {narrowed} now denied; {} keep their effect under another rule; compared {} path(s) x 4 ops from {}{}",
         r.changes.len(),
         r.rule_changes.len(),
         r.paths,
@@ -633,7 +662,15 @@ fn print_diff(out: &mut dyn Write, r: &DiffReport, source: &str) -> std::io::Res
         } else {
             ""
         }
-    )
+    )?;
+    if let Some(f) = files {
+        writeln!(
+            out,
+            "content scanned in {} file(s) with both policies' rules ({} skipped: over the read limits or 64 MiB, unreadable or not regular)",
+            f.scanned, f.skipped
+        )?;
+    }
+    Ok(())
 }
 
 /// How many characters `s` takes once escaped (for column widths).

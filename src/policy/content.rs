@@ -48,6 +48,17 @@ pub struct ContentTraceStep {
     pub note: String,
 }
 
+/// One content rule as compiled, as text (see [`ContentScanner::rule_shapes`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ContentRuleShape {
+    /// `content:<id>`.
+    pub id: String,
+    /// Regex, path condition, secret group, entropy, keywords and required rules.
+    pub matcher: String,
+    /// The rule's own allowlists.
+    pub allowlists: Vec<String>,
+}
+
 /// Where a loaded gitleaks config came from, so audit records can name it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ContentSource {
@@ -81,6 +92,20 @@ struct Allow {
 }
 
 impl Allow {
+    /// Every condition as text, so two allowlists compare equal iff they allow the same.
+    fn shape(&self) -> String {
+        let paths: Vec<&str> = self.paths.iter().map(Regex::as_str).collect();
+        let regexes: Vec<&str> = self.regexes.iter().map(BytesRegex::as_str).collect();
+        format!(
+            "{}: {} of paths {paths:?}, {:?} regexes {regexes:?}, stopwords {:?}{}",
+            self.name(),
+            if self.and { "AND" } else { "OR" },
+            self.target,
+            self.stopwords,
+            if self.has_commits { ", commits" } else { "" }
+        )
+    }
+
     fn name(&self) -> String {
         match &self.description {
             Some(d) => format!("allowlist \"{d}\""),
@@ -230,6 +255,48 @@ impl ContentScanner {
             .iter()
             .filter(|r| !r.skip_report)
             .map(|r| r.id.as_str())
+    }
+
+    /// What each rule matches and what its allowlists let through, as comparable text
+    /// (for `policy diff`): reportable rules in load order.
+    pub fn rule_shapes(&self) -> Vec<ContentRuleShape> {
+        self.rules
+            .iter()
+            .filter(|r| !r.skip_report)
+            .map(|r| ContentRuleShape {
+                id: r.id.clone(),
+                matcher: self.matcher_text(r),
+                allowlists: r.allowlists.iter().map(Allow::shape).collect(),
+            })
+            .collect()
+    }
+
+    /// The global allowlists as comparable text (for `policy diff`).
+    pub fn global_allowlist_shapes(&self) -> Vec<String> {
+        self.global.iter().map(Allow::shape).collect()
+    }
+
+    fn matcher_text(&self, r: &CRule) -> String {
+        let regex = match &r.regex {
+            None => "none".to_string(),
+            Some(Pattern::Own(re)) => format!("/{}/", re.as_str()),
+            Some(Pattern::Builtin(n)) => format!("built-in #{n}"),
+        };
+        let required: Vec<String> = r
+            .required
+            .iter()
+            .map(|q| {
+                let id = self.rules.get(q.rule).map_or("?", |x| x.id.as_str());
+                format!("{id} within {:?}/{:?}", q.within_lines, q.within_columns)
+            })
+            .collect();
+        format!(
+            "regex {regex}, path {:?}, secretGroup {:?}, entropy {:?}, keywords {:?}, required {required:?}",
+            r.path.as_ref().map(Regex::as_str),
+            r.secret_group,
+            r.entropy,
+            r.keywords
+        )
     }
 
     /// True if some rule is one of the built-in ones (see [`warm_builtin`]).

@@ -1,5 +1,17 @@
-//! `fsgate policy diff`: which decisions change between two policies, over a set of paths
-//! (a workspace's real tree, or the paths both policies' tests mention).
+//! `fsgate policy diff`: everything that loosens or tightens between two policies.
+//!
+//! Decisions on a set of paths (a workspace's real tree, or the paths both policies'
+//! tests mention), then `[limits]`, secret-name patterns, content rules (and, over a
+//! workspace, which files' content now passes), the rules themselves, and the other
+//! sections key by key. Each difference is an [`Item`] marked loosens, tightens or
+//! changes (direction unclear).
+
+mod files;
+mod rules;
+mod sections;
+mod settings;
+#[cfg(test)]
+mod tests;
 
 use std::path::Path;
 
@@ -7,6 +19,116 @@ use super::raw::Effect;
 use super::testrun::{FullDecision, decide_with_content};
 use super::{EntryKind, OpClass, Policy};
 use crate::path::RelPath;
+
+pub use files::{FileScan, content_files};
+
+/// Which way a difference moves access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// The new policy lets through something the old one refused (or weakens a
+    /// safeguard).
+    Loosens,
+    /// The new policy refuses something the old one let through.
+    Tightens,
+    /// Different, without a clear direction.
+    Changes,
+}
+
+impl Direction {
+    /// The word shown in the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Loosens => "loosens",
+            Direction::Tightens => "tightens",
+            Direction::Changes => "changes",
+        }
+    }
+
+    /// `Loosens` if `wider` (more is let through), else `Tightens`.
+    fn wider(wider: bool) -> Direction {
+        if wider {
+            Direction::Loosens
+        } else {
+            Direction::Tightens
+        }
+    }
+}
+
+/// One difference between the two policies.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Item {
+    /// Loosens, tightens or changes.
+    pub direction: Direction,
+    /// What part of the policy: `decision`, `limits`, `secrets`, `content`,
+    /// `content-file`, `rule`, or a section name (`audit`, `agent`, ...).
+    pub area: String,
+    /// What changed: a key, a rule or pattern id, `op path`.
+    pub subject: String,
+    /// Under the old policy (`(unset)`, `(absent)` when it had none).
+    pub old: String,
+    /// Under the new policy.
+    pub new: String,
+}
+
+impl Item {
+    fn new(
+        direction: Direction,
+        area: &str,
+        subject: impl Into<String>,
+        old: impl Into<String>,
+        new: impl Into<String>,
+    ) -> Item {
+        Item {
+            direction,
+            area: area.to_string(),
+            subject: subject.into(),
+            old: old.into(),
+            new: new.into(),
+        }
+    }
+}
+
+/// Every difference outside the decisions on a tree: limits, secret names, content
+/// rules, rules, and the other sections. `*_text` are the policies' TOML texts (for keys
+/// the compiled policy does not keep).
+pub fn setting_items(old: &Policy, old_text: &str, new: &Policy, new_text: &str) -> Vec<Item> {
+    let mut out = Vec::new();
+    settings::limits(old.limits(), new.limits(), &mut out);
+    settings::secrets(old.secret_patterns(), new.secret_patterns(), &mut out);
+    settings::content(old, new, &mut out);
+    rules::rules(old, old_text, new, new_text, &mut out);
+    sections::sections(old_text, new_text, &mut out);
+    out
+}
+
+/// The decision changes of `r` as items (`decision` area, subject `op path`).
+pub fn decision_items(r: &DiffReport) -> Vec<Item> {
+    r.changes
+        .iter()
+        .map(|c| {
+            let path = if c.path.is_empty() { "/" } else { &c.path };
+            let slash = if c.dir && !c.path.is_empty() { "/" } else { "" };
+            Item::new(
+                Direction::wider(c.widens()),
+                "decision",
+                format!("{} {path}{slash}", c.op.as_str()),
+                shown(&c.old),
+                shown(&c.new),
+            )
+        })
+        .collect()
+}
+
+/// `allow (rule)`.
+fn shown(d: &FullDecision) -> String {
+    format!("{} ({})", super::testrun::effect_name(d.effect), d.rule)
+}
+
+/// Sorts items loosening first, keeping each direction's items in the order found.
+pub fn sort_items(items: &mut [Item]) {
+    items.sort_by_key(|i| i.direction);
+}
 
 /// One (op, path) whose effect differs.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -145,99 +267,4 @@ pub fn workspace_paths(
         }
     }
     Ok((out, false))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const OLD: &str = r#"version = 1
-[[rule]]
-id = "read-all"
-effect = "allow"
-ops = ["read", "list"]
-paths = ["**"]
-
-[[test]]
-op = "read"
-path = "src/a.rs"
-expect = "allow"
-"#;
-
-    const NEW: &str = r#"version = 1
-[[rule]]
-id = "read-src"
-effect = "allow"
-ops = ["read", "list"]
-paths = ["src/**"]
-
-[[rule]]
-id = "write-docs"
-effect = "allow"
-ops = ["write"]
-paths = ["docs/**"]
-
-[[test]]
-op = "write"
-path = "docs/guide.md"
-expect = "allow"
-"#;
-
-    #[test]
-    fn changes_over_test_paths() {
-        let old = Policy::from_toml(OLD, "old").unwrap();
-        let new = Policy::from_toml(NEW, "new").unwrap();
-        let paths = test_paths(&[&old, &new]);
-        let names: Vec<&str> = paths.iter().map(|(p, _)| p.as_str()).collect();
-        assert_eq!(names, vec!["", "docs", "docs/guide.md", "src", "src/a.rs"]);
-        let r = diff(&old, &new, &paths);
-        let got: Vec<(bool, &str, &str)> = r
-            .changes
-            .iter()
-            .map(|c| (c.widens(), c.op.as_str(), c.path.as_str()))
-            .collect();
-        assert_eq!(
-            got,
-            vec![
-                (true, "write", "docs/guide.md"),
-                (false, "read", ""),
-                (false, "read", "docs"),
-                (false, "list", "docs"),
-                (false, "read", "docs/guide.md"),
-                (false, "list", "docs/guide.md"),
-                // `src/**` covers what lies beneath src, not src itself (listing it is
-                // allowed as an ancestor, reading it as a file is not).
-                (false, "read", "src"),
-            ]
-        );
-        // `src/a.rs` is still readable, now by another rule.
-        assert!(
-            r.rule_changes
-                .iter()
-                .any(|c| c.path == "src/a.rs" && c.new.rule == "read-src")
-        );
-    }
-
-    #[test]
-    fn workspace_walk_does_not_follow_symlinks_and_stops_at_max() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
-        std::fs::write(dir.path().join("a/b/f.txt"), "x").unwrap();
-        std::os::unix::fs::symlink("/", dir.path().join("a/root")).unwrap();
-        let (paths, truncated) = workspace_paths(dir.path(), 100).unwrap();
-        let names: Vec<(&str, EntryKind)> = paths.iter().map(|(p, k)| (p.as_str(), *k)).collect();
-        assert!(!truncated);
-        assert_eq!(
-            names,
-            vec![
-                ("", EntryKind::Dir),
-                ("a", EntryKind::Dir),
-                ("a/b", EntryKind::Dir),
-                ("a/root", EntryKind::Unknown),
-                ("a/b/f.txt", EntryKind::File),
-            ]
-        );
-        let (paths, truncated) = workspace_paths(dir.path(), 2).unwrap();
-        assert!(truncated && paths.len() == 2);
-    }
 }

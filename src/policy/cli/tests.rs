@@ -228,16 +228,18 @@ fn diff_reports_changes_and_exit_codes() {
     std::fs::write(ws.join("README.md"), "").unwrap();
     let new = write(dir.path(), "p.toml", SMALL);
     let (code, out, _) = run_args(&["diff", &old, &new, "--workspace", &ws.display().to_string()]);
-    assert_eq!(code, EXIT_FINDINGS);
-    assert!(
-        out.contains("- write  src/a.rs: allow (workspace-write) -> deny (default-deny)"),
-        "{out}"
-    );
-    assert!(
-        out.contains("- read   README.md: allow (workspace-read) -> deny (default-deny)"),
-        "{out}"
-    );
-    assert!(!out.contains("+ "), "{out}");
+    // Dropping [content] loosens, whatever the tree shows.
+    assert_eq!(code, EXIT_FINDINGS, "{out}");
+    for line in [
+        "tightens decision  write src/a.rs: allow (workspace-write) -> deny (default-deny)",
+        "tightens decision  read README.md: allow (workspace-read) -> deny (default-deny)",
+        "loosens  content   [content]: present -> absent: content is not scanned",
+        "changes  rule      src: (absent) -> allow read, list on src/** (the old policy's allow rules covered it)",
+        "tightens rule      workspace-write: allow write, delete on ** -> (removed)",
+    ] {
+        assert!(out.lines().any(|l| l == line), "missing `{line}`:\n{out}");
+    }
+    assert!(!out.contains("loosens  decision"), "{out}");
 }
 
 #[test]
