@@ -501,9 +501,7 @@ fn suggested_cases_pass_when_pasted_in() {
         rule("read-all", "allow", "[\"read\", \"list\"]", "[\"**\"]"),
         rule("no-infra", "deny", "[\"*\"]", "[\"infra\"]"),
         rule("no-infra-prod", "deny", "[\"*\"]", "[\"infra/prod/**\"]"),
-        format!(
-            "[[rule]]\nid = \"no-db\"\neffect = \"deny\"\nops = [\"read\"]\nextensions = [\"sqlite\"]\n"
-        ),
+        "[[rule]]\nid = \"no-db\"\neffect = \"deny\"\nops = [\"read\"]\nextensions = [\"sqlite\"]\n",
         rule_ext("no-gen", "deny", "[\"write\"]", "[\"gen/**\"]", "[\"rs\"]"),
     );
     let r = lint(&text);
