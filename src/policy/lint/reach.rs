@@ -62,8 +62,8 @@ pub(super) fn run(
         let one = super::shadow::one_glob(policy, src, g.at.0, g.at.1);
         if let Some(one) = &one {
             let alone = only(policy, vec![one.clone()]);
-            no_match(&g, &alone, one, sink);
-            if g.rule.effect == Effect::Allow {
+            // A glob matching nothing is not also called broad.
+            if !no_match(&g, &alone, one, sink) && g.rule.effect == Effect::Allow {
                 broad(&g, &alone, one, sink);
             }
         }
@@ -109,7 +109,8 @@ fn forms(g: &Glob<'_>, sink: &mut Sink<'_>) {
 
 /// `no-match`: a glob whose extension contradicts the rule's `extensions`, or with a
 /// component no path has (`.` or empty after normalisation, a NUL character).
-fn no_match(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) {
+/// Returns true if it reported the glob.
+fn no_match(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) -> bool {
     let (normal, _) = normal_form(g.text);
     let severity = match g.rule.effect {
         Effect::Deny => Severity::Error,
@@ -139,13 +140,13 @@ fn no_match(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) {
                 "add the extension to `extensions`, or write the glob without it (`{wider}`)"
             ),
         );
-        return;
+        return true;
     }
     let comps: Vec<&str> = normal.split('/').collect();
     let nul = normal.contains('\0');
     let odd = comps.iter().any(|c| *c == "." || c.is_empty()) && !normal.is_empty();
     if !nul && !odd {
-        return;
+        return false;
     }
     // The compiler may read such a component away: ask it with the path it would mean.
     let meant: Vec<&str> = comps
@@ -154,7 +155,7 @@ fn no_match(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) {
         .collect();
     let probe = fill(&meant.join("/"), "x");
     if !nul && !probe.is_empty() && decides(alone, one, OpClass::Read, &probe) {
-        return;
+        return false;
     }
     let what = if nul {
         "a NUL character, which no path component can hold"
@@ -172,6 +173,7 @@ fn no_match(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) {
         ),
         "remove the component (`a/.` is `a`; `**` is the whole tree)",
     );
+    true
 }
 
 /// `broad-glob`: on an allow rule covering write or delete, a top-level `*` (the whole
@@ -239,7 +241,7 @@ fn broad(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) {
         Severity::Warning,
         "broad-glob",
         format!(
-            "glob `{}` of allow rule `{}` {message}: {} `{example}` is allowed",
+            "glob `{}` of allow rule `{}` {message} ({} `{example}` is allowed)",
             g.text,
             r.id,
             op.as_str()
@@ -307,9 +309,16 @@ fn workspace(policy: &Policy, ws: &Path, sink: &mut Sink<'_>) {
     }
     let src = sink.src;
     for g in globs(policy, sink) {
+        let known = sink
+            .out
+            .iter()
+            .any(|f| f.code == "no-match" && (f.line, f.col) == g.pos);
         let Some(one) = super::shadow::one_glob(policy, src, g.at.0, g.at.1) else {
             continue;
         };
+        if known {
+            continue;
+        }
         let alone = only(policy, vec![one.clone()]);
         let hit = entries.iter().any(|(p, _)| {
             !p.is_root() && alone.decide(OpClass::Read, p, EntryKind::File).rule == one.id
