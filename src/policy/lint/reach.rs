@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::globs::{Form, fill, normal_form, wildcard_extensions};
+use super::globs::{Form, fill, glob_samples, normal_form, wildcard_extensions};
 use super::shadow::{ops_of, rule_samples};
 use super::{LintOptions, Severity, Sink, only};
 use crate::path::RelPath;
@@ -58,14 +58,17 @@ pub(super) fn run(
 ) {
     let src = sink.src;
     for g in globs(policy, sink) {
+        let Some(one) = super::shadow::one_glob(policy, src, g.at.0, g.at.1) else {
+            continue;
+        };
+        let alone = only(policy, vec![one.clone()]);
+        // A glob matching nothing is not also called broad, nor explained.
+        if no_match(&g, &alone, &one, sink) {
+            continue;
+        }
         forms(&g, sink);
-        let one = super::shadow::one_glob(policy, src, g.at.0, g.at.1);
-        if let Some(one) = &one {
-            let alone = only(policy, vec![one.clone()]);
-            // A glob matching nothing is not also called broad.
-            if !no_match(&g, &alone, one, sink) && g.rule.effect == Effect::Allow {
-                broad(&g, &alone, one, sink);
-            }
+        if g.rule.effect == Effect::Allow {
+            broad(&g, &alone, &one, sink);
         }
     }
     if let Some(fl) = floor {
@@ -144,36 +147,52 @@ fn no_match(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) -> bo
     }
     let comps: Vec<&str> = normal.split('/').collect();
     let nul = normal.contains('\0');
-    let odd = comps.iter().any(|c| *c == "." || c.is_empty()) && !normal.is_empty();
-    if !nul && !odd {
+    let odd = comps.iter().any(|c| *c == "." || c.is_empty());
+    if !nul && !odd && normal == g.text {
         return false;
     }
-    // The compiler may read such a component away: ask it with the path it would mean.
+    // The compiler may read such forms away: ask it with the paths the glob would mean.
     let meant: Vec<&str> = comps
         .into_iter()
         .filter(|c| *c != "." && !c.is_empty())
         .collect();
-    let probe = fill(&meant.join("/"), "x");
-    if !nul && !probe.is_empty() && decides(alone, one, OpClass::Read, &probe) {
+    if !nul && reachable(alone, one, &meant.join("/")) {
         return false;
     }
     let what = if nul {
-        "a NUL character, which no path component can hold"
+        "it has a NUL character, which no path component can hold".to_string()
+    } else if normal.is_empty() {
+        "nothing is left of it once read relative to the workspace root".to_string()
+    } else if odd {
+        "it has a `.` or empty component, which no normalised path has".to_string()
     } else {
-        "a `.` or empty component, which no normalised path has"
+        format!("as compiled, it does not match `{normal}`")
     };
     sink.at(
         g.pos,
         severity,
         "no-match",
         format!(
-            "glob `{}` of rule `{}` matches no path: it has {what}",
+            "glob `{}` of rule `{}` matches no path: {what}",
             g.text.escape_default(),
             g.rule.id
         ),
-        "remove the component (`a/.` is `a`; `**` is the whole tree)",
+        &if nul || odd || normal.is_empty() {
+            "write the glob relative to the workspace root without `.` or empty components (`a/.` is `a`; `**` is the whole tree)".to_string()
+        } else {
+            format!("write `{normal}`")
+        },
     );
     true
+}
+
+/// True if `one` alone decides some path `glob` (already normalised; empty for the
+/// whole tree) stands for.
+fn reachable(alone: &Policy, one: &Rule, glob: &str) -> bool {
+    let glob = if glob.is_empty() { "**" } else { glob };
+    glob_samples(glob, one.extensions.as_deref())
+        .iter()
+        .any(|p| decides(alone, one, OpClass::Read, p))
 }
 
 /// `broad-glob`: on an allow rule covering write or delete, a top-level `*` (the whole
