@@ -476,10 +476,13 @@ fn untested(policy: &Policy, src: &str, sink: &mut Sink<'_>) {
         }
         // A suggestion is run as `policy test` would run it before it is offered; a
         // rule no sample lets decide is reported as `shadowed-rule` instead.
-        let suggestion = rule.and_then(|r| shadow::suggest(policy, r));
-        if suggestion.is_none() && rule.is_some_and(|r| shadow::sample(policy, r).matched) {
+        if rule.is_some_and(|r| {
+            let s = shadow::sample(policy, r);
+            s.matched && !s.decides
+        }) {
             continue;
         }
+        let suggestion = rule.and_then(|r| shadow::suggest(policy, r));
         let hint = suggestion.unwrap_or_else(|| {
             format!(
                 "add a [[test]] with a path this {} denies, expect = \"deny\", rule = \"{}\"",

@@ -146,6 +146,10 @@ pub(super) fn suggest(policy: &Policy, r: &Rule) -> Option<String> {
     };
     for path in rule_samples(r).iter().take(64) {
         for op in ops_of(r) {
+            // Cheap first: only a path this rule decides is worth running as a case.
+            if policy.decide(op, path, EntryKind::File).rule != r.id {
+                continue;
+            }
             let fields = [
                 ("op", op.as_str()),
                 ("path", path.as_str()),
