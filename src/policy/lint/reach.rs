@@ -342,10 +342,16 @@ fn workspace(policy: &Policy, ws: &Path, sink: &mut Sink<'_>) {
         let hit = entries.iter().any(|(p, _)| {
             !p.is_root() && alone.decide(OpClass::Read, p, EntryKind::File).rule == one.id
         });
+        // A deny at any depth (`**/node_modules`) guards against what may appear later.
+        let guard = g.rule.effect == Effect::Deny && normal_form(g.text).0.starts_with("**");
         if !hit {
             sink.at(
                 g.pos,
-                Severity::Warning,
+                if guard {
+                    Severity::Note
+                } else {
+                    Severity::Warning
+                },
                 "workspace-no-match",
                 format!(
                     "glob `{}` of rule `{}` matches nothing in the workspace {}",

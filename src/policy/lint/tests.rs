@@ -573,7 +573,12 @@ fn workspace_globs_matching_nothing_and_floor_only_rules() {
             "[\"src/**/*.rs\", \"lib/**\"]"
         ),
         rule("own", "allow", "[\"read\"]", "[\"cfg/policy.toml\"]"),
-        rule("no-SRC", "deny", "[\"write\"]", "[\"SRC/app\"]"),
+        rule(
+            "no-SRC",
+            "deny",
+            "[\"write\"]",
+            "[\"SRC/app\", \"**/node_modules\"]"
+        ),
     );
     std::fs::write(&policy_path, &text).unwrap();
     let opts = LintOptions {
@@ -582,8 +587,15 @@ fn workspace_globs_matching_nothing_and_floor_only_rules() {
     let r = lint_file(&policy_path, &opts);
     let missing: Vec<(usize, usize)> = found(&r, "workspace-no-match")
         .iter()
+        .filter(|f| f.severity == Severity::Warning)
         .map(|f| (f.line, f.col))
         .collect();
+    let guard: Vec<(usize, usize)> = found(&r, "workspace-no-match")
+        .iter()
+        .filter(|f| f.severity == Severity::Note)
+        .map(|f| (f.line, f.col))
+        .collect();
+    assert_eq!(guard, vec![pos_of(&text, "\"**/node_modules\"")]);
     // `SRC/app` is a deny: it matches `src/app` only if denies fold case.
     let deny_folds = Policy::from_toml(&text, "t")
         .unwrap()
