@@ -92,14 +92,14 @@ pub(super) fn sample(policy: &Policy, r: &Rule) -> Sampled {
 }
 
 /// `shadowed-rule`: a rule that some sample matches but no sample lets decide. Allow
-/// rules `dead-rule` already reported are left to it.
+/// rules `dead-rule` or `secret-glob` already reported are left to them.
 pub(super) fn shadowed(policy: &Policy, sink: &mut Sink<'_>) {
     for r in policy.rules() {
         let line = sink.line_pos(r.line);
         let reported = sink
             .out
             .iter()
-            .any(|f| f.code == "dead-rule" && (f.line, f.col) == line);
+            .any(|f| matches!(f.code, "dead-rule" | "secret-glob") && (f.line, f.col) == line);
         if reported {
             continue;
         }

@@ -147,6 +147,8 @@ fn glob_naming_a_secret_is_flagged() {
     let r = lint(&text);
     assert!(codes(&r).contains(&"secret-glob"), "{:#?}", r.findings);
     assert!(!codes(&r).contains(&"secret-exposed"));
+    // Said once: not also as a shadowed rule.
+    assert!(!codes(&r).contains(&"shadowed-rule"), "{:#?}", r.findings);
     // With the built-in list off, the same glob really exposes .git.
     let r = lint(&format!(
         "version = 1\n[secrets]\nbuiltin = false\n{}",
