@@ -46,6 +46,8 @@ mod two_gateways;
 mod demo;
 // `fsgate policy check|explain|test|diff|schema`: formats and exit codes.
 mod policy_cli;
+// policy check: rules matching the wrong paths or never winning; suggested tests pass.
+mod policy_lint;
 // Installing and configuring: docs/clients/ configurations start fsgate; completions; man pages.
 mod install;
 // The audit log the gateway writes, and `fsgate audit ...`; both verifiers agree.

@@ -6,6 +6,9 @@
 //! write wider than read, limits, untested denies, the fixed floor) live in `checks`.
 
 mod checks;
+mod globs;
+mod reach;
+mod shadow;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -231,9 +234,10 @@ pub fn lint_text(
         Err(e) => {
             if !sink.out.iter().any(|f| f.severity == Severity::Error) {
                 let (pos, msg) = match &e {
-                    PolicyError::Invalid { key, line, message } => {
-                        (sink.line_pos(*line), format!("{key}: {message}"))
-                    }
+                    PolicyError::Invalid { key, line, message } => (
+                        value_pos(&raw, key).map_or_else(|| sink.line_pos(*line), |o| sink.pos(o)),
+                        format!("{key}: {message}"),
+                    ),
                     other => ((1, 1), other.to_string()),
                 };
                 sink.at(
@@ -270,6 +274,18 @@ pub(crate) fn only(policy: &Policy, rules: Vec<super::Rule>) -> Policy {
     };
     p.content = None;
     p
+}
+
+/// The byte offset of the value a loader error names, when the raw policy kept its span
+/// (the loader itself reports lines only).
+fn value_pos(raw: &RawPolicy, key: &str) -> Option<usize> {
+    let i: usize = key
+        .strip_prefix("content.disabled_rules[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()?;
+    let id = raw.content.as_ref()?.disabled_rules.get(i)?;
+    Some(id.span().start)
 }
 
 fn parse_hint(msg: &str) -> &'static str {

@@ -159,11 +159,13 @@ pub(crate) fn compile(
     }
     for (i, id) in raw.disabled_rules.iter().enumerate() {
         let before = specs.len();
-        specs.retain(|s| &s.id != id);
+        specs.retain(|s| s.id != *id.get_ref());
         if specs.len() == before {
+            let line = errs.line(id);
+            let id = id.get_ref();
             return Err(PolicyError::Invalid {
                 key: format!("content.disabled_rules[{i}]"),
-                line: 0,
+                line,
                 message: format!("no content rule has the id `{id}`"),
             });
         }

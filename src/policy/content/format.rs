@@ -29,7 +29,8 @@ pub struct RawContent {
     pub gitleaks_config: Option<Spanned<String>>,
     /// Rule ids to switch off, whether built-in, from the gitleaks config or inline.
     #[serde(default)]
-    pub disabled_rules: Vec<String>,
+    #[schemars(with = "Vec<String>")]
+    pub disabled_rules: Vec<Spanned<String>>,
     /// Operation classes whose content is scanned: "read" (content the agent would
     /// receive) and/or "write" (content the agent sends). Default: both.
     #[serde(default)]

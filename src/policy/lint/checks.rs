@@ -9,7 +9,7 @@ use std::path::Path;
 
 use regex::{RegexSet, RegexSetBuilder};
 
-use super::{LintOptions, Severity, Sink, only};
+use super::{LintOptions, Severity, Sink, only, shadow};
 use crate::path::RelPath;
 use crate::policy::compile::BUILTIN_SECRETS;
 use crate::policy::floor::{FixedFloor, FloorKind, fixed_floor_violations};
@@ -52,8 +52,10 @@ pub(super) fn run(
     secrets(policy, sink);
     write_without_read(policy, sink);
     limits(policy, sink);
+    let fl = floor(policy, sink, policy_path, options);
+    super::reach::run(policy, sink, fl.as_ref(), options);
+    super::shadow::shadowed(policy, sink);
     untested(policy, src, sink);
-    floor(policy, sink, policy_path, options);
     content(policy, sink);
     agent_reach(policy, sink, options);
     agent_credentials(policy, sink);
@@ -472,22 +474,22 @@ fn untested(policy: &Policy, src: &str, sink: &mut Sink<'_>) {
         if rule.is_some_and(|r| r.effect != Effect::Deny) {
             continue;
         }
-        let hint = match rule {
-            Some(r) => {
-                let op = rule_ops(r).first().map_or("read", |o| o.as_str());
-                let path = samples(r)
-                    .first()
-                    .map_or("x".to_string(), |p| p.as_str().to_string());
-                format!(
-                    "add [[test]] op = \"{op}\", path = \"{path}\", expect = \"deny\", rule = \"{}\"",
-                    r.id
-                )
-            }
-            None => format!(
-                "add a [[test]] with a path this pattern denies, expect = \"deny\", rule = \"{}\"",
+        // A suggestion is run as `policy test` would run it before it is offered; a
+        // rule no sample lets decide is reported as `shadowed-rule` instead.
+        if rule.is_some_and(|r| {
+            let s = shadow::sample(policy, r);
+            s.matched && !s.decides
+        }) {
+            continue;
+        }
+        let suggestion = rule.and_then(|r| shadow::suggest(policy, r));
+        let hint = suggestion.unwrap_or_else(|| {
+            format!(
+                "add a [[test]] with a path this {} denies, expect = \"deny\", rule = \"{}\"",
+                if rule.is_some() { "rule" } else { "pattern" },
                 u.rule
-            ),
-        };
+            )
+        });
         sink.at(
             sink.line_pos(u.line),
             Severity::Warning,
@@ -517,7 +519,13 @@ fn untested(policy: &Policy, src: &str, sink: &mut Sink<'_>) {
     }
 }
 
-fn floor(policy: &Policy, sink: &mut Sink<'_>, policy_path: Option<&Path>, options: &LintOptions) {
+/// Returns the floor built for `--workspace`, for the checks that need it.
+fn floor(
+    policy: &Policy,
+    sink: &mut Sink<'_>,
+    policy_path: Option<&Path>,
+    options: &LintOptions,
+) -> Option<FixedFloor> {
     for a in policy.rules().iter().filter(|r| r.effect == Effect::Allow) {
         if let Some(g) = a.globs.iter().find(|g| {
             g.split('/')
@@ -535,7 +543,7 @@ fn floor(policy: &Policy, sink: &mut Sink<'_>, policy_path: Option<&Path>, optio
             );
         }
     }
-    let Some(ws) = &options.workspace else { return };
+    let ws = options.workspace.as_ref()?;
     let Ok(ws) = std::fs::canonicalize(ws) else {
         sink.at(
             (1, 1),
@@ -544,7 +552,7 @@ fn floor(policy: &Policy, sink: &mut Sink<'_>, policy_path: Option<&Path>, optio
             format!("cannot resolve the workspace {}", ws.display()),
             "pass an existing directory to --workspace",
         );
-        return;
+        return None;
     };
     let abs = |p: &Path| {
         std::fs::canonicalize(p)
@@ -574,8 +582,13 @@ fn floor(policy: &Policy, sink: &mut Sink<'_>, policy_path: Option<&Path>, optio
     }
     let refs: Vec<(FloorKind, &Path)> = files.iter().map(|(k, p)| (*k, p.as_path())).collect();
     let fl = FixedFloor::new(&ws, &refs);
+    report_floor(policy, &fl, sink);
+    Some(fl)
+}
+
+fn report_floor(policy: &Policy, fl: &FixedFloor, sink: &mut Sink<'_>) {
     let mut seen = HashSet::new();
-    for v in fixed_floor_violations(policy, &fl) {
+    for v in fixed_floor_violations(policy, fl) {
         if !seen.insert((v.rule.clone(), v.path.clone())) {
             continue;
         }
@@ -614,10 +627,55 @@ fn floor(policy: &Policy, sink: &mut Sink<'_>, policy_path: Option<&Path>, optio
     }
 }
 
+/// High-confidence built-in content rules: switching one off is worth a warning
+/// (`generic-api-key` is weak, and turning it off is common).
+const STRONG_CONTENT_RULES: &[&str] = &[
+    "private-key",
+    "aws-access-key-id",
+    "github-token",
+    "github-fine-grained-pat",
+    "gitlab-pat",
+    "slack-token",
+    "stripe-live-key",
+];
+
 fn content(policy: &Policy, sink: &mut Sink<'_>) {
     let Some(c) = &policy.raw().content else {
+        if policy.can_ever(OpClass::Read) || policy.can_ever(OpClass::Write) {
+            sink.at(
+                sink.key_pos("version"),
+                Severity::Warning,
+                "content-disabled",
+                "the policy has no [content] section: file contents are never scanned for private keys or cloud and forge tokens".into(),
+                "add `[content]` (its built-in rules are on by default)",
+            );
+        }
         return;
     };
+    if !c.builtin {
+        let line = crate::policy::compile::key_line(sink.src, "content", "builtin");
+        sink.at(
+            sink.line_pos(line),
+            Severity::Warning,
+            "content-disabled",
+            "[content] builtin = false switches off every built-in content rule (private keys, cloud and forge tokens)".into(),
+            "keep builtin = true and switch off single weak rules with disabled_rules",
+        );
+    }
+    for id in &c.disabled_rules {
+        if c.builtin && STRONG_CONTENT_RULES.contains(&id.get_ref().as_str()) {
+            sink.at(
+                sink.pos(id.span().start),
+                Severity::Warning,
+                "content-disabled",
+                format!(
+                    "disabled_rules switches off `{}`, a high-confidence built-in content rule: such secrets pass in file contents",
+                    id.get_ref()
+                ),
+                "remove it from disabled_rules; add an allowlist for the files it misjudges",
+            );
+        }
+    }
     for r in &c.rules {
         if r.keywords.is_empty() && r.regex.is_some() {
             sink.at(

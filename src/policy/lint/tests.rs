@@ -147,6 +147,8 @@ fn glob_naming_a_secret_is_flagged() {
     let r = lint(&text);
     assert!(codes(&r).contains(&"secret-glob"), "{:#?}", r.findings);
     assert!(!codes(&r).contains(&"secret-exposed"));
+    // Said once: not also as a shadowed rule.
+    assert!(!codes(&r).contains(&"shadowed-rule"), "{:#?}", r.findings);
     // With the built-in list off, the same glob really exposes .git.
     let r = lint(&format!(
         "version = 1\n[secrets]\nbuiltin = false\n{}",
@@ -292,4 +294,375 @@ fn every_shipped_policy_is_clean() {
         }
     }
     assert!(n >= 1);
+}
+
+fn found<'r>(r: &'r LintReport, code: &str) -> Vec<&'r Finding> {
+    r.findings.iter().filter(|f| f.code == code).collect()
+}
+
+fn rule_ext(id: &str, effect: &str, ops: &str, paths: &str, exts: &str) -> String {
+    format!("{}extensions = {exts}\n", rule(id, effect, ops, paths))
+}
+
+/// The position of the `n`th occurrence of `needle` in `text`, 1-based.
+fn pos_of(text: &str, needle: &str) -> (usize, usize) {
+    let at = text.find(needle).expect("needle");
+    crate::policy::compile::line_col(text, at)
+}
+
+#[test]
+fn no_match_when_a_glob_contradicts_the_extensions() {
+    let text = format!(
+        "version = 1\n[content]\n{}{}",
+        rule_ext(
+            "docs",
+            "allow",
+            "[\"read\", \"write\"]",
+            "[\"src/**\", \"docs/*.md\"]",
+            "[\"rs\"]"
+        ),
+        rule_ext("no-md", "deny", "[\"*\"]", "[\"*.{md,txt}\"]", "[\"rs\"]"),
+    );
+    let r = lint(&text);
+    let f = found(&r, "no-match");
+    assert_eq!(f.len(), 2, "{:#?}", r.findings);
+    assert_eq!((f[0].line, f[0].col), pos_of(&text, "\"docs/*.md\""));
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert!(f[0].message.contains("names .md files"), "{}", f[0]);
+    assert!(f[0].hint.contains("`docs/*`"), "{}", f[0]);
+    // A glob that matches nothing is not also called broad.
+    assert!(found(&r, "broad-glob").is_empty(), "{:#?}", r.findings);
+    assert_eq!(
+        (f[1].line, f[1].col, f[1].severity),
+        (
+            pos_of(&text, "\"*.{md").0,
+            pos_of(&text, "\"*.{md").1,
+            Severity::Error
+        )
+    );
+    // The extension listed: no finding.
+    let ok = lint(&format!(
+        "version = 1\n[content]\n{}",
+        rule_ext("docs", "allow", "[\"read\"]", "[\"docs/*.md\"]", "[\"MD\"]")
+    ));
+    assert!(found(&ok, "no-match").is_empty(), "{:#?}", ok.findings);
+}
+
+#[test]
+fn no_match_for_components_no_path_has() {
+    let text = format!(
+        "version = 1\n[content]\n{}{}",
+        rule("dot", "deny", "[\"*\"]", "[\"a/.\"]"),
+        rule("nul", "deny", "[\"*\"]", "[\"a\\u0000b\"]"),
+    );
+    let r = lint(&text);
+    let f = found(&r, "no-match");
+    assert_eq!(f.len(), 2, "{:#?}", r.findings);
+    assert_eq!((f[0].line, f[0].col), pos_of(&text, "\"a/.\""));
+    assert!(f[0].message.contains("`.` or empty component"), "{}", f[0]);
+    assert!(f[1].message.contains("NUL"), "{}", f[1]);
+    assert!(
+        r.findings
+            .iter()
+            .all(|f| f.severity != Severity::Error || f.code == "no-match")
+    );
+}
+
+#[test]
+fn normalised_glob_forms_get_a_note_saying_how_they_are_read() {
+    let text = format!(
+        "version = 1\n[content]\n{}{}{}",
+        rule("dot", "deny", "[\"*\"]", "[\"./keys\"]"),
+        rule("root", "deny", "[\"*\"]", "[\"/keys\"]"),
+        rule("trail", "deny", "[\"*\"]", "[\"keys/\"]"),
+    );
+    let r = lint(&text);
+    let pol = Policy::from_toml(&text, "t").unwrap();
+    let under = crate::path::RelPath::parse_rooted("/keys/a").unwrap();
+    let mut notes = 0;
+    for (id, glob) in [
+        ("dot", "\"./keys\""),
+        ("root", "\"/keys\""),
+        ("trail", "\"keys/\""),
+    ] {
+        let at = pos_of(&text, glob);
+        let here: Vec<_> = r
+            .findings
+            .iter()
+            .filter(|f| (f.line, f.col) == at)
+            .collect();
+        assert_eq!(here.len(), 1, "{glob}: {:#?}", r.findings);
+        // A glob the compiler reads normally gets the note; one it cannot match, no-match.
+        let alone = only(
+            &pol,
+            vec![pol.rules().iter().find(|r| r.id == id).unwrap().clone()],
+        );
+        let reads_away = alone
+            .decide(OpClass::Read, &under, crate::policy::EntryKind::File)
+            .rule
+            == id;
+        if reads_away {
+            notes += 1;
+            assert_eq!(
+                (here[0].code, here[0].severity),
+                ("glob-form", Severity::Note)
+            );
+            assert!(
+                here[0].message.contains(
+                    "is read as `keys`: the path `keys` itself and everything beneath it"
+                ),
+                "{}",
+                here[0]
+            );
+        } else {
+            assert_eq!(
+                (here[0].code, here[0].severity),
+                ("no-match", Severity::Error)
+            );
+        }
+    }
+    assert!(notes >= 2, "{:#?}", r.findings);
+    let trail = r
+        .findings
+        .iter()
+        .find(|f| f.message.contains("`keys/`"))
+        .unwrap();
+    assert!(
+        trail.hint.contains("`keys/**` for what lies beneath only"),
+        "{trail}"
+    );
+}
+
+#[test]
+fn broad_globs_on_write_rules() {
+    let text = format!(
+        "version = 1\n[content]\n{}{}{}",
+        rule("top", "allow", "[\"write\"]", "[\"*\"]"),
+        rule(
+            "reports",
+            "allow",
+            "[\"read\", \"write\"]",
+            "[\"reports/*.json\"]"
+        ),
+        rule("notes", "allow", "[\"delete\"]", "[\"**/*.md\"]"),
+    );
+    let r = lint(&text);
+    let f = found(&r, "broad-glob");
+    assert_eq!(f.len(), 3, "{:#?}", r.findings);
+    assert_eq!((f[0].line, f[0].col), pos_of(&text, "\"*\""));
+    assert!(
+        f[0].message.contains("covers the whole tree like `**`"),
+        "{}",
+        f[0]
+    );
+    assert!(f[1].message.contains("`reports/x.json`"), "{}", f[1]);
+    assert!(
+        f[1].message
+            .contains("(write `reports/x.json/payload.sh` is allowed)"),
+        "{}",
+        f[1]
+    );
+    assert!(f[1].hint.contains("extensions = [\"json\"]"), "{}", f[1]);
+    assert!(f[2].message.contains("`README.md` at the top"), "{}", f[2]);
+    assert!(f[2].message.contains("delete `README.md`"), "{}", f[2]);
+    // Read-only rules, and the narrower form the hint suggests, are not broad.
+    let narrow = format!(
+        "version = 1\n[content]\n{}{}",
+        rule("top", "allow", "[\"read\", \"list\"]", "[\"*\"]"),
+        rule_ext(
+            "reports",
+            "allow",
+            "[\"write\"]",
+            "[\"reports/*.json\"]",
+            "[\"json\"]"
+        ),
+    );
+    let r = lint(&narrow);
+    assert!(found(&r, "broad-glob").is_empty(), "{:#?}", r.findings);
+}
+
+#[test]
+fn shadowed_rules_by_an_earlier_deny_a_secret_name_or_an_earlier_allow() {
+    let text = format!(
+        "version = 1\n[content]\n{}{}{}{}{}",
+        rule("no-infra", "deny", "[\"write\"]", "[\"infra\"]"),
+        rule(
+            "no-infra-prod",
+            "deny",
+            "[\"write\"]",
+            "[\"infra/prod/**\"]"
+        ),
+        rule("no-vault", "deny", "[\"*\"]", "[\"config/secrets/**\"]"),
+        rule("read-src", "allow", "[\"read\"]", "[\"src\"]"),
+        rule("read-gen", "allow", "[\"read\"]", "[\"src/gen/**\"]"),
+    );
+    let r = lint(&text);
+    let f = found(&r, "shadowed-rule");
+    let got: Vec<(usize, &str)> = f
+        .iter()
+        .map(|f| (f.line, f.message.split('`').nth(1).unwrap_or("")))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(9, "no-infra-prod"), (14, "no-vault"), (24, "read-gen")],
+        "{:#?}",
+        r.findings
+    );
+    assert!(
+        f[0].message.contains("`no-infra` decides first"),
+        "{}",
+        f[0]
+    );
+    assert!(f[1].message.contains("`secrets:secret`"), "{}", f[1]);
+    assert!(f[1].hint.contains("secret-name pattern"), "{}", f[1]);
+    // The shadowed denies get no (failing) test suggestion.
+    let untested: Vec<_> = found(&r, "untested-deny").iter().map(|f| f.line).collect();
+    assert_eq!(untested, vec![4], "{:#?}", r.findings);
+    // The other order: each deny decides somewhere.
+    let text = format!(
+        "version = 1\n[content]\n{}{}",
+        rule(
+            "no-infra-prod",
+            "deny",
+            "[\"write\"]",
+            "[\"infra/prod/**\"]"
+        ),
+        rule("no-infra", "deny", "[\"write\"]", "[\"infra\"]"),
+    );
+    assert!(found(&lint(&text), "shadowed-rule").is_empty());
+}
+
+#[test]
+fn suggested_cases_pass_when_pasted_in() {
+    let mut text = format!(
+        "version = 1\n[content]\n{}{}{}{}{}",
+        rule("read-all", "allow", "[\"read\", \"list\"]", "[\"**\"]"),
+        rule("no-infra", "deny", "[\"*\"]", "[\"infra\"]"),
+        rule("no-infra-prod", "deny", "[\"*\"]", "[\"infra/prod/**\"]"),
+        "[[rule]]\nid = \"no-db\"\neffect = \"deny\"\nops = [\"read\"]\nextensions = [\"sqlite\"]\n",
+        rule_ext("no-gen", "deny", "[\"write\"]", "[\"gen/**\"]", "[\"rs\"]"),
+    );
+    let r = lint(&text);
+    let hints: Vec<String> = found(&r, "untested-deny")
+        .iter()
+        .map(|f| f.hint.clone())
+        .collect();
+    assert_eq!(hints.len(), 3, "{:#?}", r.findings);
+    assert!(hints[1].contains("path = \"x.sqlite\""), "{hints:?}");
+    assert!(hints[2].contains(".rs\""), "{hints:?}");
+    for h in &hints {
+        let case = h.strip_prefix("add [[test]] ").expect("a ready-made case");
+        text.push_str(&format!("[[test]]\n{}\n", case.replace(", ", "\n")));
+    }
+    let pol = Policy::from_toml(&text, "t").unwrap();
+    let run = crate::policy::testrun::run_cases(&pol, &text);
+    assert_eq!((run.passed(), run.failed()), (3, 0), "{:#?}", run.cases);
+}
+
+#[test]
+fn workspace_globs_matching_nothing_and_floor_only_rules() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join("src/app")).unwrap();
+    std::fs::write(ws.path().join("src/app/main.rs"), "fn main() {}").unwrap();
+    std::fs::create_dir(ws.path().join("cfg")).unwrap();
+    let policy_path = ws.path().join("cfg/policy.toml");
+    let text = format!(
+        "version = 1\n[content]\n{}{}{}",
+        rule(
+            "src",
+            "allow",
+            "[\"read\"]",
+            "[\"src/**/*.rs\", \"lib/**\"]"
+        ),
+        rule("own", "allow", "[\"read\"]", "[\"cfg/policy.toml\"]"),
+        rule(
+            "no-SRC",
+            "deny",
+            "[\"write\"]",
+            "[\"SRC/app\", \"**/node_modules\"]"
+        ),
+    );
+    std::fs::write(&policy_path, &text).unwrap();
+    let opts = LintOptions {
+        workspace: Some(ws.path().to_path_buf()),
+    };
+    let r = lint_file(&policy_path, &opts);
+    let missing: Vec<(usize, usize)> = found(&r, "workspace-no-match")
+        .iter()
+        .filter(|f| f.severity == Severity::Warning)
+        .map(|f| (f.line, f.col))
+        .collect();
+    let guard: Vec<(usize, usize)> = found(&r, "workspace-no-match")
+        .iter()
+        .filter(|f| f.severity == Severity::Note)
+        .map(|f| (f.line, f.col))
+        .collect();
+    assert_eq!(guard, vec![pos_of(&text, "\"**/node_modules\"")]);
+    // `SRC/app` is a deny: it matches `src/app` only if denies fold case.
+    let deny_folds = Policy::from_toml(&text, "t")
+        .unwrap()
+        .decide(
+            OpClass::Write,
+            &crate::path::RelPath::parse_rooted("/src/app").unwrap(),
+            crate::policy::EntryKind::File,
+        )
+        .rule
+        == "no-SRC";
+    let mut want = vec![pos_of(&text, "\"lib/**\"")];
+    if !deny_folds {
+        want.push(pos_of(&text, "\"SRC/app\""));
+    }
+    assert_eq!(missing, want, "{:#?}", r.findings);
+    let floor: Vec<_> = found(&r, "no-match").iter().map(|f| f.line).collect();
+    assert_eq!(floor, vec![9], "{:#?}", r.findings);
+    // Without a workspace neither is known.
+    let r = lint(&text);
+    assert!(found(&r, "workspace-no-match").is_empty() && found(&r, "no-match").is_empty());
+}
+
+#[test]
+fn strong_content_rules_disabled() {
+    let text = "version = 1\n[content]\ndisabled_rules = [\"generic-api-key\", \"private-key\"]\n";
+    let r = lint(text);
+    let f = found(&r, "content-disabled");
+    assert_eq!(f.len(), 1, "{:#?}", r.findings);
+    assert_eq!((f[0].line, f[0].col), pos_of(text, "\"private-key\""));
+    assert_eq!(f[0].severity, Severity::Warning);
+
+    let text = format!(
+        "version = 1\n[secrets]\nbuiltin = true\n[content]\nbuiltin = false\n{}",
+        rule("all", "allow", "[\"read\"]", "[\"**\"]")
+    );
+    let f: Vec<_> = found(&lint(&text), "content-disabled")
+        .iter()
+        .map(|f| (f.line, f.col))
+        .collect();
+    assert_eq!(f, vec![(5, 1)]);
+
+    let no_content = format!(
+        "version = 1\n{}",
+        rule("all", "allow", "[\"read\"]", "[\"**\"]")
+    );
+    let f: Vec<_> = found(&lint(&no_content), "content-disabled")
+        .iter()
+        .map(|f| (f.line, f.col))
+        .collect();
+    assert_eq!(f, vec![(1, 1)]);
+    // Nothing readable or writable: nothing to scan.
+    let deny_only = format!("version = 1\n{}", rule("d", "deny", "[\"*\"]", "[\"x\"]"));
+    assert!(found(&lint(&deny_only), "content-disabled").is_empty());
+}
+
+#[test]
+fn unknown_disabled_rule_is_reported_at_its_own_position() {
+    let text =
+        "version = 1\n[content]\ndisabled_rules = [\n  \"generic-api-key\",\n  \"no-such\",\n]\n";
+    let r = lint(text);
+    assert!(r.invalid);
+    let f = &r.findings[0];
+    assert_eq!((f.line, f.col, f.code), (5, 3, "invalid"), "{f}");
+    assert!(
+        f.message.contains("no content rule has the id `no-such`"),
+        "{f}"
+    );
 }
