@@ -167,7 +167,7 @@ fn disabled(p: &Policy, id: &str) -> bool {
     p.raw()
         .content
         .as_ref()
-        .is_some_and(|c| c.disabled_rules.iter().any(|d| d == bare))
+        .is_some_and(|c| c.disabled_rules.iter().any(|d| d.get_ref() == bare))
 }
 
 fn content_rules(
