@@ -161,6 +161,14 @@ impl Access {
 }
 
 impl Policy {
+    /// True if some rule has a size condition: the gateway then decides again once it
+    /// knows a file's size.
+    pub fn has_size_rules(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.min_size.is_some() || r.max_size.is_some())
+    }
+
     /// Decides a whole operation on `path`: every directory above it the operation
     /// needs listable, then its own classes. The gateway, `explain` and `[[test]]`
     /// decide through this.
