@@ -433,6 +433,9 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
 
 type Invalid<'a> = dyn Fn(&str, usize, String) -> PolicyError + 'a;
 
+/// A rule's compiled globs (None: any path), their literal bases, the globs as written.
+type CompiledPaths = (Option<GlobSet>, Vec<RelPath>, Vec<String>);
+
 /// A rule's globs, normalised (D1) and compiled, each also covering what lies beneath
 /// what it matches. Deny rules match case-insensitively, allow rules exactly: a case
 /// variant never slips past a deny, and an allow never grows by folding case.
@@ -440,7 +443,7 @@ fn compile_paths(
     r: &RawRule,
     src: &str,
     invalid: &Invalid<'_>,
-) -> Result<(Option<GlobSet>, Vec<RelPath>, Vec<String>), PolicyError> {
+) -> Result<CompiledPaths, PolicyError> {
     let fold = r.effect == Effect::Deny;
     let mut set = GlobSetBuilder::new();
     let mut bases = Vec::new();
@@ -458,10 +461,11 @@ fn compile_paths(
             .map_err(|e| invalid("paths", at(src, g), format!("invalid glob: {}", e.kind())))?;
         set.add(glob);
         // A glob also covers everything beneath what it matches (`src` covers `src/a`).
-        if !text.ends_with("/**") && text != "**" {
-            if let Ok(glob) = build_glob_case(&format!("{text}/**"), fold) {
-                set.add(glob);
-            }
+        if !text.ends_with("/**")
+            && text != "**"
+            && let Ok(glob) = build_glob_case(&format!("{text}/**"), fold)
+        {
+            set.add(glob);
         }
         bases.push(RelPath::parse_rooted(&format!("/{}", literal_base(&text))).unwrap_or_default());
         globs.push(g.get_ref().clone());
@@ -523,6 +527,99 @@ mod tests {
         assert_eq!(literal_base("src/**/*.rs"), "src");
         assert_eq!(literal_base("**"), "");
         assert_eq!(literal_base("docs/api/index.md"), "docs/api/index.md");
+    }
+
+    use crate::policy::{EntryKind, OpClass, Policy};
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::parse_rooted(s).unwrap()
+    }
+
+    /// Everything readable and listable, except what `deny` names.
+    fn with_deny(deny: &str) -> Policy {
+        let text = format!(
+            "version = 1\n[secrets]\nbuiltin = false\n\
+[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"**\"]\n\
+[[rule]]\nid = \"no\"\neffect = \"deny\"\nops = [\"*\"]\npaths = [{deny:?}]\n"
+        );
+        Policy::from_toml(&text, "t").unwrap()
+    }
+
+    #[test]
+    fn globs_are_normalised() {
+        assert_eq!(normalise_glob("./secrets"), "secrets");
+        assert_eq!(normalise_glob("/secrets"), "secrets");
+        assert_eq!(normalise_glob("secrets/"), "secrets");
+        assert_eq!(normalise_glob("a//b"), "a/b");
+        assert_eq!(normalise_glob("././a/./b//"), "a/b");
+        assert_eq!(normalise_glob("/"), "**");
+        assert_eq!(normalise_glob("src/*.rs"), "src/*.rs");
+    }
+
+    #[test]
+    fn every_spelling_of_a_directory_denies_it_and_its_contents() {
+        for form in [
+            "./secrets",
+            "secrets/",
+            "/secrets",
+            "secrets",
+            ".//secrets//",
+        ] {
+            let pol = with_deny(form);
+            let d = pol.decide(OpClass::Read, &rel("secrets/db.yaml"), EntryKind::File);
+            assert_eq!(d.rule, "no", "{form}: read secrets/db.yaml");
+            let d = pol.decide(OpClass::List, &rel("secrets"), EntryKind::Dir);
+            assert_eq!(d.rule, "no", "{form}: list secrets");
+            let d = pol.decide(OpClass::Read, &rel("secretsx/a"), EntryKind::File);
+            assert_eq!(d.rule, "all", "{form}: a sibling with a longer name");
+        }
+        let pol = with_deny("a//b");
+        assert_eq!(
+            pol.decide(OpClass::Write, &rel("a/b/c"), EntryKind::File)
+                .rule,
+            "no"
+        );
+        // The trace shows the glob as written.
+        assert_eq!(pol.rules()[1].globs, vec!["a//b".to_string()]);
+    }
+
+    #[test]
+    fn denies_fold_case_and_allows_do_not() {
+        let text = "version = 1\n\
+[[rule]]\nid = \"src\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"src/**\", \"infra/**\"]\n\
+[[rule]]\nid = \"no-prod\"\neffect = \"deny\"\nops = [\"write\"]\npaths = [\"infra/prod/**\"]\n";
+        let pol = Policy::from_toml(text, "t").unwrap();
+        for p in [
+            "infra/PROD/main.tf",
+            "INFRA/prod/main.tf",
+            "infra/prod/main.tf",
+        ] {
+            let d = pol.decide(OpClass::Write, &rel(p), EntryKind::File);
+            assert_eq!(d.rule, "no-prod", "{p}");
+        }
+        let d = pol.decide(OpClass::Write, &rel("infra/dev/main.tf"), EntryKind::File);
+        assert_eq!(d.rule, "src");
+        let d = pol.decide(OpClass::Read, &rel("SRC/x"), EntryKind::File);
+        assert_eq!(
+            d.rule,
+            crate::policy::DEFAULT_DENY,
+            "an allow does not fold case"
+        );
+        assert!(
+            pol.decide(OpClass::Read, &rel("src/x"), EntryKind::File)
+                .allowed()
+        );
+    }
+
+    #[test]
+    fn size_bounds_must_leave_room() {
+        let text = "version = 1\n[[rule]]\nid = \"r\"\neffect = \"deny\"\nops = [\"write\"]\npaths = [\"**\"]\nmin_size = 10\nmax_size = 5\n";
+        match Policy::from_toml(text, "t") {
+            Err(PolicyError::Invalid { key, line, .. }) => {
+                assert_eq!((key.as_str(), line), ("rule[0].min_size", 7));
+            }
+            other => panic!("{:?}", other.err()),
+        }
     }
 
     #[test]

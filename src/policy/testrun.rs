@@ -108,6 +108,10 @@ pub struct TestRun {
     /// Rules of this policy (`[[rule]]`, custom secret patterns, inline content rules)
     /// that decided no case.
     pub uncovered: Vec<Uncovered>,
+    /// Every content rule in force (built-in, gitleaks and inline), `content:<id>`.
+    pub content_rules: Vec<String>,
+    /// Those that decided some case.
+    pub content_exercised: Vec<String>,
 }
 
 impl TestRun {
@@ -203,7 +207,21 @@ pub fn run_cases(policy: &Policy, src: &str) -> TestRun {
         .into_iter()
         .filter(|u| !decided.contains(u.rule.as_str()))
         .collect();
-    TestRun { cases, uncovered }
+    let content_rules: Vec<String> = policy
+        .content_scanner()
+        .map(|sc| sc.rule_ids().map(str::to_string).collect())
+        .unwrap_or_default();
+    let content_exercised = content_rules
+        .iter()
+        .filter(|id| decided.contains(id.as_str()))
+        .cloned()
+        .collect();
+    TestRun {
+        cases,
+        uncovered,
+        content_rules,
+        content_exercised,
+    }
 }
 
 /// The rules a policy author wrote (built-in secret names and content rules are fsgate's
