@@ -19,6 +19,13 @@ ops = ["write", "delete"]
 paths = ["**"]
 min_size = 1048577
 reason = "files over 1 MiB are read-only"
+
+[[rule]]
+id = "big-logs-unlisted"
+effect = "deny"
+ops = ["list", "read"]
+paths = ["logs"]
+min_size = 1048577
 "#;
 
 /// The audit record of the last `op` on `path`.
@@ -82,4 +89,30 @@ fn files_over_a_mebibyte_are_read_only_whatever_is_written() {
         last_record(&g, "write_text_file", "small.txt")["rule"],
         json!("large-files-read-only")
     );
+}
+
+/// A size condition on `list` hides large files from every listing, including the
+/// tree, whose walk reads no metadata of its own.
+#[test]
+fn a_size_condition_on_list_hides_large_files_from_listings() {
+    let mut g = McpGate::start(Some(POLICY));
+    g.dirs.put("logs/huge.log", vec![b'l'; 2 * 1024 * 1024]);
+    g.dirs.put("logs/small.log", "small");
+    g.initialize("2025-06-18");
+    for (id, tool, args) in [
+        (1, "list_directory", json!({"path": "logs"})),
+        (2, "directory_tree", json!({"path": "logs"})),
+        (
+            3,
+            "search_files",
+            json!({"path": "logs", "pattern": "*.log"}),
+        ),
+    ] {
+        let r = g.tool(id, tool, args);
+        let text = text_of(&r);
+        assert!(text.contains("small.log"), "{tool}: {r}");
+        assert!(!text.contains("huge.log"), "{tool}: {r}");
+    }
+    let r = g.tool(4, "get_file_info", json!({"path": "logs/huge.log"}));
+    assert_eq!(r["isError"], json!(true), "{r}");
 }

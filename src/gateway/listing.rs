@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use grep_regex::RegexMatcherBuilder;
 
-use super::{Facts, Gateway, searchable, visible, ws_error};
+use super::{Facts, Gateway, entry_facts, searchable, visible, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
@@ -163,6 +163,7 @@ impl Gateway {
         let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
         let mut walk = TreeCollect {
             pol,
+            sizes: pol.has_size_rules().then_some(&self.workspace),
             real: &res.real,
             rel: &rp.rel,
             depth,
@@ -442,6 +443,9 @@ impl Gateway {
 /// Collects a `tree` walk's entries: visible, not excluded, within depth and room.
 struct TreeCollect<'a> {
     pol: &'a Policy,
+    /// Where to look up a file's size, when some rule has a size condition (a tree's
+    /// walk reads no metadata).
+    sizes: Option<&'a crate::workspace::Workspace>,
     /// Where the walk really starts, and the (lexical) directory it was asked for.
     real: &'a RelPath,
     rel: &'a RelPath,
@@ -455,6 +459,19 @@ struct TreeCollect<'a> {
 }
 
 impl TreeCollect<'_> {
+    /// Whether `e` is shown (as `ls` would show it), its size looked up for a file when
+    /// size conditions need it; the entry itself stays without metadata.
+    fn shown(&self, e: &Entry) -> bool {
+        let mut pf = entry_facts(e);
+        if let Some(ws) = self.sizes
+            && pf.kind == EntryKind::File
+            && pf.size.is_none()
+        {
+            pf.size = ws.stat(&e.path).ok().map(|i| i.size);
+        }
+        self.pol.decide_entry(Access::Ls, &e.path, &pf).allowed()
+    }
+
     /// Keeps `e` if it is shown; says whether to enter it.
     fn take(&mut self, e: Cow<'_, Entry>) -> Visit {
         let skip = if self.real.is_root() {
@@ -466,7 +483,7 @@ impl TreeCollect<'_> {
         let below = e.path.as_str().get(skip..).unwrap_or_default();
         // (An empty set is not asked: a match builds a candidate, an allocation.)
         let excluded = !self.excl.is_empty() && self.excl.is_match(below);
-        if excluded || !visible(self.pol, &e) {
+        if excluded || !self.shown(&e) {
             return Visit::Skip;
         }
         let level = below.bytes().filter(|b| *b == b'/').count() as u64 + 1;
@@ -474,7 +491,7 @@ impl TreeCollect<'_> {
         let mut e = e.into_owned();
         if let Some(path) = lexical {
             e.path = path;
-            if !visible(self.pol, &e) {
+            if !self.shown(&e) {
                 return Visit::Skip;
             }
         }
