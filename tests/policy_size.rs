@@ -41,7 +41,8 @@ fn last_record(g: &McpGate, op: &str, path: &str) -> Value {
 #[test]
 fn files_over_a_mebibyte_are_read_only_whatever_is_written() {
     let mut g = McpGate::start(Some(POLICY));
-    let big = vec![b'x'; 2 * 1024 * 1024];
+    let mut big = b"MARK\n".to_vec();
+    big.resize(2 * 1024 * 1024, b'x');
     g.dirs.put("big.txt", &big);
     g.dirs.put("small.txt", "small");
     g.initialize("2025-06-18");
@@ -67,6 +68,28 @@ fn files_over_a_mebibyte_are_read_only_whatever_is_written() {
     assert!(g.dirs.root.join("big.txt").exists());
     let r = g.tool(3, "read_text_file", json!({"path": "big.txt", "head": 1}));
     assert_ne!(r["isError"], json!(true), "{r}");
+    // An edit that shrinks it and a move (delete at the source) are refused as well.
+    let edit = json!({"path": "big.txt", "edits": [{"oldText": "MARK", "newText": "M"}]});
+    let r = g.tool(6, "edit_file", edit);
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(
+        text_of(&r).contains("files over 1 MiB are read-only"),
+        "{r}"
+    );
+    let r = g.tool(
+        7,
+        "move_file",
+        json!({"source": "big.txt", "destination": "moved.txt"}),
+    );
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(
+        text_of(&r).contains("files over 1 MiB are read-only"),
+        "{r}"
+    );
+    assert_eq!(
+        std::fs::read(g.dirs.root.join("big.txt")).expect("big.txt"),
+        big
+    );
     // A small file stays writable, and growing one past 1 MiB is refused.
     let r = g.tool(
         4,
