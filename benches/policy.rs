@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use fsgate::path::RelPath;
-use fsgate::policy::{EntryKind, OpClass, Policy};
+use fsgate::policy::{EntryKind, OpClass, PathFacts, Policy};
 
 fn rel(s: &str) -> RelPath {
     RelPath::parse_rooted(s).expect("valid path")
@@ -42,7 +42,13 @@ fn decide(c: &mut Criterion) {
     g.finish();
     let p = rel("src/gateway/mod.rs");
     c.bench_function("explain/default/allowed_read", |b| {
-        b.iter(|| default.explain(OpClass::Read, black_box(&p), EntryKind::File))
+        b.iter(|| {
+            default.explain(
+                OpClass::Read,
+                black_box(&p),
+                &PathFacts::kind(EntryKind::File),
+            )
+        })
     });
 }
 

@@ -108,5 +108,7 @@ mod crash_gateway;
 mod writeahead;
 // Bounded memory and answers: a client that stops reading, truncated listings, reads over the message limit.
 mod bounded;
+// Size conditions on rules (min_size / max_size) through fsgate serve over MCP.
+mod policy_size;
 // The benchmark driver (benches/driver) in quick mode against fsgate: every answer checks.
 mod bench_driver;

@@ -227,8 +227,11 @@ reason = "private documents"
     assert_eq!(g.get("docs/b.md").as_deref(), Some(&b"public"[..]));
 }
 
+/// Names and metadata need `list`, content `read`: a file denied for read only is still
+/// listed (ls, glob, stat) but grep shows none of its lines; denying `list` as well
+/// hides the name.
 #[test]
-fn file_denied_for_read_is_hidden_from_ls_glob_and_grep() {
+fn file_denied_for_read_is_listed_but_never_searched() {
     let extra = r#"
 [[rule]]
 id = "hide-private"
@@ -236,10 +239,17 @@ effect = "deny"
 ops = ["read"]
 paths = ["notes/private.txt"]
 reason = "private notes"
+
+[[rule]]
+id = "hide-secret-name"
+effect = "deny"
+ops = ["read", "list"]
+paths = ["notes/unlisted.txt"]
 "#;
     let g = Gate::with_policy(&policy_with(10485760, 10485760, "deny", extra));
     g.put("notes/public.txt", "MARK public\n");
     g.put("notes/private.txt", "MARK private\n");
+    g.put("notes/unlisted.txt", "MARK unlisted\n");
     let e = assert_refused(
         g.call(
             "fs/read_text_file",
@@ -251,16 +261,35 @@ reason = "private notes"
     assert_eq!(e.data.unwrap_or(Value::Null)["rule"], json!("hide-private"));
     assert_eq!(
         entry_names(&g.ok("_fsgate/ls", json!({"path": g.abs("notes")}))),
-        vec!["public.txt"]
+        vec!["private.txt", "public.txt"]
+    );
+    g.ok("_fsgate/stat", json!({"path": g.abs("notes/private.txt")}));
+    let e = assert_refused(
+        g.call("_fsgate/stat", json!({"path": g.abs("notes/unlisted.txt")})),
+        &g,
+        "notes/unlisted.txt",
+    );
+    assert_eq!(
+        e.data.unwrap_or(Value::Null)["rule"],
+        json!("hide-secret-name")
     );
     assert_eq!(
         glob_paths(&g.ok("_fsgate/glob", json!({"pattern": "**/*.txt"}))),
-        vec![g.abs("notes/public.txt")]
+        vec![g.abs("notes/private.txt"), g.abs("notes/public.txt")]
     );
     assert_eq!(
         grep_hits(&g.ok("_fsgate/grep", json!({"pattern": "MARK"}))),
         vec![(g.abs("notes/public.txt"), 1, "MARK public".to_owned())]
     );
+    let e = assert_refused(
+        g.call(
+            "_fsgate/grep",
+            json!({"pattern": "MARK", "path": g.abs("notes/private.txt")}),
+        ),
+        &g,
+        "notes/private.txt",
+    );
+    assert_eq!(e.data.unwrap_or(Value::Null)["rule"], json!("hide-private"));
 }
 
 #[test]

@@ -3,11 +3,11 @@
 
 use serde_json::{Value, json};
 
-use super::{Facts, Gateway, ReqPath, visible, ws_error};
+use super::{Facts, Gateway, ReqPath, entry_facts, visible, ws_error};
 use crate::backup::{BackupError, BackupStore, OnLimit, PruneReport};
 use crate::error::GatewayError;
 use crate::path::RelPath;
-use crate::policy::{EntryKind, OpClass, Policy};
+use crate::policy::{Access, EntryKind, OpClass, Policy};
 use crate::workspace::{Entry, FileKind, MAX_DEPTH, Resolved, WsError};
 
 impl Gateway {
@@ -214,11 +214,8 @@ impl Gateway {
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
         for e in entries {
-            let kind = if e.kind == FileKind::Directory {
-                EntryKind::Dir
-            } else {
-                EntryKind::File
-            };
+            // Sizes count: the walk read each file's metadata.
+            let pf = entry_facts(e);
             if !visible(pol, e) {
                 return Err(GatewayError::Refused {
                     reason: "the directory holds entries the policy hides; they cannot be removed or moved".into(),
@@ -226,11 +223,15 @@ impl Gateway {
                     path: shown.to_string(),
                 });
             }
-            Self::check(pol, OpClass::Delete, &e.path, kind, shown, facts)?;
+            let (delete, write) = (
+                Access::Class(OpClass::Delete),
+                Access::Class(OpClass::Write),
+            );
+            Self::check_entry(pol, delete, &e.path, &pf, shown, facts)?;
             if let (Some(dst), Some(rest)) = (dst, e.path.strip_prefix(src)) {
                 let target = RelPath::parse_rooted(&format!("/{}/{}", dst.as_str(), rest.as_str()))
                     .unwrap_or_else(|_| dst.clone());
-                Self::check(pol, OpClass::Write, &target, kind, shown, facts)?;
+                Self::check_entry(pol, write, &target, &pf, shown, facts)?;
             }
         }
         Ok(())

@@ -1,15 +1,16 @@
-//! ls, stat, glob and grep: they never reveal an entry the policy would refuse to read.
+//! ls, stat, glob, tree and grep: an entry is shown iff `list` allows it, and grep shows
+//! a file's lines iff `list` and `read` allow it (see `Access`).
 
 use std::borrow::Cow;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use grep_regex::RegexMatcherBuilder;
 
-use super::{Facts, Gateway, visible, ws_error};
+use super::{Facts, Gateway, entry_facts, searchable, visible, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
-use crate::policy::{EntryKind, OpClass, Policy};
+use crate::policy::{Access, EntryKind, OpClass, PathFacts, Policy};
 use crate::workspace::{
     ContentGate, Entry, FileKind, Follow, GrepOptions, IncludeGlob, Visit, WsError, json_string_len,
 };
@@ -124,31 +125,19 @@ impl Gateway {
         } else {
             FileKind::File
         };
-        // A file's metadata is only shown if its content could be read (checked where
-        // it is named and where it really is, once if that is the same place).
+        // Decided again knowing the kind and size, where it is named and where it
+        // really is (once if that is the same place).
         let places: &[&RelPath] = if res.real == rp.rel {
             &[&rp.rel]
         } else {
             &[&rp.rel, &res.real]
         };
+        let pf = match kind {
+            FileKind::Directory => PathFacts::kind(EntryKind::Dir),
+            _ => PathFacts::file(info.size),
+        };
         for p in places.iter().copied() {
-            let probe = Entry {
-                name: String::new(),
-                path: p.clone(),
-                kind,
-                size: None,
-                modified: None,
-                mode: None,
-                id: None,
-            };
-            if !visible(pol, &probe) {
-                let (class, k) = if kind == FileKind::Directory {
-                    (OpClass::List, EntryKind::Dir)
-                } else {
-                    (OpClass::Read, EntryKind::File)
-                };
-                Self::check(pol, class, p, k, &rp.shown, facts)?;
-            }
+            Self::check_entry(pol, Access::Stat, p, &pf, &rp.shown, facts)?;
         }
         Ok(Output::Stat { path: rp.rel, info })
     }
@@ -174,6 +163,7 @@ impl Gateway {
         let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
         let mut walk = TreeCollect {
             pol,
+            sizes: pol.has_size_rules().then_some(&self.workspace),
             real: &res.real,
             rel: &rp.rel,
             depth,
@@ -343,7 +333,7 @@ impl Gateway {
             },
         };
         facts.path = Some(rp.rel.as_str().to_string());
-        // Decide on the start as a directory or a file, whichever it is.
+        // The start needs `list`; a file also `read`, decided knowing its size.
         let res = self.locate(
             pol,
             OpClass::List,
@@ -351,27 +341,19 @@ impl Gateway {
             Follow::All,
             EntryKind::Unknown,
             facts,
-        );
-        let (res, is_dir) = match res {
-            Ok(r) => {
-                let info = self
-                    .workspace
-                    .stat(&r.real)
-                    .map_err(|e| ws_error(e, &rp.shown))?;
-                let is_dir = info.kind == FileKind::Directory;
-                if !is_dir {
-                    self.locate(pol, OpClass::Read, &rp, Follow::All, EntryKind::File, facts)?;
-                }
-                (r, is_dir)
+        )?;
+        let info = self
+            .workspace
+            .stat(&res.real)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        let is_dir = info.kind == FileKind::Directory;
+        if !is_dir {
+            let pf = PathFacts::file(info.size);
+            Self::check_entry(pol, Access::Grep, &rp.rel, &pf, &rp.shown, facts)?;
+            if res.real != rp.rel {
+                Self::check_entry(pol, Access::Grep, &res.real, &pf, &rp.shown, facts)?;
             }
-            Err(e) => {
-                // A file path the list rules do not cover may still be readable.
-                let r = self
-                    .locate(pol, OpClass::Read, &rp, Follow::All, EntryKind::File, facts)
-                    .map_err(|_| e)?;
-                (r, false)
-            }
-        };
+        }
         if !res.exists {
             return Err(GatewayError::NotFound { path: rp.shown });
         }
@@ -412,7 +394,7 @@ impl Gateway {
         };
         let (mut hits, truncated) = self
             .workspace
-            .grep(&res.real, is_dir, &opts, &|e| visible(pol, e))
+            .grep(&res.real, is_dir, &opts, &|e| searchable(pol, e))
             .map_err(|e| ws_error(e, &rp.shown))?;
         if let (false, Some(e)) = (is_dir, refusal.take()) {
             return Err(e);
@@ -461,6 +443,9 @@ impl Gateway {
 /// Collects a `tree` walk's entries: visible, not excluded, within depth and room.
 struct TreeCollect<'a> {
     pol: &'a Policy,
+    /// Where to look up a file's size, when some rule has a size condition (a tree's
+    /// walk reads no metadata).
+    sizes: Option<&'a crate::workspace::Workspace>,
     /// Where the walk really starts, and the (lexical) directory it was asked for.
     real: &'a RelPath,
     rel: &'a RelPath,
@@ -474,6 +459,19 @@ struct TreeCollect<'a> {
 }
 
 impl TreeCollect<'_> {
+    /// Whether `e` is shown (as `ls` would show it), its size looked up for a file when
+    /// size conditions need it; the entry itself stays without metadata.
+    fn shown(&self, e: &Entry) -> bool {
+        let mut pf = entry_facts(e);
+        if let Some(ws) = self.sizes
+            && pf.kind == EntryKind::File
+            && pf.size.is_none()
+        {
+            pf.size = ws.stat(&e.path).ok().map(|i| i.size);
+        }
+        self.pol.decide_entry(Access::Ls, &e.path, &pf).allowed()
+    }
+
     /// Keeps `e` if it is shown; says whether to enter it.
     fn take(&mut self, e: Cow<'_, Entry>) -> Visit {
         let skip = if self.real.is_root() {
@@ -485,7 +483,7 @@ impl TreeCollect<'_> {
         let below = e.path.as_str().get(skip..).unwrap_or_default();
         // (An empty set is not asked: a match builds a candidate, an allocation.)
         let excluded = !self.excl.is_empty() && self.excl.is_match(below);
-        if excluded || !visible(self.pol, &e) {
+        if excluded || !self.shown(&e) {
             return Visit::Skip;
         }
         let level = below.bytes().filter(|b| *b == b'/').count() as u64 + 1;
@@ -493,7 +491,7 @@ impl TreeCollect<'_> {
         let mut e = e.into_owned();
         if let Some(path) = lexical {
             e.path = path;
-            if !visible(self.pol, &e) {
+            if !self.shown(&e) {
                 return Visit::Skip;
             }
         }

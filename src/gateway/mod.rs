@@ -24,7 +24,7 @@ use crate::backup::BackupStore;
 use crate::error::GatewayError;
 use crate::ops::{Op, Output, PathStyle, RequestCtx};
 use crate::path::{PathError, RelPath};
-use crate::policy::{EntryKind, OpClass, Policy};
+use crate::policy::{Access, EntryKind, OpClass, PathFacts, Policy};
 use crate::workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
 pub use budget::{Lease, json_string_len, unwaiting};
@@ -557,12 +557,56 @@ impl Gateway {
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
         let d = pol.decide(class, path, kind);
+        Self::refuse_unless(d, class.as_str(), path, shown, facts)
+    }
+
+    /// Refuses unless the policy allows `op`'s own checks on `path`, knowing `pf`.
+    pub(crate) fn check_entry(
+        pol: &Policy,
+        op: Access,
+        path: &RelPath,
+        pf: &PathFacts,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let d = pol.decide_entry(op, path, pf);
+        Self::refuse_unless(d, op.as_str(), path, shown, facts)
+    }
+
+    /// The final decision once a file's size is known (a write: the larger of its
+    /// current and new size), where the request names it and where it leads; the
+    /// checks before it deferred the rules with a size condition.
+    pub(crate) fn check_size(
+        pol: &Policy,
+        op: Access,
+        (rp, real): (&ReqPath, &RelPath),
+        size: u64,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        if !pol.has_size_rules() {
+            return Ok(());
+        }
+        let pf = PathFacts::file(size);
+        Self::check_entry(pol, op, &rp.rel, &pf, &rp.shown, facts)?;
+        if *real != rp.rel {
+            Self::check_entry(pol, op, real, &pf, &rp.shown, facts)?;
+        }
+        Ok(())
+    }
+
+    fn refuse_unless(
+        d: crate::policy::Decision<'_>,
+        what: &str,
+        path: &RelPath,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
         facts.decided(&d);
         if d.allowed() {
             Ok(())
         } else {
             Err(GatewayError::Refused {
-                reason: format!("{} of `{}` denied: {}", class.as_str(), path, d.reason),
+                reason: format!("{what} of `{path}` denied: {}", d.reason),
                 rule: d.rule.to_string(),
                 path: shown.to_string(),
             })
@@ -647,14 +691,28 @@ impl Gateway {
     }
 }
 
-/// Whether an entry may be seen at all: directories need `list`, everything else `read`
-/// (listings never reveal an entry the policy would refuse to read).
+/// Whether an entry may be seen at all (in ls, glob, tree, a change event): `list` on
+/// it, files and directories alike, decided as `explain --op ls` decides it.
 pub(crate) fn visible(pol: &Policy, e: &Entry) -> bool {
+    pol.decide_entry(Access::Ls, &e.path, &entry_facts(e))
+        .allowed()
+}
+
+/// Whether grep may show an entry's lines (a file: `list` and `read`) or enter it (a
+/// directory: `list`), decided as `explain --op grep` decides it.
+pub(crate) fn searchable(pol: &Policy, e: &Entry) -> bool {
+    pol.decide_entry(Access::Grep, &e.path, &entry_facts(e))
+        .allowed()
+}
+
+/// What a listed entry tells the policy: its kind and, for a file, its size if read.
+pub(crate) fn entry_facts(e: &Entry) -> PathFacts {
     match e.kind {
-        FileKind::Directory => pol.decide(OpClass::List, &e.path, EntryKind::Dir).allowed(),
-        _ => pol
-            .decide(OpClass::Read, &e.path, EntryKind::File)
-            .allowed(),
+        FileKind::Directory => PathFacts::kind(EntryKind::Dir),
+        _ => PathFacts {
+            kind: EntryKind::File,
+            size: e.size,
+        },
     }
 }
 

@@ -6,7 +6,7 @@ use super::{Facts, Gateway, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Encoding, Output, RequestCtx};
 use crate::policy::media::{is_media, media_type};
-use crate::policy::{BinaryMode, EntryKind, OpClass, Policy};
+use crate::policy::{Access, BinaryMode, EntryKind, OpClass, Policy};
 use crate::workspace::{Follow, text_window};
 
 impl Gateway {
@@ -30,6 +30,14 @@ impl Gateway {
                 facts.lease = Some(self.budget.lease(size));
             })
             .map_err(|e| ws_error(e, &rp.shown))?;
+        let read = Access::Class(OpClass::Read);
+        Self::check_size(
+            pol,
+            read,
+            (&rp, &res.real),
+            content.bytes.len() as u64,
+            facts,
+        )?;
         facts.content(&content.bytes);
         Self::check_content(pol, OpClass::Read, &res.real, &content.bytes, &rp.shown)?;
         Ok((content.bytes, rp.shown))

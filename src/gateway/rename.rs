@@ -3,7 +3,7 @@
 use super::{Facts, Gateway, ReqPath, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
-use crate::policy::{EntryKind, OpClass, Policy};
+use crate::policy::{Access, EntryKind, OpClass, PathFacts, Policy};
 use crate::workspace::FileKind;
 use crate::workspace::{Follow, Resolved, WsError};
 
@@ -162,6 +162,19 @@ impl Gateway {
         )
     }
 
+    /// What the policy knows of a moved file at each end: its size where it is, and
+    /// where it goes the larger of that and the size of the file it replaces.
+    fn move_sizes(&self, pol: &Policy, e: &Ends) -> (PathFacts, PathFacts) {
+        if !pol.has_size_rules() {
+            let file = PathFacts::kind(EntryKind::File);
+            return (file, file);
+        }
+        let size = |r: &crate::path::RelPath| self.workspace.stat(r).map_or(0, |i| i.size);
+        let src = size(&e.sres.real);
+        let dst = if e.dres.exists { size(&e.dres.real) } else { 0 };
+        (PathFacts::file(src), PathFacts::file(src.max(dst)))
+    }
+
     /// A file: readable and deletable where it is (moving content must not make readable
     /// what was not), writable where it goes, and its content passes the content rules
     /// at both ends (they can depend on the path, and a move must not carry a secret out
@@ -172,19 +185,15 @@ impl Gateway {
         e: &Ends,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
+        let (src_pf, dst_pf) = self.move_sizes(pol, e);
+        let (read, delete) = (Access::Class(OpClass::Read), Access::Class(OpClass::Delete));
         for p in [&e.src.rel, &e.sres.real] {
-            Self::check(pol, OpClass::Read, p, EntryKind::File, &e.src.shown, facts)?;
-            Self::check(
-                pol,
-                OpClass::Delete,
-                p,
-                EntryKind::File,
-                &e.src.shown,
-                facts,
-            )?;
+            Self::check_entry(pol, read, p, &src_pf, &e.src.shown, facts)?;
+            Self::check_entry(pol, delete, p, &src_pf, &e.src.shown, facts)?;
         }
+        let write = Access::Class(OpClass::Write);
         for p in [&e.dst.rel, &e.dres.real] {
-            Self::check(pol, OpClass::Write, p, EntryKind::File, &e.dst.shown, facts)?;
+            Self::check_entry(pol, write, p, &dst_pf, &e.dst.shown, facts)?;
         }
         Self::check_depth(&e.dres.real, 0, &e.dst.shown)?;
         if pol.content_scanner().is_none() {

@@ -3,7 +3,7 @@
 use super::{Facts, Gateway, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
-use crate::policy::{EntryKind, OpClass, Policy};
+use crate::policy::{Access, EntryKind, OpClass, Policy};
 use crate::workspace::{FileKind, Follow, Removal};
 
 impl Gateway {
@@ -69,11 +69,13 @@ impl Gateway {
                 &rp.shown,
                 facts,
             )?;
-            if self
+            if let Some(info) = self
                 .workspace
                 .stat(&res.real)
-                .is_ok_and(|i| i.kind == FileKind::File)
+                .ok()
+                .filter(|i| i.kind == FileKind::File)
             {
+                Self::check_size(pol, Access::Rm, (&rp, &res.real), info.size, facts)?;
                 self.backup(&res.real, &rp.shown, facts)?;
             }
         }

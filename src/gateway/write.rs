@@ -3,8 +3,8 @@
 use super::{Facts, Gateway, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
-use crate::policy::{EntryKind, OpClass, Policy};
-use crate::workspace::{Follow, TempName};
+use crate::policy::{Access, EntryKind, OpClass, Policy};
+use crate::workspace::{Follow, Resolved, TempName};
 
 impl Gateway {
     pub(super) fn write(
@@ -41,6 +41,9 @@ impl Gateway {
                 path: rp.shown,
             });
         }
+        let size = self.size_after(pol, &res, content.len());
+        let write = Access::Class(OpClass::Write);
+        Self::check_size(pol, write, (&rp, &res.real), size, facts)?;
         Self::check_content(pol, OpClass::Write, &res.real, content, &rp.shown)?;
         if !res.exists {
             Self::check_depth(&res.real, 0, &rp.shown)?;
@@ -95,6 +98,7 @@ impl Gateway {
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
         // The record names the write rule that allowed the edit, not the read rule.
         facts.decided(&pol.decide(OpClass::Write, &res.real, EntryKind::File));
+        let current = bytes.len();
         let text = super::read::text_or_refuse(pol, ctx, bytes, &shown)?;
         let count = occurrences(&text, old_text);
         if count != 1 {
@@ -119,6 +123,8 @@ impl Gateway {
                 path: rp.shown,
             });
         }
+        let size = current.max(updated.len()) as u64;
+        Self::check_size(pol, Access::Edit, (&rp, &res.real), size, facts)?;
         Self::check_content(
             pol,
             OpClass::Write,
@@ -138,6 +144,18 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// The size a write is judged by: the larger of the file's current size and
+    /// `new` (the current size is only looked up when some rule has a size condition).
+    fn size_after(&self, pol: &Policy, res: &Resolved, new: usize) -> u64 {
+        let new = new as u64;
+        if !res.exists || !pol.has_size_rules() {
+            return new;
+        }
+        // Unknown current size (raced away): the new size still counts.
+        let current = self.workspace.stat(&res.real).map_or(0, |i| i.size);
+        current.max(new)
+    }
+
     /// The name the write's temporary file will have if it ever has one, noted in the
     /// intent (`args.tempName`) so that a start after a crash removes exactly that file.
     fn temp_name(facts: &mut Facts) -> Result<TempName, GatewayError> {

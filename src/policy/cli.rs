@@ -14,8 +14,8 @@ use super::diff::{
     sort_items, test_paths, workspace_paths,
 };
 use super::lint::{LintOptions, Severity, lint_file, only};
-use super::testrun::{FullDecision, decide_with_content, effect_name, run_cases};
-use super::{DEFAULT_DENY, EntryKind, OpClass, Policy, TraceStep};
+use super::testrun::{FullDecision, decide_access_with_content, effect_name, run_cases};
+use super::{Access, AccessStep, DEFAULT_DENY, EntryKind, PathFacts, Policy, TraceStep};
 use crate::path::RelPath;
 use crate::text::{Esc, EscPath, escape_for_humans};
 
@@ -59,14 +59,19 @@ pub enum PolicyCommand {
         /// Policy file.
         #[arg(value_name = "FILE")]
         file: PathBuf,
-        /// Operation class.
-        #[arg(long, value_parser = ["read", "write", "delete", "list"])]
+        /// Operation class (read, write, delete, list) or gateway operation (stat, ls,
+        /// glob, tree, grep, edit, mkdir, rm), decided as the gateway decides it.
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(super::ACCESS_NAMES))]
         op: String,
         /// Workspace-relative path (a leading `/` means the workspace root).
         path: String,
         /// Judge the path as a directory (default: a file).
         #[arg(long)]
         dir: bool,
+        /// The file's size in bytes, for rules with min_size / max_size (for a write,
+        /// the larger of its current and new size). Default: not known.
+        #[arg(long, value_name = "BYTES")]
+        size: Option<u64>,
         /// A file whose content to run the policy's [content] rules on, as if it were
         /// the content read or written.
         #[arg(long, value_name = "FILE")]
@@ -143,9 +148,14 @@ pub fn run_to(cmd: PolicyCommand, out: &mut dyn Write, err: &mut dyn Write) -> i
             op,
             path,
             dir,
+            size,
             content,
             json,
-        } => explain(&file, &op, &path, dir, content.as_deref(), json, out, err),
+        } => {
+            let kind = if dir { EntryKind::Dir } else { EntryKind::File };
+            let facts = PathFacts { kind, size };
+            explain(&file, &op, &path, facts, content.as_deref(), json, out, err)
+        }
         PolicyCommand::Test {
             files,
             coverage,
@@ -279,7 +289,7 @@ fn explain(
     file: &Path,
     op: &str,
     path: &str,
-    dir: bool,
+    facts: PathFacts,
     content: Option<&Path>,
     json: bool,
     out: &mut dyn Write,
@@ -288,7 +298,7 @@ fn explain(
     let Some((policy, _)) = load(file, err)? else {
         return Ok(EXIT_INVALID);
     };
-    let Some(op) = OpClass::parse(op) else {
+    let Some(op) = Access::parse(op) else {
         writeln!(err, "fsgate policy explain: unknown op `{}`", Esc(op))?;
         return Ok(EXIT_INVALID);
     };
@@ -304,140 +314,207 @@ fn explain(
             return Ok(EXIT_INVALID);
         }
     };
-    let bytes = match content {
-        Some(c) => match std::fs::read(c) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                writeln!(
-                    err,
-                    "fsgate policy explain: cannot read {}: {}",
-                    EscPath(c),
-                    Esc(&e.to_string())
-                )?;
-                return Ok(EXIT_INVALID);
-            }
-        },
+    let bytes = match content.map(std::fs::read) {
         None => None,
+        Some(Ok(b)) => Some(b),
+        Some(Err(e)) => {
+            writeln!(
+                err,
+                "fsgate policy explain: cannot read {}: {}",
+                EscPath(content.unwrap_or(Path::new(""))),
+                Esc(&e.to_string())
+            )?;
+            return Ok(EXIT_INVALID);
+        }
     };
-    let kind = if dir { EntryKind::Dir } else { EntryKind::File };
-    let (d, trace) = policy.explain(op, &rel, kind);
-    let path_allowed = d.allowed();
-    let decider = d.rule.to_string();
-    // Rules the evaluation never reached that would also match: shadowed alternatives.
+    let x = Explained::new(&policy, op, &rel, facts, bytes.as_deref());
+    if json {
+        writeln!(out, "{:#}", x.json(file))?;
+        return Ok(EXIT_OK);
+    }
+    x.print(out)?;
+    Ok(EXIT_OK)
+}
+
+/// Everything `explain` shows about one operation on one path.
+struct Explained<'p> {
+    policy: &'p Policy,
+    op: Access,
+    rel: &'p RelPath,
+    facts: PathFacts,
+    path_decision: super::Decision<'p>,
+    steps: Vec<(AccessStep, Vec<TraceStep>)>,
+    not_reached: Vec<&'p str>,
+    final_d: FullDecision,
+    content_note: Option<String>,
+    content_trace: Vec<ContentTraceStep>,
+}
+
+impl<'p> Explained<'p> {
+    fn new(
+        policy: &'p Policy,
+        op: Access,
+        rel: &'p RelPath,
+        facts: PathFacts,
+        bytes: Option<&[u8]>,
+    ) -> Self {
+        let (d, steps) = policy.explain_access(op, rel, &facts);
+        let not_reached = steps
+            .iter()
+            .rev()
+            .find(|(s, _)| !d.allowed() || s.class == op.primary())
+            .map(|(s, trace)| not_reached(policy, s, &facts, trace))
+            .unwrap_or_default();
+        let final_d = decide_access_with_content(policy, op, rel, &facts, bytes);
+        let class = op.primary();
+        let (content_note, content_trace) = match (bytes, policy.content_scanner()) {
+            (None, _) => (None, Vec::new()),
+            (Some(_), None) => (
+                Some("the policy has no [content] section: content is not scanned".into()),
+                Vec::new(),
+            ),
+            (Some(_), Some(sc)) if !sc.applies_to(class) => (
+                Some(format!(
+                    "content is not scanned for {} operations",
+                    class.as_str()
+                )),
+                Vec::new(),
+            ),
+            (Some(_), Some(_)) if !d.allowed() => (
+                Some("content is not scanned: the path decision already denies".into()),
+                Vec::new(),
+            ),
+            (Some(b), Some(sc)) => (None, sc.explain(rel, b)),
+        };
+        Explained {
+            policy,
+            op,
+            rel,
+            facts,
+            path_decision: d,
+            steps,
+            not_reached,
+            final_d,
+            content_note,
+            content_trace,
+        }
+    }
+
+    fn json(&self, file: &Path) -> serde_json::Value {
+        let d = &self.path_decision;
+        let steps: Vec<_> = self
+            .steps
+            .iter()
+            .map(|(s, trace)| {
+                serde_json::json!({
+                    "class": s.class, "path": s.path.as_str(), "dir": s.dir,
+                    "why": s.why, "trace": trace,
+                })
+            })
+            .collect();
+        let trace = self
+            .steps
+            .last()
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default();
+        serde_json::json!({
+            "policy": file.display().to_string(),
+            "op": self.op.as_str(),
+            "path": self.rel.as_str(),
+            "dir": self.facts.kind == EntryKind::Dir,
+            "size": self.facts.size,
+            "decision": self.final_d,
+            "path_decision": { "effect": d.effect, "rule": d.rule, "reason": d.reason },
+            "steps": steps,
+            "trace": trace,
+            "also_matching_not_reached": self.not_reached,
+            "content_note": self.content_note,
+            "content_trace": self.content_trace,
+        })
+    }
+
+    fn print(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        print_explain(out, self)?;
+        if let Some(note) = &self.content_note {
+            writeln!(out, "\ncontent: {}", Esc(note))?;
+        }
+        let final_d = &self.final_d;
+        if !self.content_trace.is_empty() {
+            writeln!(out, "\ncontent rules, in order (first finding decides):")?;
+            let width = self
+                .content_trace
+                .iter()
+                .map(|t| shown_len(&t.rule))
+                .max()
+                .unwrap_or(0);
+            for t in &self.content_trace {
+                let mark = if t.hit && t.rule == final_d.rule {
+                    "  <= decides"
+                } else {
+                    ""
+                };
+                writeln!(out, "  {:width$}  {}{mark}", Esc(&t.rule), Esc(&t.note))?;
+            }
+        }
+        writeln!(
+            out,
+            "\ndecision: {} by {} ({})",
+            effect_name(final_d.effect).to_uppercase(),
+            Esc(&final_d.rule),
+            Esc(&final_d.reason)
+        )
+    }
+}
+
+/// Rules the evaluation of `step` never reached that would also match: shadowed
+/// alternatives.
+fn not_reached<'p>(
+    policy: &'p Policy,
+    step: &AccessStep,
+    facts: &PathFacts,
+    trace: &[TraceStep],
+) -> Vec<&'p str> {
+    let facts = if step.dir {
+        PathFacts::kind(EntryKind::Dir)
+    } else {
+        *facts
+    };
     let reached: Vec<&str> = trace.iter().map(|t| t.rule.as_str()).collect();
-    let not_reached: Vec<&str> = policy
+    policy
         .rules()
         .iter()
         .filter(|r| !reached.contains(&r.id.as_str()))
         .filter(|r| {
-            only(&policy, vec![(*r).clone()])
-                .decide(op, &rel, kind)
+            only(policy, vec![(*r).clone()])
+                .decide_with(step.class, &step.path, &facts)
                 .rule
                 == r.id
         })
         .map(|r| r.id.as_str())
-        .collect();
-    let final_d = decide_with_content(&policy, op, &rel, kind, bytes.as_deref());
-    let content_note: Option<String>;
-    let mut content_trace: Vec<ContentTraceStep> = Vec::new();
-    match (&bytes, policy.content_scanner()) {
-        (None, _) => content_note = None,
-        (Some(_), None) => {
-            content_note =
-                Some("the policy has no [content] section: content is not scanned".into())
-        }
-        (Some(_), Some(sc)) if !sc.applies_to(op) => {
-            content_note = Some(format!(
-                "content is not scanned for {} operations",
-                op.as_str()
-            ))
-        }
-        (Some(_), Some(_)) if !path_allowed => {
-            content_note = Some("content is not scanned: the path decision already denies".into())
-        }
-        (Some(b), Some(sc)) => {
-            content_trace = sc.explain(&rel, b);
-            content_note = None;
-        }
-    }
-    if json {
-        let doc = serde_json::json!({
-            "policy": file.display().to_string(),
-            "op": op.as_str(),
-            "path": rel.as_str(),
-            "dir": dir,
-            "decision": final_d,
-            "path_decision": { "effect": d.effect, "rule": d.rule, "reason": d.reason },
-            "trace": trace,
-            "also_matching_not_reached": not_reached,
-            "content_note": content_note,
-            "content_trace": content_trace,
-        });
-        writeln!(out, "{doc:#}")?;
-        return Ok(EXIT_OK);
-    }
-    print_explain(
-        out,
-        &policy,
-        op,
-        &rel,
-        dir,
-        &final_d,
-        &trace,
-        &decider,
-        &not_reached,
-    )?;
-    if let Some(note) = &content_note {
-        writeln!(out, "\ncontent: {}", Esc(note))?;
-    }
-    if !content_trace.is_empty() {
-        writeln!(out, "\ncontent rules, in order (first finding decides):")?;
-        let width = content_trace
-            .iter()
-            .map(|t| shown_len(&t.rule))
-            .max()
-            .unwrap_or(0);
-        for t in &content_trace {
-            let mark = if t.hit && t.rule == final_d.rule {
-                "  <= decides"
-            } else {
-                ""
-            };
-            writeln!(out, "  {:width$}  {}{mark}", Esc(&t.rule), Esc(&t.note))?;
-        }
-    }
-    writeln!(
-        out,
-        "\ndecision: {} by {} ({})",
-        effect_name(final_d.effect).to_uppercase(),
-        Esc(&final_d.rule),
-        Esc(&final_d.reason)
-    )?;
-    Ok(EXIT_OK)
+        .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn print_explain(
-    out: &mut dyn Write,
-    policy: &Policy,
-    op: OpClass,
-    rel: &RelPath,
-    dir: bool,
-    d: &FullDecision,
-    trace: &[TraceStep],
-    decider: &str,
-    not_reached: &[&str],
-) -> std::io::Result<()> {
-    let shown = if rel.is_root() { "/" } else { rel.as_str() };
+fn print_explain(out: &mut dyn Write, x: &Explained<'_>) -> std::io::Result<()> {
+    let shown = if x.rel.is_root() { "/" } else { x.rel.as_str() };
+    let size = x
+        .facts
+        .size
+        .map(|s| format!(", {s} bytes"))
+        .unwrap_or_default();
     writeln!(
         out,
-        "{} {} ({}) under {} (sha256 {}):",
-        op.as_str(),
+        "{} {} ({}{size}) under {} (sha256 {}):",
+        x.op.as_str(),
         Esc(shown),
-        if dir { "directory" } else { "file" },
-        Esc(policy.origin()),
-        policy.sha256().get(..12).unwrap_or("")
+        if x.facts.kind == EntryKind::Dir {
+            "directory"
+        } else {
+            "file"
+        },
+        Esc(x.policy.origin()),
+        x.policy.sha256().get(..12).unwrap_or("")
     )?;
+    let d = &x.final_d;
     writeln!(
         out,
         "  {} by {}: {}",
@@ -445,6 +522,45 @@ fn print_explain(
         Esc(&d.rule),
         Esc(&d.reason)
     )?;
+    let decider = x.path_decision.rule;
+    let composite = x.steps.len() > 1 || x.op != Access::Class(x.op.primary());
+    for (step, trace) in &x.steps {
+        if composite {
+            let p = if step.path.is_root() {
+                "/"
+            } else {
+                step.path.as_str()
+            };
+            writeln!(
+                out,
+                "\nstep: {} on {} ({}{}):",
+                step.class.as_str(),
+                Esc(p),
+                step.why,
+                if step.dir { ", as a directory" } else { "" }
+            )?;
+        }
+        print_trace(out, trace, decider, d.rule == decider)?;
+    }
+    if decider != DEFAULT_DENY && !x.not_reached.is_empty() {
+        writeln!(
+            out,
+            "\nalso matching, but not reached (an earlier rule decided):"
+        )?;
+        for r in &x.not_reached {
+            writeln!(out, "       {}", Esc(r))?;
+        }
+    }
+    Ok(())
+}
+
+/// One evaluation, rule by rule.
+fn print_trace(
+    out: &mut dyn Write,
+    trace: &[TraceStep],
+    decider: &str,
+    path_decides: bool,
+) -> std::io::Result<()> {
     writeln!(
         out,
         "\nevaluation order (secret names, then deny rules, then allow rules; the first match decides):"
@@ -452,7 +568,7 @@ fn print_explain(
     let width = trace.iter().map(|t| shown_len(&t.rule)).max().unwrap_or(0);
     for (i, t) in trace.iter().enumerate() {
         let matched = if t.matched { "MATCH" } else { "-" };
-        let mark = match (t.matched && t.rule == decider, d.rule == decider) {
+        let mark = match (t.matched && t.rule == decider, path_decides) {
             (true, true) => "  <= decides",
             (true, false) => "  <= decides the path; the content rules below refuse",
             _ => "",
@@ -467,15 +583,6 @@ fn print_explain(
             Esc(&t.note)
         )?;
     }
-    if decider != DEFAULT_DENY && !not_reached.is_empty() {
-        writeln!(
-            out,
-            "\nalso matching, but not reached (an earlier rule decided):"
-        )?;
-        for r in not_reached {
-            writeln!(out, "       {}", Esc(r))?;
-        }
-    }
     Ok(())
 }
 
@@ -487,73 +594,136 @@ fn test(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Res {
-    let (mut passed, mut failed, mut uncovered_total) = (0usize, 0usize, 0usize);
-    let mut invalid = false;
+    let mut tally = Tally::default();
     let mut docs = Vec::new();
     for f in files {
-        let name = f.display().to_string();
-        let shown = EscPath(f);
         let Some((policy, text)) = load(f, err)? else {
-            invalid = true;
+            tally.invalid = true;
+            let name = f.display().to_string();
             docs.push(serde_json::json!({ "file": name, "error": "unreadable or invalid policy" }));
             continue;
         };
         let run = run_cases(&policy, &text);
-        passed += run.passed();
-        failed += run.failed();
-        uncovered_total += run.uncovered.len();
+        tally.add(&run);
         if json {
-            docs.push(serde_json::json!({
-                "file": name,
-                "passed": run.passed(),
-                "failed": run.failed(),
-                "cases": run.cases,
-                "uncovered": if coverage { serde_json::to_value(&run.uncovered).unwrap_or_default() } else { serde_json::Value::Null },
-            }));
-            continue;
-        }
-        for c in run.cases.iter().filter(|c| !c.passed) {
-            let kind = if policy.raw().tests.get(c.index).is_some_and(|t| t.dir) {
-                " (dir)"
-            } else {
-                ""
-            };
-            writeln!(
-                out,
-                "{shown}:{}: FAIL {} {}{kind}: {}",
-                c.line,
-                Esc(&c.op),
-                Esc(&c.path),
-                Esc(c.failure.as_deref().unwrap_or("failed"))
-            )?;
-        }
-        if run.cases.is_empty() {
-            writeln!(out, "{shown}: no [[test]] cases")?;
-        }
-        if coverage {
-            for u in &run.uncovered {
-                writeln!(
-                    out,
-                    "{shown}:{}: uncovered: rule `{}` decides no test case",
-                    u.line,
-                    Esc(&u.rule)
-                )?;
-            }
+            docs.push(test_json(f, &run, coverage));
+        } else {
+            print_test_file(out, err, f, &policy, &run, coverage)?;
         }
     }
+    let Tally {
+        passed,
+        failed,
+        uncovered,
+        empty,
+        invalid,
+    } = tally;
     if json {
-        let doc = serde_json::json!({ "files": docs, "passed": passed, "failed": failed, "uncovered": uncovered_total });
+        let doc = serde_json::json!({ "files": docs, "passed": passed, "failed": failed, "uncovered": uncovered, "without_cases": empty });
         writeln!(out, "{doc:#}")?;
     } else {
         writeln!(out, "{passed} passed, {failed} failed")?;
     }
     Ok(if invalid {
         EXIT_INVALID
-    } else if failed > 0 || (fail_on_uncovered && uncovered_total > 0) {
+    } else if failed > 0 || empty > 0 || (fail_on_uncovered && uncovered > 0) {
         EXIT_FINDINGS
     } else {
         EXIT_OK
     })
+}
+
+/// Counts over every file `policy test` ran.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    uncovered: usize,
+    /// Files with no [[test]] case: nothing was tested, which is not a pass.
+    empty: usize,
+    invalid: bool,
+}
+
+impl Tally {
+    fn add(&mut self, run: &super::testrun::TestRun) {
+        self.passed += run.passed();
+        self.failed += run.failed();
+        self.uncovered += run.uncovered.len();
+        self.empty += usize::from(run.cases.is_empty());
+    }
+}
+
+fn test_json(f: &Path, run: &super::testrun::TestRun, coverage: bool) -> serde_json::Value {
+    let cov = |v: serde_json::Value| if coverage { v } else { serde_json::Value::Null };
+    serde_json::json!({
+        "file": f.display().to_string(),
+        "passed": run.passed(),
+        "failed": run.failed(),
+        "cases": run.cases,
+        "error": run.cases.is_empty().then_some("no [[test]] cases"),
+        "uncovered": cov(serde_json::to_value(&run.uncovered).unwrap_or_default()),
+        "content_rules": cov(run.content_rules.len().into()),
+        "content_exercised": cov(serde_json::to_value(&run.content_exercised).unwrap_or_default()),
+    })
+}
+
+fn print_test_file(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    f: &Path,
+    policy: &Policy,
+    run: &super::testrun::TestRun,
+    coverage: bool,
+) -> std::io::Result<()> {
+    let shown = EscPath(f);
+    for c in run.cases.iter().filter(|c| !c.passed) {
+        let kind = if policy.raw().tests.get(c.index).is_some_and(|t| t.dir) {
+            " (dir)"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "{shown}:{}: FAIL {} {}{kind}: {}",
+            c.line,
+            Esc(&c.op),
+            Esc(&c.path),
+            Esc(c.failure.as_deref().unwrap_or("failed"))
+        )?;
+    }
+    if run.cases.is_empty() {
+        writeln!(
+            err,
+            "{shown}: error: no [[test]] cases, so nothing was tested (hint: add [[test]] cases with op, path and expect; see policies/README.md)"
+        )?;
+    }
+    if !coverage {
+        return Ok(());
+    }
+    for u in &run.uncovered {
+        writeln!(
+            out,
+            "{shown}:{}: uncovered: rule `{}` decides no test case",
+            u.line,
+            Esc(&u.rule)
+        )?;
+    }
+    if !run.content_rules.is_empty() {
+        let names: Vec<String> = run
+            .content_exercised
+            .iter()
+            .map(|r| Esc(r).to_string())
+            .collect();
+        writeln!(
+            out,
+            "{shown}: content rules: {} of {} decided some test case{}{}",
+            run.content_exercised.len(),
+            run.content_rules.len(),
+            if names.is_empty() { "" } else { ": " },
+            names.join(", ")
+        )?;
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -3,11 +3,11 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use globset::{GlobBuilder, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use toml::Spanned;
 
-use super::raw::{BinaryMode, RawPolicy, RawRule};
+use super::raw::{BinaryMode, Effect, RawPolicy, RawRule};
 use super::{Limits, OpClass, PolicyError, Rule, SecretPattern, Secrets};
 use crate::path::RelPath;
 use crate::sandbox::agent_config::user_home;
@@ -397,34 +397,20 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
             "a rule needs `paths` (globs) or `extensions`".into(),
         ));
     }
-    let mut set = GlobSetBuilder::new();
-    let mut bases = Vec::new();
-    let mut globs = Vec::new();
-    for g in &r.paths {
-        let text = g.get_ref().trim_start_matches('/');
-        if text.split('/').any(|c| c == "..") {
-            return Err(invalid(
-                "paths",
-                at(src, g),
-                format!("glob `{text}` contains `..`: globs are relative to the workspace root"),
-            ));
-        }
-        let glob = build_glob(text)
-            .map_err(|e| invalid("paths", at(src, g), format!("invalid glob: {}", e.kind())))?;
-        set.add(glob);
-        // A glob also covers everything beneath what it matches (`src` covers `src/a`).
-        if !text.ends_with("/**") && text != "**" {
-            let under = format!("{}/**", text.trim_end_matches('/'));
-            if let Ok(glob) = build_glob(&under) {
-                set.add(glob);
-            }
-        }
-        bases.push(RelPath::parse_rooted(&format!("/{}", literal_base(text))).unwrap_or_default());
-        globs.push(g.get_ref().clone());
+    let (paths, bases, globs) = compile_paths(r, src, &invalid)?;
+    if let (Some(min), Some(max)) = (&r.min_size, &r.max_size)
+        && min.get_ref() > max.get_ref()
+    {
+        return Err(invalid(
+            "min_size",
+            at(src, min),
+            format!(
+                "min_size {} is larger than max_size {}: the rule could never apply",
+                min.get_ref(),
+                max.get_ref()
+            ),
+        ));
     }
-    let paths = set
-        .build()
-        .map_err(|e| invalid("paths", at(src, &r.id), format!("invalid glob set: {e}")))?;
     let extensions = r.extensions.as_ref().map(|exts| {
         exts.iter()
             .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
@@ -435,23 +421,88 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
         effect: r.effect,
         ops,
         globs,
-        paths: if r.paths.is_empty() {
-            None
-        } else {
-            Some(paths)
-        },
+        paths,
         bases,
         extensions,
+        min_size: r.min_size.as_ref().map(|s| *s.get_ref()),
+        max_size: r.max_size.as_ref().map(|s| *s.get_ref()),
         reason: r.reason.clone(),
         line: at(src, &r.id),
     })
 }
 
+type Invalid<'a> = dyn Fn(&str, usize, String) -> PolicyError + 'a;
+
+/// A rule's compiled globs (None: any path), their literal bases, the globs as written.
+type CompiledPaths = (Option<GlobSet>, Vec<RelPath>, Vec<String>);
+
+/// A rule's globs, normalised (D1) and compiled, each also covering what lies beneath
+/// what it matches. Deny rules match case-insensitively, allow rules exactly: a case
+/// variant never slips past a deny, and an allow never grows by folding case.
+fn compile_paths(
+    r: &RawRule,
+    src: &str,
+    invalid: &Invalid<'_>,
+) -> Result<CompiledPaths, PolicyError> {
+    let fold = r.effect == Effect::Deny;
+    let mut set = GlobSetBuilder::new();
+    let mut bases = Vec::new();
+    let mut globs = Vec::new();
+    for g in &r.paths {
+        let text = normalise_glob(g.get_ref());
+        if text.split('/').any(|c| c == "..") {
+            return Err(invalid(
+                "paths",
+                at(src, g),
+                format!("glob `{text}` contains `..`: globs are relative to the workspace root"),
+            ));
+        }
+        let glob = build_glob_case(&text, fold)
+            .map_err(|e| invalid("paths", at(src, g), format!("invalid glob: {}", e.kind())))?;
+        set.add(glob);
+        // A glob also covers everything beneath what it matches (`src` covers `src/a`).
+        if !text.ends_with("/**")
+            && text != "**"
+            && let Ok(glob) = build_glob_case(&format!("{text}/**"), fold)
+        {
+            set.add(glob);
+        }
+        bases.push(RelPath::parse_rooted(&format!("/{}", literal_base(&text))).unwrap_or_default());
+        globs.push(g.get_ref().clone());
+    }
+    let paths = set
+        .build()
+        .map_err(|e| invalid("paths", at(src, &r.id), format!("invalid glob set: {e}")))?;
+    Ok(((!r.paths.is_empty()).then_some(paths), bases, globs))
+}
+
+/// D1: `./secrets`, `/secrets`, `secrets/`, `secrets//` and `secrets` are one glob. A
+/// leading `/` or `./`, repeated `/`, interior `.` components and a trailing `/` go;
+/// what is left of nothing (`/`, `.`) is the whole workspace.
+pub(crate) fn normalise_glob(text: &str) -> String {
+    let kept: Vec<&str> = text
+        .trim()
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    if kept.is_empty() {
+        "**".to_string()
+    } else {
+        kept.join("/")
+    }
+}
+
 /// Compiles one policy glob: `*` stays within a component, a backslash escapes.
 pub(crate) fn build_glob(text: &str) -> Result<globset::Glob, globset::Error> {
+    build_glob_case(text, false)
+}
+
+/// [`build_glob`], matching case-insensitively when `fold`.
+fn build_glob_case(text: &str, fold: bool) -> Result<globset::Glob, globset::Error> {
     GlobBuilder::new(text)
         .literal_separator(true)
         .backslash_escape(true)
+        .case_insensitive(fold)
         .build()
 }
 
@@ -476,6 +527,99 @@ mod tests {
         assert_eq!(literal_base("src/**/*.rs"), "src");
         assert_eq!(literal_base("**"), "");
         assert_eq!(literal_base("docs/api/index.md"), "docs/api/index.md");
+    }
+
+    use crate::policy::{EntryKind, OpClass, Policy};
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::parse_rooted(s).unwrap()
+    }
+
+    /// Everything readable and listable, except what `deny` names.
+    fn with_deny(deny: &str) -> Policy {
+        let text = format!(
+            "version = 1\n[secrets]\nbuiltin = false\n\
+[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"**\"]\n\
+[[rule]]\nid = \"no\"\neffect = \"deny\"\nops = [\"*\"]\npaths = [{deny:?}]\n"
+        );
+        Policy::from_toml(&text, "t").unwrap()
+    }
+
+    #[test]
+    fn globs_are_normalised() {
+        assert_eq!(normalise_glob("./secrets"), "secrets");
+        assert_eq!(normalise_glob("/secrets"), "secrets");
+        assert_eq!(normalise_glob("secrets/"), "secrets");
+        assert_eq!(normalise_glob("a//b"), "a/b");
+        assert_eq!(normalise_glob("././a/./b//"), "a/b");
+        assert_eq!(normalise_glob("/"), "**");
+        assert_eq!(normalise_glob("src/*.rs"), "src/*.rs");
+    }
+
+    #[test]
+    fn every_spelling_of_a_directory_denies_it_and_its_contents() {
+        for form in [
+            "./secrets",
+            "secrets/",
+            "/secrets",
+            "secrets",
+            ".//secrets//",
+        ] {
+            let pol = with_deny(form);
+            let d = pol.decide(OpClass::Read, &rel("secrets/db.yaml"), EntryKind::File);
+            assert_eq!(d.rule, "no", "{form}: read secrets/db.yaml");
+            let d = pol.decide(OpClass::List, &rel("secrets"), EntryKind::Dir);
+            assert_eq!(d.rule, "no", "{form}: list secrets");
+            let d = pol.decide(OpClass::Read, &rel("secretsx/a"), EntryKind::File);
+            assert_eq!(d.rule, "all", "{form}: a sibling with a longer name");
+        }
+        let pol = with_deny("a//b");
+        assert_eq!(
+            pol.decide(OpClass::Write, &rel("a/b/c"), EntryKind::File)
+                .rule,
+            "no"
+        );
+        // The trace shows the glob as written.
+        assert_eq!(pol.rules()[1].globs, vec!["a//b".to_string()]);
+    }
+
+    #[test]
+    fn denies_fold_case_and_allows_do_not() {
+        let text = "version = 1\n\
+[[rule]]\nid = \"src\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"src/**\", \"infra/**\"]\n\
+[[rule]]\nid = \"no-prod\"\neffect = \"deny\"\nops = [\"write\"]\npaths = [\"infra/prod/**\"]\n";
+        let pol = Policy::from_toml(text, "t").unwrap();
+        for p in [
+            "infra/PROD/main.tf",
+            "INFRA/prod/main.tf",
+            "infra/prod/main.tf",
+        ] {
+            let d = pol.decide(OpClass::Write, &rel(p), EntryKind::File);
+            assert_eq!(d.rule, "no-prod", "{p}");
+        }
+        let d = pol.decide(OpClass::Write, &rel("infra/dev/main.tf"), EntryKind::File);
+        assert_eq!(d.rule, "src");
+        let d = pol.decide(OpClass::Read, &rel("SRC/x"), EntryKind::File);
+        assert_eq!(
+            d.rule,
+            crate::policy::DEFAULT_DENY,
+            "an allow does not fold case"
+        );
+        assert!(
+            pol.decide(OpClass::Read, &rel("src/x"), EntryKind::File)
+                .allowed()
+        );
+    }
+
+    #[test]
+    fn size_bounds_must_leave_room() {
+        let text = "version = 1\n[[rule]]\nid = \"r\"\neffect = \"deny\"\nops = [\"write\"]\npaths = [\"**\"]\nmin_size = 10\nmax_size = 5\n";
+        match Policy::from_toml(text, "t") {
+            Err(PolicyError::Invalid { key, line, .. }) => {
+                assert_eq!((key.as_str(), line), ("rule[0].min_size", 7));
+            }
+            other => panic!("{:?}", other.err()),
+        }
     }
 
     #[test]

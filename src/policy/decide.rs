@@ -52,10 +52,42 @@ pub struct TraceStep {
     pub note: String,
 }
 
+/// What the caller knows about a path besides its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathFacts {
+    /// File, directory, or not known yet.
+    pub kind: EntryKind,
+    /// A file's size in bytes (for a write, the larger of its current and new size);
+    /// None before it is known: rules with a size condition are then deferred (an
+    /// allow's condition counts as met, a deny does not apply yet), and the caller
+    /// decides again once it knows the size.
+    pub size: Option<u64>,
+}
+
+impl PathFacts {
+    /// `kind`, size unknown.
+    pub fn kind(kind: EntryKind) -> PathFacts {
+        PathFacts { kind, size: None }
+    }
+
+    /// A file of `size` bytes.
+    pub fn file(size: u64) -> PathFacts {
+        PathFacts {
+            kind: EntryKind::File,
+            size: Some(size),
+        }
+    }
+}
+
 impl Policy {
     /// Decides `op` on `path`. Pure: no filesystem access.
     pub fn decide(&self, op: OpClass, path: &RelPath, kind: EntryKind) -> Decision<'_> {
-        self.evaluate(op, path, kind, None)
+        self.evaluate(op, path, &PathFacts::kind(kind), None)
+    }
+
+    /// Decides `op` on `path`, knowing `facts` (the size, for size conditions).
+    pub fn decide_with(&self, op: OpClass, path: &RelPath, facts: &PathFacts) -> Decision<'_> {
+        self.evaluate(op, path, facts, None)
     }
 
     /// Decides, and returns every rule considered in evaluation order.
@@ -63,18 +95,18 @@ impl Policy {
         &self,
         op: OpClass,
         path: &RelPath,
-        kind: EntryKind,
+        facts: &PathFacts,
     ) -> (Decision<'_>, Vec<TraceStep>) {
         let mut trace = Vec::new();
-        let d = self.evaluate(op, path, kind, Some(&mut trace));
+        let d = self.evaluate(op, path, facts, Some(&mut trace));
         (d, trace)
     }
 
-    fn evaluate(
+    pub(super) fn evaluate(
         &self,
         op: OpClass,
         path: &RelPath,
-        kind: EntryKind,
+        facts: &PathFacts,
         mut trace: Option<&mut Vec<TraceStep>>,
     ) -> Decision<'_> {
         // 0. The fixed floor: fsgate's own files, whatever the rules say.
@@ -126,13 +158,13 @@ impl Policy {
         // 2. Deny rules, then 3. allow rules, each in file order.
         for effect in [Effect::Deny, Effect::Allow] {
             for rule in self.rules.iter().filter(|r| r.effect == effect) {
-                let miss = rule_misses(rule, op, path, kind);
+                let miss = rule_misses(rule, op, path, facts);
                 if let Some(t) = trace.as_deref_mut() {
                     t.push(TraceStep {
                         rule: rule.id.clone(),
                         effect,
                         matched: miss.is_none(),
-                        note: note(rule, op, miss),
+                        note: note(rule, op, facts, miss),
                     });
                 }
                 if miss.is_none() {
@@ -183,10 +215,13 @@ enum Miss {
     Paths,
     /// The file's extension is not listed.
     Extension,
+    /// The size condition is not met (or, for a deny, the size is not known yet).
+    Size,
 }
 
 /// None if `rule` applies to `op` on `path`, else why not.
-fn rule_misses(rule: &Rule, op: OpClass, path: &RelPath, kind: EntryKind) -> Option<Miss> {
+fn rule_misses(rule: &Rule, op: OpClass, path: &RelPath, facts: &PathFacts) -> Option<Miss> {
+    let kind = facts.kind;
     if !rule.ops[op as usize] {
         return Some(Miss::Op);
     }
@@ -214,13 +249,35 @@ fn rule_misses(rule: &Rule, op: OpClass, path: &RelPath, kind: EntryKind) -> Opt
             return Some(Miss::Extension);
         }
     }
+    if !size_applies(rule, facts) {
+        return Some(Miss::Size);
+    }
     None
 }
 
+/// Whether `rule`'s size condition (if any) holds. Directories never meet one; an
+/// unknown size defers it: an allow's counts as met, a deny's as not (yet).
+fn size_applies(rule: &Rule, facts: &PathFacts) -> bool {
+    if rule.min_size.is_none() && rule.max_size.is_none() {
+        return true;
+    }
+    match (facts.kind, facts.size) {
+        (EntryKind::Dir, _) => false,
+        (_, Some(s)) => {
+            rule.min_size.is_none_or(|m| s >= m) && rule.max_size.is_none_or(|m| s <= m)
+        }
+        (_, None) => rule.effect == Effect::Allow,
+    }
+}
+
 /// The trace note for `rule` on `op`, for `explain`.
-fn note(rule: &Rule, op: OpClass, miss: Option<Miss>) -> String {
+fn note(rule: &Rule, op: OpClass, facts: &PathFacts, miss: Option<Miss>) -> String {
     match miss {
+        None if facts.size.is_none() && has_size(rule) => {
+            "matches (its size condition is judged once the size is known)".into()
+        }
         None => "matches".into(),
+        Some(Miss::Size) => size_note(rule, facts),
         Some(Miss::Op) => format!("does not cover {}", op.as_str()),
         Some(Miss::Paths) => format!("paths {:?} do not match", rule.globs),
         Some(Miss::Extension) => {
@@ -229,6 +286,24 @@ fn note(rule: &Rule, op: OpClass, miss: Option<Miss>) -> String {
                 rule.extensions.as_deref().unwrap_or_default()
             )
         }
+    }
+}
+
+fn has_size(rule: &Rule) -> bool {
+    rule.min_size.is_some() || rule.max_size.is_some()
+}
+
+/// Why a size condition did not apply.
+fn size_note(rule: &Rule, facts: &PathFacts) -> String {
+    let cond = match (rule.min_size, rule.max_size) {
+        (Some(a), Some(b)) => format!("{a}..={b} bytes"),
+        (Some(a), None) => format!(">= {a} bytes"),
+        (None, b) => format!("<= {} bytes", b.unwrap_or(u64::MAX)),
+    };
+    match (facts.kind, facts.size) {
+        (EntryKind::Dir, _) => format!("size condition ({cond}) applies to files only"),
+        (_, Some(s)) => format!("size {s} not {cond}"),
+        (_, None) => format!("size not known yet; applies once it is ({cond})"),
     }
 }
 

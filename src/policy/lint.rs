@@ -425,13 +425,16 @@ fn prevalidate(raw: &RawPolicy, sink: &mut Sink<'_>) {
         }
     }
     for t in &raw.tests {
-        if OpClass::parse(t.op.get_ref()).is_none() {
+        if super::Access::parse(t.op.get_ref()).is_none() {
             sink.at(
                 sink.pos(t.op.span().start),
                 Severity::Error,
                 "invalid-test",
-                format!("[[test]] op `{}` is not an operation class", t.op.get_ref()),
-                "use read, write, delete or list",
+                format!(
+                    "[[test]] op `{}` is not an operation class or gateway operation",
+                    t.op.get_ref()
+                ),
+                "use read, write, delete, list, stat, ls, glob, tree, grep, edit, mkdir or rm",
             );
         }
     }

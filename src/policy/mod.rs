@@ -3,6 +3,7 @@
 //!
 //! Deny wins over allow; nothing matched means deny (`default-deny`).
 
+mod access;
 pub mod cli;
 mod compile;
 pub mod content;
@@ -22,9 +23,10 @@ use globset::GlobSet;
 use regex::RegexSet;
 use sha2::{Digest, Sha256};
 
+pub use access::{ACCESS_NAMES, Access, AccessStep};
 pub use compile::{BUILTIN_SECRETS, DEFAULT_LIMITS};
 pub use content::{ContentHit, ContentScanner};
-pub use decide::{Decision, EntryKind, TraceStep};
+pub use decide::{Decision, EntryKind, PathFacts, TraceStep};
 pub use raw::{BinaryMode, Effect, RawPolicy};
 
 /// The text of the built-in default policy (`policies/default.toml`).
@@ -130,6 +132,10 @@ pub struct Rule {
     bases: Vec<crate::path::RelPath>,
     /// Lowercased extensions the rule is limited to.
     pub extensions: Option<Vec<String>>,
+    /// Files of at least this many bytes only.
+    pub min_size: Option<u64>,
+    /// Files of at most this many bytes only.
+    pub max_size: Option<u64>,
     /// Human explanation.
     pub reason: Option<String>,
     /// Line of the rule's `id` in the source.

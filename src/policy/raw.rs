@@ -146,6 +146,15 @@ pub struct RawRule {
     /// File extensions (without the dot, case-insensitive) the rule is limited to.
     #[serde(default)]
     pub extensions: Option<Vec<String>>,
+    /// Applies only to files of at least this many bytes (for a write, the larger of the
+    /// file's current size and its new size). Directories never match a size condition.
+    #[serde(default)]
+    #[schemars(with = "Option<u64>")]
+    pub min_size: Option<Spanned<u64>>,
+    /// Applies only to files of at most this many bytes (as `min_size`).
+    #[serde(default)]
+    #[schemars(with = "Option<u64>")]
+    pub max_size: Option<Spanned<u64>>,
     /// Human explanation, shown in refusals.
     #[serde(default)]
     pub reason: Option<String>,
@@ -155,7 +164,8 @@ pub struct RawRule {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTest {
-    /// Operation class: read, write, delete or list.
+    /// An operation class (read, write, delete, list) or a gateway operation (stat, ls,
+    /// glob, tree, grep, edit, mkdir, rm), decided as the gateway decides it.
     #[schemars(with = "TestOp")]
     pub op: Spanned<String>,
     /// Workspace-relative path.
@@ -171,6 +181,10 @@ pub struct RawTest {
     /// Whether the path is a directory (default: a file).
     #[serde(default)]
     pub dir: bool,
+    /// The file's size in bytes, for rules with `min_size` / `max_size` (default:
+    /// unknown, and size-conditioned rules are judged as before the size is known).
+    #[serde(default)]
+    pub size: Option<u64>,
 }
 
 /// An operation class as written in a rule's `ops` (schema only; parsed in `compile`).
@@ -191,7 +205,7 @@ pub enum RuleOp {
     All,
 }
 
-/// An operation class as written in a `[[test]]` (schema only).
+/// An operation as written in a `[[test]]` (schema only; parsed by `Access::parse`).
 #[derive(JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[allow(dead_code)]
@@ -204,6 +218,23 @@ pub enum TestOp {
     Delete,
     /// Seeing names and metadata.
     List,
+    /// Metadata of the path: `list` on it.
+    Stat,
+    /// The path appears in its parent's listing: `list` on the parent and on it.
+    Ls,
+    /// The path appears in a glob from the root: `list` on it and its ancestors.
+    Glob,
+    /// The path appears in a directory tree from the root: as `glob`.
+    Tree,
+    /// The file's lines can appear in search results: `list` on its ancestors, `list`
+    /// and `read` on it, then the content rules.
+    Grep,
+    /// Edit the file: `write` (and `read`, for the text it replaces).
+    Edit,
+    /// Create the directory: `write` on it as a directory.
+    Mkdir,
+    /// Remove the path: `delete`.
+    Rm,
 }
 
 /// `[acp]`: what the proxy lets a hosted agent do besides file access.

@@ -3,7 +3,7 @@
 
 use super::compile::line_col;
 use super::raw::Effect;
-use super::{EntryKind, OpClass, Policy};
+use super::{Access, EntryKind, OpClass, PathFacts, Policy};
 use crate::path::RelPath;
 
 /// A decision including the content check: what the gateway does for one request.
@@ -26,7 +26,25 @@ pub fn decide_with_content(
     kind: EntryKind,
     content: Option<&[u8]>,
 ) -> FullDecision {
-    let d = policy.decide(op, path, kind);
+    decide_access_with_content(
+        policy,
+        Access::Class(op),
+        path,
+        &PathFacts::kind(kind),
+        content,
+    )
+}
+
+/// [`Policy::decide_access`], then the content rules on `content` for the operation's
+/// primary class (grep: read), as the gateway does.
+pub fn decide_access_with_content(
+    policy: &Policy,
+    op: Access,
+    path: &RelPath,
+    facts: &PathFacts,
+    content: Option<&[u8]>,
+) -> FullDecision {
+    let d = policy.decide_access(op, path, facts);
     let mut out = FullDecision {
         effect: d.effect,
         rule: d.rule.to_string(),
@@ -34,7 +52,7 @@ pub fn decide_with_content(
     };
     if out.effect == Effect::Allow
         && let (Some(text), Some(sc)) = (content, policy.content_scanner())
-        && sc.applies_to(op)
+        && sc.applies_to(op.primary())
         && let Some(hit) = sc.scan(path, text)
     {
         out = FullDecision {
@@ -90,6 +108,10 @@ pub struct TestRun {
     /// Rules of this policy (`[[rule]]`, custom secret patterns, inline content rules)
     /// that decided no case.
     pub uncovered: Vec<Uncovered>,
+    /// Every content rule in force (built-in, gitleaks and inline), `content:<id>`.
+    pub content_rules: Vec<String>,
+    /// Those that decided some case.
+    pub content_exercised: Vec<String>,
 }
 
 impl TestRun {
@@ -129,10 +151,11 @@ pub fn run_cases(policy: &Policy, src: &str) -> TestRun {
             passed: false,
             failure: None,
         };
-        let Some(op) = OpClass::parse(t.op.get_ref()) else {
+        let Some(op) = Access::parse(t.op.get_ref()) else {
             case.failure = Some(format!(
-                "unknown op `{}` (expected read, write, delete or list)",
-                t.op.get_ref()
+                "unknown op `{}` (expected one of {})",
+                t.op.get_ref(),
+                super::ACCESS_NAMES.join(", ")
             ));
             cases.push(case);
             continue;
@@ -150,11 +173,12 @@ pub fn run_cases(policy: &Policy, src: &str) -> TestRun {
         } else {
             EntryKind::File
         };
-        let got = decide_with_content(
+        let facts = PathFacts { kind, size: t.size };
+        let got = decide_access_with_content(
             policy,
             op,
             &path,
-            kind,
+            &facts,
             t.content.as_deref().map(str::as_bytes),
         );
         let effect_ok = got.effect == t.expect;
@@ -183,7 +207,21 @@ pub fn run_cases(policy: &Policy, src: &str) -> TestRun {
         .into_iter()
         .filter(|u| !decided.contains(u.rule.as_str()))
         .collect();
-    TestRun { cases, uncovered }
+    let content_rules: Vec<String> = policy
+        .content_scanner()
+        .map(|sc| sc.rule_ids().map(str::to_string).collect())
+        .unwrap_or_default();
+    let content_exercised = content_rules
+        .iter()
+        .filter(|id| decided.contains(id.as_str()))
+        .cloned()
+        .collect();
+    TestRun {
+        cases,
+        uncovered,
+        content_rules,
+        content_exercised,
+    }
 }
 
 /// The rules a policy author wrote (built-in secret names and content rules are fsgate's

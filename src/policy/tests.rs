@@ -191,7 +191,11 @@ fn load_errors_name_key_and_line() {
 #[test]
 fn explain_lists_rules_in_order() {
     let pol = Policy::from_toml(READONLY_SRC, "t").unwrap();
-    let (d, trace) = pol.explain(OpClass::Read, &p("src/a.rs"), EntryKind::File);
+    let (d, trace) = pol.explain(
+        OpClass::Read,
+        &p("src/a.rs"),
+        &PathFacts::kind(EntryKind::File),
+    );
     assert!(d.allowed());
     let ids: Vec<_> = trace.iter().map(|s| s.rule.as_str()).collect();
     let deny_pos = ids.iter().position(|r| *r == "no-generated").unwrap();

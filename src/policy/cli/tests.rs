@@ -248,3 +248,127 @@ fn schema_prints_the_committed_schema() {
     assert_eq!(code, EXIT_OK);
     assert_eq!(out, crate::policy::schema::schema_text());
 }
+
+/// `reports` list-only, `src` readable: the issue's case where explain and the gateway
+/// disagreed. `explain --op` decides gateway operations step by step.
+const LIST_ONLY: &str = r#"version = 1
+[[rule]]
+id = "list-reports"
+effect = "allow"
+ops = ["list"]
+paths = ["reports"]
+
+[[rule]]
+id = "big-read-only"
+effect = "deny"
+ops = ["write"]
+paths = ["**"]
+min_size = 1048577
+
+[[rule]]
+id = "src"
+effect = "allow"
+ops = ["read", "list", "write"]
+paths = ["src"]
+
+[[test]]
+op = "stat"
+path = "reports/lint.json"
+expect = "allow"
+rule = "list-reports"
+
+[[test]]
+op = "ls"
+path = "reports/lint.json"
+expect = "allow"
+rule = "list-reports"
+
+[[test]]
+op = "grep"
+path = "reports/lint.json"
+expect = "deny"
+rule = "default-deny"
+
+[[test]]
+op = "write"
+path = "src/big.bin"
+size = 2097152
+expect = "deny"
+rule = "big-read-only"
+
+[[test]]
+op = "write"
+path = "src/small.txt"
+size = 9
+expect = "allow"
+rule = "src"
+"#;
+
+#[test]
+fn explain_and_test_decide_gateway_operations_and_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "p.toml", LIST_ONLY);
+    let (code, out, _) = run_args(&["test", &f]);
+    assert_eq!((code, out.as_str()), (EXIT_OK, "5 passed, 0 failed\n"));
+
+    let (code, out, _) = run_args(&["explain", &f, "--op", "ls", "reports/lint.json"]);
+    assert_eq!(code, EXIT_OK);
+    assert!(
+        out.contains("step: list on reports (the directory listing it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("step: list on reports/lint.json (the path itself)"),
+        "{out}"
+    );
+    assert!(
+        out.trim_end().ends_with(
+            "decision: ALLOW by list-reports (allow rule `list-reports` covers list on this path)"
+        ),
+        "{out}"
+    );
+
+    let (_, out, _) = run_args(&["explain", &f, "--op", "grep", "--json", "reports/lint.json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["decision"]["effect"], "deny");
+    let steps = doc["steps"].as_array().unwrap();
+    let last = steps.last().unwrap();
+    assert_eq!(
+        (&last["class"], &last["path"]),
+        (&"read".into(), &"reports/lint.json".into())
+    );
+
+    let (_, out, _) = run_args(&["explain", &f, "--op", "write", "--size", "2097152", "src/a"]);
+    assert!(out.contains("DENY by big-read-only"), "{out}");
+    let (_, out, _) = run_args(&["explain", &f, "--op", "write", "src/a"]);
+    assert!(out.contains("ALLOW by src"), "{out}");
+    assert!(out.contains("size not known yet"), "{out}");
+}
+
+#[test]
+fn a_file_without_cases_fails_and_coverage_counts_content_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = write(
+        dir.path(),
+        "empty.toml",
+        "version = 1\n[[rule]]\nid = \"r\"\neffect = \"allow\"\nops = [\"read\"]\npaths = [\"**\"]\n",
+    );
+    let (code, out, err) = run_args(&["test", &empty]);
+    assert_eq!(code, EXIT_FINDINGS, "{out}");
+    assert!(
+        err.contains("no [[test]] cases, so nothing was tested"),
+        "{err}"
+    );
+    let text = "version = 1\n[content]\nbuiltin = false\n\
+[[content.rules]]\nid = \"k\"\nregex = 'KEY[0-9]{4}'\n\
+[[content.rules]]\nid = \"t\"\nregex = 'TOK[0-9]{4}'\n\
+[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"**\"]\n\
+[[test]]\nop = \"grep\"\npath = \"a.txt\"\ncontent = \"x KEY1234\"\nexpect = \"deny\"\nrule = \"content:k\"\n";
+    let f = write(dir.path(), "c.toml", text);
+    let (_, out, _) = run_args(&["test", &f, "--coverage"]);
+    assert!(
+        out.contains("content rules: 1 of 2 decided some test case: content:k"),
+        "{out}"
+    );
+    assert!(out.contains("uncovered: rule `content:t`"), "{out}");
+}

@@ -27,7 +27,7 @@ use tokio::sync::{broadcast, oneshot};
 use super::changes::{Change, ChangeKind, Coalescer};
 use crate::gateway::Gateway;
 use crate::path::RelPath;
-use crate::policy::{EntryKind, OpClass, Policy};
+use crate::policy::{Access, EntryKind, PathFacts, Policy};
 use crate::workspace::{FileKind, MAX_DEPTH, Visit, Walked, is_own_temp};
 
 /// Notices buffered per connection before a slow one starts losing them.
@@ -309,28 +309,16 @@ impl State {
     }
 }
 
-/// True if the policy lets a client see `change.path`: a file must be readable, a
-/// directory listable, and every directory above it listable (as for a listing).
+/// True if the policy lets a client see `change.path`: `list` on it and on every
+/// directory above it, decided as `explain --op tree` decides it (as for a listing).
 pub(crate) fn reportable(pol: &Policy, change: &Change) -> bool {
-    let own = if change.is_dir {
-        pol.decide(OpClass::List, &change.path, EntryKind::Dir)
+    let kind = if change.is_dir {
+        EntryKind::Dir
     } else {
-        pol.decide(OpClass::Read, &change.path, EntryKind::File)
+        EntryKind::File
     };
-    if !own.allowed() {
-        return false;
-    }
-    let mut up = change.path.parent();
-    while let Some(dir) = up {
-        if dir.is_root() {
-            break;
-        }
-        if !pol.decide(OpClass::List, &dir, EntryKind::Dir).allowed() {
-            return false;
-        }
-        up = dir.parent();
-    }
-    true
+    pol.decide_access(Access::Tree, &change.path, &PathFacts::kind(kind))
+        .allowed()
 }
 
 #[cfg(test)]
