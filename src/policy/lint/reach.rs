@@ -156,13 +156,12 @@ fn no_match(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) -> bo
         .into_iter()
         .filter(|c| *c != "." && !c.is_empty())
         .collect();
-    if !nul && reachable(alone, one, &meant.join("/")) {
+    // Nothing left is the workspace root: the whole tree, which `glob-form` explains.
+    if !nul && (meant.is_empty() || reachable(alone, one, &meant.join("/"))) {
         return false;
     }
     let what = if nul {
         "it has a NUL character, which no path component can hold".to_string()
-    } else if normal.is_empty() {
-        "nothing is left of it once read relative to the workspace root".to_string()
     } else if odd {
         "it has a `.` or empty component, which no normalised path has".to_string()
     } else {
