@@ -234,6 +234,12 @@ pub fn lint_text(
                     PolicyError::Invalid { key, line, message } => {
                         (sink.line_pos(*line), format!("{key}: {message}"))
                     }
+                    PolicyError::Located {
+                        key,
+                        line,
+                        col,
+                        message,
+                    } => ((*line, *col), format!("{key}: {message}")),
                     other => ((1, 1), other.to_string()),
                 };
                 sink.at(

@@ -5,6 +5,7 @@
 
 pub mod cli;
 mod compile;
+mod compose;
 pub mod content;
 mod decide;
 pub mod diff;
@@ -20,7 +21,6 @@ use std::path::Path;
 
 use globset::GlobSet;
 use regex::RegexSet;
-use sha2::{Digest, Sha256};
 
 pub use compile::{BUILTIN_SECRETS, DEFAULT_LIMITS};
 pub use content::{ContentHit, ContentScanner};
@@ -98,6 +98,20 @@ pub enum PolicyError {
         line: usize,
         message: String,
     },
+    /// Like `Invalid`, for a value whose column is known (a set reference, a waiver id).
+    #[error("{key} (line {line}, column {col}): {message}")]
+    Located {
+        key: String,
+        line: usize,
+        col: usize,
+        message: String,
+    },
+    /// An error in a policy this one `extends` (or in how it extends it).
+    #[error("{file}: {source}")]
+    InFile {
+        file: String,
+        source: Box<PolicyError>,
+    },
 }
 
 /// Size and content limits.
@@ -153,11 +167,20 @@ struct Secrets {
     set: RegexSet,
 }
 
+/// Built-in secret-name patterns waived by `disabled_patterns`: they no longer deny, but
+/// are still matched so that a decision can say a waiver let the path through.
+#[derive(Debug, Clone, Default)]
+struct Waivers {
+    patterns: Vec<SecretPattern>,
+    set: Option<RegexSet>,
+}
+
 /// A loaded, compiled policy. Immutable; share it behind an `Arc`.
 #[derive(Debug, Clone)]
 pub struct Policy {
     rules: Vec<Rule>,
     secrets: Secrets,
+    waivers: Waivers,
     limits: Limits,
     content: Option<ContentScanner>,
     /// `[agent]` in force (the older `[sandbox] agent_system_paths` folded in), checked.
@@ -165,6 +188,8 @@ pub struct Policy {
     raw: RawPolicy,
     sha256: String,
     origin: String,
+    /// The files an `extends` chain read, base first (empty: a single file).
+    bases: Vec<String>,
     /// Paths no policy can allow: fsgate's own audit log, backups and policy file when
     /// they lie inside the workspace. Set by the gateway at start-up.
     floor: floor::FixedFloor,
@@ -205,6 +230,9 @@ impl Policy {
             Some(base.unwrap_or(Path::new("."))),
         )?;
         compile::check_agent_policy_file(policy.agent(), path, &text)?;
+        for base in &policy.bases {
+            compile::check_agent_policy_file(policy.agent(), Path::new(base), &text)?;
+        }
         Ok(policy)
     }
 
@@ -227,16 +255,19 @@ impl Policy {
             origin: origin.to_string(),
             message: describe_toml_error(&e, text),
         })?;
-        let compiled = compile::compile(&raw, text, base)?;
+        let built = compose::build(raw, text, origin, base)?;
+        let compiled = built.compiled;
         Ok(Policy {
             rules: compiled.rules,
             secrets: compiled.secrets,
+            waivers: compiled.waivers,
             limits: compiled.limits,
             content: compiled.content,
             agent: compiled.agent,
-            raw,
-            sha256: hex::encode(Sha256::digest(text.as_bytes())),
+            raw: built.raw,
+            sha256: built.sha256,
             origin: origin.to_string(),
+            bases: built.bases,
             floor: floor::FixedFloor::default(),
         })
     }
@@ -266,6 +297,16 @@ impl Policy {
         &self.secrets.patterns
     }
 
+    /// The built-in secret-name patterns waived by `[secrets] disabled_patterns`.
+    pub fn waived_patterns(&self) -> &[SecretPattern] {
+        &self.waivers.patterns
+    }
+
+    /// The base files an `extends` chain read, base first (empty for a single file).
+    pub fn bases(&self) -> &[String] {
+        &self.bases
+    }
+
     /// The secret content rules, if the policy has a `[content]` section. The gateway
     /// scans read and written bytes with it when [`ContentScanner::applies_to`] the op;
     /// a hit refuses with the rule id `content:<id>`.
@@ -284,7 +325,8 @@ impl Policy {
         &self.raw
     }
 
-    /// SHA-256 of the policy text (hex): names the policy in audit records.
+    /// SHA-256 (hex) of the policy text, or of every text of an `extends` chain (base
+    /// first, each followed by a NUL byte): names the policy in audit records.
     pub fn sha256(&self) -> &str {
         &self.sha256
     }
