@@ -423,7 +423,8 @@ fn uncovered(rule: &Rule, base_allows: &[Rule]) -> Option<String> {
 
 /// Ok if `p` allows nothing `b` does not: both allow, `p`'s ops and extensions are among
 /// `b`'s, and every glob of `p` starts with a literal directory `b` already covers (a glob
-/// covers its match's subtree, so `b` then covers everything the glob can reach).
+/// covers its match's subtree, so `b` then covers everything the glob can reach), or
+/// has a wildcard after it and `b` has the glob `<directory>/**`.
 pub(crate) fn narrower(p: &Rule, b: &Rule) -> Result<(), String> {
     if p.effect != Effect::Allow || b.effect != Effect::Allow {
         return Err("only an allow rule can narrow an allow rule".into());
@@ -459,7 +460,13 @@ pub(crate) fn narrower(p: &Rule, b: &Rule) -> Result<(), String> {
                 "glob `{glob}` has no literal directory to start from"
             ));
         }
-        if !bset.is_match(base.as_str()) {
+        // `src/**` matches what lies beneath `src`, not `src`: a glob with a wildcard
+        // after its literal directory reaches only beneath it too.
+        let beneath = glob.contains(['*', '?', '[', '{', '\\'])
+            && b.globs
+                .iter()
+                .any(|g| g.trim_matches('/') == format!("{base}/**"));
+        if !beneath && !bset.is_match(base.as_str()) {
             return Err(format!(
                 "glob `{glob}` reaches beyond the base rule's paths {:?}",
                 b.globs

@@ -311,11 +311,19 @@ fn a_new_allow_rule_must_lie_inside_a_base_allow() {
         "{e}"
     );
     assert!(e.contains("base.toml"), "{e}");
-    // Listing `docs` is allowed by the base, listing `src` too: `src/a/**` is covered.
-    extend(&project(
-        "[[rule]]\nid = \"a\"\neffect = \"allow\"\nops = [\"list\"]\npaths = [\"src/a/**\"]\n",
-    ))
-    .unwrap_or_else(|e| panic!("{e}"));
+    // Listing `docs` is allowed by the base, listing `src` too: `src/a/**` is covered,
+    // and so are `src/**` itself and `src/**/*.rs` (beneath `src`, like the base's).
+    for paths in ["\"src/a/**\"", "\"src/**\"", "\"src/**/*.rs\", \"docs/x\""] {
+        extend(&project(&format!(
+            "[[rule]]\nid = \"a\"\neffect = \"allow\"\nops = [\"list\"]\npaths = [{paths}]\n"
+        )))
+        .unwrap_or_else(|e| panic!("{paths}: {e}"));
+    }
+    // `src` itself is not beneath `src`: the base never allowed reading it as a file.
+    let e = refused(&project(
+        "[[rule]]\nid = \"a\"\neffect = \"allow\"\nops = [\"read\"]\npaths = [\"src\"]\n",
+    ));
+    assert!(e.contains("reaches beyond"), "{e}");
 }
 
 #[test]
