@@ -447,6 +447,8 @@ pub(crate) fn narrower(p: &Rule, b: &Rule) -> Result<(), String> {
             return Err(format!("it matches extensions beyond {be:?}"));
         }
     }
+    // Rules with size conditions (`min_size`/`max_size`) must also keep `p`'s range
+    // within `b`'s: a replacement without one would reach files `b` never allowed.
     let Some(bset) = &b.paths else {
         return Ok(());
     };
