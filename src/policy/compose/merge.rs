@@ -22,8 +22,8 @@ pub(crate) struct Merged {
     builtin: bool,
     limits: Limits,
     content: Option<ContentScanner>,
-    /// The text and directory `[content]` compiles against (the file naming the
-    /// gitleaks config, if any).
+    /// The text and directory `[content]` compiles against: the first file of the chain
+    /// with a `[content]` section (only it may name a gitleaks config).
     content_from: (String, Option<PathBuf>),
     /// The nearest base, for messages.
     origin: String,
@@ -351,11 +351,12 @@ impl Merged {
                 "an allowlist here would let content through the base's content rules; add allowlists to the base".into(),
             ));
         }
-        if b.gitleaks_config.is_some() && p.gitleaks_config.is_some() {
+        // A gitleaks file's global allowlists would apply to the base's rules too.
+        if p.gitleaks_config.is_some() {
             return Err(self.refuse(
                 "content.gitleaks_config",
                 line("gitleaks_config"),
-                "the base names a gitleaks config already; one file of a chain may name one".into(),
+                "a gitleaks config here could allowlist content the base's rules refuse; name it in the base".into(),
             ));
         }
         Ok(())
@@ -369,7 +370,7 @@ impl Merged {
         let Some(p) = &layer.raw.content else {
             return Ok(());
         };
-        if p.gitleaks_config.is_some() || self.raw.content.is_none() {
+        if self.raw.content.is_none() {
             self.content_from = (layer.text.clone(), layer.dir.clone());
         }
         let Some(b) = self.raw.content.take() else {
@@ -381,7 +382,7 @@ impl Merged {
         disabled.extend(p.disabled_rules.iter().cloned());
         let merged = RawContent {
             builtin: b.builtin || p.builtin,
-            gitleaks_config: b.gitleaks_config.or_else(|| p.gitleaks_config.clone()),
+            gitleaks_config: b.gitleaks_config,
             disabled_rules: disabled,
             ops: match (b.ops, &p.ops) {
                 (Some(mut x), Some(y)) => {

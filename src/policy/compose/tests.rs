@@ -355,6 +355,10 @@ fn limits_sections_secrets_and_content_cannot_loosen_the_base() {
             "[content]\n[[content.allowlists]]\npaths = ['''x''']\n",
             "an allowlist here",
         ),
+        (
+            "[content]\ngitleaks_config = \"g.toml\"\n",
+            "a gitleaks config here",
+        ),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let base = format!("{BASE}\n[audit]\nfsync = \"always\"\n[content]\n");
