@@ -36,6 +36,8 @@ pub(crate) struct Built {
     pub sha256: String,
     /// The base files read, base first.
     pub bases: Vec<String>,
+    /// The rules a base file wrote: (rule id, file).
+    pub inherited: Vec<(String, String)>,
 }
 
 /// Expands sets, follows `extends`, compiles every file and merges them.
@@ -56,6 +58,7 @@ pub(crate) fn build(
             raw,
             sha256: hex::encode(Sha256::digest(text.as_bytes())),
             bases: Vec::new(),
+            inherited: Vec::new(),
         });
     }
     let top = Layer {
@@ -91,7 +94,7 @@ pub(crate) fn build(
             Some(base) => base.extend(layer).map_err(named)?,
         });
     }
-    let (compiled, raw) = merged
+    let (compiled, raw, inherited) = merged
         .ok_or_else(|| PolicyError::Invalid {
             key: "extends".into(),
             line: 0,
@@ -103,6 +106,7 @@ pub(crate) fn build(
         raw,
         sha256,
         bases,
+        inherited,
     })
 }
 

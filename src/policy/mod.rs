@@ -190,6 +190,8 @@ pub struct Policy {
     origin: String,
     /// The files an `extends` chain read, base first (empty: a single file).
     bases: Vec<String>,
+    /// Rules written by a base file: (rule id, file).
+    inherited: Vec<(String, String)>,
     /// Paths no policy can allow: fsgate's own audit log, backups and policy file when
     /// they lie inside the workspace. Set by the gateway at start-up.
     floor: floor::FixedFloor,
@@ -268,6 +270,7 @@ impl Policy {
             sha256: built.sha256,
             origin: origin.to_string(),
             bases: built.bases,
+            inherited: built.inherited,
             floor: floor::FixedFloor::default(),
         })
     }
@@ -305,6 +308,15 @@ impl Policy {
     /// The base files an `extends` chain read, base first (empty for a single file).
     pub fn bases(&self) -> &[String] {
         &self.bases
+    }
+
+    /// The base file a rule comes from, when an `extends` chain merged it in (its
+    /// `line` is a line of that file); `None` for the policy's own rules.
+    pub fn rule_origin(&self, id: &str) -> Option<&str> {
+        self.inherited
+            .iter()
+            .find(|(rule, _)| rule == id)
+            .map(|(_, file)| file.as_str())
     }
 
     /// The secret content rules, if the policy has a `[content]` section. The gateway

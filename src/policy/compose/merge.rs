@@ -17,6 +17,8 @@ pub(crate) struct Merged {
     rules: Vec<Rule>,
     /// Per rule: `overridable = true` in the chain's root file.
     overridable: Vec<bool>,
+    /// Per rule: the file it comes from.
+    files: Vec<String>,
     secrets: Vec<SecretPattern>,
     waivers: Vec<SecretPattern>,
     builtin: bool,
@@ -35,7 +37,9 @@ impl Merged {
     pub(crate) fn root(layer: Layer) -> Result<Merged, PolicyError> {
         let c = compile::compile(&layer.raw, &layer.text, layer.dir.as_deref())?;
         let overridable = layer.raw.rules.iter().map(|r| r.overridable).collect();
+        let files = vec![layer.origin.clone(); c.rules.len()];
         Ok(Merged {
+            files,
             builtin: layer.raw.secrets.builtin_on(),
             raw: layer.raw,
             rules: c.rules,
@@ -81,8 +85,17 @@ impl Merged {
         Ok(self)
     }
 
-    /// The compiled policy and the merged file.
-    pub(crate) fn finish(mut self) -> Result<(Compiled, RawPolicy), PolicyError> {
+    /// The compiled policy, the merged file, and the rules a base file wrote (id, file).
+    pub(crate) fn finish(
+        mut self,
+    ) -> Result<(Compiled, RawPolicy, Vec<(String, String)>), PolicyError> {
+        let inherited = self
+            .rules
+            .iter()
+            .zip(&self.files)
+            .filter(|(_, f)| **f != self.origin)
+            .map(|(r, f)| (r.id.clone(), f.clone()))
+            .collect();
         self.raw.secrets.builtin = Some(self.builtin);
         let agent = compile::agent_section(&self.raw, self.dir.as_deref()).map_err(|errs| {
             PolicyError::Invalid {
@@ -99,7 +112,7 @@ impl Merged {
             content: self.content,
             agent,
         };
-        Ok((compiled, self.raw))
+        Ok((compiled, self.raw, inherited))
     }
 
     fn refuse(&self, key: impl Into<String>, line: usize, message: String) -> PolicyError {
@@ -162,11 +175,13 @@ impl Merged {
                     self.rules[at] = rule;
                     self.raw.rules[at] = raw.clone();
                     self.overridable[at] = false;
+                    self.files[at] = layer.origin.clone();
                 }
                 None => {
                     self.rules.push(rule);
                     self.raw.rules.push(raw.clone());
                     self.overridable.push(false);
+                    self.files.push(layer.origin.clone());
                 }
             }
         }

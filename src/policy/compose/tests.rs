@@ -239,6 +239,11 @@ expect = "deny"
     assert_eq!(rule_of(&pol, OpClass::Read, "infra/x"), "infra-write");
     assert_eq!(rule_of(&pol, OpClass::Write, "infra/x"), "no-infra");
     assert_eq!(pol.raw().tests.len(), 1, "the project's own cases");
+    assert!(
+        pol.rule_origin("no-infra")
+            .is_some_and(|f| f.ends_with("base.toml"))
+    );
+    assert_eq!(pol.rule_origin("no-src-gen"), None);
     assert_eq!(pol.bases().len(), 1);
     assert_eq!(pol.limits().max_write_bytes, 1_000_000);
 }
@@ -268,6 +273,7 @@ paths = ["**"]
     assert_eq!(rule_of(&pol, OpClass::Read, "src/app/a.rs"), "src");
     assert_eq!(rule_of(&pol, OpClass::Write, "infra/a"), "no-infra");
     assert_eq!(pol.rules().len(), 3);
+    assert_eq!(pol.rule_origin("src"), None, "replaced by the project");
     assert_eq!(pol.limits().max_write_bytes, 500);
 }
 
