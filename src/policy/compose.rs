@@ -28,6 +28,9 @@ pub(crate) struct Layer {
     pub dir: Option<PathBuf>,
 }
 
+/// Rules a base file wrote: (rule id, file).
+pub(crate) type Inherited = Vec<(String, String)>;
+
 /// A compiled policy and what it was built from.
 pub(crate) struct Built {
     pub compiled: Compiled,
@@ -36,8 +39,7 @@ pub(crate) struct Built {
     pub sha256: String,
     /// The base files read, base first.
     pub bases: Vec<String>,
-    /// The rules a base file wrote: (rule id, file).
-    pub inherited: Vec<(String, String)>,
+    pub inherited: Inherited,
 }
 
 /// Expands sets, follows `extends`, compiles every file and merges them.

@@ -86,9 +86,7 @@ impl Merged {
     }
 
     /// The compiled policy, the merged file, and the rules a base file wrote (id, file).
-    pub(crate) fn finish(
-        mut self,
-    ) -> Result<(Compiled, RawPolicy, Vec<(String, String)>), PolicyError> {
+    pub(crate) fn finish(mut self) -> Result<(Compiled, RawPolicy, super::Inherited), PolicyError> {
         let inherited = self
             .rules
             .iter()
