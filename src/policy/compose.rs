@@ -40,6 +40,8 @@ pub(crate) struct Built {
     /// The base files read, base first.
     pub bases: Vec<String>,
     pub inherited: Inherited,
+    /// The sets each rule's `paths` named: (rule id, set name), in order.
+    pub set_refs: Vec<(String, String)>,
 }
 
 /// Expands sets, follows `extends`, compiles every file and merges them.
@@ -53,7 +55,7 @@ pub(crate) fn build(
     dir: Option<&Path>,
 ) -> Result<Built, PolicyError> {
     if raw.extends.is_none() {
-        expand_sets(&mut raw, text, &BTreeMap::new())?;
+        let set_refs = expand_sets(&mut raw, text, &BTreeMap::new())?;
         let compiled = compile::compile(&raw, text, dir)?;
         return Ok(Built {
             compiled,
@@ -61,6 +63,7 @@ pub(crate) fn build(
             sha256: hex::encode(Sha256::digest(text.as_bytes())),
             bases: Vec::new(),
             inherited: Vec::new(),
+            set_refs,
         });
     }
     let top = Layer {
@@ -74,6 +77,7 @@ pub(crate) fn build(
     let last = layers.len() - 1;
     let bases = layers[..last].iter().map(|l| l.origin.clone()).collect();
     let mut sets: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut set_refs = Vec::new();
     let mut merged: Option<merge::Merged> = None;
     for (k, mut layer) in layers.into_iter().enumerate() {
         let file = layer.origin.clone();
@@ -84,7 +88,10 @@ pub(crate) fn build(
                 source: Box::new(e),
             },
         };
-        expand_sets(&mut layer.raw, &layer.text, &sets).map_err(named)?;
+        let refs = expand_sets(&mut layer.raw, &layer.text, &sets).map_err(named)?;
+        // A rule of this file replaces the base's rule of the same id, sets and all.
+        set_refs.retain(|(id, _)| !layer.raw.rules.iter().any(|r| r.id.get_ref() == id));
+        set_refs.extend(refs);
         for (name, globs) in &layer.raw.sets {
             sets.insert(
                 name.clone(),
@@ -109,6 +116,7 @@ pub(crate) fn build(
         sha256,
         bases,
         inherited,
+        set_refs,
     })
 }
 
@@ -186,13 +194,14 @@ fn chain_sha256(layers: &[Layer]) -> String {
 
 /// Replaces every `"@name"` entry of a rule's `paths` by the set's globs, keeping the
 /// entry's position so that errors in them point at `@name`. `inherited`: the sets of
-/// the files this one extends.
+/// the files this one extends. Returns the (rule id, set name) pairs expanded.
 pub(crate) fn expand_sets(
     raw: &mut RawPolicy,
     src: &str,
     inherited: &BTreeMap<String, Vec<String>>,
-) -> Result<(), PolicyError> {
+) -> Result<Vec<(String, String)>, PolicyError> {
     check_sets(raw, src, inherited)?;
+    let mut refs = Vec::new();
     for (i, rule) in raw.rules.iter_mut().enumerate() {
         if !rule.paths.iter().any(|p| p.get_ref().starts_with('@')) {
             continue;
@@ -218,10 +227,11 @@ pub(crate) fn expand_sets(
                 },
             };
             out.extend(globs.into_iter().map(|g| Spanned::new(entry.span(), g)));
+            refs.push((rule.id.get_ref().trim().to_string(), name.to_string()));
         }
         rule.paths = out;
     }
-    Ok(())
+    Ok(refs)
 }
 
 /// A set is a non-empty list of globs; it names no other set and does not redefine a set

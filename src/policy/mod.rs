@@ -192,6 +192,8 @@ pub struct Policy {
     bases: Vec<String>,
     /// Rules written by a base file: (rule id, file).
     inherited: Vec<(String, String)>,
+    /// Sets named in rules' `paths`: (rule id, set name).
+    set_refs: Vec<(String, String)>,
     /// Paths no policy can allow: fsgate's own audit log, backups and policy file when
     /// they lie inside the workspace. Set by the gateway at start-up.
     floor: floor::FixedFloor,
@@ -271,6 +273,7 @@ impl Policy {
             origin: origin.to_string(),
             bases: built.bases,
             inherited: built.inherited,
+            set_refs: built.set_refs,
             floor: floor::FixedFloor::default(),
         })
     }
@@ -317,6 +320,15 @@ impl Policy {
             .iter()
             .find(|(rule, _)| rule == id)
             .map(|(_, file)| file.as_str())
+    }
+
+    /// The `[sets]` a rule's `paths` named (`"@infra"` -> `infra`), in order: its
+    /// `globs` hold the sets' globs, expanded.
+    pub fn rule_sets(&self, id: &str) -> impl Iterator<Item = &str> {
+        self.set_refs
+            .iter()
+            .filter(move |(rule, _)| rule == id)
+            .map(|(_, set)| set.as_str())
     }
 
     /// The secret content rules, if the policy has a `[content]` section. The gateway

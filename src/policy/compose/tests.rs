@@ -55,6 +55,8 @@ fn a_set_expands_where_it_is_named_and_an_unused_set_is_fine() {
         pol.rules()[0].globs,
         vec!["infra/**".to_string(), "terraform".to_string()]
     );
+    assert_eq!(pol.rule_sets("no-infra").collect::<Vec<_>>(), ["infra"]);
+    assert_eq!(pol.rule_sets("all").count(), 0);
 }
 
 #[test]
@@ -506,6 +508,11 @@ fn a_project_uses_the_base_s_sets_but_cannot_redefine_them() {
     ))
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(rule_of(&pol, OpClass::Read, "infra/a"), "no-infra-read");
+    assert_eq!(pol.rule_sets("no-infra").collect::<Vec<_>>(), ["infra"]);
+    assert_eq!(
+        pol.rule_sets("no-infra-read").collect::<Vec<_>>(),
+        ["infra"]
+    );
     let e = refused(&project("[sets]\ninfra = [\"x\"]\n"));
     assert!(e.contains("defined by the base"), "{e}");
 }
