@@ -516,3 +516,35 @@ fn a_project_uses_the_base_s_sets_but_cannot_redefine_them() {
     let e = refused(&project("[sets]\ninfra = [\"x\"]\n"));
     assert!(e.contains("defined by the base"), "{e}");
 }
+
+#[test]
+fn secrets_and_content_rules_add_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = format!("{BASE}\n[content]\nops = [\"read\"]\n");
+    std::fs::write(dir.path().join("base.toml"), base).expect("base");
+    let path = dir.path().join("project.toml");
+    let rest = r#"
+[secrets]
+patterns = [{ id = "tfstate", regex = '\.tfstate$' }]
+
+[content]
+builtin = true
+ops = ["write"]
+
+[[content.rules]]
+id = "internal-token"
+regex = 'itok_[a-z0-9]{16}'
+"#;
+    std::fs::write(&path, project(rest)).expect("project");
+    let pol = Policy::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        rule_of(&pol, OpClass::Read, "src/x.tfstate"),
+        "secrets:tfstate"
+    );
+    assert_eq!(rule_of(&pol, OpClass::Read, "src/.env"), "secrets:dotenv");
+    let sc = pol.content_scanner().expect("content rules");
+    let ids: Vec<&str> = sc.rule_ids().collect();
+    assert!(ids.contains(&"content:private-key"), "{ids:?}");
+    assert!(ids.contains(&"content:internal-token"), "{ids:?}");
+    assert!(sc.applies_to(OpClass::Read) && sc.applies_to(OpClass::Write));
+}
