@@ -36,6 +36,8 @@ mod escape_output;
 mod policy_custom;
 // Secret content rules, the fixed floor and SIGHUP reload in the running gateway.
 mod policy_runtime;
+// extends and disabled_patterns in the running gateway, over MCP.
+mod policy_compose;
 // Command line: help text, invalid policies and workspaces refuse to start.
 mod cli;
 // Where the audit log and backups are: told at start, found again by --workspace.

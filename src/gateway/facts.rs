@@ -27,6 +27,8 @@ pub struct Facts {
     pub rule: Option<String>,
     /// Why.
     pub reason: Option<String>,
+    /// Waived secret-name patterns the request's paths matched (`details.waived`).
+    pub waived: Vec<String>,
     /// "ok" or the error code.
     pub outcome: String,
     /// Bytes read or written.
@@ -59,6 +61,11 @@ impl Facts {
 
     /// Notes a policy decision (the last one, or the first denial, is what is recorded).
     pub fn decided(&mut self, d: &Decision<'_>) {
+        for w in &d.waived {
+            if !self.waived.iter().any(|x| x == w) {
+                self.waived.push((*w).to_string());
+            }
+        }
         if self.decision == Some("deny") {
             return;
         }
@@ -144,6 +151,10 @@ impl Facts {
                 Some(first)
             }
         };
+        let mut details = Map::new();
+        if !self.waived.is_empty() {
+            details.insert("waived".into(), Value::from(self.waived));
+        }
         AuditEvent {
             session: ctx.session.clone(),
             transport: ctx.transport.to_string(),
@@ -160,6 +171,7 @@ impl Facts {
             sha256: self.sha256,
             backup,
             duration_us: self.duration_us,
+            details,
             ..AuditEvent::default()
         }
     }

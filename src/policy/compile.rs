@@ -8,7 +8,7 @@ use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use toml::Spanned;
 
 use super::raw::{BinaryMode, Effect, RawPolicy, RawRule};
-use super::{Limits, OpClass, PolicyError, Rule, SecretPattern, Secrets};
+use super::{Limits, OpClass, PolicyError, Rule, SecretPattern, Secrets, Waivers};
 use crate::path::RelPath;
 use crate::sandbox::agent_config::user_home;
 use crate::sandbox::{AgentConfigError, AgentSettings, Protected};
@@ -59,6 +59,7 @@ fn at<T>(src: &str, s: &Spanned<T>) -> usize {
 pub(crate) struct Compiled {
     pub rules: Vec<Rule>,
     pub secrets: Secrets,
+    pub waivers: Waivers,
     pub limits: Limits,
     pub content: Option<super::ContentScanner>,
     pub agent: AgentSettings,
@@ -80,7 +81,7 @@ pub(crate) fn compile(
             ),
         });
     }
-    let secrets = compile_secrets(raw, src)?;
+    let (secrets, waivers) = compile_secrets(raw, src)?;
     let mut rules = Vec::with_capacity(raw.rules.len());
     let mut ids = HashSet::new();
     for (i, r) in raw.rules.iter().enumerate() {
@@ -123,6 +124,7 @@ pub(crate) fn compile(
     Ok(Compiled {
         rules,
         secrets,
+        waivers,
         limits,
         content,
         agent,
@@ -306,15 +308,22 @@ pub(crate) fn section_line(src: &str, name: &str) -> usize {
         .map_or(0, |i| i + 1)
 }
 
-fn compile_secrets(raw: &RawPolicy, src: &str) -> Result<Secrets, PolicyError> {
+fn compile_secrets(raw: &RawPolicy, src: &str) -> Result<(Secrets, Waivers), PolicyError> {
+    let waived = waived_builtins(raw, src)?;
     let mut patterns: Vec<SecretPattern> = Vec::new();
-    if raw.secrets.builtin {
+    let mut waivers = Vec::new();
+    if raw.secrets.builtin_on() {
         for (id, re) in BUILTIN_SECRETS {
-            patterns.push(SecretPattern {
+            let p = SecretPattern {
                 id: format!("secrets:{id}"),
                 source: (*re).to_string(),
                 builtin: true,
-            });
+            };
+            if waived.contains(id) {
+                waivers.push(p);
+            } else {
+                patterns.push(p);
+            }
         }
     }
     for (i, p) in raw.secrets.patterns.iter().enumerate() {
@@ -330,15 +339,65 @@ fn compile_secrets(raw: &RawPolicy, src: &str) -> Result<Secrets, PolicyError> {
             builtin: false,
         });
     }
-    let set: RegexSet = RegexSetBuilder::new(patterns.iter().map(|p| p.source.as_str()))
+    Ok((secrets_of(patterns)?, waivers_of(waivers)?))
+}
+
+/// The built-in pattern ids `[secrets] disabled_patterns` names (`secret` or
+/// `secrets:secret`); an unknown id is an error at its position.
+fn waived_builtins(raw: &RawPolicy, src: &str) -> Result<Vec<&'static str>, PolicyError> {
+    let mut out = Vec::new();
+    for (i, w) in raw.secrets.disabled_patterns.iter().enumerate() {
+        let name = w.get_ref().trim();
+        let name = name.strip_prefix("secrets:").unwrap_or(name);
+        let (line, col) = line_col(src, w.span().start);
+        let located = |message: String| PolicyError::Located {
+            key: format!("secrets.disabled_patterns[{i}]"),
+            line,
+            col,
+            message,
+        };
+        let Some((id, _)) = BUILTIN_SECRETS.iter().find(|(id, _)| *id == name) else {
+            let known: Vec<&str> = BUILTIN_SECRETS.iter().map(|(id, _)| *id).collect();
+            return Err(located(format!(
+                "unknown built-in secret-name pattern `{name}`; the built-in ids are {}",
+                known.join(", ")
+            )));
+        };
+        if !raw.secrets.builtin_on() {
+            return Err(located(
+                "waives a built-in pattern, but `builtin = false` turns them all off".into(),
+            ));
+        }
+        out.push(*id);
+    }
+    Ok(out)
+}
+
+/// The secret-name patterns in force, compiled into one set.
+pub(crate) fn secrets_of(patterns: Vec<SecretPattern>) -> Result<Secrets, PolicyError> {
+    let set = pattern_set(&patterns)?;
+    Ok(Secrets { patterns, set })
+}
+
+/// The waived patterns, compiled (no set when nothing is waived: deciding skips it).
+pub(crate) fn waivers_of(patterns: Vec<SecretPattern>) -> Result<Waivers, PolicyError> {
+    let set = if patterns.is_empty() {
+        None
+    } else {
+        Some(pattern_set(&patterns)?)
+    };
+    Ok(Waivers { patterns, set })
+}
+
+fn pattern_set(patterns: &[SecretPattern]) -> Result<RegexSet, PolicyError> {
+    RegexSetBuilder::new(patterns.iter().map(|p| p.source.as_str()))
         .case_insensitive(true)
         .build()
         .map_err(|e| PolicyError::Invalid {
             key: "secrets.patterns".into(),
             line: 0,
             message: first_line(&e.to_string()),
-        })?;
-    Ok(Secrets { patterns, set })
+        })
 }
 
 pub(crate) fn build_regex(src: &str) -> Result<Regex, regex::Error> {

@@ -30,6 +30,9 @@ pub struct Decision<'p> {
     pub rule: &'p str,
     /// One line saying why.
     pub reason: Cow<'p, str>,
+    /// Waived secret-name patterns (`secrets:<id>`) the path matched: without the
+    /// `disabled_patterns` waiver they would have denied it. Empty almost always.
+    pub waived: Vec<&'p str>,
 }
 
 impl Decision<'_> {
@@ -125,6 +128,7 @@ impl Policy {
                 effect: Effect::Deny,
                 rule,
                 reason: Cow::Owned(format!("{note}; no policy can open it")),
+                waived: Vec::new(),
             };
         }
         // 1. Secret names, on every component.
@@ -153,8 +157,10 @@ impl Policy {
                     "`{comp}` matches the secret-name pattern /{}/",
                     p.source
                 )),
+                waived: Vec::new(),
             };
         }
+        let waived = self.waived_on(path, trace.as_deref_mut());
         // 2. Deny rules, then 3. allow rules, each in file order.
         for effect in [Effect::Deny, Effect::Allow] {
             for rule in self.rules.iter().filter(|r| r.effect == effect) {
@@ -185,6 +191,7 @@ impl Policy {
                         effect,
                         rule: &rule.id,
                         reason,
+                        waived,
                     };
                 }
             }
@@ -201,7 +208,49 @@ impl Policy {
             effect: Effect::Deny,
             rule: DEFAULT_DENY,
             reason: Cow::Owned(format!("no rule allows {} on this path", op.as_str())),
+            waived,
         }
+    }
+
+    /// The waived secret-name patterns some component of `path` matches (and, for
+    /// `explain`, one trace step per waived pattern).
+    fn waived_on(&self, path: &RelPath, trace: Option<&mut Vec<TraceStep>>) -> Vec<&str> {
+        let Some(set) = &self.waivers.set else {
+            return Vec::new();
+        };
+        let mut hit = [false; super::compile::BUILTIN_SECRETS.len()];
+        for comp in path.components().filter(|c| set.is_match(c)) {
+            for i in set.matches(comp).iter() {
+                if let Some(h) = hit.get_mut(i) {
+                    *h = true;
+                }
+            }
+        }
+        if let Some(t) = trace {
+            for (p, matched) in self.waivers.patterns.iter().zip(hit) {
+                t.push(TraceStep {
+                    rule: p.id.clone(),
+                    effect: Effect::Deny,
+                    matched: false,
+                    note: format!(
+                        "secret-name pattern /{}/ waived by disabled_patterns{}",
+                        p.source,
+                        if matched {
+                            " (it matches this path: the waiver lets it through)"
+                        } else {
+                            ""
+                        }
+                    ),
+                });
+            }
+        }
+        self.waivers
+            .patterns
+            .iter()
+            .zip(hit)
+            .filter(|(_, h)| *h)
+            .map(|(p, _)| p.id.as_str())
+            .collect()
     }
 }
 

@@ -238,6 +238,12 @@ pub fn lint_text(
                         value_pos(&raw, key).map_or_else(|| sink.line_pos(*line), |o| sink.pos(o)),
                         format!("{key}: {message}"),
                     ),
+                    PolicyError::Located {
+                        key,
+                        line,
+                        col,
+                        message,
+                    } => ((*line, *col), format!("{key}: {message}")),
                     other => ((1, 1), other.to_string()),
                 };
                 sink.at(

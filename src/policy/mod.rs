@@ -6,6 +6,7 @@
 mod access;
 pub mod cli;
 mod compile;
+mod compose;
 pub mod content;
 mod decide;
 pub mod diff;
@@ -21,7 +22,6 @@ use std::path::Path;
 
 use globset::GlobSet;
 use regex::RegexSet;
-use sha2::{Digest, Sha256};
 
 pub use access::{ACCESS_NAMES, Access, AccessStep};
 pub use compile::{BUILTIN_SECRETS, DEFAULT_LIMITS};
@@ -100,6 +100,20 @@ pub enum PolicyError {
         line: usize,
         message: String,
     },
+    /// Like `Invalid`, for a value whose column is known (a set reference, a waiver id).
+    #[error("{key} (line {line}, column {col}): {message}")]
+    Located {
+        key: String,
+        line: usize,
+        col: usize,
+        message: String,
+    },
+    /// An error in a policy this one `extends` (or in how it extends it).
+    #[error("{file}: {source}")]
+    InFile {
+        file: String,
+        source: Box<PolicyError>,
+    },
 }
 
 /// Size and content limits.
@@ -159,11 +173,20 @@ struct Secrets {
     set: RegexSet,
 }
 
+/// Built-in secret-name patterns waived by `disabled_patterns`: they no longer deny, but
+/// are still matched so that a decision can say a waiver let the path through.
+#[derive(Debug, Clone, Default)]
+struct Waivers {
+    patterns: Vec<SecretPattern>,
+    set: Option<RegexSet>,
+}
+
 /// A loaded, compiled policy. Immutable; share it behind an `Arc`.
 #[derive(Debug, Clone)]
 pub struct Policy {
     rules: Vec<Rule>,
     secrets: Secrets,
+    waivers: Waivers,
     limits: Limits,
     content: Option<ContentScanner>,
     /// `[agent]` in force (the older `[sandbox] agent_system_paths` folded in), checked.
@@ -171,6 +194,12 @@ pub struct Policy {
     raw: RawPolicy,
     sha256: String,
     origin: String,
+    /// The files an `extends` chain read, base first (empty: a single file).
+    bases: Vec<String>,
+    /// Rules written by a base file: (rule id, file).
+    inherited: Vec<(String, String)>,
+    /// Sets named in rules' `paths`: (rule id, set name).
+    set_refs: Vec<(String, String)>,
     /// Paths no policy can allow: fsgate's own audit log, backups and policy file when
     /// they lie inside the workspace. Set by the gateway at start-up.
     floor: floor::FixedFloor,
@@ -211,6 +240,9 @@ impl Policy {
             Some(base.unwrap_or(Path::new("."))),
         )?;
         compile::check_agent_policy_file(policy.agent(), path, &text)?;
+        for base in &policy.bases {
+            compile::check_agent_policy_file(policy.agent(), Path::new(base), &text)?;
+        }
         Ok(policy)
     }
 
@@ -233,16 +265,21 @@ impl Policy {
             origin: origin.to_string(),
             message: describe_toml_error(&e, text),
         })?;
-        let compiled = compile::compile(&raw, text, base)?;
+        let built = compose::build(raw, text, origin, base)?;
+        let compiled = built.compiled;
         Ok(Policy {
             rules: compiled.rules,
             secrets: compiled.secrets,
+            waivers: compiled.waivers,
             limits: compiled.limits,
             content: compiled.content,
             agent: compiled.agent,
-            raw,
-            sha256: hex::encode(Sha256::digest(text.as_bytes())),
+            raw: built.raw,
+            sha256: built.sha256,
             origin: origin.to_string(),
+            bases: built.bases,
+            inherited: built.inherited,
+            set_refs: built.set_refs,
             floor: floor::FixedFloor::default(),
         })
     }
@@ -272,6 +309,34 @@ impl Policy {
         &self.secrets.patterns
     }
 
+    /// The built-in secret-name patterns waived by `[secrets] disabled_patterns`.
+    pub fn waived_patterns(&self) -> &[SecretPattern] {
+        &self.waivers.patterns
+    }
+
+    /// The base files an `extends` chain read, base first (empty for a single file).
+    pub fn bases(&self) -> &[String] {
+        &self.bases
+    }
+
+    /// The base file a rule comes from, when an `extends` chain merged it in (its
+    /// `line` is a line of that file); `None` for the policy's own rules.
+    pub fn rule_origin(&self, id: &str) -> Option<&str> {
+        self.inherited
+            .iter()
+            .find(|(rule, _)| rule == id)
+            .map(|(_, file)| file.as_str())
+    }
+
+    /// The `[sets]` a rule's `paths` named (`"@infra"` -> `infra`), in order: its
+    /// `globs` hold the sets' globs, expanded.
+    pub fn rule_sets(&self, id: &str) -> impl Iterator<Item = &str> {
+        self.set_refs
+            .iter()
+            .filter(move |(rule, _)| rule == id)
+            .map(|(_, set)| set.as_str())
+    }
+
     /// The secret content rules, if the policy has a `[content]` section. The gateway
     /// scans read and written bytes with it when [`ContentScanner::applies_to`] the op;
     /// a hit refuses with the rule id `content:<id>`.
@@ -290,7 +355,8 @@ impl Policy {
         &self.raw
     }
 
-    /// SHA-256 of the policy text (hex): names the policy in audit records.
+    /// SHA-256 (hex) of the policy text, or of every text of an `extends` chain (base
+    /// first, each followed by a NUL byte): names the policy in audit records.
     pub fn sha256(&self) -> &str {
         &self.sha256
     }

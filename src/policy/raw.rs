@@ -16,6 +16,17 @@ pub struct RawPolicy {
     /// Format version; only 1 exists.
     #[schemars(with = "u32", range(min = 1, max = 1))]
     pub version: Spanned<u32>,
+    /// A base policy this one extends (relative to this file's directory): its rules
+    /// come first, and this file may only add denies or narrow its allows (see
+    /// policies/README.md, "extends").
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub extends: Option<Spanned<String>>,
+    /// Named path sets: `infra = ["infra/**", "terraform/**"]`, used in a rule's
+    /// `paths` as `"@infra"`.
+    #[serde(default)]
+    #[schemars(with = "std::collections::BTreeMap<String, Vec<String>>")]
+    pub sets: std::collections::BTreeMap<String, Vec<Spanned<String>>>,
     /// Secret-name patterns matched on every path component.
     #[serde(default)]
     pub secrets: RawSecrets,
@@ -53,28 +64,27 @@ pub struct RawPolicy {
 }
 
 /// `[secrets]`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawSecrets {
-    /// Keep the built-in secret-name list.
-    #[serde(default = "yes")]
-    pub builtin: bool,
+    /// Keep the built-in secret-name list (default true).
+    #[serde(default)]
+    pub builtin: Option<bool>,
+    /// Built-in patterns to waive, by id (`secret` or `secrets:secret`): the waiver is
+    /// shown by `policy explain` and recorded in the audit log.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub disabled_patterns: Vec<Spanned<String>>,
     /// Extra patterns.
     #[serde(default)]
     pub patterns: Vec<RawSecretPattern>,
 }
 
-impl Default for RawSecrets {
-    fn default() -> Self {
-        RawSecrets {
-            builtin: true,
-            patterns: Vec::new(),
-        }
+impl RawSecrets {
+    /// Whether the built-in list is on (it is unless `builtin = false`).
+    pub fn builtin_on(&self) -> bool {
+        self.builtin.unwrap_or(true)
     }
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// One `[[secrets.patterns]]` entry.
@@ -158,6 +168,10 @@ pub struct RawRule {
     /// Human explanation, shown in refusals.
     #[serde(default)]
     pub reason: Option<String>,
+    /// In a base policy: a policy that `extends` this one may replace the rule (same id)
+    /// with anything. Default false: it may only narrow an allow rule.
+    #[serde(default)]
+    pub overridable: bool,
 }
 
 /// One `[[test]]` case.
