@@ -180,6 +180,9 @@ pub fn run_to(cmd: PolicyCommand, out: &mut dyn Write, err: &mut dyn Write) -> i
     };
     match result {
         Ok(code) => code,
+        // A reader that stopped early (`| head`) needs no message; the exit still says
+        // the output was not all written.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_INVALID,
         Err(e) => {
             let _ = writeln!(err, "fsgate policy: cannot write output: {e}");
             EXIT_INVALID
