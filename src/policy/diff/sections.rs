@@ -21,10 +21,42 @@ const GRANT_LISTS: [(&str, &str); 6] = [
 /// Top-level keys compared elsewhere (or, for `test`, not part of what is enforced).
 const COMPARED_ELSEWHERE: [&str; 6] = ["version", "secrets", "limits", "rule", "test", "content"];
 
-pub(super) fn sections(old_text: &str, new_text: &str, out: &mut Vec<Item>) {
-    let (a, b) = (parse(old_text), parse(new_text));
+/// `*_bases`: the texts of the files each policy extends, base first: what a policy
+/// inherits (sections, named sets) is compared as its own.
+pub(super) fn sections(
+    (old_text, old_bases): (&str, &[String]),
+    (new_text, new_bases): (&str, &[String]),
+    out: &mut Vec<Item>,
+) {
+    let (a, b) = (
+        effective(old_text, old_bases),
+        effective(new_text, new_bases),
+    );
     known_sections(&a, &b, out);
     other_keys(&a, &b, out);
+}
+
+/// The policy's own table with what its bases give it: a section it does not set, and
+/// the named sets it does not define (an extending file can change neither).
+fn effective(text: &str, bases: &[String]) -> Table {
+    let mut own = parse(text);
+    for base in bases.iter().map(|t| parse(t)) {
+        for (key, value) in base {
+            let inherited = SECTIONS.contains(&key.as_str()) || key == "sets";
+            match (own.get_mut(&key), value) {
+                (None, value) if inherited => {
+                    own.insert(key, value);
+                }
+                (Some(Value::Table(mine)), Value::Table(theirs)) if key == "sets" => {
+                    for (name, globs) in theirs {
+                        mine.entry(name).or_insert(globs);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    own
 }
 
 /// Top-level keys no other comparison covers (named path sets, a base policy, keys

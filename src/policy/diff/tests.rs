@@ -322,7 +322,7 @@ fn other_top_level_keys_show_as_changes() {
     let a = "version = 1\nextends = \"base.toml\"\n[sets]\ninfra = [\"infra/**\"]\n";
     let b = "version = 1\nextends = \"org.toml\"\n[sets]\ninfra = [\"infra/**\", \"ops/**\"]\n";
     let mut out = Vec::new();
-    sections::sections(a, b, &mut out);
+    sections::sections((a, &[]), (b, &[]), &mut out);
     assert_eq!(
         lines(&out),
         vec!["changes extends extends", "changes sets infra"]
@@ -497,5 +497,31 @@ fn content_files_lists_files_one_policy_refuses_and_the_other_passes() {
     assert_eq!(
         lines(&back.items),
         vec!["tightens content-file ops/deploy.txt (read, write)"]
+    );
+}
+
+#[test]
+fn what_a_policy_inherits_is_compared_as_its_own() {
+    // The base sets `[acp]` and a set; the project inherits both: against the base, no
+    // change; against a file without them, the project's inherited section counts.
+    let base =
+        "version = 1\n[acp]\nallow_terminal = true\n[sets]\nci = [\".github/**\"]\n".to_string();
+    let project = "version = 1\nextends = \"base.toml\"\n[sets]\ngen = [\"gen/**\"]\n";
+    let mut out = Vec::new();
+    sections::sections(
+        (&base, &[]),
+        (project, std::slice::from_ref(&base)),
+        &mut out,
+    );
+    assert_eq!(
+        lines(&out),
+        vec!["changes extends extends", "changes sets gen"],
+        "{out:?}"
+    );
+    let mut out = Vec::new();
+    sections::sections(("version = 1\n", &[]), (project, &[base]), &mut out);
+    assert!(
+        lines(&out).contains(&"loosens acp allow_terminal".to_string()),
+        "{out:?}"
     );
 }
