@@ -108,6 +108,8 @@ pub(crate) struct Sink<'a> {
     file: &'a str,
     src: &'a str,
     out: Vec<Finding>,
+    /// Rules an `extends` chain brought in: (rule id, the base file it is written in).
+    origins: Vec<(String, String)>,
 }
 
 impl Sink<'_> {
@@ -128,6 +130,39 @@ impl Sink<'_> {
             message,
             hint: hint.to_string(),
         });
+    }
+
+    /// A finding at rule `r`: in the base file that wrote it when it was inherited
+    /// (its line is that file's), else at its line here.
+    pub(crate) fn at_rule(
+        &mut self,
+        r: &super::Rule,
+        severity: Severity,
+        code: &'static str,
+        message: String,
+        hint: &str,
+    ) {
+        let (file, line, col) = self.rule_pos(r);
+        self.out.push(Finding {
+            file,
+            line: line.max(1),
+            col: col.max(1),
+            severity,
+            code,
+            message,
+            hint: hint.to_string(),
+        });
+    }
+
+    /// Where rule `r` is written: (file, line, column).
+    pub(crate) fn rule_pos(&self, r: &super::Rule) -> (String, usize, usize) {
+        match self.origins.iter().find(|(id, _)| *id == r.id) {
+            Some((_, file)) => (file.clone(), r.line, 1),
+            None => {
+                let (line, col) = self.line_pos(r.line);
+                (self.file.to_string(), line, col)
+            }
+        }
     }
 
     /// Position of a byte offset.
@@ -213,6 +248,7 @@ pub fn lint_text(
         file,
         src: text,
         out: Vec::new(),
+        origins: Vec::new(),
     };
     let raw: RawPolicy = match toml::from_str(text) {
         Ok(raw) => raw,
@@ -261,9 +297,15 @@ pub fn lint_text(
             };
         }
     };
+    sink.origins = policy
+        .rules()
+        .iter()
+        .filter_map(|r| Some((r.id.clone(), policy.rule_origin(&r.id)?.to_string())))
+        .collect();
     checks::run(&policy, text, &mut sink, policy_path, options);
     let mut findings = sink.out;
-    findings.sort_by_key(|f| (f.line, f.col, f.severity));
+    // The file checked first, then what its bases wrote.
+    findings.sort_by_key(|f| (f.file != file, f.line, f.col, f.severity));
     findings.dedup();
     let invalid = findings.iter().any(|f| f.code == "invalid");
     LintReport { findings, invalid }

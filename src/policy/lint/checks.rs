@@ -50,6 +50,7 @@ pub(super) fn run(
     duplicates(policy, sink);
     dead_rules(policy, sink);
     secrets(policy, sink);
+    waivers(policy, sink);
     write_without_read(policy, sink);
     limits(policy, sink);
     let fl = floor(policy, sink, policy_path, options);
@@ -59,6 +60,28 @@ pub(super) fn run(
     content(policy, sink);
     agent_reach(policy, sink, options);
     agent_credentials(policy, sink);
+}
+
+/// `waived-pattern`: a built-in secret-name pattern this file waives, so a reviewer
+/// sees every waiver where it is written.
+fn waivers(policy: &Policy, sink: &mut Sink<'_>) {
+    for w in &policy.raw().secrets.disabled_patterns {
+        let name = w.get_ref().trim();
+        let id = format!("secrets:{}", name.strip_prefix("secrets:").unwrap_or(name));
+        let Some(p) = policy.waived_patterns().iter().find(|p| p.id == id) else {
+            continue;
+        };
+        sink.at(
+            sink.pos(w.span().start),
+            Severity::Note,
+            "waived-pattern",
+            format!(
+                "the built-in secret-name pattern `{id}` (/{}/) is waived: paths it matches are decided by the rules; `policy explain` shows the waiver and each audit record of such a request carries it",
+                p.source
+            ),
+            "keep the waiver as narrow as the need: a deny rule can still cover the paths that remain secret",
+        );
+    }
 }
 
 fn allows(p: &Policy, op: OpClass, path: &RelPath) -> bool {
@@ -92,8 +115,8 @@ fn duplicates(policy: &Policy, sink: &mut Sink<'_>) {
     let rules = policy.rules();
     for (i, r) in rules.iter().enumerate() {
         if let Some(first) = rules[..i].iter().find(|f| key(f) == key(r)) {
-            sink.at(
-                sink.line_pos(r.line),
+            sink.at_rule(
+ r,
                 Severity::Warning,
                 "duplicate-rule",
                 format!(
@@ -201,8 +224,8 @@ fn dead_rules(policy: &Policy, sink: &mut Sink<'_>) {
             .collect::<Vec<_>>()
             .join(", ");
         if dead.len() == ops.len() {
-            sink.at(
-                sink.line_pos(a.line),
+            sink.at_rule(
+ a,
                 Severity::Warning,
                 "dead-rule",
                 format!(
@@ -212,8 +235,8 @@ fn dead_rules(policy: &Policy, sink: &mut Sink<'_>) {
                 "remove the allow rule, or narrow the deny rule if the allow was meant",
             );
         } else {
-            sink.at(
-                sink.line_pos(a.line),
+            sink.at_rule(
+                a,
                 Severity::Warning,
                 "shadowed-ops",
                 format!(
@@ -361,8 +384,8 @@ fn secrets(policy: &Policy, sink: &mut Sink<'_>) {
             } else {
                 String::new()
             };
-            sink.at(
-                sink.line_pos(a.line),
+            sink.at_rule(
+ a,
                 Severity::Error,
                 "secret-exposed",
                 format!(
@@ -386,8 +409,8 @@ fn secrets(policy: &Policy, sink: &mut Sink<'_>) {
                         .map(|i| (c.to_string(), policy.secrets.patterns[i].id.clone()))
                 });
             if let Some((comp, id)) = hit {
-                sink.at(
-                    sink.line_pos(a.line),
+                sink.at_rule(
+ a,
                     Severity::Warning,
                     "secret-glob",
                     format!(
@@ -414,8 +437,8 @@ fn write_without_read(policy: &Policy, sink: &mut Sink<'_>) {
                 && !allows(policy, OpClass::Read, s)
         });
         if let Some(s) = blind {
-            sink.at(
-                sink.line_pos(a.line),
+            sink.at_rule(
+                a,
                 Severity::Warning,
                 "write-without-read",
                 format!(
@@ -498,6 +521,10 @@ fn untested(policy: &Policy, src: &str, sink: &mut Sink<'_>) {
                 u.rule
             )
         });
+        // An inherited rule's tests live in the base that wrote it.
+        if policy.rule_origin(&u.rule).is_some() {
+            continue;
+        }
         sink.at(
             sink.line_pos(u.line),
             Severity::Warning,
@@ -539,8 +566,8 @@ fn floor(
             g.split('/')
                 .any(|c| c.to_ascii_lowercase().starts_with(".fsgate"))
         }) {
-            sink.at(
-                sink.line_pos(a.line),
+            sink.at_rule(
+ a,
                 Severity::Error,
                 "fixed-floor",
                 format!(

@@ -293,8 +293,8 @@ fn floor_only(policy: &Policy, floor: &FixedFloor, sink: &mut Sink<'_>) {
             }
         }
         if matched && all_floor {
-            sink.at(
-                sink.line_pos(r.line),
+            sink.at_rule(
+ r,
                 Severity::Warning,
                 "no-match",
                 format!(

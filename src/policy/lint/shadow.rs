@@ -95,11 +95,11 @@ pub(super) fn sample(policy: &Policy, r: &Rule) -> Sampled {
 /// rules `dead-rule` or `secret-glob` already reported are left to them.
 pub(super) fn shadowed(policy: &Policy, sink: &mut Sink<'_>) {
     for r in policy.rules() {
-        let line = sink.line_pos(r.line);
-        let reported = sink
-            .out
-            .iter()
-            .any(|f| matches!(f.code, "dead-rule" | "secret-glob") && (f.line, f.col) == line);
+        let at = sink.rule_pos(r);
+        let reported = sink.out.iter().any(|f| {
+            matches!(f.code, "dead-rule" | "secret-glob")
+                && (f.file.as_str(), f.line, f.col) == (at.0.as_str(), at.1, at.2)
+        });
         if reported {
             continue;
         }
@@ -123,8 +123,8 @@ pub(super) fn shadowed(policy: &Policy, sink: &mut Sink<'_>) {
         } else {
             "remove the rule, or narrow the rule that decides first if this one was meant"
         };
-        sink.at(
-            line,
+        sink.at_rule(
+            r,
             Severity::Warning,
             "shadowed-rule",
             format!(

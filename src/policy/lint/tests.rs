@@ -670,3 +670,54 @@ fn unknown_disabled_rule_is_reported_at_its_own_position() {
         "{f}"
     );
 }
+
+#[test]
+fn a_waiver_is_a_note_at_its_entry() {
+    let text = format!(
+        "version = 1\n[content]\n[secrets]\ndisabled_patterns = [\"secret\"]\n{}",
+        rule("all", "allow", "[\"read\", \"list\"]", "[\"**\"]")
+    );
+    let r = lint(&text);
+    let f = found(&r, "waived-pattern");
+    assert_eq!(f.len(), 1, "{:#?}", r.findings);
+    assert_eq!((f[0].line, f[0].col), pos_of(&text, "\"secret\""));
+    assert_eq!(f[0].severity, Severity::Note);
+    assert!(
+        f[0].message.contains("`secrets:secret` (/secret/)"),
+        "{}",
+        f[0]
+    );
+}
+
+#[test]
+fn findings_about_inherited_rules_name_the_base_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The base's second deny never decides (the first covers it); the project adds one.
+    let base = format!(
+        "version = 1\n[content]\n{}{}{}",
+        rule("no-infra", "deny", "[\"write\"]", "[\"infra\"]"),
+        rule("no-prod", "deny", "[\"write\"]", "[\"infra/prod/**\"]"),
+        rule("all", "allow", "[\"*\"]", "[\"**\"]"),
+    );
+    std::fs::write(dir.path().join("base.toml"), &base).expect("write");
+    let project = format!(
+        "version = 1\nextends = \"base.toml\"\n{}{}",
+        rule("no-gen", "deny", "[\"write\"]", "[\"gen\"]"),
+        test_case("write", "gen/a", "deny"),
+    );
+    let path = dir.path().join("project.toml");
+    std::fs::write(&path, &project).expect("write");
+    let r = lint_file(&path, &LintOptions::default());
+    let shadowed = found(&r, "shadowed-rule");
+    assert_eq!(shadowed.len(), 1, "{:#?}", r.findings);
+    assert!(shadowed[0].file.ends_with("base.toml"), "{}", shadowed[0]);
+    assert_eq!(shadowed[0].line, pos_of(&base, "id = \"no-prod\"").0);
+    // The base's denies are tested in the base, not asked of the project.
+    assert!(
+        found(&r, "untested-deny")
+            .iter()
+            .all(|f| !f.message.contains("no-infra") && !f.message.contains("no-prod")),
+        "{:#?}",
+        r.findings
+    );
+}
