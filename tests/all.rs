@@ -46,6 +46,8 @@ mod two_gateways;
 mod demo;
 // `fsgate policy check|explain|test|diff|schema`: formats and exit codes.
 mod policy_cli;
+// `policy test` decides every operation as the gateway does: random policies × a tree.
+mod policy_agreement;
 // Installing and configuring: docs/clients/ configurations start fsgate; completions; man pages.
 mod install;
 // The audit log the gateway writes, and `fsgate audit ...`; both verifiers agree.
