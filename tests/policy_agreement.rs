@@ -271,29 +271,34 @@ fn name(path: &str) -> &str {
     path.rsplit_once('/').map_or(path, |(_, n)| n)
 }
 
+/// Why a path is missing from a listing-like answer `r` of `call`.
+fn absent(call: &str, r: &Value) -> String {
+    if r["isError"] == json!(true) {
+        format!("{call} refused: {}", text_of(r))
+    } else {
+        format!("not in the answer of {call}")
+    }
+}
+
 /// read, stat, ls (listed by its parent), glob and grep, for every file and directory.
 fn observe_reads(p: &mut Probe) {
     let entries = FILES.iter().map(|f| (*f, false));
     let entries: Vec<(&'static str, bool)> =
         entries.chain(DIRS.iter().map(|d| (*d, true))).collect();
     let mut listings: std::collections::HashMap<&str, Value> = Default::default();
-    let globbed = p.tool("glob", json!({"pattern": "**"}));
+    let glob = p.tool("glob", json!({"pattern": "**"}));
     let mut glob_paths = Vec::new();
-    strings_in(&globbed, &mut glob_paths);
+    strings_in(&glob, &mut glob_paths);
+    let glob_why = absent("glob `**`", &glob);
     let grep = p.tool("grep", json!({"pattern": "\\[agree ", "maxResults": 10000}));
+    let grep_why = absent("grep over the root", &grep);
     let grep_text = grep.to_string();
     for (path, dir) in entries {
-        if !dir {
-            let abs = p.abs(path);
-            p.call(
-                GwOp::Read,
-                path,
-                dir,
-                "read_text_file",
-                json!({"path": abs}),
-            );
-        }
         let abs = p.abs(path);
+        if !dir {
+            let args = json!({"path": abs});
+            p.call(GwOp::Read, path, dir, "read_text_file", args);
+        }
         p.call(GwOp::Stat, path, dir, "get_file_info", json!({"path": abs}));
         let up = parent(path);
         if !listings.contains_key(up) {
@@ -301,34 +306,16 @@ fn observe_reads(p: &mut Probe) {
             listings.insert(up, listing);
         }
         let listing = &listings[up];
-        let tag = if dir { "[DIR]" } else { "[FILE]" };
-        let want = format!("{tag} {}", name(path));
+        let want = format!("{} {}", if dir { "[DIR]" } else { "[FILE]" }, name(path));
         let listed =
             listing["isError"] != json!(true) && text_of(listing).lines().any(|l| l == want);
-        p.shown(
-            GwOp::Ls,
-            path,
-            dir,
-            listed,
-            &format!("list_directory {up:?}: {listing}"),
-        );
-        let globbed = glob_paths.iter().any(|s| *s == path || *s == p.abs(path));
-        p.shown(
-            GwOp::Glob,
-            path,
-            dir,
-            globbed,
-            &format!("glob `**`: {globbed}"),
-        );
+        let why = absent(&format!("list_directory {up:?}"), listing);
+        p.shown(GwOp::Ls, path, dir, listed, &why);
+        let globbed = glob_paths.iter().any(|s| *s == path || *s == abs);
+        p.shown(GwOp::Glob, path, dir, globbed, &glob_why);
         if !dir {
             let found = grep_text.contains(&line_of(path));
-            p.shown(
-                GwOp::Grep,
-                path,
-                dir,
-                found,
-                &format!("grep over the root: {grep}"),
-            );
+            p.shown(GwOp::Grep, path, dir, found, &grep_why);
         }
     }
 }
@@ -493,4 +480,84 @@ proptest! {
             found.join("\n")
         );
     }
+}
+
+/// The probe itself, under a policy whose answers are known: allowed reads, listings
+/// and changes are seen as allowed, secrets and a deny rule as refusals naming the rule,
+/// and the simulator agrees. Without this, a probe that saw nothing could agree by luck.
+#[test]
+fn the_probe_sees_what_the_gateway_allows_and_refuses() {
+    let rules = [
+        GenRule {
+            allow: true,
+            ops: vec!["*"],
+            paths: vec!["**".into()],
+            extensions: None,
+        },
+        GenRule {
+            allow: false,
+            ops: vec!["write"],
+            paths: vec!["docs".into()],
+            extensions: None,
+        },
+    ];
+    let policy = policy_text(&rules);
+    let mut p = Probe::start(&policy);
+    observe_reads(&mut p);
+    observe_changes(&mut p);
+    observe_removals(&mut p);
+    let seen = |op: GwOp, path: &str| {
+        p.out
+            .iter()
+            .find(|o| o.op == op && o.path == path)
+            .map(|o| o.seen.clone())
+            .unwrap_or_else(|| panic!("no observation of {op:?} {path}"))
+    };
+    for (op, path) in [
+        (GwOp::Read, "src/a/b.md"),
+        (GwOp::Stat, "SRC"),
+        (GwOp::Ls, "src/a/c.rs"),
+        (GwOp::Glob, "docs/b.md"),
+        (GwOp::Grep, "src/a/b.md"),
+        (GwOp::Edit, "src/c.rs"),
+        (GwOp::Mkdir, "src/docs"),
+        (GwOp::Rm, "src"),
+        (GwOp::Rm, "b.md"),
+    ] {
+        assert_eq!(seen(op, path), Seen::Allowed, "{op:?} {path}");
+    }
+    for (op, path, rule) in [
+        (GwOp::Write, "docs/b.md", "r1"),
+        (GwOp::Edit, "docs/b.md", "r1"),
+        (GwOp::Read, "docs/.env", "secrets:dotenv"),
+    ] {
+        let Seen::Denied { rule: Some(r), .. } = seen(op, path) else {
+            panic!("{op:?} {path}: {:?}", seen(op, path));
+        };
+        assert!(
+            r == rule || (rule.starts_with("secrets:") && r.starts_with("secrets:")),
+            "{op:?} {path}: {r}"
+        );
+    }
+    for op in [GwOp::Ls, GwOp::Glob, GwOp::Grep] {
+        assert!(
+            matches!(seen(op, ".env"), Seen::Denied { .. }),
+            "{op:?} .env"
+        );
+    }
+    assert!(p.g.dirs.root.join("src/docs").is_dir(), "mkdir made it");
+    assert!(
+        p.g.dirs.root.join("src/a").is_dir(),
+        "rm of a directory removed nothing"
+    );
+    assert!(
+        !p.g.dirs.root.join("b.md").exists(),
+        "rm of a file removed it"
+    );
+    assert_eq!(
+        p.out.len(),
+        FILES.len() * 8 + DIRS.len() * 4 + NEW_DIRS.len()
+    );
+    let found = disagreements(&p, &policy);
+    assert!(found.is_empty(), "{policy}\n{}", found.join("\n"));
 }
