@@ -1,0 +1,563 @@
+//! The policy simulator (`fsgate policy test`) against the real gateway: random policies
+//! × a fixed tree × every operation. Each case starts one `fsgate serve --transport mcp`,
+//! records what every operation on every path really does (allowed, or refused and by
+//! which rule), writes those answers as `[[test]]` cases into a copy of the policy, and
+//! runs `fsgate policy test --json` on it once: every case must pass.
+
+use std::fmt::Write as _;
+
+use proptest::prelude::*;
+use proptest::sample::{select, subsequence};
+use proptest::test_runner::{Config, RngSeed};
+use serde_json::{Value, json};
+
+use crate::common::run_cli;
+use crate::mcp_harness::{McpGate, text_of};
+
+/// A gateway operation this test performs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GwOp {
+    Read,
+    Stat,
+    Ls,
+    Glob,
+    Grep,
+    Write,
+    Edit,
+    Mkdir,
+    Rm,
+}
+
+/// The `[[test]]` op the simulator is asked for each gateway operation: the one table
+/// to change once `[[test]]` accepts the gateway's operation names (then each right-hand
+/// side becomes the operation's own name: `stat`, `ls`, `glob`, `grep`, `edit`, ...).
+const SIMULATOR_OP: [(GwOp, &str); 9] = [
+    (GwOp::Read, "read"),
+    (GwOp::Stat, "list"),
+    (GwOp::Ls, "list"),
+    (GwOp::Glob, "list"),
+    (GwOp::Grep, "read"),
+    (GwOp::Write, "write"),
+    (GwOp::Edit, "write"),
+    (GwOp::Mkdir, "write"),
+    (GwOp::Rm, "delete"),
+];
+
+fn simulator_op(op: GwOp) -> &'static str {
+    SIMULATOR_OP
+        .iter()
+        .find(|(o, _)| *o == op)
+        .map_or("?", |(_, s)| s)
+}
+
+/// The fixed tree: files (each holding one line naming itself), with case variants
+/// (`B.md`, `Docs`, `SRC`) and secret names (`.env`).
+const FILES: [&str; 12] = [
+    "b.md",
+    "B.md",
+    "c.rs",
+    ".env",
+    "src/c.rs",
+    "src/b.md",
+    "src/a/b.md",
+    "src/a/c.rs",
+    "docs/b.md",
+    "docs/.env",
+    "Docs/b.md",
+    "SRC/c.rs",
+];
+/// The tree's directories.
+const DIRS: [&str; 5] = ["src", "src/a", "docs", "Docs", "SRC"];
+/// Directories that do not exist yet, for mkdir (their parents do).
+const NEW_DIRS: [&str; 4] = ["a", "src/docs", "Docs/src", "SRC/a"];
+
+/// What policy globs are made of.
+const COMPONENTS: [&str; 11] = [
+    "src", "docs", "Docs", "a", "b.md", "c.rs", "*", "**", "*.md", "SRC", "B.md",
+];
+
+/// The one line each file holds: what grep finds, and edits replace with itself.
+fn line_of(path: &str) -> String {
+    format!("[agree {path}]")
+}
+
+/// One generated `[[rule]]`.
+#[derive(Debug, Clone)]
+struct GenRule {
+    allow: bool,
+    ops: Vec<&'static str>,
+    paths: Vec<String>,
+    extensions: Option<Vec<&'static str>>,
+}
+
+/// A policy's text: built-in secret names on, no `[content]`, the generated rules.
+fn policy_text(rules: &[GenRule]) -> String {
+    let mut t = String::from("version = 1\n\n[secrets]\nbuiltin = true\n");
+    for (i, r) in rules.iter().enumerate() {
+        let effect = if r.allow { "allow" } else { "deny" };
+        let _ = write!(
+            t,
+            "\n[[rule]]\nid = \"r{i}\"\neffect = \"{effect}\"\nops = {}\npaths = {}\n",
+            json!(r.ops),
+            json!(r.paths)
+        );
+        if let Some(exts) = &r.extensions {
+            let _ = writeln!(t, "extensions = {}", json!(exts));
+        }
+    }
+    t
+}
+
+/// A glob of 1-3 components, with a random leading `./` or `/`, trailing `/` and case.
+fn glob() -> impl Strategy<Value = String> {
+    let case = prop_oneof![6 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)];
+    let prefix = prop_oneof![6 => Just(""), 1 => Just("./"), 1 => Just("/")];
+    let comps = proptest::collection::vec(select(&COMPONENTS[..]), 1..=3);
+    (comps, case, prefix, proptest::bool::weighted(0.15)).prop_map(
+        |(comps, case, prefix, slash)| {
+            let body = comps.join("/");
+            let body = match case {
+                1 => body.to_uppercase(),
+                2 => {
+                    let mut c = body.chars();
+                    c.next()
+                        .map(|f| f.to_uppercase().chain(c).collect())
+                        .unwrap_or_default()
+                }
+                _ => body,
+            };
+            format!("{prefix}{body}{}", if slash { "/" } else { "" })
+        },
+    )
+}
+
+fn rule() -> impl Strategy<Value = GenRule> {
+    let ops = prop_oneof![
+        1 => Just(vec!["*"]),
+        6 => subsequence(vec!["read", "write", "delete", "list"], 1..=4),
+    ];
+    let exts = proptest::option::weighted(
+        0.2,
+        select(vec![vec!["md"], vec!["rs"], vec!["MD"], vec!["md", "rs"]]),
+    );
+    (
+        proptest::bool::weighted(0.6),
+        ops,
+        proptest::collection::vec(glob(), 1..=2),
+        exts,
+    )
+        .prop_map(|(allow, ops, paths, extensions)| GenRule {
+            allow,
+            ops,
+            paths,
+            extensions,
+        })
+}
+
+/// What the gateway did with one operation on one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seen {
+    Allowed,
+    /// Refused (or hidden); `rule` when the answer names one.
+    Denied {
+        rule: Option<String>,
+        text: String,
+    },
+}
+
+/// One operation on one path and the gateway's answer.
+#[derive(Debug, Clone)]
+struct Observation {
+    op: GwOp,
+    path: &'static str,
+    dir: bool,
+    seen: Seen,
+}
+
+/// The refusal's rule: `refused: ... (rule R, path P)`.
+fn named_rule(text: &str) -> Option<String> {
+    let at = text.rfind("(rule ")?;
+    let rest = &text[at + "(rule ".len()..];
+    let end = rest.find([',', ')'])?;
+    Some(rest[..end].to_string())
+}
+
+/// An `isError` tool result is a denial; otherwise allowed.
+fn seen_of(r: &Value) -> Seen {
+    if r["isError"] != json!(true) {
+        return Seen::Allowed;
+    }
+    let text = text_of(r);
+    Seen::Denied {
+        rule: named_rule(&text),
+        text,
+    }
+}
+
+/// Every string anywhere in a JSON value.
+fn strings_in(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| strings_in(x, out)),
+        Value::Object(o) => o.values().for_each(|x| strings_in(x, out)),
+        _ => {}
+    }
+}
+
+/// A gateway on the tree, with a request counter.
+struct Probe {
+    g: McpGate,
+    next: u64,
+    out: Vec<Observation>,
+}
+
+impl Probe {
+    fn start(policy: &str) -> Probe {
+        let mut g = McpGate::start(Some(policy));
+        for f in FILES {
+            g.dirs.put(f, format!("{}\n", line_of(f)));
+        }
+        g.initialize("2025-06-18");
+        Probe {
+            g,
+            next: 1,
+            out: Vec::new(),
+        }
+    }
+
+    fn tool(&mut self, name: &str, args: Value) -> Value {
+        self.next += 1;
+        self.g.tool(self.next, name, args)
+    }
+
+    fn abs(&self, rel: &str) -> String {
+        self.g.dirs.abs(rel)
+    }
+
+    fn record(&mut self, op: GwOp, path: &'static str, dir: bool, seen: Seen) {
+        self.out.push(Observation {
+            op,
+            path,
+            dir,
+            seen,
+        });
+    }
+
+    /// A per-path call whose refusal names its rule.
+    fn call(&mut self, op: GwOp, path: &'static str, dir: bool, name: &str, args: Value) {
+        let seen = seen_of(&self.tool(name, args));
+        self.record(op, path, dir, seen);
+    }
+
+    /// A path shown (allowed) or not (denied, naming no rule) in a listing-like answer.
+    fn shown(&mut self, op: GwOp, path: &'static str, dir: bool, present: bool, why: &str) {
+        let seen = if present {
+            Seen::Allowed
+        } else {
+            Seen::Denied {
+                rule: None,
+                text: why.to_string(),
+            }
+        };
+        self.record(op, path, dir, seen);
+    }
+}
+
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(p, _)| p)
+}
+
+fn name(path: &str) -> &str {
+    path.rsplit_once('/').map_or(path, |(_, n)| n)
+}
+
+/// Why a path is missing from a listing-like answer `r` of `call`.
+fn absent(call: &str, r: &Value) -> String {
+    if r["isError"] == json!(true) {
+        format!("{call} refused: {}", text_of(r))
+    } else {
+        format!("not in the answer of {call}")
+    }
+}
+
+/// read, stat, ls (listed by its parent), glob and grep, for every file and directory.
+fn observe_reads(p: &mut Probe) {
+    let entries = FILES.iter().map(|f| (*f, false));
+    let entries: Vec<(&'static str, bool)> =
+        entries.chain(DIRS.iter().map(|d| (*d, true))).collect();
+    let mut listings: std::collections::HashMap<&str, Value> = Default::default();
+    let glob = p.tool("glob", json!({"pattern": "**"}));
+    let mut glob_paths = Vec::new();
+    strings_in(&glob, &mut glob_paths);
+    let glob_why = absent("glob `**`", &glob);
+    let grep = p.tool("grep", json!({"pattern": "\\[agree ", "maxResults": 10000}));
+    let grep_why = absent("grep over the root", &grep);
+    let grep_text = grep.to_string();
+    for (path, dir) in entries {
+        let abs = p.abs(path);
+        if !dir {
+            let args = json!({"path": abs});
+            p.call(GwOp::Read, path, dir, "read_text_file", args);
+        }
+        p.call(GwOp::Stat, path, dir, "get_file_info", json!({"path": abs}));
+        let up = parent(path);
+        if !listings.contains_key(up) {
+            let listing = p.tool("list_directory", json!({"path": p.abs(up)}));
+            listings.insert(up, listing);
+        }
+        let listing = &listings[up];
+        let want = format!("{} {}", if dir { "[DIR]" } else { "[FILE]" }, name(path));
+        let listed =
+            listing["isError"] != json!(true) && text_of(listing).lines().any(|l| l == want);
+        let why = absent(&format!("list_directory {up:?}"), listing);
+        p.shown(GwOp::Ls, path, dir, listed, &why);
+        let globbed = glob_paths.iter().any(|s| *s == path || *s == abs);
+        p.shown(GwOp::Glob, path, dir, globbed, &glob_why);
+        if !dir {
+            let found = grep_text.contains(&line_of(path));
+            p.shown(GwOp::Grep, path, dir, found, &grep_why);
+        }
+    }
+}
+
+/// write and edit that leave every file as it was, then mkdir of new directories.
+fn observe_changes(p: &mut Probe) {
+    for path in FILES {
+        let abs = p.abs(path);
+        let content = format!("{}\n", line_of(path));
+        let args = json!({"path": abs, "content": content});
+        p.call(GwOp::Write, path, false, "write_file", args);
+        let line = line_of(path);
+        let args = json!({"path": abs, "oldText": line, "newText": line});
+        p.call(GwOp::Edit, path, false, "edit_file", args);
+    }
+    for path in NEW_DIRS {
+        let abs = p.abs(path);
+        p.call(GwOp::Mkdir, path, true, "mkdir", json!({"path": abs}));
+    }
+}
+
+/// rm: directories first (never empty, so a policy that lets it through meets "not
+/// empty" and nothing is removed), then files.
+fn observe_removals(p: &mut Probe) {
+    for path in DIRS {
+        let r = p.tool("rm", json!({"path": p.abs(path)}));
+        let mut seen = seen_of(&r);
+        if let Seen::Denied { rule: None, text } = &seen
+            && text.contains("not empty")
+        {
+            seen = Seen::Allowed;
+        }
+        p.record(GwOp::Rm, path, true, seen);
+    }
+    for path in FILES {
+        let abs = p.abs(path);
+        p.call(GwOp::Rm, path, false, "rm", json!({"path": abs}));
+    }
+}
+
+/// The policy with one `[[test]]` per observation, expecting what the gateway did.
+fn with_cases(policy: &str, obs: &[Observation]) -> String {
+    let mut t = policy.to_string();
+    for o in obs {
+        let (expect, rule) = match &o.seen {
+            Seen::Allowed => ("allow", None),
+            Seen::Denied { rule, .. } => ("deny", rule.as_deref()),
+        };
+        let _ = write!(
+            t,
+            "\n[[test]]\nop = \"{}\"\npath = {}\nexpect = \"{expect}\"\n",
+            simulator_op(o.op),
+            json!(o.path)
+        );
+        if o.dir {
+            t.push_str("dir = true\n");
+        }
+        if let Some(r) = rule {
+            let _ = writeln!(t, "rule = {}", json!(r));
+        }
+    }
+    t
+}
+
+/// Runs the simulator on the cases; one line per disagreement.
+fn disagreements(p: &Probe, policy: &str) -> Vec<String> {
+    let file = p.g.dirs.state.join("simulated.toml");
+    let text = with_cases(policy, &p.out);
+    std::fs::write(&file, &text).expect("write the simulated policy");
+    let out = run_cli(&["policy", "test", "--json", &file.to_string_lossy()]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "policy test --json: {e}\nstdout: {}\nstderr: {}\nfile:\n{text}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let cases = doc["files"][0]["cases"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        cases.len(),
+        p.out.len(),
+        "one simulated case per observation: {doc}"
+    );
+    p.out
+        .iter()
+        .zip(&cases)
+        .filter(|(_, c)| c["passed"] != json!(true))
+        .map(|(o, c)| describe(o, c))
+        .collect()
+}
+
+fn describe(o: &Observation, case: &Value) -> String {
+    let gateway = match &o.seen {
+        Seen::Allowed => "allow".to_string(),
+        Seen::Denied { rule, text } => format!(
+            "deny{} ({text})",
+            rule.as_deref()
+                .map(|r| format!(" by {r}"))
+                .unwrap_or_default()
+        ),
+    };
+    let got = &case["got"];
+    let sim = if got.is_object() {
+        format!(
+            "{} by {}",
+            got["effect"].as_str().unwrap_or("?"),
+            got["rule"].as_str().unwrap_or("?")
+        )
+    } else {
+        format!("no decision: {}", case["failure"])
+    };
+    format!(
+        "{:?} {}{} (simulator op `{}`): gateway {gateway}; simulator {sim}",
+        o.op,
+        o.path,
+        if o.dir { " (dir)" } else { "" },
+        simulator_op(o.op)
+    )
+}
+
+/// The disagreements between the simulator and the gateway under this policy.
+fn run_case(rules: &[GenRule]) -> (String, Vec<String>) {
+    let policy = policy_text(rules);
+    let mut p = Probe::start(&policy);
+    observe_reads(&mut p);
+    observe_changes(&mut p);
+    observe_removals(&mut p);
+    let found = disagreements(&p, &policy);
+    (policy, found)
+}
+
+/// A fixed seed, so every run tries the same policies; `FSGATE_AGREE_SEED` and
+/// `FSGATE_AGREE_CASES` try others.
+fn config() -> Config {
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
+    Config {
+        cases: env("FSGATE_AGREE_CASES").map_or(24, |n| n as u32),
+        rng_seed: RngSeed::Fixed(env("FSGATE_AGREE_SEED").unwrap_or(16)),
+        failure_persistence: None,
+        max_shrink_iters: 64,
+        ..Config::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// For every generated policy, path and operation, `policy test` decides as the
+    /// gateway did: allow or deny, and the deciding rule where the gateway names one.
+    #[test]
+    fn the_simulator_decides_every_operation_as_the_gateway_does(
+        rules in proptest::collection::vec(rule(), 2..=6)
+    ) {
+        let (policy, found) = run_case(&rules);
+        prop_assert!(
+            found.is_empty(),
+            "{} disagreement(s) under this policy:\n{policy}\n{}",
+            found.len(),
+            found.join("\n")
+        );
+    }
+}
+
+/// The probe itself, under a policy whose answers are known: allowed reads, listings
+/// and changes are seen as allowed, secrets and a deny rule as refusals naming the rule,
+/// and the simulator agrees. Without this, a probe that saw nothing could agree by luck.
+#[test]
+fn the_probe_sees_what_the_gateway_allows_and_refuses() {
+    let rules = [
+        GenRule {
+            allow: true,
+            ops: vec!["*"],
+            paths: vec!["**".into()],
+            extensions: None,
+        },
+        GenRule {
+            allow: false,
+            ops: vec!["write"],
+            paths: vec!["docs".into()],
+            extensions: None,
+        },
+    ];
+    let policy = policy_text(&rules);
+    let mut p = Probe::start(&policy);
+    observe_reads(&mut p);
+    observe_changes(&mut p);
+    observe_removals(&mut p);
+    let seen = |op: GwOp, path: &str| {
+        p.out
+            .iter()
+            .find(|o| o.op == op && o.path == path)
+            .map(|o| o.seen.clone())
+            .unwrap_or_else(|| panic!("no observation of {op:?} {path}"))
+    };
+    for (op, path) in [
+        (GwOp::Read, "src/a/b.md"),
+        (GwOp::Stat, "SRC"),
+        (GwOp::Ls, "src/a/c.rs"),
+        (GwOp::Glob, "docs/b.md"),
+        (GwOp::Grep, "src/a/b.md"),
+        (GwOp::Edit, "src/c.rs"),
+        (GwOp::Mkdir, "src/docs"),
+        (GwOp::Rm, "src"),
+        (GwOp::Rm, "b.md"),
+    ] {
+        assert_eq!(seen(op, path), Seen::Allowed, "{op:?} {path}");
+    }
+    for (op, path, rule) in [
+        (GwOp::Write, "docs/b.md", "r1"),
+        (GwOp::Edit, "docs/b.md", "r1"),
+        (GwOp::Read, "docs/.env", "secrets:dotenv"),
+    ] {
+        let Seen::Denied { rule: Some(r), .. } = seen(op, path) else {
+            panic!("{op:?} {path}: {:?}", seen(op, path));
+        };
+        assert!(
+            r == rule || (rule.starts_with("secrets:") && r.starts_with("secrets:")),
+            "{op:?} {path}: {r}"
+        );
+    }
+    for op in [GwOp::Ls, GwOp::Glob, GwOp::Grep] {
+        assert!(
+            matches!(seen(op, ".env"), Seen::Denied { .. }),
+            "{op:?} .env"
+        );
+    }
+    assert!(p.g.dirs.root.join("src/docs").is_dir(), "mkdir made it");
+    assert!(
+        p.g.dirs.root.join("src/a").is_dir(),
+        "rm of a directory removed nothing"
+    );
+    assert!(
+        !p.g.dirs.root.join("b.md").exists(),
+        "rm of a file removed it"
+    );
+    assert_eq!(
+        p.out.len(),
+        FILES.len() * 8 + DIRS.len() * 4 + NEW_DIRS.len()
+    );
+    let found = disagreements(&p, &policy);
+    assert!(found.is_empty(), "{policy}\n{}", found.join("\n"));
+}
