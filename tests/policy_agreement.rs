@@ -21,6 +21,7 @@ enum GwOp {
     Stat,
     Ls,
     Glob,
+    Tree,
     Grep,
     Write,
     Edit,
@@ -31,11 +32,12 @@ enum GwOp {
 /// The `[[test]]` op the simulator is asked for each gateway operation: the operation's
 /// own name, so the simulator decides each composite operation itself (which classes on
 /// which paths), as policies/README.md's operation table documents it.
-const SIMULATOR_OP: [(GwOp, &str); 9] = [
+const SIMULATOR_OP: [(GwOp, &str); 10] = [
     (GwOp::Read, "read"),
     (GwOp::Stat, "stat"),
     (GwOp::Ls, "ls"),
     (GwOp::Glob, "glob"),
+    (GwOp::Tree, "tree"),
     (GwOp::Grep, "grep"),
     (GwOp::Write, "write"),
     (GwOp::Edit, "edit"),
@@ -163,6 +165,9 @@ enum Seen {
         rule: Option<String>,
         text: String,
     },
+    /// An error that is no refusal (names no rule): the simulator never answers so, so
+    /// this is a disagreement whatever it decides.
+    Broken(String),
 }
 
 /// One operation on one path and the gateway's answer.
@@ -182,15 +187,19 @@ fn named_rule(text: &str) -> Option<String> {
     Some(rest[..end].to_string())
 }
 
-/// An `isError` tool result is a denial; otherwise allowed.
+/// An `isError` tool result is a refusal naming its rule, or else broken; otherwise
+/// allowed.
 fn seen_of(r: &Value) -> Seen {
     if r["isError"] != json!(true) {
         return Seen::Allowed;
     }
     let text = text_of(r);
-    Seen::Denied {
-        rule: named_rule(&text),
-        text,
+    match named_rule(&text) {
+        Some(rule) => Seen::Denied {
+            rule: Some(rule),
+            text,
+        },
+        None => Seen::Broken(text),
     }
 }
 
@@ -249,15 +258,22 @@ impl Probe {
         self.record(op, path, dir, seen);
     }
 
-    /// A path shown (allowed) or not (denied, naming no rule) in a listing-like answer.
-    fn shown(&mut self, op: GwOp, path: &'static str, dir: bool, present: bool, why: &str) {
-        let seen = if present {
-            Seen::Allowed
-        } else {
-            Seen::Denied {
+    /// A path shown (allowed) or not in a listing-like answer `r`: hidden (denied,
+    /// naming no rule), or the whole call refused (denied by the rule it names: for
+    /// every path, the first check that fails is the one on the directory the call
+    /// starts from).
+    fn shown(&mut self, op: GwOp, (path, dir): (&'static str, bool), present: bool, r: &Answer) {
+        let seen = match (present, seen_of(&r.value)) {
+            (true, _) => Seen::Allowed,
+            (false, Seen::Allowed) => Seen::Denied {
                 rule: None,
-                text: why.to_string(),
-            }
+                text: format!("not in the answer of {}", r.call),
+            },
+            (false, Seen::Denied { rule, text }) => Seen::Denied {
+                rule,
+                text: format!("{} refused: {text}", r.call),
+            },
+            (false, Seen::Broken(text)) => Seen::Broken(format!("{}: {text}", r.call)),
         };
         self.record(op, path, dir, seen);
     }
@@ -271,28 +287,59 @@ fn name(path: &str) -> &str {
     path.rsplit_once('/').map_or(path, |(_, n)| n)
 }
 
-/// Why a path is missing from a listing-like answer `r` of `call`.
-fn absent(call: &str, r: &Value) -> String {
-    if r["isError"] == json!(true) {
-        format!("{call} refused: {}", text_of(r))
-    } else {
-        format!("not in the answer of {call}")
+/// A listing-like answer and the call that gave it.
+struct Answer {
+    call: String,
+    value: Value,
+}
+
+impl Answer {
+    fn new(call: impl Into<String>, value: Value) -> Answer {
+        Answer {
+            call: call.into(),
+            value,
+        }
     }
 }
 
-/// read, stat, ls (listed by its parent), glob and grep, for every file and directory.
+/// Every path in a `directory_tree` answer (nested `{name, type, children}`).
+fn tree_paths(nodes: &Value, prefix: &str, out: &mut Vec<String>) {
+    for n in nodes.as_array().into_iter().flatten() {
+        let Some(name) = n["name"].as_str() else {
+            continue;
+        };
+        let path = if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        tree_paths(&n["children"], &path, out);
+        out.push(path);
+    }
+}
+
+/// read, stat, ls (listed by its parent), glob, tree and grep (all three from the
+/// root), for every file and directory.
 fn observe_reads(p: &mut Probe) {
     let entries = FILES.iter().map(|f| (*f, false));
     let entries: Vec<(&'static str, bool)> =
         entries.chain(DIRS.iter().map(|d| (*d, true))).collect();
-    let mut listings: std::collections::HashMap<&str, Value> = Default::default();
-    let glob = p.tool("glob", json!({"pattern": "**"}));
+    let mut listings: std::collections::HashMap<&str, Answer> = Default::default();
+    let glob = Answer::new("glob `**`", p.tool("glob", json!({"pattern": "**"})));
     let mut glob_paths = Vec::new();
-    strings_in(&glob, &mut glob_paths);
-    let glob_why = absent("glob `**`", &glob);
-    let grep = p.tool("grep", json!({"pattern": "\\[agree ", "maxResults": 10000}));
-    let grep_why = absent("grep over the root", &grep);
-    let grep_text = grep.to_string();
+    strings_in(&glob.value, &mut glob_paths);
+    let root = p.abs("");
+    let tree = Answer::new(
+        "directory_tree of the root",
+        p.tool("directory_tree", json!({"path": root})),
+    );
+    let mut tree_found = Vec::new();
+    if let Ok(v) = serde_json::from_str::<Value>(&text_of(&tree.value)) {
+        tree_paths(&v, "", &mut tree_found);
+    }
+    let grep_args = json!({"pattern": "\\[agree ", "maxResults": 10000});
+    let grep = Answer::new("grep over the root", p.tool("grep", grep_args));
+    let grep_text = grep.value.to_string();
     for (path, dir) in entries {
         let abs = p.abs(path);
         if !dir {
@@ -303,19 +350,20 @@ fn observe_reads(p: &mut Probe) {
         let up = parent(path);
         if !listings.contains_key(up) {
             let listing = p.tool("list_directory", json!({"path": p.abs(up)}));
-            listings.insert(up, listing);
+            listings.insert(up, Answer::new(format!("list_directory {up:?}"), listing));
         }
         let listing = &listings[up];
         let want = format!("{} {}", if dir { "[DIR]" } else { "[FILE]" }, name(path));
-        let listed =
-            listing["isError"] != json!(true) && text_of(listing).lines().any(|l| l == want);
-        let why = absent(&format!("list_directory {up:?}"), listing);
-        p.shown(GwOp::Ls, path, dir, listed, &why);
+        let listed = listing.value["isError"] != json!(true)
+            && text_of(&listing.value).lines().any(|l| l == want);
+        p.shown(GwOp::Ls, (path, dir), listed, listing);
         let globbed = glob_paths.iter().any(|s| *s == path || *s == abs);
-        p.shown(GwOp::Glob, path, dir, globbed, &glob_why);
+        p.shown(GwOp::Glob, (path, dir), globbed, &glob);
+        let treed = tree_found.iter().any(|s| *s == path);
+        p.shown(GwOp::Tree, (path, dir), treed, &tree);
         if !dir {
             let found = grep_text.contains(&line_of(path));
-            p.shown(GwOp::Grep, path, dir, found, &grep_why);
+            p.shown(GwOp::Grep, (path, dir), found, &grep);
         }
     }
 }
@@ -343,7 +391,7 @@ fn observe_removals(p: &mut Probe) {
     for path in DIRS {
         let r = p.tool("rm", json!({"path": p.abs(path)}));
         let mut seen = seen_of(&r);
-        if let Seen::Denied { rule: None, text } = &seen
+        if let Seen::Broken(text) = &seen
             && text.contains("not empty")
         {
             seen = Seen::Allowed;
@@ -363,6 +411,7 @@ fn with_cases(policy: &str, obs: &[Observation]) -> String {
         let (expect, rule) = match &o.seen {
             Seen::Allowed => ("allow", None),
             Seen::Denied { rule, .. } => ("deny", rule.as_deref()),
+            Seen::Broken(_) => ("deny", None),
         };
         let _ = write!(
             t,
@@ -405,7 +454,7 @@ fn disagreements(p: &Probe, policy: &str) -> Vec<String> {
     p.out
         .iter()
         .zip(&cases)
-        .filter(|(_, c)| c["passed"] != json!(true))
+        .filter(|(o, c)| c["passed"] != json!(true) || matches!(o.seen, Seen::Broken(_)))
         .map(|(o, c)| describe(o, c))
         .collect()
 }
@@ -419,6 +468,7 @@ fn describe(o: &Observation, case: &Value) -> String {
                 .map(|r| format!(" by {r}"))
                 .unwrap_or_default()
         ),
+        Seen::Broken(text) => format!("an error that is no refusal ({text})"),
     };
     let got = &case["got"];
     let sim = if got.is_object() {
@@ -518,6 +568,8 @@ fn the_probe_sees_what_the_gateway_allows_and_refuses() {
         (GwOp::Stat, "SRC"),
         (GwOp::Ls, "src/a/c.rs"),
         (GwOp::Glob, "docs/b.md"),
+        (GwOp::Tree, "src/a/c.rs"),
+        (GwOp::Tree, "Docs"),
         (GwOp::Grep, "src/a/b.md"),
         (GwOp::Edit, "src/c.rs"),
         (GwOp::Mkdir, "src/docs"),
@@ -539,7 +591,7 @@ fn the_probe_sees_what_the_gateway_allows_and_refuses() {
             "{op:?} {path}: {r}"
         );
     }
-    for op in [GwOp::Ls, GwOp::Glob, GwOp::Grep] {
+    for op in [GwOp::Ls, GwOp::Glob, GwOp::Tree, GwOp::Grep] {
         assert!(
             matches!(seen(op, ".env"), Seen::Denied { .. }),
             "{op:?} .env"
@@ -556,7 +608,7 @@ fn the_probe_sees_what_the_gateway_allows_and_refuses() {
     );
     assert_eq!(
         p.out.len(),
-        FILES.len() * 8 + DIRS.len() * 4 + NEW_DIRS.len()
+        FILES.len() * 9 + DIRS.len() * 5 + NEW_DIRS.len()
     );
     let found = disagreements(&p, &policy);
     assert!(found.is_empty(), "{policy}\n{}", found.join("\n"));
