@@ -613,3 +613,32 @@ fn the_probe_sees_what_the_gateway_allows_and_refuses() {
     let found = disagreements(&p, &policy);
     assert!(found.is_empty(), "{policy}\n{}", found.join("\n"));
 }
+
+/// Listing the ancestors of an allowed subtree is allowed, so the agent can reach it;
+/// a file named like one of them is no ancestor: an allow on `b.md/src` lets the root
+/// be listed, but the file `b.md` stays hidden and unstattable, in the gateway and the
+/// simulator alike.
+#[test]
+fn a_file_never_leads_towards_an_allowed_subtree() {
+    let rules = [GenRule {
+        allow: true,
+        ops: vec!["*"],
+        paths: vec!["b.md/src".into()],
+        extensions: None,
+    }];
+    let policy = policy_text(&rules);
+    let mut p = Probe::start(&policy);
+    observe_reads(&mut p);
+    for o in p.out.iter().filter(|o| o.path == "b.md") {
+        match (&o.op, &o.seen) {
+            (GwOp::Stat | GwOp::Read, Seen::Denied { rule: Some(r), .. }) => {
+                assert_eq!(r, "default-deny");
+            }
+            // Hidden from a root that may be listed: no refusal.
+            (_, Seen::Denied { rule: None, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    let found = disagreements(&p, &policy);
+    assert!(found.is_empty(), "{policy}\n{}", found.join("\n"));
+}
