@@ -1,8 +1,10 @@
 //! The policy simulator (`fsgate policy test`) against the real gateway: random policies
-//! × a fixed tree × every operation. Each case starts one `fsgate serve --transport mcp`,
+//! × a fixed tree × every operation (read, stat, ls, glob, tree, grep, write, edit,
+//! mkdir, rm, and a file's rename). Each case starts one `fsgate serve --transport mcp`,
 //! records what every operation on every path really does (allowed, or refused and by
-//! which rule), writes those answers as `[[test]]` cases into a copy of the policy, and
-//! runs `fsgate policy test --json` on it once: every case must pass.
+//! which rule), writes those answers as `[[test]]` cases (by the operation's own name;
+//! a rename as its documented steps) into a copy of the policy, and runs `fsgate policy
+//! test --json` on it once: every case must pass.
 
 use std::fmt::Write as _;
 
@@ -27,6 +29,10 @@ enum GwOp {
     Edit,
     Mkdir,
     Rm,
+    /// rename of a file to a new name: no single `[[test]]` op; the simulator is asked
+    /// each check the operation table lists for a move, in its order. (MCP `move_file`
+    /// first looks whether the target exists: `stat` there too; not observed.)
+    Move,
 }
 
 /// The `[[test]]` op the simulator is asked for each gateway operation: the operation's
@@ -43,6 +49,20 @@ const SIMULATOR_OP: [(GwOp, &str); 10] = [
     (GwOp::Edit, "edit"),
     (GwOp::Mkdir, "mkdir"),
     (GwOp::Rm, "rm"),
+];
+
+/// A file move's checks, in the documented order: `delete` then `read` on the source,
+/// `write` on the target.
+const MOVE_STEPS: [&str; 3] = ["delete", "read", "write"];
+
+/// Files moved to a new name (whose directory exists), each moved back after.
+const MOVES: [(&str, &str); 6] = [
+    ("b.md", "docs/m.md"),
+    ("c.rs", "src/a/m.rs"),
+    ("src/b.md", "Docs/m.md"),
+    ("src/a/c.rs", "m.rs"),
+    ("docs/b.md", "SRC/m.md"),
+    ("Docs/b.md", "src/m.rs"),
 ];
 
 fn simulator_op(op: GwOp) -> &'static str {
@@ -177,6 +197,8 @@ struct Observation {
     path: &'static str,
     dir: bool,
     seen: Seen,
+    /// A move's target.
+    to: Option<&'static str>,
 }
 
 /// The refusal's rule: `refused: ... (rule R, path P)`.
@@ -249,6 +271,7 @@ impl Probe {
             path,
             dir,
             seen,
+            to: None,
         });
     }
 
@@ -385,6 +408,25 @@ fn observe_changes(p: &mut Probe) {
     }
 }
 
+/// rename of each file in MOVES, moved back (directly) when it went.
+fn observe_moves(p: &mut Probe) {
+    for (from, to) in MOVES {
+        let args = json!({"oldPath": p.abs(from), "newPath": p.abs(to)});
+        let seen = seen_of(&p.tool("rename", args));
+        if seen == Seen::Allowed {
+            let root = &p.g.dirs.root;
+            std::fs::rename(root.join(to), root.join(from)).expect("move back");
+        }
+        p.out.push(Observation {
+            op: GwOp::Move,
+            path: from,
+            dir: false,
+            seen,
+            to: Some(to),
+        });
+    }
+}
+
 /// rm: directories first (never empty, so a policy that lets it through meets "not
 /// empty" and nothing is removed), then files.
 fn observe_removals(p: &mut Probe) {
@@ -404,35 +446,71 @@ fn observe_removals(p: &mut Probe) {
     }
 }
 
-/// The policy with one `[[test]]` per observation, expecting what the gateway did.
-fn with_cases(policy: &str, obs: &[Observation]) -> String {
+/// One `[[test]]` case: op, path, dir, expected effect and rule.
+type Case<'a> = (&'a str, &'a str, bool, &'a str, Option<&'a str>);
+
+/// The cases an observation stands for, expecting what the gateway did. A move is
+/// asked step by step: the steps before the one its refusal names expect allow, that
+/// one deny by the rule; an allowed move expects every step allowed.
+fn cases_of(o: &Observation) -> Vec<Case<'_>> {
+    let (expect, rule) = match &o.seen {
+        Seen::Allowed => ("allow", None),
+        Seen::Denied { rule, .. } => ("deny", rule.as_deref()),
+        Seen::Broken(_) => ("deny", None),
+    };
+    let Some(to) = o.to else {
+        return vec![(simulator_op(o.op), o.path, o.dir, expect, rule)];
+    };
+    let steps = MOVE_STEPS.map(|c| (c, if c == "write" { to } else { o.path }));
+    let refused = match &o.seen {
+        Seen::Denied { text, .. } => steps
+            .iter()
+            .position(|(c, p)| text.contains(&format!("{c} of `{p}` denied"))),
+        _ => None,
+    };
+    match (&o.seen, refused) {
+        (Seen::Allowed, _) => steps.map(|(c, p)| (c, p, false, "allow", None)).to_vec(),
+        (_, Some(i)) => steps[..=i]
+            .iter()
+            .enumerate()
+            .map(|(j, (c, p))| match j == i {
+                true => (*c, *p, false, "deny", rule),
+                false => (*c, *p, false, "allow", None),
+            })
+            .collect(),
+        // No step named: one case, so the observation is reported (as broken).
+        _ => vec![(steps[0].0, o.path, false, "deny", rule)],
+    }
+}
+
+/// The policy with the observations' `[[test]]` cases, and which observation each
+/// case stands for.
+fn with_cases(policy: &str, obs: &[Observation]) -> (String, Vec<usize>) {
     let mut t = policy.to_string();
-    for o in obs {
-        let (expect, rule) = match &o.seen {
-            Seen::Allowed => ("allow", None),
-            Seen::Denied { rule, .. } => ("deny", rule.as_deref()),
-            Seen::Broken(_) => ("deny", None),
-        };
-        let _ = write!(
-            t,
-            "\n[[test]]\nop = \"{}\"\npath = {}\nexpect = \"{expect}\"\n",
-            simulator_op(o.op),
-            json!(o.path)
-        );
-        if o.dir {
-            t.push_str("dir = true\n");
-        }
-        if let Some(r) = rule {
-            let _ = writeln!(t, "rule = {}", json!(r));
+    let mut owners = Vec::new();
+    for (i, o) in obs.iter().enumerate() {
+        for (op, path, dir, expect, rule) in cases_of(o) {
+            owners.push(i);
+            let _ = write!(
+                t,
+                "\n[[test]]\nop = \"{op}\"\npath = {}\nexpect = \"{expect}\"\n",
+                json!(path)
+            );
+            if dir {
+                t.push_str("dir = true\n");
+            }
+            if let Some(r) = rule {
+                let _ = writeln!(t, "rule = {}", json!(r));
+            }
         }
     }
-    t
+    (t, owners)
 }
 
 /// Runs the simulator on the cases; one line per disagreement.
 fn disagreements(p: &Probe, policy: &str) -> Vec<String> {
     let file = p.g.dirs.state.join("simulated.toml");
-    let text = with_cases(policy, &p.out);
+    let (text, owners) = with_cases(policy, &p.out);
     std::fs::write(&file, &text).expect("write the simulated policy");
     let out = run_cli(&["policy", "test", "--json", &file.to_string_lossy()]);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -446,13 +524,10 @@ fn disagreements(p: &Probe, policy: &str) -> Vec<String> {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    assert_eq!(
-        cases.len(),
-        p.out.len(),
-        "one simulated case per observation: {doc}"
-    );
-    p.out
+    assert_eq!(cases.len(), owners.len(), "one result per case: {doc}");
+    owners
         .iter()
+        .map(|i| &p.out[*i])
         .zip(&cases)
         .filter(|(o, c)| c["passed"] != json!(true) || matches!(o.seen, Seen::Broken(_)))
         .map(|(o, c)| describe(o, c))
@@ -481,11 +556,13 @@ fn describe(o: &Observation, case: &Value) -> String {
         format!("no decision: {}", case["failure"])
     };
     format!(
-        "{:?} {}{} (simulator op `{}`): gateway {gateway}; simulator {sim}",
+        "{:?} {}{}{} (simulator: `{}` on {}): gateway {gateway}; simulator {sim}",
         o.op,
         o.path,
+        o.to.map(|t| format!(" -> {t}")).unwrap_or_default(),
         if o.dir { " (dir)" } else { "" },
-        simulator_op(o.op)
+        case["op"].as_str().unwrap_or("?"),
+        case["path"]
     )
 }
 
@@ -495,6 +572,7 @@ fn run_case(rules: &[GenRule]) -> (String, Vec<String>) {
     let mut p = Probe::start(&policy);
     observe_reads(&mut p);
     observe_changes(&mut p);
+    observe_moves(&mut p);
     observe_removals(&mut p);
     let found = disagreements(&p, &policy);
     (policy, found)
@@ -555,6 +633,7 @@ fn the_probe_sees_what_the_gateway_allows_and_refuses() {
     let mut p = Probe::start(&policy);
     observe_reads(&mut p);
     observe_changes(&mut p);
+    observe_moves(&mut p);
     observe_removals(&mut p);
     let seen = |op: GwOp, path: &str| {
         p.out
@@ -573,6 +652,7 @@ fn the_probe_sees_what_the_gateway_allows_and_refuses() {
         (GwOp::Grep, "src/a/b.md"),
         (GwOp::Edit, "src/c.rs"),
         (GwOp::Mkdir, "src/docs"),
+        (GwOp::Move, "src/a/c.rs"),
         (GwOp::Rm, "src"),
         (GwOp::Rm, "b.md"),
     ] {
@@ -582,6 +662,7 @@ fn the_probe_sees_what_the_gateway_allows_and_refuses() {
         (GwOp::Write, "docs/b.md", "r1"),
         (GwOp::Edit, "docs/b.md", "r1"),
         (GwOp::Read, "docs/.env", "secrets:dotenv"),
+        (GwOp::Move, "b.md", "r1"),
     ] {
         let Seen::Denied { rule: Some(r), .. } = seen(op, path) else {
             panic!("{op:?} {path}: {:?}", seen(op, path));
@@ -608,7 +689,7 @@ fn the_probe_sees_what_the_gateway_allows_and_refuses() {
     );
     assert_eq!(
         p.out.len(),
-        FILES.len() * 9 + DIRS.len() * 5 + NEW_DIRS.len()
+        FILES.len() * 9 + DIRS.len() * 5 + NEW_DIRS.len() + MOVES.len()
     );
     let found = disagreements(&p, &policy);
     assert!(found.is_empty(), "{policy}\n{}", found.join("\n"));
