@@ -50,6 +50,8 @@ mod demo;
 mod policy_cli;
 // policy check: rules matching the wrong paths or never winning; suggested tests pass.
 mod policy_lint;
+// `policy test` decides every operation as the gateway does: random policies × a tree.
+mod policy_agreement;
 // Installing and configuring: docs/clients/ configurations start fsgate; completions; man pages.
 mod install;
 // The audit log the gateway writes, and `fsgate audit ...`; both verifiers agree.

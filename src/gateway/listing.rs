@@ -347,12 +347,15 @@ impl Gateway {
             .stat(&res.real)
             .map_err(|e| ws_error(e, &rp.shown))?;
         let is_dir = info.kind == FileKind::Directory;
-        if !is_dir {
-            let pf = PathFacts::file(info.size);
-            Self::check_entry(pol, Access::Grep, &rp.rel, &pf, &rp.shown, facts)?;
-            if res.real != rp.rel {
-                Self::check_entry(pol, Access::Grep, &res.real, &pf, &rp.shown, facts)?;
-            }
+        // Decided again knowing the kind (a directory: `list`; a file: also `read`).
+        let pf = if is_dir {
+            PathFacts::kind(EntryKind::Dir)
+        } else {
+            PathFacts::file(info.size)
+        };
+        Self::check_entry(pol, Access::Grep, &rp.rel, &pf, &rp.shown, facts)?;
+        if res.real != rp.rel {
+            Self::check_entry(pol, Access::Grep, &res.real, &pf, &rp.shown, facts)?;
         }
         if !res.exists {
             return Err(GatewayError::NotFound { path: rp.shown });

@@ -31,7 +31,6 @@ impl Gateway {
             sres,
             dres,
         } = &ends;
-        self.refuse_unmovable(src, sres)?;
         if dres.missing > 1 {
             return Err(GatewayError::MissingParent {
                 path: dst.shown.clone(),
@@ -61,7 +60,9 @@ impl Gateway {
         Ok(Output::Unit)
     }
 
-    /// Parses and locates both ends, refusing moves that make no sense.
+    /// Parses and locates both ends, refusing moves that make no sense. The source is
+    /// decided in full (a file: `delete`, then `read`) before the target is looked at,
+    /// so the first refusal is the one `explain` finds checking in that order.
     fn rename_ends(
         &self,
         pol: &Policy,
@@ -84,14 +85,38 @@ impl Gateway {
         if dst.rel.starts_with(&src.rel) {
             return invalid("cannot move a directory into itself");
         }
-        let mut locate = |rp: &ReqPath, class| {
-            self.locate(pol, class, rp, Follow::NotFinal, EntryKind::Unknown, facts)
-        };
-        let sres = locate(&src, OpClass::Delete)?;
-        let dres = locate(&dst, OpClass::Write)?;
+        let sres = self.locate(
+            pol,
+            OpClass::Delete,
+            &src,
+            Follow::NotFinal,
+            EntryKind::Unknown,
+            facts,
+        )?;
         if !sres.exists {
+            // The target is still checked first: a refusal there says less than this.
+            self.locate(
+                pol,
+                OpClass::Write,
+                &dst,
+                Follow::NotFinal,
+                EntryKind::Unknown,
+                facts,
+            )?;
             return Err(GatewayError::NotFound { path: src.shown });
         }
+        self.refuse_unmovable(&src, &sres)?;
+        if !self.is_real_dir(&sres.real) {
+            self.check_file_source(pol, (&src, &sres.real), facts)?;
+        }
+        let dres = self.locate(
+            pol,
+            OpClass::Write,
+            &dst,
+            Follow::NotFinal,
+            EntryKind::Unknown,
+            facts,
+        )?;
         Ok(Ends {
             src,
             dst,
@@ -162,35 +187,53 @@ impl Gateway {
         )
     }
 
-    /// What the policy knows of a moved file at each end: its size where it is, and
-    /// where it goes the larger of that and the size of the file it replaces.
-    fn move_sizes(&self, pol: &Policy, e: &Ends) -> (PathFacts, PathFacts) {
+    /// What the policy knows of a file: its size when some rule has a size condition
+    /// (0 if it is not there).
+    fn file_facts(&self, pol: &Policy, real: &crate::path::RelPath, exists: bool) -> PathFacts {
         if !pol.has_size_rules() {
-            let file = PathFacts::kind(EntryKind::File);
-            return (file, file);
+            return PathFacts::kind(EntryKind::File);
         }
-        let size = |r: &crate::path::RelPath| self.workspace.stat(r).map_or(0, |i| i.size);
-        let src = size(&e.sres.real);
-        let dst = if e.dres.exists { size(&e.dres.real) } else { 0 };
-        (PathFacts::file(src), PathFacts::file(src.max(dst)))
+        let size = if exists {
+            self.workspace.stat(real).map_or(0, |i| i.size)
+        } else {
+            0
+        };
+        PathFacts::file(size)
     }
 
-    /// A file: readable and deletable where it is (moving content must not make readable
-    /// what was not), writable where it goes, and its content passes the content rules
-    /// at both ends (they can depend on the path, and a move must not carry a secret out
-    /// of a rule's reach). A file over the read limit cannot be read here or there.
+    /// A moved file where it is: deletable, and readable (moving content must not make
+    /// readable what was not), decided knowing its size.
+    fn check_file_source(
+        &self,
+        pol: &Policy,
+        (src, real): (&ReqPath, &crate::path::RelPath),
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let pf = self.file_facts(pol, real, true);
+        let (delete, read) = (Access::Class(OpClass::Delete), Access::Class(OpClass::Read));
+        for p in [&src.rel, real] {
+            Self::check_entry(pol, delete, p, &pf, &src.shown, facts)?;
+            Self::check_entry(pol, read, p, &pf, &src.shown, facts)?;
+        }
+        Ok(())
+    }
+
+    /// A moved file where it goes: writable, at the larger of its size and the size of
+    /// the file it replaces, and its content passes the content rules at both ends
+    /// (they can depend on the path, and a move must not carry a secret out of a rule's
+    /// reach). A file over the read limit cannot be read here or there.
     fn check_file_move(
         &self,
         pol: &Policy,
         e: &Ends,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        let (src_pf, dst_pf) = self.move_sizes(pol, e);
-        let (read, delete) = (Access::Class(OpClass::Read), Access::Class(OpClass::Delete));
-        for p in [&e.src.rel, &e.sres.real] {
-            Self::check_entry(pol, read, p, &src_pf, &e.src.shown, facts)?;
-            Self::check_entry(pol, delete, p, &src_pf, &e.src.shown, facts)?;
-        }
+        let src = self.file_facts(pol, &e.sres.real, true);
+        let replaced = self.file_facts(pol, &e.dres.real, e.dres.exists);
+        let dst_pf = match (src.size, replaced.size) {
+            (Some(a), Some(b)) => PathFacts::file(a.max(b)),
+            _ => src,
+        };
         let write = Access::Class(OpClass::Write);
         for p in [&e.dst.rel, &e.dres.real] {
             Self::check_entry(pol, write, p, &dst_pf, &e.dst.shown, facts)?;

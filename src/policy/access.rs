@@ -391,6 +391,32 @@ min_size = 1048577
     }
 
     #[test]
+    fn a_file_never_leads_towards_an_allowed_subtree() {
+        // Listing the ancestors of an allowed subtree is allowed so the agent can reach
+        // it; a file named like one of them is no ancestor and stays hidden.
+        let pol = Policy::from_toml(
+            "version = 1\n[[rule]]\nid = \"deep\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"b.md/src\"]\n",
+            "t",
+        )
+        .unwrap();
+        let dir = PathFacts::kind(EntryKind::Dir);
+        for op in [Access::Stat, Access::Ls, Access::Glob, Access::Tree] {
+            assert!(
+                pol.decide_access(op, &rel("b.md"), &dir).allowed(),
+                "{op:?}"
+            );
+            let d = pol.decide_access(op, &rel("b.md"), &file());
+            assert_eq!(d.rule, crate::policy::DEFAULT_DENY, "{op:?}");
+        }
+        assert!(
+            pol.decide_access(Access::Ls, &rel("b.md/src/x.rs"), &file())
+                .allowed()
+        );
+        let d = pol.decide(OpClass::List, &RelPath::root(), EntryKind::Dir);
+        assert!(d.allowed());
+    }
+
+    #[test]
     fn every_name_parses_back() {
         for name in ACCESS_NAMES {
             assert_eq!(Access::parse(name).map(Access::as_str), Some(*name));

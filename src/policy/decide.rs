@@ -280,6 +280,7 @@ fn rule_misses(rule: &Rule, op: OpClass, path: &RelPath, facts: &PathFacts) -> O
             set.is_match(path.as_str())
                 || (rule.effect == Effect::Allow
                     && op == OpClass::List
+                    && kind != EntryKind::File
                     && is_ancestor_of_base(rule, path))
         }
     };
@@ -358,6 +359,8 @@ fn size_note(rule: &Rule, facts: &PathFacts) -> String {
 
 /// Listing a directory that leads towards an allowed subtree is allowed (so `src/**`
 /// lets the agent list the root and see `src`); the entries are filtered separately.
+/// The caller applies this to directories (and not-yet-known kinds) only: a file leads
+/// nowhere, so an allow on `b.md/x` does not show the file `b.md`.
 fn is_ancestor_of_base(rule: &Rule, path: &RelPath) -> bool {
     rule.bases.iter().any(|base| base.starts_with(path))
 }

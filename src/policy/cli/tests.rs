@@ -166,9 +166,13 @@ fn explain_shows_order_decider_and_shadowed_rules() {
         "{out}"
     );
 
-    let (_, out, _) = run_args(&["explain", &f, "--op", "list", "--json", "src"]);
+    // `src/**` lets the agent list the directory `src` (it leads there), not a file.
+    let (_, out, _) = run_args(&["explain", &f, "--op", "list", "--json", "--dir", "src"]);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["decision"]["rule"], "src");
+    let (_, out, _) = run_args(&["explain", &f, "--op", "list", "--json", "src"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["decision"]["rule"], "default-deny");
 }
 
 #[test]
