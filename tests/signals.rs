@@ -14,6 +14,10 @@ use std::time::Duration;
 
 use crate::common::{TIMEOUT, bin, run_cli, wait_output};
 
+/// How long a stop may take: a hang never ends, and a loaded CI machine running the whole
+/// suite on two cores has been seen to need more than the usual 10 s for a debug build.
+const STOP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Delays between spawning and signalling, in milliseconds.
 const DELAYS_MS: [u64; 5] = [0, 1, 5, 20, 50];
 
@@ -77,7 +81,7 @@ fn stop_once(mode: &str, sig: rustix::process::Signal, when: When) -> bool {
     let pid = rustix::process::Pid::from_child(&child);
     rustix::process::kill_process(pid, sig).expect("signal fsgate");
     let _stdin = child.stdin.take(); // kept open: only the signal may end fsgate
-    let out = wait_output(&mut child, TIMEOUT);
+    let out = wait_output(&mut child, STOP_TIMEOUT);
     let what = format!(
         "{mode} at {when:?}: {:?} {}",
         out.status,

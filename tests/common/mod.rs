@@ -687,7 +687,12 @@ pub fn wait_output(child: &mut Child, timeout: Duration) -> Output {
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("fsgate did not exit within {timeout:?}");
+                // What it said before it was killed tells where it hung.
+                let said = t_err.join().unwrap_or_default();
+                panic!(
+                    "fsgate did not exit within {timeout:?}; its stderr:\n{}",
+                    String::from_utf8_lossy(&said)
+                );
             }
         }
     };
