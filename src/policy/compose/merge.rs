@@ -358,6 +358,21 @@ impl Merged {
                 ));
             }
         }
+        // An inline rule of the same id would replace the base's rule (built-in ones too).
+        if let Some(r) = p
+            .rules
+            .iter()
+            .find(|r| active.contains(&format!("content:{}", r.id.get_ref()).as_str()))
+        {
+            return Err(self.refuse(
+                "content.rules",
+                line_col(&layer.text, r.id.span().start).0,
+                format!(
+                    "content rule `{}` is the base's: a rule of the same id here would replace it; use another id",
+                    r.id.get_ref()
+                ),
+            ));
+        }
         if !p.allowlists.is_empty() {
             return Err(self.refuse(
                 "content.allowlists",

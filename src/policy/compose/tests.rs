@@ -367,6 +367,10 @@ fn limits_sections_secrets_and_content_cannot_loosen_the_base() {
             "[content]\ngitleaks_config = \"g.toml\"\n",
             "a gitleaks config here",
         ),
+        (
+            "[content]\n[[content.rules]]\nid = \"private-key\"\nregex = 'never_matches'\n",
+            "content rule `private-key` is the base's",
+        ),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let base = format!("{BASE}\n[audit]\nfsync = \"always\"\n[content]\n");
