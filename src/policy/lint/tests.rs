@@ -721,3 +721,24 @@ fn findings_about_inherited_rules_name_the_base_file() {
         r.findings
     );
 }
+
+#[test]
+fn size_conditioned_denies_are_not_called_duplicates_or_always_winning() {
+    let sized = |id: &str, effect: &str, ops: &str, size: &str| {
+        format!("{}{size}\n", rule(id, effect, ops, "[\"src/**\"]"))
+    };
+    let text = format!(
+        "version = 1\n{}{}{}{}",
+        sized("src", "allow", "[\"read\", \"write\"]", "max_size = 5000"),
+        sized("big-ro", "deny", "[\"write\"]", "min_size = 1000"),
+        sized("small-del", "deny", "[\"delete\"]", "max_size = 10"),
+        sized("big-del", "deny", "[\"delete\"]", "min_size = 11"),
+    );
+    let r = lint(&text);
+    let c = codes(&r);
+    assert!(!c.contains(&"shadowed-ops"), "{:#?}", r.findings);
+    assert!(!c.contains(&"duplicate-rule"), "{:#?}", r.findings);
+    // A deny whose range holds the allow's does leave it dead.
+    let text = text.replace("min_size = 1000", "min_size = 0");
+    assert!(codes(&lint(&text)).contains(&"shadowed-ops"));
+}
