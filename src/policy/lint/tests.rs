@@ -546,21 +546,25 @@ fn suggested_cases_pass_when_pasted_in() {
         "[[rule]]\nid = \"no-db\"\neffect = \"deny\"\nops = [\"read\"]\nextensions = [\"sqlite\"]\n",
         rule_ext("no-gen", "deny", "[\"write\"]", "[\"gen/**\"]", "[\"rs\"]"),
     );
+    // A size-conditioned deny decides only with a size: its case names one.
+    text.push_str(&rule("big-ro", "deny", "[\"write\"]", "[\"data/**\"]"));
+    text.push_str("min_size = 1048577\n");
     let r = lint(&text);
     let hints: Vec<String> = found(&r, "untested-deny")
         .iter()
         .map(|f| f.hint.clone())
         .collect();
-    assert_eq!(hints.len(), 3, "{:#?}", r.findings);
+    assert_eq!(hints.len(), 4, "{:#?}", r.findings);
     assert!(hints[1].contains("path = \"x.sqlite\""), "{hints:?}");
     assert!(hints[2].contains(".rs\""), "{hints:?}");
+    assert!(hints[3].contains("size = 1048577"), "{hints:?}");
     for h in &hints {
         let case = h.strip_prefix("add [[test]] ").expect("a ready-made case");
         text.push_str(&format!("[[test]]\n{}\n", case.replace(", ", "\n")));
     }
     let pol = Policy::from_toml(&text, "t").unwrap();
     let run = crate::policy::testrun::run_cases(&pol, &text);
-    assert_eq!((run.passed(), run.failed()), (3, 0), "{:#?}", run.cases);
+    assert_eq!((run.passed(), run.failed()), (4, 0), "{:#?}", run.cases);
 }
 
 #[test]
