@@ -398,6 +398,21 @@ fn sections_the_base_lacks_may_be_set_and_the_base_s_are_inherited() {
 }
 
 #[test]
+fn a_section_the_base_lacks_may_not_loosen_its_defaults() {
+    for (rest, what) in [
+        ("[acp]\nallow_terminal = true\n", "acp.allow_terminal"),
+        ("[audit]\nfsync = \"never\"\n", "audit.fsync"),
+        ("[ws]\nmax_connections = 100000\n", "ws.max_connections"),
+    ] {
+        let e = refused(&project(rest));
+        assert!(e.contains(what) && e.contains("base.toml"), "{rest}: {e}");
+    }
+    // The defaults written out, or tighter, load.
+    let rest = "[acp]\nallow_terminal = false\n[audit]\nfsync = \"always\"\n";
+    extend(&project(rest)).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
 fn only_the_root_marks_rules_overridable() {
     let e = refused(&project(
         "[[rule]]\nid = \"x\"\neffect = \"deny\"\nops = [\"read\"]\npaths = [\"x\"]\noverridable = true\n",
