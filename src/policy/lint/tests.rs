@@ -746,3 +746,21 @@ fn size_conditioned_denies_are_not_called_duplicates_or_always_winning() {
     let text = text.replace("min_size = 1000", "min_size = 0");
     assert!(codes(&lint(&text)).contains(&"shadowed-ops"));
 }
+
+#[test]
+fn notes_on_whole_tree_and_double_star_forms_give_a_usable_hint() {
+    let text = format!(
+        "version = 1\n[content]\n{}",
+        rule("w", "deny", "[\"write\"]", "[\"./\", \"./**\", \"a/**/\"]"),
+    );
+    let r = lint(&text);
+    let hints: Vec<(&str, &str)> = found(&r, "glob-form")
+        .iter()
+        .map(|f| (f.message.as_str(), f.hint.as_str()))
+        .collect();
+    assert_eq!(hints.len(), 3, "{:#?}", r.findings);
+    assert!(hints[0].0.contains("the whole tree"), "{hints:?}");
+    assert_eq!(hints[0].1, "write `**`, which means the same");
+    assert!(hints[1].0.contains("the whole tree"), "{hints:?}");
+    assert_eq!(hints[2].1, "write `a/**`, which means the same");
+}
