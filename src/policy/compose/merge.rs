@@ -377,11 +377,12 @@ impl Merged {
             }
         }
         // An inline rule of the same id would replace the base's rule (built-in ones too).
-        if let Some(r) = p
-            .rules
-            .iter()
-            .find(|r| active.contains(&format!("content:{}", r.id.get_ref()).as_str()))
-        {
+        // (A base's own inline rule, even one it disables, would be a duplicate id.)
+        let taken = |id: &str| {
+            active.contains(&format!("content:{id}").as_str())
+                || b.rules.iter().any(|r| r.id.get_ref() == id)
+        };
+        if let Some(r) = p.rules.iter().find(|r| taken(r.id.get_ref())) {
             return Err(self.refuse(
                 "content.rules",
                 line_col(&layer.text, r.id.span().start).0,

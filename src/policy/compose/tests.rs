@@ -398,6 +398,25 @@ fn sections_the_base_lacks_may_be_set_and_the_base_s_are_inherited() {
 }
 
 #[test]
+fn a_content_rule_id_the_base_uses_is_refused_at_the_project_s_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = format!(
+        "{BASE}\n[content]\ndisabled_rules = [\"mytok\"]\n[[content.rules]]\nid = \"mytok\"\nregex = 'tok_[a-z]{{8}}'\n"
+    );
+    std::fs::write(dir.path().join("base.toml"), base).expect("base");
+    let path = dir.path().join("project.toml");
+    let rest = "\n\n[content]\n[[content.rules]]\nid = \"mytok\"\nregex = 'tok_[a-z]{9}'\n";
+    std::fs::write(&path, project(rest)).expect("project");
+    match Policy::load(&path) {
+        Err(PolicyError::Invalid { line, message, .. }) => {
+            assert_eq!(line, 7, "{message}");
+            assert!(message.contains("`mytok` is the base's"), "{message}");
+        }
+        other => panic!("{:?}", other.err()),
+    }
+}
+
+#[test]
 fn a_section_the_base_lacks_may_not_loosen_its_defaults() {
     for (rest, what) in [
         ("[acp]\nallow_terminal = true\n", "acp.allow_terminal"),
