@@ -417,6 +417,26 @@ fn a_content_rule_id_the_base_uses_is_refused_at_the_project_s_line() {
 }
 
 #[test]
+fn a_base_that_is_no_policy_file_is_refused_without_quoting_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = dir.path().join("id_rsa");
+    std::fs::write(&key, "AKIAIOSFODNN7EXAMPLE secret=hunter2\n").expect("key");
+    for (base, what) in [
+        (key.display().to_string(), "not a policy file"),
+        ("/dev/zero".to_string(), "not a regular file"),
+    ] {
+        let path = dir.path().join("project.toml");
+        std::fs::write(&path, project("").replace("base.toml", &base)).expect("project");
+        let e = Policy::load(&path)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains(what), "{e}");
+        assert!(!e.contains("hunter2") && !e.contains("AKIA"), "{e}");
+    }
+}
+
+#[test]
 fn a_section_the_base_lacks_may_not_loosen_its_defaults() {
     for (rest, what) in [
         ("[acp]\nallow_terminal = true\n", "acp.allow_terminal"),
