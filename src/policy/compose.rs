@@ -189,12 +189,12 @@ fn chain(top: Layer) -> Result<Vec<Layer>, PolicyError> {
     Ok(layers)
 }
 
-/// A base policy file is at most this large.
+/// A file a policy names (a base policy, a gitleaks config) is at most this large.
 const MAX_BASE_BYTES: u64 = 1024 * 1024;
 
-/// The text of a base policy file: a regular file (a device or FIFO would never end, or
-/// block) of at most [`MAX_BASE_BYTES`].
-fn read_base(path: &Path) -> Result<String, String> {
+/// The text of a file a policy names: a regular file (a device or FIFO would never end,
+/// or block) of at most [`MAX_BASE_BYTES`].
+pub(crate) fn read_base(path: &Path) -> Result<String, String> {
     use std::io::Read;
     let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
     if !meta.is_file() {
