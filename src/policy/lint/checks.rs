@@ -152,6 +152,11 @@ fn deny_covers(policy: &Policy, deny: &Rule, allow: &Rule, op: OpClass) -> bool 
         return false;
     }
     if let Some(dx) = &deny.extensions {
+        // An allow's extensions do not limit it on directories, a deny's do: the allow
+        // still decides listing, creating and removing directories (reading one is moot).
+        if op != OpClass::Read {
+            return false;
+        }
         match &allow.extensions {
             Some(ax) if ax.iter().all(|e| dx.contains(e)) => {}
             _ => return false,

@@ -58,12 +58,13 @@ fn sample_facts(r: &Rule) -> PathFacts {
     }
 }
 
-/// The ops of `r` that `r` alone decides on `path` (so `r` matches it).
-fn matched_ops(alone: &Policy, r: &Rule, path: &RelPath) -> Vec<OpClass> {
-    let facts = sample_facts(r);
+/// The ops of `r` that `r` alone decides on `path` as `facts` say it is (so `r`
+/// matches it). Reading a directory is moot.
+fn matched_ops(alone: &Policy, r: &Rule, path: &RelPath, facts: &PathFacts) -> Vec<OpClass> {
     ops_of(r)
         .into_iter()
-        .filter(|op| alone.decide_with(*op, path, &facts).rule == r.id)
+        .filter(|op| facts.kind != EntryKind::Dir || *op != OpClass::Read)
+        .filter(|op| alone.decide_with(*op, path, facts).rule == r.id)
         .collect()
 }
 
@@ -81,10 +82,16 @@ pub(super) fn sample(policy: &Policy, r: &Rule) -> Sampled {
     let alone = only(policy, vec![r.clone()]);
     let mut counts: Vec<(String, usize)> = Vec::new();
     let mut matched = false;
-    for s in rule_samples(r) {
-        for op in matched_ops(&alone, r, &s) {
+    // As files, and as directories (an allow's extensions do not limit it there).
+    let samples = rule_samples(r);
+    let as_kinds = [sample_facts(r), PathFacts::kind(EntryKind::Dir)];
+    for (s, facts) in as_kinds
+        .iter()
+        .flat_map(|f| samples.iter().map(move |s| (s, f)))
+    {
+        for op in matched_ops(&alone, r, s, facts) {
             matched = true;
-            let d = policy.decide_with(op, &s, &sample_facts(r));
+            let d = policy.decide_with(op, s, facts);
             if d.rule == r.id {
                 return Sampled {
                     matched,

@@ -764,3 +764,31 @@ fn notes_on_whole_tree_and_double_star_forms_give_a_usable_hint() {
     assert!(hints[1].0.contains("the whole tree"), "{hints:?}");
     assert_eq!(hints[2].1, "write `a/**`, which means the same");
 }
+
+#[test]
+fn an_extension_deny_leaves_an_extension_allow_its_directories() {
+    let text = format!(
+        "version = 1\n[content]\n{}{}",
+        rule_ext(
+            "list-rs",
+            "allow",
+            "[\"list\", \"read\"]",
+            "[\"src/**\"]",
+            "[\"rs\"]"
+        ),
+        rule_ext(
+            "no-rs",
+            "deny",
+            "[\"list\", \"read\"]",
+            "[\"**\"]",
+            "[\"rs\"]"
+        ),
+    );
+    let r = lint(&text);
+    // It decides `list src/sub`, so it is not dead; its read never decides.
+    assert!(!codes(&r).contains(&"dead-rule"), "{:#?}", r.findings);
+    assert!(!codes(&r).contains(&"shadowed-rule"), "{:#?}", r.findings);
+    let f = found(&r, "shadowed-ops");
+    assert_eq!(f.len(), 1, "{:#?}", r.findings);
+    assert!(f[0].message.contains("ops [read]"), "{}", f[0]);
+}
