@@ -581,6 +581,13 @@ fn glob_alternatives(written: &str) -> Result<Vec<String>, String> {
     if alts.iter().all(|a| normalise_glob(a) == *a) {
         return Ok(vec![text]);
     }
+    // `src/{,x}` would read as `src/` (all of `src`), wider than globs matched before:
+    // an empty alternative that normalising would widen is refused, not guessed at.
+    if text.contains("{,") || text.contains(",}") || text.contains(",,") {
+        return Err(format!(
+            "glob `{written}` has an empty brace alternative next to a `/`: write the alternatives out"
+        ));
+    }
     let mut out = Vec::with_capacity(alts.len());
     for a in alts {
         let kept: Vec<&str> = a
@@ -704,6 +711,8 @@ mod tests {
         // An alternative left empty is not the whole workspace by accident.
         let text = "version = 1\n[[rule]]\nid = \"r\"\neffect = \"allow\"\nops = [\"read\"]\npaths = [\"{/,src}\"]\n";
         assert!(Policy::from_toml(text, "t").is_err());
+        let empty = text.replace("{/,src}", "src/{,x}");
+        assert!(Policy::from_toml(&empty, "t").is_err(), "empty alternative");
         let text = text.replace("{/,src}", "{x,../y}");
         assert!(Policy::from_toml(&text, "t").is_err(), "`..` inside braces");
     }
