@@ -257,3 +257,33 @@ fn a_client_that_does_not_read_its_events_gets_one_overflow() {
     // The connection still works.
     slow.ok("stat", json!({"path": "/many"}));
 }
+
+/// A size-conditioned list deny hides large files from events as from listings: the
+/// file's name never reaches the client.
+#[test]
+fn a_file_hidden_by_its_size_is_not_named_in_an_event() {
+    let policy = r#"version = 1
+[[rule]]
+id = "all"
+effect = "allow"
+ops = ["*"]
+paths = ["**"]
+[[rule]]
+id = "hide-big"
+effect = "deny"
+ops = ["list"]
+paths = ["**"]
+min_size = 101
+"#;
+    let gate = WsGate::start(Some(policy), |root| {
+        std::fs::create_dir_all(root.join("src")).expect("src");
+    });
+    let root = gate.root.clone();
+    let mut a = gate.client();
+    put(&root, "src/big-blob.bin", &"x".repeat(4096));
+    put(&root, "src/sentinel.txt", "x");
+    a.wait_change("create", "/src/sentinel.txt", None);
+    a.settle(Duration::from_millis(300));
+    let seen = a.change_paths();
+    assert!(!seen.iter().any(|p| p.contains("big-blob")), "{seen:?}");
+}

@@ -129,8 +129,19 @@ impl Facts {
             bytes: self.bytes,
             sha256: self.sha256.clone(),
             backup: self.backups.first().cloned(),
+            details: self.waived_details(),
             ..AuditEvent::default()
         }
+    }
+
+    /// `details.waived`, on the intent as on the outcome: after a crash the intent is
+    /// the only record of the change, and must say what the waiver let through.
+    fn waived_details(&self) -> Map<String, Value> {
+        let mut details = Map::new();
+        if !self.waived.is_empty() {
+            details.insert("waived".into(), Value::from(self.waived.clone()));
+        }
+        details
     }
 
     /// The audit record of this request.
@@ -151,10 +162,7 @@ impl Facts {
                 Some(first)
             }
         };
-        let mut details = Map::new();
-        if !self.waived.is_empty() {
-            details.insert("waived".into(), Value::from(self.waived));
-        }
+        let details = self.waived_details();
         AuditEvent {
             session: ctx.session.clone(),
             transport: ctx.transport.to_string(),
@@ -174,5 +182,35 @@ impl Facts {
             details,
             ..AuditEvent::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::RequestCtx;
+    use crate::policy::{EntryKind, OpClass, Policy};
+
+    #[test]
+    fn the_intent_names_the_waiver_too() {
+        let text = "version = 1\n[secrets]\ndisabled_patterns = [\"secret\"]\n[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"**\"]\n";
+        let pol = Policy::from_toml(text, "t").unwrap();
+        let path = crate::path::RelPath::parse_rooted("/docs/secret-rotation.md").unwrap();
+        let mut facts = Facts::default();
+        facts.decided(&pol.decide(OpClass::Write, &path, EntryKind::File));
+        let ctx = RequestCtx {
+            style: crate::ops::PathStyle::Absolute,
+            session: String::new(),
+            transport: "mcp",
+            peer: String::new(),
+            scope: Default::default(),
+        };
+        let intent = facts.intent_event(&ctx);
+        assert_eq!(
+            intent.details.get("waived"),
+            Some(&Value::from(vec!["secrets:secret"]))
+        );
+        let outcome = facts.into_event(&ctx);
+        assert_eq!(outcome.details.get("waived"), intent.details.get("waived"));
     }
 }

@@ -509,22 +509,28 @@ fn compile_paths(
     let mut globs = Vec::new();
     for g in &r.paths {
         let text = normalise_glob(g.get_ref());
-        if text.split('/').any(|c| c == "..") {
-            return Err(invalid(
-                "paths",
-                at(src, g),
-                format!("glob `{text}` contains `..`: globs are relative to the workspace root"),
-            ));
-        }
-        let glob = build_glob_case(&text, fold)
-            .map_err(|e| invalid("paths", at(src, g), format!("invalid glob: {}", e.kind())))?;
-        set.add(glob);
-        // A glob also covers everything beneath what it matches (`src` covers `src/a`).
-        if !text.ends_with("/**")
-            && text != "**"
-            && let Ok(glob) = build_glob_case(&format!("{text}/**"), fold)
-        {
+        let alternatives =
+            glob_alternatives(g.get_ref()).map_err(|m| invalid("paths", at(src, g), m))?;
+        for alt in alternatives {
+            if alt.split('/').any(|c| c == "..") {
+                return Err(invalid(
+                    "paths",
+                    at(src, g),
+                    format!(
+                        "glob `{text}` contains `..`: globs are relative to the workspace root"
+                    ),
+                ));
+            }
+            let glob = build_glob_case(&alt, fold)
+                .map_err(|e| invalid("paths", at(src, g), format!("invalid glob: {}", e.kind())))?;
             set.add(glob);
+            // A glob also covers everything beneath what it matches (`src` covers `src/a`).
+            if !alt.ends_with("/**")
+                && alt != "**"
+                && let Ok(glob) = build_glob_case(&format!("{alt}/**"), fold)
+            {
+                set.add(glob);
+            }
         }
         bases.push(RelPath::parse_rooted(&format!("/{}", literal_base(&text))).unwrap_or_default());
         globs.push(g.get_ref().clone());
@@ -549,6 +555,57 @@ pub(crate) fn normalise_glob(text: &str) -> String {
     } else {
         kept.join("/")
     }
+}
+
+/// At most this many `{a,b}` alternatives are spelled out of one glob to normalise each.
+const MAX_GLOB_ALTERNATIVES: usize = 256;
+
+/// The globs a written glob compiles to, each normalised (D1). A brace alternative is
+/// normalised on its own (`{./a,b/}` is `{a,b}`), else `./a` inside braces would match
+/// no path; a glob whose alternatives need nothing of the kind compiles as written.
+fn glob_alternatives(written: &str) -> Result<Vec<String>, String> {
+    let text = normalise_glob(written);
+    if !text.contains('{') {
+        return Ok(vec![text]);
+    }
+    let Some(alts) = super::lint::globs::expand_all(&text, MAX_GLOB_ALTERNATIVES) else {
+        return Err(format!(
+            "glob `{written}` spells out more than {MAX_GLOB_ALTERNATIVES} brace alternatives"
+        ));
+    };
+    if alts.iter().any(|a| a.split('/').any(|c| c == "..")) {
+        return Err(format!(
+            "glob `{text}` contains `..`: globs are relative to the workspace root"
+        ));
+    }
+    if alts.iter().all(|a| normalise_glob(a) == *a) {
+        return Ok(vec![text]);
+    }
+    // `src/{,x}` would read as `src/` (all of `src`), wider than globs matched before:
+    // an empty alternative that normalising would widen is refused, not guessed at.
+    if text.contains("{,") || text.contains(",}") || text.contains(",,") {
+        return Err(format!(
+            "glob `{written}` has an empty brace alternative next to a `/`: write the alternatives out"
+        ));
+    }
+    let mut out = Vec::with_capacity(alts.len());
+    for a in alts {
+        let kept: Vec<&str> = a
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect();
+        if kept.is_empty() {
+            // Only `/` or `.` on its own means the whole workspace; never by accident.
+            return Err(format!(
+                "a brace alternative of glob `{written}` leaves nothing (`{a}`): write `**` for the whole workspace"
+            ));
+        }
+        let n = kept.join("/");
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    Ok(out)
 }
 
 /// Compiles one policy glob: `*` stays within a component, a backslash escapes.
@@ -640,6 +697,24 @@ mod tests {
         );
         // The trace shows the glob as written.
         assert_eq!(pol.rules()[1].globs, vec!["a//b".to_string()]);
+    }
+
+    #[test]
+    fn brace_alternatives_are_normalised_one_by_one() {
+        let pol = with_deny("{./a,/b,c/,d//e}");
+        for p in ["a", "a/f", "b", "c", "c/f", "d/e/f"] {
+            let d = pol.decide(OpClass::Read, &rel(p), EntryKind::File);
+            assert_eq!(d.rule, "no", "{p}");
+        }
+        let d = pol.decide(OpClass::Read, &rel("d/x"), EntryKind::File);
+        assert_eq!(d.rule, "all");
+        // An alternative left empty is not the whole workspace by accident.
+        let text = "version = 1\n[[rule]]\nid = \"r\"\neffect = \"allow\"\nops = [\"read\"]\npaths = [\"{/,src}\"]\n";
+        assert!(Policy::from_toml(text, "t").is_err());
+        let empty = text.replace("{/,src}", "src/{,x}");
+        assert!(Policy::from_toml(&empty, "t").is_err(), "empty alternative");
+        let text = text.replace("{/,src}", "{x,../y}");
+        assert!(Policy::from_toml(&text, "t").is_err(), "`..` inside braces");
     }
 
     #[test]

@@ -147,7 +147,7 @@ fn chain(top: Layer) -> Result<Vec<Layer>, PolicyError> {
             Some(d) => d.join(ext.get_ref()),
             None => PathBuf::from(ext.get_ref()),
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        let text = read_base(&path).map_err(|e| {
             located(format!(
                 "cannot read the base policy {}: {e}",
                 path.display()
@@ -162,9 +162,17 @@ fn chain(top: Layer) -> Result<Vec<Layer>, PolicyError> {
         }
         seen.push(canon);
         let origin = path.display().to_string();
-        let raw: RawPolicy = toml::from_str(&text).map_err(|e| PolicyError::Parse {
-            origin: origin.clone(),
-            message: super::describe_toml_error(&e, &text),
+        // Where, not what: a base path can name any file (`~/.ssh/id_rsa`), and a
+        // quoted line would carry it into a CI log.
+        let raw: RawPolicy = toml::from_str(&text).map_err(|e| {
+            let (line, col) = line_col(&text, e.span().map_or(0, |s| s.start));
+            PolicyError::Parse {
+                origin: origin.clone(),
+                message: format!(
+                    "line {line}, column {col}: not a policy file ({})",
+                    e.message().lines().next().unwrap_or_default().trim()
+                ),
+            }
         })?;
         let dir = path.parent().map(|p| match p.as_os_str().is_empty() {
             true => PathBuf::from("."),
@@ -179,6 +187,28 @@ fn chain(top: Layer) -> Result<Vec<Layer>, PolicyError> {
     }
     layers.reverse();
     Ok(layers)
+}
+
+/// A file a policy names (a base policy, a gitleaks config) is at most this large.
+const MAX_BASE_BYTES: u64 = 1024 * 1024;
+
+/// The text of a file a policy names: a regular file (a device or FIFO would never end,
+/// or block) of at most [`MAX_BASE_BYTES`].
+pub(crate) fn read_base(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    file.take(MAX_BASE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_BASE_BYTES {
+        return Err(format!("larger than {MAX_BASE_BYTES} bytes"));
+    }
+    Ok(text)
 }
 
 /// SHA-256 of every file's text, base first, each followed by a NUL byte (which TOML

@@ -8,7 +8,7 @@
 
 mod files;
 mod rules;
-mod sections;
+pub(crate) mod sections;
 mod settings;
 #[cfg(test)]
 mod tests;

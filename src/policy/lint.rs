@@ -6,7 +6,7 @@
 //! write wider than read, limits, untested denies, the fixed floor) live in `checks`.
 
 mod checks;
-mod globs;
+pub(crate) mod globs;
 mod reach;
 mod shadow;
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::Layer;
 use crate::policy::compile::{self, Compiled, key_line, line_col, section_line};
+use crate::policy::diff::sections;
 use crate::policy::raw::{BinaryMode, Effect, RawContent, RawLimits, RawPolicy};
 use crate::policy::{ContentScanner, Limits, OpClass, PolicyError, Rule, SecretPattern};
 
@@ -252,6 +253,23 @@ impl Merged {
                     format!("[{name}] is set by the base policy; a policy that extends it inherits it and cannot change it (change it in the base)"),
                 ));
             }
+            // A section the base lacks leaves the base at the defaults: one looser than
+            // them (`allow_terminal = true`, `fsync = "never"`) would loosen the base.
+            if !base_has
+                && mine
+                && let Some(i) = sections::loosened_from_defaults(&layer.text, name).first()
+            {
+                let key = i.subject.clone();
+                let line = match key_line(&layer.text, name, &key) {
+                    0 => section_line(&layer.text, name),
+                    n => n,
+                };
+                return Err(self.refuse(
+                    format!("{name}.{key}"),
+                    line,
+                    format!("[{name}] {key} = {} is looser than the default ({}) the base policy leaves in force; a policy that extends it may only tighten (set it in the base)", i.new, i.old),
+                ));
+            }
         }
         Ok(())
     }
@@ -357,6 +375,22 @@ impl Merged {
                     format!("cannot disable the base's content rule `{bare}`"),
                 ));
             }
+        }
+        // An inline rule of the same id would replace the base's rule (built-in ones too).
+        // (A base's own inline rule, even one it disables, would be a duplicate id.)
+        let taken = |id: &str| {
+            active.contains(&format!("content:{id}").as_str())
+                || b.rules.iter().any(|r| r.id.get_ref() == id)
+        };
+        if let Some(r) = p.rules.iter().find(|r| taken(r.id.get_ref())) {
+            return Err(self.refuse(
+                "content.rules",
+                line_col(&layer.text, r.id.span().start).0,
+                format!(
+                    "content rule `{}` is the base's: a rule of the same id here would replace it; use another id",
+                    r.id.get_ref()
+                ),
+            ));
         }
         if !p.allowlists.is_empty() {
             return Err(self.refuse(

@@ -367,6 +367,10 @@ fn limits_sections_secrets_and_content_cannot_loosen_the_base() {
             "[content]\ngitleaks_config = \"g.toml\"\n",
             "a gitleaks config here",
         ),
+        (
+            "[content]\n[[content.rules]]\nid = \"private-key\"\nregex = 'never_matches'\n",
+            "content rule `private-key` is the base's",
+        ),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let base = format!("{BASE}\n[audit]\nfsync = \"always\"\n[content]\n");
@@ -391,6 +395,60 @@ fn sections_the_base_lacks_may_be_set_and_the_base_s_are_inherited() {
     let pol = Policy::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert!(pol.raw().acp.as_ref().is_some_and(|a| a.allow_terminal));
     assert!(pol.raw().ws.is_some());
+}
+
+#[test]
+fn a_content_rule_id_the_base_uses_is_refused_at_the_project_s_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = format!(
+        "{BASE}\n[content]\ndisabled_rules = [\"mytok\"]\n[[content.rules]]\nid = \"mytok\"\nregex = 'tok_[a-z]{{8}}'\n"
+    );
+    std::fs::write(dir.path().join("base.toml"), base).expect("base");
+    let path = dir.path().join("project.toml");
+    let rest = "\n\n[content]\n[[content.rules]]\nid = \"mytok\"\nregex = 'tok_[a-z]{9}'\n";
+    std::fs::write(&path, project(rest)).expect("project");
+    match Policy::load(&path) {
+        Err(PolicyError::Invalid { line, message, .. }) => {
+            assert_eq!(line, 7, "{message}");
+            assert!(message.contains("`mytok` is the base's"), "{message}");
+        }
+        other => panic!("{:?}", other.err()),
+    }
+}
+
+#[test]
+fn a_base_that_is_no_policy_file_is_refused_without_quoting_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = dir.path().join("id_rsa");
+    std::fs::write(&key, "AKIAIOSFODNN7EXAMPLE secret=hunter2\n").expect("key");
+    for (base, what) in [
+        (key.display().to_string(), "not a policy file"),
+        ("/dev/zero".to_string(), "not a regular file"),
+    ] {
+        let path = dir.path().join("project.toml");
+        std::fs::write(&path, project("").replace("base.toml", &base)).expect("project");
+        let e = Policy::load(&path)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains(what), "{e}");
+        assert!(!e.contains("hunter2") && !e.contains("AKIA"), "{e}");
+    }
+}
+
+#[test]
+fn a_section_the_base_lacks_may_not_loosen_its_defaults() {
+    for (rest, what) in [
+        ("[acp]\nallow_terminal = true\n", "acp.allow_terminal"),
+        ("[audit]\nfsync = \"never\"\n", "audit.fsync"),
+        ("[ws]\nmax_connections = 100000\n", "ws.max_connections"),
+    ] {
+        let e = refused(&project(rest));
+        assert!(e.contains(what) && e.contains("base.toml"), "{rest}: {e}");
+    }
+    // The defaults written out, or tighter, load.
+    let rest = "[acp]\nallow_terminal = false\n[audit]\nfsync = \"always\"\n";
+    extend(&project(rest)).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]

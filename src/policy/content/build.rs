@@ -304,7 +304,7 @@ fn load_gitleaks(
             message,
         )
     };
-    let text = std::fs::read_to_string(path)
+    let text = crate::policy::compose::read_base(path)
         .map_err(|e| file_err(0, format!("cannot read gitleaks config: {e}")))?;
     sources.push(ContentSource {
         path: path.to_path_buf(),

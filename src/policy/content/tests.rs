@@ -357,6 +357,14 @@ stopwords = ["0000"]
         e.contains("content.gitleaks_config (line 3)") && e.contains("bad.toml:2"),
         "{e}"
     );
+    // A device would be read for ever.
+    std::fs::write(
+        &policy_path,
+        "version = 1\n[content]\ngitleaks_config = \"/dev/zero\"\n",
+    )
+    .unwrap();
+    let e = Policy::load(&policy_path).unwrap_err().to_string();
+    assert!(e.contains("not a regular file"), "{e}");
     std::fs::write(
         dir.path().join("dflt.toml"),
         "[extend]\nuseDefault = true\n",

@@ -235,9 +235,16 @@ pub(super) fn rule_extra_keys(
             "max_size" => Some(num(vb).unwrap_or(i64::MAX) > num(va).unwrap_or(i64::MAX)),
             _ => None,
         };
-        let d = covers_more.map_or(Direction::Changes, |m| {
-            Direction::wider(m == (effect == Effect::Allow))
-        });
+        let flag = |v: Option<&toml::Value>| v.and_then(toml::Value::as_bool).unwrap_or(false);
+        let d = if key == "overridable" {
+            // An extending policy may then replace the rule with anything: a deny
+            // dropped, an allow widened.
+            Direction::wider(flag(vb) && !flag(va))
+        } else {
+            covers_more.map_or(Direction::Changes, |m| {
+                Direction::wider(m == (effect == Effect::Allow))
+            })
+        };
         let text = |v: Option<&toml::Value>| v.map_or("(unset)".into(), |v| v.to_string());
         out.push(Item::new(
             d,

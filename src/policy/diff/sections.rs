@@ -36,6 +36,19 @@ pub(super) fn sections(
     other_keys(&a, &b, out);
 }
 
+/// What the section `[name]` as `text` sets it loosens against its defaults (a policy
+/// that extends one without that section may set it only if this is empty).
+pub(crate) fn loosened_from_defaults(text: &str, name: &str) -> Vec<Item> {
+    let mut mine = Table::new();
+    if let Some(v) = parse(text).remove(name) {
+        mine.insert(name.to_string(), v);
+    }
+    let mut out = Vec::new();
+    known_sections(&Table::new(), &mine, &mut out);
+    out.retain(|i| i.direction == Direction::Loosens);
+    out
+}
+
 /// The policy's own table with what its bases give it: a section it does not set, and
 /// the named sets it does not define (an extending file can change neither).
 fn effective(text: &str, bases: &[String]) -> Table {

@@ -71,8 +71,9 @@ pub(super) fn secrets(old: &[SecretPattern], new: &[SecretPattern], out: &mut Ve
                 format!("/{}/", p.source),
                 "(removed)",
             )),
+            // A new regex may miss names the old one caught: for a gate, it loosens.
             Some(q) if q.source != p.source => out.push(Item::new(
-                Direction::Changes,
+                Direction::Loosens,
                 "secrets",
                 &p.id,
                 format!("/{}/", p.source),
@@ -204,9 +205,11 @@ fn content_rules(
 }
 
 fn content_rule_change(r: &ContentRuleShape, s: &ContentRuleShape, out: &mut Vec<Item>) {
+    // A new matcher may miss content the old one caught (a regex that never matches):
+    // for a gate, it loosens.
     if r.matcher != s.matcher {
         out.push(Item::new(
-            Direction::Changes,
+            Direction::Loosens,
             "content",
             format!("{} definition", r.id),
             &r.matcher,

@@ -179,9 +179,10 @@ fn secret_patterns_compare_by_compiled_id_and_source() {
         lines(&items(&with, DEFAULT)),
         vec!["loosens secrets secrets:vault"]
     );
+    // A regex replaced may miss what the old one caught: a gate must stop it.
     assert_eq!(
         lines(&items(&with, &own("^vault$"))),
-        vec!["changes secrets secrets:vault"]
+        vec!["loosens secrets secrets:vault"]
     );
 }
 
@@ -252,6 +253,29 @@ fn content_rules_disabled_ops_and_allowlists() {
         lines(&items(&allow, DEFAULT)),
         vec!["tightens content global allowlists"]
     );
+    // An inline rule replacing a built-in one by id, with a regex that never matches.
+    let weak = edited(
+        "ops = [\"read\", \"write\"]",
+        "ops = [\"read\", \"write\"]\n[[content.rules]]\nid = \"private-key\"\nregex = 'never_matches'",
+    );
+    assert_eq!(
+        lines(&items(DEFAULT, &weak)),
+        vec!["loosens content content:private-key definition"]
+    );
+}
+
+#[test]
+fn marking_a_rule_overridable_loosens() {
+    let a: toml::Table = "max_size = 10".parse().unwrap();
+    let b: toml::Table = "max_size = 10\noverridable = true".parse().unwrap();
+    for effect in [Effect::Deny, Effect::Allow] {
+        let mut out = Vec::new();
+        rules::rule_extra_keys("r", effect, &a, &b, &mut out);
+        assert_eq!(lines(&out), vec!["loosens rule r overridable"]);
+        let mut out = Vec::new();
+        rules::rule_extra_keys("r", effect, &b, &a, &mut out);
+        assert_eq!(lines(&out), vec!["tightens rule r overridable"]);
+    }
 }
 
 #[test]

@@ -110,7 +110,7 @@ fn duplicates(policy: &Policy, sink: &mut Sink<'_>) {
         if let Some(e) = e.as_mut() {
             e.sort();
         }
-        (r.effect, r.ops, g, e)
+        (r.effect, r.ops, g, e, r.min_size, r.max_size)
     };
     let rules = policy.rules();
     for (i, r) in rules.iter().enumerate() {
@@ -120,7 +120,7 @@ fn duplicates(policy: &Policy, sink: &mut Sink<'_>) {
                 Severity::Warning,
                 "duplicate-rule",
                 format!(
-                    "rule `{}` duplicates rule `{}` (line {}): same effect, ops, paths and extensions",
+                    "rule `{}` duplicates rule `{}` (line {}): same effect, ops, paths, extensions and size range",
                     r.id, first.id, first.line
                 ),
                 "remove one of them",
@@ -152,13 +152,29 @@ fn deny_covers(policy: &Policy, deny: &Rule, allow: &Rule, op: OpClass) -> bool 
         return false;
     }
     if let Some(dx) = &deny.extensions {
+        // An allow's extensions do not limit it on directories, a deny's do: the allow
+        // still decides listing, creating and removing directories (reading one is moot).
+        if op != OpClass::Read {
+            return false;
+        }
         match &allow.extensions {
             Some(ax) if ax.iter().all(|e| dx.contains(e)) => {}
             _ => return false,
         }
     }
+    // A size-conditioned deny covers only files within its range (never directories):
+    // the allow must be limited to that range too.
+    let sized = |r: &Rule| r.min_size.is_some() || r.max_size.is_some();
+    let within = !sized(deny)
+        || (sized(allow)
+            && deny.min_size.unwrap_or(0) <= allow.min_size.unwrap_or(0)
+            && deny.max_size.unwrap_or(u64::MAX) >= allow.max_size.unwrap_or(u64::MAX));
+    if !within {
+        return false;
+    }
     let mut d = deny.clone();
     d.extensions = None;
+    (d.min_size, d.max_size) = (None, None);
     let reduced = only(policy, vec![d]);
     let covered = |glob: &str, base: &RelPath| {
         glob_covered_textually(deny, glob)

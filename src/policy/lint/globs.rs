@@ -75,6 +75,28 @@ pub(crate) fn expand_braces(glob: &str) -> Vec<String> {
     out
 }
 
+/// Every `{a,b}` alternative spelled out (nested braces too), in order and without
+/// repeats; None if there would be more than `max`. A brace that does not close is
+/// left as written.
+pub(crate) fn expand_all(glob: &str, max: usize) -> Option<Vec<String>> {
+    let Some((open, close)) = first_brace(glob) else {
+        return Some(vec![glob.to_string()]);
+    };
+    let (head, body, tail) = (&glob[..open], &glob[open + 1..close], &glob[close + 1..]);
+    let mut out: Vec<String> = Vec::new();
+    for alt in split_top(body) {
+        for e in expand_all(&format!("{head}{alt}{tail}"), max)? {
+            if !out.contains(&e) {
+                out.push(e);
+            }
+            if out.len() > max {
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Byte offsets of the first unescaped `{` and its matching `}`.
 fn first_brace(glob: &str) -> Option<(usize, usize)> {
     let mut open = None;

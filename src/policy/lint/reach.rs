@@ -83,7 +83,8 @@ pub(super) fn run(
 fn forms(g: &Glob<'_>, sink: &mut Sink<'_>) {
     let (normal, forms) = normal_form(g.text);
     let Some(first) = forms.first() else { return };
-    let meaning = if normal.is_empty() {
+    let whole = normal.is_empty() || normal == "**";
+    let meaning = if whole {
         "the workspace root, i.e. the whole tree".to_string()
     } else {
         format!("`{normal}`: the path `{normal}` itself and everything beneath it")
@@ -93,10 +94,15 @@ fn forms(g: &Glob<'_>, sink: &mut Sink<'_>) {
         Form::Leading => "a leading `/` is the workspace root, not the filesystem's",
         Form::Trailing => "a trailing `/` does not limit a glob to what lies beneath",
     };
-    let hint = if *first == Form::Trailing && !normal.is_empty() {
+    let shown = if normal.is_empty() {
+        "**"
+    } else {
+        normal.as_str()
+    };
+    let hint = if *first == Form::Trailing && !whole && !normal.ends_with("/**") {
         format!("write `{normal}` (the same), or `{normal}/**` for what lies beneath only")
     } else {
-        format!("write `{normal}`, which means the same")
+        format!("write `{shown}`, which means the same")
     };
     sink.at(
         g.pos,

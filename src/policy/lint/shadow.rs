@@ -9,7 +9,7 @@ use super::{Severity, Sink, only};
 use crate::path::RelPath;
 use crate::policy::raw::{Effect, RawPolicy};
 use crate::policy::testrun::run_cases;
-use crate::policy::{EntryKind, OpClass, Policy, Rule};
+use crate::policy::{EntryKind, OpClass, PathFacts, Policy, Rule};
 
 /// The rule's ops, in the order suggestions prefer them.
 pub(super) fn ops_of(r: &Rule) -> Vec<OpClass> {
@@ -44,11 +44,27 @@ pub(super) fn rule_samples(r: &Rule) -> Vec<RelPath> {
     out
 }
 
-/// The ops of `r` that `r` alone decides on `path` (so `r` matches it).
-fn matched_ops(alone: &Policy, r: &Rule, path: &RelPath) -> Vec<OpClass> {
+/// A file size within `r`'s size condition (None if it has none): without one, a
+/// size-conditioned deny would never match a sample, and its cases would not pass.
+fn sample_size(r: &Rule) -> Option<u64> {
+    r.min_size.or(r.max_size)
+}
+
+/// What a sample path of `r` is: a file, of a size `r`'s condition accepts.
+fn sample_facts(r: &Rule) -> PathFacts {
+    PathFacts {
+        kind: EntryKind::File,
+        size: sample_size(r),
+    }
+}
+
+/// The ops of `r` that `r` alone decides on `path` as `facts` say it is (so `r`
+/// matches it). Reading a directory is moot.
+fn matched_ops(alone: &Policy, r: &Rule, path: &RelPath, facts: &PathFacts) -> Vec<OpClass> {
     ops_of(r)
         .into_iter()
-        .filter(|op| alone.decide(*op, path, EntryKind::File).rule == r.id)
+        .filter(|op| facts.kind != EntryKind::Dir || *op != OpClass::Read)
+        .filter(|op| alone.decide_with(*op, path, facts).rule == r.id)
         .collect()
 }
 
@@ -66,10 +82,16 @@ pub(super) fn sample(policy: &Policy, r: &Rule) -> Sampled {
     let alone = only(policy, vec![r.clone()]);
     let mut counts: Vec<(String, usize)> = Vec::new();
     let mut matched = false;
-    for s in rule_samples(r) {
-        for op in matched_ops(&alone, r, &s) {
+    // As files, and as directories (an allow's extensions do not limit it there).
+    let samples = rule_samples(r);
+    let as_kinds = [sample_facts(r), PathFacts::kind(EntryKind::Dir)];
+    for (s, facts) in as_kinds
+        .iter()
+        .flat_map(|f| samples.iter().map(move |s| (s, f)))
+    {
+        for op in matched_ops(&alone, r, s, facts) {
             matched = true;
-            let d = policy.decide(op, &s, EntryKind::File);
+            let d = policy.decide_with(op, s, facts);
             if d.rule == r.id {
                 return Sampled {
                     matched,
@@ -147,16 +169,20 @@ pub(super) fn suggest(policy: &Policy, r: &Rule) -> Option<String> {
     for path in rule_samples(r).iter().take(64) {
         for op in ops_of(r) {
             // Cheap first: only a path this rule decides is worth running as a case.
-            if policy.decide(op, path, EntryKind::File).rule != r.id {
+            if policy.decide_with(op, path, &sample_facts(r)).rule != r.id {
                 continue;
             }
-            let fields = [
+            let mut fields: Vec<String> = [
                 ("op", op.as_str()),
                 ("path", path.as_str()),
                 ("expect", expect),
                 ("rule", r.id.as_str()),
             ]
-            .map(|(k, v)| format!("{k} = {}", toml::Value::String(v.to_string())));
+            .map(|(k, v)| format!("{k} = {}", toml::Value::String(v.to_string())))
+            .into();
+            if let Some(size) = sample_size(r) {
+                fields.insert(2, format!("size = {size}"));
+            }
             let case = format!("[[test]]\n{}\n", fields.join("\n"));
             if passes(policy, &case) {
                 return Some(format!("add [[test]] {}", fields.join(", ")));

@@ -546,21 +546,25 @@ fn suggested_cases_pass_when_pasted_in() {
         "[[rule]]\nid = \"no-db\"\neffect = \"deny\"\nops = [\"read\"]\nextensions = [\"sqlite\"]\n",
         rule_ext("no-gen", "deny", "[\"write\"]", "[\"gen/**\"]", "[\"rs\"]"),
     );
+    // A size-conditioned deny decides only with a size: its case names one.
+    text.push_str(&rule("big-ro", "deny", "[\"write\"]", "[\"data/**\"]"));
+    text.push_str("min_size = 1048577\n");
     let r = lint(&text);
     let hints: Vec<String> = found(&r, "untested-deny")
         .iter()
         .map(|f| f.hint.clone())
         .collect();
-    assert_eq!(hints.len(), 3, "{:#?}", r.findings);
+    assert_eq!(hints.len(), 4, "{:#?}", r.findings);
     assert!(hints[1].contains("path = \"x.sqlite\""), "{hints:?}");
     assert!(hints[2].contains(".rs\""), "{hints:?}");
+    assert!(hints[3].contains("size = 1048577"), "{hints:?}");
     for h in &hints {
         let case = h.strip_prefix("add [[test]] ").expect("a ready-made case");
         text.push_str(&format!("[[test]]\n{}\n", case.replace(", ", "\n")));
     }
     let pol = Policy::from_toml(&text, "t").unwrap();
     let run = crate::policy::testrun::run_cases(&pol, &text);
-    assert_eq!((run.passed(), run.failed()), (3, 0), "{:#?}", run.cases);
+    assert_eq!((run.passed(), run.failed()), (4, 0), "{:#?}", run.cases);
 }
 
 #[test]
@@ -720,4 +724,71 @@ fn findings_about_inherited_rules_name_the_base_file() {
         "{:#?}",
         r.findings
     );
+}
+
+#[test]
+fn size_conditioned_denies_are_not_called_duplicates_or_always_winning() {
+    let sized = |id: &str, effect: &str, ops: &str, size: &str| {
+        format!("{}{size}\n", rule(id, effect, ops, "[\"src/**\"]"))
+    };
+    let text = format!(
+        "version = 1\n{}{}{}{}",
+        sized("src", "allow", "[\"read\", \"write\"]", "max_size = 5000"),
+        sized("big-ro", "deny", "[\"write\"]", "min_size = 1000"),
+        sized("small-del", "deny", "[\"delete\"]", "max_size = 10"),
+        sized("big-del", "deny", "[\"delete\"]", "min_size = 11"),
+    );
+    let r = lint(&text);
+    let c = codes(&r);
+    assert!(!c.contains(&"shadowed-ops"), "{:#?}", r.findings);
+    assert!(!c.contains(&"duplicate-rule"), "{:#?}", r.findings);
+    // A deny whose range holds the allow's does leave it dead.
+    let text = text.replace("min_size = 1000", "min_size = 0");
+    assert!(codes(&lint(&text)).contains(&"shadowed-ops"));
+}
+
+#[test]
+fn notes_on_whole_tree_and_double_star_forms_give_a_usable_hint() {
+    let text = format!(
+        "version = 1\n[content]\n{}",
+        rule("w", "deny", "[\"write\"]", "[\"./\", \"./**\", \"a/**/\"]"),
+    );
+    let r = lint(&text);
+    let hints: Vec<(&str, &str)> = found(&r, "glob-form")
+        .iter()
+        .map(|f| (f.message.as_str(), f.hint.as_str()))
+        .collect();
+    assert_eq!(hints.len(), 3, "{:#?}", r.findings);
+    assert!(hints[0].0.contains("the whole tree"), "{hints:?}");
+    assert_eq!(hints[0].1, "write `**`, which means the same");
+    assert!(hints[1].0.contains("the whole tree"), "{hints:?}");
+    assert_eq!(hints[2].1, "write `a/**`, which means the same");
+}
+
+#[test]
+fn an_extension_deny_leaves_an_extension_allow_its_directories() {
+    let text = format!(
+        "version = 1\n[content]\n{}{}",
+        rule_ext(
+            "list-rs",
+            "allow",
+            "[\"list\", \"read\"]",
+            "[\"src/**\"]",
+            "[\"rs\"]"
+        ),
+        rule_ext(
+            "no-rs",
+            "deny",
+            "[\"list\", \"read\"]",
+            "[\"**\"]",
+            "[\"rs\"]"
+        ),
+    );
+    let r = lint(&text);
+    // It decides `list src/sub`, so it is not dead; its read never decides.
+    assert!(!codes(&r).contains(&"dead-rule"), "{:#?}", r.findings);
+    assert!(!codes(&r).contains(&"shadowed-rule"), "{:#?}", r.findings);
+    let f = found(&r, "shadowed-ops");
+    assert_eq!(f.len(), 1, "{:#?}", r.findings);
+    assert!(f[0].message.contains("ops [read]"), "{}", f[0]);
 }

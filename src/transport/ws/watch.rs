@@ -220,11 +220,22 @@ impl State {
                     ChangeKind::Delete if change.is_dir => self.unwatch_beneath(&path),
                     _ => {}
                 }
-                if reportable(&pol, &change) {
+                let size = (!change.is_dir && pol.has_size_rules())
+                    .then(|| self.size_now(&path))
+                    .flatten();
+                if reportable(&pol, &change, size) {
                     let _ = self.out.send(Arc::new(Notice::Change(change)));
                 }
             }
         }
+    }
+
+    /// The size of what is at `path` now (symlinks not followed), if anything.
+    fn size_now(&self, path: &RelPath) -> Option<u64> {
+        let root = self.gw.workspace().root_dir();
+        root.symlink_metadata(path.as_fs_path())
+            .ok()
+            .map(|m| m.len())
     }
 
     /// `Some(is_dir)` if something is at `path` now (symlinks not followed).
@@ -310,15 +321,22 @@ impl State {
 }
 
 /// True if the policy lets a client see `change.path`: `list` on it and on every
-/// directory above it, decided as `explain --op tree` decides it (as for a listing).
-pub(crate) fn reportable(pol: &Policy, change: &Change) -> bool {
-    let kind = if change.is_dir {
-        EntryKind::Dir
-    } else {
-        EntryKind::File
+/// directory above it, decided as `explain --op tree` decides it (as for a listing),
+/// with the file's `size` if known. A file of unknown size (gone) under size
+/// conditions is reported only if no size would hide it: its name must not leak.
+pub(crate) fn reportable(pol: &Policy, change: &Change, size: Option<u64>) -> bool {
+    let seen = |facts: PathFacts| {
+        pol.decide_access(Access::Tree, &change.path, &facts)
+            .allowed()
     };
-    pol.decide_access(Access::Tree, &change.path, &PathFacts::kind(kind))
-        .allowed()
+    if change.is_dir {
+        return seen(PathFacts::kind(EntryKind::Dir));
+    }
+    match size {
+        Some(s) => seen(PathFacts::file(s)),
+        None if pol.has_size_rules() => seen(PathFacts::file(0)) && seen(PathFacts::file(u64::MAX)),
+        None => seen(PathFacts::kind(EntryKind::File)),
+    }
 }
 
 #[cfg(test)]
@@ -333,15 +351,47 @@ mod tests {
         }
     }
 
+    fn reportable_now(pol: &Policy, c: &Change) -> bool {
+        reportable(pol, c, Some(9))
+    }
+
+    #[test]
+    fn a_file_hidden_by_its_size_is_not_reported() {
+        let pol = Policy::from_toml(
+            r#"
+version = 1
+[[rule]]
+id = "all"
+effect = "allow"
+ops = ["*"]
+paths = ["**"]
+[[rule]]
+id = "hide-big"
+effect = "deny"
+ops = ["list"]
+paths = ["**"]
+min_size = 101
+"#,
+            "test",
+        )
+        .expect("policy");
+        let big = change("d/big.bin", false);
+        assert!(!reportable(&pol, &big, Some(2000)));
+        assert!(reportable(&pol, &big, Some(100)));
+        // Gone, size unknown: some size would hide it, so it is not named.
+        assert!(!reportable(&pol, &big, None));
+        assert!(reportable(&pol, &change("d", true), None));
+    }
+
     #[test]
     fn the_default_policy_hides_secrets_and_what_lies_beneath_them() {
         let pol = Policy::builtin_default().expect("default policy");
-        assert!(reportable(&pol, &change("src/a.ts", false)));
-        assert!(reportable(&pol, &change("src", true)));
-        assert!(!reportable(&pol, &change(".env", false)));
-        assert!(!reportable(&pol, &change("config/.env.local", false)));
-        assert!(!reportable(&pol, &change(".ssh", true)));
-        assert!(!reportable(&pol, &change(".ssh/known_hosts", false)));
+        assert!(reportable_now(&pol, &change("src/a.ts", false)));
+        assert!(reportable_now(&pol, &change("src", true)));
+        assert!(!reportable_now(&pol, &change(".env", false)));
+        assert!(!reportable_now(&pol, &change("config/.env.local", false)));
+        assert!(!reportable_now(&pol, &change(".ssh", true)));
+        assert!(!reportable_now(&pol, &change(".ssh/known_hosts", false)));
     }
 
     #[test]
@@ -363,7 +413,7 @@ paths = ["private"]
             "test",
         )
         .expect("policy");
-        assert!(reportable(&pol, &change("public/a.txt", false)));
-        assert!(!reportable(&pol, &change("private/a.txt", false)));
+        assert!(reportable_now(&pol, &change("public/a.txt", false)));
+        assert!(!reportable_now(&pol, &change("private/a.txt", false)));
     }
 }
