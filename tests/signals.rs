@@ -63,6 +63,8 @@ fn stop_once(mode: &str, sig: rustix::process::Signal, when: When) -> bool {
         .arg("--backup-dir")
         .arg(dirs.path().join("backups"))
         .args(extra)
+        // Its `stopping` line shows, in a hang's report, whether the stop had begun.
+        .env("RUST_LOG", "info")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -685,12 +685,13 @@ pub fn wait_output(child: &mut Child, timeout: Duration) -> Output {
             Ok(Some(s)) => break s,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
             _ => {
+                // Where each thread waits, and what it said, tell where it hung.
+                let threads = thread_states(child.id());
                 let _ = child.kill();
                 let _ = child.wait();
-                // What it said before it was killed tells where it hung.
                 let said = t_err.join().unwrap_or_default();
                 panic!(
-                    "fsgate did not exit within {timeout:?}; its stderr:\n{}",
+                    "fsgate did not exit within {timeout:?}; its threads:\n{threads}its stderr:\n{}",
                     String::from_utf8_lossy(&said)
                 );
             }
@@ -823,4 +824,31 @@ pub fn raw_controls(text: &str) -> Vec<char> {
                 )
         })
         .collect()
+}
+
+/// One line per thread of process `pid`: its name, kernel wait channel and the syscall
+/// it is in (`/proc`), for a hang's report.
+pub fn thread_states(pid: u32) -> String {
+    let task = format!("/proc/{pid}/task");
+    let Ok(entries) = std::fs::read_dir(&task) else {
+        return format!("({task} unreadable)\n");
+    };
+    let mut out = String::new();
+    for e in entries.flatten() {
+        let dir = e.path();
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join(f))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        out.push_str(&format!(
+            "  {} {}: wchan {} syscall {}\n",
+            e.file_name().to_string_lossy(),
+            read("comm"),
+            read("wchan"),
+            read("syscall")
+        ));
+    }
+    out
 }

@@ -269,59 +269,11 @@ fn dead_rules(policy: &Policy, sink: &mut Sink<'_>) {
 /// A concrete path a glob matches: wildcards replaced by `x`, classes by a member,
 /// alternatives by the first one.
 pub(crate) fn concretize(glob: &str) -> String {
-    let mut out = String::new();
-    let mut chars = glob.trim_start_matches('/').chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '*' => {
-                while chars.peek() == Some(&'*') {
-                    chars.next();
-                }
-                out.push('x');
-            }
-            '?' => out.push('x'),
-            '\\' => {
-                if let Some(n) = chars.next() {
-                    out.push(n);
-                }
-            }
-            '[' => {
-                let mut class = String::new();
-                for n in chars.by_ref() {
-                    if n == ']' && !class.is_empty() {
-                        break;
-                    }
-                    class.push(n);
-                }
-                let first = class.chars().next().unwrap_or('x');
-                out.push(if first == '!' || first == '^' {
-                    'x'
-                } else {
-                    first
-                });
-            }
-            '{' => {
-                let mut alt = String::new();
-                let mut depth = 1;
-                for n in chars.by_ref() {
-                    match n {
-                        '{' => depth += 1,
-                        '}' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                    alt.push(n);
-                }
-                out.push_str(&concretize(alt.split(',').next().unwrap_or("x")));
-            }
-            c => out.push(c),
-        }
-    }
-    out
+    let first = super::globs::expand_braces(glob.trim_start_matches('/'))
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    super::globs::fill(&first, "x")
 }
 
 /// Concrete files a rule matches: each glob made concrete, and a file beneath it with
