@@ -188,17 +188,9 @@ fn plan_confinement(
     program: &str,
     args: &[String],
 ) -> Result<Confined, String> {
-    use std::os::unix::fs::DirBuilderExt;
-    let scratch = std::env::temp_dir().join(format!("fsgate-agent-{}", std::process::id()));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&scratch)
-        .map_err(|e| {
-            format!(
-                "cannot create the agent's scratch dir {}: {e}",
-                scratch.display()
-            )
-        })?;
+    let tmp = std::env::temp_dir();
+    sweep_stale_scratch(&tmp);
+    let scratch = create_scratch(&tmp)?;
     opened.keep_scratch(&scratch);
     let scratch = Scratch(scratch);
     let mut plan = agent_plan(opened, policy_file, &scratch.0)?;
@@ -455,6 +447,64 @@ fn report_denials(denials: &crate::sandbox::denied::Denials, plan: &crate::sandb
     }
 }
 
+const SCRATCH_PREFIX: &str = "fsgate-agent-";
+
+/// A new private (0700) scratch directory `fsgate-agent-PID-RANDOM` in `tmp`. The random
+/// part keeps a directory left by an earlier gateway with the same pid (its own sandbox
+/// may keep it from removing the directory itself) from blocking this one.
+fn create_scratch(tmp: &std::path::Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut last = None;
+    for _ in 0..8 {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).map_err(|e| format!("cannot draw a random name: {e}"))?;
+        let dir = tmp.join(format!(
+            "{SCRATCH_PREFIX}{}-{}",
+            std::process::id(),
+            hex::encode(bytes)
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(dir),
+            Err(e) => {
+                return Err(format!(
+                    "cannot create the agent's scratch dir {}: {e}",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    Err(format!(
+        "cannot create the agent's scratch dir: every name tried exists (last {})",
+        last.map(|d| d.display().to_string()).unwrap_or_default()
+    ))
+}
+
+/// Removes the empty scratch directories earlier gateways left in `tmp` (a confined
+/// gateway can empty its scratch dir but not remove it): only empty ones, and only
+/// those whose gateway (the pid in the name) is gone. Best effort.
+fn sweep_stale_scratch(tmp: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+        if !alive && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            // remove_dir refuses a directory that is not empty: only husks go.
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
 /// The agent's private scratch directory, cleaned when dropped.
 struct Scratch(PathBuf);
 
@@ -501,5 +551,46 @@ fn exit_code_of(status: std::process::ExitStatus) -> ExitCode {
         (Some(c), _) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
         (None, Some(sig)) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(255)),
         _ => ExitCode::FAILURE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn scratch_dirs_are_private_fresh_and_never_blocked_by_an_old_one() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // What an earlier gateway with this pid left under the old fixed name.
+        let old = tmp
+            .path()
+            .join(format!("{SCRATCH_PREFIX}{}", std::process::id()));
+        std::fs::create_dir(&old).expect("mkdir");
+        let a = create_scratch(tmp.path()).expect("scratch");
+        let b = create_scratch(tmp.path()).expect("scratch");
+        assert_ne!(a, b);
+        let mode = std::fs::metadata(&a).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn only_empty_scratch_dirs_of_gone_gateways_are_swept() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // pid_max is at most 2^22: this pid is never alive.
+        let gone = tmp.path().join(format!("{SCRATCH_PREFIX}99999999-ab"));
+        let full = tmp.path().join(format!("{SCRATCH_PREFIX}99999998-cd"));
+        let live = tmp
+            .path()
+            .join(format!("{SCRATCH_PREFIX}{}-ef", std::process::id()));
+        let other = tmp.path().join("not-fsgate-99999999");
+        for d in [&gone, &full, &live, &other] {
+            std::fs::create_dir(d).expect("mkdir");
+        }
+        std::fs::write(full.join("kept"), "x").expect("write");
+        sweep_stale_scratch(tmp.path());
+        assert!(!gone.exists());
+        assert!(full.exists() && live.exists() && other.exists());
     }
 }
