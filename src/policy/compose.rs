@@ -39,6 +39,8 @@ pub(crate) struct Built {
     pub sha256: String,
     /// The base files read, base first.
     pub bases: Vec<String>,
+    /// Their texts, as read, in the same order.
+    pub base_texts: Vec<String>,
     pub inherited: Inherited,
     /// The sets each rule's `paths` named: (rule id, set name), in order.
     pub set_refs: Vec<(String, String)>,
@@ -62,6 +64,7 @@ pub(crate) fn build(
             raw,
             sha256: hex::encode(Sha256::digest(text.as_bytes())),
             bases: Vec::new(),
+            base_texts: Vec::new(),
             inherited: Vec::new(),
             set_refs,
         });
@@ -76,6 +79,7 @@ pub(crate) fn build(
     let sha256 = chain_sha256(&layers);
     let last = layers.len() - 1;
     let bases = layers[..last].iter().map(|l| l.origin.clone()).collect();
+    let base_texts = layers[..last].iter().map(|l| l.text.clone()).collect();
     let mut sets: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut set_refs = Vec::new();
     let mut merged: Option<merge::Merged> = None;
@@ -115,6 +119,7 @@ pub(crate) fn build(
         raw,
         sha256,
         bases,
+        base_texts,
         inherited,
         set_refs,
     })

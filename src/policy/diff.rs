@@ -98,18 +98,12 @@ pub fn setting_items(old: &Policy, old_text: &str, new: &Policy, new_text: &str)
     settings::secrets(old.secret_patterns(), new.secret_patterns(), &mut out);
     settings::content(old, new, &mut out);
     rules::rules(old, old_text, new, new_text, &mut out);
-    let (old_bases, new_bases) = (base_texts(old), base_texts(new));
-    sections::sections((old_text, &old_bases), (new_text, &new_bases), &mut out);
+    sections::sections(
+        (old_text, old.base_texts()),
+        (new_text, new.base_texts()),
+        &mut out,
+    );
     out
-}
-
-/// The texts of the files `p` extends, base first (a file that cannot be read again
-/// counts as empty: it loaded a moment ago, and its rules are compared compiled).
-fn base_texts(p: &Policy) -> Vec<String> {
-    p.bases()
-        .iter()
-        .map(|b| std::fs::read_to_string(b).unwrap_or_default())
-        .collect()
 }
 
 /// The decision changes of `r` as items (`decision` area, subject `op path`).

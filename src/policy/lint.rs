@@ -115,6 +115,19 @@ pub(crate) struct Sink<'a> {
 impl Sink<'_> {
     pub(crate) fn at(
         &mut self,
+        pos: (usize, usize),
+        severity: Severity,
+        code: &'static str,
+        message: String,
+        hint: &str,
+    ) {
+        let file = self.file.to_string();
+        self.push(file, pos, severity, code, message, hint);
+    }
+
+    fn push(
+        &mut self,
+        file: String,
         (line, col): (usize, usize),
         severity: Severity,
         code: &'static str,
@@ -122,7 +135,7 @@ impl Sink<'_> {
         hint: &str,
     ) {
         self.out.push(Finding {
-            file: self.file.to_string(),
+            file,
             line: line.max(1),
             col: col.max(1),
             severity,
@@ -143,15 +156,7 @@ impl Sink<'_> {
         hint: &str,
     ) {
         let (file, line, col) = self.rule_pos(r);
-        self.out.push(Finding {
-            file,
-            line: line.max(1),
-            col: col.max(1),
-            severity,
-            code,
-            message,
-            hint: hint.to_string(),
-        });
+        self.push(file, (line, col), severity, code, message, hint);
     }
 
     /// Where rule `r` is written: (file, line, column).

@@ -196,6 +196,8 @@ pub struct Policy {
     origin: String,
     /// The files an `extends` chain read, base first (empty: a single file).
     bases: Vec<String>,
+    /// Their texts as read, for what is compared as written (`policy diff`).
+    base_texts: Vec<String>,
     /// Rules written by a base file: (rule id, file).
     inherited: Vec<(String, String)>,
     /// Sets named in rules' `paths`: (rule id, set name).
@@ -278,6 +280,7 @@ impl Policy {
             sha256: built.sha256,
             origin: origin.to_string(),
             bases: built.bases,
+            base_texts: built.base_texts,
             inherited: built.inherited,
             set_refs: built.set_refs,
             floor: floor::FixedFloor::default(),
@@ -317,6 +320,11 @@ impl Policy {
     /// The base files an `extends` chain read, base first (empty for a single file).
     pub fn bases(&self) -> &[String] {
         &self.bases
+    }
+
+    /// The texts of [`Policy::bases`], as they were read when the policy loaded.
+    pub fn base_texts(&self) -> &[String] {
+        &self.base_texts
     }
 
     /// The base file a rule comes from, when an `extends` chain merged it in (its
