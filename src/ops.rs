@@ -29,6 +29,10 @@ pub struct RequestCtx {
     pub peer: String,
     /// The parts of the workspace the session may reach (MCP roots narrow it).
     pub scope: crate::gateway::Scope,
+    /// Who to ask when an `ask` rule decides (None: the client cannot be asked).
+    pub asker: Option<std::sync::Arc<dyn crate::gateway::ask::Asker>>,
+    /// Who to tell of each change the gateway made (None: nobody).
+    pub notifier: Option<std::sync::Arc<dyn crate::gateway::ChangeSink>>,
 }
 
 /// One operation, with paths exactly as the request gave them.

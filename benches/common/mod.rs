@@ -65,6 +65,8 @@ pub fn ctx() -> RequestCtx {
         transport: "acp",
         peer: "pid=1,uid=1000".into(),
         scope: Default::default(),
+        asker: None,
+        notifier: None,
     }
 }
 

@@ -47,6 +47,10 @@ pub struct Facts {
     pub lease: Option<super::budget::Lease>,
     /// Wall time.
     pub duration_us: u64,
+    /// What this request needs to ask a person (policies with `ask` rules only).
+    pub ask: Option<super::ask::AskCtx>,
+    /// The questions put to a person for this request, and their answers.
+    pub asked: Vec<super::ask::AskRecord>,
 }
 
 impl Facts {
@@ -69,7 +73,12 @@ impl Facts {
         if self.decision == Some("deny") {
             return;
         }
-        self.decision = Some(if d.allowed() { "allow" } else { "deny" });
+        // An ask the person answered yes is an allow by that rule (`details.asked`).
+        self.decision = Some(if d.effect == crate::policy::Effect::Deny {
+            "deny"
+        } else {
+            "allow"
+        });
         self.rule = Some(d.rule.to_string());
         self.reason = Some(d.reason.to_string());
     }
@@ -141,6 +150,10 @@ impl Facts {
         if !self.waived.is_empty() {
             details.insert("waived".into(), Value::from(self.waived.clone()));
         }
+        if !self.asked.is_empty() {
+            let asked = self.asked.iter().map(|a| a.to_json()).collect();
+            details.insert("asked".into(), Value::Array(asked));
+        }
         details
     }
 
@@ -204,6 +217,8 @@ mod tests {
             transport: "mcp",
             peer: String::new(),
             scope: Default::default(),
+            asker: None,
+            notifier: None,
         };
         let intent = facts.intent_event(&ctx);
         assert_eq!(

@@ -1,6 +1,7 @@
 //! The gateway: one value owning the policy, the workspace, the backups and the audit
 //! log, running each request through path -> policy -> workspace -> audit.
 
+pub mod ask;
 mod budget;
 mod change;
 mod defer;
@@ -89,6 +90,47 @@ pub struct Gateway {
     /// Backups saved since start: retention runs every [`PRUNE_EVERY`] saves, so a
     /// long-running gateway keeps to the policy's limits, not only at start-up.
     saves: std::sync::atomic::AtomicU64,
+    /// "Allow for this session" answers to `ask` rules.
+    grants: Arc<ask::Grants>,
+}
+
+/// A change the gateway made for a client, told to that client's door after its
+/// audit record is durable.
+#[derive(Debug, Clone)]
+pub struct ChangeNote {
+    /// The request's operation (`write`, `edit`, `mkdir`, `rm`, `rename`...).
+    pub op: &'static str,
+    /// The session the request came in.
+    pub session: String,
+    /// The changed path (workspace-relative).
+    pub path: RelPath,
+    /// The second path of a rename (its destination).
+    pub path2: Option<RelPath>,
+    /// The workspace root, to make absolute paths.
+    pub root: std::path::PathBuf,
+    /// For a text write or edit small enough to show: its text.
+    pub proposed: Option<ask::Proposed>,
+    /// The audit record's seq, when there is a log.
+    pub seq: Option<u64>,
+}
+
+impl ChangeNote {
+    /// The changed path, absolute.
+    pub fn abs_path(&self) -> std::path::PathBuf {
+        self.root.join(self.path.as_str())
+    }
+
+    /// The rename destination, absolute.
+    pub fn abs_path2(&self) -> Option<std::path::PathBuf> {
+        self.path2.as_ref().map(|p| self.root.join(p.as_str()))
+    }
+}
+
+/// A door that tells its client of the changes the gateway made for it.
+pub trait ChangeSink: Send + Sync + std::fmt::Debug {
+    /// Called on the request's thread after the change's record is durable; must not
+    /// block (queue, bounded).
+    fn changed(&self, note: &ChangeNote);
 }
 
 /// One message from any door, as the gateway takes it (see [`Gateway::serve`]).
@@ -143,6 +185,7 @@ impl Gateway {
             audit: None,
             backups: None,
             saves: std::sync::atomic::AtomicU64::new(0),
+            grants: Arc::default(),
         }
     }
 
@@ -364,6 +407,9 @@ impl Gateway {
         let started = Instant::now();
         let pol = self.policy();
         let mut facts = Facts::new(&op);
+        if pol.has_ask_rules() {
+            facts.ask = Some(self.ask_ctx(&pol, ctx, &op));
+        }
         let preflight = match (&self.audit, op.is_mutating()) {
             (Some(a), true) => a
                 .ready_for_change()
@@ -381,6 +427,10 @@ impl Gateway {
             return (result, lease);
         };
         let intent = facts.intent;
+        let note = match (&result, ctx.notifier.is_some()) {
+            (Ok(_), true) if op.is_mutating() => self.change_note(ctx, &op, &facts),
+            _ => None,
+        };
         let mut event = facts.into_event(ctx);
         event.policy_sha256 = Some(Arc::from(pol.sha256()));
         let appended = if intent.is_none() && !op.is_mutating() && defer::active() {
@@ -388,14 +438,20 @@ impl Gateway {
             audit
                 .append_deferred(&event)
                 .and_then(|ticket| match defer::keep(ticket) {
-                    None => Ok(()),
-                    Some(ticket) => audit.wait(ticket).map(|_| ()),
+                    None => Ok(None),
+                    Some(ticket) => audit.wait(ticket).map(|r| Some(r.seq)),
                 })
         } else {
-            audit.append_ref(&event).map(|_| ())
+            audit.append_ref(&event).map(|r| Some(r.seq))
         };
         match appended {
-            Ok(_) => (result, lease),
+            Ok(seq) => {
+                if let (Some(mut note), Some(sink)) = (note, &ctx.notifier) {
+                    note.seq = seq;
+                    sink.changed(&note);
+                }
+                (result, lease)
+            }
             Err(e) => {
                 tracing::error!("audit log: {e}");
                 let err = GatewayError::Internal(match (intent, &result) {
@@ -415,6 +471,33 @@ impl Gateway {
                 (Err(err), None)
             }
         }
+    }
+
+    /// What a request needs to put a question to a person.
+    fn ask_ctx(&self, pol: &Policy, ctx: &RequestCtx, op: &Op) -> ask::AskCtx {
+        let proposed = ctx.asker.as_ref().and_then(|_| ask::Proposed::of(op));
+        ask::AskCtx::new(
+            ctx.asker.clone(),
+            pol.ask_timeout(),
+            self.grants.clone(),
+            &ctx.session,
+            self.workspace.root_path().to_path_buf(),
+            proposed,
+        )
+    }
+
+    /// The note of a change just made, for the door's notifier.
+    fn change_note(&self, ctx: &RequestCtx, op: &Op, facts: &Facts) -> Option<ChangeNote> {
+        let parse = |p: &str| RelPath::parse_rooted(&format!("/{p}")).ok();
+        Some(ChangeNote {
+            op: op.name(),
+            session: ctx.session.clone(),
+            path: facts.path.as_deref().and_then(parse)?,
+            path2: facts.path2.as_deref().and_then(parse),
+            root: self.workspace.root_path().to_path_buf(),
+            proposed: ask::Proposed::of(op),
+            seq: None,
+        })
     }
 
     /// Makes the intent of a change durable before the workspace is touched: what
@@ -601,6 +684,9 @@ impl Gateway {
         shown: &str,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
+        if d.asks() {
+            return Self::settle_ask(&d, what, path, shown, facts);
+        }
         facts.decided(&d);
         if d.allowed() {
             Ok(())
@@ -611,6 +697,24 @@ impl Gateway {
                 path: shown.to_string(),
             })
         }
+    }
+
+    /// An ask decision: a person allows it, or it is refused naming the rule.
+    fn settle_ask(
+        d: &crate::policy::Decision<'_>,
+        what: &str,
+        path: &RelPath,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        // No context: a request that began before a reload brought ask rules.
+        let ask = facts.ask.get_or_insert_with(ask::AskCtx::unaskable);
+        let op = facts.op;
+        let settled = ask::settle(ask, d, (op, what), path, shown, &mut facts.asked);
+        if settled.is_ok() {
+            facts.decided(d);
+        }
+        settled
     }
 
     /// Content gate: refuses `bytes` read or written under `class` when the policy's
@@ -776,6 +880,8 @@ mod tests {
             transport: "acp",
             peer: "test".into(),
             scope: Default::default(),
+            asker: None,
+            notifier: None,
         }
     }
 

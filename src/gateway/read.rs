@@ -217,6 +217,8 @@ mod tests {
             transport,
             peer: String::new(),
             scope: Default::default(),
+            asker: None,
+            notifier: None,
         }
     }
 

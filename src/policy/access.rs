@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 
 use super::decide::PathFacts;
-use super::{Decision, EntryKind, OpClass, Policy, TraceStep};
+use super::{Decision, Effect, EntryKind, OpClass, Policy, TraceStep};
 use crate::path::RelPath;
 
 /// An operation as the gateway performs it, or a bare op class.
@@ -173,13 +173,22 @@ impl Policy {
     /// needs listable, then its own classes. The gateway, `explain` and `[[test]]`
     /// decide through this.
     pub fn decide_access(&self, op: Access, path: &RelPath, facts: &PathFacts) -> Decision<'_> {
+        // Deny on any step decides at once; otherwise the first ask holds over allow.
+        let mut ask = None;
         for dir in op.above(path) {
             let d = self.decide(OpClass::List, &dir, EntryKind::Dir);
-            if !d.allowed() {
-                return composite_refusal(op, OpClass::List, &dir, d);
+            match d.effect {
+                Effect::Allow => {}
+                Effect::Ask if ask.is_some() => {}
+                Effect::Ask => ask = Some(composite_refusal(op, OpClass::List, &dir, d)),
+                Effect::Deny => return composite_refusal(op, OpClass::List, &dir, d),
             }
         }
-        self.decide_entry(op, path, facts)
+        let own = self.decide_entry(op, path, facts);
+        match ask {
+            Some(asked) if own.effect != Effect::Deny => asked,
+            _ => own,
+        }
     }
 
     /// Decides `op`'s own checks on `path`, the directories above it already allowed
@@ -195,10 +204,14 @@ impl Policy {
         let Some(second) = second else {
             return d;
         };
-        if !d.allowed() {
+        if d.effect == Effect::Deny {
             return composite_refusal(op, first, path, d);
         }
         let d2 = self.decide_with(second, path, facts);
+        // Deny over ask over allow; between equals, the operation's primary class.
+        if d.effect.weight() > d2.effect.weight() {
+            return composite_refusal(op, first, path, d);
+        }
         match (d2.allowed(), first == op.primary()) {
             (false, _) => composite_refusal(op, second, path, d2),
             (true, true) => d,

@@ -1,7 +1,8 @@
 //! The decision: a pure function of (policy, op class, path, entry kind).
 //!
-//! Order: secret-name patterns, then deny rules, then allow rules, then `default-deny`.
-//! The first match in that order decides, so deny always wins over allow.
+//! Order: secret-name patterns, then deny rules, then ask rules, then allow rules, then
+//! `default-deny`. The first match in that order decides, so deny always wins, and ask
+//! wins over allow.
 
 use std::borrow::Cow;
 
@@ -24,7 +25,7 @@ pub enum EntryKind {
 /// The outcome of a decision, naming the rule that made it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision<'p> {
-    /// allow or deny.
+    /// allow, deny, or ask (a person decides when the request comes).
     pub effect: Effect,
     /// The deciding rule's id (`secrets:<id>`, a `[[rule]]` id, or `default-deny`).
     pub rule: &'p str,
@@ -39,6 +40,11 @@ impl Decision<'_> {
     /// True if allowed.
     pub fn allowed(&self) -> bool {
         self.effect == Effect::Allow
+    }
+
+    /// True if a person must be asked.
+    pub fn asks(&self) -> bool {
+        self.effect == Effect::Ask
     }
 }
 
@@ -161,8 +167,8 @@ impl Policy {
             };
         }
         let waived = self.waived_on(path, trace.as_deref_mut());
-        // 2. Deny rules, then 3. allow rules, each in file order.
-        for effect in [Effect::Deny, Effect::Allow] {
+        // 2. Deny rules, then 3. ask rules, then 4. allow rules, each in file order.
+        for effect in [Effect::Deny, Effect::Ask, Effect::Allow] {
             for rule in self.rules.iter().filter(|r| r.effect == effect) {
                 let miss = rule_misses(rule, op, path, facts);
                 if let Some(t) = trace.as_deref_mut() {
@@ -178,11 +184,7 @@ impl Policy {
                         Some(r) => Cow::Borrowed(r.as_str()),
                         None => Cow::Owned(format!(
                             "{} rule `{}` covers {} on this path",
-                            if effect == Effect::Deny {
-                                "deny"
-                            } else {
-                                "allow"
-                            },
+                            effect.as_str(),
                             rule.id,
                             op.as_str()
                         )),
@@ -289,7 +291,8 @@ fn rule_misses(rule: &Rule, op: OpClass, path: &RelPath, facts: &PathFacts) -> O
     }
     if let Some(exts) = &rule.extensions {
         let check = match (rule.effect, kind) {
-            (Effect::Deny, _) => true,
+            // An ask must not be put to a person for a path the rule may not cover.
+            (Effect::Deny | Effect::Ask, _) => true,
             (Effect::Allow, EntryKind::File) => true,
             (Effect::Allow, _) => false,
         };

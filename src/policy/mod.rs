@@ -13,6 +13,7 @@ pub mod diff;
 pub mod floor;
 pub mod lint;
 pub mod media;
+pub mod oversight;
 pub mod raw;
 pub mod schema;
 pub mod testrun;
@@ -374,12 +375,12 @@ impl Policy {
         &self.origin
     }
 
-    /// True if some allow rule covers `op` at all: drives ACP capability flags and the
+    /// True if some allow or ask rule covers `op` at all: drives ACP capability flags and
     /// Landlock rights the kernel grants.
     pub fn can_ever(&self, op: OpClass) -> bool {
         self.rules
             .iter()
-            .any(|r| r.effect == Effect::Allow && r.ops[op as usize])
+            .any(|r| r.effect != Effect::Deny && r.ops[op as usize])
     }
 }
 

@@ -61,6 +61,15 @@ pub struct RawPolicy {
     /// The WebSocket files channel (`[ws]`), owned by the ws transport.
     #[serde(default)]
     pub ws: Option<super::ws::WsSettings>,
+    /// How long a person has to answer an `ask` rule (`[ask]`).
+    #[serde(default)]
+    pub ask: Option<super::oversight::AskSettings>,
+    /// Telling the client what the gateway changed (`[notify]`).
+    #[serde(default)]
+    pub notify: Option<super::oversight::NotifySettings>,
+    /// Staging changed files in git (`[vcs]`).
+    #[serde(default)]
+    pub vcs: Option<super::oversight::VcsSettings>,
 }
 
 /// `[secrets]`.
@@ -127,14 +136,38 @@ pub enum BinaryMode {
     Base64,
 }
 
-/// Allow or deny.
+/// Allow, deny, or ask a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Effect {
     /// Grants the operation.
     Allow,
-    /// Refuses the operation; wins over any allow.
+    /// Refuses the operation; wins over any allow or ask.
     Deny,
+    /// Grants the operation only if a person says yes when it is requested (through the
+    /// client's own prompt); wins over any allow. No answer in time means deny.
+    Ask,
+}
+
+impl Effect {
+    /// `allow`, `deny` or `ask`, as written in a policy.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::Allow => "allow",
+            Effect::Deny => "deny",
+            Effect::Ask => "ask",
+        }
+    }
+
+    /// How strongly it holds when two steps of one operation disagree: deny, then ask,
+    /// then allow.
+    pub fn weight(self) -> u8 {
+        match self {
+            Effect::Allow => 0,
+            Effect::Ask => 1,
+            Effect::Deny => 2,
+        }
+    }
 }
 
 /// One `[[rule]]`.
@@ -144,7 +177,7 @@ pub struct RawRule {
     /// Unique name, shown in refusals and audit records.
     #[schemars(with = "String")]
     pub id: Spanned<String>,
-    /// allow or deny.
+    /// allow, deny or ask.
     pub effect: Effect,
     /// Operation classes covered: read, write, delete, list, or "*".
     #[schemars(with = "Vec<RuleOp>")]

@@ -256,12 +256,9 @@ pub fn own_rules(policy: &Policy, src: &str) -> Vec<Uncovered> {
     out
 }
 
-/// `allow` / `deny`.
+/// `allow` / `deny` / `ask`.
 pub fn effect_name(e: Effect) -> &'static str {
-    match e {
-        Effect::Allow => "allow",
-        Effect::Deny => "deny",
-    }
+    e.as_str()
 }
 
 #[cfg(test)]

@@ -213,6 +213,8 @@ pub fn answer(
         transport: "acp",
         peer: peer.to_string(),
         scope: Default::default(),
+        asker: None,
+        notifier: None,
     };
     let reply = |outcome: Result<Value, Value>| {
         let audited = match &outcome {
@@ -266,6 +268,8 @@ fn answer_invalid(gw: &Gateway, peer: &str, id: &Value, error: Value) -> Value {
         transport: "acp",
         peer: peer.to_string(),
         scope: Default::default(),
+        asker: None,
+        notifier: None,
     };
     let outcome = Err((
         error["code"].as_i64().unwrap_or(code::INVALID_REQUEST),
@@ -494,6 +498,8 @@ async fn note(gw: &Arc<Gateway>, peer: &Arc<str>, name: String) {
             transport: "acp",
             peer: peer.to_string(),
             scope: Default::default(),
+            asker: None,
+            notifier: None,
         };
         if let Err(e) = gw.serve(&ctx, Request::message(name, Ok(()))) {
             tracing::error!("{e}");

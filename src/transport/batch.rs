@@ -235,6 +235,8 @@ mod tests {
             transport: "acp",
             peer: "t".into(),
             scope: Default::default(),
+            asker: None,
+            notifier: None,
         }
     }
 

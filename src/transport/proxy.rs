@@ -194,6 +194,8 @@ impl Relay {
             transport: "acp",
             peer: self.peer.clone(),
             scope: Default::default(),
+            asker: None,
+            notifier: None,
         }
     }
 

@@ -122,7 +122,7 @@ fn forms(g: &Glob<'_>, sink: &mut Sink<'_>) {
 fn no_match(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) -> bool {
     let (normal, _) = normal_form(g.text);
     let severity = match g.rule.effect {
-        Effect::Deny => Severity::Error,
+        Effect::Deny | Effect::Ask => Severity::Error,
         Effect::Allow => Severity::Warning,
     };
     if let (Some(named), Some(listed)) = (wildcard_extensions(&normal), &g.rule.extensions)

@@ -7,7 +7,7 @@ use toml::Spanned;
 use super::globs::glob_samples;
 use super::{Severity, Sink, only};
 use crate::path::RelPath;
-use crate::policy::raw::{Effect, RawPolicy};
+use crate::policy::raw::RawPolicy;
 use crate::policy::testrun::run_cases;
 use crate::policy::{EntryKind, OpClass, PathFacts, Policy, Rule};
 
@@ -136,10 +136,7 @@ pub(super) fn shadowed(policy: &Policy, sink: &mut Sink<'_>) {
             .map(|d| format!("`{d}`"))
             .collect::<Vec<_>>()
             .join(", ");
-        let effect = match r.effect {
-            Effect::Allow => "allow",
-            Effect::Deny => "deny",
-        };
+        let effect = r.effect.as_str();
         let hint = if s.deciders.iter().any(|d| d.starts_with("secrets:")) {
             "remove the rule: the secret-name pattern already denies these paths (or waive the pattern if the paths are not secret)"
         } else {
@@ -162,10 +159,7 @@ pub(super) fn shadowed(policy: &Policy, sink: &mut Sink<'_>) {
 /// checked by running it as `policy test` would after pasting it in. None if no sample
 /// path passes.
 pub(super) fn suggest(policy: &Policy, r: &Rule) -> Option<String> {
-    let expect = match r.effect {
-        Effect::Allow => "allow",
-        Effect::Deny => "deny",
-    };
+    let expect = r.effect.as_str();
     for path in rule_samples(r).iter().take(64) {
         for op in ops_of(r) {
             // Cheap first: only a path this rule decides is worth running as a case.

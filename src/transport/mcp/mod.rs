@@ -101,6 +101,8 @@ impl McpServer {
             transport: "mcp",
             peer,
             scope: crate::gateway::Scope::narrowable(),
+            asker: None,
+            notifier: None,
         };
         McpServer {
             gw,

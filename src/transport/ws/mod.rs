@@ -292,6 +292,8 @@ impl Accepted {
             transport: "ws",
             peer: peer.to_string(),
             scope: Default::default(),
+            asker: None,
+            notifier: None,
         };
         conn::run(ws, self.gw, ctx, self.limits, self.notices, subscription).await;
         drop(admission.slot);
@@ -342,6 +344,8 @@ async fn record_refusal(gw: &Arc<Gateway>, session: &str, peer: SocketAddr, r: &
         transport: "ws",
         peer: peer.to_string(),
         scope: Default::default(),
+        asker: None,
+        notifier: None,
     };
     let gw = Arc::clone(gw);
     let msg = format!("HTTP {}: {}", r.status.as_u16(), r.reason);

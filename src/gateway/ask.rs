@@ -1,0 +1,313 @@
+//! `ask` rules: a person decides, through the prompt of the client they already use.
+//!
+//! The gateway decides as always; when the deciding rule asks, the request's thread (a
+//! blocking-pool thread, never a door's reader) puts a [`Question`] to the door's
+//! [`Asker`] and waits for the [`Answer`] or the policy's `[ask] timeout_secs`. No asker
+//! (a client that cannot be asked), no answer in time, or a rejection: the request is
+//! refused, naming the rule. The audit record of the request says that a person was
+//! asked, what they answered, when, and the rule (`details.asked`).
+//!
+//! "Allow for this session" holds for the same rule and the same operation class in the
+//! same session, until the gateway stops; a reloaded policy keeps it only while the rule
+//! still asks.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use crate::audit::canonical::now_ts;
+use crate::error::GatewayError;
+use crate::path::RelPath;
+use crate::policy::Decision;
+
+/// The longest text of a write or edit put in a question or a change note: a larger
+/// one is described by its size only, so a prompt stays bounded.
+pub const MAX_SHOWN_TEXT: usize = 256 * 1024;
+/// The most "allow for this session" grants kept; past it, the oldest are not dropped
+/// but new ones are not kept (the person is asked again).
+pub const MAX_GRANTS: usize = 4096;
+
+/// A door that can put a question to a person.
+pub trait Asker: Send + Sync + fmt::Debug {
+    /// Puts `q` to the person and blocks until they answer or `timeout` passes. Called
+    /// on a blocking-pool thread: the door must keep reading its client meanwhile.
+    fn ask(&self, q: &Question, timeout: Duration) -> Answer;
+}
+
+/// The text a write or edit proposes, for a diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposed {
+    /// The text replaced: an edit's `oldText`; None for a write (or a new file).
+    pub old_text: Option<String>,
+    /// The new text: a write's content, an edit's `newText`.
+    pub new_text: String,
+}
+
+impl Proposed {
+    /// What a write or edit request proposes, if it is text small enough to show.
+    pub fn of(op: &crate::ops::Op) -> Option<Proposed> {
+        use crate::ops::Op;
+        let small = |s: &str| s.len() <= MAX_SHOWN_TEXT;
+        match op {
+            Op::WriteText { content, .. } if small(content) => Some(Proposed {
+                old_text: None,
+                new_text: content.clone(),
+            }),
+            Op::Edit {
+                old_text, new_text, ..
+            } if small(old_text) && small(new_text) => Some(Proposed {
+                old_text: Some(old_text.clone()),
+                new_text: new_text.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// What a person is asked.
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// The request's operation (`write`, `rm`, `rename`...).
+    pub op: &'static str,
+    /// The operation class the rule covers here (`read`, `write`, `delete`, `list`).
+    pub class: String,
+    /// The path as the request gave it.
+    pub path: String,
+    /// The same path, absolute (ACP locations and diffs name absolute paths).
+    pub abs_path: PathBuf,
+    /// The deciding rule's id.
+    pub rule: String,
+    /// The rule's reason.
+    pub reason: String,
+    /// For a write or edit: the text it proposes.
+    pub proposed: Option<Proposed>,
+    /// The session the request came in.
+    pub session: String,
+}
+
+impl Question {
+    /// One line naming the operation and the path, for a prompt's title.
+    pub fn title(&self) -> String {
+        format!("{} {}", self.op, self.path)
+    }
+}
+
+/// A person's answer, or why there was none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Yes, this once.
+    AllowOnce,
+    /// Yes, and for the same rule and operation for the rest of the session.
+    AllowSession,
+    /// No.
+    Reject,
+    /// No answer within the policy's timeout.
+    Timeout,
+    /// The client could not be asked (no capability, no connected client, the
+    /// connection closed); the text says why.
+    Unanswered(String),
+}
+
+impl Answer {
+    /// The answer's name in the audit record.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Answer::AllowOnce => "allow_once",
+            Answer::AllowSession => "allow_always",
+            Answer::Reject => "reject_once",
+            Answer::Timeout => "timeout",
+            Answer::Unanswered(_) => "unanswered",
+        }
+    }
+
+    /// True for a yes.
+    pub fn allows(&self) -> bool {
+        matches!(self, Answer::AllowOnce | Answer::AllowSession)
+    }
+
+    /// Why the request was refused, for a refusal's message.
+    fn refusal(&self, timeout: Duration) -> String {
+        match self {
+            Answer::Reject => "the person asked said no".into(),
+            Answer::Timeout => format!("no answer within {} s", timeout.as_secs()),
+            Answer::Unanswered(why) => format!("nobody could be asked: {why}"),
+            Answer::AllowOnce | Answer::AllowSession => "allowed".into(),
+        }
+    }
+}
+
+/// "Allow for this session" grants: (session, rule, operation class).
+#[derive(Debug, Default)]
+pub struct Grants(Mutex<HashSet<(String, String, String)>>);
+
+impl Grants {
+    fn has(&self, session: &str, rule: &str, class: &str) -> bool {
+        let key = (session.to_owned(), rule.to_owned(), class.to_owned());
+        self.0.lock().is_ok_and(|g| g.contains(&key))
+    }
+
+    fn add(&self, session: &str, rule: &str, class: &str) {
+        if let Ok(mut g) = self.0.lock()
+            && g.len() < MAX_GRANTS
+        {
+            g.insert((session.to_owned(), rule.to_owned(), class.to_owned()));
+        }
+    }
+}
+
+/// What a request needs to ask: its door's asker, the policy's timeout, the gateway's
+/// session grants, and the request's own answers so far.
+#[derive(Debug)]
+pub struct AskCtx {
+    asker: Option<Arc<dyn Asker>>,
+    timeout: Duration,
+    grants: Arc<Grants>,
+    session: String,
+    root: PathBuf,
+    proposed: Option<Proposed>,
+    /// (rule, class) this request was already allowed for: asked once per request.
+    allowed: Vec<(String, String)>,
+}
+
+impl AskCtx {
+    /// The context of one request.
+    pub(crate) fn new(
+        asker: Option<Arc<dyn Asker>>,
+        timeout: Duration,
+        grants: Arc<Grants>,
+        session: &str,
+        root: PathBuf,
+        proposed: Option<Proposed>,
+    ) -> AskCtx {
+        AskCtx {
+            asker,
+            timeout,
+            grants,
+            session: session.to_owned(),
+            root,
+            proposed,
+            allowed: Vec::new(),
+        }
+    }
+
+    /// A request with nobody to ask: every ask is refused.
+    pub(crate) fn unaskable() -> AskCtx {
+        AskCtx::new(
+            None,
+            Duration::ZERO,
+            Arc::default(),
+            "",
+            PathBuf::new(),
+            None,
+        )
+    }
+}
+
+/// One question and its answer, for the audit record.
+#[derive(Debug, Clone)]
+pub struct AskRecord {
+    rule: String,
+    class: String,
+    answer: &'static str,
+    asked_at: String,
+    answered_at: String,
+    waited_ms: u64,
+    note: Option<String>,
+}
+
+impl AskRecord {
+    /// The record as `details.asked[]` holds it.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("rule".into(), json!(self.rule));
+        m.insert("class".into(), json!(self.class));
+        m.insert("answer".into(), json!(self.answer));
+        m.insert("askedAt".into(), json!(self.asked_at));
+        m.insert("answeredAt".into(), json!(self.answered_at));
+        m.insert("waitedMs".into(), json!(self.waited_ms));
+        if let Some(n) = &self.note {
+            m.insert("note".into(), json!(n));
+        }
+        Value::Object(m)
+    }
+}
+
+/// Settles an ask decision: Ok if a person allowed it (now, earlier in this request, or
+/// for the session), else the refusal naming the rule. `asked` gets what happened.
+pub(crate) fn settle(
+    ctx: &mut AskCtx,
+    d: &Decision<'_>,
+    (op, class): (&'static str, &str),
+    path: &RelPath,
+    shown: &str,
+    asked: &mut Vec<AskRecord>,
+) -> Result<(), GatewayError> {
+    let rule = d.rule.to_string();
+    if ctx.allowed.iter().any(|(r, c)| *r == rule && c == class) {
+        return Ok(());
+    }
+    if ctx.grants.has(&ctx.session, &rule, class) {
+        asked.push(record(&rule, class, "allowed_for_session", None));
+        ctx.allowed.push((rule, class.to_owned()));
+        return Ok(());
+    }
+    let started = Instant::now();
+    let asked_at = now_ts();
+    let answer = match &ctx.asker {
+        None => Answer::Unanswered("this client cannot be asked".into()),
+        Some(asker) => {
+            let q = Question {
+                op,
+                class: class.to_owned(),
+                path: shown.to_owned(),
+                abs_path: ctx.root.join(path.as_str()),
+                rule: rule.clone(),
+                reason: d.reason.to_string(),
+                proposed: ctx.proposed.clone(),
+                session: ctx.session.clone(),
+            };
+            asker.ask(&q, ctx.timeout)
+        }
+    };
+    let note = match &answer {
+        Answer::Unanswered(why) => Some(why.clone()),
+        _ => None,
+    };
+    let mut rec = record(&rule, class, answer.as_str(), note);
+    rec.asked_at = asked_at;
+    rec.waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    asked.push(rec);
+    if answer == Answer::AllowSession {
+        ctx.grants.add(&ctx.session, &rule, class);
+    }
+    if answer.allows() {
+        ctx.allowed.push((rule, class.to_owned()));
+        return Ok(());
+    }
+    Err(GatewayError::Refused {
+        reason: format!(
+            "{class} of `{path}` needs a person's approval ({}), and {}",
+            d.reason,
+            answer.refusal(ctx.timeout)
+        ),
+        rule,
+        path: shown.to_string(),
+    })
+}
+
+fn record(rule: &str, class: &str, answer: &'static str, note: Option<String>) -> AskRecord {
+    let now = now_ts();
+    AskRecord {
+        rule: rule.to_owned(),
+        class: class.to_owned(),
+        answer,
+        asked_at: now.clone(),
+        answered_at: now,
+        waited_ms: 0,
+        note,
+    }
+}
