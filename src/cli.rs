@@ -204,9 +204,9 @@ pub(super) fn runtime_with_signals(
     policy: Option<PathBuf>,
 ) -> Result<(tokio::runtime::Runtime, crate::signals::Stop), String> {
     let runtime = runtime()?;
-    let crate::signals::Listening { term, int, hup } = crate::signals::listen(&runtime)?;
-    spawn_reload_on_sighup(&runtime, gateway, policy, hup);
-    Ok((runtime, crate::signals::Listening::stop_only(term, int)))
+    let (stop, reloads) = crate::signals::listen()?;
+    spawn_reload_on_sighup(&runtime, gateway, policy, reloads);
+    Ok((runtime, stop))
 }
 
 pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
@@ -407,7 +407,7 @@ pub(super) fn spawn_reload_on_sighup(
     runtime: &tokio::runtime::Runtime,
     gateway: &Arc<Gateway>,
     path: Option<PathBuf>,
-    mut hup: tokio::signal::unix::Signal,
+    mut hup: crate::signals::Reloads,
 ) {
     let gw = Arc::clone(gateway);
     runtime.spawn(async move {

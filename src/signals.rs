@@ -4,13 +4,14 @@
 //! SIGHUP are blocked on the main thread, and every thread created later inherits the
 //! mask, so a signal that arrives while the gateway is still loading its policy, opening
 //! its log or confining itself waits instead of killing the process between its `start`
-//! record and its `stop` record. Once the runtime exists, [`listen`] registers tokio's
-//! handlers and only then unblocks the main thread: a signal that waited is delivered at
-//! that moment and handled like any other (stop record, final checkpoint, exit 0).
-//! Child processes start with an empty mask (the standard library resets it).
+//! record and its `stop` record. The signals stay blocked in every thread for the whole
+//! run: once the runtime exists, [`listen`] starts one thread that takes them with
+//! sigwait(2) and hands them to the runtime as messages. No handler runs inside another
+//! thread's code, and a signal that waited is taken as soon as that thread starts.
+//! Child processes get an empty mask ([`unblock_in_child`]).
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, watch};
 
 /// The signals fsgate answers.
 fn set() -> SigSet {
@@ -28,54 +29,52 @@ pub fn hold() -> Result<(), String> {
         .map_err(|e| format!("cannot block signals during start-up: {e}"))
 }
 
-/// tokio's streams for the signals fsgate answers.
-pub struct Listening {
-    /// SIGTERM: stop.
-    pub term: tokio::signal::unix::Signal,
-    /// SIGINT: stop.
-    pub int: tokio::signal::unix::Signal,
-    /// SIGHUP: reload the policy.
-    pub hup: tokio::signal::unix::Signal,
-}
-
-/// The two signals that stop fsgate.
-pub struct Stop {
-    term: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-}
-
-impl Listening {
-    /// The stopping signals alone (SIGHUP goes to the reload task).
-    pub fn stop_only(term: tokio::signal::unix::Signal, int: tokio::signal::unix::Signal) -> Stop {
-        Stop { term, int }
-    }
-}
+/// The first SIGTERM or SIGINT, once one came.
+pub struct Stop(watch::Receiver<Option<&'static str>>);
 
 impl Stop {
     /// Resolves with the name of the first SIGTERM or SIGINT.
     pub async fn termination(&mut self) -> &'static str {
-        tokio::select! {
-            _ = self.term.recv() => "SIGTERM",
-            _ = self.int.recv() => "SIGINT",
+        let got = self.0.wait_for(Option::is_some).await.map(|v| *v);
+        match got {
+            Ok(name) => name.unwrap_or("SIGTERM"),
+            // The signal thread cannot end; if it did, nothing more would come.
+            Err(_) => std::future::pending().await,
         }
     }
 }
 
-/// Registers the handlers in `runtime`, then unblocks the signals on this (the main)
-/// thread, where any that arrived during start-up are delivered now.
-pub fn listen(runtime: &tokio::runtime::Runtime) -> Result<Listening, String> {
-    let _guard = runtime.enter();
-    let stream = |kind: SignalKind| {
-        signal(kind).map_err(|e| format!("cannot listen for signal {}: {e}", kind.as_raw_value()))
-    };
-    let listening = Listening {
-        term: stream(SignalKind::terminate())?,
-        int: stream(SignalKind::interrupt())?,
-        hup: stream(SignalKind::hangup())?,
-    };
-    pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&set()), None)
-        .map_err(|e| format!("cannot unblock signals: {e}"))?;
-    Ok(listening)
+/// SIGHUPs: one message each (a burst that arrives while a reload runs is one more).
+pub type Reloads = mpsc::Receiver<()>;
+
+/// Starts the thread that takes the held signals (they stay blocked everywhere), and
+/// returns what the runtime awaits: the stop, and the reload requests.
+pub fn listen() -> Result<(Stop, Reloads), String> {
+    let (stop_tx, stop_rx) = watch::channel(None);
+    let (hup_tx, hup_rx) = mpsc::channel(1);
+    let set = set();
+    std::thread::Builder::new()
+        .name("fsgate-signals".into())
+        .spawn(move || {
+            loop {
+                match set.wait() {
+                    Ok(Signal::SIGHUP) => {
+                        let _ = hup_tx.try_send(());
+                    }
+                    Ok(sig) => {
+                        let name = if sig == Signal::SIGINT {
+                            "SIGINT"
+                        } else {
+                            "SIGTERM"
+                        };
+                        stop_tx.send_if_modified(|v| v.is_none() && v.replace(name).is_none());
+                    }
+                    Err(e) => tracing::debug!("sigwait: {e}"),
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+    Ok((Stop(stop_rx), hup_rx))
 }
 
 /// Clears in `cmd`'s child the mask [`hold`] set (the standard library passes the

@@ -843,12 +843,55 @@ pub fn thread_states(pid: u32) -> String {
                 .to_string()
         };
         out.push_str(&format!(
-            "  {} {}: wchan {} syscall {}\n",
+            "  {} {}: wchan {} syscall {} {}\n",
             e.file_name().to_string_lossy(),
             read("comm"),
             read("wchan"),
-            read("syscall")
+            read("syscall"),
+            signal_masks(&read("status"), &["SigPnd", "SigBlk"])
         ));
     }
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    out.push_str(&format!(
+        "  process: {}\n",
+        signal_masks(&status, &["ShdPnd", "SigCgt", "SigIgn"])
+    ));
+    out.push_str(&stacks(pid));
     out
+}
+
+/// The named signal-mask lines of a /proc status file, on one line.
+fn signal_masks(status: &str, keys: &[&str]) -> String {
+    status
+        .lines()
+        .filter(|l| keys.iter().any(|k| l.starts_with(&format!("{k}:"))))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Every thread's stack from gdb, when gdb is installed (a hang's report only).
+fn stacks(pid: u32) -> String {
+    let out = Command::new("gdb")
+        .args([
+            "-batch",
+            "-nx",
+            "-p",
+            &pid.to_string(),
+            "-ex",
+            "thread apply all bt 25",
+        ])
+        .stdin(Stdio::null())
+        .output();
+    match out {
+        Ok(o) => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            let frames: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with('#') || l.starts_with("Thread "))
+                .collect();
+            format!("  stacks (gdb):\n    {}\n", frames.join("\n    "))
+        }
+        Err(e) => format!("  (no stacks: gdb: {e})\n"),
+    }
 }
