@@ -352,6 +352,62 @@ mod tests {
         assert_eq!(answer_of(&error), Answer::Reject);
     }
 
+    fn question() -> Question {
+        Question {
+            op: "write_text_file",
+            class: "write".into(),
+            path: "/ws/ci/a.yml".into(),
+            abs_path: "/ws/ci/a.yml".into(),
+            rule: "ask-ci".into(),
+            reason: "reviewed".into(),
+            proposed: Some(Proposed {
+                old_text: None,
+                new_text: "on: push".into(),
+            }),
+            session: "s1".into(),
+        }
+    }
+
+    /// Asks on a blocking thread; returns the request fsgate wrote and the pending answer.
+    async fn asked(
+        timeout: Duration,
+    ) -> (Arc<EditorAsker>, Value, tokio::task::JoinHandle<Answer>) {
+        let (out, mut rx) = Outbox::<Vec<u8>>::new(1 << 20);
+        let asker = Arc::new(EditorAsker::new(out, tokio::runtime::Handle::current()));
+        let a2 = Arc::clone(&asker);
+        let task = tokio::task::spawn_blocking(move || a2.ask(&question(), timeout));
+        let line = rx.recv().await.expect("a request").msg;
+        let req: Value = serde_json::from_slice(&line).expect("json");
+        (asker, req, task)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_editors_answer_under_the_request_id_settles_the_question() {
+        let (asker, req, task) = asked(Duration::from_secs(30)).await;
+        assert_eq!(req["method"], "session/request_permission");
+        assert!(is_ours(&req["id"]));
+        let call = &req["params"]["toolCall"];
+        assert_eq!(call["content"][1]["type"], "diff");
+        assert_eq!(call["content"][1]["oldText"], Value::Null);
+        assert_eq!(call["locations"][0]["path"], "/ws/ci/a.yml");
+        let resp = json!({"jsonrpc": "2.0", "id": req["id"], "result": {"outcome": {"outcome": "selected", "optionId": "fsgate-allow-always"}}});
+        asker.take_response(&req["id"], &resp);
+        assert_eq!(task.await.expect("join"), Answer::AllowSession);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_answer_times_out_and_a_closed_editor_is_unanswered() {
+        let (_asker, _req, task) = asked(Duration::from_millis(50)).await;
+        assert_eq!(task.await.expect("join"), Answer::Timeout);
+        let (asker, _req, task) = asked(Duration::from_secs(30)).await;
+        asker.close();
+        assert!(matches!(task.await.expect("join"), Answer::Unanswered(_)));
+        let a2 = Arc::clone(&asker);
+        let later =
+            tokio::task::spawn_blocking(move || a2.ask(&question(), Duration::from_secs(30)));
+        assert!(matches!(later.await.expect("join"), Answer::Unanswered(_)));
+    }
+
     #[test]
     fn only_string_ids_with_the_prefix_are_ours() {
         assert!(is_ours(&json!("fsgate-ask-3")));

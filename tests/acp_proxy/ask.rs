@@ -36,7 +36,7 @@ struct Run {
     out: Value,
     root: PathBuf,
     records: Vec<Value>,
-    _dirs: [tempfile::TempDir; 2],
+    dirs: [tempfile::TempDir; 2],
 }
 
 /// Runs the SDK editor hosting `fsgate acp -- agent.py` under `policy`, sending
@@ -103,7 +103,7 @@ fn run(test: &str, policy: &str, prompts: &[&str], answers: &[&str]) -> Option<R
         out,
         root,
         records,
-        _dirs: [ws, state],
+        dirs: [ws, state],
     })
 }
 
@@ -293,4 +293,83 @@ fn notify_acp_false_shows_no_changes() {
         "asking does not depend on [notify]"
     );
     assert!(r.updates().is_empty(), "no change notes: {:#}", r.out);
+}
+
+#[test]
+fn edits_and_deletes_are_asked_and_shown_with_their_kinds() {
+    let test = "acp_proxy::ask::edits_and_deletes_are_asked_and_shown_with_their_kinds";
+    let pol = policy(
+        "[[rule]]\nid = \"ask-locks\"\neffect = \"ask\"\nops = [\"delete\"]\npaths = [\"locks/**\"]\nreason = \"lock files\"\n",
+    );
+    let prompts = [
+        "write {root}/free.txt alpha beta\nwrite {root}/locks/x.lock held",
+        "ext fsgate/edit_text_file {\"path\": \"{root}/free.txt\", \"oldText\": \"beta\", \"newText\": \"gamma\"}\next fsgate/rm {\"path\": \"{root}/locks/x.lock\"}",
+    ];
+    let Some(r) = run(test, &pol, &prompts, &["allow_once"]) else {
+        return;
+    };
+    assert!(r.reports().iter().all(ok), "{:#}", r.out);
+    assert_eq!(r.file("free.txt").as_deref(), Some("alpha gamma"));
+    assert_eq!(r.file("locks/x.lock"), None);
+    // Only the delete asked (the edit is outside ci/).
+    let perms = r.permissions();
+    assert_eq!(perms.len(), 1, "{:#}", r.out);
+    assert_eq!(perms[0]["toolCall"]["kind"], "delete");
+    let updates = r.updates();
+    let by_op = |op: &str| {
+        updates
+            .iter()
+            .map(|u| &u["update"])
+            .find(|u| u["_meta"]["fsgate"]["op"] == op)
+            .unwrap_or_else(|| panic!("no change note for {op}: {:#}", r.out))
+    };
+    let edit = by_op("edit_text_file");
+    assert_eq!(edit["kind"], "edit");
+    assert_eq!(edit["content"][0]["oldText"], "beta");
+    assert_eq!(edit["content"][0]["newText"], "gamma");
+    let rm = by_op("rm");
+    assert_eq!(rm["kind"], "delete");
+    assert!(
+        rm["locations"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("/locks/x.lock")
+    );
+}
+
+#[test]
+fn the_editor_leaving_leaves_the_question_unanswered() {
+    let test = "acp_proxy::ask::the_editor_leaving_leaves_the_question_unanswered";
+    let prompts = ["write {root}/ci/a.yml one"];
+    let Some(r) = run(test, &policy(""), &prompts, &["exit"]) else {
+        return;
+    };
+    assert_eq!(r.permissions().len(), 1, "{:#}", r.out);
+    // fsgate outlives the editor by the agent's grace period: wait for its record.
+    let log = r.dirs[1].path().join("audit.jsonl");
+    let deadline = std::time::Instant::now() + super::editor::TIMEOUT;
+    let asked = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let found = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["kind"] == "request" && v["path"] == "ci/a.yml");
+        if let Some(v) = found {
+            break v["details"]["asked"][0].clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no record of the write:\n{text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(asked["answer"], "unanswered", "{asked}");
+    assert!(
+        asked["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("editor closed"),
+        "{asked}"
+    );
+    assert_eq!(r.file("ci/a.yml"), None);
 }

@@ -8,7 +8,9 @@ where CONFIG holds:
   prompts   a list of prompt texts (agent.py commands), sent in turn in one session
   answers   how to answer each session/request_permission in turn: "allow_once",
             "allow_always", "reject_once" (the option of that kind, found by kind as
-            an editor does), "cancel" (outcome cancelled), "ignore" (never answer)
+            an editor does), "cancel" (outcome cancelled), "ignore" (never answer),
+            "exit" (print what was seen so far and exit at once: the editor goes away
+            while fsgate waits for the answer)
 
 It prints one JSON object on stdout: `permissions` (the requests' params, as the SDK
 parsed them), `updates` (every tool_call session update, as parsed), `reports` (the
@@ -54,6 +56,9 @@ class TestEditor:
         answer = self.answers.pop(0) if self.answers else "reject_once"
         if answer == "ignore":
             await asyncio.sleep(3600)
+        if answer == "exit":
+            print(json.dumps(self.seen([])), flush=True)
+            os._exit(0)
         if answer == "cancel":
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         chosen = next(o for o in options if o.kind == answer)
@@ -73,6 +78,9 @@ class TestEditor:
     def on_connect(self, conn: Any) -> None:
         pass
 
+    def seen(self, stops: list[Any]) -> dict[str, Any]:
+        return {"permissions": self.permissions, "updates": self.updates, "reports": self.reports, "stopReasons": stops}
+
 
 async def run(config: dict[str, Any]) -> dict[str, Any]:
     editor = TestEditor(config["answers"])
@@ -85,7 +93,7 @@ async def run(config: dict[str, Any]) -> dict[str, Any]:
         for text in config["prompts"]:
             resp = await conn.prompt(session_id=session.session_id, prompt=[text_block(text)])
             stops.append(resp.stop_reason)
-    return {"permissions": editor.permissions, "updates": editor.updates, "reports": editor.reports, "stopReasons": stops}
+    return editor.seen(stops)
 
 
 def main() -> None:
