@@ -230,7 +230,7 @@ impl Asker for EditorAsker {
 pub fn change_update(note: &ChangeNote, n: u64) -> Value {
     let abs = note.abs_path();
     let (verb, title) = match (note.op, note.abs_path2()) {
-        ("rename", Some(to)) => ("Renamed", format!("{} to {}", abs.display(), to.display())),
+        ("rename", Some(to)) => ("renamed", format!("{} to {}", abs.display(), to.display())),
         (op, _) => (verb_of(op), abs.display().to_string()),
     };
     let mut locations = vec![json!({"path": abs})];
