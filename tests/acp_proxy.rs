@@ -24,3 +24,6 @@ mod fast_agent;
 mod claude_code;
 // A confined agent (its own session) dies with its gateway.
 mod orphan;
+// `ask` rules and change notes with the Python SDK as the editor: allow once, allow for
+// the session, reject, cancel, no answer; [notify] acp = false.
+mod ask;

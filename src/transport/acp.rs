@@ -216,6 +216,17 @@ pub fn answer(
         asker: None,
         notifier: None,
     };
+    answer_in(gw, &ctx, id, method, params)
+}
+
+/// [`answer`] under a context the caller made (the proxy's has an asker and notifier).
+pub fn answer_in(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    id: &Value,
+    method: &str,
+    params: Value,
+) -> (Value, Option<Lease>) {
     let reply = |outcome: Result<Value, Value>| {
         let audited = match &outcome {
             Ok(_) => Ok(()),
@@ -224,7 +235,7 @@ pub fn answer(
                 e["message"].as_str().unwrap_or_default().to_string(),
             )),
         };
-        match (gw.serve(&ctx, Request::message(method, audited)), outcome) {
+        match (gw.serve(ctx, Request::message(method, audited)), outcome) {
             (Err(e), _) => jsonrpc::error_response(id, e.to_rpc_error()),
             (Ok(_), Ok(result)) => jsonrpc::result_response(id, result),
             (Ok(_), Err(error)) => jsonrpc::error_response(id, error),
@@ -234,7 +245,7 @@ pub fn answer(
         return (reply(Ok(initialize_result(gw))), None);
     }
     match to_op(method, params) {
-        Ok(Some(op)) => match gw.serve_leased(&ctx, Request::Op(op)) {
+        Ok(Some(op)) => match gw.serve_leased(ctx, Request::Op(op)) {
             (Ok(out), lease) => (
                 jsonrpc::result_response(id, crate::transport::results::render(gw, ctx.style, out)),
                 lease,

@@ -2,6 +2,7 @@
 //! and results back.
 
 pub mod acp;
+pub mod acp_ask;
 pub mod batch;
 pub mod jsonrpc;
 pub mod lines;

@@ -25,6 +25,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::acp;
+use super::acp_ask::{self, EditorAsker, EditorNotes};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use super::relay::{self, Refusal, Relay as Verdict};
@@ -61,6 +62,10 @@ struct Relay {
     /// Editor request ids (as JSON text) of `initialize` in flight: the agent's answer
     /// gets fsgate's own `_meta.fsgate`.
     initializing: Mutex<std::collections::HashSet<String>>,
+    /// Puts `ask` rules' questions to the editor.
+    asker: Arc<EditorAsker>,
+    /// Shows the editor each change fsgate made (when the policy's `[notify] acp`).
+    notes: Arc<EditorNotes>,
 }
 
 /// At most this many editor `initialize` requests awaiting the agent's answer are
@@ -84,14 +89,21 @@ fn with_newline(mut raw: Vec<u8>) -> Vec<u8> {
 }
 
 impl Relay {
-    /// Editor -> agent: returns the bytes to forward.
-    fn editor_message(&self, raw: Vec<u8>) -> Vec<u8> {
+    /// Editor -> agent: returns the bytes to forward, or None for the editor's answer
+    /// to one of fsgate's own questions (taken here, never relayed).
+    fn editor_message(&self, raw: Vec<u8>) -> Option<Vec<u8>> {
         let Ok(mut v) = serde_json::from_slice::<Value>(&raw) else {
-            return with_newline(raw);
+            return Some(with_newline(raw));
         };
         let method = v.get("method").and_then(Value::as_str).map(str::to_string);
         let id = v.get("id").cloned();
-        match (method.as_deref(), id) {
+        if let (None, Some(id)) = (&method, &id)
+            && acp_ask::is_ours(id)
+        {
+            self.asker.take_response(id, &v);
+            return None;
+        }
+        Some(match (method.as_deref(), id) {
             (Some("initialize"), Some(id)) => {
                 if let Ok(mut ids) = self.initializing.lock()
                     && ids.len() < MAX_INITIALIZING
@@ -126,7 +138,7 @@ impl Relay {
                 with_newline(raw)
             }
             _ => with_newline(raw),
-        }
+        })
     }
 
     /// The agent's answer to the editor's `initialize`, with fsgate's `_meta.fsgate`
@@ -197,6 +209,17 @@ impl Relay {
             asker: None,
             notifier: None,
         }
+    }
+
+    /// The context of one of the agent's file requests: an ask rule asks the editor,
+    /// and changes are shown to it unless the policy says not to.
+    fn file_ctx(&self, params: &Value) -> crate::ops::RequestCtx {
+        let mut ctx = self.ctx(params);
+        ctx.asker = Some(Arc::clone(&self.asker) as Arc<dyn crate::gateway::ask::Asker>);
+        if self.gw.policy().notify_acp() {
+            ctx.notifier = Some(Arc::clone(&self.notes) as Arc<dyn crate::gateway::ChangeSink>);
+        }
+        ctx
     }
 
     /// Records a refusal fsgate makes itself (session, terminal) and builds the reply.
@@ -305,6 +328,10 @@ where
     let pid = child.id();
     let mut waiter = tokio::task::spawn_blocking(move || child.wait());
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
+    // Each direction holds at most twice the message limit of unwritten bytes: a side
+    // that stops reading stalls the other's relay instead of growing the gateway.
+    let (to_editor, editor_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
+    let (to_agent, agent_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
     let relay = Arc::new(Relay {
         gw,
         peer,
@@ -312,11 +339,12 @@ where
         sessions: Mutex::new(HashMap::new()),
         allow_terminal,
         initializing: Mutex::new(std::collections::HashSet::new()),
+        asker: Arc::new(EditorAsker::new(
+            to_editor.clone(),
+            tokio::runtime::Handle::current(),
+        )),
+        notes: Arc::new(EditorNotes::spawn(to_editor.clone(), max.saturating_mul(2))),
     });
-    // Each direction holds at most twice the message limit of unwritten bytes: a side
-    // that stops reading stalls the other's relay instead of growing the gateway.
-    let (to_editor, editor_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
-    let (to_agent, agent_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
     let editor_writer = tokio::spawn(write_raw(editor_rx, editor_out, None));
     let agent_writer = tokio::spawn(write_raw(agent_rx, agent_in, Some(close_agent_rx)));
@@ -333,7 +361,10 @@ where
                     if raw.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
-                    if !ta.send_bytes(r.editor_message(raw)).await {
+                    let Some(bytes) = r.editor_message(raw) else {
+                        continue;
+                    };
+                    if !ta.send_bytes(bytes).await {
                         break;
                     }
                 }
@@ -347,7 +378,9 @@ where
                 Ok(Line::Eof) | Err(_) => break,
             }
         }
-        // The editor is gone: close the agent's stdin so it can end gracefully.
+        // The editor is gone: nobody can answer a question, and the agent's stdin is
+        // closed so it can end gracefully.
+        r.asker.close();
         let _ = close_agent_tx.send(());
     });
 
@@ -451,7 +484,7 @@ async fn serve_file(
     let id2 = id.clone();
     let (resp, lease) = tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
         Some(err) => (r.refuse(&id, &method, &params, err), None),
-        None => acp::answer(&r.gw, &r.peer, &id, &method, params),
+        None => acp::answer_in(&r.gw, &r.file_ctx(&params), &id, &method, params),
     })
     .await
     .unwrap_or_else(|_| {

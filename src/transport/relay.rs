@@ -279,6 +279,16 @@ fn classify_object(text: &str) -> Relay {
 
 /// The verdict for a message that parsed unambiguously, its method plain if guarded.
 fn decide(incoming: Incoming, ids: Vec<Value>, method: Option<String>, params: Value) -> Relay {
+    if let Incoming::Request { id, .. } = &incoming
+        && super::acp_ask::is_ours(id)
+    {
+        // The editor's answer under this id would be taken by fsgate, not relayed back.
+        let why = format!(
+            "ids starting with {:?} are fsgate's own",
+            super::acp_ask::ASK_ID_PREFIX
+        );
+        return invalid(ids, method.as_deref(), params, &why);
+    }
     match incoming {
         Incoming::Request { id, method, params } if is_guarded(&method) => {
             if method.starts_with("terminal/") {

@@ -298,3 +298,26 @@ fn a_carriage_return_inside_a_line_is_refused() {
     );
     assert_eq!(refused(&line).ids, vec![json!(1)]);
 }
+
+#[test]
+fn requests_under_fsgates_own_ids_are_refused() {
+    for line in [
+        r#"{"jsonrpc":"2.0","id":"fsgate-ask-1","method":"session/request_permission","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":"fsgate-ask-9","method":"terminal/create","params":{}}"#,
+    ] {
+        let r = refused(line);
+        assert_eq!(r.ids.len(), 1, "{line}");
+        assert!(
+            r.error["message"]
+                .as_str()
+                .unwrap()
+                .contains("fsgate's own")
+        );
+    }
+    // A response under such an id is the agent's answer to an editor request: relayed.
+    let line = r#"{"jsonrpc":"2.0","id":"fsgate-ask-1","result":{}}"#;
+    assert!(matches!(
+        classify_agent_line(line.as_bytes()),
+        Relay::Forward(_)
+    ));
+}

@@ -1,0 +1,417 @@
+//! `fsgate acp` and the person at the editor: an `ask` rule's question goes to the
+//! editor as ACP's own `session/request_permission` ([`EditorAsker`]), and each change
+//! fsgate made for the agent is shown there as a `session/update` tool call of its own
+//! ([`EditorNotes`]).
+//!
+//! fsgate's requests to the editor carry string ids in a namespace of its own
+//! ([`ASK_ID_PREFIX`]); the proxy refuses agent requests whose ids claim it, so the
+//! editor's answers under those ids are always fsgate's, never relayed to the agent.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+
+use crate::gateway::ask::{Answer, Asker, Proposed, Question};
+use crate::gateway::{ChangeNote, ChangeSink};
+use crate::transport::outbox::Outbox;
+
+/// Ids of fsgate's own requests to the editor start with this.
+pub const ASK_ID_PREFIX: &str = "fsgate-ask-";
+/// At most this many questions wait for the editor at once; more are not asked.
+pub const MAX_PENDING: usize = 64;
+
+/// The options offered, as (optionId, name, kind).
+const OPTIONS: [(&str, &str, &str); 3] = [
+    ("fsgate-allow-once", "Allow once", "allow_once"),
+    (
+        "fsgate-allow-always",
+        "Allow for this session",
+        "allow_always",
+    ),
+    ("fsgate-reject-once", "Reject", "reject_once"),
+];
+
+/// True if `id` lies in fsgate's own id namespace.
+pub fn is_ours(id: &Value) -> bool {
+    id.as_str().is_some_and(|s| s.starts_with(ASK_ID_PREFIX))
+}
+
+/// ACP's tool kind for an operation.
+fn kind_of(op: &str) -> &'static str {
+    match op {
+        "read_text_file" | "read_file" | "stat" => "read",
+        "write_text_file" | "edit_text_file" | "mkdir" => "edit",
+        "rm" => "delete",
+        "rename" => "move",
+        "ls" | "tree" | "glob" | "grep" => "search",
+        _ => "other",
+    }
+}
+
+/// The `diff` content of a write or edit (`oldText` null for a write).
+fn diff(path: &std::path::Path, p: &Proposed) -> Value {
+    json!({"type": "diff", "path": path, "oldText": p.old_text, "newText": p.new_text})
+}
+
+fn line_of(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    b.push(b'\n');
+    b
+}
+
+/// The `session/request_permission` request putting `q` to the editor.
+pub fn permission_request(id: &str, q: &Question) -> Value {
+    let why = format!(
+        "fsgate: rule `{}` asks a person before this {}: {}",
+        q.rule, q.class, q.reason
+    );
+    let mut content = vec![json!({"type": "content", "content": {"type": "text", "text": why}})];
+    if let Some(p) = &q.proposed {
+        content.push(diff(&q.abs_path, p));
+    }
+    let options: Vec<Value> = OPTIONS
+        .iter()
+        .map(|(id, name, kind)| json!({"optionId": id, "name": name, "kind": kind}))
+        .collect();
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "session/request_permission",
+        "params": {
+            "sessionId": q.session,
+            "toolCall": {
+                "toolCallId": id,
+                "title": q.title(),
+                "kind": kind_of(q.op),
+                "status": "pending",
+                "content": content,
+                "locations": [{"path": q.abs_path}],
+                "_meta": {"fsgate": {"op": q.op, "class": q.class, "rule": q.rule}},
+            },
+            "options": options,
+        },
+    })
+}
+
+/// The answer an editor's response carries: a selected option by its kind; anything
+/// else (cancelled, an error, an unknown option) is a no.
+pub fn answer_of(response: &Value) -> Answer {
+    let outcome = &response["result"]["outcome"];
+    if outcome["outcome"] != "selected" {
+        return Answer::Reject;
+    }
+    let chosen = outcome["optionId"].as_str().unwrap_or_default();
+    match OPTIONS.iter().find(|(id, ..)| *id == chosen) {
+        Some((_, _, "allow_once")) => Answer::AllowOnce,
+        Some((_, _, "allow_always")) => Answer::AllowSession,
+        _ => Answer::Reject,
+    }
+}
+
+#[derive(Default)]
+struct Waiting {
+    pending: HashMap<String, oneshot::Sender<Answer>>,
+    /// The editor closed its side: nobody can answer any more.
+    closed: bool,
+}
+
+/// Puts questions to the editor through the proxy's editor outbox.
+pub struct EditorAsker {
+    to_editor: Outbox<Vec<u8>>,
+    rt: tokio::runtime::Handle,
+    seq: AtomicU64,
+    waiting: Mutex<Waiting>,
+}
+
+impl fmt::Debug for EditorAsker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EditorAsker").finish_non_exhaustive()
+    }
+}
+
+impl EditorAsker {
+    /// An asker writing to `to_editor`, waiting on the runtime `rt`.
+    pub fn new(to_editor: Outbox<Vec<u8>>, rt: tokio::runtime::Handle) -> EditorAsker {
+        EditorAsker {
+            to_editor,
+            rt,
+            seq: AtomicU64::new(1),
+            waiting: Mutex::new(Waiting::default()),
+        }
+    }
+
+    /// Takes the editor's response to one of fsgate's requests. Late or unknown ones
+    /// are dropped (the question timed out).
+    pub fn take_response(&self, id: &Value, response: &Value) {
+        let Some(id) = id.as_str() else { return };
+        let tx = self
+            .waiting
+            .lock()
+            .ok()
+            .and_then(|mut w| w.pending.remove(id));
+        match tx {
+            Some(tx) => {
+                let _ = tx.send(answer_of(response));
+            }
+            None => tracing::debug!(%id, "editor answered a question no longer waiting"),
+        }
+    }
+
+    /// The editor is gone: every waiting question, and every later one, goes unanswered.
+    pub fn close(&self) {
+        if let Ok(mut w) = self.waiting.lock() {
+            w.closed = true;
+            w.pending.clear();
+        }
+    }
+
+    /// Registers a question; its id and where the answer comes, or why it cannot wait.
+    fn register(&self) -> Result<(String, oneshot::Receiver<Answer>), Answer> {
+        let mut w = self
+            .waiting
+            .lock()
+            .map_err(|_| Answer::Unanswered("internal error: lock poisoned".into()))?;
+        if w.closed {
+            return Err(gone());
+        }
+        if w.pending.len() >= MAX_PENDING {
+            return Err(Answer::Unanswered(format!(
+                "{MAX_PENDING} questions are already waiting for the editor"
+            )));
+        }
+        let id = format!(
+            "{ASK_ID_PREFIX}{}",
+            self.seq.fetch_add(1, Ordering::Relaxed)
+        );
+        let (tx, rx) = oneshot::channel();
+        w.pending.insert(id.clone(), tx);
+        Ok((id, rx))
+    }
+}
+
+fn gone() -> Answer {
+    Answer::Unanswered("the editor closed the connection".into())
+}
+
+impl Asker for EditorAsker {
+    fn ask(&self, q: &Question, timeout: Duration) -> Answer {
+        let (id, rx) = match self.register() {
+            Ok(r) => r,
+            Err(a) => return a,
+        };
+        let bytes = line_of(&permission_request(&id, q));
+        let to_editor = self.to_editor.clone();
+        // On a blocking-pool thread (never a reader task): waiting here stalls only
+        // this request; sending counts against the timeout too.
+        let answer = self.rt.block_on(async move {
+            let exchange = async {
+                if !to_editor.send_bytes(bytes).await {
+                    return gone();
+                }
+                rx.await.unwrap_or_else(|_| gone())
+            };
+            tokio::time::timeout(timeout, exchange)
+                .await
+                .unwrap_or(Answer::Timeout)
+        });
+        if let Ok(mut w) = self.waiting.lock() {
+            w.pending.remove(&id);
+        }
+        answer
+    }
+}
+
+/// The `session/update` showing the editor a change fsgate made.
+pub fn change_update(note: &ChangeNote, n: u64) -> Value {
+    let abs = note.abs_path();
+    let (verb, title) = match (note.op, note.abs_path2()) {
+        ("rename", Some(to)) => ("renamed", format!("{} to {}", abs.display(), to.display())),
+        (op, _) => (verb_of(op), abs.display().to_string()),
+    };
+    let mut locations = vec![json!({"path": abs})];
+    if let Some(to) = note.abs_path2() {
+        locations.push(json!({"path": to}));
+    }
+    let content: Vec<Value> = note.proposed.iter().map(|p| diff(&abs, p)).collect();
+    json!({
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {
+            "sessionId": note.session,
+            "update": {
+                "sessionUpdate": "tool_call",
+                "toolCallId": format!("fsgate-change-{n}"),
+                "title": format!("fsgate: {verb} {title}"),
+                "kind": kind_of(note.op),
+                "status": "completed",
+                "content": content,
+                "locations": locations,
+                "_meta": {"fsgate": {"op": note.op, "seq": note.seq}},
+            },
+        },
+    })
+}
+
+fn verb_of(op: &str) -> &'static str {
+    match op {
+        "write_text_file" => "wrote",
+        "edit_text_file" => "edited",
+        "mkdir" => "created directory",
+        "rm" => "removed",
+        "rename" => "renamed",
+        _ => "changed",
+    }
+}
+
+/// Tells the editor of changes: a queue bounded in bytes, drained by a task into the
+/// editor's outbox. A note that finds the queue full is dropped (logged), never waited for.
+pub struct EditorNotes {
+    tx: mpsc::UnboundedSender<(Vec<u8>, OwnedSemaphorePermit)>,
+    room: Arc<Semaphore>,
+    cap: u32,
+    seq: AtomicU64,
+}
+
+impl fmt::Debug for EditorNotes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EditorNotes")
+            .field("cap", &self.cap)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EditorNotes {
+    /// A queue of `cap_bytes` whose task (spawned on the current runtime) forwards to
+    /// `to_editor` until the notes are dropped.
+    pub fn spawn(to_editor: Outbox<Vec<u8>>, cap_bytes: usize) -> EditorNotes {
+        let (tx, mut rx) = mpsc::unbounded_channel::<(Vec<u8>, OwnedSemaphorePermit)>();
+        tokio::spawn(async move {
+            while let Some((bytes, room)) = rx.recv().await {
+                let sent = to_editor.send_bytes(bytes).await;
+                drop(room);
+                if !sent {
+                    break;
+                }
+            }
+        });
+        let cap = u32::try_from(cap_bytes.max(1)).unwrap_or(u32::MAX >> 4);
+        EditorNotes {
+            tx,
+            room: Arc::new(Semaphore::new(cap as usize)),
+            cap,
+            seq: AtomicU64::new(1),
+        }
+    }
+}
+
+impl ChangeSink for EditorNotes {
+    fn changed(&self, note: &ChangeNote) {
+        let n = note
+            .seq
+            .unwrap_or_else(|| self.seq.fetch_add(1, Ordering::Relaxed));
+        let bytes = line_of(&change_update(note, n));
+        let units = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        if units > self.cap {
+            tracing::warn!(
+                bytes = bytes.len(),
+                "change note larger than its queue; not sent to the editor"
+            );
+            return;
+        }
+        match Arc::clone(&self.room).try_acquire_many_owned(units) {
+            Ok(room) => {
+                let _ = self.tx.send((bytes, room));
+            }
+            Err(_) => {
+                tracing::warn!(path = %note.path.as_str(), "editor is not reading: change note dropped")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_map_by_the_option_kind_and_anything_else_is_no() {
+        let sel =
+            |id: &str| json!({"result": {"outcome": {"outcome": "selected", "optionId": id}}});
+        assert_eq!(answer_of(&sel("fsgate-allow-once")), Answer::AllowOnce);
+        assert_eq!(answer_of(&sel("fsgate-allow-always")), Answer::AllowSession);
+        assert_eq!(answer_of(&sel("fsgate-reject-once")), Answer::Reject);
+        assert_eq!(answer_of(&sel("something-else")), Answer::Reject);
+        let cancelled = json!({"result": {"outcome": {"outcome": "cancelled"}}});
+        assert_eq!(answer_of(&cancelled), Answer::Reject);
+        let error = json!({"error": {"code": -32603, "message": "no"}});
+        assert_eq!(answer_of(&error), Answer::Reject);
+    }
+
+    fn question() -> Question {
+        Question {
+            op: "write_text_file",
+            class: "write".into(),
+            path: "/ws/ci/a.yml".into(),
+            abs_path: "/ws/ci/a.yml".into(),
+            rule: "ask-ci".into(),
+            reason: "reviewed".into(),
+            proposed: Some(Proposed {
+                old_text: None,
+                new_text: "on: push".into(),
+            }),
+            session: "s1".into(),
+        }
+    }
+
+    /// Asks on a blocking thread; returns the request fsgate wrote and the pending answer.
+    async fn asked(
+        timeout: Duration,
+    ) -> (Arc<EditorAsker>, Value, tokio::task::JoinHandle<Answer>) {
+        let (out, mut rx) = Outbox::<Vec<u8>>::new(1 << 20);
+        let asker = Arc::new(EditorAsker::new(out, tokio::runtime::Handle::current()));
+        let a2 = Arc::clone(&asker);
+        let task = tokio::task::spawn_blocking(move || a2.ask(&question(), timeout));
+        let line = rx.recv().await.expect("a request").msg;
+        let req: Value = serde_json::from_slice(&line).expect("json");
+        (asker, req, task)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_editors_answer_under_the_request_id_settles_the_question() {
+        let (asker, req, task) = asked(Duration::from_secs(30)).await;
+        assert_eq!(req["method"], "session/request_permission");
+        assert!(is_ours(&req["id"]));
+        let call = &req["params"]["toolCall"];
+        assert_eq!(call["content"][1]["type"], "diff");
+        assert_eq!(call["content"][1]["oldText"], Value::Null);
+        assert_eq!(call["locations"][0]["path"], "/ws/ci/a.yml");
+        let resp = json!({"jsonrpc": "2.0", "id": req["id"], "result": {"outcome": {"outcome": "selected", "optionId": "fsgate-allow-always"}}});
+        asker.take_response(&req["id"], &resp);
+        assert_eq!(task.await.expect("join"), Answer::AllowSession);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_answer_times_out_and_a_closed_editor_is_unanswered() {
+        let (_asker, _req, task) = asked(Duration::from_millis(50)).await;
+        assert_eq!(task.await.expect("join"), Answer::Timeout);
+        let (asker, _req, task) = asked(Duration::from_secs(30)).await;
+        asker.close();
+        assert!(matches!(task.await.expect("join"), Answer::Unanswered(_)));
+        let a2 = Arc::clone(&asker);
+        let later =
+            tokio::task::spawn_blocking(move || a2.ask(&question(), Duration::from_secs(30)));
+        assert!(matches!(later.await.expect("join"), Answer::Unanswered(_)));
+    }
+
+    #[test]
+    fn only_string_ids_with_the_prefix_are_ours() {
+        assert!(is_ours(&json!("fsgate-ask-3")));
+        assert!(!is_ours(&json!("fsgate-change-3")));
+        assert!(!is_ours(&json!(3)));
+    }
+}
