@@ -9,7 +9,7 @@ use crate::path::RelPath;
 /// A decision including the content check: what the gateway does for one request.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FullDecision {
-    /// allow or deny.
+    /// allow, deny or ask.
     pub effect: Effect,
     /// The deciding rule: a `[[rule]]` id, `secrets:<id>`, `content:<id>`, `default-deny`.
     pub rule: String,
@@ -50,7 +50,8 @@ pub fn decide_access_with_content(
         rule: d.rule.to_string(),
         reason: d.reason.into_owned(),
     };
-    if out.effect == Effect::Allow
+    // An ask's content is scanned too: a secret is refused whatever the person says.
+    if out.effect != Effect::Deny
         && let (Some(text), Some(sc)) = (content, policy.content_scanner())
         && sc.applies_to(op.primary())
         && let Some(hit) = sc.scan(path, text)

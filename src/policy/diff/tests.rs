@@ -1,6 +1,7 @@
 //! Tests of `policy diff`: decisions, and each category of setting.
 
 use super::*;
+use crate::policy::Effect;
 
 const OLD: &str = r#"version = 1
 [[rule]]
