@@ -542,6 +542,10 @@ pub(crate) fn narrower(p: &Rule, b: &Rule) -> Result<(), String> {
     let Some(bset) = &b.paths else {
         return Ok(());
     };
+    // `**` matches every path: whatever `p` matches lies within it.
+    if b.globs.iter().any(|g| g.trim_matches('/') == "**") {
+        return Ok(());
+    }
     if p.paths.is_none() {
         return Err("it matches any path".into());
     }
