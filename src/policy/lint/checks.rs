@@ -637,18 +637,16 @@ fn report_floor(policy: &Policy, fl: &FixedFloor, sink: &mut Sink<'_>) {
         if !seen.insert((v.rule.clone(), v.path.clone())) {
             continue;
         }
-        let line = policy
-            .rules()
-            .iter()
-            .find(|r| r.id == v.rule)
-            .map_or(1, |r| r.line);
+        let rule = policy.rules().iter().find(|r| r.id == v.rule);
+        let line = rule.map_or(1, |r| r.line);
+        let effect = rule.map_or("allow", |r| r.effect.as_str());
         if v.explicit {
             sink.at(
                 sink.line_pos(line),
                 Severity::Error,
                 "fixed-floor",
                 format!(
-                    "allow rule `{}` reaches {} (`{}` in the workspace), which no policy can allow",
+                    "{effect} rule `{}` reaches {} (`{}` in the workspace), which no policy can allow",
                     v.rule,
                     v.kind.as_str(),
                     v.path
@@ -661,10 +659,15 @@ fn report_floor(policy: &Policy, fl: &FixedFloor, sink: &mut Sink<'_>) {
                 Severity::Note,
                 "floor-hidden",
                 format!(
-                    "the fixed floor refuses {} (`{}`) although rule `{}` would allow it",
+                    "the fixed floor refuses {} (`{}`) although rule `{}` would {} it",
                     v.kind.as_str(),
                     v.path,
-                    v.rule
+                    v.rule,
+                    if effect == "ask" {
+                        "ask about"
+                    } else {
+                        "allow"
+                    }
                 ),
                 "nothing to do; keeping fsgate's files outside the workspace avoids this",
             );

@@ -887,3 +887,28 @@ fn an_ask_rule_naming_fsgate_s_own_files_is_an_error() {
     assert_eq!(f.severity, Severity::Error);
     assert!(f.message.starts_with("ask rule `ask-state`"), "{f}");
 }
+
+#[test]
+fn an_ask_rule_reaching_the_policy_file_in_the_workspace_is_an_error() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("cfg")).unwrap();
+    let policy_path = ws.path().join("cfg/policy.toml");
+    let text = format!(
+        "version = 1\n{}{}{}",
+        rule("cfg", "ask", "[\"write\"]", "[\"cfg/**\"]"),
+        rule("all", "allow", "[\"read\", \"list\"]", "[\"**\"]"),
+        test_case("write", "cfg/a", "ask"),
+    );
+    std::fs::write(&policy_path, &text).unwrap();
+    let opts = LintOptions {
+        workspace: Some(ws.path().to_path_buf()),
+    };
+    let r = lint_file(&policy_path, &opts);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == "fixed-floor")
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert_eq!((f.severity, f.line), (Severity::Error, 3));
+    assert!(f.message.starts_with("ask rule `cfg` reaches"), "{f}");
+}
