@@ -510,3 +510,30 @@ fn diff_orders_deny_over_ask_over_allow() {
         "{out}"
     );
 }
+
+#[test]
+fn listings_and_searches_leave_out_what_an_ask_rule_covers() {
+    let text = ASKING.replace(
+        "ops = [\"write\"]\npaths = [\".github/**\"]",
+        "ops = [\"write\", \"list\"]\npaths = [\".github/**\"]",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "p.toml", &text);
+    let path = ".github/workflows/ci.yml";
+    for op in ["ls", "glob", "tree", "grep"] {
+        let (_, out, _) = run_args(&["explain", &f, "--op", op, "--json", path]);
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(doc["decision"]["effect"], "deny", "{op}: {out}");
+        assert_eq!(doc["decision"]["rule"], "ask-ci", "{op}: {out}");
+        assert!(
+            doc["decision"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("leaves out what an ask rule covers")),
+            "{op}: {out}"
+        );
+    }
+    // One path's metadata asks.
+    let (_, out, _) = run_args(&["explain", &f, "--op", "stat", "--json", path]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["decision"]["effect"], "ask", "{out}");
+}
