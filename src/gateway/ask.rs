@@ -246,6 +246,9 @@ pub(crate) fn settle(
     shown: &str,
     asked: &mut Vec<AskRecord>,
 ) -> Result<(), GatewayError> {
+    // Callers name an operation (`edit`, `rm`) or a class: asked once per rule and class,
+    // a write's edit check and its size check are the same question.
+    let class = crate::policy::Access::parse(class).map_or(class, |a| a.primary().as_str());
     let rule = d.rule.to_string();
     if ctx.allowed.iter().any(|(r, c)| *r == rule && c == class) {
         return Ok(());
@@ -311,3 +314,7 @@ fn record(rule: &str, class: &str, answer: &'static str, note: Option<String>) -
         note,
     }
 }
+
+#[cfg(test)]
+#[path = "ask_tests.rs"]
+mod tests;

@@ -15,7 +15,7 @@ use super::diff::{
 };
 use super::lint::{LintOptions, Severity, lint_file, only};
 use super::testrun::{FullDecision, decide_access_with_content, effect_name, run_cases};
-use super::{Access, AccessStep, DEFAULT_DENY, EntryKind, PathFacts, Policy, TraceStep};
+use super::{Access, AccessStep, DEFAULT_DENY, Effect, EntryKind, PathFacts, Policy, TraceStep};
 use crate::path::RelPath;
 use crate::text::{Esc, EscPath, escape_for_humans};
 
@@ -383,7 +383,7 @@ impl<'p> Explained<'p> {
                 )),
                 Vec::new(),
             ),
-            (Some(_), Some(_)) if !d.allowed() => (
+            (Some(_), Some(_)) if d.effect == Effect::Deny => (
                 Some("content is not scanned: the path decision already denies".into()),
                 Vec::new(),
             ),
@@ -525,6 +525,13 @@ fn print_explain(out: &mut dyn Write, x: &Explained<'_>) -> std::io::Result<()> 
         Esc(&d.rule),
         Esc(&d.reason)
     )?;
+    if d.effect == Effect::Ask {
+        writeln!(
+            out,
+            "  (a person is asked when the request comes; no answer within {} s means deny)",
+            x.policy.ask_timeout().as_secs()
+        )?;
+    }
     let decider = x.path_decision.rule;
     let composite = x.steps.len() > 1 || x.op != Access::Class(x.op.primary());
     for (step, trace) in &x.steps {
@@ -566,7 +573,7 @@ fn print_trace(
 ) -> std::io::Result<()> {
     writeln!(
         out,
-        "\nevaluation order (secret names, then deny rules, then allow rules; the first match decides):"
+        "\nevaluation order (secret names, then deny rules, then ask rules, then allow rules; the first match decides):"
     )?;
     let width = trace.iter().map(|t| shown_len(&t.rule)).max().unwrap_or(0);
     for (i, t) in trace.iter().enumerate() {
@@ -825,7 +832,7 @@ fn print_diff_summary(
     let narrowed = r.changes.len() - widened;
     writeln!(
         out,
-        "{} decision(s) changed: {widened} now allowed, {narrowed} now denied; {} keep their effect under another rule; compared {} path(s) x 4 ops from {}{}",
+        "{} decision(s) changed: {widened} loosened, {narrowed} tightened; {} keep their effect under another rule; compared {} path(s) x 4 ops from {}{}",
         r.changes.len(),
         r.rule_changes.len(),
         r.paths,

@@ -15,7 +15,6 @@ mod tests;
 
 use std::path::Path;
 
-use super::raw::Effect;
 use super::testrun::{FullDecision, decide_with_content};
 use super::{EntryKind, OpClass, Policy};
 use crate::path::RelPath;
@@ -150,9 +149,10 @@ pub struct Change {
 }
 
 impl Change {
-    /// True if the new policy allows what the old one denied.
+    /// True if the new policy lets through more than the old one: deny > ask > allow, so
+    /// deny -> ask and ask -> allow widen, allow -> ask narrows.
     pub fn widens(&self) -> bool {
-        self.new.effect == Effect::Allow
+        self.new.effect.weight() < self.old.effect.weight()
     }
 }
 

@@ -185,14 +185,15 @@ fn inside(root: &Path, path: &Path) -> Option<RelPath> {
     RelPath::parse_absolute(canon.to_str()?, root).ok()
 }
 
-/// Every (entry, op) the policy alone would allow. The gateway refuses them anyway
-/// (the floor comes first); `policy check` reports the explicit ones as errors.
+/// Every (entry, op) the policy alone would allow (or ask a person about). The gateway
+/// refuses them anyway (the floor comes first); `policy check` reports the explicit ones
+/// as errors.
 pub fn fixed_floor_violations(policy: &Policy, floor: &FixedFloor) -> Vec<FloorViolation> {
     let mut out = Vec::new();
     for e in floor.entries() {
         for op in OpClass::ALL {
             let d = policy.decide(op, &e.path, EntryKind::Unknown);
-            if d.effect != Effect::Allow {
+            if d.effect == Effect::Deny {
                 continue;
             }
             let explicit = policy

@@ -9,7 +9,7 @@ use crate::path::RelPath;
 /// A decision including the content check: what the gateway does for one request.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FullDecision {
-    /// allow or deny.
+    /// allow, deny or ask.
     pub effect: Effect,
     /// The deciding rule: a `[[rule]]` id, `secrets:<id>`, `content:<id>`, `default-deny`.
     pub rule: String,
@@ -36,7 +36,8 @@ pub fn decide_with_content(
 }
 
 /// [`Policy::decide_access`], then the content rules on `content` for the operation's
-/// primary class (grep: read), as the gateway does.
+/// primary class (grep: read), as the gateway does. An ask decision of `ls`, `glob`,
+/// `tree` or `grep` is a deny by the ask rule: the gateway leaves such entries out.
 pub fn decide_access_with_content(
     policy: &Policy,
     op: Access,
@@ -50,7 +51,19 @@ pub fn decide_access_with_content(
         rule: d.rule.to_string(),
         reason: d.reason.into_owned(),
     };
-    if out.effect == Effect::Allow
+    // Listings, walks and searches ask nobody: they leave out what an ask rule covers.
+    if out.effect == Effect::Ask
+        && matches!(op, Access::Ls | Access::Glob | Access::Tree | Access::Grep)
+    {
+        out.effect = Effect::Deny;
+        out.reason = format!(
+            "{} leaves out what an ask rule covers, asking nobody ({})",
+            op.as_str(),
+            out.reason
+        );
+    }
+    // An ask's content is scanned too: a secret is refused whatever the person says.
+    if out.effect != Effect::Deny
         && let (Some(text), Some(sc)) = (content, policy.content_scanner())
         && sc.applies_to(op.primary())
         && let Some(hit) = sc.scan(path, text)

@@ -376,3 +376,164 @@ fn a_file_without_cases_fails_and_coverage_counts_content_rules() {
     );
     assert!(out.contains("uncovered: rule `content:t`"), "{out}");
 }
+
+const ASKING: &str = r#"version = 1
+[[rule]]
+id = "ask-ci"
+effect = "ask"
+ops = ["write"]
+paths = [".github/**"]
+reason = "CI configuration runs with secrets"
+
+[[rule]]
+id = "all"
+effect = "allow"
+ops = ["*"]
+paths = ["**"]
+
+[content]
+builtin = true
+
+[ask]
+timeout_secs = 30
+
+[[test]]
+op = "write"
+path = ".github/workflows/ci.yml"
+expect = "ask"
+rule = "ask-ci"
+
+[[test]]
+op = "edit"
+path = ".github/workflows/ci.yml"
+expect = "ask"
+
+[[test]]
+op = "read"
+path = ".github/workflows/ci.yml"
+expect = "allow"
+rule = "all"
+"#;
+
+#[test]
+fn explain_and_test_know_ask() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "p.toml", ASKING);
+    let (code, out, _) = run_args(&["explain", &f, "--op", "write", ".github/workflows/ci.yml"]);
+    assert_eq!(code, EXIT_OK);
+    assert!(
+        out.contains("ASK by ask-ci: CI configuration runs with secrets"),
+        "{out}"
+    );
+    assert!(out.contains("no answer within 30 s means deny"), "{out}");
+    assert!(out.contains("then ask rules, then allow rules"), "{out}");
+    assert!(
+        out.trim_end()
+            .ends_with("decision: ASK by ask-ci (CI configuration runs with secrets)"),
+        "{out}"
+    );
+    let (_, out, _) = run_args(&["explain", &f, "--op", "edit", "--json", ".github/x.yml"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["decision"]["effect"], "ask");
+    assert_eq!(doc["decision"]["rule"], "ask-ci");
+    assert_eq!(doc["path_decision"]["effect"], "ask");
+
+    let (code, out, _) = run_args(&["test", &f]);
+    assert_eq!(code, EXIT_OK, "{out}");
+    assert!(out.ends_with("3 passed, 0 failed\n"), "{out}");
+    // A case expecting allow where an ask rule decides fails, naming the ask.
+    let wrong = ASKING.replace("expect = \"ask\"\nrule", "expect = \"allow\"\nrule");
+    let g = write(dir.path(), "wrong.toml", &wrong);
+    let (code, out, _) = run_args(&["test", &g]);
+    assert_eq!(code, EXIT_FINDINGS);
+    assert!(
+        out.contains("expected allow by ask-ci, got ask by ask-ci"),
+        "{out}"
+    );
+}
+
+#[test]
+fn secret_content_is_refused_where_a_person_would_be_asked() {
+    let text = format!(
+        "{ASKING}\n[[test]]\nop = \"write\"\npath = \".github/deploy.yml\"\ncontent = \"-----BEGIN RSA PRIVATE KEY-----\\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\\n-----END RSA PRIVATE KEY-----\\n\"\nexpect = \"deny\"\nrule = \"content:private-key\"\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "p.toml", &text);
+    let (code, out, _) = run_args(&["test", &f]);
+    assert_eq!(code, EXIT_OK, "{out}");
+    assert!(out.ends_with("4 passed, 0 failed\n"), "{out}");
+}
+
+#[test]
+fn diff_orders_deny_over_ask_over_allow() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = write(dir.path(), "old.toml", ASKING);
+    let allow = ASKING.replace("effect = \"ask\"", "effect = \"allow\"");
+    let new = write(dir.path(), "new.toml", &allow);
+    // ask -> allow loosens: exit 1.
+    let (code, out, _) = run_args(&["diff", &old, &new]);
+    assert_eq!(code, EXIT_FINDINGS, "{out}");
+    assert!(
+        out.contains(
+            "loosens  decision  write .github/workflows/ci.yml: ask (ask-ci) -> allow (ask-ci)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("loosens  rule      ask-ci: ask write"),
+        "{out}"
+    );
+    // allow -> ask only tightens: exit 0.
+    let (code, out, _) = run_args(&["diff", &new, &old]);
+    assert_eq!(code, EXIT_OK, "{out}");
+    assert!(
+        out.contains(
+            "tightens decision  write .github/workflows/ci.yml: allow (ask-ci) -> ask (ask-ci)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("2 decision(s) changed: 0 loosened, 2 tightened"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("0 loosen(s), 3 tighten(s), 0 other change(s)\n"),
+        "{out}"
+    );
+    // deny -> ask loosens.
+    let deny = ASKING.replace("effect = \"ask\"", "effect = \"deny\"");
+    let denied = write(dir.path(), "deny.toml", &deny);
+    let (code, out, _) = run_args(&["diff", &denied, &old]);
+    assert_eq!(code, EXIT_FINDINGS, "{out}");
+    assert!(
+        out.contains("loosens  rule      ask-ci: deny write on .github/** -> ask write"),
+        "{out}"
+    );
+}
+
+#[test]
+fn listings_and_searches_leave_out_what_an_ask_rule_covers() {
+    let text = ASKING.replace(
+        "ops = [\"write\"]\npaths = [\".github/**\"]",
+        "ops = [\"write\", \"list\"]\npaths = [\".github/**\"]",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "p.toml", &text);
+    let path = ".github/workflows/ci.yml";
+    for op in ["ls", "glob", "tree", "grep"] {
+        let (_, out, _) = run_args(&["explain", &f, "--op", op, "--json", path]);
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(doc["decision"]["effect"], "deny", "{op}: {out}");
+        assert_eq!(doc["decision"]["rule"], "ask-ci", "{op}: {out}");
+        assert!(
+            doc["decision"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("leaves out what an ask rule covers")),
+            "{op}: {out}"
+        );
+    }
+    // One path's metadata asks.
+    let (_, out, _) = run_args(&["explain", &f, "--op", "stat", "--json", path]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["decision"]["effect"], "ask", "{out}");
+}

@@ -145,10 +145,12 @@ impl Merged {
     }
 
     fn merge_rules(&mut self, layer: &Layer, rules: Vec<Rule>) -> Result<(), PolicyError> {
+        // A new allow rule must lie within a base allow; a new ask rule within a base
+        // allow (it then tightens) or ask (see `narrower`).
         let base_allows: Vec<Rule> = self
             .rules
             .iter()
-            .filter(|r| r.effect == Effect::Allow)
+            .filter(|r| r.effect != Effect::Deny)
             .cloned()
             .collect();
         for (i, (rule, raw)) in rules.into_iter().zip(&layer.raw.rules).enumerate() {
@@ -234,8 +236,9 @@ impl Merged {
         })
     }
 
-    /// `[audit]`, `[backup]`, `[sandbox]`, `[agent]`, `[acp]`, `[ws]`: inherited; an
-    /// extending file may set one its base does not have, never change one it has.
+    /// `[audit]`, `[backup]`, `[sandbox]`, `[agent]`, `[acp]`, `[ws]`, `[ask]`, `[notify]`,
+    /// `[vcs]`: inherited; an extending file may set one its base does not have, never
+    /// change one it has.
     fn check_sections(&self, layer: &Layer) -> Result<(), PolicyError> {
         let (b, p) = (&self.raw, &layer.raw);
         for (name, base_has, mine) in [
@@ -245,6 +248,9 @@ impl Merged {
             ("agent", b.agent.is_some(), p.agent.is_some()),
             ("acp", b.acp.is_some(), p.acp.is_some()),
             ("ws", b.ws.is_some(), p.ws.is_some()),
+            ("ask", b.ask.is_some(), p.ask.is_some()),
+            ("notify", b.notify.is_some(), p.notify.is_some()),
+            ("vcs", b.vcs.is_some(), p.vcs.is_some()),
         ] {
             if base_has && mine {
                 return Err(self.refuse(
@@ -283,6 +289,9 @@ impl Merged {
         r.agent = r.agent.take().or_else(|| p.agent.clone());
         r.acp = r.acp.take().or_else(|| p.acp.clone());
         r.ws = r.ws.take().or_else(|| p.ws.clone());
+        r.ask = r.ask.take().or_else(|| p.ask.clone());
+        r.notify = r.notify.take().or_else(|| p.notify.clone());
+        r.vcs = r.vcs.take().or_else(|| p.vcs.clone());
     }
 
     /// `[secrets]`: additive. The base's built-ins stay on and its patterns unwaived.
@@ -449,11 +458,13 @@ impl Merged {
     }
 }
 
-/// None if some allow rule of the base covers `rule` (a new allow rule), else why not.
+/// None if some allow (or, for a new ask rule, ask) rule of the base covers `rule`, else
+/// why not.
 fn uncovered(rule: &Rule, base_allows: &[Rule]) -> Option<String> {
-    if rule.effect != Effect::Allow {
-        return Some("is not an allow rule".into());
+    if rule.effect == Effect::Deny {
+        return Some("is not an allow or ask rule".into());
     }
+    let kind = rule.effect.as_str();
     let mut whys = Vec::new();
     for b in base_allows {
         match narrower(rule, b) {
@@ -462,10 +473,15 @@ fn uncovered(rule: &Rule, base_allows: &[Rule]) -> Option<String> {
         }
     }
     if whys.is_empty() {
-        return Some("is a new allow rule, and the base allows nothing".into());
+        return Some(format!("is a new {kind} rule, and the base allows nothing"));
     }
     Some(format!(
-        "is a new allow rule that no allow rule of the base covers ({})",
+        "is a new {kind} rule that no {} rule of the base covers ({})",
+        if rule.effect == Effect::Ask {
+            "allow or ask"
+        } else {
+            "allow"
+        },
         whys.join("; ")
     ))
 }
@@ -474,9 +490,18 @@ fn uncovered(rule: &Rule, base_allows: &[Rule]) -> Option<String> {
 /// `b`'s, and every glob of `p` starts with a literal directory `b` already covers (a glob
 /// covers its match's subtree, so `b` then covers everything the glob can reach), or
 /// has a wildcard after it and `b` has the glob `<directory>/**`.
+///
+/// An ask rule may narrow an allow rule (a person is then asked where the base allowed)
+/// or an ask rule; an allow rule only an allow rule (never an ask: nobody would be asked).
 pub(crate) fn narrower(p: &Rule, b: &Rule) -> Result<(), String> {
-    if p.effect != Effect::Allow || b.effect != Effect::Allow {
-        return Err("only an allow rule can narrow an allow rule".into());
+    match (p.effect, b.effect) {
+        (Effect::Allow, Effect::Allow) | (Effect::Ask, Effect::Allow | Effect::Ask) => {}
+        (Effect::Allow, Effect::Ask) => {
+            return Err(
+                "an allow rule cannot replace or widen an ask rule: nobody would be asked".into(),
+            );
+        }
+        _ => return Err("only an allow rule (or an ask rule) can narrow an allow rule".into()),
     }
     if let Some(op) = OpClass::ALL
         .iter()
@@ -517,6 +542,10 @@ pub(crate) fn narrower(p: &Rule, b: &Rule) -> Result<(), String> {
     let Some(bset) = &b.paths else {
         return Ok(());
     };
+    // `**` matches every path: whatever `p` matches lies within it.
+    if b.globs.iter().any(|g| g.trim_matches('/') == "**") {
+        return Ok(());
+    }
     if p.paths.is_none() {
         return Err("it matches any path".into());
     }

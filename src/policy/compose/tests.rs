@@ -625,3 +625,97 @@ fn a_replacement_keeps_within_the_base_rules_size_range() {
     let smaller = narrower(&rules("min_size = 1\nmax_size = 1000\n")).expect_err("smaller");
     assert!(smaller.contains("min_size 10"), "{smaller}");
 }
+
+/// Loads `project` extending `base` (both written into a fresh directory).
+fn extend_on(base: &str, project: &str) -> Result<Policy, PolicyError> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("base.toml"), base).expect("base");
+    let path = dir.path().join("project.toml");
+    std::fs::write(&path, project).expect("project");
+    Policy::load(&path)
+}
+
+fn effect_of(pol: &Policy, op: OpClass, path: &str) -> (crate::policy::Effect, String) {
+    let d = pol.decide(op, &p(path), EntryKind::File);
+    (d.effect, d.rule.to_string())
+}
+
+#[test]
+fn a_project_may_turn_a_base_allow_into_ask_but_not_ask_where_the_base_allows_nothing() {
+    use crate::policy::Effect;
+    let pol = extend(&project(
+        "[[rule]]\nid = \"ask-gen\"\neffect = \"ask\"\nops = [\"write\"]\npaths = [\"src/gen/**\"]\n",
+    ))
+    .expect("an ask within a base allow tightens");
+    assert_eq!(
+        effect_of(&pol, OpClass::Write, "src/gen/a.rs"),
+        (Effect::Ask, "ask-gen".into())
+    );
+    assert_eq!(
+        effect_of(&pol, OpClass::Write, "src/a.rs"),
+        (Effect::Allow, "src".into())
+    );
+    // The base's own allow rule, replaced by an ask over the same paths.
+    let pol = extend(&project(
+        "[[rule]]\nid = \"src\"\neffect = \"ask\"\nops = [\"write\"]\npaths = [\"src/**\"]\n",
+    ))
+    .expect("an ask replacing an allow over its paths tightens");
+    assert_eq!(
+        effect_of(&pol, OpClass::Write, "src/a.rs"),
+        (Effect::Ask, "src".into())
+    );
+    let e = refused(&project(
+        "[[rule]]\nid = \"ask-etc\"\neffect = \"ask\"\nops = [\"write\"]\npaths = [\"etc/**\"]\n",
+    ));
+    assert!(
+        e.contains("rule `ask-etc` is a new ask rule that no allow or ask rule of the base covers"),
+        "{e}"
+    );
+}
+
+const ASK_BASE: &str = r#"version = 1
+[[rule]]
+id = "ci"
+effect = "ask"
+ops = ["write", "delete"]
+paths = [".github/**"]
+
+[[rule]]
+id = "all"
+effect = "allow"
+ops = ["*"]
+paths = ["**"]
+
+[ask]
+timeout_secs = 60
+"#;
+
+#[test]
+fn a_base_ask_is_never_loosened_by_the_project() {
+    use crate::policy::Effect;
+    let e = extend_on(
+        ASK_BASE,
+        &project("[[rule]]\nid = \"ci\"\neffect = \"allow\"\nops = [\"write\"]\npaths = [\".github/**\"]\n"),
+    )
+    .expect_err("an allow replacing an ask")
+    .to_string();
+    assert!(e.contains("nobody would be asked"), "{e}");
+    // A project allow within the base's `all` loads, but the base's ask still decides.
+    let pol = extend_on(
+        ASK_BASE,
+        &project("[[rule]]\nid = \"gh\"\neffect = \"allow\"\nops = [\"write\"]\npaths = [\".github/**\"]\n"),
+    )
+    .expect("an allow within a base allow");
+    assert_eq!(
+        effect_of(&pol, OpClass::Write, ".github/workflows/ci.yml"),
+        (Effect::Ask, "ci".into())
+    );
+    // The base's [ask] is inherited and cannot be changed; [vcs] it lacks can be set.
+    let e = extend_on(ASK_BASE, &project("[ask]\ntimeout_secs = 3600\n"))
+        .expect_err("[ask] changed")
+        .to_string();
+    assert!(e.contains("[ask] is set by the base policy"), "{e}");
+    let pol = extend_on(ASK_BASE, &project("[vcs]\nstage = true\n")).expect("[vcs] added");
+    assert!(pol.vcs_stage());
+    assert_eq!(pol.ask_timeout().as_secs(), 60);
+}

@@ -82,7 +82,7 @@ fn compare_file(old: &Policy, new: &Policy, rel: &RelPath, bytes: &[u8], out: &m
         if a.effect == b.effect || !by_content {
             continue;
         }
-        let d = Direction::wider(b.effect == crate::policy::Effect::Allow);
+        let d = Direction::wider(b.effect.weight() < a.effect.weight());
         match by_dir.iter_mut().find(|x| x.0 == d) {
             Some(x) => x.1.push(op.as_str()),
             None => by_dir.push((d, vec![op.as_str()], shown(&a), shown(&b))),

@@ -34,7 +34,7 @@ fn ops_text(ops: &[bool; 4]) -> String {
 }
 
 /// Rules added, removed or changed, by id: an allow that covers more loosens, a deny
-/// that covers more tightens.
+/// that covers more tightens, an ask that covers less loosens (see [`more_of`]).
 pub(super) fn rules(
     old: &Policy,
     old_text: &str,
@@ -57,7 +57,7 @@ pub(super) fn rules(
                 ));
             }
             None => out.push(Item::new(
-                Direction::wider(r.effect == Effect::Deny),
+                less_of(r.effect),
                 "rule",
                 &r.id,
                 describe(r),
@@ -89,8 +89,13 @@ pub(super) fn rules(
                 now,
             ));
         } else {
-            let d = Direction::wider(n.effect == Effect::Allow);
-            out.push(Item::new(d, "rule", &n.id, "(absent)", describe(n)));
+            out.push(Item::new(
+                more_of(n.effect, true),
+                "rule",
+                &n.id,
+                "(absent)",
+                describe(n),
+            ));
         }
     }
 }
@@ -126,12 +131,12 @@ fn covered(r: &Rule, pool: &[Rule], pool_tables: &HashMap<String, toml::Table>) 
 /// Effect, ops, paths and extensions of a rule both policies have.
 fn rule_change(r: &Rule, n: &Rule, out: &mut Vec<Item>) {
     if r.effect != n.effect {
-        let d = Direction::wider(n.effect == Effect::Allow);
+        // Deny > ask > allow: allow -> ask tightens, ask -> allow and deny -> ask loosen.
+        let d = Direction::wider(n.effect.weight() < r.effect.weight());
         out.push(Item::new(d, "rule", &r.id, describe(r), describe(n)));
         return;
     }
-    // "More" of a rule widens an allow and narrows access under a deny.
-    let more = |more: bool| Direction::wider(more == (r.effect == Effect::Allow));
+    let more = |more: bool| more_of(r.effect, more);
     // Ops one side has and the other lacks: gained ones cover more.
     let gained = (0..4).any(|i| n.ops[i] && !r.ops[i]);
     let lost = (0..4).any(|i| r.ops[i] && !n.ops[i]);
@@ -158,6 +163,25 @@ fn rule_change(r: &Rule, n: &Rule, out: &mut Vec<Item>) {
             ));
         }
     }
+}
+
+/// A rule of `effect` covering more (`more`) or less: more of an allow loosens and more
+/// of a deny tightens. An ask stands between: where it covers less, paths it covered
+/// fall to an allow without a person (loosens) or to a deny; where it covers more, it
+/// asks where an allow granted or where nothing did, so the direction is unclear (the
+/// decision items over the compared paths say which).
+fn more_of(effect: Effect, more: bool) -> Direction {
+    match effect {
+        Effect::Allow => Direction::wider(more),
+        Effect::Deny => Direction::wider(!more),
+        Effect::Ask if more => Direction::Changes,
+        Effect::Ask => Direction::Loosens,
+    }
+}
+
+/// A rule of `effect` removed.
+fn less_of(effect: Effect) -> Direction {
+    more_of(effect, false)
 }
 
 /// Entries added (more) and removed (less) from a list of a rule.
@@ -241,9 +265,7 @@ pub(super) fn rule_extra_keys(
             // dropped, an allow widened.
             Direction::wider(flag(vb) && !flag(va))
         } else {
-            covers_more.map_or(Direction::Changes, |m| {
-                Direction::wider(m == (effect == Effect::Allow))
-            })
+            covers_more.map_or(Direction::Changes, |m| more_of(effect, m))
         };
         let text = |v: Option<&toml::Value>| v.map_or("(unset)".into(), |v| v.to_string());
         out.push(Item::new(

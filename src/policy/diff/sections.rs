@@ -1,12 +1,17 @@
-//! `[audit]`, `[backup]`, `[sandbox]`, `[agent]`, `[acp]`, `[ws]`: compared key by key
-//! as written (an absent key counts as its default), with a direction where it is clear.
+//! `[audit]`, `[backup]`, `[sandbox]`, `[agent]`, `[acp]`, `[ws]`, `[ask]`, `[notify]`,
+//! `[vcs]`: compared key by key as written (an absent key counts as its default), with a
+//! direction where it is clear. `[ask] timeout_secs`, `[notify]` and `[vcs] stage` have
+//! none: a longer wait still refuses without an answer, and telling or staging changes
+//! what a person sees, not what the agent may do.
 
 use toml::{Table, Value};
 
 use super::{Direction, Item};
 
 /// The sections compared, in report order.
-const SECTIONS: [&str; 6] = ["audit", "backup", "sandbox", "agent", "acp", "ws"];
+const SECTIONS: [&str; 9] = [
+    "audit", "backup", "sandbox", "agent", "acp", "ws", "ask", "notify", "vcs",
+];
 
 /// List keys compared entry by entry: an entry added grants more.
 const GRANT_LISTS: [(&str, &str); 6] = [
@@ -153,6 +158,9 @@ fn default(sec: &str, key: &str) -> Option<Value> {
         ("ws", "max_pending_handshakes") => int(16),
         ("ws", "handshake_timeout_ms") => int(3000),
         ("ws", "debounce_ms") => int(100),
+        ("ask", "timeout_secs") => int(120),
+        ("notify", "acp" | "mcp") => Some(Value::Boolean(true)),
+        ("vcs", "stage") => Some(Value::Boolean(false)),
         _ if GRANT_LISTS.contains(&(sec, key)) => Some(Value::Array(Vec::new())),
         _ => None,
     }

@@ -1,6 +1,7 @@
 //! Tests of `policy diff`: decisions, and each category of setting.
 
 use super::*;
+use crate::policy::Effect;
 
 const OLD: &str = r#"version = 1
 [[rule]]
@@ -547,5 +548,100 @@ fn what_a_policy_inherits_is_compared_as_its_own() {
     assert!(
         lines(&out).contains(&"loosens acp allow_terminal".to_string()),
         "{out:?}"
+    );
+}
+
+const ASK_RULE: &str = r#"version = 1
+[[rule]]
+id = "ask-ci"
+effect = "ask"
+ops = ["write"]
+paths = [".github/**"]
+
+[[rule]]
+id = "all"
+effect = "allow"
+ops = ["*"]
+paths = ["**"]
+"#;
+
+#[test]
+fn ask_rules_move_between_allow_and_deny() {
+    // Gone: what it covered may now be allowed without a person.
+    let without = ASK_RULE.replace("id = \"ask-ci\"\neffect = \"ask\"\nops = [\"write\"]\npaths = [\".github/**\"]\n\n[[rule]]\n", "");
+    assert_eq!(lines(&items(ASK_RULE, &without)), ["loosens rule ask-ci"]);
+    // Added: it asks where the allow granted, and may ask where nothing did.
+    assert_eq!(lines(&items(&without, ASK_RULE)), ["changes rule ask-ci"]);
+    // Covering less loosens; covering more has no clear direction.
+    let narrower = ASK_RULE.replace("\".github/**\"", "\".github/workflows/**\"");
+    assert_eq!(
+        lines(&items(ASK_RULE, &narrower)),
+        ["changes rule ask-ci paths", "loosens rule ask-ci paths"]
+    );
+    let more_ops = ASK_RULE.replace(
+        "ops = [\"write\"]\npaths = [\".github",
+        "ops = [\"write\", \"delete\"]\npaths = [\".github",
+    );
+    assert_eq!(
+        lines(&items(ASK_RULE, &more_ops)),
+        ["changes rule ask-ci ops"]
+    );
+    assert_eq!(
+        lines(&items(&more_ops, ASK_RULE)),
+        ["loosens rule ask-ci ops"]
+    );
+    // Effects: allow -> ask tightens, ask -> allow and deny -> ask loosen.
+    let allow = ASK_RULE.replacen("effect = \"ask\"", "effect = \"allow\"", 1);
+    let deny = ASK_RULE.replacen("effect = \"ask\"", "effect = \"deny\"", 1);
+    assert_eq!(lines(&items(&allow, ASK_RULE)), ["tightens rule ask-ci"]);
+    assert_eq!(lines(&items(ASK_RULE, &allow)), ["loosens rule ask-ci"]);
+    assert_eq!(lines(&items(&deny, ASK_RULE)), ["loosens rule ask-ci"]);
+    assert_eq!(lines(&items(ASK_RULE, &deny)), ["tightens rule ask-ci"]);
+}
+
+#[test]
+fn ask_decisions_widen_and_narrow_by_deny_over_ask_over_allow() {
+    let allow = ASK_RULE.replacen("effect = \"ask\"", "effect = \"allow\"", 1);
+    let deny = ASK_RULE.replacen("effect = \"ask\"", "effect = \"deny\"", 1);
+    let pol = |t: &str| Policy::from_toml(t, "p").unwrap();
+    let paths = [(
+        RelPath::parse_rooted(".github/ci.yml").unwrap(),
+        EntryKind::File,
+    )];
+    let widens = |a: &str, b: &str| {
+        let r = diff(&pol(a), &pol(b), &paths);
+        assert_eq!(r.changes.len(), 1, "{a} -> {b}");
+        r.changes[0].widens()
+    };
+    assert!(!widens(&allow, ASK_RULE), "allow -> ask narrows");
+    assert!(widens(ASK_RULE, &allow), "ask -> allow widens");
+    assert!(widens(&deny, ASK_RULE), "deny -> ask widens");
+    assert!(!widens(ASK_RULE, &deny), "ask -> deny narrows");
+}
+
+#[test]
+fn ask_notify_and_vcs_sections_are_plain_changes() {
+    let base = "version = 1\n";
+    assert!(items(base, "version = 1\n[ask]\ntimeout_secs = 120\n[notify]\nacp = true\nmcp = true\n[vcs]\nstage = false\n").is_empty(), "defaults written out");
+    let set = "version = 1\n[ask]\ntimeout_secs = 3600\n[notify]\nacp = false\nmcp = false\n[vcs]\nstage = true\n";
+    let got = items(base, set);
+    assert_eq!(
+        lines(&got),
+        [
+            "changes ask timeout_secs",
+            "changes notify acp",
+            "changes notify mcp",
+            "changes vcs stage"
+        ]
+    );
+    assert_eq!((got[0].old.as_str(), got[0].new.as_str()), ("120", "3600"));
+    assert_eq!(
+        lines(&items(set, base)),
+        [
+            "changes ask timeout_secs",
+            "changes notify acp",
+            "changes notify mcp",
+            "changes vcs stage"
+        ]
     );
 }

@@ -52,6 +52,7 @@ pub(super) fn run(
     secrets(policy, sink);
     waivers(policy, sink);
     write_without_read(policy, sink);
+    ask_list(policy, sink);
     limits(policy, sink);
     let fl = floor(policy, sink, policy_path, options);
     super::reach::run(policy, sink, fl.as_ref(), options);
@@ -100,6 +101,28 @@ fn rule_ops(r: &Rule) -> Vec<OpClass> {
         .into_iter()
         .filter(|o| r.ops[*o as usize])
         .collect()
+}
+
+/// `ask-list`: an ask rule covering `list`. A stat of one path asks, but listings,
+/// globs, trees and searches (and the watcher's events) ask nobody: the entries it
+/// covers are left out of them, as if denied.
+fn ask_list(policy: &Policy, sink: &mut Sink<'_>) {
+    for r in policy
+        .rules()
+        .iter()
+        .filter(|r| r.effect == Effect::Ask && r.ops[OpClass::List as usize])
+    {
+        sink.at_rule(
+            r,
+            Severity::Warning,
+            "ask-list",
+            format!(
+                "ask rule `{}` covers list: directory listings, globs, trees and searches leave out the entries it covers rather than asking a person for each, so the agent does not see them",
+                r.id
+            ),
+            "drop list from the rule's ops (and allow listing with an allow rule) unless hiding these entries from listings is meant",
+        );
+    }
 }
 
 fn duplicates(policy: &Policy, sink: &mut Sink<'_>) {
@@ -470,9 +493,11 @@ fn untested(policy: &Policy, src: &str, sink: &mut Sink<'_>) {
             continue;
         }
         let rule = policy.rules().iter().find(|r| r.id == u.rule);
-        if rule.is_some_and(|r| r.effect != Effect::Deny) {
+        // Deny and ask rules are safeguards: one no case decides may not hold.
+        if rule.is_some_and(|r| r.effect == Effect::Allow) {
             continue;
         }
+        let effect = rule.map_or(Effect::Deny, |r| r.effect);
         // A suggestion is run as `policy test` would run it before it is offered; a
         // rule no sample lets decide is reported as `shadowed-rule` instead.
         if rule.is_some_and(|r| {
@@ -484,8 +509,14 @@ fn untested(policy: &Policy, src: &str, sink: &mut Sink<'_>) {
         let suggestion = rule.and_then(|r| shadow::suggest(policy, r));
         let hint = suggestion.unwrap_or_else(|| {
             format!(
-                "add a [[test]] with a path this {} denies, expect = \"deny\", rule = \"{}\"",
+                "add a [[test]] with a path this {} {}, expect = \"{}\", rule = \"{}\"",
                 if rule.is_some() { "rule" } else { "pattern" },
+                if effect == Effect::Ask {
+                    "asks about"
+                } else {
+                    "denies"
+                },
+                effect.as_str(),
                 u.rule
             )
         });
@@ -496,8 +527,16 @@ fn untested(policy: &Policy, src: &str, sink: &mut Sink<'_>) {
         sink.at(
             sink.line_pos(u.line),
             Severity::Warning,
-            "untested-deny",
-            format!("deny rule `{}` has no [[test]] that it decides", u.rule),
+            if effect == Effect::Ask {
+                "untested-ask"
+            } else {
+                "untested-deny"
+            },
+            format!(
+                "{} rule `{}` has no [[test]] that it decides",
+                effect.as_str(),
+                u.rule
+            ),
             &hint,
         );
     }
@@ -529,7 +568,9 @@ fn floor(
     policy_path: Option<&Path>,
     options: &LintOptions,
 ) -> Option<FixedFloor> {
-    for a in policy.rules().iter().filter(|r| r.effect == Effect::Allow) {
+    // An ask rule there could never be granted either: the person would be asked for
+    // nothing.
+    for a in policy.rules().iter().filter(|r| r.effect != Effect::Deny) {
         if let Some(g) = a.globs.iter().find(|g| {
             g.split('/')
                 .any(|c| c.to_ascii_lowercase().starts_with(".fsgate"))
@@ -539,7 +580,8 @@ fn floor(
                 Severity::Error,
                 "fixed-floor",
                 format!(
-                    "allow rule `{}` names fsgate's own files (`{g}`): the policy, audit log and backups can never be allowed",
+                    "{} rule `{}` names fsgate's own files (`{g}`): the policy, audit log and backups can never be allowed",
+                    a.effect.as_str(),
                     a.id
                 ),
                 "remove the glob; the gateway refuses these paths whatever the policy says",
@@ -595,18 +637,16 @@ fn report_floor(policy: &Policy, fl: &FixedFloor, sink: &mut Sink<'_>) {
         if !seen.insert((v.rule.clone(), v.path.clone())) {
             continue;
         }
-        let line = policy
-            .rules()
-            .iter()
-            .find(|r| r.id == v.rule)
-            .map_or(1, |r| r.line);
+        let rule = policy.rules().iter().find(|r| r.id == v.rule);
+        let line = rule.map_or(1, |r| r.line);
+        let effect = rule.map_or("allow", |r| r.effect.as_str());
         if v.explicit {
             sink.at(
                 sink.line_pos(line),
                 Severity::Error,
                 "fixed-floor",
                 format!(
-                    "allow rule `{}` reaches {} (`{}` in the workspace), which no policy can allow",
+                    "{effect} rule `{}` reaches {} (`{}` in the workspace), which no policy can allow",
                     v.rule,
                     v.kind.as_str(),
                     v.path
@@ -619,10 +659,15 @@ fn report_floor(policy: &Policy, fl: &FixedFloor, sink: &mut Sink<'_>) {
                 Severity::Note,
                 "floor-hidden",
                 format!(
-                    "the fixed floor refuses {} (`{}`) although rule `{}` would allow it",
+                    "the fixed floor refuses {} (`{}`) although rule `{}` would {} it",
                     v.kind.as_str(),
                     v.path,
-                    v.rule
+                    v.rule,
+                    if effect == "ask" {
+                        "ask about"
+                    } else {
+                        "allow"
+                    }
                 ),
                 "nothing to do; keeping fsgate's files outside the workspace avoids this",
             );

@@ -282,7 +282,7 @@ fn floor_only(policy: &Policy, floor: &FixedFloor, sink: &mut Sink<'_>) {
     }
     let mut floored = policy.clone();
     floored.set_floor(floor.clone());
-    for r in policy.rules().iter().filter(|r| r.effect == Effect::Allow) {
+    for r in policy.rules().iter().filter(|r| r.effect != Effect::Deny) {
         let alone = only(policy, vec![r.clone()]);
         let mut matched = false;
         let mut all_floor = true;
@@ -304,7 +304,8 @@ fn floor_only(policy: &Policy, floor: &FixedFloor, sink: &mut Sink<'_>) {
                 Severity::Warning,
                 "no-match",
                 format!(
-                    "allow rule `{}` can allow nothing: every path it matches is one of fsgate's own files, which the fixed floor refuses",
+                    "{} rule `{}` can allow nothing: every path it matches is one of fsgate's own files, which the fixed floor refuses",
+                    r.effect.as_str(),
                     r.id
                 ),
                 "remove the rule; the policy file, audit log and backups are never the agent's",

@@ -792,3 +792,123 @@ fn an_extension_deny_leaves_an_extension_allow_its_directories() {
     assert_eq!(f.len(), 1, "{:#?}", r.findings);
     assert!(f[0].message.contains("ops [read]"), "{}", f[0]);
 }
+
+#[test]
+fn an_ask_rule_a_deny_hides_is_shadowed() {
+    let text = format!(
+        "version = 1\n{}{}{}{}",
+        rule("no-ci", "deny", "[\"write\"]", "[\".github\"]"),
+        rule("ask-ci", "ask", "[\"write\"]", "[\".github/workflows/**\"]"),
+        rule("all", "allow", "[\"*\"]", "[\"**\"]"),
+        test_case("write", ".github/workflows/ci.yml", "deny"),
+    );
+    let r = lint(&text);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == "shadowed-rule")
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert_eq!(f.line, 8, "{f}");
+    assert!(
+        f.message
+            .contains("ask rule `ask-ci` never decides: `no-ci` decides first"),
+        "{f}"
+    );
+    assert!(!codes(&r).contains(&"untested-ask"), "{:#?}", r.findings);
+}
+
+#[test]
+fn an_ask_rule_covering_list_is_flagged_and_an_untested_one_gets_a_case() {
+    let text = format!(
+        "version = 1\n{}{}{}",
+        rule(
+            "ask-infra",
+            "ask",
+            "[\"write\", \"list\"]",
+            "[\"infra/**\"]"
+        ),
+        rule("all", "allow", "[\"*\"]", "[\"**\"]"),
+        test_case("read", "src/a.rs", "allow"),
+    );
+    let r = lint(&text);
+    let list = r
+        .findings
+        .iter()
+        .find(|f| f.code == "ask-list")
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert_eq!((list.line, list.severity), (3, Severity::Warning));
+    assert!(
+        list.message
+            .contains("leave out the entries it covers rather than asking"),
+        "{list}"
+    );
+    let untested = r
+        .findings
+        .iter()
+        .find(|f| f.code == "untested-ask")
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert!(
+        untested
+            .message
+            .contains("ask rule `ask-infra` has no [[test]] that it decides"),
+        "{untested}"
+    );
+    assert!(untested.hint.contains("expect = \"ask\""), "{untested}");
+    assert!(untested.hint.contains("rule = \"ask-infra\""), "{untested}");
+    // Without list, and with a case it decides: clean.
+    let text = format!(
+        "version = 1\n{}{}{}{}",
+        rule("ask-infra", "ask", "[\"write\"]", "[\"infra/**\"]"),
+        rule("all", "allow", "[\"*\"]", "[\"**\"]"),
+        test_case("write", "infra/main.tf", "ask"),
+        test_case("read", "src/a.rs", "allow"),
+    );
+    let r = lint(&text);
+    assert!(
+        !codes(&r).iter().any(|c| c.contains("ask")),
+        "{:#?}",
+        r.findings
+    );
+}
+
+#[test]
+fn an_ask_rule_naming_fsgate_s_own_files_is_an_error() {
+    let text = format!(
+        "version = 1\n{}{}",
+        rule("ask-state", "ask", "[\"write\"]", "[\".fsgate/**\"]"),
+        test_case("write", ".fsgate/x", "ask"),
+    );
+    let r = lint(&text);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == "fixed-floor")
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.message.starts_with("ask rule `ask-state`"), "{f}");
+}
+
+#[test]
+fn an_ask_rule_reaching_the_policy_file_in_the_workspace_is_an_error() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("cfg")).unwrap();
+    let policy_path = ws.path().join("cfg/policy.toml");
+    let text = format!(
+        "version = 1\n{}{}{}",
+        rule("cfg", "ask", "[\"write\"]", "[\"cfg/**\"]"),
+        rule("all", "allow", "[\"read\", \"list\"]", "[\"**\"]"),
+        test_case("write", "cfg/a", "ask"),
+    );
+    std::fs::write(&policy_path, &text).unwrap();
+    let opts = LintOptions {
+        workspace: Some(ws.path().to_path_buf()),
+    };
+    let r = lint_file(&policy_path, &opts);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == "fixed-floor")
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert_eq!((f.severity, f.line), (Severity::Error, 3));
+    assert!(f.message.starts_with("ask rule `cfg` reaches"), "{f}");
+}

@@ -1,0 +1,363 @@
+//! The gateway's side of `ask` rules, with a fake door that answers a fixed answer and
+//! keeps every question it was asked.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{Answer, Asker, Question};
+use crate::audit::{AuditLog, AuditSettings, OpenOptions};
+use crate::error::{GatewayError, code};
+use crate::gateway::Gateway;
+use crate::ops::{Op, PathStyle, RequestCtx};
+use crate::policy::Policy;
+use crate::workspace::Workspace;
+
+/// Answers every question with `answer`, keeping the questions and the timeouts given.
+#[derive(Debug)]
+struct Fake {
+    answer: Answer,
+    asked: Mutex<Vec<(Question, Duration)>>,
+}
+
+impl Fake {
+    fn new(answer: Answer) -> Arc<Fake> {
+        Arc::new(Fake {
+            answer,
+            asked: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn count(&self) -> usize {
+        self.asked.lock().expect("questions").len()
+    }
+
+    fn question(&self, i: usize) -> (Question, Duration) {
+        self.asked.lock().expect("questions")[i].clone()
+    }
+}
+
+impl Asker for Fake {
+    fn ask(&self, q: &Question, timeout: Duration) -> Answer {
+        self.asked
+            .lock()
+            .expect("questions")
+            .push((q.clone(), timeout));
+        self.answer.clone()
+    }
+}
+
+/// A deny on `prod`, an ask on `.github` (write, delete), a size rule (so that a write is
+/// decided again once its size is known), and everything else allowed.
+const POLICY: &str = r#"version = 1
+[[rule]]
+id = "no-prod"
+effect = "deny"
+ops = ["write", "delete"]
+paths = ["prod"]
+
+[[rule]]
+id = "ask-ci"
+effect = "ask"
+ops = ["write", "delete"]
+paths = [".github"]
+reason = "CI configuration runs with the repository's secrets"
+
+[[rule]]
+id = "huge-read-only"
+effect = "deny"
+ops = ["write"]
+paths = ["**"]
+min_size = 1000000
+
+[[rule]]
+id = "all"
+effect = "allow"
+ops = ["*"]
+paths = ["**"]
+
+[ask]
+timeout_secs = 7
+"#;
+
+struct Env {
+    gw: Gateway,
+    root: PathBuf,
+    log: PathBuf,
+    _ws: tempfile::TempDir,
+    _state: tempfile::TempDir,
+}
+
+fn env() -> Env {
+    let ws = tempfile::tempdir().expect("workspace");
+    let state = tempfile::tempdir().expect("state");
+    let log = state.path().join("audit.jsonl");
+    let pol = Policy::from_toml(POLICY, "ask-test").expect("policy");
+    let audit = AuditLog::open(
+        &log,
+        &AuditSettings::default(),
+        pol.sha256(),
+        OpenOptions::default(),
+    )
+    .expect("audit log");
+    let store = crate::backup::BackupStore::open(
+        &state.path().join("backups"),
+        &crate::backup::BackupSettings::default(),
+    )
+    .expect("backups");
+    let root = ws.path().canonicalize().expect("root");
+    for d in [".github", "prod", "src"] {
+        std::fs::create_dir(root.join(d)).expect("dir");
+    }
+    std::fs::write(root.join(".github/ci.yml"), "on: push\n").expect("ci.yml");
+    let gw = Gateway::new(pol, Workspace::open(&root).expect("open"))
+        .with_audit(audit)
+        .with_backups(store);
+    Env {
+        gw,
+        root,
+        log,
+        _ws: ws,
+        _state: state,
+    }
+}
+
+fn ctx(session: &str, asker: Option<Arc<Fake>>) -> RequestCtx {
+    RequestCtx {
+        style: PathStyle::Absolute,
+        session: session.into(),
+        transport: "acp",
+        peer: "test".into(),
+        scope: Default::default(),
+        asker: asker.map(|a| a as Arc<dyn Asker>),
+        notifier: None,
+    }
+}
+
+impl Env {
+    fn abs(&self, rel: &str) -> String {
+        self.root.join(rel).to_string_lossy().into_owned()
+    }
+
+    fn write(&self, ctx: &RequestCtx, rel: &str, content: &str) -> Result<(), GatewayError> {
+        let op = Op::WriteText {
+            path: self.abs(rel),
+            content: content.into(),
+        };
+        self.gw.handle(ctx, op).0.map(|_| ())
+    }
+
+    fn content(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.root.join(rel)).expect("content")
+    }
+
+    /// The `request` records of the audit log, in order.
+    fn requests(&self) -> Vec<Value> {
+        requests(&self.log)
+    }
+}
+
+fn requests(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .expect("log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .filter(|r: &Value| r["kind"] == "request")
+        .collect()
+}
+
+#[test]
+fn allow_once_lets_the_write_through_and_the_record_says_who_allowed_it() {
+    let e = env();
+    let fake = Fake::new(Answer::AllowOnce);
+    e.write(
+        &ctx("s1", Some(fake.clone())),
+        ".github/ci.yml",
+        "on: pull_request\n",
+    )
+    .expect("allowed by the person");
+    assert_eq!(e.content(".github/ci.yml"), "on: pull_request\n");
+    assert_eq!(fake.count(), 1, "a write checked twice asks once");
+    let (q, timeout) = fake.question(0);
+    assert_eq!(
+        timeout,
+        Duration::from_secs(7),
+        "the policy's [ask] timeout_secs"
+    );
+    assert_eq!(q.rule, "ask-ci");
+    assert_eq!(q.class, "write");
+    assert_eq!(q.session, "s1");
+    assert_eq!(q.path, e.abs(".github/ci.yml"));
+    assert_eq!(q.abs_path, e.root.join(".github/ci.yml"));
+    assert_eq!(
+        q.reason,
+        "CI configuration runs with the repository's secrets"
+    );
+    assert_eq!(
+        q.title(),
+        format!("write_text_file {}", e.abs(".github/ci.yml"))
+    );
+    let proposed = q.proposed.expect("the text proposed");
+    assert_eq!(proposed.old_text, None);
+    assert_eq!(proposed.new_text, "on: pull_request\n");
+    let rec = e.requests().pop().expect("record");
+    assert_eq!(rec["outcome"], "ok");
+    assert_eq!(rec["decision"], "allow");
+    assert_eq!(rec["rule"], "ask-ci");
+    let asked = rec["details"]["asked"].as_array().expect("details.asked");
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["answer"], "allow_once");
+    assert_eq!(asked[0]["rule"], "ask-ci");
+    assert_eq!(asked[0]["class"], "write");
+    for key in ["askedAt", "answeredAt", "waitedMs"] {
+        assert!(!asked[0][key].is_null(), "{key}: {asked:?}");
+    }
+}
+
+#[test]
+fn an_edit_checked_as_edit_and_as_write_asks_once_and_shows_its_diff() {
+    let e = env();
+    let fake = Fake::new(Answer::AllowOnce);
+    let op = Op::Edit {
+        path: e.abs(".github/ci.yml"),
+        old_text: "push".into(),
+        new_text: "pull_request".into(),
+    };
+    e.gw.handle(&ctx("s1", Some(fake.clone())), op)
+        .0
+        .expect("allowed by the person");
+    assert_eq!(e.content(".github/ci.yml"), "on: pull_request\n");
+    assert_eq!(
+        fake.count(),
+        1,
+        "one question per rule and class per request"
+    );
+    let (q, _) = fake.question(0);
+    assert_eq!(q.class, "write");
+    let proposed = q.proposed.expect("the edit proposed");
+    assert_eq!(proposed.old_text.as_deref(), Some("push"));
+    assert_eq!(proposed.new_text, "pull_request");
+    let rec = e.requests().pop().expect("record");
+    assert_eq!(rec["details"]["asked"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn allow_for_the_session_asks_once_per_session_rule_and_class() {
+    let e = env();
+    let fake = Fake::new(Answer::AllowSession);
+    let s1 = ctx("s1", Some(fake.clone()));
+    e.write(&s1, ".github/ci.yml", "one\n").expect("first");
+    e.write(&s1, ".github/release.yml", "two\n")
+        .expect("second");
+    assert_eq!(fake.count(), 1, "the second write asked nobody");
+    assert_eq!(e.content(".github/release.yml"), "two\n");
+    let recs = e.requests();
+    let first = &recs[recs.len() - 2]["details"]["asked"][0];
+    let second = &recs[recs.len() - 1]["details"]["asked"][0];
+    assert_eq!(first["answer"], "allow_always");
+    assert_eq!(second["answer"], "allowed_for_session");
+    assert_eq!(second["rule"], "ask-ci");
+    // Another class of the same rule, and another session, are asked again.
+    let rm = Op::Rm {
+        path: e.abs(".github/release.yml"),
+        recursive: false,
+    };
+    e.gw.handle(&s1, rm).0.expect("delete allowed");
+    assert_eq!(fake.count(), 2);
+    assert_eq!(fake.question(1).0.class, "delete");
+    e.write(&ctx("s2", Some(fake.clone())), ".github/ci.yml", "three\n")
+        .expect("other session");
+    assert_eq!(fake.count(), 3);
+}
+
+/// The refusal of an ask: policy code, the ask rule, the message naming why.
+fn assert_refused(e: &Env, err: &GatewayError, why: &str, answer: &str) {
+    assert_eq!(err.code(), code::REFUSED, "{err:?}");
+    assert_eq!(err.rule(), Some("ask-ci"), "{err:?}");
+    let want = format!(
+        "write of `.github/ci.yml` needs a person's approval (CI configuration runs with the repository's secrets), and {why}"
+    );
+    assert!(err.message().contains(&want), "{}", err.message());
+    assert_eq!(e.content(".github/ci.yml"), "on: push\n", "nothing changed");
+    let rec = e.requests().pop().expect("record");
+    assert_eq!(rec["decision"], "deny");
+    assert_eq!(rec["rule"], "ask-ci");
+    assert_eq!(rec["details"]["asked"][0]["answer"], answer);
+}
+
+#[test]
+fn a_rejection_a_timeout_and_nobody_to_ask_refuse_naming_the_ask_rule() {
+    let e = env();
+    for (answer, why, name) in [
+        (Answer::Reject, "the person asked said no", "reject_once"),
+        (Answer::Timeout, "no answer within 7 s", "timeout"),
+        (
+            Answer::Unanswered("the client closed".into()),
+            "nobody could be asked: the client closed",
+            "unanswered",
+        ),
+    ] {
+        let fake = Fake::new(answer);
+        let err = e
+            .write(&ctx("s1", Some(fake.clone())), ".github/ci.yml", "x\n")
+            .expect_err("refused");
+        assert_eq!(fake.count(), 1);
+        assert_refused(&e, &err, why, name);
+    }
+    let err = e
+        .write(&ctx("s1", None), ".github/ci.yml", "x\n")
+        .expect_err("nobody to ask");
+    assert_refused(
+        &e,
+        &err,
+        "nobody could be asked: this client cannot be asked",
+        "unanswered",
+    );
+    let rec = e.requests().pop().expect("record");
+    assert_eq!(
+        rec["details"]["asked"][0]["note"],
+        "this client cannot be asked"
+    );
+}
+
+#[test]
+fn a_deny_at_the_destination_wins_over_an_ask_at_the_source() {
+    let e = env();
+    let fake = Fake::new(Answer::AllowOnce);
+    let op = Op::Rename {
+        from: e.abs(".github/ci.yml"),
+        to: e.abs("prod/ci.yml"),
+    };
+    let err =
+        e.gw.handle(&ctx("s1", Some(fake.clone())), op)
+            .0
+            .expect_err("the deny wins");
+    assert_eq!(err.code(), code::REFUSED);
+    assert_eq!(err.rule(), Some("no-prod"), "{err:?}");
+    assert_eq!(e.content(".github/ci.yml"), "on: push\n");
+    assert!(!e.root.join("prod/ci.yml").exists());
+    let rec = e.requests().pop().expect("record");
+    assert_eq!(rec["decision"], "deny");
+    assert_eq!(rec["rule"], "no-prod");
+}
+
+#[test]
+fn paths_no_ask_rule_covers_ask_nobody() {
+    let e = env();
+    let fake = Fake::new(Answer::Reject);
+    let c = ctx("s1", Some(fake.clone()));
+    e.write(&c, "src/a.rs", "fn main() {}\n").expect("allowed");
+    let err = e.write(&c, "prod/x", "x").expect_err("denied");
+    assert_eq!(err.rule(), Some("no-prod"));
+    // Reading what an ask rule covers only for write and delete asks nobody either.
+    let read = Op::ReadText {
+        path: e.abs(".github/ci.yml"),
+        line: None,
+        limit: None,
+    };
+    e.gw.handle(&c, read).0.expect("read allowed");
+    assert_eq!(fake.count(), 0);
+    assert!(e.requests().iter().all(|r| r["details"]["asked"].is_null()));
+}
