@@ -91,9 +91,7 @@ fn answer_of(answered: Result<ClientResult, ServiceError>) -> Answer {
     match answered {
         Ok(ClientResult::ElicitResult(r)) => decision(&r),
         // A result of another shape, or the client's error: no yes.
-        Ok(_) | Err(ServiceError::McpError(_) | ServiceError::UnexpectedResponse) => {
-            Answer::Reject
-        }
+        Ok(_) | Err(ServiceError::McpError(_) | ServiceError::UnexpectedResponse) => Answer::Reject,
         Err(ServiceError::Timeout { .. }) => Answer::Timeout,
         Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
             Answer::Unanswered("the MCP connection closed before an answer came".into())
@@ -147,7 +145,7 @@ fn params(q: &Question) -> Result<ElicitRequestParams, serde_json::Error> {
 fn message(q: &Question) -> String {
     let path = escape_for_humans(&crate::gateway::clip(&q.path)).into_owned();
     let mut m = format!(
-        "fsgate: the agent asks to {op} `{path}` ({class}).\nRule `{rule}` needs a person's approval: {reason}",
+        "fsgate: may the agent {class} `{path}`? (operation {op})\nRule `{rule}` needs a person's approval: {reason}",
         op = q.op,
         class = q.class,
         rule = escape_for_humans(&q.rule),
@@ -177,7 +175,10 @@ fn shown(text: &str) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let lines: Vec<String> = text[..end]
+    let cut = &text[..end];
+    let lines: Vec<String> = cut
+        .strip_suffix('\n')
+        .unwrap_or(cut)
         .split('\n')
         .map(|l| format!("> {}", escape_for_humans(l)))
         .collect();
@@ -246,8 +247,14 @@ mod tests {
         assert_eq!(v["mode"], "form", "{v}");
         assert_eq!(v["requestedSchema"]["required"][0], "decision", "{v}");
         let m = v["message"].as_str().unwrap_or_default();
-        assert!(m.contains("write `ci\\n/evil.yml`") && m.contains("`ask-ci`"), "{m}");
-        assert!(m.contains("> line1\n> line") && !m.contains('\u{1b}'), "{m}");
+        assert!(
+            m.contains("may the agent write `ci\\n/evil.yml`?") && m.contains("`ask-ci`"),
+            "{m}"
+        );
+        assert!(
+            m.contains("> line1\n> line") && !m.contains('\u{1b}'),
+            "{m}"
+        );
         assert!(m.contains("more bytes]") && m.len() < 3000, "{m}");
     }
 }

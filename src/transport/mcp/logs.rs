@@ -114,8 +114,8 @@ impl ChangeSink for Logs {
         }
         let data = data(note);
         let size = crate::transport::results::json_len_upto(&data, usize::MAX).unwrap_or(0);
-        let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, data)
-            .with_logger("fsgate");
+        let param =
+            LoggingMessageNotificationParam::new(LoggingLevel::Info, data).with_logger("fsgate");
         let before = self.queued.fetch_add(size, Ordering::Relaxed);
         if before + size > MAX_QUEUED_BYTES || self.tx.try_send((param, size)).is_err() {
             self.queued.fetch_sub(size, Ordering::Relaxed);
@@ -129,11 +129,11 @@ impl ChangeSink for Logs {
 /// The message's data: what changed, where, and the audit record.
 fn data(note: &ChangeNote) -> Value {
     let path = note.abs_path().to_string_lossy().into_owned();
-    let path2 = note
-        .abs_path2()
-        .map(|p| p.to_string_lossy().into_owned());
+    let path2 = note.abs_path2().map(|p| p.to_string_lossy().into_owned());
     let mut m = Map::new();
-    let seq = note.seq.map_or(String::new(), |s| format!(" (audit seq {s})"));
+    let seq = note
+        .seq
+        .map_or(String::new(), |s| format!(" (audit seq {s})"));
     let text = match &path2 {
         Some(to) => format!("fsgate: {} {path} -> {to}{seq}", note.op),
         None => format!("fsgate: {} {path}{seq}", note.op),
