@@ -31,17 +31,33 @@ reason = "CI configuration needs a look"
     )
 }
 
-fn python() -> Option<PathBuf> {
-    let py = std::env::var_os("FSGATE_MCP1_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".peers/mcp1/bin/python"));
+/// Which SDK: 1.x, or 2.x (its initialize-handshake session).
+#[derive(Clone, Copy)]
+enum Sdk {
+    V1,
+    V2,
+}
+
+fn python(sdk: Sdk) -> Option<PathBuf> {
+    let (var, venv) = match sdk {
+        Sdk::V1 => ("FSGATE_MCP1_PYTHON", "mcp1"),
+        Sdk::V2 => ("FSGATE_MCP2_PYTHON", "mcp2"),
+    };
+    let py = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(".peers/{venv}/bin/python"))
+    });
     py.exists().then_some(py)
 }
 
-/// Runs ask_v1.py in `mode` on fresh directories; None if skipped.
-fn drive(test: &str, mode: &str, policy: &str, log_wait: &str) -> Option<(Value, Dirs)> {
-    let Some(py) = python() else {
-        let why = "no Python for it: set FSGATE_MCP1_PYTHON or run ./scripts/install-peers.sh";
+/// Runs ask_v1.py with `sdk` in `mode` on fresh directories; None if skipped.
+fn drive(
+    (test, sdk): (&str, Sdk),
+    mode: &str,
+    policy: &str,
+    log_wait: &str,
+) -> Option<(Value, Dirs)> {
+    let Some(py) = python(sdk) else {
+        let why = "no Python for it: set FSGATE_MCP1_PYTHON / FSGATE_MCP2_PYTHON or run ./scripts/install-peers.sh";
         crate::common::skip_or_fail(test, why);
         return None;
     };
@@ -103,11 +119,25 @@ fn logged(summary: &Value) -> Vec<String> {
 }
 
 #[test]
-fn a_python_sdk_client_answers_elicitation() {
-    let test = "a_python_sdk_client_answers_elicitation";
-    let Some((r, dirs)) = drive(test, "elicit", &policy(""), "20") else {
-        return;
-    };
+fn a_python_sdk_1x_client_answers_elicitation() {
+    let test = "a_python_sdk_1x_client_answers_elicitation";
+    if let Some((r, dirs)) = drive((test, Sdk::V1), "elicit", &policy(""), "20") {
+        check_answers(&r, &dirs);
+        check_logs(&r, &dirs);
+    }
+}
+
+#[test]
+fn a_python_sdk_2x_client_answers_elicitation() {
+    let test = "a_python_sdk_2x_client_answers_elicitation";
+    if let Some((r, dirs)) = drive((test, Sdk::V2), "elicit", &policy(""), "20") {
+        check_answers(&r, &dirs);
+        check_logs(&r, &dirs);
+    }
+}
+
+/// The elicit scenario's answers were followed, its questions and records say so.
+fn check_answers(r: &Value, dirs: &Dirs) {
     let calls = &r["calls"];
     for ok in [
         "notes.txt",
@@ -163,7 +193,7 @@ fn a_python_sdk_client_answers_elicitation() {
         "{schema}"
     );
 
-    let one = |rel: &str| asked(&dirs, rel)[0].clone();
+    let one = |rel: &str| asked(dirs, rel)[0].clone();
     let (yes, no, always) = (one("ci/yes.yml"), one("ci/no.yml"), one("ci/always.yml"));
     assert_eq!(yes["answer"], "allow_once", "{yes}");
     assert_eq!(yes["rule"], "ask-ci", "{yes}");
@@ -175,13 +205,16 @@ fn a_python_sdk_client_answers_elicitation() {
     assert_eq!(always["answer"], "allow_always", "{always}");
     assert_eq!(one("ci/again.yml")["answer"], "allowed_for_session");
     assert!(
-        asked(&dirs, "notes.txt").is_null(),
+        asked(dirs, "notes.txt").is_null(),
         "nobody asked for notes.txt"
     );
+}
 
+/// The elicit scenario's changes were told as log messages.
+fn check_logs(r: &Value, dirs: &Dirs) {
     // One info message per change, after setLevel; none for the refused writes.
     let root = dirs.root.display();
-    let paths = logged(&r);
+    let paths = logged(r);
     let want: Vec<String> = ["notes.txt", "ci/yes.yml", "ci/yes-sdk.yml", "ci/always.yml"]
         .iter()
         .chain(&["ci/again.yml", "notes.txt"])
@@ -212,7 +245,7 @@ fn a_python_sdk_client_answers_elicitation() {
 #[test]
 fn a_python_sdk_client_without_elicitation_is_refused_with_the_reason() {
     let test = "a_python_sdk_client_without_elicitation_is_refused_with_the_reason";
-    let Some((r, dirs)) = drive(test, "plain", &policy(""), "20") else {
+    let Some((r, dirs)) = drive((test, Sdk::V1), "plain", &policy(""), "20") else {
         return;
     };
     let text = r["calls"]["ci/yes.yml"]["text"]
@@ -242,7 +275,8 @@ fn a_python_sdk_client_without_elicitation_is_refused_with_the_reason() {
 #[test]
 fn no_change_notes_when_the_policy_turns_them_off() {
     let test = "no_change_notes_when_the_policy_turns_them_off";
-    let Some((r, dirs)) = drive(test, "elicit", &policy("[notify]\nmcp = false\n"), "2") else {
+    let off = policy("[notify]\nmcp = false\n");
+    let Some((r, dirs)) = drive((test, Sdk::V1), "elicit", &off, "2") else {
         return;
     };
     assert_eq!(r["calls"]["ci/yes.yml"]["error"], json!(false), "{r}");
@@ -315,4 +349,44 @@ fn an_answer_on_the_wire_allows_and_a_closed_connection_leaves_it_unanswered() {
         "{a}"
     );
     assert!(!g.dirs.root.join("ci/b.yml").exists());
+}
+
+#[test]
+fn a_question_about_a_read_holds_up_no_other_read() {
+    let extra = r#"
+[[rule]]
+id = "ask-private"
+effect = "ask"
+ops = ["read"]
+paths = ["private/**"]
+reason = "private notes"
+"#;
+    let mut g = McpGate::start(Some(&policy(extra)));
+    g.dirs.put("private/p.txt", "private\n");
+    g.dirs.put("notes.txt", "notes\n");
+    g.initialize_with("2025-06-18", json!({"elicitation": {}}));
+    let private =
+        json!({"name": "read_text_file", "arguments": {"path": g.dirs.abs("private/p.txt")}});
+    g.request(1, "tools/call", private);
+    let q = g
+        .server_request("elicitation/create", TIMEOUT)
+        .unwrap_or_else(|| panic!("no elicitation/create; stderr:\n{}", g.stderr()));
+    assert!(
+        q["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("may the agent read")),
+        "{q}"
+    );
+    // Quick reads usually share one batch thread: this one must not wait behind the
+    // question (the question is answered only after it).
+    let read = g.tool(
+        2,
+        "read_text_file",
+        json!({"path": g.dirs.abs("notes.txt")}),
+    );
+    assert_eq!(text_of(&read), "notes\n");
+    let answer = json!({"jsonrpc": "2.0", "id": q["id"], "result": {"action": "accept", "content": {"decision": "allow_once"}}});
+    g.send_line(&answer.to_string());
+    assert_eq!(text_of(&g.response(1)["result"]), "private\n");
+    assert!(g.finish().success());
 }

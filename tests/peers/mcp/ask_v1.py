@@ -1,4 +1,5 @@
-"""Drives `fsgate serve --transport mcp` with the official MCP Python SDK 1.x against a
+"""Drives `fsgate serve --transport mcp` with the official MCP Python SDK (1.x, or 2.x in
+its initialize-handshake session) against a
 policy with an `ask` rule on ci/ (writes):
 
   --mode elicit: a client with an elicitation callback (it answers by the file name:
@@ -9,8 +10,8 @@ policy with an `ask` rule on ci/ (writes):
 
     python ask_v1.py --mode MODE --policy FILE [--log-wait SECONDS] --bin FSGATE --workspace DIR --state DIR
 
-Prints one JSON summary line. Exits 77 with a "SKIPPED: ..." line when the SDK 1.x is
-not importable.
+Prints one JSON summary line. Exits 77 with a "SKIPPED: ..." line when the SDK is not
+importable.
 """
 
 import argparse
@@ -18,6 +19,7 @@ import json
 import os
 import sys
 from datetime import timedelta
+from importlib import metadata
 
 SKIP = 77
 
@@ -26,8 +28,13 @@ try:
     from mcp import ClientSession, StdioServerParameters, types
     from mcp.client.stdio import stdio_client
 except ImportError as e:  # the Rust test turns this into a skip
-    print(f"SKIPPED: MCP Python SDK 1.x not importable ({e}); run ./scripts/install-peers.sh (.peers/mcp1)")
+    print(f"SKIPPED: MCP Python SDK not importable ({e}); run ./scripts/install-peers.sh")
     sys.exit(SKIP)
+
+
+def attr(obj, snake, camel):
+    """A field by its 2.x (snake_case) or 1.x (camelCase) name."""
+    return getattr(obj, snake) if hasattr(obj, snake) else getattr(obj, camel)
 
 
 def text(result):
@@ -40,7 +47,8 @@ class Peer:
         self.logs = []
 
     async def elicit(self, _context, params):
-        self.asked.append({"message": params.message, "schema": params.requestedSchema})
+        self.asked.append({"message": params.message,
+                           "schema": attr(params, "requested_schema", "requestedSchema")})
         name = params.message.split("`")[1].rsplit("/", 1)[-1]
         if name.startswith("yes"):
             return types.ElicitResult(action="accept", content={"decision": "allow_once"})
@@ -69,7 +77,9 @@ async def main(a):
     callback = peer.elicit if a.mode == "elicit" else None
     summary = {"calls": {}}
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=timedelta(seconds=60),
+        # 1.x takes a timedelta, 2.x seconds.
+        wait = timedelta(seconds=60) if metadata.version("mcp").startswith("1.") else 60.0
+        async with ClientSession(read, write, read_timeout_seconds=wait,
                                  elicitation_callback=callback, logging_callback=peer.log) as s:
             init = await s.initialize()
             summary["logging"] = init.capabilities.logging is not None
@@ -77,7 +87,7 @@ async def main(a):
             async def write_file(rel, content, **kw):
                 r = await s.call_tool("write_file", {"path": os.path.join(a.workspace, rel),
                                                      "content": content}, **kw)
-                summary["calls"][rel] = {"error": bool(r.isError), "text": text(r)}
+                summary["calls"][rel] = {"error": bool(attr(r, "is_error", "isError")), "text": text(r)}
 
             if a.mode == "elicit":
                 await s.set_logging_level("info")
