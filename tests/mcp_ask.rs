@@ -390,3 +390,22 @@ reason = "private notes"
     assert_eq!(text_of(&g.response(1)["result"]), "private\n");
     assert!(g.finish().success());
 }
+
+#[test]
+fn a_client_that_takes_url_elicitation_only_is_not_sent_a_form() {
+    let mut g = McpGate::start(Some(&policy("")));
+    g.dirs.put("ci/README", "ci\n");
+    g.initialize_with("2025-06-18", json!({"elicitation": {"url": {}}}));
+    let r = g.call(1, "tools/call", write_args(&g, "ci/a.yml"));
+    let text = text_of(&r);
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(
+        text.contains("URL elicitation only") && text.contains("rule ask-ci"),
+        "{text}"
+    );
+    assert!(
+        g.server_request("elicitation/create", std::time::Duration::ZERO)
+            .is_none()
+    );
+    assert!(g.finish().success());
+}

@@ -20,7 +20,7 @@ use std::time::Duration;
 use rmcp::RoleServer;
 use rmcp::model::{
     ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationSchema, ServerRequest,
+    ElicitationCapability, ElicitationSchema, ServerRequest,
 };
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use serde_json::json;
@@ -31,21 +31,25 @@ use crate::text::escape_for_humans;
 /// Why a client without the capability is not asked.
 pub(super) const NOT_DECLARED: &str =
     "the MCP client did not declare the `elicitation` capability in `initialize`";
+/// Why a client that takes URL elicitation only is not asked.
+const URL_ONLY: &str =
+    "the MCP client declared URL elicitation only, and the question needs a form";
 
 /// The most bytes of a proposed text shown in the prompt.
 const SHOWN_TEXT: usize = 2000;
 
 /// The asker of one connection.
 pub(super) struct Elicit {
-    /// Set in `initialize` when the client declared elicitation.
-    peer: OnceLock<Peer<RoleServer>>,
+    /// Set in `initialize` when the client declared elicitation: where questions go,
+    /// or why none can.
+    peer: OnceLock<Result<Peer<RoleServer>, &'static str>>,
     rt: tokio::runtime::Handle,
 }
 
 impl fmt::Debug for Elicit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Elicit")
-            .field("declared", &self.peer.get().is_some())
+            .field("declared", &self.peer.get().map(|p| p.is_ok()))
             .finish()
     }
 }
@@ -59,16 +63,20 @@ impl Elicit {
         }
     }
 
-    /// The client declared elicitation: questions go to `peer` from now on.
-    pub(super) fn declared(&self, peer: Peer<RoleServer>) {
-        let _ = self.peer.set(peer);
+    /// The client declared elicitation: form questions go to `peer` from now on, if it
+    /// takes forms (an empty capability means forms, as in the 2025-06-18 revision).
+    pub(super) fn declared(&self, cap: &ElicitationCapability, peer: Peer<RoleServer>) {
+        let forms = cap.form.is_some() || cap.url.is_none();
+        let _ = self.peer.set(if forms { Ok(peer) } else { Err(URL_ONLY) });
     }
 }
 
 impl Asker for Elicit {
     fn ask(&self, q: &Question, timeout: Duration) -> Answer {
-        let Some(peer) = self.peer.get() else {
-            return Answer::Unanswered(NOT_DECLARED.into());
+        let peer = match self.peer.get() {
+            Some(Ok(peer)) => peer,
+            Some(Err(why)) => return Answer::Unanswered((*why).into()),
+            None => return Answer::Unanswered(NOT_DECLARED.into()),
         };
         let params = match params(q) {
             Ok(p) => p,

@@ -66,6 +66,11 @@ fn rank(level: LoggingLevel) -> u8 {
     }
 }
 
+/// Whether a client at level `rank` (or none set) takes `info` messages.
+fn info_passes(rank_set: u8) -> bool {
+    rank_set <= rank(LoggingLevel::Info)
+}
+
 impl Logs {
     pub(super) fn new(gw: Arc<Gateway>) -> Logs {
         let (tx, rx) = mpsc::channel(MAX_QUEUED);
@@ -102,8 +107,7 @@ impl Logs {
     }
 
     fn wanted(&self) -> bool {
-        self.level.load(Ordering::Relaxed) <= rank(LoggingLevel::Info)
-            && self.gw.policy().notify_mcp()
+        info_passes(self.level.load(Ordering::Relaxed)) && self.gw.policy().notify_mcp()
     }
 }
 
@@ -147,4 +151,47 @@ fn data(note: &ChangeNote) -> Value {
     m.insert("seq".into(), json!(note.seq));
     m.insert("session".into(), json!(note.session));
     Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path::RelPath;
+
+    #[test]
+    fn info_passes_debug_and_info_only() {
+        assert!(!info_passes(UNSET), "no level set: nothing");
+        assert!(info_passes(rank(LoggingLevel::Debug)));
+        assert!(info_passes(rank(LoggingLevel::Info)));
+        for above in [
+            LoggingLevel::Notice,
+            LoggingLevel::Warning,
+            LoggingLevel::Emergency,
+        ] {
+            assert!(!info_passes(rank(above)), "{above:?}");
+        }
+    }
+
+    #[test]
+    fn the_data_names_the_op_both_paths_and_the_record() {
+        let parse = |p| RelPath::parse_rooted(p).expect("path");
+        let note = ChangeNote {
+            op: "rename",
+            session: "s1".into(),
+            path: parse("/a/b.txt"),
+            path2: Some(parse("/c.txt")),
+            root: "/ws".into(),
+            proposed: None,
+            seq: Some(42),
+        };
+        let d = data(&note);
+        assert_eq!(d["op"], "rename");
+        assert_eq!(d["path"], "/ws/a/b.txt");
+        assert_eq!(d["path2"], "/ws/c.txt");
+        assert_eq!(d["seq"], 42);
+        assert_eq!(
+            d["message"],
+            "fsgate: rename /ws/a/b.txt -> /ws/c.txt (audit seq 42)"
+        );
+    }
 }

@@ -236,8 +236,8 @@ impl ServerHandler for McpServer {
             // call before the SDK has handed us `notifications/initialized`.
             self.ctx.scope.declare();
         }
-        if request.capabilities.elicitation.is_some() {
-            self.elicit.declared(context.peer.clone());
+        if let Some(e) = &request.capabilities.elicitation {
+            self.elicit.declared(e, context.peer.clone());
         }
         self.logs.start(context.peer.clone());
         context.peer.set_peer_info(request.clone());
