@@ -78,6 +78,8 @@ mod mcp_parity_results;
 mod mcp_parity_roots;
 // MCP on the wire: both protocol eras, refusals as tool errors, policy-shaped tool lists.
 mod mcp_wire;
+// Issue 17 under MCP: ask rules through elicitation, changes as log messages.
+mod mcp_ask;
 // MCP with the official Python SDK clients 2.x and 1.x (skipped without them).
 mod mcp_peers;
 // MCP: exactly one audit record per message, whoever answers it.

@@ -5,7 +5,8 @@
 //! Quick read-only tools run on the connection's batch thread ([`crate::transport::batch`]):
 //! a batch shares one sync of the audit log and one write to the client. Changes and slow tools
 //! (search, trees) run on the blocking pool, a few at a time, as before, so they never
-//! hold up a batch. Either way the answer is exactly what the SDK would have written.
+//! hold up a batch; so does every call while the policy has `ask` rules, as any of them
+//! may wait for a person. Either way the answer is exactly what the SDK would have written.
 //!
 //! Each call is claimed (it records itself, through its gateway operations) just before
 //! it runs; a call the client cancelled before that is skipped, and an answer whose call
@@ -224,10 +225,11 @@ impl Direct {
 }
 
 impl Door {
-    /// Runs `job`: in the batch, or on the blocking pool for changes and slow tools.
+    /// Runs `job`: in the batch, or on the blocking pool for changes, slow tools, and
+    /// any call while the policy has `ask` rules (a question must not hold up the batch).
     pub(super) async fn submit(&self, mut job: Job, serial: u64) {
         job.serial = serial;
-        if batched(job.tool) {
+        if batched(job.tool) && !self.direct.gw.policy().has_ask_rules() {
             self.batch.send(job).await;
             return;
         }

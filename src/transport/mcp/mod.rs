@@ -25,7 +25,8 @@
 //! (argument structs = input schemas), `catalog` (names, annotations, output schemas),
 //! `describe` (descriptions), `tools` (dispatch), `compat` (the reference server's
 //! composed tools), `edits` (edit lists and diffs), `render` (results and errors),
-//! `roots` (the client's roots, narrowing the session).
+//! `roots` (the client's roots, narrowing the session), `elicit` (asking a person for an
+//! `ask` rule), `logs` (changes told to the client as log messages).
 
 mod args;
 mod catalog;
@@ -33,11 +34,13 @@ mod compat;
 mod describe;
 mod direct;
 mod edits;
+mod elicit;
 mod flow;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod guard;
 mod leases;
+mod logs;
 mod pump;
 mod render;
 mod roots;
@@ -81,6 +84,10 @@ pub struct McpServer {
     flow: Arc<Flow>,
     /// The policy's message limit, which every answer must fit.
     max: usize,
+    /// Puts `ask` questions to the client, once it declared elicitation.
+    elicit: Arc<elicit::Elicit>,
+    /// Tells the client of changes, once it set a logging level.
+    logs: Arc<logs::Logs>,
 }
 
 /// Tool calls served at once per connection. Fewer than on ACP: each holds its content
@@ -95,14 +102,22 @@ const ENVELOPE: usize = 64;
 impl McpServer {
     /// A server for one connection from `peer`.
     fn new(gw: Arc<Gateway>, peer: String, flow: Arc<Flow>, max: usize) -> McpServer {
+        let elicit = Arc::new(elicit::Elicit::new());
+        let logs = Arc::new(logs::Logs::new(Arc::clone(&gw)));
+        // Without notes the gateway builds none; a reload turning them on holds for the
+        // connections that start after it.
+        let notifier = gw
+            .policy()
+            .notify_mcp()
+            .then(|| Arc::clone(&logs) as Arc<dyn crate::gateway::ChangeSink>);
         let ctx = RequestCtx {
             style: PathStyle::AbsoluteOrRelative,
             session: session_id(),
             transport: "mcp",
             peer,
             scope: crate::gateway::Scope::narrowable(),
-            asker: None,
-            notifier: None,
+            asker: Some(Arc::clone(&elicit) as Arc<dyn crate::gateway::ask::Asker>),
+            notifier,
         };
         McpServer {
             gw,
@@ -111,6 +126,8 @@ impl McpServer {
             slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             flow,
             max,
+            elicit,
+            logs,
         }
     }
 
@@ -183,6 +200,8 @@ fn session_id() -> String {
 }
 
 impl ServerHandler for McpServer {
+    // Logging is deprecated in the SDK (SEP-2577) but current in the 2025 revisions.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         let root = self.root();
         let instructions = format!(
@@ -192,7 +211,11 @@ impl ServerHandler for McpServer {
         );
         let mut meta = rmcp::model::JsonObject::new();
         meta.insert("fsgate".into(), self.gw.meta());
-        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        let caps = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        let mut info = InitializeResult::new(caps)
             .with_server_info(
                 Implementation::new("fsgate", env!("CARGO_PKG_VERSION"))
                     .with_title("fsgate filesystem gateway")
@@ -213,8 +236,22 @@ impl ServerHandler for McpServer {
             // call before the SDK has handed us `notifications/initialized`.
             self.ctx.scope.declare();
         }
+        if let Some(e) = &request.capabilities.elicitation {
+            self.elicit.declared(e, context.peer.clone());
+        }
+        self.logs.start(context.peer.clone());
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.logs.set_level(request.level);
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
