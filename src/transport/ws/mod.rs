@@ -30,6 +30,7 @@ pub mod changes;
 mod conn;
 mod mailbox;
 mod pending;
+mod permission;
 pub mod protocol;
 mod watch;
 
@@ -237,6 +238,7 @@ impl Accepted {
                     Ok((permit, subscribe)) => {
                         adm.slot = Some(permit);
                         adm.subscribe = subscribe;
+                        adm.unaskable = declines_questions(req.uri().query());
                         Ok(resp)
                     }
                     Err(r) => {
@@ -295,7 +297,13 @@ impl Accepted {
             asker: None,
             notifier: None,
         };
-        conn::run(ws, self.gw, ctx, self.limits, self.notices, subscription).await;
+        let conn = conn::Conn {
+            gw: self.gw,
+            ctx,
+            limits: self.limits,
+            askable: !admission.unaskable,
+        };
+        conn::run(ws, conn, self.notices, subscription).await;
         drop(admission.slot);
     }
 }
@@ -306,7 +314,17 @@ impl Accepted {
 struct Admission {
     slot: Option<tokio::sync::OwnedSemaphorePermit>,
     subscribe: Option<String>,
+    /// `?permissions=off`: the client will not answer `permission` questions.
+    unaskable: bool,
     refusal: Option<auth::Refusal>,
+}
+
+/// Whether the upgrade URL says the client answers no `permission` questions
+/// (`?permissions=off`): its requests that meet an ask rule are refused at once.
+fn declines_questions(query: Option<&str>) -> bool {
+    auth::query_param(query, "permissions")
+        .last()
+        .is_some_and(|v| matches!(v.as_str(), "off" | "no" | "false" | "0"))
 }
 
 /// Checks an upgrade request (Host, Origin, token), then takes an authenticated slot:
