@@ -207,13 +207,14 @@ impl Asker for WsAsker {
 
 /// The `permission` message; without the diff if the message would be over `max`.
 fn question_text(id: &str, q: &Question, request: Option<&Request>, max: usize) -> String {
+    let op = channel_op(q.op);
     let mut data = json!({
-        "op": q.op,
+        "op": op,
         "class": q.class,
         "path": q.path,
         "rule": q.rule,
         "reason": q.reason,
-        "title": q.title(),
+        "title": format!("{op} {}", q.path),
         "options": OPTIONS,
     });
     if let Some(r) = request {
@@ -235,6 +236,17 @@ fn question_text(id: &str, q: &Question, request: Option<&Request>, max: usize) 
         d.insert("diffOmitted".into(), json!(true));
     }
     msg(&data)
+}
+
+/// The channel's name of a gateway operation (its message `type`).
+fn channel_op(op: &'static str) -> &'static str {
+    match op {
+        "read_text_file" | "read_file" => "read",
+        "write_text_file" | "edit_text_file" => "write",
+        "ls" => "list",
+        "rm" => "delete",
+        other => other,
+    }
 }
 
 /// A reply's `answer` field.
@@ -259,7 +271,7 @@ mod tests {
 
     fn question(proposed: Option<Proposed>) -> Question {
         Question {
-            op: "write",
+            op: "write_text_file",
             class: "write".into(),
             path: "/ci.yml".into(),
             abs_path: "/w/ci.yml".into(),
@@ -290,6 +302,7 @@ mod tests {
         assert_eq!(v["type"], "permission");
         assert_eq!(v["requestId"], "perm-1");
         assert_eq!(v["data"]["rule"], "ask-ci");
+        assert_eq!(v["data"]["op"], "write");
         assert_eq!(v["data"]["title"], "write /ci.yml");
         assert_eq!(v["data"]["request"]["requestId"], 7);
         assert_eq!(v["data"]["diff"]["oldText"], Value::Null);
