@@ -334,7 +334,8 @@ impl Reader {
             tokio::select! {
                 biased;
                 out = &mut fut => return out,
-                changed = waiting.changed(), if !asking => {
+                // Also while reading: once no question waits, reading stops again.
+                changed = waiting.changed() => {
                     if changed.is_err() {
                         return fut.await;
                     }
@@ -343,7 +344,7 @@ impl Reader {
                     if let Some(text) = self.text(sh, read).await
                         && let Some(task) = take(sh, sub_tx, text.as_str()).await
                     {
-                        answer(sh, &task.head.kind, busy(&task.head, sh.limits.max_in_flight)).await;
+                        answer(sh, &task.head.kind, busy(&task.head)).await;
                     }
                 }
             }
@@ -351,12 +352,11 @@ impl Reader {
     }
 }
 
-/// The answer to a request read while the connection's slots are all taken and a
-/// question waits for the client: refused rather than left unread.
-fn busy(head: &Head, max_in_flight: usize) -> Value {
-    let msg = format!(
-        "all {max_in_flight} of this connection's requests in flight ([ws] max_in_flight) are running while a permission question waits for your reply; answer it, then send this request again"
-    );
+/// The answer to a request read while the connection cannot take one (its slots are
+/// all taken, or its answers unread) and a question waits for the client: refused
+/// rather than left unread.
+fn busy(head: &Head) -> Value {
+    let msg = "this connection cannot take another request now (its [ws] max_in_flight requests are running, or its answers are unread) while a permission question waits for your reply; answer it, then send this request again".to_string();
     let extra = json!({"rule": "ws.max_in_flight", "reason": msg});
     protocol::error_response(head, code::LIMIT, &msg, Some(&extra))
 }
