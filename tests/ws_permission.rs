@@ -256,3 +256,37 @@ fn the_reply_is_read_while_every_slot_waits_and_later_requests_are_refused_as_bu
     assert!(gate.root.join("d1").is_dir());
     assert!(!gate.root.join("d2").exists());
 }
+
+#[test]
+fn closing_the_connection_leaves_its_question_unanswered_and_refused() {
+    let gate = WsGate::start(Some(&policy("")), setup);
+    let mut c = gate.client();
+    c.send("write", json!({"path": "/.github/ci.yml", "content": "x"}));
+    c.next_question();
+    c.close();
+    // The request is recorded once it ends; wait for its record (not for a time).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let rec = loop {
+        let found = gate.audit_requests().into_iter().find(|r| {
+            r["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with(".github/ci.yml"))
+                && r["details"]["asked"].is_array()
+        });
+        if let Some(r) = found {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no record of the asking write"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let asked = &rec["details"]["asked"][0];
+    assert_eq!(asked["answer"], "unanswered", "{rec}");
+    assert!(
+        asked["note"].as_str().is_some_and(|n| n.contains("closed")),
+        "{rec}"
+    );
+    assert!(!gate.root.join(".github/ci.yml").exists());
+}
