@@ -14,6 +14,8 @@
 //! Every message goes through [`Gateway::serve`] exactly once (policy, audit, backups);
 //! the watcher only reports paths, and never one the policy hides.
 //! - `mailbox`: change events waiting for a client, bounded; an `overflow` beyond.
+//! - `permission`: `ask` rules put to the connection whose request met one, as a
+//!   `permission` message; the client's `permission` reply answers it.
 //! - `pending`: connections still in their upgrade, in a small budget of their own
 //!   (the oldest is dropped when it is full); an authenticated slot
 //!   (`max_connections`) is taken only once the upgrade request passed the checks.
