@@ -109,32 +109,14 @@ pub async fn run(
     notices: Option<broadcast::Receiver<Arc<Notice>>>,
     subscription: Option<RelPath>,
 ) {
-    let Conn {
-        gw,
-        mut ctx,
-        limits,
-        askable,
-    } = conn;
     let (sink, stream) = ws.split();
-    let (out, out_rx) = Outbox::<Message>::new(limits.conn_out());
-    let out = out.sharing(&limits.total);
+    let (out, out_rx) = Outbox::<Message>::new(conn.limits.conn_out());
+    let out = out.sharing(&conn.limits.total);
     let mailbox = Mailbox::default();
     let writer = tokio::spawn(write_all(sink, out_rx, mailbox.clone()));
     let (sub_tx, sub_rx) = watch::channel(subscription);
     let events = notices.map(|n| tokio::spawn(forward_notices(n, sub_rx, mailbox)));
-    let asks = askable.then(|| Asks::new(out.clone(), limits.max_message));
-    let asker = asks.as_ref().map(|a| WsAsker::new(Arc::clone(a)));
-    ctx.asker = asker.clone().map(|a| Arc::new(a) as Arc<dyn Asker>);
-    let sh = Arc::new(Shared {
-        gw,
-        ctx: Arc::new(ctx),
-        out: out.clone(),
-        slots: Arc::new(Semaphore::new(limits.max_in_flight)),
-        bytes: Arc::new(Semaphore::new(permits(limits.conn_in_flight()))),
-        limits,
-        asks,
-        asker,
-    });
+    let sh = shared(conn, &out);
     let door = Arc::new(Batch {
         sh: Arc::clone(&sh),
         rt: tokio::runtime::Handle::current(),
@@ -212,6 +194,29 @@ pub async fn run(
         drain(ws.get_mut(), max).await;
     }
     tracing::debug!(%session, "connection closed");
+}
+
+/// What the connection's requests share; the context's asker puts questions to it.
+fn shared(conn: Conn, out: &Outbox<Message>) -> Arc<Shared> {
+    let Conn {
+        gw,
+        mut ctx,
+        limits,
+        askable,
+    } = conn;
+    let asks = askable.then(|| Asks::new(out.clone(), limits.max_message));
+    let asker = asks.as_ref().map(|a| WsAsker::new(Arc::clone(a)));
+    ctx.asker = asker.clone().map(|a| Arc::new(a) as Arc<dyn Asker>);
+    Arc::new(Shared {
+        gw,
+        ctx: Arc::new(ctx),
+        out: out.clone(),
+        slots: Arc::new(Semaphore::new(limits.max_in_flight)),
+        bytes: Arc::new(Semaphore::new(permits(limits.conn_in_flight()))),
+        limits,
+        asks,
+        asker,
+    })
 }
 
 /// A parsed operation, waiting for its slot.
