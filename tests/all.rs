@@ -104,6 +104,8 @@ mod ws_memory;
 mod ws_doors;
 // The files channel's error strings, entry fields and change events as it defines them.
 mod ws_parity;
+// WebSocket `ask` rules: permission questions answered, refused, left silent; unknown ids.
+mod ws_permission;
 // Backups through the gateway: each change saves the old content, list, restore, retention, fail closed.
 mod backup_gateway;
 // Huge and sparse files in backups, their limits and quota; retention keeps session originals.

@@ -493,6 +493,30 @@ impl WsClient {
         }
     }
 
+    /// The next `permission` question the server put (taken out of the answers).
+    pub fn next_question(&mut self) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let found = self
+                .replies
+                .iter()
+                .find(|(_, v)| v["type"] == "permission" && v.get("data").is_some())
+                .map(|(k, _)| k.clone());
+            if let Some(v) = found.and_then(|k| self.replies.remove(&k)) {
+                return v;
+            }
+            assert!(
+                self.pump(deadline),
+                "no permission question within {TIMEOUT:?}"
+            );
+        }
+    }
+
+    /// Whether a `permission` question came and was not taken yet.
+    pub fn has_question(&self) -> bool {
+        self.replies.values().any(|v| v["type"] == "permission")
+    }
+
     /// The first collected event matching `pred`, waiting for it if need be.
     pub fn wait_event(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
         self.wait_event_for(what, TIMEOUT, pred)

@@ -16,6 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::stream::SplitStream;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,16 +24,18 @@ use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::error::{CapacityError, Error as WsProtoError};
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 use super::mailbox::{Lost, Mailbox};
+use super::permission::{self, Asks, ReplyError, WsAsker};
 use super::protocol::{self, Head, Incoming};
 use super::watch::Notice;
 use crate::error::{GatewayError, code};
 use crate::gateway::Gateway;
+use crate::gateway::ask::Asker;
 use crate::gateway::{Lease, Request};
 use crate::ops::{Op, RequestCtx};
 use crate::path::RelPath;
@@ -82,32 +85,38 @@ struct Shared {
     limits: ConnLimits,
     slots: Arc<Semaphore>,
     bytes: Arc<Semaphore>,
+    /// The connection's `permission` questions; None if the client answers none.
+    asks: Option<Arc<Asks>>,
+    asker: Option<WsAsker>,
+}
+
+/// One upgraded connection's gateway, context and limits.
+pub struct Conn {
+    /// The gateway every message goes through.
+    pub gw: Arc<Gateway>,
+    /// The connection's context (its asker is set here).
+    pub ctx: RequestCtx,
+    /// The connection's limits.
+    pub limits: ConnLimits,
+    /// Whether the client is put `permission` questions.
+    pub askable: bool,
 }
 
 /// Serves one upgraded connection until the client closes it.
 pub async fn run(
     ws: WebSocketStream<TcpStream>,
-    gw: Arc<Gateway>,
-    ctx: RequestCtx,
-    limits: ConnLimits,
+    conn: Conn,
     notices: Option<broadcast::Receiver<Arc<Notice>>>,
     subscription: Option<RelPath>,
 ) {
-    let (sink, mut stream) = ws.split();
-    let (out, out_rx) = Outbox::<Message>::new(limits.conn_out());
-    let out = out.sharing(&limits.total);
+    let (sink, stream) = ws.split();
+    let (out, out_rx) = Outbox::<Message>::new(conn.limits.conn_out());
+    let out = out.sharing(&conn.limits.total);
     let mailbox = Mailbox::default();
     let writer = tokio::spawn(write_all(sink, out_rx, mailbox.clone()));
     let (sub_tx, sub_rx) = watch::channel(subscription);
     let events = notices.map(|n| tokio::spawn(forward_notices(n, sub_rx, mailbox)));
-    let sh = Arc::new(Shared {
-        gw,
-        ctx: Arc::new(ctx),
-        out: out.clone(),
-        slots: Arc::new(Semaphore::new(limits.max_in_flight)),
-        bytes: Arc::new(Semaphore::new(permits(limits.conn_in_flight()))),
-        limits,
-    });
+    let sh = shared(conn, &out);
     let door = Arc::new(Batch {
         sh: Arc::clone(&sh),
         rt: tokio::runtime::Handle::current(),
@@ -117,41 +126,36 @@ pub async fn run(
         return;
     };
     let mut tasks = JoinSet::new();
-    let mut oversized = false;
+    let mut rd = Reader {
+        waiting: sh.asks.as_ref().map(|a| a.waiting()),
+        stream,
+        ended: false,
+        oversized: false,
+    };
     loop {
         while tasks.try_join_next().is_some() {}
         // Back-pressure: a client that does not read its replies is not read either.
-        out.wait_for_room().await;
-        let text = match stream.next().await {
-            None => break,
-            Some(Ok(Message::Text(t))) => t,
-            Some(Ok(Message::Binary(_))) => {
-                let reply =
-                    invalid_request("binary frames are not supported; send JSON text messages");
-                answer(&sh, "invalid-message", reply).await;
-                continue;
-            }
-            Some(Ok(Message::Close(_))) => break,
-            Some(Ok(_)) => continue,
-            Some(Err(WsProtoError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
-                answer(&sh, "invalid-message", too_large(size, max_size)).await;
-                oversized = true;
+        rd.meanwhile(&sh, &sub_tx, out.wait_for_room()).await;
+        if rd.ended {
+            break;
+        }
+        let read = rd.stream.next().await;
+        let Some(text) = rd.text(&sh, read).await else {
+            if rd.ended {
                 break;
             }
-            Some(Err(e)) => {
-                tracing::debug!(session = %sh.ctx.session, "connection ended: {e}");
-                break;
-            }
+            continue;
         };
         let Some(task) = take(&sh, &sub_tx, text.as_str()).await else {
             continue;
         };
-        let Some(permits) = admit(&sh, text.len()).await else {
+        let Some(permits) = rd.meanwhile(&sh, &sub_tx, admit(&sh, text.len())).await else {
             break;
         };
         drop(text);
         if batched(&task.op) {
-            batch.send((task, permits)).await;
+            rd.meanwhile(&sh, &sub_tx, batch.send((task, permits)))
+                .await;
             continue;
         }
         // Reads sent after a change wait until it is done.
@@ -162,6 +166,11 @@ pub async fn run(
             drop(change);
         });
     }
+    // Questions still waiting cannot be answered any more.
+    if let Some(a) = &sh.asks {
+        a.close();
+    }
+    let (stream, oversized) = (rd.stream, rd.oversized);
     // Requests already running finish and are answered (they are recorded either way).
     while tasks.join_next().await.is_some() {}
     drop(batch);
@@ -185,6 +194,29 @@ pub async fn run(
         drain(ws.get_mut(), max).await;
     }
     tracing::debug!(%session, "connection closed");
+}
+
+/// What the connection's requests share; the context's asker puts questions to it.
+fn shared(conn: Conn, out: &Outbox<Message>) -> Arc<Shared> {
+    let Conn {
+        gw,
+        mut ctx,
+        limits,
+        askable,
+    } = conn;
+    let asks = askable.then(|| Asks::new(out.clone(), limits.max_message));
+    let asker = asks.as_ref().map(|a| WsAsker::new(Arc::clone(a)));
+    ctx.asker = asker.clone().map(|a| Arc::new(a) as Arc<dyn Asker>);
+    Arc::new(Shared {
+        gw,
+        ctx: Arc::new(ctx),
+        out: out.clone(),
+        slots: Arc::new(Semaphore::new(limits.max_in_flight)),
+        bytes: Arc::new(Semaphore::new(permits(limits.conn_in_flight()))),
+        limits,
+        asks,
+        asker,
+    })
 }
 
 /// A parsed operation, waiting for its slot.
@@ -217,9 +249,121 @@ async fn take(sh: &Shared, sub_tx: &watch::Sender<Option<RelPath>>, text: &str) 
             sub_tx.send_replace(None);
             answer_if_asked(sh, &head, protocol::data_response(&head, json!({}))).await;
         }
+        Incoming::Permission {
+            head,
+            id,
+            answer: a,
+        } => {
+            let delivered = match &sh.asks {
+                Some(asks) => asks.deliver(&id, a),
+                None => Err(ReplyError::Unknown(id)),
+            };
+            match delivered {
+                Ok(()) => record(sh, &head.kind, Ok(())).await,
+                Err(e) => {
+                    let err = GatewayError::InvalidParams(e.to_string());
+                    answer(
+                        sh,
+                        &head.kind,
+                        protocol::gateway_error_response(&head, &err),
+                    )
+                    .await;
+                }
+            }
+        }
         Incoming::Op { head, op, base64 } => return Some(Task { head, op, base64 }),
     }
     None
+}
+
+/// The connection's reading side.
+struct Reader {
+    stream: SplitStream<WebSocketStream<TcpStream>>,
+    /// How many of the connection's questions wait for a reply.
+    waiting: Option<watch::Receiver<usize>>,
+    /// The client closed, or the connection failed.
+    ended: bool,
+    /// It ended with a message over the limit.
+    oversized: bool,
+}
+
+impl Reader {
+    /// The text of what was read; anything else is answered here, or ends the reading.
+    async fn text(
+        &mut self,
+        sh: &Shared,
+        read: Option<Result<Message, WsProtoError>>,
+    ) -> Option<Utf8Bytes> {
+        match read {
+            Some(Ok(Message::Text(t))) => return Some(t),
+            Some(Ok(Message::Binary(_))) => {
+                let reply =
+                    invalid_request("binary frames are not supported; send JSON text messages");
+                answer(sh, "invalid-message", reply).await;
+                return None;
+            }
+            Some(Ok(Message::Close(_))) | None => {}
+            Some(Ok(_)) => return None,
+            Some(Err(WsProtoError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
+                answer(sh, "invalid-message", too_large(size, max_size)).await;
+                self.oversized = true;
+            }
+            Some(Err(e)) => tracing::debug!(session = %sh.ctx.session, "connection ended: {e}"),
+        }
+        self.ended = true;
+        // Nobody is left to answer the questions still waiting.
+        if let Some(a) = &sh.asks {
+            a.close();
+        }
+        None
+    }
+
+    /// Waits for `fut` (a slot, room for answers). Meanwhile, while a question of this
+    /// connection waits, it keeps reading, so that the reply is not stuck behind the
+    /// requests waiting for it: replies are delivered, other requests refused as busy.
+    async fn meanwhile<F: Future>(
+        &mut self,
+        sh: &Shared,
+        sub_tx: &watch::Sender<Option<RelPath>>,
+        fut: F,
+    ) -> F::Output {
+        tokio::pin!(fut);
+        let Some(mut waiting) = self.waiting.clone() else {
+            return fut.await;
+        };
+        loop {
+            if self.ended {
+                return fut.await;
+            }
+            let asking = *waiting.borrow_and_update() > 0;
+            tokio::select! {
+                biased;
+                out = &mut fut => return out,
+                // Also while reading: once no question waits, reading stops again.
+                changed = waiting.changed() => {
+                    if changed.is_err() {
+                        return fut.await;
+                    }
+                }
+                read = self.stream.next(), if asking => {
+                    if let Some(text) = self.text(sh, read).await
+                        && let Some(task) = take(sh, sub_tx, text.as_str()).await
+                    {
+                        answer(sh, &task.head.kind, busy(&task.head)).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The answer to a request read while the connection cannot take one (its slots are
+/// all taken, or its answers unread) and a question waits for the client: refused
+/// rather than left unread.
+fn busy(head: &Head) -> Value {
+    let msg = "this connection cannot take another request now (its [ws] max_in_flight requests are running, or its answers are unread) while a permission question waits for your reply; answer it, then send this request again".to_string();
+    let extra = json!({"rule": "ws.max_in_flight", "reason": msg});
+    protocol::error_response(head, code::LIMIT, &msg, Some(&extra))
 }
 
 /// Semaphore permits for `n` bytes (a semaphore counts in u32).
@@ -271,6 +415,22 @@ fn serve_blocking(
     (protocol::encode_reply(&head, &v, max), lease)
 }
 
+/// The context of one request, when it differs from the connection's: under a policy
+/// with ask rules, its questions name the request they are about.
+fn request_ctx(sh: &Shared, head: &Head) -> Option<RequestCtx> {
+    let asker = sh.asker.as_ref()?;
+    if !sh.gw.policy().has_ask_rules() {
+        return None;
+    }
+    let mut ctx = (*sh.ctx).clone();
+    let request = permission::Request {
+        kind: head.kind.clone(),
+        id: head.request_id.clone(),
+    };
+    ctx.asker = Some(Arc::new(asker.for_request(request)));
+    Some(ctx)
+}
+
 /// A batched operation that ran: its head (for an error in its place), its encoded
 /// answer, and what it holds until the answer is queued.
 struct Done {
@@ -295,7 +455,9 @@ impl Batched for Batch {
 
     fn run(&self, (task, permits): Self::Job) -> Option<Done> {
         let head = task.head.clone();
-        let (gw, ctx, max) = (&*self.sh.gw, &*self.sh.ctx, self.sh.limits.max_message);
+        let own = request_ctx(&self.sh, &head);
+        let ctx = own.as_ref().unwrap_or(&self.sh.ctx);
+        let (gw, max) = (&*self.sh.gw, self.sh.limits.max_message);
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             serve_blocking(gw, ctx, max, task)
         }));
@@ -330,11 +492,8 @@ impl Batched for Batch {
 /// answer is queued (where it is counted as unwritten).
 async fn serve_op(sh: Arc<Shared>, task: Task, permits: [OwnedSemaphorePermit; 3]) {
     let head2 = task.head.clone();
-    let (gw, ctx, max) = (
-        Arc::clone(&sh.gw),
-        Arc::clone(&sh.ctx),
-        sh.limits.max_message,
-    );
+    let ctx = request_ctx(&sh, &task.head).map_or_else(|| Arc::clone(&sh.ctx), Arc::new);
+    let (gw, max) = (Arc::clone(&sh.gw), sh.limits.max_message);
     let (text, lease) = tokio::task::spawn_blocking(move || serve_blocking(&gw, &ctx, max, task))
         .await
         .unwrap_or_else(|e| {
@@ -386,8 +545,13 @@ async fn answer_if_asked(sh: &Shared, head: &Head, reply: Value) {
     if head.request_id.is_some() {
         return answer(sh, &head.kind, reply).await;
     }
+    record(sh, &head.kind, protocol::outcome_of(&reply)).await;
+}
+
+/// Records a message that gets no answer.
+async fn record(sh: &Shared, name: &str, outcome: Result<(), (i64, String)>) {
     let (gw, ctx) = (Arc::clone(&sh.gw), Arc::clone(&sh.ctx));
-    let (name, outcome) = (head.kind.clone(), protocol::outcome_of(&reply));
+    let name = name.to_string();
     let _ =
         tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome))).await;
 }

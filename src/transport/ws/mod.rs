@@ -14,6 +14,8 @@
 //! Every message goes through [`Gateway::serve`] exactly once (policy, audit, backups);
 //! the watcher only reports paths, and never one the policy hides.
 //! - `mailbox`: change events waiting for a client, bounded; an `overflow` beyond.
+//! - `permission`: `ask` rules put to the connection whose request met one, as a
+//!   `permission` message; the client's `permission` reply answers it.
 //! - `pending`: connections still in their upgrade, in a small budget of their own
 //!   (the oldest is dropped when it is full); an authenticated slot
 //!   (`max_connections`) is taken only once the upgrade request passed the checks.
@@ -30,6 +32,7 @@ pub mod changes;
 mod conn;
 mod mailbox;
 mod pending;
+mod permission;
 pub mod protocol;
 mod watch;
 
@@ -237,6 +240,7 @@ impl Accepted {
                     Ok((permit, subscribe)) => {
                         adm.slot = Some(permit);
                         adm.subscribe = subscribe;
+                        adm.unaskable = declines_questions(req.uri().query());
                         Ok(resp)
                     }
                     Err(r) => {
@@ -295,7 +299,13 @@ impl Accepted {
             asker: None,
             notifier: None,
         };
-        conn::run(ws, self.gw, ctx, self.limits, self.notices, subscription).await;
+        let conn = conn::Conn {
+            gw: self.gw,
+            ctx,
+            limits: self.limits,
+            askable: !admission.unaskable,
+        };
+        conn::run(ws, conn, self.notices, subscription).await;
         drop(admission.slot);
     }
 }
@@ -306,7 +316,17 @@ impl Accepted {
 struct Admission {
     slot: Option<tokio::sync::OwnedSemaphorePermit>,
     subscribe: Option<String>,
+    /// `?permissions=off`: the client will not answer `permission` questions.
+    unaskable: bool,
     refusal: Option<auth::Refusal>,
+}
+
+/// Whether the upgrade URL says the client answers no `permission` questions
+/// (`?permissions=off`): its requests that meet an ask rule are refused at once.
+fn declines_questions(query: Option<&str>) -> bool {
+    auth::query_param(query, "permissions")
+        .last()
+        .is_some_and(|v| matches!(v.as_str(), "off" | "no" | "false" | "0"))
 }
 
 /// Checks an upgrade request (Host, Origin, token), then takes an authenticated slot:

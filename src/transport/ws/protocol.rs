@@ -5,8 +5,10 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use super::changes::{Change, ChangeKind};
+use super::permission;
 use crate::error::{GatewayError, code};
 use crate::gateway::Gateway;
+use crate::gateway::ask::Answer;
 use crate::ops::{Encoding, Op, Output, PathStyle};
 use crate::workspace::format_permissions;
 
@@ -36,6 +38,15 @@ pub enum Incoming {
     Unsubscribe {
         /// `type` and `requestId`.
         head: Head,
+    },
+    /// The client's answer to a `permission` question.
+    Permission {
+        /// `type` and `requestId` (the question's id).
+        head: Head,
+        /// The question's id.
+        id: String,
+        /// The answer.
+        answer: Answer,
     },
     /// A message that cannot be served: record it as `name` and answer with `reply`
     /// (an error response).
@@ -188,6 +199,7 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
             });
         }
         "unsubscribe" => return Ok(Incoming::Unsubscribe { head: head.clone() }),
+        "permission" => return permission_reply(head, f),
         _ => {}
     }
     let mut base64 = false;
@@ -245,7 +257,7 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
                 head,
                 code::METHOD_NOT_FOUND,
                 format!(
-                    "unknown request type {other:?}; expected list, read, write, mkdir, delete, rename, stat, subscribe or unsubscribe"
+                    "unknown request type {other:?}; expected list, read, write, mkdir, delete, rename, stat, subscribe, unsubscribe or permission"
                 ),
             ));
         }
@@ -257,6 +269,23 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
         head: head.clone(),
         op,
         base64,
+    })
+}
+
+/// A `permission` reply: `requestId` is the question's id, `answer` one of its options.
+fn permission_reply(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
+    let Some(Value::String(id)) = &head.request_id else {
+        return Err(GatewayError::InvalidParams(
+            "a permission reply needs the question's \"requestId\" (a string such as \"perm-1\")"
+                .into(),
+        ));
+    };
+    let answer =
+        permission::parse_answer(f.msg.get("answer")).map_err(GatewayError::InvalidParams)?;
+    Ok(Incoming::Permission {
+        head: head.clone(),
+        id: id.clone(),
+        answer,
     })
 }
 
