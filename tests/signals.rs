@@ -54,7 +54,12 @@ fn stop_once(mode: &str, sig: rustix::process::Signal, when: When) -> bool {
     );
     std::fs::create_dir(&ws).expect("workspace");
     let (sub, extra) = mode_args(mode);
-    let mut child = Command::new(bin())
+    // A runner that started this suite in the background (a script's `cmd &`, nohup)
+    // passes SIGINT on ignored, and a SIGINT landing before fsgate's `main` would then be
+    // dropped instead of ending the process: each run starts as from a terminal.
+    let mut child = Command::new("env")
+        .arg("--default-signal=INT,TERM")
+        .arg(bin())
         .arg(sub)
         .arg("--workspace")
         .arg(&ws)

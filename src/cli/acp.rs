@@ -191,9 +191,8 @@ fn plan_confinement(
     let tmp = std::env::temp_dir();
     sweep_stale_scratch(&tmp);
     let scratch = create_scratch(&tmp)?;
-    opened.keep_scratch(&scratch);
-    let scratch = Scratch(scratch);
-    let mut plan = agent_plan(opened, policy_file, &scratch.0)?;
+    opened.keep_scratch(&scratch.path);
+    let mut plan = agent_plan(opened, policy_file, &scratch.path)?;
     if opened.gateway.policy().agent().discover() {
         let installation = discover_agent(program, args)?;
         for note in &installation.notes {
@@ -449,10 +448,12 @@ fn report_denials(denials: &crate::sandbox::denied::Denials, plan: &crate::sandb
 
 const SCRATCH_PREFIX: &str = "fsgate-agent-";
 
-/// A new private (0700) scratch directory `fsgate-agent-PID-RANDOM` in `tmp`. The random
-/// part keeps a directory left by an earlier gateway with the same pid (its own sandbox
-/// may keep it from removing the directory itself) from blocking this one.
-fn create_scratch(tmp: &std::path::Path) -> Result<PathBuf, String> {
+/// A new private (0700) scratch directory `fsgate-agent-PID-RANDOM` in `tmp`, locked
+/// (flock) for as long as this gateway runs. The random part keeps a directory left by an
+/// earlier gateway with the same pid (its own sandbox may keep it from removing the
+/// directory itself) from blocking this one; the lock keeps another gateway's sweep from
+/// taking it, whatever PID namespace that gateway sees.
+fn create_scratch(tmp: &std::path::Path) -> Result<Scratch, String> {
     use std::os::unix::fs::DirBuilderExt;
     let mut last = None;
     for _ in 0..8 {
@@ -464,7 +465,16 @@ fn create_scratch(tmp: &std::path::Path) -> Result<PathBuf, String> {
             hex::encode(bytes)
         ));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
+            Ok(()) => match lock_own(&dir) {
+                Some(lock) => {
+                    return Ok(Scratch {
+                        path: dir,
+                        _lock: lock,
+                    });
+                }
+                // Swept between its creation and its lock: draw another name.
+                None => last = Some(dir),
+            },
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(dir),
             Err(e) => {
                 return Err(format!(
@@ -480,9 +490,28 @@ fn create_scratch(tmp: &std::path::Path) -> Result<PathBuf, String> {
     ))
 }
 
+/// Opens and locks the scratch dir just made at `dir`; None if the lock is taken or the
+/// name no longer holds the directory opened.
+fn lock_own(dir: &std::path::Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    let file = try_lock(dir)?;
+    let held = file.metadata().ok()?;
+    let named = std::fs::symlink_metadata(dir).ok()?;
+    (held.dev() == named.dev() && held.ino() == named.ino()).then_some(file)
+}
+
+/// The directory at `dir`, opened and exclusively locked, if no one holds its lock.
+fn try_lock(dir: &std::path::Path) -> Option<std::fs::File> {
+    use rustix::fs::{FlockOperation, flock};
+    let file = std::fs::File::open(dir).ok()?;
+    flock(&file, FlockOperation::NonBlockingLockExclusive).ok()?;
+    Some(file)
+}
+
 /// Removes the empty scratch directories earlier gateways left in `tmp` (a confined
-/// gateway can empty its scratch dir but not remove it): only empty ones, and only
-/// those whose gateway (the pid in the name) is gone. Best effort.
+/// gateway can empty its scratch dir but not remove it): only empty ones, only unlocked
+/// ones (a running gateway holds its own's lock), and only those whose gateway (the pid
+/// in the name) this process cannot see alive. Best effort.
 fn sweep_stale_scratch(tmp: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return;
@@ -498,19 +527,27 @@ fn sweep_stale_scratch(tmp: &std::path::Path) {
             continue;
         };
         let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
-        if !alive && entry.file_type().is_ok_and(|t| t.is_dir()) {
+        if alive || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        // The lock is held while removing, so its owner cannot be starting up now.
+        if let Some(_lock) = try_lock(&entry.path()) {
             // remove_dir refuses a directory that is not empty: only husks go.
             let _ = std::fs::remove_dir(entry.path());
         }
     }
 }
 
-/// The agent's private scratch directory, cleaned when dropped.
-struct Scratch(PathBuf);
+/// The agent's private scratch directory, locked while this gateway runs, cleaned when
+/// dropped.
+struct Scratch {
+    path: PathBuf,
+    _lock: std::fs::File,
+}
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        clean_scratch(&self.0);
+        clean_scratch(&self.path);
     }
 }
 
@@ -570,8 +607,11 @@ mod tests {
         std::fs::create_dir(&old).expect("mkdir");
         let a = create_scratch(tmp.path()).expect("scratch");
         let b = create_scratch(tmp.path()).expect("scratch");
-        assert_ne!(a, b);
-        let mode = std::fs::metadata(&a).expect("stat").permissions().mode();
+        assert_ne!(a.path, b.path);
+        let mode = std::fs::metadata(&a.path)
+            .expect("stat")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o700);
     }
 
@@ -592,5 +632,20 @@ mod tests {
         sweep_stale_scratch(tmp.path());
         assert!(!gone.exists());
         assert!(full.exists() && live.exists() && other.exists());
+    }
+
+    #[test]
+    fn a_scratch_dir_in_use_is_kept_even_when_its_pid_is_not_seen() {
+        // A gateway in another PID namespace sharing /tmp: its pid means nothing here,
+        // but it holds its scratch dir's lock, and its agent may not have written yet.
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let other_ns = create_scratch(tmp.path()).expect("scratch");
+        let foreign = tmp.path().join(format!("{SCRATCH_PREFIX}99999997-01"));
+        std::fs::rename(&other_ns.path, &foreign).expect("rename");
+        sweep_stale_scratch(tmp.path());
+        assert!(foreign.exists(), "a locked scratch dir was swept");
+        drop(other_ns);
+        sweep_stale_scratch(tmp.path());
+        assert!(!foreign.exists(), "an unlocked husk was kept");
     }
 }
