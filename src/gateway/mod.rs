@@ -92,6 +92,8 @@ pub struct Gateway {
     saves: std::sync::atomic::AtomicU64,
     /// "Allow for this session" answers to `ask` rules.
     grants: Arc<ask::Grants>,
+    /// The git work tree changes are staged in (`[vcs] stage`), found at start.
+    vcs: Option<Arc<crate::vcs::Stager>>,
 }
 
 /// A change the gateway made for a client, told to that client's door after its
@@ -186,7 +188,19 @@ impl Gateway {
             backups: None,
             saves: std::sync::atomic::AtomicU64::new(0),
             grants: Arc::default(),
+            vcs: None,
         }
+    }
+
+    /// Attaches the git work tree changes are staged in.
+    pub fn with_vcs(mut self, stager: crate::vcs::Stager) -> Gateway {
+        self.vcs = Some(Arc::new(stager));
+        self
+    }
+
+    /// The git work tree changes are staged in, if one was found at start.
+    pub fn vcs(&self) -> Option<&crate::vcs::Stager> {
+        self.vcs.as_deref()
     }
 
     /// Attaches the audit log.
@@ -427,7 +441,8 @@ impl Gateway {
             return (result, lease);
         };
         let intent = facts.intent;
-        let note = match (&result, ctx.notifier.is_some()) {
+        let wanted = ctx.notifier.is_some() || pol.vcs_stage();
+        let note = match (&result, wanted) {
             (Ok(_), true) if op.is_mutating() => self.change_note(ctx, &op, &facts),
             _ => None,
         };
@@ -446,9 +461,14 @@ impl Gateway {
         };
         match appended {
             Ok(seq) => {
-                if let (Some(mut note), Some(sink)) = (note, &ctx.notifier) {
+                if let Some(mut note) = note {
                     note.seq = seq;
-                    sink.changed(&note);
+                    if let Some(sink) = &ctx.notifier {
+                        sink.changed(&note);
+                    }
+                    if pol.vcs_stage() {
+                        self.stage(&note);
+                    }
                 }
                 (result, lease)
             }
@@ -471,6 +491,20 @@ impl Gateway {
                 (Err(err), None)
             }
         }
+    }
+
+    /// Stages a change in git (`[vcs] stage`) and records what was done; a failure is
+    /// logged and recorded, never the request's (the change is made and recorded).
+    fn stage(&self, note: &ChangeNote) {
+        let Some(vcs) = &self.vcs else { return };
+        let staged = vcs.stage(note.op, &note.path, note.path2.as_ref());
+        if staged == crate::vcs::Staged::default() {
+            return;
+        }
+        if let Some(e) = &staged.error {
+            tracing::warn!(op = note.op, path = %note.path, "git staging failed: {e}");
+        }
+        self.record("vcs-stage", staged.details(note.op, note.seq));
     }
 
     /// What a request needs to put a question to a person.
