@@ -504,7 +504,10 @@ impl Gateway {
         if let Some(e) = &staged.error {
             tracing::warn!(op = note.op, path = %note.path, "git staging failed: {e}");
         }
-        self.record("vcs-stage", staged.details(note.op, note.seq));
+        self.record(
+            "vcs-stage",
+            staged.details(note.op, &note.session, note.seq),
+        );
     }
 
     /// What a request needs to put a question to a person.

@@ -23,10 +23,11 @@ pub struct Staged {
 
 impl Staged {
     /// The audit record's details.
-    pub fn details(&self, op: &str, seq: Option<u64>) -> Map<String, Value> {
+    pub fn details(&self, op: &str, session: &str, seq: Option<u64>) -> Map<String, Value> {
         let list = |v: &[String]| Value::from(v.to_vec());
         let mut d = Map::new();
         d.insert("op".into(), op.into());
+        d.insert("session".into(), session.into());
         if let Some(seq) = seq {
             d.insert("forSeq".into(), seq.into());
         }
@@ -82,6 +83,21 @@ fn apply(
     let mut index = repo.index()?;
     // Someone (the user's own git) may have changed the index since.
     index.read(false)?;
+    let done = update(repo, &mut index, workdir, steps, staged);
+    if done.is_err() {
+        // What was not written must not ride along with the next change.
+        let _ = index.read(true);
+    }
+    done
+}
+
+fn update(
+    repo: &Repository,
+    index: &mut Index,
+    workdir: &Path,
+    steps: &[Step],
+    staged: &mut Staged,
+) -> Result<(), VcsError> {
     for step in steps {
         match step {
             Step::Remove(p) => {
@@ -89,7 +105,7 @@ fn apply(
                 index.remove_dir(Path::new(p), 0)?;
                 staged.removed.push(p.clone());
             }
-            Step::Add(p) => add(repo, &mut index, workdir, p, staged)?,
+            Step::Add(p) => add(repo, index, workdir, p, staged)?,
         }
     }
     index.write()?;
