@@ -92,6 +92,7 @@ pub struct Served {
     lines: Receiver<Value>,
     pub workspace: PathBuf,
     pub audit: PathBuf,
+    pub policy: PathBuf,
     next: u64,
     _state: tempfile::TempDir,
 }
@@ -136,6 +137,7 @@ impl Served {
             lines,
             workspace: workspace.to_path_buf(),
             audit,
+            policy: state.join("policy.toml"),
             next: 1,
             _state: state_dir,
         }
@@ -173,11 +175,16 @@ impl Served {
 
     /// The `vcs-stage` records so far.
     pub fn stage_records(&self) -> Vec<Value> {
+        self.records("vcs-stage")
+    }
+
+    /// The audit records of `kind` so far.
+    pub fn records(&self, kind: &str) -> Vec<Value> {
         std::fs::read_to_string(&self.audit)
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|v| v["kind"] == "vcs-stage")
+            .filter(|v| v["kind"] == kind)
             .collect()
     }
 }
@@ -465,4 +472,36 @@ fn a_staging_failure_is_recorded_and_the_write_still_succeeds() {
         ["b.txt"],
         "a.txt stays unstaged; the next change stages"
     );
+}
+
+#[test]
+fn a_reload_opening_git_internals_with_staging_on_is_rejected() {
+    let (_d, root) = canonical_tempdir("fsgate-vcs-");
+    repo(&root);
+    let mut g = Served::start(&root, STAGE_ALL);
+    g.write("a.txt", "a\n");
+    std::fs::write(
+        &g.policy,
+        format!("{STAGE_ALL}[secrets]\nbuiltin = false\n"),
+    )
+    .expect("policy");
+    let status = Command::new("kill")
+        .args(["-HUP", &g.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while g.records("reload-rejected").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no reload-rejected record"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let err = g.records("reload-rejected")[0]["details"]["error"].to_string();
+    assert!(err.contains("[vcs] stage"), "{err}");
+    let e = g
+        .call("fs/read_text_file", json!({"path": g.abs(".git/config")}))
+        .expect_err("still refused");
+    assert_eq!(e["code"], json!(REFUSED));
 }

@@ -262,6 +262,7 @@ impl Gateway {
                     .into(),
             );
         }
+        self.vcs_allows(&new)?;
         // The floor carries over, plus any gitleaks config the new policy names.
         let mut floor = old.floor().entries().to_vec();
         floor.extend(crate::policy::floor::entries_inside(
@@ -280,6 +281,25 @@ impl Gateway {
             a.set_policy_sha256(&hashes.1);
         }
         Ok(hashes)
+    }
+
+    /// `[vcs] stage` in a reloaded policy: git's files must stay out of the agent's
+    /// reach; a repository is only looked for at start.
+    fn vcs_allows(&self, new: &Policy) -> Result<(), String> {
+        if !new.vcs_stage() {
+            return Ok(());
+        }
+        match &self.vcs {
+            Some(v) => v
+                .check_policy(new, self.workspace.root_path())
+                .map_err(|e| e.to_string()),
+            None => {
+                tracing::warn!(
+                    "[vcs] stage = true in the reloaded policy, but no git work tree was found at start (or staging was off then): nothing is staged until a restart"
+                );
+                Ok(())
+            }
+        }
     }
 
     /// Records the result of a policy reload: a `reload` audit record with both hashes,
