@@ -517,6 +517,7 @@ impl Gateway {
     /// logged and recorded, never the request's (the change is made and recorded).
     fn stage(&self, note: &ChangeNote) {
         let Some(vcs) = &self.vcs else { return };
+        let started = Instant::now();
         let staged = vcs.stage(note.op, &note.path, note.path2.as_ref());
         if staged == crate::vcs::Staged::default() {
             return;
@@ -524,10 +525,10 @@ impl Gateway {
         if let Some(e) = &staged.error {
             tracing::warn!(op = note.op, path = %note.path, "git staging failed: {e}");
         }
-        self.record(
-            "vcs-stage",
-            staged.details(note.op, &note.session, note.seq),
-        );
+        let mut details = staged.details(note.op, &note.session, note.seq);
+        let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        details.insert("duration_us".into(), took.into());
+        self.record("vcs-stage", details);
     }
 
     /// What a request needs to put a question to a person.
