@@ -180,3 +180,6 @@ impl Stager {
         format!("{}{}", self.prefix, p.as_str())
     }
 }
+
+#[cfg(test)]
+mod tests;
