@@ -292,6 +292,12 @@ fn an_ignored_path_is_left_unstaged_and_recorded() {
         })
         .collect();
     assert_eq!(ignored, [json!("debug.log"), json!("build/out.txt")]);
+    // Removing a file the index never held changes nothing there, and says nothing.
+    let before = g.stage_records().len();
+    let p = g.abs("debug.log");
+    g.call("_fsgate/rm", json!({"path": p})).expect("rm");
+    assert_eq!(g.stage_records().len(), before);
+    assert_eq!(cached(&root), ["kept.txt"]);
 }
 
 #[test]

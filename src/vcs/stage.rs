@@ -101,9 +101,15 @@ fn update(
     for step in steps {
         match step {
             Step::Remove(p) => {
-                index.remove_path(Path::new(p))?;
-                index.remove_dir(Path::new(p), 0)?;
-                staged.removed.push(p.clone());
+                // Only what the index held is reported: an untracked file's removal
+                // changes nothing there.
+                let held = index.get_path(Path::new(p), 0).is_some()
+                    || index.find_prefix(format!("{p}/")).is_ok();
+                if held {
+                    index.remove_path(Path::new(p))?;
+                    index.remove_dir(Path::new(p), 0)?;
+                    staged.removed.push(p.clone());
+                }
             }
             Step::Add(p) => add(repo, index, workdir, p, staged)?,
         }
