@@ -461,7 +461,7 @@ impl Gateway {
             return (result, lease);
         };
         let intent = facts.intent;
-        let wanted = ctx.notifier.is_some() || pol.vcs_stage();
+        let wanted = ctx.notifier.is_some() || (self.vcs.is_some() && pol.vcs_stage());
         let note = match (&result, wanted) {
             (Ok(_), true) if op.is_mutating() => self.change_note(ctx, &op, &facts),
             _ => None,
