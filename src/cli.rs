@@ -269,6 +269,12 @@ fn serve(args: ServeArgs) -> ExitCode {
     opened.announce_locations();
     if args.check_sandbox {
         println!("{status}");
+        for d in opened.vcs_write_dirs() {
+            println!(
+                "git dir {}: read-write for this gateway only ([vcs] stage)",
+                crate::text::EscPath(&d)
+            );
+        }
         startup::shutdown(&opened.gateway, serde_json::Map::new());
         return ExitCode::SUCCESS;
     }

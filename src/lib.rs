@@ -36,4 +36,5 @@ pub mod signals;
 pub mod startup;
 pub mod text;
 pub mod transport;
+pub mod vcs;
 pub mod workspace;

@@ -49,6 +49,9 @@ pub struct Opened {
     locations: (PathBuf, PathBuf),
     /// Another gateway held the default log: this one keeps a sibling chain.
     sibling_chain: bool,
+    /// `[vcs] stage`: git dirs outside the workspace (kept open for a read-write rule)
+    /// and ignore files above it (read-only rules).
+    vcs_grants: VcsGrants,
 }
 
 impl Opened {
@@ -74,6 +77,11 @@ impl Opened {
                  reads them all)"
             );
         }
+    }
+
+    /// The git dirs outside the workspace the gateway may write to stage changes.
+    pub fn vcs_write_dirs(&self) -> Vec<PathBuf> {
+        self.vcs_grants.0.iter().map(|(p, _)| p.clone()).collect()
     }
 
     /// Keeps a directory fsgate created (the agent's scratch dir) writable after
@@ -169,9 +177,17 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     {
         extra_rw.push(f);
     }
-    let gateway = Gateway::new(policy, workspace)
+    let stager = open_vcs(&policy, &root)?;
+    let vcs_grants = match &stager {
+        Some(s) => vcs_grants(s, &root)?,
+        None => (Vec::new(), Vec::new()),
+    };
+    let mut gateway = Gateway::new(policy, workspace)
         .with_audit(audit)
         .with_backups(backups);
+    if let Some(s) = stager {
+        gateway = gateway.with_vcs(s);
+    }
     // Absolute, so a client (whose working directory may differ) can find them.
     let locations = (absolute(&audit_path), absolute(&backup_dir));
     gateway.set_meta(
@@ -189,10 +205,45 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         extra_rw,
         own_dirs: vec![audit_parent, backup_dir],
         locations,
+        vcs_grants,
         sibling_chain: cfg.audit_log.is_none()
             && audit_settings.path.is_none()
             && audit_path.file_name() != Some(std::ffi::OsStr::new("audit.jsonl")),
     })
+}
+
+/// `[vcs] stage = true`: the work tree the workspace lies in, found once. None (with a
+/// warning) when there is none; Err when the policy would open git's files to the agent.
+fn open_vcs(policy: &Policy, root: &Path) -> Result<Option<crate::vcs::Stager>, String> {
+    if !policy.vcs_stage() {
+        return Ok(None);
+    }
+    match crate::vcs::Stager::discover(root) {
+        Ok(s) => {
+            s.check_policy(policy, root).map_err(|e| e.to_string())?;
+            tracing::info!(workdir = %EscPath(s.workdir()), "[vcs] stage: changes are staged in git");
+            Ok(Some(s))
+        }
+        Err(e) => {
+            tracing::warn!("[vcs] stage = true, but nothing will be staged: {e}");
+            Ok(None)
+        }
+    }
+}
+
+type VcsGrants = (Vec<(PathBuf, std::fs::File)>, Vec<PathBuf>);
+
+/// Opens the git dirs outside the workspace (for the Landlock rules) and lists the
+/// ignore files above it.
+fn vcs_grants(s: &crate::vcs::Stager, root: &Path) -> Result<VcsGrants, String> {
+    let (rw, ro) = s.grants(root);
+    let mut dirs = Vec::new();
+    for d in rw {
+        let f = std::fs::File::open(&d)
+            .map_err(|e| format!("cannot open git dir {}: {e}", EscPath(&d)))?;
+        dirs.push((d, f));
+    }
+    Ok((dirs, ro))
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -222,6 +273,13 @@ pub fn confine(
         plan = plan.read_write_dir("extra dir", f);
     }
     if let Some(p) = &opened.policy_path {
+        plan = plan.read_only_path(p.clone());
+    }
+    // `[vcs] stage`: the git dirs outside the workspace, and only they, writable.
+    for (_, f) in &opened.vcs_grants.0 {
+        plan = plan.read_write_dir("git dir", f);
+    }
+    for p in &opened.vcs_grants.1 {
         plan = plan.read_only_path(p.clone());
     }
     if let Some(port) = listen_port {

@@ -120,3 +120,5 @@ mod bounded;
 mod policy_size;
 // The benchmark driver (benches/driver) in quick mode against fsgate: every answer checks.
 mod bench_driver;
+// [vcs] stage: the index of a real git repository after writes, renames and rms.
+mod vcs_stage;

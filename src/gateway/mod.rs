@@ -92,6 +92,8 @@ pub struct Gateway {
     saves: std::sync::atomic::AtomicU64,
     /// "Allow for this session" answers to `ask` rules.
     grants: Arc<ask::Grants>,
+    /// The git work tree changes are staged in (`[vcs] stage`), found at start.
+    vcs: Option<Arc<crate::vcs::Stager>>,
 }
 
 /// A change the gateway made for a client, told to that client's door after its
@@ -186,7 +188,19 @@ impl Gateway {
             backups: None,
             saves: std::sync::atomic::AtomicU64::new(0),
             grants: Arc::default(),
+            vcs: None,
         }
+    }
+
+    /// Attaches the git work tree changes are staged in.
+    pub fn with_vcs(mut self, stager: crate::vcs::Stager) -> Gateway {
+        self.vcs = Some(Arc::new(stager));
+        self
+    }
+
+    /// The git work tree changes are staged in, if one was found at start.
+    pub fn vcs(&self) -> Option<&crate::vcs::Stager> {
+        self.vcs.as_deref()
     }
 
     /// Attaches the audit log.
@@ -248,6 +262,7 @@ impl Gateway {
                     .into(),
             );
         }
+        self.vcs_allows(&new)?;
         // The floor carries over, plus any gitleaks config the new policy names.
         let mut floor = old.floor().entries().to_vec();
         floor.extend(crate::policy::floor::entries_inside(
@@ -266,6 +281,25 @@ impl Gateway {
             a.set_policy_sha256(&hashes.1);
         }
         Ok(hashes)
+    }
+
+    /// `[vcs] stage` in a reloaded policy: git's files must stay out of the agent's
+    /// reach; a repository is only looked for at start.
+    fn vcs_allows(&self, new: &Policy) -> Result<(), String> {
+        if !new.vcs_stage() {
+            return Ok(());
+        }
+        match &self.vcs {
+            Some(v) => v
+                .check_policy(new, self.workspace.root_path())
+                .map_err(|e| e.to_string()),
+            None => {
+                tracing::warn!(
+                    "[vcs] stage = true in the reloaded policy, but no git work tree was found at start (or staging was off then): nothing is staged until a restart"
+                );
+                Ok(())
+            }
+        }
     }
 
     /// Records the result of a policy reload: a `reload` audit record with both hashes,
@@ -427,7 +461,8 @@ impl Gateway {
             return (result, lease);
         };
         let intent = facts.intent;
-        let note = match (&result, ctx.notifier.is_some()) {
+        let wanted = ctx.notifier.is_some() || (self.vcs.is_some() && pol.vcs_stage());
+        let note = match (&result, wanted) {
             (Ok(_), true) if op.is_mutating() => self.change_note(ctx, &op, &facts),
             _ => None,
         };
@@ -446,9 +481,14 @@ impl Gateway {
         };
         match appended {
             Ok(seq) => {
-                if let (Some(mut note), Some(sink)) = (note, &ctx.notifier) {
+                if let Some(mut note) = note {
                     note.seq = seq;
-                    sink.changed(&note);
+                    if let Some(sink) = &ctx.notifier {
+                        sink.changed(&note);
+                    }
+                    if pol.vcs_stage() {
+                        self.stage(&note);
+                    }
                 }
                 (result, lease)
             }
@@ -471,6 +511,24 @@ impl Gateway {
                 (Err(err), None)
             }
         }
+    }
+
+    /// Stages a change in git (`[vcs] stage`) and records what was done; a failure is
+    /// logged and recorded, never the request's (the change is made and recorded).
+    fn stage(&self, note: &ChangeNote) {
+        let Some(vcs) = &self.vcs else { return };
+        let started = Instant::now();
+        let staged = vcs.stage(note.op, &note.path, note.path2.as_ref());
+        if staged == crate::vcs::Staged::default() {
+            return;
+        }
+        if let Some(e) = &staged.error {
+            tracing::warn!(op = note.op, path = %note.path, "git staging failed: {e}");
+        }
+        let mut details = staged.details(note.op, &note.session, note.seq);
+        let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        details.insert("duration_us".into(), took.into());
+        self.record("vcs-stage", details);
     }
 
     /// What a request needs to put a question to a person.

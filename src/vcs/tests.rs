@@ -1,0 +1,76 @@
+use std::path::Path;
+
+use super::*;
+
+fn repo_with_subdir() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let top = dir.path().canonicalize().unwrap();
+    git2::Repository::init(&top).unwrap();
+    let ws = top.join("a/b");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(top.join("a/.gitignore"), "*.o\n").unwrap();
+    (dir, top, ws)
+}
+
+#[test]
+fn a_subdirectory_maps_to_repository_paths_and_needs_the_git_dir() {
+    let (_d, top, ws) = repo_with_subdir();
+    let s = Stager::discover(&ws).unwrap();
+    assert_eq!(s.workdir(), top);
+    let p = RelPath::parse_rooted("/x y/-z").unwrap();
+    assert_eq!(s.in_repo(&p), "a/b/x y/-z");
+    let (rw, ro) = s.grants(&ws);
+    assert_eq!(rw, [top.join(".git")]);
+    assert_eq!(ro, [top.join("a/.gitignore")]);
+    // At the root, the git dir is inside the workspace: no rule of its own.
+    let at_root = Stager::discover(&top).unwrap();
+    assert!(at_root.grants(&top).0.is_empty());
+}
+
+#[test]
+fn no_work_tree_inside_the_git_dir_or_outside_any_repo() {
+    let (_d, top, _ws) = repo_with_subdir();
+    let inside = top.join(".git/refs");
+    assert!(matches!(
+        Stager::discover(&inside),
+        Err(VcsError::NoWorkTree(_))
+    ));
+    let plain = tempfile::tempdir().unwrap();
+    let plain = plain.path().canonicalize().unwrap();
+    // Unless the temp dir itself lies in a repository.
+    if git2::Repository::discover(&plain).is_err() {
+        assert!(matches!(
+            Stager::discover(&plain),
+            Err(VcsError::NoWorkTree(_))
+        ));
+    }
+}
+
+fn policy(extra: &str) -> Policy {
+    let text = format!(
+        "version = 1\n{extra}\n[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"read\", \"write\", \"delete\", \"list\"]\npaths = [\"**\"]\n"
+    );
+    Policy::from_toml(&text, "test").unwrap()
+}
+
+#[test]
+fn the_policy_must_keep_git_files_from_the_agent() {
+    let (_d, top, _ws) = repo_with_subdir();
+    let s = Stager::discover(&top).unwrap();
+    assert!(
+        s.check_policy(&Policy::builtin_default().unwrap(), &top)
+            .is_ok()
+    );
+    assert!(s.check_policy(&policy(""), &top).is_ok());
+    let open = policy("[secrets]\nbuiltin = false");
+    let err = s.check_policy(&open, &top).unwrap_err().to_string();
+    assert!(
+        err.contains("`.git`") && err.contains("rule `all`"),
+        "{err}"
+    );
+    // Outside the workspace, the agent cannot reach it whatever the policy says.
+    assert!(
+        s.check_policy(&open, Path::new("/nonexistent-root"))
+            .is_ok()
+    );
+}
