@@ -23,6 +23,8 @@ fuzz_target!(|data: &[u8]| {
         transport: "mcp",
         peer: "fuzz".into(),
         scope: Default::default(),
+        asker: None,
+        notifier: None,
     };
     let out = fuzz::guard(data, MAX_LINE).expect("guard reads a slice");
     for (n, line) in out.split(|&b| b == b'\n').enumerate() {

@@ -34,6 +34,8 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         Incoming::Unsubscribe { .. } => {}
+        // A reply to a question: parsed, nothing to serve.
+        Incoming::Permission { .. } => {}
         Incoming::Op { head, op, base64 } => {
             let ctx = RequestCtx {
                 style: PathStyle::Rooted,
@@ -41,6 +43,8 @@ fuzz_target!(|data: &[u8]| {
                 transport: "ws",
                 peer: "fuzz".into(),
                 scope: Default::default(),
+                asker: None,
+                notifier: None,
             };
             let gw = gws.pick(data.len());
             let (v, lease) = match gw.serve_leased(&ctx, Request::Op(op)) {
