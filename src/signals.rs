@@ -9,6 +9,10 @@
 //! sigwait(2) and hands them to the runtime as messages. No handler runs inside another
 //! thread's code, and a signal that waited is taken as soon as that thread starts.
 //! Child processes get an empty mask ([`unblock_in_child`]).
+//!
+//! A SIGINT that was ignored when fsgate started (a script's `fsgate serve &`, which the
+//! shell starts with SIGINT ignored so that an interrupt at the terminal spares it) stays
+//! ignored: only SIGTERM stops such a gateway, as with any program started that way.
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 use tokio::sync::{mpsc, watch};
@@ -22,11 +26,34 @@ fn set() -> SigSet {
     s
 }
 
-/// Blocks SIGTERM, SIGINT and SIGHUP on this thread (and so on every thread it starts).
-/// Call first thing on the main thread, before any other thread exists.
+/// Whether SIGINT was ignored when the process started (see the module's text).
+static INT_IGNORED_AT_START: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Blocks SIGTERM, SIGINT and SIGHUP on this thread (and so on every thread it starts),
+/// and notes whether SIGINT came ignored. Call first thing on the main thread, before any
+/// other thread exists.
 pub fn hold() -> Result<(), String> {
     pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set()), None)
-        .map_err(|e| format!("cannot block signals during start-up: {e}"))
+        .map_err(|e| format!("cannot block signals during start-up: {e}"))?;
+    let ignored = int_ignored().map_err(|e| format!("cannot read SIGINT's disposition: {e}"))?;
+    INT_IGNORED_AT_START.store(ignored, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
+/// Whether SIGINT's disposition is "ignore" (queried, not changed).
+#[allow(unsafe_code)]
+fn int_ignored() -> std::io::Result<bool> {
+    let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: a null new action only reads the current one into `old`, which is sized
+    // for it; zeroed is a valid sigaction.
+    let rc = unsafe { libc::sigaction(libc::SIGINT, std::ptr::null(), old.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: sigaction succeeded, so it wrote the whole struct.
+    let old = unsafe { old.assume_init() };
+    Ok(old.sa_sigaction == libc::SIG_IGN)
 }
 
 /// The first SIGTERM or SIGINT, once one came.
@@ -60,6 +87,11 @@ pub fn listen() -> Result<(Stop, Reloads), String> {
                 match set.wait() {
                     Ok(Signal::SIGHUP) => {
                         let _ = hup_tx.try_send(());
+                    }
+                    Ok(Signal::SIGINT)
+                        if INT_IGNORED_AT_START.load(std::sync::atomic::Ordering::Relaxed) =>
+                    {
+                        tracing::info!("SIGINT ignored: it was ignored when fsgate started");
                     }
                     Ok(sig) => {
                         let name = if sig == Signal::SIGINT {

@@ -54,12 +54,13 @@ fn stop_once(mode: &str, sig: rustix::process::Signal, when: When) -> bool {
     );
     std::fs::create_dir(&ws).expect("workspace");
     let (sub, extra) = mode_args(mode);
-    // A runner that started this suite in the background (a script's `cmd &`, nohup)
-    // passes SIGINT on ignored, and a SIGINT landing before fsgate's `main` would then be
-    // dropped instead of ending the process: each run starts as from a terminal.
-    let mut child = Command::new("env")
-        .arg("--default-signal=INT,TERM")
-        .arg(bin())
+    // A runner that started this suite in the background (a script's `cmd &`) passes
+    // SIGINT on ignored, and fsgate keeps an inherited ignore: each run starts as from a
+    // terminal (the test process's own disposition is what the child inherits at fork).
+    if sig == rustix::process::Signal::INT {
+        sigint(libc::SIG_DFL);
+    }
+    let mut child = Command::new(bin())
         .arg(sub)
         .arg("--workspace")
         .arg(&ws)
@@ -105,6 +106,31 @@ fn stop_once(mode: &str, sig: rustix::process::Signal, when: When) -> bool {
     assert_eq!(out.status.code(), Some(0), "{what}");
     assert_log_ends_with_stop(&log, &what);
     true
+}
+
+/// Sets this (test) process's SIGINT disposition, which children inherit.
+#[allow(unsafe_code)]
+fn sigint(disposition: libc::sighandler_t) {
+    // SAFETY: SIG_DFL and SIG_IGN install no handler code; signal(2) only sets the
+    // disposition.
+    let old = unsafe { libc::signal(libc::SIGINT, disposition) };
+    assert_ne!(old, libc::SIG_ERR, "signal(SIGINT)");
+}
+
+/// Makes `cmd`'s child start with SIGINT ignored.
+#[allow(unsafe_code)]
+fn ignore_sigint_in_child(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: runs in the forked child before exec; signal(2) is async-signal-safe and
+    // installs no handler code.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::signal(libc::SIGINT, libc::SIG_IGN) == libc::SIG_ERR {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 fn assert_log_ends_with_stop(log: &Path, what: &str) {
@@ -170,4 +196,47 @@ fn sigterm_at_any_instant_stops_the_acp_proxy_cleanly() {
 #[test]
 fn sigint_at_any_instant_stops_serve_cleanly() {
     sweep("acp", rustix::process::Signal::INT);
+}
+
+#[test]
+fn a_sigint_ignored_at_start_stays_ignored_and_sigterm_still_stops() {
+    let dirs = tempfile::tempdir().expect("tempdir");
+    let (ws, log) = (
+        dirs.path().join("ws"),
+        dirs.path().join("audit/audit.jsonl"),
+    );
+    std::fs::create_dir(&ws).expect("workspace");
+    // As a script's `fsgate serve &` starts it: SIGINT ignored in the child alone (the
+    // test process's disposition is shared by the tests running beside this one).
+    let mut cmd = Command::new(bin());
+    ignore_sigint_in_child(&mut cmd);
+    let spawned = cmd
+        .args(["serve", "--workspace"])
+        .arg(&ws)
+        .arg("--audit-log")
+        .arg(&log)
+        .arg("--backup-dir")
+        .arg(dirs.path().join("backups"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = spawned.expect("spawn fsgate");
+    let t0 = std::time::Instant::now();
+    while !log.exists() {
+        assert!(t0.elapsed() < TIMEOUT, "no audit log appeared");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("SIGINT");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "fsgate stopped on a SIGINT it was started with ignored"
+    );
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let _stdin = child.stdin.take();
+    let out = wait_output(&mut child, STOP_TIMEOUT);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_log_ends_with_stop(&log, "SIGINT ignored, then SIGTERM");
 }
