@@ -171,6 +171,22 @@ pub struct AskCtx {
     proposed: Option<Proposed>,
     /// (rule, class) this request was already allowed for: asked once per request.
     allowed: Vec<(String, String)>,
+    /// A change's request: its write and delete questions wait in `pending` until the
+    /// change is about to be made, so a request a later check refuses asks nobody.
+    defer: bool,
+    pending: Vec<Pending>,
+}
+
+/// A question put off until the change is about to be made.
+#[derive(Debug)]
+struct Pending {
+    rule: String,
+    reason: String,
+    waived: Vec<String>,
+    op: &'static str,
+    class: &'static str,
+    path: RelPath,
+    shown: String,
 }
 
 impl AskCtx {
@@ -191,7 +207,15 @@ impl AskCtx {
             root,
             proposed,
             allowed: Vec::new(),
+            defer: false,
+            pending: Vec::new(),
         }
+    }
+
+    /// Puts off the write and delete questions of a change (see [`settle_pending`]).
+    pub(crate) fn deferring(mut self, defer: bool) -> AskCtx {
+        self.defer = defer;
+        self
     }
 
     /// A request with nobody to ask: every ask is refused.
@@ -236,8 +260,10 @@ impl AskRecord {
     }
 }
 
-/// Settles an ask decision: Ok if a person allowed it (now, earlier in this request, or
-/// for the session), else the refusal naming the rule. `asked` gets what happened.
+/// Settles an ask decision: Ok(true) if a person allowed it (now, earlier in this
+/// request, or for the session), else the refusal naming the rule. `asked` gets what
+/// happened. A change's write or delete question is only noted here (Ok(false)), and put
+/// by [`settle_pending`] once every other check of the change has passed.
 pub(crate) fn settle(
     ctx: &mut AskCtx,
     d: &Decision<'_>,
@@ -245,11 +271,71 @@ pub(crate) fn settle(
     path: &RelPath,
     shown: &str,
     asked: &mut Vec<AskRecord>,
-) -> Result<(), GatewayError> {
+) -> Result<bool, GatewayError> {
     // Callers name an operation (`edit`, `rm`) or a class: asked once per rule and class,
     // a write's edit check and its size check are the same question.
     let class = crate::policy::Access::parse(class).map_or(class, |a| a.primary().as_str());
-    let rule = d.rule.to_string();
+    let deferred = match class {
+        "write" => Some("write"),
+        "delete" => Some("delete"),
+        _ => None,
+    };
+    if let Some(class) = deferred.filter(|_| ctx.defer) {
+        if !ctx
+            .pending
+            .iter()
+            .any(|p| p.rule == d.rule && p.class == class)
+        {
+            ctx.pending.push(Pending {
+                rule: d.rule.to_owned(),
+                reason: d.reason.to_string(),
+                waived: d.waived.iter().map(|w| (*w).to_owned()).collect(),
+                op,
+                class,
+                path: path.clone(),
+                shown: shown.to_owned(),
+            });
+        }
+        return Ok(false);
+    }
+    put(ctx, (d.rule, &d.reason), (op, class), (path, shown), asked).map(|()| true)
+}
+
+/// Puts the questions [`settle`] put off, in the order they arose; the first one not
+/// allowed refuses the change. Each one allowed is passed to `decided`.
+pub(crate) fn settle_pending(
+    ctx: &mut AskCtx,
+    asked: &mut Vec<AskRecord>,
+    mut decided: impl FnMut(&Decision<'_>),
+) -> Result<(), GatewayError> {
+    for p in std::mem::take(&mut ctx.pending) {
+        let reason = p.reason.as_str();
+        put(
+            ctx,
+            (&p.rule, reason),
+            (p.op, p.class),
+            (&p.path, &p.shown),
+            asked,
+        )?;
+        decided(&Decision {
+            effect: crate::policy::Effect::Ask,
+            rule: &p.rule,
+            reason: reason.into(),
+            waived: p.waived.iter().map(String::as_str).collect(),
+        });
+    }
+    Ok(())
+}
+
+/// Asks (unless already allowed in this request or the session) and records the answer.
+fn put(
+    ctx: &mut AskCtx,
+    (rule, reason): (&str, &str),
+    (op, class): (&'static str, &str),
+    (path, shown): (&RelPath, &str),
+    asked: &mut Vec<AskRecord>,
+) -> Result<(), GatewayError> {
+    let rule = rule.to_string();
     if ctx.allowed.iter().any(|(r, c)| *r == rule && c == class) {
         return Ok(());
     }
@@ -269,7 +355,7 @@ pub(crate) fn settle(
                 path: shown.to_owned(),
                 abs_path: ctx.root.join(path.as_str()),
                 rule: rule.clone(),
-                reason: d.reason.to_string(),
+                reason: reason.to_string(),
                 proposed: ctx.proposed.clone(),
                 session: ctx.session.clone(),
             };
@@ -293,8 +379,7 @@ pub(crate) fn settle(
     }
     Err(GatewayError::Refused {
         reason: format!(
-            "{class} of `{path}` needs a person's approval ({}), and {}",
-            d.reason,
+            "{class} of `{path}` needs a person's approval ({reason}), and {}",
             answer.refusal(ctx.timeout)
         ),
         rule,

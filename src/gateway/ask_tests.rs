@@ -361,3 +361,40 @@ fn paths_no_ask_rule_covers_ask_nobody() {
     assert_eq!(fake.count(), 0);
     assert!(e.requests().iter().all(|r| r["details"]["asked"].is_null()));
 }
+
+#[test]
+fn a_write_the_size_rules_refuse_asks_nobody() {
+    let e = env();
+    let fake = Fake::new(Answer::AllowOnce);
+    let big = "x".repeat(1_000_001);
+    let err = e
+        .write(&ctx("s1", Some(fake.clone())), ".github/ci.yml", &big)
+        .expect_err("the size rule denies it");
+    assert_eq!(err.rule(), Some("huge-read-only"), "{err:?}");
+    assert_eq!(
+        fake.count(),
+        0,
+        "nobody is asked about a write refused anyway"
+    );
+    let rec = e.requests().pop().expect("record");
+    assert!(rec["details"]["asked"].is_null(), "{rec}");
+    assert_eq!(e.content(".github/ci.yml"), "on: push\n");
+}
+
+#[test]
+fn a_rename_to_a_denied_destination_asks_nobody_about_its_source() {
+    let e = env();
+    let fake = Fake::new(Answer::AllowOnce);
+    let op = Op::Rename {
+        from: e.abs(".github/ci.yml"),
+        to: e.abs("prod/ci.yml"),
+    };
+    let err =
+        e.gw.handle(&ctx("s1", Some(fake.clone())), op)
+            .0
+            .expect_err("the deny wins");
+    assert_eq!(err.rule(), Some("no-prod"), "{err:?}");
+    assert_eq!(fake.count(), 0, "the source's question is not put");
+    let rec = e.requests().pop().expect("record");
+    assert!(rec["details"]["asked"].is_null(), "{rec}");
+}

@@ -454,6 +454,9 @@ impl Gateway {
             Ok(()) => self.execute(&pol, ctx, &op, &mut facts),
             Err(e) => Err(e),
         };
+        // A change that made none (mkdir -p of a directory there) still answers to its
+        // questions: nothing an ask rule covers succeeds without a person.
+        let result = result.and_then(|out| Self::settle_pending(&mut facts).map(|()| out));
         facts.finish(&result, started.elapsed());
         tracing::debug!(op = op.name(), session = %ctx.session, outcome = %facts.outcome, rule = ?facts.rule, "request");
         let lease = facts.lease.take().filter(|_| result.is_ok());
@@ -542,6 +545,7 @@ impl Gateway {
             self.workspace.root_path().to_path_buf(),
             proposed,
         )
+        .deferring(op.is_mutating())
     }
 
     /// The note of a change just made, for the door's notifier.
@@ -566,6 +570,7 @@ impl Gateway {
         ctx: &RequestCtx,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
+        Self::settle_pending(facts)?;
         let Some(audit) = &self.audit else {
             return Ok(());
         };
@@ -768,10 +773,22 @@ impl Gateway {
         // No context: a request that began before a reload brought ask rules.
         let ask = facts.ask.get_or_insert_with(ask::AskCtx::unaskable);
         let op = facts.op;
-        let settled = ask::settle(ask, d, (op, what), path, shown, &mut facts.asked);
-        if settled.is_ok() {
+        if ask::settle(ask, d, (op, what), path, shown, &mut facts.asked)? {
             facts.decided(d);
         }
+        Ok(())
+    }
+
+    /// Puts the questions a change put off ([`ask::settle_pending`]): called before the
+    /// change's first side effect (a backup, its intent), after every other check.
+    pub(crate) fn settle_pending(facts: &mut Facts) -> Result<(), GatewayError> {
+        let Some(mut ask) = facts.ask.take() else {
+            return Ok(());
+        };
+        let mut asked = std::mem::take(&mut facts.asked);
+        let settled = ask::settle_pending(&mut ask, &mut asked, |d| facts.decided(d));
+        facts.asked = asked;
+        facts.ask = Some(ask);
         settled
     }
 
