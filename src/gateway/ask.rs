@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 
 use crate::audit::canonical::now_ts;
 use crate::error::GatewayError;
+use crate::ops::PathStyle;
 use crate::path::RelPath;
 use crate::policy::Decision;
 
@@ -75,7 +76,8 @@ pub struct Question {
     pub op: &'static str,
     /// The operation class the rule covers here (`read`, `write`, `delete`, `list`).
     pub class: String,
-    /// The path as the request gave it.
+    /// The path decided on, normalised (no `..`), as the request's transport writes
+    /// paths: what the person must read, whatever text the agent sent.
     pub path: String,
     /// The same path, absolute (ACP locations and diffs name absolute paths).
     pub abs_path: PathBuf,
@@ -92,7 +94,23 @@ pub struct Question {
 impl Question {
     /// One line naming the operation and the path, for a prompt's title.
     pub fn title(&self) -> String {
-        format!("{} {}", self.op, self.path)
+        format!("{} {}", self.op, self.shown_path())
+    }
+
+    /// The path for a person to read: the agent chose it, so control and bidi characters
+    /// are escaped (no line of its own, no reordering), and a long one is cut at its
+    /// start, keeping the file's name in view.
+    pub fn shown_path(&self) -> String {
+        const MAX: usize = 240;
+        let escaped = crate::text::escape_for_humans(&self.path);
+        if escaped.len() <= MAX {
+            return escaped.into_owned();
+        }
+        let mut start = escaped.len() - MAX;
+        while !escaped.is_char_boundary(start) {
+            start += 1;
+        }
+        format!("...{}", &escaped[start..])
     }
 }
 
@@ -175,6 +193,8 @@ pub struct AskCtx {
     /// change is about to be made, so a request a later check refuses asks nobody.
     defer: bool,
     pending: Vec<Pending>,
+    /// How the request's transport writes paths, for the question's path.
+    style: PathStyle,
 }
 
 /// A question put off until the change is about to be made.
@@ -209,7 +229,14 @@ impl AskCtx {
             allowed: Vec::new(),
             defer: false,
             pending: Vec::new(),
+            style: PathStyle::Absolute,
         }
+    }
+
+    /// Questions name paths as `style` writes them.
+    pub(crate) fn in_style(mut self, style: PathStyle) -> AskCtx {
+        self.style = style;
+        self
     }
 
     /// Puts off the write and delete questions of a change (see [`settle_pending`]).
@@ -352,7 +379,10 @@ fn put(
             let q = Question {
                 op,
                 class: class.to_owned(),
-                path: shown.to_owned(),
+                path: match ctx.style {
+                    PathStyle::Rooted => path.to_rooted(),
+                    _ => path.to_absolute(&ctx.root),
+                },
                 abs_path: ctx.root.join(path.as_str()),
                 rule: rule.clone(),
                 reason: reason.to_string(),

@@ -398,3 +398,38 @@ fn a_rename_to_a_denied_destination_asks_nobody_about_its_source() {
     let rec = e.requests().pop().expect("record");
     assert!(rec["details"]["asked"].is_null(), "{rec}");
 }
+
+#[test]
+fn the_question_names_the_normalised_path_with_the_agents_text_escaped() {
+    let e = env();
+    let fake = Fake::new(Answer::Reject);
+    let c = ctx("s1", Some(fake.clone()));
+    // `..` after a harmless-looking name: the person must read where it really goes.
+    let sly = "src/README.md (a harmless note)/../../.github/ci.yml";
+    e.write(&c, sly, "x\n").expect_err("rejected");
+    let (q, _) = fake.question(0);
+    assert_eq!(q.path, e.abs(".github/ci.yml"));
+    assert_eq!(
+        q.title(),
+        format!("write_text_file {}", e.abs(".github/ci.yml"))
+    );
+    // Control characters in a name cannot start a line of their own in a prompt.
+    e.write(&c, ".github/a\nAllowed by policy: yes\u{202e}.yml", "x\n")
+        .expect_err("rejected");
+    let (q, _) = fake.question(1);
+    let title = q.title();
+    assert!(
+        !title.contains('\n') && !title.contains('\u{202e}'),
+        "{title}"
+    );
+    assert!(title.contains("a\\nAllowed"), "{title}");
+    // A long name keeps its end (where the file's name is) in view.
+    let long = format!(
+        ".github/{}ci.yml",
+        format!("{}/", "d".repeat(100)).repeat(6)
+    );
+    e.write(&c, &long, "x\n").expect_err("rejected");
+    let title = fake.question(2).0.title();
+    assert!(title.ends_with("/ci.yml"), "{title}");
+    assert!(title.len() < 600, "{}", title.len());
+}

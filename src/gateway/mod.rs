@@ -546,6 +546,7 @@ impl Gateway {
             proposed,
         )
         .deferring(op.is_mutating())
+        .in_style(ctx.style)
     }
 
     /// The note of a change just made, for the door's notifier.

@@ -151,7 +151,7 @@ fn params(q: &Question) -> Result<ElicitRequestParams, serde_json::Error> {
 /// What the person reads: the operation, the path, the rule, the proposed text. What
 /// the agent chose (the path, the text) is escaped, so it cannot pose as fsgate's words.
 fn message(q: &Question) -> String {
-    let path = escape_for_humans(&crate::gateway::clip(&q.path)).into_owned();
+    let path = q.shown_path();
     let mut m = format!(
         "fsgate: may the agent {class} `{path}`? (operation {op})\nRule `{rule}` needs a person's approval: {reason}",
         op = q.op,
