@@ -433,3 +433,28 @@ fn the_question_names_the_normalised_path_with_the_agents_text_escaped() {
     assert!(title.ends_with("/ci.yml"), "{title}");
     assert!(title.len() < 600, "{}", title.len());
 }
+
+#[test]
+fn the_log_with_questions_verifies_and_the_intent_carries_the_answer() {
+    let e = env();
+    let yes = Fake::new(Answer::AllowOnce);
+    e.write(&ctx("s1", Some(yes)), ".github/ci.yml", "a\n")
+        .expect("allowed");
+    let no = Fake::new(Answer::Reject);
+    e.write(&ctx("s1", Some(no)), ".github/ci.yml", "b\n")
+        .expect_err("rejected");
+    let log = std::fs::read_to_string(&e.log).expect("log");
+    let intent: Value = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("record"))
+        .find(|r| r["kind"] == "intent")
+        .expect("an intent");
+    assert_eq!(
+        intent["details"]["asked"][0]["answer"], "allow_once",
+        "{intent}"
+    );
+    let opts = crate::audit::verify::VerifyOptions::default();
+    let dir = e.log.parent().expect("dir").to_path_buf();
+    let rep = crate::audit::verify::verify_paths(&[dir], &opts);
+    assert_eq!(rep.exit_code(), 0, "{rep:?}");
+}
