@@ -233,6 +233,14 @@ impl AskCtx {
         }
     }
 
+    /// `from` leads to `to` (a symlink on the way): a question put off about `from` is
+    /// asked about `to`, the entry the change really touches.
+    pub(crate) fn retarget(&mut self, from: &RelPath, to: &RelPath) {
+        for p in self.pending.iter_mut().filter(|p| p.path == *from) {
+            p.path = to.clone();
+        }
+    }
+
     /// Questions name paths as `style` writes them.
     pub(crate) fn in_style(mut self, style: PathStyle) -> AskCtx {
         self.style = style;

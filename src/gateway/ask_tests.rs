@@ -458,3 +458,18 @@ fn the_log_with_questions_verifies_and_the_intent_carries_the_answer() {
     let rep = crate::audit::verify::verify_paths(&[dir], &opts);
     assert_eq!(rep.exit_code(), 0, "{rep:?}");
 }
+
+#[test]
+fn a_write_through_a_symlink_asks_about_the_file_it_changes() {
+    let e = env();
+    std::fs::create_dir(e.root.join(".github/workflows")).expect("dir");
+    std::fs::write(e.root.join(".github/workflows/ci.yml"), "on: push\n").expect("file");
+    std::os::unix::fs::symlink("workflows/ci.yml", e.root.join(".github/notes.yml")).expect("link");
+    let fake = Fake::new(Answer::AllowOnce);
+    e.write(&ctx("s1", Some(fake.clone())), ".github/notes.yml", "x\n")
+        .expect("allowed");
+    assert_eq!(fake.count(), 1, "one rule, one question");
+    let (q, _) = fake.question(0);
+    assert_eq!(q.path, e.abs(".github/workflows/ci.yml"), "where it lands");
+    assert_eq!(q.abs_path, e.root.join(".github/workflows/ci.yml"));
+}

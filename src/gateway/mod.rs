@@ -849,6 +849,9 @@ impl Gateway {
             .map_err(|e| ws_error(e, &rp.shown))?;
         if res.real != rp.rel {
             Self::in_roots(rp, &res.real, facts)?;
+            if let Some(ask) = facts.ask.as_mut() {
+                ask.retarget(&rp.rel, &res.real);
+            }
             Self::check(pol, class, &res.real, kind, &rp.shown, facts)?;
         }
         Ok(res)
