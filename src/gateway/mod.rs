@@ -464,6 +464,7 @@ impl Gateway {
             return (result, lease);
         };
         let intent = facts.intent;
+        let real = facts.real.clone();
         let wanted = ctx.notifier.is_some() || (self.vcs.is_some() && pol.vcs_stage());
         let note = match (&result, wanted) {
             (Ok(_), true) if op.is_mutating() => self.change_note(ctx, &op, &facts),
@@ -490,7 +491,7 @@ impl Gateway {
                         sink.changed(&note);
                     }
                     if pol.vcs_stage() {
-                        self.stage(&note);
+                        self.stage(&Self::at_real(note, real));
                     }
                 }
                 (result, lease)
@@ -532,6 +533,22 @@ impl Gateway {
         let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         details.insert("duration_us".into(), took.into());
         self.record("vcs-stage", details);
+    }
+
+    /// `note` naming the entries that really changed (a symlink on the way followed):
+    /// git stages those, not a link that did not change.
+    fn at_real(
+        mut note: ChangeNote,
+        (real, real2): (Option<String>, Option<String>),
+    ) -> ChangeNote {
+        let parse = |p: String| RelPath::parse_rooted(&format!("/{p}")).ok();
+        if let Some(p) = real.and_then(parse) {
+            note.path = p;
+        }
+        if let Some(p) = real2.and_then(parse).filter(|_| note.path2.is_some()) {
+            note.path2 = Some(p);
+        }
+        note
     }
 
     /// What a request needs to put a question to a person.

@@ -30,6 +30,7 @@ impl Gateway {
             EntryKind::File,
             facts,
         )?;
+        facts.real.0 = Some(res.real.as_str().to_string());
         let limit = pol.limits().max_write_bytes;
         if content.len() as u64 > limit {
             return Err(GatewayError::Limit {
@@ -95,6 +96,7 @@ impl Gateway {
             EntryKind::File,
             facts,
         )?;
+        facts.real.0 = Some(res.real.as_str().to_string());
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
         // The record names the write rule that allowed the edit, not the read rule.
         facts.decided(&pol.decide(OpClass::Write, &res.real, EntryKind::File));

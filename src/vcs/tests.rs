@@ -74,3 +74,54 @@ fn the_policy_must_keep_git_files_from_the_agent() {
             .is_ok()
     );
 }
+
+/// A write through a symlink changes the file it leads to: that file is staged.
+#[test]
+fn a_write_through_a_symlink_stages_the_file_it_changed() {
+    use crate::ops::{Op, PathStyle, RequestCtx};
+    let dir = tempfile::tempdir().unwrap();
+    let top = dir.path().canonicalize().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    git2::Repository::init(&top).unwrap();
+    std::fs::write(top.join("README.md"), "old\n").unwrap();
+    std::fs::create_dir(top.join("docs")).unwrap();
+    std::os::unix::fs::symlink("../README.md", top.join("docs/readme.md")).unwrap();
+    let pol = crate::policy::Policy::from_toml(
+        "version = 1\n[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"**\"]\n[vcs]\nstage = true\n",
+        "vcs-test",
+    )
+    .unwrap();
+    let log = state.path().join("audit.jsonl");
+    let opts = crate::audit::OpenOptions::default();
+    let settings = crate::audit::AuditSettings::default();
+    let audit = crate::audit::AuditLog::open(&log, &settings, pol.sha256(), opts).unwrap();
+    let ws = crate::workspace::Workspace::open(&top).unwrap();
+    let gw = crate::gateway::Gateway::new(pol, ws)
+        .with_audit(audit)
+        .with_vcs(Stager::discover(&top).unwrap());
+    let ctx = RequestCtx {
+        style: PathStyle::Rooted,
+        session: "s1".into(),
+        transport: "ws",
+        peer: "test".into(),
+        scope: Default::default(),
+        asker: None,
+        notifier: None,
+    };
+    let op = Op::WriteText {
+        path: "/docs/readme.md".into(),
+        content: "new\n".into(),
+    };
+    gw.serve(&ctx, crate::gateway::Request::Op(op)).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(top.join("README.md")).unwrap(),
+        "new\n"
+    );
+    let repo = git2::Repository::open(&top).unwrap();
+    let index = repo.index().unwrap();
+    let entry = index
+        .get_path(Path::new("README.md"), 0)
+        .expect("README.md staged");
+    let blob = repo.find_blob(entry.id).unwrap();
+    assert_eq!(blob.content(), b"new\n");
+}
