@@ -99,8 +99,17 @@ pub fn permission_request(id: &str, q: &Question) -> Value {
 }
 
 /// The answer an editor's response carries: a selected option by its kind; anything
-/// else (cancelled, an error, an unknown option) is a no.
+/// else (cancelled, an unknown option) is a no. An error is no person's answer (an
+/// editor without the method): unanswered, refused all the same.
 pub fn answer_of(response: &Value) -> Answer {
+    if let Some(err) = response.get("error") {
+        let msg = err["message"].as_str().unwrap_or_default();
+        return Answer::Unanswered(format!(
+            "the editor answered with error {}: {}",
+            err["code"],
+            crate::gateway::clip(&crate::text::escape_for_humans(msg))
+        ));
+    }
     let outcome = &response["result"]["outcome"];
     if outcome["outcome"] != "selected" {
         return Answer::Reject;
@@ -351,8 +360,11 @@ mod tests {
         assert_eq!(answer_of(&sel("something-else")), Answer::Reject);
         let cancelled = json!({"result": {"outcome": {"outcome": "cancelled"}}});
         assert_eq!(answer_of(&cancelled), Answer::Reject);
-        let error = json!({"error": {"code": -32603, "message": "no"}});
-        assert_eq!(answer_of(&error), Answer::Reject);
+        let error = json!({"error": {"code": -32601, "message": "no such method"}});
+        assert_eq!(
+            answer_of(&error),
+            Answer::Unanswered("the editor answered with error -32601: no such method".into())
+        );
     }
 
     fn question() -> Question {

@@ -98,8 +98,14 @@ impl Asker for Elicit {
 fn answer_of(answered: Result<ClientResult, ServiceError>) -> Answer {
     match answered {
         Ok(ClientResult::ElicitResult(r)) => decision(&r),
-        // A result of another shape, or the client's error: no yes.
-        Ok(_) | Err(ServiceError::McpError(_) | ServiceError::UnexpectedResponse) => Answer::Reject,
+        // A result of another shape: no yes.
+        Ok(_) | Err(ServiceError::UnexpectedResponse) => Answer::Reject,
+        // The client's error is no person's answer (say, a client that cannot show forms).
+        Err(ServiceError::McpError(e)) => Answer::Unanswered(format!(
+            "the MCP client answered the elicitation with error {}: {}",
+            e.code.0,
+            crate::gateway::clip(&escape_for_humans(&e.message))
+        )),
         Err(ServiceError::Timeout { .. }) => Answer::Timeout,
         Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
             Answer::Unanswered("the MCP connection closed before an answer came".into())
@@ -233,6 +239,19 @@ mod tests {
             decision(&result(ElicitationAction::Cancel, allow)),
             Answer::Reject
         );
+    }
+
+    #[test]
+    fn a_clients_error_is_unanswered_not_a_persons_no() {
+        let err = rmcp::model::ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            "no forms here",
+            None,
+        );
+        match answer_of(Err(ServiceError::McpError(err))) {
+            Answer::Unanswered(why) => assert!(why.contains("no forms here"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
