@@ -4,7 +4,8 @@
 //! The form has one required choice, `decision`: `allow_once`, `allow_always` (same rule,
 //! same operation class, rest of the session) or `reject_once`, preselected on reject so
 //! a client that accepts its defaults unseen allows nothing. `accept` with a choice is the
-//! answer; `decline`, `cancel`, an error or an unknown choice is a rejection; no answer
+//! answer; `decline`, `cancel` or an unknown choice is a rejection; the client's error
+//! is no person's answer (unanswered); no answer
 //! within the policy's timeout is a timeout (the request is cancelled); a closed
 //! connection leaves it unanswered.
 //!
