@@ -207,6 +207,10 @@ struct Pending {
     class: &'static str,
     path: RelPath,
     shown: String,
+    /// The last path the question arose for, and how many others than `path` it
+    /// covers (a directory's entries): the person is told, not shown one of many.
+    last: RelPath,
+    more: usize,
 }
 
 impl AskCtx {
@@ -316,11 +320,13 @@ pub(crate) fn settle(
         _ => None,
     };
     if let Some(class) = deferred.filter(|_| ctx.defer) {
-        if !ctx
-            .pending
-            .iter()
-            .any(|p| p.rule == d.rule && p.class == class)
-        {
+        let same = |p: &&mut Pending| p.rule == d.rule && p.class == class;
+        if let Some(p) = ctx.pending.iter_mut().find(same) {
+            if p.path != *path && p.last != *path {
+                p.more += 1;
+            }
+            p.last = path.clone();
+        } else {
             ctx.pending.push(Pending {
                 rule: d.rule.to_owned(),
                 reason: d.reason.to_string(),
@@ -329,6 +335,8 @@ pub(crate) fn settle(
                 class,
                 path: path.clone(),
                 shown: shown.to_owned(),
+                last: path.clone(),
+                more: 0,
             });
         }
         return Ok(false);
@@ -345,9 +353,20 @@ pub(crate) fn settle_pending(
 ) -> Result<(), GatewayError> {
     for p in std::mem::take(&mut ctx.pending) {
         let reason = p.reason.as_str();
+        let told = match p.more {
+            0 => reason.to_owned(),
+            1 => format!(
+                "{reason}; this {} also covers 1 more entry under the rule",
+                p.op
+            ),
+            n => format!(
+                "{reason}; this {} also covers {n} more entries under the rule",
+                p.op
+            ),
+        };
         put(
             ctx,
-            (&p.rule, reason),
+            (&p.rule, &told),
             (p.op, p.class),
             (&p.path, &p.shown),
             asked,

@@ -473,3 +473,27 @@ fn a_write_through_a_symlink_asks_about_the_file_it_changes() {
     assert_eq!(q.path, e.abs(".github/workflows/ci.yml"), "where it lands");
     assert_eq!(q.abs_path, e.root.join(".github/workflows/ci.yml"));
 }
+
+#[test]
+fn a_question_for_many_entries_says_how_many_more_it_covers() {
+    let e = env();
+    std::fs::write(e.root.join(".github/release.yml"), "x\n").expect("file");
+    let fake = Fake::new(Answer::AllowOnce);
+    let rm = Op::Rm {
+        path: e.abs(".github"),
+        recursive: true,
+    };
+    e.gw.handle(&ctx("s1", Some(fake.clone())), rm)
+        .0
+        .expect("allowed");
+    assert_eq!(fake.count(), 1, "one question for the rule");
+    let (q, _) = fake.question(0);
+    assert_eq!(q.path, e.abs(".github"));
+    assert!(
+        q.reason
+            .ends_with("; this rm also covers 2 more entries under the rule"),
+        "{}",
+        q.reason
+    );
+    assert!(!e.root.join(".github").exists());
+}
