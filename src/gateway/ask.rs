@@ -9,7 +9,12 @@
 //!
 //! "Allow for this session" holds for the same rule and the same operation class in the
 //! same session, until the gateway stops; a reloaded policy keeps it only while the rule
-//! still asks.
+//! of that id is unchanged ([`crate::policy::Rule::same_scope`]).
+//!
+//! A change's `write` and `delete` questions are put last, once every other check of the
+//! change passed (just before its first backup or its intent): a change a limit, a size
+//! or content rule or a deny refuses anyway asks nobody. A read's are put at once (what
+//! it would read must not answer anything before a person allowed it).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -166,6 +171,13 @@ impl Grants {
     fn has(&self, session: &str, rule: &str, class: &str) -> bool {
         let key = (session.to_owned(), rule.to_owned(), class.to_owned());
         self.0.lock().is_ok_and(|g| g.contains(&key))
+    }
+
+    /// Keeps the grants of the rules `same` says still mean what they meant (a reload).
+    pub(crate) fn retain(&self, same: impl Fn(&str) -> bool) {
+        if let Ok(mut g) = self.0.lock() {
+            g.retain(|(_, rule, _)| same(rule));
+        }
     }
 
     fn add(&self, session: &str, rule: &str, class: &str) {

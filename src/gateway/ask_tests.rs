@@ -497,3 +497,23 @@ fn a_question_for_many_entries_says_how_many_more_it_covers() {
     );
     assert!(!e.root.join(".github").exists());
 }
+
+#[test]
+fn a_session_grant_ends_when_a_reload_changes_its_rule() {
+    let e = env();
+    let fake = Fake::new(Answer::AllowSession);
+    let s1 = ctx("s1", Some(fake.clone()));
+    e.write(&s1, ".github/ci.yml", "one\n").expect("first");
+    // The same policy again: the grant holds.
+    e.gw.reload(Policy::from_toml(POLICY, "same").expect("policy"))
+        .expect("reload");
+    e.write(&s1, ".github/ci.yml", "two\n").expect("granted");
+    assert_eq!(fake.count(), 1);
+    // The rule, same id, now reaches `src` too: what was granted is not what it covers.
+    let wider = POLICY.replace(r#"paths = [".github"]"#, r#"paths = [".github", "src"]"#);
+    e.gw.reload(Policy::from_toml(&wider, "wider").expect("policy"))
+        .expect("reload");
+    e.write(&s1, "src/a.rs", "x\n")
+        .expect("asked again, allowed");
+    assert_eq!(fake.count(), 2, "the widened rule asks again");
+}

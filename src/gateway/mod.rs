@@ -275,6 +275,12 @@ impl Gateway {
             Ok(p) => p,
             Err(poisoned) => poisoned.into_inner(),
         };
+        // "Allow for this session" was given for a rule as it was: a rule changed (or
+        // gone) under the same id is asked about again.
+        self.grants.retain(|id| match (old.rule(id), new.rule(id)) {
+            (Some(a), Some(b)) => a.same_scope(b),
+            _ => false,
+        });
         *slot = Arc::new(new);
         // Under the lock, so that no request sees the new policy before the log does.
         if let Some(a) = &self.audit {
