@@ -249,6 +249,11 @@ impl AskCtx {
         }
     }
 
+    /// True if questions were put off (see [`settle_pending`]).
+    pub(crate) fn waits(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// `from` leads to `to` (a symlink on the way): a question put off about `from` is
     /// asked about `to`, the entry the change really touches.
     pub(crate) fn retarget(&mut self, from: &RelPath, to: &RelPath) {

@@ -517,3 +517,35 @@ fn a_session_grant_ends_when_a_reload_changes_its_rule() {
         .expect("asked again, allowed");
     assert_eq!(fake.count(), 2, "the widened rule asks again");
 }
+
+/// Allows, after changing `file` the way a person at the editor might while asked.
+#[derive(Debug)]
+struct Meddler(PathBuf);
+
+impl Asker for Meddler {
+    fn ask(&self, _q: &Question, _timeout: Duration) -> Answer {
+        std::fs::write(&self.0, "on: [push, schedule]\n").expect("meddle");
+        Answer::AllowOnce
+    }
+}
+
+#[test]
+fn an_edit_of_a_file_changed_while_the_person_was_asked_changes_nothing() {
+    let e = env();
+    let c = RequestCtx {
+        asker: Some(Arc::new(Meddler(e.root.join(".github/ci.yml")))),
+        ..ctx("s1", None)
+    };
+    let op = Op::Edit {
+        path: e.abs(".github/ci.yml"),
+        old_text: "on:".into(),
+        new_text: "'on':".into(),
+    };
+    let err = e.gw.handle(&c, op).0.expect_err("the file changed");
+    assert!(err.message().contains("changed while"), "{}", err.message());
+    assert_eq!(
+        e.content(".github/ci.yml"),
+        "on: [push, schedule]\n",
+        "kept"
+    );
+}
