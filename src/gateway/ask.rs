@@ -300,6 +300,16 @@ pub struct AskRecord {
 }
 
 impl AskRecord {
+    /// The rule asked about.
+    pub fn rule(&self) -> &str {
+        &self.rule
+    }
+
+    /// True if a person was put the question (not an earlier grant answering it).
+    pub fn put_to_person(&self) -> bool {
+        self.answer != "allowed_for_session"
+    }
+
     /// The record as `details.asked[]` holds it.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();

@@ -549,3 +549,53 @@ fn an_edit_of_a_file_changed_while_the_person_was_asked_changes_nothing() {
         "kept"
     );
 }
+
+/// Reloads the policy (all asks turned deny) while the person is asked, then allows.
+struct Reloader(Mutex<Option<Arc<Gateway>>>);
+
+impl std::fmt::Debug for Reloader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reloader")
+    }
+}
+
+impl Asker for Reloader {
+    fn ask(&self, _q: &Question, _timeout: Duration) -> Answer {
+        if let Some(gw) = self.0.lock().expect("gw").take() {
+            let stricter = POLICY.replace(r#"effect = "ask""#, r#"effect = "deny""#);
+            gw.reload(Policy::from_toml(&stricter, "stricter").expect("policy"))
+                .expect("reload");
+        }
+        Answer::AllowOnce
+    }
+}
+
+#[test]
+fn a_change_whose_policy_was_reloaded_while_the_person_was_asked_is_not_made() {
+    let Env {
+        gw,
+        root,
+        _ws,
+        _state,
+        ..
+    } = env();
+    let gw = Arc::new(gw);
+    let asker = Arc::new(Reloader(Mutex::new(Some(Arc::clone(&gw)))));
+    let c = RequestCtx {
+        asker: Some(asker),
+        ..ctx("s1", None)
+    };
+    let op = Op::WriteText {
+        path: root.join(".github/ci.yml").to_string_lossy().into_owned(),
+        content: "x\n".into(),
+    };
+    let err = gw
+        .handle(&c, op)
+        .0
+        .expect_err("the policy now in force denies it");
+    assert!(err.message().contains("reloaded"), "{}", err.message());
+    assert_eq!(
+        std::fs::read_to_string(root.join(".github/ci.yml")).expect("read"),
+        "on: push\n"
+    );
+}

@@ -595,6 +595,7 @@ impl Gateway {
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
         Self::settle_pending(facts)?;
+        self.same_policy_since_asked(pol, facts)?;
         let Some(audit) = &self.audit else {
             return Ok(());
         };
@@ -608,6 +609,22 @@ impl Gateway {
         })?;
         facts.intent = Some(receipt.seq);
         Ok(())
+    }
+
+    /// A person may take minutes: a change they allowed under a policy since reloaded is
+    /// not made (the new policy may deny it, or no longer ask).
+    fn same_policy_since_asked(&self, pol: &Policy, facts: &Facts) -> Result<(), GatewayError> {
+        let Some(q) = facts.asked.iter().rev().find(|a| a.put_to_person()) else {
+            return Ok(());
+        };
+        if self.policy().sha256() == pol.sha256() {
+            return Ok(());
+        }
+        Err(GatewayError::Refused {
+            reason: "the policy was reloaded while a person was asked; nothing was changed (retry under the policy now in force)".into(),
+            rule: q.rule().to_string(),
+            path: facts.path.clone().unwrap_or_default(),
+        })
     }
 
     fn execute(
