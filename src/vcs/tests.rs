@@ -125,3 +125,25 @@ fn a_write_through_a_symlink_stages_the_file_it_changed() {
     let blob = repo.find_blob(entry.id).unwrap();
     assert_eq!(blob.content(), b"new\n");
 }
+
+/// A linked work tree's `.git` is a file naming its git dir: an agent that could rewrite
+/// it would point the person's own git at hooks of its choosing.
+#[test]
+fn a_linked_work_trees_git_file_is_kept_from_the_agent_too() {
+    let (_d, top, _ws) = repo_with_subdir();
+    let repo = git2::Repository::open(&top).unwrap();
+    let sig = git2::Signature::now("t", "t@example.com").unwrap();
+    let tree = repo.treebuilder(None).unwrap().write().unwrap();
+    let tree = repo.find_tree(tree).unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+        .unwrap();
+    let wt_dir = tempfile::tempdir().unwrap();
+    let wt = wt_dir.path().canonicalize().unwrap().join("linked");
+    repo.worktree("linked", &wt, None).unwrap();
+    assert!(wt.join(".git").is_file());
+    let s = Stager::discover(&wt).unwrap();
+    let open = policy("[secrets]\nbuiltin = false");
+    let err = s.check_policy(&open, &wt).unwrap_err().to_string();
+    assert!(err.contains("`.git`"), "{err}");
+    assert!(s.check_policy(&policy(""), &wt).is_ok());
+}
