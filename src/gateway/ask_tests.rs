@@ -599,3 +599,19 @@ fn a_change_whose_policy_was_reloaded_while_the_person_was_asked_is_not_made() {
         "on: push\n"
     );
 }
+
+#[test]
+fn a_change_that_makes_no_change_still_answers_to_its_question() {
+    let e = env();
+    let fake = Fake::new(Answer::Reject);
+    let mkdir = Op::Mkdir {
+        path: e.abs(".github"),
+        recursive: true,
+    };
+    let err =
+        e.gw.handle(&ctx("s1", Some(fake.clone())), mkdir)
+            .0
+            .expect_err("the person said no");
+    assert_eq!(err.rule(), Some("ask-ci"));
+    assert_eq!(fake.count(), 1);
+}
