@@ -9,7 +9,12 @@
 //!
 //! "Allow for this session" holds for the same rule and the same operation class in the
 //! same session, until the gateway stops; a reloaded policy keeps it only while the rule
-//! still asks.
+//! of that id is unchanged ([`crate::policy::Rule::same_scope`]).
+//!
+//! A change's `write` and `delete` questions are put last, once every other check of the
+//! change passed (just before its first backup or its intent): a change a limit, a size
+//! or content rule or a deny refuses anyway asks nobody. A read's are put at once (what
+//! it would read must not answer anything before a person allowed it).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -21,6 +26,7 @@ use serde_json::{Map, Value, json};
 
 use crate::audit::canonical::now_ts;
 use crate::error::GatewayError;
+use crate::ops::PathStyle;
 use crate::path::RelPath;
 use crate::policy::Decision;
 
@@ -75,7 +81,8 @@ pub struct Question {
     pub op: &'static str,
     /// The operation class the rule covers here (`read`, `write`, `delete`, `list`).
     pub class: String,
-    /// The path as the request gave it.
+    /// The path decided on, normalised (no `..`), as the request's transport writes
+    /// paths: what the person must read, whatever text the agent sent.
     pub path: String,
     /// The same path, absolute (ACP locations and diffs name absolute paths).
     pub abs_path: PathBuf,
@@ -92,7 +99,23 @@ pub struct Question {
 impl Question {
     /// One line naming the operation and the path, for a prompt's title.
     pub fn title(&self) -> String {
-        format!("{} {}", self.op, self.path)
+        format!("{} {}", self.op, self.shown_path())
+    }
+
+    /// The path for a person to read: the agent chose it, so control and bidi characters
+    /// are escaped (no line of its own, no reordering), and a long one is cut at its
+    /// start, keeping the file's name in view.
+    pub fn shown_path(&self) -> String {
+        const MAX: usize = 240;
+        let escaped = crate::text::escape_for_humans(&self.path);
+        if escaped.len() <= MAX {
+            return escaped.into_owned();
+        }
+        let mut start = escaped.len() - MAX;
+        while !escaped.is_char_boundary(start) {
+            start += 1;
+        }
+        format!("...{}", &escaped[start..])
     }
 }
 
@@ -150,6 +173,13 @@ impl Grants {
         self.0.lock().is_ok_and(|g| g.contains(&key))
     }
 
+    /// Keeps the grants of the rules `same` says still mean what they meant (a reload).
+    pub(crate) fn retain(&self, same: impl Fn(&str) -> bool) {
+        if let Ok(mut g) = self.0.lock() {
+            g.retain(|(_, rule, _)| same(rule));
+        }
+    }
+
     fn add(&self, session: &str, rule: &str, class: &str) {
         if let Ok(mut g) = self.0.lock()
             && g.len() < MAX_GRANTS
@@ -171,6 +201,28 @@ pub struct AskCtx {
     proposed: Option<Proposed>,
     /// (rule, class) this request was already allowed for: asked once per request.
     allowed: Vec<(String, String)>,
+    /// A change's request: its write and delete questions wait in `pending` until the
+    /// change is about to be made, so a request a later check refuses asks nobody.
+    defer: bool,
+    pending: Vec<Pending>,
+    /// How the request's transport writes paths, for the question's path.
+    style: PathStyle,
+}
+
+/// A question put off until the change is about to be made.
+#[derive(Debug)]
+struct Pending {
+    rule: String,
+    reason: String,
+    waived: Vec<String>,
+    op: &'static str,
+    class: &'static str,
+    path: RelPath,
+    shown: String,
+    /// The last path the question arose for, and how many others than `path` it
+    /// covers (a directory's entries): the person is told, not shown one of many.
+    last: RelPath,
+    more: usize,
 }
 
 impl AskCtx {
@@ -191,7 +243,35 @@ impl AskCtx {
             root,
             proposed,
             allowed: Vec::new(),
+            defer: false,
+            pending: Vec::new(),
+            style: PathStyle::Absolute,
         }
+    }
+
+    /// True if questions were put off (see [`settle_pending`]).
+    pub(crate) fn waits(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// `from` leads to `to` (a symlink on the way): a question put off about `from` is
+    /// asked about `to`, the entry the change really touches.
+    pub(crate) fn retarget(&mut self, from: &RelPath, to: &RelPath) {
+        for p in self.pending.iter_mut().filter(|p| p.path == *from) {
+            p.path = to.clone();
+        }
+    }
+
+    /// Questions name paths as `style` writes them.
+    pub(crate) fn in_style(mut self, style: PathStyle) -> AskCtx {
+        self.style = style;
+        self
+    }
+
+    /// Puts off the write and delete questions of a change (see [`settle_pending`]).
+    pub(crate) fn deferring(mut self, defer: bool) -> AskCtx {
+        self.defer = defer;
+        self
     }
 
     /// A request with nobody to ask: every ask is refused.
@@ -220,6 +300,16 @@ pub struct AskRecord {
 }
 
 impl AskRecord {
+    /// The rule asked about.
+    pub fn rule(&self) -> &str {
+        &self.rule
+    }
+
+    /// True if a person was put the question (not an earlier grant answering it).
+    pub fn put_to_person(&self) -> bool {
+        self.answer != "allowed_for_session"
+    }
+
     /// The record as `details.asked[]` holds it.
     pub fn to_json(&self) -> Value {
         let mut m = Map::new();
@@ -236,8 +326,10 @@ impl AskRecord {
     }
 }
 
-/// Settles an ask decision: Ok if a person allowed it (now, earlier in this request, or
-/// for the session), else the refusal naming the rule. `asked` gets what happened.
+/// Settles an ask decision: Ok(true) if a person allowed it (now, earlier in this
+/// request, or for the session), else the refusal naming the rule. `asked` gets what
+/// happened. A change's write or delete question is only noted here (Ok(false)), and put
+/// by [`settle_pending`] once every other check of the change has passed.
 pub(crate) fn settle(
     ctx: &mut AskCtx,
     d: &Decision<'_>,
@@ -245,11 +337,86 @@ pub(crate) fn settle(
     path: &RelPath,
     shown: &str,
     asked: &mut Vec<AskRecord>,
-) -> Result<(), GatewayError> {
+) -> Result<bool, GatewayError> {
     // Callers name an operation (`edit`, `rm`) or a class: asked once per rule and class,
     // a write's edit check and its size check are the same question.
     let class = crate::policy::Access::parse(class).map_or(class, |a| a.primary().as_str());
-    let rule = d.rule.to_string();
+    let deferred = match class {
+        "write" => Some("write"),
+        "delete" => Some("delete"),
+        _ => None,
+    };
+    if let Some(class) = deferred.filter(|_| ctx.defer) {
+        let same = |p: &&mut Pending| p.rule == d.rule && p.class == class;
+        if let Some(p) = ctx.pending.iter_mut().find(same) {
+            if p.path != *path && p.last != *path {
+                p.more += 1;
+            }
+            p.last = path.clone();
+        } else {
+            ctx.pending.push(Pending {
+                rule: d.rule.to_owned(),
+                reason: d.reason.to_string(),
+                waived: d.waived.iter().map(|w| (*w).to_owned()).collect(),
+                op,
+                class,
+                path: path.clone(),
+                shown: shown.to_owned(),
+                last: path.clone(),
+                more: 0,
+            });
+        }
+        return Ok(false);
+    }
+    put(ctx, (d.rule, &d.reason), (op, class), (path, shown), asked).map(|()| true)
+}
+
+/// Puts the questions [`settle`] put off, in the order they arose; the first one not
+/// allowed refuses the change. Each one allowed is passed to `decided`.
+pub(crate) fn settle_pending(
+    ctx: &mut AskCtx,
+    asked: &mut Vec<AskRecord>,
+    mut decided: impl FnMut(&Decision<'_>),
+) -> Result<(), GatewayError> {
+    for p in std::mem::take(&mut ctx.pending) {
+        let reason = p.reason.as_str();
+        let told = match p.more {
+            0 => reason.to_owned(),
+            1 => format!(
+                "{reason}; this {} also covers 1 more entry under the rule",
+                p.op
+            ),
+            n => format!(
+                "{reason}; this {} also covers {n} more entries under the rule",
+                p.op
+            ),
+        };
+        put(
+            ctx,
+            (&p.rule, &told),
+            (p.op, p.class),
+            (&p.path, &p.shown),
+            asked,
+        )?;
+        decided(&Decision {
+            effect: crate::policy::Effect::Ask,
+            rule: &p.rule,
+            reason: reason.into(),
+            waived: p.waived.iter().map(String::as_str).collect(),
+        });
+    }
+    Ok(())
+}
+
+/// Asks (unless already allowed in this request or the session) and records the answer.
+fn put(
+    ctx: &mut AskCtx,
+    (rule, reason): (&str, &str),
+    (op, class): (&'static str, &str),
+    (path, shown): (&RelPath, &str),
+    asked: &mut Vec<AskRecord>,
+) -> Result<(), GatewayError> {
+    let rule = rule.to_string();
     if ctx.allowed.iter().any(|(r, c)| *r == rule && c == class) {
         return Ok(());
     }
@@ -266,10 +433,13 @@ pub(crate) fn settle(
             let q = Question {
                 op,
                 class: class.to_owned(),
-                path: shown.to_owned(),
+                path: match ctx.style {
+                    PathStyle::Rooted => path.to_rooted(),
+                    _ => path.to_absolute(&ctx.root),
+                },
                 abs_path: ctx.root.join(path.as_str()),
                 rule: rule.clone(),
-                reason: d.reason.to_string(),
+                reason: reason.to_string(),
                 proposed: ctx.proposed.clone(),
                 session: ctx.session.clone(),
             };
@@ -293,8 +463,7 @@ pub(crate) fn settle(
     }
     Err(GatewayError::Refused {
         reason: format!(
-            "{class} of `{path}` needs a person's approval ({}), and {}",
-            d.reason,
+            "{class} of `{path}` needs a person's approval ({reason}), and {}",
             answer.refusal(ctx.timeout)
         ),
         rule,

@@ -361,3 +361,257 @@ fn paths_no_ask_rule_covers_ask_nobody() {
     assert_eq!(fake.count(), 0);
     assert!(e.requests().iter().all(|r| r["details"]["asked"].is_null()));
 }
+
+#[test]
+fn a_write_the_size_rules_refuse_asks_nobody() {
+    let e = env();
+    let fake = Fake::new(Answer::AllowOnce);
+    let big = "x".repeat(1_000_001);
+    let err = e
+        .write(&ctx("s1", Some(fake.clone())), ".github/ci.yml", &big)
+        .expect_err("the size rule denies it");
+    assert_eq!(err.rule(), Some("huge-read-only"), "{err:?}");
+    assert_eq!(
+        fake.count(),
+        0,
+        "nobody is asked about a write refused anyway"
+    );
+    let rec = e.requests().pop().expect("record");
+    assert!(rec["details"]["asked"].is_null(), "{rec}");
+    assert_eq!(e.content(".github/ci.yml"), "on: push\n");
+}
+
+#[test]
+fn a_rename_to_a_denied_destination_asks_nobody_about_its_source() {
+    let e = env();
+    let fake = Fake::new(Answer::AllowOnce);
+    let op = Op::Rename {
+        from: e.abs(".github/ci.yml"),
+        to: e.abs("prod/ci.yml"),
+    };
+    let err =
+        e.gw.handle(&ctx("s1", Some(fake.clone())), op)
+            .0
+            .expect_err("the deny wins");
+    assert_eq!(err.rule(), Some("no-prod"), "{err:?}");
+    assert_eq!(fake.count(), 0, "the source's question is not put");
+    let rec = e.requests().pop().expect("record");
+    assert!(rec["details"]["asked"].is_null(), "{rec}");
+}
+
+#[test]
+fn the_question_names_the_normalised_path_with_the_agents_text_escaped() {
+    let e = env();
+    let fake = Fake::new(Answer::Reject);
+    let c = ctx("s1", Some(fake.clone()));
+    // `..` after a harmless-looking name: the person must read where it really goes.
+    let sly = "src/README.md (a harmless note)/../../.github/ci.yml";
+    e.write(&c, sly, "x\n").expect_err("rejected");
+    let (q, _) = fake.question(0);
+    assert_eq!(q.path, e.abs(".github/ci.yml"));
+    assert_eq!(
+        q.title(),
+        format!("write_text_file {}", e.abs(".github/ci.yml"))
+    );
+    // Control characters in a name cannot start a line of their own in a prompt.
+    e.write(&c, ".github/a\nAllowed by policy: yes\u{202e}.yml", "x\n")
+        .expect_err("rejected");
+    let (q, _) = fake.question(1);
+    let title = q.title();
+    assert!(
+        !title.contains('\n') && !title.contains('\u{202e}'),
+        "{title}"
+    );
+    assert!(title.contains("a\\nAllowed"), "{title}");
+    // A long name keeps its end (where the file's name is) in view.
+    let long = format!(
+        ".github/{}ci.yml",
+        format!("{}/", "d".repeat(100)).repeat(6)
+    );
+    e.write(&c, &long, "x\n").expect_err("rejected");
+    let title = fake.question(2).0.title();
+    assert!(title.ends_with("/ci.yml"), "{title}");
+    assert!(title.len() < 600, "{}", title.len());
+}
+
+#[test]
+fn the_log_with_questions_verifies_and_the_intent_carries_the_answer() {
+    let e = env();
+    let yes = Fake::new(Answer::AllowOnce);
+    e.write(&ctx("s1", Some(yes)), ".github/ci.yml", "a\n")
+        .expect("allowed");
+    let no = Fake::new(Answer::Reject);
+    e.write(&ctx("s1", Some(no)), ".github/ci.yml", "b\n")
+        .expect_err("rejected");
+    let log = std::fs::read_to_string(&e.log).expect("log");
+    let intent: Value = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("record"))
+        .find(|r| r["kind"] == "intent")
+        .expect("an intent");
+    assert_eq!(
+        intent["details"]["asked"][0]["answer"], "allow_once",
+        "{intent}"
+    );
+    let opts = crate::audit::verify::VerifyOptions::default();
+    let dir = e.log.parent().expect("dir").to_path_buf();
+    let rep = crate::audit::verify::verify_paths(&[dir], &opts);
+    assert_eq!(rep.exit_code(), 0, "{rep:?}");
+}
+
+#[test]
+fn a_write_through_a_symlink_asks_about_the_file_it_changes() {
+    let e = env();
+    std::fs::create_dir(e.root.join(".github/workflows")).expect("dir");
+    std::fs::write(e.root.join(".github/workflows/ci.yml"), "on: push\n").expect("file");
+    std::os::unix::fs::symlink("workflows/ci.yml", e.root.join(".github/notes.yml")).expect("link");
+    let fake = Fake::new(Answer::AllowOnce);
+    e.write(&ctx("s1", Some(fake.clone())), ".github/notes.yml", "x\n")
+        .expect("allowed");
+    assert_eq!(fake.count(), 1, "one rule, one question");
+    let (q, _) = fake.question(0);
+    assert_eq!(q.path, e.abs(".github/workflows/ci.yml"), "where it lands");
+    assert_eq!(q.abs_path, e.root.join(".github/workflows/ci.yml"));
+}
+
+#[test]
+fn a_question_for_many_entries_says_how_many_more_it_covers() {
+    let e = env();
+    std::fs::write(e.root.join(".github/release.yml"), "x\n").expect("file");
+    let fake = Fake::new(Answer::AllowOnce);
+    let rm = Op::Rm {
+        path: e.abs(".github"),
+        recursive: true,
+    };
+    e.gw.handle(&ctx("s1", Some(fake.clone())), rm)
+        .0
+        .expect("allowed");
+    assert_eq!(fake.count(), 1, "one question for the rule");
+    let (q, _) = fake.question(0);
+    assert_eq!(q.path, e.abs(".github"));
+    assert!(
+        q.reason
+            .ends_with("; this rm also covers 2 more entries under the rule"),
+        "{}",
+        q.reason
+    );
+    assert!(!e.root.join(".github").exists());
+}
+
+#[test]
+fn a_session_grant_ends_when_a_reload_changes_its_rule() {
+    let e = env();
+    let fake = Fake::new(Answer::AllowSession);
+    let s1 = ctx("s1", Some(fake.clone()));
+    e.write(&s1, ".github/ci.yml", "one\n").expect("first");
+    // The same policy again: the grant holds.
+    e.gw.reload(Policy::from_toml(POLICY, "same").expect("policy"))
+        .expect("reload");
+    e.write(&s1, ".github/ci.yml", "two\n").expect("granted");
+    assert_eq!(fake.count(), 1);
+    // The rule, same id, now reaches `src` too: what was granted is not what it covers.
+    let wider = POLICY.replace(r#"paths = [".github"]"#, r#"paths = [".github", "src"]"#);
+    e.gw.reload(Policy::from_toml(&wider, "wider").expect("policy"))
+        .expect("reload");
+    e.write(&s1, "src/a.rs", "x\n")
+        .expect("asked again, allowed");
+    assert_eq!(fake.count(), 2, "the widened rule asks again");
+}
+
+/// Allows, after changing `file` the way a person at the editor might while asked.
+#[derive(Debug)]
+struct Meddler(PathBuf);
+
+impl Asker for Meddler {
+    fn ask(&self, _q: &Question, _timeout: Duration) -> Answer {
+        std::fs::write(&self.0, "on: [push, schedule]\n").expect("meddle");
+        Answer::AllowOnce
+    }
+}
+
+#[test]
+fn an_edit_of_a_file_changed_while_the_person_was_asked_changes_nothing() {
+    let e = env();
+    let c = RequestCtx {
+        asker: Some(Arc::new(Meddler(e.root.join(".github/ci.yml")))),
+        ..ctx("s1", None)
+    };
+    let op = Op::Edit {
+        path: e.abs(".github/ci.yml"),
+        old_text: "on:".into(),
+        new_text: "'on':".into(),
+    };
+    let err = e.gw.handle(&c, op).0.expect_err("the file changed");
+    assert!(err.message().contains("changed while"), "{}", err.message());
+    assert_eq!(
+        e.content(".github/ci.yml"),
+        "on: [push, schedule]\n",
+        "kept"
+    );
+}
+
+/// Reloads the policy (all asks turned deny) while the person is asked, then allows.
+struct Reloader(Mutex<Option<Arc<Gateway>>>);
+
+impl std::fmt::Debug for Reloader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reloader")
+    }
+}
+
+impl Asker for Reloader {
+    fn ask(&self, _q: &Question, _timeout: Duration) -> Answer {
+        if let Some(gw) = self.0.lock().expect("gw").take() {
+            let stricter = POLICY.replace(r#"effect = "ask""#, r#"effect = "deny""#);
+            gw.reload(Policy::from_toml(&stricter, "stricter").expect("policy"))
+                .expect("reload");
+        }
+        Answer::AllowOnce
+    }
+}
+
+#[test]
+fn a_change_whose_policy_was_reloaded_while_the_person_was_asked_is_not_made() {
+    let Env {
+        gw,
+        root,
+        _ws,
+        _state,
+        ..
+    } = env();
+    let gw = Arc::new(gw);
+    let asker = Arc::new(Reloader(Mutex::new(Some(Arc::clone(&gw)))));
+    let c = RequestCtx {
+        asker: Some(asker),
+        ..ctx("s1", None)
+    };
+    let op = Op::WriteText {
+        path: root.join(".github/ci.yml").to_string_lossy().into_owned(),
+        content: "x\n".into(),
+    };
+    let err = gw
+        .handle(&c, op)
+        .0
+        .expect_err("the policy now in force denies it");
+    assert!(err.message().contains("reloaded"), "{}", err.message());
+    assert_eq!(
+        std::fs::read_to_string(root.join(".github/ci.yml")).expect("read"),
+        "on: push\n"
+    );
+}
+
+#[test]
+fn a_change_that_makes_no_change_still_answers_to_its_question() {
+    let e = env();
+    let fake = Fake::new(Answer::Reject);
+    let mkdir = Op::Mkdir {
+        path: e.abs(".github"),
+        recursive: true,
+    };
+    let err =
+        e.gw.handle(&ctx("s1", Some(fake.clone())), mkdir)
+            .0
+            .expect_err("the person said no");
+    assert_eq!(err.rule(), Some("ask-ci"));
+    assert_eq!(fake.count(), 1);
+}

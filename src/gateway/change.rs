@@ -43,6 +43,9 @@ impl Gateway {
         shown: &str,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
+        // Nobody is asked about a change another check refuses: only now, before the
+        // first side effect.
+        Self::settle_pending(facts)?;
         let Some(store) = self.backups() else {
             return Ok(());
         };

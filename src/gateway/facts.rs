@@ -19,6 +19,9 @@ pub struct Facts {
     pub path: Option<String>,
     /// Second path (rename target).
     pub path2: Option<String>,
+    /// Where `path` and `path2` really are (symlinks followed) for a change: what git
+    /// stages, the entries that changed.
+    pub real: (Option<String>, Option<String>),
     /// Arguments that matter.
     pub args: Map<String, Value>,
     /// The last policy decision taken: "allow" or "deny".

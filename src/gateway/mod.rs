@@ -275,6 +275,12 @@ impl Gateway {
             Ok(p) => p,
             Err(poisoned) => poisoned.into_inner(),
         };
+        // "Allow for this session" was given for a rule as it was: a rule changed (or
+        // gone) under the same id is asked about again.
+        self.grants.retain(|id| match (old.rule(id), new.rule(id)) {
+            (Some(a), Some(b)) => a.same_scope(b),
+            _ => false,
+        });
         *slot = Arc::new(new);
         // Under the lock, so that no request sees the new policy before the log does.
         if let Some(a) = &self.audit {
@@ -454,6 +460,9 @@ impl Gateway {
             Ok(()) => self.execute(&pol, ctx, &op, &mut facts),
             Err(e) => Err(e),
         };
+        // A change that made none (mkdir -p of a directory there) still answers to its
+        // questions: nothing an ask rule covers succeeds without a person.
+        let result = result.and_then(|out| Self::settle_pending(&mut facts).map(|()| out));
         facts.finish(&result, started.elapsed());
         tracing::debug!(op = op.name(), session = %ctx.session, outcome = %facts.outcome, rule = ?facts.rule, "request");
         let lease = facts.lease.take().filter(|_| result.is_ok());
@@ -461,6 +470,7 @@ impl Gateway {
             return (result, lease);
         };
         let intent = facts.intent;
+        let real = facts.real.clone();
         let wanted = ctx.notifier.is_some() || (self.vcs.is_some() && pol.vcs_stage());
         let note = match (&result, wanted) {
             (Ok(_), true) if op.is_mutating() => self.change_note(ctx, &op, &facts),
@@ -487,7 +497,7 @@ impl Gateway {
                         sink.changed(&note);
                     }
                     if pol.vcs_stage() {
-                        self.stage(&note);
+                        self.stage(&Self::at_real(note, real));
                     }
                 }
                 (result, lease)
@@ -531,6 +541,22 @@ impl Gateway {
         self.record("vcs-stage", details);
     }
 
+    /// `note` naming the entries that really changed (a symlink on the way followed):
+    /// git stages those, not a link that did not change.
+    fn at_real(
+        mut note: ChangeNote,
+        (real, real2): (Option<String>, Option<String>),
+    ) -> ChangeNote {
+        let parse = |p: String| RelPath::parse_rooted(&format!("/{p}")).ok();
+        if let Some(p) = real.and_then(parse) {
+            note.path = p;
+        }
+        if let Some(p) = real2.and_then(parse).filter(|_| note.path2.is_some()) {
+            note.path2 = Some(p);
+        }
+        note
+    }
+
     /// What a request needs to put a question to a person.
     fn ask_ctx(&self, pol: &Policy, ctx: &RequestCtx, op: &Op) -> ask::AskCtx {
         let proposed = ctx.asker.as_ref().and_then(|_| ask::Proposed::of(op));
@@ -542,6 +568,8 @@ impl Gateway {
             self.workspace.root_path().to_path_buf(),
             proposed,
         )
+        .deferring(op.is_mutating())
+        .in_style(ctx.style)
     }
 
     /// The note of a change just made, for the door's notifier.
@@ -566,6 +594,8 @@ impl Gateway {
         ctx: &RequestCtx,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
+        Self::settle_pending(facts)?;
+        self.same_policy_since_asked(pol, facts)?;
         let Some(audit) = &self.audit else {
             return Ok(());
         };
@@ -579,6 +609,22 @@ impl Gateway {
         })?;
         facts.intent = Some(receipt.seq);
         Ok(())
+    }
+
+    /// A person may take minutes: a change they allowed under a policy since reloaded is
+    /// not made (the new policy may deny it, or no longer ask).
+    fn same_policy_since_asked(&self, pol: &Policy, facts: &Facts) -> Result<(), GatewayError> {
+        let Some(q) = facts.asked.iter().rev().find(|a| a.put_to_person()) else {
+            return Ok(());
+        };
+        if self.policy().sha256() == pol.sha256() {
+            return Ok(());
+        }
+        Err(GatewayError::Refused {
+            reason: "the policy was reloaded while a person was asked; nothing was changed (retry under the policy now in force)".into(),
+            rule: q.rule().to_string(),
+            path: facts.path.clone().unwrap_or_default(),
+        })
     }
 
     fn execute(
@@ -768,10 +814,22 @@ impl Gateway {
         // No context: a request that began before a reload brought ask rules.
         let ask = facts.ask.get_or_insert_with(ask::AskCtx::unaskable);
         let op = facts.op;
-        let settled = ask::settle(ask, d, (op, what), path, shown, &mut facts.asked);
-        if settled.is_ok() {
+        if ask::settle(ask, d, (op, what), path, shown, &mut facts.asked)? {
             facts.decided(d);
         }
+        Ok(())
+    }
+
+    /// Puts the questions a change put off ([`ask::settle_pending`]): called before the
+    /// change's first side effect (a backup, its intent), after every other check.
+    pub(crate) fn settle_pending(facts: &mut Facts) -> Result<(), GatewayError> {
+        let Some(mut ask) = facts.ask.take() else {
+            return Ok(());
+        };
+        let mut asked = std::mem::take(&mut facts.asked);
+        let settled = ask::settle_pending(&mut ask, &mut asked, |d| facts.decided(d));
+        facts.asked = asked;
+        facts.ask = Some(ask);
         settled
     }
 
@@ -831,6 +889,9 @@ impl Gateway {
             .map_err(|e| ws_error(e, &rp.shown))?;
         if res.real != rp.rel {
             Self::in_roots(rp, &res.real, facts)?;
+            if let Some(ask) = facts.ask.as_mut() {
+                ask.retarget(&rp.rel, &res.real);
+            }
             Self::check(pol, class, &res.real, kind, &rp.shown, facts)?;
         }
         Ok(res)

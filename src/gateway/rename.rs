@@ -31,6 +31,10 @@ impl Gateway {
             sres,
             dres,
         } = &ends;
+        facts.real = (
+            Some(sres.real.as_str().to_string()),
+            Some(dres.real.as_str().to_string()),
+        );
         if dres.missing > 1 {
             return Err(GatewayError::MissingParent {
                 path: dst.shown.clone(),

@@ -35,6 +35,7 @@ impl Gateway {
         if !res.exists {
             return Err(GatewayError::NotFound { path: rp.shown });
         }
+        facts.real.0 = Some(res.real.as_str().to_string());
         let is_dir = self.is_real_dir(&res.real);
         let inspected;
         let mut expect = Removal::File;

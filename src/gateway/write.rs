@@ -30,6 +30,7 @@ impl Gateway {
             EntryKind::File,
             facts,
         )?;
+        facts.real.0 = Some(res.real.as_str().to_string());
         let limit = pol.limits().max_write_bytes;
         if content.len() as u64 > limit {
             return Err(GatewayError::Limit {
@@ -95,6 +96,7 @@ impl Gateway {
             EntryKind::File,
             facts,
         )?;
+        facts.real.0 = Some(res.real.as_str().to_string());
         let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
         // The record names the write rule that allowed the edit, not the read rule.
         facts.decided(&pol.decide(OpClass::Write, &res.real, EntryKind::File));
@@ -132,6 +134,10 @@ impl Gateway {
             updated.as_bytes(),
             &rp.shown,
         )?;
+        if facts.ask.as_ref().is_some_and(super::ask::AskCtx::waits) {
+            Self::settle_pending(facts)?;
+            self.still_holds(pol, &res.real, text.as_bytes(), &rp.shown)?;
+        }
         self.backup(&res.real, &rp.shown, facts)?;
         facts.content(updated.as_bytes());
         let temp = Self::temp_name(facts)?;
@@ -144,6 +150,27 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// A person may take minutes to answer: an edit goes ahead only if the file still
+    /// holds the text it was made against (else their own changes would be lost).
+    fn still_holds(
+        &self,
+        pol: &Policy,
+        real: &crate::path::RelPath,
+        was: &[u8],
+        shown: &str,
+    ) -> Result<(), GatewayError> {
+        let now = self
+            .workspace
+            .read_file(real, pol.limits().max_read_bytes)
+            .map_err(|e| ws_error(e, shown))?;
+        if now.bytes == was {
+            return Ok(());
+        }
+        Err(GatewayError::InvalidParams(format!(
+            "{shown} changed while a person was asked about this edit; nothing was changed (read it again and retry)"
+        )))
+    }
+
     /// The size a write is judged by: the larger of the file's current size and
     /// `new` (the current size is only looked up when some rule has a size condition).
     fn size_after(&self, pol: &Policy, res: &Resolved, new: usize) -> u64 {

@@ -157,6 +157,19 @@ pub struct Rule {
     pub line: usize,
 }
 
+impl Rule {
+    /// True if `other` decides what this rule decides, the same way (its reason and
+    /// place in the file aside).
+    pub fn same_scope(&self, other: &Rule) -> bool {
+        self.effect == other.effect
+            && self.ops == other.ops
+            && self.globs == other.globs
+            && self.extensions == other.extensions
+            && self.min_size == other.min_size
+            && self.max_size == other.max_size
+    }
+}
+
 /// A secret-name pattern.
 #[derive(Debug, Clone)]
 pub struct SecretPattern {
@@ -301,6 +314,11 @@ impl Policy {
     /// The limits in force.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// The rule with id `id`, if any.
+    pub fn rule(&self, id: &str) -> Option<&Rule> {
+        self.rules().iter().find(|r| r.id == id)
     }
 
     /// The compiled rules, in file order.

@@ -99,8 +99,17 @@ pub fn permission_request(id: &str, q: &Question) -> Value {
 }
 
 /// The answer an editor's response carries: a selected option by its kind; anything
-/// else (cancelled, an error, an unknown option) is a no.
+/// else (cancelled, an unknown option) is a no. An error is no person's answer (an
+/// editor without the method): unanswered, refused all the same.
 pub fn answer_of(response: &Value) -> Answer {
+    if let Some(err) = response.get("error") {
+        let msg = err["message"].as_str().unwrap_or_default();
+        return Answer::Unanswered(format!(
+            "the editor answered with error {}: {}",
+            err["code"],
+            crate::gateway::clip(&crate::text::escape_for_humans(msg))
+        ));
+    }
     let outcome = &response["result"]["outcome"];
     if outcome["outcome"] != "selected" {
         return Answer::Reject;
@@ -229,9 +238,12 @@ impl Asker for EditorAsker {
 /// The `session/update` showing the editor a change fsgate made.
 pub fn change_update(note: &ChangeNote, n: u64) -> Value {
     let abs = note.abs_path();
+    // The agent chose the names: escaped in the title a person reads.
+    let shown =
+        |p: &std::path::Path| crate::text::escape_for_humans(&p.to_string_lossy()).into_owned();
     let (verb, title) = match (note.op, note.abs_path2()) {
-        ("rename", Some(to)) => ("renamed", format!("{} to {}", abs.display(), to.display())),
-        (op, _) => (verb_of(op), abs.display().to_string()),
+        ("rename", Some(to)) => ("renamed", format!("{} to {}", shown(&abs), shown(&to))),
+        (op, _) => (verb_of(op), shown(&abs)),
     };
     let mut locations = vec![json!({"path": abs})];
     if let Some(to) = note.abs_path2() {
@@ -348,8 +360,11 @@ mod tests {
         assert_eq!(answer_of(&sel("something-else")), Answer::Reject);
         let cancelled = json!({"result": {"outcome": {"outcome": "cancelled"}}});
         assert_eq!(answer_of(&cancelled), Answer::Reject);
-        let error = json!({"error": {"code": -32603, "message": "no"}});
-        assert_eq!(answer_of(&error), Answer::Reject);
+        let error = json!({"error": {"code": -32601, "message": "no such method"}});
+        assert_eq!(
+            answer_of(&error),
+            Answer::Unanswered("the editor answered with error -32601: no such method".into())
+        );
     }
 
     fn question() -> Question {
@@ -406,6 +421,35 @@ mod tests {
         let later =
             tokio::task::spawn_blocking(move || a2.ask(&question(), Duration::from_secs(30)));
         assert!(matches!(later.await.expect("join"), Answer::Unanswered(_)));
+    }
+
+    #[test]
+    fn a_change_notes_title_escapes_what_the_agent_named() {
+        let parse = |p| crate::path::RelPath::parse_rooted(p).expect("path");
+        let note = ChangeNote {
+            op: "rename",
+            session: "s1".into(),
+            path: parse("/a\nfsgate: removed /ws/src"),
+            path2: Some(parse("/b\u{202e}.txt")),
+            root: "/ws".into(),
+            proposed: None,
+            seq: Some(3),
+        };
+        let u = change_update(&note, 3);
+        let title = u["params"]["update"]["title"].as_str().unwrap_or_default();
+        assert!(
+            !title.contains('\n') && !title.contains('\u{202e}'),
+            "{title}"
+        );
+        assert_eq!(
+            title,
+            "fsgate: renamed /ws/a\\nfsgate: removed /ws/src to /ws/b\\u{202e}.txt"
+        );
+        let at = &u["params"]["update"]["locations"][0]["path"];
+        assert_eq!(
+            at, "/ws/a\nfsgate: removed /ws/src",
+            "locations keep the name"
+        );
     }
 
     #[test]

@@ -289,6 +289,11 @@ fn decide(incoming: Incoming, ids: Vec<Value>, method: Option<String>, params: V
         );
         return invalid(ids, method.as_deref(), params, &why);
     }
+    if let Some(call) = fsgates_tool_call(&incoming) {
+        // The editor would show the agent's words as fsgate's question or change note.
+        let why = format!("tool call id {call:?} is fsgate's own");
+        return invalid(ids, method.as_deref(), params, &why);
+    }
     match incoming {
         Incoming::Request { id, method, params } if is_guarded(&method) => {
             if method.starts_with("terminal/") {
@@ -316,6 +321,24 @@ fn decide(incoming: Incoming, ids: Vec<Value>, method: Option<String>, params: V
         Incoming::Invalid { error, .. } => refusal(ids, method.as_deref(), params, error),
         other => Relay::Forward(other),
     }
+}
+
+/// The tool call id in fsgate's own namespace (its questions, its change notes) that an
+/// agent's message names, if any: `params.toolCall.toolCallId` or
+/// `params.update.toolCallId`.
+fn fsgates_tool_call(incoming: &Incoming) -> Option<String> {
+    let params = match incoming {
+        Incoming::Request { params, .. } | Incoming::Notification { params, .. } => params,
+        _ => return None,
+    };
+    [
+        &params["toolCall"]["toolCallId"],
+        &params["update"]["toolCallId"],
+    ]
+    .into_iter()
+    .filter_map(Value::as_str)
+    .find(|id| id.starts_with("fsgate-"))
+    .map(str::to_owned)
 }
 
 /// An id a request may carry (number or string); `null` is no usable id.

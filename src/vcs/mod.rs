@@ -151,12 +151,18 @@ impl Stager {
     /// Refuses a policy that would let the agent read, list or change git's own files
     /// where they lie inside the workspace.
     pub fn check_policy(&self, pol: &Policy, workspace_root: &Path) -> Result<(), VcsError> {
-        for g in &self.git_dirs {
+        const INSIDE: [&str; 5] = ["", "/config", "/index", "/HEAD", "/hooks/pre-commit"];
+        // A linked work tree's (or a submodule's) `.git` is a file naming the git dir:
+        // rewritten, it would point the person's own git at hooks the agent chose.
+        let dot_git = self.workdir.join(".git");
+        let link = dot_git.is_file().then_some((dot_git, &INSIDE[..1]));
+        let dirs = self.git_dirs.iter().map(|g| (g.clone(), &INSIDE[..]));
+        for (g, samples) in dirs.chain(link) {
             let Ok(rel) = g.strip_prefix(workspace_root) else {
                 continue;
             };
             let Some(rel) = rel.to_str() else { continue };
-            for sample in ["", "/config", "/index", "/HEAD", "/hooks/pre-commit"] {
+            for sample in samples {
                 let Ok(p) = RelPath::parse_rooted(&format!("/{rel}{sample}")) else {
                     continue;
                 };

@@ -4,7 +4,8 @@
 //! The form has one required choice, `decision`: `allow_once`, `allow_always` (same rule,
 //! same operation class, rest of the session) or `reject_once`, preselected on reject so
 //! a client that accepts its defaults unseen allows nothing. `accept` with a choice is the
-//! answer; `decline`, `cancel`, an error or an unknown choice is a rejection; no answer
+//! answer; `decline`, `cancel` or an unknown choice is a rejection; the client's error
+//! is no person's answer (unanswered); no answer
 //! within the policy's timeout is a timeout (the request is cancelled); a closed
 //! connection leaves it unanswered.
 //!
@@ -98,8 +99,14 @@ impl Asker for Elicit {
 fn answer_of(answered: Result<ClientResult, ServiceError>) -> Answer {
     match answered {
         Ok(ClientResult::ElicitResult(r)) => decision(&r),
-        // A result of another shape, or the client's error: no yes.
-        Ok(_) | Err(ServiceError::McpError(_) | ServiceError::UnexpectedResponse) => Answer::Reject,
+        // A result of another shape: no yes.
+        Ok(_) | Err(ServiceError::UnexpectedResponse) => Answer::Reject,
+        // The client's error is no person's answer (say, a client that cannot show forms).
+        Err(ServiceError::McpError(e)) => Answer::Unanswered(format!(
+            "the MCP client answered the elicitation with error {}: {}",
+            e.code.0,
+            crate::gateway::clip(&escape_for_humans(&e.message))
+        )),
         Err(ServiceError::Timeout { .. }) => Answer::Timeout,
         Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
             Answer::Unanswered("the MCP connection closed before an answer came".into())
@@ -151,7 +158,7 @@ fn params(q: &Question) -> Result<ElicitRequestParams, serde_json::Error> {
 /// What the person reads: the operation, the path, the rule, the proposed text. What
 /// the agent chose (the path, the text) is escaped, so it cannot pose as fsgate's words.
 fn message(q: &Question) -> String {
-    let path = escape_for_humans(&crate::gateway::clip(&q.path)).into_owned();
+    let path = q.shown_path();
     let mut m = format!(
         "fsgate: may the agent {class} `{path}`? (operation {op})\nRule `{rule}` needs a person's approval: {reason}",
         op = q.op,
@@ -233,6 +240,19 @@ mod tests {
             decision(&result(ElicitationAction::Cancel, allow)),
             Answer::Reject
         );
+    }
+
+    #[test]
+    fn a_clients_error_is_unanswered_not_a_persons_no() {
+        let err = rmcp::model::ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            "no forms here",
+            None,
+        );
+        match answer_of(Err(ServiceError::McpError(err))) {
+            Answer::Unanswered(why) => assert!(why.contains("no forms here"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

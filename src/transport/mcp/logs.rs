@@ -138,9 +138,11 @@ fn data(note: &ChangeNote) -> Value {
     let seq = note
         .seq
         .map_or(String::new(), |s| format!(" (audit seq {s})"));
+    // The agent chose the names: escaped in the line a person reads, kept in the data.
+    let shown = |p: &str| crate::text::escape_for_humans(p).into_owned();
     let text = match &path2 {
-        Some(to) => format!("fsgate: {} {path} -> {to}{seq}", note.op),
-        None => format!("fsgate: {} {path}{seq}", note.op),
+        Some(to) => format!("fsgate: {} {} -> {}{seq}", note.op, shown(&path), shown(to)),
+        None => format!("fsgate: {} {}{seq}", note.op, shown(&path)),
     };
     m.insert("message".into(), json!(text));
     m.insert("op".into(), json!(note.op));
@@ -192,6 +194,28 @@ mod tests {
         assert_eq!(
             d["message"],
             "fsgate: rename /ws/a/b.txt -> /ws/c.txt (audit seq 42)"
+        );
+    }
+
+    #[test]
+    fn the_message_escapes_what_the_agent_named() {
+        let parse = |p| RelPath::parse_rooted(p).expect("path");
+        let note = ChangeNote {
+            op: "write_text_file",
+            session: "s1".into(),
+            path: parse("/a\nfsgate: rm /ws/src (audit seq 1)\u{202e}.txt"),
+            path2: None,
+            root: "/ws".into(),
+            proposed: None,
+            seq: Some(7),
+        };
+        let d = data(&note);
+        let text = d["message"].as_str().unwrap_or_default();
+        assert!(!text.contains('\n') && !text.contains('\u{202e}'), "{text}");
+        assert!(text.contains("/ws/a\\nfsgate"), "{text}");
+        assert_eq!(
+            d["path"], "/ws/a\nfsgate: rm /ws/src (audit seq 1)\u{202e}.txt",
+            "the data keeps the name as it is"
         );
     }
 }

@@ -321,3 +321,29 @@ fn requests_under_fsgates_own_ids_are_refused() {
         Relay::Forward(_)
     ));
 }
+
+#[test]
+fn agent_messages_naming_fsgates_tool_calls_are_refused() {
+    for line in [
+        // Rewriting the question a person is looking at, or a change note.
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"fsgate-ask-3","title":"read README.md"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"fsgate-change-9","title":"fsgate: wrote a.txt"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"fsgate\u002dask-3"}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"fsgate-ask-3"},"options":[]}}"#,
+    ] {
+        let r = refused(line);
+        assert!(
+            r.error["message"]
+                .as_str()
+                .unwrap()
+                .contains("fsgate's own"),
+            "{line}: {:?}",
+            r.error
+        );
+    }
+    let own = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"call-1"}}}"#;
+    assert!(matches!(
+        classify_agent_line(own.as_bytes()),
+        Relay::Forward(_)
+    ));
+}

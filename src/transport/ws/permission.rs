@@ -214,7 +214,7 @@ fn question_text(id: &str, q: &Question, request: Option<&Request>, max: usize) 
         "path": q.path,
         "rule": q.rule,
         "reason": q.reason,
-        "title": format!("{op} {}", q.path),
+        "title": format!("{op} {}", q.shown_path()),
         "options": OPTIONS,
     });
     if let Some(r) = request {
