@@ -496,14 +496,15 @@ type Invalid<'a> = dyn Fn(&str, usize, String) -> PolicyError + 'a;
 type CompiledPaths = (Option<GlobSet>, Vec<RelPath>, Vec<String>);
 
 /// A rule's globs, normalised (D1) and compiled, each also covering what lies beneath
-/// what it matches. Deny rules match case-insensitively, allow rules exactly: a case
-/// variant never slips past a deny, and an allow never grows by folding case.
+/// what it matches. Deny and ask rules match case-insensitively, allow rules exactly: a
+/// case variant never slips past a deny or an ask, and an allow never grows by folding
+/// case.
 fn compile_paths(
     r: &RawRule,
     src: &str,
     invalid: &Invalid<'_>,
 ) -> Result<CompiledPaths, PolicyError> {
-    let fold = r.effect == Effect::Deny;
+    let fold = r.effect != Effect::Allow;
     let mut set = GlobSetBuilder::new();
     let mut bases = Vec::new();
     let mut globs = Vec::new();

@@ -287,3 +287,33 @@ fn fixed_floor_beats_every_allow() {
         "floor:audit-log"
     );
 }
+
+#[test]
+fn ask_rules_fold_case_like_deny_rules_and_win_over_allow() {
+    let text = r#"
+version = 1
+[[rule]]
+id = "all"
+effect = "allow"
+ops = ["*"]
+paths = ["**"]
+
+[[rule]]
+id = "ask-ci"
+effect = "ask"
+ops = ["write"]
+paths = [".github/**"]
+"#;
+    let pol = Policy::from_toml(text, "t").unwrap();
+    for path in [
+        ".github/workflows/ci.yml",
+        ".GitHub/workflows/ci.yml",
+        ".GITHUB/x",
+    ] {
+        let d = pol.decide(OpClass::Write, &p(path), EntryKind::File);
+        assert!(d.asks(), "{path}: {d:?}");
+        assert_eq!(d.rule, "ask-ci");
+    }
+    let d = pol.decide(OpClass::Read, &p(".GitHub/x"), EntryKind::File);
+    assert!(d.allowed(), "{d:?}");
+}
