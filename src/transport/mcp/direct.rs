@@ -3,7 +3,8 @@
 //! which saves two pipe hops, a task and a parse and encoding per call.
 //!
 //! Quick read-only tools run on the connection's batch thread ([`crate::transport::batch`]):
-//! a batch shares one sync of the audit log and one write to the client. Changes and slow tools
+//! a batch shares one sync of the audit log and one write to the client, which that
+//! thread makes itself (no hand-off to a writer task and a pool thread). Changes and slow tools
 //! (search, trees) run on the blocking pool, a few at a time, as before, so they never
 //! hold up a batch; so does every call while the policy has `ask` rules, as any of them
 //! may wait for a person. Either way the answer is exactly what the SDK would have written.
@@ -26,6 +27,7 @@ use crate::error::GatewayError;
 use crate::gateway::{Gateway, Lease};
 use crate::ops::RequestCtx;
 use crate::transport::batch::{self, Batched};
+use crate::transport::stdio::Sink;
 
 /// Answers for the output copier, with the requests whose rooms they release once written.
 #[derive(Default)]
@@ -114,7 +116,11 @@ pub(super) struct Direct {
     max: usize,
     /// Bounds the calls running on the blocking pool at once.
     slots: Arc<Semaphore>,
-    answers: mpsc::Sender<Outgoing>,
+    /// Where the answers are written, by the thread that made them.
+    sink: Arc<Sink>,
+    /// Never sent on: held so that the output copier (and so the connection) ends only
+    /// once every answer of this path is written.
+    _open: mpsc::Sender<Outgoing>,
     rt: tokio::runtime::Handle,
 }
 
@@ -132,7 +138,7 @@ impl Direct {
         ctx: Arc<RequestCtx>,
         flow: Arc<Flow>,
         (max, slots): (usize, Arc<Semaphore>),
-        answers: mpsc::Sender<Outgoing>,
+        (sink, open): (Arc<Sink>, mpsc::Sender<Outgoing>),
     ) -> std::io::Result<Door> {
         let direct = Arc::new(Direct {
             gw,
@@ -140,7 +146,8 @@ impl Direct {
             flow,
             max,
             slots,
-            answers,
+            sink,
+            _open: open,
             rt: tokio::runtime::Handle::current(),
         });
         let batch = batch::start(Arc::clone(&direct), "fsgate-mcp-batch")?;
@@ -178,8 +185,7 @@ impl Batched for Direct {
         })
     }
 
-    /// Encodes the answers and hands them to the copier, in as few writes as their
-    /// rooms allow.
+    /// Encodes the answers and writes them, in as few writes as their rooms allow.
     fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
         let mut out = Outgoing::default();
         for Done {
@@ -214,13 +220,17 @@ impl Batched for Direct {
 }
 
 impl Direct {
+    /// Writes `out` and then lets go of its requests (and their rooms).
     fn send(&self, out: &mut Outgoing) {
         if out.bytes.is_empty() {
             return;
         }
-        let batch = std::mem::take(out);
-        // Err: the copier is gone (the client left); nothing to answer.
-        let _ = self.rt.block_on(self.answers.send(batch));
+        let Outgoing { bytes, pending } = std::mem::take(out);
+        if let Err(e) = self.sink.write(&bytes) {
+            // The client stopped reading for good: nobody to answer.
+            tracing::debug!("answers not written: {e}");
+        }
+        drop(pending);
     }
 }
 
