@@ -14,9 +14,11 @@
 //! was cancelled while running is dropped.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
 use serde::Deserialize;
+use tokio::runtime::RuntimeFlavor;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::catalog::ToolId;
@@ -237,9 +239,23 @@ impl Direct {
 impl Door {
     /// Runs `job`: in the batch, or on the blocking pool for changes, slow tools, and
     /// any call while the policy has `ask` rules (a question must not hold up the batch).
-    pub(super) async fn submit(&self, mut job: Job, serial: u64) {
+    /// `alone`: nothing else of this connection is in flight or read; a batched call then
+    /// runs right here as a batch of one (the pump reads nothing meanwhile, and there is
+    /// nothing to batch it with), without waking the batch thread.
+    pub(super) async fn submit(&self, mut job: Job, serial: u64, alone: bool) {
         job.serial = serial;
         if batched(job.tool) && !self.direct.gw.policy().has_ask_rules() {
+            let multi = self.direct.rt.runtime_flavor() == RuntimeFlavor::MultiThread;
+            // Not while the client's roots are awaited: the call would wait for an answer
+            // that only this (blocked) pump can read. Only the pump makes them awaited
+            // again once they are settled (see `roots`).
+            let settled = || self.direct.ctx.scope.settled(Duration::ZERO).is_ok();
+            if alone && multi && self.batch.quiet() && settled() {
+                // block_in_place: the runtime's other tasks move to another thread.
+                let direct = &*self.direct;
+                tokio::task::block_in_place(|| self.batch.run_here(direct, job));
+                return;
+            }
             self.batch.send(job).await;
             return;
         }
