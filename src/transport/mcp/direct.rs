@@ -118,11 +118,12 @@ pub(super) struct Direct {
     max: usize,
     /// Bounds the calls running on the blocking pool at once.
     slots: Arc<Semaphore>,
-    /// Where the answers are written, by the thread that made them.
+    /// Where small answers are written, by the thread that made them.
     sink: Arc<Sink>,
-    /// Never sent on: held so that the output copier (and so the connection) ends only
-    /// once every answer of this path is written.
-    _open: mpsc::Sender<Outgoing>,
+    /// Larger batches go to the output copier, so that this thread goes on while the
+    /// client reads them. (Held also so that the copier, and so the connection, ends
+    /// only once every answer of this path is written.)
+    answers: mpsc::Sender<Outgoing>,
     rt: tokio::runtime::Handle,
 }
 
@@ -140,7 +141,7 @@ impl Direct {
         ctx: Arc<RequestCtx>,
         flow: Arc<Flow>,
         (max, slots): (usize, Arc<Semaphore>),
-        (sink, open): (Arc<Sink>, mpsc::Sender<Outgoing>),
+        (sink, answers): (Arc<Sink>, mpsc::Sender<Outgoing>),
     ) -> std::io::Result<Door> {
         let direct = Arc::new(Direct {
             gw,
@@ -149,7 +150,7 @@ impl Direct {
             max,
             slots,
             sink,
-            _open: open,
+            answers,
             rt: tokio::runtime::Handle::current(),
         });
         let batch = batch::start(Arc::clone(&direct), "fsgate-mcp-batch")?;
@@ -222,12 +223,20 @@ impl Batched for Direct {
 }
 
 impl Direct {
-    /// Writes `out` and then lets go of its requests (and their rooms).
+    /// Writes `out` (or, if large or if the copier has answers waiting, hands it to the
+    /// copier), and then lets go of its requests (and their rooms).
     fn send(&self, out: &mut Outgoing) {
         if out.bytes.is_empty() {
             return;
         }
-        let Outgoing { bytes, pending } = std::mem::take(out);
+        let batch = std::mem::take(out);
+        let idle = self.answers.capacity() == self.answers.max_capacity();
+        if batch.bytes.len() > WRITE_HERE_MAX || !idle {
+            // Err: the copier is gone (the client left); nothing to answer.
+            let _ = self.rt.block_on(self.answers.send(batch));
+            return;
+        }
+        let Outgoing { bytes, pending } = batch;
         if let Err(e) = self.sink.write(&bytes) {
             // The client stopped reading for good: nobody to answer.
             tracing::debug!("answers not written: {e}");
@@ -280,6 +289,10 @@ impl Door {
         });
     }
 }
+
+/// Bytes an answering thread writes itself: what fits a pipe's default buffer (64 KiB),
+/// so that a client that keeps reading does not make it wait.
+const WRITE_HERE_MAX: usize = 64 * 1024;
 
 /// The JSON-RPC answer for id `key`, encoded once (not sized first, then encoded), or
 /// the limit error in its place if it is over the message limit `max`.
