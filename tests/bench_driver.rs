@@ -26,6 +26,7 @@ fn bench_driver_quick_mode_runs_and_checks_every_fsgate_workload() {
         reps: 1,
         quick: true,
         command: "test".into(),
+        only: Vec::new(),
     };
     let report = runtime().block_on(suite::run(cfg)).expect("suite runs");
     assert!(

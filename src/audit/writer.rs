@@ -149,6 +149,9 @@ struct State {
     last_error: Option<AuditError>,
     /// `close` ran.
     closed: bool,
+    /// Duty runners waiting on `cv`: a leader wakes them only if there are some (a
+    /// wake-up with nobody waiting is still a syscall, on every request's path).
+    duty_waiters: usize,
 }
 
 /// What a leader does besides writing the queue.
@@ -283,6 +286,7 @@ impl AuditLog {
                 ckpt_busy: false,
                 last_error: None,
                 closed: false,
+                duty_waiters: 0,
             }),
             cv: Condvar::new(),
             io: Mutex::new(io),
@@ -791,7 +795,9 @@ impl Shared {
         {
             next.waiter.thread.unpark();
         }
-        self.cv.notify_all();
+        if st.duty_waiters > 0 {
+            self.cv.notify_all();
+        }
         if let Some((kind, seq, head)) = ckpt {
             drop(st);
             let result = lock(&self.ckpt).write(&self.log_id, seq, &head, kind);
@@ -810,7 +816,9 @@ impl Shared {
                     self.checkpoint_failing.store(true, Ordering::Release);
                 }
             }
-            self.cv.notify_all();
+            if st.duty_waiters > 0 {
+                self.cv.notify_all();
+            }
         }
         st
     }
@@ -824,10 +832,12 @@ fn run_duty_on(sh: &Shared, duty: Duty) -> Result<(), AuditError> {
     // A checkpoint duty also waits for a checkpoint being written (heartbeat,
     // periodic) to finish, or the leader would skip its own.
     while st.leader || (duty.checkpoint.is_some() && st.ckpt_busy) {
+        st.duty_waiters += 1;
         st = sh
             .cv
             .wait(st)
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        st.duty_waiters -= 1;
     }
     drop(sh.lead(st, duty));
     if duty.checkpoint.is_some() && sh.checkpoint_failing.load(Ordering::Acquire) {

@@ -120,6 +120,21 @@ impl<J> Door<J> {
         let _ = self.tx.send((seq, job)).await;
     }
 
+    /// Whether nothing is queued for the thread and no change is running: a request
+    /// may then run on the caller's thread ([`run_here`](Self::run_here)) in its place.
+    pub fn quiet(&self) -> bool {
+        self.tx.capacity() == self.tx.max_capacity() && self.order.lock().running.is_empty()
+    }
+
+    /// Runs `job` on the calling thread (which blocks), exactly as the batch thread runs
+    /// a batch of one: its record settled before its answer is handed over. For a
+    /// connection with nothing else in flight, this saves waking the thread (a futex
+    /// and a wake-up on another CPU, about 30 us on a VM) on every request.
+    pub fn run_here<B: Batched<Job = J>>(&self, door: &B, job: J) {
+        let mut waiting = VecDeque::from([(self.order.admit(false), job)]);
+        run_waiting(door, &self.order, &mut waiting);
+    }
+
     /// Notes a change (a request that does not come here), read now; keep the value
     /// until the change is done.
     pub fn change(&self) -> Change {
@@ -172,14 +187,19 @@ fn work<B: Batched>(door: &B, order: &Order, mut jobs: mpsc::Receiver<(u64, B::J
                 Err(_) => break,
             }
         }
-        // Holding nothing now: wait for the changes sent before the first request.
-        if let Some((seq, _)) = waiting.front() {
-            order.wait_ready(*seq);
-        }
-        let (done, deferred) = deferring(|| run_batch(door, order, &mut waiting));
-        let settled = door.gateway().settle(deferred);
-        door.answer(done, settled);
+        run_waiting(door, order, &mut waiting);
     }
+}
+
+/// Runs one batch from `waiting`: its records settled once, then its answers handed over.
+fn run_waiting<B: Batched>(door: &B, order: &Order, waiting: &mut VecDeque<(u64, B::Job)>) {
+    // Holding nothing now: wait for the changes sent before the first request.
+    if let Some((seq, _)) = waiting.front() {
+        order.wait_ready(*seq);
+    }
+    let (done, deferred) = deferring(|| run_batch(door, order, waiting));
+    let settled = door.gateway().settle(deferred);
+    door.answer(done, settled);
 }
 
 /// Runs requests from `waiting` until it is empty, their content leases outgrew the

@@ -12,4 +12,5 @@ pub mod proxy;
 pub mod raw_json;
 pub mod relay;
 pub mod results;
+pub mod stdio;
 pub mod ws;

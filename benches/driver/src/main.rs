@@ -49,6 +49,10 @@ enum Cmd {
         /// Write the report as a Markdown section here.
         #[arg(long)]
         markdown: Option<PathBuf>,
+        /// Only these workloads (comma-separated names, e.g. `read_seq,stat`); the disk's
+        /// fdatasync figure is measured with `read_seq`.
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
     },
 }
 
@@ -63,6 +67,7 @@ fn main() -> ExitCode {
         quick,
         json,
         markdown,
+        only,
     } = Cli::parse().cmd;
     let cfg = Config {
         fsgate,
@@ -72,6 +77,7 @@ fn main() -> ExitCode {
         reps: reps.unwrap_or(if quick { 1 } else { 3 }),
         quick,
         command: std::env::args().collect::<Vec<_>>().join(" "),
+        only,
     };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

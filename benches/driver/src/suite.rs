@@ -32,6 +32,8 @@ pub struct Config {
     pub quick: bool,
     /// The command line, for the report.
     pub command: String,
+    /// Only these workloads (by name); empty: every workload.
+    pub only: Vec<String>,
 }
 
 /// Requests per workload.
@@ -120,7 +122,7 @@ fn jobs(cfg: &Config) -> Vec<(&'static str, Vec<&'static str>)> {
     } else {
         vec![FSGATE]
     };
-    vec![
+    let all = vec![
         ("startup", both(&[])),
         ("idle_rss", both(&[])),
         ("read_seq", both(&[BATCH])),
@@ -137,7 +139,10 @@ fn jobs(cfg: &Config) -> Vec<(&'static str, Vec<&'static str>)> {
         ("acp_read_pipe", vec![ACP]),
         ("ws_read_seq", vec![WS]),
         ("ws_read_pipe", vec![WS]),
-    ]
+    ];
+    all.into_iter()
+        .filter(|(w, _)| cfg.only.is_empty() || cfg.only.iter().any(|o| o == w))
+        .collect()
 }
 
 /// One suite run, its state and results.

@@ -3,7 +3,8 @@
 //! which saves two pipe hops, a task and a parse and encoding per call.
 //!
 //! Quick read-only tools run on the connection's batch thread ([`crate::transport::batch`]):
-//! a batch shares one sync of the audit log and one write to the client. Changes and slow tools
+//! a batch shares one sync of the audit log and one write to the client, which that
+//! thread makes itself (no hand-off to a writer task and a pool thread). Changes and slow tools
 //! (search, trees) run on the blocking pool, a few at a time, as before, so they never
 //! hold up a batch; so does every call while the policy has `ask` rules, as any of them
 //! may wait for a person. Either way the answer is exactly what the SDK would have written.
@@ -13,9 +14,11 @@
 //! was cancelled while running is dropped.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
 use serde::Deserialize;
+use tokio::runtime::RuntimeFlavor;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::catalog::ToolId;
@@ -26,6 +29,7 @@ use crate::error::GatewayError;
 use crate::gateway::{Gateway, Lease};
 use crate::ops::RequestCtx;
 use crate::transport::batch::{self, Batched};
+use crate::transport::stdio::Sink;
 
 /// Answers for the output copier, with the requests whose rooms they release once written.
 #[derive(Default)]
@@ -114,6 +118,11 @@ pub(super) struct Direct {
     max: usize,
     /// Bounds the calls running on the blocking pool at once.
     slots: Arc<Semaphore>,
+    /// Where small answers are written, by the thread that made them.
+    sink: Arc<Sink>,
+    /// Larger batches go to the output copier, so that this thread goes on while the
+    /// client reads them. (Held also so that the copier, and so the connection, ends
+    /// only once every answer of this path is written.)
     answers: mpsc::Sender<Outgoing>,
     rt: tokio::runtime::Handle,
 }
@@ -132,7 +141,7 @@ impl Direct {
         ctx: Arc<RequestCtx>,
         flow: Arc<Flow>,
         (max, slots): (usize, Arc<Semaphore>),
-        answers: mpsc::Sender<Outgoing>,
+        (sink, answers): (Arc<Sink>, mpsc::Sender<Outgoing>),
     ) -> std::io::Result<Door> {
         let direct = Arc::new(Direct {
             gw,
@@ -140,6 +149,7 @@ impl Direct {
             flow,
             max,
             slots,
+            sink,
             answers,
             rt: tokio::runtime::Handle::current(),
         });
@@ -178,8 +188,7 @@ impl Batched for Direct {
         })
     }
 
-    /// Encodes the answers and hands them to the copier, in as few writes as their
-    /// rooms allow.
+    /// Encodes the answers and writes them, in as few writes as their rooms allow.
     fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
         let mut out = Outgoing::default();
         for Done {
@@ -214,22 +223,48 @@ impl Batched for Direct {
 }
 
 impl Direct {
+    /// Writes `out` (or, if large or if the copier has answers waiting, hands it to the
+    /// copier), and then lets go of its requests (and their rooms).
     fn send(&self, out: &mut Outgoing) {
         if out.bytes.is_empty() {
             return;
         }
         let batch = std::mem::take(out);
-        // Err: the copier is gone (the client left); nothing to answer.
-        let _ = self.rt.block_on(self.answers.send(batch));
+        let idle = self.answers.capacity() == self.answers.max_capacity();
+        if batch.bytes.len() > WRITE_HERE_MAX || !idle {
+            // Err: the copier is gone (the client left); nothing to answer.
+            let _ = self.rt.block_on(self.answers.send(batch));
+            return;
+        }
+        let Outgoing { bytes, pending } = batch;
+        if let Err(e) = self.sink.write(&bytes) {
+            // The client stopped reading for good: nobody to answer.
+            tracing::debug!("answers not written: {e}");
+        }
+        drop(pending);
     }
 }
 
 impl Door {
     /// Runs `job`: in the batch, or on the blocking pool for changes, slow tools, and
     /// any call while the policy has `ask` rules (a question must not hold up the batch).
-    pub(super) async fn submit(&self, mut job: Job, serial: u64) {
+    /// `alone`: nothing else of this connection is in flight or read; a batched call then
+    /// runs right here as a batch of one (the pump reads nothing meanwhile, and there is
+    /// nothing to batch it with), without waking the batch thread.
+    pub(super) async fn submit(&self, mut job: Job, serial: u64, alone: bool) {
         job.serial = serial;
         if batched(job.tool) && !self.direct.gw.policy().has_ask_rules() {
+            let multi = self.direct.rt.runtime_flavor() == RuntimeFlavor::MultiThread;
+            // Not while the client's roots are awaited: the call would wait for an answer
+            // that only this (blocked) pump can read. Only the pump makes them awaited
+            // again once they are settled (see `roots`).
+            let settled = || self.direct.ctx.scope.settled(Duration::ZERO).is_ok();
+            if alone && multi && self.batch.quiet() && settled() {
+                // block_in_place: the runtime's other tasks move to another thread.
+                let direct = &*self.direct;
+                tokio::task::block_in_place(|| self.batch.run_here(direct, job));
+                return;
+            }
             self.batch.send(job).await;
             return;
         }
@@ -254,6 +289,10 @@ impl Door {
         });
     }
 }
+
+/// Bytes an answering thread writes itself: what fits a pipe's default buffer (64 KiB),
+/// so that a client that keeps reading does not make it wait.
+const WRITE_HERE_MAX: usize = 64 * 1024;
 
 /// The JSON-RPC answer for id `key`, encoded once (not sized first, then encoded), or
 /// the limit error in its place if it is over the message limit `max`.

@@ -84,6 +84,11 @@ impl Flow {
         u32::try_from(bytes).unwrap_or(u32::MAX).clamp(1, self.cap)
     }
 
+    /// Requests pending (admitted and not yet answered).
+    pub(super) fn in_flight(&self) -> usize {
+        self.table().len()
+    }
+
     /// Whether a request with this id is already pending.
     pub(super) fn is_pending(&self, key: &str) -> bool {
         self.table().contains_key(key)

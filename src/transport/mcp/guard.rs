@@ -63,6 +63,11 @@ impl<R> LineGuard<R> {
         }
     }
 
+    /// Whether bytes read from `inner` wait here, not yet handed out.
+    pub(super) fn holds_input(&self) -> bool {
+        self.out_pos < self.out.len() || self.scratch_pos < self.scratch_len
+    }
+
     /// Moves `data` into `out`, cutting oversized lines.
     fn process(&mut self, mut data: &[u8]) {
         while !data.is_empty() {

@@ -60,13 +60,14 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::AsyncRead;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::error::GatewayError;
 use crate::gateway::Gateway;
 use crate::gateway::Request;
 use crate::ops::{PathStyle, RequestCtx};
+use crate::transport::stdio::{self, Sink};
 use catalog::{Catalog, ToolId};
 use flow::{Flow, Pending, id_key};
 
@@ -370,23 +371,27 @@ impl ServerHandler for McpServer {
 /// Serves MCP on `input`/`output` until the client closes `input`; in-flight calls
 /// finish first. A message longer than the policy's `limits.max_message_bytes` is
 /// discarded and answered with a JSON-RPC error (-32600) naming the limit.
-pub async fn serve<R, W>(gw: Arc<Gateway>, peer: String, input: R, output: W) -> std::io::Result<()>
+pub async fn serve<R>(
+    gw: Arc<Gateway>,
+    peer: String,
+    input: R,
+    output: Arc<Sink>,
+) -> std::io::Result<()>
 where
     R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
 {
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
     let flow = Flow::new(max.saturating_mul(2));
     let server = McpServer::new(gw, peer, Arc::clone(&flow), max);
     // client -> guard -> pump -> pipe -> SDK -> pipe -> copier -> client. The pump's own
-    // answers reach the copier on a short queue.
+    // answers reach the copier on a short queue; the direct path writes its own.
     let (answers, own) = mpsc::channel::<direct::Outgoing>(16);
     let door = direct::Direct::start(
         Arc::clone(&server.gw),
         Arc::clone(&server.ctx),
         Arc::clone(&flow),
         (max, Arc::clone(&server.slots)),
-        answers.clone(),
+        (Arc::clone(&output), answers.clone()),
     )?;
     let (sdk_in, to_sdk) = tokio::io::duplex(64 * 1024);
     let (sdk_out, from_sdk) = tokio::io::duplex(256 * 1024);
@@ -457,17 +462,16 @@ struct RpcError {
 }
 
 impl Copier {
-    async fn run<R, W>(
+    async fn run<R>(
         self,
         from: R,
-        mut to: W,
+        to: Arc<Sink>,
         mut own: mpsc::Receiver<direct::Outgoing>,
     ) -> std::io::Result<()>
     where
         R: AsyncRead + Unpin,
-        W: AsyncWrite + Unpin,
     {
-        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        use tokio::io::{AsyncBufReadExt, BufReader};
         let mut from = BufReader::new(from);
         let mut line = Vec::new();
         let mut own_open = true;
@@ -476,38 +480,40 @@ impl Copier {
                 // Cancel-safe: bytes read so far stay in `line` for the next call.
                 n = from.read_until(b'\n', &mut line) => {
                     if n? == 0 {
-                        to.write_all(&line).await?;
+                        if !line.is_empty() {
+                            to.write_owned(line).await?;
+                        }
                         break;
                     }
                     if line.ends_with(b"\n") {
                         let pending = self.settle(&mut line).await;
-                        to.write_all(&line).await?;
-                        to.flush().await?;
+                        line = to.write_owned(line).await?;
                         drop(pending);
-                        line = if line.capacity() > 1 << 20 { Vec::new() } else { line.split_off(line.len()) };
+                        if line.capacity() > 1 << 20 {
+                            line = Vec::new();
+                        }
                         line.clear();
                     }
                 }
                 msg = own.recv(), if own_open => match msg {
                     Some(first) => {
-                        // Whatever else is ready goes out with it, in one flush.
-                        let mut next = Some(first);
-                        while let Some(out) = next {
-                            to.write_all(&out.bytes).await?;
-                            drop(out.pending);
-                            next = own.try_recv().ok();
+                        // Whatever else is ready goes out with it, in one write.
+                        let direct::Outgoing { mut bytes, mut pending } = first;
+                        while let Ok(out) = own.try_recv() {
+                            bytes.extend_from_slice(&out.bytes);
+                            pending.extend(out.pending);
                         }
-                        to.flush().await?;
+                        to.write_owned(bytes).await?;
+                        drop(pending);
                     }
                     None => own_open = false,
                 },
             }
         }
         while let Some(out) = own.recv().await {
-            to.write_all(&out.bytes).await?;
+            to.write_owned(out.bytes).await?;
         }
-        to.flush().await?;
-        to.shutdown().await
+        Ok(())
     }
 
     /// Records the answer in `line` if its request is unrecorded (replacing the answer
@@ -553,5 +559,5 @@ impl Copier {
 
 /// Serves MCP on this process's stdin/stdout (`fsgate serve --transport mcp`).
 pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> {
-    serve(gw, peer, tokio::io::stdin(), tokio::io::stdout()).await
+    serve(gw, peer, stdio::stdin(), Sink::stdout()).await
 }

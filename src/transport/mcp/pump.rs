@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use super::direct::{self, Door, Outgoing};
 use super::flow::{Flow, id_key};
-use super::guard::OVERSIZED_METHOD;
+use super::guard::{LineGuard, OVERSIZED_METHOD};
 use crate::error::code;
 use crate::gateway::Gateway;
 use crate::ops::RequestCtx;
@@ -64,7 +64,7 @@ pub(super) enum Line {
 
 /// Reads `input` line by line (lines are at most the message limit: see the guard) and
 /// writes what the SDK must see to `sdk`, until `input` ends.
-pub(super) async fn run<R, W>(pump: Pump, input: R, mut sdk: W) -> std::io::Result<()>
+pub(super) async fn run<R, W>(pump: Pump, input: LineGuard<R>, mut sdk: W) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -82,7 +82,9 @@ where
         if !line.ends_with(b"\n") {
             line.push(b'\n');
         }
-        if pump.take_in(&line).await {
+        // Nothing more read yet: a request may be the only one (see `take_in`).
+        let more = !input.buffer().is_empty() || input.get_ref().holds_input();
+        if pump.take_in(&line, more).await {
             sdk.write_all(&line).await?;
             sdk.flush().await?;
         }
@@ -91,8 +93,9 @@ where
 }
 
 impl Pump {
-    /// Records, answers or admits one line; true: pass it to the SDK.
-    async fn take_in(&self, line: &[u8]) -> bool {
+    /// Records, answers or admits one line; true: pass it to the SDK. `more`: lines
+    /// after it are already read.
+    async fn take_in(&self, line: &[u8], more: bool) -> bool {
         match classify(line) {
             Line::Skip => false,
             Line::Refuse(name, id, err) => {
@@ -115,7 +118,8 @@ impl Pump {
                 let serial = self.flow.admit(key, method, line.len()).await;
                 match job {
                     Some(job) => {
-                        self.door.submit(job, serial).await;
+                        let alone = !more && self.flow.in_flight() == 1;
+                        self.door.submit(job, serial, alone).await;
                         false
                     }
                     None => true,

@@ -1,0 +1,217 @@
+//! This process's stdin and stdout for a stdio door, without a thread hop per message.
+//!
+//! `tokio::io::stdin()` and `stdout()` run every read and write on the blocking pool: a
+//! request read waits for a pool thread to wake the runtime, and an answer written wakes
+//! a pool thread. With one request in flight that is two wake-ups on each side of every
+//! request (issue 12). Here stdin, when it is a pipe or a socket, is read by the runtime
+//! itself (non-blocking, readiness from epoll); and stdout is a [`Sink`] that the thread
+//! which made an answer writes to directly, one whole message batch at a time.
+
+use std::io::{self, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use rustix::fs::{FileType, OFlags};
+use tokio::io::{AsyncRead, ReadBuf};
+
+/// Where a connection's answers go: written by whichever thread made them, whole
+/// (a message is never interleaved with another), blocking while the client does not
+/// read. Bounding what waits is the door's job (its rooms), as before.
+pub struct Sink {
+    out: Mutex<Box<dyn Write + Send>>,
+}
+
+impl Sink {
+    /// A sink writing to `out`.
+    pub fn new(out: impl Write + Send + 'static) -> Arc<Sink> {
+        Arc::new(Sink {
+            out: Mutex::new(Box::new(out)),
+        })
+    }
+
+    /// This process's stdout.
+    pub fn stdout() -> Arc<Sink> {
+        Sink::new(io::stdout())
+    }
+
+    /// Writes `bytes` (whole messages) and flushes; blocks until written.
+    pub fn write(&self, bytes: &[u8]) -> io::Result<()> {
+        let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+        out.write_all(bytes)?;
+        out.flush()
+    }
+
+    /// [`write`](Self::write) from async code: on the blocking pool, so that a client
+    /// that does not read stalls no runtime thread. Gives the buffer back.
+    pub async fn write_owned(self: &Arc<Self>, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
+        let sink = Arc::clone(self);
+        tokio::task::spawn_blocking(move || sink.write(&bytes).map(|()| bytes))
+            .await
+            .map_err(io::Error::other)?
+    }
+}
+
+/// This process's stdin: read by the runtime when it is a pipe or a socket, else
+/// through `tokio::io::stdin()` (a terminal or a file, which epoll cannot watch or which
+/// others may share).
+pub fn stdin() -> Box<dyn AsyncRead + Send + Unpin> {
+    match FdReader::stdin() {
+        Ok(Some(r)) => Box::new(r),
+        Ok(None) => Box::new(tokio::io::stdin()),
+        Err(e) => {
+            tracing::debug!("stdin read through the blocking pool: {e}");
+            Box::new(tokio::io::stdin())
+        }
+    }
+}
+
+/// A pipe or socket read without blocking, woken by the runtime's epoll.
+struct FdReader {
+    kind: Kind,
+    /// The file status flags it had, put back when done (the open file description is
+    /// shared with whoever else holds it).
+    restore: OFlags,
+}
+
+enum Kind {
+    Pipe(tokio::net::unix::pipe::Receiver),
+    Socket(tokio::net::UnixStream),
+}
+
+impl FdReader {
+    /// Stdin, if it is a pipe or a socket; `None` otherwise.
+    fn stdin() -> io::Result<Option<FdReader>> {
+        let fd = rustix::io::fcntl_dupfd_cloexec(io::stdin().as_fd(), 3)?;
+        FdReader::new(fd)
+    }
+
+    /// A reader of `fd` (this process's copy of it), if it is a pipe or a socket.
+    fn new(fd: OwnedFd) -> io::Result<Option<FdReader>> {
+        let kind = FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode);
+        let restore = rustix::fs::fcntl_getfl(&fd)?;
+        let kind = match kind {
+            FileType::Fifo => Kind::Pipe(tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?),
+            FileType::Socket => {
+                let s = std::os::unix::net::UnixStream::from(fd);
+                s.set_nonblocking(true)?;
+                match tokio::net::UnixStream::from_std(s) {
+                    Ok(s) => Kind::Socket(s),
+                    Err(e) => {
+                        // Not registered (the descriptor went with the error): put the
+                        // flags back through stdin itself.
+                        let _ = rustix::fs::fcntl_setfl(io::stdin().as_fd(), restore);
+                        return Err(e);
+                    }
+                }
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(FdReader { kind, restore }))
+    }
+}
+
+impl AsyncRead for FdReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().kind {
+            Kind::Pipe(p) => Pin::new(p).poll_read(cx, buf),
+            Kind::Socket(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl Drop for FdReader {
+    fn drop(&mut self) {
+        let fd = match &self.kind {
+            Kind::Pipe(p) => p.as_fd(),
+            Kind::Socket(s) => s.as_fd(),
+        };
+        let _ = rustix::fs::fcntl_setfl(fd, self.restore);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// A pipe read through the runtime gets every byte and the end, and its descriptor's
+    /// flags are as they were once the reader is gone.
+    #[tokio::test]
+    async fn a_pipe_is_read_without_blocking_and_left_as_it_was() {
+        let (r, w) = std::io::pipe().unwrap();
+        let (r, w) = (OwnedFd::from(r), OwnedFd::from(w));
+        let before = rustix::fs::fcntl_getfl(&r).unwrap();
+        let dup = rustix::io::fcntl_dupfd_cloexec(&r, 3).unwrap();
+        let mut reader = FdReader::new(dup).unwrap().expect("a pipe");
+        assert!(
+            rustix::fs::fcntl_getfl(&r)
+                .unwrap()
+                .contains(OFlags::NONBLOCK)
+        );
+        let writer = std::thread::spawn(move || {
+            let mut w = std::fs::File::from(w);
+            for i in 0..100 {
+                w.write_all(format!("line {i}\n").as_bytes()).unwrap();
+            }
+        });
+        let mut got = String::new();
+        reader.read_to_string(&mut got).await.unwrap();
+        writer.join().unwrap();
+        let want: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(got, want);
+        drop(reader);
+        assert_eq!(rustix::fs::fcntl_getfl(&r).unwrap(), before);
+    }
+
+    /// Messages written from many threads at once come out whole.
+    #[test]
+    fn messages_from_many_threads_are_not_interleaved() {
+        #[derive(Clone, Default)]
+        struct Chunky(Arc<Mutex<Vec<u8>>>);
+        impl Write for Chunky {
+            // A few bytes per call, as a pipe near full would take them.
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                let n = b.len().min(7);
+                self.0.lock().unwrap().extend_from_slice(&b[..n]);
+                std::thread::yield_now();
+                Ok(n)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let out = Chunky::default();
+        let sink = Sink::new(out.clone());
+        let threads: Vec<_> = (0..8u8)
+            .map(|t| {
+                let sink = Arc::clone(&sink);
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        let mut msg = vec![b'a' + t; 100];
+                        msg.push(b'\n');
+                        sink.write(&msg).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let bytes = out.0.lock().unwrap().clone();
+        let lines: Vec<&[u8]> = bytes
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(lines.len(), 400);
+        for l in lines {
+            assert_eq!(l.len(), 100);
+            assert!(l.iter().all(|&b| b == l[0]), "interleaved: {l:?}");
+        }
+    }
+}
