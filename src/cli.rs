@@ -298,12 +298,15 @@ fn serve(args: ServeArgs) -> ExitCode {
             Arc::clone(&gateway),
             stdio_peer(),
         )),
-        Transport::Acp => Box::pin(crate::transport::acp::serve(
-            Arc::clone(&gateway),
-            stdio_peer(),
-            tokio::io::stdin(),
-            tokio::io::stdout(),
-        )),
+        Transport::Acp => {
+            let (gw, peer) = (Arc::clone(&gateway), stdio_peer());
+            // Inside the runtime: a pipe or socket on stdin is registered with its epoll
+            // (no blocking-pool thread per read).
+            Box::pin(async move {
+                let input = crate::transport::stdio::stdin();
+                crate::transport::acp::serve(gw, peer, input, tokio::io::stdout()).await
+            })
+        }
     };
     // SIGTERM / SIGINT stop serving; the log still gets its `stop` record and final
     // checkpoint (for the WebSocket transport a signal is the usual way to stop).
