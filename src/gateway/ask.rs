@@ -147,6 +147,17 @@ impl Answer {
         }
     }
 
+    /// The person's answer a client's option kind names (`allow_once`, `allow_always`,
+    /// `reject_once`, the kinds every door offers); None for anything else.
+    pub fn from_kind(kind: &str) -> Option<Answer> {
+        match kind {
+            "allow_once" => Some(Answer::AllowOnce),
+            "allow_always" => Some(Answer::AllowSession),
+            "reject_once" => Some(Answer::Reject),
+            _ => None,
+        }
+    }
+
     /// True for a yes.
     pub fn allows(&self) -> bool {
         matches!(self, Answer::AllowOnce | Answer::AllowSession)

@@ -7,18 +7,18 @@
 //! ([`ASK_ID_PREFIX`]); the proxy refuses agent requests whose ids claim it, so the
 //! editor's answers under those ids are always fsgate's, never relayed to the agent.
 
-use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::gateway::ask::{Answer, Asker, Proposed, Question};
 use crate::gateway::{ChangeNote, ChangeSink};
 use crate::transport::outbox::Outbox;
+use crate::transport::questions::{self, Pending, Refused};
 
 /// Ids of fsgate's own requests to the editor start with this.
 pub const ASK_ID_PREFIX: &str = "fsgate-ask-";
@@ -115,26 +115,18 @@ pub fn answer_of(response: &Value) -> Answer {
         return Answer::Reject;
     }
     let chosen = outcome["optionId"].as_str().unwrap_or_default();
-    match OPTIONS.iter().find(|(id, ..)| *id == chosen) {
-        Some((_, _, "allow_once")) => Answer::AllowOnce,
-        Some((_, _, "allow_always")) => Answer::AllowSession,
-        _ => Answer::Reject,
-    }
-}
-
-#[derive(Default)]
-struct Waiting {
-    pending: HashMap<String, oneshot::Sender<Answer>>,
-    /// The editor closed its side: nobody can answer any more.
-    closed: bool,
+    OPTIONS
+        .iter()
+        .find(|(id, ..)| *id == chosen)
+        .and_then(|(_, _, kind)| Answer::from_kind(kind))
+        .unwrap_or(Answer::Reject)
 }
 
 /// Puts questions to the editor through the proxy's editor outbox.
 pub struct EditorAsker {
     to_editor: Outbox<Vec<u8>>,
     rt: tokio::runtime::Handle,
-    seq: AtomicU64,
-    waiting: Mutex<Waiting>,
+    pending: Pending,
 }
 
 impl fmt::Debug for EditorAsker {
@@ -149,8 +141,7 @@ impl EditorAsker {
         EditorAsker {
             to_editor,
             rt,
-            seq: AtomicU64::new(1),
-            waiting: Mutex::new(Waiting::default()),
+            pending: Pending::new(ASK_ID_PREFIX, MAX_PENDING),
         }
     }
 
@@ -158,48 +149,14 @@ impl EditorAsker {
     /// are dropped (the question timed out).
     pub fn take_response(&self, id: &Value, response: &Value) {
         let Some(id) = id.as_str() else { return };
-        let tx = self
-            .waiting
-            .lock()
-            .ok()
-            .and_then(|mut w| w.pending.remove(id));
-        match tx {
-            Some(tx) => {
-                let _ = tx.send(answer_of(response));
-            }
-            None => tracing::debug!(%id, "editor answered a question no longer waiting"),
+        if !self.pending.deliver(id, answer_of(response)) {
+            tracing::debug!(%id, "editor answered a question no longer waiting");
         }
     }
 
     /// The editor is gone: every waiting question, and every later one, goes unanswered.
     pub fn close(&self) {
-        if let Ok(mut w) = self.waiting.lock() {
-            w.closed = true;
-            w.pending.clear();
-        }
-    }
-
-    /// Registers a question; its id and where the answer comes, or why it cannot wait.
-    fn register(&self) -> Result<(String, oneshot::Receiver<Answer>), Answer> {
-        let mut w = self
-            .waiting
-            .lock()
-            .map_err(|_| Answer::Unanswered("internal error: lock poisoned".into()))?;
-        if w.closed {
-            return Err(gone());
-        }
-        if w.pending.len() >= MAX_PENDING {
-            return Err(Answer::Unanswered(format!(
-                "{MAX_PENDING} questions are already waiting for the editor"
-            )));
-        }
-        let id = format!(
-            "{ASK_ID_PREFIX}{}",
-            self.seq.fetch_add(1, Ordering::Relaxed)
-        );
-        let (tx, rx) = oneshot::channel();
-        w.pending.insert(id.clone(), tx);
-        Ok((id, rx))
+        self.pending.close();
     }
 }
 
@@ -209,28 +166,29 @@ fn gone() -> Answer {
 
 impl Asker for EditorAsker {
     fn ask(&self, q: &Question, timeout: Duration) -> Answer {
-        let (id, rx) = match self.register() {
+        let deadline = Instant::now() + timeout;
+        let (id, rx) = match self.pending.open() {
             Ok(r) => r,
-            Err(a) => return a,
+            Err(Refused::Closed) => return gone(),
+            Err(Refused::Full) => {
+                return Answer::Unanswered(format!(
+                    "{MAX_PENDING} questions are already waiting for the editor"
+                ));
+            }
         };
         let bytes = line_of(&permission_request(&id, q));
-        let to_editor = self.to_editor.clone();
         // On a blocking-pool thread (never a reader task): waiting here stalls only
         // this request; sending counts against the timeout too.
-        let answer = self.rt.block_on(async move {
-            let exchange = async {
-                if !to_editor.send_bytes(bytes).await {
-                    return gone();
-                }
-                rx.await.unwrap_or_else(|_| gone())
-            };
-            tokio::time::timeout(timeout, exchange)
-                .await
-                .unwrap_or(Answer::Timeout)
-        });
-        if let Ok(mut w) = self.waiting.lock() {
-            w.pending.remove(&id);
-        }
+        let sent = self.rt.block_on(tokio::time::timeout(
+            timeout,
+            self.to_editor.send_bytes(bytes),
+        ));
+        let answer = match sent {
+            Err(_) => Answer::Timeout,
+            Ok(false) => gone(),
+            Ok(true) => questions::wait(&rx, deadline, gone),
+        };
+        self.pending.withdraw(&id);
         answer
     }
 }

@@ -9,6 +9,7 @@ pub mod lines;
 pub mod mcp;
 pub mod outbox;
 pub mod proxy;
+pub mod questions;
 pub mod raw_json;
 pub mod relay;
 pub mod results;

@@ -121,11 +121,10 @@ fn decision(r: &ElicitResult) -> Answer {
         return Answer::Reject;
     }
     let chosen = r.content.as_ref().and_then(|c| c.get("decision"));
-    match chosen.and_then(|v| v.as_str()) {
-        Some("allow_once") => Answer::AllowOnce,
-        Some("allow_always") => Answer::AllowSession,
-        _ => Answer::Reject,
-    }
+    chosen
+        .and_then(|v| v.as_str())
+        .and_then(Answer::from_kind)
+        .unwrap_or(Answer::Reject)
 }
 
 /// The form: the message and the one-choice schema.

@@ -8,11 +8,9 @@
 //! ([`MAX_WAITING`]); the question itself waits in the connection's outbox, which is
 //! bounded in bytes.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -22,6 +20,7 @@ use tokio_tungstenite::tungstenite::Message;
 use super::protocol::CHANNEL;
 use crate::gateway::ask::{Answer, Asker, Question};
 use crate::transport::outbox::Outbox;
+use crate::transport::questions::{self, Pending, Refused};
 
 /// Questions one connection may have waiting for answers at once; past it a request
 /// that would ask is refused ("nobody could be asked").
@@ -42,24 +41,17 @@ pub enum ReplyError {
 
 /// The questions of one connection.
 pub struct Asks {
-    next: AtomicU64,
-    state: Mutex<State>,
-    /// How many questions wait: the reader keeps reading while some do.
-    count: watch::Sender<usize>,
+    pending: Pending,
+    /// Where questions go; None once the connection closed.
+    out: Mutex<Option<Outbox<Message>>>,
     rt: tokio::runtime::Handle,
     max_message: usize,
-}
-
-struct State {
-    waiting: HashMap<String, SyncSender<Answer>>,
-    /// None once the connection closed.
-    out: Option<Outbox<Message>>,
 }
 
 impl fmt::Debug for Asks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Asks")
-            .field("waiting", &self.lock().waiting.len())
+            .field("pending", &self.pending)
             .finish_non_exhaustive()
     }
 }
@@ -68,70 +60,49 @@ impl Asks {
     /// The questions of a connection that writes to `out`.
     pub fn new(out: Outbox<Message>, max_message: usize) -> Arc<Asks> {
         Arc::new(Asks {
-            next: AtomicU64::new(0),
-            state: Mutex::new(State {
-                waiting: HashMap::new(),
-                out: Some(out),
-            }),
-            count: watch::Sender::new(0),
+            pending: Pending::new("perm-", MAX_WAITING),
+            out: Mutex::new(Some(out)),
             rt: tokio::runtime::Handle::current(),
             max_message,
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// How many questions wait, as it changes.
     pub fn waiting(&self) -> watch::Receiver<usize> {
-        self.count.subscribe()
+        self.pending.waiting()
     }
 
     /// Hands a reply to the question `id`.
     pub fn deliver(&self, id: &str, answer: Answer) -> Result<(), ReplyError> {
-        let mut st = self.lock();
-        let tx = st
-            .waiting
-            .remove(id)
-            .ok_or_else(|| ReplyError::Unknown(id.to_string()))?;
-        self.count.send_replace(st.waiting.len());
-        // Err: the asker gave up this very moment; its timeout stands.
-        let _ = tx.try_send(answer);
-        Ok(())
+        if self.pending.deliver(id, answer) {
+            Ok(())
+        } else {
+            Err(ReplyError::Unknown(id.to_string()))
+        }
     }
 
     /// The connection closed: every question waiting ends unanswered, and no new one is
     /// put.
     pub fn close(&self) {
-        let mut st = self.lock();
-        st.out = None;
-        st.waiting.clear();
-        self.count.send_replace(0);
+        self.pending.close();
+        *self.out.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// A new question's id, its answer's receiver, and the outbox to put it in.
     fn open(&self) -> Result<(String, Receiver<Answer>, Outbox<Message>), Answer> {
-        let mut st = self.lock();
-        let Some(out) = st.out.clone() else {
-            return Err(Answer::Unanswered("the connection closed".into()));
-        };
-        if st.waiting.len() >= MAX_WAITING {
-            return Err(Answer::Unanswered(format!(
+        let closed = || Answer::Unanswered("the connection closed".into());
+        let out = self
+            .out
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let out = out.ok_or_else(closed)?;
+        match self.pending.open() {
+            Ok((id, rx)) => Ok((id, rx, out)),
+            Err(Refused::Closed) => Err(closed()),
+            Err(Refused::Full) => Err(Answer::Unanswered(format!(
                 "{MAX_WAITING} permission questions already wait on this connection"
-            )));
-        }
-        let id = format!("perm-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
-        let (tx, rx) = sync_channel(1);
-        st.waiting.insert(id.clone(), tx);
-        self.count.send_replace(st.waiting.len());
-        Ok((id, rx, out))
-    }
-
-    fn withdraw(&self, id: &str) {
-        let mut st = self.lock();
-        if st.waiting.remove(id).is_some() {
-            self.count.send_replace(st.waiting.len());
+            ))),
         }
     }
 
@@ -152,15 +123,11 @@ impl Asks {
         let answer = match sent {
             Err(_) => Answer::Timeout,
             Ok(false) => Answer::Unanswered("the connection closed".into()),
-            Ok(true) => match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(a) => a,
-                Err(RecvTimeoutError::Timeout) => Answer::Timeout,
-                Err(RecvTimeoutError::Disconnected) => {
-                    Answer::Unanswered("the connection closed before an answer came".into())
-                }
-            },
+            Ok(true) => questions::wait(&rx, deadline, || {
+                Answer::Unanswered("the connection closed before an answer came".into())
+            }),
         };
-        self.withdraw(&id);
+        self.pending.withdraw(&id);
         answer
     }
 }
@@ -251,11 +218,10 @@ fn channel_op(op: &'static str) -> &'static str {
 
 /// A reply's `answer` field.
 pub fn parse_answer(v: Option<&Value>) -> Result<Answer, String> {
-    match v.and_then(Value::as_str) {
-        Some("allow_once") => Ok(Answer::AllowOnce),
-        Some("allow_always") => Ok(Answer::AllowSession),
-        Some("reject_once") => Ok(Answer::Reject),
-        Some(other) => Err(format!(
+    let kind = v.and_then(Value::as_str);
+    match kind.map(|k| (k, Answer::from_kind(k))) {
+        Some((_, Some(answer))) => Ok(answer),
+        Some((other, None)) => Err(format!(
             "unknown answer {other:?}; use \"allow_once\", \"allow_always\" or \"reject_once\""
         )),
         None => {
