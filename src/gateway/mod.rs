@@ -110,7 +110,7 @@ pub struct ChangeNote {
     pub path2: Option<RelPath>,
     /// The workspace root, to make absolute paths.
     pub root: std::path::PathBuf,
-    /// For a text write or edit small enough to show: its text.
+    /// For a text write or edit small enough to show, when the door shows diffs: its text.
     pub proposed: Option<ask::Proposed>,
     /// The audit record's seq, when there is a log.
     pub seq: Option<u64>,
@@ -133,6 +133,12 @@ pub trait ChangeSink: Send + Sync + std::fmt::Debug {
     /// Called on the request's thread after the change's record is durable; must not
     /// block (queue, bounded).
     fn changed(&self, note: &ChangeNote);
+
+    /// Whether notes should carry the text of a write or edit (a copy of up to
+    /// [`ask::MAX_SHOWN_TEXT`] per change): only a door that shows a diff wants it.
+    fn wants_text(&self) -> bool {
+        false
+    }
 }
 
 /// One message from any door, as the gateway takes it (see [`Gateway::serve`]).
@@ -581,7 +587,11 @@ impl Gateway {
             path: facts.path.as_deref().and_then(parse)?,
             path2: facts.path2.as_deref().and_then(parse),
             root: self.workspace.root_path().to_path_buf(),
-            proposed: ask::Proposed::of(op),
+            proposed: ctx
+                .notifier
+                .as_ref()
+                .filter(|n| n.wants_text())
+                .and_then(|_| ask::Proposed::of(op)),
             seq: None,
         })
     }

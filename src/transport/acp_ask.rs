@@ -280,6 +280,10 @@ impl EditorNotes {
 }
 
 impl ChangeSink for EditorNotes {
+    fn wants_text(&self) -> bool {
+        true
+    }
+
     fn changed(&self, note: &ChangeNote) {
         let n = note
             .seq
