@@ -10,6 +10,7 @@ mod compose;
 pub mod content;
 mod decide;
 pub mod diff;
+mod entries;
 pub mod floor;
 pub mod lint;
 pub mod media;
@@ -28,6 +29,7 @@ pub use access::{ACCESS_NAMES, Access, AccessStep};
 pub use compile::{BUILTIN_SECRETS, DEFAULT_LIMITS};
 pub use content::{ContentHit, ContentScanner};
 pub use decide::{Decision, EntryKind, PathFacts, TraceStep};
+pub use entries::EntryFilter;
 pub use raw::{BinaryMode, Effect, RawPolicy};
 
 /// The text of the built-in default policy (`policies/default.toml`).
@@ -145,6 +147,9 @@ pub struct Rule {
     paths: Option<GlobSet>,
     /// Literal directory prefixes of the globs, so listing an ancestor is allowed.
     bases: Vec<crate::path::RelPath>,
+    /// Directories whose every descendant the globs match (`**` -> the root, `src/**`
+    /// or `src` -> `src`): a listing below one needs no glob match per entry.
+    whole: Vec<crate::path::RelPath>,
     /// Lowercased extensions the rule is limited to.
     pub extensions: Option<Vec<String>>,
     /// Files of at least this many bytes only.

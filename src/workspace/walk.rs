@@ -102,8 +102,8 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
     let mut out = Vec::new();
     for entry in dir.entries()? {
         let entry = entry?;
-        let os_name = entry.file_name();
-        let Some(name) = os_name.to_str() else {
+        // The name's own allocation becomes the entry's name.
+        let Ok(name) = entry.file_name().into_string() else {
             if mode == Mode::Strict {
                 return Err(WsError::NotUtf8);
             }
@@ -122,8 +122,8 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
             },
         };
         out.push(Entry {
-            name: name.to_string(),
-            path: base.join(name),
+            path: base.join(&name),
+            name,
             kind,
             size: meta.as_ref().map(|m| m.len()),
             modified: meta
@@ -134,9 +134,46 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
             id: meta.as_ref().map(|m| (m.dev(), m.ino())),
         });
     }
-    // Names in one directory are unique: an unstable sort gives the same order, faster.
-    out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    sort_by_name(&mut out);
     Ok(out)
+}
+
+/// Sorts entries by name (bytewise, as `str::cmp`). Entries are large and names often
+/// share long prefixes (`entry-00001.txt`), so the sort moves small keys: each name's
+/// first 16 bytes as a big-endian number (zero-padded: names hold no NUL byte, so a
+/// shorter name still sorts first), the whole names compared only on a tie.
+fn sort_by_name(entries: &mut [Entry]) {
+    let prefix = |name: &str| {
+        let mut b = [0u8; 16];
+        let n = name.len().min(16);
+        b[..n].copy_from_slice(&name.as_bytes()[..n]);
+        u128::from_be_bytes(b)
+    };
+    let mut keys: Vec<(u128, u32)> = entries
+        .iter()
+        .zip(0u32..)
+        .map(|(e, i)| (prefix(&e.name), i))
+        .collect();
+    // Names in one directory are unique: an unstable sort gives the same order, faster.
+    keys.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0).then_with(|| {
+            let name = |k: &(u128, u32)| entries.get(k.1 as usize).map(|e| e.name.as_str());
+            name(a).cmp(&name(b))
+        })
+    });
+    // Entry `order[i]` goes to place `i`: follow each cycle of the permutation,
+    // swapping in place (each visited place is marked done by `order[i] = i`).
+    let mut order: Vec<usize> = keys.iter().map(|k| k.1 as usize).collect();
+    for start in 0..order.len() {
+        let mut i = start;
+        while order[i] != start && order[i] != i {
+            let j = order[i];
+            entries.swap(i, j);
+            order[i] = i;
+            i = j;
+        }
+        order[i] = i;
+    }
 }
 
 /// A directory being walked: its handle, its depth, and the entries not yet visited.
@@ -338,6 +375,50 @@ mod tests {
         let (seen, walked) = walk_limited(&ws, 3);
         assert!(seen.contains(&"e/f/empty".to_string()), "{seen:?}");
         assert_eq!(walked.cut, None);
+    }
+
+    #[test]
+    fn entries_sort_by_name_bytewise() {
+        let names = [
+            "entry-00010.txt",
+            "entry-00002.txt",
+            "b",
+            "",
+            "a",
+            "ab",
+            "entry-00001.txt",
+            "entry-00001.txt2",
+            "entry-00001.tx",
+            "\u{e9}t\u{e9}",
+            "Z",
+            "aaaaaaaaaaaaaaaa",
+            "aaaaaaaaaaaaaaaab",
+            "aaaaaaaaaaaaaaaaa",
+            "aaaaaaaaaaaaaaab",
+        ];
+        // And many names in a scrambled order (a permutation of several cycles).
+        let many: Vec<String> = (0..300).map(|i| format!("n{}", (i * 7919) % 300)).collect();
+        let names: Vec<&str> = names
+            .into_iter()
+            .chain(many.iter().map(String::as_str))
+            .collect();
+        let mut entries: Vec<Entry> = names
+            .iter()
+            .map(|n| Entry {
+                name: (*n).to_string(),
+                path: RelPath::root(),
+                kind: FileKind::File,
+                size: None,
+                modified: None,
+                mode: None,
+                id: None,
+            })
+            .collect();
+        sort_by_name(&mut entries);
+        let mut want = names.clone();
+        want.sort_unstable();
+        let got: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(got, want);
     }
 
     #[test]
