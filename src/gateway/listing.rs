@@ -56,11 +56,11 @@ impl Gateway {
         let shown_dir = moved.then(|| pol.entry_filter(Access::Ls, &rp.rel));
         let shown: Vec<Entry> = entries
             .into_iter()
-            .filter(|e| real_dir.allows(&e.path, &entry_facts(e)))
+            .filter(|e| real_dir.allows(&e.path, &e.name, &entry_facts(e)))
             .filter_map(|mut e| match &shown_dir {
                 Some(f) => {
                     e.path = rp.rel.join(&e.name);
-                    f.allows(&e.path, &entry_facts(&e)).then_some(e)
+                    f.allows(&e.path, &e.name, &entry_facts(&e)).then_some(e)
                 }
                 None => Some(e),
             })
@@ -181,6 +181,7 @@ impl Gateway {
         let listed = if depth == 1 {
             // One directory: its entries are taken as listed, not copied from a walk.
             self.workspace.list_names(&res.real).map(|list| {
+                walk.out.reserve_exact(list.len().min(max_entries));
                 let mut list = list.into_iter();
                 while list
                     .next()
@@ -472,7 +473,12 @@ impl<'p> DirFilters<'p> {
 
     fn allows_with(&mut self, path: &RelPath, pf: &PathFacts) -> bool {
         let s = path.as_str();
-        let dir = s.rfind('/').map_or("", |i| &s[..i]);
+        // (A byte loop: `rfind` on a `char` costs several times more per entry.)
+        let slash = s.as_bytes().iter().rposition(|b| *b == b'/');
+        let (dir, name) = match slash {
+            Some(i) => (&s[..i], &s[i + 1..]),
+            None => ("", s),
+        };
         let filter = match &mut self.cur {
             Some((d, f)) if d == dir => f,
             cur => {
@@ -481,7 +487,7 @@ impl<'p> DirFilters<'p> {
                     .1
             }
         };
-        filter.allows(path, pf)
+        filter.allows(path, name, pf)
     }
 }
 

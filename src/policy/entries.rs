@@ -72,14 +72,14 @@ impl Policy {
 }
 
 impl EntryFilter<'_> {
-    /// True if `op` is allowed on `path`, an entry of the filter's directory: the same
-    /// answer as `decide_entry(op, path, facts).allowed()`.
-    pub fn allows(&self, path: &RelPath, facts: &PathFacts) -> bool {
+    /// True if `op` is allowed on `path`, the entry `name` of the filter's directory:
+    /// the same answer as `decide_entry(op, path, facts).allowed()`.
+    pub fn allows(&self, path: &RelPath, name: &str, facts: &PathFacts) -> bool {
+        debug_assert_eq!(path.file_name(), Some(name));
         let Some(plans) = &self.plans else {
             return self.pol.decide_entry(self.op, path, facts).allowed();
         };
         // The directory's components were checked when the filter was made.
-        let name = path.file_name().unwrap_or_default();
         if self.pol.secrets.set.is_match(name) {
             return false;
         }
@@ -226,7 +226,7 @@ paths = ["*", "deep/a/b"]
                         for facts in &kinds {
                             let want = pol.decide_entry(op, &path, facts).allowed();
                             assert_eq!(
-                                filter.allows(&path, facts),
+                                filter.allows(&path, name, facts),
                                 want,
                                 "{} {op:?} {path} {facts:?}",
                                 pol.origin()

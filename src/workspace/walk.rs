@@ -155,12 +155,12 @@ fn sort_by_name(entries: &mut [Entry]) {
         .map(|(e, i)| (prefix(&e.name), i))
         .collect();
     // Names in one directory are unique: an unstable sort gives the same order, faster.
-    keys.sort_unstable_by(|a, b| {
-        a.0.cmp(&b.0).then_with(|| {
-            let name = |k: &(u128, u32)| entries.get(k.1 as usize).map(|e| e.name.as_str());
-            name(a).cmp(&name(b))
-        })
-    });
+    // Names sharing their first 16 bytes then sort among themselves by the whole name.
+    keys.sort_unstable();
+    let name = |k: &(u128, u32)| entries.get(k.1 as usize).map(|e| e.name.as_str());
+    for run in keys.chunk_by_mut(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
+        run.sort_unstable_by(|a, b| name(a).cmp(&name(b)));
+    }
     // Entry `order[i]` goes to place `i`: follow each cycle of the permutation,
     // swapping in place (each visited place is marked done by `order[i] = i`).
     let mut order: Vec<usize> = keys.iter().map(|k| k.1 as usize).collect();
