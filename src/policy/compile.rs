@@ -376,7 +376,34 @@ fn waived_builtins(raw: &RawPolicy, src: &str) -> Result<Vec<&'static str>, Poli
 /// The secret-name patterns in force, compiled into one set.
 pub(crate) fn secrets_of(patterns: Vec<SecretPattern>) -> Result<Secrets, PolicyError> {
     let set = pattern_set(&patterns)?;
-    Ok(Secrets { patterns, set })
+    Ok(Secrets {
+        patterns,
+        set,
+        names: std::sync::OnceLock::new(),
+    })
+}
+
+/// The secret-name patterns as `pattern_set` compiles them (case-insensitive, Unicode,
+/// any of them), built for searches with a cache of the caller's and no prefilter.
+pub(crate) fn name_matcher(patterns: &[SecretPattern]) -> Option<regex_automata::meta::Regex> {
+    use regex_automata::meta;
+    use regex_automata::util::syntax;
+    let config = meta::Config::new()
+        .match_kind(regex_automata::MatchKind::All)
+        .utf8_empty(true)
+        .auto_prefilter(false)
+        .nfa_size_limit(Some(10 * (1 << 20)))
+        .hybrid_cache_capacity(2 * (1 << 20));
+    meta::Builder::new()
+        .configure(config)
+        .syntax(syntax::Config::new().case_insensitive(true).utf8(true))
+        .build_many(
+            &patterns
+                .iter()
+                .map(|p| p.source.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .ok()
 }
 
 /// The waived patterns, compiled (no set when nothing is waived: deciding skips it).

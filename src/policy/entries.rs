@@ -7,6 +7,10 @@
 //! [`EntryFilter::allows`] answers exactly as `decide_entry(op, path, facts).allowed()`
 //! (tests compare the two).
 
+use std::cell::RefCell;
+
+use regex_automata::{Input, meta};
+
 use super::access::Access;
 use super::decide::{PathFacts, rule_misses_known};
 use super::raw::Effect;
@@ -23,6 +27,8 @@ type Plan<'p> = Vec<(&'p Rule, bool)>;
 pub struct EntryFilter<'p> {
     pol: &'p Policy,
     op: Access,
+    /// The secret-name patterns, and this filter's cache for searching with them.
+    names: Option<(&'p meta::Regex, RefCell<meta::Cache>)>,
     /// Per op class (`OpClass as usize`); None for all: decide each entry in full (a
     /// component of the directory is a secret name, or the op is not a listing's).
     plans: Option<[Plan<'p>; 4]>,
@@ -44,9 +50,14 @@ impl Policy {
             }
             plans
         });
+        let names = self
+            .secrets
+            .names()
+            .map(|re| (re, RefCell::new(re.create_cache())));
         EntryFilter {
             pol: self,
             op,
+            names,
             plans,
         }
     }
@@ -80,13 +91,25 @@ impl EntryFilter<'_> {
             return self.pol.decide_entry(self.op, path, facts).allowed();
         };
         // The directory's components were checked when the filter was made.
-        if self.pol.secrets.set.is_match(name) {
+        if self.secret_name(name) {
             return false;
         }
         let (first, second) = self.op.own(facts.kind);
         std::iter::once(first)
             .chain(second)
             .all(|class| self.class_allows(&plans[class as usize], class, path, facts))
+    }
+
+    /// Whether `name` matches a secret-name pattern.
+    fn secret_name(&self, name: &str) -> bool {
+        match &self.names {
+            Some((re, cache)) => {
+                let input = Input::new(name).earliest(true);
+                re.search_half_with(&mut cache.borrow_mut(), &input)
+                    .is_some()
+            }
+            None => self.pol.secrets.set.is_match(name),
+        }
     }
 
     /// Whether the first rule that applies (after the fixed floor) allows `class`.
@@ -238,6 +261,41 @@ paths = ["*", "deep/a/b"]
             }
         }
         assert!(checked > 10_000, "{checked}");
+    }
+
+    #[test]
+    fn the_name_search_matches_what_the_secret_set_matches() {
+        let names = [
+            "entry-00001.txt",
+            ".env",
+            ".ENV.local",
+            ".envrc",
+            "id_rsa",
+            "ID_ED25519_SK",
+            "a.PEM",
+            "x.pem.bak",
+            "SECRET",
+            "my-secrets",
+            "\u{17f}ecret",
+            ".netrc",
+            "_netrc",
+            ".git",
+            ".gitignore",
+            ".Kube",
+            "credentials.json",
+            ".git-credentials",
+            "",
+            "é",
+            "tok",
+            "a\nsecret",
+        ];
+        for pol in policies() {
+            let f = pol.entry_filter(Access::Ls, &RelPath::root());
+            assert!(f.names.is_some(), "{}", pol.origin());
+            for n in names {
+                assert_eq!(f.secret_name(n), pol.secrets.set.is_match(n), "{n:?}");
+            }
+        }
     }
 
     #[test]

@@ -190,6 +190,30 @@ pub struct SecretPattern {
 struct Secrets {
     patterns: Vec<SecretPattern>,
     set: RegexSet,
+    /// The same patterns for listings, made on first use (see [`Secrets::names`]).
+    names: std::sync::OnceLock<Option<regex_automata::meta::Regex>>,
+}
+
+impl Secrets {
+    /// No secret-name patterns.
+    fn none() -> Secrets {
+        Secrets {
+            patterns: Vec::new(),
+            set: RegexSet::empty(),
+            names: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The patterns as one search that a listing runs on every entry's name with a
+    /// cache of its own: without the literal prefilter `RegexSet` chooses (on names of
+    /// a few bytes it costs more than the automaton it saves) and without its shared
+    /// cache pool (taken from another thread than the one that built it, the pool
+    /// locks). It matches exactly what `set` matches. None if it cannot be built.
+    fn names(&self) -> Option<&regex_automata::meta::Regex> {
+        self.names
+            .get_or_init(|| compile::name_matcher(&self.patterns))
+            .as_ref()
+    }
 }
 
 /// Built-in secret-name patterns waived by `disabled_patterns`: they no longer deny, but
