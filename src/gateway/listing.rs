@@ -483,8 +483,11 @@ impl<'p> DirFilters<'p> {
             Some((d, f)) if d == dir => f,
             cur => {
                 let rel = path.parent().unwrap_or_default();
-                &cur.insert((dir.to_string(), self.pol.entry_filter(self.op, &rel)))
-                    .1
+                let next = match cur.take() {
+                    Some((_, f)) => f.for_dir(&rel),
+                    None => self.pol.entry_filter(self.op, &rel),
+                };
+                &cur.insert((dir.to_string(), next)).1
             }
         };
         filter.allows(path, name, pf)

@@ -38,6 +38,15 @@ impl Policy {
     /// The filter deciding `op` on entries directly inside `dir` (the directories above
     /// them already allowed, as [`Policy::decide_entry`] assumes).
     pub fn entry_filter(&self, op: Access, dir: &RelPath) -> EntryFilter<'_> {
+        self.entry_filter_with(op, dir, None)
+    }
+
+    fn entry_filter_with(
+        &self,
+        op: Access,
+        dir: &RelPath,
+        cache: Option<meta::Cache>,
+    ) -> EntryFilter<'_> {
         let listing = matches!(
             op,
             Access::Ls | Access::Tree | Access::Glob | Access::Grep | Access::Stat
@@ -53,7 +62,7 @@ impl Policy {
         let names = self
             .secrets
             .names()
-            .map(|re| (re, RefCell::new(re.create_cache())));
+            .map(|re| (re, RefCell::new(cache.unwrap_or_else(|| re.create_cache()))));
         EntryFilter {
             pol: self,
             op,
@@ -82,7 +91,14 @@ impl Policy {
     }
 }
 
-impl EntryFilter<'_> {
+impl<'p> EntryFilter<'p> {
+    /// The filter for the same op in another directory, keeping this one's search
+    /// cache (what it learnt about names carries over).
+    pub fn for_dir(self, dir: &RelPath) -> EntryFilter<'p> {
+        let cache = self.names.map(|(_, c)| c.into_inner());
+        self.pol.entry_filter_with(self.op, dir, cache)
+    }
+
     /// True if `op` is allowed on `path`, the entry `name` of the filter's directory:
     /// the same answer as `decide_entry(op, path, facts).allowed()`.
     pub fn allows(&self, path: &RelPath, name: &str, facts: &PathFacts) -> bool {
@@ -241,9 +257,14 @@ paths = ["*", "deep/a/b"]
         ];
         let mut checked = 0;
         for pol in policies() {
+            // Each op's filter is carried from directory to directory, as walks do.
+            let mut carried: Vec<Option<EntryFilter<'_>>> = ops.iter().map(|_| None).collect();
             for dir in dirs.iter().map(|d| rel(&format!("/{d}"))) {
-                for op in ops {
-                    let filter = pol.entry_filter(op, &dir);
+                for (op, slot) in ops.into_iter().zip(carried.iter_mut()) {
+                    let filter = match slot.take() {
+                        Some(f) => f.for_dir(&dir),
+                        None => pol.entry_filter(op, &dir),
+                    };
                     for name in names {
                         let path = dir.join(name);
                         for facts in &kinds {
@@ -257,6 +278,7 @@ paths = ["*", "deep/a/b"]
                             checked += 1;
                         }
                     }
+                    *slot = Some(filter);
                 }
             }
         }
