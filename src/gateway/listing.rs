@@ -189,7 +189,7 @@ impl Gateway {
                 {}
             })
         } else {
-            let mut visit = |e: &Entry| walk.take(Cow::Borrowed(e));
+            let mut visit = |e: Cow<'_, Entry>| walk.take(e);
             self.workspace.walk_names(&res.real, &mut visit).map(|_| ())
         };
         listed.map_err(|e| ws_error(e, &rp.shown))?;

@@ -7,6 +7,8 @@
 //! Open descriptors are bounded by the depth (one per level being walked), not by the
 //! width of a directory.
 
+use std::borrow::Cow;
+
 use cap_fs_ext::DirExt;
 use cap_std::fs::{Dir, MetadataExt};
 
@@ -82,6 +84,11 @@ pub(crate) enum Mode {
 pub(crate) trait Visitor {
     /// Called on every entry, in name order, before its contents.
     fn visit(&mut self, dir: &Dir, e: &Entry) -> Result<Visit, WsError>;
+    /// Called instead of `visit` on an entry that is not a directory, which the walk
+    /// no longer needs afterwards: the visitor may keep it without a copy.
+    fn visit_owned(&mut self, dir: &Dir, e: Entry) -> Result<Visit, WsError> {
+        self.visit(dir, &e)
+    }
     /// Called after every entry beneath the directory `e` was visited, with the handle
     /// of the directory holding `e`.
     fn leave(&mut self, _parent: &Dir, _e: &Entry) -> Result<(), WsError> {
@@ -95,6 +102,19 @@ struct Plain<'a>(&'a mut dyn FnMut(&Entry) -> Visit);
 impl Visitor for Plain<'_> {
     fn visit(&mut self, _dir: &Dir, e: &Entry) -> Result<Visit, WsError> {
         Ok((self.0)(e))
+    }
+}
+
+/// A closure given what is not a directory to keep (owned), directories borrowed.
+struct Keeping<'a>(&'a mut dyn FnMut(Cow<'_, Entry>) -> Visit);
+
+impl Visitor for Keeping<'_> {
+    fn visit(&mut self, _dir: &Dir, e: &Entry) -> Result<Visit, WsError> {
+        Ok((self.0)(Cow::Borrowed(e)))
+    }
+
+    fn visit_owned(&mut self, _dir: &Dir, e: Entry) -> Result<Visit, WsError> {
+        Ok((self.0)(Cow::Owned(e)))
     }
 }
 
@@ -220,6 +240,13 @@ pub(crate) fn walk_dir(
             continue;
         };
         let depth = top.depth + 1;
+        if e.kind != FileKind::Directory {
+            // Nothing to descend into or leave: the visitor may keep the entry.
+            if visitor.visit_owned(&top.dir, e)? == Visit::Stop {
+                return Ok(walked);
+            }
+            continue;
+        }
         match visitor.visit(&top.dir, &e)? {
             Visit::Stop => return Ok(walked),
             Visit::Skip => continue,
@@ -280,13 +307,14 @@ impl Workspace {
 
     /// Like [`Workspace::walk`], but reads no metadata (entries carry names and kinds
     /// only), and a directory that cannot be opened is an error, not passed over.
+    /// Entries that are not directories are handed over owned, to keep without a copy.
     pub fn walk_names(
         &self,
         start: &RelPath,
-        visit: &mut dyn FnMut(&Entry) -> Visit,
+        visit: &mut dyn FnMut(Cow<'_, Entry>) -> Visit,
     ) -> Result<Walked, WsError> {
         let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
-        walk_dir(dir, start, MAX_DEPTH, Mode::Names, &mut Plain(visit))
+        walk_dir(dir, start, MAX_DEPTH, Mode::Names, &mut Keeping(visit))
     }
 
     /// Everything beneath the directory `start`, for the checks and backups before a
@@ -419,6 +447,43 @@ mod tests {
         want.sort_unstable();
         let got: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_names_walk_hands_over_files_and_sees_what_a_walk_sees() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir_all(tmp.path().join("a/b")).expect("mkdir");
+        std::fs::write(tmp.path().join("a/b/f"), "x").expect("write");
+        std::fs::write(tmp.path().join("a/g"), "x").expect("write");
+        std::fs::write(tmp.path().join("z"), "x").expect("write");
+        let mut seen = Vec::new();
+        ws.walk_names(&RelPath::root(), &mut |e| {
+            let owned = matches!(e, Cow::Owned(_));
+            assert_eq!(owned, e.kind != FileKind::Directory, "{}", e.path);
+            seen.push(e.path.as_str().to_string());
+            Visit::Descend
+        })
+        .expect("walk");
+        let mut walked = Vec::new();
+        ws.walk(&RelPath::root(), &mut |e| {
+            walked.push(e.path.as_str().to_string());
+            Visit::Descend
+        })
+        .expect("walk");
+        assert_eq!(seen, ["a", "a/b", "a/b/f", "a/g", "z"]);
+        assert_eq!(seen, walked);
+        // Stop from a file ends the walk.
+        let mut n = 0;
+        ws.walk_names(&RelPath::root(), &mut |e| {
+            n += 1;
+            if e.path.as_str() == "a/b/f" {
+                Visit::Stop
+            } else {
+                Visit::Descend
+            }
+        })
+        .expect("walk");
+        assert_eq!(n, 3);
     }
 
     #[test]
