@@ -2,15 +2,16 @@
 //! a file's lines iff `list` and `read` allow it (see `Access`).
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use grep_regex::RegexMatcherBuilder;
 
-use super::{Facts, Gateway, entry_facts, searchable, visible, ws_error};
+use super::{Facts, Gateway, entry_facts, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
-use crate::policy::{Access, EntryKind, OpClass, PathFacts, Policy};
+use crate::policy::{Access, EntryFilter, EntryKind, OpClass, PathFacts, Policy};
 use crate::workspace::{
     ContentGate, Entry, FileKind, Follow, GrepOptions, IncludeGlob, Visit, WsError, json_string_len,
 };
@@ -51,15 +52,17 @@ impl Gateway {
         // Entries are shown under the requested (lexical) directory, as asked; each is
         // checked where it really is and where it is shown (once if they are the same).
         let moved = res.real != rp.rel;
+        let real_dir = pol.entry_filter(Access::Ls, &res.real);
+        let shown_dir = moved.then(|| pol.entry_filter(Access::Ls, &rp.rel));
         let shown: Vec<Entry> = entries
             .into_iter()
-            .filter(|e| visible(pol, e))
-            .filter_map(|mut e| {
-                if moved {
+            .filter(|e| real_dir.allows(&e.path, &e.name, &entry_facts(e)))
+            .filter_map(|mut e| match &shown_dir {
+                Some(f) => {
                     e.path = rp.rel.join(&e.name);
-                    return visible(pol, &e).then_some(e);
+                    f.allows(&e.path, &e.name, &entry_facts(&e)).then_some(e)
                 }
-                Some(e)
+                None => Some(e),
             })
             .collect();
         let (entries, used, truncated) = self.fit_entries(pol, ctx, shown);
@@ -162,7 +165,8 @@ impl Gateway {
         facts.path = Some(rp.rel.as_str().to_string());
         let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
         let mut walk = TreeCollect {
-            pol,
+            filter: DirFilters::new(pol, Access::Ls),
+            shown_filter: DirFilters::new(pol, Access::Ls),
             sizes: pol.has_size_rules().then_some(&self.workspace),
             real: &res.real,
             rel: &rp.rel,
@@ -177,6 +181,7 @@ impl Gateway {
         let listed = if depth == 1 {
             // One directory: its entries are taken as listed, not copied from a walk.
             self.workspace.list_names(&res.real).map(|list| {
+                walk.out.reserve_exact(list.len().min(max_entries));
                 let mut list = list.into_iter();
                 while list
                     .next()
@@ -184,7 +189,7 @@ impl Gateway {
                 {}
             })
         } else {
-            let mut visit = |e: &Entry| walk.take(Cow::Borrowed(e));
+            let mut visit = |e: Cow<'_, Entry>| walk.take(e);
             self.workspace.walk_names(&res.real, &mut visit).map(|_| ())
         };
         listed.map_err(|e| ws_error(e, &rp.shown))?;
@@ -236,9 +241,10 @@ impl Gateway {
         let room = self.answer_room(pol, ctx);
         // The answer may fill the whole room: hold that much of the budget for it.
         facts.lease = Some(self.budget.lease(room.0.saturating_mul(RENDER_COPIES)));
+        let filters = RefCell::new(DirFilters::new(pol, Access::Glob));
         let (paths, truncated) = self
             .workspace
-            .glob(&glob, &res.real, room, &|e| visible(pol, e))
+            .glob(&glob, &res.real, room, &|e| filters.borrow_mut().allows(e))
             .map_err(|e| ws_error(e, &rp.shown))?;
         if truncated {
             facts.args.insert("truncated".into(), true.into());
@@ -395,9 +401,12 @@ impl Gateway {
             item_extra,
             content_gate: scanner.map(|_| &gate as &ContentGate),
         };
+        let filters = RefCell::new(DirFilters::new(pol, Access::Grep));
         let (mut hits, truncated) = self
             .workspace
-            .grep(&res.real, is_dir, &opts, &|e| searchable(pol, e))
+            .grep(&res.real, is_dir, &opts, &|e| {
+                filters.borrow_mut().allows(e)
+            })
             .map_err(|e| ws_error(e, &rp.shown))?;
         if let (false, Some(e)) = (is_dir, refusal.take()) {
             return Err(e);
@@ -443,9 +452,54 @@ impl Gateway {
     }
 }
 
+/// Decides a walk's entries as `decide_entry` does (`Access::Ls`: what `visible` shows;
+/// `Access::Grep`: files whose lines grep may show), through one [`EntryFilter`] per
+/// directory, made again when the walk moves to another directory.
+struct DirFilters<'p> {
+    pol: &'p Policy,
+    op: Access,
+    /// The directory the filter is for, and the filter.
+    cur: Option<(String, EntryFilter<'p>)>,
+}
+
+impl<'p> DirFilters<'p> {
+    fn new(pol: &'p Policy, op: Access) -> Self {
+        DirFilters { pol, op, cur: None }
+    }
+
+    fn allows(&mut self, e: &Entry) -> bool {
+        self.allows_with(&e.path, &entry_facts(e))
+    }
+
+    fn allows_with(&mut self, path: &RelPath, pf: &PathFacts) -> bool {
+        let s = path.as_str();
+        // (A byte loop: `rfind` on a `char` costs several times more per entry.)
+        let slash = s.as_bytes().iter().rposition(|b| *b == b'/');
+        let (dir, name) = match slash {
+            Some(i) => (&s[..i], &s[i + 1..]),
+            None => ("", s),
+        };
+        let filter = match &mut self.cur {
+            Some((d, f)) if d == dir => f,
+            cur => {
+                let rel = path.parent().unwrap_or_default();
+                let next = match cur.take() {
+                    Some((_, f)) => f.for_dir(&rel),
+                    None => self.pol.entry_filter(self.op, &rel),
+                };
+                &cur.insert((dir.to_string(), next)).1
+            }
+        };
+        filter.allows(path, name, pf)
+    }
+}
+
 /// Collects a `tree` walk's entries: visible, not excluded, within depth and room.
 struct TreeCollect<'a> {
-    pol: &'a Policy,
+    /// Decides entries where they really are, and where they are shown when the walk
+    /// started through a symlink.
+    filter: DirFilters<'a>,
+    shown_filter: DirFilters<'a>,
     /// Where to look up a file's size, when some rule has a size condition (a tree's
     /// walk reads no metadata).
     sizes: Option<&'a crate::workspace::Workspace>,
@@ -464,7 +518,7 @@ struct TreeCollect<'a> {
 impl TreeCollect<'_> {
     /// Whether `e` is shown (as `ls` would show it), its size looked up for a file when
     /// size conditions need it; the entry itself stays without metadata.
-    fn shown(&self, e: &Entry) -> bool {
+    fn shown(&mut self, e: &Entry, lexical: bool) -> bool {
         let mut pf = entry_facts(e);
         if let Some(ws) = self.sizes
             && pf.kind == EntryKind::File
@@ -472,7 +526,12 @@ impl TreeCollect<'_> {
         {
             pf.size = ws.stat(&e.path).ok().map(|i| i.size);
         }
-        self.pol.decide_entry(Access::Ls, &e.path, &pf).allowed()
+        let filter = if lexical {
+            &mut self.shown_filter
+        } else {
+            &mut self.filter
+        };
+        filter.allows_with(&e.path, &pf)
     }
 
     /// Keeps `e` if it is shown; says whether to enter it.
@@ -486,7 +545,7 @@ impl TreeCollect<'_> {
         let below = e.path.as_str().get(skip..).unwrap_or_default();
         // (An empty set is not asked: a match builds a candidate, an allocation.)
         let excluded = !self.excl.is_empty() && self.excl.is_match(below);
-        if excluded || !self.shown(&e) {
+        if excluded || !self.shown(&e, false) {
             return Visit::Skip;
         }
         let level = below.bytes().filter(|b| *b == b'/').count() as u64 + 1;
@@ -494,7 +553,7 @@ impl TreeCollect<'_> {
         let mut e = e.into_owned();
         if let Some(path) = lexical {
             e.path = path;
-            if !self.shown(&e) {
+            if !self.shown(&e, true) {
                 return Visit::Skip;
             }
         }

@@ -931,13 +931,6 @@ pub(crate) fn visible(pol: &Policy, e: &Entry) -> bool {
         .allowed()
 }
 
-/// Whether grep may show an entry's lines (a file: `list` and `read`) or enter it (a
-/// directory: `list`), decided as `explain --op grep` decides it.
-pub(crate) fn searchable(pol: &Policy, e: &Entry) -> bool {
-    pol.decide_entry(Access::Grep, &e.path, &entry_facts(e))
-        .allowed()
-}
-
 /// What a listed entry tells the policy: its kind and, for a file, its size if read.
 pub(crate) fn entry_facts(e: &Entry) -> PathFacts {
     match e.kind {

@@ -98,7 +98,7 @@ impl Access {
 
     /// The checks on the path itself, in order (no allocation: walks call this per
     /// entry through [`Policy::decide_entry`]).
-    fn own(self, kind: EntryKind) -> (OpClass, Option<OpClass>) {
+    pub(super) fn own(self, kind: EntryKind) -> (OpClass, Option<OpClass>) {
         match self {
             Access::Grep if kind != EntryKind::Dir => (OpClass::List, Some(OpClass::Read)),
             Access::Grep => (OpClass::List, None),

@@ -376,7 +376,34 @@ fn waived_builtins(raw: &RawPolicy, src: &str) -> Result<Vec<&'static str>, Poli
 /// The secret-name patterns in force, compiled into one set.
 pub(crate) fn secrets_of(patterns: Vec<SecretPattern>) -> Result<Secrets, PolicyError> {
     let set = pattern_set(&patterns)?;
-    Ok(Secrets { patterns, set })
+    Ok(Secrets {
+        patterns,
+        set,
+        names: std::sync::OnceLock::new(),
+    })
+}
+
+/// The secret-name patterns as `pattern_set` compiles them (case-insensitive, Unicode,
+/// any of them), built for searches with a cache of the caller's and no prefilter.
+pub(crate) fn name_matcher(patterns: &[SecretPattern]) -> Option<regex_automata::meta::Regex> {
+    use regex_automata::meta;
+    use regex_automata::util::syntax;
+    let config = meta::Config::new()
+        .match_kind(regex_automata::MatchKind::All)
+        .utf8_empty(true)
+        .auto_prefilter(false)
+        .nfa_size_limit(Some(10 * (1 << 20)))
+        .hybrid_cache_capacity(2 * (1 << 20));
+    meta::Builder::new()
+        .configure(config)
+        .syntax(syntax::Config::new().case_insensitive(true).utf8(true))
+        .build_many(
+            &patterns
+                .iter()
+                .map(|p| p.source.as_str())
+                .collect::<Vec<_>>(),
+        )
+        .ok()
 }
 
 /// The waived patterns, compiled (no set when nothing is waived: deciding skips it).
@@ -456,7 +483,7 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
             "a rule needs `paths` (globs) or `extensions`".into(),
         ));
     }
-    let (paths, bases, globs) = compile_paths(r, src, &invalid)?;
+    let (paths, bases, globs, whole) = compile_paths(r, src, &invalid)?;
     if let (Some(min), Some(max)) = (&r.min_size, &r.max_size)
         && min.get_ref() > max.get_ref()
     {
@@ -482,6 +509,7 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
         globs,
         paths,
         bases,
+        whole,
         extensions,
         min_size: r.min_size.as_ref().map(|s| *s.get_ref()),
         max_size: r.max_size.as_ref().map(|s| *s.get_ref()),
@@ -492,8 +520,9 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
 
 type Invalid<'a> = dyn Fn(&str, usize, String) -> PolicyError + 'a;
 
-/// A rule's compiled globs (None: any path), their literal bases, the globs as written.
-type CompiledPaths = (Option<GlobSet>, Vec<RelPath>, Vec<String>);
+/// A rule's compiled globs (None: any path), their literal bases, the globs as written,
+/// and the directories whose whole contents the globs match.
+type CompiledPaths = (Option<GlobSet>, Vec<RelPath>, Vec<String>, Vec<RelPath>);
 
 /// A rule's globs, normalised (D1) and compiled, each also covering what lies beneath
 /// what it matches. Deny and ask rules match case-insensitively, allow rules exactly: a
@@ -508,6 +537,7 @@ fn compile_paths(
     let mut set = GlobSetBuilder::new();
     let mut bases = Vec::new();
     let mut globs = Vec::new();
+    let mut whole = Vec::new();
     for g in &r.paths {
         let text = normalise_glob(g.get_ref());
         let alternatives =
@@ -525,6 +555,7 @@ fn compile_paths(
             let glob = build_glob_case(&alt, fold)
                 .map_err(|e| invalid("paths", at(src, g), format!("invalid glob: {}", e.kind())))?;
             set.add(glob);
+            whole.extend(whole_dir(&alt));
             // A glob also covers everything beneath what it matches (`src` covers `src/a`).
             if !alt.ends_with("/**")
                 && alt != "**"
@@ -539,7 +570,22 @@ fn compile_paths(
     let paths = set
         .build()
         .map_err(|e| invalid("paths", at(src, &r.id), format!("invalid glob set: {e}")))?;
-    Ok(((!r.paths.is_empty()).then_some(paths), bases, globs))
+    Ok(((!r.paths.is_empty()).then_some(paths), bases, globs, whole))
+}
+
+/// The directory everything beneath which a normalised glob (one alternative) matches,
+/// if it is `**`, a literal path `L` (which also covers `L/**`) or `L/**`: what lets a
+/// listing decide a directory's entries without matching each path. Anything with
+/// another wildcard or escape is left to the glob set.
+fn whole_dir(alt: &str) -> Option<RelPath> {
+    if alt == "**" {
+        return Some(RelPath::root());
+    }
+    let lit = alt.strip_suffix("/**").unwrap_or(alt);
+    if lit.is_empty() || lit.contains(['*', '?', '[', ']', '{', '}', '\\', ',', '!']) {
+        return None;
+    }
+    RelPath::parse_rooted(&format!("/{lit}")).ok()
 }
 
 /// D1: `./secrets`, `/secrets`, `secrets/`, `secrets//` and `secrets` are one glob. A

@@ -259,7 +259,7 @@ impl Policy {
 /// Why a rule does not apply to a request. The note `explain` shows is built from it
 /// only when a trace is asked for: deciding allocates nothing per rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Miss {
+pub(super) enum Miss {
     /// The rule does not cover the op class.
     Op,
     /// No glob matches the path.
@@ -272,12 +272,24 @@ enum Miss {
 
 /// None if `rule` applies to `op` on `path`, else why not.
 fn rule_misses(rule: &Rule, op: OpClass, path: &RelPath, facts: &PathFacts) -> Option<Miss> {
+    rule_misses_known(rule, op, path, facts, false)
+}
+
+/// [`rule_misses`], told when the rule's globs are already known to match `path`.
+pub(super) fn rule_misses_known(
+    rule: &Rule,
+    op: OpClass,
+    path: &RelPath,
+    facts: &PathFacts,
+    globs_match: bool,
+) -> Option<Miss> {
     let kind = facts.kind;
     if !rule.ops[op as usize] {
         return Some(Miss::Op);
     }
     let path_ok = match &rule.paths {
         None => true,
+        Some(_) if globs_match => true,
         Some(set) => {
             set.is_match(path.as_str())
                 || (rule.effect == Effect::Allow

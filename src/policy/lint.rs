@@ -321,10 +321,7 @@ pub fn lint_text(
 pub(crate) fn only(policy: &Policy, rules: Vec<super::Rule>) -> Policy {
     let mut p = policy.clone();
     p.rules = rules;
-    p.secrets = super::Secrets {
-        patterns: Vec::new(),
-        set: regex::RegexSet::empty(),
-    };
+    p.secrets = super::Secrets::none();
     p.content = None;
     p
 }

@@ -10,6 +10,7 @@ mod compose;
 pub mod content;
 mod decide;
 pub mod diff;
+mod entries;
 pub mod floor;
 pub mod lint;
 pub mod media;
@@ -28,6 +29,7 @@ pub use access::{ACCESS_NAMES, Access, AccessStep};
 pub use compile::{BUILTIN_SECRETS, DEFAULT_LIMITS};
 pub use content::{ContentHit, ContentScanner};
 pub use decide::{Decision, EntryKind, PathFacts, TraceStep};
+pub use entries::EntryFilter;
 pub use raw::{BinaryMode, Effect, RawPolicy};
 
 /// The text of the built-in default policy (`policies/default.toml`).
@@ -145,6 +147,9 @@ pub struct Rule {
     paths: Option<GlobSet>,
     /// Literal directory prefixes of the globs, so listing an ancestor is allowed.
     bases: Vec<crate::path::RelPath>,
+    /// Directories whose every descendant the globs match (`**` -> the root, `src/**`
+    /// or `src` -> `src`): a listing below one needs no glob match per entry.
+    whole: Vec<crate::path::RelPath>,
     /// Lowercased extensions the rule is limited to.
     pub extensions: Option<Vec<String>>,
     /// Files of at least this many bytes only.
@@ -185,6 +190,30 @@ pub struct SecretPattern {
 struct Secrets {
     patterns: Vec<SecretPattern>,
     set: RegexSet,
+    /// The same patterns for listings, made on first use (see [`Secrets::names`]).
+    names: std::sync::OnceLock<Option<regex_automata::meta::Regex>>,
+}
+
+impl Secrets {
+    /// No secret-name patterns.
+    fn none() -> Secrets {
+        Secrets {
+            patterns: Vec::new(),
+            set: RegexSet::empty(),
+            names: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The patterns as one search that a listing runs on every entry's name with a
+    /// cache of its own: without the literal prefilter `RegexSet` chooses (on names of
+    /// a few bytes it costs more than the automaton it saves) and without its shared
+    /// cache pool (taken from another thread than the one that built it, the pool
+    /// locks). It matches exactly what `set` matches. None if it cannot be built.
+    fn names(&self) -> Option<&regex_automata::meta::Regex> {
+        self.names
+            .get_or_init(|| compile::name_matcher(&self.patterns))
+            .as_ref()
+    }
 }
 
 /// Built-in secret-name patterns waived by `disabled_patterns`: they no longer deny, but

@@ -7,6 +7,8 @@
 //! Open descriptors are bounded by the depth (one per level being walked), not by the
 //! width of a directory.
 
+use std::borrow::Cow;
+
 use cap_fs_ext::DirExt;
 use cap_std::fs::{Dir, MetadataExt};
 
@@ -82,6 +84,11 @@ pub(crate) enum Mode {
 pub(crate) trait Visitor {
     /// Called on every entry, in name order, before its contents.
     fn visit(&mut self, dir: &Dir, e: &Entry) -> Result<Visit, WsError>;
+    /// Called instead of `visit` on an entry that is not a directory, which the walk
+    /// no longer needs afterwards: the visitor may keep it without a copy.
+    fn visit_owned(&mut self, dir: &Dir, e: Entry) -> Result<Visit, WsError> {
+        self.visit(dir, &e)
+    }
     /// Called after every entry beneath the directory `e` was visited, with the handle
     /// of the directory holding `e`.
     fn leave(&mut self, _parent: &Dir, _e: &Entry) -> Result<(), WsError> {
@@ -98,12 +105,25 @@ impl Visitor for Plain<'_> {
     }
 }
 
+/// A closure given what is not a directory to keep (owned), directories borrowed.
+struct Keeping<'a>(&'a mut dyn FnMut(Cow<'_, Entry>) -> Visit);
+
+impl Visitor for Keeping<'_> {
+    fn visit(&mut self, _dir: &Dir, e: &Entry) -> Result<Visit, WsError> {
+        Ok((self.0)(Cow::Borrowed(e)))
+    }
+
+    fn visit_owned(&mut self, _dir: &Dir, e: Entry) -> Result<Visit, WsError> {
+        Ok((self.0)(Cow::Owned(e)))
+    }
+}
+
 fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsError> {
     let mut out = Vec::new();
     for entry in dir.entries()? {
         let entry = entry?;
-        let os_name = entry.file_name();
-        let Some(name) = os_name.to_str() else {
+        // The name's own allocation becomes the entry's name.
+        let Ok(name) = entry.file_name().into_string() else {
             if mode == Mode::Strict {
                 return Err(WsError::NotUtf8);
             }
@@ -122,8 +142,8 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
             },
         };
         out.push(Entry {
-            name: name.to_string(),
-            path: base.join(name),
+            path: base.join(&name),
+            name,
             kind,
             size: meta.as_ref().map(|m| m.len()),
             modified: meta
@@ -134,9 +154,46 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
             id: meta.as_ref().map(|m| (m.dev(), m.ino())),
         });
     }
-    // Names in one directory are unique: an unstable sort gives the same order, faster.
-    out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    sort_by_name(&mut out);
     Ok(out)
+}
+
+/// Sorts entries by name (bytewise, as `str::cmp`). Entries are large and names often
+/// share long prefixes (`entry-00001.txt`), so the sort moves small keys: each name's
+/// first 16 bytes as a big-endian number (zero-padded: names hold no NUL byte, so a
+/// shorter name still sorts first), the whole names compared only on a tie.
+fn sort_by_name(entries: &mut [Entry]) {
+    let prefix = |name: &str| {
+        let mut b = [0u8; 16];
+        let n = name.len().min(16);
+        b[..n].copy_from_slice(&name.as_bytes()[..n]);
+        u128::from_be_bytes(b)
+    };
+    let mut keys: Vec<(u128, u32)> = entries
+        .iter()
+        .zip(0u32..)
+        .map(|(e, i)| (prefix(&e.name), i))
+        .collect();
+    // Names in one directory are unique: an unstable sort gives the same order, faster.
+    // Names sharing their first 16 bytes then sort among themselves by the whole name.
+    keys.sort_unstable();
+    let name = |k: &(u128, u32)| entries.get(k.1 as usize).map(|e| e.name.as_str());
+    for run in keys.chunk_by_mut(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
+        run.sort_unstable_by(|a, b| name(a).cmp(&name(b)));
+    }
+    // Entry `order[i]` goes to place `i`: follow each cycle of the permutation,
+    // swapping in place (each visited place is marked done by `order[i] = i`).
+    let mut order: Vec<usize> = keys.iter().map(|k| k.1 as usize).collect();
+    for start in 0..order.len() {
+        let mut i = start;
+        while order[i] != start && order[i] != i {
+            let j = order[i];
+            entries.swap(i, j);
+            order[i] = i;
+            i = j;
+        }
+        order[i] = i;
+    }
 }
 
 /// A directory being walked: its handle, its depth, and the entries not yet visited.
@@ -183,6 +240,13 @@ pub(crate) fn walk_dir(
             continue;
         };
         let depth = top.depth + 1;
+        if e.kind != FileKind::Directory {
+            // Nothing to descend into or leave: the visitor may keep the entry.
+            if visitor.visit_owned(&top.dir, e)? == Visit::Stop {
+                return Ok(walked);
+            }
+            continue;
+        }
         match visitor.visit(&top.dir, &e)? {
             Visit::Stop => return Ok(walked),
             Visit::Skip => continue,
@@ -243,13 +307,14 @@ impl Workspace {
 
     /// Like [`Workspace::walk`], but reads no metadata (entries carry names and kinds
     /// only), and a directory that cannot be opened is an error, not passed over.
+    /// Entries that are not directories are handed over owned, to keep without a copy.
     pub fn walk_names(
         &self,
         start: &RelPath,
-        visit: &mut dyn FnMut(&Entry) -> Visit,
+        visit: &mut dyn FnMut(Cow<'_, Entry>) -> Visit,
     ) -> Result<Walked, WsError> {
         let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
-        walk_dir(dir, start, MAX_DEPTH, Mode::Names, &mut Plain(visit))
+        walk_dir(dir, start, MAX_DEPTH, Mode::Names, &mut Keeping(visit))
     }
 
     /// Everything beneath the directory `start`, for the checks and backups before a
@@ -338,6 +403,87 @@ mod tests {
         let (seen, walked) = walk_limited(&ws, 3);
         assert!(seen.contains(&"e/f/empty".to_string()), "{seen:?}");
         assert_eq!(walked.cut, None);
+    }
+
+    #[test]
+    fn entries_sort_by_name_bytewise() {
+        let names = [
+            "entry-00010.txt",
+            "entry-00002.txt",
+            "b",
+            "",
+            "a",
+            "ab",
+            "entry-00001.txt",
+            "entry-00001.txt2",
+            "entry-00001.tx",
+            "\u{e9}t\u{e9}",
+            "Z",
+            "aaaaaaaaaaaaaaaa",
+            "aaaaaaaaaaaaaaaab",
+            "aaaaaaaaaaaaaaaaa",
+            "aaaaaaaaaaaaaaab",
+        ];
+        // And many names in a scrambled order (a permutation of several cycles).
+        let many: Vec<String> = (0..300).map(|i| format!("n{}", (i * 7919) % 300)).collect();
+        let names: Vec<&str> = names
+            .into_iter()
+            .chain(many.iter().map(String::as_str))
+            .collect();
+        let mut entries: Vec<Entry> = names
+            .iter()
+            .map(|n| Entry {
+                name: (*n).to_string(),
+                path: RelPath::root(),
+                kind: FileKind::File,
+                size: None,
+                modified: None,
+                mode: None,
+                id: None,
+            })
+            .collect();
+        sort_by_name(&mut entries);
+        let mut want = names.clone();
+        want.sort_unstable();
+        let got: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_names_walk_hands_over_files_and_sees_what_a_walk_sees() {
+        let (tmp, ws) = ws();
+        std::fs::create_dir_all(tmp.path().join("a/b")).expect("mkdir");
+        std::fs::write(tmp.path().join("a/b/f"), "x").expect("write");
+        std::fs::write(tmp.path().join("a/g"), "x").expect("write");
+        std::fs::write(tmp.path().join("z"), "x").expect("write");
+        let mut seen = Vec::new();
+        ws.walk_names(&RelPath::root(), &mut |e| {
+            let owned = matches!(e, Cow::Owned(_));
+            assert_eq!(owned, e.kind != FileKind::Directory, "{}", e.path);
+            seen.push(e.path.as_str().to_string());
+            Visit::Descend
+        })
+        .expect("walk");
+        let mut walked = Vec::new();
+        ws.walk(&RelPath::root(), &mut |e| {
+            walked.push(e.path.as_str().to_string());
+            Visit::Descend
+        })
+        .expect("walk");
+        assert_eq!(seen, ["a", "a/b", "a/b/f", "a/g", "z"]);
+        assert_eq!(seen, walked);
+        // Stop from a file ends the walk.
+        let mut n = 0;
+        ws.walk_names(&RelPath::root(), &mut |e| {
+            n += 1;
+            if e.path.as_str() == "a/b/f" {
+                Visit::Stop
+            } else {
+                Visit::Descend
+            }
+        })
+        .expect("walk");
+        assert_eq!(n, 3);
     }
 
     #[test]
