@@ -7,8 +7,10 @@ use std::time::Duration;
 pub const DEFAULT_CHECKPOINT_EVERY: u64 = 1000;
 /// Default idle time, in seconds, after which a heartbeat checkpoint covers the tail.
 pub const DEFAULT_HEARTBEAT_SECS: u64 = 30;
-/// Default size, in bytes, at which the active file is rotated (64 MiB).
-pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Default size, in bytes, at which the active file is rotated (8 MiB). Start-up reads
+/// and verifies the whole active file (about 5 ms per MiB on a small VM), so this bounds
+/// the time to a first answer and the memory start-up takes.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// In `fsync = "batch"` mode, the longest time written records stay unsynced.
 pub const BATCH_SYNC_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -48,8 +50,9 @@ pub struct AuditSettings {
     /// checkpoint, ideally on another filesystem), `"syslog"` (the local syslog socket
     /// `/dev/log`), or `"syslog:/path/to/socket"`.
     pub checkpoint_sink: Option<String>,
-    /// Rotate the active file once it holds this many bytes (default 64 MiB; 0 = never).
-    /// The chain continues across files.
+    /// Rotate the active file once it holds this many bytes (default 8 MiB; 0 = never).
+    /// The chain continues across files. Start-up verifies the whole active file: a
+    /// larger size makes start-up slower and its memory peak higher.
     pub max_file_bytes: Option<u64>,
     /// The active log file when `--audit-log` is not given.
     pub path: Option<PathBuf>,
@@ -104,7 +107,7 @@ mod tests {
         assert_eq!(s.fsync, FsyncMode::Always);
         assert_eq!(s.checkpoint_every(), 1000);
         assert_eq!(s.heartbeat(), Some(Duration::from_secs(30)));
-        assert_eq!(s.max_file_bytes(), 64 * 1024 * 1024);
+        assert_eq!(s.max_file_bytes(), 8 * 1024 * 1024);
         assert_eq!(s, AuditSettings::default());
     }
 
