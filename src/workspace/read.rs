@@ -62,23 +62,42 @@ impl Workspace {
         sized: impl FnOnce(u64),
     ) -> Result<FileContent, WsError> {
         let (file, meta) = self.open_regular(real)?;
-        sized(meta.len().min(limit));
-        if meta.len() > limit {
-            return Err(WsError::TooLarge {
-                size: meta.len(),
-                limit,
-            });
-        }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        // Read one byte past the limit: the file may have grown since fstat.
-        file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > limit {
-            return Err(WsError::TooLarge {
-                size: bytes.len() as u64,
-                limit,
-            });
-        }
-        Ok(FileContent { bytes })
+        read_checked(file, &meta, limit, sized)
+    }
+
+    /// Opens `rel` for reading if it exists and no component of it is a symlink (one
+    /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`): then `rel` is its own real
+    /// path, as [`resolve`](Self::resolve) would find, and this open can serve the read,
+    /// instead of one open to resolve and another to read. None on any failure (a
+    /// symlink, a missing name, no permission, an old kernel): resolve as usual, which
+    /// also gives the errors.
+    #[cfg(target_os = "linux")]
+    pub fn open_plain(&self, rel: &RelPath) -> Option<File> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let flags = OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::RDONLY | OFlags::NONBLOCK;
+        openat2(&self.root, rel.as_fs_path(), flags, Mode::empty(), resolve)
+            .ok()
+            .map(File::from)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn open_plain(&self, _rel: &RelPath) -> Option<File> {
+        None
+    }
+
+    /// [`read_file_sized`](Self::read_file_sized) of a file [`open_plain`](Self::open_plain)
+    /// opened: the same checks on the descriptor (a regular file, one link), the same read.
+    pub fn read_opened(
+        &self,
+        file: File,
+        limit: u64,
+        sized: impl FnOnce(u64),
+    ) -> Result<FileContent, WsError> {
+        let meta = file.metadata()?;
+        check_regular(&meta)?;
+        read_checked(file, &meta, limit, sized)
     }
 
     /// Metadata of the entry at `real` (following nothing: `real` is canonical).
@@ -87,6 +106,32 @@ impl Workspace {
         let meta = file.metadata()?;
         Ok(stat_info(&meta))
     }
+}
+
+/// Reads the whole of `file` (checked: `meta` is its fstat) if at most `limit` bytes.
+fn read_checked(
+    file: File,
+    meta: &Metadata,
+    limit: u64,
+    sized: impl FnOnce(u64),
+) -> Result<FileContent, WsError> {
+    sized(meta.len().min(limit));
+    if meta.len() > limit {
+        return Err(WsError::TooLarge {
+            size: meta.len(),
+            limit,
+        });
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // Read one byte past the limit: the file may have grown since fstat.
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(WsError::TooLarge {
+            size: bytes.len() as u64,
+            limit,
+        });
+    }
+    Ok(FileContent { bytes })
 }
 
 /// Refuses anything but a regular file with exactly one hard link.
