@@ -216,7 +216,16 @@ impl Batched for Direct {
             let Some(pending) = self.flow.take_serial(&key, serial) else {
                 continue; // Cancelled while it ran: its records stand, no answer.
             };
-            out.bytes.extend_from_slice(&bytes);
+            if bytes.len() > WRITE_HERE_MAX {
+                // A large answer is moved, never copied (a 10 MiB read's is 21 MB):
+                // what is before it goes first.
+                self.send(&mut out);
+            }
+            if out.bytes.is_empty() {
+                out.bytes = bytes;
+            } else {
+                out.bytes.extend_from_slice(&bytes);
+            }
             out.pending.push(pending);
         }
         self.send(&mut out);
