@@ -18,6 +18,8 @@ use crate::Error;
 
 /// No single answer may take longer than this: a hung server fails the workload.
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// The reader's buffer.
+const READ_BUFFER: usize = 1 << 20;
 /// Messages waiting for the writer (requests in flight are bounded by the workload).
 const OUTBOX: usize = 256;
 
@@ -48,7 +50,9 @@ impl Client {
         });
         let w = Arc::clone(&waiters);
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
+            // Large enough that a 21 MB answer (a 10 MiB read) is read in pipe-sized
+            // pieces, not 8 KiB ones.
+            let mut lines = BufReader::with_capacity(READ_BUFFER, stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 deliver(&w, "id", &line);
             }
