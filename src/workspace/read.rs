@@ -246,6 +246,37 @@ mod tests {
     }
 
     #[test]
+    fn a_plain_open_serves_exactly_the_paths_resolve_leaves_as_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("a")).unwrap();
+        std::fs::write(p.join("a/f.txt"), "text").unwrap();
+        std::fs::write(p.join("two"), "x").unwrap();
+        std::fs::hard_link(p.join("two"), p.join("a/link")).unwrap();
+        std::os::unix::fs::symlink("a", p.join("la")).unwrap();
+        std::os::unix::fs::symlink("f.txt", p.join("a/lf")).unwrap();
+        let ws = Workspace::open(p).unwrap();
+        let rel = |s: &str| RelPath::parse_rooted(s).unwrap();
+        let read = |s: &str| {
+            ws.open_plain(&rel(s))
+                .map(|f| ws.read_opened(f, 100, |_| {}))
+        };
+        // No symlink: opened, and read as read_file reads it.
+        assert_eq!(read("a/f.txt").unwrap().unwrap().bytes, b"text");
+        assert!(matches!(read("a").unwrap(), Err(WsError::IsDir)));
+        assert!(matches!(read("a/link").unwrap(), Err(WsError::HardLink(2))));
+        assert!(matches!(
+            ws.open_plain(&rel("a/f.txt"))
+                .map(|f| ws.read_opened(f, 2, |_| {})),
+            Some(Err(WsError::TooLarge { size: 4, limit: 2 }))
+        ));
+        // A symlink anywhere, or nothing there: not opened (the caller resolves).
+        for s in ["la/f.txt", "a/lf", "la", "missing", "a/f.txt/x"] {
+            assert!(ws.open_plain(&rel(s)).is_none(), "{s}");
+        }
+    }
+
+    #[test]
     fn permissions() {
         assert_eq!(format_permissions(0o644), "rw-r--r--");
         assert_eq!(format_permissions(0o755), "rwxr-xr-x");
