@@ -206,10 +206,11 @@ fn the_reference_servers_text_tools_say_when_a_list_was_cut() {
 #[test]
 fn an_mcp_read_fits_if_both_its_copies_fit_the_message_limit() {
     // An MCP answer carries a read twice, as a text block and as the structured content
-    // its output schema promises (as the reference server's does): 7 MiB fits the
-    // default 16 MiB message limit; the default read limit of 10 MiB does not, and is
-    // refused before the answer is built, naming the limit and how to read less. (Before
-    // structured content, one copy counted and 10 MiB fitted.)
+    // its output schema promises (as the reference server's does): a text file of the
+    // default read limit (10 MiB) fits the default 24 MiB message limit whole; 9 MiB
+    // of quotes and tabs (each escaped in two bytes: 36 MiB for both copies) does not,
+    // and is refused before the answer is built, naming the limit and how to read less.
+    // (With the former 16 MiB default, 10 MiB was refused.)
     let mut g = crate::mcp_harness::McpGate::start(None);
     let line = "a line of ordinary text, quoted \"here\", with a tab\tand 0123456789\n";
     let sized = |n: usize| {
@@ -217,7 +218,7 @@ fn an_mcp_read_fits_if_both_its_copies_fit_the_message_limit() {
         content.push_str(&"z".repeat(n - content.len()));
         content
     };
-    let (fits, over) = (sized(7 << 20), sized(10 << 20));
+    let (fits, over) = (sized(10 << 20), "\"\t".repeat(9 << 19));
     g.dirs.put("fits.txt", &fits);
     g.dirs.put("big.txt", &over);
     g.initialize("2025-06-18");

@@ -38,6 +38,8 @@ pub(crate) struct Io {
     pub(crate) name: String,
     /// The active file, opened for appending.
     pub(crate) file: std::fs::File,
+    /// Its device and inode, to recognise it at the log's path.
+    file_id: (u64, u64),
     /// Bytes of the active file that hold committed records.
     len: u64,
     /// Seq of the first record in the active file.
@@ -123,11 +125,14 @@ impl Io {
         };
         let file = open_rw(&dir, &name, true)
             .map_err(|e| AuditError::io("open", dir_path.join(&name), &e))?;
+        let file_id =
+            file_id(&file).map_err(|e| AuditError::io("stat", dir_path.join(&name), &e))?;
         Ok(Io {
             dir,
             dir_path,
             name,
             file,
+            file_id,
             len: 0,
             first_seq: 1,
             needs_repair: false,
@@ -250,18 +255,22 @@ impl Io {
     /// Refuses to write into a log file that is no longer the one at the log's path: one
     /// that was unlinked (its directory removed), or whose path now names another file
     /// (the directory moved or replaced). A record written there would be lost to every
-    /// reader of the log. (`stat` by path is not restricted by Landlock.)
+    /// reader of the log. (`stat` by path is not restricted by Landlock.) One `stat` of
+    /// the path: if it names the open file's inode, that file is still linked there (its
+    /// inode cannot be reused while it is open), so no `fstat` for its link count.
     fn check_in_place(&self) -> std::io::Result<()> {
         use std::os::unix::fs::MetadataExt;
-        let open = self.file.metadata()?;
-        if open.nlink() == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "the log file was removed (its directory deleted?)",
-            ));
-        }
-        let at_path = std::fs::metadata(self.path_of(&self.name))?;
-        if (at_path.dev(), at_path.ino()) != (open.dev(), open.ino()) {
+        let at_path = match std::fs::metadata(self.path_of(&self.name)) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "the log file was removed (its directory deleted?)",
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        if (at_path.dev(), at_path.ino()) != self.file_id {
             return Err(std::io::Error::other(
                 "the log's path now names another file (its directory was moved or replaced)",
             ));
@@ -302,8 +311,10 @@ impl Io {
         let file = open_rw(&self.dir, &self.name, true)
             .and_then(|f| f.set_len(0).map(|()| f))
             .map_err(|e| write_err("create the next log file", &e))?;
+        let id = file_id(&file).map_err(|e| write_err("stat the next log file", &e))?;
         checkpoint::sync_dir(&self.dir).map_err(|e| write_err("sync directory", &e))?;
         self.file = file;
+        self.file_id = id;
         self.rotated_away = false;
         self.len = 0;
         self.first_seq = seq;
@@ -407,6 +418,13 @@ impl CkptWriter {
         }
         Ok(())
     }
+}
+
+/// The device and inode of an open file.
+fn file_id(file: &std::fs::File) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = file.metadata()?;
+    Ok((m.dev(), m.ino()))
 }
 
 /// Opens (creating, mode 0600) a file in `dir` for writing; `append` for log files.

@@ -5,6 +5,7 @@ use base64::Engine;
 use super::{Facts, Gateway, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Encoding, Output, RequestCtx};
+use crate::path::RelPath;
 use crate::policy::media::{is_media, media_type};
 use crate::policy::{Access, BinaryMode, EntryKind, OpClass, Policy};
 use crate::workspace::{Follow, text_window};
@@ -20,27 +21,53 @@ impl Gateway {
     ) -> Result<(Vec<u8>, String), GatewayError> {
         let rp = self.parse_path(ctx, path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let res = self.locate(pol, OpClass::Read, &rp, Follow::All, EntryKind::File, facts)?;
+        let (real, opened) = self.locate_file(pol, &rp, facts)?;
         let limit = pol.limits().max_read_bytes;
         // Hold room for the content before reading it (see `budget`), sized by the
         // opened file's own fstat: no second lookup on the read path.
-        let content = self
-            .workspace
-            .read_file_sized(&res.real, limit, |size| {
-                facts.lease = Some(self.budget.lease(size));
-            })
-            .map_err(|e| ws_error(e, &rp.shown))?;
+        let budget = &self.budget;
+        let lease = |size| facts.lease = Some(budget.lease(size));
+        let content = match opened {
+            Some(file) => self.workspace.read_opened(file, limit, lease),
+            None => self.workspace.read_file_sized(&real, limit, lease),
+        }
+        .map_err(|e| ws_error(e, &rp.shown))?;
         let read = Access::Class(OpClass::Read);
-        Self::check_size(
-            pol,
-            read,
-            (&rp, &res.real),
-            content.bytes.len() as u64,
-            facts,
-        )?;
+        Self::check_size(pol, read, (&rp, &real), content.bytes.len() as u64, facts)?;
         facts.content(&content.bytes);
-        Self::check_content(pol, OpClass::Read, &res.real, &content.bytes, &rp.shown)?;
+        Self::check_content(pol, OpClass::Read, &real, &content.bytes, &rp.shown)?;
         Ok((content.bytes, rp.shown))
+    }
+
+    /// [`Gateway::locate`] for a read, with the file opened for it when the request's
+    /// path has no symlink in it: the policy decides on the path first, then one
+    /// `openat2` both proves the path is its own real path and opens it (instead of one
+    /// open to resolve and another to read). Otherwise it resolves as `locate` does,
+    /// and the read opens the real path.
+    fn locate_file(
+        &self,
+        pol: &Policy,
+        rp: &super::ReqPath,
+        facts: &mut Facts,
+    ) -> Result<(RelPath, Option<std::fs::File>), GatewayError> {
+        let kind = EntryKind::File;
+        Self::in_roots(rp, &rp.rel, facts)?;
+        Self::check(pol, OpClass::Read, &rp.rel, kind, &rp.shown, facts)?;
+        if let Some(file) = self.workspace.open_plain(&rp.rel) {
+            return Ok((rp.rel.clone(), Some(file)));
+        }
+        let res = self
+            .workspace
+            .resolve(&rp.rel, Follow::All)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        if res.real != rp.rel {
+            Self::in_roots(rp, &res.real, facts)?;
+            if let Some(ask) = facts.ask.as_mut() {
+                ask.retarget(&rp.rel, &res.real);
+            }
+            Self::check(pol, OpClass::Read, &res.real, kind, &rp.shown, facts)?;
+        }
+        Ok((res.real, None))
     }
 
     pub(super) fn read_text(
@@ -127,7 +154,7 @@ fn answer_fits(
     shown: &str,
 ) -> Result<u64, GatewayError> {
     const ENVELOPE: u64 = 4096;
-    let encoded = super::budget::json_string_len(content) * copies(ctx) + ENVELOPE;
+    let encoded = super::budget::json_text_len(content) * copies(ctx) + ENVELOPE;
     let max = pol.limits().max_message_bytes;
     if encoded <= max {
         return Ok(encoded);

@@ -33,12 +33,17 @@ pub const BUILTIN_SECRETS: &[(&str, &str)] = &[
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
 
-/// Default limits: 10 MiB reads and writes, binary denied, 16 MiB messages.
+/// Default limits: 10 MiB reads and writes, binary denied, 24 MiB messages.
+///
+/// Why 24 MiB: an MCP answer carries a read twice (a text block and the structured
+/// content its output schema promises, as the reference server's does), so a read of
+/// `max_read_bytes` (10 MiB) needs a message of twice that plus its JSON escaping; 24 MiB
+/// fits any 10 MiB text file whose escaping adds up to 20% (ordinary text adds 1-5%).
 pub const DEFAULT_LIMITS: Limits = Limits {
     max_read_bytes: 10 * MIB,
     max_write_bytes: 10 * MIB,
     binary: BinaryMode::Deny,
-    max_message_bytes: 16 * MIB,
+    max_message_bytes: 24 * MIB,
 };
 
 /// Where in the source a value sits: 1-based line and column.

@@ -202,6 +202,102 @@ struct CRule {
     skip_report: bool,
 }
 
+/// Which of the automaton's `n` keywords occur in `text`: an overlapping search, one
+/// state transition (a dependent load) per byte.
+fn occurring_overlapping(ac: &AhoCorasick, text: &[u8], n: usize) -> Vec<bool> {
+    let mut seen = vec![false; n];
+    let mut left = n;
+    for m in ac.find_overlapping_iter(text) {
+        let k = m.pattern().as_usize();
+        if !seen[k] {
+            seen[k] = true;
+            left -= 1;
+            if left == 0 {
+                break;
+            }
+        }
+    }
+    seen
+}
+
+/// Bytes of text lowercased at a time for [`Packed`].
+const PACKED_WINDOW: usize = 16 * 1024;
+
+/// The keyword prefilter's fast path: the keywords (ASCII-lowercased) in a packed SIMD
+/// searcher (Teddy), run over the text ASCII-lowercased a window at a time. A leftmost
+/// search from a position finds the first position at or after it where some keyword
+/// starts; there every keyword is compared, and the search goes on one byte later: so
+/// every position where a keyword starts is visited, and the keywords found are exactly
+/// those an overlapping ASCII case-insensitive search finds, with most bytes skipped
+/// many at a time instead of one automaton step each.
+#[derive(Debug, Clone)]
+pub(crate) struct Packed {
+    searcher: aho_corasick::packed::Searcher,
+    /// Indexed as the prefilter's patterns.
+    keywords: Vec<Vec<u8>>,
+    longest: usize,
+}
+
+impl Packed {
+    /// None if the searcher cannot be built for these keywords (too many, an empty one,
+    /// or no SIMD on this CPU): the automaton's overlapping search is used instead.
+    pub(crate) fn new(keywords: &[String]) -> Option<Packed> {
+        let keywords: Vec<Vec<u8>> = keywords
+            .iter()
+            .map(|k| k.as_bytes().to_ascii_lowercase())
+            .collect();
+        if keywords.iter().any(Vec::is_empty) {
+            return None;
+        }
+        let searcher = aho_corasick::packed::Config::new()
+            .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(&keywords)
+            .build()?;
+        let longest = keywords.iter().map(Vec::len).max().unwrap_or(0);
+        Some(Packed {
+            searcher,
+            keywords,
+            longest,
+        })
+    }
+
+    /// Which keywords occur in `text`, lowercasing `window` bytes at a time (each window
+    /// also holds the bytes a keyword starting in it may reach into the next).
+    fn occurring(&self, text: &[u8], window: usize) -> Vec<bool> {
+        let mut seen = vec![false; self.keywords.len()];
+        let mut left = seen.len();
+        let mut buf = Vec::with_capacity(window.min(text.len()) + self.longest);
+        let mut base = 0;
+        while base < text.len() && left > 0 {
+            let own = window.min(text.len() - base);
+            let end = (base + own + self.longest - 1).min(text.len());
+            buf.clear();
+            buf.extend(text[base..end].iter().map(u8::to_ascii_lowercase));
+            let mut at = 0;
+            while left > 0 {
+                let span = aho_corasick::Span::from(at..buf.len());
+                let Some(m) = self.searcher.find_in(&buf, span) else {
+                    break;
+                };
+                let s = m.start();
+                if s >= own {
+                    break; // the next window's
+                }
+                for (k, kw) in self.keywords.iter().enumerate() {
+                    if !seen[k] && buf[s..].starts_with(kw) {
+                        seen[k] = true;
+                        left -= 1;
+                    }
+                }
+                at = s + 1;
+            }
+            base += own;
+        }
+        seen
+    }
+}
+
 /// A finding before it becomes a [`ContentHit`].
 #[derive(Debug, Clone, Copy)]
 struct Finding {
@@ -217,6 +313,8 @@ pub struct ContentScanner {
     global: Vec<Allow>,
     /// Every distinct keyword, ASCII case-insensitive.
     prefilter: Option<AhoCorasick>,
+    /// The same keywords for a SIMD search, where it can be built (see [`Packed`]).
+    packed: Option<Packed>,
     /// Prefilter pattern index -> rules having that keyword.
     keyword_rules: Vec<Vec<usize>>,
     /// Indexed by `OpClass as usize`.
@@ -315,19 +413,13 @@ impl ContentScanner {
     fn candidates(&self, text: &[u8]) -> Vec<bool> {
         let mut cand: Vec<bool> = self.rules.iter().map(|r| r.keywords.is_empty()).collect();
         if let Some(ac) = &self.prefilter {
-            let mut seen = vec![false; self.keyword_rules.len()];
-            let mut left = seen.len();
-            for m in ac.find_overlapping_iter(text) {
-                let k = m.pattern().as_usize();
-                if !seen[k] {
-                    seen[k] = true;
-                    for &r in &self.keyword_rules[k] {
-                        cand[r] = true;
-                    }
-                    left -= 1;
-                    if left == 0 {
-                        break;
-                    }
+            let seen = match &self.packed {
+                Some(p) => p.occurring(text, PACKED_WINDOW),
+                None => occurring_overlapping(ac, text, self.keyword_rules.len()),
+            };
+            for (k, _) in seen.iter().enumerate().filter(|(_, s)| **s) {
+                for &r in &self.keyword_rules[k] {
+                    cand[r] = true;
                 }
             }
         }

@@ -117,7 +117,8 @@ pub struct RawLimits {
     pub max_write_bytes: Option<u64>,
     /// What to do with binary content.
     pub binary: Option<BinaryMode>,
-    /// Largest single protocol message (one JSON-RPC line), in bytes.
+    /// Largest single protocol message (one JSON-RPC line), in bytes. Default 24 MiB:
+    /// room for an MCP answer carrying a 10 MiB read twice (text and structured content).
     pub max_message_bytes: Option<u64>,
 }
 

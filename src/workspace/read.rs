@@ -62,23 +62,42 @@ impl Workspace {
         sized: impl FnOnce(u64),
     ) -> Result<FileContent, WsError> {
         let (file, meta) = self.open_regular(real)?;
-        sized(meta.len().min(limit));
-        if meta.len() > limit {
-            return Err(WsError::TooLarge {
-                size: meta.len(),
-                limit,
-            });
-        }
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        // Read one byte past the limit: the file may have grown since fstat.
-        file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > limit {
-            return Err(WsError::TooLarge {
-                size: bytes.len() as u64,
-                limit,
-            });
-        }
-        Ok(FileContent { bytes })
+        read_checked(file, &meta, limit, sized)
+    }
+
+    /// Opens `rel` for reading if it exists and no component of it is a symlink (one
+    /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`): then `rel` is its own real
+    /// path, as [`resolve`](Self::resolve) would find, and this open can serve the read,
+    /// instead of one open to resolve and another to read. None on any failure (a
+    /// symlink, a missing name, no permission, an old kernel): resolve as usual, which
+    /// also gives the errors.
+    #[cfg(target_os = "linux")]
+    pub fn open_plain(&self, rel: &RelPath) -> Option<File> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let flags = OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::RDONLY | OFlags::NONBLOCK;
+        openat2(&self.root, rel.as_fs_path(), flags, Mode::empty(), resolve)
+            .ok()
+            .map(File::from)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn open_plain(&self, _rel: &RelPath) -> Option<File> {
+        None
+    }
+
+    /// [`read_file_sized`](Self::read_file_sized) of a file [`open_plain`](Self::open_plain)
+    /// opened: the same checks on the descriptor (a regular file, one link), the same read.
+    pub fn read_opened(
+        &self,
+        file: File,
+        limit: u64,
+        sized: impl FnOnce(u64),
+    ) -> Result<FileContent, WsError> {
+        let meta = file.metadata()?;
+        check_regular(&meta)?;
+        read_checked(file, &meta, limit, sized)
     }
 
     /// Metadata of the entry at `real` (following nothing: `real` is canonical).
@@ -87,6 +106,32 @@ impl Workspace {
         let meta = file.metadata()?;
         Ok(stat_info(&meta))
     }
+}
+
+/// Reads the whole of `file` (checked: `meta` is its fstat) if at most `limit` bytes.
+fn read_checked(
+    file: File,
+    meta: &Metadata,
+    limit: u64,
+    sized: impl FnOnce(u64),
+) -> Result<FileContent, WsError> {
+    sized(meta.len().min(limit));
+    if meta.len() > limit {
+        return Err(WsError::TooLarge {
+            size: meta.len(),
+            limit,
+        });
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // Read one byte past the limit: the file may have grown since fstat.
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(WsError::TooLarge {
+            size: bytes.len() as u64,
+            limit,
+        });
+    }
+    Ok(FileContent { bytes })
 }
 
 /// Refuses anything but a regular file with exactly one hard link.
@@ -198,6 +243,37 @@ mod tests {
         assert_eq!(text_window("a\nb", Some(2), Some(1)), "b");
         assert_eq!(text_window("a\nb", Some(1), Some(0)), "");
         assert_eq!(text_window("", Some(1), Some(3)), "");
+    }
+
+    #[test]
+    fn a_plain_open_serves_exactly_the_paths_resolve_leaves_as_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("a")).unwrap();
+        std::fs::write(p.join("a/f.txt"), "text").unwrap();
+        std::fs::write(p.join("two"), "x").unwrap();
+        std::fs::hard_link(p.join("two"), p.join("a/link")).unwrap();
+        std::os::unix::fs::symlink("a", p.join("la")).unwrap();
+        std::os::unix::fs::symlink("f.txt", p.join("a/lf")).unwrap();
+        let ws = Workspace::open(p).unwrap();
+        let rel = |s: &str| RelPath::parse_rooted(s).unwrap();
+        let read = |s: &str| {
+            ws.open_plain(&rel(s))
+                .map(|f| ws.read_opened(f, 100, |_| {}))
+        };
+        // No symlink: opened, and read as read_file reads it.
+        assert_eq!(read("a/f.txt").unwrap().unwrap().bytes, b"text");
+        assert!(matches!(read("a").unwrap(), Err(WsError::IsDir)));
+        assert!(matches!(read("a/link").unwrap(), Err(WsError::HardLink(2))));
+        assert!(matches!(
+            ws.open_plain(&rel("a/f.txt"))
+                .map(|f| ws.read_opened(f, 2, |_| {})),
+            Some(Err(WsError::TooLarge { size: 4, limit: 2 }))
+        ));
+        // A symlink anywhere, or nothing there: not opened (the caller resolves).
+        for s in ["la/f.txt", "a/lf", "la", "missing", "a/f.txt/x"] {
+            assert!(ws.open_plain(&rel(s)).is_none(), "{s}");
+        }
     }
 
     #[test]

@@ -18,10 +18,12 @@ use crate::Error;
 
 /// No single answer may take longer than this: a hung server fails the workload.
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// The reader's buffer.
+const READ_BUFFER: usize = 1 << 20;
 /// Messages waiting for the writer (requests in flight are bounded by the workload).
 const OUTBOX: usize = 256;
 
-type Waiters = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
+type Waiters = Arc<Mutex<HashMap<u64, oneshot::Sender<String>>>>;
 
 /// A pipelined JSON-RPC (or WebSocket files-channel) connection.
 pub struct Client {
@@ -48,9 +50,11 @@ impl Client {
         });
         let w = Arc::clone(&waiters);
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
+            // Large enough that a 21 MB answer (a 10 MiB read) is read in pipe-sized
+            // pieces, not 8 KiB ones.
+            let mut lines = BufReader::with_capacity(READ_BUFFER, stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                deliver(&w, "id", &line);
+                deliver(&w, "id", line);
             }
             w.lock().map(|mut m| m.clear()).ok();
         });
@@ -89,7 +93,7 @@ impl Client {
         tokio::spawn(async move {
             while let Some(Ok(msg)) = stream.next().await {
                 if let Message::Text(t) = msg {
-                    deliver(&w, "requestId", t.as_str());
+                    deliver(&w, "requestId", t.as_str().to_string());
                 }
             }
             w.lock().map(|mut m| m.clear()).ok();
@@ -103,7 +107,13 @@ impl Client {
     }
 
     /// Sends `msg` (an object without id) with a fresh id and waits for its answer.
-    pub async fn call(&self, mut msg: Value) -> Result<Value, Error> {
+    pub async fn call(&self, msg: Value) -> Result<Value, Error> {
+        let text = self.call_raw(msg).await?;
+        serde_json::from_str(&text).map_err(|e| Error::Protocol(format!("answer: {e}")))
+    }
+
+    /// [`call`](Self::call), the answer as its JSON text (to parse only what is checked).
+    pub async fn call_raw(&self, mut msg: Value) -> Result<String, Error> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         msg[self.id_key] = id.into();
         let (otx, orx) = oneshot::channel();
@@ -134,17 +144,28 @@ impl Client {
     }
 }
 
+/// The id of a message: `id` for JSON-RPC, `requestId` for the WebSocket files channel
+/// (the rest is skipped, not built).
+#[derive(serde::Deserialize)]
+struct Ids {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default, rename = "requestId")]
+    request_id: Option<Value>,
+}
+
 /// Hands an incoming message to the call waiting for its id; other messages (server
 /// notifications, change events) are dropped.
-fn deliver(waiters: &Waiters, key: &str, text: &str) {
-    let Ok(v) = serde_json::from_str::<Value>(text) else {
+fn deliver(waiters: &Waiters, key: &str, text: String) {
+    let Ok(ids) = serde_json::from_str::<Ids>(&text) else {
         return;
     };
-    let Some(id) = v.get(key).and_then(Value::as_u64) else {
+    let id = if key == "id" { ids.id } else { ids.request_id };
+    let Some(id) = id.as_ref().and_then(Value::as_u64) else {
         return;
     };
     let waiter = waiters.lock().ok().and_then(|mut m| m.remove(&id));
     if let Some(w) = waiter {
-        let _ = w.send(v);
+        let _ = w.send(text);
     }
 }

@@ -1,11 +1,14 @@
 //! The timed workloads: N requests with K in flight over one connection, every answer
 //! checked. A wrong answer fails the workload: no figures come from a failing call.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use crate::Error;
@@ -35,20 +38,47 @@ pub struct Ctx<'a> {
     pub rep: usize,
 }
 
-/// A request and the check of its answer, for op `i`.
+/// A request and the check of its answer (its JSON text), for op `i`.
 trait Op {
     fn request(&self, i: usize) -> Value;
-    fn check(&self, i: usize, answer: &Value) -> Result<(), Error>;
+    fn check(&self, i: usize, answer: &str) -> Result<(), Error>;
 }
 
+/// An op whose check reads the answer as a `Value`.
 struct FnOp<R, C>(R, C);
 
 impl<R: Fn(usize) -> Value, C: Fn(usize, &Value) -> Result<(), Error>> Op for FnOp<R, C> {
     fn request(&self, i: usize) -> Value {
         (self.0)(i)
     }
-    fn check(&self, i: usize, answer: &Value) -> Result<(), Error> {
-        (self.1)(i, answer)
+    fn check(&self, i: usize, answer: &str) -> Result<(), Error> {
+        let v: Value = serde_json::from_str(answer)
+            .map_err(|e| Error::Answer(format!("not JSON ({e}): {}", clip(answer))))?;
+        (self.1)(i, &v)
+    }
+}
+
+/// A read op: its check parses only the content it compares (the rest of the answer,
+/// such as MCP's structured copy of the content, is skipped, not built), so that the
+/// driver's own work per read stays small beside the servers'.
+/// Op `i` reads `files[i % files.len()]` (workspace path, content).
+struct ReadOp<'a> {
+    door: Door,
+    root: &'a Path,
+    files: Vec<(String, String)>,
+}
+
+impl Op for ReadOp<'_> {
+    fn request(&self, i: usize) -> Value {
+        let (rel, _) = &self.files[i % self.files.len()];
+        read_req(self.door, self.root, rel)
+    }
+    fn check(&self, i: usize, answer: &str) -> Result<(), Error> {
+        let (rel, want) = &self.files[i % self.files.len()];
+        if read_content(self.door, answer)? != want.as_str() {
+            return Err(Error::Answer(format!("{rel}: wrong content")));
+        }
+        Ok(())
     }
 }
 
@@ -66,7 +96,7 @@ async fn drive(srv: &Server, n: usize, k: usize, op: &dyn Op) -> Result<Run, Err
             }
             let req = op.request(i);
             let t = Instant::now();
-            let ans = srv.client.call(req).await?;
+            let ans = srv.client.call_raw(req).await?;
             lat.push(t.elapsed());
             op.check(i, &ans)?;
         }
@@ -87,7 +117,10 @@ async fn drive(srv: &Server, n: usize, k: usize, op: &dyn Op) -> Result<Run, Err
 }
 
 fn short(v: &Value) -> String {
-    let s = v.to_string();
+    clip(&v.to_string())
+}
+
+fn clip(s: &str) -> String {
     s.chars().take(600).collect()
 }
 
@@ -116,50 +149,95 @@ fn read_req(door: Door, root: &Path, rel: &str) -> Value {
     }
 }
 
-/// The content a read answer carries.
-fn read_content(door: Door, v: &Value) -> Result<&str, Error> {
-    let c = match door {
-        Door::Mcp => return mcp_text(v),
-        Door::Acp => &v["result"]["content"],
-        Door::Ws => &v["data"]["content"],
+/// The content a read answer carries (the same checks as on a `Value`: an MCP answer
+/// with `error` or `isError: true` fails, and the first content block's text counts).
+fn read_content(door: Door, answer: &str) -> Result<Cow<'_, str>, Error> {
+    let parsed = match door {
+        Door::Mcp => serde_json::from_str::<McpRead>(answer).map(|a| match a {
+            McpRead {
+                error: None,
+                result: Some(r),
+            } if r.is_error != Some(true) => r.content.into_iter().next().and_then(|b| b.text),
+            _ => None,
+        }),
+        Door::Acp => {
+            serde_json::from_str::<AcpRead>(answer).map(|a| a.result.and_then(|r| r.content))
+        }
+        Door::Ws => serde_json::from_str::<WsRead>(answer).map(|a| a.data.and_then(|d| d.content)),
     };
-    c.as_str()
-        .ok_or_else(|| Error::Answer(format!("read failed: {}", short(v))))
+    match parsed {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Err(Error::Answer(format!("read failed: {}", clip(answer)))),
+        Err(e) => Err(Error::Answer(format!(
+            "not a read answer ({e}): {}",
+            clip(answer)
+        ))),
+    }
+}
+
+/// What a read check looks at in an MCP answer.
+#[derive(Deserialize)]
+struct McpRead<'a> {
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(borrow, default)]
+    result: Option<McpResult<'a>>,
+}
+
+#[derive(Deserialize)]
+struct McpResult<'a> {
+    #[serde(borrow, default)]
+    content: Vec<TextBlock<'a>>,
+    #[serde(default, rename = "isError")]
+    is_error: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct TextBlock<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+/// What a read check looks at in an ACP answer (`result.content`).
+#[derive(Deserialize)]
+struct AcpRead<'a> {
+    #[serde(borrow, default)]
+    result: Option<Content<'a>>,
+}
+
+/// What a read check looks at in a WebSocket answer (`data.content`).
+#[derive(Deserialize)]
+struct WsRead<'a> {
+    #[serde(borrow, default)]
+    data: Option<Content<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Content<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
 }
 
 /// `read_seq` / `read_pipe` and the ACP and WebSocket variants: 4 KiB files in turn.
 pub async fn read_small(srv: &Server, cx: &Ctx<'_>, n: usize, k: usize) -> Result<Run, Error> {
-    let nf = cx.sz.small_files;
-    let want: Vec<String> = (0..nf).map(tree::small).collect();
-    let door = srv.door;
-    let op = FnOp(
-        |i| read_req(door, cx.root, &format!("files/f{}.txt", i % nf)),
-        |i, v: &Value| {
-            if read_content(door, v)? != want[i % nf] {
-                return Err(Error::Answer(format!(
-                    "files/f{}.txt: wrong content",
-                    i % nf
-                )));
-            }
-            Ok(())
-        },
-    );
+    let files = (0..cx.sz.small_files)
+        .map(|i| (format!("files/f{i}.txt"), tree::small(i)))
+        .collect();
+    let op = ReadOp {
+        door: srv.door,
+        root: cx.root,
+        files,
+    };
     drive(srv, n, k, &op).await
 }
 
 /// `read_big`: the 10 MiB file, whole.
 pub async fn read_big(srv: &Server, cx: &Ctx<'_>, n: usize) -> Result<Run, Error> {
-    let want = tree::big(cx.sz);
-    let door = srv.door;
-    let op = FnOp(
-        |_| read_req(door, cx.root, "big.txt"),
-        |_, v: &Value| {
-            if read_content(door, v)? != want {
-                return Err(Error::Answer("big.txt: wrong content".into()));
-            }
-            Ok(())
-        },
-    );
+    let op = ReadOp {
+        door: srv.door,
+        root: cx.root,
+        files: vec![("big.txt".to_string(), tree::big(cx.sz))],
+    };
     drive(srv, n, 1, &op).await
 }
 

@@ -579,6 +579,7 @@ fn build(
     let scanner = ContentScanner {
         rules,
         global,
+        packed: super::Packed::new(&keywords),
         prefilter,
         keyword_rules,
         ops,
@@ -611,6 +612,7 @@ fn builtin_set() -> Result<&'static [CRule], String> {
                 rules,
                 global: Vec::new(),
                 prefilter: None,
+                packed: None,
                 keyword_rules: Vec::new(),
                 ops: [false; 4],
                 sources: Vec::new(),

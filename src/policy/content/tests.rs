@@ -578,3 +578,51 @@ regex = 'd[0-9]{4}'
         }
     }
 }
+
+/// Keywords found by the packed search, with windows of every small size (so keywords
+/// straddle window ends), against the automaton's overlapping search.
+fn packed_agrees(s: &ContentScanner, text: &[u8]) {
+    let (Some(ac), Some(p)) = (&s.prefilter, &s.packed) else {
+        panic!("this CPU has no packed searcher for the built-in keywords");
+    };
+    let want = super::occurring_overlapping(ac, text, s.keyword_rules.len());
+    for window in (1..12).chain([4096, super::PACKED_WINDOW]) {
+        assert_eq!(p.occurring(text, window), want, "window {window}: {text:?}");
+    }
+}
+
+#[test]
+fn the_packed_keyword_search_finds_what_the_overlapping_search_finds() {
+    let builtin = Policy::builtin_default().unwrap();
+    let s = builtin.content_scanner().unwrap();
+    let texts = [
+        "",
+        "a",
+        "AKIAasiaAbIaacCa a3T",
+        "ghp_gho_GHU_ghs_ghr_github_pat_glpat-xoxa-xoxb-XOXP-xoxo-xoxs-xoxr-sk_live_rk_live_",
+        "-----BEGIN-----begin",
+        "akiakiakia asisia abiabia",
+        "é AKIA é\n-----BEGIN RSA PRIVATE KEY-----\n",
+    ];
+    for t in texts {
+        packed_agrees(s, t.as_bytes());
+        let mut long = "fn main() { let x = 1; }\n".repeat(1000).into_bytes();
+        let mid = long.len() / 2;
+        long.splice(mid..mid, t.bytes());
+        packed_agrees(s, &long);
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn packed_search_agrees_on_keyword_soup(
+        parts in proptest::collection::vec(proptest::sample::select(vec![
+            "a", "A", "k", "I", "s", "3", "t", "gh", "p_", "xox", "b-", "-----", "BEGIN",
+            "sk_", "live_", "github_", "pat_", "glpat", "-", " ", "\n", "é",
+        ]), 0..60),
+    ) {
+        let builtin = Policy::builtin_default().unwrap();
+        let s = builtin.content_scanner().unwrap();
+        packed_agrees(s, parts.concat().as_bytes());
+    }
+}

@@ -24,9 +24,10 @@ use tokio::sync::{Semaphore, mpsc};
 use super::catalog::ToolId;
 use super::flow::{Flow, Pending};
 use super::render::{self, ToolError};
-use super::{too_big, tools};
+use super::too_big;
+use super::tools::{self, Answer};
 use crate::error::GatewayError;
-use crate::gateway::{Gateway, Lease};
+use crate::gateway::{Gateway, Lease, escape_json_into, json_text_len};
 use crate::ops::RequestCtx;
 use crate::transport::batch::{self, Batched};
 use crate::transport::stdio::Sink;
@@ -106,7 +107,7 @@ fn batched(tool: ToolId) -> bool {
 pub(super) struct Done {
     key: String,
     serial: u64,
-    result: CallToolResult,
+    result: Answer,
     leases: Vec<Lease>,
 }
 
@@ -173,12 +174,12 @@ impl Batched for Direct {
         }
         let (gw, ctx) = (&*self.gw, &*self.ctx);
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tools::call(gw, ctx, job.tool, job.args)
+            tools::call_answer(gw, ctx, job.tool, job.args)
         }));
         let (result, leases) = ran.unwrap_or_else(|_| {
             tracing::error!(tool = job.tool.name(), "tool call panicked");
             let e = ToolError::Failed("internal error: the tool call failed".into());
-            (render::error(&e), Vec::new())
+            (Answer::Result(render::error(&e)), Vec::new())
         });
         Some(Done {
             key: job.key,
@@ -198,14 +199,14 @@ impl Batched for Direct {
             leases,
         } in done
         {
-            let (mut result, leases) = match &settled {
+            let (result, leases) = match &settled {
                 Ok(()) => (result, leases),
-                Err(e) => (render::error(&ToolError::Gateway(e.clone())), Vec::new()),
+                Err(e) => (
+                    Answer::Result(render::error(&ToolError::Gateway(e.clone()))),
+                    Vec::new(),
+                ),
             };
-            // The direct path serves 2025-era sessions only, whose answers carry no
-            // `resultType` (the SDK path strips it for them too).
-            result.result_type = None;
-            let bytes = encode_fitted(self.max, &key, &result);
+            let bytes = encode_fitted(self.max, &key, result);
             if let Err(leases) = self.flow.try_hold_answer(&key, bytes.len(), leases) {
                 // No room until what is already encoded is written: send it first.
                 self.send(&mut out);
@@ -215,7 +216,16 @@ impl Batched for Direct {
             let Some(pending) = self.flow.take_serial(&key, serial) else {
                 continue; // Cancelled while it ran: its records stand, no answer.
             };
-            out.bytes.extend_from_slice(&bytes);
+            if bytes.len() > WRITE_HERE_MAX {
+                // A large answer is moved, never copied (a 10 MiB read's is 21 MB):
+                // what is before it goes first.
+                self.send(&mut out);
+            }
+            if out.bytes.is_empty() {
+                out.bytes = bytes;
+            } else {
+                out.bytes.extend_from_slice(&bytes);
+            }
             out.pending.push(pending);
         }
         self.send(&mut out);
@@ -295,16 +305,66 @@ impl Door {
 const WRITE_HERE_MAX: usize = 64 * 1024;
 
 /// The JSON-RPC answer for id `key`, encoded once (not sized first, then encoded), or
-/// the limit error in its place if it is over the message limit `max`.
-fn encode_fitted(max: usize, key: &str, result: &CallToolResult) -> Vec<u8> {
+/// the limit error in its place if it is over the message limit `max`. A text answer
+/// is sized exactly first (cheap), then written into a buffer of that size.
+fn encode_fitted(max: usize, key: &str, answer: Answer) -> Vec<u8> {
     let mut bytes = Vec::new();
-    encode(&mut bytes, key, result);
-    if bytes.len() > max {
-        let error = too_big(bytes.len(), max);
-        bytes.clear();
-        encode(&mut bytes, key, &error);
-    }
+    let size = match answer {
+        Answer::Text(text) => {
+            let size = text_answer_len(key, &text);
+            if size <= max {
+                bytes.reserve_exact(size);
+                encode_text(&mut bytes, key, &text);
+                return bytes;
+            }
+            size
+        }
+        Answer::Result(mut result) => {
+            // The direct path serves 2025-era sessions only, whose answers carry no
+            // `resultType` (the SDK path strips it for them too).
+            result.result_type = None;
+            encode(&mut bytes, key, &result);
+            if bytes.len() <= max {
+                return bytes;
+            }
+            bytes.len()
+        }
+    };
+    bytes.clear();
+    encode(&mut bytes, key, &too_big(size, max));
     bytes
+}
+
+/// The parts of a text answer around its two copies of the text (as serde_json writes
+/// a `CallToolResult` of one text block and `structuredContent: {content}`).
+const TEXT_HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+const TEXT_OPEN: &[u8] = b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":";
+const TEXT_MID: &[u8] = b"}],\"structuredContent\":{\"content\":";
+const TEXT_TAIL: &[u8] = b"},\"isError\":false}}\n";
+
+/// The exact length of [`encode_text`]'s answer.
+fn text_answer_len(key: &str, text: &str) -> usize {
+    let escaped = usize::try_from(json_text_len(text)).unwrap_or(usize::MAX);
+    [TEXT_HEAD, TEXT_OPEN, TEXT_MID, TEXT_TAIL]
+        .iter()
+        .map(|p| p.len())
+        .sum::<usize>()
+        .saturating_add(key.len())
+        .saturating_add(escaped.saturating_mul(2))
+}
+
+/// Appends the answer for id `key` carrying `text` twice, escaped once: the second copy
+/// is the first's escaped bytes.
+fn encode_text(out: &mut Vec<u8>, key: &str, text: &str) {
+    out.extend_from_slice(TEXT_HEAD);
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(TEXT_OPEN);
+    let start = out.len();
+    escape_json_into(out, text);
+    let end = out.len();
+    out.extend_from_slice(TEXT_MID);
+    out.extend_from_within(start..end);
+    out.extend_from_slice(TEXT_TAIL);
 }
 
 /// Appends the JSON-RPC answer for id `key` (the id's JSON text) to `out`.
@@ -317,4 +377,52 @@ fn encode(out: &mut Vec<u8>, key: &str, result: &CallToolResult) {
         out.extend_from_slice(br#"{"content":[{"type":"text","text":"internal error: the answer could not be encoded"}],"isError":true}"#);
     }
     out.extend_from_slice(b"}\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the general encoder writes for the same answer (the SDK's shape).
+    fn general(max: usize, key: &str, text: &str) -> Vec<u8> {
+        let result = Answer::Text(text.to_string()).into_result();
+        encode_fitted(max, key, Answer::Result(result))
+    }
+
+    #[test]
+    fn a_text_answer_is_byte_for_byte_the_general_encoding() {
+        let texts = [
+            String::new(),
+            "plain".to_string(),
+            "quotes \" and \\ and \t\n\r\u{1}\u{1f}\u{7f} é \u{2028} 日本".to_string(),
+            "a line of text\n".repeat(700),
+        ];
+        for text in &texts {
+            for key in ["1", "\"abc\"", "184467440737"] {
+                let fast = encode_fitted(usize::MAX, key, Answer::Text(text.clone()));
+                assert_eq!(
+                    String::from_utf8_lossy(&fast),
+                    String::from_utf8_lossy(&general(usize::MAX, key, text))
+                );
+                assert_eq!(fast.len(), text_answer_len(key, text));
+                assert_eq!(fast.capacity(), fast.len(), "sized exactly, never regrown");
+            }
+        }
+    }
+
+    #[test]
+    fn a_text_answer_over_the_limit_is_the_same_limit_error() {
+        let text = "x\ty\n".repeat(1000);
+        let size = text_answer_len("7", &text);
+        for max in [size - 1, 4096] {
+            let fast = encode_fitted(max, "7", Answer::Text(text.clone()));
+            assert_eq!(fast, general(max, "7", &text));
+            let v: serde_json::Value = serde_json::from_slice(&fast).unwrap();
+            assert_eq!(v["result"]["isError"], true);
+            let msg = v["result"]["content"][0]["text"].as_str().unwrap();
+            assert!(msg.contains(&format!("would be {size} bytes")), "{msg}");
+        }
+        let fits = encode_fitted(size, "7", Answer::Text(text.clone()));
+        assert_eq!(fits.len(), size);
+    }
 }

@@ -4,6 +4,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
 use super::catalog::{OutputKind, ToolId};
+use super::tools::Answer;
 use crate::error::GatewayError;
 use crate::gateway::Gateway;
 use crate::ops::{Output, PathStyle};
@@ -59,6 +60,23 @@ pub(super) fn error(e: &ToolError) -> CallToolResult {
 /// Structured content with its JSON text, as the MCP spec advises for compatibility.
 pub(super) fn structured(value: Value) -> CallToolResult {
     CallToolResult::structured(value)
+}
+
+/// [`with_structured`], except that a text tool's success of one plain text block (what
+/// nearly every read answers) stays that text alone, not yet copied.
+pub(super) fn answer(tool: ToolId, mut r: CallToolResult) -> Answer {
+    let plain = tool.output() == OutputKind::Text
+        && r.is_error == Some(false)
+        && r.structured_content.is_none()
+        && r.meta.is_none()
+        && r.content.len() == 1;
+    if plain && let Some(ContentBlock::Text(t)) = r.content.pop() {
+        if t.meta.is_none() && t.annotations.is_none() {
+            return Answer::Text(t.text);
+        }
+        r.content.push(ContentBlock::Text(t));
+    }
+    Answer::Result(with_structured(tool, r))
 }
 
 /// A successful result with the structured content its tool's output schema promises:

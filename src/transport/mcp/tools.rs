@@ -23,13 +23,50 @@ pub(super) fn call(
     tool: ToolId,
     args: JsonObject,
 ) -> (CallToolResult, Vec<Lease>) {
+    let (answer, leases) = call_answer(gw, ctx, tool, args);
+    (answer.into_result(), leases)
+}
+
+/// [`call`], with a text tool's success kept as its one text (see [`Answer`]).
+pub(super) fn call_answer(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    tool: ToolId,
+    args: JsonObject,
+) -> (Answer, Vec<Lease>) {
     // Nothing left over from a call that failed on this thread.
     drop(leases::take());
     let result = answer(gw, ctx, tool, args);
     (result, leases::take())
 }
 
-fn answer(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> CallToolResult {
+/// A tool call's answer before it is encoded.
+#[derive(Debug)]
+pub(super) enum Answer {
+    /// The result as it goes on the wire.
+    Result(CallToolResult),
+    /// A text tool's success: one plain text block, which goes on the wire twice (the
+    /// block, and the structured content `{content}`). Held once here, so that the
+    /// direct path can escape it once and copy the escaped bytes.
+    Text(String),
+}
+
+impl Answer {
+    /// The `CallToolResult` the SDK path sends (the text copied into the structured
+    /// content).
+    pub(super) fn into_result(self) -> CallToolResult {
+        match self {
+            Answer::Result(r) => r,
+            Answer::Text(s) => {
+                let mut r = text(s.clone());
+                r.structured_content = Some(serde_json::json!({ "content": s }));
+                r
+            }
+        }
+    }
+}
+
+fn answer(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> Answer {
     // Roots the client is about to give narrow this call too.
     let result = match ctx.scope.settled(roots::SETTLE_WAIT) {
         Ok(_) => run(gw, ctx, tool, args),
@@ -54,13 +91,13 @@ fn answer(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> Cal
     if let Some(outcome) = unrecorded
         && let Err(e) = gw.serve(ctx, Request::message(tool.name(), outcome))
     {
-        return render::error(&ToolError::Gateway(e));
+        return Answer::Result(render::error(&ToolError::Gateway(e)));
     }
     match result {
-        Ok(r) => render::with_structured(tool, r),
+        Ok(r) => render::answer(tool, r),
         Err(e) => {
             tracing::debug!(tool = tool.name(), error = %e, "tool call failed");
-            render::error(&e)
+            Answer::Result(render::error(&e))
         }
     }
 }
