@@ -20,7 +20,7 @@ use serde_json::Value;
 /// temp directory the fuzzer cannot guess.
 const ROOT: &[u8] = b"@ROOT";
 
-/// Line limit for the framing (the real one is the policy's, 16 MiB by default).
+/// Line limit for the framing (the real one is the policy's, 24 MiB by default).
 const MAX_LINE: usize = 2048;
 
 fuzz_target!(|data: &[u8]| {

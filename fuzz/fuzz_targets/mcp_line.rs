@@ -12,7 +12,7 @@ use fsgate::transport::mcp::fuzz;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
-/// Line limit for the guard (the real one is the policy's, 16 MiB by default).
+/// Line limit for the guard (the real one is the policy's, 24 MiB by default).
 const MAX_LINE: usize = 1024;
 
 fuzz_target!(|data: &[u8]| {

@@ -26,7 +26,7 @@ const HANDSHAKE_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 100..=30_000;
 /// [ws]
 /// token_file = "/run/fsgate/ws-token"
 /// allowed_origins = ["http://localhost:5173"]
-/// max_message_bytes = 16777216
+/// max_message_bytes = 25165824
 /// max_in_flight = 32
 /// max_connections = 64
 /// max_pending_handshakes = 16
