@@ -104,15 +104,18 @@ impl BackupStore {
     }
 
     /// Whether the periodic pass over the whole store ([`prune`](Self::prune)) is due,
-    /// `saves` backups into the session: every `every` saves, but no more often than
-    /// once per as many saves as the last pass left versions (it reads every sidecar, so
-    /// its cost per save stays bounded however large the store grows) unless
-    /// [`SWEEP_INTERVAL`] has passed. At most one caller is told it is due.
+    /// `saves` backups into the session. Saves keep their own file to `keep_versions`
+    /// and the store to its byte budget, so the pass is for `max_age` of files no save
+    /// touches and for crash leftovers: with `max_age`, every `every` saves but no more
+    /// often than once per as many saves as the last pass left versions (it reads every
+    /// sidecar, so its cost per save stays bounded however large the store grows); in
+    /// any case once [`SWEEP_INTERVAL`] has passed (and `every` saves). At most one
+    /// caller is told it is due.
     pub fn sweep_due(&self, saves: u64, every: u64) -> bool {
         let mut s = self.sweep.lock().unwrap_or_else(|p| p.into_inner());
         let since = saves.saturating_sub(s.saves);
-        let due =
-            since >= every.max(s.versions) || (since >= every && s.at.elapsed() >= SWEEP_INTERVAL);
+        let by_count = self.retention.max_age.is_some() && since >= every.max(s.versions);
+        let due = by_count || (since >= every && s.at.elapsed() >= SWEEP_INTERVAL);
         if due {
             s.saves = saves;
             s.at = Instant::now();
@@ -463,7 +466,10 @@ mod tests {
     /// as often as the store's size in versions (or after `SWEEP_INTERVAL`).
     #[test]
     fn the_whole_store_pass_is_amortised_over_the_store_size() {
-        let (_tmp, store) = open_store(&BackupSettings::default());
+        let (_tmp, store) = open_store(&BackupSettings {
+            max_age: Some("30d".into()),
+            ..Default::default()
+        });
         assert!(!store.sweep_due(99, 100));
         assert!(store.sweep_due(100, 100));
         assert!(!store.sweep_due(100, 100), "told once");
@@ -476,6 +482,14 @@ mod tests {
             store.sweep.lock().expect("lock").at = at;
             assert!(!store.sweep_due(1199, 100));
             assert!(store.sweep_due(1200, 100), "due by time");
+        }
+        // Without `max_age`, only time makes it due.
+        let (_tmp2, plain) = open_store(&BackupSettings::default());
+        assert!(!plain.sweep_due(100_000, 100));
+        if let Some(at) = long_ago {
+            plain.sweep.lock().expect("lock").at = at;
+            assert!(!plain.sweep_due(99, 100));
+            assert!(plain.sweep_due(100, 100), "due by time");
         }
         // A pass records the size it left.
         save_str(&store, "x", "1", t(0));
