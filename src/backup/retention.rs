@@ -2,17 +2,44 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::io;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use cap_std::fs::Dir;
 use time::OffsetDateTime;
 
-use super::layout::{DATA_SUFFIX, FILES_DIR, META_SUFFIX, TMP_SUFFIX};
+use super::config::Retention;
+use super::layout::{self, DATA_SUFFIX, FILES_DIR, META_SUFFIX, TMP_SUFFIX};
 use super::store::{BackupStore, Version, sync_dir};
 use super::{BackupError, BackupRef};
 
 /// Incomplete files (crash leftovers) younger than this are left alone: they may belong
 /// to a save in progress in another process.
 const ORPHAN_GRACE: Duration = Duration::from_secs(3600);
+
+/// The periodic pass over the whole store runs at least this often (given enough saves)
+/// however large the store is, for `max_age` of files no save touches.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
+
+/// When the last pass over the whole store ran, and how many versions it left.
+#[derive(Debug)]
+pub(crate) struct Sweep {
+    /// The save count (see [`BackupStore::sweep_due`]) when it was started.
+    saves: u64,
+    /// Versions it left.
+    versions: u64,
+    /// When it was started.
+    at: Instant,
+}
+
+impl Default for Sweep {
+    fn default() -> Self {
+        Sweep {
+            saves: 0,
+            versions: 0,
+            at: Instant::now(),
+        }
+    }
+}
 
 /// Which retention rule removed a version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -76,6 +103,69 @@ impl BackupStore {
         self.prune_with(OffsetDateTime::now_utc(), reserve)
     }
 
+    /// Whether the periodic pass over the whole store ([`prune`](Self::prune)) is due,
+    /// `saves` backups into the session. Saves keep their own file to `keep_versions`
+    /// and the store to its byte budget, so the pass is for `max_age` of files no save
+    /// touches and for crash leftovers: with `max_age`, every `every` saves but no more
+    /// often than once per as many saves as the last pass left versions (it reads every
+    /// sidecar, so its cost per save stays bounded however large the store grows); in
+    /// any case once [`SWEEP_INTERVAL`] has passed (and `every` saves). At most one
+    /// caller is told it is due.
+    pub fn sweep_due(&self, saves: u64, every: u64) -> bool {
+        let mut s = self.sweep.lock().unwrap_or_else(|p| p.into_inner());
+        let since = saves.saturating_sub(s.saves);
+        let by_count = self.retention.max_age.is_some() && since >= every.max(s.versions);
+        let due = by_count || (since >= every && s.at.elapsed() >= SWEEP_INTERVAL);
+        if due {
+            s.saves = saves;
+            s.at = Instant::now();
+        }
+        due
+    }
+
+    /// Applies `keep_versions` and `max_age` to the versions of `rel_path` alone: after
+    /// a save, the only file whose count grew. Cheap when nothing is due: without those
+    /// rules it reads nothing, with `keep_versions` alone only the directory's names.
+    /// (The byte budget is kept by every save reserving its room.)
+    pub(crate) fn prune_path(&self, rel_path: &str) -> Result<PruneReport, BackupError> {
+        let rules = Retention {
+            max_total_bytes: None,
+            ..self.retention
+        };
+        let mut report = PruneReport::default();
+        let Some(keep) = rules.keep_versions.or(rules.max_age.map(|_| u32::MAX)) else {
+            return Ok(report);
+        };
+        let dir_name = layout::dir_name(rel_path);
+        let dir = match self.files.open_dir(&dir_name) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
+            Err(e) => return Err(BackupError::io("open", dir_name)(e)),
+        };
+        if rules.max_age.is_none() && sidecars(&dir, &dir_name)? <= keep as usize {
+            return Ok(report);
+        }
+        let versions = self.versions_in(&dir, &dir_name)?;
+        let mut freed = 0;
+        for (index, reason) in choose(&versions, rules, OffsetDateTime::now_utc(), 0) {
+            let v = &versions[index];
+            // A concurrent save of the same file may prune the same version: only the
+            // one that removed it reports it and frees its bytes.
+            if self.remove_version(v)? {
+                freed += v.stored();
+                report.removed.push(PrunedVersion {
+                    backup: v.to_ref(),
+                    reason,
+                });
+            }
+        }
+        report.kept_versions = versions.len() - report.removed.len();
+        if let Some(c) = self.lock_quota().committed.as_mut() {
+            *c = c.saturating_sub(freed);
+        }
+        Ok(report)
+    }
+
     fn prune_with(&self, now: OffsetDateTime, reserve: u64) -> Result<PruneReport, BackupError> {
         let versions = self.scan(&|_| true)?;
         let doomed = choose(&versions, self.retention, now, reserve);
@@ -99,6 +189,9 @@ impl BackupStore {
             report.kept_bytes += v.stored();
         }
         self.lock_quota().committed = Some(report.kept_bytes);
+        if let Ok(mut s) = self.sweep.lock() {
+            s.versions = report.kept_versions as u64;
+        }
         report.over_budget = self
             .retention
             .max_total_bytes
@@ -115,21 +208,24 @@ impl BackupStore {
     }
 
     /// Removes one version: sidecar first (the version disappears atomically), then data.
-    fn remove_version(&self, v: &Version) -> Result<(), BackupError> {
+    /// False if its sidecar was already gone (another prune removed it).
+    fn remove_version(&self, v: &Version) -> Result<bool, BackupError> {
         let dir = match self.files.open_dir(&v.dir) {
             Ok(d) => d,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(BackupError::io("open", v.dir.clone())(e)),
         };
+        let mut removed = false;
         for suffix in [META_SUFFIX, DATA_SUFFIX] {
             let name = format!("{}{suffix}", v.stem);
             match dir.remove_file(&name) {
-                Ok(()) => {}
+                Ok(()) => removed |= suffix == META_SUFFIX,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(BackupError::io("remove", format!("{}/{name}", v.dir))(e)),
             }
         }
-        sync_dir(&dir).map_err(BackupError::io("sync", v.dir.clone()))
+        sync_dir(&dir).map_err(BackupError::io("sync", v.dir.clone()))?;
+        Ok(removed)
     }
 
     /// Removes crash leftovers older than [`ORPHAN_GRACE`] and empty per-path directories.
@@ -194,13 +290,26 @@ impl BackupStore {
     }
 }
 
+/// How many committed versions (sidecars) a per-path directory holds, from its names.
+fn sidecars(dir: &Dir, dir_name: &str) -> Result<usize, BackupError> {
+    let mut n = 0;
+    for entry in dir.entries().map_err(BackupError::io("list", dir_name))? {
+        let name = entry
+            .map_err(BackupError::io("list", dir_name))?
+            .file_name();
+        let name = name.to_string_lossy();
+        n += usize::from(!name.starts_with('.') && name.ends_with(META_SUFFIX));
+    }
+    Ok(n)
+}
+
 /// Decides which versions to remove, as (index into `versions`, reason), in order, so
 /// that `reserve` more bytes fit the byte budget. Per file, the newest version is never
 /// removed for the budget, and the newest session original (see [`super::quota`]) is
 /// removed only by age: an agent's rewrites must not push out the user's own content.
 fn choose(
     versions: &[Version],
-    rules: super::config::Retention,
+    rules: Retention,
     now: OffsetDateTime,
     reserve: u64,
 ) -> Vec<(usize, PruneReason)> {
@@ -298,6 +407,94 @@ mod tests {
         );
         // Idempotent.
         assert!(store.prune_at(t(100)).expect("prune").removed.is_empty());
+    }
+
+    /// Saves through `save_file` (as the gateway does) keep their file to
+    /// `keep_versions` at once, with no pass over the store, and leave other files alone.
+    #[test]
+    fn saves_keep_their_own_file_to_keep_versions() {
+        let settings = BackupSettings {
+            keep_versions: Some(2),
+            ..Default::default()
+        };
+        let (tmp, store) = open_store(&settings);
+        for i in 0..4 {
+            save_str(&store, "b.txt", &format!("b{i}"), t(i));
+        }
+        let work = tmp.path().join("a.txt");
+        for i in 0..6 {
+            std::fs::write(&work, format!("a{i}")).expect("write");
+            let f = std::fs::File::open(&work).expect("open");
+            store.save_file("a.txt", &f).expect("save");
+            let kept = store.list(Some("a.txt")).expect("list");
+            assert!(kept.len() <= 3, "{i}: {kept:#?}");
+        }
+        let kept = store.list(Some("a.txt")).expect("list");
+        let sha = |s: &str| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(s.as_bytes()));
+        let shas: Vec<_> = kept.iter().map(|r| r.sha256.clone()).collect();
+        assert_eq!(
+            shas,
+            vec![sha("a0"), sha("a4"), sha("a5")],
+            "original and newest two"
+        );
+        assert!(kept[0].original);
+        assert_eq!(
+            store.list(Some("b.txt")).expect("list").len(),
+            4,
+            "untouched"
+        );
+        let reports = store.take_prune_reports();
+        let removed: Vec<_> = reports.iter().flat_map(|r| &r.removed).collect();
+        assert_eq!(removed.len(), 3, "{reports:#?}");
+        assert!(
+            removed
+                .iter()
+                .all(|p| p.reason == PruneReason::KeepVersions)
+        );
+        assert!(removed.iter().all(|p| p.backup.rel_path == "a.txt"));
+        // The byte count follows without a rescan: a full prune (which also prunes
+        // b.txt, untouched by saves) finds the same total.
+        let counted = store.lock_quota().committed;
+        let report = store.prune_at(t(10)).expect("prune");
+        assert!(report.removed.iter().all(|p| p.backup.rel_path == "b.txt"));
+        assert_eq!(report.removed.len(), 2);
+        let counted = counted.expect("saves count the store's bytes");
+        assert_eq!(counted, report.kept_bytes + report.removed_bytes());
+    }
+
+    /// The whole-store pass runs every `every` saves while the store is small, then only
+    /// as often as the store's size in versions (or after `SWEEP_INTERVAL`).
+    #[test]
+    fn the_whole_store_pass_is_amortised_over_the_store_size() {
+        let (_tmp, store) = open_store(&BackupSettings {
+            max_age: Some("30d".into()),
+            ..Default::default()
+        });
+        assert!(!store.sweep_due(99, 100));
+        assert!(store.sweep_due(100, 100));
+        assert!(!store.sweep_due(100, 100), "told once");
+        store.sweep.lock().expect("lock").versions = 1000;
+        assert!(!store.sweep_due(200, 100));
+        assert!(!store.sweep_due(1099, 100));
+        assert!(store.sweep_due(1100, 100));
+        let long_ago = Instant::now().checked_sub(SWEEP_INTERVAL + Duration::from_secs(1));
+        if let Some(at) = long_ago {
+            store.sweep.lock().expect("lock").at = at;
+            assert!(!store.sweep_due(1199, 100));
+            assert!(store.sweep_due(1200, 100), "due by time");
+        }
+        // Without `max_age`, only time makes it due.
+        let (_tmp2, plain) = open_store(&BackupSettings::default());
+        assert!(!plain.sweep_due(100_000, 100));
+        if let Some(at) = long_ago {
+            plain.sweep.lock().expect("lock").at = at;
+            assert!(!plain.sweep_due(99, 100));
+            assert!(plain.sweep_due(100, 100), "due by time");
+        }
+        // A pass records the size it left.
+        save_str(&store, "x", "1", t(0));
+        store.prune_at(t(1)).expect("prune");
+        assert_eq!(store.sweep.lock().expect("lock").versions, 1);
     }
 
     #[test]

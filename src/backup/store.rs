@@ -73,6 +73,8 @@ pub struct BackupStore {
     /// Per-path directories saves of this process are using, with their counts;
     /// retention never removes them (it holds this lock while it removes one).
     pub(crate) saving: Mutex<HashMap<String, usize>>,
+    /// When the last pass over the whole store ran, and what it found.
+    pub(crate) sweep: Mutex<super::retention::Sweep>,
     /// Where the store is, for messages only (never opened again).
     location: PathBuf,
 }
@@ -166,6 +168,7 @@ impl BackupStore {
             touched: Mutex::new(HashSet::new()),
             last_ts: Mutex::new(OffsetDateTime::UNIX_EPOCH),
             saving: Mutex::new(HashMap::new()),
+            sweep: Mutex::new(super::retention::Sweep::default()),
             location: dir.to_path_buf(),
         })
     }
@@ -264,6 +267,13 @@ impl BackupStore {
         self.settle_room(data, saved.as_ref().ok().map(|(_, stored)| *stored));
         let (saved, _) = saved?;
         self.note_changed(rel_path);
+        // Only this file's count grew: keep it to `keep_versions` now, without a pass
+        // over the whole store. The version is saved whatever the pruning does.
+        match self.prune_path(rel_path) {
+            Ok(report) if !report.removed.is_empty() => self.lock_quota().reports.push(report),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("backup retention of {rel_path}: {e}"),
+        }
         Ok(saved)
     }
 

@@ -80,7 +80,9 @@ impl Gateway {
             .saves
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
-        if n.is_multiple_of(super::PRUNE_EVERY) {
+        // The save itself kept its file to `keep_versions`; what is left to a pass over
+        // the whole store (ages of other files, crash leftovers) runs amortised.
+        if store.sweep_due(n, super::PRUNE_EVERY) {
             self.prune_backups();
         }
         Ok(())
