@@ -87,8 +87,9 @@ pub struct Gateway {
     backups: Option<BackupStore>,
     /// File content held by requests in flight, across every door (see [`budget`]).
     budget: std::sync::Arc<budget::Budget>,
-    /// Backups saved since start: retention runs every [`PRUNE_EVERY`] saves, so a
-    /// long-running gateway keeps to the policy's limits, not only at start-up.
+    /// Backups saved since start: each save prunes its own file's versions, and the pass
+    /// over the whole store runs at most every [`PRUNE_EVERY`] saves (see
+    /// `BackupStore::sweep_due`), so a long-running gateway keeps to the policy's limits.
     saves: std::sync::atomic::AtomicU64,
     /// "Allow for this session" answers to `ask` rules.
     grants: Arc<ask::Grants>,
@@ -177,7 +178,7 @@ impl Request {
     }
 }
 
-/// How many backups are saved between two retention passes over the store.
+/// The fewest backups saved between two retention passes over the whole store.
 pub const PRUNE_EVERY: u64 = 100;
 
 impl Gateway {
