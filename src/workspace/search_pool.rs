@@ -5,8 +5,13 @@
 //!
 //! Bounds: helper threads across all greps at most one less than the cores (the thread
 //! that asked searches too); files handed out and not yet taken into the answer at most
-//! twice the searching threads; one file's content in memory per searching thread; the
-//! hits of files waiting their turn at most about the answer's size in all.
+//! [`WINDOW_PER_THREAD`] per searching thread; one file's content in memory per
+//! searching thread; the hits of files waiting their turn at most about the answer's
+//! size in all.
+//!
+//! Hand-overs are batched: an idle helper is woken once [`WAKE_AT`] files wait, and the
+//! walk takes results into the answer only when its window is full (a wake-up, and the
+//! lock it contends for, per file cost more than searching a small file).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::AssertUnwindSafe;
@@ -21,6 +26,12 @@ use super::search::{
 use super::walk::{Entry, MAX_DEPTH, Visit};
 use super::{Workspace, WsError};
 use crate::path::RelPath;
+
+/// Files handed out and not yet taken into the answer, per searching thread.
+const WINDOW_PER_THREAD: usize = 16;
+
+/// Files waiting before an idle helper is woken.
+const WAKE_AT: usize = 8;
 
 /// Helper threads searching for some grep now, across every grep.
 static HELPERS: AtomicUsize = AtomicUsize::new(0);
@@ -103,11 +114,28 @@ impl Queue {
         self.st.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    // Condvars are notified after the lock is let go: a thread woken under it would
+    // only wait again, for the lock.
+
     fn push(&self, job: Job) {
-        let mut st = self.lock();
-        st.jobs.push_back(job);
-        if st.idle > 0 {
+        let wake = {
+            let mut st = self.lock();
+            st.jobs.push_back(job);
+            st.idle > 0 && st.jobs.len() >= WAKE_AT
+        };
+        if wake {
             self.work.notify_one();
+        }
+    }
+
+    /// Wakes idle helpers if any file waits (the walk is about to wait or search).
+    fn kick(&self) {
+        let wake = {
+            let st = self.lock();
+            st.idle > 0 && !st.jobs.is_empty()
+        };
+        if wake {
+            self.work.notify_all();
         }
     }
 
@@ -115,9 +143,17 @@ impl Queue {
         self.lock().jobs.pop_front()
     }
 
-    /// A helper's next job; None once the grep is over.
-    fn next_job(&self) -> Option<Job> {
+    /// A helper's next job, after handing in its last one; None once the grep is over.
+    fn next_job(&self, last: Option<(usize, Done)>) -> Option<Job> {
         let mut st = self.lock();
+        if let Some((seq, done)) = last {
+            st.done.insert(seq, done);
+            if st.waiting {
+                drop(st);
+                self.ready.notify_one();
+                st = self.lock();
+            }
+        }
         loop {
             if st.closed {
                 return None;
@@ -132,11 +168,7 @@ impl Queue {
     }
 
     fn finish(&self, seq: usize, done: Done) {
-        let mut st = self.lock();
-        st.done.insert(seq, done);
-        if st.waiting {
-            self.ready.notify_one();
-        }
+        self.lock().done.insert(seq, done);
     }
 
     /// Moves the results from `seq` on that are ready, in order, into `into`.
@@ -160,10 +192,13 @@ impl Queue {
 
     /// Ends the grep: jobs not started are dropped, helpers finish their file and leave.
     fn close(&self) {
-        let mut st = self.lock();
-        st.closed = true;
-        st.jobs.clear();
+        let jobs = {
+            let mut st = self.lock();
+            st.closed = true;
+            std::mem::take(&mut st.jobs)
+        };
         self.work.notify_all();
+        drop(jobs);
     }
 }
 
@@ -179,7 +214,8 @@ impl Drop for CloseOnDrop<'_> {
 /// A helper thread: searches files until the grep is over.
 fn helper(ws: &Workspace, opts: &GrepOptions<'_>, queue: &Queue) {
     let mut sc = Scratch::new();
-    while let Some(job) = queue.next_job() {
+    let mut last = None;
+    while let Some(job) = queue.next_job(last.take()) {
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
             ws.search_file(&mut sc, &job.path, opts, job.caps, false)
         }));
@@ -189,7 +225,7 @@ fn helper(ws: &Workspace, opts: &GrepOptions<'_>, queue: &Queue) {
             Err(WsError::Io(std::io::Error::other("grep: search failed")))
         });
         sc.tidy();
-        queue.finish(job.seq, (job.path, r));
+        last = Some((job.seq, (job.path, r)));
     }
 }
 
@@ -221,7 +257,8 @@ where
     'o: 'e,
 {
     fn visit(&mut self, e: &Entry) -> Visit {
-        self.merge_ready();
+        // (Results are taken in only when the window is full: a walk may run ahead of
+        // the answer by that much, which changes nothing but the depth cut, below.)
         if self.merge.done() {
             return Visit::Stop;
         }
@@ -270,8 +307,7 @@ where
             started += 1;
         }
         if started > 0 {
-            let workers = started + 1;
-            self.window = 2 * workers;
+            self.window = WINDOW_PER_THREAD * (started + 1);
             self.hold = self.opts.max_answer_bytes / self.window as u64;
         }
     }
@@ -279,6 +315,7 @@ where
     /// Takes results into the answer, searching files itself while it would wait, until
     /// at most `target` files are out.
     fn drain(&mut self, target: usize) {
+        self.queue.kick();
         loop {
             self.merge_ready();
             if self.merge.done() || self.next - self.merged <= target {
