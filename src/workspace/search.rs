@@ -178,14 +178,7 @@ impl Workspace {
             let _ = sc.searcher.search_file(opts.matcher, &file, hits.sink());
             return Ok(hits.finish());
         };
-        sc.buf.clear();
-        // The whole file in one read (it may have grown since fstat: one byte more
-        // than the limit tells).
-        sc.buf
-            .reserve(usize::try_from(meta.len().saturating_add(1)).unwrap_or(0));
-        (&file)
-            .take(limit.saturating_add(1))
-            .read_to_end(&mut sc.buf)?;
+        read_whole(&file, &mut sc.buf, meta.len(), limit)?;
         sc.shrink_later = sc.buf.capacity() > KEEP_BUFFER_BYTES;
         if sc.buf.len() as u64 > limit {
             return Err(WsError::TooLarge {
@@ -204,6 +197,49 @@ impl Workspace {
         }
         Ok(found)
     }
+}
+
+/// Reads `file` whole into `buf`, stopping one byte past `limit` (the file may have
+/// grown since `size` was read from fstat). The first read asks for the whole file and
+/// the next finds its end: two reads for a small file, where `read_to_end` (which
+/// starts at 8 KiB a read) makes three for 10 KiB.
+fn read_whole(
+    mut file: &std::fs::File,
+    buf: &mut Vec<u8>,
+    size: u64,
+    limit: u64,
+) -> std::io::Result<()> {
+    let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut want = usize::try_from(size.saturating_add(1))
+        .unwrap_or(usize::MAX)
+        .min(cap);
+    let mut filled = 0;
+    buf.clear();
+    loop {
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        let n = match file.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                buf.clear();
+                return Err(e);
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        filled += n;
+        if filled == buf.len() {
+            if filled >= cap {
+                break;
+            }
+            want = want.saturating_mul(2).min(cap);
+        }
+    }
+    buf.truncate(filled);
+    Ok(())
 }
 
 /// A buffer larger than this is given back after the file that needed it.
@@ -430,4 +466,33 @@ fn clip(line: &str) -> String {
         end -= 1;
     }
     format!("{}…", &line[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &[u8], size: u64, limit: u64) -> Vec<u8> {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let p = tmp.path().join("f");
+        std::fs::write(&p, text).expect("write");
+        let file = std::fs::File::open(&p).expect("open");
+        let mut buf = b"left over from the last file".to_vec();
+        read_whole(&file, &mut buf, size, limit).expect("read");
+        buf
+    }
+
+    #[test]
+    fn read_whole_reads_the_file_as_it_is_now_up_to_one_byte_past_the_limit() {
+        let text: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        // Size as from fstat; empty; grown since (a stale, smaller size).
+        assert_eq!(read(&text, text.len() as u64, 1 << 20), text);
+        assert_eq!(read(b"", 0, 1 << 20), b"");
+        assert_eq!(read(&text, 10, 1 << 20), text);
+        // Larger than the limit: one byte past it, whatever size was given.
+        assert_eq!(read(&text, text.len() as u64, 1000), &text[..1001]);
+        assert_eq!(read(&text, 10, 1000), &text[..1001]);
+        // Exactly the limit.
+        assert_eq!(read(&text[..1000], 1000, 1000), &text[..1000]);
+    }
 }
