@@ -10,8 +10,11 @@
 //! size in all.
 //!
 //! Hand-overs are batched: an idle helper is woken once [`WAKE_AT`] files wait, and the
-//! walk takes results into the answer only when its window is full (a wake-up, and the
-//! lock it contends for, per file cost more than searching a small file).
+//! walk takes results into the answer every [`MERGE_EVERY`] files (a wake-up, and the
+//! lock it contends for, per file cost more than searching a small file). The walk
+//! searches a file itself only when more than [`HELP_AT`] wait (the helpers are behind),
+//! or when its window is full: walking is cheaper than searching, so the walk stays
+//! ahead and the helpers are not left idle while it catches up.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::AssertUnwindSafe;
@@ -28,10 +31,16 @@ use super::{Workspace, WsError};
 use crate::path::RelPath;
 
 /// Files handed out and not yet taken into the answer, per searching thread.
-const WINDOW_PER_THREAD: usize = 16;
+const WINDOW_PER_THREAD: usize = 32;
 
 /// Files waiting before an idle helper is woken.
 const WAKE_AT: usize = 8;
+
+/// Files waiting beyond which the walk searches one itself.
+const HELP_AT: usize = 16;
+
+/// Files handed out between two takes of the results into the answer.
+const MERGE_EVERY: usize = 8;
 
 /// Helper threads searching for some grep now, across every grep.
 static HELPERS: AtomicUsize = AtomicUsize::new(0);
@@ -117,15 +126,17 @@ impl Queue {
     // Condvars are notified after the lock is let go: a thread woken under it would
     // only wait again, for the lock.
 
-    fn push(&self, job: Job) {
-        let wake = {
+    /// Queues `job`; says how many wait now.
+    fn push(&self, job: Job) -> usize {
+        let (queued, wake) = {
             let mut st = self.lock();
             st.jobs.push_back(job);
-            st.idle > 0 && st.jobs.len() >= WAKE_AT
+            (st.jobs.len(), st.idle > 0 && st.jobs.len() >= WAKE_AT)
         };
         if wake {
             self.work.notify_one();
         }
+        queued
     }
 
     /// Wakes idle helpers if any file waits (the walk is about to wait or search).
@@ -284,13 +295,28 @@ where
             self.spawn_helpers();
         }
         let caps = self.merge.caps(self.hold);
-        self.queue.push(Job {
+        let queued = self.queue.push(Job {
             seq: self.next,
             path,
             caps,
         });
         self.next += 1;
-        self.drain(self.window - 1);
+        if queued > HELP_AT {
+            self.help_one();
+        }
+        if self.next - self.merged >= self.window {
+            self.drain(self.window - 1);
+        } else if self.next.is_multiple_of(MERGE_EVERY) {
+            self.merge_ready();
+        }
+    }
+
+    /// Searches the oldest waiting file.
+    fn help_one(&mut self) {
+        if let Some(job) = self.queue.pop() {
+            let r = self.search(&job.path, job.caps);
+            self.queue.finish(job.seq, (job.path, r));
+        }
     }
 
     /// Starts the helpers (at the first file: a grep of nothing starts none).
