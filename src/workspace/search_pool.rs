@@ -5,7 +5,9 @@
 //!
 //! Bounds: helper threads across all greps at most one less than the cores (the thread
 //! that asked searches too); files handed out and not yet taken into the answer at most
-//! [`WINDOW_PER_THREAD`] per searching thread; one file's content in memory per
+//! [`WINDOW_PER_THREAD`] per searching thread, and at most [`WINDOW_BYTES_PER_THREAD`]
+//! of their sizes beyond the first (a walk far ahead of a full answer only wastes
+//! reads); one file's content in memory per
 //! searching thread; the hits of files waiting their turn at most about the answer's
 //! size in all.
 //!
@@ -32,6 +34,10 @@ use crate::path::RelPath;
 
 /// Files handed out and not yet taken into the answer, per searching thread.
 const WINDOW_PER_THREAD: usize = 32;
+
+/// Bytes of files handed out and not yet taken in, per searching thread (past them,
+/// the walk waits for the answer to catch up).
+const WINDOW_BYTES_PER_THREAD: u64 = 4 << 20;
 
 /// Files waiting before an idle helper is woken.
 const WAKE_AT: usize = 8;
@@ -257,6 +263,11 @@ struct Tree<'a, 'o, 's, 'e> {
     window: usize,
     /// Bytes of hits a waiting result may hold.
     hold: u64,
+    /// Sizes of the files handed out and not yet taken in, in walk order; their sum;
+    /// the most that sum may be.
+    sizes: VecDeque<u64>,
+    ahead: u64,
+    window_bytes: u64,
     start_depth: usize,
     ready: Vec<Done>,
     closed: bool,
@@ -285,12 +296,12 @@ where
             }
         }
         if wanted(self.opts, e) {
-            self.dispatch(e.path.clone());
+            self.dispatch(e.path.clone(), e.size.unwrap_or(0));
         }
         descend_or_skip(e)
     }
 
-    fn dispatch(&mut self, path: RelPath) {
+    fn dispatch(&mut self, path: RelPath, size: u64) {
         if self.next == 0 {
             self.spawn_helpers();
         }
@@ -301,10 +312,12 @@ where
             caps,
         });
         self.next += 1;
+        self.sizes.push_back(size);
+        self.ahead = self.ahead.saturating_add(size);
         if queued > HELP_AT {
             self.help_one();
         }
-        if self.next - self.merged >= self.window {
+        if self.next - self.merged >= self.window || self.ahead >= self.window_bytes {
             self.drain(self.window - 1);
         } else if self.next.is_multiple_of(MERGE_EVERY) {
             self.merge_ready();
@@ -334,6 +347,7 @@ where
         }
         if started > 0 {
             self.window = WINDOW_PER_THREAD * (started + 1);
+            self.window_bytes = WINDOW_BYTES_PER_THREAD * (started as u64 + 1);
             self.hold = self.opts.max_answer_bytes / self.window as u64;
         }
     }
@@ -344,7 +358,9 @@ where
         self.queue.kick();
         loop {
             self.merge_ready();
-            if self.merge.done() || self.next - self.merged <= target {
+            let out = self.next - self.merged;
+            let within = out <= target && (out == 0 || self.ahead < self.window_bytes);
+            if self.merge.done() || within {
                 return;
             }
             match self.queue.pop() {
@@ -371,6 +387,8 @@ where
         self.queue.take_ready(self.merged, &mut ready);
         for (path, r) in ready.drain(..) {
             self.merged += 1;
+            let size = self.sizes.pop_front().unwrap_or(0);
+            self.ahead = self.ahead.saturating_sub(size);
             if self.merge.done() {
                 continue;
             }
@@ -418,6 +436,9 @@ impl Workspace {
                 merged: 0,
                 window: 1,
                 hold: u64::MAX,
+                sizes: VecDeque::new(),
+                ahead: 0,
+                window_bytes: u64::MAX,
                 start_depth: start.components().count(),
                 ready: Vec::new(),
                 closed: false,
@@ -610,6 +631,36 @@ mod tests {
                 vec![("a/f.txt".to_string(), 1), ("c/h.txt".to_string(), 1)]
             );
             assert!(found.truncated, "helpers {helpers}");
+        }
+    }
+
+    #[test]
+    fn files_larger_than_the_byte_window_are_searched_in_turn() {
+        let (tmp, ws) = ws();
+        let filler = "x".repeat(WINDOW_BYTES_PER_THREAD as usize + 1000);
+        for k in 0..3 {
+            put(
+                &tmp,
+                &format!("big{k}.txt"),
+                &format!("{filler}\nneedle {k}\n"),
+            );
+        }
+        put(&tmp, "small.txt", "needle\n");
+        let m = RegexMatcher::new("needle").expect("regex");
+        let mut o = opts(&m, 100, 1 << 20);
+        o.max_file_bytes = 1 << 30;
+        let want = vec![
+            ("big0.txt".to_string(), 2),
+            ("big1.txt".to_string(), 2),
+            ("big2.txt".to_string(), 2),
+            ("small.txt".to_string(), 1),
+        ];
+        for helpers in [0, 1] {
+            assert_eq!(
+                lines(&grep(&ws, &o, helpers).hits),
+                want,
+                "helpers {helpers}"
+            );
         }
     }
 
