@@ -371,8 +371,9 @@ impl Gateway {
         let scanner = pol
             .content_scanner()
             .filter(|s| s.applies_to(OpClass::Read));
-        let withheld = std::cell::Cell::new(0usize);
-        let refusal = std::cell::RefCell::new(None);
+        // Called from the threads searching: the refusal (kept for a file named on its
+        // own) goes through a lock.
+        let refusal = std::sync::Mutex::new(None);
         let gate = |path: &RelPath, bytes: &[u8]| match Self::check_content(
             pol,
             OpClass::Read,
@@ -382,8 +383,9 @@ impl Gateway {
         ) {
             Ok(()) => true,
             Err(e) => {
-                withheld.set(withheld.get() + 1);
-                *refusal.borrow_mut() = Some(e);
+                if let Ok(mut r) = refusal.lock() {
+                    *r = Some(e);
+                }
                 false
             }
         };
@@ -402,20 +404,24 @@ impl Gateway {
             content_gate: scanner.map(|_| &gate as &ContentGate),
         };
         let filters = RefCell::new(DirFilters::new(pol, Access::Grep));
-        let (mut hits, truncated) = self
+        let found = self
             .workspace
             .grep(&res.real, is_dir, &opts, &|e| {
                 filters.borrow_mut().allows(e)
             })
             .map_err(|e| ws_error(e, &rp.shown))?;
-        if let (false, Some(e)) = (is_dir, refusal.take()) {
+        let refused = refusal.into_inner().ok().flatten();
+        if let (false, Some(e)) = (is_dir, refused) {
             return Err(e);
         }
-        if withheld.get() > 0 {
+        // Files with a match whose content was refused (a file without one is not
+        // judged: it shows nothing either way).
+        if found.withheld > 0 {
             facts
                 .args
-                .insert("withheld_files".into(), withheld.get().into());
+                .insert("withheld_files".into(), found.withheld.into());
         }
+        let (mut hits, truncated) = (found.hits, found.truncated);
         // Report under the requested (lexical) path.
         if res.real != rp.rel {
             for h in &mut hits {

@@ -11,6 +11,7 @@ mod read;
 mod remove;
 mod resolve;
 mod search;
+mod search_pool;
 mod walk;
 mod write;
 
@@ -25,7 +26,7 @@ pub use atomic::{TempName, is_own_temp};
 pub use kind::FileKind;
 pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary, text_window};
 pub use resolve::{Follow, Resolved};
-pub use search::{ContentGate, GrepMatch, GrepOptions, IncludeGlob, json_string_len};
+pub use search::{ContentGate, GrepMatch, GrepOptions, GrepOutcome, IncludeGlob, json_string_len};
 pub use walk::{Entry, MAX_DEPTH, Visit, Walked, height};
 pub use write::Removal;
 

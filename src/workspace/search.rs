@@ -1,13 +1,18 @@
 //! glob and grep over the tree, with ripgrep's searcher on files opened beneath the root.
+//!
+//! A tree is searched by up to one thread per core ([`super::search_pool`]); each file's
+//! hits are taken into the answer in walk order, so the answer is the one a single
+//! thread would give.
 
 use globset::GlobMatcher;
 use grep_regex::RegexMatcher;
 use grep_searcher::sinks::Lossy;
-use grep_searcher::{BinaryDetection, SearcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 
 use std::io::Read as _;
 
 use super::kind::FileKind;
+use super::search_pool::Permits;
 use super::walk::{Entry, Visit};
 use super::{Workspace, WsError};
 use crate::path::RelPath;
@@ -26,8 +31,9 @@ pub struct GrepMatch {
     pub line: String,
 }
 
-/// Decides from a file's path and whole content whether grep may search it.
-pub type ContentGate<'a> = dyn Fn(&RelPath, &[u8]) -> bool + 'a;
+/// Decides from a file's path and whole content whether grep may show its lines. Called
+/// from the threads searching, hence `Sync`.
+pub type ContentGate<'a> = dyn Fn(&RelPath, &[u8]) -> bool + Sync + 'a;
 
 /// What to grep for.
 pub struct GrepOptions<'a> {
@@ -44,10 +50,24 @@ pub struct GrepOptions<'a> {
     /// Bytes each hit adds to the answer beyond its path and line (the root, when
     /// paths are shown absolute).
     pub item_extra: u64,
-    /// A gate on each file's content: when given, the file is read whole and searched
-    /// only if the gate passes those very bytes (so a file cannot change between the
-    /// check and the search). `None`: files are streamed unchecked.
+    /// A gate on each file's content: when given, the file is read whole and its lines
+    /// are shown only if the gate passes those very bytes (so a file cannot change
+    /// between the check and the search). A file met in a walk is judged only if it has
+    /// a match (a file without one shows nothing either way); a file named on its own
+    /// is judged first. `None`: files are streamed unchecked.
     pub content_gate: Option<&'a ContentGate<'a>>,
+}
+
+/// What a grep found.
+#[derive(Debug, Default)]
+pub struct GrepOutcome {
+    /// The hits, in walk order and line order.
+    pub hits: Vec<GrepMatch>,
+    /// Cut at the answer's size or at the depth limit.
+    pub truncated: bool,
+    /// Files with a match (or, named on their own, any file) that the content gate
+    /// refused: none of their lines is shown.
+    pub withheld: usize,
 }
 
 /// An include filter: matched on the file name, or on the path if it contains `/`.
@@ -121,90 +141,303 @@ impl Workspace {
         start_is_dir: bool,
         opts: &GrepOptions<'_>,
         readable: &dyn Fn(&Entry) -> bool,
-    ) -> Result<(Vec<GrepMatch>, bool), WsError> {
-        let mut out = Vec::new();
-        let used = std::cell::Cell::new(0u64);
-        let truncated = std::cell::Cell::new(false);
-        let mut searcher = SearcherBuilder::new()
-            .line_number(true)
-            .binary_detection(BinaryDetection::quit(0))
-            .build();
-        // Err for a file that cannot be searched (special, hard-linked, too large...):
-        // a named file reports it, a file met in a walk is skipped.
-        let mut search_one = |path: &RelPath, out: &mut Vec<GrepMatch>| -> Result<(), WsError> {
-            let (file, meta) = self.open_regular(path)?;
-            if meta.len() > opts.max_file_bytes {
-                return Err(WsError::TooLarge {
-                    size: meta.len(),
-                    limit: opts.max_file_bytes,
-                });
-            }
-            let remaining = opts.max_results.saturating_sub(out.len());
-            let mut found = 0usize;
-            let sink = Lossy(|lnum, line| {
-                let line = clip(line.trim_end_matches(['\n', '\r']));
-                let size = json_string_len(&line)
-                    + json_string_len(path.as_str())
-                    + PER_ITEM
-                    + opts.item_extra;
-                if used.get() + size > opts.max_answer_bytes {
-                    truncated.set(true);
-                    return Ok(false);
-                }
-                used.set(used.get() + size);
-                out.push(GrepMatch {
-                    path: path.clone(),
-                    line_number: lnum,
-                    line,
-                });
-                found += 1;
-                Ok(found < remaining)
-            });
-            match opts.content_gate {
-                None => {
-                    let _ = searcher.search_file(opts.matcher, &file, sink);
-                }
-                Some(gate) => {
-                    let mut bytes = Vec::new();
-                    std::io::Read::take(&file, opts.max_file_bytes.saturating_add(1))
-                        .read_to_end(&mut bytes)?;
-                    if bytes.len() as u64 > opts.max_file_bytes {
-                        return Err(WsError::TooLarge {
-                            size: bytes.len() as u64,
-                            limit: opts.max_file_bytes,
-                        });
-                    }
-                    if gate(path, &bytes) {
-                        let _ = searcher.search_slice(opts.matcher, &bytes, sink);
-                    }
-                }
-            }
-            Ok(())
-        };
-        if !start_is_dir {
-            search_one(start, &mut out)?;
-            return Ok((out, truncated.get()));
+    ) -> Result<GrepOutcome, WsError> {
+        if start_is_dir {
+            return self.grep_tree(start, opts, readable, Permits::take());
         }
-        let walked = self.walk(start, &mut |e| {
-            if out.len() >= opts.max_results || truncated.get() {
-                return Visit::Stop;
+        // Named on its own: judged whole first (refused as a read would be), and a file
+        // that cannot be searched is an error, not passed over.
+        let mut merge = Merge::new(opts);
+        let mut scratch = Scratch::new();
+        let found = self.search_file(&mut scratch, start, opts, merge.caps(u64::MAX), true)?;
+        merge.take(start, found);
+        Ok(merge.finish(false))
+    }
+
+    /// Searches one file: its hits within `caps`. With a content gate the file is read
+    /// whole into `sc`'s buffer, and the gate judges those bytes: first if `gate_first`,
+    /// else only once there is a hit to show.
+    pub(super) fn search_file(
+        &self,
+        sc: &mut Scratch,
+        path: &RelPath,
+        opts: &GrepOptions<'_>,
+        caps: Caps,
+        gate_first: bool,
+    ) -> Result<Found, WsError> {
+        let (file, meta) = self.open_regular(path)?;
+        let limit = opts.max_file_bytes;
+        if meta.len() > limit {
+            return Err(WsError::TooLarge {
+                size: meta.len(),
+                limit,
+            });
+        }
+        let mut hits = Collect::new(path, opts, caps);
+        let Some(gate) = opts.content_gate else {
+            let _ = sc.searcher.search_file(opts.matcher, &file, hits.sink());
+            return Ok(hits.finish());
+        };
+        read_whole(&file, &mut sc.buf, meta.len(), limit)?;
+        sc.shrink_later = sc.buf.capacity() > KEEP_BUFFER_BYTES;
+        if sc.buf.len() as u64 > limit {
+            return Err(WsError::TooLarge {
+                size: sc.buf.len() as u64,
+                limit,
+            });
+        }
+        if gate_first && !gate(path, &sc.buf) {
+            return Ok(Found::Withheld);
+        }
+        let _ = sc.searcher.search_slice(opts.matcher, &sc.buf, hits.sink());
+        let found = hits.finish();
+        let shown = matches!(&found, Found::Hits(h) if !h.is_empty());
+        if shown && !gate_first && !gate(path, &sc.buf) {
+            return Ok(Found::Withheld);
+        }
+        Ok(found)
+    }
+}
+
+/// Reads `file` whole into `buf`, stopping one byte past `limit` (the file may have
+/// grown since `size` was read from fstat). The first read asks for the whole file and
+/// the next finds its end: two reads for a small file, where `read_to_end` (which
+/// starts at 8 KiB a read) makes three for 10 KiB.
+fn read_whole(
+    mut file: &std::fs::File,
+    buf: &mut Vec<u8>,
+    size: u64,
+    limit: u64,
+) -> std::io::Result<()> {
+    let cap = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut want = usize::try_from(size.saturating_add(1))
+        .unwrap_or(usize::MAX)
+        .min(cap);
+    let mut filled = 0;
+    buf.clear();
+    loop {
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        let n = match file.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                buf.clear();
+                return Err(e);
             }
-            if !readable(e) {
-                return Visit::Skip;
+        };
+        if n == 0 {
+            break;
+        }
+        filled += n;
+        if filled == buf.len() {
+            if filled >= cap {
+                break;
             }
-            match e.kind {
-                FileKind::Directory => Visit::Descend,
-                FileKind::File => {
-                    if opts.include.is_none_or(|g| g.matches(e)) {
-                        let _ = search_one(&e.path, &mut out);
-                    }
-                    Visit::Skip
-                }
-                _ => Visit::Skip,
+            want = want.saturating_mul(2).min(cap);
+        }
+    }
+    buf.truncate(filled);
+    Ok(())
+}
+
+/// A buffer larger than this is given back after the file that needed it.
+const KEEP_BUFFER_BYTES: usize = 1 << 20;
+
+/// What one searching thread reuses from file to file.
+pub(super) struct Scratch {
+    searcher: Searcher,
+    buf: Vec<u8>,
+    shrink_later: bool,
+}
+
+impl Scratch {
+    pub(super) fn new() -> Scratch {
+        Scratch {
+            searcher: SearcherBuilder::new()
+                .line_number(true)
+                .binary_detection(BinaryDetection::quit(0))
+                .build(),
+            buf: Vec::new(),
+            shrink_later: false,
+        }
+    }
+
+    /// Gives back a large file's buffer (the next file is likely small).
+    pub(super) fn tidy(&mut self) {
+        if self.shrink_later {
+            self.buf = Vec::new();
+            self.shrink_later = false;
+        }
+    }
+}
+
+/// One hit of one file, before the answer's bounds are applied.
+#[derive(Debug)]
+pub(super) struct Hit {
+    line_number: u64,
+    line: String,
+    /// What it adds to the answer.
+    size: u64,
+}
+
+/// How many of a file's hits a search keeps: what the answer can still take (as far as
+/// is known when the search starts; the answer only fills up since) and what a result
+/// waiting its turn may hold.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Caps {
+    /// Hits still wanted.
+    pub hits: usize,
+    /// Bytes the answer still has room for: the hit that crosses it is kept (the
+    /// answer is cut there or before), the rest not searched for.
+    pub room: u64,
+    /// Bytes of hits a result waiting its turn may hold; beyond, [`Found::Overflow`].
+    pub hold: u64,
+}
+
+/// What searching one file gave.
+#[derive(Debug)]
+pub(super) enum Found {
+    /// Its hits (maybe none), within the caps.
+    Hits(Vec<Hit>),
+    /// The content gate refused it.
+    Withheld,
+    /// More hits than a waiting result may hold: searched again when its turn comes.
+    Overflow,
+}
+
+/// Collects one file's hits within its caps.
+struct Collect {
+    /// What each hit adds beyond its line.
+    path_bytes: u64,
+    caps: Caps,
+    hits: Vec<Hit>,
+    total: u64,
+    overflow: bool,
+}
+
+impl Collect {
+    fn new(path: &RelPath, opts: &GrepOptions<'_>, caps: Caps) -> Collect {
+        Collect {
+            path_bytes: json_string_len(path.as_str()) + PER_ITEM + opts.item_extra,
+            caps,
+            hits: Vec::new(),
+            total: 0,
+            overflow: false,
+        }
+    }
+
+    fn sink(&mut self) -> Lossy<impl FnMut(u64, &str) -> Result<bool, std::io::Error> + '_> {
+        Lossy(|line_number, line| {
+            let line = clip(line.trim_end_matches(['\n', '\r']));
+            let size = json_string_len(&line) + self.path_bytes;
+            self.total = self.total.saturating_add(size);
+            if self.total > self.caps.hold && self.total <= self.caps.room {
+                self.overflow = true;
+                return Ok(false);
             }
-        })?;
-        out.truncate(opts.max_results);
-        Ok((out, truncated.get() || walked.truncated()))
+            self.hits.push(Hit {
+                line_number,
+                line,
+                size,
+            });
+            Ok(self.total <= self.caps.room && self.hits.len() < self.caps.hits)
+        })
+    }
+
+    fn finish(self) -> Found {
+        if self.overflow {
+            Found::Overflow
+        } else {
+            Found::Hits(self.hits)
+        }
+    }
+}
+
+/// The answer being built, file by file in walk order, within its bounds.
+pub(super) struct Merge<'o> {
+    opts: &'o GrepOptions<'o>,
+    out: Vec<GrepMatch>,
+    used: u64,
+    truncated: bool,
+    withheld: usize,
+}
+
+impl<'o> Merge<'o> {
+    pub(super) fn new(opts: &'o GrepOptions<'o>) -> Merge<'o> {
+        Merge {
+            opts,
+            out: Vec::new(),
+            used: 0,
+            truncated: false,
+            withheld: 0,
+        }
+    }
+
+    /// True once the answer is full (maxResults reached, or cut at its size).
+    pub(super) fn done(&self) -> bool {
+        self.out.len() >= self.opts.max_results || self.truncated
+    }
+
+    /// What a file searched from now on may keep.
+    pub(super) fn caps(&self, hold: u64) -> Caps {
+        Caps {
+            hits: self.opts.max_results.saturating_sub(self.out.len()),
+            room: self.opts.max_answer_bytes.saturating_sub(self.used),
+            hold,
+        }
+    }
+
+    /// Takes a file's hits into the answer, in order, until it is full.
+    pub(super) fn take(&mut self, path: &RelPath, found: Found) {
+        let hits = match found {
+            Found::Hits(hits) => hits,
+            Found::Withheld => {
+                self.withheld += 1;
+                return;
+            }
+            // Searched again by the caller before it gets here.
+            Found::Overflow => return,
+        };
+        for h in hits {
+            if self.used + h.size > self.opts.max_answer_bytes {
+                self.truncated = true;
+                return;
+            }
+            self.used += h.size;
+            self.out.push(GrepMatch {
+                path: path.clone(),
+                line_number: h.line_number,
+                line: h.line,
+            });
+            if self.out.len() >= self.opts.max_results {
+                return;
+            }
+        }
+    }
+
+    pub(super) fn finish(self, cut: bool) -> GrepOutcome {
+        GrepOutcome {
+            hits: self.out,
+            truncated: self.truncated || cut,
+            withheld: self.withheld,
+        }
+    }
+}
+
+/// Whether grep searches the entry `e` met in a walk: a file it may read that the
+/// include filter takes.
+pub(super) fn wanted(opts: &GrepOptions<'_>, e: &Entry) -> bool {
+    e.kind == FileKind::File && opts.include.is_none_or(|g| g.matches(e))
+}
+
+/// What a walk does with `e` once it is known to be readable.
+pub(super) fn descend_or_skip(e: &Entry) -> Visit {
+    if e.kind == FileKind::Directory {
+        Visit::Descend
+    } else {
+        Visit::Skip
     }
 }
 
@@ -233,4 +466,33 @@ fn clip(line: &str) -> String {
         end -= 1;
     }
     format!("{}…", &line[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &[u8], size: u64, limit: u64) -> Vec<u8> {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let p = tmp.path().join("f");
+        std::fs::write(&p, text).expect("write");
+        let file = std::fs::File::open(&p).expect("open");
+        let mut buf = b"left over from the last file".to_vec();
+        read_whole(&file, &mut buf, size, limit).expect("read");
+        buf
+    }
+
+    #[test]
+    fn read_whole_reads_the_file_as_it_is_now_up_to_one_byte_past_the_limit() {
+        let text: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        // Size as from fstat; empty; grown since (a stale, smaller size).
+        assert_eq!(read(&text, text.len() as u64, 1 << 20), text);
+        assert_eq!(read(b"", 0, 1 << 20), b"");
+        assert_eq!(read(&text, 10, 1 << 20), text);
+        // Larger than the limit: one byte past it, whatever size was given.
+        assert_eq!(read(&text, text.len() as u64, 1000), &text[..1001]);
+        assert_eq!(read(&text, 10, 1000), &text[..1001]);
+        // Exactly the limit.
+        assert_eq!(read(&text[..1000], 1000, 1000), &text[..1000]);
+    }
 }
