@@ -443,3 +443,39 @@ pub(crate) fn open_rw(dir: &Dir, name: &str, append: bool) -> std::io::Result<st
     }
     dir.open_with(name, &opts).map(cap_std::fs::File::into_std)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The log file alone (its directory kept) unlinked, renamed away, renamed and
+    /// replaced, or replaced by a symlink to another file: the open file is no longer
+    /// the one at the log's path, and writing is refused. A file only rewritten in
+    /// place stays accepted.
+    #[test]
+    fn the_log_file_itself_moved_or_replaced_is_not_in_place() {
+        let cases: [fn(&Path); 4] = [
+            |p| std::fs::remove_file(p).unwrap(),
+            |p| std::fs::rename(p, p.with_extension("old")).unwrap(),
+            |p| {
+                std::fs::rename(p, p.with_extension("old")).unwrap();
+                std::fs::write(p, "").unwrap();
+            },
+            |p| {
+                std::fs::write(p.with_extension("other"), "").unwrap();
+                std::fs::remove_file(p).unwrap();
+                std::os::unix::fs::symlink(p.with_extension("other"), p).unwrap();
+            },
+        ];
+        for (i, change) in cases.iter().enumerate() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("audit.jsonl");
+            let io = Io::open(&path, &AuditSettings::default()).unwrap();
+            io.check_in_place().unwrap();
+            std::fs::write(&path, "rewritten in place\n").unwrap();
+            io.check_in_place().unwrap();
+            change(&path);
+            assert!(io.check_in_place().is_err(), "case {i}");
+        }
+    }
+}

@@ -207,21 +207,43 @@ struct CRule {
 fn occurring_overlapping(ac: &AhoCorasick, text: &[u8], n: usize) -> Vec<bool> {
     let mut seen = vec![false; n];
     let mut left = n;
-    for m in ac.find_overlapping_iter(text) {
+    overlapping_from(ac, text, 0, &mut seen, &mut left);
+    seen
+}
+
+/// Marks in `seen` the keywords starting at or after `from` in `text` (`left`: how many
+/// are still unseen; the search ends when none is).
+fn overlapping_from(
+    ac: &AhoCorasick,
+    text: &[u8],
+    from: usize,
+    seen: &mut [bool],
+    left: &mut usize,
+) {
+    if *left == 0 {
+        return;
+    }
+    let input = aho_corasick::Input::new(text).span(from..text.len());
+    for m in ac.find_overlapping_iter(input) {
         let k = m.pattern().as_usize();
         if !seen[k] {
             seen[k] = true;
-            left -= 1;
-            if left == 0 {
+            *left -= 1;
+            if *left == 0 {
                 break;
             }
         }
     }
-    seen
 }
 
 /// Bytes of text lowercased at a time for [`Packed`].
 const PACKED_WINDOW: usize = 16 * 1024;
+
+/// [`Packed`] hands the rest of a text to the automaton once a window holds more than
+/// one keyword start per this many bytes: each start costs a new search and a compare
+/// of every keyword (about 100 ns), the automaton about 4 ns a byte whatever the text,
+/// so text dense with keywords (`a3ta3t...`) would cost ten times the automaton's.
+const PACKED_DENSITY: usize = 32;
 
 /// The keyword prefilter's fast path: the keywords (ASCII-lowercased) in a packed SIMD
 /// searcher (Teddy), run over the text ASCII-lowercased a window at a time. A leftmost
@@ -263,18 +285,30 @@ impl Packed {
     }
 
     /// Which keywords occur in `text`, lowercasing `window` bytes at a time (each window
-    /// also holds the bytes a keyword starting in it may reach into the next).
-    fn occurring(&self, text: &[u8], window: usize) -> Vec<bool> {
+    /// also holds the bytes a keyword starting in it may reach into the next); from a
+    /// window dense with keyword starts on, through the automaton `ac` instead.
+    fn occurring(&self, text: &[u8], window: usize, ac: &AhoCorasick) -> Vec<bool> {
+        self.occurring_counted(text, window, ac).0
+    }
+
+    /// [`Packed::occurring`], also saying how many keyword starts the packed search
+    /// stopped at.
+    fn occurring_counted(
+        &self,
+        text: &[u8],
+        window: usize,
+        ac: &AhoCorasick,
+    ) -> (Vec<bool>, usize) {
         let mut seen = vec![false; self.keywords.len()];
         let mut left = seen.len();
         let mut buf = Vec::with_capacity(window.min(text.len()) + self.longest);
-        let mut base = 0;
+        let (mut base, mut stops) = (0, 0);
         while base < text.len() && left > 0 {
             let own = window.min(text.len() - base);
             let end = (base + own + self.longest - 1).min(text.len());
             buf.clear();
             buf.extend(text[base..end].iter().map(u8::to_ascii_lowercase));
-            let mut at = 0;
+            let (mut at, mut here) = (0, 0);
             while left > 0 {
                 let span = aho_corasick::Span::from(at..buf.len());
                 let Some(m) = self.searcher.find_in(&buf, span) else {
@@ -284,6 +318,13 @@ impl Packed {
                 if s >= own {
                     break; // the next window's
                 }
+                here += 1;
+                if here * PACKED_DENSITY > own {
+                    // Starts before `base` were all visited; the automaton does the rest.
+                    overlapping_from(ac, text, base, &mut seen, &mut left);
+                    return (seen, stops);
+                }
+                stops += 1;
                 for (k, kw) in self.keywords.iter().enumerate() {
                     if !seen[k] && buf[s..].starts_with(kw) {
                         seen[k] = true;
@@ -294,7 +335,7 @@ impl Packed {
             }
             base += own;
         }
-        seen
+        (seen, stops)
     }
 }
 
@@ -414,7 +455,7 @@ impl ContentScanner {
         let mut cand: Vec<bool> = self.rules.iter().map(|r| r.keywords.is_empty()).collect();
         if let Some(ac) = &self.prefilter {
             let seen = match &self.packed {
-                Some(p) => p.occurring(text, PACKED_WINDOW),
+                Some(p) => p.occurring(text, PACKED_WINDOW, ac),
                 None => occurring_overlapping(ac, text, self.keyword_rules.len()),
             };
             for (k, _) in seen.iter().enumerate().filter(|(_, s)| **s) {

@@ -331,4 +331,106 @@ paths = ["*", "deep/a/b"]
         // Below a secret name, each entry is decided in full.
         assert!(pol.entry_filter(Access::Ls, &rel(".git")).plans.is_none());
     }
+
+    /// One generated rule: effect, ops, globs, an extension and a size condition.
+    fn rule_toml(
+        i: usize,
+        (effect, ops, globs, ext, size): &(usize, usize, Vec<String>, bool, usize),
+    ) -> String {
+        let effect = ["deny", "ask", "allow"][*effect];
+        let ops = [r#"["list"]"#, r#"["read"]"#, r#"["list", "read"]"#][*ops];
+        let globs: Vec<String> = globs.iter().map(|g| format!("'{g}'")).collect();
+        let mut r = format!("[[rule]]\nid = \"r{i}\"\neffect = \"{effect}\"\nops = {ops}\n");
+        if !globs.is_empty() {
+            r.push_str(&format!("paths = [{}]\n", globs.join(", ")));
+        }
+        if *ext || globs.is_empty() {
+            r.push_str("extensions = [\"log\"]\n");
+        }
+        match size {
+            1 => r.push_str("min_size = 100\n"),
+            2 => r.push_str("max_size = 100\n"),
+            _ => {}
+        }
+        r
+    }
+
+    use proptest::prelude::*;
+
+    proptest::proptest! {
+        /// Generated policies (globs of literals, `*`, `**`, classes, braces, dotfiles and
+        /// case variants; secret patterns with anchors, classes and non-ASCII), entries
+        /// of generated directories: the filter answers as `decide_entry`.
+        #[test]
+        fn generated_policies_filter_as_decide_entry(
+            rules in proptest::collection::vec((
+                0usize..3,
+                0usize..3,
+                proptest::collection::vec(
+                    proptest::collection::vec(proptest::sample::select(vec![
+                        "src", "SRC", "a", "b", ".env", "*", "**", "*.log", "[ab]", "{a,b}",
+                        "{a,src/b}", "x y", "é", "?", "A",
+                    ]), 1..4).prop_map(|c| c.join("/")),
+                    0..3,
+                ),
+                proptest::bool::ANY,
+                0usize..3,
+            ), 0..5),
+            secrets in proptest::collection::vec(proptest::sample::select(vec![
+                "^tok", "^\\.e", "^[a-b]$", "é", "s$", "^SRC/", "x y",
+            ]), 0..3),
+            dirs in proptest::collection::vec(proptest::collection::vec(
+                proptest::sample::select(vec!["src", "SRC", "a", "b", ".env", "x y", "é", "A"]),
+                0..3,
+            ), 1..4),
+        ) {
+            let mut text = String::from("version = 1\n[secrets]\npatterns = [");
+            let pats: Vec<String> = secrets
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("{{ id = \"s{i}\", regex = '{p}' }}"))
+                .collect();
+            text.push_str(&pats.join(", "));
+            text.push_str("]\n");
+            for (i, r) in rules.iter().enumerate() {
+                text.push_str(&rule_toml(i, r));
+            }
+            let pol = Policy::from_toml(&text, "gen");
+            prop_assume!(pol.is_ok());
+            let pol = pol.unwrap();
+            let names = ["a", "b", "A", "src", "SRC", "x.log", "X.LOG", ".env", "tok", "é", "s", "x y"];
+            let kinds = [
+                PathFacts::kind(EntryKind::Dir),
+                PathFacts::file(5),
+                PathFacts::file(500),
+                PathFacts::kind(EntryKind::File),
+            ];
+            for op in [Access::Ls, Access::Grep] {
+                let mut carried: Option<EntryFilter<'_>> = None;
+                for d in &dirs {
+                    let dir = rel(&format!("/{}", d.join("/")));
+                    let filter = match carried.take() {
+                        Some(f) => f.for_dir(&dir),
+                        None => pol.entry_filter(op, &dir),
+                    };
+                    for name in names {
+                        let path = dir.join(name);
+                        for facts in &kinds {
+                            let want = pol.decide_entry(op, &path, facts).allowed();
+                            prop_assert_eq!(
+                                filter.allows(&path, name, facts),
+                                want,
+                                "{}\n{:?} {} {:?}",
+                                text,
+                                op,
+                                path,
+                                facts
+                            );
+                        }
+                    }
+                    carried = Some(filter);
+                }
+            }
+        }
+    }
 }

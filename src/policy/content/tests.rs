@@ -587,7 +587,11 @@ fn packed_agrees(s: &ContentScanner, text: &[u8]) {
     };
     let want = super::occurring_overlapping(ac, text, s.keyword_rules.len());
     for window in (1..12).chain([4096, super::PACKED_WINDOW]) {
-        assert_eq!(p.occurring(text, window), want, "window {window}: {text:?}");
+        assert_eq!(
+            p.occurring(text, window, ac),
+            want,
+            "window {window}: {text:?}"
+        );
     }
 }
 
@@ -625,4 +629,36 @@ proptest::proptest! {
         let s = builtin.content_scanner().unwrap();
         packed_agrees(s, parts.concat().as_bytes());
     }
+}
+
+/// Text dense with keyword starts (each one a new packed search and a compare of every
+/// keyword) goes to the automaton after a bounded number of them, with the same answer;
+/// ordinary text stays on the packed search.
+#[test]
+fn text_dense_with_keywords_goes_to_the_automaton() {
+    let builtin = Policy::builtin_default().unwrap();
+    let s = builtin.content_scanner().unwrap();
+    let (Some(ac), Some(p)) = (&s.prefilter, &s.packed) else {
+        panic!("this CPU has no packed searcher for the built-in keywords");
+    };
+    let n = s.keyword_rules.len();
+    let bound = super::PACKED_WINDOW / super::PACKED_DENSITY;
+    for unit in ["a3t", "AKIA", "pwd ", "ghp_gho_", "-----begin"] {
+        let mut text = unit.repeat((1 << 20) / unit.len()).into_bytes();
+        text.extend_from_slice(b" glpat- xoxb-");
+        let (seen, stops) = p.occurring_counted(&text, super::PACKED_WINDOW, ac);
+        assert_eq!(seen, super::occurring_overlapping(ac, &text, n), "{unit}");
+        assert!(stops <= bound, "{unit}: {stops} packed stops");
+        // Dense from a window past the first: the windows before it stay packed.
+        let mut late = "x".repeat(3 * super::PACKED_WINDOW + 7).into_bytes();
+        late.extend_from_slice(&text);
+        let (seen, stops) = p.occurring_counted(&late, super::PACKED_WINDOW, ac);
+        assert_eq!(seen, super::occurring_overlapping(ac, &late, n), "{unit}");
+        assert!(stops <= 2 * bound, "{unit}: {stops} packed stops");
+    }
+    // Source code with a keyword now and then: every one found by the packed search.
+    let code = "let id = \"AKIA\";\n".repeat(100) + &"fn main() {}\n".repeat(5000);
+    let (seen, stops) = p.occurring_counted(code.as_bytes(), super::PACKED_WINDOW, ac);
+    assert_eq!(seen, super::occurring_overlapping(ac, code.as_bytes(), n));
+    assert_eq!(stops, 100);
 }
