@@ -579,9 +579,9 @@ async fn invalid(
     out.send(bytes, len).await;
 }
 
-/// Writes the queued lines, those queued together in one write (up to [`WRITE_BATCH`]
-/// bytes, or one line larger than that, moved and not copied); the room a line held is
-/// given back once it is written.
+/// Writes the queued lines, those queued together in one write (lines are appended to
+/// the first until [`WRITE_BATCH`] bytes are passed; a large first line is moved, not
+/// copied); the room a line held is given back once it is written.
 pub async fn write_lines(
     mut rx: mpsc::UnboundedReceiver<Queued<Vec<u8>>>,
     out: Arc<Sink>,
