@@ -304,7 +304,13 @@ fn serve(args: ServeArgs) -> ExitCode {
             // (no blocking-pool thread per read).
             Box::pin(async move {
                 let input = crate::transport::stdio::stdin();
-                crate::transport::acp::serve(gw, peer, input, tokio::io::stdout()).await
+                crate::transport::acp::serve(
+                    gw,
+                    peer,
+                    input,
+                    crate::transport::stdio::Sink::stdout(),
+                )
+                .await
             })
         }
     };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, BufReader};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
@@ -19,6 +19,15 @@ use crate::gateway::{Lease, Request};
 use crate::ops::{Op, PathStyle, RequestCtx};
 use crate::policy::OpClass;
 use crate::transport::outbox::{Outbox, Queued};
+use crate::transport::stdio::Sink;
+
+/// A batch's answers up to this size are written by the batch thread itself, when
+/// nothing waits in the outbox; larger ones go to the writer task, so that the thread
+/// goes on while the client reads them.
+const WRITE_HERE_MAX: usize = 64 * 1024;
+
+/// Bytes of queued answers the writer task writes at once at most.
+const WRITE_BATCH: usize = 256 * 1024;
 
 /// Requests served at once per connection; more wait for a slot.
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -294,15 +303,20 @@ fn answer_invalid(gw: &Gateway, peer: &str, id: &Value, error: Value) -> Value {
 
 /// Serves requests from `input` until EOF, writing responses to `output`. Unwritten
 /// answers are bounded in bytes (twice the message limit): while they fill the bound, no
-/// new request is read, and answers wait to be queued (see [`Outbox`]).
-pub async fn serve<R, W>(gw: Arc<Gateway>, peer: String, input: R, output: W) -> std::io::Result<()>
+/// new request is read, and answers wait to be queued (see [`Outbox`]). The batch
+/// thread writes small batches of answers to `output` itself (no hop to another thread).
+pub async fn serve<R>(
+    gw: Arc<Gateway>,
+    peer: String,
+    input: R,
+    output: Arc<Sink>,
+) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin + Send + 'static,
 {
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
     let (outbox, rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
-    let writer = tokio::spawn(write_lines(rx, output));
+    let writer = tokio::spawn(write_lines(rx, Arc::clone(&output)));
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let peer: Arc<str> = peer.into();
@@ -310,6 +324,7 @@ where
         gw: Arc::clone(&gw),
         peer: Arc::clone(&peer),
         out: outbox.clone(),
+        sink: output,
         rt: tokio::runtime::Handle::current(),
     };
     let batch = batch::start(Arc::new(batch), "fsgate-acp-batch")?;
@@ -427,6 +442,8 @@ struct Batch {
     gw: Arc<Gateway>,
     peer: Arc<str>,
     out: Outbox<Vec<u8>>,
+    /// Where small batches of answers are written, by this thread.
+    sink: Arc<Sink>,
     rt: tokio::runtime::Handle,
 }
 
@@ -459,15 +476,36 @@ impl Batched for Batch {
     }
 
     fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
-        for Done { id, bytes, lease } in done {
-            let bytes = match &settled {
-                Ok(()) => bytes,
-                Err(e) => line_bytes(&jsonrpc::error_response(&id, e.to_rpc_error())),
-            };
-            let len = bytes.len();
-            self.rt.block_on(self.out.send(bytes, len));
-            drop(lease);
+        let lines: Vec<(Vec<u8>, Option<Lease>)> = done
+            .into_iter()
+            .map(|Done { id, bytes, lease }| match &settled {
+                Ok(()) => (bytes, lease),
+                Err(e) => (
+                    line_bytes(&jsonrpc::error_response(&id, e.to_rpc_error())),
+                    None,
+                ),
+            })
+            .collect();
+        let total: usize = lines.iter().map(|(b, _)| b.len()).sum();
+        // Written here only when nothing queued before would be overtaken.
+        if total <= WRITE_HERE_MAX && self.out.unwritten() == 0 {
+            let mut all = Vec::with_capacity(total);
+            for (bytes, _) in &lines {
+                all.extend_from_slice(bytes);
+            }
+            if let Err(e) = self.sink.write(&all) {
+                // The client stopped reading for good: nobody to answer.
+                tracing::debug!("answers not written: {e}");
+            }
+            return;
         }
+        self.rt.block_on(async {
+            for (bytes, lease) in lines {
+                let len = bytes.len();
+                self.out.send(bytes, len).await;
+                drop(lease);
+            }
+        });
     }
 }
 
@@ -541,21 +579,24 @@ async fn invalid(
     out.send(bytes, len).await;
 }
 
-/// Writes each queued line, flushing once nothing more is queued so the peer sees it at
-/// once (lines queued together go out in one write); the room a line held is given back
-/// once it is written.
-pub async fn write_lines<W: AsyncWrite + Unpin>(
+/// Writes the queued lines, those queued together in one write (lines are appended to
+/// the first until [`WRITE_BATCH`] bytes are passed; a large first line is moved, not
+/// copied); the room a line held is given back once it is written.
+pub async fn write_lines(
     mut rx: mpsc::UnboundedReceiver<Queued<Vec<u8>>>,
-    out: W,
+    out: Arc<Sink>,
 ) -> std::io::Result<()> {
-    let mut out = tokio::io::BufWriter::with_capacity(64 * 1024, out);
     while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        while let Some(q) = next {
-            out.write_all(&q.msg).await?;
-            next = rx.try_recv().ok();
+        let (mut bytes, room) = first.split();
+        let mut held = vec![room];
+        while bytes.len() < WRITE_BATCH {
+            let Ok(q) = rx.try_recv() else { break };
+            let (more, room) = q.split();
+            bytes.extend_from_slice(&more);
+            held.push(room);
         }
-        out.flush().await?;
+        out.write_owned(bytes).await?;
+        drop(held);
     }
     Ok(())
 }
@@ -564,6 +605,7 @@ pub async fn write_lines<W: AsyncWrite + Unpin>(
 mod tests {
     use super::*;
     use std::time::Duration;
+    use tokio::io::AsyncWriteExt;
 
     /// A client that stops reading and keeps sending quick reads cannot make the
     /// connection hold more than its input bound of request lines (the batch queue's
@@ -580,8 +622,8 @@ mod tests {
         ));
         let (mut client, input) = tokio::io::duplex(16 * 1024);
         // The client never reads its answers.
-        let (output, _unread) = tokio::io::duplex(1024);
-        let server = tokio::spawn(serve(gw, "t".into(), input, output));
+        let (_unread, output) = std::io::pipe().unwrap();
+        let server = tokio::spawn(serve(gw, "t".into(), input, Sink::new(output)));
         let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let sent2 = Arc::clone(&sent);
         let missing = root.join("missing").to_string_lossy().into_owned();

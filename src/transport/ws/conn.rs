@@ -477,14 +477,17 @@ impl Batched for Batch {
     }
 
     fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
-        for Done { head, text, held } in done {
-            let text = match &settled {
-                Ok(()) => text,
-                Err(e) => protocol::gateway_error_response(&head, e).to_string(),
-            };
-            self.rt.block_on(send(&self.sh.out, text));
-            drop(held);
-        }
+        // One entry into the runtime for the whole batch, not one per answer.
+        self.rt.block_on(async {
+            for Done { head, text, held } in done {
+                let text = match &settled {
+                    Ok(()) => text,
+                    Err(e) => protocol::gateway_error_response(&head, e).to_string(),
+                };
+                send(&self.sh.out, text).await;
+                drop(held);
+            }
+        });
     }
 }
 

@@ -446,10 +446,24 @@ fn iso8601(rfc3339: Option<&str>) -> Value {
     t.format(&fmt).map_or(Value::Null, Value::from)
 }
 
+/// Answers up to this size are encoded in one pass (into a buffer that stops growing
+/// here); larger ones are measured first (see [`encode_reply`]).
+const ONE_PASS_MAX: usize = 64 * 1024;
+
 /// Encodes a response, or, if it would be larger than `max` bytes, the error response
-/// saying so. The size is measured first without allocating, so an answer over the
-/// limit is never built, and one within it is built in a buffer of its exact size.
+/// saying so. A small answer is encoded once, into a buffer bounded at
+/// [`ONE_PASS_MAX`] (escaping its text is most of its cost). A larger one is measured
+/// first without allocating, so an answer over the limit is never built, and one within
+/// it is built in a buffer of its exact size.
 pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
+    let mut small = Bounded {
+        buf: Vec::with_capacity(8 * 1024),
+        max: max.min(ONE_PASS_MAX),
+    };
+    if serde_json::to_writer(&mut small, v).is_ok() {
+        return String::from_utf8(small.buf).unwrap_or_default();
+    }
+    drop(small);
     let Some(size) = crate::transport::results::json_len_upto(v, max) else {
         let msg = format!(
             "the answer is larger than the message limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); text full of control characters grows up to six times when JSON-escaped"
@@ -464,6 +478,26 @@ pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
             let e = GatewayError::Internal(format!("cannot encode the answer: {e}"));
             gateway_error_response(head, &e).to_string()
         }
+    }
+}
+
+/// A buffer that refuses to grow past `max` bytes.
+struct Bounded {
+    buf: Vec<u8>,
+    max: usize,
+}
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len().saturating_add(data.len()) > self.max {
+            return Err(std::io::Error::other("over the limit"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -641,6 +675,13 @@ mod tests {
         };
         let small = data_response(&head, json!({"content": "hi"}));
         assert_eq!(encode_reply(&head, &small, 4096), small.to_string());
+        // Over the one-pass buffer, within the limit: measured, then built whole.
+        let mid = data_response(&head, json!({"content": "x".repeat(ONE_PASS_MAX * 2)}));
+        assert_eq!(encode_reply(&head, &mid, ONE_PASS_MAX * 4), mid.to_string());
+        // Over the limit, though the limit is over the one-pass buffer.
+        let v: Value =
+            serde_json::from_str(&encode_reply(&head, &mid, ONE_PASS_MAX + 10)).expect("json");
+        assert_eq!(v["errorInfo"]["code"], json!(code::LIMIT));
         let big = data_response(&head, json!({"content": "\u{1}".repeat(1000)}));
         let text = encode_reply(&head, &big, 4096);
         let v: Value = serde_json::from_str(&text).expect("json");
