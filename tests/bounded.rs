@@ -152,6 +152,28 @@ fn grep_and_glob_stop_at_the_message_limit_and_say_so() {
 }
 
 #[test]
+fn a_listing_stops_at_16_mib_even_under_a_larger_message_limit() {
+    // The default limit (24 MiB) is sized for whole reads; a listing is cut, not refused,
+    // so it stays within 16 MiB and many listings at once hold less.
+    let g = Gate::with_policy(&policy(24 << 20));
+    let line = format!("needle {}\n", "y".repeat(1000));
+    for i in 0..20 {
+        g.put(&format!("d/f{i:02}.txt"), line.repeat(1024));
+    }
+    let r = g.ok(
+        "_fsgate/grep",
+        json!({"sessionId": "s", "pattern": "needle", "maxResults": 100000}),
+    );
+    let len = r.to_string().len();
+    assert_eq!(r["truncated"], true, "{len}");
+    assert!(len < 16 << 20, "answer of {len} bytes");
+    assert!(
+        len > 12 << 20,
+        "answer of {len} bytes: cut well below its room"
+    );
+}
+
+#[test]
 fn a_read_whose_answer_would_exceed_the_limit_is_refused_before_it_is_built() {
     let g = Gate::with_policy(&policy(64 * 1024));
     // 20 KiB of control characters: six times larger once JSON-escaped.

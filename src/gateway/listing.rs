@@ -16,6 +16,11 @@ use crate::workspace::{
     ContentGate, Entry, FileKind, Follow, GrepOptions, IncludeGlob, Visit, WsError, json_string_len,
 };
 
+/// The largest answer a listing (ls, tree, glob, grep) is built to, even under a larger
+/// message limit: a listing is cut at its room (`truncated`), not refused, so it need not
+/// fill a limit sized for whole reads, and many listings at once hold less.
+const LISTING_ANSWER_CAP: u64 = 16 * 1024 * 1024;
+
 /// Default and ceiling for grep's `maxResults`.
 const GREP_DEFAULT_MAX: usize = 1000;
 const GREP_CEILING: usize = 100_000;
@@ -446,7 +451,7 @@ impl Gateway {
     /// for the envelope; MCP answers carry it twice), and what each item adds beyond
     /// its relative path (the root, for absolute paths).
     fn answer_room(&self, pol: &Policy, ctx: &RequestCtx) -> (u64, u64) {
-        let max = pol.limits().max_message_bytes;
+        let max = pol.limits().max_message_bytes.min(LISTING_ANSWER_CAP);
         let envelope = 4096 + max / 16;
         let copies = if ctx.transport == "mcp" { 2 } else { 1 };
         let room = max.saturating_sub(envelope) / copies;
