@@ -113,18 +113,7 @@ impl Gateway {
     ) -> Result<Output, GatewayError> {
         let rp = self.parse_path(ctx, path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let res = self.locate(
-            pol,
-            OpClass::List,
-            &rp,
-            Follow::All,
-            EntryKind::Unknown,
-            facts,
-        )?;
-        let info = self
-            .workspace
-            .stat(&res.real)
-            .map_err(|e| ws_error(e, &rp.shown))?;
+        let (real, info) = self.locate_stat(pol, &rp, facts)?;
         if info.kind == FileKind::File && info.nlink > 1 {
             return Err(ws_error(WsError::HardLink(info.nlink), &rp.shown));
         }
@@ -135,10 +124,10 @@ impl Gateway {
         };
         // Decided again knowing the kind and size, where it is named and where it
         // really is (once if that is the same place).
-        let places: &[&RelPath] = if res.real == rp.rel {
+        let places: &[&RelPath] = if real == rp.rel {
             &[&rp.rel]
         } else {
-            &[&rp.rel, &res.real]
+            &[&rp.rel, &real]
         };
         let pf = match kind {
             FileKind::Directory => PathFacts::kind(EntryKind::Dir),
@@ -148,6 +137,41 @@ impl Gateway {
             Self::check_entry(pol, Access::Stat, p, &pf, &rp.shown, facts)?;
         }
         Ok(Output::Stat { path: rp.rel, info })
+    }
+
+    /// Where `rp` really is and its metadata, as [`Gateway::locate`] and a stat there
+    /// find them. A path without symlinks is its own real path: then one `openat2`
+    /// (beneath the root, no symlinks) serves both, instead of one to resolve and
+    /// another to stat. Anything else (a symlink, a missing name) goes the long way,
+    /// which also gives the errors.
+    fn locate_stat(
+        &self,
+        pol: &Policy,
+        rp: &super::ReqPath,
+        facts: &mut Facts,
+    ) -> Result<(RelPath, crate::workspace::StatInfo), GatewayError> {
+        let (class, kind) = (OpClass::List, EntryKind::Unknown);
+        Self::in_roots(rp, &rp.rel, facts)?;
+        Self::check(pol, class, &rp.rel, kind, &rp.shown, facts)?;
+        if let Ok(info) = self.workspace.stat(&rp.rel) {
+            return Ok((rp.rel.clone(), info));
+        }
+        let res = self
+            .workspace
+            .resolve(&rp.rel, Follow::All)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        if res.real != rp.rel {
+            Self::in_roots(rp, &res.real, facts)?;
+            if let Some(ask) = facts.ask.as_mut() {
+                ask.retarget(&rp.rel, &res.real);
+            }
+            Self::check(pol, class, &res.real, kind, &rp.shown, facts)?;
+        }
+        let info = self
+            .workspace
+            .stat(&res.real)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        Ok((res.real, info))
     }
 
     /// Names and kinds beneath a directory, at most `depth` levels down, depth-first in
