@@ -644,3 +644,77 @@ fn one_line(s: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::audit::{AuditLog, AuditSettings, OpenOptions};
+    use crate::error::GatewayError;
+    use crate::gateway::Gateway;
+    use crate::ops::{Op, Output, PathStyle, RequestCtx};
+    use crate::policy::Policy;
+    use crate::workspace::{FileKind, Workspace};
+
+    fn gateway(ws: &std::path::Path, log: &std::path::Path) -> Gateway {
+        let pol = Policy::builtin_default().expect("policy");
+        let audit = AuditLog::open(
+            log,
+            &AuditSettings::default(),
+            pol.sha256(),
+            OpenOptions::default(),
+        )
+        .expect("audit");
+        Gateway::new(pol, Workspace::open(ws).expect("ws")).with_audit(audit)
+    }
+
+    fn stat(gw: &Gateway, path: &str) -> Result<(String, FileKind, u64), GatewayError> {
+        let ctx = RequestCtx {
+            style: PathStyle::Rooted,
+            session: "s".into(),
+            transport: "acp",
+            peer: "test".into(),
+            scope: Default::default(),
+            asker: None,
+            notifier: None,
+        };
+        match gw.handle(&ctx, Op::Stat { path: path.into() }).0? {
+            Output::Stat { path, info } => Ok((path.as_str().to_string(), info.kind, info.size)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A path without symlinks is stated with one open; one through a symlink, a
+    /// missing one, a secret reached through a symlink and a hard-linked file are
+    /// answered as the long way answers them.
+    #[test]
+    fn stat_answers_alike_with_and_without_symlinks() {
+        let ws = tempfile::tempdir().expect("tmp");
+        let state = tempfile::tempdir().expect("tmp");
+        let gw = gateway(ws.path(), &state.path().join("audit.jsonl"));
+        std::fs::create_dir(ws.path().join("real")).expect("mkdir");
+        std::fs::write(ws.path().join("real/a.txt"), "hello").expect("write");
+        std::fs::write(ws.path().join("real/token"), "x").expect("write");
+        std::os::unix::fs::symlink("real", ws.path().join("via")).expect("symlink");
+        std::os::unix::fs::symlink(".env", ws.path().join("innocent")).expect("symlink");
+        std::fs::write(ws.path().join(".env"), "K=v").expect("write");
+        std::fs::hard_link(ws.path().join("real/token"), ws.path().join("t2")).expect("ln");
+        let file = ("real/a.txt".to_string(), FileKind::File, 5);
+        assert_eq!(stat(&gw, "/real/a.txt").expect("stat"), file);
+        // Shown where it was asked for, found where it really is.
+        let via = stat(&gw, "/via/a.txt").expect("stat");
+        assert_eq!(via, ("via/a.txt".to_string(), FileKind::File, 5));
+        assert_eq!(stat(&gw, "/real").expect("stat").1, FileKind::Directory);
+        assert!(matches!(
+            stat(&gw, "/real/missing"),
+            Err(GatewayError::NotFound { .. })
+        ));
+        assert!(matches!(
+            stat(&gw, "/innocent"),
+            Err(GatewayError::Refused { .. })
+        ));
+        assert!(matches!(
+            stat(&gw, "/.env"),
+            Err(GatewayError::Refused { .. })
+        ));
+        assert!(stat(&gw, "/t2").is_err(), "a file with two links");
+    }
+}

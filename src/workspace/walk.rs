@@ -432,6 +432,7 @@ pub fn height(start: &RelPath, entries: &[Entry]) -> usize {
 mod tests {
     use super::*;
     use crate::workspace::Removal;
+    use std::os::unix::ffi::OsStrExt;
 
     fn ws() -> (tempfile::TempDir, Workspace) {
         let tmp = tempfile::tempdir().expect("tempdir");
@@ -557,6 +558,87 @@ mod tests {
         })
         .expect("walk");
         assert_eq!(n, 3);
+    }
+
+    /// A listing with metadata carries what `lstat` says of each entry (as cap-std's
+    /// did); a names listing the same names and kinds without it; a name that is not
+    /// UTF-8 is passed over by both and refused by an inspection.
+    #[test]
+    fn listings_carry_what_lstat_says() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let (tmp, ws) = ws();
+        let d = tmp.path().join("d");
+        std::fs::create_dir_all(d.join("sub")).expect("mkdir");
+        std::fs::write(d.join("f.txt"), "12345").expect("write");
+        std::fs::set_permissions(d.join("f.txt"), std::fs::Permissions::from_mode(0o640))
+            .expect("chmod");
+        std::os::unix::fs::symlink("f.txt", d.join("link")).expect("symlink");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("fifo").as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let listed = ws.list_dir(&rel("d")).expect("list");
+        let names: Vec<&str> = listed.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["f.txt", "fifo", "link", "sub"]);
+        for e in &listed {
+            let m = std::fs::symlink_metadata(d.join(&e.name)).expect("lstat");
+            assert_eq!(e.path, rel(&format!("d/{}", e.name)));
+            assert_eq!(e.size, Some(m.len()), "{}", e.name);
+            assert_eq!(e.mode, Some(m.mode() & 0o7777), "{}", e.name);
+            assert_eq!(e.id, Some((m.dev(), m.ino())), "{}", e.name);
+            let modified = m.modified().map(format_time).ok();
+            assert_eq!(e.modified, modified, "{}", e.name);
+        }
+        let kinds: Vec<FileKind> = listed.iter().map(|e| e.kind).collect();
+        use FileKind::*;
+        assert_eq!(kinds, [File, Other, Symlink, Directory]);
+        assert_eq!(listed[0].mode, Some(0o640));
+        let bare = ws.list_names(&rel("d")).expect("names");
+        let bare: Vec<_> = bare
+            .iter()
+            .map(|e| (e.name.as_str(), e.kind, e.size))
+            .collect();
+        let want: Vec<_> = listed
+            .iter()
+            .map(|e| (e.name.as_str(), e.kind, None))
+            .collect();
+        assert_eq!(bare, want);
+        // A name that is not UTF-8.
+        let odd = std::ffi::OsStr::from_bytes(b"bad\xff");
+        std::fs::write(d.join(odd), "x").expect("write");
+        assert_eq!(ws.list_dir(&rel("d")).expect("list").len(), 4);
+        assert_eq!(ws.list_names(&rel("d")).expect("names").len(), 4);
+        assert!(matches!(ws.inspect_tree(&rel("d")), Err(WsError::NotUtf8)));
+    }
+
+    /// A directory larger than one read's buffer is listed whole, in name order.
+    #[test]
+    fn a_directory_larger_than_the_read_buffer_is_listed_whole() {
+        let (tmp, ws) = ws();
+        let long = "n".repeat(200);
+        let mut want: Vec<String> = (0..(3 * DIRENT_BUF / 200))
+            .map(|i| format!("{long}-{}", (i * 7919) % 100_000))
+            .collect();
+        for n in &want {
+            std::fs::write(tmp.path().join(n), "").expect("write");
+        }
+        want.sort_unstable();
+        for listed in [
+            ws.list_names(&RelPath::root()),
+            ws.list_dir(&RelPath::root()),
+        ] {
+            let got: Vec<String> = listed.expect("list").into_iter().map(|e| e.name).collect();
+            assert_eq!(got, want);
+        }
+        // Twice on one thread: the kept buffer starts each listing afresh.
+        assert_eq!(
+            ws.list_names(&RelPath::root()).expect("list").len(),
+            want.len()
+        );
     }
 
     #[test]
