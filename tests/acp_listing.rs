@@ -47,6 +47,50 @@ fn ls_lists_names_absolute_paths_and_types() {
     assert_eq!(sub["entries"][0]["path"], json!(g.abs("sub/b.txt")));
 }
 
+/// `ls` carries each entry's size and modification time exactly as `lstat` gives them
+/// (the metadata a listing reads for itself), and only those keys.
+#[test]
+fn ls_entries_carry_exactly_what_lstat_says() {
+    let g = Gate::start();
+    g.put("d/a.txt", "12345");
+    g.put("d/b.bin", vec![7u8; 3000]);
+    std::fs::create_dir(g.path("d/sub")).expect("mkdir");
+    let old = SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789);
+    std::fs::File::options()
+        .write(true)
+        .open(g.path("d/a.txt"))
+        .and_then(|f| f.set_modified(old))
+        .expect("set mtime");
+    let r = g.ok("_fsgate/ls", json!({"path": g.abs("d")}));
+    let entries = r["entries"].as_array().expect("entries");
+    assert_eq!(entry_names(&r), vec!["a.txt", "b.bin", "sub"]);
+    for e in entries {
+        let name = e["name"].as_str().expect("name");
+        let m = std::fs::symlink_metadata(g.path(&format!("d/{name}"))).expect("lstat");
+        let mtime = OffsetDateTime::from(m.modified().expect("mtime"))
+            .format(&Rfc3339)
+            .expect("format");
+        let kind = if m.is_dir() {
+            assert!(is_dir_type(&e["type"]), "{e}");
+            e["type"].clone()
+        } else {
+            json!("file")
+        };
+        let want = json!({
+            "name": name,
+            "path": g.abs(&format!("d/{name}")),
+            "type": kind,
+            "size": m.len(),
+            "modified": mtime,
+        });
+        assert_eq!(e, &want, "{name}");
+    }
+    assert_eq!(
+        entries[0]["modified"],
+        json!("2023-11-14T22:13:20.123456789Z")
+    );
+}
+
 #[test]
 fn ls_missing_directory_is_not_found() {
     let g = Gate::start();

@@ -130,6 +130,9 @@ fn a_size_condition_on_list_hides_large_files_from_listings() {
             "search_files",
             json!({"path": "logs", "pattern": "*.log"}),
         ),
+        // The listings that read sizes for their answer.
+        (5, "list_directory_with_sizes", json!({"path": "logs"})),
+        (6, "ls", json!({"path": "logs"})),
     ] {
         let r = g.tool(id, tool, args);
         let text = text_of(&r);

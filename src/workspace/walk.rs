@@ -8,9 +8,13 @@
 //! width of a directory.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::ffi::CStr;
+use std::time::{Duration, SystemTime};
 
 use cap_fs_ext::DirExt;
-use cap_std::fs::{Dir, MetadataExt};
+use cap_std::fs::Dir;
+use rustix::fs::{AtFlags, OFlags, RawDir, Statx, StatxFlags, makedev, statx};
 
 use super::kind::FileKind;
 use super::open::open_dir;
@@ -118,44 +122,113 @@ impl Visitor for Keeping<'_> {
     }
 }
 
+/// Bytes of `linux_dirent64` records one `getdents64` may fill: a 1,000-entry
+/// directory of short names (about 40 KiB) in one call, where a growing buffer took eight.
+const DIRENT_BUF: usize = 64 * 1024;
+
+thread_local! {
+    /// The buffer a thread reads directories into, kept between listings (no fresh
+    /// pages, no growth per call). A listing never starts another on its own thread.
+    static DIRENTS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
 fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsError> {
+    // A descriptor of its own, at the start of the directory: `dir` may share its
+    // offset with another (the root's clones do).
+    let own = rustix::fs::openat(
+        dir,
+        c".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(|e| WsError::from_io(e.into()))?;
     let mut out = Vec::new();
-    for entry in dir.entries()? {
-        let entry = entry?;
-        // The name's own allocation becomes the entry's name.
-        let Ok(name) = entry.file_name().into_string() else {
-            if mode == Mode::Strict {
-                return Err(WsError::NotUtf8);
+    let mut read = |buf: &mut Vec<u8>| {
+        if buf.capacity() < DIRENT_BUF {
+            buf.reserve_exact(DIRENT_BUF);
+        }
+        let mut raw = RawDir::new(&own, buf.spare_capacity_mut());
+        while let Some(entry) = raw.next() {
+            let entry = entry.map_err(|e| WsError::from_io(e.into()))?;
+            let bytes = entry.file_name().to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
             }
-            continue; // Not expressible on the wire.
-        };
-        let ft = entry.file_type()?;
-        let kind = FileKind::from_predicates(ft.is_file(), ft.is_dir(), ft.is_symlink());
-        // One fstatat on the directory's descriptor, not following symlinks (none for
-        // names only: that stat was most of a name listing's time).
-        let meta = match mode {
-            Mode::Names => None,
-            _ => match entry.metadata() {
-                Ok(m) => Some(m),
-                Err(e) if mode == Mode::Strict => return Err(WsError::from_io(e)),
-                Err(_) => None,
-            },
-        };
-        out.push(Entry {
-            path: base.join(&name),
-            name,
-            kind,
-            size: meta.as_ref().map(|m| m.len()),
-            modified: meta
-                .as_ref()
-                .and_then(|m| m.modified().ok())
-                .map(|t| format_time(t.into_std())),
-            mode: meta.as_ref().map(|m| m.mode() & 0o7777),
-            id: meta.as_ref().map(|m| (m.dev(), m.ino())),
-        });
-    }
+            let Ok(name) = std::str::from_utf8(bytes) else {
+                if mode == Mode::Strict {
+                    return Err(WsError::NotUtf8);
+                }
+                continue; // Not expressible on the wire.
+            };
+            let kind = kind_of(entry.file_type());
+            let meta = match mode {
+                // No metadata for names only: that stat was most of a name listing's time.
+                Mode::Names => None,
+                _ => entry_meta(dir, entry.file_name(), mode)?,
+            };
+            out.push(entry_from(base, name, kind, meta));
+        }
+        Ok(())
+    };
+    DIRENTS.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => read(&mut buf),
+        Err(_) => read(&mut Vec::new()),
+    })?;
     sort_by_name(&mut out);
     Ok(out)
+}
+
+/// What a directory entry's type says it is (symlinks not followed; a type the file
+/// system does not give is `Other`, as before).
+fn kind_of(ft: rustix::fs::FileType) -> FileKind {
+    use rustix::fs::FileType as T;
+    FileKind::from_predicates(ft == T::RegularFile, ft == T::Directory, ft == T::Symlink)
+}
+
+/// The metadata an entry carries: one `statx` on the directory's descriptor, not
+/// following symlinks. None if it cannot be read (an error when `Strict`).
+fn entry_meta(dir: &Dir, name: &CStr, mode: Mode) -> Result<Option<Statx>, WsError> {
+    match statx(
+        dir,
+        name,
+        AtFlags::SYMLINK_NOFOLLOW,
+        StatxFlags::BASIC_STATS,
+    ) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if mode == Mode::Strict => Err(WsError::from_io(e.into())),
+        Err(_) => Ok(None),
+    }
+}
+
+fn entry_from(base: &RelPath, name: &str, kind: FileKind, meta: Option<Statx>) -> Entry {
+    let has_mtime = |m: &&Statx| m.stx_mask & StatxFlags::MTIME.bits() != 0;
+    Entry {
+        path: base.join(name),
+        name: name.to_string(),
+        kind,
+        size: meta.as_ref().map(|m| m.stx_size),
+        modified: meta
+            .as_ref()
+            .filter(has_mtime)
+            .and_then(|m| system_time(m.stx_mtime.tv_sec, m.stx_mtime.tv_nsec))
+            .map(format_time),
+        mode: meta.as_ref().map(|m| u32::from(m.stx_mode) & 0o7777),
+        id: meta
+            .as_ref()
+            .map(|m| (makedev(m.stx_dev_major, m.stx_dev_minor), m.stx_ino)),
+    }
+}
+
+/// A statx time as std (and cap-std) gives it: before the epoch, whole seconds back
+/// and then the fraction forward.
+fn system_time(sec: i64, nsec: u32) -> Option<SystemTime> {
+    let epoch = SystemTime::UNIX_EPOCH;
+    match u64::try_from(sec) {
+        Ok(s) => epoch.checked_add(Duration::new(s, nsec)),
+        Err(_) => epoch
+            .checked_sub(Duration::from_secs(sec.unsigned_abs()))
+            .and_then(|t| t.checked_add(Duration::new(0, nsec))),
+    }
 }
 
 /// Sorts entries by name (bytewise, as `str::cmp`). Entries are large and names often
@@ -359,6 +432,7 @@ pub fn height(start: &RelPath, entries: &[Entry]) -> usize {
 mod tests {
     use super::*;
     use crate::workspace::Removal;
+    use std::os::unix::ffi::OsStrExt;
 
     fn ws() -> (tempfile::TempDir, Workspace) {
         let tmp = tempfile::tempdir().expect("tempdir");
@@ -484,6 +558,87 @@ mod tests {
         })
         .expect("walk");
         assert_eq!(n, 3);
+    }
+
+    /// A listing with metadata carries what `lstat` says of each entry (as cap-std's
+    /// did); a names listing the same names and kinds without it; a name that is not
+    /// UTF-8 is passed over by both and refused by an inspection.
+    #[test]
+    fn listings_carry_what_lstat_says() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let (tmp, ws) = ws();
+        let d = tmp.path().join("d");
+        std::fs::create_dir_all(d.join("sub")).expect("mkdir");
+        std::fs::write(d.join("f.txt"), "12345").expect("write");
+        std::fs::set_permissions(d.join("f.txt"), std::fs::Permissions::from_mode(0o640))
+            .expect("chmod");
+        std::os::unix::fs::symlink("f.txt", d.join("link")).expect("symlink");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("fifo").as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let listed = ws.list_dir(&rel("d")).expect("list");
+        let names: Vec<&str> = listed.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["f.txt", "fifo", "link", "sub"]);
+        for e in &listed {
+            let m = std::fs::symlink_metadata(d.join(&e.name)).expect("lstat");
+            assert_eq!(e.path, rel(&format!("d/{}", e.name)));
+            assert_eq!(e.size, Some(m.len()), "{}", e.name);
+            assert_eq!(e.mode, Some(m.mode() & 0o7777), "{}", e.name);
+            assert_eq!(e.id, Some((m.dev(), m.ino())), "{}", e.name);
+            let modified = m.modified().map(format_time).ok();
+            assert_eq!(e.modified, modified, "{}", e.name);
+        }
+        let kinds: Vec<FileKind> = listed.iter().map(|e| e.kind).collect();
+        use FileKind::*;
+        assert_eq!(kinds, [File, Other, Symlink, Directory]);
+        assert_eq!(listed[0].mode, Some(0o640));
+        let bare = ws.list_names(&rel("d")).expect("names");
+        let bare: Vec<_> = bare
+            .iter()
+            .map(|e| (e.name.as_str(), e.kind, e.size))
+            .collect();
+        let want: Vec<_> = listed
+            .iter()
+            .map(|e| (e.name.as_str(), e.kind, None))
+            .collect();
+        assert_eq!(bare, want);
+        // A name that is not UTF-8.
+        let odd = std::ffi::OsStr::from_bytes(b"bad\xff");
+        std::fs::write(d.join(odd), "x").expect("write");
+        assert_eq!(ws.list_dir(&rel("d")).expect("list").len(), 4);
+        assert_eq!(ws.list_names(&rel("d")).expect("names").len(), 4);
+        assert!(matches!(ws.inspect_tree(&rel("d")), Err(WsError::NotUtf8)));
+    }
+
+    /// A directory larger than one read's buffer is listed whole, in name order.
+    #[test]
+    fn a_directory_larger_than_the_read_buffer_is_listed_whole() {
+        let (tmp, ws) = ws();
+        let long = "n".repeat(200);
+        let mut want: Vec<String> = (0..(3 * DIRENT_BUF / 200))
+            .map(|i| format!("{long}-{}", (i * 7919) % 100_000))
+            .collect();
+        for n in &want {
+            std::fs::write(tmp.path().join(n), "").expect("write");
+        }
+        want.sort_unstable();
+        for listed in [
+            ws.list_names(&RelPath::root()),
+            ws.list_dir(&RelPath::root()),
+        ] {
+            let got: Vec<String> = listed.expect("list").into_iter().map(|e| e.name).collect();
+            assert_eq!(got, want);
+        }
+        // Twice on one thread: the kept buffer starts each listing afresh.
+        assert_eq!(
+            ws.list_names(&RelPath::root()).expect("list").len(),
+            want.len()
+        );
     }
 
     #[test]
