@@ -701,8 +701,9 @@ mod tests {
         // A file replaced by another under the same name is not the inspected one.
         std::fs::rename(tmp.path().join("t/sub/late"), tmp.path().join("t/sub/a")).expect("mv");
         let inspected = ws.inspect_tree(&rel("t")).expect("inspect");
-        std::fs::remove_file(tmp.path().join("t/sub/a")).expect("rm");
+        // Made while `a` still exists, so it cannot reuse `a`'s inode number.
         std::fs::write(tmp.path().join("t/sub/other"), "keep").expect("write");
+        std::fs::remove_file(tmp.path().join("t/sub/a")).expect("rm");
         std::fs::rename(tmp.path().join("t/sub/other"), tmp.path().join("t/sub/a")).expect("mv");
         assert!(matches!(
             ws.remove(&rel("t"), Removal::Tree(&inspected)),
