@@ -130,6 +130,11 @@ pub(crate) fn shard(rel: &str) -> String {
     hex::encode(&Sha256::digest(rel.as_bytes())[..1])
 }
 
+/// Whether `name` is a shard directory's name: two lowercase hex digits.
+pub(crate) fn is_shard_name(name: &str) -> bool {
+    name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// The file name of a one-file version: escaped path, `@`, compact timestamp.
 pub(crate) fn packed_name(dir_name: &str, stem: &str) -> String {
     format!("{dir_name}@{stem}{PACKED_SUFFIX}")

@@ -112,6 +112,9 @@ impl BackupStore {
         let mut out = self.scan_legacy(wanted)?;
         let mut incomplete = Vec::new();
         for shard in names(&self.versions, VERSIONS_DIR)? {
+            if !layout::is_shard_name(&shard) {
+                continue;
+            }
             let Some(dir) = self.shard_dir(&shard)? else {
                 continue;
             };

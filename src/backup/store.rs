@@ -301,10 +301,10 @@ impl BackupStore {
     }
 
     /// Creates (if needed) and opens a shard directory. Its entry in `versions/` is
-    /// synced the first time this process uses it, whoever created it: a version is
+    /// synced before this process first saves into it, whoever created it: a version is
     /// durable only if the directory holding it is.
     pub(crate) fn open_shard(&self, shard: &str) -> Result<Dir, BackupError> {
-        let synced = &self.synced_shards[usize::from_str_radix(shard, 16).unwrap_or(0) % 256];
+        let synced = &self.synced_shards[shard_index(shard)];
         for _ in 0..2 {
             if !synced.load(Ordering::Acquire) {
                 match self.versions.create_dir(shard) {
@@ -312,8 +312,7 @@ impl BackupStore {
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(BackupError::io("create", shard)(e)),
                 }
-                sync_dir(&self.versions).map_err(BackupError::io("sync", VERSIONS_DIR))?;
-                synced.store(true, Ordering::Release);
+                self.sync_shards()?;
             }
             match self.versions.open_dir(shard) {
                 Ok(d) => return Ok(d),
@@ -327,6 +326,17 @@ impl BackupStore {
         Err(BackupError::io("open", shard)(
             io::ErrorKind::NotFound.into(),
         ))
+    }
+
+    /// Syncs `versions/`, which makes every shard listed before it durable: one sync
+    /// covers all the shards a store already has, not one each.
+    fn sync_shards(&self) -> Result<(), BackupError> {
+        let present = super::scan::names(&self.versions, VERSIONS_DIR)?;
+        sync_dir(&self.versions).map_err(BackupError::io("sync", VERSIONS_DIR))?;
+        for name in present.iter().filter(|n| layout::is_shard_name(n)) {
+            self.synced_shards[shard_index(name)].store(true, Ordering::Release);
+        }
+        Ok(())
     }
 
     /// Picks a fresh timestamp and creates its file with `create_new`, which is what
@@ -448,6 +458,11 @@ impl BackupStore {
         versions.sort_by(|a, b| a.meta.path.cmp(&b.meta.path).then(a.at.cmp(&b.at)));
         Ok(versions.iter().map(Version::to_ref).collect())
     }
+}
+
+/// The index of a shard directory's name (two hex digits) in `synced_shards`.
+fn shard_index(shard: &str) -> usize {
+    usize::from_str_radix(shard, 16).unwrap_or(0) % 256
 }
 
 /// Copies `src` into `dst`, returning the byte count and the SHA-256 (hex) of the bytes.
