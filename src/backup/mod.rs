@@ -105,7 +105,7 @@ pub enum BackupError {
     /// The restore could not be recorded ahead in the audit log, so nothing changed.
     #[error("the restore could not be recorded in the audit log, so nothing was changed: {0}")]
     NotRecorded(String),
-    /// A stored version is damaged (sidecar unreadable, content does not match its hash).
+    /// A stored version is damaged (record unreadable, content does not match its hash).
     #[error("backup {id} is damaged: {reason}")]
     Corrupt {
         /// The version id.

@@ -94,7 +94,7 @@ pub fn restore(
     })
 }
 
-/// Refuses a stored version whose content does not match its sidecar.
+/// Refuses a stored version whose content does not match its record.
 fn check_version(source: &mut dyn Read, version: &BackupRef) -> Result<(), BackupError> {
     let (size, sha) = copy_hashing(source, &mut io::sink())
         .map_err(BackupError::io("read", version.id.clone()))?;
@@ -102,7 +102,7 @@ fn check_version(source: &mut dyn Read, version: &BackupRef) -> Result<(), Backu
         return Err(BackupError::Corrupt {
             id: version.id.clone(),
             reason: format!(
-                "content has {size} bytes with sha256 {sha}, sidecar says {} bytes with {}",
+                "content has {size} bytes with sha256 {sha}, record says {} bytes with {}",
                 version.size, version.sha256
             ),
         });
@@ -187,7 +187,7 @@ fn write_temp(
                 return Err(BackupError::Corrupt {
                     id: version.id.clone(),
                     reason: format!(
-                        "content has {size} bytes with sha256 {sha}, sidecar says {} bytes with {}",
+                        "content has {size} bytes with sha256 {sha}, record says {} bytes with {}",
                         version.size, version.sha256
                     ),
                 });

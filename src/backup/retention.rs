@@ -73,7 +73,8 @@ pub struct PruneReport {
     pub kept_bytes: u64,
     /// The store is still over `max_total_bytes` because only newest versions remain.
     pub over_budget: bool,
-    /// Crash leftovers (content without sidecar, temp files) older than an hour removed.
+    /// Crash leftovers (versions without a complete record, temp files) older than an
+    /// hour removed.
     pub leftovers_removed: usize,
 }
 
@@ -86,7 +87,7 @@ impl PruneReport {
 
 impl BackupStore {
     /// Applies the retention rules of `[backup]` to the whole store and reports what it
-    /// removed. Scans every sidecar, so call it at start-up and from time to time (e.g.
+    /// removed. Reads every record, so call it at start-up and from time to time (e.g.
     /// every few hundred saves), not on every request. Without retention settings it
     /// only removes crash leftovers.
     pub fn prune(&self) -> Result<PruneReport, BackupError> {
@@ -108,7 +109,7 @@ impl BackupStore {
     /// and the store to its byte budget, so the pass is for `max_age` of files no save
     /// touches and for crash leftovers: with `max_age`, every `every` saves but no more
     /// often than once per as many saves as the last pass left versions (it reads every
-    /// sidecar, so its cost per save stays bounded however large the store grows); in
+    /// record, so its cost per save stays bounded however large the store grows); in
     /// any case once [`SWEEP_INTERVAL`] has passed (and `every` saves). At most one
     /// caller is told it is due.
     pub fn sweep_due(&self, saves: u64, every: u64) -> bool {
