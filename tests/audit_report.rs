@@ -326,12 +326,11 @@ fn report_lists_each_change_with_hashes_and_backup() {
         .next()
         .and_then(|c| c.split("</td>").next())
         .expect("backup cell");
-    let data = g.state.join("backups/files").join(format!("{backup}.data"));
-    assert_eq!(
-        std::fs::read(&data).ok().as_deref(),
-        Some(&b"old\n"[..]),
-        "{backup}"
-    );
+    let file = crate::backup_gateway::version_file(&g.state.join("backups"), backup)
+        .unwrap_or_else(|| panic!("no version file for {backup}"));
+    let bytes = std::fs::read(&file).expect("read the version");
+    let (data, _) = crate::backup_gateway::split_version(&bytes);
+    assert_eq!(data, &b"old\n"[..], "{backup}");
     // The rename shows under both names, and the refusals under their rules.
     for text in [
         "rename to <code>TODO.md</code>",

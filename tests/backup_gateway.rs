@@ -45,20 +45,45 @@ fn backup_dir(g: &Gate) -> PathBuf {
     g.state.join("backups")
 }
 
-/// The saved content and sidecar of backup `id` (`<escaped path>/<stamp>`), checked
-/// against each other.
-fn backup_content(g: &Gate, id: &str) -> String {
-    let files = backup_dir(g).join("files");
-    let data = std::fs::read(files.join(format!("{id}.data")))
-        .unwrap_or_else(|e| panic!("backup {id}: no data file: {e}"));
-    let meta: Value = serde_json::from_slice(
-        &std::fs::read(files.join(format!("{id}.json")))
-            .unwrap_or_else(|e| panic!("backup {id}: no sidecar: {e}")),
+/// The one file holding backup `id` (`<escaped path>/<stamp>`):
+/// `versions/<shard>/<escaped path>@<stamp>.backup`, found in whichever shard holds it.
+pub(crate) fn version_file(store: &Path, id: &str) -> Option<PathBuf> {
+    let (dir, stem) = id.split_once('/')?;
+    let name = format!("{dir}@{stem}.backup");
+    std::fs::read_dir(store.join("versions"))
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|shard| shard.path().join(&name))
+        .find(|p| p.exists())
+}
+
+/// Splits a version file into its content and its record (the JSON before the
+/// trailer's length, checksum and magic), checking the checksum.
+pub(crate) fn split_version(bytes: &[u8]) -> (&[u8], Value) {
+    let footer = &bytes[bytes.len() - 48..];
+    assert_eq!(
+        &footer[40..],
+        b"fsgbak2\n",
+        "version file ends in the magic"
+    );
+    let n = u64::from_le_bytes(footer[..8].try_into().unwrap()) as usize;
+    let record = &bytes[bytes.len() - 48 - n..bytes.len() - 48];
+    assert_eq!(sha(record), hex::encode(&footer[8..40]), "record checksum");
+    (
+        &bytes[..bytes.len() - 48 - n],
+        serde_json::from_slice(record).expect("record is JSON"),
     )
-    .expect("sidecar is JSON");
-    assert_eq!(meta["sha256"], sha(&data), "sidecar hash of {id}");
-    assert_eq!(meta["size"], data.len() as u64, "sidecar size of {id}");
-    String::from_utf8(data).expect("utf-8 backup")
+}
+
+/// The saved content and record of backup `id`, checked against each other.
+fn backup_content(g: &Gate, id: &str) -> String {
+    let path =
+        version_file(&backup_dir(g), id).unwrap_or_else(|| panic!("backup {id}: no version file"));
+    let bytes = std::fs::read(&path).expect("read version");
+    let (data, meta) = split_version(&bytes);
+    assert_eq!(meta["sha256"], sha(data), "record hash of {id}");
+    assert_eq!(meta["size"], data.len() as u64, "record size of {id}");
+    String::from_utf8(data.to_vec()).expect("utf-8 backup")
 }
 
 /// `fsgate backup list --json` (optionally of `path`): one JSON object per version.
@@ -386,10 +411,8 @@ fn keep_versions_prunes_old_backups_at_restart_and_logs_it() {
     assert_eq!(list(&g, Some("other.txt")).len(), 1);
     // Removed versions are gone from disk.
     for id in &written_ids[1..3] {
-        let files = backup_dir(&g).join("files");
         assert!(
-            !files.join(format!("{id}.json")).exists()
-                && !files.join(format!("{id}.data")).exists(),
+            version_file(&backup_dir(&g), id).is_none(),
             "{id} should be pruned"
         );
     }
@@ -475,8 +498,10 @@ fn a_backup_that_cannot_be_saved_refuses_the_change() {
     g.ok("fs/read_text_file", json!({"path": g.abs("blocked.txt")}));
 
     // (a) Works as root and on any filesystem: a regular file where the store needs the
-    // per-path directory (`files/<escaped path>`), so the version cannot be created.
-    let blocker = backup_dir(&g).join("files").join("blocked.txt");
+    // shard directory (`versions/<first byte of the path's SHA-256>`), so the version
+    // cannot be created.
+    let shard = |p: &str| sha(p)[..2].to_string();
+    let blocker = backup_dir(&g).join("versions").join(shard("blocked.txt"));
     std::fs::write(&blocker, "not a directory").unwrap();
     assert_write_refused(&g, "blocked.txt", "precious v1\n", "clobbered\n");
     // edit, rm and a replacing rename are refused the same way.
@@ -515,13 +540,13 @@ fn a_backup_that_cannot_be_saved_refuses_the_change() {
         "precious v2\n"
     );
 
-    // (b) A store the OS refuses to write, even for root: `chattr +i` on the per-path
+    // (b) A store the OS refuses to write, even for root: `chattr +i` on the shard
     // directory of a file that already has a version (ext4 etc.; skipped elsewhere).
     g.ok(
         "fs/write_text_file",
         json!({"path": g.abs("frozen.txt"), "content": "frozen v2\n"}),
     );
-    let per_path = backup_dir(&g).join("files").join("frozen.txt");
+    let per_path = backup_dir(&g).join("versions").join(shard("frozen.txt"));
     assert!(per_path.is_dir());
     if chattr("+i", &per_path) {
         let guard = Immutable(per_path.clone());
@@ -537,8 +562,10 @@ fn a_backup_that_cannot_be_saved_refuses_the_change() {
             "chattr unavailable or unsupported here",
         );
     }
-    // And the whole `files` directory immutable: a first backup of a new path fails.
-    let files = backup_dir(&g).join("files");
+    // And the whole `versions` directory immutable: a first backup into a new shard
+    // fails.
+    let files = backup_dir(&g).join("versions");
+    assert!(!files.join(shard("fresh.txt")).exists());
     g.put("fresh.txt", "fresh v1\n");
     if chattr("+i", &files) {
         let guard = Immutable(files.clone());

@@ -1,18 +1,23 @@
-//! On-disk layout of the backup store: directory names, timestamps, sidecar records.
+//! On-disk layout of the backup store: directory names, timestamps, records.
 //!
 //! ```text
-//! <store>/FORMAT                          "fsgate-backups 1"
-//! <store>/files/<escaped path>/<ts>.data  the saved content
-//! <store>/files/<escaped path>/<ts>.json  its sidecar: path, ts, sha256, size
+//! <store>/FORMAT                                      "fsgate-backups 2"
+//! <store>/versions/<xx>/<escaped path>@<ts>.backup    content + record (see `packed`)
+//! <store>/files/<escaped path>/<ts>.data              layout 1: the content
+//! <store>/files/<escaped path>/<ts>.json              layout 1: its sidecar record
 //! ```
 //!
-//! A version exists once its sidecar exists (the sidecar is renamed into place last), so
-//! a crash can leave an orphan `.data` or a `.tmp` file but never a half-listed version.
+//! New versions are one file each in one of 256 shard directories (`<xx>`: the first
+//! byte of the SHA-256 of the workspace path, in hex), so a backup allocates one inode
+//! and a shard directory is created at most once. A version exists once its trailer is
+//! complete; a crash can leave a file without one, which is a leftover, never a version.
+//! Stores of layout 1 (`files/`, one directory per path, the sidecar renamed into place
+//! last) are still read, listed, restored from and pruned; nothing new is written there.
 //! `<escaped path>` is the workspace path with every byte outside `[A-Za-z0-9._-]`
-//! written as `%XX`, so it is one file name that decodes back to the path. Names that
-//! would be too long become a prefix, `~` and a SHA-256 of the full path (`~` is always
-//! escaped in the plain form, so the two forms cannot collide); the sidecar then says
-//! which path it is.
+//! written as `%XX`, so it is one file name that decodes back to the path (and `@`
+//! never occurs in it). Names that would be too long become a prefix, `~` and a SHA-256
+//! of the full path (`~` is always escaped in the plain form, so the two forms cannot
+//! collide); the record then says which path it is.
 
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
@@ -21,12 +26,18 @@ use time::macros::format_description;
 
 use super::BackupError;
 
-/// Sub-directory of the store holding one directory per backed-up workspace path.
+/// Sub-directory of a layout-1 store holding one directory per backed-up path.
 pub(crate) const FILES_DIR: &str = "files";
+/// Sub-directory holding the shard directories of one-file versions.
+pub(crate) const VERSIONS_DIR: &str = "versions";
 /// Marker file naming the layout version.
 pub(crate) const FORMAT_FILE: &str = "FORMAT";
 /// Contents of [`FORMAT_FILE`].
-pub(crate) const FORMAT_TEXT: &str = "fsgate-backups 1\n";
+pub(crate) const FORMAT_TEXT: &str = "fsgate-backups 2\n";
+/// Contents of [`FORMAT_FILE`] in a store of layout 1 (upgraded when opened).
+pub(crate) const FORMAT_TEXT_1: &str = "fsgate-backups 1\n";
+/// Suffix of one-file versions.
+pub(crate) const PACKED_SUFFIX: &str = ".backup";
 /// Suffix of content files.
 pub(crate) const DATA_SUFFIX: &str = ".data";
 /// Suffix of sidecar files.
@@ -114,6 +125,27 @@ pub(crate) fn dir_name(rel: &str) -> String {
     out
 }
 
+/// The shard directory holding the one-file versions of `rel`.
+pub(crate) fn shard(rel: &str) -> String {
+    hex::encode(&Sha256::digest(rel.as_bytes())[..1])
+}
+
+/// Whether `name` is a shard directory's name: two lowercase hex digits.
+pub(crate) fn is_shard_name(name: &str) -> bool {
+    name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The file name of a one-file version: escaped path, `@`, compact timestamp.
+pub(crate) fn packed_name(dir_name: &str, stem: &str) -> String {
+    format!("{dir_name}@{stem}{PACKED_SUFFIX}")
+}
+
+/// Splits a one-file version's name into escaped path and compact timestamp.
+pub(crate) fn parse_packed_name(name: &str) -> Option<(&str, &str)> {
+    let (dir_name, stem) = name.strip_suffix(PACKED_SUFFIX)?.split_once('@')?;
+    (!dir_name.is_empty() && !stem.is_empty() && !stem.contains('@')).then_some((dir_name, stem))
+}
+
 /// Decodes a plain (not hashed) directory name back into the workspace path.
 pub(crate) fn decode_dir_name(name: &str) -> Option<String> {
     if name.contains('~') {
@@ -185,6 +217,14 @@ mod tests {
             assert!(!name.contains('/'), "{name}");
             assert!(name != "." && name != "..");
             assert_eq!(decode_dir_name(&name).as_deref(), Some(p));
+            assert!(!name.contains('@'), "{name}");
+            let packed = packed_name(&name, "20231114T221320.000000001Z");
+            assert_eq!(
+                parse_packed_name(&packed),
+                Some((name.as_str(), "20231114T221320.000000001Z"))
+            );
+            assert!(packed.len() <= 255, "{packed}");
+            assert_eq!(shard(p).len(), 2);
             assert!(seen.insert(name), "collision for {p}");
         }
     }

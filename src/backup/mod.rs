@@ -3,8 +3,10 @@
 //! # Layout
 //!
 //! - [`config`]: the `[backup]` policy section ([`BackupSettings`]).
-//! - `layout`: directory names, timestamps and sidecar records on disk.
-//! - [`store`]: [`BackupStore`] — open once at start-up, then `save`, `list`, `open_version`.
+//! - `layout`: directory names, timestamps and records on disk.
+//! - `packed`: one file per version, the content with its record as a trailer.
+//! - [`store`]: [`BackupStore`] — open once at start-up, then `save`, `list`.
+//! - `scan`: finding versions (`open_version`, `list`), of both layouts.
 //! - `retention`: [`BackupStore::prune`], keep-N / max-age / byte budget.
 //! - `restore`: [`restore`], which backs up the current content first.
 //! - [`cli`]: `fsgate backup list|restore`.
@@ -18,9 +20,11 @@ pub mod audit;
 pub mod cli;
 pub mod config;
 mod layout;
+mod packed;
 mod quota;
 mod restore;
 mod retention;
+mod scan;
 mod sparse;
 pub mod store;
 
@@ -101,7 +105,7 @@ pub enum BackupError {
     /// The restore could not be recorded ahead in the audit log, so nothing changed.
     #[error("the restore could not be recorded in the audit log, so nothing was changed: {0}")]
     NotRecorded(String),
-    /// A stored version is damaged (sidecar unreadable, content does not match its hash).
+    /// A stored version is damaged (record unreadable, content does not match its hash).
     #[error("backup {id} is damaged: {reason}")]
     Corrupt {
         /// The version id.

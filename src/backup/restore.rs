@@ -94,7 +94,7 @@ pub fn restore(
     })
 }
 
-/// Refuses a stored version whose content does not match its sidecar.
+/// Refuses a stored version whose content does not match its record.
 fn check_version(source: &mut dyn Read, version: &BackupRef) -> Result<(), BackupError> {
     let (size, sha) = copy_hashing(source, &mut io::sink())
         .map_err(BackupError::io("read", version.id.clone()))?;
@@ -102,7 +102,7 @@ fn check_version(source: &mut dyn Read, version: &BackupRef) -> Result<(), Backu
         return Err(BackupError::Corrupt {
             id: version.id.clone(),
             reason: format!(
-                "content has {size} bytes with sha256 {sha}, sidecar says {} bytes with {}",
+                "content has {size} bytes with sha256 {sha}, record says {} bytes with {}",
                 version.size, version.sha256
             ),
         });
@@ -187,7 +187,7 @@ fn write_temp(
                 return Err(BackupError::Corrupt {
                     id: version.id.clone(),
                     reason: format!(
-                        "content has {size} bytes with sha256 {sha}, sidecar says {} bytes with {}",
+                        "content has {size} bytes with sha256 {sha}, record says {} bytes with {}",
                         version.size, version.sha256
                     ),
                 });
@@ -321,16 +321,13 @@ mod tests {
         let (_w, ws) = workspace();
         ws.write("a.txt", "current").expect("write");
         let r = store.save("a.txt", &mut &b"original"[..]).expect("backup");
-        let (dir, stem) = r.id.split_once('/').expect("id");
-        std::fs::write(
-            s_tmp
-                .path()
-                .join("store/files")
-                .join(dir)
-                .join(format!("{stem}.data")),
-            "tampered",
-        )
-        .expect("tamper");
+        // Same length, other bytes: the record is intact, the content is not.
+        let path = super::super::store::tests::version_file(&s_tmp.path().join("store"), &r);
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        std::os::unix::fs::FileExt::write_all_at(&f, b"tampered", 0).expect("tamper");
         let err = restore(&store, &ws, "a.txt", Some(&r.ts), &mut |_, _| Ok(()))
             .expect_err("hash mismatch");
         assert!(matches!(err, BackupError::Corrupt { .. }), "{err}");

@@ -4,12 +4,12 @@ use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::time::{Duration, Instant};
 
-use cap_std::fs::Dir;
 use time::OffsetDateTime;
 
 use super::config::Retention;
 use super::layout::{self, DATA_SUFFIX, FILES_DIR, META_SUFFIX, TMP_SUFFIX};
-use super::store::{BackupStore, Version, sync_dir};
+use super::scan::{Incomplete, names};
+use super::store::{BackupStore, Place, Version, sync_dir};
 use super::{BackupError, BackupRef};
 
 /// Incomplete files (crash leftovers) younger than this are left alone: they may belong
@@ -73,7 +73,8 @@ pub struct PruneReport {
     pub kept_bytes: u64,
     /// The store is still over `max_total_bytes` because only newest versions remain.
     pub over_budget: bool,
-    /// Crash leftovers (content without sidecar, temp files) older than an hour removed.
+    /// Crash leftovers (versions without a complete record, temp files) older than an
+    /// hour removed.
     pub leftovers_removed: usize,
 }
 
@@ -86,7 +87,7 @@ impl PruneReport {
 
 impl BackupStore {
     /// Applies the retention rules of `[backup]` to the whole store and reports what it
-    /// removed. Scans every sidecar, so call it at start-up and from time to time (e.g.
+    /// removed. Reads every record, so call it at start-up and from time to time (e.g.
     /// every few hundred saves), not on every request. Without retention settings it
     /// only removes crash leftovers.
     pub fn prune(&self) -> Result<PruneReport, BackupError> {
@@ -108,7 +109,7 @@ impl BackupStore {
     /// and the store to its byte budget, so the pass is for `max_age` of files no save
     /// touches and for crash leftovers: with `max_age`, every `every` saves but no more
     /// often than once per as many saves as the last pass left versions (it reads every
-    /// sidecar, so its cost per save stays bounded however large the store grows); in
+    /// record, so its cost per save stays bounded however large the store grows); in
     /// any case once [`SWEEP_INTERVAL`] has passed (and `every` saves). At most one
     /// caller is told it is due.
     pub fn sweep_due(&self, saves: u64, every: u64) -> bool {
@@ -136,16 +137,10 @@ impl BackupStore {
         let Some(keep) = rules.keep_versions.or(rules.max_age.map(|_| u32::MAX)) else {
             return Ok(report);
         };
-        let dir_name = layout::dir_name(rel_path);
-        let dir = match self.files.open_dir(&dir_name) {
-            Ok(d) => d,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
-            Err(e) => return Err(BackupError::io("open", dir_name)(e)),
-        };
-        if rules.max_age.is_none() && sidecars(&dir, &dir_name)? <= keep as usize {
+        if rules.max_age.is_none() && self.count_of(rel_path)? <= keep as usize {
             return Ok(report);
         }
-        let versions = self.versions_in(&dir, &dir_name)?;
+        let versions = self.versions_of(rel_path)?;
         let mut freed = 0;
         for (index, reason) in choose(&versions, rules, OffsetDateTime::now_utc(), 0) {
             let v = &versions[index];
@@ -167,7 +162,7 @@ impl BackupStore {
     }
 
     fn prune_with(&self, now: OffsetDateTime, reserve: u64) -> Result<PruneReport, BackupError> {
-        let versions = self.scan(&|_| true)?;
+        let (versions, incomplete) = self.scan_all(&|_| true)?;
         let doomed = choose(&versions, self.retention, now, reserve);
         let mut report = PruneReport::default();
         let mut removed_ids = HashSet::new();
@@ -196,7 +191,8 @@ impl BackupStore {
             .retention
             .max_total_bytes
             .is_some_and(|b| report.kept_bytes > b);
-        report.leftovers_removed = self.remove_leftovers(now)?;
+        report.leftovers_removed =
+            self.remove_legacy_leftovers(now)? + self.remove_incomplete(&incomplete, now);
         if !report.removed.is_empty() {
             tracing::info!(
                 removed = report.removed.len(),
@@ -207,65 +203,93 @@ impl BackupStore {
         Ok(report)
     }
 
-    /// Removes one version: sidecar first (the version disappears atomically), then data.
-    /// False if its sidecar was already gone (another prune removed it).
+    /// Removes one version (of layout 1: sidecar first, so the version disappears
+    /// atomically, then data). False if it was already gone (another prune removed it).
     fn remove_version(&self, v: &Version) -> Result<bool, BackupError> {
-        let dir = match self.files.open_dir(&v.dir) {
-            Ok(d) => d,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(BackupError::io("open", v.dir.clone())(e)),
+        let (dir, names, shown) = match &v.place {
+            Place::Packed { shard } => (
+                self.shard_dir(shard)?,
+                vec![layout::packed_name(&v.dir, &v.stem)],
+                shard.as_str(),
+            ),
+            Place::Legacy => (
+                match self.legacy_dir()?.open_dir(&v.dir) {
+                    Ok(d) => Some(d),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                    Err(e) => return Err(BackupError::io("open", v.dir.clone())(e)),
+                },
+                vec![
+                    format!("{}{META_SUFFIX}", v.stem),
+                    format!("{}{DATA_SUFFIX}", v.stem),
+                ],
+                v.dir.as_str(),
+            ),
         };
+        let Some(dir) = dir else { return Ok(false) };
         let mut removed = false;
-        for suffix in [META_SUFFIX, DATA_SUFFIX] {
-            let name = format!("{}{suffix}", v.stem);
-            match dir.remove_file(&name) {
-                Ok(()) => removed |= suffix == META_SUFFIX,
+        for (i, name) in names.iter().enumerate() {
+            match dir.remove_file(name) {
+                Ok(()) => removed |= i == 0,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(BackupError::io("remove", format!("{}/{name}", v.dir))(e)),
+                Err(e) => return Err(BackupError::io("remove", format!("{shown}/{name}"))(e)),
             }
         }
-        sync_dir(&dir).map_err(BackupError::io("sync", v.dir.clone()))?;
+        sync_dir(&dir).map_err(BackupError::io("sync", shown))?;
         Ok(removed)
     }
 
-    /// Removes crash leftovers older than [`ORPHAN_GRACE`] and empty per-path directories.
-    fn remove_leftovers(&self, now: OffsetDateTime) -> Result<usize, BackupError> {
+    /// Removes one-file versions that were found without a complete trailer and are
+    /// older than [`ORPHAN_GRACE`] (younger ones may be saves in progress).
+    fn remove_incomplete(&self, incomplete: &[Incomplete], now: OffsetDateTime) -> usize {
+        let cutoff = std::time::SystemTime::from(now) - ORPHAN_GRACE;
+        let mut removed = 0;
+        for (shard, name) in incomplete {
+            let Ok(Some(dir)) = self.shard_dir(shard) else {
+                continue;
+            };
+            let old = dir
+                .metadata(name)
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| m.into_std() < cutoff);
+            if old && dir.remove_file(name).is_ok() {
+                tracing::warn!(
+                    file = format!("{shard}/{name}"),
+                    "backup store: removed crash leftover"
+                );
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    /// Removes layout-1 crash leftovers older than [`ORPHAN_GRACE`] and empty per-path
+    /// directories (no save writes there any more).
+    fn remove_legacy_leftovers(&self, now: OffsetDateTime) -> Result<usize, BackupError> {
+        let Some(files) = &self.legacy else {
+            return Ok(0);
+        };
         let mut removed = 0;
         let cutoff = std::time::SystemTime::from(now) - ORPHAN_GRACE;
-        for entry in self
-            .files
-            .entries()
-            .map_err(BackupError::io("list", FILES_DIR))?
-        {
-            let entry = entry.map_err(BackupError::io("list", FILES_DIR))?;
-            let dir_name = entry.file_name().to_string_lossy().into_owned();
-            let Ok(dir) = entry.open_dir() else { continue };
-            let mut names = Vec::new();
-            let mut removed_here = 0;
-            for e in dir
-                .entries()
-                .map_err(BackupError::io("list", dir_name.clone()))?
-            {
-                let e = e.map_err(BackupError::io("list", dir_name.clone()))?;
-                names.push(e.file_name().to_string_lossy().into_owned());
-            }
-            let sidecars: HashSet<&str> = names
+        for dir_name in names(files, FILES_DIR)? {
+            let Ok(dir) = files.open_dir(&dir_name) else {
+                continue;
+            };
+            let entries = names(&dir, &dir_name)?;
+            let sidecars: HashSet<&str> = entries
                 .iter()
                 .filter_map(|n| n.strip_suffix(META_SUFFIX))
                 .collect();
-            for name in &names {
+            let mut removed_here = 0;
+            for name in &entries {
                 let orphan = name.ends_with(TMP_SUFFIX)
                     || name
                         .strip_suffix(DATA_SUFFIX)
                         .is_some_and(|s| !sidecars.contains(s));
-                if !orphan {
-                    continue;
-                }
-                let old = dir
-                    .metadata(name)
-                    .and_then(|m| m.modified())
-                    .map(|m| m.into_std() < cutoff)
-                    .unwrap_or(false);
+                let old = orphan
+                    && dir
+                        .metadata(name)
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|m| m.into_std() < cutoff);
                 if old && dir.remove_file(name).is_ok() {
                     tracing::warn!(
                         file = format!("{dir_name}/{name}"),
@@ -274,33 +298,14 @@ impl BackupStore {
                     removed_here += 1;
                 }
             }
-            if names.len() == removed_here {
-                // A save may have created the directory and not written into it yet:
-                // the lock keeps a save from claiming it between the check and rmdir.
-                // (Another process's save retries instead; rmdir of a non-empty
-                // directory fails harmlessly.)
-                let saving = self.lock_saving();
-                if !saving.contains_key(&dir_name) {
-                    let _ = self.files.remove_dir(&dir_name);
-                }
+            if entries.len() == removed_here {
+                // rmdir of a directory that is not empty fails harmlessly.
+                let _ = files.remove_dir(&dir_name);
             }
             removed += removed_here;
         }
         Ok(removed)
     }
-}
-
-/// How many committed versions (sidecars) a per-path directory holds, from its names.
-fn sidecars(dir: &Dir, dir_name: &str) -> Result<usize, BackupError> {
-    let mut n = 0;
-    for entry in dir.entries().map_err(BackupError::io("list", dir_name))? {
-        let name = entry
-            .map_err(BackupError::io("list", dir_name))?
-            .file_name();
-        let name = name.to_string_lossy();
-        n += usize::from(!name.starts_with('.') && name.ends_with(META_SUFFIX));
-    }
-    Ok(n)
 }
 
 /// Decides which versions to remove, as (index into `versions`, reason), in order, so
@@ -591,43 +596,24 @@ mod tests {
         saves_racing_prunes(&store, &other);
     }
 
-    /// Deterministic interleaving: a save has created its directory but not yet
-    /// written into it when a prune runs.
-    #[test]
-    fn prune_keeps_a_directory_a_save_is_using() {
-        let (_tmp, store) = open_store(&BackupSettings::default());
-        let name = super::super::layout::dir_name("new.txt");
-        let claim = super::super::store::DirClaim::new(&store, &name);
-        store.open_path_dir(&name).expect("create the directory");
-        store.prune().expect("prune");
-        assert!(
-            store.files.open_dir(&name).is_ok(),
-            "claimed directory kept"
-        );
-        drop(claim);
-        store.prune().expect("prune");
-        assert!(
-            store.files.open_dir(&name).is_err(),
-            "empty directory removed"
-        );
-    }
-
     #[test]
     fn leftovers_are_removed_only_when_old() {
         let (_tmp, store) = open_store(&BackupSettings::default());
         save_str(&store, "x", "content", t(0));
-        let dir = store
-            .files
-            .open_dir(super::super::layout::dir_name("x"))
-            .expect("dir");
-        dir.write("20000101T000000.000000000Z.data", b"orphan")
-            .expect("write orphan");
-        dir.write(".junk.json.tmp", b"{").expect("write tmp");
+        let shard = store
+            .shard_dir(&layout::shard("x"))
+            .expect("open")
+            .expect("the shard exists");
+        // A save that died before its trailer was complete.
+        let torn = layout::packed_name(&layout::dir_name("x"), "20000101T000000.000000000Z");
+        shard.write(&torn, b"orphan").expect("write orphan");
+        assert_eq!(store.list(None).expect("list").len(), 1, "not a version");
         let report = store.prune().expect("prune");
         assert_eq!(report.leftovers_removed, 0, "fresh leftovers are kept");
         let later = OffsetDateTime::now_utc() + time::Duration::hours(2);
         let report = store.prune_at(later).expect("prune");
-        assert_eq!(report.leftovers_removed, 2);
+        assert_eq!(report.leftovers_removed, 1);
+        assert!(shard.metadata(&torn).is_err(), "leftover removed");
         assert_eq!(
             store.list(None).expect("list").len(),
             1,

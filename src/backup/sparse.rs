@@ -201,7 +201,7 @@ fn read_at(fd: impl AsFd, buf: &mut [u8], pos: u64) -> io::Result<usize> {
     }
 }
 
-fn write_all_at(fd: impl AsFd, mut buf: &[u8], mut pos: u64) -> io::Result<()> {
+pub(crate) fn write_all_at(fd: impl AsFd, mut buf: &[u8], mut pos: u64) -> io::Result<()> {
     while !buf.is_empty() {
         match rustix::io::pwrite(&fd, buf, pos) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),

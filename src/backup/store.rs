@@ -1,10 +1,11 @@
 //! [`BackupStore`]: saves, lists and opens versions through one directory handle.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, OpenOptions};
@@ -13,41 +14,15 @@ use time::OffsetDateTime;
 
 use super::config::{Retention, SizeLimits};
 use super::layout::{
-    self, DATA_SUFFIX, FILES_DIR, FORMAT_FILE, FORMAT_TEXT, META_SUFFIX, Sidecar, TMP_SUFFIX,
+    self, FILES_DIR, FORMAT_FILE, FORMAT_TEXT, FORMAT_TEXT_1, Sidecar, TMP_SUFFIX, VERSIONS_DIR,
 };
+use super::packed;
 use super::quota::Quota;
 use super::sparse::{self, Caps, Copied, CopyError, clone_or_copy};
 use super::{BackupError, BackupRef, BackupSettings};
 
 /// How many timestamps `save` tries before giving up on a name clash.
 const MAX_NAME_ATTEMPTS: u32 = 64;
-/// How many times `save` recreates a per-path directory another process pruned.
-const MAX_DIR_ATTEMPTS: u32 = 32;
-
-/// Marks a per-path directory as in use by a save until dropped.
-pub(crate) struct DirClaim<'a> {
-    store: &'a BackupStore,
-    dir_name: &'a str,
-}
-
-impl<'a> DirClaim<'a> {
-    pub(crate) fn new(store: &'a BackupStore, dir_name: &'a str) -> Self {
-        *store.lock_saving().entry(dir_name.to_owned()).or_insert(0) += 1;
-        DirClaim { store, dir_name }
-    }
-}
-
-impl Drop for DirClaim<'_> {
-    fn drop(&mut self) {
-        let mut saving = self.store.lock_saving();
-        if let Some(n) = saving.get_mut(self.dir_name) {
-            *n -= 1;
-            if *n == 0 {
-                saving.remove(self.dir_name);
-            }
-        }
-    }
-}
 
 /// The backup store, opened once at start-up on a directory outside the workspace.
 ///
@@ -56,8 +31,11 @@ impl Drop for DirClaim<'_> {
 /// process to the store directory.
 #[derive(Debug)]
 pub struct BackupStore {
-    /// Handle on `<store>/files`, the parent of every per-path directory.
-    pub(crate) files: Dir,
+    /// Handle on `<store>/versions`, the parent of the shard directories.
+    pub(crate) versions: Dir,
+    /// Handle on `<store>/files` of a store that has layout-1 versions (read, listed,
+    /// restored from and pruned; never written).
+    pub(crate) legacy: Option<Dir>,
     /// Handle on the store directory itself; Landlock rules are bound to it.
     root: Dir,
     /// Retention rules from `[backup]`.
@@ -70,26 +48,40 @@ pub struct BackupStore {
     pub(crate) touched: Mutex<HashSet<String>>,
     /// Last timestamp handed out, so timestamps from this process strictly increase.
     last_ts: Mutex<OffsetDateTime>,
-    /// Per-path directories saves of this process are using, with their counts;
-    /// retention never removes them (it holds this lock while it removes one).
-    pub(crate) saving: Mutex<HashMap<String, usize>>,
+    /// Shards whose entry in `versions/` this process has synced (or seen synced):
+    /// a version in one is durable once its file and the shard are synced.
+    synced_shards: [AtomicBool; 256],
     /// When the last pass over the whole store ran, and what it found.
     pub(crate) sweep: Mutex<super::retention::Sweep>,
     /// Where the store is, for messages only (never opened again).
     location: PathBuf,
 }
 
+/// Where a version's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Layout 1: `files/<dir>/<stem>.data` and its sidecar `<stem>.json`.
+    Legacy,
+    /// One file, `versions/<shard>/<dir>@<stem>.backup`.
+    Packed {
+        /// The shard directory's name.
+        shard: String,
+    },
+}
+
 /// A version found on disk.
 #[derive(Debug, Clone)]
 pub(crate) struct Version {
-    /// Name of the per-path directory.
+    /// The escaped path (layout 1: the per-path directory's name).
     pub dir: String,
-    /// File stem (compact timestamp) of the version's files.
+    /// Compact timestamp, the version's name within its path.
     pub stem: String,
     /// When it was saved.
     pub at: OffsetDateTime,
-    /// Its sidecar.
+    /// Its record.
     pub meta: Sidecar,
+    /// Where it is stored.
+    pub place: Place,
 }
 
 impl Version {
@@ -114,6 +106,7 @@ impl Version {
 /// Where a new version goes.
 struct NewVersion<'a> {
     dir: &'a Dir,
+    shard: &'a str,
     dir_name: &'a str,
     rel_path: &'a str,
     ts: OffsetDateTime,
@@ -156,18 +149,24 @@ impl BackupStore {
             .map_err(BackupError::io("open", shown.clone()))?;
         check_ownership(&root, &shown)?;
         init_layout(&root, &shown)?;
-        let files = root
-            .open_dir(FILES_DIR)
-            .map_err(BackupError::io("open", format!("{shown}/{FILES_DIR}")))?;
+        let versions = root
+            .open_dir(VERSIONS_DIR)
+            .map_err(BackupError::io("open", format!("{shown}/{VERSIONS_DIR}")))?;
+        let legacy = match root.open_dir(FILES_DIR) {
+            Ok(d) => Some(d),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(BackupError::io("open", format!("{shown}/{FILES_DIR}"))(e)),
+        };
         Ok(BackupStore {
-            files,
+            versions,
+            legacy,
             root,
             retention,
             limits: settings.size_limits(),
             quota: Mutex::new(Quota::default()),
             touched: Mutex::new(HashSet::new()),
             last_ts: Mutex::new(OffsetDateTime::UNIX_EPOCH),
-            saving: Mutex::new(HashMap::new()),
+            synced_shards: std::array::from_fn(|_| AtomicBool::new(false)),
             sweep: Mutex::new(super::retention::Sweep::default()),
             location: dir.to_path_buf(),
         })
@@ -287,67 +286,71 @@ impl BackupStore {
     ) -> Result<(BackupRef, u64), BackupError> {
         layout::validate_rel_path(rel_path)?;
         let dir_name = layout::dir_name(rel_path);
-        // Retention in this process leaves the directory alone while we use it.
-        let _claim = DirClaim::new(self, &dir_name);
-        // Another process's prune may still remove an empty per-path directory between
-        // our create_dir, open and create_new: start again in that case.
-        for attempt in 0..MAX_DIR_ATTEMPTS {
-            let reserved = self
-                .open_path_dir(&dir_name)
-                .and_then(|dir| self.reserve(&dir, &dir_name, now).map(|r| (dir, r)));
-            match reserved {
-                Ok((dir, (ts, data))) => {
-                    let name = NewVersion {
-                        dir: &dir,
-                        dir_name: &dir_name,
-                        rel_path,
-                        ts,
-                        original,
-                    };
-                    return self.finish_save(&name, data, fill);
+        let shard = layout::shard(rel_path);
+        let dir = self.open_shard(&shard)?;
+        let (ts, data) = self.reserve(&dir, &shard, &dir_name, now)?;
+        let new = NewVersion {
+            dir: &dir,
+            shard: &shard,
+            dir_name: &dir_name,
+            rel_path,
+            ts,
+            original,
+        };
+        self.finish_save(&new, data, fill)
+    }
+
+    /// Creates (if needed) and opens a shard directory. Its entry in `versions/` is
+    /// synced before this process first saves into it, whoever created it: a version is
+    /// durable only if the directory holding it is.
+    pub(crate) fn open_shard(&self, shard: &str) -> Result<Dir, BackupError> {
+        let synced = &self.synced_shards[shard_index(shard)];
+        for _ in 0..2 {
+            if !synced.load(Ordering::Acquire) {
+                match self.versions.create_dir(shard) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(BackupError::io("create", shard)(e)),
                 }
-                Err(BackupError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
-                    // Let the other process's prune pass before trying again.
-                    std::thread::sleep(std::time::Duration::from_micros(50 * u64::from(attempt)));
+                self.sync_shards()?;
+            }
+            match self.versions.open_dir(shard) {
+                Ok(d) => return Ok(d),
+                // Removed by hand since: make it again, once.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    synced.store(false, Ordering::Release);
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(BackupError::io("open", shard)(e)),
             }
         }
-        Err(BackupError::Io {
-            action: "create",
-            target: dir_name.clone(),
-            source: io::Error::other("directory keeps disappearing (concurrent prune?)"),
-        })
+        Err(BackupError::io("open", shard)(
+            io::ErrorKind::NotFound.into(),
+        ))
     }
 
-    /// The per-path directories in use by saves, locked.
-    pub(crate) fn lock_saving(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
-        self.saving.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Creates (if needed) and opens the per-path directory.
-    pub(crate) fn open_path_dir(&self, dir_name: &str) -> Result<Dir, BackupError> {
-        match self.files.create_dir(dir_name) {
-            Ok(()) => sync_dir(&self.files).map_err(BackupError::io("sync", FILES_DIR))?,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(BackupError::io("create", dir_name)(e)),
+    /// Syncs `versions/`, which makes every shard listed before it durable: one sync
+    /// covers all the shards a store already has, not one each.
+    fn sync_shards(&self) -> Result<(), BackupError> {
+        let present = super::scan::names(&self.versions, VERSIONS_DIR)?;
+        sync_dir(&self.versions).map_err(BackupError::io("sync", VERSIONS_DIR))?;
+        for name in present.iter().filter(|n| layout::is_shard_name(n)) {
+            self.synced_shards[shard_index(name)].store(true, Ordering::Release);
         }
-        self.files
-            .open_dir(dir_name)
-            .map_err(BackupError::io("open", dir_name))
+        Ok(())
     }
 
-    /// Picks a fresh timestamp and creates its data file with `create_new`, which is
-    /// what makes the name ours even against another process using the same store.
-    fn reserve(
+    /// Picks a fresh timestamp and creates its file with `create_new`, which is what
+    /// makes the name ours even against another process using the same store.
+    pub(crate) fn reserve(
         &self,
         dir: &Dir,
+        shard: &str,
         dir_name: &str,
         now: OffsetDateTime,
     ) -> Result<(OffsetDateTime, File), BackupError> {
         let mut ts = self.next_ts(now);
         for _ in 0..MAX_NAME_ATTEMPTS {
-            let name = format!("{}{DATA_SUFFIX}", layout::compact_ts(ts));
+            let name = layout::packed_name(dir_name, &layout::compact_ts(ts));
             // Readable too: a clone (`FICLONE`) is hashed by reading it back.
             let opts = OpenOptions::new()
                 .read(true)
@@ -357,38 +360,41 @@ impl BackupStore {
             match dir.open_with(&name, &opts) {
                 Ok(f) => return Ok((ts, f)),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => ts = self.next_ts(ts),
-                Err(e) => return Err(BackupError::io("create", format!("{dir_name}/{name}"))(e)),
+                Err(e) => return Err(BackupError::io("create", format!("{shard}/{name}"))(e)),
             }
         }
         Err(BackupError::Io {
             action: "create",
-            target: dir_name.to_owned(),
+            target: format!("{shard}/{dir_name}"),
             source: io::Error::other("no free timestamp"),
         })
     }
 
-    /// Writes the content and then the sidecar, which commits the version. Returns it
-    /// with the bytes of data it stores.
+    /// Writes the content, then its record as the trailer, and syncs the file and its
+    /// directory: two syncs, after which the version is durable. Returns it with the
+    /// bytes of data it stores.
     fn finish_save(
         &self,
         new: &NewVersion<'_>,
         mut data: File,
         fill: &mut dyn FnMut(&mut File, &str) -> Result<Copied, BackupError>,
     ) -> Result<(BackupRef, u64), BackupError> {
-        let (dir, dir_name) = (new.dir, new.dir_name);
         let stem = layout::compact_ts(new.ts);
-        let data_name = format!("{stem}{DATA_SUFFIX}");
-        let target = format!("{dir_name}/{data_name}");
+        let name = layout::packed_name(new.dir_name, &stem);
+        let target = format!("{}/{name}", new.shard);
+        let discard = |data: File| {
+            drop(data);
+            let _ = new.dir.remove_file(&name);
+        };
         let copied = match fill(&mut data, &target) {
             Ok(c) => c,
             Err(e) => {
-                drop(data);
-                let _ = dir.remove_file(&data_name);
+                discard(data);
                 return Err(e);
             }
         };
         let meta = Sidecar {
-            format: 1,
+            format: 2,
             path: new.rel_path.to_owned(),
             ts: layout::rfc3339_ts(new.ts),
             sha256: copied.sha256,
@@ -396,18 +402,23 @@ impl BackupStore {
             stored: Some(copied.stored),
             original: new.original,
         };
-        let committed = write_sidecar(dir, &stem, &meta, &data);
-        drop(data);
+        // fdatasync: a new file's length and blocks are what it needs to be read back.
+        let committed =
+            packed::append_record(&data, copied.size, &meta).and_then(|()| data.sync_data());
         if let Err(e) = committed {
-            let _ = dir.remove_file(&data_name);
-            return Err(BackupError::io("write sidecar", target)(e));
+            discard(data);
+            return Err(BackupError::io("write", target)(e));
         }
-        sync_dir(dir).map_err(BackupError::io("sync", dir_name))?;
+        drop(data);
+        sync_dir(new.dir).map_err(BackupError::io("sync", new.shard))?;
         let version = Version {
-            dir: dir_name.to_owned(),
+            dir: new.dir_name.to_owned(),
             stem,
             at: new.ts,
             meta,
+            place: Place::Packed {
+                shard: new.shard.to_owned(),
+            },
         };
         tracing::debug!(backup = %version.to_ref().id, size = copied.size, "backup saved");
         Ok((version.to_ref(), copied.stored))
@@ -447,164 +458,11 @@ impl BackupStore {
         versions.sort_by(|a, b| a.meta.path.cmp(&b.meta.path).then(a.at.cmp(&b.at)));
         Ok(versions.iter().map(Version::to_ref).collect())
     }
-
-    /// Opens one version of `rel_path`: the latest, or with `at` the one whose
-    /// timestamp or id is `at`, else the latest saved at or before the time `at`.
-    pub fn open_version(
-        &self,
-        rel_path: &str,
-        at: Option<&str>,
-    ) -> Result<(BackupRef, File), BackupError> {
-        layout::validate_rel_path(rel_path)?;
-        let not_found = || BackupError::NotFound {
-            path: rel_path.to_owned(),
-            at: at.map(str::to_owned),
-        };
-        let dir_name = layout::dir_name(rel_path);
-        let dir = match self.files.open_dir(&dir_name) {
-            Ok(d) => d,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_found()),
-            Err(e) => return Err(BackupError::io("open", dir_name)(e)),
-        };
-        let versions: Vec<Version> = self
-            .versions_in(&dir, &dir_name)?
-            .into_iter()
-            .filter(|v| v.meta.path == rel_path)
-            .collect();
-        let chosen = select(&versions, at)?.ok_or_else(not_found)?;
-        let data_name = format!("{}{DATA_SUFFIX}", chosen.stem);
-        let file = dir
-            .open(&data_name)
-            .map_err(BackupError::io("open", format!("{dir_name}/{data_name}")))?;
-        Ok((chosen.to_ref(), file))
-    }
-
-    /// Every committed version whose path `wanted` accepts.
-    pub(crate) fn scan(&self, wanted: &dyn Fn(&str) -> bool) -> Result<Vec<Version>, BackupError> {
-        let mut out = Vec::new();
-        for entry in self
-            .files
-            .entries()
-            .map_err(BackupError::io("list", FILES_DIR))?
-        {
-            let entry = entry.map_err(BackupError::io("list", FILES_DIR))?;
-            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                tracing::warn!(name = ?entry.file_name(), "backup store: ignoring foreign entry");
-                continue;
-            };
-            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-                tracing::warn!(name, "backup store: ignoring non-directory entry");
-                continue;
-            }
-            // Plain names decode to their path, so unwanted ones are skipped unread.
-            if layout::decode_dir_name(&name).is_some_and(|p| !wanted(&p)) {
-                continue;
-            }
-            let dir = match entry.open_dir() {
-                Ok(d) => d,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue, // pruned meanwhile
-                Err(e) => return Err(BackupError::io("open", name)(e)),
-            };
-            out.extend(
-                self.versions_in(&dir, &name)?
-                    .into_iter()
-                    .filter(|v| wanted(&v.meta.path)),
-            );
-        }
-        Ok(out)
-    }
-
-    /// The committed versions in one per-path directory, oldest first. Sidecars that do
-    /// not parse or do not match their file name are reported and skipped.
-    pub(crate) fn versions_in(
-        &self,
-        dir: &Dir,
-        dir_name: &str,
-    ) -> Result<Vec<Version>, BackupError> {
-        let mut out = Vec::new();
-        for entry in dir.entries().map_err(BackupError::io("list", dir_name))? {
-            let entry = entry.map_err(BackupError::io("list", dir_name))?;
-            let name = entry.file_name();
-            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(META_SUFFIX)) else {
-                continue;
-            };
-            if stem.starts_with('.') {
-                continue; // a sidecar being written
-            }
-            match read_sidecar(dir, dir_name, stem) {
-                Ok(v) => out.push(v),
-                Err(e) => tracing::warn!(error = %e, "backup store: skipping damaged version"),
-            }
-        }
-        out.sort_by_key(|v| v.at);
-        Ok(out)
-    }
 }
 
-/// Picks the version `at` designates among `versions` (sorted oldest first).
-fn select<'v>(
-    versions: &'v [Version],
-    at: Option<&str>,
-) -> Result<Option<&'v Version>, BackupError> {
-    let Some(at) = at else {
-        return Ok(versions.last());
-    };
-    let exact = versions
-        .iter()
-        .find(|v| v.stem == at || v.meta.ts == at || format!("{}/{}", v.dir, v.stem) == at);
-    if exact.is_some() {
-        return Ok(exact);
-    }
-    let t = layout::parse_ts(at)?;
-    Ok(versions.iter().rev().find(|v| v.at <= t))
-}
-
-/// Reads and checks the sidecar `<stem>.json` in `dir`.
-fn read_sidecar(dir: &Dir, dir_name: &str, stem: &str) -> Result<Version, BackupError> {
-    let id = format!("{dir_name}/{stem}");
-    let corrupt = |reason: String| BackupError::Corrupt {
-        id: id.clone(),
-        reason,
-    };
-    let text = dir
-        .read_to_string(format!("{stem}{META_SUFFIX}"))
-        .map_err(|e| corrupt(format!("sidecar unreadable: {e}")))?;
-    let meta: Sidecar =
-        serde_json::from_str(&text).map_err(|e| corrupt(format!("sidecar: {e}")))?;
-    let at = layout::parse_ts(&meta.ts).map_err(|e| corrupt(e.to_string()))?;
-    if meta.format != 1
-        || layout::compact_ts(at) != stem
-        || layout::dir_name(&meta.path) != dir_name
-    {
-        return Err(corrupt(format!(
-            "sidecar does not match its name ({} at {})",
-            meta.path, meta.ts
-        )));
-    }
-    Ok(Version {
-        dir: dir_name.to_owned(),
-        stem: stem.to_owned(),
-        at,
-        meta,
-    })
-}
-
-/// Writes `<stem>.json` via a temp file and rename, so it appears complete or not at
-/// all, after making both it and `data` durable (the caller then fsyncs the directory).
-fn write_sidecar(dir: &Dir, stem: &str, meta: &Sidecar, data: &File) -> io::Result<()> {
-    let tmp = format!(".{stem}{META_SUFFIX}{TMP_SUFFIX}");
-    let bytes = serde_json::to_vec(meta).map_err(io::Error::other)?;
-    let result = (|| {
-        let mut f = dir.open_with(&tmp, OpenOptions::new().write(true).create_new(true))?;
-        f.write_all(&bytes)?;
-        data.sync_all()?;
-        f.sync_all()?;
-        dir.rename(&tmp, dir, format!("{stem}{META_SUFFIX}"))
-    })();
-    if result.is_err() {
-        let _ = dir.remove_file(&tmp);
-    }
-    result
+/// The index of a shard directory's name (two hex digits) in `synced_shards`.
+fn shard_index(shard: &str) -> usize {
+    usize::from_str_radix(shard, 16).unwrap_or(0) % 256
 }
 
 /// Copies `src` into `dst`, returning the byte count and the SHA-256 (hex) of the bytes.
@@ -695,7 +553,8 @@ fn check_ownership(root: &Dir, shown: &str) -> Result<(), BackupError> {
     Ok(())
 }
 
-/// Creates `FORMAT` and `files/` in a new store, or checks an existing one.
+/// Creates `FORMAT` and `versions/` in a new store, or checks an existing one; a store
+/// of layout 1 is upgraded (its versions stay where they are and are still read).
 fn init_layout(root: &Dir, shown: &str) -> Result<(), BackupError> {
     let unsafe_dir = |reason: String| BackupError::UnsafeDir {
         path: shown.to_owned(),
@@ -706,6 +565,10 @@ fn init_layout(root: &Dir, shown: &str) -> Result<(), BackupError> {
     let mut created = false;
     match root.read_to_string(FORMAT_FILE) {
         Ok(text) if text == FORMAT_TEXT => {}
+        Ok(text) if text == FORMAT_TEXT_1 => {
+            write_format(root, true).map_err(BackupError::io("upgrade", shown))?;
+            created = true;
+        }
         Ok(text) => {
             return Err(unsafe_dir(format!(
                 "unknown store format {:?}",
@@ -720,23 +583,38 @@ fn init_layout(root: &Dir, shown: &str) -> Result<(), BackupError> {
                         .into(),
                 ));
             }
-            let mut f = root
-                .open_with(FORMAT_FILE, OpenOptions::new().write(true).create_new(true))
-                .map_err(BackupError::io("create", format!("{shown}/{FORMAT_FILE}")))?;
-            f.write_all(FORMAT_TEXT.as_bytes())
-                .and_then(|()| f.sync_all())
+            write_format(root, false)
                 .map_err(BackupError::io("write", format!("{shown}/{FORMAT_FILE}")))?;
             created = true;
         }
         Err(e) => return Err(BackupError::io("read", format!("{shown}/{FORMAT_FILE}"))(e)),
     }
-    match root.create_dir(FILES_DIR) {
+    match root.create_dir(VERSIONS_DIR) {
         Ok(()) => created = true,
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(BackupError::io("create", format!("{shown}/{FILES_DIR}"))(e)),
+        Err(e) => return Err(BackupError::io("create", format!("{shown}/{VERSIONS_DIR}"))(e)),
     }
     if created {
         sync_dir(root).map_err(BackupError::io("sync", shown))?;
+    }
+    Ok(())
+}
+
+/// Writes `FORMAT`: in a new store directly, over an old one by a rename (a reader
+/// sees one format or the other, never a torn file). The caller syncs the directory.
+fn write_format(root: &Dir, replace: bool) -> io::Result<()> {
+    let name = if replace {
+        format!(".{FORMAT_FILE}{TMP_SUFFIX}")
+    } else {
+        FORMAT_FILE.to_owned()
+    };
+    let mut opts = OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    let mut f = root.open_with(&name, &opts)?;
+    f.write_all(FORMAT_TEXT.as_bytes())?;
+    f.sync_all()?;
+    if replace {
+        root.rename(&name, root, FORMAT_FILE)?;
     }
     Ok(())
 }

@@ -24,7 +24,7 @@ pub(crate) fn save_str(
     store.save_at(rel, &mut text.as_bytes(), at).expect("save")
 }
 
-fn read_all(mut f: File) -> String {
+fn read_all(mut f: impl Read) -> String {
     let mut s = String::new();
     f.read_to_string(&mut s).expect("read backup");
     s
@@ -119,40 +119,60 @@ fn list_filters_by_path_and_directory() {
     assert!(store.list(Some("../etc")).is_err());
 }
 
-#[test]
-fn sidecar_records_path_hash_and_size() {
-    let (tmp, store) = open_store(&BackupSettings::default());
-    let r = store.save("a b/c.txt", &mut &b"hello"[..]).expect("save");
+/// The one file of a version, by its id.
+pub(crate) fn version_file(store_root: &std::path::Path, r: &BackupRef) -> std::path::PathBuf {
     let (dir, stem) = r.id.split_once('/').expect("id has a slash");
-    let json = std::fs::read_to_string(
-        tmp.path()
-            .join("store/files")
-            .join(dir)
-            .join(format!("{stem}.json")),
-    )
-    .expect("sidecar");
-    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
-    assert_eq!(v["path"], "a b/c.txt");
-    assert_eq!(v["size"], 5);
-    assert_eq!(v["sha256"], hex::encode(Sha256::digest(b"hello")));
-    assert_eq!(v["ts"], r.ts.as_str());
+    store_root
+        .join("versions")
+        .join(layout::shard(&r.rel_path))
+        .join(layout::packed_name(dir, stem))
 }
 
 #[test]
-fn damaged_sidecars_are_skipped_not_trusted() {
+fn the_record_holds_path_hash_and_size() {
+    let (tmp, store) = open_store(&BackupSettings::default());
+    let r = store.save("a b/c.txt", &mut &b"hello"[..]).expect("save");
+    let path = version_file(&tmp.path().join("store"), &r);
+    let f = std::fs::File::open(&path).expect("one file per version");
+    let (meta, len) = packed::read_record(&f).expect("record");
+    assert_eq!(len, 5);
+    assert_eq!(&std::fs::read(&path).expect("read")[..5], b"hello");
+    assert_eq!(meta.path, "a b/c.txt");
+    assert_eq!(meta.size, 5);
+    assert_eq!(meta.sha256, hex::encode(Sha256::digest(b"hello")));
+    assert_eq!(meta.ts, r.ts);
+    assert_eq!(meta.format, 2);
+    // Nothing else was written: no sidecar, no per-path directory, no layout-1 tree.
+    let shard = path.parent().expect("shard");
+    assert_eq!(std::fs::read_dir(shard).expect("ls").count(), 1);
+    assert!(!tmp.path().join("store/files").exists());
+}
+
+#[test]
+fn damaged_records_are_skipped_not_trusted() {
     let (tmp, store) = open_store(&BackupSettings::default());
     let r = store.save("x.txt", &mut &b"one"[..]).expect("save");
-    let (dir, stem) = r.id.split_once('/').expect("id");
-    // Claim the version belongs to another path: the name no longer matches.
-    let path = tmp
-        .path()
-        .join("store/files")
-        .join(dir)
-        .join(format!("{stem}.json"));
-    let forged = std::fs::read_to_string(&path)
-        .expect("read")
-        .replace("x.txt", "y.txt");
-    std::fs::write(&path, forged).expect("forge");
+    let path = version_file(&tmp.path().join("store"), &r);
+    // Claim the version belongs to another path, with a valid checksum: the name no
+    // longer matches.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .expect("open");
+    let (mut meta, len) = packed::read_record(&f).expect("record");
+    meta.path = "y.txt".into();
+    packed::append_record(&f, len, &meta).expect("forge");
+    assert!(store.list(None).expect("list").is_empty());
+    // A torn trailer is no version either.
+    let r = store.save("z.txt", &mut &b"two"[..]).expect("save");
+    let path = version_file(&tmp.path().join("store"), &r);
+    let full = std::fs::metadata(&path).expect("stat").len();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open");
+    f.set_len(full - 1).expect("tear");
     assert!(store.list(None).expect("list").is_empty());
 }
 
@@ -195,7 +215,7 @@ fn open_creates_private_dir_and_refuses_unsafe_ones() {
     assert_eq!(mode, 0o700);
     assert_eq!(
         std::fs::read_to_string(dir.join("FORMAT")).expect("format"),
-        "fsgate-backups 1\n"
+        "fsgate-backups 2\n"
     );
 
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
@@ -218,13 +238,13 @@ fn open_creates_private_dir_and_refuses_unsafe_ones() {
 
 #[test]
 fn unusable_store_fails_closed() {
-    // A file where the per-path directory should be: works even as root, where
+    // A file where the shard directory should be: works even as root, where
     // permission bits would not stop the write.
     let (tmp, store) = open_store(&BackupSettings::default());
     let blocker = tmp
         .path()
-        .join("store/files")
-        .join(super::layout::dir_name("new.txt"));
+        .join("store/versions")
+        .join(super::layout::shard("new.txt"));
     std::fs::write(&blocker, "not a directory").expect("plant");
     let result = store.save("new.txt", &mut &b"x"[..]);
     assert!(matches!(result, Err(BackupError::Io { .. })), "{result:?}");
@@ -274,10 +294,10 @@ fn a_new_versions_data_file_can_be_read_back() {
     // Where the filesystem clones (btrfs, XFS), the clone is hashed by reading the new
     // data file: a write-only descriptor made every backup there fail (EBADF).
     let (_tmp, store) = open_store(&BackupSettings::default());
-    let dir_name = layout::dir_name("a.txt");
-    let dir = store.open_path_dir(&dir_name).expect("dir");
+    let (dir_name, shard) = (layout::dir_name("a.txt"), layout::shard("a.txt"));
+    let dir = store.open_shard(&shard).expect("dir");
     let (_, data) = store
-        .reserve(&dir, &dir_name, OffsetDateTime::now_utc())
+        .reserve(&dir, &shard, &dir_name, OffsetDateTime::now_utc())
         .expect("reserve");
     std::io::Write::write_all(&mut &data, b"abc").expect("write");
     let caps = super::super::sparse::Caps {
@@ -286,4 +306,114 @@ fn a_new_versions_data_file_can_be_read_back() {
     };
     let copied = super::super::sparse::walk(&data, None, caps).expect("hash it");
     assert_eq!(copied.size, 3);
+}
+
+/// Writes a version the way layout 1 did: `files/<dir>/<stem>.data` and its sidecar.
+fn legacy_version(root: &std::path::Path, rel: &str, content: &str, at: OffsetDateTime) {
+    let dir = root.join("files").join(layout::dir_name(rel));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let stem = layout::compact_ts(at);
+    std::fs::write(dir.join(format!("{stem}.data")), content).expect("data");
+    let meta = Sidecar {
+        format: 1,
+        path: rel.into(),
+        ts: layout::rfc3339_ts(at),
+        sha256: hex::encode(Sha256::digest(content.as_bytes())),
+        size: content.len() as u64,
+        stored: None,
+        original: at.unix_timestamp() == 1_700_000_000,
+    };
+    let json = serde_json::to_vec(&meta).expect("json");
+    std::fs::write(dir.join(format!("{stem}.json")), json).expect("sidecar");
+}
+
+/// A store written by layout 1 keeps its versions: listed, opened, restored from and
+/// pruned alongside new one-file versions, and the store is marked upgraded.
+#[test]
+fn a_layout_1_store_is_read_restored_and_pruned() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().join("store");
+    std::fs::create_dir(&root).expect("mkdir");
+    #[cfg(unix)]
+    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .expect("chmod");
+    std::fs::write(root.join("FORMAT"), "fsgate-backups 1\n").expect("format");
+    let t = |s: i64| OffsetDateTime::from_unix_timestamp(1_700_000_000 + s).expect("time");
+    for i in 0..3 {
+        legacy_version(&root, "src/a.rs", &format!("old {i}"), t(i));
+    }
+    legacy_version(&root, "b.txt", "b old", t(0));
+    // A layout-1 crash leftover: data without a sidecar.
+    let orphan = root
+        .join("files")
+        .join(layout::dir_name("b.txt"))
+        .join("20000101T000000.000000000Z.data");
+    std::fs::write(&orphan, "orphan").expect("orphan");
+
+    let settings = BackupSettings {
+        keep_versions: Some(2),
+        ..Default::default()
+    };
+    let store = BackupStore::open(&root, &settings).expect("open a layout-1 store");
+    assert_eq!(
+        std::fs::read_to_string(root.join("FORMAT")).expect("format"),
+        "fsgate-backups 2\n"
+    );
+    let listed = store.list(None).expect("list");
+    assert_eq!(listed.len(), 4, "{listed:#?}");
+    assert!(listed[0].original && listed[0].rel_path == "b.txt");
+    let kept_2 = root
+        .join("files")
+        .join(layout::dir_name("src/a.rs"))
+        .join(format!("{}.data", layout::compact_ts(t(2))));
+    assert!(kept_2.exists(), "the layout is where this test writes it");
+    let (v, f) = store.open_version("src/a.rs", None).expect("latest");
+    assert_eq!((v.size, read_all(f)), (5, "old 2".to_string()));
+    let (_, f) = store
+        .open_version("src/a.rs", Some(&listed[1].id))
+        .expect("by id");
+    assert_eq!(read_all(f), "old 0");
+
+    // A new save lands in the new layout; keep_versions counts both layouts.
+    let work = tmp.path().join("a.rs");
+    std::fs::write(&work, "new").expect("write");
+    let file = std::fs::File::open(&work).expect("open");
+    let new = store.save_file("src/a.rs", &file).expect("save");
+    let kept: Vec<_> = store
+        .list(Some("src/a.rs"))
+        .expect("list")
+        .into_iter()
+        .map(|r| r.sha256)
+        .collect();
+    let sha = |s: &str| hex::encode(Sha256::digest(s.as_bytes()));
+    // The newest two (the new save is this session's original, so the earlier run's
+    // original is an ordinary version now).
+    assert!(new.original);
+    assert_eq!(kept, vec![sha("old 2"), new.sha256.clone()]);
+    for s in [0, 1] {
+        let dir = root.join("files").join(layout::dir_name("src/a.rs"));
+        let stem = layout::compact_ts(t(s));
+        assert!(
+            !dir.join(format!("{stem}.data")).exists()
+                && !dir.join(format!("{stem}.json")).exists(),
+            "the pruned layout-1 version {s} is gone"
+        );
+    }
+    // A restore from a layout-1 version checks its hash and puts it back.
+    let ws_dir = tmp.path().join("ws");
+    std::fs::create_dir_all(ws_dir.join("src")).expect("mkdir");
+    std::fs::write(ws_dir.join("src/a.rs"), "current").expect("write");
+    let ws = Dir::open_ambient_dir(&ws_dir, ambient_authority()).expect("ws");
+    let at = layout::rfc3339_ts(t(2));
+    super::super::restore(&store, &ws, "src/a.rs", Some(&at), &mut |_, _| Ok(())).expect("restore");
+    assert_eq!(
+        std::fs::read_to_string(ws_dir.join("src/a.rs")).expect("read"),
+        "old 2"
+    );
+    // The sweep removes layout-1 leftovers once old, and never the versions.
+    let later = OffsetDateTime::now_utc() + time::Duration::hours(2);
+    let report = store.prune_at(later).expect("prune");
+    assert_eq!(report.leftovers_removed, 1);
+    assert!(!orphan.exists());
+    assert_eq!(store.list(Some("b.txt")).expect("list").len(), 1);
 }

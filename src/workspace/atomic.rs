@@ -109,23 +109,32 @@ fn open_tmpfile(_parent: &Dir) -> Option<File> {
 }
 
 /// Gives the staged file the name `target` in `parent`, replacing what was there.
-/// `Ok(false)`: an unnamed file could not be linked here (it is dropped; stage again
-/// with [`stage_named`]).
+/// With `fresh` (nothing was there when checked), an unnamed file is linked at `target`
+/// itself: it appears complete, with no temporary name and no rename; if something
+/// took the name meanwhile, it is replaced as usual. `Ok(false)`: an unnamed file could
+/// not be linked here (it is dropped; stage again with [`stage_named`]).
 pub(crate) fn publish(
     parent: &Dir,
     staged: Staged,
     name: &TempName,
     target: &str,
+    fresh: bool,
 ) -> io::Result<bool> {
     let file = match staged {
         Staged::Named(f) => f,
         Staged::Unnamed(f) => {
-            if !link_unnamed(&f, parent, name.as_str()) {
-                TMPFILE_LINKS.store(false, Ordering::Relaxed);
-                tracing::info!(
-                    "cannot link an O_TMPFILE in the workspace; atomic writes use a named temporary file"
-                );
-                return Ok(false);
+            let linked = if fresh {
+                link_unnamed(&f, parent, target)
+            } else {
+                Err(rustix::io::Errno::EXIST)
+            };
+            match linked {
+                Ok(()) => return Ok(true),
+                Err(rustix::io::Errno::EXIST) => {}
+                Err(_) => return Ok(no_tmpfile_links()),
+            }
+            if link_unnamed(&f, parent, name.as_str()).is_err() {
+                return Ok(no_tmpfile_links());
             }
             f
         }
@@ -138,6 +147,15 @@ pub(crate) fn publish(
     Ok(true)
 }
 
+/// Notes that an `O_TMPFILE` cannot be linked here: later writes use a named file.
+fn no_tmpfile_links() -> bool {
+    TMPFILE_LINKS.store(false, Ordering::Relaxed);
+    tracing::info!(
+        "cannot link an O_TMPFILE in the workspace; atomic writes use a named temporary file"
+    );
+    false
+}
+
 /// Removes a staged file that will not be published.
 pub(crate) fn discard(parent: &Dir, staged: Staged, name: &TempName) {
     if let Staged::Named(f) = staged {
@@ -147,13 +165,16 @@ pub(crate) fn discard(parent: &Dir, staged: Staged, name: &TempName) {
 }
 
 /// Links an `O_TMPFILE` at `name`: by its descriptor (`AT_EMPTY_PATH`, which needs
-/// `CAP_DAC_READ_SEARCH` on older kernels), else through `/proc/self/fd`.
+/// `CAP_DAC_READ_SEARCH` on older kernels), else through `/proc/self/fd`. `EEXIST`
+/// means the name is taken (nothing was linked).
 #[cfg(target_os = "linux")]
-fn link_unnamed(f: &File, parent: &Dir, name: &str) -> bool {
+fn link_unnamed(f: &File, parent: &Dir, name: &str) -> rustix::io::Result<()> {
     use rustix::fs::{AtFlags, CWD, linkat};
     use std::os::fd::AsRawFd;
-    if linkat(f, "", parent, name, AtFlags::EMPTY_PATH).is_ok() {
-        return true;
+    match linkat(f, "", parent, name, AtFlags::EMPTY_PATH) {
+        Ok(()) => return Ok(()),
+        Err(rustix::io::Errno::EXIST) => return Err(rustix::io::Errno::EXIST),
+        Err(_) => {}
     }
     let proc_path = format!("/proc/self/fd/{}", f.as_raw_fd());
     linkat(
@@ -163,10 +184,45 @@ fn link_unnamed(f: &File, parent: &Dir, name: &str) -> bool {
         name,
         AtFlags::SYMLINK_FOLLOW,
     )
-    .is_ok()
 }
 
 #[cfg(not(target_os = "linux"))]
-fn link_unnamed(_f: &File, _parent: &Dir, _name: &str) -> bool {
-    false
+fn link_unnamed(_f: &File, _parent: &Dir, _name: &str) -> rustix::io::Result<()> {
+    Err(rustix::io::Errno::NOSYS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn staged_with(dir: &Dir, name: &TempName, text: &[u8]) -> Staged {
+        let mut staged = stage(dir, name).expect("stage");
+        staged.file().write_all(text).expect("write");
+        staged
+    }
+
+    /// A new file is linked at its name directly; a name taken since the check is
+    /// replaced as before; no temporary name is left either way.
+    #[test]
+    fn fresh_files_are_linked_at_their_name_and_taken_names_replaced() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("dir");
+        let name = TempName::new().expect("name");
+        let staged = staged_with(&dir, &name, b"new");
+        assert!(publish(&dir, staged, &name, "a.txt", true).expect("publish"));
+        assert_eq!(dir.read_to_string("a.txt").expect("read"), "new");
+        dir.write("b.txt", "taken meanwhile").expect("write");
+        let name = TempName::new().expect("name");
+        let staged = staged_with(&dir, &name, b"mine");
+        assert!(publish(&dir, staged, &name, "b.txt", true).expect("publish"));
+        assert_eq!(dir.read_to_string("b.txt").expect("read"), "mine");
+        let mut names: Vec<_> = dir
+            .entries()
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.txt", "b.txt"]);
+    }
 }

@@ -110,11 +110,11 @@ impl Workspace {
         };
         let staged = atomic::stage(&parent, temp).map_err(WsError::from_io)?;
         let staged = fill(staged, content, mode, &parent, temp)?;
-        if !atomic::publish(&parent, staged, temp, name).map_err(WsError::from_io)? {
+        if !atomic::publish(&parent, staged, temp, name, !replaced).map_err(WsError::from_io)? {
             // The unnamed file could not be linked here: once more, under its name.
             let staged = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
             let staged = fill(staged, content, mode, &parent, temp)?;
-            atomic::publish(&parent, staged, temp, name).map_err(WsError::from_io)?;
+            atomic::publish(&parent, staged, temp, name, !replaced).map_err(WsError::from_io)?;
         }
         sync_dir(&parent);
         Ok(WriteOutcome { replaced })

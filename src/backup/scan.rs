@@ -1,0 +1,339 @@
+//! Finding versions on disk: one-file versions in `versions/<shard>/` and the versions
+//! of layout 1 in `files/<escaped path>/`, read alike.
+
+use std::io::{self, Read};
+
+use cap_std::fs::{Dir, File};
+
+use super::layout::{self, FILES_DIR, META_SUFFIX, Sidecar, VERSIONS_DIR};
+use super::packed;
+use super::store::{BackupStore, Place, Version};
+use super::{BackupError, BackupRef};
+
+/// A file in a shard that is not a complete version (being written, or a crash's
+/// leftover): `(shard, name)`.
+pub(crate) type Incomplete = (String, String);
+
+/// What one version file turned out to be.
+enum Found {
+    Version(Box<Version>),
+    /// No complete trailer.
+    Incomplete,
+    /// A complete record that does not match its name, or unreadable: skipped.
+    Damaged(BackupError),
+}
+
+impl BackupStore {
+    /// Opens one version of `rel_path`: the latest, or with `at` the one whose
+    /// timestamp or id is `at`, else the latest saved at or before the time `at`. The
+    /// reader yields the content only (not a one-file version's trailer).
+    pub fn open_version(
+        &self,
+        rel_path: &str,
+        at: Option<&str>,
+    ) -> Result<(BackupRef, io::Take<File>), BackupError> {
+        layout::validate_rel_path(rel_path)?;
+        let not_found = || BackupError::NotFound {
+            path: rel_path.to_owned(),
+            at: at.map(str::to_owned),
+        };
+        let versions = self.versions_of(rel_path)?;
+        let chosen = select(&versions, at)?.ok_or_else(not_found)?;
+        let (dir, name) = match &chosen.place {
+            Place::Packed { shard } => (
+                self.versions.open_dir(shard),
+                layout::packed_name(&chosen.dir, &chosen.stem),
+            ),
+            Place::Legacy => (
+                self.legacy_dir()?.open_dir(&chosen.dir),
+                format!("{}{}", chosen.stem, layout::DATA_SUFFIX),
+            ),
+        };
+        let shown = chosen.to_ref().id;
+        let file = dir
+            .and_then(|d| d.open(&name))
+            .map_err(BackupError::io("open", shown))?;
+        Ok((chosen.to_ref(), file.take(chosen.meta.size)))
+    }
+
+    /// The versions of `rel_path` alone, oldest first (reads only its shard's names
+    /// and its own records).
+    pub(crate) fn versions_of(&self, rel_path: &str) -> Result<Vec<Version>, BackupError> {
+        let dir_name = layout::dir_name(rel_path);
+        let mut out = Vec::new();
+        if let Some(dir) = self.legacy_path_dir(&dir_name)? {
+            out.extend(self.versions_in(&dir, &dir_name)?);
+        }
+        let shard = layout::shard(rel_path);
+        if let Some(dir) = self.shard_dir(&shard)? {
+            for name in names(&dir, &shard)? {
+                if layout::parse_packed_name(&name).is_some_and(|(d, _)| d == dir_name)
+                    && let Found::Version(v) = read_packed(&dir, &shard, &name)
+                {
+                    out.push(*v);
+                }
+            }
+        }
+        out.retain(|v| v.meta.path == rel_path);
+        out.sort_by_key(|v| v.at);
+        Ok(out)
+    }
+
+    /// How many versions `rel_path` has by their names, without reading any.
+    pub(crate) fn count_of(&self, rel_path: &str) -> Result<usize, BackupError> {
+        let dir_name = layout::dir_name(rel_path);
+        let mut n = 0;
+        if let Some(dir) = self.legacy_path_dir(&dir_name)? {
+            n += names(&dir, &dir_name)?
+                .iter()
+                .filter(|name| !name.starts_with('.') && name.ends_with(META_SUFFIX))
+                .count();
+        }
+        let shard = layout::shard(rel_path);
+        if let Some(dir) = self.shard_dir(&shard)? {
+            n += names(&dir, &shard)?
+                .iter()
+                .filter(|name| layout::parse_packed_name(name).is_some_and(|(d, _)| d == dir_name))
+                .count();
+        }
+        Ok(n)
+    }
+
+    /// Every complete version whose path `wanted` accepts.
+    pub(crate) fn scan(&self, wanted: &dyn Fn(&str) -> bool) -> Result<Vec<Version>, BackupError> {
+        Ok(self.scan_all(wanted)?.0)
+    }
+
+    /// [`scan`](Self::scan), with the one-file versions found incomplete.
+    pub(crate) fn scan_all(
+        &self,
+        wanted: &dyn Fn(&str) -> bool,
+    ) -> Result<(Vec<Version>, Vec<Incomplete>), BackupError> {
+        let mut out = self.scan_legacy(wanted)?;
+        let mut incomplete = Vec::new();
+        for shard in names(&self.versions, VERSIONS_DIR)? {
+            if !layout::is_shard_name(&shard) {
+                continue;
+            }
+            let Some(dir) = self.shard_dir(&shard)? else {
+                continue;
+            };
+            for name in names(&dir, &shard)? {
+                let Some((dir_name, _)) = layout::parse_packed_name(&name) else {
+                    continue;
+                };
+                // Plain names decode to their path, so unwanted ones are skipped unread.
+                if layout::decode_dir_name(dir_name).is_some_and(|p| !wanted(&p)) {
+                    continue;
+                }
+                match read_packed(&dir, &shard, &name) {
+                    Found::Version(v) if wanted(&v.meta.path) => out.push(*v),
+                    Found::Version(_) => {}
+                    Found::Incomplete => incomplete.push((shard.clone(), name)),
+                    Found::Damaged(e) => {
+                        tracing::warn!(error = %e, "backup store: skipping damaged version");
+                    }
+                }
+            }
+        }
+        Ok((out, incomplete))
+    }
+
+    /// The layout-1 versions whose path `wanted` accepts.
+    fn scan_legacy(&self, wanted: &dyn Fn(&str) -> bool) -> Result<Vec<Version>, BackupError> {
+        let mut out = Vec::new();
+        let Some(files) = &self.legacy else {
+            return Ok(out);
+        };
+        for entry in files
+            .entries()
+            .map_err(BackupError::io("list", FILES_DIR))?
+        {
+            let entry = entry.map_err(BackupError::io("list", FILES_DIR))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                tracing::warn!(name = ?entry.file_name(), "backup store: ignoring foreign entry");
+                continue;
+            };
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                tracing::warn!(name, "backup store: ignoring non-directory entry");
+                continue;
+            }
+            if layout::decode_dir_name(&name).is_some_and(|p| !wanted(&p)) {
+                continue;
+            }
+            let dir = match entry.open_dir() {
+                Ok(d) => d,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue, // pruned meanwhile
+                Err(e) => return Err(BackupError::io("open", name)(e)),
+            };
+            out.extend(
+                self.versions_in(&dir, &name)?
+                    .into_iter()
+                    .filter(|v| wanted(&v.meta.path)),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The committed versions in one layout-1 per-path directory, oldest first.
+    /// Sidecars that do not parse or do not match their file name are reported and
+    /// skipped.
+    pub(crate) fn versions_in(
+        &self,
+        dir: &Dir,
+        dir_name: &str,
+    ) -> Result<Vec<Version>, BackupError> {
+        let mut out = Vec::new();
+        for name in names(dir, dir_name)? {
+            let Some(stem) = name.strip_suffix(META_SUFFIX) else {
+                continue;
+            };
+            if stem.starts_with('.') {
+                continue; // a sidecar being written
+            }
+            match read_sidecar(dir, dir_name, stem) {
+                Ok(v) => out.push(v),
+                Err(e) => tracing::warn!(error = %e, "backup store: skipping damaged version"),
+            }
+        }
+        out.sort_by_key(|v| v.at);
+        Ok(out)
+    }
+
+    /// `files/`, or NotFound if the store has no layout-1 versions.
+    pub(crate) fn legacy_dir(&self) -> Result<&Dir, BackupError> {
+        self.legacy
+            .as_ref()
+            .ok_or_else(|| BackupError::io("open", FILES_DIR)(io::ErrorKind::NotFound.into()))
+    }
+
+    /// The layout-1 directory of one path, if there is one.
+    fn legacy_path_dir(&self, dir_name: &str) -> Result<Option<Dir>, BackupError> {
+        let Some(files) = &self.legacy else {
+            return Ok(None);
+        };
+        match files.open_dir(dir_name) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(BackupError::io("open", dir_name)(e)),
+        }
+    }
+
+    /// A shard directory, if it exists (something else in its place holds no versions).
+    pub(crate) fn shard_dir(&self, shard: &str) -> Result<Option<Dir>, BackupError> {
+        match self.versions.open_dir(shard) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+                tracing::warn!(shard, "backup store: ignoring non-directory entry");
+                Ok(None)
+            }
+            Err(e) => Err(BackupError::io("open", shard)(e)),
+        }
+    }
+}
+
+/// The names in a directory (names that are not UTF-8 are not the store's: skipped).
+pub(crate) fn names(dir: &Dir, shown: &str) -> Result<Vec<String>, BackupError> {
+    let mut out = Vec::new();
+    for entry in dir.entries().map_err(BackupError::io("list", shown))? {
+        let entry = entry.map_err(BackupError::io("list", shown))?;
+        if let Ok(name) = entry.file_name().into_string() {
+            out.push(name);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads and checks the one-file version `name` in shard `shard`.
+fn read_packed(dir: &Dir, shard: &str, name: &str) -> Found {
+    let Some((dir_name, stem)) = layout::parse_packed_name(name) else {
+        return Found::Incomplete;
+    };
+    let id = format!("{dir_name}/{stem}");
+    let corrupt = |reason: String| BackupError::Corrupt {
+        id: id.clone(),
+        reason,
+    };
+    let file = match dir.open(name) {
+        Ok(f) => f,
+        // Pruned meanwhile: nothing to list (and nothing a leftover sweep can remove).
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Found::Incomplete,
+        Err(e) => return Found::Damaged(corrupt(format!("unreadable: {e}"))),
+    };
+    let Ok((meta, _)) = packed::read_record(&file) else {
+        return Found::Incomplete;
+    };
+    let at = match layout::parse_ts(&meta.ts) {
+        Ok(at) => at,
+        Err(e) => return Found::Damaged(corrupt(e.to_string())),
+    };
+    if meta.format != 2
+        || layout::compact_ts(at) != stem
+        || layout::dir_name(&meta.path) != dir_name
+        || layout::shard(&meta.path) != shard
+    {
+        return Found::Damaged(corrupt(format!(
+            "record does not match its name ({} at {})",
+            meta.path, meta.ts
+        )));
+    }
+    Found::Version(Box::new(Version {
+        dir: dir_name.to_owned(),
+        stem: stem.to_owned(),
+        at,
+        meta,
+        place: Place::Packed {
+            shard: shard.to_owned(),
+        },
+    }))
+}
+
+/// Picks the version `at` designates among `versions` (sorted oldest first).
+pub(crate) fn select<'v>(
+    versions: &'v [Version],
+    at: Option<&str>,
+) -> Result<Option<&'v Version>, BackupError> {
+    let Some(at) = at else {
+        return Ok(versions.last());
+    };
+    let exact = versions
+        .iter()
+        .find(|v| v.stem == at || v.meta.ts == at || format!("{}/{}", v.dir, v.stem) == at);
+    if exact.is_some() {
+        return Ok(exact);
+    }
+    let t = layout::parse_ts(at)?;
+    Ok(versions.iter().rev().find(|v| v.at <= t))
+}
+
+/// Reads and checks the layout-1 sidecar `<stem>.json` in `dir`.
+fn read_sidecar(dir: &Dir, dir_name: &str, stem: &str) -> Result<Version, BackupError> {
+    let id = format!("{dir_name}/{stem}");
+    let corrupt = |reason: String| BackupError::Corrupt {
+        id: id.clone(),
+        reason,
+    };
+    let text = dir
+        .read_to_string(format!("{stem}{META_SUFFIX}"))
+        .map_err(|e| corrupt(format!("sidecar unreadable: {e}")))?;
+    let meta: Sidecar =
+        serde_json::from_str(&text).map_err(|e| corrupt(format!("sidecar: {e}")))?;
+    let at = layout::parse_ts(&meta.ts).map_err(|e| corrupt(e.to_string()))?;
+    if meta.format != 1
+        || layout::compact_ts(at) != stem
+        || layout::dir_name(&meta.path) != dir_name
+    {
+        return Err(corrupt(format!(
+            "sidecar does not match its name ({} at {})",
+            meta.path, meta.ts
+        )));
+    }
+    Ok(Version {
+        dir: dir_name.to_owned(),
+        stem: stem.to_owned(),
+        at,
+        meta,
+        place: Place::Legacy,
+    })
+}
