@@ -1,5 +1,6 @@
 //! `fsgate acp`: host an ACP agent, optionally confined (`--confine-agent`).
 
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -130,6 +131,8 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         tokio::time::sleep(std::time::Duration::from_secs(5)).await;
         let _ = rustix::process::kill_process(agent, rustix::process::Signal::KILL);
     });
+    crate::transport::stdio::enlarge_pipe(std::io::stdin().as_fd());
+    crate::transport::stdio::enlarge_pipe(std::io::stdout().as_fd());
     let result = runtime.block_on(crate::transport::proxy::run(
         Arc::clone(&gateway),
         stdio_peer(),

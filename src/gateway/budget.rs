@@ -253,9 +253,15 @@ pub fn json_text_len(s: &str) -> u64 {
 /// Appends `s` as a JSON string, quotes included, byte for byte as serde_json writes
 /// it; copies the runs that need no escaping whole.
 pub fn escape_json_into(out: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let b = s.as_bytes();
     out.push(b'"');
+    escape_json_bytes_into(out, s.as_bytes());
+    out.push(b'"');
+}
+
+/// Appends the JSON escaping of `b`, without quotes: a piece of a text, cut anywhere
+/// (only ASCII bytes are escaped, so a cut inside a character changes nothing).
+pub fn escape_json_bytes_into(out: &mut Vec<u8>, b: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let (mut start, mut i) = (0, 0);
     while i < b.len() {
         if i + 8 <= b.len() {
@@ -296,7 +302,6 @@ pub fn escape_json_into(out: &mut Vec<u8>, s: &str) {
         start = i;
     }
     out.extend_from_slice(&b[start..]);
-    out.push(b'"');
 }
 
 #[cfg(test)]

@@ -28,7 +28,9 @@ use crate::path::{PathError, RelPath};
 use crate::policy::{Access, EntryKind, OpClass, PathFacts, Policy};
 use crate::workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
-pub use budget::{Lease, escape_json_into, json_string_len, json_text_len, unwaiting};
+pub use budget::{
+    Lease, escape_json_bytes_into, escape_json_into, json_string_len, json_text_len, unwaiting,
+};
 pub use defer::{Deferred, deferring};
 pub use facts::Facts;
 pub use listing::tree_exclusions;

@@ -16,6 +16,7 @@
 //! travelling in opposite directions never meet.
 
 use std::collections::HashMap;
+use std::os::fd::AsFd;
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -313,18 +314,19 @@ where
     EI: AsyncRead + Unpin + Send + 'static,
     EO: AsyncWrite + Unpin + Send + 'static,
 {
-    let agent_in = tokio::process::ChildStdin::from_std(
-        child
-            .stdin
-            .take()
-            .ok_or_else(|| std::io::Error::other("agent stdin not piped"))?,
-    )?;
-    let agent_out = tokio::process::ChildStdout::from_std(
-        child
-            .stdout
-            .take()
-            .ok_or_else(|| std::io::Error::other("agent stdout not piped"))?,
-    )?;
+    let agent_in = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("agent stdin not piped"))?;
+    let agent_out = child
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("agent stdout not piped"))?;
+    // Large answers (a whole file read) pass in fewer pipe-fulls.
+    crate::transport::stdio::enlarge_pipe(agent_in.as_fd());
+    crate::transport::stdio::enlarge_pipe(agent_out.as_fd());
+    let agent_in = tokio::process::ChildStdin::from_std(agent_in)?;
+    let agent_out = tokio::process::ChildStdout::from_std(agent_out)?;
     let pid = child.id();
     let mut waiter = tokio::task::spawn_blocking(move || child.wait());
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);

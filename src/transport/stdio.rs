@@ -8,7 +8,7 @@
 //! which made an answer writes to directly, one whole message batch at a time.
 
 use std::io::{self, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -31,16 +31,41 @@ impl Sink {
         })
     }
 
-    /// This process's stdout.
+    /// This process's stdout, its pipe enlarged (see [`enlarge_pipe`]).
     pub fn stdout() -> Arc<Sink> {
+        enlarge_pipe(io::stdout().as_fd());
         Sink::new(io::stdout())
     }
 
     /// Writes `bytes` (whole messages) and flushes; blocks until written.
     pub fn write(&self, bytes: &[u8]) -> io::Result<()> {
+        self.write_with(|out| out.write_all(bytes))
+    }
+
+    /// Lets `write` write whole messages, piece by piece, none other between them (a
+    /// large answer encoded as it goes out); then flushes. Blocks until written.
+    pub fn write_with(
+        &self,
+        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        out.write_all(bytes)?;
+        write(&mut **out)?;
         out.flush()
+    }
+
+    /// [`write_with`](Self::write_with) from async code, on the blocking pool.
+    pub async fn write_with_owned<T: Send + 'static>(
+        self: &Arc<Self>,
+        write: impl FnOnce(&mut dyn Write) -> io::Result<T> + Send + 'static,
+    ) -> io::Result<T> {
+        let sink = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let mut out = sink.out.lock().unwrap_or_else(PoisonError::into_inner);
+            let t = write(&mut **out)?;
+            out.flush().map(|()| t)
+        })
+        .await
+        .map_err(io::Error::other)?
     }
 
     /// [`write`](Self::write) from async code: on the blocking pool, so that a client
@@ -57,6 +82,7 @@ impl Sink {
 /// through `tokio::io::stdin()` (a terminal or a file, which epoll cannot watch or which
 /// others may share).
 pub fn stdin() -> Box<dyn AsyncRead + Send + Unpin> {
+    enlarge_pipe(io::stdin().as_fd());
     match FdReader::stdin() {
         Ok(Some(r)) => Box::new(r),
         Ok(None) => Box::new(tokio::io::stdin()),
@@ -65,6 +91,45 @@ pub fn stdin() -> Box<dyn AsyncRead + Send + Unpin> {
             Box::new(tokio::io::stdin())
         }
     }
+}
+
+/// The capacity asked for a stdio pipe: 1 MiB, the kernel's default
+/// `/proc/sys/fs/pipe-max-size`.
+const PIPE_BYTES: usize = 1 << 20;
+
+/// Grows `fd`'s buffer to [`PIPE_BYTES`] (or the system's maximum, if lower) when it is
+/// a pipe with less: a 10 MiB read's MCP answer (21 MB) then passes in about 21 pipe-fulls
+/// instead of 330, each a wake-up of both sides; pipelined requests likewise. Best effort:
+/// a refusal (EPERM over the user's pipe quota, EBUSY) leaves the pipe as it was. Returns
+/// the capacity it has (0 if not a pipe).
+pub fn enlarge_pipe(fd: BorrowedFd<'_>) -> usize {
+    let is_pipe =
+        rustix::fs::fstat(fd).is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Fifo);
+    if !is_pipe {
+        return 0;
+    }
+    let Ok(now) = rustix::pipe::fcntl_getpipe_size(fd) else {
+        return 0;
+    };
+    let want = PIPE_BYTES.min(pipe_max_size());
+    if now >= want {
+        return now;
+    }
+    match rustix::pipe::fcntl_setpipe_size(fd, want) {
+        Ok(got) => got,
+        Err(e) => {
+            tracing::debug!("pipe left at {now} bytes (asked {want}): {e}");
+            now
+        }
+    }
+}
+
+/// `/proc/sys/fs/pipe-max-size`, or [`PIPE_BYTES`] if unreadable.
+fn pipe_max_size() -> usize {
+    std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(PIPE_BYTES)
 }
 
 /// A pipe or socket read without blocking, woken by the runtime's epoll.
@@ -167,6 +232,20 @@ mod tests {
         assert_eq!(got, want);
         drop(reader);
         assert_eq!(rustix::fs::fcntl_getfl(&r).unwrap(), before);
+    }
+
+    /// A pipe grows to 1 MiB (or the system's maximum); anything else is left alone.
+    #[test]
+    fn a_pipe_is_enlarged_and_a_file_is_not() {
+        let (r, w) = std::io::pipe().unwrap();
+        let want = PIPE_BYTES.min(pipe_max_size());
+        let got = enlarge_pipe(w.as_fd());
+        assert_eq!(got, rustix::pipe::fcntl_getpipe_size(&r).unwrap());
+        // An unprivileged user over the pipe quota keeps the default: best effort.
+        assert!(got == want || got == 65536, "{got}");
+        assert_eq!(enlarge_pipe(r.as_fd()), got, "already as large: unchanged");
+        let file = tempfile::tempfile().unwrap();
+        assert_eq!(enlarge_pipe(file.as_fd()), 0);
     }
 
     /// Messages written from many threads at once come out whole.

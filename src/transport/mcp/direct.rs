@@ -13,6 +13,7 @@
 //! it runs; a call the client cancelled before that is skipped, and an answer whose call
 //! was cancelled while running is dropped.
 
+use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ use super::render::{self, ToolError};
 use super::too_big;
 use super::tools::{self, Answer};
 use crate::error::GatewayError;
-use crate::gateway::{Gateway, Lease, escape_json_into, json_text_len};
+use crate::gateway::{Gateway, Lease, escape_json_bytes_into, escape_json_into, json_text_len};
 use crate::ops::RequestCtx;
 use crate::transport::batch::{self, Batched};
 use crate::transport::stdio::Sink;
@@ -37,6 +38,8 @@ use crate::transport::stdio::Sink;
 pub(super) struct Outgoing {
     /// Whole JSON-RPC messages, each ending in a newline.
     pub bytes: Vec<u8>,
+    /// A large text answer, written after `bytes`, escaped as it goes out.
+    pub text: Option<Streamed>,
     /// Dropped once `bytes` is written.
     pub pending: Vec<Pending>,
 }
@@ -45,9 +48,53 @@ impl From<Vec<u8>> for Outgoing {
     fn from(bytes: Vec<u8>) -> Outgoing {
         Outgoing {
             bytes,
-            pending: Vec::new(),
+            ..Outgoing::default()
         }
     }
+}
+
+impl Outgoing {
+    fn is_empty(&self) -> bool {
+        self.bytes.is_empty() && self.text.is_none()
+    }
+
+    /// Appends `next` if this one ends in plain bytes, so both go out in one write;
+    /// else gives it back.
+    pub(super) fn absorb(&mut self, next: Outgoing) -> Result<(), Outgoing> {
+        if self.text.is_some() {
+            return Err(next);
+        }
+        self.bytes.extend_from_slice(&next.bytes);
+        self.text = next.text;
+        self.pending.extend(next.pending);
+        Ok(())
+    }
+
+    /// Writes the answers: the bytes, then the text answer.
+    pub(super) fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
+        if !self.bytes.is_empty() {
+            w.write_all(&self.bytes)?;
+        }
+        match &self.text {
+            Some(t) => write_text(w, &t.key, &t.text, STREAM_PIECE),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A text answer too large to write from the batch thread: its text, escaped only as it
+/// is written, in pieces, once for each copy (no answer buffer twice the text's size,
+/// whose page faults and copies cost more than a second escaping).
+pub(super) struct Streamed {
+    key: String,
+    text: String,
+}
+
+/// An answer ready to go out.
+enum Encoded {
+    Bytes(Vec<u8>),
+    /// Its exact encoded length, and the answer.
+    Text(usize, Streamed),
 }
 
 /// A `tools/call` the direct path takes.
@@ -206,15 +253,29 @@ impl Batched for Direct {
                     Vec::new(),
                 ),
             };
-            let bytes = encode_fitted(self.max, &key, result);
-            if let Err(leases) = self.flow.try_hold_answer(&key, bytes.len(), leases) {
+            let encoded = encode_fitted(self.max, &key, result);
+            let len = match &encoded {
+                Encoded::Bytes(b) => b.len(),
+                Encoded::Text(len, _) => *len,
+            };
+            if let Err(leases) = self.flow.try_hold_answer(&key, len, leases) {
                 // No room until what is already encoded is written: send it first.
                 self.send(&mut out);
-                self.rt
-                    .block_on(self.flow.hold_answer(&key, bytes.len(), leases));
+                self.rt.block_on(self.flow.hold_answer(&key, len, leases));
             }
             let Some(pending) = self.flow.take_serial(&key, serial) else {
                 continue; // Cancelled while it ran: its records stand, no answer.
+            };
+            let bytes = match encoded {
+                Encoded::Bytes(bytes) => bytes,
+                Encoded::Text(_, text) => {
+                    // After what is before it, on its own (the copier writes it).
+                    self.send(&mut out);
+                    out.text = Some(text);
+                    out.pending.push(pending);
+                    self.send(&mut out);
+                    continue;
+                }
             };
             if bytes.len() > WRITE_HERE_MAX {
                 // A large answer is moved, never copied (a 10 MiB read's is 21 MB):
@@ -236,17 +297,17 @@ impl Direct {
     /// Writes `out` (or, if large or if the copier has answers waiting, hands it to the
     /// copier), and then lets go of its requests (and their rooms).
     fn send(&self, out: &mut Outgoing) {
-        if out.bytes.is_empty() {
+        if out.is_empty() {
             return;
         }
         let batch = std::mem::take(out);
         let idle = self.answers.capacity() == self.answers.max_capacity();
-        if batch.bytes.len() > WRITE_HERE_MAX || !idle {
+        if batch.bytes.len() > WRITE_HERE_MAX || batch.text.is_some() || !idle {
             // Err: the copier is gone (the client left); nothing to answer.
             let _ = self.rt.block_on(self.answers.send(batch));
             return;
         }
-        let Outgoing { bytes, pending } = batch;
+        let Outgoing { bytes, pending, .. } = batch;
         if let Err(e) = self.sink.write(&bytes) {
             // The client stopped reading for good: nobody to answer.
             tracing::debug!("answers not written: {e}");
@@ -304,18 +365,26 @@ impl Door {
 /// so that a client that keeps reading does not make it wait.
 const WRITE_HERE_MAX: usize = 64 * 1024;
 
+/// Pieces of text a [`Streamed`] answer escapes and writes at a time.
+const STREAM_PIECE: usize = 256 * 1024;
+
 /// The JSON-RPC answer for id `key`, encoded once (not sized first, then encoded), or
 /// the limit error in its place if it is over the message limit `max`. A text answer
-/// is sized exactly first (cheap), then written into a buffer of that size.
-fn encode_fitted(max: usize, key: &str, answer: Answer) -> Vec<u8> {
+/// is sized exactly first (cheap), then written into a buffer of that size, or, if
+/// larger than [`WRITE_HERE_MAX`], left to be escaped as it is written.
+fn encode_fitted(max: usize, key: &str, answer: Answer) -> Encoded {
     let mut bytes = Vec::new();
     let size = match answer {
         Answer::Text(text) => {
             let size = text_answer_len(key, &text);
+            if size > WRITE_HERE_MAX && size <= max {
+                let key = key.to_string();
+                return Encoded::Text(size, Streamed { key, text });
+            }
             if size <= max {
                 bytes.reserve_exact(size);
                 encode_text(&mut bytes, key, &text);
-                return bytes;
+                return Encoded::Bytes(bytes);
             }
             size
         }
@@ -325,14 +394,14 @@ fn encode_fitted(max: usize, key: &str, answer: Answer) -> Vec<u8> {
             result.result_type = None;
             encode(&mut bytes, key, &result);
             if bytes.len() <= max {
-                return bytes;
+                return Encoded::Bytes(bytes);
             }
             bytes.len()
         }
     };
     bytes.clear();
     encode(&mut bytes, key, &too_big(size, max));
-    bytes
+    Encoded::Bytes(bytes)
 }
 
 /// The parts of a text answer around its two copies of the text (as serde_json writes
@@ -367,6 +436,28 @@ fn encode_text(out: &mut Vec<u8>, key: &str, text: &str) {
     out.extend_from_slice(TEXT_TAIL);
 }
 
+/// Writes [`encode_text`]'s answer to `w`, escaping `piece` bytes of the text at a time
+/// into a small buffer, written whenever it holds `piece` bytes.
+fn write_text(w: &mut dyn Write, key: &str, text: &str, piece: usize) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(piece + piece / 8);
+    buf.extend_from_slice(TEXT_HEAD);
+    buf.extend_from_slice(key.as_bytes());
+    buf.extend_from_slice(TEXT_OPEN);
+    for between in [TEXT_MID, TEXT_TAIL] {
+        buf.push(b'"');
+        for part in text.as_bytes().chunks(piece.max(1)) {
+            escape_json_bytes_into(&mut buf, part);
+            if buf.len() >= piece {
+                w.write_all(&buf)?;
+                buf.clear();
+            }
+        }
+        buf.push(b'"');
+        buf.extend_from_slice(between);
+    }
+    w.write_all(&buf)
+}
+
 /// Appends the JSON-RPC answer for id `key` (the id's JSON text) to `out`.
 fn encode(out: &mut Vec<u8>, key: &str, result: &CallToolResult) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
@@ -383,10 +474,36 @@ fn encode(out: &mut Vec<u8>, key: &str, result: &CallToolResult) {
 mod tests {
     use super::*;
 
+    /// The bytes an encoded answer puts on the wire.
+    fn wire(e: Encoded) -> Vec<u8> {
+        let out = Outgoing {
+            bytes: Vec::new(),
+            text: None,
+            pending: Vec::new(),
+        };
+        let out = match e {
+            Encoded::Bytes(bytes) => Outgoing { bytes, ..out },
+            Encoded::Text(_, t) => Outgoing {
+                text: Some(t),
+                ..out
+            },
+        };
+        let mut w = Vec::new();
+        out.write_to(&mut w).unwrap();
+        w
+    }
+
+    fn fitted(max: usize, key: &str, answer: Answer) -> Vec<u8> {
+        match encode_fitted(max, key, answer) {
+            Encoded::Bytes(b) => b,
+            Encoded::Text(..) => panic!("streamed"),
+        }
+    }
+
     /// What the general encoder writes for the same answer (the SDK's shape).
     fn general(max: usize, key: &str, text: &str) -> Vec<u8> {
         let result = Answer::Text(text.to_string()).into_result();
-        encode_fitted(max, key, Answer::Result(result))
+        wire(encode_fitted(max, key, Answer::Result(result)))
     }
 
     #[test]
@@ -399,7 +516,7 @@ mod tests {
         ];
         for text in &texts {
             for key in ["1", "\"abc\"", "184467440737"] {
-                let fast = encode_fitted(usize::MAX, key, Answer::Text(text.clone()));
+                let fast = fitted(usize::MAX, key, Answer::Text(text.clone()));
                 assert_eq!(
                     String::from_utf8_lossy(&fast),
                     String::from_utf8_lossy(&general(usize::MAX, key, text))
@@ -415,14 +532,40 @@ mod tests {
         let text = "x\ty\n".repeat(1000);
         let size = text_answer_len("7", &text);
         for max in [size - 1, 4096] {
-            let fast = encode_fitted(max, "7", Answer::Text(text.clone()));
+            let fast = fitted(max, "7", Answer::Text(text.clone()));
             assert_eq!(fast, general(max, "7", &text));
             let v: serde_json::Value = serde_json::from_slice(&fast).unwrap();
             assert_eq!(v["result"]["isError"], true);
             let msg = v["result"]["content"][0]["text"].as_str().unwrap();
             assert!(msg.contains(&format!("would be {size} bytes")), "{msg}");
         }
-        let fits = encode_fitted(size, "7", Answer::Text(text.clone()));
+        let fits = fitted(size, "7", Answer::Text(text.clone()));
         assert_eq!(fits.len(), size);
+    }
+
+    /// A large text answer is streamed, and its bytes are the general encoding's, for
+    /// any piece size (cuts inside escapes' sources and multi-byte characters); over the
+    /// limit it is the limit error, never streamed.
+    #[test]
+    fn a_streamed_text_answer_is_byte_for_byte_the_general_encoding() {
+        let text = "quotes \" and \\ \t\u{1}\u{7f} é 日本 \u{2028}\n".repeat(3000);
+        let whole = general(usize::MAX, "12", &text);
+        let size = text_answer_len("12", &text);
+        assert!(size > WRITE_HERE_MAX);
+        let streamed = encode_fitted(usize::MAX, "12", Answer::Text(text.clone()));
+        assert!(matches!(streamed, Encoded::Text(len, _) if len == size));
+        let bytes = wire(streamed);
+        assert_eq!(bytes.len(), size);
+        assert!(bytes == whole, "streamed answer differs");
+        let part = &text[..text.char_indices().nth(4000).unwrap().0];
+        for piece in [1, 2, 3, 5, 7, 64, 1000, 4096] {
+            let mut w = Vec::new();
+            write_text(&mut w, "12", part, piece).unwrap();
+            let mut want = Vec::new();
+            encode_text(&mut want, "12", part);
+            assert!(w == want, "piece {piece}");
+        }
+        let over = fitted(size - 1, "12", Answer::Text(text.clone()));
+        assert_eq!(over, general(size - 1, "12", &text));
     }
 }

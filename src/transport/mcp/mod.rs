@@ -497,21 +497,22 @@ impl Copier {
                 }
                 msg = own.recv(), if own_open => match msg {
                     Some(first) => {
-                        // Whatever else is ready goes out with it, in one write.
-                        let direct::Outgoing { mut bytes, mut pending } = first;
+                        // Whatever else is ready goes out with it (plain bytes in one
+                        // write), the requests' rooms given back once written.
+                        let mut batch = vec![first];
                         while let Ok(out) = own.try_recv() {
-                            bytes.extend_from_slice(&out.bytes);
-                            pending.extend(out.pending);
+                            if let Some(Err(out)) = batch.last_mut().map(|b| b.absorb(out)) {
+                                batch.push(out);
+                            }
                         }
-                        to.write_owned(bytes).await?;
-                        drop(pending);
+                        drop(write_own(&to, batch).await?);
                     }
                     None => own_open = false,
                 },
             }
         }
         while let Some(out) = own.recv().await {
-            to.write_owned(out.bytes).await?;
+            drop(write_own(&to, vec![out]).await?);
         }
         Ok(())
     }
@@ -555,6 +556,20 @@ impl Copier {
         }
         Some(pending)
     }
+}
+
+/// Writes the direct path's answers in order; gives them back written.
+async fn write_own(
+    to: &Arc<Sink>,
+    batch: Vec<direct::Outgoing>,
+) -> std::io::Result<Vec<direct::Outgoing>> {
+    to.write_with_owned(move |w| {
+        for out in &batch {
+            out.write_to(w)?;
+        }
+        Ok(batch)
+    })
+    .await
 }
 
 /// Serves MCP on this process's stdin/stdout (`fsgate serve --transport mcp`).
