@@ -21,14 +21,17 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::Scope;
 
+use cap_std::fs::Dir;
+
 use super::kind::FileKind;
+use super::open::open_dir;
 use super::search::{
-    Caps, Found, GrepOptions, GrepOutcome, Merge, Scratch, descend_or_skip, wanted,
+    Caps, Found, GrepOptions, GrepOutcome, Merge, Scratch, descend_or_skip, search_in, wanted,
 };
-use super::walk::{Entry, MAX_DEPTH, Visit};
+use super::walk::{Entry, MAX_DEPTH, Mode, Visit, Visitor, walk_dir};
 use super::{Workspace, WsError};
 use crate::path::RelPath;
 
@@ -95,15 +98,36 @@ impl Drop for Permits {
     }
 }
 
+/// A file met in the walk: the handle of its directory (shared by the files of one
+/// directory), its name there, its path.
+struct Target {
+    dir: Arc<Dir>,
+    name: String,
+    path: RelPath,
+}
+
+impl Target {
+    fn search(
+        &self,
+        sc: &mut Scratch,
+        opts: &GrepOptions<'_>,
+        caps: Caps,
+    ) -> Result<Found, WsError> {
+        let r = search_in(sc, (&self.dir, &self.name), &self.path, opts, caps);
+        sc.tidy();
+        r
+    }
+}
+
 /// A file to search, numbered in walk order, with what it may keep.
 struct Job {
     seq: usize,
-    path: RelPath,
+    target: Target,
     caps: Caps,
 }
 
-/// A searched file: its path and what the search gave.
-type Done = (RelPath, Result<Found, WsError>);
+/// A searched file and what the search gave.
+type Done = (Target, Result<Found, WsError>);
 
 #[derive(Default)]
 struct State {
@@ -229,26 +253,24 @@ impl Drop for CloseOnDrop<'_> {
 }
 
 /// A helper thread: searches files until the grep is over.
-fn helper(ws: &Workspace, opts: &GrepOptions<'_>, queue: &Queue) {
+fn helper(opts: &GrepOptions<'_>, queue: &Queue) {
     let mut sc = Scratch::new();
     let mut last = None;
     while let Some(job) = queue.next_job(last.take()) {
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            ws.search_file(&mut sc, &job.path, opts, job.caps, false)
+            job.target.search(&mut sc, opts, job.caps)
         }));
         // A panic must still answer the job, or the walk's thread would wait for it.
         let r = r.unwrap_or_else(|_| {
             sc = Scratch::new();
             Err(WsError::Io(std::io::Error::other("grep: search failed")))
         });
-        sc.tidy();
-        last = Some((job.seq, (job.path, r)));
+        last = Some((job.seq, (job.target, r)));
     }
 }
 
 /// The walk's side of a threaded grep.
 struct Tree<'a, 'o, 's, 'e> {
-    ws: &'a Workspace,
     opts: &'o GrepOptions<'o>,
     readable: &'a dyn Fn(&Entry) -> bool,
     queue: &'e Queue,
@@ -271,6 +293,8 @@ struct Tree<'a, 'o, 's, 'e> {
     start_depth: usize,
     ready: Vec<Done>,
     closed: bool,
+    /// The handle of the directory whose files the walk is handing out, and its path.
+    dir: Option<(String, Arc<Dir>)>,
 }
 
 impl<'a, 'o, 's, 'e> Tree<'a, 'o, 's, 'e>
@@ -278,37 +302,61 @@ where
     'a: 'e,
     'o: 'e,
 {
-    fn visit(&mut self, e: &Entry) -> Visit {
+    /// What to do with `e`, a file (to hand out) or not; Err: the walk's directory
+    /// handle could not be shared (the walk ends with that error).
+    fn visit_entry(&mut self, dir: &Dir, e: Entry) -> Result<Visit, WsError> {
         // (Results are taken in only when the window is full: a walk may run ahead of
         // the answer by that much, which changes nothing but the depth cut, below.)
         if self.merge.done() {
-            return Visit::Stop;
+            return Ok(Visit::Stop);
         }
-        if !(self.readable)(e) {
-            return Visit::Skip;
+        if !(self.readable)(&e) {
+            return Ok(Visit::Skip);
         }
         let depth = e.path.components().count() - self.start_depth;
         if e.kind == FileKind::Directory && depth >= MAX_DEPTH {
             // The walk notes a cut here: only if one thread alone would have got here.
             self.drain(0);
             if self.merge.done() {
-                return Visit::Stop;
+                return Ok(Visit::Stop);
             }
         }
-        if wanted(self.opts, e) {
-            self.dispatch(e.path.clone(), e.size.unwrap_or(0));
+        let visit = descend_or_skip(&e);
+        if wanted(self.opts, &e) {
+            let size = e.size.unwrap_or(0);
+            let target = Target {
+                dir: self.dir_of(dir, &e)?,
+                name: e.name,
+                path: e.path,
+            };
+            self.dispatch(target, size);
         }
-        descend_or_skip(e)
+        Ok(visit)
     }
 
-    fn dispatch(&mut self, path: RelPath, size: u64) {
+    /// A shared handle of `dir`, the directory holding `e`: one for all its files (a
+    /// walk enters each directory once, so its path names it).
+    fn dir_of(&mut self, dir: &Dir, e: &Entry) -> Result<Arc<Dir>, WsError> {
+        let p = e.path.as_str();
+        let parent = p[..p.len() - e.name.len()].trim_end_matches('/');
+        match &self.dir {
+            Some((at, d)) if at == parent => Ok(Arc::clone(d)),
+            _ => {
+                let d = Arc::new(dir.try_clone()?);
+                self.dir = Some((parent.to_string(), Arc::clone(&d)));
+                Ok(d)
+            }
+        }
+    }
+
+    fn dispatch(&mut self, target: Target, size: u64) {
         if self.next == 0 {
             self.spawn_helpers();
         }
         let caps = self.merge.caps(self.hold);
         let queued = self.queue.push(Job {
             seq: self.next,
-            path,
+            target,
             caps,
         });
         self.next += 1;
@@ -327,19 +375,19 @@ where
     /// Searches the oldest waiting file.
     fn help_one(&mut self) {
         if let Some(job) = self.queue.pop() {
-            let r = self.search(&job.path, job.caps);
-            self.queue.finish(job.seq, (job.path, r));
+            let r = job.target.search(&mut self.scratch, self.opts, job.caps);
+            self.queue.finish(job.seq, (job.target, r));
         }
     }
 
     /// Starts the helpers (at the first file: a grep of nothing starts none).
     fn spawn_helpers(&mut self) {
-        let (ws, opts, queue) = (self.ws, self.opts, self.queue);
+        let (opts, queue) = (self.opts, self.queue);
         let mut started = 0;
         for _ in 0..self.permits {
             let spawned = std::thread::Builder::new()
                 .name("fsgate-grep".into())
-                .spawn_scoped(self.scope, move || helper(ws, opts, queue));
+                .spawn_scoped(self.scope, move || helper(opts, queue));
             if spawned.is_err() {
                 break;
             }
@@ -365,27 +413,19 @@ where
             }
             match self.queue.pop() {
                 Some(job) => {
-                    let r = self.search(&job.path, job.caps);
-                    self.queue.finish(job.seq, (job.path, r));
+                    let r = job.target.search(&mut self.scratch, self.opts, job.caps);
+                    self.queue.finish(job.seq, (job.target, r));
                 }
                 None => self.queue.wait_for(self.merged),
             }
         }
     }
 
-    fn search(&mut self, path: &RelPath, caps: Caps) -> Result<Found, WsError> {
-        let r = self
-            .ws
-            .search_file(&mut self.scratch, path, self.opts, caps, false);
-        self.scratch.tidy();
-        r
-    }
-
     /// Takes the results that are next in walk order into the answer.
     fn merge_ready(&mut self) {
         let mut ready = std::mem::take(&mut self.ready);
         self.queue.take_ready(self.merged, &mut ready);
-        for (path, r) in ready.drain(..) {
+        for (target, r) in ready.drain(..) {
             self.merged += 1;
             let size = self.sizes.pop_front().unwrap_or(0);
             self.ahead = self.ahead.saturating_sub(size);
@@ -394,13 +434,15 @@ where
             }
             let r = match r {
                 // Its turn now: searched again within what the answer can still take.
-                Ok(Found::Overflow) => self.search(&path, self.merge.caps(u64::MAX)),
+                Ok(Found::Overflow) => {
+                    target.search(&mut self.scratch, self.opts, self.merge.caps(u64::MAX))
+                }
                 r => r,
             };
             // A file that cannot be searched (special, hard-linked, too large, gone) is
             // passed over, as in a walk.
             if let Ok(found) = r {
-                self.merge.take(&path, found);
+                self.merge.take(&target.path, found);
             }
         }
         self.ready = ready;
@@ -408,6 +450,20 @@ where
             self.closed = true;
             self.queue.close();
         }
+    }
+}
+
+impl<'a, 'o, 's, 'e> Visitor for Tree<'a, 'o, 's, 'e>
+where
+    'a: 'e,
+    'o: 'e,
+{
+    fn visit(&mut self, dir: &Dir, e: &Entry) -> Result<Visit, WsError> {
+        self.visit_entry(dir, e.clone())
+    }
+
+    fn visit_owned(&mut self, dir: &Dir, e: Entry) -> Result<Visit, WsError> {
+        self.visit_entry(dir, e)
     }
 }
 
@@ -424,7 +480,6 @@ impl Workspace {
         std::thread::scope(|scope| {
             let _close = CloseOnDrop(&queue);
             let mut tree = Tree {
-                ws: self,
                 opts,
                 readable,
                 queue: &queue,
@@ -442,8 +497,10 @@ impl Workspace {
                 start_depth: start.components().count(),
                 ready: Vec::new(),
                 closed: false,
+                dir: None,
             };
-            let walked = self.walk(start, &mut |e| tree.visit(e))?;
+            let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
+            let walked = walk_dir(dir, start, MAX_DEPTH, Mode::Lenient, &mut tree)?;
             tree.drain(0);
             Ok(tree.merge.finish(walked.truncated()))
         })
