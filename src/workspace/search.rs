@@ -61,6 +61,10 @@ pub struct GrepOptions<'a> {
     /// a match (a file without one shows nothing either way); a file named on its own
     /// is judged first. `None`: files are streamed unchecked.
     pub content_gate: Option<&'a ContentGate<'a>>,
+    /// Whether deciding which entries may be read needs each file's size (some rule
+    /// has a size condition): a walk then reads each entry's metadata, else only its
+    /// name and kind.
+    pub entry_sizes: bool,
 }
 
 /// What a grep found.
@@ -177,17 +181,22 @@ impl Workspace {
 
 /// Searches the file `name` of the directory `dir` (a walk's handle), shown as `path`:
 /// [`Workspace::search_file`] of a file met in a walk, opened where the walk holds its
-/// directory, with the same checks on what was opened.
+/// directory, with the same checks on what was opened. A file within the size limit
+/// is read only if `admit` takes its size (else [`Found::Later`]).
 pub(super) fn search_in(
     sc: &mut Scratch,
     (dir, name): (&Dir, &str),
     path: &RelPath,
     opts: &GrepOptions<'_>,
     caps: Caps,
+    admit: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Found, WsError> {
     let file = open_file_in(dir, name).map_err(WsError::from_io)?;
     let meta = file.metadata()?;
     check_regular(&meta)?;
+    if meta.len() <= opts.max_file_bytes && !admit(meta.len()) {
+        return Ok(Found::Later);
+    }
     search_opened(sc, (&file, &meta), path, opts, caps, false)
 }
 
@@ -342,6 +351,9 @@ pub(super) enum Found {
     Withheld,
     /// More hits than a waiting result may hold: searched again when its turn comes.
     Overflow,
+    /// Not searched: more bytes than may be read ahead of its turn. Searched when its
+    /// turn comes.
+    Later,
 }
 
 /// Collects one file's hits within its caps.
@@ -435,7 +447,7 @@ impl<'o> Merge<'o> {
                 return;
             }
             // Searched again by the caller before it gets here.
-            Found::Overflow => return,
+            Found::Overflow | Found::Later => return,
         };
         for h in hits {
             if self.used + h.size > self.opts.max_answer_bytes {

@@ -5,10 +5,11 @@
 //!
 //! Bounds: helper threads across all greps at most one less than the cores (the thread
 //! that asked searches too); files handed out and not yet taken into the answer at most
-//! [`WINDOW_PER_THREAD`] per searching thread, and at most [`WINDOW_BYTES_PER_THREAD`]
-//! of their sizes beyond the first (a walk far ahead of a full answer only wastes
-//! reads); one file's content in memory per
-//! searching thread; the hits of files waiting their turn at most about the answer's
+//! [`WINDOW_PER_THREAD`] per searching thread; bytes read ahead of their turn (before
+//! every file before them is in the answer) at most [`WINDOW_BYTES_PER_THREAD`] per
+//! searching thread beyond the first file (a search far ahead of a full answer only
+//! wastes reads: a file past that is searched in its turn); one file's content in memory
+//! per searching thread; the hits of files waiting their turn at most about the answer's
 //! size in all.
 //!
 //! Hand-overs are batched: an idle helper is woken once [`WAKE_AT`] files wait, and the
@@ -18,9 +19,10 @@
 //! or when its window is full: walking is cheaper than searching, so the walk stays
 //! ahead and the helpers are not left idle while it catches up.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::Scope;
 
@@ -38,8 +40,8 @@ use crate::path::RelPath;
 /// Files handed out and not yet taken into the answer, per searching thread.
 const WINDOW_PER_THREAD: usize = 32;
 
-/// Bytes of files handed out and not yet taken in, per searching thread (past them,
-/// the walk waits for the answer to catch up).
+/// Bytes of files read ahead of their turn and not yet taken in, per searching thread
+/// (past them, a file is left to be searched in its turn).
 const WINDOW_BYTES_PER_THREAD: u64 = 4 << 20;
 
 /// Files waiting before an idle helper is woken.
@@ -107,15 +109,35 @@ struct Target {
 }
 
 impl Target {
+    /// Searches the file; ahead of its turn if `ahead` is given, and then only if its
+    /// bytes fit what may be read ahead (else [`Found::Later`]). Also says how many
+    /// bytes it counted as read ahead.
     fn search(
         &self,
         sc: &mut Scratch,
         opts: &GrepOptions<'_>,
         caps: Caps,
-    ) -> Result<Found, WsError> {
-        let r = search_in(sc, (&self.dir, &self.name), &self.path, opts, caps);
+        ahead: Option<&ReadAhead>,
+    ) -> (Result<Found, WsError>, u64) {
+        let mut reserved = 0;
+        let mut admit = |size: u64| match ahead {
+            None => true,
+            Some(a) => {
+                let ok = a.reserve(size);
+                reserved = if ok { size } else { 0 };
+                ok
+            }
+        };
+        let r = search_in(
+            sc,
+            (&self.dir, &self.name),
+            &self.path,
+            opts,
+            caps,
+            &mut admit,
+        );
         sc.tidy();
-        r
+        (r, reserved)
     }
 }
 
@@ -126,8 +148,59 @@ struct Job {
     caps: Caps,
 }
 
-/// A searched file and what the search gave.
-type Done = (Target, Result<Found, WsError>);
+impl Job {
+    /// Searches the file ahead of its turn.
+    fn run(self, sc: &mut Scratch, opts: &GrepOptions<'_>, ahead: &ReadAhead) -> Done {
+        let (result, reserved) = self.target.search(sc, opts, self.caps, Some(ahead));
+        Done {
+            target: self.target,
+            result,
+            reserved,
+        }
+    }
+}
+
+/// A searched file, what the search gave, and the bytes it counts as read ahead.
+struct Done {
+    target: Target,
+    result: Result<Found, WsError>,
+    reserved: u64,
+}
+
+/// Bytes of the files read ahead of their turn and not yet taken into the answer,
+/// across the threads searching one grep.
+struct ReadAhead {
+    used: AtomicU64,
+    /// Set before the helpers start.
+    limit: AtomicU64,
+}
+
+impl Default for ReadAhead {
+    fn default() -> ReadAhead {
+        ReadAhead {
+            used: AtomicU64::new(0),
+            limit: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl ReadAhead {
+    /// Counts `size` bytes in if they fit (always when none are counted: a file as
+    /// large as the whole allowance is still read ahead, alone).
+    fn reserve(&self, size: u64) -> bool {
+        let limit = self.limit.load(Ordering::Relaxed);
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                let next = cur.saturating_add(size);
+                (cur == 0 || next <= limit).then_some(next)
+            })
+            .is_ok()
+    }
+
+    fn release(&self, size: u64) {
+        self.used.fetch_sub(size, Ordering::AcqRel);
+    }
+}
 
 #[derive(Default)]
 struct State {
@@ -146,6 +219,7 @@ struct Queue {
     st: Mutex<State>,
     work: Condvar,
     ready: Condvar,
+    ahead: ReadAhead,
 }
 
 impl Queue {
@@ -258,14 +332,21 @@ fn helper(opts: &GrepOptions<'_>, queue: &Queue) {
     let mut last = None;
     while let Some(job) = queue.next_job(last.take()) {
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            job.target.search(&mut sc, opts, job.caps)
+            job.target
+                .search(&mut sc, opts, job.caps, Some(&queue.ahead))
         }));
         // A panic must still answer the job, or the walk's thread would wait for it.
-        let r = r.unwrap_or_else(|_| {
+        let (result, reserved) = r.unwrap_or_else(|_| {
             sc = Scratch::new();
-            Err(WsError::Io(std::io::Error::other("grep: search failed")))
+            let failed = std::io::Error::other("grep: search failed");
+            (Err(WsError::Io(failed)), 0)
         });
-        last = Some((job.seq, (job.target, r)));
+        let done = Done {
+            target: job.target,
+            result,
+            reserved,
+        };
+        last = Some((job.seq, done));
     }
 }
 
@@ -285,11 +366,6 @@ struct Tree<'a, 'o, 's, 'e> {
     window: usize,
     /// Bytes of hits a waiting result may hold.
     hold: u64,
-    /// Sizes of the files handed out and not yet taken in, in walk order; their sum;
-    /// the most that sum may be.
-    sizes: VecDeque<u64>,
-    ahead: u64,
-    window_bytes: u64,
     start_depth: usize,
     ready: Vec<Done>,
     closed: bool,
@@ -304,7 +380,7 @@ where
 {
     /// What to do with `e`, a file (to hand out) or not; Err: the walk's directory
     /// handle could not be shared (the walk ends with that error).
-    fn visit_entry(&mut self, dir: &Dir, e: Entry) -> Result<Visit, WsError> {
+    fn visit_entry(&mut self, dir: &Dir, e: Cow<'_, Entry>) -> Result<Visit, WsError> {
         // (Results are taken in only when the window is full: a walk may run ahead of
         // the answer by that much, which changes nothing but the depth cut, below.)
         if self.merge.done() {
@@ -323,13 +399,14 @@ where
         }
         let visit = descend_or_skip(&e);
         if wanted(self.opts, &e) {
-            let size = e.size.unwrap_or(0);
+            let dir = self.dir_of(dir, &e)?;
+            let e = e.into_owned();
             let target = Target {
-                dir: self.dir_of(dir, &e)?,
+                dir,
                 name: e.name,
                 path: e.path,
             };
-            self.dispatch(target, size);
+            self.dispatch(target);
         }
         Ok(visit)
     }
@@ -349,7 +426,7 @@ where
         }
     }
 
-    fn dispatch(&mut self, target: Target, size: u64) {
+    fn dispatch(&mut self, target: Target) {
         if self.next == 0 {
             self.spawn_helpers();
         }
@@ -360,12 +437,10 @@ where
             caps,
         });
         self.next += 1;
-        self.sizes.push_back(size);
-        self.ahead = self.ahead.saturating_add(size);
         if queued > HELP_AT {
             self.help_one();
         }
-        if self.next - self.merged >= self.window || self.ahead >= self.window_bytes {
+        if self.next - self.merged >= self.window {
             self.drain(self.window - 1);
         } else if self.next.is_multiple_of(MERGE_EVERY) {
             self.merge_ready();
@@ -375,14 +450,18 @@ where
     /// Searches the oldest waiting file.
     fn help_one(&mut self) {
         if let Some(job) = self.queue.pop() {
-            let r = job.target.search(&mut self.scratch, self.opts, job.caps);
-            self.queue.finish(job.seq, (job.target, r));
+            let seq = job.seq;
+            let done = job.run(&mut self.scratch, self.opts, &self.queue.ahead);
+            self.queue.finish(seq, done);
         }
     }
 
     /// Starts the helpers (at the first file: a grep of nothing starts none).
     fn spawn_helpers(&mut self) {
         let (opts, queue) = (self.opts, self.queue);
+        // Set before any helper starts (spawning orders it before their loads).
+        let bytes = WINDOW_BYTES_PER_THREAD * (self.permits as u64 + 1);
+        queue.ahead.limit.store(bytes, Ordering::Relaxed);
         let mut started = 0;
         for _ in 0..self.permits {
             let spawned = std::thread::Builder::new()
@@ -395,7 +474,6 @@ where
         }
         if started > 0 {
             self.window = WINDOW_PER_THREAD * (started + 1);
-            self.window_bytes = WINDOW_BYTES_PER_THREAD * (started as u64 + 1);
             self.hold = self.opts.max_answer_bytes / self.window as u64;
         }
     }
@@ -407,14 +485,14 @@ where
         loop {
             self.merge_ready();
             let out = self.next - self.merged;
-            let within = out <= target && (out == 0 || self.ahead < self.window_bytes);
-            if self.merge.done() || within {
+            if self.merge.done() || out <= target {
                 return;
             }
             match self.queue.pop() {
                 Some(job) => {
-                    let r = job.target.search(&mut self.scratch, self.opts, job.caps);
-                    self.queue.finish(job.seq, (job.target, r));
+                    let seq = job.seq;
+                    let done = job.run(&mut self.scratch, self.opts, &self.queue.ahead);
+                    self.queue.finish(seq, done);
                 }
                 None => self.queue.wait_for(self.merged),
             }
@@ -425,24 +503,25 @@ where
     fn merge_ready(&mut self) {
         let mut ready = std::mem::take(&mut self.ready);
         self.queue.take_ready(self.merged, &mut ready);
-        for (target, r) in ready.drain(..) {
+        for done in ready.drain(..) {
             self.merged += 1;
-            let size = self.sizes.pop_front().unwrap_or(0);
-            self.ahead = self.ahead.saturating_sub(size);
+            self.queue.ahead.release(done.reserved);
             if self.merge.done() {
                 continue;
             }
-            let r = match r {
-                // Its turn now: searched again within what the answer can still take.
-                Ok(Found::Overflow) => {
-                    target.search(&mut self.scratch, self.opts, self.merge.caps(u64::MAX))
+            let r = match done.result {
+                // Its turn now: searched (again) within what the answer can still take.
+                Ok(Found::Overflow | Found::Later) => {
+                    let caps = self.merge.caps(u64::MAX);
+                    let t = &done.target;
+                    t.search(&mut self.scratch, self.opts, caps, None).0
                 }
                 r => r,
             };
             // A file that cannot be searched (special, hard-linked, too large, gone) is
             // passed over, as in a walk.
             if let Ok(found) = r {
-                self.merge.take(&target.path, found);
+                self.merge.take(&done.target.path, found);
             }
         }
         self.ready = ready;
@@ -459,11 +538,11 @@ where
     'o: 'e,
 {
     fn visit(&mut self, dir: &Dir, e: &Entry) -> Result<Visit, WsError> {
-        self.visit_entry(dir, e.clone())
+        self.visit_entry(dir, Cow::Borrowed(e))
     }
 
     fn visit_owned(&mut self, dir: &Dir, e: Entry) -> Result<Visit, WsError> {
-        self.visit_entry(dir, e)
+        self.visit_entry(dir, Cow::Owned(e))
     }
 }
 
@@ -491,16 +570,19 @@ impl Workspace {
                 merged: 0,
                 window: 1,
                 hold: u64::MAX,
-                sizes: VecDeque::new(),
-                ahead: 0,
-                window_bytes: u64::MAX,
                 start_depth: start.components().count(),
                 ready: Vec::new(),
                 closed: false,
                 dir: None,
             };
             let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
-            let walked = walk_dir(dir, start, MAX_DEPTH, Mode::Lenient, &mut tree)?;
+            // Each entry's metadata only if deciding what may be read needs its size.
+            let mode = if opts.entry_sizes {
+                Mode::Lenient
+            } else {
+                Mode::LenientNames
+            };
+            let walked = walk_dir(dir, start, MAX_DEPTH, mode, &mut tree)?;
             tree.drain(0);
             Ok(tree.merge.finish(walked.truncated()))
         })
@@ -537,6 +619,7 @@ mod tests {
             max_answer_bytes: room,
             item_extra: 0,
             content_gate: None,
+            entry_sizes: false,
         }
     }
 

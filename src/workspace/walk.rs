@@ -73,6 +73,8 @@ pub(crate) enum Mode {
     /// Read-only walks: a directory that cannot be opened, or a name that is not UTF-8
     /// (inexpressible on the wire), is passed over as before.
     Lenient,
+    /// [`Mode::Lenient`], reading no metadata (names and kinds only).
+    LenientNames,
     /// Walks before a change: anything that cannot be inspected is an error.
     Strict,
     /// Name listings: no metadata is read (names and kinds only); a directory that
@@ -134,7 +136,7 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
         // One fstatat on the directory's descriptor, not following symlinks (none for
         // names only: that stat was most of a name listing's time).
         let meta = match mode {
-            Mode::Names => None,
+            Mode::Names | Mode::LenientNames => None,
             _ => match entry.metadata() {
                 Ok(m) => Some(m),
                 Err(e) if mode == Mode::Strict => return Err(WsError::from_io(e)),
@@ -265,7 +267,9 @@ pub(crate) fn walk_dir(
         // A directory swapped for a symlink since listing fails here.
         let sub = match top.dir.open_dir_nofollow(&e.name) {
             Ok(sub) => sub,
-            Err(err) if mode != Mode::Lenient => return Err(WsError::from_io(err)),
+            Err(err) if !matches!(mode, Mode::Lenient | Mode::LenientNames) => {
+                return Err(WsError::from_io(err));
+            }
             Err(_) => continue,
         };
         let pending = read_entries(&sub, &e.path, mode)?.into_iter();
