@@ -805,6 +805,221 @@ mod tests {
     }
 
     #[test]
+    fn a_symlink_swapped_in_during_the_walk_is_not_followed() {
+        let (tmp, ws) = ws();
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::write(outside.path().join("f.txt"), "needle outside\n").expect("write");
+        put(&tmp, "d/a.txt", "needle a\n");
+        put(&tmp, "d/b.txt", "needle b\n");
+        put(&tmp, "d/c.txt", "needle c\n");
+        let m = RegexMatcher::new("needle").expect("regex");
+        let o = opts(&m, 100, 1 << 20);
+        for helpers in [0, 1] {
+            // Once the walk has listed d (and decided a.txt may be read), a.txt becomes
+            // a symlink out of the workspace, b.txt one to c.txt.
+            let swapped = std::cell::Cell::new(false);
+            let swap = |e: &Entry| {
+                if e.path.as_str() == "d/a.txt" && !swapped.replace(true) {
+                    let d = tmp.path().join("d");
+                    std::fs::remove_file(d.join("a.txt")).expect("rm");
+                    std::os::unix::fs::symlink(outside.path().join("f.txt"), d.join("a.txt"))
+                        .expect("symlink");
+                    std::fs::remove_file(d.join("b.txt")).expect("rm");
+                    std::os::unix::fs::symlink("c.txt", d.join("b.txt")).expect("symlink");
+                }
+                true
+            };
+            let found = ws
+                .grep_tree(&RelPath::root(), &o, &swap, Permits::forced(helpers))
+                .expect("grep");
+            assert!(swapped.get());
+            assert_eq!(lines(&found.hits), vec![("d/c.txt".to_string(), 1)]);
+            assert!(
+                found.hits.iter().all(|h| h.line == "needle c"),
+                "{:?}",
+                found.hits
+            );
+            // Back as they were (the symlinks removed, not written through).
+            for name in ["a", "b"] {
+                std::fs::remove_file(tmp.path().join(format!("d/{name}.txt"))).expect("rm");
+                put(&tmp, &format!("d/{name}.txt"), &format!("needle {name}\n"));
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_are_read_in_the_walk_only_when_asked() {
+        let (tmp, ws) = ws();
+        put(&tmp, "d/a.txt", "needle\n");
+        let m = RegexMatcher::new("needle").expect("regex");
+        for entry_sizes in [false, true] {
+            let mut o = opts(&m, 100, 1 << 20);
+            o.entry_sizes = entry_sizes;
+            let seen = Mutex::new(Vec::new());
+            let readable = |e: &Entry| {
+                seen.lock()
+                    .expect("lock")
+                    .push((e.path.as_str().to_string(), e.size));
+                true
+            };
+            let found = ws
+                .grep_tree(&RelPath::root(), &o, &readable, Permits::forced(1))
+                .expect("grep");
+            assert_eq!(lines(&found.hits), vec![("d/a.txt".to_string(), 1)]);
+            let file = seen
+                .into_inner()
+                .expect("lock")
+                .into_iter()
+                .find(|(p, _)| p == "d/a.txt");
+            let want = if entry_sizes { Some(7) } else { None };
+            assert_eq!(file, Some(("d/a.txt".to_string(), want)));
+        }
+    }
+
+    #[test]
+    fn read_ahead_counts_bytes_up_to_its_limit_past_the_first_file() {
+        let ahead = ReadAhead::default();
+        ahead.limit.store(100, Ordering::Relaxed);
+        // A file larger than the whole allowance, alone.
+        assert!(ahead.reserve(500));
+        assert!(!ahead.reserve(1));
+        ahead.release(500);
+        assert!(ahead.reserve(60));
+        assert!(ahead.reserve(40));
+        assert!(!ahead.reserve(1));
+        ahead.release(60);
+        assert!(ahead.reserve(60));
+        assert!(!ahead.reserve(1));
+        ahead.release(60);
+        ahead.release(40);
+        assert_eq!(ahead.used.load(Ordering::Relaxed), 0);
+    }
+
+    /// Words of the generated files: some match the patterns below, one is refused.
+    const WORDS: [&str; 9] = [
+        "alpha", "needle", "Needle", "zqab123", "zqab12", "zqxy9990", "x", "SECRET", "",
+    ];
+
+    const PATTERNS: [&str; 6] = [
+        "needle",
+        r"zq[a-z]{2}[0-9]{3}\b",
+        "(?i)needle",
+        "^x$",
+        "a.*a",
+        "^$",
+    ];
+
+    /// What grep must find: every line of every file, in walk order (depth first, names
+    /// bytewise), that the regex matches on its own; a refused file with a match shows
+    /// none and counts as withheld.
+    fn reference(root: &std::path::Path, pattern: &str) -> (Vec<(String, u64, String)>, usize) {
+        fn visit(
+            dir: &std::path::Path,
+            rel: &str,
+            re: &regex::bytes::Regex,
+            out: &mut (Vec<(String, u64, String)>, usize),
+        ) {
+            let mut names: Vec<_> = std::fs::read_dir(dir)
+                .expect("read_dir")
+                .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
+                .collect();
+            names.sort();
+            for name in names {
+                let path = if rel.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{rel}/{name}")
+                };
+                let full = dir.join(&name);
+                if full.is_dir() {
+                    visit(&full, &path, re, out);
+                    continue;
+                }
+                let bytes = std::fs::read(&full).expect("read");
+                if bytes.is_empty() {
+                    continue; // No line at all.
+                }
+                let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+                let hits: Vec<_> = body
+                    .split(|b| *b == b'\n')
+                    .zip(1u64..)
+                    .filter(|(l, _)| re.is_match(l))
+                    .map(|(l, n)| (path.clone(), n, String::from_utf8_lossy(l).into_owned()))
+                    .collect();
+                if hits.is_empty() {
+                    continue;
+                }
+                if bytes.windows(6).any(|w| w == b"SECRET") {
+                    out.1 += 1;
+                } else {
+                    out.0.extend(hits);
+                }
+            }
+        }
+        let re = regex::bytes::Regex::new(pattern).expect("regex");
+        let mut out = (Vec::new(), 0);
+        visit(root, "", &re, &mut out);
+        out
+    }
+
+    type Files = Vec<(usize, usize, Vec<Vec<usize>>, bool)>;
+
+    fn files() -> impl proptest::strategy::Strategy<Value = Files> {
+        use proptest::prelude::*;
+        let line = proptest::collection::vec(0..WORDS.len(), 0..4);
+        let file = (
+            0usize..4,
+            0usize..5,
+            proptest::collection::vec(line, 0..6),
+            any::<bool>(),
+        );
+        proptest::collection::vec(file, 0..14)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn grep_finds_what_a_line_by_line_reference_finds(
+            files in files(),
+            pattern in 0..PATTERNS.len(),
+            max in proptest::prop_oneof![1usize..6, proptest::strategy::Just(100_000usize)],
+            helpers in 0usize..3,
+        ) {
+            let (tmp, ws) = ws();
+            let dirs = ["", "d0/", "d1/", "d0/e0/"];
+            for (d, n, lines, newline) in &files {
+                let mut text = lines
+                    .iter()
+                    .map(|l| l.iter().map(|w| WORDS[*w]).collect::<Vec<_>>().join(" "))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if *newline {
+                    text.push('\n');
+                }
+                put(&tmp, &format!("{}f{n}.txt", dirs[*d]), &text);
+            }
+            let (want, withheld) = reference(tmp.path(), PATTERNS[pattern]);
+            let m = RegexMatcher::new(PATTERNS[pattern]).expect("regex");
+            let gate = |_: &RelPath, b: &[u8]| !b.windows(6).any(|w| w == b"SECRET");
+            let mut o = opts(&m, max, 1 << 30);
+            o.content_gate = Some(&gate);
+            let found = grep(&ws, &o, helpers);
+            let got: Vec<_> = found
+                .hits
+                .iter()
+                .map(|h| (h.path.as_str().to_string(), h.line_number, h.line.clone()))
+                .collect();
+            let n = want.len().min(max);
+            proptest::prop_assert_eq!(&got[..], &want[..n]);
+            if want.len() < max {
+                proptest::prop_assert_eq!(found.withheld, withheld);
+            }
+            proptest::prop_assert!(!found.truncated);
+        }
+    }
+
+    #[test]
     fn permits_never_exceed_one_less_than_the_cores() {
         // Two at once (other tests may hold some, even more than the limit: forced).
         let a = Permits::take();
