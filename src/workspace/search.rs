@@ -257,7 +257,9 @@ fn read_whole(
         .unwrap_or(usize::MAX)
         .min(cap);
     let mut filled = 0;
-    buf.clear();
+    // Truncated, not cleared: the bytes kept are overwritten by the reads (and cut off
+    // after), so a reused buffer is not zeroed again for each file.
+    buf.truncate(want);
     loop {
         if buf.len() < want {
             buf.resize(want, 0);
