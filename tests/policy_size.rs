@@ -130,6 +130,8 @@ fn a_size_condition_on_list_hides_large_files_from_listings() {
             "search_files",
             json!({"path": "logs", "pattern": "*.log"}),
         ),
+        // grep's walk reads each file's size for the rule (both files hold an `l`).
+        (5, "grep", json!({"path": "logs", "pattern": "l"})),
     ] {
         let r = g.tool(id, tool, args);
         let text = text_of(&r);
