@@ -6,9 +6,10 @@
 //! Bounds: helper threads across all greps at most one less than the cores (the thread
 //! that asked searches too); files handed out and not yet taken into the answer at most
 //! [`WINDOW_PER_THREAD`] per searching thread; bytes read ahead of their turn (before
-//! every file before them is in the answer) at most [`WINDOW_BYTES_PER_THREAD`] per
-//! searching thread beyond the first file (a search far ahead of a full answer only
-//! wastes reads: a file past that is searched in its turn); one file's content in memory
+//! every file before them is in the answer), with the file being searched in its turn,
+//! at most [`WINDOW_BYTES_PER_THREAD`] per searching thread beyond that file (a search
+//! far ahead of a full answer only wastes reads: a file past that is searched in its
+//! turn); one file's content in memory
 //! per searching thread; the hits of files waiting their turn at most about the answer's
 //! size in all.
 //!
@@ -109,24 +110,27 @@ struct Target {
 }
 
 impl Target {
-    /// Searches the file; ahead of its turn if `ahead` is given, and then only if its
-    /// bytes fit what may be read ahead (else [`Found::Later`]). Also says how many
-    /// bytes it counted as read ahead.
+    /// Searches the file: in its turn (counted in `ahead` whatever its size, so that
+    /// no file is read ahead alongside a large one), or ahead of it, and then only if
+    /// its bytes fit what may be read ahead (else [`Found::Later`]). Also says how many
+    /// bytes it counted in.
     fn search(
         &self,
         sc: &mut Scratch,
         opts: &GrepOptions<'_>,
         caps: Caps,
-        ahead: Option<&ReadAhead>,
+        (ahead, in_turn): (&ReadAhead, bool),
     ) -> (Result<Found, WsError>, u64) {
         let mut reserved = 0;
-        let mut admit = |size: u64| match ahead {
-            None => true,
-            Some(a) => {
-                let ok = a.reserve(size);
-                reserved = if ok { size } else { 0 };
-                ok
+        let mut admit = |size: u64| {
+            let ok = in_turn || ahead.reserve(size);
+            if ok {
+                if in_turn {
+                    ahead.used.fetch_add(size, Ordering::AcqRel);
+                }
+                reserved = size;
             }
+            ok
         };
         let r = search_in(
             sc,
@@ -151,7 +155,7 @@ struct Job {
 impl Job {
     /// Searches the file ahead of its turn.
     fn run(self, sc: &mut Scratch, opts: &GrepOptions<'_>, ahead: &ReadAhead) -> Done {
-        let (result, reserved) = self.target.search(sc, opts, self.caps, Some(ahead));
+        let (result, reserved) = self.target.search(sc, opts, self.caps, (ahead, false));
         Done {
             target: self.target,
             result,
@@ -185,14 +189,14 @@ impl Default for ReadAhead {
 }
 
 impl ReadAhead {
-    /// Counts `size` bytes in if they fit (always when none are counted: a file as
-    /// large as the whole allowance is still read ahead, alone).
+    /// Counts `size` bytes in if they fit (with the files searched in their turn: a
+    /// file larger than the whole allowance is searched only in its turn).
     fn reserve(&self, size: u64) -> bool {
         let limit = self.limit.load(Ordering::Relaxed);
         self.used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
                 let next = cur.saturating_add(size);
-                (cur == 0 || next <= limit).then_some(next)
+                (next <= limit).then_some(next)
             })
             .is_ok()
     }
@@ -333,7 +337,7 @@ fn helper(opts: &GrepOptions<'_>, queue: &Queue) {
     while let Some(job) = queue.next_job(last.take()) {
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
             job.target
-                .search(&mut sc, opts, job.caps, Some(&queue.ahead))
+                .search(&mut sc, opts, job.caps, (&queue.ahead, false))
         }));
         // A panic must still answer the job, or the walk's thread would wait for it.
         let (result, reserved) = r.unwrap_or_else(|_| {
@@ -514,7 +518,10 @@ where
                 Ok(Found::Overflow | Found::Later) => {
                     let caps = self.merge.caps(u64::MAX);
                     let t = &done.target;
-                    t.search(&mut self.scratch, self.opts, caps, None).0
+                    let ahead = &self.queue.ahead;
+                    let (r, counted) = t.search(&mut self.scratch, self.opts, caps, (ahead, true));
+                    ahead.release(counted);
+                    r
                 }
                 r => r,
             };
@@ -880,10 +887,8 @@ mod tests {
     fn read_ahead_counts_bytes_up_to_its_limit_past_the_first_file() {
         let ahead = ReadAhead::default();
         ahead.limit.store(100, Ordering::Relaxed);
-        // A file larger than the whole allowance, alone.
-        assert!(ahead.reserve(500));
-        assert!(!ahead.reserve(1));
-        ahead.release(500);
+        // A file larger than the whole allowance: only in its turn.
+        assert!(!ahead.reserve(101));
         assert!(ahead.reserve(60));
         assert!(ahead.reserve(40));
         assert!(!ahead.reserve(1));
