@@ -133,6 +133,8 @@ fn a_size_condition_on_list_hides_large_files_from_listings() {
         // The listings that read sizes for their answer.
         (5, "list_directory_with_sizes", json!({"path": "logs"})),
         (6, "ls", json!({"path": "logs"})),
+        // grep's walk reads each file's size for the rule (both files hold an `l`).
+        (7, "grep", json!({"path": "logs", "pattern": "l"})),
     ] {
         let r = g.tool(id, tool, args);
         let text = text_of(&r);

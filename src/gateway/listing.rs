@@ -431,6 +431,7 @@ impl Gateway {
             max_answer_bytes: room,
             item_extra,
             content_gate: scanner.map(|_| &gate as &ContentGate),
+            entry_sizes: pol.has_size_rules(),
         };
         let filters = RefCell::new(DirFilters::new(pol, Access::Grep));
         let found = self

@@ -26,6 +26,11 @@ pub(crate) enum OpenKind {
 /// Opens `rel` beneath `root`, refusing symlinks in every component.
 #[cfg(target_os = "linux")]
 pub(crate) fn open_beneath(root: &Dir, rel: &RelPath, kind: OpenKind) -> io::Result<File> {
+    open_beneath_path(root, rel.as_fs_path(), kind)
+}
+
+#[cfg(target_os = "linux")]
+fn open_beneath_path(root: &Dir, rel: &std::path::Path, kind: OpenKind) -> io::Result<File> {
     use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
     let flags = match kind {
         OpenKind::ReadFile => OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::RDONLY | OFlags::NONBLOCK,
@@ -34,7 +39,7 @@ pub(crate) fn open_beneath(root: &Dir, rel: &RelPath, kind: OpenKind) -> io::Res
         OpenKind::Path => OFlags::CLOEXEC | OFlags::PATH,
     };
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    match openat2(root, rel.as_fs_path(), flags, Mode::empty(), resolve) {
+    match openat2(root, rel, flags, Mode::empty(), resolve) {
         Ok(fd) => Ok(File::from(fd)),
         // Kernels before 5.6 have no openat2: fall back to cap-std, which still
         // resolves beneath the root (last component not followed).
@@ -43,20 +48,36 @@ pub(crate) fn open_beneath(root: &Dir, rel: &RelPath, kind: OpenKind) -> io::Res
     }
 }
 
+/// Opens the file `name` (one component) of the directory `dir` for reading, refusing a
+/// symlink: a walk's files, opened where the walk holds their directory (a handle it
+/// reached without following any symlink) instead of from the root, component by
+/// component, each time.
+pub(crate) fn open_file_in(dir: &Dir, name: &str) -> io::Result<File> {
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    open_beneath_path(dir, std::path::Path::new(name), OpenKind::ReadFile)
+}
+
 /// Opens `rel` beneath `root` (non-Linux: cap-std's own beneath-resolution).
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn open_beneath(root: &Dir, rel: &RelPath, kind: OpenKind) -> io::Result<File> {
+    open_with_cap_std(root, rel.as_fs_path(), kind)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_beneath_path(root: &Dir, rel: &std::path::Path, kind: OpenKind) -> io::Result<File> {
     open_with_cap_std(root, rel, kind)
 }
 
-fn open_with_cap_std(root: &Dir, rel: &RelPath, kind: OpenKind) -> io::Result<File> {
+fn open_with_cap_std(root: &Dir, rel: &std::path::Path, kind: OpenKind) -> io::Result<File> {
     use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
     match kind {
-        OpenKind::Directory => Ok(root.open_dir_nofollow(rel.as_fs_path())?.into_std_file()),
+        OpenKind::Directory => Ok(root.open_dir_nofollow(rel)?.into_std_file()),
         OpenKind::ReadFile | OpenKind::Path => {
             let mut opts = cap_std::fs::OpenOptions::new();
             opts.read(true).follow(FollowSymlinks::No);
-            Ok(root.open_with(rel.as_fs_path(), &opts)?.into_std())
+            Ok(root.open_with(rel, &opts)?.into_std())
         }
     }
 }

@@ -9,9 +9,14 @@ use grep_regex::RegexMatcher;
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 
+use std::fs::{File, Metadata};
 use std::io::Read as _;
 
+use cap_std::fs::Dir;
+
 use super::kind::FileKind;
+use super::open::open_file_in;
+use super::read::check_regular;
 use super::search_pool::Permits;
 use super::walk::{Entry, Visit};
 use super::{Workspace, WsError};
@@ -56,6 +61,10 @@ pub struct GrepOptions<'a> {
     /// a match (a file without one shows nothing either way); a file named on its own
     /// is judged first. `None`: files are streamed unchecked.
     pub content_gate: Option<&'a ContentGate<'a>>,
+    /// Whether deciding which entries may be read needs each file's size (some rule
+    /// has a size condition): a walk then reads each entry's metadata, else only its
+    /// name and kind.
+    pub entry_sizes: bool,
 }
 
 /// What a grep found.
@@ -154,9 +163,9 @@ impl Workspace {
         Ok(merge.finish(false))
     }
 
-    /// Searches one file: its hits within `caps`. With a content gate the file is read
-    /// whole into `sc`'s buffer, and the gate judges those bytes: first if `gate_first`,
-    /// else only once there is a hit to show.
+    /// Searches the file at `path`, opened from the root: its hits within `caps`. With a
+    /// content gate the file is read whole into `sc`'s buffer, and the gate judges those
+    /// bytes: first if `gate_first`, else only once there is a hit to show.
     pub(super) fn search_file(
         &self,
         sc: &mut Scratch,
@@ -166,43 +175,77 @@ impl Workspace {
         gate_first: bool,
     ) -> Result<Found, WsError> {
         let (file, meta) = self.open_regular(path)?;
-        let limit = opts.max_file_bytes;
-        if meta.len() > limit {
-            return Err(WsError::TooLarge {
-                size: meta.len(),
-                limit,
-            });
-        }
-        let mut hits = Collect::new(path, opts, caps);
-        let Some(gate) = opts.content_gate else {
-            let _ = sc.searcher.search_file(opts.matcher, &file, hits.sink());
-            return Ok(hits.finish());
-        };
-        read_whole(&file, &mut sc.buf, meta.len(), limit)?;
-        sc.shrink_later = sc.buf.capacity() > KEEP_BUFFER_BYTES;
-        if sc.buf.len() as u64 > limit {
-            return Err(WsError::TooLarge {
-                size: sc.buf.len() as u64,
-                limit,
-            });
-        }
-        if gate_first && !gate(path, &sc.buf) {
-            return Ok(Found::Withheld);
-        }
-        let _ = sc.searcher.search_slice(opts.matcher, &sc.buf, hits.sink());
-        let found = hits.finish();
-        let shown = matches!(&found, Found::Hits(h) if !h.is_empty());
-        if shown && !gate_first && !gate(path, &sc.buf) {
-            return Ok(Found::Withheld);
-        }
-        Ok(found)
+        search_opened(sc, (&file, &meta), path, opts, caps, gate_first)
     }
 }
 
+/// Searches the file `name` of the directory `dir` (a walk's handle), shown as `path`:
+/// [`Workspace::search_file`] of a file met in a walk, opened where the walk holds its
+/// directory, with the same checks on what was opened. A file within the size limit
+/// is read only if `admit` takes its size (else [`Found::Later`]).
+pub(super) fn search_in(
+    sc: &mut Scratch,
+    (dir, name): (&Dir, &str),
+    path: &RelPath,
+    opts: &GrepOptions<'_>,
+    caps: Caps,
+    admit: &mut dyn FnMut(u64) -> bool,
+) -> Result<Found, WsError> {
+    let file = open_file_in(dir, name).map_err(WsError::from_io)?;
+    let meta = file.metadata()?;
+    check_regular(&meta)?;
+    if meta.len() <= opts.max_file_bytes && !admit(meta.len()) {
+        return Ok(Found::Later);
+    }
+    search_opened(sc, (&file, &meta), path, opts, caps, false)
+}
+
+/// Searches an opened regular file (see [`Workspace::search_file`]).
+fn search_opened(
+    sc: &mut Scratch,
+    (file, meta): (&File, &Metadata),
+    path: &RelPath,
+    opts: &GrepOptions<'_>,
+    caps: Caps,
+    gate_first: bool,
+) -> Result<Found, WsError> {
+    let limit = opts.max_file_bytes;
+    if meta.len() > limit {
+        return Err(WsError::TooLarge {
+            size: meta.len(),
+            limit,
+        });
+    }
+    let mut hits = Collect::new(path, opts, caps);
+    let Some(gate) = opts.content_gate else {
+        let _ = sc.searcher.search_file(opts.matcher, file, hits.sink());
+        return Ok(hits.finish());
+    };
+    read_whole(file, &mut sc.buf, meta.len(), limit)?;
+    sc.shrink_later = sc.buf.capacity() > KEEP_BUFFER_BYTES;
+    if sc.buf.len() as u64 > limit {
+        return Err(WsError::TooLarge {
+            size: sc.buf.len() as u64,
+            limit,
+        });
+    }
+    if gate_first && !gate(path, &sc.buf) {
+        return Ok(Found::Withheld);
+    }
+    let _ = sc.searcher.search_slice(opts.matcher, &sc.buf, hits.sink());
+    let found = hits.finish();
+    let shown = matches!(&found, Found::Hits(h) if !h.is_empty());
+    if shown && !gate_first && !gate(path, &sc.buf) {
+        return Ok(Found::Withheld);
+    }
+    Ok(found)
+}
+
 /// Reads `file` whole into `buf`, stopping one byte past `limit` (the file may have
-/// grown since `size` was read from fstat). The first read asks for the whole file and
-/// the next finds its end: two reads for a small file, where `read_to_end` (which
-/// starts at 8 KiB a read) makes three for 10 KiB.
+/// grown since `size` was read from fstat). The first read asks for one byte more than
+/// the whole file: when it gives exactly `size` bytes, that is the file as fstat saw it,
+/// and no second read looks for its end (one read for a small file, where
+/// `read_to_end`, starting at 8 KiB a read, makes three for 10 KiB).
 fn read_whole(
     mut file: &std::fs::File,
     buf: &mut Vec<u8>,
@@ -214,7 +257,9 @@ fn read_whole(
         .unwrap_or(usize::MAX)
         .min(cap);
     let mut filled = 0;
-    buf.clear();
+    // Truncated, not cleared: the bytes kept are overwritten by the reads (and cut off
+    // after), so a reused buffer is not zeroed again for each file.
+    buf.truncate(want);
     loop {
         if buf.len() < want {
             buf.resize(want, 0);
@@ -231,6 +276,9 @@ fn read_whole(
             break;
         }
         filled += n;
+        if filled as u64 == size && filled < buf.len() {
+            break;
+        }
         if filled == buf.len() {
             if filled >= cap {
                 break;
@@ -305,6 +353,9 @@ pub(super) enum Found {
     Withheld,
     /// More hits than a waiting result may hold: searched again when its turn comes.
     Overflow,
+    /// Not searched: more bytes than may be read ahead of its turn. Searched when its
+    /// turn comes.
+    Later,
 }
 
 /// Collects one file's hits within its caps.
@@ -398,7 +449,7 @@ impl<'o> Merge<'o> {
                 return;
             }
             // Searched again by the caller before it gets here.
-            Found::Overflow => return,
+            Found::Overflow | Found::Later => return,
         };
         for h in hits {
             if self.used + h.size > self.opts.max_answer_bytes {

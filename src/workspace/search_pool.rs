@@ -5,10 +5,12 @@
 //!
 //! Bounds: helper threads across all greps at most one less than the cores (the thread
 //! that asked searches too); files handed out and not yet taken into the answer at most
-//! [`WINDOW_PER_THREAD`] per searching thread, and at most [`WINDOW_BYTES_PER_THREAD`]
-//! of their sizes beyond the first (a walk far ahead of a full answer only wastes
-//! reads); one file's content in memory per
-//! searching thread; the hits of files waiting their turn at most about the answer's
+//! [`WINDOW_PER_THREAD`] per searching thread; bytes read ahead of their turn (before
+//! every file before them is in the answer), with the file being searched in its turn,
+//! at most [`WINDOW_BYTES_PER_THREAD`] per searching thread beyond that file (a search
+//! far ahead of a full answer only wastes reads: a file past that is searched in its
+//! turn); one file's content in memory
+//! per searching thread; the hits of files waiting their turn at most about the answer's
 //! size in all.
 //!
 //! Hand-overs are batched: an idle helper is woken once [`WAKE_AT`] files wait, and the
@@ -18,25 +20,29 @@
 //! or when its window is full: walking is cheaper than searching, so the walk stays
 //! ahead and the helpers are not left idle while it catches up.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::Scope;
 
+use cap_std::fs::Dir;
+
 use super::kind::FileKind;
+use super::open::open_dir;
 use super::search::{
-    Caps, Found, GrepOptions, GrepOutcome, Merge, Scratch, descend_or_skip, wanted,
+    Caps, Found, GrepOptions, GrepOutcome, Merge, Scratch, descend_or_skip, search_in, wanted,
 };
-use super::walk::{Entry, MAX_DEPTH, Visit};
+use super::walk::{Entry, MAX_DEPTH, Mode, Visit, Visitor, walk_dir};
 use super::{Workspace, WsError};
 use crate::path::RelPath;
 
 /// Files handed out and not yet taken into the answer, per searching thread.
 const WINDOW_PER_THREAD: usize = 32;
 
-/// Bytes of files handed out and not yet taken in, per searching thread (past them,
-/// the walk waits for the answer to catch up).
+/// Bytes of files read ahead of their turn and not yet taken in, per searching thread
+/// (past them, a file is left to be searched in its turn).
 const WINDOW_BYTES_PER_THREAD: u64 = 4 << 20;
 
 /// Files waiting before an idle helper is woken.
@@ -95,15 +101,110 @@ impl Drop for Permits {
     }
 }
 
+/// A file met in the walk: the handle of its directory (shared by the files of one
+/// directory), its name there, its path.
+struct Target {
+    dir: Arc<Dir>,
+    name: String,
+    path: RelPath,
+}
+
+impl Target {
+    /// Searches the file: in its turn (counted in `ahead` whatever its size, so that
+    /// no file is read ahead alongside a large one), or ahead of it, and then only if
+    /// its bytes fit what may be read ahead (else [`Found::Later`]). Also says how many
+    /// bytes it counted in.
+    fn search(
+        &self,
+        sc: &mut Scratch,
+        opts: &GrepOptions<'_>,
+        caps: Caps,
+        (ahead, in_turn): (&ReadAhead, bool),
+    ) -> (Result<Found, WsError>, u64) {
+        let mut reserved = 0;
+        let mut admit = |size: u64| {
+            let ok = in_turn || ahead.reserve(size);
+            if ok {
+                if in_turn {
+                    ahead.used.fetch_add(size, Ordering::AcqRel);
+                }
+                reserved = size;
+            }
+            ok
+        };
+        let r = search_in(
+            sc,
+            (&self.dir, &self.name),
+            &self.path,
+            opts,
+            caps,
+            &mut admit,
+        );
+        sc.tidy();
+        (r, reserved)
+    }
+}
+
 /// A file to search, numbered in walk order, with what it may keep.
 struct Job {
     seq: usize,
-    path: RelPath,
+    target: Target,
     caps: Caps,
 }
 
-/// A searched file: its path and what the search gave.
-type Done = (RelPath, Result<Found, WsError>);
+impl Job {
+    /// Searches the file ahead of its turn.
+    fn run(self, sc: &mut Scratch, opts: &GrepOptions<'_>, ahead: &ReadAhead) -> Done {
+        let (result, reserved) = self.target.search(sc, opts, self.caps, (ahead, false));
+        Done {
+            target: self.target,
+            result,
+            reserved,
+        }
+    }
+}
+
+/// A searched file, what the search gave, and the bytes it counts as read ahead.
+struct Done {
+    target: Target,
+    result: Result<Found, WsError>,
+    reserved: u64,
+}
+
+/// Bytes of the files read ahead of their turn and not yet taken into the answer,
+/// across the threads searching one grep.
+struct ReadAhead {
+    used: AtomicU64,
+    /// Set before the helpers start.
+    limit: AtomicU64,
+}
+
+impl Default for ReadAhead {
+    fn default() -> ReadAhead {
+        ReadAhead {
+            used: AtomicU64::new(0),
+            limit: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl ReadAhead {
+    /// Counts `size` bytes in if they fit (with the files searched in their turn: a
+    /// file larger than the whole allowance is searched only in its turn).
+    fn reserve(&self, size: u64) -> bool {
+        let limit = self.limit.load(Ordering::Relaxed);
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |cur| {
+                let next = cur.saturating_add(size);
+                (next <= limit).then_some(next)
+            })
+            .is_ok()
+    }
+
+    fn release(&self, size: u64) {
+        self.used.fetch_sub(size, Ordering::AcqRel);
+    }
+}
 
 #[derive(Default)]
 struct State {
@@ -122,6 +223,7 @@ struct Queue {
     st: Mutex<State>,
     work: Condvar,
     ready: Condvar,
+    ahead: ReadAhead,
 }
 
 impl Queue {
@@ -229,26 +331,31 @@ impl Drop for CloseOnDrop<'_> {
 }
 
 /// A helper thread: searches files until the grep is over.
-fn helper(ws: &Workspace, opts: &GrepOptions<'_>, queue: &Queue) {
+fn helper(opts: &GrepOptions<'_>, queue: &Queue) {
     let mut sc = Scratch::new();
     let mut last = None;
     while let Some(job) = queue.next_job(last.take()) {
         let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            ws.search_file(&mut sc, &job.path, opts, job.caps, false)
+            job.target
+                .search(&mut sc, opts, job.caps, (&queue.ahead, false))
         }));
         // A panic must still answer the job, or the walk's thread would wait for it.
-        let r = r.unwrap_or_else(|_| {
+        let (result, reserved) = r.unwrap_or_else(|_| {
             sc = Scratch::new();
-            Err(WsError::Io(std::io::Error::other("grep: search failed")))
+            let failed = std::io::Error::other("grep: search failed");
+            (Err(WsError::Io(failed)), 0)
         });
-        sc.tidy();
-        last = Some((job.seq, (job.path, r)));
+        let done = Done {
+            target: job.target,
+            result,
+            reserved,
+        };
+        last = Some((job.seq, done));
     }
 }
 
 /// The walk's side of a threaded grep.
 struct Tree<'a, 'o, 's, 'e> {
-    ws: &'a Workspace,
     opts: &'o GrepOptions<'o>,
     readable: &'a dyn Fn(&Entry) -> bool,
     queue: &'e Queue,
@@ -263,14 +370,11 @@ struct Tree<'a, 'o, 's, 'e> {
     window: usize,
     /// Bytes of hits a waiting result may hold.
     hold: u64,
-    /// Sizes of the files handed out and not yet taken in, in walk order; their sum;
-    /// the most that sum may be.
-    sizes: VecDeque<u64>,
-    ahead: u64,
-    window_bytes: u64,
     start_depth: usize,
     ready: Vec<Done>,
     closed: bool,
+    /// The handle of the directory whose files the walk is handing out, and its path.
+    dir: Option<(String, Arc<Dir>)>,
 }
 
 impl<'a, 'o, 's, 'e> Tree<'a, 'o, 's, 'e>
@@ -278,46 +382,69 @@ where
     'a: 'e,
     'o: 'e,
 {
-    fn visit(&mut self, e: &Entry) -> Visit {
+    /// What to do with `e`, a file (to hand out) or not; Err: the walk's directory
+    /// handle could not be shared (the walk ends with that error).
+    fn visit_entry(&mut self, dir: &Dir, e: Cow<'_, Entry>) -> Result<Visit, WsError> {
         // (Results are taken in only when the window is full: a walk may run ahead of
         // the answer by that much, which changes nothing but the depth cut, below.)
         if self.merge.done() {
-            return Visit::Stop;
+            return Ok(Visit::Stop);
         }
-        if !(self.readable)(e) {
-            return Visit::Skip;
+        if !(self.readable)(&e) {
+            return Ok(Visit::Skip);
         }
         let depth = e.path.components().count() - self.start_depth;
         if e.kind == FileKind::Directory && depth >= MAX_DEPTH {
             // The walk notes a cut here: only if one thread alone would have got here.
             self.drain(0);
             if self.merge.done() {
-                return Visit::Stop;
+                return Ok(Visit::Stop);
             }
         }
-        if wanted(self.opts, e) {
-            self.dispatch(e.path.clone(), e.size.unwrap_or(0));
+        let visit = descend_or_skip(&e);
+        if wanted(self.opts, &e) {
+            let dir = self.dir_of(dir, &e)?;
+            let e = e.into_owned();
+            let target = Target {
+                dir,
+                name: e.name,
+                path: e.path,
+            };
+            self.dispatch(target);
         }
-        descend_or_skip(e)
+        Ok(visit)
     }
 
-    fn dispatch(&mut self, path: RelPath, size: u64) {
+    /// A shared handle of `dir`, the directory holding `e`: one for all its files (a
+    /// walk enters each directory once, so its path names it).
+    fn dir_of(&mut self, dir: &Dir, e: &Entry) -> Result<Arc<Dir>, WsError> {
+        let p = e.path.as_str();
+        let parent = p[..p.len() - e.name.len()].trim_end_matches('/');
+        match &self.dir {
+            Some((at, d)) if at == parent => Ok(Arc::clone(d)),
+            _ => {
+                let d = Arc::new(dir.try_clone()?);
+                self.dir = Some((parent.to_string(), Arc::clone(&d)));
+                Ok(d)
+            }
+        }
+    }
+
+    fn dispatch(&mut self, target: Target) {
         if self.next == 0 {
             self.spawn_helpers();
         }
         let caps = self.merge.caps(self.hold);
         let queued = self.queue.push(Job {
             seq: self.next,
-            path,
+            target,
             caps,
         });
         self.next += 1;
-        self.sizes.push_back(size);
-        self.ahead = self.ahead.saturating_add(size);
         if queued > HELP_AT {
             self.help_one();
         }
-        if self.next - self.merged >= self.window || self.ahead >= self.window_bytes {
+        if self.next - self.merged >= self.window {
             self.drain(self.window - 1);
         } else if self.next.is_multiple_of(MERGE_EVERY) {
             self.merge_ready();
@@ -327,19 +454,23 @@ where
     /// Searches the oldest waiting file.
     fn help_one(&mut self) {
         if let Some(job) = self.queue.pop() {
-            let r = self.search(&job.path, job.caps);
-            self.queue.finish(job.seq, (job.path, r));
+            let seq = job.seq;
+            let done = job.run(&mut self.scratch, self.opts, &self.queue.ahead);
+            self.queue.finish(seq, done);
         }
     }
 
     /// Starts the helpers (at the first file: a grep of nothing starts none).
     fn spawn_helpers(&mut self) {
-        let (ws, opts, queue) = (self.ws, self.opts, self.queue);
+        let (opts, queue) = (self.opts, self.queue);
+        // Set before any helper starts (spawning orders it before their loads).
+        let bytes = WINDOW_BYTES_PER_THREAD * (self.permits as u64 + 1);
+        queue.ahead.limit.store(bytes, Ordering::Relaxed);
         let mut started = 0;
         for _ in 0..self.permits {
             let spawned = std::thread::Builder::new()
                 .name("fsgate-grep".into())
-                .spawn_scoped(self.scope, move || helper(ws, opts, queue));
+                .spawn_scoped(self.scope, move || helper(opts, queue));
             if spawned.is_err() {
                 break;
             }
@@ -347,7 +478,6 @@ where
         }
         if started > 0 {
             self.window = WINDOW_PER_THREAD * (started + 1);
-            self.window_bytes = WINDOW_BYTES_PER_THREAD * (started as u64 + 1);
             self.hold = self.opts.max_answer_bytes / self.window as u64;
         }
     }
@@ -359,48 +489,46 @@ where
         loop {
             self.merge_ready();
             let out = self.next - self.merged;
-            let within = out <= target && (out == 0 || self.ahead < self.window_bytes);
-            if self.merge.done() || within {
+            if self.merge.done() || out <= target {
                 return;
             }
             match self.queue.pop() {
                 Some(job) => {
-                    let r = self.search(&job.path, job.caps);
-                    self.queue.finish(job.seq, (job.path, r));
+                    let seq = job.seq;
+                    let done = job.run(&mut self.scratch, self.opts, &self.queue.ahead);
+                    self.queue.finish(seq, done);
                 }
                 None => self.queue.wait_for(self.merged),
             }
         }
     }
 
-    fn search(&mut self, path: &RelPath, caps: Caps) -> Result<Found, WsError> {
-        let r = self
-            .ws
-            .search_file(&mut self.scratch, path, self.opts, caps, false);
-        self.scratch.tidy();
-        r
-    }
-
     /// Takes the results that are next in walk order into the answer.
     fn merge_ready(&mut self) {
         let mut ready = std::mem::take(&mut self.ready);
         self.queue.take_ready(self.merged, &mut ready);
-        for (path, r) in ready.drain(..) {
+        for done in ready.drain(..) {
             self.merged += 1;
-            let size = self.sizes.pop_front().unwrap_or(0);
-            self.ahead = self.ahead.saturating_sub(size);
+            self.queue.ahead.release(done.reserved);
             if self.merge.done() {
                 continue;
             }
-            let r = match r {
-                // Its turn now: searched again within what the answer can still take.
-                Ok(Found::Overflow) => self.search(&path, self.merge.caps(u64::MAX)),
+            let r = match done.result {
+                // Its turn now: searched (again) within what the answer can still take.
+                Ok(Found::Overflow | Found::Later) => {
+                    let caps = self.merge.caps(u64::MAX);
+                    let t = &done.target;
+                    let ahead = &self.queue.ahead;
+                    let (r, counted) = t.search(&mut self.scratch, self.opts, caps, (ahead, true));
+                    ahead.release(counted);
+                    r
+                }
                 r => r,
             };
             // A file that cannot be searched (special, hard-linked, too large, gone) is
             // passed over, as in a walk.
             if let Ok(found) = r {
-                self.merge.take(&path, found);
+                self.merge.take(&done.target.path, found);
             }
         }
         self.ready = ready;
@@ -408,6 +536,20 @@ where
             self.closed = true;
             self.queue.close();
         }
+    }
+}
+
+impl<'a, 'o, 's, 'e> Visitor for Tree<'a, 'o, 's, 'e>
+where
+    'a: 'e,
+    'o: 'e,
+{
+    fn visit(&mut self, dir: &Dir, e: &Entry) -> Result<Visit, WsError> {
+        self.visit_entry(dir, Cow::Borrowed(e))
+    }
+
+    fn visit_owned(&mut self, dir: &Dir, e: Entry) -> Result<Visit, WsError> {
+        self.visit_entry(dir, Cow::Owned(e))
     }
 }
 
@@ -424,7 +566,6 @@ impl Workspace {
         std::thread::scope(|scope| {
             let _close = CloseOnDrop(&queue);
             let mut tree = Tree {
-                ws: self,
                 opts,
                 readable,
                 queue: &queue,
@@ -436,14 +577,19 @@ impl Workspace {
                 merged: 0,
                 window: 1,
                 hold: u64::MAX,
-                sizes: VecDeque::new(),
-                ahead: 0,
-                window_bytes: u64::MAX,
                 start_depth: start.components().count(),
                 ready: Vec::new(),
                 closed: false,
+                dir: None,
             };
-            let walked = self.walk(start, &mut |e| tree.visit(e))?;
+            let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
+            // Each entry's metadata only if deciding what may be read needs its size.
+            let mode = if opts.entry_sizes {
+                Mode::Lenient
+            } else {
+                Mode::LenientNames
+            };
+            let walked = walk_dir(dir, start, MAX_DEPTH, mode, &mut tree)?;
             tree.drain(0);
             Ok(tree.merge.finish(walked.truncated()))
         })
@@ -480,6 +626,7 @@ mod tests {
             max_answer_bytes: room,
             item_extra: 0,
             content_gate: None,
+            entry_sizes: false,
         }
     }
 
@@ -661,6 +808,219 @@ mod tests {
                 want,
                 "helpers {helpers}"
             );
+        }
+    }
+
+    #[test]
+    fn a_symlink_swapped_in_during_the_walk_is_not_followed() {
+        let (tmp, ws) = ws();
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::write(outside.path().join("f.txt"), "needle outside\n").expect("write");
+        put(&tmp, "d/a.txt", "needle a\n");
+        put(&tmp, "d/b.txt", "needle b\n");
+        put(&tmp, "d/c.txt", "needle c\n");
+        let m = RegexMatcher::new("needle").expect("regex");
+        let o = opts(&m, 100, 1 << 20);
+        for helpers in [0, 1] {
+            // Once the walk has listed d (and decided a.txt may be read), a.txt becomes
+            // a symlink out of the workspace, b.txt one to c.txt.
+            let swapped = std::cell::Cell::new(false);
+            let swap = |e: &Entry| {
+                if e.path.as_str() == "d/a.txt" && !swapped.replace(true) {
+                    let d = tmp.path().join("d");
+                    std::fs::remove_file(d.join("a.txt")).expect("rm");
+                    std::os::unix::fs::symlink(outside.path().join("f.txt"), d.join("a.txt"))
+                        .expect("symlink");
+                    std::fs::remove_file(d.join("b.txt")).expect("rm");
+                    std::os::unix::fs::symlink("c.txt", d.join("b.txt")).expect("symlink");
+                }
+                true
+            };
+            let found = ws
+                .grep_tree(&RelPath::root(), &o, &swap, Permits::forced(helpers))
+                .expect("grep");
+            assert!(swapped.get());
+            assert_eq!(lines(&found.hits), vec![("d/c.txt".to_string(), 1)]);
+            assert!(
+                found.hits.iter().all(|h| h.line == "needle c"),
+                "{:?}",
+                found.hits
+            );
+            // Back as they were (the symlinks removed, not written through).
+            for name in ["a", "b"] {
+                std::fs::remove_file(tmp.path().join(format!("d/{name}.txt"))).expect("rm");
+                put(&tmp, &format!("d/{name}.txt"), &format!("needle {name}\n"));
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_are_read_in_the_walk_only_when_asked() {
+        let (tmp, ws) = ws();
+        put(&tmp, "d/a.txt", "needle\n");
+        let m = RegexMatcher::new("needle").expect("regex");
+        for entry_sizes in [false, true] {
+            let mut o = opts(&m, 100, 1 << 20);
+            o.entry_sizes = entry_sizes;
+            let seen = Mutex::new(Vec::new());
+            let readable = |e: &Entry| {
+                seen.lock()
+                    .expect("lock")
+                    .push((e.path.as_str().to_string(), e.size));
+                true
+            };
+            let found = ws
+                .grep_tree(&RelPath::root(), &o, &readable, Permits::forced(1))
+                .expect("grep");
+            assert_eq!(lines(&found.hits), vec![("d/a.txt".to_string(), 1)]);
+            let file = seen
+                .into_inner()
+                .expect("lock")
+                .into_iter()
+                .find(|(p, _)| p == "d/a.txt");
+            let want = if entry_sizes { Some(7) } else { None };
+            assert_eq!(file, Some(("d/a.txt".to_string(), want)));
+        }
+    }
+
+    #[test]
+    fn read_ahead_counts_bytes_up_to_its_limit_past_the_first_file() {
+        let ahead = ReadAhead::default();
+        ahead.limit.store(100, Ordering::Relaxed);
+        // A file larger than the whole allowance: only in its turn.
+        assert!(!ahead.reserve(101));
+        assert!(ahead.reserve(60));
+        assert!(ahead.reserve(40));
+        assert!(!ahead.reserve(1));
+        ahead.release(60);
+        assert!(ahead.reserve(60));
+        assert!(!ahead.reserve(1));
+        ahead.release(60);
+        ahead.release(40);
+        assert_eq!(ahead.used.load(Ordering::Relaxed), 0);
+    }
+
+    /// Words of the generated files: some match the patterns below, one is refused.
+    const WORDS: [&str; 9] = [
+        "alpha", "needle", "Needle", "zqab123", "zqab12", "zqxy9990", "x", "SECRET", "",
+    ];
+
+    const PATTERNS: [&str; 6] = [
+        "needle",
+        r"zq[a-z]{2}[0-9]{3}\b",
+        "(?i)needle",
+        "^x$",
+        "a.*a",
+        "^$",
+    ];
+
+    /// What grep must find: every line of every file, in walk order (depth first, names
+    /// bytewise), that the regex matches on its own; a refused file with a match shows
+    /// none and counts as withheld.
+    fn reference(root: &std::path::Path, pattern: &str) -> (Vec<(String, u64, String)>, usize) {
+        fn visit(
+            dir: &std::path::Path,
+            rel: &str,
+            re: &regex::bytes::Regex,
+            out: &mut (Vec<(String, u64, String)>, usize),
+        ) {
+            let mut names: Vec<_> = std::fs::read_dir(dir)
+                .expect("read_dir")
+                .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
+                .collect();
+            names.sort();
+            for name in names {
+                let path = if rel.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{rel}/{name}")
+                };
+                let full = dir.join(&name);
+                if full.is_dir() {
+                    visit(&full, &path, re, out);
+                    continue;
+                }
+                let bytes = std::fs::read(&full).expect("read");
+                if bytes.is_empty() {
+                    continue; // No line at all.
+                }
+                let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+                let hits: Vec<_> = body
+                    .split(|b| *b == b'\n')
+                    .zip(1u64..)
+                    .filter(|(l, _)| re.is_match(l))
+                    .map(|(l, n)| (path.clone(), n, String::from_utf8_lossy(l).into_owned()))
+                    .collect();
+                if hits.is_empty() {
+                    continue;
+                }
+                if bytes.windows(6).any(|w| w == b"SECRET") {
+                    out.1 += 1;
+                } else {
+                    out.0.extend(hits);
+                }
+            }
+        }
+        let re = regex::bytes::Regex::new(pattern).expect("regex");
+        let mut out = (Vec::new(), 0);
+        visit(root, "", &re, &mut out);
+        out
+    }
+
+    type Files = Vec<(usize, usize, Vec<Vec<usize>>, bool)>;
+
+    fn files() -> impl proptest::strategy::Strategy<Value = Files> {
+        use proptest::prelude::*;
+        let line = proptest::collection::vec(0..WORDS.len(), 0..4);
+        let file = (
+            0usize..4,
+            0usize..5,
+            proptest::collection::vec(line, 0..6),
+            any::<bool>(),
+        );
+        proptest::collection::vec(file, 0..14)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        #[test]
+        fn grep_finds_what_a_line_by_line_reference_finds(
+            files in files(),
+            pattern in 0..PATTERNS.len(),
+            max in proptest::prop_oneof![1usize..6, proptest::strategy::Just(100_000usize)],
+            helpers in 0usize..3,
+        ) {
+            let (tmp, ws) = ws();
+            let dirs = ["", "d0/", "d1/", "d0/e0/"];
+            for (d, n, lines, newline) in &files {
+                let mut text = lines
+                    .iter()
+                    .map(|l| l.iter().map(|w| WORDS[*w]).collect::<Vec<_>>().join(" "))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if *newline {
+                    text.push('\n');
+                }
+                put(&tmp, &format!("{}f{n}.txt", dirs[*d]), &text);
+            }
+            let (want, withheld) = reference(tmp.path(), PATTERNS[pattern]);
+            let m = RegexMatcher::new(PATTERNS[pattern]).expect("regex");
+            let gate = |_: &RelPath, b: &[u8]| !b.windows(6).any(|w| w == b"SECRET");
+            let mut o = opts(&m, max, 1 << 30);
+            o.content_gate = Some(&gate);
+            let found = grep(&ws, &o, helpers);
+            let got: Vec<_> = found
+                .hits
+                .iter()
+                .map(|h| (h.path.as_str().to_string(), h.line_number, h.line.clone()))
+                .collect();
+            let n = want.len().min(max);
+            proptest::prop_assert_eq!(&got[..], &want[..n]);
+            if want.len() < max {
+                proptest::prop_assert_eq!(found.withheld, withheld);
+            }
+            proptest::prop_assert!(!found.truncated);
         }
     }
 

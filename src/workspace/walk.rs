@@ -77,6 +77,8 @@ pub(crate) enum Mode {
     /// Read-only walks: a directory that cannot be opened, or a name that is not UTF-8
     /// (inexpressible on the wire), is passed over as before.
     Lenient,
+    /// [`Mode::Lenient`], reading no metadata (names and kinds only).
+    LenientNames,
     /// Walks before a change: anything that cannot be inspected is an error.
     Strict,
     /// Name listings: no metadata is read (names and kinds only); a directory that
@@ -163,7 +165,7 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
             let kind = kind_of(entry.file_type());
             let meta = match mode {
                 // No metadata for names only: that stat was most of a name listing's time.
-                Mode::Names => None,
+                Mode::Names | Mode::LenientNames => None,
                 _ => entry_meta(dir, entry.file_name(), mode)?,
             };
             out.push(entry_from(base, name, kind, meta));
@@ -338,7 +340,9 @@ pub(crate) fn walk_dir(
         // A directory swapped for a symlink since listing fails here.
         let sub = match top.dir.open_dir_nofollow(&e.name) {
             Ok(sub) => sub,
-            Err(err) if mode != Mode::Lenient => return Err(WsError::from_io(err)),
+            Err(err) if !matches!(mode, Mode::Lenient | Mode::LenientNames) => {
+                return Err(WsError::from_io(err));
+            }
             Err(_) => continue,
         };
         let pending = read_entries(&sub, &e.path, mode)?.into_iter();
