@@ -176,6 +176,41 @@ fn damaged_records_are_skipped_not_trusted() {
     assert!(store.list(None).expect("list").is_empty());
 }
 
+/// The sweep removes files without a trailer (crash leftovers) once old, but never a
+/// file whose trailer is there and whose record fails its check: that may be a backup
+/// with one bad byte (or a record a later release wrote), not a leftover.
+#[test]
+fn the_sweep_removes_torn_files_but_never_damaged_versions() {
+    let (tmp, store) = open_store(&BackupSettings::default());
+    let root = tmp.path().join("store");
+    let kept = store.save("x.txt", &mut &b"one"[..]).expect("save");
+    let damaged = version_file(&root, &kept);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&damaged)
+        .expect("open");
+    // One byte of the record's JSON (just after the 3 bytes of content).
+    std::os::unix::fs::FileExt::write_all_at(&f, b"X", 4).expect("flip");
+    let torn = store.save("z.txt", &mut &b"two"[..]).expect("save");
+    let torn = version_file(&root, &torn);
+    let full = std::fs::metadata(&torn).expect("stat").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&torn)
+        .expect("open")
+        .set_len(full - 1)
+        .expect("tear");
+    assert!(store.list(None).expect("list").is_empty());
+    let later = OffsetDateTime::now_utc() + time::Duration::hours(2);
+    let report = store.prune_at(later).expect("prune");
+    assert_eq!(report.leftovers_removed, 1);
+    assert!(!torn.exists(), "the torn file is a leftover");
+    assert!(
+        damaged.exists(),
+        "a damaged version was swept as a leftover"
+    );
+}
+
 #[test]
 fn invalid_paths_are_refused() {
     let (_tmp, store) = open_store(&BackupSettings::default());
