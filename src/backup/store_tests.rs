@@ -452,3 +452,39 @@ fn a_layout_1_store_is_read_restored_and_pruned() {
     assert!(!orphan.exists());
     assert_eq!(store.list(Some("b.txt")).expect("list").len(), 1);
 }
+
+/// Paths that are awkward as file names: very long and deep (escaped to many times
+/// NAME_MAX), with `@`, `.backup`, `%`, `~`, non-ASCII, or differing only in case, each
+/// saved twice at one instant: every save succeeds, and each path lists and opens
+/// exactly its own versions.
+#[test]
+fn awkward_paths_save_list_and_open_as_themselves() {
+    let (_tmp, store) = open_store(&BackupSettings::default());
+    let deep = format!("{}/ü.txt", vec!["é€".repeat(20); 40].join("/"));
+    let paths = [
+        deep.as_str(),
+        "a@b.backup",
+        "x@20231114T221320.000000001Z.backup",
+        "a%40b.backup",
+        "a/b",
+        "a%2Fb",
+        "~x",
+        "README.md",
+        "Readme.md",
+    ];
+    let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).expect("time");
+    for p in paths {
+        save_str(&store, p, &format!("1 {p}"), at);
+        save_str(&store, p, &format!("2 {p}"), at);
+    }
+    for p in paths {
+        let listed = store.list(Some(p)).expect("list");
+        let own: Vec<_> = listed.iter().filter(|r| r.rel_path == p).collect();
+        assert_eq!(own.len(), 2, "{p}: {listed:?}");
+        let (latest, f) = store.open_version(p, None).expect("open");
+        assert_eq!(latest.rel_path, p);
+        assert_eq!(read_all(f), format!("2 {p}"));
+        assert!(latest.id.len() < 255, "{}", latest.id);
+    }
+    assert_eq!(store.list(None).expect("list").len(), 2 * paths.len());
+}
