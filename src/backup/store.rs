@@ -358,7 +358,14 @@ impl BackupStore {
                 .create_new(true)
                 .clone();
             match dir.open_with(&name, &opts) {
-                Ok(f) => return Ok((ts, f)),
+                Ok(f) => {
+                    // Held until the file is closed, complete or removed: the sweep
+                    // never takes a file whose saver is alive for a leftover.
+                    rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive).map_err(
+                        |e| BackupError::io("lock", format!("{shard}/{name}"))(e.into()),
+                    )?;
+                    return Ok((ts, f));
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => ts = self.next_ts(ts),
                 Err(e) => return Err(BackupError::io("create", format!("{shard}/{name}"))(e)),
             }

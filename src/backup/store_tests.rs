@@ -488,3 +488,27 @@ fn awkward_paths_save_list_and_open_as_themselves() {
     }
     assert_eq!(store.list(None).expect("list").len(), 2 * paths.len());
 }
+
+/// A save still being written is never swept, however old its file looks (a process
+/// stopped or a laptop suspended mid-save for hours): the saver holds a lock on it.
+/// Once the saver is gone without finishing, the file is a leftover again.
+#[test]
+fn the_sweep_never_removes_a_save_in_progress() {
+    let (tmp, store) = open_store(&BackupSettings::default());
+    let (dir_name, shard) = (layout::dir_name("a.txt"), layout::shard("a.txt"));
+    let dir = store.open_shard(&shard).expect("dir");
+    let (ts, data) = store
+        .reserve(&dir, &shard, &dir_name, OffsetDateTime::now_utc())
+        .expect("reserve");
+    std::io::Write::write_all(&mut &data, b"half of it").expect("write");
+    let name = layout::packed_name(&dir_name, &layout::compact_ts(ts));
+    let path = tmp.path().join("store/versions").join(&shard).join(name);
+    let later = OffsetDateTime::now_utc() + time::Duration::hours(2);
+    let report = store.prune_at(later).expect("prune");
+    assert_eq!(report.leftovers_removed, 0);
+    assert!(path.exists(), "a live save was swept");
+    drop(data);
+    let report = store.prune_at(later).expect("prune");
+    assert_eq!(report.leftovers_removed, 1);
+    assert!(!path.exists(), "an abandoned save is a leftover");
+}
