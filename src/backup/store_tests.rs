@@ -512,3 +512,53 @@ fn the_sweep_never_removes_a_save_in_progress() {
     assert_eq!(report.leftovers_removed, 1);
     assert!(!path.exists(), "an abandoned save is a leftover");
 }
+
+/// The byte budget over a mixed store: layout-1 versions count (their size, as they
+/// record no data bytes), the oldest go first, and each path's newest version stays,
+/// whichever layout holds it; the count of bytes kept is what is left.
+#[test]
+fn the_byte_budget_spans_both_layouts_and_keeps_each_newest() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().join("store");
+    std::fs::create_dir(&root).expect("mkdir");
+    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .expect("chmod");
+    std::fs::write(root.join("FORMAT"), "fsgate-backups 1\n").expect("format");
+    let t = |s: i64| OffsetDateTime::from_unix_timestamp(1_700_000_100 + s).expect("time");
+    for i in 0..3 {
+        legacy_version(&root, "a.rs", &format!("a legacy {i}"), t(i)); // 10 bytes each
+    }
+    legacy_version(&root, "b.txt", "b legacy 0", t(0));
+    let settings = BackupSettings {
+        max_total_bytes: Some(30),
+        ..Default::default()
+    };
+    let store = BackupStore::open(&root, &settings).expect("open");
+    let work = tmp.path().join("c.txt");
+    std::fs::write(&work, "c new 0123").expect("write");
+    let file = std::fs::File::open(&work).expect("open");
+    store
+        .save_file("c.txt", &file)
+        .expect("room made by pruning old versions");
+    let left: Vec<_> = store
+        .list(None)
+        .expect("list")
+        .into_iter()
+        .map(|r| (r.rel_path, r.size))
+        .collect();
+    let (newest_a, _) = store.open_version("a.rs", None).expect("a.rs newest");
+    assert_eq!(newest_a.sha256, hex::encode(Sha256::digest(b"a legacy 2")));
+    // 50 bytes to fit in 30: the two oldest of a.rs go, never b.txt's only version
+    // (older than both) nor a.rs's newest.
+    assert_eq!(
+        left,
+        [
+            ("a.rs".into(), 10),
+            ("b.txt".into(), 10),
+            ("c.txt".into(), 10)
+        ]
+    );
+    let report = store.prune().expect("prune");
+    assert_eq!((report.kept_versions, report.kept_bytes), (3, 30));
+    assert!(report.removed.is_empty() && !report.over_budget);
+}
