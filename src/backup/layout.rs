@@ -277,4 +277,30 @@ mod tests {
         assert!(parse_ts("2023-11-14").is_ok());
         assert!(parse_ts("yesterday").is_err());
     }
+
+    proptest::proptest! {
+        /// Any path gives one file name within NAME_MAX, without `/` or `@`, that names
+        /// it alone: plain names decode back to it, shortened ones carry its hash.
+        #[test]
+        fn any_path_makes_one_short_name(
+            path in "[^\\u{0}]{1,300}",
+            other in "[^\\u{0}]{1,300}",
+        ) {
+            let name = dir_name(&path);
+            let packed = packed_name(&name, "20231114T221320.000000001Z");
+            proptest::prop_assert!(packed.len() <= 255, "{}", packed.len());
+            proptest::prop_assert!(!name.contains('/') && !name.contains('@'));
+            proptest::prop_assert_eq!(
+                parse_packed_name(&packed),
+                Some((name.as_str(), "20231114T221320.000000001Z"))
+            );
+            match decode_dir_name(&name) {
+                Some(back) => proptest::prop_assert_eq!(&back, &path),
+                None => proptest::prop_assert!(name.contains('~')),
+            }
+            if other != path {
+                proptest::prop_assert_ne!(name, dir_name(&other));
+            }
+        }
+    }
 }

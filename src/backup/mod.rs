@@ -21,6 +21,20 @@ pub mod cli;
 pub mod config;
 mod layout;
 mod packed;
+/// Entry points for the fuzz targets in `fuzz/` (crate feature `fuzzing` only).
+#[cfg(feature = "fuzzing")]
+pub mod fuzz {
+    /// Reads `bytes` as a one-file version through the store's trailer parser: Some
+    /// (content length, record's content size, record length) if it reads as complete.
+    pub fn version_trailer(bytes: &[u8]) -> Option<(u64, u64, usize)> {
+        use std::os::fd::AsFd;
+        let fd = rustix::fs::memfd_create("fsgate-fuzz", rustix::fs::MemfdFlags::CLOEXEC).ok()?;
+        super::sparse::write_all_at(fd.as_fd(), bytes, 0).ok()?;
+        let (meta, len) = super::packed::read_record(&fd).ok()?;
+        let record = serde_json::to_vec(&meta).ok()?.len();
+        Some((len, meta.size, record))
+    }
+}
 mod quota;
 mod restore;
 mod retention;

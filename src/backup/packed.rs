@@ -36,19 +36,49 @@ pub(crate) fn append_record(file: impl AsFd, at: u64, meta: &Sidecar) -> io::Res
     Ok(())
 }
 
+/// Why a file is not a complete version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unread {
+    /// No trailer at its end: being written, or a crash's leftover (safe to sweep).
+    Incomplete(String),
+    /// A trailer whose record does not check, or a read that failed: possibly a
+    /// damaged version, so never swept as a leftover.
+    Damaged(String),
+}
+
+impl std::fmt::Display for Unread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unread::Incomplete(r) | Unread::Damaged(r) => f.write_str(r),
+        }
+    }
+}
+
 /// Reads the trailer of a version file: its record and the content's length. Err says
-/// why it is not a complete version (being written, torn by a crash, not ours).
-pub(crate) fn read_record(file: impl AsFd) -> Result<(Sidecar, u64), String> {
-    let st = rustix::fs::fstat(&file).map_err(|e| format!("stat: {e}"))?;
+/// why it is not a complete version (being written, torn by a crash, damaged, not ours).
+/// Reads at most the trailer and [`MAX_RECORD`] bytes, whatever the file says.
+pub(crate) fn read_record(file: impl AsFd) -> Result<(Sidecar, u64), Unread> {
+    let st = rustix::fs::fstat(&file).map_err(|e| Unread::Damaged(format!("stat: {e}")))?;
     let len = u64::try_from(st.st_size).unwrap_or(0);
     if len < FOOTER as u64 {
-        return Err("no record (shorter than its trailer)".into());
+        return Err(Unread::Incomplete(
+            "no record (shorter than its trailer)".into(),
+        ));
     }
     let mut footer = [0u8; FOOTER];
-    read_exact_at(&file, &mut footer, len - FOOTER as u64)?;
+    read_exact_at(&file, &mut footer, len - FOOTER as u64).map_err(Unread::Damaged)?;
     if &footer[40..] != MAGIC {
-        return Err("no record (incomplete or torn)".into());
+        return Err(Unread::Incomplete("no record (incomplete or torn)".into()));
     }
+    check_record(&file, &footer, len).map_err(Unread::Damaged)
+}
+
+/// The record a trailer with the magic in place points at, checked against the file.
+fn check_record(
+    file: impl AsFd,
+    footer: &[u8; FOOTER],
+    len: u64,
+) -> Result<(Sidecar, u64), String> {
     let mut n = [0u8; 8];
     n.copy_from_slice(&footer[..8]);
     let n = u64::from_le_bytes(n);
@@ -113,8 +143,8 @@ mod tests {
         for cut in 0..full {
             rustix::fs::ftruncate(&tmp, cut).expect("truncate");
             assert!(
-                read_record(&tmp).is_err(),
-                "a file cut at {cut} reads as whole"
+                matches!(read_record(&tmp), Err(Unread::Incomplete(_))),
+                "a file cut at {cut} reads as whole or as damaged"
             );
         }
     }
@@ -132,6 +162,69 @@ mod tests {
         // Flip one byte of the record: the checksum catches it.
         super::super::sparse::write_all_at(tmp.as_fd(), b"X", 8).expect("flip");
         let err = read_record(&tmp).expect_err("damaged");
-        assert!(err.contains("checksum"), "{err}");
+        assert!(
+            matches!(&err, Unread::Damaged(r) if r.contains("checksum")),
+            "{err}"
+        );
+    }
+
+    /// A trailer with the magic, around an arbitrary length field and checksum.
+    fn forged(body: &[u8], n: u64, digest: &[u8; 32]) -> Vec<u8> {
+        let mut out = body.to_vec();
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(digest);
+        out.extend_from_slice(MAGIC);
+        out
+    }
+
+    fn file_with(bytes: &[u8]) -> std::fs::File {
+        let tmp = tempfile::tempfile().expect("tempfile");
+        super::super::sparse::write_all_at(tmp.as_fd(), bytes, 0).expect("write");
+        tmp
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Any bytes are refused cleanly, never read as a version, never a panic; a
+        /// length field of any size (up to u64::MAX) is checked before it allocates.
+        #[test]
+        fn any_bytes_are_refused_cleanly(
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512),
+            n in proptest::prelude::any::<u64>(),
+            digest in proptest::prelude::any::<[u8; 32]>(),
+            magic in proptest::prelude::any::<bool>(),
+        ) {
+            let bytes = if magic { forged(&body, n, &digest) } else { body.clone() };
+            let got = read_record(file_with(&bytes));
+            proptest::prop_assert!(got.is_err(), "{got:?}");
+            if !magic && !bytes.ends_with(MAGIC) {
+                proptest::prop_assert!(matches!(got, Err(Unread::Incomplete(_))));
+            }
+        }
+
+        /// A well-formed trailer over a record of any path and content is read back
+        /// exactly; any single changed byte in the record or trailer is refused.
+        #[test]
+        fn records_round_trip_and_any_flip_is_caught(
+            content in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+            path in "[^\\u{0}]{1,40}",
+            flip in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let mut m = meta(content.len() as u64);
+            m.path = path;
+            let f = file_with(&content);
+            append_record(&f, content.len() as u64, &m).expect("append");
+            let (got, len) = read_record(&f).expect("complete");
+            proptest::prop_assert_eq!(&got, &m);
+            proptest::prop_assert_eq!(len, content.len() as u64);
+            let full = rustix::fs::fstat(&f).expect("stat").st_size as usize;
+            let at = content.len() + flip.index(full - content.len());
+            let mut byte = [0u8; 1];
+            rustix::io::pread(&f, &mut byte, at as u64).expect("read");
+            super::super::sparse::write_all_at(f.as_fd(), &[byte[0] ^ 0x01], at as u64)
+                .expect("flip");
+            proptest::prop_assert!(read_record(&f).is_err(), "flip at {at} not caught");
+        }
     }
 }

@@ -79,8 +79,15 @@ pub fn restore(
         }
     };
     let tmp_name = write_temp(&parent, name, &mut source, &version, permissions)?;
-    if let Err(e) = parent.rename(&tmp_name, &parent, name) {
+    if let Err(e) = move_into_place(&parent, &tmp_name, name, current.is_none()) {
         let _ = parent.remove_file(&tmp_name);
+        if e.kind() == io::ErrorKind::AlreadyExists {
+            return Err(BackupError::NotRestorable {
+                path: rel_path.to_owned(),
+                reason: "a file appeared at its path during the restore (it has no backup); \
+                         nothing was replaced",
+            });
+        }
         return Err(BackupError::io("replace", rel_path)(e));
     }
     sync_dir(&parent).map_err(BackupError::io(
@@ -92,6 +99,23 @@ pub fn restore(
         restored: version,
         previous,
     })
+}
+
+/// Renames `from` over `to`; with `fresh` (there was no file to back up), never over a
+/// file that appeared since (`RENAME_NOREPLACE` where the filesystem has it).
+fn move_into_place(parent: &Dir, from: &str, to: &str, fresh: bool) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if fresh {
+        use rustix::fs::{RenameFlags, renameat_with};
+        match renameat_with(parent, from, parent, to, RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = fresh;
+    parent.rename(from, parent, to)
 }
 
 /// Refuses a stored version whose content does not match its record.
@@ -336,6 +360,27 @@ mod tests {
             store.list(None).expect("list").len(),
             1,
             "nothing saved for a refused restore"
+        );
+        assert_eq!(ws.entries().expect("ls").count(), 1, "temp file removed");
+    }
+
+    /// A file that appears at a deleted file's path while it is being restored (after
+    /// the check that found none, so nothing backed it up) is not replaced.
+    #[test]
+    fn restore_never_replaces_a_file_that_appeared_meanwhile() {
+        let (_s, store) = open_store(&BackupSettings::default());
+        let (_w, ws) = workspace();
+        store.save("gone.txt", &mut &b"old"[..]).expect("backup");
+        let err = restore(&store, &ws, "gone.txt", None, &mut |_, previous| {
+            assert!(previous.is_none());
+            ws.write("gone.txt", "made meanwhile").expect("write");
+            Ok(())
+        })
+        .expect_err("refused");
+        assert!(matches!(err, BackupError::NotRestorable { .. }), "{err}");
+        assert_eq!(
+            ws.read_to_string("gone.txt").expect("read"),
+            "made meanwhile"
         );
         assert_eq!(ws.entries().expect("ls").count(), 1, "temp file removed");
     }

@@ -239,7 +239,8 @@ impl BackupStore {
     }
 
     /// Removes one-file versions that were found without a complete trailer and are
-    /// older than [`ORPHAN_GRACE`] (younger ones may be saves in progress).
+    /// older than [`ORPHAN_GRACE`] (younger ones may be saves in progress), and only
+    /// those no saver holds locked (a saver stopped for hours is still alive).
     fn remove_incomplete(&self, incomplete: &[Incomplete], now: OffsetDateTime) -> usize {
         let cutoff = std::time::SystemTime::from(now) - ORPHAN_GRACE;
         let mut removed = 0;
@@ -247,11 +248,7 @@ impl BackupStore {
             let Ok(Some(dir)) = self.shard_dir(shard) else {
                 continue;
             };
-            let old = dir
-                .metadata(name)
-                .and_then(|m| m.modified())
-                .is_ok_and(|m| m.into_std() < cutoff);
-            if old && dir.remove_file(name).is_ok() {
+            if abandoned(&dir, name, cutoff) && dir.remove_file(name).is_ok() {
                 tracing::warn!(
                     file = format!("{shard}/{name}"),
                     "backup store: removed crash leftover"
@@ -306,6 +303,27 @@ impl BackupStore {
         }
         Ok(removed)
     }
+}
+
+/// Whether the incomplete file `name` in `dir` is a crash's leftover: its saver holds
+/// no lock on it, it is still incomplete once locked, and it is older than `cutoff`.
+fn abandoned(dir: &cap_std::fs::Dir, name: &str, cutoff: std::time::SystemTime) -> bool {
+    use rustix::fs::{FlockOperation, flock};
+    let Ok(file) = dir.open(name) else {
+        return false;
+    };
+    if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+        return false; // a save in progress
+    }
+    let incomplete = matches!(
+        super::packed::read_record(&file),
+        Err(super::packed::Unread::Incomplete(_))
+    );
+    let old = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .is_ok_and(|m| m.into_std() < cutoff);
+    incomplete && old
 }
 
 /// Decides which versions to remove, as (index into `versions`, reason), in order, so

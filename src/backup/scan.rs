@@ -261,8 +261,11 @@ fn read_packed(dir: &Dir, shard: &str, name: &str) -> Found {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Found::Incomplete,
         Err(e) => return Found::Damaged(corrupt(format!("unreadable: {e}"))),
     };
-    let Ok((meta, _)) = packed::read_record(&file) else {
-        return Found::Incomplete;
+    let meta = match packed::read_record(&file) {
+        Ok((meta, _)) => meta,
+        Err(packed::Unread::Incomplete(_)) => return Found::Incomplete,
+        // A trailer is there: a version, maybe damaged, never a leftover to sweep.
+        Err(packed::Unread::Damaged(reason)) => return Found::Damaged(corrupt(reason)),
     };
     let at = match layout::parse_ts(&meta.ts) {
         Ok(at) => at,

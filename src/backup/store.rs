@@ -358,7 +358,16 @@ impl BackupStore {
                 .create_new(true)
                 .clone();
             match dir.open_with(&name, &opts) {
-                Ok(f) => return Ok((ts, f)),
+                Ok(f) => {
+                    // Held until the file is closed, complete or removed: the sweep
+                    // never takes a file whose saver is alive for a leftover. Where
+                    // the filesystem has no locks, the sweep removes nothing either.
+                    if let Err(e) = rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)
+                    {
+                        tracing::debug!(error = %e, "backup store: cannot lock a new version");
+                    }
+                    return Ok((ts, f));
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => ts = self.next_ts(ts),
                 Err(e) => return Err(BackupError::io("create", format!("{shard}/{name}"))(e)),
             }

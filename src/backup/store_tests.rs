@@ -176,6 +176,41 @@ fn damaged_records_are_skipped_not_trusted() {
     assert!(store.list(None).expect("list").is_empty());
 }
 
+/// The sweep removes files without a trailer (crash leftovers) once old, but never a
+/// file whose trailer is there and whose record fails its check: that may be a backup
+/// with one bad byte (or a record a later release wrote), not a leftover.
+#[test]
+fn the_sweep_removes_torn_files_but_never_damaged_versions() {
+    let (tmp, store) = open_store(&BackupSettings::default());
+    let root = tmp.path().join("store");
+    let kept = store.save("x.txt", &mut &b"one"[..]).expect("save");
+    let damaged = version_file(&root, &kept);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&damaged)
+        .expect("open");
+    // One byte of the record's JSON (just after the 3 bytes of content).
+    std::os::unix::fs::FileExt::write_all_at(&f, b"X", 4).expect("flip");
+    let torn = store.save("z.txt", &mut &b"two"[..]).expect("save");
+    let torn = version_file(&root, &torn);
+    let full = std::fs::metadata(&torn).expect("stat").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&torn)
+        .expect("open")
+        .set_len(full - 1)
+        .expect("tear");
+    assert!(store.list(None).expect("list").is_empty());
+    let later = OffsetDateTime::now_utc() + time::Duration::hours(2);
+    let report = store.prune_at(later).expect("prune");
+    assert_eq!(report.leftovers_removed, 1);
+    assert!(!torn.exists(), "the torn file is a leftover");
+    assert!(
+        damaged.exists(),
+        "a damaged version was swept as a leftover"
+    );
+}
+
 #[test]
 fn invalid_paths_are_refused() {
     let (_tmp, store) = open_store(&BackupSettings::default());
@@ -416,4 +451,114 @@ fn a_layout_1_store_is_read_restored_and_pruned() {
     assert_eq!(report.leftovers_removed, 1);
     assert!(!orphan.exists());
     assert_eq!(store.list(Some("b.txt")).expect("list").len(), 1);
+}
+
+/// Paths that are awkward as file names: very long and deep (escaped to many times
+/// NAME_MAX), with `@`, `.backup`, `%`, `~`, non-ASCII, or differing only in case, each
+/// saved twice at one instant: every save succeeds, and each path lists and opens
+/// exactly its own versions.
+#[test]
+fn awkward_paths_save_list_and_open_as_themselves() {
+    let (_tmp, store) = open_store(&BackupSettings::default());
+    let deep = format!("{}/ü.txt", vec!["é€".repeat(20); 40].join("/"));
+    let paths = [
+        deep.as_str(),
+        "a@b.backup",
+        "x@20231114T221320.000000001Z.backup",
+        "a%40b.backup",
+        "a/b",
+        "a%2Fb",
+        "~x",
+        "README.md",
+        "Readme.md",
+    ];
+    let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).expect("time");
+    for p in paths {
+        save_str(&store, p, &format!("1 {p}"), at);
+        save_str(&store, p, &format!("2 {p}"), at);
+    }
+    for p in paths {
+        let listed = store.list(Some(p)).expect("list");
+        let own: Vec<_> = listed.iter().filter(|r| r.rel_path == p).collect();
+        assert_eq!(own.len(), 2, "{p}: {listed:?}");
+        let (latest, f) = store.open_version(p, None).expect("open");
+        assert_eq!(latest.rel_path, p);
+        assert_eq!(read_all(f), format!("2 {p}"));
+        assert!(latest.id.len() < 255, "{}", latest.id);
+    }
+    assert_eq!(store.list(None).expect("list").len(), 2 * paths.len());
+}
+
+/// A save still being written is never swept, however old its file looks (a process
+/// stopped or a laptop suspended mid-save for hours): the saver holds a lock on it.
+/// Once the saver is gone without finishing, the file is a leftover again.
+#[test]
+fn the_sweep_never_removes_a_save_in_progress() {
+    let (tmp, store) = open_store(&BackupSettings::default());
+    let (dir_name, shard) = (layout::dir_name("a.txt"), layout::shard("a.txt"));
+    let dir = store.open_shard(&shard).expect("dir");
+    let (ts, data) = store
+        .reserve(&dir, &shard, &dir_name, OffsetDateTime::now_utc())
+        .expect("reserve");
+    std::io::Write::write_all(&mut &data, b"half of it").expect("write");
+    let name = layout::packed_name(&dir_name, &layout::compact_ts(ts));
+    let path = tmp.path().join("store/versions").join(&shard).join(name);
+    let later = OffsetDateTime::now_utc() + time::Duration::hours(2);
+    let report = store.prune_at(later).expect("prune");
+    assert_eq!(report.leftovers_removed, 0);
+    assert!(path.exists(), "a live save was swept");
+    drop(data);
+    let report = store.prune_at(later).expect("prune");
+    assert_eq!(report.leftovers_removed, 1);
+    assert!(!path.exists(), "an abandoned save is a leftover");
+}
+
+/// The byte budget over a mixed store: layout-1 versions count (their size, as they
+/// record no data bytes), the oldest go first, and each path's newest version stays,
+/// whichever layout holds it; the count of bytes kept is what is left.
+#[test]
+fn the_byte_budget_spans_both_layouts_and_keeps_each_newest() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().join("store");
+    std::fs::create_dir(&root).expect("mkdir");
+    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .expect("chmod");
+    std::fs::write(root.join("FORMAT"), "fsgate-backups 1\n").expect("format");
+    let t = |s: i64| OffsetDateTime::from_unix_timestamp(1_700_000_100 + s).expect("time");
+    for i in 0..3 {
+        legacy_version(&root, "a.rs", &format!("a legacy {i}"), t(i)); // 10 bytes each
+    }
+    legacy_version(&root, "b.txt", "b legacy 0", t(0));
+    let settings = BackupSettings {
+        max_total_bytes: Some(30),
+        ..Default::default()
+    };
+    let store = BackupStore::open(&root, &settings).expect("open");
+    let work = tmp.path().join("c.txt");
+    std::fs::write(&work, "c new 0123").expect("write");
+    let file = std::fs::File::open(&work).expect("open");
+    store
+        .save_file("c.txt", &file)
+        .expect("room made by pruning old versions");
+    let left: Vec<_> = store
+        .list(None)
+        .expect("list")
+        .into_iter()
+        .map(|r| (r.rel_path, r.size))
+        .collect();
+    let (newest_a, _) = store.open_version("a.rs", None).expect("a.rs newest");
+    assert_eq!(newest_a.sha256, hex::encode(Sha256::digest(b"a legacy 2")));
+    // 50 bytes to fit in 30: the two oldest of a.rs go, never b.txt's only version
+    // (older than both) nor a.rs's newest.
+    assert_eq!(
+        left,
+        [
+            ("a.rs".into(), 10),
+            ("b.txt".into(), 10),
+            ("c.txt".into(), 10)
+        ]
+    );
+    let report = store.prune().expect("prune");
+    assert_eq!((report.kept_versions, report.kept_bytes), (3, 30));
+    assert!(report.removed.is_empty() && !report.over_budget);
 }

@@ -66,7 +66,7 @@ impl Gateway {
                 .map_err(|e| ws_error(e, &rp.shown))?;
         }
         self.workspace
-            .write_atomic(&res.real, content, &temp)
+            .write_atomic(&res.real, content, &temp, res.exists)
             .map_err(|e| ws_error(e, &rp.shown))?;
         self.note_changed(&res.real);
         Ok(Output::Unit)
@@ -143,7 +143,7 @@ impl Gateway {
         let temp = Self::temp_name(facts)?;
         self.intend(pol, ctx, facts)?;
         self.workspace
-            .write_atomic(&res.real, updated.as_bytes(), &temp)
+            .write_atomic(&res.real, updated.as_bytes(), &temp, true)
             .map_err(|e| ws_error(e, &rp.shown))?;
         Ok(Output::Unit)
     }

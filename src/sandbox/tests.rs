@@ -366,6 +366,7 @@ fn read_write(root: &Path) {
         },
     )
     .expect("open store");
+    let workspace = crate::workspace::Workspace::open(&root.join("ws")).expect("workspace");
     let secret = root.join("outside/secret.txt");
     assert_eq!(
         std::fs::read_to_string(&secret).expect("readable before"),
@@ -436,6 +437,20 @@ fn read_write(root: &Path) {
         .expect("atomic replace");
     ws.create_dir_all("new/dir").expect("mkdir");
     ws.remove_dir("new/dir").expect("rmdir");
+    // A new file the way the gateway writes one (an O_TMPFILE linked at its name, or the
+    // named fallback moved there without replacing), and never over a file that
+    // appeared meanwhile.
+    let fresh = crate::path::RelPath::parse_rooted("sub2/fresh.txt").expect("rel");
+    let temp = crate::workspace::TempName::new().expect("temp name");
+    workspace
+        .write_atomic(&fresh, b"new", &temp, false)
+        .expect("a new file under Landlock");
+    assert_eq!(ws.read_to_string("sub2/fresh.txt").expect("read"), "new");
+    assert!(matches!(
+        workspace.write_atomic(&fresh, b"again", &temp, false),
+        Err(crate::workspace::WsError::Raced)
+    ));
+    assert_eq!(ws.read_to_string("sub2/fresh.txt").expect("read"), "new");
 
     // Backups keep working under confinement: save, list, prune, restore.
     let saved = store

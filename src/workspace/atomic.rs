@@ -109,10 +109,11 @@ fn open_tmpfile(_parent: &Dir) -> Option<File> {
 }
 
 /// Gives the staged file the name `target` in `parent`, replacing what was there.
-/// With `fresh` (nothing was there when checked), an unnamed file is linked at `target`
-/// itself: it appears complete, with no temporary name and no rename; if something
-/// took the name meanwhile, it is replaced as usual. `Ok(false)`: an unnamed file could
-/// not be linked here (it is dropped; stage again with [`stage_named`]).
+/// With `fresh` (nothing was there when checked, so nothing was backed up), an unnamed
+/// file is linked at `target` itself: it appears complete, with no temporary name and
+/// no rename; if something took the name meanwhile, nothing is replaced and the error
+/// is `AlreadyExists` (that file has no backup). `Ok(false)`: an unnamed file could not
+/// be linked here (it is dropped; stage again with [`stage_named`]).
 pub(crate) fn publish(
     parent: &Dir,
     staged: Staged,
@@ -130,6 +131,9 @@ pub(crate) fn publish(
             };
             match linked {
                 Ok(()) => return Ok(true),
+                Err(rustix::io::Errno::EXIST) if fresh => {
+                    return Err(io::ErrorKind::AlreadyExists.into());
+                }
                 Err(rustix::io::Errno::EXIST) => {}
                 Err(_) => return Ok(no_tmpfile_links()),
             }
@@ -140,11 +144,28 @@ pub(crate) fn publish(
         }
     };
     drop(file);
-    if let Err(e) = parent.rename(name.as_str(), parent, target) {
+    if let Err(e) = move_into_place(parent, name.as_str(), target, fresh) {
         let _ = parent.remove_file(name.as_str());
         return Err(e);
     }
     Ok(true)
+}
+
+/// Renames `from` to `to`; with `fresh`, never over a file that appeared meanwhile
+/// (`RENAME_NOREPLACE`, where the filesystem has it).
+fn move_into_place(parent: &Dir, from: &str, to: &str, fresh: bool) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if fresh {
+        use rustix::fs::{RenameFlags, renameat_with};
+        match renameat_with(parent, from, parent, to, RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = fresh;
+    parent.rename(from, parent, to)
 }
 
 /// Notes that an `O_TMPFILE` cannot be linked here: later writes use a named file.
@@ -202,10 +223,11 @@ mod tests {
         staged
     }
 
-    /// A new file is linked at its name directly; a name taken since the check is
-    /// replaced as before; no temporary name is left either way.
+    /// A new file is linked at its name directly; a name taken since the check (a file
+    /// nobody backed up) is not replaced; a name known to be taken is; no temporary name
+    /// is left in any case.
     #[test]
-    fn fresh_files_are_linked_at_their_name_and_taken_names_replaced() {
+    fn fresh_files_are_linked_at_their_name_and_never_over_a_newcomer() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("dir");
         let name = TempName::new().expect("name");
@@ -215,7 +237,22 @@ mod tests {
         dir.write("b.txt", "taken meanwhile").expect("write");
         let name = TempName::new().expect("name");
         let staged = staged_with(&dir, &name, b"mine");
-        assert!(publish(&dir, staged, &name, "b.txt", true).expect("publish"));
+        let err = publish(&dir, staged, &name, "b.txt", true).expect_err("newcomer kept");
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            dir.read_to_string("b.txt").expect("read"),
+            "taken meanwhile"
+        );
+        // The named fallback refuses it alike.
+        let staged = stage_named(&dir, &name).expect("stage");
+        let err = publish(&dir, staged, &name, "b.txt", true).expect_err("newcomer kept");
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            dir.read_to_string("b.txt").expect("read"),
+            "taken meanwhile"
+        );
+        let staged = staged_with(&dir, &name, b"mine");
+        assert!(publish(&dir, staged, &name, "b.txt", false).expect("publish"));
         assert_eq!(dir.read_to_string("b.txt").expect("read"), "mine");
         let mut names: Vec<_> = dir
             .entries()

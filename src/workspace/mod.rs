@@ -40,8 +40,9 @@ pub enum WsError {
     /// A symlink leads outside the workspace (or is dangling, or loops).
     #[error("a symlink on this path leads outside the workspace or nowhere")]
     SymlinkEscape,
-    /// A symlink appeared on an already-resolved path during the request.
-    #[error("the path changed during the request (a symlink appeared)")]
+    /// A symlink (or, for a new file, a file) appeared on an already-resolved path
+    /// during the request.
+    #[error("the path changed during the request (a symlink or file appeared)")]
     Raced,
     /// A regular file with more than one hard link (it may be a link to a file outside).
     #[error("file has {0} hard links; files with more than one are refused")]

@@ -77,12 +77,15 @@ impl Workspace {
     }
 
     /// Atomically replaces (or creates) the file at `real` with `content`; `temp` is the
-    /// name its temporary file has, if it ever has one (see [`super::atomic`]).
+    /// name its temporary file has, if it ever has one (see [`super::atomic`]). Without
+    /// `may_replace` (the caller found no file there, so backed none up) a file that
+    /// appeared meanwhile is not replaced: the error is [`WsError::Raced`].
     pub fn write_atomic(
         &self,
         real: &RelPath,
         content: &[u8],
         temp: &TempName,
+        may_replace: bool,
     ) -> Result<WriteOutcome, WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
@@ -108,13 +111,21 @@ impl Workspace {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
             Err(e) => return Err(WsError::from_io(e)),
         };
+        if replaced && !may_replace {
+            return Err(WsError::Raced);
+        }
+        // A name taken after the check above holds a file nobody backed up.
+        let published = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => WsError::Raced,
+            _ => WsError::from_io(e),
+        };
         let staged = atomic::stage(&parent, temp).map_err(WsError::from_io)?;
         let staged = fill(staged, content, mode, &parent, temp)?;
-        if !atomic::publish(&parent, staged, temp, name, !replaced).map_err(WsError::from_io)? {
+        if !atomic::publish(&parent, staged, temp, name, !replaced).map_err(published)? {
             // The unnamed file could not be linked here: once more, under its name.
             let staged = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
             let staged = fill(staged, content, mode, &parent, temp)?;
-            atomic::publish(&parent, staged, temp, name, !replaced).map_err(WsError::from_io)?;
+            atomic::publish(&parent, staged, temp, name, !replaced).map_err(published)?;
         }
         sync_dir(&parent);
         Ok(WriteOutcome { replaced })
@@ -209,5 +220,36 @@ fn fill(
             atomic::discard(parent, staged, temp);
             Err(WsError::from_io(e))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file that appears at a new file's name after the gateway found none (and so
+    /// backed none up) is never replaced; one it found (and backed up) is.
+    #[test]
+    fn a_new_file_never_replaces_a_file_that_appeared_meanwhile() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        let rel = RelPath::parse_rooted("n.txt").expect("rel");
+        std::fs::write(tmp.path().join("n.txt"), "the user's").expect("write");
+        let temp = TempName::new().expect("name");
+        let err = ws
+            .write_atomic(&rel, b"agent", &temp, false)
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Raced), "{err}");
+        let text = std::fs::read_to_string(tmp.path().join("n.txt")).expect("read");
+        assert_eq!(text, "the user's");
+        let out = ws.write_atomic(&rel, b"agent", &temp, true).expect("write");
+        assert!(out.replaced);
+        let fresh = RelPath::parse_rooted("m.txt").expect("rel");
+        let out = ws
+            .write_atomic(&fresh, b"new", &temp, false)
+            .expect("write");
+        assert!(!out.replaced);
+        let names = std::fs::read_dir(tmp.path()).expect("ls").count();
+        assert_eq!(names, 2, "no temporary file left");
     }
 }
