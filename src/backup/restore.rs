@@ -79,7 +79,7 @@ pub fn restore(
         }
     };
     let tmp_name = write_temp(&parent, name, &mut source, &version, permissions)?;
-    if let Err(e) = move_into_place(&parent, &tmp_name, name, current.is_none()) {
+    if let Err(e) = crate::workspace::move_into_place(&parent, &tmp_name, name, current.is_none()) {
         let _ = parent.remove_file(&tmp_name);
         if e.kind() == io::ErrorKind::AlreadyExists {
             return Err(BackupError::NotRestorable {
@@ -99,23 +99,6 @@ pub fn restore(
         restored: version,
         previous,
     })
-}
-
-/// Renames `from` over `to`; with `fresh` (there was no file to back up), never over a
-/// file that appeared since (`RENAME_NOREPLACE` where the filesystem has it).
-fn move_into_place(parent: &Dir, from: &str, to: &str, fresh: bool) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    if fresh {
-        use rustix::fs::{RenameFlags, renameat_with};
-        match renameat_with(parent, from, parent, to, RenameFlags::NOREPLACE) {
-            Ok(()) => return Ok(()),
-            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = fresh;
-    parent.rename(from, parent, to)
 }
 
 /// Refuses a stored version whose content does not match its record.

@@ -153,7 +153,7 @@ pub(crate) fn publish(
 
 /// Renames `from` to `to`; with `fresh`, never over a file that appeared meanwhile
 /// (`RENAME_NOREPLACE`, where the filesystem has it).
-fn move_into_place(parent: &Dir, from: &str, to: &str, fresh: bool) -> io::Result<()> {
+pub(crate) fn move_into_place(parent: &Dir, from: &str, to: &str, fresh: bool) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     if fresh {
         use rustix::fs::{RenameFlags, renameat_with};

@@ -22,6 +22,7 @@ use cap_std::fs::Dir;
 
 use crate::path::RelPath;
 
+pub(crate) use atomic::move_into_place;
 pub use atomic::{TempName, is_own_temp};
 pub use kind::FileKind;
 pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary, text_window};
