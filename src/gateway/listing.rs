@@ -156,17 +156,7 @@ impl Gateway {
         if let Ok(info) = self.workspace.stat(&rp.rel) {
             return Ok((rp.rel.clone(), info));
         }
-        let res = self
-            .workspace
-            .resolve(&rp.rel, Follow::All)
-            .map_err(|e| ws_error(e, &rp.shown))?;
-        if res.real != rp.rel {
-            Self::in_roots(rp, &res.real, facts)?;
-            if let Some(ask) = facts.ask.as_mut() {
-                ask.retarget(&rp.rel, &res.real);
-            }
-            Self::check(pol, class, &res.real, kind, &rp.shown, facts)?;
-        }
+        let res = self.resolve_checked(pol, class, rp, Follow::All, kind, facts)?;
         let info = self
             .workspace
             .stat(&res.real)

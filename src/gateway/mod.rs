@@ -896,6 +896,20 @@ impl Gateway {
     ) -> Result<Resolved, GatewayError> {
         Self::in_roots(rp, &rp.rel, facts)?;
         Self::check(pol, class, &rp.rel, kind, &rp.shown, facts)?;
+        self.resolve_checked(pol, class, rp, follow, kind, facts)
+    }
+
+    /// The second half of [`Gateway::locate`], for callers that checked the lexical path
+    /// themselves: resolves it beneath the root and checks again where it really leads.
+    pub(crate) fn resolve_checked(
+        &self,
+        pol: &Policy,
+        class: OpClass,
+        rp: &ReqPath,
+        follow: Follow,
+        kind: EntryKind,
+        facts: &mut Facts,
+    ) -> Result<Resolved, GatewayError> {
         let res = self
             .workspace
             .resolve(&rp.rel, follow)

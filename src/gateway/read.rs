@@ -56,17 +56,7 @@ impl Gateway {
         if let Some(file) = self.workspace.open_plain(&rp.rel) {
             return Ok((rp.rel.clone(), Some(file)));
         }
-        let res = self
-            .workspace
-            .resolve(&rp.rel, Follow::All)
-            .map_err(|e| ws_error(e, &rp.shown))?;
-        if res.real != rp.rel {
-            Self::in_roots(rp, &res.real, facts)?;
-            if let Some(ask) = facts.ask.as_mut() {
-                ask.retarget(&rp.rel, &res.real);
-            }
-            Self::check(pol, OpClass::Read, &res.real, kind, &rp.shown, facts)?;
-        }
+        let res = self.resolve_checked(pol, OpClass::Read, rp, Follow::All, kind, facts)?;
         Ok((res.real, None))
     }
 
