@@ -641,7 +641,7 @@ mod tests {
     use crate::audit::{AuditLog, AuditSettings, OpenOptions};
     use crate::error::GatewayError;
     use crate::gateway::Gateway;
-    use crate::ops::{Op, Output, PathStyle, RequestCtx};
+    use crate::ops::{Op, Output};
     use crate::policy::Policy;
     use crate::workspace::{FileKind, Workspace};
 
@@ -658,16 +658,13 @@ mod tests {
     }
 
     fn stat(gw: &Gateway, path: &str) -> Result<(String, FileKind, u64), GatewayError> {
-        let ctx = RequestCtx {
-            style: PathStyle::Rooted,
-            session: "s".into(),
-            transport: "acp",
-            peer: "test".into(),
-            scope: Default::default(),
-            asker: None,
-            notifier: None,
-        };
-        match gw.handle(&ctx, Op::Stat { path: path.into() }).0? {
+        match gw
+            .handle(
+                &crate::gateway::tests::ctx(),
+                Op::Stat { path: path.into() },
+            )
+            .0?
+        {
             Output::Stat { path, info } => Ok((path.as_str().to_string(), info.kind, info.size)),
             other => panic!("{other:?}"),
         }

@@ -1012,7 +1012,7 @@ mod tests {
     use crate::ops::{Op, PathStyle, RequestCtx};
     use sha2::Digest;
 
-    fn ctx() -> RequestCtx {
+    pub(super) fn ctx() -> RequestCtx {
         RequestCtx {
             style: PathStyle::Rooted,
             session: "s".into(),
