@@ -256,6 +256,25 @@ fn pipelined(c: &mut WsClient) {
     for id in ids {
         assert_eq!(c.answer(&id)["data"]["content"], "hello\n");
     }
+    // Writes and reads sent together: each read sees the write sent just before it,
+    // whichever way the reads are served.
+    let sent: Vec<(Value, Value)> = (0..20)
+        .map(|i| {
+            let (path, content) = (format!("/seq{i}.txt"), format!("version {i}"));
+            let write = c.send("write", json!({"path": path, "content": content}));
+            (write, c.send("read", json!({"path": path})))
+        })
+        .collect();
+    for (i, (write, read)) in sent.iter().enumerate() {
+        let got = c.answer(write);
+        assert_eq!(got["data"], json!({}), "{got}");
+        assert_eq!(c.answer(read)["data"]["content"], format!("version {i}"));
+    }
+    // Then one at a time again, each answered before the next is sent.
+    for _ in 0..5 {
+        let got = c.ok("read", json!({"path": "/seq19.txt"}));
+        assert_eq!(got["content"], "version 19");
+    }
 }
 
 fn oversized(gate: &WsGate) -> String {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::SplitStream;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -121,11 +121,13 @@ pub async fn run(
         sh: Arc::clone(&sh),
         rt: tokio::runtime::Handle::current(),
     });
-    let Ok((batch, batch_ended)) = batch::start_joined(door, "fsgate-ws-batch") else {
+    let Ok((batch, batch_ended)) = batch::start_joined(Arc::clone(&door), "fsgate-ws-batch") else {
         tracing::error!(session = %sh.ctx.session, "cannot start the connection's batch thread");
         return;
     };
     let mut tasks = JoinSet::new();
+    // A message read while deciding whether a request is alone, to be taken next.
+    let mut ahead = None;
     let mut rd = Reader {
         waiting: sh.asks.as_ref().map(|a| a.waiting()),
         stream,
@@ -139,7 +141,10 @@ pub async fn run(
         if rd.ended {
             break;
         }
-        let read = rd.stream.next().await;
+        let read = match ahead.take() {
+            Some(read) => read,
+            None => rd.stream.next().await,
+        };
         let Some(text) = rd.text(&sh, read).await else {
             if rd.ended {
                 break;
@@ -154,6 +159,18 @@ pub async fn run(
         };
         drop(text);
         if batched(&task.op) {
+            // Alone only if nothing else has arrived either: pipelined requests are
+            // batched (what was read ahead is taken next).
+            let mut here = alone(&sh, &tasks, &batch);
+            if here {
+                ahead = rd.stream.next().now_or_never();
+                here = ahead.is_none();
+            }
+            if here {
+                // block_in_place: the runtime's other tasks move to another thread.
+                tokio::task::block_in_place(|| batch.run_here(&*door, (task, permits)));
+                continue;
+            }
             rd.meanwhile(&sh, &sub_tx, batch.send((task, permits)))
                 .await;
             continue;
@@ -173,7 +190,7 @@ pub async fn run(
     let (stream, oversized) = (rd.stream, rd.oversized);
     // Requests already running finish and are answered (they are recorded either way).
     while tasks.join_next().await.is_some() {}
-    drop(batch);
+    drop((batch, door));
     let _ = batch_ended.await;
     if let Some(e) = events {
         e.abort();
@@ -387,6 +404,19 @@ async fn admit(sh: &Shared, size: usize) -> Option<[OwnedSemaphorePermit; 3]> {
         .await
         .ok()?;
     Some([slot, bytes, all])
+}
+
+/// Whether a batched request just admitted is the connection's only one in flight, so
+/// that it may run right here as a batch of one instead of waking the batch thread (a
+/// futex and a wake-up on another CPU per request). Not under a policy with ask rules:
+/// a question's reply must be read meanwhile, and this task would not read it.
+fn alone<J>(sh: &Shared, tasks: &JoinSet<()>, batch: &batch::Door<J>) -> bool {
+    let multi = tokio::runtime::Handle::current().runtime_flavor()
+        == tokio::runtime::RuntimeFlavor::MultiThread;
+    // The slot this request holds is the only one taken: nothing queued, running in the
+    // batch thread, or answered but not yet queued.
+    let only_this = sh.slots.available_permits() + 1 == sh.limits.max_in_flight;
+    multi && only_this && tasks.is_empty() && batch.quiet() && !sh.gw.policy().has_ask_rules()
 }
 
 /// Whether `op` is quick and read-only: served on the connection's batch thread.
