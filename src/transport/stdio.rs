@@ -399,6 +399,72 @@ mod tests {
         assert_eq!(rustix::fs::fcntl_getfl(&r).unwrap(), before);
     }
 
+    /// A pipe read by a thread of its own gets every byte and the end; the future's
+    /// output comes back to the runtime.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_thread_reader_reads_everything_and_hands_back_the_output() {
+        let (r, w) = std::io::pipe().unwrap();
+        let (reader, stop) = ThreadReader::new(OwnedFd::from(r)).unwrap();
+        let run = async move {
+            let mut reader = reader;
+            let mut got = String::new();
+            reader.read_to_string(&mut got).await.map(|_| got)
+        };
+        let running = on_thread("t", run, stop).unwrap();
+        let writer = std::thread::spawn(move || {
+            let mut w = w;
+            for i in 0..100 {
+                w.write_all(format!("line {i}\n").as_bytes()).unwrap();
+            }
+        });
+        let got = running.finish().await.expect("ran to its end").unwrap();
+        writer.join().unwrap();
+        let want: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(got, want);
+    }
+
+    /// A reader waiting for input that never comes, and a future waiting for something
+    /// else, are both stopped, and the future is dropped (what it holds let go).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_thread_reader_is_stopped_whatever_it_waits_for() {
+        let (r, _w) = std::io::pipe().unwrap();
+        let (reader, stop) = ThreadReader::new(OwnedFd::from(r)).unwrap();
+        let held = Arc::new(());
+        let mine = Arc::clone(&held);
+        let run = async move {
+            let _mine = mine;
+            let mut reader = reader;
+            let mut buf = [0u8; 16];
+            // Ok(0) once stopped: then it waits on, for a sender nobody uses.
+            let n = reader.read(&mut buf).await.unwrap();
+            let (_tx, rx) = oneshot::channel::<()>();
+            let _ = rx.await;
+            n
+        };
+        let running = on_thread("t", run, stop).unwrap();
+        assert_eq!(running.stop().await, None, "stopped, not ended");
+        assert_eq!(Arc::strong_count(&held), 1, "the future was dropped");
+
+        // Stopped while it waits for something other than input.
+        let (r, mut w) = std::io::pipe().unwrap();
+        let (reader, stop) = ThreadReader::new(OwnedFd::from(r)).unwrap();
+        let (seen_tx, seen) = oneshot::channel();
+        let mine = Arc::clone(&held);
+        let run = async move {
+            let _mine = mine;
+            let mut reader = reader;
+            let mut buf = [0u8; 16];
+            let n = reader.read(&mut buf).await.unwrap();
+            let _ = seen_tx.send(n);
+            std::future::pending::<()>().await;
+        };
+        let running = on_thread("t", run, stop).unwrap();
+        w.write_all(b"hello").unwrap();
+        assert_eq!(seen.await.unwrap(), 5);
+        assert_eq!(running.stop().await, None);
+        assert_eq!(Arc::strong_count(&held), 1, "the future was dropped");
+    }
+
     /// A pipe grows to 1 MiB (or the system's maximum); anything else is left alone.
     #[test]
     fn a_pipe_is_enlarged_and_a_file_is_not() {
