@@ -7,14 +7,20 @@
 //! itself (non-blocking, readiness from epoll); and stdout is a [`Sink`] that the thread
 //! which made an answer writes to directly, one whole message batch at a time.
 
-use std::io::{self, Write};
+use std::future::Future;
+use std::io::{self, PipeReader, PipeWriter, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
 
+use rustix::event::{PollFd, PollFlags};
 use rustix::fs::{FileType, OFlags};
+use rustix::io::Errno;
 use tokio::io::{AsyncRead, ReadBuf};
+use tokio::sync::oneshot;
 
 /// Where a connection's answers go: written by whichever thread made them, whole
 /// (a message is never interleaved with another), blocking while the client does not
@@ -132,6 +138,165 @@ fn pipe_max_size() -> usize {
         .unwrap_or(PIPE_BYTES)
 }
 
+/// Stdin read with blocking reads by the one thread that reads it (see [`on_thread`]):
+/// a request that arrives wakes that thread alone, which may then run it right away,
+/// with no runtime worker woken and no worker's core handed over (`block_in_place`
+/// wakes or spawns another thread on every call). Each read first polls stdin together
+/// with a stop pipe, so that the reader can be stopped while it waits.
+pub struct ThreadReader {
+    fd: OwnedFd,
+    stop: PipeReader,
+}
+
+/// Stops a [`ThreadReader`] and the future [`on_thread`] runs.
+pub struct Stopper {
+    /// Dropped to wake the reader from its poll.
+    wake: PipeWriter,
+    stopped: Arc<AtomicBool>,
+    thread: Option<Thread>,
+}
+
+impl ThreadReader {
+    /// This process's stdin (its pipe enlarged), and what stops its reader.
+    pub fn stdin() -> io::Result<(ThreadReader, Stopper)> {
+        enlarge_pipe(io::stdin().as_fd());
+        let fd = rustix::io::fcntl_dupfd_cloexec(io::stdin().as_fd(), 3)?;
+        ThreadReader::new(fd)
+    }
+
+    /// A reader of `fd`, and what stops it.
+    pub fn new(fd: OwnedFd) -> io::Result<(ThreadReader, Stopper)> {
+        let (stop, wake) = io::pipe()?;
+        let stopper = Stopper {
+            wake,
+            stopped: Arc::new(AtomicBool::new(false)),
+            thread: None,
+        };
+        Ok((ThreadReader { fd, stop }, stopper))
+    }
+
+    /// Waits for input (or the stop), then reads it; `Ok(0)` at the end or once stopped.
+    fn read_blocking(&self, dst: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let mut fds = [
+                PollFd::new(&self.fd, PollFlags::IN),
+                PollFd::new(&self.stop, PollFlags::IN),
+            ];
+            match rustix::event::poll(&mut fds, None) {
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+            if !fds[1].revents().is_empty() {
+                return Ok(0);
+            }
+            if fds[0].revents().is_empty() {
+                continue;
+            }
+            // A description someone made non-blocking may say EAGAIN: poll again.
+            match rustix::io::read(&self.fd, &mut *dst) {
+                Ok(n) => return Ok(n),
+                Err(Errno::INTR | Errno::AGAIN) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+impl AsyncRead for ThreadReader {
+    /// Blocks: meant only for a future that has a thread to itself ([`on_thread`]).
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let n = self.read_blocking(buf.initialize_unfilled());
+        Poll::Ready(n.map(|n| buf.advance(n)))
+    }
+}
+
+impl Stopper {
+    /// Stops the reader (its reads end) and the future (dropped when next woken or
+    /// when it next waits), whatever it waits for.
+    pub fn stop(self) {
+        self.stopped.store(true, Ordering::Release);
+        if let Some(t) = &self.thread {
+            t.unpark();
+        }
+        drop(self.wake);
+    }
+}
+
+/// A future running on a thread of its own ([`on_thread`]).
+pub struct OnThread<T> {
+    stopper: Stopper,
+    done: oneshot::Receiver<T>,
+}
+
+impl<T> OnThread<T> {
+    /// Waits for the future's output; `None` if it was stopped first.
+    pub async fn finish(self) -> Option<T> {
+        self.done.await.ok()
+    }
+
+    /// Stops the future unless it has ended, then waits for its thread to let go of it.
+    pub async fn stop(self) -> Option<T> {
+        self.stopper.stop();
+        self.done.await.ok()
+    }
+}
+
+/// Runs `fut` on a new thread named `name`, polled there alone (parked while it waits),
+/// in the current runtime's context (its tasks may spawn, use its timers and channels,
+/// and call `Handle::block_on`). For a future that blocks in its reads: a
+/// [`ThreadReader`], whose `stopper` this takes.
+pub fn on_thread<F>(name: &str, fut: F, mut stopper: Stopper) -> io::Result<OnThread<F::Output>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let rt = tokio::runtime::Handle::current();
+    let stopped = Arc::clone(&stopper.stopped);
+    let (tx, done) = oneshot::channel();
+    let thread = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let _rt = rt.enter();
+            if let Some(out) = poll_until(fut, &stopped) {
+                let _ = tx.send(out);
+            }
+        })?;
+    stopper.thread = Some(thread.thread().clone());
+    Ok(OnThread { stopper, done })
+}
+
+/// Wakes a thread parked in [`poll_until`].
+struct Unpark(Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Polls `fut` on this thread until it is ready, or `stopped` is set.
+fn poll_until<F: Future>(fut: F, stopped: &AtomicBool) -> Option<F::Output> {
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if stopped.load(Ordering::Acquire) {
+            return None;
+        }
+        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return Some(out);
+        }
+        std::thread::park();
+    }
+}
+
 /// A pipe or socket read without blocking, woken by the runtime's epoll.
 struct FdReader {
     kind: Kind,
@@ -232,6 +397,72 @@ mod tests {
         assert_eq!(got, want);
         drop(reader);
         assert_eq!(rustix::fs::fcntl_getfl(&r).unwrap(), before);
+    }
+
+    /// A pipe read by a thread of its own gets every byte and the end; the future's
+    /// output comes back to the runtime.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_thread_reader_reads_everything_and_hands_back_the_output() {
+        let (r, w) = std::io::pipe().unwrap();
+        let (reader, stop) = ThreadReader::new(OwnedFd::from(r)).unwrap();
+        let run = async move {
+            let mut reader = reader;
+            let mut got = String::new();
+            reader.read_to_string(&mut got).await.map(|_| got)
+        };
+        let running = on_thread("t", run, stop).unwrap();
+        let writer = std::thread::spawn(move || {
+            let mut w = w;
+            for i in 0..100 {
+                w.write_all(format!("line {i}\n").as_bytes()).unwrap();
+            }
+        });
+        let got = running.finish().await.expect("ran to its end").unwrap();
+        writer.join().unwrap();
+        let want: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(got, want);
+    }
+
+    /// A reader waiting for input that never comes, and a future waiting for something
+    /// else, are both stopped, and the future is dropped (what it holds let go).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_thread_reader_is_stopped_whatever_it_waits_for() {
+        let (r, _w) = std::io::pipe().unwrap();
+        let (reader, stop) = ThreadReader::new(OwnedFd::from(r)).unwrap();
+        let held = Arc::new(());
+        let mine = Arc::clone(&held);
+        let run = async move {
+            let _mine = mine;
+            let mut reader = reader;
+            let mut buf = [0u8; 16];
+            // Ok(0) once stopped: then it waits on, for a sender nobody uses.
+            let n = reader.read(&mut buf).await.unwrap();
+            let (_tx, rx) = oneshot::channel::<()>();
+            let _ = rx.await;
+            n
+        };
+        let running = on_thread("t", run, stop).unwrap();
+        assert_eq!(running.stop().await, None, "stopped, not ended");
+        assert_eq!(Arc::strong_count(&held), 1, "the future was dropped");
+
+        // Stopped while it waits for something other than input.
+        let (r, mut w) = std::io::pipe().unwrap();
+        let (reader, stop) = ThreadReader::new(OwnedFd::from(r)).unwrap();
+        let (seen_tx, seen) = oneshot::channel();
+        let mine = Arc::clone(&held);
+        let run = async move {
+            let _mine = mine;
+            let mut reader = reader;
+            let mut buf = [0u8; 16];
+            let n = reader.read(&mut buf).await.unwrap();
+            let _ = seen_tx.send(n);
+            std::future::pending::<()>().await;
+        };
+        let running = on_thread("t", run, stop).unwrap();
+        w.write_all(b"hello").unwrap();
+        assert_eq!(seen.await.unwrap(), 5);
+        assert_eq!(running.stop().await, None);
+        assert_eq!(Arc::strong_count(&held), 1, "the future was dropped");
     }
 
     /// A pipe grows to 1 MiB (or the system's maximum); anything else is left alone.

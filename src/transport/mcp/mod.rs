@@ -380,6 +380,47 @@ pub async fn serve<R>(
 where
     R: AsyncRead + Send + Unpin + 'static,
 {
+    serve_from(gw, peer, Input::Task(input), output).await
+}
+
+/// Where the input pump reads, and so where it runs.
+enum Input<R> {
+    /// A task of the runtime.
+    Task(R),
+    /// A thread of its own, reading with blocking reads: a request alone then runs on
+    /// the thread that read it with no runtime thread woken (issue 12).
+    Thread(stdio::ThreadReader, stdio::Stopper),
+}
+
+/// The running pump.
+enum Pumping {
+    Task(tokio::task::JoinHandle<std::io::Result<()>>),
+    Thread(stdio::OnThread<std::io::Result<()>>),
+}
+
+impl Pumping {
+    /// Stops reading unless the input has ended; the pump's error, if any.
+    async fn stop(self) -> Option<std::io::Error> {
+        match self {
+            Pumping::Task(t) => {
+                t.abort();
+                t.await.ok().and_then(Result::err)
+            }
+            Pumping::Thread(t) => t.stop().await.and_then(Result::err),
+        }
+    }
+}
+
+/// [`serve`], the pump reading `input` where it says.
+async fn serve_from<R>(
+    gw: Arc<Gateway>,
+    peer: String,
+    input: Input<R>,
+    output: Arc<Sink>,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+{
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
     let flow = Flow::new(max.saturating_mul(2));
     let server = McpServer::new(gw, peer, Arc::clone(&flow), max);
@@ -403,7 +444,17 @@ where
         door,
         initialized: AtomicBool::new(false),
     };
-    let pumping = tokio::spawn(pump::run(pump, guard::LineGuard::new(input, max), to_sdk));
+    let pumping = match input {
+        Input::Task(r) => Pumping::Task(tokio::spawn(pump::run(
+            pump,
+            guard::LineGuard::new(r, max),
+            to_sdk,
+        ))),
+        Input::Thread(r, stop) => {
+            let run = pump::run(pump, guard::LineGuard::new(r, max), to_sdk);
+            Pumping::Thread(stdio::on_thread("fsgate-mcp-input", run, stop)?)
+        }
+    };
     let copier = Copier {
         flow,
         gw: Arc::clone(&server.gw),
@@ -425,8 +476,7 @@ where
         Err(e) => Err(std::io::Error::other(e)),
     };
     // Normally the pump has ended (input closed); if the SDK ended first, stop reading.
-    pumping.abort();
-    if let Ok(Err(e)) = pumping.await {
+    if let Some(e) = pumping.stop().await {
         tracing::debug!("mcp input: {e}");
     }
     // The SDK's end of the pipe is gone with the service: the copier drains and ends.
@@ -574,5 +624,14 @@ async fn write_own(
 
 /// Serves MCP on this process's stdin/stdout (`fsgate serve --transport mcp`).
 pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> {
-    serve(gw, peer, stdio::stdin(), Sink::stdout()).await
+    match stdio::ThreadReader::stdin() {
+        Ok((r, stop)) => {
+            let input = Input::<stdio::ThreadReader>::Thread(r, stop);
+            serve_from(gw, peer, input, Sink::stdout()).await
+        }
+        Err(e) => {
+            tracing::debug!("stdin read by the runtime: {e}");
+            serve(gw, peer, stdio::stdin(), Sink::stdout()).await
+        }
+    }
 }
