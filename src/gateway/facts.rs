@@ -88,8 +88,14 @@ impl Facts {
 
     /// Notes the content read or written.
     pub fn content(&mut self, bytes: &[u8]) {
-        self.bytes = Some(bytes.len() as u64);
-        self.sha256 = Some(hex::encode(Sha256::digest(bytes)));
+        self.content_hashed(bytes.len(), content_digest(bytes));
+    }
+
+    /// [`Facts::content`] with the digest already taken (`hex` is
+    /// [`content_digest`] of the `len` bytes).
+    pub fn content_hashed(&mut self, len: usize, hex: String) {
+        self.bytes = Some(len as u64);
+        self.sha256 = Some(hex);
     }
 
     /// Records the outcome.
@@ -199,6 +205,11 @@ impl Facts {
             ..AuditEvent::default()
         }
     }
+}
+
+/// The record's digest of content: SHA-256, lowercase hex.
+pub fn content_digest(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
 }
 
 #[cfg(test)]
