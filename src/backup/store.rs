@@ -494,25 +494,10 @@ pub(crate) fn copy_hashing(src: &mut dyn Read, dst: &mut dyn Write) -> io::Resul
     Ok((total, hex::encode(hasher.finalize())))
 }
 
-/// fsyncs a directory so that new, renamed or removed entries survive a crash.
-///
-/// cap-std holds directories as `O_PATH` descriptors, which fsync rejects (EBADF), so
-/// this opens `.` beneath the handle for reading first.
+/// fsyncs a directory so that new, renamed or removed entries survive a crash; one
+/// sync is shared by the saves into the same shard at once.
 pub(crate) fn sync_dir(dir: &Dir) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use rustix::fs::{Mode, OFlags};
-        let fd = rustix::fs::openat(
-            dir,
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        rustix::fs::fsync(&fd)?;
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
+    crate::workspace::sync_dir_shared(dir)
 }
 
 /// `mkdir -p` with mode 0700 for every directory it creates.

@@ -5,6 +5,7 @@
 //! checked by type (regular file, one hard link) on the open descriptor.
 
 mod atomic;
+mod dir_sync;
 mod kind;
 mod open;
 mod read;
@@ -24,6 +25,7 @@ use crate::path::RelPath;
 
 pub(crate) use atomic::move_into_place;
 pub use atomic::{TempName, is_own_temp};
+pub(crate) use dir_sync::sync_dir_shared;
 pub use kind::FileKind;
 pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary, text_window};
 pub use resolve::{Follow, Resolved};

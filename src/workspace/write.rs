@@ -38,19 +38,11 @@ fn split(real: &RelPath) -> Result<(RelPath, &str), WsError> {
     Ok((real.parent().unwrap_or_default(), name))
 }
 
-/// Makes a rename in `dir` durable. The handle may be an `O_PATH` one (the root's), on
-/// which fsync fails with EBADF, so the directory is opened again for reading. A
-/// failure is logged: the rename is done, and undoing it would be worse.
+/// Makes an entry change in `dir` durable (the sync shared with concurrent changes in
+/// the same directory). A failure is logged: the change is done, and undoing it would
+/// be worse.
 fn sync_dir(dir: &Dir) {
-    use rustix::fs::{Mode, OFlags, openat};
-    let synced = openat(
-        dir,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .and_then(rustix::fs::fsync);
-    if let Err(e) = synced {
+    if let Err(e) = super::dir_sync::sync_dir_shared(dir) {
         tracing::warn!("cannot sync a workspace directory after a change: {e}");
     }
 }

@@ -166,6 +166,9 @@ pub(super) struct Direct {
     max: usize,
     /// Bounds the calls running on the blocking pool at once.
     slots: Arc<Semaphore>,
+    /// Bounds the writes running at once, apart from `slots`: a write spends most of its
+    /// time waiting on flushes, which overlap (and share the audit log's) when more run.
+    writes: Arc<Semaphore>,
     /// Where small answers are written, by the thread that made them.
     sink: Arc<Sink>,
     /// Larger batches go to the output copier, so that this thread goes on while the
@@ -197,6 +200,7 @@ impl Direct {
             flow,
             max,
             slots,
+            writes: Arc::new(Semaphore::new(WRITES_IN_FLIGHT)),
             sink,
             answers,
             rt: tokio::runtime::Handle::current(),
@@ -342,8 +346,13 @@ impl Door {
         // Reads sent after a change wait until it has run.
         let change = job.tool.changes().then(|| self.batch.change());
         let direct = Arc::clone(&self.direct);
+        let slots = if matches!(job.tool, ToolId::WriteFile | ToolId::WriteTextFile) {
+            Arc::clone(&direct.writes)
+        } else {
+            Arc::clone(&direct.slots)
+        };
         tokio::spawn(async move {
-            let Ok(permit) = Arc::clone(&direct.slots).acquire_owned().await else {
+            let Ok(permit) = slots.acquire_owned().await else {
                 return;
             };
             let ran = tokio::task::spawn_blocking(move || {
@@ -360,6 +369,11 @@ impl Door {
         });
     }
 }
+
+/// Writes run at once per connection. A write's content is already in memory (its
+/// request, which the connection's room accounts for) and its answer is small, so more
+/// of them cost no more memory; they are bounded apart from the other calls' slots.
+const WRITES_IN_FLIGHT: usize = 32;
 
 /// Bytes an answering thread writes itself: what fits a pipe's default buffer (64 KiB),
 /// so that a client that keeps reading does not make it wait.
