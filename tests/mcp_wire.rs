@@ -284,6 +284,35 @@ fn pipelined_calls_are_all_answered() {
     }
 }
 
+/// Writes of one new file sent together all succeed (none is refused as a race on the
+/// new file), and every version but the last is kept as a backup.
+#[test]
+fn pipelined_writes_of_one_new_file_all_succeed() {
+    let mut g = McpGate::start(None);
+    g.initialize("2025-06-18");
+    for i in 0..16u64 {
+        let args = json!({"path": "same.txt", "content": format!("v{i}")});
+        g.request(
+            200 + i,
+            "tools/call",
+            json!({"name": "write_file", "arguments": args}),
+        );
+    }
+    for i in 0..16u64 {
+        let r = g.response(200 + i);
+        assert_ne!(r["result"]["isError"], json!(true), "{r}");
+    }
+    let last = std::fs::read_to_string(g.dirs.root.join("same.txt")).expect("same.txt");
+    assert!((0..16).any(|i| last == format!("v{i}")), "{last:?}");
+    let listed = std::process::Command::new(crate::common::bin())
+        .args(["backup", "list", "--json", "same.txt", "--backup-dir"])
+        .arg(g.dirs.state.join("backups"))
+        .output()
+        .expect("backup list");
+    let versions = String::from_utf8_lossy(&listed.stdout).lines().count();
+    assert_eq!(versions, 15, "{}", String::from_utf8_lossy(&listed.stderr));
+}
+
 #[test]
 fn calls_in_flight_finish_when_stdin_closes() {
     let mut g = McpGate::start(None);

@@ -8,6 +8,7 @@ mod defer;
 mod facts;
 mod listing;
 mod mkdir;
+mod path_lock;
 mod read;
 mod reconcile;
 mod rename;
@@ -97,6 +98,8 @@ pub struct Gateway {
     grants: Arc<ask::Grants>,
     /// The git work tree changes are staged in (`[vcs] stage`), found at start.
     vcs: Option<Arc<crate::vcs::Stager>>,
+    /// Paths being written now: writes of one path run one after the other.
+    writing: path_lock::PathLocks,
 }
 
 /// A change the gateway made for a client, told to that client's door after its
@@ -198,6 +201,7 @@ impl Gateway {
             saves: std::sync::atomic::AtomicU64::new(0),
             grants: Arc::default(),
             vcs: None,
+            writing: path_lock::PathLocks::default(),
         }
     }
 

@@ -22,6 +22,9 @@ impl Gateway {
                 "cannot write to the workspace root".into(),
             ));
         }
+        // Another write of this path finishes first: this one then finds its file (and
+        // backs it up) instead of being refused as a race on a new file.
+        let _held = self.writing.hold(rp.rel.as_str());
         let res = self.locate(
             pol,
             OpClass::Write,

@@ -1,0 +1,86 @@
+//! Writes to one path, one after the other.
+//!
+//! A write to a file that does not exist yet publishes it with "no replace": a file
+//! that appeared meanwhile is never overwritten without its backup. Two writes of one
+//! new file sent together (a client that pipelines) would otherwise both find it
+//! missing, and all but the first would be refused as a race. Holding the path for the
+//! whole write makes the second one find the first one's file, and back it up like any
+//! overwrite. Only paths being written are held, so this is bounded by the writes in
+//! flight.
+
+use std::collections::HashSet;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+/// The paths being written now.
+#[derive(Default)]
+pub(crate) struct PathLocks {
+    held: Mutex<HashSet<String>>,
+    freed: Condvar,
+}
+
+/// A path held until this is dropped.
+pub(crate) struct Held<'a> {
+    locks: &'a PathLocks,
+    path: String,
+}
+
+impl PathLocks {
+    fn lock(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until no other write holds `path`, then holds it.
+    pub(crate) fn hold(&self, path: &str) -> Held<'_> {
+        let mut held = self.lock();
+        while held.contains(path) {
+            held = self
+                .freed
+                .wait(held)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        held.insert(path.to_string());
+        Held {
+            locks: self,
+            path: path.to_string(),
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.locks.lock().remove(&self.path);
+        self.locks.freed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Holders of one path never overlap; other paths are not held up; nothing is kept
+    /// once every holder is done.
+    #[test]
+    fn one_holder_of_a_path_at_a_time() {
+        let locks = Arc::new(PathLocks::default());
+        let inside = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (locks, inside) = (Arc::clone(&locks), Arc::clone(&inside));
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        let _held = locks.hold("a/b.txt");
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "overlap");
+                        let _other = locks.hold("other.txt");
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("a holder panicked");
+        }
+        assert!(locks.lock().is_empty());
+    }
+}
