@@ -37,10 +37,18 @@ impl Sink {
         })
     }
 
-    /// This process's stdout, its pipe enlarged (see [`enlarge_pipe`]).
+    /// This process's stdout, its pipe enlarged (see [`enlarge_pipe`]). Written through
+    /// its own descriptor, not std's line-buffered `Stdout`: answers are already whole
+    /// messages, and a second buffer would search every piece for its last newline.
     pub fn stdout() -> Arc<Sink> {
         enlarge_pipe(io::stdout().as_fd());
-        Sink::new(io::stdout())
+        match io::stdout().as_fd().try_clone_to_owned() {
+            Ok(fd) => Sink::new(std::fs::File::from(fd)),
+            Err(e) => {
+                tracing::debug!("stdout written through std's buffer: {e}");
+                Sink::new(io::stdout())
+            }
+        }
     }
 
     /// Writes `bytes` (whole messages) and flushes; blocks until written.
@@ -50,37 +58,31 @@ impl Sink {
 
     /// Lets `write` write whole messages, piece by piece, none other between them (a
     /// large answer encoded as it goes out); then flushes. Blocks until written.
-    pub fn write_with(
+    pub fn write_with<T>(
         &self,
-        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-    ) -> io::Result<()> {
+        write: impl FnOnce(&mut dyn Write) -> io::Result<T>,
+    ) -> io::Result<T> {
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
-        write(&mut **out)?;
-        out.flush()
+        let t = write(&mut **out)?;
+        out.flush().map(|()| t)
     }
 
-    /// [`write_with`](Self::write_with) from async code, on the blocking pool.
+    /// [`write_with`](Self::write_with) from async code: on the blocking pool, so that a
+    /// client that does not read stalls no runtime thread.
     pub async fn write_with_owned<T: Send + 'static>(
         self: &Arc<Self>,
         write: impl FnOnce(&mut dyn Write) -> io::Result<T> + Send + 'static,
     ) -> io::Result<T> {
         let sink = Arc::clone(self);
-        tokio::task::spawn_blocking(move || {
-            let mut out = sink.out.lock().unwrap_or_else(PoisonError::into_inner);
-            let t = write(&mut **out)?;
-            out.flush().map(|()| t)
-        })
-        .await
-        .map_err(io::Error::other)?
-    }
-
-    /// [`write`](Self::write) from async code: on the blocking pool, so that a client
-    /// that does not read stalls no runtime thread. Gives the buffer back.
-    pub async fn write_owned(self: &Arc<Self>, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
-        let sink = Arc::clone(self);
-        tokio::task::spawn_blocking(move || sink.write(&bytes).map(|()| bytes))
+        tokio::task::spawn_blocking(move || sink.write_with(write))
             .await
             .map_err(io::Error::other)?
+    }
+
+    /// [`write`](Self::write) from async code; gives the buffer back.
+    pub async fn write_owned(self: &Arc<Self>, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
+        self.write_with_owned(move |out| out.write_all(&bytes).map(|()| bytes))
+            .await
     }
 }
 
