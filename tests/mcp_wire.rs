@@ -586,3 +586,58 @@ fn listings_in_the_reference_shapes_hide_secrets_and_are_one_record_each() {
     assert_eq!(trees[1]["args"]["depth"], 1);
     assert_eq!(trees[4]["decision"], "deny");
 }
+
+/// `list_directory` lines of `dir`, sorted as answered.
+fn listed(g: &mut McpGate, id: u64, dir: &str) -> Vec<String> {
+    let r = g.tool(id, "list_directory", json!({ "path": dir }));
+    assert_eq!(r["isError"], json!(false), "{r}");
+    text_of(&r).lines().map(str::to_string).collect()
+}
+
+/// A large directory that has not changed for a while is listed from a snapshot of its
+/// names; every change to it (by the gateway or from outside, an added, removed or
+/// retyped entry) shows in the very next listing, and in `directory_tree`.
+#[test]
+fn listings_of_a_settled_large_directory_follow_every_change() {
+    let mut g = McpGate::start(None);
+    for i in 0..100 {
+        g.dirs.put(&format!("big/f{i:03}.txt"), "x");
+    }
+    g.initialize("2025-06-18");
+    let settle = || std::thread::sleep(Duration::from_millis(300));
+    settle();
+    assert_eq!(listed(&mut g, 1, "big").len(), 100);
+    assert_eq!(listed(&mut g, 2, "big").len(), 100);
+    g.dirs.put("big/outside.txt", "from outside");
+    let l = listed(&mut g, 3, "big");
+    assert!(l.contains(&"[FILE] outside.txt".to_string()), "{l:?}");
+    settle();
+    listed(&mut g, 4, "big");
+    let w = g.tool(5, "write_file", json!({"path": "big/agent.txt", "content": "a"}));
+    assert_eq!(w["isError"], json!(false), "{w}");
+    assert!(listed(&mut g, 6, "big").contains(&"[FILE] agent.txt".to_string()));
+    settle();
+    listed(&mut g, 7, "big");
+    std::fs::remove_file(g.dirs.root.join("big/f000.txt")).expect("rm");
+    std::fs::create_dir(g.dirs.root.join("big/f001.txt.d")).expect("mkdir");
+    std::fs::remove_file(g.dirs.root.join("big/f001.txt")).expect("rm");
+    std::fs::rename(
+        g.dirs.root.join("big/f001.txt.d"),
+        g.dirs.root.join("big/f001.txt"),
+    )
+    .expect("rename");
+    let l = listed(&mut g, 8, "big");
+    assert!(!l.contains(&"[FILE] f000.txt".to_string()), "{l:?}");
+    assert!(l.contains(&"[DIR] f001.txt".to_string()), "{l:?}");
+    assert_eq!(l.len(), 101, "{l:?}");
+    settle();
+    let tree = g.tool(9, "directory_tree", json!({"path": "big"}));
+    std::fs::write(g.dirs.root.join("big/f001.txt/inner.txt"), "i").expect("write");
+    std::fs::remove_file(g.dirs.root.join("big/f002.txt")).expect("rm");
+    let after = g.tool(10, "directory_tree", json!({"path": "big"}));
+    assert!(!text_of(&tree).contains("inner.txt"), "{tree}");
+    assert!(text_of(&after).contains("inner.txt"), "{after}");
+    assert!(text_of(&tree).contains("f002.txt"), "{tree}");
+    assert!(!text_of(&after).contains("f002.txt"), "{after}");
+    assert!(g.finish().success(), "{}", g.stderr());
+}

@@ -5,6 +5,7 @@
 //! checked by type (regular file, one hard link) on the open descriptor.
 
 mod atomic;
+mod dir_cache;
 mod dir_sync;
 mod kind;
 mod open;

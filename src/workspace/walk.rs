@@ -16,6 +16,7 @@ use cap_fs_ext::DirExt;
 use cap_std::fs::Dir;
 use rustix::fs::{AtFlags, OFlags, RawDir, Statx, StatxFlags, makedev, statx};
 
+use super::dir_cache;
 use super::kind::FileKind;
 use super::open::open_dir;
 use super::read::format_time;
@@ -144,6 +145,18 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
         rustix::fs::Mode::empty(),
     )
     .map_err(|e| WsError::from_io(e.into()))?;
+    // Names and kinds only: an unchanged large directory need not be read again.
+    let probe = match mode {
+        Mode::Names | Mode::LenientNames => match dir_cache::lookup(&own) {
+            Ok(names) => {
+                let entry =
+                    |(name, kind): &(Box<str>, FileKind)| entry_from(base, name, *kind, None);
+                return Ok(names.iter().map(entry).collect());
+            }
+            Err(probe) => Some(probe),
+        },
+        Mode::Lenient | Mode::Strict => None,
+    };
     let mut out = Vec::new();
     let mut read = |buf: &mut Vec<u8>| {
         if buf.capacity() < DIRENT_BUF {
@@ -177,6 +190,9 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
         Err(_) => read(&mut Vec::new()),
     })?;
     sort_by_name(&mut out);
+    if let Some(probe) = probe {
+        dir_cache::keep(probe, &own, out.iter().map(|e| (e.name.as_str(), e.kind)));
+    }
     Ok(out)
 }
 
