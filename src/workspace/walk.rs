@@ -146,8 +146,10 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
     )
     .map_err(|e| WsError::from_io(e.into()))?;
     // Names and kinds only: an unchanged large directory need not be read again.
+    // (Not for grep's walks, `LenientNames`: they read every file anyway, and the
+    // `statx` of each directory would only add to them.)
     let probe = match mode {
-        Mode::Names | Mode::LenientNames => match dir_cache::lookup(&own) {
+        Mode::Names => match dir_cache::lookup(&own) {
             Ok(names) => {
                 let entry =
                     |(name, kind): &(Box<str>, FileKind)| entry_from(base, name, *kind, None);
@@ -155,7 +157,7 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
             }
             Err(probe) => Some(probe),
         },
-        Mode::Lenient | Mode::Strict => None,
+        Mode::Lenient | Mode::LenientNames | Mode::Strict => None,
     };
     let mut out = Vec::new();
     let mut read = |buf: &mut Vec<u8>| {
