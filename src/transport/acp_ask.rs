@@ -241,6 +241,9 @@ fn verb_of(op: &str) -> &'static str {
 /// Tells the editor of changes: a queue bounded in bytes, drained by a task into the
 /// editor's outbox. A note that finds the queue full is dropped (logged), never waited for.
 pub struct EditorNotes {
+    /// The editor's outbox, where a note goes at once when nothing waits before it: in
+    /// order with what the agent sends the editor after the change's answer.
+    to_editor: Outbox<Vec<u8>>,
     tx: mpsc::UnboundedSender<(Vec<u8>, OwnedSemaphorePermit)>,
     room: Arc<Semaphore>,
     cap: u32,
@@ -260,6 +263,7 @@ impl EditorNotes {
     /// `to_editor` until the notes are dropped.
     pub fn spawn(to_editor: Outbox<Vec<u8>>, cap_bytes: usize) -> EditorNotes {
         let (tx, mut rx) = mpsc::unbounded_channel::<(Vec<u8>, OwnedSemaphorePermit)>();
+        let outbox = to_editor.clone();
         tokio::spawn(async move {
             while let Some((bytes, room)) = rx.recv().await {
                 let sent = to_editor.send_bytes(bytes).await;
@@ -271,6 +275,7 @@ impl EditorNotes {
         });
         let cap = u32::try_from(cap_bytes.max(1)).unwrap_or(u32::MAX >> 4);
         EditorNotes {
+            to_editor: outbox,
             tx,
             room: Arc::new(Semaphore::new(cap as usize)),
             cap,
@@ -297,6 +302,17 @@ impl ChangeSink for EditorNotes {
             );
             return;
         }
+        // Nothing queued before it (a queued note holds room until it is in the
+        // outbox): straight into the outbox, so the editor sees the note before the
+        // agent's next message (its turn may end right after this change's answer).
+        let bytes = if self.room.available_permits() == self.cap as usize {
+            match self.to_editor.try_send(bytes, units as usize) {
+                Ok(()) => return,
+                Err(bytes) => bytes,
+            }
+        } else {
+            bytes
+        };
         match Arc::clone(&self.room).try_acquire_many_owned(units) {
             Ok(room) => {
                 let _ = self.tx.send((bytes, room));
@@ -311,6 +327,48 @@ impl ChangeSink for EditorNotes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn note(path: &str) -> ChangeNote {
+        ChangeNote {
+            op: "write_text_file",
+            session: "s1".into(),
+            path: crate::path::RelPath::parse_rooted(path).expect("path"),
+            path2: None,
+            root: "/ws".into(),
+            proposed: None,
+            seq: Some(7),
+        }
+    }
+
+    /// A change's note is in the editor's outbox when `changed` returns, with no task
+    /// between: what the agent sends the editor after the change's answer (the end of
+    /// its turn) comes after it. Once the outbox is full, notes wait in their own queue
+    /// and keep their order.
+    #[test]
+    fn a_change_note_is_in_the_outbox_before_the_answer_leaves() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let _entered = rt.enter();
+        let (outbox, mut rx) = Outbox::new(1 << 20);
+        let notes = EditorNotes::spawn(outbox, 1 << 20);
+        notes.changed(&note("a.txt"));
+        let first = rx.try_recv().expect("queued at once");
+        assert!(String::from_utf8_lossy(&first.msg).contains("/ws/a.txt"));
+        let (small, mut rx) = Outbox::new(8);
+        let notes = EditorNotes::spawn(small, 1 << 20);
+        notes.changed(&note("b.txt"));
+        notes.changed(&note("c.txt"));
+        let texts: Vec<String> = rt.block_on(async {
+            let mut got = Vec::new();
+            while got.len() < 2 {
+                let q = rx.recv().await.expect("note");
+                got.push(String::from_utf8_lossy(&q.msg).into_owned());
+            }
+            got
+        });
+        assert!(texts[0].contains("/ws/b.txt") && texts[1].contains("/ws/c.txt"));
+    }
 
     #[test]
     fn answers_map_by_the_option_kind_and_anything_else_is_no() {

@@ -107,6 +107,29 @@ impl<M> Outbox<M> {
         self.tx.send(queued).is_ok()
     }
 
+    /// Queues `msg` of `len` bytes now if there is room for it, else hands it back (also
+    /// when the writer is gone): for a sender that must not wait and must keep its
+    /// place in the order.
+    pub fn try_send(&self, msg: M, len: usize) -> Result<(), M> {
+        let units = u32::try_from(len).unwrap_or(u32::MAX).clamp(1, self.cap);
+        let Ok(room) = Arc::clone(&self.room).try_acquire_many_owned(units) else {
+            return Err(msg);
+        };
+        let total = match &self.total {
+            Some((t, cap)) => match Arc::clone(t).try_acquire_many_owned(units.min(*cap)) {
+                Ok(p) => Some(p),
+                Err(_) => return Err(msg),
+            },
+            None => None,
+        };
+        let queued = Queued {
+            msg,
+            _room: room,
+            _total: total,
+        };
+        self.tx.send(queued).map_err(|e| e.0.msg)
+    }
+
     /// Waits until some of the room is free (the client has read what filled it).
     pub async fn wait_for_room(&self) {
         if let Ok(p) = self.room.acquire().await {
