@@ -613,7 +613,11 @@ fn listings_of_a_settled_large_directory_follow_every_change() {
     assert!(l.contains(&"[FILE] outside.txt".to_string()), "{l:?}");
     settle();
     listed(&mut g, 4, "big");
-    let w = g.tool(5, "write_file", json!({"path": "big/agent.txt", "content": "a"}));
+    let w = g.tool(
+        5,
+        "write_file",
+        json!({"path": "big/agent.txt", "content": "a"}),
+    );
     assert_eq!(w["isError"], json!(false), "{w}");
     assert!(listed(&mut g, 6, "big").contains(&"[FILE] agent.txt".to_string()));
     settle();

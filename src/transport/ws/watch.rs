@@ -69,7 +69,9 @@ impl Watcher {
         let (tx, rx) = mpsc::channel();
         let handler_tx = tx.clone();
         let handler = move |ev: notify::Result<notify::Event>| {
-            let _ = handler_tx.send(Msg::Raw(ev));
+            if worth_waking(&ev) {
+                let _ = handler_tx.send(Msg::Raw(ev));
+            }
         };
         let backend =
             RecommendedWatcher::new(handler, Config::default().with_follow_symlinks(false))?;
@@ -113,6 +115,16 @@ impl Drop for Watcher {
         // Not joined: the thread may be in a long initial scan, and drop may run on the
         // async runtime; it exits at its next message.
         drop(self.thread.take());
+    }
+}
+
+/// Whether an event from notify can matter to the watcher thread. notify watches opens
+/// and closes too, so every read the gateway serves would wake the thread for nothing
+/// (`on_event` drops them): they are dropped on notify's own thread instead.
+fn worth_waking(ev: &notify::Result<notify::Event>) -> bool {
+    match ev {
+        Ok(e) => !matches!(e.kind, EventKind::Access(_)) || e.need_rescan(),
+        Err(_) => true,
     }
 }
 
@@ -349,6 +361,25 @@ mod tests {
             path: RelPath::parse_rooted(path).expect("path"),
             is_dir,
         }
+    }
+
+    /// Opens and closes never wake the watcher thread; changes, overflows and errors do.
+    #[test]
+    fn only_events_that_can_matter_wake_the_watcher() {
+        use notify::event::{AccessKind, AccessMode, CreateKind, Flag};
+        let ev = |kind| Ok(notify::Event::new(kind));
+        assert!(!worth_waking(&ev(EventKind::Access(AccessKind::Open(
+            AccessMode::Any
+        )))));
+        assert!(!worth_waking(&ev(EventKind::Access(AccessKind::Close(
+            AccessMode::Read
+        )))));
+        assert!(worth_waking(&ev(EventKind::Create(CreateKind::File))));
+        assert!(worth_waking(&ev(EventKind::Modify(ModifyKind::Any))));
+        let overflow =
+            notify::Event::new(EventKind::Access(AccessKind::Any)).set_flag(Flag::Rescan);
+        assert!(worth_waking(&Ok(overflow)));
+        assert!(worth_waking(&Err(notify::Error::generic("lost"))));
     }
 
     fn reportable_now(pol: &Policy, c: &Change) -> bool {
