@@ -327,7 +327,8 @@ where
         sink: output,
         rt: tokio::runtime::Handle::current(),
     };
-    let batch = batch::start(Arc::new(batch), "fsgate-acp-batch")?;
+    let door = Arc::new(batch);
+    let batch = batch::start(Arc::clone(&door), "fsgate-acp-batch")?;
     // Lines queued for the batch thread hold room for their bytes until they have run:
     // the queue's length alone would let a client park hundreds of maximal lines there.
     let input_cap = u32::try_from(max.saturating_mul(2)).unwrap_or(u32::MAX >> 4);
@@ -362,14 +363,18 @@ where
                 let Ok(room) = Arc::clone(&input).acquire_many_owned(units).await else {
                     break;
                 };
-                batch
-                    .send(Job {
-                        id,
-                        method,
-                        params,
-                        _room: room,
-                    })
-                    .await;
+                let job = Job {
+                    id,
+                    method,
+                    params,
+                    _room: room,
+                };
+                if alone(&gw, &tasks, &batch, reader.buffer()) {
+                    // block_in_place: the runtime's other tasks move to another thread.
+                    tokio::task::block_in_place(|| batch.run_here(&*door, job));
+                    continue;
+                }
+                batch.send(job).await;
             }
             Incoming::Request { id, method, params } => {
                 // Reads sent after a change wait until it is done.
@@ -395,10 +400,22 @@ where
         }
     }
     while tasks.join_next().await.is_some() {}
-    // The batch thread answers what it holds, then lets go of its outbox.
+    // The batch thread answers what it holds, then lets go of its outbox (as does the
+    // door kept here for requests run alone: the writer ends when every sender is gone).
     drop(batch);
+    drop(door);
     drop(outbox);
     writer.await.map_err(std::io::Error::other)?
+}
+
+/// Whether a batched request may run right here as a batch of one instead of waking the
+/// batch thread (a futex and a wake-up on another CPU per request): nothing else is in
+/// flight or queued, nothing further was read ahead (pipelined requests are batched),
+/// and the policy has no ask rules (this task would not read a question's reply).
+fn alone<J>(gw: &Gateway, tasks: &JoinSet<()>, batch: &batch::Door<J>, ahead: &[u8]) -> bool {
+    let multi = tokio::runtime::Handle::current().runtime_flavor()
+        == tokio::runtime::RuntimeFlavor::MultiThread;
+    multi && ahead.is_empty() && tasks.is_empty() && batch.quiet() && !gw.policy().has_ask_rules()
 }
 
 /// Whether `method` is quick and read-only: answered on the batch thread.
