@@ -562,3 +562,37 @@ fn the_byte_budget_spans_both_layouts_and_keeps_each_newest() {
     assert_eq!((report.kept_versions, report.kept_bytes), (3, 30));
     assert!(report.removed.is_empty() && !report.over_budget);
 }
+
+/// Saves of opened files (the gateway's path: its fstat reused, the trailer written with
+/// no truncate, a store on a filesystem that may not clone) read back exactly, version
+/// after version, and `keep_versions` still holds (the session's original is kept too).
+#[test]
+fn saves_of_opened_files_read_back_and_keep_their_limit() {
+    use std::os::unix::fs::MetadataExt;
+    let settings = BackupSettings {
+        keep_versions: Some(2),
+        ..BackupSettings::default()
+    };
+    let (tmp, store) = open_store(&settings);
+    let path = tmp.path().join("work.txt");
+    for i in 0..4u8 {
+        let text = vec![b'a' + i; 4096 + usize::from(i)];
+        std::fs::write(&path, &text).expect("write");
+        let f = std::fs::File::open(&path).expect("open");
+        let m = f.metadata().expect("stat");
+        let saved = store
+            .save_opened("work.txt", &f, (m.size(), m.blocks(), m.dev()))
+            .expect("save");
+        assert_eq!(saved.sha256, hex::encode(Sha256::digest(&text)));
+        let (v, mut back) = store.open_version("work.txt", None).expect("latest");
+        assert_eq!(v, saved);
+        let mut got = Vec::new();
+        back.read_to_end(&mut got).expect("read");
+        assert_eq!(got, text);
+    }
+    // The session's original and the two newest.
+    let kept = store.list(Some("work.txt")).expect("list");
+    assert_eq!(kept.len(), 3);
+    assert!(kept[0].original && kept[0].size == 4096, "{kept:?}");
+    assert_eq!(kept[2].size, 4099);
+}
