@@ -183,7 +183,7 @@ fn a_filesystem_that_cannot_clone_is_remembered() {
     let dst = empty_dst(&dir);
     let no_clone = NoClone::default();
     let cannot =
-        rustix::fs::ioctl_ficlone(&empty_dst_named(&dir, "probe"), &src).is_err_and(never_clones);
+        rustix::fs::ioctl_ficlone(empty_dst_named(&dir, "probe"), &src).is_err_and(never_clones);
     let copied = copy_sized(&src, st, &dst, NO_CAPS, &no_clone).expect("copy");
     assert_eq!(copied.sha256, hex::encode(Sha256::digest(b"abcdef")));
     assert_eq!(
