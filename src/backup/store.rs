@@ -51,6 +51,8 @@ pub struct BackupStore {
     /// Shards whose entry in `versions/` this process has synced (or seen synced):
     /// a version in one is durable once its file and the shard are synced.
     synced_shards: [AtomicBool; 256],
+    /// The shards present were listed (and marked synced) once already.
+    shards_listed: AtomicBool,
     /// When the last pass over the whole store ran, and what it found.
     pub(crate) sweep: Mutex<super::retention::Sweep>,
     /// Devices whose files cannot be cloned into the store (no `FICLONE` tried again).
@@ -169,6 +171,7 @@ impl BackupStore {
             touched: Mutex::new(HashSet::new()),
             last_ts: Mutex::new(OffsetDateTime::UNIX_EPOCH),
             synced_shards: std::array::from_fn(|_| AtomicBool::new(false)),
+            shards_listed: AtomicBool::new(false),
             sweep: Mutex::new(super::retention::Sweep::default()),
             no_clone: NoClone::default(),
             location: dir.to_path_buf(),
@@ -342,7 +345,7 @@ impl BackupStore {
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(BackupError::io("create", shard)(e)),
                 }
-                self.sync_shards()?;
+                self.sync_shards(shard)?;
             }
             match open_readable_dir(&self.versions, shard) {
                 Ok(d) => return Ok(d),
@@ -358,12 +361,19 @@ impl BackupStore {
         ))
     }
 
-    /// Syncs `versions/`, which makes every shard listed before it durable: one sync
-    /// covers all the shards a store already has, not one each.
-    fn sync_shards(&self) -> Result<(), BackupError> {
-        let present = super::scan::names(&self.versions, VERSIONS_DIR)?;
+    /// Syncs `versions/`, which makes `shard` (there now) durable. The first time, every
+    /// shard listed before the sync too: one sync covers all the shards a store already
+    /// has, not one each. Later, only `shard`: the others this process uses get their
+    /// own first sync, so the listing is not repeated for each new shard of a new store.
+    fn sync_shards(&self, shard: &str) -> Result<(), BackupError> {
+        let present = if self.shards_listed.swap(true, Ordering::AcqRel) {
+            Vec::new()
+        } else {
+            super::scan::names(&self.versions, VERSIONS_DIR)?
+        };
         sync_dir(&self.versions).map_err(BackupError::io("sync", VERSIONS_DIR))?;
-        for name in present.iter().filter(|n| layout::is_shard_name(n)) {
+        let shards = present.iter().map(String::as_str).chain([shard]);
+        for name in shards.filter(|n| layout::is_shard_name(n)) {
             self.synced_shards[shard_index(name)].store(true, Ordering::Release);
         }
         Ok(())

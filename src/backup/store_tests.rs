@@ -596,3 +596,24 @@ fn saves_of_opened_files_read_back_and_keep_their_limit() {
     assert!(kept[0].original && kept[0].size == 4096, "{kept:?}");
     assert_eq!(kept[2].size, 4099);
 }
+
+/// Each shard is marked synced once its entry in `versions/` has been synced: on a new
+/// store each new shard by its own sync (the listing is made once), and a shard removed
+/// by hand is made and synced again.
+#[test]
+fn shards_are_synced_before_their_first_save_and_remade_if_removed() {
+    let (tmp, store) = open_store(&BackupSettings::default());
+    let paths = ["a.txt", "b.txt", "c/d.txt", "e.txt"];
+    for p in paths {
+        save_str(&store, p, "x", OffsetDateTime::now_utc());
+        let i = shard_index(&layout::shard(p));
+        assert!(store.synced_shards[i].load(Ordering::Acquire), "{p}");
+    }
+    assert!(store.shards_listed.load(Ordering::Acquire));
+    let shard = layout::shard("a.txt");
+    let dir = tmp.path().join("store").join(VERSIONS_DIR).join(&shard);
+    std::fs::remove_dir_all(&dir).expect("remove by hand");
+    save_str(&store, "a.txt", "y", OffsetDateTime::now_utc());
+    assert!(dir.is_dir());
+    assert_eq!(store.list(Some("a.txt")).expect("list").len(), 1);
+}
