@@ -23,17 +23,26 @@ const FOOTER: usize = 8 + 32 + MAGIC.len();
 /// Records are a few hundred bytes; a longer one is not ours.
 const MAX_RECORD: u64 = 64 * 1024;
 
-/// Writes `meta` as the trailer of `file`, whose content is its first `at` bytes.
+/// Writes `meta` as the trailer of `file`, whose content is its first `at` bytes, and
+/// cuts off whatever was past the trailer.
+#[cfg(test)]
 pub(crate) fn append_record(file: impl AsFd, at: u64, meta: &Sidecar) -> io::Result<()> {
+    let end = write_record(&file, at, meta)?;
+    rustix::fs::ftruncate(&file, end)?;
+    Ok(())
+}
+
+/// Writes `meta` as the trailer of `file`, which is exactly `at` bytes long (a new
+/// version just filled: nothing past it to cut, so no truncate, which costs a metadata
+/// update). Returns the file's length with its trailer.
+pub(crate) fn write_record(file: impl AsFd, at: u64, meta: &Sidecar) -> io::Result<u64> {
     let mut out = serde_json::to_vec(meta).map_err(io::Error::other)?;
     let digest = Sha256::digest(&out);
     out.extend_from_slice(&(out.len() as u64).to_le_bytes());
     out.extend_from_slice(&digest);
     out.extend_from_slice(MAGIC);
     super::sparse::write_all_at(file.as_fd(), &out, at)?;
-    // A clone or copy of a file that shrank may have left bytes past `at`.
-    rustix::fs::ftruncate(&file, at + out.len() as u64)?;
-    Ok(())
+    Ok(at + out.len() as u64)
 }
 
 /// Why a file is not a complete version.

@@ -9,6 +9,7 @@
 
 use std::io;
 use std::os::fd::AsFd;
+use std::sync::Mutex;
 
 use rustix::fs::SeekFrom;
 use sha2::{Digest, Sha256};
@@ -64,32 +65,119 @@ impl From<rustix::io::Errno> for CopyError {
     }
 }
 
-/// Data bytes of an opened file as the filesystem reports them: its allocated blocks,
-/// never more than its apparent size (a small file's last block is not all data).
-pub(crate) fn data_bytes(fd: impl AsFd) -> io::Result<(u64, u64)> {
+/// What one fstat of an opened file says about its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sizes {
+    /// Apparent size, holes included.
+    pub size: u64,
+    /// Data bytes as the filesystem reports them: its allocated blocks, never more than
+    /// its size (a small file's last block is not all data).
+    pub data: u64,
+    /// The device it is on.
+    pub dev: u64,
+}
+
+impl Sizes {
+    /// From a stat of the file.
+    pub(crate) fn of(size: u64, blocks: u64, dev: u64) -> Sizes {
+        Sizes {
+            size,
+            data: blocks.saturating_mul(512).min(size),
+            dev,
+        }
+    }
+
+    /// Blocks cover the whole length: no hole to look for, so the copy reads straight
+    /// through. (Blocks past the end or holding metadata can hide a hole: it is then
+    /// copied as zeros, still the exact content and within the data cap, which counts
+    /// those blocks.)
+    fn dense(self) -> bool {
+        self.data >= self.size
+    }
+}
+
+/// One fstat of an opened file.
+pub(crate) fn sizes(fd: impl AsFd) -> io::Result<Sizes> {
     let st = rustix::fs::fstat(fd)?;
     let size = u64::try_from(st.st_size).unwrap_or(0);
-    let blocks = u64::try_from(st.st_blocks).unwrap_or(0).saturating_mul(512);
-    Ok((size, blocks.min(size)))
+    let blocks = u64::try_from(st.st_blocks).unwrap_or(0);
+    Ok(Sizes::of(size, blocks, st.st_dev))
+}
+
+/// Devices whose files the store could not clone because the filesystems cannot
+/// (`FICLONE` unsupported, or two filesystems): later copies from them go straight to
+/// the sparse copy instead of failing the same `ioctl` on every backup.
+#[derive(Debug, Default)]
+pub(crate) struct NoClone(Mutex<Vec<u64>>);
+
+/// Devices remembered at most (a workspace is on one or a few).
+const NO_CLONE_MAX: usize = 64;
+
+impl NoClone {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u64>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether files of `dev` are known not to clone here.
+    pub(crate) fn knows(&self, dev: u64) -> bool {
+        self.lock().contains(&dev)
+    }
+
+    fn note(&self, dev: u64) {
+        let mut devs = self.lock();
+        if !devs.contains(&dev) && devs.len() < NO_CLONE_MAX {
+            devs.push(dev);
+        }
+    }
+}
+
+/// A clone failure that says the filesystems cannot clone at all, not this file (an
+/// overlay's layers may differ per file: that only costs their clones, never a backup).
+fn never_clones(e: rustix::io::Errno) -> bool {
+    use rustix::io::Errno;
+    matches!(
+        e,
+        Errno::OPNOTSUPP | Errno::XDEV | Errno::NOTTY | Errno::NOSYS
+    )
 }
 
 /// Makes `dst` (empty, writable) a copy of `src`: a clone where the filesystem can,
 /// else a sparse copy. Returns what was stored and its hash.
+#[cfg(test)]
 pub(crate) fn clone_or_copy(
     src: impl AsFd,
     dst: impl AsFd,
     caps: Caps,
 ) -> Result<Copied, CopyError> {
-    let (size, data) = data_bytes(&src)?;
-    check(size, data, caps)?;
-    if rustix::fs::ioctl_ficlone(&dst, &src).is_ok() {
-        // The clone is a snapshot: its own size and extents are what was stored.
-        let (size, data) = data_bytes(&dst)?;
-        check(size, data, caps)?;
-        return walk(&dst, None, caps);
+    let st = sizes(&src)?;
+    copy_sized(src, st, dst, caps, &NoClone::default())
+}
+
+/// [`clone_or_copy`] of a source whose [`Sizes`] were just read; `no_clone` remembers
+/// the devices whose files cannot be cloned into `dst`'s filesystem.
+pub(crate) fn copy_sized(
+    src: impl AsFd,
+    st: Sizes,
+    dst: impl AsFd,
+    caps: Caps,
+    no_clone: &NoClone,
+) -> Result<Copied, CopyError> {
+    check(st.size, st.data, caps)?;
+    if !no_clone.knows(st.dev) {
+        match rustix::fs::ioctl_ficlone(&dst, &src) {
+            // The clone is a snapshot: its own size and extents are what was stored.
+            Ok(()) => return walk(&dst, None, caps),
+            Err(e) if never_clones(e) => no_clone.note(st.dev),
+            Err(_) => {}
+        }
     }
-    let copied = walk(&src, Some(dst.as_fd()), caps)?;
-    rustix::fs::ftruncate(&dst, copied.size)?;
+    let (copied, end) = walk_sized(&src, st, Some(dst.as_fd()), caps)?;
+    if end < copied.size {
+        // It ends in a hole: give the copy its length.
+        rustix::fs::ftruncate(&dst, copied.size)?;
+    }
     Ok(copied)
 }
 
@@ -117,7 +205,19 @@ pub(crate) fn walk(
     dst: Option<std::os::fd::BorrowedFd<'_>>,
     caps: Caps,
 ) -> Result<Copied, CopyError> {
-    let (mut len, _) = data_bytes(&src)?;
+    let st = sizes(&src)?;
+    walk_sized(src, st, dst, caps).map(|(copied, _)| copied)
+}
+
+/// [`walk`] from the [`Sizes`] just read; also returns where the data written ends
+/// (nothing is written at or past the content's length).
+fn walk_sized(
+    src: impl AsFd,
+    st: Sizes,
+    dst: Option<std::os::fd::BorrowedFd<'_>>,
+    caps: Caps,
+) -> Result<(Copied, u64), CopyError> {
+    let mut len = st.size;
     if len > caps.len {
         return Err(CopyError::Limit {
             data: false,
@@ -125,16 +225,16 @@ pub(crate) fn walk(
         });
     }
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; CHUNK];
-    let (mut pos, mut stored) = (0u64, 0u64);
+    let mut buf = vec![0u8; CHUNK.min(usize::try_from(len).unwrap_or(CHUNK))];
+    let (mut pos, mut stored, mut end) = (0u64, 0u64, 0u64);
     while pos < len {
-        let data = next_edge(&src, SeekFrom::Data(pos), len)?;
+        let (data, hole) = if st.dense() {
+            (pos, len)
+        } else {
+            extent(&src, pos, len)?
+        };
         hash_zeros(&mut hasher, data - pos);
         pos = data;
-        let hole = match next_edge(&src, SeekFrom::Hole(pos), len)? {
-            h if h > pos => h,
-            _ => (pos + CHUNK as u64).min(len), // changed under us: read on, never spin
-        };
         while pos < hole {
             let want = usize::try_from(hole - pos).unwrap_or(CHUNK).min(CHUNK);
             if stored + want as u64 > caps.data {
@@ -150,17 +250,30 @@ pub(crate) fn walk(
             }
             if let Some(d) = dst {
                 write_all_at(d, &buf[..n], pos)?;
+                end = pos + n as u64;
             }
             hasher.update(&buf[..n]);
             stored += n as u64;
             pos += n as u64;
         }
     }
-    Ok(Copied {
+    let copied = Copied {
         size: len,
         stored,
         sha256: hex::encode(hasher.finalize()),
-    })
+    };
+    Ok((copied, end))
+}
+
+/// The next data extent at or after `pos`: where it starts and where the hole after it
+/// starts, at most `len`.
+fn extent(src: impl AsFd, pos: u64, len: u64) -> io::Result<(u64, u64)> {
+    let data = next_edge(&src, SeekFrom::Data(pos), len)?;
+    let hole = match next_edge(&src, SeekFrom::Hole(data), len)? {
+        h if h > data => h,
+        _ => (data + CHUNK as u64).min(len), // changed under us: read on, never spin
+    };
+    Ok((data, hole))
 }
 
 /// The next data start or hole start at or after the position `at` asks for, at most

@@ -147,3 +147,62 @@ proptest! {
         prop_assert!(dst.metadata().expect("stat").blocks() <= src.metadata().expect("stat").blocks() + 8);
     }
 }
+
+/// A file whose blocks cover it is read straight through (no extent walk) and copied
+/// exactly; a device remembered as unable to clone is copied, never cloned, and the
+/// copy is still exact.
+#[test]
+fn dense_files_and_remembered_no_clone_copy_exactly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let len = 2 * CHUNK as u64 + 5;
+    let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let src = sparse_file(&dir, len, &[(0, bytes.clone())]);
+    let st = sizes(&src).expect("stat");
+    assert!(st.dense(), "{st:?}");
+    let no_clone = NoClone::default();
+    no_clone.note(st.dev);
+    for name in ["d1", "d2"] {
+        let dst = empty_dst_named(&dir, name);
+        let copied = copy_sized(&src, st, &dst, NO_CAPS, &no_clone).expect("copy");
+        assert_eq!(copied.size, len);
+        assert_eq!(copied.stored, len);
+        assert_eq!(copied.sha256, hex::encode(Sha256::digest(&bytes)));
+        assert_eq!(std::fs::read(dir.path().join(name)).expect("read"), bytes);
+    }
+    assert!(no_clone.knows(st.dev));
+}
+
+/// A clone that fails because the filesystems cannot clone is remembered for the
+/// source's device (where they can, the clone is used and nothing is remembered);
+/// either way the copy is exact.
+#[test]
+fn a_filesystem_that_cannot_clone_is_remembered() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = sparse_file(&dir, 6, &[(0, b"abcdef".to_vec())]);
+    let st = sizes(&src).expect("stat");
+    let dst = empty_dst(&dir);
+    let no_clone = NoClone::default();
+    let cannot =
+        rustix::fs::ioctl_ficlone(empty_dst_named(&dir, "probe"), &src).is_err_and(never_clones);
+    let copied = copy_sized(&src, st, &dst, NO_CAPS, &no_clone).expect("copy");
+    assert_eq!(copied.sha256, hex::encode(Sha256::digest(b"abcdef")));
+    assert_eq!(
+        std::fs::read(dir.path().join("dst")).expect("read"),
+        b"abcdef"
+    );
+    assert_eq!(no_clone.knows(st.dev), cannot);
+}
+
+/// A copy of a file ending in a hole has the file's length (the hole is not written).
+#[test]
+fn a_trailing_hole_keeps_the_length() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let len = 1 << 20;
+    let src = sparse_file(&dir, len, &[(0, b"head".to_vec())]);
+    let dst = empty_dst(&dir);
+    let copied = clone_or_copy(&src, &dst, NO_CAPS).expect("copy");
+    assert_eq!(copied.size, len);
+    assert_eq!(dst.metadata().expect("stat").len(), len);
+    let want = full_content(len, &[(0, b"head".to_vec())]);
+    assert_eq!(copied.sha256, hex::encode(Sha256::digest(&want)));
+}

@@ -18,7 +18,7 @@ use super::layout::{
 };
 use super::packed;
 use super::quota::Quota;
-use super::sparse::{self, Caps, Copied, CopyError, clone_or_copy};
+use super::sparse::{self, Caps, Copied, CopyError, NoClone, Sizes, copy_sized};
 use super::{BackupError, BackupRef, BackupSettings};
 
 /// How many timestamps `save` tries before giving up on a name clash.
@@ -51,8 +51,12 @@ pub struct BackupStore {
     /// Shards whose entry in `versions/` this process has synced (or seen synced):
     /// a version in one is durable once its file and the shard are synced.
     synced_shards: [AtomicBool; 256],
+    /// The shards present were listed (and marked synced) once already.
+    shards_listed: AtomicBool,
     /// When the last pass over the whole store ran, and what it found.
     pub(crate) sweep: Mutex<super::retention::Sweep>,
+    /// Devices whose files cannot be cloned into the store (no `FICLONE` tried again).
+    no_clone: NoClone,
     /// Where the store is, for messages only (never opened again).
     location: PathBuf,
 }
@@ -167,7 +171,9 @@ impl BackupStore {
             touched: Mutex::new(HashSet::new()),
             last_ts: Mutex::new(OffsetDateTime::UNIX_EPOCH),
             synced_shards: std::array::from_fn(|_| AtomicBool::new(false)),
+            shards_listed: AtomicBool::new(false),
             sweep: Mutex::new(super::retention::Sweep::default()),
+            no_clone: NoClone::default(),
             location: dir.to_path_buf(),
         })
     }
@@ -223,25 +229,52 @@ impl BackupStore {
     /// and again byte by byte while it is copied (sparse-aware, or cloned). Past a limit
     /// nothing is kept and the error is [`BackupError::TooLarge`].
     pub fn save_file(&self, rel_path: &str, file: &impl AsFd) -> Result<BackupRef, BackupError> {
-        layout::validate_rel_path(rel_path)?;
-        let (size, data) = sparse::data_bytes(file).map_err(BackupError::io("stat", rel_path))?;
+        let st = sparse::sizes(file).map_err(BackupError::io("stat", rel_path))?;
+        self.save_file_sized(rel_path, file, st)
+    }
+
+    /// [`save_file`](Self::save_file) of a file whose fstat the caller just made (when
+    /// it opened it): `size`, `blocks` (of 512 bytes) and `dev` from it.
+    pub(crate) fn save_opened(
+        &self,
+        rel_path: &str,
+        file: &impl AsFd,
+        (size, blocks, dev): (u64, u64, u64),
+    ) -> Result<BackupRef, BackupError> {
+        self.save_file_sized(rel_path, file, Sizes::of(size, blocks, dev))
+    }
+
+    /// Refuses a backup whose fstat already passes `max_file_bytes` or `max_sparse_bytes`.
+    fn check_limits(&self, rel_path: &str, st: Sizes) -> Result<(), BackupError> {
         let lim = self.limits;
-        if data > lim.max_file_bytes {
+        if st.data > lim.max_file_bytes {
             return Err(too_large(
                 rel_path,
                 "max_file_bytes",
-                data,
+                st.data,
                 lim.max_file_bytes,
             ));
         }
-        if size > lim.max_sparse_bytes {
+        if st.size > lim.max_sparse_bytes {
             return Err(too_large(
                 rel_path,
                 "max_sparse_bytes",
-                size,
+                st.size,
                 lim.max_sparse_bytes,
             ));
         }
+        Ok(())
+    }
+
+    fn save_file_sized(
+        &self,
+        rel_path: &str,
+        file: &impl AsFd,
+        st: Sizes,
+    ) -> Result<BackupRef, BackupError> {
+        layout::validate_rel_path(rel_path)?;
+        self.check_limits(rel_path, st)?;
+        let (lim, data) = (self.limits, st.data);
         let room = self.reserve_room(rel_path, data)?;
         let caps = Caps {
             data: lim.max_file_bytes.min(room),
@@ -249,7 +282,7 @@ impl BackupStore {
         };
         let original = self.is_first_change(rel_path);
         let mut fill = |dst: &mut File, target: &str| {
-            clone_or_copy(file, &*dst, caps).map_err(|e| match e {
+            copy_sized(file, st, &*dst, caps, &self.no_clone).map_err(|e| match e {
                 CopyError::Io(e) => BackupError::io("write", target)(e),
                 CopyError::Limit { data: false, seen } => {
                     too_large(rel_path, "max_sparse_bytes", seen, caps.len)
@@ -312,9 +345,9 @@ impl BackupStore {
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(BackupError::io("create", shard)(e)),
                 }
-                self.sync_shards()?;
+                self.sync_shards(shard)?;
             }
-            match self.versions.open_dir(shard) {
+            match open_readable_dir(&self.versions, shard) {
                 Ok(d) => return Ok(d),
                 // Removed by hand since: make it again, once.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -328,12 +361,19 @@ impl BackupStore {
         ))
     }
 
-    /// Syncs `versions/`, which makes every shard listed before it durable: one sync
-    /// covers all the shards a store already has, not one each.
-    fn sync_shards(&self) -> Result<(), BackupError> {
-        let present = super::scan::names(&self.versions, VERSIONS_DIR)?;
+    /// Syncs `versions/`, which makes `shard` (there now) durable. The first time, every
+    /// shard listed before the sync too: one sync covers all the shards a store already
+    /// has, not one each. Later, only `shard`: the others this process uses get their
+    /// own first sync, so the listing is not repeated for each new shard of a new store.
+    fn sync_shards(&self, shard: &str) -> Result<(), BackupError> {
+        let present = if self.shards_listed.swap(true, Ordering::AcqRel) {
+            Vec::new()
+        } else {
+            super::scan::names(&self.versions, VERSIONS_DIR)?
+        };
         sync_dir(&self.versions).map_err(BackupError::io("sync", VERSIONS_DIR))?;
-        for name in present.iter().filter(|n| layout::is_shard_name(n)) {
+        let shards = present.iter().map(String::as_str).chain([shard]);
+        for name in shards.filter(|n| layout::is_shard_name(n)) {
             self.synced_shards[shard_index(name)].store(true, Ordering::Release);
         }
         Ok(())
@@ -411,9 +451,11 @@ impl BackupStore {
             stored: Some(copied.stored),
             original: new.original,
         };
+        // The file holds exactly the content (created empty; a copy or clone writes
+        // nothing past the length it reports), so the trailer ends it: no truncate.
         // fdatasync: a new file's length and blocks are what it needs to be read back.
         let committed =
-            packed::append_record(&data, copied.size, &meta).and_then(|()| data.sync_data());
+            packed::write_record(&data, copied.size, &meta).and_then(|_| data.sync_data());
         if let Err(e) = committed {
             discard(data);
             return Err(BackupError::io("write", target)(e));
@@ -467,6 +509,16 @@ impl BackupStore {
         versions.sort_by(|a, b| a.meta.path.cmp(&b.meta.path).then(a.at.cmp(&b.at)));
         Ok(versions.iter().map(Version::to_ref).collect())
     }
+}
+
+/// Opens the directory `name` (one component, not a symlink) of `parent` for reading:
+/// a handle its sync can fsync as it is, where cap-std's `O_PATH` handle needs a second
+/// open of `.` (and a close) for every sync.
+fn open_readable_dir(parent: &Dir, name: &str) -> io::Result<Dir> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(parent, name, flags, Mode::empty())?;
+    Ok(Dir::from_std_file(std::fs::File::from(fd)))
 }
 
 /// The index of a shard directory's name (two hex digits) in `synced_shards`.

@@ -562,3 +562,58 @@ fn the_byte_budget_spans_both_layouts_and_keeps_each_newest() {
     assert_eq!((report.kept_versions, report.kept_bytes), (3, 30));
     assert!(report.removed.is_empty() && !report.over_budget);
 }
+
+/// Saves of opened files (the gateway's path: its fstat reused, the trailer written with
+/// no truncate, a store on a filesystem that may not clone) read back exactly, version
+/// after version, and `keep_versions` still holds (the session's original is kept too).
+#[test]
+fn saves_of_opened_files_read_back_and_keep_their_limit() {
+    use std::os::unix::fs::MetadataExt;
+    let settings = BackupSettings {
+        keep_versions: Some(2),
+        ..BackupSettings::default()
+    };
+    let (tmp, store) = open_store(&settings);
+    let path = tmp.path().join("work.txt");
+    for i in 0..4u8 {
+        let text = vec![b'a' + i; 4096 + usize::from(i)];
+        std::fs::write(&path, &text).expect("write");
+        let f = std::fs::File::open(&path).expect("open");
+        let m = f.metadata().expect("stat");
+        let saved = store
+            .save_opened("work.txt", &f, (m.size(), m.blocks(), m.dev()))
+            .expect("save");
+        assert_eq!(saved.sha256, hex::encode(Sha256::digest(&text)));
+        let (v, mut back) = store.open_version("work.txt", None).expect("latest");
+        assert_eq!(v, saved);
+        let mut got = Vec::new();
+        back.read_to_end(&mut got).expect("read");
+        assert_eq!(got, text);
+    }
+    // The session's original and the two newest.
+    let kept = store.list(Some("work.txt")).expect("list");
+    assert_eq!(kept.len(), 3);
+    assert!(kept[0].original && kept[0].size == 4096, "{kept:?}");
+    assert_eq!(kept[2].size, 4099);
+}
+
+/// Each shard is marked synced once its entry in `versions/` has been synced: on a new
+/// store each new shard by its own sync (the listing is made once), and a shard removed
+/// by hand is made and synced again.
+#[test]
+fn shards_are_synced_before_their_first_save_and_remade_if_removed() {
+    let (tmp, store) = open_store(&BackupSettings::default());
+    let paths = ["a.txt", "b.txt", "c/d.txt", "e.txt"];
+    for p in paths {
+        save_str(&store, p, "x", OffsetDateTime::now_utc());
+        let i = shard_index(&layout::shard(p));
+        assert!(store.synced_shards[i].load(Ordering::Acquire), "{p}");
+    }
+    assert!(store.shards_listed.load(Ordering::Acquire));
+    let shard = layout::shard("a.txt");
+    let dir = tmp.path().join("store").join(VERSIONS_DIR).join(&shard);
+    std::fs::remove_dir_all(&dir).expect("remove by hand");
+    save_str(&store, "a.txt", "y", OffsetDateTime::now_utc());
+    assert!(dir.is_dir());
+    assert_eq!(store.list(Some("a.txt")).expect("list").len(), 1);
+}

@@ -53,13 +53,15 @@ impl Gateway {
             .workspace
             .open_regular(real)
             .map_err(|e| ws_error(e, shown))?;
-        if let Some(e) = inspected {
-            use std::os::unix::fs::MetadataExt;
-            if e.id != Some((meta.dev(), meta.ino())) {
-                return Err(ws_error(WsError::Unseen(e.path.clone()), shown));
-            }
+        use std::os::unix::fs::MetadataExt;
+        if let Some(e) = inspected
+            && e.id != Some((meta.dev(), meta.ino()))
+        {
+            return Err(ws_error(WsError::Unseen(e.path.clone()), shown));
         }
-        let saved = store.save_file(real.as_str(), &file);
+        // The fstat made at the open serves the backup's limits and copy.
+        let sizes = (meta.size(), meta.blocks(), meta.dev());
+        let saved = store.save_opened(real.as_str(), &file, sizes);
         for report in store.take_prune_reports() {
             self.record_prune(&report);
         }

@@ -14,8 +14,16 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 /// The paths being written now.
 #[derive(Default)]
 pub(crate) struct PathLocks {
-    held: Mutex<HashSet<String>>,
+    held: Mutex<Paths>,
     freed: Condvar,
+}
+
+#[derive(Default)]
+struct Paths {
+    held: HashSet<String>,
+    /// Writes waiting for a path: only then does a release wake anyone (a wake-up with
+    /// nobody waiting is still a syscall, on every write's path).
+    waiting: usize,
 }
 
 /// A path held until this is dropped.
@@ -25,20 +33,22 @@ pub(crate) struct Held<'a> {
 }
 
 impl PathLocks {
-    fn lock(&self) -> MutexGuard<'_, HashSet<String>> {
+    fn lock(&self) -> MutexGuard<'_, Paths> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Waits until no other write holds `path`, then holds it.
     pub(crate) fn hold(&self, path: &str) -> Held<'_> {
-        let mut held = self.lock();
-        while held.contains(path) {
-            held = self
+        let mut paths = self.lock();
+        while paths.held.contains(path) {
+            paths.waiting += 1;
+            paths = self
                 .freed
-                .wait(held)
+                .wait(paths)
                 .unwrap_or_else(PoisonError::into_inner);
+            paths.waiting -= 1;
         }
-        held.insert(path.to_string());
+        paths.held.insert(path.to_string());
         Held {
             locks: self,
             path: path.to_string(),
@@ -48,8 +58,11 @@ impl PathLocks {
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        self.locks.lock().remove(&self.path);
-        self.locks.freed.notify_all();
+        let mut paths = self.locks.lock();
+        paths.held.remove(&self.path);
+        if paths.waiting > 0 {
+            self.locks.freed.notify_all();
+        }
     }
 }
 
@@ -81,6 +94,7 @@ mod tests {
         for t in threads {
             t.join().expect("a holder panicked");
         }
-        assert!(locks.lock().is_empty());
+        let paths = locks.lock();
+        assert!(paths.held.is_empty() && paths.waiting == 0);
     }
 }

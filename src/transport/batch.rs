@@ -61,6 +61,9 @@ struct OrderState {
     last: u64,
     /// Admission numbers of the changes still running.
     running: BTreeSet<u64>,
+    /// Threads in [`Order::wait_ready`]: a change that ends wakes someone only then (a
+    /// wake-up with nobody waiting is still a syscall, on every change's path).
+    waiting: usize,
 }
 
 impl Order {
@@ -87,7 +90,9 @@ impl Order {
     fn wait_ready(&self, seq: u64) {
         let mut st = self.lock();
         while st.running.first().is_some_and(|&first| first < seq) {
+            st.waiting += 1;
             st = self.done.wait(st).unwrap_or_else(PoisonError::into_inner);
+            st.waiting -= 1;
         }
     }
 }
@@ -101,8 +106,11 @@ pub struct Change {
 
 impl Drop for Change {
     fn drop(&mut self) {
-        self.order.lock().running.remove(&self.seq);
-        self.order.done.notify_all();
+        let mut st = self.order.lock();
+        st.running.remove(&self.seq);
+        if st.waiting > 0 {
+            self.order.done.notify_all();
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 //! watcher knows the gateway's own names in flight from [`is_own_temp`], an in-memory
 //! set an agent cannot write to.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io;
@@ -37,9 +38,7 @@ pub struct TempName(String);
 impl TempName {
     /// A new random name.
     pub fn new() -> io::Result<TempName> {
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map_err(|e| io::Error::other(e.to_string()))?;
-        let name = format!(".fsgate-tmp-{}", hex::encode(bytes));
+        let name = format!(".fsgate-tmp-{}", hex::encode(random_128()?));
         if let Ok(mut s) = IN_FLIGHT.lock() {
             s.insert(name.clone());
         }
@@ -58,6 +57,32 @@ impl Drop for TempName {
             s.remove(&self.0);
         }
     }
+}
+
+thread_local! {
+    /// Random bytes fetched ahead for this thread's names, and how many are used: one
+    /// `getrandom` per [`POOL_NAMES`] names instead of one each. Used bytes are zeroed.
+    static POOL: RefCell<([u8; 16 * POOL_NAMES], usize)> =
+        const { RefCell::new(([0; 16 * POOL_NAMES], 16 * POOL_NAMES)) };
+}
+
+/// Names one fetch of random bytes serves.
+const POOL_NAMES: usize = 32;
+
+/// 128 bits from the operating system's CSPRNG (fetched ahead, never handed out twice).
+fn random_128() -> io::Result<[u8; 16]> {
+    POOL.with(|pool| {
+        let (bytes, used) = &mut *pool.borrow_mut();
+        if *used + 16 > bytes.len() {
+            getrandom::fill(bytes).map_err(|e| io::Error::other(e.to_string()))?;
+            *used = 0;
+        }
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&bytes[*used..*used + 16]);
+        bytes[*used..*used + 16].fill(0);
+        *used += 16;
+        Ok(out)
+    })
 }
 
 /// Where the content is being written.
@@ -261,5 +286,15 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["a.txt", "b.txt"]);
+    }
+
+    /// Names drawn from the pool are all different, across refills.
+    #[test]
+    fn pooled_names_never_repeat() {
+        let names: BTreeSet<String> = (0..3 * POOL_NAMES + 5)
+            .map(|_| TempName::new().expect("name").as_str().to_string())
+            .collect();
+        assert_eq!(names.len(), 3 * POOL_NAMES + 5);
+        assert!(names.iter().all(|n| n.len() == ".fsgate-tmp-".len() + 32));
     }
 }

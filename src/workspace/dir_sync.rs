@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use cap_std::fs::Dir;
 
@@ -24,12 +24,14 @@ struct Group {
     running: bool,
     /// Changes waiting on this group (it is forgotten when none are).
     waiting: usize,
+    /// Signalled when a sync of this directory ends: only its own waiters wake (one
+    /// condvar for all directories woke every waiter of every directory each time).
+    done: Arc<Condvar>,
 }
 
 /// Groups by (device, inode) of the directory; only directories with changes waiting
 /// are held, so the map is bounded by the changes in flight.
 static GROUPS: Mutex<Option<HashMap<(u64, u64), Group>>> = Mutex::new(None);
-static COVERED: Condvar = Condvar::new();
 
 fn groups() -> MutexGuard<'static, Option<HashMap<(u64, u64), Group>>> {
     GROUPS
@@ -59,7 +61,8 @@ pub(crate) fn sync_dir_shared(dir: &Dir) -> io::Result<()> {
             break Ok(());
         }
         if g.running {
-            map = COVERED
+            let done = Arc::clone(&g.done);
+            map = done
                 .wait(map)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             continue;
@@ -74,8 +77,11 @@ pub(crate) fn sync_dir_shared(dir: &Dir) -> io::Result<()> {
             if synced.is_ok() {
                 g.covered = g.covered.max(upto);
             }
+            // A wake-up with nobody waiting is still a syscall.
+            if g.waiting > 1 {
+                g.done.notify_all();
+            }
         }
-        COVERED.notify_all();
         if let Err(e) = synced {
             break Err(e);
         }
@@ -91,10 +97,16 @@ pub(crate) fn sync_dir_shared(dir: &Dir) -> io::Result<()> {
     result
 }
 
-/// fsyncs a directory. cap-std holds directories as `O_PATH` descriptors, which fsync
-/// rejects (EBADF), so this opens `.` beneath the handle for reading first.
+/// fsyncs a directory. A handle opened for reading is synced as it is; cap-std holds
+/// some directories as `O_PATH` descriptors, which fsync rejects (EBADF), so for those
+/// this opens `.` beneath the handle for reading first. (The flags are asked, not
+/// found out by a failing fsync: every sync that fails is a fault worth seeing.)
 fn sync_dir_now(dir: &Dir) -> io::Result<()> {
     use rustix::fs::{Mode, OFlags};
+    if !rustix::fs::fcntl_getfl(dir)?.contains(OFlags::PATH) {
+        rustix::fs::fsync(dir)?;
+        return Ok(());
+    }
     let fd = rustix::fs::openat(
         dir,
         ".",
@@ -133,5 +145,24 @@ mod tests {
         let key = (st.st_dev, st.st_ino);
         assert!(groups().as_ref().is_none_or(|m| !m.contains_key(&key)));
         assert_eq!(dir.entries().expect("ls").count(), 16);
+    }
+
+    /// A directory opened for reading is synced through its own handle, an `O_PATH` one
+    /// through a second open: both succeed.
+    #[test]
+    fn readable_and_path_only_handles_both_sync() {
+        use rustix::fs::{Mode, OFlags};
+        let tmp = tempfile::tempdir().expect("tempdir");
+        for flags in [OFlags::RDONLY, OFlags::PATH] {
+            let fd = rustix::fs::open(
+                tmp.path(),
+                flags | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .expect("open");
+            let dir = Dir::from_std_file(std::fs::File::from(fd));
+            sync_dir_now(&dir).expect("synced");
+            sync_dir_shared(&dir).expect("synced");
+        }
     }
 }

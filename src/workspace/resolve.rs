@@ -43,32 +43,53 @@ pub struct Resolved {
 impl Workspace {
     /// Resolves `rel` beneath the root.
     pub fn resolve(&self, rel: &RelPath, follow: Follow) -> Result<Resolved, WsError> {
-        if self.has_no_symlink(rel) {
-            return Ok(Resolved {
-                real: rel.clone(),
-                exists: true,
-                missing: 0,
-            });
+        match self.plain(rel, false) {
+            Ok(()) => {
+                return Ok(Resolved {
+                    real: rel.clone(),
+                    exists: true,
+                    missing: 0,
+                });
+            }
+            // Only the last name is missing, beneath a directory reached without a
+            // symlink (a new file): what the walk would find, in two opens, not one
+            // `lstat` per component.
+            Err(rustix::io::Errno::NOENT)
+                if rel
+                    .parent()
+                    .is_some_and(|parent| self.plain(&parent, true).is_ok()) =>
+            {
+                return Ok(Resolved {
+                    real: rel.clone(),
+                    exists: false,
+                    missing: 1,
+                });
+            }
+            Err(_) => {}
         }
         self.resolve_each(rel, follow)
     }
 
-    /// True if `rel` exists and no component of it is a symlink: then it is its own
-    /// real path, whatever `follow` says. One `openat2(O_PATH, RESOLVE_BENEATH |
-    /// RESOLVE_NO_SYMLINKS)` instead of an `lstat` per component; any failure (a
-    /// symlink, a missing entry, an old kernel) leaves the answer to [`Self::resolve_each`].
+    /// Ok if `rel` exists (a directory, with `dir`) and no component of it is a symlink:
+    /// then it is its own real path, whatever `follow` says. One `openat2(O_PATH,
+    /// RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` instead of an `lstat` per component;
+    /// `ENOENT` then means a name is missing (a symlink is `ELOOP`). Any failure leaves
+    /// the answer to [`Self::resolve_each`].
     #[cfg(target_os = "linux")]
-    fn has_no_symlink(&self, rel: &RelPath) -> bool {
+    fn plain(&self, rel: &RelPath, dir: bool) -> rustix::io::Result<()> {
         use rustix::fs::{Mode, OFlags, ResolveFlags, openat2};
         let resolve =
             ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-        let flags = OFlags::CLOEXEC | OFlags::PATH;
-        openat2(&self.root, rel.as_fs_path(), flags, Mode::empty(), resolve).is_ok()
+        let mut flags = OFlags::CLOEXEC | OFlags::PATH;
+        if dir {
+            flags |= OFlags::DIRECTORY;
+        }
+        openat2(&self.root, rel.as_fs_path(), flags, Mode::empty(), resolve).map(drop)
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn has_no_symlink(&self, _rel: &RelPath) -> bool {
-        false
+    fn plain(&self, _rel: &RelPath, _dir: bool) -> rustix::io::Result<()> {
+        Err(rustix::io::Errno::NOSYS)
     }
 
     /// Resolves `rel` component by component (see the module's documentation).
@@ -204,6 +225,11 @@ mod tests {
             "a/nope/deeper",
             "a/b/f.rs/x",
             "fifo/x",
+            "a/b/new.rs",
+            "lb/new.rs",
+            "a/lf/x",
+            "out/x",
+            "a/up/x/y",
         ];
         for p in paths {
             for follow in [Follow::All, Follow::NotFinal] {

@@ -202,6 +202,9 @@ fn fill(
     temp: &TempName,
 ) -> Result<Staged, WsError> {
     let f = staged.file();
+    // sync_all, not sync_data: the mode set here is metadata fdatasync need not write,
+    // and on a new inode fdatasync saves nothing (its size changed: the inode is
+    // written either way).
     let done = f
         .write_all(content)
         .and_then(|()| f.set_permissions(std::fs::Permissions::from_mode(mode)))

@@ -20,7 +20,7 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, JsonObject};
 use serde::Deserialize;
 use tokio::runtime::RuntimeFlavor;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc};
 
 use super::catalog::ToolId;
 use super::flow::{Flow, Pending};
@@ -351,23 +351,45 @@ impl Door {
         } else {
             Arc::clone(&direct.slots)
         };
+        // A free slot (the usual case): straight to the blocking pool, without a task
+        // that waits for a slot and then for the call (each hop wakes a thread).
+        match Arc::clone(&slots).try_acquire_owned() {
+            Ok(permit) => return on_pool(&direct, job, change, permit),
+            Err(TryAcquireError::Closed) => return,
+            Err(TryAcquireError::NoPermits) => {}
+        }
         tokio::spawn(async move {
             let Ok(permit) = slots.acquire_owned().await else {
                 return;
             };
-            let ran = tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                let done = direct.run(job);
-                drop(change);
-                if let Some(done) = done {
-                    direct.answer(vec![done], Ok(()));
-                }
-            });
-            if let Err(e) = ran.await {
-                tracing::error!("tool task failed: {e}");
-            }
+            on_pool(&direct, job, change, permit);
         });
     }
+}
+
+/// Runs `job` on the blocking pool and answers it there; nothing waits for it.
+fn on_pool(
+    direct: &Arc<Direct>,
+    job: Job,
+    change: Option<batch::Change>,
+    permit: OwnedSemaphorePermit,
+) {
+    let rt = direct.rt.clone();
+    let direct = Arc::clone(direct);
+    rt.spawn_blocking(move || {
+        let _permit = permit;
+        // `run` catches a panicking tool; this catches one in the answering too.
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let done = direct.run(job);
+            drop(change);
+            if let Some(done) = done {
+                direct.answer(vec![done], Ok(()));
+            }
+        }));
+        if ran.is_err() {
+            tracing::error!("tool task failed: it panicked");
+        }
+    });
 }
 
 /// Writes run at once per connection. A write's content is already in memory (its
