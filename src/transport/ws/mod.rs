@@ -8,7 +8,7 @@
 //!   the HTTP upgrade request.
 //! - [`protocol`]: JSON messages <-> [`crate::ops::Op`] and back (docs/ws-protocol.md).
 //! - `conn`: one connection: concurrent requests, subscription, pushed events.
-//! - [`changes`] and `watch`: debounced change events from `notify`, filtered by the
+//! - [`changes`] and `watch`: debounced change events from inotify, filtered by the
 //!   policy.
 //!
 //! Every message goes through [`Gateway::serve`] exactly once (policy, audit, backups);
@@ -30,6 +30,7 @@
 pub mod auth;
 pub mod changes;
 mod conn;
+mod inotify;
 mod mailbox;
 mod pending;
 mod permission;

@@ -1,4 +1,4 @@
-//! The change watcher: `notify` (inotify on Linux) on every non-ignored directory of
+//! The change watcher: inotify (see `super::inotify`) on every non-ignored directory of
 //! the workspace, debounced by [`Coalescer`], filtered by the policy, and broadcast to
 //! the connections.
 //!
@@ -14,17 +14,16 @@
 //! through the workspace's capability handle, never by following a path.
 
 use std::collections::HashSet;
+use std::io::{PipeReader, PipeWriter};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use notify::event::{EventKind, ModifyKind, RenameMode};
-use notify::{Config, RecommendedWatcher, RecursiveMode, Watcher as _};
 use tokio::sync::{broadcast, oneshot};
 
 use super::changes::{Change, ChangeKind, Coalescer};
+use super::inotify::{Kernel, Seen, Woke};
 use crate::gateway::Gateway;
 use crate::path::RelPath;
 use crate::policy::{Access, EntryKind, PathFacts, Policy};
@@ -42,15 +41,10 @@ pub enum Notice {
     Overflow,
 }
 
-enum Msg {
-    Raw(notify::Result<notify::Event>),
-    Stop,
-}
-
 /// The running watcher; dropping it stops the thread.
 pub struct Watcher {
-    /// To stop the thread.
-    tx: mpsc::Sender<Msg>,
+    /// Dropped to stop the thread (its wait sees the pipe's end).
+    stop: Option<PipeWriter>,
     /// Where notices are published.
     notices: broadcast::Sender<Arc<Notice>>,
     /// The watcher thread.
@@ -65,21 +59,14 @@ impl Watcher {
         gw: Arc<Gateway>,
         ignore: &[String],
         debounce: Duration,
-    ) -> notify::Result<(Watcher, oneshot::Receiver<usize>)> {
-        let (tx, rx) = mpsc::channel();
-        let handler_tx = tx.clone();
-        let handler = move |ev: notify::Result<notify::Event>| {
-            if worth_waking(&ev) {
-                let _ = handler_tx.send(Msg::Raw(ev));
-            }
-        };
-        let backend =
-            RecommendedWatcher::new(handler, Config::default().with_follow_symlinks(false))?;
+    ) -> std::io::Result<(Watcher, oneshot::Receiver<usize>)> {
+        let (stop_rx, stop) = std::io::pipe()?;
+        let kernel = Kernel::new()?;
         let (notices, _) = broadcast::channel(BROADCAST_CAPACITY);
         let mut state = State {
             root: gw.workspace().root_path().to_path_buf(),
             gw,
-            backend,
+            kernel,
             ignore: ignore.iter().cloned().collect(),
             watched: HashSet::new(),
             co: Coalescer::new(debounce),
@@ -92,11 +79,10 @@ impl Watcher {
             .spawn(move || {
                 state.scan(&RelPath::root(), Scan::Initial);
                 let _ = ready_tx.send(state.watched.len());
-                state.run(&rx);
-            })
-            .map_err(notify::Error::io)?;
+                state.run(&stop_rx);
+            })?;
         let watcher = Watcher {
-            tx,
+            stop: Some(stop),
             notices,
             thread: Some(thread),
         };
@@ -111,20 +97,10 @@ impl Watcher {
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        let _ = self.tx.send(Msg::Stop);
+        drop(self.stop.take());
         // Not joined: the thread may be in a long initial scan, and drop may run on the
         // async runtime; it exits at its next message.
         drop(self.thread.take());
-    }
-}
-
-/// Whether an event from notify can matter to the watcher thread. notify watches opens
-/// and closes too, so every read the gateway serves would wake the thread for nothing
-/// (`on_event` drops them): they are dropped on notify's own thread instead.
-fn worth_waking(ev: &notify::Result<notify::Event>) -> bool {
-    match ev {
-        Ok(e) => !matches!(e.kind, EventKind::Access(_)) || e.need_rescan(),
-        Err(_) => true,
     }
 }
 
@@ -142,7 +118,7 @@ enum Scan {
 struct State {
     root: PathBuf,
     gw: Arc<Gateway>,
-    backend: RecommendedWatcher,
+    kernel: Kernel,
     ignore: HashSet<String>,
     /// Directories with a watch.
     watched: HashSet<RelPath>,
@@ -153,7 +129,7 @@ struct State {
 }
 
 impl State {
-    fn run(&mut self, rx: &mpsc::Receiver<Msg>) {
+    fn run(&mut self, stop: &PipeReader) {
         loop {
             let wait = self
                 .co
@@ -161,40 +137,39 @@ impl State {
                 .map_or(Duration::from_secs(3600), |d| {
                     d.saturating_duration_since(Instant::now())
                 });
-            match rx.recv_timeout(wait) {
-                Ok(Msg::Raw(Ok(ev))) => self.on_event(ev),
-                Ok(Msg::Raw(Err(e))) => self.on_error(&e),
-                Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,
-                Err(RecvTimeoutError::Timeout) => {}
+            match self.kernel.wait(stop, wait) {
+                Ok(Woke::Stop) => return,
+                Ok(Woke::Events(seen)) => self.on_events(seen),
+                Err(e) => {
+                    tracing::error!("watcher: cannot read change events, stopping: {e}");
+                    return;
+                }
             }
             self.flush(Instant::now());
         }
     }
 
-    fn on_event(&mut self, ev: notify::Event) {
-        if ev.need_rescan() {
-            tracing::warn!("the kernel's event queue overflowed; rescanning the workspace");
-            let _ = self.out.send(Arc::new(Notice::Overflow));
-            self.scan(&RelPath::root(), Scan::Rescan);
-            return;
-        }
-        match ev.kind {
-            // `From` and `To` arrive on their own as well.
-            EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => return,
-            EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) => {}
-            // Opens and closes (reads) change nothing.
-            EventKind::Access(_) | EventKind::Any | EventKind::Other => return,
-        }
+    fn on_events(&mut self, seen: Vec<Seen>) {
         let now = Instant::now();
-        for p in &ev.paths {
-            if let Some(rel) = self.rel(p) {
-                self.co.note(rel, now);
+        for s in seen {
+            match s {
+                Seen::Overflow => {
+                    tracing::warn!("the kernel's event queue overflowed; rescanning the workspace");
+                    let _ = self.out.send(Arc::new(Notice::Overflow));
+                    self.scan(&RelPath::root(), Scan::Rescan);
+                }
+                Seen::Path(p) => {
+                    if let Some(rel) = self.rel(&p) {
+                        self.co.note(rel, now);
+                    }
+                }
             }
         }
     }
 
-    fn on_error(&mut self, e: &notify::Error) {
-        if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
+    fn on_error(&mut self, e: &std::io::Error) {
+        // ENOSPC from inotify_add_watch: fs.inotify.max_user_watches is reached.
+        if e.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
             if !self.warned_limit {
                 self.warned_limit = true;
                 tracing::warn!(
@@ -308,7 +283,7 @@ impl State {
 
     fn watch(&mut self, dir: &RelPath) {
         let abs = self.root.join(dir.as_fs_path());
-        match self.backend.watch(&abs, RecursiveMode::NonRecursive) {
+        match self.kernel.watch(&abs) {
             Ok(()) => {
                 self.watched.insert(dir.clone());
             }
@@ -326,7 +301,7 @@ impl State {
         for w in gone {
             // A directory moved out keeps its inotify watch (it follows the inode):
             // remove it, or its new home would be reported under the old name.
-            let _ = self.backend.unwatch(&self.root.join(w.as_fs_path()));
+            self.kernel.unwatch(&self.root.join(w.as_fs_path()));
             self.watched.remove(&w);
         }
     }
@@ -361,25 +336,6 @@ mod tests {
             path: RelPath::parse_rooted(path).expect("path"),
             is_dir,
         }
-    }
-
-    /// Opens and closes never wake the watcher thread; changes, overflows and errors do.
-    #[test]
-    fn only_events_that_can_matter_wake_the_watcher() {
-        use notify::event::{AccessKind, AccessMode, CreateKind, Flag};
-        let ev = |kind| Ok(notify::Event::new(kind));
-        assert!(!worth_waking(&ev(EventKind::Access(AccessKind::Open(
-            AccessMode::Any
-        )))));
-        assert!(!worth_waking(&ev(EventKind::Access(AccessKind::Close(
-            AccessMode::Read
-        )))));
-        assert!(worth_waking(&ev(EventKind::Create(CreateKind::File))));
-        assert!(worth_waking(&ev(EventKind::Modify(ModifyKind::Any))));
-        let overflow =
-            notify::Event::new(EventKind::Access(AccessKind::Any)).set_flag(Flag::Rescan);
-        assert!(worth_waking(&Ok(overflow)));
-        assert!(worth_waking(&Err(notify::Error::generic("lost"))));
     }
 
     fn reportable_now(pol: &Policy, c: &Change) -> bool {
