@@ -275,7 +275,8 @@ pub fn answer_in(
 
 /// A message as one line of bytes.
 pub fn line_bytes(v: &Value) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec(v).unwrap_or_default();
+    let mut bytes = Vec::with_capacity(256);
+    crate::transport::encode::write_json(&mut bytes, v);
     bytes.push(b'\n');
     bytes
 }

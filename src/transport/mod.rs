@@ -4,6 +4,7 @@
 pub mod acp;
 pub mod acp_ask;
 pub mod batch;
+pub mod encode;
 pub mod jsonrpc;
 pub mod lines;
 pub mod mcp;

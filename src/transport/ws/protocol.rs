@@ -456,14 +456,10 @@ const ONE_PASS_MAX: usize = 64 * 1024;
 /// first without allocating, so an answer over the limit is never built, and one within
 /// it is built in a buffer of its exact size.
 pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
-    let mut small = Bounded {
-        buf: Vec::with_capacity(8 * 1024),
-        max: max.min(ONE_PASS_MAX),
-    };
-    if serde_json::to_writer(&mut small, v).is_ok() {
-        return String::from_utf8(small.buf).unwrap_or_default();
+    use crate::transport::encode::json_upto;
+    if let Some(small) = json_upto(v, max.min(ONE_PASS_MAX), 8 * 1024) {
+        return String::from_utf8(small).unwrap_or_default();
     }
-    drop(small);
     let Some(size) = crate::transport::results::json_len_upto(v, max) else {
         let msg = format!(
             "the answer is larger than the message limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); text full of control characters grows up to six times when JSON-escaped"
@@ -472,33 +468,8 @@ pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
         return error_response(head, code::LIMIT, &msg, Some(&extra)).to_string();
     };
     let mut buf = Vec::with_capacity(size);
-    match serde_json::to_writer(&mut buf, v) {
-        Ok(()) => String::from_utf8(buf).unwrap_or_default(),
-        Err(e) => {
-            let e = GatewayError::Internal(format!("cannot encode the answer: {e}"));
-            gateway_error_response(head, &e).to_string()
-        }
-    }
-}
-
-/// A buffer that refuses to grow past `max` bytes.
-struct Bounded {
-    buf: Vec<u8>,
-    max: usize,
-}
-
-impl std::io::Write for Bounded {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        if self.buf.len().saturating_add(data.len()) > self.max {
-            return Err(std::io::Error::other("over the limit"));
-        }
-        self.buf.extend_from_slice(data);
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    crate::transport::encode::write_json(&mut buf, v);
+    String::from_utf8(buf).unwrap_or_default()
 }
 
 /// A pushed `change` event (no requestId).
