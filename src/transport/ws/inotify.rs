@@ -141,7 +141,10 @@ impl Kernel {
         }
         // The kernel dropped these watches (directory removed, or unwatched).
         for wd in ignored {
-            if let Some(dir) = self.dirs.remove(&wd) {
+            if let Some(dir) = self.dirs.remove(&wd)
+                && self.wds.get(&dir) == Some(&wd)
+            {
+                // (Unless the path is watched again already, on a new directory.)
                 self.wds.remove(&dir);
             }
         }
