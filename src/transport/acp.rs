@@ -411,12 +411,10 @@ where
 
 /// Whether a batched request may run right here as a batch of one instead of waking the
 /// batch thread (a futex and a wake-up on another CPU per request): nothing else is in
-/// flight or queued, nothing further was read ahead (pipelined requests are batched),
-/// and the policy has no ask rules (this task would not read a question's reply).
+/// flight, nothing further was read ahead (pipelined requests are batched), and the
+/// batch door allows it ([`batch::Door::may_run_here`]).
 fn alone<J>(gw: &Gateway, tasks: &JoinSet<()>, batch: &batch::Door<J>, ahead: &[u8]) -> bool {
-    let multi = tokio::runtime::Handle::current().runtime_flavor()
-        == tokio::runtime::RuntimeFlavor::MultiThread;
-    multi && ahead.is_empty() && tasks.is_empty() && batch.quiet() && !gw.policy().has_ask_rules()
+    ahead.is_empty() && tasks.is_empty() && batch.may_run_here(gw)
 }
 
 /// Whether `method` is quick and read-only: answered on the batch thread.

@@ -134,6 +134,17 @@ impl<J> Door<J> {
         self.tx.capacity() == self.tx.max_capacity() && self.order.lock().running.is_empty()
     }
 
+    /// Whether a request that is alone on its connection (the door knows that part) may
+    /// run on the caller's thread instead of waking the batch thread: nothing queued or
+    /// changing ([`quiet`](Self::quiet)), a multi-thread runtime (`block_in_place`), and
+    /// no ask rules (a question's reply must be read meanwhile, and the caller would
+    /// not read it).
+    pub fn may_run_here(&self, gw: &Gateway) -> bool {
+        let multi = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        multi && self.quiet() && !gw.policy().has_ask_rules()
+    }
+
     /// Runs `job` on the calling thread (which blocks), exactly as the batch thread runs
     /// a batch of one: its record settled before its answer is handed over. For a
     /// connection with nothing else in flight, this saves waking the thread (a futex

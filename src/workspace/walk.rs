@@ -136,20 +136,12 @@ thread_local! {
 }
 
 fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsError> {
-    // A descriptor of its own, at the start of the directory: `dir` may share its
-    // offset with another (the root's clones do).
-    let own = rustix::fs::openat(
-        dir,
-        c".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-        rustix::fs::Mode::empty(),
-    )
-    .map_err(|e| WsError::from_io(e.into()))?;
     // Names and kinds only: an unchanged large directory need not be read again.
     // (Not for grep's walks, `LenientNames`: they read every file anyway, and the
-    // `statx` of each directory would only add to them.)
+    // `statx` of each directory would only add to them.) Looked up on `dir` itself:
+    // a hit needs no descriptor of its own.
     let probe = match mode {
-        Mode::Names => match dir_cache::lookup(&own) {
+        Mode::Names => match dir_cache::lookup(dir) {
             Ok(names) => {
                 let entry =
                     |(name, kind): &(Box<str>, FileKind)| entry_from(base, name, *kind, None);
@@ -159,6 +151,15 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
         },
         Mode::Lenient | Mode::LenientNames | Mode::Strict => None,
     };
+    // A descriptor of its own, at the start of the directory: `dir` may share its
+    // offset with another (the root's clones do).
+    let own = rustix::fs::openat(
+        dir,
+        c".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(|e| WsError::from_io(e.into()))?;
     let mut out = Vec::new();
     let mut read = |buf: &mut Vec<u8>| {
         if buf.capacity() < DIRENT_BUF {

@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolResult, JsonObject};
 use serde::Deserialize;
-use tokio::runtime::RuntimeFlavor;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc};
 
 use super::catalog::ToolId;
@@ -329,12 +328,11 @@ impl Door {
     pub(super) async fn submit(&self, mut job: Job, serial: u64, alone: bool) {
         job.serial = serial;
         if batched(job.tool) && !self.direct.gw.policy().has_ask_rules() {
-            let multi = self.direct.rt.runtime_flavor() == RuntimeFlavor::MultiThread;
             // Not while the client's roots are awaited: the call would wait for an answer
             // that only this (blocked) pump can read. Only the pump makes them awaited
             // again once they are settled (see `roots`).
             let settled = || self.direct.ctx.scope.settled(Duration::ZERO).is_ok();
-            if alone && multi && self.batch.quiet() && settled() {
+            if alone && self.batch.may_run_here(&self.direct.gw) && settled() {
                 // block_in_place: the runtime's other tasks move to another thread.
                 let direct = &*self.direct;
                 tokio::task::block_in_place(|| self.batch.run_here(direct, job));

@@ -411,12 +411,10 @@ async fn admit(sh: &Shared, size: usize) -> Option<[OwnedSemaphorePermit; 3]> {
 /// futex and a wake-up on another CPU per request). Not under a policy with ask rules:
 /// a question's reply must be read meanwhile, and this task would not read it.
 fn alone<J>(sh: &Shared, tasks: &JoinSet<()>, batch: &batch::Door<J>) -> bool {
-    let multi = tokio::runtime::Handle::current().runtime_flavor()
-        == tokio::runtime::RuntimeFlavor::MultiThread;
     // The slot this request holds is the only one taken: nothing queued, running in the
     // batch thread, or answered but not yet queued.
     let only_this = sh.slots.available_permits() + 1 == sh.limits.max_in_flight;
-    multi && only_this && tasks.is_empty() && batch.quiet() && !sh.gw.policy().has_ask_rules()
+    only_this && tasks.is_empty() && batch.may_run_here(&sh.gw)
 }
 
 /// Whether `op` is quick and read-only: served on the connection's batch thread.
