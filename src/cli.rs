@@ -298,21 +298,10 @@ fn serve(args: ServeArgs) -> ExitCode {
             Arc::clone(&gateway),
             stdio_peer(),
         )),
-        Transport::Acp => {
-            let (gw, peer) = (Arc::clone(&gateway), stdio_peer());
-            // Inside the runtime: a pipe or socket on stdin is registered with its epoll
-            // (no blocking-pool thread per read).
-            Box::pin(async move {
-                let input = crate::transport::stdio::stdin();
-                crate::transport::acp::serve(
-                    gw,
-                    peer,
-                    input,
-                    crate::transport::stdio::Sink::stdout(),
-                )
-                .await
-            })
-        }
+        Transport::Acp => Box::pin(crate::transport::acp::serve_stdio(
+            Arc::clone(&gateway),
+            stdio_peer(),
+        )),
     };
     // SIGTERM / SIGINT stop serving; the log still gets its `stop` record and final
     // checkpoint (for the WebSocket transport a signal is the usual way to stop).

@@ -19,7 +19,7 @@ use crate::gateway::{Lease, Request};
 use crate::ops::{Op, PathStyle, RequestCtx};
 use crate::policy::OpClass;
 use crate::transport::outbox::{Outbox, Queued};
-use crate::transport::stdio::Sink;
+use crate::transport::stdio::{self, Sink};
 
 /// A batch's answers up to this size are written by the batch thread itself, when
 /// nothing waits in the outbox; larger ones go to the writer task, so that the thread
@@ -302,6 +302,24 @@ fn answer_invalid(gw: &Gateway, peer: &str, id: &Value, error: Value) -> Value {
     }
 }
 
+/// Serves ACP on this process's stdin/stdout (`fsgate serve --transport acp`). Stdin is
+/// read on a thread of its own with blocking reads, so that a request alone runs on the
+/// thread that read it and no runtime thread is woken for it; where stdin cannot be
+/// read that way, the runtime reads it.
+pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> {
+    match stdio::ThreadReader::stdin() {
+        Ok((input, stop)) => {
+            let serving = serve(gw, peer, input, Sink::stdout());
+            let running = stdio::on_thread("fsgate-acp-input", serving, stop)?;
+            running.finish().await.unwrap_or(Ok(()))
+        }
+        Err(e) => {
+            tracing::debug!("stdin read by the runtime: {e}");
+            serve(gw, peer, stdio::stdin(), Sink::stdout()).await
+        }
+    }
+}
+
 /// Serves requests from `input` until EOF, writing responses to `output`. Unwritten
 /// answers are bounded in bytes (twice the message limit): while they fill the bound, no
 /// new request is read, and answers wait to be queued (see [`Outbox`]). The batch
@@ -371,7 +389,8 @@ where
                     _room: room,
                 };
                 if alone(&gw, &tasks, &batch, reader.buffer()) {
-                    // block_in_place: the runtime's other tasks move to another thread.
+                    // On stdin's own thread (`serve_stdio`) block_in_place just calls;
+                    // on a runtime thread, its other tasks move to another thread.
                     tokio::task::block_in_place(|| batch.run_here(&*door, job));
                     continue;
                 }

@@ -228,22 +228,33 @@ impl Stopper {
     }
 }
 
-/// A future running on a thread of its own ([`on_thread`]).
+/// A future running on a thread of its own ([`on_thread`]). Dropped, it stops the
+/// future (as [`stop`](Self::stop) does, without waiting for the thread).
 pub struct OnThread<T> {
-    stopper: Stopper,
+    stopper: Option<Stopper>,
     done: oneshot::Receiver<T>,
 }
 
 impl<T> OnThread<T> {
     /// Waits for the future's output; `None` if it was stopped first.
-    pub async fn finish(self) -> Option<T> {
-        self.done.await.ok()
+    pub async fn finish(mut self) -> Option<T> {
+        (&mut self.done).await.ok()
     }
 
     /// Stops the future unless it has ended, then waits for its thread to let go of it.
-    pub async fn stop(self) -> Option<T> {
-        self.stopper.stop();
-        self.done.await.ok()
+    pub async fn stop(mut self) -> Option<T> {
+        if let Some(s) = self.stopper.take() {
+            s.stop();
+        }
+        (&mut self.done).await.ok()
+    }
+}
+
+impl<T> Drop for OnThread<T> {
+    fn drop(&mut self) {
+        if let Some(s) = self.stopper.take() {
+            s.stop();
+        }
     }
 }
 
@@ -268,7 +279,10 @@ where
             }
         })?;
     stopper.thread = Some(thread.thread().clone());
-    Ok(OnThread { stopper, done })
+    Ok(OnThread {
+        stopper: Some(stopper),
+        done,
+    })
 }
 
 /// Wakes a thread parked in [`poll_until`].
@@ -465,6 +479,36 @@ mod tests {
         assert_eq!(seen.await.unwrap(), 5);
         assert_eq!(running.stop().await, None);
         assert_eq!(Arc::strong_count(&held), 1, "the future was dropped");
+    }
+
+    /// Dropping the handle (as a signal drops the serving future that awaits it) stops
+    /// the future on the thread, and the thread lets go of it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_dropped_handle_stops_the_future() {
+        let (r, _w) = std::io::pipe().unwrap();
+        let (reader, stop) = ThreadReader::new(OwnedFd::from(r)).unwrap();
+        // Sends when dropped: the thread let go of the future (polled or not).
+        struct Gone(Option<oneshot::Sender<()>>);
+        impl Drop for Gone {
+            fn drop(&mut self) {
+                if let Some(tx) = self.0.take() {
+                    let _ = tx.send(());
+                }
+            }
+        }
+        let (gone_tx, gone) = oneshot::channel::<()>();
+        let held = Gone(Some(gone_tx));
+        let run = async move {
+            let _held = held;
+            let mut reader = reader;
+            let mut buf = [0u8; 16];
+            let _ = reader.read(&mut buf).await;
+            std::future::pending::<()>().await;
+        };
+        let running = on_thread("t", run, stop).unwrap();
+        drop(running);
+        let dropped = tokio::time::timeout(std::time::Duration::from_secs(10), gone).await;
+        assert!(matches!(dropped, Ok(Ok(()))), "the future still runs");
     }
 
     /// A pipe grows to 1 MiB (or the system's maximum); anything else is left alone.
