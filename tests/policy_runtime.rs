@@ -382,3 +382,53 @@ fn a_gitleaks_config_first_named_by_a_reloaded_policy_is_walled_off_too() {
         ACME_GITLEAKS.as_bytes()
     );
 }
+
+/// The content rules' path condition, with the same token in reach of a second rule
+/// only after a reload.
+const TOKEN_RULE: &str = r#"[content]
+builtin = false
+[[content.rules]]
+id = "config-token"
+regex = '''token=[a-z0-9]{8,}'''
+path = '''^config/'''
+keywords = ["token="]"#;
+
+/// A file read clean is not scanned again while its bytes stay the same: that must
+/// never let through the same bytes at another path, other bytes at the same path, or
+/// the same bytes under a reloaded policy.
+#[test]
+fn content_read_clean_before_is_still_judged_by_path_bytes_and_policy() {
+    let g = Gate::with_policy(&allow_all(TOKEN_RULE));
+    let token = "token=abcdefgh12\n";
+    g.put("notes/a.txt", token);
+    g.put("config/a.txt", token);
+    for _ in 0..2 {
+        let res = g.ok("fs/read_text_file", json!({"path": g.abs("notes/a.txt")}));
+        assert_eq!(res["content"], token);
+    }
+    // The same bytes where the rule looks.
+    let e = assert_code(
+        g.call("fs/read_text_file", json!({"path": g.abs("config/a.txt")})),
+        REFUSED,
+    );
+    assert_eq!(rule_of(&e), "content:config-token");
+    // Other bytes at a path read clean before.
+    g.put("config/b.txt", "plain\n");
+    let res = g.ok("fs/read_text_file", json!({"path": g.abs("config/b.txt")}));
+    assert_eq!(res["content"], "plain\n");
+    g.put("config/b.txt", token);
+    let e = assert_code(
+        g.call("fs/read_text_file", json!({"path": g.abs("config/b.txt")})),
+        REFUSED,
+    );
+    assert_eq!(rule_of(&e), "content:config-token");
+    // The same bytes at the same path under a policy whose rule now covers `notes/`.
+    let wider = TOKEN_RULE.replace("'''^config/'''", "'''^(config|notes)/'''");
+    std::fs::write(g.policy_file(), allow_all(&wider)).unwrap();
+    hup_and_wait(&g, "reload");
+    let e = assert_code(
+        g.call("fs/read_text_file", json!({"path": g.abs("notes/a.txt")})),
+        REFUSED,
+    );
+    assert_eq!(rule_of(&e), "content:config-token");
+}

@@ -866,7 +866,36 @@ impl Gateway {
         if !scanner.applies_to(class) {
             return Ok(());
         }
-        match scanner.scan(path, bytes) {
+        Self::content_verdict(class, path, shown, scanner.scan(path, bytes))
+    }
+
+    /// [`check_content`](Self::check_content) of bytes whose SHA-256 is known: the
+    /// scanner skips bytes it found clean at this path before.
+    pub(crate) fn check_content_digested(
+        pol: &Policy,
+        class: OpClass,
+        path: &RelPath,
+        (bytes, digest): (&[u8], &[u8; 32]),
+        shown: &str,
+    ) -> Result<(), GatewayError> {
+        let Some(scanner) = pol.content_scanner() else {
+            return Ok(());
+        };
+        if !scanner.applies_to(class) {
+            return Ok(());
+        }
+        let hit = scanner.scan_digested(path, bytes, digest);
+        Self::content_verdict(class, path, shown, hit)
+    }
+
+    /// A content finding as the refusal that names its rule.
+    fn content_verdict(
+        class: OpClass,
+        path: &RelPath,
+        shown: &str,
+        hit: Option<crate::policy::ContentHit>,
+    ) -> Result<(), GatewayError> {
+        match hit {
             None => Ok(()),
             Some(hit) => {
                 let at = if hit.line == 0 {

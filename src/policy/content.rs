@@ -12,6 +12,7 @@
 
 mod build;
 mod builtin;
+mod clean;
 pub mod format;
 
 use aho_corasick::AhoCorasick;
@@ -361,6 +362,8 @@ pub struct ContentScanner {
     /// Indexed by `OpClass as usize`.
     ops: [bool; 4],
     sources: Vec<ContentSource>,
+    /// Texts this scanner found clean (shared by its clones: the same rules).
+    clean: std::sync::Arc<clean::CleanScans>,
 }
 
 impl ContentScanner {
@@ -374,6 +377,24 @@ impl ContentScanner {
         self.run(Some(path.as_str()), text, true, None)
             .into_iter()
             .next()
+    }
+
+    /// [`scan`](Self::scan) of a text whose SHA-256 is `digest`: a text found clean at
+    /// `path` before is not scanned again (see [`clean`]).
+    pub fn scan_digested(
+        &self,
+        path: &RelPath,
+        text: &[u8],
+        digest: &[u8; 32],
+    ) -> Option<ContentHit> {
+        if self.clean.contains(path.as_str(), digest) {
+            return None;
+        }
+        let hit = self.scan(path, text);
+        if hit.is_none() {
+            self.clean.insert(path.as_str(), *digest);
+        }
+        hit
     }
 
     /// Every finding in `text`.

@@ -584,6 +584,7 @@ fn build(
         keyword_rules,
         ops,
         sources,
+        clean: Default::default(),
     };
     check_examples(&scanner, &specs, errs, true)?;
     Ok(scanner)
@@ -616,6 +617,7 @@ fn builtin_set() -> Result<&'static [CRule], String> {
                 keyword_rules: Vec::new(),
                 ops: [false; 4],
                 sources: Vec::new(),
+                clean: Default::default(),
             };
             check_examples(&scanner, &specs, &errs, false).map_err(|e| e.to_string())?;
             Ok(scanner.rules)
