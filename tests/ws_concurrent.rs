@@ -90,3 +90,62 @@ fn eight_clients_at_once_each_its_own_session() {
     assert_eq!(per_session.len(), 8, "{per_session:?}");
     assert!(per_session.values().all(|n| *n == 121), "{per_session:?}");
 }
+
+/// The server's threads named `name` (from /proc: the kernel's view, not the server's).
+fn threads_named(pid: u32, name: &str) -> usize {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() == name)
+        .count()
+}
+
+/// Waits up to 10 s for `want` threads named `name`; the count last seen.
+fn settle_threads(pid: u32, name: &str, want: usize) -> usize {
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let n = threads_named(pid, name);
+        if n == want || Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Each connection runs on a thread of its own, which ends with it: connections that
+/// come and go leave no thread behind, and one that stays is still served.
+#[test]
+fn each_connection_has_a_thread_that_ends_with_it() {
+    const CONN: &str = "fsgate-ws-conn";
+    let gate = WsGate::start(None, |root| {
+        std::fs::write(root.join("a.txt"), "a\n").expect("a.txt");
+    });
+    let pid = gate.pid();
+    let mut stay = gate.client();
+    assert_eq!(stay.ok("read", json!({"path": "/a.txt"}))["content"], "a\n");
+    for round in 0..3 {
+        let mut clients: Vec<WsClient> = (0..4).map(|_| gate.client()).collect();
+        for c in &mut clients {
+            let a = c.ok("read", json!({"path": "/a.txt"}));
+            assert_eq!(a["content"], "a\n", "round {round}");
+        }
+        assert_eq!(
+            settle_threads(pid, CONN, 5),
+            5,
+            "round {round}: 1 + 4 connections"
+        );
+        for c in clients {
+            c.close();
+        }
+        assert_eq!(
+            settle_threads(pid, CONN, 1),
+            1,
+            "round {round}: threads left behind"
+        );
+    }
+    let a = stay.ok("stat", json!({"path": "/a.txt"}));
+    assert_eq!(a["size"], 2, "{a}");
+}

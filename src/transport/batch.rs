@@ -142,7 +142,26 @@ impl<J> Door<J> {
     pub fn may_run_here(&self, gw: &Gateway) -> bool {
         let multi = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        multi && self.quiet() && !gw.policy().has_ask_rules()
+        multi && self.may_run_inline(gw)
+    }
+
+    /// [`may_run_here`](Self::may_run_here) for a caller whose thread blocks nobody
+    /// else's work (a connection's own thread and runtime): nothing queued or changing,
+    /// and no ask rules.
+    pub fn may_run_inline(&self, gw: &Gateway) -> bool {
+        self.quiet() && !gw.policy().has_ask_rules()
+    }
+
+    /// Runs `job` on the calling thread (which blocks) as a batch of one, its record
+    /// settled, and gives back its answer for the caller to hand over.
+    pub fn run_settled<B: Batched<Job = J>>(
+        &self,
+        door: &B,
+        job: J,
+    ) -> (Vec<B::Done>, Result<(), GatewayError>) {
+        let mut waiting = VecDeque::from([(self.order.admit(false), job)]);
+        let (done, deferred) = run_deferred(door, &self.order, &mut waiting);
+        (done, door.gateway().settle(deferred))
     }
 
     /// Runs `job` on the calling thread (which blocks), exactly as the batch thread runs
@@ -212,13 +231,22 @@ fn work<B: Batched>(door: &B, order: &Order, mut jobs: mpsc::Receiver<(u64, B::J
 
 /// Runs one batch from `waiting`: its records settled once, then its answers handed over.
 fn run_waiting<B: Batched>(door: &B, order: &Order, waiting: &mut VecDeque<(u64, B::Job)>) {
+    let (done, deferred) = run_deferred(door, order, waiting);
+    let settled = door.gateway().settle(deferred);
+    door.answer(done, settled);
+}
+
+/// Runs one batch from `waiting`, its records queued but not yet waited for.
+fn run_deferred<B: Batched>(
+    door: &B,
+    order: &Order,
+    waiting: &mut VecDeque<(u64, B::Job)>,
+) -> (Vec<B::Done>, crate::gateway::Deferred) {
     // Holding nothing now: wait for the changes sent before the first request.
     if let Some((seq, _)) = waiting.front() {
         order.wait_ready(*seq);
     }
-    let (done, deferred) = deferring(|| run_batch(door, order, waiting));
-    let settled = door.gateway().settle(deferred);
-    door.answer(done, settled);
+    deferring(|| run_batch(door, order, waiting))
 }
 
 /// Runs requests from `waiting` until it is empty, their content leases outgrew the

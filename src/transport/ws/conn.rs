@@ -88,6 +88,8 @@ struct Shared {
     /// The connection's `permission` questions; None if the client answers none.
     asks: Option<Arc<Asks>>,
     asker: Option<WsAsker>,
+    /// Where blocking work goes ([`Conn::pool`]).
+    pool: tokio::runtime::Handle,
 }
 
 /// One upgraded connection's gateway, context and limits.
@@ -98,6 +100,9 @@ pub struct Conn {
     pub ctx: RequestCtx,
     /// The connection's limits.
     pub limits: ConnLimits,
+    /// The runtime whose blocking pool runs the connection's slow requests and records
+    /// (the server's, shared by every connection).
+    pub pool: tokio::runtime::Handle,
     /// Whether the client is put `permission` questions.
     pub askable: bool,
 }
@@ -167,8 +172,14 @@ pub async fn run(
                 here = ahead.is_none();
             }
             if here {
-                // block_in_place: the runtime's other tasks move to another thread.
-                tokio::task::block_in_place(|| batch.run_here(&*door, (task, permits)));
+                let job = (task, permits);
+                // On the connection's own runtime (one thread) the request runs right
+                // here; on a shared one, its other tasks move to another thread.
+                let (done, settled) = match tokio::runtime::Handle::current().runtime_flavor() {
+                    tokio::runtime::RuntimeFlavor::CurrentThread => batch.run_settled(&*door, job),
+                    _ => tokio::task::block_in_place(|| batch.run_settled(&*door, job)),
+                };
+                door.answer_now(done, settled).await;
                 continue;
             }
             rd.meanwhile(&sh, &sub_tx, batch.send((task, permits)))
@@ -220,6 +231,7 @@ fn shared(conn: Conn, out: &Outbox<Message>) -> Arc<Shared> {
         mut ctx,
         limits,
         askable,
+        pool,
     } = conn;
     let asks = askable.then(|| Asks::new(out.clone(), limits.max_message));
     let asker = asks.as_ref().map(|a| WsAsker::new(Arc::clone(a)));
@@ -233,6 +245,7 @@ fn shared(conn: Conn, out: &Outbox<Message>) -> Arc<Shared> {
         limits,
         asks,
         asker,
+        pool,
     })
 }
 
@@ -414,7 +427,7 @@ fn alone<J>(sh: &Shared, tasks: &JoinSet<()>, batch: &batch::Door<J>) -> bool {
     // The slot this request holds is the only one taken: nothing queued, running in the
     // batch thread, or answered but not yet queued.
     let only_this = sh.slots.available_permits() + 1 == sh.limits.max_in_flight;
-    only_this && tasks.is_empty() && batch.may_run_here(&sh.gw)
+    only_this && tasks.is_empty() && batch.may_run_inline(&sh.gw)
 }
 
 /// Whether `op` is quick and read-only: served on the connection's batch thread.
@@ -506,16 +519,22 @@ impl Batched for Batch {
 
     fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
         // One entry into the runtime for the whole batch, not one per answer.
-        self.rt.block_on(async {
-            for Done { head, text, held } in done {
-                let text = match &settled {
-                    Ok(()) => text,
-                    Err(e) => protocol::gateway_error_response(&head, e).to_string(),
-                };
-                send(&self.sh.out, text).await;
-                drop(held);
-            }
-        });
+        self.rt.block_on(self.answer_now(done, settled));
+    }
+}
+
+impl Batch {
+    /// Queues the answers of requests that ran (or, if their records could not be
+    /// made, the error saying so in their place).
+    async fn answer_now(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
+        for Done { head, text, held } in done {
+            let text = match &settled {
+                Ok(()) => text,
+                Err(e) => protocol::gateway_error_response(&head, e).to_string(),
+            };
+            send(&self.sh.out, text).await;
+            drop(held);
+        }
     }
 }
 
@@ -525,7 +544,8 @@ async fn serve_op(sh: Arc<Shared>, task: Task, permits: [OwnedSemaphorePermit; 3
     let head2 = task.head.clone();
     let ctx = request_ctx(&sh, &task.head).map_or_else(|| Arc::clone(&sh.ctx), Arc::new);
     let (gw, max) = (Arc::clone(&sh.gw), sh.limits.max_message);
-    let (text, lease) = tokio::task::spawn_blocking(move || serve_blocking(&gw, &ctx, max, task))
+    let (text, lease) = (sh.pool)
+        .spawn_blocking(move || serve_blocking(&gw, &ctx, max, task))
         .await
         .unwrap_or_else(|e| {
             tracing::error!("request task failed: {e}");
@@ -547,10 +567,10 @@ async fn answer(sh: &Shared, name: &str, reply: Value) {
     let (gw, ctx) = (Arc::clone(&sh.gw), Arc::clone(&sh.ctx));
     let name = name.to_string();
     let outcome = protocol::outcome_of(&reply);
-    let served =
-        tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome)).err())
-            .await
-            .unwrap_or_else(|e| Some(GatewayError::Internal(format!("record task failed: {e}"))));
+    let served = (sh.pool)
+        .spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome)).err())
+        .await
+        .unwrap_or_else(|e| Some(GatewayError::Internal(format!("record task failed: {e}"))));
     let text = match served {
         None => reply.to_string(),
         Some(e) => {
@@ -583,8 +603,9 @@ async fn answer_if_asked(sh: &Shared, head: &Head, reply: Value) {
 async fn record(sh: &Shared, name: &str, outcome: Result<(), (i64, String)>) {
     let (gw, ctx) = (Arc::clone(&sh.gw), Arc::clone(&sh.ctx));
     let name = name.to_string();
-    let _ =
-        tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome))).await;
+    let _ = (sh.pool)
+        .spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome)))
+        .await;
 }
 
 fn invalid_request(msg: &str) -> Value {

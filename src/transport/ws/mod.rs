@@ -7,7 +7,8 @@
 //! - [`auth`]: who may connect: bearer token, `Origin` allow-list, `Host` check, all on
 //!   the HTTP upgrade request.
 //! - [`protocol`]: JSON messages <-> [`crate::ops::Op`] and back (docs/ws-protocol.md).
-//! - `conn`: one connection: concurrent requests, subscription, pushed events.
+//! - `conn`: one connection: concurrent requests, subscription, pushed events; each
+//!   connection runs on a thread and a one-thread runtime of its own (`on_own_thread`).
 //! - [`changes`] and `watch`: debounced change events from inotify, filtered by the
 //!   policy.
 //!
@@ -149,6 +150,9 @@ pub async fn serve_with_token(
         timeout: Duration::from_millis(settings.handshake_timeout_ms),
     });
     let counter = Arc::new(AtomicU64::new(0));
+    // Dropped with this future (a signal ends serving): every connection's thread stops.
+    let (_serving, stopped) = tokio::sync::watch::channel(());
+    let pool = tokio::runtime::Handle::current();
     eprintln!("fsgate: ws listening on ws://{local}/");
     loop {
         let (tcp, peer) = match listener.accept().await {
@@ -170,8 +174,61 @@ pub async fn serve_with_token(
             notices: watcher.as_ref().map(|w| w.subscribe()),
             session: session_id(n),
             peer,
+            pool: pool.clone(),
         };
-        tokio::spawn(job.run(tcp));
+        on_own_thread(job, tcp, stopped.clone());
+    }
+}
+
+/// Runs a connection on a thread of its own, on a runtime of its own (one thread):
+/// a request that is alone on its connection is then answered where its frame was read,
+/// and its answer written by the same thread, with no other thread woken (on a shared
+/// runtime each took a hand-off: the worker's other tasks to another thread, the answer
+/// to the writer task on another worker). Slow requests still go to the server's
+/// blocking pool. The thread ends with the connection, or when `stopped` closes.
+fn on_own_thread(
+    job: Accepted,
+    tcp: tokio::net::TcpStream,
+    mut stopped: tokio::sync::watch::Receiver<()>,
+) {
+    let peer = job.peer;
+    let tcp = match tcp.into_std() {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(%peer, "cannot take over a ws connection: {e}");
+            return;
+        }
+    };
+    let run = move || {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                tracing::warn!(%peer, "no runtime for a ws connection: {e}");
+                return;
+            }
+        };
+        rt.block_on(async move {
+            let tcp = match tokio::net::TcpStream::from_std(tcp) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(%peer, "cannot register a ws connection: {e}");
+                    return;
+                }
+            };
+            tokio::select! {
+                () = job.run(tcp) => {}
+                _ = stopped.changed() => {}
+            }
+        });
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("fsgate-ws-conn".into())
+        .spawn(run)
+    {
+        tracing::warn!(%peer, "no thread for a ws connection: {e}");
     }
 }
 
@@ -221,6 +278,8 @@ struct Accepted {
     notices: Option<tokio::sync::broadcast::Receiver<Arc<watch::Notice>>>,
     session: String,
     peer: SocketAddr,
+    /// The server's runtime, whose blocking pool runs slow requests and records.
+    pool: tokio::runtime::Handle,
 }
 
 impl Accepted {
@@ -277,7 +336,7 @@ impl Accepted {
                 // A refused request is recorded; a connection that never sent a whole
                 // request sent no request, and writes nothing to the audit log.
                 if let Some(r) = admission.refusal {
-                    record_refusal(&self.gw, &self.session, peer, &r).await;
+                    record_refusal(&self.gw, &self.pool, (&self.session, peer), &r).await;
                 }
                 return;
             }
@@ -305,6 +364,7 @@ impl Accepted {
             ctx,
             limits: self.limits,
             askable: !admission.unaskable,
+            pool: self.pool,
         };
         conn::run(ws, conn, self.notices, subscription).await;
         drop(admission.slot);
@@ -353,7 +413,12 @@ fn admit(
 }
 
 /// The `ws-upgrade` audit record of a refused upgrade request.
-async fn record_refusal(gw: &Arc<Gateway>, session: &str, peer: SocketAddr, r: &auth::Refusal) {
+async fn record_refusal(
+    gw: &Arc<Gateway>,
+    pool: &tokio::runtime::Handle,
+    (session, peer): (&str, SocketAddr),
+    r: &auth::Refusal,
+) {
     let code = if r.status == StatusCode::SERVICE_UNAVAILABLE {
         crate::error::code::LIMIT
     } else {
@@ -371,10 +436,9 @@ async fn record_refusal(gw: &Arc<Gateway>, session: &str, peer: SocketAddr, r: &
     let gw = Arc::clone(gw);
     let msg = format!("HTTP {}: {}", r.status.as_u16(), r.reason);
     let rule = r.rule;
-    let _ = tokio::task::spawn_blocking(move || {
-        gw.serve(&ctx, GwRequest::refusal("ws-upgrade", rule, (code, msg)))
-    })
-    .await;
+    let _ = pool
+        .spawn_blocking(move || gw.serve(&ctx, GwRequest::refusal("ws-upgrade", rule, (code, msg))))
+        .await;
 }
 
 /// The HTTP response refusing an upgrade (and a log line saying why).
