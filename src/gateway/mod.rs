@@ -860,13 +860,8 @@ impl Gateway {
         bytes: &[u8],
         shown: &str,
     ) -> Result<(), GatewayError> {
-        let Some(scanner) = pol.content_scanner() else {
-            return Ok(());
-        };
-        if !scanner.applies_to(class) {
-            return Ok(());
-        }
-        Self::content_verdict(class, path, shown, scanner.scan(path, bytes))
+        let hit = scanner_for(pol, class).and_then(|s| s.scan(path, bytes));
+        Self::content_verdict(class, path, shown, hit)
     }
 
     /// [`check_content`](Self::check_content) of bytes whose SHA-256 is known: the
@@ -878,13 +873,7 @@ impl Gateway {
         (bytes, digest): (&[u8], &[u8; 32]),
         shown: &str,
     ) -> Result<(), GatewayError> {
-        let Some(scanner) = pol.content_scanner() else {
-            return Ok(());
-        };
-        if !scanner.applies_to(class) {
-            return Ok(());
-        }
-        let hit = scanner.scan_digested(path, bytes, digest);
+        let hit = scanner_for(pol, class).and_then(|s| s.scan_digested(path, bytes, digest));
         Self::content_verdict(class, path, shown, hit)
     }
 
@@ -972,6 +961,11 @@ impl Gateway {
             path: rp.shown.clone(),
         })
     }
+}
+
+/// The policy's content scanner, if it scans content of operations of `class`.
+fn scanner_for(pol: &Policy, class: OpClass) -> Option<&crate::policy::ContentScanner> {
+    pol.content_scanner().filter(|s| s.applies_to(class))
 }
 
 /// Whether an entry may be seen at all (in ls, glob, tree, a change event): `list` on
