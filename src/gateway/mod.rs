@@ -611,19 +611,43 @@ impl Gateway {
         ctx: &RequestCtx,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
+        let queued = self.intend_queued(pol, ctx, facts)?;
+        self.intended(queued, facts)
+    }
+
+    /// The first half of [`intend`](Self::intend): the intent is queued for the log, not
+    /// yet durable. Work that leaves the workspace as it is (content staged in a file
+    /// nobody can see) may run before [`intended`](Self::intended) waits for it.
+    pub(crate) fn intend_queued(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        facts: &mut Facts,
+    ) -> Result<Option<crate::audit::Ticket>, GatewayError> {
         Self::settle_pending(facts)?;
         self.same_policy_since_asked(pol, facts)?;
         let Some(audit) = &self.audit else {
-            return Ok(());
+            return Ok(None);
         };
         let mut ev = facts.intent_event(ctx);
         ev.policy_sha256 = Some(Arc::from(pol.sha256()));
-        let receipt = audit.append(ev).map_err(|e| {
-            tracing::error!("audit log: {e}");
-            GatewayError::Internal(format!(
-                "{e}; the change could not be recorded ahead, so nothing was changed"
-            ))
-        })?;
+        audit
+            .append_deferred(&ev)
+            .map(Some)
+            .map_err(not_recorded_ahead)
+    }
+
+    /// The second half of [`intend`](Self::intend): waits until the queued intent is
+    /// durable (on the thread that queued it); what cannot be recorded is not done.
+    pub(crate) fn intended(
+        &self,
+        queued: Option<crate::audit::Ticket>,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let (Some(audit), Some(ticket)) = (&self.audit, queued) else {
+            return Ok(());
+        };
+        let receipt = audit.wait(ticket).map_err(not_recorded_ahead)?;
         facts.intent = Some(receipt.seq);
         Ok(())
     }
@@ -963,6 +987,14 @@ impl Gateway {
     }
 }
 
+/// The refusal of a change whose intent could not be made durable.
+fn not_recorded_ahead(e: crate::audit::AuditError) -> GatewayError {
+    tracing::error!("audit log: {e}");
+    GatewayError::Internal(format!(
+        "{e}; the change could not be recorded ahead, so nothing was changed"
+    ))
+}
+
 /// The policy's content scanner, if it scans content of operations of `class`.
 fn scanner_for(pol: &Policy, class: OpClass) -> Option<&crate::policy::ContentScanner> {
     pol.content_scanner().filter(|s| s.applies_to(class))
@@ -1168,6 +1200,8 @@ mod tests {
         std::fs::write(ws.path().join("old.txt"), "old").unwrap();
         for op in [
             write("/new/dir/a.txt", "changed"),
+            // Staged while its intent is written: the content never takes a name.
+            write("/fresh.txt", "changed"),
             write("/old.txt", "changed"),
             Op::Mkdir {
                 path: "/d".into(),

@@ -60,17 +60,28 @@ impl Gateway {
         }
         facts.content(content);
         let temp = Self::temp_name(facts)?;
-        self.intend(pol, ctx, facts)?;
         if res.missing > 1
             && let Some(parent) = res.real.parent()
         {
+            self.intend(pol, ctx, facts)?;
             self.workspace
                 .create_dirs(&parent)
                 .map_err(|e| ws_error(e, &rp.shown))?;
+            self.workspace
+                .write_atomic(&res.real, content, &temp, res.exists)
+                .map_err(|e| ws_error(e, &rp.shown))?;
+        } else {
+            // The content is staged (written and synced where nothing names it) while the
+            // intent is on its way to the disk; it takes its name only once the intent
+            // is durable.
+            let queued = self.intend_queued(pol, ctx, facts)?;
+            let staged = (self.workspace).stage_write(&res.real, content, &temp, res.exists);
+            self.intended(queued, facts)?;
+            let staged = staged.map_err(|e| ws_error(e, &rp.shown))?;
+            self.workspace
+                .publish_write(staged, content, &temp)
+                .map_err(|e| ws_error(e, &rp.shown))?;
         }
-        self.workspace
-            .write_atomic(&res.real, content, &temp, res.exists)
-            .map_err(|e| ws_error(e, &rp.shown))?;
         self.note_changed(&res.real);
         Ok(Output::Unit)
     }

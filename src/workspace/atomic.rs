@@ -101,14 +101,14 @@ impl Staged {
     }
 }
 
-/// A file to write the new content into, in `parent`, mode 0600 until set.
-pub(crate) fn stage(parent: &Dir, name: &TempName) -> io::Result<Staged> {
-    if TMPFILE_LINKS.load(Ordering::Relaxed)
-        && let Some(f) = open_tmpfile(parent)
-    {
-        return Ok(Staged::Unnamed(f));
+/// An unnamed file (`O_TMPFILE`) to write the new content into, mode 0600 until set,
+/// where this filesystem has them and lets them be linked: nothing in the workspace
+/// names it until published (else [`stage_named`]).
+pub(crate) fn stage_unnamed(parent: &Dir) -> Option<Staged> {
+    if !TMPFILE_LINKS.load(Ordering::Relaxed) {
+        return None;
     }
-    stage_named(parent, name)
+    open_tmpfile(parent).map(Staged::Unnamed)
 }
 
 /// The fallback: a new file under the temporary name.
@@ -243,7 +243,10 @@ mod tests {
     use std::io::Write;
 
     fn staged_with(dir: &Dir, name: &TempName, text: &[u8]) -> Staged {
-        let mut staged = stage(dir, name).expect("stage");
+        let mut staged = match stage_unnamed(dir) {
+            Some(s) => s,
+            None => stage_named(dir, name).expect("stage"),
+        };
         staged.file().write_all(text).expect("write");
         staged
     }

@@ -32,7 +32,7 @@ pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary
 pub use resolve::{Follow, Resolved};
 pub use search::{ContentGate, GrepMatch, GrepOptions, GrepOutcome, IncludeGlob, json_string_len};
 pub use walk::{Entry, MAX_DEPTH, Visit, Walked, height};
-pub use write::Removal;
+pub use write::{Removal, StagedWrite};
 
 /// Why a workspace operation failed, before it is mapped to a protocol error.
 #[derive(Debug, thiserror::Error)]

@@ -79,45 +79,73 @@ impl Workspace {
         temp: &TempName,
         may_replace: bool,
     ) -> Result<WriteOutcome, WsError> {
+        let staged = self.stage_write(real, content, temp, may_replace)?;
+        self.publish_write(staged, content, temp)
+    }
+
+    /// The first half of [`write_atomic`](Self::write_atomic): checks the target, and
+    /// where the filesystem has unnamed files, writes and syncs the content into one.
+    /// Nothing in the workspace names it, so this may run before the write's intent is
+    /// durable; [`publish_write`](Self::publish_write) then gives it its name. Where
+    /// the content must be staged under a temporary name, that waits for the publish.
+    pub fn stage_write(
+        &self,
+        real: &RelPath,
+        content: &[u8],
+        temp: &TempName,
+        may_replace: bool,
+    ) -> Result<StagedWrite, WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
-        let mut mode = 0o644;
-        let replaced = match parent.symlink_metadata(name) {
-            Ok(m) => {
-                let ft = m.file_type();
-                if ft.is_dir() {
-                    return Err(WsError::IsDir);
-                }
-                if ft.is_symlink() {
-                    return Err(WsError::Raced);
-                }
-                if !ft.is_file() {
-                    return Err(WsError::Special("a special file"));
-                }
-                if cap_std::fs::MetadataExt::nlink(&m) > 1 {
-                    return Err(WsError::HardLink(cap_std::fs::MetadataExt::nlink(&m)));
-                }
-                mode = cap_std::fs::MetadataExt::mode(&m) & 0o7777;
-                true
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-            Err(e) => return Err(WsError::from_io(e)),
-        };
+        let (replaced, mode) = check_target(&parent, name)?;
         if replaced && !may_replace {
             return Err(WsError::Raced);
         }
-        // A name taken after the check above holds a file nobody backed up.
+        let staged = match atomic::stage_unnamed(&parent) {
+            Some(s) => Some(fill(s, content, mode, &parent, temp)?),
+            None => None,
+        };
+        Ok(StagedWrite {
+            parent,
+            name: name.to_string(),
+            staged,
+            mode,
+            replaced,
+        })
+    }
+
+    /// The second half of [`write_atomic`](Self::write_atomic): the staged content takes
+    /// the target's name, and the directory is synced.
+    pub fn publish_write(
+        &self,
+        w: StagedWrite,
+        content: &[u8],
+        temp: &TempName,
+    ) -> Result<WriteOutcome, WsError> {
+        let StagedWrite {
+            parent,
+            name,
+            staged,
+            mode,
+            replaced,
+        } = w;
+        // A name taken after the check holds a file nobody backed up.
         let published = |e: std::io::Error| match e.kind() {
             std::io::ErrorKind::AlreadyExists => WsError::Raced,
             _ => WsError::from_io(e),
         };
-        let staged = atomic::stage(&parent, temp).map_err(WsError::from_io)?;
-        let staged = fill(staged, content, mode, &parent, temp)?;
-        if !atomic::publish(&parent, staged, temp, name, !replaced).map_err(published)? {
+        let staged = match staged {
+            Some(s) => s,
+            None => {
+                let s = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
+                fill(s, content, mode, &parent, temp)?
+            }
+        };
+        if !atomic::publish(&parent, staged, temp, &name, !replaced).map_err(published)? {
             // The unnamed file could not be linked here: once more, under its name.
             let staged = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
             let staged = fill(staged, content, mode, &parent, temp)?;
-            atomic::publish(&parent, staged, temp, name, !replaced).map_err(published)?;
+            atomic::publish(&parent, staged, temp, &name, !replaced).map_err(published)?;
         }
         sync_dir(&parent);
         Ok(WriteOutcome { replaced })
@@ -190,6 +218,42 @@ impl Workspace {
             Err(e) => Err(WsError::from_io(e)),
         }
     }
+}
+
+/// A write staged by [`Workspace::stage_write`], waiting to take its name.
+pub struct StagedWrite {
+    parent: Dir,
+    name: String,
+    /// The content in an unnamed file, written and synced; None: to be staged under
+    /// the temporary name when published.
+    staged: Option<Staged>,
+    mode: u32,
+    replaced: bool,
+}
+
+/// What is at `name` in `parent` now: whether a regular file will be replaced, and the
+/// mode the new content gets (the replaced file's, else 0644). Anything but a regular
+/// file with one link is refused.
+fn check_target(parent: &Dir, name: &str) -> Result<(bool, u32), WsError> {
+    let m = match parent.symlink_metadata(name) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((false, 0o644)),
+        Err(e) => return Err(WsError::from_io(e)),
+    };
+    let ft = m.file_type();
+    if ft.is_dir() {
+        return Err(WsError::IsDir);
+    }
+    if ft.is_symlink() {
+        return Err(WsError::Raced);
+    }
+    if !ft.is_file() {
+        return Err(WsError::Special("a special file"));
+    }
+    if cap_std::fs::MetadataExt::nlink(&m) > 1 {
+        return Err(WsError::HardLink(cap_std::fs::MetadataExt::nlink(&m)));
+    }
+    Ok((true, cap_std::fs::MetadataExt::mode(&m) & 0o7777))
 }
 
 /// Writes `content` into the staged file, sets its mode and syncs it; on failure the
