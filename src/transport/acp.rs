@@ -311,7 +311,12 @@ pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> 
         Ok((input, stop)) => {
             let serving = serve(gw, peer, input, Sink::stdout());
             let running = stdio::on_thread("fsgate-acp-input", serving, stop)?;
-            running.finish().await.unwrap_or(Ok(()))
+            // Nothing stops it here: no output means the thread died (a panic).
+            running.finish().await.unwrap_or_else(|| {
+                Err(std::io::Error::other(
+                    "the ACP input thread ended without a result",
+                ))
+            })
         }
         Err(e) => {
             tracing::debug!("stdin read by the runtime: {e}");

@@ -145,9 +145,10 @@ impl<J> Door<J> {
         multi && self.may_run_inline(gw)
     }
 
-    /// [`may_run_here`](Self::may_run_here) for a caller whose thread blocks nobody
-    /// else's work (a connection's own thread and runtime): nothing queued or changing,
-    /// and no ask rules.
+    /// [`may_run_here`](Self::may_run_here) for a caller on a thread of its own (a
+    /// connection's own thread and runtime): nothing queued or changing, and no ask
+    /// rules. While the request runs, that thread does nothing else: the caller makes
+    /// sure nothing another request waits for needs it meanwhile.
     pub fn may_run_inline(&self, gw: &Gateway) -> bool {
         self.quiet() && !gw.policy().has_ask_rules()
     }

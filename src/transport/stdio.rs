@@ -3,9 +3,12 @@
 //! `tokio::io::stdin()` and `stdout()` run every read and write on the blocking pool: a
 //! request read waits for a pool thread to wake the runtime, and an answer written wakes
 //! a pool thread. With one request in flight that is two wake-ups on each side of every
-//! request (issue 12). Here stdin, when it is a pipe or a socket, is read by the runtime
-//! itself (non-blocking, readiness from epoll); and stdout is a [`Sink`] that the thread
-//! which made an answer writes to directly, one whole message batch at a time.
+//! request (issue 12). Here the MCP and ACP doors read stdin on a thread of their own
+//! with blocking reads ([`ThreadReader`], [`on_thread`]), so that a request alone runs
+//! on the thread that read it; where that cannot be set up, stdin (a pipe or a socket)
+//! is read by the runtime itself (non-blocking, readiness from epoll). Stdout is a
+//! [`Sink`] that the thread which made an answer writes to directly, one whole message
+//! batch at a time.
 
 use std::future::Future;
 use std::io::{self, PipeReader, PipeWriter, Write};

@@ -123,15 +123,10 @@ fn read_checked(
         });
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    // A file with a size is read up to that size: its content as of the fstat if it
-    // grew since, within the room `sized` reserved, and no read just to meet its end.
-    // One that says 0 bytes may still have some (files of kernel filesystems): read to
-    // the end, one byte past the limit.
-    let upto = match meta.len() {
-        0 => limit.saturating_add(1),
-        len => len,
-    };
-    file.take(upto).read_to_end(&mut bytes)?;
+    // Read one byte past the limit: the file may have grown since fstat. (Not cut at
+    // the fstat size: a filesystem may say less than it holds, and an edit would then
+    // write back a cut file.)
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(WsError::TooLarge {
             size: bytes.len() as u64,

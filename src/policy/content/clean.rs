@@ -6,20 +6,22 @@
 //! computes anyway for its audit record: other bytes cannot match without a SHA-256
 //! collision. Only clean results are kept (a finding is scanned again every time, so
 //! its record and error are built as before), and each scanner has its own memory, so
-//! a reloaded policy starts with none. Bounded: past [`MAX_BYTES`] of keys it forgets
-//! everything and starts again.
+//! a reloaded policy starts with none. Bounded: past [`MAX_BYTES`] counted for its keys
+//! it forgets everything and starts again.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-/// Bytes of keys (digests and paths, with their table overhead) kept at most.
+/// Bytes counted for the keys kept, at most (each key's path, plus [`KEY_OVERHEAD`]).
 pub(super) const MAX_BYTES: usize = 1 << 20;
 
 /// Paths kept per digest (identical files under many names): past it, the oldest goes.
 const PATHS_PER_DIGEST: usize = 8;
 
-/// Table overhead counted per key, besides its path's bytes.
-const KEY_OVERHEAD: usize = 32 + 16 + 16;
+/// Bytes counted per key besides its path's: the digest, its list and the path's
+/// allocation, the table's slot at its load factor, and the allocator's headers. An
+/// estimate on the high side, so that the memory used stays near [`MAX_BYTES`].
+const KEY_OVERHEAD: usize = 160;
 
 /// The (path, content digest) pairs a scanner found clean.
 #[derive(Debug, Default)]

@@ -422,12 +422,16 @@ async fn admit(sh: &Shared, size: usize) -> Option<[OwnedSemaphorePermit; 3]> {
 /// Whether a batched request just admitted is the connection's only one in flight, so
 /// that it may run right here as a batch of one instead of waking the batch thread (a
 /// futex and a wake-up on another CPU per request). Not under a policy with ask rules:
-/// a question's reply must be read meanwhile, and this task would not read it.
+/// a question's reply must be read meanwhile, and this task would not read it. Not
+/// while answers of this connection wait to be written either: the request may wait
+/// for the gateway's content budget, which other connections' answers hold until they
+/// find room in the server's shared outbox, and this thread, blocked, would not write
+/// (and free) what this connection holds of it.
 fn alone<J>(sh: &Shared, tasks: &JoinSet<()>, batch: &batch::Door<J>) -> bool {
     // The slot this request holds is the only one taken: nothing queued, running in the
     // batch thread, or answered but not yet queued.
     let only_this = sh.slots.available_permits() + 1 == sh.limits.max_in_flight;
-    only_this && tasks.is_empty() && batch.may_run_inline(&sh.gw)
+    only_this && tasks.is_empty() && sh.out.unwritten() == 0 && batch.may_run_inline(&sh.gw)
 }
 
 /// Whether `op` is quick and read-only: served on the connection's batch thread.

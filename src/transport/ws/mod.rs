@@ -150,11 +150,15 @@ pub async fn serve_with_token(
         timeout: Duration::from_millis(settings.handshake_timeout_ms),
     });
     let counter = Arc::new(AtomicU64::new(0));
-    // Dropped with this future (a signal ends serving): every connection's thread stops.
-    let (_serving, stopped) = tokio::sync::watch::channel(());
+    // Dropped with this future (a signal ends serving): every connection's thread stops,
+    // and is waited for a moment.
+    let threads = ConnThreads::new(&settings);
     let pool = tokio::runtime::Handle::current();
     eprintln!("fsgate: ws listening on ws://{local}/");
     loop {
+        let Ok(slot) = Arc::clone(&threads.slots).acquire_owned().await else {
+            return Ok(());
+        };
         let (tcp, peer) = match listener.accept().await {
             Ok(a) => a,
             Err(e) if is_transient(&e) => {
@@ -176,7 +180,48 @@ pub async fn serve_with_token(
             peer,
             pool: pool.clone(),
         };
-        on_own_thread(job, tcp, stopped.clone());
+        on_own_thread(job, tcp, (threads.stopped.clone(), slot));
+    }
+}
+
+/// How long a stop waits for the connections' threads to end (a request they are
+/// running finishes first, and is recorded before the log's `stop` record).
+const THREADS_STOP_WAIT: Duration = Duration::from_secs(1);
+
+/// The connections' threads: a slot each, taken before a connection is accepted, and
+/// a stop that ends them when serving ends (this is dropped).
+struct ConnThreads {
+    /// `max_connections` + twice `max_pending_handshakes`: room for every connection
+    /// the doors admit, and for the upgrades evicted or refused while they end.
+    slots: Arc<Semaphore>,
+    max: usize,
+    stop: Option<tokio::sync::watch::Sender<()>>,
+    stopped: tokio::sync::watch::Receiver<()>,
+}
+
+impl ConnThreads {
+    fn new(settings: &WsSettings) -> ConnThreads {
+        let max = settings
+            .max_connections
+            .saturating_add(settings.max_pending_handshakes.saturating_mul(2))
+            .min(Semaphore::MAX_PERMITS);
+        let (stop, stopped) = tokio::sync::watch::channel(());
+        ConnThreads {
+            slots: Arc::new(Semaphore::new(max)),
+            max,
+            stop: Some(stop),
+            stopped,
+        }
+    }
+}
+
+impl Drop for ConnThreads {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        let deadline = std::time::Instant::now() + THREADS_STOP_WAIT;
+        while self.slots.available_permits() < self.max && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 }
 
@@ -185,11 +230,15 @@ pub async fn serve_with_token(
 /// and its answer written by the same thread, with no other thread woken (on a shared
 /// runtime each took a hand-off: the worker's other tasks to another thread, the answer
 /// to the writer task on another worker). Slow requests still go to the server's
-/// blocking pool. The thread ends with the connection, or when `stopped` closes.
+/// blocking pool. The thread ends with the connection, or when `stopped` closes; it
+/// holds `slot` until then.
 fn on_own_thread(
     job: Accepted,
     tcp: tokio::net::TcpStream,
-    mut stopped: tokio::sync::watch::Receiver<()>,
+    (mut stopped, slot): (
+        tokio::sync::watch::Receiver<()>,
+        tokio::sync::OwnedSemaphorePermit,
+    ),
 ) {
     let peer = job.peer;
     let tcp = match tcp.into_std() {
@@ -200,6 +249,7 @@ fn on_own_thread(
         }
     };
     let run = move || {
+        let _slot = slot;
         let rt = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

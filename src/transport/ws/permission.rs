@@ -108,6 +108,13 @@ impl Asks {
 
     /// Puts `q` to the client and waits for its reply (blocking).
     fn ask(&self, q: &Question, request: Option<&Request>, timeout: Duration) -> Answer {
+        if on_connection_thread() {
+            // A request run on its connection's own thread (none is while ask rules are
+            // in force; a reload may add some meanwhile): the reply could not be read.
+            return Answer::Unanswered(
+                "the request ran where no reply can be read; send it again".into(),
+            );
+        }
         let deadline = Instant::now() + timeout;
         let (id, rx, out) = match self.open() {
             Ok(opened) => opened,
@@ -164,6 +171,13 @@ impl WsAsker {
             request: Some(request),
         }
     }
+}
+
+/// Whether this thread runs a one-thread runtime (a WebSocket connection's own): it
+/// cannot block on that runtime, nor read a reply while it waits.
+fn on_connection_thread() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
 }
 
 impl Asker for WsAsker {
@@ -317,6 +331,26 @@ mod tests {
         assert!(asks.deliver(&id, Answer::AllowOnce).is_err());
         assert_eq!(waiting.await.ok(), Some(Answer::Reject));
         assert_eq!(*asks.waiting().borrow(), 0);
+    }
+
+    /// A question met by a request running on its connection's own thread (a reload
+    /// added ask rules after the request was let run there) is unanswered at once: no
+    /// panic, nothing sent, no question left waiting.
+    #[test]
+    fn a_question_on_the_connections_own_thread_is_unanswered() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (out, mut rx) = Outbox::<Message>::new(1 << 20);
+            let asks = Asks::new(out, 1 << 20);
+            let asker = WsAsker::new(Arc::clone(&asks));
+            let answer = asker.ask(&question(None), Duration::from_secs(30));
+            assert!(matches!(answer, Answer::Unanswered(_)), "{answer:?}");
+            assert!(rx.try_recv().is_err(), "a question was sent");
+            assert_eq!(*asks.waiting().borrow(), 0);
+        });
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
