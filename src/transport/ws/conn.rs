@@ -760,3 +760,61 @@ async fn forward_notices(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::PathStyle;
+
+    /// A request runs on its connection's thread only while none of that connection's
+    /// answers wait to be written: blocked there (on the content budget, which other
+    /// connections' answers hold until they find room in the shared outbox), the thread
+    /// would not write, and so never free, what this connection holds of that room.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn nothing_runs_inline_while_an_answer_waits_to_be_written() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let pol = crate::policy::Policy::builtin_default().expect("policy");
+        let ws = crate::workspace::Workspace::open(tmp.path()).expect("workspace");
+        let limits = ConnLimits {
+            max_in_flight: 4,
+            max_message: 1 << 16,
+            total: crate::transport::outbox::shared_room(1 << 18),
+            server_in_flight: Arc::new(Semaphore::new(1 << 18)),
+        };
+        let (out, mut written) = Outbox::<Message>::new(limits.conn_out());
+        let out = out.sharing(&limits.total);
+        let conn = Conn {
+            gw: Arc::new(Gateway::new(pol, ws)),
+            ctx: RequestCtx {
+                style: PathStyle::Rooted,
+                session: "ws-t".into(),
+                transport: "ws",
+                peer: "t".into(),
+                scope: Default::default(),
+                asker: None,
+                notifier: None,
+            },
+            limits,
+            askable: false,
+            pool: tokio::runtime::Handle::current(),
+        };
+        let sh = shared(conn, &out);
+        let door = Arc::new(Batch {
+            sh: Arc::clone(&sh),
+            rt: tokio::runtime::Handle::current(),
+        });
+        let batch = batch::start(door, "t").expect("batch thread");
+        let tasks = JoinSet::new();
+        // The request being decided holds its own slot.
+        let _slot = Arc::clone(&sh.slots).acquire_owned().await.expect("slot");
+        assert!(alone(&sh, &tasks, &batch), "a lone request runs inline");
+        assert!(out.send(Message::text("x".repeat(100)), 100).await);
+        assert!(
+            !alone(&sh, &tasks, &batch),
+            "inline with an answer still unwritten"
+        );
+        // Written (the writer lets go of it): inline again.
+        drop(written.recv().await.expect("queued"));
+        assert!(alone(&sh, &tasks, &batch), "inline once written");
+    }
+}
