@@ -172,13 +172,7 @@ pub async fn run(
                 here = ahead.is_none();
             }
             if here {
-                let job = (task, permits);
-                // On the connection's own runtime (one thread) the request runs right
-                // here; on a shared one, its other tasks move to another thread.
-                let (done, settled) = match tokio::runtime::Handle::current().runtime_flavor() {
-                    tokio::runtime::RuntimeFlavor::CurrentThread => batch.run_settled(&*door, job),
-                    _ => tokio::task::block_in_place(|| batch.run_settled(&*door, job)),
-                };
+                let (done, settled) = batch.run_settled(&*door, (task, permits));
                 door.answer_now(done, settled).await;
                 continue;
             }
@@ -428,9 +422,13 @@ async fn admit(sh: &Shared, size: usize) -> Option<[OwnedSemaphorePermit; 3]> {
 /// find room in the server's shared outbox, and this thread, blocked, would not write
 /// (and free) what this connection holds of it.
 fn alone<J>(sh: &Shared, tasks: &JoinSet<()>, batch: &batch::Door<J>) -> bool {
+    // Only on the connection's own runtime (`on_own_thread`): on a shared one, blocking
+    // here would hold up every other task of the worker.
+    let own = tokio::runtime::Handle::current().runtime_flavor()
+        == tokio::runtime::RuntimeFlavor::CurrentThread;
     // The slot this request holds is the only one taken: nothing queued, running in the
     // batch thread, or answered but not yet queued.
-    let only_this = sh.slots.available_permits() + 1 == sh.limits.max_in_flight;
+    let only_this = own && sh.slots.available_permits() + 1 == sh.limits.max_in_flight;
     only_this && tasks.is_empty() && sh.out.unwritten() == 0 && batch.may_run_inline(&sh.gw)
 }
 
@@ -770,7 +768,8 @@ mod tests {
     /// answers wait to be written: blocked there (on the content budget, which other
     /// connections' answers hold until they find room in the shared outbox), the thread
     /// would not write, and so never free, what this connection holds of that room.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    /// (On a one-thread runtime, as every connection has.)
+    #[tokio::test(flavor = "current_thread")]
     async fn nothing_runs_inline_while_an_answer_waits_to_be_written() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let pol = crate::policy::Policy::builtin_default().expect("policy");
