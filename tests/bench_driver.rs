@@ -2,9 +2,12 @@
 //! quick mode runs every fsgate workload with every answer checked, and a wrong answer
 //! fails a workload instead of being timed.
 
+use std::collections::BTreeMap;
+
 use fsgate_bench::Error;
+use fsgate_bench::report::{Figures, Report};
 use fsgate_bench::server::{self, Door, Spec};
-use fsgate_bench::suite::{self, Config};
+use fsgate_bench::suite::{self, Config, SyncProbe};
 use fsgate_bench::tree;
 use fsgate_bench::workloads::{self, Ctx};
 
@@ -78,8 +81,101 @@ fn bench_driver_quick_mode_runs_and_checks_every_fsgate_workload() {
             .get("idle_rss", "fsgate")
             .is_some_and(|f| f.rss_mib.is_some())
     );
+    let pipe = report
+        .get("read_pipe", "fsgate")
+        .expect("read_pipe figures");
+    assert!(
+        pipe.driver_cpu_us_per_op.is_some_and(|c| c > 0.0),
+        "the driver's own CPU per read: {pipe:?}"
+    );
+    assert!(
+        report.fdatasync_record_mean_us > 0.0 && report.fdatasync_record_cpu_us > 0.0,
+        "the sync probe's mean and CPU: {} / {}",
+        report.fdatasync_record_mean_us,
+        report.fdatasync_record_cpu_us
+    );
     let md = report.markdown();
     assert!(md.contains("| read_pipe | fsgate |"), "{md}");
+}
+
+/// Figures of one workload on one server, for the targets' arithmetic.
+fn figures(ops: f64, cpu: f64, driver: f64) -> Vec<Figures> {
+    vec![Figures {
+        ops_per_s: Some(ops),
+        p50_ms: Some(0.2),
+        p99_ms: Some(0.4),
+        cpu_us_per_op: Some(cpu),
+        rss_mib: Some(16.0),
+        driver_cpu_us_per_op: Some(driver),
+    }]
+}
+
+#[test]
+fn bench_driver_targets_say_what_the_machine_allows() {
+    let cfg = Config {
+        fsgate: "fsgate".into(),
+        reference: None,
+        rg: None,
+        work: "/nonexistent".into(),
+        reps: 1,
+        quick: false,
+        command: "test".into(),
+        only: Vec::new(),
+    };
+    let mut runs = BTreeMap::new();
+    for (w, s, f) in [
+        ("read_seq", "mcpfs", figures(2_000.0, 350.0, 10.0)),
+        ("read_seq", "fsgate", figures(4_000.0, 100.0, 10.0)),
+        ("stat", "mcpfs", figures(4_000.0, 200.0, 10.0)),
+        ("stat", "fsgate", figures(6_000.0, 80.0, 10.0)),
+        ("read_pipe", "mcpfs", figures(10_000.0, 120.0, 12.0)),
+        ("read_pipe", "fsgate", figures(30_000.0, 25.0, 8.0)),
+    ] {
+        runs.insert((w.to_string(), s.to_string()), f);
+    }
+    let probe = SyncProbe {
+        p50_us: 120.0,
+        mean_us: 125.0,
+        cpu_us: 50.0,
+    };
+    let sizes = tree::Sizes {
+        small_files: 1,
+        list_entries: 1,
+        tree_dirs: 1,
+        tree_files_per_dir: 1,
+        tree_file_bytes: 1,
+        big_bytes: 1,
+    };
+    let report = Report::new(&cfg, [probe, probe], runs, Vec::new(), &sizes);
+    let limit = |prefix: &str| {
+        let row = report.targets.iter().find(|t| t.name.starts_with(prefix));
+        row.and_then(|t| t.limit.clone()).unwrap_or_default()
+    };
+    // 350 us of the reference's CPU over one sync's 50 us.
+    assert!(
+        limit("CPU per 4 KiB read").ends_with("at most 7.00x"),
+        "{}",
+        limit("CPU")
+    );
+    // One answer per mean sync (125 us): 8,000/s against the reference's 4,000.
+    assert!(
+        limit("stat ops/s").ends_with("at most 2.00x"),
+        "{}",
+        limit("stat")
+    );
+    // 8x of 10,000/s on n cores leaves n * 12.5 us per read, less the driver's 8.
+    let n = report.nproc as f64;
+    let pipe = limit("read_pipe ops/s");
+    let budget = format!("leaves the server {:.1} us per read", n * 12.5 - 8.0);
+    let ceiling = format!("at most {:.2}x", n * 1e6 / 33.0 / 10_000.0);
+    assert!(pipe.contains(&budget) && pipe.ends_with(&ceiling), "{pipe}");
+    // No limit where the machine sets none.
+    assert_eq!(limit("list ops/s"), "");
+    assert!(
+        report
+            .markdown()
+            .contains("| what this machine allows (same run) |")
+    );
 }
 
 #[test]

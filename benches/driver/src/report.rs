@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::suite::Config;
+use crate::suite::{Config, SyncProbe};
 use crate::tree::Sizes;
 use crate::workloads::Run;
 
@@ -22,6 +22,8 @@ pub struct Figures {
     pub cpu_us_per_op: Option<f64>,
     /// Server peak RSS (VmHWM), MiB; for `idle_rss`, VmRSS.
     pub rss_mib: Option<f64>,
+    /// The driver's own CPU per request, µs (it shares the cores with the server).
+    pub driver_cpu_us_per_op: Option<f64>,
 }
 
 fn pct(sorted: &[f64], p: f64) -> Option<f64> {
@@ -50,6 +52,7 @@ impl Figures {
             p99_ms: pct(&ms, 0.99),
             cpu_us_per_op: r.cpu_s.filter(|_| n > 0.0).map(|c| c * 1e6 / n),
             rss_mib: r.hwm_kib.map(|k| k as f64 / 1024.0),
+            driver_cpu_us_per_op: r.driver_cpu_s.filter(|_| n > 0.0).map(|c| c * 1e6 / n),
         }
     }
 
@@ -87,6 +90,7 @@ impl Figures {
             p99_ms: m(|f| f.p99_ms),
             cpu_us_per_op: m(|f| f.cpu_us_per_op),
             rss_mib: m(|f| f.rss_mib),
+            driver_cpu_us_per_op: m(|f| f.driver_cpu_us_per_op),
         }
     }
 }
@@ -109,6 +113,9 @@ pub struct Target {
     pub goal: String,
     /// `None` when a figure is missing (a failed workload, no reference).
     pub met: Option<bool>,
+    /// What this machine allows, measured in the same run, where a floor of the
+    /// machine (a sync per answer, the driver's own CPU) bounds the figure.
+    pub limit: Option<String>,
 }
 
 /// Medians of a run, with the failures and targets.
@@ -130,6 +137,10 @@ pub struct Report {
     pub fdatasync_p50_us: f64,
     /// The same with 400-byte appends (about one audit record), µs.
     pub fdatasync_record_p50_us: f64,
+    /// Mean time of one 400-byte append + fdatasync, µs.
+    pub fdatasync_record_mean_us: f64,
+    /// CPU of one 400-byte append + fdatasync (the probing thread's), µs.
+    pub fdatasync_record_cpu_us: f64,
     /// The tree's sizes.
     pub sizes: Sizes,
     /// (workload, server) -> medians.
@@ -144,7 +155,7 @@ impl Report {
     /// Medians and targets of the runs.
     pub fn new(
         cfg: &Config,
-        syncs: [f64; 2],
+        syncs: [SyncProbe; 2],
         runs: BTreeMap<(String, String), Vec<Figures>>,
         failures: Vec<String>,
         sz: &Sizes,
@@ -160,8 +171,10 @@ impl Report {
             command: cfg.command.clone(),
             reps: cfg.reps,
             quick: cfg.quick,
-            fdatasync_p50_us: syncs[0],
-            fdatasync_record_p50_us: syncs[1],
+            fdatasync_p50_us: syncs[0].p50_us,
+            fdatasync_record_p50_us: syncs[1].p50_us,
+            fdatasync_record_mean_us: syncs[1].mean_us,
+            fdatasync_record_cpu_us: syncs[1].cpu_us,
             sizes: sz.clone(),
             figures,
             failures,
@@ -190,7 +203,7 @@ impl Report {
         let _ = writeln!(s, "## Latest run\n");
         let _ = writeln!(
             s,
-            "{} UTC; `nproc` {}; CPU {}; {} repetition(s), medians{}; `fdatasync` p50 of this disk: {:.0} us (4 KiB append + `fdatasync`, space reserved ahead as the audit log does, 1,000 times, measured by the driver just before `read_seq` in each repetition, same disk; median of the repetitions; with 400-byte appends, about one audit record: {:.0} us).\n",
+            "{} UTC; `nproc` {}; CPU {}; {} repetition(s), medians{}; `fdatasync` p50 of this disk: {:.0} us (4 KiB append + `fdatasync`, space reserved ahead as the audit log does, 1,000 times, measured by the driver just before `read_seq` in each repetition, same disk; median of the repetitions; with 400-byte appends, about one audit record: p50 {:.0} us, mean {:.0} us, {:.0} us of CPU each).\n",
             self.date,
             self.nproc,
             self.cpu_model,
@@ -201,34 +214,45 @@ impl Report {
                 ""
             },
             self.fdatasync_p50_us,
-            self.fdatasync_record_p50_us
+            self.fdatasync_record_p50_us,
+            self.fdatasync_record_mean_us,
+            self.fdatasync_record_cpu_us
         );
         let _ = writeln!(s, "Command: `{}`\n", self.command);
         let _ = writeln!(
             s,
-            "| workload | server | ops/s | p50 ms | p99 ms | server CPU us/op | peak RSS MiB |"
+            "| workload | server | ops/s | p50 ms | p99 ms | server CPU us/op | peak RSS MiB | driver CPU us/op |"
         );
-        let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
         for (w, srv, f) in &self.figures {
             let _ = writeln!(
                 s,
-                "| {w} | {srv} | {} | {} | {} | {} | {} |",
+                "| {w} | {srv} | {} | {} | {} | {} | {} | {} |",
                 num(f.ops_per_s, 0),
                 num(f.p50_ms, 3),
                 num(f.p99_ms, 3),
                 num(f.cpu_us_per_op, 1),
-                num(f.rss_mib, 1)
+                num(f.rss_mib, 1),
+                num(f.driver_cpu_us_per_op, 1)
             );
         }
-        let _ = writeln!(s, "\n| target | measured | goal | met |");
-        let _ = writeln!(s, "|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "\n| target | measured | goal | met | what this machine allows (same run) |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|");
         for t in &self.targets {
             let met = match t.met {
                 Some(true) => "met",
                 Some(false) => "NOT MET",
                 None => "no figure",
             };
-            let _ = writeln!(s, "| {} | {} | {} | {met} |", t.name, t.measured, t.goal);
+            let limit = t.limit.as_deref().unwrap_or("");
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {met} | {limit} |",
+                t.name, t.measured, t.goal
+            );
         }
         if !self.failures.is_empty() {
             let _ = writeln!(s, "\nFailed (no figures taken from these runs):\n");
@@ -283,6 +307,7 @@ fn targets(r: &Report) -> Vec<Target> {
             measured: v.map_or("-".into(), |x| format!("{x:.2}{unit}")),
             goal: format!(">= {goal}{unit}"),
             met: v.map(|x| x >= goal),
+            limit: None,
         });
     };
     let cpu = |s: &str| r.get("read_seq", s).and_then(|f| f.cpu_us_per_op);
@@ -350,6 +375,7 @@ fn targets(r: &Report) -> Vec<Target> {
             measured: v.map_or("-".into(), |x| format!("{x:.2}{unit}")),
             goal: format!("<= {goal:.2}{unit}"),
             met: v.map(|x| x <= goal),
+            limit: None,
         });
     };
     let fsync_ms = r.fdatasync_p50_us / 1e3;
@@ -383,7 +409,59 @@ fn targets(r: &Report) -> Vec<Target> {
     {
         last.met = None;
     }
+    add_limits(r, &mut t);
     t
+}
+
+/// Fills [`Target::limit`] where this machine, measured in the same run, bounds the
+/// figure whatever the server does: a request that must wait for its own record's
+/// fdatasync costs at least that sync's CPU and time; a pipelined read costs the driver's
+/// CPU too, on the same cores.
+fn add_limits(r: &Report, t: &mut [Target]) {
+    let get = |w: &str, s: &str| r.get(w, s);
+    let mut set = |prefix: &str, text: Option<String>| {
+        if let Some(row) = t.iter_mut().find(|row| row.name.starts_with(prefix)) {
+            row.limit = text;
+        }
+    };
+    let sync_cpu = r.fdatasync_record_cpu_us;
+    let ref_cpu = get("read_seq", "mcpfs").and_then(|f| f.cpu_us_per_op);
+    set(
+        "CPU per 4 KiB read",
+        ref_cpu.filter(|_| sync_cpu > 0.0).map(|c| {
+            format!(
+                "one record's append + fdatasync alone costs {sync_cpu:.0} us of CPU: at most {:.2}x",
+                c / sync_cpu
+            )
+        }),
+    );
+    let mean = r.fdatasync_record_mean_us;
+    let ref_stat = get("stat", "mcpfs").and_then(|f| f.ops_per_s);
+    set(
+        "stat ops/s",
+        ref_stat.filter(|_| mean > 0.0).map(|o| {
+            format!(
+                "one at a time, each answer waits for one fdatasync (mean {mean:.0} us): at most {:.2}x",
+                1e6 / mean / o
+            )
+        }),
+    );
+    set("read_pipe ops/s", pipe_limit(r));
+}
+
+/// What 8x on `read_pipe` asks of the server's CPU, given the driver's own.
+fn pipe_limit(r: &Report) -> Option<String> {
+    let ref_ops = r.get("read_pipe", "mcpfs")?.ops_per_s?;
+    let ours = r.get("read_pipe", "fsgate")?;
+    let driver = ours.driver_cpu_us_per_op?;
+    let server = ours.cpu_us_per_op?;
+    let budget = r.nproc as f64 * 1e6 / (8.0 * ref_ops);
+    Some(format!(
+        "the driver takes {driver:.1} us of CPU per read; on {} cores, 8x leaves the server {:.1} us per read (it takes {server:.1}); all CPU at today's cost: at most {:.2}x",
+        r.nproc,
+        budget - driver,
+        r.nproc as f64 * 1e6 / (driver + server) / ref_ops
+    ))
 }
 
 fn cpu_model() -> String {

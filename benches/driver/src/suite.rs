@@ -10,7 +10,7 @@ use crate::Error;
 use crate::report::{Figures, Report};
 use crate::server::{self, Door, Server, Spec};
 use crate::tree::{self, Sizes};
-use crate::workloads::{self, Ctx, Run};
+use crate::workloads::{self, Ctx, Run, rusage_cpu};
 
 /// The default policy, with the `[audit]` durability the batch target asks for.
 const DEFAULT_POLICY: &str = include_str!("../../../policies/default.toml");
@@ -204,8 +204,8 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
             if w == "read_seq" {
                 // The disk's sync cost at the moment reads are measured.
                 let count = if cfg.quick { 50 } else { 1000 };
-                fdatasync.push(fdatasync_p50(work, count, 4096)?);
-                small_sync.push(fdatasync_p50(work, count, RECORD_BYTES)?);
+                fdatasync.push(probe_fdatasync(work, count, 4096)?);
+                small_sync.push(probe_fdatasync(work, count, RECORD_BYTES)?);
             }
             if rep % 2 == 1 {
                 servers.reverse();
@@ -226,7 +226,10 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
             }
         }
     }
-    let syncs = [mid(fdatasync), mid(small_sync)];
+    let syncs = [
+        SyncProbe::medians(&fdatasync),
+        SyncProbe::medians(&small_sync),
+    ];
     Ok(Report::new(&cfg, syncs, runs, failures, &suite.sz))
 }
 
@@ -337,6 +340,7 @@ impl Suite {
             wall: t0.elapsed(),
             cpu_s: None,
             hwm_kib: None,
+            driver_cpu_s: None,
         };
         Ok(Figures::from_run(&run).startup_only())
     }
@@ -359,11 +363,36 @@ fn mid(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// p50 of `n` times (append `chunk` bytes + fdatasync) to a file under `dir`, in µs. Space is
+/// What `n` times (append `chunk` bytes + fdatasync) cost on the runs' disk.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SyncProbe {
+    /// Median time of one append + fdatasync, µs.
+    pub p50_us: f64,
+    /// Mean time, µs: a server that waits for one such sync per answer, one request at a
+    /// time, answers at most 1e6 / mean times a second.
+    pub mean_us: f64,
+    /// CPU (user + system) of the probing thread per append + fdatasync, µs: a floor
+    /// for the CPU of any request that must wait for its own sync.
+    pub cpu_us: f64,
+}
+
+impl SyncProbe {
+    /// The median of each figure over the repetitions.
+    pub fn medians(all: &[SyncProbe]) -> SyncProbe {
+        let m = |f: fn(&SyncProbe) -> f64| mid(all.iter().map(f).collect());
+        SyncProbe {
+            p50_us: m(|p| p.p50_us),
+            mean_us: m(|p| p.mean_us),
+            cpu_us: m(|p| p.cpu_us),
+        }
+    }
+}
+
+/// Appends `chunk` bytes and calls fdatasync, `n` times, to a file under `dir`. Space is
 /// reserved past the end first (`fallocate` with `KEEP_SIZE`), as fsgate's audit log
 /// reserves its own: each sync is one appended record's, size change included. (Writing
 /// into space reserved without `KEEP_SIZE` costs several times more on ext4.)
-fn fdatasync_p50(dir: &Path, n: usize, chunk: usize) -> Result<f64, Error> {
+fn probe_fdatasync(dir: &Path, n: usize, chunk: usize) -> Result<SyncProbe, Error> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::FileExt;
     let p = dir.join("fdatasync-probe");
@@ -374,6 +403,7 @@ fn fdatasync_p50(dir: &Path, n: usize, chunk: usize) -> Result<f64, Error> {
     f.sync_all().map_err(|e| Error::io(&p, e))?;
     let buf = vec![b'x'; chunk];
     let mut lat = Vec::with_capacity(n);
+    let cpu0 = rusage_cpu(libc::RUSAGE_THREAD);
     for i in 0..n {
         let t = Instant::now();
         f.write_all_at(&buf, (i * chunk) as u64)
@@ -381,9 +411,13 @@ fn fdatasync_p50(dir: &Path, n: usize, chunk: usize) -> Result<f64, Error> {
         f.sync_data().map_err(|e| Error::io(&p, e))?;
         lat.push(t.elapsed());
     }
+    let cpu = rusage_cpu(libc::RUSAGE_THREAD) - cpu0;
     let _ = std::fs::remove_file(&p);
-    lat.sort();
-    Ok(lat
-        .get(lat.len() / 2)
-        .map_or(0.0, |d| d.as_secs_f64() * 1e6))
+    let us: Vec<f64> = lat.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+    let count = us.len().max(1) as f64;
+    Ok(SyncProbe {
+        mean_us: us.iter().sum::<f64>() / count,
+        p50_us: mid(us),
+        cpu_us: cpu * 1e6 / count,
+    })
 }

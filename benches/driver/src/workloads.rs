@@ -26,6 +26,9 @@ pub struct Run {
     pub cpu_s: Option<f64>,
     /// Server peak RSS (VmHWM) after the workload, KiB.
     pub hwm_kib: Option<u64>,
+    /// The driver's own CPU seconds over the workload (it shares the machine's cores
+    /// with the server), if measured.
+    pub driver_cpu_s: Option<f64>,
 }
 
 /// Where a workload runs: the server's tree and the repetition (for fresh names).
@@ -86,6 +89,7 @@ impl Op for ReadOp<'_> {
 async fn drive(srv: &Server, n: usize, k: usize, op: &dyn Op) -> Result<Run, Error> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let cpu0 = cpu_ticks(srv.pid)?;
+    let own0 = rusage_cpu(libc::RUSAGE_SELF);
     let t0 = Instant::now();
     let worker = || async {
         let mut lat = Vec::new();
@@ -103,6 +107,7 @@ async fn drive(srv: &Server, n: usize, k: usize, op: &dyn Op) -> Result<Run, Err
     };
     let results = join_all((0..k.max(1)).map(|_| worker())).await;
     let wall = t0.elapsed();
+    let own1 = rusage_cpu(libc::RUSAGE_SELF);
     let cpu1 = cpu_ticks(srv.pid)?;
     let mut lat = Vec::with_capacity(n);
     for r in results {
@@ -113,6 +118,7 @@ async fn drive(srv: &Server, n: usize, k: usize, op: &dyn Op) -> Result<Run, Err
         wall,
         cpu_s: Some((cpu1 - cpu0) as f64 / ticks_per_sec()),
         hwm_kib: vm_kib(srv.pid, "VmHWM").ok(),
+        driver_cpu_s: Some(own1 - own0),
     })
 }
 
@@ -438,7 +444,7 @@ pub async fn search(srv: &Server, cx: &Ctx<'_>, n: usize, literal: bool) -> Resu
 pub fn rg(rg: &Path, cx: &Ctx<'_>, n: usize, literal: bool) -> Result<Run, Error> {
     let want = tree::expected_matches(cx.sz, literal);
     let pattern = if literal { tree::LITERAL } else { tree::REGEX };
-    let cpu0 = children_cpu();
+    let cpu0 = rusage_cpu(libc::RUSAGE_CHILDREN);
     let t0 = Instant::now();
     let mut lat = Vec::with_capacity(n);
     for _ in 0..n {
@@ -477,16 +483,18 @@ pub fn rg(rg: &Path, cx: &Ctx<'_>, n: usize, literal: bool) -> Result<Run, Error
     Ok(Run {
         lat,
         wall: t0.elapsed(),
-        cpu_s: Some(children_cpu() - cpu0),
+        cpu_s: Some(rusage_cpu(libc::RUSAGE_CHILDREN) - cpu0),
         hwm_kib: None,
+        driver_cpu_s: None,
     })
 }
 
-/// CPU seconds of the driver's waited-for children.
-fn children_cpu() -> f64 {
+/// CPU seconds (user + system) of `who`: `RUSAGE_SELF` (the driver, all its threads),
+/// `RUSAGE_CHILDREN` (its waited-for children) or `RUSAGE_THREAD` (the calling thread).
+pub fn rusage_cpu(who: libc::c_int) -> f64 {
     // SAFETY: getrusage fills the struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    unsafe { libc::getrusage(who, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
