@@ -77,6 +77,7 @@ impl Gateway {
             }
         };
         facts.old_sha256 = Some(saved.sha256);
+        facts.saved_file = Some((meta.dev(), meta.ino()));
         facts.backups.push(saved.id);
         let n = self
             .saves

@@ -43,6 +43,9 @@ pub struct Facts {
     /// SHA-256 (hex) of the content the change replaces or removes (one file), so that a
     /// start after a crash can tell the old content from the new.
     pub old_sha256: Option<String>,
+    /// The file whose content the backup saved (device, inode): a write or edit
+    /// replaces only that file (not one that replaced it meanwhile).
+    pub saved_file: Option<(u64, u64)>,
     /// The seq of this change's `intent` record, once it is durable.
     pub intent: Option<u64>,
     /// The content budget held by what this request read, handed to the door with the

@@ -1054,7 +1054,7 @@ pub(crate) fn ws_error(e: WsError, shown: &str) -> GatewayError {
             rule: RULE_DEPTH.into(),
             path,
         },
-        WsError::Unseen(_) => GatewayError::Refused {
+        WsError::Unseen(_) | WsError::Replaced => GatewayError::Refused {
             reason: e.to_string(),
             rule: RULE_UNINSPECTED.into(),
             path,

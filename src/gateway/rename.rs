@@ -54,9 +54,10 @@ impl Gateway {
         {
             self.backup(&dres.real, &dst.shown, facts)?;
         }
+        let may = super::write::may_replace(dres.exists, facts);
         self.intend(pol, ctx, facts)?;
         self.workspace
-            .rename(&sres.real, &dres.real)
+            .rename(&sres.real, &dres.real, may)
             .map_err(|e| ws_error(e, &src.shown))?;
         if let Some(store) = self.backups() {
             store.note_moved(sres.real.as_str(), dres.real.as_str());

@@ -4,7 +4,7 @@ use super::{Facts, Gateway, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
 use crate::policy::{Access, EntryKind, OpClass, Policy};
-use crate::workspace::{Follow, Resolved, TempName};
+use crate::workspace::{Follow, Replace, Resolved, TempName};
 
 impl Gateway {
     pub(super) fn write(
@@ -59,6 +59,7 @@ impl Gateway {
             self.backup(&res.real, &rp.shown, facts)?;
         }
         facts.content(content);
+        let may = may_replace(res.exists, facts);
         let temp = Self::temp_name(facts)?;
         if res.missing > 1
             && let Some(parent) = res.real.parent()
@@ -68,14 +69,14 @@ impl Gateway {
                 .create_dirs(&parent)
                 .map_err(|e| ws_error(e, &rp.shown))?;
             self.workspace
-                .write_atomic(&res.real, content, &temp, res.exists)
+                .write_atomic(&res.real, content, &temp, may)
                 .map_err(|e| ws_error(e, &rp.shown))?;
         } else {
-            // The content is staged (written and synced where nothing names it) while the
-            // intent is on its way to the disk; it takes its name only once the intent
-            // is durable.
+            // The content is staged (written and synced where nothing names it) before
+            // the wait for the intent, which another request's group commit may be
+            // writing meanwhile; it takes its name only once the intent is durable.
             let queued = self.intend_queued(pol, ctx, facts)?;
-            let staged = (self.workspace).stage_write(&res.real, content, &temp, res.exists);
+            let staged = (self.workspace).stage_write(&res.real, content, &temp, may);
             self.intended(queued, facts)?;
             let staged = staged.map_err(|e| ws_error(e, &rp.shown))?;
             self.workspace
@@ -153,11 +154,19 @@ impl Gateway {
             self.still_holds(pol, &res.real, text.as_bytes(), &rp.shown)?;
         }
         self.backup(&res.real, &rp.shown, facts)?;
+        // The backup read the file again: the edit goes ahead only on the content it was
+        // made against (another write may have come between).
+        if facts.old_sha256.is_some() && facts.old_sha256 != facts.sha256 {
+            return Err(GatewayError::InvalidParams(format!(
+                "{shown} changed while it was being edited; nothing was changed (read it again and retry)"
+            )));
+        }
         facts.content(updated.as_bytes());
+        let may = may_replace(true, facts);
         let temp = Self::temp_name(facts)?;
         self.intend(pol, ctx, facts)?;
         self.workspace
-            .write_atomic(&res.real, updated.as_bytes(), &temp, true)
+            .write_atomic(&res.real, updated.as_bytes(), &temp, may)
             .map_err(|e| ws_error(e, &rp.shown))?;
         Ok(Output::Unit)
     }
@@ -209,6 +218,17 @@ impl Gateway {
             .args
             .insert("tempName".into(), temp.as_str().to_string().into());
         Ok(temp)
+    }
+}
+
+/// What a write, edit or rename may replace: nothing if it found no file, else the file its
+/// backup saved, or any file when no backup was taken (backups off, or past a limit
+/// with `on_limit = "allow"`).
+pub(super) fn may_replace(exists: bool, facts: &Facts) -> Replace {
+    match (exists, facts.saved_file) {
+        (false, _) => Replace::Nothing,
+        (true, Some((dev, ino))) => Replace::Saved(dev, ino),
+        (true, None) => Replace::AnyFile,
     }
 }
 

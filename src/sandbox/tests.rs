@@ -5,6 +5,7 @@
 //! cannot be undone. On a kernel without Landlock each test prints `SKIPPED: ...` on
 //! stderr (past the harness's capture) instead of passing silently.
 
+use crate::workspace::Replace;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::net::{TcpListener, TcpStream};
@@ -443,11 +444,11 @@ fn read_write(root: &Path) {
     let fresh = crate::path::RelPath::parse_rooted("sub2/fresh.txt").expect("rel");
     let temp = crate::workspace::TempName::new().expect("temp name");
     workspace
-        .write_atomic(&fresh, b"new", &temp, false)
+        .write_atomic(&fresh, b"new", &temp, Replace::Nothing)
         .expect("a new file under Landlock");
     assert_eq!(ws.read_to_string("sub2/fresh.txt").expect("read"), "new");
     assert!(matches!(
-        workspace.write_atomic(&fresh, b"again", &temp, false),
+        workspace.write_atomic(&fresh, b"again", &temp, Replace::Nothing),
         Err(crate::workspace::WsError::Raced)
     ));
     assert_eq!(ws.read_to_string("sub2/fresh.txt").expect("read"), "new");

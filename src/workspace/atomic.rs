@@ -160,10 +160,10 @@ pub(crate) fn publish(
                     return Err(io::ErrorKind::AlreadyExists.into());
                 }
                 Err(rustix::io::Errno::EXIST) => {}
-                Err(_) => return Ok(no_tmpfile_links()),
+                Err(e) => return unlinkable(parent, e),
             }
-            if link_unnamed(&f, parent, name.as_str()).is_err() {
-                return Ok(no_tmpfile_links());
+            if let Err(e) = link_unnamed(&f, parent, name.as_str()) {
+                return unlinkable(parent, e);
             }
             f
         }
@@ -179,10 +179,23 @@ pub(crate) fn publish(
 /// Renames `from` to `to`; with `fresh`, never over a file that appeared meanwhile
 /// (`RENAME_NOREPLACE`, where the filesystem has it).
 pub(crate) fn move_into_place(parent: &Dir, from: &str, to: &str, fresh: bool) -> io::Result<()> {
+    rename_between(parent, from, parent, to, fresh)
+}
+
+/// Renames `from` in `src` to `to` in `dst`; with `fresh`, never over an entry that
+/// appeared meanwhile (`RENAME_NOREPLACE`, where the filesystem has it; elsewhere a
+/// plain rename).
+pub(crate) fn rename_between(
+    src: &Dir,
+    from: &str,
+    dst: &Dir,
+    to: &str,
+    fresh: bool,
+) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     if fresh {
         use rustix::fs::{RenameFlags, renameat_with};
-        match renameat_with(parent, from, parent, to, RenameFlags::NOREPLACE) {
+        match renameat_with(src, from, dst, to, RenameFlags::NOREPLACE) {
             Ok(()) => return Ok(()),
             Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {}
             Err(e) => return Err(e.into()),
@@ -190,7 +203,24 @@ pub(crate) fn move_into_place(parent: &Dir, from: &str, to: &str, fresh: bool) -
     }
     #[cfg(not(target_os = "linux"))]
     let _ = fresh;
-    parent.rename(from, parent, to)
+    src.rename(from, dst, to)
+}
+
+/// An unnamed file that could not be linked: a failure of this write itself (no space,
+/// no quota, a read-only or failing disk, its directory removed meanwhile) is its
+/// error; anything else means unnamed files cannot be linked here (the filesystem, or
+/// no `/proc` for the fallback), and later writes use a named file.
+fn unlinkable(parent: &Dir, e: rustix::io::Errno) -> io::Result<bool> {
+    use rustix::io::Errno;
+    let gone = e == Errno::NOENT && rustix::fs::fstat(parent).is_ok_and(|st| st.st_nlink == 0);
+    let this_write = matches!(
+        e,
+        Errno::NOSPC | Errno::DQUOT | Errno::MLINK | Errno::ROFS | Errno::IO | Errno::NAMETOOLONG
+    );
+    if gone || this_write {
+        return Err(e.into());
+    }
+    Ok(no_tmpfile_links())
 }
 
 /// Notes that an `O_TMPFILE` cannot be linked here: later writes use a named file.
@@ -249,6 +279,29 @@ mod tests {
         };
         staged.file().write_all(text).expect("write");
         staged
+    }
+
+    /// A write whose directory was removed while it was staged fails as such, and does
+    /// not turn unnamed staging off for the writes after it.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_directory_removed_meanwhile_fails_the_write_not_the_mechanism() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(tmp.path().join("d")).expect("mkdir");
+        let dir =
+            Dir::open_ambient_dir(tmp.path().join("d"), cap_std::ambient_authority()).expect("dir");
+        let name = TempName::new().expect("name");
+        let Some(mut staged) = stage_unnamed(&dir) else {
+            panic!("this filesystem has O_TMPFILE: the test needs an unnamed file");
+        };
+        staged.file().write_all(b"new").expect("write");
+        std::fs::remove_dir(tmp.path().join("d")).expect("rmdir");
+        let err = publish(&dir, staged, &name, "a.txt", true).expect_err("refused");
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        assert!(
+            TMPFILE_LINKS.load(Ordering::Relaxed),
+            "unnamed staging still on"
+        );
     }
 
     /// A new file is linked at its name directly; a name taken since the check (a file

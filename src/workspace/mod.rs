@@ -32,7 +32,7 @@ pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary
 pub use resolve::{Follow, Resolved};
 pub use search::{ContentGate, GrepMatch, GrepOptions, GrepOutcome, IncludeGlob, json_string_len};
 pub use walk::{Entry, MAX_DEPTH, Visit, Walked, height};
-pub use write::{Removal, StagedWrite};
+pub use write::{Removal, Replace, StagedWrite};
 
 /// Why a workspace operation failed, before it is mapped to a protocol error.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +48,12 @@ pub enum WsError {
     /// during the request.
     #[error("the path changed during the request (a symlink or file appeared)")]
     Raced,
+    /// The file at a write's name is no longer the one its backup saved: another write,
+    /// or a program outside, replaced it meanwhile.
+    #[error(
+        "the file was replaced after its backup was taken; nothing was changed (read it again and retry)"
+    )]
+    Replaced,
     /// A regular file with more than one hard link (it may be a link to a file outside).
     #[error("file has {0} hard links; files with more than one are refused")]
     HardLink(u64),

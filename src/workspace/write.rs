@@ -26,6 +26,19 @@ pub enum Removal<'a> {
     Tree(&'a [Entry]),
 }
 
+/// What a write may replace at its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// Nothing: the name was found free, so nothing was backed up; a file that appears
+    /// there meanwhile is not replaced ([`WsError::Raced`]).
+    Nothing,
+    /// Whatever regular file is there (backups are off: none was saved).
+    AnyFile,
+    /// Only the file whose backup was saved (device, inode): one that replaced it
+    /// meanwhile is not replaced in turn ([`WsError::Replaced`]).
+    Saved(u64, u64),
+}
+
 /// What a write replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteOutcome {
@@ -69,17 +82,16 @@ impl Workspace {
     }
 
     /// Atomically replaces (or creates) the file at `real` with `content`; `temp` is the
-    /// name its temporary file has, if it ever has one (see [`super::atomic`]). Without
-    /// `may_replace` (the caller found no file there, so backed none up) a file that
-    /// appeared meanwhile is not replaced: the error is [`WsError::Raced`].
+    /// name its temporary file has, if it ever has one (see [`super::atomic`]); `may`
+    /// says what it may replace.
     pub fn write_atomic(
         &self,
         real: &RelPath,
         content: &[u8],
         temp: &TempName,
-        may_replace: bool,
+        may: Replace,
     ) -> Result<WriteOutcome, WsError> {
-        let staged = self.stage_write(real, content, temp, may_replace)?;
+        let staged = self.stage_write(real, content, temp, may)?;
         self.publish_write(staged, content, temp)
     }
 
@@ -93,14 +105,13 @@ impl Workspace {
         real: &RelPath,
         content: &[u8],
         temp: &TempName,
-        may_replace: bool,
+        may: Replace,
     ) -> Result<StagedWrite, WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
-        let (replaced, mode) = check_target(&parent, name)?;
-        if replaced && !may_replace {
-            return Err(WsError::Raced);
-        }
+        let (found, mode) = check_target(&parent, name)?;
+        allowed(may, found)?;
+        let replaced = found.is_some();
         let staged = match atomic::stage_unnamed(&parent) {
             Some(s) => Some(fill(s, content, mode, &parent, temp)?),
             None => None,
@@ -111,6 +122,7 @@ impl Workspace {
             staged,
             mode,
             replaced,
+            may,
         })
     }
 
@@ -128,6 +140,7 @@ impl Workspace {
             staged,
             mode,
             replaced,
+            may,
         } = w;
         // A name taken after the check holds a file nobody backed up.
         let published = |e: std::io::Error| match e.kind() {
@@ -141,6 +154,12 @@ impl Workspace {
                 fill(s, content, mode, &parent, temp)?
             }
         };
+        if replaced {
+            // Looked at again now that the intent is durable: the file this write was
+            // checked (and backed up) against must still be the one it replaces.
+            let (found, _) = check_target(&parent, &name)?;
+            allowed(may, found)?;
+        }
         if !atomic::publish(&parent, staged, temp, &name, !replaced).map_err(published)? {
             // The unnamed file could not be linked here: once more, under its name.
             let staged = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
@@ -201,20 +220,34 @@ impl Workspace {
         Ok(())
     }
 
-    /// Renames `from` to `to` (both canonical parents, final components not followed).
-    pub fn rename(&self, from: &RelPath, to: &RelPath) -> Result<(), WsError> {
+    /// Renames `from` to `to` (both canonical parents, final components not followed);
+    /// `may` says what the rename may replace at `to` (only a regular file is checked
+    /// against [`Replace::Saved`]; a name found free is never taken from a file that
+    /// appeared meanwhile, where the filesystem has `RENAME_NOREPLACE`). Both
+    /// directories are synced.
+    pub fn rename(&self, from: &RelPath, to: &RelPath, may: Replace) -> Result<(), WsError> {
         let (fp, fname) = split(from)?;
         let (tp, tname) = split(to)?;
         let from_dir = open_dir(&self.root, &fp).map_err(WsError::from_io)?;
         let to_dir = open_dir(&self.root, &tp).map_err(WsError::from_io)?;
-        match from_dir.rename(fname, &to_dir, tname) {
+        if let Replace::Saved(..) = may {
+            let found = to_dir.symlink_metadata(tname).ok().filter(|m| m.is_file());
+            use cap_std::fs::MetadataExt;
+            allowed(may, found.map(|m| (m.dev(), m.ino())))?;
+        }
+        let fresh = may == Replace::Nothing;
+        match atomic::rename_between(&from_dir, fname, &to_dir, tname, fresh) {
             Ok(()) => {
                 sync_dir(&to_dir);
+                if fp != tp {
+                    sync_dir(&from_dir);
+                }
                 Ok(())
             }
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {
                 Err(WsError::CrossDirRename)
             }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && fresh => Err(WsError::Raced),
             Err(e) => Err(WsError::from_io(e)),
         }
     }
@@ -229,15 +262,28 @@ pub struct StagedWrite {
     staged: Option<Staged>,
     mode: u32,
     replaced: bool,
+    may: Replace,
 }
 
-/// What is at `name` in `parent` now: whether a regular file will be replaced, and the
-/// mode the new content gets (the replaced file's, else 0644). Anything but a regular
-/// file with one link is refused.
-fn check_target(parent: &Dir, name: &str) -> Result<(bool, u32), WsError> {
+/// Refuses a replacement `may` does not allow of the file `found` (device, inode) at
+/// the name, if any.
+fn allowed(may: Replace, found: Option<(u64, u64)>) -> Result<(), WsError> {
+    match (may, found) {
+        (_, None) | (Replace::AnyFile, Some(_)) => Ok(()),
+        (Replace::Nothing, Some(_)) => Err(WsError::Raced),
+        (Replace::Saved(dev, ino), Some(id)) if id == (dev, ino) => Ok(()),
+        (Replace::Saved(..), Some(_)) => Err(WsError::Replaced),
+    }
+}
+
+/// What is at `name` in `parent` now: the regular file a write will replace (device,
+/// inode), if any, and the mode the new content gets (the replaced file's permission
+/// bits without set-user-ID and set-group-ID, else 0644). Anything but a regular file
+/// with one link is refused.
+fn check_target(parent: &Dir, name: &str) -> Result<(Option<(u64, u64)>, u32), WsError> {
     let m = match parent.symlink_metadata(name) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((false, 0o644)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, 0o644)),
         Err(e) => return Err(WsError::from_io(e)),
     };
     let ft = m.file_type();
@@ -253,7 +299,10 @@ fn check_target(parent: &Dir, name: &str) -> Result<(bool, u32), WsError> {
     if cap_std::fs::MetadataExt::nlink(&m) > 1 {
         return Err(WsError::HardLink(cap_std::fs::MetadataExt::nlink(&m)));
     }
-    Ok((true, cap_std::fs::MetadataExt::mode(&m) & 0o7777))
+    use cap_std::fs::MetadataExt;
+    // An agent's content never inherits set-user-ID or set-group-ID (a write by an
+    // unprivileged process clears them too).
+    Ok((Some((m.dev(), m.ino())), m.mode() & 0o1777))
 }
 
 /// Writes `content` into the staged file, sets its mode and syncs it; on failure the
@@ -296,19 +345,131 @@ mod tests {
         std::fs::write(tmp.path().join("n.txt"), "the user's").expect("write");
         let temp = TempName::new().expect("name");
         let err = ws
-            .write_atomic(&rel, b"agent", &temp, false)
+            .write_atomic(&rel, b"agent", &temp, Replace::Nothing)
             .expect_err("refused");
         assert!(matches!(err, WsError::Raced), "{err}");
         let text = std::fs::read_to_string(tmp.path().join("n.txt")).expect("read");
         assert_eq!(text, "the user's");
-        let out = ws.write_atomic(&rel, b"agent", &temp, true).expect("write");
+        let out = ws
+            .write_atomic(&rel, b"agent", &temp, Replace::AnyFile)
+            .expect("write");
         assert!(out.replaced);
         let fresh = RelPath::parse_rooted("m.txt").expect("rel");
         let out = ws
-            .write_atomic(&fresh, b"new", &temp, false)
+            .write_atomic(&fresh, b"new", &temp, Replace::Nothing)
             .expect("write");
         assert!(!out.replaced);
         let names = std::fs::read_dir(tmp.path()).expect("ls").count();
         assert_eq!(names, 2, "no temporary file left");
+    }
+
+    fn id(p: &std::path::Path) -> (u64, u64) {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(p).expect("stat");
+        (m.dev(), m.ino())
+    }
+
+    /// Puts a new file (a new inode) with `text` at `p`, as an editor's save does.
+    fn replace_by_hand(p: &std::path::Path, text: &str) {
+        let side = p.with_extension("side");
+        std::fs::write(&side, text).expect("write");
+        std::fs::rename(&side, p).expect("rename");
+    }
+
+    /// A write replaces only the file whose backup was saved: one that took its name
+    /// meanwhile, before the staging or after it (while the intent was written), stays.
+    #[test]
+    fn a_write_replaces_only_the_file_it_backed_up() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        let rel = RelPath::parse_rooted("a.txt").expect("rel");
+        let path = tmp.path().join("a.txt");
+        std::fs::write(&path, "v0").expect("write");
+        let (dev, ino) = id(&path);
+        let temp = TempName::new().expect("name");
+        replace_by_hand(&path, "the user's v1");
+        let err = ws
+            .write_atomic(&rel, b"agent", &temp, Replace::Saved(dev, ino))
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Replaced), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "the user's v1"
+        );
+        // Replaced between the staging and the publish.
+        let (dev, ino) = id(&path);
+        let staged = ws
+            .stage_write(&rel, b"agent", &temp, Replace::Saved(dev, ino))
+            .expect("staged");
+        replace_by_hand(&path, "the user's v2");
+        let err = ws
+            .publish_write(staged, b"agent", &temp)
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Replaced), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "the user's v2"
+        );
+        // The file it saved is replaced.
+        let (dev, ino) = id(&path);
+        let out = ws
+            .write_atomic(&rel, b"agent", &temp, Replace::Saved(dev, ino))
+            .expect("write");
+        assert!(out.replaced);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "agent");
+        let names = std::fs::read_dir(tmp.path()).expect("ls").count();
+        assert_eq!(names, 1, "no temporary file left");
+    }
+
+    /// A rename that found its target free never replaces a file that appeared there
+    /// meanwhile; one that backed its target up replaces only that file.
+    #[test]
+    fn a_rename_replaces_only_what_it_found() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        std::fs::create_dir(tmp.path().join("d")).expect("mkdir");
+        let from = RelPath::parse_rooted("s.txt").expect("rel");
+        let to = RelPath::parse_rooted("d/n.txt").expect("rel");
+        let (src, dst) = (tmp.path().join("s.txt"), tmp.path().join("d/n.txt"));
+        std::fs::write(&src, "moved").expect("write");
+        std::fs::write(&dst, "appeared").expect("write");
+        let err = ws
+            .rename(&from, &to, Replace::Nothing)
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Raced), "{err}");
+        let (dev, ino) = id(&dst);
+        replace_by_hand(&dst, "replaced by hand");
+        let err = ws
+            .rename(&from, &to, Replace::Saved(dev, ino))
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Replaced), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&dst).expect("read"),
+            "replaced by hand"
+        );
+        let (dev, ino) = id(&dst);
+        ws.rename(&from, &to, Replace::Saved(dev, ino))
+            .expect("rename");
+        assert_eq!(std::fs::read_to_string(&dst).expect("read"), "moved");
+        assert!(!src.exists());
+    }
+
+    /// The new content keeps the replaced file's permission bits, but never its
+    /// set-user-ID or set-group-ID.
+    #[test]
+    fn a_replaced_file_s_set_id_bits_are_not_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        let rel = RelPath::parse_rooted("run.sh").expect("rel");
+        let path = tmp.path().join("run.sh");
+        std::fs::write(&path, "#!/bin/sh\n").expect("write");
+        let set_id = std::fs::Permissions::from_mode(0o6754);
+        std::fs::set_permissions(&path, set_id).expect("chmod");
+        let temp = TempName::new().expect("name");
+        ws.write_atomic(&rel, b"echo agent\n", &temp, Replace::AnyFile)
+            .expect("write");
+        let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o7777, 0o754, "{mode:o}");
     }
 }
