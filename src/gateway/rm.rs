@@ -78,6 +78,17 @@ impl Gateway {
             {
                 Self::check_size(pol, Access::Rm, (&rp, &res.real), info.size, facts)?;
                 self.backup(&res.real, &rp.shown, facts)?;
+                if let Some((dev, ino)) = facts.saved_file {
+                    expect = Removal::Saved(dev, ino);
+                }
+            } else if self
+                .workspace
+                .entry_kind(&res.real)
+                .is_ok_and(|k| k != FileKind::File)
+            {
+                // A link (or special file): nothing to back up, so nothing else may be
+                // removed in its place.
+                expect = Removal::NotAFile;
             }
         }
         self.intend(pol, ctx, facts)?;

@@ -20,6 +20,12 @@ use crate::path::RelPath;
 pub enum Removal<'a> {
     /// A file or a link (an empty directory is still removed: it holds nothing).
     File,
+    /// The regular file whose backup was saved (device, inode): not removed if another
+    /// has taken its name ([`WsError::Replaced`]).
+    Saved(u64, u64),
+    /// A link or special file, so nothing was backed up: not removed if a regular file
+    /// has taken its name ([`WsError::Raced`]).
+    NotAFile,
     /// An empty directory.
     Dir,
     /// A directory holding exactly these entries (from [`Workspace::inspect_tree`]).
@@ -214,7 +220,17 @@ impl Workspace {
             (false, Removal::Dir | Removal::Tree(_)) => {
                 return Err(WsError::Unseen(real.clone()));
             }
-            (false, Removal::File) => parent.remove_file(name).map_err(WsError::from_io)?,
+            (false, Removal::Saved(dev, ino)) => {
+                use cap_std::fs::MetadataExt;
+                if !m.is_file() || (m.dev(), m.ino()) != (dev, ino) {
+                    return Err(WsError::Replaced);
+                }
+                parent.remove_file(name).map_err(WsError::from_io)?;
+            }
+            (false, Removal::NotAFile) if m.is_file() => return Err(WsError::Raced),
+            (false, Removal::File | Removal::NotAFile) => {
+                parent.remove_file(name).map_err(WsError::from_io)?;
+            }
         }
         sync_dir(&parent);
         Ok(())
@@ -452,6 +468,41 @@ mod tests {
             .expect("rename");
         assert_eq!(std::fs::read_to_string(&dst).expect("read"), "moved");
         assert!(!src.exists());
+    }
+
+    /// An rm removes only what it checked: the file its backup saved, or a link that
+    /// needed none; a regular file that took either's name stays.
+    #[test]
+    fn a_removal_takes_only_what_it_checked() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        let rel = RelPath::parse_rooted("f.txt").expect("rel");
+        let path = tmp.path().join("f.txt");
+        std::fs::write(&path, "saved").expect("write");
+        let (dev, ino) = id(&path);
+        replace_by_hand(&path, "the user's");
+        let err = ws
+            .remove(&rel, Removal::Saved(dev, ino))
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Replaced), "{err}");
+        let (dev, ino) = id(&path);
+        ws.remove(&rel, Removal::Saved(dev, ino)).expect("removed");
+        assert!(!path.exists());
+        let link = RelPath::parse_rooted("l").expect("rel");
+        let link_path = tmp.path().join("l");
+        std::os::unix::fs::symlink("elsewhere", &link_path).expect("symlink");
+        std::fs::remove_file(&link_path).expect("unlink");
+        std::fs::write(&link_path, "a file now").expect("write");
+        let err = ws.remove(&link, Removal::NotAFile).expect_err("refused");
+        assert!(matches!(err, WsError::Raced), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&link_path).expect("read"),
+            "a file now"
+        );
+        std::fs::remove_file(&link_path).expect("unlink");
+        std::os::unix::fs::symlink("elsewhere", &link_path).expect("symlink");
+        ws.remove(&link, Removal::NotAFile).expect("removed");
+        assert!(std::fs::symlink_metadata(&link_path).is_err());
     }
 
     /// The new content keeps the replaced file's permission bits, but never its
