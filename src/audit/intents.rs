@@ -31,6 +31,10 @@ pub struct Intent {
     pub old_sha256: Option<String>,
     /// The name a write's temporary file has (in `path`'s directory) if it ever has one.
     pub temp_name: Option<String>,
+    /// Where `path` really is, when a symlink on the way put the change elsewhere.
+    pub real_path: Option<String>,
+    /// Where `path2` really is, likewise.
+    pub real_path2: Option<String>,
 }
 
 impl Intent {
@@ -52,6 +56,8 @@ impl Intent {
             sha256: text("sha256"),
             old_sha256: arg("oldSha256"),
             temp_name: arg("tempName"),
+            real_path: arg("realPath"),
+            real_path2: arg("realPath2"),
         })
     }
 
@@ -66,6 +72,8 @@ impl Intent {
             ("sha256", &self.sha256),
             ("oldSha256", &self.old_sha256),
             ("tempName", &self.temp_name),
+            ("realPath", &self.real_path),
+            ("realPath2", &self.real_path2),
         ] {
             if let Some(v) = v {
                 m.insert(k.into(), json!(v));

@@ -136,6 +136,17 @@ impl Facts {
             args.insert("backups".into(), Value::from(self.backups.clone()));
             args.insert("backupCount".into(), Value::from(self.backups.len()));
         }
+        // Where the change really is, when a symlink on the way puts it elsewhere: a
+        // start after a crash looks there (for the content, and a temporary file).
+        let real = [
+            ("realPath", &self.path, &self.real.0),
+            ("realPath2", &self.path2, &self.real.1),
+        ];
+        for (key, asked, real) in real {
+            if let Some(real) = real.as_ref().filter(|r| Some(*r) != asked.as_ref()) {
+                args.insert(key.into(), Value::String(real.clone()));
+            }
+        }
         AuditEvent {
             kind: crate::audit::KIND_INTENT.to_string(),
             session: ctx.session.clone(),

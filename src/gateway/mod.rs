@@ -1260,6 +1260,15 @@ mod tests {
         assert_eq!(outcome["kind"], "request");
         assert_eq!(outcome["outcome"], "ok");
         assert_eq!(outcome["args"]["intent"], intent["seq"]);
+        assert!(intent["args"].get("realPath").is_none(), "{intent}");
+        // Through a symlinked directory: the intent says where the change really is.
+        std::fs::create_dir(ws.path().join("src")).unwrap();
+        std::os::unix::fs::symlink("src", ws.path().join("link")).unwrap();
+        gw.handle(&ctx(), write("/link/b.txt", "b")).0.unwrap();
+        let recs = records(&log_path);
+        let intent = recs.iter().rev().find(|r| r["kind"] == "intent").unwrap();
+        assert_eq!(intent["path"], "link/b.txt");
+        assert_eq!(intent["args"]["realPath"], "src/b.txt", "{intent}");
     }
 
     #[test]

@@ -81,7 +81,7 @@ impl Gateway {
 
     /// Compares the disk with the intent; also says what was seen, for the record.
     fn inspect(&self, intent: &Intent) -> (Found, Map<String, Value>) {
-        let path = self.on_disk(intent.path.as_deref());
+        let path = self.on_disk(intent.real_path.as_deref().or(intent.path.as_deref()));
         let mut seen = Map::new();
         seen.insert("path".into(), path.describe());
         let found = match intent.op.as_str() {
@@ -96,7 +96,7 @@ impl Gateway {
                 _ => Found::Neither,
             },
             "rename" => {
-                let to = self.on_disk(intent.path2.as_deref());
+                let to = self.on_disk(intent.real_path2.as_deref().or(intent.path2.as_deref()));
                 seen.insert("path2".into(), to.describe());
                 let to_is_old = match (&to, &intent.old_sha256) {
                     (OnDisk::Missing, None) => true,
@@ -125,7 +125,8 @@ impl Gateway {
     /// intent recorded (never by a pattern). What was done is returned for the record.
     fn clear_temp(&self, intent: &Intent) -> Option<Value> {
         let name = intent.temp_name.as_deref()?;
-        let path = RelPath::parse_rooted(&format!("/{}", intent.path.as_deref()?)).ok()?;
+        let at = intent.real_path.as_deref().or(intent.path.as_deref())?;
+        let path = RelPath::parse_rooted(&format!("/{at}")).ok()?;
         let dir = path.parent().unwrap_or_default();
         let temp = RelPath::parse_rooted(&format!("/{}/{name}", dir.as_str())).ok()?;
         if temp.parent().as_ref() != Some(&dir) || temp.file_name() != Some(name) {
@@ -355,6 +356,49 @@ mod tests {
             .unwrap();
         assert_eq!(rec["details"]["tempFile"]["name"], temp);
         assert_eq!(rec["details"]["tempFile"]["removed"], true);
+    }
+
+    /// A write through a symlinked directory: its temporary file and its content are
+    /// looked for where the intent says the change really was.
+    #[test]
+    fn a_write_through_a_symlinked_directory_is_reconciled_where_it_was() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log = state.path().join("audit.jsonl");
+        std::fs::create_dir(ws.path().join("src")).unwrap();
+        std::os::unix::fs::symlink("src", ws.path().join("link")).unwrap();
+        std::fs::write(ws.path().join("src/a.txt"), "old").unwrap();
+        let temp = ".fsgate-tmp-00112233445566778899aabbccddeeff";
+        std::fs::write(ws.path().join("src").join(temp), "new").unwrap();
+        {
+            let a = open(&log);
+            let mut ev = intent(
+                "write_text_file",
+                "link/a.txt",
+                None,
+                Some(b"new"),
+                Some(b"old"),
+            );
+            ev.args.insert("tempName".into(), json!(temp));
+            ev.args.insert("realPath".into(), json!("src/a.txt"));
+            a.append_ref(&ev).unwrap();
+        }
+        let gw = Gateway::new(
+            Policy::builtin_default().unwrap(),
+            Workspace::open(ws.path()).unwrap(),
+        )
+        .with_audit(open(&log));
+        assert_eq!(gw.reconcile().unwrap(), 1);
+        assert!(!ws.path().join("src").join(temp).exists());
+        drop(gw);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let rec: Value = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|r| r["kind"] == "reconciled")
+            .unwrap();
+        assert_eq!(rec["details"]["found"], "not-applied", "{rec}");
+        assert_eq!(rec["details"]["tempFile"]["removed"], true, "{rec}");
     }
 
     #[test]
