@@ -150,3 +150,46 @@ fn ws_memory_measure_500_unread_control_reads() {
     check_limit_answer(&answer);
     assert!(rss <= TARGET_KIB, "peak RSS {rss} KiB");
 }
+
+/// A client that pipelines large reads and then reads none of its answers is closed
+/// after `[ws] write_stall_ms` (its unwritten answers then stop holding the server's
+/// shared answer room and content budget), and another client is served meanwhile.
+#[test]
+fn a_client_that_reads_nothing_is_closed_after_the_stall_limit() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let default = std::fs::read_to_string(repo.join("policies/default.toml")).expect("policy");
+    let policy = format!("{default}\n[ws]\nwrite_stall_ms = 1000\n");
+    let gate = WsGate::start(Some(&policy), |root| {
+        let line = format!("{}\n", "abcdefghijklmnopqrstuvwxyz0123456789".repeat(7));
+        let big: String = line.repeat(8 * MIB / line.len() + 1)[..8 * MIB].to_string();
+        std::fs::write(root.join("big.txt"), big).expect("big.txt");
+        std::fs::write(root.join("small.txt"), "small\n").expect("small.txt");
+    });
+    let mut stuck = gate.client();
+    for i in 0..40 {
+        stuck.send("read", json!({"path": "/big.txt", "requestId": i}));
+    }
+    // Long enough for the stuck client's answers to fill what they may hold.
+    std::thread::sleep(Duration::from_secs(3));
+    let mut other = gate.client();
+    let started = Instant::now();
+    let answer = other.ok("read", json!({"path": "/small.txt"}));
+    assert_eq!(answer["content"], "small\n", "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "served after {:?}",
+        started.elapsed()
+    );
+    // The stuck client's connection was closed: what it reads now ends.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while stuck.next_text(deadline).is_some() {}
+    assert!(
+        Instant::now() < deadline,
+        "the stuck client is still connected"
+    );
+    assert!(
+        gate.stderr().contains("read none of its answers"),
+        "{}",
+        gate.stderr()
+    );
+}

@@ -20,6 +20,9 @@ const MAX_PENDING_CEILING: usize = 1024;
 /// Range of the upgrade deadline, in milliseconds.
 const HANDSHAKE_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 100..=30_000;
 
+/// Range of the time a client may leave its answers unread, in milliseconds.
+const WRITE_STALL_RANGE: std::ops::RangeInclusive<u64> = 100..=3_600_000;
+
 /// `[ws]`: settings of the WebSocket files channel (`fsgate serve --transport ws`).
 ///
 /// ```toml
@@ -31,6 +34,7 @@ const HANDSHAKE_TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 100..=30_000;
 /// max_connections = 64
 /// max_pending_handshakes = 16
 /// handshake_timeout_ms = 3000
+/// write_stall_ms = 30000
 /// ignore = ["node_modules", ".git", ".next", "dist", "build", "__pycache__"]
 /// debounce_ms = 100
 /// ```
@@ -66,6 +70,12 @@ pub struct WsSettings {
     /// Time, in milliseconds, a connection has to complete its whole HTTP upgrade
     /// (request headers included, however slowly they arrive); then it is closed.
     pub handshake_timeout_ms: u64,
+    /// Time, in milliseconds, a connection's answers may wait while the client reads
+    /// none of them (its socket takes no byte); then the connection is closed and its
+    /// unwritten answers dropped, so that a client that stops reading cannot hold the
+    /// server's shared answer room and content budget from the other connections. A
+    /// slow client that still reads is not closed.
+    pub write_stall_ms: u64,
     /// Directory (or file) names the change watcher ignores at any depth: no events for
     /// them or anything beneath them, and no inotify watches spent on them.
     pub ignore: Vec<String>,
@@ -84,6 +94,7 @@ impl Default for WsSettings {
             max_connections: 64,
             max_pending_handshakes: 16,
             handshake_timeout_ms: 3000,
+            write_stall_ms: 30_000,
             ignore: [
                 "node_modules",
                 ".git",
@@ -132,6 +143,14 @@ impl WsSettings {
                 self.handshake_timeout_ms,
                 HANDSHAKE_TIMEOUT_RANGE.start(),
                 HANDSHAKE_TIMEOUT_RANGE.end()
+            ));
+        }
+        if !WRITE_STALL_RANGE.contains(&self.write_stall_ms) {
+            return Err(format!(
+                "ws.write_stall_ms: {} is outside {}..={}",
+                self.write_stall_ms,
+                WRITE_STALL_RANGE.start(),
+                WRITE_STALL_RANGE.end()
             ));
         }
         if self.debounce_ms > MAX_DEBOUNCE_MS {
@@ -266,6 +285,7 @@ mod tests {
         for (extra, key) in [
             ("max_pending_handshakes = 0", "ws.max_pending_handshakes"),
             ("handshake_timeout_ms = 50", "ws.handshake_timeout_ms"),
+            ("write_stall_ms = 10", "ws.write_stall_ms"),
         ] {
             let text = format!("version = 1\n[ws]\n{extra}\n");
             match crate::policy::Policy::from_toml(&text, "t") {

@@ -157,6 +157,7 @@ fn default(sec: &str, key: &str) -> Option<Value> {
         ("ws", "max_connections") => int(64),
         ("ws", "max_pending_handshakes") => int(16),
         ("ws", "handshake_timeout_ms") => int(3000),
+        ("ws", "write_stall_ms") => int(30_000),
         ("ws", "debounce_ms") => int(100),
         ("ask", "timeout_secs") => int(120),
         ("notify", "acp" | "mcp") => Some(Value::Boolean(true)),
@@ -218,7 +219,7 @@ fn direction(sec: &str, key: &str, a: Option<&Value>, b: Option<&Value>) -> Dire
         ("agent", "network") => rank_network(b).zip(rank_network(a)).map(|(x, y)| x > y),
         ("agent", "home" | "tmpdir") => presence(b, a),
         ("ws", "max_message_bytes" | "max_in_flight" | "max_connections")
-        | ("ws", "max_pending_handshakes" | "handshake_timeout_ms") => {
+        | ("ws", "max_pending_handshakes" | "handshake_timeout_ms" | "write_stall_ms") => {
             int(b).zip(int(a)).map(|(x, y)| x > y)
         }
         _ => bool_key(key, a, b),

@@ -32,6 +32,7 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use super::mailbox::{Lost, Mailbox};
 use super::permission::{self, Asks, ReplyError, WsAsker};
 use super::protocol::{self, Head, Incoming};
+use super::stall::Stall;
 use super::watch::Notice;
 use crate::error::{GatewayError, code};
 use crate::gateway::Gateway;
@@ -57,6 +58,8 @@ pub struct ConnLimits {
     pub total: SharedRoom,
     /// Bytes reserved by requests in flight across all connections.
     pub server_in_flight: Arc<Semaphore>,
+    /// How long the client may read none of its answers (`[ws] write_stall_ms`).
+    pub write_stall: Duration,
 }
 
 impl ConnLimits {
@@ -90,6 +93,21 @@ struct Shared {
     asker: Option<WsAsker>,
     /// Where blocking work goes ([`Conn::pool`]).
     pool: tokio::runtime::Handle,
+    /// Held until every thread and task of the connection is done ([`Conn::held`]).
+    _held: Option<Arc<OwnedSemaphorePermit>>,
+}
+
+/// Closes the connection's questions when dropped: however the connection ends (its
+/// client gone, or the server stopping and dropping its future), a request waiting for
+/// an answer is told "unanswered" at once instead of at its ask timeout.
+struct CloseAsks(Option<Arc<Asks>>);
+
+impl Drop for CloseAsks {
+    fn drop(&mut self) {
+        if let Some(a) = &self.0 {
+            a.close();
+        }
+    }
 }
 
 /// One upgraded connection's gateway, context and limits.
@@ -105,6 +123,10 @@ pub struct Conn {
     pub pool: tokio::runtime::Handle,
     /// Whether the client is put `permission` questions.
     pub askable: bool,
+    /// The connection thread's slot: kept until the connection's batch thread and its
+    /// requests on the pool are done too, so that a server that stops waits for them
+    /// (for a while) before its log's last record.
+    pub held: Option<Arc<OwnedSemaphorePermit>>,
 }
 
 /// Serves one upgraded connection until the client closes it.
@@ -114,14 +136,16 @@ pub async fn run(
     notices: Option<broadcast::Receiver<Arc<Notice>>>,
     subscription: Option<RelPath>,
 ) {
+    let stall = Stall::new(ws.get_ref(), conn.limits.write_stall);
     let (sink, stream) = ws.split();
     let (out, out_rx) = Outbox::<Message>::new(conn.limits.conn_out());
     let out = out.sharing(&conn.limits.total);
     let mailbox = Mailbox::default();
-    let writer = tokio::spawn(write_all(sink, out_rx, mailbox.clone()));
+    let writer = tokio::spawn(write_all(sink, out_rx, mailbox.clone(), stall));
     let (sub_tx, sub_rx) = watch::channel(subscription);
     let events = notices.map(|n| tokio::spawn(forward_notices(n, sub_rx, mailbox)));
     let sh = shared(conn, &out);
+    let _close_asks = CloseAsks(sh.asks.clone());
     let door = Arc::new(Batch {
         sh: Arc::clone(&sh),
         rt: tokio::runtime::Handle::current(),
@@ -226,6 +250,7 @@ fn shared(conn: Conn, out: &Outbox<Message>) -> Arc<Shared> {
         limits,
         askable,
         pool,
+        held,
     } = conn;
     let asks = askable.then(|| Asks::new(out.clone(), limits.max_message));
     let asker = asks.as_ref().map(|a| WsAsker::new(Arc::clone(a)));
@@ -240,6 +265,7 @@ fn shared(conn: Conn, out: &Outbox<Message>) -> Arc<Shared> {
         asks,
         asker,
         pool,
+        _held: held,
     })
 }
 
@@ -650,28 +676,34 @@ async fn drain(tcp: &mut TcpStream, max: usize) {
 
 /// Writes answers and events in order of arrival; returns the sink so an oversized
 /// connection can be drained. An answer's room is given back once it is written (when
-/// its [`Queued`] drops).
+/// its [`Queued`] drops). A client that reads nothing for `stall`'s limit is closed:
+/// the writer stops, and its unwritten answers (and their room) are dropped.
 async fn write_all<S>(
     mut sink: S,
     mut rx: mpsc::UnboundedReceiver<Queued<Message>>,
     mailbox: Mailbox,
+    stall: Stall,
 ) -> S
 where
     S: futures_util::Sink<Message> + Unpin,
 {
     loop {
-        let ok = tokio::select! {
+        let sent = tokio::select! {
             q = rx.recv() => {
                 let Some(q) = q else { break };
-                send_ready(&mut sink, q, &mut rx).await
+                stall.write(send_ready(&mut sink, q, &mut rx)).await
             }
-            batch = mailbox.take() => send_events(&mut sink, batch.lost, batch.events).await,
+            batch = mailbox.take() => {
+                stall.write(send_events(&mut sink, batch.lost, batch.events)).await
+            }
         };
-        if !ok {
-            break;
+        match sent {
+            Some(true) => {}
+            Some(false) => break,
+            None => return sink,
         }
     }
-    let _ = sink.flush().await;
+    let _ = stall.write(sink.flush()).await;
     sink
 }
 
@@ -779,6 +811,7 @@ mod tests {
             max_message: 1 << 16,
             total: crate::transport::outbox::shared_room(1 << 18),
             server_in_flight: Arc::new(Semaphore::new(1 << 18)),
+            write_stall: Duration::from_secs(30),
         };
         let (out, mut written) = Outbox::<Message>::new(limits.conn_out());
         let out = out.sharing(&limits.total);
@@ -796,6 +829,7 @@ mod tests {
             limits,
             askable: false,
             pool: tokio::runtime::Handle::current(),
+            held: None,
         };
         let sh = shared(conn, &out);
         let door = Arc::new(Batch {

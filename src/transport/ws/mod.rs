@@ -36,6 +36,7 @@ mod mailbox;
 mod pending;
 mod permission;
 pub mod protocol;
+mod stall;
 mod watch;
 
 use std::io;
@@ -121,6 +122,7 @@ pub async fn serve_with_token(
         max_message,
         total: crate::transport::outbox::shared_room(budget),
         server_in_flight: Arc::new(Semaphore::new(budget.min(u32::MAX as usize >> 1))),
+        write_stall: Duration::from_millis(settings.write_stall_ms),
     };
     let watcher = match watch::Watcher::start(
         Arc::clone(&gw),
@@ -249,7 +251,9 @@ fn on_own_thread(
         }
     };
     let run = move || {
-        let _slot = slot;
+        // Shared with the connection's batch thread and pool tasks: the slot is free
+        // once the last of them is done.
+        let slot = Arc::new(slot);
         let rt = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -269,7 +273,7 @@ fn on_own_thread(
                 }
             };
             tokio::select! {
-                () = job.run(tcp) => {}
+                () = job.run(tcp, Some(Arc::clone(&slot))) => {}
                 _ = stopped.changed() => {}
             }
         });
@@ -333,7 +337,11 @@ struct Accepted {
 }
 
 impl Accepted {
-    async fn run(mut self, tcp: tokio::net::TcpStream) {
+    async fn run(
+        mut self,
+        tcp: tokio::net::TcpStream,
+        held: Option<Arc<tokio::sync::OwnedSemaphorePermit>>,
+    ) {
         let _ = tcp.set_nodelay(true);
         let config = WebSocketConfig::default()
             .max_message_size(Some(self.limits.max_message))
@@ -415,6 +423,7 @@ impl Accepted {
             limits: self.limits,
             askable: !admission.unaskable,
             pool: self.pool,
+            held,
         };
         conn::run(ws, conn, self.notices, subscription).await;
         drop(admission.slot);
