@@ -149,3 +149,30 @@ fn each_connection_has_a_thread_that_ends_with_it() {
     let a = stay.ok("stat", json!({"path": "/a.txt"}));
     assert_eq!(a["size"], 2, "{a}");
 }
+
+/// A server stopped (SIGTERM) while a connection has pipelined reads queued writes its
+/// `stop` record last: the reads still running are recorded before it, none after.
+#[test]
+fn a_stop_with_reads_queued_records_nothing_after_its_stop_record() {
+    for round in 0..6u64 {
+        let mut gate = WsGate::start(None, |root| {
+            for i in 0..8 {
+                let text = format!("file {i}\n").repeat(8 * 1024);
+                std::fs::write(root.join(format!("f{i}.txt")), text).expect("write");
+            }
+        });
+        let mut c = gate.client();
+        for i in 0..400 {
+            c.send(
+                "read",
+                json!({"path": format!("/f{}.txt", i % 8), "requestId": i}),
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3 * round));
+        assert!(gate.terminate(), "exit status: {}", gate.stderr());
+        let records = gate.audit_records();
+        let last = records.last().expect("records");
+        assert_eq!(last["kind"], "stop", "round {round}: last record {last}");
+        drop(c);
+    }
+}

@@ -138,6 +138,22 @@ impl WsGate {
         self.child.id()
     }
 
+    /// Sends SIGTERM and waits for the server to exit; true if it exited with 0.
+    pub fn terminate(&mut self) -> bool {
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).expect("pid");
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("kill");
+        self.child.wait().expect("wait").success()
+    }
+
+    /// Every record of the audit log, in order.
+    pub fn audit_records(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.state.join("audit").join("audit.jsonl"))
+            .unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect()
+    }
+
     /// Everything the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
