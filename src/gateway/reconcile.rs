@@ -314,11 +314,36 @@ mod tests {
         assert!(open(&log).open_intents().is_empty());
     }
 
+    /// The intent of a write to `path` (old -> new) that may have left `temp`.
+    fn interrupted_write(path: &str, temp: &str) -> AuditEvent {
+        let mut ev = intent("write_text_file", path, None, Some(b"new"), Some(b"old"));
+        ev.args.insert("tempName".into(), json!(temp));
+        ev
+    }
+
+    /// Starts on a log holding only `ev` (left open by a crash), reconciles it against
+    /// the workspace `ws`, and returns the `reconciled` record.
+    fn reconcile_one(ws: &std::path::Path, ev: &AuditEvent) -> Value {
+        let state = tempfile::tempdir().unwrap();
+        let log = state.path().join("audit.jsonl");
+        open(&log).append_ref(ev).unwrap();
+        let gw = Gateway::new(
+            Policy::builtin_default().unwrap(),
+            Workspace::open(ws).unwrap(),
+        )
+        .with_audit(open(&log));
+        assert_eq!(gw.reconcile().unwrap(), 1);
+        drop(gw);
+        let text = std::fs::read_to_string(&log).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|r| r["kind"] == "reconciled")
+            .unwrap()
+    }
+
     #[test]
     fn the_temporary_file_a_crash_left_is_removed_by_its_recorded_name() {
         let ws = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let log = state.path().join("audit.jsonl");
         std::fs::create_dir(ws.path().join("src")).unwrap();
         std::fs::write(ws.path().join("src/a.txt"), "old").unwrap();
         let temp = ".fsgate-tmp-0123456789abcdef0123456789abcdef";
@@ -326,34 +351,10 @@ mod tests {
         // A look-alike name the intent does not record stays.
         let other = ".fsgate-tmp-ffffffffffffffffffffffffffffffff";
         std::fs::write(ws.path().join("src").join(other), "user").unwrap();
-        {
-            let a = open(&log);
-            let mut ev = intent(
-                "write_text_file",
-                "src/a.txt",
-                None,
-                Some(b"new"),
-                Some(b"old"),
-            );
-            ev.args.insert("tempName".into(), json!(temp));
-            a.append_ref(&ev).unwrap();
-        }
-        let gw = Gateway::new(
-            Policy::builtin_default().unwrap(),
-            Workspace::open(ws.path()).unwrap(),
-        )
-        .with_audit(open(&log));
-        assert_eq!(gw.reconcile().unwrap(), 1);
+        let rec = reconcile_one(ws.path(), &interrupted_write("src/a.txt", temp));
         assert!(!ws.path().join("src").join(temp).exists());
         assert!(ws.path().join("src").join(other).exists());
         assert!(ws.path().join("src/a.txt").exists());
-        drop(gw);
-        let text = std::fs::read_to_string(&log).unwrap();
-        let rec: Value = text
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .find(|r| r["kind"] == "reconciled")
-            .unwrap();
         assert_eq!(rec["details"]["tempFile"]["name"], temp);
         assert_eq!(rec["details"]["tempFile"]["removed"], true);
     }
@@ -363,40 +364,15 @@ mod tests {
     #[test]
     fn a_write_through_a_symlinked_directory_is_reconciled_where_it_was() {
         let ws = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let log = state.path().join("audit.jsonl");
         std::fs::create_dir(ws.path().join("src")).unwrap();
         std::os::unix::fs::symlink("src", ws.path().join("link")).unwrap();
         std::fs::write(ws.path().join("src/a.txt"), "old").unwrap();
         let temp = ".fsgate-tmp-00112233445566778899aabbccddeeff";
         std::fs::write(ws.path().join("src").join(temp), "new").unwrap();
-        {
-            let a = open(&log);
-            let mut ev = intent(
-                "write_text_file",
-                "link/a.txt",
-                None,
-                Some(b"new"),
-                Some(b"old"),
-            );
-            ev.args.insert("tempName".into(), json!(temp));
-            ev.args.insert("realPath".into(), json!("src/a.txt"));
-            a.append_ref(&ev).unwrap();
-        }
-        let gw = Gateway::new(
-            Policy::builtin_default().unwrap(),
-            Workspace::open(ws.path()).unwrap(),
-        )
-        .with_audit(open(&log));
-        assert_eq!(gw.reconcile().unwrap(), 1);
+        let mut ev = interrupted_write("link/a.txt", temp);
+        ev.args.insert("realPath".into(), json!("src/a.txt"));
+        let rec = reconcile_one(ws.path(), &ev);
         assert!(!ws.path().join("src").join(temp).exists());
-        drop(gw);
-        let text = std::fs::read_to_string(&log).unwrap();
-        let rec: Value = text
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .find(|r| r["kind"] == "reconciled")
-            .unwrap();
         assert_eq!(rec["details"]["found"], "not-applied", "{rec}");
         assert_eq!(rec["details"]["tempFile"]["removed"], true, "{rec}");
     }
