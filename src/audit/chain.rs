@@ -293,6 +293,7 @@ pub(crate) fn walk(run: &mut Run<'_>, s: &Series, tombs: &[(u64, Result<Tombston
                     break;
                 }
                 w.intents.observe_line(lines[i]);
+                run.observe_leaf(info.seq, lines[i]);
                 if fr.records == 0 {
                     fr.first_seq = Some(info.seq);
                     fr.first_ts = Some(info.ts_str().to_owned());

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use serde_json::{Map, Value, json};
 
+use super::merkle::CompactRange;
+use super::note::{self, SignedNote, TreeHead};
 use super::{AuditError, canonical, keys};
 
 /// How a signed sidecar object (checkpoint or tombstone) stands.
@@ -103,6 +105,20 @@ impl Checkpoint {
         ts: &str,
         key: Option<&SigningKey>,
     ) -> Self {
+        Self::build(log, (seq, hash), kind, ts, None, key)
+    }
+
+    /// A checkpoint of the head (`seq`, `hash`); with `tree` (the Merkle tree over
+    /// records 1..=seq) it also carries the tree's `root`, its `frontier` and the
+    /// C2SP checkpoint `note`, signed by `key` as the object is.
+    pub fn build(
+        log: &str,
+        (seq, hash): (u64, &str),
+        kind: &str,
+        ts: &str,
+        tree: Option<&CompactRange>,
+        key: Option<&SigningKey>,
+    ) -> Self {
         let ts = ts.to_owned();
         let mut obj = match json!({
             "type": "checkpoint", "v": 1, "log": log, "seq": seq, "hash": hash,
@@ -111,6 +127,17 @@ impl Checkpoint {
             Value::Object(m) => m,
             _ => Map::new(),
         };
+        if let Some(tree) = tree.filter(|t| t.size() == seq) {
+            let head = TreeHead {
+                origin: note::origin(log),
+                size: seq,
+                root: tree.root(),
+            };
+            obj.insert("root".into(), Value::String(hex::encode(head.root)));
+            let frontier = tree.nodes().iter().map(|n| Value::String(hex::encode(n)));
+            obj.insert("frontier".into(), Value::Array(frontier.collect()));
+            obj.insert("note".into(), Value::String(head.sign(key)));
+        }
         if let Some(key) = key {
             sign_object(&mut obj, key);
         }
@@ -122,6 +149,20 @@ impl Checkpoint {
             kind: kind.to_owned(),
             obj,
         }
+    }
+
+    /// The Merkle tree this checkpoint commits to, if it carries one: its border (from
+    /// which the root follows) and its signed note. Checked against each other and
+    /// against `seq` and `log` by [`Checkpoint::parse`].
+    pub fn tree(&self) -> Option<(CompactRange, String)> {
+        let nodes = self.obj.get("frontier")?.as_array()?;
+        let nodes = nodes
+            .iter()
+            .map(|n| n.as_str().and_then(super::record::decode_hash))
+            .collect::<Option<Vec<_>>>()?;
+        let range = CompactRange::from_parts(self.seq, nodes)?;
+        let note = self.obj.get("note")?.as_str()?.to_owned();
+        Some((range, note))
     }
 
     /// The canonical line (no `\n`).
@@ -138,7 +179,18 @@ impl Checkpoint {
         for k in obj.keys() {
             if !matches!(
                 k.as_str(),
-                "type" | "v" | "log" | "seq" | "hash" | "ts" | "kind" | "key" | "sig"
+                "type"
+                    | "v"
+                    | "log"
+                    | "seq"
+                    | "hash"
+                    | "ts"
+                    | "kind"
+                    | "key"
+                    | "sig"
+                    | "root"
+                    | "frontier"
+                    | "note"
             ) {
                 return Err(format!("unknown field {k}"));
             }
@@ -155,14 +207,51 @@ impl Checkpoint {
         if super::record::decode_hash(&hash).is_none() {
             return Err("hash is not 64 lowercase hex digits".into());
         }
-        Ok(Checkpoint {
+        let cp = Checkpoint {
             log: s("log").ok_or("log missing")?,
             seq,
             hash,
             ts: s("ts").ok_or("ts missing")?,
             kind: s("kind").ok_or("kind missing")?,
             obj,
-        })
+        };
+        cp.check_tree()?;
+        Ok(cp)
+    }
+
+    /// A checkpoint carries `root`, `frontier` and `note` together or none of them;
+    /// the frontier's root is `root`, and the note states this log, `seq` and `root`
+    /// (and, when the checkpoint names a key, is signed by it).
+    fn check_tree(&self) -> Result<(), String> {
+        let present = ["root", "frontier", "note"].map(|k| self.obj.contains_key(k));
+        if present == [false; 3] {
+            return Ok(());
+        }
+        let (range, note) = self
+            .tree()
+            .ok_or("root, frontier and note must all be present and well formed")?;
+        let root = self.obj.get("root").and_then(Value::as_str);
+        if root.and_then(super::record::decode_hash) != Some(range.root()) {
+            return Err("root is not the root of the frontier".into());
+        }
+        let parsed = SignedNote::parse(&note).map_err(|e| e.to_string())?;
+        let expected = TreeHead {
+            origin: note::origin(&self.log),
+            size: self.seq,
+            root: range.root(),
+        };
+        if parsed.head != expected {
+            return Err("the note does not state this log, seq and root".into());
+        }
+        let key = self.obj.get("key").and_then(Value::as_str);
+        let key = key.and_then(super::record::decode_hash);
+        if let Some(raw) = key {
+            let signed = VerifyingKey::from_bytes(&raw).is_ok_and(|k| parsed.signed_by(&k));
+            if !signed {
+                return Err("the note is not signed by the checkpoint's key".into());
+            }
+        }
+        Ok(())
     }
 
     /// Every checkpoint in a file (one per line; the sink keeps a history).

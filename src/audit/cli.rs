@@ -126,6 +126,39 @@ pub enum AuditCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Write a proof that one record is in the log (its Merkle inclusion path and the
+    /// signed checkpoint, C2SP tlog-proof layout), or with --consistency that a later
+    /// checkpoint extends an earlier one. Exit 0 written, 2 not.
+    Prove {
+        /// The log's active file (its rotated files beside it are read too). With
+        /// --consistency it may be left out when NEW is the log's `NAME.checkpoint`.
+        #[arg(value_name = "LOG", required_unless_present = "consistency")]
+        log: Option<PathBuf>,
+        /// The record's seq.
+        #[arg(value_name = "SEQ", required_unless_present = "consistency")]
+        seq: Option<u64>,
+        /// Prove that checkpoint file NEW extends checkpoint file OLD (the last line of
+        /// each that carries a Merkle tree).
+        #[arg(long, num_args = 2, value_names = ["OLD", "NEW"], conflicts_with = "seq")]
+        consistency: Option<Vec<PathBuf>>,
+        /// The checkpoint to prove against (default: the log's `NAME.checkpoint`).
+        #[arg(long, value_name = "FILE", conflicts_with = "consistency")]
+        checkpoint: Option<PathBuf>,
+        /// Write the proof here (default: stdout).
+        #[arg(long, value_name = "PROOF")]
+        out: Option<PathBuf>,
+    },
+    /// Check a proof written by `prove` with nothing but the log's public key: exit 0
+    /// valid, 1 not, 2 unreadable.
+    CheckProof {
+        /// The proof file.
+        #[arg(value_name = "PROOF")]
+        proof: PathBuf,
+        /// The public key that must have signed the checkpoint (64 hex digits, or a file
+        /// holding hex or a PEM PUBLIC KEY).
+        #[arg(long, value_name = "KEY")]
+        pubkey: String,
+    },
     /// Create a signing key file (seed hex, mode 0600) and print its public key.
     Keygen {
         /// Where to write the key; never overwritten.
@@ -213,6 +246,25 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
                 },
                 Err(e) => fail("prune", &e),
             }
+        }
+        AuditCommand::Prove {
+            log,
+            seq,
+            consistency,
+            checkpoint,
+            out: file,
+        } => super::proof_cli::prove(
+            super::proof_cli::ProveArgs {
+                log,
+                seq,
+                consistency,
+                checkpoint,
+                out: file,
+            },
+            out,
+        ),
+        AuditCommand::CheckProof { proof, pubkey } => {
+            super::proof_cli::check_proof(&proof, &pubkey, out)
         }
         AuditCommand::Keygen { out: file } => match keys::generate_key_file(&file) {
             Ok(pk) => {

@@ -11,6 +11,7 @@ use ed25519_dalek::SigningKey;
 
 use super::checkpoint::{self, Checkpoint, Sink};
 use super::config::{AuditSettings, BATCH_SYNC_INTERVAL, FsyncMode};
+use super::merkle::CompactRange;
 use super::series::{checkpoint_name, lock_name, rotated_name};
 use super::{AuditError, keys};
 
@@ -400,11 +401,14 @@ impl CkptWriter {
     pub(crate) fn write(
         &mut self,
         log_id: &str,
-        seq: u64,
-        head: &[u8; 32],
+        (seq, head): (u64, &[u8; 32]),
+        tree: Option<&CompactRange>,
         kind: &str,
     ) -> Result<(), AuditError> {
-        let cp = Checkpoint::new(log_id, seq, &hex::encode(head), kind, self.signer.as_ref());
+        let head = hex::encode(head);
+        let ts = super::canonical::now_ts();
+        let signer = self.signer.as_ref();
+        let cp = Checkpoint::build(log_id, (seq, &head), kind, &ts, tree, signer);
         let mut line = cp.to_line();
         line.push('\n');
         checkpoint::write_atomic(&self.dir, &self.name, line.as_bytes()).map_err(|e| {

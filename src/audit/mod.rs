@@ -36,12 +36,17 @@ mod io;
 pub mod keys;
 pub mod line;
 pub mod locate;
+pub mod merkle;
+pub mod note;
+pub mod proof;
+mod proof_cli;
 pub mod prune;
 pub mod record;
 pub mod recover;
 pub mod report;
 pub mod series;
 pub mod show;
+mod tree;
 pub mod verify;
 pub mod writer;
 

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::canonical;
 use super::checkpoint::{Checkpoint, SigStatus, check_signature};
+use super::merkle::{self, CompactRange};
 use super::prune::Tombstone;
 pub use super::report::{
     CheckpointReport, Failure, FailureKind, FileReport, SeriesReport, Verdict, VerifyReport,
@@ -68,6 +69,11 @@ pub(crate) struct Run<'a> {
     pub(crate) wanted: std::collections::BTreeMap<u64, Option<[u8; 32]>>,
     /// Hash of the last record that passed.
     pub(crate) last_hash: Option<[u8; 32]>,
+    /// The Merkle tree over the records read so far; `None` once a record is missing
+    /// from it (the series starts after seq 1: pruned).
+    pub(crate) tree: Option<CompactRange>,
+    /// Merkle roots the checkpoints need, by tree size (= seq).
+    pub(crate) roots: std::collections::BTreeMap<u64, Option<merkle::Hash>>,
 }
 
 impl Run<'_> {
@@ -97,6 +103,19 @@ impl Run<'_> {
     pub(crate) fn failed(&self) -> bool {
         self.rep.error.is_some()
     }
+
+    /// Adds a record that passed to the Merkle tree, noting the root where wanted.
+    pub(crate) fn observe_leaf(&mut self, seq: u64, line: &[u8]) {
+        let Some(tree) = &mut self.tree else { return };
+        if tree.size() + 1 != seq {
+            self.tree = None;
+            return;
+        }
+        tree.push(merkle::leaf_hash(line));
+        if let Some(slot) = self.roots.get_mut(&seq) {
+            *slot = Some(tree.root());
+        }
+    }
 }
 
 /// Verifies one series (see FORMAT.md, "Verifying").
@@ -120,6 +139,8 @@ pub fn verify_series(s: &Series, opts: &VerifyOptions) -> SeriesReport {
         },
         wanted: Default::default(),
         last_hash: None,
+        tree: Some(CompactRange::default()),
+        roots: Default::default(),
     };
     // 1. Read the sidecars (an unreadable one stops everything; a malformed one is
     //    reported after the chain).
@@ -140,6 +161,9 @@ pub fn verify_series(s: &Series, opts: &VerifyOptions) -> SeriesReport {
                     let parsed = Checkpoint::parse(&l);
                     if let Ok(cp) = &parsed {
                         run.wanted.insert(cp.seq, None);
+                        if cp.tree().is_some() {
+                            run.roots.insert(cp.seq, None);
+                        }
                     }
                     checkpoints.push((p.clone(), n, parsed));
                 }
@@ -305,6 +329,9 @@ fn check_checkpoints(run: &mut Run<'_>, cps: &[(PathBuf, u64, Result<Checkpoint,
             );
             return;
         }
+        if !tree_matches(run, cp, at) {
+            return;
+        }
         if latest.as_ref().is_none_or(|l| cp.seq >= l.seq) {
             latest = Some(CheckpointReport {
                 seq: cp.seq,
@@ -333,6 +360,32 @@ fn check_checkpoints(run: &mut Run<'_>, cps: &[(PathBuf, u64, Result<Checkpoint,
         }
     }
     run.rep.checkpoint = latest;
+}
+
+/// A checkpoint's Merkle root must be the root of the records it covers, where they are
+/// all at hand (not pruned). `false` (with the failure recorded) if it is not.
+fn tree_matches(run: &mut Run<'_>, cp: &Checkpoint, at: Option<(&Path, u64)>) -> bool {
+    let Some((range, _)) = cp.tree() else {
+        return true;
+    };
+    match run.roots.get(&cp.seq).copied().flatten() {
+        Some(root) if root == range.root() => true,
+        Some(_) => {
+            let msg = format!(
+                "the Merkle root of the checkpoint taken at {} is not the root of records 1..{}",
+                cp.ts, cp.seq
+            );
+            run.fail(FailureKind::Replaced, Some(cp.seq), at, msg);
+            false
+        }
+        None => {
+            run.rep.warnings.push(format!(
+                "the Merkle root of checkpoint seq {} was not recomputed: records before it were pruned",
+                cp.seq
+            ));
+            true
+        }
+    }
 }
 
 /// The remembered head of an earlier verification.

@@ -15,6 +15,7 @@ use super::intents::Intent;
 #[cfg(test)]
 use super::io::Fault;
 use super::io::{CkptWriter, Io};
+use super::merkle::{self, CompactRange};
 use super::record::{self, AuditEvent, Receipt};
 use super::{AuditError, canonical, recover};
 
@@ -152,6 +153,9 @@ struct State {
     /// Duty runners waiting on `cv`: a leader wakes them only if there are some (a
     /// wake-up with nobody waiting is still a syscall, on every request's path).
     duty_waiters: usize,
+    /// The Merkle tree over records `1..=durable_seq`, which checkpoints commit to;
+    /// `None` when it could not be rebuilt at start (said in the `start` record).
+    tree: Option<CompactRange>,
 }
 
 /// What a leader does besides writing the queue.
@@ -257,12 +261,14 @@ impl AuditLog {
         let mut io = Io::open(path, settings)?;
         let mut rec = recover::apply(&mut io, opts.allow_broken_chain)?;
         // The active file's bytes are freed here, not kept for the log's lifetime.
-        let open_intents = super::intents::pending(&io, &std::mem::take(&mut rec.active))?;
         let log_id = rec
             .log_id
             .clone()
             .unwrap_or_else(|| hex::encode(super::keys::random_bytes::<16>()));
         let (head_seq, head) = rec.head.unwrap_or((0, record::GENESIS_PREV));
+        let first = rec.active_first_seq.unwrap_or(head_seq + 1);
+        let tree = super::tree::resume(&io, &log_id, &rec.active, first, head_seq)?;
+        let open_intents = super::intents::pending(&io, &std::mem::take(&mut rec.active))?;
         io.set_active(rec.active_len, rec.active_first_seq.unwrap_or(head_seq + 1));
         let ckpt = io.checkpoint_writer()?;
         let shared = Arc::new(Shared {
@@ -287,6 +293,7 @@ impl AuditLog {
                 last_error: None,
                 closed: false,
                 duty_waiters: 0,
+                tree: tree.as_ref().ok().cloned(),
             }),
             cv: Condvar::new(),
             io: Mutex::new(io),
@@ -316,6 +323,10 @@ impl AuditLog {
         details.insert("signed".into(), json!(settings.signing_key.is_some()));
         if !rec.problems.is_empty() {
             details.insert("problems".into(), json!(rec.problems));
+        }
+        if let Err(why) = &tree {
+            tracing::warn!(log = %path.display(), "checkpoints carry no Merkle tree: {why}");
+            details.insert("noTree".into(), Value::String(why.clone()));
         }
         if !open_intents.is_empty() {
             let carried: Vec<Value> = open_intents.iter().map(Intent::to_value).collect();
@@ -691,7 +702,11 @@ impl Shared {
         {
             failure = Some(e);
         }
+        let leaves = leaf_hashes(batch, done);
         let mut st = lock(&self.state);
+        if let Some(tree) = &mut st.tree {
+            leaves.into_iter().for_each(|leaf| tree.push(leaf));
+        }
         if let Some(last) = batch.entries[..done].last() {
             st.durable_seq = last.seq;
             st.durable_head = last.hash;
@@ -778,7 +793,8 @@ impl Shared {
             match synced {
                 Ok(()) => {
                     st.ckpt_busy = true;
-                    ckpt = Some((kind, st.durable_seq, st.durable_head));
+                    let tree = st.tree.clone().filter(|t| t.size() == st.durable_seq);
+                    ckpt = Some((kind, st.durable_seq, st.durable_head, tree));
                 }
                 Err(e) => {
                     tracing::error!(log = %self.path.display(), error = %e, "audit sync before checkpoint failed");
@@ -798,9 +814,9 @@ impl Shared {
         if st.duty_waiters > 0 {
             self.cv.notify_all();
         }
-        if let Some((kind, seq, head)) = ckpt {
+        if let Some((kind, seq, head, tree)) = ckpt {
             drop(st);
-            let result = lock(&self.ckpt).write(&self.log_id, seq, &head, kind);
+            let result = lock(&self.ckpt).write(&self.log_id, (seq, &head), tree.as_ref(), kind);
             st = lock(&self.state);
             st.ckpt_busy = false;
             match result {
@@ -822,6 +838,18 @@ impl Shared {
         }
         st
     }
+}
+
+/// The Merkle leaf hash of each of the first `done` records of a batch.
+fn leaf_hashes(batch: &Batch, done: usize) -> Vec<merkle::Hash> {
+    let mut start = 0;
+    let mut out = Vec::with_capacity(done);
+    for e in &batch.entries[..done] {
+        let line = &batch.buf[start..e.end];
+        out.push(merkle::leaf_hash(line.strip_suffix(b"\n").unwrap_or(line)));
+        start = e.end;
+    }
+    out
 }
 
 /// The heartbeat: timed syncs in `batch` mode, and a checkpoint once records have waited

@@ -1,0 +1,317 @@
+//! Proofs about single records and checkpoints, checkable without the log:
+//!
+//! - an inclusion proof in the C2SP `tlog-proof` layout: the header line, `extra` (the
+//!   record's line, base64), `index` (seq - 1), the inclusion path (base64 hashes, one
+//!   per line), an empty line, then the signed checkpoint note;
+//! - a consistency proof (fsgate's own layout, same conventions): the header line,
+//!   `old` and `new` (the two signed checkpoint notes, base64), then the path.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use ed25519_dalek::VerifyingKey;
+
+use super::checkpoint::Checkpoint;
+use super::merkle::{self, Hash};
+use super::note::SignedNote;
+use super::series;
+
+/// First line of an inclusion proof.
+pub const INCLUSION_HEADER: &str = "c2sp.org/tlog-proof@v1";
+/// First line of a consistency proof.
+pub const CONSISTENCY_HEADER: &str = "fsgate.audit/consistency-proof@v1";
+/// Longest record line a proof may carry (a record is bounded far below this).
+const MAX_RECORD: usize = 1 << 20;
+
+/// Why a proof could not be made or checked.
+#[derive(Debug, thiserror::Error)]
+pub enum ProofError {
+    /// A file could not be read (exit 2).
+    #[error("{0}")]
+    Unreadable(String),
+    /// The proof cannot be made from this log (exit 2).
+    #[error("{0}")]
+    Unprovable(String),
+    /// The proof is malformed or does not hold (exit 1).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn invalid(msg: impl Into<String>) -> ProofError {
+    ProofError::Invalid(msg.into())
+}
+
+/// The leaf hashes of records `1..=size` of the log whose active file is `log`, and
+/// the line of record `want` (if asked).
+fn read_leaves(
+    log: &Path,
+    size: u64,
+    want: Option<u64>,
+) -> Result<(Vec<Hash>, Option<Vec<u8>>), ProofError> {
+    let mut leaves = Vec::with_capacity(size.min(1 << 24) as usize);
+    let mut line_of_want = None;
+    for file in series_files(log)? {
+        let bytes = std::fs::read(&file)
+            .map_err(|e| ProofError::Unreadable(format!("{}: {e}", file.display())))?;
+        for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let seq = record_seq(line);
+            if seq != Some(leaves.len() as u64 + 1) {
+                let msg = match seq {
+                    Some(s) if leaves.is_empty() => format!(
+                        "records 1..{} are no longer in the log (pruned): the tree cannot be rebuilt",
+                        s.saturating_sub(1)
+                    ),
+                    _ => format!(
+                        "{}: the records are not consecutive after seq {}: run `fsgate audit verify`",
+                        file.display(),
+                        leaves.len()
+                    ),
+                };
+                return Err(ProofError::Unprovable(msg));
+            }
+            if want == seq {
+                line_of_want = Some(line.to_vec());
+            }
+            leaves.push(merkle::leaf_hash(line));
+            if leaves.len() as u64 == size {
+                return Ok((leaves, line_of_want));
+            }
+        }
+    }
+    Err(ProofError::Unprovable(format!(
+        "the log holds {} records, fewer than the checkpoint's {size}",
+        leaves.len()
+    )))
+}
+
+/// The files of the series whose active file is `log`, in chain order.
+fn series_files(log: &Path) -> Result<Vec<PathBuf>, ProofError> {
+    let dir = log.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = dir.unwrap_or(Path::new("."));
+    let name = series::file_name(log);
+    let base = series::split_name(&name).0.to_owned();
+    let found = series::discover(&[dir.to_path_buf()]).map_err(ProofError::Unreadable)?;
+    found
+        .into_iter()
+        .find(|s| s.base == base)
+        .map(|s| s.files)
+        .ok_or_else(|| ProofError::Unreadable(format!("{}: no such log", log.display())))
+}
+
+/// A record line's `seq` (its first member).
+fn record_seq(line: &[u8]) -> Option<u64> {
+    let rest = line.strip_prefix(b"{\"seq\":")?;
+    let end = rest.iter().position(|b| !b.is_ascii_digit())?;
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+}
+
+/// The latest checkpoint in `file` (one per line) that carries a Merkle tree.
+pub fn checkpoint_with_tree(file: &Path) -> Result<Checkpoint, ProofError> {
+    let all = Checkpoint::read_all(file)
+        .map_err(|e| ProofError::Unreadable(format!("{}: {e}", file.display())))?;
+    all.into_iter()
+        .rev()
+        .find_map(|c| c.ok().filter(|c| c.tree().is_some()))
+        .ok_or_else(|| {
+            ProofError::Unprovable(format!(
+                "{}: no checkpoint with a Merkle tree (written by fsgate before this release?)",
+                file.display()
+            ))
+        })
+}
+
+fn note_of(cp: &Checkpoint) -> Result<String, ProofError> {
+    cp.tree()
+        .map(|(_, note)| note)
+        .ok_or_else(|| ProofError::Unprovable("the checkpoint carries no tree".into()))
+}
+
+/// The inclusion proof of record `seq` of `log` against checkpoint `cp`.
+pub fn prove_inclusion(log: &Path, seq: u64, cp: &Checkpoint) -> Result<String, ProofError> {
+    if seq == 0 || seq > cp.seq {
+        return Err(ProofError::Unprovable(format!(
+            "seq {seq} is not covered by the checkpoint (records 1..{}); wait for the next checkpoint",
+            cp.seq
+        )));
+    }
+    let note = note_of(cp)?;
+    let (leaves, line) = read_leaves(log, cp.seq, Some(seq))?;
+    if merkle::root_of(&leaves) != SignedNote::parse(&note).map_err(unprovable)?.head.root {
+        return Err(ProofError::Unprovable(
+            "the log's records do not give the checkpoint's root: run `fsgate audit verify`".into(),
+        ));
+    }
+    let line = line.ok_or_else(|| ProofError::Unprovable(format!("seq {seq} not found")))?;
+    let path = merkle::inclusion_proof(&leaves, (seq - 1) as usize).unwrap_or_default();
+    let mut out = format!(
+        "{INCLUSION_HEADER}\nextra {}\nindex {}\n",
+        B64.encode(&line),
+        seq - 1
+    );
+    for h in &path {
+        out.push_str(&B64.encode(h));
+        out.push('\n');
+    }
+    out.push('\n');
+    out.push_str(&note);
+    Ok(out)
+}
+
+fn unprovable(e: impl std::fmt::Display) -> ProofError {
+    ProofError::Unprovable(e.to_string())
+}
+
+/// The consistency proof from checkpoint `old` to checkpoint `new` of `log`.
+pub fn prove_consistency(
+    log: &Path,
+    old: &Checkpoint,
+    new: &Checkpoint,
+) -> Result<String, ProofError> {
+    if old.log != new.log || old.seq == 0 || old.seq > new.seq {
+        return Err(ProofError::Unprovable(
+            "the old checkpoint must be of the same log and no larger than the new one".into(),
+        ));
+    }
+    let (old_note, new_note) = (note_of(old)?, note_of(new)?);
+    let (leaves, _) = read_leaves(log, new.seq, None)?;
+    let path = merkle::consistency_proof(&leaves, old.seq as usize).unwrap_or_default();
+    let mut out = format!(
+        "{CONSISTENCY_HEADER}\nold {}\nnew {}\n",
+        B64.encode(old_note),
+        B64.encode(new_note)
+    );
+    for h in &path {
+        out.push_str(&B64.encode(h));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// What a valid proof established.
+#[derive(Debug)]
+pub enum Proven {
+    /// Record `seq` (its line) is in the log at tree size `size`.
+    Inclusion {
+        /// The log's origin line.
+        origin: String,
+        /// The record's seq.
+        seq: u64,
+        /// The checkpoint's tree size.
+        size: u64,
+        /// The record's line.
+        record: String,
+    },
+    /// The tree at `new` extends the tree at `old`.
+    Consistency {
+        /// The log's origin line.
+        origin: String,
+        /// The older tree size.
+        old: u64,
+        /// The newer tree size.
+        new: u64,
+    },
+}
+
+/// Checks a proof against a public key, with nothing else.
+pub fn check(proof: &str, key: &VerifyingKey) -> Result<Proven, ProofError> {
+    match proof.lines().next() {
+        Some(INCLUSION_HEADER) => check_inclusion(proof, key),
+        Some(CONSISTENCY_HEADER) => check_consistency(proof, key),
+        _ => Err(invalid("not a proof: unknown first line")),
+    }
+}
+
+fn signed_note(text: &str, key: &VerifyingKey) -> Result<SignedNote, ProofError> {
+    let note = SignedNote::parse(text).map_err(|e| invalid(e.to_string()))?;
+    if !note.signed_by(key) {
+        return Err(invalid(
+            "the checkpoint is not signed by this key (forged, or another log's)",
+        ));
+    }
+    Ok(note)
+}
+
+fn b64_hash(line: &str) -> Result<Hash, ProofError> {
+    B64.decode(line)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| invalid(format!("not a base64 SHA-256 hash: {line:.80}")))
+}
+
+fn check_inclusion(proof: &str, key: &VerifyingKey) -> Result<Proven, ProofError> {
+    let (head, note) = proof
+        .split_once("\n\n")
+        .ok_or_else(|| invalid("no empty line before the checkpoint"))?;
+    let mut lines = head.lines().skip(1);
+    let mut next = lines.next();
+    let mut record = None;
+    if let Some(extra) = next.and_then(|l| l.strip_prefix("extra ")) {
+        let bytes = B64
+            .decode(extra)
+            .map_err(|_| invalid("extra is not base64"))?;
+        if bytes.len() > MAX_RECORD {
+            return Err(invalid("the record is too long"));
+        }
+        record = Some(bytes);
+        next = lines.next();
+    }
+    let record = record.ok_or_else(|| invalid("no record (extra line)"))?;
+    let index = next
+        .and_then(|l| l.strip_prefix("index "))
+        .and_then(|i| i.parse::<u64>().ok())
+        .ok_or_else(|| invalid("no index line"))?;
+    let path = lines.map(b64_hash).collect::<Result<Vec<_>, _>>()?;
+    let note = signed_note(note, key)?;
+    let seq = record_seq(&record).ok_or_else(|| invalid("extra is not an fsgate record"))?;
+    if seq != index + 1 {
+        return Err(invalid(format!(
+            "the record is seq {seq}, the proof is for index {index}"
+        )));
+    }
+    let (size, root) = (note.head.size, note.head.root);
+    if !merkle::verify_inclusion(&merkle::leaf_hash(&record), index, size, &path, &root) {
+        return Err(invalid(format!(
+            "the inclusion path does not lead from record seq {seq} to the root of tree size {size}"
+        )));
+    }
+    Ok(Proven::Inclusion {
+        origin: note.head.origin,
+        seq,
+        size,
+        record: String::from_utf8_lossy(&record).into_owned(),
+    })
+}
+
+fn check_consistency(proof: &str, key: &VerifyingKey) -> Result<Proven, ProofError> {
+    let mut lines = proof.lines().skip(1);
+    let mut note = |tag: &str| -> Result<SignedNote, ProofError> {
+        let text = lines
+            .next()
+            .and_then(|l| l.strip_prefix(tag))
+            .and_then(|b| B64.decode(b).ok())
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(|| invalid(format!("no {}line", tag)))?;
+        signed_note(&text, key)
+    };
+    let (old, new) = (note("old ")?, note("new ")?);
+    let path = lines
+        .filter(|l| !l.is_empty())
+        .map(b64_hash)
+        .collect::<Result<Vec<_>, _>>()?;
+    if old.head.origin != new.head.origin {
+        return Err(invalid("the two checkpoints are of different logs"));
+    }
+    let (o, n) = (&old.head, &new.head);
+    if !merkle::verify_consistency(o.size, n.size, &o.root, &n.root, &path) {
+        return Err(invalid(format!(
+            "the tree of size {} does not extend the tree of size {}",
+            n.size, o.size
+        )));
+    }
+    Ok(Proven::Consistency {
+        origin: new.head.origin.clone(),
+        old: o.size,
+        new: n.size,
+    })
+}
