@@ -2,13 +2,16 @@
 """Independent verifier for fsgate audit logs, written from audit/FORMAT.md.
 
 Usage: verify.py [--json] [--pubkey KEY] [--checkpoint FILE]... [--trusted STATE] FILE|DIR...
+       verify.py --check-proof PROOF --pubkey KEY
 
-Exit codes: 0 intact, 1 tampered, 2 unreadable (or bad arguments).
+Exit codes: 0 intact (valid), 1 tampered (invalid), 2 unreadable (or bad arguments).
 Needs only the Python 3 standard library, plus the `cryptography` package when a
 signature has to be checked.
 """
 
 import argparse
+import base64
+import binascii
 import hashlib
 import json
 import os
@@ -35,7 +38,8 @@ FIELDS = [
 ]
 FIELD_NAMES = {name for name, _ in FIELDS}
 REQUIRED = {"seq", "ts", "kind", "prev", "hash"}
-CHECKPOINT_NAMES = {"type", "v", "log", "seq", "hash", "ts", "kind", "key", "sig"}
+CHECKPOINT_NAMES = {"type", "v", "log", "seq", "hash", "ts", "kind", "key", "sig",
+                    "root", "frontier", "note"}
 TOMBSTONE_NAMES = {"type", "v", "log", "first_seq", "last_seq", "last_hash", "ts",
                    "before", "files", "key", "sig"}
 # Rust's str::trim / char::is_whitespace (Unicode White_Space).
@@ -251,7 +255,204 @@ def parse_checkpoint(line):
     for k in ("log", "ts", "kind"):
         if type(obj.get(k)) is not str:
             raise NotCanonical("%s missing" % k)
+    check_checkpoint_tree(obj)
     return obj
+
+
+# ---- Section 6a: the Merkle tree, signed notes and proofs ---------------------------------
+
+def leaf_hash(line):
+    return hashlib.sha256(b"\x00" + line).digest()
+
+
+def node_hash(left, right):
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+class Tree:
+    """The border of the tree over records 1..size: one root per set bit of size."""
+
+    def __init__(self):
+        self.size, self.nodes = 0, []
+
+    def push(self, leaf):
+        node, carry = leaf, self.size
+        while carry & 1:
+            node = node_hash(self.nodes.pop(), node)
+            carry >>= 1
+        self.nodes.append(node)
+        self.size += 1
+
+    def root(self):
+        return fold_border(self.nodes)
+
+
+def fold_border(nodes):
+    if not nodes:
+        return hashlib.sha256(b"").digest()
+    r = nodes[-1]
+    for left in reversed(nodes[:-1]):
+        r = node_hash(left, r)
+    return r
+
+
+def note_key_id(name, key_raw):
+    return hashlib.sha256(name.encode() + b"\n\x01" + key_raw).digest()[:4]
+
+
+def b64_hash(text):
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return raw if len(raw) == 32 else None
+
+
+def parse_note(note):
+    """(origin, size, root bytes, text, [(name, key id, sig bytes)]) or raise NotCanonical."""
+    if "\n\n" not in note:
+        raise NotCanonical("note: no blank line before the signatures")
+    text, sigs = note.split("\n\n", 1)
+    text += "\n"
+    lines = text.split("\n")
+    if len(lines) < 4 or not lines[0]:
+        raise NotCanonical("note: fewer than three lines")
+    origin, size, root = lines[0], lines[1], b64_hash(lines[2])
+    if not re.fullmatch(r"0|[1-9][0-9]*", size) or root is None:
+        raise NotCanonical("note: bad tree size or root hash")
+    parsed = []
+    for line in sigs.split("\n"):
+        if not line:
+            continue
+        if not line.startswith("\u2014 ") or " " not in line[2:]:
+            raise NotCanonical("note: bad signature line")
+        name, blob = line[2:].rsplit(" ", 1)
+        try:
+            blob = base64.b64decode(blob, validate=True)
+        except (binascii.Error, ValueError):
+            raise NotCanonical("note: a signature is not base64")
+        if len(blob) == 68:
+            parsed.append((name, blob[:4], blob[4:]))
+    return origin, int(size), root, text, parsed
+
+
+def note_signed_by(note, key_raw):
+    origin, _, _, text, sigs = note
+    kid = note_key_id(origin, key_raw)
+    return any(name == origin and k == kid and ed25519_ok(key_raw, text.encode(), s.hex())
+               for name, k, s in sigs)
+
+
+def check_checkpoint_tree(obj):
+    present = [k in obj for k in ("root", "frontier", "note")]
+    if not any(present):
+        return
+    if not all(present):
+        raise NotCanonical("root, frontier and note must all be present")
+    fr = obj["frontier"]
+    if (type(fr) is not list or not all(type(h) is str and HEX64.fullmatch(h) for h in fr)
+            or len(fr) != bin(obj["seq"]).count("1")):
+        raise NotCanonical("frontier is not one hash per set bit of seq")
+    root = fold_border([bytes.fromhex(h) for h in fr])
+    if obj["root"] != root.hex():
+        raise NotCanonical("root is not the root of the frontier")
+    if type(obj["note"]) is not str:
+        raise NotCanonical("note is not a string")
+    note = parse_note(obj["note"])
+    if note[:3] != ("fsgate.audit/" + obj["log"], obj["seq"], root):
+        raise NotCanonical("the note does not state this log, seq and root")
+    key = obj.get("key")
+    if type(key) is str and HEX64.fullmatch(key) and not note_signed_by(note, bytes.fromhex(key)):
+        raise NotCanonical("the note is not signed by the checkpoint's key")
+
+
+def verify_inclusion(leaf, index, size, path, root):
+    if index >= size:
+        return False
+    fn, sn, r = index, size - 1, leaf
+    for p in path:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            r = node_hash(p, r)
+            while not fn & 1 and fn != 0:
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            r = node_hash(r, p)
+        fn, sn = fn >> 1, sn >> 1
+    return sn == 0 and r == root
+
+
+def verify_consistency(m, n, old_root, new_root, path):
+    if m == 0 or m > n:
+        return False
+    if m == n:
+        return not path and old_root == new_root
+    path = ([old_root] if m & (m - 1) == 0 else []) + list(path)
+    if not path:
+        return False
+    fn, sn = m - 1, n - 1
+    while fn & 1:
+        fn, sn = fn >> 1, sn >> 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr, sr = node_hash(c, fr), node_hash(c, sr)
+            while not fn & 1 and fn != 0:
+                fn, sn = fn >> 1, sn >> 1
+        else:
+            sr = node_hash(sr, c)
+        fn, sn = fn >> 1, sn >> 1
+    return sn == 0 and fr == old_root and sr == new_root
+
+
+def check_proof(text, key_raw):
+    """(True, what it proves) or (False, why not)."""
+    lines = text.split("\n")
+    try:
+        if lines[0] == "c2sp.org/tlog-proof@v1":
+            if "\n\n" not in text:
+                return False, "no empty line before the checkpoint"
+            head, note_text = text.split("\n\n", 1)
+            head = head.split("\n")[1:]
+            if not head or not head[0].startswith("extra "):
+                return False, "no record (extra line)"
+            record = base64.b64decode(head[0][6:], validate=True)
+            if len(head) < 2 or not re.fullmatch(r"index (0|[1-9][0-9]*)", head[1]):
+                return False, "no index line"
+            index = int(head[1][6:])
+            path = [b64_hash(h) for h in head[2:]]
+            if None in path:
+                return False, "a path hash is not base64 SHA-256"
+            note = parse_note(note_text)
+            if not note_signed_by(note, key_raw):
+                return False, "the checkpoint is not signed by this key"
+            m = re.match(rb'\{"seq":([0-9]+),', record)
+            if m is None or int(m.group(1)) != index + 1:
+                return False, "the record's seq is not index + 1"
+            if not verify_inclusion(leaf_hash(record), index, note[1], path, note[2]):
+                return False, "the inclusion path does not lead to the checkpoint's root"
+            return True, "record seq %d is in log %s (tree size %d)" % (index + 1, note[0], note[1])
+        if lines[0] == "fsgate.audit/consistency-proof@v1":
+            if len(lines) < 3 or not lines[1].startswith("old ") or not lines[2].startswith("new "):
+                return False, "no old/new lines"
+            old = parse_note(base64.b64decode(lines[1][4:], validate=True).decode())
+            new = parse_note(base64.b64decode(lines[2][4:], validate=True).decode())
+            if not (note_signed_by(old, key_raw) and note_signed_by(new, key_raw)):
+                return False, "a checkpoint is not signed by this key"
+            if old[0] != new[0]:
+                return False, "the checkpoints are of different logs"
+            path = [b64_hash(h) for h in lines[3:] if h]
+            if None in path:
+                return False, "a path hash is not base64 SHA-256"
+            if not verify_consistency(old[1], new[1], old[2], new[2], path):
+                return False, "the new tree does not extend the old one"
+            return True, "log %s: tree size %d extends tree size %d" % (new[0], new[1], old[1])
+    except (NotCanonical, binascii.Error, ValueError, UnicodeDecodeError) as e:
+        return False, str(e)
+    return False, "not a proof: unknown first line"
 
 
 def parse_tombstone(line):
@@ -345,6 +546,8 @@ class Series:
         }
         self.open_intents = {}
         self.wanted = {}
+        self.tree = Tree()  # None once a record is missing from it (pruned)
+        self.roots = {}
         self.last_hash = None
 
     def fail(self, kind, seq, path, line, message):
@@ -377,6 +580,8 @@ class Series:
                     try:
                         cp = parse_checkpoint(line)
                         self.wanted[cp["seq"]] = None
+                        if "root" in cp:
+                            self.roots[cp["seq"]] = None
                         checkpoints.append((path, n, cp, None))
                     except NotCanonical as e:
                         checkpoints.append((path, n, None, str(e)))
@@ -473,6 +678,12 @@ class Series:
                     self.warn("seq %d is a %s record" % (info.seq, info.kind))
                 if info.seq in self.wanted:
                     self.wanted[info.seq] = info.hash
+                if self.tree is not None and info.seq != self.tree.size + 1:
+                    self.tree = None
+                if self.tree is not None:
+                    self.tree.push(leaf_hash(pieces[li]))
+                    if info.seq in self.roots:
+                        self.roots[info.seq] = self.tree.root().hex()
                 if fr["records"] == 0:
                     fr["first_seq"], fr["first_ts"] = info.seq, info.ts
                     if self.rep["records"] == 0:
@@ -540,6 +751,13 @@ class Series:
             if self.wanted.get(cp["seq"]) != cp["hash"]:
                 self.fail("replaced", cp["seq"], path, n,
                           "record seq %d differs from the checkpoint" % cp["seq"])
+            if "root" in cp:
+                if self.roots.get(cp["seq"]) is None:
+                    self.warn("the Merkle root of checkpoint seq %d was not recomputed" % cp["seq"])
+                elif self.roots[cp["seq"]] != cp["root"]:
+                    self.fail("replaced", cp["seq"], path, n,
+                              "the checkpoint's Merkle root is not the root of records 1..%d"
+                              % cp["seq"])
             if latest is None or cp["seq"] >= latest["seq"]:
                 latest = {"seq": cp["seq"], "ts": cp["ts"], "kind": cp["kind"], "signature": status}
         if latest is not None:
@@ -600,7 +818,8 @@ def render(rep):
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("paths", nargs="+")
+    ap.add_argument("paths", nargs="*")
+    ap.add_argument("--check-proof", metavar="PROOF")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--pubkey")
     ap.add_argument("--checkpoint", action="append", default=[])
@@ -615,6 +834,22 @@ def main(argv):
             raise ValueError("public key is not 32 bytes")
     except (OSError, ValueError) as e:
         print("verify.py: bad --pubkey: %s" % e, file=sys.stderr)
+        return 2
+    if opts.check_proof:
+        if opts.pinned is None:
+            print("verify.py: --check-proof needs --pubkey", file=sys.stderr)
+            return 2
+        try:
+            with open(opts.check_proof, "rb") as f:
+                text = f.read().decode("utf-8", "replace")
+        except OSError as e:
+            print("verify.py: %s" % e, file=sys.stderr)
+            return 2
+        ok, what = check_proof(text, opts.pinned)
+        print(("VALID  " if ok else "INVALID  ") + what)
+        return 0 if ok else 1
+    if not opts.paths:
+        print("verify.py: name the log files or directories", file=sys.stderr)
         return 2
     try:
         groups = discover(opts.paths)

@@ -283,7 +283,10 @@ mod tests {
             prop_assert!(verify_inclusion(&l[i], i as u64, n as u64, &proof, &root));
             let wrong = leaf_hash(b"not a record");
             prop_assert!(!verify_inclusion(&wrong, i as u64, n as u64, &proof, &root));
-            prop_assert!(!verify_inclusion(&l[i], i as u64, n as u64 + 1, &proof, &root));
+            // Another tree's root (one more leaf) does not verify.
+            let mut more = l.clone();
+            more.push(leaf_hash(b"later"));
+            prop_assert!(!verify_inclusion(&l[i], i as u64, n as u64, &proof, &root_of(&more)));
             if n > 1 {
                 prop_assert!(!verify_inclusion(&l[i], ((i + 1) % n) as u64, n as u64, &proof, &root));
                 let mut bent = proof.clone();

@@ -144,18 +144,36 @@ pub fn prove_inclusion(log: &Path, seq: u64, cp: &Checkpoint) -> Result<String, 
     }
     let line = line.ok_or_else(|| ProofError::Unprovable(format!("seq {seq} not found")))?;
     let path = merkle::inclusion_proof(&leaves, (seq - 1) as usize).unwrap_or_default();
+    Ok(inclusion_text(&line, seq - 1, &path, &note))
+}
+
+/// An inclusion proof's text: record `line` at `index`, its path, the signed note.
+pub fn inclusion_text(line: &[u8], index: u64, path: &[Hash], note: &str) -> String {
     let mut out = format!(
-        "{INCLUSION_HEADER}\nextra {}\nindex {}\n",
-        B64.encode(&line),
-        seq - 1
+        "{INCLUSION_HEADER}\nextra {}\nindex {index}\n",
+        B64.encode(line)
     );
-    for h in &path {
+    for h in path {
         out.push_str(&B64.encode(h));
         out.push('\n');
     }
     out.push('\n');
-    out.push_str(&note);
-    Ok(out)
+    out.push_str(note);
+    out
+}
+
+/// A consistency proof's text: the two signed notes and the path between them.
+pub fn consistency_text(old_note: &str, new_note: &str, path: &[Hash]) -> String {
+    let mut out = format!(
+        "{CONSISTENCY_HEADER}\nold {}\nnew {}\n",
+        B64.encode(old_note),
+        B64.encode(new_note)
+    );
+    for h in path {
+        out.push_str(&B64.encode(h));
+        out.push('\n');
+    }
+    out
 }
 
 fn unprovable(e: impl std::fmt::Display) -> ProofError {
@@ -176,16 +194,7 @@ pub fn prove_consistency(
     let (old_note, new_note) = (note_of(old)?, note_of(new)?);
     let (leaves, _) = read_leaves(log, new.seq, None)?;
     let path = merkle::consistency_proof(&leaves, old.seq as usize).unwrap_or_default();
-    let mut out = format!(
-        "{CONSISTENCY_HEADER}\nold {}\nnew {}\n",
-        B64.encode(old_note),
-        B64.encode(new_note)
-    );
-    for h in &path {
-        out.push_str(&B64.encode(h));
-        out.push('\n');
-    }
-    Ok(out)
+    Ok(consistency_text(&old_note, &new_note, &path))
 }
 
 /// What a valid proof established.

@@ -126,6 +126,35 @@ fn both_verifiers_agree_on_every_vector() {
     }
 }
 
+#[test]
+fn both_proof_checkers_agree_on_every_proof_vector() {
+    if !python_ready() {
+        return;
+    }
+    let dir = vectors_dir().join("proofs");
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
+    let pubkey = vectors_dir().join("pubkey.hex").display().to_string();
+    let cases = expected.as_object().unwrap();
+    assert!(cases.len() >= 7);
+    for (name, want) in cases {
+        let out = Command::new("python3")
+            .arg(script())
+            .args(["--check-proof"])
+            .arg(dir.join(name))
+            .args(["--pubkey", &pubkey])
+            .output()
+            .expect("run python3");
+        let code = if want == "valid" { 0 } else { 1 };
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "verify.py --check-proof {name}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
 /// Tampers with a copy of `log`'s directory and checks that both verifiers agree.
 fn tampered(log: &Path, what: &str, f: impl Fn(&mut Vec<String>)) -> Value {
     let src = log.parent().unwrap();

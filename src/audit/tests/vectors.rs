@@ -10,6 +10,9 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::audit::checkpoint::Checkpoint;
+use crate::audit::merkle::{self, CompactRange};
+use crate::audit::note::{self, TreeHead};
+use crate::audit::proof;
 use crate::audit::prune::tombstone_object;
 use crate::audit::record::{self, GENESIS_PREV};
 use crate::audit::{canonical, keys};
@@ -182,6 +185,33 @@ fn seal_all(evs: &[AuditEvent], log_at: &[usize]) -> Vec<(String, [u8; 32])> {
     out
 }
 
+/// The Merkle tree over `lines` (each with its `\n`).
+fn tree_of(lines: &[String]) -> CompactRange {
+    let mut tree = CompactRange::default();
+    for l in lines {
+        tree.push(merkle::leaf_hash(l.trim_end_matches('\n').as_bytes()));
+    }
+    tree
+}
+
+/// A signed checkpoint of the last of `lines` that commits to the tree over `tree_lines`
+/// (the same lines, unless a case forges the tree).
+fn tree_checkpoint(lines: &[String], tree_lines: &[String], head: &[u8; 32]) -> String {
+    let tree = tree_of(tree_lines);
+    let seq = lines.len() as u64;
+    let head = hex::encode(head);
+    let ts = ts(seq + 1);
+    let cp = Checkpoint::build(
+        LOG_ID,
+        (seq, &head),
+        "shutdown",
+        &ts,
+        Some(&tree),
+        Some(&vector_key()),
+    );
+    format!("{}\n", cp.to_line())
+}
+
 fn checkpoint(seq: u64, hash: &[u8; 32], key: Option<&SigningKey>) -> String {
     let cp = Checkpoint::at(
         LOG_ID,
@@ -203,7 +233,7 @@ pub(crate) fn cases() -> BTreeMap<&'static str, Case> {
     let recs = seal_all(&events(), &[0]);
     let lines: Vec<String> = recs.iter().map(|r| r.0.clone()).collect();
     let last = recs[6].1;
-    let good_cp = checkpoint(7, &last, Some(&key));
+    let good_cp = tree_checkpoint(&lines, &lines, &last);
     let file = |ls: &[String]| ls.concat();
     let cp_name = format!("{NAME}.checkpoint");
     let log_and_cp = |ls: &[String], cp: &str| {
@@ -216,6 +246,16 @@ pub(crate) fn cases() -> BTreeMap<&'static str, Case> {
     let bad = |kind: &str, seq: Option<u64>, line: Option<u64>| json!({"verdict": "tampered", "kind": kind, "seq": seq, "line": line});
     let mut c = BTreeMap::new();
     c.insert("valid", (log_and_cp(&lines, &good_cp), intact.clone()));
+    let mut other = lines.clone();
+    other[3] = other[3].replace("\"decision\":\"deny\"", "\"decision\":\"allow\"");
+    let forged_tree = tree_checkpoint(&lines, &other, &last);
+    c.insert(
+        "merkle_root_forged",
+        (
+            log_and_cp(&lines, &forged_tree),
+            bad("replaced", Some(7), Some(1)),
+        ),
+    );
 
     let mut edited = lines.clone();
     edited[3] = edited[3].replace("\"decision\":\"deny\"", "\"decision\":\"allow\"");
@@ -398,7 +438,12 @@ fn readme() -> String {
          `python3 audit/verify.py --pubkey audit/vectors/pubkey.hex audit/vectors/edited`.\n\
          `expected.json` gives the verdict and, for tampered ones, the first failure's kind,\n\
          seq and line (see FORMAT.md section 9). The signing key's seed is the bytes\n\
-         0x00..0x1f: it is public, for tests only.\n\n| case | what was done | expected |\n|---|---|---|\n",
+         0x00..0x1f: it is public, for tests only.\n\n\
+         `proofs/` holds proofs about the `valid` log (record seq 4 in the tree of 7; the tree of\n\
+         3 extended by the tree of 7) and forgeries of them; `proofs/expected.json` says which\n\
+         `fsgate audit check-proof` and `verify.py --check-proof` must find valid, e.g.\n\
+         `python3 audit/verify.py --check-proof audit/vectors/proofs/inclusion_valid.tlog-proof --pubkey audit/vectors/pubkey.hex`.\n\n\
+         | case | what was done | expected |\n|---|---|---|\n",
     );
     for (name, (_, want)) in cases() {
         s.push_str(&format!("| `{name}` | {} | {want} |\n", describe(name)));
@@ -409,7 +454,12 @@ fn readme() -> String {
 /// What was done to make each case.
 fn describe(case: &str) -> &'static str {
     match case {
-        "valid" => "7 records, signed shutdown checkpoint at seq 7",
+        "valid" => {
+            "7 records, signed shutdown checkpoint at seq 7 committing to the Merkle tree over them"
+        }
+        "merkle_root_forged" => {
+            "as valid, but the (signed) checkpoint's Merkle root is over another record 4"
+        }
         "edited" => "record 4: `decision` deny changed to allow, hash left alone",
         "deleted" => "record 4 removed",
         "swapped" => "records 4 and 5 swapped",
@@ -445,7 +495,87 @@ fn all_files() -> BTreeMap<PathBuf, String> {
             out.insert(Path::new(name).join(f), content);
         }
     }
+    let mut verdicts = serde_json::Map::new();
+    for (name, (text, want)) in proof_cases() {
+        out.insert(Path::new("proofs").join(name), text);
+        verdicts.insert(name.to_owned(), Value::String(want.to_owned()));
+    }
+    let verdicts = serde_json::to_string_pretty(&Value::Object(verdicts)).unwrap_or_default();
+    out.insert(
+        PathBuf::from("proofs/expected.json"),
+        format!("{verdicts}\n"),
+    );
     out
+}
+
+/// A signed note for the tree over `lines`, by `key`.
+fn note_for(lines: &[String], key: &SigningKey) -> String {
+    let head = TreeHead {
+        origin: note::origin(LOG_ID),
+        size: lines.len() as u64,
+        root: tree_of(lines).root(),
+    };
+    head.sign(Some(key))
+}
+
+/// Proofs over the `valid` log, and whether `check-proof` must find each valid.
+pub(crate) fn proof_cases() -> BTreeMap<&'static str, (String, &'static str)> {
+    let key = vector_key();
+    let lines: Vec<String> = seal_all(&events(), &[0]).into_iter().map(|r| r.0).collect();
+    let leaves: Vec<_> = lines
+        .iter()
+        .map(|l| merkle::leaf_hash(l.trim_end().as_bytes()))
+        .collect();
+    let rec = |i: usize| lines[i].trim_end().as_bytes().to_vec();
+    let path = merkle::inclusion_proof(&leaves, 3).unwrap_or_default();
+    let note7 = note_for(&lines, &key);
+    let mut c = BTreeMap::new();
+    let valid = proof::inclusion_text(&rec(3), 3, &path, &note7);
+    c.insert("inclusion_valid.tlog-proof", (valid, "valid"));
+    let edited = String::from_utf8_lossy(&rec(3)).replace("\"deny\"", "\"allow\"");
+    let wrong_record = proof::inclusion_text(edited.as_bytes(), 3, &path, &note7);
+    c.insert(
+        "inclusion_wrong_record.tlog-proof",
+        (wrong_record, "invalid"),
+    );
+    let mut bent = path.clone();
+    bent[1][0] ^= 1;
+    let wrong_path = proof::inclusion_text(&rec(3), 3, &bent, &note7);
+    c.insert("inclusion_wrong_path.tlog-proof", (wrong_path, "invalid"));
+    let note6 = note_for(&lines[..6], &key);
+    let wrong_size = proof::inclusion_text(&rec(3), 3, &path, &note6);
+    c.insert(
+        "inclusion_wrong_tree_size.tlog-proof",
+        (wrong_size, "invalid"),
+    );
+    let forged = note_for(&lines, &SigningKey::from_bytes(&[7; 32]));
+    let forged = proof::inclusion_text(&rec(3), 3, &path, &forged);
+    c.insert("inclusion_forged_signature.tlog-proof", (forged, "invalid"));
+    let cpath = merkle::consistency_proof(&leaves, 3).unwrap_or_default();
+    let note3 = note_for(&lines[..3], &key);
+    let consistent = proof::consistency_text(&note3, &note7, &cpath);
+    c.insert("consistency_valid.proof", (consistent, "valid"));
+    let mut other = lines.clone();
+    other[1] = other[1].replace("src/main.rs", "src/mane.rs");
+    let rewritten = proof::consistency_text(&note_for(&other[..3], &key), &note7, &cpath);
+    c.insert(
+        "consistency_rewritten_history.proof",
+        (rewritten, "invalid"),
+    );
+    c
+}
+
+#[test]
+fn the_proof_vectors_check_as_expected() {
+    let key = vector_key().verifying_key();
+    for (name, (text, want)) in proof_cases() {
+        let got = match proof::check(&text, &key) {
+            Ok(_) => "valid",
+            Err(proof::ProofError::Invalid(_)) => "invalid",
+            Err(e) => panic!("{name}: {e}"),
+        };
+        assert_eq!(got, want, "{name}");
+    }
 }
 
 #[test]
