@@ -44,6 +44,8 @@ mod cli;
 mod locations;
 // Two gateways on one workspace: a chain each, read together.
 mod two_gateways;
+// One record proved: Merkle checkpoints, audit prove, audit check-proof.
+mod audit_proofs;
 // scripts/demo.sh: the guided tour, the same story on every run.
 mod demo;
 // `fsgate policy check|explain|test|diff|schema`: formats and exit codes.
