@@ -59,11 +59,10 @@ fn latest_tree(io: &Io, log_id: &str) -> Result<Option<CompactRange>, AuditError
 /// Appends the lines of a file whose first record has seq `first` to `tree`, skipping
 /// those it already holds. The chain was verified: line `i` has seq `first + i`.
 fn push_lines(tree: &mut CompactRange, file: &[u8], first: u64) {
-    let mut seq = first;
-    for line in file.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+    let lines = file.split(|b| *b == b'\n').filter(|l| !l.is_empty());
+    for (seq, line) in (first..).zip(lines) {
         if seq == tree.size() + 1 {
             tree.push(merkle::leaf_hash(line));
         }
-        seq += 1;
     }
 }
