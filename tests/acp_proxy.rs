@@ -24,6 +24,8 @@ mod fast_agent;
 mod claude_code;
 // A confined agent (its own session) dies with its gateway.
 mod orphan;
+// The agent's whole process tree ends with its session (a cgroup of its own).
+mod process_tree;
 // `ask` rules and change notes with the Python SDK as the editor: allow once, allow for
 // the session, reject, cancel, no answer; [notify] acp = false.
 mod ask;

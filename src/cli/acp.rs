@@ -55,6 +55,9 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     if args.check_sandbox {
         return check_sandbox(opened, confined.as_ref());
     }
+    let mut tree = crate::sandbox::agent_tree::AgentTree::prepare();
+    tree.enter_on_exec(&mut command);
+    crate::text::eprint_line(&format!("fsgate: {}", tree.summary()));
     let mut agent_sandbox = serde_json::Value::Null;
     let mut agent_plan = serde_json::Value::Null;
     if let Some(c) = &confined {
@@ -102,6 +105,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     );
     details.insert("agentSandbox".into(), agent_sandbox);
     details.insert("agentPlan".into(), agent_plan);
+    details.insert("processTree".into(), tree.describe());
     gateway.record("agent-start", details);
     let allow_terminal = gateway
         .policy()
@@ -144,8 +148,13 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     // A blocking read of the editor's stdin may still be parked in the runtime's
     // blocking pool (the editor keeps its end open): do not wait for it.
     runtime.shutdown_background();
-    finish_copy(agent_stderr);
     let mut details = serde_json::Map::new();
+    // Nothing the agent started may run or write after the stop record.
+    match tree.end() {
+        Ok(left) => details.insert("treeKilled".into(), left.into()),
+        Err(e) => details.insert("treeError".into(), e.into()),
+    };
+    finish_copy(agent_stderr);
     let exit = match result {
         Ok(status) => {
             tracing::info!(%status, "agent exited");

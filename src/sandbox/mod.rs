@@ -29,6 +29,7 @@
 //! workspace, audit and backup stores work through their directory handles.
 
 pub mod agent_config;
+pub mod agent_tree;
 pub mod config;
 pub mod denied;
 #[cfg(unix)]
