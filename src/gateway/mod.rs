@@ -440,7 +440,7 @@ impl Gateway {
             session: ctx.session.clone(),
             transport: ctx.transport.to_string(),
             peer: ctx.peer.clone(),
-            op: op.chars().take(128).collect(),
+            op: op.to_string(),
             decision: decision.into(),
             rule: rule.map(str::to_owned),
             reason,
