@@ -452,10 +452,7 @@ pub(crate) fn cases() -> BTreeMap<&'static str, Case> {
     let cut = |evs: &[AuditEvent]| -> Vec<(String, String)> {
         let recs = seal_all(evs, &[0]);
         let ls: Vec<String> = recs.iter().map(|r| r.0.clone()).collect();
-        log_and_cp(
-            &ls,
-            &checkpoint(recs.len() as u64, &recs[recs.len() - 1].1, Some(&key)),
-        )
+        log_and_cp(&ls, &tree_checkpoint(&ls, &ls, &recs[recs.len() - 1].1))
     };
     c.insert("cut", (cut(&cut_events()), intact.clone()));
     c.insert(
