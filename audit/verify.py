@@ -26,6 +26,9 @@ HEX32 = re.compile(r"[0-9a-f]{32}")
 U64_MAX = 2**64 - 1
 I64_MIN = -(2**63)
 MAX_DEPTH = 32
+# Section 2, long strings: kept whole up to CUT_WHOLE bytes; a cut one keeps CUT_HEAD.
+CUT_WHOLE = 4096
+CUT_HEAD = 256
 
 # Section 2: the record fields, in order, with their types.
 FIELDS = [
@@ -161,6 +164,9 @@ def check_line(line):
         return "malformed", "seq 0"
     if rec["prev"] == GENESIS and (rec["seq"] != 1 or "log" not in rec):
         return "malformed", "genesis prev on a record that is not seq 1 with a log id"
+    problem = check_cuts(rec)
+    if problem:
+        return "malformed", problem
     c = line[: line.rindex(b',"hash":')] + b"}"
     digest = hashlib.sha256(bytes.fromhex(rec["prev"]) + c).hexdigest()
     if digest != rec["hash"]:
@@ -171,6 +177,50 @@ def check_line(line):
     info.kind = rec["kind"] if rec["kind"] in ("break", "recovered") else None
     info.rec = rec
     return "ok", info
+
+
+def pointer(doc, ptr):
+    """RFC 6901: the value `ptr` names in `doc`, or None."""
+    if not ptr.startswith("/"):
+        return None
+    target = doc
+    for token in ptr.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if type(target) is dict:
+            if token not in target:
+                return None
+            target = target[token]
+        elif type(target) is list:
+            if not re.fullmatch(r"0|[1-9][0-9]*", token) or int(token) >= len(target):
+                return None
+            target = target[int(token)]
+        else:
+            return None
+    return target
+
+
+def check_cuts(rec):
+    """Section 2, long strings: `details.cut` as fsgate writes it; a message if not."""
+    details = rec.get("details")
+    if type(details) is not dict or "cut" not in details:
+        return None
+    cut = details["cut"]
+    if type(cut) is not dict:
+        return "details.cut is not an object"
+    for ptr, entry in cut.items():
+        kept = pointer(rec, ptr)
+        if type(kept) is not str:
+            return "details.cut names no string: %r" % ptr[:80]
+        if len(kept.encode("utf-8")) > CUT_HEAD:
+            return "details.cut names a string of more than %d bytes" % CUT_HEAD
+        if type(entry) is not dict or set(entry) != {"bytes", "sha256"}:
+            return "details.cut entry is not {bytes, sha256}"
+        n = entry["bytes"]
+        if type(n) is not int or not CUT_WHOLE < n <= U64_MAX:
+            return "details.cut bytes is not a length over %d" % CUT_WHOLE
+        if type(entry["sha256"]) is not str or not HEX64.fullmatch(entry["sha256"]):
+            return "details.cut sha256 is not 64 hex digits"
+    return None
 
 
 # ---- Sections 6-7: signed sidecar objects -----------------------------------------------

@@ -1,7 +1,65 @@
 //! Every failure a request can meet, and its JSON-RPC error code: the one place where
 //! the contract's codes are assigned.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
+
+/// The most bytes of one text an answer echoes: an error's message, or one string of
+/// its `data`. Paths, method and tool names, session ids and patterns come from the
+/// request; a 2 MiB name is not sent back whole.
+pub const MAX_ECHO: usize = 1024;
+/// Of a text over [`MAX_ECHO`], the bytes kept from its start (and [`ECHO_TAIL`] from
+/// its end: an error message's explanation often follows the name it quotes).
+const ECHO_HEAD: usize = 640;
+const ECHO_TAIL: usize = 256;
+
+/// `s` as an answer may echo it: whole up to [`MAX_ECHO`] bytes, else its first and
+/// last bytes (on character boundaries) around a note of how many were left out.
+pub fn echo(s: &str) -> Cow<'_, str> {
+    if s.len() <= MAX_ECHO {
+        return Cow::Borrowed(s);
+    }
+    let head = crate::audit::cut::head(s, ECHO_HEAD);
+    let mut start = s.len() - ECHO_TAIL;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    let tail = &s[start..];
+    let left_out = s.len() - head.len() - tail.len();
+    Cow::Owned(format!("{head}[... {left_out} bytes not shown ...]{tail}"))
+}
+
+/// Every string in `v` (object member names included) as [`echo`] bounds it.
+pub fn echo_value(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let Cow::Owned(short) = echo(s) {
+                *s = short;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(echo_value),
+        Value::Object(m) => {
+            if m.keys().any(|k| k.len() > MAX_ECHO) {
+                let old = std::mem::take(m);
+                m.extend(old.into_iter().map(|(k, v)| (echo(&k).into_owned(), v)));
+            }
+            m.values_mut().for_each(echo_value);
+        }
+        _ => {}
+    }
+}
+
+/// A JSON-RPC `error` object as it goes out: its `message` and every string of its
+/// `data` bounded by [`echo`].
+pub fn echo_error(error: &mut Value) {
+    if let Some(m) = error.get_mut("message") {
+        echo_value(m);
+    }
+    if let Some(d) = error.get_mut("data") {
+        echo_value(d);
+    }
+}
 
 /// The contract's error codes.
 pub mod code {
@@ -82,23 +140,26 @@ impl GatewayError {
     }
 
     /// `error.data`: `{reason, rule, path}` for refusals and limits, `{uri}` for
-    /// not-found as ACP has it, none otherwise.
+    /// not-found as ACP has it, none otherwise; each string bounded by [`echo`].
     pub fn data(&self) -> Option<Value> {
-        match self {
+        let data = match self {
             GatewayError::Refused { reason, rule, path }
             | GatewayError::Limit { reason, rule, path } => {
-                Some(json!({"reason": reason, "rule": rule, "path": path}))
+                json!({"reason": echo(reason), "rule": echo(rule), "path": echo(path)})
             }
             GatewayError::NotFound { path } | GatewayError::MissingParent { path, .. } => {
-                Some(json!({"uri": path, "path": path}))
+                let path = echo(path);
+                json!({"uri": path, "path": path})
             }
-            _ => None,
-        }
+            _ => return None,
+        };
+        Some(data)
     }
 
-    /// The one-line message shown to the agent (and often to its model).
+    /// The one-line message shown to the agent (and often to its model), bounded by
+    /// [`echo`].
     pub fn message(&self) -> String {
-        self.to_string()
+        echo(&self.to_string()).into_owned()
     }
 
     /// The rule named by the error, if any (for audit records).
@@ -124,5 +185,52 @@ impl GatewayError {
             e["data"] = d;
         }
         e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_echo_keeps_both_ends_of_a_long_text_and_says_what_it_left_out() {
+        assert_eq!(echo("short"), "short");
+        let long = format!(
+            "method not found: {}é{}",
+            "a".repeat(2 << 20),
+            "z".repeat(300)
+        );
+        let shown = echo(&long);
+        assert!(shown.len() <= MAX_ECHO + 64, "{}", shown.len());
+        assert!(shown.starts_with("method not found: aaa"), "{shown}");
+        assert!(shown.ends_with(&"z".repeat(ECHO_TAIL)), "{shown}");
+        let left = long.len() - ECHO_HEAD - ECHO_TAIL;
+        assert!(
+            shown.contains(&format!("[... {left} bytes not shown ...]")),
+            "{shown}"
+        );
+        // Multi-byte characters are never split.
+        let wide = "漢".repeat(1000);
+        assert!(echo(&wide).starts_with("漢漢"));
+    }
+
+    #[test]
+    fn an_error_echoes_at_most_a_bounded_path() {
+        let path = "p".repeat(2 << 20);
+        for e in [
+            GatewayError::NotFound { path: path.clone() },
+            GatewayError::Refused {
+                reason: "no".into(),
+                rule: "r".into(),
+                path: path.clone(),
+            },
+            GatewayError::InvalidParams(format!("path {path}: too long")),
+        ] {
+            let wire = e.to_rpc_error().to_string();
+            assert!(wire.len() < 4 * MAX_ECHO, "{}: {}", e.code(), wire.len());
+        }
+        let mut raw = json!({"code": -32601, "message": path, "data": {"method": path}});
+        echo_error(&mut raw);
+        assert!(raw.to_string().len() < 3 * MAX_ECHO);
     }
 }

@@ -158,6 +158,43 @@ impl Op {
         }
     }
 
+    /// The paths and patterns the request gives, as given, each with what it is:
+    /// `path`, `path2` (a rename's destination), `pattern`, `includeGlob`, `exclude`.
+    pub fn path_texts(&self) -> Vec<(&'static str, &str)> {
+        let mut out = Vec::with_capacity(2);
+        match self {
+            Op::ReadText { path, .. }
+            | Op::ReadFile { path }
+            | Op::WriteText { path, .. }
+            | Op::WriteBytes { path, .. }
+            | Op::Edit { path, .. }
+            | Op::Ls { path }
+            | Op::Stat { path }
+            | Op::Mkdir { path, .. }
+            | Op::Rm { path, .. } => out.push(("path", path.as_str())),
+            Op::Tree { path, exclude, .. } => {
+                out.push(("path", path.as_str()));
+                out.extend(exclude.iter().map(|e| ("exclude", e.as_str())));
+            }
+            Op::Glob { pattern } => out.push(("pattern", pattern.as_str())),
+            Op::Grep {
+                pattern,
+                path,
+                include_glob,
+                ..
+            } => {
+                out.push(("pattern", pattern.as_str()));
+                out.extend(path.as_deref().map(|p| ("path", p)));
+                out.extend(include_glob.as_deref().map(|g| ("includeGlob", g)));
+            }
+            Op::Rename { from, to } => {
+                out.push(("path", from.as_str()));
+                out.push(("path2", to.as_str()));
+            }
+        }
+        out
+    }
+
     /// True for operations that change the workspace.
     pub fn is_mutating(&self) -> bool {
         matches!(

@@ -11,6 +11,8 @@ mod editor;
 mod sdk;
 // Extras with a raw-JSON fake agent: ids of both types, disguised requests, EOF.
 mod raw;
+// An agent's 2 MiB paths, method and extension names, session ids and parameters: recorded and answered bounded.
+mod bounds;
 // The relay: file/terminal look-alikes and ambiguous lines never reach the editor.
 mod relay;
 // --confine-agent: no direct access to the workspace or home, the gateway still works.

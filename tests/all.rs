@@ -118,6 +118,8 @@ mod crash_gateway;
 mod writeahead;
 // Bounded memory and answers: a client that stops reading, truncated listings, reads over the message limit.
 mod bounded;
+// What an agent chooses is recorded and echoed bounded: 2 MiB fields on the ACP, MCP and WebSocket doors.
+mod audit_bounds;
 // Size conditions on rules (min_size / max_size) through fsgate serve over MCP.
 mod policy_size;
 // The benchmark driver (benches/driver) in quick mode against fsgate: every answer checks.

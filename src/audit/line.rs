@@ -158,6 +158,7 @@ const FIELDS: &[(&[u8], Ty, bool)] = &[
 const F_TS: usize = 0;
 const F_LOG: usize = 1;
 const F_KIND: usize = 2;
+const F_DETAILS: usize = 19;
 const F_PREV: usize = 20;
 const F_HASH: usize = 21;
 
@@ -166,6 +167,17 @@ enum Ty {
     Str,
     U64,
     Obj,
+}
+
+/// How `details.cut` (the strings cut, FORMAT.md section 2) starts, when present.
+const CUT_MEMBER: &[u8] = b"\"cut\":";
+
+/// Checks `details.cut` of a record that may have one (slow: parses the line; only
+/// records with cut strings pay for it).
+fn check_cut_list(line: &[u8]) -> Result<(), LineFault> {
+    let record: serde_json::Value = serde_json::from_slice(line)
+        .map_err(|e| LineFault::Malformed(format!("not a record: {e}")))?;
+    super::cut::check_cuts(&record).map_err(LineFault::Malformed)
 }
 
 /// Parses a canonical unsigned integer at `i`; returns it and where it ends.
@@ -225,9 +237,11 @@ pub fn check_line(line: &[u8], _scratch: &mut Vec<u8>) -> Result<LineInfo, LineF
                 if line.get(i) != Some(&b'{') {
                     return Err(bad("args/details is not an object"));
                 }
+                let start = i;
                 i = canonical::value_end(line, i).map_err(|m| {
                     LineFault::Malformed(format!("args/details not canonical: {m}"))
                 })?;
+                found[k] = Some((start, i));
             }
         }
     }
@@ -259,6 +273,9 @@ pub fn check_line(line: &[u8], _scratch: &mut Vec<u8>) -> Result<LineInfo, LineF
         return Err(bad(
             "genesis prev on a record that is not seq 1 with a log id",
         ));
+    }
+    if field(F_DETAILS).is_some_and(|d| memchr::memmem::find(d, CUT_MEMBER).is_some()) {
+        check_cut_list(line)?;
     }
     let head = &line[..line.len() - HASH_SUFFIX_LEN];
     if chain_hash(&prev, head, b"}") != hash {
@@ -321,6 +338,7 @@ pub(crate) fn check_line_reference(
             "genesis prev on a record that is not seq 1 with a log id",
         ));
     }
+    check_cut_list(line)?;
     let head = &line[..line.len() - HASH_SUFFIX_LEN];
     if chain_hash(&prev, head, b"}") != hash {
         return Err(LineFault::Modified { seq: v.seq });

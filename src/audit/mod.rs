@@ -5,7 +5,9 @@
 //! - [`config`]: the `[audit]` policy section ([`AuditSettings`]).
 //! - [`record`]: what the gateway reports per request ([`AuditEvent`]) and how a record
 //!   line is sealed into the chain; [`canonical`]: the canonical JSON encoding that the
-//!   hash covers (specified in `audit/FORMAT.md`); [`line`](mod@line): checking one line.
+//!   hash covers (specified in `audit/FORMAT.md`); [`line`](mod@line): checking one line;
+//!   [`cut`]: long strings (most of them an agent's) cut to a head, with their length
+//!   and digest in `details.cut`, so that no request can grow a record unboundedly.
 //! - [`writer`]: [`AuditLog`], the writer shared by every request thread: chaining, group
 //!   commit (leader/follower, no thread of its own), fail-closed rollback; `io`: its
 //!   files (append, sync, repair, rotation, disk reservation, checkpoint writing).
@@ -29,6 +31,7 @@ mod chain;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;
+pub mod cut;
 pub mod digest;
 pub mod html;
 pub mod intents;

@@ -113,8 +113,17 @@ impl AuditEvent {
     }
 
     /// Serialises the record body: the fields from `kind` to `details`, canonically,
-    /// without the surrounding braces (see [`seal`]).
+    /// without the surrounding braces (see [`seal`]). Strings longer than
+    /// [`super::cut::MAX_WHOLE`] bytes are cut, and listed in `details.cut`.
     pub(crate) fn body(&self, policy_sha256: &str) -> Vec<u8> {
+        match self.bounded() {
+            Some(cut) => cut.encode(policy_sha256),
+            None => self.encode(policy_sha256),
+        }
+    }
+
+    /// [`body`](Self::body) of the event as it is.
+    fn encode(&self, policy_sha256: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(256);
         let kind = if self.kind.is_empty() {
             KIND_REQUEST

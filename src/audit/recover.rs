@@ -15,8 +15,10 @@ use super::record::{self, AuditEvent, GENESIS_PREV, LineInfo, check_line};
 use super::series::{self, BROKEN_INFIX};
 use super::{AuditError, canonical};
 
-/// At most this many cut bytes are copied into the `recovered` record itself.
-const MAX_CUT_COPY: usize = 4096;
+/// At most this many cut bytes are copied into the `recovered` record itself: their
+/// base64 (4096 characters) is the longest string a record keeps whole
+/// ([`super::cut::MAX_WHOLE`]).
+const MAX_CUT_COPY: usize = super::cut::MAX_WHOLE / 4 * 3;
 
 /// What the writer needs to continue the log.
 pub(crate) struct Recovery {

@@ -50,6 +50,36 @@ pub const RULE_DEPTH: &str = "workspace.max_depth";
 /// Rule id for a tree that changed between its inspection and its removal.
 pub const RULE_UNINSPECTED: &str = "workspace-uninspected";
 
+/// The longest path (or pattern) a request may give, in bytes: the kernel's `PATH_MAX`.
+/// A longer one is refused before any work (no path could be that long).
+pub const PATH_MAX: usize = 4096;
+
+/// Refuses a request that gives a path or pattern longer than [`PATH_MAX`], before any
+/// work; its record names what it gave (cut, as every long string in a record).
+fn refuse_overlong(op: &Op, facts: &mut Facts) -> Result<(), GatewayError> {
+    let texts = op.path_texts();
+    let Some((what, text)) = texts.iter().find(|(_, t)| t.len() > PATH_MAX) else {
+        return Ok(());
+    };
+    for (name, given) in &texts {
+        match *name {
+            "path" => facts.path = Some((*given).to_string()),
+            "path2" => facts.path2 = Some((*given).to_string()),
+            _ => {}
+        }
+    }
+    let noun = if what.starts_with("path") {
+        "path"
+    } else {
+        "pattern"
+    };
+    Err(GatewayError::InvalidParams(format!(
+        "{noun} {:?} is {} bytes long, over the kernel's PATH_MAX of {PATH_MAX} bytes: no file has such a path",
+        crate::audit::cut::head(text, 64),
+        text.len()
+    )))
+}
+
 /// A path for an error message: long ones are cut, so a 10 KB path is not echoed whole.
 pub(crate) fn clip(shown: &str) -> String {
     const MAX: usize = 200;
@@ -440,7 +470,7 @@ impl Gateway {
             session: ctx.session.clone(),
             transport: ctx.transport.to_string(),
             peer: ctx.peer.clone(),
-            op: op.chars().take(128).collect(),
+            op: op.to_string(),
             decision: decision.into(),
             rule: rule.map(str::to_owned),
             reason,
@@ -460,15 +490,16 @@ impl Gateway {
         let started = Instant::now();
         let pol = self.policy();
         let mut facts = Facts::new(&op);
-        if pol.has_ask_rules() {
+        let sane = refuse_overlong(&op, &mut facts);
+        if sane.is_ok() && pol.has_ask_rules() {
             facts.ask = Some(self.ask_ctx(&pol, ctx, &op));
         }
-        let preflight = match (&self.audit, op.is_mutating()) {
+        let preflight = sane.and_then(|()| match (&self.audit, op.is_mutating()) {
             (Some(a), true) => a
                 .ready_for_change()
                 .map_err(|e| GatewayError::Internal(format!("{e}; nothing was changed"))),
             _ => Ok(()),
-        };
+        });
         let result = match preflight {
             Ok(()) => self.execute(&pol, ctx, &op, &mut facts),
             Err(e) => Err(e),
@@ -1115,6 +1146,51 @@ mod tests {
         Op::WriteText {
             path: path.into(),
             content: content.into(),
+        }
+    }
+
+    #[test]
+    fn a_path_or_pattern_over_path_max_is_refused_before_any_work_and_recorded_cut() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log_path = state.path().join("audit.jsonl");
+        let gw = gateway(ws.path(), &log_path);
+        let long = format!("/{}", "d/".repeat(PATH_MAX / 2));
+        for op in [
+            write(&long, "x"),
+            Op::Mkdir {
+                path: long.clone(),
+                recursive: true,
+            },
+            Op::Rename {
+                from: "/a".into(),
+                to: long.clone(),
+            },
+            Op::Glob {
+                pattern: "*".repeat(PATH_MAX + 1),
+            },
+        ] {
+            match gw.serve(&ctx(), Request::Op(op.clone())) {
+                Err(GatewayError::InvalidParams(m)) => assert!(m.contains("PATH_MAX"), "{m}"),
+                other => panic!("{op:?}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            std::fs::read_dir(ws.path()).unwrap().count(),
+            0,
+            "nothing made"
+        );
+        let recs = records(&log_path);
+        assert_eq!(recs.len(), 4, "one record each, no intent: {recs:#?}");
+        assert_eq!(recs[0]["details"]["cut"]["/path"]["bytes"], long.len());
+        assert_eq!(recs[2]["path"], "/a");
+        assert!(recs[2]["details"]["cut"].get("/path2").is_some());
+        assert!(recs[3]["details"]["cut"].get("/args/pattern").is_some());
+        // At the limit, a path is the workspace's to judge (here: a name too long).
+        let at_limit = format!("/{}", "n".repeat(PATH_MAX - 1));
+        match gw.serve(&ctx(), Request::Op(write(&at_limit, "x"))) {
+            Err(e) => assert!(!e.message().contains("PATH_MAX"), "{e}"),
+            Ok(_) => panic!("a 4095-byte name was written"),
         }
     }
 

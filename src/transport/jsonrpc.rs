@@ -159,10 +159,12 @@ pub fn classify_value(v: Value) -> Incoming {
     }
 }
 
-/// An error object.
+/// An error object, its message and data bounded as an answer may echo them
+/// ([`crate::error::echo`]).
 pub fn error_object(code: i64, message: &str, data: Option<Value>) -> Value {
-    let mut e = json!({"code": code, "message": message});
-    if let Some(d) = data {
+    let mut e = json!({"code": code, "message": crate::error::echo(message)});
+    if let Some(mut d) = data {
+        crate::error::echo_value(&mut d);
         e["data"] = d;
     }
     e
@@ -173,8 +175,10 @@ pub fn result_response(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
-/// An error response line.
-pub fn error_response(id: &Value, error: Value) -> Value {
+/// An error response line. Whoever built `error`, its message and data go out bounded
+/// ([`crate::error::echo_error`]): no answer echoes a request's long text whole.
+pub fn error_response(id: &Value, mut error: Value) -> Value {
+    crate::error::echo_error(&mut error);
     json!({"jsonrpc": "2.0", "id": id, "error": error})
 }
 

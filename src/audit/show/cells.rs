@@ -6,12 +6,22 @@ use unicode_width::UnicodeWidthStr;
 
 use crate::text::escape_for_humans;
 
-/// A field as raw text (objects as compact JSON); not yet escaped.
+/// A field as raw text (objects as compact JSON); not yet escaped. A string the writer
+/// cut (listed in `details.cut`) ends in `… (N bytes)`.
 pub fn raw(v: &Value, k: &str) -> String {
-    match v.get(k) {
+    let text = match v.get(k) {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
+    };
+    let cut = v
+        .get("details")
+        .and_then(|d| d.get(crate::audit::cut::CUT_KEY))
+        .and_then(|c| c.get(format!("/{k}")))
+        .and_then(|c| c.get("bytes"));
+    match cut {
+        Some(bytes) => format!("{text}… ({bytes} bytes)"),
+        None => text,
     }
 }
 

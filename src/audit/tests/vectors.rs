@@ -169,6 +169,51 @@ fn intent_events() -> Vec<AuditEvent> {
     ]
 }
 
+/// Requests whose long strings the writer cut (section 2, long strings): a 5000-byte
+/// path with a two-byte character across the cut, a method name of 6000 bytes and a
+/// pattern of 4097 in `args`; a path of exactly 4096 bytes is kept whole.
+fn cut_events() -> Vec<AuditEvent> {
+    let req = |op: String, path: String| AuditEvent {
+        session: "sess-7f3a".into(),
+        transport: "acp".into(),
+        peer: "pid=4242,uid=1000".into(),
+        op,
+        path: Some(path),
+        decision: "none".into(),
+        outcome: "-32602".into(),
+        ..Default::default()
+    };
+    let mut path = "d/".repeat(127);
+    path.push('é');
+    while path.len() < 5000 {
+        path.push_str("ab/");
+    }
+    vec![
+        AuditEvent::lifecycle("start", map(json!({"check": "new", "format": 1}))),
+        req("read_text_file".into(), path),
+        req("m".repeat(6000), "x".into()),
+        AuditEvent {
+            args: map(json!({"ignoreCase": false, "pattern": "(".repeat(4097)})),
+            ..req("grep".into(), "src".into())
+        },
+        req("stat".into(), "w".repeat(4096)),
+        AuditEvent::lifecycle("stop", serde_json::Map::new()),
+    ]
+}
+
+/// As [`cut_events`], but record 3 lists its cut with a length a writer never cuts at
+/// (4000 bytes: kept whole): hashed and chained correctly, and still not a record.
+fn forged_cut_events() -> Vec<AuditEvent> {
+    let mut evs = cut_events();
+    let Some(forged) = evs[2].bounded() else {
+        return evs;
+    };
+    let mut forged = forged;
+    forged.details["cut"]["/op"]["bytes"] = json!(4000);
+    evs[2] = forged;
+    evs
+}
+
 const POLICY_SHA: &str = "4f4ae2c6b5a4d04b6f3e3e6a8ad1c22e6d2f1f7fcb0b0e3ba3ed77c9d0b5d5a1";
 
 /// Seals `evs` into lines (with `\n`); `log_at` says which records start a file.
@@ -404,6 +449,16 @@ pub(crate) fn cases() -> BTreeMap<&'static str, Case> {
                 {"seq": 5, "passed_start": 6}, {"seq": 8, "passed_start": null}]}),
         ),
     );
+    let cut = |evs: &[AuditEvent]| -> Vec<(String, String)> {
+        let recs = seal_all(evs, &[0]);
+        let ls: Vec<String> = recs.iter().map(|r| r.0.clone()).collect();
+        log_and_cp(&ls, &tree_checkpoint(&ls, &ls, &recs[recs.len() - 1].1))
+    };
+    c.insert("cut", (cut(&cut_events()), intact.clone()));
+    c.insert(
+        "cut_forged",
+        (cut(&forged_cut_events()), bad("malformed", None, Some(3))),
+    );
     c.insert(
         "pruned_without_tombstone",
         (pruned(None), bad("missing", Some(5), Some(1))),
@@ -474,6 +529,12 @@ fn describe(case: &str) -> &'static str {
         "pruned" => "as rotated, first file removed behind a signed tombstone",
         "pruned_without_tombstone" => "as rotated, first file removed, no tombstone",
         "pruned_unsigned_tombstone" => "as pruned, but the tombstone is unsigned",
+        "cut" => {
+            "long strings cut by the writer: a 5000-byte path (a two-byte character across the cut), a 6000-byte method name, a 4097-byte pattern in `args`; a 4096-byte path kept whole"
+        }
+        "cut_forged" => {
+            "as cut, but record 3's `details.cut` gives a length of 4000 (a string kept whole), re-hashed and re-chained"
+        }
         "intents" => {
             "write-ahead: intent 2 closed by its outcome; 4 and 5 open at a crash, carried by the start at 6, 4 reconciled (7), 5 never; 8 open where the log ends"
         }

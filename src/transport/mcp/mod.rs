@@ -316,14 +316,14 @@ impl ServerHandler for McpServer {
             McpError::invalid_params(
                 format!(
                     "invalid params for `{}`: they do not match the method's schema",
-                    request.method
+                    crate::error::echo(&request.method)
                 ),
                 None,
             )
         } else {
             McpError::new(
                 ErrorCode::METHOD_NOT_FOUND,
-                format!("unknown method `{}`", request.method),
+                format!("unknown method `{}`", crate::error::echo(&request.method)),
                 None,
             )
         })
@@ -337,7 +337,7 @@ impl ServerHandler for McpServer {
         let Some(tool) = ToolId::from_name(&request.name) else {
             // Unclaimed: recorded from its answer.
             return Err(McpError::invalid_params(
-                format!("unknown tool: {}", request.name),
+                format!("unknown tool: {}", crate::error::echo(&request.name)),
                 None,
             ));
         };
@@ -575,6 +575,13 @@ impl Copier {
         if out.method.is_some() {
             return None;
         }
+        if out
+            .error
+            .as_ref()
+            .is_some_and(|e| e.message.len() > crate::error::MAX_ECHO)
+        {
+            bound_error_line(line);
+        }
         let Some(id) = out.id.filter(|v| !v.is_null()) else {
             // The SDK refused a line the pump passed on as a message (it found it
             // malformed): record that refusal, as nobody else will.
@@ -606,6 +613,23 @@ impl Copier {
         }
         Some(pending)
     }
+}
+
+/// An error answer of the SDK's whose message quotes too much of the request (a
+/// method or tool name, a value): rewritten with its error bounded
+/// ([`crate::error::echo_error`]).
+fn bound_error_line(line: &mut Vec<u8>) {
+    let Ok(mut v) = serde_json::from_slice::<Value>(line) else {
+        return;
+    };
+    if let Some(e) = v.get_mut("error") {
+        crate::error::echo_error(e);
+    }
+    let Ok(mut bytes) = serde_json::to_vec(&v) else {
+        return;
+    };
+    bytes.push(b'\n');
+    *line = bytes;
 }
 
 /// Writes the direct path's answers in order; gives them back written.

@@ -167,7 +167,7 @@ impl Pump {
     async fn refuse(&self, name: String, id: Value, (code, message): (i64, String)) {
         let error =
             match super::record(&self.gw, &self.ctx, name, Err((code, message.clone()))).await {
-                Ok(()) => json!({"code": code, "message": message}),
+                Ok(()) => json!({"code": code, "message": crate::error::echo(&message)}),
                 Err(e) => e.to_rpc_error(),
             };
         let mut bytes = json!({"jsonrpc": "2.0", "id": id, "error": error})

@@ -51,9 +51,11 @@ pub(super) fn text(s: impl Into<String>) -> CallToolResult {
 pub(super) fn error(e: &ToolError) -> CallToolResult {
     let msg = e.to_string();
     let line = match msg.split_once('\n') {
-        Some((first, _)) => first.to_string(),
-        None => msg,
+        Some((first, _)) => first,
+        None => &msg,
     };
+    // What the call named (a path, a pattern) is the client's text: bounded.
+    let line = crate::error::echo(line).into_owned();
     CallToolResult::error(vec![ContentBlock::text(line)])
 }
 

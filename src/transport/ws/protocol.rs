@@ -292,7 +292,9 @@ fn permission_reply(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayErro
 fn envelope(head: &Head) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("channel".into(), CHANNEL.into());
-    m.insert("type".into(), head.kind.clone().into());
+    // The type is echoed for the client to match answers; an unknown one is the
+    // client's text, bounded like any echo.
+    m.insert("type".into(), crate::error::echo(&head.kind).into());
     if let Some(id) = &head.request_id {
         m.insert("requestId".into(), id.clone());
     }
@@ -323,9 +325,15 @@ pub fn gateway_error_response(head: &Head, e: &GatewayError) -> Value {
     with_error(head, gateway_text(e), info)
 }
 
-fn with_error(head: &Head, text: String, info: Value) -> Value {
+/// The error response; its string and every string of `errorInfo` bounded as an
+/// answer may echo them ([`crate::error::echo`]).
+fn with_error(head: &Head, text: String, mut info: Value) -> Value {
     let mut m = envelope(head);
-    m.insert("error".into(), text.into());
+    m.insert(
+        "error".into(),
+        crate::error::echo(&text).into_owned().into(),
+    );
+    crate::error::echo_value(&mut info);
     m.insert("errorInfo".into(), info);
     Value::Object(m)
 }

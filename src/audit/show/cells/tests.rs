@@ -80,3 +80,11 @@ proptest! {
         prop_assert!(number || !start.starts_with(['=', '+', '-', '@']), "{cell:?}");
     }
 }
+
+#[test]
+fn a_field_the_writer_cut_says_so() {
+    let v = serde_json::json!({"path": "aaa", "op": "x",
+        "details": {"cut": {"/path": {"bytes": 2097152, "sha256": "ab"}}}});
+    assert_eq!(raw(&v, "path"), "aaa… (2097152 bytes)");
+    assert_eq!(raw(&v, "op"), "x");
+}
