@@ -317,6 +317,16 @@ fn records_reach_rsyslog_through_its_restart_and_verify_from_its_copy() {
     write_files(&gate, 0, 15);
     let log = gate.audit_log.clone();
     rs.wait_for(records(&log).len() as u64);
+    // Shipped from inside the gateway's own Landlock wall, which allows that port alone.
+    let start = records(&log)
+        .into_iter()
+        .find(|r| r["details"]["sandbox"].is_object())
+        .expect("the gateway's start record");
+    let sandbox = &start["details"]["sandbox"];
+    if sandbox["abi"].as_u64().is_some_and(|abi| abi >= 4) {
+        let wanted = format!("connect to port {} only (audit collectors)", rs.port);
+        assert!(sandbox["detail"].as_str().is_some_and(|d| d.contains(&wanted)), "{sandbox}");
+    }
 
     // The collector goes away: requests are still answered at once, records wait.
     rs.stop();

@@ -103,7 +103,10 @@ impl Endpoint {
                 addrs,
                 tls,
             } => {
-                let sock = connect_tcp(host, *port, addrs)?;
+                let sock = Counted {
+                    sock: connect_tcp(host, *port, addrs)?,
+                    written: 0,
+                };
                 match tls {
                     None => Ok(Conn::Tcp(sock)),
                     Some((config, name)) => handshake(sock, config, name),
@@ -177,7 +180,7 @@ fn connect_tcp(host: &str, port: u16, known: &[SocketAddr]) -> Result<TcpStream,
 }
 
 fn handshake(
-    mut sock: TcpStream,
+    mut sock: Counted,
     config: &Arc<rustls::ClientConfig>,
     name: &ServerName<'static>,
 ) -> Result<Conn, String> {
@@ -190,12 +193,39 @@ fn handshake(
     Ok(Conn::Tls(Box::new(rustls::StreamOwned::new(tls, sock))))
 }
 
+/// A TCP stream that counts the bytes written to it: with the socket's unacknowledged
+/// bytes, it tells how far into the stream the collector's kernel acknowledged.
+pub struct Counted {
+    /// The socket.
+    sock: TcpStream,
+    /// Bytes written since the connection opened (TLS records included).
+    written: u64,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.sock.read(buf)
+    }
+}
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.sock.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.sock.flush()
+    }
+}
+
 /// An open connection.
 pub enum Conn {
     /// Plain TCP.
-    Tcp(TcpStream),
+    Tcp(Counted),
     /// TLS over TCP.
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, Counted>>),
     /// A connected datagram socket.
     Datagram(std::os::unix::net::UnixDatagram),
 }
@@ -234,14 +264,23 @@ impl Conn {
         }
     }
 
-    /// Bytes sent that the collector's kernel has not acknowledged yet (0 for a
-    /// datagram socket, whose sends are delivered or fail).
-    pub fn unacked(&self) -> usize {
+    /// Bytes written to the connection so far (0 for a datagram socket).
+    pub fn written(&self) -> u64 {
         match self {
-            Conn::Tcp(s) => outq(s),
-            Conn::Tls(s) => outq(s.get_ref()),
+            Conn::Tcp(s) => s.written,
+            Conn::Tls(s) => s.get_ref().written,
             Conn::Datagram(_) => 0,
         }
+    }
+
+    /// Of [`written`](Self::written), the bytes the collector's kernel acknowledged.
+    pub fn acked(&self) -> u64 {
+        let c = match self {
+            Conn::Tcp(s) => s,
+            Conn::Tls(s) => s.get_ref(),
+            Conn::Datagram(_) => return 0,
+        };
+        c.written.saturating_sub(outq(&c.sock) as u64)
     }
 
     /// Whether the collector still holds the connection open: it sends nothing on its
@@ -262,8 +301,8 @@ impl Conn {
     /// The TCP socket under a stream connection.
     fn tcp(&mut self) -> Option<&mut TcpStream> {
         match self {
-            Conn::Tcp(s) => Some(s),
-            Conn::Tls(s) => Some(s.get_mut()),
+            Conn::Tcp(s) => Some(&mut s.sock),
+            Conn::Tls(s) => Some(&mut s.get_mut().sock),
             Conn::Datagram(_) => None,
         }
     }

@@ -101,8 +101,9 @@ struct Run {
     conn: Option<Conn>,
     /// Every record up to this seq is delivered.
     confirmed: u64,
-    /// Sends not confirmed yet: the last seq of each, and when it went.
-    in_flight: VecDeque<(u64, Instant)>,
+    /// Sends not confirmed yet: the last seq of each, when it went, and where it ends
+    /// in the connection's stream.
+    in_flight: VecDeque<(u64, Instant, u64)>,
     /// Framed messages of the batch being built, and where each ends.
     buf: Vec<u8>,
     ends: Vec<usize>,
@@ -253,11 +254,16 @@ impl Run {
         };
         match sent {
             Ok(()) => {
-                self.in_flight.push_back((last, Instant::now()));
+                let end = self.conn.as_ref().map_or(0, Conn::written);
+                self.in_flight.push_back((last, Instant::now(), end));
                 bytes
             }
             Err(e) => {
-                self.fail(&format!("send: {e}"));
+                // What the collector said before it hung up (a TLS alert: certificate
+                // required, unknown CA) says more than the broken pipe.
+                let said = self.conn.as_mut().and_then(|c| c.check_alive().err());
+                let said = said.map(|s| format!(" ({s})")).unwrap_or_default();
+                self.fail(&format!("send: {e}{said}"));
                 0
             }
         }
@@ -269,8 +275,12 @@ impl Run {
         let Some(conn) = self.conn.as_mut() else {
             return;
         };
-        let due = |sent: &Instant| now || sent.elapsed() >= CONFIRM_AFTER;
-        if !self.in_flight.front().is_some_and(|(_, t)| due(t)) || conn.unacked() > 0 {
+        let acked = conn.acked();
+        let datagram = conn.is_datagram();
+        let due = |&(_, sent, end): &(u64, Instant, u64)| {
+            (now || sent.elapsed() >= CONFIRM_AFTER) && (datagram || end <= acked)
+        };
+        if !self.in_flight.front().is_some_and(due) {
             self.write_cursor(false);
             return;
         }
@@ -278,11 +288,11 @@ impl Run {
             self.fail(&e);
             return;
         }
-        while let Some(&(seq, t)) = self.in_flight.front() {
-            if !due(&t) {
+        while let Some(&entry) = self.in_flight.front() {
+            if !due(&entry) {
                 break;
             }
-            self.confirmed = seq;
+            self.confirmed = entry.0;
             self.in_flight.pop_front();
         }
         self.write_cursor(now);
