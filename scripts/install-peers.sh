@@ -4,8 +4,9 @@
 # (`websockets` for benches/memory.py; the WebSocket tests need no peer: their client
 # is Rust), the TypeScript ACP SDK, the reference MCP filesystem server (the drop-in parity tests
 # compare against it), Zed's Claude Code ACP adapter (a real agent for --confine-agent), fast-agent (Python 3.12),
-# and Chromium from the distribution (renders the HTML audit report). Idempotent: a peer
-# already installed at the pinned version is kept.
+# Chromium from the distribution (renders the HTML audit report), and rsyslog with its
+# OpenSSL driver and the openssl tool (the collector `[audit] ship` is tested against).
+# Idempotent: a peer already installed at the pinned version is kept.
 #
 # Under CI (`CI` set, not false/0) or with FSGATE_REQUIRE_PEERS set, every peer is
 # required: what a clean Debian/Ubuntu machine lacks is installed (apt packages when
@@ -119,5 +120,24 @@ if ! has_chromium; then
   apt_install chromium || true
 fi
 has_chromium || missing "no Chromium (apt-get install chromium): the HTML report is not rendered"
+
+# rsyslog from the distribution, the collector tests/audit_ship.rs starts unprivileged on
+# loopback (rsyslog-openssl: its TLS driver; openssl: the tests' certificates).
+has_rsyslog() {
+  { [ -n "${FSGATE_RSYSLOGD:-}" ] && [ -x "$FSGATE_RSYSLOGD" ]; } || command -v rsyslogd >/dev/null 2>&1 \
+    || [ -x /usr/sbin/rsyslogd ]
+}
+has_rsyslog_tls() {
+  command -v openssl >/dev/null 2>&1 || return 1
+  for f in /usr/lib/*/rsyslog/lmnsd_ossl.so /usr/lib/rsyslog/lmnsd_ossl.so; do
+    [ -f "$f" ] && return 0
+  done
+  return 1
+}
+if ! has_rsyslog || ! has_rsyslog_tls; then
+  apt_install rsyslog rsyslog-openssl openssl || true
+fi
+has_rsyslog || missing "no rsyslog (apt-get install rsyslog): the shipping tests have no collector"
+has_rsyslog_tls || missing "no rsyslog TLS driver or openssl (apt-get install rsyslog-openssl openssl): no TLS shipping test"
 
 echo "peers installed in $PEERS"

@@ -52,6 +52,8 @@ pub struct Opened {
     /// `[vcs] stage`: git dirs outside the workspace (kept open for a read-write rule)
     /// and ignore files above it (read-only rules).
     vcs_grants: VcsGrants,
+    /// `[audit] ship`: the collectors, prepared (TLS files read, names resolved).
+    ship: Option<crate::audit::ship::ShipPlan>,
 }
 
 impl Opened {
@@ -134,6 +136,8 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         // handshake proceeds; the start record itself is durable before `open` returns.
         defer_start_checkpoint: true,
     };
+    let ship = crate::audit::ship::ShipPlan::prepare(&audit_settings.ship)
+        .map_err(|e| format!("invalid policy: {e}"))?;
     let (audit_path, audit_parent, audit) = open_audit(cfg, &audit_settings, &policy, opts, state)?;
     let backup_settings = raw.backup.clone().unwrap_or_default();
     let backup_dir = match (&cfg.backup_dir, &backup_settings.dir) {
@@ -157,6 +161,9 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     ];
     if let Some(k) = &audit_settings.signing_key {
         own.push((FloorKind::AuditLog, k.clone()));
+    }
+    for k in audit_settings.ship.iter().filter_map(|d| d.tls_key.clone()) {
+        own.push((FloorKind::AuditLog, k));
     }
     if let Some(sink) = audit_settings.checkpoint_sink.as_deref()
         && !sink.starts_with("syslog")
@@ -206,6 +213,7 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         own_dirs: vec![audit_parent, backup_dir],
         locations,
         vcs_grants,
+        ship,
         sibling_chain: cfg.audit_log.is_none()
             && audit_settings.path.is_none()
             && audit_path.file_name() != Some(std::ffi::OsStr::new("audit.jsonl")),
@@ -285,6 +293,7 @@ pub fn confine(
     if let Some(port) = listen_port {
         plan = plan.listen_port(port);
     }
+    plan = ship_grants(plan, opened.ship.as_ref());
     plan = plan.scope_signals(!hosts_agent);
     let status = match restrict_self(&plan) {
         Ok(s) => s,
@@ -302,6 +311,11 @@ pub fn confine(
         && let Err(e) = a.start()
     {
         tracing::warn!("audit heartbeat not started: {e}");
+    }
+    if let (Some(a), Some(ship)) = (gw.audit(), &opened.ship)
+        && let Err(e) = ship.start(a, &opened.audit_dir)
+    {
+        tracing::error!("{e}");
     }
     let mut start = Map::new();
     start.insert("version".into(), env!("CARGO_PKG_VERSION").into());
@@ -329,6 +343,43 @@ pub fn confine(
     gw.prune_backups();
     Ok(status)
 }
+
+/// What shipping to `[audit] ship` needs from the sandbox: connecting to the collectors'
+/// ports and local sockets, and reading the resolver's files to resolve their names
+/// again after a change.
+fn ship_grants<'a>(
+    mut plan: crate::sandbox::SandboxPlan<'a>,
+    ship: Option<&crate::audit::ship::ShipPlan>,
+) -> crate::sandbox::SandboxPlan<'a> {
+    let Some(ship) = ship else {
+        return plan;
+    };
+    for port in ship.tcp_ports() {
+        plan = plan.connect_port(port);
+    }
+    for sock in ship.sockets() {
+        // `/dev/log` is often a link to the daemon's socket in another directory.
+        let real = std::fs::canonicalize(&sock).unwrap_or(sock);
+        if let Some(dir) = real.parent() {
+            plan = plan.unix_sockets_in(dir);
+        }
+    }
+    if ship.resolves_names() {
+        for f in RESOLVER_FILES {
+            plan = plan.read_only_path(*f);
+        }
+    }
+    plan
+}
+
+/// What the C library reads to resolve a host name.
+const RESOLVER_FILES: &[&str] = &[
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+];
 
 /// Compiles the built-in secret content rules on a thread of their own (started after
 /// confinement, so confined too) while the handshake proceeds: loading the policy does

@@ -60,6 +60,8 @@ mod install;
 mod audit_gateway;
 // `fsgate audit report --html`, rendered by headless Chromium: verdict, inert, offline.
 mod audit_report;
+// [audit] ship to a real rsyslog (TCP, TLS, local socket): restarts lose nothing, verify from its copy.
+mod audit_ship;
 // `audit show` for people: fitted, aligned, --stats, --follow; hostile paths inert.
 mod audit_show;
 // `fsgate acp` with real ACP SDK agents behind the proxy.

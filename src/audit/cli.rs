@@ -1,5 +1,6 @@
-//! `fsgate audit ...`: the clap definitions and the exit codes of verify, show, prune and
-//! keygen. Output goes to stdout (it is the command's product), diagnostics to stderr.
+//! `fsgate audit ...`: the clap definitions and the exit codes of verify, show, prune,
+//! keygen, and (in `ship::cli`) ship-status and import-syslog. Output goes to stdout
+//! (it is the command's product), diagnostics to stderr.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -159,6 +160,13 @@ pub enum AuditCommand {
         #[arg(long, value_name = "KEY")]
         pubkey: String,
     },
+    /// Where shipping to the `[audit] ship` collectors stands, per log and destination:
+    /// the seq delivered, the log's head, how far behind, the state and the last error.
+    ShipStatus(super::ship::cli::ShipStatusArgs),
+    /// Rebuild a log from a syslog collector's files: drop duplicates, order by seq,
+    /// name every gap; exit 0 complete, 1 gaps or conflicts, 2 unreadable. Then run
+    /// `fsgate audit verify` on the result.
+    ImportSyslog(super::ship::cli::ImportSyslogArgs),
     /// Create a signing key file (seed hex, mode 0600) and print its public key.
     Keygen {
         /// Where to write the key; never overwritten.
@@ -266,6 +274,8 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
         AuditCommand::CheckProof { proof, pubkey } => {
             super::proof_cli::check_proof(&proof, &pubkey, out)
         }
+        AuditCommand::ShipStatus(args) => super::ship::cli::ship_status(args, out),
+        AuditCommand::ImportSyslog(args) => super::ship::cli::import_syslog(args, out),
         AuditCommand::Keygen { out: file } => match keys::generate_key_file(&file) {
             Ok(pk) => {
                 written(out.write_all(format!("{}\n", hex::encode(pk.to_bytes())).as_bytes()))

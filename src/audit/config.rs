@@ -56,6 +56,10 @@ pub struct AuditSettings {
     pub max_file_bytes: Option<u64>,
     /// The active log file when `--audit-log` is not given.
     pub path: Option<PathBuf>,
+    /// Collectors every record is shipped to, from the log's own files, off the
+    /// request path (docs/shipping.md): `{ host, port }` for RFC 5424 syslog over TCP
+    /// (TLS with `tls_ca`), or `{ socket = "/dev/log" }` for the local syslog socket.
+    pub ship: Vec<super::ship::ShipDestination>,
 }
 
 impl AuditSettings {
@@ -93,6 +97,9 @@ impl AuditSettings {
             && Path::new(sink.as_str()).is_relative()
         {
             *sink = base.join(sink.as_str()).to_string_lossy().into_owned();
+        }
+        for d in &mut self.ship {
+            d.resolve_relative_to(base);
         }
     }
 }

@@ -14,6 +14,8 @@
 //! - [`recover`]: the start-up tail check (torn line, broken chain, checkpoint mismatch).
 //! - [`checkpoint`]: signed head checkpoints and their sinks; [`keys`]: Ed25519 key files.
 //! - [`series`]: which files form a log (active, rotated, sidecars) and their names.
+//! - [`ship`]: shipping every record to syslog collectors (`[audit] ship`), and the
+//!   `ship-status` / `import-syslog` commands.
 //! - [`verify`] (with [`report`]), [`show`], [`prune`]: the offline tools behind
 //!   `fsgate audit ...`; [`cli`]: their clap definitions and exit codes.
 //!
@@ -48,6 +50,7 @@ pub mod record;
 pub mod recover;
 pub mod report;
 pub mod series;
+pub mod ship;
 pub mod show;
 mod tree;
 pub mod verify;

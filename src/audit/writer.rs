@@ -207,6 +207,8 @@ struct Shared {
     start_checkpoint_thread: Mutex<Option<JoinHandle<()>>>,
     /// Changes announced before this start with neither outcome nor reconciliation.
     open_intents: Vec<Intent>,
+    /// Run by `close` once the last record is written (the shipper's final drain).
+    on_close: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
 }
 
 /// A record queued by [`AuditLog::append_deferred`] and not yet known durable.
@@ -229,6 +231,27 @@ impl Ticket {
 pub struct AuditLog {
     /// Shared with the heartbeat thread (which holds it weakly).
     shared: Arc<Shared>,
+    /// False for a view made from a [`Tap`]: dropping it leaves the log running.
+    owner: bool,
+}
+
+/// A weak handle on the log for a thread that follows it (the shipper): it does not
+/// keep the log open, and [`Tap::log`] gives a view to read the head and append
+/// lifecycle records while the log exists.
+#[derive(Clone)]
+pub struct Tap {
+    /// The log's shared state.
+    shared: Weak<Shared>,
+}
+
+impl Tap {
+    /// The log, if it still exists (a view: dropping it does not stop the log).
+    pub fn log(&self) -> Option<AuditLog> {
+        self.shared.upgrade().map(|shared| AuditLog {
+            shared,
+            owner: false,
+        })
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -306,8 +329,12 @@ impl AuditLog {
             start_checkpoint_due: AtomicBool::new(opts.defer_start_checkpoint),
             start_checkpoint_thread: Mutex::new(None),
             open_intents: open_intents.clone(),
+            on_close: Mutex::new(Vec::new()),
         });
-        let log = AuditLog { shared };
+        let log = AuditLog {
+            shared,
+            owner: true,
+        };
         for ev in rec.events {
             log.append(ev)?;
         }
@@ -559,7 +586,29 @@ impl AuditLog {
         }
         self.stop_heartbeat();
         lock(&self.shared.io).release_reservation();
+        let hooks = std::mem::take(&mut *lock(&self.shared.on_close));
+        for hook in hooks {
+            hook();
+        }
         stopped.map(|_| ()).and(duty)
+    }
+
+    /// A weak handle on this log for a thread that follows it.
+    pub fn tap(&self) -> Tap {
+        Tap {
+            shared: Arc::downgrade(&self.shared),
+        }
+    }
+
+    /// Runs `hook` when the log is closed, after its last record (the `stop` record)
+    /// and the shutdown checkpoint.
+    pub fn on_close(&self, hook: Box<dyn FnOnce() + Send>) {
+        lock(&self.shared.on_close).push(hook);
+    }
+
+    /// Whether the log was closed.
+    pub fn is_closed(&self) -> bool {
+        lock(&self.shared.state).closed
     }
 
     /// The intents found open at start-up (a crash between a change's intent and its
@@ -666,7 +715,9 @@ impl AuditLog {
 
 impl Drop for AuditLog {
     fn drop(&mut self) {
-        self.stop_heartbeat();
+        if self.owner {
+            self.stop_heartbeat();
+        }
     }
 }
 

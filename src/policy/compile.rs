@@ -136,9 +136,22 @@ pub(crate) fn compile(
     })
 }
 
-/// The sections other modules own (`[ws]`, `[backup]`) are checked here too, so that
-/// `fsgate policy check` refuses what `fsgate serve` would refuse.
+/// The sections other modules own (`[ws]`, `[backup]`, `[audit] ship`) are checked here
+/// too, so that `fsgate policy check` refuses what `fsgate serve` would refuse.
 fn check_sections(raw: &RawPolicy, src: &str) -> Result<(), PolicyError> {
+    if let Some(audit) = &raw.audit
+        && let Err(message) = crate::audit::ship::check_all(&audit.ship)
+    {
+        let line = match key_line(src, "audit", "ship") {
+            0 => section_line(src, "audit"),
+            n => n,
+        };
+        return Err(PolicyError::Invalid {
+            key: "audit.ship".into(),
+            line,
+            message,
+        });
+    }
     if let Some(ws) = &raw.ws
         && let Err(m) = ws.validate()
     {
@@ -228,6 +241,9 @@ pub(crate) fn policy_protected(raw: &RawPolicy, base: Option<&Path>) -> Vec<Prot
         }
         if let Some(key) = audit.signing_key.as_deref().map(resolve) {
             push(key, "audit signing key");
+        }
+        for key in audit.ship.iter().filter_map(|d| d.tls_key.as_deref()) {
+            push(resolve(key), "audit ship TLS key");
         }
         if let Some(sink) = audit
             .checkpoint_sink

@@ -233,16 +233,9 @@ pub(crate) fn restrict_self(plan: &SandboxPlan<'_>) -> Result<SandboxStatus, San
             Err(e) => detail.push(format!("{} skipped ({e})", path.display())),
         }
     }
+    created = add_unix_socket_rules(created, plan, rights, &mut detail)?;
     if !rights.handled_net.is_empty() {
-        match plan.listen_port {
-            Some(port) => {
-                created = created
-                    .add_rule(NetPort::new(port, AccessNet::BindTcp))
-                    .map_err(ll_err("add the listen port rule"))?;
-                detail.push(format!("TCP: bind port {port} only, no connect"));
-            }
-            None => detail.push("TCP: no bind, no connect".to_owned()),
-        }
+        created = add_tcp_rules(created, plan, &mut detail)?;
     }
     if !scopes.is_empty() {
         let names: Vec<&str> = scopes
@@ -283,6 +276,66 @@ pub(crate) fn restrict_self(plan: &SandboxPlan<'_>) -> Result<SandboxStatus, San
         detail,
         plan.workspace_write,
     ))
+}
+
+/// TCP: bind the listen port, connect to the collectors' ports, nothing else.
+fn add_tcp_rules(
+    mut created: RulesetCreated,
+    plan: &SandboxPlan<'_>,
+    detail: &mut Vec<String>,
+) -> Result<RulesetCreated, SandboxError> {
+    let bind = match plan.listen_port {
+        Some(port) => {
+            created = created
+                .add_rule(NetPort::new(port, AccessNet::BindTcp))
+                .map_err(ll_err("add the listen port rule"))?;
+            format!("bind port {port} only")
+        }
+        None => "no bind".to_owned(),
+    };
+    for &port in &plan.connect_ports {
+        created = created
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(ll_err(format!("add the connect rule for TCP port {port}")))?;
+    }
+    let connect = match plan.connect_ports.as_slice() {
+        [] => "no connect".to_owned(),
+        ports => {
+            let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+            format!(
+                "connect to port {} only (audit collectors)",
+                list.join(", ")
+            )
+        }
+    };
+    detail.push(format!("TCP: {bind}, {connect}"));
+    Ok(created)
+}
+
+/// Where the kernel restricts connecting to Unix sockets by path (ABI 9), allows the
+/// local syslog socket's directory for that alone.
+fn add_unix_socket_rules(
+    mut created: RulesetCreated,
+    plan: &SandboxPlan<'_>,
+    rights: Rights,
+    detail: &mut Vec<String>,
+) -> Result<RulesetCreated, SandboxError> {
+    let connect = rights.handled_fs & AccessFs::ResolveUnix;
+    if connect.is_empty() {
+        return Ok(created);
+    }
+    for dir in &plan.unix_socket_dirs {
+        match PathFd::new(dir) {
+            Ok(fd) => {
+                created = created
+                    .add_rule(PathBeneath::new(fd, connect))
+                    .map_err(ll_err(format!("add the rule for {}", dir.display())))?;
+                detail.push(format!("{}: connect to Unix sockets", dir.display()));
+            }
+            Err(e) => detail.push(format!("{} skipped ({e})", dir.display())),
+        }
+    }
+    Ok(created)
 }
 
 /// Turns the library's report into ours.

@@ -28,8 +28,9 @@ pub struct Grant<'a> {
 /// What the gateway process may still reach after [`super::restrict_self`].
 ///
 /// Everything not listed is refused by the kernel: other files and directories, every
-/// TCP bind and connect except the listen port, abstract Unix sockets and signals to
-/// processes outside the sandbox (where the kernel's ABI can express it).
+/// TCP bind and connect except the listen port and the audit collectors' ports, abstract
+/// Unix sockets and signals to processes outside the sandbox (where the kernel's ABI can
+/// express it).
 #[derive(Debug, Clone)]
 pub struct SandboxPlan<'a> {
     /// The workspace root handle (the same descriptor the workspace `Dir` uses).
@@ -46,8 +47,13 @@ pub struct SandboxPlan<'a> {
     /// Paths to allow read-only if they exist, opened when the plan is applied; missing
     /// ones are listed in the status detail.
     pub(crate) read_only_paths: Vec<PathBuf>,
-    /// TCP port the WebSocket transport listens on; None refuses every TCP bind/connect.
+    /// TCP port the WebSocket transport listens on; None refuses every TCP bind.
     pub(crate) listen_port: Option<u16>,
+    /// TCP ports the gateway connects to (`[audit] ship` collectors); others refused.
+    pub(crate) connect_ports: Vec<u16>,
+    /// Directories holding Unix sockets the gateway connects to (a local syslog
+    /// socket), so a kernel that restricts connecting to them (Landlock ABI 9) allows it.
+    pub(crate) unix_socket_dirs: Vec<PathBuf>,
     /// Whether to stop the process from signalling processes outside its sandbox.
     pub(crate) scope_signals: bool,
 }
@@ -63,6 +69,8 @@ impl<'a> SandboxPlan<'a> {
             read_only: Vec::new(),
             read_only_paths: Vec::new(),
             listen_port: None,
+            connect_ports: Vec::new(),
+            unix_socket_dirs: Vec::new(),
             scope_signals: true,
         }
     }
@@ -94,6 +102,19 @@ impl<'a> SandboxPlan<'a> {
     /// Allows binding this TCP port (the WebSocket listener); all other TCP is refused.
     pub fn listen_port(mut self, port: u16) -> Self {
         self.listen_port = Some(port);
+        self
+    }
+
+    /// Allows connecting to this TCP port (an audit collector's).
+    pub fn connect_port(mut self, port: u16) -> Self {
+        self.connect_ports.push(port);
+        self
+    }
+
+    /// Allows connecting to the Unix sockets in `dir` (the local syslog socket's
+    /// directory: the socket itself is replaced when the daemon restarts).
+    pub fn unix_sockets_in(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.unix_socket_dirs.push(dir.into());
         self
     }
 

@@ -153,8 +153,8 @@ fn read_only_policy_makes_the_kernel_refuse_writes() {
 }
 
 #[test]
-fn tcp_is_limited_to_the_listen_port() {
-    if skipped("tcp_is_limited_to_the_listen_port") {
+fn tcp_is_limited_to_the_listen_port_and_the_collectors_port() {
+    if skipped("tcp_is_limited_to_the_listen_port_and_the_collectors_port") {
         return;
     }
     let tmp = fixture();
@@ -511,8 +511,14 @@ fn network(root: &Path) {
         .and_then(|p| p.parse().ok())
         .expect("port");
     let ws = open_dir(root.join("ws"));
+    // An audit collector, listening before the gateway confines itself.
+    let collector = TcpListener::bind("127.0.0.1:0").expect("bind the collector");
+    let collector_port = collector.local_addr().expect("collector address").port();
     let threads = threads();
-    let status = restrict_self(&SandboxPlan::new(&ws, false).listen_port(port)).expect("restrict");
+    let plan = SandboxPlan::new(&ws, false)
+        .listen_port(port)
+        .connect_port(collector_port);
+    let status = restrict_self(&plan).expect("restrict");
     print_status(&status, threads);
     if status.abi.is_some_and(|a| a < 4) {
         println!(
@@ -527,6 +533,8 @@ fn network(root: &Path) {
         "connect anywhere, even to our own listener",
         TcpStream::connect(("127.0.0.1", port)),
     );
+    TcpStream::connect(("127.0.0.1", collector_port)).expect("connect to the collector's port");
+    println!("allowed as planned: connect to the collector's port");
     drop(listener);
 }
 

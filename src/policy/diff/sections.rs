@@ -147,6 +147,7 @@ fn default(sec: &str, key: &str) -> Option<Value> {
         ("audit", "checkpoint_every") => int(1000),
         ("audit", "heartbeat_secs") => int(30),
         ("audit", "max_file_bytes") => int(64 << 20),
+        ("audit", "ship") => Some(Value::Array(Vec::new())),
         ("backup", "max_total_bytes" | "max_sparse_bytes") => int(1 << 30),
         ("backup", "max_file_bytes") => int(64 << 20),
         ("backup", "on_limit") => s("refuse"),
@@ -178,8 +179,25 @@ fn compare(sec: &str, key: &str, a: Option<&Value>, b: Option<&Value>, out: &mut
     {
         return entries(sec, key, la, lb, out);
     }
+    if (sec, key) == ("audit", "ship") {
+        let none = Vec::new();
+        let la = a.and_then(Value::as_array).unwrap_or(&none);
+        let lb = b.and_then(Value::as_array).unwrap_or(&none);
+        return safeguards(sec, key, la, lb, out);
+    }
     let d = direction(sec, key, a, b);
     out.push(Item::new(d, sec, key, text(a), text(b)));
+}
+
+/// A list of safeguards (`[audit] ship` collectors) one by one: removed loosens, added
+/// tightens.
+fn safeguards(sec: &str, key: &str, a: &[Value], b: &[Value], out: &mut Vec<Item>) {
+    for x in a.iter().filter(|x| !b.contains(x)) {
+        out.push(Item::new(Direction::Loosens, sec, key, x.to_string(), "(removed)"));
+    }
+    for x in b.iter().filter(|x| !a.contains(x)) {
+        out.push(Item::new(Direction::Tightens, sec, key, "(absent)", x.to_string()));
+    }
 }
 
 /// A list's entries one by one: added grants more (loosens), removed tightens.

@@ -282,7 +282,7 @@ fn marking_a_rule_overridable_loosens() {
 #[test]
 fn sections_key_by_key() {
     let with = |extra: &str| format!("{DEFAULT}\n{extra}\n");
-    let cases: [(&str, &[&str]); 8] = [
+    let cases: [(&str, &[&str]); 9] = [
         ("[audit]\nfsync = \"never\"", &["loosens audit fsync"]),
         (
             "[audit]\ncheckpoint_every = 0",
@@ -312,6 +312,10 @@ fn sections_key_by_key() {
             "[ws]\nallowed_origins = [\"http://localhost:3000\"]",
             &["loosens ws allowed_origins"],
         ),
+        (
+            "[audit]\nship = [{ socket = \"/dev/log\" }]",
+            &["tightens audit ship"],
+        ),
     ];
     for (extra, want) in cases {
         assert_eq!(
@@ -320,6 +324,9 @@ fn sections_key_by_key() {
             "{extra}"
         );
     }
+    // A collector removed is a safeguard gone.
+    let shipped = with("[audit]\nship = [{ socket = \"/dev/log\" }]");
+    assert_eq!(lines(&items(&shipped, DEFAULT)), ["loosens audit ship"]);
     let none = edited(
         "[agent]\n",
         "[agent]\nnetwork = \"none\"\nread = [\"/opt/a\"]\n",
