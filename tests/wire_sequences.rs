@@ -13,7 +13,8 @@
 //!
 //! Each door runs `FSGATE_SEQ_CASES` sequences (default 12, a few seconds);
 //! `FSGATE_SEQ_CASES=2000 cargo test --features test-bins --test all wire_sequences --
-//! --nocapture` is a long run, and prints how many sequences and messages it sent.
+//! --nocapture` is a long run, and prints how many sequences and messages it sent
+//! (`FSGATE_SEQ_BIN_DIR`: take `fsgate` and the test agent from there instead).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -394,8 +395,17 @@ fn run(door: Door, seq: &[Msg], tally: &mut Tally) -> Result<(), TestCaseError> 
     Ok(())
 }
 
+/// A program of this build, or of `FSGATE_SEQ_BIN_DIR` (a copy, so that a long run
+/// goes on while the tree is rebuilt).
+fn program(name: &str, built: &str) -> std::path::PathBuf {
+    match std::env::var_os("FSGATE_SEQ_BIN_DIR") {
+        Some(dir) => Path::new(&dir).join(name),
+        None => built.into(),
+    }
+}
+
 fn command(door: Door, root: &Path, state: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsgate"));
+    let mut cmd = Command::new(program("fsgate", env!("CARGO_BIN_EXE_fsgate")));
     match door {
         Door::Mcp => cmd.args(["serve", "--transport", "mcp"]),
         Door::Acp => cmd.arg("serve"),
@@ -407,8 +417,8 @@ fn command(door: Door, root: &Path, state: &Path) -> Command {
         .arg(state.join("audit").join("audit.jsonl"));
     cmd.arg("--backup-dir").arg(state.join("backups"));
     if door == Door::Proxy {
-        cmd.arg("--")
-            .arg(env!("CARGO_BIN_EXE_fsgate-test-acp-agent"));
+        let agent = env!("CARGO_BIN_EXE_fsgate-test-acp-agent");
+        cmd.arg("--").arg(program("fsgate-test-acp-agent", agent));
     }
     cmd.current_dir(state);
     cmd
