@@ -80,6 +80,10 @@ mod mcp_parity_text;
 mod mcp_parity_results;
 // MCP roots narrow the workspace, never widen it; the reference next to fsgate.
 mod mcp_parity_roots;
+// MCP eras: stateless requests answered alone, removed and undeclared methods, strays.
+mod mcp_eras;
+// Random message sequences on the MCP door, the ACP door and the ACP proxy: never the end.
+mod wire_sequences;
 // MCP on the wire: both protocol eras, refusals as tool errors, policy-shaped tool lists.
 mod mcp_wire;
 // Issue 17 under MCP: ask rules through elicitation, changes as log messages.

@@ -219,6 +219,11 @@ impl McpGate {
         self.try_response_keyed(id.to_string(), wait)
     }
 
+    /// The response whose id is `id` (a JSON id of any type), if it arrives within `wait`.
+    pub fn try_response_to(&self, id: &Value, wait: Duration) -> Option<Value> {
+        self.try_response_keyed(id.to_string(), wait)
+    }
+
     /// The (latest) response with a null id (a parse error), if one arrives within `wait`.
     pub fn try_null_response(&self, wait: Duration) -> Option<Value> {
         self.try_response_keyed("null".into(), wait)

@@ -36,6 +36,21 @@ pub(super) const NOT_DECLARED: &str =
 const URL_ONLY: &str =
     "the MCP client declared URL elicitation only, and the question needs a form";
 
+/// Why a stateless request is not asked.
+pub(super) const STATELESS: &str = "a stateless (2026-07-28) request cannot be asked: \
+     fsgate puts questions only to a 2025-era session that declared elicitation";
+
+/// The asker of stateless requests: nobody. Nothing a 2025-era session on the same
+/// connection declared applies to them.
+#[derive(Debug)]
+pub(super) struct NoAsking;
+
+impl Asker for NoAsking {
+    fn ask(&self, _: &Question, _: Duration) -> Answer {
+        Answer::Unanswered(STATELESS.into())
+    }
+}
+
 /// The most bytes of a proposed text shown in the prompt.
 const SHOWN_TEXT: usize = 2000;
 

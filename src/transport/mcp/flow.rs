@@ -2,8 +2,8 @@
 //! the SDK and the moment their answer is written to the client: who records each, and
 //! the bytes they hold.
 //!
-//! The SDK answers some requests without calling a handler of ours (`ping`, a request
-//! refused for its `_meta`), so recording cannot be left to handlers. Instead each
+//! The SDK answers some requests without calling a handler of ours (a request refused
+//! for its `_meta`, an unsupported protocol version), so recording cannot be left to handlers. Instead each
 //! request is entered here by the pump; a handler that records by itself (a tool call,
 //! through its gateway operations) *claims* it; the output copier records every answer
 //! whose request nobody claimed, before writing it. Exactly one record per request.
@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::gateway::Lease;
 
@@ -31,6 +31,10 @@ pub(super) struct Pending {
     pub method: String,
     /// Someone else records it (a tool call records its gateway operations).
     pub claimed: bool,
+    /// A stateless (2026-07-28) request: recorded in the stateless requests' context.
+    pub stateless: bool,
+    /// Told (by being dropped) once the request is answered or cancelled.
+    _done: Option<oneshot::Sender<()>>,
     /// Which request under this id: a client may reuse an id once its request was
     /// cancelled, and the old call's answer must not take the new request's place.
     serial: u64,
@@ -95,8 +99,16 @@ impl Flow {
     }
 
     /// Waits until there is room for an answer and for a request line of `len` bytes,
-    /// then enters the request; returns its serial. Call before handing its line on.
-    pub(super) async fn admit(&self, key: String, method: String, len: usize) -> u64 {
+    /// then enters the request (`stateless` or of the session; `done` is dropped once
+    /// it is answered or cancelled); returns its serial. Call before handing it on.
+    pub(super) async fn admit(
+        &self,
+        key: String,
+        method: String,
+        len: usize,
+        stateless: bool,
+        done: Option<oneshot::Sender<()>>,
+    ) -> u64 {
         self.wait_for_answer_room().await;
         let units = self.units(len.max(MIN_INPUT_UNITS));
         let serial = self.serials.fetch_add(1, Ordering::Relaxed);
@@ -106,6 +118,8 @@ impl Flow {
         let pending = Pending {
             method,
             claimed: false,
+            stateless,
+            _done: done,
             serial,
             _input: input,
             room: None,
@@ -202,10 +216,12 @@ mod tests {
     #[tokio::test]
     async fn admission_waits_while_unwritten_answers_fill_the_room() {
         let flow = Flow::new(MIN_INPUT_UNITS * 2);
-        flow.admit("1".into(), "tools/call".into(), 10).await;
+        flow.admit("1".into(), "tools/call".into(), 10, false, None)
+            .await;
         flow.hold_answer("1", usize::MAX, Vec::new()).await;
         let f2 = Arc::clone(&flow);
-        let waiting = tokio::spawn(async move { f2.admit("2".into(), "ping".into(), 10).await });
+        let waiting =
+            tokio::spawn(async move { f2.admit("2".into(), "ping".into(), 10, false, None).await });
         tokio::time::sleep(Duration::from_millis(30)).await;
         assert!(!waiting.is_finished(), "no room: no new request");
         drop(flow.take("1")); // written
@@ -218,10 +234,14 @@ mod tests {
     #[tokio::test]
     async fn a_reused_id_belongs_to_its_newest_request_only() {
         let flow = Flow::new(MIN_INPUT_UNITS * 4);
-        let old = flow.admit("5".into(), "tools/call".into(), 10).await;
+        let old = flow
+            .admit("5".into(), "tools/call".into(), 10, false, None)
+            .await;
         assert!(flow.claim_serial("5", old));
         drop(flow.take("5")); // cancelled by the client
-        let new = flow.admit("5".into(), "tools/call".into(), 10).await;
+        let new = flow
+            .admit("5".into(), "tools/call".into(), 10, false, None)
+            .await;
         assert_ne!(old, new);
         assert!(
             !flow.claim_serial("5", old),
@@ -238,10 +258,11 @@ mod tests {
     #[tokio::test]
     async fn input_lines_in_flight_are_bounded_in_bytes() {
         let flow = Flow::new(MIN_INPUT_UNITS * 2);
-        flow.admit("1".into(), "a".into(), MIN_INPUT_UNITS * 2)
+        flow.admit("1".into(), "a".into(), MIN_INPUT_UNITS * 2, false, None)
             .await;
         let f2 = Arc::clone(&flow);
-        let waiting = tokio::spawn(async move { f2.admit("2".into(), "b".into(), 1).await });
+        let waiting =
+            tokio::spawn(async move { f2.admit("2".into(), "b".into(), 1, false, None).await });
         tokio::time::sleep(Duration::from_millis(30)).await;
         assert!(!waiting.is_finished());
         drop(flow.take("1"));

@@ -28,7 +28,7 @@ pub fn classify_line(line: &[u8]) -> (String, Option<(String, String)>) {
     match classify(line) {
         Line::Skip => ("skip".into(), None),
         Line::Refuse(name, id, (code, _)) => (format!("refuse {name} {id} {code}"), None),
-        Line::Request { key, method } => ("request".into(), Some((key, method))),
+        Line::Request { key, method, .. } => ("request".into(), Some((key, method))),
         Line::Pass(name) => (format!("pass {name}"), None),
         Line::Cancel(key) => (format!("cancel {key:?}"), None),
     }

@@ -1,6 +1,6 @@
 //! A guard in front of the MCP server's input so that an oversized message gets an
 //! answer instead of silence: a line longer than the policy's `limits.max_message_bytes`
-//! is cut off (never held whole in memory), made unparsable so the SDK drops it, and
+//! is cut off (never held whole in memory), made unparsable so the pump skips it, and
 //! followed by a small stand-in message carrying the original id (null if none could be
 //! found), which the input pump records and answers with a JSON-RPC error naming the
 //! limit. The session goes on.
@@ -20,9 +20,6 @@ const KEEP: usize = 512;
 
 /// Appended to the kept part of an oversized line: a NUL makes it invalid JSON.
 const CUT: &[u8] = b"\0\n";
-
-/// How many bytes the SDK's own line limit must allow beyond ours.
-pub(super) const SLACK: usize = CUT.len() + 1;
 
 /// Passes lines through unchanged, and replaces the part beyond `max` of any longer one.
 pub(super) struct LineGuard<R> {

@@ -8,9 +8,12 @@
 //! Refusals and failures are tool results with `isError: true` and a one-line reason;
 //! protocol errors (unknown tool, malformed request) stay JSON-RPC errors.
 //!
-//! Protocol eras: rmcp serves both by itself, negotiating by what the client sends
-//! first: the 2025 revisions' `initialize` handshake, and the 2026-07-28 revision's
-//! stateless requests (per-request `_meta` protocol version, `server/discover`).
+//! Protocol eras: rmcp serves both, the 2025 revisions' `initialize` handshake and the
+//! 2026-07-28 revision's stateless requests (per-request `_meta` protocol version,
+//! `server/discover`). What makes an answer depend on the request alone is the input
+//! pump's (see [`era`]): a stateless request is answered in a context of its own, never
+//! the 2025 session's (no roots, no person asked, no grant from the session, no log
+//! messages), and nothing the SDK would end the connection over ever reaches it.
 //!
 //! One record per message: the input pump records what never reaches a handler
 //! (unparsable lines, batches, oversized lines) and every notification and client
@@ -21,7 +24,7 @@
 //! Bounded memory: see [`flow`]. A tool answer whose encoded size exceeds the message
 //! limit becomes a tool error instead.
 //!
-//! Layout: `guard` and `pump` (input), `flow` (requests in flight, byte rooms), `args`
+//! Layout: `guard`, `pump` and `era` (input), `wire` (the SDK's transport), `flow` (requests in flight, byte rooms), `args`
 //! (argument structs = input schemas), `catalog` (names, annotations, output schemas),
 //! `describe` (descriptions), `tools` (dispatch), `compat` (the reference server's
 //! composed tools), `edits` (edit lists and diffs), `render` (results and errors),
@@ -35,6 +38,7 @@ mod describe;
 mod direct;
 mod edits;
 mod elicit;
+mod era;
 mod flow;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
@@ -45,18 +49,17 @@ mod pump;
 mod render;
 mod roots;
 mod tools;
+mod wire;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
     DiscoverResult, ErrorCode, Implementation, InitializeRequestParams, InitializeResult,
     ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext, ServerInitializeError};
-use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
@@ -75,8 +78,11 @@ use flow::{Flow, Pending, id_key};
 pub struct McpServer {
     /// Every tool call goes through it.
     gw: Arc<Gateway>,
-    /// One stdio connection is one session in the audit log, whichever protocol era.
+    /// The connection's 2025-era session (one session in the audit log).
     ctx: Arc<RequestCtx>,
+    /// Stateless requests': the whole workspace, nobody to ask, no log messages, and a
+    /// session id of its own (an `allow_always` of the 2025 session is no grant here).
+    stateless: Arc<RequestCtx>,
     /// Input and output schemas, generated once.
     catalog: Catalog,
     /// Bounds the tool calls running at once; more wait for a slot.
@@ -111,9 +117,19 @@ impl McpServer {
             .policy()
             .notify_mcp()
             .then(|| Arc::clone(&logs) as Arc<dyn crate::gateway::ChangeSink>);
+        let session = session_id();
+        let stateless = RequestCtx {
+            style: PathStyle::AbsoluteOrRelative,
+            session: format!("{session}-stateless"),
+            transport: "mcp",
+            peer: peer.clone(),
+            scope: crate::gateway::Scope::default(),
+            asker: Some(Arc::new(elicit::NoAsking)),
+            notifier: None,
+        };
         let ctx = RequestCtx {
             style: PathStyle::AbsoluteOrRelative,
-            session: session_id(),
+            session,
             transport: "mcp",
             peer,
             scope: crate::gateway::Scope::narrowable(),
@@ -123,6 +139,7 @@ impl McpServer {
         McpServer {
             gw,
             ctx: Arc::new(ctx),
+            stateless: Arc::new(stateless),
             catalog: Catalog::new(),
             slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             flow,
@@ -192,6 +209,22 @@ fn encoded_len(v: &impl serde::Serialize) -> usize {
     crate::transport::results::json_len_upto(v, usize::MAX).unwrap_or(usize::MAX)
 }
 
+/// What the server declares: tools, and (2025 revisions) logging. Nothing else: the
+/// input pump answers requests of other features "method not found".
+// Logging is deprecated in the SDK (SEP-2577) but current in the 2025 revisions.
+#[allow(deprecated)]
+fn capabilities() -> ServerCapabilities {
+    ServerCapabilities::builder()
+        .enable_tools()
+        .enable_logging()
+        .build()
+}
+
+/// Whether a request's `_meta` makes it a stateless (2026-07-28) request.
+fn is_stateless(meta: &rmcp::model::RequestMetaObject) -> bool {
+    meta.contains_key(era::VERSION_KEY)
+}
+
 /// A session id unique enough for the audit log: pid and start time.
 fn session_id() -> String {
     let nanos = std::time::SystemTime::now()
@@ -212,11 +245,7 @@ impl ServerHandler for McpServer {
         );
         let mut meta = rmcp::model::JsonObject::new();
         meta.insert("fsgate".into(), self.gw.meta());
-        let caps = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_logging()
-            .build();
-        let mut info = InitializeResult::new(caps)
+        let mut info = InitializeResult::new(capabilities())
             .with_server_info(
                 Implementation::new("fsgate", env!("CARGO_PKG_VERSION"))
                     .with_title("fsgate filesystem gateway")
@@ -241,8 +270,12 @@ impl ServerHandler for McpServer {
             self.elicit.declared(e, context.peer.clone());
         }
         self.logs.start(context.peer.clone());
-        context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
+        let result = self.negotiate_initialize(&request)?;
+        // The session's version is the one agreed on, as after the SDK's own handshake.
+        let mut info = request;
+        info.protocol_version = result.protocol_version.clone();
+        context.peer.set_peer_info(info);
+        Ok(result)
     }
 
     #[allow(deprecated)]
@@ -298,35 +331,12 @@ impl ServerHandler for McpServer {
     ) -> Result<CustomResult, McpError> {
         // The SDK hands over a known method whose params did not fit its schema
         // (`"arguments": "text"`) as a custom request: that is a params error.
-        let known = matches!(
-            request.method.as_str(),
-            "initialize"
-                | "ping"
-                | "tools/list"
-                | "tools/call"
-                | "server/discover"
-                | "resources/list"
-                | "resources/read"
-                | "prompts/list"
-                | "prompts/get"
-                | "completion/complete"
-                | "logging/setLevel"
-        );
-        Err(if known {
-            McpError::invalid_params(
-                format!(
-                    "invalid params for `{}`: they do not match the method's schema",
-                    crate::error::echo(&request.method)
-                ),
-                None,
-            )
-        } else {
-            McpError::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("unknown method `{}`", crate::error::echo(&request.method)),
-                None,
-            )
-        })
+        let (code, message) = era::unreadable(&request.method);
+        Err(McpError::new(
+            ErrorCode(code as i32),
+            crate::error::echo(&message).into_owned(),
+            None,
+        ))
     }
 
     async fn call_tool(
@@ -343,7 +353,12 @@ impl ServerHandler for McpServer {
         };
         let key = id_key(&context.id);
         let args = request.arguments.unwrap_or_default();
-        let (gw, ctx) = (Arc::clone(&self.gw), Arc::clone(&self.ctx));
+        let ctx = if is_stateless(&context.meta) {
+            &self.stateless
+        } else {
+            &self.ctx
+        };
+        let (gw, ctx) = (Arc::clone(&self.gw), Arc::clone(ctx));
         self.flow.wait_for_answer_room().await;
         let permit = Arc::clone(&self.slots)
             .acquire_owned()
@@ -434,16 +449,15 @@ where
         (max, Arc::clone(&server.slots)),
         (Arc::clone(&output), answers.clone()),
     )?;
-    let (sdk_in, to_sdk) = tokio::io::duplex(64 * 1024);
+    let (to_sdk, sdk_in) = mpsc::channel(wire::QUEUED);
     let (sdk_out, from_sdk) = tokio::io::duplex(256 * 1024);
-    let pump = pump::Pump {
-        gw: Arc::clone(&server.gw),
-        ctx: Arc::clone(&server.ctx),
-        flow: Arc::clone(&flow),
-        answers,
-        door,
-        initialized: AtomicBool::new(false),
-    };
+    let pump = pump::Pump::new(
+        Arc::clone(&server.gw),
+        (Arc::clone(&server.ctx), Arc::clone(&server.stateless)),
+        Arc::clone(&flow),
+        (answers, door),
+        capabilities(),
+    );
     let pumping = match input {
         Input::Task(r) => Pumping::Task(tokio::spawn(pump::run(
             pump,
@@ -459,20 +473,18 @@ where
         flow,
         gw: Arc::clone(&server.gw),
         ctx: Arc::clone(&server.ctx),
+        stateless: Arc::clone(&server.stateless),
     };
     let copying = tokio::spawn(copier.run(from_sdk, output, own));
-    let transport = AsyncRwTransport::new_server(sdk_in, sdk_out)
-        .with_max_line_length(max.saturating_add(guard::SLACK));
-    let served = match server.serve(transport).await {
-        Ok(running) => match running.waiting().await {
-            Ok(reason) => {
-                tracing::debug!(?reason, "mcp session ended");
-                Ok(())
-            }
-            Err(e) => Err(std::io::Error::other(e)),
-        },
-        // The client went away before its first request.
-        Err(ServerInitializeError::ConnectionClosed(_)) => Ok(()),
+    let transport = wire::Wire::new(sdk_in, sdk_out);
+    // Without the SDK's opening handshake, which ended the connection on any message but
+    // a request: `initialize` is a request like the others here (see `pump`).
+    let running = rmcp::service::serve_directly(server, transport, None);
+    let served = match running.waiting().await {
+        Ok(reason) => {
+            tracing::debug!(?reason, "mcp session ended");
+            Ok(())
+        }
         Err(e) => Err(std::io::Error::other(e)),
     };
     // Normally the pump has ended (input closed); if the SDK ended first, stop reading.
@@ -492,6 +504,7 @@ struct Copier {
     flow: Arc<Flow>,
     gw: Arc<Gateway>,
     ctx: Arc<RequestCtx>,
+    stateless: Arc<RequestCtx>,
 }
 
 /// The members of an outgoing message the copier looks at.
@@ -606,7 +619,12 @@ impl Copier {
             return Some(pending);
         }
         let outcome = out.error.map_or(Ok(()), |e| Err((e.code, e.message)));
-        if let Err(e) = record(&self.gw, &self.ctx, pending.method.clone(), outcome).await {
+        let ctx = if pending.stateless {
+            &self.stateless
+        } else {
+            &self.ctx
+        };
+        if let Err(e) = record(&self.gw, ctx, pending.method.clone(), outcome).await {
             let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": e.to_rpc_error()});
             *line = answer.to_string().into_bytes();
             line.push(b'\n');

@@ -15,8 +15,8 @@
 //!
 //! The 2026-07-28 revision deprecates roots and forbids requests from the server outside
 //! a call: its stateless requests carry no roots and are never asked for any. They are
-//! served with the scope of their connection: the workspace, or the roots a 2025-era
-//! session on the same connection gave.
+//! served with the whole workspace, whatever roots a 2025-era session on the same
+//! connection gave (see `McpServer::stateless`).
 
 // Roots are deprecated in the SDK (SEP-2577) but current in the 2025 revisions.
 #![allow(deprecated)]
