@@ -42,6 +42,8 @@ impl Selection {
 pub struct Saved {
     /// The backup's id, as the log names it.
     pub id: String,
+    /// The SHA-256 the intent says the replaced content had (`args.oldSha256`).
+    pub sha256: Option<String>,
 }
 
 /// What a content change's path held before it.
@@ -101,6 +103,8 @@ pub enum What {
         leaf_dirs: Vec<String>,
         /// Files removed without a backup (`[backup] on_limit`).
         unsaved: usize,
+        /// The SHA-256 of the one file removed, when it was one (`args.oldSha256`).
+        sha256: Option<String>,
     },
     /// `rename`: `from` moved to `to`, replacing what `to` held (saved in `replaced`).
     Rename {
@@ -315,7 +319,13 @@ pub(crate) fn what_of(v: &Value) -> Result<What, String> {
     };
     let backup = v.get("backup").and_then(Value::as_str).map(str::to_owned);
     let before = match (&backup, args.get("noBackup")) {
-        (Some(id), _) => Before::Saved(Saved { id: id.clone() }),
+        (Some(id), _) => Before::Saved(Saved {
+            id: id.clone(),
+            sha256: args
+                .get("oldSha256")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        }),
         (None, Some(_)) => Before::Unsaved,
         (None, None) => Before::Absent,
     };
@@ -376,6 +386,10 @@ fn removal(v: &Value, path: String, first: Option<String>) -> What {
         backups,
         leaf_dirs: strings("leafDirs").iter().filter_map(|p| rel(p)).collect(),
         unsaved,
+        sha256: args
+            .get("oldSha256")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     }
 }
 
@@ -474,7 +488,8 @@ mod tests {
                 from: "d/a".into(),
                 to: "d/b".into(),
                 replaced: Some(Before::Saved(Saved {
-                    id: "l%2Fb/1".into()
+                    id: "l%2Fb/1".into(),
+                    sha256: None,
                 })),
             }
         );
@@ -499,6 +514,7 @@ mod tests {
                 backups: vec!["d%2Fx/1".into(), "d%2Fy/1".into()],
                 leaf_dirs: vec!["d/e".into()],
                 unsaved: 0,
+                sha256: None,
             }
         );
         let link = intent(

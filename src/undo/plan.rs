@@ -128,7 +128,10 @@ mod tests {
             ("d/f", 4, "b"),
             ("d/f", 5, "a"),
         ]);
-        let saved = Before::Saved(super::super::history::Saved { id: "x".into() });
+        let saved = Before::Saved(super::super::history::Saved {
+            id: "x".into(),
+            sha256: None,
+        });
         let changes = vec![
             write(0, "d/f", "s0", Before::Absent),
             write(1, "d/f", "s1", saved.clone()),

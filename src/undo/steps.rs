@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::Serialize;
 
-use super::history::{Before, Change, Removed, Touch, What};
+use super::history::{Before, Change, Removed, Saved, Touch, What};
 use super::plan::{ancestors, changed_since};
 use super::world::{Action, Content, Node, World};
+use crate::backup::BackupRef;
 
 /// Content larger than this is not compared line by line.
 pub const MAX_DIFF_BYTES: u64 = 4 << 20;
@@ -272,7 +273,7 @@ impl Undoer<'_> {
         };
         let now = w.node(path)?;
         let was = match before {
-            Before::Saved(s) => Some(w.saved(&s.id)?),
+            Before::Saved(s) => Some(backup_of(w, s)?),
             Before::Absent => None,
             Before::Unsaved => {
                 return Err(Stop::Fail(
@@ -357,6 +358,7 @@ impl Undoer<'_> {
             backups,
             leaf_dirs,
             unsaved,
+            sha256,
         } = what
         else {
             return Err(Stop::Fail("not a removal".into()));
@@ -369,7 +371,11 @@ impl Undoer<'_> {
             ));
         }
         if let [only] = backups.as_slice() {
-            let r = w.saved(only)?;
+            let saved = Saved {
+                id: only.clone(),
+                sha256: sha256.clone(),
+            };
+            let r = backup_of(w, &saved)?;
             if r.rel_path == *path {
                 return self.refile(w, path, &now, r.id, row);
             }
@@ -471,7 +477,7 @@ impl Undoer<'_> {
         }];
         match replaced {
             Some(Before::Saved(s)) => {
-                let r = w.saved(&s.id)?;
+                let r = backup_of(w, s)?;
                 push_note(row, &format!("{to} restored"));
                 actions.push(Action::Put {
                     path: to.to_owned(),
@@ -486,6 +492,19 @@ impl Undoer<'_> {
             Some(Before::Absent) | None => {}
         }
         Ok(Plan::of(actions))
+    }
+}
+
+/// The record of the backup a change made, which must hold what its intent says the
+/// change replaced.
+fn backup_of(w: &mut dyn World, s: &Saved) -> Result<BackupRef, Stop> {
+    let r = w.saved(&s.id)?;
+    match &s.sha256 {
+        Some(sha) if *sha != r.sha256 => Err(Stop::Fail(format!(
+            "backup {} does not hold what the log says was replaced (SHA-256 {sha})",
+            s.id
+        ))),
+        _ => Ok(r),
     }
 }
 
