@@ -11,6 +11,8 @@
 //! - [`steps`]: undoing one change: still as the change left it? then what puts it back.
 //! - [`world`]: what the undo reads and acts on: the workspace through the gateway, or
 //!   for `--dry-run` a model of it (the disk with the actions laid over it).
+//! - [`schedule`]: changes of unrelated paths undone at once, each after those it
+//!   depends on.
 //! - `locate`: where the log and backups are; whether a running gateway holds the log.
 //! - `report`: what the command prints.
 //!
@@ -22,6 +24,7 @@ pub mod history;
 mod locate;
 pub mod plan;
 mod report;
+pub mod schedule;
 pub mod steps;
 pub mod world;
 
@@ -32,9 +35,8 @@ use serde_json::{Map, Value, json};
 
 use crate::ops::{PathStyle, RequestCtx};
 use crate::policy::Policy;
-use history::{History, Selection};
+use history::{Change, History, Selection};
 use steps::{Row, Status, Undoer};
-use world::World;
 
 /// The session of the records an undo writes: this, then what it undoes (the session,
 /// or `*` for every session in a time range). Undoing that session redoes the changes.
@@ -195,7 +197,10 @@ fn dry_run(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32,
     let history = loc.read(sel)?;
     let src = world::Sources::new(&ws, store.as_ref());
     let mut model = world::Model::new(src);
-    finish(args, &history, &mut model, None)
+    let in_turn = |changes: &[Change], u: &Undoer| -> Vec<Row> {
+        changes.iter().map(|c| u.undo(&mut model, c)).collect()
+    };
+    finish(args, &history, in_turn, None)
 }
 
 /// The undo itself: a gateway opened on the workspace's log and store, the changes
@@ -225,11 +230,30 @@ fn undo(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32, Re
         asker: None,
         notifier: None,
     };
-    let mut real = world::Real::new(gw, ctx, args.note());
-    let code = finish(args, &history, &mut real, Some(gw));
+    let note = args.note();
+    let at_once = |changes: &[Change], u: &Undoer| -> Vec<Row> {
+        let prints: Vec<Vec<String>> = changes.iter().map(schedule::footprint).collect();
+        let deps = schedule::dependencies(&prints);
+        let make = || world::Real::new(gw, ctx.clone(), note.clone());
+        let ran = schedule::run_ordered(&deps, WORKERS, make, |w, i| u.undo(w, &changes[i]));
+        let rows = ran.into_iter().zip(changes).map(|(row, c)| {
+            row.unwrap_or_else(|| {
+                let mut r = Row::of(c);
+                r.status = Status::Failed;
+                r.note = "internal error (see the log on stderr)".into();
+                r
+            })
+        });
+        rows.collect()
+    };
+    let code = finish(args, &history, at_once, Some(gw));
     close(gw, "undo finished");
     code
 }
+
+/// Threads undoing changes of unrelated paths at once: each change waits on its syncs
+/// (backup, intent, content, outcome), so more threads than cores keep the disk busy.
+const WORKERS: usize = 8;
 
 fn close(gw: &crate::gateway::Gateway, reason: &str) {
     let mut details = Map::new();
@@ -237,12 +261,12 @@ fn close(gw: &crate::gateway::Gateway, reason: &str) {
     crate::startup::shutdown(gw, details);
 }
 
-/// Undoes the history's changes in `w`, newest first, prints the report, and (with a
-/// gateway) records the summary.
+/// Undoes the history's changes with `undo_all` (given them newest first), prints the
+/// report, and (with a gateway) records the summary.
 fn finish(
     args: &UndoArgs,
     history: &History,
-    w: &mut dyn World,
+    undo_all: impl FnOnce(&[Change], &Undoer) -> Vec<Row>,
     gw: Option<&crate::gateway::Gateway>,
 ) -> Result<i32, Refusal> {
     if let Some(s) = &args.session
@@ -253,17 +277,15 @@ fn finish(
             crate::text::Esc(s)
         )));
     }
-    let changes = plan::fold(history.selected.clone(), &history.touches);
+    let mut changes = plan::fold(history.selected.clone(), &history.touches);
+    changes.reverse();
+    let selected = history.selected.iter().map(|c| c.order);
     let undoer = Undoer {
         force: args.force,
         touches: &history.touches,
-        selected: history
-            .selected
-            .iter()
-            .map(|c| c.order)
-            .collect::<HashSet<_>>(),
+        selected: selected.collect::<HashSet<_>>(),
     };
-    let rows: Vec<Row> = changes.iter().rev().map(|c| undoer.undo(w, c)).collect();
+    let rows = undo_all(&changes, &undoer);
     if let Some(gw) = gw {
         gw.record("undo", summary(args, history, &rows));
     }

@@ -94,6 +94,26 @@ pub struct Row {
     pub folded: usize,
 }
 
+impl Row {
+    /// The row of change `c`, before anything is known.
+    pub fn of(c: &Change) -> Row {
+        let path = c.what.paths().first().map(|p| p.to_string());
+        Row {
+            status: Status::Undone,
+            action: "",
+            path: path.unwrap_or_default(),
+            from: None,
+            diff: None,
+            note: String::new(),
+            changed_by: None,
+            forced: false,
+            session: c.session.clone(),
+            seq: c.seq,
+            folded: c.folded,
+        }
+    }
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -143,24 +163,7 @@ pub struct Undoer<'h> {
 impl Undoer<'_> {
     /// Undoes `c` in `w`, as far as it can, and says what became of it.
     pub fn undo(&self, w: &mut dyn World, c: &Change) -> Row {
-        let mut row = Row {
-            status: Status::Undone,
-            action: "",
-            path: c
-                .what
-                .paths()
-                .first()
-                .map(|p| p.to_string())
-                .unwrap_or_default(),
-            from: None,
-            diff: None,
-            note: String::new(),
-            changed_by: None,
-            forced: false,
-            session: c.session.clone(),
-            seq: c.seq,
-            folded: c.folded,
-        };
+        let mut row = Row::of(c);
         let planned = match &c.what {
             What::Content {
                 path,
