@@ -33,7 +33,7 @@ def session(binary, ws, state, files):
         if kind == 0:
             m, params = "fs/write_text_file", {"path": path, "content": f"overwritten {i}\n" * 5}
         elif kind == 1:
-            m, params = "_fsgate/edit_text_file", {"path": path, "oldText": "line 2", "newText": "LINE 2"}
+            m, params = "_fsgate/edit_text_file", {"path": path, "oldText": "line 2 of", "newText": "LINE 2 of"}
         elif kind == 2:
             m, params = "_fsgate/rm", {"path": path}
         else:
@@ -89,10 +89,12 @@ def main():
     results = [run(a.bin, a.files) for _ in range(a.runs)]
     dry = statistics.median(r[0] for r in results)
     real = statistics.median(r[1] for r in results)
+    span = lambda k: ", ".join(f"{r[k]:.2f}" for r in results)
     print(f"undo of a session that changed {a.files} files ({a.runs} runs, median):")
-    print(f"  --dry-run: {dry:.2f} s ({dry / a.files * 1e3:.2f} ms per file)")
-    print(f"  undo:      {real:.2f} s ({real / a.files * 1e3:.2f} ms per file), "
+    print(f"  --dry-run: {dry:.2f} s ({dry / a.files * 1e3:.2f} ms per file; runs: {span(0)} s)")
+    print(f"  undo:      {real:.2f} s ({real / a.files * 1e3:.2f} ms per file; runs: {span(1)} s), "
           f"{results[0][2]} records written, workspace identical to before")
+    print(f"  load average during the runs: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
