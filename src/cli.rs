@@ -51,6 +51,21 @@ enum Command {
     /// Backup tools: list and restore previous versions of files.
     #[command(subcommand)]
     Backup(crate::backup::cli::BackupCommand),
+    /// Put back everything a session (or a time range) changed, as it was before.
+    ///
+    /// Reads the audit log for the changes, the backups for what was there, and undoes
+    /// the changes newest first through the gateway (its fixed floor, a backup of what it
+    /// replaces, write-ahead records naming the session undone in `args.undo`). A file
+    /// changed since by someone else is left as it is and listed, unless --force.
+    /// Run it with the gateway stopped: it refuses while one holds the log.
+    ///
+    /// Exit status: 0 everything undone (or nothing to undo); 1 some changes left as
+    /// they are (listed: changed since, or no backup); 2 nothing done (bad arguments,
+    /// unknown session, a log that does not verify); 3 nothing done: a running gateway
+    /// holds the audit log.
+    ///
+    /// Example: fsgate undo --workspace ~/project --session 3f2a... --dry-run
+    Undo(crate::undo::UndoArgs),
     /// Print a shell completion script for fsgate.
     ///
     /// bash: fsgate completions bash > ~/.local/share/bash-completion/completions/fsgate
@@ -175,6 +190,7 @@ pub fn main() -> ExitCode {
         Command::Policy(cmd) => code(crate::policy::cli::run(cmd)),
         Command::Audit(cmd) => code(crate::audit::cli::run(cmd)),
         Command::Backup(cmd) => backup(cmd),
+        Command::Undo(args) => code(crate::undo::run(&args)),
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),
     }

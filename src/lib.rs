@@ -17,7 +17,8 @@
 //! [`gateway`] owns one of each and runs every request through them in
 //! [`gateway::Gateway::serve`], recording a change's intent before it touches the
 //! workspace; [`sandbox`] applies
-//! Landlock to the process once the handles are open; [`cli`] is the command line;
+//! Landlock to the process once the handles are open; [`undo`] puts back what a session
+//! changed, from the log and the backups, through the gateway; [`cli`] is the command line;
 //! [`error`] maps every failure to the contract's error codes in one place; [`text`]
 //! escapes what an agent chose wherever a person reads it (tables, stderr, logs).
 
@@ -36,5 +37,6 @@ pub mod signals;
 pub mod startup;
 pub mod text;
 pub mod transport;
+pub mod undo;
 pub mod vcs;
 pub mod workspace;

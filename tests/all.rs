@@ -120,6 +120,8 @@ mod backup_gateway;
 mod backup_limits;
 // kill -9 mid-stream of writes, restart: chain verifies, torn tail recovered, files whole.
 mod crash_gateway;
+// `fsgate undo`: a session put back from the log and the backups; dry run, --force, refusal.
+mod undo;
 // Write-ahead records: a failing audit log refuses changes; kill -9 at each syscall of a change, then restart reconciles it.
 mod writeahead;
 // Bounded memory and answers: a client that stops reading, truncated listings, reads over the message limit.

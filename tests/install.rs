@@ -207,6 +207,7 @@ const SUBCOMMANDS: &[&str] = &[
     "policy",
     "audit",
     "backup",
+    "undo",
     "completions",
     "man",
 ];
@@ -294,6 +295,7 @@ fn man_page_documents_fsgate_and_one_page_per_command() {
         "fsgate-audit-verify.1",
         "fsgate-policy-check.1",
         "fsgate-backup-restore.1",
+        "fsgate-undo.1",
         "fsgate-completions.1",
     ] {
         assert!(man1.join(name).is_file(), "{name} written");

@@ -127,6 +127,8 @@ pub struct Change {
     pub backup_count: u64,
     /// The backup a restore copied back.
     pub restored_from: String,
+    /// For a change made by `fsgate undo`: the session it undid (`args.undo`).
+    pub undo: String,
     /// Whether verification vouches for this record.
     pub verified: bool,
 }
@@ -171,6 +173,27 @@ pub struct PolicyEvent {
     pub note: String,
 }
 
+/// One run of `fsgate undo` (its `undo` record).
+#[derive(Debug, Clone, Default)]
+pub struct UndoRun {
+    /// Which log.
+    pub log: usize,
+    /// The record's seq.
+    pub seq: u64,
+    /// When it finished.
+    pub ts: String,
+    /// The session undone (`*`: every session in a time range).
+    pub undo: String,
+    /// The time range, when one was given.
+    pub range: String,
+    /// Whether it put back what was changed since too.
+    pub force: bool,
+    /// Changes undone, already as before, left (changed since), failed.
+    pub counts: [u64; 4],
+    /// The paths left or failed, with why (as recorded, at most 100 of each).
+    pub left: Vec<(String, String)>,
+}
+
 /// Everything the report shows besides the verdict.
 #[derive(Debug, Clone, Default)]
 pub struct Digest {
@@ -206,6 +229,8 @@ pub struct Digest {
     pub policies: Vec<PolicySpan>,
     /// Starts and reloads.
     pub policy_events: Vec<PolicyEvent>,
+    /// Runs of `fsgate undo`.
+    pub undos: Vec<UndoRun>,
     /// Intents seen, by (log, seq): what their outcome record does not repeat.
     intents: BTreeMap<(usize, u64), Change>,
     listed_changes: usize,
@@ -257,6 +282,7 @@ impl Digest {
             }
             record::KIND_STOP => self.stops += 1,
             "reload" | "reload-rejected" => self.observe_reload(log, v),
+            "undo" if self.undos.len() < MAX_ROWS => self.undos.push(undo_run(log, v)),
             _ => {}
         }
     }
@@ -490,7 +516,39 @@ fn change_of(log: usize, v: &Value, verified: bool) -> Change {
         backup: text(v, "backup").to_owned(),
         backup_count: 0,
         restored_from: text(args, "restoredFrom").to_owned(),
+        undo: text(args, "undo").to_owned(),
         verified,
+    }
+}
+
+/// What an `undo` record says.
+fn undo_run(log: usize, v: &Value) -> UndoRun {
+    let d = &v["details"];
+    let range = match (text(d, "since"), text(d, "until")) {
+        ("", "") => String::new(),
+        (s, u) => format!("{s} .. {u}"),
+    };
+    let count = |k: &str| num(d, k).unwrap_or_default();
+    let left = ["skipped", "failed"]
+        .iter()
+        .filter_map(|k| d.get(*k).and_then(Value::as_array))
+        .flatten()
+        .map(|e| (text(e, "path").to_owned(), text(e, "why").to_owned()))
+        .collect();
+    UndoRun {
+        log,
+        seq: num(v, "seq").unwrap_or_default(),
+        ts: text(v, "ts").to_owned(),
+        undo: text(d, "undo").to_owned(),
+        range,
+        force: d.get("force").and_then(Value::as_bool).unwrap_or(false),
+        counts: [
+            count("undoneCount"),
+            count("alreadyCount"),
+            count("skippedCount"),
+            count("failedCount"),
+        ],
+        left,
     }
 }
 

@@ -133,6 +133,7 @@ pub fn render(r: &Report, generated: &str) -> String {
     sessions_section(&mut o, &r.digest);
     timeline_section(&mut o, &r.digest);
     refusals_section(&mut o, &r.digest);
+    undo_section(&mut o, &r.digest);
     changes_section(&mut o, r);
     policies_section(&mut o, r);
     footer(&mut o, r);
@@ -534,6 +535,53 @@ fn refusals_section(o: &mut String, d: &Digest) {
     o.push_str("</section>\n");
 }
 
+/// The runs of `fsgate undo`, if any: what each put back, and what it left.
+fn undo_section(o: &mut String, d: &Digest) {
+    if d.undos.is_empty() {
+        return;
+    }
+    let _ = write!(
+        o,
+        "<section id=\"undo\"><h2>Undo ({})</h2>\n\
+         <p class=\"note\">Each run of <code>fsgate undo</code>: the session whose changes it put back \
+         (its own changes are listed under each file, marked <em>undo of</em>), and the files it left \
+         because someone changed them since.</p>\n\
+         <table><thead><tr><th>seq</th><th>time</th><th>undid</th><th class=\"n\">undone</th>\
+         <th class=\"n\">already</th><th class=\"n\">left</th><th class=\"n\">failed</th><th>left or failed</th>\
+         </tr></thead><tbody>\n",
+        d.undos.len()
+    );
+    for u in &d.undos {
+        let mut what = format!("undo of <code>{}</code>", esc(&u.undo));
+        if !u.range.is_empty() {
+            let _ = write!(what, " in {}", esc(&u.range));
+        }
+        if u.force {
+            what.push_str(" (forced)");
+        }
+        let left: Vec<String> = u
+            .left
+            .iter()
+            .map(|(p, why)| format!("<code>{}</code>: {}", esc(p), esc(why)))
+            .collect();
+        let [undone, already, skipped, failed] = u.counts;
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td class=\"t\">{}</td><td>{what}</td><td class=\"n\">{undone}</td>\
+             <td class=\"n\">{already}</td><td class=\"n\">{skipped}</td><td class=\"n\">{failed}</td>\
+             <td>{}</td></tr>",
+            u.seq,
+            ts_html(&u.ts),
+            if left.is_empty() {
+                "-".to_owned()
+            } else {
+                left.join("<br>")
+            },
+        );
+    }
+    o.push_str("</tbody></table></section>\n");
+}
+
 fn changes_section(o: &mut String, r: &Report) {
     let d = &r.digest;
     let listed: usize = d.changes.values().map(Vec::len).sum();
@@ -591,6 +639,9 @@ fn change_row(o: &mut String, c: &Change, several: bool) {
     }
     if !c.restored_from.is_empty() {
         let _ = write!(op, " from backup <code>{}</code>", esc(&c.restored_from));
+    }
+    if !c.undo.is_empty() {
+        let _ = write!(op, " <em>(undo of <code>{}</code>)</em>", esc(&c.undo));
     }
     let mut backup = esc(&c.backup);
     if c.backup_count > 1 {

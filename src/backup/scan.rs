@@ -39,6 +39,40 @@ impl BackupStore {
         };
         let versions = self.versions_of(rel_path)?;
         let chosen = select(&versions, at)?.ok_or_else(not_found)?;
+        self.open_found(chosen)
+    }
+
+    /// Opens the version the audit log names by its id (`<escaped path>/<stamp>`),
+    /// whichever path it was saved from (a long path's escaped name is hashed, so its
+    /// shard is looked for among all of them).
+    pub fn open_id(&self, id: &str) -> Result<(BackupRef, io::Take<File>), BackupError> {
+        let not_found = || BackupError::NotFound {
+            path: id.to_owned(),
+            at: None,
+        };
+        let (dir_name, stem) = id.split_once('/').ok_or_else(not_found)?;
+        if let Some(rel) = layout::decode_dir_name(dir_name) {
+            let versions = self.versions_of(&rel)?;
+            let chosen = versions
+                .iter()
+                .find(|v| v.dir == dir_name && v.stem == stem);
+            return self.open_found(chosen.ok_or_else(not_found)?);
+        }
+        let name = layout::packed_name(dir_name, stem);
+        for shard in (0..=255u8).map(|b| format!("{b:02x}")) {
+            if let Some(dir) = self.shard_dir(&shard)?
+                && let Found::Version(v) = read_packed(&dir, &shard, &name)
+            {
+                return self.open_found(&v);
+            }
+        }
+        let legacy = self.legacy_path_dir(dir_name)?;
+        let v = legacy.and_then(|d| read_sidecar(&d, dir_name, stem).ok());
+        self.open_found(&v.ok_or_else(not_found)?)
+    }
+
+    /// Opens a version found by name: its content only (not a trailer).
+    fn open_found(&self, chosen: &Version) -> Result<(BackupRef, io::Take<File>), BackupError> {
         let (dir, name) = match &chosen.place {
             Place::Packed { shard } => (
                 self.versions.open_dir(shard),

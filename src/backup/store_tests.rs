@@ -617,3 +617,28 @@ fn shards_are_synced_before_their_first_save_and_remade_if_removed() {
     assert!(dir.is_dir());
     assert_eq!(store.list(Some("a.txt")).expect("list").len(), 1);
 }
+
+#[test]
+fn a_version_opens_by_the_id_the_audit_log_names_whatever_its_path() {
+    let (_tmp, store) = open_store(&BackupSettings::default());
+    let short = store.save("dir/a b.txt", &mut &b"one"[..]).expect("save");
+    let _later = store.save("dir/a b.txt", &mut &b"two"[..]).expect("save");
+    // A path too long for a plain escaped name: its name is hashed.
+    let long_path = format!("deep/{}.txt", "x".repeat(300));
+    let long = store.save(&long_path, &mut &b"long"[..]).expect("save");
+    assert!(long.id.contains('~'), "hashed name: {}", long.id);
+    for (r, text) in [(&short, "one"), (&long, "long")] {
+        let (found, f) = store.open_id(&r.id).expect("open by id");
+        assert_eq!(&found, r);
+        assert_eq!(read_all(f), text);
+    }
+    let gone = format!("{}x", short.id);
+    assert!(matches!(
+        store.open_id(&gone),
+        Err(BackupError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.open_id("no-slash"),
+        Err(BackupError::NotFound { .. })
+    ));
+}

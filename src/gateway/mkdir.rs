@@ -42,6 +42,10 @@ impl Gateway {
         }
         Self::check_depth(&res.real, 0, &rp.shown)?;
         self.check_missing_parents(pol, &rp, &res, true, facts)?;
+        if res.missing > 1 {
+            // The parents made too, so that an undo removes them again.
+            facts.args.insert("madeDirs".into(), res.missing.into());
+        }
         self.intend(pol, ctx, facts)?;
         self.workspace
             .mkdir(&res.real, recursive)

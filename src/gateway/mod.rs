@@ -443,6 +443,18 @@ impl Gateway {
         }
     }
 
+    /// [`serve`](Self::serve) of one operation whose records (its intent and its
+    /// outcome) carry `note` among their `args`: `fsgate undo` names the session it
+    /// undoes this way (`args.undo`), and the backup it puts back (`args.restoredFrom`).
+    pub fn serve_noted(
+        &self,
+        ctx: &RequestCtx,
+        op: Op,
+        note: serde_json::Map<String, Value>,
+    ) -> Result<Output, GatewayError> {
+        self.handle_noted(ctx, op, note).0
+    }
+
     /// Records a request that is not a workspace operation (initialize, an unknown
     /// method, malformed params or JSON): every request gets its audit record before its
     /// response. Err if the record could not be written (the caller answers -32603).
@@ -487,9 +499,20 @@ impl Gateway {
     /// durable before this returns; if it cannot be written, the request fails (and a
     /// change is not attempted while the log is known to be failing).
     fn handle(&self, ctx: &RequestCtx, op: Op) -> (Result<Output, GatewayError>, Option<Lease>) {
+        self.handle_noted(ctx, op, serde_json::Map::new())
+    }
+
+    /// [`handle`](Self::handle), with `note` added to the records' `args`.
+    fn handle_noted(
+        &self,
+        ctx: &RequestCtx,
+        op: Op,
+        note: serde_json::Map<String, Value>,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
         let started = Instant::now();
         let pol = self.policy();
         let mut facts = Facts::new(&op);
+        facts.args.extend(note);
         let sane = refuse_overlong(&op, &mut facts);
         if sane.is_ok() && pol.has_ask_rules() {
             facts.ask = Some(self.ask_ctx(&pol, ctx, &op));

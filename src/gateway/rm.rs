@@ -40,6 +40,8 @@ impl Gateway {
         let inspected;
         let mut expect = Removal::File;
         if is_dir {
+            // What is removed, so that an undo knows what to make again.
+            facts.args.insert("removed".into(), "directory".into());
             Self::check(
                 pol,
                 OpClass::Delete,
@@ -56,6 +58,10 @@ impl Gateway {
                         self.backup_inspected(e, &rp.shown, facts)?;
                     }
                 }
+                let leaves = leaf_dirs(&entries);
+                if !leaves.is_empty() {
+                    facts.args.insert("leafDirs".into(), leaves.into());
+                }
                 inspected = entries;
                 expect = Removal::Tree(&inspected);
             } else {
@@ -70,6 +76,13 @@ impl Gateway {
                 &rp.shown,
                 facts,
             )?;
+            let kind = self.workspace.entry_kind(&res.real).ok();
+            let removed = match kind {
+                Some(FileKind::Symlink) => "link",
+                Some(FileKind::Other) => "other",
+                _ => "file",
+            };
+            facts.args.insert("removed".into(), removed.into());
             if let Some(info) = self
                 .workspace
                 .stat(&res.real)
@@ -81,11 +94,7 @@ impl Gateway {
                 if let Some((dev, ino)) = facts.saved_file {
                     expect = Removal::Saved(dev, ino);
                 }
-            } else if self
-                .workspace
-                .entry_kind(&res.real)
-                .is_ok_and(|k| k != FileKind::File)
-            {
+            } else if kind.is_some_and(|k| k != FileKind::File) {
                 // A link (or special file): nothing to back up, so nothing else may be
                 // removed in its place.
                 expect = Removal::NotAFile;
@@ -97,4 +106,19 @@ impl Gateway {
             .map_err(|e| ws_error(e, &rp.shown))?;
         Ok(Output::Unit)
     }
+}
+
+/// The directories beneath a removed one that hold neither a file nor a directory: the
+/// backups of its files make the others again, an undo makes these.
+fn leaf_dirs(entries: &[crate::workspace::Entry]) -> Vec<String> {
+    let parents: std::collections::HashSet<&str> = entries
+        .iter()
+        .filter(|e| matches!(e.kind, FileKind::File | FileKind::Directory))
+        .filter_map(|e| e.path.as_str().rsplit_once('/').map(|(p, _)| p))
+        .collect();
+    entries
+        .iter()
+        .filter(|e| e.kind == FileKind::Directory && !parents.contains(e.path.as_str()))
+        .map(|e| e.path.as_str().to_owned())
+        .collect()
 }

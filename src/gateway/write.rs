@@ -54,6 +54,10 @@ impl Gateway {
         }
         if res.missing > 1 {
             self.check_missing_parents(pol, &rp, &res, false, facts)?;
+            // The directories this write makes, so that an undo removes them again.
+            facts
+                .args
+                .insert("madeDirs".into(), (res.missing - 1).into());
         }
         if res.exists {
             self.backup(&res.real, &rp.shown, facts)?;

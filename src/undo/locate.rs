@@ -1,0 +1,261 @@
+//! Where an undo finds the log and the backups (the same defaults as `serve`), whether a
+//! running gateway holds the log, reading the log, and opening the gateway.
+//!
+//! # Ambient Authority
+//! Opens the policy, the log's files, the backup store and the workspace by path.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::audit::series::{self, Series};
+use crate::audit::verify::{Verdict, VerifyOptions, verify_series};
+use crate::audit::{AuditSettings, record};
+use crate::backup::{BackupSettings, BackupStore};
+use crate::policy::Policy;
+use crate::text::EscPath;
+
+use super::history::{History, Selection};
+use super::{Refusal, UndoArgs};
+
+/// The log and the store an undo uses.
+pub(crate) struct Where {
+    /// The `[audit]` settings of the gateway's policy.
+    settings: AuditSettings,
+    /// Its `[backup]` settings.
+    backup_settings: BackupSettings,
+    /// The log the operator named (`--audit-log`, `[audit] path`).
+    named: Option<PathBuf>,
+    /// The directory holding the log's chains.
+    dir: PathBuf,
+    /// The backup store.
+    backup_dir: PathBuf,
+}
+
+/// Finds the log and store the gateway serving `args.workspace` uses.
+pub(crate) fn locate(args: &UndoArgs) -> Result<Where, Refusal> {
+    let policy = args
+        .policy
+        .as_deref()
+        .map(Policy::load)
+        .transpose()
+        .map_err(|e| format!("invalid policy: {e}"))?;
+    let raw = policy.as_ref().map(|p| p.raw().clone());
+    let mut settings = raw
+        .as_ref()
+        .and_then(|r| r.audit.clone())
+        .unwrap_or_default();
+    if let Some(dir) = args.policy.as_deref().and_then(Path::parent) {
+        settings.resolve_relative_to(if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        });
+    }
+    let backup_settings = raw.and_then(|r| r.backup).unwrap_or_default();
+    let state = || {
+        crate::backup::workspace_state_dir(&args.workspace).map_err(|e| {
+            format!("{e}; pass --audit-log and --backup-dir (those the gateway was given)")
+        })
+    };
+    let named = args.audit_log.clone().or(settings.path.clone());
+    let dir = match &named {
+        Some(p) => p
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf(),
+        None => state()?.join("audit"),
+    };
+    let backup_dir = match (&args.backup_dir, &backup_settings.dir) {
+        (Some(d), _) | (None, Some(d)) => d.clone(),
+        (None, None) => state()?.join("backups"),
+    };
+    Ok(Where {
+        settings,
+        backup_settings,
+        named,
+        dir,
+        backup_dir,
+    })
+}
+
+impl Where {
+    /// The log's chains: the named log's series, or every chain in the default
+    /// directory (one per gateway that ran at once).
+    fn chains(&self) -> Result<Vec<Series>, String> {
+        let none = || {
+            format!(
+                "no audit log at {}: nothing to undo (pass the --audit-log the gateway was given)",
+                EscPath(self.named.as_deref().unwrap_or(&self.dir))
+            )
+        };
+        if !self.dir.is_dir() {
+            return Err(none());
+        }
+        let all = series::discover(std::slice::from_ref(&self.dir)).map_err(|_| none())?;
+        let wanted = self.named.as_deref().map(series::file_name);
+        let chains: Vec<Series> = all
+            .into_iter()
+            .filter(|s| wanted.as_deref().is_none_or(|w| s.base == w))
+            .collect();
+        if chains.is_empty() {
+            return Err(none());
+        }
+        Ok(chains)
+    }
+
+    /// A description of the running gateway holding one of the log's chains, if one is.
+    pub(crate) fn holder(&self) -> Option<String> {
+        let chains = self.chains().ok()?;
+        chains.iter().find_map(|s| {
+            let lock = s.dir.join(series::lock_name(&s.base));
+            let file = std::fs::File::open(&lock).ok()?;
+            let op = rustix::fs::FlockOperation::NonBlockingLockExclusive;
+            if rustix::fs::flock(&file, op).is_ok() {
+                return None;
+            }
+            let pid = file
+                .metadata()
+                .ok()
+                .and_then(|m| lock_holder(m.ino()))
+                .map(|p| format!(" (pid {p})"))
+                .unwrap_or_default();
+            Some(format!(
+                "a running gateway{pid} holds the audit log {}",
+                EscPath(&s.dir.join(&s.base))
+            ))
+        })
+    }
+
+    /// Refuses to append unsigned checkpoints to a log whose checkpoints are signed: the
+    /// gateway would refuse it at its next start.
+    pub(crate) fn refuse_unsigned(&self) -> Result<(), String> {
+        if self.settings.signing_key.is_some() {
+            return Ok(());
+        }
+        let signed = self
+            .chains()
+            .ok()
+            .into_iter()
+            .flatten()
+            .any(|s| crate::audit::checkpoints_are_signed(&s.dir.join(&s.base)));
+        if signed {
+            return Err("the audit log's checkpoints are signed; pass --policy (the gateway's policy, whose [audit] signing_key signs the undo's records too)".into());
+        }
+        Ok(())
+    }
+
+    /// The backup store, if there is one (a dry run makes none).
+    pub(crate) fn open_store_if_there(&self) -> Result<Option<BackupStore>, String> {
+        if !self.backup_dir.is_dir() {
+            return Ok(None);
+        }
+        BackupStore::open(&self.backup_dir, &self.backup_settings)
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Opens the gateway on the workspace with the gateway's log and store, under the
+    /// undo's policy (the gateway's fixed floor carried over), confined and reconciled
+    /// as `serve` is: its `start` record says transport `cli`.
+    pub(crate) fn open_gateway(&self, args: &UndoArgs) -> Result<crate::startup::Opened, String> {
+        let cfg = crate::startup::GatewayConfig {
+            workspace: args.workspace.clone(),
+            policy: args.policy.clone(),
+            audit_log: self.named.clone(),
+            backup_dir: Some(self.backup_dir.clone()),
+            accept_broken_chain: false,
+        };
+        let opened = crate::startup::open(&cfg)?;
+        let ready = super::undo_policy()
+            .and_then(|p| opened.gateway.reload(p).map(|_| ()))
+            .and_then(|()| crate::startup::confine(&opened, None, "cli").map(|_| ()));
+        if let Err(e) = ready {
+            super::close(&opened.gateway, "refused");
+            return Err(e);
+        }
+        Ok(opened)
+    }
+
+    /// Reads every chain of the log, which must verify, into the selection's history.
+    pub(crate) fn read(&self, sel: &Selection) -> Result<History, String> {
+        let chains = self.chains()?;
+        // Chains interleave by time; each keeps its own order.
+        let mut records: Vec<Vec<serde_json::Value>> = Vec::with_capacity(chains.len());
+        let mut seen = false;
+        for s in &chains {
+            let rep = verify_series(s, &VerifyOptions::default());
+            if rep.verdict != Verdict::Intact {
+                return Err(format!(
+                    "the audit log {} does not verify ({}): it cannot say what to undo (`fsgate audit verify` says more)",
+                    EscPath(&s.dir.join(&s.base)),
+                    rep.summary_line()
+                ));
+            }
+            records.push(read_chain(s, sel.session.as_deref(), &mut seen)?);
+        }
+        let mut history = History::default();
+        let mut heads = vec![0usize; records.len()];
+        loop {
+            let next = records
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.get(heads[i]).map(|v| (ts(v), i)))
+                .min();
+            let Some((_, i)) = next else { break };
+            history.observe(i, &records[i][heads[i]], sel);
+            heads[i] += 1;
+        }
+        history.finish();
+        history.session_seen |= seen;
+        Ok(history)
+    }
+}
+
+fn ts(v: &serde_json::Value) -> &str {
+    v.get("ts")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The records of one chain that say what changed: intents and their outcomes (so a
+/// log of a million reads is not held). `seen`: a record named `session`.
+fn read_chain(
+    s: &Series,
+    session: Option<&str>,
+    seen: &mut bool,
+) -> Result<Vec<serde_json::Value>, String> {
+    use serde_json::Value;
+    let mut out = Vec::new();
+    for file in &s.files {
+        let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", EscPath(file)))?;
+        for (_, line) in record::lines(&bytes) {
+            let Ok(v) = serde_json::from_slice::<Value>(line) else {
+                continue;
+            };
+            *seen |= session.is_some() && v.get("session").and_then(Value::as_str) == session;
+            let kind = v.get("kind").and_then(Value::as_str).unwrap_or_default();
+            let keep = match kind {
+                record::KIND_INTENT | record::KIND_RECONCILED => true,
+                record::KIND_REQUEST => v["args"].get("intent").is_some(),
+                _ => false,
+            };
+            if keep {
+                out.push(v);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The pid holding a flock on the file with inode `ino`, from /proc/locks.
+fn lock_holder(ino: u64) -> Option<u32> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let suffix = format!(":{ino}");
+    locks.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(1) == Some(&"FLOCK") && f.get(5).is_some_and(|d| d.ends_with(&suffix)))
+            .then(|| f.get(4)?.parse().ok())
+            .flatten()
+    })
+}
