@@ -159,6 +159,18 @@ impl WsGate {
         self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
+    /// Waits until the server's stderr contains `text`; the instant it was seen, or
+    /// None at `deadline`.
+    pub fn wait_stderr(&self, text: &str, deadline: Instant) -> Option<Instant> {
+        while Instant::now() < deadline {
+            if self.stderr().contains(text) {
+                return Some(Instant::now());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        None
+    }
+
     /// The audit log's request records.
     pub fn audit_requests(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(self.state.join("audit").join("audit.jsonl"))
@@ -590,6 +602,17 @@ impl WsClient {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Waits, reading nothing, until the server's first bytes are in the socket: the
+    /// instant they were seen, or None after `wait`.
+    pub fn first_bytes(&mut self, wait: Duration) -> Option<Instant> {
+        let tcp = self.ws.get_mut();
+        tcp.set_read_timeout(Some(wait)).expect("read timeout");
+        match tcp.peek(&mut [0u8; 1]) {
+            Ok(n) if n > 0 => Some(Instant::now()),
+            _ => None,
         }
     }
 

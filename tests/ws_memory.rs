@@ -152,13 +152,18 @@ fn ws_memory_measure_500_unread_control_reads() {
 }
 
 /// A client that pipelines large reads and then reads none of its answers is closed
-/// after `[ws] write_stall_ms` (its unwritten answers then stop holding the server's
-/// shared answer room and content budget), and another client is served meanwhile.
+/// `[ws] write_stall_ms` after the server's first answer stopped going out (its
+/// unwritten answers then stop holding the server's shared answer room and content
+/// budget), and another client is served meanwhile. The test reads nothing from the
+/// stuck client until the server says it closed it: a client that reads is not stuck.
 #[test]
 fn a_client_that_reads_nothing_is_closed_after_the_stall_limit() {
+    // A limit of several watch ticks (each a quarter of it, at most a second), so that a
+    // watch that counts late misses it by more than a loaded machine's timers do.
+    const STALL: Duration = Duration::from_secs(4);
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let default = std::fs::read_to_string(repo.join("policies/default.toml")).expect("policy");
-    let policy = format!("{default}\n[ws]\nwrite_stall_ms = 1000\n");
+    let policy = format!("{default}\n[ws]\nwrite_stall_ms = {}\n", STALL.as_millis());
     let gate = WsGate::start(Some(&policy), |root| {
         let line = format!("{}\n", "abcdefghijklmnopqrstuvwxyz0123456789".repeat(7));
         let big: String = line.repeat(8 * MIB / line.len() + 1)[..8 * MIB].to_string();
@@ -169,8 +174,11 @@ fn a_client_that_reads_nothing_is_closed_after_the_stall_limit() {
     for i in 0..40 {
         stuck.send("read", json!({"path": "/big.txt", "requestId": i}));
     }
-    // Long enough for the stuck client's answers to fill what they may hold.
-    std::thread::sleep(Duration::from_secs(3));
+    // The first answer (8 MiB) fills the socket buffers between us at once: from here
+    // the server's write waits.
+    let first = stuck
+        .first_bytes(Duration::from_secs(30))
+        .expect("no answer began within 30 s");
     let mut other = gate.client();
     let started = Instant::now();
     let answer = other.ok("read", json!({"path": "/small.txt"}));
@@ -180,16 +188,23 @@ fn a_client_that_reads_nothing_is_closed_after_the_stall_limit() {
         "served after {:?}",
         started.elapsed()
     );
-    // The stuck client's connection was closed: what it reads now ends.
+    let closed = gate
+        .wait_stderr("read none of its answers", first + STALL * 3)
+        .unwrap_or_else(|| panic!("the stuck client was not closed: {}", gate.stderr()));
+    let took = closed - first;
+    assert!(
+        took + Duration::from_millis(100) >= STALL,
+        "closed after {took:?}"
+    );
+    assert!(
+        took < STALL + Duration::from_millis(600),
+        "closed after {took:?}"
+    );
+    // The connection was closed: what the stuck client reads now ends.
     let deadline = Instant::now() + Duration::from_secs(60);
     while stuck.next_text(deadline).is_some() {}
     assert!(
         Instant::now() < deadline,
         "the stuck client is still connected"
-    );
-    assert!(
-        gate.stderr().contains("read none of its answers"),
-        "{}",
-        gate.stderr()
     );
 }
