@@ -5,6 +5,7 @@
 //! inherits the restriction.
 
 mod acp;
+mod connect;
 mod docs;
 
 use std::path::PathBuf;
@@ -51,6 +52,16 @@ enum Command {
     /// Backup tools: list and restore previous versions of files.
     #[command(subcommand)]
     Backup(crate::backup::cli::BackupCommand),
+    /// Relay stdio to the MCP server `fsgate acp` hosts for its agent (started by the agent).
+    ///
+    /// `fsgate acp` gives this command to agents that start their MCP servers as
+    /// commands; it needs FSGATE_MCP_TOKEN, the session's secret, which fsgate puts in
+    /// the command's environment. It holds no state: the gateway decides and records.
+    McpConnect {
+        /// The port of the hosted server on 127.0.0.1.
+        #[arg(long)]
+        port: u16,
+    },
     /// Print a shell completion script for fsgate.
     ///
     /// bash: fsgate completions bash > ~/.local/share/bash-completion/completions/fsgate
@@ -177,6 +188,7 @@ pub fn main() -> ExitCode {
         Command::Policy(cmd) => code(crate::policy::cli::run(cmd)),
         Command::Audit(cmd) => code(crate::audit::cli::run(cmd)),
         Command::Backup(cmd) => backup(cmd),
+        Command::McpConnect { port } => connect::mcp_connect(port),
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),
     }

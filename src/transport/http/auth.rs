@@ -108,14 +108,6 @@ impl Keys {
         let mut map = map.write().unwrap_or_else(|e| e.into_inner());
         map.remove(&digest)
     }
-
-    /// Principals known now.
-    pub(crate) fn count(&self) -> usize {
-        match self {
-            Keys::One(..) => 1,
-            Keys::Many(map) => map.read().map_or(0, |m| m.len()),
-        }
-    }
 }
 
 /// The checks before the token: which `Host` and `Origin` a request may name.
