@@ -477,7 +477,10 @@ where
         agent_http: AtomicBool::new(false),
     });
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
-    let editor_writer = tokio::spawn(write_raw(editor_rx, editor_out, None));
+    // Closed once the agent and its relay are done: the hosted server's sessions may
+    // hold the editor's outbox a while longer (they end on their own).
+    let (close_editor_tx, close_editor_rx) = tokio::sync::oneshot::channel::<()>();
+    let editor_writer = tokio::spawn(write_raw(editor_rx, editor_out, Some(close_editor_rx)));
     let agent_writer = tokio::spawn(write_raw(agent_rx, agent_in, Some(close_agent_rx)));
 
     // Editor -> agent.
@@ -596,8 +599,12 @@ where
     // input has nowhere to go), so that the writers below see their channels close.
     editor_reader.abort();
     let _ = agent_reader.await;
+    if let Some(h) = &relay.hosted {
+        h.close();
+    }
     drop(relay);
     let _ = agent_writer.await;
+    let _ = close_editor_tx.send(());
     let _ = editor_writer.await;
     Ok(status)
 }

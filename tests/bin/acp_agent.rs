@@ -15,7 +15,8 @@
 //! named `fsgate` in the session's `mcpServers` before answering (as Gemini CLI does),
 //! and the commands `mcp-servers` (every entry listed, secrets left out), `mcp-entry`
 //! (the fsgate entry), `mcp-tools`,
-//! `mcp-read PATH`, `mcp-write PATH TEXT` and `mcp-call TOOL JSON` use it.
+//! `mcp-read PATH`, `mcp-write PATH TEXT` and `mcp-call TOOL JSON` use it. `bench-fs
+//! PATH N` and `bench-mcp PATH N` time N reads each way (docs/agents.md's figures).
 //!
 //! # Ambient Authority
 //! Opens, connects and signals whatever it is told to with plain std/libc: that is its
@@ -225,11 +226,47 @@ fn run_mcp(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, 
     client.request("tools/call", json!({"name": tool, "arguments": args}))
 }
 
+/// `bench-fs PATH N` / `bench-mcp PATH N`: N reads of PATH through `fs/read_text_file`
+/// or through the session's fsgate MCP server, timed one by one (µs percentiles).
+fn bench(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, Value> {
+    let bad = |m: String| json!({"code": null, "message": m});
+    let (path, n) = rest
+        .split_once(' ')
+        .ok_or_else(|| bad("usage: bench-fs|bench-mcp PATH N".into()))?;
+    let n: usize = n
+        .trim()
+        .parse()
+        .map_err(|e| bad(format!("bad count: {e}")))?;
+    let mut took = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = std::time::Instant::now();
+        if word == "bench-fs" {
+            conn.request("fs/read_text_file", json!({"sessionId": sid, "path": path}))?;
+        } else {
+            let r = run_mcp(conn, sid, "mcp-read", path)?;
+            if r["isError"] == true {
+                return Err(r);
+            }
+        }
+        took.push(started.elapsed().as_micros() as u64);
+    }
+    took.sort_unstable();
+    let at = |q: f64| {
+        took.get(((took.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+    };
+    let mean = took.iter().sum::<u64>() / took.len().max(1) as u64;
+    Ok(json!({"n": n, "p50_us": at(0.5), "p90_us": at(0.9), "p99_us": at(0.99), "mean_us": mean}))
+}
+
 /// One command: its result, or its error as reported.
 fn run(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, Value> {
     let local = |r: Result<Value, String>| r.map_err(|m| json!({"code": null, "message": m}));
     if word.starts_with("mcp-") {
         return run_mcp(conn, sid, word, rest);
+    }
+    if word.starts_with("bench-") {
+        return bench(conn, sid, word, rest);
     }
     match word {
         "read" => conn.request("fs/read_text_file", local(read_params(sid, rest))?),
