@@ -152,18 +152,22 @@ fn check_sections(raw: &RawPolicy, src: &str) -> Result<(), PolicyError> {
             message,
         });
     }
-    if let Some(ws) = &raw.ws
-        && let Err(m) = ws.validate()
-    {
-        let (key, message) = match m.split_once(": ") {
-            Some((k, v)) => (k.to_string(), v.to_string()),
-            None => ("ws".to_string(), m),
-        };
-        return Err(PolicyError::Invalid {
-            key,
-            line: section_line(src, "ws"),
-            message,
-        });
+    let doors = [
+        ("ws", raw.ws.as_ref().map(|s| s.validate())),
+        ("http", raw.http.as_ref().map(|s| s.validate())),
+    ];
+    for (section, checked) in doors {
+        if let Some(Err(m)) = checked {
+            let (key, message) = match m.split_once(": ") {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (section.to_string(), m),
+            };
+            return Err(PolicyError::Invalid {
+                key,
+                line: section_line(src, section),
+                message,
+            });
+        }
     }
     if let Some(b) = &raw.backup
         && let Err(e) = b.retention()

@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::os::fd::AsFd;
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ use tokio::sync::mpsc;
 
 use super::acp;
 use super::acp_ask::{self, EditorAsker, EditorNotes};
+use super::hosted::{Admission, Hosted};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use super::relay::{self, Refusal, Relay as Verdict};
@@ -49,13 +51,25 @@ struct Session {
     cwd: String,
 }
 
+/// A session request of the editor's in flight (`session/new`, `load`, `resume`,
+/// `fork`).
+struct Opening {
+    /// The `cwd` it asked for.
+    cwd: String,
+    /// The session it names (load, resume: the session itself; fork: its source).
+    named: Option<String>,
+    /// Its method.
+    method: &'static str,
+    /// Its place at the hosted MCP server, if the server was added to it.
+    hosted: Option<Admission>,
+}
+
 /// State shared by the relay tasks.
 struct Relay {
     gw: Arc<Gateway>,
     peer: String,
-    /// Editor request ids (as JSON text) of `session/new`/`session/load` in flight,
-    /// with the `cwd` (and, for load, the sessionId) they asked for.
-    pending: Mutex<HashMap<String, (String, Option<String>)>>,
+    /// Editor request ids (as JSON text) of session requests in flight.
+    pending: Mutex<HashMap<String, Opening>>,
     /// Sessions seen created, by id.
     sessions: Mutex<HashMap<String, Session>>,
     /// Whether the policy lets the agent use `terminal/*`.
@@ -67,7 +81,16 @@ struct Relay {
     asker: Arc<EditorAsker>,
     /// Shows the editor each change fsgate made (when the policy's `[notify] acp`).
     notes: Arc<EditorNotes>,
+    /// The MCP server hosted for the agent, added to each session it opens.
+    hosted: Option<Arc<Hosted>>,
+    /// The agent takes Streamable HTTP MCP servers (its `initialize` answer said so).
+    agent_http: AtomicBool,
+    /// The ACP protocol version the agent's `initialize` answer chose (1 until then).
+    acp_version: AtomicU64,
 }
+
+/// At most this many session requests awaiting the agent's answer are remembered.
+const MAX_OPENING: usize = 256;
 
 /// At most this many editor `initialize` requests awaiting the agent's answer are
 /// remembered (an editor sends one; the bound keeps a flood from growing fsgate).
@@ -75,6 +98,17 @@ const MAX_INITIALIZING: usize = 16;
 
 fn id_key(id: &Value) -> String {
     id.to_string()
+}
+
+/// The session request `method` is, as a static name.
+fn opening_method(method: &str) -> Option<&'static str> {
+    match method {
+        "session/new" => Some("session/new"),
+        "session/load" => Some("session/load"),
+        "session/resume" => Some("session/resume"),
+        "session/fork" => Some("session/fork"),
+        _ => None,
+    }
 }
 
 /// Raw bytes plus a newline, ready to write.
@@ -111,6 +145,14 @@ impl Relay {
                 {
                     ids.insert(id_key(&id));
                 }
+                // ACP v2 has no fs/* and no fs capability: the hosted MCP server is the
+                // door, and the message passes as it is.
+                if v["params"]["protocolVersion"]
+                    .as_u64()
+                    .is_some_and(|n| n >= 2)
+                {
+                    return Some(with_newline(raw));
+                }
                 let pol = self.gw.policy();
                 let (read, write) = (pol.can_ever(OpClass::Read), pol.can_ever(OpClass::Write));
                 // Only the two flags change; the rest of the message passes byte for byte.
@@ -128,18 +170,79 @@ impl Relay {
                     }
                 }
             }
-            (Some(m @ ("session/new" | "session/load")), Some(id)) => {
-                let cwd = v["params"]["cwd"].as_str().unwrap_or_default().to_string();
-                let sid = (m == "session/load")
-                    .then(|| v["params"]["sessionId"].as_str().map(str::to_string))
-                    .flatten();
-                if let Ok(mut p) = self.pending.lock() {
-                    p.insert(id_key(&id), (cwd, sid));
-                }
-                with_newline(raw)
+            (Some(m), Some(id)) if opening_method(m).is_some() => {
+                let method = opening_method(m).unwrap_or("session/new");
+                self.opening(method, &id, &v, raw)
             }
             _ => with_newline(raw),
         })
+    }
+
+    /// A session request: noted, and the hosted MCP server added to its `mcpServers`
+    /// (the rest of the message passes byte for byte).
+    fn opening(&self, method: &'static str, id: &Value, v: &Value, raw: Vec<u8>) -> Vec<u8> {
+        let params = &v["params"];
+        let named = params["sessionId"].as_str().map(str::to_string);
+        let mut opening = Opening {
+            cwd: params["cwd"].as_str().unwrap_or_default().to_string(),
+            named: named.clone(),
+            method,
+            hosted: None,
+        };
+        let mut out = raw;
+        if let Some(h) = &self.hosted {
+            let known = matches!(method, "session/load" | "session/resume")
+                .then_some(named)
+                .flatten();
+            let taken: Vec<String> = params["mcpServers"]
+                .as_array()
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|e| e["name"].as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let http = self.agent_http.load(Ordering::Acquire);
+            match h.admit(known.as_deref(), http, self.editor_sinks(), &taken) {
+                Ok(a) => match std::str::from_utf8(&out)
+                    .ok()
+                    .and_then(|t| super::raw_json::append_mcp_server(t, &a.entry))
+                {
+                    Some(text) => {
+                        out = text.into_bytes();
+                        opening.hosted = Some(a);
+                    }
+                    None => h.revoke(&a),
+                },
+                Err(e) => tracing::warn!("the hosted MCP server is not added to this session: {e}"),
+            }
+        }
+        if let Ok(mut p) = self.pending.lock() {
+            if p.len() < MAX_OPENING {
+                p.insert(id_key(id), opening);
+            } else if let (Some(h), Some(a)) = (&self.hosted, &opening.hosted) {
+                h.revoke(a);
+            }
+        }
+        with_newline(out)
+    }
+
+    /// Who the hosted server asks and tells: the editor, as for `fs/*`.
+    fn editor_sinks(
+        &self,
+    ) -> (
+        Arc<dyn crate::gateway::ask::Asker>,
+        Option<Arc<dyn crate::gateway::ChangeSink>>,
+    ) {
+        let notes = self
+            .gw
+            .policy()
+            .notify_acp()
+            .then(|| Arc::clone(&self.notes) as Arc<dyn crate::gateway::ChangeSink>);
+        (
+            Arc::clone(&self.asker) as Arc<dyn crate::gateway::ask::Asker>,
+            notes,
+        )
     }
 
     /// The agent's answer to the editor's `initialize`, with fsgate's `_meta.fsgate`
@@ -154,6 +257,10 @@ impl Relay {
         let Some(result) = message.get_mut("result").filter(|_| ours) else {
             return with_newline(raw);
         };
+        let http = result["agentCapabilities"]["mcpCapabilities"]["http"] == Value::Bool(true);
+        self.agent_http.store(http, Ordering::Release);
+        let version = result["protocolVersion"].as_u64().unwrap_or(1);
+        self.acp_version.store(version, Ordering::Release);
         let Some(result) = result.as_object_mut() else {
             return with_newline(raw);
         };
@@ -164,12 +271,17 @@ impl Relay {
             *meta = Value::Object(serde_json::Map::new());
         }
         meta["fsgate"] = self.gw.meta();
+        meta["fsgate"]["acpProtocolVersion"] = version.into();
+        if let Some(h) = &self.hosted {
+            meta["fsgate"]["mcpServer"] =
+                json!({"name": super::hosted::SERVER_NAME, "url": h.url()});
+        }
         line_of(&message)
     }
 
-    /// Notes a session created by the agent's response to `session/new`/`load`.
+    /// Notes a session opened by the agent's answer to a session request.
     fn note_response(&self, id: &Value, message: &Value) {
-        let Some((cwd, load_sid)) = self
+        let Some(opening) = self
             .pending
             .lock()
             .ok()
@@ -177,14 +289,36 @@ impl Relay {
         else {
             return;
         };
+        let Opening {
+            cwd,
+            named,
+            method,
+            hosted,
+        } = opening;
+        // Load and resume keep the session named; new and fork answer with its id.
+        let keeps = matches!(method, "session/load" | "session/resume");
         let sid = message["result"]["sessionId"]
             .as_str()
             .map(str::to_string)
-            .or(load_sid);
-        let Some(sid) = sid else { return };
-        if message.get("error").is_some() {
+            .or(named.filter(|_| keeps));
+        let sid = sid.filter(|_| message.get("error").is_none());
+        let (Some(sid), Some(h)) = (sid.as_ref(), &self.hosted) else {
+            if let (Some(h), Some(a)) = (&self.hosted, &hosted) {
+                h.revoke(a);
+            }
+            if let Some(sid) = sid {
+                self.note_session(sid, cwd, None);
+            }
             return;
+        };
+        if let Some(a) = &hosted {
+            h.name(a, sid);
         }
+        self.note_session(sid.clone(), cwd, hosted);
+    }
+
+    /// Records the session opened and keeps it for the agent's file requests.
+    fn note_session(&self, sid: String, cwd: String, hosted: Option<Admission>) {
         let ws = self.gw.workspace();
         let cwd_inside = RelPath::parse_absolute(&ws.dealias(&cwd), ws.root_path()).is_ok();
         if !cwd_inside {
@@ -194,6 +328,18 @@ impl Relay {
         details.insert("sessionId".into(), sid.clone().into());
         details.insert("cwd".into(), cwd.clone().into());
         details.insert("cwdInsideWorkspace".into(), cwd_inside.into());
+        let version = self.acp_version.load(Ordering::Acquire);
+        details.insert("acpProtocolVersion".into(), version.into());
+        if let Some(a) = &hosted {
+            let mut mcp = serde_json::Map::new();
+            mcp.insert("name".into(), a.entry["name"].clone());
+            mcp.insert("transport".into(), a.reach.as_str().into());
+            if a.name != sid {
+                // Records made before the agent named the session carry this name.
+                mcp.insert("provisionalSession".into(), a.name.clone().into());
+            }
+            details.insert("mcpServer".into(), Value::Object(mcp));
+        }
         self.gw.record("session", details);
         if let Ok(mut s) = self.sessions.lock() {
             s.insert(sid, Session { cwd_inside, cwd });
@@ -308,7 +454,7 @@ pub async fn run<EI, EO>(
     editor_in: EI,
     editor_out: EO,
     mut child: std::process::Child,
-    allow_terminal: bool,
+    (allow_terminal, hosted): (bool, Option<Arc<Hosted>>),
 ) -> std::io::Result<ExitStatus>
 where
     EI: AsyncRead + Unpin + Send + 'static,
@@ -346,9 +492,15 @@ where
             tokio::runtime::Handle::current(),
         )),
         notes: Arc::new(EditorNotes::spawn(to_editor.clone(), max.saturating_mul(2))),
+        hosted,
+        agent_http: AtomicBool::new(false),
+        acp_version: AtomicU64::new(1),
     });
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
-    let editor_writer = tokio::spawn(write_raw(editor_rx, editor_out, None));
+    // Closed once the agent and its relay are done: the hosted server's sessions may
+    // hold the editor's outbox a while longer (they end on their own).
+    let (close_editor_tx, close_editor_rx) = tokio::sync::oneshot::channel::<()>();
+    let editor_writer = tokio::spawn(write_raw(editor_rx, editor_out, Some(close_editor_rx)));
     let agent_writer = tokio::spawn(write_raw(agent_rx, agent_in, Some(close_agent_rx)));
 
     // Editor -> agent.
@@ -467,8 +619,12 @@ where
     // input has nowhere to go), so that the writers below see their channels close.
     editor_reader.abort();
     let _ = agent_reader.await;
+    if let Some(h) = &relay.hosted {
+        h.close();
+    }
     drop(relay);
     let _ = agent_writer.await;
+    let _ = close_editor_tx.send(());
     let _ = editor_writer.await;
     Ok(status)
 }
@@ -486,6 +642,14 @@ async fn serve_file(
     let id2 = id.clone();
     let (resp, lease) = tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
         Some(err) => (r.refuse(&id, &method, &params, err), None),
+        None if method.starts_with("fs/") && r.acp_version.load(Ordering::Acquire) >= 2 => {
+            let msg = format!(
+                "{method} is not part of ACP protocol version 2: use the MCP server `{}` listed in the session",
+                super::hosted::SERVER_NAME
+            );
+            let err = jsonrpc::error_object(code::METHOD_NOT_FOUND, &msg, None);
+            (r.refuse(&id, &method, &params, err), None)
+        }
         None => acp::answer_in(&r.gw, &r.file_ctx(&params), &id, &method, params),
     })
     .await
