@@ -34,6 +34,7 @@ pub mod denied;
 #[cfg(unix)]
 pub mod discover;
 pub mod plan;
+pub mod profile;
 pub mod status;
 
 mod describe;

@@ -67,6 +67,8 @@ struct Relay {
     asker: Arc<EditorAsker>,
     /// Shows the editor each change fsgate made (when the policy's `[notify] acp`).
     notes: Arc<EditorNotes>,
+    /// The agent profile's `_meta`, merged into every session the editor opens.
+    session_meta: Option<Value>,
 }
 
 /// At most this many editor `initialize` requests awaiting the agent's answer are
@@ -136,10 +138,24 @@ impl Relay {
                 if let Ok(mut p) = self.pending.lock() {
                     p.insert(id_key(&id), (cwd, sid));
                 }
-                with_newline(raw)
+                self.with_profile(v, raw)
             }
+            (Some("session/resume" | "session/fork"), Some(_)) => self.with_profile(v, raw),
             _ => with_newline(raw),
         })
+    }
+
+    /// A session request with the agent profile's `_meta` merged in; byte for byte
+    /// when there is no profile or its params are not an object.
+    fn with_profile(&self, mut message: Value, raw: Vec<u8>) -> Vec<u8> {
+        match &self.session_meta {
+            Some(meta)
+                if crate::sandbox::profile::merge_session_meta(&mut message["params"], meta) =>
+            {
+                line_of(&message)
+            }
+            _ => with_newline(raw),
+        }
     }
 
     /// The agent's answer to the editor's `initialize`, with fsgate's `_meta.fsgate`
@@ -309,6 +325,7 @@ pub async fn run<EI, EO>(
     editor_out: EO,
     mut child: std::process::Child,
     allow_terminal: bool,
+    session_meta: Option<Value>,
 ) -> std::io::Result<ExitStatus>
 where
     EI: AsyncRead + Unpin + Send + 'static,
@@ -346,6 +363,7 @@ where
             tokio::runtime::Handle::current(),
         )),
         notes: Arc::new(EditorNotes::spawn(to_editor.clone(), max.saturating_mul(2))),
+        session_meta,
     });
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
     let editor_writer = tokio::spawn(write_raw(editor_rx, editor_out, None));
