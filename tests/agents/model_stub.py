@@ -20,7 +20,8 @@ fsgate's agent tests (tests/agents/) start it, point the real agent at it
   JSON-mode checks) get a short text and leave the script alone.
 
 Every request is appended to the log (`--log FILE`, one JSON object a line): the API, the
-path, the tools offered, what the stub answered, and the whole body as received, so a
+path, the tools offered, what the stub answered (with the step it was answering, under
+`answer.step`), the tool results it was sent, and the whole body as received, so a
 test can assert what the model saw: that it never received a secret, which tools it was
 offered, and that every step ended in a tool result.
 
@@ -298,7 +299,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             answer = {"text": "ok"}
             kind = "side"
         else:
-            answer = plan(anthropic_turn(body), offered, raw.decode("utf-8", "replace"))
+            turn = anthropic_turn(body)
+            answer = plan(turn, offered, raw.decode("utf-8", "replace"))
+            answer["step"] = turn.step
             kind = "main"
         self.log_request_body("anthropic", kind, raw, offered, answer, anthropic_received(body))
         msg, stop = anthropic_message(answer, model)
@@ -314,7 +317,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             answer = {"text": gemini_side_text(body)}
             kind = "side"
         else:
-            answer = plan(gemini_turn(body), offered, raw.decode("utf-8", "replace"))
+            turn = gemini_turn(body)
+            answer = plan(turn, offered, raw.decode("utf-8", "replace"))
+            answer["step"] = turn.step
             kind = "main"
         self.log_request_body("gemini", kind, raw, offered, answer, gemini_received(body))
         resp = gemini_response(answer, model)
