@@ -173,6 +173,8 @@ pub struct ProfilePlan {
     pub off: Vec<String>,
     /// What stays on, each with why it matters.
     pub left_on: Vec<String>,
+    /// Other facts about how the model meets the gateway's tools.
+    pub notes: Vec<String>,
     /// How the profile reaches the agent, for the record.
     pub how: Vec<String>,
 }
@@ -190,6 +192,7 @@ impl ProfilePlan {
             session_meta: None,
             off: Vec::new(),
             left_on: Vec::new(),
+            notes: Vec::new(),
             how: Vec::new(),
         };
         match kind {
@@ -222,7 +225,9 @@ impl ProfilePlan {
             self.env.push(("IS_SANDBOX".into(), "1".into()));
             self.how.push("IS_SANDBOX=1 (the agent is confined)".into());
         }
-        self.left_on.push(
+        self.left_on
+            .push("WebFetch and WebSearch (the network, not the workspace)".into());
+        self.notes.push(
             "the gateway's tools are deferred: the model loads them with ToolSearch \
              (select:mcp__fsgate__read_text_file) before its first call"
                 .into(),
@@ -246,7 +251,9 @@ impl ProfilePlan {
         self.how.push(format!(
             "--policy {file}: a policy-engine rule denying the built-in file tools"
         ));
-        self.left_on.push(
+        self.left_on
+            .push("web_fetch and google_web_search (the network, not the workspace)".into());
+        self.notes.push(
             "the deny rule matches tools by their bare names, so the gateway's read_file, \
              write_file, glob and list_directory are hidden too: the model uses its \
              read_text_file, write_text_file, edit_file, ls and grep"
@@ -276,8 +283,8 @@ impl ProfilePlan {
 
     fn codex(&mut self) {
         self.left_on.push(
-            "Codex reads and writes through its shell and apply_patch; no documented setting \
-             turns them off"
+            "apply_patch, and Codex's shell, through which it reads and writes: no documented \
+             setting turns them off"
                 .into(),
         );
         self.how
