@@ -197,7 +197,7 @@ impl ProfilePlan {
         };
         match kind {
             AgentKind::ClaudeAgentAcp => plan.claude(confined),
-            AgentKind::GeminiCli => plan.gemini(dir),
+            AgentKind::GeminiCli => plan.gemini(dir, confined),
             AgentKind::FastAgent => plan.fast_agent(),
             AgentKind::Opencode => plan.opencode(),
             AgentKind::CodexAcp => plan.codex(),
@@ -234,13 +234,16 @@ impl ProfilePlan {
         );
     }
 
-    fn gemini(&mut self, dir: &Path) {
+    fn gemini(&mut self, dir: &Path, confined: bool) {
         self.off = strings(GEMINI_FILE_TOOLS);
         let names: Vec<String> = GEMINI_FILE_TOOLS.iter().map(|t| format!("{t:?}")).collect();
         let policy = format!(
             "# Written by fsgate (agent profile gemini-cli): the built-in file tools are off;\n\
-             # the gateway's MCP server ({HOSTED_SERVER}) serves files.\n\
-             [[rule]]\ntoolName = [{}]\ndecision = \"deny\"\npriority = 900\n",
+             # the gateway's MCP server ({HOSTED_SERVER}) serves files, and its policy and\n\
+             # `ask` rules decide each call (no second prompt here).\n\
+             [[rule]]\ntoolName = [{}]\ndecision = \"deny\"\npriority = 900\n\n\
+             [[rule]]\ntoolName = \"mcp_{HOSTED_SERVER}_*\"\nmcpName = \"{HOSTED_SERVER}\"\n\
+             decision = \"allow\"\npriority = 800\n",
             names.join(", ")
         );
         let file = "gemini-policy.toml";
@@ -249,8 +252,17 @@ impl ProfilePlan {
         self.args
             .push(dir.join(file).to_string_lossy().into_owned());
         self.how.push(format!(
-            "--policy {file}: a policy-engine rule denying the built-in file tools"
+            "--policy {file}: policy-engine rules denying the built-in file tools and \
+             allowing the gateway's"
         ));
+        if confined {
+            // Confined, the agent cannot read the workspace's own settings, so trusting the
+            // folder only lets the editor's "allow always" answers work.
+            self.env
+                .push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
+            self.how
+                .push("GEMINI_CLI_TRUST_WORKSPACE=true (the agent is confined)".into());
+        }
         self.left_on
             .push("web_fetch and google_web_search (the network, not the workspace)".into());
         self.notes.push(

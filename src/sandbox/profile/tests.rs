@@ -126,6 +126,18 @@ fn each_profile_names_what_it_turns_off_and_what_stays_on() {
     assert_eq!(name, "gemini-policy.toml");
     let parsed: toml::Value = toml::from_str(text).unwrap();
     assert_eq!(parsed["rule"][0]["decision"].as_str(), Some("deny"));
+    assert_eq!(parsed["rule"][1]["toolName"].as_str(), Some("mcp_fsgate_*"));
+    assert_eq!(parsed["rule"][1]["decision"].as_str(), Some("allow"));
+    assert!(
+        gemini
+            .env
+            .contains(&("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()))
+    );
+    let loose = ProfilePlan::new(AgentKind::GeminiCli, true, dir, false);
+    assert!(
+        loose.env.is_empty(),
+        "the folder is trusted only when the agent is confined"
+    );
     assert_eq!(
         parsed["rule"][0]["toolName"].as_array().map(Vec::len),
         Some(GEMINI_FILE_TOOLS.len())
