@@ -5,6 +5,7 @@
 //! inherits the restriction.
 
 mod acp;
+mod connect;
 mod docs;
 
 use std::path::PathBuf;
@@ -51,6 +52,16 @@ enum Command {
     /// Backup tools: list and restore previous versions of files.
     #[command(subcommand)]
     Backup(crate::backup::cli::BackupCommand),
+    /// Relay stdio to the MCP server `fsgate acp` hosts for its agent (started by the agent).
+    ///
+    /// `fsgate acp` gives this command to agents that start their MCP servers as
+    /// commands; it needs FSGATE_MCP_TOKEN, the session's secret, which fsgate puts in
+    /// the command's environment. It holds no state: the gateway decides and records.
+    McpConnect {
+        /// The port of the hosted server on 127.0.0.1.
+        #[arg(long)]
+        port: u16,
+    },
     /// Print a shell completion script for fsgate.
     ///
     /// bash: fsgate completions bash > ~/.local/share/bash-completion/completions/fsgate
@@ -82,6 +93,8 @@ enum Transport {
     Mcp,
     /// WebSocket files channel (needs --listen).
     Ws,
+    /// MCP over Streamable HTTP at http://ADDR/mcp (needs --listen).
+    Http,
 }
 
 /// Options shared by `serve` and `acp`.
@@ -130,10 +143,10 @@ impl GatewayArgs {
 struct ServeArgs {
     #[command(flatten)]
     common: GatewayArgs,
-    /// Wire protocol: acp (default), mcp, or ws.
+    /// Wire protocol: acp (default), mcp, ws, or http.
     #[arg(long, value_enum, default_value_t = Transport::Acp)]
     transport: Transport,
-    /// Address for --transport ws: HOST:PORT, or just PORT for 127.0.0.1:PORT.
+    /// Address for --transport ws or http: HOST:PORT, or just PORT for 127.0.0.1:PORT.
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
     /// Print what the Landlock sandbox enforces on this kernel and exit.
@@ -175,6 +188,7 @@ pub fn main() -> ExitCode {
         Command::Policy(cmd) => code(crate::policy::cli::run(cmd)),
         Command::Audit(cmd) => code(crate::audit::cli::run(cmd)),
         Command::Backup(cmd) => backup(cmd),
+        Command::McpConnect { port } => connect::mcp_connect(port),
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),
     }
@@ -220,14 +234,14 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
 fn serve(args: ServeArgs) -> ExitCode {
     // Argument mistakes first, before anything is opened or written.
     match (args.transport, args.listen.is_some()) {
-        (Transport::Ws, false) => {
+        (Transport::Ws | Transport::Http, false) => {
             return fail(
-                "--transport ws needs --listen ADDR (HOST:PORT, or PORT for 127.0.0.1:PORT)",
+                "--transport ws and http need --listen ADDR (HOST:PORT, or PORT for 127.0.0.1:PORT)",
             );
         }
         (Transport::Acp | Transport::Mcp, true) => {
             return fail(
-                "--listen is only for --transport ws (the acp and mcp transports speak on stdin/stdout)",
+                "--listen is only for --transport ws and http (the acp and mcp transports speak on stdin/stdout)",
             );
         }
         _ => {}
@@ -240,27 +254,17 @@ fn serve(args: ServeArgs) -> ExitCode {
         Transport::Acp => "acp",
         Transport::Mcp => "mcp",
         Transport::Ws => "ws",
+        Transport::Http => "http",
     };
-    // The WebSocket listener is bound before confinement (Landlock then allows only it).
-    let listener = match (args.transport, args.listen.as_deref()) {
-        (Transport::Ws, Some(listen)) => {
-            let settings = opened.gateway.policy().raw().ws.clone().unwrap_or_default();
-            let listener = match crate::transport::ws::bind(listen) {
-                Ok(l) => l,
-                Err(e) => return fail(&format!("cannot listen: {e}")),
-            };
-            // Read (or generate) the token before confinement: the token file is not
-            // reachable afterwards.
-            match crate::transport::ws::Token::for_settings(&settings) {
-                Ok(token) => Some((listener, token, settings)),
-                Err(e) => return fail(&e.to_string()),
-            }
-        }
-        _ => None,
+    // A listener is bound, and its token read (or generated), before confinement:
+    // Landlock then allows only it, and the token file is not reachable afterwards.
+    let listener = match listen(&opened, args.transport, args.listen.as_deref()) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
     };
     let port = listener
         .as_ref()
-        .and_then(|(l, _, _)| l.local_addr().ok())
+        .and_then(|l| l.socket().local_addr().ok())
         .map(|a| a.port());
     let status = match startup::confine(&opened, port, transport) {
         Ok(s) => s,
@@ -284,21 +288,21 @@ fn serve(args: ServeArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>>>>;
-    let serving: Serving = match args.transport {
-        Transport::Ws => match listener {
-            Some((l, token, settings)) => Box::pin(crate::transport::ws::serve_with_token(
-                Arc::clone(&gateway),
-                l,
-                settings,
-                token,
-            )),
-            None => Box::pin(async { Err(std::io::Error::other("no listener")) }),
-        },
-        Transport::Mcp => Box::pin(crate::transport::mcp::serve_stdio(
+    let serving: Serving = match (args.transport, listener) {
+        (_, Some(Listening::Ws(l, token, settings))) => Box::pin(
+            crate::transport::ws::serve_with_token(Arc::clone(&gateway), l, settings, token),
+        ),
+        (_, Some(Listening::Http(l, token, settings))) => Box::pin(
+            crate::transport::http::serve_with_token(Arc::clone(&gateway), l, settings, token),
+        ),
+        (Transport::Ws | Transport::Http, None) => {
+            Box::pin(async { Err(std::io::Error::other("no listener")) })
+        }
+        (Transport::Mcp, None) => Box::pin(crate::transport::mcp::serve_stdio(
             Arc::clone(&gateway),
             stdio_peer(),
         )),
-        Transport::Acp => Box::pin(crate::transport::acp::serve_stdio(
+        (Transport::Acp, None) => Box::pin(crate::transport::acp::serve_stdio(
             Arc::clone(&gateway),
             stdio_peer(),
         )),
@@ -325,6 +329,58 @@ fn serve(args: ServeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A bound listener with its token and settings.
+enum Listening {
+    Ws(
+        std::net::TcpListener,
+        crate::transport::ws::Token,
+        crate::transport::ws::WsSettings,
+    ),
+    Http(
+        std::net::TcpListener,
+        crate::transport::ws::Token,
+        crate::transport::http::HttpSettings,
+    ),
+}
+
+impl Listening {
+    fn socket(&self) -> &std::net::TcpListener {
+        match self {
+            Listening::Ws(l, ..) | Listening::Http(l, ..) => l,
+        }
+    }
+}
+
+/// Binds the listener of a network transport and gets its token (read from the
+/// section's `token_file`, or generated and printed).
+///
+/// # Ambient Authority
+/// Binds a socket and reads the token file: start-up, before confinement.
+fn listen(
+    opened: &startup::Opened,
+    transport: Transport,
+    addr: Option<&str>,
+) -> Result<Option<Listening>, String> {
+    let (Some(addr), Transport::Ws | Transport::Http) = (addr, transport) else {
+        return Ok(None);
+    };
+    let raw = opened.gateway.policy().raw().clone();
+    let listener = crate::transport::ws::bind(addr).map_err(|e| format!("cannot listen: {e}"))?;
+    Ok(Some(match transport {
+        Transport::Http => {
+            let settings = raw.http.unwrap_or_default();
+            let token = crate::transport::http::token_for(&settings)?;
+            Listening::Http(listener, token, settings)
+        }
+        _ => {
+            let settings = raw.ws.unwrap_or_default();
+            let token =
+                crate::transport::ws::Token::for_settings(&settings).map_err(|e| e.to_string())?;
+            Listening::Ws(listener, token, settings)
+        }
+    }))
 }
 
 /// `fsgate backup ...`; a restore is recorded in the workspace's audit log.

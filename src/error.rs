@@ -21,6 +21,10 @@ pub mod code {
     pub const REFUSED: i64 = -32003;
     /// Size, binary content or rate limit.
     pub const LIMIT: i64 = -32004;
+    /// MCP over HTTP, 2026-07-28: a routing header disagrees with the message.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// MCP: a protocol version the server does not speak (`data.supported` lists them).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// A request's failure, as the gateway reports it to any transport.

@@ -27,3 +27,6 @@ mod orphan;
 // `ask` rules and change notes with the Python SDK as the editor: allow once, allow for
 // the session, reject, cancel, no answer; [notify] acp = false.
 mod ask;
+// The MCP server fsgate hosts for the agent: over HTTP or its bridge command, the policy
+// and one log under the ACP session's id, confined to it, asking the editor.
+mod hosted;

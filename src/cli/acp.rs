@@ -25,12 +25,19 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     let Some((program, agent_args)) = args.agent.split_first() else {
         return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
     };
+    // The port of the MCP server hosted for the agent, bound before confinement, and
+    // this binary (the stdio entry's command), found while /proc is reachable.
+    let (hosted_listener, hosted_port) = match bind_hosted() {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let exe = std::env::current_exe().ok();
     let confined = match args.confine_agent {
         true => match plan_confinement(
             &mut opened,
             args.common.policy.as_deref(),
-            program,
-            agent_args,
+            (program, agent_args),
+            (hosted_port, exe.as_deref()),
         ) {
             Ok(c) => Some(c),
             Err(e) => return fail(&format!("--confine-agent: {e}")),
@@ -64,7 +71,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         Err(e) => return fail(&format!("--confine-agent: {e}")),
     };
     if args.check_sandbox {
-        return check_sandbox(opened, confined.as_ref());
+        return check_sandbox(opened, confined.as_ref(), hosted_port);
     }
     let mut agent_sandbox = serde_json::Value::Null;
     let mut agent_plan = serde_json::Value::Null;
@@ -115,6 +122,8 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     details.insert("agentSandbox".into(), agent_sandbox);
     details.insert("agentPlan".into(), agent_plan);
     details.insert("agentProfile".into(), profile_record);
+    let hosted = crate::transport::hosted::Hosted::new(Arc::clone(&gateway), hosted_port, exe);
+    details.insert("mcpServer".into(), hosted_record(&hosted));
     gateway.record("agent-start", details);
     let session_meta = profile.as_ref().and_then(|p| p.plan.session_meta.clone());
     let allow_terminal = gateway
@@ -145,6 +154,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         tokio::time::sleep(std::time::Duration::from_secs(5)).await;
         let _ = rustix::process::kill_process(agent, rustix::process::Signal::KILL);
     });
+    let serving = runtime.spawn(Arc::clone(&hosted).serve(hosted_listener));
     crate::transport::stdio::enlarge_pipe(std::io::stdin().as_fd());
     crate::transport::stdio::enlarge_pipe(std::io::stdout().as_fd());
     let result = runtime.block_on(crate::transport::proxy::run(
@@ -153,9 +163,9 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         tokio::io::stdin(),
         tokio::io::stdout(),
         child,
-        allow_terminal,
-        session_meta,
+        (allow_terminal, Some(hosted), session_meta),
     ));
+    serving.abort();
     // A blocking read of the editor's stdin may still be parked in the runtime's
     // blocking pool (the editor keeps its end open): do not wait for it.
     runtime.shutdown_background();
@@ -198,14 +208,35 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     exit
 }
 
+/// Binds the loopback port of the MCP server hosted for the agent.
+fn bind_hosted() -> Result<(std::net::TcpListener, u16), String> {
+    let listener = crate::transport::hosted::Hosted::bind()
+        .map_err(|e| format!("cannot bind the MCP server for the agent on 127.0.0.1: {e}"))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| format!("cannot bind the MCP server for the agent: {e}"))?
+        .port();
+    Ok((listener, port))
+}
+
+/// The hosted MCP server in the `agent-start` record: where it listens (never a secret).
+fn hosted_record(hosted: &crate::transport::hosted::Hosted) -> serde_json::Value {
+    serde_json::json!({
+        "name": crate::transport::hosted::SERVER_NAME,
+        "url": hosted.url(),
+        "port": hosted.port(),
+    })
+}
+
 /// The agent's confinement, worked out before its command is built: a private scratch
 /// directory (its HOME and TMPDIR), its own installation as discovered, the system
-/// paths, and nothing of the workspace, fsgate's own files or the rest of the home.
+/// paths, the port of the MCP server hosted for it (and this binary, its stdio
+/// bridge), and nothing of the workspace, fsgate's own files or the rest of the home.
 fn plan_confinement(
     opened: &mut startup::Opened,
     policy_file: Option<&std::path::Path>,
-    program: &str,
-    args: &[String],
+    (program, args): (&str, &[String]),
+    (port, exe): (u16, Option<&std::path::Path>),
 ) -> Result<Confined, String> {
     let tmp = std::env::temp_dir();
     sweep_stale_scratch(&tmp);
@@ -220,6 +251,7 @@ fn plan_confinement(
         installation.merge_into(&mut plan);
         plan.executable = Some(installation.executable);
     }
+    reach_hosted(&mut plan, port, exe);
     Ok(Confined {
         _scratch: scratch,
         plan,
@@ -404,6 +436,42 @@ fn agent_plan(
     Ok(plan)
 }
 
+/// Lets the confined agent (and what it starts) reach the MCP server hosted for it:
+/// TCP connect to its port when the policy limits the agent's network, and this binary
+/// (its stdio bridge, `fsgate mcp-connect`) to run, unless it lies in a protected path.
+fn reach_hosted(plan: &mut crate::sandbox::AgentPlan, port: u16, exe: Option<&std::path::Path>) {
+    use crate::sandbox::{AgentAccess, AgentNetwork};
+    match &mut plan.network {
+        AgentNetwork::All => {}
+        AgentNetwork::None => plan.network = AgentNetwork::Ports(vec![port]),
+        AgentNetwork::Ports(ports) => {
+            ports.push(port);
+            ports.sort_unstable();
+            ports.dedup();
+        }
+    }
+    let Some(exe) = exe else { return };
+    let canon = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let real = canon(exe);
+    if let Some(p) = plan
+        .protected
+        .iter()
+        .find(|p| real.starts_with(canon(&p.path)))
+    {
+        crate::text::eprint_line(&format!(
+            "fsgate: note: this fsgate binary lies in the {} ({}): agents that start MCP servers as commands cannot run its bridge; those that take HTTP servers are not affected",
+            p.label,
+            crate::text::EscPath(&p.path)
+        ));
+        return;
+    }
+    plan.grant(
+        real,
+        AgentAccess::ReadExec,
+        "fsgate mcp-connect: the agent's bridge to fsgate's MCP server",
+    );
+}
+
 /// What a confined agent can never reach: the workspace, fsgate's audit and backup
 /// directories, the policy file, the signing key and checkpoint sink.
 fn protected_paths(
@@ -482,12 +550,16 @@ fn agent_command(
 
 /// `fsgate acp --check-sandbox`: the agent's whole ruleset and what this kernel enforces,
 /// on stdout; nothing is started and nothing is recorded.
-fn check_sandbox(opened: startup::Opened, confined: Option<&Confined>) -> ExitCode {
+fn check_sandbox(opened: startup::Opened, confined: Option<&Confined>, port: u16) -> ExitCode {
     match confined {
         Some(c) => println!("{}", crate::sandbox::describe_agent_plan(&c.plan)),
         // clap requires --confine-agent with --check-sandbox; said anyway.
         None => println!("the agent is not confined: add --confine-agent to see its ruleset"),
     }
+    println!(
+        "fsgate's MCP server for the agent: 127.0.0.1:{port} (a port drawn at each start), \
+         the one part of the gateway the agent can reach; each session gets its own secret"
+    );
     // The log was opened (its start record written): close it as `serve --check-sandbox`.
     let mut details = serde_json::Map::new();
     details.insert("reason".into(), "check-sandbox".into());

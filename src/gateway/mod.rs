@@ -8,6 +8,7 @@ mod defer;
 mod facts;
 mod listing;
 mod mkdir;
+mod names;
 mod path_lock;
 mod read;
 mod reconcile;
@@ -100,6 +101,8 @@ pub struct Gateway {
     vcs: Option<Arc<crate::vcs::Stager>>,
     /// Paths being written now: writes of one path run one after the other.
     writing: path_lock::PathLocks,
+    /// Provisional session names a door serves under until it knows the real one.
+    names: names::SessionNames,
 }
 
 /// A change the gateway made for a client, told to that client's door after its
@@ -202,7 +205,15 @@ impl Gateway {
             grants: Arc::default(),
             vcs: None,
             writing: path_lock::PathLocks::default(),
+            names: names::SessionNames::default(),
         }
+    }
+
+    /// From now on the session named `provisional` is the session `real`: its requests
+    /// are served, recorded and asked about under `real`. False when too many names
+    /// are held already (its records then keep the provisional name).
+    pub fn name_session(&self, provisional: &str, real: &str) -> bool {
+        self.names.give(provisional, real)
     }
 
     /// Attaches the git work tree changes are staged in.
@@ -399,6 +410,17 @@ impl Gateway {
         ctx: &RequestCtx,
         request: Request,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        let named;
+        let ctx = match self.names.real(&ctx.session) {
+            Some(session) => {
+                named = RequestCtx {
+                    session,
+                    ..ctx.clone()
+                };
+                &named
+            }
+            None => ctx,
+        };
         match request {
             Request::Op(op) => self.handle(ctx, op),
             Request::Message {

@@ -139,18 +139,22 @@ pub(crate) fn compile(
 /// The sections other modules own (`[ws]`, `[backup]`) are checked here too, so that
 /// `fsgate policy check` refuses what `fsgate serve` would refuse.
 fn check_sections(raw: &RawPolicy, src: &str) -> Result<(), PolicyError> {
-    if let Some(ws) = &raw.ws
-        && let Err(m) = ws.validate()
-    {
-        let (key, message) = match m.split_once(": ") {
-            Some((k, v)) => (k.to_string(), v.to_string()),
-            None => ("ws".to_string(), m),
-        };
-        return Err(PolicyError::Invalid {
-            key,
-            line: section_line(src, "ws"),
-            message,
-        });
+    let doors = [
+        ("ws", raw.ws.as_ref().map(|s| s.validate())),
+        ("http", raw.http.as_ref().map(|s| s.validate())),
+    ];
+    for (section, checked) in doors {
+        if let Some(Err(m)) = checked {
+            let (key, message) = match m.split_once(": ") {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (section.to_string(), m),
+            };
+            return Err(PolicyError::Invalid {
+                key,
+                line: section_line(src, section),
+                message,
+            });
+        }
     }
     if let Some(b) = &raw.backup
         && let Err(e) = b.retention()

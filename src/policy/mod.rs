@@ -12,6 +12,7 @@ mod decide;
 pub mod diff;
 mod entries;
 pub mod floor;
+pub mod http;
 pub mod lint;
 pub mod media;
 pub mod oversight;

@@ -61,6 +61,9 @@ pub struct RawPolicy {
     /// The WebSocket files channel (`[ws]`), owned by the ws transport.
     #[serde(default)]
     pub ws: Option<super::ws::WsSettings>,
+    /// MCP over Streamable HTTP (`[http]`), owned by the http transport.
+    #[serde(default)]
+    pub http: Option<super::http::HttpSettings>,
     /// How long a person has to answer an `ask` rule (`[ask]`).
     #[serde(default)]
     pub ask: Option<super::oversight::AskSettings>,

@@ -185,7 +185,7 @@ impl WsSettings {
 }
 
 /// `scheme://host[:port]` with no path, query or wildcard.
-fn is_origin(s: &str) -> bool {
+pub(crate) fn is_origin(s: &str) -> bool {
     let Some((scheme, rest)) = s.split_once("://") else {
         return false;
     };

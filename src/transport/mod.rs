@@ -5,6 +5,8 @@ pub mod acp;
 pub mod acp_ask;
 pub mod batch;
 pub mod encode;
+pub mod hosted;
+pub mod http;
 pub mod jsonrpc;
 pub mod lines;
 pub mod mcp;

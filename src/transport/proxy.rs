@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::os::fd::AsFd;
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ use tokio::sync::mpsc;
 
 use super::acp;
 use super::acp_ask::{self, EditorAsker, EditorNotes};
+use super::hosted::{Admission, Hosted};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use super::relay::{self, Refusal, Relay as Verdict};
@@ -49,13 +51,25 @@ struct Session {
     cwd: String,
 }
 
+/// A session request of the editor's in flight (`session/new`, `load`, `resume`,
+/// `fork`).
+struct Opening {
+    /// The `cwd` it asked for.
+    cwd: String,
+    /// The session it names (load, resume: the session itself; fork: its source).
+    named: Option<String>,
+    /// Its method.
+    method: &'static str,
+    /// Its place at the hosted MCP server, if the server was added to it.
+    hosted: Option<Admission>,
+}
+
 /// State shared by the relay tasks.
 struct Relay {
     gw: Arc<Gateway>,
     peer: String,
-    /// Editor request ids (as JSON text) of `session/new`/`session/load` in flight,
-    /// with the `cwd` (and, for load, the sessionId) they asked for.
-    pending: Mutex<HashMap<String, (String, Option<String>)>>,
+    /// Editor request ids (as JSON text) of session requests in flight.
+    pending: Mutex<HashMap<String, Opening>>,
     /// Sessions seen created, by id.
     sessions: Mutex<HashMap<String, Session>>,
     /// Whether the policy lets the agent use `terminal/*`.
@@ -69,7 +83,14 @@ struct Relay {
     notes: Arc<EditorNotes>,
     /// The agent profile's `_meta`, merged into every session the editor opens.
     session_meta: Option<Value>,
+    /// The MCP server hosted for the agent, added to each session it opens.
+    hosted: Option<Arc<Hosted>>,
+    /// The agent takes Streamable HTTP MCP servers (its `initialize` answer said so).
+    agent_http: AtomicBool,
 }
+
+/// At most this many session requests awaiting the agent's answer are remembered.
+const MAX_OPENING: usize = 256;
 
 /// At most this many editor `initialize` requests awaiting the agent's answer are
 /// remembered (an editor sends one; the bound keeps a flood from growing fsgate).
@@ -77,6 +98,17 @@ const MAX_INITIALIZING: usize = 16;
 
 fn id_key(id: &Value) -> String {
     id.to_string()
+}
+
+/// The session request `method` is, as a static name.
+fn opening_method(method: &str) -> Option<&'static str> {
+    match method {
+        "session/new" => Some("session/new"),
+        "session/load" => Some("session/load"),
+        "session/resume" => Some("session/resume"),
+        "session/fork" => Some("session/fork"),
+        _ => None,
+    }
 }
 
 /// Raw bytes plus a newline, ready to write.
@@ -130,31 +162,95 @@ impl Relay {
                     }
                 }
             }
-            (Some(m @ ("session/new" | "session/load")), Some(id)) => {
-                let cwd = v["params"]["cwd"].as_str().unwrap_or_default().to_string();
-                let sid = (m == "session/load")
-                    .then(|| v["params"]["sessionId"].as_str().map(str::to_string))
-                    .flatten();
-                if let Ok(mut p) = self.pending.lock() {
-                    p.insert(id_key(&id), (cwd, sid));
-                }
-                self.with_profile(v, raw)
+            (Some(m), Some(id)) if opening_method(m).is_some() => {
+                let method = opening_method(m).unwrap_or("session/new");
+                self.opening(method, &id, &v, raw)
             }
-            (Some("session/resume" | "session/fork"), Some(_)) => self.with_profile(v, raw),
             _ => with_newline(raw),
         })
     }
 
-    /// A session request with the agent profile's `_meta` merged in; byte for byte
-    /// when there is no profile or its params are not an object.
-    fn with_profile(&self, mut message: Value, raw: Vec<u8>) -> Vec<u8> {
-        match &self.session_meta {
-            Some(meta)
-                if crate::sandbox::profile::merge_session_meta(&mut message["params"], meta) =>
-            {
-                line_of(&message)
+    /// A session request: noted, and the hosted MCP server added to its `mcpServers`
+    /// (the rest of the message passes byte for byte).
+    fn opening(&self, method: &'static str, id: &Value, v: &Value, raw: Vec<u8>) -> Vec<u8> {
+        let params = &v["params"];
+        let named = params["sessionId"].as_str().map(str::to_string);
+        let mut opening = Opening {
+            cwd: params["cwd"].as_str().unwrap_or_default().to_string(),
+            named: named.clone(),
+            method,
+            hosted: None,
+        };
+        let mut out = raw;
+        if let Some(h) = &self.hosted {
+            let known = matches!(method, "session/load" | "session/resume")
+                .then_some(named)
+                .flatten();
+            let taken: Vec<String> = params["mcpServers"]
+                .as_array()
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|e| e["name"].as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let http = self.agent_http.load(Ordering::Acquire);
+            match h.admit(known.as_deref(), http, self.editor_sinks(), &taken) {
+                Ok(a) => match std::str::from_utf8(&out)
+                    .ok()
+                    .and_then(|t| super::raw_json::append_mcp_server(t, &a.entry))
+                {
+                    Some(text) => {
+                        out = text.into_bytes();
+                        opening.hosted = Some(a);
+                    }
+                    None => h.revoke(&a),
+                },
+                Err(e) => tracing::warn!("the hosted MCP server is not added to this session: {e}"),
             }
-            _ => with_newline(raw),
+        }
+        if let Ok(mut p) = self.pending.lock() {
+            if p.len() < MAX_OPENING {
+                p.insert(id_key(id), opening);
+            } else if let (Some(h), Some(a)) = (&self.hosted, &opening.hosted) {
+                h.revoke(a);
+            }
+        }
+        self.with_profile(with_newline(out))
+    }
+
+    /// Who the hosted server asks and tells: the editor, as for `fs/*`.
+    fn editor_sinks(
+        &self,
+    ) -> (
+        Arc<dyn crate::gateway::ask::Asker>,
+        Option<Arc<dyn crate::gateway::ChangeSink>>,
+    ) {
+        let notes = self
+            .gw
+            .policy()
+            .notify_acp()
+            .then(|| Arc::clone(&self.notes) as Arc<dyn crate::gateway::ChangeSink>);
+        (
+            Arc::clone(&self.asker) as Arc<dyn crate::gateway::ask::Asker>,
+            notes,
+        )
+    }
+
+    /// A session request (one line, its newline included) with the agent profile's
+    /// `_meta` merged in; byte for byte when there is no profile or its params are not
+    /// an object.
+    fn with_profile(&self, raw: Vec<u8>) -> Vec<u8> {
+        let Some(meta) = &self.session_meta else {
+            return raw;
+        };
+        let Ok(mut message) = serde_json::from_slice::<Value>(&raw) else {
+            return raw;
+        };
+        if crate::sandbox::profile::merge_session_meta(&mut message["params"], meta) {
+            line_of(&message)
+        } else {
+            raw
         }
     }
 
@@ -170,6 +266,8 @@ impl Relay {
         let Some(result) = message.get_mut("result").filter(|_| ours) else {
             return with_newline(raw);
         };
+        let http = result["agentCapabilities"]["mcpCapabilities"]["http"] == Value::Bool(true);
+        self.agent_http.store(http, Ordering::Release);
         let Some(result) = result.as_object_mut() else {
             return with_newline(raw);
         };
@@ -183,9 +281,9 @@ impl Relay {
         line_of(&message)
     }
 
-    /// Notes a session created by the agent's response to `session/new`/`load`.
+    /// Notes a session opened by the agent's answer to a session request.
     fn note_response(&self, id: &Value, message: &Value) {
-        let Some((cwd, load_sid)) = self
+        let Some(opening) = self
             .pending
             .lock()
             .ok()
@@ -193,14 +291,36 @@ impl Relay {
         else {
             return;
         };
+        let Opening {
+            cwd,
+            named,
+            method,
+            hosted,
+        } = opening;
+        // Load and resume keep the session named; new and fork answer with its id.
+        let keeps = matches!(method, "session/load" | "session/resume");
         let sid = message["result"]["sessionId"]
             .as_str()
             .map(str::to_string)
-            .or(load_sid);
-        let Some(sid) = sid else { return };
-        if message.get("error").is_some() {
+            .or(named.filter(|_| keeps));
+        let sid = sid.filter(|_| message.get("error").is_none());
+        let (Some(sid), Some(h)) = (sid.as_ref(), &self.hosted) else {
+            if let (Some(h), Some(a)) = (&self.hosted, &hosted) {
+                h.revoke(a);
+            }
+            if let Some(sid) = sid {
+                self.note_session(sid, cwd, None);
+            }
             return;
+        };
+        if let Some(a) = &hosted {
+            h.name(a, sid);
         }
+        self.note_session(sid.clone(), cwd, hosted);
+    }
+
+    /// Records the session opened and keeps it for the agent's file requests.
+    fn note_session(&self, sid: String, cwd: String, hosted: Option<Admission>) {
         let ws = self.gw.workspace();
         let cwd_inside = RelPath::parse_absolute(&ws.dealias(&cwd), ws.root_path()).is_ok();
         if !cwd_inside {
@@ -210,6 +330,16 @@ impl Relay {
         details.insert("sessionId".into(), sid.clone().into());
         details.insert("cwd".into(), cwd.clone().into());
         details.insert("cwdInsideWorkspace".into(), cwd_inside.into());
+        if let Some(a) = &hosted {
+            let mut mcp = serde_json::Map::new();
+            mcp.insert("name".into(), a.entry["name"].clone());
+            mcp.insert("transport".into(), a.reach.as_str().into());
+            if a.name != sid {
+                // Records made before the agent named the session carry this name.
+                mcp.insert("provisionalSession".into(), a.name.clone().into());
+            }
+            details.insert("mcpServer".into(), Value::Object(mcp));
+        }
         self.gw.record("session", details);
         if let Ok(mut s) = self.sessions.lock() {
             s.insert(sid, Session { cwd_inside, cwd });
@@ -324,8 +454,7 @@ pub async fn run<EI, EO>(
     editor_in: EI,
     editor_out: EO,
     mut child: std::process::Child,
-    allow_terminal: bool,
-    session_meta: Option<Value>,
+    (allow_terminal, hosted, session_meta): (bool, Option<Arc<Hosted>>, Option<Value>),
 ) -> std::io::Result<ExitStatus>
 where
     EI: AsyncRead + Unpin + Send + 'static,
@@ -363,6 +492,8 @@ where
             tokio::runtime::Handle::current(),
         )),
         notes: Arc::new(EditorNotes::spawn(to_editor.clone(), max.saturating_mul(2))),
+        hosted,
+        agent_http: AtomicBool::new(false),
         session_meta,
     });
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();

@@ -97,9 +97,47 @@ pub fn set_fs_capabilities(message: &str, read: bool, write: bool) -> Option<Str
     Some(top.into_raw().get().to_string())
 }
 
+/// `message` with `entry` appended to `params.mcpServers` (the list created when
+/// absent or not a list); `None` if `message` is not a JSON object. Everything else,
+/// the list's other entries included, is kept byte for byte, in its order.
+pub fn append_mcp_server(message: &str, entry: &serde_json::Value) -> Option<String> {
+    let mut top = RawObject::parse(message)?;
+    let mut params = top.child("params");
+    let mut list: Vec<Box<RawValue>> = params
+        .0
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "mcpServers")
+        .and_then(|(_, v)| serde_json::from_str(v.get()).ok())
+        .unwrap_or_default();
+    list.push(serde_json::value::to_raw_value(entry).ok()?);
+    params.set("mcpServers", serde_json::value::to_raw_value(&list).ok()?);
+    top.set("params", params.into_raw());
+    Some(top.into_raw().get().to_string())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::set_fs_capabilities;
+    use super::{append_mcp_server, set_fs_capabilities};
+
+    #[test]
+    fn a_server_is_appended_and_the_rest_kept() {
+        let msg = r#"{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/w","mcpServers":[{"name":"x","command":"/bin/x","args":[],"env":[],"n":1.50}],"_meta":{"a":12345678901234567890123}}}"#;
+        let out = append_mcp_server(msg, &serde_json::json!({"name": "fsgate"})).unwrap();
+        assert_eq!(
+            out,
+            r#"{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/w","mcpServers":[{"name":"x","command":"/bin/x","args":[],"env":[],"n":1.50},{"name":"fsgate"}],"_meta":{"a":12345678901234567890123}}}"#
+        );
+        let out = append_mcp_server(
+            r#"{"id":1,"method":"session/resume","params":{"sessionId":"s"}}"#,
+            &serde_json::json!({"name": "fsgate"}),
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["params"]["mcpServers"][0]["name"], "fsgate");
+        assert_eq!(v["params"]["sessionId"], "s");
+        assert!(append_mcp_server("[]", &serde_json::json!({})).is_none());
+    }
 
     #[test]
     fn only_the_fs_flags_change() {

@@ -10,10 +10,21 @@
 //! PATH [LINE [LIMIT]]`, `write PATH TEXT` (through the client), `open PATH`, `env NAME`,
 //! `signal PID`, `ppid`, `unix PATH`, `tty`, `tcp HOST PORT`, `tiocsti`, `exit CODE`.
 //!
+//! MCP: with `--mcp http` it advertises Streamable HTTP MCP servers in `initialize`
+//! (else none, so it is given commands). At `session/new` it connects to the server
+//! named `fsgate` in the session's `mcpServers` before answering (as Gemini CLI does),
+//! and the commands `mcp-servers` (every entry listed, secrets left out), `mcp-entry`
+//! (the fsgate entry), `mcp-tools`,
+//! `mcp-read PATH`, `mcp-write PATH TEXT` and `mcp-call TOOL JSON` use it.
+//!
 //! # Ambient Authority
 //! Opens, connects and signals whatever it is told to with plain std/libc: that is its
 //! point (only the agent's sandbox may refuse).
 
+#[path = "acp_agent_mcp.rs"]
+mod mcp;
+
+use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
@@ -24,6 +35,12 @@ struct Conn {
     lines: std::io::Lines<std::io::StdinLock<'static>>,
     next_id: u64,
     sessions: u64,
+    /// Advertise Streamable HTTP MCP servers.
+    mcp_http: bool,
+    /// Each session's `fsgate` MCP entry, and its connection (or why there is none).
+    mcp: HashMap<String, (Value, Result<mcp::Mcp, String>)>,
+    /// Each session's whole `mcpServers`, described (no secrets).
+    servers: HashMap<String, Value>,
 }
 
 impl Conn {
@@ -163,9 +180,57 @@ fn read_params(sid: &str, rest: &str) -> Result<Value, String> {
     Ok(params)
 }
 
+/// An MCP command on the session's `fsgate` server.
+fn run_mcp(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, Value> {
+    if word == "mcp-servers" {
+        return Ok(conn.servers.get(sid).cloned().unwrap_or(Value::Null));
+    }
+    let Some((entry, client)) = conn.mcp.get_mut(sid) else {
+        return Err(
+            json!({"code": null, "message": "no fsgate entry in this session's mcpServers"}),
+        );
+    };
+    if word == "mcp-entry" {
+        return Ok(mcp::describe(entry));
+    }
+    let client = client
+        .as_mut()
+        .map_err(|e| json!({"code": null, "message": format!("not connected: {e}")}))?;
+    let (tool, args) = match word {
+        "mcp-tools" => {
+            let r = client.request("tools/list", json!({}))?;
+            let names: Vec<Value> = r["tools"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| t["name"].clone())
+                .collect();
+            return Ok(Value::Array(names));
+        }
+        "mcp-read" => ("read_text_file".to_string(), json!({"path": rest})),
+        "mcp-write" => {
+            let (path, text) = rest.split_once(' ').unwrap_or((rest, ""));
+            (
+                "write_text_file".to_string(),
+                json!({"path": path, "content": text}),
+            )
+        }
+        _ => {
+            let (tool, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+            let args: Value = serde_json::from_str(args)
+                .map_err(|e| json!({"code": null, "message": e.to_string()}))?;
+            (tool.to_string(), args)
+        }
+    };
+    client.request("tools/call", json!({"name": tool, "arguments": args}))
+}
+
 /// One command: its result, or its error as reported.
 fn run(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, Value> {
     let local = |r: Result<Value, String>| r.map_err(|m| json!({"code": null, "message": m}));
+    if word.starts_with("mcp-") {
+        return run_mcp(conn, sid, word, rest);
+    }
     match word {
         "read" => conn.request("fs/read_text_file", local(read_params(sid, rest))?),
         "write" => {
@@ -224,11 +289,39 @@ fn prompt(conn: &mut Conn, params: &Value) -> Value {
     json!({"stopReason": "end_turn"})
 }
 
+/// `session/new`: the session's id, once its `fsgate` MCP server (if listed) is
+/// connected to.
+fn new_session(conn: &mut Conn, params: &Value) -> Value {
+    conn.sessions += 1;
+    let sid = format!("bin-session-{}", conn.sessions);
+    let listed = params["mcpServers"].as_array().into_iter().flatten();
+    let described: Vec<Value> = listed.map(mcp::describe).collect();
+    conn.servers.insert(sid.clone(), Value::Array(described));
+    if let Some(e) = mcp::entry(&params["mcpServers"], "fsgate") {
+        let client = mcp::Mcp::connect(e);
+        if let Err(err) = &client {
+            eprintln!("fsgate-test-acp-agent: MCP server fsgate: {err}");
+        }
+        conn.mcp.insert(sid.clone(), (e.clone(), client));
+    }
+    json!({ "sessionId": sid })
+}
+
 fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut mcp_http = false;
+    while let Some(a) = args.next() {
+        if a == "--mcp" {
+            mcp_http = args.next().as_deref() == Some("http");
+        }
+    }
     let mut conn = Conn {
         lines: std::io::stdin().lock().lines(),
         next_id: 0,
         sessions: 0,
+        mcp_http,
+        mcp: HashMap::new(),
+        servers: HashMap::new(),
     };
     while let Some(Ok(line)) = conn.lines.next() {
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
@@ -238,12 +331,10 @@ fn main() {
             continue;
         };
         let result = match method {
-            "initialize" => json!({"protocolVersion": 1, "agentCapabilities": {},
+            "initialize" => json!({"protocolVersion": 1,
+                "agentCapabilities": {"mcpCapabilities": {"http": conn.mcp_http, "sse": false}},
                 "agentInfo": {"name": "fsgate-test-acp-agent", "version": "0"}}),
-            "session/new" => {
-                conn.sessions += 1;
-                json!({"sessionId": format!("bin-session-{}", conn.sessions)})
-            }
+            "session/new" => new_session(&mut conn, &msg["params"]),
             "session/prompt" => prompt(&mut conn, &msg["params"]),
             other => {
                 conn.send(&error(&id, -32601, &format!("method not found: {other}")));

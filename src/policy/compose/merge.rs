@@ -248,6 +248,7 @@ impl Merged {
             ("agent", b.agent.is_some(), p.agent.is_some()),
             ("acp", b.acp.is_some(), p.acp.is_some()),
             ("ws", b.ws.is_some(), p.ws.is_some()),
+            ("http", b.http.is_some(), p.http.is_some()),
             ("ask", b.ask.is_some(), p.ask.is_some()),
             ("notify", b.notify.is_some(), p.notify.is_some()),
             ("vcs", b.vcs.is_some(), p.vcs.is_some()),
@@ -289,6 +290,7 @@ impl Merged {
         r.agent = r.agent.take().or_else(|| p.agent.clone());
         r.acp = r.acp.take().or_else(|| p.acp.clone());
         r.ws = r.ws.take().or_else(|| p.ws.clone());
+        r.http = r.http.take().or_else(|| p.http.clone());
         r.ask = r.ask.take().or_else(|| p.ask.clone());
         r.notify = r.notify.take().or_else(|| p.notify.clone());
         r.vcs = r.vcs.take().or_else(|| p.vcs.clone());

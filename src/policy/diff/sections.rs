@@ -1,5 +1,5 @@
-//! `[audit]`, `[backup]`, `[sandbox]`, `[agent]`, `[acp]`, `[ws]`, `[ask]`, `[notify]`,
-//! `[vcs]`: compared key by key as written (an absent key counts as its default), with a
+//! `[audit]`, `[backup]`, `[sandbox]`, `[agent]`, `[acp]`, `[ws]`, `[http]`, `[ask]`,
+//! `[notify]`, `[vcs]`: compared key by key as written (an absent key counts as its default), with a
 //! direction where it is clear. `[ask] timeout_secs`, `[notify]` and `[vcs] stage` have
 //! none: a longer wait still refuses without an answer, and telling or staging changes
 //! what a person sees, not what the agent may do.
@@ -9,18 +9,19 @@ use toml::{Table, Value};
 use super::{Direction, Item};
 
 /// The sections compared, in report order.
-const SECTIONS: [&str; 9] = [
-    "audit", "backup", "sandbox", "agent", "acp", "ws", "ask", "notify", "vcs",
+const SECTIONS: [&str; 10] = [
+    "audit", "backup", "sandbox", "agent", "acp", "ws", "http", "ask", "notify", "vcs",
 ];
 
 /// List keys compared entry by entry: an entry added grants more.
-const GRANT_LISTS: [(&str, &str); 6] = [
+const GRANT_LISTS: [(&str, &str); 7] = [
     ("agent", "read"),
     ("agent", "read_write"),
     ("agent", "execute"),
     ("agent", "env"),
     ("agent", "unix_sockets"),
     ("ws", "allowed_origins"),
+    ("http", "allowed_origins"),
 ];
 
 /// Top-level keys compared elsewhere (or, for `test`, not part of what is enforced).
@@ -160,6 +161,12 @@ fn default(sec: &str, key: &str) -> Option<Value> {
         ("ws", "handshake_timeout_ms") => int(3000),
         ("ws", "write_stall_ms") => int(30_000),
         ("ws", "debounce_ms") => int(100),
+        ("http", "max_sessions" | "max_connections") => int(64),
+        ("http", "max_in_flight") => int(32),
+        ("http", "max_pending_connections") => int(16),
+        ("http", "request_timeout_ms") => int(10_000),
+        ("http", "write_stall_ms") => int(30_000),
+        ("http", "session_idle_ms") => int(1_800_000),
         ("ask", "timeout_secs") => int(120),
         ("notify", "acp" | "mcp") => Some(Value::Boolean(true)),
         ("vcs", "stage") => Some(Value::Boolean(false)),
@@ -220,9 +227,10 @@ fn direction(sec: &str, key: &str, a: Option<&Value>, b: Option<&Value>) -> Dire
         ("agent", "network") => rank_network(b).zip(rank_network(a)).map(|(x, y)| x > y),
         ("agent", "home" | "tmpdir") => presence(b, a),
         ("ws", "max_message_bytes" | "max_in_flight" | "max_connections")
-        | ("ws", "max_pending_handshakes" | "handshake_timeout_ms" | "write_stall_ms") => {
-            int(b).zip(int(a)).map(|(x, y)| x > y)
-        }
+        | ("ws", "max_pending_handshakes" | "handshake_timeout_ms" | "write_stall_ms")
+        | ("http", "max_message_bytes" | "max_sessions" | "max_in_flight")
+        | ("http", "max_connections" | "max_pending_connections" | "request_timeout_ms")
+        | ("http", "write_stall_ms" | "session_idle_ms") => int(b).zip(int(a)).map(|(x, y)| x > y),
         _ => bool_key(key, a, b),
     };
     looser.map_or(Direction::Changes, Direction::wider)

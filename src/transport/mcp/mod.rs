@@ -71,6 +71,10 @@ use crate::transport::stdio::{self, Sink};
 use catalog::{Catalog, ToolId};
 use flow::{Flow, Pending, id_key};
 
+/// What a line is, as the door's input pump judges it: another door that carries MCP
+/// messages (HTTP) routes by the same judgement the pump will make.
+pub(crate) use pump::{Line as InputLine, classify as classify_line};
+
 /// The MCP server: the gateway, this connection's request context, the tool catalogue.
 pub struct McpServer {
     /// Every tool call goes through it.
@@ -100,24 +104,57 @@ const MAX_IN_FLIGHT: usize = 16;
 /// Bytes of a JSON-RPC answer around its result, its id aside.
 const ENVELOPE: usize = 64;
 
+/// Who one connection is, when another door carries it (MCP over HTTP, the server the
+/// ACP proxy hosts for its agent): its audit session and transport, and who is asked
+/// and told in place of the MCP client.
+pub struct Identity {
+    /// The audit log's session for every record of the connection.
+    pub session: String,
+    /// The audit log's transport ("mcp", "http", "acp-mcp").
+    pub transport: &'static str,
+    /// Who is connected (an address, or pid/uid).
+    pub peer: String,
+    /// Asks a person when an `ask` rule decides; None: the MCP client, by elicitation.
+    pub asker: Option<Arc<dyn crate::gateway::ask::Asker>>,
+    /// Told of each change; None: the MCP client, by log messages (`[notify] mcp`).
+    pub notifier: Option<Arc<dyn crate::gateway::ChangeSink>>,
+}
+
+impl Identity {
+    /// A plain MCP connection from `peer`, with a session id of its own.
+    pub fn mcp(peer: String) -> Identity {
+        Identity {
+            session: session_id(),
+            transport: "mcp",
+            peer,
+            asker: None,
+            notifier: None,
+        }
+    }
+}
+
 impl McpServer {
-    /// A server for one connection from `peer`.
-    fn new(gw: Arc<Gateway>, peer: String, flow: Arc<Flow>, max: usize) -> McpServer {
+    /// A server for one connection, `who`.
+    fn new(gw: Arc<Gateway>, who: Identity, flow: Arc<Flow>, max: usize) -> McpServer {
         let elicit = Arc::new(elicit::Elicit::new());
         let logs = Arc::new(logs::Logs::new(Arc::clone(&gw)));
         // Without notes the gateway builds none; a reload turning them on holds for the
         // connections that start after it.
-        let notifier = gw
-            .policy()
-            .notify_mcp()
-            .then(|| Arc::clone(&logs) as Arc<dyn crate::gateway::ChangeSink>);
+        let notifier = who.notifier.or_else(|| {
+            gw.policy()
+                .notify_mcp()
+                .then(|| Arc::clone(&logs) as Arc<dyn crate::gateway::ChangeSink>)
+        });
+        let asker = who
+            .asker
+            .unwrap_or_else(|| Arc::clone(&elicit) as Arc<dyn crate::gateway::ask::Asker>);
         let ctx = RequestCtx {
             style: PathStyle::AbsoluteOrRelative,
-            session: session_id(),
-            transport: "mcp",
-            peer,
+            session: who.session,
+            transport: who.transport,
+            peer: who.peer,
             scope: crate::gateway::Scope::narrowable(),
-            asker: Some(Arc::clone(&elicit) as Arc<dyn crate::gateway::ask::Asker>),
+            asker: Some(asker),
             notifier,
         };
         McpServer {
@@ -380,7 +417,21 @@ pub async fn serve<R>(
 where
     R: AsyncRead + Send + Unpin + 'static,
 {
-    serve_from(gw, peer, Input::Task(input), output).await
+    serve_from(gw, Identity::mcp(peer), Input::Task(input), output).await
+}
+
+/// [`serve`] for a connection another door carries, as `who`: newline-delimited
+/// messages in on `input`, whole messages out on `output`.
+pub async fn serve_as<R>(
+    gw: Arc<Gateway>,
+    who: Identity,
+    input: R,
+    output: Arc<Sink>,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+{
+    serve_from(gw, who, Input::Task(input), output).await
 }
 
 /// Where the input pump reads, and so where it runs.
@@ -414,7 +465,7 @@ impl Pumping {
 /// [`serve`], the pump reading `input` where it says.
 async fn serve_from<R>(
     gw: Arc<Gateway>,
-    peer: String,
+    who: Identity,
     input: Input<R>,
     output: Arc<Sink>,
 ) -> std::io::Result<()>
@@ -423,7 +474,7 @@ where
 {
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
     let flow = Flow::new(max.saturating_mul(2));
-    let server = McpServer::new(gw, peer, Arc::clone(&flow), max);
+    let server = McpServer::new(gw, who, Arc::clone(&flow), max);
     // client -> guard -> pump -> pipe -> SDK -> pipe -> copier -> client. The pump's own
     // answers reach the copier on a short queue; the direct path writes its own.
     let (answers, own) = mpsc::channel::<direct::Outgoing>(16);
@@ -627,7 +678,7 @@ pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> 
     match stdio::ThreadReader::stdin() {
         Ok((r, stop)) => {
             let input = Input::<stdio::ThreadReader>::Thread(r, stop);
-            serve_from(gw, peer, input, Sink::stdout()).await
+            serve_from(gw, Identity::mcp(peer), input, Sink::stdout()).await
         }
         Err(e) => {
             tracing::debug!("stdin read by the runtime: {e}");

@@ -49,7 +49,7 @@ struct Envelope {
 }
 
 /// A line as the pump sees it.
-pub(super) enum Line {
+pub(crate) enum Line {
     /// Whitespace, or what is left of a cut oversized line (its stand-in follows).
     Skip,
     /// A message the pump answers itself: its record name, id and error.
@@ -179,7 +179,7 @@ impl Pump {
 }
 
 /// What a line is, judged without building it as a JSON value.
-pub(super) fn classify(line: &[u8]) -> Line {
+pub(crate) fn classify(line: &[u8]) -> Line {
     let body = line.trim_ascii();
     if body.is_empty() || body.ends_with(b"\0") {
         return Line::Skip;

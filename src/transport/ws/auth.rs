@@ -17,7 +17,7 @@ const MIN_TOKEN_CHARS: usize = 16;
 #[non_exhaustive]
 pub enum TokenError {
     /// The token file cannot be read.
-    #[error("cannot read the ws token file {path}: {source}")]
+    #[error("cannot read the token file {path}: {source}")]
     Read {
         /// The file.
         path: String,
@@ -25,13 +25,13 @@ pub enum TokenError {
         source: std::io::Error,
     },
     /// The token file holds too short a token.
-    #[error("the ws token file {path} holds fewer than {MIN_TOKEN_CHARS} characters")]
+    #[error("the token file {path} holds fewer than {MIN_TOKEN_CHARS} characters")]
     TooShort {
         /// The file.
         path: String,
     },
     /// The operating system's random source failed.
-    #[error("cannot generate a ws token: {0}")]
+    #[error("cannot generate a token: {0}")]
     Random(String),
 }
 
@@ -113,7 +113,7 @@ fn warn_if_readable_by_others(path: &Path) {
     if let Ok(m) = std::fs::metadata(path)
         && m.permissions().mode() & 0o077 != 0
     {
-        tracing::warn!(file = %path.display(), "the ws token file is readable by other users; chmod 600 it");
+        tracing::warn!(file = %path.display(), "the token file is readable by other users; chmod 600 it");
     }
 }
 
@@ -213,7 +213,7 @@ impl Gatekeeper {
 }
 
 /// The token of an `Authorization: Bearer ...` header.
-fn bearer(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme
@@ -241,12 +241,12 @@ fn decode(s: &str) -> String {
         .into_owned()
 }
 
-fn normalise_origin(o: &str) -> String {
+pub(crate) fn normalise_origin(o: &str) -> String {
     o.trim().trim_end_matches('/').to_ascii_lowercase()
 }
 
 /// `localhost`, `127.0.0.1`, `[::1]`... with an optional port.
-fn is_loopback_host(host: &str) -> bool {
+pub(crate) fn is_loopback_host(host: &str) -> bool {
     let host = host.trim();
     let name = if let Some(rest) = host.strip_prefix('[') {
         match rest.split_once(']') {

@@ -33,7 +33,7 @@ pub mod changes;
 mod conn;
 mod inotify;
 mod mailbox;
-mod pending;
+pub(crate) mod pending;
 mod permission;
 pub mod protocol;
 mod stall;

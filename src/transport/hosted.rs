@@ -1,0 +1,262 @@
+//! The MCP server `fsgate acp` hosts for its agent: the agents people run today do
+//! their file work with tools of their own, not ACP `fs/*`, but they use the MCP
+//! servers a session lists. So the proxy adds one of its own to every session the
+//! agent opens, served from the gateway process, under the same policy, asking the
+//! editor's person for `ask` rules, recorded in the one audit log under the ACP
+//! session's id.
+//!
+//! It is the HTTP door's code ([`crate::transport::http`]) on a loopback port bound
+//! at start, with a secret per session: an agent that takes Streamable HTTP servers
+//! (`agentCapabilities.mcpCapabilities.http`) gets a URL and an `Authorization`
+//! header; any other gets a command, this very binary as `fsgate mcp-connect`, which
+//! relays its stdio to the same port (the connection upgraded to the plain MCP line
+//! protocol), the secret in its environment. Under `--confine-agent` that port is
+//! the one part of the gateway the agent and its children can reach.
+
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::gateway::Gateway;
+use crate::gateway::ask::Asker;
+use crate::transport::http::{self, Principal, Server};
+
+/// The server's name in the agent's MCP server list (Claude Code shows its tools as
+/// `mcp__fsgate__read_text_file`, Gemini CLI as `mcp_fsgate_read_text_file`).
+pub const SERVER_NAME: &str = "fsgate";
+
+/// The environment variable carrying the secret to `fsgate mcp-connect`.
+pub const TOKEN_ENV: &str = "FSGATE_MCP_TOKEN";
+
+/// MCP sessions one ACP session may hold at once (a reconnecting agent opens new ones;
+/// idle ones are ended).
+const SESSIONS_PER_ACP_SESSION: usize = 8;
+
+/// At most this many ACP sessions have a secret at once; the oldest is revoked beyond.
+const MAX_ADMITTED: usize = 256;
+
+/// How the agent reaches the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Streamable HTTP, with the secret in a header.
+    Http,
+    /// A command (`fsgate mcp-connect`) relaying stdio, with the secret in its environment.
+    Stdio,
+}
+
+impl Reach {
+    /// Its name in records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reach::Http => "http",
+            Reach::Stdio => "stdio",
+        }
+    }
+}
+
+/// A session's place at the server: its name (provisional until the agent names the
+/// session) and the entry to add to the session's `mcpServers`.
+#[derive(Debug)]
+pub struct Admission {
+    /// The session's name in records until the agent's answer names it.
+    pub name: String,
+    /// What [`Hosted::name`] and [`Hosted::revoke`] know it by.
+    pub key: String,
+    pub reach: Reach,
+    /// The `mcpServers` entry (it holds the secret: never logged, never recorded).
+    pub entry: Value,
+}
+
+/// The hosted server.
+pub struct Hosted {
+    server: Arc<Server>,
+    port: u16,
+    /// This binary, for the stdio entry; None if it could not be found at start.
+    exe: Option<PathBuf>,
+    counter: AtomicU64,
+    /// Secrets by admission key, to name or revoke them.
+    admitted: Mutex<HashMap<String, Admitted>>,
+}
+
+/// One admission's number (oldest first), secret and principal.
+type Admitted = (u64, String, Arc<Principal>);
+
+impl Hosted {
+    /// Binds the loopback port the server will listen on.
+    ///
+    /// # Ambient Authority
+    /// Binds a socket: start-up, before the gateway confines itself.
+    pub fn bind() -> std::io::Result<TcpListener> {
+        let l = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+        l.set_nonblocking(true)?;
+        Ok(l)
+    }
+
+    /// The server over `gw` for a listener on `port`; `exe` is this binary.
+    pub fn new(gw: Arc<Gateway>, port: u16, exe: Option<PathBuf>) -> Arc<Hosted> {
+        Arc::new(Hosted {
+            server: http::hosted_server(gw),
+            port,
+            exe,
+            counter: AtomicU64::new(0),
+            admitted: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Serves on `listener` (the one bound by [`Hosted::bind`]) until dropped.
+    pub async fn serve(self: Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
+        http::run(Arc::clone(&self.server), listener).await
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The URL agents that speak Streamable HTTP are given.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}{}", self.port, http::PATH)
+    }
+
+    /// Admits a session about to be opened: `known` is its id when the request names
+    /// it (load, resume), else it gets a provisional name until [`Hosted::name`].
+    /// `http`: the agent takes Streamable HTTP servers. `taken`: names the session's
+    /// list has already.
+    pub fn admit(
+        &self,
+        known: Option<&str>,
+        http: bool,
+        (asker, notifier): (Arc<dyn Asker>, Option<Arc<dyn crate::gateway::ChangeSink>>),
+        taken: &[String],
+    ) -> Result<Admission, String> {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let name = match known {
+            Some(id) => id.to_owned(),
+            None => format!("acp-pending-{n}-{}", &http::secret()?[..8]),
+        };
+        let secret = http::secret()?;
+        let mut principal = Principal::new(Some(name.clone()), "acp-mcp", SESSIONS_PER_ACP_SESSION);
+        principal.asker = Some(asker);
+        principal.notifier = notifier;
+        let principal = Arc::new(principal);
+        self.server.keys.add(&secret, Arc::clone(&principal));
+        let key = self.remember(&name, n, secret.clone(), principal);
+        let reach = match (http, &self.exe) {
+            (true, _) | (false, None) => Reach::Http,
+            (false, Some(_)) => Reach::Stdio,
+        };
+        let entry = self.entry(reach, &secret, server_name(taken));
+        Ok(Admission {
+            name,
+            key,
+            reach,
+            entry,
+        })
+    }
+
+    /// Keeps the secret of `name`, revoking the oldest beyond [`MAX_ADMITTED`]; the key
+    /// it is kept under.
+    fn remember(&self, name: &str, n: u64, secret: String, p: Arc<Principal>) -> String {
+        let mut admitted = self.admitted.lock().unwrap_or_else(|e| e.into_inner());
+        if admitted.len() >= MAX_ADMITTED
+            && let Some(oldest) = admitted
+                .iter()
+                .min_by_key(|(_, v)| v.0)
+                .map(|(k, _)| k.clone())
+            && let Some((_, s, p)) = admitted.remove(&oldest)
+        {
+            self.server.keys.remove(&s);
+            p.end_stateless();
+        }
+        // A session loaded again keeps its older secret too (its agent may still use it).
+        let key = if admitted.contains_key(name) {
+            format!("{name}#{n}")
+        } else {
+            name.to_owned()
+        };
+        admitted.insert(key.clone(), (n, secret, p));
+        key
+    }
+
+    /// The agent named the session admitted as `a`: `real`.
+    pub fn name(&self, a: &Admission, real: &str) {
+        let provisional = a.name.as_str();
+        let admitted = self.admitted.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, p)) = admitted.get(&a.key) {
+            *p.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(real.to_owned());
+        }
+        drop(admitted);
+        if provisional == real {
+            return;
+        }
+        if !self.server.gw.name_session(provisional, real) {
+            tracing::warn!(
+                provisional,
+                real,
+                "too many session names held; records of this session keep its provisional name"
+            );
+        }
+    }
+
+    /// The session was not opened: its secret no longer opens anything.
+    pub fn revoke(&self, a: &Admission) {
+        let gone = self
+            .admitted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&a.key);
+        if let Some((_, secret, p)) = gone {
+            self.server.keys.remove(&secret);
+            p.end_stateless();
+        }
+    }
+
+    /// The `mcpServers` entry for `reach`.
+    fn entry(&self, reach: Reach, secret: &str, name: String) -> Value {
+        match (reach, &self.exe) {
+            (Reach::Stdio, Some(exe)) => json!({
+                "name": name,
+                "command": exe,
+                "args": ["mcp-connect", "--port", self.port.to_string()],
+                "env": [{"name": TOKEN_ENV, "value": secret}],
+            }),
+            _ => json!({
+                "type": "http",
+                "name": name,
+                "url": self.url(),
+                "headers": [{"name": "Authorization", "value": format!("Bearer {secret}")}],
+            }),
+        }
+    }
+}
+
+/// `fsgate`, or the first of `fsgate-gateway`, `fsgate-2`... the list does not name.
+fn server_name(taken: &[String]) -> String {
+    let free = |n: &str| !taken.iter().any(|t| t == n);
+    if free(SERVER_NAME) {
+        return SERVER_NAME.to_owned();
+    }
+    (2..)
+        .map(|i| format!("{SERVER_NAME}-{i}"))
+        .find(|n| free(n))
+        .unwrap_or_else(|| SERVER_NAME.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_name_never_shadows_the_editor_s() {
+        assert_eq!(server_name(&[]), "fsgate");
+        assert_eq!(server_name(&["fsgate".into()]), "fsgate-2");
+        assert_eq!(
+            server_name(&["fsgate".into(), "fsgate-2".into()]),
+            "fsgate-3"
+        );
+    }
+}

@@ -1,0 +1,304 @@
+//! The test agent's MCP client, for the server `fsgate acp` adds to the agent's
+//! sessions: Streamable HTTP with a plain HTTP/1.1 client on std (one connection per
+//! message), or the entry's command (`fsgate mcp-connect`) spoken to in lines on stdio.
+//! The 2025-11-25 handshake first, then requests.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// How long any answer may take.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A connection to one MCP server.
+pub struct Mcp {
+    via: Via,
+    next: u64,
+}
+
+enum Via {
+    Http {
+        /// `host:port`.
+        addr: String,
+        path: String,
+        /// The entry's headers (the session's secret among them).
+        headers: Vec<(String, String)>,
+        /// `Mcp-Session-Id` once the server gave one.
+        session: Option<String>,
+    },
+    Stdio {
+        child: Child,
+        stdin: ChildStdin,
+        lines: BufReader<ChildStdout>,
+    },
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        if let Via::Stdio { child, .. } = &mut self.via {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The entry named `name` in `mcpServers`.
+pub fn entry<'a>(servers: &'a Value, name: &str) -> Option<&'a Value> {
+    servers.as_array()?.iter().find(|e| e["name"] == name)
+}
+
+/// What the entry says, its secrets left out.
+pub fn describe(e: &Value) -> Value {
+    json!({
+        "type": e.get("type").cloned().unwrap_or(json!("stdio")),
+        "name": e["name"],
+        "url": e.get("url"),
+        "command": e.get("command"),
+        "args": e.get("args"),
+        "headerNames": e["headers"].as_array().map(|h| h.iter().map(|x| x["name"].clone()).collect::<Vec<_>>()),
+        "envNames": e["env"].as_array().map(|h| h.iter().map(|x| x["name"].clone()).collect::<Vec<_>>()),
+    })
+}
+
+impl Mcp {
+    /// Connects as the entry says and runs the handshake.
+    pub fn connect(e: &Value) -> Result<Mcp, String> {
+        let via = match e["type"].as_str() {
+            Some("http") => http_via(e)?,
+            None | Some("stdio") => stdio_via(e)?,
+            Some(other) => return Err(format!("unsupported MCP server type {other}")),
+        };
+        let mut mcp = Mcp { via, next: 0 };
+        let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "fsgate-test-acp-agent", "version": "0"}});
+        mcp.request("initialize", init)
+            .map_err(|e| format!("initialize: {e}"))?;
+        mcp.notify("notifications/initialized")?;
+        Ok(mcp)
+    }
+
+    /// A request and its result (or its error object).
+    pub fn request(&mut self, method: &str, params: Value) -> Result<Value, Value> {
+        self.next += 1;
+        let id = json!(self.next);
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let answer = match &mut self.via {
+            Via::Http { .. } => self.post(&msg).map_err(|e| json!({"message": e}))?,
+            Via::Stdio { stdin, lines, .. } => {
+                writeln!(stdin, "{msg}").map_err(|e| json!({"message": e.to_string()}))?;
+                read_answer(lines, &id).map_err(|e| json!({"message": e}))?
+            }
+        };
+        match answer.get("result") {
+            Some(r) => Ok(r.clone()),
+            None => Err(answer.get("error").cloned().unwrap_or(answer)),
+        }
+    }
+
+    fn notify(&mut self, method: &str) -> Result<(), String> {
+        let msg = json!({"jsonrpc": "2.0", "method": method});
+        match &mut self.via {
+            Via::Http { .. } => self.post(&msg).map(drop),
+            Via::Stdio { stdin, .. } => writeln!(stdin, "{msg}").map_err(|e| e.to_string()),
+        }
+    }
+
+    /// POSTs one message; its answer (Null for a 202).
+    fn post(&mut self, msg: &Value) -> Result<Value, String> {
+        let Via::Http {
+            addr,
+            path,
+            headers,
+            session,
+        } = &mut self.via
+        else {
+            return Err("not http".into());
+        };
+        let body = msg.to_string();
+        let mut req = format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        );
+        for (k, v) in headers.iter() {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if let Some(s) = session.as_ref() {
+            req.push_str(&format!("Mcp-Session-Id: {s}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(&body);
+        let mut tcp =
+            TcpStream::connect(addr.as_str()).map_err(|e| format!("connect {addr}: {e}"))?;
+        tcp.set_read_timeout(Some(TIMEOUT))
+            .map_err(|e| e.to_string())?;
+        tcp.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
+        let mut raw = Vec::new();
+        tcp.read_to_end(&mut raw)
+            .map_err(|e| format!("read: {e}"))?;
+        let resp = Response::parse(&raw)?;
+        if let Some(s) = resp.header("mcp-session-id") {
+            *session = Some(s.to_string());
+        }
+        match resp.status {
+            202 => Ok(Value::Null),
+            200 => resp.message(msg.get("id")),
+            s => Err(format!("HTTP {s}: {}", String::from_utf8_lossy(&resp.body))),
+        }
+    }
+}
+
+fn http_via(e: &Value) -> Result<Via, String> {
+    let url = e["url"].as_str().ok_or("no url")?;
+    let rest = url.strip_prefix("http://").ok_or("not an http:// url")?;
+    let (addr, path) = rest.split_once('/').ok_or("no path")?;
+    let headers = e["headers"]
+        .as_array()
+        .map(|h| {
+            h.iter()
+                .map(|x| {
+                    let s = |k: &str| x[k].as_str().unwrap_or_default().to_string();
+                    (s("name"), s("value"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Via::Http {
+        addr: addr.to_string(),
+        path: format!("/{path}"),
+        headers,
+        session: None,
+    })
+}
+
+fn stdio_via(e: &Value) -> Result<Via, String> {
+    let command = e["command"].as_str().ok_or("no command")?;
+    let mut cmd = Command::new(command);
+    for a in e["args"].as_array().into_iter().flatten() {
+        cmd.arg(a.as_str().unwrap_or_default());
+    }
+    for v in e["env"].as_array().into_iter().flatten() {
+        cmd.env(
+            v["name"].as_str().unwrap_or_default(),
+            v["value"].as_str().unwrap_or_default(),
+        );
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start {command}: {e}"))?;
+    let stdin = child.stdin.take().ok_or("no stdin")?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    Ok(Via::Stdio {
+        child,
+        stdin,
+        lines: BufReader::new(stdout),
+    })
+}
+
+/// The next line answering `id` (server messages in between are skipped).
+fn read_answer(lines: &mut BufReader<ChildStdout>, id: &Value) -> Result<Value, String> {
+    loop {
+        let mut line = String::new();
+        if lines.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+            return Err("the server closed the connection".into());
+        }
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if v.get("method").is_none() && v.get("id") == Some(id) {
+            return Ok(v);
+        }
+    }
+}
+
+/// An HTTP/1.1 response, read to its end.
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Response {
+    fn parse(raw: &[u8]) -> Result<Response, String> {
+        let end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .ok_or("no end of headers")?;
+        let head = String::from_utf8_lossy(&raw[..end]);
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|s| s.parse().ok())
+            .ok_or("no status")?;
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let rest = &raw[end + 4..];
+        let chunked = headers
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+        let body = if chunked {
+            dechunk(rest)?
+        } else {
+            rest.to_vec()
+        };
+        Ok(Response {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC message answering `id`: the body, or the event carrying it.
+    fn message(&self, id: Option<&Value>) -> Result<Value, String> {
+        let text = String::from_utf8_lossy(&self.body);
+        if !self
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+        {
+            return serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"));
+        }
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v.get("method").is_none() && v.get("id") == id)
+            .ok_or_else(|| format!("no answer among the events: {text}"))
+    }
+}
+
+fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let nl = rest
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("bad chunk")?;
+        let size_text = String::from_utf8_lossy(&rest[..nl]);
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+            .map_err(|e| format!("bad chunk size: {e}"))?;
+        rest = &rest[nl + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        if rest.len() < size + 2 {
+            return Err("truncated chunk".into());
+        }
+        out.extend_from_slice(&rest[..size]);
+        rest = &rest[size + 2..];
+    }
+}
