@@ -257,11 +257,18 @@ impl ProfilePlan {
         ));
         if confined {
             // Confined, the agent cannot read the workspace's own settings, so trusting the
-            // folder only lets the editor's "allow always" answers work.
+            // folder only lets it use MCP servers and the editor's "allow always" answers.
             self.env
                 .push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
             self.how
                 .push("GEMINI_CLI_TRUST_WORKSPACE=true (the agent is confined)".into());
+        } else {
+            self.notes.push(
+                "in a folder you have not trusted, Gemini CLI uses no MCP server, the \
+                 gateway's included: trust it (GEMINI_CLI_TRUST_WORKSPACE=true) or use \
+                 --confine-agent, where fsgate trusts it for the agent"
+                    .into(),
+            );
         }
         self.left_on
             .push("web_fetch and google_web_search (the network, not the workspace)".into());
@@ -315,11 +322,16 @@ impl ProfilePlan {
         } else {
             format!("built-in {} off", self.off.join(", "))
         };
-        format!(
+        let mut line = format!(
             "agent profile {} ({how}): {off}; still on: {}",
             self.name,
             self.left_on.join("; ")
-        )
+        );
+        for note in &self.notes {
+            line.push_str("; note: ");
+            line.push_str(note);
+        }
+        line
     }
 }
 

@@ -1,7 +1,7 @@
 //! Claude Code through `@agentclientprotocol/claude-agent-acp` (newest on the registry),
 //! its model replaced by the stub (`ANTHROPIC_BASE_URL`).
 
-use super::scenario::{Agent, Door, installed, run};
+use super::scenario::{Agent, installed, run};
 
 const BUILTINS: &[&str] = &[
     "Read",
@@ -37,13 +37,13 @@ fn agent(test: &str) -> Option<Agent> {
     })
 }
 
-/// The profile alone (no hosted server): the editor lists fsgate's MCP server; the model
-/// is offered none of Claude Code's own file tools and takes every step through fsgate.
+/// Unconfined, with the default profile and the server `fsgate acp` hosts: the model is
+/// offered none of Claude Code's own file tools and takes every step through fsgate.
 #[test]
 fn claude_agent_acp_profile_leaves_the_model_only_fsgates_file_tools() {
     let test = "claude_agent_acp_profile_leaves_the_model_only_fsgates_file_tools";
     let Some(agent) = agent(test) else { return };
-    let out = run(&agent, false, Door::EditorStdio);
+    let out = run(&agent, false);
     out.no_builtin_file_tool_offered(agent.name, agent.builtins);
     out.every_step_used_fsgate(agent.name);
     out.every_step_recorded(agent.name);
@@ -58,7 +58,7 @@ fn claude_agent_acp_profile_leaves_the_model_only_fsgates_file_tools() {
 fn claude_agent_acp_confined_takes_every_step_through_the_hosted_server() {
     let test = "claude_agent_acp_confined_takes_every_step_through_the_hosted_server";
     let Some(agent) = agent(test) else { return };
-    let out = run(&agent, true, Door::Hosted);
+    let out = run(&agent, true);
     out.no_builtin_file_tool_offered(agent.name, agent.builtins);
     out.every_step_used_fsgate(agent.name);
     out.every_step_recorded(agent.name);

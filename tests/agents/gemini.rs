@@ -1,7 +1,7 @@
 //! Gemini CLI (`gemini --acp`, newest on the registry), its model replaced by the stub
 //! (`GOOGLE_GEMINI_BASE_URL`).
 
-use super::scenario::{Agent, Door, installed, run};
+use super::scenario::{Agent, installed, run};
 
 const BUILTINS: &[&str] = &[
     "read_file",
@@ -18,7 +18,8 @@ fn agent(test: &str) -> Option<Agent> {
     let env = [
         ("GOOGLE_GEMINI_BASE_URL", "{STUB}"),
         ("GEMINI_API_KEY", "fsgate-test-not-a-key"),
-        // Gemini CLI starts an editor's stdio MCP servers only in a trusted folder.
+        // Unconfined, Gemini CLI uses no MCP server (fsgate's included) in a folder the
+        // user has not trusted; confined, the profile trusts it (docs/agents.md).
         ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
     ];
     Some(Agent {
@@ -32,13 +33,13 @@ fn agent(test: &str) -> Option<Agent> {
     })
 }
 
-/// The profile alone (no hosted server): the editor lists fsgate's MCP server; the model
-/// is offered none of Gemini CLI's own file tools and takes every step through fsgate.
+/// Unconfined, with the default profile and the server `fsgate acp` hosts: the model is
+/// offered none of Gemini CLI's own file tools and takes every step through fsgate.
 #[test]
 fn gemini_cli_profile_leaves_the_model_only_fsgates_file_tools() {
     let test = "gemini_cli_profile_leaves_the_model_only_fsgates_file_tools";
     let Some(agent) = agent(test) else { return };
-    let out = run(&agent, false, Door::EditorStdio);
+    let out = run(&agent, false);
     out.no_builtin_file_tool_offered(agent.name, agent.builtins);
     out.every_step_used_fsgate(agent.name);
     out.every_step_recorded(agent.name);
@@ -53,7 +54,7 @@ fn gemini_cli_profile_leaves_the_model_only_fsgates_file_tools() {
 fn gemini_cli_confined_takes_every_step_through_the_hosted_server() {
     let test = "gemini_cli_confined_takes_every_step_through_the_hosted_server";
     let Some(agent) = agent(test) else { return };
-    let out = run(&agent, true, Door::Hosted);
+    let out = run(&agent, true);
     out.no_builtin_file_tool_offered(agent.name, agent.builtins);
     out.every_step_used_fsgate(agent.name);
     out.every_step_recorded(agent.name);

@@ -38,16 +38,6 @@ pub struct Agent {
     pub builtins: &'static [&'static str],
 }
 
-/// Where the agent finds fsgate's file tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Door {
-    /// The server `fsgate acp` adds to every session itself (one audit log).
-    Hosted,
-    /// An editor that lists `fsgate serve --transport mcp` among its own MCP servers
-    /// (a second gateway with its own log): the profile alone, without the hosted server.
-    EditorStdio,
-}
-
 /// The binaries an agent needs on PATH: Node 22 first.
 pub fn path_with_node22() -> OsString {
     let node = repo().join(".peers/node22/node_modules/.bin");
@@ -182,8 +172,9 @@ pub struct Outcome {
 }
 
 /// Starts `agent` under `fsgate acp` (confined or not) with the default policy, opens a
-/// session, and has the model take the nine steps through fsgate's tools.
-pub fn run(agent: &Agent, confine: bool, door: Door) -> Outcome {
+/// session (the editor lists no MCP server: fsgate adds its own), and has the model take
+/// the nine steps through fsgate's tools.
+pub fn run(agent: &Agent, confine: bool) -> Outcome {
     let stub_dir = tempfile::tempdir().expect("tempdir");
     let stub = Stub::start(&stub_dir.path().join("model.jsonl"));
     let mut env = agent.env.clone();
@@ -213,11 +204,7 @@ pub fn run(agent: &Agent, confine: bool, door: Door) -> Outcome {
     });
     let id = ed.request("initialize", init);
     ed.response_within(&id, SESSION_LIMIT);
-    let servers = match door {
-        Door::Hosted => json!([]),
-        Door::EditorStdio => editor_server(&ed),
-    };
-    let id = ed.request("session/new", json!({"cwd": root, "mcpServers": servers}));
+    let id = ed.request("session/new", json!({"cwd": root, "mcpServers": []}));
     let resp = ed.response_within(&id, SESSION_LIMIT);
     let sid = resp["result"]["sessionId"]
         .as_str()
@@ -246,13 +233,7 @@ pub fn run(agent: &Agent, confine: bool, door: Door) -> Outcome {
             ed.stderr()
         );
     }
-    let (log, backups) = match door {
-        Door::Hosted => (ed.state.join("audit.jsonl"), ed.state.join("backups")),
-        Door::EditorStdio => (
-            ed.state.join("mcp-audit.jsonl"),
-            ed.state.join("mcp-backups"),
-        ),
-    };
+    let (log, backups) = (ed.state.join("audit.jsonl"), ed.state.join("backups"));
     Outcome {
         ed,
         stub,
@@ -262,25 +243,6 @@ pub fn run(agent: &Agent, confine: bool, door: Door) -> Outcome {
         steps,
         _stub_dir: stub_dir,
     }
-}
-
-/// The editor's own MCP server entry: a second fsgate over stdio on the same workspace.
-fn editor_server(ed: &Editor) -> Value {
-    let args = [
-        "serve".into(),
-        "--transport".into(),
-        "mcp".into(),
-        "--workspace".into(),
-        ed.root.to_string_lossy().into_owned(),
-        "--audit-log".into(),
-        ed.state
-            .join("mcp-audit.jsonl")
-            .to_string_lossy()
-            .into_owned(),
-        "--backup-dir".into(),
-        ed.state.join("mcp-backups").to_string_lossy().into_owned(),
-    ];
-    json!([{"name": "fsgate", "command": env!("CARGO_BIN_EXE_fsgate"), "args": args, "env": []}])
 }
 
 fn seed(root: &Path, outside: &Path) {
