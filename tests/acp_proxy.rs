@@ -6,7 +6,7 @@
 //! `FSGATE_REQUIRE_PEERS`, where a missing peer is a failure (`crate::common::skip_or_fail`).
 
 // Spawns `fsgate acp -- AGENT` and speaks raw JSON-RPC lines as the editor.
-mod editor;
+pub mod editor;
 // Every check once per SDK agent: read, write, refusals, capabilities, ids, lifecycle.
 mod sdk;
 // Extras with a raw-JSON fake agent: ids of both types, disguised requests, EOF.

@@ -137,3 +137,5 @@ mod policy_size;
 mod bench_driver;
 // [vcs] stage: the index of a real git repository after writes, renames and rms.
 mod vcs_stage;
+// Real coding agents (Claude Code, Gemini CLI) behind `fsgate acp`, driven by a scripted model.
+mod agents;

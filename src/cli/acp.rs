@@ -44,7 +44,18 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         },
         false => None,
     };
+    let mut confined = confined;
+    let profile = match prepare_profile(&mut opened, program, agent_args, confined.as_mut()) {
+        Ok(p) => p,
+        Err(e) => return fail(&format!("agent profile: {e}")),
+    };
     let mut command = agent_command(program, agent_args, confined.as_ref());
+    if let Some(p) = &profile {
+        command.args(&p.plan.args);
+        if confined.is_none() {
+            command.envs(p.plan.env.iter().map(|(k, v)| (k, v)));
+        }
+    }
     let require_landlock = opened
         .gateway
         .policy()
@@ -74,6 +85,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         }
         agent_plan = plan_record(&c.plan);
     }
+    let profile_record = profile_record(profile.as_ref());
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => return spawn_failed(program, &e, confined.as_ref()),
@@ -113,9 +125,11 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     details.insert("agentSandbox".into(), agent_sandbox);
     details.insert("agentPlan".into(), agent_plan);
     details.insert("processTree".into(), tree.describe());
+    details.insert("agentProfile".into(), profile_record);
     let hosted = crate::transport::hosted::Hosted::new(Arc::clone(&gateway), hosted_port, exe);
     details.insert("mcpServer".into(), hosted_record(&hosted));
     gateway.record("agent-start", details);
+    let session_meta = profile.as_ref().and_then(|p| p.plan.session_meta.clone());
     let allow_terminal = gateway
         .policy()
         .raw()
@@ -153,7 +167,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         tokio::io::stdin(),
         tokio::io::stdout(),
         child,
-        (allow_terminal, Some(hosted)),
+        (allow_terminal, Some(hosted), session_meta),
     ));
     serving.abort();
     // A blocking read of the editor's stdin may still be parked in the runtime's
@@ -194,6 +208,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     };
     gateway.record("agent-exit", details);
     drop(confined);
+    drop(profile);
     let mut stop_details = serde_json::Map::new();
     if let Some(sig) = stopped_by.get() {
         stop_details.insert("reason".into(), (*sig).into());
@@ -251,6 +266,78 @@ fn plan_confinement(
         plan,
         status: None,
     })
+}
+
+/// An agent profile in force, and the private directory its files are in when the
+/// agent has no scratch dir of its own (emptied when the profile is dropped).
+struct Profile {
+    plan: crate::sandbox::profile::ProfilePlan,
+    _dir: Option<Scratch>,
+}
+
+/// The profile `[agent] profile` names or detects from the command: its files written
+/// (in the confined agent's scratch dir, granted read, or a private one), its
+/// variables added to a confined agent's environment, and one line on stderr saying
+/// what it turns off and what stays on. None when no profile applies.
+fn prepare_profile(
+    opened: &mut startup::Opened,
+    program: &str,
+    args: &[String],
+    confined: Option<&mut Confined>,
+) -> Result<Option<Profile>, String> {
+    use crate::sandbox::profile::{ProfilePlan, ProfileSetting};
+    let setting = opened.gateway.policy().agent().profile();
+    let Some(kind) = setting.resolve(program, args) else {
+        if setting == ProfileSetting::Auto {
+            crate::text::eprint_line(&format!(
+                "fsgate: no agent profile for {}: its built-in file tools, if any, stay on",
+                crate::text::Esc(program)
+            ));
+        }
+        return Ok(None);
+    };
+    let (dir, own) = match &confined {
+        Some(c) => (c._scratch.path.join(".fsgate-profile"), None),
+        None => {
+            let s = create_scratch(&std::env::temp_dir())?;
+            opened.keep_scratch(&s.path);
+            (s.path.clone(), Some(s))
+        }
+    };
+    let plan = ProfilePlan::new(
+        kind,
+        setting == ProfileSetting::Auto,
+        &dir,
+        confined.is_some(),
+    );
+    if !plan.files.is_empty() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        for (name, text) in &plan.files {
+            let file = dir.join(name);
+            std::fs::write(&file, text)
+                .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        }
+    }
+    if let Some(c) = confined {
+        if !plan.files.is_empty() {
+            let source = "the agent profile's files";
+            c.plan
+                .grant(&dir, crate::sandbox::AgentAccess::Read, source);
+        }
+        c.plan
+            .env
+            .extend(plan.env.iter().map(|(k, v)| (k.into(), v.into())));
+    }
+    crate::text::eprint_line(&format!("fsgate: {}", crate::text::Esc(&plan.summary())));
+    Ok(Some(Profile { plan, _dir: own }))
+}
+
+/// The profile for the `agent-start` record (null when none applies).
+fn profile_record(profile: Option<&Profile>) -> serde_json::Value {
+    profile
+        .and_then(|p| serde_json::to_value(&p.plan).ok())
+        .unwrap_or(serde_json::Value::Null)
 }
 
 /// The agent's own installation: its resolved program, interpreter and scripts.

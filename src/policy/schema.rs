@@ -114,6 +114,7 @@ mod tests {
             "version = 1\n[agent]\nnetwork = [0]\n",
             "version = 1\n[agent]\nnetwork = []\n",
             "version = 1\n[agent]\nnetwork = [70000]\n",
+            "version = 1\n[agent]\nprofile = \"claude\"\n",
         ] {
             assert!(!errors(&v, bad).is_empty(), "schema accepted:\n{bad}");
             assert!(

@@ -14,6 +14,7 @@
 //! unix_sockets = ["/run/user/1000/bus"]
 //! system_paths = ["/usr", "/lib"]     # replaces the built-in read+exec system list
 //! discover = true                     # grant the agent's own installation
+//! profile = "auto"                    # turn the agent's built-in file tools off
 //! ```
 //!
 //! Values keep their position in the file (`toml::Spanned`), so every refusal points at
@@ -102,6 +103,11 @@ pub struct AgentSettings {
     /// interpreter's prefix, script files named on its command line and their package
     /// roots). Default true.
     pub discover: bool,
+    /// Which agent's documented settings fsgate applies to turn its built-in file tools
+    /// off (see docs/agents.md): "auto" (default: detected from the agent's command),
+    /// "none", or one of "claude-agent-acp", "gemini-cli", "fast-agent", "opencode",
+    /// "codex-acp".
+    pub profile: super::profile::ProfileSetting,
     /// `system_paths` came from `[sandbox] agent_system_paths` (keys and positions).
     #[serde(skip)]
     legacy_system_paths: bool,
@@ -120,6 +126,7 @@ impl Default for AgentSettings {
             unix_sockets: Vec::new(),
             system_paths: None,
             discover: true,
+            profile: super::profile::ProfileSetting::Auto,
             legacy_system_paths: false,
         }
     }
@@ -443,6 +450,11 @@ impl AgentSettings {
     /// Whether fsgate grants the agent's own installation (default true).
     pub fn discover(&self) -> bool {
         self.discover
+    }
+
+    /// Which agent profile to apply (default `auto`).
+    pub fn profile(&self) -> super::profile::ProfileSetting {
+        self.profile
     }
 
     /// Every path-valued entry with its key, position and access.

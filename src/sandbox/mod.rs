@@ -35,6 +35,7 @@ pub mod denied;
 #[cfg(unix)]
 pub mod discover;
 pub mod plan;
+pub mod profile;
 pub mod status;
 
 mod describe;

@@ -81,6 +81,8 @@ struct Relay {
     asker: Arc<EditorAsker>,
     /// Shows the editor each change fsgate made (when the policy's `[notify] acp`).
     notes: Arc<EditorNotes>,
+    /// The agent profile's `_meta`, merged into every session the editor opens.
+    session_meta: Option<Value>,
     /// The MCP server hosted for the agent, added to each session it opens.
     hosted: Option<Arc<Hosted>>,
     /// The agent takes Streamable HTTP MCP servers (its `initialize` answer said so).
@@ -224,7 +226,7 @@ impl Relay {
                 h.revoke(a);
             }
         }
-        with_newline(out)
+        self.with_profile(with_newline(out))
     }
 
     /// Who the hosted server asks and tells: the editor, as for `fs/*`.
@@ -243,6 +245,23 @@ impl Relay {
             Arc::clone(&self.asker) as Arc<dyn crate::gateway::ask::Asker>,
             notes,
         )
+    }
+
+    /// A session request (one line, its newline included) with the agent profile's
+    /// `_meta` merged in; byte for byte when there is no profile or its params are not
+    /// an object.
+    fn with_profile(&self, raw: Vec<u8>) -> Vec<u8> {
+        let Some(meta) = &self.session_meta else {
+            return raw;
+        };
+        let Ok(mut message) = serde_json::from_slice::<Value>(&raw) else {
+            return raw;
+        };
+        if crate::sandbox::profile::merge_session_meta(&mut message["params"], meta) {
+            line_of(&message)
+        } else {
+            raw
+        }
     }
 
     /// The agent's answer to the editor's `initialize`, with fsgate's `_meta.fsgate`
@@ -454,7 +473,7 @@ pub async fn run<EI, EO>(
     editor_in: EI,
     editor_out: EO,
     mut child: std::process::Child,
-    (allow_terminal, hosted): (bool, Option<Arc<Hosted>>),
+    (allow_terminal, hosted, session_meta): (bool, Option<Arc<Hosted>>, Option<Value>),
 ) -> std::io::Result<ExitStatus>
 where
     EI: AsyncRead + Unpin + Send + 'static,
@@ -495,6 +514,7 @@ where
         hosted,
         agent_http: AtomicBool::new(false),
         acp_version: AtomicU64::new(1),
+        session_meta,
     });
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
     // Closed once the agent and its relay are done: the hosted server's sessions may

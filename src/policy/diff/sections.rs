@@ -154,6 +154,7 @@ fn default(sec: &str, key: &str) -> Option<Value> {
         ("backup", "on_limit") => s("refuse"),
         ("sandbox", "require_landlock") | ("acp", "allow_terminal") => Some(Value::Boolean(false)),
         ("agent", "network") => s("all"),
+        ("agent", "profile") => s("auto"),
         ("agent", "discover") => Some(Value::Boolean(true)),
         ("ws", "max_in_flight") => int(32),
         ("ws", "max_connections") => int(64),
