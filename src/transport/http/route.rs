@@ -191,7 +191,7 @@ async fn post(
             };
             Err((refusal, (name, id)))
         }
-        InputLine::Request { key, method } => {
+        InputLine::Request { key, method, .. } => {
             return request(
                 &server,
                 &conn,
