@@ -98,9 +98,17 @@ fn stop(g: &mut Gate) {
     );
 }
 
+/// Both verifiers (fsgate's and audit/verify.py, written from FORMAT.md) pass the log.
 fn verify(log: &Path) {
     let out = run_cli(&["audit", "verify", &log.to_string_lossy()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("audit/verify.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(log)
+        .output()
+        .expect("run python3 audit/verify.py");
+    assert_eq!(out.status.code(), Some(0), "verify.py: {}", text(&out));
 }
 
 fn session(s: &str, mut params: Value) -> Value {

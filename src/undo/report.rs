@@ -71,7 +71,7 @@ fn table(out: &mut dyn Write, args: &UndoArgs, history: &History, rows: &[Row]) 
         ""
     };
     let n = history.selected.len();
-    writeln!(out, "fsgate undo: {whose}{range}: {n} changes{dry}")?;
+    writeln!(out, "Undo of {whose}{range}: {n} changes{dry}")?;
     if rows.is_empty() {
         return writeln!(out, "nothing to undo");
     }
