@@ -91,7 +91,8 @@ pub(super) struct GatewayArgs {
     #[arg(long, value_name = "DIR")]
     workspace: PathBuf,
     /// Policy file (TOML). Default: the built-in policy (policies/default.toml): read and
-    /// write the workspace, secrets and .git denied, 10 MiB limits, binary reads denied.
+    /// write the workspace, secrets and .git denied, 10 MiB limits, binary reads only of
+    /// images and audio (base64), every other binary file refused.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
     /// The active audit log file (rotated files and checkpoints sit beside it). Default:
