@@ -9,6 +9,8 @@
 //! `{"cmd": LINE, "ok": RESULT}` or `{"cmd": LINE, "error": {...}}`. Commands: `read
 //! PATH [LINE [LIMIT]]`, `write PATH TEXT` (through the client), `open PATH`, `env NAME`,
 //! `signal PID`, `ppid`, `unix PATH`, `tty`, `tcp HOST PORT`, `tiocsti`, `exit CODE`.
+//! With `--ignore-eof` it keeps running for 60 s once its stdin has ended, as an agent
+//! that ignores end of input does.
 //!
 //! # Ambient Authority
 //! Opens, connects and signals whatever it is told to with plain std/libc: that is its
@@ -251,5 +253,8 @@ fn main() {
             }
         };
         conn.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+    if std::env::args().any(|a| a == "--ignore-eof") {
+        std::thread::sleep(Duration::from_secs(60));
     }
 }
