@@ -574,6 +574,16 @@ def discover(paths):
         else:
             os.stat(p)  # raises when missing
             add(p)
+            name = os.path.basename(p)
+            if split_name(name)[1] is None and not is_sidecar(name):
+                # An active file stands for its whole series: its rotated files beside it.
+                d = os.path.dirname(p)
+                with os.scandir(d or ".") as it:
+                    for e in it:
+                        base, seq = split_name(e.name)
+                        if (seq is not None and base == name and not is_sidecar(e.name)
+                                and e.is_file(follow_symlinks=False)):
+                            add(os.path.join(d, e.name))
     if not groups:
         raise OSError("no audit log files found")
     return [(d, b, [files[k] for k in sorted(files)]) for (d, b), files in sorted(groups.items())]
@@ -608,6 +618,16 @@ class Series:
 
     def warn(self, text):
         self.rep["warnings"].append(text)
+
+    def absent_file(self, first, after=None):
+        """Why records before a file's first record (one with `log`) are absent, or ''."""
+        if any(split_name(os.path.basename(f)) == (self.base, first) for f in self.files):
+            return ""
+        path = os.path.join(self.dir, "%s.%012d" % (self.base, first))
+        if os.path.exists(path):
+            return ": %s holds them but was not given" % path
+        unless = " (unless %s lost its last records)" % after if after else ""
+        return ": the rotated file %s is missing%s" % (path, unless)
 
     def run(self):
         try:
@@ -703,7 +723,8 @@ class Series:
                                       and t["last_hash"] == info.prev), None)
                         if found is None:
                             self.fail("missing", info.seq, path, line_no,
-                                      "records before seq %d are missing: no genesis and no tombstone" % info.seq)
+                                      "records before seq %d are missing: no genesis and no tombstone%s"
+                                      % (info.seq, self.absent_file(1) if info.log is not None else ""))
                         self.warn("records %d..%d were pruned on %s" % (
                             found["first_seq"], found["last_seq"], found["ts"]))
                 else:
@@ -711,6 +732,8 @@ class Series:
                     if info.seq != eseq + 1 or info.prev != ehash:
                         if li == 0:
                             kind, msg = "gap", "file does not continue the previous one"
+                            if info.seq > eseq + 1 and info.log is not None:
+                                msg += self.absent_file(eseq + 1, os.path.basename(self.files[fi - 1]))
                         elif info.seq == eseq + 1:
                             kind, msg = "modified", "does not chain on seq %d" % eseq
                         elif info.seq <= eseq or any(

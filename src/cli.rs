@@ -42,6 +42,12 @@ enum Command {
     /// {"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/home/me/project/README.md"}}
     Serve(ServeArgs),
     /// Host an ACP agent: relay the editor <-> agent and answer the agent's file access.
+    ///
+    /// Exit status: the agent's own when it exits by itself (128 + N if signal N ended
+    /// it); 0 when SIGTERM or SIGINT stopped fsgate (it ends the agent first); 124 when
+    /// the editor closed fsgate's input and the agent was still running 5 s later
+    /// (fsgate killed it, and says so on stderr); 2 when fsgate could not start (policy,
+    /// workspace, audit log, agent command); 1 when the relay itself failed.
     Acp(AcpArgs),
     /// Policy tools: check (lint), explain a decision, run [[test]] cases, diff two policies, print the schema.
     #[command(subcommand)]
@@ -119,7 +125,8 @@ pub(super) struct GatewayArgs {
     #[arg(long, value_name = "DIR")]
     workspace: PathBuf,
     /// Policy file (TOML). Default: the built-in policy (policies/default.toml): read and
-    /// write the workspace, secrets and .git denied, 10 MiB limits, binary reads denied.
+    /// write the workspace, secrets and .git denied, 10 MiB limits, binary reads only of
+    /// images and audio (base64), every other binary file refused.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
     /// The active audit log file (rotated files and checkpoints sit beside it). Default:

@@ -64,6 +64,8 @@ mod audit_report;
 mod audit_ship;
 // `audit show` for people: fitted, aligned, --stats, --follow; hostile paths inert.
 mod audit_show;
+// A rotated log named by its active file: verify, show, report, prune, --trusted take its series.
+mod audit_series;
 // `fsgate acp` with real ACP SDK agents behind the proxy.
 mod acp_proxy;
 // The kernel wall (Landlock) holding on its own, via the test-only fsgate-wallprobe.

@@ -48,6 +48,60 @@ fn serve_help_explains_each_flag() {
     }
 }
 
+/// What `--policy`'s help must say of the built-in policy's binary handling, for each
+/// `[limits] binary` mode.
+const BINARY_HELP: [(&str, &str); 3] = [
+    ("deny", "binary reads denied"),
+    (
+        "media",
+        "binary reads only of images and audio (base64), every other binary file refused",
+    ),
+    ("base64", "any binary file read base64-encoded"),
+];
+
+/// `serve --help` and `acp --help` describe the built-in policy as policies/default.toml
+/// (the text the binary embeds) has it: its binary mode and its size limits.
+#[test]
+fn help_describes_the_default_policy_as_it_is() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(repo.join("policies/default.toml")).expect("policy");
+    let policy: toml::Table = toml::from_str(&text).expect("default policy is TOML");
+    let limits = policy.get("limits").and_then(|l| l.as_table());
+    let field = |k: &str| limits.and_then(|l| l.get(k));
+    // Unset, `binary` is "deny" (policies/README.md).
+    let mode = field("binary").and_then(|b| b.as_str()).unwrap_or("deny");
+    let (read, write) = (
+        field("max_read_bytes").and_then(|v| v.as_integer()),
+        field("max_write_bytes").and_then(|v| v.as_integer()),
+    );
+    assert_eq!(read, write, "one size limit in the help, two in the policy");
+    let mib = read.expect("max_read_bytes") / (1024 * 1024);
+    for cmd in ["serve", "acp"] {
+        let out = run_cli(&[cmd, "--help"]);
+        assert!(out.status.success(), "{out:?}");
+        // One line of words, however the help is wrapped.
+        let help = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (_, policy_help) = help
+            .split_once("--policy")
+            .unwrap_or_else(|| panic!("{cmd} --help has no --policy: {help}"));
+        let policy_help = policy_help.split(" --").next().unwrap_or_default();
+        for (m, phrase) in BINARY_HELP {
+            assert_eq!(
+                policy_help.contains(phrase),
+                m == mode,
+                "{cmd} --help on --policy, with binary = {mode:?} in the default policy: {policy_help}"
+            );
+        }
+        assert!(
+            policy_help.contains(&format!("{mib} MiB limits")),
+            "{cmd} --help: {policy_help}"
+        );
+    }
+}
+
 /// Starts `serve` with `policy`, keeping stdin open: a bad policy must make it exit on its own.
 fn serve_with_policy_text(policy: &str) -> (std::process::Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");

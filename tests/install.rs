@@ -341,6 +341,23 @@ fn documents() -> Vec<PathBuf> {
     docs
 }
 
+/// The documents speak only of documents a reader of the repository has: none of them
+/// cites "the contract" (the project's interface is what README.md and docs/ describe).
+#[test]
+fn documents_cite_no_document_outside_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for doc in documents().into_iter().chain([root.join("SECURITY.md")]) {
+        let text = std::fs::read_to_string(&doc).expect("document");
+        for (n, line) in text.lines().enumerate() {
+            if line.to_lowercase().contains("contract") {
+                found.push(format!("{}:{}: {line}", doc.display(), n + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
 /// A documented command's words: up to a comment, redirection or the next shell
 /// command; optional parts' brackets and `...` dropped.
 fn command_words(text: &str) -> Vec<String> {

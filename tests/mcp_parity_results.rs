@@ -294,6 +294,39 @@ fn write_file_and_sized_listing_texts_as_the_reference() {
     }
 }
 
+/// write_file into a directory that does not exist: fsgate creates it, the reference
+/// fails with ENOENT; docs/mcp-differences.md lists the difference.
+#[test]
+fn write_file_into_a_missing_directory_creates_it_unlike_the_reference() {
+    let Some(mut t) = Twins::start(
+        "write_file_into_a_missing_directory_creates_it_unlike_the_reference",
+        None,
+        &[],
+    ) else {
+        return;
+    };
+    let args = r#"{"path": "{root}/new/deeper/a.txt", "content": "hello\n"}"#;
+    let (f, r) = t.both("write_file", args);
+    assert_ne!(f["isError"], true, "{f}");
+    let written = std::fs::read_to_string(t.fsgate.dirs.root.join("new/deeper/a.txt"));
+    assert_eq!(written.ok().as_deref(), Some("hello\n"));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(text_of(&r).contains("ENOENT"), "{r}");
+    assert!(!t.reference.dirs.root.join("new").exists());
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/mcp-differences.md"),
+    )
+    .expect("docs/mcp-differences.md");
+    let section = doc
+        .split("\n## ")
+        .find(|s| s.starts_with("write_file"))
+        .unwrap_or_else(|| panic!("docs/mcp-differences.md has no write_file section"));
+    assert!(
+        section.contains("does not exist") && section.contains("ENOENT"),
+        "{section}"
+    );
+}
+
 /// Point 8: a binary file read as text. The reference decodes it (replacement
 /// characters); fsgate refuses, and on MCP names the MCP tool that reads it.
 #[test]

@@ -88,8 +88,39 @@ fn later_line_has_seq(path: &Path, from: u64, seq: u64) -> bool {
         .any(|(_, l)| check_line(l, &mut scratch).is_ok_and(|i| i.seq == seq))
 }
 
+/// Why the records before `first` are absent, when the record at `first` starts a file
+/// (it carries the log id, as only a file's first record does): the rotated file that
+/// would hold them, `NAME.<from>`, is not among the series' files (not given though
+/// there, or missing). `after` names the file before the gap, which may instead have
+/// lost its last records. None if that file is among them.
+fn absent_file(s: &Series, from: u64, after: Option<&str>) -> Option<String> {
+    let held = s.files.iter().any(|f| {
+        let name = series::file_name(f);
+        series::split_name(&name) == (s.base.as_str(), Some(from))
+    });
+    if held {
+        return None;
+    }
+    let path = s.dir.join(series::rotated_name(&s.base, from));
+    if path.exists() {
+        return Some(format!(
+            "{} holds them but was not given (name the active file or its directory to take the whole series)",
+            path.display()
+        ));
+    }
+    let unless = after.map_or(String::new(), |a| {
+        format!(" (unless {a} lost its last records)")
+    });
+    Some(format!(
+        "the rotated file {} is missing{unless}",
+        path.display()
+    ))
+}
+
 /// Where the walk is in the series.
 struct Walk<'t> {
+    /// The series walked (its files, to name one that is missing).
+    series: &'t Series,
     /// Seq and hash of the last record that passed.
     expected: Option<(u64, [u8; 32])>,
     /// The previous file's name, for messages.
@@ -123,14 +154,18 @@ impl Walk<'_> {
                         && t.last_hash == hex::encode(info.prev)
                 });
                 let Some(t) = found else {
-                    return fail(
-                        run,
-                        FailureKind::Missing,
-                        format!(
-                            "records before seq {} are missing: the series does not start at genesis and no tombstone covers them",
-                            info.seq
-                        ),
+                    let mut msg = format!(
+                        "records before seq {} are missing: the series does not start at genesis and no tombstone covers them",
+                        info.seq
                     );
+                    if let Some(why) = info
+                        .log
+                        .as_ref()
+                        .and_then(|_| absent_file(self.series, 1, None))
+                    {
+                        msg = format!("{msg}: {why}");
+                    }
+                    return fail(run, FailureKind::Missing, msg);
                 };
                 let how = match check_signature(&t.obj, run.opts.pinned.as_ref()) {
                     SigStatus::ValidPinned => "signed by the pinned key",
@@ -145,7 +180,22 @@ impl Walk<'_> {
             }
             None => {}
             Some((eseq, ehash)) if info.seq != eseq + 1 || info.prev != ehash => {
-                let (kind, msg) = if first_in_file {
+                let starts_file = first_in_file && info.log.is_some();
+                let absent = (starts_file && info.seq > eseq + 1)
+                    .then(|| absent_file(self.series, eseq + 1, self.prev_file.as_deref()))
+                    .flatten();
+                let (kind, msg) = if let Some(why) = absent {
+                    (
+                        FailureKind::Gap,
+                        format!(
+                            "records {}..{} are missing between {} and {}: {why}",
+                            eseq + 1,
+                            info.seq - 1,
+                            self.prev_file.as_deref().unwrap_or("the previous file"),
+                            series::file_name(at.0),
+                        ),
+                    )
+                } else if first_in_file {
                     (
                         FailureKind::Gap,
                         format!(
@@ -216,6 +266,7 @@ impl Walk<'_> {
 /// Walks the chain through every file of the series (FORMAT.md section 9, step 2).
 pub(crate) fn walk(run: &mut Run<'_>, s: &Series, tombs: &[(u64, Result<Tombstone, String>)]) {
     let mut w = Walk {
+        series: s,
         expected: None,
         prev_file: None,
         tombs: tombs.iter().filter_map(|(_, t)| t.as_ref().ok()).collect(),

@@ -15,8 +15,9 @@ pub enum AuditCommand {
     /// Check a log or a rotated series (files or directories): exit 0 intact,
     /// 1 tampered (names the first bad record), 2 unreadable.
     Verify {
-        /// Log files, or directories holding them (a workspace's state directory stands
-        /// for the `audit/` directory in it).
+        /// Log files (an active file stands for its whole series: the rotated files
+        /// beside it too), or directories holding them (a workspace's state directory
+        /// stands for the `audit/` directory in it).
         #[arg(required_unless_present = "workspace", value_name = "FILE|DIR")]
         paths: Vec<PathBuf>,
         /// Also read this workspace's default log (under your state dir, where `serve`
@@ -43,8 +44,9 @@ pub enum AuditCommand {
     /// text escaped, long paths cut in the middle with …), or JSON lines, or CSV; or
     /// counts (--stats); --follow keeps printing new ones.
     Show {
-        /// Log files, or directories holding them (a workspace's state directory stands
-        /// for the `audit/` directory in it).
+        /// Log files (an active file stands for its whole series: the rotated files
+        /// beside it too), or directories holding them (a workspace's state directory
+        /// stands for the `audit/` directory in it).
         #[arg(required_unless_present = "workspace", value_name = "FILE|DIR")]
         paths: Vec<PathBuf>,
         /// Also read this workspace's default log (under your state dir, where `serve`
@@ -93,7 +95,8 @@ pub enum AuditCommand {
     /// its hashes and backup, and the policies in force. Exit 0 intact, 1 tampered,
     /// 2 unreadable or not written.
     Report {
-        /// Log files, or directories holding them.
+        /// Log files (an active file stands for its whole series: the rotated files
+        /// beside it too), or directories holding them.
         #[arg(required_unless_present = "workspace", value_name = "FILE|DIR")]
         paths: Vec<PathBuf>,
         /// Also read this workspace's default log (every chain in it: one per gateway

@@ -86,7 +86,8 @@ impl Series {
 }
 
 /// Groups the given files and directories into series. A directory contributes every
-/// log file in it; a file contributes itself only.
+/// log file in it; an active file its whole series (itself and the rotated files beside
+/// it); a rotated file itself only.
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<Series>, String> {
     // (dir, base) -> (active?, rotation number, name) -> path
     type Files = BTreeMap<(u8, u64, String), PathBuf>;
@@ -118,7 +119,9 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Series>, String> {
                 }
             }
         } else {
-            add(p.clone());
+            for file in with_rotated_beside(p)? {
+                add(file);
+            }
         }
     }
     if groups.is_empty() {
@@ -132,6 +135,38 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<Series>, String> {
             files: files.into_values().collect(),
         })
         .collect())
+}
+
+/// `file`, and if it is an active file, the rotated files of its series in its
+/// directory (`NAME.<first seq>`), which verify, show, report and prune take with it.
+fn with_rotated_beside(file: &Path) -> Result<Vec<PathBuf>, String> {
+    let name = file_name(file);
+    let mut files = vec![file.to_path_buf()];
+    if split_name(&name).1.is_some() || is_sidecar(&name) {
+        return Ok(files);
+    }
+    let dir = file.parent().unwrap_or(Path::new(""));
+    let listed = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let entries = std::fs::read_dir(listed).map_err(|e| {
+        format!(
+            "{}: cannot list the directory of {} for its rotated files: {e}",
+            listed.display(),
+            file.display()
+        )
+    })?;
+    for entry in entries.flatten() {
+        let other = entry.file_name().to_string_lossy().into_owned();
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        let (base, seq) = split_name(&other);
+        if is_file && seq.is_some() && base == name && !is_sidecar(&other) {
+            files.push(dir.join(other));
+        }
+    }
+    Ok(files)
 }
 
 /// The last path component as text.
@@ -181,5 +216,35 @@ mod tests {
         assert_eq!(names, ["a.log.000000000001", "a.log.000000000011", "a.log"]);
         assert_eq!(s[1].base, "b.log");
         assert!(discover(&[dir.path().join("missing")]).is_err());
+    }
+
+    #[test]
+    fn an_active_file_brings_its_rotated_files_and_a_rotated_file_only_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in [
+            "a.log",
+            "a.log.000000000011",
+            "a.log.000000000001",
+            "a.log.checkpoint",
+            "a.log.000000000021.tmp",
+            "a.log.extra",
+            "b.log",
+            "b.log.000000000001",
+        ] {
+            std::fs::write(dir.path().join(n), "").unwrap();
+        }
+        let names = |s: &Series| -> Vec<String> { s.files.iter().map(|p| file_name(p)).collect() };
+        let s = discover(&[dir.path().join("a.log")]).unwrap();
+        assert_eq!(s.len(), 1);
+        assert_eq!(
+            names(&s[0]),
+            ["a.log.000000000001", "a.log.000000000011", "a.log"]
+        );
+        let s = discover(&[dir.path().join("a.log.000000000011")]).unwrap();
+        assert_eq!(names(&s[0]), ["a.log.000000000011"]);
+        // Given twice (the file and its directory), each file is taken once.
+        let s = discover(&[dir.path().join("b.log"), dir.path().to_path_buf()]).unwrap();
+        let b = s.iter().find(|s| s.base == "b.log").unwrap();
+        assert_eq!(names(b), ["b.log.000000000001", "b.log"]);
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::{AcpArgs, fail, fail_open, runtime_with_signals, stdio_peer};
 use crate::startup;
+use crate::transport::proxy::AgentEnd;
 
 /// An agent's confinement: the plan it was built from and what the kernel will enforce.
 struct Confined {
@@ -181,7 +182,10 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     };
     finish_copy(agent_stderr);
     let exit = match result {
-        Ok(status) => {
+        Ok(AgentEnd {
+            status,
+            killed_after_eof,
+        }) => {
             tracing::info!(%status, "agent exited");
             details.insert("status".into(), status.to_string().into());
             details.insert("code".into(), status.code().into());
@@ -196,6 +200,10 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
                 Some(sig) => {
                     details.insert("stoppedBy".into(), (*sig).into());
                     ExitCode::SUCCESS
+                }
+                None if killed_after_eof => {
+                    details.insert("stoppedBy".into(), "end-of-input".into());
+                    killed_after_eof_exit()
                 }
                 None => exit_code_of(status),
             }
@@ -751,6 +759,19 @@ fn finish_copy(copy: Option<std::thread::JoinHandle<()>>) {
     while !copy.is_finished() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+}
+
+/// `fsgate acp`'s status when it had to kill an agent that outlived the end of its
+/// input (as `timeout(1)` exits when it had to end its command).
+pub const EXIT_AGENT_KILLED_AFTER_EOF: u8 = 124;
+
+/// Says that the agent ignored the end of its input and was killed; the exit code.
+fn killed_after_eof_exit() -> ExitCode {
+    crate::text::eprint_line(&format!(
+        "fsgate: the agent was still running {} s after its input ended; fsgate killed it (exit {EXIT_AGENT_KILLED_AFTER_EOF})",
+        crate::transport::proxy::GRACE.as_secs()
+    ));
+    ExitCode::from(EXIT_AGENT_KILLED_AFTER_EOF)
 }
 
 /// The agent's exit status as ours: its code, or 128 + signal number.

@@ -462,8 +462,18 @@ impl Relay {
     }
 }
 
+/// How the hosted agent ended.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentEnd {
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// Whether fsgate killed it: the editor had closed its input and the agent had not
+    /// exited [`GRACE`] later.
+    pub killed_after_eof: bool,
+}
+
 /// Relays between the editor (`editor_in`/`editor_out`) and the agent (`agent_in` is
-/// the child's stdin, `agent_out` its stdout) until the agent exits. Returns its status.
+/// the child's stdin, `agent_out` its stdout) until the agent exits. Returns how.
 ///
 /// The child was spawned before the gateway confined itself (so the agent is not bound
 /// by the gateway's own Landlock ruleset); its pipes are adopted by the runtime here.
@@ -474,7 +484,7 @@ pub async fn run<EI, EO>(
     editor_out: EO,
     mut child: std::process::Child,
     (allow_terminal, hosted, session_meta): (bool, Option<Arc<Hosted>>, Option<Value>),
-) -> std::io::Result<ExitStatus>
+) -> std::io::Result<AgentEnd>
 where
     EI: AsyncRead + Unpin + Send + 'static,
     EO: AsyncWrite + Unpin + Send + 'static,
@@ -627,12 +637,12 @@ where
 
     // Wait for the agent to exit; if the editor left first, give it a grace period.
     let mut editor_reader = editor_reader;
-    let status = tokio::select! {
-        s = &mut waiter => s.map_err(std::io::Error::other)??,
+    let (status, killed_after_eof) = tokio::select! {
+        s = &mut waiter => (s.map_err(std::io::Error::other)??, false),
         _ = wait_editor_then_grace(&mut editor_reader) => {
             tracing::info!("editor closed stdin; agent did not exit within {GRACE:?}; killing it");
             kill(pid);
-            waiter.await.map_err(std::io::Error::other)??
+            (waiter.await.map_err(std::io::Error::other)??, true)
         }
     };
     // The agent is gone: stop reading the editor, which may keep its end open (its
@@ -646,7 +656,10 @@ where
     let _ = agent_writer.await;
     let _ = close_editor_tx.send(());
     let _ = editor_writer.await;
-    Ok(status)
+    Ok(AgentEnd {
+        status,
+        killed_after_eof,
+    })
 }
 
 /// Answers one of the agent's file requests (fsgate serves it; the editor never sees it).

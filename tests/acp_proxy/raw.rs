@@ -1,5 +1,6 @@
 //! Extras with the raw-JSON fake agent (tests/peers/acp/raw_agent.py): chosen ids of
-//! both JSON types, disguised file requests, an agent that ignores stdin EOF.
+//! both JSON types, disguised file requests; and an agent that ignores stdin EOF (the
+//! test-only agent binary, tests/bin/acp_agent.rs).
 
 use std::time::{Duration, Instant};
 
@@ -163,13 +164,30 @@ fn disguised_file_requests_never_reach_the_editor() {
     assert!(!ed.root.join("c.txt").exists());
 }
 
+/// The test-only agent binary (tests/bin/acp_agent.rs) with `args`, or None after
+/// `skip_or_fail` when the build left it out.
+fn bin_agent(test: &str, args: &[&str]) -> Option<Vec<std::ffi::OsString>> {
+    let bin = option_env!("CARGO_BIN_EXE_fsgate-test-acp-agent").unwrap_or_default();
+    if bin.is_empty() || !std::path::Path::new(bin).exists() {
+        crate::common::skip_or_fail(test, "built without `--features test-bins`");
+        return None;
+    }
+    Some(
+        std::iter::once(bin)
+            .chain(args.iter().copied())
+            .map(Into::into)
+            .collect(),
+    )
+}
+
 #[test]
 fn agent_ignoring_eof_is_killed_after_the_grace_period() {
-    let Some(mut ed) = raw_editor("agent_ignoring_eof_is_killed_after_the_grace_period") else {
+    let test = "agent_ignoring_eof_is_killed_after_the_grace_period";
+    let Some(agent) = bin_agent(test, &["--ignore-eof"]) else {
         return;
     };
-    let sid = session(&mut ed);
-    prompt(&ed, &sid, json!(12), &["!ignore-eof".to_string()]);
+    let mut ed = Editor::start(&agent);
+    session(&mut ed);
     let start = Instant::now();
     ed.close_stdin();
     let Some(status) = ed.wait_exit(Duration::from_secs(9)) else {
@@ -179,12 +197,36 @@ fn agent_ignoring_eof_is_killed_after_the_grace_period() {
         );
     };
     let took = start.elapsed();
-    // SIGKILL after the 5 s grace: 128 + 9.
-    assert_eq!(status.code(), Some(137), "{status:?}");
+    // Killed after the 5 s grace: the documented status (`acp --help`), not the
+    // signal's 128 + 9, and one line on stderr that says what happened.
+    let stderr = ed.stderr();
+    assert_eq!(status.code(), Some(124), "{status:?}\n{stderr}");
     assert!(
         took >= Duration::from_secs(4),
         "killed without a grace period: {took:?}"
     );
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("still running 5 s after its input ended"))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    assert!(said[0].contains("killed it (exit 124)"), "{stderr}");
+    let help = crate::common::run_cli(&["acp", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        help.contains("124 when the editor closed fsgate's input"),
+        "{help}"
+    );
+    // The audit log says why the agent ended.
+    let exit = ed
+        .audit_records()
+        .into_iter()
+        .rfind(|r| r["kind"] == "agent-exit");
+    let exit = exit.expect("an agent-exit record");
+    assert_eq!(exit["details"]["stoppedBy"], "end-of-input", "{exit}");
 }
 
 #[test]

@@ -9,6 +9,8 @@
 //! `{"cmd": LINE, "ok": RESULT}` or `{"cmd": LINE, "error": {...}}`. Commands: `read
 //! PATH [LINE [LIMIT]]`, `write PATH TEXT` (through the client), `open PATH`, `env NAME`,
 //! `signal PID`, `ppid`, `unix PATH`, `tty`, `tcp HOST PORT`, `tiocsti`, `exit CODE`.
+//! With `--ignore-eof` it keeps running for 60 s once its stdin has ended, as an agent
+//! that ignores end of input does.
 //!
 //! MCP: with `--mcp http` it advertises Streamable HTTP MCP servers in `initialize`
 //! (else none, so it is given commands). At `session/new` it connects to the server
@@ -397,5 +399,8 @@ fn main() {
             }
         };
         conn.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+    if std::env::args().any(|a| a == "--ignore-eof") {
+        std::thread::sleep(Duration::from_secs(60));
     }
 }

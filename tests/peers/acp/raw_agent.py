@@ -1,15 +1,14 @@
 """A raw-JSON fake ACP agent (no SDK): sends exactly the lines a test scripts.
 
 Only for the cases the real SDK agents (agent.py, agent.mjs) cannot produce: chosen
-ids (`0` and `"0"` at once), malformed or disguised `fs/*` messages, an agent that
-ignores stdin EOF. Standard library only.
+ids (`0` and `"0"` at once), malformed or disguised `fs/*` messages. Standard library
+only.
 
 It answers `initialize` (with the clientCapabilities it received in `_meta`) and
 `session/new` (sessionId "raw-session"). Each line of a `session/prompt` text is:
   a JSON value          written to stdout verbatim, as one line
   !wait IDS MS          wait up to MS ms for responses to the ids IDS (a JSON array)
   !exit CODE            exit at once with CODE
-  !ignore-eof           from now on, keep running for 60 s after stdin closes
 Then it reports every response it received, as one agent_message_chunk whose text is
 `{"responses": {JSON-id-text: message}}`, and ends the turn.
 """
@@ -25,7 +24,6 @@ import time
 lock = threading.Condition()
 responses: dict[str, dict] = {}
 out_lock = threading.Lock()
-ignore_eof = False
 
 
 def send(obj_or_line) -> None:
@@ -47,7 +45,6 @@ def wait_for(ids: list, ms: int) -> None:
 
 
 def run_prompt(req_id, params: dict) -> None:
-    global ignore_eof
     text = "\n".join(b.get("text", "") for b in params.get("prompt", []))
     for line in (ln.strip() for ln in text.splitlines()):
         if not line:
@@ -57,8 +54,6 @@ def run_prompt(req_id, params: dict) -> None:
             wait_for(json.loads(ids), int(ms))
         elif line.startswith("!exit "):
             os._exit(int(line.split()[1]))
-        elif line == "!ignore-eof":
-            ignore_eof = True
         else:
             send(line)
     with lock:
@@ -92,8 +87,6 @@ def main() -> None:
             threading.Thread(target=run_prompt, args=(msg["id"], msg.get("params") or {}), daemon=True).start()
         elif "id" in msg:
             send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": f"method not found: {method}"}})
-    if ignore_eof:
-        time.sleep(60)
 
 
 if __name__ == "__main__":
