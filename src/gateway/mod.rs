@@ -6,6 +6,7 @@ mod budget;
 mod change;
 mod defer;
 mod facts;
+mod growth;
 mod listing;
 mod mkdir;
 mod path_lock;
@@ -429,6 +430,9 @@ impl Gateway {
         ctx: &RequestCtx,
         request: Request,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        if let Err(e) = self.within_growth(ctx, &request) {
+            return (Err(e), None);
+        }
         match request {
             Request::Op(op) => self.handle(ctx, op),
             Request::Message {

@@ -136,7 +136,7 @@ pub(crate) fn compile(
     })
 }
 
-/// The sections other modules own (`[ws]`, `[backup]`) are checked here too, so that
+/// The sections other modules own (`[ws]`, `[audit]`, `[backup]`) are checked here too, so that
 /// `fsgate policy check` refuses what `fsgate serve` would refuse.
 fn check_sections(raw: &RawPolicy, src: &str) -> Result<(), PolicyError> {
     if let Some(ws) = &raw.ws
@@ -149,6 +149,20 @@ fn check_sections(raw: &RawPolicy, src: &str) -> Result<(), PolicyError> {
         return Err(PolicyError::Invalid {
             key,
             line: section_line(src, "ws"),
+            message,
+        });
+    }
+    if let Some(a) = &raw.audit
+        && let Err((key, message)) = a.validate()
+    {
+        let line = key_line(src, "audit", key);
+        return Err(PolicyError::Invalid {
+            key: format!("audit.{key}"),
+            line: if line == 0 {
+                section_line(src, "audit")
+            } else {
+                line
+            },
             message,
         });
     }
