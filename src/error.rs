@@ -107,7 +107,7 @@ pub enum GatewayError {
         hint: &'static str,
     },
     /// The policy (or a built-in workspace rule) refuses the request.
-    #[error("refused: {reason} (rule {rule}, path {path})")]
+    #[error("refused: {reason} (rule {rule}{})", path_part(path))]
     Refused {
         /// One line, no file content.
         reason: String,
@@ -117,7 +117,7 @@ pub enum GatewayError {
         path: String,
     },
     /// A size, binary-content or rate limit.
-    #[error("limit exceeded: {reason} (rule {rule}, path {path})")]
+    #[error("limit exceeded: {reason} (rule {rule}{})", path_part(path))]
     Limit {
         /// One line.
         reason: String,
@@ -129,6 +129,15 @@ pub enum GatewayError {
     /// A failure that is fsgate's own (I/O error, audit log unwritable...).
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// `, path P` for an error's message, or nothing when it names no path.
+fn path_part(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!(", path {path}")
+    }
 }
 
 impl GatewayError {

@@ -207,3 +207,141 @@ fn two_mib_fields_on_the_websocket_door_are_recorded_and_answered_bounded() {
         "long fields cut"
     );
 }
+
+/// A policy whose growth budgets are small enough to spend in a few dozen requests.
+fn small_budgets(session: u64, process: u64) -> String {
+    crate::common::policy_with(
+        1 << 20,
+        1 << 20,
+        "deny",
+        &format!(
+            "\n[audit]\nmax_session_bytes_per_minute = {session}\nmax_bytes_per_minute = {process}\n"
+        ),
+    )
+}
+
+/// The records of a log, parsed.
+fn records(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect()
+}
+
+/// Sends `n` stats, each in session `session(i)`; returns how many were refused for the
+/// growth budget `rule` (checking each refusal's code and rule).
+fn stats_refused(g: &Gate, n: usize, session: impl Fn(usize) -> String, rule: &str) -> usize {
+    let path = g.abs("f.txt");
+    let mut refused = 0;
+    for i in 0..n {
+        match g.call(
+            "_fsgate/stat",
+            json!({"path": path, "sessionId": session(i)}),
+        ) {
+            Ok(_) => assert_eq!(refused, 0, "request {i} served after a refusal"),
+            Err(e) => {
+                assert_eq!(e.code, crate::common::LIMIT, "{e:?}");
+                assert_eq!(
+                    e.data.as_ref().map(|d| d["rule"].clone()),
+                    Some(json!(rule))
+                );
+                assert!(e.message.contains("within a minute"), "{e:?}");
+                refused += 1;
+            }
+        }
+    }
+    refused
+}
+
+#[test]
+fn past_its_growth_budget_a_session_then_the_gateway_is_refused_and_recorded_once() {
+    let mut g = Gate::with_policy(&small_budgets(16384, 65536));
+    g.put("f.txt", "x");
+    let session_rule = "audit.max_session_bytes_per_minute";
+    let refused = stats_refused(&g, 60, |_| "s1".into(), session_rule);
+    assert!((10..50).contains(&refused), "{refused} of 60 refused");
+    // Another session still gets in: the session's budget is its own.
+    g.ok(
+        "_fsgate/stat",
+        json!({"path": g.abs("f.txt"), "sessionId": "s2"}),
+    );
+    // A new session id for each request: the gateway's budget holds them all.
+    let process_rule = "audit.max_bytes_per_minute";
+    let by_process = stats_refused(&g, 200, |i| format!("fresh-{i}"), process_rule);
+    assert!(by_process > 50, "{by_process} of 200 refused");
+    g.close_stdin();
+    assert!(g.wait_exit(crate::common::TIMEOUT).success());
+    let recs = records(&g.audit_log);
+    let limited: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "request" && r["outcome"] == "-32004")
+        .collect();
+    assert_eq!(
+        limited.len(),
+        2,
+        "one record per budget and minute: {limited:#?}"
+    );
+    assert_eq!(limited[0]["rule"], session_rule);
+    assert_eq!(limited[0]["session"], "s1");
+    assert_eq!(limited[1]["rule"], process_rule);
+    let counts: Vec<(Value, Value)> = recs
+        .iter()
+        .filter(|r| r["kind"] == "growth-limit")
+        .map(|r| {
+            (
+                r["details"]["scope"].clone(),
+                r["details"]["refused"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        vec![
+            (json!("process"), json!(by_process - 1)),
+            (json!("session"), json!(refused - 1)),
+        ],
+        "the refusals without a record of their own, counted at close"
+    );
+    assert_eq!(recs.last().map(|r| r["kind"].clone()), Some(json!("stop")));
+}
+
+#[test]
+fn past_its_growth_budget_an_mcp_or_websocket_session_is_refused_with_the_limit() {
+    let policy = small_budgets(16384, 0);
+    let mut m = McpGate::start(Some(&policy));
+    m.dirs.put("f.txt", "x");
+    m.initialize("2025-06-18");
+    let file = m.dirs.abs("f.txt");
+    let texts: Vec<String> = (0..80)
+        .map(|i| {
+            crate::mcp_harness::text_of(&m.tool(10 + i, "get_file_info", json!({"path": file})))
+        })
+        .collect();
+    let limited = texts
+        .iter()
+        .filter(|t| t.contains("audit.max_session_bytes_per_minute"));
+    assert!(limited.count() > 10, "{:?}", texts.last());
+    let recorded = m.dirs.audit_records();
+    let recorded = recorded.iter().filter(|r| r["outcome"] == "-32004");
+    assert_eq!(recorded.count(), 1);
+
+    let w = WsGate::start(Some(&policy), |root| {
+        std::fs::write(root.join("f.txt"), "x").expect("seed");
+    });
+    let mut client = w.client();
+    let mut codes = Vec::new();
+    for _ in 0..80 {
+        let r = client.request("stat", json!({"path": "/f.txt"}));
+        codes.push(r["errorInfo"]["code"].clone());
+    }
+    assert!(
+        codes.iter().filter(|c| **c == json!(-32004)).count() > 10,
+        "{codes:?}"
+    );
+    let recorded = w.audit_requests();
+    assert_eq!(
+        recorded.iter().filter(|r| r["outcome"] == "-32004").count(),
+        1
+    );
+}

@@ -11,6 +11,14 @@ pub const DEFAULT_HEARTBEAT_SECS: u64 = 30;
 /// and verifies the whole active file (about 5 ms per MiB on a small VM), so this bounds
 /// the time to a first answer and the memory start-up takes.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+/// Default audit bytes the gateway may add per minute (`max_bytes_per_minute`): well
+/// above what its fastest door writes in a benchmark run, far below a disk filled at
+/// line speed.
+pub const DEFAULT_MAX_BYTES_PER_MINUTE: u64 = 128 * 1024 * 1024;
+/// Default audit bytes one session may add per minute (`max_session_bytes_per_minute`).
+pub const DEFAULT_MAX_SESSION_BYTES_PER_MINUTE: u64 = 32 * 1024 * 1024;
+/// The smallest growth budget accepted (other than 0, no limit): a few dozen records.
+pub const MIN_BYTES_PER_MINUTE: u64 = 16 * 1024;
 /// In `fsync = "batch"` mode, the longest time written records stay unsynced.
 pub const BATCH_SYNC_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -60,6 +68,17 @@ pub struct AuditSettings {
     /// request path (docs/shipping.md): `{ host, port }` for RFC 5424 syslog over TCP
     /// (TLS with `tls_ca`), or `{ socket = "/dev/log" }` for the local syslog socket.
     pub ship: Vec<super::ship::ShipDestination>,
+    /// Bytes of audit records the whole gateway may add per minute (default 128 MiB;
+    /// 0 = no limit, at least 16384 otherwise). Once a minute's are spent, every request
+    /// is refused (-32004, rule `audit.max_bytes_per_minute`) until the minute is over;
+    /// only the first refusal of the minute is recorded, and a `growth-limit` record
+    /// counts the others. Read at start.
+    pub max_bytes_per_minute: Option<u64>,
+    /// Bytes of audit records one session (ACP `sessionId`, an MCP or WebSocket
+    /// connection) may add per minute (default 32 MiB; 0 = no limit, at least 16384
+    /// otherwise): beyond it that session's requests are refused (-32004, rule
+    /// `audit.max_session_bytes_per_minute`) as for `max_bytes_per_minute`. Read at start.
+    pub max_session_bytes_per_minute: Option<u64>,
 }
 
 impl AuditSettings {
@@ -79,6 +98,42 @@ impl AuditSettings {
     /// Rotation size in bytes (0 = never rotate).
     pub fn max_file_bytes(&self) -> u64 {
         self.max_file_bytes.unwrap_or(DEFAULT_MAX_FILE_BYTES)
+    }
+
+    /// The process's growth budget in bytes per minute (0: none).
+    pub fn max_bytes_per_minute(&self) -> u64 {
+        self.max_bytes_per_minute
+            .unwrap_or(DEFAULT_MAX_BYTES_PER_MINUTE)
+    }
+
+    /// A session's growth budget in bytes per minute (0: none).
+    pub fn max_session_bytes_per_minute(&self) -> u64 {
+        self.max_session_bytes_per_minute
+            .unwrap_or(DEFAULT_MAX_SESSION_BYTES_PER_MINUTE)
+    }
+
+    /// Refuses values `fsgate serve` cannot work with: `(key, message)`.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        for (key, v) in [
+            ("max_bytes_per_minute", self.max_bytes_per_minute),
+            (
+                "max_session_bytes_per_minute",
+                self.max_session_bytes_per_minute,
+            ),
+        ] {
+            if let Some(n) = v
+                && n != 0
+                && n < MIN_BYTES_PER_MINUTE
+            {
+                return Err((
+                    key,
+                    format!(
+                        "{n} is too small: 0 (no limit) or at least {MIN_BYTES_PER_MINUTE} bytes, a few dozen records"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Resolves relative `signing_key`, `path` and file `checkpoint_sink` against `base`
@@ -115,6 +170,9 @@ mod tests {
         assert_eq!(s.checkpoint_every(), 1000);
         assert_eq!(s.heartbeat(), Some(Duration::from_secs(30)));
         assert_eq!(s.max_file_bytes(), 8 * 1024 * 1024);
+        assert_eq!(s.max_bytes_per_minute(), 128 << 20);
+        assert_eq!(s.max_session_bytes_per_minute(), 32 << 20);
+        assert_eq!(s.validate(), Ok(()));
         assert_eq!(s, AuditSettings::default());
     }
 
@@ -133,6 +191,19 @@ mod tests {
         let err = toml::from_str::<AuditSettings>("fsynk = \"never\"").unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
         assert!(toml::from_str::<AuditSettings>("fsync = \"sometimes\"").is_err());
+    }
+
+    #[test]
+    fn growth_budgets_are_off_or_at_least_a_few_dozen_records() {
+        for (text, ok) in [
+            ("max_bytes_per_minute = 0", true),
+            ("max_session_bytes_per_minute = 16384", true),
+            ("max_session_bytes_per_minute = 16383", false),
+            ("max_bytes_per_minute = 1", false),
+        ] {
+            let s: AuditSettings = toml::from_str(text).unwrap();
+            assert_eq!(s.validate().is_ok(), ok, "{text}");
+        }
     }
 
     #[test]

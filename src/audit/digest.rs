@@ -236,9 +236,12 @@ pub struct Digest {
     listed_changes: usize,
 }
 
-/// A string field, or "".
+/// A string field, or "": at most [`super::cut::MAX_WHOLE`] bytes of it, as fsgate
+/// writes them, so that a log written before records were bounded (a 2 MiB path)
+/// cannot make the report hold megabytes per row.
 pub(crate) fn text<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or_default()
+    let s = v.get(k).and_then(Value::as_str).unwrap_or_default();
+    super::cut::head(s, super::cut::MAX_WHOLE)
 }
 
 fn num(v: &Value, k: &str) -> Option<u64> {
@@ -508,7 +511,7 @@ fn change_of(log: usize, v: &Value, verified: bool) -> Change {
         other: v
             .get("path2")
             .and_then(Value::as_str)
-            .map(|p| (p.to_owned(), false)),
+            .map(|_| (text(v, "path2").to_owned(), false)),
         outcome: text(v, "outcome").to_owned(),
         bytes: num(v, "bytes"),
         sha256: text(v, "sha256").to_owned(),
@@ -572,6 +575,25 @@ mod tests {
         json!({"seq": seq, "ts": ts, "kind": "request", "session": "s", "transport": "acp",
                "op": op, "path": "a.txt", "decision": decision, "outcome": "ok",
                "policy_sha256": "p1"})
+    }
+
+    #[test]
+    fn the_report_keeps_at_most_a_bounded_piece_of_each_text() {
+        let mut d = Digest::new();
+        let mut r = req(1, "2026-01-01T00:00:00.000000Z", "read_text_file", "deny");
+        r["path"] = json!("p".repeat(2 << 20));
+        r["session"] = json!("s".repeat(2 << 20));
+        d.observe(0, &r, true);
+        let kept = d.refusals.values().flat_map(|r| r.paths.iter());
+        assert!(
+            kept.map(String::len)
+                .all(|n| n == crate::audit::cut::MAX_WHOLE)
+        );
+        assert!(
+            d.sessions
+                .keys()
+                .all(|k| k.len() == crate::audit::cut::MAX_WHOLE)
+        );
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub mod cli;
 pub mod config;
 pub mod cut;
 pub mod digest;
+pub mod growth;
 pub mod html;
 pub mod intents;
 mod io;

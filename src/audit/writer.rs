@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::config::{AuditSettings, BATCH_SYNC_INTERVAL, FsyncMode};
+use super::growth::{Growth, Refusal};
 use super::intents::Intent;
 #[cfg(test)]
 use super::io::Fault;
@@ -209,6 +210,8 @@ struct Shared {
     open_intents: Vec<Intent>,
     /// Run by `close` once the last record is written (the shipper's final drain).
     on_close: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
+    /// `[audit] max_bytes_per_minute` and `max_session_bytes_per_minute`.
+    growth: Growth,
 }
 
 /// A record queued by [`AuditLog::append_deferred`] and not yet known durable.
@@ -330,6 +333,10 @@ impl AuditLog {
             start_checkpoint_thread: Mutex::new(None),
             open_intents: open_intents.clone(),
             on_close: Mutex::new(Vec::new()),
+            growth: Growth::new(
+                settings.max_bytes_per_minute(),
+                settings.max_session_bytes_per_minute(),
+            ),
         });
         let log = AuditLog {
             shared,
@@ -438,6 +445,9 @@ impl AuditLog {
         let first_in_file = rotate || st.file_bytes == 0;
         let log = first_in_file.then_some(sh.log_id.as_str());
         let (line, hash) = record::seal(seq, &ts, log, &body, &st.head);
+        let session = matches!(ev.kind.as_str(), record::KIND_REQUEST | record::KIND_INTENT)
+            .then_some(ev.session.as_str());
+        sh.growth.charge(session, line.len() as u64, Instant::now());
         st.file_bytes = if rotate { 0 } else { st.file_bytes } + line.len() as u64;
         st.next_seq += 1;
         st.head = hash;
@@ -497,6 +507,25 @@ impl AuditLog {
                 st = lock(&sh.state);
             } else {
                 st = sh.lead(st, Duty::default());
+            }
+        }
+    }
+
+    /// Whether a request of `session` may be served under the growth budgets (`[audit]
+    /// max_bytes_per_minute`, `max_session_bytes_per_minute`): ask before any work. A
+    /// refusal says whether it is its minute's first (record it; the rest are counted in
+    /// a `growth-limit` record, appended here once their minute is over).
+    pub fn admit(&self, session: &str) -> Result<(), Refusal> {
+        let (verdict, due) = self.shared.growth.admit(session, Instant::now());
+        self.append_due(due);
+        verdict
+    }
+
+    /// Appends `growth-limit` records (lifecycle records: a failure is logged).
+    fn append_due(&self, due: Vec<AuditEvent>) {
+        for ev in due {
+            if let Err(e) = self.append(ev) {
+                tracing::error!("audit log: cannot record `growth-limit`: {e}");
             }
         }
     }
@@ -574,6 +603,7 @@ impl AuditLog {
             return Ok(());
         }
         self.join_start_checkpoint();
+        self.append_due(self.shared.growth.drain());
         let stopped = self.append(AuditEvent::lifecycle(record::KIND_STOP, details));
         let duty = self.run_duty(Duty {
             checkpoint: Some("shutdown"),

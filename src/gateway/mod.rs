@@ -6,6 +6,7 @@ mod budget;
 mod change;
 mod defer;
 mod facts;
+mod growth;
 mod listing;
 mod mkdir;
 mod names;
@@ -451,6 +452,9 @@ impl Gateway {
             }
             None => ctx,
         };
+        if let Err(e) = self.within_growth(ctx, &request) {
+            return (Err(e), None);
+        }
         match request {
             Request::Op(op) => self.handle(ctx, op),
             Request::Message {

@@ -136,8 +136,8 @@ pub(crate) fn compile(
     })
 }
 
-/// The sections other modules own (`[ws]`, `[backup]`, `[audit] ship`) are checked here
-/// too, so that `fsgate policy check` refuses what `fsgate serve` would refuse.
+/// The sections other modules own (`[ws]`, `[http]`, `[audit]`, `[backup]`) are checked
+/// here too, so that `fsgate policy check` refuses what `fsgate serve` would refuse.
 fn check_sections(raw: &RawPolicy, src: &str) -> Result<(), PolicyError> {
     if let Some(audit) = &raw.audit
         && let Err(message) = crate::audit::ship::check_all(&audit.ship)
@@ -149,6 +149,20 @@ fn check_sections(raw: &RawPolicy, src: &str) -> Result<(), PolicyError> {
         return Err(PolicyError::Invalid {
             key: "audit.ship".into(),
             line,
+            message,
+        });
+    }
+    if let Some(a) = &raw.audit
+        && let Err((key, message)) = a.validate()
+    {
+        let line = key_line(src, "audit", key);
+        return Err(PolicyError::Invalid {
+            key: format!("audit.{key}"),
+            line: if line == 0 {
+                section_line(src, "audit")
+            } else {
+                line
+            },
             message,
         });
     }

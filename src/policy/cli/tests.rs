@@ -97,6 +97,31 @@ fn check_exit_codes_and_format() {
 }
 
 #[test]
+fn check_refuses_a_growth_budget_too_small_to_work_with_and_names_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = write(
+        dir.path(),
+        "tiny.toml",
+        "version = 1\n[audit]\nfsync = \"always\"\nmax_session_bytes_per_minute = 100\n",
+    );
+    let (code, out, _) = run_args(&["check", &tiny]);
+    assert_eq!(code, EXIT_INVALID, "{out}");
+    assert!(
+        out.starts_with(&format!(
+            "{tiny}:4:1: error: audit.max_session_bytes_per_minute"
+        )),
+        "{out}"
+    );
+    let off = write(
+        dir.path(),
+        "off.toml",
+        "version = 1\n[audit]\nmax_bytes_per_minute = 0\nmax_session_bytes_per_minute = 65536\n",
+    );
+    let (code, out, _) = run_args(&["check", &off]);
+    assert_ne!(code, EXIT_INVALID, "{out}");
+}
+
+#[test]
 fn test_prints_failures_with_lines_and_the_final_count() {
     let dir = tempfile::tempdir().unwrap();
     let f = write(dir.path(), "p.toml", SMALL);
