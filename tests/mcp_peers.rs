@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::mcp_harness::Dirs;
 
@@ -172,6 +172,9 @@ fn python_sdk_2x_stateless_era_session() {
     };
     assert_eq!(summary["protocolVersion"], "2026-07-28", "{summary}");
     assert_eq!(summary["serverName"], "fsgate", "{summary}");
+    // The revision removed ping; fsgate offers no prompts or resources.
+    let outside = json!({"ping": -32601, "prompts/list": -32601, "resources/list": -32601});
+    assert_eq!(summary["outside"], outside, "{summary}");
     assert!(summary["checks"].as_u64().unwrap_or(0) > 200, "{summary}");
     check_effects(&dirs, "mcp");
 }
@@ -195,6 +198,8 @@ fn python_sdk_2x_handshake_era_session() {
         "{summary}"
     );
     assert!(summary["checks"].as_u64().unwrap_or(0) > 200, "{summary}");
+    let outside = json!({"ping": "ok", "prompts/list": -32601, "resources/list": -32601});
+    assert_eq!(summary["outside"], outside, "{summary}");
     check_effects(&dirs, "mcp");
 }
 

@@ -390,6 +390,12 @@ fn run(door: Door, seq: &[Msg], tally: &mut Tally) -> Result<(), TestCaseError> 
     check_answers(door, seq, &answers)
         .map_err(|e| TestCaseError::fail(format!("{e}\n{}", context())))?;
     tally.sequences += 1;
+    if tally.sequences % 500 == 0 {
+        eprintln!(
+            "wire_sequences {door:?}: {} sequences, {} messages so far",
+            tally.sequences, tally.messages
+        );
+    }
     tally.messages += seq.len() as u64 + 1;
     tally.answers += answers.values().map(|v| v.len() as u64).sum::<u64>();
     Ok(())

@@ -646,8 +646,9 @@ impl Copier {
             bound_error_line(line);
         }
         let Some(id) = out.id.filter(|v| !v.is_null()) else {
-            // The SDK refused a line the pump passed on as a message (it found it
-            // malformed): record that refusal, as nobody else will.
+            // An error under no id (the SDK found a message malformed; the pump hands
+            // it only what it decoded, so this should not come): record that refusal,
+            // as nobody else will.
             let e = out.error?;
             let recorded = record(
                 &self.gw,

@@ -238,7 +238,8 @@ impl Pump {
             self.door.submit(job, serial, alone).await;
             return None;
         }
-        let Some(msg) = decode(line) else {
+        // A line read as a request must reach the SDK as one, or its id is never answered.
+        let Some(msg) = decode(line).filter(|m| matches!(m, JsonRpcMessage::Request(_))) else {
             let err = era::unreadable(&method);
             self.reply(ctx, method, id(), Err(err)).await;
             return None;

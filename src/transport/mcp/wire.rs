@@ -17,9 +17,10 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, mpsc};
 
-/// Messages the pump hands over at once, not yet taken by the SDK (each request also
-/// holds room in the connection's flow).
-pub(super) const QUEUED: usize = 4;
+/// Messages the pump hands over and the SDK has not taken yet: one, as a message may
+/// be as large as the message limit (a request also holds room in the connection's
+/// flow; a notification or a response holds nothing else).
+pub(super) const QUEUED: usize = 1;
 
 /// One connection's transport for the SDK.
 pub(super) struct Wire<W> {
