@@ -209,6 +209,7 @@ const SUBCOMMANDS: &[&str] = &[
     "backup",
     "completions",
     "man",
+    "mcp-connect",
 ];
 
 #[test]
