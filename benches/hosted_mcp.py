@@ -6,8 +6,9 @@
 Plays the editor of `fsgate acp -- fsgate-test-acp-agent` (built with
 `cargo build --features test-bins`), the agent connecting to the hosted server as a
 real one does (during session/new). Measures, from the agent's side, N reads of a
-4 KiB file through `fs/read_text_file` and through the hosted server, over Streamable
-HTTP (`--mcp http`) and over the `fsgate mcp-connect` bridge (stdio); then the
+4 KiB file through `fs/read_text_file` and N through the hosted server, alternating so
+that both meet the same load, over Streamable HTTP (`--mcp http`) and over the
+`fsgate mcp-connect` bridge (stdio); then the
 resident memory of the fsgate process with 0, 1 and 4 sessions open, each connected to
 the hosted server. Prints one JSON object. Standard library only.
 """
@@ -100,11 +101,15 @@ def reads(fsgate, agent, mcp, n):
         ed.call("initialize", {"protocolVersion": 1, "clientCapabilities":
                                {"fs": {"readTextFile": True, "writeTextFile": True}}})
         sid = session(ed, ws)
-        # Warm both paths, then time them.
-        ed.prompt(sid, f"bench-fs {path} 20\nbench-mcp {path} 20")
-        out = ed.prompt(sid, f"bench-fs {path} {n}\nbench-mcp {path} {n}")
+        # Warm both paths, then time them, alternating.
+        ed.prompt(sid, f"bench {path} 20")
+        out = ed.prompt(sid, f"bench {path} {n}")[0]
         ed.close()
-        return {"fs/read_text_file": out[0].get("ok"), f"hosted MCP over {mcp}": out[1].get("ok")}
+        if "ok" not in out:
+            raise RuntimeError(f"bench failed: {out}")
+        r = out["ok"]
+        return {"fs/read_text_file": r["fs"], f"hosted MCP over {mcp}": r["mcp"],
+                "added (per pair)": r["added"]}
 
 
 def memory(fsgate, agent):
@@ -121,7 +126,7 @@ def memory(fsgate, agent):
         for count in (1, 4):
             while len(sids) < count:
                 sid = session(ed, ws)
-                ed.prompt(sid, f"bench-mcp {path} 50")
+                ed.prompt(sid, f"bench {path} 50")
                 sids.append(sid)
             time.sleep(0.5)
             out[f"sessions_{count}_kib"] = ed.rss_kib()

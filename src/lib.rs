@@ -5,7 +5,8 @@
 //! Every request passes five gates, each in its own module:
 //!
 //! - [`transport`]: the doors: `acp` (JSON-RPC on stdio, and the proxy that hosts an
-//!   agent), `mcp`, `ws`. They only translate wire messages into a
+//!   agent, with the MCP server it hosts for the agent: `hosted`), `mcp` (stdio),
+//!   `http` (MCP over Streamable HTTP), `ws`. They only translate wire messages into a
 //!   [`gateway::Request`] (an [`ops::Op`], or a message that is none) and results back.
 //! - [`path`]: request path -> workspace-relative [`path::RelPath`], lexically, refusing
 //!   anything that cannot be expressed inside the root.

@@ -350,6 +350,7 @@ fn sigterm_at_any_moment_of_start_up_still_ends_with_a_stop_record() {
         &[][..],
         &["--transport", "mcp"],
         &["--transport", "ws", "--listen", "0"],
+        &["--transport", "http", "--listen", "0"],
     ] {
         for delay_ms in [0u64, 0, 1, 2, 5, 10, 15, 20, 30, 50, 100] {
             cases += 1;
@@ -392,6 +393,7 @@ fn sigterm_stops_every_transport_with_a_stop_record_and_a_final_checkpoint() {
         &[][..],
         &["--transport", "mcp"],
         &["--transport", "ws", "--listen", "0"],
+        &["--transport", "http", "--listen", "0"],
     ] {
         let (mut running, _) = Running::start("serve", extra, "start");
         let status = running.sigterm();

@@ -210,6 +210,7 @@ const SUBCOMMANDS: &[&str] = &[
     "undo",
     "completions",
     "man",
+    "mcp-connect",
 ];
 
 #[test]

@@ -17,8 +17,8 @@
 //! named `fsgate` in the session's `mcpServers` before answering (as Gemini CLI does),
 //! and the commands `mcp-servers` (every entry listed, secrets left out), `mcp-entry`
 //! (the fsgate entry), `mcp-tools`,
-//! `mcp-read PATH`, `mcp-write PATH TEXT` and `mcp-call TOOL JSON` use it. `bench-fs
-//! PATH N` and `bench-mcp PATH N` time N reads each way (docs/agents.md's figures).
+//! `mcp-read PATH`, `mcp-write PATH TEXT` and `mcp-call TOOL JSON` use it. `bench PATH
+//! N` times N reads each way, alternating (docs/agents.md's figures).
 //! `--acp-version 2` answers an `initialize` asking for ACP v2 with 2; `init-params`
 //! reports the `initialize` params it received.
 //!
@@ -234,37 +234,45 @@ fn run_mcp(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, 
     client.request("tools/call", json!({"name": tool, "arguments": args}))
 }
 
-/// `bench-fs PATH N` / `bench-mcp PATH N`: N reads of PATH through `fs/read_text_file`
-/// or through the session's fsgate MCP server, timed one by one (µs percentiles).
-fn bench(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, Value> {
+/// `bench PATH N`: N reads of PATH through `fs/read_text_file` and N through the
+/// session's fsgate MCP server, alternating (so that both meet the same load), each
+/// timed (µs percentiles of each, and of the difference within each pair).
+fn bench(conn: &mut Conn, sid: &str, rest: &str) -> Result<Value, Value> {
     let bad = |m: String| json!({"code": null, "message": m});
     let (path, n) = rest
         .split_once(' ')
-        .ok_or_else(|| bad("usage: bench-fs|bench-mcp PATH N".into()))?;
+        .ok_or_else(|| bad("usage: bench PATH N".into()))?;
     let n: usize = n
         .trim()
         .parse()
         .map_err(|e| bad(format!("bad count: {e}")))?;
-    let mut took = Vec::with_capacity(n);
+    let (mut fs, mut mcp, mut added) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..n {
         let started = std::time::Instant::now();
-        if word == "bench-fs" {
-            conn.request("fs/read_text_file", json!({"sessionId": sid, "path": path}))?;
-        } else {
-            let r = run_mcp(conn, sid, "mcp-read", path)?;
-            if r["isError"] == true {
-                return Err(r);
-            }
+        conn.request("fs/read_text_file", json!({"sessionId": sid, "path": path}))?;
+        let one = started.elapsed().as_micros() as i64;
+        let started = std::time::Instant::now();
+        let r = run_mcp(conn, sid, "mcp-read", path)?;
+        if r["isError"] == true {
+            return Err(r);
         }
-        took.push(started.elapsed().as_micros() as u64);
+        let other = started.elapsed().as_micros() as i64;
+        fs.push(one);
+        mcp.push(other);
+        added.push(other - one);
     }
-    took.sort_unstable();
+    Ok(json!({"n": n, "fs": stats(fs), "mcp": stats(mcp), "added": stats(added)}))
+}
+
+/// Percentiles and mean of `v`, in µs.
+fn stats(mut v: Vec<i64>) -> Value {
+    v.sort_unstable();
     let at = |q: f64| {
-        took.get(((took.len() as f64 - 1.0) * q).round() as usize)
+        v.get(((v.len() as f64 - 1.0) * q).round() as usize)
             .copied()
     };
-    let mean = took.iter().sum::<u64>() / took.len().max(1) as u64;
-    Ok(json!({"n": n, "p50_us": at(0.5), "p90_us": at(0.9), "p99_us": at(0.99), "mean_us": mean}))
+    let mean = v.iter().sum::<i64>() / (v.len().max(1) as i64);
+    json!({"p50_us": at(0.5), "p90_us": at(0.9), "p99_us": at(0.99), "mean_us": mean})
 }
 
 /// One command: its result, or its error as reported.
@@ -273,8 +281,8 @@ fn run(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, Valu
     if word.starts_with("mcp-") {
         return run_mcp(conn, sid, word, rest);
     }
-    if word.starts_with("bench-") {
-        return bench(conn, sid, word, rest);
+    if word == "bench" {
+        return bench(conn, sid, rest);
     }
     if word == "init-params" {
         return Ok(conn.init_params.clone());

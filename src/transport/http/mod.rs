@@ -229,7 +229,12 @@ pub fn token_for(settings: &HttpSettings) -> Result<Token, String> {
 
 /// The hosted server of `fsgate acp`: a secret per ACP session, the stdio bridge on.
 pub(crate) fn hosted_server(gw: Arc<Gateway>) -> Arc<Server> {
-    let settings = HttpSettings::default();
+    // Its sessions live as long as the agent's: none is ended for being idle (a person
+    // away for an hour must not find the agent's file tools gone).
+    let settings = HttpSettings {
+        session_idle_ms: 86_400_000,
+        ..HttpSettings::default()
+    };
     let limits = Limits::of(&settings, gw.policy().limits().max_message_bytes);
     let room = body::Room::new(limits.max_message.saturating_mul(4));
     Arc::new(Server {

@@ -36,7 +36,8 @@ pub(crate) struct McpSession {
     pub slots: Arc<Semaphore>,
     /// When a request last came.
     used: Mutex<Instant>,
-    ended: AtomicBool,
+    /// Set when the session is ended, or its door stopped.
+    ended: Arc<AtomicBool>,
 }
 
 impl McpSession {
@@ -53,10 +54,16 @@ impl McpSession {
         let sink = Sink::new(RouteWriter(Arc::clone(&router)));
         let session = who.session.clone();
         let session_name = session.clone();
+        let routed = Arc::clone(&router);
+        let ended = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&ended);
         tokio::spawn(async move {
             if let Err(e) = mcp::serve_as(gw, who, door_side, sink).await {
                 tracing::debug!(%session, "http: mcp session ended: {e}");
             }
+            // Whoever still waits learns the session ended; later requests get 404.
+            stopped.store(true, Ordering::Release);
+            routed.close();
         });
         Arc::new(McpSession {
             id,
@@ -66,7 +73,7 @@ impl McpSession {
             router,
             slots: Arc::new(Semaphore::new(max_in_flight.max(1))),
             used: Mutex::new(Instant::now()),
-            ended: AtomicBool::new(false),
+            ended,
         })
     }
 
