@@ -82,6 +82,9 @@ mod mcp_wire;
 mod mcp_ask;
 // MCP with the official Python SDK clients 2.x and 1.x (skipped without them).
 mod mcp_peers;
+// MCP over Streamable HTTP (serve --transport http): the Python SDKs of both eras,
+// token, Host and Origin checks, sizes, sessions, the pre-auth budget, records.
+mod mcp_http;
 // MCP: exactly one audit record per message, whoever answers it.
 mod mcp_records;
 // MCP on stdio: peak RSS while a client pipelines reads and stops reading.

@@ -36,7 +36,7 @@ fn script(name: &str) -> PathBuf {
 
 /// The workspace the scenario expects: fixture.json, a binary PNG, a binary file named
 /// like a PNG, and a file outside.
-fn fixture() -> Dirs {
+pub(crate) fn fixture() -> Dirs {
     let dirs = Dirs::new();
     let text = std::fs::read_to_string(script("fixture.json")).expect("fixture.json");
     let files: serde_json::Map<String, Value> =
@@ -51,7 +51,7 @@ fn fixture() -> Dirs {
 }
 
 /// Runs a driver; `None` if it was skipped (reason printed).
-fn run_driver(
+pub(crate) fn run_driver(
     py_var: &str,
     venv: &str,
     driver: &str,
@@ -110,8 +110,9 @@ fn run_driver(
     Some(serde_json::from_str(last).unwrap_or_else(|e| panic!("{driver} summary {last:?}: {e}")))
 }
 
-/// What the scenario leaves behind, checked on disk and in the audit log.
-fn check_effects(dirs: &Dirs) {
+/// What the scenario leaves behind, checked on disk and in the audit log (every
+/// request of the session recorded under `transport`).
+pub(crate) fn check_effects(dirs: &Dirs, transport: &str) {
     let read = |rel: &str| std::fs::read_to_string(dirs.root.join(rel)).ok();
     assert_eq!(read("out/new.txt").as_deref(), Some("edited\n"));
     assert_eq!(
@@ -150,7 +151,7 @@ fn check_effects(dirs: &Dirs) {
         "every call is audited: {} records",
         requests.len()
     );
-    assert!(requests.iter().all(|r| r["transport"] == "mcp"));
+    assert!(requests.iter().all(|r| r["transport"] == transport));
     assert!(
         requests.iter().any(|r| r["decision"] == "deny"),
         "refusals are audited"
@@ -172,7 +173,7 @@ fn python_sdk_2x_stateless_era_session() {
     assert_eq!(summary["protocolVersion"], "2026-07-28", "{summary}");
     assert_eq!(summary["serverName"], "fsgate", "{summary}");
     assert!(summary["checks"].as_u64().unwrap_or(0) > 200, "{summary}");
-    check_effects(&dirs);
+    check_effects(&dirs, "mcp");
 }
 
 #[test]
@@ -194,7 +195,7 @@ fn python_sdk_2x_handshake_era_session() {
         "{summary}"
     );
     assert!(summary["checks"].as_u64().unwrap_or(0) > 200, "{summary}");
-    check_effects(&dirs);
+    check_effects(&dirs, "mcp");
 }
 
 #[test]
@@ -214,5 +215,5 @@ fn python_sdk_1x_session() {
         "{summary}"
     );
     assert!(summary["checks"].as_u64().unwrap_or(0) > 200, "{summary}");
-    check_effects(&dirs);
+    check_effects(&dirs, "mcp");
 }

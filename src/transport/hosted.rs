@@ -215,6 +215,22 @@ impl Hosted {
         }
     }
 
+    /// The agent is gone: no secret opens anything any more, and every session ends.
+    pub fn close(&self) {
+        let all: Vec<Admitted> = self
+            .admitted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .map(|(_, v)| v)
+            .collect();
+        for (_, secret, p) in all {
+            self.server.keys.remove(&secret);
+            p.end_stateless();
+        }
+        self.server.end_all();
+    }
+
     /// The `mcpServers` entry for `reach`.
     fn entry(&self, reach: Reach, secret: &str, name: String) -> Value {
         match (reach, &self.exe) {

@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::os::fd::AsFd;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -87,6 +87,8 @@ struct Relay {
     hosted: Option<Arc<Hosted>>,
     /// The agent takes Streamable HTTP MCP servers (its `initialize` answer said so).
     agent_http: AtomicBool,
+    /// The ACP protocol version the agent's `initialize` answer chose (1 until then).
+    acp_version: AtomicU64,
 }
 
 /// At most this many session requests awaiting the agent's answer are remembered.
@@ -144,6 +146,14 @@ impl Relay {
                     && ids.len() < MAX_INITIALIZING
                 {
                     ids.insert(id_key(&id));
+                }
+                // ACP v2 has no fs/* and no fs capability: the hosted MCP server is the
+                // door, and the message passes as it is.
+                if v["params"]["protocolVersion"]
+                    .as_u64()
+                    .is_some_and(|n| n >= 2)
+                {
+                    return Some(with_newline(raw));
                 }
                 let pol = self.gw.policy();
                 let (read, write) = (pol.can_ever(OpClass::Read), pol.can_ever(OpClass::Write));
@@ -268,6 +278,8 @@ impl Relay {
         };
         let http = result["agentCapabilities"]["mcpCapabilities"]["http"] == Value::Bool(true);
         self.agent_http.store(http, Ordering::Release);
+        let version = result["protocolVersion"].as_u64().unwrap_or(1);
+        self.acp_version.store(version, Ordering::Release);
         let Some(result) = result.as_object_mut() else {
             return with_newline(raw);
         };
@@ -278,6 +290,11 @@ impl Relay {
             *meta = Value::Object(serde_json::Map::new());
         }
         meta["fsgate"] = self.gw.meta();
+        meta["fsgate"]["acpProtocolVersion"] = version.into();
+        if let Some(h) = &self.hosted {
+            meta["fsgate"]["mcpServer"] =
+                json!({"name": super::hosted::SERVER_NAME, "url": h.url()});
+        }
         line_of(&message)
     }
 
@@ -330,6 +347,8 @@ impl Relay {
         details.insert("sessionId".into(), sid.clone().into());
         details.insert("cwd".into(), cwd.clone().into());
         details.insert("cwdInsideWorkspace".into(), cwd_inside.into());
+        let version = self.acp_version.load(Ordering::Acquire);
+        details.insert("acpProtocolVersion".into(), version.into());
         if let Some(a) = &hosted {
             let mut mcp = serde_json::Map::new();
             mcp.insert("name".into(), a.entry["name"].clone());
@@ -494,10 +513,14 @@ where
         notes: Arc::new(EditorNotes::spawn(to_editor.clone(), max.saturating_mul(2))),
         hosted,
         agent_http: AtomicBool::new(false),
+        acp_version: AtomicU64::new(1),
         session_meta,
     });
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
-    let editor_writer = tokio::spawn(write_raw(editor_rx, editor_out, None));
+    // Closed once the agent and its relay are done: the hosted server's sessions may
+    // hold the editor's outbox a while longer (they end on their own).
+    let (close_editor_tx, close_editor_rx) = tokio::sync::oneshot::channel::<()>();
+    let editor_writer = tokio::spawn(write_raw(editor_rx, editor_out, Some(close_editor_rx)));
     let agent_writer = tokio::spawn(write_raw(agent_rx, agent_in, Some(close_agent_rx)));
 
     // Editor -> agent.
@@ -616,8 +639,12 @@ where
     // input has nowhere to go), so that the writers below see their channels close.
     editor_reader.abort();
     let _ = agent_reader.await;
+    if let Some(h) = &relay.hosted {
+        h.close();
+    }
     drop(relay);
     let _ = agent_writer.await;
+    let _ = close_editor_tx.send(());
     let _ = editor_writer.await;
     Ok(status)
 }
@@ -635,6 +662,14 @@ async fn serve_file(
     let id2 = id.clone();
     let (resp, lease) = tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
         Some(err) => (r.refuse(&id, &method, &params, err), None),
+        None if method.starts_with("fs/") && r.acp_version.load(Ordering::Acquire) >= 2 => {
+            let msg = format!(
+                "{method} is not part of ACP protocol version 2: use the MCP server `{}` listed in the session",
+                super::hosted::SERVER_NAME
+            );
+            let err = jsonrpc::error_object(code::METHOD_NOT_FOUND, &msg, None);
+            (r.refuse(&id, &method, &params, err), None)
+        }
         None => acp::answer_in(&r.gw, &r.file_ctx(&params), &id, &method, params),
     })
     .await

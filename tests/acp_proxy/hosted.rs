@@ -318,3 +318,65 @@ fn check_sandbox_names_the_gateway_port() {
         "{stdout}"
     );
 }
+
+#[test]
+fn acp_v2_where_the_agent_offers_it_and_the_hosted_server_is_the_door() {
+    let test = "acp_v2_where_the_agent_offers_it_and_the_hosted_server_is_the_door";
+    let Some(cmd) = agent(test, &["--mcp", "http", "--acp-version", "2"]) else {
+        return;
+    };
+    let mut ed = Editor::launch(&cmd, Options::default());
+    std::fs::write(ed.root.join("a.txt"), "inside\n").expect("seed");
+    let init = ed.call(
+        "initialize",
+        json!({"protocolVersion": 2, "clientCapabilities": {}, "clientInfo": {"name": "v2-editor", "version": "0"}}),
+    );
+    assert_eq!(init["protocolVersion"], 2, "{init}");
+    assert_eq!(init["_meta"]["fsgate"]["acpProtocolVersion"], 2, "{init}");
+    let root = ed.root.clone();
+    let r = ed.call("session/new", json!({"cwd": root, "mcpServers": []}));
+    let sid = r["sessionId"].as_str().expect("sessionId").to_string();
+    let a = ed.root.join("a.txt").display().to_string();
+    let reports = ed.prompt(&sid, &format!("init-params\nread {a}\nmcp-read {a}"));
+    assert_eq!(reports.len(), 3, "{reports:?}");
+    // v2 has no fs capability: nothing was added to the editor's initialize.
+    assert_eq!(
+        ok(&reports[0])["clientCapabilities"],
+        json!({}),
+        "{:?}",
+        reports[0]
+    );
+    assert_eq!(
+        reports[1]["error"]["code"], -32601,
+        "fs/* is not v2: {:?}",
+        reports[1]
+    );
+    assert_eq!(ok(&reports[2])["content"][0]["text"], "inside\n");
+    let session = ed
+        .audit_records()
+        .into_iter()
+        .find(|r| r["kind"] == "session")
+        .expect("session record");
+    assert_eq!(session["details"]["acpProtocolVersion"], 2);
+}
+
+#[test]
+fn an_editor_on_v1_keeps_v1_with_an_agent_that_speaks_v2() {
+    let test = "an_editor_on_v1_keeps_v1_with_an_agent_that_speaks_v2";
+    let Some(cmd) = agent(test, &["--acp-version", "2"]) else {
+        return;
+    };
+    let mut ed = Editor::launch(&cmd, Options::default());
+    std::fs::write(ed.root.join("a.txt"), "inside\n").expect("seed");
+    let init = ed.initialize(true, true);
+    assert_eq!(init["protocolVersion"], 1, "{init}");
+    let root = ed.root.clone();
+    let sid = ed.new_session_in(&root);
+    let a = ed.root.join("a.txt").display().to_string();
+    let reports = ed.prompt(&sid, &format!("init-params\nread {a}"));
+    assert_eq!(
+        ok(&reports[0])["clientCapabilities"]["fs"]["readTextFile"],
+        true
+    );
+    assert_eq!(ok(&reports[1])["content"], "inside\n");
+}

@@ -15,7 +15,10 @@
 //! named `fsgate` in the session's `mcpServers` before answering (as Gemini CLI does),
 //! and the commands `mcp-servers` (every entry listed, secrets left out), `mcp-entry`
 //! (the fsgate entry), `mcp-tools`,
-//! `mcp-read PATH`, `mcp-write PATH TEXT` and `mcp-call TOOL JSON` use it.
+//! `mcp-read PATH`, `mcp-write PATH TEXT` and `mcp-call TOOL JSON` use it. `bench-fs
+//! PATH N` and `bench-mcp PATH N` time N reads each way (docs/agents.md's figures).
+//! `--acp-version 2` answers an `initialize` asking for ACP v2 with 2; `init-params`
+//! reports the `initialize` params it received.
 //!
 //! # Ambient Authority
 //! Opens, connects and signals whatever it is told to with plain std/libc: that is its
@@ -41,6 +44,10 @@ struct Conn {
     mcp: HashMap<String, (Value, Result<mcp::Mcp, String>)>,
     /// Each session's whole `mcpServers`, described (no secrets).
     servers: HashMap<String, Value>,
+    /// The newest ACP protocol version it speaks (`--acp-version`, default 1).
+    acp_version: u64,
+    /// The `initialize` params it received.
+    init_params: Value,
 }
 
 impl Conn {
@@ -225,11 +232,50 @@ fn run_mcp(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, 
     client.request("tools/call", json!({"name": tool, "arguments": args}))
 }
 
+/// `bench-fs PATH N` / `bench-mcp PATH N`: N reads of PATH through `fs/read_text_file`
+/// or through the session's fsgate MCP server, timed one by one (µs percentiles).
+fn bench(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, Value> {
+    let bad = |m: String| json!({"code": null, "message": m});
+    let (path, n) = rest
+        .split_once(' ')
+        .ok_or_else(|| bad("usage: bench-fs|bench-mcp PATH N".into()))?;
+    let n: usize = n
+        .trim()
+        .parse()
+        .map_err(|e| bad(format!("bad count: {e}")))?;
+    let mut took = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = std::time::Instant::now();
+        if word == "bench-fs" {
+            conn.request("fs/read_text_file", json!({"sessionId": sid, "path": path}))?;
+        } else {
+            let r = run_mcp(conn, sid, "mcp-read", path)?;
+            if r["isError"] == true {
+                return Err(r);
+            }
+        }
+        took.push(started.elapsed().as_micros() as u64);
+    }
+    took.sort_unstable();
+    let at = |q: f64| {
+        took.get(((took.len() as f64 - 1.0) * q).round() as usize)
+            .copied()
+    };
+    let mean = took.iter().sum::<u64>() / took.len().max(1) as u64;
+    Ok(json!({"n": n, "p50_us": at(0.5), "p90_us": at(0.9), "p99_us": at(0.99), "mean_us": mean}))
+}
+
 /// One command: its result, or its error as reported.
 fn run(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, Value> {
     let local = |r: Result<Value, String>| r.map_err(|m| json!({"code": null, "message": m}));
     if word.starts_with("mcp-") {
         return run_mcp(conn, sid, word, rest);
+    }
+    if word.starts_with("bench-") {
+        return bench(conn, sid, word, rest);
+    }
+    if word == "init-params" {
+        return Ok(conn.init_params.clone());
     }
     match word {
         "read" => conn.request("fs/read_text_file", local(read_params(sid, rest))?),
@@ -309,10 +355,12 @@ fn new_session(conn: &mut Conn, params: &Value) -> Value {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let mut mcp_http = false;
+    let (mut mcp_http, mut acp_version) = (false, 1);
     while let Some(a) = args.next() {
-        if a == "--mcp" {
-            mcp_http = args.next().as_deref() == Some("http");
+        match a.as_str() {
+            "--mcp" => mcp_http = args.next().as_deref() == Some("http"),
+            "--acp-version" => acp_version = args.next().and_then(|v| v.parse().ok()).unwrap_or(1),
+            _ => {}
         }
     }
     let mut conn = Conn {
@@ -322,6 +370,8 @@ fn main() {
         mcp_http,
         mcp: HashMap::new(),
         servers: HashMap::new(),
+        acp_version,
+        init_params: Value::Null,
     };
     while let Some(Ok(line)) = conn.lines.next() {
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
@@ -331,9 +381,14 @@ fn main() {
             continue;
         };
         let result = match method {
-            "initialize" => json!({"protocolVersion": 1,
-                "agentCapabilities": {"mcpCapabilities": {"http": conn.mcp_http, "sse": false}},
-                "agentInfo": {"name": "fsgate-test-acp-agent", "version": "0"}}),
+            "initialize" => {
+                conn.init_params = msg["params"].clone();
+                // The version asked for if it speaks it, else its newest.
+                let asked = msg["params"]["protocolVersion"].as_u64().unwrap_or(1);
+                json!({"protocolVersion": asked.min(conn.acp_version),
+                    "agentCapabilities": {"mcpCapabilities": {"http": conn.mcp_http, "sse": false}},
+                    "agentInfo": {"name": "fsgate-test-acp-agent", "version": "0"}})
+            }
             "session/new" => new_session(&mut conn, &msg["params"]),
             "session/prompt" => prompt(&mut conn, &msg["params"]),
             other => {

@@ -28,6 +28,8 @@ enum Via {
         headers: Vec<(String, String)>,
         /// `Mcp-Session-Id` once the server gave one.
         session: Option<String>,
+        /// The connection kept open between messages, as HTTP clients do.
+        conn: Option<BufReader<TcpStream>>,
     },
     Stdio {
         child: Child,
@@ -106,13 +108,15 @@ impl Mcp {
         }
     }
 
-    /// POSTs one message; its answer (Null for a 202).
+    /// POSTs one message on the kept connection (a new one if it was closed); its
+    /// answer (Null for a 202).
     fn post(&mut self, msg: &Value) -> Result<Value, String> {
         let Via::Http {
             addr,
             path,
             headers,
             session,
+            conn,
         } = &mut self.via
         else {
             return Err("not http".into());
@@ -120,7 +124,7 @@ impl Mcp {
         let body = msg.to_string();
         let mut req = format!(
             "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
             body.len()
         );
         for (k, v) in headers.iter() {
@@ -131,15 +135,14 @@ impl Mcp {
         }
         req.push_str("\r\n");
         req.push_str(&body);
-        let mut tcp =
-            TcpStream::connect(addr.as_str()).map_err(|e| format!("connect {addr}: {e}"))?;
-        tcp.set_read_timeout(Some(TIMEOUT))
-            .map_err(|e| e.to_string())?;
-        tcp.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
-        let mut raw = Vec::new();
-        tcp.read_to_end(&mut raw)
-            .map_err(|e| format!("read: {e}"))?;
-        let resp = Response::parse(&raw)?;
+        let resp = match exchange(conn, addr, req.as_bytes()) {
+            Ok(r) => r,
+            // The server may have closed the kept connection: once more on a new one.
+            Err(_) => {
+                *conn = None;
+                exchange(conn, addr, req.as_bytes())?
+            }
+        };
         if let Some(s) = resp.header("mcp-session-id") {
             *session = Some(s.to_string());
         }
@@ -171,7 +174,33 @@ fn http_via(e: &Value) -> Result<Via, String> {
         path: format!("/{path}"),
         headers,
         session: None,
+        conn: None,
     })
+}
+
+/// Writes `req` on the kept connection (opened if need be) and reads its response.
+fn exchange(
+    conn: &mut Option<BufReader<TcpStream>>,
+    addr: &str,
+    req: &[u8],
+) -> Result<Response, String> {
+    if conn.is_none() {
+        let tcp = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+        tcp.set_read_timeout(Some(TIMEOUT))
+            .map_err(|e| e.to_string())?;
+        let _ = tcp.set_nodelay(true);
+        *conn = Some(BufReader::new(tcp));
+    }
+    let reader = conn.as_mut().ok_or("no connection")?;
+    reader
+        .get_mut()
+        .write_all(req)
+        .map_err(|e| format!("write: {e}"))?;
+    let resp = Response::read(reader);
+    if resp.as_ref().map_or(true, |r| r.closes) {
+        *conn = None;
+    }
+    resp
 }
 
 fn stdio_via(e: &Value) -> Result<Via, String> {
@@ -217,43 +246,70 @@ fn read_answer(lines: &mut BufReader<ChildStdout>, id: &Value) -> Result<Value, 
     }
 }
 
-/// An HTTP/1.1 response, read to its end.
+/// An HTTP/1.1 response.
 struct Response {
     status: u16,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
+    /// The server closes the connection after it.
+    closes: bool,
 }
 
 impl Response {
-    fn parse(raw: &[u8]) -> Result<Response, String> {
-        let end = raw
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .ok_or("no end of headers")?;
-        let head = String::from_utf8_lossy(&raw[..end]);
-        let mut lines = head.split("\r\n");
-        let status = lines
-            .next()
+    /// Reads one response: its head, then its body by length, chunks, or to the end.
+    fn read(r: &mut BufReader<TcpStream>) -> Result<Response, String> {
+        let mut head = Vec::new();
+        loop {
+            let mut line = Vec::new();
+            if r.read_until(b'\n', &mut line)
+                .map_err(|e| format!("read: {e}"))?
+                == 0
+            {
+                return Err("the server closed the connection".into());
+            }
+            if line == b"\r\n" {
+                break;
+            }
+            head.push(String::from_utf8_lossy(&line).trim_end().to_string());
+        }
+        let status = head
+            .first()
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|s| s.parse().ok())
             .ok_or("no status")?;
-        let headers: Vec<(String, String)> = lines
+        let headers: Vec<(String, String)> = head[1..]
+            .iter()
             .filter_map(|l| l.split_once(':'))
             .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
             .collect();
-        let rest = &raw[end + 4..];
-        let chunked = headers
-            .iter()
-            .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
-        let body = if chunked {
-            dechunk(rest)?
-        } else {
-            rest.to_vec()
+        let find = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        let chunked = find("transfer-encoding").is_some_and(|v| v.contains("chunked"));
+        let length = find("content-length").and_then(|v| v.parse::<usize>().ok());
+        let mut closes = find("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        let body = match (chunked, length) {
+            (true, _) => dechunk(r)?,
+            (false, Some(n)) => {
+                let mut b = vec![0; n];
+                r.read_exact(&mut b).map_err(|e| format!("read: {e}"))?;
+                b
+            }
+            (false, None) => {
+                closes = true;
+                let mut b = Vec::new();
+                r.read_to_end(&mut b).map_err(|e| format!("read: {e}"))?;
+                b
+            }
         };
         Ok(Response {
             status,
             headers,
             body,
+            closes,
         })
     }
 
@@ -281,24 +337,19 @@ impl Response {
     }
 }
 
-fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
+/// A chunked body, read to its last chunk.
+fn dechunk(r: &mut BufReader<TcpStream>) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     loop {
-        let nl = rest
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .ok_or("bad chunk")?;
-        let size_text = String::from_utf8_lossy(&rest[..nl]);
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
-            .map_err(|e| format!("bad chunk size: {e}"))?;
-        rest = &rest[nl + 2..];
+        let mut line = String::new();
+        r.read_line(&mut line).map_err(|e| format!("read: {e}"))?;
+        let size = usize::from_str_radix(line.split(';').next().unwrap_or("").trim(), 16)
+            .map_err(|e| format!("bad chunk size {line:?}: {e}"))?;
+        let mut chunk = vec![0; size + 2];
+        r.read_exact(&mut chunk).map_err(|e| format!("read: {e}"))?;
         if size == 0 {
             return Ok(out);
         }
-        if rest.len() < size + 2 {
-            return Err("truncated chunk".into());
-        }
-        out.extend_from_slice(&rest[..size]);
-        rest = &rest[size + 2..];
+        out.extend_from_slice(&chunk[..size]);
     }
 }

@@ -1,7 +1,9 @@
 """Drives `fsgate serve --transport mcp` with the official MCP Python SDK 1.x
-(`ClientSession` over `stdio_client`, initialize handshake).
+(`ClientSession` over `stdio_client`, initialize handshake), or, with `--url URL
+--token T`, a running `fsgate serve --transport http` (`streamablehttp_client`, the
+token as `Authorization: Bearer`).
 
-    python client_v1.py --bin FSGATE --workspace DIR --outside DIR --state DIR
+    python client_v1.py --bin FSGATE --workspace DIR --outside DIR --state DIR [--url URL --token T]
 
 Prints one JSON summary line. Exits 77 with a "SKIPPED: ..." line when the SDK 1.x is
 not importable.
@@ -20,6 +22,7 @@ try:
     import anyio
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamablehttp_client
     from mcp.shared.exceptions import McpError
 except ImportError as e:  # the Rust test turns this into a skip
     print(f"SKIPPED: MCP Python SDK 1.x not importable ({e}); run ./scripts/install-peers.sh (.peers/mcp1)")
@@ -37,7 +40,12 @@ async def main(a):
               "--backup-dir", os.path.join(a.state, "backups")],
         cwd=a.state,
     )
-    async with stdio_client(params) as (read, write):
+    if a.url:
+        transport = streamablehttp_client(a.url, headers={"Authorization": f"Bearer {a.token}"})
+    else:
+        transport = stdio_client(params)
+    async with transport as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write, read_timeout_seconds=timedelta(seconds=30)) as s:
             init = await s.initialize()
 
@@ -62,6 +70,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     for f in ("--bin", "--workspace", "--outside", "--state"):
         ap.add_argument(f, required=True)
+    ap.add_argument("--url")
+    ap.add_argument("--token")
     args = ap.parse_args()
     if not metadata.version("mcp").startswith("1."):
         print(f"SKIPPED: this interpreter has mcp {metadata.version('mcp')}, not 1.x")

@@ -1,6 +1,8 @@
-"""Drives `fsgate serve --transport mcp` with the official MCP Python SDK 2.x.
+"""Drives `fsgate serve --transport mcp` with the official MCP Python SDK 2.x, or, with
+`--url URL --token T`, a running `fsgate serve --transport http` (`Client` on the URL,
+the token in its query).
 
-    python client_v2.py --mode auto|legacy --bin FSGATE --workspace DIR --outside DIR --state DIR
+    python client_v2.py --mode auto|legacy --bin FSGATE --workspace DIR --outside DIR --state DIR [--url URL --token T]
 
 mode auto: the SDK probes `server/discover` and speaks the stateless 2026-07-28
 revision; legacy: the 2025-era initialize handshake. Prints one JSON summary line.
@@ -35,7 +37,8 @@ async def main(a):
               "--backup-dir", os.path.join(a.state, "backups")],
         cwd=a.state,
     )
-    async with Client(params, mode=a.mode, read_timeout_seconds=30) as c:
+    target = f"{a.url}?token={a.token}" if a.url else params
+    async with Client(target, mode=a.mode, read_timeout_seconds=30) as c:
         async def list_tools():
             r = await c.list_tools()
             return [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in r.tools]
@@ -58,6 +61,8 @@ if __name__ == "__main__":
     for f in ("--bin", "--workspace", "--outside", "--state"):
         ap.add_argument(f, required=True)
     ap.add_argument("--mode", default="auto")
+    ap.add_argument("--url")
+    ap.add_argument("--token")
     args = ap.parse_args()
     if not metadata.version("mcp").startswith("2."):
         print(f"SKIPPED: this interpreter has mcp {metadata.version('mcp')}, not 2.x")

@@ -1,0 +1,480 @@
+//! `fsgate serve --transport http`: MCP over Streamable HTTP at `http://ADDR/mcp`, driven
+//! by the official MCP Python SDKs (2.x on the stateless 2026-07-28 wire and on the
+//! 2025 session handshake, 1.x's `streamablehttp_client`) through the same end-to-end
+//! scenario as the stdio door, and by plain HTTP for what no SDK sends: the token,
+//! Host and Origin checks, oversized bodies, unknown sessions, the pre-auth budget,
+//! each refusal recorded once.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::mcp_harness::Dirs;
+use crate::mcp_peers::{check_effects, fixture, run_driver};
+
+/// A running `fsgate serve --transport http`.
+struct HttpGate {
+    child: Child,
+    /// `host:port`.
+    addr: String,
+    /// The token printed at start (None with a token file).
+    token: Option<String>,
+    /// Its stderr until it listened.
+    told: String,
+}
+
+impl Drop for HttpGate {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl HttpGate {
+    /// Starts it on `dirs`, with `policy` text if any, and waits until it listens.
+    fn start(dirs: &Dirs, policy: Option<&str>) -> HttpGate {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsgate"));
+        cmd.args(["serve", "--transport", "http", "--listen", "127.0.0.1:0"])
+            .arg("--workspace")
+            .arg(&dirs.root)
+            .arg("--audit-log")
+            .arg(dirs.audit_log())
+            .arg("--backup-dir")
+            .arg(dirs.state.join("backups"));
+        if let Some(text) = policy {
+            let file = dirs.state.join("policy.toml");
+            std::fs::write(&file, text).expect("policy");
+            cmd.arg("--policy").arg(file);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn fsgate");
+        let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+        let (mut told, mut token, mut addr) = (String::new(), None, None);
+        while addr.is_none() {
+            let mut line = String::new();
+            if err.read_line(&mut line).unwrap_or(0) == 0 {
+                panic!("fsgate ended before it listened:\n{told}");
+            }
+            told.push_str(&line);
+            if let Some(t) = line.trim().strip_prefix("fsgate: http token: ") {
+                token = Some(t.to_string());
+            }
+            if let Some(u) = line
+                .trim()
+                .strip_prefix("fsgate: http listening on http://")
+            {
+                addr = u.strip_suffix("/mcp").map(str::to_string);
+            }
+        }
+        // Keep draining stderr so fsgate never blocks on it.
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        HttpGate {
+            child,
+            addr: addr.unwrap_or_default(),
+            token,
+            told,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    fn bearer(&self) -> String {
+        format!("Bearer {}", self.token.as_deref().unwrap_or_default())
+    }
+}
+
+/// A response: status, headers (lowercase names), body.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+/// One request on a connection of its own; `headers` as given (Host included).
+fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+    let mut tcp = TcpStream::connect(addr).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    // The server may answer (413) before it has read all of a large body.
+    let _ = tcp.write_all(&bytes);
+    let mut raw = Vec::new();
+    let _ = tcp.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+/// A POST of one JSON-RPC message to /mcp with the usual headers plus `extra`.
+fn post(g: &HttpGate, msg: &Value, extra: &[(&str, &str)]) -> Reply {
+    let host = g.addr.clone();
+    let mut headers = vec![
+        ("Host", host.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    headers.extend_from_slice(extra);
+    send(
+        &g.addr,
+        "POST",
+        "/mcp",
+        &headers,
+        msg.to_string().as_bytes(),
+    )
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "fsgate-tests", "version": "0"}}})
+}
+
+/// The records `fsgate` wrote for requests refused at the HTTP door.
+fn http_refusals(dirs: &Dirs) -> Vec<Value> {
+    dirs.audit_records()
+        .into_iter()
+        .filter(|r| r["kind"] == "request" && r["transport"] == "http" && r["rule"].is_string())
+        .filter(|r| {
+            r["rule"]
+                .as_str()
+                .is_some_and(|x| x.starts_with("http-") || x.starts_with("limits."))
+        })
+        .collect()
+}
+
+fn driver_over_http(py_var: &str, venv: &str, driver: &str, mode: Option<&str>) {
+    let dirs = fixture();
+    let g = HttpGate::start(&dirs, None);
+    let token = g.token.clone().expect("token printed");
+    let url = g.url();
+    let mut extra = vec!["--url", url.as_str(), "--token", token.as_str()];
+    if let Some(m) = mode {
+        extra.extend(["--mode", m]);
+    }
+    let Some(summary) = run_driver(py_var, venv, driver, &extra, &dirs) else {
+        return;
+    };
+    assert!(summary["checks"].as_u64().unwrap_or(0) > 200, "{summary}");
+    let version = summary["protocolVersion"].as_str().unwrap_or_default();
+    match mode {
+        Some("auto") => assert_eq!(version, "2026-07-28", "{summary}"),
+        _ => assert!(version.starts_with("2025-"), "{summary}"),
+    }
+    check_effects(&dirs, "http");
+    assert!(
+        !std::fs::read_to_string(dirs.audit_log())
+            .unwrap_or_default()
+            .contains(&token)
+    );
+}
+
+#[test]
+fn python_sdk_2x_stateless_era_over_http() {
+    driver_over_http("FSGATE_MCP2_PYTHON", "mcp2", "client_v2.py", Some("auto"));
+}
+
+#[test]
+fn python_sdk_2x_session_era_over_http() {
+    driver_over_http("FSGATE_MCP2_PYTHON", "mcp2", "client_v2.py", Some("legacy"));
+}
+
+#[test]
+fn python_sdk_1x_over_http() {
+    driver_over_http("FSGATE_MCP1_PYTHON", "mcp1", "client_v1.py", None);
+}
+
+#[test]
+fn who_may_come_in_is_checked_and_every_refusal_recorded_once() {
+    let dirs = Dirs::new();
+    let policy = "version = 1\n[http]\nallowed_origins = [\"http://localhost:5173\"]\nmax_message_bytes = 4096\n";
+    let g = HttpGate::start(&dirs, Some(policy));
+    let bearer = g.bearer();
+    let auth = ("Authorization", bearer.as_str());
+    let cases: Vec<(&str, Reply, u16, &str)> = vec![
+        ("no token", post(&g, &initialize(), &[]), 401, "http-token"),
+        (
+            "wrong token",
+            post(
+                &g,
+                &initialize(),
+                &[("Authorization", "Bearer not-the-token-0123456789")],
+            ),
+            401,
+            "http-token",
+        ),
+        (
+            "foreign host",
+            send(
+                &g.addr,
+                "POST",
+                "/mcp",
+                &[("Host", "evil.example"), auth],
+                b"{}",
+            ),
+            403,
+            "http-host",
+        ),
+        (
+            "foreign origin",
+            post(
+                &g,
+                &initialize(),
+                &[auth, ("Origin", "https://evil.example")],
+            ),
+            403,
+            "http-origin",
+        ),
+        (
+            "too large",
+            post(
+                &g,
+                &json!({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"pad": "x".repeat(10_000)}}),
+                &[auth],
+            ),
+            413,
+            "limits.max_message_bytes",
+        ),
+        (
+            "not json",
+            send(
+                &g.addr,
+                "POST",
+                "/mcp",
+                &[
+                    ("Host", g.addr.as_str()),
+                    auth,
+                    ("Content-Type", "text/plain"),
+                ],
+                b"hi",
+            ),
+            415,
+            "http-content-type",
+        ),
+        (
+            "unknown session",
+            post(
+                &g,
+                &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+                &[auth, ("Mcp-Session-Id", "no-such-session")],
+            ),
+            404,
+            "http-session",
+        ),
+        (
+            "stream without a session",
+            send(
+                &g.addr,
+                "GET",
+                "/mcp",
+                &[
+                    ("Host", g.addr.as_str()),
+                    auth,
+                    ("Accept", "text/event-stream"),
+                ],
+                b"",
+            ),
+            405,
+            "http-method",
+        ),
+        (
+            "another path",
+            send(&g.addr, "GET", "/", &[("Host", g.addr.as_str()), auth], b""),
+            404,
+            "http-path",
+        ),
+    ];
+    for (what, reply, status, _) in &cases {
+        assert_eq!(reply.status, *status, "{what}: {}", reply.body);
+        assert!(
+            reply.json()["error"]["message"].is_string(),
+            "{what}: {}",
+            reply.body
+        );
+    }
+    assert_eq!(cases[0].1.header("www-authenticate"), Some("Bearer"));
+    assert!(!cases[1].1.body.contains("not-the-token"));
+    let rules: Vec<String> = http_refusals(&dirs)
+        .iter()
+        .map(|r| r["rule"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let wanted: Vec<&str> = cases.iter().map(|c| c.3).collect();
+    assert_eq!(rules, wanted, "one record per refusal, in order");
+    let log = std::fs::read_to_string(dirs.audit_log()).expect("log");
+    assert!(
+        !log.contains("not-the-token"),
+        "a presented token reached the log"
+    );
+    // The allowed origin, with the token, comes in.
+    let ok = post(
+        &g,
+        &initialize(),
+        &[auth, ("Origin", "http://LOCALHOST:5173")],
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert!(ok.header("mcp-session-id").is_some());
+}
+
+#[test]
+fn a_session_lives_from_initialize_to_delete_and_each_message_is_recorded_once() {
+    let dirs = Dirs::new();
+    dirs.put("a.txt", "hello\n");
+    let g = HttpGate::start(&dirs, None);
+    let bearer = g.bearer();
+    let auth = ("Authorization", bearer.as_str());
+    let init = post(&g, &initialize(), &[auth]);
+    assert_eq!(init.status, 200, "{}", init.body);
+    let sid = init
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_string();
+    let s = ("Mcp-Session-Id", sid.as_str());
+    let v = ("MCP-Protocol-Version", "2025-11-25");
+    let note = post(
+        &g,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        &[auth, s, v],
+    );
+    assert_eq!(note.status, 202);
+    // Ids are the client's, whatever the server uses inside: a string one comes back.
+    let call = json!({"jsonrpc": "2.0", "id": "r-1", "method": "tools/call",
+        "params": {"name": "read_text_file", "arguments": {"path": "a.txt"}}});
+    let read = post(&g, &call, &[auth, s, v]);
+    assert_eq!(read.status, 200, "{}", read.body);
+    let answer = read.json();
+    assert_eq!(answer["id"], "r-1");
+    assert_eq!(answer["result"]["content"][0]["text"], "hello\n");
+    let bad_version = post(
+        &g,
+        &call,
+        &[auth, s, ("MCP-Protocol-Version", "1999-01-01")],
+    );
+    assert_eq!(bad_version.status, 400);
+    assert_eq!(bad_version.json()["error"]["code"], -32022);
+    let host = g.addr.clone();
+    let del = send(
+        &g.addr,
+        "DELETE",
+        "/mcp",
+        &[("Host", host.as_str()), auth, s],
+        b"",
+    );
+    assert_eq!(del.status, 204);
+    let after = post(&g, &call, &[auth, s, v]);
+    assert_eq!(after.status, 404, "a deleted session is gone");
+    let ops: Vec<String> = dirs
+        .audit_records()
+        .into_iter()
+        .filter(|r| r["kind"] == "request")
+        .map(|r| r["op"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "initialize",
+            "notifications/initialized",
+            "read_text_file",
+            "tools/call",
+            "session/delete",
+            "tools/call"
+        ],
+        "{ops:?}"
+    );
+}
+
+#[test]
+fn a_token_file_replaces_the_printed_token() {
+    let dirs = Dirs::new();
+    let file = dirs.state.join("token");
+    std::fs::write(&file, "  file-token-0123456789abcdef\n").expect("token file");
+    let policy = format!(
+        "version = 1\n[http]\ntoken_file = {:?}\n",
+        file.display().to_string()
+    );
+    let g = HttpGate::start(&dirs, Some(&policy));
+    assert!(g.token.is_none(), "no token printed: {}", g.told);
+    let ok = post(
+        &g,
+        &initialize(),
+        &[("Authorization", "Bearer file-token-0123456789abcdef")],
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+}
+
+#[test]
+fn silent_connections_cannot_hold_the_door() {
+    let dirs = Dirs::new();
+    let policy = "version = 1\n[http]\nmax_pending_connections = 2\n";
+    let g = HttpGate::start(&dirs, Some(policy));
+    let silent: Vec<TcpStream> = (0..6)
+        .map(|_| TcpStream::connect(&g.addr).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let bearer = g.bearer();
+    let ok = post(&g, &initialize(), &[("Authorization", bearer.as_str())]);
+    assert_eq!(ok.status, 200, "a real client still gets in: {}", ok.body);
+    // The oldest silent ones were closed to make room.
+    let mut first = silent.into_iter().next().expect("a silent connection");
+    first
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let started = Instant::now();
+    let mut buf = [0u8; 16];
+    let n = first.read(&mut buf).unwrap_or(0);
+    assert_eq!(n, 0, "closed");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn listen_is_required() {
+    let dirs = Dirs::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_fsgate"))
+        .args(["serve", "--transport", "http", "--workspace"])
+        .arg(&dirs.root)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--listen"), "{err}");
+}
