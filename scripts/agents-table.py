@@ -10,10 +10,11 @@ by fsgate (an audit record of the step's operation and path), files changed on d
 no record, secrets the model was sent, and the agent's built-in file tools it was offered.
 
 Usage: scripts/agents-table.py [--fsgate target/debug/fsgate] [--agents claude,gemini]
-       [--configs before,before-confined,profile,profile-confined,hosted,hosted-confined]
-  before*   [agent] profile = "none", the editor lists no MCP server (as on main)
-  profile*  the default profile, the editor lists `fsgate serve --transport mcp` itself
-  hosted*   the default profile, no MCP server from the editor (fsgate acp adds its own)
+       [--configs default,default-confined,no-profile,no-profile-confined]
+  default*     the default policy (run it with an older fsgate for the "before" figures)
+  no-profile*  the default policy with [agent] profile = "none"
+  *-confined   with --confine-agent
+The editor lists no MCP server of its own.
 """
 
 from __future__ import annotations
@@ -141,8 +142,8 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def decided_records(state: Path) -> list[dict]:
-    """The records of decided file operations in both logs (the proxy's and an editor
-    server's), in order."""
+    """The records of decided file operations (in the proxy's log, and in an editor MCP
+    server's if there is one), in order."""
     records = []
     for name in ("audit.jsonl", "mcp-audit.jsonl"):
         f = state / name
@@ -170,7 +171,7 @@ def measure(fsgate: str, agent: str, config: str) -> dict:
     env = dict(os.environ, HOME=str(home), **agent_env)
     env["PATH"] = f"{REPO}/.peers/node22/node_modules/.bin:" + env["PATH"]
     policy = (REPO / "policies/default.toml").read_text()
-    if config.startswith("before"):
+    if config.startswith("no-profile"):
         policy = policy.replace("\n[agent]\n", '\n[agent]\nprofile = "none"\n', 1)
     (state / "policy.toml").write_text(policy)
     full = [fsgate, "acp", "--workspace", str(ws), "--policy", str(state / "policy.toml"),
@@ -178,11 +179,7 @@ def measure(fsgate: str, agent: str, config: str) -> dict:
     if config.endswith("confined"):
         full.append("--confine-agent")
     ed = Editor(full + ["--"] + cmd, env, home)
-    servers = []
-    if config.startswith("profile"):
-        servers = [{"name": "fsgate", "command": fsgate, "env": [], "args": [
-            "serve", "--transport", "mcp", "--workspace", str(ws), "--audit-log", str(state / "mcp-audit.jsonl"),
-            "--backup-dir", str(state / "mcp-backups")]}]
+    servers: list[dict] = []
     ed.call("initialize", {"protocolVersion": 1, "clientInfo": {"name": "table", "version": "0"},
                            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}}})
     r = ed.call("session/new", {"cwd": str(ws), "mcpServers": servers})
@@ -222,7 +219,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--fsgate", default=str(REPO / "target/debug/fsgate"))
     ap.add_argument("--agents", default="claude,gemini")
-    ap.add_argument("--configs", default="before,before-confined,profile,profile-confined,hosted,hosted-confined")
+    ap.add_argument("--configs", default="default,default-confined,no-profile,no-profile-confined")
     args = ap.parse_args()
     for agent in args.agents.split(","):
         for config in args.configs.split(","):
