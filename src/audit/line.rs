@@ -485,6 +485,7 @@ mod tests {
             strs in proptest::collection::vec(".{0,12}", 6),
             flags in proptest::collection::vec(proptest::bool::ANY, 8),
             seq in 1u64..5,
+            long in proptest::bool::ANY,
             mutations in proptest::collection::vec(
                 (proptest::prelude::any::<proptest::sample::Index>(), 0usize..SPICE.len() + 1, 0u8..3, proptest::prelude::any::<u8>()),
                 0..3,
@@ -505,6 +506,10 @@ mod tests {
             if flags[5] {
                 ev.kind = "break".into();
                 ev.details.insert("why".into(), json!(strs[2].clone()));
+            }
+            if long {
+                // Cut by the writer: `details.cut` lists it, and mutations reach the list.
+                ev.op = format!("{}é", "m".repeat(crate::audit::cut::MAX_WHOLE));
             }
             let log = (seq == 1 || flags[6]).then(|| "ab".repeat(16));
             let prev = if seq == 1 && flags[7] { GENESIS_PREV } else { [seq as u8; 32] };
