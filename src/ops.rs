@@ -35,6 +35,9 @@ pub struct RequestCtx {
     pub notifier: Option<std::sync::Arc<dyn crate::gateway::ChangeSink>>,
 }
 
+/// A `tree`'s exclude patterns recorded at most (`args.excludeCount` says how many).
+pub const MAX_EXCLUDE_RECORDED: usize = 32;
+
 /// One operation, with paths exactly as the request gave them.
 #[derive(Debug, Clone)]
 pub enum Op {
@@ -242,7 +245,12 @@ impl Op {
             Op::Tree { depth, exclude, .. } => {
                 m.insert("depth".into(), (*depth).into());
                 if !exclude.is_empty() {
-                    m.insert("exclude".into(), exclude.clone().into());
+                    // The agent's list: its first patterns, and how many there were.
+                    let shown = &exclude[..exclude.len().min(MAX_EXCLUDE_RECORDED)];
+                    m.insert("exclude".into(), shown.to_vec().into());
+                    if exclude.len() > shown.len() {
+                        m.insert("excludeCount".into(), exclude.len().into());
+                    }
                 }
             }
             Op::Mkdir { recursive, .. } | Op::Rm { recursive, .. } => {
@@ -324,5 +332,26 @@ impl Output {
             paths,
             truncated: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_exclude_list_is_recorded_as_its_first_patterns_and_its_count() {
+        let op = Op::Tree {
+            path: "/".into(),
+            depth: 2,
+            exclude: (0..100_000).map(|i| format!("x{i}")).collect(),
+            max_entries: 10,
+        };
+        let args = op.audit_args();
+        assert_eq!(
+            args["exclude"].as_array().map(Vec::len),
+            Some(MAX_EXCLUDE_RECORDED)
+        );
+        assert_eq!(args["excludeCount"], 100_000);
     }
 }
