@@ -325,7 +325,12 @@ fn records_reach_rsyslog_through_its_restart_and_verify_from_its_copy() {
     let sandbox = &start["details"]["sandbox"];
     if sandbox["abi"].as_u64().is_some_and(|abi| abi >= 4) {
         let wanted = format!("connect to port {} only (audit collectors)", rs.port);
-        assert!(sandbox["detail"].as_str().is_some_and(|d| d.contains(&wanted)), "{sandbox}");
+        assert!(
+            sandbox["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains(&wanted)),
+            "{sandbox}"
+        );
     }
 
     // The collector goes away: requests are still answered at once, records wait.

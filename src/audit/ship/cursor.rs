@@ -95,6 +95,18 @@ impl CursorFile {
         }
     }
 
+    /// Forgets the destinations not in `names` (no longer configured), so that
+    /// `ship-status` shows only those that ship; writes the file if that changed it.
+    pub fn retain(&self, names: &[String]) -> Result<(), String> {
+        let mut doc = self.lock();
+        let before = doc.destinations.len();
+        doc.destinations.retain(|name, _| names.contains(name));
+        if doc.destinations.len() == before {
+            return Ok(());
+        }
+        self.write(&doc)
+    }
+
     /// The state of `dest` (default if unknown).
     pub fn get(&self, dest: &str) -> DestState {
         self.lock()
@@ -108,7 +120,11 @@ impl CursorFile {
     pub fn update(&self, dest: &str, change: impl FnOnce(&mut DestState)) -> Result<(), String> {
         let mut doc = self.lock();
         change(doc.destinations.entry(dest.to_owned()).or_default());
-        let mut text = serde_json::to_vec(&*doc).map_err(|e| e.to_string())?;
+        self.write(&doc)
+    }
+
+    fn write(&self, doc: &CursorDoc) -> Result<(), String> {
+        let mut text = serde_json::to_vec(doc).map_err(|e| e.to_string())?;
         text.push(b'\n');
         crate::audit::checkpoint::write_atomic(&self.dir, &self.name, &text)
             .map_err(|e| format!("cursor file {}: {e}", self.name))
@@ -140,6 +156,16 @@ mod tests {
         assert_eq!(again.get("x:514").seq, 41);
         assert_eq!(again.get("x:514").error.as_deref(), Some("refused"));
         assert_eq!(again.get("other").seq, 0);
+        again.retain(&["x:514".into()]).unwrap();
+        assert_eq!(again.get("x:514").seq, 41);
+        again.retain(&[]).unwrap();
+        assert_eq!(
+            CursorFile::load(dir(), "audit.jsonl", "aa")
+                .get("x:514")
+                .seq,
+            0
+        );
+        c.update("x:514", |s| s.seq = 41).unwrap();
         let other_log = CursorFile::load(dir(), "audit.jsonl", "bb");
         assert_eq!(other_log.get("x:514").seq, 0);
         std::fs::write(tmp.path().join(".audit.jsonl.ship"), "{not json").unwrap();

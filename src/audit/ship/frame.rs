@@ -51,26 +51,20 @@ fn ts_of(line: &[u8]) -> Option<&str> {
 /// octet-counted framing: `LEN SP <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID - MSG`,
 /// where MSGID is the record's seq.
 pub fn push_octet_counted(out: &mut Vec<u8>, h: &Header, seq: u64, line: &[u8]) {
-    let start = out.len();
-    // The length prefix is not known until the message is written: write the message
-    // first, then move it right by the prefix's length.
-    push_rfc5424(out, h, seq, line);
-    let len = out.len() - start;
-    let prefix = format!("{len} ");
-    out.splice(start..start, prefix.bytes());
+    let head = rfc5424_header(h, seq, line);
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "{} {head}", head.len() + line.len());
+    out.extend_from_slice(line);
 }
 
-/// Appends one RFC 5424 message (no framing).
-pub fn push_rfc5424(out: &mut Vec<u8>, h: &Header, seq: u64, line: &[u8]) {
+/// Everything of an RFC 5424 message before its MSG.
+fn rfc5424_header(h: &Header, seq: u64, line: &[u8]) -> String {
     let pri = u32::from(h.facility) * 8 + u32::from(SEVERITY_NOTICE);
     let ts = ts_of(line).unwrap_or("-");
-    // Writing to a Vec cannot fail.
-    let _ = write!(
-        out,
+    format!(
         "<{pri}>1 {ts} {} {} {} {seq} - ",
         h.hostname, h.app_name, h.log_id
-    );
-    out.extend_from_slice(line);
+    )
 }
 
 /// Appends one message in the local format `syslog(3)` sends to `/dev/log`:

@@ -131,6 +131,10 @@ impl ShipPlan {
         };
         let base = crate::audit::series::file_name(log.path());
         let cursor = Arc::new(cursor::CursorFile::load(open_dir()?, &base, log.log_id()));
+        let names: Vec<String> = self.dests.iter().map(|(d, _)| d.display_name()).collect();
+        if let Err(e) = cursor.retain(&names) {
+            tracing::warn!("audit ship: {e}");
+        }
         let stop = Arc::new(worker::Stop::default());
         let mut handles = Vec::new();
         for (d, endpoint) in &self.dests {

@@ -107,8 +107,13 @@ struct Run {
     /// Framed messages of the batch being built, and where each ends.
     buf: Vec<u8>,
     ends: Vec<usize>,
+    /// Wait before the next attempt; back to the minimum once records are delivered
+    /// (not on connecting: a collector may accept and then refuse, as a TLS one that
+    /// wants a client certificate does).
     backoff: Duration,
     next_attempt: Instant,
+    /// This outage was logged (once per outage, not per attempt).
+    warned: bool,
     cursor_written: Instant,
     /// The confirmed seq last written to the cursor file.
     cursor_seq: u64,
@@ -132,6 +137,7 @@ impl Worker {
             ends: Vec::new(),
             backoff: BACKOFF_MIN,
             next_attempt: Instant::now(),
+            warned: false,
             cursor_written: Instant::now(),
             w: self,
         };
@@ -184,7 +190,6 @@ impl Run {
             Ok(c) => {
                 tracing::info!(destination = %self.w.name, "audit ship: connected");
                 self.conn = Some(c);
-                self.backoff = BACKOFF_MIN;
                 self.save(|s| s.state = "connected".into());
                 true
             }
@@ -197,8 +202,10 @@ impl Run {
 
     /// Drops the connection after `error`: what it may have lost is sent again.
     fn fail(&mut self, error: &str) {
-        if self.conn.take().is_some() || self.backoff == BACKOFF_MIN {
-            tracing::warn!(destination = %self.w.name, "audit ship: {error}; retrying in {:?}", self.backoff);
+        self.conn = None;
+        if !self.warned {
+            self.warned = true;
+            tracing::warn!(destination = %self.w.name, "audit ship: {error}; retrying (backoff up to {BACKOFF_MAX:?}), `fsgate audit ship-status` shows the state");
         }
         self.in_flight.clear();
         self.w.reader.rewind(self.confirmed + 1);
@@ -294,6 +301,10 @@ impl Run {
             }
             self.confirmed = entry.0;
             self.in_flight.pop_front();
+            self.backoff = BACKOFF_MIN;
+            if std::mem::take(&mut self.warned) {
+                tracing::info!(destination = %self.w.name, "audit ship: delivering again");
+            }
         }
         self.write_cursor(now);
     }

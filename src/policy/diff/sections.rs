@@ -201,10 +201,22 @@ fn compare(sec: &str, key: &str, a: Option<&Value>, b: Option<&Value>, out: &mut
 /// tightens.
 fn safeguards(sec: &str, key: &str, a: &[Value], b: &[Value], out: &mut Vec<Item>) {
     for x in a.iter().filter(|x| !b.contains(x)) {
-        out.push(Item::new(Direction::Loosens, sec, key, x.to_string(), "(removed)"));
+        out.push(Item::new(
+            Direction::Loosens,
+            sec,
+            key,
+            x.to_string(),
+            "(removed)",
+        ));
     }
     for x in b.iter().filter(|x| !a.contains(x)) {
-        out.push(Item::new(Direction::Tightens, sec, key, "(absent)", x.to_string()));
+        out.push(Item::new(
+            Direction::Tightens,
+            sec,
+            key,
+            "(absent)",
+            x.to_string(),
+        ));
     }
 }
 
