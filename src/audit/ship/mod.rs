@@ -177,3 +177,71 @@ impl ShipPlan {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::net::TcpListener;
+
+    use super::*;
+    use crate::audit::{AuditEvent, AuditSettings, OpenOptions};
+
+    /// The frames of an octet-counted stream, as the seqs of their records.
+    fn seqs_of_frames(mut rest: &[u8]) -> Vec<u64> {
+        let mut seqs = Vec::new();
+        while let Some(sp) = rest.iter().position(|b| *b == b' ') {
+            let len: usize = std::str::from_utf8(&rest[..sp]).unwrap().parse().unwrap();
+            let msg = &rest[sp + 1..sp + 1 + len];
+            let at = memchr::memmem::find(msg, b"{\"seq\":").unwrap();
+            seqs.push(frame::seq_of(&msg[at..]).unwrap());
+            rest = &rest[sp + 1 + len..];
+        }
+        assert!(rest.is_empty(), "a cut frame: {rest:?}");
+        seqs
+    }
+
+    #[test]
+    fn a_closing_log_drains_to_the_collector_and_moves_the_cursor() {
+        let tmp = tempfile::tempdir().unwrap();
+        let collector = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = collector.local_addr().unwrap().port();
+        let dest = ShipDestination {
+            host: Some("127.0.0.1".into()),
+            port: Some(port),
+            ..Default::default()
+        };
+        let plan = ShipPlan::prepare(&[dest]).unwrap().unwrap();
+        assert_eq!(plan.tcp_ports(), [port]);
+        let path = tmp.path().join("audit.jsonl");
+        let log = AuditLog::open(
+            &path,
+            &AuditSettings::default(),
+            "p",
+            OpenOptions::default(),
+        )
+        .unwrap();
+        plan.start(&log, &std::fs::File::open(tmp.path()).unwrap())
+            .unwrap();
+        let received = std::thread::spawn(move || {
+            let (mut s, _) = collector.accept().unwrap();
+            let mut all = Vec::new();
+            s.read_to_end(&mut all).unwrap();
+            all
+        });
+        for _ in 0..50 {
+            log.append(AuditEvent::lifecycle("test", serde_json::Map::new()))
+                .unwrap();
+        }
+        // Closing waits for the shipper to deliver the rest, the `stop` record included.
+        log.close().unwrap();
+        let head = log.head().0;
+        let seqs = seqs_of_frames(&received.join().unwrap());
+        assert_eq!(seqs, (1..=head).collect::<Vec<_>>());
+        let dir =
+            cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let doc = cursor::CursorDoc::read(&dir, ".audit.jsonl.ship");
+        let state = &doc.destinations[&format!("127.0.0.1:{port}")];
+        assert_eq!((state.seq, state.state.as_str()), (head, "stopped"));
+        assert_eq!(doc.log, log.log_id());
+    }
+}
