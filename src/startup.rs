@@ -155,8 +155,13 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
 
     // fsgate's own files are beneath no policy's reach (the fixed floor): the audit log
     // and its sidecars, the backups, the policy file and the gitleaks configs it names.
+    // The shipping cursor (`.NAME.ship`) too: an agent that moved it ahead would keep
+    // records from the collectors.
+    let cursor =
+        crate::audit::ship::cursor::cursor_name(&crate::audit::series::file_name(&audit_path));
     let mut own: Vec<(FloorKind, PathBuf)> = vec![
         (FloorKind::AuditLog, audit_path.clone()),
+        (FloorKind::AuditLog, audit_parent.join(cursor)),
         (FloorKind::BackupDir, backup_dir.clone()),
     ];
     if let Some(k) = &audit_settings.signing_key {

@@ -151,14 +151,17 @@ fn an_audit_log_inside_the_workspace_is_walled_off_but_its_neighbours_are_not() 
         );
         assert_eq!(rule_of(&e), "floor:audit-log", "{rel}");
     }
-    let e = assert_code(
-        g.call(
-            "fs/write_text_file",
-            json!({"path": g.abs("audit.jsonl"), "content": "forged\n"}),
-        ),
-        REFUSED,
-    );
-    assert_eq!(rule_of(&e), "floor:audit-log");
+    // The shipping cursor too: moved ahead, it would keep records from the collectors.
+    for rel in ["audit.jsonl", ".audit.jsonl.ship"] {
+        let e = assert_code(
+            g.call(
+                "fs/write_text_file",
+                json!({"path": g.abs(rel), "content": "forged\n"}),
+            ),
+            REFUSED,
+        );
+        assert_eq!(rule_of(&e), "floor:audit-log", "{rel}");
+    }
     let e = assert_code(
         g.call("_fsgate/rm", json!({"path": g.abs("audit.jsonl")})),
         REFUSED,
