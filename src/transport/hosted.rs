@@ -140,8 +140,7 @@ impl Hosted {
         };
         let secret = http::secret()?;
         let mut principal = Principal::new(Some(name.clone()), "acp-mcp", SESSIONS_PER_ACP_SESSION);
-        principal.asker = Some(asker);
-        principal.notifier = notifier;
+        principal.oversight = crate::transport::mcp::Oversight::Person { asker, notifier };
         let principal = Arc::new(principal);
         self.server.keys.add(&secret, Arc::clone(&principal));
         let key = self.remember(&name, n, secret.clone(), principal);

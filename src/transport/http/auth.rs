@@ -22,10 +22,8 @@ pub(crate) struct Principal {
     pub session: Mutex<Option<String>>,
     /// The audit log's transport for its requests.
     pub transport: &'static str,
-    /// Who is asked when an `ask` rule decides (None: the MCP client, by elicitation).
-    pub asker: Option<Arc<dyn crate::gateway::ask::Asker>>,
-    /// Who is told of changes (None: the MCP client, as `[notify] mcp` says).
-    pub notifier: Option<Arc<dyn crate::gateway::ChangeSink>>,
+    /// Who is asked when an `ask` rule decides, and told of changes.
+    pub oversight: crate::transport::mcp::Oversight,
     /// MCP sessions open now, and at most.
     pub sessions: AtomicUsize,
     pub max_sessions: usize,
@@ -42,8 +40,7 @@ impl Principal {
         Principal {
             session: Mutex::new(session),
             transport,
-            asker: None,
-            notifier: None,
+            oversight: crate::transport::mcp::Oversight::Client,
             sessions: AtomicUsize::new(0),
             max_sessions,
             stateless: Mutex::new(None),

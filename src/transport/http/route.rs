@@ -489,8 +489,7 @@ pub(super) fn identity(server: &Server, conn: &ConnInfo, p: &Principal) -> Ident
         session,
         transport: p.transport,
         peer: conn.peer.to_string(),
-        asker: p.asker.clone(),
-        notifier: p.notifier.clone(),
+        oversight: p.oversight.clone(),
     }
 }
 

@@ -112,7 +112,7 @@ const ENVELOPE: usize = 64;
 
 /// Who one connection is, when another door carries it (MCP over HTTP, the server the
 /// ACP proxy hosts for its agent): its audit session and transport, and who is asked
-/// and told in place of the MCP client.
+/// and told.
 pub struct Identity {
     /// The audit log's session for every record of the connection.
     pub session: String,
@@ -120,10 +120,21 @@ pub struct Identity {
     pub transport: &'static str,
     /// Who is connected (an address, or pid/uid).
     pub peer: String,
-    /// Asks a person when an `ask` rule decides; None: the MCP client, by elicitation.
-    pub asker: Option<Arc<dyn crate::gateway::ask::Asker>>,
-    /// Told of each change; None: the MCP client, by log messages (`[notify] mcp`).
-    pub notifier: Option<Arc<dyn crate::gateway::ChangeSink>>,
+    /// Who is asked when an `ask` rule decides, and told of changes.
+    pub oversight: Oversight,
+}
+
+/// Who is asked and told for a connection.
+#[derive(Clone)]
+pub enum Oversight {
+    /// The MCP client: asked by elicitation, told by log messages (`[notify] mcp`).
+    Client,
+    /// The person of another door (the editor of `fsgate acp`): asked by `asker`, told
+    /// by `notifier` (None: nobody); never the MCP client.
+    Person {
+        asker: Arc<dyn crate::gateway::ask::Asker>,
+        notifier: Option<Arc<dyn crate::gateway::ChangeSink>>,
+    },
 }
 
 impl Identity {
@@ -133,8 +144,7 @@ impl Identity {
             session: session_id(),
             transport: "mcp",
             peer,
-            asker: None,
-            notifier: None,
+            oversight: Oversight::Client,
         }
     }
 }
@@ -144,16 +154,17 @@ impl McpServer {
     fn new(gw: Arc<Gateway>, who: Identity, flow: Arc<Flow>, max: usize) -> McpServer {
         let elicit = Arc::new(elicit::Elicit::new());
         let logs = Arc::new(logs::Logs::new(Arc::clone(&gw)));
-        // Without notes the gateway builds none; a reload turning them on holds for the
-        // connections that start after it.
-        let notifier = who.notifier.or_else(|| {
-            gw.policy()
-                .notify_mcp()
-                .then(|| Arc::clone(&logs) as Arc<dyn crate::gateway::ChangeSink>)
-        });
-        let asker = who
-            .asker
-            .unwrap_or_else(|| Arc::clone(&elicit) as Arc<dyn crate::gateway::ask::Asker>);
+        let (asker, notifier) = match who.oversight {
+            Oversight::Person { asker, notifier } => (asker, notifier),
+            // Without notes the gateway builds none; a reload turning them on holds for
+            // the connections that start after it.
+            Oversight::Client => (
+                Arc::clone(&elicit) as Arc<dyn crate::gateway::ask::Asker>,
+                gw.policy()
+                    .notify_mcp()
+                    .then(|| Arc::clone(&logs) as Arc<dyn crate::gateway::ChangeSink>),
+            ),
+        };
         let stateless = RequestCtx {
             style: PathStyle::AbsoluteOrRelative,
             session: format!("{}-stateless", who.session),
