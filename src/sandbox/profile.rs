@@ -350,6 +350,23 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// `meta` for a session whose hosted server got another name than [`HOSTED_SERVER`]
+/// (the editor listed a server of that name itself): the permission naming the gateway's
+/// server names the one fsgate added.
+pub fn meta_for_server(meta: &Value, server: &str) -> Value {
+    let ours = format!("mcp__{HOSTED_SERVER}");
+    match meta {
+        Value::String(s) if *s == ours => Value::String(format!("mcp__{server}")),
+        Value::Array(items) => items.iter().map(|v| meta_for_server(v, server)).collect(),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), meta_for_server(v, server)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// Merges `meta` into the `_meta` of a session request's params: objects key by key,
 /// lists appended (the editor's own entries first), anything else the editor's value
 /// kept. Returns false when the params are not an object (left alone).

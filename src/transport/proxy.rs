@@ -219,6 +219,10 @@ impl Relay {
                 Err(e) => tracing::warn!("the hosted MCP server is not added to this session: {e}"),
             }
         }
+        let server = opening
+            .hosted
+            .as_ref()
+            .and_then(|a| a.entry["name"].as_str().map(str::to_owned));
         if let Ok(mut p) = self.pending.lock() {
             if p.len() < MAX_OPENING {
                 p.insert(id_key(id), opening);
@@ -226,7 +230,7 @@ impl Relay {
                 h.revoke(a);
             }
         }
-        self.with_profile(with_newline(out))
+        self.with_profile(with_newline(out), server.as_deref())
     }
 
     /// Who the hosted server asks and tells: the editor, as for `fs/*`.
@@ -248,16 +252,21 @@ impl Relay {
     }
 
     /// A session request (one line, its newline included) with the agent profile's
-    /// `_meta` merged in; byte for byte when there is no profile or its params are not
-    /// an object.
-    fn with_profile(&self, raw: Vec<u8>) -> Vec<u8> {
+    /// `_meta` merged in, naming `server` (the hosted server's name in this session);
+    /// byte for byte when there is no profile or its params are not an object.
+    fn with_profile(&self, raw: Vec<u8>, server: Option<&str>) -> Vec<u8> {
+        use crate::sandbox::profile::{HOSTED_SERVER, merge_session_meta, meta_for_server};
         let Some(meta) = &self.session_meta else {
             return raw;
         };
         let Ok(mut message) = serde_json::from_slice::<Value>(&raw) else {
             return raw;
         };
-        if crate::sandbox::profile::merge_session_meta(&mut message["params"], meta) {
+        let meta = match server {
+            Some(name) if name != HOSTED_SERVER => meta_for_server(meta, name),
+            _ => meta.clone(),
+        };
+        if merge_session_meta(&mut message["params"], &meta) {
             line_of(&message)
         } else {
             raw

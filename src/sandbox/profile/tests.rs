@@ -195,3 +195,20 @@ fn session_meta_merges_with_the_editors_own() {
     assert!(!merge_session_meta(&mut odd, &add));
     assert!(!merge_session_meta(&mut json!([1]), &add));
 }
+
+#[test]
+fn the_permission_follows_the_hosted_servers_name() {
+    let plan = ProfilePlan::new(AgentKind::ClaudeAgentAcp, true, Path::new("/d"), false);
+    let meta = plan.session_meta.unwrap();
+    let renamed = meta_for_server(&meta, "fsgate-2");
+    let opts = &renamed["claudeCode"]["options"];
+    assert_eq!(
+        opts["settings"]["permissions"]["allow"],
+        json!(["mcp__fsgate-2"])
+    );
+    assert_eq!(
+        opts["disallowedTools"],
+        meta["claudeCode"]["options"]["disallowedTools"]
+    );
+    assert_eq!(meta_for_server(&meta, HOSTED_SERVER), meta);
+}
