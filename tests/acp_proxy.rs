@@ -13,6 +13,8 @@ mod sdk;
 mod raw;
 // An agent's 2 MiB paths, method and extension names, session ids and parameters: recorded and answered bounded.
 mod bounds;
+// Change notes with the test-only agent binary: an overwrite's diff has the text it replaced.
+mod notes;
 // The relay: file/terminal look-alikes and ambiguous lines never reach the editor.
 mod relay;
 // --confine-agent: no direct access to the workspace or home, the gateway still works.

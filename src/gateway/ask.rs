@@ -74,6 +74,37 @@ impl Proposed {
     }
 }
 
+/// What a write replaced, for a door that shows changes as diffs: the file's previous
+/// text, or only its size when that is too large to show or is not text (a diff without
+/// the old text would read as a new file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replaced {
+    /// The previous text, whole (at most [`MAX_SHOWN_TEXT`] bytes).
+    Text(String),
+    /// Not shown: the previous size in bytes, and why.
+    Unshown {
+        /// The previous content's size.
+        bytes: u64,
+        /// Why it is not shown.
+        why: &'static str,
+    },
+}
+
+impl Replaced {
+    /// The previous content of a file of `size` bytes, from its first bytes `head` (read
+    /// up to one byte past [`MAX_SHOWN_TEXT`]).
+    pub fn of(head: Vec<u8>, size: u64) -> Replaced {
+        let unshown = |why| Replaced::Unshown { bytes: size, why };
+        if head.len() > MAX_SHOWN_TEXT || size > MAX_SHOWN_TEXT as u64 {
+            return unshown("larger than 256 KiB");
+        }
+        if head.iter().take(8192).any(|&b| b == 0) {
+            return unshown("not text");
+        }
+        String::from_utf8(head).map_or_else(|_| unshown("not text"), Replaced::Text)
+    }
+}
+
 /// What a person is asked.
 #[derive(Debug, Clone)]
 pub struct Question {

@@ -57,6 +57,8 @@ pub struct Facts {
     pub ask: Option<super::ask::AskCtx>,
     /// The questions put to a person for this request, and their answers.
     pub asked: Vec<super::ask::AskRecord>,
+    /// What a write replaced, for a door that shows changes as diffs.
+    pub replaced: Option<super::ask::Replaced>,
 }
 
 impl Facts {

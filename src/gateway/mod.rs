@@ -152,6 +152,8 @@ pub struct ChangeNote {
     pub root: std::path::PathBuf,
     /// For a text write or edit small enough to show, when the door shows diffs: its text.
     pub proposed: Option<ask::Proposed>,
+    /// For such a write over an existing file: what it replaced.
+    pub replaced: Option<ask::Replaced>,
     /// The audit record's seq, when there is a log.
     pub seq: Option<u64>,
 }
@@ -679,6 +681,7 @@ impl Gateway {
                 .as_ref()
                 .filter(|n| n.wants_text())
                 .and_then(|_| ask::Proposed::of(op)),
+            replaced: facts.replaced.clone(),
             seq: None,
         })
     }

@@ -1,8 +1,12 @@
 //! write and edit: replace a file's content atomically, after its backup and intent.
 
+use std::io::Read;
+
+use super::ask::{MAX_SHOWN_TEXT, Replaced};
 use super::{Facts, Gateway, ws_error};
 use crate::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
+use crate::path::RelPath;
 use crate::policy::{Access, EntryKind, OpClass, Policy};
 use crate::workspace::{Follow, Replace, Resolved, TempName};
 
@@ -61,6 +65,7 @@ impl Gateway {
         }
         if res.exists {
             self.backup(&res.real, &rp.shown, facts)?;
+            facts.replaced = self.replaced(ctx, &res.real, content.len());
         }
         facts.content(content);
         let may = may_replace(res.exists, facts);
@@ -89,6 +94,30 @@ impl Gateway {
         }
         self.note_changed(&res.real);
         Ok(Output::Unit)
+    }
+
+    /// What a write of `new_len` bytes over `real` replaces, read (bounded) only when the
+    /// door shows changes as diffs and the new text is small enough to be shown.
+    fn replaced(&self, ctx: &RequestCtx, real: &RelPath, new_len: usize) -> Option<Replaced> {
+        ctx.notifier.as_ref().filter(|n| n.wants_text())?;
+        if new_len > MAX_SHOWN_TEXT {
+            return None;
+        }
+        let unreadable = Replaced::Unshown {
+            bytes: 0,
+            why: "it could not be read",
+        };
+        let Ok((file, meta)) = self.workspace.open_regular(real) else {
+            return Some(unreadable);
+        };
+        let mut head = Vec::new();
+        let limit = u64::try_from(MAX_SHOWN_TEXT)
+            .unwrap_or(u64::MAX)
+            .saturating_add(1);
+        if file.take(limit).read_to_end(&mut head).is_err() {
+            return Some(unreadable);
+        }
+        Some(Replaced::of(head, meta.len()))
     }
 
     pub(super) fn edit(

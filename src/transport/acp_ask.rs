@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use crate::gateway::ask::{Answer, Asker, Proposed, Question};
+use crate::gateway::ask::{Answer, Asker, Proposed, Question, Replaced};
 use crate::gateway::{ChangeNote, ChangeSink};
 use crate::transport::outbox::Outbox;
 use crate::transport::questions::{self, Pending, Refused};
@@ -53,9 +53,31 @@ fn kind_of(op: &str) -> &'static str {
     }
 }
 
-/// The `diff` content of a write or edit (`oldText` null for a write).
+/// The `diff` content of a write or edit (`oldText` null for a write: ACP's new file).
 fn diff(path: &std::path::Path, p: &Proposed) -> Value {
     json!({"type": "diff", "path": path, "oldText": p.old_text, "newText": p.new_text})
+}
+
+/// What a change note shows of a write or edit: its diff, with a write's old text when it
+/// replaced a file (ACP reads a diff without one as a new file), or, when that text is
+/// not shown, a sentence saying so instead of a diff.
+fn change_content(path: &std::path::Path, note: &ChangeNote) -> Vec<Value> {
+    let Some(p) = &note.proposed else {
+        return Vec::new();
+    };
+    match (&note.replaced, &p.old_text) {
+        (Some(Replaced::Text(old)), None) => {
+            vec![json!({"type": "diff", "path": path, "oldText": old, "newText": p.new_text})]
+        }
+        (Some(Replaced::Unshown { bytes, why }), None) => {
+            let text = format!(
+                "fsgate replaced the file's previous content ({bytes} bytes; not shown: {why}) with {} bytes; the backup holds the old content",
+                p.new_text.len()
+            );
+            vec![json!({"type": "content", "content": {"type": "text", "text": text}})]
+        }
+        _ => vec![diff(path, p)],
+    }
 }
 
 fn line_of(v: &Value) -> Vec<u8> {
@@ -207,7 +229,7 @@ pub fn change_update(note: &ChangeNote, n: u64) -> Value {
     if let Some(to) = note.abs_path2() {
         locations.push(json!({"path": to}));
     }
-    let content: Vec<Value> = note.proposed.iter().map(|p| diff(&abs, p)).collect();
+    let content = change_content(&abs, note);
     json!({
         "jsonrpc": "2.0",
         "method": "session/update",
@@ -336,7 +358,39 @@ mod tests {
             path2: None,
             root: "/ws".into(),
             proposed: None,
+            replaced: None,
             seq: Some(7),
+        }
+    }
+
+    /// A write's note: a new file's diff has no old text; an overwrite's carries the text
+    /// it replaced; one whose old text is not shown says so instead of a diff that would
+    /// read as a new file.
+    #[test]
+    fn a_write_note_carries_what_it_replaced() {
+        let mut n = note("/a.txt");
+        n.proposed = Some(Proposed {
+            old_text: None,
+            new_text: "new\n".into(),
+        });
+        let content = |n: &ChangeNote| change_update(n, 1)["params"]["update"]["content"].clone();
+        let fresh = content(&n);
+        assert_eq!(fresh[0]["type"], "diff");
+        assert_eq!(fresh[0]["oldText"], Value::Null);
+        n.replaced = Some(Replaced::of(b"old\n".to_vec(), 4));
+        let over = content(&n);
+        assert_eq!(over[0]["oldText"], "old\n", "{over}");
+        assert_eq!(over[0]["newText"], "new\n", "{over}");
+        for (head, size) in [(vec![b'x'; 300 * 1024], 300 * 1024), (vec![0u8, 1, 2], 3)] {
+            n.replaced = Some(Replaced::of(head, size));
+            let hidden = content(&n);
+            assert_eq!(hidden.as_array().map(Vec::len), Some(1), "{hidden}");
+            assert_eq!(hidden[0]["type"], "content", "{hidden}");
+            let text = hidden[0]["content"]["text"].as_str().unwrap_or_default();
+            assert!(
+                text.contains(&format!("({size} bytes; not shown")),
+                "{text}"
+            );
         }
     }
 
@@ -453,6 +507,7 @@ mod tests {
             path2: Some(parse("/b\u{202e}.txt")),
             root: "/ws".into(),
             proposed: None,
+            replaced: None,
             seq: Some(3),
         };
         let u = change_update(&note, 3);

@@ -198,6 +198,8 @@ fn allow_once_asks_the_editor_with_a_diff_and_writes() {
     assert_eq!(u["locations"][0]["path"], abs.as_str());
     assert_eq!(u["content"][0]["type"], "diff");
     assert_eq!(u["content"][0]["newText"], "on: pull_request");
+    // An overwrite: the diff has the text it replaced (without, ACP reads a new file).
+    assert_eq!(u["content"][0]["oldText"], "on: push");
 }
 
 #[test]

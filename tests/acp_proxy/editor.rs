@@ -526,3 +526,19 @@ pub fn methods_of(v: &Value) -> Vec<String> {
         .filter_map(|m| m.get("method").and_then(Value::as_str).map(str::to_string))
         .collect()
 }
+
+/// The test-only agent binary (tests/bin/acp_agent.rs) with `args`, or None after
+/// `skip_or_fail` when the build left it out.
+pub fn bin_agent(test: &str, args: &[&str]) -> Option<Vec<std::ffi::OsString>> {
+    let bin = option_env!("CARGO_BIN_EXE_fsgate-test-acp-agent").unwrap_or_default();
+    if bin.is_empty() || !std::path::Path::new(bin).exists() {
+        crate::common::skip_or_fail(test, "built without `--features test-bins`");
+        return None;
+    }
+    Some(
+        std::iter::once(bin)
+            .chain(args.iter().copied())
+            .map(Into::into)
+            .collect(),
+    )
+}

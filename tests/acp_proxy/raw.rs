@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::editor::{Editor, Peer, methods_of};
+use super::editor::{Editor, Peer, bin_agent, methods_of};
 
 pub(super) fn raw_editor(test: &str) -> Option<Editor> {
     let cmd = Peer::Raw.command_or_skip(test)?;
@@ -162,22 +162,6 @@ fn disguised_file_requests_never_reach_the_editor() {
         }
     }
     assert!(!ed.root.join("c.txt").exists());
-}
-
-/// The test-only agent binary (tests/bin/acp_agent.rs) with `args`, or None after
-/// `skip_or_fail` when the build left it out.
-fn bin_agent(test: &str, args: &[&str]) -> Option<Vec<std::ffi::OsString>> {
-    let bin = option_env!("CARGO_BIN_EXE_fsgate-test-acp-agent").unwrap_or_default();
-    if bin.is_empty() || !std::path::Path::new(bin).exists() {
-        crate::common::skip_or_fail(test, "built without `--features test-bins`");
-        return None;
-    }
-    Some(
-        std::iter::once(bin)
-            .chain(args.iter().copied())
-            .map(Into::into)
-            .collect(),
-    )
 }
 
 #[test]

@@ -184,6 +184,7 @@ mod tests {
             path2: Some(parse("/c.txt")),
             root: "/ws".into(),
             proposed: None,
+            replaced: None,
             seq: Some(42),
         };
         let d = data(&note);
@@ -207,6 +208,7 @@ mod tests {
             path2: None,
             root: "/ws".into(),
             proposed: None,
+            replaced: None,
             seq: Some(7),
         };
         let d = data(&note);
