@@ -43,6 +43,11 @@ enum Command {
     Serve(ServeArgs),
     /// Host an ACP agent: relay the editor <-> agent and answer the agent's file access.
     ///
+    /// The agent's profile (`[agent] profile` in the policy; by default detected from
+    /// AGENT_CMD: claude-agent-acp, gemini-cli, fast-agent, opencode, codex-acp) turns its
+    /// built-in file tools off through its documented settings; fsgate says at start what
+    /// stays on. See docs/agents.md.
+    ///
     /// Exit status: the agent's own when it exits by itself (128 + N if signal N ended
     /// it); 0 when SIGTERM or SIGINT stopped fsgate (it ends the agent first); 124 when
     /// the editor closed fsgate's input and the agent was still running 5 s later
