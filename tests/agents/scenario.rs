@@ -180,11 +180,11 @@ pub fn run(agent: &Agent, confine: bool) -> Outcome {
     let mut env = agent.env.clone();
     env.push(("PATH".into(), path_with_node22()));
     env.push(("HOME".into(), stub_dir.path().into()));
-    for (k, v) in &mut env {
+    // `{STUB}` in a value is the stub's base URL.
+    for (_, v) in &mut env {
         if let Some(s) = v.to_str().filter(|s| s.contains("{STUB}")) {
             *v = s.replace("{STUB}", &stub.url()).into();
         }
-        let _ = k;
     }
     let opts = Options {
         confine,
