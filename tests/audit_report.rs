@@ -346,6 +346,105 @@ fn report_lists_each_change_with_hashes_and_backup() {
     }
 }
 
+/// What the agents read: per file and per session (reads, bytes, first and last time),
+/// and the reads refused because the file is a secret (by name, by content) listed
+/// apart, not among the reads.
+#[test]
+fn report_lists_what_was_read_per_file_and_session_and_secrets_apart() {
+    let g = Gate::start();
+    g.put("src/lib.rs", "pub fn f() {}\n");
+    g.put("README.md", "# readme\n");
+    g.put(".env", "API_KEY=do-not-leak\n");
+    let key = ["AKIA", "UJZDEGXDNCF32EPF"].concat();
+    g.put("config/keys.txt", format!("aws = {key}\n"));
+    let read = |session: &str, rel: &str| json!({"sessionId": session, "path": g.abs(rel)});
+    for (session, rel) in [
+        ("s1", "src/lib.rs"),
+        ("s1", "src/lib.rs"),
+        ("s2", "src/lib.rs"),
+        ("s2", "README.md"),
+    ] {
+        g.ok("fs/read_text_file", read(session, rel));
+    }
+    for rel in [".env", "config/keys.txt"] {
+        assert!(
+            g.call("fs/read_text_file", read("s2", rel)).is_err(),
+            "{rel}"
+        );
+    }
+    let g = stopped(g);
+    let work = tempfile::tempdir().expect("tempdir");
+    let (code, page) = report(&g, &work.path().join("r.html"));
+    assert_eq!(code, Some(0));
+    let at = page
+        .find("<section id=\"reads\">")
+        .expect("a section of reads");
+    let section = &page[at..at + page[at..].find("</section>").expect("end")];
+    assert!(
+        section.contains("What was read (4 reads of 2 files)"),
+        "{section}"
+    );
+    // One row: its cells' text, markup dropped.
+    let row = |table: &str, key: &str| -> Vec<String> {
+        let t = &section[section.find(&format!("<h3>By {table}</h3>")).expect(table)..];
+        let r = &t[t
+            .find(&format!("<code>{key}</code>"))
+            .unwrap_or_else(|| panic!("{key}"))..];
+        r[..r.find("</tr>").expect("row")]
+            .split("<td")
+            .map(without_tags)
+            .collect()
+    };
+    let lib = row("file", "src/lib.rs");
+    assert_eq!((lib[1].as_str(), lib[2].as_str()), ("3", "42"), "{lib:?}");
+    assert!(lib[3] < lib[4], "first before last: {lib:?}");
+    let readme = row("file", "README.md");
+    assert_eq!(
+        (readme[1].as_str(), readme[2].as_str()),
+        ("1", "9"),
+        "{readme:?}"
+    );
+    let s1 = row("session", "s1");
+    assert_eq!((s1[1].as_str(), s1[2].as_str()), ("2", "28"), "{s1:?}");
+    let s2 = row("session", "s2");
+    assert_eq!((s2[1].as_str(), s2[2].as_str()), ("2", "23"), "{s2:?}");
+    // The secrets, apart: each with its rule; neither counted as read.
+    let secrets = &section[section
+        .find("<h3 id=\"secrets\">Secrets refused (2)</h3>")
+        .expect("secrets")..];
+    for (rel, rule) in [
+        (".env", "secrets:dotenv"),
+        ("config/keys.txt", "content:aws-access-key-id"),
+    ] {
+        let r = &secrets[secrets
+            .find(&format!("<code>{rel}</code>"))
+            .unwrap_or_else(|| panic!("{rel}"))..];
+        let r = &r[..r.find("</tr>").expect("row")];
+        assert!(r.contains(&format!("<code>{rule}</code>")), "{r}");
+        let before_secrets = &section[..section.find("id=\"secrets\"").expect("secrets")];
+        assert!(
+            !before_secrets.contains(&format!("<code>{rel}</code>")),
+            "{rel} counted as read"
+        );
+    }
+}
+
+/// `html` without its tags (and what is left of a cut one).
+fn without_tags(html: &str) -> String {
+    let html = html.split_once('>').map_or(html, |(_, rest)| rest);
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Text as the report writes it in HTML.
 fn html_text(s: &str) -> String {
     as_dom_text(s).replace('"', "&quot;").replace('\'', "&#39;")

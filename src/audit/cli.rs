@@ -91,8 +91,9 @@ pub enum AuditCommand {
         width: Option<usize>,
     },
     /// Write one self-contained HTML report: the verdict of verification first, then
-    /// the period, sessions, a timeline, refusals by rule, every change per file with
-    /// its hashes and backup, and the policies in force. Exit 0 intact, 1 tampered,
+    /// the period, sessions, what was read (per file and per session, secrets refused
+    /// apart), a timeline, refusals by rule, every change per file with its hashes and
+    /// backup, and the policies in force. Exit 0 intact, 1 tampered,
     /// 2 unreadable or not written.
     Report {
         /// Log files (an active file stands for its whole series: the rotated files

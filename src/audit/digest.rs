@@ -1,7 +1,8 @@
-//! What `fsgate audit report` says about a log: its period, sessions, activity over
-//! time, refusals by rule, every change per file and the policies in force, gathered
-//! in one pass over the records. Every collection is capped, so a report over any log
-//! holds a bounded amount (what is left out is counted and said).
+//! What `fsgate audit report` says about a log: its period, sessions, what was read
+//! ([`super::reads`]), activity over time, refusals by rule, every change per file and
+//! the policies in force, gathered in one pass over the records. Every collection is
+//! capped, so a report over any log holds a bounded amount (what is left out is counted
+//! and said).
 
 use std::collections::BTreeMap;
 
@@ -231,6 +232,8 @@ pub struct Digest {
     pub policy_events: Vec<PolicyEvent>,
     /// Runs of `fsgate undo`.
     pub undos: Vec<UndoRun>,
+    /// What was read, per file and per session, and the secrets refused.
+    pub reads: super::reads::Reads,
     /// Intents seen, by (log, seq): what their outcome record does not repeat.
     intents: BTreeMap<(usize, u64), Change>,
     listed_changes: usize,
@@ -303,6 +306,7 @@ impl Digest {
         if text(v, "decision") == "deny" {
             self.observe_refusal(v);
         }
+        self.reads.observe(log, v, verified);
         if is_change {
             let mut c = change_of(log, v, verified);
             if let Some(intent) =

@@ -47,6 +47,7 @@ pub mod note;
 pub mod proof;
 mod proof_cli;
 pub mod prune;
+pub mod reads;
 pub mod record;
 pub mod recover;
 pub mod report;

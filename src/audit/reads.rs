@@ -1,0 +1,195 @@
+//! What the agents read, for `fsgate audit report`: the file reads answered (what an
+//! agent saw) per file and per session, and apart from them the reads refused because
+//! the file is a secret (by its name or its content). Every collection is capped, and
+//! what is left out is counted.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::digest::{MAX_ROWS, text};
+
+/// The operations that read a file's content.
+const READ_OPS: &[&str] = &["read_text_file", "read_file"];
+
+/// Reads of one file, or by one session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    /// Reads answered.
+    pub count: u64,
+    /// Bytes they returned.
+    pub bytes: u64,
+    /// The first read's time.
+    pub first_ts: String,
+    /// The last read's time.
+    pub last_ts: String,
+    /// Reads whose record verification does not vouch for.
+    pub unverified: u64,
+}
+
+impl ReadCounts {
+    fn add(&mut self, v: &Value, verified: bool) {
+        let ts = text(v, "ts");
+        self.count += 1;
+        self.bytes += v.get("bytes").and_then(Value::as_u64).unwrap_or_default();
+        if self.first_ts.is_empty() || ts < self.first_ts.as_str() {
+            self.first_ts = ts.to_owned();
+        }
+        if ts > self.last_ts.as_str() {
+            self.last_ts = ts.to_owned();
+        }
+        self.unverified += u64::from(!verified);
+    }
+}
+
+/// A read refused because the file is a secret.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SecretRefusal {
+    /// Which log (index into the report's logs).
+    pub log: usize,
+    /// The record's seq.
+    pub seq: u64,
+    /// When.
+    pub ts: String,
+    /// Who asked.
+    pub session: String,
+    /// The operation.
+    pub op: String,
+    /// The file.
+    pub path: String,
+    /// The rule that refused it (`secrets:<id>` or `content:<id>`).
+    pub rule: String,
+    /// Whether verification vouches for the record.
+    pub verified: bool,
+}
+
+/// Everything read, and the secrets refused.
+#[derive(Debug, Clone, Default)]
+pub struct Reads {
+    /// Reads answered, by file.
+    pub by_file: BTreeMap<String, ReadCounts>,
+    /// Reads of files not listed (over [`MAX_ROWS`] files).
+    pub files_omitted: u64,
+    /// Reads answered, by session.
+    pub by_session: BTreeMap<String, ReadCounts>,
+    /// Reads of sessions not listed.
+    pub sessions_omitted: u64,
+    /// Reads refused because the file is a secret, in log order.
+    pub secrets: Vec<SecretRefusal>,
+    /// Such refusals not listed.
+    pub secrets_omitted: u64,
+}
+
+/// Whether a refusal's rule is one of the secret rules: a secret name or secret content.
+pub fn is_secret_rule(rule: &str) -> bool {
+    rule.starts_with("secrets:") || rule.starts_with("content:")
+}
+
+impl Reads {
+    /// Takes in one request record of log number `log`.
+    pub fn observe(&mut self, log: usize, v: &Value, verified: bool) {
+        if !READ_OPS.contains(&text(v, "op")) {
+            return;
+        }
+        match (text(v, "decision"), text(v, "outcome")) {
+            ("deny", _) if is_secret_rule(text(v, "rule")) => self.secret(log, v, verified),
+            ("allow", "ok") => {
+                let path = text(v, "path");
+                count_in(
+                    &mut self.by_file,
+                    &mut self.files_omitted,
+                    path,
+                    v,
+                    verified,
+                );
+                let session = text(v, "session");
+                let (map, omitted) = (&mut self.by_session, &mut self.sessions_omitted);
+                count_in(map, omitted, session, v, verified);
+            }
+            _ => {}
+        }
+    }
+
+    fn secret(&mut self, log: usize, v: &Value, verified: bool) {
+        if self.secrets.len() >= MAX_ROWS {
+            self.secrets_omitted += 1;
+            return;
+        }
+        self.secrets.push(SecretRefusal {
+            log,
+            seq: v.get("seq").and_then(Value::as_u64).unwrap_or_default(),
+            ts: text(v, "ts").to_owned(),
+            session: text(v, "session").to_owned(),
+            op: text(v, "op").to_owned(),
+            path: text(v, "path").to_owned(),
+            rule: text(v, "rule").to_owned(),
+            verified,
+        });
+    }
+}
+
+/// Counts a read under `key` in `map`, or as omitted once `map` is full.
+fn count_in(
+    map: &mut BTreeMap<String, ReadCounts>,
+    omitted: &mut u64,
+    key: &str,
+    v: &Value,
+    verified: bool,
+) {
+    if !map.contains_key(key) && map.len() >= MAX_ROWS {
+        *omitted += 1;
+        return;
+    }
+    map.entry(key.to_owned()).or_default().add(v, verified);
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn read(seq: u64, ts: &str, session: &str, path: &str, decision: &str, rule: &str) -> Value {
+        json!({"seq": seq, "ts": ts, "kind": "request", "session": session, "op": "read_text_file",
+               "path": path, "decision": decision, "rule": rule,
+               "outcome": if decision == "allow" { "ok" } else { "refused" }, "bytes": 10})
+    }
+
+    #[test]
+    fn reads_count_per_file_and_session_and_secrets_stand_apart() {
+        let mut r = Reads::default();
+        let (t1, t2) = ("2026-01-01T00:00:01.000000Z", "2026-01-01T00:00:02.000000Z");
+        r.observe(0, &read(1, t2, "a", "x.txt", "allow", "all"), true);
+        r.observe(0, &read(2, t1, "b", "x.txt", "allow", "all"), false);
+        r.observe(0, &read(3, t2, "a", ".env", "deny", "secrets:dotenv"), true);
+        r.observe(
+            0,
+            &read(4, t2, "a", "k.txt", "deny", "content:aws-access-key-id"),
+            true,
+        );
+        r.observe(
+            0,
+            &read(5, t2, "a", "../etc", "deny", "workspace-boundary"),
+            true,
+        );
+        let x = &r.by_file["x.txt"];
+        assert_eq!((x.count, x.bytes, x.unverified), (2, 20, 1));
+        assert_eq!((x.first_ts.as_str(), x.last_ts.as_str()), (t1, t2));
+        assert_eq!(r.by_session["a"].count, 1);
+        assert_eq!(r.by_session["b"].count, 1);
+        let rules: Vec<&str> = r.secrets.iter().map(|s| s.rule.as_str()).collect();
+        assert_eq!(rules, ["secrets:dotenv", "content:aws-access-key-id"]);
+        assert_eq!(r.by_file.len(), 1, "refusals are not reads");
+    }
+
+    #[test]
+    fn files_past_the_cap_are_counted() {
+        let mut r = Reads::default();
+        let ts = "2026-01-01T00:00:01.000000Z";
+        for i in 0..MAX_ROWS + 3 {
+            r.observe(0, &read(1, ts, "a", &format!("f{i}"), "allow", "all"), true);
+        }
+        assert_eq!((r.by_file.len(), r.files_omitted), (MAX_ROWS, 3));
+        assert_eq!(r.by_session["a"].count, (MAX_ROWS + 3) as u64);
+    }
+}
