@@ -236,6 +236,7 @@ fn undo(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32, Re
         let deps = schedule::dependencies(&prints);
         let make = || world::Real::new(gw, ctx.clone(), note.clone());
         let ran = schedule::run_ordered(&deps, WORKERS, make, |w, i| u.undo(w, &changes[i]));
+        steps::prune_left(&mut make(), changes);
         let rows = ran.into_iter().zip(changes).map(|(row, c)| {
             row.unwrap_or_else(|| {
                 let mut r = Row::of(c);

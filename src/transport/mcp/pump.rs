@@ -316,7 +316,10 @@ impl Pump {
             Ok(v) => (Ok(()), ("result", v)),
             Err((code, message)) => (
                 Err((code, message.clone())),
-                ("error", json!({"code": code, "message": crate::error::echo(&message)})),
+                (
+                    "error",
+                    json!({"code": code, "message": crate::error::echo(&message)}),
+                ),
             ),
         };
         let (member, value) = match super::record(&self.gw, ctx, name, outcome).await {
