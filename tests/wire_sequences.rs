@@ -390,7 +390,7 @@ fn run(door: Door, seq: &[Msg], tally: &mut Tally) -> Result<(), TestCaseError> 
     check_answers(door, seq, &answers)
         .map_err(|e| TestCaseError::fail(format!("{e}\n{}", context())))?;
     tally.sequences += 1;
-    if tally.sequences % 500 == 0 {
+    if tally.sequences.is_multiple_of(500) {
         eprintln!(
             "wire_sequences {door:?}: {} sequences, {} messages so far",
             tally.sequences, tally.messages
