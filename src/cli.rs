@@ -35,7 +35,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve a workspace to one agent over stdio (ACP or MCP) or WebSocket.
+    /// Serve a workspace to one agent over stdio (ACP or MCP), MCP over HTTP, or WebSocket.
     ///
     /// Example: fsgate serve --workspace ~/project
     /// then send newline-delimited JSON-RPC on stdin, e.g.
@@ -61,7 +61,7 @@ enum Command {
     /// Policy tools: check (lint), explain a decision, run [[test]] cases, diff two policies, print the schema.
     #[command(subcommand)]
     Policy(crate::policy::cli::PolicyCommand),
-    /// Audit log tools: verify the hash chain, show records, prune old files.
+    /// Audit log tools: verify the chain, show and report records, prove one record, ship to syslog, prune.
     #[command(subcommand)]
     Audit(crate::audit::cli::AuditCommand),
     /// Backup tools: list and restore previous versions of files.
