@@ -1,6 +1,6 @@
 //! Real coding agents from their registries behind `fsgate acp`, each driven by a scripted
 //! stand-in for its model API on loopback (tests/agents/model_stub.py: no key, no
-//! network). The test plays the editor; the stub plays the model and logs everything the
+//! network). The test plays the editor; the fake plays the model and logs everything the
 //! model was sent, so a test can assert which tools the model was offered and that it
 //! never received a secret.
 //!
@@ -8,8 +8,8 @@
 //! .peers/gemini-cli, Node 22 in .peers/node22). A missing one prints `SKIPPED` locally
 //! and fails under CI (`crate::common::skip_or_fail`).
 
-// The model stub: start it, read its log.
-mod stub;
+// The model fake: start it, read its log.
+mod fake;
 // One agent, one workspace, the nine steps, and what must hold afterwards.
 mod scenario;
 // Claude Code through @agentclientprotocol/claude-agent-acp.

@@ -1,5 +1,5 @@
 //! Claude Code through `@agentclientprotocol/claude-agent-acp` (newest on the registry),
-//! its model replaced by the stub (`ANTHROPIC_BASE_URL`).
+//! its model replaced by the fake (`ANTHROPIC_BASE_URL`).
 
 use super::scenario::{Agent, installed, run};
 

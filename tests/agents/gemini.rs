@@ -1,4 +1,4 @@
-//! Gemini CLI (`gemini --acp`, newest on the registry), its model replaced by the stub
+//! Gemini CLI (`gemini --acp`, newest on the registry), its model replaced by the fake
 //! (`GOOGLE_GEMINI_BASE_URL`).
 
 use super::scenario::{Agent, installed, run};

@@ -14,13 +14,13 @@ fsgate's agent tests (tests/agents/) start it, point the real agent at it
 - A request whose conversation ends with that prompt is answered with the call of the
   first entry the agent offers. If none is offered but the request names a deferred tool
   (`mcp__SERVER__NAME` in its text) and the agent offers `ToolSearch` (Claude Code), the
-  stub first loads it with `ToolSearch` `select:mcp__SERVER__NAME`, then calls it.
+  fake first loads it with `ToolSearch` `select:mcp__SERVER__NAME`, then calls it.
 - Once the call's result came back, the answer is a final text: `FSGATE-DONE`.
 - Requests outside the tool loop (no tools offered: titles, classifiers, summaries,
   JSON-mode checks) get a short text and leave the script alone.
 
 Every request is appended to the log (`--log FILE`, one JSON object a line): the API, the
-path, the tools offered, what the stub answered (with the step it was answering, under
+path, the tools offered, what the fake answered (with the step it was answering, under
 `answer.step`), the tool results it was sent, and the whole body as received, so a
 test can assert what the model saw: that it never received a secret, which tools it was
 offered, and that every step ended in a tool result.
@@ -249,7 +249,7 @@ def gemini_side_text(body: dict[str, Any]) -> str:
     cfg = body.get("generationConfig") or {}
     if cfg.get("responseMimeType") == "application/json" or cfg.get("responseJsonSchema") \
             or cfg.get("responseSchema"):
-        return json.dumps({"next_speaker": "user", "reasoning": "stub",
+        return json.dumps({"next_speaker": "user", "reasoning": "fake",
                            "model_choice": "flash", "complexity_score": 1})
     return "ok"
 
@@ -265,7 +265,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # model lists and the like: nothing to offer
-        self.reply_json(404, {"error": {"code": 404, "message": "not served by the stub"}})
+        self.reply_json(404, {"error": {"code": 404, "message": "not served by the fake"}})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -290,11 +290,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.gemini(body, raw, path)
         else:
             self.log_request_body("other", "unknown", raw, [], None, [])
-            self.reply_json(404, {"error": {"code": 404, "message": "not served by the stub"}})
+            self.reply_json(404, {"error": {"code": 404, "message": "not served by the fake"}})
 
     def anthropic(self, body: dict[str, Any], raw: bytes) -> None:
         offered = [t.get("name", "") for t in body.get("tools") or []]
-        model = body.get("model", "claude-stub")
+        model = body.get("model", "claude-fake")
         if not offered:
             answer = {"text": "ok"}
             kind = "side"

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::stub::{Stub, offered};
+use super::fake::{Fake, offered};
 use crate::acp_proxy::editor::{Editor, Options, repo};
 
 /// How long one prompt (one step: a tool call and the final text) may take.
@@ -26,7 +26,7 @@ const SECRETS: [&str; 3] = [
     "fsgate-outside-secret-3308",
 ];
 
-/// A real agent and how to start it against the stub.
+/// A real agent and how to start it against the fake.
 pub struct Agent {
     /// For messages.
     pub name: &'static str,
@@ -162,7 +162,7 @@ fn steps(root: &Path, outside: &Path) -> Vec<Step> {
 /// What a run left behind, for the checks.
 pub struct Outcome {
     pub ed: Editor,
-    pub stub: Stub,
+    pub fake: Fake,
     /// The audit log the file tools' records are in.
     pub log: PathBuf,
     pub backups: PathBuf,
@@ -176,14 +176,14 @@ pub struct Outcome {
 /// the nine steps through fsgate's tools.
 pub fn run(agent: &Agent, confine: bool) -> Outcome {
     let stub_dir = tempfile::tempdir().expect("tempdir");
-    let stub = Stub::start(&stub_dir.path().join("model.jsonl"));
+    let fake = Fake::start(&stub_dir.path().join("model.jsonl"));
     let mut env = agent.env.clone();
     env.push(("PATH".into(), path_with_node22()));
     env.push(("HOME".into(), stub_dir.path().into()));
-    // `{STUB}` in a value is the stub's base URL.
+    // `{STUB}` in a value is the fake's base URL.
     for (_, v) in &mut env {
         if let Some(s) = v.to_str().filter(|s| s.contains("{STUB}")) {
-            *v = s.replace("{STUB}", &stub.url()).into();
+            *v = s.replace("{STUB}", &fake.url()).into();
         }
     }
     let opts = Options {
@@ -236,7 +236,7 @@ pub fn run(agent: &Agent, confine: bool) -> Outcome {
     let (log, backups) = (ed.state.join("audit.jsonl"), ed.state.join("backups"));
     Outcome {
         ed,
-        stub,
+        fake,
         log,
         backups,
         before,
@@ -297,7 +297,7 @@ impl Outcome {
 
     /// Every step reached an fsgate tool, and its result came back to the model.
     pub fn every_step_used_fsgate(&self, agent: &str) {
-        let reqs = self.stub.main_requests();
+        let reqs = self.fake.main_requests();
         for s in &self.steps {
             let mine: Vec<&Value> = reqs
                 .iter()
@@ -399,7 +399,7 @@ impl Outcome {
 
     /// No request the model was sent holds a secret's text.
     pub fn no_secret_reached_the_model(&self, agent: &str) {
-        for r in self.stub.requests() {
+        for r in self.fake.requests() {
             let body = r["body"].as_str().unwrap_or_default();
             for s in SECRETS {
                 assert!(
@@ -413,7 +413,7 @@ impl Outcome {
 
     /// No tool-loop request offered one of the agent's built-in file tools.
     pub fn no_builtin_file_tool_offered(&self, agent: &str, builtins: &[&str]) {
-        let reqs = self.stub.main_requests();
+        let reqs = self.fake.main_requests();
         assert!(
             !reqs.is_empty(),
             "{agent}: the model was never asked{}",

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::acp_proxy::editor::repo;
 
-/// A running stub: its port and its request log; stopped on drop.
-pub struct Stub {
+/// A running fake: its port and its request log; stopped on drop.
+pub struct Fake {
     child: Child,
     stdin: Option<ChildStdin>,
     /// Its loopback port.
@@ -17,9 +17,9 @@ pub struct Stub {
     log: PathBuf,
 }
 
-impl Stub {
-    /// Starts the stub, logging to `log`.
-    pub fn start(log: &Path) -> Stub {
+impl Fake {
+    /// Starts the fake, logging to `log`.
+    pub fn start(log: &Path) -> Fake {
         let mut child = Command::new("python3")
             .arg(repo().join("tests/agents/model_stub.py"))
             .arg("--log")
@@ -28,19 +28,19 @@ impl Stub {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("spawn the model stub (python3)");
+            .expect("spawn the model fake (python3)");
         let mut line = String::new();
-        let out = child.stdout.take().expect("stub stdout");
+        let out = child.stdout.take().expect("fake stdout");
         BufReader::new(out)
             .read_line(&mut line)
-            .expect("stub port line");
+            .expect("fake port line");
         let port = line
             .trim()
             .strip_prefix("PORT ")
             .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("stub said {line:?}"));
+            .unwrap_or_else(|| panic!("fake said {line:?}"));
         let stdin = child.stdin.take();
-        Stub {
+        Fake {
             child,
             stdin,
             port,
@@ -71,7 +71,7 @@ impl Stub {
     }
 }
 
-impl Drop for Stub {
+impl Drop for Fake {
     fn drop(&mut self) {
         if let Some(mut s) = self.stdin.take() {
             let _ = s.write_all(b"");
