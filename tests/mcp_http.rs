@@ -356,6 +356,24 @@ fn who_may_come_in_is_checked_and_every_refusal_recorded_once() {
     assert!(ok.header("mcp-session-id").is_some());
 }
 
+/// A client that names the server's own loopback origin (as the MCP conformance suite's
+/// DNS-rebinding check does) comes in with no `allowed_origins`; another port does not.
+#[test]
+fn the_servers_own_loopback_origin_is_admitted_and_no_other() {
+    let dirs = Dirs::new();
+    let g = HttpGate::start(&dirs, None);
+    let bearer = g.bearer();
+    let auth = ("Authorization", bearer.as_str());
+    let own = format!("http://{}", g.addr);
+    let ok = post(&g, &initialize(), &[auth, ("Origin", own.as_str())]);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let port: u16 = g.addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+    let other = format!("http://127.0.0.1:{}", port.wrapping_add(1));
+    let refused = post(&g, &initialize(), &[auth, ("Origin", other.as_str())]);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("Origin"), "{}", refused.body);
+}
+
 #[test]
 fn a_session_lives_from_initialize_to_delete_and_each_message_is_recorded_once() {
     let dirs = Dirs::new();
