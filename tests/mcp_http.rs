@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::common::skip_or_fail;
 use crate::mcp_harness::Dirs;
 use crate::mcp_peers::{check_effects, fixture, run_driver};
 
@@ -570,4 +571,72 @@ fn answers_clients_do_not_read_wait_in_a_bounded_room() {
         );
     }
     eprintln!("120 unread 800 KiB answers: fsgate grew by {grown} KiB");
+}
+
+/// The official MCP conformance suite, server side (`@modelcontextprotocol/conformance`,
+/// installed by scripts/install-peers.sh, run on Node 22), against this door: it fails
+/// on any failure not in tests/peers/mcp/conformance-expected.yml and on any listed
+/// scenario that passes, so the list stays exact. The scenarios a filesystem server
+/// must pass are named again here, so an emptied baseline file cannot hide them.
+#[test]
+fn the_official_mcp_conformance_suite_fails_only_its_fixture_scenarios() {
+    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let node = repo.join(".peers/node22/node_modules/.bin/node");
+    let suite = repo
+        .join(".peers/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    if !node.exists() || !suite.exists() {
+        let why = "the MCP conformance suite or Node 22 is missing: run ./scripts/install-peers.sh";
+        skip_or_fail("the_official_mcp_conformance_suite", why);
+        return;
+    }
+    let dirs = Dirs::new();
+    dirs.put("a.txt", "hello\n");
+    let g = HttpGate::start(&dirs, None);
+    let url = format!("http://{}/mcp?token={}", g.addr, g.token.as_deref().unwrap_or_default());
+    let results = dirs.state.join("conformance");
+    let out = Command::new(&node)
+        .arg(&suite)
+        .args(["server", "--suite", "all", "--url", &url, "--expected-failures"])
+        .arg(repo.join("tests/peers/mcp/conformance-expected.yml"))
+        .arg("-o")
+        .arg(&results)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the conformance suite");
+    let told = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "conformance suite:\n{told}");
+    for scenario in [
+        "server-initialize",
+        "ping",
+        "logging-set-level",
+        "tools-list",
+        "server-sse-multiple-streams",
+        "dns-rebinding-protection",
+    ] {
+        let checks = scenario_checks(&results, scenario);
+        assert!(!checks.is_empty(), "{scenario}: no checks ran\n{told}");
+        for c in &checks {
+            assert_eq!(c["status"], "SUCCESS", "{scenario}: {c}");
+        }
+    }
+}
+
+/// The checks of one scenario's run, from the suite's results directory.
+fn scenario_checks(results: &std::path::Path, scenario: &str) -> Vec<Value> {
+    let prefix = format!("server-{scenario}-2");
+    let Ok(entries) = std::fs::read_dir(results) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter_map(|e| std::fs::read_to_string(e.path().join("checks.json")).ok())
+        .filter_map(|t| serde_json::from_str::<Vec<Value>>(&t).ok())
+        .flatten()
+        .filter(|c| c["status"] != "INFO")
+        .collect()
 }
