@@ -221,7 +221,13 @@ fn a_client_that_does_not_read_its_events_gets_one_overflow() {
         .map(|i| format!("/{i:02}{}", "d".repeat(240)))
         .collect();
     let dir = format!("many{deep}");
-    let gate = WsGate::start(None, |root| {
+    // `slow` reads nothing while the burst lasts, which under load can outlast the
+    // default write stall limit (30 s, after which it would be closed, not overflowed):
+    // this test is about the overflow, so the limit is set far beyond the burst.
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let default = std::fs::read_to_string(repo.join("policies/default.toml")).expect("policy");
+    let policy = format!("{default}\n[ws]\nwrite_stall_ms = 600000\n");
+    let gate = WsGate::start(Some(&policy), |root| {
         std::fs::create_dir_all(root.join(&dir)).expect("many");
     });
     let mut slow = gate.client();
