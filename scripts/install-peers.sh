@@ -39,11 +39,15 @@ fi
 venv() { # venv NAME PACKAGES...
   local name=$1; shift
   local dir="$PEERS/$name" stamp="$PEERS/$name/.installed"
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$*" ]; then return 0; fi
+  # A venv's scripts name its interpreter by absolute path: the stamp names the
+  # directory too, so a moved .peers (or one reached through another path) is rebuilt.
+  local want
+  want="$(cd "$PEERS" && pwd -P)/$name $*"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
   rm -rf "$dir"
   "${VENV_PY:-$PY}" -m venv "$dir"
   "$dir/bin/pip" install -q --disable-pip-version-check "$@"
-  echo "$*" > "$stamp"
+  echo "$want" > "$stamp"
 }
 
 venv acp 'agent-client-protocol==0.12.1'
