@@ -38,11 +38,12 @@ fi
 
 venv() { # venv NAME PACKAGES...
   local name=$1; shift
-  local dir="$PEERS/$name" stamp="$PEERS/$name/.installed"
-  # A venv's scripts name its interpreter by absolute path: the stamp names the
-  # directory too, so a moved .peers (or one reached through another path) is rebuilt.
-  local want
-  want="$(cd "$PEERS" && pwd -P)/$name $*"
+  # A venv's scripts name its interpreter by absolute path: it is made at .peers' real
+  # path, and the stamp names that directory, so a moved .peers is rebuilt.
+  local dir stamp want
+  dir="$(cd "$PEERS" && pwd -P)/$name"
+  stamp="$dir/.installed"
+  want="$dir $*"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
   rm -rf "$dir"
   "${VENV_PY:-$PY}" -m venv "$dir"
