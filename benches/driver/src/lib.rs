@@ -2,6 +2,7 @@
 //! fsgate's doors and the reference MCP filesystem server, in one run.
 
 pub mod client;
+pub mod mono;
 pub mod report;
 pub mod server;
 pub mod suite;

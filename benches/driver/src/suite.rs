@@ -34,6 +34,11 @@ pub struct Config {
     pub command: String,
     /// Only these workloads (by name); empty: every workload.
     pub only: Vec<String>,
+    /// A monorepo made by `gen-monorepo` with [`Mono::FULL`]'s counts, for the `mono_*`
+    /// workloads; `None`: a small one is generated under `work`.
+    pub monorepo: Option<PathBuf>,
+    /// `fd`, for the monorepo comparison.
+    pub fd: Option<PathBuf>,
 }
 
 /// Requests per workload.
