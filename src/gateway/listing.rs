@@ -296,9 +296,15 @@ impl Gateway {
         // The answer may fill the whole room: hold that much of the budget for it.
         facts.lease = Some(self.budget.lease(room.0.saturating_mul(RENDER_COPIES)));
         let filters = RefCell::new(DirFilters::new(pol, Access::Glob));
+        let sizes = pol.has_size_rules();
         let (paths, truncated) = self
             .workspace
-            .glob(&glob, &res.real, room, &|e| filters.borrow_mut().allows(e))
+            .glob(
+                &glob,
+                &res.real,
+                room,
+                (&|e| filters.borrow_mut().allows(e), sizes),
+            )
             .map_err(|e| ws_error(e, &rp.shown))?;
         if truncated {
             facts.args.insert("truncated".into(), true.into());

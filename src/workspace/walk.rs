@@ -395,6 +395,17 @@ impl Workspace {
         walk_dir(dir, start, MAX_DEPTH, Mode::Lenient, &mut Plain(visit))
     }
 
+    /// Like [`Workspace::walk`], but reads no metadata (entries carry names and kinds
+    /// only).
+    pub fn walk_light(
+        &self,
+        start: &RelPath,
+        visit: &mut dyn FnMut(&Entry) -> Visit,
+    ) -> Result<Walked, WsError> {
+        let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
+        walk_dir(dir, start, MAX_DEPTH, Mode::LenientNames, &mut Plain(visit))
+    }
+
     /// Like [`Workspace::list_dir`], but reads no metadata (names and kinds only).
     pub fn list_names(&self, real: &RelPath) -> Result<Vec<Entry>, WsError> {
         let dir = open_dir(&self.root, real).map_err(WsError::from_io)?;

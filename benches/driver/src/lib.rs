@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod mono;
+pub mod mono_work;
 pub mod report;
 pub mod server;
 pub mod suite;

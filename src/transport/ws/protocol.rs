@@ -508,6 +508,26 @@ pub fn overflow_event(dropped: Option<u64>) -> Value {
     })
 }
 
+/// Pushed at connection (and again when it grows) when the kernel's inotify watch limit
+/// left directories unwatched: changes in them are not reported.
+pub fn unwatched_event(u: &super::watch::Unwatched) -> Value {
+    let paths: Vec<String> = u
+        .first
+        .iter()
+        .map(crate::path::RelPath::to_rooted)
+        .collect();
+    json!({
+        "channel": CHANNEL,
+        "type": "unwatched",
+        "limit": u.limit,
+        "limitValue": u.limit_value,
+        "watched": u.watched,
+        "unwatched": u.count,
+        "paths": paths,
+        "message": u.message(),
+    })
+}
+
 impl ChangeKind {
     /// The wire name.
     pub fn as_str(self) -> &'static str {
