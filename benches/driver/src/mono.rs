@@ -139,7 +139,7 @@ impl Mono {
                 hit
             })
             .map_or("txt", |(e, _)| e);
-        let needle = (h >> 16) % 200 == 0;
+        let needle = (h >> 16).is_multiple_of(200);
         (format!("{dir}/{word}_{slot}.{ext}"), Kind::Plain { needle })
     }
 
@@ -177,13 +177,10 @@ impl Mono {
             let workers: Vec<_> = (0..n)
                 .map(|t| s.spawn(move || self.write_files(root, t, n)))
                 .collect();
-            workers
-                .into_iter()
-                .map(|w| {
-                    w.join()
-                        .unwrap_or(Err(Error::Setup("a writer panicked".into())))
-                })
-                .collect::<Result<(), Error>>()
+            workers.into_iter().try_for_each(|w| {
+                w.join()
+                    .unwrap_or(Err(Error::Setup("a writer panicked".into())))
+            })
         })
     }
 

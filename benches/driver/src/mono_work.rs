@@ -44,20 +44,26 @@ fn structured(v: &Value) -> Result<Value, Error> {
     serde_json::from_str(text).map_err(|e| Error::Answer(format!("not JSON: {e}")))
 }
 
-/// Runs `once` `n` times on `srv`, timing each; CPU and peak RSS of the server.
-async fn timed<F, Fut>(srv: &Server, n: usize, mut once: F) -> Result<Run, Error>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), Error>>,
-{
+/// Sends `req` `n` times on `srv`, timing each from send to the answer's text (as `fd`
+/// and `rg` are timed to their whole output), then checking it untimed with `check`;
+/// CPU and peak RSS of the server.
+async fn timed(
+    srv: &Server,
+    n: usize,
+    req: &Value,
+    check: impl Fn(&Value) -> Result<(), Error>,
+) -> Result<Run, Error> {
     let cpu0 = cpu_ticks(srv.pid)?;
     let own0 = rusage_cpu(libc::RUSAGE_SELF);
     let t0 = Instant::now();
     let mut lat = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
-        once().await?;
+        let text = srv.client.call_raw(req.clone()).await?;
         lat.push(t.elapsed());
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| Error::Answer(format!("not JSON ({e}): {}", clip(&text))))?;
+        check(&v)?;
     }
     Ok(Run {
         lat,
@@ -186,12 +192,9 @@ fn text_of(v: &Value) -> Result<&str, Error> {
 pub async fn tree(srv: &Server, root: &Path, ex: &Expect, n: usize) -> Result<Run, Error> {
     let abs = root.join(TREE_PACKAGE).to_string_lossy().into_owned();
     let want = ex.under(TREE_PACKAGE, false);
-    timed(srv, n, || async {
-        let v = srv
-            .client
-            .call(mcp_call("directory_tree", json!({ "path": abs })))
-            .await?;
-        let tree: Value = serde_json::from_str(text_of(&v)?)
+    let req = mcp_call("directory_tree", json!({ "path": abs }));
+    timed(srv, n, &req, |v| {
+        let tree: Value = serde_json::from_str(text_of(v)?)
             .map_err(|e| Error::Answer(format!("directory_tree: not JSON: {e}")))?;
         let (mut f, mut d) = (0, 0);
         count_tree(&tree, &mut f, &mut d)?;
@@ -210,11 +213,8 @@ pub async fn tree(srv: &Server, root: &Path, ex: &Expect, n: usize) -> Result<Ru
 /// message's bytes, or the entries a tree may hold).
 pub async fn tree_root(srv: &Server, root: &Path, n: usize) -> Result<Run, Error> {
     let abs = root.to_string_lossy().into_owned();
-    timed(srv, n, || async {
-        let v = srv
-            .client
-            .call(mcp_call("directory_tree", json!({ "path": abs })))
-            .await?;
+    let req = mcp_call("directory_tree", json!({ "path": abs }));
+    timed(srv, n, &req, |v| {
         let text = v["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or_default();
@@ -234,12 +234,9 @@ pub async fn tree_root(srv: &Server, root: &Path, n: usize) -> Result<Run, Error
 pub async fn glob(srv: &Server, root: &Path, ex: &Expect, n: usize) -> Result<Run, Error> {
     let want = ex.rs(false);
     let prefix = format!("{}/", root.display());
-    timed(srv, n, || async {
-        let v = srv
-            .client
-            .call(mcp_call("glob", json!({"pattern": "**/*.rs"})))
-            .await?;
-        let s = structured(&v)?;
+    let req = mcp_call("glob", json!({"pattern": "**/*.rs"}));
+    timed(srv, n, &req, |v| {
+        let s = structured(v)?;
         if s.get("truncated").is_some() {
             return Err(Error::Answer("glob: answer truncated".into()));
         }
@@ -273,9 +270,9 @@ pub async fn grep(srv: &Server, root: &Path, ex: &Expect, n: usize) -> Result<Ru
         .collect();
     let prefix = format!("{}/", root.display());
     let abs = root.to_string_lossy().into_owned();
-    timed(srv, n, || async {
-        let req = json!({"pattern": mono::NEEDLE, "path": abs, "maxResults": 100_000});
-        let s = structured(&srv.client.call(mcp_call("grep", req)).await?)?;
+    let args = json!({"pattern": mono::NEEDLE, "path": abs, "maxResults": 100_000});
+    timed(srv, n, &mcp_call("grep", args), |v| {
+        let s = structured(v)?;
         if s.get("truncated").is_some() {
             return Err(Error::Answer("grep: answer truncated".into()));
         }
@@ -403,37 +400,54 @@ pub async fn list_pages(
     n: usize,
 ) -> Result<Run, Error> {
     let abs = root.join(dir).to_string_lossy().into_owned();
-    timed(srv, n, || async {
-        let mut cursor: Option<String> = None;
-        let mut seen = 0usize;
-        loop {
-            let mut args = json!({ "path": abs });
-            if let Some(c) = &cursor {
-                args["cursor"] = c.clone().into();
-            }
-            let s = structured(&srv.client.call(mcp_call("ls", args)).await?)?;
-            let list = s["entries"].as_array().cloned().unwrap_or_default();
-            for e in &list {
-                if e["name"].as_str() != Some(mono::wide_name(seen).as_str()) {
-                    return Err(Error::Answer(format!(
-                        "ls page: entry {seen} is {}",
-                        e["name"]
-                    )));
-                }
-                seen += 1;
-            }
-            match s["nextCursor"].as_str() {
-                Some(c) if !list.is_empty() => cursor = Some(c.to_string()),
-                Some(_) => return Err(Error::Answer("ls: an empty page with a cursor".into())),
-                None => break,
-            }
-        }
+    let cpu0 = cpu_ticks(srv.pid)?;
+    let own0 = rusage_cpu(libc::RUSAGE_SELF);
+    let t0 = Instant::now();
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let seen = list_all(srv, &abs).await?;
+        lat.push(t.elapsed());
         if seen != entries {
             return Err(Error::Answer(format!(
                 "ls pages: {seen} entries, want {entries}"
             )));
         }
-        Ok(())
+    }
+    Ok(Run {
+        lat,
+        wall: t0.elapsed(),
+        cpu_s: Some((cpu_ticks(srv.pid)? - cpu0) as f64 / ticks_per_sec()),
+        hwm_kib: vm_kib(srv.pid, "VmHWM").ok(),
+        driver_cpu_s: Some(rusage_cpu(libc::RUSAGE_SELF) - own0),
     })
-    .await
+}
+
+/// Lists the wide directory `abs` page after page; the count of its entries, each
+/// checked to be the next name.
+async fn list_all(srv: &Server, abs: &str) -> Result<usize, Error> {
+    let mut cursor: Option<String> = None;
+    let mut seen = 0usize;
+    loop {
+        let mut args = json!({ "path": abs });
+        if let Some(c) = &cursor {
+            args["cursor"] = c.clone().into();
+        }
+        let s = structured(&srv.client.call(mcp_call("ls", args)).await?)?;
+        let list = s["entries"].as_array().cloned().unwrap_or_default();
+        for e in &list {
+            if e["name"].as_str() != Some(mono::wide_name(seen).as_str()) {
+                return Err(Error::Answer(format!(
+                    "ls page: entry {seen} is {}",
+                    e["name"]
+                )));
+            }
+            seen += 1;
+        }
+        match s["nextCursor"].as_str() {
+            Some(c) if !list.is_empty() => cursor = Some(c.to_string()),
+            Some(_) => return Err(Error::Answer("ls: an empty page with a cursor".into())),
+            None => return Ok(seen),
+        }
+    }
 }
