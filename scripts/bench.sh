@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # fsgate against the reference MCP filesystem server, one driver (benches/driver), one
-# run: builds both in release, installs the reference server and ripgrep into a
+# run: builds both in release, installs the reference server, ripgrep and fd into a
 # temporary directory when needed, runs `fsgate-bench suite`, prints the table.
 #
 #   scripts/bench.sh            # full suite: 3 repetitions, medians (several minutes)
 #   scripts/bench.sh --quick    # tiny counts, 1 repetition: proves it runs and checks
+#
+# The monorepo workloads (mono_*) run on $FSGATE_MONOREPO when set, a tree made by
+# `fsgate-bench gen-monorepo --out DIR` (1,000,000 files; keep it under /tmp, out of
+# any repository); otherwise on a small one the driver generates.
 #
 # The report also goes to $BENCH_OUT (default target/bench/): latest.md, latest.json.
 # Exit status: 0 when every workload ran and every answer checked (targets met or not).
@@ -51,11 +55,26 @@ if [ -z "$RG" ]; then
   fi
 fi
 
-"$DRIVER" suite "${MODE[@]}" \
+# fd as rg: the Debian package (its binary is `fdfind`) or the crate.
+FD=$(command -v fd || command -v fdfind || true)
+if [ -z "$FD" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get install -y fd-find >&2 || { apt-get update >&2 && apt-get install -y fd-find >&2; }
+    FD=$(command -v fdfind)
+  else
+    cargo install --quiet fd-find --root "$TMP/fd"
+    FD="$TMP/fd/bin/fd"
+  fi
+fi
+MONO=()
+[ -n "${FSGATE_MONOREPO:-}" ] && MONO=(--monorepo "$FSGATE_MONOREPO")
+
+"$DRIVER" suite "${MODE[@]}" "${MONO[@]}" \
   --fsgate "$FSGATE" \
   --reference "$REF_JS" \
   --node "$(command -v node)" \
   --rg "$RG" \
+  --fd "$FD" \
   --work "$TMP/work" \
   --json "$OUT/latest.json" \
   --markdown "$OUT/latest.md"

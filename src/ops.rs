@@ -78,10 +78,12 @@ pub enum Op {
         /// Replacement.
         new_text: String,
     },
-    /// `_fsgate/ls`.
+    /// `_fsgate/ls`: one page of a directory's entries.
     Ls {
         /// Directory as given.
         path: String,
+        /// Only entries named after this (a previous page's `nextCursor`).
+        cursor: Option<String>,
     },
     /// Names and kinds beneath a directory, without metadata (MCP `list_directory` and
     /// `directory_tree`): one request, one record, however many directories it holds.
@@ -95,6 +97,8 @@ pub enum Op {
         exclude: Vec<String>,
         /// The list stops at this many entries, and says it was cut if there are more.
         max_entries: usize,
+        /// With `depth` 1: only entries named after this (a previous page's cursor).
+        cursor: Option<String>,
     },
     /// `_fsgate/stat`.
     Stat {
@@ -171,7 +175,7 @@ impl Op {
             | Op::WriteText { path, .. }
             | Op::WriteBytes { path, .. }
             | Op::Edit { path, .. }
-            | Op::Ls { path }
+            | Op::Ls { path, .. }
             | Op::Stat { path }
             | Op::Mkdir { path, .. }
             | Op::Rm { path, .. } => out.push(("path", path.as_str())),
@@ -242,8 +246,21 @@ impl Op {
                     m.insert("maxResults".into(), (*n).into());
                 }
             }
-            Op::Tree { depth, exclude, .. } => {
+            Op::Ls {
+                cursor: Some(c), ..
+            } => {
+                m.insert("cursor".into(), c.clone().into());
+            }
+            Op::Tree {
+                depth,
+                exclude,
+                cursor,
+                ..
+            } => {
                 m.insert("depth".into(), (*depth).into());
+                if let Some(c) = cursor {
+                    m.insert("cursor".into(), c.clone().into());
+                }
                 if !exclude.is_empty() {
                     // The agent's list: its first patterns, and how many there were.
                     let shown = &exclude[..exclude.len().min(MAX_EXCLUDE_RECORDED)];
@@ -299,8 +316,11 @@ pub enum Output {
     Entries {
         /// The entries, in name order.
         entries: Vec<Entry>,
-        /// The list stopped at the message limit: there are more.
+        /// The list stopped (at a page's end or the message limit): there are more.
         truncated: bool,
+        /// Where the next page starts (the last entry's name), for a paged listing
+        /// that stopped.
+        next: Option<String>,
     },
     /// Metadata (`stat`).
     Stat {
@@ -346,6 +366,7 @@ mod tests {
             depth: 2,
             exclude: (0..100_000).map(|i| format!("x{i}")).collect(),
             max_entries: 10,
+            cursor: None,
         };
         let args = op.audit_args();
         assert_eq!(

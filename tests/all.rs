@@ -139,6 +139,8 @@ mod audit_bounds;
 mod policy_size;
 // The benchmark driver (benches/driver) in quick mode against fsgate: every answer checks.
 mod bench_driver;
+// Issue 34: wide directories in pages on every door; the watcher at the inotify limit.
+mod monorepo;
 // [vcs] stage: the index of a real git repository after writes, renames and rms.
 mod vcs_stage;
 // Real coding agents (Claude Code, Gemini CLI) behind `fsgate acp`, driven by a scripted model.

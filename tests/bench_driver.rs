@@ -30,6 +30,8 @@ fn bench_driver_quick_mode_runs_and_checks_every_fsgate_workload() {
         quick: true,
         command: "test".into(),
         only: Vec::new(),
+        monorepo: None,
+        fd: None,
     };
     let report = runtime().block_on(suite::run(cfg)).expect("suite runs");
     assert!(
@@ -48,6 +50,12 @@ fn bench_driver_quick_mode_runs_and_checks_every_fsgate_workload() {
         "read_big",
         "search_literal",
         "search_regex",
+        "mono_tree",
+        "mono_tree_root",
+        "mono_glob",
+        "mono_grep",
+        "list_50k",
+        "list_200k",
     ];
     for w in timed {
         let f = report
@@ -121,6 +129,8 @@ fn bench_driver_targets_say_what_the_machine_allows() {
         quick: false,
         command: "test".into(),
         only: Vec::new(),
+        monorepo: None,
+        fd: None,
     };
     let mut runs = BTreeMap::new();
     for (w, s, f) in [

@@ -55,10 +55,28 @@ pub struct WsGate {
 impl WsGate {
     /// Starts on a workspace prepared by `setup`, with `policy` (TOML) if given.
     pub fn start(policy: Option<&str>, setup: impl FnOnce(&Path)) -> WsGate {
+        WsGate::start_wrapped(&[], policy, setup)
+    }
+
+    /// [`WsGate::start`], fsgate started by `wrapper` (a command and its arguments that
+    /// end with fsgate's command line, such as `unshare ... sh -c 'exec "$0" "$@"'`).
+    pub fn start_wrapped(
+        wrapper: &[&str],
+        policy: Option<&str>,
+        setup: impl FnOnce(&Path),
+    ) -> WsGate {
         let (ws_dir, root) = canonical_tempdir("fsgate-wsx-");
         let (state_dir, state) = canonical_tempdir("fsgate-wsx-state-");
         setup(&root);
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsgate"));
+        let fsgate = env!("CARGO_BIN_EXE_fsgate");
+        let mut cmd = match wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(fsgate);
+                c
+            }
+            None => Command::new(fsgate),
+        };
         cmd.args([
             "serve",
             "--transport",
@@ -653,7 +671,10 @@ impl WsClient {
 
     fn sort(&mut self, msg: Value) {
         assert_eq!(msg["channel"], "files", "{msg}");
-        if matches!(msg["type"].as_str(), Some("change" | "overflow")) {
+        if matches!(
+            msg["type"].as_str(),
+            Some("change" | "overflow" | "unwatched")
+        ) {
             assert!(msg.get("requestId").is_none(), "{msg}");
             self.events.push(msg);
         } else if let Some(id) = msg.get("requestId") {

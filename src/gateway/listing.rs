@@ -13,7 +13,8 @@ use crate::ops::{Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
 use crate::policy::{Access, EntryFilter, EntryKind, OpClass, PathFacts, Policy};
 use crate::workspace::{
-    ContentGate, Entry, FileKind, Follow, GrepOptions, IncludeGlob, Visit, WsError, json_string_len,
+    ContentGate, Entry, FileKind, Follow, GrepOptions, IncludeGlob, PageSpec, Visit, WsError,
+    json_string_len,
 };
 
 /// The largest answer a listing (ls, tree, glob, grep) is built to, even under a larger
@@ -34,6 +35,10 @@ const MAX_HIT_BYTES: u64 = 4096 + 256 + 64;
 /// What one `ls` entry adds to an answer beyond its name and path: keys, type, size,
 /// modification time, permissions (the WebSocket channel's entries, the largest).
 const ENTRY_FIXED: u64 = 136;
+/// Entries one page of a directory listing holds at most (`ls`, `list_directory`, the
+/// WebSocket `list`): what a listing holds in memory is bounded by this, not by the
+/// directory (see [`crate::workspace::Page`]).
+pub const LIST_PAGE: usize = 10_000;
 /// What one `tree` entry adds beyond its name (keys and type of an indented JSON
 /// object, escaped once more in its text block), and per level of indentation.
 const TREE_ENTRY_FIXED: u64 = 64;
@@ -45,38 +50,46 @@ impl Gateway {
         pol: &Policy,
         ctx: &RequestCtx,
         path: &str,
+        cursor: Option<&str>,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
         let rp = self.parse_path(ctx, path)?;
         facts.path = Some(rp.rel.as_str().to_string());
+        let after = checked_cursor(cursor)?;
         let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
-        let entries = self
-            .workspace
-            .list_dir(&res.real)
-            .map_err(|e| ws_error(e, &rp.shown))?;
         // Entries are shown under the requested (lexical) directory, as asked; each is
         // checked where it really is and where it is shown (once if they are the same).
         let moved = res.real != rp.rel;
-        let real_dir = pol.entry_filter(Access::Ls, &res.real);
+        let real_dir = RefCell::new(pol.entry_filter(Access::Ls, &res.real));
         let shown_dir = moved.then(|| pol.entry_filter(Access::Ls, &rp.rel));
-        let shown: Vec<Entry> = entries
-            .into_iter()
-            .filter(|e| real_dir.allows(&e.path, &e.name, &entry_facts(e)))
-            .filter_map(|mut e| match &shown_dir {
-                Some(f) => {
-                    e.path = rp.rel.join(&e.name);
-                    f.allows(&e.path, &e.name, &entry_facts(&e)).then_some(e)
-                }
-                None => Some(e),
-            })
-            .collect();
-        let (entries, used, truncated) = self.fit_entries(pol, ctx, shown);
+        let shown_path = |e: &Entry| rp.rel.join(&e.name);
+        let mut keep = |e: &Entry| {
+            let facts = entry_facts(e);
+            real_dir.borrow().allows(&e.path, &e.name, &facts)
+                && shown_dir
+                    .as_ref()
+                    .is_none_or(|f| f.allows(&shown_path(e), &e.name, &facts))
+        };
+        let spec = PageSpec {
+            after,
+            max: LIST_PAGE,
+            metadata: true,
+            meta_first: pol.has_size_rules(),
+        };
+        let page = self
+            .workspace
+            .list_page(&res.real, &spec, &mut keep)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        let mut shown = page.entries;
+        if moved {
+            for e in &mut shown {
+                e.path = shown_path(e);
+            }
+        }
+        let (entries, used, cut) = self.fit_entries(pol, ctx, shown);
         // Hold budget for the answer while it is rendered and queued.
         facts.lease = Some(self.budget.lease(used.saturating_mul(RENDER_COPIES)));
-        if truncated {
-            facts.args.insert("truncated".into(), true.into());
-        }
-        Ok(Output::Entries { entries, truncated })
+        Ok(paged(entries, cut || page.more, facts))
     }
 
     /// The leading entries whose answer fits the message room, its estimated size, and
@@ -173,10 +186,16 @@ impl Gateway {
         pol: &Policy,
         ctx: &RequestCtx,
         path: &str,
-        (depth, max_entries): (usize, usize),
+        (depth, max_entries, cursor): (usize, usize, Option<&str>),
         exclude: &[String],
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
+        let after = checked_cursor(cursor)?;
+        if after.is_some() && depth != 1 {
+            return Err(GatewayError::InvalidParams(
+                "a cursor pages one directory's listing, not a tree".into(),
+            ));
+        }
         let excl = tree_exclusions(exclude).map_err(|e| {
             GatewayError::InvalidParams(format!("invalid exclude pattern: {}", e.kind()))
         })?;
@@ -198,14 +217,23 @@ impl Gateway {
             truncated: false,
         };
         let listed = if depth == 1 {
-            // One directory: its entries are taken as listed, not copied from a walk.
-            self.workspace.list_names(&res.real).map(|list| {
-                walk.out.reserve_exact(list.len().min(max_entries));
-                let mut list = list.into_iter();
-                while list
-                    .next()
-                    .is_some_and(|e| walk.take(Cow::Owned(e)) != Visit::Stop)
-                {}
+            // One directory: a page of it, the entries taken as listed.
+            let spec = PageSpec {
+                after,
+                max: max_entries.min(LIST_PAGE),
+                metadata: false,
+                meta_first: false,
+            };
+            let page = self
+                .workspace
+                .list_page(&res.real, &spec, &mut |e| walk.admits(e));
+            page.map(|page| {
+                for e in page.entries {
+                    if walk.take(Cow::Owned(e)) == Visit::Stop {
+                        break;
+                    }
+                }
+                walk.truncated |= page.more;
             })
         } else {
             let mut visit = |e: Cow<'_, Entry>| walk.take(e);
@@ -214,10 +242,17 @@ impl Gateway {
         listed.map_err(|e| ws_error(e, &rp.shown))?;
         let (entries, used, truncated) = (walk.out, walk.used, walk.truncated);
         facts.lease = Some(self.budget.lease(used.saturating_mul(RENDER_COPIES)));
+        if depth == 1 {
+            return Ok(paged(entries, truncated, facts));
+        }
         if truncated {
             facts.args.insert("truncated".into(), true.into());
         }
-        Ok(Output::Entries { entries, truncated })
+        Ok(Output::Entries {
+            entries,
+            truncated,
+            next: None,
+        })
     }
 
     pub(super) fn glob(
@@ -261,9 +296,15 @@ impl Gateway {
         // The answer may fill the whole room: hold that much of the budget for it.
         facts.lease = Some(self.budget.lease(room.0.saturating_mul(RENDER_COPIES)));
         let filters = RefCell::new(DirFilters::new(pol, Access::Glob));
+        let sizes = pol.has_size_rules();
         let (paths, truncated) = self
             .workspace
-            .glob(&glob, &res.real, room, &|e| filters.borrow_mut().allows(e))
+            .glob(
+                &glob,
+                &res.real,
+                room,
+                (&|e| filters.borrow_mut().allows(e), sizes),
+            )
             .map_err(|e| ws_error(e, &rp.shown))?;
         if truncated {
             facts.args.insert("truncated".into(), true.into());
@@ -560,6 +601,30 @@ impl TreeCollect<'_> {
         filter.allows_with(&e.path, &pf)
     }
 
+    /// Whether `take` would keep `e` (shown, not excluded), leaving the room alone.
+    fn admits(&mut self, e: &Entry) -> bool {
+        let below = self.below(e);
+        if !self.excl.is_empty() && self.excl.is_match(below) || !self.shown(e, false) {
+            return false;
+        }
+        if self.real == self.rel {
+            return true;
+        }
+        let mut lexical = e.clone();
+        lexical.path = self.rel.join(below);
+        self.shown(&lexical, true)
+    }
+
+    /// The path of `e` below the walk's start.
+    fn below<'e>(&self, e: &'e Entry) -> &'e str {
+        let skip = if self.real.is_root() {
+            0
+        } else {
+            self.real.as_str().len() + 1
+        };
+        e.path.as_str().get(skip..).unwrap_or_default()
+    }
+
     /// Keeps `e` if it is shown; says whether to enter it.
     fn take(&mut self, e: Cow<'_, Entry>) -> Visit {
         let skip = if self.real.is_root() {
@@ -595,6 +660,31 @@ impl TreeCollect<'_> {
         } else {
             Visit::Skip
         }
+    }
+}
+
+/// A cursor as the request gave it: a name (at most 255 bytes, no `/`), or none.
+fn checked_cursor(cursor: Option<&str>) -> Result<Option<&str>, GatewayError> {
+    match cursor {
+        Some(c) if c.len() > 255 || c.contains(['/', '\0']) => Err(GatewayError::InvalidParams(
+            "cursor must be the nextCursor of a previous page (an entry name)".into(),
+        )),
+        Some("") | None => Ok(None),
+        Some(c) => Ok(Some(c)),
+    }
+}
+
+/// A page of one directory's entries: when there are more, the next page starts after
+/// the last entry shown.
+fn paged(entries: Vec<Entry>, truncated: bool, facts: &mut Facts) -> Output {
+    if truncated {
+        facts.args.insert("truncated".into(), true.into());
+    }
+    let next = entries.last().filter(|_| truncated).map(|e| e.name.clone());
+    Output::Entries {
+        entries,
+        truncated,
+        next,
     }
 }
 

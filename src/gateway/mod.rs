@@ -772,13 +772,17 @@ impl Gateway {
                 old_text,
                 new_text,
             } => self.edit(pol, ctx, path, old_text, new_text, facts),
-            Op::Ls { path } => self.ls(pol, ctx, path, facts),
+            Op::Ls { path, cursor } => self.ls(pol, ctx, path, cursor.as_deref(), facts),
             Op::Tree {
                 path,
                 depth,
                 exclude,
                 max_entries,
-            } => self.tree(pol, ctx, path, (*depth, *max_entries), exclude, facts),
+                cursor,
+            } => {
+                let limits = (*depth, *max_entries, cursor.as_deref());
+                self.tree(pol, ctx, path, limits, exclude, facts)
+            }
             Op::Stat { path } => self.stat(pol, ctx, path, facts),
             Op::Glob { pattern } => self.glob(pol, ctx, pattern, facts),
             Op::Grep {
@@ -1275,9 +1279,12 @@ mod tests {
             depth: 128,
             exclude: exclude.iter().map(|p| p.to_string()).collect(),
             max_entries: max,
+            cursor: None,
         };
         match gw.handle(&ctx(), op).0.unwrap() {
-            Output::Entries { entries, truncated } => (
+            Output::Entries {
+                entries, truncated, ..
+            } => (
                 entries
                     .iter()
                     .map(|e| e.path.as_str().to_string())

@@ -41,6 +41,14 @@ struct PathParams {
     path: String,
 }
 
+/// `_fsgate/ls`: a directory, and where its page starts (a previous `nextCursor`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LsParams {
+    path: String,
+    cursor: Option<String>,
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ReadParams {
@@ -138,9 +146,13 @@ pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
                 new_text: p.new_text,
             }
         }
-        "_fsgate/ls" => Op::Ls {
-            path: parse::<PathParams>(method, params)?.path,
-        },
+        "_fsgate/ls" => {
+            let p: LsParams = parse(method, params)?;
+            Op::Ls {
+                path: p.path,
+                cursor: p.cursor,
+            }
+        }
         "_fsgate/stat" => Op::Stat {
             path: parse::<PathParams>(method, params)?.path,
         },

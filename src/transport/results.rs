@@ -14,7 +14,11 @@ pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
             json!({ "content": content, "encoding": encoding.as_str() })
         }
         Output::Unit => Value::Null,
-        Output::Entries { entries, truncated } => {
+        Output::Entries {
+            entries,
+            truncated,
+            next,
+        } => {
             let list: Vec<Value> = entries
                 .into_iter()
                 .map(|e| {
@@ -32,7 +36,7 @@ pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
                     v
                 })
                 .collect();
-            with_truncated(json!({ "entries": list }), truncated)
+            with_next(with_truncated(json!({ "entries": list }), truncated), next)
         }
         Output::Stat { path, info } => json!({ "stat": {
             "path": gw.show_path(style, &path),
@@ -66,6 +70,15 @@ pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
 pub fn with_truncated(mut v: Value, truncated: bool) -> Value {
     if truncated && let Some(m) = v.as_object_mut() {
         m.insert("truncated".into(), Value::Bool(true));
+    }
+    v
+}
+
+/// Adds `"nextCursor"` to a page of a listing that more entries follow: the request
+/// that names it as `cursor` gets the next page.
+pub fn with_next(mut v: Value, next: Option<String>) -> Value {
+    if let (Some(c), Some(m)) = (next, v.as_object_mut()) {
+        m.insert("nextCursor".into(), Value::String(c));
     }
     v
 }

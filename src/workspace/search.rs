@@ -115,12 +115,12 @@ impl Workspace {
         glob: &GlobMatcher,
         base: &RelPath,
         (max_answer_bytes, item_extra): (u64, u64),
-        visible: &dyn Fn(&Entry) -> bool,
+        (visible, metadata): (&dyn Fn(&Entry) -> bool, bool),
     ) -> Result<(Vec<RelPath>, bool), WsError> {
         let mut out = Vec::new();
         let mut used = 0u64;
         let mut truncated = false;
-        let r = self.walk(base, &mut |e| {
+        let mut visit = |e: &Entry| {
             if !visible(e) {
                 return Visit::Skip;
             }
@@ -133,7 +133,14 @@ impl Workspace {
                 out.push(e.path.clone());
             }
             Visit::Descend
-        });
+        };
+        // Without metadata (`statx` of every entry was most of a large glob's time)
+        // unless `visible` needs sizes.
+        let r = if metadata {
+            self.walk(base, &mut visit)
+        } else {
+            self.walk_light(base, &mut visit)
+        };
         match r {
             // Cut at the depth limit: say so, as for the answer's size.
             Ok(walked) => Ok((out, truncated || walked.truncated())),

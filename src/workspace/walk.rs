@@ -127,12 +127,12 @@ impl Visitor for Keeping<'_> {
 
 /// Bytes of `linux_dirent64` records one `getdents64` may fill: a 1,000-entry
 /// directory of short names (about 40 KiB) in one call, where a growing buffer took eight.
-const DIRENT_BUF: usize = 64 * 1024;
+pub(super) const DIRENT_BUF: usize = 64 * 1024;
 
 thread_local! {
     /// The buffer a thread reads directories into, kept between listings (no fresh
     /// pages, no growth per call). A listing never starts another on its own thread.
-    static DIRENTS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    pub(super) static DIRENTS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsError> {
@@ -201,14 +201,14 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
 
 /// What a directory entry's type says it is (symlinks not followed; a type the file
 /// system does not give is `Other`, as before).
-fn kind_of(ft: rustix::fs::FileType) -> FileKind {
+pub(super) fn kind_of(ft: rustix::fs::FileType) -> FileKind {
     use rustix::fs::FileType as T;
     FileKind::from_predicates(ft == T::RegularFile, ft == T::Directory, ft == T::Symlink)
 }
 
 /// The metadata an entry carries: one `statx` on the directory's descriptor, not
 /// following symlinks. None if it cannot be read (an error when `Strict`).
-fn entry_meta(dir: &Dir, name: &CStr, mode: Mode) -> Result<Option<Statx>, WsError> {
+pub(super) fn entry_meta(dir: &Dir, name: &CStr, mode: Mode) -> Result<Option<Statx>, WsError> {
     match statx(
         dir,
         name,
@@ -221,7 +221,7 @@ fn entry_meta(dir: &Dir, name: &CStr, mode: Mode) -> Result<Option<Statx>, WsErr
     }
 }
 
-fn entry_from(base: &RelPath, name: &str, kind: FileKind, meta: Option<Statx>) -> Entry {
+pub(super) fn entry_from(base: &RelPath, name: &str, kind: FileKind, meta: Option<Statx>) -> Entry {
     let has_mtime = |m: &&Statx| m.stx_mask & StatxFlags::MTIME.bits() != 0;
     Entry {
         path: base.join(name),
@@ -256,7 +256,7 @@ fn system_time(sec: i64, nsec: u32) -> Option<SystemTime> {
 /// share long prefixes (`entry-00001.txt`), so the sort moves small keys: each name's
 /// first 16 bytes as a big-endian number (zero-padded: names hold no NUL byte, so a
 /// shorter name still sorts first), the whole names compared only on a tie.
-fn sort_by_name(entries: &mut [Entry]) {
+pub(super) fn sort_by_name(entries: &mut [Entry]) {
     let prefix = |name: &str| {
         let mut b = [0u8; 16];
         let n = name.len().min(16);
@@ -393,6 +393,17 @@ impl Workspace {
     ) -> Result<Walked, WsError> {
         let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
         walk_dir(dir, start, MAX_DEPTH, Mode::Lenient, &mut Plain(visit))
+    }
+
+    /// Like [`Workspace::walk`], but reads no metadata (entries carry names and kinds
+    /// only).
+    pub fn walk_light(
+        &self,
+        start: &RelPath,
+        visit: &mut dyn FnMut(&Entry) -> Visit,
+    ) -> Result<Walked, WsError> {
+        let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
+        walk_dir(dir, start, MAX_DEPTH, Mode::LenientNames, &mut Plain(visit))
     }
 
     /// Like [`Workspace::list_dir`], but reads no metadata (names and kinds only).

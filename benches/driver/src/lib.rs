@@ -2,6 +2,8 @@
 //! fsgate's doors and the reference MCP filesystem server, in one run.
 
 pub mod client;
+pub mod mono;
+pub mod mono_work;
 pub mod report;
 pub mod server;
 pub mod suite;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use fsgate_bench::mono::Mono;
 use fsgate_bench::suite::{self, Config};
 
 #[derive(Parser)]
@@ -53,10 +54,59 @@ enum Cmd {
         /// fdatasync figure is measured with `read_seq`.
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
+        /// A monorepo made by `gen-monorepo` with its default counts and seed, for the
+        /// `mono_*` workloads; without it they run on a small one the driver generates.
+        #[arg(long)]
+        monorepo: Option<PathBuf>,
+        /// `fd`, for the monorepo comparison (`fd` or `fdfind`).
+        #[arg(long)]
+        fd: Option<PathBuf>,
+    },
+    /// Generates the monorepo (deterministic from the seed) under OUT, which must not
+    /// exist; prints its counts.
+    GenMonorepo {
+        /// Where to create it (under /tmp, not in a repository).
+        #[arg(long)]
+        out: PathBuf,
+        /// Files, secret files included.
+        #[arg(long, default_value_t = Mono::FULL.files)]
+        files: usize,
+        /// Directories, the top-level packages included.
+        #[arg(long, default_value_t = Mono::FULL.dirs)]
+        dirs: usize,
+        /// Top-level packages.
+        #[arg(long, default_value_t = Mono::FULL.packages)]
+        packages: usize,
+        #[arg(long, default_value_t = Mono::FULL.seed)]
+        seed: u64,
+        /// Threads writing files.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
     },
 }
 
 fn main() -> ExitCode {
+    let cmd = Cli::parse().cmd;
+    if let Cmd::GenMonorepo {
+        out,
+        files,
+        dirs,
+        packages,
+        seed,
+        threads,
+    } = cmd
+    {
+        return gen_monorepo(
+            &out,
+            Mono {
+                files,
+                dirs,
+                packages,
+                seed,
+            },
+            threads,
+        );
+    }
     let Cmd::Suite {
         fsgate,
         reference,
@@ -68,7 +118,12 @@ fn main() -> ExitCode {
         json,
         markdown,
         only,
-    } = Cli::parse().cmd;
+        monorepo,
+        fd,
+    } = cmd
+    else {
+        return ExitCode::from(2);
+    };
     let cfg = Config {
         fsgate,
         reference: reference.map(|js| (node, js)),
@@ -78,6 +133,8 @@ fn main() -> ExitCode {
         quick,
         command: std::env::args().collect::<Vec<_>>().join(" "),
         only,
+        monorepo,
+        fd,
     };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -116,5 +173,27 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+fn gen_monorepo(out: &std::path::Path, m: Mono, threads: usize) -> ExitCode {
+    let t0 = std::time::Instant::now();
+    match m.build(out, threads) {
+        Ok(()) => {
+            println!(
+                "{}: {} files ({} secret) in {} directories, seed {}, {:.1} s",
+                out.display(),
+                m.files,
+                m.secrets().len(),
+                m.dir_count(),
+                m.seed,
+                t0.elapsed().as_secs_f64()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("fsgate-bench: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -287,7 +287,7 @@ fn order(runs: BTreeMap<(String, String), Vec<Figures>>) -> Vec<((String, String
     let mut v: Vec<_> = runs.into_iter().collect();
     v.sort_by_key(|((w, s), _)| {
         let i = ORDER.iter().position(|o| o == w).unwrap_or(ORDER.len());
-        (i, s != "mcpfs", s.clone())
+        (i, w.clone(), s != "mcpfs", s.clone())
     });
     v
 }
@@ -410,7 +410,60 @@ fn targets(r: &Report) -> Vec<Target> {
         last.met = None;
     }
     add_limits(r, &mut t);
+    mono_targets(r, &mut t);
     t
+}
+
+/// Issue 34's monorepo and wide-directory rows: time against `fd` / `rg` on the same
+/// tree, peak RSS, and memory independent of a directory's size.
+fn mono_targets(r: &Report, t: &mut Vec<Target>) {
+    let p50 = |w: &str, s: &str| r.get(w, s).and_then(|f| f.p50_ms);
+    let rss = |w: &str| r.get(w, "fsgate").and_then(|f| f.rss_mib);
+    let row = |name: String, v: Option<f64>, goal: f64, unit: &str, limit: Option<String>| Target {
+        name,
+        measured: v.map_or("-".into(), |x| format!("{x:.2}{unit}")),
+        goal: format!("<= {goal:.2}{unit}"),
+        met: v.map(|x| x <= goal),
+        limit,
+    };
+    for (w, tool) in [
+        ("mono_tree", "fd"),
+        ("mono_glob", "fd"),
+        ("mono_grep", "rg"),
+    ] {
+        let ratio = match (p50(w, "fsgate"), p50(w, tool)) {
+            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+            _ => None,
+        };
+        let cores = format!("{tool} walks on all {} cores", r.nproc);
+        t.push(row(
+            format!("{w} time / {tool}'s"),
+            ratio,
+            1.5,
+            "x",
+            Some(cores),
+        ));
+        t.push(row(format!("{w} peak RSS"), rss(w), 128.0, " MiB", None));
+    }
+    t.push(row(
+        "mono_tree_root peak RSS".into(),
+        rss("mono_tree_root"),
+        128.0,
+        " MiB",
+        None,
+    ));
+    // Four times the entries: the peak may not follow them (a page is bounded).
+    let growth = match (rss("list_50k"), rss("list_200k")) {
+        (Some(a), Some(b)) if a > 0.0 => Some(b / a),
+        _ => None,
+    };
+    t.push(row(
+        "list_200k / list_50k peak RSS".into(),
+        growth,
+        1.1,
+        "x",
+        None,
+    ));
 }
 
 /// Fills [`Target::limit`] where this machine, measured in the same run, bounds the

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::Error;
+use crate::mono::{self, Mono};
+use crate::mono_work::{self, Expect};
 use crate::report::{Figures, Report};
 use crate::server::{self, Door, Server, Spec};
 use crate::tree::{self, Sizes};
@@ -34,6 +36,11 @@ pub struct Config {
     pub command: String,
     /// Only these workloads (by name); empty: every workload.
     pub only: Vec<String>,
+    /// A monorepo made by `gen-monorepo` with [`Mono::FULL`]'s counts, for the `mono_*`
+    /// workloads; `None`: a small one is generated under `work`.
+    pub monorepo: Option<PathBuf>,
+    /// `fd`, for the monorepo comparison.
+    pub fd: Option<PathBuf>,
 }
 
 /// Requests per workload.
@@ -105,6 +112,7 @@ const BATCH: &str = "fsgate fsync=batch";
 const ACP: &str = "fsgate acp";
 const WS: &str = "fsgate ws";
 const RG: &str = "rg";
+const FD: &str = "fd";
 
 /// The workloads in order, each with the servers it runs on.
 fn jobs(cfg: &Config) -> Vec<(&'static str, Vec<&'static str>)> {
@@ -122,6 +130,14 @@ fn jobs(cfg: &Config) -> Vec<(&'static str, Vec<&'static str>)> {
     } else {
         vec![FSGATE]
     };
+    let with = |tool: &'static str, have: bool| {
+        let mut v = vec![FSGATE];
+        if have {
+            v.push(tool);
+        }
+        v
+    };
+    let (fd, rg) = (cfg.fd.is_some(), cfg.rg.is_some());
     let all = vec![
         ("startup", both(&[])),
         ("idle_rss", both(&[])),
@@ -139,6 +155,12 @@ fn jobs(cfg: &Config) -> Vec<(&'static str, Vec<&'static str>)> {
         ("acp_read_pipe", vec![ACP]),
         ("ws_read_seq", vec![WS]),
         ("ws_read_pipe", vec![WS]),
+        ("mono_tree", with(FD, fd)),
+        ("mono_tree_root", vec![FSGATE]),
+        ("mono_glob", with(FD, fd)),
+        ("mono_grep", with(RG, rg)),
+        ("list_50k", vec![FSGATE]),
+        ("list_200k", vec![FSGATE]),
     ];
     all.into_iter()
         .filter(|(w, _)| cfg.only.is_empty() || cfg.only.iter().any(|o| o == w))
@@ -153,6 +175,67 @@ struct Suite {
     /// Server label -> its workspace root (canonical).
     roots: BTreeMap<&'static str, PathBuf>,
     batch_policy: PathBuf,
+    /// The monorepo, and what it holds (when a `mono_*` workload runs).
+    mono: Option<(PathBuf, Expect)>,
+    /// The root holding the wide directories, and their entry counts.
+    wide: Option<(PathBuf, [usize; 2])>,
+}
+
+/// Calls per repetition of each `mono_*` and `list_*` workload.
+fn mono_calls(quick: bool) -> usize {
+    if quick { 1 } else { 3 }
+}
+
+/// The monorepo the run uses: the one given (made with [`Mono::FULL`]), or one made
+/// under `work` (small in quick mode).
+fn prepare_mono(cfg: &Config) -> Result<(PathBuf, Expect), Error> {
+    let m = if cfg.quick {
+        Mono {
+            files: 2_000,
+            dirs: 100,
+            packages: 4,
+            seed: 7,
+        }
+    } else {
+        Mono::FULL
+    };
+    let root = match &cfg.monorepo {
+        Some(r) => r.clone(),
+        None => {
+            let r = cfg.work.join("mono").join("ws");
+            if r.exists() {
+                std::fs::remove_dir_all(&r).map_err(|e| Error::io(&r, e))?;
+            }
+            eprintln!("fsgate-bench: generating the monorepo in {}", r.display());
+            m.build(&r, 2)?;
+            r
+        }
+    };
+    let root = root.canonicalize().map_err(|e| Error::io(&root, e))?;
+    Ok((root, Expect::of(&m)))
+}
+
+/// The wide directories `w0` and `w1` (50,000 and 200,000 entries; fewer in quick mode).
+fn prepare_wide(cfg: &Config) -> Result<(PathBuf, [usize; 2]), Error> {
+    let counts = if cfg.quick {
+        [3_000, 12_000]
+    } else {
+        [50_000, 200_000]
+    };
+    let root = cfg.work.join("wide").join("ws");
+    for (i, n) in counts.iter().enumerate() {
+        let d = root.join(format!("w{i}"));
+        let complete =
+            d.join(mono::wide_name(n - 1)).exists() && !d.join(mono::wide_name(*n)).exists();
+        if !complete {
+            if d.exists() {
+                std::fs::remove_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+            }
+            mono::build_wide(&d, *n)?;
+        }
+    }
+    let root = root.canonicalize().map_err(|e| Error::io(&root, e))?;
+    Ok((root, counts))
 }
 
 /// Runs the suite; the report holds every figure, failure and target.
@@ -189,12 +272,17 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
     let batch_policy = work.join("policy-batch.toml");
     let text = format!("{DEFAULT_POLICY}\n[audit]\nfsync = \"batch\"\n");
     std::fs::write(&batch_policy, text).map_err(|e| Error::io(&batch_policy, e))?;
+    let wants = |prefix: &str| jobs(&cfg).iter().any(|(w, _)| w.starts_with(prefix));
+    let mono = wants("mono_").then(|| prepare_mono(&cfg)).transpose()?;
+    let wide = wants("list_").then(|| prepare_wide(&cfg)).transpose()?;
     let suite = Suite {
         cfg: cfg.clone(),
         sz,
         n,
         roots,
         batch_policy,
+        mono,
+        wide,
     };
     let mut runs: BTreeMap<(String, String), Vec<Figures>> = BTreeMap::new();
     let mut failures = Vec::new();
@@ -273,6 +361,12 @@ impl Suite {
 
     /// Runs workload `w` on server `label` once (a fresh server process).
     async fn job(&self, w: &str, label: &str, rep: usize) -> Result<Figures, Error> {
+        if w.starts_with("mono_") || w.starts_with("list_") {
+            return self
+                .big_job(w, label, rep)
+                .await
+                .map(|r| Figures::from_run(&r));
+        }
         if label == RG {
             let root = self.roots.get(RG).ok_or(Error::Setup("no tree".into()))?;
             let rg = self.cfg.rg.as_ref().ok_or(Error::Setup("no rg".into()))?;
@@ -323,6 +417,55 @@ impl Suite {
             "search_regex" => workloads::search(srv, cx, n.search, false).await,
             _ => Err(Error::Setup(format!("no workload {w}"))),
         }
+    }
+
+    /// A monorepo or wide-directory workload: `fd` / `rg` run by the driver, or fsgate
+    /// started on that tree.
+    async fn big_job(&self, w: &str, label: &str, rep: usize) -> Result<Run, Error> {
+        let n = mono_calls(self.cfg.quick);
+        let tool =
+            |t: &Option<PathBuf>| t.clone().ok_or_else(|| Error::Setup(format!("no {label}")));
+        if w.starts_with("list_") {
+            let (root, counts) = self
+                .wide
+                .as_ref()
+                .ok_or(Error::Setup("no wide tree".into()))?;
+            let (dir, count) = if w == "list_50k" {
+                ("w0", counts[0])
+            } else {
+                ("w1", counts[1])
+            };
+            let srv = self.start_on(root, w, rep).await?;
+            let res = mono_work::list_pages(&srv, root, dir, count, n).await;
+            srv.stop().await;
+            return res;
+        }
+        let (root, ex) = self
+            .mono
+            .as_ref()
+            .ok_or(Error::Setup("no monorepo".into()))?;
+        match (w, label) {
+            ("mono_tree", FD) => return mono_work::fd_tree(&tool(&self.cfg.fd)?, root, ex, n),
+            ("mono_glob", FD) => return mono_work::fd_glob(&tool(&self.cfg.fd)?, root, ex, n),
+            ("mono_grep", RG) => return mono_work::rg_grep(&tool(&self.cfg.rg)?, root, ex, n),
+            _ => {}
+        }
+        let srv = self.start_on(root, w, rep).await?;
+        let res = match w {
+            "mono_tree" => mono_work::tree(&srv, root, ex, n).await,
+            "mono_tree_root" => mono_work::tree_root(&srv, root, n).await,
+            "mono_glob" => mono_work::glob(&srv, root, ex, n).await,
+            "mono_grep" => mono_work::grep(&srv, root, ex, n).await,
+            _ => Err(Error::Setup(format!("no workload {w}"))),
+        };
+        srv.stop().await;
+        res
+    }
+
+    /// fsgate (MCP, default policy) on `root`.
+    async fn start_on(&self, root: &Path, w: &str, rep: usize) -> Result<Server, Error> {
+        let spec = self.spec(FSGATE)?;
+        server::start(&spec, root, &self.state_dir(FSGATE, w, rep)).await
     }
 
     /// `startup`: spawn to `initialize` answer, a fresh process each time.

@@ -20,6 +20,17 @@ pub(super) struct PathArgs {
     pub path: String,
 }
 
+/// `ls` / `list_directory`: a directory, one page at a time.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ListArgs {
+    /// Directory to list: absolute inside the workspace root, or relative to it.
+    pub path: String,
+    /// Where to continue a long listing: the cursor the previous page ended with (at
+    /// most 10,000 entries a page). Omit for the first page.
+    pub cursor: Option<String>,
+}
+
 /// `read_text_file` / `read_file`: the contract's line window or the reference server's
 /// head/tail.
 #[derive(Debug, Deserialize, JsonSchema)]

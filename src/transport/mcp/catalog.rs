@@ -8,8 +8,9 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::json;
 
 use super::args::{
-    EditArgs, GlobArgs, GrepArgs, ListSizesArgs, MkdirArgs, MoveArgs, MultiReadArgs, NoArgs,
-    PathArgs, ReadTextArgs, RenameArgs, RmArgs, SearchFilesArgs, TreeArgs, WriteArgs, input_schema,
+    EditArgs, GlobArgs, GrepArgs, ListArgs, ListSizesArgs, MkdirArgs, MoveArgs, MultiReadArgs,
+    NoArgs, PathArgs, ReadTextArgs, RenameArgs, RmArgs, SearchFilesArgs, TreeArgs, WriteArgs,
+    input_schema,
 };
 use super::describe::describe;
 use crate::policy::{BinaryMode, OpClass, Policy};
@@ -182,11 +183,10 @@ impl Catalog {
                     ToolId::ReadTextFile | ToolId::ReadFile => input_schema::<ReadTextArgs>(),
                     ToolId::WriteTextFile | ToolId::WriteFile => input_schema::<WriteArgs>(),
                     ToolId::EditFile => input_schema::<EditArgs>(),
-                    ToolId::Ls
-                    | ToolId::Stat
+                    ToolId::Ls | ToolId::ListDirectory => input_schema::<ListArgs>(),
+                    ToolId::Stat
                     | ToolId::ReadMediaFile
                     | ToolId::CreateDirectory
-                    | ToolId::ListDirectory
                     | ToolId::GetFileInfo => input_schema::<PathArgs>(),
                     ToolId::Glob => input_schema::<GlobArgs>(),
                     ToolId::Grep => input_schema::<GrepArgs>(),

@@ -59,7 +59,9 @@ pub(super) fn describe(t: ToolId, pol: &Policy, root: &str) -> String {
         ),
         ToolId::Ls => format!(
             "List a directory. Returns JSON {{\"entries\": [{{name, path, type, size, modified}}]}} sorted by \
-             name; type is file, directory, symlink or other (symlinks are not followed). {paths} {hidden}"
+             name; type is file, directory, symlink or other (symlinks are not followed). At most 10,000 \
+             entries per call: when more follow, the answer also has \"nextCursor\"; pass it as `cursor` for \
+             the next page. {paths} {hidden}"
         ),
         ToolId::Glob => format!(
             "Find files and directories whose path matches a glob, e.g. `src/**/*.rs` or `**/test_*.py`. The \
@@ -105,8 +107,9 @@ pub(super) fn describe(t: ToolId, pol: &Policy, root: &str) -> String {
              {paths} {hidden}"
         ),
         ToolId::ListDirectory => format!(
-            "List a directory, one entry per line: `[DIR] name` or `[FILE] name`, sorted by name. \
-             {paths} {hidden}"
+            "List a directory, one entry per line: `[DIR] name` or `[FILE] name`, sorted by name. At \
+             most 10,000 entries per call: when more follow, the last line says which `cursor` to pass \
+             for the next page. {paths} {hidden}"
         ),
         ToolId::ListDirectoryWithSizes => format!(
             "List a directory with file sizes: `[DIR] name` / `[FILE] name  size` lines, sorted by \

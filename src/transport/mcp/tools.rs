@@ -5,7 +5,9 @@ use rmcp::model::{CallToolResult, JsonObject};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::args::{GlobArgs, GrepArgs, MkdirArgs, PathArgs, RenameArgs, RmArgs, WriteArgs};
+use super::args::{
+    GlobArgs, GrepArgs, ListArgs, MkdirArgs, PathArgs, RenameArgs, RmArgs, WriteArgs,
+};
 use super::catalog::ToolId;
 use super::compat;
 use super::leases;
@@ -139,8 +141,8 @@ fn run(
         }
         ToolId::EditFile => compat::edit(gw, ctx, parse(tool, args)?)?,
         ToolId::Ls => {
-            let PathArgs { path } = parse(tool, args)?;
-            render::output(gw, handle(Op::Ls { path })?)
+            let ListArgs { path, cursor } = parse(tool, args)?;
+            render::output(gw, handle(Op::Ls { path, cursor })?)
         }
         ToolId::Glob => {
             let GlobArgs { pattern } = parse(tool, args)?;

@@ -129,11 +129,14 @@ pub struct Conn {
     pub held: Option<Arc<OwnedSemaphorePermit>>,
 }
 
+/// The watcher's notices from now on, and what it left unwatched (said first).
+pub type Notices = (broadcast::Receiver<Arc<Notice>>, Option<Arc<Notice>>);
+
 /// Serves one upgraded connection until the client closes it.
 pub async fn run(
     ws: WebSocketStream<TcpStream>,
     conn: Conn,
-    notices: Option<broadcast::Receiver<Arc<Notice>>>,
+    notices: Option<Notices>,
     subscription: Option<RelPath>,
 ) {
     let stall = Stall::new(ws.get_ref(), conn.limits.write_stall);
@@ -143,7 +146,12 @@ pub async fn run(
     let mailbox = Mailbox::default();
     let writer = tokio::spawn(write_all(sink, out_rx, mailbox.clone(), stall));
     let (sub_tx, sub_rx) = watch::channel(subscription);
-    let events = notices.map(|n| tokio::spawn(forward_notices(n, sub_rx, mailbox)));
+    let events = notices.map(|(n, gap)| {
+        if let Some(Notice::Unwatched(u)) = gap.as_deref() {
+            mailbox.push(protocol::unwatched_event(u).to_string());
+        }
+        tokio::spawn(forward_notices(n, sub_rx, mailbox))
+    });
     let sh = shared(conn, &out);
     let _close_asks = CloseAsks(sh.asks.clone());
     let door = Arc::new(Batch {
@@ -781,6 +789,7 @@ async fn forward_notices(
                     }
                 }
                 Notice::Overflow => out.lost(None),
+                Notice::Unwatched(u) => out.push(protocol::unwatched_event(u).to_string()),
             },
             Err(broadcast::error::RecvError::Lagged(n)) => {
                 tracing::warn!(dropped = n, "a slow connection lost change events");

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
@@ -29,6 +30,38 @@ fn mask() -> WatchMask {
         | WatchMask::DELETE_SELF
         | WatchMask::MOVE_SELF
         | WatchMask::ONLYDIR
+}
+
+/// The kernel's bound on inotify watches that applies to this process: the sysctl's
+/// name and its value. Read once, before Landlock (see [`read_watch_limit`]).
+static WATCH_LIMIT: OnceLock<(&'static str, Option<u64>)> = OnceLock::new();
+
+/// Reads the watch limit now (at start, while /proc is still readable): the smaller of
+/// `fs.inotify.max_user_watches` and, inside a user namespace, its own
+/// `user.max_inotify_watches`.
+pub(super) fn read_watch_limit() {
+    WATCH_LIMIT.get_or_init(|| {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+        };
+        let fs = read("/proc/sys/fs/inotify/max_user_watches");
+        let user = read("/proc/sys/user/max_inotify_watches");
+        match (fs, user) {
+            (Some(f), Some(u)) if u < f => ("user.max_inotify_watches", Some(u)),
+            (f, _) => ("fs.inotify.max_user_watches", f),
+        }
+    });
+}
+
+/// The watch limit: its sysctl's name, and its value if it could be read.
+pub(super) fn watch_limit() -> (&'static str, Option<u64>) {
+    read_watch_limit();
+    WATCH_LIMIT
+        .get()
+        .copied()
+        .unwrap_or(("fs.inotify.max_user_watches", None))
 }
 
 /// What one wait saw.

@@ -79,6 +79,8 @@ pub fn bind(listen: &str) -> io::Result<TcpListener> {
         })?
     };
     listener.set_nonblocking(true)?;
+    // Read now: once the process is confined, /proc/sys may be out of reach.
+    inotify::read_watch_limit();
     Ok(listener)
 }
 
@@ -177,7 +179,7 @@ pub async fn serve_with_token(
             limits: limits.clone(),
             ticket: doors.pending.admit(),
             doors: Arc::clone(&doors),
-            notices: watcher.as_ref().map(|w| w.subscribe()),
+            notices: watcher.as_ref().map(|w| (w.subscribe(), w.gap())),
             session: session_id(n),
             peer,
             pool: pool.clone(),
@@ -329,7 +331,7 @@ struct Accepted {
     doors: Arc<Doors>,
     /// Its place among the pending upgrades, until the upgrade ends.
     ticket: pending::Ticket,
-    notices: Option<tokio::sync::broadcast::Receiver<Arc<watch::Notice>>>,
+    notices: Option<conn::Notices>,
     session: String,
     peer: SocketAddr,
     /// The server's runtime, whose blocking pool runs slow requests and records.

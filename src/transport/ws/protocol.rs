@@ -212,6 +212,7 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
             }
             Op::Ls {
                 path: f.string("path")?.unwrap_or_else(|| "/".into()),
+                cursor: f.string("cursor")?,
             }
         }
         "read" => {
@@ -409,7 +410,11 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
         }
         Output::Text(content) => json!({"content": content, "encoding": Encoding::Utf8.as_str()}),
         Output::Unit => json!({}),
-        Output::Entries { entries, truncated } => {
+        Output::Entries {
+            entries,
+            truncated,
+            next,
+        } => {
             let list: Vec<Value> = entries
                 .into_iter()
                 .map(|e| {
@@ -423,7 +428,8 @@ pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
                     })
                 })
                 .collect();
-            crate::transport::results::with_truncated(json!({"entries": list}), truncated)
+            let v = crate::transport::results::with_truncated(json!({"entries": list}), truncated);
+            crate::transport::results::with_next(v, next)
         }
         Output::Stat { path, info } => json!({
             "name": path.file_name().unwrap_or_default(),
@@ -502,6 +508,26 @@ pub fn overflow_event(dropped: Option<u64>) -> Value {
     })
 }
 
+/// Pushed at connection (and again when it grows) when the kernel's inotify watch limit
+/// left directories unwatched: changes in them are not reported.
+pub fn unwatched_event(u: &super::watch::Unwatched) -> Value {
+    let paths: Vec<String> = u
+        .first
+        .iter()
+        .map(crate::path::RelPath::to_rooted)
+        .collect();
+    json!({
+        "channel": CHANNEL,
+        "type": "unwatched",
+        "limit": u.limit,
+        "limitValue": u.limit_value,
+        "watched": u.watched,
+        "unwatched": u.count,
+        "paths": paths,
+        "message": u.message(),
+    })
+}
+
 impl ChangeKind {
     /// The wire name.
     pub fn as_str(self) -> &'static str {
@@ -561,7 +587,7 @@ mod tests {
         let echoed = serde_json::to_string(&h.request_id).unwrap_or_default();
         assert_eq!(serde_json::from_str::<Value>(&echoed).ok(), h.request_id);
         assert_eq!(h.request_id, Some(json!(7.7777777e30)));
-        assert!(matches!(o, Op::Ls { path } if path == "/"));
+        assert!(matches!(o, Op::Ls { path, cursor: None } if path == "/"));
         let (_, o, b) = op(
             r#"{"channel":"files","type":"read","requestId":"a","path":"/x","encoding":"base64"}"#,
         );

@@ -16,14 +16,14 @@
 use std::collections::HashSet;
 use std::io::{PipeReader, PipeWriter};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, oneshot};
 
 use super::changes::{Change, ChangeKind, Coalescer};
-use super::inotify::{Kernel, Seen, Woke};
+use super::inotify::{Kernel, Seen, Woke, watch_limit};
 use crate::gateway::Gateway;
 use crate::path::RelPath;
 use crate::policy::{Access, EntryKind, PathFacts, Policy};
@@ -39,6 +39,42 @@ pub enum Notice {
     Change(Change),
     /// Events were lost (the kernel queue overflowed): clients should re-list.
     Overflow,
+    /// Directories are not watched: the kernel's inotify watch limit was reached.
+    Unwatched(Unwatched),
+}
+
+/// Directories left unwatched because the kernel refused more inotify watches
+/// (`ENOSPC`): changes in them are not reported. Not retried.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unwatched {
+    /// The sysctl that bounds the watches (`fs.inotify.max_user_watches`).
+    pub limit: &'static str,
+    /// Its value, when it could be read.
+    pub limit_value: Option<u64>,
+    /// Directories watched.
+    pub watched: usize,
+    /// Directories not watched.
+    pub count: usize,
+    /// The first of them the policy lets clients see (at most [`MAX_NAMED`]).
+    pub first: Vec<RelPath>,
+}
+
+/// Unwatched directories named in a notice, at most.
+pub const MAX_NAMED: usize = 8;
+
+impl Unwatched {
+    /// One line for people: the limit, and what is not watched.
+    pub fn message(&self) -> String {
+        let value = self
+            .limit_value
+            .map_or_else(String::new, |v| format!(" = {v}"));
+        format!(
+            "the kernel's inotify watch limit is reached ({}{value}): {} of {} directories are not watched, and changes in them are not reported; raise the limit or add [ws] ignore entries",
+            self.limit,
+            self.count,
+            self.count + self.watched
+        )
+    }
 }
 
 /// The running watcher; dropping it stops the thread.
@@ -49,6 +85,8 @@ pub struct Watcher {
     notices: broadcast::Sender<Arc<Notice>>,
     /// The watcher thread.
     thread: Option<JoinHandle<()>>,
+    /// What is not watched (the limit reached), for connections that start later.
+    gap: Arc<Mutex<Option<Arc<Notice>>>>,
 }
 
 impl Watcher {
@@ -63,6 +101,7 @@ impl Watcher {
         let (stop_rx, stop) = std::io::pipe()?;
         let kernel = Kernel::new()?;
         let (notices, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let gap = Arc::new(Mutex::new(None));
         let mut state = State {
             root: gw.workspace().root_path().to_path_buf(),
             gw,
@@ -71,7 +110,9 @@ impl Watcher {
             watched: HashSet::new(),
             co: Coalescer::new(debounce),
             out: notices.clone(),
-            warned_limit: false,
+            unwatched: Unwatched::default(),
+            published: 0,
+            gap: Arc::clone(&gap),
         };
         let (ready_tx, ready_rx) = oneshot::channel();
         let thread = std::thread::Builder::new()
@@ -85,6 +126,7 @@ impl Watcher {
             stop: Some(stop),
             notices,
             thread: Some(thread),
+            gap,
         };
         Ok((watcher, ready_rx))
     }
@@ -92,6 +134,12 @@ impl Watcher {
     /// A receiver of every notice from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Notice>> {
         self.notices.subscribe()
+    }
+
+    /// The notice of what is not watched, if the watch limit was reached: a new
+    /// connection gets it first.
+    pub fn gap(&self) -> Option<Arc<Notice>> {
+        self.gap.lock().ok().and_then(|g| g.clone())
     }
 }
 
@@ -124,8 +172,12 @@ struct State {
     watched: HashSet<RelPath>,
     co: Coalescer,
     out: broadcast::Sender<Arc<Notice>>,
-    /// The inotify watch limit was hit and logged.
-    warned_limit: bool,
+    /// Directories the watch limit left unwatched.
+    unwatched: Unwatched,
+    /// `unwatched.count` when it was last published.
+    published: usize,
+    /// The last published notice of it, for new connections.
+    gap: Arc<Mutex<Option<Arc<Notice>>>>,
 }
 
 impl State {
@@ -167,18 +219,47 @@ impl State {
         }
     }
 
-    fn on_error(&mut self, e: &std::io::Error) {
-        // ENOSPC from inotify_add_watch: fs.inotify.max_user_watches is reached.
-        if e.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
-            if !self.warned_limit {
-                self.warned_limit = true;
-                tracing::warn!(
-                    "inotify watch limit reached: changes in some directories will not be reported (raise fs.inotify.max_user_watches or add [ws] ignore entries)"
-                );
-            }
-        } else {
+    fn on_error(&mut self, dir: &RelPath, e: &std::io::Error) {
+        // ENOSPC from inotify_add_watch: the watch limit is reached.
+        if e.raw_os_error() != Some(rustix::io::Errno::NOSPC.raw_os_error()) {
             tracing::debug!("watcher: {e}");
+            return;
         }
+        let u = &mut self.unwatched;
+        if u.count == 0 {
+            (u.limit, u.limit_value) = watch_limit();
+        }
+        u.count += 1;
+        let change = Change {
+            kind: ChangeKind::Create,
+            path: dir.clone(),
+            is_dir: true,
+        };
+        if u.first.len() < MAX_NAMED && reportable(&self.gw.policy(), &change, None) {
+            u.first.push(dir.clone());
+        }
+    }
+
+    /// Says what is not watched, if more is than was last said: in the log, and to
+    /// every connection (now, and to those that connect later).
+    fn publish_unwatched(&mut self) {
+        if self.unwatched.count <= self.published {
+            return;
+        }
+        self.published = self.unwatched.count;
+        self.unwatched.watched = self.watched.len();
+        let u = self.unwatched.clone();
+        let first: Vec<String> = u
+            .first
+            .iter()
+            .map(|p| crate::text::escape_for_humans(&p.to_rooted()).into_owned())
+            .collect();
+        tracing::warn!("{}; the first: {}", u.message(), first.join(", "));
+        let notice = Arc::new(Notice::Unwatched(u));
+        if let Ok(mut g) = self.gap.lock() {
+            *g = Some(Arc::clone(&notice));
+        }
+        let _ = self.out.send(notice);
     }
 
     /// The workspace path of an absolute event path, unless it is ignored.
@@ -279,6 +360,7 @@ impl State {
                 }
             }
         }
+        self.publish_unwatched();
     }
 
     fn watch(&mut self, dir: &RelPath) {
@@ -287,7 +369,7 @@ impl State {
             Ok(()) => {
                 self.watched.insert(dir.clone());
             }
-            Err(e) => self.on_error(&e),
+            Err(e) => self.on_error(dir, &e),
         }
     }
 

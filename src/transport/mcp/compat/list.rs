@@ -4,11 +4,11 @@
 use globset::GlobSet;
 use rmcp::model::CallToolResult;
 
-use super::{TRUNCATED_LINE, args_error, handle, list, names, unexpected};
+use super::{TRUNCATED_LINE, args_error, handle, list, more_line, names, unexpected};
 use crate::gateway::Gateway;
 use crate::ops::{Op, Output, PathStyle, RequestCtx};
 use crate::path::RelPath;
-use crate::transport::mcp::args::{ListSizesArgs, PathArgs, SearchFilesArgs, SortBy, TreeArgs};
+use crate::transport::mcp::args::{ListArgs, ListSizesArgs, SearchFilesArgs, SortBy, TreeArgs};
 use crate::transport::mcp::catalog::MAX_TREE_ENTRIES;
 use crate::transport::mcp::render::{ToolError, text};
 use crate::workspace::{Entry, FileKind};
@@ -24,13 +24,15 @@ fn tag(e: &Entry) -> &'static str {
     }
 }
 
-/// `list_directory`: `[DIR] name` / `[FILE] name` lines, from names and kinds only.
+/// `list_directory`: `[DIR] name` / `[FILE] name` lines, from names and kinds only; a
+/// page at a time, ending with how to ask for the next when more follow.
 pub(in crate::transport::mcp) fn list_directory(
     gw: &Gateway,
     ctx: &RequestCtx,
-    a: PathArgs,
+    a: ListArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let (entries, truncated) = names(gw, ctx, &a.path, 1, Vec::new(), usize::MAX)?;
+    let (entries, truncated, next) =
+        names(gw, ctx, &a.path, (1, a.cursor), Vec::new(), usize::MAX)?;
     let mut out = String::with_capacity(entries.iter().map(|e| e.name.len() + 8).sum());
     for e in &entries {
         if !out.is_empty() {
@@ -44,7 +46,10 @@ pub(in crate::transport::mcp) fn list_directory(
         if !entries.is_empty() {
             out.push('\n');
         }
-        out.push_str(TRUNCATED_LINE);
+        match next {
+            Some(c) => out.push_str(&more_line("list_directory", &c)),
+            None => out.push_str(TRUNCATED_LINE),
+        }
     }
     Ok(text(out))
 }
@@ -77,7 +82,7 @@ pub(in crate::transport::mcp) fn list_with_sizes(
     ctx: &RequestCtx,
     a: ListSizesArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let (mut entries, truncated) = list(gw, ctx, &a.path)?;
+    let (mut entries, truncated, _) = list(gw, ctx, &a.path, None)?;
     if a.sort_by.unwrap_or_default() == SortBy::Size {
         entries.sort_by(|x, y| {
             y.size
@@ -164,7 +169,8 @@ pub(in crate::transport::mcp) fn tree(
 ) -> Result<CallToolResult, ToolError> {
     let exclude = a.exclude_patterns.unwrap_or_default();
     exclusions("directory_tree", Some(&exclude))?;
-    let (entries, truncated) = names(gw, ctx, &a.path, MAX_TREE_DEPTH, exclude, MAX_TREE_ENTRIES)?;
+    let depth = (MAX_TREE_DEPTH, None);
+    let (entries, truncated, _) = names(gw, ctx, &a.path, depth, exclude, MAX_TREE_ENTRIES)?;
     let limit = |reason: String, rule: &'static str| ToolError::Limit {
         reason,
         rule,

@@ -53,38 +53,62 @@ fn read_whole(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<String, Tool
 /// at the message limit: the text says so, as the `truncated` flag does elsewhere.
 const TRUNCATED_LINE: &str = "[TRUNCATED] the list stopped at the message limit (limits.max_message_bytes); narrow the request";
 
+/// The line a paged listing ends with when more entries follow: how to ask for them.
+fn more_line(tool: &str, cursor: &str) -> String {
+    let quoted = serde_json::to_string(cursor).unwrap_or_default();
+    format!(
+        "[MORE] more entries follow; call {tool} again with \"cursor\": {quoted} for the next page"
+    )
+}
+
 /// Names and kinds beneath `path` (no metadata), `depth` levels down, depth-first in
-/// name order, and whether the list was cut (at `max_entries` or the message limit).
+/// name order, whether the list was cut (at `max_entries`, a page's end or the message
+/// limit), and where the next page starts (one directory, `depth` 1, only).
 fn names(
     gw: &Gateway,
     ctx: &RequestCtx,
     path: &str,
-    depth: usize,
+    (depth, cursor): (usize, Option<String>),
     exclude: Vec<String>,
     max_entries: usize,
-) -> Result<(Vec<Entry>, bool), ToolError> {
+) -> Result<Listed, ToolError> {
     let op = Op::Tree {
         path: path.to_string(),
         depth,
         exclude,
         max_entries,
+        cursor,
     };
     match handle(gw, ctx, op)? {
-        Output::Entries { entries, truncated } => Ok((entries, truncated)),
+        Output::Entries {
+            entries,
+            truncated,
+            next,
+        } => Ok((entries, truncated, next)),
         _ => Err(unexpected("tree")),
     }
 }
 
-/// A directory's entries, and whether the list was cut at the message limit.
-fn list(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<(Vec<Entry>, bool), ToolError> {
-    match handle(
-        gw,
-        ctx,
-        Op::Ls {
-            path: path.to_string(),
-        },
-    )? {
-        Output::Entries { entries, truncated } => Ok((entries, truncated)),
+/// Entries, whether the list was cut, and where its next page starts.
+type Listed = (Vec<Entry>, bool, Option<String>);
+
+/// A page of a directory's entries, whether it was cut, and where the next page starts.
+fn list(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    path: &str,
+    cursor: Option<String>,
+) -> Result<Listed, ToolError> {
+    let op = Op::Ls {
+        path: path.to_string(),
+        cursor,
+    };
+    match handle(gw, ctx, op)? {
+        Output::Entries {
+            entries,
+            truncated,
+            next,
+        } => Ok((entries, truncated, next)),
         _ => Err(unexpected("ls")),
     }
 }
