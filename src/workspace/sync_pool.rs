@@ -129,6 +129,10 @@ pub fn start<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Pen
         done: Condvar::new(),
     });
     let mut pool = lock(&POOL);
+    if pool.queue.len() >= MAX_HELPERS {
+        // Every helper is behind already: the waiter will run it sooner than they would.
+        return Pending(slot);
+    }
     pool.queue.push_back(slot.clone() as Arc<dyn Runnable>);
     if pool.idle > 0 {
         WORK.notify_one();
