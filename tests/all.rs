@@ -131,6 +131,8 @@ mod crash_gateway;
 mod undo;
 // Write-ahead records: a failing audit log refuses changes; kill -9 at each syscall of a change, then restart reconciles it.
 mod writeahead;
+// A write's syncs, in the order strace saw them, each before what depends on it.
+mod durable_order;
 // Bounded memory and answers: a client that stops reading, truncated listings, reads over the message limit.
 mod bounded;
 // What an agent chooses is recorded and echoed bounded: 2 MiB fields on the ACP, MCP and WebSocket doors.

@@ -44,6 +44,8 @@ fn bench_driver_quick_mode_runs_and_checks_every_fsgate_workload() {
         "read_pipe",
         "write_new",
         "overwrite",
+        "write_new_serial",
+        "overwrite_serial",
         "stat",
         "list",
         "tree",
@@ -115,6 +117,7 @@ fn figures(ops: f64, cpu: f64, driver: f64) -> Vec<Figures> {
         cpu_us_per_op: Some(cpu),
         rss_mib: Some(16.0),
         driver_cpu_us_per_op: Some(driver),
+        syncs_per_op: None,
     }]
 }
 
@@ -156,7 +159,8 @@ fn bench_driver_targets_say_what_the_machine_allows() {
         tree_file_bytes: 1,
         big_bytes: 1,
     };
-    let report = Report::new(&cfg, [probe, probe], runs, Vec::new(), &sizes);
+    let chain = fsgate_bench::suite::ChainProbe::default();
+    let report = Report::new(&cfg, ([probe, probe], chain), runs, Vec::new(), &sizes);
     let limit = |prefix: &str| {
         let row = report.targets.iter().find(|t| t.name.starts_with(prefix));
         row.and_then(|t| t.limit.clone()).unwrap_or_default()

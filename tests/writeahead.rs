@@ -262,6 +262,8 @@ fn check_after_crash(s: &Scene, op: &str, what: &str) {
         let found = r["details"]["found"].as_str().unwrap_or_default();
         let a = s.content("a.txt");
         let expect = match (op, found) {
+            ("write-new", "applied") => s.content("n.txt").as_deref() == Some(&b"new"[..]),
+            ("write-new", "not-applied") => s.content("n.txt").is_none(),
             ("write", "applied") | ("edit", "applied") => a.as_deref() == Some(&b"new"[..]),
             ("write", "not-applied") | ("edit", "not-applied") => a.as_deref() == Some(&b"old"[..]),
             ("mkdir", "applied") => s.root.join("made").is_dir(),
@@ -282,6 +284,7 @@ fn check_after_crash(s: &Scene, op: &str, what: &str) {
     }
     // Whatever the disk shows, a record announced it.
     let changed = match op {
+        "write-new" => s.content("n.txt").is_some(),
         "write" | "edit" => s.content("a.txt").as_deref() != Some(&b"old"[..]),
         "mkdir" => s.root.join("made").exists(),
         "rm" => !s.root.join("dir/b.txt").exists(),
@@ -298,6 +301,10 @@ fn check_after_crash(s: &Scene, op: &str, what: &str) {
 fn request(s: &Scene, op: &str) -> Value {
     let p = |rel: &str| s.root.join(rel).to_string_lossy().into_owned();
     let (method, params) = match op {
+        "write-new" => (
+            "fs/write_text_file",
+            json!({"path": p("n.txt"), "content": "new"}),
+        ),
         "write" => (
             "fs/write_text_file",
             json!({"path": p("a.txt"), "content": "new"}),
@@ -323,9 +330,12 @@ fn request(s: &Scene, op: &str) -> Value {
 
 #[test]
 fn kill_9_at_every_syscall_of_a_change_then_restart_reconciles_it() {
+    // `-f`: the syncs a write runs beside its request (content, backup file, backup
+    // directory) are killed at too, on whichever thread runs them.
     let sweeps: &[(&str, &[&str])] = &[
-        ("write", &["renameat", "fdatasync", "fsync"]),
-        ("edit", &["renameat", "fdatasync"]),
+        ("write", &["renameat", "linkat", "fdatasync", "fsync"]),
+        ("write-new", &["linkat", "fdatasync", "fsync"]),
+        ("edit", &["renameat", "fdatasync", "fsync"]),
         ("mkdir", &["mkdirat", "fdatasync"]),
         ("rm", &["unlinkat", "fdatasync"]),
         ("rename", &["renameat", "fdatasync"]),

@@ -49,6 +49,7 @@ pub use config::{BackupSettings, OnLimit};
 pub use restore::{RestoreReport, restore};
 pub use retention::{PruneReason, PruneReport, PrunedVersion};
 pub use store::BackupStore;
+pub(crate) use store::Saving;
 
 /// One saved version of a workspace file.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

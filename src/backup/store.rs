@@ -20,6 +20,7 @@ use super::packed;
 use super::quota::Quota;
 use super::sparse::{self, Caps, Copied, CopyError, NoClone, Sizes, copy_sized};
 use super::{BackupError, BackupRef, BackupSettings};
+use crate::workspace::sync_pool;
 
 /// How many timestamps `save` tries before giving up on a name clash.
 const MAX_NAME_ATTEMPTS: u32 = 64;
@@ -220,8 +221,9 @@ impl BackupStore {
                 sha256,
             })
         };
-        self.save_with(rel_path, now, false, &mut fill)
-            .map(|(r, _)| r)
+        let (saved, _, unsynced) = self.save_with(rel_path, now, false, &mut fill)?;
+        unsynced.sync_now()?;
+        Ok(saved)
     }
 
     /// Saves the current content of the opened workspace file `file` (path `rel_path`)
@@ -242,6 +244,26 @@ impl BackupStore {
         (size, blocks, dev): (u64, u64, u64),
     ) -> Result<BackupRef, BackupError> {
         self.save_file_sized(rel_path, file, Sizes::of(size, blocks, dev))
+    }
+
+    /// [`save_opened`](Self::save_opened) whose two syncs (the version's file and its
+    /// shard directory) run beside the caller (see `workspace::sync_pool`): the version
+    /// is written and named when this returns, and durable once [`Saving::wait`] has
+    /// returned Ok. The caller changes nothing before that.
+    pub(crate) fn save_opened_beside(
+        &self,
+        rel_path: &str,
+        file: &impl AsFd,
+        (size, blocks, dev): (u64, u64, u64),
+    ) -> Result<Saving<'_>, BackupError> {
+        let st = Sizes::of(size, blocks, dev);
+        let (saved, unsynced) = self.save_unsynced(rel_path, file, st)?;
+        Ok(Saving {
+            store: self,
+            rel_path: rel_path.to_owned(),
+            saved,
+            syncs: unsynced.sync_beside(),
+        })
     }
 
     /// Refuses a backup whose fstat already passes `max_file_bytes` or `max_sparse_bytes`.
@@ -272,6 +294,19 @@ impl BackupStore {
         file: &impl AsFd,
         st: Sizes,
     ) -> Result<BackupRef, BackupError> {
+        let (saved, unsynced) = self.save_unsynced(rel_path, file, st)?;
+        unsynced.sync_now()?;
+        self.after_save(rel_path);
+        Ok(saved)
+    }
+
+    /// Writes a version of the opened `file` within the limits, not yet synced.
+    fn save_unsynced(
+        &self,
+        rel_path: &str,
+        file: &impl AsFd,
+        st: Sizes,
+    ) -> Result<(BackupRef, Unsynced), BackupError> {
         layout::validate_rel_path(rel_path)?;
         self.check_limits(rel_path, st)?;
         let (lim, data) = (self.limits, st.data);
@@ -296,32 +331,37 @@ impl BackupStore {
             })
         };
         let saved = self.save_with(rel_path, OffsetDateTime::now_utc(), original, &mut fill);
-        self.settle_room(data, saved.as_ref().ok().map(|(_, stored)| *stored));
-        let (saved, _) = saved?;
+        self.settle_room(data, saved.as_ref().ok().map(|(_, stored, _)| *stored));
+        let (saved, _, unsynced) = saved?;
+        Ok((saved, unsynced))
+    }
+
+    /// What follows a durable save: the file is noted as changed, and only its own
+    /// count grew, so it is kept to `keep_versions` now, without a pass over the whole
+    /// store. The version is saved whatever the pruning does.
+    fn after_save(&self, rel_path: &str) {
         self.note_changed(rel_path);
-        // Only this file's count grew: keep it to `keep_versions` now, without a pass
-        // over the whole store. The version is saved whatever the pruning does.
         match self.prune_path(rel_path) {
             Ok(report) if !report.removed.is_empty() => self.lock_quota().reports.push(report),
             Ok(_) => {}
             Err(e) => tracing::warn!("backup retention of {rel_path}: {e}"),
         }
-        Ok(saved)
     }
 
-    /// Reserves a fresh name for a version of `rel_path` and fills it with `fill`.
+    /// Reserves a fresh name for a version of `rel_path` and fills it with `fill`; the
+    /// version is still to be synced.
     fn save_with(
         &self,
         rel_path: &str,
         now: OffsetDateTime,
         original: bool,
         fill: &mut dyn FnMut(&mut File, &str) -> Result<Copied, BackupError>,
-    ) -> Result<(BackupRef, u64), BackupError> {
+    ) -> Result<(BackupRef, u64, Unsynced), BackupError> {
         layout::validate_rel_path(rel_path)?;
         let dir_name = layout::dir_name(rel_path);
         let shard = layout::shard(rel_path);
         let dir = self.open_shard(&shard)?;
-        let (ts, data) = self.reserve(&dir, &shard, &dir_name, now)?;
+        let (ts, mut data) = self.reserve(&dir, &shard, &dir_name, now)?;
         let new = NewVersion {
             dir: &dir,
             shard: &shard,
@@ -330,7 +370,14 @@ impl BackupStore {
             ts,
             original,
         };
-        self.finish_save(&new, data, fill)
+        let (saved, stored, name) = self.finish_save(&new, &mut data, fill)?;
+        let unsynced = Unsynced {
+            data,
+            dir,
+            name,
+            shard,
+        };
+        Ok((saved, stored, unsynced))
     }
 
     /// Creates (if needed) and opens a shard directory. Its entry in `versions/` is
@@ -419,26 +466,25 @@ impl BackupStore {
         })
     }
 
-    /// Writes the content, then its record as the trailer, and syncs the file and its
-    /// directory: two syncs, after which the version is durable. Returns it with the
-    /// bytes of data it stores.
+    /// Writes the content, then its record as the trailer: once the file and its
+    /// directory are synced ([`Unsynced`]), the version is durable. Returns it with the
+    /// bytes of data it stores and its file's name; on failure the file is removed.
     fn finish_save(
         &self,
         new: &NewVersion<'_>,
-        mut data: File,
+        data: &mut File,
         fill: &mut dyn FnMut(&mut File, &str) -> Result<Copied, BackupError>,
-    ) -> Result<(BackupRef, u64), BackupError> {
+    ) -> Result<(BackupRef, u64, String), BackupError> {
         let stem = layout::compact_ts(new.ts);
         let name = layout::packed_name(new.dir_name, &stem);
         let target = format!("{}/{name}", new.shard);
-        let discard = |data: File| {
-            drop(data);
+        let discard = || {
             let _ = new.dir.remove_file(&name);
         };
-        let copied = match fill(&mut data, &target) {
+        let copied = match fill(data, &target) {
             Ok(c) => c,
             Err(e) => {
-                discard(data);
+                discard();
                 return Err(e);
             }
         };
@@ -453,15 +499,10 @@ impl BackupStore {
         };
         // The file holds exactly the content (created empty; a copy or clone writes
         // nothing past the length it reports), so the trailer ends it: no truncate.
-        // fdatasync: a new file's length and blocks are what it needs to be read back.
-        let committed =
-            packed::write_record(&data, copied.size, &meta).and_then(|_| data.sync_data());
-        if let Err(e) = committed {
-            discard(data);
+        if let Err(e) = packed::write_record(&*data, copied.size, &meta) {
+            discard();
             return Err(BackupError::io("write", target)(e));
         }
-        drop(data);
-        sync_dir(new.dir).map_err(BackupError::io("sync", new.shard))?;
         let version = Version {
             dir: new.dir_name.to_owned(),
             stem,
@@ -471,8 +512,8 @@ impl BackupStore {
                 shard: new.shard.to_owned(),
             },
         };
-        tracing::debug!(backup = %version.to_ref().id, size = copied.size, "backup saved");
-        Ok((version.to_ref(), copied.stored))
+        tracing::debug!(backup = %version.to_ref().id, size = copied.size, "backup written");
+        Ok((version.to_ref(), copied.stored, name))
     }
 
     /// A timestamp after both `now` and every timestamp this store handed out before.
@@ -508,6 +549,101 @@ impl BackupStore {
         let mut versions = self.scan(&wanted)?;
         versions.sort_by(|a, b| a.meta.path.cmp(&b.meta.path).then(a.at.cmp(&b.at)));
         Ok(versions.iter().map(Version::to_ref).collect())
+    }
+}
+
+/// A version written and named, not yet synced: durable once its file and its shard
+/// directory are (two syncs, which may run at once: until both have, the change that
+/// needs the version waits, and a crash before leaves a file with no complete trailer,
+/// which the sweep removes).
+pub(crate) struct Unsynced {
+    data: File,
+    dir: Dir,
+    name: String,
+    shard: String,
+}
+
+impl Unsynced {
+    /// Syncs the file, then its directory, on this thread; a file whose sync failed is
+    /// removed.
+    fn sync_now(self) -> Result<(), BackupError> {
+        // fdatasync: a new file's length and blocks are what it needs to be read back.
+        if let Err(e) = self.data.sync_data() {
+            let target = self.target();
+            drop(self.data);
+            let _ = self.dir.remove_file(&self.name);
+            return Err(BackupError::io("write", target)(e));
+        }
+        // Closed (its flock released) once complete.
+        drop(self.data);
+        sync_dir(&self.dir).map_err(BackupError::io("sync", self.shard))
+    }
+
+    /// Starts both syncs beside the caller.
+    fn sync_beside(self) -> SyncingVersion {
+        let target = self.target();
+        let Unsynced {
+            data, dir, name, ..
+        } = self;
+        let data = sync_pool::start(move || data.sync_data());
+        let dir = sync_pool::start(move || {
+            let synced = sync_dir(&dir);
+            (dir, synced)
+        });
+        SyncingVersion {
+            data,
+            dir,
+            name,
+            target,
+        }
+    }
+
+    fn target(&self) -> String {
+        format!("{}/{}", self.shard, self.name)
+    }
+}
+
+/// The two syncs of a version, running beside the caller.
+struct SyncingVersion {
+    data: sync_pool::Pending<io::Result<()>>,
+    dir: sync_pool::Pending<(Dir, io::Result<()>)>,
+    name: String,
+    target: String,
+}
+
+impl SyncingVersion {
+    fn wait(self) -> Result<(), BackupError> {
+        let (dir, dir_synced) = self.dir.wait();
+        if let Err(e) = self.data.wait() {
+            let _ = dir.remove_file(&self.name);
+            return Err(BackupError::io("write", self.target)(e));
+        }
+        let shard = self.target.split('/').next().unwrap_or_default().to_owned();
+        dir_synced.map_err(BackupError::io("sync", shard))
+    }
+}
+
+/// A version being made durable beside its caller
+/// ([`BackupStore::save_opened_beside`]).
+pub(crate) struct Saving<'a> {
+    store: &'a BackupStore,
+    rel_path: String,
+    saved: BackupRef,
+    syncs: SyncingVersion,
+}
+
+impl Saving<'_> {
+    /// The version (written and named, maybe not yet durable).
+    pub(crate) fn saved(&self) -> &BackupRef {
+        &self.saved
+    }
+
+    /// Waits until the version is durable; Err: there is no backup (the caller must
+    /// not change the file).
+    pub(crate) fn wait(self) -> Result<BackupRef, BackupError> {
+        self.syncs.wait()?;
+        self.store.after_save(&self.rel_path);
+        Ok(self.saved)
     }
 }
 

@@ -4,11 +4,17 @@
 use serde_json::{Value, json};
 
 use super::{Facts, Gateway, ReqPath, entry_facts, visible, ws_error};
-use crate::backup::{BackupError, BackupStore, OnLimit, PruneReport};
+use crate::backup::{BackupError, BackupStore, OnLimit, PruneReport, Saving};
 use crate::error::GatewayError;
 use crate::path::RelPath;
 use crate::policy::{Access, EntryKind, OpClass, Policy};
 use crate::workspace::{Entry, FileKind, MAX_DEPTH, Resolved, WsError};
+
+/// The fstat sizes a backup's limits and copy use: size, blocks, device.
+fn sizes(meta: &std::fs::Metadata) -> (u64, u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.size(), meta.blocks(), meta.dev())
+}
 
 impl Gateway {
     /// Saves the current content of the regular file at `real` to the backup store
@@ -43,11 +49,68 @@ impl Gateway {
         shown: &str,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
+        let Some((store, file, meta)) = self.backup_open(real, inspected, shown, facts)? else {
+            return Ok(());
+        };
+        let saved = store.save_opened(real.as_str(), &file, sizes(&meta));
+        self.backup_saved(store, real, shown, saved, &meta, facts)
+    }
+
+    /// [`backup`](Self::backup) whose syncs run beside the request: the version is
+    /// written and named (its id and hash in `facts`) when this returns, and the change
+    /// waits for [`backup_durable`](Self::backup_durable) before it touches the file.
+    pub(super) fn backup_beside(
+        &self,
+        real: &RelPath,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<Option<Saving<'_>>, GatewayError> {
+        let Some((store, file, meta)) = self.backup_open(real, None, shown, facts)? else {
+            return Ok(None);
+        };
+        let (saved, saving) = match store.save_opened_beside(real.as_str(), &file, sizes(&meta)) {
+            Ok(s) => (Ok(s.saved().clone()), Some(s)),
+            Err(e) => (Err(e), None),
+        };
+        self.backup_saved(store, real, shown, saved, &meta, facts)?;
+        Ok(saving)
+    }
+
+    /// Waits until a backup started by [`backup_beside`](Self::backup_beside) is durable:
+    /// Err means there is no backup, and nothing may change.
+    pub(super) fn backup_durable(
+        &self,
+        saving: Option<Saving<'_>>,
+        shown: &str,
+    ) -> Result<(), GatewayError> {
+        let Some(saving) = saving else { return Ok(()) };
+        let done = saving.wait();
+        if let Some(store) = self.backups() {
+            for report in store.take_prune_reports() {
+                self.record_prune(&report);
+            }
+        }
+        done.map(|_| ()).map_err(|e| {
+            GatewayError::Internal(format!(
+                "cannot back up the previous content of {shown}, so nothing was changed: {e}"
+            ))
+        })
+    }
+
+    /// The store and the opened regular file at `real` to back up, once nobody is to be
+    /// asked any more; None when there is no store.
+    fn backup_open(
+        &self,
+        real: &RelPath,
+        inspected: Option<&Entry>,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<Option<(&BackupStore, std::fs::File, std::fs::Metadata)>, GatewayError> {
         // Nobody is asked about a change another check refuses: only now, before the
         // first side effect.
         Self::settle_pending(facts)?;
         let Some(store) = self.backups() else {
-            return Ok(());
+            return Ok(None);
         };
         let (file, meta) = self
             .workspace
@@ -59,9 +122,21 @@ impl Gateway {
         {
             return Err(ws_error(WsError::Unseen(e.path.clone()), shown));
         }
-        // The fstat made at the open serves the backup's limits and copy.
-        let sizes = (meta.size(), meta.blocks(), meta.dev());
-        let saved = store.save_opened(real.as_str(), &file, sizes);
+        Ok(Some((store, file, meta)))
+    }
+
+    /// What follows a save (durable or not yet): its id and the hash of what it holds
+    /// in `facts`, or the refusal (or the note of a change without backup) past a limit.
+    fn backup_saved(
+        &self,
+        store: &BackupStore,
+        real: &RelPath,
+        shown: &str,
+        saved: Result<crate::backup::BackupRef, BackupError>,
+        meta: &std::fs::Metadata,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        use std::os::unix::fs::MetadataExt;
         for report in store.take_prune_reports() {
             self.record_prune(&report);
         }

@@ -63,16 +63,21 @@ impl Gateway {
                 .args
                 .insert("madeDirs".into(), (res.missing - 1).into());
         }
-        if res.exists {
-            self.backup(&res.real, &rp.shown, facts)?;
+        // The backup's syncs run beside the intent's (see `workspace::sync_pool`).
+        let saving = if res.exists {
+            let saving = self.backup_beside(&res.real, &rp.shown, facts)?;
             facts.replaced = self.replaced(ctx, &res.real, content.len());
-        }
+            saving
+        } else {
+            None
+        };
         facts.content(content);
         let may = may_replace(res.exists, facts);
         let temp = Self::temp_name(facts)?;
         if res.missing > 1
             && let Some(parent) = res.real.parent()
         {
+            self.backup_durable(saving, &rp.shown)?;
             self.intend(pol, ctx, facts)?;
             self.workspace
                 .create_dirs(&parent)
@@ -81,19 +86,47 @@ impl Gateway {
                 .write_atomic(&res.real, content, &temp, may)
                 .map_err(|e| ws_error(e, &rp.shown))?;
         } else {
-            // The content is staged (written and synced where nothing names it) before
-            // the wait for the intent, which another request's group commit may be
-            // writing meanwhile; it takes its name only once the intent is durable.
-            let queued = self.intend_queued(pol, ctx, facts)?;
-            let staged = (self.workspace).stage_write(&res.real, content, &temp, may);
-            self.intended(queued, facts)?;
-            let staged = staged.map_err(|e| ws_error(e, &rp.shown))?;
-            self.workspace
-                .publish_write(staged, content, &temp)
-                .map_err(|e| ws_error(e, &rp.shown))?;
+            self.write_beside(
+                pol,
+                ctx,
+                (&res.real, &rp.shown),
+                content,
+                &temp,
+                may,
+                saving,
+                facts,
+            )?;
         }
         self.note_changed(&res.real);
         Ok(Output::Unit)
+    }
+
+    /// The syncs a write waits for, at once: its content is written into an unnamed file
+    /// whose sync starts beside the request (as its backup's did), while this thread
+    /// makes the intent durable (leading the log's group commit, or joining another
+    /// request's); the content takes its name only once the intent, the backup and the
+    /// content are all durable. Then its directory is synced (publish).
+    #[allow(clippy::too_many_arguments)]
+    fn write_beside(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        (real, shown): (&RelPath, &str),
+        content: &[u8],
+        temp: &TempName,
+        may: Replace,
+        saving: Option<crate::backup::Saving<'_>>,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let queued = self.intend_queued(pol, ctx, facts)?;
+        let staged = (self.workspace).stage_write(real, content, temp, may);
+        self.intended(queued, facts)?;
+        self.backup_durable(saving, shown)?;
+        let staged = staged.map_err(|e| ws_error(e, shown))?;
+        self.workspace
+            .publish_write(staged, content, temp)
+            .map_err(|e| ws_error(e, shown))?;
+        Ok(())
     }
 
     /// What a write of `new_len` bytes over `real` replaces, read (bounded) only when the
@@ -186,7 +219,7 @@ impl Gateway {
             Self::settle_pending(facts)?;
             self.still_holds(pol, &res.real, text.as_bytes(), &rp.shown)?;
         }
-        self.backup(&res.real, &rp.shown, facts)?;
+        let saving = self.backup_beside(&res.real, &rp.shown, facts)?;
         // The backup read the file again: the edit goes ahead only on the content it was
         // made against (another write may have come between).
         if facts.old_sha256.is_some() && facts.old_sha256 != facts.sha256 {
@@ -197,10 +230,17 @@ impl Gateway {
         facts.content(updated.as_bytes());
         let may = may_replace(true, facts);
         let temp = Self::temp_name(facts)?;
-        self.intend(pol, ctx, facts)?;
-        self.workspace
-            .write_atomic(&res.real, updated.as_bytes(), &temp, may)
-            .map_err(|e| ws_error(e, &rp.shown))?;
+        let target = (&res.real, rp.shown.as_str());
+        self.write_beside(
+            pol,
+            ctx,
+            target,
+            updated.as_bytes(),
+            &temp,
+            may,
+            saving,
+            facts,
+        )?;
         Ok(Output::Unit)
     }
 }

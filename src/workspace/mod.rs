@@ -15,6 +15,7 @@ mod remove;
 mod resolve;
 mod search;
 mod search_pool;
+pub(crate) mod sync_pool;
 mod walk;
 mod write;
 

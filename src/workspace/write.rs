@@ -11,6 +11,7 @@ use cap_std::fs::Dir;
 
 use super::atomic::{self, Staged, TempName};
 use super::open::open_dir;
+use super::sync_pool;
 use super::walk::Entry;
 use super::{Workspace, WsError};
 use crate::path::RelPath;
@@ -97,15 +98,17 @@ impl Workspace {
         temp: &TempName,
         may: Replace,
     ) -> Result<WriteOutcome, WsError> {
-        let staged = self.stage_write(real, content, temp, may)?;
+        let staged = self.stage(real, content, temp, may, false)?;
         self.publish_write(staged, content, temp)
     }
 
     /// The first half of [`write_atomic`](Self::write_atomic): checks the target, and
-    /// where the filesystem has unnamed files, writes and syncs the content into one.
-    /// Nothing in the workspace names it, so this may run before the write's intent is
-    /// durable; [`publish_write`](Self::publish_write) then gives it its name. Where
-    /// the content must be staged under a temporary name, that waits for the publish.
+    /// where the filesystem has unnamed files, writes the content into one and starts its
+    /// sync beside the caller (see [`super::sync_pool`]). Nothing in the workspace names
+    /// it, so this may run before the write's intent is durable;
+    /// [`publish_write`](Self::publish_write) waits for the sync, then gives it its
+    /// name. Where the content must be staged under a temporary name, that waits for the
+    /// publish.
     pub fn stage_write(
         &self,
         real: &RelPath,
@@ -113,13 +116,28 @@ impl Workspace {
         temp: &TempName,
         may: Replace,
     ) -> Result<StagedWrite, WsError> {
+        self.stage(real, content, temp, may, true)
+    }
+
+    fn stage(
+        &self,
+        real: &RelPath,
+        content: &[u8],
+        temp: &TempName,
+        may: Replace,
+        beside: bool,
+    ) -> Result<StagedWrite, WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
         let (found, mode) = check_target(&parent, name)?;
         allowed(may, found)?;
         let replaced = found.is_some();
         let staged = match atomic::stage_unnamed(&parent) {
-            Some(s) => Some(fill(s, content, mode, &parent, temp)?),
+            Some(s) if beside => {
+                let s = fill_unsynced(s, content, mode, &parent, temp)?;
+                Some(Content::Syncing(sync_pool::start(move || sync_staged(s))))
+            }
+            Some(s) => Some(Content::Synced(fill(s, content, mode, &parent, temp)?)),
             None => None,
         };
         Ok(StagedWrite {
@@ -132,8 +150,8 @@ impl Workspace {
         })
     }
 
-    /// The second half of [`write_atomic`](Self::write_atomic): the staged content takes
-    /// the target's name, and the directory is synced.
+    /// The second half of [`write_atomic`](Self::write_atomic): once the staged content
+    /// is durable, it takes the target's name, and the directory is synced.
     pub fn publish_write(
         &self,
         w: StagedWrite,
@@ -154,7 +172,8 @@ impl Workspace {
             _ => WsError::from_io(e),
         };
         let staged = match staged {
-            Some(s) => s,
+            Some(Content::Synced(s)) => s,
+            Some(Content::Syncing(s)) => s.wait().map_err(WsError::from_io)?,
             None => {
                 let s = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
                 fill(s, content, mode, &parent, temp)?
@@ -273,12 +292,20 @@ impl Workspace {
 pub struct StagedWrite {
     parent: Dir,
     name: String,
-    /// The content in an unnamed file, written and synced; None: to be staged under
-    /// the temporary name when published.
-    staged: Option<Staged>,
+    /// The content in an unnamed file; None: to be staged under the temporary name
+    /// when published.
+    staged: Option<Content>,
     mode: u32,
     replaced: bool,
     may: Replace,
+}
+
+/// Content staged in an unnamed file.
+enum Content {
+    /// Written and synced.
+    Synced(Staged),
+    /// Written, its sync running beside the request.
+    Syncing(sync_pool::Pending<std::io::Result<Staged>>),
 }
 
 /// Refuses a replacement `may` does not allow of the file `found` (device, inode) at
@@ -324,6 +351,25 @@ fn check_target(parent: &Dir, name: &str) -> Result<(Option<(u64, u64)>, u32), W
 /// Writes `content` into the staged file, sets its mode and syncs it; on failure the
 /// staged file is discarded.
 fn fill(
+    staged: Staged,
+    content: &[u8],
+    mode: u32,
+    parent: &Dir,
+    temp: &TempName,
+) -> Result<Staged, WsError> {
+    let mut staged = fill_unsynced(staged, content, mode, parent, temp)?;
+    match staged.file().sync_all() {
+        Ok(()) => Ok(staged),
+        Err(e) => {
+            atomic::discard(parent, staged, temp);
+            Err(WsError::from_io(e))
+        }
+    }
+}
+
+/// Writes `content` into the staged file and sets its mode; on failure the staged file
+/// is discarded.
+fn fill_unsynced(
     mut staged: Staged,
     content: &[u8],
     mode: u32,
@@ -331,13 +377,9 @@ fn fill(
     temp: &TempName,
 ) -> Result<Staged, WsError> {
     let f = staged.file();
-    // sync_all, not sync_data: the mode set here is metadata fdatasync need not write,
-    // and on a new inode fdatasync saves nothing (its size changed: the inode is
-    // written either way).
     let done = f
         .write_all(content)
-        .and_then(|()| f.set_permissions(std::fs::Permissions::from_mode(mode)))
-        .and_then(|()| f.sync_all());
+        .and_then(|()| f.set_permissions(std::fs::Permissions::from_mode(mode)));
     match done {
         Ok(()) => Ok(staged),
         Err(e) => {
@@ -345,6 +387,13 @@ fn fill(
             Err(WsError::from_io(e))
         }
     }
+}
+
+/// Syncs an unnamed staged file (nothing to discard if it fails: nothing names it).
+// sync_all, not sync_data: the mode set is metadata fdatasync need not write, and on a
+// new inode fdatasync saves nothing (its size changed: the inode is written either way).
+fn sync_staged(mut staged: Staged) -> std::io::Result<Staged> {
+    staged.file().sync_all().map(|()| staged)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::suite::{Config, SyncProbe};
+use crate::suite::{ChainProbe, Config, SyncProbe};
 use crate::tree::Sizes;
 use crate::workloads::Run;
 
@@ -24,6 +24,9 @@ pub struct Figures {
     pub rss_mib: Option<f64>,
     /// The driver's own CPU per request, µs (it shares the cores with the server).
     pub driver_cpu_us_per_op: Option<f64>,
+    /// The server's `fsync` + `fdatasync` calls per request (write workloads, where
+    /// `perf` may count them).
+    pub syncs_per_op: Option<f64>,
 }
 
 fn pct(sorted: &[f64], p: f64) -> Option<f64> {
@@ -53,6 +56,7 @@ impl Figures {
             cpu_us_per_op: r.cpu_s.filter(|_| n > 0.0).map(|c| c * 1e6 / n),
             rss_mib: r.hwm_kib.map(|k| k as f64 / 1024.0),
             driver_cpu_us_per_op: r.driver_cpu_s.filter(|_| n > 0.0).map(|c| c * 1e6 / n),
+            syncs_per_op: r.syncs.filter(|_| n > 0.0).map(|c| c as f64 / n),
         }
     }
 
@@ -73,12 +77,13 @@ impl Figures {
     /// One line for the progress log.
     pub fn brief(&self) -> String {
         format!(
-            "{} ops/s, p50 {} ms, p99 {} ms, cpu {} us/op, rss {} MiB",
+            "{} ops/s, p50 {} ms, p99 {} ms, cpu {} us/op, rss {} MiB, syncs {}/op",
             num(self.ops_per_s, 0),
             num(self.p50_ms, 3),
             num(self.p99_ms, 3),
             num(self.cpu_us_per_op, 1),
-            num(self.rss_mib, 1)
+            num(self.rss_mib, 1),
+            num(self.syncs_per_op, 2)
         )
     }
 
@@ -91,6 +96,7 @@ impl Figures {
             cpu_us_per_op: m(|f| f.cpu_us_per_op),
             rss_mib: m(|f| f.rss_mib),
             driver_cpu_us_per_op: m(|f| f.driver_cpu_us_per_op),
+            syncs_per_op: m(|f| f.syncs_per_op),
         }
     }
 }
@@ -141,6 +147,8 @@ pub struct Report {
     pub fdatasync_record_mean_us: f64,
     /// CPU of one 400-byte append + fdatasync (the probing thread's), µs.
     pub fdatasync_record_cpu_us: f64,
+    /// The p50 of a durable write's other syncs (content, backup, directory), µs.
+    pub chain: ChainProbe,
     /// The tree's sizes.
     pub sizes: Sizes,
     /// (workload, server) -> medians.
@@ -155,7 +163,7 @@ impl Report {
     /// Medians and targets of the runs.
     pub fn new(
         cfg: &Config,
-        syncs: [SyncProbe; 2],
+        (syncs, chain): ([SyncProbe; 2], ChainProbe),
         runs: BTreeMap<(String, String), Vec<Figures>>,
         failures: Vec<String>,
         sz: &Sizes,
@@ -175,6 +183,7 @@ impl Report {
             fdatasync_record_p50_us: syncs[1].p50_us,
             fdatasync_record_mean_us: syncs[1].mean_us,
             fdatasync_record_cpu_us: syncs[1].cpu_us,
+            chain,
             sizes: sz.clone(),
             figures,
             failures,
@@ -221,19 +230,20 @@ impl Report {
         let _ = writeln!(s, "Command: `{}`\n", self.command);
         let _ = writeln!(
             s,
-            "| workload | server | ops/s | p50 ms | p99 ms | server CPU us/op | peak RSS MiB | driver CPU us/op |"
+            "| workload | server | ops/s | p50 ms | p99 ms | server CPU us/op | peak RSS MiB | driver CPU us/op | syncs/op |"
         );
-        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
         for (w, srv, f) in &self.figures {
             let _ = writeln!(
                 s,
-                "| {w} | {srv} | {} | {} | {} | {} | {} | {} |",
+                "| {w} | {srv} | {} | {} | {} | {} | {} | {} | {} |",
                 num(f.ops_per_s, 0),
                 num(f.p50_ms, 3),
                 num(f.p99_ms, 3),
                 num(f.cpu_us_per_op, 1),
                 num(f.rss_mib, 1),
-                num(f.driver_cpu_us_per_op, 1)
+                num(f.driver_cpu_us_per_op, 1),
+                num(f.syncs_per_op, 2)
             );
         }
         let _ = writeln!(
@@ -266,13 +276,15 @@ impl Report {
 
 /// Runs in the suite's workload order, not alphabetical.
 fn order(runs: BTreeMap<(String, String), Vec<Figures>>) -> Vec<((String, String), Vec<Figures>)> {
-    const ORDER: [&str; 16] = [
+    const ORDER: [&str; 18] = [
         "startup",
         "idle_rss",
         "read_seq",
         "read_pipe",
         "write_new",
         "overwrite",
+        "write_new_serial",
+        "overwrite_serial",
         "stat",
         "list",
         "tree",
@@ -333,7 +345,6 @@ fn targets(r: &Report) -> Vec<Target> {
         "x",
     );
     for (w, goal) in [
-        ("write_new", 5.0),
         ("overwrite", 2.0),
         ("stat", 3.0),
         ("list", 2.0),
@@ -379,6 +390,14 @@ fn targets(r: &Report) -> Vec<Target> {
         });
     };
     let fsync_ms = r.fdatasync_p50_us / 1e3;
+    for (w, goal) in [("write_new_serial", 3.0), ("overwrite_serial", 4.0)] {
+        at_most(
+            &format!("{w} p50 / fdatasync p50"),
+            ratio(p50(w, "fsgate"), Some(fsync_ms)),
+            goal,
+            "x",
+        );
+    }
     at_most(
         "read_seq p50 (fdatasync p50 + 0.06 ms)",
         p50("read_seq", "fsgate"),
@@ -500,6 +519,35 @@ fn add_limits(r: &Report, t: &mut [Target]) {
         }),
     );
     set("read_pipe ops/s", pipe_limit(r));
+    set("write_new_serial p50", chain_limit(r, false));
+    set("overwrite_serial p50", chain_limit(r, true));
+}
+
+/// The dependent syncs a durable write waits for, whatever the server: the content
+/// (with a backup's file and directory, for an overwrite) and the intent record at
+/// once, then the directory entry, then the outcome record.
+fn chain_limit(r: &Report, backup: bool) -> Option<String> {
+    let c = r.chain;
+    let (rec, sync) = (r.fdatasync_record_p50_us, r.fdatasync_p50_us);
+    if c.content_us <= 0.0 || rec <= 0.0 || sync <= 0.0 {
+        return None;
+    }
+    let mut first = c.content_us.max(rec);
+    if backup {
+        first = first.max(c.new_file_us).max(c.dir_us);
+    }
+    let floor = first + c.dir_us + rec;
+    Some(format!(
+        "3 syncs one after another: {} and the intent at once ({first:.0} us), the directory ({:.0} us), the outcome record ({rec:.0} us): at least {:.3} ms = {:.2}x",
+        if backup {
+            "content, backup file and backup directory"
+        } else {
+            "content"
+        },
+        c.dir_us,
+        floor / 1e3,
+        floor / sync
+    ))
 }
 
 /// What 8x on `read_pipe` asks of the server's CPU, given the driver's own.

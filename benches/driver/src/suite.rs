@@ -50,6 +50,7 @@ pub struct Counts {
     read_seq: usize,
     read_pipe: usize,
     write: usize,
+    write_serial: usize,
     stat: usize,
     list: usize,
     tree: usize,
@@ -73,6 +74,7 @@ fn plan(quick: bool) -> (Sizes, Counts) {
             read_seq: 20,
             read_pipe: 64,
             write: 40,
+            write_serial: 20,
             stat: 20,
             list: 3,
             tree: 2,
@@ -95,6 +97,7 @@ fn plan(quick: bool) -> (Sizes, Counts) {
         read_seq: 4000,
         read_pipe: 20_000,
         write: 2000,
+        write_serial: 1000,
         stat: 4000,
         list: 200,
         tree: 10,
@@ -145,6 +148,8 @@ fn jobs(cfg: &Config) -> Vec<(&'static str, Vec<&'static str>)> {
         ("read_pipe", both(&[])),
         ("write_new", both(&[])),
         ("overwrite", both(&[])),
+        ("write_new_serial", both(&[])),
+        ("overwrite_serial", both(&[])),
         ("stat", both(&[])),
         ("list", both(&[])),
         ("tree", both(&[])),
@@ -286,14 +291,21 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
     };
     let mut runs: BTreeMap<(String, String), Vec<Figures>> = BTreeMap::new();
     let mut failures = Vec::new();
-    let (mut fdatasync, mut small_sync) = (Vec::new(), Vec::new());
+    let (mut fdatasync, mut small_sync, mut chain) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..cfg.reps.max(1) {
+        let mut probed = false;
         for (w, mut servers) in jobs(&cfg) {
-            if w == "read_seq" {
-                // The disk's sync cost at the moment reads are measured.
-                let count = if cfg.quick { 50 } else { 1000 };
+            let serial = w.ends_with("_serial");
+            let count = if cfg.quick { 50 } else { 1000 };
+            if w == "read_seq" || (serial && !probed) {
+                // The disk's sync cost at the moment reads (or one-at-a-time writes) are
+                // measured.
                 fdatasync.push(probe_fdatasync(work, count, 4096)?);
                 small_sync.push(probe_fdatasync(work, count, RECORD_BYTES)?);
+                probed = true;
+            }
+            if w == "write_new_serial" {
+                chain.push(probe_chain(work, count / 5)?);
             }
             if rep % 2 == 1 {
                 servers.reverse();
@@ -318,7 +330,8 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
         SyncProbe::medians(&fdatasync),
         SyncProbe::medians(&small_sync),
     ];
-    Ok(Report::new(&cfg, syncs, runs, failures, &suite.sz))
+    let chain = ChainProbe::medians(&chain);
+    Ok(Report::new(&cfg, (syncs, chain), runs, failures, &suite.sz))
 }
 
 impl Suite {
@@ -404,8 +417,10 @@ impl Suite {
             return workloads::read_small(srv, cx, count, k).await;
         }
         match w {
-            "write_new" => workloads::write_new(srv, cx, n.write).await,
-            "overwrite" => workloads::overwrite(srv, cx, n.write).await,
+            "write_new" => workloads::write_new(srv, cx, n.write, 32).await,
+            "overwrite" => workloads::overwrite(srv, cx, n.write, 32).await,
+            "write_new_serial" => workloads::write_new(srv, cx, n.write_serial, 1).await,
+            "overwrite_serial" => workloads::overwrite(srv, cx, n.write_serial, 1).await,
             "stat" => {
                 workloads::stat(srv, cx, n.warmup).await?;
                 workloads::stat(srv, cx, n.stat).await
@@ -484,6 +499,7 @@ impl Suite {
             cpu_s: None,
             hwm_kib: None,
             driver_cpu_s: None,
+            syncs: None,
         };
         Ok(Figures::from_run(&run).startup_only())
     }
@@ -562,5 +578,72 @@ fn probe_fdatasync(dir: &Path, n: usize, chunk: usize) -> Result<SyncProbe, Erro
         mean_us: us.iter().sum::<f64>() / count,
         p50_us: mid(us),
         cpu_us: cpu * 1e6 / count,
+    })
+}
+
+/// The p50 of each sync a durable write waits for besides the audit log's, on the runs'
+/// disk: with the log's own (the 400-byte probe), what no server keeping fsgate's
+/// promise can answer a one-at-a-time write faster than.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct ChainProbe {
+    /// 4 KiB into an unnamed (`O_TMPFILE`) file + `fsync`: a write's staged content, µs.
+    pub content_us: f64,
+    /// 4 KiB into a new named file + `fdatasync`: a backup, µs.
+    pub new_file_us: f64,
+    /// `fsync` of the directory just given a new entry: a published name, µs.
+    pub dir_us: f64,
+}
+
+impl ChainProbe {
+    /// The median of each figure over the repetitions.
+    pub fn medians(all: &[ChainProbe]) -> ChainProbe {
+        let m = |f: fn(&ChainProbe) -> f64| mid(all.iter().map(f).collect());
+        ChainProbe {
+            content_us: m(|p| p.content_us),
+            new_file_us: m(|p| p.new_file_us),
+            dir_us: m(|p| p.dir_us),
+        }
+    }
+}
+
+/// Times `n` times each of a durable write's syncs besides the log's (see [`ChainProbe`])
+/// in a scratch directory under `dir`.
+fn probe_chain(dir: &Path, n: usize) -> Result<ChainProbe, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let d = dir.join("chain-probe");
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+    let handle = std::fs::File::open(&d).map_err(|e| Error::io(&d, e))?;
+    let buf = vec![b'x'; 4096];
+    let (mut content, mut new_file, mut dirs) = (Vec::new(), Vec::new(), Vec::new());
+    let us = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
+    for i in 0..n {
+        let t = Instant::now();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_TMPFILE)
+            .mode(0o600)
+            .open(&d)
+            .and_then(|mut f| f.write_all(&buf).and_then(|()| f.sync_all()))
+            .map_err(|e| Error::io(&d, e))?;
+        content.push(us(t));
+        let p = d.join(format!("b{i}"));
+        let t = Instant::now();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+            .and_then(|mut f| f.write_all(&buf).and_then(|()| f.sync_data()))
+            .map_err(|e| Error::io(&p, e))?;
+        new_file.push(us(t));
+        let t = Instant::now();
+        handle.sync_all().map_err(|e| Error::io(&d, e))?;
+        dirs.push(us(t));
+    }
+    let _ = std::fs::remove_dir_all(&d);
+    Ok(ChainProbe {
+        content_us: mid(content),
+        new_file_us: mid(new_file),
+        dir_us: mid(dirs),
     })
 }

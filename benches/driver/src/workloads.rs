@@ -29,6 +29,8 @@ pub struct Run {
     /// The driver's own CPU seconds over the workload (it shares the machine's cores
     /// with the server), if measured.
     pub driver_cpu_s: Option<f64>,
+    /// The server's `fsync` + `fdatasync` calls over the workload, if counted.
+    pub syncs: Option<u64>,
 }
 
 /// Where a workload runs: the server's tree and the repetition (for fresh names).
@@ -119,6 +121,7 @@ async fn drive(srv: &Server, n: usize, k: usize, op: &dyn Op) -> Result<Run, Err
         cpu_s: Some((cpu1 - cpu0) as f64 / ticks_per_sec()),
         hwm_kib: vm_kib(srv.pid, "VmHWM").ok(),
         driver_cpu_s: Some(own1 - own0),
+        syncs: None,
     })
 }
 
@@ -251,11 +254,12 @@ fn write_content(rep: usize, i: usize, salt: u64) -> String {
     tree::text(salt + (rep as u64) * 10_000_000 + i as u64, tree::SMALL)
 }
 
-/// `write_file` of op `i`'s content to `rel(i)`, then (untimed) every file checked on disk.
+/// `write_file` of op `i`'s content to `rel(i)`, `k` in flight, then (untimed) every
+/// file checked on disk.
 async fn writes(
     srv: &Server,
     cx: &Ctx<'_>,
-    n: usize,
+    (n, k): (usize, usize),
     rel: &dyn Fn(usize) -> String,
     salt: u64,
 ) -> Result<Run, Error> {
@@ -269,7 +273,11 @@ async fn writes(
         },
         |_, v: &Value| mcp_text(v).map(|_| ()),
     );
-    let run = drive(srv, n, 32, &op).await?;
+    let syncs = SyncCount::start(srv.pid);
+    let run = drive(srv, n, k, &op).await;
+    let syncs = syncs.and_then(SyncCount::stop);
+    let mut run = run?;
+    run.syncs = syncs;
     for i in 0..n {
         let p = cx.root.join(rel(i));
         let got = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
@@ -283,24 +291,72 @@ async fn writes(
     Ok(run)
 }
 
-/// `write_new`: 4 KiB to files that do not exist yet, 32 in flight.
-pub async fn write_new(srv: &Server, cx: &Ctx<'_>, n: usize) -> Result<Run, Error> {
-    let dir = format!("new/r{}", cx.rep);
+/// `write_new` (`k` = 32) and `write_new_serial` (1): 4 KiB to files that do not exist
+/// yet, `k` in flight.
+pub async fn write_new(srv: &Server, cx: &Ctx<'_>, n: usize, k: usize) -> Result<Run, Error> {
+    let dir = format!("new/k{k}-r{}", cx.rep);
     let d = cx.root.join(&dir);
     std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
-    writes(srv, cx, n, &|i| format!("{dir}/w{i}.txt"), 20_000_000).await
+    writes(srv, cx, (n, k), &|i| format!("{dir}/w{i}.txt"), 20_000_000).await
 }
 
-/// `overwrite`: 4 KiB over files that exist (each op its own file), 32 in flight.
-pub async fn overwrite(srv: &Server, cx: &Ctx<'_>, n: usize) -> Result<Run, Error> {
-    let dir = format!("over/r{}", cx.rep);
+/// `overwrite` (`k` = 32) and `overwrite_serial` (1): 4 KiB over files that exist (each
+/// op its own file), `k` in flight.
+pub async fn overwrite(srv: &Server, cx: &Ctx<'_>, n: usize, k: usize) -> Result<Run, Error> {
+    let dir = format!("over/k{k}-r{}", cx.rep);
     let d = cx.root.join(&dir);
     std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
     for i in 0..n {
         let p = d.join(format!("o{i}.txt"));
         std::fs::write(&p, write_content(cx.rep, i, 30_000_000)).map_err(|e| Error::io(&p, e))?;
     }
-    writes(srv, cx, n, &|i| format!("{dir}/o{i}.txt"), 40_000_000).await
+    writes(srv, cx, (n, k), &|i| format!("{dir}/o{i}.txt"), 40_000_000).await
+}
+
+/// `perf stat` counting a server's `fsync` and `fdatasync` calls (all its threads, and
+/// those it starts later) while a workload runs: the syncs per operation, a figure the
+/// machine's noise does not move. None where `perf` is missing or may not trace.
+pub struct SyncCount {
+    child: std::process::Child,
+    out: std::path::PathBuf,
+}
+
+impl SyncCount {
+    /// Starts counting the syscalls of process `pid`.
+    pub fn start(pid: u32) -> Option<SyncCount> {
+        let out = std::env::temp_dir().join(format!("fsgate-bench-syncs-{pid}.txt"));
+        let child = std::process::Command::new("perf")
+            .args(["stat", "-x,", "-e"])
+            .arg("syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync")
+            .arg("-p")
+            .arg(pid.to_string())
+            .arg("-o")
+            .arg(&out)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        // perf prints nothing once attached: give it the time it takes here (~50 ms).
+        std::thread::sleep(Duration::from_millis(300));
+        Some(SyncCount { child, out })
+    }
+
+    /// Stops counting; the calls counted.
+    pub fn stop(mut self) -> Option<u64> {
+        let pid = libc::pid_t::try_from(self.child.id()).ok()?;
+        // SAFETY: kill(2) of our own child; SIGINT makes perf print its counts.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+        let _ = self.child.wait();
+        let text = std::fs::read_to_string(&self.out).ok()?;
+        let _ = std::fs::remove_file(&self.out);
+        let counts: Vec<u64> = text
+            .lines()
+            .filter(|l| l.contains("sys_enter_f"))
+            .map(|l| l.split(',').next().and_then(|c| c.trim().parse().ok()))
+            .collect::<Option<Vec<u64>>>()?;
+        (counts.len() == 2).then(|| counts.iter().sum())
+    }
 }
 
 /// `stat`: `get_file_info` of the 4 KiB files in turn.
@@ -486,6 +542,7 @@ pub fn rg(rg: &Path, cx: &Ctx<'_>, n: usize, literal: bool) -> Result<Run, Error
         cpu_s: Some(rusage_cpu(libc::RUSAGE_CHILDREN) - cpu0),
         hwm_kib: None,
         driver_cpu_s: None,
+        syncs: None,
     })
 }
 

@@ -1,0 +1,225 @@
+//! Syncs run beside the request that needs them, so that a write waits for its
+//! independent syncs (new content, backup file, backup directory, intent record) at
+//! once rather than one after another.
+//!
+//! A job handed to [`start`] runs on a helper thread when one is free; the request
+//! thread meanwhile does its own sync (it leads the intent's group commit), then
+//! [`Pending::wait`]s. A job no helper has taken yet when its waiter comes runs on the
+//! waiter's thread instead: under load (every helper busy) a request does its own syncs
+//! in turn, as it would without helpers, and never waits for a queue. Helpers are
+//! started on demand, at most [`MAX_HELPERS`], and end after [`IDLE_EXIT`] without work:
+//! an idle gateway keeps none, and none wakes up.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+/// Helper threads at most: more syncs at once than this gain nothing on one disk.
+pub const MAX_HELPERS: usize = 4;
+
+/// A helper with no work for this long ends.
+pub const IDLE_EXIT: Duration = Duration::from_secs(2);
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Jobs waiting for a helper, and the helpers.
+struct Pool {
+    /// Each job's own slot keeps it too: a waiter may take it back.
+    queue: VecDeque<Arc<dyn Runnable>>,
+    /// Helpers alive.
+    helpers: usize,
+    /// Helpers waiting for work.
+    idle: usize,
+}
+
+static POOL: Mutex<Pool> = Mutex::new(Pool {
+    queue: VecDeque::new(),
+    helpers: 0,
+    idle: 0,
+});
+static WORK: Condvar = Condvar::new();
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A job's state.
+enum State<T> {
+    /// Not started: whoever takes it first (a helper or the waiter) runs it.
+    Queued(Box<dyn FnOnce() -> T + Send>),
+    /// A helper runs it.
+    Running,
+    /// Its result, not yet collected.
+    Done(T),
+}
+
+struct Slot<T> {
+    state: Mutex<State<T>>,
+    done: Condvar,
+}
+
+/// A slot a helper can run, whatever its result type.
+trait Runnable: Send + Sync {
+    fn run(&self);
+}
+
+impl<T: Send> Runnable for Slot<T> {
+    fn run(&self) {
+        let job = {
+            let mut st = lock(&self.state);
+            match std::mem::replace(&mut *st, State::Running) {
+                State::Queued(job) => job,
+                other => {
+                    // Taken back by its waiter already.
+                    *st = other;
+                    return;
+                }
+            }
+        };
+        let out = job();
+        *lock(&self.state) = State::Done(out);
+        self.done.notify_all();
+    }
+}
+
+/// A job handed to [`start`]: [`wait`](Pending::wait) for its result.
+#[must_use = "a started sync must be waited for before what depends on it"]
+pub struct Pending<T>(Arc<Slot<T>>);
+
+impl<T: Send + 'static> Pending<T> {
+    /// The job's result: waited for if a helper runs it, run here if none has started it.
+    pub fn wait(self) -> T {
+        let mut st = lock(&self.0.state);
+        loop {
+            // `Running` stands in while the state is looked at: the slot is this
+            // waiter's alone once it has the result or the job.
+            match std::mem::replace(&mut *st, State::Running) {
+                State::Done(out) => return out,
+                State::Queued(job) => {
+                    drop(st);
+                    return job();
+                }
+                State::Running => {
+                    st = self.0.done.wait(st).unwrap_or_else(PoisonError::into_inner);
+                }
+            }
+        }
+    }
+}
+
+impl<T> Drop for Pending<T> {
+    /// A job never waited for (its request failed meanwhile) still runs: here, if no
+    /// helper has taken it, so that nothing it holds (a file, a lock) stays queued.
+    fn drop(&mut self) {
+        let mut st = lock(&self.0.state);
+        if let State::Queued(_) = &*st
+            && let State::Queued(job) = std::mem::replace(&mut *st, State::Running)
+        {
+            drop(st);
+            let _ = job();
+        }
+    }
+}
+
+/// Hands `job` to a helper thread (started if none is free and fewer than
+/// [`MAX_HELPERS`] run); if no helper can take it, [`Pending::wait`] runs it.
+pub fn start<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Pending<T> {
+    let slot = Arc::new(Slot {
+        state: Mutex::new(State::Queued(Box::new(job))),
+        done: Condvar::new(),
+    });
+    let mut pool = lock(&POOL);
+    if pool.queue.len() >= MAX_HELPERS {
+        // Every helper is behind already: the waiter will run it sooner than they would.
+        return Pending(slot);
+    }
+    pool.queue.push_back(slot.clone() as Arc<dyn Runnable>);
+    if pool.idle > 0 {
+        WORK.notify_one();
+    } else if pool.helpers < MAX_HELPERS && spawn_helper() {
+        pool.helpers += 1;
+    }
+    Pending(slot)
+}
+
+/// Starts one helper; false if the system would not (the waiters then run their jobs).
+fn spawn_helper() -> bool {
+    let run: Job = Box::new(helper_loop);
+    std::thread::Builder::new()
+        .name("fsgate-sync".into())
+        .stack_size(128 * 1024)
+        .spawn(run)
+        .map_err(|e| tracing::debug!("no sync helper thread: {e}"))
+        .is_ok()
+}
+
+fn helper_loop() {
+    let mut pool = lock(&POOL);
+    loop {
+        if let Some(slot) = pool.queue.pop_front() {
+            drop(pool);
+            slot.run();
+            pool = lock(&POOL);
+            continue;
+        }
+        pool.idle += 1;
+        let (p, timeout) = WORK
+            .wait_timeout(pool, IDLE_EXIT)
+            .unwrap_or_else(PoisonError::into_inner);
+        pool = p;
+        pool.idle -= 1;
+        if timeout.timed_out() && pool.queue.is_empty() {
+            pool.helpers -= 1;
+            return;
+        }
+    }
+}
+
+/// Helpers alive now (tests).
+#[cfg(test)]
+fn helpers() -> usize {
+    lock(&POOL).helpers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Every job's result reaches its waiter, whether a helper or the waiter ran it, and
+    /// jobs run at once where helpers are free.
+    #[test]
+    fn every_job_runs_once_and_its_result_comes_back() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let jobs: Vec<_> = (0..40)
+            .map(|i| {
+                let ran = Arc::clone(&ran);
+                start(move || {
+                    std::thread::sleep(Duration::from_millis(2));
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    i * 2
+                })
+            })
+            .collect();
+        let results: Vec<usize> = jobs.into_iter().map(Pending::wait).collect();
+        assert_eq!(results, (0..40).map(|i| i * 2).collect::<Vec<_>>());
+        assert_eq!(ran.load(Ordering::SeqCst), 40);
+        assert!(helpers() <= MAX_HELPERS);
+    }
+
+    /// Two jobs of 50 ms started together take about 50 ms, not 100: they overlap.
+    #[test]
+    fn jobs_overlap_with_the_waiting_thread() {
+        let t = std::time::Instant::now();
+        let a = start(|| std::thread::sleep(Duration::from_millis(50)));
+        let b = start(|| std::thread::sleep(Duration::from_millis(50)));
+        std::thread::sleep(Duration::from_millis(50));
+        a.wait();
+        b.wait();
+        assert!(
+            t.elapsed() < Duration::from_millis(140),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+}
