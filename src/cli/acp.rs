@@ -19,7 +19,11 @@ struct Confined {
 }
 
 pub(super) fn acp(args: AcpArgs) -> ExitCode {
-    let mut opened = match startup::open(&args.common.config()) {
+    let config = match args.common.config() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let mut opened = match startup::open(&config) {
         Ok(o) => o,
         Err(e) => return fail_open(&e, args.common.policy.as_deref()),
     };

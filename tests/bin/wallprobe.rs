@@ -37,6 +37,7 @@ fn config() -> Result<GatewayConfig, String> {
         audit_log: None,
         backup_dir: None,
         accept_broken_chain: false,
+        several: Vec::new(),
     };
     while let Some(flag) = args.next() {
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
