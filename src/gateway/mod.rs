@@ -38,7 +38,7 @@ pub use budget::{
 pub use defer::{Deferred, deferring};
 pub use facts::Facts;
 pub use listing::tree_exclusions;
-pub use route::RULE_CROSS;
+pub use route::{RULE_CROSS, named};
 pub use scope::{RULE_ROOTS, Roots, Scope, within};
 pub(crate) use write::occurrences;
 

@@ -55,9 +55,19 @@ impl Gateway {
         self.name.as_deref()
     }
 
+    /// The workspaces served beside this one (several `--workspace`).
+    pub fn others(&self) -> &[Arc<Gateway>] {
+        &self.others
+    }
+
     /// Every workspace served: this one first, then the others.
     pub fn members(&self) -> impl Iterator<Item = &Gateway> {
         std::iter::once(self).chain(self.others.iter().map(|g| &**g))
+    }
+
+    /// Whether some workspace's policy allows `class` at all (capability flags).
+    pub fn can_ever(&self, class: crate::policy::OpClass) -> bool {
+        self.members().any(|m| m.policy().can_ever(class))
     }
 
     /// Whether several workspaces are served (every path then names one).
@@ -307,9 +317,17 @@ impl Gateway {
         Some(Arc::from(own))
     }
 
-    /// `path` (absolute) as `<name>/<path>` in the workspace that holds it, or as the
-    /// one workspace's own path; None outside every workspace.
+    /// `path` (absolute, or relative to the first workspace) as `<name>/<path>` in the
+    /// workspace that holds it, or as the one workspace's own path; None outside every
+    /// workspace. Lexical only.
     pub fn named_path(&self, path: &str) -> Option<RelPath> {
+        if !path.starts_with('/') {
+            let rel = RelPath::parse_rooted(path).ok()?;
+            return Some(match &self.name {
+                Some(name) => named(name, &rel),
+                None => rel,
+            });
+        }
         self.members().find_map(|m| {
             let rel = RelPath::parse_absolute(&m.workspace.dealias(path), m.workspace.root_path())
                 .ok()?;
@@ -334,7 +352,7 @@ impl Gateway {
 }
 
 /// `<name>/<path>`.
-pub(crate) fn named(name: &str, rel: &RelPath) -> RelPath {
+pub fn named(name: &str, rel: &RelPath) -> RelPath {
     let top = RelPath::root().join(name);
     if rel.is_root() {
         top

@@ -155,8 +155,10 @@ impl Relay {
                 {
                     return Some(with_newline(raw));
                 }
-                let pol = self.gw.policy();
-                let (read, write) = (pol.can_ever(OpClass::Read), pol.can_ever(OpClass::Write));
+                let (read, write) = (
+                    self.gw.can_ever(OpClass::Read),
+                    self.gw.can_ever(OpClass::Write),
+                );
                 // Only the two flags change; the rest of the message passes byte for byte.
                 let text = std::str::from_utf8(&raw).ok();
                 match text.and_then(|t| super::raw_json::set_fs_capabilities(t, read, write)) {
