@@ -122,6 +122,9 @@ pub struct Identity {
     pub peer: String,
     /// Who is asked when an `ask` rule decides, and told of changes.
     pub oversight: Oversight,
+    /// What the connection may reach at most (the hosted server of an ACP session:
+    /// that session's workspaces); None: every workspace.
+    pub within: crate::gateway::Roots,
 }
 
 /// Who is asked and told for a connection.
@@ -145,6 +148,7 @@ impl Identity {
             transport: "mcp",
             peer,
             oversight: Oversight::Client,
+            within: None,
         }
     }
 }
@@ -170,7 +174,7 @@ impl McpServer {
             session: format!("{}-stateless", who.session),
             transport: who.transport,
             peer: who.peer.clone(),
-            scope: crate::gateway::Scope::default(),
+            scope: crate::gateway::Scope::fixed(who.within.clone()),
             asker: Some(Arc::new(elicit::NoAsking)),
             notifier: None,
         };
@@ -179,7 +183,7 @@ impl McpServer {
             session: who.session,
             transport: who.transport,
             peer: who.peer,
-            scope: crate::gateway::Scope::narrowable(),
+            scope: crate::gateway::Scope::within(who.within),
             asker: Some(asker),
             notifier,
         };
