@@ -76,12 +76,12 @@ pub enum PolicyCommand {
         /// the content read or written.
         #[arg(long, value_name = "FILE")]
         content: Option<PathBuf>,
-        /// Print the explanation as JSON.
-        #[arg(long)]
         /// With several workspaces served: decide in the workspace of this name (its
         /// rules scoped with `workspaces`, and the rules for every workspace).
         #[arg(long, value_name = "NAME")]
         workspace_name: Option<String>,
+        /// Print the explanation as JSON.
+        #[arg(long)]
         json: bool,
     },
     /// Run the [[test]] cases in policy files: one line per failure with its line
@@ -124,12 +124,12 @@ pub enum PolicyCommand {
         /// Stop the workspace walk after this many entries.
         #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PATHS)]
         max_paths: usize,
-        /// Print the differences as JSON.
-        #[arg(long)]
         /// With several workspaces served: compare the rules as they apply in the
         /// workspace of this name.
         #[arg(long, value_name = "NAME")]
         workspace_name: Option<String>,
+        /// Print the differences as JSON.
+        #[arg(long)]
         json: bool,
     },
     /// Print the JSON Schema of policy files (policies/schema.json), for editors.
