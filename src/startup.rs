@@ -241,7 +241,12 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         gateway = gateway.with_members(&first.name, members);
     }
     // Absolute, so a client (whose working directory may differ) can find them.
-    let locations = (absolute(&audit_path), absolute(&backup_dir));
+    // Several workspaces: the store holding one directory per workspace.
+    let shown_backups = match (&backup_root, cfg.several.is_empty()) {
+        (Some(root), false) => root.clone(),
+        _ => backup_dir.clone(),
+    };
+    let locations = (absolute(&audit_path), absolute(&shown_backups));
     gateway.set_meta(
         "auditLog",
         locations.0.to_string_lossy().into_owned().into(),

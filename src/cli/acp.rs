@@ -503,12 +503,16 @@ fn protected_paths(
         path,
         label: label.to_owned(),
     };
-    let mut out = vec![protect(
-        opened.gateway.workspace().root_path().to_path_buf(),
-        "workspace",
-    )];
+    // Every workspace, when several are served.
+    let mut out: Vec<_> = opened
+        .gateway
+        .members()
+        .map(|m| protect(m.workspace().root_path().to_path_buf(), "workspace"))
+        .collect();
     let dirs = opened.own_dirs();
-    let labels = ["audit log directory", "backup directory"];
+    // The audit log's directory, then one backup directory per workspace.
+    let labels =
+        std::iter::once("audit log directory").chain(std::iter::repeat("backup directory"));
     for (dir, label) in dirs.into_iter().zip(labels) {
         out.push(protect(dir, label));
     }
