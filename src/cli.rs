@@ -135,7 +135,8 @@ pub(super) struct GatewayArgs {
     /// Repeat it to serve several (`--workspace docs=/srv/docs`; default name: the
     /// directory's base name): each is reached only through its own handle, nothing
     /// between or above them. One missing or not a directory among several is skipped
-    /// with a warning; none usable exits 1. See docs/workspaces.md.
+    /// with a warning; if none is usable, fsgate exits with status 1. See
+    /// docs/workspaces.md.
     #[arg(long, value_name = "[NAME=]DIR", required = true)]
     workspace: Vec<crate::startup::WorkspaceArg>,
     /// Policy file (TOML). Default: the built-in policy (policies/default.toml): read and
@@ -154,7 +155,7 @@ pub(super) struct GatewayArgs {
     /// dir, else under your state dir. Keep it outside the workspace: one inside is
     /// accepted with a warning, hidden from listings, and no request can read, change,
     /// move or remove it, anything in it, or a directory holding it (rule
-    /// floor:backup-dir).
+    /// floor:backup-dir). With several workspaces, DIR/<name> holds each one's backups.
     #[arg(long, value_name = "DIR")]
     backup_dir: Option<PathBuf>,
     /// Start even if the existing audit log does not verify: the damaged part is set
