@@ -156,6 +156,17 @@ fn each_workspace_is_reached_through_its_own_root_and_nothing_between_or_beside(
     };
     assert!(named("a.txt").iter().all(|w| w == "proj") && !named("a.txt").is_empty());
     assert!(named("b.txt").iter().all(|w| w == "proj-evil") && !named("b.txt").is_empty());
+    let cross = recs
+        .iter()
+        .find(|r| r["rule"] == "workspace-cross")
+        .expect("the refused rename is recorded");
+    assert!(cross["args"].get("workspace").is_none(), "{cross}");
+    assert!(
+        cross["args"]["workspaces"]
+            .as_str()
+            .is_some_and(|w| w.contains("proj-evil=")),
+        "{cross}"
+    );
     let start = recs
         .iter()
         .find(|r| r["kind"] == "start" && r["details"]["transport"] == "acp")
@@ -597,4 +608,73 @@ fn an_acp_session_uses_the_workspaces_of_its_cwd_and_additional_directories_only
         "{reports:?}"
     );
     assert!(reports[2].get("ok").is_some(), "{reports:?}");
+}
+
+/// Only the workspaces, each as its policy allows: the kernel alone (fsgate-wallprobe
+/// opens paths with plain `std::fs` once confined as `fsgate serve` is).
+#[test]
+fn the_kernel_wall_holds_each_workspace_and_nothing_between_them() {
+    let test = "workspaces::the_kernel_wall_holds_each_workspace_and_nothing_between_them";
+    let bin = option_env!("CARGO_BIN_EXE_fsgate-wallprobe").unwrap_or_default();
+    if bin.is_empty() || !Path::new(bin).exists() {
+        crate::common::skip_or_fail(test, "built without `--features test-bins`");
+        return;
+    }
+    let ws = Pair::new();
+    std::fs::write(ws.state.join("policy.toml"), SCOPED).expect("policy");
+    let mut child = Command::new(bin)
+        .arg("--workspace")
+        .arg(&ws.proj)
+        .arg("--workspace")
+        .arg(&ws.evil)
+        .arg("--policy")
+        .arg(ws.state.join("policy.toml"))
+        .arg("--audit-log")
+        .arg(ws.state.join("audit/audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(ws.state.join("backups"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn fsgate-wallprobe");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut next = || {
+        let mut line = String::new();
+        out.read_line(&mut line).expect("line");
+        serde_json::from_str::<Value>(&line).expect("JSON")
+    };
+    let first = next();
+    if first["sandbox"]["enforcement"] == "not" {
+        crate::common::skip_or_fail(test, &format!("no Landlock here: {first}"));
+        return;
+    }
+    let mut ask = |op: &str, path: &Path| {
+        use std::io::Write;
+        let req = json!({"op": op, "path": p(path), "content": "x"});
+        writeln!(stdin, "{req}")
+            .and_then(|()| stdin.flush())
+            .expect("send");
+        next()["ok"] == true
+    };
+    assert!(ask("read", &ws.proj.join("a.txt")), "proj readable");
+    assert!(ask("read", &ws.evil.join("b.txt")), "proj-evil readable");
+    assert!(
+        ask("write", &ws.proj.join("k.txt")),
+        "proj writable (its policy writes)"
+    );
+    assert!(
+        !ask("write", &ws.evil.join("k.txt")),
+        "proj-evil read-only in the kernel"
+    );
+    assert!(
+        !ask("read", &ws.other.join("secret.txt")),
+        "the directory beside them"
+    );
+    assert!(
+        !ask("read", &ws.parent.join("top.txt")),
+        "the directory above them"
+    );
+    drop(stdin);
+    let _ = child.wait();
 }

@@ -591,7 +591,8 @@ impl Gateway {
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
         let started = Instant::now();
         let pol = self.policy();
-        if let Some(name) = &self.name {
+        // A request the router refused lies in no workspace: it names none.
+        if let (Some(name), Ok(())) = (&self.name, &pre) {
             note.insert("workspace".into(), Value::String(name.to_string()));
         }
         let mut facts = Facts::new(&op);
