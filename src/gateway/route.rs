@@ -144,12 +144,15 @@ impl Gateway {
     }
 
     /// The workspace `text` lies in, and on the WebSocket channel the path within it.
-    /// A text that does not parse goes to the first workspace, which refuses it as it
-    /// always has.
+    /// A relative path (ACP, MCP) is the first workspace's; a text that does not parse
+    /// goes there too, to be refused as it always has been.
     fn place(&self, style: PathStyle, text: &str) -> Result<(usize, Option<String>), GatewayError> {
         let Ok(lexical) = RelPath::parse_rooted(text) else {
             return Ok((0, None));
         };
+        if style != PathStyle::Rooted && !text.starts_with('/') {
+            return Ok((0, None));
+        }
         if style == PathStyle::Rooted {
             let mut parts = lexical.as_str().splitn(2, '/');
             let name = parts.next().unwrap_or("");
