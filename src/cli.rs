@@ -131,8 +131,14 @@ enum Transport {
 #[derive(Debug, Args)]
 pub(super) struct GatewayArgs {
     /// The workspace directory the agent may reach. Nothing outside it is reachable.
-    #[arg(long, value_name = "DIR")]
-    workspace: PathBuf,
+    ///
+    /// Repeat it to serve several (`--workspace docs=/srv/docs`; default name: the
+    /// directory's base name): each is reached only through its own handle, nothing
+    /// between or above them. One missing or not a directory among several is skipped
+    /// with a warning; if none is usable, fsgate exits with status 1. See
+    /// docs/workspaces.md.
+    #[arg(long, value_name = "[NAME=]DIR", required = true)]
+    workspace: Vec<crate::startup::WorkspaceArg>,
     /// Policy file (TOML). Default: the built-in policy (policies/default.toml): read and
     /// write the workspace, secrets and .git denied, 10 MiB limits, binary reads only of
     /// images and audio (base64), every other binary file refused.
@@ -149,7 +155,7 @@ pub(super) struct GatewayArgs {
     /// dir, else under your state dir. Keep it outside the workspace: one inside is
     /// accepted with a warning, hidden from listings, and no request can read, change,
     /// move or remove it, anything in it, or a directory holding it (rule
-    /// floor:backup-dir).
+    /// floor:backup-dir). With several workspaces, DIR/<name> holds each one's backups.
     #[arg(long, value_name = "DIR")]
     backup_dir: Option<PathBuf>,
     /// Start even if the existing audit log does not verify: the damaged part is set
@@ -159,14 +165,37 @@ pub(super) struct GatewayArgs {
 }
 
 impl GatewayArgs {
-    fn config(&self) -> crate::startup::GatewayConfig {
-        crate::startup::GatewayConfig {
-            workspace: self.workspace.clone(),
+    /// The gateway to build. Several workspaces are looked up first: the unusable ones
+    /// are skipped with a warning, and none usable fails with exit 1.
+    fn config(&self) -> Result<crate::startup::GatewayConfig, ExitCode> {
+        use crate::startup::several::{SeveralError, keep_usable};
+        let several = match self.workspace.as_slice() {
+            [] | [_] => Vec::new(),
+            given => match keep_usable(given) {
+                Ok(kept) => kept,
+                Err(e @ SeveralError::NoneUsable(_)) => {
+                    crate::text::eprint_line(&format!("fsgate: {e}"));
+                    return Err(ExitCode::FAILURE);
+                }
+                Err(e) => return Err(fail(&e.to_string())),
+            },
+        };
+        let workspace = match several.first() {
+            Some(first) => first.dir.clone(),
+            None => self
+                .workspace
+                .first()
+                .map(|w| w.dir.clone())
+                .unwrap_or_default(),
+        };
+        Ok(crate::startup::GatewayConfig {
+            workspace,
+            several,
             policy: self.policy.clone(),
             audit_log: self.audit_log.clone(),
             backup_dir: self.backup_dir.clone(),
             accept_broken_chain: self.accept_broken_chain,
-        }
+        })
     }
 }
 
@@ -278,7 +307,11 @@ fn serve(args: ServeArgs) -> ExitCode {
         }
         _ => {}
     }
-    let opened = match startup::open(&args.common.config()) {
+    let config = match args.common.config() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let opened = match startup::open(&config) {
         Ok(o) => o,
         Err(e) => return fail_open(&e, args.common.policy.as_deref()),
     };

@@ -202,6 +202,27 @@ impl Op {
         out
     }
 
+    /// The texts that say where the operation acts, to choose its workspace when
+    /// several are served: the path (a rename's source, a glob's pattern, a grep's
+    /// path if it has one), and a rename's destination.
+    pub fn places_mut(&mut self) -> (Option<&mut String>, Option<&mut String>) {
+        match self {
+            Op::ReadText { path, .. }
+            | Op::ReadFile { path }
+            | Op::WriteText { path, .. }
+            | Op::WriteBytes { path, .. }
+            | Op::Edit { path, .. }
+            | Op::Ls { path }
+            | Op::Stat { path }
+            | Op::Mkdir { path, .. }
+            | Op::Rm { path, .. }
+            | Op::Tree { path, .. } => (Some(path), None),
+            Op::Glob { pattern } => (Some(pattern), None),
+            Op::Grep { path, .. } => (path.as_mut(), None),
+            Op::Rename { from, to } => (Some(from), Some(to)),
+        }
+    }
+
     /// True for operations that change the workspace.
     pub fn is_mutating(&self) -> bool {
         matches!(
@@ -346,6 +367,42 @@ pub enum Output {
 }
 
 impl Output {
+    /// The output with `f` applied to every path in it (several workspaces: each
+    /// path gets its workspace's name in front).
+    pub fn map_paths(self, f: impl Fn(RelPath) -> RelPath) -> Output {
+        match self {
+            Output::Entries { entries, truncated } => Output::Entries {
+                entries: entries
+                    .into_iter()
+                    .map(|mut e| {
+                        e.path = f(std::mem::take(&mut e.path));
+                        e
+                    })
+                    .collect(),
+                truncated,
+            },
+            Output::Stat { path, info } => Output::Stat {
+                path: f(path),
+                info,
+            },
+            Output::Paths { paths, truncated } => Output::Paths {
+                paths: paths.into_iter().map(f).collect(),
+                truncated,
+            },
+            Output::Grep { hits, truncated } => Output::Grep {
+                hits: hits
+                    .into_iter()
+                    .map(|mut h| {
+                        h.path = f(std::mem::take(&mut h.path));
+                        h
+                    })
+                    .collect(),
+                truncated,
+            },
+            other => other,
+        }
+    }
+
     /// A complete list of paths.
     pub fn paths(paths: Vec<RelPath>) -> Output {
         Output::Paths {

@@ -5,6 +5,8 @@
 //! This is the only code that opens paths from the command line or the policy; after
 //! [`confine`] the process reaches the filesystem only through the handles opened here.
 
+pub mod several;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -18,11 +20,16 @@ use crate::sandbox::{Enforcement, SandboxPlan, SandboxStatus, restrict_self};
 use crate::text::EscPath;
 use crate::workspace::Workspace;
 
+pub use several::WorkspaceArg;
+
 /// What the command line says about the gateway to build.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
-    /// Workspace directory.
+    /// Workspace directory (with several, the first usable one).
     pub workspace: PathBuf,
+    /// Several workspaces (`--workspace` repeated), the usable ones with their names,
+    /// `workspace` first; empty when one was given.
+    pub several: Vec<several::NamedRoot>,
     /// Policy file; None = built-in default.
     pub policy: Option<PathBuf>,
     /// Active audit log file.
@@ -111,6 +118,15 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         ws.validate()
             .map_err(|e| format!("invalid policy: [ws]: {e}"))?;
     }
+    let base_policy = policy.clone();
+    if let Some(first) = cfg.several.first() {
+        several::warn_unserved_scopes(&policy, &cfg.several);
+        policy = policy.for_workspace(&first.name);
+    } else if !policy.scoped_workspaces().is_empty() {
+        tracing::warn!(
+            "the policy has rules scoped to workspaces by name; with one --workspace they apply nowhere"
+        );
+    }
     let workspace = Workspace::open(&cfg.workspace)
         .map_err(|e| format!("cannot open workspace {}: {e}", cfg.workspace.display()))?;
     let root = workspace.root_path().to_path_buf();
@@ -140,10 +156,12 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         .map_err(|e| format!("invalid policy: {e}"))?;
     let (audit_path, audit_parent, audit) = open_audit(cfg, &audit_settings, &policy, opts, state)?;
     let backup_settings = raw.backup.clone().unwrap_or_default();
-    let backup_dir = match (&cfg.backup_dir, &backup_settings.dir) {
-        (Some(d), _) => d.clone(),
-        (None, Some(d)) => d.clone(),
-        (None, None) => state()?.join("backups"),
+    let backup_root = cfg.backup_dir.clone().or(backup_settings.dir.clone());
+    // Several workspaces keep their backups apart: DIR/<name> each.
+    let backup_dir = match (&backup_root, cfg.several.first()) {
+        (Some(d), Some(first)) => d.join(&first.name),
+        (Some(d), None) => d.clone(),
+        (None, _) => state()?.join("backups"),
     };
     let backups = BackupStore::open(&backup_dir, &backup_settings).map_err(|e| e.to_string())?;
     let audit_dir = std::fs::File::open(&audit_parent).map_err(|e| {
@@ -162,7 +180,10 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     let mut own: Vec<(FloorKind, PathBuf)> = vec![
         (FloorKind::AuditLog, audit_path.clone()),
         (FloorKind::AuditLog, audit_parent.join(cursor)),
-        (FloorKind::BackupDir, backup_dir.clone()),
+        (
+            FloorKind::BackupDir,
+            backup_root.clone().unwrap_or(backup_dir.clone()),
+        ),
     ];
     if let Some(k) = &audit_settings.signing_key {
         own.push((FloorKind::AuditLog, k.clone()));
@@ -179,7 +200,10 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         own.push((FloorKind::PolicyFile, p.clone()));
     }
     own.extend(floor::gitleaks_configs(&policy));
-    policy.set_floor(FixedFloor::from_entries(floor::entries_inside(&root, own)));
+    policy.set_floor(FixedFloor::from_entries(floor::entries_inside(
+        &root,
+        own.clone(),
+    )));
     let mut extra_rw = Vec::new();
     if let Some(sink) = audit_settings.checkpoint_sink.as_deref()
         && sink != "syslog"
@@ -200,8 +224,29 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     if let Some(s) = stager {
         gateway = gateway.with_vcs(s);
     }
+    let mut own_dirs = vec![audit_parent, backup_dir.clone()];
+    if let Some((first, rest)) = cfg.several.split_first() {
+        let members = several::open_members(
+            rest,
+            &base_policy,
+            &own,
+            (&backup_settings, backup_root.as_deref()),
+            gateway.audit(),
+        )?;
+        own_dirs.extend(
+            members
+                .iter()
+                .filter_map(|(_, g)| Some(g.backups()?.location().to_path_buf())),
+        );
+        gateway = gateway.with_members(&first.name, members);
+    }
     // Absolute, so a client (whose working directory may differ) can find them.
-    let locations = (absolute(&audit_path), absolute(&backup_dir));
+    // Several workspaces: the store holding one directory per workspace.
+    let shown_backups = match (&backup_root, cfg.several.is_empty()) {
+        (Some(root), false) => root.clone(),
+        _ => backup_dir.clone(),
+    };
+    let locations = (absolute(&audit_path), absolute(&shown_backups));
     gateway.set_meta(
         "auditLog",
         locations.0.to_string_lossy().into_owned().into(),
@@ -215,7 +260,7 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         audit_dir,
         policy_path: cfg.policy.clone(),
         extra_rw,
-        own_dirs: vec![audit_parent, backup_dir],
+        own_dirs,
         locations,
         vcs_grants,
         ship,
@@ -282,6 +327,16 @@ pub fn confine(
     if let Some(b) = gw.backups() {
         plan = plan.read_write_dir("backup dir", b.dir());
     }
+    // Several workspaces: each its own rule (its policy decides whether writable), and
+    // its backups; nothing between or above them.
+    for m in gw.members().skip(1) {
+        let p = m.policy();
+        let write = p.can_ever(OpClass::Write) || p.can_ever(OpClass::Delete);
+        plan = plan.workspace(m.workspace().root_dir(), write);
+        if let Some(b) = m.backups() {
+            plan = plan.read_write_dir("backup dir", b.dir());
+        }
+    }
     for f in &opened.extra_rw {
         plan = plan.read_write_dir("extra dir", f);
     }
@@ -306,7 +361,14 @@ pub fn confine(
     };
     let settings = pol.raw().sandbox.clone().unwrap_or_default();
     settings.check(&status).map_err(|e| e.to_string())?;
-    gw.set_kernel_allows_write(status.enforcement == Enforcement::Not || status.workspace_write);
+    let unenforced = status.enforcement == Enforcement::Not;
+    gw.set_kernel_allows_write(unenforced || status.workspace_write);
+    for m in gw.members().skip(1) {
+        let p = m.policy();
+        m.set_kernel_allows_write(
+            unenforced || p.can_ever(OpClass::Write) || p.can_ever(OpClass::Delete),
+        );
+    }
     gw.set_meta(
         "sandbox",
         serde_json::to_value(&status).unwrap_or(Value::Null),
@@ -334,6 +396,9 @@ pub fn confine(
             .into_owned()
             .into(),
     );
+    if gw.is_several() {
+        start.insert("workspaces".into(), gw.workspaces_json());
+    }
     start.insert(
         "policy".into(),
         json!({"origin": pol.origin(), "sha256": pol.sha256()}),

@@ -22,6 +22,8 @@ mod acp_bounds;
 mod acp_memory;
 // Escapes by path text: outside absolute paths, prefixes, `..`, /proc/self/root, NUL.
 mod escape_paths;
+// Several workspaces: sibling roots sharing a prefix, every door, scoped rules, start-up.
+mod workspaces;
 // Escapes through symlinks, including links inside that lead to denied paths.
 mod escape_symlinks;
 // Escapes through hard links, FIFOs, sockets, devices and swap races.

@@ -10,7 +10,7 @@ use crate::common::{Gate, INVALID_PARAMS, REFUSED, assert_refused_any};
 /// Every operation aimed at `target` (an absolute path string naming an existing file
 /// outside the workspace, whose directory is `dir`) must be refused with -32003 and leave
 /// the outside untouched.
-fn assert_every_op_refused(g: &Gate, target: &str, dir: &str, secret: &[u8]) {
+pub(crate) fn assert_every_op_refused(g: &Gate, target: &str, dir: &str, secret: &[u8]) {
     let leaked = |e: &crate::common::RpcError| {
         e.message.contains("OUTSIDE")
             || e.data

@@ -368,7 +368,12 @@ fn the_servers_own_loopback_origin_is_admitted_and_no_other() {
     let own = format!("http://{}", g.addr);
     let ok = post(&g, &initialize(), &[auth, ("Origin", own.as_str())]);
     assert_eq!(ok.status, 200, "{}", ok.body);
-    let port: u16 = g.addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+    let port: u16 = g
+        .addr
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
     let other = format!("http://127.0.0.1:{}", port.wrapping_add(1));
     let refused = post(&g, &initialize(), &[auth, ("Origin", other.as_str())]);
     assert_eq!(refused.status, 403, "{}", refused.body);
@@ -592,11 +597,22 @@ fn the_official_mcp_conformance_suite_fails_only_its_fixture_scenarios() {
     let dirs = Dirs::new();
     dirs.put("a.txt", "hello\n");
     let g = HttpGate::start(&dirs, None);
-    let url = format!("http://{}/mcp?token={}", g.addr, g.token.as_deref().unwrap_or_default());
+    let url = format!(
+        "http://{}/mcp?token={}",
+        g.addr,
+        g.token.as_deref().unwrap_or_default()
+    );
     let results = dirs.state.join("conformance");
     let out = Command::new(&node)
         .arg(&suite)
-        .args(["server", "--suite", "all", "--url", &url, "--expected-failures"])
+        .args([
+            "server",
+            "--suite",
+            "all",
+            "--url",
+            &url,
+            "--expected-failures",
+        ])
         .arg(repo.join("tests/peers/mcp/conformance-expected.yml"))
         .arg("-o")
         .arg(&results)

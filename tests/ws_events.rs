@@ -249,7 +249,9 @@ fn a_client_that_does_not_read_its_events_gets_one_overflow() {
     // `slow` now reads: first what its socket buffers hold (a few MB of events, slow
     // to parse under load), then the overflow. Waiting a fixed time for it is a race
     // with the machine's load; waiting for the event is not.
-    slow.wait_event_for("overflow", Duration::from_secs(120), |e| e["type"] == "overflow");
+    slow.wait_event_for("overflow", Duration::from_secs(120), |e| {
+        e["type"] == "overflow"
+    });
     slow.settle(Duration::from_secs(1));
     let overflows: Vec<_> = slow
         .events

@@ -35,6 +35,8 @@ pub struct Intent {
     pub real_path: Option<String>,
     /// Where `path2` really is, likewise.
     pub real_path2: Option<String>,
+    /// The workspace the paths lie in, when several were served (`args.workspace`).
+    pub workspace: Option<String>,
 }
 
 impl Intent {
@@ -58,6 +60,7 @@ impl Intent {
             temp_name: arg("tempName"),
             real_path: arg("realPath"),
             real_path2: arg("realPath2"),
+            workspace: arg("workspace"),
         })
     }
 
@@ -73,6 +76,7 @@ impl Intent {
             ("oldSha256", &self.old_sha256),
             ("tempName", &self.temp_name),
             ("realPath", &self.real_path),
+            ("workspace", &self.workspace),
             ("realPath2", &self.real_path2),
         ] {
             if let Some(v) = v {

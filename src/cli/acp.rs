@@ -19,7 +19,11 @@ struct Confined {
 }
 
 pub(super) fn acp(args: AcpArgs) -> ExitCode {
-    let mut opened = match startup::open(&args.common.config()) {
+    let config = match args.common.config() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let mut opened = match startup::open(&config) {
         Ok(o) => o,
         Err(e) => return fail_open(&e, args.common.policy.as_deref()),
     };
@@ -499,12 +503,16 @@ fn protected_paths(
         path,
         label: label.to_owned(),
     };
-    let mut out = vec![protect(
-        opened.gateway.workspace().root_path().to_path_buf(),
-        "workspace",
-    )];
+    // Every workspace, when several are served.
+    let mut out: Vec<_> = opened
+        .gateway
+        .members()
+        .map(|m| protect(m.workspace().root_path().to_path_buf(), "workspace"))
+        .collect();
     let dirs = opened.own_dirs();
-    let labels = ["audit log directory", "backup directory"];
+    // The audit log's directory, then one backup directory per workspace.
+    let labels =
+        std::iter::once("audit log directory").chain(std::iter::repeat("backup directory"));
     for (dir, label) in dirs.into_iter().zip(labels) {
         out.push(protect(dir, label));
     }

@@ -15,6 +15,7 @@ mod read;
 mod reconcile;
 mod rename;
 mod rm;
+mod route;
 mod scope;
 mod write;
 
@@ -37,6 +38,7 @@ pub use budget::{
 pub use defer::{Deferred, deferring};
 pub use facts::Facts;
 pub use listing::tree_exclusions;
+pub use route::{RULE_CROSS, named};
 pub use scope::{RULE_ROOTS, Roots, Scope, within};
 pub(crate) use write::occurrences;
 
@@ -134,6 +136,12 @@ pub struct Gateway {
     writing: path_lock::PathLocks,
     /// Provisional session names a door serves under until it knows the real one.
     names: names::SessionNames,
+    /// This workspace's name when several are served (records say it in
+    /// `args.workspace`); None with one workspace.
+    name: Option<Arc<str>>,
+    /// The other workspaces, each a gateway of its own, that this one routes to (see
+    /// [`route`]); empty with one workspace.
+    others: Vec<Arc<Gateway>>,
 }
 
 /// A change the gateway made for a client, told to that client's door after its
@@ -239,6 +247,8 @@ impl Gateway {
             vcs: None,
             writing: path_lock::PathLocks::default(),
             names: names::SessionNames::default(),
+            name: None,
+            others: Vec::new(),
         }
     }
 
@@ -310,8 +320,29 @@ impl Gateway {
 
     /// Replaces the policy after validating that it fits what the process can do.
     /// The fixed floor carries over. Returns (old sha256, new sha256).
-    pub fn reload(&self, mut new: Policy) -> Result<(String, String), String> {
-        let old = self.policy();
+    pub fn reload(&self, new: Policy) -> Result<(String, String), String> {
+        if !self.is_several() {
+            self.admits(&new)?;
+            return Ok(self.reload_one(new));
+        }
+        // Several workspaces: each takes the rules for it, and only if every one can.
+        let each: Vec<(&Gateway, Policy)> = self
+            .members()
+            .map(|m| (m, new.for_workspace(m.name().unwrap_or(""))))
+            .collect();
+        for (m, p) in &each {
+            m.admits(p)
+                .map_err(|e| format!("workspace `{}`: {e}", m.name().unwrap_or("")))?;
+        }
+        let mut hashes = (String::new(), String::new());
+        for (m, p) in each {
+            hashes = m.reload_one(p);
+        }
+        Ok(hashes)
+    }
+
+    /// Whether `new` fits what the process can do for this workspace.
+    fn admits(&self, new: &Policy) -> Result<(), String> {
         let may_write = self.kernel_allows_write.read().map(|w| *w).unwrap_or(false);
         if new.can_ever(OpClass::Write) && !may_write {
             return Err(
@@ -319,7 +350,12 @@ impl Gateway {
                     .into(),
             );
         }
-        self.vcs_allows(&new)?;
+        self.vcs_allows(new)
+    }
+
+    /// Puts `new` in force for this workspace (checked by [`Self::admits`]).
+    fn reload_one(&self, mut new: Policy) -> (String, String) {
+        let old = self.policy();
         // The floor carries over, plus any gitleaks config the new policy names.
         let mut floor = old.floor().entries().to_vec();
         floor.extend(crate::policy::floor::entries_inside(
@@ -343,7 +379,7 @@ impl Gateway {
         if let Some(a) = &self.audit {
             a.set_policy_sha256(&hashes.1);
         }
-        Ok(hashes)
+        hashes
     }
 
     /// `[vcs] stage` in a reloaded policy: git's files must stay out of the agent's
@@ -423,6 +459,9 @@ impl Gateway {
             "policy".into(),
             serde_json::json!({"origin": pol.origin(), "sha256": pol.sha256()}),
         );
+        if self.is_several() {
+            m.insert("workspaces".into(), self.workspaces_json());
+        }
         Value::Object(m)
     }
 
@@ -458,6 +497,7 @@ impl Gateway {
             return (Err(e), None);
         }
         match request {
+            Request::Op(op) if self.is_several() => self.route_op(ctx, op),
             Request::Op(op) => self.handle(ctx, op),
             Request::Message {
                 name,
@@ -537,11 +577,27 @@ impl Gateway {
         op: Op,
         note: serde_json::Map<String, Value>,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        self.handle_with(ctx, op, note, Ok(()))
+    }
+
+    /// [`handle_noted`](Self::handle_noted) of an operation that `pre` may have
+    /// refused already (a router's refusal): it is recorded all the same.
+    fn handle_with(
+        &self,
+        ctx: &RequestCtx,
+        op: Op,
+        mut note: serde_json::Map<String, Value>,
+        pre: Result<(), GatewayError>,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
         let started = Instant::now();
         let pol = self.policy();
+        // A request the router refused lies in no workspace: it names none.
+        if let (Some(name), Ok(())) = (&self.name, &pre) {
+            note.insert("workspace".into(), Value::String(name.to_string()));
+        }
         let mut facts = Facts::new(&op);
         facts.args.extend(note);
-        let sane = refuse_overlong(&op, &mut facts);
+        let sane = pre.and_then(|()| refuse_overlong(&op, &mut facts));
         if sane.is_ok() && pol.has_ask_rules() {
             facts.ask = Some(self.ask_ctx(&pol, ctx, &op));
         }
@@ -825,7 +881,7 @@ impl Gateway {
             Ok(rel) => Ok(ReqPath {
                 rel,
                 shown,
-                roots: ctx.scope.roots(),
+                roots: self.own_roots(ctx.scope.roots()),
             }),
             Err(e @ (PathError::OutsideRoot { .. } | PathError::Escapes)) => {
                 Err(GatewayError::Refused {
@@ -855,6 +911,9 @@ impl Gateway {
     /// Renders a workspace path in the transport's style.
     pub fn show_path(&self, style: PathStyle, rel: &RelPath) -> String {
         match style {
+            PathStyle::Absolute | PathStyle::AbsoluteOrRelative if self.is_several() => self
+                .show_named(rel)
+                .unwrap_or_else(|| rel.to_absolute(self.workspace.root_path())),
             PathStyle::Absolute | PathStyle::AbsoluteOrRelative => {
                 rel.to_absolute(self.workspace.root_path())
             }

@@ -52,14 +52,25 @@ impl Gateway {
             return Ok(0);
         };
         for intent in audit.open_intents() {
-            let (found, seen) = self.inspect(intent);
             let mut details = Map::new();
             details.insert("intent".into(), json!(intent.seq));
+            // Several workspaces: the intent is looked up in its own; in none when that
+            // one is not served now (a path of it means nothing in another).
+            let found = match self.member_named(intent.workspace.as_deref()) {
+                Some(ws) => {
+                    let (found, seen) = ws.inspect(intent);
+                    details.insert("onDisk".into(), Value::Object(seen));
+                    if let Some(temp) = ws.clear_temp(intent) {
+                        details.insert("tempFile".into(), temp);
+                    }
+                    found
+                }
+                None => {
+                    details.insert("workspaceNotServed".into(), json!(intent.workspace));
+                    Found::Neither
+                }
+            };
             details.insert("found".into(), json!(found.as_str()));
-            details.insert("onDisk".into(), Value::Object(seen));
-            if let Some(temp) = self.clear_temp(intent) {
-                details.insert("tempFile".into(), temp);
-            }
             tracing::warn!(intent = intent.seq, op = %intent.op, found = found.as_str(), "reconciled a change interrupted by a crash");
             let ev = AuditEvent {
                 kind: KIND_RECONCILED.into(),
@@ -77,6 +88,14 @@ impl Gateway {
             })?;
         }
         Ok(audit.open_intents().len())
+    }
+
+    /// The workspace an intent names: the first when it names none.
+    fn member_named(&self, name: Option<&str>) -> Option<&Gateway> {
+        match name {
+            None => Some(self),
+            Some(n) => self.members().find(|m| m.name() == Some(n)),
+        }
     }
 
     /// Compares the disk with the intent; also says what was seen, for the record.

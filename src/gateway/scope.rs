@@ -31,6 +31,9 @@ struct Shared {
 #[derive(Debug, Default)]
 struct State {
     roots: Roots,
+    /// What the session may reach at most (an ACP session's workspaces): the client's
+    /// roots narrow within it, never beyond.
+    ceiling: Roots,
     /// The client was asked for its roots and has not answered yet.
     pending: bool,
     /// The client declared it has roots: a change it announces is waited for.
@@ -44,6 +47,25 @@ impl Scope {
     /// A scope the session's client may narrow.
     pub fn narrowable() -> Scope {
         Scope(Some(Arc::default()))
+    }
+
+    /// A scope the client may narrow, reaching at most `ceiling` (None: the whole
+    /// workspace, as [`Scope::narrowable`]).
+    pub fn within(ceiling: Roots) -> Scope {
+        let scope = Scope::narrowable();
+        if let Some(mut s) = scope.lock() {
+            s.roots = ceiling.clone();
+            s.ceiling = ceiling;
+        }
+        scope
+    }
+
+    /// A scope fixed to `roots` (None: the whole workspace).
+    pub fn fixed(roots: Roots) -> Scope {
+        match roots {
+            None => Scope::default(),
+            Some(_) => Scope::within(roots),
+        }
     }
 
     fn lock(&self) -> Option<std::sync::MutexGuard<'_, State>> {
@@ -93,7 +115,7 @@ impl Scope {
         if ticket != s.asked {
             return false;
         }
-        s.roots = roots;
+        s.roots = narrow(&s.ceiling, roots);
         s.pending = false;
         shared.settled.notify_all();
         true
@@ -124,6 +146,15 @@ impl Scope {
                 .0;
         }
         Ok(s.roots.clone())
+    }
+}
+
+/// `roots` kept within `ceiling`: those beneath it (none given: the ceiling itself).
+fn narrow(ceiling: &Roots, roots: Roots) -> Roots {
+    match (ceiling, roots) {
+        (None, roots) => roots,
+        (Some(c), None) => Some(Arc::clone(c)),
+        (Some(_), Some(r)) => Some(r.iter().filter(|p| within(ceiling, p)).cloned().collect()),
     }
 }
 

@@ -76,6 +76,10 @@ pub enum PolicyCommand {
         /// the content read or written.
         #[arg(long, value_name = "FILE")]
         content: Option<PathBuf>,
+        /// With several workspaces served: decide in the workspace of this name (its
+        /// rules scoped with `workspaces`, and the rules for every workspace).
+        #[arg(long, value_name = "NAME")]
+        workspace_name: Option<String>,
         /// Print the explanation as JSON.
         #[arg(long)]
         json: bool,
@@ -120,6 +124,10 @@ pub enum PolicyCommand {
         /// Stop the workspace walk after this many entries.
         #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PATHS)]
         max_paths: usize,
+        /// With several workspaces served: compare the rules as they apply in the
+        /// workspace of this name.
+        #[arg(long, value_name = "NAME")]
+        workspace_name: Option<String>,
         /// Print the differences as JSON.
         #[arg(long)]
         json: bool,
@@ -150,11 +158,13 @@ pub fn run_to(cmd: PolicyCommand, out: &mut dyn Write, err: &mut dyn Write) -> i
             dir,
             size,
             content,
+            workspace_name,
             json,
         } => {
             let kind = if dir { EntryKind::Dir } else { EntryKind::File };
             let facts = PathFacts { kind, size };
-            explain(&file, &op, &path, facts, content.as_deref(), json, out, err)
+            let at = (path.as_str(), workspace_name.as_deref());
+            explain(&file, &op, at, facts, content.as_deref(), json, out, err)
         }
         PolicyCommand::Test {
             files,
@@ -174,8 +184,12 @@ pub fn run_to(cmd: PolicyCommand, out: &mut dyn Write, err: &mut dyn Write) -> i
             new,
             workspace,
             max_paths,
+            workspace_name,
             json,
-        } => policy_diff(&old, &new, workspace.as_deref(), max_paths, json, out, err),
+        } => {
+            let on = (workspace.as_deref(), workspace_name.as_deref());
+            policy_diff(&old, &new, on, max_paths, json, out, err)
+        }
         PolicyCommand::Schema => write!(out, "{}", super::schema::schema_text()).map(|_| EXIT_OK),
     };
     match result {
@@ -291,7 +305,7 @@ fn load(path: &Path, err: &mut dyn Write) -> std::io::Result<Option<(Policy, Str
 fn explain(
     file: &Path,
     op: &str,
-    path: &str,
+    (path, workspace): (&str, Option<&str>),
     facts: PathFacts,
     content: Option<&Path>,
     json: bool,
@@ -300,6 +314,10 @@ fn explain(
 ) -> Res {
     let Some((policy, _)) = load(file, err)? else {
         return Ok(EXIT_INVALID);
+    };
+    let policy = match workspace {
+        Some(name) => policy.for_workspace(name),
+        None => policy,
     };
     let Some(op) = Access::parse(op) else {
         writeln!(err, "fsgate policy explain: unknown op `{}`", Esc(op))?;
@@ -740,7 +758,7 @@ fn print_test_file(
 fn policy_diff(
     old: &Path,
     new: &Path,
-    workspace: Option<&Path>,
+    (workspace, name): (Option<&Path>, Option<&str>),
     max_paths: usize,
     json: bool,
     out: &mut dyn Write,
@@ -748,6 +766,10 @@ fn policy_diff(
 ) -> Res {
     let (Some((a, ta)), Some((b, tb))) = (load(old, err)?, load(new, err)?) else {
         return Ok(EXIT_INVALID);
+    };
+    let (a, b) = match name {
+        Some(n) => (a.for_workspace(n), b.for_workspace(n)),
+        None => (a, b),
     };
     let (paths, truncated, source) = match workspace {
         Some(ws) => match workspace_paths(ws, max_paths) {

@@ -554,7 +554,42 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
         max_size: r.max_size.as_ref().map(|s| *s.get_ref()),
         reason: r.reason.clone(),
         line: at(src, &r.id),
+        workspaces: rule_workspaces(r, src, &invalid)?,
     })
+}
+
+/// A rule's `workspaces`: valid names, at least one.
+fn rule_workspaces(
+    r: &RawRule,
+    src: &str,
+    invalid: &Invalid<'_>,
+) -> Result<Option<Vec<String>>, PolicyError> {
+    let Some(names) = &r.workspaces else {
+        return Ok(None);
+    };
+    if names.is_empty() {
+        return Err(invalid(
+            "workspaces",
+            at(src, &r.id),
+            "an empty `workspaces` list would apply nowhere; leave it out to apply everywhere"
+                .into(),
+        ));
+    }
+    let mut out = Vec::with_capacity(names.len());
+    for n in names {
+        if !crate::startup::several::valid_name(n.get_ref()) {
+            return Err(invalid(
+                "workspaces",
+                at(src, n),
+                format!(
+                    "`{}` is no workspace name (letters, digits, `.`, `_`, `-`)",
+                    n.get_ref()
+                ),
+            ));
+        }
+        out.push(n.get_ref().clone());
+    }
+    Ok(Some(out))
 }
 
 type Invalid<'a> = dyn Fn(&str, usize, String) -> PolicyError + 'a;

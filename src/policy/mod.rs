@@ -161,6 +161,8 @@ pub struct Rule {
     pub reason: Option<String>,
     /// Line of the rule's `id` in the source.
     pub line: usize,
+    /// The workspaces the rule applies in (None: every one).
+    pub workspaces: Option<Vec<String>>,
 }
 
 impl Rule {
@@ -173,6 +175,17 @@ impl Rule {
             && self.extensions == other.extensions
             && self.min_size == other.min_size
             && self.max_size == other.max_size
+            && self.workspaces == other.workspaces
+    }
+
+    /// Whether the rule applies in the workspace `name` (None: a workspace with no
+    /// name, where only the rules for every workspace apply).
+    pub fn applies_in(&self, name: Option<&str>) -> bool {
+        match (&self.workspaces, name) {
+            (None, _) => true,
+            (Some(names), Some(n)) => names.iter().any(|w| w == n),
+            (Some(_), None) => false,
+        }
     }
 }
 
@@ -228,7 +241,12 @@ struct Waivers {
 /// A loaded, compiled policy. Immutable; share it behind an `Arc`.
 #[derive(Debug, Clone)]
 pub struct Policy {
+    /// The rules in force: those for every workspace, and those scoped to `workspace`.
     rules: Vec<Rule>,
+    /// Every rule of the file, scoped ones included, for [`Policy::for_workspace`].
+    all_rules: Vec<Rule>,
+    /// The workspace this policy is for, when several are served.
+    workspace: Option<String>,
     secrets: Secrets,
     waivers: Waivers,
     limits: Limits,
@@ -314,7 +332,14 @@ impl Policy {
         let built = compose::build(raw, text, origin, base)?;
         let compiled = built.compiled;
         Ok(Policy {
-            rules: compiled.rules,
+            rules: compiled
+                .rules
+                .iter()
+                .filter(|r| r.applies_in(None))
+                .cloned()
+                .collect(),
+            all_rules: compiled.rules,
+            workspace: None,
             secrets: compiled.secrets,
             waivers: compiled.waivers,
             limits: compiled.limits,
@@ -329,6 +354,35 @@ impl Policy {
             set_refs: built.set_refs,
             floor: floor::FixedFloor::default(),
         })
+    }
+
+    /// The policy as it applies in the workspace `name`: the rules for every workspace
+    /// and those whose `workspaces` name it, in file order.
+    pub fn for_workspace(&self, name: &str) -> Policy {
+        let mut p = self.clone();
+        p.rules = self
+            .all_rules
+            .iter()
+            .filter(|r| r.applies_in(Some(name)))
+            .cloned()
+            .collect();
+        p.workspace = Some(name.to_string());
+        p
+    }
+
+    /// The workspace this policy was narrowed to ([`Policy::for_workspace`]).
+    pub fn workspace(&self) -> Option<&str> {
+        self.workspace.as_deref()
+    }
+
+    /// Every workspace name a rule is scoped to.
+    pub fn scoped_workspaces(&self) -> std::collections::BTreeSet<&str> {
+        self.all_rules
+            .iter()
+            .filter_map(|r| r.workspaces.as_ref())
+            .flatten()
+            .map(String::as_str)
+            .collect()
     }
 
     /// Marks paths that no rule can allow (fsgate's own files inside the workspace).

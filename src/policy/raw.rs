@@ -209,6 +209,11 @@ pub struct RawRule {
     /// with anything. Default false: it may only narrow an allow rule.
     #[serde(default)]
     pub overridable: bool,
+    /// The workspaces (names, as `--workspace NAME=DIR` gives them) the rule applies
+    /// in, when several are served. Default: every workspace.
+    #[serde(default)]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub workspaces: Option<Vec<Spanned<String>>>,
 }
 
 /// One `[[test]]` case.
@@ -236,6 +241,10 @@ pub struct RawTest {
     /// unknown, and size-conditioned rules are judged as before the size is known).
     #[serde(default)]
     pub size: Option<u64>,
+    /// The workspace the path lies in, for rules scoped with `workspaces` (default:
+    /// none named: only the rules that apply in every workspace).
+    #[serde(default)]
+    pub workspace: Option<String>,
 }
 
 /// An operation class as written in a rule's `ops` (schema only; parsed in `compile`).

@@ -187,8 +187,10 @@ pub fn run_cases(policy: &Policy, src: &str) -> TestRun {
             EntryKind::File
         };
         let facts = PathFacts { kind, size: t.size };
+        // A case naming a workspace is decided by the rules that apply there.
+        let scoped = t.workspace.as_deref().map(|w| policy.for_workspace(w));
         let got = decide_access_with_content(
-            policy,
+            scoped.as_ref().unwrap_or(policy),
             op,
             &path,
             &facts,

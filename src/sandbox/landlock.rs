@@ -200,6 +200,18 @@ pub(crate) fn restrict_self(plan: &SandboxPlan<'_>) -> Result<SandboxStatus, San
             "read-only"
         }
     ));
+    for (i, (handle, write)) in plan.more_workspaces.iter().enumerate() {
+        let access = if *write {
+            rights.read | rights.write
+        } else {
+            rights.read
+        };
+        created = created
+            .add_rule(PathBeneath::new(*handle, access))
+            .map_err(ll_err(format!("add the rule for workspace {}", i + 2)))?;
+        let mode = if *write { "read-write" } else { "read-only" };
+        detail.push(format!("workspace {} {mode}", i + 2));
+    }
     for g in &plan.read_write {
         created = created
             .add_rule(PathBeneath::new(g.handle, rights.read | rights.write))

@@ -39,6 +39,8 @@ pub struct SandboxPlan<'a> {
     /// Whether the policy can ever change the workspace (any allow rule for write or
     /// delete). False: no write, remove, make or truncate right in the kernel either.
     pub(crate) workspace_write: bool,
+    /// More workspaces (several `--workspace`), each with whether it is writable.
+    pub(crate) more_workspaces: Vec<(BorrowedHandle<'a>, bool)>,
     /// Directories fsgate writes (audit dir, backup dir): read, write, create, remove,
     /// same-directory and cross-directory rename.
     pub(crate) read_write: Vec<Grant<'a>>,
@@ -65,6 +67,7 @@ impl<'a> SandboxPlan<'a> {
         SandboxPlan {
             workspace: borrow(workspace),
             workspace_write,
+            more_workspaces: Vec::new(),
             read_write: Vec::new(),
             read_only: Vec::new(),
             read_only_paths: Vec::new(),
@@ -73,6 +76,13 @@ impl<'a> SandboxPlan<'a> {
             unix_socket_dirs: Vec::new(),
             scope_signals: true,
         }
+    }
+
+    /// Adds another workspace (several `--workspace`), writable in the kernel only if
+    /// `write` is true.
+    pub fn workspace<W: AsHandle + ?Sized>(mut self, dir: &'a W, write: bool) -> Self {
+        self.more_workspaces.push((borrow(dir), write));
+        self
     }
 
     /// Adds a directory fsgate writes (audit dir, backup dir) by its open handle.

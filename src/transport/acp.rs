@@ -205,13 +205,12 @@ pub fn session_of(params: &Value) -> Option<String> {
 
 /// The `initialize` result: capabilities follow the policy.
 pub fn initialize_result(gw: &Gateway) -> Value {
-    let pol = gw.policy();
     json!({
         "protocolVersion": PROTOCOL_VERSION,
         "clientCapabilities": {
             "fs": {
-                "readTextFile": pol.can_ever(OpClass::Read),
-                "writeTextFile": pol.can_ever(OpClass::Write),
+                "readTextFile": gw.can_ever(OpClass::Read),
+                "writeTextFile": gw.can_ever(OpClass::Write),
             }
         },
         "_meta": { "fsgate": gw.meta() },

@@ -132,6 +132,7 @@ impl Hosted {
         http: bool,
         (asker, notifier): (Arc<dyn Asker>, Option<Arc<dyn crate::gateway::ChangeSink>>),
         taken: &[String],
+        within: crate::gateway::Roots,
     ) -> Result<Admission, String> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let name = match known {
@@ -141,6 +142,7 @@ impl Hosted {
         let secret = http::secret()?;
         let mut principal = Principal::new(Some(name.clone()), "acp-mcp", SESSIONS_PER_ACP_SESSION);
         principal.oversight = crate::transport::mcp::Oversight::Person { asker, notifier };
+        principal.within = within;
         let principal = Arc::new(principal);
         self.server.keys.add(&secret, Arc::clone(&principal));
         let key = self.remember(&name, n, secret.clone(), principal);

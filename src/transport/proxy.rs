@@ -49,6 +49,9 @@ struct Session {
     cwd_inside: bool,
     /// The `cwd` as given.
     cwd: String,
+    /// Several workspaces: the ones it may use (its `cwd`'s and its
+    /// `additionalDirectories`'), as `<name>` roots; None: every workspace.
+    roots: crate::gateway::Roots,
 }
 
 /// A session request of the editor's in flight (`session/new`, `load`, `resume`,
@@ -62,6 +65,18 @@ struct Opening {
     method: &'static str,
     /// Its place at the hosted MCP server, if the server was added to it.
     hosted: Option<Admission>,
+    /// The workspaces it may use (see [`Session::roots`]).
+    roots: crate::gateway::Roots,
+}
+
+/// Where a message from the editor goes.
+enum Routed {
+    /// To the agent (these bytes, newline included).
+    Agent(Vec<u8>),
+    /// Back to the editor: fsgate answered it (a refused session request).
+    Editor(Vec<u8>),
+    /// Nowhere: an answer to one of fsgate's own questions.
+    Taken,
 }
 
 /// State shared by the relay tasks.
@@ -89,6 +104,15 @@ struct Relay {
     agent_http: AtomicBool,
     /// The ACP protocol version the agent's `initialize` answer chose (1 until then).
     acp_version: AtomicU64,
+}
+
+/// Rule id for a session request naming a directory fsgate does not serve.
+pub const RULE_SESSION_DIRS: &str = "acp-session-dirs";
+
+/// The workspace a named path lies in (`<name>`), if it names one.
+fn top(place: &RelPath) -> Option<RelPath> {
+    let name = place.components().next()?;
+    RelPath::parse_rooted(name).ok()
 }
 
 /// At most this many session requests awaiting the agent's answer are remembered.
@@ -128,9 +152,9 @@ fn with_newline(mut raw: Vec<u8>) -> Vec<u8> {
 impl Relay {
     /// Editor -> agent: returns the bytes to forward, or None for the editor's answer
     /// to one of fsgate's own questions (taken here, never relayed).
-    fn editor_message(&self, raw: Vec<u8>) -> Option<Vec<u8>> {
+    fn editor_message(&self, raw: Vec<u8>) -> Routed {
         let Ok(mut v) = serde_json::from_slice::<Value>(&raw) else {
-            return Some(with_newline(raw));
+            return Routed::Agent(with_newline(raw));
         };
         let method = v.get("method").and_then(Value::as_str).map(str::to_string);
         let id = v.get("id").cloned();
@@ -138,9 +162,9 @@ impl Relay {
             && acp_ask::is_ours(id)
         {
             self.asker.take_response(id, &v);
-            return None;
+            return Routed::Taken;
         }
-        Some(match (method.as_deref(), id) {
+        Routed::Agent(match (method.as_deref(), id) {
             (Some("initialize"), Some(id)) => {
                 if let Ok(mut ids) = self.initializing.lock()
                     && ids.len() < MAX_INITIALIZING
@@ -153,10 +177,12 @@ impl Relay {
                     .as_u64()
                     .is_some_and(|n| n >= 2)
                 {
-                    return Some(with_newline(raw));
+                    return Routed::Agent(with_newline(raw));
                 }
-                let pol = self.gw.policy();
-                let (read, write) = (pol.can_ever(OpClass::Read), pol.can_ever(OpClass::Write));
+                let (read, write) = (
+                    self.gw.can_ever(OpClass::Read),
+                    self.gw.can_ever(OpClass::Write),
+                );
                 // Only the two flags change; the rest of the message passes byte for byte.
                 let text = std::str::from_utf8(&raw).ok();
                 match text.and_then(|t| super::raw_json::set_fs_capabilities(t, read, write)) {
@@ -174,7 +200,19 @@ impl Relay {
             }
             (Some(m), Some(id)) if opening_method(m).is_some() => {
                 let method = opening_method(m).unwrap_or("session/new");
-                self.opening(method, &id, &v, raw)
+                let roots = match self.session_roots(&v["params"]) {
+                    Ok(roots) => roots,
+                    Err(reason) => {
+                        let err = jsonrpc::error_object(
+                            code::REFUSED,
+                            &format!("refused: {reason} (rule {RULE_SESSION_DIRS})"),
+                            Some(json!({"reason": reason, "rule": RULE_SESSION_DIRS})),
+                        );
+                        let reply = self.refuse(&id, method, &v["params"], err);
+                        return Routed::Editor(line_of(&reply));
+                    }
+                };
+                self.opening(method, &id, &v, raw, roots)
             }
             _ => with_newline(raw),
         })
@@ -182,7 +220,14 @@ impl Relay {
 
     /// A session request: noted, and the hosted MCP server added to its `mcpServers`
     /// (the rest of the message passes byte for byte).
-    fn opening(&self, method: &'static str, id: &Value, v: &Value, raw: Vec<u8>) -> Vec<u8> {
+    fn opening(
+        &self,
+        method: &'static str,
+        id: &Value,
+        v: &Value,
+        raw: Vec<u8>,
+        roots: crate::gateway::Roots,
+    ) -> Vec<u8> {
         let params = &v["params"];
         let named = params["sessionId"].as_str().map(str::to_string);
         let mut opening = Opening {
@@ -190,6 +235,7 @@ impl Relay {
             named: named.clone(),
             method,
             hosted: None,
+            roots: roots.clone(),
         };
         let mut out = raw;
         if let Some(h) = &self.hosted {
@@ -205,7 +251,7 @@ impl Relay {
                 })
                 .unwrap_or_default();
             let http = self.agent_http.load(Ordering::Acquire);
-            match h.admit(known.as_deref(), http, self.editor_sinks(), &taken) {
+            match h.admit(known.as_deref(), http, self.editor_sinks(), &taken, roots) {
                 Ok(a) => match std::str::from_utf8(&out)
                     .ok()
                     .and_then(|t| super::raw_json::append_mcp_server(t, &a.entry))
@@ -322,6 +368,7 @@ impl Relay {
             named,
             method,
             hosted,
+            roots,
         } = opening;
         // Load and resume keep the session named; new and fork answer with its id.
         let keeps = matches!(method, "session/load" | "session/resume");
@@ -335,20 +382,25 @@ impl Relay {
                 h.revoke(a);
             }
             if let Some(sid) = sid {
-                self.note_session(sid, cwd, None);
+                self.note_session(sid, cwd, None, roots);
             }
             return;
         };
         if let Some(a) = &hosted {
             h.name(a, sid);
         }
-        self.note_session(sid.clone(), cwd, hosted);
+        self.note_session(sid.clone(), cwd, hosted, roots);
     }
 
     /// Records the session opened and keeps it for the agent's file requests.
-    fn note_session(&self, sid: String, cwd: String, hosted: Option<Admission>) {
-        let ws = self.gw.workspace();
-        let cwd_inside = RelPath::parse_absolute(&ws.dealias(&cwd), ws.root_path()).is_ok();
+    fn note_session(
+        &self,
+        sid: String,
+        cwd: String,
+        hosted: Option<Admission>,
+        roots: crate::gateway::Roots,
+    ) {
+        let cwd_inside = cwd.starts_with('/') && self.gw.named_path(&cwd).is_some();
         if !cwd_inside {
             tracing::warn!(session = %sid, %cwd, "session cwd is outside the workspace: no file access");
         }
@@ -368,19 +420,79 @@ impl Relay {
             }
             details.insert("mcpServer".into(), Value::Object(mcp));
         }
+        if let Some(r) = &roots {
+            let names: Vec<Value> = r.iter().map(|p| p.as_str().into()).collect();
+            details.insert("workspaces".into(), names.into());
+        }
         self.gw.record("session", details);
         if let Ok(mut s) = self.sessions.lock() {
-            s.insert(sid, Session { cwd_inside, cwd });
+            s.insert(
+                sid,
+                Session {
+                    cwd_inside,
+                    cwd,
+                    roots,
+                },
+            );
         }
     }
 
+    /// The workspaces the session may use, as the gateway's scope.
+    fn session_scope(&self, sid: Option<&str>) -> crate::gateway::Scope {
+        let roots = sid.and_then(|sid| {
+            let sessions = self.sessions.lock().ok()?;
+            sessions.get(sid)?.roots.clone()
+        });
+        crate::gateway::Scope::fixed(roots)
+    }
+
+    /// The workspaces a session request's `cwd` and `additionalDirectories` name, when
+    /// several are served (None with one: the session has it whole). Err: one of
+    /// `additionalDirectories` lies in no workspace served; it is never added.
+    fn session_roots(&self, params: &Value) -> Result<crate::gateway::Roots, String> {
+        let mut names: Vec<RelPath> = Vec::new();
+        let extra = params["additionalDirectories"].as_array();
+        for dir in extra.into_iter().flatten() {
+            let text = dir.as_str().unwrap_or_default();
+            let place = text
+                .starts_with('/')
+                .then(|| self.gw.named_path(text))
+                .flatten();
+            let Some(place) = place else {
+                return Err(format!(
+                    "additionalDirectories: {} is not a directory fsgate serves (it serves {}); it is not added",
+                    crate::gateway::clip(&dir.to_string()),
+                    self.gw
+                        .members()
+                        .map(|m| m.workspace().root_path().display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            };
+            names.extend(top(&place));
+        }
+        if !self.gw.is_several() {
+            return Ok(None);
+        }
+        let cwd = params["cwd"].as_str().unwrap_or_default();
+        if cwd.starts_with('/')
+            && let Some(place) = self.gw.named_path(cwd)
+        {
+            names.extend(top(&place));
+        }
+        names.sort();
+        names.dedup();
+        Ok(Some(names.into()))
+    }
+
     fn ctx(&self, params: &Value) -> crate::ops::RequestCtx {
+        let session = acp::session_of(params).unwrap_or_default();
         crate::ops::RequestCtx {
             style: crate::ops::PathStyle::Absolute,
-            session: acp::session_of(params).unwrap_or_default(),
+            scope: self.session_scope(Some(&session)),
+            session,
             transport: "acp",
             peer: self.peer.clone(),
-            scope: Default::default(),
             asker: None,
             notifier: None,
         }
@@ -554,11 +666,16 @@ where
                     if raw.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
-                    let Some(bytes) = r.editor_message(raw) else {
-                        continue;
-                    };
-                    if !ta.send_bytes(bytes).await {
-                        break;
+                    match r.editor_message(raw) {
+                        Routed::Agent(bytes) => {
+                            if !ta.send_bytes(bytes).await {
+                                break;
+                            }
+                        }
+                        Routed::Editor(bytes) => {
+                            let _ = te.send_bytes(bytes).await;
+                        }
+                        Routed::Taken => {}
                     }
                 }
                 Ok(Line::TooLong { len }) => {

@@ -307,6 +307,12 @@ impl History {
 /// The change an intent record announces.
 pub(crate) fn what_of(v: &Value) -> Result<What, String> {
     let args = &v["args"];
+    // Its path is relative to a workspace among several, which --workspace may not be.
+    if let Some(ws) = args.get("workspace").and_then(Value::as_str) {
+        return Err(format!(
+            "made in workspace `{ws}` of a gateway serving several; undo puts back changes of a single-workspace gateway only"
+        ));
+    }
     let real = |k: &str, field: &str| {
         let p = args.get(k).or(v.get(field)).and_then(Value::as_str);
         p.and_then(rel)
@@ -534,6 +540,14 @@ mod tests {
         assert!(what_of(&odd).is_err());
         let escape = intent(1, "a", "mkdir", json!({"path": "../x"}));
         assert!(what_of(&escape).is_err());
+        // A change in one of several workspaces: its path is not --workspace's.
+        let several = intent(
+            1,
+            "a",
+            "mkdir",
+            json!({"path": "d", "args": {"workspace": "docs"}}),
+        );
+        assert!(what_of(&several).unwrap_err().contains("`docs`"));
     }
 
     #[test]

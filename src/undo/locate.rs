@@ -165,6 +165,7 @@ impl Where {
             audit_log: self.named.clone(),
             backup_dir: Some(self.backup_dir.clone()),
             accept_broken_chain: false,
+            several: Vec::new(),
         };
         let opened = crate::startup::open(&cfg)?;
         let ready = super::undo_policy()

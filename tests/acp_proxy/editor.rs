@@ -129,6 +129,8 @@ pub struct Options {
     pub env_remove: Vec<String>,
     /// fsgate's working directory (and so the agent's); the test's own if `None`.
     pub cwd: Option<PathBuf>,
+    /// More `--workspace` arguments, after the first.
+    pub workspaces: Vec<OsString>,
 }
 
 impl Options {
@@ -196,6 +198,9 @@ impl Editor {
         let (state_dir, state) = canonical_tempdir("fsgate-state-");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsgate"));
         cmd.arg("acp").arg("--workspace").arg(&root);
+        for w in &opts.workspaces {
+            cmd.arg("--workspace").arg(w);
+        }
         if let Some(text) = &opts.policy_text {
             let file = state.join("policy.toml");
             std::fs::write(&file, text).expect("write policy file");

@@ -7,8 +7,8 @@
 //! The `fsgate` binary has none of this: no method, flag or feature of it opens a path
 //! from a request without fsgate's checks.
 //!
-//! Usage: `fsgate-wallprobe --workspace DIR --audit-log FILE --backup-dir DIR [--policy
-//! FILE]`. First line out: `{"sandbox": STATUS, "probeBefore": OUTCOME}`, where the probe
+//! Usage: `fsgate-wallprobe --workspace [NAME=]DIR... --audit-log FILE --backup-dir DIR
+//! [--policy FILE]`. First line out: `{"sandbox": STATUS, "probeBefore": OUTCOME}`, where the probe
 //! is a read of `$FSGATE_TEST_PROBE` made before confinement. Then one line per input
 //! line `{"op": "read" | "write", "path": P, "content": C}`: the outcome.
 //!
@@ -37,17 +37,28 @@ fn config() -> Result<GatewayConfig, String> {
         audit_log: None,
         backup_dir: None,
         accept_broken_chain: false,
+        several: Vec::new(),
     };
+    let mut given: Vec<startup::WorkspaceArg> = Vec::new();
     while let Some(flag) = args.next() {
         let value = args.next().ok_or(format!("{flag} needs a value"))?;
         match flag.as_str() {
-            "--workspace" => cfg.workspace = value.into(),
+            "--workspace" => given.push(value.parse()?),
             "--policy" => cfg.policy = Some(value.into()),
             "--audit-log" => cfg.audit_log = Some(value.into()),
             "--backup-dir" => cfg.backup_dir = Some(value.into()),
             other => return Err(format!("unknown flag {other}")),
         }
     }
+    // Several workspaces, as `fsgate serve` takes them.
+    if given.len() > 1 {
+        cfg.several = startup::several::keep_usable(&given).map_err(|e| e.to_string())?;
+    }
+    cfg.workspace = match (cfg.several.first(), given.first()) {
+        (Some(first), _) => first.dir.clone(),
+        (None, Some(only)) => only.dir.clone(),
+        (None, None) => PathBuf::new(),
+    };
     Ok(cfg)
 }
 

@@ -186,8 +186,39 @@ impl Gate {
             state,
             audit_log,
             policy_path,
-            env,
+            (env, &[]),
             vec![ws_dir, out_dir, state_dir],
+        )
+    }
+
+    /// Starts `fsgate serve` on several workspaces: `root` first, then `extra` (each a
+    /// `--workspace` argument), with `policy` (TOML) if given, keeping `dirs` alive.
+    pub fn with_workspaces(
+        root: PathBuf,
+        extra: &[std::ffi::OsString],
+        policy: Option<&str>,
+        (outside, state): (PathBuf, PathBuf),
+        dirs: Vec<TempDir>,
+    ) -> Gate {
+        let policy_path = policy.map(|text| {
+            let file = state.join("policy.toml");
+            std::fs::write(&file, text).expect("write policy file");
+            file
+        });
+        let audit_log = state.join("audit").join("audit.jsonl");
+        let mut args = Vec::new();
+        for e in extra {
+            args.push("--workspace".into());
+            args.push(e.clone());
+        }
+        Gate::spawn(
+            root,
+            outside,
+            state,
+            audit_log,
+            policy_path,
+            (&[], &args),
+            dirs,
         )
     }
 
@@ -199,7 +230,15 @@ impl Gate {
         let (root, outside, state) = (old.root.clone(), old.outside.clone(), old.state.clone());
         let (audit_log, policy_path) = (old.audit_log.clone(), old.policy_path.clone());
         drop(old);
-        Gate::spawn(root, outside, state, audit_log, policy_path, &[], dirs)
+        Gate::spawn(
+            root,
+            outside,
+            state,
+            audit_log,
+            policy_path,
+            (&[], &[]),
+            dirs,
+        )
     }
 
     fn spawn(
@@ -208,11 +247,11 @@ impl Gate {
         state: PathBuf,
         audit_log: PathBuf,
         policy_path: Option<PathBuf>,
-        env: &[(&str, &str)],
+        (env, extra): (&[(&str, &str)], &[std::ffi::OsString]),
         dirs: Vec<TempDir>,
     ) -> Gate {
         let mut cmd = Command::new(bin());
-        cmd.arg("serve").arg("--workspace").arg(&root);
+        cmd.arg("serve").arg("--workspace").arg(&root).args(extra);
         if let Some(file) = &policy_path {
             cmd.arg("--policy").arg(file);
         }

@@ -31,6 +31,8 @@ pub(crate) struct Principal {
     pub max_sessions: usize,
     /// Its door for the stateless (2026-07-28) wire, once used.
     pub stateless: Mutex<Option<Arc<McpSession>>>,
+    /// What its connections may reach at most (an ACP session's workspaces).
+    pub within: crate::gateway::Roots,
 }
 
 impl Principal {
@@ -46,6 +48,7 @@ impl Principal {
             sessions: AtomicUsize::new(0),
             max_sessions,
             stateless: Mutex::new(None),
+            within: None,
         }
     }
 

@@ -490,6 +490,7 @@ pub(super) fn identity(server: &Server, conn: &ConnInfo, p: &Principal) -> Ident
         transport: p.transport,
         peer: conn.peer.to_string(),
         oversight: p.oversight.clone(),
+        within: p.within.clone(),
     }
 }
 

@@ -122,6 +122,9 @@ pub struct Identity {
     pub peer: String,
     /// Who is asked when an `ask` rule decides, and told of changes.
     pub oversight: Oversight,
+    /// What the connection may reach at most (the hosted server of an ACP session:
+    /// that session's workspaces); None: every workspace.
+    pub within: crate::gateway::Roots,
 }
 
 /// Who is asked and told for a connection.
@@ -145,6 +148,7 @@ impl Identity {
             transport: "mcp",
             peer,
             oversight: Oversight::Client,
+            within: None,
         }
     }
 }
@@ -170,7 +174,7 @@ impl McpServer {
             session: format!("{}-stateless", who.session),
             transport: who.transport,
             peer: who.peer.clone(),
-            scope: crate::gateway::Scope::default(),
+            scope: crate::gateway::Scope::fixed(who.within.clone()),
             asker: Some(Arc::new(elicit::NoAsking)),
             notifier: None,
         };
@@ -179,7 +183,7 @@ impl McpServer {
             session: who.session,
             transport: who.transport,
             peer: who.peer,
-            scope: crate::gateway::Scope::narrowable(),
+            scope: crate::gateway::Scope::within(who.within),
             asker: Some(asker),
             notifier,
         };
@@ -207,12 +211,28 @@ impl McpServer {
         }
     }
 
+    /// The workspace root, or with several every root, comma-separated.
     fn root(&self) -> String {
         self.gw
-            .workspace()
-            .root_path()
-            .to_string_lossy()
-            .into_owned()
+            .members()
+            .map(|m| m.workspace().root_path().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The tools offered: with several workspaces, each tool some workspace's
+    /// policy offers (every call is still decided by the policy of its workspace).
+    fn tools(&self) -> Vec<Tool> {
+        let root = self.root();
+        let mut tools: Vec<Tool> = Vec::new();
+        for m in self.gw.members() {
+            for t in self.catalog.tools(&m.policy(), &root) {
+                if !tools.iter().any(|have| have.name == t.name) {
+                    tools.push(t);
+                }
+            }
+        }
+        tools
     }
 }
 
@@ -285,10 +305,19 @@ impl ServerHandler for McpServer {
     #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
         let root = self.root();
+        let place = if self.gw.is_several() {
+            format!(
+                "several workspaces, {root}, each under its policy. Paths are absolute inside one of them \
+                 (relative paths are relative to the first)"
+            )
+        } else {
+            format!(
+                "one workspace, {root}, under a policy. Paths are absolute inside it or relative to it"
+            )
+        };
         let instructions = format!(
-            "fsgate serves one workspace, {root}, under a policy. Paths are absolute inside it or relative \
-             to it. Every call is checked and recorded; a refusal names the policy rule that made it, so do \
-             not retry refused paths. Writes are atomic and replaced content is backed up."
+            "fsgate serves {place}. Every call is checked and recorded; a refusal names the policy rule that \
+             made it, so do not retry refused paths. Writes are atomic and replaced content is backed up."
         );
         let mut meta = rmcp::model::JsonObject::new();
         meta.insert("fsgate".into(), self.gw.meta());
@@ -358,17 +387,12 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(
-            self.catalog.tools(&self.gw.policy(), &self.root()),
-        ))
+        Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let id = ToolId::from_name(name)?;
-        self.catalog
-            .tools(&self.gw.policy(), &self.root())
-            .into_iter()
-            .find(|t| t.name == id.name())
+        self.tools().into_iter().find(|t| t.name == id.name())
     }
 
     async fn on_custom_request(

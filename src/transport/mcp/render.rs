@@ -8,7 +8,6 @@ use super::tools::Answer;
 use crate::error::GatewayError;
 use crate::gateway::Gateway;
 use crate::ops::{Output, PathStyle};
-use crate::path::RelPath;
 
 /// Why a tool call failed; shown to the client as an `isError` result of one line.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -126,8 +125,8 @@ pub(super) fn output(gw: &Gateway, out: Output) -> CallToolResult {
 /// The absolute form of a request path that the gateway has already accepted (lexical
 /// only), for confirmation messages; the request's own text if it does not parse.
 pub(super) fn shown(gw: &Gateway, path: &str) -> String {
-    match RelPath::parse_any(&gw.workspace().dealias(path), gw.workspace().root_path()) {
-        Ok(rel) => gw.show_path(PathStyle::AbsoluteOrRelative, &rel),
-        Err(_) => path.to_string(),
+    match gw.named_path(path) {
+        Some(rel) => gw.show_path(PathStyle::AbsoluteOrRelative, &rel),
+        None => path.to_string(),
     }
 }

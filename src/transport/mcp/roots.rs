@@ -112,8 +112,13 @@ fn sort_out(gw: &Gateway, list: &[Root]) -> (Vec<RelPath>, Vec<Value>) {
             Err(format!("more than {MAX_ROOTS} roots"))
         };
         match accepted_one {
-            Ok(rel) if !accepted.contains(&rel) => accepted.push(rel),
-            Ok(_) => {}
+            Ok(rels) => {
+                for rel in rels {
+                    if !accepted.contains(&rel) {
+                        accepted.push(rel);
+                    }
+                }
+            }
             Err(reason) => {
                 if ignored.len() < MAX_IGNORED_SHOWN {
                     tracing::warn!(uri = %clip(&root.uri), "client root ignored: {reason}");
@@ -125,12 +130,33 @@ fn sort_out(gw: &Gateway, list: &[Root]) -> (Vec<RelPath>, Vec<Value>) {
     (accepted, ignored)
 }
 
-/// The real workspace directory a root URI names, or why it is ignored.
-fn accept(gw: &Gateway, uri: &str) -> Result<RelPath, String> {
+/// The real workspace directories a root URI names, or why it is ignored. With several
+/// workspaces, the one it lies in (its paths named `<name>/...`), or every one it
+/// holds.
+fn accept(gw: &Gateway, uri: &str) -> Result<Vec<RelPath>, String> {
     let path = file_path(uri)?;
+    if !gw.is_several() {
+        return accept_in(gw, &path).map(|rel| vec![rel]);
+    }
+    let mut found = Vec::new();
+    let mut why = None;
+    for m in gw.members() {
+        match accept_in(m, &path) {
+            Ok(rel) => found.push(crate::gateway::named(m.name().unwrap_or(""), &rel)),
+            Err(e) => why = why.or(Some(e)),
+        }
+    }
+    match (found.is_empty(), why) {
+        (true, Some(e)) => Err(e),
+        _ => Ok(found),
+    }
+}
+
+/// [`accept`] in one workspace.
+fn accept_in(gw: &Gateway, path: &str) -> Result<RelPath, String> {
     let ws = gw.workspace();
     let root = ws.root_path();
-    let dealiased = ws.dealias(&path);
+    let dealiased = ws.dealias(path);
     let rel = match RelPath::parse_absolute(&dealiased, root) {
         Ok(rel) => rel,
         Err(PathError::OutsideRoot { .. }) if contains_workspace(&dealiased, root) => {
@@ -182,7 +208,7 @@ fn contains_workspace(path: &str, root: &std::path::Path) -> bool {
 }
 
 fn show(gw: &Gateway, rel: &RelPath) -> String {
-    rel.to_absolute(gw.workspace().root_path())
+    gw.show_path(crate::ops::PathStyle::AbsoluteOrRelative, rel)
 }
 
 fn clip(s: &str) -> String {
@@ -207,7 +233,10 @@ fn record(gw: &Gateway, ctx: &RequestCtx, details: Map<String, Value>) {
 pub(super) fn allowed_directories(gw: &Gateway, roots: &Roots) -> String {
     let dirs: Vec<String> = match roots {
         Some(r) => r.iter().map(|rel| show(gw, rel)).collect(),
-        None => vec![gw.workspace().root_path().to_string_lossy().into_owned()],
+        None => gw
+            .members()
+            .map(|m| m.workspace().root_path().to_string_lossy().into_owned())
+            .collect(),
     };
     format!("Allowed directories:\n{}", dirs.join("\n"))
 }

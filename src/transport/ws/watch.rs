@@ -77,17 +77,20 @@ impl Unwatched {
     }
 }
 
-/// The running watcher; dropping it stops the thread.
+/// The running watcher; dropping it stops the threads.
 pub struct Watcher {
-    /// Dropped to stop the thread (its wait sees the pipe's end).
-    stop: Option<PipeWriter>,
+    /// Dropped to stop the threads (each one's wait sees its pipe's end).
+    stops: Vec<PipeWriter>,
     /// Where notices are published.
     notices: broadcast::Sender<Arc<Notice>>,
-    /// The watcher thread.
-    thread: Option<JoinHandle<()>>,
+    /// The watcher threads: one per workspace.
+    threads: Vec<JoinHandle<()>>,
     /// What is not watched (the limit reached), for connections that start later.
     gap: Arc<Mutex<Option<Arc<Notice>>>>,
 }
+
+/// The initial scans still running, the directories they watch, and who to tell.
+type Readiness = Arc<std::sync::Mutex<(usize, usize, Option<oneshot::Sender<usize>>)>>;
 
 impl Watcher {
     /// Starts watching the gateway's workspace. The initial scan runs on the watcher's
@@ -98,36 +101,45 @@ impl Watcher {
         ignore: &[String],
         debounce: Duration,
     ) -> std::io::Result<(Watcher, oneshot::Receiver<usize>)> {
-        let (stop_rx, stop) = std::io::pipe()?;
-        let kernel = Kernel::new()?;
         let (notices, _) = broadcast::channel(BROADCAST_CAPACITY);
         let gap = Arc::new(Mutex::new(None));
-        let mut state = State {
-            root: gw.workspace().root_path().to_path_buf(),
-            gw,
-            kernel,
-            ignore: ignore.iter().cloned().collect(),
-            watched: HashSet::new(),
-            co: Coalescer::new(debounce),
-            out: notices.clone(),
-            unwatched: Unwatched::default(),
-            published: 0,
+        let (ready_tx, ready_rx) = oneshot::channel();
+        // Several workspaces: a thread each, reporting paths as `<name>/...`.
+        let mut each = vec![Arc::clone(&gw)];
+        each.extend(gw.others().iter().cloned());
+        let ready: Readiness = Arc::new(std::sync::Mutex::new((each.len(), 0, Some(ready_tx))));
+        let mut watcher = Watcher {
+            stops: Vec::new(),
+            notices: notices.clone(),
+            threads: Vec::new(),
             gap: Arc::clone(&gap),
         };
-        let (ready_tx, ready_rx) = oneshot::channel();
-        let thread = std::thread::Builder::new()
-            .name("fsgate-watch".into())
-            .spawn(move || {
-                state.scan(&RelPath::root(), Scan::Initial);
-                let _ = ready_tx.send(state.watched.len());
-                state.run(&stop_rx);
-            })?;
-        let watcher = Watcher {
-            stop: Some(stop),
-            notices,
-            thread: Some(thread),
-            gap,
-        };
+        for member in each {
+            let (stop_rx, stop) = std::io::pipe()?;
+            let mut state = State {
+                root: member.workspace().root_path().to_path_buf(),
+                prefix: member.name().map(Arc::from),
+                gw: member,
+                kernel: Kernel::new()?,
+                ignore: ignore.iter().cloned().collect(),
+                watched: HashSet::new(),
+                co: Coalescer::new(debounce),
+                out: notices.clone(),
+                unwatched: Unwatched::default(),
+                published: 0,
+                gap: Arc::clone(&gap),
+            };
+            let ready = Arc::clone(&ready);
+            let thread = std::thread::Builder::new()
+                .name("fsgate-watch".into())
+                .spawn(move || {
+                    state.scan(&RelPath::root(), Scan::Initial);
+                    scanned(&ready, state.watched.len());
+                    state.run(&stop_rx);
+                })?;
+            watcher.stops.push(stop);
+            watcher.threads.push(thread);
+        }
         Ok((watcher, ready_rx))
     }
 
@@ -145,10 +157,25 @@ impl Watcher {
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        drop(self.stop.take());
-        // Not joined: the thread may be in a long initial scan, and drop may run on the
-        // async runtime; it exits at its next message.
-        drop(self.thread.take());
+        self.stops.clear();
+        // Not joined: a thread may be in a long initial scan, and drop may run on the
+        // async runtime; each exits at its next message.
+        self.threads.clear();
+    }
+}
+
+/// One workspace's initial scan is done, watching `dirs` directories: once every one
+/// is, the total is told.
+fn scanned(ready: &Readiness, dirs: usize) {
+    let mut r = ready
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    r.0 = r.0.saturating_sub(1);
+    r.1 += dirs;
+    if r.0 == 0
+        && let Some(tx) = r.2.take()
+    {
+        let _ = tx.send(r.1);
     }
 }
 
@@ -165,6 +192,8 @@ enum Scan {
 
 struct State {
     root: PathBuf,
+    /// The workspace's name when several are served: reported paths start with it.
+    prefix: Option<Arc<str>>,
     gw: Arc<Gateway>,
     kernel: Kernel,
     ignore: HashSet<String>,
@@ -248,7 +277,12 @@ impl State {
         }
         self.published = self.unwatched.count;
         self.unwatched.watched = self.watched.len();
-        let u = self.unwatched.clone();
+        let mut u = self.unwatched.clone();
+        if let Some(name) = &self.prefix {
+            for p in &mut u.first {
+                *p = crate::gateway::named(name, p);
+            }
+        }
         let first: Vec<String> = u
             .first
             .iter()
@@ -282,7 +316,7 @@ impl State {
         let pol = self.gw.policy();
         for path in due {
             let state = self.kind_now(&path);
-            for change in self.co.settle(&path, state) {
+            for mut change in self.co.settle(&path, state) {
                 match change.kind {
                     ChangeKind::Create if change.is_dir => self.scan(&path, Scan::Appeared),
                     ChangeKind::Delete if change.is_dir => self.unwatch_beneath(&path),
@@ -292,6 +326,9 @@ impl State {
                     .then(|| self.size_now(&path))
                     .flatten();
                 if reportable(&pol, &change, size) {
+                    if let Some(name) = &self.prefix {
+                        change.path = crate::gateway::named(name, &change.path);
+                    }
                     let _ = self.out.send(Arc::new(Notice::Change(change)));
                 }
             }

@@ -7,7 +7,6 @@ use rmcp::model::CallToolResult;
 use super::{TRUNCATED_LINE, args_error, handle, list, more_line, names, unexpected};
 use crate::gateway::Gateway;
 use crate::ops::{Op, Output, PathStyle, RequestCtx};
-use crate::path::RelPath;
 use crate::transport::mcp::args::{ListArgs, ListSizesArgs, SearchFilesArgs, SortBy, TreeArgs};
 use crate::transport::mcp::catalog::MAX_TREE_ENTRIES;
 use crate::transport::mcp::render::{ToolError, text};
@@ -287,10 +286,12 @@ pub(in crate::transport::mcp) fn search_files(
     if a.pattern.is_empty() {
         return Err(args_error("search_files", "pattern must not be empty"));
     }
-    let base = RelPath::parse_any(&gw.workspace().dealias(&a.path), gw.workspace().root_path());
+    // Several workspaces: `<name>/...`, and the pattern made absolute to find its own.
+    let base = gw.named_path(&a.path).ok_or(());
     // An absolute pattern (an fsgate extension) names its own place in the workspace.
     let pattern = match &base {
         _ if a.pattern.starts_with('/') => a.pattern.clone(),
+        Ok(_) if gw.is_several() => format!("{}/{}", a.path.trim_end_matches('/'), a.pattern),
         Ok(rel) if rel.is_root() => a.pattern.clone(),
         Ok(rel) => format!("{}/{}", globset::escape(rel.as_str()), a.pattern),
         // Not expressible inside the root: the gateway refuses it and names the rule.
@@ -334,7 +335,7 @@ mod tests {
     }
 
     fn entry(path: &str, dir: bool) -> Entry {
-        let path = RelPath::parse_rooted(path).unwrap();
+        let path = crate::path::RelPath::parse_rooted(path).unwrap();
         Entry {
             name: path.file_name().unwrap_or_default().to_string(),
             path,
