@@ -282,6 +282,7 @@ mod tests {
                 old_text: None,
                 new_text: format!("line1\nline\u{1b}[2J{}", "x".repeat(5000)),
             }),
+            replaced: None,
             session: "s".into(),
         };
         let p = params(&q).expect("schema");
