@@ -39,7 +39,8 @@ use crate::path::RelPath;
 use crate::policy::OpClass;
 use crate::transport::outbox::{Outbox, Queued};
 
-/// How long the agent gets to exit after the editor closed stdin, before it is killed.
+/// How long the agent gets to finish its turn once the editor closed stdin, and then to
+/// exit once its own stdin is closed, before it is killed.
 pub const GRACE: Duration = Duration::from_secs(5);
 
 /// A session the agent created through the editor.
@@ -89,6 +90,74 @@ struct Relay {
     agent_http: AtomicBool,
     /// The ACP protocol version the agent's `initialize` answer chose (1 until then).
     acp_version: AtomicU64,
+    /// What the agent still waits for or owes: see [`Owed`].
+    owed: Owed,
+}
+
+/// The editor's requests the agent has not answered yet, and the replies fsgate owes
+/// the agent: once the editor closed its input, the agent's stdin stays open until both
+/// are settled (or [`GRACE`] passed), so that the agent can finish the turn it was in,
+/// with fsgate's answers to its file requests.
+#[derive(Default)]
+struct Owed {
+    /// Ids (as JSON text) of editor requests relayed to the agent and not answered.
+    by_agent: Mutex<std::collections::HashSet<String>>,
+    /// Replies fsgate owes the agent (its file requests being served).
+    by_fsgate: std::sync::atomic::AtomicUsize,
+    /// Woken whenever either goes down.
+    settled: tokio::sync::Notify,
+}
+
+/// At most this many unanswered editor requests are tracked for [`Owed`].
+const MAX_OWED: usize = 4096;
+
+impl Owed {
+    fn relayed(&self, id: &Value) {
+        if let Ok(mut ids) = self.by_agent.lock()
+            && ids.len() < MAX_OWED
+        {
+            ids.insert(id_key(id));
+        }
+    }
+
+    fn answered(&self, id: &Value) {
+        let removed = self
+            .by_agent
+            .lock()
+            .is_ok_and(|mut ids| ids.remove(&id_key(id)));
+        if removed {
+            self.settled.notify_waiters();
+        }
+    }
+
+    /// fsgate took on a reply to the agent; [`Owed::replied`] once it is queued.
+    fn owe(&self) {
+        self.by_fsgate.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn replied(&self) {
+        self.by_fsgate.fetch_sub(1, Ordering::AcqRel);
+        self.settled.notify_waiters();
+    }
+
+    fn is_settled(&self) -> bool {
+        self.by_fsgate.load(Ordering::Acquire) == 0
+            && self.by_agent.lock().map_or(true, |ids| ids.is_empty())
+    }
+
+    /// Waits until nothing is owed either way, at most `limit`.
+    async fn wait_settled(&self, limit: Duration) {
+        let wait = async {
+            loop {
+                let woken = self.settled.notified();
+                if self.is_settled() {
+                    return;
+                }
+                woken.await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, wait).await;
+    }
 }
 
 /// At most this many session requests awaiting the agent's answer are remembered.
@@ -139,6 +208,9 @@ impl Relay {
         {
             self.asker.take_response(id, &v);
             return None;
+        }
+        if let (Some(_), Some(id)) = (&method, &id) {
+            self.owed.relayed(id);
         }
         Some(match (method.as_deref(), id) {
             (Some("initialize"), Some(id)) => {
@@ -534,6 +606,7 @@ where
         agent_http: AtomicBool::new(false),
         acp_version: AtomicU64::new(1),
         session_meta,
+        owed: Owed::default(),
     });
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
     // Closed once the agent and its relay are done: the hosted server's sessions may
@@ -572,8 +645,9 @@ where
             }
         }
         // The editor is gone: nobody can answer a question, and the agent's stdin is
-        // closed so it can end gracefully.
+        // closed so it can end gracefully, once it has what it waits for.
         r.asker.close();
+        r.owed.wait_settled(GRACE).await;
         let _ = close_agent_tx.send(());
     });
 
@@ -602,6 +676,7 @@ where
                     let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
                         break;
                     };
+                    r.owed.owe();
                     handlers.spawn(serve_file(
                         Arc::clone(&r),
                         to_agent.clone(),
@@ -612,15 +687,18 @@ where
                     ));
                 }
                 Verdict::Terminal { id, method, params } => {
+                    r.owed.owe();
                     let (allowed, reply) = terminal(&r, id, method, params).await;
                     if let Some(reply) = reply {
                         let _ = to_agent.send_bytes(line_of(&reply)).await;
                     }
+                    r.owed.replied();
                     if allowed {
                         let _ = to_editor.send_bytes(with_newline(raw)).await;
                     }
                 }
                 Verdict::Forward(Incoming::Response { id, message }) => {
+                    r.owed.answered(&id);
                     r.note_response(&id, &message);
                     let bytes = r.stamp_initialize(&id, message, raw);
                     let _ = to_editor.send_bytes(bytes).await;
@@ -631,6 +709,7 @@ where
                 Verdict::Refuse(refusal) => {
                     // Lenient editors would serve what this line may be read as.
                     tracing::warn!(name = ?refusal.name, "agent sent a line that is not exactly one unambiguous message; not relayed");
+                    r.owed.owe();
                     let r2 = Arc::clone(&r);
                     let replies = tokio::task::spawn_blocking(move || r2.refuse_line(&refusal))
                         .await
@@ -638,6 +717,7 @@ where
                     for reply in replies {
                         let _ = to_agent.send_bytes(line_of(&reply)).await;
                     }
+                    r.owed.replied();
                 }
             }
         }
@@ -682,6 +762,7 @@ async fn serve_file(
 ) {
     // Kept for the error reply: a null id would leave the agent's request pending forever.
     let id2 = id.clone();
+    let r2 = Arc::clone(&r);
     let (resp, lease) = tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
         Some(err) => (r.refuse(&id, &method, &params, err), None),
         None if method.starts_with("fs/") && r.acp_version.load(Ordering::Acquire) >= 2 => {
@@ -701,6 +782,7 @@ async fn serve_file(
         (jsonrpc::error_response(&id2, err), None)
     });
     let _ = to_agent.send_bytes(line_of(&resp)).await;
+    r2.owed.replied();
     drop(lease);
     drop(permit);
 }
