@@ -28,7 +28,8 @@ use tokio::sync::mpsc;
 
 use super::acp;
 use super::acp_ask::{self, EditorAsker, EditorNotes};
-use super::hosted::{Admission, Hosted};
+use super::hosted::{Admission, Hosted, Reach};
+use super::hosted_acp::{AcpConnections, Taken};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use super::relay::{self, Refusal, Relay as Verdict};
@@ -88,6 +89,10 @@ struct Relay {
     hosted: Option<Arc<Hosted>>,
     /// The agent takes Streamable HTTP MCP servers (its `initialize` answer said so).
     agent_http: AtomicBool,
+    /// The agent takes MCP servers over ACP itself (`mcpCapabilities.acp`, a draft).
+    agent_acp: AtomicBool,
+    /// The hosted server's MCP-over-ACP connections.
+    mcp_over_acp: Option<Arc<AcpConnections>>,
     /// The ACP protocol version the agent's `initialize` answer chose (1 until then).
     acp_version: AtomicU64,
     /// What the agent still waits for or owes: see [`Owed`].
@@ -276,8 +281,14 @@ impl Relay {
                         .collect()
                 })
                 .unwrap_or_default();
-            let http = self.agent_http.load(Ordering::Acquire);
-            match h.admit(known.as_deref(), http, self.editor_sinks(), &taken) {
+            let wanted = if self.agent_acp.load(Ordering::Acquire) {
+                Reach::Acp
+            } else if self.agent_http.load(Ordering::Acquire) {
+                Reach::Http
+            } else {
+                Reach::Stdio
+            };
+            match h.admit(known.as_deref(), wanted, self.editor_sinks(), &taken) {
                 Ok(a) => match std::str::from_utf8(&out)
                     .ok()
                     .and_then(|t| super::raw_json::append_mcp_server(t, &a.entry))
@@ -357,8 +368,13 @@ impl Relay {
         let Some(result) = message.get_mut("result").filter(|_| ours) else {
             return with_newline(raw);
         };
-        let http = result["agentCapabilities"]["mcpCapabilities"]["http"] == Value::Bool(true);
+        let mcp = &result["agentCapabilities"]["mcpCapabilities"];
+        let (http, over_acp) = (
+            mcp["http"] == Value::Bool(true),
+            mcp["acp"] == Value::Bool(true),
+        );
         self.agent_http.store(http, Ordering::Release);
+        self.agent_acp.store(over_acp, Ordering::Release);
         let version = result["protocolVersion"].as_u64().unwrap_or(1);
         self.acp_version.store(version, Ordering::Release);
         let Some(result) = result.as_object_mut() else {
@@ -590,6 +606,14 @@ where
     // that stops reading stalls the other's relay instead of growing the gateway.
     let (to_editor, editor_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
     let (to_agent, agent_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
+    let mcp_over_acp = hosted.as_ref().map(|h| {
+        AcpConnections::new(
+            Arc::clone(&gw),
+            Arc::clone(h),
+            peer.clone(),
+            to_agent.clone(),
+        )
+    });
     let relay = Arc::new(Relay {
         gw,
         peer,
@@ -604,6 +628,8 @@ where
         notes: Arc::new(EditorNotes::spawn(to_editor.clone(), max.saturating_mul(2))),
         hosted,
         agent_http: AtomicBool::new(false),
+        agent_acp: AtomicBool::new(false),
+        mcp_over_acp,
         acp_version: AtomicU64::new(1),
         session_meta,
         owed: Owed::default(),
@@ -698,12 +724,23 @@ where
                     }
                 }
                 Verdict::Forward(Incoming::Response { id, message }) => {
+                    if let Some(a) = &r.mcp_over_acp
+                        && a.response(&id, &message).await
+                    {
+                        continue;
+                    }
                     r.owed.answered(&id);
                     r.note_response(&id, &message);
                     let bytes = r.stamp_initialize(&id, message, raw);
                     let _ = to_editor.send_bytes(bytes).await;
                 }
-                Verdict::Forward(_) => {
+                Verdict::Forward(msg) => {
+                    if let Some(reply) = take_mcp_message(&r, &msg).await {
+                        if let Some(reply) = reply {
+                            let _ = to_agent.send_bytes(line_of(&reply)).await;
+                        }
+                        continue;
+                    }
                     let _ = to_editor.send_bytes(with_newline(raw)).await;
                 }
                 Verdict::Refuse(refusal) => {
@@ -741,6 +778,9 @@ where
     if let Some(h) = &relay.hosted {
         h.close();
     }
+    if let Some(a) = &relay.mcp_over_acp {
+        a.close();
+    }
     drop(relay);
     let _ = agent_writer.await;
     let _ = close_editor_tx.send(());
@@ -749,6 +789,24 @@ where
         status,
         killed_after_eof,
     })
+}
+
+/// An `mcp/*` message of the agent's for the hosted server (MCP-over-ACP): Some(the
+/// reply to send it, if any) when fsgate took it, None to relay it.
+async fn take_mcp_message(r: &Arc<Relay>, msg: &Incoming) -> Option<Option<Value>> {
+    let a = r.mcp_over_acp.as_ref()?;
+    let (id, method, params) = match msg {
+        Incoming::Request { id, method, params } => (Some(id), method, params),
+        Incoming::Notification { method, params } => (None, method, params),
+        _ => return None,
+    };
+    if !method.starts_with("mcp/") {
+        return None;
+    }
+    match a.request(id, method, params).await {
+        Taken::Relay => None,
+        Taken::Reply(reply) => Some(reply),
+    }
 }
 
 /// Answers one of the agent's file requests (fsgate serves it; the editor never sees it).

@@ -12,15 +12,18 @@
 //! With `--ignore-eof` it keeps running for 60 s once its stdin has ended, as an agent
 //! that ignores end of input does.
 //!
-//! MCP: with `--mcp http` it advertises Streamable HTTP MCP servers in `initialize`
-//! (else none, so it is given commands). At `session/new` it connects to the server
+//! MCP: with `--mcp http` it advertises Streamable HTTP MCP servers in `initialize`,
+//! with `--mcp acp` MCP servers over ACP itself (`mcpCapabilities.acp`, the draft
+//! MCP-over-ACP transport: `mcp/connect`, `mcp/message`, `mcp/disconnect` sent to the
+//! client), else neither, so it is given commands. At `session/new` it connects to the server
 //! named `fsgate` in the session's `mcpServers` before answering (as Gemini CLI does),
 //! and the commands `mcp-servers` (every entry listed, secrets left out), `mcp-entry`
 //! (the fsgate entry), `mcp-tools`,
 //! `mcp-read PATH`, `mcp-write PATH TEXT` and `mcp-call TOOL JSON` use it. `bench PATH
 //! N` times N reads each way, alternating (docs/agents.md's figures).
 //! `--acp-version 2` answers an `initialize` asking for ACP v2 with 2; `init-params`
-//! reports the `initialize` params it received.
+//! reports the `initialize` params it received. `acp-connect ID` sends `mcp/connect`
+//! for the server id ID, `mcp-disconnect` ends the session's MCP-over-ACP connection.
 //!
 //! # Ambient Authority
 //! Opens, connects and signals whatever it is told to with plain std/libc: that is its
@@ -40,8 +43,8 @@ struct Conn {
     lines: std::io::Lines<std::io::StdinLock<'static>>,
     next_id: u64,
     sessions: u64,
-    /// Advertise Streamable HTTP MCP servers.
-    mcp_http: bool,
+    /// The MCP transport it advertises besides stdio: "http", "acp" or "".
+    mcp_mode: String,
     /// Each session's `fsgate` MCP entry, and its connection (or why there is none).
     mcp: HashMap<String, (Value, Result<mcp::Mcp, String>)>,
     /// Each session's whole `mcpServers`, described (no secrets).
@@ -205,6 +208,9 @@ fn run_mcp(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, 
     let client = client
         .as_mut()
         .map_err(|e| json!({"code": null, "message": format!("not connected: {e}")}))?;
+    if let Some(cid) = client.acp_connection().map(str::to_owned) {
+        return run_mcp_over_acp(conn, &cid, word, rest);
+    }
     let (tool, args) = match word {
         "mcp-tools" => {
             let r = client.request("tools/list", json!({}))?;
@@ -232,6 +238,68 @@ fn run_mcp(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, 
         }
     };
     client.request("tools/call", json!({"name": tool, "arguments": args}))
+}
+
+/// An MCP command over the ACP connection: `mcp/message` requests to the client.
+fn run_mcp_over_acp(conn: &mut Conn, cid: &str, word: &str, rest: &str) -> Result<Value, Value> {
+    let (method, params) = match word {
+        "mcp-tools" => ("tools/list", json!({})),
+        "mcp-disconnect" => return conn.request("mcp/disconnect", json!({"connectionId": cid})),
+        "mcp-read" => (
+            "tools/call",
+            json!({"name": "read_text_file", "arguments": {"path": rest}}),
+        ),
+        "mcp-write" => {
+            let (path, text) = rest.split_once(' ').unwrap_or((rest, ""));
+            (
+                "tools/call",
+                json!({"name": "write_text_file", "arguments": {"path": path, "content": text}}),
+            )
+        }
+        _ => {
+            let (tool, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+            let args: Value = serde_json::from_str(args)
+                .map_err(|e| json!({"code": null, "message": e.to_string()}))?;
+            ("tools/call", json!({"name": tool, "arguments": args}))
+        }
+    };
+    let r = conn.request(
+        "mcp/message",
+        json!({"connectionId": cid, "method": method, "params": params}),
+    )?;
+    if word == "mcp-tools" {
+        let names: Vec<Value> = r["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t["name"].clone())
+            .collect();
+        return Ok(Value::Array(names));
+    }
+    Ok(r)
+}
+
+/// Connects to an MCP server over the ACP connection (`mcp/connect`) and runs the
+/// handshake in `mcp/message`s.
+fn connect_over_acp(conn: &mut Conn, e: &Value) -> Result<mcp::Mcp, String> {
+    let show = |v: Value| v.to_string();
+    let r = conn
+        .request("mcp/connect", json!({"serverId": e["serverId"]}))
+        .map_err(show)?;
+    let cid = r["connectionId"]
+        .as_str()
+        .ok_or_else(|| format!("no connectionId in {r}"))?
+        .to_owned();
+    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "fsgate-test-acp-agent", "version": "0"}});
+    conn.request(
+        "mcp/message",
+        json!({"connectionId": cid, "method": "initialize", "params": init}),
+    )
+    .map_err(show)?;
+    conn.send(&json!({"jsonrpc": "2.0", "method": "mcp/message",
+        "params": {"connectionId": cid, "method": "notifications/initialized"}}));
+    Ok(mcp::Mcp::acp(cid))
 }
 
 /// `bench PATH N`: N reads of PATH through `fs/read_text_file` and N through the
@@ -286,6 +354,9 @@ fn run(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, Valu
     }
     if word == "init-params" {
         return Ok(conn.init_params.clone());
+    }
+    if word == "acp-connect" {
+        return conn.request("mcp/connect", json!({"serverId": rest}));
     }
     match word {
         "read" => conn.request("fs/read_text_file", local(read_params(sid, rest))?),
@@ -354,7 +425,10 @@ fn new_session(conn: &mut Conn, params: &Value) -> Value {
     let described: Vec<Value> = listed.map(mcp::describe).collect();
     conn.servers.insert(sid.clone(), Value::Array(described));
     if let Some(e) = mcp::entry(&params["mcpServers"], "fsgate") {
-        let client = mcp::Mcp::connect(e);
+        let client = match e["type"].as_str() {
+            Some("acp") => connect_over_acp(conn, e),
+            _ => mcp::Mcp::connect(e),
+        };
         if let Err(err) = &client {
             eprintln!("fsgate-test-acp-agent: MCP server fsgate: {err}");
         }
@@ -365,10 +439,10 @@ fn new_session(conn: &mut Conn, params: &Value) -> Value {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut mcp_http, mut acp_version) = (false, 1);
+    let (mut mcp_mode, mut acp_version) = (String::new(), 1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--mcp" => mcp_http = args.next().as_deref() == Some("http"),
+            "--mcp" => mcp_mode = args.next().unwrap_or_default(),
             "--acp-version" => acp_version = args.next().and_then(|v| v.parse().ok()).unwrap_or(1),
             _ => {}
         }
@@ -377,7 +451,7 @@ fn main() {
         lines: std::io::stdin().lock().lines(),
         next_id: 0,
         sessions: 0,
-        mcp_http,
+        mcp_mode,
         mcp: HashMap::new(),
         servers: HashMap::new(),
         acp_version,
@@ -396,7 +470,8 @@ fn main() {
                 // The version asked for if it speaks it, else its newest.
                 let asked = msg["params"]["protocolVersion"].as_u64().unwrap_or(1);
                 json!({"protocolVersion": asked.min(conn.acp_version),
-                    "agentCapabilities": {"mcpCapabilities": {"http": conn.mcp_http, "sse": false}},
+                    "agentCapabilities": {"mcpCapabilities": {"http": conn.mcp_mode == "http",
+                        "sse": false, "acp": conn.mcp_mode == "acp"}},
                     "agentInfo": {"name": "fsgate-test-acp-agent", "version": "0"}})
             }
             "session/new" => new_session(&mut conn, &msg["params"]),
