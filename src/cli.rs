@@ -44,8 +44,10 @@ enum Command {
     /// Host an ACP agent: relay the editor <-> agent and answer the agent's file access.
     ///
     /// Besides the agent's `fs/*` requests, fsgate adds an MCP server of its own, named
-    /// `fsgate`, to every session the agent opens (over HTTP on 127.0.0.1 with a secret
-    /// per session, or through `fsgate mcp-connect`), under the same policy and audit log.
+    /// `fsgate`, to every session the agent opens (over the ACP connection itself where
+    /// the agent advertises the draft MCP-over-ACP transport, else over HTTP on 127.0.0.1
+    /// with a secret per session, or through `fsgate mcp-connect`), under the same policy
+    /// and audit log.
     ///
     /// The agent's profile (`[agent] profile` in the policy; by default detected from
     /// AGENT_CMD: claude-agent-acp, gemini-cli, fast-agent, opencode, codex-acp) turns its
