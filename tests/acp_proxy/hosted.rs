@@ -220,6 +220,39 @@ mcp-read a.txt",
     assert!(reports[1].get("error").is_some(), "{:?}", reports[1]);
 }
 
+/// The hosted server's own requests travel to the agent as `mcp/message` from fsgate and
+/// their answers come back: the roots the agent gives over ACP narrow its calls.
+#[test]
+fn the_gateway_asks_an_agent_over_acp_for_its_roots() {
+    let test = "the_gateway_asks_an_agent_over_acp_for_its_roots";
+    let Some(cmd) = agent(test, &["--mcp", "acp", "--mcp-roots", "src"]) else {
+        return;
+    };
+    let mut ed = Editor::launch(&cmd, Options::default());
+    std::fs::create_dir(ed.root.join("src")).expect("mkdir");
+    std::fs::write(ed.root.join("src/in.txt"), "in src\n").expect("seed");
+    std::fs::write(ed.root.join("top.txt"), "at the top\n").expect("seed");
+    let sid = open(&mut ed);
+    let reports = ed.prompt(&sid, "mcp-read src/in.txt\nmcp-read top.txt");
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    assert_eq!(
+        ok(&reports[0])["content"][0]["text"],
+        "in src\n",
+        "{reports:?}"
+    );
+    assert_eq!(
+        ok(&reports[1])["isError"],
+        true,
+        "outside the roots: {reports:?}"
+    );
+    let roots = ed
+        .audit_records()
+        .into_iter()
+        .find(|r| r["kind"] == "roots" && r["transport"] == "acp-mcp")
+        .expect("a roots record");
+    assert!(roots.to_string().contains("/src"), "{roots}");
+}
+
 #[test]
 fn an_editors_own_acp_server_is_left_to_the_editor() {
     let test = "an_editors_own_acp_server_is_left_to_the_editor";

@@ -24,6 +24,9 @@
 //! `--acp-version 2` answers an `initialize` asking for ACP v2 with 2; `init-params`
 //! reports the `initialize` params it received. `acp-connect ID` sends `mcp/connect`
 //! for the server id ID, `mcp-disconnect` ends the session's MCP-over-ACP connection.
+//! With `--mcp-roots DIR` its MCP-over-ACP connections declare the `roots` capability
+//! and answer the server's `roots/list` (an `mcp/message` from the client) with DIR,
+//! taken relative to the `cwd` of the session it last opened.
 //!
 //! # Ambient Authority
 //! Opens, connects and signals whatever it is told to with plain std/libc: that is its
@@ -53,6 +56,10 @@ struct Conn {
     acp_version: u64,
     /// The `initialize` params it received.
     init_params: Value,
+    /// The root its MCP-over-ACP connections declare (`--mcp-roots`).
+    mcp_roots: Option<String>,
+    /// The `cwd` of the session it last opened.
+    cwd: String,
 }
 
 impl Conn {
@@ -80,10 +87,22 @@ impl Conn {
                 };
             }
             if let (Some(other), Some(_)) = (msg.get("id"), msg.get("method")) {
-                self.send(&error(other, -32603, "the agent is busy"));
+                let reply = self.roots_answer(other, &msg);
+                self.send(&reply.unwrap_or_else(|| error(other, -32603, "the agent is busy")));
             }
         }
         Err(json!({"code": null, "message": "the client closed the connection"}))
+    }
+}
+
+impl Conn {
+    /// The answer to the server's `roots/list` over ACP, when it has roots to give.
+    fn roots_answer(&self, id: &Value, msg: &Value) -> Option<Value> {
+        let roots_list = msg["method"] == "mcp/message" && msg["params"]["method"] == "roots/list";
+        let dir = self.mcp_roots.as_ref().filter(|_| roots_list)?;
+        let dir = std::path::Path::new(&self.cwd).join(dir);
+        Some(json!({"jsonrpc": "2.0", "id": id,
+            "result": {"roots": [{"uri": format!("file://{}", dir.display()), "name": "given"}]}}))
     }
 }
 
@@ -290,7 +309,11 @@ fn connect_over_acp(conn: &mut Conn, e: &Value) -> Result<mcp::Mcp, String> {
         .as_str()
         .ok_or_else(|| format!("no connectionId in {r}"))?
         .to_owned();
-    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+    let caps = match conn.mcp_roots {
+        Some(_) => json!({"roots": {}}),
+        None => json!({}),
+    };
+    let init = json!({"protocolVersion": "2025-11-25", "capabilities": caps,
         "clientInfo": {"name": "fsgate-test-acp-agent", "version": "0"}});
     conn.request(
         "mcp/message",
@@ -421,6 +444,7 @@ fn prompt(conn: &mut Conn, params: &Value) -> Value {
 fn new_session(conn: &mut Conn, params: &Value) -> Value {
     conn.sessions += 1;
     let sid = format!("bin-session-{}", conn.sessions);
+    conn.cwd = params["cwd"].as_str().unwrap_or_default().to_owned();
     let listed = params["mcpServers"].as_array().into_iter().flatten();
     let described: Vec<Value> = listed.map(mcp::describe).collect();
     conn.servers.insert(sid.clone(), Value::Array(described));
@@ -439,10 +463,11 @@ fn new_session(conn: &mut Conn, params: &Value) -> Value {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut mcp_mode, mut acp_version) = (String::new(), 1);
+    let (mut mcp_mode, mut acp_version, mut mcp_roots) = (String::new(), 1, None);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--mcp" => mcp_mode = args.next().unwrap_or_default(),
+            "--mcp-roots" => mcp_roots = args.next(),
             "--acp-version" => acp_version = args.next().and_then(|v| v.parse().ok()).unwrap_or(1),
             _ => {}
         }
@@ -456,6 +481,8 @@ fn main() {
         servers: HashMap::new(),
         acp_version,
         init_params: Value::Null,
+        mcp_roots,
+        cwd: String::new(),
     };
     while let Some(Ok(line)) = conn.lines.next() {
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
@@ -477,7 +504,9 @@ fn main() {
             "session/new" => new_session(&mut conn, &msg["params"]),
             "session/prompt" => prompt(&mut conn, &msg["params"]),
             other => {
-                conn.send(&error(&id, -32601, &format!("method not found: {other}")));
+                let reply = conn.roots_answer(&id, &msg);
+                let not_found = || error(&id, -32601, &format!("method not found: {other}"));
+                conn.send(&reply.unwrap_or_else(not_found));
                 continue;
             }
         };
