@@ -416,6 +416,35 @@ fn ask_rule_asks_the_editor(test: &str, reach: &str) {
     );
     let written = std::fs::read_to_string(ed.root.join("notes/n.txt")).expect("written");
     assert_eq!(written, "asked first");
+    if reach == "acp" {
+        stateless_ask_asks_the_editor(&mut ed, &sid);
+    }
+}
+
+/// A stateless (2026-07-28) call of the hosted server asks the editor too, for the ACP
+/// session, and is recorded under it.
+fn stateless_ask_asks_the_editor(ed: &mut Editor, sid: &str) {
+    let reports = ed.prompt(sid, "mcp-write26 notes/m.txt stateless too");
+    assert_eq!(
+        ok(&reports[0])["isError"],
+        Value::Bool(false),
+        "{reports:?}"
+    );
+    let asked: Vec<Value> = ed
+        .lines()
+        .into_iter()
+        .filter(|l| l["method"] == "session/request_permission")
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[1]["params"]["sessionId"], sid);
+    let written = std::fs::read_to_string(ed.root.join("notes/m.txt")).expect("written");
+    assert_eq!(written, "stateless too");
+    let record = ed
+        .audit_records()
+        .into_iter()
+        .rfind(|r| r["kind"] == "request" && r["path"] == "notes/m.txt")
+        .expect("record");
+    assert_eq!(record["session"], sid, "{record}");
 }
 
 #[test]

@@ -23,7 +23,8 @@
 //! N` times N reads each way, alternating (docs/agents.md's figures).
 //! `--acp-version 2` answers an `initialize` asking for ACP v2 with 2; `init-params`
 //! reports the `initialize` params it received. `acp-connect ID` sends `mcp/connect`
-//! for the server id ID, `mcp-disconnect` ends the session's MCP-over-ACP connection.
+//! for the server id ID, `mcp-disconnect` ends the session's MCP-over-ACP connection,
+//! `mcp-write26 PATH TEXT` writes with a stateless (2026-07-28) request over it.
 //! With `--mcp-roots DIR` its MCP-over-ACP connections declare the `roots` capability
 //! and answer the server's `roots/list` (an `mcp/message` from the client) with DIR,
 //! taken relative to the `cwd` of the session it last opened.
@@ -268,12 +269,14 @@ fn run_mcp_over_acp(conn: &mut Conn, cid: &str, word: &str, rest: &str) -> Resul
             "tools/call",
             json!({"name": "read_text_file", "arguments": {"path": rest}}),
         ),
-        "mcp-write" => {
+        "mcp-write" | "mcp-write26" => {
             let (path, text) = rest.split_once(' ').unwrap_or((rest, ""));
-            (
-                "tools/call",
-                json!({"name": "write_text_file", "arguments": {"path": path, "content": text}}),
-            )
+            let mut params =
+                json!({"name": "write_text_file", "arguments": {"path": path, "content": text}});
+            if word == "mcp-write26" {
+                params["_meta"] = stateless_meta();
+            }
+            ("tools/call", params)
         }
         _ => {
             let (tool, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
@@ -296,6 +299,13 @@ fn run_mcp_over_acp(conn: &mut Conn, cid: &str, word: &str, rest: &str) -> Resul
         return Ok(Value::Array(names));
     }
     Ok(r)
+}
+
+/// The `_meta` of a stateless (2026-07-28) MCP request.
+fn stateless_meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "fsgate-test-acp-agent", "version": "0"}})
 }
 
 /// Connects to an MCP server over the ACP connection (`mcp/connect`) and runs the

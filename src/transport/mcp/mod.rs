@@ -179,7 +179,12 @@ impl McpServer {
         };
         let stateless = RequestCtx {
             style: PathStyle::AbsoluteOrRelative,
-            session: format!("{}-stateless", who.session),
+            // Another door's person's session (an ACP session) is one, whatever the era
+            // of the request; an MCP client's stateless requests are a session apart.
+            session: match person {
+                true => who.session.clone(),
+                false => format!("{}-stateless", who.session),
+            },
             transport: who.transport,
             peer: who.peer.clone(),
             scope: crate::gateway::Scope::default(),
