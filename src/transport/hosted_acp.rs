@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 
 use super::hosted::Hosted;
 use super::http::Principal;
-use super::outbox::Outbox;
+use super::outbox::{Outbox, SharedRoom, shared_room};
 use crate::error::code;
 use crate::gateway::Gateway;
 use crate::transport::jsonrpc;
@@ -72,6 +72,8 @@ pub struct AcpConnections {
     /// fsgate's requests to the agent: its id -> (connection, the door's own id).
     outgoing: Mutex<HashMap<String, (String, Value)>>,
     counter: AtomicU64,
+    /// Room all connections' unread input shares (the agent's messages to the doors).
+    inputs: SharedRoom,
 }
 
 impl AcpConnections {
@@ -81,6 +83,7 @@ impl AcpConnections {
         peer: String,
         to_agent: Outbox<Vec<u8>>,
     ) -> Arc<AcpConnections> {
+        let inputs = shared_room(max_input(&hosted));
         Arc::new(AcpConnections {
             gw,
             hosted,
@@ -89,6 +92,7 @@ impl AcpConnections {
             conns: Mutex::new(HashMap::new()),
             outgoing: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(0),
+            inputs,
         })
     }
 
@@ -195,6 +199,7 @@ impl AcpConnections {
         let conn_id = format!("{ID_PREFIX}conn-{n}");
         let max = self.hosted.max_message();
         let (input, input_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
+        let input = input.sharing(&self.inputs);
         let (door_in, door_side) = tokio::io::duplex(INPUT_PIPE);
         let (tx, rx) = mpsc::unbounded_channel();
         let sink = Sink::new(DoorWriter {
@@ -277,13 +282,14 @@ impl AcpConnections {
         let mut pending: Vec<u8> = Vec::new();
         while let Some(chunk) = rx.recv().await {
             pending.extend_from_slice(&chunk);
-            drop(chunk);
             while let Some(end) = memchr::memchr(b'\n', &pending) {
                 let line: Vec<u8> = pending.drain(..=end).collect();
                 if let Some(out) = self.wrap(&conn, &line[..end]) {
                     let _ = self.to_agent.send_bytes(out).await;
                 }
             }
+            // Its room is given back only now: what waits for the agent is counted.
+            drop(chunk);
             if pending.len() > max.saturating_add(INPUT_PIPE) {
                 tracing::warn!(%conn, "mcp-over-acp: the door wrote an endless line; connection ended");
                 self.disconnect(&conn);
@@ -322,6 +328,12 @@ impl AcpConnections {
         }
         Some(line_of(&msg))
     }
+}
+
+/// Bytes of the agent's messages all connections' doors may have unread: four messages'
+/// worth, as the HTTP server's answers.
+fn max_input(hosted: &Hosted) -> usize {
+    hosted.max_message().saturating_mul(4)
 }
 
 /// Writes a connection's queued messages into its door's input.
