@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Figures for the MCP server `fsgate acp` hosts for its agent (docs/agents.md).
 
-    python3 benches/hosted_mcp.py [--fsgate BIN] [--agent BIN] [--reads N]
+    python3 benches/hosted_mcp.py [--fsgate BIN] [--agent BIN] [--reads N] [--transports http,stdio,acp] [--no-memory]
 
 Plays the editor of `fsgate acp -- fsgate-test-acp-agent` (built with
 `cargo build --features test-bins`), the agent connecting to the hosted server as a
 real one does (during session/new). Measures, from the agent's side, N reads of a
 4 KiB file through `fs/read_text_file` and N through the hosted server, alternating so
-that both meet the same load, over Streamable HTTP (`--mcp http`) and over the
-`fsgate mcp-connect` bridge (stdio); then the
+that both meet the same load, over Streamable HTTP (`--mcp http`), over the
+`fsgate mcp-connect` bridge (stdio) and over the ACP connection itself (`--mcp acp`, the
+draft MCP-over-ACP transport); then the
 resident memory of the fsgate process with 0, 1 and 4 sessions open, each connected to
 the hosted server. Prints one JSON object. Standard library only.
 """
@@ -96,7 +97,7 @@ def reads(fsgate, agent, mcp, n):
         path = os.path.join(ws, "four.txt")
         with open(path, "w") as f:
             f.write(("0123456789abcdef" * 4 + "\n") * 62)
-        args = [agent] + (["--mcp", "http"] if mcp == "http" else [])
+        args = [agent] + (["--mcp", mcp] if mcp in ("http", "acp") else [])
         ed = Editor(fsgate, args, ws, state)
         ed.call("initialize", {"protocolVersion": 1, "clientCapabilities":
                                {"fs": {"readTextFile": True, "writeTextFile": True}}})
@@ -139,14 +140,17 @@ def main():
     ap.add_argument("--fsgate", default=os.path.join(ROOT, "target/debug/fsgate"))
     ap.add_argument("--agent", default=os.path.join(ROOT, "target/debug/fsgate-test-acp-agent"))
     ap.add_argument("--reads", type=int, default=300)
+    ap.add_argument("--transports", default="http,stdio,acp")
+    ap.add_argument("--no-memory", action="store_true")
     a = ap.parse_args()
     for b in (a.fsgate, a.agent):
         if not os.path.exists(b):
             sys.exit(f"{b} is missing: cargo build --features test-bins")
     result = {"reads": a.reads, "binary": a.fsgate}
-    result["http"] = reads(a.fsgate, a.agent, "http", a.reads)
-    result["stdio"] = reads(a.fsgate, a.agent, "stdio", a.reads)
-    result["memory"] = memory(a.fsgate, a.agent)
+    for t in a.transports.split(","):
+        result[t] = reads(a.fsgate, a.agent, t, a.reads)
+    if not a.no_memory:
+        result["memory"] = memory(a.fsgate, a.agent)
     print(json.dumps(result, indent=1))
 
 

@@ -44,8 +44,10 @@ enum Command {
     /// Host an ACP agent: relay the editor <-> agent and answer the agent's file access.
     ///
     /// Besides the agent's `fs/*` requests, fsgate adds an MCP server of its own, named
-    /// `fsgate`, to every session the agent opens (over HTTP on 127.0.0.1 with a secret
-    /// per session, or through `fsgate mcp-connect`), under the same policy and audit log.
+    /// `fsgate`, to every session the agent opens (over the ACP connection itself where
+    /// the agent advertises the draft MCP-over-ACP transport, else over HTTP on 127.0.0.1
+    /// with a secret per session, or through `fsgate mcp-connect`), under the same policy
+    /// and audit log.
     ///
     /// The agent's profile (`[agent] profile` in the policy; by default detected from
     /// AGENT_CMD: claude-agent-acp, gemini-cli, fast-agent, opencode, codex-acp) turns its
@@ -54,8 +56,9 @@ enum Command {
     ///
     /// Exit status: the agent's own when it exits by itself (128 + N if signal N ended
     /// it); 0 when SIGTERM or SIGINT stopped fsgate (it ends the agent first); 124 when
-    /// the editor closed fsgate's input and the agent was still running 5 s later
-    /// (fsgate killed it, and says so on stderr); 2 when fsgate could not start (policy,
+    /// the editor closed fsgate's input and the agent was still running 5 s after its
+    /// own input was closed (once it answered the editor's requests and had fsgate's
+    /// answers to its own, at most 5 s on): fsgate killed it, and says so on stderr; 2 when fsgate could not start (policy,
     /// workspace, audit log, agent command); 1 when the relay itself failed.
     Acp(AcpArgs),
     /// Policy tools: check (lint), explain a decision, run [[test]] cases, diff two policies, print the schema.

@@ -15,6 +15,8 @@ mod raw;
 mod bounds;
 // Change notes with the test-only agent binary: an overwrite's diff has the text it replaced.
 mod notes;
+// An editor that closes its input mid-turn: the agent still gets its file answers, then ends.
+mod closing;
 // The relay: file/terminal look-alikes and ambiguous lines never reach the editor.
 mod relay;
 // --confine-agent: no direct access to the workspace or home, the gateway still works.

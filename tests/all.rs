@@ -99,6 +99,8 @@ mod mcp_peers;
 // MCP over Streamable HTTP (serve --transport http): the Python SDKs of both eras,
 // token, Host and Origin checks, sizes, sessions, the pre-auth budget, records.
 mod mcp_http;
+// ask rules on the stateless 2026-07-28 wire: InputRequiredResult (MRTR), stdio and HTTP.
+mod mcp_mrtr;
 // MCP: exactly one audit record per message, whoever answers it.
 mod mcp_records;
 // MCP on stdio: peak RSS while a client pipelines reads and stops reading.

@@ -17,12 +17,12 @@ use crate::mcp_harness::Dirs;
 use crate::mcp_peers::{check_effects, fixture, run_driver};
 
 /// A running `fsgate serve --transport http`.
-struct HttpGate {
+pub(crate) struct HttpGate {
     child: Child,
     /// `host:port`.
     addr: String,
     /// The token printed at start (None with a token file).
-    token: Option<String>,
+    pub(crate) token: Option<String>,
     /// Its stderr until it listened.
     told: String,
 }
@@ -36,7 +36,7 @@ impl Drop for HttpGate {
 
 impl HttpGate {
     /// Starts it on `dirs`, with `policy` text if any, and waits until it listens.
-    fn start(dirs: &Dirs, policy: Option<&str>) -> HttpGate {
+    pub(crate) fn start(dirs: &Dirs, policy: Option<&str>) -> HttpGate {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsgate"));
         cmd.args(["serve", "--transport", "http", "--listen", "127.0.0.1:0"])
             .arg("--workspace")
@@ -84,20 +84,20 @@ impl HttpGate {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
     }
 
-    fn bearer(&self) -> String {
+    pub(crate) fn bearer(&self) -> String {
         format!("Bearer {}", self.token.as_deref().unwrap_or_default())
     }
 }
 
 /// A response: status, headers (lowercase names), body.
-struct Reply {
-    status: u16,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Reply {
@@ -108,7 +108,7 @@ impl Reply {
             .map(|(_, v)| v.as_str())
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or(Value::Null)
     }
 }
@@ -149,7 +149,7 @@ fn send(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[
 }
 
 /// A POST of one JSON-RPC message to /mcp with the usual headers plus `extra`.
-fn post(g: &HttpGate, msg: &Value, extra: &[(&str, &str)]) -> Reply {
+pub(crate) fn post(g: &HttpGate, msg: &Value, extra: &[(&str, &str)]) -> Reply {
     let host = g.addr.clone();
     let mut headers = vec![
         ("Host", host.as_str()),

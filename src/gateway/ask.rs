@@ -123,6 +123,8 @@ pub struct Question {
     pub reason: String,
     /// For a write or edit: the text it proposes.
     pub proposed: Option<Proposed>,
+    /// For a write over a file: what it replaces (a diff without it reads as a new file).
+    pub replaced: Option<Replaced>,
     /// The session the request came in.
     pub session: String,
 }
@@ -241,6 +243,8 @@ pub struct AskCtx {
     session: String,
     root: PathBuf,
     proposed: Option<Proposed>,
+    /// What a write replaces, once known (read only when a question waits for it).
+    replaced: Option<Replaced>,
     /// (rule, class) this request was already allowed for: asked once per request.
     allowed: Vec<(String, String)>,
     /// A change's request: its write and delete questions wait in `pending` until the
@@ -284,6 +288,7 @@ impl AskCtx {
             session: session.to_owned(),
             root,
             proposed,
+            replaced: None,
             allowed: Vec::new(),
             defer: false,
             pending: Vec::new(),
@@ -294,6 +299,17 @@ impl AskCtx {
     /// True if questions were put off (see [`settle_pending`]).
     pub(crate) fn waits(&self) -> bool {
         !self.pending.is_empty()
+    }
+
+    /// True if a question waits that would show a write's text: it should show the
+    /// text that write replaces too ([`AskCtx::replacing`]).
+    pub(crate) fn wants_replaced(&self) -> bool {
+        self.waits() && self.proposed.as_ref().is_some_and(|p| p.old_text.is_none())
+    }
+
+    /// The write's questions show `r` as the text it replaces.
+    pub(crate) fn replacing(&mut self, r: Replaced) {
+        self.replaced = Some(r);
     }
 
     /// `from` leads to `to` (a symlink on the way): a question put off about `from` is
@@ -483,6 +499,7 @@ fn put(
                 rule: rule.clone(),
                 reason: reason.to_string(),
                 proposed: ctx.proposed.clone(),
+                replaced: ctx.replaced.clone(),
                 session: ctx.session.clone(),
             };
             asker.ask(&q, ctx.timeout)

@@ -65,6 +65,7 @@ impl Gateway {
         }
         // The backup's syncs run beside the intent's (see `workspace::sync_pool`).
         let saving = if res.exists {
+            self.show_replaced_to_questions(&res.real, content.len(), facts);
             let saving = self.backup_beside(&res.real, &rp.shown, facts)?;
             facts.replaced = self.replaced(ctx, &res.real, content.len());
             saving
@@ -133,6 +134,23 @@ impl Gateway {
     /// door shows changes as diffs and the new text is small enough to be shown.
     fn replaced(&self, ctx: &RequestCtx, real: &RelPath, new_len: usize) -> Option<Replaced> {
         ctx.notifier.as_ref().filter(|n| n.wants_text())?;
+        self.read_replaced(real, new_len)
+    }
+
+    /// A question about to be put for a write over `real` shows the text it replaces
+    /// (read, bounded, only then): a diff without it reads as a new file.
+    fn show_replaced_to_questions(&self, real: &RelPath, new_len: usize, facts: &mut Facts) {
+        if !facts.ask.as_ref().is_some_and(|a| a.wants_replaced()) {
+            return;
+        }
+        if let (Some(r), Some(ask)) = (self.read_replaced(real, new_len), facts.ask.as_mut()) {
+            ask.replacing(r);
+        }
+    }
+
+    /// The previous content of `real`, at most [`MAX_SHOWN_TEXT`] bytes of it read;
+    /// None when the new text (`new_len` bytes) is too large to be shown anyway.
+    fn read_replaced(&self, real: &RelPath, new_len: usize) -> Option<Replaced> {
         if new_len > MAX_SHOWN_TEXT {
             return None;
         }

@@ -58,20 +58,34 @@ fn diff(path: &std::path::Path, p: &Proposed) -> Value {
     json!({"type": "diff", "path": path, "oldText": p.old_text, "newText": p.new_text})
 }
 
-/// What a change note shows of a write or edit: its diff, with a write's old text when it
-/// replaced a file (ACP reads a diff without one as a new file), or, when that text is
-/// not shown, a sentence saying so instead of a diff.
+/// What a change note shows of a write or edit: see [`diff_content`].
 fn change_content(path: &std::path::Path, note: &ChangeNote) -> Vec<Value> {
     let Some(p) = &note.proposed else {
         return Vec::new();
     };
-    match (&note.replaced, &p.old_text) {
+    diff_content(path, p, note.replaced.as_ref(), false)
+}
+
+/// A write's or edit's diff, with a write's old text when it replaces a file (ACP reads
+/// a diff without one as a new file), or, when that text is not shown, a sentence
+/// saying so instead of a diff. `asking`: for a question (the change is not made yet).
+fn diff_content(
+    path: &std::path::Path,
+    p: &Proposed,
+    replaced: Option<&Replaced>,
+    asking: bool,
+) -> Vec<Value> {
+    match (replaced, &p.old_text) {
         (Some(Replaced::Text(old)), None) => {
             vec![json!({"type": "diff", "path": path, "oldText": old, "newText": p.new_text})]
         }
         (Some(Replaced::Unshown { bytes, why }), None) => {
+            let (verb, backup) = match asking {
+                true => ("would replace", "it is backed up first"),
+                false => ("replaced", "the backup holds the old content"),
+            };
             let text = format!(
-                "fsgate replaced the file's previous content ({bytes} bytes; not shown: {why}) with {} bytes; the backup holds the old content",
+                "fsgate {verb} the file's previous content ({bytes} bytes; not shown: {why}) with {} bytes; {backup}",
                 p.new_text.len()
             );
             vec![json!({"type": "content", "content": {"type": "text", "text": text}})]
@@ -94,7 +108,7 @@ pub fn permission_request(id: &str, q: &Question) -> Value {
     );
     let mut content = vec![json!({"type": "content", "content": {"type": "text", "text": why}})];
     if let Some(p) = &q.proposed {
-        content.push(diff(&q.abs_path, p));
+        content.extend(diff_content(&q.abs_path, p, q.replaced.as_ref(), true));
     }
     let options: Vec<Value> = OPTIONS
         .iter()
@@ -453,8 +467,32 @@ mod tests {
                 old_text: None,
                 new_text: "on: push".into(),
             }),
+            replaced: None,
             session: "s1".into(),
         }
+    }
+
+    #[test]
+    fn a_question_before_an_overwrite_shows_the_text_it_replaces() {
+        let mut q = question();
+        q.replaced = Some(Replaced::of(b"on: pull_request\n".to_vec(), 17));
+        let req = permission_request("fsgate-ask-1", &q);
+        let diff = &req["params"]["toolCall"]["content"][1];
+        assert_eq!(diff["type"], "diff", "{req}");
+        assert_eq!(diff["oldText"], "on: pull_request\n", "{req}");
+        assert_eq!(diff["newText"], "on: push", "{req}");
+        q.replaced = Some(Replaced::of(vec![0, 1, 2], 3));
+        let req = permission_request("fsgate-ask-2", &q);
+        let said = &req["params"]["toolCall"]["content"][1];
+        assert_eq!(
+            said["type"], "content",
+            "no diff that reads as a new file: {req}"
+        );
+        let text = said["content"]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("would replace") && text.contains("(3 bytes; not shown: not text)"),
+            "{text}"
+        );
     }
 
     /// Asks on a blocking thread; returns the request fsgate wrote and the pending answer.

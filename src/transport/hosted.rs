@@ -11,7 +11,10 @@
 //! header; any other gets a command, this very binary as `fsgate mcp-connect`, which
 //! relays its stdio to the same port (the connection upgraded to the plain MCP line
 //! protocol), the secret in its environment. Under `--confine-agent` that port is
-//! the one part of the gateway the agent and its children can reach.
+//! the one part of the gateway the agent and its children can reach. An agent that
+//! advertises ACP's draft MCP-over-ACP transport (`mcpCapabilities.acp`) is given an
+//! entry of type `acp` instead, and reaches the same code over its ACP connection
+//! ([`crate::transport::hosted_acp`]).
 
 use std::collections::HashMap;
 use std::net::TcpListener;
@@ -46,6 +49,8 @@ pub enum Reach {
     Http,
     /// A command (`fsgate mcp-connect`) relaying stdio, with the secret in its environment.
     Stdio,
+    /// The ACP connection itself (`mcp/connect` with the entry's `serverId`).
+    Acp,
 }
 
 impl Reach {
@@ -54,6 +59,7 @@ impl Reach {
         match self {
             Reach::Http => "http",
             Reach::Stdio => "stdio",
+            Reach::Acp => "acp",
         }
     }
 }
@@ -82,8 +88,9 @@ pub struct Hosted {
     admitted: Mutex<HashMap<String, Admitted>>,
 }
 
-/// One admission's number (oldest first), secret and principal.
-type Admitted = (u64, String, Arc<Principal>);
+/// One admission's number (oldest first), secret (the `serverId` for [`Reach::Acp`]),
+/// principal, and how the agent reaches it.
+type Admitted = (u64, String, Arc<Principal>, Reach);
 
 impl Hosted {
     /// Binds the loopback port the server will listen on.
@@ -124,12 +131,12 @@ impl Hosted {
 
     /// Admits a session about to be opened: `known` is its id when the request names
     /// it (load, resume), else it gets a provisional name until [`Hosted::name`].
-    /// `http`: the agent takes Streamable HTTP servers. `taken`: names the session's
-    /// list has already.
+    /// `wanted`: how the agent would reach it (the bridge falls back to HTTP when this
+    /// binary was not found). `taken`: names the session's list has already.
     pub fn admit(
         &self,
         known: Option<&str>,
-        http: bool,
+        wanted: Reach,
         (asker, notifier): (Arc<dyn Asker>, Option<Arc<dyn crate::gateway::ChangeSink>>),
         taken: &[String],
         within: crate::gateway::Roots,
@@ -139,17 +146,22 @@ impl Hosted {
             Some(id) => id.to_owned(),
             None => format!("acp-pending-{n}-{}", &http::secret()?[..8]),
         };
-        let secret = http::secret()?;
+        let reach = match (wanted, &self.exe) {
+            (Reach::Stdio, None) => Reach::Http,
+            (other, _) => other,
+        };
+        let secret = match reach {
+            Reach::Acp => server_id()?,
+            Reach::Http | Reach::Stdio => http::secret()?,
+        };
         let mut principal = Principal::new(Some(name.clone()), "acp-mcp", SESSIONS_PER_ACP_SESSION);
         principal.oversight = crate::transport::mcp::Oversight::Person { asker, notifier };
         principal.within = within;
         let principal = Arc::new(principal);
-        self.server.keys.add(&secret, Arc::clone(&principal));
-        let key = self.remember(&name, n, secret.clone(), principal);
-        let reach = match (http, &self.exe) {
-            (true, _) | (false, None) => Reach::Http,
-            (false, Some(_)) => Reach::Stdio,
-        };
+        if reach != Reach::Acp {
+            self.server.keys.add(&secret, Arc::clone(&principal));
+        }
+        let key = self.remember(&name, n, (secret.clone(), principal, reach));
         let entry = self.entry(reach, &secret, server_name(taken));
         Ok(Admission {
             name,
@@ -161,14 +173,19 @@ impl Hosted {
 
     /// Keeps the secret of `name`, revoking the oldest beyond [`MAX_ADMITTED`]; the key
     /// it is kept under.
-    fn remember(&self, name: &str, n: u64, secret: String, p: Arc<Principal>) -> String {
+    fn remember(
+        &self,
+        name: &str,
+        n: u64,
+        (secret, p, reach): (String, Arc<Principal>, Reach),
+    ) -> String {
         let mut admitted = self.admitted.lock().unwrap_or_else(|e| e.into_inner());
         if admitted.len() >= MAX_ADMITTED
             && let Some(oldest) = admitted
                 .iter()
                 .min_by_key(|(_, v)| v.0)
                 .map(|(k, _)| k.clone())
-            && let Some((_, s, p)) = admitted.remove(&oldest)
+            && let Some((_, s, p, _)) = admitted.remove(&oldest)
         {
             self.server.keys.remove(&s);
             p.end_stateless();
@@ -179,15 +196,34 @@ impl Hosted {
         } else {
             name.to_owned()
         };
-        admitted.insert(key.clone(), (n, secret, p));
+        admitted.insert(key.clone(), (n, secret, p, reach));
         key
+    }
+
+    /// The principal of the session whose entry named `server_id` (MCP-over-ACP).
+    pub(crate) fn acp_principal(&self, server_id: &str) -> Option<Arc<Principal>> {
+        let admitted = self.admitted.lock().unwrap_or_else(|e| e.into_inner());
+        admitted
+            .values()
+            .find(|(_, s, _, reach)| *reach == Reach::Acp && s == server_id)
+            .map(|(_, _, p, _)| Arc::clone(p))
+    }
+
+    /// The message limit the server's doors keep to.
+    pub(crate) fn max_message(&self) -> usize {
+        self.server.limits.max_message
+    }
+
+    /// The room all the server's unwritten answers share.
+    pub(crate) fn room(&self) -> Arc<http::AnswerRoom> {
+        Arc::clone(&self.server.room)
     }
 
     /// The agent named the session admitted as `a`: `real`.
     pub fn name(&self, a: &Admission, real: &str) {
         let provisional = a.name.as_str();
         let admitted = self.admitted.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, _, p)) = admitted.get(&a.key) {
+        if let Some((_, _, p, _)) = admitted.get(&a.key) {
             *p.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(real.to_owned());
         }
         drop(admitted);
@@ -210,7 +246,7 @@ impl Hosted {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&a.key);
-        if let Some((_, secret, p)) = gone {
+        if let Some((_, secret, p, _)) = gone {
             self.server.keys.remove(&secret);
             p.end_stateless();
         }
@@ -225,7 +261,7 @@ impl Hosted {
             .drain()
             .map(|(_, v)| v)
             .collect();
-        for (_, secret, p) in all {
+        for (_, secret, p, _) in all {
             self.server.keys.remove(&secret);
             p.end_stateless();
         }
@@ -235,6 +271,7 @@ impl Hosted {
     /// The `mcpServers` entry for `reach`.
     fn entry(&self, reach: Reach, secret: &str, name: String) -> Value {
         match (reach, &self.exe) {
+            (Reach::Acp, _) => json!({"type": "acp", "name": name, "serverId": secret}),
             (Reach::Stdio, Some(exe)) => json!({
                 "name": name,
                 "command": exe,
@@ -249,6 +286,23 @@ impl Hosted {
             }),
         }
     }
+}
+
+/// A fresh `serverId`: a random UUID (version 4), as the draft's schema first had it.
+fn server_id() -> Result<String, String> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| format!("cannot draw a server id: {e}"))?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = hex::encode(b);
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    ))
 }
 
 /// `fsgate`, or the first of `fsgate-gateway`, `fsgate-2`... the list does not name.

@@ -6,6 +6,7 @@ pub mod acp_ask;
 pub mod batch;
 pub mod encode;
 pub mod hosted;
+pub mod hosted_acp;
 pub mod http;
 pub mod jsonrpc;
 pub mod lines;

@@ -28,7 +28,8 @@ use tokio::sync::mpsc;
 
 use super::acp;
 use super::acp_ask::{self, EditorAsker, EditorNotes};
-use super::hosted::{Admission, Hosted};
+use super::hosted::{Admission, Hosted, Reach};
+use super::hosted_acp::{AcpConnections, Taken};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use super::relay::{self, Refusal, Relay as Verdict};
@@ -39,7 +40,8 @@ use crate::path::RelPath;
 use crate::policy::OpClass;
 use crate::transport::outbox::{Outbox, Queued};
 
-/// How long the agent gets to exit after the editor closed stdin, before it is killed.
+/// How long the agent gets to finish its turn once the editor closed stdin, and then to
+/// exit once its own stdin is closed, before it is killed.
 pub const GRACE: Duration = Duration::from_secs(5);
 
 /// A session the agent created through the editor.
@@ -102,8 +104,80 @@ struct Relay {
     hosted: Option<Arc<Hosted>>,
     /// The agent takes Streamable HTTP MCP servers (its `initialize` answer said so).
     agent_http: AtomicBool,
+    /// The agent takes MCP servers over ACP itself (`mcpCapabilities.acp`, a draft).
+    agent_acp: AtomicBool,
+    /// The hosted server's MCP-over-ACP connections.
+    mcp_over_acp: Option<Arc<AcpConnections>>,
     /// The ACP protocol version the agent's `initialize` answer chose (1 until then).
     acp_version: AtomicU64,
+    /// What the agent still waits for or owes: see [`Owed`].
+    owed: Owed,
+}
+
+/// The editor's requests the agent has not answered yet, and the replies fsgate owes
+/// the agent: once the editor closed its input, the agent's stdin stays open until both
+/// are settled (or [`GRACE`] passed), so that the agent can finish the turn it was in,
+/// with fsgate's answers to its file requests.
+#[derive(Default)]
+struct Owed {
+    /// Ids (as JSON text) of editor requests relayed to the agent and not answered.
+    by_agent: Mutex<std::collections::HashSet<String>>,
+    /// Replies fsgate owes the agent (its file requests being served).
+    by_fsgate: std::sync::atomic::AtomicUsize,
+    /// Woken whenever either goes down.
+    settled: tokio::sync::Notify,
+}
+
+/// At most this many unanswered editor requests are tracked for [`Owed`].
+const MAX_OWED: usize = 4096;
+
+impl Owed {
+    fn relayed(&self, id: &Value) {
+        if let Ok(mut ids) = self.by_agent.lock()
+            && ids.len() < MAX_OWED
+        {
+            ids.insert(id_key(id));
+        }
+    }
+
+    fn answered(&self, id: &Value) {
+        let removed = self
+            .by_agent
+            .lock()
+            .is_ok_and(|mut ids| ids.remove(&id_key(id)));
+        if removed {
+            self.settled.notify_waiters();
+        }
+    }
+
+    /// fsgate took on a reply to the agent; [`Owed::replied`] once it is queued.
+    fn owe(&self) {
+        self.by_fsgate.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn replied(&self) {
+        self.by_fsgate.fetch_sub(1, Ordering::AcqRel);
+        self.settled.notify_waiters();
+    }
+
+    fn is_settled(&self) -> bool {
+        self.by_fsgate.load(Ordering::Acquire) == 0
+            && self.by_agent.lock().map_or(true, |ids| ids.is_empty())
+    }
+
+    /// Waits until nothing is owed either way, at most `limit`.
+    async fn wait_settled(&self, limit: Duration) {
+        let wait = async {
+            loop {
+                let woken = self.settled.notified();
+                if self.is_settled() {
+                    return;
+                }
+                woken.await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, wait).await;
+    }
 }
 
 /// Rule id for a session request naming a directory fsgate does not serve.
@@ -163,6 +237,9 @@ impl Relay {
         {
             self.asker.take_response(id, &v);
             return Routed::Taken;
+        }
+        if let (Some(_), Some(id)) = (&method, &id) {
+            self.owed.relayed(id);
         }
         Routed::Agent(match (method.as_deref(), id) {
             (Some("initialize"), Some(id)) => {
@@ -250,8 +327,14 @@ impl Relay {
                         .collect()
                 })
                 .unwrap_or_default();
-            let http = self.agent_http.load(Ordering::Acquire);
-            match h.admit(known.as_deref(), http, self.editor_sinks(), &taken, roots) {
+            let wanted = if self.agent_acp.load(Ordering::Acquire) {
+                Reach::Acp
+            } else if self.agent_http.load(Ordering::Acquire) {
+                Reach::Http
+            } else {
+                Reach::Stdio
+            };
+            match h.admit(known.as_deref(), wanted, self.editor_sinks(), &taken, roots) {
                 Ok(a) => match std::str::from_utf8(&out)
                     .ok()
                     .and_then(|t| super::raw_json::append_mcp_server(t, &a.entry))
@@ -331,8 +414,13 @@ impl Relay {
         let Some(result) = message.get_mut("result").filter(|_| ours) else {
             return with_newline(raw);
         };
-        let http = result["agentCapabilities"]["mcpCapabilities"]["http"] == Value::Bool(true);
+        let mcp = &result["agentCapabilities"]["mcpCapabilities"];
+        let (http, over_acp) = (
+            mcp["http"] == Value::Bool(true),
+            mcp["acp"] == Value::Bool(true),
+        );
         self.agent_http.store(http, Ordering::Release);
+        self.agent_acp.store(over_acp, Ordering::Release);
         let version = result["protocolVersion"].as_u64().unwrap_or(1);
         self.acp_version.store(version, Ordering::Release);
         let Some(result) = result.as_object_mut() else {
@@ -630,6 +718,14 @@ where
     // that stops reading stalls the other's relay instead of growing the gateway.
     let (to_editor, editor_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
     let (to_agent, agent_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
+    let mcp_over_acp = hosted.as_ref().map(|h| {
+        AcpConnections::new(
+            Arc::clone(&gw),
+            Arc::clone(h),
+            peer.clone(),
+            to_agent.clone(),
+        )
+    });
     let relay = Arc::new(Relay {
         gw,
         peer,
@@ -644,8 +740,11 @@ where
         notes: Arc::new(EditorNotes::spawn(to_editor.clone(), max.saturating_mul(2))),
         hosted,
         agent_http: AtomicBool::new(false),
+        agent_acp: AtomicBool::new(false),
+        mcp_over_acp,
         acp_version: AtomicU64::new(1),
         session_meta,
+        owed: Owed::default(),
     });
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
     // Closed once the agent and its relay are done: the hosted server's sessions may
@@ -689,8 +788,9 @@ where
             }
         }
         // The editor is gone: nobody can answer a question, and the agent's stdin is
-        // closed so it can end gracefully.
+        // closed so it can end gracefully, once it has what it waits for.
         r.asker.close();
+        r.owed.wait_settled(GRACE).await;
         let _ = close_agent_tx.send(());
     });
 
@@ -719,6 +819,7 @@ where
                     let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
                         break;
                     };
+                    r.owed.owe();
                     handlers.spawn(serve_file(
                         Arc::clone(&r),
                         to_agent.clone(),
@@ -729,25 +830,40 @@ where
                     ));
                 }
                 Verdict::Terminal { id, method, params } => {
+                    r.owed.owe();
                     let (allowed, reply) = terminal(&r, id, method, params).await;
                     if let Some(reply) = reply {
                         let _ = to_agent.send_bytes(line_of(&reply)).await;
                     }
+                    r.owed.replied();
                     if allowed {
                         let _ = to_editor.send_bytes(with_newline(raw)).await;
                     }
                 }
                 Verdict::Forward(Incoming::Response { id, message }) => {
+                    if let Some(a) = &r.mcp_over_acp
+                        && a.response(&id, &message).await
+                    {
+                        continue;
+                    }
+                    r.owed.answered(&id);
                     r.note_response(&id, &message);
                     let bytes = r.stamp_initialize(&id, message, raw);
                     let _ = to_editor.send_bytes(bytes).await;
                 }
-                Verdict::Forward(_) => {
+                Verdict::Forward(msg) => {
+                    if let Some(reply) = take_mcp_message(&r, &msg).await {
+                        if let Some(reply) = reply {
+                            let _ = to_agent.send_bytes(line_of(&reply)).await;
+                        }
+                        continue;
+                    }
                     let _ = to_editor.send_bytes(with_newline(raw)).await;
                 }
                 Verdict::Refuse(refusal) => {
                     // Lenient editors would serve what this line may be read as.
                     tracing::warn!(name = ?refusal.name, "agent sent a line that is not exactly one unambiguous message; not relayed");
+                    r.owed.owe();
                     let r2 = Arc::clone(&r);
                     let replies = tokio::task::spawn_blocking(move || r2.refuse_line(&refusal))
                         .await
@@ -755,6 +871,7 @@ where
                     for reply in replies {
                         let _ = to_agent.send_bytes(line_of(&reply)).await;
                     }
+                    r.owed.replied();
                 }
             }
         }
@@ -778,6 +895,9 @@ where
     if let Some(h) = &relay.hosted {
         h.close();
     }
+    if let Some(a) = &relay.mcp_over_acp {
+        a.close();
+    }
     drop(relay);
     let _ = agent_writer.await;
     let _ = close_editor_tx.send(());
@@ -786,6 +906,24 @@ where
         status,
         killed_after_eof,
     })
+}
+
+/// An `mcp/*` message of the agent's for the hosted server (MCP-over-ACP): Some(the
+/// reply to send it, if any) when fsgate took it, None to relay it.
+async fn take_mcp_message(r: &Arc<Relay>, msg: &Incoming) -> Option<Option<Value>> {
+    let a = r.mcp_over_acp.as_ref()?;
+    let (id, method, params) = match msg {
+        Incoming::Request { id, method, params } => (Some(id), method, params),
+        Incoming::Notification { method, params } => (None, method, params),
+        _ => return None,
+    };
+    if !method.starts_with("mcp/") {
+        return None;
+    }
+    match a.request(id, method, params).await {
+        Taken::Relay => None,
+        Taken::Reply(reply) => Some(reply),
+    }
 }
 
 /// Answers one of the agent's file requests (fsgate serves it; the editor never sees it).
@@ -799,6 +937,7 @@ async fn serve_file(
 ) {
     // Kept for the error reply: a null id would leave the agent's request pending forever.
     let id2 = id.clone();
+    let r2 = Arc::clone(&r);
     let (resp, lease) = tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
         Some(err) => (r.refuse(&id, &method, &params, err), None),
         None if method.starts_with("fs/") && r.acp_version.load(Ordering::Acquire) >= 2 => {
@@ -818,6 +957,7 @@ async fn serve_file(
         (jsonrpc::error_response(&id2, err), None)
     });
     let _ = to_agent.send_bytes(line_of(&resp)).await;
+    r2.owed.replied();
     drop(lease);
     drop(permit);
 }

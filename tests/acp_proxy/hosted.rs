@@ -1,6 +1,7 @@
 //! The MCP server `fsgate acp` hosts for its agent: added to each session the agent
-//! opens (the editor's own entries relayed unchanged), over Streamable HTTP when the
-//! agent takes it, else as a command (`fsgate mcp-connect`); served by the gateway, so
+//! opens (the editor's own entries relayed unchanged), over the ACP connection itself
+//! when the agent takes the draft MCP-over-ACP transport, else over Streamable HTTP when
+//! it takes that, else as a command (`fsgate mcp-connect`); served by the gateway, so
 //! the policy applies and every call is recorded under the ACP session's id, also when
 //! the agent connects before it has named the session. Under `--confine-agent` it is
 //! the agent's only way in. The agent is `fsgate-test-acp-agent` (feature test-bins),
@@ -51,7 +52,7 @@ fn hosted_records(ed: &Editor) -> Vec<Value> {
 }
 
 /// Reads, writes and a refused secret through the hosted server; checks the entry the
-/// agent got, the files, and the records. `reach`: "http" or "stdio".
+/// agent got, the files, and the records. `reach`: "acp", "http" or "stdio".
 fn reads_and_writes_through_the_gateway(ed: &mut Editor, reach: &str) {
     std::fs::write(ed.root.join("a.txt"), "inside\n").expect("seed");
     std::fs::write(ed.root.join(".env"), "TOKEN=hunter2\n").expect("seed");
@@ -81,6 +82,13 @@ fn reads_and_writes_through_the_gateway(ed: &mut Editor, reach: &str) {
     assert_eq!(entry["name"], "fsgate");
     assert_eq!(entry["type"], reach, "{entry}");
     match reach {
+        "acp" => {
+            assert_eq!(entry["hasServerId"], true, "{entry}");
+            assert!(
+                entry["url"].is_null() && entry["command"].is_null(),
+                "{entry}"
+            );
+        }
         "http" => {
             let url = entry["url"].as_str().expect("url");
             assert!(
@@ -180,6 +188,115 @@ fn an_agent_that_takes_http_gets_the_gateway_over_http() {
 }
 
 #[test]
+fn an_agent_that_takes_mcp_over_acp_gets_the_gateway_on_its_acp_connection() {
+    let test = "an_agent_that_takes_mcp_over_acp_gets_the_gateway_on_its_acp_connection";
+    let Some(cmd) = agent(test, &["--mcp", "acp"]) else {
+        return;
+    };
+    let mut ed = Editor::launch(&cmd, Options::default());
+    reads_and_writes_through_the_gateway(&mut ed, "acp");
+    // The editor never saw the agent's MCP messages: fsgate took them.
+    let seen: Vec<Value> = ed
+        .lines()
+        .into_iter()
+        .filter(|l| l["method"].as_str().is_some_and(|m| m.starts_with("mcp/")))
+        .collect();
+    assert!(seen.is_empty(), "{seen:?}");
+    let sid = ed
+        .audit_records()
+        .into_iter()
+        .find(|r| r["kind"] == "session")
+        .and_then(|r| r["details"]["sessionId"].as_str().map(str::to_string))
+        .expect("session");
+    let reports = ed.prompt(
+        &sid,
+        "mcp-disconnect
+mcp-read a.txt",
+    );
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    assert_eq!(ok(&reports[0]), &json!({}), "{:?}", reports[0]);
+    // A connection ended is no connection of fsgate's any more: relayed to the editor,
+    // which knows nothing of it.
+    assert!(reports[1].get("error").is_some(), "{:?}", reports[1]);
+}
+
+/// The hosted server's own requests travel to the agent as `mcp/message` from fsgate and
+/// their answers come back: the roots the agent gives over ACP narrow its calls.
+#[test]
+fn the_gateway_asks_an_agent_over_acp_for_its_roots() {
+    let test = "the_gateway_asks_an_agent_over_acp_for_its_roots";
+    let Some(cmd) = agent(test, &["--mcp", "acp", "--mcp-roots", "src"]) else {
+        return;
+    };
+    let mut ed = Editor::launch(&cmd, Options::default());
+    std::fs::create_dir(ed.root.join("src")).expect("mkdir");
+    std::fs::write(ed.root.join("src/in.txt"), "in src\n").expect("seed");
+    std::fs::write(ed.root.join("top.txt"), "at the top\n").expect("seed");
+    let sid = open(&mut ed);
+    let reports = ed.prompt(&sid, "mcp-read src/in.txt\nmcp-read top.txt");
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    assert_eq!(
+        ok(&reports[0])["content"][0]["text"],
+        "in src\n",
+        "{reports:?}"
+    );
+    assert_eq!(
+        ok(&reports[1])["isError"],
+        true,
+        "outside the roots: {reports:?}"
+    );
+    let roots = ed
+        .audit_records()
+        .into_iter()
+        .find(|r| r["kind"] == "roots" && r["transport"] == "acp-mcp")
+        .expect("a roots record");
+    assert!(roots.to_string().contains("/src"), "{roots}");
+}
+
+#[test]
+fn an_editors_own_acp_server_is_left_to_the_editor() {
+    let test = "an_editors_own_acp_server_is_left_to_the_editor";
+    let Some(cmd) = agent(test, &["--mcp", "acp"]) else {
+        return;
+    };
+    let mut ed = Editor::launch(&cmd, Options::default());
+    ed.initialize(false, false);
+    let root = ed.root.clone();
+    let own = json!({"type": "acp", "name": "editor-tools", "serverId": "11111111-2222-4333-8444-555555555555"});
+    let r = ed.call("session/new", json!({"cwd": root, "mcpServers": [own]}));
+    let sid = r["sessionId"].as_str().expect("sessionId").to_string();
+    let reports = ed.prompt(
+        &sid,
+        "mcp-servers
+acp-connect 11111111-2222-4333-8444-555555555555",
+    );
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    let servers = ok(&reports[0]).as_array().expect("servers").clone();
+    assert_eq!(servers.len(), 2, "{servers:?}");
+    assert_eq!(
+        (&servers[0]["name"], &servers[0]["type"]),
+        (&json!("editor-tools"), &json!("acp"))
+    );
+    assert_eq!(
+        (&servers[1]["name"], &servers[1]["type"]),
+        (&json!("fsgate"), &json!("acp"))
+    );
+    // The editor got the agent's mcp/connect for its own server (and, being this test's
+    // editor, answered "method not found").
+    let asked: Vec<Value> = ed
+        .lines()
+        .into_iter()
+        .filter(|l| l["method"] == "mcp/connect")
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(
+        asked[0]["params"]["serverId"],
+        "11111111-2222-4333-8444-555555555555"
+    );
+    assert_eq!(reports[1]["error"]["code"], -32601, "{:?}", reports[1]);
+}
+
+#[test]
 fn an_agent_without_http_gets_the_bridge_command() {
     let test = "an_agent_without_http_gets_the_bridge_command";
     let Some(cmd) = agent(test, &[]) else {
@@ -251,9 +368,25 @@ fn a_confined_agent_runs_the_bridge_command() {
 }
 
 #[test]
+fn a_confined_agent_reaches_the_gateway_over_its_acp_connection() {
+    let test = "a_confined_agent_reaches_the_gateway_over_its_acp_connection";
+    confined("acp", &["--mcp", "acp"], test);
+}
+
+#[test]
 fn an_ask_rule_met_through_the_hosted_server_asks_the_editor_for_the_session() {
     let test = "an_ask_rule_met_through_the_hosted_server_asks_the_editor_for_the_session";
-    let Some(cmd) = agent(test, &["--mcp", "http"]) else {
+    ask_rule_asks_the_editor(test, "http");
+}
+
+#[test]
+fn an_ask_rule_met_over_the_acp_connection_asks_the_editor_for_the_session() {
+    let test = "an_ask_rule_met_over_the_acp_connection_asks_the_editor_for_the_session";
+    ask_rule_asks_the_editor(test, "acp");
+}
+
+fn ask_rule_asks_the_editor(test: &str, reach: &str) {
+    let Some(cmd) = agent(test, &["--mcp", reach]) else {
         return;
     };
     let rule =
@@ -283,6 +416,35 @@ fn an_ask_rule_met_through_the_hosted_server_asks_the_editor_for_the_session() {
     );
     let written = std::fs::read_to_string(ed.root.join("notes/n.txt")).expect("written");
     assert_eq!(written, "asked first");
+    if reach == "acp" {
+        stateless_ask_asks_the_editor(&mut ed, &sid);
+    }
+}
+
+/// A stateless (2026-07-28) call of the hosted server asks the editor too, for the ACP
+/// session, and is recorded under it.
+fn stateless_ask_asks_the_editor(ed: &mut Editor, sid: &str) {
+    let reports = ed.prompt(sid, "mcp-write26 notes/m.txt stateless too");
+    assert_eq!(
+        ok(&reports[0])["isError"],
+        Value::Bool(false),
+        "{reports:?}"
+    );
+    let asked: Vec<Value> = ed
+        .lines()
+        .into_iter()
+        .filter(|l| l["method"] == "session/request_permission")
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[1]["params"]["sessionId"], sid);
+    let written = std::fs::read_to_string(ed.root.join("notes/m.txt")).expect("written");
+    assert_eq!(written, "stateless too");
+    let record = ed
+        .audit_records()
+        .into_iter()
+        .rfind(|r| r["kind"] == "request" && r["path"] == "notes/m.txt")
+        .expect("record");
+    assert_eq!(record["session"], sid, "{record}");
 }
 
 #[test]

@@ -81,3 +81,50 @@ fn an_overwrite_is_shown_with_the_text_it_replaced() {
         );
     }
 }
+
+/// The default policy with `extra` appended.
+fn policy_with(extra: &str) -> String {
+    let path = super::editor::repo().join("policies/default.toml");
+    let text = std::fs::read_to_string(path).expect("default.toml");
+    format!("{text}\n{extra}\n")
+}
+
+#[test]
+fn a_question_before_an_overwrite_shows_the_text_it_replaces() {
+    let test = "acp_proxy::notes::a_question_before_an_overwrite_shows_the_text_it_replaces";
+    let Some(agent) = bin_agent(test, &[]) else {
+        return;
+    };
+    let rule =
+        "[[rule]]\nid = \"ask-notes\"\neffect = \"ask\"\nops = [\"write\"]\npaths = [\"notes/**\"]";
+    let opts = super::editor::Options {
+        policy_text: Some(policy_with(rule)),
+        ..Default::default()
+    };
+    let mut ed = Editor::launch(&agent, opts);
+    std::fs::create_dir(ed.root.join("notes")).expect("mkdir");
+    std::fs::write(ed.root.join("notes/a.txt"), "old line\n").expect("seed");
+    let sid = ed.open_session();
+    let root = ed.root.display().to_string();
+    let text = format!("write {root}/notes/a.txt new line\nwrite {root}/notes/fresh.txt hello");
+    let reports = ed.prompt(&sid, &text);
+    assert!(
+        reports.len() == 2 && reports.iter().all(|r| r.get("ok").is_some()),
+        "{reports:?}\n{}",
+        ed.stderr()
+    );
+    // The editor (which allows once) was asked twice; each question shows its diff.
+    let diffs: Vec<Value> = ed
+        .lines()
+        .into_iter()
+        .filter(|v| v["method"] == "session/request_permission")
+        .map(|v| v["params"]["toolCall"]["content"][1].clone())
+        .collect();
+    assert_eq!(diffs.len(), 2, "{diffs:?}");
+    assert_eq!(diffs[0]["type"], "diff", "{diffs:?}");
+    assert_eq!(diffs[0]["oldText"], "old line\n", "{diffs:?}");
+    assert_eq!(diffs[0]["newText"], "new line", "{diffs:?}");
+    assert!(diffs[1]["oldText"].is_null(), "a new file: {diffs:?}");
+    let written = std::fs::read_to_string(ed.root.join("notes/a.txt")).expect("written");
+    assert_eq!(written, "new line");
+}

@@ -12,15 +12,22 @@
 //! With `--ignore-eof` it keeps running for 60 s once its stdin has ended, as an agent
 //! that ignores end of input does.
 //!
-//! MCP: with `--mcp http` it advertises Streamable HTTP MCP servers in `initialize`
-//! (else none, so it is given commands). At `session/new` it connects to the server
+//! MCP: with `--mcp http` it advertises Streamable HTTP MCP servers in `initialize`,
+//! with `--mcp acp` MCP servers over ACP itself (`mcpCapabilities.acp`, the draft
+//! MCP-over-ACP transport: `mcp/connect`, `mcp/message`, `mcp/disconnect` sent to the
+//! client), else neither, so it is given commands. At `session/new` it connects to the server
 //! named `fsgate` in the session's `mcpServers` before answering (as Gemini CLI does),
 //! and the commands `mcp-servers` (every entry listed, secrets left out), `mcp-entry`
 //! (the fsgate entry), `mcp-tools`,
 //! `mcp-read PATH`, `mcp-write PATH TEXT` and `mcp-call TOOL JSON` use it. `bench PATH
 //! N` times N reads each way, alternating (docs/agents.md's figures).
 //! `--acp-version 2` answers an `initialize` asking for ACP v2 with 2; `init-params`
-//! reports the `initialize` params it received.
+//! reports the `initialize` params it received. `acp-connect ID` sends `mcp/connect`
+//! for the server id ID, `mcp-disconnect` ends the session's MCP-over-ACP connection,
+//! `mcp-write26 PATH TEXT` writes with a stateless (2026-07-28) request over it.
+//! With `--mcp-roots DIR` its MCP-over-ACP connections declare the `roots` capability
+//! and answer the server's `roots/list` (an `mcp/message` from the client) with DIR,
+//! taken relative to the `cwd` of the session it last opened.
 //!
 //! # Ambient Authority
 //! Opens, connects and signals whatever it is told to with plain std/libc: that is its
@@ -40,8 +47,8 @@ struct Conn {
     lines: std::io::Lines<std::io::StdinLock<'static>>,
     next_id: u64,
     sessions: u64,
-    /// Advertise Streamable HTTP MCP servers.
-    mcp_http: bool,
+    /// The MCP transport it advertises besides stdio: "http", "acp" or "".
+    mcp_mode: String,
     /// Each session's `fsgate` MCP entry, and its connection (or why there is none).
     mcp: HashMap<String, (Value, Result<mcp::Mcp, String>)>,
     /// Each session's whole `mcpServers`, described (no secrets).
@@ -50,6 +57,10 @@ struct Conn {
     acp_version: u64,
     /// The `initialize` params it received.
     init_params: Value,
+    /// The root its MCP-over-ACP connections declare (`--mcp-roots`).
+    mcp_roots: Option<String>,
+    /// The `cwd` of the session it last opened.
+    cwd: String,
 }
 
 impl Conn {
@@ -77,10 +88,22 @@ impl Conn {
                 };
             }
             if let (Some(other), Some(_)) = (msg.get("id"), msg.get("method")) {
-                self.send(&error(other, -32603, "the agent is busy"));
+                let reply = self.roots_answer(other, &msg);
+                self.send(&reply.unwrap_or_else(|| error(other, -32603, "the agent is busy")));
             }
         }
         Err(json!({"code": null, "message": "the client closed the connection"}))
+    }
+}
+
+impl Conn {
+    /// The answer to the server's `roots/list` over ACP, when it has roots to give.
+    fn roots_answer(&self, id: &Value, msg: &Value) -> Option<Value> {
+        let roots_list = msg["method"] == "mcp/message" && msg["params"]["method"] == "roots/list";
+        let dir = self.mcp_roots.as_ref().filter(|_| roots_list)?;
+        let dir = std::path::Path::new(&self.cwd).join(dir);
+        Some(json!({"jsonrpc": "2.0", "id": id,
+            "result": {"roots": [{"uri": format!("file://{}", dir.display()), "name": "given"}]}}))
     }
 }
 
@@ -205,6 +228,9 @@ fn run_mcp(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, 
     let client = client
         .as_mut()
         .map_err(|e| json!({"code": null, "message": format!("not connected: {e}")}))?;
+    if let Some(cid) = client.acp_connection().map(str::to_owned) {
+        return run_mcp_over_acp(conn, &cid, word, rest);
+    }
     let (tool, args) = match word {
         "mcp-tools" => {
             let r = client.request("tools/list", json!({}))?;
@@ -232,6 +258,81 @@ fn run_mcp(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, 
         }
     };
     client.request("tools/call", json!({"name": tool, "arguments": args}))
+}
+
+/// An MCP command over the ACP connection: `mcp/message` requests to the client.
+fn run_mcp_over_acp(conn: &mut Conn, cid: &str, word: &str, rest: &str) -> Result<Value, Value> {
+    let (method, params) = match word {
+        "mcp-tools" => ("tools/list", json!({})),
+        "mcp-disconnect" => return conn.request("mcp/disconnect", json!({"connectionId": cid})),
+        "mcp-read" => (
+            "tools/call",
+            json!({"name": "read_text_file", "arguments": {"path": rest}}),
+        ),
+        "mcp-write" | "mcp-write26" => {
+            let (path, text) = rest.split_once(' ').unwrap_or((rest, ""));
+            let mut params =
+                json!({"name": "write_text_file", "arguments": {"path": path, "content": text}});
+            if word == "mcp-write26" {
+                params["_meta"] = stateless_meta();
+            }
+            ("tools/call", params)
+        }
+        _ => {
+            let (tool, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+            let args: Value = serde_json::from_str(args)
+                .map_err(|e| json!({"code": null, "message": e.to_string()}))?;
+            ("tools/call", json!({"name": tool, "arguments": args}))
+        }
+    };
+    let r = conn.request(
+        "mcp/message",
+        json!({"connectionId": cid, "method": method, "params": params}),
+    )?;
+    if word == "mcp-tools" {
+        let names: Vec<Value> = r["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t["name"].clone())
+            .collect();
+        return Ok(Value::Array(names));
+    }
+    Ok(r)
+}
+
+/// The `_meta` of a stateless (2026-07-28) MCP request.
+fn stateless_meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "fsgate-test-acp-agent", "version": "0"}})
+}
+
+/// Connects to an MCP server over the ACP connection (`mcp/connect`) and runs the
+/// handshake in `mcp/message`s.
+fn connect_over_acp(conn: &mut Conn, e: &Value) -> Result<mcp::Mcp, String> {
+    let show = |v: Value| v.to_string();
+    let r = conn
+        .request("mcp/connect", json!({"serverId": e["serverId"]}))
+        .map_err(show)?;
+    let cid = r["connectionId"]
+        .as_str()
+        .ok_or_else(|| format!("no connectionId in {r}"))?
+        .to_owned();
+    let caps = match conn.mcp_roots {
+        Some(_) => json!({"roots": {}}),
+        None => json!({}),
+    };
+    let init = json!({"protocolVersion": "2025-11-25", "capabilities": caps,
+        "clientInfo": {"name": "fsgate-test-acp-agent", "version": "0"}});
+    conn.request(
+        "mcp/message",
+        json!({"connectionId": cid, "method": "initialize", "params": init}),
+    )
+    .map_err(show)?;
+    conn.send(&json!({"jsonrpc": "2.0", "method": "mcp/message",
+        "params": {"connectionId": cid, "method": "notifications/initialized"}}));
+    Ok(mcp::Mcp::acp(cid))
 }
 
 /// `bench PATH N`: N reads of PATH through `fs/read_text_file` and N through the
@@ -286,6 +387,9 @@ fn run(conn: &mut Conn, sid: &str, word: &str, rest: &str) -> Result<Value, Valu
     }
     if word == "init-params" {
         return Ok(conn.init_params.clone());
+    }
+    if word == "acp-connect" {
+        return conn.request("mcp/connect", json!({"serverId": rest}));
     }
     match word {
         "read" => conn.request("fs/read_text_file", local(read_params(sid, rest))?),
@@ -350,11 +454,15 @@ fn prompt(conn: &mut Conn, params: &Value) -> Value {
 fn new_session(conn: &mut Conn, params: &Value) -> Value {
     conn.sessions += 1;
     let sid = format!("bin-session-{}", conn.sessions);
+    conn.cwd = params["cwd"].as_str().unwrap_or_default().to_owned();
     let listed = params["mcpServers"].as_array().into_iter().flatten();
     let described: Vec<Value> = listed.map(mcp::describe).collect();
     conn.servers.insert(sid.clone(), Value::Array(described));
     if let Some(e) = mcp::entry(&params["mcpServers"], "fsgate") {
-        let client = mcp::Mcp::connect(e);
+        let client = match e["type"].as_str() {
+            Some("acp") => connect_over_acp(conn, e),
+            _ => mcp::Mcp::connect(e),
+        };
         if let Err(err) = &client {
             eprintln!("fsgate-test-acp-agent: MCP server fsgate: {err}");
         }
@@ -365,10 +473,11 @@ fn new_session(conn: &mut Conn, params: &Value) -> Value {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut mcp_http, mut acp_version) = (false, 1);
+    let (mut mcp_mode, mut acp_version, mut mcp_roots) = (String::new(), 1, None);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--mcp" => mcp_http = args.next().as_deref() == Some("http"),
+            "--mcp" => mcp_mode = args.next().unwrap_or_default(),
+            "--mcp-roots" => mcp_roots = args.next(),
             "--acp-version" => acp_version = args.next().and_then(|v| v.parse().ok()).unwrap_or(1),
             _ => {}
         }
@@ -377,11 +486,13 @@ fn main() {
         lines: std::io::stdin().lock().lines(),
         next_id: 0,
         sessions: 0,
-        mcp_http,
+        mcp_mode,
         mcp: HashMap::new(),
         servers: HashMap::new(),
         acp_version,
         init_params: Value::Null,
+        mcp_roots,
+        cwd: String::new(),
     };
     while let Some(Ok(line)) = conn.lines.next() {
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
@@ -396,13 +507,16 @@ fn main() {
                 // The version asked for if it speaks it, else its newest.
                 let asked = msg["params"]["protocolVersion"].as_u64().unwrap_or(1);
                 json!({"protocolVersion": asked.min(conn.acp_version),
-                    "agentCapabilities": {"mcpCapabilities": {"http": conn.mcp_http, "sse": false}},
+                    "agentCapabilities": {"mcpCapabilities": {"http": conn.mcp_mode == "http",
+                        "sse": false, "acp": conn.mcp_mode == "acp"}},
                     "agentInfo": {"name": "fsgate-test-acp-agent", "version": "0"}})
             }
             "session/new" => new_session(&mut conn, &msg["params"]),
             "session/prompt" => prompt(&mut conn, &msg["params"]),
             other => {
-                conn.send(&error(&id, -32601, &format!("method not found: {other}")));
+                let reply = conn.roots_answer(&id, &msg);
+                let not_found = || error(&id, -32601, &format!("method not found: {other}"));
+                conn.send(&reply.unwrap_or_else(not_found));
                 continue;
             }
         };

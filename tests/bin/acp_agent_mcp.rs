@@ -1,6 +1,8 @@
 //! The test agent's MCP client, for the server `fsgate acp` adds to the agent's
 //! sessions: Streamable HTTP with a plain HTTP/1.1 client on std (one connection per
-//! message), or the entry's command (`fsgate mcp-connect`) spoken to in lines on stdio.
+//! message), the entry's command (`fsgate mcp-connect`) spoken to in lines on stdio, or
+//! the ACP connection itself (MCP-over-ACP: the agent's `mcp/message` requests, which
+//! the agent sends itself; see `Mcp::acp_connection`).
 //! The 2025-11-25 handshake first, then requests.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -36,6 +38,8 @@ enum Via {
         stdin: ChildStdin,
         lines: BufReader<ChildStdout>,
     },
+    /// An MCP-over-ACP connection, by the id `mcp/connect` gave.
+    Acp { connection: String },
 }
 
 impl Drop for Mcp {
@@ -62,10 +66,27 @@ pub fn describe(e: &Value) -> Value {
         "args": e.get("args"),
         "headerNames": e["headers"].as_array().map(|h| h.iter().map(|x| x["name"].clone()).collect::<Vec<_>>()),
         "envNames": e["env"].as_array().map(|h| h.iter().map(|x| x["name"].clone()).collect::<Vec<_>>()),
+        "hasServerId": e["serverId"].is_string(),
     })
 }
 
 impl Mcp {
+    /// A connection over ACP (its handshake is the caller's, on the ACP connection).
+    pub fn acp(connection: String) -> Mcp {
+        Mcp {
+            via: Via::Acp { connection },
+            next: 0,
+        }
+    }
+
+    /// The MCP-over-ACP connection's id, if this is one.
+    pub fn acp_connection(&self) -> Option<&str> {
+        match &self.via {
+            Via::Acp { connection } => Some(connection),
+            _ => None,
+        }
+    }
+
     /// Connects as the entry says and runs the handshake.
     pub fn connect(e: &Value) -> Result<Mcp, String> {
         let via = match e["type"].as_str() {
@@ -93,6 +114,7 @@ impl Mcp {
                 writeln!(stdin, "{msg}").map_err(|e| json!({"message": e.to_string()}))?;
                 read_answer(lines, &id).map_err(|e| json!({"message": e}))?
             }
+            Via::Acp { .. } => return Err(json!({"message": "over ACP: sent by the agent"})),
         };
         match answer.get("result") {
             Some(r) => Ok(r.clone()),
@@ -105,6 +127,7 @@ impl Mcp {
         match &mut self.via {
             Via::Http { .. } => self.post(&msg).map(drop),
             Via::Stdio { stdin, .. } => writeln!(stdin, "{msg}").map_err(|e| e.to_string()),
+            Via::Acp { .. } => Err("over ACP: sent by the agent".into()),
         }
     }
 

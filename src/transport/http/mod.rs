@@ -40,6 +40,7 @@ use http::StatusCode;
 
 pub use crate::policy::http::HttpSettings;
 pub(crate) use auth::{Keys, Principal, secret};
+pub(crate) use body::{Room as AnswerRoom, held};
 pub(crate) use session::McpSession;
 
 use crate::error::code;

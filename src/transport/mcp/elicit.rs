@@ -131,7 +131,7 @@ fn answer_of(answered: Result<ClientResult, ServiceError>) -> Answer {
 }
 
 /// The answer an elicitation result gives.
-fn decision(r: &ElicitResult) -> Answer {
+pub(super) fn decision(r: &ElicitResult) -> Answer {
     if r.action != ElicitationAction::Accept {
         return Answer::Reject;
     }
@@ -143,7 +143,7 @@ fn decision(r: &ElicitResult) -> Answer {
 }
 
 /// The form: the message and the one-choice schema.
-fn params(q: &Question) -> Result<ElicitRequestParams, serde_json::Error> {
+pub(super) fn params(q: &Question) -> Result<ElicitRequestParams, serde_json::Error> {
     let schema = json!({
         "type": "object",
         "properties": {
@@ -282,6 +282,7 @@ mod tests {
                 old_text: None,
                 new_text: format!("line1\nline\u{1b}[2J{}", "x".repeat(5000)),
             }),
+            replaced: None,
             session: "s".into(),
         };
         let p = params(&q).expect("schema");

@@ -45,6 +45,7 @@ pub mod fuzz;
 mod guard;
 mod leases;
 mod logs;
+mod mrtr;
 mod pump;
 mod render;
 mod roots;
@@ -99,6 +100,9 @@ pub struct McpServer {
     elicit: Arc<elicit::Elicit>,
     /// Tells the client of changes, once it set a logging level.
     logs: Arc<logs::Logs>,
+    /// The signing key of its `requestState`s (MRTR, see [`mrtr`]); None when the
+    /// door's person is another door's (the editor of `fsgate acp`), asked directly.
+    states: Option<Arc<mrtr::States>>,
 }
 
 /// Tool calls served at once per connection. Fewer than on ACP: each holds its content
@@ -158,6 +162,14 @@ impl McpServer {
     fn new(gw: Arc<Gateway>, who: Identity, flow: Arc<Flow>, max: usize) -> McpServer {
         let elicit = Arc::new(elicit::Elicit::new());
         let logs = Arc::new(logs::Logs::new(Arc::clone(&gw)));
+        let person = matches!(who.oversight, Oversight::Person { .. });
+        let states = match person {
+            true => None,
+            false => mrtr::States::new()
+                .inspect_err(|e| tracing::warn!("{e}: stateless requests are not asked"))
+                .ok()
+                .map(Arc::new),
+        };
         let (asker, notifier) = match who.oversight {
             Oversight::Person { asker, notifier } => (asker, notifier),
             // Without notes the gateway builds none; a reload turning them on holds for
@@ -171,11 +183,21 @@ impl McpServer {
         };
         let stateless = RequestCtx {
             style: PathStyle::AbsoluteOrRelative,
-            session: format!("{}-stateless", who.session),
+            // Another door's person's session (an ACP session) is one, whatever the era
+            // of the request; an MCP client's stateless requests are a session apart.
+            session: match person {
+                true => who.session.clone(),
+                false => format!("{}-stateless", who.session),
+            },
             transport: who.transport,
             peer: who.peer.clone(),
             scope: crate::gateway::Scope::fixed(who.within.clone()),
-            asker: Some(Arc::new(elicit::NoAsking)),
+            // Another door's person is asked about any request; an MCP client only
+            // through an InputRequiredResult, per request (see `mrtr`).
+            asker: Some(match person {
+                true => Arc::clone(&asker),
+                false => Arc::new(elicit::NoAsking),
+            }),
             notifier: None,
         };
         let ctx = RequestCtx {
@@ -197,6 +219,55 @@ impl McpServer {
             max,
             elicit,
             logs,
+            states,
+        }
+    }
+
+    /// The MRTR round of a stateless call from a client whose request declares form
+    /// elicitation (None: it cannot be asked that way). Err: its `requestState` is
+    /// refused.
+    fn mrtr_round(
+        &self,
+        request: &CallToolRequestParams,
+        args: &rmcp::model::JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Arc<mrtr::Round>>, McpError> {
+        let Some(states) = &self.states else {
+            return Ok(None);
+        };
+        let forms = context
+            .meta
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        if !forms {
+            return Ok(None);
+        }
+        let responses = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| serde_json::to_value(r).ok());
+        let round = mrtr::Round::begin(
+            states,
+            &self.stateless.session,
+            (&request.name, args),
+            (request.request_state.as_deref(), responses.as_ref()),
+        )
+        .map_err(|e| McpError::invalid_params(e, None))?;
+        Ok(Some(Arc::new(round)))
+    }
+
+    /// The stateless context with `round` as its asker.
+    fn asking(&self, round: &Arc<mrtr::Round>) -> RequestCtx {
+        let base = &self.stateless;
+        RequestCtx {
+            style: base.style,
+            session: base.session.clone(),
+            transport: base.transport,
+            peer: base.peer.clone(),
+            scope: crate::gateway::Scope::default(),
+            asker: Some(Arc::clone(round) as Arc<dyn crate::gateway::ask::Asker>),
+            notifier: None,
         }
     }
 
@@ -423,13 +494,18 @@ impl ServerHandler for McpServer {
             ));
         };
         let key = id_key(&context.id);
-        let args = request.arguments.unwrap_or_default();
-        let ctx = if is_stateless(&context.meta) {
-            &self.stateless
-        } else {
-            &self.ctx
+        let args = request.arguments.clone().unwrap_or_default();
+        let stateless = is_stateless(&context.meta);
+        let round = match stateless {
+            true => self.mrtr_round(&request, &args, &context)?,
+            false => None,
         };
-        let (gw, ctx) = (Arc::clone(&self.gw), Arc::clone(ctx));
+        let ctx = match (&round, stateless) {
+            (Some(r), _) => Arc::new(self.asking(r)),
+            (None, true) => Arc::clone(&self.stateless),
+            (None, false) => Arc::clone(&self.ctx),
+        };
+        let gw = Arc::clone(&self.gw);
         self.flow.wait_for_answer_room().await;
         let permit = Arc::clone(&self.slots)
             .acquire_owned()
@@ -447,6 +523,16 @@ impl ServerHandler for McpServer {
             McpError::internal_error("internal error: the tool task failed", None)
         })?;
         let key = id_key(&context.id);
+        let ttl = self.gw.policy().ask_timeout();
+        let input_required = round
+            .zip(self.states.as_ref())
+            .and_then(|(r, states)| r.input_required(states, ttl));
+        if let Some(ir) = input_required {
+            // The question instead of the refusal its first round made.
+            let size = encoded_len(&ir) + ENVELOPE + key.len();
+            self.flow.hold_answer(&key, size, leases).await;
+            return Ok(ir.into());
+        }
         let (result, size) = fit(self.max, result, &key);
         // The answer holds its room and its content leases until written (see `flow`).
         self.flow.hold_answer(&key, size, leases).await;

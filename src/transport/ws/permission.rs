@@ -258,6 +258,7 @@ mod tests {
             rule: "ask-ci".into(),
             reason: "CI config".into(),
             proposed,
+            replaced: None,
             session: "ws-1".into(),
         }
     }
