@@ -212,7 +212,7 @@ impl Op {
             | Op::WriteText { path, .. }
             | Op::WriteBytes { path, .. }
             | Op::Edit { path, .. }
-            | Op::Ls { path }
+            | Op::Ls { path, .. }
             | Op::Stat { path }
             | Op::Mkdir { path, .. }
             | Op::Rm { path, .. }
@@ -371,7 +371,11 @@ impl Output {
     /// path gets its workspace's name in front).
     pub fn map_paths(self, f: impl Fn(RelPath) -> RelPath) -> Output {
         match self {
-            Output::Entries { entries, truncated } => Output::Entries {
+            Output::Entries {
+                entries,
+                truncated,
+                next,
+            } => Output::Entries {
                 entries: entries
                     .into_iter()
                     .map(|mut e| {
@@ -380,6 +384,7 @@ impl Output {
                     })
                     .collect(),
                 truncated,
+                next,
             },
             Output::Stat { path, info } => Output::Stat {
                 path: f(path),

@@ -264,6 +264,7 @@ impl Gateway {
             Op::Ls { .. } | Op::Tree { .. } => Ok(Output::Entries {
                 entries: self.members().filter_map(Gateway::top_entry).collect(),
                 truncated: false,
+                next: None,
             }),
             Op::Stat { .. } => {
                 let (out, _) = self.handle(ctx, op.clone());

@@ -213,6 +213,7 @@ impl AcpConnections {
             transport: principal.transport,
             peer: self.peer.clone(),
             oversight: principal.oversight.clone(),
+            within: principal.within.clone(),
         };
         tokio::spawn(feed(input_rx, door_in));
         tokio::spawn(Arc::clone(self).from_door(conn_id.clone(), rx, max));

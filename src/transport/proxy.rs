@@ -754,129 +754,17 @@ where
     let agent_writer = tokio::spawn(write_raw(agent_rx, agent_in, Some(close_agent_rx)));
 
     // Editor -> agent.
-    let r = Arc::clone(&relay);
-    let ta = to_agent.clone();
-    let te = to_editor.clone();
-    let editor_reader = tokio::spawn(async move {
-        let mut reader = BufReader::new(editor_in);
-        loop {
-            match read_line(&mut reader, max).await {
-                Ok(Line::Message(raw)) => {
-                    if raw.iter().all(u8::is_ascii_whitespace) {
-                        continue;
-                    }
-                    match r.editor_message(raw) {
-                        Routed::Agent(bytes) => {
-                            if !ta.send_bytes(bytes).await {
-                                break;
-                            }
-                        }
-                        Routed::Editor(bytes) => {
-                            let _ = te.send_bytes(bytes).await;
-                        }
-                        Routed::Taken => {}
-                    }
-                }
-                Ok(Line::TooLong { len }) => {
-                    let msg = format!("message of {len} bytes exceeds the limit of {max} bytes");
-                    let err = jsonrpc::error_object(code::INVALID_REQUEST, &msg, None);
-                    let _ = te
-                        .send_bytes(line_of(&jsonrpc::error_response(&Value::Null, err)))
-                        .await;
-                }
-                Ok(Line::Eof) | Err(_) => break,
-            }
-        }
-        // The editor is gone: nobody can answer a question, and the agent's stdin is
-        // closed so it can end gracefully, once it has what it waits for.
-        r.asker.close();
-        r.owed.wait_settled(GRACE).await;
-        let _ = close_agent_tx.send(());
-    });
+    let outs = (to_agent.clone(), to_editor.clone());
+    let editor_reader = tokio::spawn(relay_editor(
+        Arc::clone(&relay),
+        editor_in,
+        outs,
+        (max, close_agent_tx),
+    ));
 
     // Agent -> editor (or fsgate).
-    let r = Arc::clone(&relay);
-    let agent_reader = tokio::spawn(async move {
-        let mut reader = BufReader::new(agent_out);
-        let mut handlers = tokio::task::JoinSet::new();
-        // At most this many of the agent's file requests are served at once; reading
-        // the agent pauses while all slots are taken.
-        let slots = Arc::new(tokio::sync::Semaphore::new(acp::MAX_IN_FLIGHT));
-        loop {
-            let raw = match read_line(&mut reader, max).await {
-                Ok(Line::Message(raw)) => raw,
-                Ok(Line::TooLong { len }) => {
-                    tracing::warn!("agent sent a message of {len} bytes, over the limit; dropped");
-                    continue;
-                }
-                Ok(Line::Eof) | Err(_) => break,
-            };
-            if raw.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match relay::classify_agent_line(&raw) {
-                Verdict::Serve { id, method, params } => {
-                    let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
-                        break;
-                    };
-                    r.owed.owe();
-                    handlers.spawn(serve_file(
-                        Arc::clone(&r),
-                        to_agent.clone(),
-                        permit,
-                        id,
-                        method,
-                        params,
-                    ));
-                }
-                Verdict::Terminal { id, method, params } => {
-                    r.owed.owe();
-                    let (allowed, reply) = terminal(&r, id, method, params).await;
-                    if let Some(reply) = reply {
-                        let _ = to_agent.send_bytes(line_of(&reply)).await;
-                    }
-                    r.owed.replied();
-                    if allowed {
-                        let _ = to_editor.send_bytes(with_newline(raw)).await;
-                    }
-                }
-                Verdict::Forward(Incoming::Response { id, message }) => {
-                    if let Some(a) = &r.mcp_over_acp
-                        && a.response(&id, &message).await
-                    {
-                        continue;
-                    }
-                    r.owed.answered(&id);
-                    r.note_response(&id, &message);
-                    let bytes = r.stamp_initialize(&id, message, raw);
-                    let _ = to_editor.send_bytes(bytes).await;
-                }
-                Verdict::Forward(msg) => {
-                    if let Some(reply) = take_mcp_message(&r, &msg).await {
-                        if let Some(reply) = reply {
-                            let _ = to_agent.send_bytes(line_of(&reply)).await;
-                        }
-                        continue;
-                    }
-                    let _ = to_editor.send_bytes(with_newline(raw)).await;
-                }
-                Verdict::Refuse(refusal) => {
-                    // Lenient editors would serve what this line may be read as.
-                    tracing::warn!(name = ?refusal.name, "agent sent a line that is not exactly one unambiguous message; not relayed");
-                    r.owed.owe();
-                    let r2 = Arc::clone(&r);
-                    let replies = tokio::task::spawn_blocking(move || r2.refuse_line(&refusal))
-                        .await
-                        .unwrap_or_default();
-                    for reply in replies {
-                        let _ = to_agent.send_bytes(line_of(&reply)).await;
-                    }
-                    r.owed.replied();
-                }
-            }
-        }
-        while handlers.join_next().await.is_some() {}
-    });
+    let outs = (to_agent.clone(), to_editor.clone());
+    let agent_reader = tokio::spawn(relay_agent(Arc::clone(&relay), agent_out, outs, max));
 
     // Wait for the agent to exit; if the editor left first, give it a grace period.
     let mut editor_reader = editor_reader;
@@ -906,6 +794,154 @@ where
         status,
         killed_after_eof,
     })
+}
+
+/// Editor -> agent: each line the editor writes, until it closes fsgate's stdin; then
+/// the agent's stdin is closed once it has what it waits for (at most [`GRACE`] later).
+async fn relay_editor<EI: AsyncRead + Unpin>(
+    r: Arc<Relay>,
+    editor_in: EI,
+    (to_agent, to_editor): (Outbox<Vec<u8>>, Outbox<Vec<u8>>),
+    (max, close_agent): (usize, tokio::sync::oneshot::Sender<()>),
+) {
+    let mut reader = BufReader::new(editor_in);
+    loop {
+        match read_line(&mut reader, max).await {
+            Ok(Line::Message(raw)) => {
+                if raw.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                match r.editor_message(raw) {
+                    Routed::Agent(bytes) => {
+                        if !to_agent.send_bytes(bytes).await {
+                            break;
+                        }
+                    }
+                    // A session request fsgate refuses itself (a directory it does not serve).
+                    Routed::Editor(bytes) => {
+                        let _ = to_editor.send_bytes(bytes).await;
+                    }
+                    Routed::Taken => {}
+                }
+            }
+            Ok(Line::TooLong { len }) => {
+                let msg = format!("message of {len} bytes exceeds the limit of {max} bytes");
+                let err = jsonrpc::error_object(code::INVALID_REQUEST, &msg, None);
+                let reply = line_of(&jsonrpc::error_response(&Value::Null, err));
+                let _ = to_editor.send_bytes(reply).await;
+            }
+            Ok(Line::Eof) | Err(_) => break,
+        }
+    }
+    // The editor is gone: nobody can answer a question, and the agent's stdin is closed
+    // so it can end gracefully, once it has what it waits for.
+    r.asker.close();
+    r.owed.wait_settled(GRACE).await;
+    let _ = close_agent.send(());
+}
+
+/// Agent -> editor (or fsgate): each line the agent writes, until it closes its stdout;
+/// then waits for the file requests being served.
+async fn relay_agent(
+    r: Arc<Relay>,
+    agent_out: tokio::process::ChildStdout,
+    outs: (Outbox<Vec<u8>>, Outbox<Vec<u8>>),
+    max: usize,
+) {
+    let mut reader = BufReader::new(agent_out);
+    let mut handlers = tokio::task::JoinSet::new();
+    // At most this many of the agent's file requests are served at once; reading the
+    // agent pauses while all slots are taken.
+    let slots = Arc::new(tokio::sync::Semaphore::new(acp::MAX_IN_FLIGHT));
+    loop {
+        let raw = match read_line(&mut reader, max).await {
+            Ok(Line::Message(raw)) => raw,
+            Ok(Line::TooLong { len }) => {
+                tracing::warn!("agent sent a message of {len} bytes, over the limit; dropped");
+                continue;
+            }
+            Ok(Line::Eof) | Err(_) => break,
+        };
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if !agent_line(&r, raw, &outs, (&slots, &mut handlers)).await {
+            break;
+        }
+    }
+    while handlers.join_next().await.is_some() {}
+}
+
+/// One line of the agent's: served, relayed or refused. False: stop reading.
+async fn agent_line(
+    r: &Arc<Relay>,
+    raw: Vec<u8>,
+    (to_agent, to_editor): &(Outbox<Vec<u8>>, Outbox<Vec<u8>>),
+    (slots, handlers): (&Arc<tokio::sync::Semaphore>, &mut tokio::task::JoinSet<()>),
+) -> bool {
+    match relay::classify_agent_line(&raw) {
+        Verdict::Serve { id, method, params } => {
+            let Ok(permit) = Arc::clone(slots).acquire_owned().await else {
+                return false;
+            };
+            r.owed.owe();
+            let to_agent = to_agent.clone();
+            handlers.spawn(serve_file(
+                Arc::clone(r),
+                to_agent,
+                permit,
+                id,
+                method,
+                params,
+            ));
+        }
+        Verdict::Terminal { id, method, params } => {
+            r.owed.owe();
+            let (allowed, reply) = terminal(r, id, method, params).await;
+            if let Some(reply) = reply {
+                let _ = to_agent.send_bytes(line_of(&reply)).await;
+            }
+            r.owed.replied();
+            if allowed {
+                let _ = to_editor.send_bytes(with_newline(raw)).await;
+            }
+        }
+        Verdict::Forward(Incoming::Response { id, message }) => {
+            if let Some(a) = &r.mcp_over_acp
+                && a.response(&id, &message).await
+            {
+                return true;
+            }
+            r.owed.answered(&id);
+            r.note_response(&id, &message);
+            let bytes = r.stamp_initialize(&id, message, raw);
+            let _ = to_editor.send_bytes(bytes).await;
+        }
+        Verdict::Forward(msg) => match take_mcp_message(r, &msg).await {
+            Some(reply) => {
+                if let Some(reply) = reply {
+                    let _ = to_agent.send_bytes(line_of(&reply)).await;
+                }
+            }
+            None => {
+                let _ = to_editor.send_bytes(with_newline(raw)).await;
+            }
+        },
+        Verdict::Refuse(refusal) => {
+            // Lenient editors would serve what this line may be read as.
+            tracing::warn!(name = ?refusal.name, "agent sent a line that is not exactly one unambiguous message; not relayed");
+            r.owed.owe();
+            let r2 = Arc::clone(r);
+            let replies = tokio::task::spawn_blocking(move || r2.refuse_line(&refusal))
+                .await
+                .unwrap_or_default();
+            for reply in replies {
+                let _ = to_agent.send_bytes(line_of(&reply)).await;
+            }
+            r.owed.replied();
+        }
+    }
+    true
 }
 
 /// An `mcp/*` message of the agent's for the hosted server (MCP-over-ACP): Some(the

@@ -71,6 +71,7 @@ async fn timed(
         cpu_s: Some((cpu_ticks(srv.pid)? - cpu0) as f64 / ticks_per_sec()),
         hwm_kib: vm_kib(srv.pid, "VmHWM").ok(),
         driver_cpu_s: Some(rusage_cpu(libc::RUSAGE_SELF) - own0),
+        syncs: None,
     })
 }
 
@@ -101,6 +102,7 @@ fn timed_cmd(
         cpu_s: Some(rusage_cpu(libc::RUSAGE_CHILDREN) - cpu0),
         hwm_kib: None,
         driver_cpu_s: None,
+        syncs: None,
     })
 }
 
@@ -420,6 +422,7 @@ pub async fn list_pages(
         cpu_s: Some((cpu_ticks(srv.pid)? - cpu0) as f64 / ticks_per_sec()),
         hwm_kib: vm_kib(srv.pid, "VmHWM").ok(),
         driver_cpu_s: Some(rusage_cpu(libc::RUSAGE_SELF) - own0),
+        syncs: None,
     })
 }
 
