@@ -202,8 +202,24 @@ fn the_reference_servers_text_tools_say_when_a_list_was_cut() {
     }
     g.initialize("2025-06-18");
     let dir = g.dirs.abs("many");
+    // A page cut at the limit says where the next one starts.
+    let r = g.tool(1, "list_directory", json!({"path": dir}));
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    let last = text
+        .lines()
+        .rev()
+        .nth(1)
+        .and_then(|l| l.strip_prefix("[FILE] "));
+    let more = format!(
+        "[MORE] more entries follow; call list_directory again with \"cursor\": \"{}\"",
+        last.unwrap_or("?")
+    );
+    assert!(
+        text.contains(&more),
+        "list_directory: {}",
+        &text[text.len().saturating_sub(300)..]
+    );
     for (id, tool, args) in [
-        (1, "list_directory", json!({"path": dir})),
         (2, "list_directory_with_sizes", json!({"path": dir})),
         (3, "search_files", json!({"path": dir, "pattern": "*.txt"})),
     ] {

@@ -168,6 +168,20 @@ struct Select<'s, 'k> {
 }
 
 impl Select<'_, '_> {
+    /// Offers the entry `name`: most entries of a large directory are before the cursor
+    /// or past the page, and are passed over on their name alone, without an `Entry`.
+    fn offer_name(&mut self, dir: &Dir, base: &RelPath, name: &str, kind: FileKind) {
+        if self.spec.after.is_some_and(|a| name <= a) {
+            return;
+        }
+        let full = self.heap.len() >= self.spec.max;
+        let past = full && self.heap.peek().is_some_and(|top| name > &*top.0);
+        if past && self.more {
+            return;
+        }
+        self.offer(dir, base, entry_from(base, name, kind, None));
+    }
+
     fn offer(&mut self, dir: &Dir, base: &RelPath, e: Entry) {
         if self.spec.after.is_some_and(|a| e.name.as_str() <= a) {
             return;
@@ -249,17 +263,17 @@ fn stream(
             let Ok(name) = std::str::from_utf8(bytes) else {
                 continue; // Not expressible on the wire.
             };
-            let e = entry_from(base, name, kind_of(entry.file_type()), None);
+            let kind = kind_of(entry.file_type());
             match whole.as_mut() {
-                Some(all) if all.len() < WHOLE_DIR => all.push(e),
+                Some(all) if all.len() < WHOLE_DIR => all.push(entry_from(base, name, kind, None)),
                 Some(_) => {
                     // Too many to hold: from here on, only the page's candidates.
                     for old in whole.take().into_iter().flatten() {
                         sel.offer(dir, base, old);
                     }
-                    sel.offer(dir, base, e);
+                    sel.offer_name(dir, base, name, kind);
                 }
-                None => sel.offer(dir, base, e),
+                None => sel.offer_name(dir, base, name, kind),
             }
         }
         Ok(())

@@ -210,21 +210,36 @@ pub async fn tree(srv: &Server, root: &Path, ex: &Expect, n: usize) -> Result<Ru
     .await
 }
 
-/// `mono_tree_root`: `directory_tree` of the whole monorepo, more than one answer may
-/// hold: the gateway's answer must be its bounded refusal naming the limit it met (the
-/// message's bytes, or the entries a tree may hold).
-pub async fn tree_root(srv: &Server, root: &Path, n: usize) -> Result<Run, Error> {
+/// `mono_tree_root`: `directory_tree` of the whole monorepo. It answers whole (every
+/// file but the secrets, every directory) or, when the tree is more than one answer may
+/// hold, refuses naming the limit it met (the message's bytes, or the entries a tree
+/// may hold): the full monorepo's is the refusal.
+pub async fn tree_root(srv: &Server, root: &Path, ex: &Expect, n: usize) -> Result<Run, Error> {
     let abs = root.to_string_lossy().into_owned();
     let req = mcp_call("directory_tree", json!({ "path": abs }));
+    let want = (ex.files.len() - ex.secrets.len(), ex.dirs.len());
     timed(srv, n, &req, |v| {
         let text = v["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or_default();
-        let named = text.contains("limits.max_message_bytes") || text.contains("max_entries");
-        if v["result"]["isError"] != Value::Bool(true) || !named {
+        if v["result"]["isError"] == Value::Bool(true) {
+            let named = text.contains("limits.max_message_bytes") || text.contains("max_entries");
+            return if named {
+                Ok(())
+            } else {
+                Err(Error::Answer(format!(
+                    "directory_tree of the root: {}",
+                    clip(text)
+                )))
+            };
+        }
+        let tree: Value = serde_json::from_str(text)
+            .map_err(|e| Error::Answer(format!("directory_tree: not JSON: {e}")))?;
+        let (mut f, mut d) = (0, 0);
+        count_tree(&tree, &mut f, &mut d)?;
+        if (f, d) != want {
             return Err(Error::Answer(format!(
-                "directory_tree of the root: not the entries limit: {}",
-                clip(text)
+                "directory_tree of the root: {f} files and {d} dirs, want {want:?}"
             )));
         }
         Ok(())

@@ -468,7 +468,7 @@ impl Suite {
         let srv = self.start_on(root, w, rep).await?;
         let res = match w {
             "mono_tree" => mono_work::tree(&srv, root, ex, n).await,
-            "mono_tree_root" => mono_work::tree_root(&srv, root, n).await,
+            "mono_tree_root" => mono_work::tree_root(&srv, root, ex, n).await,
             "mono_glob" => mono_work::glob(&srv, root, ex, n).await,
             "mono_grep" => mono_work::grep(&srv, root, ex, n).await,
             _ => Err(Error::Setup(format!("no workload {w}"))),
