@@ -91,6 +91,12 @@ fn bench_driver_quick_mode_runs_and_checks_every_fsgate_workload() {
             .get("idle_rss", "fsgate")
             .is_some_and(|f| f.rss_mib.is_some())
     );
+    // Where perf may count them: a new file's 4 syncs (content, intent, directory,
+    // outcome), an overwrite's 6 (and its backup's file and directory).
+    for (w, least) in [("write_new_serial", 4.0), ("overwrite_serial", 6.0)] {
+        let f = report.get(w, "fsgate").expect("figures");
+        assert!(f.syncs_per_op.is_none_or(|s| s >= least), "{w}: {f:?}");
+    }
     let pipe = report
         .get("read_pipe", "fsgate")
         .expect("read_pipe figures");
@@ -159,7 +165,11 @@ fn bench_driver_targets_say_what_the_machine_allows() {
         tree_file_bytes: 1,
         big_bytes: 1,
     };
-    let chain = fsgate_bench::suite::ChainProbe::default();
+    let chain = fsgate_bench::suite::ChainProbe {
+        content_us: 200.0,
+        new_file_us: 180.0,
+        dir_us: 90.0,
+    };
     let report = Report::new(&cfg, ([probe, probe], chain), runs, Vec::new(), &sizes);
     let limit = |prefix: &str| {
         let row = report.targets.iter().find(|t| t.name.starts_with(prefix));
@@ -183,6 +193,12 @@ fn bench_driver_targets_say_what_the_machine_allows() {
     let budget = format!("leaves the server {:.1} us per read", n * 12.5 - 8.0);
     let ceiling = format!("at most {:.2}x", n * 1e6 / 33.0 / 10_000.0);
     assert!(pipe.contains(&budget) && pipe.ends_with(&ceiling), "{pipe}");
+    // Intent (the 400-byte probe's p50, 120 us), directory (90), outcome (120): 330 us
+    // against the 4 KiB probe's 120 us.
+    for w in ["write_new_serial p50", "overwrite_serial p50"] {
+        let chain = limit(w);
+        assert!(chain.ends_with("at least 0.330 ms = 2.75x"), "{chain}");
+    }
     // No limit where the machine sets none.
     assert_eq!(limit("list ops/s"), "");
     assert!(

@@ -221,7 +221,7 @@ impl BackupStore {
                 sha256,
             })
         };
-        let (saved, _, unsynced) = self.save_with(rel_path, now, false, &mut fill)?;
+        let (saved, _, unsynced) = self.save_with(rel_path, (now, false, false), &mut fill)?;
         unsynced.sync_now()?;
         Ok(saved)
     }
@@ -257,7 +257,7 @@ impl BackupStore {
         (size, blocks, dev): (u64, u64, u64),
     ) -> Result<Saving<'_>, BackupError> {
         let st = Sizes::of(size, blocks, dev);
-        let (saved, unsynced) = self.save_unsynced(rel_path, file, st)?;
+        let (saved, unsynced) = self.save_unsynced(rel_path, file, st, true)?;
         Ok(Saving {
             store: self,
             rel_path: rel_path.to_owned(),
@@ -294,18 +294,20 @@ impl BackupStore {
         file: &impl AsFd,
         st: Sizes,
     ) -> Result<BackupRef, BackupError> {
-        let (saved, unsynced) = self.save_unsynced(rel_path, file, st)?;
+        let (saved, unsynced) = self.save_unsynced(rel_path, file, st, false)?;
         unsynced.sync_now()?;
         self.after_save(rel_path);
         Ok(saved)
     }
 
-    /// Writes a version of the opened `file` within the limits, not yet synced.
+    /// Writes a version of the opened `file` within the limits, not yet synced; with
+    /// `beside`, a new shard's entry is not synced yet either.
     fn save_unsynced(
         &self,
         rel_path: &str,
         file: &impl AsFd,
         st: Sizes,
+        beside: bool,
     ) -> Result<(BackupRef, Unsynced), BackupError> {
         layout::validate_rel_path(rel_path)?;
         self.check_limits(rel_path, st)?;
@@ -330,7 +332,8 @@ impl BackupStore {
                 }
             })
         };
-        let saved = self.save_with(rel_path, OffsetDateTime::now_utc(), original, &mut fill);
+        let now = OffsetDateTime::now_utc();
+        let saved = self.save_with(rel_path, (now, original, beside), &mut fill);
         self.settle_room(data, saved.as_ref().ok().map(|(_, stored, _)| *stored));
         let (saved, _, unsynced) = saved?;
         Ok((saved, unsynced))
@@ -348,19 +351,32 @@ impl BackupStore {
         }
     }
 
-    /// Reserves a fresh name for a version of `rel_path` and fills it with `fill`; the
-    /// version is still to be synced.
+    /// Reserves a fresh name for a version of `rel_path` (at `now`; a session
+    /// `original` or not) and fills it with `fill`; the version is still to be synced,
+    /// and with `beside` so is a new shard's entry in `versions/`.
     fn save_with(
         &self,
         rel_path: &str,
-        now: OffsetDateTime,
-        original: bool,
+        (now, original, beside): (OffsetDateTime, bool, bool),
         fill: &mut dyn FnMut(&mut File, &str) -> Result<Copied, BackupError>,
     ) -> Result<(BackupRef, u64, Unsynced), BackupError> {
         layout::validate_rel_path(rel_path)?;
         let dir_name = layout::dir_name(rel_path);
         let shard = layout::shard(rel_path);
-        let dir = self.open_shard(&shard)?;
+        let (dir, versions) = if beside {
+            let (dir, new) = self.open_shard_unsynced(&shard)?;
+            let versions = match new {
+                true => Some(
+                    self.versions
+                        .try_clone()
+                        .map_err(BackupError::io("open", VERSIONS_DIR))?,
+                ),
+                false => None,
+            };
+            (dir, versions)
+        } else {
+            (self.open_shard(&shard)?, None)
+        };
         let (ts, mut data) = self.reserve(&dir, &shard, &dir_name, now)?;
         let new = NewVersion {
             dir: &dir,
@@ -374,6 +390,7 @@ impl BackupStore {
         let unsynced = Unsynced {
             data,
             dir,
+            versions,
             name,
             shard,
         };
@@ -406,6 +423,24 @@ impl BackupStore {
         Err(BackupError::io("open", shard)(
             io::ErrorKind::NotFound.into(),
         ))
+    }
+
+    /// [`open_shard`](Self::open_shard) that leaves the sync of a shard's entry in
+    /// `versions/` to the caller: true if it is to be synced (this process has not).
+    fn open_shard_unsynced(&self, shard: &str) -> Result<(Dir, bool), BackupError> {
+        if self.synced_shards[shard_index(shard)].load(Ordering::Acquire)
+            && let Ok(d) = open_readable_dir(&self.versions, shard)
+        {
+            return Ok((d, false));
+        }
+        match self.versions.create_dir(shard) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(BackupError::io("create", shard)(e)),
+        }
+        let dir =
+            open_readable_dir(&self.versions, shard).map_err(BackupError::io("open", shard))?;
+        Ok((dir, true))
     }
 
     /// Syncs `versions/`, which makes `shard` (there now) durable. The first time, every
@@ -559,6 +594,8 @@ impl BackupStore {
 pub(crate) struct Unsynced {
     data: File,
     dir: Dir,
+    /// `versions/`, when the shard's entry there is to be synced too.
+    versions: Option<Dir>,
     name: String,
     shard: String,
 }
@@ -576,6 +613,9 @@ impl Unsynced {
         }
         // Closed (its flock released) once complete.
         drop(self.data);
+        if let Some(v) = &self.versions {
+            sync_dir(v).map_err(BackupError::io("sync", VERSIONS_DIR))?;
+        }
         sync_dir(&self.dir).map_err(BackupError::io("sync", self.shard))
     }
 
@@ -583,8 +623,14 @@ impl Unsynced {
     fn sync_beside(self) -> SyncingVersion {
         let target = self.target();
         let Unsynced {
-            data, dir, name, ..
+            data,
+            dir,
+            versions,
+            name,
+            shard,
         } = self;
+        let versions =
+            versions.map(|v| (shard_index(&shard), sync_pool::start(move || sync_dir(&v))));
         let data = sync_pool::start(move || data.sync_data());
         let dir = sync_pool::start(move || {
             let synced = sync_dir(&dir);
@@ -593,6 +639,7 @@ impl Unsynced {
         SyncingVersion {
             data,
             dir,
+            versions,
             name,
             target,
         }
@@ -607,19 +654,30 @@ impl Unsynced {
 struct SyncingVersion {
     data: sync_pool::Pending<io::Result<()>>,
     dir: sync_pool::Pending<(Dir, io::Result<()>)>,
+    /// A new shard's index, and the sync of its entry in `versions/`.
+    versions: Option<(usize, sync_pool::Pending<io::Result<()>>)>,
     name: String,
     target: String,
 }
 
 impl SyncingVersion {
-    fn wait(self) -> Result<(), BackupError> {
+    /// Waits for every sync; Ok: the version is durable, and a new shard's index if its
+    /// entry was synced.
+    fn wait(self) -> Result<Option<usize>, BackupError> {
         let (dir, dir_synced) = self.dir.wait();
+        let entry = self.versions.map(|(i, p)| (i, p.wait()));
         if let Err(e) = self.data.wait() {
             let _ = dir.remove_file(&self.name);
             return Err(BackupError::io("write", self.target)(e));
         }
         let shard = self.target.split('/').next().unwrap_or_default().to_owned();
-        dir_synced.map_err(BackupError::io("sync", shard))
+        dir_synced.map_err(BackupError::io("sync", shard))?;
+        match entry {
+            Some((i, synced)) => synced
+                .map(|()| Some(i))
+                .map_err(BackupError::io("sync", VERSIONS_DIR)),
+            None => Ok(None),
+        }
     }
 }
 
@@ -641,7 +699,9 @@ impl Saving<'_> {
     /// Waits until the version is durable; Err: there is no backup (the caller must
     /// not change the file).
     pub(crate) fn wait(self) -> Result<BackupRef, BackupError> {
-        self.syncs.wait()?;
+        if let Some(i) = self.syncs.wait()? {
+            self.store.synced_shards[i].store(true, Ordering::Release);
+        }
         self.store.after_save(&self.rel_path);
         Ok(self.saved)
     }
