@@ -295,6 +295,26 @@ fn rules_scoped_to_a_workspace_apply_there_only_and_the_policy_tools_say_so() {
         "{}",
         explain("proj-evil")
     );
+    // Widening the rule to proj-evil loosens proj-evil, and nothing in proj.
+    let wider = ws.state.join("wider.toml");
+    let text = SCOPED.replace(
+        r#"workspaces = ["proj"]"#,
+        r#"workspaces = ["proj", "proj-evil"]"#,
+    );
+    std::fs::write(&wider, text).expect("policy");
+    let diff = |name: &str| {
+        let args = [
+            "policy",
+            "diff",
+            &policy,
+            &p(&wider),
+            "--workspace-name",
+            name,
+        ];
+        run_cli(&args).status.code()
+    };
+    assert_eq!(diff("proj-evil"), Some(1), "proj-evil loosens");
+    assert_eq!(diff("proj"), Some(0), "proj is as it was");
     let tested = run_cli(&["policy", "test", &policy]);
     assert!(
         tested.status.success(),
