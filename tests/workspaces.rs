@@ -295,6 +295,26 @@ fn rules_scoped_to_a_workspace_apply_there_only_and_the_policy_tools_say_so() {
         "{}",
         explain("proj-evil")
     );
+    // Widening the rule to proj-evil loosens proj-evil, and nothing in proj.
+    let wider = ws.state.join("wider.toml");
+    let text = SCOPED.replace(
+        r#"workspaces = ["proj"]"#,
+        r#"workspaces = ["proj", "proj-evil"]"#,
+    );
+    std::fs::write(&wider, text).expect("policy");
+    let diff = |name: &str| {
+        let args = [
+            "policy",
+            "diff",
+            &policy,
+            &p(&wider),
+            "--workspace-name",
+            name,
+        ];
+        run_cli(&args).status.code()
+    };
+    assert_eq!(diff("proj-evil"), Some(1), "proj-evil loosens");
+    assert_eq!(diff("proj"), Some(0), "proj is as it was");
     let tested = run_cli(&["policy", "test", &policy]);
     assert!(
         tested.status.success(),
@@ -435,6 +455,10 @@ fn websocket_paths_name_the_workspace_first() {
         std::fs::read_to_string(ws.evil.join("w.txt")).expect("w"),
         "w"
     );
+    // Change events name the workspace first too, whoever made the change.
+    c.wait_change("create", "/proj-evil/w.txt", Some("file"));
+    std::fs::write(ws.proj.join("disk.txt"), "d").expect("write on disk");
+    c.wait_change("create", "/proj/disk.txt", Some("file"));
     for path in ["/other/secret.txt", "/proj/../other/secret.txt", "/x.txt"] {
         let e = c.fail("read", REFUSED, json!({"path": path}));
         assert!(!e.to_string().contains("OUTSIDE"), "{e}");
@@ -646,6 +670,8 @@ fn the_kernel_wall_holds_each_workspace_and_nothing_between_them() {
     };
     let first = next();
     if first["sandbox"]["enforcement"] == "not" {
+        drop(stdin);
+        let _ = child.wait();
         crate::common::skip_or_fail(test, &format!("no Landlock here: {first}"));
         return;
     }
@@ -677,4 +703,49 @@ fn the_kernel_wall_holds_each_workspace_and_nothing_between_them() {
     );
     drop(stdin);
     let _ = child.wait();
+}
+
+/// MCP roots narrow within the workspaces: one above both keeps each, one inside a
+/// workspace narrows to it, and the other workspace is then refused.
+#[test]
+fn mcp_roots_narrow_within_the_workspaces() {
+    let ws = Pair::new();
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--transport", "mcp", "--workspace"])
+        .arg(&ws.proj)
+        .arg("--workspace")
+        .arg(&ws.evil)
+        .arg("--audit-log")
+        .arg(ws.state.join("audit/audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(ws.state.join("backups"));
+    let mut m = crate::mcp_harness::McpGate::spawn(cmd, crate::mcp_harness::Dirs::new());
+    m.initialize_with("2025-06-18", json!({"roots": {"listChanged": true}}));
+    let text = crate::mcp_harness::text_of;
+    m.answer_roots(&[format!("file://{}", p(&ws.parent))]);
+    let allowed = m.tool(2, "list_allowed_directories", json!({}));
+    assert_eq!(
+        text(&allowed),
+        format!("Allowed directories:\n{}\n{}", p(&ws.proj), p(&ws.evil))
+    );
+    m.notify("notifications/roots/list_changed");
+    m.answer_roots(&[format!("file://{}", p(&ws.evil))]);
+    let allowed = m.tool(3, "list_allowed_directories", json!({}));
+    assert_eq!(
+        text(&allowed),
+        format!("Allowed directories:\n{}", p(&ws.evil))
+    );
+    let b = m.tool(
+        4,
+        "read_text_file",
+        json!({"path": p(&ws.evil.join("b.txt"))}),
+    );
+    assert_eq!(text(&b), "in proj-evil\n", "{b}");
+    let a = m.tool(
+        5,
+        "read_text_file",
+        json!({"path": p(&ws.proj.join("a.txt"))}),
+    );
+    assert_eq!(a["isError"], true, "{a}");
+    m.finish();
 }

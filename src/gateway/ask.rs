@@ -253,6 +253,8 @@ pub struct AskCtx {
     pending: Vec<Pending>,
     /// How the request's transport writes paths, for the question's path.
     style: PathStyle,
+    /// The workspace's name when several are served: a WebSocket path starts with it.
+    workspace: Option<Arc<str>>,
 }
 
 /// A question put off until the change is about to be made.
@@ -293,7 +295,14 @@ impl AskCtx {
             defer: false,
             pending: Vec::new(),
             style: PathStyle::Absolute,
+            workspace: None,
         }
+    }
+
+    /// The workspace the request is in, when several are served.
+    pub(crate) fn in_workspace(mut self, name: Option<Arc<str>>) -> AskCtx {
+        self.workspace = name;
+        self
     }
 
     /// True if questions were put off (see [`settle_pending`]).
@@ -491,8 +500,9 @@ fn put(
             let q = Question {
                 op,
                 class: class.to_owned(),
-                path: match ctx.style {
-                    PathStyle::Rooted => path.to_rooted(),
+                path: match (ctx.style, &ctx.workspace) {
+                    (PathStyle::Rooted, Some(name)) => super::named(name, path).to_rooted(),
+                    (PathStyle::Rooted, None) => path.to_rooted(),
                     _ => path.to_absolute(&ctx.root),
                 },
                 abs_path: ctx.root.join(path.as_str()),

@@ -615,3 +615,18 @@ fn a_change_that_makes_no_change_still_answers_to_its_question() {
     assert_eq!(err.rule(), Some("ask-ci"));
     assert_eq!(fake.count(), 1);
 }
+
+#[test]
+fn with_several_workspaces_a_websocket_question_names_the_workspace_first() {
+    let mut e = env();
+    e.gw = e.gw.with_members("app", Vec::new());
+    let fake = Fake::new(Answer::Reject);
+    let mut c = ctx("s1", Some(fake.clone()));
+    c.style = PathStyle::Rooted;
+    let op = Op::WriteText {
+        path: "/.github/ci.yml".into(),
+        content: "x\n".into(),
+    };
+    e.gw.handle(&c, op).0.expect_err("rejected");
+    assert_eq!(fake.question(0).0.path, "/app/.github/ci.yml");
+}

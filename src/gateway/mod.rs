@@ -721,6 +721,7 @@ impl Gateway {
         )
         .deferring(op.is_mutating())
         .in_style(ctx.style)
+        .in_workspace(self.name.clone())
     }
 
     /// The note of a change just made, for the door's notifier.

@@ -457,3 +457,68 @@ fn cut_to(out: Output, room: u64) -> (Output, u64) {
         other => (other, 0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::GrepMatch;
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::parse_rooted(s).unwrap()
+    }
+
+    fn hit(path: &str) -> GrepMatch {
+        GrepMatch {
+            path: rel(path),
+            line_number: 1,
+            line: "x".into(),
+        }
+    }
+
+    #[test]
+    fn a_path_is_named_by_its_workspace() {
+        assert_eq!(named("docs", &RelPath::root()).as_str(), "docs");
+        assert_eq!(named("docs", &rel("a/b.md")).as_str(), "docs/a/b.md");
+    }
+
+    #[test]
+    fn merged_greps_keep_to_max_results_and_say_they_were_cut() {
+        let grep = |hits| Output::Grep {
+            hits,
+            truncated: false,
+        };
+        let op = Op::Grep {
+            pattern: "x".into(),
+            path: None,
+            ignore_case: false,
+            include_glob: None,
+            max_results: Some(2),
+        };
+        match merge(
+            grep(vec![hit("a/1")]),
+            grep(vec![hit("b/1"), hit("b/2")]),
+            &op,
+        ) {
+            Output::Grep { hits, truncated } => {
+                let paths: Vec<_> = hits.iter().map(|h| h.path.as_str()).collect();
+                assert_eq!(paths, ["a/1", "b/1"]);
+                assert!(truncated);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_merged_answer_is_cut_to_its_room() {
+        let paths: Vec<RelPath> = (0..100).map(|i| rel(&format!("w/{i}"))).collect();
+        let (out, used) = cut_to(Output::paths(paths), 10 * 260);
+        match out {
+            Output::Paths { paths, truncated } => {
+                assert!(paths.len() < 100 && !paths.is_empty());
+                assert!(truncated);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(used <= 10 * 260);
+    }
+}

@@ -308,6 +308,18 @@ pub fn lint_text(
         .filter_map(|r| Some((r.id.clone(), policy.rule_origin(&r.id)?.to_string())))
         .collect();
     checks::run(&policy, text, &mut sink, policy_path, options);
+    // Rules scoped to workspaces are checked as they apply in each (a finding about a
+    // rule for every workspace comes out once).
+    for name in policy.scoped_workspaces() {
+        let scoped = policy.for_workspace(name);
+        sink.origins.extend(
+            scoped
+                .rules()
+                .iter()
+                .filter_map(|r| Some((r.id.clone(), scoped.rule_origin(&r.id)?.to_string()))),
+        );
+        checks::run(&scoped, text, &mut sink, policy_path, options);
+    }
     let mut findings = sink.out;
     // The file checked first, then what its bases wrote.
     findings.sort_by_key(|f| (f.file != file, f.line, f.col, f.severity));

@@ -912,3 +912,19 @@ fn an_ask_rule_reaching_the_policy_file_in_the_workspace_is_an_error() {
     assert_eq!((f.severity, f.line), (Severity::Error, 3));
     assert!(f.message.starts_with("ask rule `cfg` reaches"), "{f}");
 }
+
+#[test]
+fn rules_scoped_to_a_workspace_are_checked_as_they_apply_there() {
+    let text = format!(
+        "version = 1\n{}{}workspaces = [\"docs\"]\n",
+        rule("read-all", "allow", "[\"read\", \"list\"]", "[\"**\"]"),
+        rule("read-docs", "allow", "[\"read\"]", "[\"docs/**\"]"),
+    );
+    let r = lint(&text);
+    let shadowed: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.message.contains("`read-docs` never decides"))
+        .collect();
+    assert_eq!(shadowed.len(), 1, "{:?}", r.findings);
+}
