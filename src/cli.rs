@@ -281,8 +281,16 @@ pub(super) fn runtime_with_signals(
     gateway: &Arc<Gateway>,
     policy: Option<PathBuf>,
 ) -> Result<(tokio::runtime::Runtime, crate::signals::Stop), String> {
-    let runtime = runtime()?;
-    let (stop, reloads) = crate::signals::listen()?;
+    with_signals(runtime()?, gateway, policy)
+}
+
+/// [`runtime_with_signals`] on `runtime`.
+fn with_signals(
+    runtime: tokio::runtime::Runtime,
+    gateway: &Arc<Gateway>,
+    policy: Option<PathBuf>,
+) -> Result<(tokio::runtime::Runtime, crate::signals::Stop), String> {
+    let (stop, reloads) = crate::signals::listen(runtime.handle())?;
     spawn_reload_on_sighup(&runtime, gateway, policy, reloads);
     Ok((runtime, stop))
 }
@@ -291,6 +299,18 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("fsgate")
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+/// The runtime of a stdio door: the main thread alone runs its tasks (the door reads
+/// stdin and answers on threads of its own, and runs slow work on the blocking pool), so
+/// an idle gateway has no runtime worker waiting besides it.
+fn stdio_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .thread_name("fsgate")
+        .thread_keep_alive(crate::transport::batch::KEEP_ALIVE)
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
@@ -351,7 +371,12 @@ fn serve(args: ServeArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let gateway = Arc::new(opened.gateway);
-    let (runtime, mut stop) = match runtime_with_signals(&gateway, args.common.policy.clone()) {
+    let runtime = match args.transport {
+        Transport::Mcp | Transport::Acp => stdio_runtime(),
+        Transport::Ws | Transport::Http => runtime(),
+    };
+    let started = runtime.and_then(|rt| with_signals(rt, &gateway, args.common.policy.clone()));
+    let (runtime, mut stop) = match started {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };

@@ -5,9 +5,10 @@
 //! mask, so a signal that arrives while the gateway is still loading its policy, opening
 //! its log or confining itself waits instead of killing the process between its `start`
 //! record and its `stop` record. The signals stay blocked in every thread for the whole
-//! run: once the runtime exists, [`listen`] starts one thread that takes them with
-//! sigwait(2) and hands them to the runtime as messages. No handler runs inside another
-//! thread's code, and a signal that waited is taken as soon as that thread starts.
+//! run: once the runtime exists, [`listen`] reads them from a signalfd(2) on the
+//! runtime's own event loop and hands them over as messages. No handler runs inside
+//! another thread's code, no thread waits for them, and a signal that waited is read as
+//! soon as the runtime first polls.
 //! Child processes get an empty mask ([`unblock_in_child`]).
 //!
 //! A SIGINT that was ignored when fsgate started (a script's `fsgate serve &`, which the
@@ -74,39 +75,77 @@ impl Stop {
 /// SIGHUPs: one message each (a burst that arrives while a reload runs is one more).
 pub type Reloads = mpsc::Receiver<()>;
 
-/// Starts the thread that takes the held signals (they stay blocked everywhere), and
-/// returns what the runtime awaits: the stop, and the reload requests.
-pub fn listen() -> Result<(Stop, Reloads), String> {
+/// Starts taking the held signals (they stay blocked everywhere) on `rt`, from a
+/// signalfd(2) its event loop watches: no thread of its own, and nothing runs until a
+/// signal comes. Returns what the runtime awaits: the stop, and the reload requests.
+pub fn listen(rt: &tokio::runtime::Handle) -> Result<(Stop, Reloads), String> {
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
     let (stop_tx, stop_rx) = watch::channel(None);
     let (hup_tx, hup_rx) = mpsc::channel(1);
-    let set = set();
-    std::thread::Builder::new()
-        .name("fsgate-signals".into())
-        .spawn(move || {
+    let fd = SignalFd::with_flags(&set(), SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+        .map_err(|e| format!("cannot take signals (signalfd): {e}"))?;
+    let watched = watch_signal_fd(rt, fd)?;
+    rt.spawn(async move {
+        loop {
+            let Ok(mut ready) = watched.readable().await else {
+                return;
+            };
+            // Every signal that waits, then wait again (EAGAIN clears the readiness).
             loop {
-                match set.wait() {
-                    Ok(Signal::SIGHUP) => {
-                        let _ = hup_tx.try_send(());
+                match watched.get_ref().read_signal() {
+                    Ok(Some(info)) => take(info.ssi_signo, &stop_tx, &hup_tx),
+                    Ok(None) => {
+                        ready.clear_ready();
+                        break;
                     }
-                    Ok(Signal::SIGINT)
-                        if INT_IGNORED_AT_START.load(std::sync::atomic::Ordering::Relaxed) =>
-                    {
-                        tracing::info!("SIGINT ignored: it was ignored when fsgate started");
+                    Err(nix::errno::Errno::EINTR) => {}
+                    Err(e) => {
+                        tracing::debug!("signalfd: {e}");
+                        ready.clear_ready();
+                        break;
                     }
-                    Ok(sig) => {
-                        let name = if sig == Signal::SIGINT {
-                            "SIGINT"
-                        } else {
-                            "SIGTERM"
-                        };
-                        stop_tx.send_if_modified(|v| v.is_none() && v.replace(name).is_none());
-                    }
-                    Err(e) => tracing::debug!("sigwait: {e}"),
                 }
             }
-        })
-        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+        }
+    });
     Ok((Stop(stop_rx), hup_rx))
+}
+
+/// Registers `fd` with `rt`'s event loop.
+#[allow(unsafe_code)]
+fn watch_signal_fd(
+    rt: &tokio::runtime::Handle,
+    fd: nix::sys::signalfd::SignalFd,
+) -> Result<tokio::io::unix::AsyncFd<nix::sys::signalfd::SignalFd>, String> {
+    let _entered = rt.enter();
+    // SAFETY: the SignalFd owns its descriptor, which stays open and unchanged until the
+    // AsyncFd (which owns the SignalFd) is dropped.
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+        .map_err(|e| format!("cannot take signals (epoll): {e}"))
+}
+
+/// Hands one signal to the runtime: SIGHUP a reload, SIGTERM and SIGINT the stop.
+fn take(signo: u32, stop_tx: &watch::Sender<Option<&'static str>>, hup_tx: &mpsc::Sender<()>) {
+    let sig = i32::try_from(signo)
+        .ok()
+        .and_then(|n| Signal::try_from(n).ok());
+    match sig {
+        Some(Signal::SIGHUP) => {
+            let _ = hup_tx.try_send(());
+        }
+        Some(Signal::SIGINT) if INT_IGNORED_AT_START.load(std::sync::atomic::Ordering::Relaxed) => {
+            tracing::info!("SIGINT ignored: it was ignored when fsgate started");
+        }
+        Some(sig @ (Signal::SIGINT | Signal::SIGTERM)) => {
+            let name = if sig == Signal::SIGINT {
+                "SIGINT"
+            } else {
+                "SIGTERM"
+            };
+            stop_tx.send_if_modified(|v| v.is_none() && v.replace(name).is_none());
+        }
+        _ => tracing::debug!("signalfd: unexpected signal {signo}"),
+    }
 }
 
 /// Clears in `cmd`'s child the mask [`hold`] set (the standard library passes the

@@ -373,7 +373,6 @@ pub fn confine(
         "sandbox",
         serde_json::to_value(&status).unwrap_or(Value::Null),
     );
-    warm_content_rules(&pol);
     if let Some(a) = gw.audit()
         && let Err(e) = a.start()
     {
@@ -450,25 +449,6 @@ const RESOLVER_FILES: &[&str] = &[
     "/etc/host.conf",
     "/etc/gai.conf",
 ];
-
-/// Compiles the built-in secret content rules on a thread of their own (started after
-/// confinement, so confined too) while the handshake proceeds: loading the policy does
-/// not wait for them, and a scan that needs them before they are ready waits.
-fn warm_content_rules(pol: &Policy) {
-    if !pol.content_scanner().is_some_and(|c| c.uses_builtin()) {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("fsgate-content-rules".into())
-        .spawn(|| {
-            if let Err(e) = crate::policy::content::warm_builtin() {
-                tracing::error!("{e}");
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::debug!("built-in content rules compile on first use: {e}");
-    }
-}
 
 /// Closes the audit log: its `stop` record and final checkpoint. `details` about why
 /// the gateway stops are logged.

@@ -165,6 +165,11 @@ impl Io {
         self.dir_path.join(name)
     }
 
+    /// Since when written data has waited for a sync (None: all synced).
+    pub(crate) fn unsynced_since(&self) -> Option<Instant> {
+        self.unsynced_since
+    }
+
     /// How long written data has waited for a sync.
     pub(crate) fn unsynced_for(&self) -> Duration {
         self.unsynced_since.map_or(Duration::ZERO, |t| t.elapsed())

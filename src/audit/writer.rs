@@ -159,6 +159,16 @@ struct State {
     tree: Option<CompactRange>,
 }
 
+/// What the heartbeat thread is told while it waits.
+#[derive(Default)]
+struct Beat {
+    /// The log is closing: end.
+    stopped: bool,
+    /// Something may now be due where nothing was (records wait for a checkpoint, or
+    /// written data for a sync): look again.
+    kicked: bool,
+}
+
 /// What a leader does besides writing the queue.
 #[derive(Clone, Copy, Default)]
 struct Duty {
@@ -198,8 +208,8 @@ struct Shared {
     space_low: AtomicBool,
     /// The last checkpoint (file or sink) could not be written.
     checkpoint_failing: AtomicBool,
-    /// Tells the heartbeat thread to stop.
-    stop: Arc<(Mutex<bool>, Condvar)>,
+    /// Wakes the heartbeat thread: to stop, or because a deadline appeared.
+    beat: Arc<(Mutex<Beat>, Condvar)>,
     /// The heartbeat thread, once started.
     heartbeat_thread: Mutex<Option<JoinHandle<()>>>,
     /// The `start` checkpoint is still to be written (`defer_start_checkpoint`).
@@ -327,7 +337,7 @@ impl AuditLog {
             failing: AtomicBool::new(false),
             space_low: AtomicBool::new(false),
             checkpoint_failing: AtomicBool::new(false),
-            stop: Arc::new((Mutex::new(false), Condvar::new())),
+            beat: Arc::new((Mutex::new(Beat::default()), Condvar::new())),
             heartbeat_thread: Mutex::new(None),
             start_checkpoint_due: AtomicBool::new(opts.defer_start_checkpoint),
             start_checkpoint_thread: Mutex::new(None),
@@ -376,23 +386,22 @@ impl AuditLog {
 
     /// Starts the heartbeat thread (idle checkpoints, and timed syncs in `batch` mode).
     /// Call it after Landlock confinement so the thread inherits it. Without it, the log
-    /// still works; only idle checkpoints and timed batch syncs are missing.
+    /// still works; only idle checkpoints and timed batch syncs are missing. The thread
+    /// sleeps until the next thing due, and without end while nothing is.
     pub fn start(&self) -> Result<(), AuditError> {
         self.start_checkpoint_in_background()?;
         let mut slot = lock(&self.shared.heartbeat_thread);
         if slot.is_some() {
             return Ok(());
         }
-        let tick = match (self.shared.mode, self.shared.heartbeat) {
-            (FsyncMode::Batch, _) => BATCH_SYNC_INTERVAL,
-            (_, Some(hb)) => (hb / 4).clamp(Duration::from_millis(50), Duration::from_secs(1)),
-            (_, None) => return Ok(()),
-        };
+        if self.shared.mode != FsyncMode::Batch && self.shared.heartbeat.is_none() {
+            return Ok(());
+        }
         let weak = Arc::downgrade(&self.shared);
-        let stop = Arc::clone(&self.shared.stop);
+        let beat = Arc::clone(&self.shared.beat);
         let handle = std::thread::Builder::new()
             .name("fsgate-audit-heartbeat".into())
-            .spawn(move || heartbeat_loop(&weak, &stop, tick))
+            .spawn(move || heartbeat_loop(&weak, &beat))
             .map_err(|e| AuditError::io("start heartbeat thread for", &self.shared.path, &e))?;
         *slot = Some(handle);
         Ok(())
@@ -733,8 +742,8 @@ impl AuditLog {
     fn stop_heartbeat(&self) {
         self.join_start_checkpoint();
         {
-            let (flag, cv) = &*self.shared.stop;
-            *lock(flag) = true;
+            let (beat, cv) = &*self.shared.beat;
+            lock(beat).stopped = true;
             cv.notify_all();
         }
         if let Some(h) = lock(&self.shared.heartbeat_thread).take() {
@@ -752,6 +761,45 @@ impl Drop for AuditLog {
 }
 
 impl Shared {
+    /// Tells the heartbeat thread that something may be due where nothing was.
+    fn kick_heartbeat(&self) {
+        let (beat, cv) = &*self.beat;
+        lock(beat).kicked = true;
+        cv.notify_one();
+    }
+
+    /// When the heartbeat has something to do next: a heartbeat checkpoint once records
+    /// have waited `heartbeat` for one, a timed sync in `batch` mode. None: nothing.
+    fn next_due(&self) -> Option<Instant> {
+        let hb = {
+            let st = lock(&self.state);
+            match (self.heartbeat, st.uncovered_since) {
+                (Some(hb), Some(since)) if !st.closed => Some(since + hb),
+                _ => None,
+            }
+        };
+        if self.mode != FsyncMode::Batch {
+            return hb;
+        }
+        let sync = match self.io.try_lock() {
+            Ok(io) => io.unsynced_since().map(|t| t + BATCH_SYNC_INTERVAL),
+            // A leader is writing: look again after a batch interval.
+            Err(_) => Some(Instant::now() + BATCH_SYNC_INTERVAL),
+        };
+        match (hb, sync) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The heartbeat's pace when what is due cannot be done at once.
+    fn heartbeat_tick(&self) -> Duration {
+        match (self.mode, self.heartbeat) {
+            (FsyncMode::Batch, _) | (_, None) => BATCH_SYNC_INTERVAL,
+            (_, Some(hb)) => (hb / 4).clamp(Duration::from_millis(50), Duration::from_secs(1)),
+        }
+    }
+
     /// Writes one batch (and syncs as the mode, or `sync`, requires); marks its records
     /// done or failed. Returns whether it failed. Called by the leader, without the state
     /// lock.
@@ -766,6 +814,7 @@ impl Shared {
                 _ => false,
             };
         }
+        let was_unsynced = io.unsynced_since().is_some();
         let mut failure = None;
         let mut done = 0;
         for seg in batch.segments() {
@@ -788,16 +837,21 @@ impl Shared {
         if let Some(tree) = &mut st.tree {
             leaves.into_iter().for_each(|leaf| tree.push(leaf));
         }
+        let mut kick = !was_unsynced && io.unsynced_since().is_some();
         if let Some(last) = batch.entries[..done].last() {
             st.durable_seq = last.seq;
             st.durable_head = last.hash;
             if st.uncovered_since.is_none() {
                 st.uncovered_since = Some(Instant::now());
+                kick |= self.heartbeat.is_some();
             }
         }
         let failed = match failure {
             None => {
                 drop(st);
+                if kick {
+                    self.kick_heartbeat();
+                }
                 self.failing.store(false, Ordering::Release);
                 self.space_low.store(!io.reserve(), Ordering::Release);
                 None
@@ -933,8 +987,6 @@ fn leaf_hashes(batch: &Batch, done: usize) -> Vec<merkle::Hash> {
     out
 }
 
-/// The heartbeat: timed syncs in `batch` mode, and a checkpoint once records have waited
-/// `heartbeat` for one.
 /// Runs a leader turn for `duty` (waiting for any current leader first).
 fn run_duty_on(sh: &Shared, duty: Duty) -> Result<(), AuditError> {
     let mut st = lock(&sh.state);
@@ -957,38 +1009,83 @@ fn run_duty_on(sh: &Shared, duty: Duty) -> Result<(), AuditError> {
     Ok(())
 }
 
-fn heartbeat_loop(weak: &Weak<Shared>, stop: &(Mutex<bool>, Condvar), tick: Duration) {
+/// The heartbeat: timed syncs in `batch` mode, and a checkpoint once records have waited
+/// `heartbeat` for one. It sleeps until the next of these is due, without end while none
+/// is (a write that makes one due wakes it: an idle log costs no wake-up).
+fn heartbeat_loop(weak: &Weak<Shared>, beat: &(Mutex<Beat>, Condvar)) {
+    // After a turn that found something due, the next is no sooner than one `tick`: a
+    // checkpoint that keeps failing, or a busy log, is tried again at that pace.
+    let mut not_before: Option<Instant> = None;
     loop {
-        {
-            let (flag, cv) = stop;
-            let guard = lock(flag);
-            let (guard, _) = cv
-                .wait_timeout_while(guard, tick, |stopped| !*stopped)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if *guard {
-                return;
-            }
+        let (due, tick) = match weak.upgrade() {
+            Some(sh) => (sh.next_due(), sh.heartbeat_tick()),
+            None => return,
+        };
+        let due = match (due, not_before) {
+            (Some(d), Some(n)) => Some(d.max(n)),
+            (d, _) => d,
+        };
+        if !sleep_until(beat, due) {
+            return;
         }
         let Some(sh) = weak.upgrade() else { return };
-        let st = lock(&sh.state);
-        if st.leader || st.closed || st.ckpt_busy {
-            continue;
-        }
-        let hb_due = match (sh.heartbeat, st.uncovered_since) {
-            (Some(hb), Some(since)) => since.elapsed() >= hb && st.durable_seq > st.ckpt_seq,
-            _ => false,
-        };
-        let sync_due = sh.mode == FsyncMode::Batch && lock_free_unsynced(&sh);
-        if hb_due || sync_due {
-            drop(sh.lead(
-                st,
-                Duty {
-                    checkpoint: hb_due.then_some("heartbeat"),
-                    sync: true,
-                },
-            ));
-        }
+        not_before = run_due(&sh).then(|| Instant::now() + tick);
     }
+}
+
+/// Waits until `due` (without end if None) or a kick; false once told to stop.
+fn sleep_until(beat: &(Mutex<Beat>, Condvar), due: Option<Instant>) -> bool {
+    let (flag, cv) = beat;
+    let mut b = lock(flag);
+    loop {
+        if b.stopped {
+            return false;
+        }
+        if std::mem::take(&mut b.kicked) {
+            return true;
+        }
+        let Some(due) = due else {
+            b = cv
+                .wait(b)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            continue;
+        };
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        b = cv
+            .wait_timeout(b, due - now)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .0;
+    }
+}
+
+/// Runs what is due now (a heartbeat checkpoint, a timed sync) unless the log is busy;
+/// whether anything was due.
+fn run_due(sh: &Shared) -> bool {
+    let st = lock(&sh.state);
+    if st.closed {
+        return false;
+    }
+    let hb_due = match (sh.heartbeat, st.uncovered_since) {
+        (Some(hb), Some(since)) => since.elapsed() >= hb && st.durable_seq > st.ckpt_seq,
+        _ => false,
+    };
+    let sync_due = sh.mode == FsyncMode::Batch && lock_free_unsynced(sh);
+    if !(hb_due || sync_due) {
+        return false;
+    }
+    if !st.leader && !st.ckpt_busy {
+        drop(sh.lead(
+            st,
+            Duty {
+                checkpoint: hb_due.then_some("heartbeat"),
+                sync: true,
+            },
+        ));
+    }
+    true
 }
 
 /// Whether the file has writes older than the batch interval that are not synced.

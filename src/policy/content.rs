@@ -182,8 +182,8 @@ struct Required {
 enum Pattern {
     /// Compiled with the policy.
     Own(BytesRegex),
-    /// Built-in rule number `n`: compiled, and its examples checked, once per process
-    /// on first use (or by [`warm_builtin`] on a thread of its own), not at start-up.
+    /// Built-in rule number `n`: compiled once per process on first use, not at
+    /// start-up.
     Builtin(usize),
 }
 

@@ -15,7 +15,9 @@
 //! nothing waits for a lease the batch keeps). Slow reads (search) hold nothing up.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering, fence};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -118,14 +120,16 @@ impl Drop for Change {
 pub struct Door<J> {
     tx: mpsc::Sender<(u64, J)>,
     order: Arc<Order>,
+    thread: Arc<dyn Kick>,
 }
 
 impl<J> Door<J> {
     /// Queues a batched request (call in the order the connection read its requests).
     pub async fn send(&self, job: J) {
         let seq = self.order.admit(false);
-        // Err: the thread is gone (it cannot end before the door is dropped).
+        // Err: the queue's receiver is gone (not before the door is dropped).
         let _ = self.tx.send((seq, job)).await;
+        self.thread.kick();
     }
 
     /// Whether nothing is queued for the thread and no change is running: a request
@@ -136,13 +140,13 @@ impl<J> Door<J> {
 
     /// Whether a request that is alone on its connection (the door knows that part) may
     /// run on the caller's thread instead of waking the batch thread: nothing queued or
-    /// changing ([`quiet`](Self::quiet)), a multi-thread runtime (`block_in_place`), and
-    /// no ask rules (a question's reply must be read meanwhile, and the caller would
-    /// not read it).
+    /// changing ([`quiet`](Self::quiet)), a thread that may block (`block_in_place`: a
+    /// door's own input thread, or a multi-thread runtime's worker), and no ask rules (a
+    /// question's reply must be read meanwhile, and the caller would not read it).
     pub fn may_run_here(&self, gw: &Gateway) -> bool {
         let multi = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        multi && self.may_run_inline(gw)
+        (multi || crate::transport::stdio::on_own_thread()) && self.may_run_inline(gw)
     }
 
     /// [`may_run_here`](Self::may_run_here) for a caller on a thread of its own (a
@@ -190,34 +194,166 @@ pub fn start<B: Batched>(door: Arc<B>, name: &str) -> std::io::Result<Door<B::Jo
     start_joined(door, name).map(|(tx, _ended)| tx)
 }
 
+/// How long the batch thread waits for a request before it ends (a later request
+/// starts it again): an idle connection keeps no thread, and a burst pays one start.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(5);
+
 /// [`start`], with a receiver that completes when the thread has answered everything
-/// and ended.
+/// and ended. The thread starts with the first request, and ends after [`KEEP_ALIVE`]
+/// without one.
 pub fn start_joined<B: Batched>(
     door: Arc<B>,
     name: &str,
 ) -> std::io::Result<(Door<B::Job>, oneshot::Receiver<()>)> {
+    let rt = tokio::runtime::Handle::try_current().ok();
     let (tx, rx) = mpsc::channel(QUEUE);
     let (ended_tx, ended) = oneshot::channel();
     let order = Arc::new(Order::default());
-    let thread_order = Arc::clone(&order);
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            work(&*door, &thread_order, rx);
-            drop(door);
-            let _ = ended_tx.send(());
-        })?;
-    Ok((Door { tx, order }, ended))
+    let queue = Arc::new_cyclic(|me| Queue {
+        door,
+        order: Arc::clone(&order),
+        jobs: Mutex::new(rx),
+        running: AtomicBool::new(false),
+        rt,
+        name: name.to_owned(),
+        me: me.clone(),
+        _ended: Ended(Some(ended_tx)),
+    });
+    let thread: Arc<dyn Kick> = queue;
+    Ok((Door { tx, order, thread }, ended))
 }
 
-/// The thread: takes what waits, runs it as one batch, and again.
-fn work<B: Batched>(door: &B, order: &Order, mut jobs: mpsc::Receiver<(u64, B::Job)>) {
-    let mut waiting = VecDeque::new();
+/// Starts the batch thread if none runs.
+trait Kick: Send + Sync {
+    fn kick(&self);
+}
+
+/// A door's queue and what its thread needs. Dropped (which completes `ended`) once the
+/// door is gone and no thread runs; `door` is dropped before that.
+struct Queue<B: Batched> {
+    door: Arc<B>,
+    order: Arc<Order>,
+    /// Only the thread takes from it.
+    jobs: Mutex<mpsc::Receiver<(u64, B::Job)>>,
+    /// A thread runs (or is starting) and will see every job queued before it clears this.
+    running: AtomicBool,
+    /// Whose blocking pool runs the queue if no thread can be started.
+    rt: Option<tokio::runtime::Handle>,
+    name: String,
+    me: Weak<Queue<B>>,
+    /// Declared last: completes after the other fields are dropped.
+    _ended: Ended,
+}
+
+/// Completes the `ended` receiver when dropped.
+struct Ended(Option<oneshot::Sender<()>>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+impl<B: Batched> Kick for Queue<B> {
+    fn kick(&self) {
+        // Pairs with the fence in `work`: either the thread sees this job, or this sees
+        // `running` cleared and starts one.
+        fence(Ordering::SeqCst);
+        if self.running.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let Some(queue) = self.me.upgrade() else {
+            return;
+        };
+        let spawned = std::thread::Builder::new()
+            .name(self.name.clone())
+            .spawn(move || queue.work());
+        if let Err(e) = spawned {
+            // Nothing else would take the queued jobs: run them on the blocking pool.
+            tracing::warn!("cannot start the batch thread, using the blocking pool: {e}");
+            if let (Some(queue), Some(rt)) = (self.me.upgrade(), &self.rt) {
+                rt.spawn_blocking(move || queue.work());
+            }
+        }
+    }
+}
+
+/// Waits up to `within` for the next job (None: none came, or the door is gone),
+/// parked: no runtime timer, which a runtime shutting down would no longer serve.
+fn recv_within<T>(jobs: &mut mpsc::Receiver<T>, within: Duration) -> Option<T> {
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let deadline = Instant::now() + within;
     loop {
+        if let std::task::Poll::Ready(job) = jobs.poll_recv(&mut cx) {
+            return job;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        std::thread::park_timeout(left);
+    }
+}
+
+/// Wakes the thread parked in [`recv_within`].
+struct Unpark(std::thread::Thread);
+
+impl std::task::Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+impl<B: Batched> Queue<B> {
+    /// The thread: takes what waits, runs it as one batch, and again; ends after
+    /// [`KEEP_ALIVE`] without a job, or once the door is dropped and all is answered.
+    fn work(&self) {
+        let mut waiting = VecDeque::new();
+        loop {
+            let more = {
+                let mut jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+                self.take(&mut jobs, &mut waiting)
+            };
+            if more {
+                run_waiting(&*self.door, &self.order, &mut waiting);
+                continue;
+            }
+            self.running.store(false, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            // A job queued before `running` was cleared saw it set and left it to us.
+            let queued = !self
+                .jobs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_empty();
+            if !queued || self.running.swap(true, Ordering::SeqCst) {
+                return;
+            }
+        }
+    }
+
+    /// Moves up to [`MAX_BATCH`] jobs into `waiting`, waiting up to [`KEEP_ALIVE`] for
+    /// the first; false if none came.
+    fn take(
+        &self,
+        jobs: &mut mpsc::Receiver<(u64, B::Job)>,
+        waiting: &mut VecDeque<(u64, B::Job)>,
+    ) -> bool {
         if waiting.is_empty() {
-            match jobs.blocking_recv() {
+            let first = match jobs.try_recv() {
+                Ok(job) => Some(job),
+                Err(mpsc::error::TryRecvError::Disconnected) => None,
+                Err(mpsc::error::TryRecvError::Empty) => recv_within(jobs, KEEP_ALIVE),
+            };
+            match first {
                 Some(job) => waiting.push_back(job),
-                None => return,
+                None => return false,
             }
         }
         while waiting.len() < MAX_BATCH {
@@ -226,7 +362,7 @@ fn work<B: Batched>(door: &B, order: &Order, mut jobs: mpsc::Receiver<(u64, B::J
                 Err(_) => break,
             }
         }
-        run_waiting(door, order, &mut waiting);
+        true
     }
 }
 
@@ -360,5 +496,37 @@ mod tests {
         drop(held);
         assert_eq!(answers.recv_timeout(Duration::from_secs(10)), Ok(1));
         drop(tx);
+    }
+
+    /// The thread starts with the first request, waits for the next one (which it
+    /// takes), and is gone once the door is dropped: `ended` completes.
+    #[test]
+    fn the_thread_takes_requests_that_come_while_it_waits_and_ends_with_its_door() {
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path().canonicalize().unwrap();
+        std::fs::write(root.join("a"), "a").unwrap();
+        let gw = Gateway::new(
+            crate::policy::Policy::builtin_default().unwrap(),
+            crate::workspace::Workspace::open(&root).unwrap(),
+        );
+        let (answered, answers) = std::sync::mpsc::channel();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (tx, ended) = rt
+            .block_on(async { start_joined(Arc::new(Reads { gw, answered }), "t") })
+            .unwrap();
+        for _ in 0..3 {
+            rt.block_on(tx.send("/a".into()));
+            assert_eq!(answers.recv_timeout(Duration::from_secs(10)), Ok(1));
+            // The thread now waits for the next request (up to KEEP_ALIVE).
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        drop(tx);
+        let ended =
+            rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), ended).await });
+        assert!(matches!(ended, Ok(Ok(()))), "the batch thread did not end");
     }
 }

@@ -276,6 +276,7 @@ where
     let thread = std::thread::Builder::new()
         .name(name.into())
         .spawn(move || {
+            OWN_THREAD.set(true);
             let _rt = rt.enter();
             if let Some(out) = poll_until(fut, &stopped) {
                 let _ = tx.send(out);
@@ -286,6 +287,17 @@ where
         stopper: Some(stopper),
         done,
     })
+}
+
+std::thread_local! {
+    /// This thread runs an [`on_thread`] future: it may block (nothing else runs here).
+    static OWN_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread runs a future of its own ([`on_thread`]), outside the runtime's
+/// threads: blocking here holds up nothing but that future.
+pub fn on_own_thread() -> bool {
+    OWN_THREAD.get()
 }
 
 /// Wakes a thread parked in [`poll_until`].

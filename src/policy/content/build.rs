@@ -590,41 +590,48 @@ fn build(
     Ok(scanner)
 }
 
-/// The built-in rules, compiled and their examples checked (on their own, without a
-/// policy's global allowlists) once per process, on first use: they are the same for
-/// every policy, so loading a policy does not wait for them. Indexed as
+/// The built-in rules, compiled once per process, on first use: they are the same for
+/// every policy, so loading a policy does not wait for them, and a gateway that never
+/// scans never holds them. Their examples are checked by the unit tests
+/// ([`check_builtin_examples`]): they are part of the binary. Indexed as
 /// [`BUILTIN_CONTENT_RULES`].
 fn builtin_set() -> Result<&'static [CRule], String> {
     static COMPILED: std::sync::OnceLock<Result<Vec<CRule>, String>> = std::sync::OnceLock::new();
     COMPILED
         .get_or_init(|| {
-            let specs = builtin_specs();
-            let errs = Errs {
-                src: "",
-                config_line: 0,
-            };
             let index = HashMap::new();
-            let rules = specs
+            builtin_specs()
                 .iter()
-                .map(|s| compile_rule(s, &index, &errs, None))
+                .map(|s| compile_rule(s, &index, &BUILTIN_ERRS, None))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| e.to_string())?;
-            let scanner = ContentScanner {
-                rules,
-                global: Vec::new(),
-                prefilter: None,
-                packed: None,
-                keyword_rules: Vec::new(),
-                ops: [false; 4],
-                sources: Vec::new(),
-                clean: Default::default(),
-            };
-            check_examples(&scanner, &specs, &errs, false).map_err(|e| e.to_string())?;
-            Ok(scanner.rules)
+                .map_err(|e| e.to_string())
         })
         .as_ref()
         .map(Vec::as_slice)
         .map_err(|e| format!("built-in content rules are broken: {e}"))
+}
+
+const BUILTIN_ERRS: Errs<'static> = Errs {
+    src: "",
+    config_line: 0,
+};
+
+/// Checks that every built-in rule detects (or not) each example it carries, on its
+/// own, without a policy's global allowlists.
+#[cfg(test)]
+pub(super) fn check_builtin_examples() -> Result<(), String> {
+    let specs = builtin_specs();
+    let scanner = ContentScanner {
+        rules: builtin_set()?.to_vec(),
+        global: Vec::new(),
+        prefilter: None,
+        packed: None,
+        keyword_rules: Vec::new(),
+        ops: [false; 4],
+        sources: Vec::new(),
+        clean: Default::default(),
+    };
+    check_examples(&scanner, &specs, &BUILTIN_ERRS, false).map_err(|e| e.to_string())
 }
 
 /// The regex of built-in rule `n`, compiling the built-in set if this is its first use
@@ -636,8 +643,7 @@ pub(super) fn builtin_regex(n: usize) -> Result<&'static BytesRegex, String> {
     }
 }
 
-/// Compiles the built-in content rules now, so that the first scan does not wait for
-/// them; start-up runs it on a thread of its own once the process is confined.
+/// Compiles the built-in content rules now (else the first scan that needs them does).
 pub fn warm_builtin() -> Result<(), String> {
     builtin_set().map(|_| ())
 }

@@ -73,10 +73,12 @@ fn builtin_rules_find_keys_with_line_numbers() {
 }
 
 /// The built-in rules compile on first use (not with the policy); they must still
-/// compile and detect (or not) every example they carry, which start-up used to check.
+/// compile and detect (or not) every example they carry (checked here, not at run time:
+/// they are part of the binary).
 #[test]
 fn builtin_rules_compile_and_pass_their_examples() {
     assert_eq!(crate::policy::content::warm_builtin(), Ok(()));
+    assert_eq!(super::build::check_builtin_examples(), Ok(()));
     let default = Policy::builtin_default().unwrap();
     assert!(default.content_scanner().unwrap().uses_builtin());
     let own = policy(
