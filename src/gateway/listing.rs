@@ -60,12 +60,12 @@ impl Gateway {
         // Entries are shown under the requested (lexical) directory, as asked; each is
         // checked where it really is and where it is shown (once if they are the same).
         let moved = res.real != rp.rel;
-        let real_dir = RefCell::new(pol.entry_filter(Access::Ls, &res.real));
+        let real_dir = pol.entry_filter(Access::Ls, &res.real);
         let shown_dir = moved.then(|| pol.entry_filter(Access::Ls, &rp.rel));
         let shown_path = |e: &Entry| rp.rel.join(&e.name);
         let mut keep = |e: &Entry| {
             let facts = entry_facts(e);
-            real_dir.borrow().allows(&e.path, &e.name, &facts)
+            real_dir.allows(&e.path, &e.name, &facts)
                 && shown_dir
                     .as_ref()
                     .is_none_or(|f| f.allows(&shown_path(e), &e.name, &facts))
