@@ -5,7 +5,7 @@
 # is Rust), the TypeScript ACP SDK, the reference MCP filesystem server (the drop-in parity tests
 # compare against it), Zed's Claude Code ACP adapter (a real agent for --confine-agent), fast-agent (Python 3.12),
 # Node 22 (npm), Claude Code's ACP adapter and Gemini CLI (real agents driven by a scripted
-# model), Chromium from the distribution (renders the HTML audit report), and rsyslog with
+# model), the official MCP conformance suite, Chromium from the distribution (renders the HTML audit report), and rsyslog with
 # its OpenSSL driver and the openssl tool (the collector `[audit] ship` is tested against).
 # Idempotent: a peer already installed at the pinned version is kept.
 #
@@ -38,12 +38,17 @@ fi
 
 venv() { # venv NAME PACKAGES...
   local name=$1; shift
-  local dir="$PEERS/$name" stamp="$PEERS/$name/.installed"
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$*" ]; then return 0; fi
+  # A venv's scripts name its interpreter by absolute path: it is made at .peers' real
+  # path, and the stamp names that directory, so a moved .peers is rebuilt.
+  local dir stamp want
+  dir="$(cd "$PEERS" && pwd -P)/$name"
+  stamp="$dir/.installed"
+  want="$dir $*"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
   rm -rf "$dir"
   "${VENV_PY:-$PY}" -m venv "$dir"
   "$dir/bin/pip" install -q --disable-pip-version-check "$@"
-  echo "$*" > "$stamp"
+  echo "$want" > "$stamp"
 }
 
 venv acp 'agent-client-protocol==0.12.1'
@@ -98,6 +103,11 @@ else
     || missing "@agentclientprotocol/claude-agent-acp did not install"
   npm_peer gemini-cli node_modules/.bin/gemini '@google/gemini-cli@0.61.0' \
     || missing "@google/gemini-cli did not install"
+  # The official MCP conformance suite (server side; needs Node 22), run against the
+  # HTTP door by tests/mcp_http.rs.
+  npm_peer conformance node_modules/@modelcontextprotocol/conformance/dist/index.js \
+    '@modelcontextprotocol/conformance@0.1.16' \
+    || missing "@modelcontextprotocol/conformance did not install"
 fi
 # fast-agent (third ACP peer) needs Python 3.12: on 3.11 pip silently picks a release
 # without ACP. Found as $PYTHON312, python3.12 on PATH, or under pyenv; when peers are

@@ -10,7 +10,8 @@ export FSGATE_REQUIRE_PEERS=1
 ./scripts/install-peers.sh
 ./scripts/install-tools.sh
 cargo build --bin fsgate
-cargo test --all-targets --features test-bins
+# --no-fail-fast: a failing test binary does not hide the results of the others.
+cargo test --all-targets --features test-bins --no-fail-fast
 BIN="${CARGO_TARGET_DIR:-target}/debug/fsgate"
 "$BIN" policy check policies/*.toml policies/examples/*.toml
 "$BIN" policy test policies/*.toml policies/examples/*.toml

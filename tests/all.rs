@@ -56,6 +56,8 @@ mod policy_lint;
 mod policy_agreement;
 // Installing and configuring: docs/clients/ configurations start fsgate; completions; man pages.
 mod install;
+// The documents: README.md within its size budget, SECURITY.md cites real tests, links resolve.
+mod docs;
 // The audit log the gateway writes, and `fsgate audit ...`; both verifiers agree.
 mod audit_gateway;
 // `fsgate audit report --html`, rendered by headless Chromium: verdict, inert, offline.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::common::skip_or_fail;
 use crate::mcp_harness::Dirs;
 use crate::mcp_peers::{check_effects, fixture, run_driver};
 
@@ -356,6 +357,24 @@ fn who_may_come_in_is_checked_and_every_refusal_recorded_once() {
     assert!(ok.header("mcp-session-id").is_some());
 }
 
+/// A client that names the server's own loopback origin (as the MCP conformance suite's
+/// DNS-rebinding check does) comes in with no `allowed_origins`; another port does not.
+#[test]
+fn the_servers_own_loopback_origin_is_admitted_and_no_other() {
+    let dirs = Dirs::new();
+    let g = HttpGate::start(&dirs, None);
+    let bearer = g.bearer();
+    let auth = ("Authorization", bearer.as_str());
+    let own = format!("http://{}", g.addr);
+    let ok = post(&g, &initialize(), &[auth, ("Origin", own.as_str())]);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    let port: u16 = g.addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("port");
+    let other = format!("http://127.0.0.1:{}", port.wrapping_add(1));
+    let refused = post(&g, &initialize(), &[auth, ("Origin", other.as_str())]);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("Origin"), "{}", refused.body);
+}
+
 #[test]
 fn a_session_lives_from_initialize_to_delete_and_each_message_is_recorded_once() {
     let dirs = Dirs::new();
@@ -477,4 +496,147 @@ fn listen_is_required() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--listen"), "{err}");
+}
+
+/// Peak resident memory (VmHWM) of process `pid`, in KiB.
+fn peak_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn answers_clients_do_not_read_wait_in_a_bounded_room() {
+    // 120 stateless reads of a 400 KiB file, each on a connection that does not read its
+    // answer (~800 KiB: the text twice). Held whole they would take ~96 MiB; the answer
+    // room (four 1 MiB messages), the door's and the gateway's budgets hold them instead
+    // (the kernel's socket buffers take part of each). Then every client reads, and every
+    // answer comes: nothing deadlocks.
+    let dirs = Dirs::new();
+    dirs.put("big.txt", "0123456789abcdef".repeat(400 * 64));
+    let default = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml"),
+    )
+    .expect("default policy");
+    // Every bound of the door and the gateway follows the message limit: 1 MiB here.
+    let policy = default.replace(
+        "binary = \"media\"",
+        "binary = \"media\"\nmax_message_bytes = 1048576",
+    ) + "\n[http]\nmax_connections = 200\nmax_pending_connections = 200\n";
+    let g = HttpGate::start(&dirs, Some(&policy));
+    let bearer = g.bearer();
+    let before = peak_kib(g.child.id());
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "read_text_file", "arguments": {"path": "big.txt"},
+        "_meta": crate::mcp_harness::modern_meta()}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {bearer}\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nConnection: close\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        g.addr,
+        body.len()
+    );
+    let mut clients: Vec<TcpStream> = (0..120)
+        .map(|_| {
+            let mut c = TcpStream::connect(&g.addr).expect("connect");
+            c.write_all(request.as_bytes()).expect("request");
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(3));
+    let grown = peak_kib(g.child.id()).saturating_sub(before);
+    assert!(
+        grown < 48 * 1024,
+        "fsgate grew by {grown} KiB for answers nobody read"
+    );
+    for c in &mut clients {
+        c.set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let mut raw = Vec::new();
+        c.read_to_end(&mut raw).expect("answer");
+        let text = String::from_utf8_lossy(&raw);
+        assert!(
+            text.starts_with("HTTP/1.1 200"),
+            "{}",
+            &text[..text.len().min(200)]
+        );
+        assert!(
+            text.contains("0123456789abcdef"),
+            "the file's text came: {}",
+            &text[..text.len().min(600)]
+        );
+    }
+    eprintln!("120 unread 800 KiB answers: fsgate grew by {grown} KiB");
+}
+
+/// The official MCP conformance suite, server side (`@modelcontextprotocol/conformance`,
+/// installed by scripts/install-peers.sh, run on Node 22), against this door: it fails
+/// on any failure not in tests/peers/mcp/conformance-expected.yml and on any listed
+/// scenario that passes, so the list stays exact. The scenarios a filesystem server
+/// must pass are named again here, so an emptied baseline file cannot hide them.
+#[test]
+fn the_official_mcp_conformance_suite_fails_only_its_fixture_scenarios() {
+    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let node = repo.join(".peers/node22/node_modules/.bin/node");
+    let suite = repo
+        .join(".peers/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    if !node.exists() || !suite.exists() {
+        let why = "the MCP conformance suite or Node 22 is missing: run ./scripts/install-peers.sh";
+        skip_or_fail("the_official_mcp_conformance_suite", why);
+        return;
+    }
+    let dirs = Dirs::new();
+    dirs.put("a.txt", "hello\n");
+    let g = HttpGate::start(&dirs, None);
+    let url = format!("http://{}/mcp?token={}", g.addr, g.token.as_deref().unwrap_or_default());
+    let results = dirs.state.join("conformance");
+    let out = Command::new(&node)
+        .arg(&suite)
+        .args(["server", "--suite", "all", "--url", &url, "--expected-failures"])
+        .arg(repo.join("tests/peers/mcp/conformance-expected.yml"))
+        .arg("-o")
+        .arg(&results)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the conformance suite");
+    let told = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "conformance suite:\n{told}");
+    for scenario in [
+        "server-initialize",
+        "ping",
+        "logging-set-level",
+        "tools-list",
+        "server-sse-multiple-streams",
+        "dns-rebinding-protection",
+    ] {
+        let checks = scenario_checks(&results, scenario);
+        assert!(!checks.is_empty(), "{scenario}: no checks ran\n{told}");
+        for c in &checks {
+            assert_eq!(c["status"], "SUCCESS", "{scenario}: {c}");
+        }
+    }
+}
+
+/// The checks of one scenario's run, from the suite's results directory.
+fn scenario_checks(results: &std::path::Path, scenario: &str) -> Vec<Value> {
+    let prefix = format!("server-{scenario}-2");
+    let Ok(entries) = std::fs::read_dir(results) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter_map(|e| std::fs::read_to_string(e.path().join("checks.json")).ok())
+        .filter_map(|t| serde_json::from_str::<Vec<Value>>(&t).ok())
+        .flatten()
+        .filter(|c| c["status"] != "INFO")
+        .collect()
 }

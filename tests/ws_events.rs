@@ -221,7 +221,13 @@ fn a_client_that_does_not_read_its_events_gets_one_overflow() {
         .map(|i| format!("/{i:02}{}", "d".repeat(240)))
         .collect();
     let dir = format!("many{deep}");
-    let gate = WsGate::start(None, |root| {
+    // `slow` reads nothing while the burst lasts, which under load can outlast the
+    // default write stall limit (30 s, after which it would be closed, not overflowed):
+    // this test is about the overflow, so the limit is set far beyond the burst.
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let default = std::fs::read_to_string(repo.join("policies/default.toml")).expect("policy");
+    let policy = format!("{default}\n[ws]\nwrite_stall_ms = 600000\n");
+    let gate = WsGate::start(Some(&policy), |root| {
         std::fs::create_dir_all(root.join(&dir)).expect("many");
     });
     let mut slow = gate.client();
@@ -240,8 +246,11 @@ fn a_client_that_does_not_read_its_events_gets_one_overflow() {
     fast.wait_event_for("the sentinel", Duration::from_secs(120), |e| {
         is_change(e, "create", "/sentinel.txt", None)
     });
-    std::thread::sleep(Duration::from_millis(500));
-    slow.settle(Duration::from_secs(3));
+    // `slow` now reads: first what its socket buffers hold (a few MB of events, slow
+    // to parse under load), then the overflow. Waiting a fixed time for it is a race
+    // with the machine's load; waiting for the event is not.
+    slow.wait_event_for("overflow", Duration::from_secs(120), |e| e["type"] == "overflow");
+    slow.settle(Duration::from_secs(1));
     let overflows: Vec<_> = slow
         .events
         .iter()

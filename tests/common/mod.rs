@@ -24,7 +24,7 @@ use tempfile::TempDir;
 /// How long any single wait may take before the test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// JSON-RPC error codes (README.md, "Error codes and guarantees").
+/// JSON-RPC error codes (docs/errors.md).
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;

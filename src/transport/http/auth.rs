@@ -13,7 +13,9 @@ use sha2::{Digest, Sha256};
 use super::Refusal;
 use super::session::McpSession;
 use crate::transport::ws::Token;
-use crate::transport::ws::auth::{bearer, is_loopback_host, normalise_origin, query_param};
+use crate::transport::ws::auth::{
+    bearer, is_loopback_host, normalise_origin, origin_allowed, query_param,
+};
 
 /// Whom a token stands for.
 pub(crate) struct Principal {
@@ -141,8 +143,9 @@ impl Site {
             }
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin.to_str().map(normalise_origin).unwrap_or_default();
-            if !self.origins.contains(&origin) {
+            let origin = origin.to_str().unwrap_or_default();
+            let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+            if !origin_allowed(&self.origins, origin, host, self.loopback_only) {
                 return Err(Refusal::http(
                     StatusCode::FORBIDDEN,
                     "http-origin",
@@ -215,6 +218,21 @@ mod tests {
             ]))
             .is_ok()
         );
+        // The server's own origin (a client that is not a browser page may send it).
+        assert!(
+            site.check(&headers(&[
+                (header::HOST, "127.0.0.1:9"),
+                (header::ORIGIN, "http://127.0.0.1:9"),
+            ]))
+            .is_ok()
+        );
+        let r = site
+            .check(&headers(&[
+                (header::HOST, "127.0.0.1:9"),
+                (header::ORIGIN, "http://127.0.0.1:10"),
+            ]))
+            .expect_err("another loopback port is another origin");
+        assert_eq!((r.status, r.rule), (StatusCode::FORBIDDEN, "http-origin"));
         // Bound elsewhere: any Host.
         let open = Site::new(&[], false);
         assert!(

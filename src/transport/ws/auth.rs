@@ -186,8 +186,9 @@ impl Gatekeeper {
             }
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
-            let origin = origin.to_str().map(normalise_origin).unwrap_or_default();
-            if !self.origins.contains(&origin) {
+            let origin = origin.to_str().unwrap_or_default();
+            let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+            if !origin_allowed(&self.origins, origin, host, self.loopback_only) {
                 return Err(Refusal::new(
                     StatusCode::FORBIDDEN,
                     "ws-origin",
@@ -243,6 +244,28 @@ fn decode(s: &str) -> String {
 
 pub(crate) fn normalise_origin(o: &str) -> String {
     o.trim().trim_end_matches('/').to_ascii_lowercase()
+}
+
+/// Whether a request's `Origin` may pass: one of the configured origins, or, on a
+/// loopback listener, the server's own origin (`http://` + the loopback `Host` it was
+/// sent to). No page is served from that origin, so a browser cannot be tricked into
+/// sending it; a rebinding page carries its own (foreign) origin instead.
+pub(crate) fn origin_allowed(
+    allowed: &[String],
+    origin: &str,
+    host: Option<&str>,
+    loopback_only: bool,
+) -> bool {
+    let origin = normalise_origin(origin);
+    if allowed.contains(&origin) {
+        return true;
+    }
+    match host {
+        Some(host) if loopback_only && is_loopback_host(host) => {
+            origin == normalise_origin(&format!("http://{}", host.trim()))
+        }
+        _ => false,
+    }
 }
 
 /// `localhost`, `127.0.0.1`, `[::1]`... with an optional port.
