@@ -105,6 +105,8 @@ mod mcp_mrtr;
 mod mcp_records;
 // MCP on stdio: peak RSS while a client pipelines reads and stops reading.
 mod mcp_memory;
+// An idle gateway: at most 3 threads, none of them woken while nothing happens.
+mod idle;
 // WebSocket harness: spawn `fsgate serve --transport ws`, drive it with a Rust client.
 mod ws_harness;
 // WebSocket files channel: every message type, errors, binary, message limit.

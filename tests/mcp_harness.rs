@@ -189,6 +189,11 @@ impl McpGate {
         }
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Writes one raw line.
     pub fn send_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");
