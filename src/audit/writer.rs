@@ -1013,8 +1013,9 @@ fn run_duty_on(sh: &Shared, duty: Duty) -> Result<(), AuditError> {
 /// `heartbeat` for one. It sleeps until the next of these is due, without end while none
 /// is (a write that makes one due wakes it: an idle log costs no wake-up).
 fn heartbeat_loop(weak: &Weak<Shared>, beat: &(Mutex<Beat>, Condvar)) {
-    // After a turn that found something due, the next is no sooner than one `tick`: a
-    // checkpoint that keeps failing, or a busy log, is tried again at that pace.
+    // After a turn, the next is no sooner than one `tick`: a checkpoint that keeps
+    // failing, or a busy log, is tried again at that pace, and a deadline that passed
+    // with nothing to do (none should) cannot make this thread spin.
     let mut not_before: Option<Instant> = None;
     loop {
         let (due, tick) = match weak.upgrade() {
@@ -1029,7 +1030,8 @@ fn heartbeat_loop(weak: &Weak<Shared>, beat: &(Mutex<Beat>, Condvar)) {
             return;
         }
         let Some(sh) = weak.upgrade() else { return };
-        not_before = run_due(&sh).then(|| Instant::now() + tick);
+        run_due(&sh);
+        not_before = Some(Instant::now() + tick);
     }
 }
 
@@ -1061,22 +1063,18 @@ fn sleep_until(beat: &(Mutex<Beat>, Condvar), due: Option<Instant>) -> bool {
     }
 }
 
-/// Runs what is due now (a heartbeat checkpoint, a timed sync) unless the log is busy;
-/// whether anything was due.
-fn run_due(sh: &Shared) -> bool {
+/// Runs what is due now (a heartbeat checkpoint, a timed sync) unless the log is busy.
+fn run_due(sh: &Shared) {
     let st = lock(&sh.state);
     if st.closed {
-        return false;
+        return;
     }
     let hb_due = match (sh.heartbeat, st.uncovered_since) {
         (Some(hb), Some(since)) => since.elapsed() >= hb && st.durable_seq > st.ckpt_seq,
         _ => false,
     };
     let sync_due = sh.mode == FsyncMode::Batch && lock_free_unsynced(sh);
-    if !(hb_due || sync_due) {
-        return false;
-    }
-    if !st.leader && !st.ckpt_busy {
+    if (hb_due || sync_due) && !st.leader && !st.ckpt_busy {
         drop(sh.lead(
             st,
             Duty {
@@ -1085,7 +1083,6 @@ fn run_due(sh: &Shared) -> bool {
             },
         ));
     }
-    true
 }
 
 /// Whether the file has writes older than the batch interval that are not synced.
