@@ -151,6 +151,9 @@ struct State {
     last_error: Option<AuditError>,
     /// `close` ran.
     closed: bool,
+    /// The `stop` record is queued: nothing may follow it, whichever thread appends
+    /// while `close` still syncs it.
+    sealed: bool,
     /// Duty runners waiting on `cv`: a leader wakes them only if there are some (a
     /// wake-up with nobody waiting is still a syscall, on every request's path).
     duty_waiters: usize,
@@ -328,6 +331,7 @@ impl AuditLog {
                 ckpt_busy: false,
                 last_error: None,
                 closed: false,
+                sealed: false,
                 duty_waiters: 0,
                 tree: tree.as_ref().ok().cloned(),
             }),
@@ -445,9 +449,10 @@ impl AuditLog {
             thread: std::thread::current(),
         });
         let mut st = lock(&sh.state);
-        if st.closed {
+        if st.closed || st.sealed {
             return Err(AuditError::Closed);
         }
+        st.sealed = ev.kind == record::KIND_STOP;
         let seq = st.next_seq;
         let ts = canonical::now_ts();
         let rotate = sh.max_file_bytes > 0 && st.file_bytes >= sh.max_file_bytes;
