@@ -66,7 +66,7 @@ impl Stop {
         let got = self.0.wait_for(Option::is_some).await.map(|v| *v);
         match got {
             Ok(name) => name.unwrap_or("SIGTERM"),
-            // The signal thread cannot end; if it did, nothing more would come.
+            // The signal reader ends only with the runtime; then nothing more comes.
             Err(_) => std::future::pending().await,
         }
     }
