@@ -46,6 +46,11 @@ impl Row {
         if !p2.is_empty() {
             path = format!("{path} -> {p2}");
         }
+        // Several workspaces: the path is relative to the one the record names.
+        let workspace = raw(&v["args"], "workspace");
+        if !workspace.is_empty() && !path.is_empty() {
+            path = format!("{workspace}:{path}");
+        }
         let via = match raw(v, "transport") {
             t if t.is_empty() => raw(&v["details"], "transport"),
             t => t,
@@ -234,5 +239,21 @@ impl Widths {
         }
         out.truncate(out.trim_end().len());
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_shown_with_its_workspace_when_the_record_names_one() {
+        let one = serde_json::json!({"kind": "request", "op": "read_text_file", "path": "b.txt"});
+        assert_eq!(Row::of(&one).0[9], "b.txt");
+        let named = serde_json::json!({
+            "kind": "request", "op": "rename", "path": "a.txt", "path2": "b.txt",
+            "args": {"workspace": "evil"}
+        });
+        assert_eq!(Row::of(&named).0[9], "evil:a.txt -> b.txt");
     }
 }
