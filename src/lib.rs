@@ -1,43 +1,38 @@
 //! fsgate: the filesystem gateway between untrusted agents and a workspace.
 //!
-//! # Layout
+//! # Layers
 //!
-//! Every request passes five gates, each in its own module:
+//! The code is a workspace of crates, one per layer, each depending only on those
+//! below it (so the compiler refuses a cycle):
 //!
-//! - [`transport`]: the doors: `acp` (JSON-RPC on stdio, and the proxy that hosts an
-//!   agent, with the MCP server it hosts for the agent: `hosted`), `mcp` (stdio),
-//!   `http` (MCP over Streamable HTTP), `ws`. They only translate wire messages into a
-//!   [`gateway::Request`] (an [`ops::Op`], or a message that is none) and results back.
-//! - [`path`]: request path -> workspace-relative [`path::RelPath`], lexically, refusing
-//!   anything that cannot be expressed inside the root.
-//! - [`policy`]: the TOML policy, loaded (`raw`), compiled (`compile`) and decided
-//!   (`decide`) by a pure function that names the rule behind every decision.
-//! - [`workspace`]: the operations, executed through one `cap_std::fs::Dir` on the root.
-//! - [`audit`]: the hash-chained audit log; [`backup`]: the backup store.
+//! | crate | owns |
+//! |---|---|
+//! | `fsgate-base` ([`path`], [`text`], [`error`]) | workspace-relative paths, escaping for people, the wire error codes |
+//! | `fsgate-audit` ([`audit`]) | the hash-chained audit log: format, writer, verify, proofs, shipping |
+//! | `fsgate-workspace` ([`workspace`]) | every filesystem operation beneath one root handle |
+//! | `fsgate-backup` ([`backup`]) | the store of previous versions |
+//! | `fsgate-sandbox` ([`sandbox`]) | Landlock and seccomp, for the gateway and a hosted agent |
+//! | `fsgate-policy` ([`policy`]) | the policy: load, compile, decide, and its tools |
+//! | `fsgate-gateway` ([`gateway`], [`ops`], [`vcs`]) | one request: decision, intent, execution, record |
+//! | `fsgate-doors` ([`transport`]) | ACP, the proxy, MCP (stdio and HTTP), WebSocket |
+//! | `fsgate` (this crate) | [`startup`], [`undo`], the command line ([`cli`]) |
 //!
-//! [`gateway`] owns one of each and runs every request through them in
-//! [`gateway::Gateway::serve`], recording a change's intent before it touches the
-//! workspace; [`sandbox`] applies
-//! Landlock to the process once the handles are open; [`undo`] puts back what a session
-//! changed, from the log and the backups, through the gateway; [`cli`] is the command line;
-//! [`error`] maps every failure to the contract's error codes in one place; [`text`]
-//! escapes what an agent chose wherever a person reads it (tables, stderr, logs).
+//! The modules of the lower crates are re-exported here under their old names, so
+//! `fsgate::policy::Policy` and the like keep working for the tests and benchmarks.
 
 #![deny(unsafe_code)]
 
-pub mod audit;
-pub mod backup;
+pub use fsgate_audit as audit;
+pub use fsgate_backup as backup;
+pub use fsgate_base::{error, path, text};
+pub use fsgate_doors as transport;
+pub use fsgate_gateway as gateway;
+pub use fsgate_gateway::{ops, vcs};
+pub use fsgate_policy as policy;
+pub use fsgate_sandbox as sandbox;
+pub use fsgate_workspace as workspace;
+
 pub mod cli;
-pub mod error;
-pub mod gateway;
-pub mod ops;
-pub mod path;
-pub mod policy;
-pub mod sandbox;
 pub mod signals;
 pub mod startup;
-pub mod text;
-pub mod transport;
 pub mod undo;
-pub mod vcs;
-pub mod workspace;

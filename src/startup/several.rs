@@ -51,16 +51,7 @@ impl std::str::FromStr for WorkspaceArg {
     }
 }
 
-/// A name that can be one component of a WebSocket path (`/<name>/...`) and a
-/// directory name: letters, digits, `.`, `_`, `-`, not starting with `.`.
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
+pub use crate::policy::valid_workspace_name as valid_name;
 
 /// A usable workspace: its name and canonical root.
 #[derive(Debug, Clone, PartialEq, Eq)]

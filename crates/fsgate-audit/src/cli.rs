@@ -1,0 +1,466 @@
+//! `fsgate audit ...`: the clap definitions and the exit codes of verify, show, prune,
+//! keygen, and (in `ship::cli`) ship-status and import-syslog. Output goes to stdout
+//! (it is the command's product), diagnostics to stderr.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::show::{ShowFilter, ShowFormat};
+use super::verify::{VerifyOptions, verify_paths};
+use super::{keys, prune, show};
+
+/// The `fsgate audit` subcommands.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum AuditCommand {
+    /// Check a log or a rotated series (files or directories): exit 0 intact,
+    /// 1 tampered (names the first bad record), 2 unreadable.
+    Verify {
+        /// Log files (an active file stands for its whole series: the rotated files
+        /// beside it too), or directories holding them (a workspace's state directory
+        /// stands for the `audit/` directory in it).
+        #[arg(required_unless_present = "workspace", value_name = "FILE|DIR")]
+        paths: Vec<PathBuf>,
+        /// Also read this workspace's default log (under your state dir, where `serve`
+        /// and `acp` put it unless told otherwise).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Remember the verified head in STATE, and prove next time that the log still
+        /// extends it.
+        #[arg(long, value_name = "STATE")]
+        trusted: Option<PathBuf>,
+        /// The public key that must have signed checkpoints and tombstones (64 hex digits,
+        /// or a file holding hex or a PEM PUBLIC KEY).
+        #[arg(long, value_name = "KEY")]
+        pubkey: Option<String>,
+        /// Another checkpoint file to check the log against (e.g. the sink's copy);
+        /// may be repeated.
+        #[arg(long = "checkpoint", value_name = "FILE")]
+        checkpoints: Vec<PathBuf>,
+    },
+    /// Print records, filtered: a table fitted to the terminal by default (agent-chosen
+    /// text escaped, long paths cut in the middle with …), or JSON lines, or CSV; or
+    /// counts (--stats); --follow keeps printing new ones.
+    Show {
+        /// Log files (an active file stands for its whole series: the rotated files
+        /// beside it too), or directories holding them (a workspace's state directory
+        /// stands for the `audit/` directory in it).
+        #[arg(required_unless_present = "workspace", value_name = "FILE|DIR")]
+        paths: Vec<PathBuf>,
+        /// Also read this workspace's default log (under your state dir, where `serve`
+        /// and `acp` put it unless told otherwise).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Only records at or after this time (RFC 3339 or YYYY-MM-DD, UTC).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only records before this time (RFC 3339 or YYYY-MM-DD, UTC).
+        #[arg(long)]
+        until: Option<String>,
+        /// Only this operation (or lifecycle kind, e.g. `start`).
+        #[arg(long)]
+        op: Option<String>,
+        /// Only `allow` or `deny`.
+        #[arg(long)]
+        decision: Option<String>,
+        /// Only records whose path (or rename target) matches this glob.
+        #[arg(long, value_name = "GLOB")]
+        path: Option<String>,
+        /// Only this session.
+        #[arg(long)]
+        session: Option<String>,
+        /// Print the matching records as JSON lines (unchanged, still verifiable).
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
+        /// Print CSV for spreadsheets.
+        #[arg(long)]
+        csv: bool,
+        /// Print counts instead: requests, refusals by rule, changes by path, sessions
+        /// (a table, or JSON with --json).
+        #[arg(long, conflicts_with_all = ["csv", "follow"])]
+        stats: bool,
+        /// Keep printing new records as the gateway appends them (across rotations)
+        /// until interrupted.
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// Columns the table fits in (0: no limit). Default: $COLUMNS, else the
+        /// terminal's width, else 160.
+        #[arg(long, value_name = "N")]
+        width: Option<usize>,
+    },
+    /// Write one self-contained HTML report: the verdict of verification first, then
+    /// the period, sessions, what was read (per file and per session, secrets refused
+    /// apart), a timeline, refusals by rule, every change per file with its hashes and
+    /// backup, and the policies in force. Exit 0 intact, 1 tampered,
+    /// 2 unreadable or not written.
+    Report {
+        /// Log files (an active file stands for its whole series: the rotated files
+        /// beside it too), or directories holding them.
+        #[arg(required_unless_present = "workspace", value_name = "FILE|DIR")]
+        paths: Vec<PathBuf>,
+        /// Also read this workspace's default log (every chain in it: one per gateway
+        /// that served the workspace at the same time).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Where to write the page (`-`: standard output).
+        #[arg(long, value_name = "FILE", required = true)]
+        html: PathBuf,
+        /// The public key that must have signed checkpoints and tombstones (as for
+        /// `verify`).
+        #[arg(long, value_name = "KEY")]
+        pubkey: Option<String>,
+    },
+    /// Remove rotated files whose records are all older than DATE, leaving a (signed)
+    /// tombstone; the active file is never removed and the chain must verify first.
+    Prune {
+        /// Cut-off (RFC 3339 or YYYY-MM-DD, UTC).
+        #[arg(long, value_name = "DATE")]
+        before: String,
+        /// The active log file, or its directory.
+        #[arg(required_unless_present = "workspace", value_name = "FILE|DIR")]
+        path: Option<PathBuf>,
+        /// Prune this workspace's default log (under your state dir) instead.
+        #[arg(long, value_name = "DIR", conflicts_with = "path")]
+        workspace: Option<PathBuf>,
+        /// Key that signs the tombstone (the `[audit] signing_key`).
+        #[arg(long, value_name = "KEY")]
+        signing_key: Option<PathBuf>,
+        /// Say what would be removed, and remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Write a proof that one record is in the log (its Merkle inclusion path and the
+    /// signed checkpoint, C2SP tlog-proof layout), or with --consistency that a later
+    /// checkpoint extends an earlier one. Exit 0 written, 2 not.
+    Prove {
+        /// The log's active file (its rotated files beside it are read too). With
+        /// --consistency it may be left out when NEW is the log's `NAME.checkpoint`.
+        #[arg(value_name = "LOG", required_unless_present = "consistency")]
+        log: Option<PathBuf>,
+        /// The record's seq.
+        #[arg(value_name = "SEQ", required_unless_present = "consistency")]
+        seq: Option<u64>,
+        /// Prove that checkpoint file NEW extends checkpoint file OLD (the last line of
+        /// each that carries a Merkle tree).
+        #[arg(long, num_args = 2, value_names = ["OLD", "NEW"], conflicts_with = "seq")]
+        consistency: Option<Vec<PathBuf>>,
+        /// The checkpoint to prove against (default: the log's `NAME.checkpoint`).
+        #[arg(long, value_name = "FILE", conflicts_with = "consistency")]
+        checkpoint: Option<PathBuf>,
+        /// Write the proof here (default: stdout).
+        #[arg(long, value_name = "PROOF")]
+        out: Option<PathBuf>,
+    },
+    /// Check a proof written by `prove` with nothing but the log's public key: exit 0
+    /// valid, 1 not, 2 unreadable.
+    CheckProof {
+        /// The proof file.
+        #[arg(value_name = "PROOF")]
+        proof: PathBuf,
+        /// The public key that must have signed the checkpoint (64 hex digits, or a file
+        /// holding hex or a PEM PUBLIC KEY).
+        #[arg(long, value_name = "KEY")]
+        pubkey: String,
+    },
+    /// Where shipping to the `[audit] ship` collectors stands, per log and destination:
+    /// the seq delivered, the log's head, how far behind, the state and the last error.
+    ShipStatus(super::ship::cli::ShipStatusArgs),
+    /// Rebuild a log from a syslog collector's files: drop duplicates, order by seq,
+    /// name every gap; exit 0 complete, 1 gaps or conflicts, 2 unreadable. Then run
+    /// `fsgate audit verify` on the result.
+    ImportSyslog(super::ship::cli::ImportSyslogArgs),
+    /// Create a signing key file (seed hex, mode 0600) and print its public key.
+    Keygen {
+        /// Where to write the key; never overwritten.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+}
+
+/// Runs one subcommand; returns the process exit code.
+pub fn run(cmd: AuditCommand) -> i32 {
+    let mut stdout = std::io::stdout().lock();
+    run_to(cmd, &mut stdout)
+}
+
+/// Runs one subcommand, printing its product to `out`.
+pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
+    match cmd {
+        AuditCommand::Verify {
+            paths,
+            workspace,
+            json,
+            trusted,
+            pubkey,
+            checkpoints,
+        } => match super::locate::log_paths(&paths, workspace.as_deref()) {
+            Ok(paths) => verify_cmd(&paths, json, trusted, pubkey.as_deref(), checkpoints, out),
+            Err(e) => fail("verify", &e),
+        },
+        AuditCommand::Show {
+            paths,
+            workspace,
+            since,
+            until,
+            op,
+            decision,
+            path,
+            session,
+            json,
+            csv,
+            stats,
+            follow,
+            width,
+        } => {
+            let filter = match show_filter(since, until, op, decision, path, session) {
+                Ok(f) => f,
+                Err(e) => return fail("show", &e),
+            };
+            let format = match (json, csv) {
+                (true, _) => ShowFormat::Json,
+                (_, true) => ShowFormat::Csv,
+                _ => ShowFormat::Table,
+            };
+            let opts = show::ShowOptions {
+                format,
+                width: width.unwrap_or_else(show::terminal_width),
+                stats,
+                follow,
+            };
+            match super::locate::log_paths(&paths, workspace.as_deref()) {
+                Ok(paths) => show_cmd(&paths, &filter, &opts, out),
+                Err(e) => fail("show", &e),
+            }
+        }
+        AuditCommand::Report {
+            paths,
+            workspace,
+            html,
+            pubkey,
+        } => match super::locate::log_paths(&paths, workspace.as_deref()) {
+            Ok(paths) => report_cmd(&paths, &html, pubkey.as_deref(), out),
+            Err(e) => fail("report", &e),
+        },
+        AuditCommand::Prune {
+            before,
+            path,
+            workspace,
+            signing_key,
+            dry_run,
+        } => {
+            let paths: Vec<PathBuf> = path.into_iter().collect();
+            match super::locate::log_paths(&paths, workspace.as_deref()) {
+                Ok(p) => match p.first() {
+                    Some(p) => prune_cmd(&before, p, signing_key.as_deref(), dry_run, out),
+                    None => fail("prune", "name the log (FILE|DIR) or --workspace"),
+                },
+                Err(e) => fail("prune", &e),
+            }
+        }
+        AuditCommand::Prove {
+            log,
+            seq,
+            consistency,
+            checkpoint,
+            out: file,
+        } => super::proof_cli::prove(
+            super::proof_cli::ProveArgs {
+                log,
+                seq,
+                consistency,
+                checkpoint,
+                out: file,
+            },
+            out,
+        ),
+        AuditCommand::CheckProof { proof, pubkey } => {
+            super::proof_cli::check_proof(&proof, &pubkey, out)
+        }
+        AuditCommand::ShipStatus(args) => super::ship::cli::ship_status(args, out),
+        AuditCommand::ImportSyslog(args) => super::ship::cli::import_syslog(args, out),
+        AuditCommand::Keygen { out: file } => match keys::generate_key_file(&file) {
+            Ok(pk) => {
+                written(out.write_all(format!("{}\n", hex::encode(pk.to_bytes())).as_bytes()))
+            }
+            Err(e) => fail("keygen", &e.to_string()),
+        },
+    }
+}
+
+/// Says what went wrong on stderr; exit code 2.
+fn fail(cmd: &str, e: &str) -> i32 {
+    fsgate_base::text::eprint_line(&format!("fsgate audit {cmd}: {e}"));
+    2
+}
+
+/// Exit code 0 if the product was written, 2 if not.
+fn written(r: std::io::Result<()>) -> i32 {
+    if r.is_ok() { 0 } else { 2 }
+}
+
+fn verify_cmd(
+    paths: &[PathBuf],
+    json: bool,
+    trusted: Option<PathBuf>,
+    pubkey: Option<&str>,
+    checkpoints: Vec<PathBuf>,
+    out: &mut dyn Write,
+) -> i32 {
+    let pinned = match pubkey.map(keys::parse_public_key).transpose() {
+        Ok(k) => k,
+        Err(e) => return fail("verify", &e.to_string()),
+    };
+    let opts = VerifyOptions {
+        pinned,
+        checkpoints,
+        trusted,
+    };
+    let report = verify_paths(paths, &opts);
+    let printed = if json {
+        serde_json::to_string_pretty(&report)
+            .map_err(std::io::Error::other)
+            .and_then(|s| writeln!(out, "{s}"))
+    } else {
+        write!(out, "{}", report.render())
+    };
+    match printed {
+        Ok(()) => report.exit_code(),
+        Err(e) => fail("verify", &e.to_string()),
+    }
+}
+
+fn report_cmd(paths: &[PathBuf], html: &Path, pubkey: Option<&str>, out: &mut dyn Write) -> i32 {
+    let pinned = match pubkey.map(keys::parse_public_key).transpose() {
+        Ok(k) => k,
+        Err(e) => return fail("report", &e.to_string()),
+    };
+    let opts = VerifyOptions {
+        pinned,
+        ..Default::default()
+    };
+    let report = super::html::collect(paths, &opts);
+    let page = super::html::render(&report, &super::canonical::now_ts());
+    let written = if html == Path::new("-") {
+        out.write_all(page.as_bytes())
+    } else {
+        std::fs::write(html, page.as_bytes())
+    };
+    if let Err(e) = written {
+        return fail("report", &format!("{}: {e}", html.display()));
+    }
+    fsgate_base::text::eprint_line(&format!(
+        "fsgate audit report: wrote {}: {}",
+        if html == Path::new("-") {
+            "standard output".into()
+        } else {
+            html.display().to_string()
+        },
+        report.verify.summary_line()
+    ));
+    report.verify.exit_code()
+}
+
+/// The filter of `audit show`, from its flags.
+fn show_filter(
+    since: Option<String>,
+    until: Option<String>,
+    op: Option<String>,
+    decision: Option<String>,
+    path: Option<String>,
+    session: Option<String>,
+) -> Result<ShowFilter, String> {
+    let date = |s: Option<String>| -> Result<_, String> {
+        s.map(|s| prune::parse_date(&s).ok_or(format!("not a date: {s}")))
+            .transpose()
+    };
+    let path = path
+        .map(|g| {
+            globset::GlobBuilder::new(&g)
+                .literal_separator(true)
+                .build()
+                .map(|g| g.compile_matcher())
+                .map_err(|e| e.to_string())
+        })
+        .transpose()?;
+    Ok(ShowFilter {
+        since: date(since)?,
+        until: date(until)?,
+        op,
+        decision,
+        path,
+        session,
+    })
+}
+
+fn show_cmd(
+    paths: &[PathBuf],
+    filter: &ShowFilter,
+    opts: &show::ShowOptions,
+    out: &mut dyn Write,
+) -> i32 {
+    match show::show_with(paths, filter, opts, out, &|| true) {
+        Ok(stats) => {
+            if stats.skipped > 0 {
+                eprintln!(
+                    "fsgate audit show: skipped {} lines that are not records (run `fsgate audit verify`)",
+                    stats.skipped
+                );
+            }
+            0
+        }
+        Err(e) => fail("show", &e.to_string()),
+    }
+}
+
+fn prune_cmd(
+    before: &str,
+    path: &Path,
+    signing_key: Option<&Path>,
+    dry_run: bool,
+    out: &mut dyn Write,
+) -> i32 {
+    let Some(cutoff) = prune::parse_date(before) else {
+        return fail("prune", &format!("not a date: {before}"));
+    };
+    let key = match signing_key.map(keys::load_signing_key).transpose() {
+        Ok(k) => k,
+        Err(e) => return fail("prune", &e.to_string()),
+    };
+    if key.is_none() {
+        // A log whose checkpoints are signed would not accept an unsigned tombstone at
+        // the gateway's next start: refuse rather than strand it.
+        if super::checkpoints_are_signed(path) && !dry_run {
+            return fail(
+                "prune",
+                "this log's checkpoints are signed: pass --signing-key (the policy's [audit] signing_key) so the tombstone is signed too",
+            );
+        }
+        eprintln!(
+            "fsgate audit prune: warning: no --signing-key, the tombstone is unsigned and retention cannot be told apart from deletion"
+        );
+    }
+    match prune::prune(path, cutoff, key.as_ref(), dry_run) {
+        Ok(outcome) => {
+            let verb = if dry_run { "would remove" } else { "removed" };
+            let mut text = String::new();
+            for p in &outcome.removed {
+                text.push_str(&format!("{verb} {}\n", fsgate_base::text::EscPath(p)));
+            }
+            match &outcome.tombstone {
+                Some(t) => text.push_str(&format!(
+                    "tombstone: seq {}..{} (last hash {})\n",
+                    t.first_seq, t.last_seq, t.last_hash
+                )),
+                None => text.push_str("nothing to prune\n"),
+            }
+            written(out.write_all(text.as_bytes()))
+        }
+        Err(e @ prune::PruneError::Refused(_)) => {
+            fsgate_base::text::eprint_line(&format!("fsgate audit prune: {e}"));
+            1
+        }
+        Err(e) => fail("prune", &e.to_string()),
+    }
+}

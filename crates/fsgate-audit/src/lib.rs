@@ -1,0 +1,195 @@
+//! Hash-chained, group-committed, checkpointed audit log (issue 3, points 1-10).
+//!
+//! # Layout
+//!
+//! - [`config`]: the `[audit]` policy section ([`AuditSettings`]).
+//! - [`record`]: what the gateway reports per request ([`AuditEvent`]) and how a record
+//!   line is sealed into the chain; [`canonical`]: the canonical JSON encoding that the
+//!   hash covers (specified in `audit/FORMAT.md`); [`line`](mod@line): checking one line;
+//!   [`cut`]: long strings (most of them an agent's) cut to a head, with their length
+//!   and digest in `details.cut`, so that no request can grow a record unboundedly.
+//! - [`writer`]: [`AuditLog`], the writer shared by every request thread: chaining, group
+//!   commit (leader/follower, no thread of its own), fail-closed rollback; `io`: its
+//!   files (append, sync, repair, rotation, disk reservation, checkpoint writing).
+//! - [`recover`]: the start-up tail check (torn line, broken chain, checkpoint mismatch).
+//! - [`checkpoint`]: signed head checkpoints and their sinks; [`keys`]: Ed25519 key files.
+//! - [`series`]: which files form a log (active, rotated, sidecars) and their names.
+//! - [`ship`]: shipping every record to syslog collectors (`[audit] ship`), and the
+//!   `ship-status` / `import-syslog` commands.
+//! - [`verify`] (with [`report`]), [`show`], [`prune`]: the offline tools behind
+//!   `fsgate audit ...`; [`cli`]: their clap definitions and exit codes.
+//!
+//! # Threads and Landlock
+//!
+//! Appending needs no thread: the first appender that finds no write in flight becomes
+//! the leader and writes (and fsyncs) everything queued so far on behalf of all waiting
+//! appenders, goes on with what queued up meanwhile (up to 8 batches), then hands over.
+//! The only thread is the heartbeat (idle checkpoints, timed syncs in `batch` mode),
+//! spawned by [`AuditLog::start`], which the gateway calls after Landlock has confined
+//! the process so that the thread inherits the confinement.
+
+pub mod canonical;
+mod chain;
+pub mod checkpoint;
+pub mod cli;
+pub mod config;
+pub mod cut;
+pub mod digest;
+pub mod growth;
+pub mod html;
+pub mod intents;
+mod io;
+pub mod keys;
+pub mod line;
+pub mod locate;
+pub mod merkle;
+pub mod note;
+pub mod proof;
+mod proof_cli;
+pub mod prune;
+pub mod reads;
+pub mod record;
+pub mod recover;
+pub mod report;
+pub mod series;
+pub mod ship;
+pub mod show;
+mod tree;
+pub mod verify;
+pub mod writer;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{AuditSettings, FsyncMode};
+pub use intents::Intent;
+pub use io::Fault;
+pub use record::{AuditEvent, KIND_INTENT, KIND_RECONCILED, Receipt};
+pub use writer::{AuditLog, OpenOptions, Ticket};
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while opening or writing the audit log.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AuditError {
+    /// A file operation on the log, its directory or a sidecar failed.
+    #[error("audit log: cannot {op} {}: {message}", path.display())]
+    Io {
+        /// What was being done ("open", "read", "rename", ...).
+        op: &'static str,
+        /// The file or directory concerned.
+        path: PathBuf,
+        /// The operating system's error kind.
+        kind: std::io::ErrorKind,
+        /// The operating system's message.
+        message: String,
+    },
+    /// A record could not be made durable; the request must be refused (fail closed).
+    #[error("audit log is not writable ({message}); request refused")]
+    Write {
+        /// The operating system's error kind.
+        kind: std::io::ErrorKind,
+        /// What failed.
+        message: String,
+    },
+    /// The existing log does not verify at start-up and the operator did not accept it.
+    #[error(
+        "audit log {} does not verify: {report}; inspect it with `fsgate audit verify`, or restart with --accept-broken-chain to begin a new segment that records the break",
+        path.display()
+    )]
+    BrokenChain {
+        /// The active log file.
+        path: PathBuf,
+        /// What is wrong, one problem per `; `.
+        report: String,
+    },
+    /// Another process (another gateway) holds the log.
+    #[error("audit log {} is in use by another process", path.display())]
+    Locked {
+        /// The active log file.
+        path: PathBuf,
+    },
+    /// The signing key or a public key could not be used.
+    #[error("audit key {}: {message}", path.display())]
+    Key {
+        /// The key file.
+        path: PathBuf,
+        /// Why it is unusable.
+        message: String,
+    },
+    /// A checkpoint could not be written to the checkpoint file or its sink.
+    #[error("audit checkpoint not written: {message}")]
+    Checkpoint {
+        /// What failed.
+        message: String,
+    },
+    /// The settings are unusable (bad sink name, path without a file name, ...).
+    #[error("audit settings: {0}")]
+    Config(String),
+    /// The log was closed; nothing more can be appended.
+    #[error("audit log is closed")]
+    Closed,
+}
+
+impl AuditError {
+    /// Wraps an I/O error with the operation and path it concerns.
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, e: &std::io::Error) -> Self {
+        AuditError::Io {
+            op,
+            path: path.into(),
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Whether the log at `path` (its active file or its directory) has signed checkpoints:
+/// then anything appended without the key would stop the gateway at its next start.
+pub fn checkpoints_are_signed(path: &std::path::Path) -> bool {
+    series::discover(&[path.to_path_buf()])
+        .ok()
+        .into_iter()
+        .flatten()
+        .any(|s| {
+            std::fs::read_to_string(s.checkpoint_path())
+                .ok()
+                .and_then(|t| checkpoint::Checkpoint::parse(t.trim()).ok())
+                .is_some_and(|c| c.obj.contains_key("sig"))
+        })
+}
+
+/// How many sibling chains a workspace's default log directory may hold: one per
+/// gateway running on it at once.
+pub const MAX_SIBLING_CHAINS: u32 = 64;
+
+/// The name of the `n`th chain in a default log directory: `audit.jsonl`, then
+/// `audit-2.jsonl`, `audit-3.jsonl`, ... (each base name has its own rotated files and
+/// sidecars, `audit-2.jsonl.000000000001`, `audit-2.jsonl.lock`, never another's).
+pub fn sibling_chain_name(n: u32) -> String {
+    if n <= 1 {
+        "audit.jsonl".to_owned()
+    } else {
+        format!("audit-{n}.jsonl")
+    }
+}
+
+/// Opens the first chain in `dir` that no other live process holds, so that several
+/// gateways can serve one workspace with the default log, each appending to its own
+/// chain. Only for the default log: a log the operator named is refused when locked.
+pub fn open_first_free(
+    dir: &std::path::Path,
+    settings: &AuditSettings,
+    policy_sha256: &str,
+    opts: OpenOptions,
+) -> Result<(PathBuf, AuditLog), AuditError> {
+    let mut last = None;
+    for n in 1..=MAX_SIBLING_CHAINS {
+        let path = dir.join(sibling_chain_name(n));
+        match AuditLog::open(&path, settings, policy_sha256, opts) {
+            Ok(log) => return Ok((path, log)),
+            Err(e @ AuditError::Locked { .. }) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or(AuditError::Closed))
+}

@@ -1,0 +1,263 @@
+//! Retention: `fsgate audit prune --before DATE` removes the oldest rotated files and
+//! leaves a (signed) tombstone, so that a pruned start is told apart from a deleted one.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ed25519_dalek::SigningKey;
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+
+use super::checkpoint::sign_object;
+use super::series::{self, Series};
+use super::verify::{self, Verdict, VerifyOptions};
+use super::{canonical, record};
+
+/// A tombstone: records `first_seq..=last_seq` were removed on purpose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tombstone {
+    /// The log id.
+    pub log: String,
+    /// First removed seq.
+    pub first_seq: u64,
+    /// Last removed seq.
+    pub last_seq: u64,
+    /// Hash of the last removed record: the `prev` of the first record kept.
+    pub last_hash: String,
+    /// When the prune ran.
+    pub ts: String,
+    /// The `--before` cut-off.
+    pub before: String,
+    /// The whole object (with `key` and `sig` when signed).
+    pub obj: Map<String, Value>,
+}
+
+impl Tombstone {
+    /// Parses one tombstone line.
+    pub fn parse(line: &str) -> Result<Self, String> {
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+        let Value::Object(obj) = v else {
+            return Err("not an object".into());
+        };
+        for k in obj.keys() {
+            if !matches!(
+                k.as_str(),
+                "type"
+                    | "v"
+                    | "log"
+                    | "first_seq"
+                    | "last_seq"
+                    | "last_hash"
+                    | "ts"
+                    | "before"
+                    | "files"
+                    | "key"
+                    | "sig"
+            ) {
+                return Err(format!("unknown field {k}"));
+            }
+        }
+        let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
+        let n = |k: &str| obj.get(k).and_then(Value::as_u64);
+        if s("type").as_deref() != Some("tombstone") || obj.get("v") != Some(&json!(1)) {
+            return Err("not a version 1 tombstone".into());
+        }
+        let last_hash = s("last_hash").ok_or("last_hash missing")?;
+        if record::decode_hash(&last_hash).is_none() {
+            return Err("last_hash is not 64 lowercase hex digits".into());
+        }
+        Ok(Tombstone {
+            log: s("log").ok_or("log missing")?,
+            first_seq: n("first_seq").ok_or("first_seq missing")?,
+            last_seq: n("last_seq").ok_or("last_seq missing")?,
+            last_hash,
+            ts: s("ts").ok_or("ts missing")?,
+            before: s("before").ok_or("before missing")?,
+            obj,
+        })
+    }
+
+    /// The canonical line (no `\n`).
+    pub fn to_line(&self) -> String {
+        String::from_utf8_lossy(&canonical::to_vec(&Value::Object(self.obj.clone()))).into_owned()
+    }
+}
+
+/// Builds a tombstone object (signed when a key is given) for `seqs` = (first, last,
+/// last hash).
+pub fn tombstone_object(
+    log: &str,
+    seqs: (u64, u64, &str),
+    ts: &str,
+    before: &str,
+    files: Vec<Value>,
+    key: Option<&SigningKey>,
+) -> Map<String, Value> {
+    let mut obj = match json!({
+        "type": "tombstone", "v": 1, "log": log, "first_seq": seqs.0, "last_seq": seqs.1,
+        "last_hash": seqs.2, "ts": ts, "before": before, "files": files,
+    }) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    if let Some(key) = key {
+        sign_object(&mut obj, key);
+    }
+    obj
+}
+
+/// Why prune did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum PruneError {
+    /// The log could not be read or the files could not be changed (exit 2).
+    #[error("{0}")]
+    Unreadable(String),
+    /// The log does not verify; nothing is removed from a suspect chain (exit 1).
+    #[error("refusing to prune: {0}")]
+    Refused(String),
+}
+
+/// What prune did (or would do, with `dry_run`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PruneOutcome {
+    /// The removed files.
+    pub removed: Vec<PathBuf>,
+    /// The tombstone written, if anything was removed.
+    pub tombstone: Option<Tombstone>,
+}
+
+/// Parses a `--before` date: RFC 3339, or `YYYY-MM-DD` (midnight UTC).
+pub fn parse_date(s: &str) -> Option<OffsetDateTime> {
+    if let Some(t) = canonical::parse_ts(s) {
+        return Some(t);
+    }
+    let fmt = time::macros::format_description!("[year]-[month]-[day]");
+    time::Date::parse(s, &fmt)
+        .ok()
+        .map(|d| d.midnight().assume_utc())
+}
+
+/// Removes the rotated files of the log at `path` (a log file or its directory) whose
+/// records are all older than `before`, oldest first, never the active file. The chain
+/// must verify first. The tombstone is appended (and synced) before any file goes.
+pub fn prune(
+    path: &Path,
+    before: OffsetDateTime,
+    key: Option<&SigningKey>,
+    dry_run: bool,
+) -> Result<PruneOutcome, PruneError> {
+    let mut all = series::discover(&[path.to_path_buf()]).map_err(PruneError::Unreadable)?;
+    let series = match (all.len(), path.is_dir()) {
+        (1, _) => all.remove(0),
+        (_, false) => {
+            let name = series::file_name(path);
+            let base = series::split_name(&name).0.to_owned();
+            all.into_iter()
+                .find(|s| s.base == base)
+                .ok_or_else(|| PruneError::Unreadable("no log found".into()))?
+        }
+        _ => {
+            return Err(PruneError::Unreadable(format!(
+                "{} holds several logs; name the active log file",
+                path.display()
+            )));
+        }
+    };
+    // Verify the whole series, not just the file named.
+    let series = Series {
+        files: series::discover(std::slice::from_ref(&series.dir))
+            .map_err(PruneError::Unreadable)?
+            .into_iter()
+            .find(|s| s.base == series.base)
+            .map(|s| s.files)
+            .unwrap_or(series.files),
+        ..series
+    };
+    let report = verify::verify_series(&series, &VerifyOptions::default());
+    match report.verdict {
+        Verdict::Intact => {}
+        Verdict::Unreadable => {
+            return Err(PruneError::Unreadable(report.summary_line()));
+        }
+        Verdict::Tampered => return Err(PruneError::Refused(report.summary_line())),
+    }
+    let cutoff = canonical::format_ts(before);
+    let mut removed = Vec::new();
+    let mut files_json = Vec::new();
+    let mut range: Option<(u64, u64, String)> = None;
+    for f in &report.files {
+        let is_active = series::file_name(&f.path) == series.base;
+        let (Some(first), Some(last), Some(last_ts)) = (f.first_seq, f.last_seq, &f.last_ts) else {
+            break;
+        };
+        if is_active || last_ts.as_str() >= cutoff.as_str() {
+            break;
+        }
+        let bytes = std::fs::read(&f.path)
+            .map_err(|e| PruneError::Unreadable(format!("{}: {e}", f.path.display())))?;
+        files_json.push(json!({
+            "name": series::file_name(&f.path), "first_seq": first, "last_seq": last,
+            "sha256": hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes)),
+        }));
+        let start = range.as_ref().map_or(first, |r| r.0);
+        range = Some((start, last, f.last_hash.clone().unwrap_or_default()));
+        removed.push(f.path.clone());
+    }
+    let Some((first_seq, last_seq, last_hash)) = range else {
+        return Ok(PruneOutcome {
+            removed,
+            tombstone: None,
+        });
+    };
+    let obj = tombstone_object(
+        report.log_id.as_deref().unwrap_or_default(),
+        (first_seq, last_seq, &last_hash),
+        &canonical::now_ts(),
+        &cutoff,
+        files_json,
+        key,
+    );
+    let line = String::from_utf8_lossy(&canonical::to_vec(&Value::Object(obj))).into_owned();
+    let tombstone = Tombstone::parse(&line).map_err(PruneError::Unreadable)?;
+    if dry_run {
+        return Ok(PruneOutcome {
+            removed,
+            tombstone: Some(tombstone),
+        });
+    }
+    let ts_path = series.tombstones_path();
+    let io_err =
+        |p: &Path, e: std::io::Error| PruneError::Unreadable(format!("{}: {e}", p.display()));
+    let mut opts = std::fs::OpenOptions::new();
+    opts.append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(&ts_path).map_err(|e| io_err(&ts_path, e))?;
+    f.write_all(format!("{line}\n").as_bytes())
+        .and_then(|()| f.sync_all())
+        .map_err(|e| io_err(&ts_path, e))?;
+    sync_dir(&series.dir).map_err(|e| io_err(&series.dir, e))?;
+    for p in &removed {
+        std::fs::remove_file(p).map_err(|e| io_err(p, e))?;
+    }
+    sync_dir(&series.dir).map_err(|e| io_err(&series.dir, e))?;
+    Ok(PruneOutcome {
+        removed,
+        tombstone: Some(tombstone),
+    })
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::fs::File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}

@@ -1,0 +1,371 @@
+//! One audit record: what the gateway reports ([`AuditEvent`]) and how a record line is
+//! sealed into the chain. Checking a line is in [`super::line`].
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::canonical::{self, push_str, push_u64};
+pub use super::line::{LineFault, LineInfo, check_line, lines};
+
+/// The `prev` of the first record of a log: 64 zeros.
+pub const GENESIS_PREV: [u8; 32] = [0; 32];
+/// `,"hash":"` + 64 hex digits + `"}`: the fixed tail of every record line.
+pub const HASH_SUFFIX_LEN: usize = 9 + 64 + 2;
+
+/// The `kind` of a record made for a request.
+pub const KIND_REQUEST: &str = "request";
+/// The record of a change about to be made, durable before the workspace is touched;
+/// its `request` record (the outcome) names it in `args.intent`.
+pub const KIND_INTENT: &str = "intent";
+/// Written at start-up for an intent that has no outcome: what the disk shows.
+pub const KIND_RECONCILED: &str = "reconciled";
+/// Lifecycle kinds written by the log itself.
+pub const KIND_START: &str = "start";
+/// Written by [`super::AuditLog::close`].
+pub const KIND_STOP: &str = "stop";
+/// Written at start-up when a torn last line was cut off.
+pub const KIND_RECOVERED: &str = "recovered";
+/// Written at start-up when an operator accepted a chain that did not verify.
+pub const KIND_BREAK: &str = "break";
+
+/// What the gateway reports about one request (or one lifecycle event).
+///
+/// Empty strings and `None` are left out of the record; `args` and `details` are written
+/// with sorted keys. See audit/FORMAT.md for the record layout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEvent {
+    /// `"request"`, or a lifecycle kind (`start`, `stop`, `policy`, `reload`, ...).
+    pub kind: String,
+    /// The agent session (ACP `sessionId`, MCP/WS connection id).
+    pub session: String,
+    /// `"acp"`, `"mcp"`, `"ws"` or `"cli"`.
+    pub transport: String,
+    /// Who asked: `pid=..,uid=..` of the stdio peer, or the remote address.
+    pub peer: String,
+    /// The operation (`read`, `write`, `edit`, `ls`, `stat`, `glob`, `grep`, `mkdir`,
+    /// `rm`, `rename`, `restore`, ...).
+    pub op: String,
+    /// Workspace-relative path of the request (source for rename).
+    pub path: Option<String>,
+    /// Second workspace-relative path (rename target).
+    pub path2: Option<String>,
+    /// The arguments that matter (line, limit, pattern, recursive, ...).
+    pub args: Map<String, Value>,
+    /// `"allow"` or `"deny"`.
+    pub decision: String,
+    /// The policy rule that decided.
+    pub rule: Option<String>,
+    /// The rule's reason, or the error's one-line message.
+    pub reason: Option<String>,
+    /// `"ok"`, or the error code returned (`"-32003"`, ...).
+    pub outcome: String,
+    /// Bytes read or written.
+    pub bytes: Option<u64>,
+    /// SHA-256 (hex) of the content read or written: proves exactly what was seen.
+    pub sha256: Option<String>,
+    /// The backup made before the operation changed a file.
+    pub backup: Option<String>,
+    /// Time spent on the request, in microseconds (request records only).
+    pub duration_us: u64,
+    /// Free-form details of a lifecycle record (policy path, check result, ...).
+    pub details: Map<String, Value>,
+    /// SHA-256 of the policy that decided this request, when the caller knows it (a
+    /// request in flight across a reload keeps the hash of the policy that judged it);
+    /// `None`: the policy in force when the record is appended.
+    pub policy_sha256: Option<Arc<str>>,
+}
+
+impl Default for AuditEvent {
+    fn default() -> Self {
+        AuditEvent {
+            kind: KIND_REQUEST.to_owned(),
+            session: String::new(),
+            transport: String::new(),
+            peer: String::new(),
+            op: String::new(),
+            path: None,
+            path2: None,
+            args: Map::new(),
+            decision: String::new(),
+            rule: None,
+            reason: None,
+            outcome: String::new(),
+            bytes: None,
+            sha256: None,
+            backup: None,
+            duration_us: 0,
+            details: Map::new(),
+            policy_sha256: None,
+        }
+    }
+}
+
+impl AuditEvent {
+    /// A lifecycle record (`start`, `stop`, `policy`, `check`, `reload`, ...) with details.
+    pub fn lifecycle(kind: &str, details: Map<String, Value>) -> Self {
+        AuditEvent {
+            kind: kind.to_owned(),
+            details,
+            ..Default::default()
+        }
+    }
+
+    /// Serialises the record body: the fields from `kind` to `details`, canonically,
+    /// without the surrounding braces (see [`seal`]). Strings longer than
+    /// [`super::cut::MAX_WHOLE`] bytes are cut, and listed in `details.cut`.
+    pub(crate) fn body(&self, policy_sha256: &str) -> Vec<u8> {
+        match self.bounded() {
+            Some(cut) => cut.encode(policy_sha256),
+            None => self.encode(policy_sha256),
+        }
+    }
+
+    /// [`body`](Self::body) of the event as it is.
+    fn encode(&self, policy_sha256: &str) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
+        let kind = if self.kind.is_empty() {
+            KIND_REQUEST
+        } else {
+            &self.kind
+        };
+        field_str(&mut out, "kind", kind);
+        for (name, v) in [
+            ("session", &self.session),
+            ("transport", &self.transport),
+            ("peer", &self.peer),
+            ("op", &self.op),
+        ] {
+            if !v.is_empty() {
+                field_str(&mut out, name, v);
+            }
+        }
+        opt_str(&mut out, "path", &self.path);
+        opt_str(&mut out, "path2", &self.path2);
+        if !self.args.is_empty() {
+            out.extend_from_slice(b",\"args\":");
+            canonical::push_object(&mut out, &self.args);
+        }
+        if !self.decision.is_empty() {
+            field_str(&mut out, "decision", &self.decision);
+        }
+        opt_str(&mut out, "rule", &self.rule);
+        opt_str(&mut out, "reason", &self.reason);
+        if !self.outcome.is_empty() {
+            field_str(&mut out, "outcome", &self.outcome);
+        }
+        if let Some(b) = self.bytes {
+            field_u64(&mut out, "bytes", b);
+        }
+        opt_str(&mut out, "sha256", &self.sha256);
+        opt_str(&mut out, "backup", &self.backup);
+        if !policy_sha256.is_empty() {
+            field_str(&mut out, "policy_sha256", policy_sha256);
+        }
+        if kind == KIND_REQUEST {
+            field_u64(&mut out, "duration_us", self.duration_us);
+        }
+        if !self.details.is_empty() {
+            out.extend_from_slice(b",\"details\":");
+            canonical::push_object(&mut out, &self.details);
+        }
+        out
+    }
+}
+
+/// Appends `"name":"value"`, with a comma unless it is the body's first field.
+fn field_str(out: &mut Vec<u8>, name: &str, v: &str) {
+    if !out.is_empty() {
+        out.push(b',');
+    }
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+    push_str(out, v);
+}
+
+fn opt_str(out: &mut Vec<u8>, name: &str, v: &Option<String>) {
+    if let Some(v) = v {
+        field_str(out, name, v);
+    }
+}
+
+fn field_u64(out: &mut Vec<u8>, name: &str, v: u64) {
+    out.push(b',');
+    out.push(b'"');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+    push_u64(out, v);
+}
+
+/// What [`super::AuditLog::append`] hands back once a record is durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Receipt {
+    /// The record's sequence number.
+    pub seq: u64,
+    /// The record's hash (hex).
+    pub hash: String,
+    /// The record's timestamp.
+    pub ts: String,
+}
+
+/// Builds a complete record line (with `\n`) from its parts; returns the line and its hash.
+/// `body` comes from `AuditEvent::body`; `log` is set on the first record of a file.
+pub fn seal(
+    seq: u64,
+    ts: &str,
+    log: Option<&str>,
+    body: &[u8],
+    prev: &[u8; 32],
+) -> (Vec<u8>, [u8; 32]) {
+    let mut line = Vec::with_capacity(body.len() + 200);
+    line.extend_from_slice(b"{\"seq\":");
+    push_u64(&mut line, seq);
+    line.extend_from_slice(b",\"ts\":");
+    push_str(&mut line, ts);
+    if let Some(log) = log {
+        line.extend_from_slice(b",\"log\":");
+        push_str(&mut line, log);
+    }
+    line.push(b',');
+    line.extend_from_slice(body);
+    let mut hex64 = [0u8; 64];
+    line.extend_from_slice(b",\"prev\":\"");
+    let _ = hex::encode_to_slice(prev, &mut hex64);
+    line.extend_from_slice(&hex64);
+    line.push(b'"');
+    let hash = chain_hash(prev, &line, b"}");
+    line.extend_from_slice(b",\"hash\":\"");
+    let _ = hex::encode_to_slice(hash, &mut hex64);
+    line.extend_from_slice(&hex64);
+    line.extend_from_slice(b"\"}\n");
+    (line, hash)
+}
+
+/// `SHA-256(prev || canonical)`, with the canonical bytes given in two pieces.
+pub fn chain_hash(prev: &[u8; 32], head: &[u8], tail: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(prev);
+    h.update(head);
+    h.update(tail);
+    h.finalize().into()
+}
+
+pub(crate) fn is_lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Lowercase hex digit values; 0xff marks every other byte.
+const HEX_VALUE: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Decodes 64 lowercase hex digits (two per record line: kept branch-free and cheap).
+pub fn decode_hash(s: &str) -> Option<[u8; 32]> {
+    let b = s.as_bytes();
+    if b.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    let mut bad = 0u8;
+    for (o, pair) in out.iter_mut().zip(b.chunks_exact(2)) {
+        let (hi, lo) = (HEX_VALUE[pair[0] as usize], HEX_VALUE[pair[1] as usize]);
+        bad |= hi | lo;
+        *o = (hi << 4) | (lo & 0x0f);
+    }
+    (bad & 0xf0 == 0).then_some(out)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::line::check_line;
+    use serde_json::json;
+
+    /// A plausible request event (shared with the line checker's tests).
+    pub(crate) fn sample() -> AuditEvent {
+        let mut args = Map::new();
+        args.insert("limit".into(), json!(20));
+        args.insert("line".into(), json!(3));
+        AuditEvent {
+            session: "s-1".into(),
+            transport: "acp".into(),
+            peer: "pid=42,uid=1000".into(),
+            op: "read".into(),
+            path: Some("src/main.rs".into()),
+            args,
+            decision: "allow".into(),
+            rule: Some("workspace-read".into()),
+            outcome: "ok".into(),
+            bytes: Some(120),
+            sha256: Some("ab".repeat(32)),
+            duration_us: 57,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_sealed_record_has_the_documented_layout_and_checks() {
+        let body = sample().body("cd".repeat(32).as_str());
+        let (line, hash) = seal(
+            1,
+            "2026-01-02T03:04:05.000006Z",
+            Some(&"0f".repeat(16)),
+            &body,
+            &GENESIS_PREV,
+        );
+        let text = String::from_utf8(line.clone()).unwrap();
+        let expect_head = format!(
+            "{{\"seq\":1,\"ts\":\"2026-01-02T03:04:05.000006Z\",\"log\":\"{}\",\"kind\":\"request\",\
+             \"session\":\"s-1\",\"transport\":\"acp\",\"peer\":\"pid=42,uid=1000\",\"op\":\"read\",\
+             \"path\":\"src/main.rs\",\"args\":{{\"limit\":20,\"line\":3}},\"decision\":\"allow\",\
+             \"rule\":\"workspace-read\",\"outcome\":\"ok\",\"bytes\":120,\"sha256\":\"{}\",\
+             \"policy_sha256\":\"{}\",\"duration_us\":57,\"prev\":\"{}\"",
+            "0f".repeat(16),
+            "ab".repeat(32),
+            "cd".repeat(32),
+            "0".repeat(64)
+        );
+        assert!(text.starts_with(&expect_head), "{text}");
+        assert!(text.ends_with(&format!(",\"hash\":\"{}\"}}\n", hex::encode(hash))));
+        // The hash covers prev || the record without its hash field.
+        let mut h = Sha256::new();
+        h.update([0u8; 32]);
+        h.update(format!("{expect_head}}}").as_bytes());
+        assert_eq!(<[u8; 32]>::from(h.finalize()), hash);
+
+        let info = check_line(&line[..line.len() - 1], &mut Vec::new()).unwrap();
+        assert_eq!((info.seq, info.hash, info.prev), (1, hash, GENESIS_PREV));
+        assert_eq!(info.ts_str(), "2026-01-02T03:04:05.000006Z");
+    }
+
+    #[test]
+    fn hashes_decode_only_from_64_lowercase_hex_digits() {
+        let h = "0123456789abcdef".repeat(4);
+        assert_eq!(decode_hash(&h).map(hex::encode), Some(h.clone()));
+        assert_eq!(decode_hash(&h.to_uppercase()), None);
+        assert_eq!(decode_hash(&h[1..]), None);
+        assert_eq!(decode_hash(&format!("{}g", &h[1..])), None);
+        assert_eq!(decode_hash(&format!("{} ", &h[1..])), None);
+    }
+
+    #[test]
+    fn lifecycle_records_have_no_request_fields() {
+        let mut d = Map::new();
+        d.insert("pid".into(), json!(7));
+        let body = AuditEvent::lifecycle("start", d).body("");
+        assert_eq!(body, br#""kind":"start","details":{"pid":7}"#);
+    }
+}

@@ -1,0 +1,373 @@
+//! `fsgate audit show`: filter records and print them as a table, JSON lines or CSV.
+//! Show reads; it does not verify (use `fsgate audit verify` for that).
+
+mod cells;
+mod lines;
+mod merge;
+mod stats;
+mod table;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use super::{canonical, series};
+use cells::{clean, csv_cell, raw};
+use lines::{LineReader, Next};
+pub use stats::Stats;
+use table::{Row, Widths};
+
+/// Which records to print.
+#[derive(Debug, Clone, Default)]
+pub struct ShowFilter {
+    /// Records at or after this time.
+    pub since: Option<OffsetDateTime>,
+    /// Records strictly before this time.
+    pub until: Option<OffsetDateTime>,
+    /// This operation (or, for lifecycle records, this kind).
+    pub op: Option<String>,
+    /// `allow` or `deny`.
+    pub decision: Option<String>,
+    /// A glob matched against `path` and `path2`.
+    pub path: Option<globset::GlobMatcher>,
+    /// This session.
+    pub session: Option<String>,
+}
+
+/// How to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ShowFormat {
+    /// Aligned columns for a terminal (controls, bidi and invisible characters escaped).
+    #[default]
+    Table,
+    /// The matching lines, unchanged (so they still verify).
+    Json,
+    /// RFC 4180 CSV with a header row; cells escaped as in the table, and those that a
+    /// spreadsheet would run as a formula prefixed with `'`.
+    Csv,
+}
+
+/// What show saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShowStats {
+    /// Records printed.
+    pub shown: u64,
+    /// Lines that were not JSON objects (skipped).
+    pub skipped: u64,
+    /// The seq of the last record read (shown or not).
+    pub last_seq: Option<u64>,
+}
+
+impl ShowFilter {
+    fn matches(&self, v: &Value) -> bool {
+        let s = |k: &str| v.get(k).and_then(Value::as_str);
+        if self.since.is_some() || self.until.is_some() {
+            let Some(ts) = s("ts").and_then(canonical::parse_ts) else {
+                return false;
+            };
+            if self.since.is_some_and(|t| ts < t) || self.until.is_some_and(|t| ts >= t) {
+                return false;
+            }
+        }
+        if let Some(op) = &self.op {
+            let this = s("op").or_else(|| s("kind"));
+            if this != Some(op.as_str()) {
+                return false;
+            }
+        }
+        if self
+            .decision
+            .as_deref()
+            .is_some_and(|d| s("decision") != Some(d))
+        {
+            return false;
+        }
+        if self
+            .session
+            .as_deref()
+            .is_some_and(|d| s("session") != Some(d))
+        {
+            return false;
+        }
+        if let Some(g) = &self.path {
+            let hit = [s("path"), s("path2")]
+                .into_iter()
+                .flatten()
+                .any(|p| g.is_match(p));
+            if !hit {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+const CSV_COLUMNS: &[&str] = &[
+    "seq",
+    "ts",
+    "kind",
+    "session",
+    "transport",
+    "peer",
+    "op",
+    "path",
+    "path2",
+    "args",
+    "decision",
+    "rule",
+    "reason",
+    "outcome",
+    "bytes",
+    "sha256",
+    "backup",
+    "policy_sha256",
+    "duration_us",
+    "details",
+    "hash",
+];
+
+/// How `show` runs beyond the format.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShowOptions {
+    /// Table, JSON lines or CSV.
+    pub format: ShowFormat,
+    /// Terminal columns the table must fit (0: no limit).
+    pub width: usize,
+    /// Print counts instead of records (a table, or JSON with [`ShowFormat::Json`]).
+    pub stats: bool,
+    /// After the records so far, keep printing new ones as they are appended.
+    pub follow: bool,
+}
+
+/// Prints the matching records of the logs in `paths`, in chain order.
+pub fn show(
+    paths: &[PathBuf],
+    filter: &ShowFilter,
+    format: ShowFormat,
+    out: &mut dyn Write,
+) -> Result<ShowStats, String> {
+    let opts = ShowOptions {
+        format,
+        ..ShowOptions::default()
+    };
+    show_with(paths, filter, &opts, out, &|| true)
+}
+
+/// Prints the matching records (or their counts) of the logs in `paths`; with
+/// `opts.follow`, goes on following the last log's active file while `keep_going()`.
+pub fn show_with(
+    paths: &[PathBuf],
+    filter: &ShowFilter,
+    opts: &ShowOptions,
+    out: &mut dyn Write,
+    keep_going: &dyn Fn() -> bool,
+) -> Result<ShowStats, String> {
+    let all = series::discover(paths)?;
+    let files: Vec<&Path> = all
+        .iter()
+        .flat_map(|s| s.files.iter().map(|f| f.as_path()))
+        .collect();
+    let mut seen = ShowStats::default();
+    if opts.stats {
+        print_stats(&files, filter, opts.format, out, &mut seen)?;
+        return Ok(seen);
+    }
+    // The last file is held open from the start: if the gateway rotates it meanwhile,
+    // both passes still read the same file, and --follow sees the rotation.
+    let (active_path, rotated) = match files.split_last() {
+        Some((a, r)) => (Some(*a), r),
+        None => (None, &files[..]),
+    };
+    let mut active = active_path.map(open).transpose()?;
+    // Several chains (gateways that ran at once) are read interleaved by time.
+    let mut merged = match all.len() > 1 && !opts.follow {
+        true => Some(merge::Merged::open(&all)?),
+        false => None,
+    };
+    let mut widths = Widths::default();
+    if opts.format == ShowFormat::Table {
+        pass(
+            merged.as_mut(),
+            rotated,
+            active.as_mut(),
+            filter,
+            &mut ShowStats::default(),
+            &mut |_, v| {
+                widths.see(&Row::of(v));
+                Ok(())
+            },
+        )?;
+        if let (Some(r), Some(p)) = (active.as_mut(), active_path) {
+            r.rewind()
+                .map_err(|e| format!("{}: {e}", fsgate_base::text::EscPath(p)))?;
+        }
+        if opts.follow {
+            widths = widths.following();
+        }
+        widths = widths.fit(opts.width);
+        w(writeln!(out, "{}", widths.header()))?;
+    }
+    if opts.format == ShowFormat::Csv {
+        w(writeln!(out, "{}", CSV_COLUMNS.join(",")))?;
+    }
+    let print = |out: &mut dyn Write, line: &[u8], v: &Value| -> Result<(), String> {
+        match opts.format {
+            ShowFormat::Json => {
+                w(out.write_all(line))?;
+                w(out.write_all(b"\n"))
+            }
+            ShowFormat::Table => w(writeln!(out, "{}", widths.line(&Row::of(v)))),
+            ShowFormat::Csv => w(writeln!(out, "{}", csv_row(v))),
+        }
+    };
+    pass(
+        merged.as_mut(),
+        rotated,
+        active.as_mut(),
+        filter,
+        &mut seen,
+        &mut |l, v| print(out, l, v),
+    )?;
+    if opts.follow
+        && let (Some(reader), Some(path)) = (active, active_path)
+    {
+        let mut each = |line: Option<&[u8]>| match line {
+            None => w(out.flush()),
+            Some(l) => match record_of(l) {
+                Some(v) if filter.matches(&v) => print(out, l, &v),
+                _ => Ok(()),
+            },
+        };
+        lines::follow(path, reader, seen.last_seq, &mut each, keep_going)?;
+    }
+    Ok(seen)
+}
+
+/// An output error as text.
+fn w(r: std::io::Result<()>) -> Result<(), String> {
+    r.map_err(|e| format!("output: {e}"))
+}
+
+fn open(path: &Path) -> Result<LineReader, String> {
+    LineReader::open(path).map_err(|e| format!("{}: {e}", fsgate_base::text::EscPath(path)))
+}
+
+/// `--stats`: counts of the matching records, as a table or JSON.
+fn print_stats(
+    files: &[&Path],
+    filter: &ShowFilter,
+    format: ShowFormat,
+    out: &mut dyn Write,
+    seen: &mut ShowStats,
+) -> Result<(), String> {
+    let mut stats = Stats::default();
+    each_record(files, None, filter, seen, &mut |_, v| {
+        stats.add(v);
+        Ok(())
+    })?;
+    let text = match format {
+        ShowFormat::Json => serde_json::to_string_pretty(&stats).map_err(|e| e.to_string())? + "\n",
+        _ => stats.render(),
+    };
+    w(out.write_all(text.as_bytes()))
+}
+
+/// Takes each matching record: its line as written, and parsed.
+type OnRecord<'a> = dyn FnMut(&[u8], &Value) -> Result<(), String> + 'a;
+
+/// A line as a record, if it is a JSON object.
+fn record_of(line: &[u8]) -> Option<Value> {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(v @ Value::Object(_)) => Some(v),
+        _ => None,
+    }
+}
+
+/// One reading pass: over the merged chains if there are several, else over one.
+fn pass(
+    merged: Option<&mut merge::Merged>,
+    files: &[&Path],
+    active: Option<&mut LineReader>,
+    filter: &ShowFilter,
+    seen: &mut ShowStats,
+    each: &mut OnRecord<'_>,
+) -> Result<(), String> {
+    match merged {
+        Some(m) => m.each(filter, seen, each),
+        None => each_record(files, active, filter, seen, each),
+    }
+}
+
+/// Hands each matching record of `files`, then of `active` (read to its end, where
+/// `--follow` goes on), to `each`.
+fn each_record(
+    files: &[&Path],
+    active: Option<&mut LineReader>,
+    filter: &ShowFilter,
+    seen: &mut ShowStats,
+    each: &mut OnRecord<'_>,
+) -> Result<(), String> {
+    for path in files {
+        read_all(&mut open(path)?, path, filter, seen, each)?;
+    }
+    match active {
+        Some(r) => {
+            let path = r.path().to_path_buf();
+            read_all(r, &path, filter, seen, each)
+        }
+        None => Ok(()),
+    }
+}
+
+fn read_all(
+    reader: &mut LineReader,
+    path: &Path,
+    filter: &ShowFilter,
+    seen: &mut ShowStats,
+    each: &mut OnRecord<'_>,
+) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{}: {e}", fsgate_base::text::EscPath(path));
+    loop {
+        match reader.next().map_err(err)? {
+            Next::Eof => return Ok(()),
+            Next::Overlong => seen.skipped += 1,
+            Next::Line => {
+                let Some(v) = record_of(reader.line()) else {
+                    seen.skipped += 1;
+                    continue;
+                };
+                seen.last_seq = v.get("seq").and_then(Value::as_u64).or(seen.last_seq);
+                if filter.matches(&v) {
+                    seen.shown += 1;
+                    each(reader.line(), &v)?;
+                }
+            }
+        }
+    }
+}
+
+fn csv_row(v: &Value) -> String {
+    CSV_COLUMNS
+        .iter()
+        .map(|k| csv_cell(&clean(&raw(v, k))))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Terminal columns for the table: `COLUMNS`, else the size of the terminal on stdout,
+/// else 160 (output to a file or a pipe).
+pub fn terminal_width() -> usize {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+    {
+        return n;
+    }
+    let stdout = std::io::stdout();
+    match rustix::termios::tcgetwinsize(&stdout) {
+        Ok(ws) if ws.ws_col > 0 => usize::from(ws.ws_col),
+        _ => 160,
+    }
+}

@@ -1,0 +1,641 @@
+//! Retention: [`BackupStore::prune`] applies keep-N, max-age and the byte budget.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io;
+use std::time::{Duration, Instant};
+
+use time::OffsetDateTime;
+
+use super::config::Retention;
+use super::layout::{self, DATA_SUFFIX, FILES_DIR, META_SUFFIX, TMP_SUFFIX};
+use super::scan::{Incomplete, names};
+use super::store::{BackupStore, Place, Version, sync_dir};
+use super::{BackupError, BackupRef};
+
+/// Incomplete files (crash leftovers) younger than this are left alone: they may belong
+/// to a save in progress in another process.
+const ORPHAN_GRACE: Duration = Duration::from_secs(3600);
+
+/// The periodic pass over the whole store runs at least this often (given enough saves)
+/// however large the store is, for `max_age` of files no save touches.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
+
+/// When the last pass over the whole store ran, and how many versions it left.
+#[derive(Debug)]
+pub(crate) struct Sweep {
+    /// The save count (see [`BackupStore::sweep_due`]) when it was started.
+    saves: u64,
+    /// Versions it left.
+    versions: u64,
+    /// When it was started.
+    at: Instant,
+}
+
+impl Default for Sweep {
+    fn default() -> Self {
+        Sweep {
+            saves: 0,
+            versions: 0,
+            at: Instant::now(),
+        }
+    }
+}
+
+/// Which retention rule removed a version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PruneReason {
+    /// More than `keep_versions` newer versions of the same file exist.
+    KeepVersions,
+    /// Older than `max_age`.
+    MaxAge,
+    /// Removed, oldest first, to get the store under `max_total_bytes`.
+    MaxTotalBytes,
+}
+
+/// One removed version and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PrunedVersion {
+    /// The version that was removed.
+    pub backup: BackupRef,
+    /// The rule that removed it.
+    pub reason: PruneReason,
+}
+
+/// What a prune did, for the audit log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PruneReport {
+    /// Versions removed, in the order they were removed.
+    pub removed: Vec<PrunedVersion>,
+    /// Versions left.
+    pub kept_versions: usize,
+    /// Bytes of content left.
+    pub kept_bytes: u64,
+    /// The store is still over `max_total_bytes` because only newest versions remain.
+    pub over_budget: bool,
+    /// Crash leftovers (versions without a complete record, temp files) older than an
+    /// hour removed.
+    pub leftovers_removed: usize,
+}
+
+impl PruneReport {
+    /// Bytes (of content) the removed versions held.
+    pub fn removed_bytes(&self) -> u64 {
+        self.removed.iter().map(|p| p.backup.size).sum()
+    }
+}
+
+impl BackupStore {
+    /// Applies the retention rules of `[backup]` to the whole store and reports what it
+    /// removed. Reads every record, so call it at start-up and from time to time (e.g.
+    /// every few hundred saves), not on every request. Without retention settings it
+    /// only removes crash leftovers.
+    pub fn prune(&self) -> Result<PruneReport, BackupError> {
+        self.prune_at(OffsetDateTime::now_utc())
+    }
+
+    /// [`prune`](Self::prune) with the clock given.
+    pub(crate) fn prune_at(&self, now: OffsetDateTime) -> Result<PruneReport, BackupError> {
+        self.prune_with(now, 0)
+    }
+
+    /// A prune that also makes room for `reserve` more bytes under the byte budget.
+    pub(crate) fn prune_reserving(&self, reserve: u64) -> Result<PruneReport, BackupError> {
+        self.prune_with(OffsetDateTime::now_utc(), reserve)
+    }
+
+    /// Whether the periodic pass over the whole store ([`prune`](Self::prune)) is due,
+    /// `saves` backups into the session. Saves keep their own file to `keep_versions`
+    /// and the store to its byte budget, so the pass is for `max_age` of files no save
+    /// touches and for crash leftovers: with `max_age`, every `every` saves but no more
+    /// often than once per as many saves as the last pass left versions (it reads every
+    /// record, so its cost per save stays bounded however large the store grows); in
+    /// any case once [`SWEEP_INTERVAL`] has passed (and `every` saves). At most one
+    /// caller is told it is due.
+    pub fn sweep_due(&self, saves: u64, every: u64) -> bool {
+        let mut s = self.sweep.lock().unwrap_or_else(|p| p.into_inner());
+        let since = saves.saturating_sub(s.saves);
+        let by_count = self.retention.max_age.is_some() && since >= every.max(s.versions);
+        let due = by_count || (since >= every && s.at.elapsed() >= SWEEP_INTERVAL);
+        if due {
+            s.saves = saves;
+            s.at = Instant::now();
+        }
+        due
+    }
+
+    /// Applies `keep_versions` and `max_age` to the versions of `rel_path` alone: after
+    /// a save, the only file whose count grew. Cheap when nothing is due: without those
+    /// rules it reads nothing, with `keep_versions` alone only the directory's names.
+    /// (The byte budget is kept by every save reserving its room.)
+    pub(crate) fn prune_path(&self, rel_path: &str) -> Result<PruneReport, BackupError> {
+        let rules = Retention {
+            max_total_bytes: None,
+            ..self.retention
+        };
+        let mut report = PruneReport::default();
+        let Some(keep) = rules.keep_versions.or(rules.max_age.map(|_| u32::MAX)) else {
+            return Ok(report);
+        };
+        if rules.max_age.is_none() && self.count_of(rel_path)? <= keep as usize {
+            return Ok(report);
+        }
+        let versions = self.versions_of(rel_path)?;
+        let mut freed = 0;
+        for (index, reason) in choose(&versions, rules, OffsetDateTime::now_utc(), 0) {
+            let v = &versions[index];
+            // A concurrent save of the same file may prune the same version: only the
+            // one that removed it reports it and frees its bytes.
+            if self.remove_version(v)? {
+                freed += v.stored();
+                report.removed.push(PrunedVersion {
+                    backup: v.to_ref(),
+                    reason,
+                });
+            }
+        }
+        report.kept_versions = versions.len() - report.removed.len();
+        if let Some(c) = self.lock_quota().committed.as_mut() {
+            *c = c.saturating_sub(freed);
+        }
+        Ok(report)
+    }
+
+    fn prune_with(&self, now: OffsetDateTime, reserve: u64) -> Result<PruneReport, BackupError> {
+        let (versions, incomplete) = self.scan_all(&|_| true)?;
+        let doomed = choose(&versions, self.retention, now, reserve);
+        let mut report = PruneReport::default();
+        let mut removed_ids = HashSet::new();
+        for (index, reason) in doomed {
+            let v = &versions[index];
+            self.remove_version(v)?;
+            removed_ids.insert(index);
+            report.removed.push(PrunedVersion {
+                backup: v.to_ref(),
+                reason,
+            });
+        }
+        let kept = versions
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !removed_ids.contains(i));
+        for (_, v) in kept {
+            report.kept_versions += 1;
+            report.kept_bytes += v.stored();
+        }
+        self.lock_quota().committed = Some(report.kept_bytes);
+        if let Ok(mut s) = self.sweep.lock() {
+            s.versions = report.kept_versions as u64;
+        }
+        report.over_budget = self
+            .retention
+            .max_total_bytes
+            .is_some_and(|b| report.kept_bytes > b);
+        report.leftovers_removed =
+            self.remove_legacy_leftovers(now)? + self.remove_incomplete(&incomplete, now);
+        if !report.removed.is_empty() {
+            tracing::info!(
+                removed = report.removed.len(),
+                bytes = report.removed_bytes(),
+                "backup retention pruned old versions"
+            );
+        }
+        Ok(report)
+    }
+
+    /// Removes one version (of layout 1: sidecar first, so the version disappears
+    /// atomically, then data). False if it was already gone (another prune removed it).
+    fn remove_version(&self, v: &Version) -> Result<bool, BackupError> {
+        let (dir, names, shown) = match &v.place {
+            Place::Packed { shard } => (
+                self.shard_dir(shard)?,
+                vec![layout::packed_name(&v.dir, &v.stem)],
+                shard.as_str(),
+            ),
+            Place::Legacy => (
+                match self.legacy_dir()?.open_dir(&v.dir) {
+                    Ok(d) => Some(d),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                    Err(e) => return Err(BackupError::io("open", v.dir.clone())(e)),
+                },
+                vec![
+                    format!("{}{META_SUFFIX}", v.stem),
+                    format!("{}{DATA_SUFFIX}", v.stem),
+                ],
+                v.dir.as_str(),
+            ),
+        };
+        let Some(dir) = dir else { return Ok(false) };
+        let mut removed = false;
+        for (i, name) in names.iter().enumerate() {
+            match dir.remove_file(name) {
+                Ok(()) => removed |= i == 0,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(BackupError::io("remove", format!("{shown}/{name}"))(e)),
+            }
+        }
+        sync_dir(&dir).map_err(BackupError::io("sync", shown))?;
+        Ok(removed)
+    }
+
+    /// Removes one-file versions that were found without a complete trailer and are
+    /// older than [`ORPHAN_GRACE`] (younger ones may be saves in progress), and only
+    /// those no saver holds locked (a saver stopped for hours is still alive).
+    fn remove_incomplete(&self, incomplete: &[Incomplete], now: OffsetDateTime) -> usize {
+        let cutoff = std::time::SystemTime::from(now) - ORPHAN_GRACE;
+        let mut removed = 0;
+        for (shard, name) in incomplete {
+            let Ok(Some(dir)) = self.shard_dir(shard) else {
+                continue;
+            };
+            if abandoned(&dir, name, cutoff) && dir.remove_file(name).is_ok() {
+                tracing::warn!(
+                    file = format!("{shard}/{name}"),
+                    "backup store: removed crash leftover"
+                );
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    /// Removes layout-1 crash leftovers older than [`ORPHAN_GRACE`] and empty per-path
+    /// directories (no save writes there any more).
+    fn remove_legacy_leftovers(&self, now: OffsetDateTime) -> Result<usize, BackupError> {
+        let Some(files) = &self.legacy else {
+            return Ok(0);
+        };
+        let mut removed = 0;
+        let cutoff = std::time::SystemTime::from(now) - ORPHAN_GRACE;
+        for dir_name in names(files, FILES_DIR)? {
+            let Ok(dir) = files.open_dir(&dir_name) else {
+                continue;
+            };
+            let entries = names(&dir, &dir_name)?;
+            let sidecars: HashSet<&str> = entries
+                .iter()
+                .filter_map(|n| n.strip_suffix(META_SUFFIX))
+                .collect();
+            let mut removed_here = 0;
+            for name in &entries {
+                let orphan = name.ends_with(TMP_SUFFIX)
+                    || name
+                        .strip_suffix(DATA_SUFFIX)
+                        .is_some_and(|s| !sidecars.contains(s));
+                let old = orphan
+                    && dir
+                        .metadata(name)
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|m| m.into_std() < cutoff);
+                if old && dir.remove_file(name).is_ok() {
+                    tracing::warn!(
+                        file = format!("{dir_name}/{name}"),
+                        "backup store: removed crash leftover"
+                    );
+                    removed_here += 1;
+                }
+            }
+            if entries.len() == removed_here {
+                // rmdir of a directory that is not empty fails harmlessly.
+                let _ = files.remove_dir(&dir_name);
+            }
+            removed += removed_here;
+        }
+        Ok(removed)
+    }
+}
+
+/// Whether the incomplete file `name` in `dir` is a crash's leftover: its saver holds
+/// no lock on it, it is still incomplete once locked, and it is older than `cutoff`.
+fn abandoned(dir: &cap_std::fs::Dir, name: &str, cutoff: std::time::SystemTime) -> bool {
+    use rustix::fs::{FlockOperation, flock};
+    let Ok(file) = dir.open(name) else {
+        return false;
+    };
+    if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+        return false; // a save in progress
+    }
+    let incomplete = matches!(
+        super::packed::read_record(&file),
+        Err(super::packed::Unread::Incomplete(_))
+    );
+    let old = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .is_ok_and(|m| m.into_std() < cutoff);
+    incomplete && old
+}
+
+/// Decides which versions to remove, as (index into `versions`, reason), in order, so
+/// that `reserve` more bytes fit the byte budget. Per file, the newest version is never
+/// removed for the budget, and the newest session original (see [`super::quota`]) is
+/// removed only by age: an agent's rewrites must not push out the user's own content.
+fn choose(
+    versions: &[Version],
+    rules: Retention,
+    now: OffsetDateTime,
+    reserve: u64,
+) -> Vec<(usize, PruneReason)> {
+    // Indices per path, newest first.
+    let mut by_path: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, v) in versions.iter().enumerate() {
+        by_path.entry(v.meta.path.as_str()).or_default().push(i);
+    }
+    for list in by_path.values_mut() {
+        list.sort_by(|&a, &b| versions[b].at.cmp(&versions[a].at));
+    }
+    let mut doomed: Vec<(usize, PruneReason)> = Vec::new();
+    let mut kept = HashSet::new();
+    let age_cutoff = rules.max_age.map(|age| now - age);
+    for list in by_path.values() {
+        kept.extend(list.first().copied());
+        kept.extend(list.iter().copied().find(|&i| versions[i].meta.original));
+        for (rank, &i) in list.iter().enumerate() {
+            let reason = if age_cutoff.is_some_and(|cut| versions[i].at < cut) {
+                Some(PruneReason::MaxAge)
+            } else if rules.keep_versions.is_some_and(|k| rank >= k as usize) && !kept.contains(&i)
+            {
+                Some(PruneReason::KeepVersions)
+            } else {
+                None
+            };
+            if let Some(r) = reason {
+                doomed.push((i, r));
+            }
+        }
+    }
+    if let Some(budget) = rules.max_total_bytes {
+        let gone: HashSet<usize> = doomed.iter().map(|(i, _)| *i).collect();
+        let mut total: u64 = (0..versions.len())
+            .filter(|i| !gone.contains(i))
+            .map(|i| versions[i].stored())
+            .sum();
+        let mut candidates: Vec<usize> = (0..versions.len())
+            .filter(|i| !gone.contains(i) && !kept.contains(i))
+            .collect();
+        candidates.sort_by(|&a, &b| versions[a].at.cmp(&versions[b].at));
+        for i in candidates {
+            if total.saturating_add(reserve) <= budget {
+                break;
+            }
+            total -= versions[i].stored();
+            doomed.push((i, PruneReason::MaxTotalBytes));
+        }
+    }
+    doomed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::store::tests::{open_store, save_str};
+    use super::*;
+    use crate::BackupSettings;
+
+    fn t(secs: i64) -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp(1_700_000_000 + secs).expect("valid time")
+    }
+
+    #[test]
+    fn keep_versions_keeps_the_newest() {
+        let settings = BackupSettings {
+            keep_versions: Some(2),
+            ..Default::default()
+        };
+        let (_tmp, store) = open_store(&settings);
+        for i in 0..5 {
+            save_str(&store, "a.txt", &format!("v{i}"), t(i));
+        }
+        save_str(&store, "b.txt", "only", t(0));
+        let report = store.prune_at(t(100)).expect("prune");
+        assert_eq!(report.removed.len(), 3);
+        assert!(
+            report
+                .removed
+                .iter()
+                .all(|p| p.reason == PruneReason::KeepVersions)
+        );
+        assert!(report.removed.iter().all(|p| p.backup.rel_path == "a.txt"));
+        let left: Vec<_> = store
+            .list(Some("a.txt"))
+            .expect("list")
+            .into_iter()
+            .map(|r| r.size)
+            .collect();
+        assert_eq!(left, vec![2, 2]);
+        assert_eq!(report.kept_versions, 3);
+        let (latest, _) = store.open_version("a.txt", None).expect("latest");
+        assert_eq!(
+            latest.sha256,
+            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"v4"))
+        );
+        // Idempotent.
+        assert!(store.prune_at(t(100)).expect("prune").removed.is_empty());
+    }
+
+    /// Saves through `save_file` (as the gateway does) keep their file to
+    /// `keep_versions` at once, with no pass over the store, and leave other files alone.
+    #[test]
+    fn saves_keep_their_own_file_to_keep_versions() {
+        let settings = BackupSettings {
+            keep_versions: Some(2),
+            ..Default::default()
+        };
+        let (tmp, store) = open_store(&settings);
+        for i in 0..4 {
+            save_str(&store, "b.txt", &format!("b{i}"), t(i));
+        }
+        let work = tmp.path().join("a.txt");
+        for i in 0..6 {
+            std::fs::write(&work, format!("a{i}")).expect("write");
+            let f = std::fs::File::open(&work).expect("open");
+            store.save_file("a.txt", &f).expect("save");
+            let kept = store.list(Some("a.txt")).expect("list");
+            assert!(kept.len() <= 3, "{i}: {kept:#?}");
+        }
+        let kept = store.list(Some("a.txt")).expect("list");
+        let sha = |s: &str| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(s.as_bytes()));
+        let shas: Vec<_> = kept.iter().map(|r| r.sha256.clone()).collect();
+        assert_eq!(
+            shas,
+            vec![sha("a0"), sha("a4"), sha("a5")],
+            "original and newest two"
+        );
+        assert!(kept[0].original);
+        assert_eq!(
+            store.list(Some("b.txt")).expect("list").len(),
+            4,
+            "untouched"
+        );
+        let reports = store.take_prune_reports();
+        let removed: Vec<_> = reports.iter().flat_map(|r| &r.removed).collect();
+        assert_eq!(removed.len(), 3, "{reports:#?}");
+        assert!(
+            removed
+                .iter()
+                .all(|p| p.reason == PruneReason::KeepVersions)
+        );
+        assert!(removed.iter().all(|p| p.backup.rel_path == "a.txt"));
+        // The byte count follows without a rescan: a full prune (which also prunes
+        // b.txt, untouched by saves) finds the same total.
+        let counted = store.lock_quota().committed;
+        let report = store.prune_at(t(10)).expect("prune");
+        assert!(report.removed.iter().all(|p| p.backup.rel_path == "b.txt"));
+        assert_eq!(report.removed.len(), 2);
+        let counted = counted.expect("saves count the store's bytes");
+        assert_eq!(counted, report.kept_bytes + report.removed_bytes());
+    }
+
+    /// The whole-store pass runs every `every` saves while the store is small, then only
+    /// as often as the store's size in versions (or after `SWEEP_INTERVAL`).
+    #[test]
+    fn the_whole_store_pass_is_amortised_over_the_store_size() {
+        let (_tmp, store) = open_store(&BackupSettings {
+            max_age: Some("30d".into()),
+            ..Default::default()
+        });
+        assert!(!store.sweep_due(99, 100));
+        assert!(store.sweep_due(100, 100));
+        assert!(!store.sweep_due(100, 100), "told once");
+        store.sweep.lock().expect("lock").versions = 1000;
+        assert!(!store.sweep_due(200, 100));
+        assert!(!store.sweep_due(1099, 100));
+        assert!(store.sweep_due(1100, 100));
+        let long_ago = Instant::now().checked_sub(SWEEP_INTERVAL + Duration::from_secs(1));
+        if let Some(at) = long_ago {
+            store.sweep.lock().expect("lock").at = at;
+            assert!(!store.sweep_due(1199, 100));
+            assert!(store.sweep_due(1200, 100), "due by time");
+        }
+        // Without `max_age`, only time makes it due.
+        let (_tmp2, plain) = open_store(&BackupSettings::default());
+        assert!(!plain.sweep_due(100_000, 100));
+        if let Some(at) = long_ago {
+            plain.sweep.lock().expect("lock").at = at;
+            assert!(!plain.sweep_due(99, 100));
+            assert!(plain.sweep_due(100, 100), "due by time");
+        }
+        // A pass records the size it left.
+        save_str(&store, "x", "1", t(0));
+        store.prune_at(t(1)).expect("prune");
+        assert_eq!(store.sweep.lock().expect("lock").versions, 1);
+    }
+
+    #[test]
+    fn max_age_removes_old_versions() {
+        let settings = BackupSettings {
+            max_age: Some("1h".into()),
+            ..Default::default()
+        };
+        let (_tmp, store) = open_store(&settings);
+        save_str(&store, "old.txt", "old", t(0));
+        save_str(&store, "new.txt", "new", t(7000));
+        let report = store.prune_at(t(7200)).expect("prune");
+        assert_eq!(report.removed.len(), 1);
+        assert_eq!(report.removed[0].reason, PruneReason::MaxAge);
+        assert_eq!(report.removed[0].backup.rel_path, "old.txt");
+        assert!(store.list(Some("old.txt")).expect("list").is_empty());
+        assert_eq!(store.list(None).expect("list").len(), 1);
+    }
+
+    #[test]
+    fn byte_budget_removes_oldest_but_never_the_newest_version() {
+        let settings = BackupSettings {
+            max_total_bytes: Some(25),
+            ..Default::default()
+        };
+        let (_tmp, store) = open_store(&settings);
+        save_str(&store, "a", &"a".repeat(10), t(0)); // oldest: goes
+        save_str(&store, "b", &"b".repeat(10), t(1)); // newest of b: stays
+        save_str(&store, "a", &"A".repeat(10), t(2)); // newest of a: stays
+        let report = store.prune_at(t(3)).expect("prune");
+        assert_eq!(report.removed.len(), 1);
+        assert_eq!(report.removed[0].reason, PruneReason::MaxTotalBytes);
+        assert_eq!(
+            report.removed[0].backup.ts,
+            "2023-11-14T22:13:20.000000000Z"
+        );
+        assert_eq!(report.kept_bytes, 20);
+        assert!(!report.over_budget);
+        // A budget smaller than the newest versions is reported, not enforced on them.
+        let tight = BackupSettings {
+            max_total_bytes: Some(5),
+            ..Default::default()
+        };
+        let store2 = BackupStore::open(store.location(), &tight).expect("reopen");
+        let report = store2.prune_at(t(4)).expect("prune");
+        assert!(report.removed.is_empty());
+        assert!(report.over_budget);
+    }
+
+    /// Saves of new paths (each creating its directory) by 4 threads while `pruner`
+    /// prunes in a loop: every save must succeed.
+    fn saves_racing_prunes(store: &BackupStore, pruner: &BackupStore) {
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    pruner.prune().expect("prune");
+                }
+            });
+            let savers: Vec<_> = (0..4)
+                .map(|t| {
+                    s.spawn(move || {
+                        for i in 0..300 {
+                            let rel = format!("over/r{t}/o{i}.txt");
+                            if let Err(e) = store.save(&rel, &mut &b"x"[..]) {
+                                return Err(format!("{rel}: {e}"));
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            let results: Vec<_> = savers.into_iter().map(|h| h.join()).collect();
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            for r in results {
+                r.expect("saver thread").expect("every save succeeds");
+            }
+        });
+        assert_eq!(store.list(None).expect("list").len(), 1200);
+    }
+
+    #[test]
+    fn prunes_never_break_concurrent_saves() {
+        let (_tmp, store) = open_store(&BackupSettings::default());
+        saves_racing_prunes(&store, &store);
+    }
+
+    /// Another process's prune cannot see our saves, so the save retries instead.
+    #[test]
+    fn another_stores_prunes_never_break_saves() {
+        let (_tmp, store) = open_store(&BackupSettings::default());
+        let other =
+            BackupStore::open(store.location(), &BackupSettings::default()).expect("second handle");
+        saves_racing_prunes(&store, &other);
+    }
+
+    #[test]
+    fn leftovers_are_removed_only_when_old() {
+        let (_tmp, store) = open_store(&BackupSettings::default());
+        save_str(&store, "x", "content", t(0));
+        let shard = store
+            .shard_dir(&layout::shard("x"))
+            .expect("open")
+            .expect("the shard exists");
+        // A save that died before its trailer was complete.
+        let torn = layout::packed_name(&layout::dir_name("x"), "20000101T000000.000000000Z");
+        shard.write(&torn, b"orphan").expect("write orphan");
+        assert_eq!(store.list(None).expect("list").len(), 1, "not a version");
+        let report = store.prune().expect("prune");
+        assert_eq!(report.leftovers_removed, 0, "fresh leftovers are kept");
+        let later = OffsetDateTime::now_utc() + time::Duration::hours(2);
+        let report = store.prune_at(later).expect("prune");
+        assert_eq!(report.leftovers_removed, 1);
+        assert!(shard.metadata(&torn).is_err(), "leftover removed");
+        assert_eq!(
+            store.list(None).expect("list").len(),
+            1,
+            "the real version stays"
+        );
+    }
+}

@@ -1,0 +1,4 @@
+pub mod error;
+pub mod path;
+pub mod state;
+pub mod text;

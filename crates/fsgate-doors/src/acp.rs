@@ -1,0 +1,707 @@
+//! Transport `acp`: newline-delimited JSON-RPC 2.0 on stdio, fsgate playing the ACP
+//! client's file-system role. Requests are served concurrently and answered in any
+//! order; on stdin EOF in-flight requests finish, then the loop returns.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, BufReader};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+
+use super::batch::{self, Batched};
+use super::jsonrpc::{self, Incoming};
+use super::lines::{Line, read_line};
+use fsgate_base::error::{GatewayError, code};
+use fsgate_gateway::Gateway;
+use fsgate_gateway::{Lease, Request};
+use fsgate_gateway::ops::{Op, PathStyle, RequestCtx};
+use fsgate_policy::OpClass;
+use crate::outbox::{Outbox, Queued};
+use crate::stdio::{self, Sink};
+
+/// A batch's answers up to this size are written by the batch thread itself, when
+/// nothing waits in the outbox; larger ones go to the writer task, so that the thread
+/// goes on while the client reads them.
+const WRITE_HERE_MAX: usize = 64 * 1024;
+
+/// Bytes of queued answers the writer task writes at once at most.
+const WRITE_BATCH: usize = 256 * 1024;
+
+/// Requests served at once per connection; more wait for a slot.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// The ACP protocol version carrying the `fs/*` methods.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PathParams {
+    path: String,
+}
+
+/// `_fsgate/ls`: a directory, and where its page starts (a previous `nextCursor`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LsParams {
+    path: String,
+    cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadParams {
+    path: String,
+    line: Option<u64>,
+    limit: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WriteParams {
+    path: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EditParams {
+    path: String,
+    old_text: String,
+    new_text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RecursiveParams {
+    path: String,
+    #[serde(default)]
+    recursive: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RenameParams {
+    old_path: String,
+    new_path: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GlobParams {
+    pattern: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GrepParams {
+    pattern: String,
+    path: Option<String>,
+    #[serde(default)]
+    ignore_case: Option<bool>,
+    include_glob: Option<String>,
+    max_results: Option<u64>,
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(method: &str, params: Value) -> Result<T, GatewayError> {
+    let params = if params.is_null() { json!({}) } else { params };
+    serde_json::from_value(params)
+        .map_err(|e| GatewayError::InvalidParams(format!("{method}: {e}")))
+}
+
+/// True for the file-system methods fsgate answers itself.
+pub fn is_fs_method(method: &str) -> bool {
+    method.starts_with("fs/") || method.starts_with("_fsgate/")
+}
+
+/// Translates an ACP file-system request into an [`Op`]; `Ok(None)` if the method is
+/// not one of them.
+pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
+    let op = match method {
+        "fs/read_text_file" => {
+            let p: ReadParams = parse(method, params)?;
+            Op::ReadText {
+                path: p.path,
+                line: p.line,
+                limit: p.limit,
+            }
+        }
+        "fs/write_text_file" => {
+            let p: WriteParams = parse(method, params)?;
+            Op::WriteText {
+                path: p.path,
+                content: p.content,
+            }
+        }
+        "_fsgate/read_file" => {
+            let p: PathParams = parse(method, params)?;
+            Op::ReadFile { path: p.path }
+        }
+        "_fsgate/edit_text_file" => {
+            let p: EditParams = parse(method, params)?;
+            Op::Edit {
+                path: p.path,
+                old_text: p.old_text,
+                new_text: p.new_text,
+            }
+        }
+        "_fsgate/ls" => {
+            let p: LsParams = parse(method, params)?;
+            Op::Ls {
+                path: p.path,
+                cursor: p.cursor,
+            }
+        }
+        "_fsgate/stat" => Op::Stat {
+            path: parse::<PathParams>(method, params)?.path,
+        },
+        "_fsgate/glob" => Op::Glob {
+            pattern: parse::<GlobParams>(method, params)?.pattern,
+        },
+        "_fsgate/grep" => {
+            let p: GrepParams = parse(method, params)?;
+            Op::Grep {
+                pattern: p.pattern,
+                path: p.path,
+                ignore_case: p.ignore_case.unwrap_or(false),
+                include_glob: p.include_glob,
+                max_results: p.max_results,
+            }
+        }
+        "_fsgate/mkdir" => {
+            let p: RecursiveParams = parse(method, params)?;
+            Op::Mkdir {
+                path: p.path,
+                recursive: p.recursive.unwrap_or(false),
+            }
+        }
+        "_fsgate/rm" => {
+            let p: RecursiveParams = parse(method, params)?;
+            Op::Rm {
+                path: p.path,
+                recursive: p.recursive.unwrap_or(false),
+            }
+        }
+        "_fsgate/rename" => {
+            let p: RenameParams = parse(method, params)?;
+            Op::Rename {
+                from: p.old_path,
+                to: p.new_path,
+            }
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(op))
+}
+
+/// The session id a request names, if any.
+pub fn session_of(params: &Value) -> Option<String> {
+    params
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// The `initialize` result: capabilities follow the policy.
+pub fn initialize_result(gw: &Gateway) -> Value {
+    json!({
+        "protocolVersion": PROTOCOL_VERSION,
+        "clientCapabilities": {
+            "fs": {
+                "readTextFile": gw.can_ever(OpClass::Read),
+                "writeTextFile": gw.can_ever(OpClass::Write),
+            }
+        },
+        "_meta": { "fsgate": gw.meta() },
+    })
+}
+
+/// Answers one request (blocking: run it off the async threads). Every request, a
+/// workspace operation or not, is recorded in the audit log before it is answered. The
+/// lease is the content budget the answer holds: keep it until the answer is queued.
+pub fn answer(
+    gw: &Gateway,
+    peer: &str,
+    id: &Value,
+    method: &str,
+    params: Value,
+) -> (Value, Option<Lease>) {
+    let ctx = RequestCtx {
+        style: PathStyle::Absolute,
+        session: session_of(&params).unwrap_or_default(),
+        transport: "acp",
+        peer: peer.to_string(),
+        scope: Default::default(),
+        asker: None,
+        notifier: None,
+    };
+    answer_in(gw, &ctx, id, method, params)
+}
+
+/// [`answer`] under a context the caller made (the proxy's has an asker and notifier).
+pub fn answer_in(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    id: &Value,
+    method: &str,
+    params: Value,
+) -> (Value, Option<Lease>) {
+    let reply = |outcome: Result<Value, Value>| {
+        let audited = match &outcome {
+            Ok(_) => Ok(()),
+            Err(e) => Err((
+                e["code"].as_i64().unwrap_or(code::INTERNAL),
+                e["message"].as_str().unwrap_or_default().to_string(),
+            )),
+        };
+        match (gw.serve(ctx, Request::message(method, audited)), outcome) {
+            (Err(e), _) => jsonrpc::error_response(id, e.to_rpc_error()),
+            (Ok(_), Ok(result)) => jsonrpc::result_response(id, result),
+            (Ok(_), Err(error)) => jsonrpc::error_response(id, error),
+        }
+    };
+    if method == "initialize" {
+        return (reply(Ok(initialize_result(gw))), None);
+    }
+    match to_op(method, params) {
+        Ok(Some(op)) => match gw.serve_leased(ctx, Request::Op(op)) {
+            (Ok(out), lease) => (
+                jsonrpc::result_response(id, crate::results::render(gw, ctx.style, out)),
+                lease,
+            ),
+            (Err(e), _) => (jsonrpc::error_response(id, e.to_rpc_error()), None),
+        },
+        Ok(None) => (
+            reply(Err(jsonrpc::error_object(
+                code::METHOD_NOT_FOUND,
+                &format!("method not found: {method}"),
+                None,
+            ))),
+            None,
+        ),
+        Err(e) => (reply(Err(e.to_rpc_error())), None),
+    }
+}
+
+/// A message as one line of bytes.
+pub fn line_bytes(v: &Value) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(256);
+    crate::encode::write_json(&mut bytes, v);
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Answers a message that is not a valid request, after recording it.
+fn answer_invalid(gw: &Gateway, peer: &str, id: &Value, error: Value) -> Value {
+    let ctx = RequestCtx {
+        style: PathStyle::Absolute,
+        session: String::new(),
+        transport: "acp",
+        peer: peer.to_string(),
+        scope: Default::default(),
+        asker: None,
+        notifier: None,
+    };
+    let outcome = Err((
+        error["code"].as_i64().unwrap_or(code::INVALID_REQUEST),
+        error["message"].as_str().unwrap_or_default().to_string(),
+    ));
+    match gw.serve(&ctx, Request::message("invalid-message", outcome)) {
+        Ok(_) => jsonrpc::error_response(id, error),
+        Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
+    }
+}
+
+/// Serves ACP on this process's stdin/stdout (`fsgate serve --transport acp`). Stdin is
+/// read on a thread of its own with blocking reads, so that a request alone runs on the
+/// thread that read it and no runtime thread is woken for it; where stdin cannot be
+/// read that way, the runtime reads it.
+pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> {
+    match stdio::ThreadReader::stdin() {
+        Ok((input, stop)) => {
+            let serving = serve(gw, peer, input, Sink::stdout());
+            let running = stdio::on_thread("fsgate-acp-input", serving, stop)?;
+            // Nothing stops it here: no output means the thread died (a panic).
+            running.finish().await.unwrap_or_else(|| {
+                Err(std::io::Error::other(
+                    "the ACP input thread ended without a result",
+                ))
+            })
+        }
+        Err(e) => {
+            tracing::debug!("stdin read by the runtime: {e}");
+            serve(gw, peer, stdio::stdin(), Sink::stdout()).await
+        }
+    }
+}
+
+/// Serves requests from `input` until EOF, writing responses to `output`. Unwritten
+/// answers are bounded in bytes (twice the message limit): while they fill the bound, no
+/// new request is read, and answers wait to be queued (see [`Outbox`]). The batch
+/// thread writes small batches of answers to `output` itself (no hop to another thread).
+pub async fn serve<R>(
+    gw: Arc<Gateway>,
+    peer: String,
+    input: R,
+    output: Arc<Sink>,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+{
+    let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
+    let (outbox, rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
+    let writer = tokio::spawn(write_lines(rx, Arc::clone(&output)));
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let peer: Arc<str> = peer.into();
+    let batch = Batch {
+        gw: Arc::clone(&gw),
+        peer: Arc::clone(&peer),
+        out: outbox.clone(),
+        sink: output,
+        rt: tokio::runtime::Handle::current(),
+    };
+    let door = Arc::new(batch);
+    let batch = batch::start(Arc::clone(&door), "fsgate-acp-batch")?;
+    // Lines queued for the batch thread hold room for their bytes until they have run:
+    // the queue's length alone would let a client park hundreds of maximal lines there.
+    let input_cap = u32::try_from(max.saturating_mul(2)).unwrap_or(u32::MAX >> 4);
+    let input = Arc::new(Semaphore::new(input_cap as usize));
+    let mut tasks = JoinSet::new();
+    loop {
+        while tasks.try_join_next().is_some() {}
+        outbox.wait_for_room().await;
+        let line = match read_line(&mut reader, max).await {
+            Ok(Line::Eof) => break,
+            Ok(Line::TooLong { len }) => {
+                let msg = format!("message of {len} bytes exceeds the limit of {max} bytes");
+                tracing::warn!("{msg}");
+                let err = jsonrpc::error_object(code::INVALID_REQUEST, &msg, None);
+                invalid(&gw, &peer, Value::Null, err, &outbox).await;
+                continue;
+            }
+            Ok(Line::Message(bytes)) => bytes,
+            Err(e) => {
+                tracing::error!("reading stdin: {e}");
+                break;
+            }
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let units = u32::try_from(line.len())
+            .unwrap_or(u32::MAX)
+            .clamp(1, input_cap);
+        match jsonrpc::classify(&line) {
+            Incoming::Request { id, method, params } if batched(&method) => {
+                let Ok(room) = Arc::clone(&input).acquire_many_owned(units).await else {
+                    break;
+                };
+                let job = Job {
+                    id,
+                    method,
+                    params,
+                    _room: room,
+                };
+                if alone(&gw, &tasks, &batch, reader.buffer()) {
+                    // On stdin's own thread (`serve_stdio`) block_in_place just calls;
+                    // on a runtime thread, its other tasks move to another thread.
+                    tokio::task::block_in_place(|| batch.run_here(&*door, job));
+                    continue;
+                }
+                batch.send(job).await;
+            }
+            Incoming::Request { id, method, params } => {
+                // Reads sent after a change wait until it is done.
+                let change = changes(&method).then(|| batch.change());
+                let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+                    break;
+                };
+                let (gw, out, peer) = (Arc::clone(&gw), outbox.clone(), Arc::clone(&peer));
+                tasks.spawn(async move {
+                    request(gw, peer, id, method, params, out).await;
+                    drop((permit, change));
+                });
+            }
+            Incoming::Notification { method, .. } => {
+                tracing::debug!(%method, "notification ignored");
+                note(&gw, &peer, method).await;
+            }
+            Incoming::Response { id, .. } => {
+                tracing::debug!(%id, "unexpected response ignored");
+                note(&gw, &peer, "unexpected-response".into()).await;
+            }
+            Incoming::Invalid { id, error } => invalid(&gw, &peer, id, error, &outbox).await,
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+    // The batch thread answers what it holds, then lets go of its outbox (as does the
+    // door kept here for requests run alone: the writer ends when every sender is gone).
+    drop(batch);
+    drop(door);
+    drop(outbox);
+    writer.await.map_err(std::io::Error::other)?
+}
+
+/// Whether a batched request may run right here as a batch of one instead of waking the
+/// batch thread (a futex and a wake-up on another CPU per request): nothing else is in
+/// flight, nothing further was read ahead (pipelined requests are batched), and the
+/// batch door allows it ([`batch::Door::may_run_here`]).
+fn alone<J>(gw: &Gateway, tasks: &JoinSet<()>, batch: &batch::Door<J>, ahead: &[u8]) -> bool {
+    ahead.is_empty() && tasks.is_empty() && batch.may_run_here(gw)
+}
+
+/// Whether `method` is quick and read-only: answered on the batch thread.
+fn batched(method: &str) -> bool {
+    matches!(
+        method,
+        "fs/read_text_file" | "_fsgate/read_file" | "_fsgate/stat" | "_fsgate/ls"
+    )
+}
+
+/// Whether `method` changes the workspace.
+fn changes(method: &str) -> bool {
+    matches!(
+        method,
+        "fs/write_text_file"
+            | "_fsgate/edit_text_file"
+            | "_fsgate/mkdir"
+            | "_fsgate/rm"
+            | "_fsgate/rename"
+    )
+}
+
+/// A request for the batch thread.
+struct Job {
+    id: Value,
+    method: String,
+    params: Value,
+    /// Room for the request's line in the connection's input bound, until it has run.
+    _room: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// A request answered, its answer not yet queued.
+struct Done {
+    id: Value,
+    bytes: Vec<u8>,
+    lease: Option<Lease>,
+}
+
+/// The connection's batch thread (see [`crate::batch`]).
+struct Batch {
+    gw: Arc<Gateway>,
+    peer: Arc<str>,
+    out: Outbox<Vec<u8>>,
+    /// Where small batches of answers are written, by this thread.
+    sink: Arc<Sink>,
+    rt: tokio::runtime::Handle,
+}
+
+impl Batched for Batch {
+    type Job = Job;
+    type Done = Done;
+
+    fn gateway(&self) -> &Gateway {
+        &self.gw
+    }
+
+    fn run(&self, job: Job) -> Option<Done> {
+        let Job {
+            id, method, params, ..
+        } = job;
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            answer(&self.gw, &self.peer, &id, &method, params)
+        }));
+        let (v, lease) = ran.unwrap_or_else(|_| {
+            tracing::error!(%method, "request panicked");
+            let err =
+                jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None);
+            (jsonrpc::error_response(&id, err), None)
+        });
+        Some(Done {
+            bytes: line_bytes(&v),
+            id,
+            lease,
+        })
+    }
+
+    fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
+        let lines: Vec<(Vec<u8>, Option<Lease>)> = done
+            .into_iter()
+            .map(|Done { id, bytes, lease }| match &settled {
+                Ok(()) => (bytes, lease),
+                Err(e) => (
+                    line_bytes(&jsonrpc::error_response(&id, e.to_rpc_error())),
+                    None,
+                ),
+            })
+            .collect();
+        let total: usize = lines.iter().map(|(b, _)| b.len()).sum();
+        // Written here only when nothing queued before would be overtaken.
+        if total <= WRITE_HERE_MAX && self.out.unwritten() == 0 {
+            let mut all = Vec::with_capacity(total);
+            for (bytes, _) in &lines {
+                all.extend_from_slice(bytes);
+            }
+            if let Err(e) = self.sink.write(&all) {
+                // The client stopped reading for good: nobody to answer.
+                tracing::debug!("answers not written: {e}");
+            }
+            return;
+        }
+        self.rt.block_on(async {
+            for (bytes, lease) in lines {
+                let len = bytes.len();
+                self.out.send(bytes, len).await;
+                drop(lease);
+            }
+        });
+    }
+}
+
+/// Answers one request on the blocking pool and queues the answer; the content budget
+/// it holds is returned once the answer is queued.
+async fn request(
+    gw: Arc<Gateway>,
+    peer: Arc<str>,
+    id: Value,
+    method: String,
+    params: Value,
+    out: Outbox<Vec<u8>>,
+) {
+    let id2 = id.clone();
+    let (bytes, lease) = tokio::task::spawn_blocking(move || {
+        let (v, lease) = answer(&gw, &peer, &id, &method, params);
+        (line_bytes(&v), lease)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        tracing::error!("request task failed: {e}");
+        let err =
+            jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None);
+        (line_bytes(&jsonrpc::error_response(&id2, err)), None)
+    });
+    let len = bytes.len();
+    out.send(bytes, len).await;
+    drop(lease);
+}
+
+/// Records a message that gets no answer (a notification, a stray response): every
+/// message has its record, answered or not.
+async fn note(gw: &Arc<Gateway>, peer: &Arc<str>, name: String) {
+    let (gw, peer) = (Arc::clone(gw), Arc::clone(peer));
+    let _ = tokio::task::spawn_blocking(move || {
+        let ctx = RequestCtx {
+            style: PathStyle::Absolute,
+            session: String::new(),
+            transport: "acp",
+            peer: peer.to_string(),
+            scope: Default::default(),
+            asker: None,
+            notifier: None,
+        };
+        if let Err(e) = gw.serve(&ctx, Request::message(name, Ok(()))) {
+            tracing::error!("{e}");
+        }
+    })
+    .await;
+}
+
+/// Records and answers a message that is not a valid request.
+async fn invalid(
+    gw: &Arc<Gateway>,
+    peer: &Arc<str>,
+    id: Value,
+    error: Value,
+    out: &Outbox<Vec<u8>>,
+) {
+    let (gw, peer) = (Arc::clone(gw), Arc::clone(peer));
+    let resp = tokio::task::spawn_blocking(move || answer_invalid(&gw, &peer, &id, error))
+        .await
+        .unwrap_or_else(|_| {
+            jsonrpc::error_response(
+                &Value::Null,
+                jsonrpc::error_object(code::INTERNAL, "internal error", None),
+            )
+        });
+    let bytes = line_bytes(&resp);
+    let len = bytes.len();
+    out.send(bytes, len).await;
+}
+
+/// Writes the queued lines, those queued together in one write (lines are appended to
+/// the first until [`WRITE_BATCH`] bytes are passed; a large first line is moved, not
+/// copied); the room a line held is given back once it is written.
+pub async fn write_lines(
+    mut rx: mpsc::UnboundedReceiver<Queued<Vec<u8>>>,
+    out: Arc<Sink>,
+) -> std::io::Result<()> {
+    while let Some(first) = rx.recv().await {
+        let (mut bytes, room) = first.split();
+        let mut held = vec![room];
+        while bytes.len() < WRITE_BATCH {
+            let Ok(q) = rx.try_recv() else { break };
+            let (more, room) = q.split();
+            bytes.extend_from_slice(&more);
+            held.push(room);
+        }
+        out.write_owned(bytes).await?;
+        drop(held);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::io::AsyncWriteExt;
+
+    /// A client that stops reading and keeps sending quick reads cannot make the
+    /// connection hold more than its input bound of request lines (the batch queue's
+    /// length is no bound: 256 lines of up to the message limit each).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn batched_lines_queued_are_bounded_in_bytes() {
+        const MAX: usize = 64 * 1024;
+        let pol = crate::policy_with_message_limit(MAX);
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path().canonicalize().unwrap();
+        let gw = Arc::new(Gateway::new(
+            pol,
+            fsgate_workspace::Workspace::open(&root).unwrap(),
+        ));
+        let (mut client, input) = tokio::io::duplex(16 * 1024);
+        // The client never reads its answers.
+        let (_unread, output) = std::io::pipe().unwrap();
+        let server = tokio::spawn(serve(gw, "t".into(), input, Sink::new(output)));
+        let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let sent2 = Arc::clone(&sent);
+        let missing = root.join("missing").to_string_lossy().into_owned();
+        let writer = tokio::spawn(async move {
+            for i in 0..400 {
+                // A long id, echoed in the answer: every answer is large too.
+                let id = format!("{i}-{}", "x".repeat(MAX * 3 / 4));
+                let line = json!({"jsonrpc": "2.0", "id": id, "method": "_fsgate/stat",
+                    "params": {"path": missing}});
+                let mut bytes = line.to_string().into_bytes();
+                bytes.push(b'\n');
+                if client.write_all(&bytes).await.is_err() {
+                    return;
+                }
+                sent2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let taken = sent.load(std::sync::atomic::Ordering::Relaxed);
+        writer.abort();
+        server.abort();
+        // Answers in the outbox (2 × MAX) and the pipes, lines in the input bound
+        // (2 × MAX): a handful of lines, not hundreds.
+        assert!(
+            taken < 20,
+            "{taken} lines of {} bytes taken in",
+            MAX * 3 / 4
+        );
+    }
+}

@@ -1,0 +1,574 @@
+//! `fsgate acp` and the person at the editor: an `ask` rule's question goes to the
+//! editor as ACP's own `session/request_permission` ([`EditorAsker`]), and each change
+//! fsgate made for the agent is shown there as a `session/update` tool call of its own
+//! ([`EditorNotes`]).
+//!
+//! fsgate's requests to the editor carry string ids in a namespace of its own
+//! ([`ASK_ID_PREFIX`]); the proxy refuses agent requests whose ids claim it, so the
+//! editor's answers under those ids are always fsgate's, never relayed to the agent.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+
+use fsgate_gateway::ask::{Answer, Asker, Proposed, Question, Replaced};
+use fsgate_gateway::{ChangeNote, ChangeSink};
+use crate::outbox::Outbox;
+use crate::questions::{self, Pending, Refused};
+
+/// Ids of fsgate's own requests to the editor start with this.
+pub const ASK_ID_PREFIX: &str = "fsgate-ask-";
+/// At most this many questions wait for the editor at once; more are not asked.
+pub const MAX_PENDING: usize = 64;
+
+/// The options offered, as (optionId, name, kind).
+const OPTIONS: [(&str, &str, &str); 3] = [
+    ("fsgate-allow-once", "Allow once", "allow_once"),
+    (
+        "fsgate-allow-always",
+        "Allow for this session",
+        "allow_always",
+    ),
+    ("fsgate-reject-once", "Reject", "reject_once"),
+];
+
+/// True if `id` lies in fsgate's own id namespace.
+pub fn is_ours(id: &Value) -> bool {
+    id.as_str().is_some_and(|s| s.starts_with(ASK_ID_PREFIX))
+}
+
+/// ACP's tool kind for an operation.
+fn kind_of(op: &str) -> &'static str {
+    match op {
+        "read_text_file" | "read_file" | "stat" => "read",
+        "write_text_file" | "edit_text_file" | "mkdir" => "edit",
+        "rm" => "delete",
+        "rename" => "move",
+        "ls" | "tree" | "glob" | "grep" => "search",
+        _ => "other",
+    }
+}
+
+/// The `diff` content of a write or edit (`oldText` null for a write: ACP's new file).
+fn diff(path: &std::path::Path, p: &Proposed) -> Value {
+    json!({"type": "diff", "path": path, "oldText": p.old_text, "newText": p.new_text})
+}
+
+/// What a change note shows of a write or edit: see [`diff_content`].
+fn change_content(path: &std::path::Path, note: &ChangeNote) -> Vec<Value> {
+    let Some(p) = &note.proposed else {
+        return Vec::new();
+    };
+    diff_content(path, p, note.replaced.as_ref(), false)
+}
+
+/// A write's or edit's diff, with a write's old text when it replaces a file (ACP reads
+/// a diff without one as a new file), or, when that text is not shown, a sentence
+/// saying so instead of a diff. `asking`: for a question (the change is not made yet).
+fn diff_content(
+    path: &std::path::Path,
+    p: &Proposed,
+    replaced: Option<&Replaced>,
+    asking: bool,
+) -> Vec<Value> {
+    match (replaced, &p.old_text) {
+        (Some(Replaced::Text(old)), None) => {
+            vec![json!({"type": "diff", "path": path, "oldText": old, "newText": p.new_text})]
+        }
+        (Some(Replaced::Unshown { bytes, why }), None) => {
+            let (verb, backup) = match asking {
+                true => ("would replace", "it is backed up first"),
+                false => ("replaced", "the backup holds the old content"),
+            };
+            let text = format!(
+                "fsgate {verb} the file's previous content ({bytes} bytes; not shown: {why}) with {} bytes; {backup}",
+                p.new_text.len()
+            );
+            vec![json!({"type": "content", "content": {"type": "text", "text": text}})]
+        }
+        _ => vec![diff(path, p)],
+    }
+}
+
+fn line_of(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    b.push(b'\n');
+    b
+}
+
+/// The `session/request_permission` request putting `q` to the editor.
+pub fn permission_request(id: &str, q: &Question) -> Value {
+    let why = format!(
+        "fsgate: rule `{}` asks a person before this {}: {}",
+        q.rule, q.class, q.reason
+    );
+    let mut content = vec![json!({"type": "content", "content": {"type": "text", "text": why}})];
+    if let Some(p) = &q.proposed {
+        content.extend(diff_content(&q.abs_path, p, q.replaced.as_ref(), true));
+    }
+    let options: Vec<Value> = OPTIONS
+        .iter()
+        .map(|(id, name, kind)| json!({"optionId": id, "name": name, "kind": kind}))
+        .collect();
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "session/request_permission",
+        "params": {
+            "sessionId": q.session,
+            "toolCall": {
+                "toolCallId": id,
+                "title": q.title(),
+                "kind": kind_of(q.op),
+                "status": "pending",
+                "content": content,
+                "locations": [{"path": q.abs_path}],
+                "_meta": {"fsgate": {"op": q.op, "class": q.class, "rule": q.rule}},
+            },
+            "options": options,
+        },
+    })
+}
+
+/// The answer an editor's response carries: a selected option by its kind; anything
+/// else (cancelled, an unknown option) is a no. An error is no person's answer (an
+/// editor without the method): unanswered, refused all the same.
+pub fn answer_of(response: &Value) -> Answer {
+    if let Some(err) = response.get("error") {
+        let msg = err["message"].as_str().unwrap_or_default();
+        return Answer::Unanswered(format!(
+            "the editor answered with error {}: {}",
+            err["code"],
+            fsgate_gateway::clip(&fsgate_base::text::escape_for_humans(msg))
+        ));
+    }
+    let outcome = &response["result"]["outcome"];
+    if outcome["outcome"] != "selected" {
+        return Answer::Reject;
+    }
+    let chosen = outcome["optionId"].as_str().unwrap_or_default();
+    OPTIONS
+        .iter()
+        .find(|(id, ..)| *id == chosen)
+        .and_then(|(_, _, kind)| Answer::from_kind(kind))
+        .unwrap_or(Answer::Reject)
+}
+
+/// Puts questions to the editor through the proxy's editor outbox.
+pub struct EditorAsker {
+    to_editor: Outbox<Vec<u8>>,
+    rt: tokio::runtime::Handle,
+    pending: Pending,
+}
+
+impl fmt::Debug for EditorAsker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EditorAsker").finish_non_exhaustive()
+    }
+}
+
+impl EditorAsker {
+    /// An asker writing to `to_editor`, waiting on the runtime `rt`.
+    pub fn new(to_editor: Outbox<Vec<u8>>, rt: tokio::runtime::Handle) -> EditorAsker {
+        EditorAsker {
+            to_editor,
+            rt,
+            pending: Pending::new(ASK_ID_PREFIX, MAX_PENDING),
+        }
+    }
+
+    /// Takes the editor's response to one of fsgate's requests. Late or unknown ones
+    /// are dropped (the question timed out).
+    pub fn take_response(&self, id: &Value, response: &Value) {
+        let Some(id) = id.as_str() else { return };
+        if !self.pending.deliver(id, answer_of(response)) {
+            tracing::debug!(%id, "editor answered a question no longer waiting");
+        }
+    }
+
+    /// The editor is gone: every waiting question, and every later one, goes unanswered.
+    pub fn close(&self) {
+        self.pending.close();
+    }
+}
+
+fn gone() -> Answer {
+    Answer::Unanswered("the editor closed the connection".into())
+}
+
+impl Asker for EditorAsker {
+    fn ask(&self, q: &Question, timeout: Duration) -> Answer {
+        let deadline = Instant::now() + timeout;
+        let (id, rx) = match self.pending.open() {
+            Ok(r) => r,
+            Err(Refused::Closed) => return gone(),
+            Err(Refused::Full) => {
+                return Answer::Unanswered(format!(
+                    "{MAX_PENDING} questions are already waiting for the editor"
+                ));
+            }
+        };
+        let bytes = line_of(&permission_request(&id, q));
+        // On a blocking-pool thread (never a reader task): waiting here stalls only
+        // this request; sending counts against the timeout too.
+        let sent = self.rt.block_on(tokio::time::timeout(
+            timeout,
+            self.to_editor.send_bytes(bytes),
+        ));
+        let answer = match sent {
+            Err(_) => Answer::Timeout,
+            Ok(false) => gone(),
+            Ok(true) => questions::wait(&rx, deadline, gone),
+        };
+        self.pending.withdraw(&id);
+        answer
+    }
+}
+
+/// The `session/update` showing the editor a change fsgate made.
+pub fn change_update(note: &ChangeNote, n: u64) -> Value {
+    let abs = note.abs_path();
+    // The agent chose the names: escaped in the title a person reads.
+    let shown =
+        |p: &std::path::Path| fsgate_base::text::escape_for_humans(&p.to_string_lossy()).into_owned();
+    let (verb, title) = match (note.op, note.abs_path2()) {
+        ("rename", Some(to)) => ("renamed", format!("{} to {}", shown(&abs), shown(&to))),
+        (op, _) => (verb_of(op), shown(&abs)),
+    };
+    let mut locations = vec![json!({"path": abs})];
+    if let Some(to) = note.abs_path2() {
+        locations.push(json!({"path": to}));
+    }
+    let content = change_content(&abs, note);
+    json!({
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {
+            "sessionId": note.session,
+            "update": {
+                "sessionUpdate": "tool_call",
+                "toolCallId": format!("fsgate-change-{n}"),
+                "title": format!("fsgate: {verb} {title}"),
+                "kind": kind_of(note.op),
+                "status": "completed",
+                "content": content,
+                "locations": locations,
+                "_meta": {"fsgate": {"op": note.op, "seq": note.seq}},
+            },
+        },
+    })
+}
+
+fn verb_of(op: &str) -> &'static str {
+    match op {
+        "write_text_file" => "wrote",
+        "edit_text_file" => "edited",
+        "mkdir" => "created directory",
+        "rm" => "removed",
+        "rename" => "renamed",
+        _ => "changed",
+    }
+}
+
+/// Tells the editor of changes: a queue bounded in bytes, drained by a task into the
+/// editor's outbox. A note that finds the queue full is dropped (logged), never waited for.
+pub struct EditorNotes {
+    /// The editor's outbox, where a note goes at once when nothing waits before it: in
+    /// order with what the agent sends the editor after the change's answer.
+    to_editor: Outbox<Vec<u8>>,
+    tx: mpsc::UnboundedSender<(Vec<u8>, OwnedSemaphorePermit)>,
+    room: Arc<Semaphore>,
+    cap: u32,
+    seq: AtomicU64,
+}
+
+impl fmt::Debug for EditorNotes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EditorNotes")
+            .field("cap", &self.cap)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EditorNotes {
+    /// A queue of `cap_bytes` whose task (spawned on the current runtime) forwards to
+    /// `to_editor` until the notes are dropped.
+    pub fn spawn(to_editor: Outbox<Vec<u8>>, cap_bytes: usize) -> EditorNotes {
+        let (tx, mut rx) = mpsc::unbounded_channel::<(Vec<u8>, OwnedSemaphorePermit)>();
+        let outbox = to_editor.clone();
+        tokio::spawn(async move {
+            while let Some((bytes, room)) = rx.recv().await {
+                let sent = to_editor.send_bytes(bytes).await;
+                drop(room);
+                if !sent {
+                    break;
+                }
+            }
+        });
+        let cap = u32::try_from(cap_bytes.max(1)).unwrap_or(u32::MAX >> 4);
+        EditorNotes {
+            to_editor: outbox,
+            tx,
+            room: Arc::new(Semaphore::new(cap as usize)),
+            cap,
+            seq: AtomicU64::new(1),
+        }
+    }
+}
+
+impl ChangeSink for EditorNotes {
+    fn wants_text(&self) -> bool {
+        true
+    }
+
+    fn changed(&self, note: &ChangeNote) {
+        let n = note
+            .seq
+            .unwrap_or_else(|| self.seq.fetch_add(1, Ordering::Relaxed));
+        let bytes = line_of(&change_update(note, n));
+        let units = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        if units > self.cap {
+            tracing::warn!(
+                bytes = bytes.len(),
+                "change note larger than its queue; not sent to the editor"
+            );
+            return;
+        }
+        // Nothing queued before it (a queued note holds room until it is in the
+        // outbox): straight into the outbox, so the editor sees the note before the
+        // agent's next message (its turn may end right after this change's answer).
+        let bytes = if self.room.available_permits() == self.cap as usize {
+            match self.to_editor.try_send(bytes, units as usize) {
+                Ok(()) => return,
+                Err(bytes) => bytes,
+            }
+        } else {
+            bytes
+        };
+        match Arc::clone(&self.room).try_acquire_many_owned(units) {
+            Ok(room) => {
+                let _ = self.tx.send((bytes, room));
+            }
+            Err(_) => {
+                tracing::warn!(path = %note.path.as_str(), "editor is not reading: change note dropped")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(path: &str) -> ChangeNote {
+        ChangeNote {
+            op: "write_text_file",
+            session: "s1".into(),
+            path: fsgate_base::path::RelPath::parse_rooted(path).expect("path"),
+            path2: None,
+            root: "/ws".into(),
+            proposed: None,
+            replaced: None,
+            seq: Some(7),
+        }
+    }
+
+    /// A write's note: a new file's diff has no old text; an overwrite's carries the text
+    /// it replaced; one whose old text is not shown says so instead of a diff that would
+    /// read as a new file.
+    #[test]
+    fn a_write_note_carries_what_it_replaced() {
+        let mut n = note("/a.txt");
+        n.proposed = Some(Proposed {
+            old_text: None,
+            new_text: "new\n".into(),
+        });
+        let content = |n: &ChangeNote| change_update(n, 1)["params"]["update"]["content"].clone();
+        let fresh = content(&n);
+        assert_eq!(fresh[0]["type"], "diff");
+        assert_eq!(fresh[0]["oldText"], Value::Null);
+        n.replaced = Some(Replaced::of(b"old\n".to_vec(), 4));
+        let over = content(&n);
+        assert_eq!(over[0]["oldText"], "old\n", "{over}");
+        assert_eq!(over[0]["newText"], "new\n", "{over}");
+        for (head, size) in [(vec![b'x'; 300 * 1024], 300 * 1024), (vec![0u8, 1, 2], 3)] {
+            n.replaced = Some(Replaced::of(head, size));
+            let hidden = content(&n);
+            assert_eq!(hidden.as_array().map(Vec::len), Some(1), "{hidden}");
+            assert_eq!(hidden[0]["type"], "content", "{hidden}");
+            let text = hidden[0]["content"]["text"].as_str().unwrap_or_default();
+            assert!(
+                text.contains(&format!("({size} bytes; not shown")),
+                "{text}"
+            );
+        }
+    }
+
+    /// A change's note is in the editor's outbox when `changed` returns, with no task
+    /// between: what the agent sends the editor after the change's answer (the end of
+    /// its turn) comes after it. Once the outbox is full, notes wait in their own queue
+    /// and keep their order.
+    #[test]
+    fn a_change_note_is_in_the_outbox_before_the_answer_leaves() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let _entered = rt.enter();
+        let (outbox, mut rx) = Outbox::new(1 << 20);
+        let notes = EditorNotes::spawn(outbox, 1 << 20);
+        notes.changed(&note("a.txt"));
+        let first = rx.try_recv().expect("queued at once");
+        assert!(String::from_utf8_lossy(&first.msg).contains("/ws/a.txt"));
+        let (small, mut rx) = Outbox::new(8);
+        let notes = EditorNotes::spawn(small, 1 << 20);
+        notes.changed(&note("b.txt"));
+        notes.changed(&note("c.txt"));
+        let texts: Vec<String> = rt.block_on(async {
+            let mut got = Vec::new();
+            while got.len() < 2 {
+                let q = rx.recv().await.expect("note");
+                got.push(String::from_utf8_lossy(&q.msg).into_owned());
+            }
+            got
+        });
+        assert!(texts[0].contains("/ws/b.txt") && texts[1].contains("/ws/c.txt"));
+    }
+
+    #[test]
+    fn answers_map_by_the_option_kind_and_anything_else_is_no() {
+        let sel =
+            |id: &str| json!({"result": {"outcome": {"outcome": "selected", "optionId": id}}});
+        assert_eq!(answer_of(&sel("fsgate-allow-once")), Answer::AllowOnce);
+        assert_eq!(answer_of(&sel("fsgate-allow-always")), Answer::AllowSession);
+        assert_eq!(answer_of(&sel("fsgate-reject-once")), Answer::Reject);
+        assert_eq!(answer_of(&sel("something-else")), Answer::Reject);
+        let cancelled = json!({"result": {"outcome": {"outcome": "cancelled"}}});
+        assert_eq!(answer_of(&cancelled), Answer::Reject);
+        let error = json!({"error": {"code": -32601, "message": "no such method"}});
+        assert_eq!(
+            answer_of(&error),
+            Answer::Unanswered("the editor answered with error -32601: no such method".into())
+        );
+    }
+
+    fn question() -> Question {
+        Question {
+            op: "write_text_file",
+            class: "write".into(),
+            path: "/ws/ci/a.yml".into(),
+            abs_path: "/ws/ci/a.yml".into(),
+            rule: "ask-ci".into(),
+            reason: "reviewed".into(),
+            proposed: Some(Proposed {
+                old_text: None,
+                new_text: "on: push".into(),
+            }),
+            replaced: None,
+            session: "s1".into(),
+        }
+    }
+
+    #[test]
+    fn a_question_before_an_overwrite_shows_the_text_it_replaces() {
+        let mut q = question();
+        q.replaced = Some(Replaced::of(b"on: pull_request\n".to_vec(), 17));
+        let req = permission_request("fsgate-ask-1", &q);
+        let diff = &req["params"]["toolCall"]["content"][1];
+        assert_eq!(diff["type"], "diff", "{req}");
+        assert_eq!(diff["oldText"], "on: pull_request\n", "{req}");
+        assert_eq!(diff["newText"], "on: push", "{req}");
+        q.replaced = Some(Replaced::of(vec![0, 1, 2], 3));
+        let req = permission_request("fsgate-ask-2", &q);
+        let said = &req["params"]["toolCall"]["content"][1];
+        assert_eq!(
+            said["type"], "content",
+            "no diff that reads as a new file: {req}"
+        );
+        let text = said["content"]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("would replace") && text.contains("(3 bytes; not shown: not text)"),
+            "{text}"
+        );
+    }
+
+    /// Asks on a blocking thread; returns the request fsgate wrote and the pending answer.
+    async fn asked(
+        timeout: Duration,
+    ) -> (Arc<EditorAsker>, Value, tokio::task::JoinHandle<Answer>) {
+        let (out, mut rx) = Outbox::<Vec<u8>>::new(1 << 20);
+        let asker = Arc::new(EditorAsker::new(out, tokio::runtime::Handle::current()));
+        let a2 = Arc::clone(&asker);
+        let task = tokio::task::spawn_blocking(move || a2.ask(&question(), timeout));
+        let line = rx.recv().await.expect("a request").msg;
+        let req: Value = serde_json::from_slice(&line).expect("json");
+        (asker, req, task)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_editors_answer_under_the_request_id_settles_the_question() {
+        let (asker, req, task) = asked(Duration::from_secs(30)).await;
+        assert_eq!(req["method"], "session/request_permission");
+        assert!(is_ours(&req["id"]));
+        let call = &req["params"]["toolCall"];
+        assert_eq!(call["content"][1]["type"], "diff");
+        assert_eq!(call["content"][1]["oldText"], Value::Null);
+        assert_eq!(call["locations"][0]["path"], "/ws/ci/a.yml");
+        let resp = json!({"jsonrpc": "2.0", "id": req["id"], "result": {"outcome": {"outcome": "selected", "optionId": "fsgate-allow-always"}}});
+        asker.take_response(&req["id"], &resp);
+        assert_eq!(task.await.expect("join"), Answer::AllowSession);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_answer_times_out_and_a_closed_editor_is_unanswered() {
+        let (_asker, _req, task) = asked(Duration::from_millis(50)).await;
+        assert_eq!(task.await.expect("join"), Answer::Timeout);
+        let (asker, _req, task) = asked(Duration::from_secs(30)).await;
+        asker.close();
+        assert!(matches!(task.await.expect("join"), Answer::Unanswered(_)));
+        let a2 = Arc::clone(&asker);
+        let later =
+            tokio::task::spawn_blocking(move || a2.ask(&question(), Duration::from_secs(30)));
+        assert!(matches!(later.await.expect("join"), Answer::Unanswered(_)));
+    }
+
+    #[test]
+    fn a_change_notes_title_escapes_what_the_agent_named() {
+        let parse = |p| fsgate_base::path::RelPath::parse_rooted(p).expect("path");
+        let note = ChangeNote {
+            op: "rename",
+            session: "s1".into(),
+            path: parse("/a\nfsgate: removed /ws/src"),
+            path2: Some(parse("/b\u{202e}.txt")),
+            root: "/ws".into(),
+            proposed: None,
+            replaced: None,
+            seq: Some(3),
+        };
+        let u = change_update(&note, 3);
+        let title = u["params"]["update"]["title"].as_str().unwrap_or_default();
+        assert!(
+            !title.contains('\n') && !title.contains('\u{202e}'),
+            "{title}"
+        );
+        assert_eq!(
+            title,
+            "fsgate: renamed /ws/a\\nfsgate: removed /ws/src to /ws/b\\u{202e}.txt"
+        );
+        let at = &u["params"]["update"]["locations"][0]["path"];
+        assert_eq!(
+            at, "/ws/a\nfsgate: removed /ws/src",
+            "locations keep the name"
+        );
+    }
+
+    #[test]
+    fn only_string_ids_with_the_prefix_are_ours() {
+        assert!(is_ours(&json!("fsgate-ask-3")));
+        assert!(!is_ours(&json!("fsgate-change-3")));
+        assert!(!is_ours(&json!(3)));
+    }
+}

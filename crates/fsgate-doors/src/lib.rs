@@ -1,0 +1,32 @@
+//! The doors: each transport only translates wire messages into [`fsgate_gateway::ops::Op`]s
+//! and results back.
+
+pub mod acp;
+pub mod acp_ask;
+pub mod batch;
+pub mod encode;
+pub mod hosted;
+pub mod hosted_acp;
+pub mod http;
+pub mod jsonrpc;
+pub mod lines;
+pub mod mcp;
+pub mod outbox;
+pub mod proxy;
+pub mod questions;
+pub mod raw_json;
+pub mod relay;
+pub mod results;
+pub mod stdio;
+pub mod ws;
+
+/// The built-in default policy with a smaller `limits.max_message_bytes`, for tests of
+/// the bounds that follow from it.
+#[cfg(test)]
+fn policy_with_message_limit(max: usize) -> fsgate_policy::Policy {
+    let text = fsgate_policy::DEFAULT_POLICY_TOML.replace(
+        "[limits]\n",
+        &format!("[limits]\nmax_message_bytes = {max}\n"),
+    );
+    fsgate_policy::Policy::from_toml(&text, "test").expect("the default policy with a smaller limit")
+}

@@ -1,0 +1,423 @@
+//! Listings in the reference server's shapes: `[DIR]`/`[FILE]` lines, sizes and totals,
+//! a JSON tree, name search by glob.
+
+use globset::GlobSet;
+use rmcp::model::CallToolResult;
+
+use super::{TRUNCATED_LINE, args_error, handle, list, more_line, names, unexpected};
+use fsgate_gateway::Gateway;
+use fsgate_gateway::ops::{Op, Output, PathStyle, RequestCtx};
+use crate::mcp::args::{ListArgs, ListSizesArgs, SearchFilesArgs, SortBy, TreeArgs};
+use crate::mcp::catalog::MAX_TREE_ENTRIES;
+use crate::mcp::render::{ToolError, text};
+use fsgate_workspace::{Entry, FileKind};
+
+/// Deepest directory nesting `directory_tree` descends into.
+const MAX_TREE_DEPTH: usize = 128;
+
+fn tag(e: &Entry) -> &'static str {
+    if e.kind == FileKind::Directory {
+        "[DIR]"
+    } else {
+        "[FILE]"
+    }
+}
+
+/// `list_directory`: `[DIR] name` / `[FILE] name` lines, from names and kinds only; a
+/// page at a time, ending with how to ask for the next when more follow.
+pub(in crate::mcp) fn list_directory(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    a: ListArgs,
+) -> Result<CallToolResult, ToolError> {
+    let (entries, truncated, next) =
+        names(gw, ctx, &a.path, (1, a.cursor), Vec::new(), usize::MAX)?;
+    let mut out = String::with_capacity(entries.iter().map(|e| e.name.len() + 8).sum());
+    for e in &entries {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(tag(e));
+        out.push(' ');
+        out.push_str(&e.name);
+    }
+    if truncated {
+        if !entries.is_empty() {
+            out.push('\n');
+        }
+        match next {
+            Some(c) => out.push_str(&more_line("list_directory", &c)),
+            None => out.push_str(TRUNCATED_LINE),
+        }
+    }
+    Ok(text(out))
+}
+
+/// Sizes as the reference server prints them (`4.00 KB`).
+fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut unit = 0;
+    let mut scaled = bytes as f64;
+    while scaled >= 1024.0 && unit < UNITS.len() - 1 {
+        scaled /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{scaled:.2} {}", UNITS[unit])
+    }
+}
+
+/// JavaScript's `padEnd(width)`: blanks up to `width` UTF-16 units.
+fn pad_end(name: &str, width: usize) -> String {
+    let pad = width.saturating_sub(name.encode_utf16().count());
+    format!("{name}{:pad$}", "")
+}
+
+/// `list_directory_with_sizes`: entries with sizes, then totals.
+pub(in crate::mcp) fn list_with_sizes(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    a: ListSizesArgs,
+) -> Result<CallToolResult, ToolError> {
+    let (mut entries, truncated, _) = list(gw, ctx, &a.path, None)?;
+    if a.sort_by.unwrap_or_default() == SortBy::Size {
+        entries.sort_by(|x, y| {
+            y.size
+                .unwrap_or(0)
+                .cmp(&x.size.unwrap_or(0))
+                .then_with(|| x.name.cmp(&y.name))
+        });
+    }
+    let is_dir = |e: &Entry| e.kind == FileKind::Directory;
+    let mut lines: Vec<String> = entries
+        .iter()
+        .map(|e| {
+            let size = if is_dir(e) {
+                String::new()
+            } else {
+                format!("{:>10}", format_size(e.size.unwrap_or(0)))
+            };
+            // The trailing blanks of a [DIR] line stay, as on the reference server.
+            format!("{} {} {size}", tag(e), pad_end(&e.name, 30))
+        })
+        .collect();
+    let files: Vec<&Entry> = entries.iter().filter(|e| !is_dir(e)).collect();
+    let total: u64 = files.iter().map(|e| e.size.unwrap_or(0)).sum();
+    lines.push(String::new());
+    lines.push(format!(
+        "Total: {} files, {} directories",
+        files.len(),
+        entries.len() - files.len()
+    ));
+    lines.push(format!("Combined size: {}", format_size(total)));
+    if truncated {
+        lines.push(TRUNCATED_LINE.into());
+    }
+    Ok(text(lines.join("\n")))
+}
+
+/// Exclusion globs as the reference server reads them (see
+/// [`fsgate_gateway::tree_exclusions`]), or the argument error naming the bad one.
+fn exclusions(tool: &'static str, patterns: Option<&[String]>) -> Result<GlobSet, ToolError> {
+    fsgate_gateway::tree_exclusions(patterns.unwrap_or_default()).map_err(|e| match e.glob() {
+        Some(p) => args_error(
+            tool,
+            &format!("invalid exclude pattern {p:?}: {}", e.kind()),
+        ),
+        None => args_error(tool, &format!("invalid exclude patterns: {}", e.kind())),
+    })
+}
+
+/// `search_files`' exclusions: each glob as given, matched against the relative path
+/// only (the reference's minimatch; no implicit any-depth form as directory_tree has).
+fn search_exclusions(patterns: &[String]) -> Result<GlobSet, ToolError> {
+    let mut set = globset::GlobSetBuilder::new();
+    for p in patterns {
+        let glob = globset::GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| {
+                args_error(
+                    "search_files",
+                    &format!("invalid exclude pattern {p:?}: {}", e.kind()),
+                )
+            })?;
+        set.add(glob);
+    }
+    set.build()
+        .map_err(|e| args_error("search_files", &format!("invalid exclude patterns: {e}")))
+}
+
+/// True if `rel` or any of its ancestors is excluded (so excluding a directory excludes
+/// everything beneath it).
+fn excluded(set: &GlobSet, rel: &str) -> bool {
+    if set.is_empty() {
+        return false;
+    }
+    rel.match_indices('/').any(|(i, _)| set.is_match(&rel[..i])) || set.is_match(rel)
+}
+
+/// `directory_tree`: one gateway walk of names and kinds, rendered as the reference
+/// server's indented JSON.
+pub(in crate::mcp) fn tree(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    a: TreeArgs,
+) -> Result<CallToolResult, ToolError> {
+    let exclude = a.exclude_patterns.unwrap_or_default();
+    exclusions("directory_tree", Some(&exclude))?;
+    let depth = (MAX_TREE_DEPTH, None);
+    let (entries, truncated, _) = names(gw, ctx, &a.path, depth, exclude, MAX_TREE_ENTRIES)?;
+    let limit = |reason: String, rule: &'static str| ToolError::Limit {
+        reason,
+        rule,
+        path: a.path.clone(),
+    };
+    let base = entries.first().map_or(0, |e| level_of(e) - 1);
+    if let Some(deep) = entries
+        .iter()
+        .find(|e| e.kind == FileKind::Directory && level_of(e) - base >= MAX_TREE_DEPTH)
+    {
+        tracing::debug!(path = %deep.path, "directory_tree depth limit");
+        return Err(limit(
+            format!("the tree is more than {MAX_TREE_DEPTH} levels deep"),
+            "mcp.directory_tree.max_depth",
+        ));
+    }
+    if truncated && entries.len() >= MAX_TREE_ENTRIES {
+        return Err(limit(
+            format!(
+                "the tree holds more than {MAX_TREE_ENTRIES} entries; ask for a subdirectory or add excludePatterns"
+            ),
+            "mcp.directory_tree.max_entries",
+        ));
+    }
+    if truncated {
+        return Err(limit(
+            format!(
+                "{} has more entries than fit in one answer; ask for a subdirectory",
+                a.path
+            ),
+            "limits.max_message_bytes",
+        ));
+    }
+    Ok(text(tree_json(&entries, base)?))
+}
+
+/// Components in an entry's path.
+fn level_of(e: &Entry) -> usize {
+    e.path.as_str().bytes().filter(|b| *b == b'/').count() + 1
+}
+
+/// The entries of a depth-first walk as `serde_json::to_string_pretty` renders the
+/// reference server's tree (`[{children, name, type}]`, keys sorted), written directly:
+/// no `Value` per entry.
+fn tree_json(entries: &[Entry], base: usize) -> Result<String, ToolError> {
+    let size: usize = entries
+        .iter()
+        .map(|e| e.name.len() + 48 + 12 * (level_of(e) - base))
+        .sum();
+    let mut out = Vec::with_capacity(size + 2);
+    let mut next = 0;
+    tree_array(&mut out, entries, &mut next, base + 1, 0)
+        .and_then(|()| String::from_utf8(out).map_err(serde::ser::Error::custom))
+        .map_err(|e| ToolError::Failed(format!("internal error: {e}")))
+}
+
+/// Writes the array of the entries at `level` from `entries[*next]` on (each followed
+/// by its children), indented `indent` levels.
+fn tree_array(
+    out: &mut Vec<u8>,
+    entries: &[Entry],
+    next: &mut usize,
+    level: usize,
+    indent: usize,
+) -> Result<(), serde_json::Error> {
+    let pad = |out: &mut Vec<u8>, n: usize| out.resize(out.len() + 2 * n, b' ');
+    out.push(b'[');
+    let mut first = true;
+    while let Some(e) = entries.get(*next).filter(|e| level_of(e) == level) {
+        *next += 1;
+        out.extend_from_slice(if first { b"\n" } else { b",\n" });
+        first = false;
+        pad(out, indent + 1);
+        out.extend_from_slice(b"{\n");
+        let dir = e.kind == FileKind::Directory;
+        if dir {
+            pad(out, indent + 2);
+            out.extend_from_slice(b"\"children\": ");
+            tree_array(out, entries, next, level + 1, indent + 2)?;
+            out.extend_from_slice(b",\n");
+        }
+        pad(out, indent + 2);
+        out.extend_from_slice(b"\"name\": ");
+        // The same escaping as the pretty printer's.
+        serde_json::to_writer(&mut *out, &e.name)?;
+        out.extend_from_slice(b",\n");
+        pad(out, indent + 2);
+        out.extend_from_slice(if dir {
+            b"\"type\": \"directory\"\n"
+        } else {
+            b"\"type\": \"file\"\n"
+        });
+        pad(out, indent + 1);
+        out.push(b'}');
+    }
+    if !first {
+        out.push(b'\n');
+        pad(out, indent);
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// `search_files` as on the reference server: `pattern` and `excludePatterns` are globs
+/// matched against the path relative to `path` (`*.py` only directly in it, `**/*.py` at
+/// any depth); an excluded directory hides everything beneath it. Matching is the
+/// gateway's glob, so refused paths are never listed.
+pub(in crate::mcp) fn search_files(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    a: SearchFilesArgs,
+) -> Result<CallToolResult, ToolError> {
+    let excl = search_exclusions(a.exclude_patterns.as_deref().unwrap_or_default())?;
+    if a.pattern.is_empty() {
+        return Err(args_error("search_files", "pattern must not be empty"));
+    }
+    // Several workspaces: `<name>/...`, and the pattern made absolute to find its own.
+    let base = gw.named_path(&a.path).ok_or(());
+    // An absolute pattern (an fsgate extension) names its own place in the workspace.
+    let pattern = match &base {
+        _ if a.pattern.starts_with('/') => a.pattern.clone(),
+        Ok(_) if gw.is_several() => format!("{}/{}", a.path.trim_end_matches('/'), a.pattern),
+        Ok(rel) if rel.is_root() => a.pattern.clone(),
+        Ok(rel) => format!("{}/{}", globset::escape(rel.as_str()), a.pattern),
+        // Not expressible inside the root: the gateway refuses it and names the rule.
+        Err(_) => format!("{}/{}", a.path.trim_end_matches('/'), a.pattern),
+    };
+    let (paths, truncated) = match handle(gw, ctx, Op::Glob { pattern })? {
+        Output::Paths { paths, truncated } => (paths, truncated),
+        _ => return Err(unexpected("search_files")),
+    };
+    let base = base.unwrap_or_default();
+    let mut lines: Vec<String> = paths
+        .iter()
+        .filter(|p| {
+            p.strip_prefix(&base)
+                .is_none_or(|r| !excluded(&excl, r.as_str()))
+        })
+        .map(|p| gw.show_path(PathStyle::AbsoluteOrRelative, p))
+        .collect();
+    if lines.is_empty() && !truncated {
+        return Ok(text("No matches found"));
+    }
+    if truncated {
+        lines.push(TRUNCATED_LINE.into());
+    }
+    Ok(text(lines.join("\n")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_permissions_like_the_reference_server() {
+        assert_eq!(format_size(0), "0 B");
+        assert_eq!(format_size(1023), "1023 B");
+        assert_eq!(format_size(4096), "4.00 KB");
+        assert_eq!(format_size(1536 * 1024), "1.50 MB");
+        // As "\u{1F600}é".padEnd(5) in JavaScript: the emoji is two UTF-16 units.
+        assert_eq!(pad_end("\u{1F600}\u{e9}", 5), "\u{1F600}\u{e9}  ");
+        assert_eq!(pad_end("abc", 2), "abc");
+    }
+
+    fn entry(path: &str, dir: bool) -> Entry {
+        let path = fsgate_base::path::RelPath::parse_rooted(path).unwrap();
+        Entry {
+            name: path.file_name().unwrap_or_default().to_string(),
+            path,
+            kind: if dir {
+                FileKind::Directory
+            } else {
+                FileKind::File
+            },
+            size: None,
+            modified: None,
+            mode: None,
+            id: None,
+        }
+    }
+
+    /// The tree as it was built before: a `Value` per entry, pretty-printed.
+    fn tree_value(entries: &[Entry], dir: &str) -> Vec<serde_json::Value> {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        entries
+            .iter()
+            .filter(|e| {
+                e.path
+                    .as_str()
+                    .strip_prefix(&prefix)
+                    .is_some_and(|rest| !rest.is_empty() && !rest.contains('/'))
+            })
+            .map(|e| match e.kind {
+                FileKind::Directory => serde_json::json!({"name": e.name, "type": "directory",
+                    "children": tree_value(entries, e.path.as_str())}),
+                _ => serde_json::json!({"name": e.name, "type": "file"}),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_tree_is_written_as_serde_json_pretty_prints_it() {
+        let walk = [
+            ("top/a", true),
+            ("top/a/b", true),
+            ("top/a/b/y \"q\" \\ \u{1} é", false),
+            ("top/a/empty", true),
+            ("top/a/x\ttab", false),
+            ("top/e", true),
+            ("top/z.rs", false),
+        ];
+        let entries: Vec<Entry> = walk.iter().map(|(p, d)| entry(p, *d)).collect();
+        let want = serde_json::to_string_pretty(&tree_value(&entries, "top")).unwrap();
+        assert_eq!(tree_json(&entries, 1).unwrap(), want);
+        // From the root, and an empty tree.
+        let root: Vec<Entry> = [("a", true), ("a/f", false), ("g", false)]
+            .iter()
+            .map(|(p, d)| entry(p, *d))
+            .collect();
+        let want = serde_json::to_string_pretty(&tree_value(&root, "")).unwrap();
+        assert_eq!(tree_json(&root, 0).unwrap(), want);
+        assert_eq!(tree_json(&[], 0).unwrap(), "[]");
+    }
+
+    #[test]
+    fn search_exclusions_match_the_relative_path_only() {
+        let set = search_exclusions(&["node_modules".into(), "**/*.log".into()]).unwrap();
+        assert!(excluded(&set, "node_modules/x.js"));
+        assert!(
+            !excluded(&set, "a/node_modules/x.js"),
+            "no implicit any-depth form"
+        );
+        assert!(excluded(&set, "a/b/x.log"));
+        assert!(search_exclusions(&["a[".into()]).is_err());
+    }
+
+    #[test]
+    fn exclusions_match_names_at_any_depth_and_prune() {
+        let set = exclusions("t", Some(&["node_modules".into(), "*.log".into()])).unwrap();
+        assert!(excluded(&set, "node_modules"));
+        assert!(excluded(&set, "a/node_modules/x/y.js"));
+        assert!(excluded(&set, "x.log"));
+        assert!(!excluded(&set, "a/x.log"), "`*` stays within one component");
+        assert!(!excluded(&set, "src/main.rs"));
+        assert!(exclusions("t", Some(&["a[".into()])).is_err());
+    }
+}

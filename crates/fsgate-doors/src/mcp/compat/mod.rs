@@ -1,0 +1,114 @@
+//! The reference filesystem server's tools (and the shapes it shares with the contract's
+//! read_text_file and edit_file), each composed of gateway operations: nothing here
+//! touches the filesystem, so policy, audit and backups apply to every step.
+
+mod change;
+mod info;
+mod list;
+mod read;
+
+pub(super) use change::{edit, move_file};
+pub(super) use info::file_info;
+pub(super) use list::{list_directory, list_with_sizes, search_files, tree};
+pub(super) use read::{read_media, read_multiple, read_text};
+
+use super::render::ToolError;
+use fsgate_gateway::Gateway;
+use fsgate_gateway::ops::{Op, Output, RequestCtx};
+use fsgate_workspace::Entry;
+
+fn handle(gw: &Gateway, ctx: &RequestCtx, op: Op) -> Result<Output, ToolError> {
+    super::leases::serve_op(gw, ctx, op).map_err(ToolError::from)
+}
+
+fn unexpected(tool: &str) -> ToolError {
+    ToolError::Failed(format!(
+        "internal error: unexpected gateway output for {tool}"
+    ))
+}
+
+fn args_error(tool: &'static str, reason: &str) -> ToolError {
+    ToolError::Args {
+        tool,
+        reason: reason.to_string(),
+    }
+}
+
+fn read_whole(gw: &Gateway, ctx: &RequestCtx, path: &str) -> Result<String, ToolError> {
+    match handle(
+        gw,
+        ctx,
+        Op::ReadText {
+            path: path.to_string(),
+            line: None,
+            limit: None,
+        },
+    )? {
+        Output::Text(t) => Ok(t),
+        _ => Err(unexpected("read_text_file")),
+    }
+}
+
+/// The line the reference server's text tools end with when the gateway cut the list
+/// at the message limit: the text says so, as the `truncated` flag does elsewhere.
+const TRUNCATED_LINE: &str = "[TRUNCATED] the list stopped at the message limit (limits.max_message_bytes); narrow the request";
+
+/// The line a paged listing ends with when more entries follow: how to ask for them.
+fn more_line(tool: &str, cursor: &str) -> String {
+    let quoted = serde_json::to_string(cursor).unwrap_or_default();
+    format!(
+        "[MORE] more entries follow; call {tool} again with \"cursor\": {quoted} for the next page"
+    )
+}
+
+/// Names and kinds beneath `path` (no metadata), `depth` levels down, depth-first in
+/// name order, whether the list was cut (at `max_entries`, a page's end or the message
+/// limit), and where the next page starts (one directory, `depth` 1, only).
+fn names(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    path: &str,
+    (depth, cursor): (usize, Option<String>),
+    exclude: Vec<String>,
+    max_entries: usize,
+) -> Result<Listed, ToolError> {
+    let op = Op::Tree {
+        path: path.to_string(),
+        depth,
+        exclude,
+        max_entries,
+        cursor,
+    };
+    match handle(gw, ctx, op)? {
+        Output::Entries {
+            entries,
+            truncated,
+            next,
+        } => Ok((entries, truncated, next)),
+        _ => Err(unexpected("tree")),
+    }
+}
+
+/// Entries, whether the list was cut, and where its next page starts.
+type Listed = (Vec<Entry>, bool, Option<String>);
+
+/// A page of a directory's entries, whether it was cut, and where the next page starts.
+fn list(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    path: &str,
+    cursor: Option<String>,
+) -> Result<Listed, ToolError> {
+    let op = Op::Ls {
+        path: path.to_string(),
+        cursor,
+    };
+    match handle(gw, ctx, op)? {
+        Output::Entries {
+            entries,
+            truncated,
+            next,
+        } => Ok((entries, truncated, next)),
+        _ => Err(unexpected("ls")),
+    }
+}

@@ -1,0 +1,851 @@
+//! Transport `mcp`: an MCP server on stdio, built on the official Rust SDK (`rmcp`).
+//!
+//! It offers the contract's tools and, under their own names and argument shapes, the
+//! reference filesystem server's (`@modelcontextprotocol/server-filesystem`), so an
+//! existing client configuration can swap the command and keep working. Every tool is a
+//! thin translation into one or more gateway [`fsgate_gateway::ops::Op`]s, run through
+//! [`Gateway::serve`] on the blocking pool, so policy, audit and backups apply to each.
+//! Refusals and failures are tool results with `isError: true` and a one-line reason;
+//! protocol errors (unknown tool, malformed request) stay JSON-RPC errors.
+//!
+//! Protocol eras: rmcp serves both, the 2025 revisions' `initialize` handshake and the
+//! 2026-07-28 revision's stateless requests (per-request `_meta` protocol version,
+//! `server/discover`). What makes an answer depend on the request alone is the input
+//! pump's (see [`era`]): a stateless request is answered in a context of its own, never
+//! the 2025 session's (no roots, no person asked, no grant from the session, no log
+//! messages), and nothing the SDK would end the connection over ever reaches it.
+//!
+//! One record per message: the input pump records what never reaches a handler
+//! (unparsable lines, batches, oversized lines) and every notification and client
+//! response, once each; a tool call is recorded by its gateway operations; every other
+//! request (`ping`, `resources/list`, a request the SDK refuses for its `_meta`...) is
+//! recorded from its answer by the output copier, before the answer is written.
+//!
+//! Bounded memory: see [`flow`]. A tool answer whose encoded size exceeds the message
+//! limit becomes a tool error instead.
+//!
+//! Layout: `guard`, `pump` and `era` (input), `wire` (the SDK's transport), `flow` (requests in flight, byte rooms), `args`
+//! (argument structs = input schemas), `catalog` (names, annotations, output schemas),
+//! `describe` (descriptions), `tools` (dispatch), `compat` (the reference server's
+//! composed tools), `edits` (edit lists and diffs), `render` (results and errors),
+//! `roots` (the client's roots, narrowing the session), `elicit` (asking a person for an
+//! `ask` rule), `logs` (changes told to the client as log messages).
+
+mod args;
+mod catalog;
+mod compat;
+mod describe;
+mod direct;
+mod edits;
+mod elicit;
+mod era;
+mod flow;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
+mod guard;
+mod leases;
+mod logs;
+mod mrtr;
+mod pump;
+mod render;
+mod roots;
+mod tools;
+mod wire;
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    DiscoverResult, ErrorCode, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+use tokio::io::AsyncRead;
+use tokio::sync::{Semaphore, mpsc};
+
+use fsgate_base::error::GatewayError;
+use fsgate_gateway::Gateway;
+use fsgate_gateway::Request;
+use fsgate_gateway::ops::{PathStyle, RequestCtx};
+use crate::stdio::{self, Sink};
+use catalog::{Catalog, ToolId};
+use flow::{Flow, Pending, id_key};
+
+/// What a line is, as the door's input pump judges it: another door that carries MCP
+/// messages (HTTP) routes by the same judgement the pump will make.
+pub(crate) use pump::{Line as InputLine, classify as classify_line};
+
+/// The MCP server: the gateway, this connection's request context, the tool catalogue.
+pub struct McpServer {
+    /// Every tool call goes through it.
+    gw: Arc<Gateway>,
+    /// The connection's 2025-era session (one session in the audit log).
+    ctx: Arc<RequestCtx>,
+    /// Stateless requests': the whole workspace, nobody to ask, no log messages, and a
+    /// session id of its own (an `allow_always` of the 2025 session is no grant here).
+    stateless: Arc<RequestCtx>,
+    /// Input and output schemas, generated once.
+    catalog: Catalog,
+    /// Bounds the tool calls running at once; more wait for a slot.
+    slots: Arc<Semaphore>,
+    /// Requests in flight and the connection's byte rooms.
+    flow: Arc<Flow>,
+    /// The policy's message limit, which every answer must fit.
+    max: usize,
+    /// Puts `ask` questions to the client, once it declared elicitation.
+    elicit: Arc<elicit::Elicit>,
+    /// Tells the client of changes, once it set a logging level.
+    logs: Arc<logs::Logs>,
+    /// The signing key of its `requestState`s (MRTR, see [`mrtr`]); None when the
+    /// door's person is another door's (the editor of `fsgate acp`), asked directly.
+    states: Option<Arc<mrtr::States>>,
+}
+
+/// Tool calls served at once per connection. Fewer than on ACP: each holds its content
+/// until the connection has room for its answer, and the content of many calls read at
+/// once outgrows what their leases account for (copies while rendering, allocator
+/// arenas per thread).
+const MAX_IN_FLIGHT: usize = 16;
+
+/// Bytes of a JSON-RPC answer around its result, its id aside.
+const ENVELOPE: usize = 64;
+
+/// Who one connection is, when another door carries it (MCP over HTTP, the server the
+/// ACP proxy hosts for its agent): its audit session and transport, and who is asked
+/// and told.
+pub struct Identity {
+    /// The audit log's session for every record of the connection.
+    pub session: String,
+    /// The audit log's transport ("mcp", "http", "acp-mcp").
+    pub transport: &'static str,
+    /// Who is connected (an address, or pid/uid).
+    pub peer: String,
+    /// Who is asked when an `ask` rule decides, and told of changes.
+    pub oversight: Oversight,
+    /// What the connection may reach at most (the hosted server of an ACP session:
+    /// that session's workspaces); None: every workspace.
+    pub within: fsgate_gateway::Roots,
+}
+
+/// Who is asked and told for a connection.
+#[derive(Clone)]
+pub enum Oversight {
+    /// The MCP client: asked by elicitation, told by log messages (`[notify] mcp`).
+    Client,
+    /// The person of another door (the editor of `fsgate acp`): asked by `asker`, told
+    /// by `notifier` (None: nobody); never the MCP client.
+    Person {
+        asker: Arc<dyn fsgate_gateway::ask::Asker>,
+        notifier: Option<Arc<dyn fsgate_gateway::ChangeSink>>,
+    },
+}
+
+impl Identity {
+    /// A plain MCP connection from `peer`, with a session id of its own.
+    pub fn mcp(peer: String) -> Identity {
+        Identity {
+            session: session_id(),
+            transport: "mcp",
+            peer,
+            oversight: Oversight::Client,
+            within: None,
+        }
+    }
+}
+
+impl McpServer {
+    /// A server for one connection, `who`.
+    fn new(gw: Arc<Gateway>, who: Identity, flow: Arc<Flow>, max: usize) -> McpServer {
+        let elicit = Arc::new(elicit::Elicit::new());
+        let logs = Arc::new(logs::Logs::new(Arc::clone(&gw)));
+        let person = matches!(who.oversight, Oversight::Person { .. });
+        let states = match person {
+            true => None,
+            false => mrtr::States::new()
+                .inspect_err(|e| tracing::warn!("{e}: stateless requests are not asked"))
+                .ok()
+                .map(Arc::new),
+        };
+        let (asker, notifier) = match who.oversight {
+            Oversight::Person { asker, notifier } => (asker, notifier),
+            // Without notes the gateway builds none; a reload turning them on holds for
+            // the connections that start after it.
+            Oversight::Client => (
+                Arc::clone(&elicit) as Arc<dyn fsgate_gateway::ask::Asker>,
+                gw.policy()
+                    .notify_mcp()
+                    .then(|| Arc::clone(&logs) as Arc<dyn fsgate_gateway::ChangeSink>),
+            ),
+        };
+        let stateless = RequestCtx {
+            style: PathStyle::AbsoluteOrRelative,
+            // Another door's person's session (an ACP session) is one, whatever the era
+            // of the request; an MCP client's stateless requests are a session apart.
+            session: match person {
+                true => who.session.clone(),
+                false => format!("{}-stateless", who.session),
+            },
+            transport: who.transport,
+            peer: who.peer.clone(),
+            scope: fsgate_gateway::Scope::fixed(who.within.clone()),
+            // Another door's person is asked about any request; an MCP client only
+            // through an InputRequiredResult, per request (see `mrtr`).
+            asker: Some(match person {
+                true => Arc::clone(&asker),
+                false => Arc::new(elicit::NoAsking),
+            }),
+            notifier: None,
+        };
+        let ctx = RequestCtx {
+            style: PathStyle::AbsoluteOrRelative,
+            session: who.session,
+            transport: who.transport,
+            peer: who.peer,
+            scope: fsgate_gateway::Scope::within(who.within),
+            asker: Some(asker),
+            notifier,
+        };
+        McpServer {
+            gw,
+            ctx: Arc::new(ctx),
+            stateless: Arc::new(stateless),
+            catalog: Catalog::new(),
+            slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            flow,
+            max,
+            elicit,
+            logs,
+            states,
+        }
+    }
+
+    /// The MRTR round of a stateless call from a client whose request declares form
+    /// elicitation (None: it cannot be asked that way). Err: its `requestState` is
+    /// refused.
+    fn mrtr_round(
+        &self,
+        request: &CallToolRequestParams,
+        args: &rmcp::model::JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Arc<mrtr::Round>>, McpError> {
+        let Some(states) = &self.states else {
+            return Ok(None);
+        };
+        let forms = context
+            .meta
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        if !forms {
+            return Ok(None);
+        }
+        let responses = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| serde_json::to_value(r).ok());
+        let round = mrtr::Round::begin(
+            states,
+            &self.stateless.session,
+            (&request.name, args),
+            (request.request_state.as_deref(), responses.as_ref()),
+        )
+        .map_err(|e| McpError::invalid_params(e, None))?;
+        Ok(Some(Arc::new(round)))
+    }
+
+    /// The stateless context with `round` as its asker.
+    fn asking(&self, round: &Arc<mrtr::Round>) -> RequestCtx {
+        let base = &self.stateless;
+        RequestCtx {
+            style: base.style,
+            session: base.session.clone(),
+            transport: base.transport,
+            peer: base.peer.clone(),
+            scope: fsgate_gateway::Scope::default(),
+            asker: Some(Arc::clone(round) as Arc<dyn fsgate_gateway::ask::Asker>),
+            notifier: None,
+        }
+    }
+
+    /// Asks a client that declared the `roots` capability for its roots (see [`roots`]).
+    fn ask_roots(&self, peer: rmcp::service::Peer<RoleServer>) {
+        let declared = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if declared {
+            let (gw, ctx) = (Arc::clone(&self.gw), Arc::clone(&self.ctx));
+            tokio::spawn(roots::ask(gw, ctx, peer));
+        }
+    }
+
+    /// The workspace root, or with several every root, comma-separated.
+    fn root(&self) -> String {
+        self.gw
+            .members()
+            .map(|m| m.workspace().root_path().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The tools offered: with several workspaces, each tool some workspace's
+    /// policy offers (every call is still decided by the policy of its workspace).
+    fn tools(&self) -> Vec<Tool> {
+        let root = self.root();
+        let mut tools: Vec<Tool> = Vec::new();
+        for m in self.gw.members() {
+            for t in self.catalog.tools(&m.policy(), &root) {
+                if !tools.iter().any(|have| have.name == t.name) {
+                    tools.push(t);
+                }
+            }
+        }
+        tools
+    }
+}
+
+/// The answer as it goes out, or a tool error if it would not fit the message limit
+/// `max`; with its encoded size.
+fn fit(max: usize, result: CallToolResult, key: &str) -> (CallToolResult, usize) {
+    let size = encoded_len(&result) + ENVELOPE + key.len();
+    if size <= max {
+        return (result, size);
+    }
+    let error = too_big(size, max);
+    let size = encoded_len(&error) + ENVELOPE + key.len();
+    (error, size)
+}
+
+/// The tool error for an answer of `size` encoded bytes, over the message limit `max`.
+fn too_big(size: usize, max: usize) -> CallToolResult {
+    render::error(&render::ToolError::Failed(format!(
+        "the answer would be {size} bytes once encoded, over the message limit of {max} bytes \
+         (rule limits.max_message_bytes); ask for less (a line window, fewer paths, a narrower pattern)"
+    )))
+}
+
+/// Records a message that is no workspace operation (on the blocking pool: the record
+/// is synced). Err: it could not be recorded, and its answer must say so instead.
+pub(super) async fn record(
+    gw: &Arc<Gateway>,
+    ctx: &Arc<RequestCtx>,
+    name: String,
+    outcome: Result<(), (i64, String)>,
+) -> Result<(), GatewayError> {
+    let (gw, ctx) = (Arc::clone(gw), Arc::clone(ctx));
+    tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome)))
+        .await
+        .unwrap_or_else(|e| Err(GatewayError::Internal(e.to_string())))
+        .map(|_| ())
+}
+
+/// The length of `v` as JSON, without building it.
+fn encoded_len(v: &impl serde::Serialize) -> usize {
+    crate::results::json_len_upto(v, usize::MAX).unwrap_or(usize::MAX)
+}
+
+/// What the server declares: tools, and (2025 revisions) logging. Nothing else: the
+/// input pump answers requests of other features "method not found".
+// Logging is deprecated in the SDK (SEP-2577) but current in the 2025 revisions.
+#[allow(deprecated)]
+fn capabilities() -> ServerCapabilities {
+    ServerCapabilities::builder()
+        .enable_tools()
+        .enable_logging()
+        .build()
+}
+
+/// Whether a request's `_meta` makes it a stateless (2026-07-28) request.
+fn is_stateless(meta: &rmcp::model::RequestMetaObject) -> bool {
+    meta.contains_key(era::VERSION_KEY)
+}
+
+/// A session id unique enough for the audit log: pid and start time.
+fn session_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("mcp-{}-{nanos:x}", std::process::id())
+}
+
+impl ServerHandler for McpServer {
+    // Logging is deprecated in the SDK (SEP-2577) but current in the 2025 revisions.
+    #[allow(deprecated)]
+    fn get_info(&self) -> ServerConfig {
+        let root = self.root();
+        let place = if self.gw.is_several() {
+            format!(
+                "several workspaces, {root}, each under its policy. Paths are absolute inside one of them \
+                 (relative paths are relative to the first)"
+            )
+        } else {
+            format!(
+                "one workspace, {root}, under a policy. Paths are absolute inside it or relative to it"
+            )
+        };
+        let instructions = format!(
+            "fsgate serves {place}. Every call is checked and recorded; a refusal names the policy rule that \
+             made it, so do not retry refused paths. Writes are atomic and replaced content is backed up."
+        );
+        let mut meta = rmcp::model::JsonObject::new();
+        meta.insert("fsgate".into(), self.gw.meta());
+        let mut info = InitializeResult::new(capabilities())
+            .with_server_info(
+                Implementation::new("fsgate", env!("CARGO_PKG_VERSION"))
+                    .with_title("fsgate filesystem gateway")
+                    .with_description("Policy-checked, audited access to one workspace"),
+            )
+            .with_instructions(instructions);
+        info.meta = Some(MetaObject::from(meta));
+        info
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        if request.capabilities.roots.is_some() {
+            // Calls wait for the roots from now on: the direct path may take the first
+            // call before the SDK has handed us `notifications/initialized`.
+            self.ctx.scope.declare();
+        }
+        if let Some(e) = &request.capabilities.elicitation {
+            self.elicit.declared(e, context.peer.clone());
+        }
+        self.logs.start(context.peer.clone());
+        let result = self.negotiate_initialize(&request)?;
+        // The session's version is the one agreed on, as after the SDK's own handshake.
+        let mut info = request;
+        info.protocol_version = result.protocol_version.clone();
+        context.peer.set_peer_info(info);
+        Ok(result)
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.logs.set_level(request.level);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.ask_roots(context.peer);
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.ask_roots(context.peer);
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let id = ToolId::from_name(name)?;
+        self.tools().into_iter().find(|t| t.name == id.name())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        // The SDK hands over a known method whose params did not fit its schema
+        // (`"arguments": "text"`) as a custom request: that is a params error.
+        let (code, message) = era::unreadable(&request.method);
+        Err(McpError::new(
+            ErrorCode(code as i32),
+            fsgate_base::error::echo(&message).into_owned(),
+            None,
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(tool) = ToolId::from_name(&request.name) else {
+            // Unclaimed: recorded from its answer.
+            return Err(McpError::invalid_params(
+                format!("unknown tool: {}", fsgate_base::error::echo(&request.name)),
+                None,
+            ));
+        };
+        let key = id_key(&context.id);
+        let args = request.arguments.clone().unwrap_or_default();
+        let stateless = is_stateless(&context.meta);
+        let round = match stateless {
+            true => self.mrtr_round(&request, &args, &context)?,
+            false => None,
+        };
+        let ctx = match (&round, stateless) {
+            (Some(r), _) => Arc::new(self.asking(r)),
+            (None, true) => Arc::clone(&self.stateless),
+            (None, false) => Arc::clone(&self.ctx),
+        };
+        let gw = Arc::clone(&self.gw);
+        self.flow.wait_for_answer_room().await;
+        let permit = Arc::clone(&self.slots)
+            .acquire_owned()
+            .await
+            .map_err(|_| McpError::internal_error("server shutting down", None))?;
+        let flow = Arc::clone(&self.flow);
+        let task = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            // The tool records itself: its operations, or its refusal.
+            let _ = flow.claim(&key);
+            tools::call(&gw, &ctx, tool, args)
+        });
+        let (result, leases) = task.await.map_err(|e| {
+            tracing::error!(tool = tool.name(), "tool task failed: {e}");
+            McpError::internal_error("internal error: the tool task failed", None)
+        })?;
+        let key = id_key(&context.id);
+        let ttl = self.gw.policy().ask_timeout();
+        let input_required = round
+            .zip(self.states.as_ref())
+            .and_then(|(r, states)| r.input_required(states, ttl));
+        if let Some(ir) = input_required {
+            // The question instead of the refusal its first round made.
+            let size = encoded_len(&ir) + ENVELOPE + key.len();
+            self.flow.hold_answer(&key, size, leases).await;
+            return Ok(ir.into());
+        }
+        let (result, size) = fit(self.max, result, &key);
+        // The answer holds its room and its content leases until written (see `flow`).
+        self.flow.hold_answer(&key, size, leases).await;
+        Ok(result.into())
+    }
+}
+
+/// Serves MCP on `input`/`output` until the client closes `input`; in-flight calls
+/// finish first. A message longer than the policy's `limits.max_message_bytes` is
+/// discarded and answered with a JSON-RPC error (-32600) naming the limit.
+pub async fn serve<R>(
+    gw: Arc<Gateway>,
+    peer: String,
+    input: R,
+    output: Arc<Sink>,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+{
+    serve_from(gw, Identity::mcp(peer), Input::Task(input), output).await
+}
+
+/// [`serve`] for a connection another door carries, as `who`: newline-delimited
+/// messages in on `input`, whole messages out on `output`.
+pub async fn serve_as<R>(
+    gw: Arc<Gateway>,
+    who: Identity,
+    input: R,
+    output: Arc<Sink>,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+{
+    serve_from(gw, who, Input::Task(input), output).await
+}
+
+/// Where the input pump reads, and so where it runs.
+enum Input<R> {
+    /// A task of the runtime.
+    Task(R),
+    /// A thread of its own, reading with blocking reads: a request alone then runs on
+    /// the thread that read it with no runtime thread woken (issue 12).
+    Thread(stdio::ThreadReader, stdio::Stopper),
+}
+
+/// The running pump.
+enum Pumping {
+    Task(tokio::task::JoinHandle<std::io::Result<()>>),
+    Thread(stdio::OnThread<std::io::Result<()>>),
+}
+
+impl Pumping {
+    /// Stops reading unless the input has ended; the pump's error, if any.
+    async fn stop(self) -> Option<std::io::Error> {
+        match self {
+            Pumping::Task(t) => {
+                t.abort();
+                t.await.ok().and_then(Result::err)
+            }
+            Pumping::Thread(t) => t.stop().await.and_then(Result::err),
+        }
+    }
+}
+
+/// [`serve`], the pump reading `input` where it says.
+async fn serve_from<R>(
+    gw: Arc<Gateway>,
+    who: Identity,
+    input: Input<R>,
+    output: Arc<Sink>,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+{
+    let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
+    let flow = Flow::new(max.saturating_mul(2));
+    let server = McpServer::new(gw, who, Arc::clone(&flow), max);
+    // client -> guard -> pump -> pipe -> SDK -> pipe -> copier -> client. The pump's own
+    // answers reach the copier on a short queue; the direct path writes its own.
+    let (answers, own) = mpsc::channel::<direct::Outgoing>(16);
+    let door = direct::Direct::start(
+        Arc::clone(&server.gw),
+        Arc::clone(&server.ctx),
+        Arc::clone(&flow),
+        (max, Arc::clone(&server.slots)),
+        (Arc::clone(&output), answers.clone()),
+    )?;
+    let (to_sdk, sdk_in) = mpsc::channel(wire::QUEUED);
+    let (sdk_out, from_sdk) = tokio::io::duplex(256 * 1024);
+    let pump = pump::Pump::new(
+        Arc::clone(&server.gw),
+        (Arc::clone(&server.ctx), Arc::clone(&server.stateless)),
+        Arc::clone(&flow),
+        (answers, door),
+        capabilities(),
+    );
+    let pumping = match input {
+        Input::Task(r) => Pumping::Task(tokio::spawn(pump::run(
+            pump,
+            guard::LineGuard::new(r, max),
+            to_sdk,
+        ))),
+        Input::Thread(r, stop) => {
+            let run = pump::run(pump, guard::LineGuard::new(r, max), to_sdk);
+            Pumping::Thread(stdio::on_thread("fsgate-mcp-input", run, stop)?)
+        }
+    };
+    let copier = Copier {
+        flow,
+        gw: Arc::clone(&server.gw),
+        ctx: Arc::clone(&server.ctx),
+        stateless: Arc::clone(&server.stateless),
+    };
+    let copying = tokio::spawn(copier.run(from_sdk, output, own));
+    let transport = wire::Wire::new(sdk_in, sdk_out);
+    // Without the SDK's opening handshake, which ended the connection on any message but
+    // a request: `initialize` is a request like the others here (see `pump`).
+    let running = rmcp::service::serve_directly(server, transport, None);
+    let served = match running.waiting().await {
+        Ok(reason) => {
+            tracing::debug!(?reason, "mcp session ended");
+            Ok(())
+        }
+        Err(e) => Err(std::io::Error::other(e)),
+    };
+    // Normally the pump has ended (input closed); if the SDK ended first, stop reading.
+    if let Some(e) = pumping.stop().await {
+        tracing::debug!("mcp input: {e}");
+    }
+    // The SDK's end of the pipe is gone with the service: the copier drains and ends.
+    let copied = copying
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+    served.and(copied)
+}
+
+/// Copies answers to the client, recording first each answer to a request nobody else
+/// recorded, and releasing each request's room once its answer is written.
+struct Copier {
+    flow: Arc<Flow>,
+    gw: Arc<Gateway>,
+    ctx: Arc<RequestCtx>,
+    stateless: Arc<RequestCtx>,
+}
+
+/// The members of an outgoing message the copier looks at.
+#[derive(Deserialize)]
+struct Outgoing {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<IgnoredAny>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+#[derive(Deserialize)]
+struct RpcError {
+    code: i64,
+    message: String,
+}
+
+impl Copier {
+    async fn run<R>(
+        self,
+        from: R,
+        to: Arc<Sink>,
+        mut own: mpsc::Receiver<direct::Outgoing>,
+    ) -> std::io::Result<()>
+    where
+        R: AsyncRead + Unpin,
+    {
+        use tokio::io::{AsyncBufReadExt, BufReader};
+        let mut from = BufReader::new(from);
+        let mut line = Vec::new();
+        let mut own_open = true;
+        loop {
+            tokio::select! {
+                // Cancel-safe: bytes read so far stay in `line` for the next call.
+                n = from.read_until(b'\n', &mut line) => {
+                    if n? == 0 {
+                        if !line.is_empty() {
+                            to.write_owned(line).await?;
+                        }
+                        break;
+                    }
+                    if line.ends_with(b"\n") {
+                        let pending = self.settle(&mut line).await;
+                        line = to.write_owned(line).await?;
+                        drop(pending);
+                        if line.capacity() > 1 << 20 {
+                            line = Vec::new();
+                        }
+                        line.clear();
+                    }
+                }
+                msg = own.recv(), if own_open => match msg {
+                    Some(first) => {
+                        // Whatever else is ready goes out with it (plain bytes in one
+                        // write), the requests' rooms given back once written.
+                        let mut batch = vec![first];
+                        while let Ok(out) = own.try_recv() {
+                            if let Some(Err(out)) = batch.last_mut().map(|b| b.absorb(out)) {
+                                batch.push(out);
+                            }
+                        }
+                        drop(write_own(&to, batch).await?);
+                    }
+                    None => own_open = false,
+                },
+            }
+        }
+        while let Some(out) = own.recv().await {
+            drop(write_own(&to, vec![out]).await?);
+        }
+        Ok(())
+    }
+
+    /// Records the answer in `line` if its request is unrecorded (replacing the answer
+    /// with the error if the record cannot be made); returns the request, whose room
+    /// comes back once the answer is written.
+    async fn settle(&self, line: &mut Vec<u8>) -> Option<Pending> {
+        let out: Outgoing = serde_json::from_slice(line).ok()?;
+        if out.method.is_some() {
+            return None;
+        }
+        if out
+            .error
+            .as_ref()
+            .is_some_and(|e| e.message.len() > fsgate_base::error::MAX_ECHO)
+        {
+            bound_error_line(line);
+        }
+        let Some(id) = out.id.filter(|v| !v.is_null()) else {
+            // An error under no id (the SDK found a message malformed; the pump hands
+            // it only what it decoded, so this should not come): record that refusal,
+            // as nobody else will.
+            let e = out.error?;
+            let recorded = record(
+                &self.gw,
+                &self.ctx,
+                "invalid-message".into(),
+                Err((e.code, e.message)),
+            )
+            .await;
+            if let Err(e) = recorded {
+                tracing::error!(
+                    "a refusal by the SDK could not be recorded: {}",
+                    e.message()
+                );
+            }
+            return None;
+        };
+        let pending = self.flow.take(&id_key(&id))?;
+        if pending.claimed {
+            return Some(pending);
+        }
+        let outcome = out.error.map_or(Ok(()), |e| Err((e.code, e.message)));
+        let ctx = if pending.stateless {
+            &self.stateless
+        } else {
+            &self.ctx
+        };
+        if let Err(e) = record(&self.gw, ctx, pending.method.clone(), outcome).await {
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": e.to_rpc_error()});
+            *line = answer.to_string().into_bytes();
+            line.push(b'\n');
+        }
+        Some(pending)
+    }
+}
+
+/// An error answer of the SDK's whose message quotes too much of the request (a
+/// method or tool name, a value): rewritten with its error bounded
+/// ([`fsgate_base::error::echo_error`]).
+fn bound_error_line(line: &mut Vec<u8>) {
+    let Ok(mut v) = serde_json::from_slice::<Value>(line) else {
+        return;
+    };
+    if let Some(e) = v.get_mut("error") {
+        fsgate_base::error::echo_error(e);
+    }
+    let Ok(mut bytes) = serde_json::to_vec(&v) else {
+        return;
+    };
+    bytes.push(b'\n');
+    *line = bytes;
+}
+
+/// Writes the direct path's answers in order; gives them back written.
+async fn write_own(
+    to: &Arc<Sink>,
+    batch: Vec<direct::Outgoing>,
+) -> std::io::Result<Vec<direct::Outgoing>> {
+    to.write_with_owned(move |w| {
+        for out in &batch {
+            out.write_to(w)?;
+        }
+        Ok(batch)
+    })
+    .await
+}
+
+/// Serves MCP on this process's stdin/stdout (`fsgate serve --transport mcp`).
+pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> {
+    match stdio::ThreadReader::stdin() {
+        Ok((r, stop)) => {
+            let input = Input::<stdio::ThreadReader>::Thread(r, stop);
+            serve_from(gw, Identity::mcp(peer), input, Sink::stdout()).await
+        }
+        Err(e) => {
+            tracing::debug!("stdin read by the runtime: {e}");
+            serve(gw, peer, stdio::stdin(), Sink::stdout()).await
+        }
+    }
+}

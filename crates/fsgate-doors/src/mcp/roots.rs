@@ -1,0 +1,265 @@
+//! MCP roots as a narrowing: a client that declares the `roots` capability is asked for
+//! its roots (`roots/list`) once the session is initialized and again on each
+//! `notifications/roots/list_changed`. Its `file://` roots inside the workspace become
+//! the session's scope ([`fsgate_gateway::Scope`]): every tool call must stay beneath
+//! one of them, on every path into the server (the SDK's and the direct one), whatever
+//! the protocol era of the call. Roots outside the workspace are ignored with a warning:
+//! roots never widen what `--workspace` grants. No usable roots (none given, none
+//! inside, no capability, no answer): the whole workspace. Each change of roots is
+//! recorded in the audit log (a `roots` record).
+//!
+//! A root that contains the workspace narrows nothing: it counts as the workspace.
+//! Calls read after the client declared roots (in `initialize`) or announced a change
+//! wait for the answer to the ask it leads to, so a call is never served with roots
+//! wider than those its client had when it sent the call.
+//!
+//! The 2026-07-28 revision deprecates roots and forbids requests from the server outside
+//! a call: its stateless requests carry no roots and are never asked for any. They are
+//! served with the whole workspace, whatever roots a 2025-era session on the same
+//! connection gave (see `McpServer::stateless`).
+
+// Roots are deprecated in the SDK (SEP-2577) but current in the 2025 revisions.
+#![allow(deprecated)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use percent_encoding::percent_decode_str;
+use rmcp::RoleServer;
+use rmcp::model::Root;
+use rmcp::service::Peer;
+use serde_json::{Map, Value, json};
+
+use fsgate_audit::AuditEvent;
+use fsgate_gateway::{Gateway, Roots};
+use fsgate_gateway::ops::RequestCtx;
+use fsgate_base::path::{PathError, RelPath};
+use fsgate_workspace::{FileKind, Follow};
+
+/// How long the client has to answer `roots/list`; then the session keeps the workspace.
+const ASK_WAIT: Duration = Duration::from_secs(5);
+
+/// Roots a session may have in force (each call is checked against each), and ignored
+/// roots named one by one in the audit record (the rest are counted).
+const MAX_ROOTS: usize = 256;
+const MAX_IGNORED_SHOWN: usize = 32;
+
+/// How long a tool call waits for outstanding roots before it is refused (a backstop:
+/// the ask ends first).
+pub(super) const SETTLE_WAIT: Duration = Duration::from_secs(15);
+
+/// Asks the client for its roots and puts them in force. Calls wait meanwhile.
+pub(super) async fn ask(gw: Arc<Gateway>, ctx: Arc<RequestCtx>, peer: Peer<RoleServer>) {
+    let ticket = ctx.scope.expect();
+    let answer = match tokio::time::timeout(ASK_WAIT, peer.list_roots()).await {
+        Ok(Ok(list)) => Ok(list.roots),
+        Ok(Err(e)) => Err(format!("roots/list failed: {e}")),
+        Err(_) => Err(format!(
+            "roots/list was not answered within {}s",
+            ASK_WAIT.as_secs()
+        )),
+    };
+    let ctx2 = Arc::clone(&ctx);
+    let applied = tokio::task::spawn_blocking(move || apply(&gw, &ctx2, ticket, answer)).await;
+    if applied.is_err() {
+        // Never leave calls waiting; the backstop would refuse them.
+        let _ = ctx.scope.set(ticket, None);
+    }
+}
+
+/// Puts the answer's roots in force and records the change.
+fn apply(gw: &Gateway, ctx: &RequestCtx, ticket: u64, answer: Result<Vec<Root>, String>) {
+    let mut details = Map::new();
+    let roots = match answer {
+        Ok(list) => {
+            let (accepted, mut ignored) = sort_out(gw, &list);
+            let shown: Vec<Value> = accepted.iter().map(|r| show(gw, r).into()).collect();
+            details.insert("accepted".into(), shown.into());
+            if ignored.len() > MAX_IGNORED_SHOWN {
+                details.insert("ignoredCount".into(), ignored.len().into());
+                ignored.truncate(MAX_IGNORED_SHOWN);
+            }
+            details.insert("ignored".into(), ignored.into());
+            (!accepted.is_empty()).then(|| Arc::from(accepted))
+        }
+        Err(e) => {
+            tracing::warn!("{e}; the session keeps the whole workspace");
+            details.insert("error".into(), e.into());
+            None
+        }
+    };
+    let scope = if roots.is_some() {
+        "roots"
+    } else {
+        "workspace"
+    };
+    details.insert("scope".into(), scope.into());
+    // Recorded when in force; a newer ask's answer is recorded instead.
+    if ctx.scope.set(ticket, roots) {
+        record(gw, ctx, details);
+    }
+}
+
+/// The roots accepted (real workspace paths, without duplicates) and those ignored
+/// (`{uri, reason}`), in the client's order.
+fn sort_out(gw: &Gateway, list: &[Root]) -> (Vec<RelPath>, Vec<Value>) {
+    let mut accepted: Vec<RelPath> = Vec::new();
+    let mut ignored = Vec::new();
+    for root in list {
+        let accepted_one = if accepted.len() < MAX_ROOTS {
+            accept(gw, &root.uri)
+        } else {
+            Err(format!("more than {MAX_ROOTS} roots"))
+        };
+        match accepted_one {
+            Ok(rels) => {
+                for rel in rels {
+                    if !accepted.contains(&rel) {
+                        accepted.push(rel);
+                    }
+                }
+            }
+            Err(reason) => {
+                if ignored.len() < MAX_IGNORED_SHOWN {
+                    tracing::warn!(uri = %clip(&root.uri), "client root ignored: {reason}");
+                }
+                ignored.push(json!({"uri": clip(&root.uri), "reason": reason}));
+            }
+        }
+    }
+    (accepted, ignored)
+}
+
+/// The real workspace directories a root URI names, or why it is ignored. With several
+/// workspaces, the one it lies in (its paths named `<name>/...`), or every one it
+/// holds.
+fn accept(gw: &Gateway, uri: &str) -> Result<Vec<RelPath>, String> {
+    let path = file_path(uri)?;
+    if !gw.is_several() {
+        return accept_in(gw, &path).map(|rel| vec![rel]);
+    }
+    let mut found = Vec::new();
+    let mut why = None;
+    for m in gw.members() {
+        match accept_in(m, &path) {
+            Ok(rel) => found.push(fsgate_gateway::named(m.name().unwrap_or(""), &rel)),
+            Err(e) => why = why.or(Some(e)),
+        }
+    }
+    match (found.is_empty(), why) {
+        (true, Some(e)) => Err(e),
+        _ => Ok(found),
+    }
+}
+
+/// [`accept`] in one workspace.
+fn accept_in(gw: &Gateway, path: &str) -> Result<RelPath, String> {
+    let ws = gw.workspace();
+    let root = ws.root_path();
+    let dealiased = ws.dealias(path);
+    let rel = match RelPath::parse_absolute(&dealiased, root) {
+        Ok(rel) => rel,
+        Err(PathError::OutsideRoot { .. }) if contains_workspace(&dealiased, root) => {
+            RelPath::root()
+        }
+        Err(PathError::OutsideRoot { .. }) => {
+            return Err(format!(
+                "outside the workspace {}: roots only narrow it",
+                root.display()
+            ));
+        }
+        Err(e) => return Err(format!("not a usable path: {e}")),
+    };
+    let real = ws
+        .resolve(&rel, Follow::All)
+        .map_err(|e| format!("cannot be resolved inside the workspace: {e}"))?;
+    match ws.stat(&real.real) {
+        Ok(info) if info.kind == FileKind::Directory => Ok(real.real),
+        Ok(_) => Err("not a directory".into()),
+        Err(e) => Err(format!("not an existing directory: {e}")),
+    }
+}
+
+/// The path of a `file://` URI (empty or `localhost` host), percent-decoded.
+fn file_path(uri: &str) -> Result<String, String> {
+    let rest = uri
+        .strip_prefix("file://")
+        .ok_or("not a file:// URI".to_string())?;
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !rest.starts_with('/') {
+        return Err("a file:// URI with a host other than localhost".into());
+    }
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    let path = percent_decode_str(rest)
+        .decode_utf8()
+        .map_err(|_| "its path is not UTF-8".to_string())?;
+    Ok(path.into_owned())
+}
+
+/// Whether the directory `path` holds the workspace `root` (then it narrows nothing).
+fn contains_workspace(path: &str, root: &std::path::Path) -> bool {
+    let Ok(dir) = RelPath::parse_rooted(path) else {
+        return false;
+    };
+    let Ok(ws) = RelPath::parse_rooted(&root.to_string_lossy()) else {
+        return false;
+    };
+    ws.starts_with(&dir)
+}
+
+fn show(gw: &Gateway, rel: &RelPath) -> String {
+    gw.show_path(fsgate_gateway::ops::PathStyle::AbsoluteOrRelative, rel)
+}
+
+fn clip(s: &str) -> String {
+    fsgate_gateway::clip(s)
+}
+
+/// The `roots` record: the session's new scope, what was accepted and what ignored.
+fn record(gw: &Gateway, ctx: &RequestCtx, details: Map<String, Value>) {
+    let Some(audit) = gw.audit() else { return };
+    let ev = AuditEvent {
+        session: ctx.session.clone(),
+        transport: ctx.transport.to_string(),
+        peer: ctx.peer.clone(),
+        ..AuditEvent::lifecycle("roots", details)
+    };
+    if let Err(e) = audit.append(ev) {
+        tracing::error!("audit log: cannot record the client's roots: {e}");
+    }
+}
+
+/// The text of `list_allowed_directories`: the roots in force, or the workspace.
+pub(super) fn allowed_directories(gw: &Gateway, roots: &Roots) -> String {
+    let dirs: Vec<String> = match roots {
+        Some(r) => r.iter().map(|rel| show(gw, rel)).collect(),
+        None => gw
+            .members()
+            .map(|m| m.workspace().root_path().to_string_lossy().into_owned())
+            .collect(),
+    };
+    format!("Allowed directories:\n{}", dirs.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_uris_are_decoded_and_others_refused() {
+        assert_eq!(file_path("file:///a/b%20c").unwrap(), "/a/b c");
+        assert_eq!(file_path("file://localhost/x").unwrap(), "/x");
+        assert!(file_path("https://x/y").is_err());
+        assert!(file_path("file://host/y").is_err());
+        assert!(file_path("file:///a%FF").is_err());
+    }
+
+    #[test]
+    fn a_root_above_the_workspace_contains_it() {
+        let root = std::path::Path::new("/home/u/ws");
+        assert!(contains_workspace("/home/u", root));
+        assert!(contains_workspace("/", root));
+        assert!(!contains_workspace("/home/u/w", root));
+        assert!(!contains_workspace("/home/other", root));
+    }
+}

@@ -1,0 +1,763 @@
+//! The files channel's wire format: JSON text messages in, [`Op`]s out, and the
+//! responses and pushed events back. Described for clients in docs/ws-protocol.md.
+
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+use super::changes::{Change, ChangeKind};
+use super::permission;
+use fsgate_base::error::{GatewayError, code};
+use fsgate_gateway::Gateway;
+use fsgate_gateway::ask::Answer;
+use fsgate_gateway::ops::{Encoding, Op, Output, PathStyle};
+use fsgate_workspace::format_permissions;
+
+/// The one channel this server speaks.
+pub const CHANNEL: &str = "files";
+
+/// What a client message asks for.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A filesystem request for the gateway.
+    Op {
+        /// `type` and `requestId`, echoed in the response.
+        head: Head,
+        /// The operation.
+        op: Op,
+        /// The client asked for `"encoding": "base64"` on a read.
+        base64: bool,
+    },
+    /// Push change events for this subtree only (replacing the previous subscription).
+    Subscribe {
+        /// `type` and `requestId`.
+        head: Head,
+        /// Workspace-rooted path of the subtree.
+        path: String,
+    },
+    /// Stop pushing change events.
+    Unsubscribe {
+        /// `type` and `requestId`.
+        head: Head,
+    },
+    /// The client's answer to a `permission` question.
+    Permission {
+        /// `type` and `requestId` (the question's id).
+        head: Head,
+        /// The question's id.
+        id: String,
+        /// The answer.
+        answer: Answer,
+    },
+    /// A message that cannot be served: record it as `name` and answer with `reply`
+    /// (an error response).
+    Bad {
+        /// The name the audit record gives it: its `type`, or `invalid-message`.
+        name: String,
+        /// The error response.
+        reply: Value,
+    },
+}
+
+impl Incoming {
+    fn bad(head: &Head, reply: Value) -> Incoming {
+        let name = if head.request_id.is_none() && head.kind == "error" {
+            "invalid-message".to_string()
+        } else {
+            head.kind.clone()
+        };
+        Incoming::Bad { name, reply }
+    }
+}
+
+/// The outcome an error response carries, for its audit record.
+pub fn outcome_of(reply: &Value) -> Result<(), (i64, String)> {
+    match reply.get("errorInfo") {
+        None => Ok(()),
+        Some(e) => Err((
+            e["code"].as_i64().unwrap_or(code::INTERNAL),
+            e["message"].as_str().unwrap_or_default().to_string(),
+        )),
+    }
+}
+
+/// The part of a request its response echoes.
+#[derive(Debug, Clone)]
+pub struct Head {
+    /// The request's `type`.
+    pub kind: String,
+    /// The request's `requestId`, any JSON value but null.
+    pub request_id: Option<Value>,
+}
+
+/// A protocol-level error (not from the gateway).
+fn bad(head: &Head, code: i64, message: impl Into<String>) -> Incoming {
+    Incoming::bad(head, error_response(head, code, &message.into(), None))
+}
+
+/// Parses one text message.
+pub fn parse(text: &str) -> Incoming {
+    let unknown = Head {
+        kind: "error".into(),
+        request_id: None,
+    };
+    let msg: Map<String, Value> = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => {
+            return bad(
+                &unknown,
+                code::INVALID_REQUEST,
+                "a message must be a JSON object",
+            );
+        }
+        Err(e) => return bad(&unknown, code::PARSE_ERROR, format!("invalid JSON: {e}")),
+    };
+    let head = Head {
+        kind: msg
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("error")
+            .to_string(),
+        request_id: msg.get("requestId").filter(|v| !v.is_null()).cloned(),
+    };
+    match msg.get("channel").and_then(Value::as_str) {
+        Some(CHANNEL) => {}
+        Some(other) => {
+            return bad(
+                &head,
+                code::INVALID_REQUEST,
+                format!("unknown channel {other:?}; only \"files\" is served"),
+            );
+        }
+        None => {
+            return bad(
+                &head,
+                code::INVALID_REQUEST,
+                "missing \"channel\": \"files\"",
+            );
+        }
+    }
+    if msg.get("type").and_then(Value::as_str).is_none() {
+        return bad(&head, code::INVALID_REQUEST, "missing \"type\"");
+    }
+    let fields = Fields { msg: &msg };
+    match to_incoming(&head, &fields) {
+        Ok(incoming) => incoming,
+        Err(e) => Incoming::bad(&head, gateway_error_response(&head, &e)),
+    }
+}
+
+/// Typed access to a message's fields.
+struct Fields<'a> {
+    msg: &'a Map<String, Value>,
+}
+
+impl Fields<'_> {
+    fn string(&self, name: &str) -> Result<Option<String>, GatewayError> {
+        match self.msg.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(GatewayError::InvalidParams(format!(
+                "\"{name}\" must be a string"
+            ))),
+        }
+    }
+
+    fn required(&self, name: &str) -> Result<String, GatewayError> {
+        self.string(name)?
+            .ok_or_else(|| GatewayError::InvalidParams(format!("missing \"{name}\"")))
+    }
+
+    fn flag(&self, name: &str) -> Result<bool, GatewayError> {
+        match self.msg.get(name) {
+            None | Some(Value::Null) => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(GatewayError::InvalidParams(format!(
+                "\"{name}\" must be a boolean"
+            ))),
+        }
+    }
+
+    /// `encoding`: true for base64, false for utf-8 (the default).
+    fn base64(&self) -> Result<bool, GatewayError> {
+        match self.string("encoding")?.as_deref() {
+            None | Some("utf-8" | "utf8") => Ok(false),
+            Some("base64") => Ok(true),
+            Some(other) => Err(GatewayError::InvalidParams(format!(
+                "unknown encoding {other:?}; use \"utf-8\" or \"base64\""
+            ))),
+        }
+    }
+}
+
+fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
+    let kind = head.kind.as_str();
+    match kind {
+        "subscribe" => {
+            return Ok(Incoming::Subscribe {
+                head: head.clone(),
+                path: f.string("path")?.unwrap_or_else(|| "/".into()),
+            });
+        }
+        "unsubscribe" => return Ok(Incoming::Unsubscribe { head: head.clone() }),
+        "permission" => return permission_reply(head, f),
+        _ => {}
+    }
+    let mut base64 = false;
+    let op = match kind {
+        "list" => {
+            if f.flag("recursive")? {
+                return Err(GatewayError::InvalidParams(
+                    "recursive listing is not supported; list each directory".into(),
+                ));
+            }
+            Op::Ls {
+                path: f.string("path")?.unwrap_or_else(|| "/".into()),
+                cursor: f.string("cursor")?,
+            }
+        }
+        "read" => {
+            base64 = f.base64()?;
+            Op::ReadFile {
+                path: f.required("path")?,
+            }
+        }
+        "write" => {
+            let path = f.required("path")?;
+            let content = f.required("content")?;
+            if f.base64()? {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(content.as_bytes())
+                    .map_err(|e| {
+                        GatewayError::InvalidParams(format!("content is not valid base64: {e}"))
+                    })?;
+                Op::WriteBytes {
+                    path,
+                    content: bytes,
+                }
+            } else {
+                Op::WriteText { path, content }
+            }
+        }
+        "mkdir" => Op::Mkdir {
+            path: f.required("path")?,
+            recursive: f.flag("recursive")?,
+        },
+        "delete" => Op::Rm {
+            path: f.required("path")?,
+            recursive: f.flag("recursive")?,
+        },
+        "rename" => Op::Rename {
+            from: f.required("oldPath")?,
+            to: f.required("newPath")?,
+        },
+        "stat" => Op::Stat {
+            path: f.required("path")?,
+        },
+        other => {
+            return Ok(bad(
+                head,
+                code::METHOD_NOT_FOUND,
+                format!(
+                    "unknown request type {other:?}; expected list, read, write, mkdir, delete, rename, stat, subscribe, unsubscribe or permission"
+                ),
+            ));
+        }
+    };
+    if head.request_id.is_none() {
+        return Err(GatewayError::InvalidParams("missing \"requestId\"".into()));
+    }
+    Ok(Incoming::Op {
+        head: head.clone(),
+        op,
+        base64,
+    })
+}
+
+/// A `permission` reply: `requestId` is the question's id, `answer` one of its options.
+fn permission_reply(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
+    let Some(Value::String(id)) = &head.request_id else {
+        return Err(GatewayError::InvalidParams(
+            "a permission reply needs the question's \"requestId\" (a string such as \"perm-1\")"
+                .into(),
+        ));
+    };
+    let answer =
+        permission::parse_answer(f.msg.get("answer")).map_err(GatewayError::InvalidParams)?;
+    Ok(Incoming::Permission {
+        head: head.clone(),
+        id: id.clone(),
+        answer,
+    })
+}
+
+fn envelope(head: &Head) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("channel".into(), CHANNEL.into());
+    // The type is echoed for the client to match answers; an unknown one is the
+    // client's text, bounded like any echo.
+    m.insert("type".into(), fsgate_base::error::echo(&head.kind).into());
+    if let Some(id) = &head.request_id {
+        m.insert("requestId".into(), id.clone());
+    }
+    m
+}
+
+/// `{channel, type, requestId, data}`.
+pub fn data_response(head: &Head, data: Value) -> Value {
+    let mut m = envelope(head);
+    m.insert("data".into(), data);
+    Value::Object(m)
+}
+
+/// `{channel, type, requestId, error, errorInfo}`: `error` is the channel's one-line
+/// string, `errorInfo` the structured details `{code, message, rule?, reason?, path?}`.
+/// For failures outside the gateway (malformed messages, limits of the door).
+pub fn error_response(head: &Head, code: i64, message: &str, extra: Option<&Value>) -> Value {
+    with_error(
+        head,
+        error_text(code, message),
+        error_info(code, message, extra),
+    )
+}
+
+/// The error response for a gateway failure, with its rule and reason.
+pub fn gateway_error_response(head: &Head, e: &GatewayError) -> Value {
+    let info = error_info(e.code(), &e.message(), e.data().as_ref());
+    with_error(head, gateway_text(e), info)
+}
+
+/// The error response; its string and every string of `errorInfo` bounded as an
+/// answer may echo them ([`fsgate_base::error::echo`]).
+fn with_error(head: &Head, text: String, mut info: Value) -> Value {
+    let mut m = envelope(head);
+    m.insert(
+        "error".into(),
+        fsgate_base::error::echo(&text).into_owned().into(),
+    );
+    fsgate_base::error::echo_value(&mut info);
+    m.insert("errorInfo".into(), info);
+    Value::Object(m)
+}
+
+fn error_info(code: i64, message: &str, extra: Option<&Value>) -> Value {
+    let mut info = json!({"code": code, "message": message});
+    if let (Some(Value::Object(extra)), Some(obj)) = (extra, info.as_object_mut()) {
+        for key in ["rule", "reason", "path"] {
+            if let Some(v) = extra.get(key) {
+                obj.insert(key.into(), v.clone());
+            }
+        }
+    }
+    info
+}
+
+/// The class of failure a code stands for, as the `error` string starts.
+fn error_class(code: i64) -> &'static str {
+    match code {
+        code::PARSE_ERROR => "Invalid JSON",
+        code::INVALID_REQUEST | code::INVALID_PARAMS => "Invalid request",
+        code::METHOD_NOT_FOUND => "Unknown request type",
+        code::NOT_FOUND => "File not found",
+        code::REFUSED => "Access denied",
+        code::LIMIT => "Limit exceeded",
+        _ => "Internal error",
+    }
+}
+
+/// `Class: detail`, or the detail capitalised if it already names its class.
+fn error_text(code: i64, message: &str) -> String {
+    let class = error_class(code);
+    let named = message
+        .get(..class.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(class));
+    if named {
+        format!("{class}{}", &message[class.len()..])
+    } else {
+        format!("{class}: {message}")
+    }
+}
+
+/// The channel's string for a gateway failure: its class, the path, why.
+fn gateway_text(e: &GatewayError) -> String {
+    let with_path = |class: &str, path: &str, why: &str| match (path.is_empty(), why.is_empty()) {
+        (true, _) => format!("{class}: {why}"),
+        (false, true) => format!("{class}: {path}"),
+        (false, false) => format!("{class}: {path}: {why}"),
+    };
+    match e {
+        GatewayError::NotFound { path } => with_path("File not found", path, ""),
+        GatewayError::MissingParent { path, .. } => {
+            with_path("Parent directory not found", path, "")
+        }
+        GatewayError::Refused { reason, path, .. } => with_path("Access denied", path, reason),
+        GatewayError::Limit { reason, path, .. } => with_path("Limit exceeded", path, reason),
+        GatewayError::InvalidParams(m) => error_text(code::INVALID_PARAMS, m),
+        other => error_text(other.code(), &other.message()),
+    }
+}
+
+/// The `data` of a successful operation, paths workspace-rooted.
+pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
+    let style = PathStyle::Rooted;
+    match out {
+        Output::File { content, encoding } => {
+            if base64 && encoding == Encoding::Utf8 {
+                let b64 = base64::engine::general_purpose::STANDARD.encode(content.as_bytes());
+                json!({"content": b64, "encoding": Encoding::Base64.as_str()})
+            } else {
+                json!({"content": content, "encoding": encoding.as_str()})
+            }
+        }
+        Output::Text(content) => json!({"content": content, "encoding": Encoding::Utf8.as_str()}),
+        Output::Unit => json!({}),
+        Output::Entries {
+            entries,
+            truncated,
+            next,
+        } => {
+            let list: Vec<Value> = entries
+                .into_iter()
+                .map(|e| {
+                    json!({
+                        "name": e.name,
+                        "type": e.kind.as_str(),
+                        "size": e.size,
+                        "modified": iso8601(e.modified.as_deref()),
+                        "permissions": e.mode.map(format_permissions),
+                        "path": gw.show_path(style, &e.path),
+                    })
+                })
+                .collect();
+            let v = crate::results::with_truncated(json!({"entries": list}), truncated);
+            crate::results::with_next(v, next)
+        }
+        Output::Stat { path, info } => json!({
+            "name": path.file_name().unwrap_or_default(),
+            "type": info.kind,
+            "size": info.size,
+            "modified": iso8601(info.modified.as_deref()),
+            "permissions": info.permissions,
+            "path": gw.show_path(style, &path),
+        }),
+        // Search results have the JSON-RPC doors' shape, workspace-rooted.
+        out @ (Output::Paths { .. } | Output::Grep { .. }) => {
+            crate::results::render(gw, style, out)
+        }
+    }
+}
+
+/// A modification time as the channel writes it: ISO 8601 UTC with milliseconds
+/// (`2026-05-01T12:00:00.000Z`, what JavaScript's `Date.toISOString` gives).
+fn iso8601(rfc3339: Option<&str>) -> Value {
+    use time::format_description::well_known::Rfc3339;
+    let Some(t) = rfc3339.and_then(|s| time::OffsetDateTime::parse(s, &Rfc3339).ok()) else {
+        return Value::Null;
+    };
+    let t = t.to_offset(time::UtcOffset::UTC);
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    t.format(&fmt).map_or(Value::Null, Value::from)
+}
+
+/// Answers up to this size are encoded in one pass (into a buffer that stops growing
+/// here); larger ones are measured first (see [`encode_reply`]).
+const ONE_PASS_MAX: usize = 64 * 1024;
+
+/// Encodes a response, or, if it would be larger than `max` bytes, the error response
+/// saying so. A small answer is encoded once, into a buffer bounded at
+/// [`ONE_PASS_MAX`] (escaping its text is most of its cost). A larger one is measured
+/// first without allocating, so an answer over the limit is never built, and one within
+/// it is built in a buffer of its exact size.
+pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
+    use crate::encode::json_upto;
+    if let Some(small) = json_upto(v, max.min(ONE_PASS_MAX), 8 * 1024) {
+        return String::from_utf8(small).unwrap_or_default();
+    }
+    let Some(size) = crate::results::json_len_upto(v, max) else {
+        let msg = format!(
+            "the answer is larger than the message limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); text full of control characters grows up to six times when JSON-escaped"
+        );
+        let extra = json!({"rule": "limits.max_message_bytes", "reason": msg});
+        return error_response(head, code::LIMIT, &msg, Some(&extra)).to_string();
+    };
+    let mut buf = Vec::with_capacity(size);
+    crate::encode::write_json(&mut buf, v);
+    String::from_utf8(buf).unwrap_or_default()
+}
+
+/// A pushed `change` event (no requestId).
+pub fn change_event(c: &Change) -> Value {
+    json!({
+        "channel": CHANNEL,
+        "type": "change",
+        "event": c.kind.as_str(),
+        "path": c.path.to_rooted(),
+        "fileType": if c.is_dir { "directory" } else { "file" },
+    })
+}
+
+/// Pushed when events were lost (a slow client, or the kernel queue overflowed):
+/// the client should re-list what it shows.
+pub fn overflow_event(dropped: Option<u64>) -> Value {
+    json!({
+        "channel": CHANNEL,
+        "type": "overflow",
+        "dropped": dropped,
+        "message": "change events were lost; list again to resynchronise",
+    })
+}
+
+/// Pushed at connection (and again when it grows) when the kernel's inotify watch limit
+/// left directories unwatched: changes in them are not reported.
+pub fn unwatched_event(u: &super::watch::Unwatched) -> Value {
+    let paths: Vec<String> = u
+        .first
+        .iter()
+        .map(fsgate_base::path::RelPath::to_rooted)
+        .collect();
+    json!({
+        "channel": CHANNEL,
+        "type": "unwatched",
+        "limit": u.limit,
+        "limitValue": u.limit_value,
+        "watched": u.watched,
+        "unwatched": u.count,
+        "paths": paths,
+        "message": u.message(),
+    })
+}
+
+impl ChangeKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Create => "create",
+            ChangeKind::Modify => "modify",
+            ChangeKind::Delete => "delete",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(text: &str) -> (Head, Op, bool) {
+        match parse(text) {
+            Incoming::Op { head, op, base64 } => (head, op, base64),
+            other => panic!("expected an op, got {other:?}"),
+        }
+    }
+
+    fn bad_code(text: &str) -> (i64, Value) {
+        match parse(text) {
+            Incoming::Bad { reply: v, .. } => (v["errorInfo"]["code"].as_i64().unwrap_or(0), v),
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    /// The fix for the fuzz crash above lives in the build, not in code: test builds
+    /// parse numbers exactly anyway (a dev-dependency turns the feature on), so only this
+    /// check fails if the `fsgate` binary loses it.
+    #[test]
+    fn the_binary_reads_numbers_exactly() {
+        let manifest: toml::Table = toml::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/Cargo.toml"
+        )))
+        .unwrap_or_default();
+        let features = &manifest["dependencies"]["serde_json"]["features"];
+        assert!(
+            features
+                .as_array()
+                .is_some_and(|f| f.iter().any(|v| v.as_str() == Some("float_roundtrip"))),
+            "serde_json must be built with float_roundtrip: {features:?}"
+        );
+    }
+
+    #[test]
+    fn maps_every_type_to_its_op() {
+        let (h, o, _) = op(r#"{"channel":"files","type":"list","requestId":7}"#);
+        assert_eq!(h.request_id, Some(json!(7)));
+        // Found by fuzzing: without serde_json's exact float parsing this id came back
+        // as another number (7.777777699999999e30).
+        let (h, _, _) =
+            op(r#"{"channel":"files","type":"list","requestId":777777770000000006500433e7}"#);
+        let echoed = serde_json::to_string(&h.request_id).unwrap_or_default();
+        assert_eq!(serde_json::from_str::<Value>(&echoed).ok(), h.request_id);
+        assert_eq!(h.request_id, Some(json!(7.7777777e30)));
+        assert!(matches!(o, Op::Ls { path, cursor: None } if path == "/"));
+        let (_, o, b) = op(
+            r#"{"channel":"files","type":"read","requestId":"a","path":"/x","encoding":"base64"}"#,
+        );
+        assert!(b);
+        assert!(matches!(o, Op::ReadFile { path } if path == "/x"));
+        let (_, o, _) = op(
+            r#"{"channel":"files","type":"write","requestId":1,"path":"/b","content":"AAE=","encoding":"base64"}"#,
+        );
+        assert!(matches!(o, Op::WriteBytes { content, .. } if content == vec![0, 1]));
+        let (_, o, _) =
+            op(r#"{"channel":"files","type":"write","requestId":1,"path":"/t","content":"hi"}"#);
+        assert!(matches!(o, Op::WriteText { content, .. } if content == "hi"));
+        let (_, o, _) =
+            op(r#"{"channel":"files","type":"mkdir","requestId":1,"path":"/d","recursive":true}"#);
+        assert!(matches!(
+            o,
+            Op::Mkdir {
+                recursive: true,
+                ..
+            }
+        ));
+        let (_, o, _) = op(r#"{"channel":"files","type":"delete","requestId":1,"path":"/d"}"#);
+        assert!(matches!(
+            o,
+            Op::Rm {
+                recursive: false,
+                ..
+            }
+        ));
+        let (_, o, _) = op(
+            r#"{"channel":"files","type":"rename","requestId":1,"oldPath":"/a","newPath":"/b"}"#,
+        );
+        assert!(matches!(o, Op::Rename { from, to } if from == "/a" && to == "/b"));
+        let (_, o, _) = op(r#"{"channel":"files","type":"stat","requestId":1,"path":"/a"}"#);
+        assert!(matches!(o, Op::Stat { .. }));
+    }
+
+    #[test]
+    fn malformed_messages_get_the_contract_codes_and_keep_the_request_id() {
+        assert_eq!(bad_code("{nope").0, code::PARSE_ERROR);
+        assert_eq!(bad_code("[1]").0, code::INVALID_REQUEST);
+        assert_eq!(
+            bad_code(r#"{"channel":"x","type":"list","requestId":1}"#).0,
+            code::INVALID_REQUEST
+        );
+        let (c, v) = bad_code(r#"{"channel":"files","type":"frob","requestId":"q"}"#);
+        assert_eq!(c, code::METHOD_NOT_FOUND);
+        assert_eq!(v["requestId"], json!("q"));
+        assert_eq!(v["type"], json!("frob"));
+        let (c, v) = bad_code(r#"{"channel":"files","type":"read","requestId":3}"#);
+        assert_eq!(c, code::INVALID_PARAMS);
+        assert_eq!(v["requestId"], json!(3));
+        assert_eq!(
+            bad_code(r#"{"channel":"files","type":"read","path":"/a"}"#).0,
+            code::INVALID_PARAMS
+        );
+        assert_eq!(
+            bad_code(r#"{"channel":"files","type":"write","requestId":1,"path":"/a","content":"!!","encoding":"base64"}"#).0,
+            code::INVALID_PARAMS
+        );
+        assert_eq!(
+            bad_code(
+                r#"{"channel":"files","type":"read","requestId":1,"path":"/a","encoding":"latin1"}"#
+            )
+            .0,
+            code::INVALID_PARAMS
+        );
+    }
+
+    #[test]
+    fn subscribe_defaults_to_the_root() {
+        match parse(r#"{"channel":"files","type":"subscribe"}"#) {
+            Incoming::Subscribe { path, head } => {
+                assert_eq!(path, "/");
+                assert!(head.request_id.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse(r#"{"channel":"files","type":"unsubscribe"}"#),
+            Incoming::Unsubscribe { .. }
+        ));
+    }
+
+    #[test]
+    fn an_answer_over_the_limit_becomes_a_limit_error() {
+        let head = Head {
+            kind: "read".into(),
+            request_id: Some(json!(9)),
+        };
+        let small = data_response(&head, json!({"content": "hi"}));
+        assert_eq!(encode_reply(&head, &small, 4096), small.to_string());
+        // Over the one-pass buffer, within the limit: measured, then built whole.
+        let mid = data_response(&head, json!({"content": "x".repeat(ONE_PASS_MAX * 2)}));
+        assert_eq!(encode_reply(&head, &mid, ONE_PASS_MAX * 4), mid.to_string());
+        // Over the limit, though the limit is over the one-pass buffer.
+        let v: Value =
+            serde_json::from_str(&encode_reply(&head, &mid, ONE_PASS_MAX + 10)).expect("json");
+        assert_eq!(v["errorInfo"]["code"], json!(code::LIMIT));
+        let big = data_response(&head, json!({"content": "\u{1}".repeat(1000)}));
+        let text = encode_reply(&head, &big, 4096);
+        let v: Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(v["errorInfo"]["code"], json!(code::LIMIT));
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("Limit exceeded: "))
+        );
+        assert_eq!(v["requestId"], json!(9));
+        assert!(text.len() < 1024, "{text}");
+        assert_eq!(outcome_of(&v).map_err(|e| e.0), Err(code::LIMIT));
+    }
+
+    #[test]
+    fn times_are_iso_8601_with_milliseconds() {
+        assert_eq!(
+            iso8601(Some("2026-05-01T12:00:00.123456789Z")),
+            json!("2026-05-01T12:00:00.123Z")
+        );
+        assert_eq!(
+            iso8601(Some("2026-05-01T12:00:00Z")),
+            json!("2026-05-01T12:00:00.000Z")
+        );
+        assert_eq!(iso8601(None), Value::Null);
+    }
+
+    #[test]
+    fn errors_are_the_channel_strings() {
+        let head = Head {
+            kind: "read".into(),
+            request_id: Some(json!(1)),
+        };
+        let text = |e: GatewayError| gateway_error_response(&head, &e)["error"].clone();
+        let missing = GatewayError::NotFound {
+            path: "/src/missing.ts".into(),
+        };
+        assert_eq!(text(missing), json!("File not found: /src/missing.ts"));
+        let bad = GatewayError::InvalidParams("missing \"path\"".into());
+        assert_eq!(text(bad), json!("Invalid request: missing \"path\""));
+        assert_eq!(
+            error_text(code::PARSE_ERROR, "invalid JSON: EOF"),
+            "Invalid JSON: EOF"
+        );
+        let (_, v) = bad_code(r#"{"channel":"files","type":"frob","requestId":"q"}"#);
+        assert!(
+            v["error"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("Unknown request type \"frob\"")),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn refusals_carry_rule_and_reason() {
+        let head = Head {
+            kind: "read".into(),
+            request_id: Some(json!(1)),
+        };
+        let e = GatewayError::Refused {
+            reason: "secret".into(),
+            rule: "secrets:dotenv".into(),
+            path: "/.env".into(),
+        };
+        let v = gateway_error_response(&head, &e);
+        assert_eq!(v["error"], json!("Access denied: /.env: secret"));
+        assert_eq!(v["errorInfo"]["code"], json!(code::REFUSED));
+        assert_eq!(v["errorInfo"]["rule"], json!("secrets:dotenv"));
+        assert_eq!(v["errorInfo"]["reason"], json!("secret"));
+        assert_eq!(v["errorInfo"]["path"], json!("/.env"));
+        assert_eq!(v["requestId"], json!(1));
+        assert_eq!(v["channel"], json!("files"));
+    }
+}

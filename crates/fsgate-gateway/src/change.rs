@@ -1,0 +1,330 @@
+//! What every change shares: the backup before it, and the policy checks of the
+//! directories it creates and of everything beneath a directory it removes or moves.
+
+use serde_json::{Value, json};
+
+use super::{Facts, Gateway, ReqPath, entry_facts, visible, ws_error};
+use fsgate_backup::{BackupError, BackupStore, OnLimit, PruneReport, Saving};
+use fsgate_base::error::GatewayError;
+use fsgate_base::path::RelPath;
+use fsgate_policy::{Access, EntryKind, OpClass, Policy};
+use fsgate_workspace::{Entry, FileKind, MAX_DEPTH, Resolved, WsError};
+
+/// The fstat sizes a backup's limits and copy use: size, blocks, device.
+fn sizes(meta: &std::fs::Metadata) -> (u64, u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.size(), meta.blocks(), meta.dev())
+}
+
+impl Gateway {
+    /// Saves the current content of the regular file at `real` to the backup store
+    /// before it is replaced or removed. No backup, no change (fail closed), unless the
+    /// policy's `[backup] on_limit` lets a change past a size limit go ahead without one:
+    /// its audit record then says so (`noBackup`).
+    pub(super) fn backup(
+        &self,
+        real: &RelPath,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        self.backup_if(real, None, shown, facts)
+    }
+
+    /// [`backup`](Self::backup) of a file listed by an inspection: refused (nothing
+    /// saved, nothing changed) if the name no longer holds the inspected file, whose
+    /// content the later removal would otherwise delete without a backup.
+    pub(super) fn backup_inspected(
+        &self,
+        e: &Entry,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        self.backup_if(&e.path, Some(e), shown, facts)
+    }
+
+    fn backup_if(
+        &self,
+        real: &RelPath,
+        inspected: Option<&Entry>,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let Some((store, file, meta)) = self.backup_open(real, inspected, shown, facts)? else {
+            return Ok(());
+        };
+        let saved = store.save_opened(real.as_str(), &file, sizes(&meta));
+        self.backup_saved(store, real, shown, saved, &meta, facts)
+    }
+
+    /// [`backup`](Self::backup) whose syncs run beside the request: the version is
+    /// written and named (its id and hash in `facts`) when this returns, and the change
+    /// waits for [`backup_durable`](Self::backup_durable) before it touches the file.
+    pub(super) fn backup_beside(
+        &self,
+        real: &RelPath,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<Option<Saving<'_>>, GatewayError> {
+        let Some((store, file, meta)) = self.backup_open(real, None, shown, facts)? else {
+            return Ok(None);
+        };
+        let (saved, saving) = match store.save_opened_beside(real.as_str(), &file, sizes(&meta)) {
+            Ok(s) => (Ok(s.saved().clone()), Some(s)),
+            Err(e) => (Err(e), None),
+        };
+        self.backup_saved(store, real, shown, saved, &meta, facts)?;
+        Ok(saving)
+    }
+
+    /// Waits until a backup started by [`backup_beside`](Self::backup_beside) is durable:
+    /// Err means there is no backup, and nothing may change.
+    pub(super) fn backup_durable(
+        &self,
+        saving: Option<Saving<'_>>,
+        shown: &str,
+    ) -> Result<(), GatewayError> {
+        let Some(saving) = saving else { return Ok(()) };
+        let done = saving.wait();
+        if let Some(store) = self.backups() {
+            for report in store.take_prune_reports() {
+                self.record_prune(&report);
+            }
+        }
+        done.map(|_| ()).map_err(|e| {
+            GatewayError::Internal(format!(
+                "cannot back up the previous content of {shown}, so nothing was changed: {e}"
+            ))
+        })
+    }
+
+    /// The store and the opened regular file at `real` to back up, once nobody is to be
+    /// asked any more; None when there is no store.
+    fn backup_open(
+        &self,
+        real: &RelPath,
+        inspected: Option<&Entry>,
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<Option<(&BackupStore, std::fs::File, std::fs::Metadata)>, GatewayError> {
+        // Nobody is asked about a change another check refuses: only now, before the
+        // first side effect.
+        Self::settle_pending(facts)?;
+        let Some(store) = self.backups() else {
+            return Ok(None);
+        };
+        let (file, meta) = self
+            .workspace
+            .open_regular(real)
+            .map_err(|e| ws_error(e, shown))?;
+        use std::os::unix::fs::MetadataExt;
+        if let Some(e) = inspected
+            && e.id != Some((meta.dev(), meta.ino()))
+        {
+            return Err(ws_error(WsError::Unseen(e.path.clone()), shown));
+        }
+        Ok(Some((store, file, meta)))
+    }
+
+    /// What follows a save (durable or not yet): its id and the hash of what it holds
+    /// in `facts`, or the refusal (or the note of a change without backup) past a limit.
+    fn backup_saved(
+        &self,
+        store: &BackupStore,
+        real: &RelPath,
+        shown: &str,
+        saved: Result<fsgate_backup::BackupRef, BackupError>,
+        meta: &std::fs::Metadata,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        use std::os::unix::fs::MetadataExt;
+        for report in store.take_prune_reports() {
+            self.record_prune(&report);
+        }
+        let saved = match saved {
+            Ok(s) => s,
+            Err(BackupError::TooLarge { limit, message }) => {
+                return self.past_backup_limit(store, real, shown, limit, message, facts);
+            }
+            Err(e) => {
+                return Err(GatewayError::Internal(format!(
+                    "cannot back up the previous content of {shown}, so nothing was changed: {e}"
+                )));
+            }
+        };
+        facts.old_sha256 = Some(saved.sha256);
+        facts.saved_file = Some((meta.dev(), meta.ino()));
+        facts.backups.push(saved.id);
+        let n = self
+            .saves
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        // The save itself kept its file to `keep_versions`; what is left to a pass over
+        // the whole store (ages of other files, crash leftovers) runs amortised.
+        if store.sweep_due(n, super::PRUNE_EVERY) {
+            self.prune_backups();
+        }
+        Ok(())
+    }
+
+    /// A backup past a `[backup]` size limit: refuse (the default), or note in the
+    /// request's facts that the change goes ahead without a backup.
+    fn past_backup_limit(
+        &self,
+        store: &BackupStore,
+        real: &RelPath,
+        shown: &str,
+        limit: &'static str,
+        message: String,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        if store.on_limit() == OnLimit::Refuse {
+            return Err(GatewayError::Limit {
+                reason: format!("{message}; nothing was changed"),
+                rule: limit.into(),
+                path: shown.to_string(),
+            });
+        }
+        tracing::warn!(
+            limit,
+            "changing {real} without a backup ([backup] on_limit)"
+        );
+        let skipped = facts
+            .args
+            .entry("noBackup")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = skipped {
+            list.push(json!({"path": real.as_str(), "limit": limit}));
+        }
+        store.note_changed(real.as_str());
+        Ok(())
+    }
+
+    /// Notes that the gateway wrote `real` (a file it may have created): a later backup
+    /// of it holds this session's content, not the user's.
+    pub(super) fn note_changed(&self, real: &RelPath) {
+        if let Some(store) = self.backups() {
+            store.note_changed(real.as_str());
+        }
+    }
+
+    /// Records what a retention pass removed, if anything.
+    pub(super) fn record_prune(&self, report: &PruneReport) {
+        if report.removed.is_empty() {
+            return;
+        }
+        let mut details = serde_json::Map::new();
+        details.insert(
+            "removed".into(),
+            serde_json::to_value(&report.removed).unwrap_or(Value::Null),
+        );
+        details.insert("removedBytes".into(), report.removed_bytes().into());
+        self.record("backup-prune", details);
+    }
+
+    /// Checks `write` on each directory that a write or mkdir would create.
+    pub(super) fn check_missing_parents(
+        &self,
+        pol: &Policy,
+        rp: &ReqPath,
+        res: &Resolved,
+        include_self: bool,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let mut dirs = Vec::new();
+        let mut cur = if include_self {
+            Some(res.real.clone())
+        } else {
+            res.real.parent()
+        };
+        let mut n = if include_self {
+            res.missing
+        } else {
+            res.missing.saturating_sub(1)
+        };
+        while n > 0 {
+            let Some(d) = cur else { break };
+            cur = d.parent();
+            dirs.push(d);
+            n -= 1;
+        }
+        for d in dirs.iter().rev() {
+            Self::check(pol, OpClass::Write, d, EntryKind::Dir, &rp.shown, facts)?;
+        }
+        Ok(())
+    }
+
+    /// Everything beneath a directory, for the checks and backups before a recursive
+    /// change; refused if any of it cannot be inspected (too deep, unreadable).
+    pub(super) fn descendants(
+        &self,
+        real: &RelPath,
+        shown: &str,
+    ) -> Result<Vec<Entry>, GatewayError> {
+        self.workspace
+            .inspect_tree(real)
+            .map_err(|e| ws_error(e, shown))
+    }
+
+    /// Refuses to create `real` (holding a tree `below` levels high) deeper than the
+    /// walks inspect: a tree the gateway could not inspect whole, it could not change.
+    pub(super) fn check_depth(
+        real: &RelPath,
+        below: usize,
+        shown: &str,
+    ) -> Result<(), GatewayError> {
+        let depth = real.components().count() + below;
+        if depth <= MAX_DEPTH {
+            return Ok(());
+        }
+        Err(GatewayError::Limit {
+            reason: format!(
+                "the result would be nested {depth} levels deep; fsgate inspects and creates at most {MAX_DEPTH}"
+            ),
+            rule: super::RULE_DEPTH.into(),
+            path: shown.to_string(),
+        })
+    }
+
+    /// For a recursive change of the directory `src` holding `entries`: every entry
+    /// must be visible and deletable, and (when moved to `dst`) writable at its new
+    /// place.
+    pub(super) fn check_subtree(
+        pol: &Policy,
+        src: &RelPath,
+        dst: Option<&RelPath>,
+        entries: &[Entry],
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        for e in entries {
+            // Sizes count: the walk read each file's metadata.
+            let pf = entry_facts(e);
+            if !visible(pol, e) {
+                return Err(GatewayError::Refused {
+                    reason: "the directory holds entries the policy hides; they cannot be removed or moved".into(),
+                    rule: "protected-entries".into(),
+                    path: shown.to_string(),
+                });
+            }
+            let (delete, write) = (
+                Access::Class(OpClass::Delete),
+                Access::Class(OpClass::Write),
+            );
+            Self::check_entry(pol, delete, &e.path, &pf, shown, facts)?;
+            if let (Some(dst), Some(rest)) = (dst, e.path.strip_prefix(src)) {
+                let target = RelPath::parse_rooted(&format!("/{}/{}", dst.as_str(), rest.as_str()))
+                    .unwrap_or_else(|_| dst.clone());
+                Self::check_entry(pol, write, &target, &pf, shown, facts)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn is_real_dir(&self, real: &RelPath) -> bool {
+        // `real` is canonical except maybe its last component, which stat does not
+        // follow (openat2 refuses symlinks), so a link to a directory is not a directory.
+        self.workspace
+            .stat(real)
+            .is_ok_and(|i| i.kind == FileKind::Directory)
+    }
+}

@@ -1,0 +1,55 @@
+//! mkdir: create a directory (and, when asked, its missing parents).
+
+use super::{Facts, Gateway, ws_error};
+use fsgate_base::error::GatewayError;
+use crate::ops::{Output, RequestCtx};
+use fsgate_policy::{EntryKind, OpClass, Policy};
+use fsgate_workspace::FileKind;
+use fsgate_workspace::Follow;
+
+impl Gateway {
+    pub(super) fn mkdir(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        recursive: bool,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        let res = self.locate(pol, OpClass::Write, &rp, Follow::All, EntryKind::Dir, facts)?;
+        if res.exists {
+            if recursive {
+                let info = self
+                    .workspace
+                    .stat(&res.real)
+                    .map_err(|e| ws_error(e, &rp.shown))?;
+                if info.kind == FileKind::Directory {
+                    return Ok(Output::Unit);
+                }
+            }
+            return Err(GatewayError::InvalidParams(format!(
+                "{}: already exists",
+                rp.shown
+            )));
+        }
+        if res.missing > 1 && !recursive {
+            return Err(GatewayError::MissingParent {
+                path: rp.shown,
+                hint: "; pass recursive: true to create it",
+            });
+        }
+        Self::check_depth(&res.real, 0, &rp.shown)?;
+        self.check_missing_parents(pol, &rp, &res, true, facts)?;
+        if res.missing > 1 {
+            // The parents made too, so that an undo removes them again.
+            facts.args.insert("madeDirs".into(), res.missing.into());
+        }
+        self.intend(pol, ctx, facts)?;
+        self.workspace
+            .mkdir(&res.real, recursive)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        Ok(Output::Unit)
+    }
+}

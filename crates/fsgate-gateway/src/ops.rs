@@ -1,0 +1,440 @@
+//! The one internal operation type every transport translates into, and its results.
+
+use serde_json::{Map, Value};
+
+use fsgate_base::path::RelPath;
+use fsgate_workspace::{Entry, GrepMatch, StatInfo};
+
+/// How a transport writes paths: what it accepts, and how results are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathStyle {
+    /// ACP: absolute paths under the workspace root only.
+    Absolute,
+    /// MCP: absolute under the root, or relative to it; results absolute.
+    AbsoluteOrRelative,
+    /// WebSocket files channel: `/src/a.ts` is `<root>/src/a.ts`.
+    Rooted,
+}
+
+/// Who is asking: carried into refusals and audit records.
+#[derive(Debug, Clone)]
+pub struct RequestCtx {
+    /// The transport's path convention.
+    pub style: PathStyle,
+    /// The session id the request named (or the connection's).
+    pub session: String,
+    /// "acp", "mcp", "ws".
+    pub transport: &'static str,
+    /// pid/uid of the stdio peer, or the remote address.
+    pub peer: String,
+    /// The parts of the workspace the session may reach (MCP roots narrow it).
+    pub scope: crate::Scope,
+    /// Who to ask when an `ask` rule decides (None: the client cannot be asked).
+    pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
+    /// Who to tell of each change the gateway made (None: nobody).
+    pub notifier: Option<std::sync::Arc<dyn crate::ChangeSink>>,
+}
+
+/// A `tree`'s exclude patterns recorded at most (`args.excludeCount` says how many).
+pub const MAX_EXCLUDE_RECORDED: usize = 32;
+
+/// One operation, with paths exactly as the request gave them.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// `fs/read_text_file`: 1-based `line`, `limit` in lines.
+    ReadText {
+        /// Path as given.
+        path: String,
+        /// First line (1-based).
+        line: Option<u64>,
+        /// Number of lines.
+        limit: Option<u64>,
+    },
+    /// `_fsgate/read_file`: text, or base64 for binary where the policy allows.
+    ReadFile {
+        /// Path as given.
+        path: String,
+    },
+    /// `fs/write_text_file`: create or atomically replace.
+    WriteText {
+        /// Path as given.
+        path: String,
+        /// New content.
+        content: String,
+    },
+    /// Write raw bytes (WebSocket base64 writes).
+    WriteBytes {
+        /// Path as given.
+        path: String,
+        /// New content.
+        content: Vec<u8>,
+    },
+    /// `_fsgate/edit_text_file`: replace the single occurrence of `old_text`.
+    Edit {
+        /// Path as given.
+        path: String,
+        /// Text that must occur exactly once.
+        old_text: String,
+        /// Replacement.
+        new_text: String,
+    },
+    /// `_fsgate/ls`: one page of a directory's entries.
+    Ls {
+        /// Directory as given.
+        path: String,
+        /// Only entries named after this (a previous page's `nextCursor`).
+        cursor: Option<String>,
+    },
+    /// Names and kinds beneath a directory, without metadata (MCP `list_directory` and
+    /// `directory_tree`): one request, one record, however many directories it holds.
+    Tree {
+        /// Directory as given.
+        path: String,
+        /// Levels to descend: 1 lists the directory itself.
+        depth: usize,
+        /// Globs, relative to `path`, of entries left out with all beneath them (a
+        /// pattern without `*` also matches that name at any depth).
+        exclude: Vec<String>,
+        /// The list stops at this many entries, and says it was cut if there are more.
+        max_entries: usize,
+        /// With `depth` 1: only entries named after this (a previous page's cursor).
+        cursor: Option<String>,
+    },
+    /// `_fsgate/stat`.
+    Stat {
+        /// Path as given.
+        path: String,
+    },
+    /// `_fsgate/glob`.
+    Glob {
+        /// Pattern, relative to the root or absolute under it.
+        pattern: String,
+    },
+    /// `_fsgate/grep`.
+    Grep {
+        /// Regex.
+        pattern: String,
+        /// File or directory to search (default: the root).
+        path: Option<String>,
+        /// Case-insensitive.
+        ignore_case: bool,
+        /// Only files matching this glob.
+        include_glob: Option<String>,
+        /// Stop after this many matches.
+        max_results: Option<u64>,
+    },
+    /// `_fsgate/mkdir`.
+    Mkdir {
+        /// Directory as given.
+        path: String,
+        /// Create missing parents too.
+        recursive: bool,
+    },
+    /// `_fsgate/rm`.
+    Rm {
+        /// Path as given.
+        path: String,
+        /// Remove directories with their content.
+        recursive: bool,
+    },
+    /// `_fsgate/rename`.
+    Rename {
+        /// Source as given.
+        from: String,
+        /// Destination as given.
+        to: String,
+    },
+}
+
+impl Op {
+    /// The operation's name in audit records.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::ReadText { .. } => "read_text_file",
+            Op::ReadFile { .. } => "read_file",
+            Op::WriteText { .. } | Op::WriteBytes { .. } => "write_text_file",
+            Op::Edit { .. } => "edit_text_file",
+            Op::Ls { .. } => "ls",
+            Op::Tree { .. } => "tree",
+            Op::Stat { .. } => "stat",
+            Op::Glob { .. } => "glob",
+            Op::Grep { .. } => "grep",
+            Op::Mkdir { .. } => "mkdir",
+            Op::Rm { .. } => "rm",
+            Op::Rename { .. } => "rename",
+        }
+    }
+
+    /// The paths and patterns the request gives, as given, each with what it is:
+    /// `path`, `path2` (a rename's destination), `pattern`, `includeGlob`, `exclude`.
+    pub fn path_texts(&self) -> Vec<(&'static str, &str)> {
+        let mut out = Vec::with_capacity(2);
+        match self {
+            Op::ReadText { path, .. }
+            | Op::ReadFile { path }
+            | Op::WriteText { path, .. }
+            | Op::WriteBytes { path, .. }
+            | Op::Edit { path, .. }
+            | Op::Ls { path, .. }
+            | Op::Stat { path }
+            | Op::Mkdir { path, .. }
+            | Op::Rm { path, .. } => out.push(("path", path.as_str())),
+            Op::Tree { path, exclude, .. } => {
+                out.push(("path", path.as_str()));
+                out.extend(exclude.iter().map(|e| ("exclude", e.as_str())));
+            }
+            Op::Glob { pattern } => out.push(("pattern", pattern.as_str())),
+            Op::Grep {
+                pattern,
+                path,
+                include_glob,
+                ..
+            } => {
+                out.push(("pattern", pattern.as_str()));
+                out.extend(path.as_deref().map(|p| ("path", p)));
+                out.extend(include_glob.as_deref().map(|g| ("includeGlob", g)));
+            }
+            Op::Rename { from, to } => {
+                out.push(("path", from.as_str()));
+                out.push(("path2", to.as_str()));
+            }
+        }
+        out
+    }
+
+    /// The texts that say where the operation acts, to choose its workspace when
+    /// several are served: the path (a rename's source, a glob's pattern, a grep's
+    /// path if it has one), and a rename's destination.
+    pub fn places_mut(&mut self) -> (Option<&mut String>, Option<&mut String>) {
+        match self {
+            Op::ReadText { path, .. }
+            | Op::ReadFile { path }
+            | Op::WriteText { path, .. }
+            | Op::WriteBytes { path, .. }
+            | Op::Edit { path, .. }
+            | Op::Ls { path, .. }
+            | Op::Stat { path }
+            | Op::Mkdir { path, .. }
+            | Op::Rm { path, .. }
+            | Op::Tree { path, .. } => (Some(path), None),
+            Op::Glob { pattern } => (Some(pattern), None),
+            Op::Grep { path, .. } => (path.as_mut(), None),
+            Op::Rename { from, to } => (Some(from), Some(to)),
+        }
+    }
+
+    /// True for operations that change the workspace.
+    pub fn is_mutating(&self) -> bool {
+        matches!(
+            self,
+            Op::WriteText { .. }
+                | Op::WriteBytes { .. }
+                | Op::Edit { .. }
+                | Op::Mkdir { .. }
+                | Op::Rm { .. }
+                | Op::Rename { .. }
+        )
+    }
+
+    /// The arguments that matter for the audit record (never content).
+    pub fn audit_args(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        match self {
+            Op::ReadText { line, limit, .. } => {
+                if let Some(l) = line {
+                    m.insert("line".into(), (*l).into());
+                }
+                if let Some(l) = limit {
+                    m.insert("limit".into(), (*l).into());
+                }
+            }
+            Op::Glob { pattern } => {
+                m.insert("pattern".into(), pattern.clone().into());
+            }
+            Op::Grep {
+                pattern,
+                ignore_case,
+                include_glob,
+                max_results,
+                ..
+            } => {
+                m.insert("pattern".into(), pattern.clone().into());
+                m.insert("ignoreCase".into(), (*ignore_case).into());
+                if let Some(g) = include_glob {
+                    m.insert("includeGlob".into(), g.clone().into());
+                }
+                if let Some(n) = max_results {
+                    m.insert("maxResults".into(), (*n).into());
+                }
+            }
+            Op::Ls {
+                cursor: Some(c), ..
+            } => {
+                m.insert("cursor".into(), c.clone().into());
+            }
+            Op::Tree {
+                depth,
+                exclude,
+                cursor,
+                ..
+            } => {
+                m.insert("depth".into(), (*depth).into());
+                if let Some(c) = cursor {
+                    m.insert("cursor".into(), c.clone().into());
+                }
+                if !exclude.is_empty() {
+                    // The agent's list: its first patterns, and how many there were.
+                    let shown = &exclude[..exclude.len().min(MAX_EXCLUDE_RECORDED)];
+                    m.insert("exclude".into(), shown.to_vec().into());
+                    if exclude.len() > shown.len() {
+                        m.insert("excludeCount".into(), exclude.len().into());
+                    }
+                }
+            }
+            Op::Mkdir { recursive, .. } | Op::Rm { recursive, .. } => {
+                m.insert("recursive".into(), (*recursive).into());
+            }
+            _ => {}
+        }
+        m
+    }
+}
+
+/// Content returned by `read_file`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// The content is the text itself.
+    Utf8,
+    /// The content is base64 of the bytes.
+    Base64,
+}
+
+impl Encoding {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Utf8 => "utf-8",
+            Encoding::Base64 => "base64",
+        }
+    }
+}
+
+/// What an operation produced; transports render paths in their own style.
+#[derive(Debug, Clone)]
+pub enum Output {
+    /// Text content (`read_text_file`).
+    Text(String),
+    /// File content with its encoding (`read_file`).
+    File {
+        /// Text or base64.
+        content: String,
+        /// Which.
+        encoding: Encoding,
+    },
+    /// Nothing (writes, mkdir, rm, rename, edit).
+    Unit,
+    /// Directory entries (`ls`), already filtered by the policy.
+    Entries {
+        /// The entries, in name order.
+        entries: Vec<Entry>,
+        /// The list stopped (at a page's end or the message limit): there are more.
+        truncated: bool,
+        /// Where the next page starts (the last entry's name), for a paged listing
+        /// that stopped.
+        next: Option<String>,
+    },
+    /// Metadata (`stat`).
+    Stat {
+        /// The path as resolved lexically.
+        path: RelPath,
+        /// The metadata.
+        info: StatInfo,
+    },
+    /// Matching paths (`glob`).
+    Paths {
+        /// The paths, in walk order.
+        paths: Vec<RelPath>,
+        /// The list stopped at the message limit: there are more.
+        truncated: bool,
+    },
+    /// Grep hits.
+    Grep {
+        /// The hits, in walk order.
+        hits: Vec<GrepMatch>,
+        /// The list stopped at the message limit: there are more.
+        truncated: bool,
+    },
+}
+
+impl Output {
+    /// The output with `f` applied to every path in it (several workspaces: each
+    /// path gets its workspace's name in front).
+    pub fn map_paths(self, f: impl Fn(RelPath) -> RelPath) -> Output {
+        match self {
+            Output::Entries {
+                entries,
+                truncated,
+                next,
+            } => Output::Entries {
+                entries: entries
+                    .into_iter()
+                    .map(|mut e| {
+                        e.path = f(std::mem::take(&mut e.path));
+                        e
+                    })
+                    .collect(),
+                truncated,
+                next,
+            },
+            Output::Stat { path, info } => Output::Stat {
+                path: f(path),
+                info,
+            },
+            Output::Paths { paths, truncated } => Output::Paths {
+                paths: paths.into_iter().map(f).collect(),
+                truncated,
+            },
+            Output::Grep { hits, truncated } => Output::Grep {
+                hits: hits
+                    .into_iter()
+                    .map(|mut h| {
+                        h.path = f(std::mem::take(&mut h.path));
+                        h
+                    })
+                    .collect(),
+                truncated,
+            },
+            other => other,
+        }
+    }
+
+    /// A complete list of paths.
+    pub fn paths(paths: Vec<RelPath>) -> Output {
+        Output::Paths {
+            paths,
+            truncated: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_exclude_list_is_recorded_as_its_first_patterns_and_its_count() {
+        let op = Op::Tree {
+            path: "/".into(),
+            depth: 2,
+            exclude: (0..100_000).map(|i| format!("x{i}")).collect(),
+            max_entries: 10,
+            cursor: None,
+        };
+        let args = op.audit_args();
+        assert_eq!(
+            args["exclude"].as_array().map(Vec::len),
+            Some(MAX_EXCLUDE_RECORDED)
+        );
+        assert_eq!(args["excludeCount"], 100_000);
+    }
+}

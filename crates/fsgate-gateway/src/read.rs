@@ -1,0 +1,336 @@
+//! read_text_file and read_file.
+
+use base64::Engine;
+
+use sha2::Digest as _;
+
+use super::facts::content_digest;
+use super::{Facts, Gateway, ws_error};
+use fsgate_base::error::GatewayError;
+use crate::ops::{Encoding, Output, RequestCtx};
+use fsgate_base::path::RelPath;
+use fsgate_policy::media::{is_media, media_type};
+use fsgate_policy::{Access, BinaryMode, EntryKind, OpClass, Policy};
+use fsgate_workspace::{Follow, text_window};
+
+/// Content from this size on is hashed beside the content rules' scan (see
+/// [`Gateway::hash_and_check`]); below it a thread's start costs more than it saves.
+const HASH_BESIDE_MIN: usize = 1 << 20;
+
+impl Gateway {
+    /// Reads the file at `path` under the policy's read checks and limits.
+    pub(crate) fn read_bytes(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        facts: &mut Facts,
+    ) -> Result<(Vec<u8>, String), GatewayError> {
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        let (real, opened) = self.locate_file(pol, &rp, facts)?;
+        let limit = pol.limits().max_read_bytes;
+        // Hold room for the content before reading it (see `budget`), sized by the
+        // opened file's own fstat: no second lookup on the read path.
+        let budget = &self.budget;
+        let lease = |size| facts.lease = Some(budget.lease(size));
+        let content = match opened {
+            Some(file) => self.workspace.read_opened(file, limit, lease),
+            None => self.workspace.read_file_sized(&real, limit, lease),
+        }
+        .map_err(|e| ws_error(e, &rp.shown))?;
+        let read = Access::Class(OpClass::Read);
+        Self::check_size(pol, read, (&rp, &real), content.bytes.len() as u64, facts)?;
+        Self::hash_and_check(pol, &real, &content.bytes, &rp.shown, facts)?;
+        Ok((content.bytes, rp.shown))
+    }
+
+    /// Notes the content's digest for the record and decides the content rules on the
+    /// very bytes read. Large content is hashed on a second thread while the rules scan
+    /// it: on a 10 MiB file each pass takes milliseconds and the answer waits for both.
+    fn hash_and_check(
+        pol: &Policy,
+        real: &RelPath,
+        bytes: &[u8],
+        shown: &str,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let scan = || Self::check_content(pol, OpClass::Read, real, bytes, shown);
+        if bytes.len() < HASH_BESIDE_MIN {
+            let digest: [u8; 32] = sha2::Sha256::digest(bytes).into();
+            facts.content_hashed(bytes.len(), hex::encode(digest));
+            return Self::check_content_digested(pol, OpClass::Read, real, (bytes, &digest), shown);
+        }
+        let (digest, checked) = std::thread::scope(|s| {
+            let hasher = std::thread::Builder::new()
+                .name("fsgate-hash".into())
+                .spawn_scoped(s, || content_digest(bytes));
+            let checked = scan();
+            // No thread (or a panic in it): hash here instead.
+            (hasher.ok().and_then(|h| h.join().ok()), checked)
+        });
+        let digest = digest.unwrap_or_else(|| content_digest(bytes));
+        facts.content_hashed(bytes.len(), digest);
+        checked
+    }
+
+    /// [`Gateway::locate`] for a read, with the file opened for it when the request's
+    /// path has no symlink in it: the policy decides on the path first, then one
+    /// `openat2` both proves the path is its own real path and opens it (instead of one
+    /// open to resolve and another to read). Otherwise it resolves as `locate` does,
+    /// and the read opens the real path.
+    fn locate_file(
+        &self,
+        pol: &Policy,
+        rp: &super::ReqPath,
+        facts: &mut Facts,
+    ) -> Result<(RelPath, Option<std::fs::File>), GatewayError> {
+        let kind = EntryKind::File;
+        Self::in_roots(rp, &rp.rel, facts)?;
+        Self::check(pol, OpClass::Read, &rp.rel, kind, &rp.shown, facts)?;
+        if let Some(file) = self.workspace.open_plain(&rp.rel) {
+            return Ok((rp.rel.clone(), Some(file)));
+        }
+        let res = self.resolve_checked(pol, OpClass::Read, rp, Follow::All, kind, facts)?;
+        Ok((res.real, None))
+    }
+
+    pub(super) fn read_text(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        line: Option<u64>,
+        limit: Option<u64>,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        if line == Some(0) {
+            return Err(GatewayError::InvalidParams(
+                "line is 1-based; 0 is not a line number".into(),
+            ));
+        }
+        let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
+        let text = text_or_refuse(pol, ctx, bytes, &shown)?;
+        let window = text_window(&text, line, limit);
+        let encoded = answer_fits(pol, ctx, window, &shown)?;
+        hold_answer(facts, text.len() as u64 * copies(ctx) + encoded);
+        if window.len() == text.len() {
+            return Ok(Output::Text(text));
+        }
+        Ok(Output::Text(window.to_string()))
+    }
+
+    pub(super) fn read_file(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
+        if fsgate_workspace::is_binary(&bytes) {
+            let mode = pol.limits().binary;
+            if mode == BinaryMode::Base64 || (mode == BinaryMode::Media && is_media(&shown, &bytes))
+            {
+                let content = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                let encoded = answer_fits(pol, ctx, &content, &shown)?;
+                hold_answer(facts, bytes.len() as u64 * copies(ctx) + encoded);
+                return Ok(Output::File {
+                    content,
+                    encoding: Encoding::Base64,
+                });
+            }
+            return Err(binary_refusal(pol, ctx, &shown));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| binary_refusal(pol, ctx, &shown))?;
+        let encoded = answer_fits(pol, ctx, &text, &shown)?;
+        hold_answer(facts, text.len() as u64 * copies(ctx) + encoded);
+        Ok(Output::File {
+            content: text,
+            encoding: Encoding::Utf8,
+        })
+    }
+}
+
+/// Grows the read's lease to what its answer holds until queued: the content and its
+/// encoded form (up to six times larger), not only the bytes read. The oldest lease
+/// grows at once, so this cannot deadlock (see `budget`).
+fn hold_answer(facts: &mut Facts, bytes: u64) {
+    if let Some(lease) = facts.lease.as_mut()
+        && lease.bytes() < bytes
+    {
+        lease.resize(bytes);
+    }
+}
+
+/// Copies of read content in one answer: MCP sends it as a text block and again as
+/// structured content (as the reference server does), the other doors once.
+fn copies(ctx: &RequestCtx) -> u64 {
+    if ctx.transport == "mcp" { 2 } else { 1 }
+}
+
+/// Refuses content whose answer would exceed the message limit once JSON-encoded (a
+/// file of control characters grows up to six times): the answer is never built.
+/// Ok: the encoded size of every copy the door sends.
+fn answer_fits(
+    pol: &Policy,
+    ctx: &RequestCtx,
+    content: &str,
+    shown: &str,
+) -> Result<u64, GatewayError> {
+    const ENVELOPE: u64 = 4096;
+    let encoded = super::budget::json_text_len(content) * copies(ctx) + ENVELOPE;
+    let max = pol.limits().max_message_bytes;
+    if encoded <= max {
+        return Ok(encoded);
+    }
+    // Each door names its own way to read less.
+    let hint = match ctx.transport {
+        "mcp" => "; read the file in parts (read_text_file with line and limit)",
+        "ws" => "",
+        _ => "; read the file in parts (line and limit)",
+    };
+    Err(GatewayError::Limit {
+        reason: format!(
+            "the answer would be {encoded} bytes once encoded, over the message limit of {max} bytes{hint}"
+        ),
+        rule: "limits.max_message_bytes".into(),
+        path: shown.to_string(),
+    })
+}
+
+/// The refusal of binary content as text; where the policy allows binary reads, it
+/// names the way to read it as base64 on the door in use.
+fn binary_refusal(pol: &Policy, ctx: &RequestCtx, shown: &str) -> GatewayError {
+    let reason = match (pol.limits().binary, ctx.transport) {
+        (BinaryMode::Deny, _) => {
+            "binary content (NUL byte or invalid UTF-8); the policy denies binary reads"
+        }
+        (BinaryMode::Base64, "mcp") => {
+            "binary content (NUL byte or invalid UTF-8) cannot be read as text; use read_media_file"
+        }
+        (BinaryMode::Base64, "ws") => {
+            "binary content (NUL byte or invalid UTF-8) cannot be read as text; a \"read\" request answers it as base64"
+        }
+        (BinaryMode::Base64, _) => {
+            "binary content (NUL byte or invalid UTF-8) cannot be read as text; use _fsgate/read_file"
+        }
+        (BinaryMode::Media, door) => match (media_type(shown), door) {
+            (Some(_), "mcp") => {
+                "binary content (NUL byte or invalid UTF-8) cannot be read as text; the policy \
+                 lets media files (images, audio) be read with read_media_file if their content \
+                 matches their extension"
+            }
+            (Some(_), "ws") => {
+                "binary content (NUL byte or invalid UTF-8) cannot be read as text; a \"read\" \
+                 request answers a media file (image, audio) as base64 if its content matches \
+                 its extension"
+            }
+            (Some(_), _) => {
+                "binary content (NUL byte or invalid UTF-8) cannot be read as text; the policy \
+                 lets media files (images, audio) be read base64-encoded with _fsgate/read_file \
+                 if their content matches their extension"
+            }
+            (None, _) => {
+                "binary content (NUL byte or invalid UTF-8); the policy denies binary reads \
+                 except of media files (images, audio)"
+            }
+        },
+    };
+    GatewayError::Limit {
+        reason: reason.into(),
+        rule: "limits.binary".into(),
+        path: shown.to_string(),
+    }
+}
+
+/// The bytes as text, or a binary refusal.
+pub(crate) fn text_or_refuse(
+    pol: &Policy,
+    ctx: &RequestCtx,
+    bytes: Vec<u8>,
+    shown: &str,
+) -> Result<String, GatewayError> {
+    if bytes[..bytes.len().min(8192)].contains(&0) {
+        return Err(binary_refusal(pol, ctx, shown));
+    }
+    String::from_utf8(bytes).map_err(|_| binary_refusal(pol, ctx, shown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::PathStyle;
+
+    fn ctx(transport: &'static str) -> RequestCtx {
+        RequestCtx {
+            style: PathStyle::Absolute,
+            session: String::new(),
+            transport,
+            peer: String::new(),
+            scope: Default::default(),
+            asker: None,
+            notifier: None,
+        }
+    }
+
+    fn reason(e: GatewayError) -> String {
+        match e {
+            GatewayError::Limit { reason, .. } => reason,
+            other => panic!("not a limit: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn large_content_hashed_beside_the_scan_is_recorded_and_still_refused() {
+        let pol = Policy::from_toml(fsgate_policy::DEFAULT_POLICY_TOML, "test").unwrap();
+        let real = RelPath::parse_rooted("/big.txt").unwrap();
+        let mut text = "plain words on a line\n".repeat(HASH_BESIDE_MIN / 20);
+        assert!(text.len() >= HASH_BESIDE_MIN);
+        let mut facts = Facts::default();
+        Gateway::hash_and_check(&pol, &real, text.as_bytes(), "/w/big.txt", &mut facts).unwrap();
+        assert_eq!(facts.sha256, Some(content_digest(text.as_bytes())));
+        assert_eq!(facts.bytes, Some(text.len() as u64));
+        // A secret at the end of the content is found while it is hashed.
+        text.push_str(&format!(
+            "aws_access_key_id = {}\n",
+            ["AKIA", "UJZDEGXDNCF32EPF"].concat()
+        ));
+        let mut facts = Facts::default();
+        let e = Gateway::hash_and_check(&pol, &real, text.as_bytes(), "/w/big.txt", &mut facts);
+        assert!(matches!(e, Err(GatewayError::Refused { .. })), "{e:?}");
+        assert_eq!(facts.sha256, Some(content_digest(text.as_bytes())));
+    }
+
+    #[test]
+    fn refusals_name_the_way_to_read_on_the_door_in_use() {
+        let media = Policy::from_toml(fsgate_policy::DEFAULT_POLICY_TOML, "test").unwrap();
+        let png =
+            |t| reason(text_or_refuse(&media, &ctx(t), b"a\0b".to_vec(), "/w/b.png").unwrap_err());
+        assert!(png("mcp").contains("read_media_file") && !png("mcp").contains("_fsgate/"));
+        assert!(png("acp").contains("_fsgate/read_file"));
+        assert!(png("ws").contains("\"read\" request") && !png("ws").contains("_fsgate/"));
+        let text = fsgate_policy::DEFAULT_POLICY_TOML
+            .replace("binary = \"media\"", "binary = \"base64\"")
+            .replace("[limits]\n", "[limits]\nmax_message_bytes = 8192\n");
+        let pol = Policy::from_toml(&text, "test").unwrap();
+        let binary =
+            |t| reason(text_or_refuse(&pol, &ctx(t), b"a\0b".to_vec(), "/w/b").unwrap_err());
+        assert!(binary("acp").ends_with("use _fsgate/read_file"));
+        assert!(binary("mcp").ends_with("use read_media_file"));
+        assert!(binary("ws").contains("\"read\" request"));
+        for t in ["mcp", "ws"] {
+            assert!(!binary(t).contains("_fsgate/"), "{t}: {}", binary(t));
+        }
+        let big = "x".repeat(5000);
+        let over = |t| reason(answer_fits(&pol, &ctx(t), &big, "/w/b").unwrap_err());
+        assert!(over("acp").ends_with("(line and limit)"));
+        assert!(over("mcp").ends_with("(read_text_file with line and limit)"));
+        assert!(!over("ws").contains("line"));
+        // MCP sends the content twice (text and structured content): 3000 bytes fit
+        // once into 8192 with the envelope, not twice.
+        let half = "x".repeat(3000);
+        assert!(answer_fits(&pol, &ctx("acp"), &half, "/w/b").is_ok());
+        assert!(answer_fits(&pol, &ctx("mcp"), &half, "/w/b").is_err());
+    }
+}

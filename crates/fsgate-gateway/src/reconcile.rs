@@ -1,0 +1,419 @@
+//! Start-up reconciliation: a change whose intent is in the log but whose outcome is not
+//! (the process died in between) is looked up on disk, and a `reconciled` record says
+//! what the disk shows, before anything is served.
+
+use fsgate_workspace::FileKind;
+use std::io::Read;
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::Gateway;
+use fsgate_audit::{AuditEvent, Intent, KIND_RECONCILED};
+use fsgate_base::path::RelPath;
+use fsgate_workspace::WsError;
+
+/// What the disk shows for one intent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// The disk holds what the intent announced.
+    Applied,
+    /// The disk holds what was there before.
+    NotApplied,
+    /// Neither (changed again since, partly done, or unknowable).
+    Neither,
+}
+
+impl Found {
+    /// The word in the record.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Found::Applied => "applied",
+            Found::NotApplied => "not-applied",
+            Found::Neither => "neither",
+        }
+    }
+}
+
+/// One path as the disk has it now.
+#[derive(Debug, PartialEq, Eq)]
+enum OnDisk {
+    Missing,
+    File(String),
+    Dir,
+    Other,
+}
+
+impl Gateway {
+    /// Appends a `reconciled` record for every intent the log found open at start-up.
+    /// Call before serving: Err (a record could not be written) means do not serve.
+    pub fn reconcile(&self) -> Result<usize, String> {
+        let Some(audit) = self.audit() else {
+            return Ok(0);
+        };
+        for intent in audit.open_intents() {
+            let mut details = Map::new();
+            details.insert("intent".into(), json!(intent.seq));
+            // Several workspaces: the intent is looked up in its own; in none when that
+            // one is not served now (a path of it means nothing in another).
+            let found = match self.member_named(intent.workspace.as_deref()) {
+                Some(ws) => {
+                    let (found, seen) = ws.inspect(intent);
+                    details.insert("onDisk".into(), Value::Object(seen));
+                    if let Some(temp) = ws.clear_temp(intent) {
+                        details.insert("tempFile".into(), temp);
+                    }
+                    found
+                }
+                None => {
+                    details.insert("workspaceNotServed".into(), json!(intent.workspace));
+                    Found::Neither
+                }
+            };
+            details.insert("found".into(), json!(found.as_str()));
+            tracing::warn!(intent = intent.seq, op = %intent.op, found = found.as_str(), "reconciled a change interrupted by a crash");
+            let ev = AuditEvent {
+                kind: KIND_RECONCILED.into(),
+                op: intent.op.clone(),
+                path: intent.path.clone(),
+                path2: intent.path2.clone(),
+                details,
+                ..AuditEvent::default()
+            };
+            audit.append(ev).map_err(|e| {
+                format!(
+                    "cannot record the reconciliation of intent {}: {e}",
+                    intent.seq
+                )
+            })?;
+        }
+        Ok(audit.open_intents().len())
+    }
+
+    /// The workspace an intent names: the first when it names none.
+    fn member_named(&self, name: Option<&str>) -> Option<&Gateway> {
+        match name {
+            None => Some(self),
+            Some(n) => self.members().find(|m| m.name() == Some(n)),
+        }
+    }
+
+    /// Compares the disk with the intent; also says what was seen, for the record.
+    fn inspect(&self, intent: &Intent) -> (Found, Map<String, Value>) {
+        let path = self.on_disk(intent.real_path.as_deref().or(intent.path.as_deref()));
+        let mut seen = Map::new();
+        seen.insert("path".into(), path.describe());
+        let found = match intent.op.as_str() {
+            "mkdir" => match path {
+                OnDisk::Dir => Found::Applied,
+                OnDisk::Missing => Found::NotApplied,
+                _ => Found::Neither,
+            },
+            "rm" => match &path {
+                OnDisk::Missing => Found::Applied,
+                OnDisk::File(h) if Some(h) == intent.old_sha256.as_ref() => Found::NotApplied,
+                _ => Found::Neither,
+            },
+            "rename" => {
+                let to = self.on_disk(intent.real_path2.as_deref().or(intent.path2.as_deref()));
+                seen.insert("path2".into(), to.describe());
+                let to_is_old = match (&to, &intent.old_sha256) {
+                    (OnDisk::Missing, None) => true,
+                    (OnDisk::File(h), Some(old)) => h == old,
+                    _ => false,
+                };
+                match (&path, &to) {
+                    (OnDisk::Missing, OnDisk::File(_) | OnDisk::Dir) => Found::Applied,
+                    (OnDisk::File(_) | OnDisk::Dir, _) if to_is_old => Found::NotApplied,
+                    _ => Found::Neither,
+                }
+            }
+            // write_text_file, edit_text_file, restore: content at one path.
+            _ => match (&path, &intent.sha256, &intent.old_sha256) {
+                (OnDisk::File(h), Some(new), _) if h == new => Found::Applied,
+                (OnDisk::File(h), _, Some(old)) if h == old => Found::NotApplied,
+                (OnDisk::Missing, _, None) => Found::NotApplied,
+                _ => Found::Neither,
+            },
+        };
+        (found, seen)
+    }
+
+    /// A write interrupted between naming its temporary file and renaming it over the
+    /// target leaves that file: it is backed up, then removed, by the exact name its
+    /// intent recorded (never by a pattern). What was done is returned for the record.
+    fn clear_temp(&self, intent: &Intent) -> Option<Value> {
+        let name = intent.temp_name.as_deref()?;
+        let at = intent.real_path.as_deref().or(intent.path.as_deref())?;
+        let path = RelPath::parse_rooted(&format!("/{at}")).ok()?;
+        let dir = path.parent().unwrap_or_default();
+        let temp = RelPath::parse_rooted(&format!("/{}/{name}", dir.as_str())).ok()?;
+        if temp.parent().as_ref() != Some(&dir) || temp.file_name() != Some(name) {
+            return None; // Not one plain name in that directory: not ours.
+        }
+        let info = self.workspace.stat(&temp).ok()?;
+        let mut out = Map::new();
+        out.insert("name".into(), json!(name));
+        let ours = info.kind == FileKind::File && info.nlink == 1;
+        let mut facts = super::Facts::default();
+        let removed = ours
+            && self.backup(&temp, name, &mut facts).is_ok()
+            && self
+                .workspace
+                .remove(&temp, fsgate_workspace::Removal::File)
+                .is_ok();
+        out.insert("removed".into(), json!(removed));
+        if let Some(id) = facts.backups.first() {
+            out.insert("backup".into(), json!(id));
+        }
+        if !removed {
+            tracing::warn!(file = %temp, "a temporary file left by a crash was kept");
+        }
+        Some(Value::Object(out))
+    }
+
+    fn on_disk(&self, path: Option<&str>) -> OnDisk {
+        let Some(rel) = path.and_then(|p| RelPath::parse_rooted(&format!("/{p}")).ok()) else {
+            return OnDisk::Other;
+        };
+        match self.workspace.stat(&rel) {
+            Err(WsError::NotFound) => OnDisk::Missing,
+            Err(_) => OnDisk::Other,
+            Ok(info) if info.kind == FileKind::Directory => OnDisk::Dir,
+            Ok(info) if info.kind == FileKind::File => match self.hash_file(&rel) {
+                Some(h) => OnDisk::File(h),
+                None => OnDisk::Other,
+            },
+            Ok(_) => OnDisk::Other,
+        }
+    }
+
+    fn hash_file(&self, rel: &RelPath) -> Option<String> {
+        let (mut file, _) = self.workspace.open_regular(rel).ok()?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match file.read(&mut buf) {
+                Ok(0) => return Some(hex::encode(hasher.finalize())),
+                Ok(n) => hasher.update(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+impl OnDisk {
+    fn describe(&self) -> Value {
+        match self {
+            OnDisk::Missing => json!("missing"),
+            OnDisk::File(h) => json!({ "sha256": h }),
+            OnDisk::Dir => json!("directory"),
+            OnDisk::Other => json!("other"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fsgate_audit::{AuditLog, AuditSettings, KIND_INTENT, OpenOptions};
+    use fsgate_policy::Policy;
+    use fsgate_workspace::Workspace;
+
+    fn sha(b: &[u8]) -> String {
+        hex::encode(Sha256::digest(b))
+    }
+
+    fn intent(
+        op: &str,
+        path: &str,
+        path2: Option<&str>,
+        new: Option<&[u8]>,
+        old: Option<&[u8]>,
+    ) -> AuditEvent {
+        let mut args = Map::new();
+        if let Some(old) = old {
+            args.insert("oldSha256".into(), json!(sha(old)));
+        }
+        AuditEvent {
+            kind: KIND_INTENT.into(),
+            op: op.into(),
+            path: Some(path.into()),
+            path2: path2.map(str::to_owned),
+            sha256: new.map(sha),
+            args,
+            ..AuditEvent::default()
+        }
+    }
+
+    fn open(log: &std::path::Path) -> AuditLog {
+        AuditLog::open(log, &AuditSettings::default(), "p", OpenOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn intents_left_open_by_a_crash_are_reconciled_once_against_the_disk() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log = state.path().join("audit.jsonl");
+        std::fs::write(ws.path().join("written.txt"), "new").unwrap();
+        std::fs::write(ws.path().join("kept.txt"), "old").unwrap();
+        std::fs::write(ws.path().join("moved.txt"), "m").unwrap();
+        let cases = [
+            (
+                intent(
+                    "write_text_file",
+                    "written.txt",
+                    None,
+                    Some(b"new"),
+                    Some(b"old"),
+                ),
+                "applied",
+            ),
+            (
+                intent(
+                    "write_text_file",
+                    "kept.txt",
+                    None,
+                    Some(b"new"),
+                    Some(b"old"),
+                ),
+                "not-applied",
+            ),
+            (
+                intent(
+                    "write_text_file",
+                    "other.txt",
+                    None,
+                    Some(b"new"),
+                    Some(b"old"),
+                ),
+                "neither",
+            ),
+            (intent("mkdir", "d", None, None, None), "not-applied"),
+            (
+                intent("rm", "kept.txt", None, None, Some(b"old")),
+                "not-applied",
+            ),
+            (
+                intent("rm", "gone.txt", None, None, Some(b"old")),
+                "applied",
+            ),
+            (
+                intent("rename", "src.txt", Some("moved.txt"), None, None),
+                "applied",
+            ),
+        ];
+        {
+            let a = open(&log);
+            for (ev, _) in &cases {
+                a.append_ref(ev).unwrap();
+            }
+            // Dropped without close: as after kill -9, no stop record.
+        }
+        let a = open(&log);
+        assert_eq!(a.open_intents().len(), cases.len());
+        let gw = Gateway::new(
+            Policy::builtin_default().unwrap(),
+            Workspace::open(ws.path()).unwrap(),
+        )
+        .with_audit(a);
+        assert_eq!(gw.reconcile().unwrap(), cases.len());
+        drop(gw);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let found: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|r| r["kind"] == "reconciled")
+            .map(|r| r["details"]["found"].as_str().unwrap().to_owned())
+            .collect();
+        let want: Vec<&str> = cases.iter().map(|(_, f)| *f).collect();
+        assert_eq!(found, want);
+        // Reconciled once: the next start finds nothing open.
+        assert!(open(&log).open_intents().is_empty());
+    }
+
+    /// The intent of a write to `path` (old -> new) that may have left `temp`.
+    fn interrupted_write(path: &str, temp: &str) -> AuditEvent {
+        let mut ev = intent("write_text_file", path, None, Some(b"new"), Some(b"old"));
+        ev.args.insert("tempName".into(), json!(temp));
+        ev
+    }
+
+    /// Starts on a log holding only `ev` (left open by a crash), reconciles it against
+    /// the workspace `ws`, and returns the `reconciled` record.
+    fn reconcile_one(ws: &std::path::Path, ev: &AuditEvent) -> Value {
+        let state = tempfile::tempdir().unwrap();
+        let log = state.path().join("audit.jsonl");
+        open(&log).append_ref(ev).unwrap();
+        let gw = Gateway::new(
+            Policy::builtin_default().unwrap(),
+            Workspace::open(ws).unwrap(),
+        )
+        .with_audit(open(&log));
+        assert_eq!(gw.reconcile().unwrap(), 1);
+        drop(gw);
+        let text = std::fs::read_to_string(&log).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|r| r["kind"] == "reconciled")
+            .unwrap()
+    }
+
+    #[test]
+    fn the_temporary_file_a_crash_left_is_removed_by_its_recorded_name() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join("src")).unwrap();
+        std::fs::write(ws.path().join("src/a.txt"), "old").unwrap();
+        let temp = ".fsgate-tmp-0123456789abcdef0123456789abcdef";
+        std::fs::write(ws.path().join("src").join(temp), "new").unwrap();
+        // A look-alike name the intent does not record stays.
+        let other = ".fsgate-tmp-ffffffffffffffffffffffffffffffff";
+        std::fs::write(ws.path().join("src").join(other), "user").unwrap();
+        let rec = reconcile_one(ws.path(), &interrupted_write("src/a.txt", temp));
+        assert!(!ws.path().join("src").join(temp).exists());
+        assert!(ws.path().join("src").join(other).exists());
+        assert!(ws.path().join("src/a.txt").exists());
+        assert_eq!(rec["details"]["tempFile"]["name"], temp);
+        assert_eq!(rec["details"]["tempFile"]["removed"], true);
+    }
+
+    /// A write through a symlinked directory: its temporary file and its content are
+    /// looked for where the intent says the change really was.
+    #[test]
+    fn a_write_through_a_symlinked_directory_is_reconciled_where_it_was() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join("src")).unwrap();
+        std::os::unix::fs::symlink("src", ws.path().join("link")).unwrap();
+        std::fs::write(ws.path().join("src/a.txt"), "old").unwrap();
+        let temp = ".fsgate-tmp-00112233445566778899aabbccddeeff";
+        std::fs::write(ws.path().join("src").join(temp), "new").unwrap();
+        let mut ev = interrupted_write("link/a.txt", temp);
+        ev.args.insert("realPath".into(), json!("src/a.txt"));
+        let rec = reconcile_one(ws.path(), &ev);
+        assert!(!ws.path().join("src").join(temp).exists());
+        assert_eq!(rec["details"]["found"], "not-applied", "{rec}");
+        assert_eq!(rec["details"]["tempFile"]["removed"], true, "{rec}");
+    }
+
+    #[test]
+    fn a_crash_during_reconciliation_loses_no_intent() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log = state.path().join("audit.jsonl");
+        {
+            let a = open(&log);
+            a.append(intent("mkdir", "d", None, None, None)).unwrap();
+        }
+        // A start that never reconciles (it dies first), then another.
+        drop(open(&log));
+        let a = open(&log);
+        assert_eq!(a.open_intents().len(), 1);
+        let gw = Gateway::new(
+            Policy::builtin_default().unwrap(),
+            Workspace::open(ws.path()).unwrap(),
+        )
+        .with_audit(a);
+        assert_eq!(gw.reconcile().unwrap(), 1);
+    }
+}

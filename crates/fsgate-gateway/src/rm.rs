@@ -1,0 +1,124 @@
+//! rm: remove a file, or a directory with everything beneath it, each file backed up.
+
+use super::{Facts, Gateway, ws_error};
+use fsgate_base::error::GatewayError;
+use crate::ops::{Output, RequestCtx};
+use fsgate_policy::{Access, EntryKind, OpClass, Policy};
+use fsgate_workspace::{FileKind, Follow, Removal};
+
+impl Gateway {
+    pub(super) fn rm(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        recursive: bool,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        if rp.rel.is_root() {
+            return Err(GatewayError::Refused {
+                reason: "the workspace root cannot be removed".into(),
+                rule: super::RULE_BOUNDARY.into(),
+                path: rp.shown,
+            });
+        }
+        let res = self.locate(
+            pol,
+            OpClass::Delete,
+            &rp,
+            Follow::NotFinal,
+            EntryKind::Unknown,
+            facts,
+        )?;
+        if !res.exists {
+            return Err(GatewayError::NotFound { path: rp.shown });
+        }
+        facts.real.0 = Some(res.real.as_str().to_string());
+        let is_dir = self.is_real_dir(&res.real);
+        let inspected;
+        let mut expect = Removal::File;
+        if is_dir {
+            // What is removed, so that an undo knows what to make again.
+            facts.args.insert("removed".into(), "directory".into());
+            Self::check(
+                pol,
+                OpClass::Delete,
+                &res.real,
+                EntryKind::Dir,
+                &rp.shown,
+                facts,
+            )?;
+            if recursive {
+                let entries = self.descendants(&res.real, &rp.shown)?;
+                Self::check_subtree(pol, &res.real, None, &entries, &rp.shown, facts)?;
+                for e in &entries {
+                    if e.kind == FileKind::File {
+                        self.backup_inspected(e, &rp.shown, facts)?;
+                    }
+                }
+                let leaves = leaf_dirs(&entries);
+                if !leaves.is_empty() {
+                    facts.args.insert("leafDirs".into(), leaves.into());
+                }
+                inspected = entries;
+                expect = Removal::Tree(&inspected);
+            } else {
+                expect = Removal::Dir;
+            }
+        } else {
+            Self::check(
+                pol,
+                OpClass::Delete,
+                &res.real,
+                EntryKind::File,
+                &rp.shown,
+                facts,
+            )?;
+            let kind = self.workspace.entry_kind(&res.real).ok();
+            let removed = match kind {
+                Some(FileKind::Symlink) => "link",
+                Some(FileKind::Other) => "other",
+                _ => "file",
+            };
+            facts.args.insert("removed".into(), removed.into());
+            if let Some(info) = self
+                .workspace
+                .stat(&res.real)
+                .ok()
+                .filter(|i| i.kind == FileKind::File)
+            {
+                Self::check_size(pol, Access::Rm, (&rp, &res.real), info.size, facts)?;
+                self.backup(&res.real, &rp.shown, facts)?;
+                if let Some((dev, ino)) = facts.saved_file {
+                    expect = Removal::Saved(dev, ino);
+                }
+            } else if kind.is_some_and(|k| k != FileKind::File) {
+                // A link (or special file): nothing to back up, so nothing else may be
+                // removed in its place.
+                expect = Removal::NotAFile;
+            }
+        }
+        self.intend(pol, ctx, facts)?;
+        self.workspace
+            .remove(&res.real, expect)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        Ok(Output::Unit)
+    }
+}
+
+/// The directories beneath a removed one that hold neither a file nor a directory: the
+/// backups of its files make the others again, an undo makes these.
+fn leaf_dirs(entries: &[fsgate_workspace::Entry]) -> Vec<String> {
+    let parents: std::collections::HashSet<&str> = entries
+        .iter()
+        .filter(|e| matches!(e.kind, FileKind::File | FileKind::Directory))
+        .filter_map(|e| e.path.as_str().rsplit_once('/').map(|(p, _)| p))
+        .collect();
+    entries
+        .iter()
+        .filter(|e| e.kind == FileKind::Directory && !parents.contains(e.path.as_str()))
+        .map(|e| e.path.as_str().to_owned())
+        .collect()
+}

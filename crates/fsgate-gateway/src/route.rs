@@ -1,0 +1,524 @@
+//! Several workspaces behind one gateway: which one a request's path lies in.
+//!
+//! Each workspace is served by a [`Gateway`] of its own (its handle, its policy, its
+//! backups; one shared audit log). The first one also routes: on ACP and MCP an
+//! absolute path goes to the workspace whose root contains it, component-wise (the
+//! roots never nest, so at most one does); a relative one (MCP) to the first. On the
+//! WebSocket channel `/<name>/...` names the workspace. A path in no workspace, and a
+//! rename from one workspace to another, are refused here, with a record. Results name
+//! paths as `<name>/<path>`, which [`Gateway::show_path`] turns back into the door's form.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Gateway, Lease, RULE_BOUNDARY};
+use fsgate_base::error::GatewayError;
+use crate::ops::{Op, Output, PathStyle, RequestCtx};
+use fsgate_base::path::RelPath;
+use fsgate_workspace::{Entry, FileKind};
+
+/// Rule id for a rename from one workspace to another.
+pub const RULE_CROSS: &str = "workspace-cross";
+
+/// Where one operation goes.
+enum Route {
+    /// To the workspace at this index (0: the first), with its paths as that
+    /// workspace reads them.
+    To(usize, Op),
+    /// To every workspace (a relative glob, a grep with no path), answers merged.
+    Everywhere(Op),
+    /// The WebSocket root that holds the workspaces (`ls /`).
+    Top(Op),
+    /// Refused before any workspace saw it.
+    Refused(Op, GatewayError),
+}
+
+impl Gateway {
+    /// Serves the workspaces `others` beside this one, every one under its name.
+    pub fn with_members(mut self, name: &str, others: Vec<(String, Gateway)>) -> Gateway {
+        self.name = Some(Arc::from(name));
+        self.others = others
+            .into_iter()
+            .map(|(n, mut g)| {
+                g.name = Some(Arc::from(n.as_str()));
+                g.budget = Arc::clone(&self.budget);
+                g.grants = Arc::clone(&self.grants);
+                Arc::new(g)
+            })
+            .collect();
+        self
+    }
+
+    /// This workspace's name, when several are served.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The workspaces served beside this one (several `--workspace`).
+    pub fn others(&self) -> &[Arc<Gateway>] {
+        &self.others
+    }
+
+    /// Every workspace served: this one first, then the others.
+    pub fn members(&self) -> impl Iterator<Item = &Gateway> {
+        std::iter::once(self).chain(self.others.iter().map(|g| &**g))
+    }
+
+    /// Whether some workspace's policy allows `class` at all (capability flags).
+    pub fn can_ever(&self, class: fsgate_policy::OpClass) -> bool {
+        self.members().any(|m| m.policy().can_ever(class))
+    }
+
+    /// Whether several workspaces are served (every path then names one).
+    pub fn is_several(&self) -> bool {
+        self.name.is_some()
+    }
+
+    /// Serves `op` where its paths lie (several workspaces).
+    pub(super) fn route_op(
+        &self,
+        ctx: &RequestCtx,
+        op: Op,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        match self.route(ctx.style, op) {
+            Route::To(i, op) => {
+                let Some(member) = self.members().nth(i) else {
+                    return (
+                        Err(GatewayError::Internal("no such workspace".into())),
+                        None,
+                    );
+                };
+                let (out, lease) = member.handle(ctx, op);
+                (out.map(|o| member.named_output(o)), lease)
+            }
+            Route::Everywhere(op) => self.everywhere(ctx, op),
+            Route::Top(op) => (self.top(ctx, &op), None),
+            Route::Refused(op, e) => (self.handle_refused(ctx, op, e), None),
+        }
+    }
+
+    /// An output's paths with this workspace's name in front.
+    fn named_output(&self, out: Output) -> Output {
+        match &self.name {
+            Some(name) => out.map_paths(|p| named(name, &p)),
+            None => out,
+        }
+    }
+
+    fn route(&self, style: PathStyle, mut op: Op) -> Route {
+        let (first, second) = op.places_mut();
+        let Some(first) = first else {
+            return Route::Everywhere(op);
+        };
+        if style == PathStyle::Rooted && RelPath::parse_rooted(first).is_ok_and(|p| p.is_root()) {
+            return Route::Top(op);
+        }
+        if style != PathStyle::Rooted && !first.starts_with('/') {
+            // A relative glob searches every workspace; another relative path is the
+            // first workspace's (MCP), or refused there as not absolute (ACP).
+            return match op {
+                Op::Glob { .. } => Route::Everywhere(op),
+                op => Route::To(0, op),
+            };
+        }
+        let (at, rest) = match self.place(style, first) {
+            Ok(found) => found,
+            Err(e) => return Route::Refused(op, e),
+        };
+        if let Some(to) = second {
+            match self.place(style, to) {
+                Err(e) => return Route::Refused(op, e),
+                Ok((at2, _)) if at2 != at => {
+                    let err = self.cross_refusal(first, to, at, at2);
+                    return Route::Refused(op, err);
+                }
+                Ok((_, Some(rest2))) => *to = rest2,
+                Ok((_, None)) => {}
+            }
+        }
+        if let Some(rest) = rest {
+            *first = rest;
+        }
+        Route::To(at, op)
+    }
+
+    /// The workspace `text` lies in, and on the WebSocket channel the path within it.
+    /// A relative path (ACP, MCP) is the first workspace's; a text that does not parse
+    /// goes there too, to be refused as it always has been.
+    fn place(&self, style: PathStyle, text: &str) -> Result<(usize, Option<String>), GatewayError> {
+        let Ok(lexical) = RelPath::parse_rooted(text) else {
+            return Ok((0, None));
+        };
+        if style != PathStyle::Rooted && !text.starts_with('/') {
+            return Ok((0, None));
+        }
+        if style == PathStyle::Rooted {
+            let mut parts = lexical.as_str().splitn(2, '/');
+            let name = parts.next().unwrap_or("");
+            let rest = format!("/{}", parts.next().unwrap_or(""));
+            return match self.members().position(|m| m.name() == Some(name)) {
+                Some(i) => Ok((i, Some(rest))),
+                None => Err(self.outside(text, &format!("no workspace is named `{name}`"))),
+            };
+        }
+        let found = self.members().enumerate().find(|(_, m)| {
+            let dealiased = m.workspace.dealias(text);
+            RelPath::parse_absolute(&dealiased, m.workspace.root_path()).is_ok()
+        });
+        match found {
+            Some((i, _)) => Ok((i, None)),
+            None => Err(self.outside(text, "it lies in none of the workspace roots")),
+        }
+    }
+
+    /// The refusal of a path in no workspace, naming them all.
+    fn outside(&self, text: &str, why: &str) -> GatewayError {
+        let shown = super::clip(&text.replace('\0', "\\0"));
+        GatewayError::Refused {
+            reason: format!(
+                "`{shown}` is outside the workspaces: {why} (served: {})",
+                self.served()
+            ),
+            rule: RULE_BOUNDARY.into(),
+            path: shown,
+        }
+    }
+
+    /// `[{name, root}, ...]`, for `_meta.fsgate` and the `start` record.
+    pub fn workspaces_json(&self) -> Value {
+        self.members()
+            .map(|m| {
+                serde_json::json!({
+                    "name": m.name().unwrap_or(""),
+                    "root": m.workspace.root_path().to_string_lossy(),
+                })
+            })
+            .collect()
+    }
+
+    /// `name=/root, ...` for messages.
+    fn served(&self) -> String {
+        self.members()
+            .map(|m| {
+                format!(
+                    "{}={}",
+                    m.name().unwrap_or(""),
+                    m.workspace.root_path().display()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn cross_refusal(&self, from: &str, to: &str, a: usize, b: usize) -> GatewayError {
+        let name = |i: usize| self.members().nth(i).and_then(Gateway::name).unwrap_or("");
+        GatewayError::Refused {
+            reason: format!(
+                "rename across workspaces is not supported: `{}` is in workspace `{}`, `{}` in `{}`; copy the file (read, write) and remove the original instead",
+                super::clip(from),
+                name(a),
+                super::clip(to),
+                name(b)
+            ),
+            rule: RULE_CROSS.into(),
+            path: super::clip(from),
+        }
+    }
+
+    /// A relative glob or a pathless grep, run in every workspace, one after another
+    /// (each recorded in its own workspace's record); the matches follow one another,
+    /// cut at half the message limit.
+    fn everywhere(
+        &self,
+        ctx: &RequestCtx,
+        op: Op,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        let room = self.policy().limits().max_message_bytes / 2;
+        let mut merged: Option<Output> = None;
+        for member in self.members() {
+            // Each answer's lease is let go before the next workspace is searched: one
+            // lease may hold the whole budget, and the next would wait for it forever.
+            let (out, _lease) = member.handle(ctx, op.clone());
+            let out = match out {
+                Ok(o) => member.named_output(o),
+                Err(e) => return (Err(e), None),
+            };
+            merged = Some(match merged {
+                None => out,
+                Some(so_far) => merge(so_far, out, &op),
+            });
+        }
+        let Some(merged) = merged else {
+            return (Err(GatewayError::Internal("no workspace".into())), None);
+        };
+        let (merged, used) = cut_to(merged, room);
+        let lease = self.budget.lease(used.saturating_mul(3));
+        (Ok(merged), Some(lease))
+    }
+
+    /// `ls /` and `stat /` on the WebSocket channel: the workspaces, as directories.
+    /// Any other operation on `/` is refused: it is no directory of its own.
+    fn top(&self, ctx: &RequestCtx, op: &Op) -> Result<Output, GatewayError> {
+        let out = match op {
+            Op::Ls { .. } | Op::Tree { .. } => Ok(Output::Entries {
+                entries: self.members().filter_map(Gateway::top_entry).collect(),
+                truncated: false,
+                next: None,
+            }),
+            Op::Stat { .. } => {
+                let (out, _) = self.handle(ctx, op.clone());
+                return out;
+            }
+            _ => Err(GatewayError::Refused {
+                reason: format!(
+                    "`/` holds the workspaces ({}); name one: /<name>/...",
+                    self.served()
+                ),
+                rule: RULE_BOUNDARY.into(),
+                path: "/".into(),
+            }),
+        };
+        let outcome = match &out {
+            Ok(_) => Ok(()),
+            Err(e) => Err((e.code(), e.message())),
+        };
+        self.record_other(ctx, op.name(), outcome, None)?;
+        out
+    }
+
+    fn top_entry(&self) -> Option<Entry> {
+        let name = self.name()?;
+        Some(Entry {
+            name: name.to_string(),
+            path: named(name, &RelPath::root()),
+            kind: FileKind::Directory,
+            size: None,
+            modified: None,
+            mode: None,
+            id: None,
+        })
+    }
+
+    /// A path of the results (`<name>/<path>`) in the door's form (several
+    /// workspaces): absolute under that workspace's root, or `/<name>/<path>`.
+    pub(super) fn show_named(&self, rel: &RelPath) -> Option<String> {
+        let mut parts = rel.as_str().splitn(2, '/');
+        let name = parts.next()?;
+        let member = self.members().find(|m| m.name() == Some(name))?;
+        let rest = RelPath::parse_rooted(&format!("/{}", parts.next().unwrap_or(""))).ok()?;
+        Some(rest.to_absolute(member.workspace.root_path()))
+    }
+
+    /// The session's roots (MCP), which name paths as `<name>/<path>` when several
+    /// workspaces are served, narrowed to this workspace's and made its own.
+    pub(super) fn own_roots(&self, roots: super::Roots) -> super::Roots {
+        let (Some(name), Some(roots)) = (&self.name, roots.as_ref()) else {
+            return roots;
+        };
+        let mine = named(name, &RelPath::root());
+        let own: Vec<RelPath> = roots.iter().filter_map(|r| r.strip_prefix(&mine)).collect();
+        Some(Arc::from(own))
+    }
+
+    /// `path` (absolute, or relative to the first workspace) as `<name>/<path>` in the
+    /// workspace that holds it, or as the one workspace's own path; None outside every
+    /// workspace. Lexical only.
+    pub fn named_path(&self, path: &str) -> Option<RelPath> {
+        if !path.starts_with('/') {
+            let rel = RelPath::parse_rooted(path).ok()?;
+            return Some(match &self.name {
+                Some(name) => named(name, &rel),
+                None => rel,
+            });
+        }
+        self.members().find_map(|m| {
+            let rel = RelPath::parse_absolute(&m.workspace.dealias(path), m.workspace.root_path())
+                .ok()?;
+            Some(match &m.name {
+                Some(name) => named(name, &rel),
+                None => rel,
+            })
+        })
+    }
+
+    /// Records a request refused before any workspace took it.
+    fn handle_refused(
+        &self,
+        ctx: &RequestCtx,
+        op: Op,
+        err: GatewayError,
+    ) -> Result<Output, GatewayError> {
+        let mut note = serde_json::Map::new();
+        note.insert("workspaces".into(), Value::String(self.served()));
+        self.handle_with(ctx, op, note, Err(err)).0
+    }
+}
+
+/// `<name>/<path>`.
+pub fn named(name: &str, rel: &RelPath) -> RelPath {
+    let top = RelPath::root().join(name);
+    if rel.is_root() {
+        top
+    } else {
+        top.join(rel.as_str())
+    }
+}
+
+/// Two answers of one glob or grep, run in two workspaces, as one.
+fn merge(a: Output, b: Output, op: &Op) -> Output {
+    match (a, b) {
+        (
+            Output::Paths {
+                mut paths,
+                truncated,
+            },
+            Output::Paths {
+                paths: more,
+                truncated: t2,
+            },
+        ) => {
+            paths.extend(more);
+            Output::Paths {
+                paths,
+                truncated: truncated || t2,
+            }
+        }
+        (
+            Output::Grep {
+                mut hits,
+                truncated,
+            },
+            Output::Grep {
+                hits: more,
+                truncated: t2,
+            },
+        ) => {
+            hits.extend(more);
+            let max = match op {
+                Op::Grep {
+                    max_results: Some(m),
+                    ..
+                } => usize::try_from(*m).unwrap_or(usize::MAX),
+                _ => usize::MAX,
+            };
+            let cut = hits.len() > max;
+            hits.truncate(max);
+            Output::Grep {
+                hits,
+                truncated: truncated || t2 || cut,
+            }
+        }
+        (a, _) => a,
+    }
+}
+
+/// The bytes a result path or hit takes in an answer, roughly (its root and the JSON
+/// around it included).
+fn weight(path: &RelPath, line: &str) -> u64 {
+    u64::try_from(path.as_str().len() + line.len() + 256).unwrap_or(u64::MAX)
+}
+
+/// `out` cut to at most `room` bytes of answer (said to be cut), and what it weighs.
+fn cut_to(out: Output, room: u64) -> (Output, u64) {
+    let mut used = 0u64;
+    let mut fits = |w: u64| {
+        used = used.saturating_add(w);
+        used <= room
+    };
+    match out {
+        Output::Paths { paths, truncated } => {
+            let n = paths.iter().take_while(|p| fits(weight(p, ""))).count();
+            let cut = n < paths.len();
+            let paths = paths.into_iter().take(n).collect();
+            (
+                Output::Paths {
+                    paths,
+                    truncated: truncated || cut,
+                },
+                used.min(room),
+            )
+        }
+        Output::Grep { hits, truncated } => {
+            let n = hits
+                .iter()
+                .take_while(|h| fits(weight(&h.path, &h.line)))
+                .count();
+            let cut = n < hits.len();
+            let hits = hits.into_iter().take(n).collect();
+            (
+                Output::Grep {
+                    hits,
+                    truncated: truncated || cut,
+                },
+                used.min(room),
+            )
+        }
+        other => (other, 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fsgate_workspace::GrepMatch;
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::parse_rooted(s).unwrap()
+    }
+
+    fn hit(path: &str) -> GrepMatch {
+        GrepMatch {
+            path: rel(path),
+            line_number: 1,
+            line: "x".into(),
+        }
+    }
+
+    #[test]
+    fn a_path_is_named_by_its_workspace() {
+        assert_eq!(named("docs", &RelPath::root()).as_str(), "docs");
+        assert_eq!(named("docs", &rel("a/b.md")).as_str(), "docs/a/b.md");
+    }
+
+    #[test]
+    fn merged_greps_keep_to_max_results_and_say_they_were_cut() {
+        let grep = |hits| Output::Grep {
+            hits,
+            truncated: false,
+        };
+        let op = Op::Grep {
+            pattern: "x".into(),
+            path: None,
+            ignore_case: false,
+            include_glob: None,
+            max_results: Some(2),
+        };
+        match merge(
+            grep(vec![hit("a/1")]),
+            grep(vec![hit("b/1"), hit("b/2")]),
+            &op,
+        ) {
+            Output::Grep { hits, truncated } => {
+                let paths: Vec<_> = hits.iter().map(|h| h.path.as_str()).collect();
+                assert_eq!(paths, ["a/1", "b/1"]);
+                assert!(truncated);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_merged_answer_is_cut_to_its_room() {
+        let paths: Vec<RelPath> = (0..100).map(|i| rel(&format!("w/{i}"))).collect();
+        let (out, used) = cut_to(Output::paths(paths), 10 * 260);
+        match out {
+            Output::Paths { paths, truncated } => {
+                assert!(paths.len() < 100 && !paths.is_empty());
+                assert!(truncated);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(used <= 10 * 260);
+    }
+}

@@ -1,0 +1,219 @@
+//! A session's scope: the parts of the workspace it may reach. Every session reaches the
+//! whole workspace unless its client narrows it (MCP roots, see
+//! `transport::mcp::roots`); a scope never reaches beyond the workspace.
+//!
+//! The gateway checks every request path against the scope where the path is named and
+//! where it really leads, in [`Gateway::locate`](super::Gateway::locate).
+
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use fsgate_base::error::GatewayError;
+use fsgate_base::path::RelPath;
+
+/// Rule id for refusals of paths outside the session's roots.
+pub const RULE_ROOTS: &str = "client-roots";
+
+/// Directories a session is narrowed to (real workspace paths), shared by the requests
+/// of one connection. None: the whole workspace.
+pub type Roots = Option<Arc<[RelPath]>>;
+
+/// A session's scope; the default (and every door but MCP) is the whole workspace.
+#[derive(Debug, Clone, Default)]
+pub struct Scope(Option<Arc<Shared>>);
+
+#[derive(Debug, Default)]
+struct Shared {
+    state: Mutex<State>,
+    settled: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    roots: Roots,
+    /// What the session may reach at most (an ACP session's workspaces): the client's
+    /// roots narrow within it, never beyond.
+    ceiling: Roots,
+    /// The client was asked for its roots and has not answered yet.
+    pending: bool,
+    /// The client declared it has roots: a change it announces is waited for.
+    declared: bool,
+    /// The latest ask: only its answer settles the scope (an older answer that comes
+    /// late must not undo a newer one).
+    asked: u64,
+}
+
+impl Scope {
+    /// A scope the session's client may narrow.
+    pub fn narrowable() -> Scope {
+        Scope(Some(Arc::default()))
+    }
+
+    /// A scope the client may narrow, reaching at most `ceiling` (None: the whole
+    /// workspace, as [`Scope::narrowable`]).
+    pub fn within(ceiling: Roots) -> Scope {
+        let scope = Scope::narrowable();
+        if let Some(mut s) = scope.lock() {
+            s.roots = ceiling.clone();
+            s.ceiling = ceiling;
+        }
+        scope
+    }
+
+    /// A scope fixed to `roots` (None: the whole workspace).
+    pub fn fixed(roots: Roots) -> Scope {
+        match roots {
+            None => Scope::default(),
+            Some(_) => Scope::within(roots),
+        }
+    }
+
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, State>> {
+        let shared = self.0.as_ref()?;
+        Some(shared.state.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The roots in force now.
+    pub fn roots(&self) -> Roots {
+        self.lock().and_then(|s| s.roots.clone())
+    }
+
+    /// New roots are on their way: calls wait for them ([`Self::settled`]). Returns
+    /// the ask's ticket for [`Self::set`].
+    pub fn expect(&self) -> u64 {
+        let Some(mut s) = self.lock() else { return 0 };
+        s.pending = true;
+        s.asked += 1;
+        s.asked
+    }
+
+    /// The client declared roots (MCP `initialize`): calls wait for them from now on.
+    pub fn declare(&self) {
+        if let Some(mut s) = self.lock() {
+            s.declared = true;
+            s.pending = true;
+            s.asked += 1;
+        }
+    }
+
+    /// The client announced new roots: if it declared roots, calls wait for them.
+    pub fn changing(&self) {
+        if let Some(mut s) = self.lock()
+            && s.declared
+        {
+            s.pending = true;
+            s.asked += 1;
+        }
+    }
+
+    /// The answer to the ask `ticket` arrived (or the ask ended): `roots` is in force
+    /// from now on, unless a newer ask is outstanding (then its answer decides, and
+    /// this returns false).
+    pub fn set(&self, ticket: u64, roots: Roots) -> bool {
+        let Some(shared) = &self.0 else { return false };
+        let mut s = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if ticket != s.asked {
+            return false;
+        }
+        s.roots = narrow(&s.ceiling, roots);
+        s.pending = false;
+        shared.settled.notify_all();
+        true
+    }
+
+    /// The roots, once no answer is outstanding. Err if none came within `wait` (the
+    /// asker gives up sooner, so this is only a backstop): the call is refused rather
+    /// than served with roots that may be about to narrow.
+    pub fn settled(&self, wait: Duration) -> Result<Roots, GatewayError> {
+        let Some(shared) = &self.0 else {
+            return Ok(None);
+        };
+        let deadline = Instant::now() + wait;
+        let mut s = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        while s.pending {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(GatewayError::Refused {
+                    reason: "the client's roots were asked for and have not arrived".into(),
+                    rule: RULE_ROOTS.into(),
+                    path: String::new(),
+                });
+            }
+            s = shared
+                .settled
+                .wait_timeout(s, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        Ok(s.roots.clone())
+    }
+}
+
+/// `roots` kept within `ceiling`: those beneath it (none given: the ceiling itself).
+fn narrow(ceiling: &Roots, roots: Roots) -> Roots {
+    match (ceiling, roots) {
+        (None, roots) => roots,
+        (Some(c), None) => Some(Arc::clone(c)),
+        (Some(_), Some(r)) => Some(r.iter().filter(|p| within(ceiling, p)).cloned().collect()),
+    }
+}
+
+/// Whether `path` is one of `roots` or beneath one.
+pub fn within(roots: &Roots, path: &RelPath) -> bool {
+    roots
+        .as_ref()
+        .is_none_or(|r| r.iter().any(|root| path.starts_with(root)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::parse_rooted(s).unwrap()
+    }
+
+    #[test]
+    fn roots_narrow_component_wise() {
+        let roots: Roots = Some(Arc::from(vec![rel("src"), rel("docs/api")]));
+        assert!(within(&roots, &rel("src")));
+        assert!(within(&roots, &rel("src/a.rs")));
+        assert!(within(&roots, &rel("docs/api/x.md")));
+        assert!(!within(&roots, &rel("srcx/a.rs")));
+        assert!(!within(&roots, &rel("docs")));
+        assert!(!within(&roots, &RelPath::root()));
+        assert!(within(&None, &RelPath::root()));
+    }
+
+    #[test]
+    fn calls_wait_for_expected_roots() {
+        let scope = Scope::narrowable();
+        let ticket = scope.expect();
+        let s2 = scope.clone();
+        let setter = std::thread::spawn(move || s2.set(ticket, Some(Arc::from(vec![rel("a")]))));
+        let roots = scope.settled(Duration::from_secs(30)).unwrap();
+        setter.join().unwrap();
+        assert_eq!(roots.unwrap().len(), 1);
+        let old = scope.expect();
+        let new = scope.expect();
+        scope.set(old, None);
+        assert!(
+            scope.settled(Duration::ZERO).is_err(),
+            "a stale answer settled it"
+        );
+        scope.set(new, Some(Arc::from(vec![rel("b"), rel("c")])));
+        assert_eq!(
+            scope.settled(Duration::ZERO).unwrap().map(|r| r.len()),
+            Some(2)
+        );
+        assert!(Scope::default().settled(Duration::ZERO).unwrap().is_none());
+        let undeclared = Scope::narrowable();
+        undeclared.changing();
+        assert!(
+            undeclared.settled(Duration::ZERO).is_ok(),
+            "nothing to wait for"
+        );
+        undeclared.declare();
+        assert!(undeclared.settled(Duration::ZERO).is_err());
+    }
+}

@@ -1,0 +1,368 @@
+//! write and edit: replace a file's content atomically, after its backup and intent.
+
+use std::io::Read;
+
+use super::ask::{MAX_SHOWN_TEXT, Replaced};
+use super::{Facts, Gateway, ws_error};
+use fsgate_base::error::GatewayError;
+use crate::ops::{Output, RequestCtx};
+use fsgate_base::path::RelPath;
+use fsgate_policy::{Access, EntryKind, OpClass, Policy};
+use fsgate_workspace::{Follow, Replace, Resolved, TempName};
+
+impl Gateway {
+    pub(super) fn write(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        content: &[u8],
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        if rp.rel.is_root() {
+            return Err(GatewayError::InvalidParams(
+                "cannot write to the workspace root".into(),
+            ));
+        }
+        // Another write of this path finishes first: this one then finds its file (and
+        // backs it up) instead of being refused as a race on a new file.
+        let _held = self.writing.hold(rp.rel.as_str());
+        let res = self.locate(
+            pol,
+            OpClass::Write,
+            &rp,
+            Follow::All,
+            EntryKind::File,
+            facts,
+        )?;
+        facts.real.0 = Some(res.real.as_str().to_string());
+        let limit = pol.limits().max_write_bytes;
+        if content.len() as u64 > limit {
+            return Err(GatewayError::Limit {
+                reason: format!(
+                    "{} bytes exceeds the write limit of {limit} bytes",
+                    content.len()
+                ),
+                rule: "limits.max_write_bytes".into(),
+                path: rp.shown,
+            });
+        }
+        let size = self.size_after(pol, &res, content.len());
+        let write = Access::Class(OpClass::Write);
+        Self::check_size(pol, write, (&rp, &res.real), size, facts)?;
+        Self::check_content(pol, OpClass::Write, &res.real, content, &rp.shown)?;
+        if !res.exists {
+            Self::check_depth(&res.real, 0, &rp.shown)?;
+        }
+        if res.missing > 1 {
+            self.check_missing_parents(pol, &rp, &res, false, facts)?;
+            // The directories this write makes, so that an undo removes them again.
+            facts
+                .args
+                .insert("madeDirs".into(), (res.missing - 1).into());
+        }
+        // The backup's syncs run beside the intent's (see `workspace::sync_pool`).
+        let saving = if res.exists {
+            self.show_replaced_to_questions(&res.real, content.len(), facts);
+            let saving = self.backup_beside(&res.real, &rp.shown, facts)?;
+            facts.replaced = self.replaced(ctx, &res.real, content.len());
+            saving
+        } else {
+            None
+        };
+        facts.content(content);
+        let may = may_replace(res.exists, facts);
+        let temp = Self::temp_name(facts)?;
+        if res.missing > 1
+            && let Some(parent) = res.real.parent()
+        {
+            self.backup_durable(saving, &rp.shown)?;
+            self.intend(pol, ctx, facts)?;
+            self.workspace
+                .create_dirs(&parent)
+                .map_err(|e| ws_error(e, &rp.shown))?;
+            self.workspace
+                .write_atomic(&res.real, content, &temp, may)
+                .map_err(|e| ws_error(e, &rp.shown))?;
+        } else {
+            self.write_beside(
+                pol,
+                ctx,
+                (&res.real, &rp.shown),
+                content,
+                &temp,
+                may,
+                saving,
+                facts,
+            )?;
+        }
+        self.note_changed(&res.real);
+        Ok(Output::Unit)
+    }
+
+    /// The syncs a write waits for, at once: its content is written into an unnamed file
+    /// whose sync starts beside the request (as its backup's did), while this thread
+    /// makes the intent durable (leading the log's group commit, or joining another
+    /// request's); the content takes its name only once the intent, the backup and the
+    /// content are all durable. Then its directory is synced (publish).
+    #[allow(clippy::too_many_arguments)]
+    fn write_beside(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        (real, shown): (&RelPath, &str),
+        content: &[u8],
+        temp: &TempName,
+        may: Replace,
+        saving: Option<fsgate_backup::Saving<'_>>,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let queued = self.intend_queued(pol, ctx, facts)?;
+        let staged = (self.workspace).stage_write(real, content, temp, may);
+        self.intended(queued, facts)?;
+        self.backup_durable(saving, shown)?;
+        let staged = staged.map_err(|e| ws_error(e, shown))?;
+        self.workspace
+            .publish_write(staged, content, temp)
+            .map_err(|e| ws_error(e, shown))?;
+        Ok(())
+    }
+
+    /// What a write of `new_len` bytes over `real` replaces, read (bounded) only when the
+    /// door shows changes as diffs and the new text is small enough to be shown.
+    fn replaced(&self, ctx: &RequestCtx, real: &RelPath, new_len: usize) -> Option<Replaced> {
+        ctx.notifier.as_ref().filter(|n| n.wants_text())?;
+        self.read_replaced(real, new_len)
+    }
+
+    /// A question about to be put for a write over `real` shows the text it replaces
+    /// (read, bounded, only then): a diff without it reads as a new file.
+    fn show_replaced_to_questions(&self, real: &RelPath, new_len: usize, facts: &mut Facts) {
+        if !facts.ask.as_ref().is_some_and(|a| a.wants_replaced()) {
+            return;
+        }
+        if let (Some(r), Some(ask)) = (self.read_replaced(real, new_len), facts.ask.as_mut()) {
+            ask.replacing(r);
+        }
+    }
+
+    /// The previous content of `real`, at most [`MAX_SHOWN_TEXT`] bytes of it read;
+    /// None when the new text (`new_len` bytes) is too large to be shown anyway.
+    fn read_replaced(&self, real: &RelPath, new_len: usize) -> Option<Replaced> {
+        if new_len > MAX_SHOWN_TEXT {
+            return None;
+        }
+        let unreadable = Replaced::Unshown {
+            bytes: 0,
+            why: "it could not be read",
+        };
+        let Ok((file, meta)) = self.workspace.open_regular(real) else {
+            return Some(unreadable);
+        };
+        let mut head = Vec::new();
+        let limit = u64::try_from(MAX_SHOWN_TEXT)
+            .unwrap_or(u64::MAX)
+            .saturating_add(1);
+        if file.take(limit).read_to_end(&mut head).is_err() {
+            return Some(unreadable);
+        }
+        Some(Replaced::of(head, meta.len()))
+    }
+
+    pub(super) fn edit(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        old_text: &str,
+        new_text: &str,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        if old_text.is_empty() {
+            return Err(GatewayError::InvalidParams(
+                "oldText must not be empty".into(),
+            ));
+        }
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        let res = self.locate(
+            pol,
+            OpClass::Write,
+            &rp,
+            Follow::All,
+            EntryKind::File,
+            facts,
+        )?;
+        facts.real.0 = Some(res.real.as_str().to_string());
+        let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
+        // The record names the write rule that allowed the edit, not the read rule.
+        facts.decided(&pol.decide(OpClass::Write, &res.real, EntryKind::File));
+        let current = bytes.len();
+        let text = super::read::text_or_refuse(pol, ctx, bytes, &shown)?;
+        let count = occurrences(&text, old_text);
+        if count != 1 {
+            return Err(GatewayError::InvalidParams(format!(
+                "oldText occurs {count} times in {shown}; it must occur exactly once{}",
+                if count == 0 {
+                    ""
+                } else {
+                    " (add surrounding lines to make it unique)"
+                }
+            )));
+        }
+        let updated = text.replacen(old_text, new_text, 1);
+        let limit = pol.limits().max_write_bytes;
+        if updated.len() as u64 > limit {
+            return Err(GatewayError::Limit {
+                reason: format!(
+                    "edited file of {} bytes exceeds the write limit of {limit} bytes",
+                    updated.len()
+                ),
+                rule: "limits.max_write_bytes".into(),
+                path: rp.shown,
+            });
+        }
+        let size = current.max(updated.len()) as u64;
+        Self::check_size(pol, Access::Edit, (&rp, &res.real), size, facts)?;
+        Self::check_content(
+            pol,
+            OpClass::Write,
+            &res.real,
+            updated.as_bytes(),
+            &rp.shown,
+        )?;
+        if facts.ask.as_ref().is_some_and(super::ask::AskCtx::waits) {
+            Self::settle_pending(facts)?;
+            self.still_holds(pol, &res.real, text.as_bytes(), &rp.shown)?;
+        }
+        let saving = self.backup_beside(&res.real, &rp.shown, facts)?;
+        // The backup read the file again: the edit goes ahead only on the content it was
+        // made against (another write may have come between).
+        if facts.old_sha256.is_some() && facts.old_sha256 != facts.sha256 {
+            return Err(GatewayError::InvalidParams(format!(
+                "{shown} changed while it was being edited; nothing was changed (read it again and retry)"
+            )));
+        }
+        facts.content(updated.as_bytes());
+        let may = may_replace(true, facts);
+        let temp = Self::temp_name(facts)?;
+        let target = (&res.real, rp.shown.as_str());
+        self.write_beside(
+            pol,
+            ctx,
+            target,
+            updated.as_bytes(),
+            &temp,
+            may,
+            saving,
+            facts,
+        )?;
+        Ok(Output::Unit)
+    }
+}
+
+impl Gateway {
+    /// A person may take minutes to answer: an edit goes ahead only if the file still
+    /// holds the text it was made against (else their own changes would be lost).
+    fn still_holds(
+        &self,
+        pol: &Policy,
+        real: &fsgate_base::path::RelPath,
+        was: &[u8],
+        shown: &str,
+    ) -> Result<(), GatewayError> {
+        let now = self
+            .workspace
+            .read_file(real, pol.limits().max_read_bytes)
+            .map_err(|e| ws_error(e, shown))?;
+        if now.bytes == was {
+            return Ok(());
+        }
+        Err(GatewayError::InvalidParams(format!(
+            "{shown} changed while a person was asked about this edit; nothing was changed (read it again and retry)"
+        )))
+    }
+
+    /// The size a write is judged by: the larger of the file's current size and
+    /// `new` (the current size is only looked up when some rule has a size condition).
+    fn size_after(&self, pol: &Policy, res: &Resolved, new: usize) -> u64 {
+        let new = new as u64;
+        if !res.exists || !pol.has_size_rules() {
+            return new;
+        }
+        // Unknown current size (raced away): the new size still counts.
+        let current = self.workspace.stat(&res.real).map_or(0, |i| i.size);
+        current.max(new)
+    }
+
+    /// The name the write's temporary file will have if it ever has one, noted in the
+    /// intent (`args.tempName`) so that a start after a crash removes exactly that file.
+    fn temp_name(facts: &mut Facts) -> Result<TempName, GatewayError> {
+        let temp = TempName::new().map_err(|e| {
+            GatewayError::Internal(format!(
+                "no random temporary name: {e}; nothing was changed"
+            ))
+        })?;
+        facts
+            .args
+            .insert("tempName".into(), temp.as_str().to_string().into());
+        Ok(temp)
+    }
+}
+
+/// What a write, edit or rename may replace: nothing if it found no file, else the file its
+/// backup saved, or any file when no backup was taken (backups off, or past a limit
+/// with `on_limit = "allow"`).
+pub(super) fn may_replace(exists: bool, facts: &Facts) -> Replace {
+    match (exists, facts.saved_file) {
+        (false, _) => Replace::Nothing,
+        (true, Some((dev, ino))) => Replace::Saved(dev, ino),
+        (true, None) => Replace::AnyFile,
+    }
+}
+
+/// How many times `needle` occurs in `text` for an exactly-once edit: the count of
+/// non-overlapping occurrences, except that a single one overlapped by another (in `aaa`,
+/// `aa` starts at 0 and at 1) counts as 2, since "the" occurrence would be ambiguous.
+/// Linear time: `str::find` and `str::matches` use the Two-Way search.
+pub fn occurrences(text: &str, needle: &str) -> usize {
+    let count = text.matches(needle).count();
+    if count != 1 {
+        return count;
+    }
+    let Some(first) = text.find(needle) else {
+        return 0;
+    };
+    let next = first + text[first..].chars().next().map_or(1, char::len_utf8);
+    if text[next..].contains(needle) { 2 } else { 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::occurrences;
+
+    #[test]
+    fn overlapping_occurrences_count() {
+        assert_eq!(occurrences("aaa", "aa"), 2);
+        assert_eq!(occurrences("abcabc", "abc"), 2);
+        assert_eq!(occurrences("xyz", "y"), 1);
+        assert_eq!(occurrences("xyz", "q"), 0);
+        assert_eq!(occurrences("ééé", "éé"), 2);
+        assert_eq!(occurrences("x = 1\ny\nx = 1\n", "x = 1"), 2);
+    }
+
+    #[test]
+    fn counting_is_linear_even_on_runs_of_one_character() {
+        let text = "a".repeat(4_000_000);
+        let needle = "a".repeat(2_000_000);
+        let t = std::time::Instant::now();
+        assert_eq!(occurrences(&text, &needle), 2);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+}

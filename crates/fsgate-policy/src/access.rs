@@ -1,0 +1,439 @@
+//! One decision per operation (D2): which op classes an operation needs on which paths,
+//! checked in order. `explain`, `[[test]]` and the gateway all decide through
+//! [`Policy::decide_access`], so the simulator cannot disagree with the gateway.
+//!
+//! A composite operation needs every class it needs: the first refusal names its rule,
+//! else the rule allowing the operation's primary class decides.
+
+use std::borrow::Cow;
+
+use super::decide::PathFacts;
+use super::{Decision, Effect, EntryKind, OpClass, Policy, TraceStep};
+use fsgate_base::path::RelPath;
+
+/// An operation as the gateway performs it, or a bare op class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// One op class on the path.
+    Class(OpClass),
+    /// Metadata of the path: `list` on it.
+    Stat,
+    /// The path appears in its parent directory's listing: `list` on the parent (as a
+    /// directory) and on the path.
+    Ls,
+    /// The path appears in a glob: `list` on it and on every directory above it.
+    Glob,
+    /// The path appears in a directory tree: as [`Access::Glob`].
+    Tree,
+    /// The file's lines can appear in search results: `list` on every directory above
+    /// it, then `list` and `read` on it (a directory: `list`, to be searched).
+    Grep,
+    /// Edit a file: `write`, then `read` (the text it replaces).
+    Edit,
+    /// Create a directory: `write` on it as a directory.
+    Mkdir,
+    /// Remove: `delete`.
+    Rm,
+}
+
+/// One check a composite operation makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessStep {
+    /// The class checked.
+    pub class: OpClass,
+    /// On which path.
+    pub path: RelPath,
+    /// As a directory.
+    pub dir: bool,
+    /// Why the operation needs it.
+    pub why: &'static str,
+}
+
+/// Every operation name `explain` and `[[test]]` accept.
+pub const ACCESS_NAMES: &[&str] = &[
+    "read", "write", "delete", "list", "stat", "ls", "glob", "tree", "grep", "edit", "mkdir", "rm",
+];
+
+impl Access {
+    /// Parses an op class or a gateway operation name.
+    pub fn parse(s: &str) -> Option<Access> {
+        Some(match s {
+            "stat" => Access::Stat,
+            "ls" => Access::Ls,
+            "glob" => Access::Glob,
+            "tree" => Access::Tree,
+            "grep" => Access::Grep,
+            "edit" => Access::Edit,
+            "mkdir" => Access::Mkdir,
+            "rm" => Access::Rm,
+            other => Access::Class(OpClass::parse(other)?),
+        })
+    }
+
+    /// The name as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Class(c) => c.as_str(),
+            Access::Stat => "stat",
+            Access::Ls => "ls",
+            Access::Glob => "glob",
+            Access::Tree => "tree",
+            Access::Grep => "grep",
+            Access::Edit => "edit",
+            Access::Mkdir => "mkdir",
+            Access::Rm => "rm",
+        }
+    }
+
+    /// The class whose allowing rule names an allowed operation.
+    pub fn primary(self) -> OpClass {
+        match self {
+            Access::Class(c) => c,
+            Access::Stat | Access::Ls | Access::Glob | Access::Tree => OpClass::List,
+            Access::Grep => OpClass::Read,
+            Access::Edit | Access::Mkdir => OpClass::Write,
+            Access::Rm => OpClass::Delete,
+        }
+    }
+
+    /// The checks on the path itself, in order (no allocation: walks call this per
+    /// entry through [`Policy::decide_entry`]).
+    pub(super) fn own(self, kind: EntryKind) -> (OpClass, Option<OpClass>) {
+        match self {
+            Access::Grep if kind != EntryKind::Dir => (OpClass::List, Some(OpClass::Read)),
+            Access::Grep => (OpClass::List, None),
+            Access::Edit => (OpClass::Write, Some(OpClass::Read)),
+            other => (other.primary(), None),
+        }
+    }
+
+    /// The directories above `path` that must be listable first.
+    fn above(self, path: &RelPath) -> Vec<RelPath> {
+        let Some(parent) = path.parent() else {
+            return Vec::new();
+        };
+        match self {
+            Access::Ls => vec![parent],
+            Access::Glob | Access::Tree | Access::Grep => {
+                let mut chain = vec![parent];
+                while let Some(p) = chain.last().and_then(RelPath::parent) {
+                    chain.push(p);
+                }
+                chain.reverse();
+                chain
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Every check the operation makes, in order.
+    pub fn steps(self, path: &RelPath, facts: &PathFacts) -> Vec<AccessStep> {
+        let mut out: Vec<AccessStep> = self
+            .above(path)
+            .into_iter()
+            .map(|p| AccessStep {
+                class: OpClass::List,
+                path: p,
+                dir: true,
+                why: if self == Access::Ls {
+                    "the directory listing it"
+                } else {
+                    "a directory above it, entered to reach it"
+                },
+            })
+            .collect();
+        let kind = if self == Access::Mkdir {
+            EntryKind::Dir
+        } else {
+            facts.kind
+        };
+        let (first, second) = self.own(kind);
+        for class in std::iter::once(first).chain(second) {
+            out.push(AccessStep {
+                class,
+                path: path.clone(),
+                dir: kind == EntryKind::Dir,
+                why: "the path itself",
+            });
+        }
+        out
+    }
+}
+
+impl Policy {
+    /// True if some rule has a size condition: the gateway then decides again once it
+    /// knows a file's size.
+    pub fn has_size_rules(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.min_size.is_some() || r.max_size.is_some())
+    }
+
+    /// Decides a whole operation on `path`: every directory above it the operation
+    /// needs listable, then its own classes. The gateway, `explain` and `[[test]]`
+    /// decide through this.
+    pub fn decide_access(&self, op: Access, path: &RelPath, facts: &PathFacts) -> Decision<'_> {
+        // Deny on any step decides at once; otherwise the first ask holds over allow.
+        let mut ask = None;
+        for dir in op.above(path) {
+            let d = self.decide(OpClass::List, &dir, EntryKind::Dir);
+            match d.effect {
+                Effect::Allow => {}
+                Effect::Ask if ask.is_some() => {}
+                Effect::Ask => ask = Some(composite_refusal(op, OpClass::List, &dir, d)),
+                Effect::Deny => return composite_refusal(op, OpClass::List, &dir, d),
+            }
+        }
+        let own = self.decide_entry(op, path, facts);
+        match ask {
+            Some(asked) if own.effect != Effect::Deny => asked,
+            _ => own,
+        }
+    }
+
+    /// Decides `op`'s own checks on `path`, the directories above it already allowed
+    /// (a walk calls this per entry: it entered only directories it could list).
+    pub fn decide_entry(&self, op: Access, path: &RelPath, facts: &PathFacts) -> Decision<'_> {
+        let facts = if op == Access::Mkdir {
+            &PathFacts::kind(EntryKind::Dir)
+        } else {
+            facts
+        };
+        let (first, second) = op.own(facts.kind);
+        let d = self.decide_with(first, path, facts);
+        let Some(second) = second else {
+            return d;
+        };
+        if d.effect == Effect::Deny {
+            return composite_refusal(op, first, path, d);
+        }
+        let d2 = self.decide_with(second, path, facts);
+        // Deny over ask over allow; between equals, the operation's primary class.
+        if d.effect.weight() > d2.effect.weight() {
+            return composite_refusal(op, first, path, d);
+        }
+        match (d2.allowed(), first == op.primary()) {
+            (false, _) => composite_refusal(op, second, path, d2),
+            (true, true) => d,
+            (true, false) => d2,
+        }
+    }
+
+    /// [`Policy::decide_access`] with each step's trace, for `explain`.
+    pub fn explain_access(
+        &self,
+        op: Access,
+        path: &RelPath,
+        facts: &PathFacts,
+    ) -> (Decision<'_>, Vec<(AccessStep, Vec<TraceStep>)>) {
+        let mut traced = Vec::new();
+        for step in op.steps(path, facts) {
+            let step_facts = if step.dir {
+                PathFacts::kind(EntryKind::Dir)
+            } else {
+                *facts
+            };
+            let (d, trace) = self.explain(step.class, &step.path, &step_facts);
+            let refused = !d.allowed();
+            traced.push((step, trace));
+            if refused {
+                break;
+            }
+        }
+        (self.decide_access(op, path, facts), traced)
+    }
+}
+
+/// A refusal of one step of a composite operation, saying which step.
+fn composite_refusal<'p>(
+    op: Access,
+    class: OpClass,
+    path: &RelPath,
+    d: Decision<'p>,
+) -> Decision<'p> {
+    if op == Access::Class(class) {
+        return d;
+    }
+    let shown = if path.is_root() { "/" } else { path.as_str() };
+    Decision {
+        reason: Cow::Owned(format!(
+            "{} needs {} on `{shown}`: {}",
+            op.as_str(),
+            class.as_str(),
+            d.reason
+        )),
+        ..d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rel(s: &str) -> RelPath {
+        RelPath::parse_rooted(s).unwrap()
+    }
+
+    fn file() -> PathFacts {
+        PathFacts::kind(EntryKind::File)
+    }
+
+    /// `reports` is list-only; `src` readable; `hidden` not even listable; files over
+    /// 1 MiB are read-only.
+    const POLICY: &str = r#"version = 1
+[secrets]
+builtin = false
+[[rule]]
+id = "list-reports"
+effect = "allow"
+ops = ["list"]
+paths = ["reports"]
+[[rule]]
+id = "src"
+effect = "allow"
+ops = ["read", "list", "write", "delete"]
+paths = ["src"]
+[[rule]]
+id = "hidden"
+effect = "deny"
+ops = ["list"]
+paths = ["src/hidden"]
+[[rule]]
+id = "big-read-only"
+effect = "deny"
+ops = ["write", "delete"]
+paths = ["**"]
+min_size = 1048577
+"#;
+
+    fn pol() -> Policy {
+        Policy::from_toml(POLICY, "t").unwrap()
+    }
+
+    #[test]
+    fn names_and_metadata_need_list_not_read() {
+        let pol = pol();
+        let lint = rel("reports/lint.json");
+        for op in [Access::Stat, Access::Ls, Access::Glob, Access::Tree] {
+            let d = pol.decide_access(op, &lint, &file());
+            assert_eq!((d.allowed(), d.rule), (true, "list-reports"), "{op:?}");
+        }
+        let d = pol.decide_access(Access::Class(OpClass::Read), &lint, &file());
+        assert!(!d.allowed());
+        // grep needs read too: the list-only file shows no line.
+        let d = pol.decide_access(Access::Grep, &lint, &file());
+        assert_eq!(d.rule, crate::DEFAULT_DENY);
+        assert!(
+            d.reason
+                .starts_with("grep needs read on `reports/lint.json`")
+        );
+    }
+
+    #[test]
+    fn composite_operations_name_the_first_refusal_or_the_primary_rule() {
+        let pol = pol();
+        // The entry is listable, its directory is not: ls, glob, tree and grep refuse
+        // by the directory's rule.
+        let inner = rel("src/hidden/x/a.rs");
+        let d = pol.decide_access(Access::Ls, &inner, &file());
+        assert_eq!((d.allowed(), d.rule), (false, "hidden"));
+        assert!(d.reason.contains("list on `src/hidden/x`"), "{}", d.reason);
+        let d = pol.decide_access(Access::Grep, &inner, &file());
+        assert_eq!(d.rule, "hidden");
+        let d = pol.decide_access(Access::Grep, &rel("src/a.rs"), &file());
+        assert_eq!((d.allowed(), d.rule), (true, "src"));
+        let d = pol.decide_access(Access::Mkdir, &rel("src/new"), &file());
+        assert_eq!((d.allowed(), d.rule), (true, "src"));
+        let d = pol.decide_access(Access::Rm, &rel("reports/lint.json"), &file());
+        assert_eq!(d.rule, crate::DEFAULT_DENY);
+    }
+
+    #[test]
+    fn steps_list_every_check_in_order() {
+        let steps = Access::Grep.steps(&rel("a/b/c.txt"), &file());
+        let shown: Vec<(OpClass, &str)> =
+            steps.iter().map(|s| (s.class, s.path.as_str())).collect();
+        assert_eq!(
+            shown,
+            vec![
+                (OpClass::List, ""),
+                (OpClass::List, "a"),
+                (OpClass::List, "a/b"),
+                (OpClass::List, "a/b/c.txt"),
+                (OpClass::Read, "a/b/c.txt"),
+            ]
+        );
+        let steps = Access::Ls.steps(&rel("a/b"), &file());
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps[0].path.as_str(), "a");
+        assert!(steps[0].dir);
+    }
+
+    #[test]
+    fn size_conditions_apply_with_the_size_and_defer_without() {
+        let pol = pol();
+        let a = rel("src/a.bin");
+        let write = Access::Class(OpClass::Write);
+        let big = PathFacts::file(2 * 1024 * 1024);
+        let d = pol.decide_access(write, &a, &big);
+        assert_eq!((d.allowed(), d.rule), (false, "big-read-only"));
+        assert!(pol.decide_access(write, &a, &PathFacts::file(9)).allowed());
+        assert!(
+            pol.decide_access(Access::Rm, &a, &PathFacts::file(1048576))
+                .allowed()
+        );
+        assert!(
+            !pol.decide_access(Access::Rm, &a, &PathFacts::file(1048577))
+                .allowed()
+        );
+        // Before the size is known the deny waits; directories never meet it.
+        assert!(pol.decide_access(write, &a, &file()).allowed());
+        let dir = PathFacts {
+            kind: EntryKind::Dir,
+            size: Some(u64::MAX),
+        };
+        assert!(pol.decide_access(write, &rel("src/d"), &dir).allowed());
+        let (_, steps) = pol.explain_access(write, &a, &file());
+        let note = &steps[0]
+            .1
+            .iter()
+            .find(|t| t.rule == "big-read-only")
+            .unwrap()
+            .note;
+        assert!(note.contains("size not known yet"), "{note}");
+    }
+
+    #[test]
+    fn a_file_never_leads_towards_an_allowed_subtree() {
+        // Listing the ancestors of an allowed subtree is allowed so the agent can reach
+        // it; a file named like one of them is no ancestor and stays hidden.
+        let pol = Policy::from_toml(
+            "version = 1\n[[rule]]\nid = \"deep\"\neffect = \"allow\"\nops = [\"*\"]\npaths = [\"b.md/src\"]\n",
+            "t",
+        )
+        .unwrap();
+        let dir = PathFacts::kind(EntryKind::Dir);
+        for op in [Access::Stat, Access::Ls, Access::Glob, Access::Tree] {
+            assert!(
+                pol.decide_access(op, &rel("b.md"), &dir).allowed(),
+                "{op:?}"
+            );
+            let d = pol.decide_access(op, &rel("b.md"), &file());
+            assert_eq!(d.rule, crate::DEFAULT_DENY, "{op:?}");
+        }
+        assert!(
+            pol.decide_access(Access::Ls, &rel("b.md/src/x.rs"), &file())
+                .allowed()
+        );
+        let d = pol.decide(OpClass::List, &RelPath::root(), EntryKind::Dir);
+        assert!(d.allowed());
+    }
+
+    #[test]
+    fn every_name_parses_back() {
+        for name in ACCESS_NAMES {
+            assert_eq!(Access::parse(name).map(Access::as_str), Some(*name));
+        }
+        assert_eq!(Access::parse("reed"), None);
+    }
+}

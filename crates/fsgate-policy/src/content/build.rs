@@ -1,0 +1,841 @@
+//! `[content]` -> [`ContentScanner`]: built-in rules, a gitleaks config file and inline
+//! rules merged by id, compiled once, and their true/false-positive examples checked.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use aho_corasick::AhoCorasick;
+use regex::RegexBuilder;
+use regex::bytes::Regex as BytesRegex;
+use regex::bytes::RegexBuilder as BytesRegexBuilder;
+use sha2::{Digest, Sha256};
+use toml::Spanned;
+
+use super::builtin::BUILTIN_CONTENT_RULES;
+use super::format::{GitleaksAllowlist, GitleaksFile, GitleaksRequired, GitleaksRule, RawContent};
+use super::{Allow, CRule, ContentScanner, ContentSource, Pattern, Required, Target};
+use crate::compile::line_col;
+use crate::{OpClass, PolicyError};
+
+/// Gitleaks follows `[extend] path` two levels deep; so do we.
+const MAX_EXTEND_DEPTH: usize = 2;
+/// Compiled-regex size limit: gitleaks rules use long bounded repetitions.
+const REGEX_SIZE_LIMIT: usize = 64 << 20;
+
+/// Where a rule or allowlist was written, for error messages.
+#[derive(Debug, Clone)]
+enum At {
+    Builtin,
+    Inline { key: String, line: usize },
+    File { file: PathBuf, line: usize },
+}
+
+/// A rule from any source, before compiling.
+#[derive(Debug, Clone)]
+struct Spec {
+    id: String,
+    regex: Option<(String, usize)>,
+    path: Option<String>,
+    secret_group: Option<usize>,
+    entropy: Option<f64>,
+    keywords: Vec<String>,
+    allowlists: Vec<(GitleaksAllowlist, At)>,
+    required: Vec<GitleaksRequired>,
+    skip_report: bool,
+    tps: Vec<String>,
+    fps: Vec<String>,
+    at: At,
+}
+
+/// Turns problems into `PolicyError::Invalid`, located in the policy file.
+struct Errs<'a> {
+    src: &'a str,
+    /// Line of `gitleaks_config` in the policy, for errors inside that file.
+    config_line: usize,
+}
+
+impl Errs<'_> {
+    fn at(&self, at: &At, what: &str, message: String) -> PolicyError {
+        match at {
+            At::Builtin => PolicyError::Invalid {
+                key: format!("content.builtin{what}"),
+                line: 0,
+                message,
+            },
+            At::Inline { key, line } => PolicyError::Invalid {
+                key: format!("{key}{what}"),
+                line: *line,
+                message,
+            },
+            At::File { file, line } => PolicyError::Invalid {
+                key: "content.gitleaks_config".into(),
+                line: self.config_line,
+                message: format!("{}:{line}: {message}", file.display()),
+            },
+        }
+    }
+
+    fn line<T>(&self, s: &Spanned<T>) -> usize {
+        line_col(self.src, s.span().start).0
+    }
+}
+
+/// Compiles the `[content]` section; `None` if the policy has none.
+///
+/// # Ambient Authority
+/// Reads the gitleaks config it names (relative to `base`, the policy's directory).
+pub(crate) fn compile(
+    raw: Option<&RawContent>,
+    src: &str,
+    base: Option<&Path>,
+) -> Result<Option<ContentScanner>, PolicyError> {
+    let Some(raw) = raw else { return Ok(None) };
+    let mut errs = Errs {
+        src,
+        config_line: 0,
+    };
+    let ops = parse_ops(raw, &errs)?;
+
+    let mut layers: Vec<Layer> = Vec::new();
+    if raw.builtin {
+        layers.push((builtin_specs(), Vec::new()));
+    }
+    let mut sources = Vec::new();
+    if let Some(cfg) = &raw.gitleaks_config {
+        errs.config_line = errs.line(cfg);
+        let path = resolve(base, Path::new(cfg.get_ref()));
+        layers.push(load_gitleaks(&path, 0, &mut sources, &errs)?);
+    }
+    let inline: Vec<Spec> = raw
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let key = format!("content.rules[{i}]");
+            let line = errs.line(&r.id);
+            spec_from(r, At::Inline { key, line }, |s| errs.line(s))
+        })
+        .collect();
+    let inline_allows = raw
+        .allowlists
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let line = a
+                .regexes
+                .first()
+                .or(a.paths.first())
+                .map_or(0, |s| errs.line(s));
+            (
+                a.clone(),
+                At::Inline {
+                    key: format!("content.allowlists[{i}]"),
+                    line,
+                },
+            )
+        })
+        .collect();
+    layers.push((inline, inline_allows));
+
+    // Later layers replace earlier rules of the same id: built-in < gitleaks < inline.
+    let mut specs: Vec<Spec> = Vec::new();
+    let mut globals: Vec<(GitleaksAllowlist, At)> = Vec::new();
+    for (rules, allows) in layers {
+        let mut ids = std::collections::HashSet::new();
+        for spec in rules {
+            if !ids.insert(spec.id.clone()) {
+                return Err(errs.at(
+                    &spec.at,
+                    ".id",
+                    format!("duplicate content rule id `{}`", spec.id),
+                ));
+            }
+            match specs.iter().position(|s| s.id == spec.id) {
+                Some(i) => specs[i] = spec,
+                None => specs.push(spec),
+            }
+        }
+        globals.extend(allows);
+    }
+    for (i, id) in raw.disabled_rules.iter().enumerate() {
+        let before = specs.len();
+        specs.retain(|s| s.id != *id.get_ref());
+        if specs.len() == before {
+            let line = errs.line(id);
+            let id = id.get_ref();
+            return Err(PolicyError::Invalid {
+                key: format!("content.disabled_rules[{i}]"),
+                line,
+                message: format!("no content rule has the id `{id}`"),
+            });
+        }
+    }
+    let scanner = build(specs, globals, ops, sources, &errs)?;
+    Ok(Some(scanner))
+}
+
+fn parse_ops(raw: &RawContent, errs: &Errs<'_>) -> Result<[bool; 4], PolicyError> {
+    let Some(list) = &raw.ops else {
+        let mut ops = [false; 4];
+        ops[OpClass::Read as usize] = true;
+        ops[OpClass::Write as usize] = true;
+        return Ok(ops);
+    };
+    let mut ops = [false; 4];
+    for op in list {
+        match OpClass::parse(op.get_ref()) {
+            Some(c @ (OpClass::Read | OpClass::Write)) => ops[c as usize] = true,
+            _ => {
+                return Err(PolicyError::Invalid {
+                    key: "content.ops".into(),
+                    line: errs.line(op),
+                    message: format!(
+                        "`{}`: content is scanned on \"read\" and/or \"write\" only",
+                        op.get_ref()
+                    ),
+                });
+            }
+        }
+    }
+    Ok(ops)
+}
+
+fn resolve(base: Option<&Path>, p: &Path) -> PathBuf {
+    match base {
+        Some(b) if p.is_relative() => b.join(p),
+        _ => p.to_path_buf(),
+    }
+}
+
+fn builtin_specs() -> Vec<Spec> {
+    BUILTIN_CONTENT_RULES
+        .iter()
+        .map(|b| {
+            let mut allowlists = Vec::new();
+            if !b.allow_regexes.is_empty() || !b.allow_stopwords.is_empty() {
+                allowlists.push((
+                    GitleaksAllowlist {
+                        description: Some("built-in placeholders".into()),
+                        condition: None,
+                        commits: Vec::new(),
+                        paths: Vec::new(),
+                        regex_target: None,
+                        regexes: b
+                            .allow_regexes
+                            .iter()
+                            .map(|r| Spanned::new(0..0, r.to_string()))
+                            .collect(),
+                        stopwords: b.allow_stopwords.iter().map(|s| s.to_string()).collect(),
+                        target_rules: Vec::new(),
+                    },
+                    At::Builtin,
+                ));
+            }
+            Spec {
+                id: b.id.into(),
+                regex: Some((b.regex.into(), 0)),
+                path: None,
+                secret_group: b.secret_group,
+                entropy: b.entropy,
+                keywords: b.keywords.iter().map(|k| k.to_string()).collect(),
+                allowlists,
+                required: Vec::new(),
+                skip_report: false,
+                tps: b.tps.iter().map(|s| s.to_string()).collect(),
+                fps: b.fps.iter().map(|s| s.to_string()).collect(),
+                at: At::Builtin,
+            }
+        })
+        .collect()
+}
+
+fn spec_from(r: &GitleaksRule, at: At, line_of: impl Fn(&Spanned<String>) -> usize) -> Spec {
+    let allow_at = |a: &GitleaksAllowlist| match &at {
+        At::File { file, .. } => At::File {
+            file: file.clone(),
+            line: a
+                .regexes
+                .first()
+                .or(a.paths.first())
+                .map_or(line_of(&r.id), &line_of),
+        },
+        other => other.clone(),
+    };
+    let mut allowlists: Vec<(GitleaksAllowlist, At)> = r
+        .allowlists
+        .iter()
+        .map(|a| (a.clone(), allow_at(a)))
+        .collect();
+    if let Some(a) = &r.allowlist {
+        allowlists.push((a.clone(), allow_at(a)));
+    }
+    Spec {
+        id: r.id.get_ref().trim().to_string(),
+        regex: r.regex.as_ref().map(|s| (s.get_ref().clone(), line_of(s))),
+        path: r.path.as_ref().map(|s| s.get_ref().clone()),
+        secret_group: r.secret_group,
+        entropy: r.entropy,
+        keywords: r.keywords.clone(),
+        allowlists,
+        required: r.required.clone(),
+        skip_report: r.skip_report,
+        tps: r.tps.clone(),
+        fps: r.fps.clone(),
+        at,
+    }
+}
+
+type Layer = (Vec<Spec>, Vec<(GitleaksAllowlist, At)>);
+
+/// Loads a gitleaks config and what it extends, merged as gitleaks merges them.
+fn load_gitleaks(
+    path: &Path,
+    depth: usize,
+    sources: &mut Vec<ContentSource>,
+    errs: &Errs<'_>,
+) -> Result<Layer, PolicyError> {
+    let file_err = |line: usize, message: String| {
+        errs.at(
+            &At::File {
+                file: path.to_path_buf(),
+                line,
+            },
+            "",
+            message,
+        )
+    };
+    let text = crate::compose::read_base(path)
+        .map_err(|e| file_err(0, format!("cannot read gitleaks config: {e}")))?;
+    sources.push(ContentSource {
+        path: path.to_path_buf(),
+        sha256: hex::encode(Sha256::digest(text.as_bytes())),
+    });
+    let file: GitleaksFile = toml::from_str(&text).map_err(|e| {
+        let line = e.span().map_or(0, |s| line_col(&text, s.start).0);
+        file_err(
+            line,
+            format!("not a gitleaks config: {}", e.message().trim()),
+        )
+    })?;
+    let line_of = |s: &Spanned<String>| line_col(&text, s.span().start).0;
+    let mut rules: Vec<Spec> = file
+        .rules
+        .iter()
+        .map(|r| {
+            let at = At::File {
+                file: path.to_path_buf(),
+                line: line_of(&r.id),
+            };
+            spec_from(r, at, line_of)
+        })
+        .collect();
+    for (r, spec) in file.rules.iter().zip(&rules) {
+        if r.allowlist.is_some() && !r.allowlists.is_empty() {
+            return Err(errs.at(
+                &spec.at,
+                "",
+                format!(
+                    "rule `{}`: [rules.allowlist] cannot be used alongside [[rules.allowlists]]",
+                    spec.id
+                ),
+            ));
+        }
+    }
+    if file.allowlist.is_some() && !file.allowlists.is_empty() {
+        return Err(file_err(
+            0,
+            "[allowlist] cannot be used alongside [[allowlists]]".into(),
+        ));
+    }
+    let mut allows: Vec<(GitleaksAllowlist, At)> = file
+        .allowlist
+        .iter()
+        .chain(&file.allowlists)
+        .map(|a| {
+            let line = a.regexes.first().or(a.paths.first()).map_or(0, line_of);
+            (
+                a.clone(),
+                At::File {
+                    file: path.to_path_buf(),
+                    line,
+                },
+            )
+        })
+        .collect();
+    let Some(ext) = &file.extend else {
+        return Ok((rules, allows));
+    };
+    if ext.use_default {
+        return Err(file_err(
+            0,
+            "[extend] useDefault: fsgate does not bundle gitleaks' default rules; copy them into a file and use [extend] path, or use `[content] builtin = true`".into(),
+        ));
+    }
+    if ext.url.is_some() {
+        return Err(file_err(
+            0,
+            "[extend] url: fsgate loads no configuration over the network".into(),
+        ));
+    }
+    let Some(ext_path) = &ext.path else {
+        return Ok((rules, allows));
+    };
+    if depth + 1 > MAX_EXTEND_DEPTH {
+        return Ok((rules, allows));
+    }
+    let ext_path = resolve(path.parent(), Path::new(ext_path));
+    let (base_rules, base_allows) = load_gitleaks(&ext_path, depth + 1, sources, errs)?;
+    // Gitleaks' merge: the extended file's rules come first; a rule of the same id here
+    // overrides the non-empty fields and appends keywords and allowlists.
+    let mut merged: Vec<Spec> = Vec::new();
+    for base in base_rules {
+        if ext.disabled_rules.contains(&base.id) {
+            continue;
+        }
+        match rules.iter().position(|r| r.id == base.id) {
+            Some(i) => {
+                let cur = rules.remove(i);
+                let mut m = base;
+                if cur.regex.is_some() {
+                    m.regex = cur.regex;
+                }
+                if cur.path.is_some() {
+                    m.path = cur.path;
+                }
+                if cur.secret_group.is_some() {
+                    m.secret_group = cur.secret_group;
+                }
+                if cur.entropy.is_some() {
+                    m.entropy = cur.entropy;
+                }
+                m.keywords.extend(cur.keywords);
+                m.allowlists.extend(cur.allowlists);
+                m.tps.extend(cur.tps);
+                m.fps.extend(cur.fps);
+                m.at = cur.at;
+                merged.push(m);
+            }
+            None => merged.push(base),
+        }
+    }
+    merged.extend(rules);
+    allows.extend(base_allows);
+    Ok((merged, allows))
+}
+
+fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allow, PolicyError> {
+    let bad = |m: String| errs.at(at, "", m);
+    let and = match a
+        .condition
+        .as_deref()
+        .map(str::to_ascii_uppercase)
+        .as_deref()
+    {
+        None | Some("") | Some("OR") | Some("||") => false,
+        Some("AND") | Some("&&") => true,
+        Some(other) => {
+            return Err(bad(format!(
+                "unknown allowlist condition `{other}` (expected OR or AND)"
+            )));
+        }
+    };
+    let target = match a.regex_target.as_deref() {
+        None | Some("") | Some("secret") => Target::Secret,
+        Some("match") => Target::Match,
+        Some("line") => Target::Line,
+        Some(other) => {
+            return Err(bad(format!(
+                "unknown allowlist regexTarget `{other}` (expected secret, match or line)"
+            )));
+        }
+    };
+    if a.commits.is_empty() && a.paths.is_empty() && a.regexes.is_empty() && a.stopwords.is_empty()
+    {
+        return Err(bad(
+            "an allowlist needs at least one of paths, regexes, stopwords or commits".into(),
+        ));
+    }
+    let paths = a
+        .paths
+        .iter()
+        .map(|p| {
+            RegexBuilder::new(p.get_ref())
+                .size_limit(REGEX_SIZE_LIMIT)
+                .build()
+                .map_err(|e| {
+                    bad(format!(
+                        "invalid allowlist path regex: {}",
+                        one_line(&e.to_string())
+                    ))
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    let regexes = a
+        .regexes
+        .iter()
+        .map(|p| {
+            BytesRegexBuilder::new(p.get_ref())
+                .size_limit(REGEX_SIZE_LIMIT)
+                .build()
+                .map_err(|e| {
+                    bad(format!(
+                        "invalid allowlist regex: {}",
+                        one_line(&e.to_string())
+                    ))
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Allow {
+        description: a.description.clone(),
+        and,
+        has_commits: !a.commits.is_empty(),
+        paths,
+        target,
+        regexes,
+        stopwords: a.stopwords.iter().map(|s| s.to_lowercase()).collect(),
+    })
+}
+
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn build(
+    specs: Vec<Spec>,
+    globals: Vec<(GitleaksAllowlist, At)>,
+    ops: [bool; 4],
+    sources: Vec<ContentSource>,
+    errs: &Errs<'_>,
+) -> Result<ContentScanner, PolicyError> {
+    let index: HashMap<String, usize> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.clone(), i))
+        .collect();
+    let mut rules = Vec::with_capacity(specs.len());
+    for s in &specs {
+        let builtin = match s.at {
+            At::Builtin => Some(
+                BUILTIN_CONTENT_RULES
+                    .iter()
+                    .position(|b| b.id == s.id)
+                    .ok_or_else(|| {
+                        errs.at(&s.at, "", format!("no built-in content rule `{}`", s.id))
+                    })?,
+            ),
+            _ => None,
+        };
+        rules.push(compile_rule(s, &index, errs, builtin)?);
+    }
+    let mut global = Vec::new();
+    for (a, at) in &globals {
+        let allow = compile_allow(a, at, errs)?;
+        if a.target_rules.is_empty() {
+            global.push(allow);
+            continue;
+        }
+        for id in &a.target_rules {
+            let Some(&i) = index.get(id) else {
+                return Err(errs.at(
+                    at,
+                    ".targetRules",
+                    format!("target rule `{id}` does not exist"),
+                ));
+            };
+            rules[i].allowlists.push(allow.clone());
+        }
+    }
+    let mut keywords: Vec<String> = Vec::new();
+    let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
+    for (i, r) in rules.iter().enumerate() {
+        for k in &r.keywords {
+            match keywords.iter().position(|x| x == k) {
+                Some(p) => keyword_rules[p].push(i),
+                None => {
+                    keywords.push(k.clone());
+                    keyword_rules.push(vec![i]);
+                }
+            }
+        }
+    }
+    let prefilter = if keywords.is_empty() {
+        None
+    } else {
+        Some(
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(&keywords)
+                .map_err(|e| PolicyError::Invalid {
+                    key: "content".into(),
+                    line: 0,
+                    message: format!("cannot build the keyword prefilter: {e}"),
+                })?,
+        )
+    };
+    let scanner = ContentScanner {
+        rules,
+        global,
+        packed: super::Packed::new(&keywords),
+        prefilter,
+        keyword_rules,
+        ops,
+        sources,
+        clean: Default::default(),
+    };
+    check_examples(&scanner, &specs, errs, true)?;
+    Ok(scanner)
+}
+
+/// The built-in rules, compiled once per process, on first use: they are the same for
+/// every policy, so loading a policy does not wait for them, and a gateway that never
+/// scans never holds them. Their examples are checked by the unit tests
+/// ([`check_builtin_examples`]): they are part of the binary. Indexed as
+/// [`BUILTIN_CONTENT_RULES`].
+fn builtin_set() -> Result<&'static [CRule], String> {
+    static COMPILED: std::sync::OnceLock<Result<Vec<CRule>, String>> = std::sync::OnceLock::new();
+    COMPILED
+        .get_or_init(|| {
+            let index = HashMap::new();
+            builtin_specs()
+                .iter()
+                .map(|s| compile_rule(s, &index, &BUILTIN_ERRS, None))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map(Vec::as_slice)
+        .map_err(|e| format!("built-in content rules are broken: {e}"))
+}
+
+const BUILTIN_ERRS: Errs<'static> = Errs {
+    src: "",
+    config_line: 0,
+};
+
+/// Checks that every built-in rule detects (or not) each example it carries, on its
+/// own, without a policy's global allowlists.
+#[cfg(test)]
+pub(super) fn check_builtin_examples() -> Result<(), String> {
+    let specs = builtin_specs();
+    let scanner = ContentScanner {
+        rules: builtin_set()?.to_vec(),
+        global: Vec::new(),
+        prefilter: None,
+        packed: None,
+        keyword_rules: Vec::new(),
+        ops: [false; 4],
+        sources: Vec::new(),
+        clean: Default::default(),
+    };
+    check_examples(&scanner, &specs, &BUILTIN_ERRS, false).map_err(|e| e.to_string())
+}
+
+/// The regex of built-in rule `n`, compiling the built-in set if this is its first use
+/// (concurrent callers wait for that one compilation).
+pub(super) fn builtin_regex(n: usize) -> Result<&'static BytesRegex, String> {
+    match builtin_set()?.get(n).and_then(|r| r.regex.as_ref()) {
+        Some(Pattern::Own(re)) => Ok(re),
+        _ => Err(format!("no compiled built-in content rule #{n}")),
+    }
+}
+
+/// Compiles the built-in content rules now (else the first scan that needs them does).
+pub fn warm_builtin() -> Result<(), String> {
+    builtin_set().map(|_| ())
+}
+
+/// Compiles one rule; `builtin` (its index among the built-in rules) leaves its regex
+/// to [`builtin_regex`].
+fn compile_rule(
+    s: &Spec,
+    index: &HashMap<String, usize>,
+    errs: &Errs<'_>,
+    builtin: Option<usize>,
+) -> Result<CRule, PolicyError> {
+    let bad = |what: &str, m: String| errs.at(&s.at, what, format!("rule `{}`: {m}", s.id));
+    if s.id.is_empty() {
+        return Err(bad(".id", "a content rule needs a non-empty id".into()));
+    }
+    if s.regex.is_none() && s.path.is_none() {
+        return Err(bad("", "a content rule needs `regex` or `path`".into()));
+    }
+    let regex = match (&s.regex, builtin) {
+        (Some(_), Some(n)) => Some(Pattern::Builtin(n)),
+        (Some((src, line)), None) => {
+            let re = BytesRegexBuilder::new(src)
+                .size_limit(REGEX_SIZE_LIMIT)
+                .build()
+                .map_err(|e| {
+                    let at = match &s.at {
+                        At::Inline { key, .. } => At::Inline {
+                            key: key.clone(),
+                            line: *line,
+                        },
+                        other => other.clone(),
+                    };
+                    errs.at(
+                        &at,
+                        ".regex",
+                        format!(
+                            "rule `{}`: invalid regex: {}",
+                            s.id,
+                            one_line(&e.to_string())
+                        ),
+                    )
+                })?;
+            if let Some(g) = s.secret_group
+                && g >= re.captures_len()
+            {
+                return Err(bad(
+                    ".secretGroup",
+                    format!(
+                        "secretGroup {g} but the regex has {} capture group(s)",
+                        re.captures_len() - 1
+                    ),
+                ));
+            }
+            Some(Pattern::Own(re))
+        }
+        (None, _) => None,
+    };
+    let path = match &s.path {
+        Some(p) => Some(
+            RegexBuilder::new(p)
+                .size_limit(REGEX_SIZE_LIMIT)
+                .build()
+                .map_err(|e| {
+                    bad(
+                        ".path",
+                        format!("invalid path regex: {}", one_line(&e.to_string())),
+                    )
+                })?,
+        ),
+        None => None,
+    };
+    if let Some(e) = s.entropy
+        && !(e.is_finite() && e >= 0.0)
+    {
+        return Err(bad(
+            ".entropy",
+            format!("entropy must be a number >= 0, not {e}"),
+        ));
+    }
+    let mut keywords = Vec::new();
+    for k in &s.keywords {
+        let k = k.to_lowercase();
+        if k.is_empty() {
+            return Err(bad(
+                ".keywords",
+                "empty keyword (it would match everything)".into(),
+            ));
+        }
+        if !keywords.contains(&k) {
+            keywords.push(k);
+        }
+    }
+    let mut allowlists = Vec::new();
+    for (a, at) in &s.allowlists {
+        if !a.target_rules.is_empty() {
+            return Err(errs.at(
+                at,
+                "",
+                format!(
+                    "rule `{}`: targetRules belongs in a global [[allowlists]]",
+                    s.id
+                ),
+            ));
+        }
+        allowlists.push(compile_allow(a, at, errs)?);
+    }
+    let mut required = Vec::new();
+    for r in &s.required {
+        let Some(&i) = index.get(&r.id) else {
+            return Err(bad(
+                ".required",
+                format!("required rule `{}` does not exist", r.id),
+            ));
+        };
+        required.push(Required {
+            rule: i,
+            within_lines: r.within_lines,
+            within_columns: r.within_columns,
+        });
+    }
+    Ok(CRule {
+        id: format!("content:{}", s.id),
+        regex,
+        path,
+        secret_group: s.secret_group,
+        entropy: s.entropy,
+        keywords,
+        allowlists,
+        required,
+        skip_report: s.skip_report,
+    })
+}
+
+/// Every true-positive example must be found by its rule (keywords included, so the
+/// prefilter cannot hide it), and no false-positive example may be.
+fn check_examples(
+    scanner: &ContentScanner,
+    specs: &[Spec],
+    errs: &Errs<'_>,
+    skip_builtin: bool,
+) -> Result<(), PolicyError> {
+    for (i, s) in specs.iter().enumerate() {
+        if skip_builtin && matches!(s.at, At::Builtin) {
+            continue; // checked once, on their own, in `builtin_rule`
+        }
+        let rule = &scanner.rules[i];
+        let path_only = rule.regex.is_none();
+        let found = |ex: &str| -> bool {
+            if path_only {
+                !scanner.detect(i, Some(ex), b"", None).is_empty()
+            } else {
+                let lower = ex.to_lowercase();
+                let keyword_ok = rule.keywords.is_empty()
+                    || rule.keywords.iter().any(|k| lower.contains(k.as_str()));
+                keyword_ok && !scanner.detect(i, None, ex.as_bytes(), None).is_empty()
+            }
+        };
+        for (n, tp) in s.tps.iter().enumerate() {
+            if !found(tp) {
+                return Err(errs.at(
+                    &s.at,
+                    &format!(".tps[{n}]"),
+                    format!(
+                        "rule `{}` does not detect its true-positive example {:?}",
+                        s.id,
+                        preview(tp)
+                    ),
+                ));
+            }
+        }
+        for (n, fp) in s.fps.iter().enumerate() {
+            if found(fp) {
+                return Err(errs.at(
+                    &s.at,
+                    &format!(".fps[{n}]"),
+                    format!(
+                        "rule `{}` detects its false-positive example {:?}",
+                        s.id,
+                        preview(fp)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn preview(s: &str) -> String {
+    let mut p: String = s.chars().take(48).collect();
+    if p.len() < s.len() {
+        p.push_str("...");
+    }
+    p
+}

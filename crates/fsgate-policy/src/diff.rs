@@ -1,0 +1,274 @@
+//! `fsgate policy diff`: everything that loosens or tightens between two policies.
+//!
+//! Decisions on a set of paths (a workspace's real tree, or the paths both policies'
+//! tests mention), then `[limits]`, secret-name patterns, content rules (and, over a
+//! workspace, which files' content now passes), the rules themselves, and the other
+//! sections key by key. Each difference is an [`Item`] marked loosens, tightens or
+//! changes (direction unclear).
+
+mod files;
+mod rules;
+pub(crate) mod sections;
+mod settings;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+use super::testrun::{FullDecision, decide_with_content};
+use super::{EntryKind, OpClass, Policy};
+use fsgate_base::path::RelPath;
+
+pub use files::{FileScan, content_files};
+
+/// Which way a difference moves access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// The new policy lets through something the old one refused (or weakens a
+    /// safeguard).
+    Loosens,
+    /// The new policy refuses something the old one let through.
+    Tightens,
+    /// Different, without a clear direction.
+    Changes,
+}
+
+impl Direction {
+    /// The word shown in the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Loosens => "loosens",
+            Direction::Tightens => "tightens",
+            Direction::Changes => "changes",
+        }
+    }
+
+    /// `Loosens` if `wider` (more is let through), else `Tightens`.
+    fn wider(wider: bool) -> Direction {
+        if wider {
+            Direction::Loosens
+        } else {
+            Direction::Tightens
+        }
+    }
+}
+
+/// One difference between the two policies.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Item {
+    /// Loosens, tightens or changes.
+    pub direction: Direction,
+    /// What part of the policy: `decision`, `limits`, `secrets`, `content`,
+    /// `content-file`, `rule`, or a section name (`audit`, `agent`, ...).
+    pub area: String,
+    /// What changed: a key, a rule or pattern id, `op path`.
+    pub subject: String,
+    /// Under the old policy (`(unset)`, `(absent)` when it had none).
+    pub old: String,
+    /// Under the new policy.
+    pub new: String,
+}
+
+impl Item {
+    fn new(
+        direction: Direction,
+        area: &str,
+        subject: impl Into<String>,
+        old: impl Into<String>,
+        new: impl Into<String>,
+    ) -> Item {
+        Item {
+            direction,
+            area: area.to_string(),
+            subject: subject.into(),
+            old: old.into(),
+            new: new.into(),
+        }
+    }
+}
+
+/// Every difference outside the decisions on a tree: limits, secret names, content
+/// rules, rules, and the other sections. `*_text` are the policies' TOML texts (for keys
+/// the compiled policy does not keep).
+pub fn setting_items(old: &Policy, old_text: &str, new: &Policy, new_text: &str) -> Vec<Item> {
+    let mut out = Vec::new();
+    settings::limits(old.limits(), new.limits(), &mut out);
+    settings::secrets(old.secret_patterns(), new.secret_patterns(), &mut out);
+    settings::content(old, new, &mut out);
+    rules::rules(old, old_text, new, new_text, &mut out);
+    sections::sections(
+        (old_text, old.base_texts()),
+        (new_text, new.base_texts()),
+        &mut out,
+    );
+    out
+}
+
+/// The decision changes of `r` as items (`decision` area, subject `op path`).
+pub fn decision_items(r: &DiffReport) -> Vec<Item> {
+    r.changes
+        .iter()
+        .map(|c| {
+            let path = if c.path.is_empty() { "/" } else { &c.path };
+            let slash = if c.dir && !c.path.is_empty() { "/" } else { "" };
+            Item::new(
+                Direction::wider(c.widens()),
+                "decision",
+                format!("{} {path}{slash}", c.op.as_str()),
+                shown(&c.old),
+                shown(&c.new),
+            )
+        })
+        .collect()
+}
+
+/// `allow (rule)`.
+fn shown(d: &FullDecision) -> String {
+    format!("{} ({})", super::testrun::effect_name(d.effect), d.rule)
+}
+
+/// Sorts items loosening first, keeping each direction's items in the order found.
+pub fn sort_items(items: &mut [Item]) {
+    items.sort_by_key(|i| i.direction);
+}
+
+/// One (op, path) whose effect differs.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Change {
+    /// The operation class.
+    pub op: OpClass,
+    /// Workspace-relative path (`""` is the root).
+    pub path: String,
+    /// Whether the path was judged as a directory.
+    pub dir: bool,
+    /// Under the old policy.
+    pub old: FullDecision,
+    /// Under the new policy.
+    pub new: FullDecision,
+}
+
+impl Change {
+    /// True if the new policy lets through more than the old one: deny > ask > allow, so
+    /// deny -> ask and ask -> allow widen, allow -> ask narrows.
+    pub fn widens(&self) -> bool {
+        self.new.effect.weight() < self.old.effect.weight()
+    }
+}
+
+/// The comparison.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct DiffReport {
+    /// Paths compared (each under every op class).
+    pub paths: usize,
+    /// Effect changes, widening ones first, then by path and op.
+    pub changes: Vec<Change>,
+    /// Decisions with the same effect but another deciding rule.
+    pub rule_changes: Vec<Change>,
+    /// The workspace walk stopped at the path limit.
+    pub truncated: bool,
+}
+
+/// Compares `old` and `new` on every op class of every path.
+pub fn diff(old: &Policy, new: &Policy, paths: &[(RelPath, EntryKind)]) -> DiffReport {
+    let mut report = DiffReport {
+        paths: paths.len(),
+        ..DiffReport::default()
+    };
+    for (path, kind) in paths {
+        for op in OpClass::ALL {
+            let a = decide_with_content(old, op, path, *kind, None);
+            let b = decide_with_content(new, op, path, *kind, None);
+            if a == b {
+                continue;
+            }
+            let change = Change {
+                op,
+                path: path.as_str().to_string(),
+                dir: *kind == EntryKind::Dir,
+                old: a,
+                new: b,
+            };
+            if change.old.effect == change.new.effect {
+                report.rule_changes.push(change);
+            } else {
+                report.changes.push(change);
+            }
+        }
+    }
+    report.changes.sort_by(|x, y| {
+        (!x.widens(), &x.path, x.op as usize).cmp(&(!y.widens(), &y.path, y.op as usize))
+    });
+    report
+}
+
+/// The paths the policies' `[[test]]` cases name, with their ancestor directories.
+pub fn test_paths(policies: &[&Policy]) -> Vec<(RelPath, EntryKind)> {
+    let mut out: Vec<(RelPath, EntryKind)> = Vec::new();
+    let mut push = |p: RelPath, k: EntryKind| {
+        if !out.iter().any(|(q, _)| *q == p) {
+            out.push((p, k));
+        }
+    };
+    for pol in policies {
+        for t in &pol.raw().tests {
+            let Ok(p) = RelPath::parse_rooted(&t.path) else {
+                continue;
+            };
+            let mut anc = p.parent();
+            while let Some(a) = anc {
+                anc = a.parent();
+                push(a, EntryKind::Dir);
+            }
+            push(
+                p,
+                if t.dir {
+                    EntryKind::Dir
+                } else {
+                    EntryKind::File
+                },
+            );
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Every entry of the tree at `root` (not following symlinks), up to `max` entries.
+///
+/// # Ambient Authority
+/// Walks `root` on the ambient filesystem (an authoring tool, not the gateway).
+pub fn workspace_paths(
+    root: &Path,
+    max: usize,
+) -> std::io::Result<(Vec<(RelPath, EntryKind)>, bool)> {
+    let mut out = vec![(RelPath::root(), EntryKind::Dir)];
+    let mut stack = vec![(root.to_path_buf(), RelPath::root())];
+    std::fs::read_dir(root)?;
+    while let Some((dir, rel)) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = rd.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            if out.len() >= max {
+                return Ok((out, true));
+            }
+            let Some(name) = e.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let child = rel.join(&name);
+            let kind = match e.file_type() {
+                Ok(t) if t.is_dir() => {
+                    stack.push((e.path(), child.clone()));
+                    EntryKind::Dir
+                }
+                Ok(t) if t.is_file() => EntryKind::File,
+                _ => EntryKind::Unknown,
+            };
+            out.push((child, kind));
+        }
+    }
+    Ok((out, false))
+}

@@ -1,0 +1,506 @@
+//! `fsgate policy check`: every problem in a policy file as a located finding with a
+//! severity and a one-line fix hint (`file:line:col: severity: message (hint: ...)`).
+//!
+//! Loading problems (syntax, unknown keys, types, bad globs and regexes) come first and
+//! make the file invalid; the semantic checks (dead and duplicate rules, exposed secrets,
+//! write wider than read, limits, untested denies, the fixed floor) live in `checks`.
+
+mod checks;
+pub(crate) mod globs;
+mod reach;
+mod shadow;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::compile::{build_glob, build_regex, line_col};
+use super::raw::RawPolicy;
+use super::{DEFAULT_DENY, OpClass, Policy, PolicyError};
+use fsgate_base::text::Esc;
+
+/// How bad a finding is. Errors and warnings make `policy check` exit 1; notes do not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The policy is wrong or unsafe.
+    Error,
+    /// Probably not what the author meant.
+    Warning,
+    /// Worth knowing; not a problem.
+    Note,
+}
+
+impl Severity {
+    /// `error`, `warning`, `note`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        }
+    }
+}
+
+/// One located problem.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Finding {
+    /// The file as named on the command line.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+    /// How bad it is.
+    pub severity: Severity,
+    /// A stable name for the check (`dead-rule`, `parse`, ...), for CI filters.
+    pub code: &'static str,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it, in one line.
+    pub hint: String,
+}
+
+/// Escaped: a finding quotes the file name and the policy's own text.
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}: {} (hint: {})",
+            Esc(&self.file),
+            self.line,
+            self.col,
+            self.severity.as_str(),
+            Esc(&self.message),
+            Esc(&self.hint)
+        )
+    }
+}
+
+/// What `policy check` needs beyond the file.
+#[derive(Debug, Clone, Default)]
+pub struct LintOptions {
+    /// The workspace the policy will serve: enables the exact fixed-floor check (the
+    /// policy file, `[audit] path` and `[backup] dir` inside it).
+    pub workspace: Option<PathBuf>,
+}
+
+/// The findings for one file.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct LintReport {
+    /// Sorted by position.
+    pub findings: Vec<Finding>,
+    /// The file could not be read or does not load: `policy check` exits 2.
+    pub invalid: bool,
+}
+
+impl LintReport {
+    /// Findings that fail the check (errors and warnings).
+    pub fn failing(&self) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.severity != Severity::Note)
+            .count()
+    }
+}
+
+/// Collects findings for one file.
+pub(crate) struct Sink<'a> {
+    file: &'a str,
+    src: &'a str,
+    out: Vec<Finding>,
+    /// Rules an `extends` chain brought in: (rule id, the base file it is written in).
+    origins: Vec<(String, String)>,
+}
+
+impl Sink<'_> {
+    pub(crate) fn at(
+        &mut self,
+        pos: (usize, usize),
+        severity: Severity,
+        code: &'static str,
+        message: String,
+        hint: &str,
+    ) {
+        let file = self.file.to_string();
+        self.push(file, pos, severity, code, message, hint);
+    }
+
+    fn push(
+        &mut self,
+        file: String,
+        (line, col): (usize, usize),
+        severity: Severity,
+        code: &'static str,
+        message: String,
+        hint: &str,
+    ) {
+        self.out.push(Finding {
+            file,
+            line: line.max(1),
+            col: col.max(1),
+            severity,
+            code,
+            message,
+            hint: hint.to_string(),
+        });
+    }
+
+    /// A finding at rule `r`: in the base file that wrote it when it was inherited
+    /// (its line is that file's), else at its line here.
+    pub(crate) fn at_rule(
+        &mut self,
+        r: &super::Rule,
+        severity: Severity,
+        code: &'static str,
+        message: String,
+        hint: &str,
+    ) {
+        let (file, line, col) = self.rule_pos(r);
+        self.push(file, (line, col), severity, code, message, hint);
+    }
+
+    /// Where rule `r` is written: (file, line, column).
+    pub(crate) fn rule_pos(&self, r: &super::Rule) -> (String, usize, usize) {
+        match self.origins.iter().find(|(id, _)| *id == r.id) {
+            Some((_, file)) => (file.clone(), r.line, 1),
+            None => {
+                let (line, col) = self.line_pos(r.line);
+                (self.file.to_string(), line, col)
+            }
+        }
+    }
+
+    /// Position of a byte offset.
+    pub(crate) fn pos(&self, offset: usize) -> (usize, usize) {
+        line_col(self.src, offset)
+    }
+
+    /// Position of the first non-blank character of `line`.
+    pub(crate) fn line_pos(&self, line: usize) -> (usize, usize) {
+        let col = self
+            .src
+            .lines()
+            .nth(line.saturating_sub(1))
+            .map_or(1, |l| l.len() - l.trim_start().len() + 1);
+        (line, col)
+    }
+
+    /// Position of an `[agent]` error: its value, else its key's line.
+    pub(crate) fn agent_pos(&self, e: &fsgate_sandbox::AgentConfigError) -> (usize, usize) {
+        match e.span() {
+            Some(span) => self.pos(span.start),
+            None => self.key_pos(e.field()),
+        }
+    }
+
+    /// Position of the first line that sets `key` (`key =`), or 1:1.
+    pub(crate) fn key_pos(&self, key: &str) -> (usize, usize) {
+        for (i, l) in self.src.lines().enumerate() {
+            let t = l.trim_start();
+            if t.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+            {
+                return (i + 1, l.len() - t.len() + 1);
+            }
+        }
+        (1, 1)
+    }
+}
+
+/// Lints a policy file.
+///
+/// # Ambient Authority
+/// Reads `path` (and the gitleaks config it names; with `options.workspace`, resolves
+/// the workspace and fsgate's own files to compare them).
+pub fn lint_file(path: &Path, options: &LintOptions) -> LintReport {
+    let name = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let base = path.parent().filter(|p| !p.as_os_str().is_empty());
+            lint_text(
+                &text,
+                &name,
+                Some(base.unwrap_or(Path::new("."))),
+                Some(path),
+                options,
+            )
+        }
+        Err(e) => LintReport {
+            findings: vec![Finding {
+                file: name,
+                line: 1,
+                col: 1,
+                severity: Severity::Error,
+                code: "unreadable",
+                message: format!("cannot read the policy: {e}"),
+                hint: "check the path and its permissions".into(),
+            }],
+            invalid: true,
+        },
+    }
+}
+
+/// Lints policy text. `base` resolves a relative gitleaks config; `policy_path` is where
+/// the file lives (for the fixed-floor check with a workspace).
+pub fn lint_text(
+    text: &str,
+    file: &str,
+    base: Option<&Path>,
+    policy_path: Option<&Path>,
+    options: &LintOptions,
+) -> LintReport {
+    let mut sink = Sink {
+        file,
+        src: text,
+        out: Vec::new(),
+        origins: Vec::new(),
+    };
+    let raw: RawPolicy = match toml::from_str(text) {
+        Ok(raw) => raw,
+        Err(e) => {
+            let pos = e.span().map_or((1, 1), |s| sink.pos(s.start));
+            let msg = e.message().trim().replace('\n', " ");
+            let hint = parse_hint(&msg);
+            sink.at(pos, Severity::Error, "parse", msg, hint);
+            return LintReport {
+                findings: sink.out,
+                invalid: true,
+            };
+        }
+    };
+    prevalidate(&raw, &mut sink);
+    prevalidate_agent(&raw, base, policy_path, &mut sink);
+    let policy = match Policy::from_toml_in(text, file, base) {
+        Ok(p) => p,
+        Err(e) => {
+            if !sink.out.iter().any(|f| f.severity == Severity::Error) {
+                let (pos, msg) = match &e {
+                    PolicyError::Invalid { key, line, message } => (
+                        value_pos(&raw, key).map_or_else(|| sink.line_pos(*line), |o| sink.pos(o)),
+                        format!("{key}: {message}"),
+                    ),
+                    PolicyError::Located {
+                        key,
+                        line,
+                        col,
+                        message,
+                    } => ((*line, *col), format!("{key}: {message}")),
+                    other => ((1, 1), other.to_string()),
+                };
+                sink.at(
+                    pos,
+                    Severity::Error,
+                    "invalid",
+                    msg,
+                    "fix the value; policies/README.md documents every key",
+                );
+            }
+            sink.out.sort_by_key(|f| (f.line, f.col));
+            return LintReport {
+                findings: sink.out,
+                invalid: true,
+            };
+        }
+    };
+    sink.origins = policy
+        .rules()
+        .iter()
+        .filter_map(|r| Some((r.id.clone(), policy.rule_origin(&r.id)?.to_string())))
+        .collect();
+    checks::run(&policy, text, &mut sink, policy_path, options);
+    // Rules scoped to workspaces are checked as they apply in each (a finding about a
+    // rule for every workspace comes out once).
+    for name in policy.scoped_workspaces() {
+        let scoped = policy.for_workspace(name);
+        sink.origins.extend(
+            scoped
+                .rules()
+                .iter()
+                .filter_map(|r| Some((r.id.clone(), scoped.rule_origin(&r.id)?.to_string()))),
+        );
+        checks::run(&scoped, text, &mut sink, policy_path, options);
+    }
+    let mut findings = sink.out;
+    // The file checked first, then what its bases wrote.
+    findings.sort_by_key(|f| (f.file != file, f.line, f.col, f.severity));
+    findings.dedup();
+    let invalid = findings.iter().any(|f| f.code == "invalid");
+    LintReport { findings, invalid }
+}
+
+/// A copy of `policy` holding only `rules`: no secret names, no content rules. Lets the
+/// real decision function answer "what does this one rule match?".
+pub(crate) fn only(policy: &Policy, rules: Vec<super::Rule>) -> Policy {
+    let mut p = policy.clone();
+    p.rules = rules;
+    p.secrets = super::Secrets::none();
+    p.content = None;
+    p
+}
+
+/// The byte offset of the value a loader error names, when the raw policy kept its span
+/// (the loader itself reports lines only).
+fn value_pos(raw: &RawPolicy, key: &str) -> Option<usize> {
+    let i: usize = key
+        .strip_prefix("content.disabled_rules[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()?;
+    let id = raw.content.as_ref()?.disabled_rules.get(i)?;
+    Some(id.span().start)
+}
+
+fn parse_hint(msg: &str) -> &'static str {
+    if msg.contains("unknown field") {
+        "check the spelling; the keys allowed here are listed in the message and in policies/README.md"
+    } else if msg.contains("missing field") {
+        "add the required key (policies/README.md lists them)"
+    } else if msg.contains("unknown variant") {
+        "use one of the values listed in the message"
+    } else if msg.contains("invalid type") {
+        "give the value the type policies/README.md documents for this key"
+    } else {
+        "fix the TOML syntax at this position"
+    }
+}
+
+/// Every `[agent]` error the loader would stop at, at its value's exact position.
+fn prevalidate_agent(
+    raw: &RawPolicy,
+    base: Option<&Path>,
+    policy_path: Option<&Path>,
+    sink: &mut Sink<'_>,
+) {
+    let errors = match super::compile::agent_section(raw, base) {
+        Err(errors) => errors,
+        // `Policy::load` refuses an [agent] reaching the policy file itself.
+        Ok(agent) => match policy_path {
+            Some(p) => agent.protected_violations(
+                &[super::compile::policy_file_protected(p)],
+                fsgate_sandbox::agent_config::user_home().as_deref(),
+            ),
+            None => return,
+        },
+    };
+    for e in errors {
+        let pos = sink.agent_pos(&e);
+        let hint = match &e {
+            fsgate_sandbox::AgentConfigError::Protected(_) => {
+                "remove the entry or narrow it: the agent reaches fsgate's own files never, and the workspace only through the gateway"
+            }
+            _ => "fix the value; policies/README.md documents [agent]",
+        };
+        sink.at(pos, Severity::Error, "invalid", e.to_string(), hint);
+    }
+}
+
+/// Every loading error the compiler would stop at, all at once and at their exact
+/// positions (the compiler reports only the first).
+fn prevalidate(raw: &RawPolicy, sink: &mut Sink<'_>) {
+    let mut ids = std::collections::HashMap::new();
+    for (i, r) in raw.rules.iter().enumerate() {
+        let id = r.id.get_ref().trim();
+        let id_pos = sink.pos(r.id.span().start);
+        if id.is_empty()
+            || id.starts_with("secrets:")
+            || id.starts_with("content:")
+            || id == DEFAULT_DENY
+        {
+            sink.at(
+                id_pos,
+                Severity::Error,
+                "invalid",
+                format!("rule[{i}].id: `{id}` is empty or reserved"),
+                "pick a unique name that does not start with secrets: or content:",
+            );
+        } else if let Some(first) = ids.insert(id.to_string(), id_pos.0) {
+            sink.at(
+                id_pos,
+                Severity::Error,
+                "invalid",
+                format!("rule[{i}].id: duplicate rule id `{id}` (first at line {first})"),
+                "rename one of the rules: refusals and audit records name rules by id",
+            );
+        }
+        if r.ops.is_empty() {
+            sink.at(
+                id_pos,
+                Severity::Error,
+                "invalid",
+                format!("rule `{id}` has no ops"),
+                "set ops = [\"read\", \"list\"] or the classes the rule is about",
+            );
+        }
+        for op in &r.ops {
+            if op.get_ref() != "*" && OpClass::parse(op.get_ref()).is_none() {
+                sink.at(
+                    sink.pos(op.span().start),
+                    Severity::Error,
+                    "invalid",
+                    format!("rule `{id}`: unknown op `{}`", op.get_ref()),
+                    "use read, write, delete, list or \"*\"",
+                );
+            }
+        }
+        if r.paths.is_empty() && r.extensions.is_none() {
+            sink.at(
+                id_pos,
+                Severity::Error,
+                "invalid",
+                format!("rule `{id}` has neither paths nor extensions"),
+                "add paths = [\"**\"] (everything) or the globs the rule is about",
+            );
+        }
+        for g in &r.paths {
+            let text = g.get_ref().trim_start_matches('/');
+            let pos = sink.pos(g.span().start);
+            if text.split('/').any(|c| c == "..") {
+                sink.at(
+                    pos,
+                    Severity::Error,
+                    "invalid",
+                    format!("rule `{id}`: glob `{text}` contains `..`"),
+                    "globs are relative to the workspace root; nothing outside it is reachable",
+                );
+            } else if let Err(e) = build_glob(text) {
+                sink.at(
+                    pos,
+                    Severity::Error,
+                    "invalid",
+                    format!("rule `{id}`: invalid glob `{text}` in paths: {}", e.kind()),
+                    "check brackets and braces; escape literal metacharacters with a backslash",
+                );
+            }
+        }
+    }
+    for p in &raw.secrets.patterns {
+        if let Err(e) = build_regex(p.regex.get_ref()) {
+            let msg = e.to_string();
+            let last = msg.lines().last().unwrap_or("").trim().to_string();
+            sink.at(
+                sink.pos(p.regex.span().start),
+                Severity::Error,
+                "invalid",
+                format!("secret pattern `{}`: invalid regex: {last}", p.id),
+                "write the regex in single quotes ('...') so backslashes stay literal",
+            );
+        }
+    }
+    for t in &raw.tests {
+        if super::Access::parse(t.op.get_ref()).is_none() {
+            sink.at(
+                sink.pos(t.op.span().start),
+                Severity::Error,
+                "invalid-test",
+                format!(
+                    "[[test]] op `{}` is not an operation class or gateway operation",
+                    t.op.get_ref()
+                ),
+                "use read, write, delete, list, stat, ls, glob, tree, grep, edit, mkdir or rm",
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

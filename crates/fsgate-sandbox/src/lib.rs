@@ -1,0 +1,177 @@
+//! Landlock confinement of the gateway process and of hosted agents (issue 4, issue 5).
+//!
+//! # Layout
+//!
+//! - [`config`]: the `[sandbox]` policy section ([`SandboxSettings`]).
+//! - [`agent_config`]: the `[agent]` policy section ([`AgentSettings`]): a confined
+//!   agent's own paths, environment, network and Unix sockets.
+//! - [`plan`]: what to allow: [`SandboxPlan`] for the gateway, [`AgentPlan`] for an agent.
+//! - [`status`]: what the kernel enforced ([`SandboxStatus`]), for the log, the
+//!   `initialize` result's `_meta.fsgate.sandbox` and `serve --check-sandbox`.
+//! - `landlock` (Linux): [`restrict_self`] and [`confine_agent_command`]; elsewhere
+//!   `unsupported`, which reports "not enforced" instead of failing to build.
+//! - `child` (Linux): the rest of an agent's wall, set up between fork and exec: its
+//!   own session and no terminal, no inherited descriptors, no capabilities, seccomp
+//!   against pathname Unix sockets below Landlock ABI 9; and [`harden_gateway`].
+//! - `describe`: the words for an agent's ruleset ([`describe_agent_plan`]).
+//!
+//! # Start-up order
+//!
+//! Landlock restricts the calling thread and the threads it creates *afterwards*. So the
+//! gateway must: open every handle (workspace, audit dir, backup dir, policy file), bind
+//! its listener, spawn a hosted agent, then call [`restrict_self`] **on the main thread
+//! while it is the only thread**, and only then start tracing worker threads and build
+//! the tokio runtime. `#[tokio::main]` is the wrong shape. If other threads exist,
+//! [`restrict_self`] confines them too on kernels with Landlock ABI 8 or later and
+//! otherwise reports the sandbox as only partially enforced.
+//!
+//! After that, nothing may open a path by name outside what the plan granted: the
+//! workspace, audit and backup stores work through their directory handles.
+
+pub mod agent_config;
+pub mod agent_tree;
+pub mod config;
+pub mod denied;
+#[cfg(unix)]
+pub mod discover;
+pub mod plan;
+pub mod profile;
+pub mod status;
+
+mod describe;
+
+#[cfg(target_os = "linux")]
+mod child;
+#[cfg(target_os = "linux")]
+mod landlock;
+#[cfg(target_os = "linux")]
+use self::landlock as imp;
+
+#[cfg(not(target_os = "linux"))]
+mod unsupported;
+#[cfg(not(target_os = "linux"))]
+use self::unsupported as imp;
+
+#[cfg(all(test, target_os = "linux"))]
+mod agent_tests;
+#[cfg(all(test, target_os = "linux"))]
+mod tests;
+
+use std::sync::OnceLock;
+
+pub use agent_config::{AgentConfigError, AgentSettings, DEFAULT_AGENT_ENV};
+pub use config::SandboxSettings;
+pub use plan::{
+    AgentAccess, AgentGrant, AgentNetwork, AgentPlan, DEFAULT_AGENT_DEVICES,
+    DEFAULT_AGENT_SYSTEM_PATHS, Protected, SandboxPlan,
+};
+pub use status::{Enforcement, SandboxStatus};
+
+/// Everything that can go wrong while building or applying a sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The Landlock library or syscalls refused the ruleset.
+    #[error("landlock: cannot {stage}: {source}")]
+    Landlock {
+        /// Which step failed ("create the ruleset", "add the rule for the audit dir", ...).
+        stage: String,
+        /// The underlying error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A file or directory named in a plan cannot be used.
+    #[error("sandbox: {what}: {source}")]
+    Io {
+        /// What was being done, naming the path or handle.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// An agent plan would give the agent a way into a protected directory.
+    #[error(
+        "sandbox: agent path {allowed} overlaps the protected {protected}; the agent could bypass the gateway"
+    )]
+    Overlap {
+        /// The path the plan allows the agent.
+        allowed: String,
+        /// The protected path (workspace, audit or backup dir).
+        protected: String,
+    },
+    /// `[sandbox] require_landlock = true` and the kernel did not fully enforce the plan.
+    #[error("[sandbox] require_landlock = true, but {status}; refusing to start")]
+    NotFullyEnforced {
+        /// What was enforced.
+        status: Box<SandboxStatus>,
+    },
+}
+
+/// Status of the sandbox applied to this process by [`restrict_self`], if any.
+static CURRENT: OnceLock<SandboxStatus> = OnceLock::new();
+
+/// What [`restrict_self`] enforced for this process (None before it ran).
+pub fn current_status() -> Option<&'static SandboxStatus> {
+    CURRENT.get()
+}
+
+/// Confines the calling process (see the module docs for when to call it) to `plan`:
+/// the highest Landlock ABI the kernel offers, best effort, `PR_SET_NO_NEW_PRIVS` set.
+/// Returns what was enforced; check it with [`SandboxSettings::check`].
+///
+/// # Threads
+///
+/// Call it on the main thread before any other thread exists.
+pub fn restrict_self(plan: &SandboxPlan<'_>) -> Result<SandboxStatus, SandboxError> {
+    let status = imp::restrict_self(plan)?;
+    let _ = CURRENT.set(status.clone());
+    Ok(status)
+}
+
+/// Makes `cmd` start its program under an [`AgentPlan`] ruleset of its own (applied in
+/// the child between fork and exec), so the agent cannot reach the workspace except
+/// through the gateway. Returns what the child will get; `Enforcement::Not` means the
+/// command was left unchanged because the kernel has no Landlock.
+pub fn confine_agent_command(
+    cmd: &mut std::process::Command,
+    plan: &AgentPlan,
+) -> Result<SandboxStatus, SandboxError> {
+    imp::confine_agent_command(cmd, plan)
+}
+
+/// The whole ruleset of an agent `plan`, for `fsgate acp --confine-agent
+/// --check-sandbox`: one line per grant (path, access, source; "missing: skipped" when
+/// the path does not exist), the protected paths, the environment variable names (never
+/// their values), TCP, Unix sockets, the process restrictions, and what this kernel
+/// enforces (ABI, missing). Starts nothing and restricts nothing.
+pub fn describe_agent_plan(plan: &AgentPlan) -> String {
+    describe::describe(plan, &imp::agent_view_now(plan))
+}
+
+/// Makes the gateway process non-dumpable (`PR_SET_DUMPABLE` 0): a process of the same
+/// user, such as the agent it hosts, can then neither ptrace it nor read its
+/// `/proc/PID/mem` or `environ`, even without Landlock. Call it once the agent is
+/// spawned (`fsgate acp --confine-agent`).
+pub fn harden_gateway() -> Result<(), SandboxError> {
+    imp::harden_gateway()
+}
+
+/// The Landlock ABI this kernel offers (as far as the `landlock` crate knows), None if
+/// Landlock is missing or disabled. Does not restrict anything.
+pub fn kernel_abi() -> Option<u8> {
+    imp::kernel_abi()
+}
+
+/// A one-line explanation for an `EXDEV` error from a rename inside the workspace, or
+/// None for any other error. Under Landlock ABI 1 the kernel refuses every rename or
+/// link across directories; otherwise EXDEV means two filesystems are involved.
+pub fn exdev_hint(err: &std::io::Error) -> Option<&'static str> {
+    if !imp::is_exdev(err) {
+        return None;
+    }
+    if current_status().and_then(|s| s.abi) == Some(1) {
+        Some(
+            "moving a file to another directory is not possible here: the kernel's Landlock \
+             (ABI 1, Linux < 5.19) refuses it; copy and delete instead, or upgrade the kernel",
+        )
+    } else {
+        Some("source and destination are on different filesystems; copy and delete instead")
+    }
+}

@@ -1,0 +1,356 @@
+//! The temporary file behind an atomic write, without a name an agent could imitate.
+//!
+//! The content goes into an unnamed `O_TMPFILE` in the target's directory; it gets a
+//! name only for the instant between `linkat` and the `renameat` over the target. That
+//! name, and the name of the fallback (a file created with `create_new` where
+//! `O_TMPFILE` or its `linkat` is unavailable), is 128 random bits: no agent can guess
+//! it in advance, and no walk or listing treats it (or any other name) specially. The
+//! watcher knows the gateway's own names in flight from [`is_own_temp`], an in-memory
+//! set an agent cannot write to.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+
+/// Names the gateway created and has not yet renamed away or removed.
+static IN_FLIGHT: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// False once linking an `O_TMPFILE` failed here (no capability, no `/proc`): later
+/// writes go straight to the named fallback.
+static TMPFILE_LINKS: AtomicBool = AtomicBool::new(true);
+
+/// True while `name` is one of the gateway's own temporary files in flight.
+pub fn is_own_temp(name: &str) -> bool {
+    IN_FLIGHT.lock().map(|s| s.contains(name)).unwrap_or(false)
+}
+
+/// A fresh random name for one write's temporary file, registered as in flight until
+/// dropped. Chosen before the write's intent is recorded, so that the record can name
+/// it and a start after a crash can remove exactly that file.
+#[derive(Debug)]
+pub struct TempName(String);
+
+impl TempName {
+    /// A new random name.
+    pub fn new() -> io::Result<TempName> {
+        let name = format!(".fsgate-tmp-{}", hex::encode(random_128()?));
+        if let Ok(mut s) = IN_FLIGHT.lock() {
+            s.insert(name.clone());
+        }
+        Ok(TempName(name))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Drop for TempName {
+    fn drop(&mut self) {
+        if let Ok(mut s) = IN_FLIGHT.lock() {
+            s.remove(&self.0);
+        }
+    }
+}
+
+thread_local! {
+    /// Random bytes fetched ahead for this thread's names, and how many are used: one
+    /// `getrandom` per [`POOL_NAMES`] names instead of one each. Used bytes are zeroed.
+    static POOL: RefCell<([u8; 16 * POOL_NAMES], usize)> =
+        const { RefCell::new(([0; 16 * POOL_NAMES], 16 * POOL_NAMES)) };
+}
+
+/// Names one fetch of random bytes serves.
+const POOL_NAMES: usize = 32;
+
+/// 128 bits from the operating system's CSPRNG (fetched ahead, never handed out twice).
+fn random_128() -> io::Result<[u8; 16]> {
+    POOL.with(|pool| {
+        let (bytes, used) = &mut *pool.borrow_mut();
+        if *used + 16 > bytes.len() {
+            getrandom::fill(bytes).map_err(|e| io::Error::other(e.to_string()))?;
+            *used = 0;
+        }
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&bytes[*used..*used + 16]);
+        bytes[*used..*used + 16].fill(0);
+        *used += 16;
+        Ok(out)
+    })
+}
+
+/// Where the content is being written.
+pub(crate) enum Staged {
+    /// An unnamed `O_TMPFILE`.
+    Unnamed(File),
+    /// A file created under its temporary name (the fallback).
+    Named(File),
+}
+
+impl Staged {
+    pub(crate) fn file(&mut self) -> &mut File {
+        match self {
+            Staged::Unnamed(f) | Staged::Named(f) => f,
+        }
+    }
+}
+
+/// An unnamed file (`O_TMPFILE`) to write the new content into, mode 0600 until set,
+/// where this filesystem has them and lets them be linked: nothing in the workspace
+/// names it until published (else [`stage_named`]).
+pub(crate) fn stage_unnamed(parent: &Dir) -> Option<Staged> {
+    if !TMPFILE_LINKS.load(Ordering::Relaxed) {
+        return None;
+    }
+    open_tmpfile(parent).map(Staged::Unnamed)
+}
+
+/// The fallback: a new file under the temporary name.
+pub(crate) fn stage_named(parent: &Dir, name: &TempName) -> io::Result<Staged> {
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true).mode(0o600);
+    let f = parent.open_with(name.as_str(), &opts)?.into_std();
+    Ok(Staged::Named(f))
+}
+
+#[cfg(target_os = "linux")]
+fn open_tmpfile(parent: &Dir) -> Option<File> {
+    use rustix::fs::{Mode, OFlags, openat};
+    let flags = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
+    openat(parent, ".", flags, Mode::from_raw_mode(0o600))
+        .ok()
+        .map(File::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_tmpfile(_parent: &Dir) -> Option<File> {
+    None
+}
+
+/// Gives the staged file the name `target` in `parent`, replacing what was there.
+/// With `fresh` (nothing was there when checked, so nothing was backed up), an unnamed
+/// file is linked at `target` itself: it appears complete, with no temporary name and
+/// no rename; if something took the name meanwhile, nothing is replaced and the error
+/// is `AlreadyExists` (that file has no backup). `Ok(false)`: an unnamed file could not
+/// be linked here (it is dropped; stage again with [`stage_named`]).
+pub(crate) fn publish(
+    parent: &Dir,
+    staged: Staged,
+    name: &TempName,
+    target: &str,
+    fresh: bool,
+) -> io::Result<bool> {
+    let file = match staged {
+        Staged::Named(f) => f,
+        Staged::Unnamed(f) => {
+            let linked = if fresh {
+                link_unnamed(&f, parent, target)
+            } else {
+                Err(rustix::io::Errno::EXIST)
+            };
+            match linked {
+                Ok(()) => return Ok(true),
+                Err(rustix::io::Errno::EXIST) if fresh => {
+                    return Err(io::ErrorKind::AlreadyExists.into());
+                }
+                Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return unlinkable(parent, e),
+            }
+            if let Err(e) = link_unnamed(&f, parent, name.as_str()) {
+                return unlinkable(parent, e);
+            }
+            f
+        }
+    };
+    drop(file);
+    if let Err(e) = move_into_place(parent, name.as_str(), target, fresh) {
+        let _ = parent.remove_file(name.as_str());
+        return Err(e);
+    }
+    Ok(true)
+}
+
+/// Renames `from` to `to`; with `fresh`, never over a file that appeared meanwhile
+/// (`RENAME_NOREPLACE`, where the filesystem has it).
+pub fn move_into_place(parent: &Dir, from: &str, to: &str, fresh: bool) -> io::Result<()> {
+    rename_between(parent, from, parent, to, fresh)
+}
+
+/// Renames `from` in `src` to `to` in `dst`; with `fresh`, never over an entry that
+/// appeared meanwhile (`RENAME_NOREPLACE`, where the filesystem has it; elsewhere a
+/// plain rename).
+pub(crate) fn rename_between(
+    src: &Dir,
+    from: &str,
+    dst: &Dir,
+    to: &str,
+    fresh: bool,
+) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if fresh {
+        use rustix::fs::{RenameFlags, renameat_with};
+        match renameat_with(src, from, dst, to, RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = fresh;
+    src.rename(from, dst, to)
+}
+
+/// An unnamed file that could not be linked: a failure of this write itself (no space,
+/// no quota, a read-only or failing disk, its directory removed meanwhile) is its
+/// error; anything else means unnamed files cannot be linked here (the filesystem, or
+/// no `/proc` for the fallback), and later writes use a named file.
+fn unlinkable(parent: &Dir, e: rustix::io::Errno) -> io::Result<bool> {
+    use rustix::io::Errno;
+    let gone = e == Errno::NOENT && rustix::fs::fstat(parent).is_ok_and(|st| st.st_nlink == 0);
+    let this_write = matches!(
+        e,
+        Errno::NOSPC | Errno::DQUOT | Errno::MLINK | Errno::ROFS | Errno::IO | Errno::NAMETOOLONG
+    );
+    if gone || this_write {
+        return Err(e.into());
+    }
+    Ok(no_tmpfile_links())
+}
+
+/// Notes that an `O_TMPFILE` cannot be linked here: later writes use a named file.
+fn no_tmpfile_links() -> bool {
+    TMPFILE_LINKS.store(false, Ordering::Relaxed);
+    tracing::info!(
+        "cannot link an O_TMPFILE in the workspace; atomic writes use a named temporary file"
+    );
+    false
+}
+
+/// Removes a staged file that will not be published.
+pub(crate) fn discard(parent: &Dir, staged: Staged, name: &TempName) {
+    if let Staged::Named(f) = staged {
+        drop(f);
+        let _ = parent.remove_file(name.as_str());
+    }
+}
+
+/// Links an `O_TMPFILE` at `name`: by its descriptor (`AT_EMPTY_PATH`, which needs
+/// `CAP_DAC_READ_SEARCH` on older kernels), else through `/proc/self/fd`. `EEXIST`
+/// means the name is taken (nothing was linked).
+#[cfg(target_os = "linux")]
+fn link_unnamed(f: &File, parent: &Dir, name: &str) -> rustix::io::Result<()> {
+    use rustix::fs::{AtFlags, CWD, linkat};
+    use std::os::fd::AsRawFd;
+    match linkat(f, "", parent, name, AtFlags::EMPTY_PATH) {
+        Ok(()) => return Ok(()),
+        Err(rustix::io::Errno::EXIST) => return Err(rustix::io::Errno::EXIST),
+        Err(_) => {}
+    }
+    let proc_path = format!("/proc/self/fd/{}", f.as_raw_fd());
+    linkat(
+        CWD,
+        proc_path.as_str(),
+        parent,
+        name,
+        AtFlags::SYMLINK_FOLLOW,
+    )
+}
+
+#[cfg(not(target_os = "linux"))]
+fn link_unnamed(_f: &File, _parent: &Dir, _name: &str) -> rustix::io::Result<()> {
+    Err(rustix::io::Errno::NOSYS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn staged_with(dir: &Dir, name: &TempName, text: &[u8]) -> Staged {
+        let mut staged = match stage_unnamed(dir) {
+            Some(s) => s,
+            None => stage_named(dir, name).expect("stage"),
+        };
+        staged.file().write_all(text).expect("write");
+        staged
+    }
+
+    /// A write whose directory was removed while it was staged fails as such, and does
+    /// not turn unnamed staging off for the writes after it.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_directory_removed_meanwhile_fails_the_write_not_the_mechanism() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(tmp.path().join("d")).expect("mkdir");
+        let dir =
+            Dir::open_ambient_dir(tmp.path().join("d"), cap_std::ambient_authority()).expect("dir");
+        let name = TempName::new().expect("name");
+        let Some(mut staged) = stage_unnamed(&dir) else {
+            panic!("this filesystem has O_TMPFILE: the test needs an unnamed file");
+        };
+        staged.file().write_all(b"new").expect("write");
+        std::fs::remove_dir(tmp.path().join("d")).expect("rmdir");
+        let err = publish(&dir, staged, &name, "a.txt", true).expect_err("refused");
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        assert!(
+            TMPFILE_LINKS.load(Ordering::Relaxed),
+            "unnamed staging still on"
+        );
+    }
+
+    /// A new file is linked at its name directly; a name taken since the check (a file
+    /// nobody backed up) is not replaced; a name known to be taken is; no temporary name
+    /// is left in any case.
+    #[test]
+    fn fresh_files_are_linked_at_their_name_and_never_over_a_newcomer() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("dir");
+        let name = TempName::new().expect("name");
+        let staged = staged_with(&dir, &name, b"new");
+        assert!(publish(&dir, staged, &name, "a.txt", true).expect("publish"));
+        assert_eq!(dir.read_to_string("a.txt").expect("read"), "new");
+        dir.write("b.txt", "taken meanwhile").expect("write");
+        let name = TempName::new().expect("name");
+        let staged = staged_with(&dir, &name, b"mine");
+        let err = publish(&dir, staged, &name, "b.txt", true).expect_err("newcomer kept");
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            dir.read_to_string("b.txt").expect("read"),
+            "taken meanwhile"
+        );
+        // The named fallback refuses it alike.
+        let staged = stage_named(&dir, &name).expect("stage");
+        let err = publish(&dir, staged, &name, "b.txt", true).expect_err("newcomer kept");
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            dir.read_to_string("b.txt").expect("read"),
+            "taken meanwhile"
+        );
+        let staged = staged_with(&dir, &name, b"mine");
+        assert!(publish(&dir, staged, &name, "b.txt", false).expect("publish"));
+        assert_eq!(dir.read_to_string("b.txt").expect("read"), "mine");
+        let mut names: Vec<_> = dir
+            .entries()
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.txt", "b.txt"]);
+    }
+
+    /// Names drawn from the pool are all different, across refills.
+    #[test]
+    fn pooled_names_never_repeat() {
+        let names: BTreeSet<String> = (0..3 * POOL_NAMES + 5)
+            .map(|_| TempName::new().expect("name").as_str().to_string())
+            .collect();
+        assert_eq!(names.len(), 3 * POOL_NAMES + 5);
+        assert!(names.iter().all(|n| n.len() == ".fsgate-tmp-".len() + 32));
+    }
+}

@@ -1,0 +1,575 @@
+//! Changing the workspace: atomic writes, mkdir, rm, rename.
+//!
+//! Writes never modify a file in place: the content goes into a temporary file in the
+//! same directory (see [`super::atomic`]), is fsynced, and renamed over the target, so a
+//! reader sees the old content or the new, never half of it.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+
+use cap_std::fs::Dir;
+
+use super::atomic::{self, Staged, TempName};
+use super::open::open_dir;
+use super::sync_pool;
+use super::walk::Entry;
+use super::{Workspace, WsError};
+use fsgate_base::path::RelPath;
+
+/// What [`Workspace::remove`] was checked to remove.
+#[derive(Debug, Clone, Copy)]
+pub enum Removal<'a> {
+    /// A file or a link (an empty directory is still removed: it holds nothing).
+    File,
+    /// The regular file whose backup was saved (device, inode): not removed if another
+    /// has taken its name ([`WsError::Replaced`]).
+    Saved(u64, u64),
+    /// A link or special file, so nothing was backed up: not removed if a regular file
+    /// has taken its name ([`WsError::Raced`]).
+    NotAFile,
+    /// An empty directory.
+    Dir,
+    /// A directory holding exactly these entries (from [`Workspace::inspect_tree`]).
+    Tree(&'a [Entry]),
+}
+
+/// What a write may replace at its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// Nothing: the name was found free, so nothing was backed up; a file that appears
+    /// there meanwhile is not replaced ([`WsError::Raced`]).
+    Nothing,
+    /// Whatever regular file is there (backups are off: none was saved).
+    AnyFile,
+    /// Only the file whose backup was saved (device, inode): one that replaced it
+    /// meanwhile is not replaced in turn ([`WsError::Replaced`]).
+    Saved(u64, u64),
+}
+
+/// What a write replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// True if a previous file was replaced.
+    pub replaced: bool,
+}
+
+fn split(real: &RelPath) -> Result<(RelPath, &str), WsError> {
+    let name = real.file_name().ok_or(WsError::IsDir)?;
+    Ok((real.parent().unwrap_or_default(), name))
+}
+
+/// Makes an entry change in `dir` durable (the sync shared with concurrent changes in
+/// the same directory). A failure is logged: the change is done, and undoing it would
+/// be worse.
+fn sync_dir(dir: &Dir) {
+    if let Err(e) = super::dir_sync::sync_dir_shared(dir) {
+        tracing::warn!("cannot sync a workspace directory after a change: {e}");
+    }
+}
+
+impl Workspace {
+    /// Creates every missing directory of `real` (canonical prefix + missing tail).
+    pub fn create_dirs(&self, real: &RelPath) -> Result<(), WsError> {
+        let mut cur = RelPath::root();
+        for comp in real.components() {
+            let parent = open_dir(&self.root, &cur).map_err(WsError::from_io)?;
+            match parent.create_dir(comp) {
+                Ok(()) => sync_dir(&parent),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let m = parent.symlink_metadata(comp)?;
+                    if !m.is_dir() {
+                        return Err(WsError::NotDir);
+                    }
+                }
+                Err(e) => return Err(WsError::from_io(e)),
+            }
+            cur = cur.join(comp);
+        }
+        Ok(())
+    }
+
+    /// Atomically replaces (or creates) the file at `real` with `content`; `temp` is the
+    /// name its temporary file has, if it ever has one (see [`super::atomic`]); `may`
+    /// says what it may replace.
+    pub fn write_atomic(
+        &self,
+        real: &RelPath,
+        content: &[u8],
+        temp: &TempName,
+        may: Replace,
+    ) -> Result<WriteOutcome, WsError> {
+        let staged = self.stage(real, content, temp, may, false)?;
+        self.publish_write(staged, content, temp)
+    }
+
+    /// The first half of [`write_atomic`](Self::write_atomic): checks the target, and
+    /// where the filesystem has unnamed files, writes the content into one and starts its
+    /// sync beside the caller (see [`super::sync_pool`]). Nothing in the workspace names
+    /// it, so this may run before the write's intent is durable;
+    /// [`publish_write`](Self::publish_write) waits for the sync, then gives it its
+    /// name. Where the content must be staged under a temporary name, that waits for the
+    /// publish.
+    pub fn stage_write(
+        &self,
+        real: &RelPath,
+        content: &[u8],
+        temp: &TempName,
+        may: Replace,
+    ) -> Result<StagedWrite, WsError> {
+        self.stage(real, content, temp, may, true)
+    }
+
+    fn stage(
+        &self,
+        real: &RelPath,
+        content: &[u8],
+        temp: &TempName,
+        may: Replace,
+        beside: bool,
+    ) -> Result<StagedWrite, WsError> {
+        let (parent_rel, name) = split(real)?;
+        let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
+        let (found, mode) = check_target(&parent, name)?;
+        allowed(may, found)?;
+        let replaced = found.is_some();
+        let staged = match atomic::stage_unnamed(&parent) {
+            Some(s) if beside => {
+                let s = fill_unsynced(s, content, mode, &parent, temp)?;
+                Some(Content::Syncing(sync_pool::start(move || sync_staged(s))))
+            }
+            Some(s) => Some(Content::Synced(fill(s, content, mode, &parent, temp)?)),
+            None => None,
+        };
+        Ok(StagedWrite {
+            parent,
+            name: name.to_string(),
+            staged,
+            mode,
+            replaced,
+            may,
+        })
+    }
+
+    /// The second half of [`write_atomic`](Self::write_atomic): once the staged content
+    /// is durable, it takes the target's name, and the directory is synced.
+    pub fn publish_write(
+        &self,
+        w: StagedWrite,
+        content: &[u8],
+        temp: &TempName,
+    ) -> Result<WriteOutcome, WsError> {
+        let StagedWrite {
+            parent,
+            name,
+            staged,
+            mode,
+            replaced,
+            may,
+        } = w;
+        // A name taken after the check holds a file nobody backed up.
+        let published = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => WsError::Raced,
+            _ => WsError::from_io(e),
+        };
+        let staged = match staged {
+            Some(Content::Synced(s)) => s,
+            Some(Content::Syncing(s)) => s.wait().map_err(WsError::from_io)?,
+            None => {
+                let s = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
+                fill(s, content, mode, &parent, temp)?
+            }
+        };
+        if replaced {
+            // Looked at again now that the intent is durable: the file this write was
+            // checked (and backed up) against must still be the one it replaces.
+            let (found, _) = check_target(&parent, &name)?;
+            allowed(may, found)?;
+        }
+        if !atomic::publish(&parent, staged, temp, &name, !replaced).map_err(published)? {
+            // The unnamed file could not be linked here: once more, under its name.
+            let staged = atomic::stage_named(&parent, temp).map_err(WsError::from_io)?;
+            let staged = fill(staged, content, mode, &parent, temp)?;
+            atomic::publish(&parent, staged, temp, &name, !replaced).map_err(published)?;
+        }
+        sync_dir(&parent);
+        Ok(WriteOutcome { replaced })
+    }
+
+    /// Creates the directory `real`.
+    pub fn mkdir(&self, real: &RelPath, recursive: bool) -> Result<(), WsError> {
+        if recursive {
+            return self.create_dirs(real);
+        }
+        let (parent_rel, name) = split(real)?;
+        let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
+        parent.create_dir(name).map_err(WsError::from_io)?;
+        sync_dir(&parent);
+        Ok(())
+    }
+
+    /// The kind of the entry at `real` itself (a final symlink is not followed), in
+    /// [`StatInfo::kind`](super::StatInfo)'s terms.
+    pub fn entry_kind(&self, real: &RelPath) -> Result<super::FileKind, WsError> {
+        let (parent_rel, name) = split(real)?;
+        let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
+        let ft = parent
+            .symlink_metadata(name)
+            .map_err(WsError::from_io)?
+            .file_type();
+        Ok(super::FileKind::from_predicates(
+            ft.is_file(),
+            ft.is_dir(),
+            ft.is_symlink(),
+        ))
+    }
+
+    /// Removes the entry at `real` without following a final symlink (removing a link
+    /// removes the link), and syncs its directory. `expect` is what the checks before
+    /// saw there: a directory is removed with what is beneath it only as the inspection
+    /// listed it ([`Workspace::inspect_tree`]), else only if it is empty; and what was
+    /// checked as a directory is not removed if something else now has its name.
+    pub fn remove(&self, real: &RelPath, expect: Removal<'_>) -> Result<(), WsError> {
+        let (parent_rel, name) = split(real)?;
+        let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
+        let m = parent.symlink_metadata(name).map_err(WsError::from_io)?;
+        match (m.is_dir(), expect) {
+            (true, Removal::Tree(entries)) => self.remove_tree(&parent, name, real, entries)?,
+            (true, _) => parent.remove_dir(name).map_err(WsError::from_io)?,
+            // Swapped for a file (or link) since it was checked as a directory.
+            (false, Removal::Dir | Removal::Tree(_)) => {
+                return Err(WsError::Unseen(real.clone()));
+            }
+            (false, Removal::Saved(dev, ino)) => {
+                use cap_std::fs::MetadataExt;
+                if !m.is_file() || (m.dev(), m.ino()) != (dev, ino) {
+                    return Err(WsError::Replaced);
+                }
+                parent.remove_file(name).map_err(WsError::from_io)?;
+            }
+            (false, Removal::NotAFile) if m.is_file() => return Err(WsError::Raced),
+            (false, Removal::File | Removal::NotAFile) => {
+                parent.remove_file(name).map_err(WsError::from_io)?;
+            }
+        }
+        sync_dir(&parent);
+        Ok(())
+    }
+
+    /// Renames `from` to `to` (both canonical parents, final components not followed);
+    /// `may` says what the rename may replace at `to` (only a regular file is checked
+    /// against [`Replace::Saved`]; a name found free is never taken from a file that
+    /// appeared meanwhile, where the filesystem has `RENAME_NOREPLACE`). Both
+    /// directories are synced.
+    pub fn rename(&self, from: &RelPath, to: &RelPath, may: Replace) -> Result<(), WsError> {
+        let (fp, fname) = split(from)?;
+        let (tp, tname) = split(to)?;
+        let from_dir = open_dir(&self.root, &fp).map_err(WsError::from_io)?;
+        let to_dir = open_dir(&self.root, &tp).map_err(WsError::from_io)?;
+        if let Replace::Saved(..) = may {
+            let found = to_dir.symlink_metadata(tname).ok().filter(|m| m.is_file());
+            use cap_std::fs::MetadataExt;
+            allowed(may, found.map(|m| (m.dev(), m.ino())))?;
+        }
+        let fresh = may == Replace::Nothing;
+        match atomic::rename_between(&from_dir, fname, &to_dir, tname, fresh) {
+            Ok(()) => {
+                sync_dir(&to_dir);
+                if fp != tp {
+                    sync_dir(&from_dir);
+                }
+                Ok(())
+            }
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {
+                Err(WsError::CrossDirRename)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && fresh => Err(WsError::Raced),
+            Err(e) => Err(WsError::from_io(e)),
+        }
+    }
+}
+
+/// A write staged by [`Workspace::stage_write`], waiting to take its name.
+pub struct StagedWrite {
+    parent: Dir,
+    name: String,
+    /// The content in an unnamed file; None: to be staged under the temporary name
+    /// when published.
+    staged: Option<Content>,
+    mode: u32,
+    replaced: bool,
+    may: Replace,
+}
+
+/// Content staged in an unnamed file.
+enum Content {
+    /// Written and synced.
+    Synced(Staged),
+    /// Written, its sync running beside the request.
+    Syncing(sync_pool::Pending<std::io::Result<Staged>>),
+}
+
+/// Refuses a replacement `may` does not allow of the file `found` (device, inode) at
+/// the name, if any.
+fn allowed(may: Replace, found: Option<(u64, u64)>) -> Result<(), WsError> {
+    match (may, found) {
+        (_, None) | (Replace::AnyFile, Some(_)) => Ok(()),
+        (Replace::Nothing, Some(_)) => Err(WsError::Raced),
+        (Replace::Saved(dev, ino), Some(id)) if id == (dev, ino) => Ok(()),
+        (Replace::Saved(..), Some(_)) => Err(WsError::Replaced),
+    }
+}
+
+/// What is at `name` in `parent` now: the regular file a write will replace (device,
+/// inode), if any, and the mode the new content gets (the replaced file's permission
+/// bits without set-user-ID and set-group-ID, else 0644). Anything but a regular file
+/// with one link is refused.
+fn check_target(parent: &Dir, name: &str) -> Result<(Option<(u64, u64)>, u32), WsError> {
+    let m = match parent.symlink_metadata(name) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, 0o644)),
+        Err(e) => return Err(WsError::from_io(e)),
+    };
+    let ft = m.file_type();
+    if ft.is_dir() {
+        return Err(WsError::IsDir);
+    }
+    if ft.is_symlink() {
+        return Err(WsError::Raced);
+    }
+    if !ft.is_file() {
+        return Err(WsError::Special("a special file"));
+    }
+    if cap_std::fs::MetadataExt::nlink(&m) > 1 {
+        return Err(WsError::HardLink(cap_std::fs::MetadataExt::nlink(&m)));
+    }
+    use cap_std::fs::MetadataExt;
+    // An agent's content never inherits set-user-ID or set-group-ID (a write by an
+    // unprivileged process clears them too).
+    Ok((Some((m.dev(), m.ino())), m.mode() & 0o1777))
+}
+
+/// Writes `content` into the staged file, sets its mode and syncs it; on failure the
+/// staged file is discarded.
+fn fill(
+    staged: Staged,
+    content: &[u8],
+    mode: u32,
+    parent: &Dir,
+    temp: &TempName,
+) -> Result<Staged, WsError> {
+    let mut staged = fill_unsynced(staged, content, mode, parent, temp)?;
+    match staged.file().sync_all() {
+        Ok(()) => Ok(staged),
+        Err(e) => {
+            atomic::discard(parent, staged, temp);
+            Err(WsError::from_io(e))
+        }
+    }
+}
+
+/// Writes `content` into the staged file and sets its mode; on failure the staged file
+/// is discarded.
+fn fill_unsynced(
+    mut staged: Staged,
+    content: &[u8],
+    mode: u32,
+    parent: &Dir,
+    temp: &TempName,
+) -> Result<Staged, WsError> {
+    let f = staged.file();
+    let done = f
+        .write_all(content)
+        .and_then(|()| f.set_permissions(std::fs::Permissions::from_mode(mode)));
+    match done {
+        Ok(()) => Ok(staged),
+        Err(e) => {
+            atomic::discard(parent, staged, temp);
+            Err(WsError::from_io(e))
+        }
+    }
+}
+
+/// Syncs an unnamed staged file (nothing to discard if it fails: nothing names it).
+// sync_all, not sync_data: the mode set is metadata fdatasync need not write, and on a
+// new inode fdatasync saves nothing (its size changed: the inode is written either way).
+fn sync_staged(mut staged: Staged) -> std::io::Result<Staged> {
+    staged.file().sync_all().map(|()| staged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file that appears at a new file's name after the gateway found none (and so
+    /// backed none up) is never replaced; one it found (and backed up) is.
+    #[test]
+    fn a_new_file_never_replaces_a_file_that_appeared_meanwhile() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        let rel = RelPath::parse_rooted("n.txt").expect("rel");
+        std::fs::write(tmp.path().join("n.txt"), "the user's").expect("write");
+        let temp = TempName::new().expect("name");
+        let err = ws
+            .write_atomic(&rel, b"agent", &temp, Replace::Nothing)
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Raced), "{err}");
+        let text = std::fs::read_to_string(tmp.path().join("n.txt")).expect("read");
+        assert_eq!(text, "the user's");
+        let out = ws
+            .write_atomic(&rel, b"agent", &temp, Replace::AnyFile)
+            .expect("write");
+        assert!(out.replaced);
+        let fresh = RelPath::parse_rooted("m.txt").expect("rel");
+        let out = ws
+            .write_atomic(&fresh, b"new", &temp, Replace::Nothing)
+            .expect("write");
+        assert!(!out.replaced);
+        let names = std::fs::read_dir(tmp.path()).expect("ls").count();
+        assert_eq!(names, 2, "no temporary file left");
+    }
+
+    fn id(p: &std::path::Path) -> (u64, u64) {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(p).expect("stat");
+        (m.dev(), m.ino())
+    }
+
+    /// Puts a new file (a new inode) with `text` at `p`, as an editor's save does.
+    fn replace_by_hand(p: &std::path::Path, text: &str) {
+        let side = p.with_extension("side");
+        std::fs::write(&side, text).expect("write");
+        std::fs::rename(&side, p).expect("rename");
+    }
+
+    /// A write replaces only the file whose backup was saved: one that took its name
+    /// meanwhile, before the staging or after it (while the intent was written), stays.
+    #[test]
+    fn a_write_replaces_only_the_file_it_backed_up() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        let rel = RelPath::parse_rooted("a.txt").expect("rel");
+        let path = tmp.path().join("a.txt");
+        std::fs::write(&path, "v0").expect("write");
+        let (dev, ino) = id(&path);
+        let temp = TempName::new().expect("name");
+        replace_by_hand(&path, "the user's v1");
+        let err = ws
+            .write_atomic(&rel, b"agent", &temp, Replace::Saved(dev, ino))
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Replaced), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "the user's v1"
+        );
+        // Replaced between the staging and the publish.
+        let (dev, ino) = id(&path);
+        let staged = ws
+            .stage_write(&rel, b"agent", &temp, Replace::Saved(dev, ino))
+            .expect("staged");
+        replace_by_hand(&path, "the user's v2");
+        let err = ws
+            .publish_write(staged, b"agent", &temp)
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Replaced), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&path).expect("read"),
+            "the user's v2"
+        );
+        // The file it saved is replaced.
+        let (dev, ino) = id(&path);
+        let out = ws
+            .write_atomic(&rel, b"agent", &temp, Replace::Saved(dev, ino))
+            .expect("write");
+        assert!(out.replaced);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "agent");
+        let names = std::fs::read_dir(tmp.path()).expect("ls").count();
+        assert_eq!(names, 1, "no temporary file left");
+    }
+
+    /// A rename that found its target free never replaces a file that appeared there
+    /// meanwhile; one that backed its target up replaces only that file.
+    #[test]
+    fn a_rename_replaces_only_what_it_found() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        std::fs::create_dir(tmp.path().join("d")).expect("mkdir");
+        let from = RelPath::parse_rooted("s.txt").expect("rel");
+        let to = RelPath::parse_rooted("d/n.txt").expect("rel");
+        let (src, dst) = (tmp.path().join("s.txt"), tmp.path().join("d/n.txt"));
+        std::fs::write(&src, "moved").expect("write");
+        std::fs::write(&dst, "appeared").expect("write");
+        let err = ws
+            .rename(&from, &to, Replace::Nothing)
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Raced), "{err}");
+        let (dev, ino) = id(&dst);
+        replace_by_hand(&dst, "replaced by hand");
+        let err = ws
+            .rename(&from, &to, Replace::Saved(dev, ino))
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Replaced), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&dst).expect("read"),
+            "replaced by hand"
+        );
+        let (dev, ino) = id(&dst);
+        ws.rename(&from, &to, Replace::Saved(dev, ino))
+            .expect("rename");
+        assert_eq!(std::fs::read_to_string(&dst).expect("read"), "moved");
+        assert!(!src.exists());
+    }
+
+    /// An rm removes only what it checked: the file its backup saved, or a link that
+    /// needed none; a regular file that took either's name stays.
+    #[test]
+    fn a_removal_takes_only_what_it_checked() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        let rel = RelPath::parse_rooted("f.txt").expect("rel");
+        let path = tmp.path().join("f.txt");
+        std::fs::write(&path, "saved").expect("write");
+        let (dev, ino) = id(&path);
+        replace_by_hand(&path, "the user's");
+        let err = ws
+            .remove(&rel, Removal::Saved(dev, ino))
+            .expect_err("refused");
+        assert!(matches!(err, WsError::Replaced), "{err}");
+        let (dev, ino) = id(&path);
+        ws.remove(&rel, Removal::Saved(dev, ino)).expect("removed");
+        assert!(!path.exists());
+        let link = RelPath::parse_rooted("l").expect("rel");
+        let link_path = tmp.path().join("l");
+        std::os::unix::fs::symlink("elsewhere", &link_path).expect("symlink");
+        std::fs::remove_file(&link_path).expect("unlink");
+        std::fs::write(&link_path, "a file now").expect("write");
+        let err = ws.remove(&link, Removal::NotAFile).expect_err("refused");
+        assert!(matches!(err, WsError::Raced), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&link_path).expect("read"),
+            "a file now"
+        );
+        std::fs::remove_file(&link_path).expect("unlink");
+        std::os::unix::fs::symlink("elsewhere", &link_path).expect("symlink");
+        ws.remove(&link, Removal::NotAFile).expect("removed");
+        assert!(std::fs::symlink_metadata(&link_path).is_err());
+    }
+
+    /// The new content keeps the replaced file's permission bits, but never its
+    /// set-user-ID or set-group-ID.
+    #[test]
+    fn a_replaced_file_s_set_id_bits_are_not_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        let rel = RelPath::parse_rooted("run.sh").expect("rel");
+        let path = tmp.path().join("run.sh");
+        std::fs::write(&path, "#!/bin/sh\n").expect("write");
+        let set_id = std::fs::Permissions::from_mode(0o6754);
+        std::fs::set_permissions(&path, set_id).expect("chmod");
+        let temp = TempName::new().expect("name");
+        ws.write_atomic(&rel, b"echo agent\n", &temp, Replace::AnyFile)
+            .expect("write");
+        let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o7777, 0o754, "{mode:o}");
+    }
+}
