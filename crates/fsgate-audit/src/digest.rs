@@ -589,15 +589,8 @@ mod tests {
         r["session"] = json!("s".repeat(2 << 20));
         d.observe(0, &r, true);
         let kept = d.refusals.values().flat_map(|r| r.paths.iter());
-        assert!(
-            kept.map(String::len)
-                .all(|n| n == crate::cut::MAX_WHOLE)
-        );
-        assert!(
-            d.sessions
-                .keys()
-                .all(|k| k.len() == crate::cut::MAX_WHOLE)
-        );
+        assert!(kept.map(String::len).all(|n| n == crate::cut::MAX_WHOLE));
+        assert!(d.sessions.keys().all(|k| k.len() == crate::cut::MAX_WHOLE));
     }
 
     #[test]

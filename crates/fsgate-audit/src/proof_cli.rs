@@ -88,8 +88,9 @@ pub(super) fn check_proof(file: &Path, pubkey: &str, out: &mut dyn Write) -> i32
             format!("VALID  log {origin}: tree size {new} extends tree size {old}\n")
         }
         Err(ProofError::Invalid(m)) => {
-            let _ = out
-                .write_all(format!("INVALID  {}\n", fsgate_base::text::escape_for_humans(&m)).as_bytes());
+            let _ = out.write_all(
+                format!("INVALID  {}\n", fsgate_base::text::escape_for_humans(&m)).as_bytes(),
+            );
             return 1;
         }
         Err(e) => return fail(&e.to_string()),

@@ -13,13 +13,13 @@ use tokio::task::JoinSet;
 use super::batch::{self, Batched};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
-use fsgate_base::error::{GatewayError, code};
-use fsgate_gateway::Gateway;
-use fsgate_gateway::{Lease, Request};
-use fsgate_gateway::ops::{Op, PathStyle, RequestCtx};
-use fsgate_policy::OpClass;
 use crate::outbox::{Outbox, Queued};
 use crate::stdio::{self, Sink};
+use fsgate_base::error::{GatewayError, code};
+use fsgate_gateway::Gateway;
+use fsgate_gateway::ops::{Op, PathStyle, RequestCtx};
+use fsgate_gateway::{Lease, Request};
+use fsgate_policy::OpClass;
 
 /// A batch's answers up to this size are written by the batch thread itself, when
 /// nothing waits in the outbox; larger ones go to the writer task, so that the thread

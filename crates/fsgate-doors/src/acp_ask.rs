@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use fsgate_gateway::ask::{Answer, Asker, Proposed, Question, Replaced};
-use fsgate_gateway::{ChangeNote, ChangeSink};
 use crate::outbox::Outbox;
 use crate::questions::{self, Pending, Refused};
+use fsgate_gateway::ask::{Answer, Asker, Proposed, Question, Replaced};
+use fsgate_gateway::{ChangeNote, ChangeSink};
 
 /// Ids of fsgate's own requests to the editor start with this.
 pub const ASK_ID_PREFIX: &str = "fsgate-ask-";
@@ -233,8 +233,9 @@ impl Asker for EditorAsker {
 pub fn change_update(note: &ChangeNote, n: u64) -> Value {
     let abs = note.abs_path();
     // The agent chose the names: escaped in the title a person reads.
-    let shown =
-        |p: &std::path::Path| fsgate_base::text::escape_for_humans(&p.to_string_lossy()).into_owned();
+    let shown = |p: &std::path::Path| {
+        fsgate_base::text::escape_for_humans(&p.to_string_lossy()).into_owned()
+    };
     let (verb, title) = match (note.op, note.abs_path2()) {
         ("rename", Some(to)) => ("renamed", format!("{} to {}", shown(&abs), shown(&to))),
         (op, _) => (verb_of(op), shown(&abs)),

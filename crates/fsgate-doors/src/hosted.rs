@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use crate::http::{self, Principal, Server};
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ask::Asker;
-use crate::http::{self, Principal, Server};
 
 /// The server's name in the agent's MCP server list (Claude Code shows its tools as
 /// `mcp__fsgate__read_text_file`, Gemini CLI as `mcp_fsgate_read_text_file`).

@@ -29,11 +29,11 @@ use tokio::sync::mpsc;
 use super::hosted::Hosted;
 use super::http::Principal;
 use super::outbox::{Outbox, SharedRoom, shared_room};
-use fsgate_base::error::code;
-use fsgate_gateway::Gateway;
 use crate::jsonrpc;
 use crate::mcp::Identity;
 use crate::stdio::Sink;
+use fsgate_base::error::code;
+use fsgate_gateway::Gateway;
 
 /// Ids of fsgate's own `mcp/message` requests to the agent start with this.
 pub const ID_PREFIX: &str = "fsgate-mcp-";

@@ -28,5 +28,6 @@ fn policy_with_message_limit(max: usize) -> fsgate_policy::Policy {
         "[limits]\n",
         &format!("[limits]\nmax_message_bytes = {max}\n"),
     );
-    fsgate_policy::Policy::from_toml(&text, "test").expect("the default policy with a smaller limit")
+    fsgate_policy::Policy::from_toml(&text, "test")
+        .expect("the default policy with a smaller limit")
 }

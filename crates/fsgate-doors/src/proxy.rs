@@ -33,12 +33,12 @@ use super::hosted_acp::{AcpConnections, Taken};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use super::relay::{self, Refusal, Relay as Verdict};
+use crate::outbox::{Outbox, Queued};
 use fsgate_base::error::code;
+use fsgate_base::path::RelPath;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::Request;
-use fsgate_base::path::RelPath;
 use fsgate_policy::OpClass;
-use crate::outbox::{Outbox, Queued};
 
 /// How long the agent gets to finish its turn once the editor closed stdin, and then to
 /// exit once its own stdin is closed, before it is killed.

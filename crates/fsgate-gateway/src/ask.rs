@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use crate::ops::PathStyle;
 use fsgate_audit::canonical::now_ts;
 use fsgate_base::error::GatewayError;
-use crate::ops::PathStyle;
 use fsgate_base::path::RelPath;
 use fsgate_policy::Decision;
 

@@ -8,10 +8,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Answer, Asker, Question};
-use fsgate_audit::{AuditLog, AuditSettings, OpenOptions};
-use fsgate_base::error::{GatewayError, code};
 use crate::Gateway;
 use crate::ops::{Op, PathStyle, RequestCtx};
+use fsgate_audit::{AuditLog, AuditSettings, OpenOptions};
+use fsgate_base::error::{GatewayError, code};
 use fsgate_policy::Policy;
 use fsgate_workspace::Workspace;
 

@@ -5,9 +5,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::ops::{Op, Output, RequestCtx};
 use fsgate_audit::AuditEvent;
 use fsgate_base::error::GatewayError;
-use crate::ops::{Op, Output, RequestCtx};
 use fsgate_policy::Decision;
 
 /// Facts about one request.

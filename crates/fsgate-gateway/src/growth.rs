@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use super::{Facts, Gateway, Request};
+use crate::ops::RequestCtx;
 use fsgate_audit::growth::Refusal;
 use fsgate_base::error::{GatewayError, code};
-use crate::ops::RequestCtx;
 
 impl Gateway {
     /// Ok if the growth budgets let `request` in; else its refusal, recorded when it is

@@ -2,8 +2,6 @@
 //! log, running each request through path -> policy -> workspace -> audit.
 
 pub mod ask;
-pub mod ops;
-pub mod vcs;
 mod budget;
 mod change;
 mod defer;
@@ -12,6 +10,7 @@ mod growth;
 mod listing;
 mod mkdir;
 mod names;
+pub mod ops;
 mod path_lock;
 mod read;
 mod reconcile;
@@ -19,6 +18,7 @@ mod rename;
 mod rm;
 mod route;
 mod scope;
+pub mod vcs;
 mod write;
 
 use std::sync::{Arc, RwLock};
@@ -26,10 +26,10 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::ops::{Op, Output, PathStyle, RequestCtx};
 use fsgate_audit::{AuditEvent, AuditLog};
 use fsgate_backup::BackupStore;
 use fsgate_base::error::GatewayError;
-use crate::ops::{Op, Output, PathStyle, RequestCtx};
 use fsgate_base::path::{PathError, RelPath};
 use fsgate_policy::{Access, EntryKind, OpClass, PathFacts, Policy};
 use fsgate_workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
@@ -1216,8 +1216,8 @@ pub(crate) fn ws_error(e: WsError, shown: &str) -> GatewayError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fsgate_audit::{AuditSettings, Fault, OpenOptions};
     use crate::ops::{Op, PathStyle, RequestCtx};
+    use fsgate_audit::{AuditSettings, Fault, OpenOptions};
     use sha2::Digest;
 
     pub(super) fn ctx() -> RequestCtx {

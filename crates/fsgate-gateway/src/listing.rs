@@ -8,8 +8,8 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use grep_regex::RegexMatcherBuilder;
 
 use super::{Facts, Gateway, entry_facts, ws_error};
-use fsgate_base::error::GatewayError;
 use crate::ops::{Output, PathStyle, RequestCtx};
+use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_policy::{Access, EntryFilter, EntryKind, OpClass, PathFacts, Policy};
 use fsgate_workspace::{
@@ -728,10 +728,10 @@ fn one_line(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use fsgate_audit::{AuditLog, AuditSettings, OpenOptions};
-    use fsgate_base::error::GatewayError;
     use crate::Gateway;
     use crate::ops::{Op, Output};
+    use fsgate_audit::{AuditLog, AuditSettings, OpenOptions};
+    use fsgate_base::error::GatewayError;
     use fsgate_policy::Policy;
     use fsgate_workspace::{FileKind, Workspace};
 
@@ -749,10 +749,7 @@ mod tests {
 
     fn stat(gw: &Gateway, path: &str) -> Result<(String, FileKind, u64), GatewayError> {
         match gw
-            .handle(
-                &crate::tests::ctx(),
-                Op::Stat { path: path.into() },
-            )
+            .handle(&crate::tests::ctx(), Op::Stat { path: path.into() })
             .0?
         {
             Output::Stat { path, info } => Ok((path.as_str().to_string(), info.kind, info.size)),

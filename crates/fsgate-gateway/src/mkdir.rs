@@ -1,8 +1,8 @@
 //! mkdir: create a directory (and, when asked, its missing parents).
 
 use super::{Facts, Gateway, ws_error};
-use fsgate_base::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
+use fsgate_base::error::GatewayError;
 use fsgate_policy::{EntryKind, OpClass, Policy};
 use fsgate_workspace::FileKind;
 use fsgate_workspace::Follow;

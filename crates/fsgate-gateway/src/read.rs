@@ -6,8 +6,8 @@ use sha2::Digest as _;
 
 use super::facts::content_digest;
 use super::{Facts, Gateway, ws_error};
-use fsgate_base::error::GatewayError;
 use crate::ops::{Encoding, Output, RequestCtx};
+use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_policy::media::{is_media, media_type};
 use fsgate_policy::{Access, BinaryMode, EntryKind, OpClass, Policy};

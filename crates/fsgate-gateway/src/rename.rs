@@ -1,8 +1,8 @@
 //! rename: move a file or directory; every end of the move is checked by the policy.
 
 use super::{Facts, Gateway, ReqPath, ws_error};
-use fsgate_base::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
+use fsgate_base::error::GatewayError;
 use fsgate_policy::{Access, EntryKind, OpClass, PathFacts, Policy};
 use fsgate_workspace::FileKind;
 use fsgate_workspace::{Follow, Resolved, WsError};
@@ -194,7 +194,12 @@ impl Gateway {
 
     /// What the policy knows of a file: its size when some rule has a size condition
     /// (0 if it is not there).
-    fn file_facts(&self, pol: &Policy, real: &fsgate_base::path::RelPath, exists: bool) -> PathFacts {
+    fn file_facts(
+        &self,
+        pol: &Policy,
+        real: &fsgate_base::path::RelPath,
+        exists: bool,
+    ) -> PathFacts {
         if !pol.has_size_rules() {
             return PathFacts::kind(EntryKind::File);
         }

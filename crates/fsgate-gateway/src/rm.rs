@@ -1,8 +1,8 @@
 //! rm: remove a file, or a directory with everything beneath it, each file backed up.
 
 use super::{Facts, Gateway, ws_error};
-use fsgate_base::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
+use fsgate_base::error::GatewayError;
 use fsgate_policy::{Access, EntryKind, OpClass, Policy};
 use fsgate_workspace::{FileKind, Follow, Removal};
 

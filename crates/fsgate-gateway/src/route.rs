@@ -13,8 +13,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{Gateway, Lease, RULE_BOUNDARY};
-use fsgate_base::error::GatewayError;
 use crate::ops::{Op, Output, PathStyle, RequestCtx};
+use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_workspace::{Entry, FileKind};
 

@@ -4,8 +4,8 @@ use std::io::Read;
 
 use super::ask::{MAX_SHOWN_TEXT, Replaced};
 use super::{Facts, Gateway, ws_error};
-use fsgate_base::error::GatewayError;
 use crate::ops::{Output, RequestCtx};
+use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_policy::{Access, EntryKind, OpClass, Policy};
 use fsgate_workspace::{Follow, Replace, Resolved, TempName};

@@ -205,4 +205,3 @@ fn policy_check_warns_of_credential_grants_and_names() {
     );
     assert!(!r.invalid);
 }
-

@@ -855,11 +855,7 @@ mod tests {
         let d = pol.decide(OpClass::Write, &rel("infra/dev/main.tf"), EntryKind::File);
         assert_eq!(d.rule, "src");
         let d = pol.decide(OpClass::Read, &rel("SRC/x"), EntryKind::File);
-        assert_eq!(
-            d.rule,
-            crate::DEFAULT_DENY,
-            "an allow does not fold case"
-        );
+        assert_eq!(d.rule, crate::DEFAULT_DENY, "an allow does not fold case");
         assert!(
             pol.decide(OpClass::Read, &rel("src/x"), EntryKind::File)
                 .allowed()

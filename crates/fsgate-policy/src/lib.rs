@@ -274,7 +274,6 @@ impl Policy {
         Policy::from_toml(DEFAULT_POLICY_TOML, "<built-in default policy>")
     }
 
-
     /// Loads a policy file. A gitleaks config it names is read relative to its directory.
     /// A policy whose `[agent]` section reaches the file itself is refused.
     ///
@@ -498,7 +497,6 @@ fn describe_toml_error(e: &toml::de::Error, text: &str) -> String {
     }
 }
 
-
 /// A name that can be one component of a WebSocket path (`/<name>/...`) and a
 /// directory name: letters, digits, `.`, `_`, `-`, not starting with `.`.
 pub fn valid_workspace_name(name: &str) -> bool {
@@ -511,6 +509,6 @@ pub fn valid_workspace_name(name: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod agent_tests;
+#[cfg(test)]
+mod tests;

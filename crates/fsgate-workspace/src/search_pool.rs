@@ -717,11 +717,7 @@ mod tests {
         let used: u64 = one
             .hits
             .iter()
-            .map(|h| {
-                crate::json_string_len(&h.line)
-                    + crate::json_string_len(h.path.as_str())
-                    + 48
-            })
+            .map(|h| crate::json_string_len(&h.line) + crate::json_string_len(h.path.as_str()) + 48)
             .sum();
         assert!(used <= 5_000, "{used}");
         assert_eq!(grep(&ws, &o, 1).hits, one.hits);

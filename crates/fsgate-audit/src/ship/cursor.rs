@@ -149,9 +149,7 @@ mod tests {
         c.update("x:514", |s| s.seq = 41).unwrap();
         c.update("x:514", |s| s.error = Some("refused".into()))
             .unwrap();
-        assert!(crate::series::is_sidecar(&cursor_name(
-            "audit.jsonl"
-        )));
+        assert!(crate::series::is_sidecar(&cursor_name("audit.jsonl")));
         let again = CursorFile::load(dir(), "audit.jsonl", "aa");
         assert_eq!(again.get("x:514").seq, 41);
         assert_eq!(again.get("x:514").error.as_deref(), Some("refused"));

@@ -58,7 +58,7 @@ fn kill9_mid_stream_loses_nothing_acknowledged() {
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
-                "audit::tests::crash::crash_child",
+                "tests::crash::crash_child",
                 "--ignored",
                 "--nocapture",
                 "--test-threads=1",
@@ -105,9 +105,7 @@ fn kill9_mid_stream_loses_nothing_acknowledged() {
     }
     // Every acknowledged record is there, with its hash.
     let dir = path.parent().unwrap().to_path_buf();
-    let files = crate::series::discover(&[dir]).unwrap()[0]
-        .files
-        .clone();
+    let files = crate::series::discover(&[dir]).unwrap()[0].files.clone();
     let mut logged: BTreeMap<u64, String> = BTreeMap::new();
     let mut checks = Vec::new();
     for f in &files {

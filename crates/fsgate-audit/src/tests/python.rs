@@ -33,7 +33,7 @@ fn python_ready() -> bool {
 }
 
 fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("audit")
         .join("verify.py")
 }

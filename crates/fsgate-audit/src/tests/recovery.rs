@@ -195,10 +195,9 @@ fn a_break_with_nothing_to_chain_on_starts_a_new_log() {
     write_some(&path, 2);
     std::fs::write(&path, "garbage\n").unwrap();
     let old_id = {
-        let cp = crate::checkpoint::Checkpoint::read_all(
-            &path.with_file_name("audit.jsonl.checkpoint"),
-        )
-        .unwrap();
+        let cp =
+            crate::checkpoint::Checkpoint::read_all(&path.with_file_name("audit.jsonl.checkpoint"))
+                .unwrap();
         cp[0].as_ref().unwrap().log.clone()
     };
     let log = reopen(&path, true).unwrap();

@@ -306,9 +306,7 @@ fn keygen_writes_a_private_key_and_prints_its_public_half() {
     let key = d.path().join("k");
     let (code, out) = cli(AuditCommand::Keygen { out: key.clone() });
     assert_eq!(code, 0);
-    let pk = crate::keys::load_signing_key(&key)
-        .unwrap()
-        .verifying_key();
+    let pk = crate::keys::load_signing_key(&key).unwrap().verifying_key();
     assert_eq!(out.trim(), hex::encode(pk.to_bytes()));
     let (code, _) = cli(AuditCommand::Keygen { out: key });
     assert_eq!(code, 2, "never overwrites");

@@ -21,7 +21,7 @@ const LOG_ID: &str = "00112233445566778899aabbccddeeff";
 const NAME: &str = "audit.jsonl";
 
 pub(crate) fn vectors_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("audit")
         .join("vectors")
 }

@@ -103,10 +103,7 @@ fn a_second_writer_is_refused() {
     )
     .err()
     .unwrap();
-    assert!(
-        matches!(err, crate::AuditError::Locked { .. }),
-        "{err}"
-    );
+    assert!(matches!(err, crate::AuditError::Locked { .. }), "{err}");
 }
 
 #[test]
@@ -126,8 +123,7 @@ fn the_default_directory_gives_each_writer_a_chain_of_its_own() {
     l1.close().expect("close");
     drop(l1);
     // The first chain is free again: the next writer continues it.
-    let (p3, l3) =
-        crate::open_first_free(&dir, &s, POLICY, OpenOptions::default()).expect("third");
+    let (p3, l3) = crate::open_first_free(&dir, &s, POLICY, OpenOptions::default()).expect("third");
     assert_eq!(p3, p1);
     l3.close().expect("close");
     l2.close().expect("close");

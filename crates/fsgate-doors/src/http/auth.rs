@@ -13,9 +13,7 @@ use sha2::{Digest, Sha256};
 use super::Refusal;
 use super::session::McpSession;
 use crate::ws::Token;
-use crate::ws::auth::{
-    bearer, is_loopback_host, normalise_origin, origin_allowed, query_param,
-};
+use crate::ws::auth::{bearer, is_loopback_host, normalise_origin, origin_allowed, query_param};
 
 /// Whom a token stands for.
 pub(crate) struct Principal {

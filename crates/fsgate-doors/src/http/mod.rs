@@ -38,14 +38,14 @@ use std::time::Duration;
 
 use http::StatusCode;
 
-pub use fsgate_policy::http::HttpSettings;
 pub(crate) use auth::{Keys, Principal, secret};
 pub(crate) use body::{Room as AnswerRoom, held};
+pub use fsgate_policy::http::HttpSettings;
 pub(crate) use session::McpSession;
 
+use crate::ws::Token;
 use fsgate_base::error::code;
 use fsgate_gateway::Gateway;
-use crate::ws::Token;
 
 /// The path MCP is served at.
 pub const PATH: &str = "/mcp";

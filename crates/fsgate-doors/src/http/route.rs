@@ -19,10 +19,10 @@ use super::conn::ConnInfo;
 use super::router::{Out, id_span, request_id_span, splice};
 use super::session::McpSession;
 use super::{HANDSHAKE_VERSIONS, MODERN_VERSIONS, PATH, Refusal, Server};
+use crate::mcp::{Identity, InputLine, classify_line};
 use fsgate_base::error::code;
 use fsgate_gateway::Request as GwRequest;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
-use crate::mcp::{Identity, InputLine, classify_line};
 
 /// The session header.
 const SESSION_HEADER: &str = "mcp-session-id";

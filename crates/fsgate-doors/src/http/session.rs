@@ -13,9 +13,9 @@ use tokio::sync::Semaphore;
 use super::auth::Principal;
 use super::body::Room;
 use super::router::{RouteWriter, Router};
-use fsgate_gateway::Gateway;
 use crate::mcp::{self, Identity};
 use crate::stdio::Sink;
+use fsgate_gateway::Gateway;
 
 /// Bytes between the exchanges and the door's input pump.
 const INPUT_PIPE: usize = 64 * 1024;

@@ -26,11 +26,11 @@ use super::flow::{Flow, Pending};
 use super::render::{self, ToolError};
 use super::too_big;
 use super::tools::{self, Answer};
-use fsgate_base::error::GatewayError;
-use fsgate_gateway::{Gateway, Lease, escape_json_bytes_into, escape_json_into, json_text_len};
-use fsgate_gateway::ops::RequestCtx;
 use crate::batch::{self, Batched};
 use crate::stdio::Sink;
+use fsgate_base::error::GatewayError;
+use fsgate_gateway::ops::RequestCtx;
+use fsgate_gateway::{Gateway, Lease, escape_json_bytes_into, escape_json_into, json_text_len};
 
 /// Answers for the output copier, with the requests whose rooms they release once written.
 #[derive(Default)]

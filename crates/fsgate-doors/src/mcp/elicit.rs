@@ -26,8 +26,8 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, ServiceError};
 use serde_json::json;
 
-use fsgate_gateway::ask::{Answer, Asker, Proposed, Question};
 use fsgate_base::text::escape_for_humans;
+use fsgate_gateway::ask::{Answer, Asker, Proposed, Question};
 
 /// Why a client without the capability is not asked.
 pub(super) const NOT_DECLARED: &str =

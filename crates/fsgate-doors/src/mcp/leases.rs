@@ -6,8 +6,8 @@
 use std::cell::RefCell;
 
 use fsgate_base::error::GatewayError;
-use fsgate_gateway::{Gateway, Lease, Request};
 use fsgate_gateway::ops::{Op, Output, RequestCtx};
+use fsgate_gateway::{Gateway, Lease, Request};
 
 thread_local! {
     /// Leases taken by the tool running on this (blocking) thread.

@@ -67,13 +67,13 @@ use serde_json::Value;
 use tokio::io::AsyncRead;
 use tokio::sync::{Semaphore, mpsc};
 
+use crate::stdio::{self, Sink};
+use catalog::{Catalog, ToolId};
+use flow::{Flow, Pending, id_key};
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::Request;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
-use crate::stdio::{self, Sink};
-use catalog::{Catalog, ToolId};
-use flow::{Flow, Pending, id_key};
 
 /// What a line is, as the door's input pump judges it: another door that carries MCP
 /// messages (HTTP) routes by the same judgement the pump will make.

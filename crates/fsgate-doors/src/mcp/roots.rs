@@ -31,9 +31,9 @@ use rmcp::service::Peer;
 use serde_json::{Map, Value, json};
 
 use fsgate_audit::AuditEvent;
-use fsgate_gateway::{Gateway, Roots};
-use fsgate_gateway::ops::RequestCtx;
 use fsgate_base::path::{PathError, RelPath};
+use fsgate_gateway::ops::RequestCtx;
+use fsgate_gateway::{Gateway, Roots};
 use fsgate_workspace::{FileKind, Follow};
 
 /// How long the client has to answer `roots/list`; then the session keeps the workspace.

@@ -14,8 +14,8 @@ use super::leases;
 use super::render::{self, ToolError, shown, text};
 use super::roots;
 use fsgate_gateway::Gateway;
-use fsgate_gateway::{Lease, Request};
 use fsgate_gateway::ops::{Op, RequestCtx};
+use fsgate_gateway::{Lease, Request};
 
 /// Runs `tool` with `args`; refusals and failures become `isError` results. Returns the
 /// content leases the answer holds until it is written.

@@ -34,14 +34,14 @@ use super::permission::{self, Asks, ReplyError, WsAsker};
 use super::protocol::{self, Head, Incoming};
 use super::stall::Stall;
 use super::watch::Notice;
-use fsgate_base::error::{GatewayError, code};
-use fsgate_gateway::Gateway;
-use fsgate_gateway::ask::Asker;
-use fsgate_gateway::{Lease, Request};
-use fsgate_gateway::ops::{Op, RequestCtx};
-use fsgate_base::path::RelPath;
 use crate::batch::{self, Batched};
 use crate::outbox::{Outbox, Queued, SharedRoom};
+use fsgate_base::error::{GatewayError, code};
+use fsgate_base::path::RelPath;
+use fsgate_gateway::Gateway;
+use fsgate_gateway::ask::Asker;
+use fsgate_gateway::ops::{Op, RequestCtx};
+use fsgate_gateway::{Lease, Request};
 
 /// How long the rest of an oversized message is read and discarded, so that closing
 /// the socket does not reset it before the client has read the error.

@@ -50,13 +50,13 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::http::{self, StatusCode, header};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-pub use fsgate_policy::ws::{MAX_MESSAGE_CEILING, WsSettings};
 pub use auth::{Gatekeeper, Token, TokenError};
+pub use fsgate_policy::ws::{MAX_MESSAGE_CEILING, WsSettings};
 
+use fsgate_base::path::RelPath;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::Request as GwRequest;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
-use fsgate_base::path::RelPath;
 
 /// Binds the listener: `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` for `127.0.0.1:PORT`.
 /// The socket is left non-blocking, ready for [`serve`].

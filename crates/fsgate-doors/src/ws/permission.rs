@@ -18,9 +18,9 @@ use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::protocol::CHANNEL;
-use fsgate_gateway::ask::{Answer, Asker, Question};
 use crate::outbox::Outbox;
 use crate::questions::{self, Pending, Refused};
+use fsgate_gateway::ask::{Answer, Asker, Question};
 
 /// Questions one connection may have waiting for answers at once; past it a request
 /// that would ask is refused ("nobody could be asked").

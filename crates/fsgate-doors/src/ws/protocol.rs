@@ -564,10 +564,10 @@ mod tests {
     fn the_binary_reads_numbers_exactly() {
         let manifest: toml::Table = toml::from_str(include_str!(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/Cargo.toml"
+            "/../../Cargo.toml"
         )))
         .unwrap_or_default();
-        let features = &manifest["dependencies"]["serde_json"]["features"];
+        let features = &manifest["workspace"]["dependencies"]["serde_json"]["features"];
         assert!(
             features
                 .as_array()

@@ -24,8 +24,8 @@ use tokio::sync::{broadcast, oneshot};
 
 use super::changes::{Change, ChangeKind, Coalescer};
 use super::inotify::{Kernel, Seen, Woke, watch_limit};
-use fsgate_gateway::Gateway;
 use fsgate_base::path::RelPath;
+use fsgate_gateway::Gateway;
 use fsgate_policy::{Access, EntryKind, PathFacts, Policy};
 use fsgate_workspace::{FileKind, MAX_DEPTH, Visit, Walked, is_own_temp};
 

@@ -26,7 +26,7 @@ fn run_args(args: &[&str]) -> (i32, String, String) {
 }
 
 fn shipped(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("policies")
         .join(name)
         .display()

@@ -1,7 +1,7 @@
 //! Sets, waivers and `extends`: what loads, what merges, and every refusal.
 
-use fsgate_base::path::RelPath;
 use crate::{EntryKind, OpClass, Policy, PolicyError};
+use fsgate_base::path::RelPath;
 
 fn p(s: &str) -> RelPath {
     RelPath::parse_rooted(s).expect("path")

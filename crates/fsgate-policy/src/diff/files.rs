@@ -5,9 +5,9 @@ use std::io::Read;
 use std::path::Path;
 
 use super::{Direction, Item, shown};
-use fsgate_base::path::RelPath;
 use crate::testrun::decide_with_content;
 use crate::{EntryKind, OpClass, Policy};
+use fsgate_base::path::RelPath;
 
 /// What the scan did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]

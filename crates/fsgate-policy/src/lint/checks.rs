@@ -10,12 +10,12 @@ use std::path::Path;
 use regex::{RegexSet, RegexSetBuilder};
 
 use super::{LintOptions, Severity, Sink, only, shadow};
-use fsgate_base::path::RelPath;
 use crate::compile::BUILTIN_SECRETS;
 use crate::floor::{FixedFloor, FloorKind, fixed_floor_violations};
 use crate::raw::Effect;
 use crate::testrun::{own_rules, run_cases};
 use crate::{EntryKind, OpClass, Policy, Rule};
+use fsgate_base::path::RelPath;
 use fsgate_sandbox::Protected;
 use fsgate_sandbox::agent_config::{credential_env_name, user_home};
 

@@ -8,10 +8,10 @@ use std::path::Path;
 use super::globs::{Form, fill, glob_samples, normal_form, wildcard_extensions};
 use super::shadow::{ops_of, rule_samples};
 use super::{LintOptions, Severity, Sink, only};
-use fsgate_base::path::RelPath;
 use crate::floor::FixedFloor;
 use crate::raw::Effect;
 use crate::{EntryKind, OpClass, Policy, Rule};
+use fsgate_base::path::RelPath;
 
 /// The `--workspace` walk stops after this many entries.
 pub(super) const MAX_WORKSPACE_ENTRIES: usize = 200_000;
@@ -316,8 +316,7 @@ fn floor_only(policy: &Policy, floor: &FixedFloor, sink: &mut Sink<'_>) {
 
 /// `workspace-no-match`: each glob that matches no entry of the real tree.
 fn workspace(policy: &Policy, ws: &Path, sink: &mut Sink<'_>) {
-    let Ok((entries, truncated)) = crate::diff::workspace_paths(ws, MAX_WORKSPACE_ENTRIES)
-    else {
+    let Ok((entries, truncated)) = crate::diff::workspace_paths(ws, MAX_WORKSPACE_ENTRIES) else {
         return;
     };
     if truncated {

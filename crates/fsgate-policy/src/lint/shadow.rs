@@ -6,10 +6,10 @@ use toml::Spanned;
 
 use super::globs::glob_samples;
 use super::{Severity, Sink, only};
-use fsgate_base::path::RelPath;
 use crate::raw::RawPolicy;
 use crate::testrun::run_cases;
 use crate::{EntryKind, OpClass, PathFacts, Policy, Rule};
+use fsgate_base::path::RelPath;
 
 /// The rule's ops, in the order suggestions prefer them.
 pub(super) fn ops_of(r: &Rule) -> Vec<OpClass> {

@@ -513,7 +513,7 @@ fn grants_already_covered_are_dropped() {
 /// The test peers as `scripts/` installs them: the ACP SDK's venv and fast-agent's.
 #[test]
 fn real_peers_are_discovered() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let peers = repo.join(".peers");
     if !peers.join("acp/bin/python").exists() {
         return skip_or_fail("real_peers_are_discovered", ".peers/acp is not installed");
@@ -572,7 +572,7 @@ fn assert_peer_venv(inst: &Installation, venv: &Path) {
 #[test]
 #[ignore]
 fn confined_peers_start_with_the_discovered_grants() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let repo = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let peers = repo.join(".peers");
     if crate::kernel_abi().is_none() || !peers.join("fast-agent").exists() {
         return skip_or_fail("confined_peers", "no Landlock or no .peers");

@@ -4,13 +4,13 @@
 use rmcp::model::CallToolResult;
 
 use super::{args_error, handle, read_whole};
+use crate::mcp::args::{EditArgs, EditPair, MoveArgs};
+use crate::mcp::edits::{self, Matching};
+use crate::mcp::render::{ToolError, shown, text};
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::Request;
 use fsgate_gateway::ops::{Op, RequestCtx};
-use crate::mcp::args::{EditArgs, EditPair, MoveArgs};
-use crate::mcp::edits::{self, Matching};
-use crate::mcp::render::{ToolError, shown, text};
 
 /// `edit_file`: the contract's exactly-once replacement, or the reference server's
 /// edit list with a diff.

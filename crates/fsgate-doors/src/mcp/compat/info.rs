@@ -6,10 +6,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rmcp::model::CallToolResult;
 
 use super::{handle, unexpected};
-use fsgate_gateway::Gateway;
-use fsgate_gateway::ops::{Op, Output, RequestCtx};
 use crate::mcp::args::PathArgs;
 use crate::mcp::render::{ToolError, text};
+use fsgate_gateway::Gateway;
+use fsgate_gateway::ops::{Op, Output, RequestCtx};
 
 /// `get_file_info`: size, created, modified, accessed, isDirectory, isFile and
 /// permissions, in the reference server's order and formats. A time the file system

@@ -5,11 +5,11 @@ use globset::GlobSet;
 use rmcp::model::CallToolResult;
 
 use super::{TRUNCATED_LINE, args_error, handle, list, more_line, names, unexpected};
-use fsgate_gateway::Gateway;
-use fsgate_gateway::ops::{Op, Output, PathStyle, RequestCtx};
 use crate::mcp::args::{ListArgs, ListSizesArgs, SearchFilesArgs, SortBy, TreeArgs};
 use crate::mcp::catalog::MAX_TREE_ENTRIES;
 use crate::mcp::render::{ToolError, text};
+use fsgate_gateway::Gateway;
+use fsgate_gateway::ops::{Op, Output, PathStyle, RequestCtx};
 use fsgate_workspace::{Entry, FileKind};
 
 /// Deepest directory nesting `directory_tree` descends into.

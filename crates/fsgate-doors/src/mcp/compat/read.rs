@@ -5,12 +5,12 @@ use base64::Engine;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
 use super::{args_error, handle, read_whole, unexpected};
-use fsgate_gateway::Gateway;
-use fsgate_gateway::ops::{Encoding, Op, Output, RequestCtx};
-use fsgate_policy::media::{MediaKind, media_type};
 use crate::mcp::args::{MultiReadArgs, PathArgs, ReadTextArgs};
 use crate::mcp::catalog::MAX_MULTI_PATHS;
 use crate::mcp::render::{ToolError, shown, text};
+use fsgate_gateway::Gateway;
+use fsgate_gateway::ops::{Encoding, Op, Output, RequestCtx};
+use fsgate_policy::media::{MediaKind, media_type};
 
 /// The last `n` lines of `s`, line endings kept.
 fn last_lines(s: &str, n: u64) -> &str {
