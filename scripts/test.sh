@@ -10,8 +10,14 @@ export FSGATE_REQUIRE_PEERS=1
 ./scripts/install-peers.sh
 ./scripts/install-tools.sh
 cargo build --bin fsgate
-# --no-fail-fast: a failing test binary does not hide the results of the others.
-cargo test --all-targets --features test-bins --no-fail-fast
+# --no-fail-fast, and every step runs even after one fails: a failure does not hide the
+# results of the rest. The layer crates' unit tests build apart from the fsgate binary,
+# so a test-only feature one of them enables never reaches the binary the integration
+# tests drive.
+failed=0
+cargo test --workspace --exclude fsgate --exclude fsgate-bench --lib --no-fail-fast || failed=1
+cargo test --all-targets --features test-bins --no-fail-fast || failed=1
 BIN="${CARGO_TARGET_DIR:-target}/debug/fsgate"
-"$BIN" policy check policies/*.toml policies/examples/*.toml
-"$BIN" policy test policies/*.toml policies/examples/*.toml
+"$BIN" policy check policies/*.toml policies/examples/*.toml || failed=1
+"$BIN" policy test policies/*.toml policies/examples/*.toml || failed=1
+exit "$failed"

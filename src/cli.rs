@@ -459,16 +459,17 @@ fn listen(
     let (Some(addr), Transport::Ws | Transport::Http) = (addr, transport) else {
         return Ok(None);
     };
-    let raw = opened.gateway.policy().raw().clone();
+    let policy = opened.gateway.policy();
+    let settings = policy.settings();
     let listener = crate::transport::ws::bind(addr).map_err(|e| format!("cannot listen: {e}"))?;
     Ok(Some(match transport {
         Transport::Http => {
-            let settings = raw.http.unwrap_or_default();
+            let settings = settings.http.clone();
             let token = crate::transport::http::token_for(&settings)?;
             Listening::Http(listener, token, settings)
         }
         _ => {
-            let settings = raw.ws.unwrap_or_default();
+            let settings = settings.ws.clone();
             let token =
                 crate::transport::ws::Token::for_settings(&settings).map_err(|e| e.to_string())?;
             Listening::Ws(listener, token, settings)
@@ -496,22 +497,15 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(&format!("backup restore refused: {e}")),
     };
-    let mut settings = loaded
+    // Relative paths in the policy's [audit] section are relative to the policy file.
+    let settings = loaded
         .as_ref()
-        .and_then(|p| p.raw().audit.clone())
+        .map(|p| p.settings().audit.clone())
         .unwrap_or_default();
-    if let Some(dir) = policy.as_deref().and_then(std::path::Path::parent) {
-        settings.resolve_relative_to(if dir.as_os_str().is_empty() {
-            std::path::Path::new(".")
-        } else {
-            dir
-        });
-    }
     if backup_dir.is_none() {
         *backup_dir = loaded
             .as_ref()
-            .and_then(|p| p.raw().backup.as_ref())
-            .and_then(|b| b.dir.clone());
+            .and_then(|p| p.settings().backup.dir.clone());
     }
     let log_path = match (audit_log.clone(), settings.path.clone()) {
         (Some(p), _) | (None, Some(p)) => Ok(p),

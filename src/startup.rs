@@ -114,10 +114,6 @@ pub fn load_policy(path: Option<&Path>) -> Result<Policy, String> {
 /// Loads the policy and opens the workspace, the audit log and the backup store.
 pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     let mut policy = load_policy(cfg.policy.as_deref())?;
-    if let Some(ws) = &policy.raw().ws {
-        ws.validate()
-            .map_err(|e| format!("invalid policy: [ws]: {e}"))?;
-    }
     let base_policy = policy.clone();
     if let Some(first) = cfg.several.first() {
         several::warn_unserved_scopes(&policy, &cfg.several);
@@ -135,17 +131,8 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
             format!("{e}; pass --audit-log and --backup-dir to choose where the audit log and backups go")
         })
     };
-    let raw = policy.raw().clone();
-    let mut audit_settings = raw.audit.clone().unwrap_or_default();
     // Relative paths in the policy's [audit] section are relative to the policy file.
-    if let Some(dir) = cfg.policy.as_deref().and_then(Path::parent) {
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        audit_settings.resolve_relative_to(dir);
-    }
+    let audit_settings = policy.settings().audit.clone();
     let opts = OpenOptions {
         allow_broken_chain: cfg.accept_broken_chain,
         // Written by `confine` (AuditLog::start) on a thread of its own, while the
@@ -155,7 +142,7 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     let ship = crate::audit::ship::ShipPlan::prepare(&audit_settings.ship)
         .map_err(|e| format!("invalid policy: {e}"))?;
     let (audit_path, audit_parent, audit) = open_audit(cfg, &audit_settings, &policy, opts, state)?;
-    let backup_settings = raw.backup.clone().unwrap_or_default();
+    let backup_settings = policy.settings().backup.clone();
     let backup_root = cfg.backup_dir.clone().or(backup_settings.dir.clone());
     // Several workspaces keep their backups apart: DIR/<name> each.
     let backup_dir = match (&backup_root, cfg.several.first()) {
@@ -359,8 +346,10 @@ pub fn confine(
         Ok(s) => s,
         Err(e) => SandboxStatus::not_enforced(&e.to_string(), workspace_write),
     };
-    let settings = pol.raw().sandbox.clone().unwrap_or_default();
-    settings.check(&status).map_err(|e| e.to_string())?;
+    pol.settings()
+        .sandbox
+        .check(&status)
+        .map_err(|e| e.to_string())?;
     let unenforced = status.enforcement == Enforcement::Not;
     gw.set_kernel_allows_write(unenforced || status.workspace_write);
     for m in gw.members().skip(1) {

@@ -66,7 +66,13 @@ fn module_is_declared(file: &str) -> bool {
     let dir = path.parent().expect("a directory");
     let parents: Vec<PathBuf> = match dir.to_str() {
         Some("tests") => vec![root().join("tests/all.rs")],
-        Some("src") => vec![root().join("src/lib.rs")],
+        // A crate's root module: `src/` of the fsgate crate or of a layer crate.
+        Some(d) if d == "src" || d.ends_with("/src") => {
+            vec![
+                root().join(dir.join("lib.rs")),
+                root().join(dir.join("main.rs")),
+            ]
+        }
         _ => vec![
             root().join(dir.with_extension("rs")),
             root().join(dir.join("mod.rs")),

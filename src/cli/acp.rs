@@ -61,13 +61,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
             command.envs(p.plan.env.iter().map(|(k, v)| (k, v)));
         }
     }
-    let require_landlock = opened
-        .gateway
-        .policy()
-        .raw()
-        .sandbox
-        .as_ref()
-        .is_some_and(|s| s.require_landlock);
+    let require_landlock = opened.gateway.policy().settings().sandbox.require_landlock;
     let confined = match confined
         .map(|c| c.apply(&mut command, require_landlock))
         .transpose()
@@ -135,12 +129,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     details.insert("mcpServer".into(), hosted_record(&hosted));
     gateway.record("agent-start", details);
     let session_meta = profile.as_ref().and_then(|p| p.plan.session_meta.clone());
-    let allow_terminal = gateway
-        .policy()
-        .raw()
-        .acp
-        .as_ref()
-        .is_some_and(|a| a.allow_terminal);
+    let allow_terminal = gateway.policy().settings().acp.allow_terminal;
     let (runtime, mut stop) = match runtime_with_signals(&gateway, args.common.policy.clone()) {
         Ok(r) => r,
         Err(e) => return fail(&e),
@@ -520,17 +509,16 @@ fn protected_paths(
         out.push(protect(p.to_path_buf(), "policy file"));
     }
     let pol = opened.gateway.policy();
-    if let Some(audit) = pol.raw().audit.as_ref() {
-        if let Some(key) = &audit.signing_key {
-            out.push(protect(key.clone(), "audit signing key"));
-        }
-        if let Some(sink) = audit
-            .checkpoint_sink
-            .as_deref()
-            .filter(|s| s.starts_with('/'))
-        {
-            out.push(protect(PathBuf::from(sink), "checkpoint sink"));
-        }
+    let audit = &pol.settings().audit;
+    if let Some(key) = &audit.signing_key {
+        out.push(protect(key.clone(), "audit signing key"));
+    }
+    if let Some(sink) = audit
+        .checkpoint_sink
+        .as_deref()
+        .filter(|s| s.starts_with('/'))
+    {
+        out.push(protect(PathBuf::from(sink), "checkpoint sink"));
     }
     out
 }

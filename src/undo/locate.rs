@@ -39,19 +39,15 @@ pub(crate) fn locate(args: &UndoArgs) -> Result<Where, Refusal> {
         .map(Policy::load)
         .transpose()
         .map_err(|e| format!("invalid policy: {e}"))?;
-    let raw = policy.as_ref().map(|p| p.raw().clone());
-    let mut settings = raw
+    // Relative paths in the policy's [audit] section are relative to the policy file.
+    let settings = policy
         .as_ref()
-        .and_then(|r| r.audit.clone())
+        .map(|p| p.settings().audit.clone())
         .unwrap_or_default();
-    if let Some(dir) = args.policy.as_deref().and_then(Path::parent) {
-        settings.resolve_relative_to(if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        });
-    }
-    let backup_settings = raw.and_then(|r| r.backup).unwrap_or_default();
+    let backup_settings = policy
+        .as_ref()
+        .map(|p| p.settings().backup.clone())
+        .unwrap_or_default();
     let state = || {
         crate::backup::workspace_state_dir(&args.workspace).map_err(|e| {
             format!("{e}; pass --audit-log and --backup-dir (those the gateway was given)")

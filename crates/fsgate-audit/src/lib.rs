@@ -1,5 +1,12 @@
 //! Hash-chained, group-committed, checkpointed audit log (issue 3, points 1-10).
 //!
+//! # Layer
+//!
+//! Owns: the audit log's format, writer, verification, proofs, shipping and the
+//! `audit` commands. Depends on `fsgate-base` only, and on no async runtime: a reviewer
+//! can build and test it alone (`cargo test -p fsgate-audit`). May not touch: the
+//! workspace, the policy, the backups (the gateway hands it finished records).
+//!
 //! # Layout
 //!
 //! - [`config`]: the `[audit]` policy section ([`AuditSettings`]).

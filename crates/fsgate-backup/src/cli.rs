@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
-use sha2::{Digest, Sha256};
 
 use fsgate_base::text::{Esc, eprint_line};
 

@@ -1,5 +1,11 @@
 //! Backup store: previous versions of files, outside the workspace (issue 3, points 11-13).
 //!
+//! # Layer
+//!
+//! Owns: the store of previous versions and the `backup` commands. Depends on
+//! `fsgate-base`, `fsgate-workspace` (reading what it saves) and `fsgate-audit` (the
+//! records of a `backup restore`). May not touch: the policy or the doors.
+//!
 //! # Layout
 //!
 //! - [`config`]: the `[backup]` policy section ([`BackupSettings`]).

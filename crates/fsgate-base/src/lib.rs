@@ -1,3 +1,13 @@
+//! fsgate's shared vocabulary, the bottom layer: workspace-relative paths ([`path`]),
+//! escaping of agent-chosen text for people ([`text`]), the wire error codes and the
+//! gateway's error type ([`error`]), and the per-workspace state directory ([`state`]).
+//!
+//! # Layer
+//!
+//! Owns: pure functions and plain types every other layer shares. May not touch: any
+//! other fsgate crate, the workspace, a socket or a thread; the only filesystem call is
+//! [`state::workspace_state_dir`]'s `canonicalize` of a start-up argument.
+
 pub mod error;
 pub mod path;
 pub mod state;

@@ -1,5 +1,15 @@
 //! The doors: each transport only translates wire messages into [`fsgate_gateway::ops::Op`]s
 //! and results back.
+//!
+//! # Layer
+//!
+//! Owns: the wire: ACP (and the proxy that hosts an agent), MCP on stdio and over
+//! HTTP, the WebSocket files channel. Depends on every layer below. Every request goes
+//! through [`fsgate_gateway::Gateway::serve`]; a door should only decode and encode.
+//! Not yet so, and meant to move into the gateway: the change watcher walks the
+//! workspace and asks the policy itself (`ws/watch.rs`), `mcp/roots.rs` appends its own
+//! record, and the MCP reference tools shape listings from workspace entries
+//! (`mcp/compat/`).
 
 pub mod acp;
 pub mod acp_ask;

@@ -1,5 +1,12 @@
 //! The gateway: one value owning the policy, the workspace, the backups and the audit
 //! log, running each request through path -> policy -> workspace -> audit.
+//!
+//! # Layer
+//!
+//! Owns: one request, whichever door it came through: the operation ([`ops::Op`]), the
+//! path's resolution, the policy's decision, the backup, the intent and outcome
+//! records, the execution, and git staging ([`vcs`]). Depends on every layer below but
+//! the sandbox. May not touch: wire formats (the doors own them).
 
 pub mod ask;
 mod budget;

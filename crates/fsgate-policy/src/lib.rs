@@ -1,6 +1,14 @@
 //! The policy engine: a TOML file, loaded (`raw`), compiled (`compile`), and decided by
 //! a pure function (`decide`) that names the rule behind every decision.
 //!
+//! # Layer
+//!
+//! Owns: the policy file, loaded, composed, compiled and decided, and the `policy`
+//! tools (check, explain, test, diff, schema). Depends on `fsgate-base` and on the
+//! settings types of `fsgate-audit`, `fsgate-backup` and `fsgate-sandbox` (the policy
+//! file holds their sections). May not touch: the workspace or any door; a decision
+//! is a pure function of the compiled policy and the facts it is given.
+//!
 //! Deny wins over allow; nothing matched means deny (`default-deny`).
 
 mod access;
@@ -18,6 +26,7 @@ pub mod media;
 pub mod oversight;
 pub mod raw;
 pub mod schema;
+mod settings;
 pub mod testrun;
 pub mod ws;
 
@@ -31,7 +40,8 @@ pub use compile::{BUILTIN_SECRETS, DEFAULT_LIMITS};
 pub use content::{ContentHit, ContentScanner};
 pub use decide::{Decision, EntryKind, PathFacts, TraceStep};
 pub use entries::EntryFilter;
-pub use raw::{BinaryMode, Effect, RawPolicy};
+pub use raw::{AcpSettings, BinaryMode, Effect, RawPolicy};
+pub use settings::Settings;
 
 /// The text of the built-in default policy (`policies/default.toml`).
 pub const DEFAULT_POLICY_TOML: &str = include_str!("../../../policies/default.toml");
@@ -252,6 +262,8 @@ pub struct Policy {
     content: Option<ContentScanner>,
     /// `[agent]` in force (the older `[sandbox] agent_system_paths` folded in), checked.
     agent: fsgate_sandbox::AgentSettings,
+    /// The sections other layers read, typed, with their defaults.
+    settings: Settings,
     raw: RawPolicy,
     sha256: String,
     origin: String,
@@ -333,6 +345,7 @@ impl Policy {
             limits: compiled.limits,
             content: compiled.content,
             agent: compiled.agent,
+            settings: Settings::of(&built.raw, base),
             raw: built.raw,
             sha256: built.sha256,
             origin: origin.to_string(),
@@ -449,7 +462,13 @@ impl Policy {
         &self.agent
     }
 
-    /// The raw file, for sections other modules own and for the test runner.
+    /// The sections other layers own (`[audit]`, `[backup]`, `[sandbox]`, `[acp]`,
+    /// `[ws]`, `[http]`), as they are used.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The raw file, for the policy tools (check, diff, the test runner).
     pub fn raw(&self) -> &RawPolicy {
         &self.raw
     }

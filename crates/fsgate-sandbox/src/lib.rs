@@ -1,5 +1,11 @@
 //! Landlock confinement of the gateway process and of hosted agents (issue 4, issue 5).
 //!
+//! # Layer
+//!
+//! Owns: Landlock and seccomp, for the gateway itself and for a hosted agent, and the
+//! `[sandbox]` and `[agent]` sections. Depends on `fsgate-base` only. May not touch:
+//! the policy engine (it is handed the paths to allow), the workspace, the audit log.
+//!
 //! # Layout
 //!
 //! - [`config`]: the `[sandbox]` policy section ([`SandboxSettings`]).

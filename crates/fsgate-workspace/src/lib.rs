@@ -1,5 +1,11 @@
 //! The workspace: every filesystem operation, through one `cap_std::fs::Dir` on the root.
 //!
+//! # Layer
+//!
+//! Owns: every filesystem operation on a workspace, beneath one root handle. Depends on
+//! `fsgate-base` only. May not touch: the policy (it never decides what is allowed:
+//! the gateway asks before it calls), the audit log, the backups.
+//!
 //! No `std::fs` call here ever receives a path from a request: paths are resolved
 //! beneath the root handle (cap-std, openat2 `RESOLVE_BENEATH`), and what was opened is
 //! checked by type (regular file, one hard link) on the open descriptor.

@@ -487,7 +487,7 @@ fn expected_json() -> String {
 fn readme() -> String {
     let mut s = String::from(
         "# Audit log test vectors\n\n\
-         Made by `src/audit/tests/vectors.rs` (deterministic: fixed key seed, fixed\n\
+         Made by `crates/fsgate-audit/src/tests/vectors.rs` (deterministic: fixed key seed, fixed\n\
          timestamps); regenerate with `FSGATE_REGEN_VECTORS=1 cargo test --lib audit::tests::vectors`.\n\
          Each directory is a log. Verify with the public key in `pubkey.hex`, e.g.\n\
          `python3 audit/verify.py --pubkey audit/vectors/pubkey.hex audit/vectors/edited`.\n\
