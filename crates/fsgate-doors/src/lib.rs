@@ -12,21 +12,21 @@
 //! (`mcp/compat/`).
 
 pub mod acp;
-pub mod acp_ask;
+pub(crate) mod acp_ask;
 pub mod batch;
-pub mod encode;
+pub(crate) mod encode;
 pub mod hosted;
-pub mod hosted_acp;
+pub(crate) mod hosted_acp;
 pub mod http;
-pub mod jsonrpc;
-pub mod lines;
+pub(crate) mod jsonrpc;
+pub(crate) mod lines;
 pub mod mcp;
-pub mod outbox;
+pub(crate) mod outbox;
 pub mod proxy;
-pub mod questions;
-pub mod raw_json;
-pub mod relay;
-pub mod results;
+pub(crate) mod questions;
+pub(crate) mod raw_json;
+pub(crate) mod relay;
+pub(crate) mod results;
 pub mod stdio;
 pub mod ws;
 

@@ -13,7 +13,7 @@
 mod build;
 mod builtin;
 mod clean;
-pub mod format;
+pub(crate) mod format;
 
 use aho_corasick::AhoCorasick;
 use regex::Regex;

@@ -36,13 +36,13 @@
 
 pub mod agent_config;
 pub mod agent_tree;
-pub mod config;
+pub(crate) mod config;
 pub mod denied;
 #[cfg(unix)]
 pub mod discover;
-pub mod plan;
+pub(crate) mod plan;
 pub mod profile;
-pub mod status;
+pub(crate) mod status;
 
 mod describe;
 

@@ -22,14 +22,14 @@
 //! per destination after confinement, so they inherit it. Nothing on a request's path
 //! waits for them: they read the log's files, not its writer's queue.
 
-pub mod cli;
-pub mod config;
+pub(crate) mod cli;
+pub(crate) mod config;
 mod conn;
 pub mod cursor;
-pub mod frame;
-pub mod import;
-pub mod reader;
-pub mod status;
+pub(crate) mod frame;
+pub(crate) mod import;
+pub(crate) mod reader;
+pub(crate) mod status;
 mod worker;
 
 use std::path::PathBuf;

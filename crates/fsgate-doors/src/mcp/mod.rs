@@ -41,7 +41,7 @@ mod elicit;
 mod era;
 mod flow;
 #[cfg(feature = "fuzzing")]
-pub mod fuzz;
+pub(crate) mod fuzz;
 mod guard;
 mod leases;
 mod logs;

@@ -28,14 +28,14 @@
 //! (Landlock), then run [`serve_with_token`] on the runtime. [`serve`] does both of
 //! the latter, for callers that are not confined.
 
-pub mod auth;
-pub mod changes;
+pub(crate) mod auth;
+pub(crate) mod changes;
 mod conn;
 mod inotify;
 mod mailbox;
 pub(crate) mod pending;
 mod permission;
-pub mod protocol;
+pub(crate) mod protocol;
 mod stall;
 mod watch;
 
