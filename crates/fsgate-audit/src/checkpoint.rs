@@ -13,7 +13,7 @@ use super::{AuditError, canonical, keys};
 
 /// How a signed sidecar object (checkpoint or tombstone) stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SigStatus {
+pub(crate) enum SigStatus {
     /// No signature, and no key was required.
     Unsigned,
     /// Signed by the pinned (`--pubkey`) key.
@@ -26,7 +26,7 @@ pub enum SigStatus {
 
 /// Adds `key` and `sig` to `obj`: `sig` signs the canonical bytes of the object with
 /// `key` set and `sig` absent.
-pub fn sign_object(obj: &mut Map<String, Value>, key: &SigningKey) {
+pub(crate) fn sign_object(obj: &mut Map<String, Value>, key: &SigningKey) {
     obj.remove("sig");
     obj.insert(
         "key".into(),
@@ -38,7 +38,10 @@ pub fn sign_object(obj: &mut Map<String, Value>, key: &SigningKey) {
 }
 
 /// Checks the signature of a sidecar object against the pinned key, if any.
-pub fn check_signature(obj: &Map<String, Value>, pinned: Option<&VerifyingKey>) -> SigStatus {
+pub(crate) fn check_signature(
+    obj: &Map<String, Value>,
+    pinned: Option<&VerifyingKey>,
+) -> SigStatus {
     let sig = obj.get("sig").and_then(Value::as_str);
     let key = obj.get("key").and_then(Value::as_str);
     let Some(sig) = sig else {
@@ -75,7 +78,7 @@ pub fn check_signature(obj: &Map<String, Value>, pinned: Option<&VerifyingKey>) 
 
 /// One checkpoint: the head of the chain at a moment.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Checkpoint {
+pub(crate) struct Checkpoint {
     /// The log id (from the genesis record).
     pub log: String,
     /// Seq of the head record.
@@ -92,12 +95,20 @@ pub struct Checkpoint {
 
 impl Checkpoint {
     /// A new checkpoint, signed when a key is given.
-    pub fn new(log: &str, seq: u64, hash: &str, kind: &str, key: Option<&SigningKey>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(
+        log: &str,
+        seq: u64,
+        hash: &str,
+        kind: &str,
+        key: Option<&SigningKey>,
+    ) -> Self {
         Self::at(log, seq, hash, kind, &canonical::now_ts(), key)
     }
 
     /// A checkpoint with a given timestamp (test vectors are reproducible).
-    pub fn at(
+    #[cfg(test)]
+    pub(crate) fn at(
         log: &str,
         seq: u64,
         hash: &str,
@@ -111,7 +122,7 @@ impl Checkpoint {
     /// A checkpoint of the head (`seq`, `hash`); with `tree` (the Merkle tree over
     /// records 1..=seq) it also carries the tree's `root`, its `frontier` and the
     /// C2SP checkpoint `note`, signed by `key` as the object is.
-    pub fn build(
+    pub(crate) fn build(
         log: &str,
         (seq, hash): (u64, &str),
         kind: &str,
@@ -154,7 +165,7 @@ impl Checkpoint {
     /// The Merkle tree this checkpoint commits to, if it carries one: its border (from
     /// which the root follows) and its signed note. Checked against each other and
     /// against `seq` and `log` by [`Checkpoint::parse`].
-    pub fn tree(&self) -> Option<(CompactRange, String)> {
+    pub(crate) fn tree(&self) -> Option<(CompactRange, String)> {
         let nodes = self.obj.get("frontier")?.as_array()?;
         let nodes = nodes
             .iter()
@@ -166,12 +177,12 @@ impl Checkpoint {
     }
 
     /// The canonical line (no `\n`).
-    pub fn to_line(&self) -> String {
+    pub(crate) fn to_line(&self) -> String {
         String::from_utf8_lossy(&canonical::to_vec(&Value::Object(self.obj.clone()))).into_owned()
     }
 
     /// Parses one checkpoint line.
-    pub fn parse(line: &str) -> Result<Self, String> {
+    pub(crate) fn parse(line: &str) -> Result<Self, String> {
         let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
         let Value::Object(obj) = v else {
             return Err("not an object".into());
@@ -255,7 +266,7 @@ impl Checkpoint {
     }
 
     /// Every checkpoint in a file (one per line; the sink keeps a history).
-    pub fn read_all(path: &Path) -> Result<Vec<Result<Self, String>>, std::io::Error> {
+    pub(crate) fn read_all(path: &Path) -> Result<Vec<Result<Self, String>>, std::io::Error> {
         let text = std::fs::read_to_string(path)?;
         Ok(text
             .lines()

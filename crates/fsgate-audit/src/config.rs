@@ -4,23 +4,23 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Default number of records between two checkpoints.
-pub const DEFAULT_CHECKPOINT_EVERY: u64 = 1000;
+pub(crate) const DEFAULT_CHECKPOINT_EVERY: u64 = 1000;
 /// Default idle time, in seconds, after which a heartbeat checkpoint covers the tail.
-pub const DEFAULT_HEARTBEAT_SECS: u64 = 30;
+pub(crate) const DEFAULT_HEARTBEAT_SECS: u64 = 30;
 /// Default size, in bytes, at which the active file is rotated (8 MiB). Start-up reads
 /// and verifies the whole active file (about 5 ms per MiB on a small VM), so this bounds
 /// the time to a first answer and the memory start-up takes.
-pub const DEFAULT_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
 /// Default audit bytes the gateway may add per minute (`max_bytes_per_minute`): well
 /// above what its fastest door writes in a benchmark run, far below a disk filled at
 /// line speed.
-pub const DEFAULT_MAX_BYTES_PER_MINUTE: u64 = 128 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES_PER_MINUTE: u64 = 128 * 1024 * 1024;
 /// Default audit bytes one session may add per minute (`max_session_bytes_per_minute`).
-pub const DEFAULT_MAX_SESSION_BYTES_PER_MINUTE: u64 = 32 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_SESSION_BYTES_PER_MINUTE: u64 = 32 * 1024 * 1024;
 /// The smallest growth budget accepted (other than 0, no limit): a few dozen records.
-pub const MIN_BYTES_PER_MINUTE: u64 = 16 * 1024;
+pub(crate) const MIN_BYTES_PER_MINUTE: u64 = 16 * 1024;
 /// In `fsync = "batch"` mode, the longest time written records stay unsynced.
-pub const BATCH_SYNC_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const BATCH_SYNC_INTERVAL: Duration = Duration::from_millis(100);
 
 /// When a record reaches the disk.
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize, PartialEq, Eq, schemars::JsonSchema)]

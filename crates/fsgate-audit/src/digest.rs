@@ -11,9 +11,9 @@ use serde_json::Value;
 use super::{canonical, record};
 
 /// Changes listed at most (the rest are counted).
-pub const MAX_CHANGES: usize = 20_000;
+pub(crate) const MAX_CHANGES: usize = 20_000;
 /// Sessions, rules and policy events listed at most.
-pub const MAX_ROWS: usize = 2_000;
+pub(crate) const MAX_ROWS: usize = 2_000;
 /// Paths kept per refusal rule as examples.
 const PATHS_PER_RULE: usize = 5;
 /// Intents waiting for their outcome, kept at most (they close within one request).
@@ -21,7 +21,7 @@ const MAX_OPEN_INTENTS: usize = 10_000;
 /// Timeline buckets kept before they are merged into wider ones.
 const MAX_BUCKETS: usize = 4_096;
 /// Bucket widths in seconds, each a multiple of the one before.
-pub const BUCKET_LADDER: &[i64] = &[1, 10, 60, 300, 900, 3_600, 21_600, 86_400, 604_800];
+pub(crate) const BUCKET_LADDER: &[i64] = &[1, 10, 60, 300, 900, 3_600, 21_600, 86_400, 604_800];
 
 /// The operations that change the workspace.
 const CHANGE_OPS: &[&str] = &[
@@ -35,7 +35,7 @@ const CHANGE_OPS: &[&str] = &[
 
 /// Request counts of one session (or one timeline bucket).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Allowed and answered `ok` (or taking no decision).
     pub ok: u64,
     /// Refused by the policy.
@@ -56,14 +56,14 @@ impl Counts {
     }
 
     /// All requests.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.ok + self.refused + self.failed
     }
 }
 
 /// One agent session.
 #[derive(Debug, Clone, Default)]
-pub struct Session {
+pub(crate) struct Session {
     /// `acp`, `mcp`, `ws`, `cli`.
     pub transport: String,
     /// The first peer seen.
@@ -80,7 +80,7 @@ pub struct Session {
 
 /// The refusals of one rule.
 #[derive(Debug, Clone, Default)]
-pub struct Refusals {
+pub(crate) struct Refusals {
     /// How many.
     pub count: u64,
     /// The first reason given.
@@ -97,7 +97,7 @@ pub struct Refusals {
 
 /// One change to a file (from a request record, or a reconciliation after a crash).
 #[derive(Debug, Clone, Default)]
-pub struct Change {
+pub(crate) struct Change {
     /// Which log (index into the report's logs).
     pub log: usize,
     /// The record's seq.
@@ -106,8 +106,6 @@ pub struct Change {
     pub ts: String,
     /// Session, transport.
     pub session: String,
-    /// `acp`, `mcp`, ...
-    pub transport: String,
     /// The operation (`... (reconciled)` for a crash's reconciliation).
     pub op: String,
     /// The file (a rename's source).
@@ -136,7 +134,7 @@ pub struct Change {
 
 /// A stretch of records made under one policy.
 #[derive(Debug, Clone, Default)]
-pub struct PolicySpan {
+pub(crate) struct PolicySpan {
     /// Which log.
     pub log: usize,
     /// The policy's SHA-256.
@@ -155,9 +153,7 @@ pub struct PolicySpan {
 
 /// A gateway start, reload or rejected reload.
 #[derive(Debug, Clone, Default)]
-pub struct PolicyEvent {
-    /// Which log.
-    pub log: usize,
+pub(crate) struct PolicyEvent {
     /// Its seq and time.
     pub seq: u64,
     /// When.
@@ -176,9 +172,7 @@ pub struct PolicyEvent {
 
 /// One run of `fsgate undo` (its `undo` record).
 #[derive(Debug, Clone, Default)]
-pub struct UndoRun {
-    /// Which log.
-    pub log: usize,
+pub(crate) struct UndoRun {
     /// The record's seq.
     pub seq: u64,
     /// When it finished.
@@ -197,7 +191,7 @@ pub struct UndoRun {
 
 /// Everything the report shows besides the verdict.
 #[derive(Debug, Clone, Default)]
-pub struct Digest {
+pub(crate) struct Digest {
     /// Records read, and lines that were not records.
     pub records: u64,
     /// Lines that were not JSON objects.
@@ -253,7 +247,7 @@ fn num(v: &Value, k: &str) -> Option<u64> {
 
 impl Digest {
     /// An empty digest.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Digest {
             bucket: BUCKET_LADDER[0],
             ..Default::default()
@@ -262,7 +256,7 @@ impl Digest {
 
     /// Takes in one record of log number `log`; `verified` says whether verification
     /// vouches for it.
-    pub fn observe(&mut self, log: usize, v: &Value, verified: bool) {
+    pub(crate) fn observe(&mut self, log: usize, v: &Value, verified: bool) {
         self.records += 1;
         let ts = text(v, "ts");
         if !ts.is_empty() {
@@ -284,11 +278,11 @@ impl Digest {
                 if v["details"].get("check").is_some() {
                     self.starts += 1;
                 }
-                self.observe_start(log, v);
+                self.observe_start(v);
             }
             record::KIND_STOP => self.stops += 1,
-            "reload" | "reload-rejected" => self.observe_reload(log, v),
-            "undo" if self.undos.len() < MAX_ROWS => self.undos.push(undo_run(log, v)),
+            "reload" | "reload-rejected" => self.observe_reload(v),
+            "undo" if self.undos.len() < MAX_ROWS => self.undos.push(undo_run(v)),
             _ => {}
         }
     }
@@ -413,12 +407,12 @@ impl Digest {
     }
 
     /// The gateway's `start` (the one naming its policy).
-    fn observe_start(&mut self, log: usize, v: &Value) {
+    fn observe_start(&mut self, v: &Value) {
         let d = &v["details"];
         let Some(policy) = d.get("policy") else {
             return;
         };
-        let mut e = self.event(log, v);
+        let mut e = self.event(v);
         e.origin = text(policy, "origin").to_owned();
         e.new_sha256 = text(policy, "sha256").to_owned();
         e.note = format!(
@@ -429,9 +423,9 @@ impl Digest {
         self.push_event(e);
     }
 
-    fn observe_reload(&mut self, log: usize, v: &Value) {
+    fn observe_reload(&mut self, v: &Value) {
         let d = &v["details"];
-        let mut e = self.event(log, v);
+        let mut e = self.event(v);
         e.origin = text(d, "policy").to_owned();
         if e.kind == "reload" {
             e.old_sha256 = text(d, "old_sha256").to_owned();
@@ -443,9 +437,8 @@ impl Digest {
         self.push_event(e);
     }
 
-    fn event(&self, log: usize, v: &Value) -> PolicyEvent {
+    fn event(&self, v: &Value) -> PolicyEvent {
         PolicyEvent {
-            log,
             seq: num(v, "seq").unwrap_or_default(),
             ts: text(v, "ts").to_owned(),
             kind: text(v, "kind").to_owned(),
@@ -490,7 +483,7 @@ impl Digest {
 }
 
 /// The counts of `timeline` in buckets `width` seconds wide.
-pub fn rebucket(timeline: &BTreeMap<i64, Counts>, width: i64) -> BTreeMap<i64, Counts> {
+pub(crate) fn rebucket(timeline: &BTreeMap<i64, Counts>, width: i64) -> BTreeMap<i64, Counts> {
     let mut out: BTreeMap<i64, Counts> = BTreeMap::new();
     for (t, c) in timeline {
         let e = out.entry(t.div_euclid(width) * width).or_default();
@@ -509,7 +502,6 @@ fn change_of(log: usize, v: &Value, verified: bool) -> Change {
         seq: num(v, "seq").unwrap_or_default(),
         ts: text(v, "ts").to_owned(),
         session: text(v, "session").to_owned(),
-        transport: text(v, "transport").to_owned(),
         op: text(v, "op").to_owned(),
         path: text(v, "path").to_owned(),
         other: v
@@ -529,7 +521,7 @@ fn change_of(log: usize, v: &Value, verified: bool) -> Change {
 }
 
 /// What an `undo` record says.
-fn undo_run(log: usize, v: &Value) -> UndoRun {
+fn undo_run(v: &Value) -> UndoRun {
     let d = &v["details"];
     let range = match (text(d, "since"), text(d, "until")) {
         ("", "") => String::new(),
@@ -543,7 +535,6 @@ fn undo_run(log: usize, v: &Value) -> UndoRun {
         .map(|e| (text(e, "path").to_owned(), text(e, "why").to_owned()))
         .collect();
     UndoRun {
-        log,
         seq: num(v, "seq").unwrap_or_default(),
         ts: text(v, "ts").to_owned(),
         undo: text(d, "undo").to_owned(),

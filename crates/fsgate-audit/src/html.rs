@@ -26,7 +26,7 @@ use fsgate_base::text::escape_for_humans;
 
 /// What a report is made of.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub(crate) struct Report {
     /// The verdict of verification, per log.
     pub verify: VerifyReport,
     /// What the records say.
@@ -36,7 +36,7 @@ pub struct Report {
 }
 
 /// Verifies the logs in `paths` and reads their records.
-pub fn collect(paths: &[PathBuf], opts: &VerifyOptions) -> Report {
+pub(crate) fn collect(paths: &[PathBuf], opts: &VerifyOptions) -> Report {
     let mut digest = Digest::new();
     let all = match series::discover(paths) {
         Ok(s) => s,
@@ -88,7 +88,7 @@ pub fn collect(paths: &[PathBuf], opts: &VerifyOptions) -> Report {
 }
 
 /// Text from a log or the file system, made safe to read and to place in HTML.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let shown = escape_for_humans(s);
     let mut out = String::with_capacity(shown.len());
     for c in shown.chars() {
@@ -116,7 +116,7 @@ fn csp() -> String {
 }
 
 /// The whole page; `generated` is the time to print as the report's date.
-pub fn render(r: &Report, generated: &str) -> String {
+pub(crate) fn render(r: &Report, generated: &str) -> String {
     let mut o = String::with_capacity(64 * 1024);
     let word = verdict_word(r.verify.verdict);
     let _ = write!(

@@ -116,7 +116,7 @@ fn mark(rec: &Value) -> Mark {
 
 /// Follows records in log order and keeps the intents not yet closed.
 #[derive(Debug, Default)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     open: BTreeMap<u64, Intent>,
     /// A `start` record was seen (the set is then complete from there on).
     pub saw_start: bool,
@@ -124,7 +124,7 @@ pub struct Tracker {
 
 impl Tracker {
     /// Takes one record into account.
-    pub fn observe(&mut self, rec: &Value) {
+    pub(crate) fn observe(&mut self, rec: &Value) {
         match mark(rec) {
             Mark::Opens => {
                 if let Some(i) = Intent::from_record(rec) {
@@ -153,20 +153,15 @@ impl Tracker {
     }
 
     /// The intents still open, oldest first.
-    pub fn open(self) -> Vec<Intent> {
+    pub(crate) fn open(self) -> Vec<Intent> {
         self.open.into_values().collect()
-    }
-
-    /// Seqs of the intents still open.
-    pub fn open_seqs(&self) -> impl Iterator<Item = u64> + '_ {
-        self.open.keys().copied()
     }
 }
 
 /// For `fsgate audit verify`: the intents no outcome or reconciliation closed, in a
 /// log read from its first record on.
 #[derive(Debug, Default)]
-pub struct Unclosed {
+pub(crate) struct Unclosed {
     /// Seq -> (what it announced, the seq of a later log start that passed it by).
     open: BTreeMap<u64, (String, Option<u64>)>,
 }
@@ -174,7 +169,7 @@ pub struct Unclosed {
 impl Unclosed {
     /// Takes one verified record line into account (only lines that can matter are
     /// parsed: a quote inside a string is escaped, so these markers are field names).
-    pub fn observe_line(&mut self, line: &[u8]) {
+    pub(crate) fn observe_line(&mut self, line: &[u8]) {
         let find = |pat: &[u8]| memchr::memmem::find(line, pat).is_some();
         if !(find(b"\"kind\":\"start\"") || find(b"\"intent")) {
             return;
@@ -202,7 +197,7 @@ impl Unclosed {
     }
 
     /// The intents left open, for the report.
-    pub fn report(&self) -> Vec<super::report::OpenIntent> {
+    pub(crate) fn report(&self) -> Vec<super::report::OpenIntent> {
         self.open
             .iter()
             .map(|(seq, (_, passed))| super::report::OpenIntent {
@@ -213,7 +208,7 @@ impl Unclosed {
     }
 
     /// One line per intent left open, for the report's warnings.
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         self.open
             .iter()
             .map(|(seq, (what, passed))| match passed {

@@ -6,14 +6,14 @@
 
 use std::path::Path;
 
-use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey};
+use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey};
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 
 use super::AuditError;
 
 /// Reads a signing key: 64 hex digits (the 32-byte seed) or a PKCS#8 PEM `PRIVATE KEY`.
 /// On Unix the file must not be readable by group or others.
-pub fn load_signing_key(path: &Path) -> Result<SigningKey, AuditError> {
+pub(crate) fn load_signing_key(path: &Path) -> Result<SigningKey, AuditError> {
     let key_err = |message: String| AuditError::Key {
         path: path.to_owned(),
         message,
@@ -36,7 +36,7 @@ pub fn load_signing_key(path: &Path) -> Result<SigningKey, AuditError> {
 }
 
 /// Parses the text of a signing key file.
-pub fn parse_signing_key(text: &str) -> Result<SigningKey, String> {
+pub(crate) fn parse_signing_key(text: &str) -> Result<SigningKey, String> {
     let t = text.trim();
     if t.starts_with("-----BEGIN") {
         return SigningKey::from_pkcs8_pem(t)
@@ -49,7 +49,7 @@ pub fn parse_signing_key(text: &str) -> Result<SigningKey, String> {
 }
 
 /// Parses a public key given as 64 hex digits, or a file holding hex or a PEM `PUBLIC KEY`.
-pub fn parse_public_key(arg: &str) -> Result<VerifyingKey, String> {
+pub(crate) fn parse_public_key(arg: &str) -> Result<VerifyingKey, String> {
     let text = if is_hex_key(arg.trim()) {
         arg.trim().to_owned()
     } else {
@@ -59,7 +59,7 @@ pub fn parse_public_key(arg: &str) -> Result<VerifyingKey, String> {
 }
 
 /// Parses the text of a public key (hex or PEM).
-pub fn public_key_from_text(text: &str) -> Result<VerifyingKey, String> {
+pub(crate) fn public_key_from_text(text: &str) -> Result<VerifyingKey, String> {
     let t = text.trim();
     if t.starts_with("-----BEGIN") {
         return VerifyingKey::from_public_key_pem(t)
@@ -75,12 +75,12 @@ fn is_hex_key(s: &str) -> bool {
 }
 
 /// Signs `msg`; the signature as 128 lowercase hex digits.
-pub fn sign_hex(key: &SigningKey, msg: &[u8]) -> String {
+pub(crate) fn sign_hex(key: &SigningKey, msg: &[u8]) -> String {
     hex::encode(key.sign(msg).to_bytes())
 }
 
 /// Checks a hex signature over `msg`.
-pub fn verify_hex(key: &VerifyingKey, msg: &[u8], sig_hex: &str) -> bool {
+pub(crate) fn verify_hex(key: &VerifyingKey, msg: &[u8], sig_hex: &str) -> bool {
     let mut raw = [0u8; 64];
     let lower_hex = sig_hex
         .bytes()
@@ -92,7 +92,7 @@ pub fn verify_hex(key: &VerifyingKey, msg: &[u8], sig_hex: &str) -> bool {
 }
 
 /// A new random seed, from the operating system.
-pub fn random_bytes<const N: usize>() -> [u8; N] {
+pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
     let mut out = [0u8; N];
     if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
         use std::io::Read;
@@ -117,7 +117,7 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
 
 /// Writes a new signing key (seed hex, mode 0600, never overwriting) and returns its
 /// public key.
-pub fn generate_key_file(path: &Path) -> Result<VerifyingKey, String> {
+pub(crate) fn generate_key_file(path: &Path) -> Result<VerifyingKey, String> {
     use std::io::Write;
     let mut seed = [0u8; 32];
     {
@@ -144,7 +144,9 @@ pub fn generate_key_file(path: &Path) -> Result<VerifyingKey, String> {
 }
 
 /// The PKCS#8 PEM form of a key (used by tests to prove both file forms load).
-pub fn to_pem(key: &SigningKey) -> Result<String, String> {
+#[cfg(test)]
+pub(crate) fn to_pem(key: &SigningKey) -> Result<String, String> {
+    use ed25519_dalek::pkcs8::EncodePrivateKey;
     key.to_pkcs8_pem(Default::default())
         .map(|p| p.to_string())
         .map_err(|e| e.to_string())

@@ -8,7 +8,10 @@ const AUDIT_SUBDIR: &str = "audit";
 
 /// The paths an `audit` command reads: each of `paths` (a state directory replaced by
 /// the `audit/` directory in it), then the default log directory of `workspace`.
-pub fn log_paths(paths: &[PathBuf], workspace: Option<&Path>) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn log_paths(
+    paths: &[PathBuf],
+    workspace: Option<&Path>,
+) -> Result<Vec<PathBuf>, String> {
     let mut out: Vec<PathBuf> = paths.iter().map(|p| audit_dir_of(p)).collect();
     if let Some(ws) = workspace {
         out.push(workspace_log_dir(ws)?);
@@ -18,7 +21,7 @@ pub fn log_paths(paths: &[PathBuf], workspace: Option<&Path>) -> Result<Vec<Path
 
 /// The directory holding `workspace`'s default audit log; an error naming where it
 /// was looked for if there is none.
-pub fn workspace_log_dir(workspace: &Path) -> Result<PathBuf, String> {
+pub(crate) fn workspace_log_dir(workspace: &Path) -> Result<PathBuf, String> {
     let dir = fsgate_base::state::workspace_state_dir(workspace)
         .map_err(|e| e.to_string())?
         .join(AUDIT_SUBDIR);

@@ -7,10 +7,10 @@
 use sha2::{Digest, Sha256};
 
 /// A SHA-256 digest.
-pub type Hash = [u8; 32];
+pub(crate) type Hash = [u8; 32];
 
 /// `SHA-256(0x00 || line)`: the hash of one record as a leaf.
-pub fn leaf_hash(line: &[u8]) -> Hash {
+pub(crate) fn leaf_hash(line: &[u8]) -> Hash {
     let mut h = Sha256::new();
     h.update([0u8]);
     h.update(line);
@@ -18,7 +18,7 @@ pub fn leaf_hash(line: &[u8]) -> Hash {
 }
 
 /// `SHA-256(0x01 || left || right)`: an interior node.
-pub fn node_hash(left: &Hash, right: &Hash) -> Hash {
+pub(crate) fn node_hash(left: &Hash, right: &Hash) -> Hash {
     let mut h = Sha256::new();
     h.update([1u8]);
     h.update(left);
@@ -27,7 +27,7 @@ pub fn node_hash(left: &Hash, right: &Hash) -> Hash {
 }
 
 /// The hash of the empty tree, `SHA-256()`.
-pub fn empty_root() -> Hash {
+pub(crate) fn empty_root() -> Hash {
     Sha256::digest([]).into()
 }
 
@@ -41,7 +41,7 @@ fn split(n: usize) -> usize {
 }
 
 /// MTH over leaf hashes.
-pub fn root_of(leaves: &[Hash]) -> Hash {
+pub(crate) fn root_of(leaves: &[Hash]) -> Hash {
     match leaves.len() {
         0 => empty_root(),
         1 => leaves[0],
@@ -55,7 +55,7 @@ pub fn root_of(leaves: &[Hash]) -> Hash {
 /// The right border of a tree: the roots of its perfect subtrees, largest (leftmost)
 /// first, as the writer keeps it. Appending a leaf costs one hash, amortised.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CompactRange {
+pub(crate) struct CompactRange {
     /// Number of leaves.
     size: u64,
     /// One root per set bit of `size`, from the highest bit down.
@@ -65,22 +65,22 @@ pub struct CompactRange {
 impl CompactRange {
     /// The range of a tree of `size` leaves from its border nodes; `None` if their
     /// number does not match `size`.
-    pub fn from_parts(size: u64, nodes: Vec<Hash>) -> Option<Self> {
+    pub(crate) fn from_parts(size: u64, nodes: Vec<Hash>) -> Option<Self> {
         (size.count_ones() as usize == nodes.len()).then_some(CompactRange { size, nodes })
     }
 
     /// Number of leaves.
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.size
     }
 
     /// The border nodes, largest subtree first.
-    pub fn nodes(&self) -> &[Hash] {
+    pub(crate) fn nodes(&self) -> &[Hash] {
         &self.nodes
     }
 
     /// Appends one leaf hash.
-    pub fn push(&mut self, leaf: Hash) {
+    pub(crate) fn push(&mut self, leaf: Hash) {
         let mut node = leaf;
         // Each trailing one bit of the old size is a subtree of the new one's height.
         let mut carry = self.size;
@@ -95,7 +95,7 @@ impl CompactRange {
     }
 
     /// The tree's root (MTH).
-    pub fn root(&self) -> Hash {
+    pub(crate) fn root(&self) -> Hash {
         let mut iter = self.nodes.iter().rev();
         let Some(last) = iter.next() else {
             return empty_root();
@@ -105,7 +105,7 @@ impl CompactRange {
 }
 
 /// The inclusion path of leaf `index` in the tree over `leaves` (RFC 6962 PATH).
-pub fn inclusion_proof(leaves: &[Hash], index: usize) -> Option<Vec<Hash>> {
+pub(crate) fn inclusion_proof(leaves: &[Hash], index: usize) -> Option<Vec<Hash>> {
     if index >= leaves.len() {
         return None;
     }
@@ -130,7 +130,13 @@ fn path(m: usize, leaves: &[Hash], out: &mut Vec<Hash>) {
 }
 
 /// Checks an inclusion path (RFC 9162 section 2.1.3.2).
-pub fn verify_inclusion(leaf: &Hash, index: u64, size: u64, proof: &[Hash], root: &Hash) -> bool {
+pub(crate) fn verify_inclusion(
+    leaf: &Hash,
+    index: u64,
+    size: u64,
+    proof: &[Hash],
+    root: &Hash,
+) -> bool {
     if index >= size {
         return false;
     }
@@ -157,7 +163,7 @@ pub fn verify_inclusion(leaf: &Hash, index: u64, size: u64, proof: &[Hash], root
 
 /// The consistency proof from the tree of the first `old` leaves to the tree over all
 /// of `leaves` (RFC 6962 PROOF); `None` unless `0 < old <= leaves.len()`.
-pub fn consistency_proof(leaves: &[Hash], old: usize) -> Option<Vec<Hash>> {
+pub(crate) fn consistency_proof(leaves: &[Hash], old: usize) -> Option<Vec<Hash>> {
     if old == 0 || old > leaves.len() {
         return None;
     }
@@ -185,7 +191,7 @@ fn subproof(m: usize, leaves: &[Hash], whole: bool, out: &mut Vec<Hash>) {
 }
 
 /// Checks a consistency proof between two tree heads (RFC 9162 section 2.1.4.2).
-pub fn verify_consistency(
+pub(crate) fn verify_consistency(
     old_size: u64,
     new_size: u64,
     old_root: &Hash,

@@ -13,13 +13,13 @@ use super::merkle::Hash;
 const SIG_LEAD: &str = "\u{2014} ";
 
 /// The origin line of a log's checkpoints: names the log, not a host.
-pub fn origin(log_id: &str) -> String {
+pub(crate) fn origin(log_id: &str) -> String {
     format!("fsgate.audit/{log_id}")
 }
 
 /// The 4-byte key id of an Ed25519 key in signed notes:
 /// `SHA-256(name || 0x0A || 0x01 || public key)[:4]`.
-pub fn key_id(name: &str, key: &VerifyingKey) -> [u8; 4] {
+pub(crate) fn key_id(name: &str, key: &VerifyingKey) -> [u8; 4] {
     let mut h = Sha256::new();
     h.update(name.as_bytes());
     h.update([0x0A, 0x01]);
@@ -30,7 +30,7 @@ pub fn key_id(name: &str, key: &VerifyingKey) -> [u8; 4] {
 
 /// A tree head: what a checkpoint note says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TreeHead {
+pub(crate) struct TreeHead {
     /// The log's origin line.
     pub origin: String,
     /// Number of leaves (records).
@@ -41,7 +41,7 @@ pub struct TreeHead {
 
 impl TreeHead {
     /// The note text (three lines, each ended by a newline).
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         format!(
             "{}\n{}\n{}\n",
             self.origin,
@@ -51,7 +51,7 @@ impl TreeHead {
     }
 
     /// The signed note: text, blank line, and a signature line when a key is given.
-    pub fn sign(&self, key: Option<&SigningKey>) -> String {
+    pub(crate) fn sign(&self, key: Option<&SigningKey>) -> String {
         let text = self.text();
         let mut note = format!("{text}\n");
         if let Some(key) = key {
@@ -66,7 +66,7 @@ impl TreeHead {
 
 /// A parsed signed note holding a checkpoint.
 #[derive(Debug, Clone)]
-pub struct SignedNote {
+pub(crate) struct SignedNote {
     /// The tree head its text states.
     pub head: TreeHead,
     /// The text that was signed.
@@ -78,7 +78,7 @@ pub struct SignedNote {
 /// Why a note is not a checkpoint this tool can read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("checkpoint note: {0}")]
-pub struct NoteError(pub String);
+pub(crate) struct NoteError(pub String);
 
 fn bad(msg: impl Into<String>) -> NoteError {
     NoteError(msg.into())
@@ -87,7 +87,7 @@ fn bad(msg: impl Into<String>) -> NoteError {
 impl SignedNote {
     /// Parses a signed note whose text is a checkpoint (extension lines are kept in the
     /// signed text but not interpreted).
-    pub fn parse(note: &str) -> Result<Self, NoteError> {
+    pub(crate) fn parse(note: &str) -> Result<Self, NoteError> {
         let (text, sigs) = note
             .split_once("\n\n")
             .ok_or_else(|| bad("no blank line between text and signatures"))?;
@@ -121,7 +121,7 @@ impl SignedNote {
     }
 
     /// Whether `key` signed the note under the name of its origin.
-    pub fn signed_by(&self, key: &VerifyingKey) -> bool {
+    pub(crate) fn signed_by(&self, key: &VerifyingKey) -> bool {
         let id = key_id(&self.head.origin, key);
         self.sigs.iter().any(|(name, sid, sig)| {
             name == &self.head.origin

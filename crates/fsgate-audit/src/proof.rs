@@ -18,15 +18,15 @@ use super::note::SignedNote;
 use super::series;
 
 /// First line of an inclusion proof.
-pub const INCLUSION_HEADER: &str = "c2sp.org/tlog-proof@v1";
+pub(crate) const INCLUSION_HEADER: &str = "c2sp.org/tlog-proof@v1";
 /// First line of a consistency proof.
-pub const CONSISTENCY_HEADER: &str = "fsgate.audit/consistency-proof@v1";
+pub(crate) const CONSISTENCY_HEADER: &str = "fsgate.audit/consistency-proof@v1";
 /// Longest record line a proof may carry (a record is bounded far below this).
 const MAX_RECORD: usize = 1 << 20;
 
 /// Why a proof could not be made or checked.
 #[derive(Debug, thiserror::Error)]
-pub enum ProofError {
+pub(crate) enum ProofError {
     /// A file could not be read (exit 2).
     #[error("{0}")]
     Unreadable(String),
@@ -107,7 +107,7 @@ fn record_seq(line: &[u8]) -> Option<u64> {
 }
 
 /// The latest checkpoint in `file` (one per line) that carries a Merkle tree.
-pub fn checkpoint_with_tree(file: &Path) -> Result<Checkpoint, ProofError> {
+pub(crate) fn checkpoint_with_tree(file: &Path) -> Result<Checkpoint, ProofError> {
     let all = Checkpoint::read_all(file)
         .map_err(|e| ProofError::Unreadable(format!("{}: {e}", file.display())))?;
     all.into_iter()
@@ -128,7 +128,7 @@ fn note_of(cp: &Checkpoint) -> Result<String, ProofError> {
 }
 
 /// The inclusion proof of record `seq` of `log` against checkpoint `cp`.
-pub fn prove_inclusion(log: &Path, seq: u64, cp: &Checkpoint) -> Result<String, ProofError> {
+pub(crate) fn prove_inclusion(log: &Path, seq: u64, cp: &Checkpoint) -> Result<String, ProofError> {
     if seq == 0 || seq > cp.seq {
         return Err(ProofError::Unprovable(format!(
             "seq {seq} is not covered by the checkpoint (records 1..{}); wait for the next checkpoint",
@@ -148,7 +148,7 @@ pub fn prove_inclusion(log: &Path, seq: u64, cp: &Checkpoint) -> Result<String, 
 }
 
 /// An inclusion proof's text: record `line` at `index`, its path, the signed note.
-pub fn inclusion_text(line: &[u8], index: u64, path: &[Hash], note: &str) -> String {
+pub(crate) fn inclusion_text(line: &[u8], index: u64, path: &[Hash], note: &str) -> String {
     let mut out = format!(
         "{INCLUSION_HEADER}\nextra {}\nindex {index}\n",
         B64.encode(line)
@@ -163,7 +163,7 @@ pub fn inclusion_text(line: &[u8], index: u64, path: &[Hash], note: &str) -> Str
 }
 
 /// A consistency proof's text: the two signed notes and the path between them.
-pub fn consistency_text(old_note: &str, new_note: &str, path: &[Hash]) -> String {
+pub(crate) fn consistency_text(old_note: &str, new_note: &str, path: &[Hash]) -> String {
     let mut out = format!(
         "{CONSISTENCY_HEADER}\nold {}\nnew {}\n",
         B64.encode(old_note),
@@ -181,7 +181,7 @@ fn unprovable(e: impl std::fmt::Display) -> ProofError {
 }
 
 /// The consistency proof from checkpoint `old` to checkpoint `new` of `log`.
-pub fn prove_consistency(
+pub(crate) fn prove_consistency(
     log: &Path,
     old: &Checkpoint,
     new: &Checkpoint,
@@ -199,7 +199,7 @@ pub fn prove_consistency(
 
 /// What a valid proof established.
 #[derive(Debug)]
-pub enum Proven {
+pub(crate) enum Proven {
     /// Record `seq` (its line) is in the log at tree size `size`.
     Inclusion {
         /// The log's origin line.
@@ -223,7 +223,7 @@ pub enum Proven {
 }
 
 /// Checks a proof against a public key, with nothing else.
-pub fn check(proof: &str, key: &VerifyingKey) -> Result<Proven, ProofError> {
+pub(crate) fn check(proof: &str, key: &VerifyingKey) -> Result<Proven, ProofError> {
     match proof.lines().next() {
         Some(INCLUSION_HEADER) => check_inclusion(proof, key),
         Some(CONSISTENCY_HEADER) => check_consistency(proof, key),

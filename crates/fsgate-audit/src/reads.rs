@@ -14,7 +14,7 @@ const READ_OPS: &[&str] = &["read_text_file", "read_file"];
 
 /// Reads of one file, or by one session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReadCounts {
+pub(crate) struct ReadCounts {
     /// Reads answered.
     pub count: u64,
     /// Bytes they returned.
@@ -44,7 +44,7 @@ impl ReadCounts {
 
 /// A read refused because the file is a secret.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SecretRefusal {
+pub(crate) struct SecretRefusal {
     /// Which log (index into the report's logs).
     pub log: usize,
     /// The record's seq.
@@ -65,7 +65,7 @@ pub struct SecretRefusal {
 
 /// Everything read, and the secrets refused.
 #[derive(Debug, Clone, Default)]
-pub struct Reads {
+pub(crate) struct Reads {
     /// Reads answered, by file.
     pub by_file: BTreeMap<String, ReadCounts>,
     /// Reads of files not listed (over [`MAX_ROWS`] files).
@@ -81,13 +81,13 @@ pub struct Reads {
 }
 
 /// Whether a refusal's rule is one of the secret rules: a secret name or secret content.
-pub fn is_secret_rule(rule: &str) -> bool {
+pub(crate) fn is_secret_rule(rule: &str) -> bool {
     rule.starts_with("secrets:") || rule.starts_with("content:")
 }
 
 impl Reads {
     /// Takes in one request record of log number `log`.
-    pub fn observe(&mut self, log: usize, v: &Value, verified: bool) {
+    pub(crate) fn observe(&mut self, log: usize, v: &Value, verified: bool) {
         if !READ_OPS.contains(&text(v, "op")) {
             return;
         }

@@ -16,12 +16,12 @@ use time::OffsetDateTime;
 use super::{canonical, series};
 use cells::{clean, csv_cell, raw};
 use lines::{LineReader, Next};
-pub use stats::Stats;
+pub(crate) use stats::Stats;
 use table::{Row, Widths};
 
 /// Which records to print.
 #[derive(Debug, Clone, Default)]
-pub struct ShowFilter {
+pub(crate) struct ShowFilter {
     /// Records at or after this time.
     pub since: Option<OffsetDateTime>,
     /// Records strictly before this time.
@@ -38,7 +38,7 @@ pub struct ShowFilter {
 
 /// How to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ShowFormat {
+pub(crate) enum ShowFormat {
     /// Aligned columns for a terminal (controls, bidi and invisible characters escaped).
     #[default]
     Table,
@@ -51,7 +51,7 @@ pub enum ShowFormat {
 
 /// What show saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ShowStats {
+pub(crate) struct ShowStats {
     /// Records printed.
     pub shown: u64,
     /// Lines that were not JSON objects (skipped).
@@ -130,7 +130,7 @@ const CSV_COLUMNS: &[&str] = &[
 
 /// How `show` runs beyond the format.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ShowOptions {
+pub(crate) struct ShowOptions {
     /// Table, JSON lines or CSV.
     pub format: ShowFormat,
     /// Terminal columns the table must fit (0: no limit).
@@ -141,23 +141,9 @@ pub struct ShowOptions {
     pub follow: bool,
 }
 
-/// Prints the matching records of the logs in `paths`, in chain order.
-pub fn show(
-    paths: &[PathBuf],
-    filter: &ShowFilter,
-    format: ShowFormat,
-    out: &mut dyn Write,
-) -> Result<ShowStats, String> {
-    let opts = ShowOptions {
-        format,
-        ..ShowOptions::default()
-    };
-    show_with(paths, filter, &opts, out, &|| true)
-}
-
 /// Prints the matching records (or their counts) of the logs in `paths`; with
 /// `opts.follow`, goes on following the last log's active file while `keep_going()`.
-pub fn show_with(
+pub(crate) fn show_with(
     paths: &[PathBuf],
     filter: &ShowFilter,
     opts: &ShowOptions,
@@ -358,7 +344,7 @@ fn csv_row(v: &Value) -> String {
 
 /// Terminal columns for the table: `COLUMNS`, else the size of the terminal on stdout,
 /// else 160 (output to a file or a pipe).
-pub fn terminal_width() -> usize {
+pub(crate) fn terminal_width() -> usize {
     if let Some(n) = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse().ok())

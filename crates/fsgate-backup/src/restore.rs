@@ -21,7 +21,7 @@ pub struct RestoreReport {
 
 /// Told the version about to be restored and the backup of the current content, before
 /// the workspace is touched; an error refuses the restore.
-pub type BeforeChange<'a> =
+pub(crate) type BeforeChange<'a> =
     dyn FnMut(&BackupRef, Option<&BackupRef>) -> Result<(), BackupError> + 'a;
 
 /// Restores version `at` (latest if None) of `rel_path` into `workspace`.

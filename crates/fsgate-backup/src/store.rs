@@ -91,7 +91,7 @@ pub(crate) struct Version {
 
 impl Version {
     /// The public description of this version.
-    pub fn to_ref(&self) -> BackupRef {
+    pub(crate) fn to_ref(&self) -> BackupRef {
         BackupRef {
             id: format!("{}/{}", self.dir, self.stem),
             rel_path: self.meta.path.clone(),
@@ -103,7 +103,7 @@ impl Version {
     }
 
     /// Bytes of data the version stores (what counts against `max_total_bytes`).
-    pub fn stored(&self) -> u64 {
+    pub(crate) fn stored(&self) -> u64 {
         self.meta.stored.unwrap_or(self.meta.size)
     }
 }

@@ -21,9 +21,9 @@ use fsgate_gateway::ask::{Answer, Asker, Proposed, Question, Replaced};
 use fsgate_gateway::{ChangeNote, ChangeSink};
 
 /// Ids of fsgate's own requests to the editor start with this.
-pub const ASK_ID_PREFIX: &str = "fsgate-ask-";
+pub(crate) const ASK_ID_PREFIX: &str = "fsgate-ask-";
 /// At most this many questions wait for the editor at once; more are not asked.
-pub const MAX_PENDING: usize = 64;
+pub(crate) const MAX_PENDING: usize = 64;
 
 /// The options offered, as (optionId, name, kind).
 const OPTIONS: [(&str, &str, &str); 3] = [
@@ -37,7 +37,7 @@ const OPTIONS: [(&str, &str, &str); 3] = [
 ];
 
 /// True if `id` lies in fsgate's own id namespace.
-pub fn is_ours(id: &Value) -> bool {
+pub(crate) fn is_ours(id: &Value) -> bool {
     id.as_str().is_some_and(|s| s.starts_with(ASK_ID_PREFIX))
 }
 
@@ -101,7 +101,7 @@ fn line_of(v: &Value) -> Vec<u8> {
 }
 
 /// The `session/request_permission` request putting `q` to the editor.
-pub fn permission_request(id: &str, q: &Question) -> Value {
+pub(crate) fn permission_request(id: &str, q: &Question) -> Value {
     let why = format!(
         "fsgate: rule `{}` asks a person before this {}: {}",
         q.rule, q.class, q.reason
@@ -137,7 +137,7 @@ pub fn permission_request(id: &str, q: &Question) -> Value {
 /// The answer an editor's response carries: a selected option by its kind; anything
 /// else (cancelled, an unknown option) is a no. An error is no person's answer (an
 /// editor without the method): unanswered, refused all the same.
-pub fn answer_of(response: &Value) -> Answer {
+pub(crate) fn answer_of(response: &Value) -> Answer {
     if let Some(err) = response.get("error") {
         let msg = err["message"].as_str().unwrap_or_default();
         return Answer::Unanswered(format!(
@@ -159,7 +159,7 @@ pub fn answer_of(response: &Value) -> Answer {
 }
 
 /// Puts questions to the editor through the proxy's editor outbox.
-pub struct EditorAsker {
+pub(crate) struct EditorAsker {
     to_editor: Outbox<Vec<u8>>,
     rt: tokio::runtime::Handle,
     pending: Pending,
@@ -173,7 +173,7 @@ impl fmt::Debug for EditorAsker {
 
 impl EditorAsker {
     /// An asker writing to `to_editor`, waiting on the runtime `rt`.
-    pub fn new(to_editor: Outbox<Vec<u8>>, rt: tokio::runtime::Handle) -> EditorAsker {
+    pub(crate) fn new(to_editor: Outbox<Vec<u8>>, rt: tokio::runtime::Handle) -> EditorAsker {
         EditorAsker {
             to_editor,
             rt,
@@ -183,7 +183,7 @@ impl EditorAsker {
 
     /// Takes the editor's response to one of fsgate's requests. Late or unknown ones
     /// are dropped (the question timed out).
-    pub fn take_response(&self, id: &Value, response: &Value) {
+    pub(crate) fn take_response(&self, id: &Value, response: &Value) {
         let Some(id) = id.as_str() else { return };
         if !self.pending.deliver(id, answer_of(response)) {
             tracing::debug!(%id, "editor answered a question no longer waiting");
@@ -191,7 +191,7 @@ impl EditorAsker {
     }
 
     /// The editor is gone: every waiting question, and every later one, goes unanswered.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.pending.close();
     }
 }
@@ -230,7 +230,7 @@ impl Asker for EditorAsker {
 }
 
 /// The `session/update` showing the editor a change fsgate made.
-pub fn change_update(note: &ChangeNote, n: u64) -> Value {
+pub(crate) fn change_update(note: &ChangeNote, n: u64) -> Value {
     let abs = note.abs_path();
     // The agent chose the names: escaped in the title a person reads.
     let shown = |p: &std::path::Path| {
@@ -277,7 +277,7 @@ fn verb_of(op: &str) -> &'static str {
 
 /// Tells the editor of changes: a queue bounded in bytes, drained by a task into the
 /// editor's outbox. A note that finds the queue full is dropped (logged), never waited for.
-pub struct EditorNotes {
+pub(crate) struct EditorNotes {
     /// The editor's outbox, where a note goes at once when nothing waits before it: in
     /// order with what the agent sends the editor after the change's answer.
     to_editor: Outbox<Vec<u8>>,
@@ -298,7 +298,7 @@ impl fmt::Debug for EditorNotes {
 impl EditorNotes {
     /// A queue of `cap_bytes` whose task (spawned on the current runtime) forwards to
     /// `to_editor` until the notes are dropped.
-    pub fn spawn(to_editor: Outbox<Vec<u8>>, cap_bytes: usize) -> EditorNotes {
+    pub(crate) fn spawn(to_editor: Outbox<Vec<u8>>, cap_bytes: usize) -> EditorNotes {
         let (tx, mut rx) = mpsc::unbounded_channel::<(Vec<u8>, OwnedSemaphorePermit)>();
         let outbox = to_editor.clone();
         tokio::spawn(async move {

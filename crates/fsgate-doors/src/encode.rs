@@ -8,7 +8,7 @@ use serde_json::Value;
 use fsgate_gateway::escape_json_into;
 
 /// Appends `v` as compact JSON.
-pub fn write_json(out: &mut Vec<u8>, v: &Value) {
+pub(crate) fn write_json(out: &mut Vec<u8>, v: &Value) {
     // No limit: `usize::MAX` is never passed.
     let _ = write_upto(out, v, usize::MAX);
 }
@@ -16,7 +16,7 @@ pub fn write_json(out: &mut Vec<u8>, v: &Value) {
 /// `v` as compact JSON, or `None` if it would be longer than `max` bytes (found before
 /// more than `max` bytes plus one short piece are written: a string is measured before
 /// it is escaped).
-pub fn json_upto(v: &Value, max: usize, capacity: usize) -> Option<Vec<u8>> {
+pub(crate) fn json_upto(v: &Value, max: usize, capacity: usize) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(capacity.min(max));
     write_upto(&mut out, v, max).then_some(out)
 }

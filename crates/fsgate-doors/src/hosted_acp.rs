@@ -36,7 +36,7 @@ use fsgate_base::error::code;
 use fsgate_gateway::Gateway;
 
 /// Ids of fsgate's own `mcp/message` requests to the agent start with this.
-pub const ID_PREFIX: &str = "fsgate-mcp-";
+pub(crate) const ID_PREFIX: &str = "fsgate-mcp-";
 
 /// Connections open at once, over every session (each is a door).
 const MAX_CONNECTIONS: usize = 256;
@@ -48,7 +48,7 @@ const MAX_OUTGOING: usize = 256;
 const INPUT_PIPE: usize = 64 * 1024;
 
 /// What the proxy does with one of the agent's messages.
-pub enum Taken {
+pub(crate) enum Taken {
     /// Not fsgate's: relay it.
     Relay,
     /// Handled; this reply (if any) goes to the agent.
@@ -61,7 +61,7 @@ struct Conn {
 }
 
 /// The MCP-over-ACP connections of one `fsgate acp`.
-pub struct AcpConnections {
+pub(crate) struct AcpConnections {
     gw: Arc<Gateway>,
     hosted: Arc<Hosted>,
     /// Who the agent is, for the doors' records.
@@ -77,7 +77,7 @@ pub struct AcpConnections {
 }
 
 impl AcpConnections {
-    pub fn new(
+    pub(crate) fn new(
         gw: Arc<Gateway>,
         hosted: Arc<Hosted>,
         peer: String,
@@ -98,7 +98,7 @@ impl AcpConnections {
 
     /// One of the agent's requests or notifications (`id` None): taken if it is an
     /// `mcp/*` message for fsgate's server or one of its connections.
-    pub async fn request(
+    pub(crate) async fn request(
         self: &Arc<Self>,
         id: Option<&Value>,
         method: &str,
@@ -127,7 +127,7 @@ impl AcpConnections {
     }
 
     /// The agent's answer to a message: taken if it answers one of fsgate's requests.
-    pub async fn response(&self, id: &Value, message: &Value) -> bool {
+    pub(crate) async fn response(&self, id: &Value, message: &Value) -> bool {
         let Some(key) = id.as_str().filter(|s| s.starts_with(ID_PREFIX)) else {
             return false;
         };
@@ -145,7 +145,7 @@ impl AcpConnections {
     }
 
     /// Every connection ends (the agent is gone).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         let all: Vec<String> = self
             .conns
             .lock()

@@ -9,7 +9,7 @@ use fsgate_base::error::code;
 
 /// An incoming message, classified.
 #[derive(Debug)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// A request: has an `id`, expects a response.
     Request {
         /// The id, as received.
@@ -43,7 +43,7 @@ pub enum Incoming {
 }
 
 /// Parses one line.
-pub fn classify(line: &[u8]) -> Incoming {
+pub(crate) fn classify(line: &[u8]) -> Incoming {
     let v: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
         Err(e) => {
@@ -68,7 +68,7 @@ pub fn classify(line: &[u8]) -> Incoming {
 }
 
 /// Why an id is refused that would not come back as it was sent.
-pub const INEXACT_ID: &str = "invalid request: a numeric id must be an integer of at most 64 bits \
+pub(crate) const INEXACT_ID: &str = "invalid request: a numeric id must be an integer of at most 64 bits \
      (or use a string), so that the answer can echo it exactly";
 
 /// The JSON text of a message's `id` member.
@@ -85,7 +85,7 @@ fn raw_id(line: &[u8]) -> Option<String> {
 /// True if the id whose JSON text is `raw` is written back exactly as it came: a number
 /// beyond 64 bits, or one with a fraction or exponent, may not be (`1e88`, `1.50`), and
 /// an answer under another id reaches no request.
-pub fn echoes_exactly(raw: &str) -> bool {
+pub(crate) fn echoes_exactly(raw: &str) -> bool {
     match serde_json::from_str::<Value>(raw) {
         Ok(v @ Value::Number(_)) => serde_json::to_string(&v).is_ok_and(|t| t == raw.trim()),
         Ok(_) => true,
@@ -94,7 +94,7 @@ pub fn echoes_exactly(raw: &str) -> bool {
 }
 
 /// Classifies a parsed message.
-pub fn classify_value(v: Value) -> Incoming {
+pub(crate) fn classify_value(v: Value) -> Incoming {
     let Value::Object(mut obj) = v else {
         return Incoming::Invalid {
             id: Value::Null,
@@ -161,7 +161,7 @@ pub fn classify_value(v: Value) -> Incoming {
 
 /// An error object, its message and data bounded as an answer may echo them
 /// ([`fsgate_base::error::echo`]).
-pub fn error_object(code: i64, message: &str, data: Option<Value>) -> Value {
+pub(crate) fn error_object(code: i64, message: &str, data: Option<Value>) -> Value {
     let mut e = json!({"code": code, "message": fsgate_base::error::echo(message)});
     if let Some(mut d) = data {
         fsgate_base::error::echo_value(&mut d);
@@ -171,13 +171,13 @@ pub fn error_object(code: i64, message: &str, data: Option<Value>) -> Value {
 }
 
 /// A success response line.
-pub fn result_response(id: &Value, result: Value) -> Value {
+pub(crate) fn result_response(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 /// An error response line. Whoever built `error`, its message and data go out bounded
 /// ([`fsgate_base::error::echo_error`]): no answer echoes a request's long text whole.
-pub fn error_response(id: &Value, mut error: Value) -> Value {
+pub(crate) fn error_response(id: &Value, mut error: Value) -> Value {
     fsgate_base::error::echo_error(&mut error);
     json!({"jsonrpc": "2.0", "id": id, "error": error})
 }

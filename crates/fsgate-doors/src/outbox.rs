@@ -40,7 +40,7 @@ impl<M> Queued<M> {
 }
 
 /// The sending side; clone it for each producer.
-pub struct Outbox<M> {
+pub(crate) struct Outbox<M> {
     tx: mpsc::UnboundedSender<Queued<M>>,
     room: Arc<Semaphore>,
     cap: u32,
@@ -61,7 +61,7 @@ impl<M> Clone for Outbox<M> {
 
 impl<M> Outbox<M> {
     /// An outbox of `cap_bytes` and the receiver its writer drains.
-    pub fn new(cap_bytes: usize) -> (Outbox<M>, mpsc::UnboundedReceiver<Queued<M>>) {
+    pub(crate) fn new(cap_bytes: usize) -> (Outbox<M>, mpsc::UnboundedReceiver<Queued<M>>) {
         let cap = u32::try_from(cap_bytes.max(1)).unwrap_or(u32::MAX >> 4);
         let (tx, rx) = mpsc::unbounded_channel();
         let room = Arc::new(Semaphore::new(cap as usize));
@@ -79,13 +79,13 @@ impl<M> Outbox<M> {
 
     /// Also bounds this outbox by `total`, room shared with other connections (made by
     /// [`shared_room`]).
-    pub fn sharing(mut self, total: &SharedRoom) -> Outbox<M> {
+    pub(crate) fn sharing(mut self, total: &SharedRoom) -> Outbox<M> {
         self.total = Some((Arc::clone(&total.0), total.1));
         self
     }
 
     /// Queues `msg` of `len` bytes once there is room for it; false if the writer is gone.
-    pub async fn send(&self, msg: M, len: usize) -> bool {
+    pub(crate) async fn send(&self, msg: M, len: usize) -> bool {
         let units = u32::try_from(len).unwrap_or(u32::MAX).clamp(1, self.cap);
         let Ok(room) = Arc::clone(&self.room).acquire_many_owned(units).await else {
             return false;
@@ -110,7 +110,7 @@ impl<M> Outbox<M> {
     /// Queues `msg` of `len` bytes now if there is room for it, else hands it back (also
     /// when the writer is gone): for a sender that must not wait and must keep its
     /// place in the order.
-    pub fn try_send(&self, msg: M, len: usize) -> Result<(), M> {
+    pub(crate) fn try_send(&self, msg: M, len: usize) -> Result<(), M> {
         let units = u32::try_from(len).unwrap_or(u32::MAX).clamp(1, self.cap);
         let Ok(room) = Arc::clone(&self.room).try_acquire_many_owned(units) else {
             return Err(msg);
@@ -131,31 +131,31 @@ impl<M> Outbox<M> {
     }
 
     /// Waits until some of the room is free (the client has read what filled it).
-    pub async fn wait_for_room(&self) {
+    pub(crate) async fn wait_for_room(&self) {
         if let Ok(p) = self.room.acquire().await {
             drop(p);
         }
     }
 
     /// Bytes queued and not yet written.
-    pub fn unwritten(&self) -> usize {
+    pub(crate) fn unwritten(&self) -> usize {
         (self.cap as usize).saturating_sub(self.room.available_permits())
     }
 }
 
 /// Room shared by several outboxes: (the semaphore, its size in bytes).
 #[derive(Clone, Debug)]
-pub struct SharedRoom(Arc<Semaphore>, u32);
+pub(crate) struct SharedRoom(Arc<Semaphore>, u32);
 
 /// Room of `cap_bytes` shared by several outboxes.
-pub fn shared_room(cap_bytes: usize) -> SharedRoom {
+pub(crate) fn shared_room(cap_bytes: usize) -> SharedRoom {
     let cap = u32::try_from(cap_bytes.max(1)).unwrap_or(u32::MAX >> 4);
     SharedRoom(Arc::new(Semaphore::new(cap as usize)), cap)
 }
 
 impl Outbox<Vec<u8>> {
     /// [`send`](Self::send) of bytes, counted by their length.
-    pub async fn send_bytes(&self, bytes: Vec<u8>) -> bool {
+    pub(crate) async fn send_bytes(&self, bytes: Vec<u8>) -> bool {
         let len = bytes.len();
         self.send(bytes, len).await
     }

@@ -15,7 +15,7 @@ use fsgate_gateway::ask::Answer;
 
 /// Why a question could not be opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refused {
+pub(crate) enum Refused {
     /// The client is gone.
     Closed,
     /// As many questions as allowed already wait.
@@ -24,7 +24,7 @@ pub enum Refused {
 
 /// A door's waiting questions.
 #[derive(Debug)]
-pub struct Pending {
+pub(crate) struct Pending {
     prefix: &'static str,
     max: usize,
     next: AtomicU64,
@@ -41,7 +41,7 @@ struct State {
 
 impl Pending {
     /// At most `max` questions at once, with ids `<prefix>1`, `<prefix>2`...
-    pub fn new(prefix: &'static str, max: usize) -> Pending {
+    pub(crate) fn new(prefix: &'static str, max: usize) -> Pending {
         Pending {
             prefix,
             max,
@@ -56,12 +56,12 @@ impl Pending {
     }
 
     /// How many questions wait, as it changes.
-    pub fn waiting(&self) -> watch::Receiver<usize> {
+    pub(crate) fn waiting(&self) -> watch::Receiver<usize> {
         self.count.subscribe()
     }
 
     /// A new question's id and where its answer comes.
-    pub fn open(&self) -> Result<(String, Receiver<Answer>), Refused> {
+    pub(crate) fn open(&self) -> Result<(String, Receiver<Answer>), Refused> {
         let mut st = self.lock();
         if st.closed {
             return Err(Refused::Closed);
@@ -79,7 +79,7 @@ impl Pending {
 
     /// Hands `answer` to the question `id`; false if none such waits (answered already,
     /// timed out, or never asked).
-    pub fn deliver(&self, id: &str, answer: Answer) -> bool {
+    pub(crate) fn deliver(&self, id: &str, answer: Answer) -> bool {
         let mut st = self.lock();
         let Some(tx) = st.waiting.remove(id) else {
             return false;
@@ -91,7 +91,7 @@ impl Pending {
     }
 
     /// The question `id` no longer waits (answered, or given up).
-    pub fn withdraw(&self, id: &str) {
+    pub(crate) fn withdraw(&self, id: &str) {
         let mut st = self.lock();
         if st.waiting.remove(id).is_some() {
             self.count.send_replace(st.waiting.len());
@@ -99,7 +99,7 @@ impl Pending {
     }
 
     /// The client is gone: every waiting question ends unanswered, and no new one opens.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         let mut st = self.lock();
         st.closed = true;
         st.waiting.clear();
@@ -109,7 +109,11 @@ impl Pending {
 
 /// Waits (blocking) for the answer on `rx` until `deadline`; `gone` is the answer when
 /// the client went first.
-pub fn wait(rx: &Receiver<Answer>, deadline: Instant, gone: impl FnOnce() -> Answer) -> Answer {
+pub(crate) fn wait(
+    rx: &Receiver<Answer>,
+    deadline: Instant,
+    gone: impl FnOnce() -> Answer,
+) -> Answer {
     match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
         Ok(a) => a,
         Err(RecvTimeoutError::Timeout) => Answer::Timeout,

@@ -84,7 +84,7 @@ fn raw_bool(b: bool) -> Box<RawValue> {
 /// `message` with `params.clientCapabilities.fs.readTextFile` / `writeTextFile` set,
 /// creating the objects on the way when absent; `None` if `message` is not a JSON
 /// object. Everything else is kept byte for byte, in its order.
-pub fn set_fs_capabilities(message: &str, read: bool, write: bool) -> Option<String> {
+pub(crate) fn set_fs_capabilities(message: &str, read: bool, write: bool) -> Option<String> {
     let mut top = RawObject::parse(message)?;
     let mut params = top.child("params");
     let mut caps = params.child("clientCapabilities");
@@ -100,7 +100,7 @@ pub fn set_fs_capabilities(message: &str, read: bool, write: bool) -> Option<Str
 /// `message` with `entry` appended to `params.mcpServers` (the list created when
 /// absent or not a list); `None` if `message` is not a JSON object. Everything else,
 /// the list's other entries included, is kept byte for byte, in its order.
-pub fn append_mcp_server(message: &str, entry: &serde_json::Value) -> Option<String> {
+pub(crate) fn append_mcp_server(message: &str, entry: &serde_json::Value) -> Option<String> {
     let mut top = RawObject::parse(message)?;
     let mut params = top.child("params");
     let mut list: Vec<Box<RawValue>> = params

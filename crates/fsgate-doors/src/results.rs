@@ -7,7 +7,7 @@ use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{Output, PathStyle};
 
 /// Renders an [`Output`] as the ACP result (and MCP structured content).
-pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
+pub(crate) fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
     match out {
         Output::Text(content) => json!({ "content": content }),
         Output::File { content, encoding } => {
@@ -67,7 +67,7 @@ pub fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
 
 /// Adds `"truncated": true` to a listing that stopped at the message limit (and
 /// nothing to a complete one, whose shape stays as it always was).
-pub fn with_truncated(mut v: Value, truncated: bool) -> Value {
+pub(crate) fn with_truncated(mut v: Value, truncated: bool) -> Value {
     if truncated && let Some(m) = v.as_object_mut() {
         m.insert("truncated".into(), Value::Bool(true));
     }
@@ -76,7 +76,7 @@ pub fn with_truncated(mut v: Value, truncated: bool) -> Value {
 
 /// Adds `"nextCursor"` to a page of a listing that more entries follow: the request
 /// that names it as `cursor` gets the next page.
-pub fn with_next(mut v: Value, next: Option<String>) -> Value {
+pub(crate) fn with_next(mut v: Value, next: Option<String>) -> Value {
     if let (Some(c), Some(m)) = (next, v.as_object_mut()) {
         m.insert("nextCursor".into(), Value::String(c));
     }
@@ -85,7 +85,7 @@ pub fn with_next(mut v: Value, next: Option<String>) -> Value {
 
 /// The size of `v` encoded as JSON, measured without building it; `None` once it passes
 /// `max` (the count stops there). Used to refuse or bound an answer before allocating it.
-pub fn json_len_upto(v: &impl serde::Serialize, max: usize) -> Option<usize> {
+pub(crate) fn json_len_upto(v: &impl serde::Serialize, max: usize) -> Option<usize> {
     /// Counts bytes written, and fails past `max`.
     struct Counter {
         n: usize,

@@ -44,7 +44,7 @@ fn overdraw_instead() -> bool {
 }
 
 /// Bytes of content that may be held at once, shared by every door and connection.
-pub struct Budget {
+pub(crate) struct Budget {
     /// The total.
     cap: u64,
     /// Leased now, and the tickets of the leases alive.
@@ -95,7 +95,7 @@ impl std::fmt::Debug for Lease {
 
 impl Budget {
     /// A budget of `cap` bytes.
-    pub fn new(cap: u64) -> Arc<Budget> {
+    pub(crate) fn new(cap: u64) -> Arc<Budget> {
         Arc::new(Budget {
             cap: cap.max(1),
             used: Mutex::new(State::default()),
@@ -105,7 +105,7 @@ impl Budget {
 
     /// Leases `bytes` (at most the whole budget), waiting while they do not fit. Blocks:
     /// call it on a blocking thread.
-    pub fn lease(self: &Arc<Budget>, bytes: u64) -> Lease {
+    pub(crate) fn lease(self: &Arc<Budget>, bytes: u64) -> Lease {
         let want = bytes.min(self.cap);
         let mut st = self.lock();
         while st.used > 0 && st.used + want > self.cap {
@@ -133,7 +133,7 @@ impl Budget {
 
     /// Bytes leased now.
     #[cfg(test)]
-    pub fn in_use(&self) -> u64 {
+    pub(crate) fn in_use(&self) -> u64 {
         self.lock().used
     }
 }

@@ -224,7 +224,7 @@ impl Facts {
 }
 
 /// The record's digest of content: SHA-256, lowercase hex.
-pub fn content_digest(bytes: &[u8]) -> String {
+pub(crate) fn content_digest(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 

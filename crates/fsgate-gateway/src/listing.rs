@@ -38,7 +38,7 @@ const ENTRY_FIXED: u64 = 136;
 /// Entries one page of a directory listing holds at most (`ls`, `list_directory`, the
 /// WebSocket `list`): what a listing holds in memory is bounded by this, not by the
 /// directory (see [`fsgate_workspace::Page`]).
-pub const LIST_PAGE: usize = 10_000;
+pub(crate) const LIST_PAGE: usize = 10_000;
 /// What one `tree` entry adds beyond its name (keys and type of an indented JSON
 /// object, escaped once more in its text block), and per level of indentation.
 const TREE_ENTRY_FIXED: u64 = 64;

@@ -15,7 +15,7 @@ use fsgate_workspace::WsError;
 
 /// What the disk shows for one intent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// The disk holds what the intent announced.
     Applied,
     /// The disk holds what was there before.
@@ -26,7 +26,7 @@ pub enum Found {
 
 impl Found {
     /// The word in the record.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Found::Applied => "applied",
             Found::NotApplied => "not-applied",

@@ -23,8 +23,6 @@ use super::OpClass;
 use fsgate_base::path::RelPath;
 
 pub(crate) use build::compile;
-pub use build::warm_builtin;
-pub use builtin::BUILTIN_CONTENT_RULES;
 
 /// A secret found in content. Carries no part of the content itself, so it can go into
 /// refusals and audit records as is.
@@ -459,7 +457,7 @@ impl ContentScanner {
         )
     }
 
-    /// True if some rule is one of the built-in ones (see [`warm_builtin`]).
+    /// True if some rule is one of the built-in ones (compiled on first use).
     pub fn uses_builtin(&self) -> bool {
         self.rules
             .iter()
@@ -712,7 +710,7 @@ fn trim_newlines(text: &[u8], mut start: usize, mut end: usize) -> (usize, usize
 
 /// Shannon entropy in bits per character, computed as gitleaks does (character counts
 /// over the byte length).
-pub fn shannon_entropy(data: &[u8]) -> f64 {
+pub(crate) fn shannon_entropy(data: &[u8]) -> f64 {
     if data.is_empty() {
         return 0.0;
     }

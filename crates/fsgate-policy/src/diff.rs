@@ -19,12 +19,12 @@ use super::testrun::{FullDecision, decide_with_content};
 use super::{EntryKind, OpClass, Policy};
 use fsgate_base::path::RelPath;
 
-pub use files::{FileScan, content_files};
+pub(crate) use files::{FileScan, content_files};
 
 /// Which way a difference moves access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Direction {
+pub(crate) enum Direction {
     /// The new policy lets through something the old one refused (or weakens a
     /// safeguard).
     Loosens,
@@ -36,7 +36,7 @@ pub enum Direction {
 
 impl Direction {
     /// The word shown in the report.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Direction::Loosens => "loosens",
             Direction::Tightens => "tightens",
@@ -56,7 +56,7 @@ impl Direction {
 
 /// One difference between the two policies.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Item {
+pub(crate) struct Item {
     /// Loosens, tightens or changes.
     pub direction: Direction,
     /// What part of the policy: `decision`, `limits`, `secrets`, `content`,
@@ -91,7 +91,12 @@ impl Item {
 /// Every difference outside the decisions on a tree: limits, secret names, content
 /// rules, rules, and the other sections. `*_text` are the policies' TOML texts (for keys
 /// the compiled policy does not keep).
-pub fn setting_items(old: &Policy, old_text: &str, new: &Policy, new_text: &str) -> Vec<Item> {
+pub(crate) fn setting_items(
+    old: &Policy,
+    old_text: &str,
+    new: &Policy,
+    new_text: &str,
+) -> Vec<Item> {
     let mut out = Vec::new();
     settings::limits(old.limits(), new.limits(), &mut out);
     settings::secrets(old.secret_patterns(), new.secret_patterns(), &mut out);
@@ -106,7 +111,7 @@ pub fn setting_items(old: &Policy, old_text: &str, new: &Policy, new_text: &str)
 }
 
 /// The decision changes of `r` as items (`decision` area, subject `op path`).
-pub fn decision_items(r: &DiffReport) -> Vec<Item> {
+pub(crate) fn decision_items(r: &DiffReport) -> Vec<Item> {
     r.changes
         .iter()
         .map(|c| {
@@ -129,13 +134,13 @@ fn shown(d: &FullDecision) -> String {
 }
 
 /// Sorts items loosening first, keeping each direction's items in the order found.
-pub fn sort_items(items: &mut [Item]) {
+pub(crate) fn sort_items(items: &mut [Item]) {
     items.sort_by_key(|i| i.direction);
 }
 
 /// One (op, path) whose effect differs.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Change {
+pub(crate) struct Change {
     /// The operation class.
     pub op: OpClass,
     /// Workspace-relative path (`""` is the root).
@@ -151,14 +156,14 @@ pub struct Change {
 impl Change {
     /// True if the new policy lets through more than the old one: deny > ask > allow, so
     /// deny -> ask and ask -> allow widen, allow -> ask narrows.
-    pub fn widens(&self) -> bool {
+    pub(crate) fn widens(&self) -> bool {
         self.new.effect.weight() < self.old.effect.weight()
     }
 }
 
 /// The comparison.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct DiffReport {
+pub(crate) struct DiffReport {
     /// Paths compared (each under every op class).
     pub paths: usize,
     /// Effect changes, widening ones first, then by path and op.
@@ -170,7 +175,7 @@ pub struct DiffReport {
 }
 
 /// Compares `old` and `new` on every op class of every path.
-pub fn diff(old: &Policy, new: &Policy, paths: &[(RelPath, EntryKind)]) -> DiffReport {
+pub(crate) fn diff(old: &Policy, new: &Policy, paths: &[(RelPath, EntryKind)]) -> DiffReport {
     let mut report = DiffReport {
         paths: paths.len(),
         ..DiffReport::default()
@@ -203,7 +208,7 @@ pub fn diff(old: &Policy, new: &Policy, paths: &[(RelPath, EntryKind)]) -> DiffR
 }
 
 /// The paths the policies' `[[test]]` cases name, with their ancestor directories.
-pub fn test_paths(policies: &[&Policy]) -> Vec<(RelPath, EntryKind)> {
+pub(crate) fn test_paths(policies: &[&Policy]) -> Vec<(RelPath, EntryKind)> {
     let mut out: Vec<(RelPath, EntryKind)> = Vec::new();
     let mut push = |p: RelPath, k: EntryKind| {
         if !out.iter().any(|(q, _)| *q == p) {
@@ -238,7 +243,7 @@ pub fn test_paths(policies: &[&Policy]) -> Vec<(RelPath, EntryKind)> {
 ///
 /// # Ambient Authority
 /// Walks `root` on the ambient filesystem (an authoring tool, not the gateway).
-pub fn workspace_paths(
+pub(crate) fn workspace_paths(
     root: &Path,
     max: usize,
 ) -> std::io::Result<(Vec<(RelPath, EntryKind)>, bool)> {

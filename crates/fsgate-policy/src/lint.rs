@@ -21,7 +21,7 @@ use fsgate_base::text::Esc;
 /// How bad a finding is. Errors and warnings make `policy check` exit 1; notes do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Severity {
+pub(crate) enum Severity {
     /// The policy is wrong or unsafe.
     Error,
     /// Probably not what the author meant.
@@ -32,7 +32,7 @@ pub enum Severity {
 
 impl Severity {
     /// `error`, `warning`, `note`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Severity::Error => "error",
             Severity::Warning => "warning",
@@ -43,7 +43,7 @@ impl Severity {
 
 /// One located problem.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// The file as named on the command line.
     pub file: String,
     /// 1-based line.
@@ -78,7 +78,7 @@ impl fmt::Display for Finding {
 
 /// What `policy check` needs beyond the file.
 #[derive(Debug, Clone, Default)]
-pub struct LintOptions {
+pub(crate) struct LintOptions {
     /// The workspace the policy will serve: enables the exact fixed-floor check (the
     /// policy file, `[audit] path` and `[backup] dir` inside it).
     pub workspace: Option<PathBuf>,
@@ -86,7 +86,7 @@ pub struct LintOptions {
 
 /// The findings for one file.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct LintReport {
+pub(crate) struct LintReport {
     /// Sorted by position.
     pub findings: Vec<Finding>,
     /// The file could not be read or does not load: `policy check` exits 2.
@@ -95,7 +95,7 @@ pub struct LintReport {
 
 impl LintReport {
     /// Findings that fail the check (errors and warnings).
-    pub fn failing(&self) -> usize {
+    pub(crate) fn failing(&self) -> usize {
         self.findings
             .iter()
             .filter(|f| f.severity != Severity::Note)
@@ -212,7 +212,7 @@ impl Sink<'_> {
 /// # Ambient Authority
 /// Reads `path` (and the gitleaks config it names; with `options.workspace`, resolves
 /// the workspace and fsgate's own files to compare them).
-pub fn lint_file(path: &Path, options: &LintOptions) -> LintReport {
+pub(crate) fn lint_file(path: &Path, options: &LintOptions) -> LintReport {
     let name = path.display().to_string();
     match std::fs::read_to_string(path) {
         Ok(text) => {
@@ -242,7 +242,7 @@ pub fn lint_file(path: &Path, options: &LintOptions) -> LintReport {
 
 /// Lints policy text. `base` resolves a relative gitleaks config; `policy_path` is where
 /// the file lives (for the fixed-floor check with a workspace).
-pub fn lint_text(
+pub(crate) fn lint_text(
     text: &str,
     file: &str,
     base: Option<&Path>,

@@ -10,10 +10,10 @@ use serde::Deserialize;
 use super::Policy;
 
 /// Seconds a person has to answer when no `[ask] timeout_secs` is set.
-pub const DEFAULT_ASK_TIMEOUT_SECS: u64 = 120;
+pub(crate) const DEFAULT_ASK_TIMEOUT_SECS: u64 = 120;
 /// The longest wait a policy may set (one hour): a request waiting longer holds its
 /// client's slot and its content in memory.
-pub const MAX_ASK_TIMEOUT_SECS: u64 = 3600;
+pub(crate) const MAX_ASK_TIMEOUT_SECS: u64 = 3600;
 
 /// `[ask]`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]

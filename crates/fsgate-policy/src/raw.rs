@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
-pub use super::content::format::RawContent;
+pub(crate) use super::content::format::RawContent;
 
 /// The whole policy file.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -251,7 +251,7 @@ pub struct RawTest {
 #[derive(JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[allow(dead_code)]
-pub enum RuleOp {
+pub(crate) enum RuleOp {
     /// Reading content: read_text_file, read_file, grep.
     Read,
     /// Creating or changing: write, edit, mkdir, rename target.
@@ -269,7 +269,7 @@ pub enum RuleOp {
 #[derive(JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[allow(dead_code)]
-pub enum TestOp {
+pub(crate) enum TestOp {
     /// Reading content.
     Read,
     /// Creating or changing.

@@ -12,10 +12,11 @@ use serde_json::Value;
 use super::raw::RawPolicy;
 
 /// Where the committed schema lives, relative to the repository root.
-pub const SCHEMA_PATH: &str = "policies/schema.json";
+#[cfg(test)]
+pub(crate) const SCHEMA_PATH: &str = "policies/schema.json";
 
 /// The schema as a JSON value.
-pub fn schema() -> Value {
+pub(crate) fn schema() -> Value {
     let mut schema = SchemaSettings::draft07()
         .into_generator()
         .into_root_schema_for::<RawPolicy>();
@@ -31,7 +32,7 @@ pub fn schema() -> Value {
 }
 
 /// The schema as committed: pretty JSON with a final newline.
-pub fn schema_text() -> String {
+pub(crate) fn schema_text() -> String {
     let mut s = serde_json::to_string_pretty(&schema()).unwrap_or_default();
     s.push('\n');
     s

@@ -8,7 +8,7 @@ use fsgate_base::path::RelPath;
 
 /// A decision including the content check: what the gateway does for one request.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct FullDecision {
+pub(crate) struct FullDecision {
     /// allow, deny or ask.
     pub effect: Effect,
     /// The deciding rule: a `[[rule]]` id, `secrets:<id>`, `content:<id>`, `default-deny`.
@@ -19,7 +19,7 @@ pub struct FullDecision {
 
 /// Decides `op` on `path`, then, if allowed and the policy scans this op's content,
 /// scans `content`: a finding turns the decision into a deny by `content:<id>`.
-pub fn decide_with_content(
+pub(crate) fn decide_with_content(
     policy: &Policy,
     op: OpClass,
     path: &RelPath,
@@ -38,7 +38,7 @@ pub fn decide_with_content(
 /// [`Policy::decide_access`], then the content rules on `content` for the operation's
 /// primary class (grep: read), as the gateway does. An ask decision of `ls`, `glob`,
 /// `tree` or `grep` is a deny by the ask rule: the gateway leaves such entries out.
-pub fn decide_access_with_content(
+pub(crate) fn decide_access_with_content(
     policy: &Policy,
     op: Access,
     path: &RelPath,
@@ -83,7 +83,7 @@ pub fn decide_access_with_content(
 
 /// The outcome of one `[[test]]` case.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct CaseOutcome {
+pub(crate) struct CaseOutcome {
     /// 0-based index among the policy's cases.
     pub index: usize,
     /// 1-based line of the case's `[[test]]` header.
@@ -106,7 +106,7 @@ pub struct CaseOutcome {
 
 /// A rule no case exercised (decided).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Uncovered {
+pub(crate) struct Uncovered {
     /// Rule id as decisions name it.
     pub rule: String,
     /// Its line in the policy (0 if unknown).
@@ -115,7 +115,7 @@ pub struct Uncovered {
 
 /// All cases of one policy, and its coverage.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct TestRun {
+pub(crate) struct TestRun {
     /// One per `[[test]]`, in file order.
     pub cases: Vec<CaseOutcome>,
     /// Rules of this policy (`[[rule]]`, custom secret patterns, inline content rules)
@@ -129,12 +129,12 @@ pub struct TestRun {
 
 impl TestRun {
     /// Number of passed cases.
-    pub fn passed(&self) -> usize {
+    pub(crate) fn passed(&self) -> usize {
         self.cases.iter().filter(|c| c.passed).count()
     }
 
     /// Number of failed cases.
-    pub fn failed(&self) -> usize {
+    pub(crate) fn failed(&self) -> usize {
         self.cases.len() - self.passed()
     }
 }
@@ -149,7 +149,7 @@ fn header_line(src: &str, line: usize) -> usize {
 }
 
 /// Runs every `[[test]]` case of `policy`, whose text is `src` (for line numbers).
-pub fn run_cases(policy: &Policy, src: &str) -> TestRun {
+pub(crate) fn run_cases(policy: &Policy, src: &str) -> TestRun {
     let mut cases = Vec::new();
     for (index, t) in policy.raw().tests.iter().enumerate() {
         let line = header_line(src, line_col(src, t.op.span().start).0);
@@ -241,7 +241,7 @@ pub fn run_cases(policy: &Policy, src: &str) -> TestRun {
 
 /// The rules a policy author wrote (built-in secret names and content rules are fsgate's
 /// own, tested by fsgate): `[[rule]]`s, custom secret patterns, inline content rules.
-pub fn own_rules(policy: &Policy, src: &str) -> Vec<Uncovered> {
+pub(crate) fn own_rules(policy: &Policy, src: &str) -> Vec<Uncovered> {
     let raw = policy.raw();
     let mut out: Vec<Uncovered> = policy
         .rules()
@@ -272,7 +272,7 @@ pub fn own_rules(policy: &Policy, src: &str) -> Vec<Uncovered> {
 }
 
 /// `allow` / `deny` / `ask`.
-pub fn effect_name(e: Effect) -> &'static str {
+pub(crate) fn effect_name(e: Effect) -> &'static str {
     e.as_str()
 }
 

@@ -17,7 +17,7 @@ fn borrow<T: AsHandle + ?Sized>(h: &T) -> BorrowedHandle<'_> {
 
 /// One already-open file or directory the plan grants, with a name for messages.
 #[derive(Debug, Clone, Copy)]
-pub struct Grant<'a> {
+pub(crate) struct Grant<'a> {
     /// What it is ("audit dir", "policy file"), for errors and the status detail.
     pub label: &'a str,
     /// The open handle; the Landlock rule is bound to it, not to a path, so nothing can

@@ -42,7 +42,7 @@ pub struct ImportSyslogArgs {
 }
 
 /// Runs `ship-status`: exit 0, or 2 when no log could be read.
-pub fn ship_status(args: ShipStatusArgs, out: &mut dyn Write) -> i32 {
+pub(crate) fn ship_status(args: ShipStatusArgs, out: &mut dyn Write) -> i32 {
     let mut paths = args.paths;
     paths.extend(args.audit_log);
     let paths = match crate::locate::log_paths(&paths, args.workspace.as_deref()) {
@@ -69,7 +69,7 @@ pub fn ship_status(args: ShipStatusArgs, out: &mut dyn Write) -> i32 {
 
 /// Runs `import-syslog`: exit 0 complete, 1 gaps or conflicts (the log is written with
 /// what was found), 2 unreadable input or unwritable output.
-pub fn import_syslog(args: ImportSyslogArgs, out: &mut dyn Write) -> i32 {
+pub(crate) fn import_syslog(args: ImportSyslogArgs, out: &mut dyn Write) -> i32 {
     match super::import::import(&args.inputs, &args.out, args.log_id.as_deref()) {
         Ok(report) => {
             for line in report.render(&args.out).lines() {

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 /// Default records a destination may lag behind the log before the gateway records a
 /// `ship-behind` record.
-pub const DEFAULT_ALERT_BEHIND: u64 = 10_000;
+pub(crate) const DEFAULT_ALERT_BEHIND: u64 = 10_000;
 /// Default APP-NAME of the syslog messages.
-pub const DEFAULT_APP_NAME: &str = "fsgate";
+pub(crate) const DEFAULT_APP_NAME: &str = "fsgate";
 /// RFC 5424 limits on the header fields (section 6).
 const MAX_APP_NAME: usize = 48;
 const MAX_HOSTNAME: usize = 255;

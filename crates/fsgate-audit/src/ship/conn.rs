@@ -13,11 +13,11 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use super::config::ShipDestination;
 
 /// Longest wait for a connection, a TLS handshake, or one write to go out.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where and how to connect, prepared before confinement.
 #[derive(Clone)]
-pub enum Endpoint {
+pub(super) enum Endpoint {
     /// TCP (TLS when `tls` is set).
     Tcp {
         /// Host name or address, resolved again at each connect when it is a name.
@@ -51,7 +51,7 @@ impl Endpoint {
     /// # Ambient Authority
     ///
     /// Reads the TLS files named in the policy.
-    pub fn prepare(d: &ShipDestination) -> Result<Endpoint, String> {
+    pub(super) fn prepare(d: &ShipDestination) -> Result<Endpoint, String> {
         match d.target()? {
             super::config::Target::Socket(p) => Ok(Endpoint::Datagram(p)),
             super::config::Target::Tcp { host, port } => {
@@ -79,7 +79,7 @@ impl Endpoint {
     }
 
     /// The TCP port, for the Landlock rule that lets the gateway connect to it.
-    pub fn tcp_port(&self) -> Option<u16> {
+    pub(super) fn tcp_port(&self) -> Option<u16> {
         match self {
             Endpoint::Tcp { port, .. } => Some(*port),
             Endpoint::Datagram(_) => None,
@@ -87,7 +87,7 @@ impl Endpoint {
     }
 
     /// Connects (and completes the TLS handshake).
-    pub fn connect(&self) -> Result<Conn, String> {
+    pub(super) fn connect(&self) -> Result<Conn, String> {
         match self {
             Endpoint::Datagram(path) => {
                 let sock = std::os::unix::net::UnixDatagram::unbound()
@@ -195,7 +195,7 @@ fn handshake(
 
 /// A TCP stream that counts the bytes written to it: with the socket's unacknowledged
 /// bytes, it tells how far into the stream the collector's kernel acknowledged.
-pub struct Counted {
+pub(super) struct Counted {
     /// The socket.
     sock: TcpStream,
     /// Bytes written since the connection opened (TLS records included).
@@ -221,7 +221,7 @@ impl Write for Counted {
 }
 
 /// An open connection.
-pub enum Conn {
+pub(super) enum Conn {
     /// Plain TCP.
     Tcp(Counted),
     /// TLS over TCP.
@@ -232,13 +232,13 @@ pub enum Conn {
 
 impl Conn {
     /// Whether each message goes as a datagram of its own (no framing).
-    pub fn is_datagram(&self) -> bool {
+    pub(super) fn is_datagram(&self) -> bool {
         matches!(self, Conn::Datagram(_))
     }
 
     /// Sends `buf`: on a stream, framed messages back to back; on a datagram socket,
     /// the messages `buf[ends[i-1]..ends[i]]` one by one.
-    pub fn send(&mut self, buf: &[u8], ends: &[usize]) -> std::io::Result<()> {
+    pub(super) fn send(&mut self, buf: &[u8], ends: &[usize]) -> std::io::Result<()> {
         match self {
             Conn::Tcp(s) => s.write_all(buf),
             Conn::Tls(s) => s.write_all(buf).and_then(|()| s.flush()),
@@ -254,7 +254,7 @@ impl Conn {
     }
 
     /// Ends the connection politely (TLS close_notify), when the gateway stops.
-    pub fn close(mut self) {
+    pub(super) fn close(mut self) {
         if let Conn::Tls(s) = &mut self {
             s.conn.send_close_notify();
             let _ = s.flush();
@@ -265,7 +265,7 @@ impl Conn {
     }
 
     /// Bytes written to the connection so far (0 for a datagram socket).
-    pub fn written(&self) -> u64 {
+    pub(super) fn written(&self) -> u64 {
         match self {
             Conn::Tcp(s) => s.written,
             Conn::Tls(s) => s.get_ref().written,
@@ -274,7 +274,7 @@ impl Conn {
     }
 
     /// Of [`written`](Self::written), the bytes the collector's kernel acknowledged.
-    pub fn acked(&self) -> u64 {
+    pub(super) fn acked(&self) -> u64 {
         let c = match self {
             Conn::Tcp(s) => s,
             Conn::Tls(s) => s.get_ref(),
@@ -286,7 +286,7 @@ impl Conn {
     /// Whether the collector still holds the connection open: it sends nothing on its
     /// own, so data or an end of stream means it is going away (TLS messages such as
     /// session tickets are taken in and ignored).
-    pub fn check_alive(&mut self) -> Result<(), String> {
+    pub(super) fn check_alive(&mut self) -> Result<(), String> {
         let Some(sock) = self.tcp() else {
             return Ok(());
         };

@@ -13,7 +13,7 @@ const TS_PREFIX: &[u8] = b",\"ts\":\"";
 
 /// The header fields a destination stamps on every message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     /// PRI's facility code.
     pub facility: u8,
     /// HOSTNAME.
@@ -28,7 +28,7 @@ pub struct Header {
 }
 
 /// The seq a record line starts with, or None if the line is not a record.
-pub fn seq_of(line: &[u8]) -> Option<u64> {
+pub(crate) fn seq_of(line: &[u8]) -> Option<u64> {
     let rest = line.strip_prefix(SEQ_PREFIX)?;
     let end = rest.iter().position(|b| !b.is_ascii_digit())?;
     if end == 0 || end > 20 {
@@ -50,7 +50,7 @@ fn ts_of(line: &[u8]) -> Option<&str> {
 /// Appends `line` (one record, without its newline) as an RFC 5424 message with
 /// octet-counted framing: `LEN SP <PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID - MSG`,
 /// where MSGID is the record's seq.
-pub fn push_octet_counted(out: &mut Vec<u8>, h: &Header, seq: u64, line: &[u8]) {
+pub(crate) fn push_octet_counted(out: &mut Vec<u8>, h: &Header, seq: u64, line: &[u8]) {
     let head = rfc5424_header(h, seq, line);
     // Writing to a Vec cannot fail.
     let _ = write!(out, "{} {head}", head.len() + line.len());
@@ -69,7 +69,7 @@ fn rfc5424_header(h: &Header, seq: u64, line: &[u8]) -> String {
 
 /// Appends one message in the local format `syslog(3)` sends to `/dev/log`:
 /// `<PRI>Mmm dd hh:mm:ss APP[PID]: MSG` (the time is the record's, in UTC).
-pub fn push_local(out: &mut Vec<u8>, h: &Header, line: &[u8]) {
+pub(crate) fn push_local(out: &mut Vec<u8>, h: &Header, line: &[u8]) {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];

@@ -31,7 +31,7 @@ struct Found {
 /// What the import found.
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ImportReport {
+pub(crate) struct ImportReport {
     /// Records written.
     pub records: u64,
     /// First and last seq written.
@@ -50,7 +50,7 @@ pub struct ImportReport {
 
 impl ImportReport {
     /// 0 complete, 1 gaps or conflicts.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         if self.gaps.is_empty() && self.conflicts.is_empty() && self.records > 0 {
             0
         } else {
@@ -59,7 +59,7 @@ impl ImportReport {
     }
 
     /// One line per finding, for stderr.
-    pub fn render(&self, out: &Path) -> String {
+    pub(crate) fn render(&self, out: &Path) -> String {
         let mut s = match (self.first_seq, self.last_seq) {
             (Some(a), Some(b)) => format!(
                 "imported {} records, seq {a}..{b}, into {}; {} duplicates dropped, {} lines without a record skipped\n",
@@ -95,7 +95,7 @@ impl ImportReport {
 
 /// Imports `inputs` into the new file `out`. `log_id`: keep only lines that carry
 /// this token (the PROCID of fsgate's RFC 5424 messages) before the record.
-pub fn import(
+pub(crate) fn import(
     inputs: &[PathBuf],
     out: &Path,
     log_id: Option<&str>,

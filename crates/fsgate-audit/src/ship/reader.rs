@@ -12,11 +12,11 @@ use crate::series;
 const CHUNK: usize = 64 * 1024;
 /// Longest record line the shipper handles (records are a few KiB; a longer line is a
 /// damaged file, which `fsgate audit verify` will name).
-pub const MAX_LINE: usize = 1024 * 1024;
+pub(crate) const MAX_LINE: usize = 1024 * 1024;
 
 /// Why records could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// A file or the directory could not be read.
     #[error("cannot read {name}: {message}")]
     Io {
@@ -48,7 +48,7 @@ fn io_err(name: &str) -> impl FnOnce(std::io::Error) -> ReadError + '_ {
 
 /// What one [`LogReader::read`] did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ReadOutcome {
+pub(crate) struct ReadOutcome {
     /// Records handed out.
     pub records: usize,
     /// Records that are gone from the log (pruned before they were shipped): first
@@ -58,7 +58,7 @@ pub struct ReadOutcome {
 
 /// A cursor over one log's records.
 #[derive(Debug)]
-pub struct LogReader {
+pub(crate) struct LogReader {
     /// The log's directory.
     dir: Dir,
     /// The active file's name.
@@ -75,7 +75,7 @@ pub struct LogReader {
 
 impl LogReader {
     /// A reader of the log `base` in `dir` that starts at seq `next`.
-    pub fn new(dir: Dir, base: &str, next: u64) -> LogReader {
+    pub(crate) fn new(dir: Dir, base: &str, next: u64) -> LogReader {
         LogReader {
             dir,
             base: base.to_owned(),
@@ -87,13 +87,13 @@ impl LogReader {
     }
 
     /// The seq handed out next.
-    pub fn next_seq(&self) -> u64 {
+    pub(crate) fn next_seq(&self) -> u64 {
         self.next
     }
 
     /// Starts again at `next` (after a connection was lost: what it may have lost is
     /// read again).
-    pub fn rewind(&mut self, next: u64) {
+    pub(crate) fn rewind(&mut self, next: u64) {
         self.next = next.max(1);
         self.cur = None;
         self.buf.clear();
@@ -102,7 +102,7 @@ impl LogReader {
 
     /// Hands records `next..=upto` to `each` in order, until about `max_bytes` of lines
     /// were handed out. Each line is given without its newline.
-    pub fn read(
+    pub(crate) fn read(
         &mut self,
         upto: u64,
         max_bytes: usize,
@@ -257,7 +257,7 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 
 /// The seq of the log's last complete record (0 for an empty log): the head a reader
 /// without the writer's word goes by (`fsgate audit ship-status`).
-pub fn head_seq(dir: &Dir, base: &str) -> Result<u64, ReadError> {
+pub(crate) fn head_seq(dir: &Dir, base: &str) -> Result<u64, ReadError> {
     let files = log_files(dir, base)?;
     for (_, name) in files.iter().rev() {
         let mut file = dir.open(name).map_err(io_err(name))?;

@@ -11,7 +11,7 @@ use fsgate_base::text::Esc;
 /// One destination's line.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DestStatus {
+pub(crate) struct DestStatus {
     /// The destination's name.
     pub destination: String,
     /// Records of the log not known delivered.
@@ -24,7 +24,7 @@ pub struct DestStatus {
 /// One log's status.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LogStatus {
+pub(crate) struct LogStatus {
     /// The active log file.
     pub log: String,
     /// The seq of its last complete record.
@@ -34,7 +34,7 @@ pub struct LogStatus {
 }
 
 /// Reads the status of every log among `paths`.
-pub fn collect(paths: &[PathBuf]) -> Result<Vec<LogStatus>, String> {
+pub(crate) fn collect(paths: &[PathBuf]) -> Result<Vec<LogStatus>, String> {
     series::discover(paths)?.iter().map(log_status).collect()
 }
 
@@ -65,7 +65,7 @@ fn log_status(s: &Series) -> Result<LogStatus, String> {
 }
 
 /// The table people read.
-pub fn render(logs: &[LogStatus]) -> String {
+pub(crate) fn render(logs: &[LogStatus]) -> String {
     let mut out = String::new();
     for l in logs {
         out.push_str(&format!("log {} (head seq {})\n", Esc(&l.log), l.head));

@@ -38,7 +38,7 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// Tells the shipping threads to finish (and by when).
 #[derive(Debug, Default)]
-pub struct Stop {
+pub(super) struct Stop {
     /// Set once: ship what is left until this instant, then end.
     deadline: Mutex<Option<Instant>>,
     /// Wakes sleeping threads.
@@ -47,7 +47,7 @@ pub struct Stop {
 
 impl Stop {
     /// Asks the threads to drain until `deadline` and end.
-    pub fn request(&self, deadline: Instant) {
+    pub(super) fn request(&self, deadline: Instant) {
         *self.lock() = Some(deadline);
         self.cv.notify_all();
     }
@@ -76,7 +76,7 @@ impl Stop {
 }
 
 /// What a worker needs, handed over when its thread starts.
-pub struct Worker {
+pub(super) struct Worker {
     /// The destination's name.
     pub name: String,
     /// Where to.
@@ -124,7 +124,7 @@ struct Run {
 
 impl Worker {
     /// The thread's body: ships until told to stop.
-    pub fn run(self) {
+    pub(super) fn run(self) {
         let state = self.cursor.get(&self.name);
         let mut run = Run {
             confirmed: state.seq,

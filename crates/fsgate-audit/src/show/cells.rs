@@ -8,7 +8,7 @@ use fsgate_base::text::escape_for_humans;
 
 /// A field as raw text (objects as compact JSON); not yet escaped. A string the writer
 /// cut (listed in `details.cut`) ends in `… (N bytes)`.
-pub fn raw(v: &Value, k: &str) -> String {
+pub(super) fn raw(v: &Value, k: &str) -> String {
     let text = match v.get(k) {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
@@ -27,12 +27,12 @@ pub fn raw(v: &Value, k: &str) -> String {
 
 /// Escapes what an agent chose so that it cannot drive the terminal or read as another
 /// name (see [`fsgate_base::text`]).
-pub fn clean(s: &str) -> String {
+pub(super) fn clean(s: &str) -> String {
     escape_for_humans(s).into_owned()
 }
 
 /// Terminal columns `s` takes (escaped text holds no controls, so this is exact).
-pub fn width(s: &str) -> usize {
+pub(super) fn width(s: &str) -> usize {
     UnicodeWidthStr::width(s)
 }
 
@@ -61,7 +61,7 @@ fn tail(s: &str, w: usize) -> &str {
 }
 
 /// `s` cut to `w` columns at the end, with `…` saying so.
-pub fn cut_end(s: &str, w: usize) -> String {
+pub(super) fn cut_end(s: &str, w: usize) -> String {
     if width(s) <= w {
         return s.to_owned();
     }
@@ -70,7 +70,7 @@ pub fn cut_end(s: &str, w: usize) -> String {
 
 /// `s` cut to `w` columns in the middle (a path keeps its start and its file name),
 /// with `…` saying so.
-pub fn cut_middle(s: &str, w: usize) -> String {
+pub(super) fn cut_middle(s: &str, w: usize) -> String {
     if width(s) <= w {
         return s.to_owned();
     }
@@ -81,7 +81,7 @@ pub fn cut_middle(s: &str, w: usize) -> String {
 }
 
 /// `s` padded with spaces to `w` columns (left-aligned, or right-aligned).
-pub fn pad(s: &str, w: usize, right: bool) -> String {
+pub(super) fn pad(s: &str, w: usize, right: bool) -> String {
     let fill = " ".repeat(w.saturating_sub(width(s)));
     if right {
         format!("{fill}{s}")
@@ -92,7 +92,7 @@ pub fn pad(s: &str, w: usize, right: bool) -> String {
 
 /// Quotes a CSV cell when needed, and defuses text a spreadsheet would run as a formula
 /// (`=`, `+`, `-`, `@`, also after leading blanks) by a leading `'`; plain numbers stay.
-pub fn csv_cell(s: &str) -> String {
+pub(super) fn csv_cell(s: &str) -> String {
     let numeric = !s.is_empty()
         && s.strip_prefix('-')
             .unwrap_or(s)

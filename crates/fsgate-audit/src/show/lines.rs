@@ -8,16 +8,16 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Longest line kept; longer ones are skipped whole (no record is this long).
-pub const MAX_LINE: usize = 4 << 20;
+pub(super) const MAX_LINE: usize = 4 << 20;
 /// How often `--follow` looks for new records.
 const POLL: Duration = Duration::from_millis(250);
 
 /// Takes each new line (`None`: nothing more for now, a moment to flush).
-pub type OnLine<'a> = dyn FnMut(Option<&[u8]>) -> Result<(), String> + 'a;
+pub(super) type OnLine<'a> = dyn FnMut(Option<&[u8]>) -> Result<(), String> + 'a;
 
 /// What [`LineReader::next`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Next {
+pub(super) enum Next {
     /// A whole line, in [`LineReader::line`].
     Line,
     /// A line longer than [`MAX_LINE`], skipped.
@@ -27,7 +27,7 @@ pub enum Next {
 }
 
 /// Lines of one file; a partial last line waits for its end.
-pub struct LineReader {
+pub(super) struct LineReader {
     path: std::path::PathBuf,
     file: BufReader<File>,
     ino: u64,
@@ -39,7 +39,7 @@ pub struct LineReader {
 
 impl LineReader {
     /// Opens `path` at its start.
-    pub fn open(path: &Path) -> io::Result<LineReader> {
+    pub(super) fn open(path: &Path) -> io::Result<LineReader> {
         let file = File::open(path)?;
         let ino = file.metadata()?.ino();
         Ok(LineReader {
@@ -54,12 +54,12 @@ impl LineReader {
     }
 
     /// The path it was opened by (the file may since have been renamed).
-    pub fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Back to the start of the same file.
-    pub fn rewind(&mut self) -> io::Result<()> {
+    pub(super) fn rewind(&mut self) -> io::Result<()> {
         self.file.seek(io::SeekFrom::Start(0))?;
         self.pos = 0;
         self.buf.clear();
@@ -69,12 +69,12 @@ impl LineReader {
     }
 
     /// The line [`Next::Line`] announced, without its newline.
-    pub fn line(&self) -> &[u8] {
+    pub(super) fn line(&self) -> &[u8] {
         &self.buf
     }
 
     /// Reads on to the end of the next line.
-    pub fn next(&mut self) -> io::Result<Next> {
+    pub(super) fn next(&mut self) -> io::Result<Next> {
         if std::mem::take(&mut self.had_line) {
             self.buf.clear();
         }
@@ -109,7 +109,7 @@ impl LineReader {
 /// file takes the name), the old one is read to its end, then every file rotated since
 /// (several may have been between two looks), then the new active file; when it is
 /// truncated below what was read, reading starts again from its start.
-pub fn follow(
+pub(super) fn follow(
     path: &Path,
     mut reader: LineReader,
     mut last_seq: Option<u64>,

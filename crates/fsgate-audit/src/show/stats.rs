@@ -10,13 +10,13 @@ use super::cells::{clean, pad, raw, width};
 use crate::record;
 
 /// Most distinct names (rules, paths, sessions, operations) one table keeps.
-pub const MAX_KEYS: usize = 10_000;
+pub(super) const MAX_KEYS: usize = 10_000;
 /// Operations that change the workspace.
 const CHANGES: &[&str] = &["write_text_file", "edit_text_file", "mkdir", "rm", "rename"];
 
 /// Counts by name, at most [`MAX_KEYS`] names; records past that are counted in `other`.
 #[derive(Debug, Default, Serialize)]
-pub struct Capped<T> {
+pub(crate) struct Capped<T> {
     /// The counts by name.
     pub by: BTreeMap<String, T>,
     /// Records whose name did not fit.
@@ -35,7 +35,7 @@ impl<T: Default> Capped<T> {
 
 /// One session's activity.
 #[derive(Debug, Default, Serialize)]
-pub struct Session {
+pub(crate) struct Session {
     pub transport: String,
     pub first_ts: String,
     pub last_ts: String,
@@ -46,7 +46,7 @@ pub struct Session {
 
 /// What `--stats` reports.
 #[derive(Debug, Default, Serialize)]
-pub struct Stats {
+pub(crate) struct Stats {
     pub records: u64,
     pub first_ts: String,
     pub last_ts: String,
@@ -62,7 +62,7 @@ pub struct Stats {
 
 impl Stats {
     /// Counts one record.
-    pub fn add(&mut self, v: &Value) {
+    pub(crate) fn add(&mut self, v: &Value) {
         let ts = raw(v, "ts");
         self.records += 1;
         if self.first_ts.is_empty() {
@@ -116,7 +116,7 @@ impl Stats {
     }
 
     /// The report as aligned text, every name escaped.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = format!(
             "records {} from {} to {}\nrequests {}: {} allowed, {} refused, {} failed\n",
             self.records,

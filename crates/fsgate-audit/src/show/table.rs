@@ -27,11 +27,11 @@ const RULE: usize = 10;
 const REASON: usize = 11;
 
 /// One record's cells, escaped.
-pub struct Row(pub [String; 12]);
+pub(super) struct Row(pub [String; 12]);
 
 impl Row {
     /// The cells of a record.
-    pub fn of(v: &Value) -> Row {
+    pub(super) fn of(v: &Value) -> Row {
         let kind = raw(v, "kind");
         // A change's intent and its reconciliation name the operation; their outcome
         // column says which they are (and what the disk showed).
@@ -151,7 +151,7 @@ fn short_ts(ts: &str) -> String {
 /// Column widths: the widest cell seen (sessions and outcomes capped), then PATH and
 /// REASON fitted into what the terminal has left.
 #[derive(Debug, Clone)]
-pub struct Widths {
+pub(super) struct Widths {
     cols: [usize; 12],
     /// Whether PATH and REASON are cut to their columns (not with no width limit).
     cut: bool,
@@ -172,7 +172,7 @@ impl Default for Widths {
 
 impl Widths {
     /// Widens the columns for `row`.
-    pub fn see(&mut self, row: &Row) {
+    pub(super) fn see(&mut self, row: &Row) {
         for (w, cell) in self.cols.iter_mut().zip(&row.0) {
             *w = (*w).max(width(cell));
         }
@@ -180,7 +180,7 @@ impl Widths {
 
     /// Room for the rows `--follow` will print (wider ones overflow their column, and
     /// paths and reasons are cut as usual).
-    pub fn following(mut self) -> Widths {
+    pub(super) fn following(mut self) -> Widths {
         for (w, min) in self.cols.iter_mut().zip(FOLLOW_MIN) {
             *w = (*w).max(min);
         }
@@ -189,7 +189,7 @@ impl Widths {
 
     /// The widths to print with on a terminal `total` columns wide (0: no limit, and
     /// nothing cut but sessions and outcomes).
-    pub fn fit(mut self, total: usize) -> Widths {
+    pub(super) fn fit(mut self, total: usize) -> Widths {
         self.cols[2] = self.cols[2].min(MAX_SESSION);
         self.cols[6] = self.cols[6].min(MAX_OUTCOME);
         if total == 0 {
@@ -213,12 +213,12 @@ impl Widths {
     }
 
     /// The header line.
-    pub fn header(&self) -> String {
+    pub(super) fn header(&self) -> String {
         self.line(&Row::header())
     }
 
     /// One row as a line: cut where it must be, padded to the column widths.
-    pub fn line(&self, row: &Row) -> String {
+    pub(super) fn line(&self, row: &Row) -> String {
         let mut out = String::new();
         for (i, cell) in row.0.iter().enumerate() {
             let w = self.cols[i];

@@ -222,7 +222,7 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<String> {
 }
 
 /// Every value of `name` in a URL query string, percent-decoded.
-pub fn query_param(query: Option<&str>, name: &str) -> Vec<String> {
+pub(crate) fn query_param(query: Option<&str>, name: &str) -> Vec<String> {
     let Some(q) = query else {
         return Vec::new();
     };

@@ -14,7 +14,7 @@ use fsgate_base::path::RelPath;
 
 /// What happened to a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeKind {
+pub(crate) enum ChangeKind {
     /// It did not exist and now does.
     Create,
     /// It existed and still does, with different content or metadata.
@@ -25,7 +25,7 @@ pub enum ChangeKind {
 
 /// One debounced change.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     /// What happened.
     pub kind: ChangeKind,
     /// Workspace-relative path.
@@ -48,7 +48,7 @@ struct Pending {
 
 /// The debouncer and what it knows of the tree.
 #[derive(Debug)]
-pub struct Coalescer {
+pub(crate) struct Coalescer {
     /// Paths seen to exist, and whether each is a directory.
     known: HashMap<RelPath, bool>,
     /// Paths with raw events not yet settled.
@@ -63,7 +63,7 @@ pub struct Coalescer {
 
 impl Coalescer {
     /// A coalescer with the given quiet time.
-    pub fn new(debounce: Duration) -> Coalescer {
+    pub(crate) fn new(debounce: Duration) -> Coalescer {
         Coalescer {
             known: HashMap::new(),
             pending: HashMap::new(),
@@ -74,22 +74,22 @@ impl Coalescer {
     }
 
     /// Records an existing path without an event (initial scan).
-    pub fn record(&mut self, path: RelPath, is_dir: bool) {
+    pub(crate) fn record(&mut self, path: RelPath, is_dir: bool) {
         self.known.insert(path, is_dir);
     }
 
     /// Whether `path` is known to exist.
-    pub fn knows(&self, path: &RelPath) -> bool {
+    pub(crate) fn knows(&self, path: &RelPath) -> bool {
         self.known.contains_key(path)
     }
 
     /// The known paths (for a rescan's comparison).
-    pub fn known_paths(&self) -> Vec<RelPath> {
+    pub(crate) fn known_paths(&self) -> Vec<RelPath> {
         self.known.keys().cloned().collect()
     }
 
     /// A raw event touched `path` at `now`.
-    pub fn note(&mut self, path: RelPath, now: Instant) {
+    pub(crate) fn note(&mut self, path: RelPath, now: Instant) {
         let seq = self.seq;
         self.seq += 1;
         self.pending
@@ -103,7 +103,7 @@ impl Coalescer {
     }
 
     /// When the next pending path settles, if any.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.pending.values().map(|p| self.deadline(p)).min()
     }
 
@@ -112,7 +112,7 @@ impl Coalescer {
     }
 
     /// Removes and returns the paths whose quiet period has ended, in arrival order.
-    pub fn due(&mut self, now: Instant) -> Vec<RelPath> {
+    pub(crate) fn due(&mut self, now: Instant) -> Vec<RelPath> {
         let mut due: Vec<(u64, RelPath)> = self
             .pending
             .iter()
@@ -128,7 +128,7 @@ impl Coalescer {
 
     /// Settles `path` given what it is now (`Some(is_dir)`, or `None` if gone), updating
     /// what is known. A path that changed type gives a delete and a create.
-    pub fn settle(&mut self, path: &RelPath, now: Option<bool>) -> Vec<Change> {
+    pub(crate) fn settle(&mut self, path: &RelPath, now: Option<bool>) -> Vec<Change> {
         let before = self.known.get(path).copied();
         let change = |kind, is_dir| Change {
             kind,

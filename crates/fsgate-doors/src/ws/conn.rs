@@ -49,7 +49,7 @@ const DRAIN_AFTER_OVERSIZE: Duration = Duration::from_secs(5);
 
 /// Limits of one connection, and the server-wide budgets it shares.
 #[derive(Debug, Clone)]
-pub struct ConnLimits {
+pub(super) struct ConnLimits {
     /// Requests served at once.
     pub max_in_flight: usize,
     /// Largest message, in bytes (in or out).
@@ -64,19 +64,19 @@ pub struct ConnLimits {
 
 impl ConnLimits {
     /// Unwritten reply bytes after which the connection stops reading.
-    pub fn conn_out(&self) -> usize {
+    pub(super) fn conn_out(&self) -> usize {
         self.max_message.saturating_mul(2)
     }
 
     /// Bytes reserved by one connection's requests in flight.
-    pub fn conn_in_flight(&self) -> usize {
+    pub(super) fn conn_in_flight(&self) -> usize {
         self.max_message.saturating_mul(2)
     }
 }
 
 /// The server-wide budget (unwritten answers, and requests in flight, each): four
 /// messages (64 MiB with the default limit), however many connections there are.
-pub fn server_budget(max_message: usize) -> usize {
+pub(super) fn server_budget(max_message: usize) -> usize {
     max_message.saturating_mul(4)
 }
 
@@ -111,7 +111,7 @@ impl Drop for CloseAsks {
 }
 
 /// One upgraded connection's gateway, context and limits.
-pub struct Conn {
+pub(super) struct Conn {
     /// The gateway every message goes through.
     pub gw: Arc<Gateway>,
     /// The connection's context (its asker is set here).
@@ -130,10 +130,10 @@ pub struct Conn {
 }
 
 /// The watcher's notices from now on, and what it left unwatched (said first).
-pub type Notices = (broadcast::Receiver<Arc<Notice>>, Option<Arc<Notice>>);
+pub(super) type Notices = (broadcast::Receiver<Arc<Notice>>, Option<Arc<Notice>>);
 
 /// Serves one upgraded connection until the client closes it.
-pub async fn run(
+pub(super) async fn run(
     ws: WebSocketStream<TcpStream>,
     conn: Conn,
     notices: Option<Notices>,

@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 /// Change events waiting for one client before they are discarded for an `overflow`.
-pub const MAX_QUEUED_EVENTS: usize = 1024;
+pub(super) const MAX_QUEUED_EVENTS: usize = 1024;
 
 /// Bytes of change events waiting for one client before the same.
-pub const MAX_QUEUED_EVENT_BYTES: usize = 256 * 1024;
+pub(super) const MAX_QUEUED_EVENT_BYTES: usize = 256 * 1024;
 
 /// Events lost since the client last got one: `Some(how many, if known)`.
-pub type Lost = Option<Option<u64>>;
+pub(super) type Lost = Option<Option<u64>>;
 
 #[derive(Debug, Default)]
 struct Waiting {
@@ -25,14 +25,14 @@ struct Waiting {
 
 /// One connection's mailbox; clones share it.
 #[derive(Debug, Clone, Default)]
-pub struct Mailbox {
+pub(super) struct Mailbox {
     waiting: Arc<Mutex<Waiting>>,
     arrived: Arc<Notify>,
 }
 
 /// What the writer takes out at once.
 #[derive(Debug)]
-pub struct Batch {
+pub(super) struct Batch {
     /// Events lost before these (send an `overflow` first).
     pub lost: Lost,
     /// The events, encoded, in order.
@@ -42,7 +42,7 @@ pub struct Batch {
 impl Mailbox {
     /// Queues an encoded change event; when too many wait, they are all discarded and
     /// counted as lost.
-    pub fn push(&self, text: String) {
+    pub(super) fn push(&self, text: String) {
         let Ok(mut w) = self.waiting.lock() else {
             return;
         };
@@ -61,7 +61,7 @@ impl Mailbox {
 
     /// Notes events lost before they reached this connection (`None`: how many is
     /// not known).
-    pub fn lost(&self, n: Option<u64>) {
+    pub(super) fn lost(&self, n: Option<u64>) {
         if let Ok(mut w) = self.waiting.lock() {
             w.lost = Some(add_lost(w.lost, n));
         }
@@ -69,7 +69,7 @@ impl Mailbox {
     }
 
     /// Waits until something is in the mailbox, and takes all of it.
-    pub async fn take(&self) -> Batch {
+    pub(super) async fn take(&self) -> Batch {
         loop {
             if let Some(b) = self.take_now() {
                 return b;

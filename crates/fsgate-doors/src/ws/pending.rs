@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 /// The handshakes in progress.
 #[derive(Debug)]
-pub struct Pending {
+pub(crate) struct Pending {
     max: usize,
     /// Oldest first; dropping a sender tells its connection to give up.
     waiting: Mutex<BTreeMap<u64, oneshot::Sender<()>>>,
@@ -26,7 +26,7 @@ pub struct Pending {
 
 /// One connection's place among the pending handshakes; leaves when dropped.
 #[derive(Debug)]
-pub struct Ticket {
+pub(crate) struct Ticket {
     id: u64,
     set: Arc<Pending>,
     evicted: oneshot::Receiver<()>,
@@ -34,7 +34,7 @@ pub struct Ticket {
 
 impl Pending {
     /// A budget of `max` handshakes at once (at least one).
-    pub fn new(max: usize) -> Arc<Pending> {
+    pub(crate) fn new(max: usize) -> Arc<Pending> {
         Arc::new(Pending {
             max: max.max(1),
             waiting: Mutex::new(BTreeMap::new()),
@@ -44,7 +44,7 @@ impl Pending {
     }
 
     /// Admits a new handshake, dropping the oldest one if the budget is full.
-    pub fn admit(self: &Arc<Self>) -> Ticket {
+    pub(crate) fn admit(self: &Arc<Self>) -> Ticket {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         let mut evicted = 0;
@@ -88,7 +88,7 @@ impl Pending {
 
 impl Ticket {
     /// Resolves when a newer connection pushed this one out of the budget.
-    pub async fn evicted(&mut self) {
+    pub(crate) async fn evicted(&mut self) {
         let _ = (&mut self.evicted).await;
     }
 }

@@ -24,14 +24,14 @@ use fsgate_gateway::ask::{Answer, Asker, Question};
 
 /// Questions one connection may have waiting for answers at once; past it a request
 /// that would ask is refused ("nobody could be asked").
-pub const MAX_WAITING: usize = 64;
+pub(super) const MAX_WAITING: usize = 64;
 
 /// The options a question offers, as the reply's `answer` names them.
-pub const OPTIONS: [&str; 3] = ["allow_once", "allow_always", "reject_once"];
+pub(super) const OPTIONS: [&str; 3] = ["allow_once", "allow_always", "reject_once"];
 
 /// A reply's `answer`, as the gateway takes it.
 #[derive(Debug, thiserror::Error)]
-pub enum ReplyError {
+pub(super) enum ReplyError {
     /// No question with this id waits on this connection.
     #[error(
         "no permission question {0:?} is waiting on this connection (it was answered already, timed out, or never asked)"
@@ -40,7 +40,7 @@ pub enum ReplyError {
 }
 
 /// The questions of one connection.
-pub struct Asks {
+pub(super) struct Asks {
     pending: Pending,
     /// Where questions go; None once the connection closed.
     out: Mutex<Option<Outbox<Message>>>,
@@ -58,7 +58,7 @@ impl fmt::Debug for Asks {
 
 impl Asks {
     /// The questions of a connection that writes to `out`.
-    pub fn new(out: Outbox<Message>, max_message: usize) -> Arc<Asks> {
+    pub(super) fn new(out: Outbox<Message>, max_message: usize) -> Arc<Asks> {
         Arc::new(Asks {
             pending: Pending::new("perm-", MAX_WAITING),
             out: Mutex::new(Some(out)),
@@ -68,12 +68,12 @@ impl Asks {
     }
 
     /// How many questions wait, as it changes.
-    pub fn waiting(&self) -> watch::Receiver<usize> {
+    pub(super) fn waiting(&self) -> watch::Receiver<usize> {
         self.pending.waiting()
     }
 
     /// Hands a reply to the question `id`.
-    pub fn deliver(&self, id: &str, answer: Answer) -> Result<(), ReplyError> {
+    pub(super) fn deliver(&self, id: &str, answer: Answer) -> Result<(), ReplyError> {
         if self.pending.deliver(id, answer) {
             Ok(())
         } else {
@@ -83,7 +83,7 @@ impl Asks {
 
     /// The connection closed: every question waiting ends unanswered, and no new one is
     /// put.
-    pub fn close(&self) {
+    pub(super) fn close(&self) {
         self.pending.close();
         *self.out.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
@@ -141,7 +141,7 @@ impl Asks {
 
 /// The client's request that asks: its `type` and `requestId`, named in the question.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub(super) struct Request {
     /// The request's `type`.
     pub kind: String,
     /// The request's `requestId`.
@@ -150,14 +150,14 @@ pub struct Request {
 
 /// The asker of one connection (and, if known, of one of its requests).
 #[derive(Debug, Clone)]
-pub struct WsAsker {
+pub(super) struct WsAsker {
     asks: Arc<Asks>,
     request: Option<Request>,
 }
 
 impl WsAsker {
     /// The connection's asker.
-    pub fn new(asks: Arc<Asks>) -> WsAsker {
+    pub(super) fn new(asks: Arc<Asks>) -> WsAsker {
         WsAsker {
             asks,
             request: None,
@@ -165,7 +165,7 @@ impl WsAsker {
     }
 
     /// The same asker, naming `request` in its questions.
-    pub fn for_request(&self, request: Request) -> WsAsker {
+    pub(super) fn for_request(&self, request: Request) -> WsAsker {
         WsAsker {
             asks: Arc::clone(&self.asks),
             request: Some(request),
@@ -231,7 +231,7 @@ fn channel_op(op: &'static str) -> &'static str {
 }
 
 /// A reply's `answer` field.
-pub fn parse_answer(v: Option<&Value>) -> Result<Answer, String> {
+pub(super) fn parse_answer(v: Option<&Value>) -> Result<Answer, String> {
     let kind = v.and_then(Value::as_str);
     match kind.map(|k| (k, Answer::from_kind(k))) {
         Some((_, Some(answer))) => Ok(answer),

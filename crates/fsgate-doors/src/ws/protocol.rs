@@ -13,11 +13,11 @@ use fsgate_gateway::ops::{Encoding, Op, Output, PathStyle};
 use fsgate_workspace::format_permissions;
 
 /// The one channel this server speaks.
-pub const CHANNEL: &str = "files";
+pub(crate) const CHANNEL: &str = "files";
 
 /// What a client message asks for.
 #[derive(Debug)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// A filesystem request for the gateway.
     Op {
         /// `type` and `requestId`, echoed in the response.
@@ -70,7 +70,7 @@ impl Incoming {
 }
 
 /// The outcome an error response carries, for its audit record.
-pub fn outcome_of(reply: &Value) -> Result<(), (i64, String)> {
+pub(crate) fn outcome_of(reply: &Value) -> Result<(), (i64, String)> {
     match reply.get("errorInfo") {
         None => Ok(()),
         Some(e) => Err((
@@ -82,7 +82,7 @@ pub fn outcome_of(reply: &Value) -> Result<(), (i64, String)> {
 
 /// The part of a request its response echoes.
 #[derive(Debug, Clone)]
-pub struct Head {
+pub(crate) struct Head {
     /// The request's `type`.
     pub kind: String,
     /// The request's `requestId`, any JSON value but null.
@@ -95,7 +95,7 @@ fn bad(head: &Head, code: i64, message: impl Into<String>) -> Incoming {
 }
 
 /// Parses one text message.
-pub fn parse(text: &str) -> Incoming {
+pub(crate) fn parse(text: &str) -> Incoming {
     let unknown = Head {
         kind: "error".into(),
         request_id: None,
@@ -303,7 +303,7 @@ fn envelope(head: &Head) -> Map<String, Value> {
 }
 
 /// `{channel, type, requestId, data}`.
-pub fn data_response(head: &Head, data: Value) -> Value {
+pub(crate) fn data_response(head: &Head, data: Value) -> Value {
     let mut m = envelope(head);
     m.insert("data".into(), data);
     Value::Object(m)
@@ -312,7 +312,12 @@ pub fn data_response(head: &Head, data: Value) -> Value {
 /// `{channel, type, requestId, error, errorInfo}`: `error` is the channel's one-line
 /// string, `errorInfo` the structured details `{code, message, rule?, reason?, path?}`.
 /// For failures outside the gateway (malformed messages, limits of the door).
-pub fn error_response(head: &Head, code: i64, message: &str, extra: Option<&Value>) -> Value {
+pub(crate) fn error_response(
+    head: &Head,
+    code: i64,
+    message: &str,
+    extra: Option<&Value>,
+) -> Value {
     with_error(
         head,
         error_text(code, message),
@@ -321,7 +326,7 @@ pub fn error_response(head: &Head, code: i64, message: &str, extra: Option<&Valu
 }
 
 /// The error response for a gateway failure, with its rule and reason.
-pub fn gateway_error_response(head: &Head, e: &GatewayError) -> Value {
+pub(crate) fn gateway_error_response(head: &Head, e: &GatewayError) -> Value {
     let info = error_info(e.code(), &e.message(), e.data().as_ref());
     with_error(head, gateway_text(e), info)
 }
@@ -397,7 +402,7 @@ fn gateway_text(e: &GatewayError) -> String {
 }
 
 /// The `data` of a successful operation, paths workspace-rooted.
-pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
+pub(crate) fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
     let style = PathStyle::Rooted;
     match out {
         Output::File { content, encoding } => {
@@ -469,7 +474,7 @@ const ONE_PASS_MAX: usize = 64 * 1024;
 /// [`ONE_PASS_MAX`] (escaping its text is most of its cost). A larger one is measured
 /// first without allocating, so an answer over the limit is never built, and one within
 /// it is built in a buffer of its exact size.
-pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
+pub(crate) fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
     use crate::encode::json_upto;
     if let Some(small) = json_upto(v, max.min(ONE_PASS_MAX), 8 * 1024) {
         return String::from_utf8(small).unwrap_or_default();
@@ -487,7 +492,7 @@ pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
 }
 
 /// A pushed `change` event (no requestId).
-pub fn change_event(c: &Change) -> Value {
+pub(crate) fn change_event(c: &Change) -> Value {
     json!({
         "channel": CHANNEL,
         "type": "change",
@@ -499,7 +504,7 @@ pub fn change_event(c: &Change) -> Value {
 
 /// Pushed when events were lost (a slow client, or the kernel queue overflowed):
 /// the client should re-list what it shows.
-pub fn overflow_event(dropped: Option<u64>) -> Value {
+pub(crate) fn overflow_event(dropped: Option<u64>) -> Value {
     json!({
         "channel": CHANNEL,
         "type": "overflow",
@@ -510,7 +515,7 @@ pub fn overflow_event(dropped: Option<u64>) -> Value {
 
 /// Pushed at connection (and again when it grows) when the kernel's inotify watch limit
 /// left directories unwatched: changes in them are not reported.
-pub fn unwatched_event(u: &super::watch::Unwatched) -> Value {
+pub(crate) fn unwatched_event(u: &super::watch::Unwatched) -> Value {
     let paths: Vec<String> = u
         .first
         .iter()
@@ -530,7 +535,7 @@ pub fn unwatched_event(u: &super::watch::Unwatched) -> Value {
 
 impl ChangeKind {
     /// The wire name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ChangeKind::Create => "create",
             ChangeKind::Modify => "modify",

@@ -34,7 +34,7 @@ const BROADCAST_CAPACITY: usize = 4096;
 
 /// What the watcher tells the connections.
 #[derive(Debug, Clone)]
-pub enum Notice {
+pub(super) enum Notice {
     /// A change to a path the policy lets clients see.
     Change(Change),
     /// Events were lost (the kernel queue overflowed): clients should re-list.
@@ -46,7 +46,7 @@ pub enum Notice {
 /// Directories left unwatched because the kernel refused more inotify watches
 /// (`ENOSPC`): changes in them are not reported. Not retried.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Unwatched {
+pub(crate) struct Unwatched {
     /// The sysctl that bounds the watches (`fs.inotify.max_user_watches`).
     pub limit: &'static str,
     /// Its value, when it could be read.
@@ -60,11 +60,11 @@ pub struct Unwatched {
 }
 
 /// Unwatched directories named in a notice, at most.
-pub const MAX_NAMED: usize = 8;
+pub(super) const MAX_NAMED: usize = 8;
 
 impl Unwatched {
     /// One line for people: the limit, and what is not watched.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         let value = self
             .limit_value
             .map_or_else(String::new, |v| format!(" = {v}"));
@@ -78,7 +78,7 @@ impl Unwatched {
 }
 
 /// The running watcher; dropping it stops the threads.
-pub struct Watcher {
+pub(super) struct Watcher {
     /// Dropped to stop the threads (each one's wait sees its pipe's end).
     stops: Vec<PipeWriter>,
     /// Where notices are published.
@@ -96,7 +96,7 @@ impl Watcher {
     /// Starts watching the gateway's workspace. The initial scan runs on the watcher's
     /// own thread; the receiver gets the number of watched directories when it is done
     /// (events from then on are complete).
-    pub fn start(
+    pub(super) fn start(
         gw: Arc<Gateway>,
         ignore: &[String],
         debounce: Duration,
@@ -144,13 +144,13 @@ impl Watcher {
     }
 
     /// A receiver of every notice from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Notice>> {
+    pub(super) fn subscribe(&self) -> broadcast::Receiver<Arc<Notice>> {
         self.notices.subscribe()
     }
 
     /// The notice of what is not watched, if the watch limit was reached: a new
     /// connection gets it first.
-    pub fn gap(&self) -> Option<Arc<Notice>> {
+    pub(super) fn gap(&self) -> Option<Arc<Notice>> {
         self.gap.lock().ok().and_then(|g| g.clone())
     }
 }

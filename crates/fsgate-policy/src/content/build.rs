@@ -644,7 +644,8 @@ pub(super) fn builtin_regex(n: usize) -> Result<&'static BytesRegex, String> {
 }
 
 /// Compiles the built-in content rules now (else the first scan that needs them does).
-pub fn warm_builtin() -> Result<(), String> {
+#[cfg(test)]
+pub(crate) fn warm_builtin() -> Result<(), String> {
     builtin_set().map(|_| ())
 }
 

@@ -49,7 +49,7 @@ pub struct RawContent {
 #[derive(JsonSchema)]
 #[serde(rename_all = "lowercase")]
 #[allow(dead_code)]
-pub enum ScanOp {
+pub(crate) enum ScanOp {
     /// Content returned to the agent.
     Read,
     /// Content the agent writes.
@@ -59,15 +59,27 @@ pub enum ScanOp {
 /// A gitleaks config file (`.gitleaks.toml`), as far as fsgate understands it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GitleaksFile {
+pub(crate) struct GitleaksFile {
     /// Informational.
     #[serde(default)]
+    #[expect(
+        dead_code,
+        reason = "accepted, not used: deny_unknown_fields must know it"
+    )]
     pub title: Option<String>,
     /// Informational.
     #[serde(default)]
+    #[expect(
+        dead_code,
+        reason = "accepted, not used: deny_unknown_fields must know it"
+    )]
     pub description: Option<String>,
     /// Informational (the gitleaks version the file targets).
     #[serde(default, rename = "minVersion")]
+    #[expect(
+        dead_code,
+        reason = "accepted, not used: deny_unknown_fields must know it"
+    )]
     pub min_version: Option<String>,
     /// Another config this one extends.
     #[serde(default)]
@@ -86,7 +98,7 @@ pub struct GitleaksFile {
 /// `[extend]` of a gitleaks config.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GitleaksExtend {
+pub(crate) struct GitleaksExtend {
     /// A config file to extend, relative to the extending file's directory.
     #[serde(default)]
     pub path: Option<String>,

@@ -11,7 +11,7 @@ use fsgate_base::path::RelPath;
 
 /// What the scan did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct FileScan {
+pub(crate) struct FileScan {
     /// Files whose content was scanned.
     pub scanned: usize,
     /// Files not scanned: over both policies' read limits (or [`SCAN_CEILING`]),
@@ -23,7 +23,7 @@ pub struct FileScan {
 
 /// Files larger than this are not scanned, whatever the read limits (memory stays bounded
 /// when a policy raises them far).
-pub const SCAN_CEILING: u64 = 64 << 20;
+pub(super) const SCAN_CEILING: u64 = 64 << 20;
 
 /// For every file in `paths` (beneath `root`) no larger than the larger read limit (and
 /// [`SCAN_CEILING`]),
@@ -33,7 +33,7 @@ pub const SCAN_CEILING: u64 = 64 << 20;
 ///
 /// # Ambient Authority
 /// Reads files beneath `root` from the ambient filesystem (an authoring tool).
-pub fn content_files(
+pub(crate) fn content_files(
     old: &Policy,
     new: &Policy,
     root: &Path,

@@ -20,9 +20,9 @@ use fsgate_sandbox::Protected;
 use fsgate_sandbox::agent_config::{credential_env_name, user_home};
 
 /// Read and write limits above this are flagged (100 MiB).
-pub const SANE_MAX_FILE_BYTES: u64 = 100 * 1024 * 1024;
+pub(super) const SANE_MAX_FILE_BYTES: u64 = 100 * 1024 * 1024;
 /// Message limits above this are flagged (256 MiB).
-pub const SANE_MAX_MESSAGE_BYTES: u64 = 256 * 1024 * 1024;
+pub(super) const SANE_MAX_MESSAGE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Paths a default secret-name pattern catches, one or two per built-in pattern.
 const SECRET_SAMPLES: &[&str] = &[
