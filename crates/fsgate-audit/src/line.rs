@@ -100,7 +100,10 @@ pub enum LineFault {
     /// Not a canonical record (bad JSON, unknown or mistyped field, wrong order, ...).
     Malformed(String),
     /// Well-formed, but the hash does not match the content: the record was edited.
-    Modified { seq: u64 },
+    Modified {
+        /// The edited record's seq.
+        seq: u64,
+    },
 }
 
 impl std::fmt::Display for LineFault {

@@ -16,10 +16,16 @@ pub enum PathError {
     Nul,
     /// ACP requires absolute paths.
     #[error("path must be absolute (inside the workspace root {root})")]
-    NotAbsolute { root: String },
+    NotAbsolute {
+        /// The workspace root, as the message names it.
+        root: String,
+    },
     /// Absolute, but not under the workspace root.
     #[error("path is outside the workspace root {root}")]
-    OutsideRoot { root: String },
+    OutsideRoot {
+        /// The workspace root, as the message names it.
+        root: String,
+    },
     /// `..` climbs above the workspace root.
     #[error("path climbs out of the workspace with `..`")]
     Escapes,

@@ -72,6 +72,7 @@ pub struct Admission {
     pub name: String,
     /// What [`Hosted::name`] and [`Hosted::revoke`] know it by.
     pub key: String,
+    /// How the agent reaches it (HTTP, ACP transport, or the stdio bridge).
     pub reach: Reach,
     /// The `mcpServers` entry (it holds the secret: never logged, never recorded).
     pub entry: Value,

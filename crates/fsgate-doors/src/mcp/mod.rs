@@ -139,7 +139,9 @@ pub enum Oversight {
     /// The person of another door (the editor of `fsgate acp`): asked by `asker`, told
     /// by `notifier` (None: nobody); never the MCP client.
     Person {
+        /// Asks the person.
         asker: Arc<dyn fsgate_gateway::ask::Asker>,
+        /// Tells the person what changed.
         notifier: Option<Arc<dyn fsgate_gateway::ChangeSink>>,
     },
 }
