@@ -15,7 +15,7 @@ cargo build --bin fsgate
 # so a test-only feature one of them enables never reaches the binary the integration
 # tests drive.
 failed=0
-cargo test --workspace --exclude fsgate --exclude fsgate-bench --lib --no-fail-fast || failed=1
+cargo test --workspace --exclude fsgate --exclude fsgate-bench --all-targets --no-fail-fast || failed=1
 cargo test --all-targets --features test-bins --no-fail-fast || failed=1
 BIN="${CARGO_TARGET_DIR:-target}/debug/fsgate"
 "$BIN" policy check policies/*.toml policies/examples/*.toml || failed=1
