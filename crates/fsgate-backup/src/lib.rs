@@ -29,7 +29,7 @@ mod layout;
 mod packed;
 /// Entry points for the fuzz targets in `fuzz/` (crate feature `fuzzing` only).
 #[cfg(feature = "fuzzing")]
-pub(crate) mod fuzz {
+pub mod fuzz {
     /// Reads `bytes` as a one-file version through the store's trailer parser: Some
     /// (content length, record's content size, record length) if it reads as complete.
     pub fn version_trailer(bytes: &[u8]) -> Option<(u64, u64, usize)> {

@@ -9,7 +9,7 @@ use fsgate_base::error::code;
 
 /// An incoming message, classified.
 #[derive(Debug)]
-pub(crate) enum Incoming {
+pub enum Incoming {
     /// A request: has an `id`, expects a response.
     Request {
         /// The id, as received.
@@ -43,7 +43,7 @@ pub(crate) enum Incoming {
 }
 
 /// Parses one line.
-pub(crate) fn classify(line: &[u8]) -> Incoming {
+pub fn classify(line: &[u8]) -> Incoming {
     let v: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
         Err(e) => {

@@ -5,7 +5,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// One line read from the stream.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Line {
+pub enum Line {
     /// A complete line (without its `\n`).
     Message(Vec<u8>),
     /// A line longer than the bound; its bytes were discarded.
@@ -18,10 +18,7 @@ pub(crate) enum Line {
 }
 
 /// Reads the next line, keeping at most `max` bytes of it.
-pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
-    r: &mut R,
-    max: usize,
-) -> std::io::Result<Line> {
+pub async fn read_line<R: AsyncBufRead + Unpin>(r: &mut R, max: usize) -> std::io::Result<Line> {
     let mut buf = Vec::new();
     let mut len: u64 = 0;
     let mut too_long = false;

@@ -27,7 +27,7 @@ const MEMBERS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "erro
 
 /// What to do with one line from the agent.
 #[derive(Debug)]
-pub(crate) enum Relay {
+pub enum Relay {
     /// Exactly one well-formed message naming no guarded method: relay the raw line.
     /// Always [`Incoming::Request`], [`Incoming::Notification`] or [`Incoming::Response`].
     Forward(Incoming),
@@ -56,7 +56,7 @@ pub(crate) enum Relay {
 
 /// A line the proxy refuses to relay.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Refusal {
+pub struct Refusal {
     /// Ids of the requests to answer with the error (none for a notification, a
     /// response, or a line whose id cannot be read).
     pub ids: Vec<Value>,
@@ -69,7 +69,7 @@ pub(crate) struct Refusal {
 }
 
 /// Classifies one line (without its newline) that the agent wrote. Pure: no I/O.
-pub(crate) fn classify_agent_line(line: &[u8]) -> Relay {
+pub fn classify_agent_line(line: &[u8]) -> Relay {
     let text = match std::str::from_utf8(line) {
         Ok(t) => t,
         Err(_) => return invalid(Vec::new(), None, Value::Null, "not UTF-8"),
@@ -92,7 +92,7 @@ pub(crate) fn classify_agent_line(line: &[u8]) -> Relay {
 /// whitespace, control and invisible format characters dropped, full-width forms
 /// folded to ASCII, ASCII lower-cased (and the two non-ASCII letters Go's JSON
 /// decoder folds onto `s` and `k`).
-pub(crate) fn skeleton(name: &str) -> String {
+pub fn skeleton(name: &str) -> String {
     name.chars()
         .filter(|c| !(c.is_whitespace() || c.is_control() || is_format(*c)))
         .map(|c| match c {
@@ -107,7 +107,7 @@ pub(crate) fn skeleton(name: &str) -> String {
 
 /// True if `method`, normalised, names a guarded namespace: the namespace followed by
 /// nothing or by a separator (`fs/`, `FS.x`, ` fs\x`), not by more of a name (`fsx`).
-pub(crate) fn is_guarded(method: &str) -> bool {
+pub fn is_guarded(method: &str) -> bool {
     let s = skeleton(method);
     GUARDED.iter().any(|ns| match s.strip_prefix(ns) {
         Some(rest) => !rest

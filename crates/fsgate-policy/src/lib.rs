@@ -21,13 +21,13 @@ pub(crate) mod diff;
 mod entries;
 pub mod floor;
 pub mod http;
-pub(crate) mod lint;
+pub mod lint;
 pub mod media;
 pub(crate) mod oversight;
 pub(crate) mod raw;
 pub(crate) mod schema;
 mod settings;
-pub(crate) mod testrun;
+pub mod testrun;
 pub mod ws;
 
 use std::path::Path;

@@ -21,7 +21,7 @@ use fsgate_base::text::Esc;
 /// How bad a finding is. Errors and warnings make `policy check` exit 1; notes do not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Severity {
+pub enum Severity {
     /// The policy is wrong or unsafe.
     Error,
     /// Probably not what the author meant.
@@ -43,7 +43,7 @@ impl Severity {
 
 /// One located problem.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub(crate) struct Finding {
+pub struct Finding {
     /// The file as named on the command line.
     pub file: String,
     /// 1-based line.
@@ -78,7 +78,7 @@ impl fmt::Display for Finding {
 
 /// What `policy check` needs beyond the file.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct LintOptions {
+pub struct LintOptions {
     /// The workspace the policy will serve: enables the exact fixed-floor check (the
     /// policy file, `[audit] path` and `[backup] dir` inside it).
     pub workspace: Option<PathBuf>,
@@ -86,7 +86,7 @@ pub(crate) struct LintOptions {
 
 /// The findings for one file.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub(crate) struct LintReport {
+pub struct LintReport {
     /// Sorted by position.
     pub findings: Vec<Finding>,
     /// The file could not be read or does not load: `policy check` exits 2.
@@ -242,7 +242,7 @@ pub(crate) fn lint_file(path: &Path, options: &LintOptions) -> LintReport {
 
 /// Lints policy text. `base` resolves a relative gitleaks config; `policy_path` is where
 /// the file lives (for the fixed-floor check with a workspace).
-pub(crate) fn lint_text(
+pub fn lint_text(
     text: &str,
     file: &str,
     base: Option<&Path>,

@@ -8,7 +8,7 @@ use fsgate_base::path::RelPath;
 
 /// A decision including the content check: what the gateway does for one request.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub(crate) struct FullDecision {
+pub struct FullDecision {
     /// allow, deny or ask.
     pub effect: Effect,
     /// The deciding rule: a `[[rule]]` id, `secrets:<id>`, `content:<id>`, `default-deny`.
@@ -83,7 +83,7 @@ pub(crate) fn decide_access_with_content(
 
 /// The outcome of one `[[test]]` case.
 #[derive(Debug, Clone, serde::Serialize)]
-pub(crate) struct CaseOutcome {
+pub struct CaseOutcome {
     /// 0-based index among the policy's cases.
     pub index: usize,
     /// 1-based line of the case's `[[test]]` header.
@@ -106,7 +106,7 @@ pub(crate) struct CaseOutcome {
 
 /// A rule no case exercised (decided).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub(crate) struct Uncovered {
+pub struct Uncovered {
     /// Rule id as decisions name it.
     pub rule: String,
     /// Its line in the policy (0 if unknown).
@@ -115,7 +115,7 @@ pub(crate) struct Uncovered {
 
 /// All cases of one policy, and its coverage.
 #[derive(Debug, Clone, serde::Serialize)]
-pub(crate) struct TestRun {
+pub struct TestRun {
     /// One per `[[test]]`, in file order.
     pub cases: Vec<CaseOutcome>,
     /// Rules of this policy (`[[rule]]`, custom secret patterns, inline content rules)
@@ -149,7 +149,7 @@ fn header_line(src: &str, line: usize) -> usize {
 }
 
 /// Runs every `[[test]]` case of `policy`, whose text is `src` (for line numbers).
-pub(crate) fn run_cases(policy: &Policy, src: &str) -> TestRun {
+pub fn run_cases(policy: &Policy, src: &str) -> TestRun {
     let mut cases = Vec::new();
     for (index, t) in policy.raw().tests.iter().enumerate() {
         let line = header_line(src, line_col(src, t.op.span().start).0);

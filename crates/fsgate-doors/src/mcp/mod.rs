@@ -41,7 +41,7 @@ mod elicit;
 mod era;
 mod flow;
 #[cfg(feature = "fuzzing")]
-pub(crate) mod fuzz;
+pub mod fuzz;
 mod guard;
 mod leases;
 mod logs;

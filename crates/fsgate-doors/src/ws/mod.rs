@@ -35,7 +35,7 @@ mod inotify;
 mod mailbox;
 pub(crate) mod pending;
 mod permission;
-pub(crate) mod protocol;
+pub mod protocol;
 mod stall;
 mod watch;
 

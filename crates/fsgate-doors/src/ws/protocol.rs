@@ -17,7 +17,7 @@ pub(crate) const CHANNEL: &str = "files";
 
 /// What a client message asks for.
 #[derive(Debug)]
-pub(crate) enum Incoming {
+pub enum Incoming {
     /// A filesystem request for the gateway.
     Op {
         /// `type` and `requestId`, echoed in the response.
@@ -82,7 +82,7 @@ pub(crate) fn outcome_of(reply: &Value) -> Result<(), (i64, String)> {
 
 /// The part of a request its response echoes.
 #[derive(Debug, Clone)]
-pub(crate) struct Head {
+pub struct Head {
     /// The request's `type`.
     pub kind: String,
     /// The request's `requestId`, any JSON value but null.
@@ -95,7 +95,7 @@ fn bad(head: &Head, code: i64, message: impl Into<String>) -> Incoming {
 }
 
 /// Parses one text message.
-pub(crate) fn parse(text: &str) -> Incoming {
+pub fn parse(text: &str) -> Incoming {
     let unknown = Head {
         kind: "error".into(),
         request_id: None,
@@ -303,7 +303,7 @@ fn envelope(head: &Head) -> Map<String, Value> {
 }
 
 /// `{channel, type, requestId, data}`.
-pub(crate) fn data_response(head: &Head, data: Value) -> Value {
+pub fn data_response(head: &Head, data: Value) -> Value {
     let mut m = envelope(head);
     m.insert("data".into(), data);
     Value::Object(m)
@@ -326,7 +326,7 @@ pub(crate) fn error_response(
 }
 
 /// The error response for a gateway failure, with its rule and reason.
-pub(crate) fn gateway_error_response(head: &Head, e: &GatewayError) -> Value {
+pub fn gateway_error_response(head: &Head, e: &GatewayError) -> Value {
     let info = error_info(e.code(), &e.message(), e.data().as_ref());
     with_error(head, gateway_text(e), info)
 }
@@ -402,7 +402,7 @@ fn gateway_text(e: &GatewayError) -> String {
 }
 
 /// The `data` of a successful operation, paths workspace-rooted.
-pub(crate) fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
+pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
     let style = PathStyle::Rooted;
     match out {
         Output::File { content, encoding } => {
@@ -474,7 +474,7 @@ const ONE_PASS_MAX: usize = 64 * 1024;
 /// [`ONE_PASS_MAX`] (escaping its text is most of its cost). A larger one is measured
 /// first without allocating, so an answer over the limit is never built, and one within
 /// it is built in a buffer of its exact size.
-pub(crate) fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
+pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
     use crate::encode::json_upto;
     if let Some(small) = json_upto(v, max.min(ONE_PASS_MAX), 8 * 1024) {
         return String::from_utf8(small).unwrap_or_default();
