@@ -32,6 +32,7 @@ pub mod auth;
 pub mod changes;
 mod conn;
 mod inotify;
+mod known;
 mod mailbox;
 pub(crate) mod pending;
 mod permission;
