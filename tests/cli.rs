@@ -185,6 +185,27 @@ fn bad_regex_is_a_load_error_naming_the_key() {
     assert_refuses_policy(&policy, "regex");
 }
 
+/// The secret-name patterns are compiled as one set on first use, not at start; each
+/// pattern is still compiled alone when the policy is read, so a broken one is refused by
+/// `serve` before anything is served and reported by `policy check` at its value.
+#[test]
+fn bad_secret_pattern_is_refused_by_serve_and_reported_by_policy_check() {
+    let policy = policy_with(1000, 1000, "deny", "").replace(
+        "patterns = []",
+        r#"patterns = [{ id = "broken", regex = "(unclosed" }]"#,
+    );
+    assert_refuses_policy(&policy, "secret pattern `broken`: invalid regex");
+    let (_, dir) = serve_with_policy_text(&policy);
+    let file = dir.path().join("bad.toml");
+    let out = run_cli(&["policy", "check", &file.to_string_lossy()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains("bad.toml:5:38: error: secret pattern `broken`: invalid regex"),
+        "{stdout}"
+    );
+}
+
 /// The built-in content rules compile on first use, a policy's own content rules still
 /// at start: a broken one (bad regex, or a true-positive example it misses) refuses to
 /// start, before the audit log is written.

@@ -235,6 +235,54 @@ fn overlapping_from(
     }
 }
 
+/// The content rules' keywords, and their searches once built: on the first scan, not
+/// at load (building them was a tenth of a gateway's start-up). Shared by the scanner's
+/// clones.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Prefilter {
+    /// Every distinct keyword, in the order `keyword_rules` indexes them.
+    keywords: Vec<String>,
+    /// Ok(None): no keywords. Err: the automaton cannot be built.
+    built: std::sync::Arc<std::sync::OnceLock<Result<Option<Keywords>, String>>>,
+}
+
+/// The keyword searches.
+#[derive(Debug)]
+pub(crate) struct Keywords {
+    /// Every keyword, ASCII case-insensitive.
+    pub(crate) ac: AhoCorasick,
+    /// The same keywords for a SIMD search, where it can be built (see [`Packed`]).
+    pub(crate) packed: Option<Packed>,
+}
+
+impl Prefilter {
+    pub(crate) fn new(keywords: Vec<String>) -> Prefilter {
+        Prefilter {
+            keywords,
+            built: Default::default(),
+        }
+    }
+
+    /// The searches, building them if this is their first use.
+    pub(crate) fn built(&self) -> Result<Option<&Keywords>, &str> {
+        self.built
+            .get_or_init(|| {
+                if self.keywords.is_empty() {
+                    return Ok(None);
+                }
+                let ac = AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .build(&self.keywords)
+                    .map_err(|e| format!("cannot build the keyword prefilter: {e}"))?;
+                let packed = Packed::new(&self.keywords);
+                Ok(Some(Keywords { ac, packed }))
+            })
+            .as_ref()
+            .map(Option::as_ref)
+            .map_err(String::as_str)
+    }
+}
+
 /// Bytes of text lowercased at a time for [`Packed`].
 const PACKED_WINDOW: usize = 16 * 1024;
 
@@ -351,10 +399,8 @@ pub struct ContentScanner {
     rules: Vec<CRule>,
     /// Untargeted global allowlists.
     global: Vec<Allow>,
-    /// Every distinct keyword, ASCII case-insensitive.
-    prefilter: Option<AhoCorasick>,
-    /// The same keywords for a SIMD search, where it can be built (see [`Packed`]).
-    packed: Option<Packed>,
+    /// Every distinct keyword, searched ASCII case-insensitively; built on first scan.
+    prefilter: Prefilter,
     /// Prefilter pattern index -> rules having that keyword.
     keyword_rules: Vec<Vec<usize>>,
     /// Indexed by `OpClass as usize`.
@@ -469,11 +515,21 @@ impl ContentScanner {
         &self.sources
     }
 
+    /// Compiles now what is otherwise built on the first scan (the keyword prefilter).
+    pub(crate) fn compile_deferred(&self) -> Result<(), String> {
+        self.prefilter.built().map(|_| ()).map_err(str::to_string)
+    }
+
     /// Which rules the keyword prefilter lets through for `text`.
     fn candidates(&self, text: &[u8]) -> Vec<bool> {
         let mut cand: Vec<bool> = self.rules.iter().map(|r| r.keywords.is_empty()).collect();
-        if let Some(ac) = &self.prefilter {
-            let seen = match &self.packed {
+        let keywords = match self.prefilter.built() {
+            Ok(k) => k,
+            // Without the prefilter every rule runs (slower, nothing missed).
+            Err(_) => return vec![true; self.rules.len()],
+        };
+        if let Some(Keywords { ac, packed }) = keywords {
+            let seen = match packed {
                 Some(p) => p.occurring(text, PACKED_WINDOW, ac),
                 None => occurring_overlapping(ac, text, self.keyword_rules.len()),
             };

@@ -138,11 +138,10 @@ impl Policy {
             };
         }
         // 1. Secret names, on every component.
-        // `is_match` first: `matches` allocates, and almost no component is a secret.
-        let secret_hit = path
-            .components()
-            .filter(|comp| self.secrets.set.is_match(comp))
-            .find_map(|comp| Some((self.secrets.set.matches(comp).iter().next()?, comp)));
+        let secret_hit = match self.secret_component(path) {
+            Ok(hit) => hit,
+            Err(refused) => return refused,
+        };
         if let Some(t) = trace.as_deref_mut() {
             for (i, p) in self.secrets.patterns.iter().enumerate() {
                 let matched = secret_hit.is_some_and(|(h, _)| h == i);
@@ -212,6 +211,36 @@ impl Policy {
             reason: Cow::Owned(format!("no rule allows {} on this path", op.as_str())),
             waived,
         }
+    }
+
+    /// The first component of `path` a secret-name pattern matches, and which pattern;
+    /// Err: the patterns cannot be compiled, and the refusal that says so (fail closed).
+    fn secret_component<'a>(
+        &self,
+        path: &'a RelPath,
+    ) -> Result<Option<(usize, &'a str)>, Decision<'_>> {
+        for comp in path.components() {
+            match self.secrets.first_match(comp) {
+                Ok(None) => {}
+                Ok(Some(i)) => return Ok(Some((i, comp))),
+                Err(why) => {
+                    let rule = self
+                        .secrets
+                        .patterns
+                        .first()
+                        .map_or(DEFAULT_DENY, |p| &p.id);
+                    return Err(Decision {
+                        effect: Effect::Deny,
+                        rule,
+                        reason: Cow::Owned(format!(
+                            "the secret-name patterns cannot be compiled ({why}): nothing is allowed"
+                        )),
+                        waived: Vec::new(),
+                    });
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// The waived secret-name patterns some component of `path` matches (and, for

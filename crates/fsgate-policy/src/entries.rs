@@ -51,7 +51,7 @@ impl Policy {
             op,
             Access::Ls | Access::Tree | Access::Glob | Access::Grep | Access::Stat
         );
-        let secret_dir = dir.components().any(|c| self.secrets.set.is_match(c));
+        let secret_dir = dir.components().any(|c| self.secrets.is_match(c));
         let plans = (listing && !secret_dir).then(|| {
             let mut plans: [Plan<'_>; 4] = Default::default();
             for class in [OpClass::List, OpClass::Read] {
@@ -124,7 +124,7 @@ impl<'p> EntryFilter<'p> {
                 re.search_half_with(&mut cache.borrow_mut(), &input)
                     .is_some()
             }
-            None => self.pol.secrets.set.is_match(name),
+            None => self.pol.secrets.is_match(name),
         }
     }
 
@@ -315,7 +315,7 @@ paths = ["*", "deep/a/b"]
             let f = pol.entry_filter(Access::Ls, &RelPath::root());
             assert!(f.names.is_some(), "{}", pol.origin());
             for n in names {
-                assert_eq!(f.secret_name(n), pol.secrets.set.is_match(n), "{n:?}");
+                assert_eq!(f.secret_name(n), pol.secrets.is_match(n), "{n:?}");
             }
         }
     }

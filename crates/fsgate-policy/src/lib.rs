@@ -31,9 +31,11 @@ pub mod testrun;
 pub mod ws;
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use globset::GlobSet;
 use regex::RegexSet;
+use regex_automata::meta;
 
 pub use access::{ACCESS_NAMES, Access, AccessStep};
 pub use compile::{BUILTIN_SECRETS, DEFAULT_LIMITS};
@@ -228,30 +230,62 @@ pub struct SecretPattern {
 #[derive(Debug, Clone)]
 struct Secrets {
     patterns: Vec<SecretPattern>,
-    set: RegexSet,
-    /// The same patterns for listings, made on first use (see [`Secrets::names`]).
-    names: std::sync::OnceLock<Option<regex_automata::meta::Regex>>,
+    /// The patterns as one search (case-insensitive, Unicode, any of them), compiled on
+    /// first use and shared by the policy's copies: compiled at load, with the literal
+    /// prefilter a `RegexSet` adds, it was a fifth of a gateway's start-up (see
+    /// [`compile::name_matcher`]). Err: it cannot be compiled; every name then counts as
+    /// a secret (fail closed). `policy check` compiles it at once
+    /// ([`Policy::compile_deferred`]).
+    matcher: Arc<OnceLock<Result<meta::Regex, String>>>,
 }
 
 impl Secrets {
     /// No secret-name patterns.
     fn none() -> Secrets {
+        Secrets::deferred(Vec::new())
+    }
+
+    /// `patterns`, compiled on first use.
+    fn deferred(patterns: Vec<SecretPattern>) -> Secrets {
         Secrets {
-            patterns: Vec::new(),
-            set: RegexSet::empty(),
-            names: std::sync::OnceLock::new(),
+            patterns,
+            matcher: Arc::default(),
         }
     }
 
-    /// The patterns as one search that a listing runs on every entry's name with a
-    /// cache of its own: without the literal prefilter `RegexSet` chooses (on names of
-    /// a few bytes it costs more than the automaton it saves) and without its shared
-    /// cache pool (taken from another thread than the one that built it, the pool
-    /// locks). It matches exactly what `set` matches. None if it cannot be built.
-    fn names(&self) -> Option<&regex_automata::meta::Regex> {
-        self.names
+    /// The compiled search, compiling it if this is its first use.
+    fn matcher(&self) -> Result<&meta::Regex, &str> {
+        self.matcher
             .get_or_init(|| compile::name_matcher(&self.patterns))
             .as_ref()
+            .map_err(String::as_str)
+    }
+
+    /// Whether `name` matches a pattern (or the patterns cannot be compiled: fail closed).
+    fn is_match(&self, name: &str) -> bool {
+        match self.matcher() {
+            Ok(re) => re.is_match(name),
+            Err(_) => true,
+        }
+    }
+
+    /// The first pattern `name` matches, if any; Err if the patterns cannot be compiled.
+    fn first_match(&self, name: &str) -> Result<Option<usize>, &str> {
+        let re = self.matcher()?;
+        // `is_match` first: almost no name is a secret.
+        if !re.is_match(name) {
+            return Ok(None);
+        }
+        let mut which = regex_automata::PatternSet::new(re.pattern_len());
+        re.which_overlapping_matches(&regex_automata::Input::new(name), &mut which);
+        Ok(which.iter().next().map(|p| p.as_usize()))
+    }
+
+    /// The search a listing runs on every entry's name with a cache of its own (taken
+    /// from another thread than the one that built it, the search's shared cache pool
+    /// locks). None if it cannot be compiled: the listing then asks [`Secrets::is_match`].
+    fn names(&self) -> Option<&meta::Regex> {
+        self.matcher().ok()
     }
 }
 
@@ -430,6 +464,24 @@ impl Policy {
     /// The secret-name patterns in force.
     pub fn secret_patterns(&self) -> &[SecretPattern] {
         &self.secrets.patterns
+    }
+
+    /// Compiles now what is otherwise compiled on first use (the secret-name set, the
+    /// content rules' keyword prefilter), so that `policy check` reports what a gateway
+    /// would only meet at its first request.
+    pub fn compile_deferred(&self) -> Result<(), PolicyError> {
+        let invalid = |key: &str, message: &str| PolicyError::Invalid {
+            key: key.into(),
+            line: 0,
+            message: message.to_string(),
+        };
+        self.secrets
+            .matcher()
+            .map_err(|m| invalid("secrets.patterns", m))?;
+        match &self.content {
+            Some(c) => c.compile_deferred().map_err(|m| invalid("content", &m)),
+            None => Ok(()),
+        }
     }
 
     /// The built-in secret-name patterns waived by `[secrets] disabled_patterns`.

@@ -270,7 +270,10 @@ pub fn lint_text(
     };
     prevalidate(&raw, &mut sink);
     prevalidate_agent(&raw, base, policy_path, &mut sink);
-    let policy = match Policy::from_toml_in(text, file, base) {
+    // What a gateway compiles on first use is compiled here, so it is reported now.
+    let loaded =
+        Policy::from_toml_in(text, file, base).and_then(|p| p.compile_deferred().map(|()| p));
+    let policy = match loaded {
         Ok(p) => p,
         Err(e) => {
             if !sink.out.iter().any(|f| f.severity == Severity::Error) {

@@ -223,7 +223,7 @@ proptest! {
         let path = p(&comps.join("/"));
         let op = OpClass::ALL[op];
         let d = pol.decide(op, &path, EntryKind::File);
-        let secret = comps.iter().any(|c| pol.secrets.set.is_match(c));
+        let secret = comps.iter().any(|c| pol.secrets.is_match(c));
         prop_assert_eq!(d.allowed(), !secret);
         if secret { prop_assert!(d.rule.starts_with("secrets:")); }
     }
@@ -316,4 +316,26 @@ paths = [".github/**"]
     }
     let d = pol.decide(OpClass::Read, &p(".GitHub/x"), EntryKind::File);
     assert!(d.allowed(), "{d:?}");
+}
+
+/// The secret-name set is compiled on first use: one that cannot be compiled then refuses
+/// every path and hides every entry (fail closed), and `compile_deferred` (what `policy
+/// check` runs) reports it.
+#[test]
+fn a_secret_set_that_cannot_be_compiled_refuses_everything() {
+    let mut pol = default();
+    pol.secrets = Secrets::deferred(vec![SecretPattern {
+        id: "secrets:broken".into(),
+        source: "(".into(),
+        builtin: false,
+    }]);
+    let d = pol.decide(OpClass::Read, &p("src/main.rs"), EntryKind::File);
+    assert!(!d.allowed());
+    assert_eq!(d.rule, "secrets:broken");
+    assert!(d.reason.contains("cannot be compiled"), "{}", d.reason);
+    let filter = pol.entry_filter(Access::Ls, &RelPath::root());
+    assert!(!filter.allows(&p("a.txt"), "a.txt", &PathFacts::file(1)));
+    let e = pol.compile_deferred().expect_err("reported");
+    assert!(e.to_string().contains("secrets.patterns"), "{e}");
+    assert!(default().compile_deferred().is_ok());
 }

@@ -118,6 +118,23 @@ fn known_cases() {
     assert_eq!(escape_bytes(b"ok\\x41"), "ok\\\\x41");
 }
 
+/// ASCII is escaped without the Unicode class: exactly the characters the class names.
+#[test]
+fn ascii_is_escaped_as_the_unicode_class_says() {
+    let class = Regex::new(UNSAFE_CLASS).expect("the class compiles");
+    for b in 0..=127u8 {
+        let c = char::from(b);
+        let s = c.to_string();
+        assert_eq!(needs_escape(c), class.is_match(&s), "{c:?}");
+        assert_eq!(
+            escape_for_humans(&s) != s,
+            class.is_match(&s),
+            "{c:?} -> {:?}",
+            escape_for_humans(&s)
+        );
+    }
+}
+
 #[test]
 fn printable_unicode_stays() {
     for s in [

@@ -10,11 +10,12 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::known::Known;
 use fsgate_base::path::RelPath;
 
 /// What happened to a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ChangeKind {
+pub enum ChangeKind {
     /// It did not exist and now does.
     Create,
     /// It existed and still does, with different content or metadata.
@@ -25,7 +26,7 @@ pub(crate) enum ChangeKind {
 
 /// One debounced change.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Change {
+pub struct Change {
     /// What happened.
     pub kind: ChangeKind,
     /// Workspace-relative path.
@@ -48,9 +49,9 @@ struct Pending {
 
 /// The debouncer and what it knows of the tree.
 #[derive(Debug)]
-pub(crate) struct Coalescer {
+pub struct Coalescer {
     /// Paths seen to exist, and whether each is a directory.
-    known: HashMap<RelPath, bool>,
+    known: Known,
     /// Paths with raw events not yet settled.
     pending: HashMap<RelPath, Pending>,
     /// Next arrival number.
@@ -63,9 +64,9 @@ pub(crate) struct Coalescer {
 
 impl Coalescer {
     /// A coalescer with the given quiet time.
-    pub(crate) fn new(debounce: Duration) -> Coalescer {
+    pub fn new(debounce: Duration) -> Coalescer {
         Coalescer {
-            known: HashMap::new(),
+            known: Known::default(),
             pending: HashMap::new(),
             seq: 0,
             debounce,
@@ -74,22 +75,27 @@ impl Coalescer {
     }
 
     /// Records an existing path without an event (initial scan).
-    pub(crate) fn record(&mut self, path: RelPath, is_dir: bool) {
-        self.known.insert(path, is_dir);
+    pub fn record(&mut self, path: &RelPath, is_dir: bool) {
+        self.known.record(path, is_dir);
+    }
+
+    /// Gives back what the initial scan's records held spare.
+    pub fn compact(&mut self) {
+        self.known.compact();
     }
 
     /// Whether `path` is known to exist.
-    pub(crate) fn knows(&self, path: &RelPath) -> bool {
-        self.known.contains_key(path)
+    pub fn knows(&mut self, path: &RelPath) -> bool {
+        self.known.get(path).is_some()
     }
 
-    /// The known paths (for a rescan's comparison).
-    pub(crate) fn known_paths(&self) -> Vec<RelPath> {
-        self.known.keys().cloned().collect()
+    /// The known paths that are `start` or lie beneath it (for a rescan's comparison).
+    pub fn known_beneath(&self, start: &RelPath) -> Vec<RelPath> {
+        self.known.beneath(start)
     }
 
     /// A raw event touched `path` at `now`.
-    pub(crate) fn note(&mut self, path: RelPath, now: Instant) {
+    pub fn note(&mut self, path: RelPath, now: Instant) {
         let seq = self.seq;
         self.seq += 1;
         self.pending
@@ -103,7 +109,7 @@ impl Coalescer {
     }
 
     /// When the next pending path settles, if any.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    pub fn next_deadline(&self) -> Option<Instant> {
         self.pending.values().map(|p| self.deadline(p)).min()
     }
 
@@ -112,7 +118,7 @@ impl Coalescer {
     }
 
     /// Removes and returns the paths whose quiet period has ended, in arrival order.
-    pub(crate) fn due(&mut self, now: Instant) -> Vec<RelPath> {
+    pub fn due(&mut self, now: Instant) -> Vec<RelPath> {
         let mut due: Vec<(u64, RelPath)> = self
             .pending
             .iter()
@@ -128,8 +134,8 @@ impl Coalescer {
 
     /// Settles `path` given what it is now (`Some(is_dir)`, or `None` if gone), updating
     /// what is known. A path that changed type gives a delete and a create.
-    pub(crate) fn settle(&mut self, path: &RelPath, now: Option<bool>) -> Vec<Change> {
-        let before = self.known.get(path).copied();
+    pub fn settle(&mut self, path: &RelPath, now: Option<bool>) -> Vec<Change> {
+        let before = self.known.get(path);
         let change = |kind, is_dir| Change {
             kind,
             path: path.clone(),
@@ -138,28 +144,20 @@ impl Coalescer {
         match (before, now) {
             (None, None) => Vec::new(),
             (None, Some(d)) => {
-                self.known.insert(path.clone(), d);
+                self.known.insert(path, d);
                 vec![change(ChangeKind::Create, d)]
             }
             (Some(b), None) => {
-                self.forget(path, b);
+                // Moved away whole, a directory's entries get no events of their own.
+                self.known.remove(path);
                 vec![change(ChangeKind::Delete, b)]
             }
             (Some(b), Some(d)) if b == d => vec![change(ChangeKind::Modify, d)],
             (Some(b), Some(d)) => {
-                self.forget(path, b);
-                self.known.insert(path.clone(), d);
+                self.known.remove(path);
+                self.known.insert(path, d);
                 vec![change(ChangeKind::Delete, b), change(ChangeKind::Create, d)]
             }
-        }
-    }
-
-    /// Forgets `path`, and everything beneath it if it was a directory (moved away
-    /// whole, its entries get no events of their own).
-    fn forget(&mut self, path: &RelPath, was_dir: bool) {
-        self.known.remove(path);
-        if was_dir {
-            self.known.retain(|p, _| !p.starts_with(path));
         }
     }
 }
@@ -205,7 +203,7 @@ mod tests {
     #[test]
     fn replace_of_a_known_file_is_a_modify_and_removal_a_delete() {
         let mut c = Coalescer::new(Duration::ZERO);
-        c.record(p("src/a.rs"), false);
+        c.record(&p("src/a.rs"), false);
         let m = c.settle(&p("src/a.rs"), Some(false));
         assert_eq!(m[0].kind, ChangeKind::Modify);
         let d = c.settle(&p("src/a.rs"), None);
@@ -232,9 +230,9 @@ mod tests {
     #[test]
     fn deleting_a_directory_forgets_its_entries_and_type_changes_split() {
         let mut c = Coalescer::new(Duration::ZERO);
-        c.record(p("d"), true);
-        c.record(p("d/x"), false);
-        c.record(p("dx"), false);
+        c.record(&p("d"), true);
+        c.record(&p("d/x"), false);
+        c.record(&p("dx"), false);
         let d = c.settle(&p("d"), None);
         assert_eq!(d[0].kind, ChangeKind::Delete);
         assert!(d[0].is_dir);

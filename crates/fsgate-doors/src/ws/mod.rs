@@ -32,6 +32,7 @@ pub(crate) mod auth;
 pub(crate) mod changes;
 mod conn;
 mod inotify;
+mod known;
 mod mailbox;
 pub(crate) mod pending;
 mod permission;

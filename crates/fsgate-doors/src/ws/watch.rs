@@ -134,6 +134,7 @@ impl Watcher {
                 .name("fsgate-watch".into())
                 .spawn(move || {
                     state.scan(&RelPath::root(), Scan::Initial);
+                    state.co.compact();
                     scanned(&ready, state.watched.len());
                     state.run(&stop_rx);
                 })?;
@@ -365,7 +366,7 @@ impl State {
             }
             let is_dir = e.kind == FileKind::Directory;
             match why {
-                Scan::Initial => self.co.record(e.path.clone(), is_dir),
+                Scan::Initial => self.co.record(&e.path, is_dir),
                 Scan::Appeared | Scan::Rescan => {
                     if why == Scan::Rescan {
                         seen.insert(e.path.clone());
@@ -391,8 +392,8 @@ impl State {
             );
         }
         if why == Scan::Rescan {
-            for p in self.co.known_paths() {
-                if p.starts_with(start) && !seen.contains(&p) {
+            for p in self.co.known_beneath(start) {
+                if !seen.contains(&p) {
                     self.co.note(p, now);
                 }
             }

@@ -105,7 +105,7 @@ impl Merged {
         })?;
         let compiled = Compiled {
             rules: self.rules,
-            secrets: compile::secrets_of(self.secrets)?,
+            secrets: compile::secrets_of(self.secrets),
             waivers: compile::waivers_of(self.waivers)?,
             limits: self.limits,
             content: self.content,

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use aho_corasick::AhoCorasick;
 use regex::RegexBuilder;
 use regex::bytes::Regex as BytesRegex;
 use regex::bytes::RegexBuilder as BytesRegexBuilder;
@@ -562,25 +561,10 @@ fn build(
             }
         }
     }
-    let prefilter = if keywords.is_empty() {
-        None
-    } else {
-        Some(
-            AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .build(&keywords)
-                .map_err(|e| PolicyError::Invalid {
-                    key: "content".into(),
-                    line: 0,
-                    message: format!("cannot build the keyword prefilter: {e}"),
-                })?,
-        )
-    };
     let scanner = ContentScanner {
         rules,
         global,
-        packed: super::Packed::new(&keywords),
-        prefilter,
+        prefilter: super::Prefilter::new(keywords),
         keyword_rules,
         ops,
         sources,
@@ -624,8 +608,7 @@ pub(super) fn check_builtin_examples() -> Result<(), String> {
     let scanner = ContentScanner {
         rules: builtin_set()?.to_vec(),
         global: Vec::new(),
-        prefilter: None,
-        packed: None,
+        prefilter: super::Prefilter::default(),
         keyword_rules: Vec::new(),
         ops: [false; 4],
         sources: Vec::new(),

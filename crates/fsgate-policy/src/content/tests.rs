@@ -584,7 +584,11 @@ regex = 'd[0-9]{4}'
 /// Keywords found by the packed search, with windows of every small size (so keywords
 /// straddle window ends), against the automaton's overlapping search.
 fn packed_agrees(s: &ContentScanner, text: &[u8]) {
-    let (Some(ac), Some(p)) = (&s.prefilter, &s.packed) else {
+    let Ok(Some(super::Keywords {
+        ac,
+        packed: Some(p),
+    })) = s.prefilter.built()
+    else {
         panic!("this CPU has no packed searcher for the built-in keywords");
     };
     let want = super::occurring_overlapping(ac, text, s.keyword_rules.len());
@@ -640,7 +644,11 @@ proptest::proptest! {
 fn text_dense_with_keywords_goes_to_the_automaton() {
     let builtin = Policy::builtin_default().unwrap();
     let s = builtin.content_scanner().unwrap();
-    let (Some(ac), Some(p)) = (&s.prefilter, &s.packed) else {
+    let Ok(Some(super::Keywords {
+        ac,
+        packed: Some(p),
+    })) = s.prefilter.built()
+    else {
         panic!("this CPU has no packed searcher for the built-in keywords");
     };
     let n = s.keyword_rules.len();

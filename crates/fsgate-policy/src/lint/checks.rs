@@ -393,11 +393,8 @@ fn secrets(policy: &Policy, sink: &mut Sink<'_>) {
                 .split('/')
                 .filter(|c| is_literal(c) && !c.is_empty())
                 .find_map(|c| {
-                    let set = &policy.secrets.set;
-                    set.matches(c)
-                        .iter()
-                        .next()
-                        .map(|i| (c.to_string(), policy.secrets.patterns[i].id.clone()))
+                    let i = policy.secrets.first_match(c).ok().flatten()?;
+                    Some((c.to_string(), policy.secrets.patterns[i].id.clone()))
                 });
             if let Some((comp, id)) = hit {
                 sink.at_rule(
