@@ -15,7 +15,7 @@ use fsgate_base::path::RelPath;
 
 /// What happened to a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeKind {
+pub(crate) enum ChangeKind {
     /// It did not exist and now does.
     Create,
     /// It existed and still does, with different content or metadata.
@@ -26,7 +26,7 @@ pub enum ChangeKind {
 
 /// One debounced change.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     /// What happened.
     pub kind: ChangeKind,
     /// Workspace-relative path.
@@ -49,7 +49,7 @@ struct Pending {
 
 /// The debouncer and what it knows of the tree.
 #[derive(Debug)]
-pub struct Coalescer {
+pub(crate) struct Coalescer {
     /// Paths seen to exist, and whether each is a directory.
     known: Known,
     /// Paths with raw events not yet settled.
@@ -64,7 +64,7 @@ pub struct Coalescer {
 
 impl Coalescer {
     /// A coalescer with the given quiet time.
-    pub fn new(debounce: Duration) -> Coalescer {
+    pub(crate) fn new(debounce: Duration) -> Coalescer {
         Coalescer {
             known: Known::default(),
             pending: HashMap::new(),
@@ -75,27 +75,27 @@ impl Coalescer {
     }
 
     /// Records an existing path without an event (initial scan).
-    pub fn record(&mut self, path: &RelPath, is_dir: bool) {
+    pub(crate) fn record(&mut self, path: &RelPath, is_dir: bool) {
         self.known.record(path, is_dir);
     }
 
     /// Gives back what the initial scan's records held spare.
-    pub fn compact(&mut self) {
+    pub(crate) fn compact(&mut self) {
         self.known.compact();
     }
 
     /// Whether `path` is known to exist.
-    pub fn knows(&mut self, path: &RelPath) -> bool {
+    pub(crate) fn knows(&mut self, path: &RelPath) -> bool {
         self.known.get(path).is_some()
     }
 
     /// The known paths that are `start` or lie beneath it (for a rescan's comparison).
-    pub fn known_beneath(&self, start: &RelPath) -> Vec<RelPath> {
+    pub(crate) fn known_beneath(&self, start: &RelPath) -> Vec<RelPath> {
         self.known.beneath(start)
     }
 
     /// A raw event touched `path` at `now`.
-    pub fn note(&mut self, path: RelPath, now: Instant) {
+    pub(crate) fn note(&mut self, path: RelPath, now: Instant) {
         let seq = self.seq;
         self.seq += 1;
         self.pending
@@ -109,7 +109,7 @@ impl Coalescer {
     }
 
     /// When the next pending path settles, if any.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.pending.values().map(|p| self.deadline(p)).min()
     }
 
@@ -118,7 +118,7 @@ impl Coalescer {
     }
 
     /// Removes and returns the paths whose quiet period has ended, in arrival order.
-    pub fn due(&mut self, now: Instant) -> Vec<RelPath> {
+    pub(crate) fn due(&mut self, now: Instant) -> Vec<RelPath> {
         let mut due: Vec<(u64, RelPath)> = self
             .pending
             .iter()
@@ -134,7 +134,7 @@ impl Coalescer {
 
     /// Settles `path` given what it is now (`Some(is_dir)`, or `None` if gone), updating
     /// what is known. A path that changed type gives a delete and a create.
-    pub fn settle(&mut self, path: &RelPath, now: Option<bool>) -> Vec<Change> {
+    pub(crate) fn settle(&mut self, path: &RelPath, now: Option<bool>) -> Vec<Change> {
         let before = self.known.get(path);
         let change = |kind, is_dir| Change {
             kind,

@@ -13,7 +13,7 @@ const DIR: u32 = 1 << 31;
 
 /// Known paths, by directory.
 #[derive(Debug, Default)]
-pub struct Known {
+pub(super) struct Known {
     /// Directory path (`""` for the root) -> its known entries.
     dirs: HashMap<Box<str>, Entries>,
 }
@@ -161,7 +161,7 @@ fn at_or_beneath(dir: &str, path: &str) -> bool {
 impl Known {
     /// Records an existing path, without keeping its directory in order (the initial
     /// scan; see [`Known::compact`]).
-    pub fn record(&mut self, path: &RelPath, is_dir: bool) {
+    pub(super) fn record(&mut self, path: &RelPath, is_dir: bool) {
         let Some((dir, name)) = split(path) else {
             return;
         };
@@ -178,7 +178,7 @@ impl Known {
     }
 
     /// Sorts every directory and gives back the growth slack (after the initial scan).
-    pub fn compact(&mut self) {
+    pub(super) fn compact(&mut self) {
         for e in self.dirs.values_mut() {
             e.sort();
         }
@@ -186,13 +186,13 @@ impl Known {
     }
 
     /// `Some(is_dir)` if `path` is known to exist.
-    pub fn get(&mut self, path: &RelPath) -> Option<bool> {
+    pub(super) fn get(&mut self, path: &RelPath) -> Option<bool> {
         let (dir, name) = split(path)?;
         self.dirs.get_mut(dir)?.get(name)
     }
 
     /// Records that `path` exists (a directory or not).
-    pub fn insert(&mut self, path: &RelPath, is_dir: bool) {
+    pub(super) fn insert(&mut self, path: &RelPath, is_dir: bool) {
         let Some((dir, name)) = split(path) else {
             return;
         };
@@ -207,7 +207,7 @@ impl Known {
     }
 
     /// Forgets `path`, and everything beneath it if it was a directory.
-    pub fn remove(&mut self, path: &RelPath) {
+    pub(super) fn remove(&mut self, path: &RelPath) {
         let Some((dir, name)) = split(path) else {
             return;
         };
@@ -224,7 +224,7 @@ impl Known {
     }
 
     /// Every known path that is `start` or lies beneath it.
-    pub fn beneath(&self, start: &RelPath) -> Vec<RelPath> {
+    pub(super) fn beneath(&self, start: &RelPath) -> Vec<RelPath> {
         let mut out = Vec::new();
         if let Some((dir, name)) = split(start)
             && let Some(e) = self.dirs.get(dir)
