@@ -88,8 +88,9 @@ pub struct McpServer {
     /// Stateless requests': the whole workspace, nobody to ask, no log messages, and a
     /// session id of its own (an `allow_always` of the 2025 session is no grant here).
     stateless: Arc<RequestCtx>,
-    /// Input and output schemas, generated once.
-    catalog: Catalog,
+    /// Input and output schemas, generated at the first `tools/list` (not before the
+    /// `initialize` answer: a quarter of a millisecond of start-up).
+    catalog: std::sync::OnceLock<Catalog>,
     /// Bounds the tool calls running at once; more wait for a slot.
     slots: Arc<Semaphore>,
     /// Requests in flight and the connection's byte rooms.
@@ -215,7 +216,7 @@ impl McpServer {
             gw,
             ctx: Arc::new(ctx),
             stateless: Arc::new(stateless),
-            catalog: Catalog::new(),
+            catalog: std::sync::OnceLock::new(),
             slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             flow,
             max,
@@ -299,7 +300,11 @@ impl McpServer {
         let root = self.root();
         let mut tools: Vec<Tool> = Vec::new();
         for m in self.gw.members() {
-            for t in self.catalog.tools(&m.policy(), &root) {
+            for t in self
+                .catalog
+                .get_or_init(Catalog::new)
+                .tools(&m.policy(), &root)
+            {
                 if !tools.iter().any(|have| have.name == t.name) {
                     tools.push(t);
                 }
