@@ -23,16 +23,6 @@ const MAX_BUCKETS: usize = 4_096;
 /// Bucket widths in seconds, each a multiple of the one before.
 pub(crate) const BUCKET_LADDER: &[i64] = &[1, 10, 60, 300, 900, 3_600, 21_600, 86_400, 604_800];
 
-/// The operations that change the workspace.
-const CHANGE_OPS: &[&str] = &[
-    "write_text_file",
-    "edit_text_file",
-    "mkdir",
-    "rm",
-    "rename",
-    "restore",
-];
-
 /// Request counts of one session (or one timeline bucket).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
@@ -293,7 +283,8 @@ impl Digest {
             self.count_at(t.unix_timestamp(), v);
         }
         let session = text(v, "session");
-        let is_change = CHANGE_OPS.contains(&text(v, "op")) && text(v, "decision") == "allow";
+        let is_change =
+            crate::ChangeOp::from_name(text(v, "op")).is_some() && text(v, "decision") == "allow";
         if !session.is_empty() {
             self.observe_session(session, v, is_change);
         }

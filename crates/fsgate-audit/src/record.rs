@@ -21,6 +21,55 @@ pub const KIND_REQUEST: &str = "request";
 pub const KIND_INTENT: &str = "intent";
 /// Written at start-up for an intent that has no outcome: what the disk shows.
 pub const KIND_RECONCILED: &str = "reconciled";
+
+/// The operations that change a workspace, as a record's `op` names them. Whatever reads
+/// an `op` back from a record to act on it (reconciliation after a crash, git staging,
+/// reports) parses it here, once, and matches the variant: a new changing operation is
+/// a new variant, and the compiler lists every `match` that must handle it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeOp {
+    /// `write_text_file` (text or bytes: a file's whole content).
+    Write,
+    /// `edit_text_file`.
+    Edit,
+    /// `mkdir`.
+    Mkdir,
+    /// `rm`.
+    Rm,
+    /// `rename` (its destination is the record's `path2`).
+    Rename,
+    /// `restore` (`fsgate backup restore`: a file's whole content).
+    Restore,
+}
+
+impl ChangeOp {
+    /// Every changing operation.
+    pub const ALL: [ChangeOp; 6] = [
+        ChangeOp::Write,
+        ChangeOp::Edit,
+        ChangeOp::Mkdir,
+        ChangeOp::Rm,
+        ChangeOp::Rename,
+        ChangeOp::Restore,
+    ];
+
+    /// The name records use.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChangeOp::Write => "write_text_file",
+            ChangeOp::Edit => "edit_text_file",
+            ChangeOp::Mkdir => "mkdir",
+            ChangeOp::Rm => "rm",
+            ChangeOp::Rename => "rename",
+            ChangeOp::Restore => "restore",
+        }
+    }
+
+    /// The changing operation a record's `op` names, if it names one.
+    pub fn from_name(name: &str) -> Option<ChangeOp> {
+        ChangeOp::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
 /// Lifecycle kinds written by the log itself.
 pub const KIND_START: &str = "start";
 /// Written by [`super::AuditLog::close`].

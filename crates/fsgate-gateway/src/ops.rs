@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use fsgate_audit::ChangeOp;
 use fsgate_base::path::RelPath;
 use fsgate_workspace::{Entry, GrepMatch, StatInfo};
 
@@ -152,16 +153,16 @@ impl Op {
         match self {
             Op::ReadText { .. } => "read_text_file",
             Op::ReadFile { .. } => "read_file",
-            Op::WriteText { .. } | Op::WriteBytes { .. } => "write_text_file",
-            Op::Edit { .. } => "edit_text_file",
+            Op::WriteText { .. } | Op::WriteBytes { .. } => ChangeOp::Write.name(),
+            Op::Edit { .. } => ChangeOp::Edit.name(),
             Op::Ls { .. } => "ls",
             Op::Tree { .. } => "tree",
             Op::Stat { .. } => "stat",
             Op::Glob { .. } => "glob",
             Op::Grep { .. } => "grep",
-            Op::Mkdir { .. } => "mkdir",
-            Op::Rm { .. } => "rm",
-            Op::Rename { .. } => "rename",
+            Op::Mkdir { .. } => ChangeOp::Mkdir.name(),
+            Op::Rm { .. } => ChangeOp::Rm.name(),
+            Op::Rename { .. } => ChangeOp::Rename.name(),
         }
     }
 
@@ -420,6 +421,35 @@ impl Output {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_operation_changes_the_workspace_exactly_when_its_record_name_says_so() {
+        let p = || "/a".to_string();
+        let ops = [
+            Op::Ls {
+                path: p(),
+                cursor: None,
+            },
+            Op::Stat { path: p() },
+            Op::Mkdir {
+                path: p(),
+                recursive: false,
+            },
+            Op::Rm {
+                path: p(),
+                recursive: false,
+            },
+            Op::Rename { from: p(), to: p() },
+        ];
+        for op in ops {
+            let named = ChangeOp::from_name(op.name());
+            assert_eq!(named.is_some(), op.is_mutating(), "{}", op.name());
+        }
+        for c in ChangeOp::ALL {
+            assert_eq!(ChangeOp::from_name(c.name()), Some(c));
+        }
+        assert_eq!(ChangeOp::from_name("read_text_file"), None);
+    }
 
     #[test]
     fn a_long_exclude_list_is_recorded_as_its_first_patterns_and_its_count() {

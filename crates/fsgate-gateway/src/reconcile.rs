@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use super::Gateway;
-use fsgate_audit::{AuditEvent, Intent, KIND_RECONCILED};
+use fsgate_audit::{AuditEvent, ChangeOp, Intent, KIND_RECONCILED};
 use fsgate_base::path::RelPath;
 use fsgate_workspace::WsError;
 
@@ -103,18 +103,18 @@ impl Gateway {
         let path = self.on_disk(intent.real_path.as_deref().or(intent.path.as_deref()));
         let mut seen = Map::new();
         seen.insert("path".into(), path.describe());
-        let found = match intent.op.as_str() {
-            "mkdir" => match path {
+        let found = match ChangeOp::from_name(&intent.op) {
+            Some(ChangeOp::Mkdir) => match path {
                 OnDisk::Dir => Found::Applied,
                 OnDisk::Missing => Found::NotApplied,
                 _ => Found::Neither,
             },
-            "rm" => match &path {
+            Some(ChangeOp::Rm) => match &path {
                 OnDisk::Missing => Found::Applied,
                 OnDisk::File(h) if Some(h) == intent.old_sha256.as_ref() => Found::NotApplied,
                 _ => Found::Neither,
             },
-            "rename" => {
+            Some(ChangeOp::Rename) => {
                 let to = self.on_disk(intent.real_path2.as_deref().or(intent.path2.as_deref()));
                 seen.insert("path2".into(), to.describe());
                 let to_is_old = match (&to, &intent.old_sha256) {
@@ -128,13 +128,15 @@ impl Gateway {
                     _ => Found::Neither,
                 }
             }
-            // write_text_file, edit_text_file, restore: content at one path.
-            _ => match (&path, &intent.sha256, &intent.old_sha256) {
-                (OnDisk::File(h), Some(new), _) if h == new => Found::Applied,
-                (OnDisk::File(h), _, Some(old)) if h == old => Found::NotApplied,
-                (OnDisk::Missing, _, None) => Found::NotApplied,
-                _ => Found::Neither,
-            },
+            // Content at one path (an unknown op is compared as one, too).
+            Some(ChangeOp::Write | ChangeOp::Edit | ChangeOp::Restore) | None => {
+                match (&path, &intent.sha256, &intent.old_sha256) {
+                    (OnDisk::File(h), Some(new), _) if h == new => Found::Applied,
+                    (OnDisk::File(h), _, Some(old)) if h == old => Found::NotApplied,
+                    (OnDisk::Missing, _, None) => Found::NotApplied,
+                    _ => Found::Neither,
+                }
+            }
         };
         (found, seen)
     }

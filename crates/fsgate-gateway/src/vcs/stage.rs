@@ -6,6 +6,7 @@ use git2::{Index, IndexAddOption, Repository};
 use serde_json::{Map, Value};
 
 use super::{Stager, VcsError};
+use fsgate_audit::ChangeOp;
 use fsgate_base::path::RelPath;
 
 /// What staging one change did, for the audit record.
@@ -53,14 +54,18 @@ impl Stager {
     /// Updates the index after `op` changed `path` (and `path2`, a rename's
     /// destination). Never fails: what went wrong is in [`Staged::error`].
     pub fn stage(&self, op: &str, path: &RelPath, path2: Option<&RelPath>) -> Staged {
-        let steps = match (op, path2) {
-            ("rename", Some(to)) => vec![
+        let steps = match (ChangeOp::from_name(op), path2) {
+            (Some(ChangeOp::Rename), Some(to)) => vec![
                 Step::Remove(self.in_repo(path)),
                 Step::Add(self.in_repo(to)),
             ],
-            ("rm", _) => vec![Step::Remove(self.in_repo(path))],
-            ("write_text_file" | "edit_text_file", _) => vec![Step::Add(self.in_repo(path))],
-            _ => return Staged::default(),
+            (Some(ChangeOp::Rm), _) => vec![Step::Remove(self.in_repo(path))],
+            (Some(ChangeOp::Write | ChangeOp::Edit | ChangeOp::Restore), _) => {
+                vec![Step::Add(self.in_repo(path))]
+            }
+            // A directory alone is nothing to git; a rename without its destination and
+            // a read change nothing.
+            (Some(ChangeOp::Mkdir | ChangeOp::Rename) | None, _) => return Staged::default(),
         };
         let mut staged = Staged::default();
         let repo = match self.repo.lock() {
