@@ -55,7 +55,8 @@ pub enum BackupCommand {
 
 /// Receives the outcome of `fsgate backup restore` for the audit log.
 ///
-/// The gateway's audit module implements this; [`run`] uses [`UnwiredAudit`] until then.
+/// `fsgate backup restore` implements it with the workspace's audit log; [`run`] uses
+/// [`NoAudit`], which refuses a restore.
 pub trait RestoreAudit {
     /// Records the restore about to be made (`version` of `rel_path`, with `previous`
     /// the backup of the current content), durably, before the workspace is touched.
@@ -73,40 +74,37 @@ pub trait RestoreAudit {
     fn record_failure(&mut self, rel_path: &str, error: &str) -> Result<(), String>;
 }
 
-/// Placeholder [`RestoreAudit`]: logs a warning that no audit record was written.
+/// The [`RestoreAudit`] of a command run without the audit log: it refuses every
+/// restore (fail closed), since a restore nobody recorded must not happen.
 #[derive(Debug, Default)]
-pub struct UnwiredAudit;
+pub struct NoAudit;
 
-impl RestoreAudit for UnwiredAudit {
+impl RestoreAudit for NoAudit {
     fn intend_restore(
         &mut self,
-        _: &str,
+        rel_path: &str,
         _: &BackupRef,
         _: Option<&BackupRef>,
     ) -> Result<(), String> {
-        Ok(())
+        Err(format!(
+            "restore of {} refused: no audit log to record it in",
+            Esc(rel_path)
+        ))
     }
 
     fn record_failure(&mut self, _: &str, _: &str) -> Result<(), String> {
-        Ok(())
+        Err("no audit log".into())
     }
 
-    fn record_restore(&mut self, workspace: &Path, report: &RestoreReport) -> Result<(), String> {
-        // TODO(lead): replace with an audit record (op "restore") when wiring the audit log.
-        tracing::warn!(
-            workspace = %workspace.display(),
-            path = %report.restored.rel_path,
-            restored = %report.restored.id,
-            previous = report.previous.as_ref().map(|p| p.id.as_str()),
-            "restore not written to the audit log: audit hook not wired"
-        );
-        Ok(())
+    fn record_restore(&mut self, _: &Path, _: &RestoreReport) -> Result<(), String> {
+        Err("no audit log".into())
     }
 }
 
-/// Runs a backup subcommand; returns the exit code (0 ok, 1 no such backup, 2 error).
+/// Runs a backup subcommand without the audit log (a `list`; a restore is refused);
+/// returns the exit code (0 ok, 1 no such backup, 2 error).
 pub fn run(cmd: BackupCommand) -> i32 {
-    run_with_audit(cmd, &mut UnwiredAudit)
+    run_with_audit(cmd, &mut NoAudit)
 }
 
 /// [`run`] with the audit hook given.
@@ -503,5 +501,30 @@ mod tests {
             "store inside the workspace refused"
         );
         assert_eq!(audit.0.len(), 1);
+    }
+
+    #[test]
+    fn a_restore_without_an_audit_log_is_refused_and_leaves_the_file_alone() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (ws, store_dir) = (tmp.path().join("ws"), tmp.path().join("store"));
+        std::fs::create_dir_all(&ws).expect("mkdir");
+        std::fs::write(ws.join("a.txt"), "agent wrote this").expect("write");
+        {
+            let store = BackupStore::open(&store_dir, &BackupSettings::default()).expect("open");
+            store.save("a.txt", &mut &b"good"[..]).expect("save");
+        }
+        let cmd = BackupCommand::Restore {
+            backup_dir: Some(store_dir.clone()),
+            workspace: ws.clone(),
+            path: "a.txt".into(),
+            at: None,
+            audit_log: None,
+            policy: None,
+        };
+        assert_eq!(run(cmd), 2);
+        assert_eq!(
+            std::fs::read_to_string(ws.join("a.txt")).expect("read"),
+            "agent wrote this"
+        );
     }
 }
