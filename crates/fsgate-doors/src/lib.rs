@@ -5,11 +5,14 @@
 //!
 //! Owns: the wire: ACP (and the proxy that hosts an agent), MCP on stdio and over
 //! HTTP, the WebSocket files channel. Depends on every layer below. Every request goes
-//! through [`fsgate_gateway::Gateway::serve`]; a door should only decode and encode.
-//! Not yet so, and meant to move into the gateway: the change watcher walks the
-//! workspace and asks the policy itself (`ws/watch.rs`), `mcp/roots.rs` appends its own
-//! record, and the MCP reference tools shape listings from workspace entries
+//! through [`fsgate_gateway::Gateway::serve`]; a door only decodes and encodes. It
+//! writes no audit record (the crate does not depend on the log): what a door has to
+//! record, such as a client's roots, it hands to the gateway ([`Gateway::record_for`]).
+//! Change events come decided from the gateway's watcher ([`fsgate_gateway::watch`]).
+//! Not yet so: the MCP reference tools shape listings from workspace entries
 //! (`mcp/compat/`).
+//!
+//! [`Gateway::record_for`]: fsgate_gateway::Gateway::record_for
 
 pub mod acp;
 pub(crate) mod acp_ask;

@@ -5,8 +5,10 @@
 //!
 //! Owns: one request, whichever door it came through: the operation ([`ops::Op`]), the
 //! path's resolution, the policy's decision, the backup, the intent and outcome
-//! records, the execution, and git staging ([`vcs`]). Depends on every layer below but
-//! the sandbox. May not touch: wire formats (the doors own them).
+//! records, the execution, and git staging ([`vcs`]); a client's roots as directories
+//! of the workspace; the change watcher ([`watch`]): what changed, and which of it a
+//! client may see. Depends on every layer below but the sandbox. May not touch: wire
+//! formats (the doors own them).
 
 pub mod ask;
 mod budget;
@@ -23,9 +25,11 @@ mod read;
 mod reconcile;
 mod rename;
 mod rm;
+mod roots;
 mod route;
 mod scope;
 pub mod vcs;
+pub mod watch;
 mod write;
 
 use std::sync::{Arc, RwLock};
@@ -47,6 +51,7 @@ pub use budget::{
 pub use defer::{Deferred, deferring};
 pub use facts::Facts;
 pub use listing::tree_exclusions;
+pub use roots::RootError;
 pub use route::{RULE_CROSS, named};
 pub use scope::{RULE_ROOTS, Roots, Scope, within};
 pub use write::occurrences;
@@ -307,6 +312,27 @@ impl Gateway {
         if let Some(a) = &self.audit
             && let Err(e) = a.append(AuditEvent::lifecycle(kind, details))
         {
+            tracing::error!("audit log: cannot record `{kind}`: {e}");
+        }
+    }
+
+    /// Appends a session's lifecycle record (e.g. `roots`: the scope a client's roots put
+    /// in force), under the session, transport and peer of `ctx`. Failures are logged:
+    /// such records answer no request.
+    pub fn record_for(
+        &self,
+        ctx: &RequestCtx,
+        kind: &str,
+        details: serde_json::Map<String, Value>,
+    ) {
+        let Some(a) = &self.audit else { return };
+        let ev = AuditEvent {
+            session: ctx.session.clone(),
+            transport: ctx.transport.to_string(),
+            peer: ctx.peer.clone(),
+            ..AuditEvent::lifecycle(kind, details)
+        };
+        if let Err(e) = a.append(ev) {
             tracing::error!("audit log: cannot record `{kind}`: {e}");
         }
     }

@@ -30,11 +30,9 @@ use rmcp::model::Root;
 use rmcp::service::Peer;
 use serde_json::{Map, Value, json};
 
-use fsgate_audit::AuditEvent;
-use fsgate_base::path::{PathError, RelPath};
+use fsgate_base::path::RelPath;
 use fsgate_gateway::ops::RequestCtx;
 use fsgate_gateway::{Gateway, Roots};
-use fsgate_workspace::{FileKind, Follow};
 
 /// How long the client has to answer `roots/list`; then the session keeps the workspace.
 const ASK_WAIT: Duration = Duration::from_secs(5);
@@ -96,7 +94,7 @@ fn apply(gw: &Gateway, ctx: &RequestCtx, ticket: u64, answer: Result<Vec<Root>, 
     details.insert("scope".into(), scope.into());
     // Recorded when in force; a newer ask's answer is recorded instead.
     if ctx.scope.set(ticket, roots) {
-        record(gw, ctx, details);
+        gw.record_for(ctx, "roots", details);
     }
 }
 
@@ -130,54 +128,10 @@ fn sort_out(gw: &Gateway, list: &[Root]) -> (Vec<RelPath>, Vec<Value>) {
     (accepted, ignored)
 }
 
-/// The real workspace directories a root URI names, or why it is ignored. With several
-/// workspaces, the one it lies in (its paths named `<name>/...`), or every one it
-/// holds.
+/// The real workspace directories a root URI names, or why it is ignored.
 fn accept(gw: &Gateway, uri: &str) -> Result<Vec<RelPath>, String> {
     let path = file_path(uri)?;
-    if !gw.is_several() {
-        return accept_in(gw, &path).map(|rel| vec![rel]);
-    }
-    let mut found = Vec::new();
-    let mut why = None;
-    for m in gw.members() {
-        match accept_in(m, &path) {
-            Ok(rel) => found.push(fsgate_gateway::named(m.name().unwrap_or(""), &rel)),
-            Err(e) => why = why.or(Some(e)),
-        }
-    }
-    match (found.is_empty(), why) {
-        (true, Some(e)) => Err(e),
-        _ => Ok(found),
-    }
-}
-
-/// [`accept`] in one workspace.
-fn accept_in(gw: &Gateway, path: &str) -> Result<RelPath, String> {
-    let ws = gw.workspace();
-    let root = ws.root_path();
-    let dealiased = ws.dealias(path);
-    let rel = match RelPath::parse_absolute(&dealiased, root) {
-        Ok(rel) => rel,
-        Err(PathError::OutsideRoot { .. }) if contains_workspace(&dealiased, root) => {
-            RelPath::root()
-        }
-        Err(PathError::OutsideRoot { .. }) => {
-            return Err(format!(
-                "outside the workspace {}: roots only narrow it",
-                root.display()
-            ));
-        }
-        Err(e) => return Err(format!("not a usable path: {e}")),
-    };
-    let real = ws
-        .resolve(&rel, Follow::All)
-        .map_err(|e| format!("cannot be resolved inside the workspace: {e}"))?;
-    match ws.stat(&real.real) {
-        Ok(info) if info.kind == FileKind::Directory => Ok(real.real),
-        Ok(_) => Err("not a directory".into()),
-        Err(e) => Err(format!("not an existing directory: {e}")),
-    }
+    gw.root_dirs(&path).map_err(|e| e.to_string())
 }
 
 /// The path of a `file://` URI (empty or `localhost` host), percent-decoded.
@@ -196,37 +150,12 @@ fn file_path(uri: &str) -> Result<String, String> {
     Ok(path.into_owned())
 }
 
-/// Whether the directory `path` holds the workspace `root` (then it narrows nothing).
-fn contains_workspace(path: &str, root: &std::path::Path) -> bool {
-    let Ok(dir) = RelPath::parse_rooted(path) else {
-        return false;
-    };
-    let Ok(ws) = RelPath::parse_rooted(&root.to_string_lossy()) else {
-        return false;
-    };
-    ws.starts_with(&dir)
-}
-
 fn show(gw: &Gateway, rel: &RelPath) -> String {
     gw.show_path(fsgate_gateway::ops::PathStyle::AbsoluteOrRelative, rel)
 }
 
 fn clip(s: &str) -> String {
     fsgate_gateway::clip(s)
-}
-
-/// The `roots` record: the session's new scope, what was accepted and what ignored.
-fn record(gw: &Gateway, ctx: &RequestCtx, details: Map<String, Value>) {
-    let Some(audit) = gw.audit() else { return };
-    let ev = AuditEvent {
-        session: ctx.session.clone(),
-        transport: ctx.transport.to_string(),
-        peer: ctx.peer.clone(),
-        ..AuditEvent::lifecycle("roots", details)
-    };
-    if let Err(e) = audit.append(ev) {
-        tracing::error!("audit log: cannot record the client's roots: {e}");
-    }
 }
 
 /// The text of `list_allowed_directories`: the roots in force, or the workspace.
@@ -252,14 +181,5 @@ mod tests {
         assert!(file_path("https://x/y").is_err());
         assert!(file_path("file://host/y").is_err());
         assert!(file_path("file:///a%FF").is_err());
-    }
-
-    #[test]
-    fn a_root_above_the_workspace_contains_it() {
-        let root = std::path::Path::new("/home/u/ws");
-        assert!(contains_workspace("/home/u", root));
-        assert!(contains_workspace("/", root));
-        assert!(!contains_workspace("/home/u/w", root));
-        assert!(!contains_workspace("/home/other", root));
     }
 }

@@ -33,7 +33,6 @@ use super::mailbox::{Lost, Mailbox};
 use super::permission::{self, Asks, ReplyError, WsAsker};
 use super::protocol::{self, Head, Incoming};
 use super::stall::Stall;
-use super::watch::Notice;
 use crate::batch::{self, Batched};
 use crate::outbox::{Outbox, Queued, SharedRoom};
 use fsgate_base::error::{GatewayError, code};
@@ -41,6 +40,7 @@ use fsgate_base::path::RelPath;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ask::Asker;
 use fsgate_gateway::ops::{Op, RequestCtx};
+use fsgate_gateway::watch::Notice;
 use fsgate_gateway::{Lease, Request};
 
 /// How long the rest of an oversized message is read and discarded, so that closing

@@ -9,8 +9,9 @@
 //! - [`protocol`]: JSON messages <-> [`fsgate_gateway::ops::Op`] and back (docs/ws-protocol.md).
 //! - `conn`: one connection: concurrent requests, subscription, pushed events; each
 //!   connection runs on a thread and a one-thread runtime of its own (`on_own_thread`).
-//! - [`changes`] and `watch`: debounced change events from inotify, filtered by the
-//!   policy.
+//! - change events come from the gateway's watcher ([`fsgate_gateway::watch`]),
+//!   which decides what changed and which paths a client may see; `conn` only encodes
+//!   them.
 //!
 //! Every message goes through [`Gateway::serve`] exactly once (policy, audit, backups);
 //! the watcher only reports paths, and never one the policy hides.
@@ -29,16 +30,12 @@
 //! the latter, for callers that are not confined.
 
 pub(crate) mod auth;
-pub(crate) mod changes;
 mod conn;
-mod inotify;
-mod known;
 mod mailbox;
 pub(crate) mod pending;
 mod permission;
 pub mod protocol;
 mod stall;
-mod watch;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -81,7 +78,7 @@ pub fn bind(listen: &str) -> io::Result<TcpListener> {
     };
     listener.set_nonblocking(true)?;
     // Read now: once the process is confined, /proc/sys may be out of reach.
-    inotify::read_watch_limit();
+    fsgate_gateway::watch::read_watch_limit();
     Ok(listener)
 }
 
@@ -127,7 +124,7 @@ pub async fn serve_with_token(
         server_in_flight: Arc::new(Semaphore::new(budget.min(u32::MAX as usize >> 1))),
         write_stall: Duration::from_millis(settings.write_stall_ms),
     };
-    let watcher = match watch::Watcher::start(
+    let watcher = match fsgate_gateway::watch::Watcher::start(
         Arc::clone(&gw),
         &settings.ignore,
         Duration::from_millis(settings.debounce_ms),

@@ -4,12 +4,12 @@
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
-use super::changes::{Change, ChangeKind};
 use super::permission;
 use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ask::Answer;
 use fsgate_gateway::ops::{Encoding, Op, Output, PathStyle};
+use fsgate_gateway::watch::{Change, ChangeKind};
 use fsgate_workspace::format_permissions;
 
 /// The one channel this server speaks.
@@ -496,7 +496,7 @@ pub(crate) fn change_event(c: &Change) -> Value {
     json!({
         "channel": CHANNEL,
         "type": "change",
-        "event": c.kind.as_str(),
+        "event": event_name(c.kind),
         "path": c.path.to_rooted(),
         "fileType": if c.is_dir { "directory" } else { "file" },
     })
@@ -515,7 +515,7 @@ pub(crate) fn overflow_event(dropped: Option<u64>) -> Value {
 
 /// Pushed at connection (and again when it grows) when the kernel's inotify watch limit
 /// left directories unwatched: changes in them are not reported.
-pub(crate) fn unwatched_event(u: &super::watch::Unwatched) -> Value {
+pub(crate) fn unwatched_event(u: &fsgate_gateway::watch::Unwatched) -> Value {
     let paths: Vec<String> = u
         .first
         .iter()
@@ -533,14 +533,12 @@ pub(crate) fn unwatched_event(u: &super::watch::Unwatched) -> Value {
     })
 }
 
-impl ChangeKind {
-    /// The wire name.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            ChangeKind::Create => "create",
-            ChangeKind::Modify => "modify",
-            ChangeKind::Delete => "delete",
-        }
+/// The wire name of a change.
+fn event_name(kind: ChangeKind) -> &'static str {
+    match kind {
+        ChangeKind::Create => "create",
+        ChangeKind::Modify => "modify",
+        ChangeKind::Delete => "delete",
     }
 }
 

@@ -15,7 +15,7 @@ use fsgate_base::path::RelPath;
 
 /// What happened to a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ChangeKind {
+pub enum ChangeKind {
     /// It did not exist and now does.
     Create,
     /// It existed and still does, with different content or metadata.
@@ -26,7 +26,7 @@ pub(crate) enum ChangeKind {
 
 /// One debounced change.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Change {
+pub struct Change {
     /// What happened.
     pub kind: ChangeKind,
     /// Workspace-relative path.

@@ -39,7 +39,7 @@ static WATCH_LIMIT: OnceLock<(&'static str, Option<u64>)> = OnceLock::new();
 /// Reads the watch limit now (at start, while /proc is still readable): the smaller of
 /// `fs.inotify.max_user_watches` and, inside a user namespace, its own
 /// `user.max_inotify_watches`.
-pub(super) fn read_watch_limit() {
+pub fn read_watch_limit() {
     WATCH_LIMIT.get_or_init(|| {
         let read = |p: &str| {
             std::fs::read_to_string(p)

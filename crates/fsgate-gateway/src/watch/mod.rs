@@ -1,6 +1,7 @@
-//! The change watcher: inotify (see `super::inotify`) on every non-ignored directory of
-//! the workspace, debounced by [`Coalescer`], filtered by the policy, and broadcast to
-//! the connections.
+//! The change watcher: inotify (see `inotify`) on every non-ignored directory of the
+//! workspace, debounced by [`Coalescer`], filtered by the policy, and broadcast to
+//! subscribers (the WebSocket door's connections). The door only encodes what it is
+//! told: which paths changed and which of them a client may see are decided here.
 //!
 //! Directories are watched one by one (non-recursive watches) rather than with one
 //! recursive watch, so that ignored trees such as `node_modules` cost no inotify
@@ -22,19 +23,26 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, oneshot};
 
-use super::changes::{Change, ChangeKind, Coalescer};
-use super::inotify::{Kernel, Seen, Woke, watch_limit};
+mod changes;
+mod inotify;
+mod known;
+
+pub use changes::{Change, ChangeKind};
+pub use inotify::read_watch_limit;
+
+use crate::Gateway;
+use changes::Coalescer;
 use fsgate_base::path::RelPath;
-use fsgate_gateway::Gateway;
 use fsgate_policy::{Access, EntryKind, PathFacts, Policy};
 use fsgate_workspace::{FileKind, MAX_DEPTH, Visit, Walked, is_own_temp};
+use inotify::{Kernel, Seen, Woke, watch_limit};
 
 /// Notices buffered per connection before a slow one starts losing them.
 const BROADCAST_CAPACITY: usize = 4096;
 
 /// What the watcher tells the connections.
 #[derive(Debug, Clone)]
-pub(super) enum Notice {
+pub enum Notice {
     /// A change to a path the policy lets clients see.
     Change(Change),
     /// Events were lost (the kernel queue overflowed): clients should re-list.
@@ -46,7 +54,7 @@ pub(super) enum Notice {
 /// Directories left unwatched because the kernel refused more inotify watches
 /// (`ENOSPC`): changes in them are not reported. Not retried.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Unwatched {
+pub struct Unwatched {
     /// The sysctl that bounds the watches (`fs.inotify.max_user_watches`).
     pub limit: &'static str,
     /// Its value, when it could be read.
@@ -60,11 +68,11 @@ pub(crate) struct Unwatched {
 }
 
 /// Unwatched directories named in a notice, at most.
-pub(super) const MAX_NAMED: usize = 8;
+pub const MAX_NAMED: usize = 8;
 
 impl Unwatched {
     /// One line for people: the limit, and what is not watched.
-    pub(crate) fn message(&self) -> String {
+    pub fn message(&self) -> String {
         let value = self
             .limit_value
             .map_or_else(String::new, |v| format!(" = {v}"));
@@ -78,7 +86,7 @@ impl Unwatched {
 }
 
 /// The running watcher; dropping it stops the threads.
-pub(super) struct Watcher {
+pub struct Watcher {
     /// Dropped to stop the threads (each one's wait sees its pipe's end).
     stops: Vec<PipeWriter>,
     /// Where notices are published.
@@ -96,7 +104,7 @@ impl Watcher {
     /// Starts watching the gateway's workspace. The initial scan runs on the watcher's
     /// own thread; the receiver gets the number of watched directories when it is done
     /// (events from then on are complete).
-    pub(super) fn start(
+    pub fn start(
         gw: Arc<Gateway>,
         ignore: &[String],
         debounce: Duration,
@@ -145,13 +153,13 @@ impl Watcher {
     }
 
     /// A receiver of every notice from now on.
-    pub(super) fn subscribe(&self) -> broadcast::Receiver<Arc<Notice>> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Notice>> {
         self.notices.subscribe()
     }
 
     /// The notice of what is not watched, if the watch limit was reached: a new
     /// connection gets it first.
-    pub(super) fn gap(&self) -> Option<Arc<Notice>> {
+    pub fn gap(&self) -> Option<Arc<Notice>> {
         self.gap.lock().ok().and_then(|g| g.clone())
     }
 }
@@ -281,7 +289,7 @@ impl State {
         let mut u = self.unwatched.clone();
         if let Some(name) = &self.prefix {
             for p in &mut u.first {
-                *p = fsgate_gateway::named(name, p);
+                *p = crate::named(name, p);
             }
         }
         let first: Vec<String> = u
@@ -328,7 +336,7 @@ impl State {
                     .flatten();
                 if reportable(&pol, &change, size) {
                     if let Some(name) = &self.prefix {
-                        change.path = fsgate_gateway::named(name, &change.path);
+                        change.path = crate::named(name, &change.path);
                     }
                     let _ = self.out.send(Arc::new(Notice::Change(change)));
                 }
@@ -431,7 +439,7 @@ impl State {
 /// directory above it, decided as `explain --op tree` decides it (as for a listing),
 /// with the file's `size` if known. A file of unknown size (gone) under size
 /// conditions is reported only if no size would hide it: its name must not leak.
-pub(crate) fn reportable(pol: &Policy, change: &Change, size: Option<u64>) -> bool {
+fn reportable(pol: &Policy, change: &Change, size: Option<u64>) -> bool {
     let seen = |facts: PathFacts| {
         pol.decide_access(Access::Tree, &change.path, &facts)
             .allowed()
