@@ -18,7 +18,7 @@ use crate::stdio::{self, Sink};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{Op, PathStyle, RequestCtx};
-use fsgate_gateway::{Lease, Request};
+use fsgate_gateway::{Batch, Lease, Request};
 use fsgate_policy::OpClass;
 
 /// A batch's answers up to this size are written by the batch thread itself, when
@@ -227,22 +227,38 @@ pub fn answer(
     method: &str,
     params: Value,
 ) -> (Value, Option<Lease>) {
-    let ctx = RequestCtx {
+    answer_in(gw, &request_ctx(peer, &params), id, method, params)
+}
+
+/// The context of one request on this door.
+fn request_ctx(peer: &str, params: &Value) -> RequestCtx {
+    RequestCtx {
         style: PathStyle::Absolute,
-        session: session_of(&params).unwrap_or_default(),
+        session: session_of(params).unwrap_or_default(),
         transport: "acp",
         peer: peer.to_string(),
         scope: Default::default(),
         asker: None,
         notifier: None,
-    };
-    answer_in(gw, &ctx, id, method, params)
+    }
 }
 
 /// [`answer`] under a context the caller made (the proxy's has an asker and notifier).
 pub fn answer_in(
     gw: &Gateway,
     ctx: &RequestCtx,
+    id: &Value,
+    method: &str,
+    params: Value,
+) -> (Value, Option<Lease>) {
+    answer_with(gw, ctx, None, id, method, params)
+}
+
+/// [`answer_in`], its operation served in `batch` if one is given (see `batch`).
+fn answer_with(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    batch: Option<&Batch>,
     id: &Value,
     method: &str,
     params: Value,
@@ -264,8 +280,12 @@ pub fn answer_in(
     if method == "initialize" {
         return (reply(Ok(initialize_result(gw))), None);
     }
+    let serve = |op| match batch {
+        Some(b) => gw.serve_in(ctx, Request::Op(op), b),
+        None => gw.serve_leased(ctx, Request::Op(op)),
+    };
     match to_op(method, params) {
-        Ok(Some(op)) => match gw.serve_leased(ctx, Request::Op(op)) {
+        Ok(Some(op)) => match serve(op) {
             (Ok(out), lease) => (
                 jsonrpc::result_response(id, crate::results::render(gw, ctx.style, out)),
                 lease,
@@ -355,7 +375,7 @@ where
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let peer: Arc<str> = peer.into();
-    let batch = Batch {
+    let batch = BatchDoor {
         gw: Arc::clone(&gw),
         peer: Arc::clone(&peer),
         out: outbox.clone(),
@@ -489,7 +509,7 @@ struct Done {
 }
 
 /// The connection's batch thread (see [`crate::batch`]).
-struct Batch {
+struct BatchDoor {
     gw: Arc<Gateway>,
     peer: Arc<str>,
     out: Outbox<Vec<u8>>,
@@ -498,7 +518,7 @@ struct Batch {
     rt: tokio::runtime::Handle,
 }
 
-impl Batched for Batch {
+impl Batched for BatchDoor {
     type Job = Job;
     type Done = Done;
 
@@ -506,12 +526,13 @@ impl Batched for Batch {
         &self.gw
     }
 
-    fn run(&self, job: Job) -> Option<Done> {
+    fn run(&self, job: Job, batch: &Batch) -> Option<Done> {
         let Job {
             id, method, params, ..
         } = job;
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            answer(&self.gw, &self.peer, &id, &method, params)
+            let ctx = request_ctx(&self.peer, &params);
+            answer_with(&self.gw, &ctx, Some(batch), &id, &method, params)
         }));
         let (v, lease) = ran.unwrap_or_else(|_| {
             tracing::error!(%method, "request panicked");

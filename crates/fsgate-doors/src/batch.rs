@@ -2,12 +2,13 @@
 //! instead of one blocking-pool hand-off each.
 //!
 //! The thread takes every request already waiting (at most [`MAX_BATCH`]), runs them one
-//! after the other with their audit records deferred ([`fsgate_gateway::deferring`]),
-//! waits once for the whole batch to be durable, and hands the answers over together,
-//! so a batch shares one write and one sync of the log and one write to the client.
-//! Every answer still waits for its record. A batch stops early when its answers'
-//! content leases outgrow the gateway's budget ([`fsgate_gateway::unwaiting`]): they go
-//! out before anything else runs. Changes and slow requests do not come here.
+//! after the other in one [`fsgate_gateway::Batch`] (their audit records queued, not
+//! waited for), waits once for the whole batch to be durable
+//! ([`Gateway::settle`]), and hands the answers over together, so a batch shares one
+//! write and one sync of the log and one write to the client. Every answer still waits
+//! for its record. A batch stops early when its answers' content leases outgrow the
+//! gateway's budget ([`fsgate_gateway::Batch::overdrawn`]): they go out before anything
+//! else runs. Changes and slow requests do not come here.
 //!
 //! Order: a batched request sees every change its connection sent before it. Changes are
 //! noted ([`Door::change`]) in the order they were read, and a batched request waits until
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 use fsgate_base::error::GatewayError;
-use fsgate_gateway::{Gateway, deferring, unwaiting};
+use fsgate_gateway::{Batch, Gateway};
 
 /// Requests one batch takes at most: the batch's answers wait for its slowest request.
 pub const MAX_BATCH: usize = 64;
@@ -41,8 +42,9 @@ pub trait Batched: Send + Sync + 'static {
     /// The gateway the requests go through.
     fn gateway(&self) -> &Gateway;
 
-    /// Runs one request; None if it is no longer wanted (cancelled by the client).
-    fn run(&self, job: Self::Job) -> Option<Self::Done>;
+    /// Runs one request, serving its operation in `batch`
+    /// ([`Gateway::serve_in`]); None if it is no longer wanted (cancelled by the client).
+    fn run(&self, job: Self::Job, batch: &Batch) -> Option<Self::Done>;
 
     /// Hands the answers over. `settled`: whether their deferred records are durable; if
     /// not, each answer must be replaced by this error.
@@ -165,8 +167,8 @@ impl<J> Door<J> {
         job: J,
     ) -> (Vec<B::Done>, Result<(), GatewayError>) {
         let mut waiting = VecDeque::from([(self.order.admit(false), job)]);
-        let (done, deferred) = run_deferred(door, &self.order, &mut waiting);
-        (done, door.gateway().settle(deferred))
+        let (done, batch) = run_deferred(door, &self.order, &mut waiting);
+        (done, door.gateway().settle(batch))
     }
 
     /// Runs `job` on the calling thread (which blocks), exactly as the batch thread runs
@@ -368,8 +370,8 @@ impl<B: Batched> Queue<B> {
 
 /// Runs one batch from `waiting`: its records settled once, then its answers handed over.
 fn run_waiting<B: Batched>(door: &B, order: &Order, waiting: &mut VecDeque<(u64, B::Job)>) {
-    let (done, deferred) = run_deferred(door, order, waiting);
-    let settled = door.gateway().settle(deferred);
+    let (done, batch) = run_deferred(door, order, waiting);
+    let settled = door.gateway().settle(batch);
     door.answer(done, settled);
 }
 
@@ -378,12 +380,14 @@ fn run_deferred<B: Batched>(
     door: &B,
     order: &Order,
     waiting: &mut VecDeque<(u64, B::Job)>,
-) -> (Vec<B::Done>, fsgate_gateway::Deferred) {
+) -> (Vec<B::Done>, Batch) {
     // Holding nothing now: wait for the changes sent before the first request.
     if let Some((seq, _)) = waiting.front() {
         order.wait_ready(*seq);
     }
-    deferring(|| run_batch(door, order, waiting))
+    let batch = Batch::new();
+    let done = run_batch(door, order, waiting, &batch);
+    (done, batch)
 }
 
 /// Runs requests from `waiting` until it is empty, their content leases outgrew the
@@ -392,6 +396,7 @@ fn run_batch<B: Batched>(
     door: &B,
     order: &Order,
     waiting: &mut VecDeque<(u64, B::Job)>,
+    batch: &Batch,
 ) -> Vec<B::Done> {
     let mut done = Vec::with_capacity(waiting.len());
     while let Some((seq, job)) = waiting.pop_front() {
@@ -402,19 +407,16 @@ fn run_batch<B: Batched>(
         // Holding nothing yet, the first request may wait for room like any other: only
         // leases held by answers not yet handed over make waiting a risk. (Passing the
         // budget on every batch thread would let each connection hold one answer more.)
-        let holding = !done.is_empty();
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match holding {
-            true => unwaiting(|| door.run(job)),
-            false => (door.run(job), false),
-        }));
-        let Ok((ran, overdrawn)) = ran else {
+        batch.set_holding(!done.is_empty());
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| door.run(job, batch)));
+        let Ok(ran) = ran else {
             // `run` turns failures into answers; a panic is a bug, and this thread must
             // live on for the requests behind it. The request's room stays taken.
             tracing::error!("a batched request panicked; it gets no answer");
             continue;
         };
         done.extend(ran);
-        if overdrawn {
+        if batch.overdrawn() {
             break;
         }
     }
@@ -450,10 +452,9 @@ mod tests {
         fn gateway(&self) -> &Gateway {
             &self.gw
         }
-        fn run(&self, path: String) -> Option<Self::Done> {
-            let (out, lease) = self
-                .gw
-                .serve_leased(&ctx(), fsgate_gateway::Request::Op(Op::ReadFile { path }));
+        fn run(&self, path: String, batch: &Batch) -> Option<Self::Done> {
+            let read = fsgate_gateway::Request::Op(Op::ReadFile { path });
+            let (out, lease) = self.gw.serve_in(&ctx(), read, batch);
             out.unwrap();
             Some(lease)
         }

@@ -12,35 +12,19 @@
 //! others doing the same, so the oldest lease alive never waits: it may pass the budget
 //! by what it needs (at most one answer's worth), finishes, and the next oldest goes on.
 
-use std::cell::Cell;
 use std::sync::{Arc, Condvar, Mutex};
 
-thread_local! {
-    /// Inside [`unwaiting`] on this thread: whether a lease went past the budget.
-    static UNWAITING: Cell<Option<bool>> = const { Cell::new(None) };
-}
-
-/// Runs `f` with the leases it takes (or grows) on this thread never waiting for room;
-/// also says whether one went past the budget. For a batch that holds the leases of
-/// answers it has not handed over yet: waiting, it could wait for itself. A lease that
-/// does not fit passes the budget instead (by at most one answer, like the oldest lease),
-/// and the batch must hand over what it holds before it runs anything else.
-pub fn unwaiting<R>(f: impl FnOnce() -> R) -> (R, bool) {
-    let outer = UNWAITING.with(|u| u.replace(Some(false)));
-    let result = f();
-    let overdrawn = UNWAITING.with(|u| u.replace(outer)) == Some(true);
-    (result, overdrawn)
-}
-
-/// True (and noted) if this thread may not wait: the lease goes past the budget.
-fn overdraw_instead() -> bool {
-    UNWAITING.with(|u| match u.get() {
-        Some(_) => {
-            u.set(Some(true));
-            true
-        }
-        None => false,
-    })
+/// Whether a lease that does not fit waits for room or passes the budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Waiting {
+    /// Waits while the budget has no room (every request alone).
+    #[default]
+    Wait,
+    /// Passes the budget instead, by at most one answer (like the oldest lease), and
+    /// says so ([`Lease::overdrew`]). For a batch that holds the leases of answers it has
+    /// not handed over yet: waiting, it could wait for itself. It must then hand over what
+    /// it holds before it runs anything else.
+    Overdraw,
 }
 
 /// Bytes of content that may be held at once, shared by every door and connection.
@@ -85,6 +69,10 @@ pub struct Lease {
     budget: Arc<Budget>,
     bytes: u64,
     ticket: u64,
+    /// What it does when it does not fit.
+    waiting: Waiting,
+    /// It went past the budget instead of waiting.
+    overdrew: bool,
 }
 
 impl std::fmt::Debug for Lease {
@@ -105,11 +93,20 @@ impl Budget {
 
     /// Leases `bytes` (at most the whole budget), waiting while they do not fit. Blocks:
     /// call it on a blocking thread.
+    #[cfg(test)]
     pub(crate) fn lease(self: &Arc<Budget>, bytes: u64) -> Lease {
+        self.lease_as(bytes, Waiting::Wait)
+    }
+
+    /// Leases `bytes` (at most the whole budget); while they do not fit, waits or passes
+    /// the budget as `waiting` says. Blocks: call it on a blocking thread.
+    pub(crate) fn lease_as(self: &Arc<Budget>, bytes: u64, waiting: Waiting) -> Lease {
         let want = bytes.min(self.cap);
         let mut st = self.lock();
+        let mut overdrew = false;
         while st.used > 0 && st.used + want > self.cap {
-            if overdraw_instead() {
+            if waiting == Waiting::Overdraw {
+                overdrew = true;
                 break;
             }
             st = wait_freed(st, &self.freed);
@@ -122,6 +119,8 @@ impl Budget {
             budget: Arc::clone(self),
             bytes: want,
             ticket,
+            waiting,
+            overdrew,
         }
     }
 
@@ -144,16 +143,22 @@ impl Lease {
         self.bytes
     }
 
+    /// Whether it went past the budget rather than wait ([`Waiting::Overdraw`]).
+    pub(crate) fn overdrew(&self) -> bool {
+        self.overdrew
+    }
+
     /// Holds `bytes` in all (more or fewer than now). Growing waits while the budget
-    /// has no room, unless this is the oldest lease alive (see the module doc). Blocks:
-    /// call it on a blocking thread.
+    /// has no room, unless this is the oldest lease alive (see the module doc) or it
+    /// was taken with [`Waiting::Overdraw`]. Blocks: call it on a blocking thread.
     pub fn resize(&mut self, bytes: u64) {
         let budget = Arc::clone(&self.budget);
         let mut st = budget.lock();
         if bytes > self.bytes {
             let more = bytes - self.bytes;
             while st.used + more > budget.cap && st.alive.first() != Some(&self.ticket) {
-                if overdraw_instead() {
+                if self.waiting == Waiting::Overdraw {
+                    self.overdrew = true;
                     break;
                 }
                 st = wait_freed(st, &budget.freed);

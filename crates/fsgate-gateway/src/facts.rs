@@ -51,6 +51,8 @@ pub struct Facts {
     /// The content budget held by what this request read, handed to the door with the
     /// answer (see [`super::budget`]).
     pub lease: Option<super::budget::Lease>,
+    /// What this request's leases do when the budget has no room (see [`super::Batch`]).
+    pub(crate) waiting: super::budget::Waiting,
     /// Wall time.
     pub duration_us: u64,
     /// What this request needs to ask a person (policies with `ask` rules only).

@@ -11,9 +11,9 @@
 //! formats (the doors own them).
 
 pub mod ask;
+mod batch;
 mod budget;
 mod change;
-mod defer;
 mod facts;
 mod growth;
 mod listing;
@@ -45,10 +45,8 @@ use fsgate_base::path::{PathError, RelPath};
 use fsgate_policy::{Access, EntryKind, OpClass, PathFacts, Policy};
 use fsgate_workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
-pub use budget::{
-    Lease, escape_json_bytes_into, escape_json_into, json_string_len, json_text_len, unwaiting,
-};
-pub use defer::{Deferred, deferring};
+pub use batch::Batch;
+pub use budget::{Lease, escape_json_bytes_into, escape_json_into, json_string_len, json_text_len};
 pub use facts::Facts;
 pub use listing::tree_exclusions;
 pub use roots::RootError;
@@ -517,6 +515,29 @@ impl Gateway {
         ctx: &RequestCtx,
         request: Request,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        self.serve_batched(ctx, request, None)
+    }
+
+    /// [`serve_leased`](Self::serve_leased) as one request of `batch`: a read-only
+    /// operation's record is queued in the batch, not waited for, and its answer must
+    /// not go out before [`settle`](Self::settle) said the batch is durable.
+    pub fn serve_in(
+        &self,
+        ctx: &RequestCtx,
+        request: Request,
+        batch: &Batch,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        let (out, lease) = self.serve_batched(ctx, request, Some(batch));
+        batch.note_lease(lease.as_ref());
+        (out, lease)
+    }
+
+    fn serve_batched(
+        &self,
+        ctx: &RequestCtx,
+        request: Request,
+        batch: Option<&Batch>,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
         let named;
         let ctx = match self.names.real(&ctx.session) {
             Some(session) => {
@@ -532,8 +553,8 @@ impl Gateway {
             return (Err(e), None);
         }
         match request {
-            Request::Op(op) if self.is_several() => self.route_op(ctx, op),
-            Request::Op(op) => self.handle(ctx, op),
+            Request::Op(op) if self.is_several() => self.route_op(ctx, op, batch),
+            Request::Op(op) => self.handle_in(ctx, op, batch),
             Request::Message {
                 name,
                 outcome,
@@ -602,7 +623,17 @@ impl Gateway {
     /// durable before this returns; if it cannot be written, the request fails (and a
     /// change is not attempted while the log is known to be failing).
     fn handle(&self, ctx: &RequestCtx, op: Op) -> (Result<Output, GatewayError>, Option<Lease>) {
-        self.handle_noted(ctx, op, serde_json::Map::new())
+        self.handle_in(ctx, op, None)
+    }
+
+    /// [`handle`](Self::handle), in `batch` if one is given.
+    fn handle_in(
+        &self,
+        ctx: &RequestCtx,
+        op: Op,
+        batch: Option<&Batch>,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        self.handle_with(ctx, op, (serde_json::Map::new(), batch), Ok(()))
     }
 
     /// [`handle`](Self::handle), with `note` added to the records' `args`.
@@ -612,16 +643,17 @@ impl Gateway {
         op: Op,
         note: serde_json::Map<String, Value>,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        self.handle_with(ctx, op, note, Ok(()))
+        self.handle_with(ctx, op, (note, None), Ok(()))
     }
 
     /// [`handle_noted`](Self::handle_noted) of an operation that `pre` may have
-    /// refused already (a router's refusal): it is recorded all the same.
+    /// refused already (a router's refusal): it is recorded all the same. In a batch if
+    /// one is given.
     fn handle_with(
         &self,
         ctx: &RequestCtx,
         op: Op,
-        mut note: serde_json::Map<String, Value>,
+        (mut note, batch): (serde_json::Map<String, Value>, Option<&Batch>),
         pre: Result<(), GatewayError>,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
         let started = Instant::now();
@@ -632,6 +664,7 @@ impl Gateway {
         }
         let mut facts = Facts::new(&op);
         facts.args.extend(note);
+        facts.waiting = batch.map_or(budget::Waiting::Wait, Batch::waiting);
         let sane = pre.and_then(|()| refuse_overlong(&op, &mut facts));
         if sane.is_ok() && pol.has_ask_rules() {
             facts.ask = Some(self.ask_ctx(&pol, ctx, &op));
@@ -664,16 +697,15 @@ impl Gateway {
         };
         let mut event = facts.into_event(ctx);
         event.policy_sha256 = Some(Arc::from(pol.sha256()));
-        let appended = if intent.is_none() && !op.is_mutating() && defer::active() {
+        let appended = match batch {
             // Read-only, in a batch: queued now, waited for before any answer.
-            audit
-                .append_deferred(&event)
-                .and_then(|ticket| match defer::keep(ticket) {
-                    None => Ok(None),
-                    Some(ticket) => audit.wait(ticket).map(|r| Some(r.seq)),
+            Some(b) if intent.is_none() && !op.is_mutating() => {
+                audit.append_deferred(&event).map(|ticket| {
+                    b.keep(ticket);
+                    None
                 })
-        } else {
-            audit.append_ref(&event).map(|r| Some(r.seq))
+            }
+            _ => audit.append_ref(&event).map(|r| Some(r.seq)),
         };
         match appended {
             Ok(seq) => {
@@ -1265,7 +1297,7 @@ mod tests {
         }
     }
 
-    fn gateway(ws: &std::path::Path, log_path: &std::path::Path) -> Gateway {
+    pub(super) fn gateway(ws: &std::path::Path, log_path: &std::path::Path) -> Gateway {
         let pol = Policy::builtin_default().unwrap();
         let audit = AuditLog::open(
             log_path,
@@ -1284,7 +1316,7 @@ mod tests {
             .with_backups(store)
     }
 
-    fn records(log_path: &std::path::Path) -> Vec<Value> {
+    pub(super) fn records(log_path: &std::path::Path) -> Vec<Value> {
         std::fs::read_to_string(log_path)
             .unwrap()
             .lines()

@@ -88,7 +88,10 @@ impl Gateway {
         }
         let (entries, used, cut) = self.fit_entries(pol, ctx, shown);
         // Hold budget for the answer while it is rendered and queued.
-        facts.lease = Some(self.budget.lease(used.saturating_mul(RENDER_COPIES)));
+        facts.lease = Some(
+            self.budget
+                .lease_as(used.saturating_mul(RENDER_COPIES), facts.waiting),
+        );
         Ok(paged(entries, cut || page.more, facts))
     }
 
@@ -241,7 +244,10 @@ impl Gateway {
         };
         listed.map_err(|e| ws_error(e, &rp.shown))?;
         let (entries, used, truncated) = (walk.out, walk.used, walk.truncated);
-        facts.lease = Some(self.budget.lease(used.saturating_mul(RENDER_COPIES)));
+        facts.lease = Some(
+            self.budget
+                .lease_as(used.saturating_mul(RENDER_COPIES), facts.waiting),
+        );
         if depth == 1 {
             return Ok(paged(entries, truncated, facts));
         }
@@ -294,7 +300,10 @@ impl Gateway {
         }
         let room = self.answer_room(pol, ctx);
         // The answer may fill the whole room: hold that much of the budget for it.
-        facts.lease = Some(self.budget.lease(room.0.saturating_mul(RENDER_COPIES)));
+        facts.lease = Some(
+            self.budget
+                .lease_as(room.0.saturating_mul(RENDER_COPIES), facts.waiting),
+        );
         let filters = RefCell::new(DirFilters::new(pol, Access::Glob));
         let sizes = pol.has_size_rules();
         let (paths, truncated) = self
@@ -453,7 +462,10 @@ impl Gateway {
         let (room, item_extra) = self.answer_room(pol, ctx);
         let per_hit = MAX_HIT_BYTES + item_extra;
         let answer = room.min((max as u64).saturating_mul(per_hit));
-        facts.lease = Some(self.budget.lease(answer.saturating_mul(RENDER_COPIES)));
+        facts.lease = Some(
+            self.budget
+                .lease_as(answer.saturating_mul(RENDER_COPIES), facts.waiting),
+        );
         let opts = GrepOptions {
             matcher: &matcher,
             include: include.as_ref(),

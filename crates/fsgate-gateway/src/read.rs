@@ -32,8 +32,8 @@ impl Gateway {
         let limit = pol.limits().max_read_bytes;
         // Hold room for the content before reading it (see `budget`), sized by the
         // opened file's own fstat: no second lookup on the read path.
-        let budget = &self.budget;
-        let lease = |size| facts.lease = Some(budget.lease(size));
+        let (budget, waiting) = (&self.budget, facts.waiting);
+        let lease = |size| facts.lease = Some(budget.lease_as(size, waiting));
         let content = match opened {
             Some(file) => self.workspace.read_opened(file, limit, lease),
             None => self.workspace.read_file_sized(&real, limit, lease),

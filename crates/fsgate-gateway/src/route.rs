@@ -80,6 +80,7 @@ impl Gateway {
         &self,
         ctx: &RequestCtx,
         op: Op,
+        batch: Option<&crate::Batch>,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
         match self.route(ctx.style, op) {
             Route::To(i, op) => {
@@ -89,10 +90,10 @@ impl Gateway {
                         None,
                     );
                 };
-                let (out, lease) = member.handle(ctx, op);
+                let (out, lease) = member.handle_in(ctx, op, batch);
                 (out.map(|o| member.named_output(o)), lease)
             }
-            Route::Everywhere(op) => self.everywhere(ctx, op),
+            Route::Everywhere(op) => self.everywhere(ctx, op, batch),
             Route::Top(op) => (self.top(ctx, &op), None),
             Route::Refused(op, e) => (self.handle_refused(ctx, op, e), None),
         }
@@ -233,13 +234,14 @@ impl Gateway {
         &self,
         ctx: &RequestCtx,
         op: Op,
+        batch: Option<&crate::Batch>,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
         let room = self.policy().limits().max_message_bytes / 2;
         let mut merged: Option<Output> = None;
         for member in self.members() {
             // Each answer's lease is let go before the next workspace is searched: one
             // lease may hold the whole budget, and the next would wait for it forever.
-            let (out, _lease) = member.handle(ctx, op.clone());
+            let (out, _lease) = member.handle_in(ctx, op.clone(), batch);
             let out = match out {
                 Ok(o) => member.named_output(o),
                 Err(e) => return (Err(e), None),
@@ -253,7 +255,8 @@ impl Gateway {
             return (Err(GatewayError::Internal("no workspace".into())), None);
         };
         let (merged, used) = cut_to(merged, room);
-        let lease = self.budget.lease(used.saturating_mul(3));
+        let waiting = batch.map_or(crate::budget::Waiting::Wait, crate::Batch::waiting);
+        let lease = self.budget.lease_as(used.saturating_mul(3), waiting);
         (Ok(merged), Some(lease))
     }
 
@@ -351,7 +354,7 @@ impl Gateway {
     ) -> Result<Output, GatewayError> {
         let mut note = serde_json::Map::new();
         note.insert("workspaces".into(), Value::String(self.served()));
-        self.handle_with(ctx, op, note, Err(err)).0
+        self.handle_with(ctx, op, (note, None), Err(err)).0
     }
 }
 

@@ -30,7 +30,9 @@ use crate::batch::{self, Batched};
 use crate::stdio::Sink;
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::ops::RequestCtx;
-use fsgate_gateway::{Gateway, Lease, escape_json_bytes_into, escape_json_into, json_text_len};
+use fsgate_gateway::{
+    Batch, Gateway, Lease, escape_json_bytes_into, escape_json_into, json_text_len,
+};
 
 /// Answers for the output copier, with the requests whose rooms they release once written.
 #[derive(Default)]
@@ -217,26 +219,9 @@ impl Batched for Direct {
         &self.gw
     }
 
-    /// Runs one call, unless it was cancelled before it started.
-    fn run(&self, job: Job) -> Option<Done> {
-        if !self.flow.claim_serial(&job.key, job.serial) {
-            return None;
-        }
-        let (gw, ctx) = (&*self.gw, &*self.ctx);
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tools::call_answer(gw, ctx, job.tool, job.args)
-        }));
-        let (result, leases) = ran.unwrap_or_else(|_| {
-            tracing::error!(tool = job.tool.name(), "tool call panicked");
-            let e = ToolError::Failed("internal error: the tool call failed".into());
-            (Answer::Result(render::error(&e)), Vec::new())
-        });
-        Some(Done {
-            key: job.key,
-            serial: job.serial,
-            result,
-            leases,
-        })
+    /// Runs one call in `batch`, unless it was cancelled before it started.
+    fn run(&self, job: Job, batch: &Batch) -> Option<Done> {
+        self.run_in(job, Some(batch))
     }
 
     /// Encodes the answers and writes them, in as few writes as their rooms allow.
@@ -365,6 +350,31 @@ impl Door {
     }
 }
 
+impl Direct {
+    /// Runs one call, in `batch` if one is given, unless it was cancelled before it
+    /// started.
+    fn run_in(&self, job: Job, batch: Option<&Batch>) -> Option<Done> {
+        if !self.flow.claim_serial(&job.key, job.serial) {
+            return None;
+        }
+        let (gw, ctx) = (&*self.gw, &*self.ctx);
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tools::call_answer(gw, ctx, batch, job.tool, job.args)
+        }));
+        let (result, leases) = ran.unwrap_or_else(|_| {
+            tracing::error!(tool = job.tool.name(), "tool call panicked");
+            let e = ToolError::Failed("internal error: the tool call failed".into());
+            (Answer::Result(render::error(&e)), Vec::new())
+        });
+        Some(Done {
+            key: job.key,
+            serial: job.serial,
+            result,
+            leases,
+        })
+    }
+}
+
 /// Runs `job` on the blocking pool and answers it there; nothing waits for it.
 fn on_pool(
     direct: &Arc<Direct>,
@@ -378,7 +388,7 @@ fn on_pool(
         let _permit = permit;
         // `run` catches a panicking tool; this catches one in the answering too.
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let done = direct.run(job);
+            let done = direct.run_in(job, None);
             drop(change);
             if let Some(done) = done {
                 direct.answer(vec![done], Ok(()));

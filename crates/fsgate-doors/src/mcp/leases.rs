@@ -1,29 +1,57 @@
-//! The content budget on the MCP door: the leases a tool call's reads take (see the
-//! gateway's `budget`) are collected here and kept with the call's answer until the
-//! output copier has written it (see `flow`): a client that stops reading then holds at
-//! most the gateway's budget of content, however many calls it sends.
+//! One tool call's way into the gateway. Its operations are served through
+//! [`ToolCall::serve_op`]: in the batch the call runs in, if any (see `crate::batch`), and
+//! with the content leases their answers hold (see the gateway's `budget`) collected
+//! here, to be kept with the call's answer until the output copier has written it (see
+//! `flow`): a client that stops reading then holds at most the gateway's budget of
+//! content, however many calls it sends.
 
 use std::cell::RefCell;
+use std::ops::Deref;
 
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::ops::{Op, Output, RequestCtx};
-use fsgate_gateway::{Gateway, Lease, Request};
+use fsgate_gateway::{Batch, Gateway, Lease, Request};
 
-thread_local! {
-    /// Leases taken by the tool running on this (blocking) thread.
-    static TAKEN: RefCell<Vec<Lease>> = const { RefCell::new(Vec::new()) };
+/// One tool call: its request context, the batch it runs in, and the leases its
+/// answers hold. Derefs to the context, which is what most of a tool reads.
+pub(super) struct ToolCall<'a> {
+    ctx: &'a RequestCtx,
+    batch: Option<&'a Batch>,
+    leases: RefCell<Vec<Lease>>,
 }
 
-/// Runs `op`, keeping any lease its answer holds for [`take`].
-pub(super) fn serve_op(gw: &Gateway, ctx: &RequestCtx, op: Op) -> Result<Output, GatewayError> {
-    let (result, lease) = gw.serve_leased(ctx, Request::Op(op));
-    if let Some(l) = lease {
-        TAKEN.with(|t| t.borrow_mut().push(l));
+impl<'a> ToolCall<'a> {
+    /// A call under `ctx`, in `batch` if one is given.
+    pub(super) fn new(ctx: &'a RequestCtx, batch: Option<&'a Batch>) -> ToolCall<'a> {
+        ToolCall {
+            ctx,
+            batch,
+            leases: RefCell::new(Vec::new()),
+        }
     }
-    result
+
+    /// Serves `op` for this call, keeping any lease its answer holds.
+    pub(super) fn serve_op(&self, gw: &Gateway, op: Op) -> Result<Output, GatewayError> {
+        let (result, lease) = match self.batch {
+            Some(b) => gw.serve_in(self.ctx, Request::Op(op), b),
+            None => gw.serve_leased(self.ctx, Request::Op(op)),
+        };
+        if let Some(l) = lease {
+            self.leases.borrow_mut().push(l);
+        }
+        result
+    }
+
+    /// The leases the call's answers hold.
+    pub(super) fn into_leases(self) -> Vec<Lease> {
+        self.leases.into_inner()
+    }
 }
 
-/// The leases the tool that just ran on this thread took.
-pub(super) fn take() -> Vec<Lease> {
-    TAKEN.with(|t| std::mem::take(&mut *t.borrow_mut()))
+impl Deref for ToolCall<'_> {
+    type Target = RequestCtx;
+
+    fn deref(&self) -> &RequestCtx {
+        self.ctx
+    }
 }

@@ -10,12 +10,12 @@ use super::args::{
 };
 use super::catalog::ToolId;
 use super::compat;
-use super::leases;
+use super::leases::ToolCall;
 use super::render::{self, ToolError, shown, text};
 use super::roots;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{Op, RequestCtx};
-use fsgate_gateway::{Lease, Request};
+use fsgate_gateway::{Batch, Lease, Request};
 
 /// Runs `tool` with `args`; refusals and failures become `isError` results. Returns the
 /// content leases the answer holds until it is written.
@@ -25,21 +25,22 @@ pub(super) fn call(
     tool: ToolId,
     args: JsonObject,
 ) -> (CallToolResult, Vec<Lease>) {
-    let (answer, leases) = call_answer(gw, ctx, tool, args);
+    let (answer, leases) = call_answer(gw, ctx, None, tool, args);
     (answer.into_result(), leases)
 }
 
-/// [`call`], with a text tool's success kept as its one text (see [`Answer`]).
+/// [`call`], in `batch` if one is given, with a text tool's success kept as its one
+/// text (see [`Answer`]).
 pub(super) fn call_answer(
     gw: &Gateway,
     ctx: &RequestCtx,
+    batch: Option<&Batch>,
     tool: ToolId,
     args: JsonObject,
 ) -> (Answer, Vec<Lease>) {
-    // Nothing left over from a call that failed on this thread.
-    drop(leases::take());
-    let result = answer(gw, ctx, tool, args);
-    (result, leases::take())
+    let call = ToolCall::new(ctx, batch);
+    let result = answer(gw, &call, tool, args);
+    (result, call.into_leases())
 }
 
 /// A tool call's answer before it is encoded.
@@ -68,7 +69,7 @@ impl Answer {
     }
 }
 
-fn answer(gw: &Gateway, ctx: &RequestCtx, tool: ToolId, args: JsonObject) -> Answer {
+fn answer(gw: &Gateway, ctx: &ToolCall<'_>, tool: ToolId, args: JsonObject) -> Answer {
     // Roots the client is about to give narrow this call too.
     let result = match ctx.scope.settled(roots::SETTLE_WAIT) {
         Ok(_) => run(gw, ctx, tool, args),
@@ -113,11 +114,11 @@ fn parse<T: DeserializeOwned>(tool: ToolId, args: JsonObject) -> Result<T, ToolE
 
 fn run(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     tool: ToolId,
     args: JsonObject,
 ) -> Result<CallToolResult, ToolError> {
-    let handle = |op: Op| leases::serve_op(gw, ctx, op).map_err(ToolError::from);
+    let handle = |op: Op| ctx.serve_op(gw, op).map_err(ToolError::from);
     let result = match tool {
         ToolId::ReadTextFile | ToolId::ReadFile => {
             compat::read_text(gw, ctx, tool.name(), parse(tool, args)?)?

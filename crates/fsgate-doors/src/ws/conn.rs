@@ -41,7 +41,7 @@ use fsgate_gateway::Gateway;
 use fsgate_gateway::ask::Asker;
 use fsgate_gateway::ops::{Op, RequestCtx};
 use fsgate_gateway::watch::Notice;
-use fsgate_gateway::{Lease, Request};
+use fsgate_gateway::{Batch, Lease, Request};
 
 /// How long the rest of an oversized message is read and discarded, so that closing
 /// the socket does not reset it before the client has read the error.
@@ -154,7 +154,7 @@ pub(super) async fn run(
     });
     let sh = shared(conn, &out);
     let _close_asks = CloseAsks(sh.asks.clone());
-    let door = Arc::new(Batch {
+    let door = Arc::new(BatchDoor {
         sh: Arc::clone(&sh),
         rt: tokio::runtime::Handle::current(),
     });
@@ -474,15 +474,21 @@ fn batched(op: &Op) -> bool {
     )
 }
 
-/// Serves one operation (blocking): its encoded answer and the content lease it holds.
+/// Serves one operation (blocking), in `batch` if given: its encoded answer and the
+/// content lease it holds.
 fn serve_blocking(
     gw: &Gateway,
     ctx: &RequestCtx,
+    batch: Option<&Batch>,
     max: usize,
     task: Task,
 ) -> (String, Option<Lease>) {
     let Task { head, op, base64 } = task;
-    let (v, lease) = match gw.serve_leased(ctx, Request::Op(op)) {
+    let served = match batch {
+        Some(b) => gw.serve_in(ctx, Request::Op(op), b),
+        None => gw.serve_leased(ctx, Request::Op(op)),
+    };
+    let (v, lease) = match served {
         (Ok(o), lease) => (
             protocol::data_response(&head, protocol::render(gw, o, base64)),
             lease,
@@ -517,12 +523,12 @@ struct Done {
 }
 
 /// The connection's batch thread (see [`crate::batch`]).
-struct Batch {
+struct BatchDoor {
     sh: Arc<Shared>,
     rt: tokio::runtime::Handle,
 }
 
-impl Batched for Batch {
+impl Batched for BatchDoor {
     type Job = (Task, [OwnedSemaphorePermit; 3]);
     type Done = Done;
 
@@ -530,13 +536,13 @@ impl Batched for Batch {
         &self.sh.gw
     }
 
-    fn run(&self, (task, permits): Self::Job) -> Option<Done> {
+    fn run(&self, (task, permits): Self::Job, batch: &Batch) -> Option<Done> {
         let head = task.head.clone();
         let own = request_ctx(&self.sh, &head);
         let ctx = own.as_ref().unwrap_or(&self.sh.ctx);
         let (gw, max) = (&*self.sh.gw, self.sh.limits.max_message);
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            serve_blocking(gw, ctx, max, task)
+            serve_blocking(gw, ctx, Some(batch), max, task)
         }));
         let (text, lease) = ran.unwrap_or_else(|_| {
             tracing::error!("request panicked");
@@ -559,7 +565,7 @@ impl Batched for Batch {
     }
 }
 
-impl Batch {
+impl BatchDoor {
     /// Queues the answers of requests that ran (or, if their records could not be
     /// made, the error saying so in their place).
     async fn answer_now(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
@@ -581,7 +587,7 @@ async fn serve_op(sh: Arc<Shared>, task: Task, permits: [OwnedSemaphorePermit; 3
     let ctx = request_ctx(&sh, &task.head).map_or_else(|| Arc::clone(&sh.ctx), Arc::new);
     let (gw, max) = (Arc::clone(&sh.gw), sh.limits.max_message);
     let (text, lease) = (sh.pool)
-        .spawn_blocking(move || serve_blocking(&gw, &ctx, max, task))
+        .spawn_blocking(move || serve_blocking(&gw, &ctx, None, max, task))
         .await
         .unwrap_or_else(|e| {
             tracing::error!("request task failed: {e}");
@@ -841,7 +847,7 @@ mod tests {
             held: None,
         };
         let sh = shared(conn, &out);
-        let door = Arc::new(Batch {
+        let door = Arc::new(BatchDoor {
             sh: Arc::clone(&sh),
             rt: tokio::runtime::Handle::current(),
         });

@@ -3,6 +3,7 @@
 
 use rmcp::model::CallToolResult;
 
+use super::super::leases::ToolCall;
 use super::{args_error, handle, read_whole};
 use crate::mcp::args::{EditArgs, EditPair, MoveArgs};
 use crate::mcp::edits::{self, Matching};
@@ -10,13 +11,13 @@ use crate::mcp::render::{ToolError, shown, text};
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::Request;
-use fsgate_gateway::ops::{Op, RequestCtx};
+use fsgate_gateway::ops::Op;
 
 /// `edit_file`: the contract's exactly-once replacement, or the reference server's
 /// edit list with a diff.
 pub(in crate::mcp) fn edit(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     a: EditArgs,
 ) -> Result<CallToolResult, ToolError> {
     let dry = a.dry_run.unwrap_or(false);
@@ -62,7 +63,7 @@ pub(in crate::mcp) fn edit(
 /// between is detected instead of overwritten.
 fn edit_with_diff(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     path: &str,
     list: &[EditPair],
     how: Matching,
@@ -86,7 +87,7 @@ fn edit_with_diff(
                 new_text: edited.new_raw,
             }
         };
-        super::super::leases::serve_op(gw, ctx, op).map_err(|e| match e {
+        ctx.serve_op(gw, op).map_err(|e| match e {
             GatewayError::InvalidParams(_) => ToolError::Failed(format!(
                 "{abs} changed while it was being edited; nothing was written (read it again and retry)"
             )),
@@ -99,7 +100,7 @@ fn edit_with_diff(
 /// `move_file`: a rename that refuses to replace an existing destination.
 pub(in crate::mcp) fn move_file(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     a: MoveArgs,
 ) -> Result<CallToolResult, ToolError> {
     let dst = shown(gw, &a.destination);

@@ -5,18 +5,19 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::CallToolResult;
 
+use super::super::leases::ToolCall;
 use super::{handle, unexpected};
 use crate::mcp::args::PathArgs;
 use crate::mcp::render::{ToolError, text};
 use fsgate_gateway::Gateway;
-use fsgate_gateway::ops::{Op, Output, RequestCtx};
+use fsgate_gateway::ops::{Op, Output};
 
 /// `get_file_info`: size, created, modified, accessed, isDirectory, isFile and
 /// permissions, in the reference server's order and formats. A time the file system
 /// does not give (birth time on some) is `unknown` where the reference shows 1970.
 pub(in crate::mcp) fn file_info(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     a: PathArgs,
 ) -> Result<CallToolResult, ToolError> {
     let Output::Stat { info, .. } = handle(gw, ctx, Op::Stat { path: a.path })? else {

@@ -4,12 +4,13 @@
 use globset::GlobSet;
 use rmcp::model::CallToolResult;
 
+use super::super::leases::ToolCall;
 use super::{TRUNCATED_LINE, args_error, handle, list, more_line, names, unexpected};
 use crate::mcp::args::{ListArgs, ListSizesArgs, SearchFilesArgs, SortBy, TreeArgs};
 use crate::mcp::catalog::MAX_TREE_ENTRIES;
 use crate::mcp::render::{ToolError, text};
 use fsgate_gateway::Gateway;
-use fsgate_gateway::ops::{Op, Output, PathStyle, RequestCtx};
+use fsgate_gateway::ops::{Op, Output, PathStyle};
 use fsgate_workspace::{Entry, FileKind};
 
 /// Deepest directory nesting `directory_tree` descends into.
@@ -27,7 +28,7 @@ fn tag(e: &Entry) -> &'static str {
 /// page at a time, ending with how to ask for the next when more follow.
 pub(in crate::mcp) fn list_directory(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     a: ListArgs,
 ) -> Result<CallToolResult, ToolError> {
     let (entries, truncated, next) =
@@ -78,7 +79,7 @@ fn pad_end(name: &str, width: usize) -> String {
 /// `list_directory_with_sizes`: entries with sizes, then totals.
 pub(in crate::mcp) fn list_with_sizes(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     a: ListSizesArgs,
 ) -> Result<CallToolResult, ToolError> {
     let (mut entries, truncated, _) = list(gw, ctx, &a.path, None)?;
@@ -163,7 +164,7 @@ fn excluded(set: &GlobSet, rel: &str) -> bool {
 /// server's indented JSON.
 pub(in crate::mcp) fn tree(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     a: TreeArgs,
 ) -> Result<CallToolResult, ToolError> {
     let exclude = a.exclude_patterns.unwrap_or_default();
@@ -279,7 +280,7 @@ fn tree_array(
 /// gateway's glob, so refused paths are never listed.
 pub(in crate::mcp) fn search_files(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     a: SearchFilesArgs,
 ) -> Result<CallToolResult, ToolError> {
     let excl = search_exclusions(a.exclude_patterns.as_deref().unwrap_or_default())?;

@@ -4,12 +4,13 @@
 use base64::Engine;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
+use super::super::leases::ToolCall;
 use super::{args_error, handle, read_whole, unexpected};
 use crate::mcp::args::{MultiReadArgs, PathArgs, ReadTextArgs};
 use crate::mcp::catalog::MAX_MULTI_PATHS;
 use crate::mcp::render::{ToolError, shown, text};
 use fsgate_gateway::Gateway;
-use fsgate_gateway::ops::{Encoding, Op, Output, RequestCtx};
+use fsgate_gateway::ops::{Encoding, Op, Output};
 use fsgate_policy::media::{MediaKind, media_type};
 
 /// The last `n` lines of `s`, line endings kept.
@@ -36,7 +37,7 @@ fn last_lines(s: &str, n: u64) -> &str {
 /// final newline (the reference returns one line fewer there).
 pub(in crate::mcp) fn read_text(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     tool: &'static str,
     mut a: ReadTextArgs,
 ) -> Result<CallToolResult, ToolError> {
@@ -93,7 +94,7 @@ fn file_uri(abs: &str) -> String {
 /// `read_media_file`: the file's bytes as base64 image, audio or blob content.
 pub(in crate::mcp) fn read_media(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     a: PathArgs,
 ) -> Result<CallToolResult, ToolError> {
     let data = match handle(
@@ -134,7 +135,7 @@ pub(in crate::mcp) fn read_media(
 /// policy's read limit of content in total.
 pub(in crate::mcp) fn read_multiple(
     gw: &Gateway,
-    ctx: &RequestCtx,
+    ctx: &ToolCall<'_>,
     a: MultiReadArgs,
 ) -> Result<CallToolResult, ToolError> {
     const TOOL: &str = "read_multiple_files";

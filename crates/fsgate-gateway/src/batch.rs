@@ -1,0 +1,199 @@
+//! A batch: read-only requests a door runs one after the other on one thread, answered
+//! together. The door asks the gateway for a [`Batch`] and serves each request in it
+//! ([`Gateway::serve_in`]): their audit records are queued without waiting, and the door
+//! waits once ([`Gateway::settle`]) before it answers any of them, so the whole batch
+//! shares one write and one sync of the log. Every answer still waits for its record:
+//! only the waiting is moved, and a record that fails withholds every answer of the
+//! batch. Changes never defer: their intent must be durable before the workspace is
+//! touched.
+//!
+//! While a batch holds answers it has not handed over, the content leases of its next
+//! requests must not wait for room (they could wait for the batch itself): they pass
+//! the budget instead ([`Waiting::Overdraw`]), and the batch says so
+//! ([`Batch::overdrawn`]); the door then hands over what it holds before it runs more.
+
+use std::cell::{Cell, RefCell};
+
+use fsgate_audit::Ticket;
+use fsgate_base::error::GatewayError;
+
+use super::Gateway;
+use super::budget::{Lease, Waiting};
+
+/// One batch's queued records and the state of its content leases. Served in with
+/// [`Gateway::serve_in`]; [`Gateway::settle`]d before any of its answers goes out.
+#[must_use = "a batch's records must be settled before its requests are answered"]
+#[derive(Default)]
+pub struct Batch {
+    /// Records queued, not yet waited for.
+    records: RefCell<Vec<Ticket>>,
+    /// The batch holds answers not handed over yet: leases must not wait.
+    holding: Cell<bool>,
+    /// A lease went past the budget: the batch must hand over what it holds.
+    overdrawn: Cell<bool>,
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch")
+            .field("records", &self.records.borrow().len())
+            .field("holding", &self.holding.get())
+            .field("overdrawn", &self.overdrawn.get())
+            .finish()
+    }
+}
+
+impl Batch {
+    /// An empty batch, holding nothing.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    /// Says whether the batch now holds answers it has not handed over: from then on
+    /// its requests' leases pass the budget rather than wait.
+    pub fn set_holding(&self, holding: bool) {
+        self.holding.set(holding);
+    }
+
+    /// Whether a lease went past the budget: hand over what the batch holds now.
+    pub fn overdrawn(&self) -> bool {
+        self.overdrawn.get()
+    }
+
+    /// Whether no record was queued (every record was written before its request
+    /// returned).
+    pub fn is_empty(&self) -> bool {
+        self.records.borrow().is_empty()
+    }
+
+    /// How this batch's leases behave when the budget has no room.
+    pub(crate) fn waiting(&self) -> Waiting {
+        if self.holding.get() {
+            Waiting::Overdraw
+        } else {
+            Waiting::Wait
+        }
+    }
+
+    /// Keeps a queued record for [`Gateway::settle`].
+    pub(crate) fn keep(&self, ticket: Ticket) {
+        self.records.borrow_mut().push(ticket);
+    }
+
+    /// Notes what a request's answer holds.
+    pub(crate) fn note_lease(&self, lease: Option<&Lease>) {
+        if lease.is_some_and(Lease::overdrew) {
+            self.overdrawn.set(true);
+        }
+    }
+}
+
+impl Gateway {
+    /// Waits until every record `batch` queued is durable. Err: one could not be
+    /// written, and every answer of the batch must be withheld (answered with this
+    /// error).
+    pub fn settle(&self, batch: Batch) -> Result<(), GatewayError> {
+        let Some(audit) = self.audit() else {
+            return Ok(());
+        };
+        let mut failure = None;
+        for ticket in batch.records.into_inner() {
+            if let Err(e) = audit.wait(ticket) {
+                tracing::error!("audit log: {e}");
+                failure.get_or_insert(e);
+            }
+        }
+        match failure {
+            None => Ok(()),
+            Some(e) => Err(GatewayError::Internal(format!(
+                "{e}; the result is withheld because it could not be recorded"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Request;
+    use crate::ops::Op;
+    use crate::tests::{ctx, gateway, records};
+    use fsgate_audit::Fault;
+
+    fn read(path: &str) -> Request {
+        Request::Op(Op::ReadFile { path: path.into() })
+    }
+
+    /// Reads in a batch queue their records; a change in it does not (its intent must be
+    /// durable first); settling makes the queued ones durable.
+    #[test]
+    fn a_batch_queues_the_records_of_reads_only_and_settles_them() {
+        let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(ws.path().join("a.txt"), "a").unwrap();
+        let log = state.path().join("audit.jsonl");
+        let gw = gateway(ws.path(), &log);
+        let write = Op::WriteText {
+            path: "/b.txt".into(),
+            content: "b".into(),
+        };
+        let changes = Batch::new();
+        gw.serve_in(&ctx(), Request::Op(write), &changes).0.unwrap();
+        assert!(changes.is_empty(), "a change's records were deferred");
+        gw.settle(changes).unwrap();
+        let reads = Batch::new();
+        gw.serve_in(&ctx(), read("/a.txt"), &reads).0.unwrap();
+        gw.serve_in(&ctx(), read("/b.txt"), &reads).0.unwrap();
+        assert_eq!(reads.records.borrow().len(), 2);
+        gw.settle(reads).unwrap();
+        let ops: Vec<_> = records(&log)
+            .iter()
+            .filter(|r| r["kind"] == "request")
+            .map(|r| (r["op"].clone(), r["path"].clone()))
+            .collect();
+        assert_eq!(ops.len(), 3, "{ops:?}");
+        assert_eq!(ops[2].1, "b.txt", "{ops:?}");
+    }
+
+    /// A queued record that cannot be written withholds every answer of its batch.
+    #[test]
+    fn a_record_that_fails_makes_settle_withhold_the_batch() {
+        let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(ws.path().join("a.txt"), "a").unwrap();
+        let gw = gateway(ws.path(), &state.path().join("audit.jsonl"));
+        gw.audit().unwrap().inject_faults(Fault::Write, 1);
+        let batch = Batch::new();
+        let _ = gw.serve_in(&ctx(), read("/a.txt"), &batch);
+        let err = gw.settle(batch).unwrap_err();
+        assert!(err.message().contains("withheld"), "{err:?}");
+    }
+
+    /// A batch that holds answers passes the content budget instead of waiting (it could
+    /// wait for itself), and says so; one that holds nothing takes its lease as usual.
+    #[test]
+    fn a_holding_batch_overdraws_the_budget_and_says_so() {
+        const MAX: usize = 64 * 1024;
+        let text = fsgate_policy::DEFAULT_POLICY_TOML.replace(
+            "[limits]\n",
+            &format!("[limits]\nmax_message_bytes = {MAX}\n"),
+        );
+        let pol = fsgate_policy::Policy::from_toml(&text, "test").unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("big"), vec![b'a'; MAX * 7 / 8]).unwrap();
+        let gw = Gateway::new(pol, fsgate_workspace::Workspace::open(ws.path()).unwrap());
+        let batch = Batch::new();
+        // The budget is twice the message limit: one answer (its content and its
+        // encoding) fits, a second does not.
+        let (out, first) = gw.serve_in(&ctx(), read("/big"), &batch);
+        out.unwrap();
+        assert!(!batch.overdrawn());
+        batch.set_holding(true);
+        let (out, second) = gw.serve_in(&ctx(), read("/big"), &batch);
+        out.unwrap();
+        assert!(
+            batch.overdrawn(),
+            "the second answer passed the budget silently"
+        );
+        drop((first, second));
+        gw.settle(batch).unwrap();
+    }
+}
