@@ -4,13 +4,18 @@
 //! # Layer
 //!
 //! Owns: the wire: ACP (and the proxy that hosts an agent), MCP on stdio and over
-//! HTTP, the WebSocket files channel. Depends on every layer below. Every request goes
-//! through [`fsgate_gateway::Gateway::serve`]; a door only decodes and encodes. It
-//! writes no audit record (the crate does not depend on the log): what a door has to
-//! record, such as a client's roots, it hands to the gateway ([`Gateway::record_for`]).
-//! Change events come decided from the gateway's watcher ([`fsgate_gateway::watch`]).
-//! Not yet so: the MCP reference tools shape listings from workspace entries
-//! (`mcp/compat/`).
+//! HTTP, the WebSocket files channel. Depends on the gateway, the policy (for its
+//! `[acp]`, `[ws]`, `[http]` settings), the sandbox (to confine a hosted agent) and the
+//! base; not on the audit log, the workspace or the backups. Every request goes through
+//! [`fsgate_gateway::Gateway::serve`]; a door decodes and encodes. It writes no audit
+//! record: what a door has to record, such as a client's roots, it hands to the gateway
+//! ([`Gateway::record_for`]). Change events come decided from the gateway's watcher
+//! ([`fsgate_gateway::watch`]). A batch of requests is a value the gateway hands out
+//! ([`fsgate_gateway::Batch`]), not a convention kept by thread-locals.
+//!
+//! Not yet so: the MCP reference tools (`mcp/compat/`) compose several gateway
+//! operations into one tool (an edit reads, then writes); MCP tool calls take two ways
+//! in (the SDK's, and `mcp/direct.rs` for plain calls), which share `mcp/tools.rs`.
 //!
 //! [`Gateway::record_for`]: fsgate_gateway::Gateway::record_for
 

@@ -4,7 +4,10 @@ use serde_json::{Map, Value};
 
 use fsgate_audit::ChangeOp;
 use fsgate_base::path::RelPath;
-use fsgate_workspace::{Entry, GrepMatch, StatInfo};
+
+/// The workspace's entries, matches and metadata, as the results carry them; a door
+/// encodes them from here (it does not reach into the workspace layer).
+pub use fsgate_workspace::{Entry, FileKind, GrepMatch, StatInfo, format_permissions};
 
 /// How a transport writes paths: what it accepts, and how results are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

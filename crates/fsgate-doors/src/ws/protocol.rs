@@ -8,9 +8,9 @@ use super::permission;
 use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ask::Answer;
+use fsgate_gateway::ops::format_permissions;
 use fsgate_gateway::ops::{Encoding, Op, Output, PathStyle};
 use fsgate_gateway::watch::{Change, ChangeKind};
-use fsgate_workspace::format_permissions;
 
 /// The one channel this server speaks.
 pub(crate) const CHANNEL: &str = "files";

@@ -10,8 +10,8 @@ use crate::mcp::args::{ListArgs, ListSizesArgs, SearchFilesArgs, SortBy, TreeArg
 use crate::mcp::catalog::MAX_TREE_ENTRIES;
 use crate::mcp::render::{ToolError, text};
 use fsgate_gateway::Gateway;
+use fsgate_gateway::ops::{Entry, FileKind};
 use fsgate_gateway::ops::{Op, Output, PathStyle};
-use fsgate_workspace::{Entry, FileKind};
 
 /// Deepest directory nesting `directory_tree` descends into.
 const MAX_TREE_DEPTH: usize = 128;

@@ -15,8 +15,8 @@ pub(super) use read::{read_media, read_multiple, read_text};
 use super::leases::ToolCall;
 use super::render::ToolError;
 use fsgate_gateway::Gateway;
+use fsgate_gateway::ops::Entry;
 use fsgate_gateway::ops::{Op, Output};
-use fsgate_workspace::Entry;
 
 fn handle(gw: &Gateway, ctx: &ToolCall<'_>, op: Op) -> Result<Output, ToolError> {
     ctx.serve_op(gw, op).map_err(ToolError::from)
