@@ -141,6 +141,12 @@ impl RelPath {
         self.0.split('/').filter(|c| !c.is_empty())
     }
 
+    /// The outermost component as a path, or `None` for the root.
+    pub fn outermost(&self) -> Option<RelPath> {
+        let first = self.components().next()?;
+        Some(RelPath(first.to_string()))
+    }
+
     /// The last component, or `None` for the root.
     pub fn file_name(&self) -> Option<&str> {
         if self.is_root() {
@@ -268,6 +274,14 @@ mod tests {
 
     fn root() -> &'static Path {
         Path::new("/ws")
+    }
+
+    #[test]
+    fn the_outermost_component_is_a_path_of_its_own() {
+        let p = |s: &str| RelPath::parse_rooted(s).unwrap();
+        assert_eq!(p("/api/src/a.rs").outermost(), Some(p("/api")));
+        assert_eq!(p("/api").outermost(), Some(p("/api")));
+        assert_eq!(RelPath::root().outermost(), None);
     }
 
     #[test]

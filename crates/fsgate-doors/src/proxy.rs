@@ -183,12 +183,6 @@ impl Owed {
 /// Rule id for a session request naming a directory fsgate does not serve.
 pub const RULE_SESSION_DIRS: &str = "acp-session-dirs";
 
-/// The workspace a named path lies in (`<name>`), if it names one.
-fn top(place: &RelPath) -> Option<RelPath> {
-    let name = place.components().next()?;
-    RelPath::parse_rooted(name).ok()
-}
-
 /// At most this many session requests awaiting the agent's answer are remembered.
 const MAX_OPENING: usize = 256;
 
@@ -557,7 +551,7 @@ impl Relay {
                         .join(", ")
                 ));
             };
-            names.extend(top(&place));
+            names.extend(place.outermost());
         }
         if !self.gw.is_several() {
             return Ok(None);
@@ -566,7 +560,7 @@ impl Relay {
         if cwd.starts_with('/')
             && let Some(place) = self.gw.named_path(cwd)
         {
-            names.extend(top(&place));
+            names.extend(place.outermost());
         }
         names.sort();
         names.dedup();

@@ -314,6 +314,15 @@ impl Gateway {
         }
     }
 
+    /// The part of the workspace a change-event subscription names (`/`, `/src`, with
+    /// several workspaces `/<name>/...`): a rooted path, normalised. No policy applies:
+    /// it only narrows the events a connection gets, each of which the watcher has
+    /// already let through.
+    pub fn subscription(&self, path: &str) -> Result<RelPath, GatewayError> {
+        RelPath::parse_rooted(path)
+            .map_err(|e| GatewayError::InvalidParams(format!("path {path:?}: {e}")))
+    }
+
     /// Appends a session's lifecycle record (e.g. `roots`: the scope a client's roots put
     /// in force), under the session, transport and peer of `ctx`. Failures are logged:
     /// such records answer no request.

@@ -101,6 +101,20 @@ mod tests {
     }
 
     #[test]
+    fn a_subscription_is_a_normalised_rooted_path_or_invalid_params() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let gw = Gateway::new(
+            fsgate_policy::Policy::builtin_default().expect("policy"),
+            fsgate_workspace::Workspace::open(tmp.path()).expect("workspace"),
+        );
+        let src = RelPath::parse_rooted("/src").expect("rel");
+        assert_eq!(gw.subscription("/src/./lib/..").ok(), Some(src));
+        assert_eq!(gw.subscription("/").ok(), Some(RelPath::root()));
+        let err = gw.subscription("/../etc").expect_err("escapes");
+        assert_eq!(err.code(), fsgate_base::error::code::INVALID_PARAMS);
+    }
+
+    #[test]
     fn a_root_is_a_real_directory_inside_the_workspace() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let root = tmp.path().canonicalize().expect("canonical");

@@ -290,16 +290,13 @@ async fn take(sh: &Shared, sub_tx: &watch::Sender<Option<RelPath>>, text: &str) 
     match protocol::parse(text) {
         Incoming::Bad { name, reply } => answer(sh, &name, reply).await,
         Incoming::Subscribe { head, path } => {
-            let reply = match RelPath::parse_rooted(&path) {
+            let reply = match sh.gw.subscription(&path) {
                 Ok(rel) => {
                     let shown = rel.to_rooted();
                     sub_tx.send_replace(Some(rel));
                     protocol::data_response(&head, json!({"path": shown}))
                 }
-                Err(e) => {
-                    let err = GatewayError::InvalidParams(format!("path {path:?}: {e}"));
-                    protocol::gateway_error_response(&head, &err)
-                }
+                Err(e) => protocol::gateway_error_response(&head, &e),
             };
             answer_if_asked(sh, &head, reply).await;
         }

@@ -399,7 +399,11 @@ impl Accepted {
                 return;
             }
         };
-        let subscription = match admission.subscribe.as_deref().map(RelPath::parse_rooted) {
+        let subscription = match admission
+            .subscribe
+            .as_deref()
+            .map(|p| self.gw.subscription(p))
+        {
             None => Some(RelPath::root()),
             Some(Ok(rel)) => Some(rel),
             Some(Err(e)) => {
