@@ -107,6 +107,15 @@ pub(crate) fn compile(
         let path = resolve(base, Path::new(cfg.get_ref()));
         layers.push(load_gitleaks(&path, 0, &mut sources, &errs)?);
     }
+    layers.push(inline_layer(raw, &errs));
+    let (mut specs, globals) = stack_layers(layers, &errs)?;
+    disable_rules(&mut specs, raw, &errs)?;
+    let scanner = build(specs, globals, ops, sources, &errs)?;
+    Ok(Some(scanner))
+}
+
+/// The rules and allowlists written in the policy's `[content]` section itself.
+fn inline_layer(raw: &RawContent, errs: &Errs<'_>) -> Layer {
     let inline: Vec<Spec> = raw
         .rules
         .iter()
@@ -136,9 +145,13 @@ pub(crate) fn compile(
             )
         })
         .collect();
-    layers.push((inline, inline_allows));
+    (inline, inline_allows)
+}
 
-    // Later layers replace earlier rules of the same id: built-in < gitleaks < inline.
+/// The layers stacked: later layers replace earlier rules of the same id (built-in <
+/// gitleaks < inline), and every layer's global allowlists apply. An id twice in one
+/// layer is refused.
+fn stack_layers(layers: Vec<Layer>, errs: &Errs<'_>) -> Result<Layer, PolicyError> {
     let mut specs: Vec<Spec> = Vec::new();
     let mut globals: Vec<(GitleaksAllowlist, At)> = Vec::new();
     for (rules, allows) in layers {
@@ -158,6 +171,15 @@ pub(crate) fn compile(
         }
         globals.extend(allows);
     }
+    Ok((specs, globals))
+}
+
+/// Leaves out the rules `disabled_rules` names; each must name one.
+fn disable_rules(
+    specs: &mut Vec<Spec>,
+    raw: &RawContent,
+    errs: &Errs<'_>,
+) -> Result<(), PolicyError> {
     for (i, id) in raw.disabled_rules.iter().enumerate() {
         let before = specs.len();
         specs.retain(|s| s.id != *id.get_ref());
@@ -171,8 +193,7 @@ pub(crate) fn compile(
             });
         }
     }
-    let scanner = build(specs, globals, ops, sources, &errs)?;
-    Ok(Some(scanner))
+    Ok(())
 }
 
 fn parse_ops(raw: &RawContent, errs: &Errs<'_>) -> Result<[bool; 4], PolicyError> {
