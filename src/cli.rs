@@ -317,18 +317,8 @@ fn stdio_runtime() -> Result<tokio::runtime::Runtime, String> {
 
 fn serve(args: ServeArgs) -> ExitCode {
     // Argument mistakes first, before anything is opened or written.
-    match (args.transport, args.listen.is_some()) {
-        (Transport::Ws | Transport::Http, false) => {
-            return fail(
-                "--transport ws and http need --listen ADDR (HOST:PORT, or PORT for 127.0.0.1:PORT)",
-            );
-        }
-        (Transport::Acp | Transport::Mcp, true) => {
-            return fail(
-                "--listen is only for --transport ws and http (the acp and mcp transports speak on stdin/stdout)",
-            );
-        }
-        _ => {}
+    if let Err(code) = check_listen(args.transport, args.listen.is_some()) {
+        return code;
     }
     let config = match args.common.config() {
         Ok(c) => c,
@@ -337,12 +327,6 @@ fn serve(args: ServeArgs) -> ExitCode {
     let opened = match startup::open(&config) {
         Ok(o) => o,
         Err(e) => return fail_open(&e, args.common.policy.as_deref()),
-    };
-    let transport = match args.transport {
-        Transport::Acp => "acp",
-        Transport::Mcp => "mcp",
-        Transport::Ws => "ws",
-        Transport::Http => "http",
     };
     // A listener is bound, and its token read (or generated), before confinement:
     // Landlock then allows only it, and the token file is not reachable afterwards.
@@ -354,19 +338,13 @@ fn serve(args: ServeArgs) -> ExitCode {
         .as_ref()
         .and_then(|l| l.socket().local_addr().ok())
         .map(|a| a.port());
-    let status = match startup::confine(&opened, port, transport) {
+    let status = match startup::confine(&opened, port, transport_name(args.transport)) {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
     opened.announce_locations();
     if args.check_sandbox {
-        println!("{status}");
-        for d in opened.vcs_write_dirs() {
-            println!(
-                "git dir {}: read-write for this gateway only ([vcs] stage)",
-                crate::text::EscPath(&d)
-            );
-        }
+        print_sandbox(&opened, &status);
         startup::shutdown(&opened.gateway, serde_json::Map::new());
         return ExitCode::SUCCESS;
     }
@@ -380,26 +358,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>>>>;
-    let serving: Serving = match (args.transport, listener) {
-        (_, Some(Listening::Ws(l, token, settings))) => Box::pin(
-            crate::transport::ws::serve_with_token(Arc::clone(&gateway), l, settings, token),
-        ),
-        (_, Some(Listening::Http(l, token, settings))) => Box::pin(
-            crate::transport::http::serve_with_token(Arc::clone(&gateway), l, settings, token),
-        ),
-        (Transport::Ws | Transport::Http, None) => {
-            Box::pin(async { Err(std::io::Error::other("no listener")) })
-        }
-        (Transport::Mcp, None) => Box::pin(crate::transport::mcp::serve_stdio(
-            Arc::clone(&gateway),
-            stdio_peer(),
-        )),
-        (Transport::Acp, None) => Box::pin(crate::transport::acp::serve_stdio(
-            Arc::clone(&gateway),
-            stdio_peer(),
-        )),
-    };
+    let serving = serving(args.transport, listener, &gateway);
     // SIGTERM / SIGINT stop serving; the log still gets its `stop` record and final
     // checkpoint (for the WebSocket transport a signal is the usual way to stop).
     let (result, reason) = runtime.block_on(async {
@@ -421,6 +380,66 @@ fn serve(args: ServeArgs) -> ExitCode {
             crate::text::eprint_line(&format!("fsgate: {e}"));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `--listen` is given exactly for the transports that listen.
+fn check_listen(transport: Transport, listen: bool) -> Result<(), ExitCode> {
+    match (transport, listen) {
+        (Transport::Ws | Transport::Http, false) => Err(fail(
+            "--transport ws and http need --listen ADDR (HOST:PORT, or PORT for 127.0.0.1:PORT)",
+        )),
+        (Transport::Acp | Transport::Mcp, true) => Err(fail(
+            "--listen is only for --transport ws and http (the acp and mcp transports speak on stdin/stdout)",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The transport's name in the `start` record.
+fn transport_name(transport: Transport) -> &'static str {
+    match transport {
+        Transport::Acp => "acp",
+        Transport::Mcp => "mcp",
+        Transport::Ws => "ws",
+        Transport::Http => "http",
+    }
+}
+
+/// `serve --check-sandbox`: what the kernel enforces, and the git dirs this gateway
+/// alone may write.
+fn print_sandbox(opened: &startup::Opened, status: &crate::sandbox::SandboxStatus) {
+    println!("{status}");
+    for d in opened.vcs_write_dirs() {
+        println!(
+            "git dir {}: read-write for this gateway only ([vcs] stage)",
+            crate::text::EscPath(&d)
+        );
+    }
+}
+
+type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>>>>;
+
+/// The transport's server: on its listener (ws, http), or on stdin/stdout (mcp, acp).
+fn serving(transport: Transport, listener: Option<Listening>, gateway: &Arc<Gateway>) -> Serving {
+    match (transport, listener) {
+        (_, Some(Listening::Ws(l, token, settings))) => Box::pin(
+            crate::transport::ws::serve_with_token(Arc::clone(gateway), l, settings, token),
+        ),
+        (_, Some(Listening::Http(l, token, settings))) => Box::pin(
+            crate::transport::http::serve_with_token(Arc::clone(gateway), l, settings, token),
+        ),
+        (Transport::Ws | Transport::Http, None) => {
+            Box::pin(async { Err(std::io::Error::other("no listener")) })
+        }
+        (Transport::Mcp, None) => Box::pin(crate::transport::mcp::serve_stdio(
+            Arc::clone(gateway),
+            stdio_peer(),
+        )),
+        (Transport::Acp, None) => Box::pin(crate::transport::acp::serve_stdio(
+            Arc::clone(gateway),
+            stdio_peer(),
+        )),
     }
 }
 

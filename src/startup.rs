@@ -113,16 +113,7 @@ pub fn load_policy(path: Option<&Path>) -> Result<Policy, String> {
 
 /// Loads the policy and opens the workspace, the audit log and the backup store.
 pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
-    let mut policy = load_policy(cfg.policy.as_deref())?;
-    let base_policy = policy.clone();
-    if let Some(first) = cfg.several.first() {
-        several::warn_unserved_scopes(&policy, &cfg.several);
-        policy = policy.for_workspace(&first.name);
-    } else if !policy.scoped_workspaces().is_empty() {
-        tracing::warn!(
-            "the policy has rules scoped to workspaces by name; with one --workspace they apply nowhere"
-        );
-    }
+    let (mut policy, base_policy) = scoped_policy(cfg)?;
     let workspace = Workspace::open(&cfg.workspace)
         .map_err(|e| format!("cannot open workspace {}: {e}", cfg.workspace.display()))?;
     let root = workspace.root_path().to_path_buf();
@@ -157,20 +148,84 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
             audit_parent.display()
         )
     })?;
+    let own = own_files(
+        cfg,
+        &policy,
+        (&audit_path, &audit_parent),
+        backup_root.clone().unwrap_or(backup_dir.clone()),
+    );
+    policy.set_floor(FixedFloor::from_entries(floor::entries_inside(
+        &root,
+        own.clone(),
+    )));
+    let extra_rw = sink_parent(&audit_settings);
+    let stager = open_vcs(&policy, &root)?;
+    let vcs_grants = match &stager {
+        Some(s) => vcs_grants(s, &root)?,
+        None => (Vec::new(), Vec::new()),
+    };
+    let mut gateway = Gateway::new(policy, workspace)
+        .with_audit(audit)
+        .with_backups(backups);
+    if let Some(s) = stager {
+        gateway = gateway.with_vcs(s);
+    }
+    let mut own_dirs = vec![audit_parent, backup_dir.clone()];
+    let members = Members {
+        base_policy: &base_policy,
+        own: &own,
+        backups: (&backup_settings, backup_root.as_deref()),
+    };
+    gateway = members.add_to(gateway, cfg, &mut own_dirs)?;
+    let locations = show_locations(&mut gateway, cfg, &audit_path, (backup_root, backup_dir));
+    Ok(Opened {
+        gateway,
+        audit_dir,
+        policy_path: cfg.policy.clone(),
+        extra_rw,
+        own_dirs,
+        locations,
+        vcs_grants,
+        ship,
+        sibling_chain: cfg.audit_log.is_none()
+            && audit_settings.path.is_none()
+            && audit_path.file_name() != Some(std::ffi::OsStr::new("audit.jsonl")),
+    })
+}
 
-    // fsgate's own files are beneath no policy's reach (the fixed floor): the audit log
-    // and its sidecars, the backups, the policy file and the gitleaks configs it names.
-    // The shipping cursor (`.NAME.ship`) too: an agent that moved it ahead would keep
-    // records from the collectors.
+/// The policy, scoped to the first workspace when several are served, and the policy
+/// as loaded (each other workspace scopes its own).
+fn scoped_policy(cfg: &GatewayConfig) -> Result<(Policy, Policy), String> {
+    let mut policy = load_policy(cfg.policy.as_deref())?;
+    let base_policy = policy.clone();
+    if let Some(first) = cfg.several.first() {
+        several::warn_unserved_scopes(&policy, &cfg.several);
+        policy = policy.for_workspace(&first.name);
+    } else if !policy.scoped_workspaces().is_empty() {
+        tracing::warn!(
+            "the policy has rules scoped to workspaces by name; with one --workspace they apply nowhere"
+        );
+    }
+    Ok((policy, base_policy))
+}
+
+/// fsgate's own files, beneath no policy's reach (the fixed floor): the audit log
+/// and its sidecars, the backups, the policy file and the gitleaks configs it names.
+/// The shipping cursor (`.NAME.ship`) too: an agent that moved it ahead would keep
+/// records from the collectors.
+fn own_files(
+    cfg: &GatewayConfig,
+    policy: &Policy,
+    (audit_path, audit_parent): (&Path, &Path),
+    backups: PathBuf,
+) -> Vec<(FloorKind, PathBuf)> {
+    let audit_settings = &policy.settings().audit;
     let cursor =
-        crate::audit::ship::cursor::cursor_name(&crate::audit::series::file_name(&audit_path));
+        crate::audit::ship::cursor::cursor_name(&crate::audit::series::file_name(audit_path));
     let mut own: Vec<(FloorKind, PathBuf)> = vec![
-        (FloorKind::AuditLog, audit_path.clone()),
+        (FloorKind::AuditLog, audit_path.to_path_buf()),
         (FloorKind::AuditLog, audit_parent.join(cursor)),
-        (
-            FloorKind::BackupDir,
-            backup_root.clone().unwrap_or(backup_dir.clone()),
-        ),
+        (FloorKind::BackupDir, backups),
     ];
     if let Some(k) = &audit_settings.signing_key {
         own.push((FloorKind::AuditLog, k.clone()));
@@ -186,11 +241,13 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     if let Some(p) = &cfg.policy {
         own.push((FloorKind::PolicyFile, p.clone()));
     }
-    own.extend(floor::gitleaks_configs(&policy));
-    policy.set_floor(FixedFloor::from_entries(floor::entries_inside(
-        &root,
-        own.clone(),
-    )));
+    own.extend(floor::gitleaks_configs(policy));
+    own
+}
+
+/// The checkpoint sink's directory, kept open for a read-write rule when the sink is a
+/// file.
+fn sink_parent(audit_settings: &crate::audit::AuditSettings) -> Vec<std::fs::File> {
     let mut extra_rw = Vec::new();
     if let Some(sink) = audit_settings.checkpoint_sink.as_deref()
         && sink != "syslog"
@@ -200,24 +257,34 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     {
         extra_rw.push(f);
     }
-    let stager = open_vcs(&policy, &root)?;
-    let vcs_grants = match &stager {
-        Some(s) => vcs_grants(s, &root)?,
-        None => (Vec::new(), Vec::new()),
-    };
-    let mut gateway = Gateway::new(policy, workspace)
-        .with_audit(audit)
-        .with_backups(backups);
-    if let Some(s) = stager {
-        gateway = gateway.with_vcs(s);
-    }
-    let mut own_dirs = vec![audit_parent, backup_dir.clone()];
-    if let Some((first, rest)) = cfg.several.split_first() {
+    extra_rw
+}
+
+/// What the other workspaces served share with the first: the policy as loaded, the
+/// fixed floor's files, the backup settings and root.
+struct Members<'a> {
+    base_policy: &'a Policy,
+    own: &'a [(FloorKind, PathBuf)],
+    backups: (&'a crate::backup::BackupSettings, Option<&'a Path>),
+}
+
+impl Members<'_> {
+    /// The gateway serving every other workspace too (unchanged with one); their
+    /// backup directories are added to `own_dirs`.
+    fn add_to(
+        self,
+        gateway: Gateway,
+        cfg: &GatewayConfig,
+        own_dirs: &mut Vec<PathBuf>,
+    ) -> Result<Gateway, String> {
+        let Some((first, rest)) = cfg.several.split_first() else {
+            return Ok(gateway);
+        };
         let members = several::open_members(
             rest,
-            &base_policy,
-            &own,
-            (&backup_settings, backup_root.as_deref()),
+            self.base_policy,
+            self.own,
+            self.backups,
             gateway.audit(),
         )?;
         own_dirs.extend(
@@ -225,15 +292,24 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
                 .iter()
                 .filter_map(|(_, g)| Some(g.backups()?.location().to_path_buf())),
         );
-        gateway = gateway.with_members(&first.name, members);
+        Ok(gateway.with_members(&first.name, members))
     }
-    // Absolute, so a client (whose working directory may differ) can find them.
-    // Several workspaces: the store holding one directory per workspace.
-    let shown_backups = match (&backup_root, cfg.several.is_empty()) {
-        (Some(root), false) => root.clone(),
-        _ => backup_dir.clone(),
+}
+
+/// The audit log and backup store, absolute (a client's working directory may differ),
+/// set in the gateway's meta; with several workspaces, the store holding one directory
+/// per workspace.
+fn show_locations(
+    gateway: &mut Gateway,
+    cfg: &GatewayConfig,
+    audit_path: &Path,
+    (backup_root, backup_dir): (Option<PathBuf>, PathBuf),
+) -> (PathBuf, PathBuf) {
+    let shown_backups = match (backup_root, cfg.several.is_empty()) {
+        (Some(root), false) => root,
+        _ => backup_dir,
     };
-    let locations = (absolute(&audit_path), absolute(&shown_backups));
+    let locations = (absolute(audit_path), absolute(&shown_backups));
     gateway.set_meta(
         "auditLog",
         locations.0.to_string_lossy().into_owned().into(),
@@ -242,19 +318,7 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         "backupDir",
         locations.1.to_string_lossy().into_owned().into(),
     );
-    Ok(Opened {
-        gateway,
-        audit_dir,
-        policy_path: cfg.policy.clone(),
-        extra_rw,
-        own_dirs,
-        locations,
-        vcs_grants,
-        ship,
-        sibling_chain: cfg.audit_log.is_none()
-            && audit_settings.path.is_none()
-            && audit_path.file_name() != Some(std::ffi::OsStr::new("audit.jsonl")),
-    })
+    locations
 }
 
 /// `[vcs] stage = true`: the work tree the workspace lies in, found once. None (with a
@@ -309,6 +373,47 @@ pub fn confine(
     let gw = &opened.gateway;
     let pol = gw.policy();
     let workspace_write = pol.can_ever(OpClass::Write) || pol.can_ever(OpClass::Delete);
+    let plan = sandbox_plan(opened, workspace_write, listen_port, hosts_agent);
+    let status = match restrict_self(&plan) {
+        Ok(s) => s,
+        Err(e) => SandboxStatus::not_enforced(&e.to_string(), workspace_write),
+    };
+    pol.settings()
+        .sandbox
+        .check(&status)
+        .map_err(|e| e.to_string())?;
+    set_kernel_allows_write(gw, &status);
+    gw.set_meta(
+        "sandbox",
+        serde_json::to_value(&status).unwrap_or(Value::Null),
+    );
+    if let Some(a) = gw.audit()
+        && let Err(e) = a.start()
+    {
+        tracing::warn!("audit heartbeat not started: {e}");
+    }
+    if let (Some(a), Some(ship)) = (gw.audit(), &opened.ship)
+        && let Err(e) = ship.start(a, &opened.audit_dir)
+    {
+        tracing::error!("{e}");
+    }
+    gw.record("start", start_details(gw, &pol, transport, &status));
+    // Changes a crash interrupted are settled before anything is served.
+    gw.reconcile()?;
+    gw.prune_backups();
+    Ok(status)
+}
+
+/// The process's Landlock ruleset: the workspaces (writable when their policy can ever
+/// write), fsgate's own directories, the policy file, the git dirs `[vcs] stage` needs,
+/// the listening port, what shipping needs, and the signals it may send.
+fn sandbox_plan(
+    opened: &Opened,
+    workspace_write: bool,
+    listen_port: Option<u16>,
+    hosts_agent: bool,
+) -> SandboxPlan<'_> {
+    let gw = &opened.gateway;
     let mut plan = SandboxPlan::new(gw.workspace().root_dir(), workspace_write)
         .read_write_dir("audit dir", &opened.audit_dir);
     if let Some(b) = gw.backups() {
@@ -341,15 +446,12 @@ pub fn confine(
         plan = plan.listen_port(port);
     }
     plan = ship_grants(plan, opened.ship.as_ref());
-    plan = plan.scope_signals(!hosts_agent);
-    let status = match restrict_self(&plan) {
-        Ok(s) => s,
-        Err(e) => SandboxStatus::not_enforced(&e.to_string(), workspace_write),
-    };
-    pol.settings()
-        .sandbox
-        .check(&status)
-        .map_err(|e| e.to_string())?;
+    plan.scope_signals(!hosts_agent)
+}
+
+/// Tells each workspace whether the kernel lets it write: always when nothing is
+/// enforced, else as its rule says.
+fn set_kernel_allows_write(gw: &Gateway, status: &SandboxStatus) {
     let unenforced = status.enforcement == Enforcement::Not;
     gw.set_kernel_allows_write(unenforced || status.workspace_write);
     for m in gw.members().skip(1) {
@@ -358,20 +460,16 @@ pub fn confine(
             unenforced || p.can_ever(OpClass::Write) || p.can_ever(OpClass::Delete),
         );
     }
-    gw.set_meta(
-        "sandbox",
-        serde_json::to_value(&status).unwrap_or(Value::Null),
-    );
-    if let Some(a) = gw.audit()
-        && let Err(e) = a.start()
-    {
-        tracing::warn!("audit heartbeat not started: {e}");
-    }
-    if let (Some(a), Some(ship)) = (gw.audit(), &opened.ship)
-        && let Err(e) = ship.start(a, &opened.audit_dir)
-    {
-        tracing::error!("{e}");
-    }
+}
+
+/// The `start` record's details: version, transport, pid, workspaces, the policy in
+/// force when confined, sandbox.
+fn start_details(
+    gw: &Gateway,
+    pol: &Policy,
+    transport: &str,
+    status: &SandboxStatus,
+) -> Map<String, Value> {
     let mut start = Map::new();
     start.insert("version".into(), env!("CARGO_PKG_VERSION").into());
     start.insert("transport".into(), transport.into());
@@ -393,13 +491,9 @@ pub fn confine(
     );
     start.insert(
         "sandbox".into(),
-        serde_json::to_value(&status).unwrap_or(Value::Null),
+        serde_json::to_value(status).unwrap_or(Value::Null),
     );
-    gw.record("start", start);
-    // Changes a crash interrupted are settled before anything is served.
-    gw.reconcile()?;
-    gw.prune_backups();
-    Ok(status)
+    start
 }
 
 /// What shipping to `[audit] ship` needs from the sandbox: connecting to the collectors'

@@ -23,190 +23,66 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let mut opened = match startup::open(&config) {
+    let opened = match startup::open(&config) {
         Ok(o) => o,
         Err(e) => return fail_open(&e, args.common.policy.as_deref()),
     };
     let Some((program, agent_args)) = args.agent.split_first() else {
         return fail("no agent command given: fsgate acp --workspace DIR -- AGENT_CMD [ARGS...]");
     };
-    // The port of the MCP server hosted for the agent, bound before confinement, and
-    // this binary (the stdio entry's command), found while /proc is reachable.
-    let (hosted_listener, hosted_port) = match bind_hosted() {
-        Ok(l) => l,
-        Err(e) => return fail(&e),
-    };
-    let exe = std::env::current_exe().ok();
-    let confined = match args.confine_agent {
-        true => match plan_confinement(
-            &mut opened,
-            args.common.policy.as_deref(),
-            (program, agent_args),
-            (hosted_port, exe.as_deref()),
-        ) {
-            Ok(c) => Some(c),
-            Err(e) => return fail(&format!("--confine-agent: {e}")),
-        },
-        false => None,
-    };
-    let mut confined = confined;
-    let profile = match prepare_profile(&mut opened, program, agent_args, confined.as_mut()) {
-        Ok(p) => p,
-        Err(e) => return fail(&format!("agent profile: {e}")),
-    };
-    let mut command = agent_command(program, agent_args, confined.as_ref());
-    if let Some(p) = &profile {
-        command.args(&p.plan.args);
-        if confined.is_none() {
-            command.envs(p.plan.env.iter().map(|(k, v)| (k, v)));
-        }
-    }
-    let require_landlock = opened.gateway.policy().settings().sandbox.require_landlock;
-    let confined = match confined
-        .map(|c| c.apply(&mut command, require_landlock))
-        .transpose()
+    let policy_file = args.common.policy.as_deref();
+    let launch = match Launch::prepare(opened, policy_file, args.confine_agent, program, agent_args)
     {
-        Ok(c) => c,
-        Err(e) => return fail(&format!("--confine-agent: {e}")),
+        Ok(l) => l,
+        Err(code) => return code,
     };
+    let Launch {
+        opened,
+        mut command,
+        confined,
+        profile,
+        hosted: (hosted_listener, hosted_port),
+        exe,
+    } = launch;
     if args.check_sandbox {
         return check_sandbox(opened, confined.as_ref(), hosted_port);
     }
     let mut tree = crate::sandbox::agent_tree::AgentTree::prepare();
     tree.enter_on_exec(&mut command);
     crate::text::eprint_line(&format!("fsgate: {}", tree.summary()));
-    let mut agent_sandbox = serde_json::Value::Null;
-    let mut agent_plan = serde_json::Value::Null;
-    if let Some(c) = &confined {
-        if let Some(status) = &c.status {
-            crate::text::eprint_line(&format!("fsgate: agent confined: {status}"));
-            agent_sandbox = serde_json::to_value(status).unwrap_or_default();
-        }
-        agent_plan = plan_record(&c.plan);
-    }
-    let profile_record = profile_record(profile.as_ref());
+    let described = Described::announce(confined.as_ref(), profile.as_ref());
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => return spawn_failed(program, &e, confined.as_ref()),
     };
     let pid = child.id();
     tracing::info!(pid, agent = %program, "agent started");
-    if confined.is_some()
-        && let Err(e) = crate::sandbox::harden_gateway()
-    {
-        tracing::warn!("{e}");
-    }
-    if let Err(e) = startup::confine(&opened, None, "acp-proxy") {
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_child(&child),
-            rustix::process::Signal::KILL,
-        );
-        return fail(&e);
+    if let Err(code) = confine_gateway(&opened, &child, confined.is_some()) {
+        return code;
     }
     opened.announce_locations();
     // Started after confinement, so the copying thread is confined too.
     let denials = crate::sandbox::denied::Denials::default();
-    let noted = denials.clone();
-    let agent_stderr = child.stderr.take().map(|e| {
-        std::thread::spawn(move || {
-            crate::text::copy_escaped_noting(e, std::io::stderr(), "agent: ", |line| {
-                noted.note_line(line)
-            })
-        })
-    });
+    let agent_stderr = copy_agent_stderr(&mut child, denials.clone());
     let gateway = Arc::new(opened.gateway);
-    let mut details = serde_json::Map::new();
-    details.insert("pid".into(), pid.into());
-    details.insert(
-        "command".into(),
-        serde_json::Value::from(args.agent.clone()),
-    );
-    details.insert("agentSandbox".into(), agent_sandbox);
-    details.insert("agentPlan".into(), agent_plan);
-    details.insert("processTree".into(), tree.describe());
-    details.insert("agentProfile".into(), profile_record);
     let hosted = crate::transport::hosted::Hosted::new(Arc::clone(&gateway), hosted_port, exe);
-    details.insert("mcpServer".into(), hosted_record(&hosted));
+    let details = described.start_details(pid, &args.agent, &tree, &hosted);
     gateway.record("agent-start", details);
     let session_meta = profile.as_ref().and_then(|p| p.plan.session_meta.clone());
-    let allow_terminal = gateway.policy().settings().acp.allow_terminal;
-    let (runtime, mut stop) = match runtime_with_signals(&gateway, args.common.policy.clone()) {
+    let relay = Relay {
+        gateway: &gateway,
+        policy: args.common.policy.clone(),
+        child,
+        hosted: (hosted_listener, hosted),
+        session_meta,
+    };
+    let (result, stopped_by) = match relay.run(pid) {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    // SIGTERM / SIGINT end the agent (gracefully, then forcefully); the relay then ends,
-    // the log gets its stop record, and fsgate exits 0 (it stopped as asked).
-    let stopped_by = Arc::new(std::sync::OnceLock::<&'static str>::new());
-    let stopped = Arc::clone(&stopped_by);
-    runtime.spawn(async move {
-        let sig = stop.termination().await;
-        let _ = stopped.set(sig);
-        tracing::warn!("{sig}: ending the agent (pid {pid})");
-        let Some(agent) = i32::try_from(pid)
-            .ok()
-            .and_then(rustix::process::Pid::from_raw)
-        else {
-            return;
-        };
-        let _ = rustix::process::kill_process(agent, rustix::process::Signal::TERM);
-        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
-        let _ = rustix::process::kill_process(agent, rustix::process::Signal::KILL);
-    });
-    let serving = runtime.spawn(Arc::clone(&hosted).serve(hosted_listener));
-    crate::transport::stdio::enlarge_pipe(std::io::stdin().as_fd());
-    crate::transport::stdio::enlarge_pipe(std::io::stdout().as_fd());
-    let result = runtime.block_on(crate::transport::proxy::run(
-        Arc::clone(&gateway),
-        stdio_peer(),
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        child,
-        (allow_terminal, Some(hosted), session_meta),
-    ));
-    serving.abort();
-    // A blocking read of the editor's stdin may still be parked in the runtime's
-    // blocking pool (the editor keeps its end open): do not wait for it.
-    runtime.shutdown_background();
-    let mut details = serde_json::Map::new();
-    // Nothing the agent started may run or write after the stop record.
-    match tree.end() {
-        Ok(left) => details.insert("treeKilled".into(), left.into()),
-        Err(e) => details.insert("treeError".into(), e.into()),
-    };
-    finish_copy(agent_stderr);
-    let exit = match result {
-        Ok(AgentEnd {
-            status,
-            killed_after_eof,
-        }) => {
-            tracing::info!(%status, "agent exited");
-            details.insert("status".into(), status.to_string().into());
-            details.insert("code".into(), status.code().into());
-            // A failure of its own (an exit code), not fsgate ending it (a signal).
-            if let Some(c) = &confined
-                && status.code().is_some_and(|code| code != 0)
-                && stopped_by.get().is_none()
-            {
-                report_denials(&denials, &c.plan);
-            }
-            match stopped_by.get() {
-                Some(sig) => {
-                    details.insert("stoppedBy".into(), (*sig).into());
-                    ExitCode::SUCCESS
-                }
-                None if killed_after_eof => {
-                    details.insert("stoppedBy".into(), "end-of-input".into());
-                    killed_after_eof_exit()
-                }
-                None => exit_code_of(status),
-            }
-        }
-        Err(e) => {
-            crate::text::eprint_line(&format!("fsgate: relay failed: {e}"));
-            details.insert("error".into(), e.to_string().into());
-            ExitCode::FAILURE
-        }
-    };
+    let mut details = end_tree(&mut tree, agent_stderr);
+    let failed = |end: &AgentEnd| report_own_failure(end, confined.as_ref(), &denials, &stopped_by);
+    let exit = agent_exit(result, &stopped_by, &mut details, failed);
     gateway.record("agent-exit", details);
     drop(confined);
     drop(profile);
@@ -216,6 +92,271 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     }
     startup::shutdown(&gateway, stop_details);
     exit
+}
+
+/// What is worked out before the agent starts: the opened gateway, the agent's command
+/// with its confinement and profile applied, the hosted MCP server's listener and port,
+/// and this binary (the stdio entry's command).
+struct Launch {
+    opened: startup::Opened,
+    command: std::process::Command,
+    confined: Option<Confined>,
+    profile: Option<Profile>,
+    hosted: (std::net::TcpListener, u16),
+    exe: Option<PathBuf>,
+}
+
+impl Launch {
+    /// The port is bound and the binary found before confinement (while /proc is
+    /// reachable); each failure is reported and becomes the exit code.
+    fn prepare(
+        mut opened: startup::Opened,
+        policy_file: Option<&std::path::Path>,
+        confine: bool,
+        program: &str,
+        agent_args: &[String],
+    ) -> Result<Launch, ExitCode> {
+        let (hosted_listener, hosted_port) = bind_hosted().map_err(|e| fail(&e))?;
+        let exe = std::env::current_exe().ok();
+        let mut confined = match confine {
+            true => Some(
+                plan_confinement(
+                    &mut opened,
+                    policy_file,
+                    (program, agent_args),
+                    (hosted_port, exe.as_deref()),
+                )
+                .map_err(|e| fail(&format!("--confine-agent: {e}")))?,
+            ),
+            false => None,
+        };
+        let profile = prepare_profile(&mut opened, program, agent_args, confined.as_mut())
+            .map_err(|e| fail(&format!("agent profile: {e}")))?;
+        let mut command = agent_command(program, agent_args, confined.as_ref());
+        if let Some(p) = &profile {
+            command.args(&p.plan.args);
+            if confined.is_none() {
+                command.envs(p.plan.env.iter().map(|(k, v)| (k, v)));
+            }
+        }
+        let require_landlock = opened.gateway.policy().settings().sandbox.require_landlock;
+        let confined = confined
+            .map(|c| c.apply(&mut command, require_landlock))
+            .transpose()
+            .map_err(|e| fail(&format!("--confine-agent: {e}")))?;
+        Ok(Launch {
+            opened,
+            command,
+            confined,
+            profile,
+            hosted: (hosted_listener, hosted_port),
+            exe,
+        })
+    }
+}
+
+/// The agent's sandbox, ruleset and profile as the `agent-start` record shows them.
+struct Described {
+    sandbox: serde_json::Value,
+    plan: serde_json::Value,
+    profile: serde_json::Value,
+}
+
+impl Described {
+    /// Also says on stderr what confines the agent, before it starts.
+    fn announce(confined: Option<&Confined>, profile: Option<&Profile>) -> Described {
+        let mut sandbox = serde_json::Value::Null;
+        let mut plan = serde_json::Value::Null;
+        if let Some(c) = confined {
+            if let Some(status) = &c.status {
+                crate::text::eprint_line(&format!("fsgate: agent confined: {status}"));
+                sandbox = serde_json::to_value(status).unwrap_or_default();
+            }
+            plan = plan_record(&c.plan);
+        }
+        Described {
+            sandbox,
+            plan,
+            profile: profile_record(profile),
+        }
+    }
+
+    /// The `agent-start` record's details, in their recorded order.
+    fn start_details(
+        self,
+        pid: u32,
+        command: &[String],
+        tree: &crate::sandbox::agent_tree::AgentTree,
+        hosted: &crate::transport::hosted::Hosted,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        let mut details = serde_json::Map::new();
+        details.insert("pid".into(), pid.into());
+        details.insert("command".into(), serde_json::Value::from(command.to_vec()));
+        details.insert("agentSandbox".into(), self.sandbox);
+        details.insert("agentPlan".into(), self.plan);
+        details.insert("processTree".into(), tree.describe());
+        details.insert("agentProfile".into(), self.profile);
+        details.insert("mcpServer".into(), hosted_record(hosted));
+        details
+    }
+}
+
+/// Confines the gateway itself once the agent runs (hardened first when the agent is
+/// confined); if that fails the agent is killed: it must not run beside an open gateway.
+fn confine_gateway(
+    opened: &startup::Opened,
+    child: &std::process::Child,
+    agent_confined: bool,
+) -> Result<(), ExitCode> {
+    if agent_confined && let Err(e) = crate::sandbox::harden_gateway() {
+        tracing::warn!("{e}");
+    }
+    if let Err(e) = startup::confine(opened, None, "acp-proxy") {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_child(child),
+            rustix::process::Signal::KILL,
+        );
+        return Err(fail(&e));
+    }
+    Ok(())
+}
+
+/// Relays the agent's stderr to ours, escaped and marked, noting the paths it says
+/// were denied.
+fn copy_agent_stderr(
+    child: &mut std::process::Child,
+    noted: crate::sandbox::denied::Denials,
+) -> Option<std::thread::JoinHandle<()>> {
+    child.stderr.take().map(|e| {
+        std::thread::spawn(move || {
+            crate::text::copy_escaped_noting(e, std::io::stderr(), "agent: ", |line| {
+                noted.note_line(line)
+            })
+        })
+    })
+}
+
+/// The relay between the editor (our stdio) and the running agent, with the MCP server
+/// hosted for it.
+struct Relay<'g> {
+    gateway: &'g Arc<crate::gateway::Gateway>,
+    policy: Option<PathBuf>,
+    child: std::process::Child,
+    hosted: (std::net::TcpListener, Arc<crate::transport::hosted::Hosted>),
+    session_meta: Option<serde_json::Value>,
+}
+
+impl Relay<'_> {
+    /// Runs until the agent ends: its end, and the signal that stopped it, if one did.
+    fn run(self, pid: u32) -> Result<(std::io::Result<AgentEnd>, StoppedBy), String> {
+        let gateway = self.gateway;
+        let allow_terminal = gateway.policy().settings().acp.allow_terminal;
+        let (runtime, stop) = runtime_with_signals(gateway, self.policy)?;
+        let stopped_by = StoppedBy::default();
+        runtime.spawn(end_agent_on_signal(stop, Arc::clone(&stopped_by), pid));
+        let (listener, hosted) = self.hosted;
+        let serving = runtime.spawn(Arc::clone(&hosted).serve(listener));
+        crate::transport::stdio::enlarge_pipe(std::io::stdin().as_fd());
+        crate::transport::stdio::enlarge_pipe(std::io::stdout().as_fd());
+        let result = runtime.block_on(crate::transport::proxy::run(
+            Arc::clone(gateway),
+            stdio_peer(),
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            self.child,
+            (allow_terminal, Some(hosted), self.session_meta),
+        ));
+        serving.abort();
+        // A blocking read of the editor's stdin may still be parked in the runtime's
+        // blocking pool (the editor keeps its end open): do not wait for it.
+        runtime.shutdown_background();
+        Ok((result, stopped_by))
+    }
+}
+
+/// The signal that made fsgate end the agent, set when it arrives.
+type StoppedBy = Arc<std::sync::OnceLock<&'static str>>;
+
+/// SIGTERM / SIGINT end the agent (gracefully, then forcefully); the relay then ends,
+/// the log gets its stop record, and fsgate exits 0 (it stopped as asked).
+async fn end_agent_on_signal(mut stop: crate::signals::Stop, stopped: StoppedBy, pid: u32) {
+    let sig = stop.termination().await;
+    let _ = stopped.set(sig);
+    tracing::warn!("{sig}: ending the agent (pid {pid})");
+    let Some(agent) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    let _ = rustix::process::kill_process(agent, rustix::process::Signal::TERM);
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    let _ = rustix::process::kill_process(agent, rustix::process::Signal::KILL);
+}
+
+/// Ends what the agent started (nothing may run or write after the stop record) and
+/// lets the copy of its stderr finish: the first details of the `agent-exit` record.
+fn end_tree(
+    tree: &mut crate::sandbox::agent_tree::AgentTree,
+    agent_stderr: Option<std::thread::JoinHandle<()>>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut details = serde_json::Map::new();
+    match tree.end() {
+        Ok(left) => details.insert("treeKilled".into(), left.into()),
+        Err(e) => details.insert("treeError".into(), e.into()),
+    };
+    finish_copy(agent_stderr);
+    details
+}
+
+/// A confined agent that failed of its own accord (an exit code, not fsgate ending it):
+/// what its sandbox denied it.
+fn report_own_failure(
+    end: &AgentEnd,
+    confined: Option<&Confined>,
+    denials: &crate::sandbox::denied::Denials,
+    stopped_by: &StoppedBy,
+) {
+    if let Some(c) = confined
+        && end.status.code().is_some_and(|code| code != 0)
+        && stopped_by.get().is_none()
+    {
+        report_denials(denials, &c.plan);
+    }
+}
+
+/// How the agent ended, in the `agent-exit` record's details, and fsgate's exit code.
+/// `failed` is told the agent's end before the exit code is chosen.
+fn agent_exit(
+    result: std::io::Result<AgentEnd>,
+    stopped_by: &StoppedBy,
+    details: &mut serde_json::Map<String, serde_json::Value>,
+    failed: impl FnOnce(&AgentEnd),
+) -> ExitCode {
+    let end = match result {
+        Ok(end) => end,
+        Err(e) => {
+            crate::text::eprint_line(&format!("fsgate: relay failed: {e}"));
+            details.insert("error".into(), e.to_string().into());
+            return ExitCode::FAILURE;
+        }
+    };
+    let status = end.status;
+    tracing::info!(%status, "agent exited");
+    details.insert("status".into(), status.to_string().into());
+    details.insert("code".into(), status.code().into());
+    failed(&end);
+    match stopped_by.get() {
+        Some(sig) => {
+            details.insert("stoppedBy".into(), (*sig).into());
+            ExitCode::SUCCESS
+        }
+        None if end.killed_after_eof => {
+            details.insert("stoppedBy".into(), "end-of-input".into());
+            killed_after_eof_exit()
+        }
+        None => exit_code_of(status),
+    }
 }
 
 /// Binds the loopback port of the MCP server hosted for the agent.

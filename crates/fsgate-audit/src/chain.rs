@@ -143,102 +143,126 @@ impl Walk<'_> {
         first_in_file: bool,
         later: impl FnOnce(u64) -> bool,
     ) -> bool {
-        let fail = |run: &mut Run<'_>, kind, msg| {
-            run.fail(kind, Some(info.seq), Some(at), msg);
-            false
-        };
-        match self.expected {
-            None if info.prev != GENESIS_PREV => {
-                let found = self.tombs.iter().find(|t| {
-                    t.last_seq.checked_add(1) == Some(info.seq)
-                        && t.last_hash == hex::encode(info.prev)
-                });
-                let Some(t) = found else {
-                    let mut msg = format!(
-                        "records before seq {} are missing: the series does not start at genesis and no tombstone covers them",
-                        info.seq
-                    );
-                    if let Some(why) = info
-                        .log
-                        .as_ref()
-                        .and_then(|_| absent_file(self.series, 1, None))
-                    {
-                        msg = format!("{msg}: {why}");
-                    }
-                    return fail(run, FailureKind::Missing, msg);
-                };
-                let how = match check_signature(&t.obj, run.opts.pinned.as_ref()) {
-                    SigStatus::ValidPinned => "signed by the pinned key",
-                    SigStatus::ValidUnpinned(_) => "signed by a key nobody pinned: pass --pubkey",
-                    SigStatus::Unsigned => "UNSIGNED: a deletion could look the same",
-                    SigStatus::Invalid(_) => "with a bad signature",
-                };
-                run.rep.warnings.push(format!(
-                    "records {}..{} were pruned on {} (tombstone {how})",
-                    t.first_seq, t.last_seq, t.ts
-                ));
-            }
-            None => {}
+        let fits = match self.expected {
+            None if info.prev != GENESIS_PREV => self.starts_after_tombstone(run, info, at),
+            None => true,
             Some((eseq, ehash)) if info.seq != eseq + 1 || info.prev != ehash => {
-                let starts_file = first_in_file && info.log.is_some();
-                let absent = (starts_file && info.seq > eseq + 1)
-                    .then(|| absent_file(self.series, eseq + 1, self.prev_file.as_deref()))
-                    .flatten();
-                let (kind, msg) = if let Some(why) = absent {
-                    (
-                        FailureKind::Gap,
-                        format!(
-                            "records {}..{} are missing between {} and {}: {why}",
-                            eseq + 1,
-                            info.seq - 1,
-                            self.prev_file.as_deref().unwrap_or("the previous file"),
-                            series::file_name(at.0),
-                        ),
-                    )
-                } else if first_in_file {
-                    (
-                        FailureKind::Gap,
-                        format!(
-                            "{} does not continue {}: it starts at seq {} but seq {} with the previous file's last hash was expected",
-                            series::file_name(at.0),
-                            self.prev_file.as_deref().unwrap_or("the previous file"),
-                            info.seq,
-                            eseq + 1
-                        ),
-                    )
-                } else if info.seq == eseq + 1 {
-                    (
-                        FailureKind::Modified,
-                        format!(
-                            "record seq {} does not chain on seq {eseq}: one of the two was altered",
-                            info.seq
-                        ),
-                    )
-                } else if info.seq <= eseq || later(eseq + 1) {
-                    (
-                        FailureKind::Reordered,
-                        format!(
-                            "records out of order: seq {} where seq {} was expected",
-                            info.seq,
-                            eseq + 1
-                        ),
-                    )
-                } else {
-                    (
-                        FailureKind::Missing,
-                        format!("records missing: seq {} follows seq {eseq}", info.seq),
-                    )
-                };
-                return fail(run, kind, msg);
+                let (kind, msg) = self.misfit(info, at, first_in_file, eseq, later);
+                run.fail(kind, Some(info.seq), Some(at), msg);
+                false
             }
-            Some(_) => {}
+            Some(_) => true,
+        };
+        fits && self.adopt(run, info, at)
+    }
+
+    /// A series that does not start at genesis: a tombstone must cover the records
+    /// before its first (its signature is reported); `false` with the failure recorded
+    /// if none does.
+    fn starts_after_tombstone(&self, run: &mut Run<'_>, info: &LineInfo, at: (&Path, u64)) -> bool {
+        let found = self.tombs.iter().find(|t| {
+            t.last_seq.checked_add(1) == Some(info.seq) && t.last_hash == hex::encode(info.prev)
+        });
+        let Some(t) = found else {
+            let mut msg = format!(
+                "records before seq {} are missing: the series does not start at genesis and no tombstone covers them",
+                info.seq
+            );
+            if let Some(why) = info
+                .log
+                .as_ref()
+                .and_then(|_| absent_file(self.series, 1, None))
+            {
+                msg = format!("{msg}: {why}");
+            }
+            run.fail(FailureKind::Missing, Some(info.seq), Some(at), msg);
+            return false;
+        };
+        let how = match check_signature(&t.obj, run.opts.pinned.as_ref()) {
+            SigStatus::ValidPinned => "signed by the pinned key",
+            SigStatus::ValidUnpinned(_) => "signed by a key nobody pinned: pass --pubkey",
+            SigStatus::Unsigned => "UNSIGNED: a deletion could look the same",
+            SigStatus::Invalid(_) => "with a bad signature",
+        };
+        run.rep.warnings.push(format!(
+            "records {}..{} were pruned on {} (tombstone {how})",
+            t.first_seq, t.last_seq, t.ts
+        ));
+        true
+    }
+
+    /// Why a record does not follow seq `eseq` (the last that passed): a rotated file
+    /// absent, a file that does not continue the previous one, an altered record,
+    /// records out of order, or records missing.
+    fn misfit(
+        &self,
+        info: &LineInfo,
+        at: (&Path, u64),
+        first_in_file: bool,
+        eseq: u64,
+        later: impl FnOnce(u64) -> bool,
+    ) -> (FailureKind, String) {
+        let prev_file = self.prev_file.as_deref().unwrap_or("the previous file");
+        let starts_file = first_in_file && info.log.is_some();
+        let absent = (starts_file && info.seq > eseq + 1)
+            .then(|| absent_file(self.series, eseq + 1, self.prev_file.as_deref()))
+            .flatten();
+        if let Some(why) = absent {
+            (
+                FailureKind::Gap,
+                format!(
+                    "records {}..{} are missing between {prev_file} and {}: {why}",
+                    eseq + 1,
+                    info.seq - 1,
+                    series::file_name(at.0),
+                ),
+            )
+        } else if first_in_file {
+            (
+                FailureKind::Gap,
+                format!(
+                    "{} does not continue {prev_file}: it starts at seq {} but seq {} with the previous file's last hash was expected",
+                    series::file_name(at.0),
+                    info.seq,
+                    eseq + 1
+                ),
+            )
+        } else if info.seq == eseq + 1 {
+            (
+                FailureKind::Modified,
+                format!(
+                    "record seq {} does not chain on seq {eseq}: one of the two was altered",
+                    info.seq
+                ),
+            )
+        } else if info.seq <= eseq || later(eseq + 1) {
+            (
+                FailureKind::Reordered,
+                format!(
+                    "records out of order: seq {} where seq {} was expected",
+                    info.seq,
+                    eseq + 1
+                ),
+            )
+        } else {
+            (
+                FailureKind::Missing,
+                format!("records missing: seq {} follows seq {eseq}", info.seq),
+            )
         }
+    }
+
+    /// Takes a record that fits the chain: it must belong to the series' log; a break
+    /// or a crash recovery is reported; its hash is kept where a checkpoint wants it
+    /// and as the one the next record must chain on.
+    fn adopt(&mut self, run: &mut Run<'_>, info: &LineInfo, at: (&Path, u64)) -> bool {
         if let Some(log) = &info.log {
             match &run.rep.log_id {
                 None => run.rep.log_id = Some(log.clone()),
                 Some(id) if id != log => {
                     let msg = format!("record seq {} belongs to another log ({log})", info.seq);
-                    return fail(run, FailureKind::Gap, msg);
+                    run.fail(FailureKind::Gap, Some(info.seq), Some(at), msg);
+                    return false;
                 }
                 Some(_) => {}
             }
@@ -275,131 +299,7 @@ pub(crate) fn walk(run: &mut Run<'_>, s: &Series, tombs: &[(u64, Result<Tombston
     let last_index = s.files.len().saturating_sub(1);
     let mut buf: Vec<u8> = Vec::new();
     for (fi, path) in s.files.iter().enumerate() {
-        let unreadable = |run: &mut Run<'_>, e: std::io::Error| {
-            let msg = format!("{}: {e}", path.display());
-            run.fail(FailureKind::Unreadable, None, None, msg);
-        };
-        let mut file = match std::fs::File::open(path) {
-            Ok(f) => f,
-            Err(e) => return unreadable(run, e),
-        };
-        let mut fr = FileReport {
-            path: path.clone(),
-            records: 0,
-            first_seq: None,
-            last_seq: None,
-            first_ts: None,
-            last_ts: None,
-            last_hash: None,
-        };
-        let mut last_ts: Option<[u8; super::canonical::TS_LEN]> = None;
-        let mut line_no = 0u64;
-        let mut offset = 0u64; // file offset of buf[0]
-        buf.clear();
-        loop {
-            let old = buf.len();
-            buf.resize(old + chunk_bytes(), 0);
-            let n = match fill(&mut file, &mut buf[old..]) {
-                Ok(n) => n,
-                Err(e) => return unreadable(run, e),
-            };
-            buf.truncate(old + n);
-            let eof = n == 0;
-            let complete = buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            let lines: Vec<&[u8]> = record::lines(&buf[..complete]).map(|(_, l)| l).collect();
-            let infos = check_all(&lines);
-            for (i, res) in infos.iter().enumerate() {
-                line_no += 1;
-                let at = (path.as_path(), line_no);
-                let info = match res {
-                    Ok(info) => info,
-                    Err(LineFault::Malformed(m)) => {
-                        run.fail(
-                            FailureKind::Malformed,
-                            None,
-                            Some(at),
-                            format!("malformed record: {m}"),
-                        );
-                        break;
-                    }
-                    Err(LineFault::Modified { seq }) => {
-                        run.fail(
-                            FailureKind::Modified,
-                            Some(*seq),
-                            Some(at),
-                            format!(
-                                "record seq {seq} was modified: its hash does not match its content"
-                            ),
-                        );
-                        break;
-                    }
-                };
-                let later = |seq: u64| {
-                    infos[i + 1..]
-                        .iter()
-                        .any(|r| r.as_ref().is_ok_and(|x| x.seq == seq))
-                        || (!eof && later_line_has_seq(path, offset + complete as u64, seq))
-                };
-                if !w.link(run, info, at, line_no == 1, later) {
-                    break;
-                }
-                w.intents.observe_line(lines[i]);
-                run.observe_leaf(info.seq, lines[i]);
-                if fr.records == 0 {
-                    fr.first_seq = Some(info.seq);
-                    fr.first_ts = Some(info.ts_str().to_owned());
-                    if run.rep.records == 0 {
-                        run.rep.first_seq = Some(info.seq);
-                        run.rep.first_ts.clone_from(&fr.first_ts);
-                    }
-                }
-                fr.records += 1;
-                run.rep.records += 1;
-                last_ts = Some(info.ts);
-            }
-            if run.failed() {
-                break;
-            }
-            buf.drain(..complete);
-            offset += complete as u64;
-            if eof {
-                break;
-            }
-        }
-        if let (Some((seq, hash)), Some(ts)) = (w.expected, last_ts) {
-            let ts = String::from_utf8_lossy(&ts).into_owned();
-            fr.last_seq = Some(seq);
-            fr.last_hash = Some(hex::encode(hash));
-            fr.last_ts = Some(ts.clone());
-            run.rep.last_seq = Some(seq);
-            run.rep.last_ts = Some(ts);
-            run.last_hash = Some(hash);
-        }
-        run.rep.files.push(fr);
-        if run.failed() {
-            return;
-        }
-        if !buf.is_empty() {
-            let torn = buf.len();
-            let at = Some((path.as_path(), line_no + 1));
-            let name = series::file_name(path);
-            if fi == last_index {
-                run.fail(
-                    FailureKind::Truncated,
-                    w.expected.map(|(s, _)| s + 1),
-                    at,
-                    format!(
-                        "truncated tail: the last line of {name} is torn ({torn} bytes without a newline)"
-                    ),
-                );
-            } else {
-                run.fail(
-                    FailureKind::Malformed,
-                    None,
-                    at,
-                    format!("{name} ends with {torn} bytes without a newline"),
-                );
-            }
+        if !w.file(run, path, fi == last_index, &mut buf) {
             return;
         }
         w.prev_file = Some(series::file_name(path));
@@ -409,4 +309,198 @@ pub(crate) fn walk(run: &mut Run<'_>, s: &Series, tombs: &[(u64, Result<Tombston
     }
     run.rep.warnings.extend(w.intents.warnings());
     run.rep.open_intents = w.intents.report();
+}
+
+/// Where the walk is in one file.
+struct InFile {
+    report: FileReport,
+    /// The timestamp of the last record that passed in this file.
+    last_ts: Option<[u8; super::canonical::TS_LEN]>,
+    line_no: u64,
+    /// File offset of the buffer's first byte.
+    offset: u64,
+}
+
+impl InFile {
+    /// Counts a record that passed, in the file's report and the series'.
+    fn count(&mut self, run: &mut Run<'_>, info: &LineInfo) {
+        let fr = &mut self.report;
+        if fr.records == 0 {
+            fr.first_seq = Some(info.seq);
+            fr.first_ts = Some(info.ts_str().to_owned());
+            if run.rep.records == 0 {
+                run.rep.first_seq = Some(info.seq);
+                run.rep.first_ts.clone_from(&fr.first_ts);
+            }
+        }
+        fr.records += 1;
+        run.rep.records += 1;
+        self.last_ts = Some(info.ts);
+    }
+}
+
+/// Records that `path` could not be read.
+fn unreadable(run: &mut Run<'_>, path: &Path, e: std::io::Error) {
+    let msg = format!("{}: {e}", path.display());
+    run.fail(FailureKind::Unreadable, None, None, msg);
+}
+
+impl Walk<'_> {
+    /// Walks one file chunk by chunk; `false` when the walk stops (a failure recorded).
+    fn file(&mut self, run: &mut Run<'_>, path: &Path, is_last: bool, buf: &mut Vec<u8>) -> bool {
+        let mut file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) => {
+                unreadable(run, path, e);
+                return false;
+            }
+        };
+        let mut at = InFile {
+            report: FileReport {
+                path: path.to_path_buf(),
+                records: 0,
+                first_seq: None,
+                last_seq: None,
+                first_ts: None,
+                last_ts: None,
+                last_hash: None,
+            },
+            last_ts: None,
+            line_no: 0,
+            offset: 0,
+        };
+        buf.clear();
+        loop {
+            let old = buf.len();
+            buf.resize(old + chunk_bytes(), 0);
+            let n = match fill(&mut file, &mut buf[old..]) {
+                Ok(n) => n,
+                Err(e) => {
+                    unreadable(run, path, e);
+                    return false;
+                }
+            };
+            buf.truncate(old + n);
+            let eof = n == 0;
+            let complete = buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            self.chunk(run, path, (&buf[..complete], eof), &mut at);
+            if run.failed() {
+                break;
+            }
+            buf.drain(..complete);
+            at.offset += complete as u64;
+            if eof {
+                break;
+            }
+        }
+        let line_no = at.line_no;
+        self.end_file(run, at);
+        if run.failed() {
+            return false;
+        }
+        if !buf.is_empty() {
+            self.torn_tail(run, path, (line_no + 1, buf.len()), is_last);
+            return false;
+        }
+        true
+    }
+
+    /// Checks the complete lines of one chunk (on all cores) and links them in order,
+    /// stopping at the first that fails.
+    fn chunk(
+        &mut self,
+        run: &mut Run<'_>,
+        path: &Path,
+        (bytes, eof): (&[u8], bool),
+        at: &mut InFile,
+    ) {
+        let lines: Vec<&[u8]> = record::lines(bytes).map(|(_, l)| l).collect();
+        let infos = check_all(&lines);
+        let end = at.offset + bytes.len() as u64;
+        for (i, res) in infos.iter().enumerate() {
+            at.line_no += 1;
+            let here = (path, at.line_no);
+            let info = match res {
+                Ok(info) => info,
+                Err(LineFault::Malformed(m)) => {
+                    run.fail(
+                        FailureKind::Malformed,
+                        None,
+                        Some(here),
+                        format!("malformed record: {m}"),
+                    );
+                    break;
+                }
+                Err(LineFault::Modified { seq }) => {
+                    run.fail(
+                        FailureKind::Modified,
+                        Some(*seq),
+                        Some(here),
+                        format!(
+                            "record seq {seq} was modified: its hash does not match its content"
+                        ),
+                    );
+                    break;
+                }
+            };
+            let later = |seq: u64| {
+                infos[i + 1..]
+                    .iter()
+                    .any(|r| r.as_ref().is_ok_and(|x| x.seq == seq))
+                    || (!eof && later_line_has_seq(path, end, seq))
+            };
+            if !self.link(run, info, here, at.line_no == 1, later) {
+                break;
+            }
+            self.intents.observe_line(lines[i]);
+            run.observe_leaf(info.seq, lines[i]);
+            at.count(run, info);
+        }
+    }
+
+    /// The file's last record that passed, in its report and the series', and the
+    /// report added to the run.
+    fn end_file(&self, run: &mut Run<'_>, at: InFile) {
+        let mut fr = at.report;
+        if let (Some((seq, hash)), Some(ts)) = (self.expected, at.last_ts) {
+            let ts = String::from_utf8_lossy(&ts).into_owned();
+            fr.last_seq = Some(seq);
+            fr.last_hash = Some(hex::encode(hash));
+            fr.last_ts = Some(ts.clone());
+            run.rep.last_seq = Some(seq);
+            run.rep.last_ts = Some(ts);
+            run.last_hash = Some(hash);
+        }
+        run.rep.files.push(fr);
+    }
+
+    /// A file that ends without a newline: a truncated tail when it is the series'
+    /// last file (the next seq is what was lost), else a malformed file.
+    fn torn_tail(
+        &self,
+        run: &mut Run<'_>,
+        path: &Path,
+        (line_no, torn): (u64, usize),
+        is_last: bool,
+    ) {
+        let at = Some((path, line_no));
+        let name = series::file_name(path);
+        if is_last {
+            run.fail(
+                FailureKind::Truncated,
+                self.expected.map(|(s, _)| s + 1),
+                at,
+                format!(
+                    "truncated tail: the last line of {name} is torn ({torn} bytes without a newline)"
+                ),
+            );
+        } else {
+            run.fail(
+                FailureKind::Malformed,
+                None,
+                at,
+                format!("{name} ends with {torn} bytes without a newline"),
+            );
+        }
+    }
 }

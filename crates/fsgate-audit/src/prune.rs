@@ -146,6 +146,49 @@ pub fn prune(
     key: Option<&SigningKey>,
     dry_run: bool,
 ) -> Result<PruneOutcome, PruneError> {
+    let series = whole_series(path)?;
+    let report = verify::verify_series(&series, &VerifyOptions::default());
+    match report.verdict {
+        Verdict::Intact => {}
+        Verdict::Unreadable => {
+            return Err(PruneError::Unreadable(report.summary_line()));
+        }
+        Verdict::Tampered => return Err(PruneError::Refused(report.summary_line())),
+    }
+    let cutoff = canonical::format_ts(before);
+    let Pruned {
+        removed,
+        files_json,
+        range,
+    } = prunable(&report, &series, &cutoff)?;
+    let Some((first_seq, last_seq, last_hash)) = range else {
+        return Ok(PruneOutcome {
+            removed,
+            tombstone: None,
+        });
+    };
+    let obj = tombstone_object(
+        report.log_id.as_deref().unwrap_or_default(),
+        (first_seq, last_seq, &last_hash),
+        &canonical::now_ts(),
+        &cutoff,
+        files_json,
+        key,
+    );
+    let line = String::from_utf8_lossy(&canonical::to_vec(&Value::Object(obj))).into_owned();
+    let tombstone = Tombstone::parse(&line).map_err(PruneError::Unreadable)?;
+    if !dry_run {
+        write_and_remove(&series, &line, &removed)?;
+    }
+    Ok(PruneOutcome {
+        removed,
+        tombstone: Some(tombstone),
+    })
+}
+
+/// The series `path` names (a log file, or a directory holding one log), with every
+/// file of it: the whole series is verified, not just the file named.
+fn whole_series(path: &Path) -> Result<Series, PruneError> {
     let mut all = series::discover(&[path.to_path_buf()]).map_err(PruneError::Unreadable)?;
     let series = match (all.len(), path.is_dir()) {
         (1, _) => all.remove(0),
@@ -163,8 +206,7 @@ pub fn prune(
             )));
         }
     };
-    // Verify the whole series, not just the file named.
-    let series = Series {
+    Ok(Series {
         files: series::discover(std::slice::from_ref(&series.dir))
             .map_err(PruneError::Unreadable)?
             .into_iter()
@@ -172,16 +214,24 @@ pub fn prune(
             .map(|s| s.files)
             .unwrap_or(series.files),
         ..series
-    };
-    let report = verify::verify_series(&series, &VerifyOptions::default());
-    match report.verdict {
-        Verdict::Intact => {}
-        Verdict::Unreadable => {
-            return Err(PruneError::Unreadable(report.summary_line()));
-        }
-        Verdict::Tampered => return Err(PruneError::Refused(report.summary_line())),
-    }
-    let cutoff = canonical::format_ts(before);
+    })
+}
+
+/// The rotated files to remove, their entries in the tombstone, and the seq range
+/// (first, last, last hash) they hold.
+struct Pruned {
+    removed: Vec<PathBuf>,
+    files_json: Vec<Value>,
+    range: Option<(u64, u64, String)>,
+}
+
+/// The oldest rotated files whose last record is older than `cutoff`, up to the first
+/// that is not (never the active file), each read to hash it.
+fn prunable(
+    report: &super::report::SeriesReport,
+    series: &Series,
+    cutoff: &str,
+) -> Result<Pruned, PruneError> {
     let mut removed = Vec::new();
     let mut files_json = Vec::new();
     let mut range: Option<(u64, u64, String)> = None;
@@ -190,7 +240,7 @@ pub fn prune(
         let (Some(first), Some(last), Some(last_ts)) = (f.first_seq, f.last_seq, &f.last_ts) else {
             break;
         };
-        if is_active || last_ts.as_str() >= cutoff.as_str() {
+        if is_active || last_ts.as_str() >= cutoff {
             break;
         }
         let bytes = std::fs::read(&f.path)
@@ -203,28 +253,16 @@ pub fn prune(
         range = Some((start, last, f.last_hash.clone().unwrap_or_default()));
         removed.push(f.path.clone());
     }
-    let Some((first_seq, last_seq, last_hash)) = range else {
-        return Ok(PruneOutcome {
-            removed,
-            tombstone: None,
-        });
-    };
-    let obj = tombstone_object(
-        report.log_id.as_deref().unwrap_or_default(),
-        (first_seq, last_seq, &last_hash),
-        &canonical::now_ts(),
-        &cutoff,
+    Ok(Pruned {
+        removed,
         files_json,
-        key,
-    );
-    let line = String::from_utf8_lossy(&canonical::to_vec(&Value::Object(obj))).into_owned();
-    let tombstone = Tombstone::parse(&line).map_err(PruneError::Unreadable)?;
-    if dry_run {
-        return Ok(PruneOutcome {
-            removed,
-            tombstone: Some(tombstone),
-        });
-    }
+        range,
+    })
+}
+
+/// Appends the tombstone `line` durably (file and directory synced) before removing
+/// the files it covers; the directory is synced again after.
+fn write_and_remove(series: &Series, line: &str, removed: &[PathBuf]) -> Result<(), PruneError> {
     let ts_path = series.tombstones_path();
     let io_err =
         |p: &Path, e: std::io::Error| PruneError::Unreadable(format!("{}: {e}", p.display()));
@@ -240,14 +278,11 @@ pub fn prune(
         .and_then(|()| f.sync_all())
         .map_err(|e| io_err(&ts_path, e))?;
     sync_dir(&series.dir).map_err(|e| io_err(&series.dir, e))?;
-    for p in &removed {
+    for p in removed {
         std::fs::remove_file(p).map_err(|e| io_err(p, e))?;
     }
     sync_dir(&series.dir).map_err(|e| io_err(&series.dir, e))?;
-    Ok(PruneOutcome {
-        removed,
-        tombstone: Some(tombstone),
-    })
+    Ok(())
 }
 
 fn sync_dir(dir: &Path) -> std::io::Result<()> {

@@ -77,6 +77,32 @@ pub(crate) struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// A run over `s` that has found nothing wrong yet.
+    fn new<'a>(s: &Series, opts: &'a VerifyOptions) -> Run<'a> {
+        Run {
+            opts,
+            rep: SeriesReport {
+                log: s.display_name(),
+                log_id: None,
+                verdict: Verdict::Intact,
+                records: 0,
+                first_seq: None,
+                last_seq: None,
+                first_ts: None,
+                last_ts: None,
+                files: Vec::new(),
+                checkpoint: None,
+                error: None,
+                warnings: Vec::new(),
+                open_intents: Vec::new(),
+            },
+            wanted: Default::default(),
+            last_hash: None,
+            tree: Some(CompactRange::default()),
+            roots: Default::default(),
+        }
+    }
+
     pub(crate) fn fail(
         &mut self,
         kind: FailureKind,
@@ -120,76 +146,16 @@ impl Run<'_> {
 
 /// Verifies one series (see FORMAT.md, "Verifying").
 pub fn verify_series(s: &Series, opts: &VerifyOptions) -> SeriesReport {
-    let mut run = Run {
-        opts,
-        rep: SeriesReport {
-            log: s.display_name(),
-            log_id: None,
-            verdict: Verdict::Intact,
-            records: 0,
-            first_seq: None,
-            last_seq: None,
-            first_ts: None,
-            last_ts: None,
-            files: Vec::new(),
-            checkpoint: None,
-            error: None,
-            warnings: Vec::new(),
-            open_intents: Vec::new(),
-        },
-        wanted: Default::default(),
-        last_hash: None,
-        tree: Some(CompactRange::default()),
-        roots: Default::default(),
-    };
+    let mut run = Run::new(s, opts);
     // 1. Read the sidecars (an unreadable one stops everything; a malformed one is
     //    reported after the chain).
-    let tombstones = match read_sidecar_lines(&s.tombstones_path(), false) {
-        Ok(lines) => lines,
+    let (tombstones, checkpoints, trusted) = match read_sidecars(&mut run, s) {
+        Ok(read) => read,
         Err(e) => {
             run.fail(FailureKind::Unreadable, None, None, e);
             return run.rep;
         }
     };
-    let mut cp_files = vec![(s.checkpoint_path(), false)];
-    cp_files.extend(opts.checkpoints.iter().map(|p| (p.clone(), true)));
-    let mut checkpoints = Vec::new();
-    for (p, explicit) in &cp_files {
-        match read_sidecar_lines(p, *explicit) {
-            Ok(lines) => {
-                for (n, l) in lines {
-                    let parsed = Checkpoint::parse(&l);
-                    if let Ok(cp) = &parsed {
-                        run.wanted.insert(cp.seq, None);
-                        if cp.tree().is_some() {
-                            run.roots.insert(cp.seq, None);
-                        }
-                    }
-                    checkpoints.push((p.clone(), n, parsed));
-                }
-            }
-            Err(e) => {
-                run.fail(FailureKind::Unreadable, None, None, e);
-                return run.rep;
-            }
-        }
-    }
-    let trusted = match &opts.trusted {
-        Some(p) => match read_trusted(p) {
-            Ok(t) => {
-                if let Some(t) = &t {
-                    run.wanted.insert(t.seq, None);
-                }
-                t
-            }
-            Err(e) => {
-                run.fail(FailureKind::Unreadable, None, None, e);
-                return run.rep;
-            }
-        },
-        None => None,
-    };
-
     // 2. The chain, file by file.
     let tombs: Vec<(u64, Result<Tombstone, String>)> = tombstones
         .into_iter()
@@ -200,27 +166,9 @@ pub fn verify_series(s: &Series, opts: &VerifyOptions) -> SeriesReport {
         return run.rep;
     }
     // 3. Tombstones must at least be well formed and signed as required.
-    for (n, t) in &tombs {
-        let at = Some((s.tombstones_path(), *n));
-        match t {
-            Err(m) => {
-                let at = at.as_ref().map(|(p, n)| (p.as_path(), *n));
-                run.fail(FailureKind::Malformed, None, at, format!("tombstone: {m}"));
-                return run.rep;
-            }
-            Ok(t) => {
-                if let SigStatus::Invalid(m) = check_signature(&t.obj, opts.pinned.as_ref()) {
-                    let at = at.as_ref().map(|(p, n)| (p.as_path(), *n));
-                    run.fail(
-                        FailureKind::BadSignature,
-                        Some(t.last_seq),
-                        at,
-                        format!("tombstone signature: {m}"),
-                    );
-                    return run.rep;
-                }
-            }
-        }
+    check_tombstones(&mut run, &s.tombstones_path(), &tombs);
+    if run.failed() {
+        return run.rep;
     }
     // 4. Checkpoints.
     check_checkpoints(&mut run, &checkpoints);
@@ -232,6 +180,66 @@ pub fn verify_series(s: &Series, opts: &VerifyOptions) -> SeriesReport {
         check_trusted(&mut run, p, trusted);
     }
     run.rep
+}
+
+/// A checkpoint as read: the file it is in, its line, and what it parsed to.
+type CheckpointLine = (PathBuf, u64, Result<Checkpoint, String>);
+
+/// The tombstone lines (numbered), the checkpoints and the trusted state, as read.
+type Sidecars = (Vec<(u64, String)>, Vec<CheckpointLine>, Option<Trusted>);
+
+/// The sidecars' lines, in order: the tombstones, the checkpoints (the series' own,
+/// then those given), and the trusted state. The seqs (and tree sizes) they need are
+/// marked wanted in `run` as they are read; the first that cannot be read is the error.
+fn read_sidecars(run: &mut Run<'_>, s: &Series) -> Result<Sidecars, String> {
+    let tombstones = read_sidecar_lines(&s.tombstones_path(), false)?;
+    let mut cp_files = vec![(s.checkpoint_path(), false)];
+    cp_files.extend(run.opts.checkpoints.iter().map(|p| (p.clone(), true)));
+    let mut checkpoints = Vec::new();
+    for (p, explicit) in &cp_files {
+        for (n, l) in read_sidecar_lines(p, *explicit)? {
+            let parsed = Checkpoint::parse(&l);
+            if let Ok(cp) = &parsed {
+                run.wanted.insert(cp.seq, None);
+                if cp.tree().is_some() {
+                    run.roots.insert(cp.seq, None);
+                }
+            }
+            checkpoints.push((p.clone(), n, parsed));
+        }
+    }
+    let trusted = match &run.opts.trusted {
+        Some(p) => read_trusted(p)?,
+        None => None,
+    };
+    if let Some(t) = &trusted {
+        run.wanted.insert(t.seq, None);
+    }
+    Ok((tombstones, checkpoints, trusted))
+}
+
+/// Fails the run at the first tombstone that is malformed or badly signed.
+fn check_tombstones(run: &mut Run<'_>, path: &Path, tombs: &[(u64, Result<Tombstone, String>)]) {
+    for (n, t) in tombs {
+        let at = Some((path, *n));
+        match t {
+            Err(m) => {
+                run.fail(FailureKind::Malformed, None, at, format!("tombstone: {m}"));
+                return;
+            }
+            Ok(t) => {
+                if let SigStatus::Invalid(m) = check_signature(&t.obj, run.opts.pinned.as_ref()) {
+                    run.fail(
+                        FailureKind::BadSignature,
+                        Some(t.last_seq),
+                        at,
+                        format!("tombstone signature: {m}"),
+                    );
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// Reads a sidecar's non-empty lines (1-based numbers); a missing file has none, unless
@@ -249,7 +257,7 @@ fn read_sidecar_lines(p: &Path, must_exist: bool) -> Result<Vec<(u64, String)>, 
     }
 }
 
-fn check_checkpoints(run: &mut Run<'_>, cps: &[(PathBuf, u64, Result<Checkpoint, String>)]) {
+fn check_checkpoints(run: &mut Run<'_>, cps: &[CheckpointLine]) {
     if cps.is_empty() {
         run.rep.warnings.push(
             "no checkpoint: a cut-off tail or a log rewritten from scratch cannot be detected"
@@ -269,69 +277,11 @@ fn check_checkpoints(run: &mut Run<'_>, cps: &[(PathBuf, u64, Result<Checkpoint,
                 return;
             }
         };
-        let signature = match check_signature(&cp.obj, run.opts.pinned.as_ref()) {
-            SigStatus::Invalid(m) => {
-                run.fail(
-                    FailureKind::BadSignature,
-                    Some(cp.seq),
-                    at,
-                    format!("checkpoint taken at {}: {m}", cp.ts),
-                );
-                return;
-            }
-            SigStatus::ValidPinned => "pinned",
-            SigStatus::ValidUnpinned(_) => "unpinned",
-            SigStatus::Unsigned => "unsigned",
+        let signature = match check_checkpoint(run, cp, at, (first_seq, last_seq)) {
+            Compared::Holds(signature) => signature,
+            Compared::Pruned => continue,
+            Compared::Failed => return,
         };
-        if let Some(id) = &run.rep.log_id
-            && &cp.log != id
-        {
-            run.fail(
-                FailureKind::Replaced,
-                Some(cp.seq),
-                at,
-                format!(
-                    "the checkpoint taken at {} belongs to log {}, but this log is {id}: it was replaced",
-                    cp.ts, cp.log
-                ),
-            );
-            return;
-        }
-        if cp.seq > last_seq {
-            run.fail(
-                FailureKind::Truncated,
-                Some(cp.seq),
-                at,
-                format!(
-                    "truncated: the checkpoint taken at {} covers seq {} but the log ends at seq {last_seq}",
-                    cp.ts, cp.seq
-                ),
-            );
-            return;
-        }
-        if cp.seq < first_seq {
-            run.rep.warnings.push(format!(
-                "checkpoint seq {} lies in pruned records; not compared",
-                cp.seq
-            ));
-            continue;
-        }
-        let have = run.wanted.get(&cp.seq).copied().flatten();
-        if have.map(hex::encode).as_deref() != Some(cp.hash.as_str()) {
-            run.fail(
-                FailureKind::Replaced,
-                Some(cp.seq),
-                at,
-                format!(
-                    "record seq {} differs from the checkpoint taken at {}: the log was rewritten",
-                    cp.seq, cp.ts
-                ),
-            );
-            return;
-        }
-        if !tree_matches(run, cp, at) {
-            return;
-        }
         if latest.as_ref().is_none_or(|l| cp.seq >= l.seq) {
             latest = Some(CheckpointReport {
                 seq: cp.seq,
@@ -342,24 +292,102 @@ fn check_checkpoints(run: &mut Run<'_>, cps: &[(PathBuf, u64, Result<Checkpoint,
         }
     }
     if let Some(l) = &latest {
-        match l.signature.as_str() {
-            "unsigned" => run.rep.warnings.push(
-                "the checkpoint is unsigned: whoever can write the directory can forge it".into(),
-            ),
-            "unpinned" => run
-                .rep
-                .warnings
-                .push("the checkpoint is signed, but by a key nobody pinned: pass --pubkey".into()),
-            _ => {}
-        }
-        if l.seq < last_seq {
-            run.rep.warnings.push(format!(
-                "records {}..{last_seq} come after the latest checkpoint: only the chain covers them",
-                l.seq + 1
-            ));
-        }
+        warn_of_latest(run, l, last_seq);
     }
     run.rep.checkpoint = latest;
+}
+
+/// What comparing one checkpoint with the chain found.
+enum Compared {
+    /// It holds; its signature is pinned, unpinned or unsigned.
+    Holds(&'static str),
+    /// It lies in pruned records: not compared.
+    Pruned,
+    /// It does not hold: the failure is recorded.
+    Failed,
+}
+
+/// Compares one checkpoint, in order: its signature, its log, its seq within the log
+/// (`first` to `last`), the hash of the record at its seq, its Merkle root.
+fn check_checkpoint(
+    run: &mut Run<'_>,
+    cp: &Checkpoint,
+    at: Option<(&Path, u64)>,
+    (first_seq, last_seq): (u64, u64),
+) -> Compared {
+    let signature = match check_signature(&cp.obj, run.opts.pinned.as_ref()) {
+        SigStatus::Invalid(m) => {
+            run.fail(
+                FailureKind::BadSignature,
+                Some(cp.seq),
+                at,
+                format!("checkpoint taken at {}: {m}", cp.ts),
+            );
+            return Compared::Failed;
+        }
+        SigStatus::ValidPinned => "pinned",
+        SigStatus::ValidUnpinned(_) => "unpinned",
+        SigStatus::Unsigned => "unsigned",
+    };
+    if let Some(id) = &run.rep.log_id
+        && &cp.log != id
+    {
+        let msg = format!(
+            "the checkpoint taken at {} belongs to log {}, but this log is {id}: it was replaced",
+            cp.ts, cp.log
+        );
+        run.fail(FailureKind::Replaced, Some(cp.seq), at, msg);
+        return Compared::Failed;
+    }
+    if cp.seq > last_seq {
+        let msg = format!(
+            "truncated: the checkpoint taken at {} covers seq {} but the log ends at seq {last_seq}",
+            cp.ts, cp.seq
+        );
+        run.fail(FailureKind::Truncated, Some(cp.seq), at, msg);
+        return Compared::Failed;
+    }
+    if cp.seq < first_seq {
+        run.rep.warnings.push(format!(
+            "checkpoint seq {} lies in pruned records; not compared",
+            cp.seq
+        ));
+        return Compared::Pruned;
+    }
+    let have = run.wanted.get(&cp.seq).copied().flatten();
+    if have.map(hex::encode).as_deref() != Some(cp.hash.as_str()) {
+        let msg = format!(
+            "record seq {} differs from the checkpoint taken at {}: the log was rewritten",
+            cp.seq, cp.ts
+        );
+        run.fail(FailureKind::Replaced, Some(cp.seq), at, msg);
+        return Compared::Failed;
+    }
+    if !tree_matches(run, cp, at) {
+        return Compared::Failed;
+    }
+    Compared::Holds(signature)
+}
+
+/// Warns of what the latest checkpoint leaves open: a signature that proves little,
+/// records after it.
+fn warn_of_latest(run: &mut Run<'_>, l: &CheckpointReport, last_seq: u64) {
+    match l.signature.as_str() {
+        "unsigned" => run.rep.warnings.push(
+            "the checkpoint is unsigned: whoever can write the directory can forge it".into(),
+        ),
+        "unpinned" => run
+            .rep
+            .warnings
+            .push("the checkpoint is signed, but by a key nobody pinned: pass --pubkey".into()),
+        _ => {}
+    }
+    if l.seq < last_seq {
+        run.rep.warnings.push(format!(
+            "records {}..{last_seq} come after the latest checkpoint: only the chain covers them",
+            l.seq + 1
+        ));
+    }
 }
 
 /// A checkpoint's Merkle root must be the root of the records it covers, where they are

@@ -388,6 +388,15 @@ where
     // the queue's length alone would let a client park hundreds of maximal lines there.
     let input_cap = u32::try_from(max.saturating_mul(2)).unwrap_or(u32::MAX >> 4);
     let input = Arc::new(Semaphore::new(input_cap as usize));
+    let dispatch = Dispatch {
+        gw: &gw,
+        peer: &peer,
+        outbox: &outbox,
+        door: &door,
+        batch: &batch,
+        slots: &slots,
+        input: (&input, input_cap),
+    };
     let mut tasks = JoinSet::new();
     loop {
         while tasks.try_join_next().is_some() {}
@@ -410,49 +419,8 @@ where
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let units = u32::try_from(line.len())
-            .unwrap_or(u32::MAX)
-            .clamp(1, input_cap);
-        match jsonrpc::classify(&line) {
-            Incoming::Request { id, method, params } if batched(&method) => {
-                let Ok(room) = Arc::clone(&input).acquire_many_owned(units).await else {
-                    break;
-                };
-                let job = Job {
-                    id,
-                    method,
-                    params,
-                    _room: room,
-                };
-                if alone(&gw, &tasks, &batch, reader.buffer()) {
-                    // On stdin's own thread (`serve_stdio`) block_in_place just calls;
-                    // on a runtime thread, its other tasks move to another thread.
-                    tokio::task::block_in_place(|| batch.run_here(&*door, job));
-                    continue;
-                }
-                batch.send(job).await;
-            }
-            Incoming::Request { id, method, params } => {
-                // Reads sent after a change wait until it is done.
-                let change = changes(&method).then(|| batch.change());
-                let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
-                    break;
-                };
-                let (gw, out, peer) = (Arc::clone(&gw), outbox.clone(), Arc::clone(&peer));
-                tasks.spawn(async move {
-                    request(gw, peer, id, method, params, out).await;
-                    drop((permit, change));
-                });
-            }
-            Incoming::Notification { method, .. } => {
-                tracing::debug!(%method, "notification ignored");
-                note(&gw, &peer, method).await;
-            }
-            Incoming::Response { id, .. } => {
-                tracing::debug!(%id, "unexpected response ignored");
-                note(&gw, &peer, "unexpected-response".into()).await;
-            }
-            Incoming::Invalid { id, error } => invalid(&gw, &peer, id, error, &outbox).await,
+        if !dispatch.message(&line, &mut tasks, reader.buffer()).await {
+            break;
         }
     }
     while tasks.join_next().await.is_some() {}
@@ -462,6 +430,74 @@ where
     drop(door);
     drop(outbox);
     writer.await.map_err(std::io::Error::other)?
+}
+
+/// Where the read loop hands a message: the batch thread (or its door, to run a
+/// request here), a task of its own, or the log (notifications, stray responses).
+struct Dispatch<'a> {
+    gw: &'a Arc<Gateway>,
+    peer: &'a Arc<str>,
+    outbox: &'a Outbox<Vec<u8>>,
+    door: &'a Arc<BatchDoor>,
+    batch: &'a batch::Door<Job>,
+    /// Requests in flight on tasks of their own.
+    slots: &'a Arc<Semaphore>,
+    /// Room for the bytes of lines queued for the batch thread, and its size.
+    input: (&'a Arc<Semaphore>, u32),
+}
+
+impl Dispatch<'_> {
+    /// Serves one message (`ahead` is what was read beyond it); `false` when reading
+    /// must stop.
+    async fn message(&self, line: &[u8], tasks: &mut JoinSet<()>, ahead: &[u8]) -> bool {
+        let (gw, peer) = (self.gw, self.peer);
+        let (input, input_cap) = self.input;
+        let units = u32::try_from(line.len())
+            .unwrap_or(u32::MAX)
+            .clamp(1, input_cap);
+        match jsonrpc::classify(line) {
+            Incoming::Request { id, method, params } if batched(&method) => {
+                let Ok(room) = Arc::clone(input).acquire_many_owned(units).await else {
+                    return false;
+                };
+                let job = Job {
+                    id,
+                    method,
+                    params,
+                    _room: room,
+                };
+                if alone(gw, tasks, self.batch, ahead) {
+                    // On stdin's own thread (`serve_stdio`) block_in_place just calls;
+                    // on a runtime thread, its other tasks move to another thread.
+                    tokio::task::block_in_place(|| self.batch.run_here(&**self.door, job));
+                    return true;
+                }
+                self.batch.send(job).await;
+            }
+            Incoming::Request { id, method, params } => {
+                // Reads sent after a change wait until it is done.
+                let change = changes(&method).then(|| self.batch.change());
+                let Ok(permit) = Arc::clone(self.slots).acquire_owned().await else {
+                    return false;
+                };
+                let (gw, out, peer) = (Arc::clone(gw), self.outbox.clone(), Arc::clone(peer));
+                tasks.spawn(async move {
+                    request(gw, peer, id, method, params, out).await;
+                    drop((permit, change));
+                });
+            }
+            Incoming::Notification { method, .. } => {
+                tracing::debug!(%method, "notification ignored");
+                note(gw, peer, method).await;
+            }
+            Incoming::Response { id, .. } => {
+                tracing::debug!(%id, "unexpected response ignored");
+                note(gw, peer, "unexpected-response".into()).await;
+            }
+            Incoming::Invalid { id, error } => invalid(gw, peer, id, error, self.outbox).await,
+        }
+        true
+    }
 }
 
 /// Whether a batched request may run right here as a batch of one instead of waking the

@@ -692,54 +692,20 @@ where
     EI: AsyncRead + Unpin + Send + 'static,
     EO: AsyncWrite + Unpin + Send + 'static,
 {
-    let agent_in = child
-        .stdin
-        .take()
-        .ok_or_else(|| std::io::Error::other("agent stdin not piped"))?;
-    let agent_out = child
-        .stdout
-        .take()
-        .ok_or_else(|| std::io::Error::other("agent stdout not piped"))?;
-    // Large answers (a whole file read) pass in fewer pipe-fulls.
-    crate::stdio::enlarge_pipe(agent_in.as_fd());
-    crate::stdio::enlarge_pipe(agent_out.as_fd());
-    let agent_in = tokio::process::ChildStdin::from_std(agent_in)?;
-    let agent_out = tokio::process::ChildStdout::from_std(agent_out)?;
+    let (agent_in, agent_out) = agent_pipes(&mut child)?;
     let pid = child.id();
-    let mut waiter = tokio::task::spawn_blocking(move || child.wait());
+    let waiter = tokio::task::spawn_blocking(move || child.wait());
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
     // Each direction holds at most twice the message limit of unwritten bytes: a side
     // that stops reading stalls the other's relay instead of growing the gateway.
     let (to_editor, editor_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
     let (to_agent, agent_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
-    let mcp_over_acp = hosted.as_ref().map(|h| {
-        AcpConnections::new(
-            Arc::clone(&gw),
-            Arc::clone(h),
-            peer.clone(),
-            to_agent.clone(),
-        )
-    });
-    let relay = Arc::new(Relay {
-        gw,
-        peer,
-        pending: Mutex::new(HashMap::new()),
-        sessions: Mutex::new(HashMap::new()),
-        allow_terminal,
-        initializing: Mutex::new(std::collections::HashSet::new()),
-        asker: Arc::new(EditorAsker::new(
-            to_editor.clone(),
-            tokio::runtime::Handle::current(),
-        )),
-        notes: Arc::new(EditorNotes::spawn(to_editor.clone(), max.saturating_mul(2))),
-        hosted,
-        agent_http: AtomicBool::new(false),
-        agent_acp: AtomicBool::new(false),
-        mcp_over_acp,
-        acp_version: AtomicU64::new(1),
-        session_meta,
-        owed: Owed::default(),
-    });
+    let relay = Relay::new(
+        (gw, peer),
+        (allow_terminal, hosted, session_meta),
+        (&to_agent, &to_editor),
+        max,
+    );
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
     // Closed once the agent and its relay are done: the hosted server's sessions may
     // hold the editor's outbox a while longer (they end on their own).
@@ -749,7 +715,7 @@ where
 
     // Editor -> agent.
     let outs = (to_agent.clone(), to_editor.clone());
-    let editor_reader = tokio::spawn(relay_editor(
+    let mut editor_reader = tokio::spawn(relay_editor(
         Arc::clone(&relay),
         editor_in,
         outs,
@@ -760,16 +726,7 @@ where
     let outs = (to_agent.clone(), to_editor.clone());
     let agent_reader = tokio::spawn(relay_agent(Arc::clone(&relay), agent_out, outs, max));
 
-    // Wait for the agent to exit; if the editor left first, give it a grace period.
-    let mut editor_reader = editor_reader;
-    let (status, killed_after_eof) = tokio::select! {
-        s = &mut waiter => (s.map_err(std::io::Error::other)??, false),
-        _ = wait_editor_then_grace(&mut editor_reader) => {
-            tracing::info!("editor closed stdin; agent did not exit within {GRACE:?}; killing it");
-            kill(pid);
-            (waiter.await.map_err(std::io::Error::other)??, true)
-        }
-    };
+    let (status, killed_after_eof) = wait_agent(waiter, &mut editor_reader, pid).await?;
     // The agent is gone: stop reading the editor, which may keep its end open (its
     // input has nowhere to go), so that the writers below see their channels close.
     editor_reader.abort();
@@ -788,6 +745,83 @@ where
         status,
         killed_after_eof,
     })
+}
+
+/// The agent's stdin and stdout, enlarged (large answers, a whole file read, pass in
+/// fewer pipe-fulls) and made async.
+fn agent_pipes(
+    child: &mut std::process::Child,
+) -> std::io::Result<(tokio::process::ChildStdin, tokio::process::ChildStdout)> {
+    let agent_in = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("agent stdin not piped"))?;
+    let agent_out = child
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("agent stdout not piped"))?;
+    crate::stdio::enlarge_pipe(agent_in.as_fd());
+    crate::stdio::enlarge_pipe(agent_out.as_fd());
+    let agent_in = tokio::process::ChildStdin::from_std(agent_in)?;
+    let agent_out = tokio::process::ChildStdout::from_std(agent_out)?;
+    Ok((agent_in, agent_out))
+}
+
+/// Waits for the agent to exit; if the editor left first, gives it a grace period,
+/// then kills it. Its status, and whether it was killed.
+async fn wait_agent(
+    mut waiter: tokio::task::JoinHandle<std::io::Result<std::process::ExitStatus>>,
+    editor_reader: &mut tokio::task::JoinHandle<()>,
+    pid: u32,
+) -> std::io::Result<(std::process::ExitStatus, bool)> {
+    Ok(tokio::select! {
+        s = &mut waiter => (s.map_err(std::io::Error::other)??, false),
+        _ = wait_editor_then_grace(editor_reader) => {
+            tracing::info!("editor closed stdin; agent did not exit within {GRACE:?}; killing it");
+            kill(pid);
+            (waiter.await.map_err(std::io::Error::other)??, true)
+        }
+    })
+}
+
+impl Relay {
+    /// The relay between `peer` (the editor) and the agent, writing to the agent and
+    /// the editor through their outboxes; MCP over ACP when a server is hosted.
+    fn new(
+        (gw, peer): (Arc<Gateway>, String),
+        (allow_terminal, hosted, session_meta): (bool, Option<Arc<Hosted>>, Option<Value>),
+        (to_agent, to_editor): (&Outbox<Vec<u8>>, &Outbox<Vec<u8>>),
+        max: usize,
+    ) -> Arc<Relay> {
+        let mcp_over_acp = hosted.as_ref().map(|h| {
+            AcpConnections::new(
+                Arc::clone(&gw),
+                Arc::clone(h),
+                peer.clone(),
+                to_agent.clone(),
+            )
+        });
+        Arc::new(Relay {
+            gw,
+            peer,
+            pending: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
+            allow_terminal,
+            initializing: Mutex::new(std::collections::HashSet::new()),
+            asker: Arc::new(EditorAsker::new(
+                to_editor.clone(),
+                tokio::runtime::Handle::current(),
+            )),
+            notes: Arc::new(EditorNotes::spawn(to_editor.clone(), max.saturating_mul(2))),
+            hosted,
+            agent_http: AtomicBool::new(false),
+            agent_acp: AtomicBool::new(false),
+            mcp_over_acp,
+            acp_version: AtomicU64::new(1),
+            session_meta,
+            owed: Owed::default(),
+        })
+    }
 }
 
 /// Editor -> agent: each line the editor writes, until it closes fsgate's stdin; then

@@ -656,13 +656,27 @@ impl ContentScanner {
         mut notes: Option<&mut Vec<String>>,
     ) -> Vec<Finding> {
         let rule = &self.rules[ri];
-        let mut out = Vec::new();
+        match self.gate(rule, path, notes.as_deref_mut()) {
+            Gate::Scan(re) => self.matches(rule, re, (path, text), notes),
+            Gate::Done(out) => out,
+        }
+    }
+
+    /// What decides a rule before its regex runs: an allowlist covering the file, the
+    /// rule's path regex (a path-only rule is a finding when it matches), and the
+    /// regex itself (a built-in one that cannot be built refuses the content).
+    fn gate<'r>(
+        &self,
+        rule: &'r CRule,
+        path: Option<&str>,
+        mut notes: Option<&mut Vec<String>>,
+    ) -> Gate<'r> {
         let allows = || self.global.iter().chain(&rule.allowlists);
         if let Some(a) = allows().find(|a| a.file_allowed(path)) {
             if let Some(n) = notes.as_deref_mut() {
                 n.push(format!("the file is allowed by {}", a.name()));
             }
-            return out;
+            return Gate::Done(Vec::new());
         }
         if let Some(pre) = &rule.path {
             match path {
@@ -670,65 +684,56 @@ impl ContentScanner {
                     if let Some(n) = notes.as_deref_mut() {
                         n.push(format!("path does not match /{}/", pre.as_str()));
                     }
-                    return out;
+                    return Gate::Done(Vec::new());
                 }
                 _ => {}
             }
             if rule.regex.is_none() {
-                if path.is_some() {
-                    out.push(Finding { line: 0, column: 0 });
-                }
-                return out;
+                let out = match path {
+                    Some(_) => vec![Finding { line: 0, column: 0 }],
+                    None => Vec::new(),
+                };
+                return Gate::Done(out);
             }
         }
-        let re = match &rule.regex {
-            None => return out,
-            Some(Pattern::Own(re)) => re,
+        match &rule.regex {
+            None => Gate::Done(Vec::new()),
+            Some(Pattern::Own(re)) => Gate::Scan(re),
             Some(Pattern::Builtin(n)) => match build::builtin_regex(*n) {
-                Ok(re) => re,
+                Ok(re) => Gate::Scan(re),
                 Err(e) => {
                     // Only a broken build gets here (a unit test checks the built-in
                     // rules); refuse the content rather than pass it unscanned.
                     tracing::error!("content rule {}: {e}", rule.id);
-                    if let Some(n) = notes.as_deref_mut() {
+                    if let Some(n) = notes {
                         n.push(format!("refused: {e}"));
                     }
-                    out.push(Finding { line: 0, column: 0 });
-                    return out;
+                    Gate::Done(vec![Finding { line: 0, column: 0 }])
                 }
             },
-        };
-        // Line counting is incremental: matches come in order.
-        let (mut counted_to, mut line_no, mut line_start) = (0usize, 1usize, 0usize);
+        }
+    }
+
+    /// The rule's findings in `text`: each match whose secret is random enough (when
+    /// the rule asks) and that no allowlist covers, at its line and column.
+    fn matches(
+        &self,
+        rule: &CRule,
+        re: &BytesRegex,
+        (path, text): (Option<&str>, &[u8]),
+        mut notes: Option<&mut Vec<String>>,
+    ) -> Vec<Finding> {
+        let allows = || self.global.iter().chain(&rule.allowlists);
+        let mut out = Vec::new();
+        let mut lines = LineCount::new();
         for caps in re.captures_iter(text) {
             let Some(m) = caps.get(0) else { continue };
             let (start, end) = trim_newlines(text, m.start(), m.end());
             let whole = &text[start..end];
-            let secret: &[u8] = match rule.secret_group {
-                Some(g) if g > 0 => caps.get(g).map_or(&[][..], |c| c.as_bytes()),
-                _ => (1..caps.len())
-                    .filter_map(|g| caps.get(g))
-                    .map(|c| c.as_bytes())
-                    .find(|c| !c.is_empty())
-                    .unwrap_or(whole),
-            };
-            for (off, b) in text
-                .get(counted_to..start)
-                .unwrap_or(&[])
-                .iter()
-                .enumerate()
-            {
-                if *b == b'\n' {
-                    line_no += 1;
-                    line_start = counted_to + off + 1;
-                }
-            }
-            counted_to = counted_to.max(start);
-            let line_end = text[end..]
-                .iter()
-                .position(|b| *b == b'\n')
-                .map_or(text.len(), |p| end + p);
-            let line = &text[line_start..line_end];
+            let secret = secret_of(&caps, rule.secret_group, whole);
+            lines.advance(text, start);
+            let line_no = lines.line_no;
+            let line = lines.line(text, end);
             if let Some(min) = rule.entropy {
                 let e = shannon_entropy(secret);
                 if e <= min {
@@ -746,10 +751,77 @@ impl ContentScanner {
             }
             out.push(Finding {
                 line: line_no,
-                column: start - line_start + 1,
+                column: start - lines.line_start + 1,
             });
         }
         out
+    }
+}
+
+/// A rule before its regex runs: the regex to scan with, or its findings already.
+enum Gate<'r> {
+    Scan(&'r BytesRegex),
+    Done(Vec<Finding>),
+}
+
+/// Where line counting is in a text: matches come in order, so it is incremental.
+struct LineCount {
+    /// Bytes counted so far.
+    counted_to: usize,
+    /// The line (1-based) at `counted_to`, and where it starts.
+    line_no: usize,
+    line_start: usize,
+}
+
+impl LineCount {
+    fn new() -> LineCount {
+        LineCount {
+            counted_to: 0,
+            line_no: 1,
+            line_start: 0,
+        }
+    }
+
+    /// Counts the lines up to `start` (a match's start).
+    fn advance(&mut self, text: &[u8], start: usize) {
+        for (off, b) in text
+            .get(self.counted_to..start)
+            .unwrap_or(&[])
+            .iter()
+            .enumerate()
+        {
+            if *b == b'\n' {
+                self.line_no += 1;
+                self.line_start = self.counted_to + off + 1;
+            }
+        }
+        self.counted_to = self.counted_to.max(start);
+    }
+
+    /// The current line, up to the newline after `end` (a match's end).
+    fn line<'t>(&self, text: &'t [u8], end: usize) -> &'t [u8] {
+        let line_end = text[end..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(text.len(), |p| end + p);
+        &text[self.line_start..line_end]
+    }
+}
+
+/// The secret in a match: the rule's `secretGroup`, else the first non-empty group,
+/// else the whole match.
+fn secret_of<'t>(
+    caps: &regex::bytes::Captures<'t>,
+    secret_group: Option<usize>,
+    whole: &'t [u8],
+) -> &'t [u8] {
+    match secret_group {
+        Some(g) if g > 0 => caps.get(g).map_or(&[][..], |c| c.as_bytes()),
+        _ => (1..caps.len())
+            .filter_map(|g| caps.get(g))
+            .map(|c| c.as_bytes())
+            .find(|c| !c.is_empty())
+            .unwrap_or(whole),
     }
 }
 

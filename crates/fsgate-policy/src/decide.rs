@@ -119,83 +119,31 @@ impl Policy {
         mut trace: Option<&mut Vec<TraceStep>>,
     ) -> Decision<'_> {
         // 0. The fixed floor: fsgate's own files, whatever the rules say.
-        if let Some(f) = self.floor.touches(op, path) {
-            let rule = f.kind.rule_id();
-            let note = format!("`{}` is {}, fsgate's own file", f.path, f.kind.as_str());
-            if let Some(t) = trace.as_deref_mut() {
-                t.push(TraceStep {
-                    rule: rule.into(),
-                    effect: Effect::Deny,
-                    matched: true,
-                    note: note.clone(),
-                });
-            }
-            return Decision {
-                effect: Effect::Deny,
-                rule,
-                reason: Cow::Owned(format!("{note}; no policy can open it")),
-                waived: Vec::new(),
-            };
+        if let Some(refused) = self.floor_decision(op, path, trace.as_deref_mut()) {
+            return refused;
         }
         // 1. Secret names, on every component.
-        let secret_hit = match self.secret_component(path) {
-            Ok(hit) => hit,
-            Err(refused) => return refused,
-        };
-        if let Some(t) = trace.as_deref_mut() {
-            for (i, p) in self.secrets.patterns.iter().enumerate() {
-                let matched = secret_hit.is_some_and(|(h, _)| h == i);
-                t.push(TraceStep {
-                    rule: p.id.clone(),
-                    effect: Effect::Deny,
-                    matched,
-                    note: format!("secret-name pattern /{}/ on each path component", p.source),
-                });
-            }
-        }
-        if let Some((i, comp)) = secret_hit {
-            let p = &self.secrets.patterns[i];
-            return Decision {
-                effect: Effect::Deny,
-                rule: &p.id,
-                reason: Cow::Owned(format!(
-                    "`{comp}` matches the secret-name pattern /{}/",
-                    p.source
-                )),
-                waived: Vec::new(),
-            };
+        if let Some(refused) = self.secret_decision(path, trace.as_deref_mut()) {
+            return refused;
         }
         let waived = self.waived_on(path, trace.as_deref_mut());
         // 2. Deny rules, then 3. ask rules, then 4. allow rules, each in file order.
-        for effect in [Effect::Deny, Effect::Ask, Effect::Allow] {
-            for rule in self.rules.iter().filter(|r| r.effect == effect) {
-                let miss = rule_misses(rule, op, path, facts);
-                if let Some(t) = trace.as_deref_mut() {
-                    t.push(TraceStep {
-                        rule: rule.id.clone(),
-                        effect,
-                        matched: miss.is_none(),
-                        note: note(rule, op, facts, miss),
-                    });
-                }
-                if miss.is_none() {
-                    let reason = match &rule.reason {
-                        Some(r) => Cow::Borrowed(r.as_str()),
-                        None => Cow::Owned(format!(
-                            "{} rule `{}` covers {} on this path",
-                            effect.as_str(),
-                            rule.id,
-                            op.as_str()
-                        )),
-                    };
-                    return Decision {
-                        effect,
-                        rule: &rule.id,
-                        reason,
-                        waived,
-                    };
-                }
-            }
+        if let Some(rule) = self.first_rule(op, path, facts, trace.as_deref_mut()) {
+            let reason = match &rule.reason {
+                Some(r) => Cow::Borrowed(r.as_str()),
+                None => Cow::Owned(format!(
+                    "{} rule `{}` covers {} on this path",
+                    rule.effect.as_str(),
+                    rule.id,
+                    op.as_str()
+                )),
+            };
+            return Decision {
+                effect: rule.effect,
+                rule: &rule.id,
+                reason,
+                waived,
+            };
         }
         if let Some(t) = trace {
             t.push(TraceStep {
@@ -211,6 +159,95 @@ impl Policy {
             reason: Cow::Owned(format!("no rule allows {} on this path", op.as_str())),
             waived,
         }
+    }
+
+    /// The refusal when `op` on `path` touches one of fsgate's own files.
+    fn floor_decision(
+        &self,
+        op: OpClass,
+        path: &RelPath,
+        trace: Option<&mut Vec<TraceStep>>,
+    ) -> Option<Decision<'_>> {
+        let f = self.floor.touches(op, path)?;
+        let rule = f.kind.rule_id();
+        let note = format!("`{}` is {}, fsgate's own file", f.path, f.kind.as_str());
+        if let Some(t) = trace {
+            t.push(TraceStep {
+                rule: rule.into(),
+                effect: Effect::Deny,
+                matched: true,
+                note: note.clone(),
+            });
+        }
+        Some(Decision {
+            effect: Effect::Deny,
+            rule,
+            reason: Cow::Owned(format!("{note}; no policy can open it")),
+            waived: Vec::new(),
+        })
+    }
+
+    /// The refusal when a component of `path` matches a secret-name pattern (each
+    /// pattern traced, matched or not).
+    fn secret_decision(
+        &self,
+        path: &RelPath,
+        trace: Option<&mut Vec<TraceStep>>,
+    ) -> Option<Decision<'_>> {
+        let secret_hit = match self.secret_component(path) {
+            Ok(hit) => hit,
+            Err(refused) => return Some(refused),
+        };
+        if let Some(t) = trace {
+            for (i, p) in self.secrets.patterns.iter().enumerate() {
+                let matched = secret_hit.is_some_and(|(h, _)| h == i);
+                t.push(TraceStep {
+                    rule: p.id.clone(),
+                    effect: Effect::Deny,
+                    matched,
+                    note: format!("secret-name pattern /{}/ on each path component", p.source),
+                });
+            }
+        }
+        let (i, comp) = secret_hit?;
+        let p = &self.secrets.patterns[i];
+        Some(Decision {
+            effect: Effect::Deny,
+            rule: &p.id,
+            reason: Cow::Owned(format!(
+                "`{comp}` matches the secret-name pattern /{}/",
+                p.source
+            )),
+            waived: Vec::new(),
+        })
+    }
+
+    /// The first rule covering `op` on `path`: deny rules, then ask, then allow, each
+    /// in file order (every rule tried is traced).
+    fn first_rule(
+        &self,
+        op: OpClass,
+        path: &RelPath,
+        facts: &PathFacts,
+        mut trace: Option<&mut Vec<TraceStep>>,
+    ) -> Option<&Rule> {
+        for effect in [Effect::Deny, Effect::Ask, Effect::Allow] {
+            for rule in self.rules.iter().filter(|r| r.effect == effect) {
+                let miss = rule_misses(rule, op, path, facts);
+                if let Some(t) = trace.as_deref_mut() {
+                    t.push(TraceStep {
+                        rule: rule.id.clone(),
+                        effect,
+                        matched: miss.is_none(),
+                        note: note(rule, op, facts, miss),
+                    });
+                }
+                if miss.is_none() {
+                    return Some(rule);
+                }
+            }
+        }
+        None
     }
 
     /// The first component of `path` a secret-name pattern matches, and which pattern;

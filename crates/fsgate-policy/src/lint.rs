@@ -277,26 +277,7 @@ pub fn lint_text(
         Ok(p) => p,
         Err(e) => {
             if !sink.out.iter().any(|f| f.severity == Severity::Error) {
-                let (pos, msg) = match &e {
-                    PolicyError::Invalid { key, line, message } => (
-                        value_pos(&raw, key).map_or_else(|| sink.line_pos(*line), |o| sink.pos(o)),
-                        format!("{key}: {message}"),
-                    ),
-                    PolicyError::Located {
-                        key,
-                        line,
-                        col,
-                        message,
-                    } => ((*line, *col), format!("{key}: {message}")),
-                    other => ((1, 1), other.to_string()),
-                };
-                sink.at(
-                    pos,
-                    Severity::Error,
-                    "invalid",
-                    msg,
-                    "fix the value; policies/README.md documents every key",
-                );
+                report_load_error(&raw, &e, &mut sink);
             }
             sink.out.sort_by_key(|f| (f.line, f.col));
             return LintReport {
@@ -329,6 +310,31 @@ pub fn lint_text(
     findings.dedup();
     let invalid = findings.iter().any(|f| f.code == "invalid");
     LintReport { findings, invalid }
+}
+
+/// The error loading stopped at, where it points (reported when the prevalidation
+/// found none of its own).
+fn report_load_error(raw: &RawPolicy, e: &PolicyError, sink: &mut Sink<'_>) {
+    let (pos, msg) = match e {
+        PolicyError::Invalid { key, line, message } => (
+            value_pos(raw, key).map_or_else(|| sink.line_pos(*line), |o| sink.pos(o)),
+            format!("{key}: {message}"),
+        ),
+        PolicyError::Located {
+            key,
+            line,
+            col,
+            message,
+        } => ((*line, *col), format!("{key}: {message}")),
+        other => ((1, 1), other.to_string()),
+    };
+    sink.at(
+        pos,
+        Severity::Error,
+        "invalid",
+        msg,
+        "fix the value; policies/README.md documents every key",
+    );
 }
 
 /// A copy of `policy` holding only `rules`: no secret names, no content rules. Lets the
@@ -402,80 +408,102 @@ fn prevalidate_agent(
 fn prevalidate(raw: &RawPolicy, sink: &mut Sink<'_>) {
     let mut ids = std::collections::HashMap::new();
     for (i, r) in raw.rules.iter().enumerate() {
-        let id = r.id.get_ref().trim();
-        let id_pos = sink.pos(r.id.span().start);
-        if id.is_empty()
-            || id.starts_with("secrets:")
-            || id.starts_with("content:")
-            || id == DEFAULT_DENY
-        {
+        prevalidate_rule(i, r, &mut ids, sink);
+    }
+    prevalidate_secrets(raw, sink);
+    prevalidate_tests(raw, sink);
+}
+
+/// Rule `i`: its id (non-empty, not reserved, unique: `ids` holds the lines of those
+/// seen), its ops, its paths or extensions, and each of its globs.
+fn prevalidate_rule(
+    i: usize,
+    r: &crate::raw::RawRule,
+    ids: &mut std::collections::HashMap<String, usize>,
+    sink: &mut Sink<'_>,
+) {
+    let id = r.id.get_ref().trim();
+    let id_pos = sink.pos(r.id.span().start);
+    if id.is_empty()
+        || id.starts_with("secrets:")
+        || id.starts_with("content:")
+        || id == DEFAULT_DENY
+    {
+        sink.at(
+            id_pos,
+            Severity::Error,
+            "invalid",
+            format!("rule[{i}].id: `{id}` is empty or reserved"),
+            "pick a unique name that does not start with secrets: or content:",
+        );
+    } else if let Some(first) = ids.insert(id.to_string(), id_pos.0) {
+        sink.at(
+            id_pos,
+            Severity::Error,
+            "invalid",
+            format!("rule[{i}].id: duplicate rule id `{id}` (first at line {first})"),
+            "rename one of the rules: refusals and audit records name rules by id",
+        );
+    }
+    if r.ops.is_empty() {
+        sink.at(
+            id_pos,
+            Severity::Error,
+            "invalid",
+            format!("rule `{id}` has no ops"),
+            "set ops = [\"read\", \"list\"] or the classes the rule is about",
+        );
+    }
+    for op in &r.ops {
+        if op.get_ref() != "*" && OpClass::parse(op.get_ref()).is_none() {
             sink.at(
-                id_pos,
+                sink.pos(op.span().start),
                 Severity::Error,
                 "invalid",
-                format!("rule[{i}].id: `{id}` is empty or reserved"),
-                "pick a unique name that does not start with secrets: or content:",
+                format!("rule `{id}`: unknown op `{}`", op.get_ref()),
+                "use read, write, delete, list or \"*\"",
             );
-        } else if let Some(first) = ids.insert(id.to_string(), id_pos.0) {
-            sink.at(
-                id_pos,
-                Severity::Error,
-                "invalid",
-                format!("rule[{i}].id: duplicate rule id `{id}` (first at line {first})"),
-                "rename one of the rules: refusals and audit records name rules by id",
-            );
-        }
-        if r.ops.is_empty() {
-            sink.at(
-                id_pos,
-                Severity::Error,
-                "invalid",
-                format!("rule `{id}` has no ops"),
-                "set ops = [\"read\", \"list\"] or the classes the rule is about",
-            );
-        }
-        for op in &r.ops {
-            if op.get_ref() != "*" && OpClass::parse(op.get_ref()).is_none() {
-                sink.at(
-                    sink.pos(op.span().start),
-                    Severity::Error,
-                    "invalid",
-                    format!("rule `{id}`: unknown op `{}`", op.get_ref()),
-                    "use read, write, delete, list or \"*\"",
-                );
-            }
-        }
-        if r.paths.is_empty() && r.extensions.is_none() {
-            sink.at(
-                id_pos,
-                Severity::Error,
-                "invalid",
-                format!("rule `{id}` has neither paths nor extensions"),
-                "add paths = [\"**\"] (everything) or the globs the rule is about",
-            );
-        }
-        for g in &r.paths {
-            let text = g.get_ref().trim_start_matches('/');
-            let pos = sink.pos(g.span().start);
-            if text.split('/').any(|c| c == "..") {
-                sink.at(
-                    pos,
-                    Severity::Error,
-                    "invalid",
-                    format!("rule `{id}`: glob `{text}` contains `..`"),
-                    "globs are relative to the workspace root; nothing outside it is reachable",
-                );
-            } else if let Err(e) = build_glob(text) {
-                sink.at(
-                    pos,
-                    Severity::Error,
-                    "invalid",
-                    format!("rule `{id}`: invalid glob `{text}` in paths: {}", e.kind()),
-                    "check brackets and braces; escape literal metacharacters with a backslash",
-                );
-            }
         }
     }
+    if r.paths.is_empty() && r.extensions.is_none() {
+        sink.at(
+            id_pos,
+            Severity::Error,
+            "invalid",
+            format!("rule `{id}` has neither paths nor extensions"),
+            "add paths = [\"**\"] (everything) or the globs the rule is about",
+        );
+    }
+    prevalidate_globs(id, r, sink);
+}
+
+/// A rule's globs: none may contain `..`, and each must compile.
+fn prevalidate_globs(id: &str, r: &crate::raw::RawRule, sink: &mut Sink<'_>) {
+    for g in &r.paths {
+        let text = g.get_ref().trim_start_matches('/');
+        let pos = sink.pos(g.span().start);
+        if text.split('/').any(|c| c == "..") {
+            sink.at(
+                pos,
+                Severity::Error,
+                "invalid",
+                format!("rule `{id}`: glob `{text}` contains `..`"),
+                "globs are relative to the workspace root; nothing outside it is reachable",
+            );
+        } else if let Err(e) = build_glob(text) {
+            sink.at(
+                pos,
+                Severity::Error,
+                "invalid",
+                format!("rule `{id}`: invalid glob `{text}` in paths: {}", e.kind()),
+                "check brackets and braces; escape literal metacharacters with a backslash",
+            );
+        }
+    }
+}
+
+/// The secret patterns' regexes must compile.
+fn prevalidate_secrets(raw: &RawPolicy, sink: &mut Sink<'_>) {
     for p in &raw.secrets.patterns {
         if let Err(e) = build_regex(p.regex.get_ref()) {
             let msg = e.to_string();
@@ -489,6 +517,10 @@ fn prevalidate(raw: &RawPolicy, sink: &mut Sink<'_>) {
             );
         }
     }
+}
+
+/// Each `[[test]]` must name an operation class or gateway operation.
+fn prevalidate_tests(raw: &RawPolicy, sink: &mut Sink<'_>) {
     for t in &raw.tests {
         if super::Access::parse(t.op.get_ref()).is_none() {
             sink.at(

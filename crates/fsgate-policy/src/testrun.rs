@@ -150,70 +150,13 @@ fn header_line(src: &str, line: usize) -> usize {
 
 /// Runs every `[[test]]` case of `policy`, whose text is `src` (for line numbers).
 pub fn run_cases(policy: &Policy, src: &str) -> TestRun {
-    let mut cases = Vec::new();
-    for (index, t) in policy.raw().tests.iter().enumerate() {
-        let line = header_line(src, line_col(src, t.op.span().start).0);
-        let mut case = CaseOutcome {
-            index,
-            line,
-            op: t.op.get_ref().clone(),
-            path: t.path.clone(),
-            expect: t.expect,
-            expect_rule: t.rule.clone(),
-            got: None,
-            passed: false,
-            failure: None,
-        };
-        let Some(op) = Access::parse(t.op.get_ref()) else {
-            case.failure = Some(format!(
-                "unknown op `{}` (expected one of {})",
-                t.op.get_ref(),
-                super::ACCESS_NAMES.join(", ")
-            ));
-            cases.push(case);
-            continue;
-        };
-        let path = match RelPath::parse_rooted(&t.path) {
-            Ok(p) => p,
-            Err(e) => {
-                case.failure = Some(format!("path `{}`: {e}", t.path));
-                cases.push(case);
-                continue;
-            }
-        };
-        let kind = if t.dir {
-            EntryKind::Dir
-        } else {
-            EntryKind::File
-        };
-        let facts = PathFacts { kind, size: t.size };
-        // A case naming a workspace is decided by the rules that apply there.
-        let scoped = t.workspace.as_deref().map(|w| policy.for_workspace(w));
-        let got = decide_access_with_content(
-            scoped.as_ref().unwrap_or(policy),
-            op,
-            &path,
-            &facts,
-            t.content.as_deref().map(str::as_bytes),
-        );
-        let effect_ok = got.effect == t.expect;
-        let rule_ok = t.rule.as_ref().is_none_or(|r| *r == got.rule);
-        case.passed = effect_ok && rule_ok;
-        if !case.passed {
-            let want = match &t.rule {
-                Some(r) => format!("{} by {r}", effect_name(t.expect)),
-                None => effect_name(t.expect).to_string(),
-            };
-            case.failure = Some(format!(
-                "expected {want}, got {} by {} ({})",
-                effect_name(got.effect),
-                got.rule,
-                got.reason
-            ));
-        }
-        case.got = Some(got);
-        cases.push(case);
-    }
+    let cases: Vec<CaseOutcome> = policy
+        .raw()
+        .tests
+        .iter()
+        .enumerate()
+        .map(|(index, t)| run_case(policy, src, index, t))
+        .collect();
     let decided: std::collections::HashSet<&str> = cases
         .iter()
         .filter_map(|c| c.got.as_ref().map(|g| g.rule.as_str()))
@@ -237,6 +180,69 @@ pub fn run_cases(policy: &Policy, src: &str) -> TestRun {
         content_rules,
         content_exercised,
     }
+}
+
+/// One `[[test]]` case (the `index`th) decided: its outcome, or why it could not be.
+fn run_case(policy: &Policy, src: &str, index: usize, t: &super::raw::RawTest) -> CaseOutcome {
+    let line = header_line(src, line_col(src, t.op.span().start).0);
+    let mut case = CaseOutcome {
+        index,
+        line,
+        op: t.op.get_ref().clone(),
+        path: t.path.clone(),
+        expect: t.expect,
+        expect_rule: t.rule.clone(),
+        got: None,
+        passed: false,
+        failure: None,
+    };
+    let Some(op) = Access::parse(t.op.get_ref()) else {
+        case.failure = Some(format!(
+            "unknown op `{}` (expected one of {})",
+            t.op.get_ref(),
+            super::ACCESS_NAMES.join(", ")
+        ));
+        return case;
+    };
+    let path = match RelPath::parse_rooted(&t.path) {
+        Ok(p) => p,
+        Err(e) => {
+            case.failure = Some(format!("path `{}`: {e}", t.path));
+            return case;
+        }
+    };
+    let kind = if t.dir {
+        EntryKind::Dir
+    } else {
+        EntryKind::File
+    };
+    let facts = PathFacts { kind, size: t.size };
+    // A case naming a workspace is decided by the rules that apply there.
+    let scoped = t.workspace.as_deref().map(|w| policy.for_workspace(w));
+    let got = decide_access_with_content(
+        scoped.as_ref().unwrap_or(policy),
+        op,
+        &path,
+        &facts,
+        t.content.as_deref().map(str::as_bytes),
+    );
+    let effect_ok = got.effect == t.expect;
+    let rule_ok = t.rule.as_ref().is_none_or(|r| *r == got.rule);
+    case.passed = effect_ok && rule_ok;
+    if !case.passed {
+        let want = match &t.rule {
+            Some(r) => format!("{} by {r}", effect_name(t.expect)),
+            None => effect_name(t.expect).to_string(),
+        };
+        case.failure = Some(format!(
+            "expected {want}, got {} by {} ({})",
+            effect_name(got.effect),
+            got.rule,
+            got.reason
+        ));
+    }
+    case.got = Some(got);
+    case
 }
 
 /// The rules a policy author wrote (built-in secret names and content rules are fsgate's

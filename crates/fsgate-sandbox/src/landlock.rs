@@ -166,7 +166,36 @@ pub(crate) fn restrict_self(plan: &SandboxPlan<'_>) -> Result<SandboxStatus, San
     let threads = thread_count();
     let mut detail = Vec::new();
     let mut missing = missing_for(abi);
+    let mut scopes = rights.scopes;
+    if !plan.scope_signals {
+        scopes &= !Scope::Signal;
+    }
+    let mut created = create_ruleset(rights, scopes)?;
+    created = add_workspace_rules(created, plan, rights, &mut detail)?;
+    created = add_grant_rules(created, plan, rights, &mut detail)?;
+    created = add_unix_socket_rules(created, plan, rights, &mut detail)?;
+    if !rights.handled_net.is_empty() {
+        created = add_tcp_rules(created, plan, &mut detail)?;
+    }
+    if !scopes.is_empty() {
+        detail.push(scope_line(scopes));
+    }
+    created = cover_threads(created, abi, threads, &mut missing)?;
+    let status = created
+        .restrict_self()
+        .map_err(ll_err("restrict the process"))?;
+    Ok(summarise(
+        abi,
+        &status,
+        missing,
+        detail,
+        plan.workspace_write,
+    ))
+}
 
+/// The ruleset handling every filesystem right of the ABI, its TCP rights and the IPC
+/// `scopes`, created with no rule yet.
+fn create_ruleset(rights: Rights, scopes: BitFlags<Scope>) -> Result<RulesetCreated, SandboxError> {
     let mut ruleset = Ruleset::default()
         .handle_access(rights.handled_fs)
         .map_err(ll_err("handle file access"))?;
@@ -175,15 +204,20 @@ pub(crate) fn restrict_self(plan: &SandboxPlan<'_>) -> Result<SandboxStatus, San
             .handle_access(rights.handled_net)
             .map_err(ll_err("handle TCP access"))?;
     }
-    let mut scopes = rights.scopes;
-    if !plan.scope_signals {
-        scopes &= !Scope::Signal;
-    }
     if !scopes.is_empty() {
         ruleset = ruleset.scope(scopes).map_err(ll_err("scope IPC"))?;
     }
-    let mut created = ruleset.create().map_err(ll_err("create the ruleset"))?;
+    ruleset.create().map_err(ll_err("create the ruleset"))
+}
 
+/// The workspace rules: the first workspace, then each other one (numbered from 2),
+/// read-write only where the plan says so.
+fn add_workspace_rules(
+    mut created: RulesetCreated,
+    plan: &SandboxPlan<'_>,
+    rights: Rights,
+    detail: &mut Vec<String>,
+) -> Result<RulesetCreated, SandboxError> {
     let ws_rights = if plan.workspace_write {
         rights.read | rights.write
     } else {
@@ -212,6 +246,17 @@ pub(crate) fn restrict_self(plan: &SandboxPlan<'_>) -> Result<SandboxStatus, San
         let mode = if *write { "read-write" } else { "read-only" };
         detail.push(format!("workspace {} {mode}", i + 2));
     }
+    Ok(created)
+}
+
+/// The rules of fsgate's own directories and files: the read-write handles, the
+/// read-only handles, then the read-only paths (one that cannot be opened is skipped).
+fn add_grant_rules(
+    mut created: RulesetCreated,
+    plan: &SandboxPlan<'_>,
+    rights: Rights,
+    detail: &mut Vec<String>,
+) -> Result<RulesetCreated, SandboxError> {
     for g in &plan.read_write {
         created = created
             .add_rule(PathBeneath::new(g.handle, rights.read | rights.write))
@@ -245,49 +290,48 @@ pub(crate) fn restrict_self(plan: &SandboxPlan<'_>) -> Result<SandboxStatus, San
             Err(e) => detail.push(format!("{} skipped ({e})", path.display())),
         }
     }
-    created = add_unix_socket_rules(created, plan, rights, &mut detail)?;
-    if !rights.handled_net.is_empty() {
-        created = add_tcp_rules(created, plan, &mut detail)?;
-    }
-    if !scopes.is_empty() {
-        let names: Vec<&str> = scopes
-            .iter()
-            .map(|s| match s {
-                Scope::AbstractUnixSocket => "abstract Unix sockets",
-                Scope::Signal => "signals",
-                _ => "other IPC",
-            })
-            .collect();
-        detail.push(format!("scoped to the sandbox: {}", names.join(", ")));
-    }
+    Ok(created)
+}
 
+/// The status line naming the IPC the process is scoped to.
+fn scope_line(scopes: BitFlags<Scope>) -> String {
+    let names: Vec<&str> = scopes
+        .iter()
+        .map(|s| match s {
+            Scope::AbstractUnixSocket => "abstract Unix sockets",
+            Scope::Signal => "signals",
+            _ => "other IPC",
+        })
+        .collect();
+    format!("scoped to the sandbox: {}", names.join(", "))
+}
+
+/// When other threads may exist (`threads` is the count taken before the ruleset was
+/// built): the ruleset applies to all of them from ABI 8; before, what stays
+/// unconfined is added to `missing`.
+fn cover_threads(
+    created: RulesetCreated,
+    abi: ABI,
+    threads: Option<usize>,
+    missing: &mut Vec<String>,
+) -> Result<RulesetCreated, SandboxError> {
     let other_threads = threads.is_none_or(|n| n > 1);
-    if other_threads {
-        if abi >= ABI::V8 {
-            created = created
-                .all_threads(true)
-                .map_err(ll_err("apply to all threads"))?;
-        } else {
-            missing.push(match threads {
-                Some(n) => format!(
-                    "{} other thread(s) existed and stay unconfined (restrict before starting threads)",
-                    n - 1
-                ),
-                None => "threads could not be counted; others may stay unconfined".to_owned(),
-            });
-        }
+    if !other_threads {
+        return Ok(created);
     }
-
-    let status = created
-        .restrict_self()
-        .map_err(ll_err("restrict the process"))?;
-    Ok(summarise(
-        abi,
-        &status,
-        missing,
-        detail,
-        plan.workspace_write,
-    ))
+    if abi >= ABI::V8 {
+        return created
+            .all_threads(true)
+            .map_err(ll_err("apply to all threads"));
+    }
+    missing.push(match threads {
+        Some(n) => format!(
+            "{} other thread(s) existed and stay unconfined (restrict before starting threads)",
+            n - 1
+        ),
+        None => "threads could not be counted; others may stay unconfined".to_owned(),
+    });
+    Ok(created)
 }
 
 /// TCP: bind the listen port, connect to the collectors' ports, nothing else.

@@ -123,23 +123,7 @@ fn run(
         ToolId::ReadTextFile | ToolId::ReadFile => {
             compat::read_text(gw, ctx, tool.name(), parse(tool, args)?)?
         }
-        ToolId::WriteTextFile | ToolId::WriteFile => {
-            let WriteArgs { path, content } = parse(tool, args)?;
-            let n = content.len();
-            handle(Op::WriteText {
-                path: path.clone(),
-                content,
-            })?;
-            if tool == ToolId::WriteFile {
-                // The reference server's words; write_text_file also gives the size.
-                text(format!("Successfully wrote to {}", shown(gw, &path)))
-            } else {
-                text(format!(
-                    "Successfully wrote {n} bytes to {}",
-                    shown(gw, &path)
-                ))
-            }
-        }
+        ToolId::WriteTextFile | ToolId::WriteFile => write(gw, ctx, tool, parse(tool, args)?)?,
         ToolId::EditFile => compat::edit(gw, ctx, parse(tool, args)?)?,
         ToolId::Ls => {
             let ListArgs { path, cursor } = parse(tool, args)?;
@@ -149,62 +133,15 @@ fn run(
             let GlobArgs { pattern } = parse(tool, args)?;
             render::output(gw, handle(Op::Glob { pattern })?)
         }
-        ToolId::Grep => {
-            let a: GrepArgs = parse(tool, args)?;
-            render::output(
-                gw,
-                handle(Op::Grep {
-                    pattern: a.pattern,
-                    path: a.path,
-                    ignore_case: a.ignore_case.unwrap_or(false),
-                    include_glob: a.include_glob,
-                    max_results: a.max_results,
-                })?,
-            )
-        }
+        ToolId::Grep => grep(gw, ctx, parse(tool, args)?)?,
         ToolId::Stat => {
             let PathArgs { path } = parse(tool, args)?;
             render::output(gw, handle(Op::Stat { path })?)
         }
-        ToolId::Mkdir => {
-            let MkdirArgs { path, recursive } = parse(tool, args)?;
-            handle(Op::Mkdir {
-                path: path.clone(),
-                recursive: recursive.unwrap_or(false),
-            })?;
-            text(format!("Created directory {}", shown(gw, &path)))
-        }
-        ToolId::CreateDirectory => {
-            let PathArgs { path } = parse(tool, args)?;
-            handle(Op::Mkdir {
-                path: path.clone(),
-                recursive: true,
-            })?;
-            text(format!(
-                "Successfully created directory {}",
-                shown(gw, &path)
-            ))
-        }
-        ToolId::Rm => {
-            let RmArgs { path, recursive } = parse(tool, args)?;
-            handle(Op::Rm {
-                path: path.clone(),
-                recursive: recursive.unwrap_or(false),
-            })?;
-            text(format!("Deleted {}", shown(gw, &path)))
-        }
-        ToolId::Rename => {
-            let RenameArgs { old_path, new_path } = parse(tool, args)?;
-            handle(Op::Rename {
-                from: old_path.clone(),
-                to: new_path.clone(),
-            })?;
-            text(format!(
-                "Moved {} to {}",
-                shown(gw, &old_path),
-                shown(gw, &new_path)
-            ))
-        }
+        ToolId::Mkdir => mkdir(gw, ctx, parse(tool, args)?)?,
+        ToolId::CreateDirectory => create_directory(gw, ctx, parse(tool, args)?)?,
+        ToolId::Rm => rm(gw, ctx, parse(tool, args)?)?,
+        ToolId::Rename => rename(gw, ctx, parse(tool, args)?)?,
         ToolId::ReadMediaFile => compat::read_media(gw, ctx, parse(tool, args)?)?,
         ToolId::ReadMultipleFiles => compat::read_multiple(gw, ctx, parse(tool, args)?)?,
         ToolId::ListDirectory => compat::list_directory(gw, ctx, parse(tool, args)?)?,
@@ -216,4 +153,101 @@ fn run(
         ToolId::ListAllowedDirectories => text(roots::allowed_directories(gw, &ctx.scope.roots())),
     };
     Ok(result)
+}
+
+/// `write_text_file` and `write_file`: the same write, each answered in its own words.
+fn write(
+    gw: &Gateway,
+    ctx: &ToolCall<'_>,
+    tool: ToolId,
+    WriteArgs { path, content }: WriteArgs,
+) -> Result<CallToolResult, ToolError> {
+    let n = content.len();
+    ctx.serve_op(
+        gw,
+        Op::WriteText {
+            path: path.clone(),
+            content,
+        },
+    )?;
+    if tool == ToolId::WriteFile {
+        // The reference server's words; write_text_file also gives the size.
+        Ok(text(format!("Successfully wrote to {}", shown(gw, &path))))
+    } else {
+        Ok(text(format!(
+            "Successfully wrote {n} bytes to {}",
+            shown(gw, &path)
+        )))
+    }
+}
+
+fn grep(gw: &Gateway, ctx: &ToolCall<'_>, a: GrepArgs) -> Result<CallToolResult, ToolError> {
+    let op = Op::Grep {
+        pattern: a.pattern,
+        path: a.path,
+        ignore_case: a.ignore_case.unwrap_or(false),
+        include_glob: a.include_glob,
+        max_results: a.max_results,
+    };
+    Ok(render::output(gw, ctx.serve_op(gw, op)?))
+}
+
+fn mkdir(
+    gw: &Gateway,
+    ctx: &ToolCall<'_>,
+    MkdirArgs { path, recursive }: MkdirArgs,
+) -> Result<CallToolResult, ToolError> {
+    let op = Op::Mkdir {
+        path: path.clone(),
+        recursive: recursive.unwrap_or(false),
+    };
+    ctx.serve_op(gw, op)?;
+    Ok(text(format!("Created directory {}", shown(gw, &path))))
+}
+
+/// The reference server's `create_directory`: `mkdir -p`.
+fn create_directory(
+    gw: &Gateway,
+    ctx: &ToolCall<'_>,
+    PathArgs { path }: PathArgs,
+) -> Result<CallToolResult, ToolError> {
+    let op = Op::Mkdir {
+        path: path.clone(),
+        recursive: true,
+    };
+    ctx.serve_op(gw, op)?;
+    Ok(text(format!(
+        "Successfully created directory {}",
+        shown(gw, &path)
+    )))
+}
+
+fn rm(
+    gw: &Gateway,
+    ctx: &ToolCall<'_>,
+    RmArgs { path, recursive }: RmArgs,
+) -> Result<CallToolResult, ToolError> {
+    let op = Op::Rm {
+        path: path.clone(),
+        recursive: recursive.unwrap_or(false),
+    };
+    ctx.serve_op(gw, op)?;
+    Ok(text(format!("Deleted {}", shown(gw, &path))))
+}
+
+fn rename(
+    gw: &Gateway,
+    ctx: &ToolCall<'_>,
+    RenameArgs { old_path, new_path }: RenameArgs,
+) -> Result<CallToolResult, ToolError> {
+    let op = Op::Rename {
+        from: old_path.clone(),
+        to: new_path.clone(),
+    };
+    ctx.serve_op(gw, op)?;
+    Ok(text(format!(
+        "Moved {} to {}",
+        shown(gw, &old_path),
+        shown(gw, &new_path)
+    )))
 }

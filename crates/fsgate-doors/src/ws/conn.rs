@@ -163,63 +163,20 @@ pub(super) async fn run(
         return;
     };
     let mut tasks = JoinSet::new();
-    // A message read while deciding whether a request is alone, to be taken next.
-    let mut ahead = None;
     let mut rd = Reader {
         waiting: sh.asks.as_ref().map(|a| a.waiting()),
         stream,
         ended: false,
         oversized: false,
     };
-    loop {
-        while tasks.try_join_next().is_some() {}
-        // Back-pressure: a client that does not read its replies is not read either.
-        rd.meanwhile(&sh, &sub_tx, out.wait_for_room()).await;
-        if rd.ended {
-            break;
-        }
-        let read = match ahead.take() {
-            Some(read) => read,
-            None => rd.stream.next().await,
-        };
-        let Some(text) = rd.text(&sh, read).await else {
-            if rd.ended {
-                break;
-            }
-            continue;
-        };
-        let Some(task) = take(&sh, &sub_tx, text.as_str()).await else {
-            continue;
-        };
-        let Some(permits) = rd.meanwhile(&sh, &sub_tx, admit(&sh, text.len())).await else {
-            break;
-        };
-        drop(text);
-        if batched(&task.op) {
-            // Alone only if nothing else has arrived either: pipelined requests are
-            // batched (what was read ahead is taken next).
-            let mut here = alone(&sh, &tasks, &batch);
-            if here {
-                ahead = rd.stream.next().now_or_never();
-                here = ahead.is_none();
-            }
-            if here {
-                let (done, settled) = batch.run_settled(&*door, (task, permits));
-                door.answer_now(done, settled).await;
-                continue;
-            }
-            rd.meanwhile(&sh, &sub_tx, batch.send((task, permits)))
-                .await;
-            continue;
-        }
-        // Reads sent after a change wait until it is done.
-        let change = task.op.is_mutating().then(|| batch.change());
-        let sh2 = Arc::clone(&sh);
-        tasks.spawn(async move {
-            serve_op(sh2, task, permits).await;
-            drop(change);
-        });
-    }
+    let requests = Requests {
+        sh: &sh,
+        sub_tx: &sub_tx,
+        out: &out,
+        door: &door,
+        batch: &batch,
+    };
+    requests.serve(&mut rd, &mut tasks).await;
     // Questions still waiting cannot be answered any more.
     if let Some(a) = &sh.asks {
         a.close();
@@ -248,6 +205,88 @@ pub(super) async fn run(
         drain(ws.get_mut(), max).await;
     }
     tracing::debug!(%session, "connection closed");
+}
+
+/// What reading a connection's requests needs: what they share, the subscription
+/// they may change, the outbox (its room), the batch thread and its door.
+struct Requests<'a> {
+    sh: &'a Arc<Shared>,
+    sub_tx: &'a watch::Sender<Option<RelPath>>,
+    out: &'a Outbox<Message>,
+    door: &'a Arc<BatchDoor>,
+    batch: &'a batch::Door<<BatchDoor as Batched>::Job>,
+}
+
+impl Requests<'_> {
+    /// Reads and serves requests until the client closes the connection (or it is cut
+    /// off): changes and the reads batched with them on the batch thread, in order;
+    /// other requests on tasks of their own (`tasks`).
+    async fn serve(&self, rd: &mut Reader, tasks: &mut JoinSet<()>) {
+        let (sh, sub_tx) = (self.sh, self.sub_tx);
+        // A message read while deciding whether a request is alone, to be taken next.
+        let mut ahead = None;
+        loop {
+            while tasks.try_join_next().is_some() {}
+            // Back-pressure: a client that does not read its replies is not read either.
+            rd.meanwhile(sh, sub_tx, self.out.wait_for_room()).await;
+            if rd.ended {
+                break;
+            }
+            let read = match ahead.take() {
+                Some(read) => read,
+                None => rd.stream.next().await,
+            };
+            let Some(text) = rd.text(sh, read).await else {
+                if rd.ended {
+                    break;
+                }
+                continue;
+            };
+            let Some(task) = take(sh, sub_tx, text.as_str()).await else {
+                continue;
+            };
+            let Some(permits) = rd.meanwhile(sh, sub_tx, admit(sh, text.len())).await else {
+                break;
+            };
+            drop(text);
+            if batched(&task.op) {
+                ahead = self.batch_one(rd, tasks, (task, permits)).await;
+                continue;
+            }
+            // Reads sent after a change wait until it is done.
+            let change = task.op.is_mutating().then(|| self.batch.change());
+            let sh2 = Arc::clone(sh);
+            tasks.spawn(async move {
+                serve_op(sh2, task, permits).await;
+                drop(change);
+            });
+        }
+    }
+
+    /// A request for the batch thread: run here at once if nothing else is running or
+    /// has arrived, else queued behind the others (pipelined requests are batched).
+    /// What was read ahead, if anything, is returned to be taken next.
+    async fn batch_one(
+        &self,
+        rd: &mut Reader,
+        tasks: &JoinSet<()>,
+        job: <BatchDoor as Batched>::Job,
+    ) -> Option<Option<Result<Message, WsProtoError>>> {
+        let mut ahead = None;
+        let mut here = alone(self.sh, tasks, self.batch);
+        if here {
+            ahead = rd.stream.next().now_or_never();
+            here = ahead.is_none();
+        }
+        if here {
+            let (done, settled) = self.batch.run_settled(&**self.door, job);
+            self.door.answer_now(done, settled).await;
+            return ahead;
+        }
+        rd.meanwhile(self.sh, self.sub_tx, self.batch.send(job))
+            .await;
+        ahead
+    }
 }
 
 /// What the connection's requests share; the context's asker puts questions to it.

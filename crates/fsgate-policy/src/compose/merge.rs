@@ -496,6 +496,13 @@ fn uncovered(rule: &Rule, base_allows: &[Rule]) -> Option<String> {
 /// An ask rule may narrow an allow rule (a person is then asked where the base allowed)
 /// or an ask rule; an allow rule only an allow rule (never an ask: nobody would be asked).
 pub(crate) fn narrower(p: &Rule, b: &Rule) -> Result<(), String> {
+    narrower_effect(p, b)?;
+    narrower_scope(p, b)?;
+    narrower_paths(p, b)
+}
+
+/// An allow rule may narrow an allow rule; an ask rule an allow or ask rule.
+fn narrower_effect(p: &Rule, b: &Rule) -> Result<(), String> {
     match (p.effect, b.effect) {
         (Effect::Allow, Effect::Allow) | (Effect::Ask, Effect::Allow | Effect::Ask) => {}
         (Effect::Allow, Effect::Ask) => {
@@ -505,6 +512,11 @@ pub(crate) fn narrower(p: &Rule, b: &Rule) -> Result<(), String> {
         }
         _ => return Err("only an allow rule (or an ask rule) can narrow an allow rule".into()),
     }
+    Ok(())
+}
+
+/// `p` covers no op, extension or size `b` does not.
+fn narrower_scope(p: &Rule, b: &Rule) -> Result<(), String> {
     if let Some(op) = OpClass::ALL
         .iter()
         .find(|op| p.ops[**op as usize] && !b.ops[**op as usize])
@@ -541,6 +553,12 @@ pub(crate) fn narrower(p: &Rule, b: &Rule) -> Result<(), String> {
             b.max_size.unwrap_or_default()
         ));
     }
+    Ok(())
+}
+
+/// `p`'s globs reach nothing beyond `b`'s paths, nor let the agent list an ancestor
+/// `b` does not.
+fn narrower_paths(p: &Rule, b: &Rule) -> Result<(), String> {
     let Some(bset) = &b.paths else {
         return Ok(());
     };

@@ -11,7 +11,9 @@ use sha2::{Digest, Sha256};
 use toml::Spanned;
 
 use super::builtin::BUILTIN_CONTENT_RULES;
-use super::format::{GitleaksAllowlist, GitleaksFile, GitleaksRequired, GitleaksRule, RawContent};
+use super::format::{
+    GitleaksAllowlist, GitleaksExtend, GitleaksFile, GitleaksRequired, GitleaksRule, RawContent,
+};
 use super::{Allow, CRule, ContentScanner, ContentSource, Pattern, Required, Target};
 use crate::compile::line_col;
 use crate::{OpClass, PolicyError};
@@ -105,6 +107,15 @@ pub(crate) fn compile(
         let path = resolve(base, Path::new(cfg.get_ref()));
         layers.push(load_gitleaks(&path, 0, &mut sources, &errs)?);
     }
+    layers.push(inline_layer(raw, &errs));
+    let (mut specs, globals) = stack_layers(layers, &errs)?;
+    disable_rules(&mut specs, raw, &errs)?;
+    let scanner = build(specs, globals, ops, sources, &errs)?;
+    Ok(Some(scanner))
+}
+
+/// The rules and allowlists written in the policy's `[content]` section itself.
+fn inline_layer(raw: &RawContent, errs: &Errs<'_>) -> Layer {
     let inline: Vec<Spec> = raw
         .rules
         .iter()
@@ -134,9 +145,13 @@ pub(crate) fn compile(
             )
         })
         .collect();
-    layers.push((inline, inline_allows));
+    (inline, inline_allows)
+}
 
-    // Later layers replace earlier rules of the same id: built-in < gitleaks < inline.
+/// The layers stacked: later layers replace earlier rules of the same id (built-in <
+/// gitleaks < inline), and every layer's global allowlists apply. An id twice in one
+/// layer is refused.
+fn stack_layers(layers: Vec<Layer>, errs: &Errs<'_>) -> Result<Layer, PolicyError> {
     let mut specs: Vec<Spec> = Vec::new();
     let mut globals: Vec<(GitleaksAllowlist, At)> = Vec::new();
     for (rules, allows) in layers {
@@ -156,6 +171,15 @@ pub(crate) fn compile(
         }
         globals.extend(allows);
     }
+    Ok((specs, globals))
+}
+
+/// Leaves out the rules `disabled_rules` names; each must name one.
+fn disable_rules(
+    specs: &mut Vec<Spec>,
+    raw: &RawContent,
+    errs: &Errs<'_>,
+) -> Result<(), PolicyError> {
     for (i, id) in raw.disabled_rules.iter().enumerate() {
         let before = specs.len();
         specs.retain(|s| s.id != *id.get_ref());
@@ -169,8 +193,7 @@ pub(crate) fn compile(
             });
         }
     }
-    let scanner = build(specs, globals, ops, sources, &errs)?;
-    Ok(Some(scanner))
+    Ok(())
 }
 
 fn parse_ops(raw: &RawContent, errs: &Errs<'_>) -> Result<[bool; 4], PolicyError> {
@@ -293,31 +316,56 @@ fn load_gitleaks(
     sources: &mut Vec<ContentSource>,
     errs: &Errs<'_>,
 ) -> Result<Layer, PolicyError> {
-    let file_err = |line: usize, message: String| {
-        errs.at(
-            &At::File {
-                file: path.to_path_buf(),
-                line,
-            },
-            "",
-            message,
-        )
-    };
     let text = crate::compose::read_base(path)
-        .map_err(|e| file_err(0, format!("cannot read gitleaks config: {e}")))?;
+        .map_err(|e| file_err(errs, path, 0, format!("cannot read gitleaks config: {e}")))?;
     sources.push(ContentSource {
         path: path.to_path_buf(),
         sha256: hex::encode(Sha256::digest(text.as_bytes())),
     });
     let file: GitleaksFile = toml::from_str(&text).map_err(|e| {
         let line = e.span().map_or(0, |s| line_col(&text, s.start).0);
-        file_err(
-            line,
-            format!("not a gitleaks config: {}", e.message().trim()),
-        )
+        let message = format!("not a gitleaks config: {}", e.message().trim());
+        file_err(errs, path, line, message)
     })?;
-    let line_of = |s: &Spanned<String>| line_col(&text, s.span().start).0;
-    let mut rules: Vec<Spec> = file
+    let (rules, mut allows) = file_layer(path, &text, &file, errs)?;
+    let Some(ext) = &file.extend else {
+        return Ok((rules, allows));
+    };
+    let Some(ext_path) = extended_path(path, ext, errs)? else {
+        return Ok((rules, allows));
+    };
+    if depth + 1 > MAX_EXTEND_DEPTH {
+        return Ok((rules, allows));
+    }
+    let ext_path = resolve(path.parent(), Path::new(ext_path));
+    let (base_rules, base_allows) = load_gitleaks(&ext_path, depth + 1, sources, errs)?;
+    let merged = merge_rules(base_rules, rules, &ext.disabled_rules);
+    allows.extend(base_allows);
+    Ok((merged, allows))
+}
+
+/// A problem in the gitleaks config at `path`, at `line` of it.
+fn file_err(errs: &Errs<'_>, path: &Path, line: usize, message: String) -> PolicyError {
+    errs.at(
+        &At::File {
+            file: path.to_path_buf(),
+            line,
+        },
+        "",
+        message,
+    )
+}
+
+/// One gitleaks file's own rules and global allowlists (`text` is its source, for
+/// lines); a rule or file with both an `allowlist` and `allowlists` is refused.
+fn file_layer(
+    path: &Path,
+    text: &str,
+    file: &GitleaksFile,
+    errs: &Errs<'_>,
+) -> Result<Layer, PolicyError> {
+    let line_of = |s: &Spanned<String>| line_col(text, s.span().start).0;
+    let rules: Vec<Spec> = file
         .rules
         .iter()
         .map(|r| {
@@ -342,11 +390,13 @@ fn load_gitleaks(
     }
     if file.allowlist.is_some() && !file.allowlists.is_empty() {
         return Err(file_err(
+            errs,
+            path,
             0,
             "[allowlist] cannot be used alongside [[allowlists]]".into(),
         ));
     }
-    let mut allows: Vec<(GitleaksAllowlist, At)> = file
+    let allows: Vec<(GitleaksAllowlist, At)> = file
         .allowlist
         .iter()
         .chain(&file.allowlists)
@@ -361,65 +411,76 @@ fn load_gitleaks(
             )
         })
         .collect();
-    let Some(ext) = &file.extend else {
-        return Ok((rules, allows));
-    };
+    Ok((rules, allows))
+}
+
+/// The file an `[extend]` section names, as written; `useDefault` and `url` are
+/// refused (nothing bundled, nothing fetched).
+fn extended_path<'e>(
+    path: &Path,
+    ext: &'e GitleaksExtend,
+    errs: &Errs<'_>,
+) -> Result<Option<&'e str>, PolicyError> {
     if ext.use_default {
         return Err(file_err(
+            errs,
+            path,
             0,
             "[extend] useDefault: fsgate does not bundle gitleaks' default rules; copy them into a file and use [extend] path, or use `[content] builtin = true`".into(),
         ));
     }
     if ext.url.is_some() {
         return Err(file_err(
+            errs,
+            path,
             0,
             "[extend] url: fsgate loads no configuration over the network".into(),
         ));
     }
-    let Some(ext_path) = &ext.path else {
-        return Ok((rules, allows));
-    };
-    if depth + 1 > MAX_EXTEND_DEPTH {
-        return Ok((rules, allows));
-    }
-    let ext_path = resolve(path.parent(), Path::new(ext_path));
-    let (base_rules, base_allows) = load_gitleaks(&ext_path, depth + 1, sources, errs)?;
-    // Gitleaks' merge: the extended file's rules come first; a rule of the same id here
-    // overrides the non-empty fields and appends keywords and allowlists.
+    Ok(ext.path.as_deref())
+}
+
+/// Gitleaks' merge: the extended file's rules come first (less the disabled ones); a
+/// rule of the same id here overrides the non-empty fields and appends keywords and
+/// allowlists; this file's other rules follow.
+fn merge_rules(base_rules: Vec<Spec>, mut rules: Vec<Spec>, disabled: &[String]) -> Vec<Spec> {
     let mut merged: Vec<Spec> = Vec::new();
     for base in base_rules {
-        if ext.disabled_rules.contains(&base.id) {
+        if disabled.contains(&base.id) {
             continue;
         }
         match rules.iter().position(|r| r.id == base.id) {
-            Some(i) => {
-                let cur = rules.remove(i);
-                let mut m = base;
-                if cur.regex.is_some() {
-                    m.regex = cur.regex;
-                }
-                if cur.path.is_some() {
-                    m.path = cur.path;
-                }
-                if cur.secret_group.is_some() {
-                    m.secret_group = cur.secret_group;
-                }
-                if cur.entropy.is_some() {
-                    m.entropy = cur.entropy;
-                }
-                m.keywords.extend(cur.keywords);
-                m.allowlists.extend(cur.allowlists);
-                m.tps.extend(cur.tps);
-                m.fps.extend(cur.fps);
-                m.at = cur.at;
-                merged.push(m);
-            }
+            Some(i) => merged.push(base.overridden_by(rules.remove(i))),
             None => merged.push(base),
         }
     }
     merged.extend(rules);
-    allows.extend(base_allows);
-    Ok((merged, allows))
+    merged
+}
+
+impl Spec {
+    /// This rule of an extended file, overridden by the rule of the same id in the
+    /// extending one (which also says where the merged rule was written).
+    fn overridden_by(mut self, cur: Spec) -> Spec {
+        if cur.regex.is_some() {
+            self.regex = cur.regex;
+        }
+        if cur.path.is_some() {
+            self.path = cur.path;
+        }
+        if cur.secret_group.is_some() {
+            self.secret_group = cur.secret_group;
+        }
+        if cur.entropy.is_some() {
+            self.entropy = cur.entropy;
+        }
+        self.keywords.extend(cur.keywords);
+        self.allowlists.extend(cur.allowlists);
+        self.tps.extend(cur.tps);
+        self.fps.extend(cur.fps);
+        self.at = cur.at;
+        self
+    }
 }
 
 fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allow, PolicyError> {
@@ -640,62 +701,21 @@ fn compile_rule(
     errs: &Errs<'_>,
     builtin: Option<usize>,
 ) -> Result<CRule, PolicyError> {
-    let bad = |what: &str, m: String| errs.at(&s.at, what, format!("rule `{}`: {m}", s.id));
     if s.id.is_empty() {
-        return Err(bad(".id", "a content rule needs a non-empty id".into()));
+        return Err(s.bad(errs, ".id", "a content rule needs a non-empty id".into()));
     }
     if s.regex.is_none() && s.path.is_none() {
-        return Err(bad("", "a content rule needs `regex` or `path`".into()));
+        return Err(s.bad(errs, "", "a content rule needs `regex` or `path`".into()));
     }
-    let regex = match (&s.regex, builtin) {
-        (Some(_), Some(n)) => Some(Pattern::Builtin(n)),
-        (Some((src, line)), None) => {
-            let re = BytesRegexBuilder::new(src)
-                .size_limit(REGEX_SIZE_LIMIT)
-                .build()
-                .map_err(|e| {
-                    let at = match &s.at {
-                        At::Inline { key, .. } => At::Inline {
-                            key: key.clone(),
-                            line: *line,
-                        },
-                        other => other.clone(),
-                    };
-                    errs.at(
-                        &at,
-                        ".regex",
-                        format!(
-                            "rule `{}`: invalid regex: {}",
-                            s.id,
-                            one_line(&e.to_string())
-                        ),
-                    )
-                })?;
-            if let Some(g) = s.secret_group
-                && g >= re.captures_len()
-            {
-                return Err(bad(
-                    ".secretGroup",
-                    format!(
-                        "secretGroup {g} but the regex has {} capture group(s)",
-                        re.captures_len() - 1
-                    ),
-                ));
-            }
-            Some(Pattern::Own(re))
-        }
-        (None, _) => None,
-    };
+    let regex = s.compile_regex(errs, builtin)?;
     let path = match &s.path {
         Some(p) => Some(
             RegexBuilder::new(p)
                 .size_limit(REGEX_SIZE_LIMIT)
                 .build()
                 .map_err(|e| {
-                    bad(
-                        ".path",
-                        format!("invalid path regex: {}", one_line(&e.to_string())),
-                    )
+                    let message = format!("invalid path regex: {}", one_line(&e.to_string()));
+                    s.bad(errs, ".path", message)
                 })?,
         ),
         None => None,
@@ -703,51 +723,8 @@ fn compile_rule(
     if let Some(e) = s.entropy
         && !(e.is_finite() && e >= 0.0)
     {
-        return Err(bad(
-            ".entropy",
-            format!("entropy must be a number >= 0, not {e}"),
-        ));
-    }
-    let mut keywords = Vec::new();
-    for k in &s.keywords {
-        let k = k.to_lowercase();
-        if k.is_empty() {
-            return Err(bad(
-                ".keywords",
-                "empty keyword (it would match everything)".into(),
-            ));
-        }
-        if !keywords.contains(&k) {
-            keywords.push(k);
-        }
-    }
-    let mut allowlists = Vec::new();
-    for (a, at) in &s.allowlists {
-        if !a.target_rules.is_empty() {
-            return Err(errs.at(
-                at,
-                "",
-                format!(
-                    "rule `{}`: targetRules belongs in a global [[allowlists]]",
-                    s.id
-                ),
-            ));
-        }
-        allowlists.push(compile_allow(a, at, errs)?);
-    }
-    let mut required = Vec::new();
-    for r in &s.required {
-        let Some(&i) = index.get(&r.id) else {
-            return Err(bad(
-                ".required",
-                format!("required rule `{}` does not exist", r.id),
-            ));
-        };
-        required.push(Required {
-            rule: i,
-            within_lines: r.within_lines,
-            within_columns: r.within_columns,
-        });
+        let message = format!("entropy must be a number >= 0, not {e}");
+        return Err(s.bad(errs, ".entropy", message));
     }
     Ok(CRule {
         id: format!("content:{}", s.id),
@@ -755,11 +732,128 @@ fn compile_rule(
         path,
         secret_group: s.secret_group,
         entropy: s.entropy,
-        keywords,
-        allowlists,
-        required,
+        keywords: s.compile_keywords(errs)?,
+        allowlists: s.compile_allowlists(errs)?,
+        required: s.compile_required(index, errs)?,
         skip_report: s.skip_report,
     })
+}
+
+impl Spec {
+    /// A problem with this rule, at `what` (a key suffix such as `.regex`).
+    fn bad(&self, errs: &Errs<'_>, what: &str, m: String) -> PolicyError {
+        errs.at(&self.at, what, format!("rule `{}`: {m}", self.id))
+    }
+
+    /// The rule's content regex: the built-in set's `builtin`th when it is a built-in
+    /// rule, else its own, compiled; its `secretGroup` must name one of its groups.
+    fn compile_regex(
+        &self,
+        errs: &Errs<'_>,
+        builtin: Option<usize>,
+    ) -> Result<Option<Pattern>, PolicyError> {
+        let (src, line) = match (&self.regex, builtin) {
+            (Some(_), Some(n)) => return Ok(Some(Pattern::Builtin(n))),
+            (Some((src, line)), None) => (src, *line),
+            (None, _) => return Ok(None),
+        };
+        let re = BytesRegexBuilder::new(src)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .map_err(|e| {
+                let at = match &self.at {
+                    At::Inline { key, .. } => At::Inline {
+                        key: key.clone(),
+                        line,
+                    },
+                    other => other.clone(),
+                };
+                errs.at(
+                    &at,
+                    ".regex",
+                    format!(
+                        "rule `{}`: invalid regex: {}",
+                        self.id,
+                        one_line(&e.to_string())
+                    ),
+                )
+            })?;
+        if let Some(g) = self.secret_group
+            && g >= re.captures_len()
+        {
+            return Err(self.bad(
+                errs,
+                ".secretGroup",
+                format!(
+                    "secretGroup {g} but the regex has {} capture group(s)",
+                    re.captures_len() - 1
+                ),
+            ));
+        }
+        Ok(Some(Pattern::Own(re)))
+    }
+
+    /// The rule's keywords, lowercased, each once; an empty one is refused.
+    fn compile_keywords(&self, errs: &Errs<'_>) -> Result<Vec<String>, PolicyError> {
+        let mut keywords = Vec::new();
+        for k in &self.keywords {
+            let k = k.to_lowercase();
+            if k.is_empty() {
+                return Err(self.bad(
+                    errs,
+                    ".keywords",
+                    "empty keyword (it would match everything)".into(),
+                ));
+            }
+            if !keywords.contains(&k) {
+                keywords.push(k);
+            }
+        }
+        Ok(keywords)
+    }
+
+    /// The rule's own allowlists, compiled (`targetRules` belongs to global ones).
+    fn compile_allowlists(&self, errs: &Errs<'_>) -> Result<Vec<Allow>, PolicyError> {
+        let mut allowlists = Vec::new();
+        for (a, at) in &self.allowlists {
+            if !a.target_rules.is_empty() {
+                return Err(errs.at(
+                    at,
+                    "",
+                    format!(
+                        "rule `{}`: targetRules belongs in a global [[allowlists]]",
+                        self.id
+                    ),
+                ));
+            }
+            allowlists.push(compile_allow(a, at, errs)?);
+        }
+        Ok(allowlists)
+    }
+
+    /// The rules this one requires, by their place in `index`; each must exist.
+    fn compile_required(
+        &self,
+        index: &HashMap<String, usize>,
+        errs: &Errs<'_>,
+    ) -> Result<Vec<Required>, PolicyError> {
+        let mut required = Vec::new();
+        for r in &self.required {
+            let Some(&i) = index.get(&r.id) else {
+                return Err(self.bad(
+                    errs,
+                    ".required",
+                    format!("required rule `{}` does not exist", r.id),
+                ));
+            };
+            required.push(Required {
+                rule: i,
+                within_lines: r.within_lines,
+                within_columns: r.within_columns,
+            });
+        }
+        Ok(required)
+    }
 }
 
 /// Every true-positive example must be found by its rule (keywords included, so the
