@@ -195,10 +195,9 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
             trusted,
             pubkey,
             checkpoints,
-        } => match super::locate::log_paths(&paths, workspace.as_deref()) {
-            Ok(paths) => verify_cmd(&paths, json, trusted, pubkey.as_deref(), checkpoints, out),
-            Err(e) => fail("verify", &e),
-        },
+        } => on_logs("verify", (&paths, workspace.as_deref()), |paths| {
+            verify_cmd(paths, json, trusted, pubkey.as_deref(), checkpoints, out)
+        }),
         AuditCommand::Show {
             paths,
             workspace,
@@ -213,52 +212,34 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
             stats,
             follow,
             width,
-        } => {
-            let filter = match show_filter(since, until, op, decision, path, session) {
-                Ok(f) => f,
-                Err(e) => return fail("show", &e),
-            };
-            let format = match (json, csv) {
-                (true, _) => ShowFormat::Json,
-                (_, true) => ShowFormat::Csv,
-                _ => ShowFormat::Table,
-            };
-            let opts = show::ShowOptions {
-                format,
-                width: width.unwrap_or_else(show::terminal_width),
-                stats,
-                follow,
-            };
-            match super::locate::log_paths(&paths, workspace.as_deref()) {
-                Ok(paths) => show_cmd(&paths, &filter, &opts, out),
-                Err(e) => fail("show", &e),
-            }
-        }
+        } => match show_filter(since, until, op, decision, path, session) {
+            Ok(filter) => on_logs("show", (&paths, workspace.as_deref()), |paths| {
+                let opts = show_options((json, csv), width, stats, follow);
+                show_cmd(paths, &filter, &opts, out)
+            }),
+            Err(e) => fail("show", &e),
+        },
         AuditCommand::Report {
             paths,
             workspace,
             html,
             pubkey,
-        } => match super::locate::log_paths(&paths, workspace.as_deref()) {
-            Ok(paths) => report_cmd(&paths, &html, pubkey.as_deref(), out),
-            Err(e) => fail("report", &e),
-        },
+        } => on_logs("report", (&paths, workspace.as_deref()), |paths| {
+            report_cmd(paths, &html, pubkey.as_deref(), out)
+        }),
         AuditCommand::Prune {
             before,
             path,
             workspace,
             signing_key,
             dry_run,
-        } => {
-            let paths: Vec<PathBuf> = path.into_iter().collect();
-            match super::locate::log_paths(&paths, workspace.as_deref()) {
-                Ok(p) => match p.first() {
-                    Some(p) => prune_cmd(&before, p, signing_key.as_deref(), dry_run, out),
-                    None => fail("prune", "name the log (FILE|DIR) or --workspace"),
-                },
-                Err(e) => fail("prune", &e),
-            }
-        }
+        } => prune_log(
+            &before,
+            (path, workspace.as_deref()),
+            signing_key.as_deref(),
+            dry_run,
+            out,
+        ),
         AuditCommand::Prove {
             log,
             seq,
@@ -280,12 +261,67 @@ pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
         }
         AuditCommand::ShipStatus(args) => super::ship::cli::ship_status(args, out),
         AuditCommand::ImportSyslog(args) => super::ship::cli::import_syslog(args, out),
-        AuditCommand::Keygen { out: file } => match keys::generate_key_file(&file) {
-            Ok(pk) => {
-                written(out.write_all(format!("{}\n", hex::encode(pk.to_bytes())).as_bytes()))
-            }
-            Err(e) => fail("keygen", &e.to_string()),
+        AuditCommand::Keygen { out: file } => keygen_cmd(&file, out),
+    }
+}
+
+/// Runs `command` on the logs the paths name (or the workspace's); the error of
+/// `name` when none can be found.
+fn on_logs(
+    name: &str,
+    (paths, workspace): (&[PathBuf], Option<&Path>),
+    command: impl FnOnce(&[PathBuf]) -> i32,
+) -> i32 {
+    match super::locate::log_paths(paths, workspace) {
+        Ok(paths) => command(&paths),
+        Err(e) => fail(name, &e),
+    }
+}
+
+/// How `audit show` prints: JSON lines, CSV or a table (`width` columns wide, the
+/// terminal's by default), with statistics, following the log.
+fn show_options(
+    (json, csv): (bool, bool),
+    width: Option<usize>,
+    stats: bool,
+    follow: bool,
+) -> show::ShowOptions {
+    let format = match (json, csv) {
+        (true, _) => ShowFormat::Json,
+        (_, true) => ShowFormat::Csv,
+        _ => ShowFormat::Table,
+    };
+    show::ShowOptions {
+        format,
+        width: width.unwrap_or_else(show::terminal_width),
+        stats,
+        follow,
+    }
+}
+
+/// `audit prune` on the log named, or else the workspace's.
+fn prune_log(
+    before: &str,
+    (path, workspace): (Option<PathBuf>, Option<&Path>),
+    key: Option<&Path>,
+    dry_run: bool,
+    out: &mut dyn Write,
+) -> i32 {
+    let paths: Vec<PathBuf> = path.into_iter().collect();
+    match super::locate::log_paths(&paths, workspace) {
+        Ok(p) => match p.first() {
+            Some(p) => prune_cmd(before, p, key, dry_run, out),
+            None => fail("prune", "name the log (FILE|DIR) or --workspace"),
         },
+        Err(e) => fail("prune", &e),
+    }
+}
+
+/// `audit keygen`: a new signing key written to `file`, its public key printed.
+fn keygen_cmd(file: &Path, out: &mut dyn Write) -> i32 {
+    match keys::generate_key_file(file) {
+        Ok(pk) => written(out.write_all(format!("{}\n", hex::encode(pk.to_bytes())).as_bytes())),
+        Err(e) => fail("keygen", &e.to_string()),
     }
 }
 

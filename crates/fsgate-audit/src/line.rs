@@ -210,44 +210,8 @@ pub fn check_line(line: &[u8], _scratch: &mut Vec<u8>) -> Result<LineInfo, LineF
     if !line.starts_with(b"{\"seq\":") {
         return Err(bad("does not start with {\"seq\":"));
     }
-    let (seq, mut i) = u64_at(line, 7).ok_or_else(|| bad("seq is not a canonical integer"))?;
-    // Content ranges of the string fields we need.
-    let mut found: [Option<(usize, usize)>; FIELDS.len()] = [None; FIELDS.len()];
-    for (k, (name, ty, required)) in FIELDS.iter().enumerate() {
-        if !line[i..].starts_with(name) {
-            if *required {
-                return Err(LineFault::Malformed(format!(
-                    "not in canonical form: expected field {} here",
-                    String::from_utf8_lossy(&name[1..name.len() - 1])
-                )));
-            }
-            continue;
-        }
-        i += name.len();
-        match ty {
-            Ty::Str => {
-                let (a, b) = canonical::string_at(line, i)
-                    .map_err(|m| LineFault::Malformed(format!("not in canonical form: {m}")))?;
-                found[k] = Some((a, b));
-                i = b + 1;
-            }
-            Ty::U64 => {
-                i = u64_at(line, i)
-                    .ok_or_else(|| bad("not in canonical form: bad integer"))?
-                    .1;
-            }
-            Ty::Obj => {
-                if line.get(i) != Some(&b'{') {
-                    return Err(bad("args/details is not an object"));
-                }
-                let start = i;
-                i = canonical::value_end(line, i).map_err(|m| {
-                    LineFault::Malformed(format!("args/details not canonical: {m}"))
-                })?;
-                found[k] = Some((start, i));
-            }
-        }
-    }
+    let (seq, i) = u64_at(line, 7).ok_or_else(|| bad("seq is not a canonical integer"))?;
+    let (found, i) = scan_fields(line, i)?;
     if i + 1 != line.len() || line[i] != b'}' {
         return Err(bad(
             "not in canonical form (unknown field, field order, spacing or escaping)",
@@ -299,6 +263,52 @@ pub fn check_line(line: &[u8], _scratch: &mut Vec<u8>) -> Result<LineInfo, LineF
         kind,
     })
 }
+
+/// Walks the fields after `seq` (from `i`) in their canonical order: the content
+/// ranges of the fields read later, and where the fields end.
+fn scan_fields(line: &[u8], mut i: usize) -> Result<(FieldRanges, usize), LineFault> {
+    let bad = |m: &str| LineFault::Malformed(m.to_owned());
+    let mut found: FieldRanges = [None; FIELDS.len()];
+    for (k, (name, ty, required)) in FIELDS.iter().enumerate() {
+        if !line[i..].starts_with(name) {
+            if *required {
+                return Err(LineFault::Malformed(format!(
+                    "not in canonical form: expected field {} here",
+                    String::from_utf8_lossy(&name[1..name.len() - 1])
+                )));
+            }
+            continue;
+        }
+        i += name.len();
+        match ty {
+            Ty::Str => {
+                let (a, b) = canonical::string_at(line, i)
+                    .map_err(|m| LineFault::Malformed(format!("not in canonical form: {m}")))?;
+                found[k] = Some((a, b));
+                i = b + 1;
+            }
+            Ty::U64 => {
+                i = u64_at(line, i)
+                    .ok_or_else(|| bad("not in canonical form: bad integer"))?
+                    .1;
+            }
+            Ty::Obj => {
+                if line.get(i) != Some(&b'{') {
+                    return Err(bad("args/details is not an object"));
+                }
+                let start = i;
+                i = canonical::value_end(line, i).map_err(|m| {
+                    LineFault::Malformed(format!("args/details not canonical: {m}"))
+                })?;
+                found[k] = Some((start, i));
+            }
+        }
+    }
+    Ok((found, i))
+}
+
+/// Content ranges of the string (and object) fields a check needs, by field.
+type FieldRanges = [Option<(usize, usize)>; FIELDS.len()];
 
 /// The reference checker: parse with serde, re-encode, compare. Slow, obviously right;
 /// the fast checker must agree with it on every input.

@@ -174,25 +174,8 @@ pub(crate) fn show_with(
     };
     let mut widths = Widths::default();
     if opts.format == ShowFormat::Table {
-        pass(
-            merged.as_mut(),
-            rotated,
-            active.as_mut(),
-            filter,
-            &mut ShowStats::default(),
-            &mut |_, v| {
-                widths.see(&Row::of(v));
-                Ok(())
-            },
-        )?;
-        if let (Some(r), Some(p)) = (active.as_mut(), active_path) {
-            r.rewind()
-                .map_err(|e| format!("{}: {e}", fsgate_base::text::EscPath(p)))?;
-        }
-        if opts.follow {
-            widths = widths.following();
-        }
-        widths = widths.fit(opts.width);
+        let active = (active.as_mut(), active_path);
+        widths = table_widths((merged.as_mut(), rotated), active, filter, opts)?;
         w(writeln!(out, "{}", widths.header()))?;
     }
     if opts.format == ShowFormat::Csv {
@@ -229,6 +212,37 @@ pub(crate) fn show_with(
         lines::follow(path, reader, seen.last_seq, &mut each, keep_going)?;
     }
     Ok(seen)
+}
+
+/// The table's column widths, from a first pass over the matching records (the
+/// active file is read again after it), fitted to `opts.width`.
+fn table_widths(
+    (merged, rotated): (Option<&mut merge::Merged>, &[&Path]),
+    (active, active_path): (Option<&mut LineReader>, Option<&Path>),
+    filter: &ShowFilter,
+    opts: &ShowOptions,
+) -> Result<Widths, String> {
+    let mut widths = Widths::default();
+    let mut active = active;
+    pass(
+        merged,
+        rotated,
+        active.as_deref_mut(),
+        filter,
+        &mut ShowStats::default(),
+        &mut |_, v| {
+            widths.see(&Row::of(v));
+            Ok(())
+        },
+    )?;
+    if let (Some(r), Some(p)) = (active, active_path) {
+        r.rewind()
+            .map_err(|e| format!("{}: {e}", fsgate_base::text::EscPath(p)))?;
+    }
+    if opts.follow {
+        widths = widths.following();
+    }
+    Ok(widths.fit(opts.width))
 }
 
 /// An output error as text.

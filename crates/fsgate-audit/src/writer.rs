@@ -318,23 +318,12 @@ impl AuditLog {
             heartbeat: settings.heartbeat(),
             max_file_bytes: settings.max_file_bytes(),
             policy: RwLock::new(Arc::from(policy_sha256)),
-            state: Mutex::new(State {
-                next_seq: head_seq + 1,
-                head,
-                file_bytes: rec.active_len,
-                queue: Batch::default(),
-                leader: false,
-                durable_seq: head_seq,
-                durable_head: head,
-                ckpt_seq: rec.checkpoint_seq.min(head_seq),
-                uncovered_since: None,
-                ckpt_busy: false,
-                last_error: None,
-                closed: false,
-                sealed: false,
-                duty_waiters: 0,
-                tree: tree.as_ref().ok().cloned(),
-            }),
+            state: Mutex::new(State::resumed(
+                (head_seq, head),
+                rec.active_len,
+                rec.checkpoint_seq.min(head_seq),
+                tree.as_ref().ok().cloned(),
+            )),
             cv: Condvar::new(),
             io: Mutex::new(io),
             ckpt: Mutex::new(ckpt),
@@ -359,27 +348,12 @@ impl AuditLog {
         for ev in rec.events {
             log.append(ev)?;
         }
-        let mut details = Map::new();
-        details.insert("check".into(), Value::String(rec.check.to_owned()));
-        details.insert("format".into(), json!(1));
-        details.insert("fsgate".into(), json!(env!("CARGO_PKG_VERSION")));
-        details.insert(
-            "fsync".into(),
-            json!(format!("{:?}", settings.fsync).to_lowercase()),
+        let details = start_details(
+            (rec.check, &rec.problems),
+            settings,
+            tree.as_ref().err().map(|why| (path, why.as_str())),
+            &open_intents,
         );
-        details.insert("pid".into(), json!(std::process::id()));
-        details.insert("signed".into(), json!(settings.signing_key.is_some()));
-        if !rec.problems.is_empty() {
-            details.insert("problems".into(), json!(rec.problems));
-        }
-        if let Err(why) = &tree {
-            tracing::warn!(log = %path.display(), "checkpoints carry no Merkle tree: {why}");
-            details.insert("noTree".into(), Value::String(why.clone()));
-        }
-        if !open_intents.is_empty() {
-            let carried: Vec<Value> = open_intents.iter().map(Intent::to_value).collect();
-            details.insert("openIntents".into(), Value::Array(carried));
-        }
         log.append(AuditEvent::lifecycle(record::KIND_START, details))?;
         log.run_duty(Duty {
             checkpoint: (!opts.defer_start_checkpoint).then_some("start"),
@@ -820,23 +794,7 @@ impl Shared {
             };
         }
         let was_unsynced = io.unsynced_since().is_some();
-        let mut failure = None;
-        let mut done = 0;
-        for seg in batch.segments() {
-            match io.write_segment(&batch.buf[seg.bytes], seg.rotate_to, self.mode) {
-                Ok(()) => done = seg.entries.end,
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
-            }
-        }
-        if failure.is_none()
-            && sync
-            && let Err(e) = io.sync()
-        {
-            failure = Some(e);
-        }
+        let (done, failure) = self.write_segments(io, batch, sync);
         let leaves = leaf_hashes(batch, done);
         let mut st = lock(&self.state);
         if let Some(tree) = &mut st.tree {
@@ -912,15 +870,7 @@ impl Shared {
                 break st;
             }
         };
-        let due = match duty.checkpoint {
-            Some(kind) => Some(kind),
-            None if self.checkpoint_every > 0
-                && st.durable_seq >= st.ckpt_seq + self.checkpoint_every =>
-            {
-                Some("periodic")
-            }
-            None => None,
-        };
+        let due = self.checkpoint_due(&st, duty);
         let mut ckpt = None;
         if let Some(kind) = due
             && !st.ckpt_busy
@@ -954,31 +904,117 @@ impl Shared {
         if st.duty_waiters > 0 {
             self.cv.notify_all();
         }
-        if let Some((kind, seq, head, tree)) = ckpt {
-            drop(st);
-            let result = lock(&self.ckpt).write(&self.log_id, (seq, &head), tree.as_ref(), kind);
-            st = lock(&self.state);
-            st.ckpt_busy = false;
-            match result {
-                Ok(()) => {
-                    st.ckpt_seq = st.ckpt_seq.max(seq);
-                    if st.durable_seq == seq {
-                        st.uncovered_since = None;
-                    }
-                    self.checkpoint_failing.store(false, Ordering::Release);
-                }
-                Err(e) => {
-                    tracing::error!(log = %self.path.display(), error = %e, "audit checkpoint failed");
-                    self.checkpoint_failing.store(true, Ordering::Release);
-                }
-            }
-            if st.duty_waiters > 0 {
-                self.cv.notify_all();
-            }
+        if let Some(ckpt) = ckpt {
+            st = self.write_checkpoint(st, ckpt);
         }
         st
     }
+
+    /// The checkpoint this turn owes: the one `duty` asks for, else a periodic one when
+    /// `checkpoint_every` records have become durable since the last.
+    fn checkpoint_due(&self, st: &State, duty: Duty) -> Option<&'static str> {
+        match duty.checkpoint {
+            Some(kind) => Some(kind),
+            None if self.checkpoint_every > 0
+                && st.durable_seq >= st.ckpt_seq + self.checkpoint_every =>
+            {
+                Some("periodic")
+            }
+            None => None,
+        }
+    }
+
+    /// Writes a checkpoint (kind, seq, head, tree) without holding the state lock, then
+    /// takes the lock again to note the result and wake the duty runners.
+    fn write_checkpoint<'a>(
+        &'a self,
+        st: MutexGuard<'a, State>,
+        (kind, seq, head, tree): PendingCheckpoint,
+    ) -> MutexGuard<'a, State> {
+        drop(st);
+        let result = lock(&self.ckpt).write(&self.log_id, (seq, &head), tree.as_ref(), kind);
+        let mut st = lock(&self.state);
+        st.ckpt_busy = false;
+        match result {
+            Ok(()) => {
+                st.ckpt_seq = st.ckpt_seq.max(seq);
+                if st.durable_seq == seq {
+                    st.uncovered_since = None;
+                }
+                self.checkpoint_failing.store(false, Ordering::Release);
+            }
+            Err(e) => {
+                tracing::error!(log = %self.path.display(), error = %e, "audit checkpoint failed");
+                self.checkpoint_failing.store(true, Ordering::Release);
+            }
+        }
+        if st.duty_waiters > 0 {
+            self.cv.notify_all();
+        }
+        st
+    }
+
+    /// Writes a batch's segments (rotating where a segment says), then syncs when
+    /// asked: how many of its entries were written, and the first failure.
+    fn write_segments(
+        &self,
+        io: &mut Io,
+        batch: &Batch,
+        sync: bool,
+    ) -> (usize, Option<AuditError>) {
+        let mut failure = None;
+        let mut done = 0;
+        for seg in batch.segments() {
+            match io.write_segment(&batch.buf[seg.bytes], seg.rotate_to, self.mode) {
+                Ok(()) => done = seg.entries.end,
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if failure.is_none()
+            && sync
+            && let Err(e) = io.sync()
+        {
+            failure = Some(e);
+        }
+        (done, failure)
+    }
 }
+
+impl State {
+    /// The state of a log opened with `head` (seq and hash) as its last durable record,
+    /// its active file `file_bytes` long, checkpointed up to `ckpt_seq`.
+    fn resumed(
+        (head_seq, head): (u64, [u8; 32]),
+        file_bytes: u64,
+        ckpt_seq: u64,
+        tree: Option<CompactRange>,
+    ) -> State {
+        State {
+            next_seq: head_seq + 1,
+            head,
+            file_bytes,
+            queue: Batch::default(),
+            leader: false,
+            durable_seq: head_seq,
+            durable_head: head,
+            ckpt_seq,
+            uncovered_since: None,
+            ckpt_busy: false,
+            last_error: None,
+            closed: false,
+            sealed: false,
+            duty_waiters: 0,
+            tree,
+        }
+    }
+}
+
+/// A checkpoint a leader is to write once the state lock is let go: its kind, the
+/// seq and hash it covers, and the Merkle tree when it has that size.
+type PendingCheckpoint = (&'static str, u64, [u8; 32], Option<CompactRange>);
 
 /// The Merkle leaf hash of each of the first `done` records of a batch.
 fn leaf_hashes(batch: &Batch, done: usize) -> Vec<merkle::Hash> {
@@ -1096,4 +1132,37 @@ fn lock_free_unsynced(sh: &Shared) -> bool {
         .try_lock()
         .map(|io| io.unsynced_for() >= BATCH_SYNC_INTERVAL)
         .unwrap_or(false)
+}
+
+/// The `start` record's details: how the log was found (`check`, and what did not
+/// verify), its format, this fsgate, how it syncs, whether it signs, why its
+/// checkpoints carry no Merkle tree (warned of too), and the intents still open.
+fn start_details(
+    (check, problems): (&str, &[String]),
+    settings: &AuditSettings,
+    no_tree: Option<(&Path, &str)>,
+    open_intents: &[Intent],
+) -> Map<String, Value> {
+    let mut details = Map::new();
+    details.insert("check".into(), Value::String(check.to_owned()));
+    details.insert("format".into(), json!(1));
+    details.insert("fsgate".into(), json!(env!("CARGO_PKG_VERSION")));
+    details.insert(
+        "fsync".into(),
+        json!(format!("{:?}", settings.fsync).to_lowercase()),
+    );
+    details.insert("pid".into(), json!(std::process::id()));
+    details.insert("signed".into(), json!(settings.signing_key.is_some()));
+    if !problems.is_empty() {
+        details.insert("problems".into(), json!(problems));
+    }
+    if let Some((path, why)) = no_tree {
+        tracing::warn!(log = %path.display(), "checkpoints carry no Merkle tree: {why}");
+        details.insert("noTree".into(), Value::String(why.to_owned()));
+    }
+    if !open_intents.is_empty() {
+        let carried: Vec<Value> = open_intents.iter().map(Intent::to_value).collect();
+        details.insert("openIntents".into(), Value::Array(carried));
+    }
+    details
 }

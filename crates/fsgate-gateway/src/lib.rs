@@ -706,17 +706,8 @@ impl Gateway {
         };
         let mut event = facts.into_event(ctx);
         event.policy_sha256 = Some(Arc::from(pol.sha256()));
-        let appended = match batch {
-            // Read-only, in a batch: queued now, waited for before any answer.
-            Some(b) if intent.is_none() && !op.is_mutating() => {
-                audit.append_deferred(&event).map(|ticket| {
-                    b.keep(ticket);
-                    None
-                })
-            }
-            _ => audit.append_ref(&event).map(|r| Some(r.seq)),
-        };
-        match appended {
+        let deferred = batch.filter(|_| intent.is_none() && !op.is_mutating());
+        match append(audit, &event, deferred) {
             Ok(seq) => {
                 if let Some(mut note) = note {
                     note.seq = seq;
@@ -731,20 +722,7 @@ impl Gateway {
             }
             Err(e) => {
                 tracing::error!("audit log: {e}");
-                let err = GatewayError::Internal(match (intent, &result) {
-                    (Some(seq), Ok(_)) => format!(
-                        "{e}; the change was made (its intent is record {seq}), but its outcome could not be recorded; the next start reconciles it"
-                    ),
-                    (Some(seq), Err(_)) => format!(
-                        "{e}; the change was attempted and failed (its intent is record {seq}), and the failure could not be recorded; the next start reconciles it"
-                    ),
-                    (None, _) if op.is_mutating() => {
-                        format!("{e}; the request could not be recorded, and nothing was changed")
-                    }
-                    (None, _) => {
-                        format!("{e}; the result is withheld because it could not be recorded")
-                    }
-                });
+                let err = unrecorded(&e, intent, result.is_ok(), op.is_mutating());
                 (Err(err), None)
             }
         }
@@ -1208,6 +1186,47 @@ impl Gateway {
             path: rp.shown.clone(),
         })
     }
+}
+
+/// Appends a request's record; its seq once written. In a `batch` (a read-only
+/// request's record), it is queued now and the batch keeps its ticket, to be settled
+/// before any answer (None).
+fn append(
+    audit: &AuditLog,
+    event: &AuditEvent,
+    batch: Option<&Batch>,
+) -> Result<Option<u64>, fsgate_audit::AuditError> {
+    match batch {
+        // Read-only, in a batch: queued now, waited for before any answer.
+        Some(b) => audit.append_deferred(event).map(|ticket| {
+            b.keep(ticket);
+            None
+        }),
+        None => audit.append_ref(event).map(|r| Some(r.seq)),
+    }
+}
+
+/// The error of a request whose record could not be written: what became of the
+/// change (its intent is record `intent`, if it had one), or that the result is
+/// withheld.
+fn unrecorded(
+    e: &fsgate_audit::AuditError,
+    intent: Option<u64>,
+    succeeded: bool,
+    mutating: bool,
+) -> GatewayError {
+    GatewayError::Internal(match (intent, succeeded) {
+        (Some(seq), true) => format!(
+            "{e}; the change was made (its intent is record {seq}), but its outcome could not be recorded; the next start reconciles it"
+        ),
+        (Some(seq), false) => format!(
+            "{e}; the change was attempted and failed (its intent is record {seq}), and the failure could not be recorded; the next start reconciles it"
+        ),
+        (None, _) if mutating => {
+            format!("{e}; the request could not be recorded, and nothing was changed")
+        }
+        (None, _) => format!("{e}; the result is withheld because it could not be recorded"),
+    })
 }
 
 /// The refusal of a change whose intent could not be made durable.

@@ -3,8 +3,9 @@
 use super::{Facts, Gateway, ws_error};
 use crate::ops::{Output, RequestCtx};
 use fsgate_base::error::GatewayError;
+use fsgate_base::path::RelPath;
 use fsgate_policy::{Access, EntryKind, OpClass, Policy};
-use fsgate_workspace::{FileKind, Follow, Removal};
+use fsgate_workspace::{Entry, FileKind, Follow, Removal};
 
 impl Gateway {
     pub(super) fn rm(
@@ -36,75 +37,97 @@ impl Gateway {
             return Err(GatewayError::NotFound { path: rp.shown });
         }
         facts.real.0 = Some(res.real.as_str().to_string());
-        let is_dir = self.is_real_dir(&res.real);
         let inspected;
-        let mut expect = Removal::File;
-        if is_dir {
-            // What is removed, so that an undo knows what to make again.
-            facts.args.insert("removed".into(), "directory".into());
-            Self::check(
-                pol,
-                OpClass::Delete,
-                &res.real,
-                EntryKind::Dir,
-                &rp.shown,
-                facts,
-            )?;
-            if recursive {
-                let entries = self.descendants(&res.real, &rp.shown)?;
-                Self::check_subtree(pol, &res.real, None, &entries, &rp.shown, facts)?;
-                for e in &entries {
-                    if e.kind == FileKind::File {
-                        self.backup_inspected(e, &rp.shown, facts)?;
-                    }
+        let expect = if self.is_real_dir(&res.real) {
+            match self.prepare_dir_removal(pol, (&rp, &res.real), recursive, facts)? {
+                Some(entries) => {
+                    inspected = entries;
+                    Removal::Tree(&inspected)
                 }
-                let leaves = leaf_dirs(&entries);
-                if !leaves.is_empty() {
-                    facts.args.insert("leafDirs".into(), leaves.into());
-                }
-                inspected = entries;
-                expect = Removal::Tree(&inspected);
-            } else {
-                expect = Removal::Dir;
+                None => Removal::Dir,
             }
         } else {
-            Self::check(
-                pol,
-                OpClass::Delete,
-                &res.real,
-                EntryKind::File,
-                &rp.shown,
-                facts,
-            )?;
-            let kind = self.workspace.entry_kind(&res.real).ok();
-            let removed = match kind {
-                Some(FileKind::Symlink) => "link",
-                Some(FileKind::Other) => "other",
-                _ => "file",
-            };
-            facts.args.insert("removed".into(), removed.into());
-            if let Some(info) = self
-                .workspace
-                .stat(&res.real)
-                .ok()
-                .filter(|i| i.kind == FileKind::File)
-            {
-                Self::check_size(pol, Access::Rm, (&rp, &res.real), info.size, facts)?;
-                self.backup(&res.real, &rp.shown, facts)?;
-                if let Some((dev, ino)) = facts.saved_file {
-                    expect = Removal::Saved(dev, ino);
-                }
-            } else if kind.is_some_and(|k| k != FileKind::File) {
-                // A link (or special file): nothing to back up, so nothing else may be
-                // removed in its place.
-                expect = Removal::NotAFile;
-            }
-        }
+            self.prepare_file_removal(pol, (&rp, &res.real), facts)?
+        };
         self.intend(pol, ctx, facts)?;
         self.workspace
             .remove(&res.real, expect)
             .map_err(|e| ws_error(e, &rp.shown))?;
         Ok(Output::Unit)
+    }
+
+    /// A directory to remove, checked; with `recursive`, every entry beneath it is
+    /// checked and each file backed up, and the entries are returned (the removal
+    /// must find exactly them).
+    fn prepare_dir_removal(
+        &self,
+        pol: &Policy,
+        (rp, real): (&super::ReqPath, &RelPath),
+        recursive: bool,
+        facts: &mut Facts,
+    ) -> Result<Option<Vec<Entry>>, GatewayError> {
+        // What is removed, so that an undo knows what to make again.
+        facts.args.insert("removed".into(), "directory".into());
+        Self::check(pol, OpClass::Delete, real, EntryKind::Dir, &rp.shown, facts)?;
+        if !recursive {
+            return Ok(None);
+        }
+        let entries = self.descendants(real, &rp.shown)?;
+        Self::check_subtree(pol, real, None, &entries, &rp.shown, facts)?;
+        for e in &entries {
+            if e.kind == FileKind::File {
+                self.backup_inspected(e, &rp.shown, facts)?;
+            }
+        }
+        let leaves = leaf_dirs(&entries);
+        if !leaves.is_empty() {
+            facts.args.insert("leafDirs".into(), leaves.into());
+        }
+        Ok(Some(entries))
+    }
+
+    /// A file, link or special file to remove, checked; a regular file is backed up
+    /// first, and the removal must find the very file saved (or no regular file, for a
+    /// link).
+    fn prepare_file_removal(
+        &self,
+        pol: &Policy,
+        (rp, real): (&super::ReqPath, &RelPath),
+        facts: &mut Facts,
+    ) -> Result<Removal<'static>, GatewayError> {
+        Self::check(
+            pol,
+            OpClass::Delete,
+            real,
+            EntryKind::File,
+            &rp.shown,
+            facts,
+        )?;
+        let kind = self.workspace.entry_kind(real).ok();
+        let removed = match kind {
+            Some(FileKind::Symlink) => "link",
+            Some(FileKind::Other) => "other",
+            _ => "file",
+        };
+        facts.args.insert("removed".into(), removed.into());
+        let mut expect = Removal::File;
+        if let Some(info) = self
+            .workspace
+            .stat(real)
+            .ok()
+            .filter(|i| i.kind == FileKind::File)
+        {
+            Self::check_size(pol, Access::Rm, (rp, real), info.size, facts)?;
+            self.backup(real, &rp.shown, facts)?;
+            if let Some((dev, ino)) = facts.saved_file {
+                expect = Removal::Saved(dev, ino);
+            }
+        } else if kind.is_some_and(|k| k != FileKind::File) {
+            // A link (or special file): nothing to back up, so nothing else may be
+            // removed in its place.
+            expect = Removal::NotAFile;
+        }
+        Ok(expect)
     }
 }
 

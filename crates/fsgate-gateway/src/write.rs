@@ -38,31 +38,7 @@ impl Gateway {
             facts,
         )?;
         facts.real.0 = Some(res.real.as_str().to_string());
-        let limit = pol.limits().max_write_bytes;
-        if content.len() as u64 > limit {
-            return Err(GatewayError::Limit {
-                reason: format!(
-                    "{} bytes exceeds the write limit of {limit} bytes",
-                    content.len()
-                ),
-                rule: "limits.max_write_bytes".into(),
-                path: rp.shown,
-            });
-        }
-        let size = self.size_after(pol, &res, content.len());
-        let write = Access::Class(OpClass::Write);
-        Self::check_size(pol, write, (&rp, &res.real), size, facts)?;
-        Self::check_content(pol, OpClass::Write, &res.real, content, &rp.shown)?;
-        if !res.exists {
-            Self::check_depth(&res.real, 0, &rp.shown)?;
-        }
-        if res.missing > 1 {
-            self.check_missing_parents(pol, &rp, &res, false, facts)?;
-            // The directories this write makes, so that an undo removes them again.
-            facts
-                .args
-                .insert("madeDirs".into(), (res.missing - 1).into());
-        }
+        self.check_write(pol, (&rp, &res), content, facts)?;
         // The backup's syncs run beside the intent's (see `workspace::sync_pool`).
         let saving = if res.exists {
             self.show_replaced_to_questions(&res.real, content.len(), facts);
@@ -100,6 +76,68 @@ impl Gateway {
         }
         self.note_changed(&res.real);
         Ok(Output::Unit)
+    }
+
+    /// What a write must pass before anything is saved, in order: the write limit,
+    /// the size rules (on the size after the write), the content rules, the depth of a
+    /// new file, and the missing parents it would make (counted for an undo).
+    fn check_write(
+        &self,
+        pol: &Policy,
+        (rp, res): (&super::ReqPath, &Resolved),
+        content: &[u8],
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let limit = pol.limits().max_write_bytes;
+        if content.len() as u64 > limit {
+            return Err(GatewayError::Limit {
+                reason: format!(
+                    "{} bytes exceeds the write limit of {limit} bytes",
+                    content.len()
+                ),
+                rule: "limits.max_write_bytes".into(),
+                path: rp.shown.clone(),
+            });
+        }
+        let size = self.size_after(pol, res, content.len());
+        let write = Access::Class(OpClass::Write);
+        Self::check_size(pol, write, (rp, &res.real), size, facts)?;
+        Self::check_content(pol, OpClass::Write, &res.real, content, &rp.shown)?;
+        if !res.exists {
+            Self::check_depth(&res.real, 0, &rp.shown)?;
+        }
+        if res.missing > 1 {
+            self.check_missing_parents(pol, rp, res, false, facts)?;
+            // The directories this write makes, so that an undo removes them again.
+            facts
+                .args
+                .insert("madeDirs".into(), (res.missing - 1).into());
+        }
+        Ok(())
+    }
+
+    /// What an edit's result must pass, in order: the write limit, the size rules (on
+    /// the larger of the sizes before and after), the content rules.
+    fn check_edited(
+        pol: &Policy,
+        (rp, real): (&super::ReqPath, &RelPath),
+        (current, updated): (usize, &str),
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
+        let limit = pol.limits().max_write_bytes;
+        if updated.len() as u64 > limit {
+            return Err(GatewayError::Limit {
+                reason: format!(
+                    "edited file of {} bytes exceeds the write limit of {limit} bytes",
+                    updated.len()
+                ),
+                rule: "limits.max_write_bytes".into(),
+                path: rp.shown.clone(),
+            });
+        }
+        let size = current.max(updated.len()) as u64;
+        Self::check_size(pol, Access::Edit, (rp, real), size, facts)?;
+        Self::check_content(pol, OpClass::Write, real, updated.as_bytes(), &rp.shown)
     }
 
     /// The syncs a write waits for, at once: its content is written into an unnamed file
@@ -201,38 +239,8 @@ impl Gateway {
         facts.decided(&pol.decide(OpClass::Write, &res.real, EntryKind::File));
         let current = bytes.len();
         let text = super::read::text_or_refuse(pol, ctx, bytes, &shown)?;
-        let count = occurrences(&text, old_text);
-        if count != 1 {
-            return Err(GatewayError::InvalidParams(format!(
-                "oldText occurs {count} times in {shown}; it must occur exactly once{}",
-                if count == 0 {
-                    ""
-                } else {
-                    " (add surrounding lines to make it unique)"
-                }
-            )));
-        }
-        let updated = text.replacen(old_text, new_text, 1);
-        let limit = pol.limits().max_write_bytes;
-        if updated.len() as u64 > limit {
-            return Err(GatewayError::Limit {
-                reason: format!(
-                    "edited file of {} bytes exceeds the write limit of {limit} bytes",
-                    updated.len()
-                ),
-                rule: "limits.max_write_bytes".into(),
-                path: rp.shown,
-            });
-        }
-        let size = current.max(updated.len()) as u64;
-        Self::check_size(pol, Access::Edit, (&rp, &res.real), size, facts)?;
-        Self::check_content(
-            pol,
-            OpClass::Write,
-            &res.real,
-            updated.as_bytes(),
-            &rp.shown,
-        )?;
+        let updated = replace_once(&text, (old_text, new_text), &shown)?;
+        Self::check_edited(pol, (&rp, &res.real), (current, &updated), facts)?;
         if facts.ask.as_ref().is_some_and(super::ask::AskCtx::waits) {
             Self::settle_pending(facts)?;
             self.still_holds(pol, &res.real, text.as_bytes(), &rp.shown)?;
@@ -321,6 +329,22 @@ pub(super) fn may_replace(exists: bool, facts: &Facts) -> Replace {
         (true, Some((dev, ino))) => Replace::Saved(dev, ino),
         (true, None) => Replace::AnyFile,
     }
+}
+
+/// `text` with `old` (which must occur exactly once) replaced by `new`.
+fn replace_once(text: &str, (old, new): (&str, &str), shown: &str) -> Result<String, GatewayError> {
+    let count = occurrences(text, old);
+    if count != 1 {
+        return Err(GatewayError::InvalidParams(format!(
+            "oldText occurs {count} times in {shown}; it must occur exactly once{}",
+            if count == 0 {
+                ""
+            } else {
+                " (add surrounding lines to make it unique)"
+            }
+        )));
+    }
+    Ok(text.replacen(old, new, 1))
 }
 
 /// How many times `needle` occurs in `text` for an exactly-once edit: the count of

@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::path::Component;
+use std::path::{Component, Path};
 
 use super::{Workspace, WsError};
 use fsgate_base::path::RelPath;
@@ -120,21 +120,7 @@ impl Workspace {
                         .root
                         .read_link_contents(candidate.as_fs_path())
                         .map_err(WsError::from_io)?;
-                    let mut parts = Vec::new();
-                    for c in target.components() {
-                        match c {
-                            Component::Normal(n) => {
-                                parts.push(n.to_str().ok_or(WsError::NotUtf8)?.to_string());
-                            }
-                            Component::ParentDir => parts.push("..".into()),
-                            Component::CurDir => {}
-                            // An absolute target leads outside the root handle.
-                            Component::RootDir | Component::Prefix(_) => {
-                                return Err(WsError::SymlinkEscape);
-                            }
-                        }
-                    }
-                    for p in parts.into_iter().rev() {
+                    for p in link_parts(&target)?.into_iter().rev() {
                         todo.push_front(p);
                     }
                 }
@@ -146,21 +132,7 @@ impl Workspace {
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     // The rest does not exist yet: resolve it lexically.
-                    let mut real = candidate;
-                    let mut missing = 1usize;
-                    for c in todo {
-                        match c.as_str() {
-                            "" | "." => {}
-                            ".." => {
-                                real = real.parent().ok_or(WsError::SymlinkEscape)?;
-                                missing = missing.saturating_sub(1);
-                            }
-                            c => {
-                                real = real.join(c);
-                                missing += 1;
-                            }
-                        }
-                    }
+                    let (real, missing) = lexically(candidate, todo)?;
                     if missing == 0 {
                         // `missing/..` leads back to an existing directory.
                         return self.resolve_each(&real, follow);
@@ -180,6 +152,46 @@ impl Workspace {
             missing: 0,
         })
     }
+}
+
+/// A symlink's target as components to resolve in its place (`..` kept); an absolute
+/// target leads outside the root handle and is refused.
+fn link_parts(target: &Path) -> Result<Vec<String>, WsError> {
+    let mut parts = Vec::new();
+    for c in target.components() {
+        match c {
+            Component::Normal(n) => {
+                parts.push(n.to_str().ok_or(WsError::NotUtf8)?.to_string());
+            }
+            Component::ParentDir => parts.push("..".into()),
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(WsError::SymlinkEscape);
+            }
+        }
+    }
+    Ok(parts)
+}
+
+/// `missing` (which does not exist) and the components after it, resolved lexically:
+/// the path, and how many of its trailing components do not exist.
+fn lexically(missing: RelPath, rest: VecDeque<String>) -> Result<(RelPath, usize), WsError> {
+    let mut real = missing;
+    let mut missing = 1usize;
+    for c in rest {
+        match c.as_str() {
+            "" | "." => {}
+            ".." => {
+                real = real.parent().ok_or(WsError::SymlinkEscape)?;
+                missing = missing.saturating_sub(1);
+            }
+            c => {
+                real = real.join(c);
+                missing += 1;
+            }
+        }
+    }
+    Ok((real, missing))
 }
 
 #[cfg(test)]

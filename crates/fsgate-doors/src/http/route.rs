@@ -328,23 +328,7 @@ async fn request(
         None => return ended(&id),
         Some(Out::Answer(answer, share)) => {
             drop(permit);
-            let status = if modern {
-                status_of(&answer)
-            } else {
-                StatusCode::OK
-            };
-            let failed = new && is_error(&answer);
-            let mut resp = json_response(status, Reply::bytes(held(answer, share)));
-            if new && !failed {
-                set(
-                    &mut resp,
-                    SESSION_HEADER,
-                    door.id.as_deref().unwrap_or_default(),
-                );
-            }
-            if failed {
-                forget(server, &door);
-            }
+            let resp = answered(server, &door, (answer, share), (modern, new));
             drop(ticket);
             return resp;
         }
@@ -367,6 +351,35 @@ async fn request(
             SESSION_HEADER,
             door.id.as_deref().unwrap_or_default(),
         );
+    }
+    resp
+}
+
+/// A request answered at once, as JSON: its status (the error's under the modern
+/// wire), and a new session's id unless its `initialize` failed (then the session is
+/// forgotten).
+fn answered(
+    server: &Server,
+    door: &Arc<McpSession>,
+    (answer, share): (Vec<u8>, super::body::Share),
+    (modern, new): (bool, bool),
+) -> Resp {
+    let status = if modern {
+        status_of(&answer)
+    } else {
+        StatusCode::OK
+    };
+    let failed = new && is_error(&answer);
+    let mut resp = json_response(status, Reply::bytes(held(answer, share)));
+    if new && !failed {
+        set(
+            &mut resp,
+            SESSION_HEADER,
+            door.id.as_deref().unwrap_or_default(),
+        );
+    }
+    if failed {
+        forget(server, door);
     }
     resp
 }

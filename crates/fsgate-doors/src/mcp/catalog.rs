@@ -166,6 +166,85 @@ pub(super) struct Catalog {
     out_media: Arc<JsonObject>,
 }
 
+/// The input schema of a tool: that of its arguments.
+fn input_schema_of(t: ToolId) -> Arc<JsonObject> {
+    match t {
+        ToolId::ReadTextFile | ToolId::ReadFile => input_schema::<ReadTextArgs>(),
+        ToolId::WriteTextFile | ToolId::WriteFile => input_schema::<WriteArgs>(),
+        ToolId::EditFile => input_schema::<EditArgs>(),
+        ToolId::Ls | ToolId::ListDirectory => input_schema::<ListArgs>(),
+        ToolId::Stat | ToolId::ReadMediaFile | ToolId::CreateDirectory | ToolId::GetFileInfo => {
+            input_schema::<PathArgs>()
+        }
+        ToolId::Glob => input_schema::<GlobArgs>(),
+        ToolId::Grep => input_schema::<GrepArgs>(),
+        ToolId::Mkdir => input_schema::<MkdirArgs>(),
+        ToolId::Rm => input_schema::<RmArgs>(),
+        ToolId::Rename => input_schema::<RenameArgs>(),
+        ToolId::MoveFile => input_schema::<MoveArgs>(),
+        ToolId::ReadMultipleFiles => input_schema::<MultiReadArgs>(),
+        ToolId::ListDirectoryWithSizes => input_schema::<ListSizesArgs>(),
+        ToolId::DirectoryTree => input_schema::<TreeArgs>(),
+        ToolId::SearchFiles => input_schema::<SearchFilesArgs>(),
+        ToolId::ListAllowedDirectories => input_schema::<NoArgs>(),
+    }
+}
+
+/// `ls`'s structured output: its entries (`kind` is the entry types' schema).
+fn ls_output(kind: &serde_json::Value) -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {"entries": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "path": {"type": "string", "description": "absolute path"},
+                "type": kind,
+                "size": {"type": "integer", "description": "bytes"},
+                "modified": {"type": "string", "description": "modification time, RFC 3339 UTC"},
+            },
+            "required": ["name", "path", "type"],
+        }}},
+        "required": ["entries"],
+    })
+}
+
+/// `stat`'s structured output (`time` is the modification time's schema).
+fn stat_output(kind: &serde_json::Value, time: &serde_json::Value) -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {"stat": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "absolute path"},
+                "type": kind,
+                "size": {"type": "integer", "description": "bytes"},
+                "modified": time,
+                "permissions": {"type": "string", "description": "e.g. rw-r--r--"},
+            },
+            "required": ["path", "type", "size", "permissions"],
+        }},
+        "required": ["stat"],
+    })
+}
+
+/// `grep`'s structured output: its matches with their lines.
+fn grep_output() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {"matches": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "absolute path"},
+                "lineNumber": {"type": "integer", "description": "1-based"},
+                "line": {"type": "string"},
+            },
+            "required": ["path", "lineNumber", "line"],
+        }}},
+        "required": ["matches"],
+    })
+}
+
 fn object(v: serde_json::Value) -> Arc<JsonObject> {
     match v {
         serde_json::Value::Object(o) => Arc::new(o),
@@ -178,30 +257,7 @@ impl Catalog {
     pub(super) fn new() -> Catalog {
         let schemas = ToolId::ALL
             .into_iter()
-            .map(|t| {
-                let s = match t {
-                    ToolId::ReadTextFile | ToolId::ReadFile => input_schema::<ReadTextArgs>(),
-                    ToolId::WriteTextFile | ToolId::WriteFile => input_schema::<WriteArgs>(),
-                    ToolId::EditFile => input_schema::<EditArgs>(),
-                    ToolId::Ls | ToolId::ListDirectory => input_schema::<ListArgs>(),
-                    ToolId::Stat
-                    | ToolId::ReadMediaFile
-                    | ToolId::CreateDirectory
-                    | ToolId::GetFileInfo => input_schema::<PathArgs>(),
-                    ToolId::Glob => input_schema::<GlobArgs>(),
-                    ToolId::Grep => input_schema::<GrepArgs>(),
-                    ToolId::Mkdir => input_schema::<MkdirArgs>(),
-                    ToolId::Rm => input_schema::<RmArgs>(),
-                    ToolId::Rename => input_schema::<RenameArgs>(),
-                    ToolId::MoveFile => input_schema::<MoveArgs>(),
-                    ToolId::ReadMultipleFiles => input_schema::<MultiReadArgs>(),
-                    ToolId::ListDirectoryWithSizes => input_schema::<ListSizesArgs>(),
-                    ToolId::DirectoryTree => input_schema::<TreeArgs>(),
-                    ToolId::SearchFiles => input_schema::<SearchFilesArgs>(),
-                    ToolId::ListAllowedDirectories => input_schema::<NoArgs>(),
-                };
-                (t, s)
-            })
+            .map(|t| (t, input_schema_of(t)))
             .collect();
         // `anyOf`, not a type array: some clients map schemas onto a one-`type` dialect.
         let time = json!({"anyOf": [{"type": "string"}, {"type": "null"}],
@@ -209,55 +265,15 @@ impl Catalog {
         let kind = json!({"type": "string", "enum": ["file", "directory", "symlink", "other"]});
         Catalog {
             schemas,
-            out_ls: object(json!({
-                "type": "object",
-                "properties": {"entries": {"type": "array", "items": {
-                    "type": "object",
-                    "properties": {
-                        "name": {"type": "string"},
-                        "path": {"type": "string", "description": "absolute path"},
-                        "type": kind,
-                        "size": {"type": "integer", "description": "bytes"},
-                        "modified": {"type": "string", "description": "modification time, RFC 3339 UTC"},
-                    },
-                    "required": ["name", "path", "type"],
-                }}},
-                "required": ["entries"],
-            })),
-            out_stat: object(json!({
-                "type": "object",
-                "properties": {"stat": {
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "absolute path"},
-                        "type": kind,
-                        "size": {"type": "integer", "description": "bytes"},
-                        "modified": time,
-                        "permissions": {"type": "string", "description": "e.g. rw-r--r--"},
-                    },
-                    "required": ["path", "type", "size", "permissions"],
-                }},
-                "required": ["stat"],
-            })),
+            out_ls: object(ls_output(&kind)),
+            out_stat: object(stat_output(&kind, &time)),
             out_paths: object(json!({
                 "type": "object",
                 "properties": {"matches": {"type": "array", "items": {"type": "string"},
                     "description": "absolute paths"}},
                 "required": ["matches"],
             })),
-            out_grep: object(json!({
-                "type": "object",
-                "properties": {"matches": {"type": "array", "items": {
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "absolute path"},
-                        "lineNumber": {"type": "integer", "description": "1-based"},
-                        "line": {"type": "string"},
-                    },
-                    "required": ["path", "lineNumber", "line"],
-                }}},
-                "required": ["matches"],
-            })),
+            out_grep: object(grep_output()),
             out_text: object(reference_text_output()),
             out_media: object(reference_media_output()),
         }

@@ -114,38 +114,8 @@ pub async fn serve_with_token(
     let policy_limit = gw.policy().limits().max_message_bytes;
     let max_message =
         usize::try_from(settings.effective_max_message(policy_limit)).unwrap_or(usize::MAX);
-    // Unwritten answers of all connections together, and bytes of their requests in
-    // flight: each as much as two connections' own bounds, however many there are.
-    let budget = conn::server_budget(max_message);
-    let limits = conn::ConnLimits {
-        max_in_flight: settings.max_in_flight,
-        max_message,
-        total: crate::outbox::shared_room(budget),
-        server_in_flight: Arc::new(Semaphore::new(budget.min(u32::MAX as usize >> 1))),
-        write_stall: Duration::from_millis(settings.write_stall_ms),
-    };
-    let watcher = match fsgate_gateway::watch::Watcher::start(
-        Arc::clone(&gw),
-        &settings.ignore,
-        Duration::from_millis(settings.debounce_ms),
-    ) {
-        Ok((w, ready)) => {
-            // Serve only once the tree is watched, so no early change goes unreported.
-            let started = std::time::Instant::now();
-            if let Ok(dirs) = ready.await {
-                tracing::info!(
-                    dirs,
-                    took_ms = started.elapsed().as_millis() as u64,
-                    "watching the workspace"
-                );
-            }
-            Some(Arc::new(w))
-        }
-        Err(e) => {
-            tracing::error!("cannot watch the workspace; change events are off: {e}");
-            None
-        }
-    };
+    let limits = conn_limits(&settings, max_message);
+    let watcher = start_watcher(&gw, &settings).await;
     let doors = Arc::new(Doors {
         connections: Arc::new(Semaphore::new(settings.max_connections)),
         pending: pending::Pending::new(settings.max_pending_handshakes),
@@ -183,6 +153,67 @@ pub async fn serve_with_token(
             pool: pool.clone(),
         };
         on_own_thread(job, tcp, (threads.stopped.clone(), slot));
+    }
+}
+
+/// Each connection's limits, and the server-wide budget they share: unwritten answers
+/// of all connections together, and bytes of their requests in flight, each as much as
+/// two connections' own bounds, however many there are.
+fn conn_limits(settings: &WsSettings, max_message: usize) -> conn::ConnLimits {
+    let budget = conn::server_budget(max_message);
+    conn::ConnLimits {
+        max_in_flight: settings.max_in_flight,
+        max_message,
+        total: crate::outbox::shared_room(budget),
+        server_in_flight: Arc::new(Semaphore::new(budget.min(u32::MAX as usize >> 1))),
+        write_stall: Duration::from_millis(settings.write_stall_ms),
+    }
+}
+
+/// The workspace watcher, once the tree is watched (so no early change goes
+/// unreported); None, change events off, when it cannot start.
+async fn start_watcher(
+    gw: &Arc<Gateway>,
+    settings: &WsSettings,
+) -> Option<Arc<fsgate_gateway::watch::Watcher>> {
+    match fsgate_gateway::watch::Watcher::start(
+        Arc::clone(gw),
+        &settings.ignore,
+        Duration::from_millis(settings.debounce_ms),
+    ) {
+        Ok((w, ready)) => {
+            // Serve only once the tree is watched, so no early change goes unreported.
+            let started = std::time::Instant::now();
+            if let Ok(dirs) = ready.await {
+                tracing::info!(
+                    dirs,
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "watching the workspace"
+                );
+            }
+            Some(Arc::new(w))
+        }
+        Err(e) => {
+            tracing::error!("cannot watch the workspace; change events are off: {e}");
+            None
+        }
+    }
+}
+
+/// The part of the workspace a connection's events cover: `?subscribe=PATH`, or the
+/// whole workspace (also when the path is not valid, with a warning).
+fn subscription(
+    gw: &Gateway,
+    subscribe: Option<&str>,
+    peer: std::net::SocketAddr,
+) -> Option<RelPath> {
+    match subscribe.map(|p| gw.subscription(p)) {
+        None => Some(RelPath::root()),
+        Some(Ok(rel)) => Some(rel),
+        Some(Err(e)) => {
+            tracing::warn!(%peer, "ignoring ?subscribe: {e}; subscribing to the whole workspace");
+            Some(RelPath::root())
+        }
     }
 }
 
@@ -343,45 +374,9 @@ impl Accepted {
         held: Option<Arc<tokio::sync::OwnedSemaphorePermit>>,
     ) {
         let _ = tcp.set_nodelay(true);
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(self.limits.max_message))
-            .max_frame_size(Some(self.limits.max_message));
         let mut admission = Admission::default();
         let peer = self.peer;
-        let end = {
-            let (keeper, connections, adm) =
-                (&self.keeper, &self.doors.connections, &mut admission);
-            // The error type is tungstenite's, not ours to shrink.
-            #[allow(clippy::result_large_err)]
-            let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
-                match admit(keeper, connections, req) {
-                    Ok((permit, subscribe)) => {
-                        adm.slot = Some(permit);
-                        adm.subscribe = subscribe;
-                        adm.unaskable = declines_questions(req.uri().query());
-                        Ok(resp)
-                    }
-                    Err(r) => {
-                        let resp = refuse(r.status, &r.reason, peer);
-                        adm.refusal = Some(r);
-                        Err(resp)
-                    }
-                }
-            };
-            let upgrade =
-                tokio_tungstenite::accept_hdr_async_with_config(tcp, callback, Some(config));
-            // The deadline covers the whole upgrade, request headers included.
-            let deadline = tokio::time::timeout(self.doors.timeout, upgrade);
-            let ticket = &mut self.ticket;
-            tokio::select! {
-                r = deadline => match r {
-                    Ok(Ok(ws)) => Upgrade::Done(Box::new(ws)),
-                    Ok(Err(e)) => Upgrade::Failed(e),
-                    Err(_) => Upgrade::TimedOut,
-                },
-                () = ticket.evicted() => Upgrade::Evicted,
-            }
-        };
+        let end = self.upgrade(tcp, &mut admission).await;
         drop(self.ticket);
         let ws = match end {
             Upgrade::Done(ws) => *ws,
@@ -399,18 +394,7 @@ impl Accepted {
                 return;
             }
         };
-        let subscription = match admission
-            .subscribe
-            .as_deref()
-            .map(|p| self.gw.subscription(p))
-        {
-            None => Some(RelPath::root()),
-            Some(Ok(rel)) => Some(rel),
-            Some(Err(e)) => {
-                tracing::warn!(%peer, "ignoring ?subscribe: {e}; subscribing to the whole workspace");
-                Some(RelPath::root())
-            }
-        };
+        let subscription = subscription(&self.gw, admission.subscribe.as_deref(), peer);
         tracing::info!(session = %self.session, %peer, "ws connection");
         let ctx = RequestCtx {
             style: PathStyle::Rooted,
@@ -431,6 +415,46 @@ impl Accepted {
         };
         conn::run(ws, conn, self.notices, subscription).await;
         drop(admission.slot);
+    }
+
+    /// The WebSocket upgrade, under the handshake deadline (the whole request,
+    /// headers included) and until newer connections need the room; what admission
+    /// decided is kept in `admission`.
+    async fn upgrade(&mut self, tcp: tokio::net::TcpStream, admission: &mut Admission) -> Upgrade {
+        let peer = self.peer;
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(self.limits.max_message))
+            .max_frame_size(Some(self.limits.max_message));
+        let (keeper, connections, adm) = (&self.keeper, &self.doors.connections, admission);
+        // The error type is tungstenite's, not ours to shrink.
+        #[allow(clippy::result_large_err)]
+        let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
+            match admit(keeper, connections, req) {
+                Ok((permit, subscribe)) => {
+                    adm.slot = Some(permit);
+                    adm.subscribe = subscribe;
+                    adm.unaskable = declines_questions(req.uri().query());
+                    Ok(resp)
+                }
+                Err(r) => {
+                    let resp = refuse(r.status, &r.reason, peer);
+                    adm.refusal = Some(r);
+                    Err(resp)
+                }
+            }
+        };
+        let upgrade = tokio_tungstenite::accept_hdr_async_with_config(tcp, callback, Some(config));
+        // The deadline covers the whole upgrade, request headers included.
+        let deadline = tokio::time::timeout(self.doors.timeout, upgrade);
+        let ticket = &mut self.ticket;
+        tokio::select! {
+            r = deadline => match r {
+                Ok(Ok(ws)) => Upgrade::Done(Box::new(ws)),
+                Ok(Err(e)) => Upgrade::Failed(e),
+                Err(_) => Upgrade::TimedOut,
+            },
+            () = ticket.evicted() => Upgrade::Evicted,
+        }
     }
 }
 

@@ -204,40 +204,14 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
     }
     let mut base64 = false;
     let op = match kind {
-        "list" => {
-            if f.flag("recursive")? {
-                return Err(GatewayError::InvalidParams(
-                    "recursive listing is not supported; list each directory".into(),
-                ));
-            }
-            Op::Ls {
-                path: f.string("path")?.unwrap_or_else(|| "/".into()),
-                cursor: f.string("cursor")?,
-            }
-        }
+        "list" => list_op(f)?,
         "read" => {
             base64 = f.base64()?;
             Op::ReadFile {
                 path: f.required("path")?,
             }
         }
-        "write" => {
-            let path = f.required("path")?;
-            let content = f.required("content")?;
-            if f.base64()? {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(content.as_bytes())
-                    .map_err(|e| {
-                        GatewayError::InvalidParams(format!("content is not valid base64: {e}"))
-                    })?;
-                Op::WriteBytes {
-                    path,
-                    content: bytes,
-                }
-            } else {
-                Op::WriteText { path, content }
-            }
-        }
+        "write" => write_op(f)?,
         "mkdir" => Op::Mkdir {
             path: f.required("path")?,
             recursive: f.flag("recursive")?,
@@ -270,6 +244,35 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
         head: head.clone(),
         op,
         base64,
+    })
+}
+
+/// A `list` request: one directory's page (a recursive listing is refused).
+fn list_op(f: &Fields<'_>) -> Result<Op, GatewayError> {
+    if f.flag("recursive")? {
+        return Err(GatewayError::InvalidParams(
+            "recursive listing is not supported; list each directory".into(),
+        ));
+    }
+    Ok(Op::Ls {
+        path: f.string("path")?.unwrap_or_else(|| "/".into()),
+        cursor: f.string("cursor")?,
+    })
+}
+
+/// A `write` request: text, or bytes sent as base64 (`"encoding": "base64"`).
+fn write_op(f: &Fields<'_>) -> Result<Op, GatewayError> {
+    let path = f.required("path")?;
+    let content = f.required("content")?;
+    if !f.base64()? {
+        return Ok(Op::WriteText { path, content });
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(content.as_bytes())
+        .map_err(|e| GatewayError::InvalidParams(format!("content is not valid base64: {e}")))?;
+    Ok(Op::WriteBytes {
+        path,
+        content: bytes,
     })
 }
 
