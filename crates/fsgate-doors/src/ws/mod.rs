@@ -182,7 +182,6 @@ async fn start_watcher(
         Duration::from_millis(settings.debounce_ms),
     ) {
         Ok((w, ready)) => {
-            // Serve only once the tree is watched, so no early change goes unreported.
             let started = std::time::Instant::now();
             if let Ok(dirs) = ready.await {
                 tracing::info!(
