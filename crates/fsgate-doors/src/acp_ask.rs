@@ -41,6 +41,14 @@ pub(crate) fn is_ours(id: &Value) -> bool {
     id.as_str().is_some_and(|s| s.starts_with(ASK_ID_PREFIX))
 }
 
+/// The id of the question `msg` answers, if it is the editor's answer to one of
+/// fsgate's own requests (no method, an id in fsgate's namespace): the proxy takes it
+/// and never relays it.
+pub(crate) fn answer_id(msg: &Value) -> Option<&Value> {
+    let id = msg.get("id")?;
+    (msg.get("method").and_then(Value::as_str).is_none() && is_ours(id)).then_some(id)
+}
+
 /// ACP's tool kind for an operation.
 fn kind_of(op: &str) -> &'static str {
     match op {
