@@ -43,7 +43,8 @@ pub fn permission_round(q: &Question, reply: &[u8]) -> Option<PermissionRound> {
     let (out, mut rx) = Outbox::<Vec<u8>>::new(1 << 20);
     let asker = Arc::new(EditorAsker::new(out, rt.handle().clone()));
     let (a2, q2) = (Arc::clone(&asker), q.clone());
-    let asking = std::thread::spawn(move || a2.ask(&q2, Duration::from_secs(60)));
+    // As a request asks: from a blocking-pool thread of the runtime.
+    let asking = rt.spawn_blocking(move || a2.ask(&q2, Duration::from_secs(60)));
     let sent = rt.block_on(rx.recv()).map(|m| m.msg);
     let request = sent.and_then(|s| serde_json::from_slice::<Value>(&s).ok());
     let id = request
@@ -59,7 +60,7 @@ pub fn permission_round(q: &Question, reply: &[u8]) -> Option<PermissionRound> {
         taken = true;
     }
     asker.close();
-    let answer = asking.join().ok()?;
+    let answer = rt.block_on(asking).ok()?;
     Some(PermissionRound {
         request: request?,
         taken,
