@@ -20,9 +20,10 @@ fn without(mut v: Value, parent: &str, key: &str) -> Value {
     v
 }
 
-/// The message as JSON (the pump admits strings that are not UTF-8; the SDK decides).
+/// The message as JSON, past the whitespace the pump skips (it admits strings that are
+/// not UTF-8; the SDK decides).
 fn parse(b: &[u8]) -> Value {
-    let text = String::from_utf8_lossy(b);
+    let text = String::from_utf8_lossy(b.trim_ascii());
     serde_json::from_str(&text).expect("a message the pump took is JSON")
 }
 
