@@ -20,11 +20,11 @@ fn without(mut v: Value, parent: &str, key: &str) -> Value {
     v
 }
 
-/// The message as JSON, past the whitespace the pump skips (it admits strings that are
-/// not UTF-8; the SDK decides).
-fn parse(b: &[u8]) -> Value {
-    let text = String::from_utf8_lossy(b.trim_ascii());
-    serde_json::from_str(&text).expect("a message the pump took is JSON")
+/// The message as JSON, past the whitespace the pump skips; None for one the pump admits
+/// but a JSON value cannot hold (a string that is not UTF-8, a number out of range: the
+/// SDK decides on those).
+fn parse(b: &[u8]) -> Option<Value> {
+    serde_json::from_slice(b.trim_ascii()).ok()
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -38,13 +38,15 @@ fuzz_target!(|data: &[u8]| {
     if let Some((_, method)) = &posted.request {
         let (key, m) = again.request.expect("still a request");
         assert_eq!((key.as_str(), &m), (OURS.to_string().as_str(), method));
-        let (a, b) = (parse(&posted.line), parse(to_door));
-        assert_eq!(without(a, "", "id"), without(b, "", "id"));
+        if let (Some(a), Some(b)) = (parse(&posted.line), parse(to_door)) {
+            assert_eq!(without(a, "", "id"), without(b, "", "id"));
+        }
     } else if posted.cancels.is_some() {
         assert_eq!(again.cancels, Some(OURS.to_string()), "{to_door:?}");
-        let (a, b) = (parse(&posted.line), parse(to_door));
-        let inner = |v| without(v, "/params", "requestId");
-        assert_eq!(inner(a), inner(b));
+        if let (Some(a), Some(b)) = (parse(&posted.line), parse(to_door)) {
+            let inner = |v| without(v, "/params", "requestId");
+            assert_eq!(inner(a), inner(b));
+        }
     } else {
         assert_eq!(to_door, &posted.line);
     }
