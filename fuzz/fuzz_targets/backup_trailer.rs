@@ -10,6 +10,9 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     if let Some((content, size, _record)) = version_trailer(data) {
         assert_eq!(content, size, "record size differs from the content");
-        assert!(content + 48 <= data.len() as u64, "content past the trailer");
+        assert!(
+            content + 48 <= data.len() as u64,
+            "content past the trailer"
+        );
     }
 });

@@ -40,7 +40,10 @@ fuzz_target!(|data: &[u8]| {
             let keys: Keys = serde_json::from_slice(data).expect("a relayed line is one object");
             let mut seen = HashSet::new();
             for k in &keys.0 {
-                assert!(seen.insert(skeleton(k)), "member {k:?} twice in a relayed line");
+                assert!(
+                    seen.insert(skeleton(k)),
+                    "member {k:?} twice in a relayed line"
+                );
             }
             let v: serde_json::Value = serde_json::from_slice(data).expect("parses");
             assert_eq!(v["jsonrpc"], "2.0");

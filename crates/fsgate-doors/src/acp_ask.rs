@@ -41,6 +41,14 @@ pub(crate) fn is_ours(id: &Value) -> bool {
     id.as_str().is_some_and(|s| s.starts_with(ASK_ID_PREFIX))
 }
 
+/// The id of the question `msg` answers, if it is the editor's answer to one of
+/// fsgate's own requests (no method, an id in fsgate's namespace): the proxy takes it
+/// and never relays it.
+pub(crate) fn answer_id(msg: &Value) -> Option<&Value> {
+    let id = msg.get("id")?;
+    (msg.get("method").and_then(Value::as_str).is_none() && is_ours(id)).then_some(id)
+}
+
 /// ACP's tool kind for an operation.
 fn kind_of(op: &str) -> &'static str {
     match op {
@@ -140,10 +148,14 @@ pub(crate) fn permission_request(id: &str, q: &Question) -> Value {
 pub(crate) fn answer_of(response: &Value) -> Answer {
     if let Some(err) = response.get("error") {
         let msg = err["message"].as_str().unwrap_or_default();
+        // Any JSON the editor sent: a code of the wrong type is shown escaped and clipped
+        // like the message (JSON text leaves C1 controls raw).
+        let code = err["code"].to_string();
+        let shown = |s: &str| fsgate_gateway::clip(&fsgate_base::text::escape_for_humans(s));
         return Answer::Unanswered(format!(
             "the editor answered with error {}: {}",
-            err["code"],
-            fsgate_gateway::clip(&fsgate_base::text::escape_for_humans(msg))
+            shown(&code),
+            shown(msg)
         ));
     }
     let outcome = &response["result"]["outcome"];
@@ -454,6 +466,21 @@ mod tests {
             answer_of(&error),
             Answer::Unanswered("the editor answered with error -32601: no such method".into())
         );
+    }
+
+    #[test]
+    fn an_error_code_of_the_wrong_type_is_shown_escaped_and_clipped() {
+        // Found by fuzzing (permission_reply): a C1 control (CSI) in a string code.
+        let csi = json!({"error": {"code": "\u{9b}31m", "message": "m"}});
+        let Answer::Unanswered(why) = answer_of(&csi) else {
+            panic!("an error is no person's answer");
+        };
+        assert!(!why.chars().any(char::is_control), "{why:?}");
+        let huge = json!({"error": {"code": {"x": "y".repeat(100_000)}, "message": "m"}});
+        let Answer::Unanswered(why) = answer_of(&huge) else {
+            panic!("an error is no person's answer");
+        };
+        assert!(why.len() < 2_000, "{} bytes", why.len());
     }
 
     fn question() -> Question {

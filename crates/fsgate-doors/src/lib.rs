@@ -23,6 +23,8 @@ pub mod acp;
 pub(crate) mod acp_ask;
 pub mod batch;
 pub(crate) mod encode;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
 pub mod hosted;
 pub(crate) mod hosted_acp;
 pub mod http;

@@ -224,14 +224,12 @@ impl Relay {
         let Ok(mut v) = serde_json::from_slice::<Value>(&raw) else {
             return Routed::Agent(with_newline(raw));
         };
-        let method = v.get("method").and_then(Value::as_str).map(str::to_string);
-        let id = v.get("id").cloned();
-        if let (None, Some(id)) = (&method, &id)
-            && acp_ask::is_ours(id)
-        {
+        if let Some(id) = acp_ask::answer_id(&v) {
             self.asker.take_response(id, &v);
             return Routed::Taken;
         }
+        let method = v.get("method").and_then(Value::as_str).map(str::to_string);
+        let id = v.get("id").cloned();
         if let (Some(_), Some(id)) = (&method, &id) {
             self.owed.relayed(id);
         }

@@ -27,6 +27,8 @@ mod auth;
 mod body;
 pub mod bridge;
 mod conn;
+#[cfg(feature = "fuzzing")]
+pub mod fuzz;
 mod route;
 mod router;
 mod session;

@@ -275,13 +275,36 @@ async fn read_message(
         }
         Ok(Ok(c)) => c.to_bytes(),
     };
-    let mut line = bytes.to_vec();
-    for b in &mut line {
+    Ok(one_line(bytes.to_vec()))
+}
+
+/// A body as one line: a raw newline in JSON text is whitespace between tokens, so it
+/// becomes a space.
+pub(super) fn one_line(mut body: Vec<u8>) -> Vec<u8> {
+    for b in &mut body {
         if *b == b'\n' || *b == b'\r' {
             *b = b' ';
         }
     }
-    Ok(line)
+    body
+}
+
+/// The line a door gets for a request `line` the client sent under its own id: the
+/// same, under the exchange's id `ours`.
+pub(super) fn under_our_id(line: Vec<u8>, ours: u64) -> Vec<u8> {
+    match id_span(&line) {
+        Some(span) => splice(&line, span, ours.to_string().as_bytes()),
+        None => line,
+    }
+}
+
+/// The line a door gets for a client's cancellation `line` of the request it knows as
+/// `ours`.
+pub(super) fn cancelling_ours(line: Vec<u8>, ours: u64) -> Vec<u8> {
+    match request_id_span(&line) {
+        Some(span) => splice(&line, span, ours.to_string().as_bytes()),
+        None => line,
+    }
 }
 
 /// A request: handed to its door under this side's id, answered with the door's answer.
@@ -316,10 +339,7 @@ async fn request(
         return ended(&id);
     };
     let (ticket, mut rx) = door.router.enter(&key, accepts.events);
-    let line = match id_span(&line) {
-        Some(span) => splice(&line, span, ticket.id.to_string().as_bytes()),
-        None => line,
-    };
+    let line = under_our_id(line, ticket.id);
     if door.send(&line).await.is_err() {
         return ended(&id);
     }
@@ -534,10 +554,7 @@ async fn notify(
     let (door, _) =
         door_for(server, conn, p, headers, false).map_err(|r| (r, what("http-request")))?;
     let line = match cancels.and_then(|k| door.router.ours(&k)) {
-        Some(ours) => match request_id_span(&line) {
-            Some(span) => splice(&line, span, ours.to_string().as_bytes()),
-            None => line,
-        },
+        Some(ours) => cancelling_ours(line, ours),
         None => line,
     };
     if door.send(&line).await.is_err() {

@@ -224,17 +224,21 @@ struct Envelope<'a> {
 }
 
 /// Where the top-level `id` of the JSON object `text` lies, if it has a non-null one.
+/// ASCII whitespace around the object is skipped as the MCP door's pump skips it
+/// (a form feed too, which JSON itself does not allow): a message the pump takes as a
+/// request always has its id found.
 pub(crate) fn id_span(text: &[u8]) -> Option<Range<usize>> {
     #[derive(Deserialize)]
     struct Id<'a> {
         #[serde(default, borrow)]
         id: Option<&'a RawValue>,
     }
-    let id = serde_json::from_slice::<Id>(text).ok()?.id?;
+    let id = serde_json::from_slice::<Id>(text.trim_ascii()).ok()?.id?;
     span_of(text, id.get())
 }
 
-/// Where `params.requestId` of a `notifications/cancelled` lies.
+/// Where `params.requestId` of a `notifications/cancelled` lies (whitespace as for
+/// [`id_span`]).
 pub(crate) fn request_id_span(text: &[u8]) -> Option<Range<usize>> {
     #[derive(Deserialize)]
     struct Params<'a> {
@@ -246,7 +250,7 @@ pub(crate) fn request_id_span(text: &[u8]) -> Option<Range<usize>> {
         #[serde(borrow)]
         params: Params<'a>,
     }
-    let c = serde_json::from_slice::<Cancel>(text).ok()?;
+    let c = serde_json::from_slice::<Cancel>(text.trim_ascii()).ok()?;
     span_of(text, c.params.request_id.get())
 }
 
@@ -314,6 +318,23 @@ mod tests {
         let cancel = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": "r1","reason":"x"}}"#;
         let span = request_id_span(cancel).expect("request id");
         assert_eq!(&cancel[span], br#""r1""#);
+    }
+
+    #[test]
+    fn ids_are_found_past_the_whitespace_the_pump_skips() {
+        // Found by fuzzing (http_message): the pump took this as request 1, the id was
+        // not found, and the door got it under the client's id instead of the exchange's.
+        let line = b"\x0c {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\x0c";
+        let span = id_span(line).expect("id");
+        assert_eq!(&line[span.clone()], b"1");
+        let out = splice(line, span, b"42");
+        assert_eq!(
+            &out[..],
+            b"\x0c {\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/list\"}\x0c"
+        );
+        let cancel = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":7}}\x0c";
+        let span = request_id_span(cancel).expect("request id");
+        assert_eq!(&cancel[span], b"7");
     }
 
     #[tokio::test]

@@ -111,7 +111,7 @@ impl Asker for Elicit {
 }
 
 /// The person's answer, from what came back.
-fn answer_of(answered: Result<ClientResult, ServiceError>) -> Answer {
+pub(super) fn answer_of(answered: Result<ClientResult, ServiceError>) -> Answer {
     match answered {
         Ok(ClientResult::ElicitResult(r)) => decision(&r),
         // A result of another shape: no yes.

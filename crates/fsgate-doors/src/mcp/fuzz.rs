@@ -1,9 +1,16 @@
 //! Entry points for the fuzz targets (feature `fuzzing` only, never in `fsgate`): the
-//! MCP door's input guard, its pump's classification of a line, and one tool call,
-//! which are private to the door.
+//! MCP door's input guard, its pump's classification of a line, one tool call, and the
+//! client's answers to fsgate's questions (elicitation, and the retry of a multi
+//! round-trip request), which are private to the door.
 
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientResult, JsonObject};
 use serde_json::{Map, Value};
 use tokio::io::AsyncReadExt;
+
+use super::mrtr;
+use fsgate_gateway::ask::{Answer, Asker, Question};
 
 use super::catalog::ToolId;
 use super::guard::LineGuard;
@@ -46,4 +53,78 @@ pub fn call_tool(
     let (result, leases) = tools::call(gw, ctx, tool, args);
     drop(leases);
     serde_json::to_value(result).ok()
+}
+
+/// The answer the client's result to fsgate's `elicitation/create` gives, the result
+/// read as the SDK reads a client's result (None: not one it would read).
+pub fn elicitation_answer(result: &Value) -> Option<Answer> {
+    let r: ClientResult = serde_json::from_value(result.clone()).ok()?;
+    Some(super::elicit::answer_of(Ok(r)))
+}
+
+/// The tool and arguments of the call whose first round [`mrtr_retry`] asks about.
+pub const MRTR_TOOL: &str = "write_text_file";
+
+/// The arguments of that call.
+pub fn mrtr_args() -> JsonObject {
+    let mut args = JsonObject::new();
+    args.insert("path".into(), "notes/a.txt".into());
+    args.insert("content".into(), "x".into());
+    args
+}
+
+/// A multi round-trip retry and what became of it.
+#[derive(Debug)]
+pub struct MrtrRetry {
+    /// The `requestState` the first round issued.
+    pub issued: String,
+    /// The retry's `tools/call` params as the SDK read them (each `@STATE` of the text
+    /// replaced by the issued state).
+    pub params: CallToolRequestParams,
+    /// Refused (why), or the answer the retry's round gave `q` and whether it asks
+    /// again (an `InputRequiredResult`).
+    pub outcome: Result<(Answer, bool), String>,
+    /// Whether sending the same retry once more was refused.
+    pub replay_refused: bool,
+}
+
+/// A first round of [`MRTR_TOOL`] with [`mrtr_args`] by principal `p` meets `q` and
+/// issues a state; `retry` is then decided as the stateless door decides a retry's
+/// `tools/call`. None if `retry` is no `tools/call` params the SDK would read.
+pub fn mrtr_retry(q: &Question, retry: &str) -> Option<MrtrRetry> {
+    let states = mrtr::States::new().ok()?;
+    let first = mrtr::Round::begin(&states, "p", (MRTR_TOOL, &mrtr_args()), (None, None)).ok()?;
+    let _ = first.ask(q, Duration::ZERO);
+    let issued = first
+        .input_required(&states, Duration::from_secs(60))?
+        .request_state?;
+    let params: CallToolRequestParams =
+        serde_json::from_str(&retry.replace("@STATE", &issued)).ok()?;
+    let args = params.arguments.clone().unwrap_or_default();
+    let responses = params
+        .input_responses
+        .as_ref()
+        .and_then(|r| serde_json::to_value(r).ok());
+    let begin = || {
+        mrtr::Round::begin(
+            &states,
+            "p",
+            (&params.name, &args),
+            (params.request_state.as_deref(), responses.as_ref()),
+        )
+    };
+    let outcome = begin().map(|round| {
+        let answer = round.ask(q, Duration::ZERO);
+        let again = round
+            .input_required(&states, Duration::from_secs(60))
+            .is_some();
+        (answer, again)
+    });
+    let replay_refused = begin().is_err();
+    Some(MrtrRetry {
+        issued,
+        params,
+        outcome,
+        replay_refused,
+    })
 }
