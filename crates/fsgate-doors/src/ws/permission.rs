@@ -34,7 +34,8 @@ pub(super) const OPTIONS: [&str; 3] = ["allow_once", "allow_always", "reject_onc
 pub(super) enum ReplyError {
     /// No question with this id waits on this connection.
     #[error(
-        "no permission question {0:?} is waiting on this connection (it was answered already, timed out, or never asked)"
+        "no permission question {:?} is waiting on this connection (it was answered already, timed out, or never asked)",
+        fsgate_base::error::echo(.0)
     )]
     Unknown(String),
 }
@@ -236,7 +237,8 @@ pub(super) fn parse_answer(v: Option<&Value>) -> Result<Answer, String> {
     match kind.map(|k| (k, Answer::from_kind(k))) {
         Some((_, Some(answer))) => Ok(answer),
         Some((other, None)) => Err(format!(
-            "unknown answer {other:?}; use \"allow_once\", \"allow_always\" or \"reject_once\""
+            "unknown answer {:?}; use \"allow_once\", \"allow_always\" or \"reject_once\"",
+            fsgate_base::error::echo(other)
         )),
         None => {
             Err("missing \"answer\": \"allow_once\", \"allow_always\" or \"reject_once\"".into())
@@ -308,6 +310,18 @@ mod tests {
         assert!(parse_answer(Some(&json!("yes"))).is_err());
         assert!(parse_answer(Some(&json!(1))).is_err());
         assert!(parse_answer(None).is_err());
+    }
+
+    /// What a client chose is echoed in an error only as far as every error echoes.
+    #[test]
+    fn a_huge_answer_or_id_is_echoed_bounded() {
+        let huge = "y".repeat(1 << 20);
+        let bound = 2 * fsgate_base::error::MAX_ECHO;
+        let err = parse_answer(Some(&json!(huge))).expect_err("unknown answer");
+        assert!(err.len() < bound, "{} bytes", err.len());
+        assert!(err.contains("bytes not shown"), "{err}");
+        let unknown = ReplyError::Unknown(huge).to_string();
+        assert!(unknown.len() < bound, "{} bytes", unknown.len());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
