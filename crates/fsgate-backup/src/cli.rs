@@ -456,16 +456,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn restore_command_restores_and_calls_the_audit_hook() {
+    /// A workspace whose `a.txt` an agent changed, and a store holding its good version.
+    fn workspace_with_a_backup() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let tmp = tempfile::tempdir().expect("tempdir");
         let (ws, store_dir) = (tmp.path().join("ws"), tmp.path().join("store"));
         std::fs::create_dir_all(&ws).expect("mkdir");
         std::fs::write(ws.join("a.txt"), "agent wrote this").expect("write");
-        {
-            let store = BackupStore::open(&store_dir, &BackupSettings::default()).expect("open");
-            store.save("a.txt", &mut &b"good"[..]).expect("save");
-        }
+        let store = BackupStore::open(&store_dir, &BackupSettings::default()).expect("open");
+        store.save("a.txt", &mut &b"good"[..]).expect("save");
+        (tmp, ws, store_dir)
+    }
+
+    #[test]
+    fn restore_command_restores_and_calls_the_audit_hook() {
+        let (_tmp, ws, store_dir) = workspace_with_a_backup();
         let mut audit = Recorder(Vec::new());
         let restore = |path: &str, at: Option<&str>| BackupCommand::Restore {
             backup_dir: Some(store_dir.clone()),
@@ -505,14 +509,7 @@ mod tests {
 
     #[test]
     fn a_restore_without_an_audit_log_is_refused_and_leaves_the_file_alone() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let (ws, store_dir) = (tmp.path().join("ws"), tmp.path().join("store"));
-        std::fs::create_dir_all(&ws).expect("mkdir");
-        std::fs::write(ws.join("a.txt"), "agent wrote this").expect("write");
-        {
-            let store = BackupStore::open(&store_dir, &BackupSettings::default()).expect("open");
-            store.save("a.txt", &mut &b"good"[..]).expect("save");
-        }
+        let (_tmp, ws, store_dir) = workspace_with_a_backup();
         let cmd = BackupCommand::Restore {
             backup_dir: Some(store_dir.clone()),
             workspace: ws.clone(),
