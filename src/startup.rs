@@ -127,8 +127,11 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     let opts = OpenOptions {
         allow_broken_chain: cfg.accept_broken_chain,
         // Written by `confine` (AuditLog::start) on a thread of its own, while the
-        // handshake proceeds; the start record itself is durable before `open` returns.
+        // handshake proceeds.
         defer_start_checkpoint: true,
+        // The log's `start` record is made durable by the sync of the gateway's own
+        // (`confine`), before anything is served: one sync at start-up instead of two.
+        defer_start_sync: true,
     };
     let ship = crate::audit::ship::ShipPlan::prepare(&audit_settings.ship)
         .map_err(|e| format!("invalid policy: {e}"))?;
@@ -387,6 +390,9 @@ pub fn confine(
         "sandbox",
         serde_json::to_value(&status).unwrap_or(Value::Null),
     );
+    // Synced before the heartbeat starts (and with it the `start` checkpoint's thread),
+    // so that this one sync also makes the log's own `start` record durable.
+    gw.record("start", start_details(gw, &pol, transport, &status));
     if let Some(a) = gw.audit()
         && let Err(e) = a.start()
     {
@@ -397,7 +403,6 @@ pub fn confine(
     {
         tracing::error!("{e}");
     }
-    gw.record("start", start_details(gw, &pol, transport, &status));
     // Changes a crash interrupted are settled before anything is served.
     gw.reconcile()?;
     gw.prune_backups();

@@ -175,24 +175,18 @@ fn bench_driver_targets_say_what_the_machine_allows() {
         let row = report.targets.iter().find(|t| t.name.starts_with(prefix));
         row.and_then(|t| t.limit.clone()).unwrap_or_default()
     };
-    // 350 us of the reference's CPU over one sync's 50 us.
+    // Issue 12's targets that issue 34 retired are gone; pipelined reads keep 3x.
+    let names: Vec<&str> = report.targets.iter().map(|t| t.name.as_str()).collect();
     assert!(
-        limit("CPU per 4 KiB read").ends_with("at most 7.00x"),
-        "{}",
-        limit("CPU")
+        !names
+            .iter()
+            .any(|n| n.starts_with("CPU per") || n.starts_with("stat ops/s")),
+        "{names:?}"
     );
-    // One answer per mean sync (125 us): 8,000/s against the reference's 4,000.
-    assert!(
-        limit("stat ops/s").ends_with("at most 2.00x"),
-        "{}",
-        limit("stat")
-    );
-    // 8x of 10,000/s on n cores leaves n * 12.5 us per read, less the driver's 8.
-    let n = report.nproc as f64;
-    let pipe = limit("read_pipe ops/s");
-    let budget = format!("leaves the server {:.1} us per read", n * 12.5 - 8.0);
-    let ceiling = format!("at most {:.2}x", n * 1e6 / 33.0 / 10_000.0);
-    assert!(pipe.contains(&budget) && pipe.ends_with(&ceiling), "{pipe}");
+    let pipe = report.targets.iter().find(|t| t.name == "read_pipe ops/s");
+    assert_eq!(pipe.map(|t| t.goal.as_str()), Some(">= 3x"));
+    // 30,000/s against 10,000/s: met.
+    assert_eq!(pipe.and_then(|t| t.met), Some(true));
     // Intent (the 400-byte probe's p50, 120 us), directory (90), outcome (120): 330 us
     // against the 4 KiB probe's 120 us.
     for w in ["write_new_serial p50", "overwrite_serial p50"] {

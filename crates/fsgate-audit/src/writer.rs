@@ -8,6 +8,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+#[path = "start_checkpoint.rs"]
+mod start_checkpoint;
+
 use serde_json::{Map, Value, json};
 
 use super::config::{AuditSettings, BATCH_SYNC_INTERVAL, FsyncMode};
@@ -32,6 +35,12 @@ pub struct OpenOptions {
     /// first answer does not). A failure then refuses changes until a checkpoint
     /// succeeds, as a failed periodic checkpoint does.
     pub defer_start_checkpoint: bool,
+    /// Write the `start` record without syncing it: the next record synced (the
+    /// gateway's own `start`, appended before anything is served) makes both durable
+    /// with one sync. Until then the record is in the file, not on the disk: a process
+    /// that exits keeps it, a power loss before that sync takes it with a run that had
+    /// served nothing. Records of a recovery are synced as they are appended regardless.
+    pub defer_start_sync: bool,
 }
 
 /// At most this many batches are written by one leader before it hands over.
@@ -160,6 +169,9 @@ struct State {
     /// The Merkle tree over records `1..=durable_seq`, which checkpoints commit to;
     /// `None` when it could not be rebuilt at start (said in the `start` record).
     tree: Option<CompactRange>,
+    /// When the last record was queued (the deferred `start` checkpoint waits for a
+    /// quiet log).
+    last_queued: Option<Instant>,
 }
 
 /// What the heartbeat thread is told while it waits.
@@ -179,6 +191,9 @@ struct Duty {
     checkpoint: Option<&'static str>,
     /// Sync the file even in `batch`/`never` mode.
     sync: bool,
+    /// Write the queue without syncing it, even in `always` mode (the deferred `start`
+    /// record: the next synced record covers it).
+    write_only: bool,
 }
 
 /// Everything the handle, the appenders and the heartbeat share.
@@ -219,6 +234,8 @@ struct Shared {
     start_checkpoint_due: AtomicBool,
     /// The thread writing the deferred `start` checkpoint.
     start_checkpoint_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Tells that thread to stop waiting for a quiet log.
+    start_gate: start_checkpoint::Gate,
     /// Changes announced before this start with neither outcome nor reconciliation.
     open_intents: Vec<Intent>,
     /// Run by `close` once the last record is written (the shipper's final drain).
@@ -334,6 +351,7 @@ impl AuditLog {
             heartbeat_thread: Mutex::new(None),
             start_checkpoint_due: AtomicBool::new(opts.defer_start_checkpoint),
             start_checkpoint_thread: Mutex::new(None),
+            start_gate: start_checkpoint::Gate::default(),
             open_intents: open_intents.clone(),
             on_close: Mutex::new(Vec::new()),
             growth: Growth::new(
@@ -354,11 +372,15 @@ impl AuditLog {
             tree.as_ref().err().map(|why| (path, why.as_str())),
             &open_intents,
         );
-        log.append(AuditEvent::lifecycle(record::KIND_START, details))?;
+        let start = log.append_deferred(&AuditEvent::lifecycle(record::KIND_START, details))?;
         log.run_duty(Duty {
             checkpoint: (!opts.defer_start_checkpoint).then_some("start"),
-            sync: true,
+            sync: !opts.defer_start_sync,
+            write_only: opts.defer_start_sync,
         })?;
+        // The turn above wrote it (and synced it unless deferred): this only reports
+        // whether that worked.
+        log.wait(start)?;
         Ok(log)
     }
 
@@ -435,7 +457,9 @@ impl AuditLog {
         let (line, hash) = record::seal(seq, &ts, log, &body, &st.head);
         let session = matches!(ev.kind.as_str(), record::KIND_REQUEST | record::KIND_INTENT)
             .then_some(ev.session.as_str());
-        sh.growth.charge(session, line.len() as u64, Instant::now());
+        let now = Instant::now();
+        sh.growth.charge(session, line.len() as u64, now);
+        st.last_queued = Some(now);
         st.file_bytes = if rotate { 0 } else { st.file_bytes } + line.len() as u64;
         st.next_seq += 1;
         st.head = hash;
@@ -555,6 +579,7 @@ impl AuditLog {
             let retry = Duty {
                 checkpoint: Some("retry"),
                 sync: true,
+                write_only: false,
             };
             if run_duty_on(sh, retry).is_err() || sh.checkpoint_failing.load(Ordering::Acquire) {
                 return Err(AuditError::Checkpoint {
@@ -596,6 +621,7 @@ impl AuditLog {
         let duty = self.run_duty(Duty {
             checkpoint: Some("shutdown"),
             sync: true,
+            write_only: false,
         });
         {
             let mut st = lock(&self.shared.state);
@@ -682,42 +708,6 @@ impl AuditLog {
         run_duty_on(&self.shared, duty)
     }
 
-    /// Writes a deferred `start` checkpoint on a thread of its own (see
-    /// [`OpenOptions::defer_start_checkpoint`]).
-    fn start_checkpoint_in_background(&self) -> Result<(), AuditError> {
-        if !self
-            .shared
-            .start_checkpoint_due
-            .swap(false, Ordering::AcqRel)
-        {
-            return Ok(());
-        }
-        let shared = Arc::clone(&self.shared);
-        let handle = std::thread::Builder::new()
-            .name("fsgate-audit-start-checkpoint".into())
-            .spawn(move || {
-                let duty = Duty {
-                    checkpoint: Some("start"),
-                    sync: true,
-                };
-                if let Err(e) = run_duty_on(&shared, duty) {
-                    tracing::error!(log = %shared.path.display(), "audit start checkpoint: {e}");
-                }
-            })
-            .map_err(|e| AuditError::io("start checkpoint thread for", &self.shared.path, &e))?;
-        *lock(&self.shared.start_checkpoint_thread) = Some(handle);
-        Ok(())
-    }
-
-    /// Waits for the deferred `start` checkpoint, so that no later checkpoint (the
-    /// shutdown one) can be overtaken by it.
-    fn join_start_checkpoint(&self) {
-        let handle = lock(&self.shared.start_checkpoint_thread).take();
-        if let Some(h) = handle {
-            let _ = h.join();
-        }
-    }
-
     fn stop_heartbeat(&self) {
         self.join_start_checkpoint();
         {
@@ -782,7 +772,10 @@ impl Shared {
     /// Writes one batch (and syncs as the mode, or `sync`, requires); marks its records
     /// done or failed. Returns whether it failed. Called by the leader, without the state
     /// lock.
-    fn write_batch(&self, io: &mut Io, batch: &Batch, sync: bool) -> bool {
+    /// `sync`: (sync even if the mode would not, write without syncing whatever the mode).
+    fn write_batch(&self, io: &mut Io, batch: &Batch, sync: (bool, bool)) -> bool {
+        let (force_sync, write_only) = sync;
+        let sync = force_sync && !write_only;
         if batch.entries.is_empty() {
             // A sync-only turn (heartbeat, close) says nothing about the log's health.
             return match (sync, sync && io.sync().is_err()) {
@@ -794,7 +787,7 @@ impl Shared {
             };
         }
         let was_unsynced = io.unsynced_since().is_some();
-        let (done, failure) = self.write_segments(io, batch, sync);
+        let (done, failure) = self.write_segments(io, batch, (sync, write_only));
         let leaves = leaf_hashes(batch, done);
         let mut st = lock(&self.state);
         if let Some(tree) = &mut st.tree {
@@ -862,7 +855,11 @@ impl Shared {
             let mut st = lock(&self.state);
             let batch = std::mem::take(&mut st.queue);
             drop(st);
-            let failed = self.write_batch(&mut io, &batch, duty.sync && round == 1);
+            let failed = self.write_batch(
+                &mut io,
+                &batch,
+                (duty.sync && round == 1, duty.write_only && round == 1),
+            );
             let st = lock(&self.state);
             // Keep leading while records wait (the disk stays busy and nobody has to be
             // woken to take over), but not for ever: this thread's own caller waits.
@@ -960,12 +957,17 @@ impl Shared {
         &self,
         io: &mut Io,
         batch: &Batch,
-        sync: bool,
+        (sync, write_only): (bool, bool),
     ) -> (usize, Option<AuditError>) {
+        let mode = if write_only {
+            FsyncMode::Never
+        } else {
+            self.mode
+        };
         let mut failure = None;
         let mut done = 0;
         for seg in batch.segments() {
-            match io.write_segment(&batch.buf[seg.bytes], seg.rotate_to, self.mode) {
+            match io.write_segment(&batch.buf[seg.bytes], seg.rotate_to, mode) {
                 Ok(()) => done = seg.entries.end,
                 Err(e) => {
                     failure = Some(e);
@@ -1008,6 +1010,7 @@ impl State {
             sealed: false,
             duty_waiters: 0,
             tree,
+            last_queued: None,
         }
     }
 }
@@ -1121,6 +1124,7 @@ fn run_due(sh: &Shared) {
             Duty {
                 checkpoint: hb_due.then_some("heartbeat"),
                 sync: true,
+                write_only: false,
             },
         ));
     }

@@ -25,6 +25,7 @@
 pub mod audit;
 pub mod cli;
 pub mod config;
+mod init;
 mod layout;
 mod packed;
 /// Entry points for the fuzz targets in `fuzz/` (crate feature `fuzzing` only).

@@ -13,9 +13,7 @@ use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
 use super::config::{Retention, SizeLimits};
-use super::layout::{
-    self, FILES_DIR, FORMAT_FILE, FORMAT_TEXT, FORMAT_TEXT_1, Sidecar, TMP_SUFFIX, VERSIONS_DIR,
-};
+use super::layout::{self, FILES_DIR, Sidecar, VERSIONS_DIR};
 use super::packed;
 use super::quota::Quota;
 use super::sparse::{self, Caps, Copied, CopyError, NoClone, Sizes, copy_sized};
@@ -54,6 +52,9 @@ pub struct BackupStore {
     synced_shards: [AtomicBool; 256],
     /// The shards present were listed (and marked synced) once already.
     shards_listed: AtomicBool,
+    /// Whether `FORMAT` and `versions/` are durable (a new store's are synced by its
+    /// first backup: see `init`).
+    layout_durable: AtomicBool,
     /// When the last pass over the whole store ran, and what it found.
     pub(crate) sweep: Mutex<super::retention::Sweep>,
     /// Devices whose files cannot be cloned into the store (no `FICLONE` tried again).
@@ -153,7 +154,7 @@ impl BackupStore {
         let root = Dir::open_ambient_dir(dir, ambient_authority())
             .map_err(BackupError::io("open", shown.clone()))?;
         check_ownership(&root, &shown)?;
-        init_layout(&root, &shown)?;
+        let layout = super::init::init_layout(&root, &shown)?;
         let versions = root
             .open_dir(VERSIONS_DIR)
             .map_err(BackupError::io("open", format!("{shown}/{VERSIONS_DIR}")))?;
@@ -173,6 +174,7 @@ impl BackupStore {
             last_ts: Mutex::new(OffsetDateTime::UNIX_EPOCH),
             synced_shards: std::array::from_fn(|_| AtomicBool::new(false)),
             shards_listed: AtomicBool::new(false),
+            layout_durable: AtomicBool::new(layout == super::init::Layout::Durable),
             sweep: Mutex::new(super::retention::Sweep::default()),
             no_clone: NoClone::default(),
             location: dir.to_path_buf(),
@@ -401,6 +403,7 @@ impl BackupStore {
     /// synced before this process first saves into it, whoever created it: a version is
     /// durable only if the directory holding it is.
     pub(crate) fn open_shard(&self, shard: &str) -> Result<Dir, BackupError> {
+        self.make_layout_durable()?;
         let synced = &self.synced_shards[shard_index(shard)];
         for _ in 0..2 {
             if !synced.load(Ordering::Acquire) {
@@ -428,6 +431,7 @@ impl BackupStore {
     /// [`open_shard`](Self::open_shard) that leaves the sync of a shard's entry in
     /// `versions/` to the caller: true if it is to be synced (this process has not).
     fn open_shard_unsynced(&self, shard: &str) -> Result<(Dir, bool), BackupError> {
+        self.make_layout_durable()?;
         if self.synced_shards[shard_index(shard)].load(Ordering::Acquire)
             && let Ok(d) = open_readable_dir(&self.versions, shard)
         {
@@ -441,6 +445,17 @@ impl BackupStore {
         let dir =
             open_readable_dir(&self.versions, shard).map_err(BackupError::io("open", shard))?;
         Ok((dir, true))
+    }
+
+    /// Syncs a new store's `FORMAT` and directory, once, before its first version.
+    fn make_layout_durable(&self) -> Result<(), BackupError> {
+        if self.layout_durable.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        super::init::sync_layout(&self.root)
+            .map_err(BackupError::io("sync", self.location.display().to_string()))?;
+        self.layout_durable.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Syncs `versions/`, which makes `shard` (there now) durable. The first time, every
@@ -792,72 +807,6 @@ fn check_ownership(root: &Dir, shown: &str) -> Result<(), BackupError> {
     }
     #[cfg(not(unix))]
     let _ = (root, shown);
-    Ok(())
-}
-
-/// Creates `FORMAT` and `versions/` in a new store, or checks an existing one; a store
-/// of layout 1 is upgraded (its versions stay where they are and are still read).
-fn init_layout(root: &Dir, shown: &str) -> Result<(), BackupError> {
-    let unsafe_dir = |reason: String| BackupError::UnsafeDir {
-        path: shown.to_owned(),
-        reason,
-    };
-    // Only what this call creates needs syncing into the directory: a store opened
-    // again (every start but the first) costs no fsync.
-    let mut created = false;
-    match root.read_to_string(FORMAT_FILE) {
-        Ok(text) if text == FORMAT_TEXT => {}
-        Ok(text) if text == FORMAT_TEXT_1 => {
-            write_format(root, true).map_err(BackupError::io("upgrade", shown))?;
-            created = true;
-        }
-        Ok(text) => {
-            return Err(unsafe_dir(format!(
-                "unknown store format {:?}",
-                text.trim()
-            )));
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let mut entries = root.entries().map_err(BackupError::io("list", shown))?;
-            if entries.next().is_some() {
-                return Err(unsafe_dir(
-                    "directory is not empty and is not an fsgate backup store (no FORMAT file)"
-                        .into(),
-                ));
-            }
-            write_format(root, false)
-                .map_err(BackupError::io("write", format!("{shown}/{FORMAT_FILE}")))?;
-            created = true;
-        }
-        Err(e) => return Err(BackupError::io("read", format!("{shown}/{FORMAT_FILE}"))(e)),
-    }
-    match root.create_dir(VERSIONS_DIR) {
-        Ok(()) => created = true,
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(BackupError::io("create", format!("{shown}/{VERSIONS_DIR}"))(e)),
-    }
-    if created {
-        sync_dir(root).map_err(BackupError::io("sync", shown))?;
-    }
-    Ok(())
-}
-
-/// Writes `FORMAT`: in a new store directly, over an old one by a rename (a reader
-/// sees one format or the other, never a torn file). The caller syncs the directory.
-fn write_format(root: &Dir, replace: bool) -> io::Result<()> {
-    let name = if replace {
-        format!(".{FORMAT_FILE}{TMP_SUFFIX}")
-    } else {
-        FORMAT_FILE.to_owned()
-    };
-    let mut opts = OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    let mut f = root.open_with(&name, &opts)?;
-    f.write_all(FORMAT_TEXT.as_bytes())?;
-    f.sync_all()?;
-    if replace {
-        root.rename(&name, root, FORMAT_FILE)?;
-    }
     Ok(())
 }
 

@@ -642,3 +642,77 @@ fn a_version_opens_by_the_id_the_audit_log_names_whatever_its_path() {
         Err(BackupError::NotFound { .. })
     ));
 }
+
+/// A new store's layout is synced by its first backup, not when it is opened; a store
+/// opened again has nothing to sync.
+#[test]
+fn a_new_store_makes_its_layout_durable_at_its_first_backup() {
+    let (tmp, store) = open_store(&BackupSettings::default());
+    assert!(
+        !store.layout_durable.load(Ordering::Acquire),
+        "new: not synced yet"
+    );
+    store.save("a.txt", &mut &b"one"[..]).expect("save");
+    assert!(
+        store.layout_durable.load(Ordering::Acquire),
+        "synced by the first save"
+    );
+    drop(store);
+    let again =
+        BackupStore::open(&tmp.path().join("store"), &BackupSettings::default()).expect("reopen");
+    assert!(
+        again.layout_durable.load(Ordering::Acquire),
+        "existing: nothing to sync"
+    );
+}
+
+/// What a crash can leave of a store before its first backup (`FORMAT` empty, zeros or
+/// cut short, and at most an empty `versions/`) is made again; the same `FORMAT` beside
+/// anything else is refused.
+#[test]
+fn a_store_torn_before_its_first_backup_is_made_again_and_nothing_else_is() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let torn: [(&str, &[u8], bool); 5] = [
+        ("empty-format", b"", true),
+        ("zero-format", &[0, 0, 0], true),
+        ("short-format", b"fsgate-back", true),
+        ("no-format", b"-", true),
+        ("no-format-no-versions", b"-", false),
+    ];
+    for (name, format, versions) in torn {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir(&dir).expect("mkdir");
+        if format != b"-" {
+            std::fs::write(dir.join("FORMAT"), format).expect("format");
+        }
+        if versions {
+            std::fs::create_dir(dir.join("versions")).expect("versions");
+        }
+        let store = BackupStore::open(&dir, &BackupSettings::default()).expect(name);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("FORMAT")).expect("format"),
+            "fsgate-backups 2\n",
+            "{name}"
+        );
+        store.save("a.txt", &mut &b"x"[..]).expect("save");
+    }
+    let refused: [(&str, &[u8], &str); 3] = [
+        ("other-format", b"something else\n", "unknown store format"),
+        ("empty-format-with-a-file", b"", "unknown store format"),
+        ("no-format-with-a-shard", b"-", "not an fsgate backup store"),
+    ];
+    for (name, format, says) in refused {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(dir.join("versions")).expect("mkdir");
+        if format != b"-" {
+            std::fs::write(dir.join("FORMAT"), format).expect("format");
+        }
+        if name.ends_with("a-file") {
+            std::fs::write(dir.join("notes.txt"), "mine").expect("file");
+        } else {
+            std::fs::create_dir(dir.join("versions/ab")).expect("shard");
+        }
+        let err = BackupStore::open(&dir, &BackupSettings::default()).expect_err(name);
+        assert!(err.to_string().contains(says), "{name}: {err}");
+    }
+}

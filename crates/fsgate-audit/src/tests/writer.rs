@@ -334,6 +334,40 @@ fn a_deferred_start_checkpoint_is_written_by_start_before_the_shutdown_one() {
     assert_intact(&verify_dir(&path, &VerifyOptions::default()));
 }
 
+/// With `defer_start_sync` the `start` record is in the file when `open` returns but
+/// not synced; the next record appended (at `fsync = "always"`) syncs both at once.
+/// Without it, the record is synced by `open`.
+#[test]
+fn a_deferred_start_record_is_written_at_open_and_synced_by_the_next_record() {
+    let (_d, path) = temp_log();
+    let opts = OpenOptions {
+        defer_start_checkpoint: true,
+        defer_start_sync: true,
+        ..OpenOptions::default()
+    };
+    let log = AuditLog::open(&path, &settings(FsyncMode::Always), POLICY, opts).unwrap();
+    assert_eq!(records(&path)[0]["kind"], "start", "written to the file");
+    std::thread::sleep(Duration::from_millis(5));
+    assert!(log.shared_unsynced_for() > Duration::ZERO, "not synced yet");
+    log.append(request(1)).unwrap();
+    assert_eq!(
+        log.shared_unsynced_for(),
+        Duration::ZERO,
+        "synced with the next record"
+    );
+    log.close().unwrap();
+    assert_intact(&verify_dir(&path, &VerifyOptions::default()));
+
+    let (_d2, path2) = temp_log();
+    let plain = OpenOptions {
+        defer_start_checkpoint: true,
+        ..OpenOptions::default()
+    };
+    let log2 = AuditLog::open(&path2, &settings(FsyncMode::Always), POLICY, plain).unwrap();
+    assert_eq!(log2.shared_unsynced_for(), Duration::ZERO, "synced by open");
+    log2.close().unwrap();
+}
+
 /// Without `start` (a log closed right after opening), the shutdown checkpoint alone
 /// covers the log.
 #[test]
