@@ -320,3 +320,63 @@ fn a_write_is_answered_only_after_each_of_its_syncs_in_order() {
         check_write(&t, &root, &log, 3, "a.txt", true);
     }
 }
+
+/// A cold start syncs the log once before its first answer, for both `start` records
+/// (the log's own is not synced alone), and nothing of the new backup store; the store's
+/// `FORMAT` and directory are synced by its first backup, before that overwrite changes
+/// the workspace.
+#[test]
+fn a_cold_start_syncs_its_start_records_once_and_the_new_store_at_its_first_backup() {
+    let (_ws, root) = canonical_tempdir("durable-ws");
+    let (_st, state) = canonical_tempdir("durable-state");
+    std::fs::write(root.join("a.txt"), "old\n").expect("seed");
+    let Some(text) = traced_writes(&root, &state, false) else {
+        return;
+    };
+    let t = Trace(parse(&text));
+    let path = |p: &str| state.join(p).to_string_lossy().into_owned();
+    let (log, store, format) = (
+        path("audit/audit.jsonl"),
+        path("backups"),
+        path("backups/FORMAT"),
+    );
+    let start_record = |from: usize| {
+        t.start(from, |e| {
+            e.call == "write"
+                && first_fd_path(&e.args) == log
+                && e.args.contains("\\\"kind\\\":\\\"start\\\"")
+        })
+    };
+    let log_open = start_record(0).expect("the log's start record");
+    let gateway = start_record(log_open + 1).expect("the gateway's start record");
+    let answer = t
+        .start(0, |e| {
+            e.call == "write" && e.args.contains("pipe:") && e.args.contains("\\\"id\\\":1,")
+        })
+        .expect("the initialize answer");
+    assert!(
+        t.find(log_open, |e| is_sync(e) && first_fd_path(&e.args) == log)
+            .is_some_and(|i| i > gateway),
+        "the log's start record was synced on its own"
+    );
+    assert!(
+        t.synced_between(&log, gateway, answer),
+        "the start records were not durable before the first answer"
+    );
+    let store_sync = |e: &Event| {
+        !e.end && is_sync(e) && [&store, &format].contains(&&first_fd_path(&e.args).to_string())
+    };
+    assert!(
+        t.find(0, store_sync).is_none_or(|i| i > answer),
+        "the new backup store was synced before the first answer"
+    );
+    let rename = t
+        .start(answer, |e| {
+            e.call.starts_with("renameat") && e.args.contains("\"a.txt\"")
+        })
+        .expect("the overwrite's rename");
+    assert!(
+        t.synced_between(&format, 0, rename) && t.synced_between(&store, 0, rename),
+        "the new store's FORMAT and directory were not durable before its first backup was relied on"
+    );
+}
