@@ -111,6 +111,17 @@ pub fn load_policy(path: Option<&Path>) -> Result<Policy, String> {
     }
 }
 
+/// How `fsgate` opens its audit log: the `start` checkpoint and the `start` record's
+/// sync are both left to `confine` (the checkpoint on a thread of its own, the record
+/// made durable with the gateway's own `start`: one sync instead of two).
+fn audit_open_options(cfg: &GatewayConfig) -> OpenOptions {
+    OpenOptions {
+        allow_broken_chain: cfg.accept_broken_chain,
+        defer_start_checkpoint: true,
+        defer_start_sync: true,
+    }
+}
+
 /// Loads the policy and opens the workspace, the audit log and the backup store.
 pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     let (mut policy, base_policy) = scoped_policy(cfg)?;
@@ -124,15 +135,7 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     };
     // Relative paths in the policy's [audit] section are relative to the policy file.
     let audit_settings = policy.settings().audit.clone();
-    let opts = OpenOptions {
-        allow_broken_chain: cfg.accept_broken_chain,
-        // Written by `confine` (AuditLog::start) on a thread of its own, while the
-        // handshake proceeds.
-        defer_start_checkpoint: true,
-        // The log's `start` record is made durable by the sync of the gateway's own
-        // (`confine`), before anything is served: one sync at start-up instead of two.
-        defer_start_sync: true,
-    };
+    let opts = audit_open_options(cfg);
     let ship = crate::audit::ship::ShipPlan::prepare(&audit_settings.ship)
         .map_err(|e| format!("invalid policy: {e}"))?;
     let (audit_path, audit_parent, audit) = open_audit(cfg, &audit_settings, &policy, opts, state)?;
