@@ -752,6 +752,35 @@ mod tests {
         );
     }
 
+    /// A message is recorded under its type, or as `invalid-message` when it has
+    /// neither a type nor a `requestId`; its answer is its reply's text.
+    #[test]
+    fn a_message_is_named_by_its_type_and_answered_with_its_reply() {
+        let name_of = |kind: &str, request_id: Option<Value>| {
+            let head = Head {
+                kind: kind.into(),
+                request_id,
+            };
+            let reply = error_response(&head, code::INVALID_REQUEST, "no", None);
+            match message(head, reply.clone()) {
+                Decoded::Message {
+                    name,
+                    answer,
+                    outcome,
+                    ..
+                } => {
+                    assert_eq!(answer, reply.to_string());
+                    assert_eq!(outcome, Err((code::INVALID_REQUEST, "no".into())));
+                    name
+                }
+                Decoded::Op { .. } => panic!("an op"),
+            }
+        };
+        assert_eq!(name_of("error", None), "invalid-message");
+        assert_eq!(name_of("error", Some(json!(1))), "error");
+        assert_eq!(name_of("frob", None), "frob");
+    }
+
     #[test]
     fn subscribe_defaults_to_the_root() {
         match parse(r#"{"channel":"files","type":"subscribe"}"#) {
