@@ -3,7 +3,9 @@
 //!
 //! Every message that arrives goes through [`Gateway::serve`] exactly once: a workspace
 //! operation as [`Request::Op`], anything else (malformed, binary, oversized,
-//! subscribe, unknown type) as [`Request::message`] with the answer the client gets.
+//! subscribe, unknown type) as [`Request::message`] with the answer the client gets;
+//! both through [`door::serve`], except the messages that get no answer (a subscription
+//! without a `requestId`, a delivered permission reply), which are only recorded.
 //!
 //! Memory: answers wait in an [`Outbox`] counted in encoded bytes (twice the message
 //! limit per connection, and the server's total across connections); while it is full
