@@ -53,7 +53,12 @@ fuzz_target!(|data: &[u8]| {
         let line = with_root(line, &gws.root);
         match jsonrpc::classify(&line) {
             Incoming::Request { id, method, params } => {
-                let (reply, lease) = acp::answer(gws.pick(n), "fuzz", &id, &method, params);
+                let request = acp::AcpRequest {
+                    id: id.clone(),
+                    method,
+                    params,
+                };
+                let (reply, lease) = acp::answer(gws.pick(n), "fuzz", request);
                 drop(lease);
                 let bytes = acp::line_bytes(&reply);
                 assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 1);

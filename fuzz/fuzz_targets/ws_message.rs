@@ -1,15 +1,16 @@
 //! The WebSocket files channel: the fuzzer's bytes as one text message, parsed as the
-//! connection parses it, and an operation served through a real gateway on a temp
-//! workspace (the built-in default policy or a permissive one) and encoded under a
-//! small message limit. No panic; every answer is a JSON object on the `files` channel
-//! echoing the request's `type` and `requestId`, within the limit.
+//! connection parses it, and a request decoded and served as the connection serves it,
+//! through a real gateway on a temp workspace (the built-in default policy or a
+//! permissive one), its answer under a small message limit. No panic; every answer is
+//! a JSON object on the `files` channel echoing the request's `type` and `requestId`,
+//! within the limit.
 #![no_main]
 
 mod common;
 
-use fsgate::gateway::Request;
 use fsgate::ops::{PathStyle, RequestCtx};
 use fsgate::path::RelPath;
+use fsgate::transport::door;
 use fsgate::transport::ws::protocol::{self, Incoming};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -36,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
         Incoming::Unsubscribe { .. } => {}
         // A reply to a question: parsed, nothing to serve.
         Incoming::Permission { .. } => {}
-        Incoming::Op { head, op, base64 } => {
+        Incoming::Request(request) => {
             let ctx = RequestCtx {
                 style: PathStyle::Rooted,
                 session: "fuzz".into(),
@@ -47,15 +48,10 @@ fuzz_target!(|data: &[u8]| {
                 notifier: None,
             };
             let gw = gws.pick(data.len());
-            let (v, lease) = match gw.serve_leased(&ctx, Request::Op(op)) {
-                (Ok(o), lease) => (
-                    protocol::data_response(&head, protocol::render(gw, o, base64)),
-                    lease,
-                ),
-                (Err(e), _) => (protocol::gateway_error_response(&head, &e), None),
-            };
-            drop(lease);
-            let encoded = protocol::encode_reply(&head, &v, MAX);
+            let ws = protocol::Ws { max: MAX };
+            let served = door::serve_wire(&ws, gw, &ctx, None, request);
+            let (head, encoded) = (served.tag.head, served.answer);
+            drop(served.lease);
             let back: Value = serde_json::from_str(&encoded).expect("answer is JSON");
             assert_eq!(back["channel"], "files");
             assert_eq!(back["type"].as_str(), Some(head.kind.as_str()));

@@ -13,11 +13,12 @@ use tokio::task::JoinSet;
 use super::batch::{self, Batched};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
+use crate::door::{self, Decoded, Door, Served};
 use crate::outbox::{Outbox, Queued};
 use crate::stdio::{self, Sink};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::Gateway;
-use fsgate_gateway::ops::{Op, PathStyle, RequestCtx};
+use fsgate_gateway::ops::{Op, Output, PathStyle, RequestCtx};
 use fsgate_gateway::{Batch, Lease, Request};
 use fsgate_policy::OpClass;
 
@@ -217,24 +218,93 @@ pub fn initialize_result(gw: &Gateway) -> Value {
     })
 }
 
+/// One JSON-RPC request to this door, as read.
+pub struct AcpRequest {
+    /// The id, echoed in the answer.
+    pub id: Value,
+    /// The method.
+    pub method: String,
+    /// The params (`null` if absent).
+    pub params: Value,
+}
+
+/// The ACP door's wire (see [`crate::door`]): JSON-RPC requests in, responses out,
+/// paths absolute.
+pub struct Acp;
+
+impl Door for Acp {
+    type Wire = AcpRequest;
+    type Tag = Value;
+    type Answer = Value;
+
+    fn decode(&self, gw: &Gateway, wire: AcpRequest) -> Decoded<Acp> {
+        let AcpRequest { id, method, params } = wire;
+        if method == "initialize" {
+            return message(id, method, Ok(initialize_result(gw)));
+        }
+        match to_op(&method, params) {
+            Ok(Some(op)) => Decoded::Op { op, tag: id },
+            Ok(None) => {
+                let msg = format!("method not found: {method}");
+                let error = jsonrpc::error_object(code::METHOD_NOT_FOUND, &msg, None);
+                message(id, method, Err(error))
+            }
+            Err(e) => message(id, method, Err(e.to_rpc_error())),
+        }
+    }
+
+    fn encode(&self, gw: &Gateway, id: &Value, out: Output) -> Value {
+        let result = crate::results::render(gw, PathStyle::Absolute, out);
+        jsonrpc::result_response(id, result)
+    }
+
+    fn refuse(&self, id: &Value, e: &GatewayError) -> Value {
+        jsonrpc::error_response(id, e.to_rpc_error())
+    }
+}
+
+/// A message that is no workspace operation, answered with a result or an error
+/// object once recorded as `name` (see [`Decoded::Message`]).
+pub(crate) fn message(
+    id: Value,
+    name: impl Into<String>,
+    answer: Result<Value, Value>,
+) -> Decoded<Acp> {
+    let (outcome, answer) = match answer {
+        Ok(result) => (Ok(()), jsonrpc::result_response(&id, result)),
+        Err(error) => {
+            let outcome = Err((
+                error["code"].as_i64().unwrap_or(code::INTERNAL),
+                error["message"].as_str().unwrap_or_default().to_string(),
+            ));
+            (outcome, jsonrpc::error_response(&id, error))
+        }
+    };
+    Decoded::Message {
+        name: name.into(),
+        tag: id,
+        answer,
+        outcome,
+    }
+}
+
 /// Answers one request (blocking: run it off the async threads). Every request, a
 /// workspace operation or not, is recorded in the audit log before it is answered. The
 /// lease is the content budget the answer holds: keep it until the answer is queued.
-pub fn answer(
-    gw: &Gateway,
-    peer: &str,
-    id: &Value,
-    method: &str,
-    params: Value,
-) -> (Value, Option<Lease>) {
-    answer_in(gw, &request_ctx(peer, &params), id, method, params)
+pub fn answer(gw: &Gateway, peer: &str, request: AcpRequest) -> (Value, Option<Lease>) {
+    answer_in(gw, &request_ctx(peer, &request.params), request)
 }
 
-/// The context of one request on this door.
+/// The context of a request on this door naming `params`' session.
 fn request_ctx(peer: &str, params: &Value) -> RequestCtx {
+    door_ctx(peer, session_of(params).unwrap_or_default())
+}
+
+/// The context of a message on this door, in `session`.
+fn door_ctx(peer: &str, session: String) -> RequestCtx {
     RequestCtx {
         style: PathStyle::Absolute,
-        session: session_of(params).unwrap_or_default(),
+        session,
         transport: "acp",
         peer: peer.to_string(),
         scope: Default::default(),
@@ -244,64 +314,9 @@ fn request_ctx(peer: &str, params: &Value) -> RequestCtx {
 }
 
 /// [`answer`] under a context the caller made (the proxy's has an asker and notifier).
-pub fn answer_in(
-    gw: &Gateway,
-    ctx: &RequestCtx,
-    id: &Value,
-    method: &str,
-    params: Value,
-) -> (Value, Option<Lease>) {
-    answer_with(gw, ctx, None, id, method, params)
-}
-
-/// [`answer_in`], its operation served in `batch` if one is given (see `batch`).
-fn answer_with(
-    gw: &Gateway,
-    ctx: &RequestCtx,
-    batch: Option<&Batch>,
-    id: &Value,
-    method: &str,
-    params: Value,
-) -> (Value, Option<Lease>) {
-    let reply = |outcome: Result<Value, Value>| {
-        let audited = match &outcome {
-            Ok(_) => Ok(()),
-            Err(e) => Err((
-                e["code"].as_i64().unwrap_or(code::INTERNAL),
-                e["message"].as_str().unwrap_or_default().to_string(),
-            )),
-        };
-        match (gw.serve(ctx, Request::message(method, audited)), outcome) {
-            (Err(e), _) => jsonrpc::error_response(id, e.to_rpc_error()),
-            (Ok(_), Ok(result)) => jsonrpc::result_response(id, result),
-            (Ok(_), Err(error)) => jsonrpc::error_response(id, error),
-        }
-    };
-    if method == "initialize" {
-        return (reply(Ok(initialize_result(gw))), None);
-    }
-    let serve = |op| match batch {
-        Some(b) => gw.serve_in(ctx, Request::Op(op), b),
-        None => gw.serve_leased(ctx, Request::Op(op)),
-    };
-    match to_op(method, params) {
-        Ok(Some(op)) => match serve(op) {
-            (Ok(out), lease) => (
-                jsonrpc::result_response(id, crate::results::render(gw, ctx.style, out)),
-                lease,
-            ),
-            (Err(e), _) => (jsonrpc::error_response(id, e.to_rpc_error()), None),
-        },
-        Ok(None) => (
-            reply(Err(jsonrpc::error_object(
-                code::METHOD_NOT_FOUND,
-                &format!("method not found: {method}"),
-                None,
-            ))),
-            None,
-        ),
-        Err(e) => (reply(Err(e.to_rpc_error())), None),
-    }
+pub fn answer_in(gw: &Gateway, ctx: &RequestCtx, request: AcpRequest) -> (Value, Option<Lease>) {
+    let served = door::serve_wire(&Acp, gw, ctx, None, request);
+    (served.answer, served.lease)
 }
 
 /// A message as one line of bytes.
@@ -313,24 +328,9 @@ pub fn line_bytes(v: &Value) -> Vec<u8> {
 }
 
 /// Answers a message that is not a valid request, after recording it.
-fn answer_invalid(gw: &Gateway, peer: &str, id: &Value, error: Value) -> Value {
-    let ctx = RequestCtx {
-        style: PathStyle::Absolute,
-        session: String::new(),
-        transport: "acp",
-        peer: peer.to_string(),
-        scope: Default::default(),
-        asker: None,
-        notifier: None,
-    };
-    let outcome = Err((
-        error["code"].as_i64().unwrap_or(code::INVALID_REQUEST),
-        error["message"].as_str().unwrap_or_default().to_string(),
-    ));
-    match gw.serve(&ctx, Request::message("invalid-message", outcome)) {
-        Ok(_) => jsonrpc::error_response(id, error),
-        Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
-    }
+fn answer_invalid(gw: &Gateway, peer: &str, id: Value, error: Value) -> Value {
+    let invalid = message(id, "invalid-message", Err(error));
+    door::serve(&Acp, gw, &door_ctx(peer, String::new()), None, invalid).answer
 }
 
 /// Serves ACP on this process's stdin/stdout (`fsgate serve --transport acp`). Stdin is
@@ -461,9 +461,7 @@ impl Dispatch<'_> {
                     return false;
                 };
                 let job = Job {
-                    id,
-                    method,
-                    params,
+                    request: AcpRequest { id, method, params },
                     _room: room,
                 };
                 if alone(gw, tasks, self.batch, ahead) {
@@ -482,7 +480,7 @@ impl Dispatch<'_> {
                 };
                 let (gw, out, peer) = (Arc::clone(gw), self.outbox.clone(), Arc::clone(peer));
                 tasks.spawn(async move {
-                    request(gw, peer, id, method, params, out).await;
+                    request(gw, peer, AcpRequest { id, method, params }, out).await;
                     drop((permit, change));
                 });
             }
@@ -530,18 +528,9 @@ fn changes(method: &str) -> bool {
 
 /// A request for the batch thread.
 struct Job {
-    id: Value,
-    method: String,
-    params: Value,
+    request: AcpRequest,
     /// Room for the request's line in the connection's input bound, until it has run.
     _room: tokio::sync::OwnedSemaphorePermit,
-}
-
-/// A request answered, its answer not yet queued.
-struct Done {
-    id: Value,
-    bytes: Vec<u8>,
-    lease: Option<Lease>,
 }
 
 /// The connection's batch thread (see [`crate::batch`]).
@@ -556,42 +545,29 @@ struct BatchDoor {
 
 impl Batched for BatchDoor {
     type Job = Job;
-    type Done = Done;
+    type Done = Served<Acp>;
 
     fn gateway(&self) -> &Gateway {
         &self.gw
     }
 
-    fn run(&self, job: Job, batch: &Batch) -> Option<Done> {
-        let Job {
-            id, method, params, ..
-        } = job;
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let ctx = request_ctx(&self.peer, &params);
-            answer_with(&self.gw, &ctx, Some(batch), &id, &method, params)
-        }));
-        let (v, lease) = ran.unwrap_or_else(|_| {
-            tracing::error!(%method, "request panicked");
-            let err =
-                jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None);
-            (jsonrpc::error_response(&id, err), None)
-        });
-        Some(Done {
-            bytes: line_bytes(&v),
-            id,
-            lease,
-        })
+    fn run(&self, job: Job, batch: &Batch) -> Option<Served<Acp>> {
+        let ctx = request_ctx(&self.peer, &job.request.params);
+        Some(door::serve_wire(
+            &Acp,
+            &self.gw,
+            &ctx,
+            Some(batch),
+            job.request,
+        ))
     }
 
-    fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
+    fn answer(&self, done: Vec<Served<Acp>>, settled: Result<(), GatewayError>) {
         let lines: Vec<(Vec<u8>, Option<Lease>)> = done
             .into_iter()
-            .map(|Done { id, bytes, lease }| match &settled {
-                Ok(()) => (bytes, lease),
-                Err(e) => (
-                    line_bytes(&jsonrpc::error_response(&id, e.to_rpc_error())),
-                    None,
-                ),
+            .map(|served| {
+                let served = served.settled(&Acp, &settled);
+                (line_bytes(&served.answer), served.lease)
             })
             .collect();
         let total: usize = lines.iter().map(|(b, _)| b.len()).sum();
@@ -619,25 +595,17 @@ impl Batched for BatchDoor {
 
 /// Answers one request on the blocking pool and queues the answer; the content budget
 /// it holds is returned once the answer is queued.
-async fn request(
-    gw: Arc<Gateway>,
-    peer: Arc<str>,
-    id: Value,
-    method: String,
-    params: Value,
-    out: Outbox<Vec<u8>>,
-) {
-    let id2 = id.clone();
+async fn request(gw: Arc<Gateway>, peer: Arc<str>, request: AcpRequest, out: Outbox<Vec<u8>>) {
+    let id = request.id.clone();
     let (bytes, lease) = tokio::task::spawn_blocking(move || {
-        let (v, lease) = answer(&gw, &peer, &id, &method, params);
+        let (v, lease) = answer(&gw, &peer, request);
         (line_bytes(&v), lease)
     })
     .await
     .unwrap_or_else(|e| {
         tracing::error!("request task failed: {e}");
-        let err =
-            jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None);
-        (line_bytes(&jsonrpc::error_response(&id2, err)), None)
+        let e = GatewayError::Internal("request task failed".into());
+        (line_bytes(&Acp.refuse(&id, &e)), None)
     });
     let len = bytes.len();
     out.send(bytes, len).await;
@@ -649,15 +617,7 @@ async fn request(
 async fn note(gw: &Arc<Gateway>, peer: &Arc<str>, name: String) {
     let (gw, peer) = (Arc::clone(gw), Arc::clone(peer));
     let _ = tokio::task::spawn_blocking(move || {
-        let ctx = RequestCtx {
-            style: PathStyle::Absolute,
-            session: String::new(),
-            transport: "acp",
-            peer: peer.to_string(),
-            scope: Default::default(),
-            asker: None,
-            notifier: None,
-        };
+        let ctx = door_ctx(&peer, String::new());
         if let Err(e) = gw.serve(&ctx, Request::message(name, Ok(()))) {
             tracing::error!("{e}");
         }
@@ -674,7 +634,7 @@ async fn invalid(
     out: &Outbox<Vec<u8>>,
 ) {
     let (gw, peer) = (Arc::clone(gw), Arc::clone(peer));
-    let resp = tokio::task::spawn_blocking(move || answer_invalid(&gw, &peer, &id, error))
+    let resp = tokio::task::spawn_blocking(move || answer_invalid(&gw, &peer, id, error))
         .await
         .unwrap_or_else(|_| {
             jsonrpc::error_response(

@@ -42,8 +42,8 @@ pub trait Batched: Send + Sync + 'static {
     /// The gateway the requests go through.
     fn gateway(&self) -> &Gateway;
 
-    /// Runs one request, serving its operation in `batch`
-    /// ([`Gateway::serve_in`]); None if it is no longer wanted (cancelled by the client).
+    /// Runs one request, serving its operation in `batch` (a door's with
+    /// [`crate::door::serve`]); None if it is no longer wanted (cancelled by the client).
     fn run(&self, job: Self::Job, batch: &Batch) -> Option<Self::Done>;
 
     /// Hands the answers over. `settled`: whether their deferred records are durable; if

@@ -13,15 +13,27 @@
 //! ([`fsgate_gateway::watch`]). A batch of requests is a value the gateway hands out
 //! ([`fsgate_gateway::Batch`]), not a convention kept by thread-locals.
 //!
-//! Not yet so: the MCP reference tools (`mcp/compat/`) compose several gateway
-//! operations into one tool (an edit reads, then writes); MCP tool calls take two ways
-//! in (the SDK's, and `mcp/direct.rs` for plain calls), which share `mcp/tools.rs`.
+//! A door is its wire behind one trait, [`door::Door`]: it decodes a request into an
+//! operation (or a message it answers itself once recorded), and encodes an outcome
+//! and a refusal. [`door::serve`] serves a decoded request the same way for every door,
+//! alone or in a batch ([`fsgate_gateway::Gateway::serve_leased_in`]); each door's
+//! connection loop only decides where a request runs (a task, its batch thread).
+//! ACP ([`acp::Acp`], which the proxy's file requests use too) and the WebSocket
+//! channel ([`ws::protocol::Ws`]) are doors this way.
+//!
+//! Not yet so: an MCP tool call is no single operation (the reference tools in
+//! `mcp/compat/` compose several: an edit reads, then writes), so MCP is not behind
+//! [`door::Door`]: its tools (`mcp/tools.rs`) decode their arguments and render their
+//! results themselves, and serve each operation through the same gateway entry. MCP
+//! tool calls take two ways in (the SDK's, and `mcp/direct.rs` for plain calls), which
+//! share `mcp/tools.rs`.
 //!
 //! [`Gateway::record_for`]: fsgate_gateway::Gateway::record_for
 
 pub mod acp;
 pub(crate) mod acp_ask;
 pub mod batch;
+pub mod door;
 pub(crate) mod encode;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;

@@ -591,17 +591,8 @@ impl Relay {
 
     /// Records a refusal fsgate makes itself (session, terminal) and builds the reply.
     fn refuse(&self, id: &Value, method: &str, params: &Value, err: Value) -> Value {
-        let outcome = Err((
-            err["code"].as_i64().unwrap_or(code::REFUSED),
-            err["message"].as_str().unwrap_or_default().to_string(),
-        ));
-        match self
-            .gw
-            .serve(&self.ctx(params), Request::message(method, outcome))
-        {
-            Ok(_) => jsonrpc::error_response(id, err),
-            Err(e) => jsonrpc::error_response(id, e.to_rpc_error()),
-        }
+        let refusal = acp::message(id.clone(), method, Err(err));
+        crate::door::serve(&acp::Acp, &self.gw, &self.ctx(params), None, refusal).answer
     }
 
     /// Records a line the relay refuses (one record) and builds the replies to the
@@ -1010,7 +1001,10 @@ async fn serve_file(
             let err = jsonrpc::error_object(code::METHOD_NOT_FOUND, &msg, None);
             (r.refuse(&id, &method, &params, err), None)
         }
-        None => acp::answer_in(&r.gw, &r.file_ctx(&params), &id, &method, params),
+        None => {
+            let ctx = r.file_ctx(&params);
+            acp::answer_in(&r.gw, &ctx, acp::AcpRequest { id, method, params })
+        }
     })
     .await
     .unwrap_or_else(|_| {

@@ -536,8 +536,21 @@ impl Gateway {
         request: Request,
         batch: &Batch,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        let (out, lease) = self.serve_batched(ctx, request, Some(batch));
-        batch.note_lease(lease.as_ref());
+        self.serve_leased_in(ctx, request, Some(batch))
+    }
+
+    /// A door's one way to serve a request alone or in a batch: [`serve_in`](Self::serve_in)
+    /// if `batch` is given, else [`serve_leased`](Self::serve_leased).
+    pub fn serve_leased_in(
+        &self,
+        ctx: &RequestCtx,
+        request: Request,
+        batch: Option<&Batch>,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        let (out, lease) = self.serve_batched(ctx, request, batch);
+        if let Some(b) = batch {
+            b.note_lease(lease.as_ref());
+        }
         (out, lease)
     }
 

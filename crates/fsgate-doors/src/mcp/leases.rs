@@ -32,10 +32,7 @@ impl<'a> ToolCall<'a> {
 
     /// Serves `op` for this call, keeping any lease its answer holds.
     pub(super) fn serve_op(&self, gw: &Gateway, op: Op) -> Result<Output, GatewayError> {
-        let (result, lease) = match self.batch {
-            Some(b) => gw.serve_in(self.ctx, Request::Op(op), b),
-            None => gw.serve_leased(self.ctx, Request::Op(op)),
-        };
+        let (result, lease) = gw.serve_leased_in(self.ctx, Request::Op(op), self.batch);
         if let Some(l) = lease {
             self.leases.borrow_mut().push(l);
         }

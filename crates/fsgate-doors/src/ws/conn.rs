@@ -3,7 +3,9 @@
 //!
 //! Every message that arrives goes through [`Gateway::serve`] exactly once: a workspace
 //! operation as [`Request::Op`], anything else (malformed, binary, oversized,
-//! subscribe, unknown type) as [`Request::message`] with the answer the client gets.
+//! subscribe, unknown type) as [`Request::message`] with the answer the client gets;
+//! both through [`door::serve`], except the messages that get no answer (a subscription
+//! without a `requestId`, a delivered permission reply), which are only recorded.
 //!
 //! Memory: answers wait in an [`Outbox`] counted in encoded bytes (twice the message
 //! limit per connection, and the server's total across connections); while it is full
@@ -31,9 +33,10 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 use super::mailbox::{Lost, Mailbox};
 use super::permission::{self, Asks, ReplyError, WsAsker};
-use super::protocol::{self, Head, Incoming};
+use super::protocol::{self, Echo, Head, Incoming, Ws};
 use super::stall::Stall;
 use crate::batch::{self, Batched};
+use crate::door::{self, Decoded, Door, Served};
 use crate::outbox::{Outbox, Queued, SharedRoom};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_base::path::RelPath;
@@ -41,7 +44,7 @@ use fsgate_gateway::Gateway;
 use fsgate_gateway::ask::Asker;
 use fsgate_gateway::ops::{Op, RequestCtx};
 use fsgate_gateway::watch::Notice;
-use fsgate_gateway::{Batch, Lease, Request};
+use fsgate_gateway::{Batch, Request};
 
 /// How long the rest of an oversized message is read and discarded, so that closing
 /// the socket does not reset it before the client has read the error.
@@ -289,6 +292,15 @@ impl Requests<'_> {
     }
 }
 
+impl Shared {
+    /// The connection's codec: answers bounded by its message limit.
+    fn codec(&self) -> Ws {
+        Ws {
+            max: self.limits.max_message,
+        }
+    }
+}
+
 /// What the connection's requests share; the context's asker puts questions to it.
 fn shared(conn: Conn, out: &Outbox<Message>) -> Arc<Shared> {
     let Conn {
@@ -316,18 +328,21 @@ fn shared(conn: Conn, out: &Outbox<Message>) -> Arc<Shared> {
     })
 }
 
-/// A parsed operation, waiting for its slot.
+/// A decoded operation, waiting for its slot.
 struct Task {
-    head: Head,
     op: Op,
-    base64: bool,
+    tag: Echo,
 }
 
 /// Takes one text message: answers (after recording) what is no operation, and
 /// returns an operation to serve.
 async fn take(sh: &Shared, sub_tx: &watch::Sender<Option<RelPath>>, text: &str) -> Option<Task> {
     match protocol::parse(text) {
-        Incoming::Bad { name, reply } => answer(sh, &name, reply).await,
+        Incoming::Request(request) => match sh.codec().decode(&sh.gw, request) {
+            Decoded::Op { op, tag } => return Some(Task { op, tag }),
+            message => answer(sh, message).await,
+        },
+        Incoming::Bad { head, reply } => answer(sh, protocol::message(head, reply)).await,
         Incoming::Subscribe { head, path } => {
             let reply = match sh.gw.subscription(&path) {
                 Ok(rel) => {
@@ -337,11 +352,12 @@ async fn take(sh: &Shared, sub_tx: &watch::Sender<Option<RelPath>>, text: &str) 
                 }
                 Err(e) => protocol::gateway_error_response(&head, &e),
             };
-            answer_if_asked(sh, &head, reply).await;
+            answer_if_asked(sh, head, reply).await;
         }
         Incoming::Unsubscribe { head } => {
             sub_tx.send_replace(None);
-            answer_if_asked(sh, &head, protocol::data_response(&head, json!({}))).await;
+            let reply = protocol::data_response(&head, json!({}));
+            answer_if_asked(sh, head, reply).await;
         }
         Incoming::Permission {
             head,
@@ -356,16 +372,11 @@ async fn take(sh: &Shared, sub_tx: &watch::Sender<Option<RelPath>>, text: &str) 
                 Ok(()) => record(sh, &head.kind, Ok(())).await,
                 Err(e) => {
                     let err = GatewayError::InvalidParams(e.to_string());
-                    answer(
-                        sh,
-                        &head.kind,
-                        protocol::gateway_error_response(&head, &err),
-                    )
-                    .await;
+                    let reply = protocol::gateway_error_response(&head, &err);
+                    answer(sh, protocol::message(head, reply)).await;
                 }
             }
         }
-        Incoming::Op { head, op, base64 } => return Some(Task { head, op, base64 }),
     }
     None
 }
@@ -393,13 +404,14 @@ impl Reader {
             Some(Ok(Message::Binary(_))) => {
                 let reply =
                     invalid_request("binary frames are not supported; send JSON text messages");
-                answer(sh, "invalid-message", reply).await;
+                answer(sh, protocol::message(no_head(), reply)).await;
                 return None;
             }
             Some(Ok(Message::Close(_))) | None => {}
             Some(Ok(_)) => return None,
             Some(Err(WsProtoError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
-                answer(sh, "invalid-message", too_large(size, max_size)).await;
+                let reply = too_large(size, max_size);
+                answer(sh, protocol::message(no_head(), reply)).await;
                 self.oversized = true;
             }
             Some(Err(e)) => tracing::debug!(session = %sh.ctx.session, "connection ended: {e}"),
@@ -443,7 +455,9 @@ impl Reader {
                     if let Some(text) = self.text(sh, read).await
                         && let Some(task) = take(sh, sub_tx, text.as_str()).await
                     {
-                        answer(sh, &task.head.kind, busy(&task.head)).await;
+                        let head = task.tag.head;
+                        let reply = busy(&head);
+                        answer(sh, protocol::message(head, reply)).await;
                     }
                 }
             }
@@ -510,30 +524,6 @@ fn batched(op: &Op) -> bool {
     )
 }
 
-/// Serves one operation (blocking), in `batch` if given: its encoded answer and the
-/// content lease it holds.
-fn serve_blocking(
-    gw: &Gateway,
-    ctx: &RequestCtx,
-    batch: Option<&Batch>,
-    max: usize,
-    task: Task,
-) -> (String, Option<Lease>) {
-    let Task { head, op, base64 } = task;
-    let served = match batch {
-        Some(b) => gw.serve_in(ctx, Request::Op(op), b),
-        None => gw.serve_leased(ctx, Request::Op(op)),
-    };
-    let (v, lease) = match served {
-        (Ok(o), lease) => (
-            protocol::data_response(&head, protocol::render(gw, o, base64)),
-            lease,
-        ),
-        (Err(e), _) => (protocol::gateway_error_response(&head, &e), None),
-    };
-    (protocol::encode_reply(&head, &v, max), lease)
-}
-
 /// The context of one request, when it differs from the connection's: under a policy
 /// with ask rules, its questions name the request they are about.
 fn request_ctx(sh: &Shared, head: &Head) -> Option<RequestCtx> {
@@ -550,12 +540,11 @@ fn request_ctx(sh: &Shared, head: &Head) -> Option<RequestCtx> {
     Some(ctx)
 }
 
-/// A batched operation that ran: its head (for an error in its place), its encoded
-/// answer, and what it holds until the answer is queued.
+/// A batched operation that ran: its answer, and what it holds until the answer is
+/// queued.
 struct Done {
-    head: Head,
-    text: String,
-    held: (Option<Lease>, [OwnedSemaphorePermit; 3]),
+    served: Served<Ws>,
+    permits: [OwnedSemaphorePermit; 3],
 }
 
 /// The connection's batch thread (see [`crate::batch`]).
@@ -573,26 +562,10 @@ impl Batched for BatchDoor {
     }
 
     fn run(&self, (task, permits): Self::Job, batch: &Batch) -> Option<Done> {
-        let head = task.head.clone();
-        let own = request_ctx(&self.sh, &head);
+        let own = request_ctx(&self.sh, &task.tag.head);
         let ctx = own.as_ref().unwrap_or(&self.sh.ctx);
-        let (gw, max) = (&*self.sh.gw, self.sh.limits.max_message);
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            serve_blocking(gw, ctx, Some(batch), max, task)
-        }));
-        let (text, lease) = ran.unwrap_or_else(|_| {
-            tracing::error!("request panicked");
-            let err = GatewayError::Internal("request task failed".into());
-            (
-                protocol::gateway_error_response(&head, &err).to_string(),
-                None,
-            )
-        });
-        Some(Done {
-            head,
-            text,
-            held: (lease, permits),
-        })
+        let served = door::serve(&self.sh.codec(), &self.sh.gw, ctx, Some(batch), task.into());
+        Some(Done { served, permits })
     }
 
     fn answer(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
@@ -605,33 +578,36 @@ impl BatchDoor {
     /// Queues the answers of requests that ran (or, if their records could not be
     /// made, the error saying so in their place).
     async fn answer_now(&self, done: Vec<Done>, settled: Result<(), GatewayError>) {
-        for Done { head, text, held } in done {
-            let text = match &settled {
-                Ok(()) => text,
-                Err(e) => protocol::gateway_error_response(&head, e).to_string(),
-            };
-            send(&self.sh.out, text).await;
-            drop(held);
+        for Done { served, permits } in done {
+            let served = served.settled(&self.sh.codec(), &settled);
+            send(&self.sh.out, served.answer).await;
+            drop((served.lease, permits));
         }
+    }
+}
+
+impl From<Task> for Decoded<Ws> {
+    fn from(Task { op, tag }: Task) -> Decoded<Ws> {
+        Decoded::Op { op, tag }
     }
 }
 
 /// Serves one operation and queues its answer; the permits are given back once the
 /// answer is queued (where it is counted as unwritten).
 async fn serve_op(sh: Arc<Shared>, task: Task, permits: [OwnedSemaphorePermit; 3]) {
-    let head2 = task.head.clone();
-    let ctx = request_ctx(&sh, &task.head).map_or_else(|| Arc::clone(&sh.ctx), Arc::new);
-    let (gw, max) = (Arc::clone(&sh.gw), sh.limits.max_message);
+    let tag = task.tag.clone();
+    let ctx = request_ctx(&sh, &task.tag.head).map_or_else(|| Arc::clone(&sh.ctx), Arc::new);
+    let (gw, codec) = (Arc::clone(&sh.gw), sh.codec());
     let (text, lease) = (sh.pool)
-        .spawn_blocking(move || serve_blocking(&gw, &ctx, None, max, task))
+        .spawn_blocking(move || {
+            let served = door::serve(&codec, &gw, &ctx, None, task.into());
+            (served.answer, served.lease)
+        })
         .await
         .unwrap_or_else(|e| {
             tracing::error!("request task failed: {e}");
             let err = GatewayError::Internal("request task failed".into());
-            (
-                protocol::gateway_error_response(&head2, &err).to_string(),
-                None,
-            )
+            (sh.codec().refuse(&tag, &err), None)
         });
     // The content's lease and the slots are held until the answer is queued (where it
     // counts as unwritten).
@@ -639,26 +615,20 @@ async fn serve_op(sh: Arc<Shared>, task: Task, permits: [OwnedSemaphorePermit; 3
     drop((lease, permits));
 }
 
-/// Records a message that is no operation as `name`, then queues `reply` (or, if the
-/// record could not be made, the error saying so).
-async fn answer(sh: &Shared, name: &str, reply: Value) {
-    let (gw, ctx) = (Arc::clone(&sh.gw), Arc::clone(&sh.ctx));
-    let name = name.to_string();
-    let outcome = protocol::outcome_of(&reply);
-    let served = (sh.pool)
-        .spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome)).err())
-        .await
-        .unwrap_or_else(|e| Some(GatewayError::Internal(format!("record task failed: {e}"))));
-    let text = match served {
-        None => reply.to_string(),
-        Some(e) => {
-            let head = Head {
-                kind: reply["type"].as_str().unwrap_or("error").to_string(),
-                request_id: reply.get("requestId").cloned(),
-            };
-            protocol::gateway_error_response(&head, &e).to_string()
-        }
+/// Records a message that is no operation, then queues its answer (or, if the record
+/// could not be made, the error saying so).
+async fn answer(sh: &Shared, message: Decoded<Ws>) {
+    let (gw, ctx, codec) = (Arc::clone(&sh.gw), Arc::clone(&sh.ctx), sh.codec());
+    let tag = match &message {
+        Decoded::Op { tag, .. } | Decoded::Message { tag, .. } => tag.clone(),
     };
+    let text = (sh.pool)
+        .spawn_blocking(move || door::serve(&codec, &gw, &ctx, None, message).answer)
+        .await
+        .unwrap_or_else(|e| {
+            let err = GatewayError::Internal(format!("record task failed: {e}"));
+            sh.codec().refuse(&tag, &err)
+        });
     send(&sh.out, text).await;
 }
 
@@ -670,11 +640,11 @@ async fn send(out: &Outbox<Message>, text: String) {
 
 /// [`answer`], for `subscribe` / `unsubscribe`: recorded always, answered only when
 /// the message had a `requestId`.
-async fn answer_if_asked(sh: &Shared, head: &Head, reply: Value) {
-    if head.request_id.is_some() {
-        return answer(sh, &head.kind, reply).await;
+async fn answer_if_asked(sh: &Shared, head: Head, reply: Value) {
+    if head.request_id.is_none() {
+        return record(sh, &head.kind, protocol::outcome_of(&reply)).await;
     }
-    record(sh, &head.kind, protocol::outcome_of(&reply)).await;
+    answer(sh, protocol::message(head, reply)).await;
 }
 
 /// Records a message that gets no answer.
@@ -686,19 +656,20 @@ async fn record(sh: &Shared, name: &str, outcome: Result<(), (i64, String)>) {
         .await;
 }
 
-fn invalid_request(msg: &str) -> Value {
-    let head = Head {
+/// The head of a message that could not be read: no type, no `requestId`.
+fn no_head() -> Head {
+    Head {
         kind: "error".into(),
         request_id: None,
-    };
-    protocol::error_response(&head, code::INVALID_REQUEST, msg, None)
+    }
+}
+
+fn invalid_request(msg: &str) -> Value {
+    protocol::error_response(&no_head(), code::INVALID_REQUEST, msg, None)
 }
 
 fn too_large(size: usize, max: usize) -> Value {
-    let head = Head {
-        kind: "error".into(),
-        request_id: None,
-    };
+    let head = no_head();
     let msg = format!(
         "message of {size} bytes exceeds the limit of {max} bytes ([ws] max_message_bytes / [limits] max_message_bytes); the connection will be closed"
     );

@@ -6,7 +6,9 @@
 //!   `fsgate_policy::ws`.
 //! - [`auth`]: who may connect: bearer token, `Origin` allow-list, `Host` check, all on
 //!   the HTTP upgrade request.
-//! - [`protocol`]: JSON messages <-> [`fsgate_gateway::ops::Op`] and back (docs/ws-protocol.md).
+//! - [`protocol`]: JSON messages <-> [`fsgate_gateway::ops::Op`] and back (docs/ws-protocol.md):
+//!   `parse` reads a message's envelope, and [`protocol::Ws`], the channel's
+//!   [`crate::door::Door`], decodes a request's fields and encodes its answer.
 //! - `conn`: one connection: concurrent requests, subscription, pushed events; each
 //!   connection runs on a thread and a one-thread runtime of its own (`on_own_thread`).
 //! - change events come from the gateway's watcher ([`fsgate_gateway::watch`]),

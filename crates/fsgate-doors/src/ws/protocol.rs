@@ -5,6 +5,7 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use super::permission;
+use crate::door::{Decoded, Door};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ask::Answer;
@@ -18,15 +19,9 @@ pub(crate) const CHANNEL: &str = "files";
 /// What a client message asks for.
 #[derive(Debug)]
 pub enum Incoming {
-    /// A filesystem request for the gateway.
-    Op {
-        /// `type` and `requestId`, echoed in the response.
-        head: Head,
-        /// The operation.
-        op: Op,
-        /// The client asked for `"encoding": "base64"` on a read.
-        base64: bool,
-    },
+    /// A request for the gateway (a filesystem operation, or a type no one serves):
+    /// decoded by [`Ws`].
+    Request(WsRequest),
     /// Push change events for this subtree only (replacing the previous subscription).
     Subscribe {
         /// `type` and `requestId`.
@@ -48,24 +43,93 @@ pub enum Incoming {
         /// The answer.
         answer: Answer,
     },
-    /// A message that cannot be served: record it as `name` and answer with `reply`
-    /// (an error response).
+    /// A message that cannot be served: record it and answer with `reply` (an error
+    /// response; see [`message`]).
     Bad {
-        /// The name the audit record gives it: its `type`, or `invalid-message`.
-        name: String,
+        /// What the reply echoes.
+        head: Head,
         /// The error response.
         reply: Value,
     },
 }
 
-impl Incoming {
-    fn bad(head: &Head, reply: Value) -> Incoming {
-        let name = if head.request_id.is_none() && head.kind == "error" {
-            "invalid-message".to_string()
-        } else {
-            head.kind.clone()
-        };
-        Incoming::Bad { name, reply }
+/// A request on the channel, its envelope read, its fields not yet.
+#[derive(Debug)]
+pub struct WsRequest {
+    head: Head,
+    msg: Map<String, Value>,
+}
+
+/// The files channel's wire (see [`crate::door`]): a request's fields in, its
+/// response's text out, bounded by the message limit `max`; paths workspace-rooted.
+#[derive(Debug, Clone, Copy)]
+pub struct Ws {
+    /// The message limit an answer must fit.
+    pub max: usize,
+}
+
+/// What a response echoes: the request's head, and whether a read asked for base64.
+#[derive(Debug, Clone)]
+pub struct Echo {
+    /// `type` and `requestId`.
+    pub head: Head,
+    /// The client asked for `"encoding": "base64"` on a read.
+    pub base64: bool,
+}
+
+impl Door for Ws {
+    type Wire = WsRequest;
+    type Tag = Echo;
+    type Answer = String;
+
+    fn decode(&self, _gw: &Gateway, wire: WsRequest) -> Decoded<Ws> {
+        let WsRequest { head, msg } = wire;
+        match op_of(&head, &Fields { msg: &msg }) {
+            Ok(Some((op, base64))) => Decoded::Op {
+                op,
+                tag: Echo { head, base64 },
+            },
+            Ok(None) => {
+                let msg = format!(
+                    "unknown request type {:?}; expected list, read, write, mkdir, delete, rename, stat, subscribe, unsubscribe or permission",
+                    head.kind
+                );
+                let reply = error_response(&head, code::METHOD_NOT_FOUND, &msg, None);
+                message(head, reply)
+            }
+            Err(e) => {
+                let reply = gateway_error_response(&head, &e);
+                message(head, reply)
+            }
+        }
+    }
+
+    fn encode(&self, gw: &Gateway, tag: &Echo, out: Output) -> String {
+        let v = data_response(&tag.head, render(gw, out, tag.base64));
+        encode_reply(&tag.head, &v, self.max)
+    }
+
+    fn refuse(&self, tag: &Echo, e: &GatewayError) -> String {
+        gateway_error_response(&tag.head, e).to_string()
+    }
+}
+
+/// A message that is no operation, answered with `reply` once recorded: under its
+/// `type`, or as `invalid-message` when it has neither a type nor a `requestId`.
+pub fn message(head: Head, reply: Value) -> Decoded<Ws> {
+    let name = if head.request_id.is_none() && head.kind == "error" {
+        "invalid-message".to_string()
+    } else {
+        head.kind.clone()
+    };
+    Decoded::Message {
+        name,
+        outcome: outcome_of(&reply),
+        answer: reply.to_string(),
+        tag: Echo {
+            head,
+            base64: false,
+        },
     }
 }
 
@@ -91,7 +155,11 @@ pub struct Head {
 
 /// A protocol-level error (not from the gateway).
 fn bad(head: &Head, code: i64, message: impl Into<String>) -> Incoming {
-    Incoming::bad(head, error_response(head, code, &message.into(), None))
+    let reply = error_response(head, code, &message.into(), None);
+    Incoming::Bad {
+        head: head.clone(),
+        reply,
+    }
 }
 
 /// Parses one text message.
@@ -141,8 +209,12 @@ pub fn parse(text: &str) -> Incoming {
     }
     let fields = Fields { msg: &msg };
     match to_incoming(&head, &fields) {
-        Ok(incoming) => incoming,
-        Err(e) => Incoming::bad(&head, gateway_error_response(&head, &e)),
+        Ok(Some(incoming)) => incoming,
+        Ok(None) => Incoming::Request(WsRequest { head, msg }),
+        Err(e) => Incoming::Bad {
+            reply: gateway_error_response(&head, &e),
+            head,
+        },
     }
 }
 
@@ -189,21 +261,26 @@ impl Fields<'_> {
     }
 }
 
-fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
-    let kind = head.kind.as_str();
-    match kind {
-        "subscribe" => {
-            return Ok(Incoming::Subscribe {
-                head: head.clone(),
-                path: f.string("path")?.unwrap_or_else(|| "/".into()),
-            });
-        }
-        "unsubscribe" => return Ok(Incoming::Unsubscribe { head: head.clone() }),
-        "permission" => return permission_reply(head, f),
-        _ => {}
-    }
+/// The channel's own messages (subscriptions, permission replies); None for a request
+/// for the gateway.
+fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Option<Incoming>, GatewayError> {
+    let incoming = match head.kind.as_str() {
+        "subscribe" => Incoming::Subscribe {
+            head: head.clone(),
+            path: f.string("path")?.unwrap_or_else(|| "/".into()),
+        },
+        "unsubscribe" => Incoming::Unsubscribe { head: head.clone() },
+        "permission" => permission_reply(head, f)?,
+        _ => return Ok(None),
+    };
+    Ok(Some(incoming))
+}
+
+/// A request's operation, and whether a read asked for base64; None for a type no one
+/// serves.
+fn op_of(head: &Head, f: &Fields<'_>) -> Result<Option<(Op, bool)>, GatewayError> {
     let mut base64 = false;
-    let op = match kind {
+    let op = match head.kind.as_str() {
         "list" => list_op(f)?,
         "read" => {
             base64 = f.base64()?;
@@ -227,24 +304,12 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Incoming, GatewayError> {
         "stat" => Op::Stat {
             path: f.required("path")?,
         },
-        other => {
-            return Ok(bad(
-                head,
-                code::METHOD_NOT_FOUND,
-                format!(
-                    "unknown request type {other:?}; expected list, read, write, mkdir, delete, rename, stat, subscribe, unsubscribe or permission"
-                ),
-            ));
-        }
+        _ => return Ok(None),
     };
     if head.request_id.is_none() {
         return Err(GatewayError::InvalidParams("missing \"requestId\"".into()));
     }
-    Ok(Incoming::Op {
-        head: head.clone(),
-        op,
-        base64,
-    })
+    Ok(Some((op, base64)))
 }
 
 /// A `list` request: one directory's page (a recursive listing is refused).
@@ -549,18 +614,42 @@ fn event_name(kind: ChangeKind) -> &'static str {
 mod tests {
     use super::*;
 
-    fn op(text: &str) -> (Head, Op, bool) {
+    /// A gateway on an empty workspace (decoding the channel's requests needs none; the
+    /// trait hands one over).
+    fn gateway() -> (tempfile::TempDir, Gateway) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let pol = fsgate_policy::Policy::builtin_default().expect("policy");
+        let ws = fsgate_workspace::Workspace::open(tmp.path()).expect("workspace");
+        (tmp, Gateway::new(pol, ws))
+    }
+
+    /// `text` parsed and decoded as the connection does.
+    fn decoded(text: &str) -> Result<Decoded<Ws>, Incoming> {
+        let (_tmp, gw) = gateway();
         match parse(text) {
-            Incoming::Op { head, op, base64 } => (head, op, base64),
-            other => panic!("expected an op, got {other:?}"),
+            Incoming::Request(r) => Ok(Ws { max: 4096 }.decode(&gw, r)),
+            other => Err(other),
         }
     }
 
-    fn bad_code(text: &str) -> (i64, Value) {
-        match parse(text) {
-            Incoming::Bad { reply: v, .. } => (v["errorInfo"]["code"].as_i64().unwrap_or(0), v),
-            other => panic!("expected an error, got {other:?}"),
+    fn op(text: &str) -> (Head, Op, bool) {
+        match decoded(text) {
+            Ok(Decoded::Op { op, tag }) => (tag.head, op, tag.base64),
+            Ok(Decoded::Message { answer, .. }) => panic!("expected an op, got {answer}"),
+            Err(other) => panic!("expected an op, got {other:?}"),
         }
+    }
+
+    /// The error a message is answered with, wherever it is found wrong (its envelope,
+    /// or its fields).
+    fn bad_code(text: &str) -> (i64, Value) {
+        let v = match decoded(text) {
+            Err(Incoming::Bad { reply, .. }) => reply,
+            Ok(Decoded::Message { answer, .. }) => serde_json::from_str(&answer).expect("json"),
+            Ok(Decoded::Op { op, .. }) => panic!("expected an error, got {op:?}"),
+            Err(other) => panic!("expected an error, got {other:?}"),
+        };
+        (v["errorInfo"]["code"].as_i64().unwrap_or(0), v)
     }
 
     /// The fix for the fuzz crash above lives in the build, not in code: test builds
@@ -661,6 +750,35 @@ mod tests {
             .0,
             code::INVALID_PARAMS
         );
+    }
+
+    /// A message is recorded under its type, or as `invalid-message` when it has
+    /// neither a type nor a `requestId`; its answer is its reply's text.
+    #[test]
+    fn a_message_is_named_by_its_type_and_answered_with_its_reply() {
+        let name_of = |kind: &str, request_id: Option<Value>| {
+            let head = Head {
+                kind: kind.into(),
+                request_id,
+            };
+            let reply = error_response(&head, code::INVALID_REQUEST, "no", None);
+            match message(head, reply.clone()) {
+                Decoded::Message {
+                    name,
+                    answer,
+                    outcome,
+                    ..
+                } => {
+                    assert_eq!(answer, reply.to_string());
+                    assert_eq!(outcome, Err((code::INVALID_REQUEST, "no".into())));
+                    name
+                }
+                Decoded::Op { .. } => panic!("an op"),
+            }
+        };
+        assert_eq!(name_of("error", None), "invalid-message");
+        assert_eq!(name_of("error", Some(json!(1))), "error");
+        assert_eq!(name_of("frob", None), "frob");
     }
 
     #[test]
