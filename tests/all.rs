@@ -153,3 +153,5 @@ mod monorepo;
 mod vcs_stage;
 // Real coding agents (Claude Code, Gemini CLI) behind `fsgate acp`, driven by a scripted model.
 mod agents;
+// The doors' layer rules on the source: no path parsed, no policy decided, no lower layer reached.
+mod layers;

@@ -869,9 +869,12 @@ impl Shared {
         };
         let due = self.checkpoint_due(&st, duty);
         let mut ckpt = None;
+        // A checkpoint asked for by name (`start`, `retry`, `shutdown`...) is tried even
+        // while the last write failed: it names only records already on disk, and a
+        // change waits for it (`ready_for_change`) before its own append tries the log.
         if let Some(kind) = due
             && !st.ckpt_busy
-            && !self.failing.load(Ordering::Acquire)
+            && (duty.checkpoint.is_some() || !self.failing.load(Ordering::Acquire))
         {
             // A checkpoint may only name records that are on disk.
             drop(st);

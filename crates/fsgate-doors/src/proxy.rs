@@ -543,8 +543,8 @@ impl Relay {
                     "additionalDirectories: {} is not a directory fsgate serves (it serves {}); it is not added",
                     fsgate_gateway::clip(&dir.to_string()),
                     self.gw
-                        .members()
-                        .map(|m| m.workspace().root_path().display().to_string())
+                        .root_paths()
+                        .map(|p| p.display().to_string())
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));

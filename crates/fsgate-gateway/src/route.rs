@@ -65,6 +65,12 @@ impl Gateway {
         std::iter::once(self).chain(self.others.iter().map(|g| &**g))
     }
 
+    /// The root directory of every workspace served, in [`members`](Self::members)'
+    /// order (for messages: a door shows them, it never opens them).
+    pub fn root_paths(&self) -> impl Iterator<Item = &std::path::Path> {
+        self.members().map(|m| m.workspace.root_path())
+    }
+
     /// Whether some workspace's policy allows `class` at all (capability flags).
     pub fn can_ever(&self, class: fsgate_policy::OpClass) -> bool {
         self.members().any(|m| m.policy().can_ever(class))

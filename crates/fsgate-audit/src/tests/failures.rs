@@ -203,3 +203,43 @@ fn a_failing_checkpoint_refuses_changes_until_it_succeeds() {
     assert_intact(&rep);
     assert_eq!(rep.checkpoint.unwrap().seq, rep.last_seq.unwrap());
 }
+
+/// A checkpoint that failed, followed by a write that failed too: once both causes are
+/// gone, the next change's retry writes the checkpoint at once, although the log's last
+/// write failed (the change's own append then tries the log again). Neither waits for
+/// the other: before, the retry skipped the checkpoint while the last write had failed,
+/// and only a record that needs no checkpoint could end that.
+#[test]
+fn a_failed_checkpoint_and_a_failed_write_are_both_retried_by_the_next_change() {
+    let (_d, path) = temp_log();
+    let s = AuditSettings {
+        checkpoint_every: Some(2),
+        ..settings(FsyncMode::Always)
+    };
+    let log = open(&path, &s);
+    let blocker = path.with_file_name("audit.jsonl.checkpoint.tmp");
+    std::fs::create_dir(&blocker).unwrap();
+    for i in 0..3 {
+        log.append(request(i)).unwrap();
+    }
+    assert!(matches!(
+        log.ready_for_change(),
+        Err(AuditError::Checkpoint { .. })
+    ));
+    log.inject_faults(Fault::Write, 1);
+    assert!(matches!(
+        log.append(request(3)),
+        Err(AuditError::Write { .. })
+    ));
+    std::fs::remove_dir(&blocker).unwrap();
+    assert!(
+        log.ready_for_change().is_ok(),
+        "{:?}",
+        log.ready_for_change()
+    );
+    log.append(request(4)).unwrap();
+    log.close().unwrap();
+    let rep = verify_dir(&path, &VerifyOptions::default());
+    assert_intact(&rep);
+    assert_eq!(rep.checkpoint.unwrap().seq, rep.last_seq.unwrap());
+}

@@ -288,8 +288,8 @@ impl McpServer {
     /// The workspace root, or with several every root, comma-separated.
     fn root(&self) -> String {
         self.gw
-            .members()
-            .map(|m| m.workspace().root_path().to_string_lossy().into_owned())
+            .root_paths()
+            .map(|p| p.to_string_lossy().into_owned())
             .collect::<Vec<_>>()
             .join(", ")
     }

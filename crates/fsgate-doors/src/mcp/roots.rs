@@ -163,8 +163,8 @@ pub(super) fn allowed_directories(gw: &Gateway, roots: &Roots) -> String {
     let dirs: Vec<String> = match roots {
         Some(r) => r.iter().map(|rel| show(gw, rel)).collect(),
         None => gw
-            .members()
-            .map(|m| m.workspace().root_path().to_string_lossy().into_owned())
+            .root_paths()
+            .map(|p| p.to_string_lossy().into_owned())
             .collect(),
     };
     format!("Allowed directories:\n{}", dirs.join("\n"))

@@ -1,0 +1,130 @@
+//! The doors' rules that the crate graph alone does not enforce, checked on the source.
+//! The doors crate depends on neither the audit log, the workspace nor the backups (its
+//! manifest is checked too), so it cannot name their types; but the gateway still hands
+//! out references to them, and the base crate parses paths. So: outside test code, no
+//! door parses a path (`RelPath::parse*`), decides policy (`.decide(`), or reaches the
+//! audit log, the workspace or the backups through the gateway (`.audit()`,
+//! `.workspace()`, `.backups()`). A door decodes and encodes; the gateway does the rest.
+//!
+//! Included from tests/all.rs as `mod layers;`.
+
+use std::path::{Path, PathBuf};
+
+fn doors_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/fsgate-doors/src")
+}
+
+/// Every `.rs` file under `dir` that is not a test file.
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if path.is_dir() {
+            if name != "tests" {
+                sources(&path, out);
+            }
+        } else if name.ends_with(".rs") && name != "tests.rs" && !name.ends_with("_tests.rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The lines of `text` before its test module (`#[cfg(test)]` on a line of its own at
+/// the top level, followed by `mod`), with their numbers.
+fn non_test_lines(text: &str) -> Vec<(usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = (0..lines.len())
+        .find(|&i| {
+            lines[i] == "#[cfg(test)]"
+                && lines
+                    .get(i + 1)
+                    .is_some_and(|l| l.starts_with("mod ") || l.starts_with("#[path"))
+        })
+        .unwrap_or(lines.len());
+    lines[..end]
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i + 1, *l))
+        .collect()
+}
+
+const FORBIDDEN: [(&str, &str); 5] = [
+    ("RelPath::parse", "parses a path"),
+    (".decide(", "decides policy"),
+    (".audit()", "reaches the audit log"),
+    (".workspace()", "reaches the workspace"),
+    (".backups()", "reaches the backups"),
+];
+
+#[test]
+fn a_door_parses_no_path_decides_no_policy_and_reaches_no_lower_layer() {
+    let mut files = Vec::new();
+    sources(&doors_src(), &mut files);
+    assert!(
+        files.len() > 40,
+        "the doors' sources were not found: {files:?}"
+    );
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        for (n, line) in non_test_lines(&text) {
+            let code = line.split("//").next().unwrap_or_default();
+            for (pattern, what) in FORBIDDEN {
+                if code.contains(pattern) {
+                    found.push(format!("{}:{n} {what}: {}", file.display(), line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "doors doing a lower layer's work:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_doors_manifest_names_no_lower_layer_but_the_gateway_policy_sandbox_and_base() {
+    let manifest = std::fs::read_to_string(doors_src().with_file_name("Cargo.toml"))
+        .expect("the doors' Cargo.toml");
+    let deps = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .expect("a [dependencies] section");
+    let layers: Vec<&str> = deps
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| name.starts_with("fsgate"))
+        .collect();
+    assert_eq!(
+        layers,
+        [
+            "fsgate-base",
+            "fsgate-sandbox",
+            "fsgate-policy",
+            "fsgate-gateway"
+        ],
+        "{deps}"
+    );
+}
+
+/// The scan sees what it looks for: a forbidden call in code is found, the same in a
+/// comment or in the test module is not.
+#[test]
+fn the_scan_finds_a_call_in_code_only() {
+    let text = "fn a() { gw.workspace(); }\n// gw.audit()\n#[cfg(test)]\nmod tests {\n    gw.backups();\n}\n";
+    let hits: Vec<usize> = non_test_lines(text)
+        .into_iter()
+        .filter(|(_, l)| {
+            let code = l.split("//").next().unwrap_or_default();
+            FORBIDDEN.iter().any(|(p, _)| code.contains(p))
+        })
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(hits, [1]);
+}
