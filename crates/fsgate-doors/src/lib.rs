@@ -11,7 +11,11 @@
 //! record: what a door has to record, such as a client's roots, it hands to the gateway
 //! ([`Gateway::record_for`]). Change events come decided from the gateway's watcher
 //! ([`fsgate_gateway::watch`]). A batch of requests is a value the gateway hands out
-//! ([`fsgate_gateway::Batch`]), not a convention kept by thread-locals.
+//! ([`fsgate_gateway::Batch`]), not a convention kept by thread-locals. What the crate
+//! graph cannot forbid (the gateway still hands out its audit log, workspace and
+//! backups to the binary that starts it, and the base crate parses paths), the test
+//! `tests/layers.rs` checks on this crate's source: no door calls them, parses a path or
+//! decides policy outside test code.
 //!
 //! A door is its wire behind one trait, [`door::Door`]: it decodes a request into an
 //! operation (or a message it answers itself once recorded), and encodes an outcome
