@@ -177,10 +177,13 @@ pub(in crate::mcp) fn tree(
         rule,
         path: a.path.clone(),
     };
-    let base = entries.first().map_or(0, |e| level_of(e) - 1);
-    if let Some(deep) = entries
+    // Each entry's level, counted once (every step below asks for it).
+    let levels: Vec<usize> = entries.iter().map(level_of).collect();
+    let base = levels.first().map_or(0, |l| l - 1);
+    if let Some((deep, _)) = entries
         .iter()
-        .find(|e| e.kind == FileKind::Directory && level_of(e) - base >= MAX_TREE_DEPTH)
+        .zip(&levels)
+        .find(|(e, l)| e.kind == FileKind::Directory && *l - base >= MAX_TREE_DEPTH)
     {
         tracing::debug!(path = %deep.path, "directory_tree depth limit");
         return Err(limit(
@@ -205,7 +208,7 @@ pub(in crate::mcp) fn tree(
             "limits.max_message_bytes",
         ));
     }
-    Ok(Answer::Escaped(tree_json(&entries, base)?))
+    Ok(Answer::Escaped(tree_json(&entries, &levels, base)?))
 }
 
 /// Components in an entry's path.
@@ -217,29 +220,34 @@ fn level_of(e: &Entry) -> usize {
 /// reference server's tree (`[{children, name, type}]`, keys sorted), written directly
 /// in the form the answer carries it: JSON-escaped once more, ready to stand between the
 /// quotes of the text block (no `Value` per entry, and no second pass to escape it).
-fn tree_json(entries: &[Entry], base: usize) -> Result<String, ToolError> {
+/// `levels[i]` is the level of `entries[i]` ([`level_of`]).
+fn tree_json(entries: &[Entry], levels: &[usize], base: usize) -> Result<String, ToolError> {
     // Keys, quotes and line breaks: about 64 bytes an entry; its four or five lines
     // indented two levels a level, of two blanks each.
     let size: usize = entries
         .iter()
-        .map(|e| e.name.len() + 64 + 20 * (level_of(e) - base))
+        .zip(levels)
+        .map(|(e, l)| e.name.len() + 64 + 20 * (l - base))
         .sum();
     let mut w = TreeWriter {
         out: Vec::with_capacity(size + 2),
         name: Vec::new(),
+        levels,
     };
     let mut next = 0;
     w.array(entries, &mut next, base + 1, 0);
     String::from_utf8(w.out).map_err(|e| ToolError::Failed(format!("internal error: {e}")))
 }
 
-/// Writes the escaped tree; `name` is room to escape a name twice in.
-struct TreeWriter {
+/// Writes the escaped tree; `name` is room to escape a name twice in; `levels` are
+/// the entries' levels.
+struct TreeWriter<'a> {
     out: Vec<u8>,
     name: Vec<u8>,
+    levels: &'a [usize],
 }
 
-impl TreeWriter {
+impl TreeWriter<'_> {
     /// A line break (`\n` in the escaped text) and `n` levels of indentation.
     fn line(&mut self, n: usize) {
         self.out.extend_from_slice(b"\\n");
@@ -265,7 +273,10 @@ impl TreeWriter {
     fn array(&mut self, entries: &[Entry], next: &mut usize, level: usize, indent: usize) {
         self.out.push(b'[');
         let mut first = true;
-        while let Some(e) = entries.get(*next).filter(|e| level_of(e) == level) {
+        while let Some(e) = entries
+            .get(*next)
+            .filter(|_| self.levels.get(*next) == Some(&level))
+        {
             *next += 1;
             if !first {
                 self.out.push(b',');
@@ -401,6 +412,11 @@ mod tests {
             .collect()
     }
 
+    fn json_of(entries: &[Entry], base: usize) -> String {
+        let levels: Vec<usize> = entries.iter().map(level_of).collect();
+        tree_json(entries, &levels, base).unwrap()
+    }
+
     /// What the tree's JSON is in the answer: the pretty printer's text, escaped.
     fn escaped_pretty(tree: &[serde_json::Value]) -> String {
         let pretty = serde_json::to_string_pretty(tree).unwrap();
@@ -421,15 +437,15 @@ mod tests {
         ];
         let entries: Vec<Entry> = walk.iter().map(|(p, d)| entry(p, *d)).collect();
         let want = escaped_pretty(&tree_value(&entries, "top"));
-        assert_eq!(tree_json(&entries, 1).unwrap(), want);
+        assert_eq!(json_of(&entries, 1), want);
         // From the root, and an empty tree.
         let root: Vec<Entry> = [("a", true), ("a/f", false), ("g", false)]
             .iter()
             .map(|(p, d)| entry(p, *d))
             .collect();
         let want = escaped_pretty(&tree_value(&root, ""));
-        assert_eq!(tree_json(&root, 0).unwrap(), want);
-        assert_eq!(tree_json(&[], 0).unwrap(), "[]");
+        assert_eq!(json_of(&root, 0), want);
+        assert_eq!(json_of(&[], 0), "[]");
     }
 
     /// A depth-first walk in name order from arbitrary names, each a directory or not,
@@ -467,7 +483,7 @@ mod tests {
                 .collect();
             let entries = walk_of(&names, &shape);
             let want = escaped_pretty(&tree_value(&entries, "top"));
-            proptest::prop_assert_eq!(tree_json(&entries, 1).unwrap(), want);
+            proptest::prop_assert_eq!(json_of(&entries, 1), want);
         }
     }
 
