@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::CStr;
+use std::os::fd::AsFd;
 use std::time::{Duration, SystemTime};
 
 use cap_fs_ext::DirExt;
@@ -136,6 +137,12 @@ thread_local! {
 }
 
 fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsError> {
+    read_listing(dir, base, mode, false)
+}
+
+/// [`read_entries`]; `fresh`: `dir` was just opened by this walk and is read by it
+/// alone, so it is read directly, not through a descriptor of its own.
+fn read_listing(dir: &Dir, base: &RelPath, mode: Mode, fresh: bool) -> Result<Vec<Entry>, WsError> {
     // Names and kinds only: an unchanged large directory need not be read again.
     // (Not for grep's walks, `LenientNames`: they read every file anyway, and the
     // `statx` of each directory would only add to them.) Looked up on `dir` itself:
@@ -151,21 +158,28 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
         },
         Mode::Lenient | Mode::LenientNames | Mode::Strict => None,
     };
-    // A descriptor of its own, at the start of the directory: `dir` may share its
+    // Else a descriptor of its own, at the start of the directory: `dir` may share its
     // offset with another (the root's clones do).
-    let own = rustix::fs::openat(
-        dir,
-        c".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-        rustix::fs::Mode::empty(),
-    )
-    .map_err(|e| WsError::from_io(e.into()))?;
-    let mut out = Vec::new();
+    let own = match fresh {
+        true => None,
+        false => Some(
+            rustix::fs::openat(
+                dir,
+                c".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+                rustix::fs::Mode::empty(),
+            )
+            .map_err(|e| WsError::from_io(e.into()))?,
+        ),
+    };
+    let fd = own.as_ref().map_or_else(|| dir.as_fd(), |own| own.as_fd());
+    // Room for a directory of a few dozen entries at once (each growth is a copy).
+    let mut out = Vec::with_capacity(32);
     let mut read = |buf: &mut Vec<u8>| {
         if buf.capacity() < DIRENT_BUF {
             buf.reserve_exact(DIRENT_BUF);
         }
-        let mut raw = RawDir::new(&own, buf.spare_capacity_mut());
+        let mut raw = RawDir::new(fd, buf.spare_capacity_mut());
         while let Some(entry) = raw.next() {
             let entry = entry.map_err(|e| WsError::from_io(e.into()))?;
             let bytes = entry.file_name().to_bytes();
@@ -194,7 +208,7 @@ fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsE
     })?;
     sort_by_name(&mut out);
     if let Some(probe) = probe {
-        dir_cache::keep(probe, &own, out.iter().map(|e| (e.name.as_str(), e.kind)));
+        dir_cache::keep(probe, &fd, out.iter().map(|e| (e.name.as_str(), e.kind)));
     }
     Ok(out)
 }
@@ -356,15 +370,22 @@ pub(crate) fn walk_dir(
             }
             continue;
         }
-        // A directory swapped for a symlink since listing fails here.
-        let sub = match top.dir.open_dir_nofollow(&e.name) {
+        // A directory swapped for a symlink since listing fails here. A names walk (a
+        // tree's) opens it readable and reads it through that descriptor (one open, not
+        // two); the others keep cap-std's handle and open one of their own to read.
+        let fresh = mode == Mode::Names;
+        let opened = match fresh {
+            true => open_readable(&top.dir, &e.name),
+            false => top.dir.open_dir_nofollow(&e.name),
+        };
+        let sub = match opened {
             Ok(sub) => sub,
             Err(err) if !matches!(mode, Mode::Lenient | Mode::LenientNames) => {
                 return Err(WsError::from_io(err));
             }
             Err(_) => continue,
         };
-        let pending = read_entries(&sub, &e.path, mode)?.into_iter();
+        let pending = read_listing(&sub, &e.path, mode, fresh)?.into_iter();
         stack.push(Frame {
             dir: sub,
             entry: Some(e),
@@ -373,6 +394,19 @@ pub(crate) fn walk_dir(
         });
     }
     Ok(walked)
+}
+
+/// Opens the directory `name`, an entry of `dir` as listed (one component, neither `.`
+/// nor `..`), not following a symlink: the `openat` that cap-std's `open_dir_nofollow`
+/// makes for one component, except that the descriptor is readable (not `O_PATH`), so
+/// that the walk reads the directory through it, not through a second one of its own.
+fn open_readable(dir: &Dir, name: &str) -> std::io::Result<Dir> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return Err(std::io::ErrorKind::InvalidInput.into());
+    }
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    let fd = rustix::fs::openat(dir, name, flags, rustix::fs::Mode::empty())?;
+    Ok(Dir::from(fd))
 }
 
 impl Workspace {
@@ -592,6 +626,63 @@ mod tests {
         })
         .expect("walk");
         assert_eq!(n, 3);
+    }
+
+    /// A tree of `fanout`-ary directories `levels` deep, each holding two files.
+    fn bushy(root: &std::path::Path, fanout: usize, levels: usize) {
+        let mut dirs = vec![root.to_path_buf()];
+        for _ in 0..levels {
+            let mut next = Vec::new();
+            for d in &dirs {
+                for i in 0..fanout {
+                    let sub = d.join(format!("d{i}"));
+                    std::fs::create_dir(&sub).expect("mkdir");
+                    std::fs::write(sub.join("f.txt"), "x").expect("write");
+                    std::fs::write(sub.join("s.rs"), "x").expect("write");
+                    next.push(sub);
+                }
+            }
+            dirs = next;
+        }
+    }
+
+    /// A names walk of many directories (each read through the descriptor that opened
+    /// it) sees what a walk with metadata sees, in the same order, with the same skips
+    /// and stop.
+    #[test]
+    fn a_names_walk_of_many_directories_sees_what_a_walk_sees() {
+        let (tmp, ws) = ws();
+        bushy(tmp.path(), 4, 4); // 340 directories
+        let decide = |p: &str| match p {
+            _ if p.ends_with("d1/d2") || p == "d3" => Visit::Skip,
+            "d2/d2/d1/s.rs" => Visit::Stop,
+            _ => Visit::Descend,
+        };
+        for stop in [false, true] {
+            let decide = |p: &str| match decide(p) {
+                Visit::Stop if !stop => Visit::Descend,
+                v => v,
+            };
+            let mut ahead = Vec::new();
+            ws.walk_names(&RelPath::root(), &mut |e| {
+                ahead.push(e.path.as_str().to_string());
+                decide(e.path.as_str())
+            })
+            .expect("walk");
+            let mut alone = Vec::new();
+            ws.walk(&RelPath::root(), &mut |e| {
+                alone.push(e.path.as_str().to_string());
+                decide(e.path.as_str())
+            })
+            .expect("walk");
+            assert_eq!(ahead, alone, "stop {stop}");
+            assert!(ahead.len() > 200, "{}", ahead.len());
+            assert!(
+                !ahead
+                    .iter()
+                    .any(|p| p.starts_with("d3/") || p.contains("d1/d2/"))
+            );
+        }
     }
 
     /// A listing with metadata carries what `lstat` says of each entry (as cap-std's

@@ -77,6 +77,7 @@ impl Outgoing {
             w.write_all(&self.bytes)?;
         }
         match &self.text {
+            Some(t) if t.escaped => write_escaped(w, &t.key, &t.text),
             Some(t) => write_text(w, &t.key, &t.text, STREAM_PIECE),
             None => Ok(()),
         }
@@ -85,10 +86,12 @@ impl Outgoing {
 
 /// A text answer too large to write from the batch thread: its text, escaped only as it
 /// is written, in pieces, once for each copy (no answer buffer twice the text's size,
-/// whose page faults and copies cost more than a second escaping).
+/// whose page faults and copies cost more than a second escaping); or, `escaped`, the
+/// text's escaping already, written twice as it is.
 pub(super) struct Streamed {
     key: String,
     text: String,
+    escaped: bool,
 }
 
 /// An answer ready to go out.
@@ -422,12 +425,23 @@ fn encode_fitted(max: usize, key: &str, answer: Answer) -> Encoded {
         Answer::Text(text) => {
             let size = text_answer_len(key, &text);
             if size > WRITE_HERE_MAX && size <= max {
-                let key = key.to_string();
-                return Encoded::Text(size, Streamed { key, text });
+                return streamed(size, key, text, false);
             }
             if size <= max {
                 bytes.reserve_exact(size);
                 encode_text(&mut bytes, key, &text);
+                return Encoded::Bytes(bytes);
+            }
+            size
+        }
+        Answer::Escaped(escaped) => {
+            let size = escaped_answer_len(key, &escaped);
+            if size > WRITE_HERE_MAX && size <= max {
+                return streamed(size, key, escaped, true);
+            }
+            if size <= max {
+                bytes.reserve_exact(size);
+                encode_escaped(&mut bytes, key, &escaped);
                 return Encoded::Bytes(bytes);
             }
             size
@@ -448,6 +462,12 @@ fn encode_fitted(max: usize, key: &str, answer: Answer) -> Encoded {
     Encoded::Bytes(bytes)
 }
 
+/// A text answer of `size` bytes left for the copier to write.
+fn streamed(size: usize, key: &str, text: String, escaped: bool) -> Encoded {
+    let key = key.to_string();
+    Encoded::Text(size, Streamed { key, text, escaped })
+}
+
 /// The parts of a text answer around its two copies of the text (as serde_json writes
 /// a `CallToolResult` of one text block and `structuredContent: {content}`).
 const TEXT_HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
@@ -458,12 +478,23 @@ const TEXT_TAIL: &[u8] = b"},\"isError\":false}}\n";
 /// The exact length of [`encode_text`]'s answer.
 fn text_answer_len(key: &str, text: &str) -> usize {
     let escaped = usize::try_from(json_text_len(text)).unwrap_or(usize::MAX);
+    answer_len(key, escaped)
+}
+
+/// The exact length of [`encode_escaped`]'s answer.
+fn escaped_answer_len(key: &str, escaped: &str) -> usize {
+    answer_len(key, escaped.len().saturating_add(2))
+}
+
+/// The length of a text answer for id `key` whose text is `quoted` bytes as a JSON
+/// string.
+fn answer_len(key: &str, quoted: usize) -> usize {
     [TEXT_HEAD, TEXT_OPEN, TEXT_MID, TEXT_TAIL]
         .iter()
         .map(|p| p.len())
         .sum::<usize>()
         .saturating_add(key.len())
-        .saturating_add(escaped.saturating_mul(2))
+        .saturating_add(quoted.saturating_mul(2))
 }
 
 /// Appends the answer for id `key` carrying `text` twice, escaped once: the second copy
@@ -478,6 +509,37 @@ fn encode_text(out: &mut Vec<u8>, key: &str, text: &str) {
     out.extend_from_slice(TEXT_MID);
     out.extend_from_within(start..end);
     out.extend_from_slice(TEXT_TAIL);
+}
+
+/// [`encode_text`] of the text whose escaping is `escaped`.
+fn encode_escaped(out: &mut Vec<u8>, key: &str, escaped: &str) {
+    out.extend_from_slice(TEXT_HEAD);
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(TEXT_OPEN);
+    for between in [TEXT_MID, TEXT_TAIL] {
+        out.push(b'"');
+        out.extend_from_slice(escaped.as_bytes());
+        out.push(b'"');
+        out.extend_from_slice(between);
+    }
+}
+
+/// Writes [`encode_escaped`]'s answer to `w`: the escaped text twice from where it
+/// is, no copy of it.
+fn write_escaped(w: &mut dyn Write, key: &str, escaped: &str) -> io::Result<()> {
+    let mut head = Vec::with_capacity(TEXT_HEAD.len() + key.len() + TEXT_OPEN.len() + 1);
+    head.extend_from_slice(TEXT_HEAD);
+    head.extend_from_slice(key.as_bytes());
+    head.extend_from_slice(TEXT_OPEN);
+    head.push(b'"');
+    w.write_all(&head)?;
+    w.write_all(escaped.as_bytes())?;
+    w.write_all(b"\"")?;
+    w.write_all(TEXT_MID)?;
+    w.write_all(b"\"")?;
+    w.write_all(escaped.as_bytes())?;
+    w.write_all(b"\"")?;
+    w.write_all(TEXT_TAIL)
 }
 
 /// Writes [`encode_text`]'s answer to `w`, escaping `piece` bytes of the text at a time
@@ -611,5 +673,28 @@ mod tests {
         }
         let over = fitted(size - 1, "12", Answer::Text(text.clone()));
         assert_eq!(over, general(size - 1, "12", &text));
+    }
+
+    /// An answer held escaped goes on the wire as the same text held plain: written
+    /// here, streamed, or refused over the limit; and the SDK path gets the same result.
+    #[test]
+    fn an_escaped_answer_is_byte_for_byte_its_text_answer() {
+        let small = "quotes \" and \\ \t\u{1}\u{7f} é 日本 \u{2028}\n".to_string();
+        for text in [String::new(), small.clone(), small.repeat(3000)] {
+            let mut escaped = Vec::new();
+            escape_json_bytes_into(&mut escaped, text.as_bytes());
+            let escaped = String::from_utf8(escaped).unwrap();
+            let size = text_answer_len("9", &text);
+            assert_eq!(escaped_answer_len("9", &escaped), size);
+            for max in [usize::MAX, size, size - 1, 100] {
+                let plain = wire(encode_fitted(max, "9", Answer::Text(text.clone())));
+                let held = wire(encode_fitted(max, "9", Answer::Escaped(escaped.clone())));
+                assert!(plain == held, "{} bytes, max {max}", text.len());
+            }
+            assert_eq!(
+                Answer::Escaped(escaped).into_result(),
+                Answer::Text(text).into_result()
+            );
+        }
     }
 }

@@ -52,6 +52,9 @@ pub(super) enum Answer {
     /// block, and the structured content `{content}`). Held once here, so that the
     /// direct path can escape it once and copy the escaped bytes.
     Text(String),
+    /// [`Answer::Text`] held as its JSON escaping (without the quotes), which a tool
+    /// wrote directly (a tree's JSON): the direct path writes these bytes as they are.
+    Escaped(String),
 }
 
 impl Answer {
@@ -65,6 +68,11 @@ impl Answer {
                 r.structured_content = Some(serde_json::json!({ "content": s }));
                 r
             }
+            Answer::Escaped(s) => match serde_json::from_str::<String>(&format!("\"{s}\"")) {
+                Ok(s) => Answer::Text(s).into_result(),
+                // Unreachable: the tool escaped it; still an answer.
+                Err(e) => render::error(&ToolError::Failed(format!("internal error: {e}"))),
+            },
         }
     }
 }
@@ -97,7 +105,7 @@ fn answer(gw: &Gateway, ctx: &ToolCall<'_>, tool: ToolId, args: JsonObject) -> A
         return Answer::Result(render::error(&ToolError::Gateway(e)));
     }
     match result {
-        Ok(r) => render::answer(tool, r),
+        Ok(r) => r,
         Err(e) => {
             tracing::debug!(tool = tool.name(), error = %e, "tool call failed");
             Answer::Result(render::error(&e))
@@ -117,7 +125,7 @@ fn run(
     ctx: &ToolCall<'_>,
     tool: ToolId,
     args: JsonObject,
-) -> Result<CallToolResult, ToolError> {
+) -> Result<Answer, ToolError> {
     let handle = |op: Op| ctx.serve_op(gw, op).map_err(ToolError::from);
     let result = match tool {
         ToolId::ReadTextFile | ToolId::ReadFile => {
@@ -146,13 +154,13 @@ fn run(
         ToolId::ReadMultipleFiles => compat::read_multiple(gw, ctx, parse(tool, args)?)?,
         ToolId::ListDirectory => compat::list_directory(gw, ctx, parse(tool, args)?)?,
         ToolId::ListDirectoryWithSizes => compat::list_with_sizes(gw, ctx, parse(tool, args)?)?,
-        ToolId::DirectoryTree => compat::tree(gw, ctx, parse(tool, args)?)?,
+        ToolId::DirectoryTree => return compat::tree(gw, ctx, parse(tool, args)?),
         ToolId::MoveFile => compat::move_file(gw, ctx, parse(tool, args)?)?,
         ToolId::SearchFiles => compat::search_files(gw, ctx, parse(tool, args)?)?,
         ToolId::GetFileInfo => compat::file_info(gw, ctx, parse(tool, args)?)?,
         ToolId::ListAllowedDirectories => text(roots::allowed_directories(gw, &ctx.scope.roots())),
     };
-    Ok(result)
+    Ok(render::answer(tool, result))
 }
 
 /// `write_text_file` and `write_file`: the same write, each answered in its own words.

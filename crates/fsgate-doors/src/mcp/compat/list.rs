@@ -9,9 +9,10 @@ use super::{TRUNCATED_LINE, args_error, handle, list, more_line, names, unexpect
 use crate::mcp::args::{ListArgs, ListSizesArgs, SearchFilesArgs, SortBy, TreeArgs};
 use crate::mcp::catalog::MAX_TREE_ENTRIES;
 use crate::mcp::render::{ToolError, text};
-use fsgate_gateway::Gateway;
+use crate::mcp::tools::Answer;
 use fsgate_gateway::ops::{Entry, FileKind};
 use fsgate_gateway::ops::{Op, Output, PathStyle};
+use fsgate_gateway::{Gateway, escape_json_bytes_into, escape_json_into};
 
 /// Deepest directory nesting `directory_tree` descends into.
 const MAX_TREE_DEPTH: usize = 128;
@@ -161,12 +162,12 @@ fn excluded(set: &GlobSet, rel: &str) -> bool {
 }
 
 /// `directory_tree`: one gateway walk of names and kinds, rendered as the reference
-/// server's indented JSON.
+/// server's indented JSON (held escaped, as the answer carries it).
 pub(in crate::mcp) fn tree(
     gw: &Gateway,
     ctx: &ToolCall<'_>,
     a: TreeArgs,
-) -> Result<CallToolResult, ToolError> {
+) -> Result<Answer, ToolError> {
     let exclude = a.exclude_patterns.unwrap_or_default();
     exclusions("directory_tree", Some(&exclude))?;
     let depth = (MAX_TREE_DEPTH, None);
@@ -176,10 +177,13 @@ pub(in crate::mcp) fn tree(
         rule,
         path: a.path.clone(),
     };
-    let base = entries.first().map_or(0, |e| level_of(e) - 1);
-    if let Some(deep) = entries
+    // Each entry's level, counted once (every step below asks for it).
+    let levels: Vec<usize> = entries.iter().map(level_of).collect();
+    let base = levels.first().map_or(0, |l| l - 1);
+    if let Some((deep, _)) = entries
         .iter()
-        .find(|e| e.kind == FileKind::Directory && level_of(e) - base >= MAX_TREE_DEPTH)
+        .zip(&levels)
+        .find(|(e, l)| e.kind == FileKind::Directory && *l - base >= MAX_TREE_DEPTH)
     {
         tracing::debug!(path = %deep.path, "directory_tree depth limit");
         return Err(limit(
@@ -204,7 +208,7 @@ pub(in crate::mcp) fn tree(
             "limits.max_message_bytes",
         ));
     }
-    Ok(text(tree_json(&entries, base)?))
+    Ok(Answer::Escaped(tree_json(&entries, &levels, base)?))
 }
 
 /// Components in an entry's path.
@@ -213,65 +217,98 @@ fn level_of(e: &Entry) -> usize {
 }
 
 /// The entries of a depth-first walk as `serde_json::to_string_pretty` renders the
-/// reference server's tree (`[{children, name, type}]`, keys sorted), written directly:
-/// no `Value` per entry.
-fn tree_json(entries: &[Entry], base: usize) -> Result<String, ToolError> {
+/// reference server's tree (`[{children, name, type}]`, keys sorted), written directly
+/// in the form the answer carries it: JSON-escaped once more, ready to stand between the
+/// quotes of the text block (no `Value` per entry, and no second pass to escape it).
+/// `levels[i]` is the level of `entries[i]` ([`level_of`]).
+fn tree_json(entries: &[Entry], levels: &[usize], base: usize) -> Result<String, ToolError> {
+    // Keys, quotes and line breaks: about 64 bytes an entry; its four or five lines
+    // indented two levels a level, of two blanks each.
     let size: usize = entries
         .iter()
-        .map(|e| e.name.len() + 48 + 12 * (level_of(e) - base))
+        .zip(levels)
+        .map(|(e, l)| e.name.len() + 64 + 20 * (l - base))
         .sum();
-    let mut out = Vec::with_capacity(size + 2);
+    let mut w = TreeWriter {
+        out: Vec::with_capacity(size + 2),
+        name: Vec::new(),
+        levels,
+    };
     let mut next = 0;
-    tree_array(&mut out, entries, &mut next, base + 1, 0)
-        .and_then(|()| String::from_utf8(out).map_err(serde::ser::Error::custom))
-        .map_err(|e| ToolError::Failed(format!("internal error: {e}")))
+    w.array(entries, &mut next, base + 1, 0);
+    String::from_utf8(w.out).map_err(|e| ToolError::Failed(format!("internal error: {e}")))
 }
 
-/// Writes the array of the entries at `level` from `entries[*next]` on (each followed
-/// by its children), indented `indent` levels.
-fn tree_array(
-    out: &mut Vec<u8>,
-    entries: &[Entry],
-    next: &mut usize,
-    level: usize,
-    indent: usize,
-) -> Result<(), serde_json::Error> {
-    let pad = |out: &mut Vec<u8>, n: usize| out.resize(out.len() + 2 * n, b' ');
-    out.push(b'[');
-    let mut first = true;
-    while let Some(e) = entries.get(*next).filter(|e| level_of(e) == level) {
-        *next += 1;
-        out.extend_from_slice(if first { b"\n" } else { b",\n" });
-        first = false;
-        pad(out, indent + 1);
-        out.extend_from_slice(b"{\n");
-        let dir = e.kind == FileKind::Directory;
-        if dir {
-            pad(out, indent + 2);
-            out.extend_from_slice(b"\"children\": ");
-            tree_array(out, entries, next, level + 1, indent + 2)?;
-            out.extend_from_slice(b",\n");
+/// Writes the escaped tree; `name` is room to escape a name twice in; `levels` are
+/// the entries' levels.
+struct TreeWriter<'a> {
+    out: Vec<u8>,
+    name: Vec<u8>,
+    levels: &'a [usize],
+}
+
+impl TreeWriter<'_> {
+    /// A line break (`\n` in the escaped text) and `n` levels of indentation.
+    fn line(&mut self, n: usize) {
+        self.out.extend_from_slice(b"\\n");
+        self.out.resize(self.out.len() + 2 * n, b' ');
+    }
+
+    /// `name` as a JSON string, escaped once more: `\"name\"`.
+    fn name(&mut self, name: &str) {
+        if !name.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+            self.out.extend_from_slice(b"\\\"");
+            self.out.extend_from_slice(name.as_bytes());
+            self.out.extend_from_slice(b"\\\"");
+            return;
         }
-        pad(out, indent + 2);
-        out.extend_from_slice(b"\"name\": ");
-        // The same escaping as the pretty printer's.
-        serde_json::to_writer(&mut *out, &e.name)?;
-        out.extend_from_slice(b",\n");
-        pad(out, indent + 2);
-        out.extend_from_slice(if dir {
-            b"\"type\": \"directory\"\n"
-        } else {
-            b"\"type\": \"file\"\n"
-        });
-        pad(out, indent + 1);
-        out.push(b'}');
+        self.name.clear();
+        // The same escaping as the pretty printer's, then the text block's.
+        escape_json_into(&mut self.name, name);
+        escape_json_bytes_into(&mut self.out, &self.name);
     }
-    if !first {
-        out.push(b'\n');
-        pad(out, indent);
+
+    /// Writes the array of the entries at `level` from `entries[*next]` on (each
+    /// followed by its children), indented `indent` levels.
+    fn array(&mut self, entries: &[Entry], next: &mut usize, level: usize, indent: usize) {
+        self.out.push(b'[');
+        let mut first = true;
+        while let Some(e) = entries
+            .get(*next)
+            .filter(|_| self.levels.get(*next) == Some(&level))
+        {
+            *next += 1;
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            self.line(indent + 1);
+            self.out.push(b'{');
+            self.line(indent + 2);
+            let dir = e.kind == FileKind::Directory;
+            if dir {
+                self.out.extend_from_slice(b"\\\"children\\\": ");
+                self.array(entries, next, level + 1, indent + 2);
+                self.out.push(b',');
+                self.line(indent + 2);
+            }
+            self.out.extend_from_slice(b"\\\"name\\\": ");
+            self.name(&e.name);
+            self.out.push(b',');
+            self.line(indent + 2);
+            self.out.extend_from_slice(if dir {
+                b"\\\"type\\\": \\\"directory\\\""
+            } else {
+                b"\\\"type\\\": \\\"file\\\""
+            });
+            self.line(indent + 1);
+            self.out.push(b'}');
+        }
+        if !first {
+            self.line(indent);
+        }
+        self.out.push(b']');
     }
-    out.push(b']');
-    Ok(())
 }
 
 /// `search_files` as on the reference server: `pattern` and `excludePatterns` are globs
@@ -375,8 +412,20 @@ mod tests {
             .collect()
     }
 
+    fn json_of(entries: &[Entry], base: usize) -> String {
+        let levels: Vec<usize> = entries.iter().map(level_of).collect();
+        tree_json(entries, &levels, base).unwrap()
+    }
+
+    /// What the tree's JSON is in the answer: the pretty printer's text, escaped.
+    fn escaped_pretty(tree: &[serde_json::Value]) -> String {
+        let pretty = serde_json::to_string_pretty(tree).unwrap();
+        let quoted = serde_json::to_string(&pretty).unwrap();
+        quoted[1..quoted.len() - 1].to_string()
+    }
+
     #[test]
-    fn the_tree_is_written_as_serde_json_pretty_prints_it() {
+    fn the_tree_is_written_as_serde_json_pretty_prints_it_escaped() {
         let walk = [
             ("top/a", true),
             ("top/a/b", true),
@@ -387,16 +436,55 @@ mod tests {
             ("top/z.rs", false),
         ];
         let entries: Vec<Entry> = walk.iter().map(|(p, d)| entry(p, *d)).collect();
-        let want = serde_json::to_string_pretty(&tree_value(&entries, "top")).unwrap();
-        assert_eq!(tree_json(&entries, 1).unwrap(), want);
+        let want = escaped_pretty(&tree_value(&entries, "top"));
+        assert_eq!(json_of(&entries, 1), want);
         // From the root, and an empty tree.
         let root: Vec<Entry> = [("a", true), ("a/f", false), ("g", false)]
             .iter()
             .map(|(p, d)| entry(p, *d))
             .collect();
-        let want = serde_json::to_string_pretty(&tree_value(&root, "")).unwrap();
-        assert_eq!(tree_json(&root, 0).unwrap(), want);
-        assert_eq!(tree_json(&[], 0).unwrap(), "[]");
+        let want = escaped_pretty(&tree_value(&root, ""));
+        assert_eq!(json_of(&root, 0), want);
+        assert_eq!(json_of(&[], 0), "[]");
+    }
+
+    /// A depth-first walk in name order from arbitrary names, each a directory or not,
+    /// `shape` giving each entry's kind and whether the next goes inside it.
+    fn walk_of(names: &[String], shape: &[(bool, bool)]) -> Vec<Entry> {
+        let mut dirs: Vec<String> = vec!["top".into()];
+        let mut out: Vec<Entry> = Vec::new();
+        for (name, &(dir, into)) in names.iter().zip(shape) {
+            let parent = dirs.last().cloned().unwrap_or_default();
+            let path = format!("{parent}/{name}");
+            if out.iter().any(|e| e.path.as_str() == path) {
+                continue;
+            }
+            out.push(entry(&path, dir));
+            if dir && into && dirs.len() < 6 {
+                dirs.push(path);
+            } else if !into && dirs.len() > 1 {
+                dirs.pop();
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Any names (quotes, backslashes, controls, any character), at any depth: the
+        /// tree written escaped is serde_json's pretty printing, escaped by serde_json.
+        #[test]
+        fn any_tree_is_written_as_serde_json_escapes_it(
+            names in proptest::collection::vec("[^/\u{0}]{1,12}", 0..40),
+            shape in proptest::collection::vec((proptest::bool::ANY, proptest::bool::ANY), 40),
+        ) {
+            let names: Vec<String> = names
+                .into_iter()
+                .filter(|n| n != "." && n != "..")
+                .collect();
+            let entries = walk_of(&names, &shape);
+            let want = escaped_pretty(&tree_value(&entries, "top"));
+            proptest::prop_assert_eq!(json_of(&entries, 1), want);
+        }
     }
 
     #[test]
