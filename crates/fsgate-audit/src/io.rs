@@ -47,6 +47,11 @@ pub(crate) struct Io {
     first_seq: u64,
     /// A failed write may have left bytes past `len`: cut them before writing again.
     needs_repair: bool,
+    /// A sync failed since the last batch written whole: what the file holds past its
+    /// last good sync may not be on disk, whatever a later sync says (Linux reports a
+    /// writeback error once), so no checkpoint may name it until records are written
+    /// and synced again.
+    pub(crate) sync_failed: bool,
     /// A rotation renamed the active file but could not create the new one yet.
     rotated_away: bool,
     /// Since when written data has waited for a sync.
@@ -137,6 +142,7 @@ impl Io {
             len: 0,
             first_seq: 1,
             needs_repair: false,
+            sync_failed: false,
             rotated_away: false,
             unsynced_since: None,
             reserved_to: 0,
@@ -247,6 +253,7 @@ impl Io {
         };
         if let Err(e) = synced {
             // After a failed fsync the page cache cannot be trusted: drop the segment.
+            self.sync_failed = true;
             self.needs_repair = true;
             let _ = self.repair();
             return Err(write_err("sync", &e));
@@ -287,7 +294,10 @@ impl Io {
     /// Syncs written data, if any.
     pub(crate) fn sync(&mut self) -> Result<(), AuditError> {
         if self.unsynced_since.is_some() {
-            self.file.sync_data().map_err(|e| write_err("sync", &e))?;
+            self.file.sync_data().map_err(|e| {
+                self.sync_failed = true;
+                write_err("sync", &e)
+            })?;
             self.unsynced_since = None;
         }
         Ok(())

@@ -35,11 +35,13 @@ pub struct OpenOptions {
     /// first answer does not). A failure then refuses changes until a checkpoint
     /// succeeds, as a failed periodic checkpoint does.
     pub defer_start_checkpoint: bool,
-    /// Write the `start` record without syncing it: the next record synced (the
-    /// gateway's own `start`, appended before anything is served) makes both durable
-    /// with one sync. Until then the record is in the file, not on the disk: a process
-    /// that exits keeps it, a power loss before that sync takes it with a run that had
-    /// served nothing. Records of a recovery are synced as they are appended regardless.
+    /// At `fsync = "always"`, write the `start` record without syncing it: the next
+    /// record appended (the gateway's own `start`, before anything is served) makes
+    /// both durable with one sync. Until then the record is in the file, not on the
+    /// disk: a process that exits keeps it, a power loss before that sync takes it with
+    /// a run that had served nothing. Records of a recovery are synced as they are
+    /// appended, as every record at `always`. In the other modes the `start` record is
+    /// synced at open as without this option (their records are not synced one by one).
     pub defer_start_sync: bool,
 }
 
@@ -373,10 +375,11 @@ impl AuditLog {
             &open_intents,
         );
         let start = log.append_deferred(&AuditEvent::lifecycle(record::KIND_START, details))?;
+        let defer_sync = opts.defer_start_sync && settings.fsync == FsyncMode::Always;
         log.run_duty(Duty {
             checkpoint: (!opts.defer_start_checkpoint).then_some("start"),
-            sync: !opts.defer_start_sync,
-            write_only: opts.defer_start_sync,
+            sync: !defer_sync,
+            write_only: defer_sync,
         })?;
         // The turn above wrote it (and synced it unless deferred): this only reports
         // whether that worked.
@@ -809,6 +812,7 @@ impl Shared {
                     self.kick_heartbeat();
                 }
                 self.failing.store(false, Ordering::Release);
+                io.sync_failed = false;
                 self.space_low.store(!io.reserve(), Ordering::Release);
                 None
             }
@@ -870,11 +874,13 @@ impl Shared {
         let due = self.checkpoint_due(&st, duty);
         let mut ckpt = None;
         // A checkpoint asked for by name (`start`, `retry`, `shutdown`...) is tried even
-        // while the last write failed: it names only records already on disk, and a
-        // change waits for it (`ready_for_change`) before its own append tries the log.
+        // while the last write failed (a change waits for it, `ready_for_change`, before
+        // its own append tries the log again), unless a sync failed: then what the file
+        // holds may not be on disk, and only records written and synced anew tell.
+        let failing = self.failing.load(Ordering::Acquire);
         if let Some(kind) = due
             && !st.ckpt_busy
-            && (duty.checkpoint.is_some() || !self.failing.load(Ordering::Acquire))
+            && (!failing || (duty.checkpoint.is_some() && !io.sync_failed))
         {
             // A checkpoint may only name records that are on disk.
             drop(st);

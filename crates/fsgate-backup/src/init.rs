@@ -1,12 +1,14 @@
 //! A store's layout on disk: `FORMAT` and `versions/`, made when a store is first
-//! opened and made durable before the first version is saved into it.
+//! opened and made durable before a process's first version is saved into it.
 //!
-//! A new store costs no sync when it is opened (every gateway's first start opens one):
-//! its `FORMAT` and `versions/` are synced by the first backup, before that version
-//! can be durable. A crash before then can leave the store's directory holding only an
-//! empty or partly written `FORMAT` and an empty `versions/`; such a store held nothing
-//! yet, and is made again. Anything else without a `FORMAT` is not a store and is
-//! refused, so a mistyped directory is never taken for one.
+//! Opening a store costs no sync (every gateway's first start makes one): each process
+//! syncs `FORMAT` and the store's directory at its first backup, before that version
+//! can count, whoever made the store (a `FORMAT` that reads back whole may be in the
+//! page cache only, left by a process that ended before its first backup). A crash
+//! before any backup was made can leave the store's directory holding only an empty,
+//! zeroed or cut-short `FORMAT` and an empty `versions/`; such a store never held a
+//! version, and is made again. Anything else without a valid `FORMAT` is not a store
+//! and is refused, so a mistyped directory is never taken for one.
 
 use std::io::{self, Read, Write};
 
@@ -16,25 +18,14 @@ use super::BackupError;
 use super::layout::{FORMAT_FILE, FORMAT_TEXT, FORMAT_TEXT_1, TMP_SUFFIX, VERSIONS_DIR};
 use super::store::sync_dir;
 
-/// What opening a store's layout left to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Layout {
-    /// On disk as it is: nothing to sync.
-    Durable,
-    /// Made by this open: `FORMAT` and the store directory are to be synced before the
-    /// first version is saved.
-    Unsynced,
-}
-
-/// Creates `FORMAT` and `versions/` in a new store (not synced: see [`Layout`]), or
+/// Creates `FORMAT` and `versions/` in a new store (not synced: see the module), or
 /// checks an existing one; a store of layout 1 is upgraded (its versions stay where
 /// they are and are still read), durably at once.
-pub(crate) fn init_layout(root: &Dir, shown: &str) -> Result<Layout, BackupError> {
+pub(crate) fn init_layout(root: &Dir, shown: &str) -> Result<(), BackupError> {
     let unsafe_dir = |reason: String| BackupError::UnsafeDir {
         path: shown.to_owned(),
         reason,
     };
-    let mut layout = Layout::Durable;
     match read_format(root) {
         Ok(text) if text == FORMAT_TEXT.as_bytes() => {}
         Ok(text) if text == FORMAT_TEXT_1.as_bytes() => {
@@ -45,7 +36,6 @@ pub(crate) fn init_layout(root: &Dir, shown: &str) -> Result<Layout, BackupError
         {
             write_format(root)
                 .map_err(BackupError::io("write", format!("{shown}/{FORMAT_FILE}")))?;
-            layout = Layout::Unsynced;
         }
         Ok(text) => {
             let text = String::from_utf8_lossy(&text);
@@ -63,19 +53,18 @@ pub(crate) fn init_layout(root: &Dir, shown: &str) -> Result<Layout, BackupError
             }
             write_format(root)
                 .map_err(BackupError::io("write", format!("{shown}/{FORMAT_FILE}")))?;
-            layout = Layout::Unsynced;
         }
         Err(e) => return Err(BackupError::io("read", format!("{shown}/{FORMAT_FILE}"))(e)),
     }
     match root.create_dir(VERSIONS_DIR) {
-        Ok(()) => layout = Layout::Unsynced,
+        Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(BackupError::io("create", format!("{shown}/{VERSIONS_DIR}"))(e)),
     }
-    Ok(layout)
+    Ok(())
 }
 
-/// Makes a new store's layout durable: `FORMAT`'s content, then the directory holding
+/// Makes the store's layout durable: `FORMAT`'s content, then the directory holding
 /// it and `versions/`.
 pub(crate) fn sync_layout(root: &Dir) -> io::Result<()> {
     root.open(FORMAT_FILE)?.sync_data()?;
@@ -94,7 +83,8 @@ fn read_format(root: &Dir) -> io::Result<Vec<u8>> {
 /// text (`format`, None if there is none), and nothing else but an empty `versions/`.
 fn torn_new_store(root: &Dir, format: Option<&[u8]>) -> io::Result<bool> {
     if let Some(text) = format {
-        let zeros = text.iter().all(|&b| b == 0);
+        // No longer than the text a crash can have cut: a long file of zeros is data.
+        let zeros = text.len() <= FORMAT_TEXT.len() && text.iter().all(|&b| b == 0);
         if !zeros && !FORMAT_TEXT.as_bytes().starts_with(text) {
             return Ok(false);
         }

@@ -52,8 +52,8 @@ pub struct BackupStore {
     synced_shards: [AtomicBool; 256],
     /// The shards present were listed (and marked synced) once already.
     shards_listed: AtomicBool,
-    /// Whether `FORMAT` and `versions/` are durable (a new store's are synced by its
-    /// first backup: see `init`).
+    /// Whether `FORMAT` and `versions/` were synced by this process (at its first
+    /// backup: see `init`).
     layout_durable: AtomicBool,
     /// When the last pass over the whole store ran, and what it found.
     pub(crate) sweep: Mutex<super::retention::Sweep>,
@@ -154,7 +154,7 @@ impl BackupStore {
         let root = Dir::open_ambient_dir(dir, ambient_authority())
             .map_err(BackupError::io("open", shown.clone()))?;
         check_ownership(&root, &shown)?;
-        let layout = super::init::init_layout(&root, &shown)?;
+        super::init::init_layout(&root, &shown)?;
         let versions = root
             .open_dir(VERSIONS_DIR)
             .map_err(BackupError::io("open", format!("{shown}/{VERSIONS_DIR}")))?;
@@ -174,7 +174,10 @@ impl BackupStore {
             last_ts: Mutex::new(OffsetDateTime::UNIX_EPOCH),
             synced_shards: std::array::from_fn(|_| AtomicBool::new(false)),
             shards_listed: AtomicBool::new(false),
-            layout_durable: AtomicBool::new(layout == super::init::Layout::Durable),
+            // Synced at each run's first backup, also when `FORMAT` reads back whole: it
+            // may be in the page cache only, from a process that made the store and
+            // ended before its first backup.
+            layout_durable: AtomicBool::new(false),
             sweep: Mutex::new(super::retention::Sweep::default()),
             no_clone: NoClone::default(),
             location: dir.to_path_buf(),
@@ -447,7 +450,7 @@ impl BackupStore {
         Ok((dir, true))
     }
 
-    /// Syncs a new store's `FORMAT` and directory, once, before its first version.
+    /// Syncs the store's `FORMAT` and directory, once a run, before its first version.
     fn make_layout_durable(&self) -> Result<(), BackupError> {
         if self.layout_durable.load(Ordering::Acquire) {
             return Ok(());

@@ -177,17 +177,7 @@ fn full_disk_scenario(mnt: &Path) {
 /// written again, which the next change tries at once.
 #[test]
 fn a_failing_checkpoint_refuses_changes_until_it_succeeds() {
-    let (_d, path) = temp_log();
-    let s = AuditSettings {
-        checkpoint_every: Some(2),
-        ..settings(FsyncMode::Always)
-    };
-    let log = open(&path, &s);
-    let blocker = path.with_file_name("audit.jsonl.checkpoint.tmp");
-    std::fs::create_dir(&blocker).unwrap();
-    for i in 0..3 {
-        log.append(request(i)).unwrap();
-    }
+    let (_d, path, log, blocker) = log_whose_checkpoint_failed();
     assert!(
         matches!(log.preflight(), Err(AuditError::Checkpoint { .. })),
         "{:?}",
@@ -211,17 +201,7 @@ fn a_failing_checkpoint_refuses_changes_until_it_succeeds() {
 /// and only a record that needs no checkpoint could end that.
 #[test]
 fn a_failed_checkpoint_and_a_failed_write_are_both_retried_by_the_next_change() {
-    let (_d, path) = temp_log();
-    let s = AuditSettings {
-        checkpoint_every: Some(2),
-        ..settings(FsyncMode::Always)
-    };
-    let log = open(&path, &s);
-    let blocker = path.with_file_name("audit.jsonl.checkpoint.tmp");
-    std::fs::create_dir(&blocker).unwrap();
-    for i in 0..3 {
-        log.append(request(i)).unwrap();
-    }
+    let (_d, path, log, blocker) = log_whose_checkpoint_failed();
     assert!(matches!(
         log.ready_for_change(),
         Err(AuditError::Checkpoint { .. })
@@ -242,4 +222,22 @@ fn a_failed_checkpoint_and_a_failed_write_are_both_retried_by_the_next_change() 
     let rep = verify_dir(&path, &VerifyOptions::default());
     assert_intact(&rep);
     assert_eq!(rep.checkpoint.unwrap().seq, rep.last_seq.unwrap());
+}
+
+/// A log (a checkpoint every 2 records) whose checkpoint failed: its temp file is
+/// blocked by a directory (which even root cannot open for writing), returned to be
+/// removed.
+fn log_whose_checkpoint_failed() -> (tempfile::TempDir, PathBuf, AuditLog, PathBuf) {
+    let (d, path) = temp_log();
+    let s = AuditSettings {
+        checkpoint_every: Some(2),
+        ..settings(FsyncMode::Always)
+    };
+    let log = open(&path, &s);
+    let blocker = path.with_file_name("audit.jsonl.checkpoint.tmp");
+    std::fs::create_dir(&blocker).unwrap();
+    for i in 0..3 {
+        log.append(request(i)).unwrap();
+    }
+    (d, path, log, blocker)
 }

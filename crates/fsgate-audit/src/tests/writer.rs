@@ -366,6 +366,19 @@ fn a_deferred_start_record_is_written_at_open_and_synced_by_the_next_record() {
     let log2 = AuditLog::open(&path2, &settings(FsyncMode::Always), POLICY, plain).unwrap();
     assert_eq!(log2.shared_unsynced_for(), Duration::ZERO, "synced by open");
     log2.close().unwrap();
+
+    // In the modes that do not sync each record, no later record would cover it at once:
+    // the option leaves the `start` record synced at open.
+    for mode in [FsyncMode::Batch, FsyncMode::Never] {
+        let (_d3, path3) = temp_log();
+        let log3 = AuditLog::open(&path3, &settings(mode), POLICY, opts).unwrap();
+        assert_eq!(
+            log3.shared_unsynced_for(),
+            Duration::ZERO,
+            "{mode:?}: synced by open"
+        );
+        log3.close().unwrap();
+    }
 }
 
 /// Without `start` (a log closed right after opening), the shutdown checkpoint alone
