@@ -422,30 +422,14 @@ const STREAM_PIECE: usize = 256 * 1024;
 fn encode_fitted(max: usize, key: &str, answer: Answer) -> Encoded {
     let mut bytes = Vec::new();
     let size = match answer {
-        Answer::Text(text) => {
-            let size = text_answer_len(key, &text);
-            if size > WRITE_HERE_MAX && size <= max {
-                return streamed(size, key, text, false);
-            }
-            if size <= max {
-                bytes.reserve_exact(size);
-                encode_text(&mut bytes, key, &text);
-                return Encoded::Bytes(bytes);
-            }
-            size
-        }
-        Answer::Escaped(escaped) => {
-            let size = escaped_answer_len(key, &escaped);
-            if size > WRITE_HERE_MAX && size <= max {
-                return streamed(size, key, escaped, true);
-            }
-            if size <= max {
-                bytes.reserve_exact(size);
-                encode_escaped(&mut bytes, key, &escaped);
-                return Encoded::Bytes(bytes);
-            }
-            size
-        }
+        Answer::Text(text) => match fit_text(max, key, text, false) {
+            Ok(encoded) => return encoded,
+            Err(size) => size,
+        },
+        Answer::Escaped(escaped) => match fit_text(max, key, escaped, true) {
+            Ok(encoded) => return encoded,
+            Err(size) => size,
+        },
         Answer::Result(mut result) => {
             // The direct path serves 2025-era sessions only, whose answers carry no
             // `resultType` (the SDK path strips it for them too).
@@ -460,6 +444,29 @@ fn encode_fitted(max: usize, key: &str, answer: Answer) -> Encoded {
     bytes.clear();
     encode(&mut bytes, key, &too_big(size, max));
     Encoded::Bytes(bytes)
+}
+
+/// A text answer (`text` plain, or already `escaped`) encoded here, or left to be
+/// streamed if larger than [`WRITE_HERE_MAX`]; its size if over the limit `max`.
+fn fit_text(max: usize, key: &str, text: String, escaped: bool) -> Result<Encoded, usize> {
+    let size = if escaped {
+        escaped_answer_len(key, &text)
+    } else {
+        text_answer_len(key, &text)
+    };
+    if size > max {
+        return Err(size);
+    }
+    if size > WRITE_HERE_MAX {
+        return Ok(streamed(size, key, text, escaped));
+    }
+    let mut bytes = Vec::with_capacity(size);
+    if escaped {
+        encode_escaped(&mut bytes, key, &text);
+    } else {
+        encode_text(&mut bytes, key, &text);
+    }
+    Ok(Encoded::Bytes(bytes))
 }
 
 /// A text answer of `size` bytes left for the copier to write.
