@@ -8,7 +8,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::audit::canonical;
-use crate::audit::record::{KIND_INTENT, KIND_RECONCILED, KIND_REQUEST};
+use crate::audit::record::{ChangeOp, KIND_INTENT, KIND_RECONCILED, KIND_REQUEST};
 use crate::path::RelPath;
 
 /// Which changes to undo: those of one session, within a time range, or both.
@@ -335,8 +335,12 @@ pub(crate) fn what_of(v: &Value) -> Result<What, String> {
         (None, Some(_)) => Before::Unsaved,
         (None, None) => Before::Absent,
     };
-    match text(v, "op") {
-        "write_text_file" | "edit_text_file" | "restore" => Ok(What::Content {
+    let op = text(v, "op");
+    let Some(change) = ChangeOp::from_name(op) else {
+        return Err(format!("`{op}` is not a change fsgate knows how to undo"));
+    };
+    match change {
+        ChangeOp::Write | ChangeOp::Edit | ChangeOp::Restore => Ok(What::Content {
             path: real("realPath", "path")?,
             sha256: v
                 .get("sha256")
@@ -346,17 +350,16 @@ pub(crate) fn what_of(v: &Value) -> Result<What, String> {
             before,
             made_dirs: count("madeDirs").unwrap_or(0),
         }),
-        "mkdir" => Ok(What::Mkdir {
+        ChangeOp::Mkdir => Ok(What::Mkdir {
             path: real("realPath", "path")?,
             made: count("madeDirs").unwrap_or(1).max(1),
         }),
-        "rm" => Ok(removal(v, real("realPath", "path")?, backup)),
-        "rename" => Ok(What::Rename {
+        ChangeOp::Rm => Ok(removal(v, real("realPath", "path")?, backup)),
+        ChangeOp::Rename => Ok(What::Rename {
             from: real("realPath", "path")?,
             to: real("realPath2", "path2")?,
             replaced: (before != Before::Absent).then_some(before),
         }),
-        op => Err(format!("`{op}` is not a change fsgate knows how to undo")),
     }
 }
 

@@ -18,6 +18,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use crate::outbox::Outbox;
 use crate::questions::{self, Pending, Refused};
 use fsgate_gateway::ask::{Answer, Asker, Proposed, Question, Replaced};
+use fsgate_gateway::ops::{ChangeOp, OpId};
 use fsgate_gateway::{ChangeNote, ChangeSink};
 
 /// Ids of fsgate's own requests to the editor start with this.
@@ -50,14 +51,23 @@ pub(crate) fn answer_id(msg: &Value) -> Option<&Value> {
 }
 
 /// ACP's tool kind for an operation.
-fn kind_of(op: &str) -> &'static str {
+fn kind_of(op: OpId) -> &'static str {
+    match op.change() {
+        Some(change) => change_kind(change),
+        None => match op {
+            OpId::ReadText | OpId::ReadFile | OpId::Stat => "read",
+            OpId::Ls | OpId::Tree | OpId::Glob | OpId::Grep => "search",
+            OpId::Write | OpId::Edit | OpId::Mkdir | OpId::Rm | OpId::Rename => "other",
+        },
+    }
+}
+
+/// ACP's tool-call kind of a change.
+fn change_kind(op: ChangeOp) -> &'static str {
     match op {
-        "read_text_file" | "read_file" | "stat" => "read",
-        "write_text_file" | "edit_text_file" | "mkdir" => "edit",
-        "rm" => "delete",
-        "rename" => "move",
-        "ls" | "tree" | "glob" | "grep" => "search",
-        _ => "other",
+        ChangeOp::Write | ChangeOp::Edit | ChangeOp::Mkdir | ChangeOp::Restore => "edit",
+        ChangeOp::Rm => "delete",
+        ChangeOp::Rename => "move",
     }
 }
 
@@ -135,7 +145,7 @@ pub(crate) fn permission_request(id: &str, q: &Question) -> Value {
                 "status": "pending",
                 "content": content,
                 "locations": [{"path": q.abs_path}],
-                "_meta": {"fsgate": {"op": q.op, "class": q.class, "rule": q.rule}},
+                "_meta": {"fsgate": {"op": q.op.name(), "class": q.class, "rule": q.rule}},
             },
             "options": options,
         },
@@ -249,7 +259,7 @@ pub(crate) fn change_update(note: &ChangeNote, n: u64) -> Value {
         fsgate_base::text::escape_for_humans(&p.to_string_lossy()).into_owned()
     };
     let (verb, title) = match (note.op, note.abs_path2()) {
-        ("rename", Some(to)) => ("renamed", format!("{} to {}", shown(&abs), shown(&to))),
+        (ChangeOp::Rename, Some(to)) => ("renamed", format!("{} to {}", shown(&abs), shown(&to))),
         (op, _) => (verb_of(op), shown(&abs)),
     };
     let mut locations = vec![json!({"path": abs})];
@@ -266,24 +276,24 @@ pub(crate) fn change_update(note: &ChangeNote, n: u64) -> Value {
                 "sessionUpdate": "tool_call",
                 "toolCallId": format!("fsgate-change-{n}"),
                 "title": format!("fsgate: {verb} {title}"),
-                "kind": kind_of(note.op),
+                "kind": change_kind(note.op),
                 "status": "completed",
                 "content": content,
                 "locations": locations,
-                "_meta": {"fsgate": {"op": note.op, "seq": note.seq}},
+                "_meta": {"fsgate": {"op": note.op.name(), "seq": note.seq}},
             },
         },
     })
 }
 
-fn verb_of(op: &str) -> &'static str {
+fn verb_of(op: ChangeOp) -> &'static str {
     match op {
-        "write_text_file" => "wrote",
-        "edit_text_file" => "edited",
-        "mkdir" => "created directory",
-        "rm" => "removed",
-        "rename" => "renamed",
-        _ => "changed",
+        ChangeOp::Write => "wrote",
+        ChangeOp::Edit => "edited",
+        ChangeOp::Mkdir => "created directory",
+        ChangeOp::Rm => "removed",
+        ChangeOp::Rename => "renamed",
+        ChangeOp::Restore => "restored",
     }
 }
 
@@ -379,7 +389,7 @@ mod tests {
 
     fn note(path: &str) -> ChangeNote {
         ChangeNote {
-            op: "write_text_file",
+            op: ChangeOp::Write,
             session: "s1".into(),
             path: fsgate_base::path::RelPath::parse_rooted(path).expect("path"),
             path2: None,
@@ -485,7 +495,7 @@ mod tests {
 
     fn question() -> Question {
         Question {
-            op: "write_text_file",
+            op: fsgate_gateway::ops::OpId::Write,
             class: "write".into(),
             path: "/ws/ci/a.yml".into(),
             abs_path: "/ws/ci/a.yml".into(),
@@ -567,7 +577,7 @@ mod tests {
     fn a_change_notes_title_escapes_what_the_agent_named() {
         let parse = |p| fsgate_base::path::RelPath::parse_rooted(p).expect("path");
         let note = ChangeNote {
-            op: "rename",
+            op: ChangeOp::Rename,
             session: "s1".into(),
             path: parse("/a\nfsgate: removed /ws/src"),
             path2: Some(parse("/b\u{202e}.txt")),

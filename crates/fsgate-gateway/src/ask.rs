@@ -108,8 +108,8 @@ impl Replaced {
 /// What a person is asked.
 #[derive(Debug, Clone)]
 pub struct Question {
-    /// The request's operation (`write`, `rm`, `rename`...).
-    pub op: &'static str,
+    /// The request's operation.
+    pub op: crate::ops::OpId,
     /// The operation class the rule covers here (`read`, `write`, `delete`, `list`).
     pub class: String,
     /// The path decided on, normalised (no `..`), as the request's transport writes
@@ -132,7 +132,7 @@ pub struct Question {
 impl Question {
     /// One line naming the operation and the path, for a prompt's title.
     pub fn title(&self) -> String {
-        format!("{} {}", self.op, self.shown_path())
+        format!("{} {}", self.op.name(), self.shown_path())
     }
 
     /// The path for a person to read: the agent chose it, so control and bidi characters
@@ -263,7 +263,7 @@ struct Pending {
     rule: String,
     reason: String,
     waived: Vec<String>,
-    op: &'static str,
+    op: crate::ops::OpId,
     class: &'static str,
     path: RelPath,
     shown: String,
@@ -400,7 +400,7 @@ impl AskRecord {
 pub(crate) fn settle(
     ctx: &mut AskCtx,
     d: &Decision<'_>,
-    (op, class): (&'static str, &str),
+    (op, class): (crate::ops::OpId, &str),
     path: &RelPath,
     shown: &str,
     asked: &mut Vec<AskRecord>,
@@ -451,11 +451,11 @@ pub(crate) fn settle_pending(
             0 => reason.to_owned(),
             1 => format!(
                 "{reason}; this {} also covers 1 more entry under the rule",
-                p.op
+                p.op.name()
             ),
             n => format!(
                 "{reason}; this {} also covers {n} more entries under the rule",
-                p.op
+                p.op.name()
             ),
         };
         put(
@@ -479,7 +479,7 @@ pub(crate) fn settle_pending(
 fn put(
     ctx: &mut AskCtx,
     (rule, reason): (&str, &str),
-    (op, class): (&'static str, &str),
+    (op, class): (crate::ops::OpId, &str),
     (path, shown): (&RelPath, &str),
     asked: &mut Vec<AskRecord>,
 ) -> Result<(), GatewayError> {

@@ -13,8 +13,8 @@ use fsgate_policy::Decision;
 /// Facts about one request.
 #[derive(Debug, Default)]
 pub struct Facts {
-    /// Operation name.
-    pub op: &'static str,
+    /// Which operation.
+    pub op: crate::ops::OpId,
     /// Workspace-relative path (lexical), once parsed.
     pub path: Option<String>,
     /// Second path (rename target).
@@ -67,7 +67,7 @@ impl Facts {
     /// Starts the record of `op`.
     pub fn new(op: &Op) -> Facts {
         Facts {
-            op: op.name(),
+            op: op.id(),
             args: op.audit_args(),
             ..Facts::default()
         }
@@ -156,7 +156,7 @@ impl Facts {
             session: ctx.session.clone(),
             transport: ctx.transport.to_string(),
             peer: ctx.peer.clone(),
-            op: self.op.to_string(),
+            op: self.op.name().to_string(),
             path: self.path.clone(),
             path2: self.path2.clone(),
             args,
@@ -207,7 +207,7 @@ impl Facts {
             session: ctx.session.clone(),
             transport: ctx.transport.to_string(),
             peer: ctx.peer.clone(),
-            op: self.op.to_string(),
+            op: self.op.name().to_string(),
             path: self.path,
             path2: self.path2,
             args: self.args,

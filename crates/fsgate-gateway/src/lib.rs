@@ -17,14 +17,11 @@ mod change;
 mod facts;
 mod growth;
 mod listing;
-mod mkdir;
 mod names;
 pub mod ops;
 mod path_lock;
 mod read;
 mod reconcile;
-mod rename;
-mod rm;
 mod roots;
 mod route;
 mod scope;
@@ -48,7 +45,7 @@ use fsgate_workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 pub use batch::Batch;
 pub use budget::{Lease, escape_json_bytes_into, escape_json_into, json_string_len, json_text_len};
 pub use facts::Facts;
-pub use listing::tree_exclusions;
+pub use ops::tree::tree_exclusions;
 pub use roots::RootError;
 pub use route::{RULE_CROSS, named};
 pub use scope::{RULE_ROOTS, Roots, Scope, within};
@@ -161,7 +158,7 @@ pub struct Gateway {
 #[derive(Debug, Clone)]
 pub struct ChangeNote {
     /// The request's operation (`write`, `edit`, `mkdir`, `rm`, `rename`...).
-    pub op: &'static str,
+    pub op: fsgate_audit::ChangeOp,
     /// The session the request came in.
     pub session: String,
     /// The changed path (workspace-relative).
@@ -751,9 +748,9 @@ impl Gateway {
             return;
         }
         if let Some(e) = &staged.error {
-            tracing::warn!(op = note.op, path = %note.path, "git staging failed: {e}");
+            tracing::warn!(op = note.op.name(), path = %note.path, "git staging failed: {e}");
         }
-        let mut details = staged.details(note.op, &note.session, note.seq);
+        let mut details = staged.details(note.op.name(), &note.session, note.seq);
         let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         details.insert("duration_us".into(), took.into());
         self.record("vcs-stage", details);
@@ -795,7 +792,7 @@ impl Gateway {
     fn change_note(&self, ctx: &RequestCtx, op: &Op, facts: &Facts) -> Option<ChangeNote> {
         let parse = |p: &str| RelPath::parse_rooted(&format!("/{p}")).ok();
         Some(ChangeNote {
-            op: op.name(),
+            op: op.id().change()?,
             session: ctx.session.clone(),
             path: facts.path.as_deref().and_then(parse)?,
             path2: facts.path2.as_deref().and_then(parse),
@@ -873,62 +870,6 @@ impl Gateway {
             rule: q.rule().to_string(),
             path: facts.path.clone().unwrap_or_default(),
         })
-    }
-
-    fn execute(
-        &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
-        op: &Op,
-        facts: &mut Facts,
-    ) -> Result<Output, GatewayError> {
-        match op {
-            Op::ReadText { path, line, limit } => {
-                self.read_text(pol, ctx, path, *line, *limit, facts)
-            }
-            Op::ReadFile { path } => self.read_file(pol, ctx, path, facts),
-            Op::WriteText { path, content } => {
-                self.write(pol, ctx, path, content.as_bytes(), facts)
-            }
-            Op::WriteBytes { path, content } => self.write(pol, ctx, path, content, facts),
-            Op::Edit {
-                path,
-                old_text,
-                new_text,
-            } => self.edit(pol, ctx, path, old_text, new_text, facts),
-            Op::Ls { path, cursor } => self.ls(pol, ctx, path, cursor.as_deref(), facts),
-            Op::Tree {
-                path,
-                depth,
-                exclude,
-                max_entries,
-                cursor,
-            } => {
-                let limits = (*depth, *max_entries, cursor.as_deref());
-                self.tree(pol, ctx, path, limits, exclude, facts)
-            }
-            Op::Stat { path } => self.stat(pol, ctx, path, facts),
-            Op::Glob { pattern } => self.glob(pol, ctx, pattern, facts),
-            Op::Grep {
-                pattern,
-                path,
-                ignore_case,
-                include_glob,
-                max_results,
-            } => self.grep(
-                pol,
-                ctx,
-                pattern,
-                path.as_deref(),
-                *ignore_case,
-                include_glob.as_deref(),
-                *max_results,
-                facts,
-            ),
-            Op::Mkdir { path, recursive } => self.mkdir(pol, ctx, path, *recursive, facts),
-            Op::Rm { path, recursive } => self.rm(pol, ctx, path, *recursive, facts),
-            Op::Rename { from, to } => self.rename(pol, ctx, from, to, facts),
-        }
     }
 
     /// Parses a request path in the transport's style.

@@ -1,21 +1,19 @@
 //! read_text_file and read_file.
 
-use base64::Engine;
-
 use sha2::Digest as _;
 
 use super::facts::content_digest;
 use super::{Facts, Gateway, ws_error};
-use crate::ops::{Encoding, Output, RequestCtx};
+use crate::ops::RequestCtx;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::media::{is_media, media_type};
+use fsgate_policy::media::media_type;
 use fsgate_policy::{Access, BinaryMode, EntryKind, OpClass, Policy};
-use fsgate_workspace::{Follow, text_window};
+use fsgate_workspace::Follow;
 
 /// Content from this size on is hashed beside the content rules' scan (see
 /// [`Gateway::hash_and_check`]); below it a thread's start costs more than it saves.
-const HASH_BESIDE_MIN: usize = 1 << 20;
+pub(crate) const HASH_BESIDE_MIN: usize = 1 << 20;
 
 impl Gateway {
     /// Reads the file at `path` under the policy's read checks and limits.
@@ -48,7 +46,7 @@ impl Gateway {
     /// Notes the content's digest for the record and decides the content rules on the
     /// very bytes read. Large content is hashed on a second thread while the rules scan
     /// it: on a 10 MiB file each pass takes milliseconds and the answer waits for both.
-    fn hash_and_check(
+    pub(crate) fn hash_and_check(
         pol: &Policy,
         real: &RelPath,
         bytes: &[u8],
@@ -79,7 +77,7 @@ impl Gateway {
     /// `openat2` both proves the path is its own real path and opens it (instead of one
     /// open to resolve and another to read). Otherwise it resolves as `locate` does,
     /// and the read opens the real path.
-    fn locate_file(
+    pub(crate) fn locate_file(
         &self,
         pol: &Policy,
         rp: &super::ReqPath,
@@ -94,68 +92,12 @@ impl Gateway {
         let res = self.resolve_checked(pol, OpClass::Read, rp, Follow::All, kind, facts)?;
         Ok((res.real, None))
     }
-
-    pub(super) fn read_text(
-        &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
-        path: &str,
-        line: Option<u64>,
-        limit: Option<u64>,
-        facts: &mut Facts,
-    ) -> Result<Output, GatewayError> {
-        if line == Some(0) {
-            return Err(GatewayError::InvalidParams(
-                "line is 1-based; 0 is not a line number".into(),
-            ));
-        }
-        let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
-        let text = text_or_refuse(pol, ctx, bytes, &shown)?;
-        let window = text_window(&text, line, limit);
-        let encoded = answer_fits(pol, ctx, window, &shown)?;
-        hold_answer(facts, text.len() as u64 * copies(ctx) + encoded);
-        if window.len() == text.len() {
-            return Ok(Output::Text(text));
-        }
-        Ok(Output::Text(window.to_string()))
-    }
-
-    pub(super) fn read_file(
-        &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
-        path: &str,
-        facts: &mut Facts,
-    ) -> Result<Output, GatewayError> {
-        let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
-        if fsgate_workspace::is_binary(&bytes) {
-            let mode = pol.limits().binary;
-            if mode == BinaryMode::Base64 || (mode == BinaryMode::Media && is_media(&shown, &bytes))
-            {
-                let content = base64::engine::general_purpose::STANDARD.encode(&bytes);
-                let encoded = answer_fits(pol, ctx, &content, &shown)?;
-                hold_answer(facts, bytes.len() as u64 * copies(ctx) + encoded);
-                return Ok(Output::File {
-                    content,
-                    encoding: Encoding::Base64,
-                });
-            }
-            return Err(binary_refusal(pol, ctx, &shown));
-        }
-        let text = String::from_utf8(bytes).map_err(|_| binary_refusal(pol, ctx, &shown))?;
-        let encoded = answer_fits(pol, ctx, &text, &shown)?;
-        hold_answer(facts, text.len() as u64 * copies(ctx) + encoded);
-        Ok(Output::File {
-            content: text,
-            encoding: Encoding::Utf8,
-        })
-    }
 }
 
 /// Grows the read's lease to what its answer holds until queued: the content and its
 /// encoded form (up to six times larger), not only the bytes read. The oldest lease
 /// grows at once, so this cannot deadlock (see `budget`).
-fn hold_answer(facts: &mut Facts, bytes: u64) {
+pub(crate) fn hold_answer(facts: &mut Facts, bytes: u64) {
     if let Some(lease) = facts.lease.as_mut()
         && lease.bytes() < bytes
     {
@@ -165,20 +107,20 @@ fn hold_answer(facts: &mut Facts, bytes: u64) {
 
 /// Copies of read content in one answer: MCP sends it as a text block and again as
 /// structured content (as the reference server does), the other doors once.
-fn copies(ctx: &RequestCtx) -> u64 {
+pub(crate) fn copies(ctx: &RequestCtx) -> u64 {
     if ctx.transport == "mcp" { 2 } else { 1 }
 }
 
 /// Refuses content whose answer would exceed the message limit once JSON-encoded (a
 /// file of control characters grows up to six times): the answer is never built.
 /// Ok: the encoded size of every copy the door sends.
-fn answer_fits(
+pub(crate) fn answer_fits(
     pol: &Policy,
     ctx: &RequestCtx,
     content: &str,
     shown: &str,
 ) -> Result<u64, GatewayError> {
-    const ENVELOPE: u64 = 4096;
+    pub(crate) const ENVELOPE: u64 = 4096;
     let encoded = super::budget::json_text_len(content) * copies(ctx) + ENVELOPE;
     let max = pol.limits().max_message_bytes;
     if encoded <= max {
@@ -201,7 +143,7 @@ fn answer_fits(
 
 /// The refusal of binary content as text; where the policy allows binary reads, it
 /// names the way to read it as base64 on the door in use.
-fn binary_refusal(pol: &Policy, ctx: &RequestCtx, shown: &str) -> GatewayError {
+pub(crate) fn binary_refusal(pol: &Policy, ctx: &RequestCtx, shown: &str) -> GatewayError {
     let reason = match (pol.limits().binary, ctx.transport) {
         (BinaryMode::Deny, _) => {
             "binary content (NUL byte or invalid UTF-8); the policy denies binary reads"

@@ -37,11 +37,25 @@ impl Found {
 
 /// One path as the disk has it now.
 #[derive(Debug, PartialEq, Eq)]
-enum OnDisk {
+pub(crate) enum OnDisk {
+    /// Nothing by that name.
     Missing,
+    /// A regular file, with the SHA-256 of its content.
     File(String),
+    /// A directory.
     Dir,
+    /// Anything else, or what could not be read.
     Other,
+}
+
+/// An open intent, and what the disk holds at its paths now.
+pub(crate) struct Disk<'a> {
+    /// The intent, as the log holds it.
+    pub intent: &'a Intent,
+    /// Its path (the real one, when it recorded where a symlink led).
+    pub path: OnDisk,
+    /// Its second path, for an intent that names one (a rename's destination).
+    pub path2: OnDisk,
 }
 
 impl Gateway {
@@ -99,45 +113,23 @@ impl Gateway {
     }
 
     /// Compares the disk with the intent; also says what was seen, for the record.
+    /// What a crash may have left is the change's own to judge (see
+    /// [`crate::ops::found_after_crash`]).
     fn inspect(&self, intent: &Intent) -> (Found, Map<String, Value>) {
         let path = self.on_disk(intent.real_path.as_deref().or(intent.path.as_deref()));
+        let named2 = intent.real_path2.as_deref().or(intent.path2.as_deref());
+        let path2 = named2.map(|p| self.on_disk(Some(p)));
         let mut seen = Map::new();
         seen.insert("path".into(), path.describe());
-        let found = match ChangeOp::from_name(&intent.op) {
-            Some(ChangeOp::Mkdir) => match path {
-                OnDisk::Dir => Found::Applied,
-                OnDisk::Missing => Found::NotApplied,
-                _ => Found::Neither,
-            },
-            Some(ChangeOp::Rm) => match &path {
-                OnDisk::Missing => Found::Applied,
-                OnDisk::File(h) if Some(h) == intent.old_sha256.as_ref() => Found::NotApplied,
-                _ => Found::Neither,
-            },
-            Some(ChangeOp::Rename) => {
-                let to = self.on_disk(intent.real_path2.as_deref().or(intent.path2.as_deref()));
-                seen.insert("path2".into(), to.describe());
-                let to_is_old = match (&to, &intent.old_sha256) {
-                    (OnDisk::Missing, None) => true,
-                    (OnDisk::File(h), Some(old)) => h == old,
-                    _ => false,
-                };
-                match (&path, &to) {
-                    (OnDisk::Missing, OnDisk::File(_) | OnDisk::Dir) => Found::Applied,
-                    (OnDisk::File(_) | OnDisk::Dir, _) if to_is_old => Found::NotApplied,
-                    _ => Found::Neither,
-                }
-            }
-            // Content at one path (an unknown op is compared as one, too).
-            Some(ChangeOp::Write | ChangeOp::Edit | ChangeOp::Restore) | None => {
-                match (&path, &intent.sha256, &intent.old_sha256) {
-                    (OnDisk::File(h), Some(new), _) if h == new => Found::Applied,
-                    (OnDisk::File(h), _, Some(old)) if h == old => Found::NotApplied,
-                    (OnDisk::Missing, _, None) => Found::NotApplied,
-                    _ => Found::Neither,
-                }
-            }
+        if let Some(to) = &path2 {
+            seen.insert("path2".into(), to.describe());
+        }
+        let disk = Disk {
+            intent,
+            path,
+            path2: path2.unwrap_or(OnDisk::Other),
         };
+        let found = crate::ops::found_after_crash(ChangeOp::from_name(&intent.op), &disk);
         (found, seen)
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{Gateway, Lease, RULE_BOUNDARY};
-use crate::ops::{Op, Output, PathStyle, RequestCtx};
+use crate::ops::{Op, OpId, Output, PathStyle, RequestCtx};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_workspace::{Entry, FileKind};
@@ -124,9 +124,19 @@ impl Gateway {
         if style != PathStyle::Rooted && !first.starts_with('/') {
             // A relative glob searches every workspace; another relative path is the
             // first workspace's (MCP), or refused there as not absolute (ACP).
-            return match op {
-                Op::Glob { .. } => Route::Everywhere(op),
-                op => Route::To(0, op),
+            return match op.id() {
+                OpId::Glob => Route::Everywhere(op),
+                OpId::ReadText
+                | OpId::ReadFile
+                | OpId::Write
+                | OpId::Edit
+                | OpId::Ls
+                | OpId::Tree
+                | OpId::Stat
+                | OpId::Grep
+                | OpId::Mkdir
+                | OpId::Rm
+                | OpId::Rename => Route::To(0, op),
             };
         }
         let (at, rest) = match self.place(style, first) {
@@ -269,17 +279,25 @@ impl Gateway {
     /// `ls /` and `stat /` on the WebSocket channel: the workspaces, as directories.
     /// Any other operation on `/` is refused: it is no directory of its own.
     fn top(&self, ctx: &RequestCtx, op: &Op) -> Result<Output, GatewayError> {
-        let out = match op {
-            Op::Ls { .. } | Op::Tree { .. } => Ok(Output::Entries {
+        let out = match op.id() {
+            OpId::Ls | OpId::Tree => Ok(Output::Entries {
                 entries: self.members().filter_map(Gateway::top_entry).collect(),
                 truncated: false,
                 next: None,
             }),
-            Op::Stat { .. } => {
+            OpId::Stat => {
                 let (out, _) = self.handle(ctx, op.clone());
                 return out;
             }
-            _ => Err(GatewayError::Refused {
+            OpId::ReadText
+            | OpId::ReadFile
+            | OpId::Write
+            | OpId::Edit
+            | OpId::Glob
+            | OpId::Grep
+            | OpId::Mkdir
+            | OpId::Rm
+            | OpId::Rename => Err(GatewayError::Refused {
                 reason: format!(
                     "`/` holds the workspaces ({}); name one: /<name>/...",
                     self.served()

@@ -4,84 +4,17 @@ use std::io::Read;
 
 use super::ask::{MAX_SHOWN_TEXT, Replaced};
 use super::{Facts, Gateway, ws_error};
-use crate::ops::{Output, RequestCtx};
+use crate::ops::RequestCtx;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::{Access, EntryKind, OpClass, Policy};
-use fsgate_workspace::{Follow, Replace, Resolved, TempName};
+use fsgate_policy::{Access, OpClass, Policy};
+use fsgate_workspace::{Replace, Resolved, TempName};
 
 impl Gateway {
-    pub(super) fn write(
-        &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
-        path: &str,
-        content: &[u8],
-        facts: &mut Facts,
-    ) -> Result<Output, GatewayError> {
-        let rp = self.parse_path(ctx, path)?;
-        facts.path = Some(rp.rel.as_str().to_string());
-        if rp.rel.is_root() {
-            return Err(GatewayError::InvalidParams(
-                "cannot write to the workspace root".into(),
-            ));
-        }
-        // Another write of this path finishes first: this one then finds its file (and
-        // backs it up) instead of being refused as a race on a new file.
-        let _held = self.writing.hold(rp.rel.as_str());
-        let res = self.locate(
-            pol,
-            OpClass::Write,
-            &rp,
-            Follow::All,
-            EntryKind::File,
-            facts,
-        )?;
-        facts.real.0 = Some(res.real.as_str().to_string());
-        self.check_write(pol, (&rp, &res), content, facts)?;
-        // The backup's syncs run beside the intent's (see `workspace::sync_pool`).
-        let saving = if res.exists {
-            self.show_replaced_to_questions(&res.real, content.len(), facts);
-            let saving = self.backup_beside(&res.real, &rp.shown, facts)?;
-            facts.replaced = self.replaced(ctx, &res.real, content.len());
-            saving
-        } else {
-            None
-        };
-        facts.content(content);
-        let may = may_replace(res.exists, facts);
-        let temp = Self::temp_name(facts)?;
-        if res.missing > 1
-            && let Some(parent) = res.real.parent()
-        {
-            self.backup_durable(saving, &rp.shown)?;
-            self.intend(pol, ctx, facts)?;
-            self.workspace
-                .create_dirs(&parent)
-                .map_err(|e| ws_error(e, &rp.shown))?;
-            self.workspace
-                .write_atomic(&res.real, content, &temp, may)
-                .map_err(|e| ws_error(e, &rp.shown))?;
-        } else {
-            self.write_beside(
-                pol,
-                ctx,
-                (&res.real, &rp.shown),
-                content,
-                &temp,
-                may,
-                saving,
-                facts,
-            )?;
-        }
-        self.note_changed(&res.real);
-        Ok(Output::Unit)
-    }
-
     /// What a write must pass before anything is saved, in order: the write limit,
     /// the size rules (on the size after the write), the content rules, the depth of a
     /// new file, and the missing parents it would make (counted for an undo).
-    fn check_write(
+    pub(crate) fn check_write(
         &self,
         pol: &Policy,
         (rp, res): (&super::ReqPath, &Resolved),
@@ -116,37 +49,13 @@ impl Gateway {
         Ok(())
     }
 
-    /// What an edit's result must pass, in order: the write limit, the size rules (on
-    /// the larger of the sizes before and after), the content rules.
-    fn check_edited(
-        pol: &Policy,
-        (rp, real): (&super::ReqPath, &RelPath),
-        (current, updated): (usize, &str),
-        facts: &mut Facts,
-    ) -> Result<(), GatewayError> {
-        let limit = pol.limits().max_write_bytes;
-        if updated.len() as u64 > limit {
-            return Err(GatewayError::Limit {
-                reason: format!(
-                    "edited file of {} bytes exceeds the write limit of {limit} bytes",
-                    updated.len()
-                ),
-                rule: "limits.max_write_bytes".into(),
-                path: rp.shown.clone(),
-            });
-        }
-        let size = current.max(updated.len()) as u64;
-        Self::check_size(pol, Access::Edit, (rp, real), size, facts)?;
-        Self::check_content(pol, OpClass::Write, real, updated.as_bytes(), &rp.shown)
-    }
-
     /// The syncs a write waits for, at once: its content is written into an unnamed file
     /// whose sync starts beside the request (as its backup's did), while this thread
     /// makes the intent durable (leading the log's group commit, or joining another
     /// request's); the content takes its name only once the intent, the backup and the
     /// content are all durable. Then its directory is synced (publish).
     #[allow(clippy::too_many_arguments)]
-    fn write_beside(
+    pub(crate) fn write_beside(
         &self,
         pol: &Policy,
         ctx: &RequestCtx,
@@ -170,14 +79,24 @@ impl Gateway {
 
     /// What a write of `new_len` bytes over `real` replaces, read (bounded) only when the
     /// door shows changes as diffs and the new text is small enough to be shown.
-    fn replaced(&self, ctx: &RequestCtx, real: &RelPath, new_len: usize) -> Option<Replaced> {
+    pub(crate) fn replaced(
+        &self,
+        ctx: &RequestCtx,
+        real: &RelPath,
+        new_len: usize,
+    ) -> Option<Replaced> {
         ctx.notifier.as_ref().filter(|n| n.wants_text())?;
         self.read_replaced(real, new_len)
     }
 
     /// A question about to be put for a write over `real` shows the text it replaces
     /// (read, bounded, only then): a diff without it reads as a new file.
-    fn show_replaced_to_questions(&self, real: &RelPath, new_len: usize, facts: &mut Facts) {
+    pub(crate) fn show_replaced_to_questions(
+        &self,
+        real: &RelPath,
+        new_len: usize,
+        facts: &mut Facts,
+    ) {
         if !facts.ask.as_ref().is_some_and(|a| a.wants_replaced()) {
             return;
         }
@@ -188,7 +107,7 @@ impl Gateway {
 
     /// The previous content of `real`, at most [`MAX_SHOWN_TEXT`] bytes of it read;
     /// None when the new text (`new_len` bytes) is too large to be shown anyway.
-    fn read_replaced(&self, real: &RelPath, new_len: usize) -> Option<Replaced> {
+    pub(crate) fn read_replaced(&self, real: &RelPath, new_len: usize) -> Option<Replaced> {
         if new_len > MAX_SHOWN_TEXT {
             return None;
         }
@@ -208,73 +127,12 @@ impl Gateway {
         }
         Some(Replaced::of(head, meta.len()))
     }
-
-    pub(super) fn edit(
-        &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
-        path: &str,
-        old_text: &str,
-        new_text: &str,
-        facts: &mut Facts,
-    ) -> Result<Output, GatewayError> {
-        if old_text.is_empty() {
-            return Err(GatewayError::InvalidParams(
-                "oldText must not be empty".into(),
-            ));
-        }
-        let rp = self.parse_path(ctx, path)?;
-        facts.path = Some(rp.rel.as_str().to_string());
-        let res = self.locate(
-            pol,
-            OpClass::Write,
-            &rp,
-            Follow::All,
-            EntryKind::File,
-            facts,
-        )?;
-        facts.real.0 = Some(res.real.as_str().to_string());
-        let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
-        // The record names the write rule that allowed the edit, not the read rule.
-        facts.decided(&pol.decide(OpClass::Write, &res.real, EntryKind::File));
-        let current = bytes.len();
-        let text = super::read::text_or_refuse(pol, ctx, bytes, &shown)?;
-        let updated = replace_once(&text, (old_text, new_text), &shown)?;
-        Self::check_edited(pol, (&rp, &res.real), (current, &updated), facts)?;
-        if facts.ask.as_ref().is_some_and(super::ask::AskCtx::waits) {
-            Self::settle_pending(facts)?;
-            self.still_holds(pol, &res.real, text.as_bytes(), &rp.shown)?;
-        }
-        let saving = self.backup_beside(&res.real, &rp.shown, facts)?;
-        // The backup read the file again: the edit goes ahead only on the content it was
-        // made against (another write may have come between).
-        if facts.old_sha256.is_some() && facts.old_sha256 != facts.sha256 {
-            return Err(GatewayError::InvalidParams(format!(
-                "{shown} changed while it was being edited; nothing was changed (read it again and retry)"
-            )));
-        }
-        facts.content(updated.as_bytes());
-        let may = may_replace(true, facts);
-        let temp = Self::temp_name(facts)?;
-        let target = (&res.real, rp.shown.as_str());
-        self.write_beside(
-            pol,
-            ctx,
-            target,
-            updated.as_bytes(),
-            &temp,
-            may,
-            saving,
-            facts,
-        )?;
-        Ok(Output::Unit)
-    }
 }
 
 impl Gateway {
     /// A person may take minutes to answer: an edit goes ahead only if the file still
     /// holds the text it was made against (else their own changes would be lost).
-    fn still_holds(
+    pub(crate) fn still_holds(
         &self,
         pol: &Policy,
         real: &fsgate_base::path::RelPath,
@@ -295,7 +153,7 @@ impl Gateway {
 
     /// The size a write is judged by: the larger of the file's current size and
     /// `new` (the current size is only looked up when some rule has a size condition).
-    fn size_after(&self, pol: &Policy, res: &Resolved, new: usize) -> u64 {
+    pub(crate) fn size_after(&self, pol: &Policy, res: &Resolved, new: usize) -> u64 {
         let new = new as u64;
         if !res.exists || !pol.has_size_rules() {
             return new;
@@ -307,7 +165,7 @@ impl Gateway {
 
     /// The name the write's temporary file will have if it ever has one, noted in the
     /// intent (`args.tempName`) so that a start after a crash removes exactly that file.
-    fn temp_name(facts: &mut Facts) -> Result<TempName, GatewayError> {
+    pub(crate) fn temp_name(facts: &mut Facts) -> Result<TempName, GatewayError> {
         let temp = TempName::new().map_err(|e| {
             GatewayError::Internal(format!(
                 "no random temporary name: {e}; nothing was changed"
@@ -329,22 +187,6 @@ pub(super) fn may_replace(exists: bool, facts: &Facts) -> Replace {
         (true, Some((dev, ino))) => Replace::Saved(dev, ino),
         (true, None) => Replace::AnyFile,
     }
-}
-
-/// `text` with `old` (which must occur exactly once) replaced by `new`.
-fn replace_once(text: &str, (old, new): (&str, &str), shown: &str) -> Result<String, GatewayError> {
-    let count = occurrences(text, old);
-    if count != 1 {
-        return Err(GatewayError::InvalidParams(format!(
-            "oldText occurs {count} times in {shown}; it must occur exactly once{}",
-            if count == 0 {
-                ""
-            } else {
-                " (add surrounding lines to make it unique)"
-            }
-        )));
-    }
-    Ok(text.replacen(old, new, 1))
 }
 
 /// How many times `needle` occurs in `text` for an exactly-once edit: the count of

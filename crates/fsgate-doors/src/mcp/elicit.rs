@@ -175,7 +175,7 @@ fn message(q: &Question) -> String {
     let path = q.shown_path();
     let mut m = format!(
         "fsgate: may the agent {class} `{path}`? (operation {op})\nRule `{rule}` needs a person's approval: {reason}",
-        op = q.op,
+        op = q.op.name(),
         class = q.class,
         rule = escape_for_humans(&q.rule),
         reason = escape_for_humans(&q.reason),
@@ -272,7 +272,7 @@ mod tests {
     #[test]
     fn the_form_names_the_operation_and_escapes_the_agents_text() {
         let q = Question {
-            op: "write",
+            op: fsgate_gateway::ops::OpId::Write,
             class: "write".into(),
             path: "ci\n/evil.yml".into(),
             abs_path: "/ws/ci/evil.yml".into(),

@@ -141,11 +141,16 @@ fn data(note: &ChangeNote) -> Value {
     // The agent chose the names: escaped in the line a person reads, kept in the data.
     let shown = |p: &str| fsgate_base::text::escape_for_humans(p).into_owned();
     let text = match &path2 {
-        Some(to) => format!("fsgate: {} {} -> {}{seq}", note.op, shown(&path), shown(to)),
-        None => format!("fsgate: {} {}{seq}", note.op, shown(&path)),
+        Some(to) => format!(
+            "fsgate: {} {} -> {}{seq}",
+            note.op.name(),
+            shown(&path),
+            shown(to)
+        ),
+        None => format!("fsgate: {} {}{seq}", note.op.name(), shown(&path)),
     };
     m.insert("message".into(), json!(text));
-    m.insert("op".into(), json!(note.op));
+    m.insert("op".into(), json!(note.op.name()));
     m.insert("path".into(), json!(path));
     if let Some(to) = path2 {
         m.insert("path2".into(), json!(to));
@@ -178,7 +183,7 @@ mod tests {
     fn the_data_names_the_op_both_paths_and_the_record() {
         let parse = |p| RelPath::parse_rooted(p).expect("path");
         let note = ChangeNote {
-            op: "rename",
+            op: fsgate_gateway::ops::ChangeOp::Rename,
             session: "s1".into(),
             path: parse("/a/b.txt"),
             path2: Some(parse("/c.txt")),
@@ -202,7 +207,7 @@ mod tests {
     fn the_message_escapes_what_the_agent_named() {
         let parse = |p| RelPath::parse_rooted(p).expect("path");
         let note = ChangeNote {
-            op: "write_text_file",
+            op: fsgate_gateway::ops::ChangeOp::Write,
             session: "s1".into(),
             path: parse("/a\nfsgate: rm /ws/src (audit seq 1)\u{202e}.txt"),
             path2: None,

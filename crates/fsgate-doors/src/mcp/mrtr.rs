@@ -252,7 +252,7 @@ mod tests {
 
     fn question() -> Question {
         Question {
-            op: "write_text_file",
+            op: fsgate_gateway::ops::OpId::Write,
             class: "write".into(),
             path: "notes/a.txt".into(),
             abs_path: "/ws/notes/a.txt".into(),

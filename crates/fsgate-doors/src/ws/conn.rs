@@ -518,10 +518,7 @@ fn alone<J>(sh: &Shared, tasks: &JoinSet<()>, batch: &batch::Door<J>) -> bool {
 
 /// Whether `op` is quick and read-only: served on the connection's batch thread.
 fn batched(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::ReadText { .. } | Op::ReadFile { .. } | Op::Stat { .. } | Op::Ls { .. }
-    )
+    op.id().is_quick_read()
 }
 
 /// The context of one request, when it differs from the connection's: under a policy

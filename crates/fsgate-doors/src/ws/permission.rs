@@ -21,6 +21,7 @@ use super::protocol::CHANNEL;
 use crate::outbox::Outbox;
 use crate::questions::{self, Pending, Refused};
 use fsgate_gateway::ask::{Answer, Asker, Question};
+use fsgate_gateway::ops::OpId;
 
 /// Questions one connection may have waiting for answers at once; past it a request
 /// that would ask is refused ("nobody could be asked").
@@ -221,13 +222,13 @@ fn question_text(id: &str, q: &Question, request: Option<&Request>, max: usize) 
 }
 
 /// The channel's name of a gateway operation (its message `type`).
-fn channel_op(op: &'static str) -> &'static str {
+fn channel_op(op: OpId) -> &'static str {
     match op {
-        "read_text_file" | "read_file" => "read",
-        "write_text_file" | "edit_text_file" => "write",
-        "ls" => "list",
-        "rm" => "delete",
-        other => other,
+        OpId::ReadText | OpId::ReadFile => "read",
+        OpId::Write | OpId::Edit => "write",
+        OpId::Ls => "list",
+        OpId::Rm => "delete",
+        OpId::Tree | OpId::Stat | OpId::Glob | OpId::Grep | OpId::Mkdir | OpId::Rename => op.name(),
     }
 }
 
@@ -253,7 +254,7 @@ mod tests {
 
     fn question(proposed: Option<Proposed>) -> Question {
         Question {
-            op: "write_text_file",
+            op: OpId::Write,
             class: "write".into(),
             path: "/ci.yml".into(),
             abs_path: "/w/ci.yml".into(),

@@ -15,6 +15,7 @@ use fsgate_base::path::RelPath;
 use fsgate_policy::{EntryKind, OpClass, Policy};
 
 pub use stage::Staged;
+pub(crate) use stage::Step;
 
 /// Why staging could not be set up, or failed.
 #[derive(Debug, thiserror::Error)]

@@ -42,32 +42,37 @@ impl Staged {
     }
 }
 
-/// What one change asks of the index.
-enum Step {
+/// What one change asks of the index, in workspace paths.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Step<'a> {
     /// The path was written: add it (or, for a directory, the files beneath it).
-    Add(String),
+    Add(&'a RelPath),
     /// The path is gone: remove its entry and the entries beneath it.
+    Remove(&'a RelPath),
+}
+
+/// A [`Step`] in repository paths.
+enum RepoStep {
+    Add(String),
     Remove(String),
 }
 
 impl Stager {
     /// Updates the index after `op` changed `path` (and `path2`, a rename's
-    /// destination). Never fails: what went wrong is in [`Staged::error`].
-    pub fn stage(&self, op: &str, path: &RelPath, path2: Option<&RelPath>) -> Staged {
-        let steps = match (ChangeOp::from_name(op), path2) {
-            (Some(ChangeOp::Rename), Some(to)) => vec![
-                Step::Remove(self.in_repo(path)),
-                Step::Add(self.in_repo(to)),
-            ],
-            (Some(ChangeOp::Rm), _) => vec![Step::Remove(self.in_repo(path))],
-            (Some(ChangeOp::Write | ChangeOp::Edit | ChangeOp::Restore), _) => {
-                vec![Step::Add(self.in_repo(path))]
-            }
-            // A directory alone is nothing to git; a rename without its destination and
-            // a read change nothing.
-            (Some(ChangeOp::Mkdir | ChangeOp::Rename) | None, _) => return Staged::default(),
-        };
+    /// destination): the change's own file says how ([`crate::ops::staging`]).
+    /// Never fails: what went wrong is in [`Staged::error`].
+    pub fn stage(&self, op: ChangeOp, path: &RelPath, path2: Option<&RelPath>) -> Staged {
+        let steps: Vec<RepoStep> = crate::ops::staging(op, path, path2)
+            .into_iter()
+            .map(|s| match s {
+                Step::Add(p) => RepoStep::Add(self.in_repo(p)),
+                Step::Remove(p) => RepoStep::Remove(self.in_repo(p)),
+            })
+            .collect();
         let mut staged = Staged::default();
+        if steps.is_empty() {
+            return staged;
+        }
         let repo = match self.repo.lock() {
             Ok(r) => r,
             Err(poisoned) => poisoned.into_inner(),
@@ -82,7 +87,7 @@ impl Stager {
 fn apply(
     repo: &Repository,
     workdir: &Path,
-    steps: &[Step],
+    steps: &[RepoStep],
     staged: &mut Staged,
 ) -> Result<(), VcsError> {
     let mut index = repo.index()?;
@@ -100,12 +105,12 @@ fn update(
     repo: &Repository,
     index: &mut Index,
     workdir: &Path,
-    steps: &[Step],
+    steps: &[RepoStep],
     staged: &mut Staged,
 ) -> Result<(), VcsError> {
     for step in steps {
         match step {
-            Step::Remove(p) => {
+            RepoStep::Remove(p) => {
                 // Only what the index held is reported: an untracked file's removal
                 // changes nothing there.
                 let held = index.get_path(Path::new(p), 0).is_some()
@@ -116,7 +121,7 @@ fn update(
                     staged.removed.push(p.clone());
                 }
             }
-            Step::Add(p) => add(repo, index, workdir, p, staged)?,
+            RepoStep::Add(p) => add(repo, index, workdir, p, staged)?,
         }
     }
     index.write()?;

@@ -1,14 +1,16 @@
 //! mkdir: create a directory (and, when asked, its missing parents).
 
-use super::{Facts, Gateway, ws_error};
 use crate::ops::{Output, RequestCtx};
+use crate::reconcile::{Disk, Found, OnDisk};
+use crate::vcs::Step;
+use crate::{Facts, Gateway, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_policy::{EntryKind, OpClass, Policy};
 use fsgate_workspace::FileKind;
 use fsgate_workspace::Follow;
 
 impl Gateway {
-    pub(super) fn mkdir(
+    pub(crate) fn mkdir(
         &self,
         pol: &Policy,
         ctx: &RequestCtx,
@@ -52,4 +54,19 @@ impl Gateway {
             .map_err(|e| ws_error(e, &rp.shown))?;
         Ok(Output::Unit)
     }
+}
+
+/// A `mkdir` cut short by a crash: applied if the directory is there, not applied if
+/// nothing is.
+pub(crate) fn found_after_crash(disk: &Disk<'_>) -> Found {
+    match disk.path {
+        OnDisk::Dir => Found::Applied,
+        OnDisk::Missing => Found::NotApplied,
+        OnDisk::File(_) | OnDisk::Other => Found::Neither,
+    }
+}
+
+/// A directory alone is nothing to git.
+pub(crate) fn staging() -> Vec<Step<'static>> {
+    Vec::new()
 }

@@ -1,14 +1,16 @@
 //! rm: remove a file, or a directory with everything beneath it, each file backed up.
 
-use super::{Facts, Gateway, ws_error};
 use crate::ops::{Output, RequestCtx};
+use crate::reconcile::{Disk, Found, OnDisk};
+use crate::vcs::Step;
+use crate::{Facts, Gateway, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_policy::{Access, EntryKind, OpClass, Policy};
 use fsgate_workspace::{Entry, FileKind, Follow, Removal};
 
 impl Gateway {
-    pub(super) fn rm(
+    pub(crate) fn rm(
         &self,
         pol: &Policy,
         ctx: &RequestCtx,
@@ -21,7 +23,7 @@ impl Gateway {
         if rp.rel.is_root() {
             return Err(GatewayError::Refused {
                 reason: "the workspace root cannot be removed".into(),
-                rule: super::RULE_BOUNDARY.into(),
+                rule: crate::RULE_BOUNDARY.into(),
                 path: rp.shown,
             });
         }
@@ -62,7 +64,7 @@ impl Gateway {
     fn prepare_dir_removal(
         &self,
         pol: &Policy,
-        (rp, real): (&super::ReqPath, &RelPath),
+        (rp, real): (&crate::ReqPath, &RelPath),
         recursive: bool,
         facts: &mut Facts,
     ) -> Result<Option<Vec<Entry>>, GatewayError> {
@@ -92,7 +94,7 @@ impl Gateway {
     fn prepare_file_removal(
         &self,
         pol: &Policy,
-        (rp, real): (&super::ReqPath, &RelPath),
+        (rp, real): (&crate::ReqPath, &RelPath),
         facts: &mut Facts,
     ) -> Result<Removal<'static>, GatewayError> {
         Self::check(
@@ -144,4 +146,19 @@ fn leaf_dirs(entries: &[fsgate_workspace::Entry]) -> Vec<String> {
         .filter(|e| e.kind == FileKind::Directory && !parents.contains(e.path.as_str()))
         .map(|e| e.path.as_str().to_owned())
         .collect()
+}
+
+/// An `rm` cut short by a crash: applied if the path is gone, not applied if the file
+/// still holds what it held.
+pub(crate) fn found_after_crash(disk: &Disk<'_>) -> Found {
+    match &disk.path {
+        OnDisk::Missing => Found::Applied,
+        OnDisk::File(h) if Some(h) == disk.intent.old_sha256.as_ref() => Found::NotApplied,
+        OnDisk::File(_) | OnDisk::Dir | OnDisk::Other => Found::Neither,
+    }
+}
+
+/// A removed path leaves the index, with everything beneath it.
+pub(crate) fn staging(path: &RelPath) -> Vec<Step<'_>> {
+    vec![Step::Remove(path)]
 }

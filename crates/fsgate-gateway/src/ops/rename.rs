@@ -1,8 +1,11 @@
 //! rename: move a file or directory; every end of the move is checked by the policy.
 
-use super::{Facts, Gateway, ReqPath, ws_error};
 use crate::ops::{Output, RequestCtx};
+use crate::reconcile::{Disk, Found, OnDisk};
+use crate::vcs::Step;
+use crate::{Facts, Gateway, ReqPath, ws_error};
 use fsgate_base::error::GatewayError;
+use fsgate_base::path::RelPath;
 use fsgate_policy::{Access, EntryKind, OpClass, PathFacts, Policy};
 use fsgate_workspace::FileKind;
 use fsgate_workspace::{Follow, Resolved, WsError};
@@ -16,7 +19,7 @@ struct Ends {
 }
 
 impl Gateway {
-    pub(super) fn rename(
+    pub(crate) fn rename(
         &self,
         pol: &Policy,
         ctx: &RequestCtx,
@@ -54,7 +57,7 @@ impl Gateway {
         {
             self.backup(&dres.real, &dst.shown, facts)?;
         }
-        let may = super::write::may_replace(dres.exists, facts);
+        let may = crate::write::may_replace(dres.exists, facts);
         self.intend(pol, ctx, facts)?;
         self.workspace
             .rename(&sres.real, &dres.real, may)
@@ -149,7 +152,7 @@ impl Gateway {
                     "`{}` is {what}; only regular files and directories can be renamed",
                     src.rel
                 ),
-                rule: super::RULE_FILE_TYPE.into(),
+                rule: crate::RULE_FILE_TYPE.into(),
                 path: src.shown.clone(),
             });
         }
@@ -274,5 +277,30 @@ impl Gateway {
             &content.bytes,
             &e.dst.shown,
         )
+    }
+}
+
+/// A `rename` cut short by a crash: applied if the source is gone and the destination
+/// is there; not applied if the source is there and the destination still holds what
+/// it held (nothing, or the old file the rename replaced).
+pub(crate) fn found_after_crash(disk: &Disk<'_>) -> Found {
+    let to_is_old = match (&disk.path2, &disk.intent.old_sha256) {
+        (OnDisk::Missing, None) => true,
+        (OnDisk::File(h), Some(old)) => h == old,
+        _ => false,
+    };
+    match (&disk.path, &disk.path2) {
+        (OnDisk::Missing, OnDisk::File(_) | OnDisk::Dir) => Found::Applied,
+        (OnDisk::File(_) | OnDisk::Dir, _) if to_is_old => Found::NotApplied,
+        _ => Found::Neither,
+    }
+}
+
+/// The source leaves the index and the destination is added; a rename whose record
+/// lost its destination stages nothing.
+pub(crate) fn staging<'a>(from: &'a RelPath, to: Option<&'a RelPath>) -> Vec<Step<'a>> {
+    match to {
+        Some(to) => vec![Step::Remove(from), Step::Add(to)],
+        None => Vec::new(),
     }
 }

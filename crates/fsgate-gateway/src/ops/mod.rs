@@ -1,9 +1,29 @@
 //! The one internal operation type every transport translates into, and its results.
 
+mod edit;
+mod glob;
+mod grep;
+mod ls;
+mod mkdir;
+mod read_file;
+mod read_text;
+mod rename;
+mod rm;
+mod stat;
+pub(crate) mod tree;
+mod write;
+
 use serde_json::{Map, Value};
 
-use fsgate_audit::ChangeOp;
+/// The changes an intent record names (the audit log's own list).
+pub use fsgate_audit::ChangeOp;
+use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
+use fsgate_policy::Policy;
+
+use crate::Facts;
+use crate::reconcile::{Disk, Found};
+use crate::vcs::Step;
 
 /// The workspace's entries, matches and metadata, as the results carry them; a door
 /// encodes them from here (it does not reach into the workspace layer).
@@ -150,23 +170,119 @@ pub enum Op {
     },
 }
 
+/// Which operation a request is, without its arguments. Every question about an
+/// operation's kind is answered by one `match` on this enum, so a new operation is
+/// listed by the compiler everywhere it must be decided.
+///
+/// (`Default` only so that a request's [`crate::Facts`] can start empty; `Facts::new`
+/// sets the request's own.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OpId {
+    /// [`Op::ReadText`]: `read_text.rs`.
+    #[default]
+    ReadText,
+    /// [`Op::ReadFile`]: `read_file.rs`.
+    ReadFile,
+    /// [`Op::WriteText`] and [`Op::WriteBytes`]: `write.rs`.
+    Write,
+    /// [`Op::Edit`]: `edit.rs`.
+    Edit,
+    /// [`Op::Ls`]: `ls.rs`.
+    Ls,
+    /// [`Op::Tree`]: `tree.rs`.
+    Tree,
+    /// [`Op::Stat`]: `stat.rs`.
+    Stat,
+    /// [`Op::Glob`]: `glob.rs`.
+    Glob,
+    /// [`Op::Grep`]: `grep.rs`.
+    Grep,
+    /// [`Op::Mkdir`]: `mkdir.rs`.
+    Mkdir,
+    /// [`Op::Rm`]: `rm.rs`.
+    Rm,
+    /// [`Op::Rename`]: `rename.rs`.
+    Rename,
+}
+
+impl OpId {
+    /// The change the operation makes (what its intent record names, how a crash in
+    /// the middle of it is reconciled and how it is staged), or `None` for a read.
+    pub fn change(self) -> Option<ChangeOp> {
+        match self {
+            OpId::Write => Some(ChangeOp::Write),
+            OpId::Edit => Some(ChangeOp::Edit),
+            OpId::Mkdir => Some(ChangeOp::Mkdir),
+            OpId::Rm => Some(ChangeOp::Rm),
+            OpId::Rename => Some(ChangeOp::Rename),
+            OpId::ReadText
+            | OpId::ReadFile
+            | OpId::Ls
+            | OpId::Tree
+            | OpId::Stat
+            | OpId::Glob
+            | OpId::Grep => None,
+        }
+    }
+
+    /// The operation's name in audit records.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpId::ReadText => "read_text_file",
+            OpId::ReadFile => "read_file",
+            OpId::Ls => "ls",
+            OpId::Tree => "tree",
+            OpId::Stat => "stat",
+            OpId::Glob => "glob",
+            OpId::Grep => "grep",
+            OpId::Write => ChangeOp::Write.name(),
+            OpId::Edit => ChangeOp::Edit.name(),
+            OpId::Mkdir => ChangeOp::Mkdir.name(),
+            OpId::Rm => ChangeOp::Rm.name(),
+            OpId::Rename => ChangeOp::Rename.name(),
+        }
+    }
+
+    /// Quick and read-only: a door may serve it in a batch, beside others, on the
+    /// thread that reads the requests (it never walks a tree or waits for a person's
+    /// answer to change something).
+    pub fn is_quick_read(self) -> bool {
+        match self {
+            OpId::ReadText | OpId::ReadFile | OpId::Stat | OpId::Ls => true,
+            OpId::Tree
+            | OpId::Glob
+            | OpId::Grep
+            | OpId::Write
+            | OpId::Edit
+            | OpId::Mkdir
+            | OpId::Rm
+            | OpId::Rename => false,
+        }
+    }
+}
+
 impl Op {
+    /// Which operation this is.
+    pub fn id(&self) -> OpId {
+        match self {
+            Op::ReadText { .. } => OpId::ReadText,
+            Op::ReadFile { .. } => OpId::ReadFile,
+            Op::WriteText { .. } | Op::WriteBytes { .. } => OpId::Write,
+            Op::Edit { .. } => OpId::Edit,
+            Op::Ls { .. } => OpId::Ls,
+            Op::Tree { .. } => OpId::Tree,
+            Op::Stat { .. } => OpId::Stat,
+            Op::Glob { .. } => OpId::Glob,
+            Op::Grep { .. } => OpId::Grep,
+            Op::Mkdir { .. } => OpId::Mkdir,
+            Op::Rm { .. } => OpId::Rm,
+            Op::Rename { .. } => OpId::Rename,
+        }
+    }
+
     /// The operation's name in audit records.
     pub fn name(&self) -> &'static str {
-        match self {
-            Op::ReadText { .. } => "read_text_file",
-            Op::ReadFile { .. } => "read_file",
-            Op::WriteText { .. } | Op::WriteBytes { .. } => ChangeOp::Write.name(),
-            Op::Edit { .. } => ChangeOp::Edit.name(),
-            Op::Ls { .. } => "ls",
-            Op::Tree { .. } => "tree",
-            Op::Stat { .. } => "stat",
-            Op::Glob { .. } => "glob",
-            Op::Grep { .. } => "grep",
-            Op::Mkdir { .. } => ChangeOp::Mkdir.name(),
-            Op::Rm { .. } => ChangeOp::Rm.name(),
-            Op::Rename { .. } => ChangeOp::Rename.name(),
-        }
+        self.id().name()
     }
 
     /// The paths and patterns the request gives, as given, each with what it is:
@@ -229,15 +345,7 @@ impl Op {
 
     /// True for operations that change the workspace.
     pub fn is_mutating(&self) -> bool {
-        matches!(
-            self,
-            Op::WriteText { .. }
-                | Op::WriteBytes { .. }
-                | Op::Edit { .. }
-                | Op::Mkdir { .. }
-                | Op::Rm { .. }
-                | Op::Rename { .. }
-        )
+        self.id().change().is_some()
     }
 
     /// The arguments that matter for the audit record (never content).
@@ -298,9 +406,103 @@ impl Op {
             Op::Mkdir { recursive, .. } | Op::Rm { recursive, .. } => {
                 m.insert("recursive".into(), (*recursive).into());
             }
-            _ => {}
+            Op::Ls { cursor: None, .. }
+            | Op::ReadFile { .. }
+            | Op::WriteText { .. }
+            | Op::WriteBytes { .. }
+            | Op::Edit { .. }
+            | Op::Stat { .. }
+            | Op::Rename { .. } => {}
         }
         m
+    }
+}
+
+impl crate::Gateway {
+    /// Runs `op`: its policy checks and its work, in its own file.
+    pub(crate) fn execute(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        op: &Op,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        match op {
+            Op::ReadText { path, line, limit } => {
+                self.read_text(pol, ctx, path, *line, *limit, facts)
+            }
+            Op::ReadFile { path } => self.read_file(pol, ctx, path, facts),
+            Op::WriteText { path, content } => {
+                self.write(pol, ctx, path, content.as_bytes(), facts)
+            }
+            Op::WriteBytes { path, content } => self.write(pol, ctx, path, content, facts),
+            Op::Edit {
+                path,
+                old_text,
+                new_text,
+            } => self.edit(pol, ctx, path, old_text, new_text, facts),
+            Op::Ls { path, cursor } => self.ls(pol, ctx, path, cursor.as_deref(), facts),
+            Op::Tree {
+                path,
+                depth,
+                exclude,
+                max_entries,
+                cursor,
+            } => {
+                let limits = (*depth, *max_entries, cursor.as_deref());
+                self.tree(pol, ctx, path, limits, exclude, facts)
+            }
+            Op::Stat { path } => self.stat(pol, ctx, path, facts),
+            Op::Glob { pattern } => self.glob(pol, ctx, pattern, facts),
+            Op::Grep {
+                pattern,
+                path,
+                ignore_case,
+                include_glob,
+                max_results,
+            } => self.grep(
+                pol,
+                ctx,
+                pattern,
+                path.as_deref(),
+                *ignore_case,
+                include_glob.as_deref(),
+                *max_results,
+                facts,
+            ),
+            Op::Mkdir { path, recursive } => self.mkdir(pol, ctx, path, *recursive, facts),
+            Op::Rm { path, recursive } => self.rm(pol, ctx, path, *recursive, facts),
+            Op::Rename { from, to } => self.rename(pol, ctx, from, to, facts),
+        }
+    }
+}
+
+/// What a crash in the middle of a change left on disk, judged by the change's own
+/// file. `restore` (a backup put back by the CLI) and an intent naming no change this
+/// gateway knows put a file's whole content, as a write does, and are judged as one.
+pub(crate) fn found_after_crash(change: Option<ChangeOp>, disk: &Disk<'_>) -> Found {
+    match change {
+        Some(ChangeOp::Write | ChangeOp::Restore) | None => write::found_after_crash(disk),
+        Some(ChangeOp::Edit) => edit::found_after_crash(disk),
+        Some(ChangeOp::Mkdir) => mkdir::found_after_crash(disk),
+        Some(ChangeOp::Rm) => rm::found_after_crash(disk),
+        Some(ChangeOp::Rename) => rename::found_after_crash(disk),
+    }
+}
+
+/// What a change asks of the git index, by the change's own file (`restore` puts a
+/// file's content, as a write does).
+pub(crate) fn staging<'a>(
+    change: ChangeOp,
+    path: &'a RelPath,
+    path2: Option<&'a RelPath>,
+) -> Vec<Step<'a>> {
+    match change {
+        ChangeOp::Write | ChangeOp::Restore => write::staging(path),
+        ChangeOp::Edit => edit::staging(path),
+        ChangeOp::Mkdir => mkdir::staging(),
+        ChangeOp::Rm => rm::staging(path),
+        ChangeOp::Rename => rename::staging(path, path2),
     }
 }
 

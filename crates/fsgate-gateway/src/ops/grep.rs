@@ -1,0 +1,239 @@
+//! `grep`: lines matching a regex in the files `list` and `read` allow.
+
+use std::cell::RefCell;
+
+use grep_regex::RegexMatcherBuilder;
+
+use crate::listing::*;
+use crate::ops::{Output, RequestCtx};
+use crate::{Facts, Gateway, ws_error};
+use fsgate_base::error::GatewayError;
+use fsgate_base::path::RelPath;
+use fsgate_policy::{Access, EntryKind, OpClass, PathFacts, Policy};
+use fsgate_workspace::{ContentGate, FileKind, Follow, GrepOptions, IncludeGlob};
+
+impl Gateway {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn grep(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        pattern: &str,
+        path: Option<&str>,
+        ignore_case: bool,
+        include_glob: Option<&str>,
+        max_results: Option<u64>,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let query = GrepQuery::parse(pattern, ignore_case, include_glob, max_results)?;
+        let (rp, res, is_dir) = self.grep_start(pol, ctx, path, facts)?;
+        let found = self.grep_search(pol, ctx, &query, (&rp, &res.real, is_dir), facts)?;
+        // Files with a match whose content was refused (a file without one is not
+        // judged: it shows nothing either way).
+        if found.withheld > 0 {
+            facts
+                .args
+                .insert("withheld_files".into(), found.withheld.into());
+        }
+        let (mut hits, truncated) = (found.hits, found.truncated);
+        // Report under the requested (lexical) path.
+        if res.real != rp.rel {
+            relabel_hits(&mut hits, &res.real, &rp.rel);
+        }
+        facts.args.insert("matches".into(), hits.len().into());
+        if truncated {
+            facts.args.insert("truncated".into(), true.into());
+        }
+        Ok(Output::Grep { hits, truncated })
+    }
+
+    /// Where grep starts (the root when no path is given), its real path and whether it
+    /// is a directory. The start needs `list`; a file also `read`, decided knowing its
+    /// size.
+    fn grep_start(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: Option<&str>,
+        facts: &mut Facts,
+    ) -> Result<(crate::ReqPath, fsgate_workspace::Resolved, bool), GatewayError> {
+        let rp = match path {
+            Some(p) => self.parse_path(ctx, p)?,
+            None => crate::ReqPath {
+                rel: RelPath::root(),
+                shown: self.show_path(ctx.style, &RelPath::root()),
+                roots: ctx.scope.roots(),
+            },
+        };
+        facts.path = Some(rp.rel.as_str().to_string());
+        let res = self.locate(
+            pol,
+            OpClass::List,
+            &rp,
+            Follow::All,
+            EntryKind::Unknown,
+            facts,
+        )?;
+        let info = self
+            .workspace
+            .stat(&res.real)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        let is_dir = info.kind == FileKind::Directory;
+        // Decided again knowing the kind (a directory: `list`; a file: also `read`).
+        let pf = if is_dir {
+            PathFacts::kind(EntryKind::Dir)
+        } else {
+            PathFacts::file(info.size)
+        };
+        Self::check_entry(pol, Access::Grep, &rp.rel, &pf, &rp.shown, facts)?;
+        if res.real != rp.rel {
+            Self::check_entry(pol, Access::Grep, &res.real, &pf, &rp.shown, facts)?;
+        }
+        if !res.exists {
+            return Err(GatewayError::NotFound { path: rp.shown });
+        }
+        Ok((rp, res, is_dir))
+    }
+
+    /// Searches from `real` with the answer's budget leased. The content rules judge
+    /// the bytes grep searches: a file whose content a read would refuse shows no line
+    /// (and, named on its own, is refused like a read).
+    fn grep_search(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        query: &GrepQuery,
+        (rp, real, is_dir): (&crate::ReqPath, &RelPath, bool),
+        facts: &mut Facts,
+    ) -> Result<fsgate_workspace::GrepOutcome, GatewayError> {
+        let scanner = pol
+            .content_scanner()
+            .filter(|s| s.applies_to(OpClass::Read));
+        // Called from the threads searching: the refusal (kept for a file named on its
+        // own) goes through a lock.
+        let refusal = std::sync::Mutex::new(None);
+        let gate = |path: &RelPath, bytes: &[u8]| match Self::check_content(
+            pol,
+            OpClass::Read,
+            path,
+            bytes,
+            &rp.shown,
+        ) {
+            Ok(()) => true,
+            Err(e) => {
+                if let Ok(mut r) = refusal.lock() {
+                    *r = Some(e);
+                }
+                false
+            }
+        };
+        // Hold budget for the largest answer these hits can make (lines are clipped).
+        let (room, item_extra) = self.answer_room(pol, ctx);
+        let per_hit = MAX_HIT_BYTES + item_extra;
+        let answer = room.min((query.max as u64).saturating_mul(per_hit));
+        facts.lease = Some(
+            self.budget
+                .lease_as(answer.saturating_mul(RENDER_COPIES), facts.waiting),
+        );
+        let opts = GrepOptions {
+            matcher: &query.matcher,
+            include: query.include.as_ref(),
+            max_results: query.max,
+            max_file_bytes: pol.limits().max_read_bytes,
+            max_answer_bytes: room,
+            item_extra,
+            content_gate: scanner.map(|_| &gate as &ContentGate),
+            entry_sizes: pol.has_size_rules(),
+        };
+        let filters = RefCell::new(DirFilters::new(pol, Access::Grep));
+        let found = self
+            .workspace
+            .grep(real, is_dir, &opts, &|e| filters.borrow_mut().allows(e))
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        let refused = refusal.into_inner().ok().flatten();
+        if let (false, Some(e)) = (is_dir, refused) {
+            return Err(e);
+        }
+        Ok(found)
+    }
+}
+
+/// A grep request's arguments, checked: the pattern compiled, the include glob, the
+/// number of hits wanted (at most [`GREP_CEILING`]).
+struct GrepQuery {
+    matcher: grep_regex::RegexMatcher,
+    include: Option<IncludeGlob>,
+    max: usize,
+}
+
+impl GrepQuery {
+    fn parse(
+        pattern: &str,
+        ignore_case: bool,
+        include_glob: Option<&str>,
+        max_results: Option<u64>,
+    ) -> Result<GrepQuery, GatewayError> {
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(ignore_case)
+            .build(pattern)
+            .map_err(|e| {
+                // grep-regex reports on its wrapped pattern (`(?:...)`); the regex crate's
+                // own message points into the pattern the agent sent.
+                let msg = regex::Regex::new(pattern)
+                    .err()
+                    .map_or_else(|| e.to_string(), |re| re.to_string());
+                GatewayError::InvalidParams(format!("invalid regex: {}", one_line(&msg)))
+            })?;
+        let include = include_glob
+            .map(IncludeGlob::new)
+            .transpose()
+            .map_err(|e| {
+                GatewayError::InvalidParams(format!("invalid includeGlob: {}", e.kind()))
+            })?;
+        let max = match max_results {
+            None => GREP_DEFAULT_MAX,
+            Some(0) => {
+                return Err(GatewayError::InvalidParams(
+                    "maxResults must be at least 1".into(),
+                ));
+            }
+            Some(n) => usize::try_from(n).unwrap_or(GREP_CEILING).min(GREP_CEILING),
+        };
+        Ok(GrepQuery {
+            matcher,
+            include,
+            max,
+        })
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Hits found beneath `real` (a symlink's target), named again beneath `requested`.
+fn relabel_hits(hits: &mut [fsgate_workspace::GrepMatch], real: &RelPath, requested: &RelPath) {
+    for h in hits {
+        if let Some(rest) = h.path.strip_prefix(real) {
+            h.path = if rest.is_root() {
+                requested.clone()
+            } else {
+                RelPath::parse_rooted(&format!("/{}/{}", requested.as_str(), rest.as_str()))
+                    .unwrap_or_else(|_| h.path.clone())
+            };
+        }
+    }
+}
+
+/// Default and ceiling for grep's `maxResults`.
+const GREP_DEFAULT_MAX: usize = 1000;
+
+const GREP_CEILING: usize = 100_000;
+
+/// What one grep hit adds to an answer, for the budget: a clipped line (4 KiB), a
+/// path, the fields. (The answer itself is bounded exactly by the message limit.)
+const MAX_HIT_BYTES: u64 = 4096 + 256 + 64;

@@ -1,0 +1,85 @@
+//! `ls`: one page of a directory's entries, each shown iff the policy lets `list` see it.
+
+use crate::listing::*;
+use crate::ops::{Output, RequestCtx};
+use crate::{Facts, Gateway, entry_facts, ws_error};
+use fsgate_base::error::GatewayError;
+use fsgate_policy::{Access, EntryKind, OpClass, Policy};
+use fsgate_workspace::{Entry, Follow, PageSpec, json_string_len};
+
+impl Gateway {
+    pub(crate) fn ls(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        cursor: Option<&str>,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        let after = checked_cursor(cursor)?;
+        let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
+        // Entries are shown under the requested (lexical) directory, as asked; each is
+        // checked where it really is and where it is shown (once if they are the same).
+        let moved = res.real != rp.rel;
+        let real_dir = pol.entry_filter(Access::Ls, &res.real);
+        let shown_dir = moved.then(|| pol.entry_filter(Access::Ls, &rp.rel));
+        let shown_path = |e: &Entry| rp.rel.join(&e.name);
+        let mut keep = |e: &Entry| {
+            let facts = entry_facts(e);
+            real_dir.allows(&e.path, &e.name, &facts)
+                && shown_dir
+                    .as_ref()
+                    .is_none_or(|f| f.allows(&shown_path(e), &e.name, &facts))
+        };
+        let spec = PageSpec {
+            after,
+            max: LIST_PAGE,
+            metadata: true,
+            meta_first: pol.has_size_rules(),
+        };
+        let page = self
+            .workspace
+            .list_page(&res.real, &spec, &mut keep)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        let mut shown = page.entries;
+        if moved {
+            for e in &mut shown {
+                e.path = shown_path(e);
+            }
+        }
+        let (entries, used, cut) = self.fit_entries(pol, ctx, shown);
+        // Hold budget for the answer while it is rendered and queued.
+        facts.lease = Some(
+            self.budget
+                .lease_as(used.saturating_mul(RENDER_COPIES), facts.waiting),
+        );
+        Ok(paged(entries, cut || page.more, facts))
+    }
+
+    /// The leading entries whose answer fits the message room, its estimated size, and
+    /// whether any were left out.
+    fn fit_entries(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        mut entries: Vec<Entry>,
+    ) -> (Vec<Entry>, u64, bool) {
+        let (room, extra) = self.answer_room(pol, ctx);
+        let mut used = 0u64;
+        let fit = entries
+            .iter()
+            .take_while(|e| {
+                used += json_string_len(&e.name)
+                    + json_string_len(e.path.as_str())
+                    + extra
+                    + ENTRY_FIXED;
+                used <= room
+            })
+            .count();
+        let truncated = fit < entries.len();
+        entries.truncate(fit);
+        (entries, used.min(room), truncated)
+    }
+}
