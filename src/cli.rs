@@ -130,6 +130,9 @@ enum Transport {
     Http,
 }
 
+// These doc comments are `--help` text: `[audit]` names a policy section and `<name>` a
+// placeholder, not a link or an HTML tag.
+#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 /// Options shared by `serve` and `acp`.
 #[derive(Debug, Args)]
 pub(super) struct GatewayArgs {

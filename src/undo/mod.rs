@@ -51,6 +51,9 @@ pub const EXIT_ERROR: i32 = 2;
 /// Exit status: nothing was done: a running gateway holds the audit log.
 pub const EXIT_BUSY: i32 = 3;
 
+// These doc comments are `--help` text: `[audit]` names a policy section and `<name>` a
+// placeholder, not a link or an HTML tag.
+#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 /// `fsgate undo`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct UndoArgs {

@@ -358,7 +358,7 @@ pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> 
 
 /// Serves requests from `input` until EOF, writing responses to `output`. Unwritten
 /// answers are bounded in bytes (twice the message limit): while they fill the bound, no
-/// new request is read, and answers wait to be queued (see [`Outbox`]). The batch
+/// new request is read, and answers wait to be queued (see `Outbox`). The batch
 /// thread writes small batches of answers to `output` itself (no hop to another thread).
 pub async fn serve<R>(
     gw: Arc<Gateway>,
@@ -648,7 +648,7 @@ async fn invalid(
 }
 
 /// Writes the queued lines, those queued together in one write (lines are appended to
-/// the first until [`WRITE_BATCH`] bytes are passed; a large first line is moved, not
+/// the first until `WRITE_BATCH` bytes are passed; a large first line is moved, not
 /// copied); the room a line held is given back once it is written.
 pub async fn write_lines(
     mut rx: mpsc::UnboundedReceiver<Queued<Vec<u8>>>,

@@ -14,7 +14,7 @@
 //! the one part of the gateway the agent and its children can reach. An agent that
 //! advertises ACP's draft MCP-over-ACP transport (`mcpCapabilities.acp`) is given an
 //! entry of type `acp` instead, and reaches the same code over its ACP connection
-//! ([`crate::hosted_acp`]).
+//! (`crate::hosted_acp`).
 
 use std::collections::HashMap;
 use std::net::TcpListener;

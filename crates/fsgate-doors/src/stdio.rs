@@ -108,7 +108,7 @@ pub fn stdin() -> Box<dyn AsyncRead + Send + Unpin> {
 /// `/proc/sys/fs/pipe-max-size`.
 const PIPE_BYTES: usize = 1 << 20;
 
-/// Grows `fd`'s buffer to [`PIPE_BYTES`] (or the system's maximum, if lower) when it is
+/// Grows `fd`'s buffer to `PIPE_BYTES` (or the system's maximum, if lower) when it is
 /// a pipe with less: a 10 MiB read's MCP answer (21 MB) then passes in about 21 pipe-fulls
 /// instead of 330, each a wake-up of both sides; pipelined requests likewise. Best effort:
 /// a refusal (EPERM over the user's pipe quota, EBUSY) leaves the pipe as it was. Returns

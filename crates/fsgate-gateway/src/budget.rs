@@ -150,7 +150,7 @@ impl Lease {
 
     /// Holds `bytes` in all (more or fewer than now). Growing waits while the budget
     /// has no room, unless this is the oldest lease alive (see the module doc) or it
-    /// was taken with [`Waiting::Overdraw`]. Blocks: call it on a blocking thread.
+    /// was taken with `Waiting::Overdraw`. Blocks: call it on a blocking thread.
     pub fn resize(&mut self, bytes: u64) {
         let budget = Arc::clone(&self.budget);
         let mut st = budget.lock();

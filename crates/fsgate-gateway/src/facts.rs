@@ -49,7 +49,7 @@ pub struct Facts {
     /// The seq of this change's `intent` record, once it is durable.
     pub intent: Option<u64>,
     /// The content budget held by what this request read, handed to the door with the
-    /// answer (see [`super::budget`]).
+    /// answer (see `super::budget`).
     pub lease: Option<super::budget::Lease>,
     /// What this request's leases do when the budget has no room (see [`super::Batch`]).
     pub(crate) waiting: super::budget::Waiting,
@@ -99,7 +99,7 @@ impl Facts {
     }
 
     /// [`Facts::content`] with the digest already taken (`hex` is
-    /// [`content_digest`] of the `len` bytes).
+    /// `content_digest` of the `len` bytes).
     pub fn content_hashed(&mut self, len: usize, hex: String) {
         self.bytes = Some(len as u64);
         self.sha256 = Some(hex);

@@ -515,7 +515,7 @@ impl Gateway {
 
     /// [`serve`](Self::serve), with the content budget the answer holds: a door keeps
     /// it until it has queued the encoded answer for its client, so that content held in
-    /// memory stays bounded across every door (see [`budget`]).
+    /// memory stays bounded across every door (see `budget`).
     pub fn serve_leased(
         &self,
         ctx: &RequestCtx,

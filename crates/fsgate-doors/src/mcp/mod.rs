@@ -11,7 +11,7 @@
 //! Protocol eras: rmcp serves both, the 2025 revisions' `initialize` handshake and the
 //! 2026-07-28 revision's stateless requests (per-request `_meta` protocol version,
 //! `server/discover`). What makes an answer depend on the request alone is the input
-//! pump's (see [`era`]): a stateless request is answered in a context of its own, never
+//! pump's (see `era`): a stateless request is answered in a context of its own, never
 //! the 2025 session's (no roots, no person asked, no grant from the session, no log
 //! messages), and nothing the SDK would end the connection over ever reaches it.
 //!
@@ -21,7 +21,7 @@
 //! request (`ping`, `resources/list`, a request the SDK refuses for its `_meta`...) is
 //! recorded from its answer by the output copier, before the answer is written.
 //!
-//! Bounded memory: see [`flow`]. A tool answer whose encoded size exceeds the message
+//! Bounded memory: see `flow`. A tool answer whose encoded size exceeds the message
 //! limit becomes a tool error instead.
 //!
 //! Layout: `guard`, `pump` and `era` (input), `wire` (the SDK's transport), `flow` (requests in flight, byte rooms), `args`

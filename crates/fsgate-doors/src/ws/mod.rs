@@ -4,7 +4,7 @@
 //!
 //! - the `[ws]` policy section ([`WsSettings`]) is compiled with the policy, in
 //!   `fsgate_policy::ws`.
-//! - [`auth`]: who may connect: bearer token, `Origin` allow-list, `Host` check, all on
+//! - `auth`: who may connect: bearer token, `Origin` allow-list, `Host` check, all on
 //!   the HTTP upgrade request.
 //! - [`protocol`]: JSON messages <-> [`fsgate_gateway::ops::Op`] and back (docs/ws-protocol.md):
 //!   `parse` reads a message's envelope, and [`protocol::Ws`], the channel's

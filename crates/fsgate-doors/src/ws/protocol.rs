@@ -539,7 +539,7 @@ const ONE_PASS_MAX: usize = 64 * 1024;
 
 /// Encodes a response, or, if it would be larger than `max` bytes, the error response
 /// saying so. A small answer is encoded once, into a buffer bounded at
-/// [`ONE_PASS_MAX`] (escaping its text is most of its cost). A larger one is measured
+/// `ONE_PASS_MAX` (escaping its text is most of its cost). A larger one is measured
 /// first without allocating, so an answer over the limit is never built, and one within
 /// it is built in a buffer of its exact size.
 pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {

@@ -59,7 +59,7 @@ enum RepoStep {
 
 impl Stager {
     /// Updates the index after `op` changed `path` (and `path2`, a rename's
-    /// destination): the change's own file says how ([`crate::ops::staging`]).
+    /// destination): the change's own file says how (`crate::ops::staging`).
     /// Never fails: what went wrong is in [`Staged::error`].
     pub fn stage(&self, op: ChangeOp, path: &RelPath, path2: Option<&RelPath>) -> Staged {
         let steps: Vec<RepoStep> = crate::ops::staging(op, path, path2)

@@ -1,5 +1,5 @@
 //! The change watcher: inotify (see `inotify`) on every non-ignored directory of the
-//! workspace, debounced by [`Coalescer`], filtered by the policy, and broadcast to
+//! workspace, debounced by `Coalescer`, filtered by the policy, and broadcast to
 //! subscribers (the WebSocket door's connections). The door only encodes what it is
 //! told: which paths changed and which of them a client may see are decided here.
 //!
