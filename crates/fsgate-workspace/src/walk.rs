@@ -370,10 +370,11 @@ pub(crate) fn walk_dir(
             }
             continue;
         }
-        // A directory swapped for a symlink since listing fails here. A names walk (a
-        // tree's) opens it readable and reads it through that descriptor (one open, not
-        // two); the others keep cap-std's handle and open one of their own to read.
-        let fresh = mode == Mode::Names;
+        // A directory swapped for a symlink since listing fails here. A walk without
+        // metadata (a tree's, a glob's, a grep's) opens it readable and reads it through
+        // that descriptor (one open, not two); the others keep cap-std's handle and open
+        // one of their own to read.
+        let fresh = matches!(mode, Mode::Names | Mode::LenientNames);
         let opened = match fresh {
             true => open_readable(&top.dir, &e.name),
             false => top.dir.open_dir_nofollow(&e.name),
