@@ -23,8 +23,9 @@
 //! - [`series`]: which files form a log (active, rotated, sidecars) and their names.
 //! - [`ship`]: shipping every record to syslog collectors (`[audit] ship`), and the
 //!   `ship-status` / `import-syslog` commands.
-//! - [`verify`] (with [`report`]), [`show`], [`prune`]: the offline tools behind
-//!   `fsgate audit ...`; [`cli`]: their clap definitions and exit codes.
+//! - [`verify`] (with [`report`]), [`show`], [`prune`] (its tombstone line in
+//!   `tombstone`): the offline tools behind `fsgate audit ...`; [`cli`]: their clap
+//!   definitions and exit codes.
 //!
 //! # Threads and Landlock
 //!
@@ -61,6 +62,7 @@ pub(crate) mod report;
 pub mod series;
 pub mod ship;
 pub(crate) mod show;
+mod tombstone;
 mod tree;
 pub mod verify;
 pub(crate) mod writer;
