@@ -9,9 +9,10 @@ use std::os::unix::fs::PermissionsExt;
 
 use cap_std::fs::Dir;
 
-use super::atomic::{self, Staged, TempName};
+use super::atomic::{self, Staged};
 use super::open::open_dir;
 use super::sync_pool;
+use super::temp_name::TempName;
 use super::walk::Entry;
 use super::{Workspace, WsError};
 use fsgate_base::path::RelPath;
