@@ -15,7 +15,7 @@ mod tests;
 
 use std::path::Path;
 
-use super::testrun::{FullDecision, decide_with_content};
+use super::full_decision::{FullDecision, decide_with_content};
 use super::{EntryKind, OpClass, Policy};
 use fsgate_base::path::RelPath;
 
@@ -130,7 +130,11 @@ pub(crate) fn decision_items(r: &DiffReport) -> Vec<Item> {
 
 /// `allow (rule)`.
 fn shown(d: &FullDecision) -> String {
-    format!("{} ({})", super::testrun::effect_name(d.effect), d.rule)
+    format!(
+        "{} ({})",
+        super::full_decision::effect_name(d.effect),
+        d.rule
+    )
 }
 
 /// Sorts items loosening first, keeping each direction's items in the order found.
