@@ -11,10 +11,10 @@
 //!
 //! - [`config`]: the `[audit]` policy section ([`AuditSettings`]).
 //! - [`record`]: what the gateway reports per request ([`AuditEvent`]) and how a record
-//!   line is sealed into the chain; [`canonical`]: the canonical JSON encoding that the
-//!   hash covers (specified in `audit/FORMAT.md`); [`line`](mod@line): checking one line;
-//!   [`cut`]: long strings (most of them an agent's) cut to a head, with their length
-//!   and digest in `details.cut`, so that no request can grow a record unboundedly.
+//!   line is sealed into the chain (`seal`); [`canonical`]: the canonical JSON encoding
+//!   that the hash covers (specified in `audit/FORMAT.md`); [`line`](mod@line): checking
+//!   one line; [`cut`]: long strings (most of them an agent's) cut to a head, with their
+//!   length and digest in `details.cut`, so that no request can grow a record unboundedly.
 //! - [`writer`]: [`AuditLog`], the writer shared by every request thread: chaining, group
 //!   commit (leader/follower, no thread of its own), fail-closed rollback; `io`: its
 //!   files (append, sync, repair, rotation, disk reservation, checkpoint writing).
@@ -59,6 +59,7 @@ pub(crate) mod reads;
 pub mod record;
 pub(crate) mod recover;
 pub(crate) mod report;
+mod seal;
 pub mod series;
 pub mod ship;
 pub(crate) mod show;
