@@ -5,9 +5,9 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::checkpoint::{SigStatus, check_signature};
 use super::record::{self, GENESIS_PREV, LineFault, LineInfo, check_line};
 use super::series::{self, Series};
+use super::signed::{SigStatus, check_signature};
 use super::tombstone::Tombstone;
 use super::verify::{FailureKind, FileReport, Run};
 

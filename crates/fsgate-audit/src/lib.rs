@@ -19,7 +19,8 @@
 //!   commit (leader/follower, no thread of its own), fail-closed rollback; `io`: its
 //!   files (append, sync, repair, rotation, disk reservation, checkpoint writing).
 //! - [`recover`]: the start-up tail check (torn line, broken chain, checkpoint mismatch).
-//! - [`checkpoint`]: signed head checkpoints and their sinks; [`keys`]: Ed25519 key files.
+//! - [`checkpoint`]: signed head checkpoints and their sinks; [`signed`]: signing and
+//!   checking sidecar objects (checkpoints, tombstones); [`keys`]: Ed25519 key files.
 //! - [`series`]: which files form a log (active, rotated, sidecars) and their names.
 //! - [`ship`]: shipping every record to syslog collectors (`[audit] ship`), and the
 //!   `ship-status` / `import-syslog` commands.
@@ -63,6 +64,7 @@ mod seal;
 pub mod series;
 pub mod ship;
 pub(crate) mod show;
+pub(crate) mod signed;
 mod tombstone;
 mod tree;
 pub mod verify;

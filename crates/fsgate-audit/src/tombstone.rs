@@ -4,7 +4,7 @@
 use ed25519_dalek::SigningKey;
 use serde_json::{Map, Value, json};
 
-use super::checkpoint::sign_object;
+use super::signed::sign_object;
 use super::{canonical, record};
 
 /// A tombstone: records `first_seq..=last_seq` were removed on purpose.
