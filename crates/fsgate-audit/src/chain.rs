@@ -5,10 +5,10 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::checkpoint::{SigStatus, check_signature};
-use super::prune::Tombstone;
 use super::record::{self, GENESIS_PREV, LineFault, LineInfo, check_line};
 use super::series::{self, Series};
+use super::signed::{SigStatus, check_signature};
+use super::tombstone::Tombstone;
 use super::verify::{FailureKind, FileReport, Run};
 
 /// Bytes read per chunk.

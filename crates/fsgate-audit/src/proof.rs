@@ -5,24 +5,26 @@
 //!   per line), an empty line, then the signed checkpoint note;
 //! - a consistency proof (fsgate's own layout, same conventions): the header line,
 //!   `old` and `new` (the two signed checkpoint notes, base64), then the path.
+//!
+//! Made here from the log's files; checked (`check`) with the public key alone.
 
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
-use ed25519_dalek::VerifyingKey;
 
 use super::checkpoint::Checkpoint;
 use super::merkle::{self, Hash};
 use super::note::SignedNote;
 use super::series;
 
+mod check;
+pub(crate) use check::{Proven, check};
+
 /// First line of an inclusion proof.
 pub(crate) const INCLUSION_HEADER: &str = "c2sp.org/tlog-proof@v1";
 /// First line of a consistency proof.
 pub(crate) const CONSISTENCY_HEADER: &str = "fsgate.audit/consistency-proof@v1";
-/// Longest record line a proof may carry (a record is bounded far below this).
-const MAX_RECORD: usize = 1 << 20;
 
 /// Why a proof could not be made or checked.
 #[derive(Debug, thiserror::Error)]
@@ -36,10 +38,6 @@ pub(crate) enum ProofError {
     /// The proof is malformed or does not hold (exit 1).
     #[error("{0}")]
     Invalid(String),
-}
-
-fn invalid(msg: impl Into<String>) -> ProofError {
-    ProofError::Invalid(msg.into())
 }
 
 /// The leaf hashes of records `1..=size` of the log whose active file is `log`, and
@@ -195,132 +193,4 @@ pub(crate) fn prove_consistency(
     let (leaves, _) = read_leaves(log, new.seq, None)?;
     let path = merkle::consistency_proof(&leaves, old.seq as usize).unwrap_or_default();
     Ok(consistency_text(&old_note, &new_note, &path))
-}
-
-/// What a valid proof established.
-#[derive(Debug)]
-pub(crate) enum Proven {
-    /// Record `seq` (its line) is in the log at tree size `size`.
-    Inclusion {
-        /// The log's origin line.
-        origin: String,
-        /// The record's seq.
-        seq: u64,
-        /// The checkpoint's tree size.
-        size: u64,
-        /// The record's line.
-        record: String,
-    },
-    /// The tree at `new` extends the tree at `old`.
-    Consistency {
-        /// The log's origin line.
-        origin: String,
-        /// The older tree size.
-        old: u64,
-        /// The newer tree size.
-        new: u64,
-    },
-}
-
-/// Checks a proof against a public key, with nothing else.
-pub(crate) fn check(proof: &str, key: &VerifyingKey) -> Result<Proven, ProofError> {
-    match proof.lines().next() {
-        Some(INCLUSION_HEADER) => check_inclusion(proof, key),
-        Some(CONSISTENCY_HEADER) => check_consistency(proof, key),
-        _ => Err(invalid("not a proof: unknown first line")),
-    }
-}
-
-fn signed_note(text: &str, key: &VerifyingKey) -> Result<SignedNote, ProofError> {
-    let note = SignedNote::parse(text).map_err(|e| invalid(e.to_string()))?;
-    if !note.signed_by(key) {
-        return Err(invalid(
-            "the checkpoint is not signed by this key (forged, or another log's)",
-        ));
-    }
-    Ok(note)
-}
-
-fn b64_hash(line: &str) -> Result<Hash, ProofError> {
-    B64.decode(line)
-        .ok()
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| invalid(format!("not a base64 SHA-256 hash: {line:.80}")))
-}
-
-fn check_inclusion(proof: &str, key: &VerifyingKey) -> Result<Proven, ProofError> {
-    let (head, note) = proof
-        .split_once("\n\n")
-        .ok_or_else(|| invalid("no empty line before the checkpoint"))?;
-    let mut lines = head.lines().skip(1);
-    let mut next = lines.next();
-    let mut record = None;
-    if let Some(extra) = next.and_then(|l| l.strip_prefix("extra ")) {
-        let bytes = B64
-            .decode(extra)
-            .map_err(|_| invalid("extra is not base64"))?;
-        if bytes.len() > MAX_RECORD {
-            return Err(invalid("the record is too long"));
-        }
-        record = Some(bytes);
-        next = lines.next();
-    }
-    let record = record.ok_or_else(|| invalid("no record (extra line)"))?;
-    let index = next
-        .and_then(|l| l.strip_prefix("index "))
-        .and_then(|i| i.parse::<u64>().ok())
-        .ok_or_else(|| invalid("no index line"))?;
-    let path = lines.map(b64_hash).collect::<Result<Vec<_>, _>>()?;
-    let note = signed_note(note, key)?;
-    let seq = record_seq(&record).ok_or_else(|| invalid("extra is not an fsgate record"))?;
-    if seq != index + 1 {
-        return Err(invalid(format!(
-            "the record is seq {seq}, the proof is for index {index}"
-        )));
-    }
-    let (size, root) = (note.head.size, note.head.root);
-    if !merkle::verify_inclusion(&merkle::leaf_hash(&record), index, size, &path, &root) {
-        return Err(invalid(format!(
-            "the inclusion path does not lead from record seq {seq} to the root of tree size {size}"
-        )));
-    }
-    Ok(Proven::Inclusion {
-        origin: note.head.origin,
-        seq,
-        size,
-        record: String::from_utf8_lossy(&record).into_owned(),
-    })
-}
-
-fn check_consistency(proof: &str, key: &VerifyingKey) -> Result<Proven, ProofError> {
-    let mut lines = proof.lines().skip(1);
-    let mut note = |tag: &str| -> Result<SignedNote, ProofError> {
-        let text = lines
-            .next()
-            .and_then(|l| l.strip_prefix(tag))
-            .and_then(|b| B64.decode(b).ok())
-            .and_then(|b| String::from_utf8(b).ok())
-            .ok_or_else(|| invalid(format!("no {}line", tag)))?;
-        signed_note(&text, key)
-    };
-    let (old, new) = (note("old ")?, note("new ")?);
-    let path = lines
-        .filter(|l| !l.is_empty())
-        .map(b64_hash)
-        .collect::<Result<Vec<_>, _>>()?;
-    if old.head.origin != new.head.origin {
-        return Err(invalid("the two checkpoints are of different logs"));
-    }
-    let (o, n) = (&old.head, &new.head);
-    if !merkle::verify_consistency(o.size, n.size, &o.root, &n.root, &path) {
-        return Err(invalid(format!(
-            "the tree of size {} does not extend the tree of size {}",
-            n.size, o.size
-        )));
-    }
-    Ok(Proven::Consistency {
-        origin: new.head.origin.clone(),
-        old: o.size,
-        new: n.size,
-    })
 }

@@ -8,11 +8,12 @@ use base64::Engine;
 use serde_json::{Map, json};
 use sha2::{Digest, Sha256};
 
-use super::checkpoint::{Checkpoint, SigStatus, check_signature};
+use super::checkpoint::Checkpoint;
 use super::io::Io;
-use super::prune::Tombstone;
 use super::record::{self, AuditEvent, GENESIS_PREV, LineInfo, check_line};
 use super::series::{self, BROKEN_INFIX};
+use super::signed::{SigStatus, check_signature};
+use super::tombstone::Tombstone;
 use super::{AuditError, canonical};
 
 /// At most this many cut bytes are copied into the `recovered` record itself: their

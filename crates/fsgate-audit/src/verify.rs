@@ -8,13 +8,14 @@ use ed25519_dalek::VerifyingKey;
 use serde_json::{Value, json};
 
 use super::canonical;
-use super::checkpoint::{Checkpoint, SigStatus, check_signature};
+use super::checkpoint::Checkpoint;
 use super::merkle::{self, CompactRange};
-use super::prune::Tombstone;
 pub use super::report::{
     CheckpointReport, Failure, FailureKind, FileReport, SeriesReport, Verdict, VerifyReport,
 };
 use super::series::{self, Series};
+use super::signed::{SigStatus, check_signature};
+use super::tombstone::Tombstone;
 
 /// What verify is given besides the log files.
 #[derive(Debug, Clone, Default)]

@@ -1,14 +1,17 @@
-//! `fsgate backup list|restore`, and where the backup store lives by default.
+//! `fsgate backup list|restore`: the command line (each command in a file of its own:
+//! `list`, `restore`), and where the backup store lives by default.
 
-use std::io::Write;
+mod list;
+mod restore;
+
 use std::path::{Path, PathBuf};
 
-use cap_std::ambient_authority;
-use cap_std::fs::Dir;
+use fsgate_base::text::eprint_line;
 
-use fsgate_base::text::{Esc, eprint_line};
-
-use super::{BackupError, BackupRef, BackupSettings, BackupStore, RestoreReport, restore};
+use super::BackupError;
+use list::list;
+use restore::restore_cmd;
+pub use restore::{NoAudit, RestoreAudit};
 
 /// `fsgate backup ...` subcommands.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
@@ -53,54 +56,6 @@ pub enum BackupCommand {
     },
 }
 
-/// Receives the outcome of `fsgate backup restore` for the audit log.
-///
-/// `fsgate backup restore` implements it with the workspace's audit log; [`run`] uses
-/// [`NoAudit`], which refuses a restore.
-pub trait RestoreAudit {
-    /// Records the restore about to be made (`version` of `rel_path`, with `previous`
-    /// the backup of the current content), durably, before the workspace is touched.
-    /// An error refuses the restore: nothing changes.
-    fn intend_restore(
-        &mut self,
-        rel_path: &str,
-        version: &BackupRef,
-        previous: Option<&BackupRef>,
-    ) -> Result<(), String>;
-    /// Records a completed restore. An error makes the command exit 2 after saying the
-    /// file was restored but not audited.
-    fn record_restore(&mut self, workspace: &Path, report: &RestoreReport) -> Result<(), String>;
-    /// Records that a restore whose intent was recorded failed with `error`.
-    fn record_failure(&mut self, rel_path: &str, error: &str) -> Result<(), String>;
-}
-
-/// The [`RestoreAudit`] of a command run without the audit log: it refuses every
-/// restore (fail closed), since a restore nobody recorded must not happen.
-#[derive(Debug, Default)]
-pub struct NoAudit;
-
-impl RestoreAudit for NoAudit {
-    fn intend_restore(
-        &mut self,
-        rel_path: &str,
-        _: &BackupRef,
-        _: Option<&BackupRef>,
-    ) -> Result<(), String> {
-        Err(format!(
-            "restore of {} refused: no audit log to record it in",
-            Esc(rel_path)
-        ))
-    }
-
-    fn record_failure(&mut self, _: &str, _: &str) -> Result<(), String> {
-        Err("no audit log".into())
-    }
-
-    fn record_restore(&mut self, _: &Path, _: &RestoreReport) -> Result<(), String> {
-        Err("no audit log".into())
-    }
-}
-
 /// Runs a backup subcommand without the audit log (a `list`; a restore is refused);
 /// returns the exit code (0 ok, 1 no such backup, 2 error).
 pub fn run(cmd: BackupCommand) -> i32 {
@@ -135,137 +90,6 @@ pub fn run_with_audit(cmd: BackupCommand, audit: &mut dyn RestoreAudit) -> i32 {
             }
         }
     }
-}
-
-fn list(
-    backup_dir: Option<PathBuf>,
-    workspace: Option<PathBuf>,
-    json: bool,
-    path: Option<String>,
-) -> Result<i32, BackupError> {
-    let workspace = match workspace {
-        Some(w) => w,
-        None => {
-            std::env::current_dir().map_err(BackupError::io("find", "the current directory"))?
-        }
-    };
-    let dir = match backup_dir {
-        Some(d) => d,
-        None => default_backup_dir(&workspace)?,
-    };
-    if !dir.is_dir() {
-        return Err(BackupError::UnsafeDir {
-            path: dir.display().to_string(),
-            reason: "no backup store here (pass --backup-dir or --workspace)".into(),
-        });
-    }
-    let store = BackupStore::open(&dir, &BackupSettings::default())?;
-    let rel = path.map(|p| to_rel_path(&workspace, &p)).transpose()?;
-    let refs = store.list(rel.as_deref())?;
-    let mut out = std::io::stdout().lock();
-    let written = if json {
-        print_json(&mut out, &refs)
-    } else {
-        print_table(&mut out, &refs)
-    };
-    written.map_err(BackupError::io("write", "stdout"))?;
-    Ok(0)
-}
-
-fn print_json(out: &mut dyn Write, refs: &[BackupRef]) -> std::io::Result<()> {
-    for r in refs {
-        serde_json::to_writer(&mut *out, r).map_err(std::io::Error::other)?;
-        writeln!(out)?;
-    }
-    Ok(())
-}
-
-fn print_table(out: &mut dyn Write, refs: &[BackupRef]) -> std::io::Result<()> {
-    if refs.is_empty() {
-        return writeln!(out, "no backups");
-    }
-    writeln!(
-        out,
-        "{:<30}  {:>10}  {:<12}  PATH",
-        "TIMESTAMP (UTC)", "SIZE", "SHA256"
-    )?;
-    for r in refs {
-        writeln!(
-            out,
-            "{:<30}{:<2}{:>10}  {:<12}  {}",
-            Esc(&r.ts),
-            if r.original { " *" } else { "" },
-            r.size,
-            Esc(r.sha256.get(..12).unwrap_or(&r.sha256)),
-            Esc(&r.rel_path)
-        )?;
-    }
-    if refs.iter().any(|r| r.original) {
-        writeln!(
-            out,
-            "* the content before fsgate's first change to the file in a session; \
-             keep_versions and max_total_bytes keep it"
-        )?;
-    }
-    Ok(())
-}
-
-fn restore_cmd(
-    backup_dir: Option<PathBuf>,
-    workspace: &Path,
-    path: &str,
-    at: Option<&str>,
-    audit: &mut dyn RestoreAudit,
-) -> Result<i32, BackupError> {
-    let dir = match backup_dir {
-        Some(d) => d,
-        None => default_backup_dir(workspace)?,
-    };
-    ensure_outside_workspace(&dir, workspace)?;
-    let store = BackupStore::open(&dir, &BackupSettings::default())?;
-    let ws = Dir::open_ambient_dir(workspace, ambient_authority()).map_err(BackupError::io(
-        "open workspace",
-        workspace.display().to_string(),
-    ))?;
-    let rel = to_rel_path(workspace, path)?;
-    let mut intended = false;
-    let result = restore(&store, &ws, &rel, at, &mut |version, previous| {
-        audit
-            .intend_restore(&rel, version, previous)
-            .map_err(BackupError::NotRecorded)?;
-        intended = true;
-        Ok(())
-    });
-    let report = match result {
-        Ok(r) => r,
-        Err(e) => {
-            if intended && let Err(a) = audit.record_failure(&rel, &e.to_string()) {
-                eprint_line(&format!(
-                    "fsgate backup: the failed restore could not be recorded: {a}"
-                ));
-            }
-            return Err(e);
-        }
-    };
-    println!(
-        "restored {} from backup of {}",
-        Esc(&report.restored.rel_path),
-        Esc(&report.restored.ts)
-    );
-    if let Some(prev) = &report.previous {
-        println!(
-            "previous content saved as {} (undo with --at {})",
-            Esc(&prev.id),
-            Esc(&prev.ts)
-        );
-    }
-    if let Err(e) = audit.record_restore(workspace, &report) {
-        eprint_line(&format!(
-            "fsgate backup: file restored, but the audit record failed: {e}"
-        ));
-        return Ok(2);
-    }
-    Ok(0)
 }
 
 /// Turns a command-line path into a workspace-relative one: relative paths are taken
@@ -435,93 +259,5 @@ mod tests {
         );
         assert!(to_rel_path(ws, "/etc/passwd").is_err());
         assert!(to_rel_path(ws, ws.to_str().expect("utf8")).is_err());
-    }
-
-    struct Recorder(Vec<RestoreReport>);
-    impl RestoreAudit for Recorder {
-        fn intend_restore(
-            &mut self,
-            _: &str,
-            _: &BackupRef,
-            _: Option<&BackupRef>,
-        ) -> Result<(), String> {
-            Ok(())
-        }
-        fn record_restore(&mut self, _: &Path, report: &RestoreReport) -> Result<(), String> {
-            self.0.push(report.clone());
-            Ok(())
-        }
-        fn record_failure(&mut self, _: &str, _: &str) -> Result<(), String> {
-            Ok(())
-        }
-    }
-
-    /// A workspace whose `a.txt` an agent changed, and a store holding its good version.
-    fn workspace_with_a_backup() -> (tempfile::TempDir, PathBuf, PathBuf) {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let (ws, store_dir) = (tmp.path().join("ws"), tmp.path().join("store"));
-        std::fs::create_dir_all(&ws).expect("mkdir");
-        std::fs::write(ws.join("a.txt"), "agent wrote this").expect("write");
-        let store = BackupStore::open(&store_dir, &BackupSettings::default()).expect("open");
-        store.save("a.txt", &mut &b"good"[..]).expect("save");
-        (tmp, ws, store_dir)
-    }
-
-    #[test]
-    fn restore_command_restores_and_calls_the_audit_hook() {
-        let (_tmp, ws, store_dir) = workspace_with_a_backup();
-        let mut audit = Recorder(Vec::new());
-        let restore = |path: &str, at: Option<&str>| BackupCommand::Restore {
-            backup_dir: Some(store_dir.clone()),
-            workspace: ws.clone(),
-            path: path.into(),
-            at: at.map(str::to_owned),
-            audit_log: None,
-            policy: None,
-        };
-        assert_eq!(run_with_audit(restore("a.txt", None), &mut audit), 0);
-        assert_eq!(
-            std::fs::read_to_string(ws.join("a.txt")).expect("read"),
-            "good"
-        );
-        assert_eq!(audit.0.len(), 1);
-        assert!(audit.0[0].previous.is_some());
-        assert_eq!(run_with_audit(restore("missing.txt", None), &mut audit), 1);
-        assert_eq!(
-            run_with_audit(restore("a.txt", Some("not a time")), &mut audit),
-            2
-        );
-        let inside = BackupCommand::Restore {
-            backup_dir: Some(ws.join(".b")),
-            workspace: ws.clone(),
-            path: "a.txt".into(),
-            at: None,
-            audit_log: None,
-            policy: None,
-        };
-        assert_eq!(
-            run_with_audit(inside, &mut audit),
-            2,
-            "store inside the workspace refused"
-        );
-        assert_eq!(audit.0.len(), 1);
-    }
-
-    #[test]
-    fn a_restore_without_an_audit_log_is_refused_and_leaves_the_file_alone() {
-        let (_tmp, ws, store_dir) = workspace_with_a_backup();
-        let cmd = BackupCommand::Restore {
-            backup_dir: Some(store_dir.clone()),
-            workspace: ws.clone(),
-            path: "a.txt".into(),
-            at: None,
-            audit_log: None,
-            policy: None,
-        };
-        assert_eq!(run(cmd), 2);
-        assert_eq!(
-            std::fs::read_to_string(ws.join("a.txt")).expect("read"),
-            "agent wrote this"
-        );
     }
 }

@@ -13,8 +13,9 @@ use super::diff::{
     DiffReport, Direction, FileScan, Item, content_files, decision_items, diff, setting_items,
     sort_items, test_paths, workspace_paths,
 };
+use super::full_decision::{FullDecision, decide_access_with_content, effect_name};
 use super::lint::{LintOptions, Severity, lint_file, only};
-use super::testrun::{FullDecision, decide_access_with_content, effect_name, run_cases};
+use super::testrun::run_cases;
 use super::{Access, AccessStep, DEFAULT_DENY, Effect, EntryKind, PathFacts, Policy, TraceStep};
 use fsgate_base::path::RelPath;
 use fsgate_base::text::{Esc, EscPath, escape_for_humans};

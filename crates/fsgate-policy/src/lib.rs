@@ -20,6 +20,7 @@ mod decide;
 pub(crate) mod diff;
 mod entries;
 pub mod floor;
+mod full_decision;
 pub mod http;
 pub mod lint;
 pub mod media;

@@ -22,6 +22,7 @@ mod resolve;
 mod search;
 mod search_pool;
 pub mod sync_pool;
+mod temp_name;
 mod walk;
 mod write;
 
@@ -33,13 +34,13 @@ use cap_std::fs::Dir;
 use fsgate_base::path::RelPath;
 
 pub use atomic::move_into_place;
-pub use atomic::{TempName, is_own_temp};
 pub use dir_sync::sync_dir_shared;
 pub use kind::FileKind;
 pub use page::{Page, PageSpec, WHOLE_DIR};
 pub use read::{FileContent, StatInfo, format_permissions, format_time, is_binary, text_window};
 pub use resolve::{Follow, Resolved};
 pub use search::{ContentGate, GrepMatch, GrepOptions, GrepOutcome, IncludeGlob, json_string_len};
+pub use temp_name::{TempName, is_own_temp};
 pub use walk::{Entry, MAX_DEPTH, Visit, Walked, height};
 pub use write::{Removal, Replace, StagedWrite};
 

@@ -6,19 +6,19 @@
 //! offered to a max-heap holding the `max` smallest names after the cursor that the
 //! caller keeps, so 200,000 entries take the memory of one page. Each page costs one
 //! read of the whole directory; the cursor is a name, so entries added or removed
-//! between pages shift nothing.
+//! between pages shift nothing. The one read of a directory is in `stream`.
 
-use std::collections::BinaryHeap;
+mod stream;
 
 use cap_std::fs::Dir;
-use rustix::fs::{OFlags, RawDir};
 
 use super::dir_cache;
 use super::kind::FileKind;
 use super::open::open_dir;
-use super::walk::{DIRENT_BUF, DIRENTS, Mode, entry_from, entry_meta, kind_of, sort_by_name};
+use super::walk::{Mode, entry_from, entry_meta, sort_by_name};
 use super::{Entry, Workspace, WsError};
 use fsgate_base::path::RelPath;
+use stream::{Named, Streamed, stream};
 
 /// Entries a directory may hold and still be read whole (and cached).
 pub const WHOLE_DIR: usize = 16_384;
@@ -42,29 +42,6 @@ pub struct PageSpec<'a> {
     pub metadata: bool,
     /// The metadata is read before `keep` sees an entry (a size condition needs it).
     pub meta_first: bool,
-}
-
-/// A name in the heap (ordered by name: names in a directory are unique), with its kind.
-struct Named(Box<str>, FileKind);
-
-impl PartialEq for Named {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
-    }
-}
-
-impl Eq for Named {}
-
-impl PartialOrd for Named {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Named {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.cmp(&other.0)
-    }
 }
 
 impl Workspace {
@@ -150,145 +127,6 @@ fn from_sorted<'n>(
         entries.push(e);
     }
     Page { entries, more }
-}
-
-/// What reading a directory gave: all its entries (unfiltered, unsorted) when it is
-/// small, else the page's candidates.
-enum Streamed {
-    Whole(Vec<Entry>),
-    Heap { heap: BinaryHeap<Named>, more: bool },
-}
-
-/// The page's selection: the `max` smallest kept names after the cursor.
-struct Select<'s, 'k> {
-    spec: &'s PageSpec<'s>,
-    keep: &'k mut dyn FnMut(&Entry) -> bool,
-    heap: BinaryHeap<Named>,
-    more: bool,
-}
-
-impl Select<'_, '_> {
-    /// Offers the entry `name`: most entries of a large directory are before the cursor
-    /// or past the page, and are passed over on their name alone, without an `Entry`.
-    fn offer_name(&mut self, dir: &Dir, base: &RelPath, name: &str, kind: FileKind) {
-        if self.spec.after.is_some_and(|a| name <= a) {
-            return;
-        }
-        let full = self.heap.len() >= self.spec.max;
-        let past = full && self.heap.peek().is_some_and(|top| name > &*top.0);
-        if past && self.more {
-            return;
-        }
-        self.offer(dir, base, entry_from(base, name, kind, None));
-    }
-
-    fn offer(&mut self, dir: &Dir, base: &RelPath, e: Entry) {
-        if self.spec.after.is_some_and(|a| e.name.as_str() <= a) {
-            return;
-        }
-        let full = self.heap.len() >= self.spec.max;
-        // Past the page already: no need to decide it, only to know it is there.
-        if full
-            && self
-                .heap
-                .peek()
-                .is_some_and(|top| e.name.as_str() > &*top.0)
-        {
-            self.more = self.more || self.kept(dir, base, e);
-            return;
-        }
-        let kind = e.kind;
-        let name = e.name.clone().into_boxed_str();
-        if !self.kept(dir, base, e) {
-            return;
-        }
-        self.heap.push(Named(name, kind));
-        if self.heap.len() > self.spec.max {
-            self.heap.pop();
-            self.more = true;
-        }
-    }
-
-    fn kept(&mut self, dir: &Dir, base: &RelPath, mut e: Entry) -> bool {
-        if self.spec.meta_first && e.size.is_none() {
-            e = with_meta(
-                dir,
-                base,
-                &PageSpec {
-                    metadata: true,
-                    ..*self.spec
-                },
-                &e.name,
-                e.kind,
-            );
-        }
-        (self.keep)(&e)
-    }
-}
-
-/// Reads `dir` once: whole if it holds at most [`WHOLE_DIR`] entries, else through
-/// the page's selection.
-fn stream(
-    dir: &Dir,
-    base: &RelPath,
-    spec: &PageSpec<'_>,
-    keep: &mut dyn FnMut(&Entry) -> bool,
-) -> Result<Streamed, WsError> {
-    // A descriptor of its own, at the start of the directory.
-    let own = rustix::fs::openat(
-        dir,
-        c".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-        rustix::fs::Mode::empty(),
-    )
-    .map_err(|e| WsError::from_io(e.into()))?;
-    let mut whole = Some(Vec::new());
-    let mut sel = Select {
-        spec,
-        keep,
-        heap: BinaryHeap::new(),
-        more: false,
-    };
-    let mut read = |buf: &mut Vec<u8>| -> Result<(), WsError> {
-        if buf.capacity() < DIRENT_BUF {
-            buf.reserve_exact(DIRENT_BUF);
-        }
-        let mut raw = RawDir::new(&own, buf.spare_capacity_mut());
-        while let Some(entry) = raw.next() {
-            let entry = entry.map_err(|e| WsError::from_io(e.into()))?;
-            let bytes = entry.file_name().to_bytes();
-            if bytes == b"." || bytes == b".." {
-                continue;
-            }
-            let Ok(name) = std::str::from_utf8(bytes) else {
-                continue; // Not expressible on the wire.
-            };
-            let kind = kind_of(entry.file_type());
-            match whole.as_mut() {
-                Some(all) if all.len() < WHOLE_DIR => all.push(entry_from(base, name, kind, None)),
-                Some(_) => {
-                    // Too many to hold: from here on, only the page's candidates.
-                    for old in whole.take().into_iter().flatten() {
-                        sel.offer(dir, base, old);
-                    }
-                    sel.offer_name(dir, base, name, kind);
-                }
-                None => sel.offer_name(dir, base, name, kind),
-            }
-        }
-        Ok(())
-    };
-    DIRENTS.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut buf) => read(&mut buf),
-        Err(_) => read(&mut Vec::new()),
-    })?;
-    Ok(match whole {
-        Some(all) => Streamed::Whole(all),
-        None => Streamed::Heap {
-            heap: sel.heap,
-            more: sel.more,
-        },
-    })
 }
 
 #[cfg(test)]

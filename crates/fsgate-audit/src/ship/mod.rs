@@ -9,7 +9,8 @@
 //! - [`reader`]: reads records back from the log files (the spool), rotated ones too.
 //! - [`cursor`]: the `.NAME.ship` file beside the log: the last seq delivered per
 //!   destination, and the state `fsgate audit ship-status` shows.
-//! - `conn`: TCP, TLS (rustls) and datagram connections; `worker`: one thread per
+//! - `endpoint`: where and how to connect (TCP, TLS with rustls, datagram), prepared
+//!   before confinement; `conn`: an open connection; `worker`: one thread per
 //!   destination.
 //! - [`status`] and [`import`]: `fsgate audit ship-status` and `fsgate audit
 //!   import-syslog`; [`cli`]: their arguments.
@@ -26,6 +27,7 @@ pub(crate) mod cli;
 pub(crate) mod config;
 mod conn;
 pub mod cursor;
+mod endpoint;
 pub(crate) mod frame;
 pub(crate) mod import;
 pub(crate) mod reader;
@@ -48,7 +50,7 @@ pub const STOP_DRAIN: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 pub struct ShipPlan {
     /// Each destination with its endpoint.
-    dests: Vec<(ShipDestination, conn::Endpoint)>,
+    dests: Vec<(ShipDestination, endpoint::Endpoint)>,
     /// HOSTNAME used where a destination names none.
     hostname: String,
 }
@@ -66,7 +68,7 @@ impl ShipPlan {
         check_all(dests).map_err(|e| format!("[audit] {e}"))?;
         let mut out = Vec::new();
         for d in dests {
-            let ep = conn::Endpoint::prepare(d)
+            let ep = endpoint::Endpoint::prepare(d)
                 .map_err(|e| format!("[audit] ship {}: {e}", d.display_name()))?;
             out.push((d.clone(), ep));
         }
@@ -104,8 +106,8 @@ impl ShipPlan {
         self.dests
             .iter()
             .filter_map(|(_, e)| match e {
-                conn::Endpoint::Datagram(p) => Some(p.clone()),
-                conn::Endpoint::Tcp { .. } => None,
+                endpoint::Endpoint::Datagram(p) => Some(p.clone()),
+                endpoint::Endpoint::Tcp { .. } => None,
             })
             .collect()
     }

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use super::conn::{Conn, Endpoint};
+use super::conn::Conn;
 use super::cursor::CursorFile;
+use super::endpoint::Endpoint;
 use super::frame::{self, Header};
 use super::reader::LogReader;
 use crate::writer::Tap;

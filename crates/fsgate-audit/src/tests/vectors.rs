@@ -13,8 +13,8 @@ use crate::checkpoint::Checkpoint;
 use crate::merkle::{self, CompactRange};
 use crate::note::{self, TreeHead};
 use crate::proof;
-use crate::prune::tombstone_object;
 use crate::record::{self, GENESIS_PREV};
+use crate::tombstone::tombstone_object;
 use crate::{canonical, keys};
 
 const LOG_ID: &str = "00112233445566778899aabbccddeeff";

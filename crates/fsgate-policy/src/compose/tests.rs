@@ -505,7 +505,7 @@ fn chains_follow_relative_paths_and_refuse_cycles_depth_and_missing_files() {
         .unwrap_or_default();
     assert!(e.contains("q.toml") && e.contains("nope.toml"), "{e}");
     // Depth: a chain of MAX_CHAIN + 1 files.
-    for i in 0..=super::MAX_CHAIN {
+    for i in 0..=super::extends::MAX_CHAIN {
         let body = if i == 0 {
             BASE.to_string()
         } else {
@@ -513,7 +513,7 @@ fn chains_follow_relative_paths_and_refuse_cycles_depth_and_missing_files() {
         };
         std::fs::write(d.join(format!("c{i}.toml")), body).expect("c");
     }
-    let last = d.join(format!("c{}.toml", super::MAX_CHAIN));
+    let last = d.join(format!("c{}.toml", super::extends::MAX_CHAIN));
     let e = Policy::load(&last)
         .err()
         .map(|e| e.to_string())

@@ -5,7 +5,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::{Direction, Item, shown};
-use crate::testrun::decide_with_content;
+use crate::full_decision::decide_with_content;
 use crate::{EntryKind, OpClass, Policy};
 use fsgate_base::path::RelPath;
 

@@ -10,7 +10,7 @@ use crate::{OpClass, Policy, Rule};
 fn describe(r: &Rule) -> String {
     let mut s = format!(
         "{} {} on {}",
-        crate::testrun::effect_name(r.effect),
+        crate::full_decision::effect_name(r.effect),
         ops_text(&r.ops),
         r.globs.join(", ")
     );

@@ -1,7 +1,8 @@
 //! Tests of `policy diff`: decisions, and each category of setting.
 
 use super::*;
-use crate::Effect;
+use crate::{Effect, EntryKind};
+use fsgate_base::path::RelPath;
 
 const OLD: &str = r#"version = 1
 [[rule]]

@@ -1,0 +1,233 @@
+//! What a confined agent may reach: [`AgentPlan`], its grants and default system paths,
+//! and the paths no grant may reach.
+
+use std::path::{Path, PathBuf};
+
+/// Read-and-execute paths a confined agent gets by default: the usual system
+/// directories, so interpreters and their libraries load. `/etc` is included because
+/// TLS certificates, DNS and locale settings live there.
+pub const DEFAULT_AGENT_SYSTEM_PATHS: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    // Only what of /etc a program needs to start and resolve names: not /etc/shadow,
+    // not the host's service configuration.
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/alternatives",
+    "/etc/mime.types",
+    "/etc/os-release",
+    "/etc/python3",
+    "/etc/python3.11",
+    "/etc/python3.12",
+    "/opt",
+    "/nix/store",
+    "/proc",
+    "/sys/devices/system/cpu",
+    "/run/systemd/resolve",
+];
+
+/// Device files a confined agent may read and write by default. No terminal: the agent
+/// runs in a session of its own, and `/dev/tty`, `/dev/pts` and `/dev/ptmx` would let it
+/// reach the operator's terminal (TIOCSTI). No `/dev/shm`: it is shared by every process
+/// of the user (other sessions' files included); `[agent] read_write` can grant it.
+pub const DEFAULT_AGENT_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// What a confined agent may do beneath one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentAccess {
+    /// Read files, list directories.
+    Read,
+    /// Read, list and execute.
+    ReadExec,
+    /// Read, list, write, create, remove, truncate (no execute, no device ioctl).
+    ReadWrite,
+}
+
+impl AgentAccess {
+    /// The word used in `--check-sandbox` and the status detail.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentAccess::Read => "read",
+            AgentAccess::ReadExec => "read+exec",
+            AgentAccess::ReadWrite => "read-write",
+        }
+    }
+}
+
+/// One path an agent's ruleset grants, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AgentGrant {
+    /// The path (a missing path is skipped when the ruleset is built).
+    pub path: PathBuf,
+    /// What the agent may do beneath it.
+    pub access: AgentAccess,
+    /// Where the grant comes from, for people: "built-in system paths",
+    /// "agent executable", "[agent] read", ...
+    pub source: String,
+}
+
+/// The agent's TCP network (Landlock ABI 4+).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentNetwork {
+    /// Every TCP connect and bind (the default: agents talk to their model service).
+    #[default]
+    All,
+    /// No TCP at all.
+    None,
+    /// TCP connect to these ports only; no bind.
+    Ports(Vec<u16>),
+}
+
+/// A path the agent must never reach, with its name for messages.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Protected {
+    /// The path.
+    pub path: PathBuf,
+    /// What it is ("workspace", "audit log directory", "policy file", ...).
+    pub label: String,
+}
+
+/// The confinement of an agent process that `fsgate acp --confine-agent` hosts.
+///
+/// The agent gets no file access except its grants, only the environment in `env`, the
+/// TCP `network`, and of pathname Unix sockets only `unix_sockets`. It runs in a session
+/// of its own with no terminal. The workspace is reachable only through the gateway.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentPlan {
+    /// The agent's program as resolved (on PATH), for messages; None if not worked out.
+    pub executable: Option<PathBuf>,
+    /// File system grants, in order of source.
+    pub grants: Vec<AgentGrant>,
+    /// What no grant may reach: inside one, or containing one, is an error.
+    pub protected: Vec<Protected>,
+    /// Directories a grant may lie inside but must not contain or equal (the operator's
+    /// home directory: the agent gets parts of it, never the whole).
+    pub not_whole: Vec<Protected>,
+    /// The agent's whole environment (the command's environment is cleared first).
+    #[serde(skip)]
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// TCP network.
+    pub network: AgentNetwork,
+    /// Pathname Unix sockets the agent may connect to; empty: none.
+    pub unix_sockets: Vec<PathBuf>,
+}
+
+impl AgentPlan {
+    /// Adds a grant.
+    pub fn grant(&mut self, path: impl Into<PathBuf>, access: AgentAccess, source: &str) {
+        self.grants.push(AgentGrant {
+            path: path.into(),
+            access,
+            source: source.to_owned(),
+        });
+    }
+
+    /// The first grant that would let the agent reach a protected path, as an error
+    /// naming both and where the grant came from.
+    pub(crate) fn check_overlap(&self) -> Result<(), crate::SandboxError> {
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        for g in &self.grants {
+            if !g.path.exists() {
+                continue;
+            }
+            let a = canon(&g.path);
+            for prot in &self.protected {
+                let p = canon(&prot.path);
+                if p.starts_with(&a) || a.starts_with(&p) {
+                    return Err(overlap(g, prot));
+                }
+            }
+            for whole in &self.not_whole {
+                if canon(&whole.path).starts_with(&a) {
+                    return Err(overlap(g, whole));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn overlap(g: &AgentGrant, prot: &Protected) -> crate::SandboxError {
+    crate::SandboxError::Overlap {
+        allowed: format!("{} (from {})", g.path.display(), g.source),
+        protected: format!("{} {}", prot.label, prot.path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_with(grant: &Path, ws: &Path, home: &Path) -> AgentPlan {
+        let mut plan = AgentPlan {
+            protected: vec![Protected {
+                path: ws.to_path_buf(),
+                label: "workspace".into(),
+            }],
+            not_whole: vec![Protected {
+                path: home.to_path_buf(),
+                label: "home directory".into(),
+            }],
+            ..Default::default()
+        };
+        plan.grant(grant, AgentAccess::ReadExec, "test");
+        plan
+    }
+
+    #[test]
+    fn agent_plan_refuses_paths_around_the_workspace_and_the_whole_home() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        let ws = home.join("ws");
+        let venv = home.join("venv");
+        for d in [&ws, &venv] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        assert!(plan_with(&venv, &ws, &home).check_overlap().is_ok());
+        // Containing the workspace, inside it, the whole home, or above it: refused.
+        for bad in [tmp.path(), home.as_path(), ws.as_path()] {
+            let err = plan_with(bad, &ws, &home).check_overlap();
+            assert!(
+                matches!(err, Err(crate::SandboxError::Overlap { .. })),
+                "{bad:?}"
+            );
+        }
+        let inside = ws.join("tmp");
+        std::fs::create_dir_all(&inside).expect("mkdir");
+        let msg = plan_with(&inside, &ws, &home)
+            .check_overlap()
+            .expect_err("inside the workspace")
+            .to_string();
+        assert!(
+            msg.contains("from test") && msg.contains("workspace"),
+            "{msg}"
+        );
+    }
+}
