@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs the real protocol peers (Python and TypeScript SDKs)
 # into .peers/, then runs every Rust test (unit, property, integration against the real
-# binary, interop with the peers) and lints and tests every shipped policy.
+# binary, interop with the peers), lints and tests every shipped policy, and builds the
+# crates' documentation with warnings as errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Every peer is required: install-peers.sh installs what is missing or fails, and a test
@@ -20,4 +21,6 @@ cargo test --all-targets --features test-bins --no-fail-fast || failed=1
 BIN="${CARGO_TARGET_DIR:-target}/debug/fsgate"
 "$BIN" policy check policies/*.toml policies/examples/*.toml || failed=1
 "$BIN" policy test policies/*.toml policies/examples/*.toml || failed=1
+# The crates' documentation builds with no broken link and none to a private item.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet || failed=1
 exit "$failed"

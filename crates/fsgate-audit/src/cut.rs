@@ -2,7 +2,7 @@
 //!
 //! Much of a record is text an agent chose: a path, a method or tool name, a session
 //! id, a pattern, an error message quoting them. Written whole, one 2 MiB request
-//! would add 2 MiB to the log. So the record builder ([`super::AuditEvent::body`]) cuts
+//! would add 2 MiB to the log. So the record builder (`super::AuditEvent::body`) cuts
 //! every string longer than [`MAX_WHOLE`] bytes, wherever it is (a record field, or a
 //! string anywhere in `args` or `details`), to its first [`HEAD`] bytes, and says so in
 //! `details.cut`: for each cut string, its JSON Pointer in the record, its length in

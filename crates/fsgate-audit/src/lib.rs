@@ -9,22 +9,22 @@
 //!
 //! # Layout
 //!
-//! - [`config`]: the `[audit]` policy section ([`AuditSettings`]).
+//! - `config`: the `[audit]` policy section ([`AuditSettings`]).
 //! - [`record`]: what the gateway reports per request ([`AuditEvent`]) and how a record
 //!   line is sealed into the chain (`seal`); [`canonical`]: the canonical JSON encoding
-//!   that the hash covers (specified in `audit/FORMAT.md`); [`line`](mod@line): checking
+//!   that the hash covers (specified in `audit/FORMAT.md`); `line`: checking
 //!   one line; [`cut`]: long strings (most of them an agent's) cut to a head, with their
 //!   length and digest in `details.cut`, so that no request can grow a record unboundedly.
-//! - [`writer`]: [`AuditLog`], the writer shared by every request thread: chaining, group
+//! - `writer`: [`AuditLog`], the writer shared by every request thread: chaining, group
 //!   commit (leader/follower, no thread of its own), fail-closed rollback; `io`: its
 //!   files (append, sync, repair, rotation, disk reservation, checkpoint writing).
-//! - [`recover`]: the start-up tail check (torn line, broken chain, checkpoint mismatch).
-//! - [`checkpoint`]: signed head checkpoints and their sinks; [`signed`]: signing and
-//!   checking sidecar objects (checkpoints, tombstones); [`keys`]: Ed25519 key files.
+//! - `recover`: the start-up tail check (torn line, broken chain, checkpoint mismatch).
+//! - `checkpoint`: signed head checkpoints and their sinks; `signed`: signing and
+//!   checking sidecar objects (checkpoints, tombstones); `keys`: Ed25519 key files.
 //! - [`series`]: which files form a log (active, rotated, sidecars) and their names.
 //! - [`ship`]: shipping every record to syslog collectors (`[audit] ship`), and the
 //!   `ship-status` / `import-syslog` commands.
-//! - [`verify`] (with [`report`]), [`show`], [`prune`] (its tombstone line in
+//! - [`verify`] (with `report`), `show`, [`prune`] (its tombstone line in
 //!   `tombstone`): the offline tools behind `fsgate audit ...`; [`cli`]: their clap
 //!   definitions and exit codes.
 //!

@@ -1,6 +1,6 @@
 //! One audit record: what the gateway reports ([`AuditEvent`]) and its body's encoding.
 //! Sealing a record line into the chain is in `seal`, checking a line in
-//! [`super::line`]; both are re-exported here.
+//! `super::line`; both are re-exported here.
 
 use std::sync::Arc;
 

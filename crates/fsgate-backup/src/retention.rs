@@ -108,7 +108,7 @@ impl BackupStore {
     /// touches and for crash leftovers: with `max_age`, every `every` saves but no more
     /// often than once per as many saves as the last pass left versions (it reads every
     /// record, so its cost per save stays bounded however large the store grows); in
-    /// any case once [`SWEEP_INTERVAL`] has passed (and `every` saves). At most one
+    /// any case once `SWEEP_INTERVAL` has passed (and `every` saves). At most one
     /// caller is told it is due.
     pub fn sweep_due(&self, saves: u64, every: u64) -> bool {
         let mut s = self.sweep.lock().unwrap_or_else(|p| p.into_inner());

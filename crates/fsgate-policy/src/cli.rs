@@ -30,6 +30,9 @@ pub const EXIT_INVALID: i32 = 2;
 /// Workspace entries `policy diff --workspace` compares at most, by default.
 const DEFAULT_MAX_PATHS: usize = 200_000;
 
+// These doc comments are `--help` text: `[limits]`, `[audit]`... name policy sections,
+// not links.
+#[allow(rustdoc::broken_intra_doc_links)]
 /// Policy authoring tools.
 #[derive(Debug, clap::Subcommand)]
 pub enum PolicyCommand {

@@ -424,7 +424,7 @@ impl ContentScanner {
     }
 
     /// [`scan`](Self::scan) of a text whose SHA-256 is `digest`: a text found clean at
-    /// `path` before is not scanned again (see [`clean`]).
+    /// `path` before is not scanned again (see `clean`).
     pub fn scan_digested(
         &self,
         path: &RelPath,

@@ -334,7 +334,7 @@ impl AgentSettings {
     }
 
     /// File grants from `read`, `read_write`, `execute`, `home` and `tmpdir`, `~/`
-    /// expanded against `user_home`, each with its source ("[agent] read"). Not
+    /// expanded against `user_home`, each with its source (`"[agent] read"`). Not
     /// `system_paths` (see [`Self::system_paths`]) nor `unix_sockets`.
     pub fn grants(&self, user_home: Option<&Path>) -> Vec<AgentGrant> {
         self.path_entries()

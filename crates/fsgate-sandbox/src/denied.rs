@@ -59,7 +59,7 @@ fn colon_before_denied(line: &str) -> Option<PathBuf> {
 }
 
 /// The denied paths seen so far, shared between the thread relaying the agent's stderr
-/// and the code that reports its exit. Bounded: the first [`MAX_PATHS`] distinct paths.
+/// and the code that reports its exit. Bounded: the first `MAX_PATHS` distinct paths.
 #[derive(Debug, Clone, Default)]
 pub struct Denials(Arc<Mutex<Vec<PathBuf>>>);
 

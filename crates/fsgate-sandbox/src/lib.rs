@@ -8,11 +8,11 @@
 //!
 //! # Layout
 //!
-//! - [`config`]: the `[sandbox]` policy section ([`SandboxSettings`]).
+//! - `config`: the `[sandbox]` policy section ([`SandboxSettings`]).
 //! - [`agent_config`]: the `[agent]` policy section ([`AgentSettings`]): a confined
 //!   agent's own paths, environment, network and Unix sockets.
-//! - [`plan`]: what to allow: [`SandboxPlan`] for the gateway, [`AgentPlan`] for an agent.
-//! - [`status`]: what the kernel enforced ([`SandboxStatus`]), for the log, the
+//! - `plan`: what to allow: [`SandboxPlan`] for the gateway, [`AgentPlan`] for an agent.
+//! - `status`: what the kernel enforced ([`SandboxStatus`]), for the log, the
 //!   `initialize` result's `_meta.fsgate.sandbox` and `serve --check-sandbox`.
 //! - `landlock` (Linux): [`restrict_self`] and [`confine_agent_command`]; elsewhere
 //!   `unsupported`, which reports "not enforced" instead of failing to build.

@@ -56,7 +56,7 @@ fn sync_dir(dir: &Dir) {
 
 impl Workspace {
     /// Atomically replaces (or creates) the file at `real` with `content`; `temp` is the
-    /// name its temporary file has, if it ever has one (see [`super::atomic`]); `may`
+    /// name its temporary file has, if it ever has one (see `super::atomic`); `may`
     /// says what it may replace.
     pub fn write_atomic(
         &self,

@@ -2,18 +2,18 @@
 //!
 //! # Layout
 //!
-//! - [`config`]: the policy's `ship = [...]` entries ([`ShipDestination`]).
-//! - [`frame`]: the syslog messages: RFC 5424 with octet counting (RFC 6587) on TCP and
+//! - `config`: the policy's `ship = [...]` entries ([`ShipDestination`]).
+//! - `frame`: the syslog messages: RFC 5424 with octet counting (RFC 6587) on TCP and
 //!   TLS, the `syslog(3)` format on a local socket; the record line is the MSG, byte
 //!   for byte.
-//! - [`reader`]: reads records back from the log files (the spool), rotated ones too.
+//! - `reader`: reads records back from the log files (the spool), rotated ones too.
 //! - [`cursor`]: the `.NAME.ship` file beside the log: the last seq delivered per
 //!   destination, and the state `fsgate audit ship-status` shows.
 //! - `endpoint`: where and how to connect (TCP, TLS with rustls, datagram), prepared
 //!   before confinement; `conn`: an open connection; `worker`: one thread per
 //!   destination.
-//! - [`status`] and [`import`]: `fsgate audit ship-status` and `fsgate audit
-//!   import-syslog`; [`cli`]: their arguments.
+//! - `status` and `import`: `fsgate audit ship-status` and `fsgate audit
+//!   import-syslog`; `cli`: their arguments.
 //!
 //! # Threads and Landlock
 //!

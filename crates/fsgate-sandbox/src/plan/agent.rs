@@ -87,7 +87,7 @@ pub struct AgentGrant {
     /// What the agent may do beneath it.
     pub access: AgentAccess,
     /// Where the grant comes from, for people: "built-in system paths",
-    /// "agent executable", "[agent] read", ...
+    /// "agent executable", `"[agent] read"`, ...
     pub source: String,
 }
 
