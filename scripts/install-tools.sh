@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # System tools the tests use: strace (kills the gateway at an exact syscall, to test
-# crash recovery) and chattr from e2fsprogs (makes the audit log immutable); ripgrep and
+# crash recovery), chattr from e2fsprogs (makes the audit log immutable), a C++ compiler
+# (libFuzzer, for checking the fuzz targets compile); ripgrep and
 # fd, which the benchmark compares searches and globs with (scripts/bench.sh installs
 # them itself when missing). Installed with apt-get when missing; a machine without
 # them fails those tests rather than skipping them.
@@ -8,6 +9,8 @@ set -euo pipefail
 missing=()
 command -v strace >/dev/null 2>&1 || missing+=(strace)
 command -v chattr >/dev/null 2>&1 || missing+=(e2fsprogs)
+# A C++ compiler: the fuzz targets' libFuzzer is built from source, even to check them.
+command -v c++ >/dev/null 2>&1 || missing+=(g++)
 command -v rg >/dev/null 2>&1 || missing+=(ripgrep)
 # Debian's fd-find installs the binary as `fdfind`.
 command -v fd >/dev/null 2>&1 || command -v fdfind >/dev/null 2>&1 || missing+=(fd-find)

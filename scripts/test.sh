@@ -2,7 +2,7 @@
 # The whole test suite: installs the real protocol peers (Python and TypeScript SDKs)
 # into .peers/, then runs every Rust test (unit, property, integration against the real
 # binary, interop with the peers), lints and tests every shipped policy, and builds the
-# crates' documentation with warnings as errors.
+# crates' documentation with warnings as errors, and checks that the fuzz targets compile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Every peer is required: install-peers.sh installs what is missing or fails, and a test
@@ -23,4 +23,6 @@ BIN="${CARGO_TARGET_DIR:-target}/debug/fsgate"
 "$BIN" policy test policies/*.toml policies/examples/*.toml || failed=1
 # The crates' documentation builds with no broken link and none to a private item.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet || failed=1
+# The fuzz targets, a crate of their own outside the workspace, still compile against it.
+cargo check --manifest-path fuzz/Cargo.toml --bins --quiet || failed=1
 exit "$failed"

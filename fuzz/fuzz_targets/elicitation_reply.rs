@@ -17,7 +17,7 @@ use serde_json::Value;
 
 fn question() -> Question {
     Question {
-        op: "write_text_file",
+        op: fsgate::ops::OpId::Write,
         class: "write".into(),
         path: "notes/a.txt".into(),
         abs_path: PathBuf::from("/ws/notes/a.txt"),

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 fn question(path: &str) -> Question {
     Question {
-        op: "write_text_file",
+        op: fsgate::ops::OpId::Write,
         class: "write".into(),
         path: path.into(),
         abs_path: PathBuf::from("/ws").join(path.trim_start_matches('/')),
