@@ -18,7 +18,7 @@ use crate::outbox::{Outbox, Queued};
 use crate::stdio::{self, Sink};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::Gateway;
-use fsgate_gateway::ops::{Op, Output, PathStyle, RequestCtx};
+use fsgate_gateway::ops::{Op, OpId, Output, PathStyle, RequestCtx};
 use fsgate_gateway::{Batch, Lease, Request};
 use fsgate_policy::OpClass;
 
@@ -116,11 +116,41 @@ pub fn is_fs_method(method: &str) -> bool {
     method.starts_with("fs/") || method.starts_with("_fsgate/")
 }
 
+/// The ACP method that serves `op`, if ACP offers it (a `tree` it does not).
+pub fn method_of(op: OpId) -> Option<&'static str> {
+    Some(match op {
+        OpId::ReadText => "fs/read_text_file",
+        OpId::Write => "fs/write_text_file",
+        OpId::ReadFile => "_fsgate/read_file",
+        OpId::Edit => "_fsgate/edit_text_file",
+        OpId::Ls => "_fsgate/ls",
+        OpId::Stat => "_fsgate/stat",
+        OpId::Glob => "_fsgate/glob",
+        OpId::Grep => "_fsgate/grep",
+        OpId::Mkdir => "_fsgate/mkdir",
+        OpId::Rm => "_fsgate/rm",
+        OpId::Rename => "_fsgate/rename",
+        OpId::Tree => return None,
+    })
+}
+
 /// Translates an ACP file-system request into an [`Op`]; `Ok(None)` if the method is
 /// not one of them.
 pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
-    let op = match method {
-        "fs/read_text_file" => {
+    let offered = OpId::ALL.iter().copied();
+    match offered
+        .into_iter()
+        .find(|&op| method_of(op) == Some(method))
+    {
+        Some(op) => decode(op, method, params).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The params of `method`, the method of `op`, as that operation.
+fn decode(op: OpId, method: &str, params: Value) -> Result<Op, GatewayError> {
+    Ok(match op {
+        OpId::ReadText => {
             let p: ReadParams = parse(method, params)?;
             Op::ReadText {
                 path: p.path,
@@ -128,18 +158,17 @@ pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
                 limit: p.limit,
             }
         }
-        "fs/write_text_file" => {
+        OpId::Write => {
             let p: WriteParams = parse(method, params)?;
             Op::WriteText {
                 path: p.path,
                 content: p.content,
             }
         }
-        "_fsgate/read_file" => {
-            let p: PathParams = parse(method, params)?;
-            Op::ReadFile { path: p.path }
-        }
-        "_fsgate/edit_text_file" => {
+        OpId::ReadFile => Op::ReadFile {
+            path: parse::<PathParams>(method, params)?.path,
+        },
+        OpId::Edit => {
             let p: EditParams = parse(method, params)?;
             Op::Edit {
                 path: p.path,
@@ -147,20 +176,20 @@ pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
                 new_text: p.new_text,
             }
         }
-        "_fsgate/ls" => {
+        OpId::Ls => {
             let p: LsParams = parse(method, params)?;
             Op::Ls {
                 path: p.path,
                 cursor: p.cursor,
             }
         }
-        "_fsgate/stat" => Op::Stat {
+        OpId::Stat => Op::Stat {
             path: parse::<PathParams>(method, params)?.path,
         },
-        "_fsgate/glob" => Op::Glob {
+        OpId::Glob => Op::Glob {
             pattern: parse::<GlobParams>(method, params)?.pattern,
         },
-        "_fsgate/grep" => {
+        OpId::Grep => {
             let p: GrepParams = parse(method, params)?;
             Op::Grep {
                 pattern: p.pattern,
@@ -170,30 +199,34 @@ pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
                 max_results: p.max_results,
             }
         }
-        "_fsgate/mkdir" => {
+        OpId::Mkdir => {
             let p: RecursiveParams = parse(method, params)?;
             Op::Mkdir {
                 path: p.path,
                 recursive: p.recursive.unwrap_or(false),
             }
         }
-        "_fsgate/rm" => {
+        OpId::Rm => {
             let p: RecursiveParams = parse(method, params)?;
             Op::Rm {
                 path: p.path,
                 recursive: p.recursive.unwrap_or(false),
             }
         }
-        "_fsgate/rename" => {
+        OpId::Rename => {
             let p: RenameParams = parse(method, params)?;
             Op::Rename {
                 from: p.old_path,
                 to: p.new_path,
             }
         }
-        _ => return Ok(None),
-    };
-    Ok(Some(op))
+        // Not offered (see `method_of`): no method reaches here for it.
+        OpId::Tree => {
+            return Err(GatewayError::InvalidParams(format!(
+                "{method}: not an ACP method"
+            )));
+        }
+    })
 }
 
 /// The session id a request names, if any.
@@ -672,6 +705,29 @@ pub async fn write_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each method ACP offers names one operation, and a request of that method decodes
+    /// to it.
+    #[test]
+    fn every_method_decodes_to_the_operation_it_names() {
+        let offered: Vec<(OpId, &str)> = OpId::ALL
+            .iter()
+            .filter_map(|&id| method_of(id).map(|m| (id, m)))
+            .collect();
+        assert_eq!(offered.len(), 11, "{offered:?}");
+        let params = json!({"path": "/w/a", "content": "x", "oldText": "a", "newText": "b",
+            "pattern": "x", "oldPath": "/w/a", "newPath": "/w/b"});
+        for &(id, method) in &offered {
+            let op = to_op(method, params.clone()).ok().flatten();
+            assert_eq!(op.map(|o| o.id()), Some(id), "{method}");
+            assert_eq!(
+                offered.iter().filter(|(_, m)| *m == method).count(),
+                1,
+                "{method}"
+            );
+        }
+        assert!(matches!(to_op("fs/unknown", params), Ok(None)));
+    }
     use std::time::Duration;
     use tokio::io::AsyncWriteExt;
 

@@ -10,7 +10,7 @@ use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ask::Answer;
 use fsgate_gateway::ops::format_permissions;
-use fsgate_gateway::ops::{Encoding, Op, Output, PathStyle};
+use fsgate_gateway::ops::{Encoding, Op, OpId, Output, PathStyle};
 use fsgate_gateway::watch::{Change, ChangeKind};
 
 /// The one channel this server speaks.
@@ -276,40 +276,70 @@ fn to_incoming(head: &Head, f: &Fields<'_>) -> Result<Option<Incoming>, GatewayE
     Ok(Some(incoming))
 }
 
+/// The channel's message type that asks for `op`, if the channel offers it.
+pub(crate) fn type_of(op: OpId) -> Option<&'static str> {
+    Some(match op {
+        OpId::Ls => "list",
+        OpId::ReadFile => "read",
+        OpId::Write => "write",
+        OpId::Mkdir => "mkdir",
+        OpId::Rm => "delete",
+        OpId::Rename => "rename",
+        OpId::Stat => "stat",
+        OpId::ReadText | OpId::Edit | OpId::Tree | OpId::Glob | OpId::Grep => return None,
+    })
+}
+
 /// A request's operation, and whether a read asked for base64; None for a type no one
 /// serves.
 fn op_of(head: &Head, f: &Fields<'_>) -> Result<Option<(Op, bool)>, GatewayError> {
-    let mut base64 = false;
-    let op = match head.kind.as_str() {
-        "list" => list_op(f)?,
-        "read" => {
-            base64 = f.base64()?;
-            Op::ReadFile {
-                path: f.required("path")?,
-            }
-        }
-        "write" => write_op(f)?,
-        "mkdir" => Op::Mkdir {
-            path: f.required("path")?,
-            recursive: f.flag("recursive")?,
-        },
-        "delete" => Op::Rm {
-            path: f.required("path")?,
-            recursive: f.flag("recursive")?,
-        },
-        "rename" => Op::Rename {
-            from: f.required("oldPath")?,
-            to: f.required("newPath")?,
-        },
-        "stat" => Op::Stat {
-            path: f.required("path")?,
-        },
-        _ => return Ok(None),
+    let kind = head.kind.as_str();
+    let Some(id) = OpId::ALL
+        .iter()
+        .copied()
+        .find(|&op| type_of(op) == Some(kind))
+    else {
+        return Ok(None);
     };
+    let base64 = id == OpId::ReadFile && f.base64()?;
+    let op = decode(id, f)?;
     if head.request_id.is_none() {
         return Err(GatewayError::InvalidParams("missing \"requestId\"".into()));
     }
     Ok(Some((op, base64)))
+}
+
+/// A request's fields as `op`, the operation its type names.
+fn decode(op: OpId, f: &Fields<'_>) -> Result<Op, GatewayError> {
+    Ok(match op {
+        OpId::Ls => list_op(f)?,
+        OpId::ReadFile => Op::ReadFile {
+            path: f.required("path")?,
+        },
+        OpId::Write => write_op(f)?,
+        OpId::Mkdir => Op::Mkdir {
+            path: f.required("path")?,
+            recursive: f.flag("recursive")?,
+        },
+        OpId::Rm => Op::Rm {
+            path: f.required("path")?,
+            recursive: f.flag("recursive")?,
+        },
+        OpId::Rename => Op::Rename {
+            from: f.required("oldPath")?,
+            to: f.required("newPath")?,
+        },
+        OpId::Stat => Op::Stat {
+            path: f.required("path")?,
+        },
+        // Not offered (see `type_of`): no message reaches here for them.
+        OpId::ReadText | OpId::Edit | OpId::Tree | OpId::Glob | OpId::Grep => {
+            return Err(GatewayError::InvalidParams(format!(
+                "{} is not a message type of this channel",
+                op.name()
+            )));
+        }
+    })
 }
 
 /// A `list` request: one directory's page (a recursive listing is refused).
@@ -650,6 +680,29 @@ mod tests {
             Err(other) => panic!("expected an error, got {other:?}"),
         };
         (v["errorInfo"]["code"].as_i64().unwrap_or(0), v)
+    }
+
+    /// Each message type the channel offers names one operation, and a request of that
+    /// type decodes to it.
+    #[test]
+    fn every_type_decodes_to_the_operation_it_names() {
+        let offered: Vec<(OpId, &str)> = OpId::ALL
+            .iter()
+            .filter_map(|&id| type_of(id).map(|t| (id, t)))
+            .collect();
+        assert_eq!(offered.len(), 7, "{offered:?}");
+        for &(id, kind) in &offered {
+            let text = json!({"channel": "files", "type": kind, "requestId": 1,
+                "path": "/a", "content": "x", "oldPath": "/a", "newPath": "/b"})
+            .to_string();
+            let (_, op, _) = op(&text);
+            assert_eq!(op.id(), id, "{kind}");
+            assert_eq!(
+                offered.iter().filter(|(_, k)| *k == kind).count(),
+                1,
+                "{kind}"
+            );
+        }
     }
 
     /// The fix for the fuzz crash above lives in the build, not in code: test builds

@@ -170,14 +170,29 @@ pub enum Op {
     },
 }
 
-/// Which operation a request is, without its arguments. Every question about an
-/// operation's kind is answered by one `match` on this enum, so a new operation is
-/// listed by the compiler everywhere it must be decided.
-///
-/// (`Default` only so that a request's [`crate::Facts`] can start empty; `Facts::new`
-/// sets the request's own.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OpId {
+/// Declares [`OpId`] and [`OpId::ALL`] from one list, so that the two cannot disagree.
+macro_rules! op_ids {
+    ($($(#[$doc:meta])* $variant:ident,)*) => {
+        /// Which operation a request is, without its arguments. Every question about an
+        /// operation's kind is answered by one `match` on this enum, so a new operation is
+        /// listed by the compiler everywhere it must be decided (each door's decoder too).
+        ///
+        /// (`Default` only so that a request's [`crate::Facts`] can start empty;
+        /// `Facts::new` sets the request's own.)
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        pub enum OpId {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl OpId {
+            /// Every operation, in declaration order: what a door searches to decode a
+            /// method name it has mapped each operation to.
+            pub const ALL: &'static [OpId] = &[$(OpId::$variant,)*];
+        }
+    };
+}
+
+op_ids! {
     /// [`Op::ReadText`]: `read_text.rs`.
     #[default]
     ReadText,
