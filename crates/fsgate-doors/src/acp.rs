@@ -137,9 +137,9 @@ pub fn method_of(op: OpId) -> Option<&'static str> {
 /// Translates an ACP file-system request into an [`Op`]; `Ok(None)` if the method is
 /// not one of them.
 pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
-    let offered = OpId::ALL.iter().copied();
-    match offered
-        .into_iter()
+    match OpId::ALL
+        .iter()
+        .copied()
         .find(|&op| method_of(op) == Some(method))
     {
         Some(op) => decode(op, method, params).map(Some),
