@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use super::canonical;
 use super::merkle::CompactRange;
 use super::note::{self, SignedNote, TreeHead};
-use super::signed::sign_object;
+use super::signed::{self, sign_object};
 pub(crate) use sink::Sink;
 
 /// One checkpoint: the head of the chain at a moment.
@@ -123,33 +123,14 @@ impl Checkpoint {
 
     /// Parses one checkpoint line.
     pub(crate) fn parse(line: &str) -> Result<Self, String> {
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
-        let Value::Object(obj) = v else {
-            return Err("not an object".into());
-        };
-        for k in obj.keys() {
-            if !matches!(
-                k.as_str(),
-                "type"
-                    | "v"
-                    | "log"
-                    | "seq"
-                    | "hash"
-                    | "ts"
-                    | "kind"
-                    | "key"
-                    | "sig"
-                    | "root"
-                    | "frontier"
-                    | "note"
-            ) {
-                return Err(format!("unknown field {k}"));
-            }
-        }
+        let obj = signed::parse_object(
+            line,
+            "checkpoint",
+            &[
+                "log", "seq", "hash", "ts", "kind", "key", "sig", "root", "frontier", "note",
+            ],
+        )?;
         let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
-        if s("type").as_deref() != Some("checkpoint") || obj.get("v") != Some(&json!(1)) {
-            return Err("not a version 1 checkpoint".into());
-        }
         let seq = obj
             .get("seq")
             .and_then(Value::as_u64)

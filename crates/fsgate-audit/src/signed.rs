@@ -19,6 +19,31 @@ pub(crate) enum SigStatus {
     Invalid(String),
 }
 
+/// One line of a signed sidecar object: a JSON object whose `type` is `kind`, whose `v`
+/// is 1, and with no key but those two and `keys` (what is not understood is refused,
+/// never skipped: a signature must cover everything the reader acts on).
+pub(crate) fn parse_object(
+    line: &str,
+    kind: &str,
+    keys: &[&str],
+) -> Result<Map<String, Value>, String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    let Value::Object(obj) = v else {
+        return Err("not an object".into());
+    };
+    if let Some(k) = obj
+        .keys()
+        .find(|k| !matches!(k.as_str(), "type" | "v") && !keys.contains(&k.as_str()))
+    {
+        return Err(format!("unknown field {k}"));
+    }
+    let typed = obj.get("type").and_then(Value::as_str) == Some(kind);
+    if !typed || obj.get("v") != Some(&Value::from(1)) {
+        return Err(format!("not a version 1 {kind}"));
+    }
+    Ok(obj)
+}
+
 /// Adds `key` and `sig` to `obj`: `sig` signs the canonical bytes of the object with
 /// `key` set and `sig` absent.
 pub(crate) fn sign_object(obj: &mut Map<String, Value>, key: &SigningKey) {
@@ -68,5 +93,44 @@ pub(crate) fn check_signature(
     match pinned {
         Some(_) => SigStatus::ValidPinned,
         None => SigStatus::ValidUnpinned(key_hex.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_object;
+
+    /// A sidecar line is taken only whole: its type, its version, and no key it does not
+    /// know.
+    #[test]
+    fn a_sidecar_line_with_an_unknown_key_another_type_or_version_is_refused() {
+        let keys = ["log", "sig"];
+        let ok = r#"{"type":"tombstone","v":1,"log":"a","sig":"x"}"#;
+        assert!(parse_object(ok, "tombstone", &keys).is_ok());
+        let refused = [
+            (
+                r#"{"type":"tombstone","v":1,"extra":0}"#,
+                "unknown field extra",
+            ),
+            (
+                r#"{"type":"checkpoint","v":1}"#,
+                "not a version 1 tombstone",
+            ),
+            (r#"{"type":"tombstone","v":2}"#, "not a version 1 tombstone"),
+            (
+                r#"{"type":"tombstone","v":1.0}"#,
+                "not a version 1 tombstone",
+            ),
+            (r#"{"v":1}"#, "not a version 1 tombstone"),
+            ("[1]", "not an object"),
+        ];
+        for (line, why) in refused {
+            assert_eq!(
+                parse_object(line, "tombstone", &keys).err().as_deref(),
+                Some(why),
+                "{line}"
+            );
+        }
+        assert!(parse_object("{", "tombstone", &keys).is_err_and(|e| e.starts_with("not JSON")));
     }
 }

@@ -4,7 +4,7 @@
 use ed25519_dalek::SigningKey;
 use serde_json::{Map, Value, json};
 
-use super::signed::sign_object;
+use super::signed::{self, sign_object};
 use super::{canonical, record};
 
 /// A tombstone: records `first_seq..=last_seq` were removed on purpose.
@@ -29,33 +29,23 @@ pub struct Tombstone {
 impl Tombstone {
     /// Parses one tombstone line.
     pub fn parse(line: &str) -> Result<Self, String> {
-        let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
-        let Value::Object(obj) = v else {
-            return Err("not an object".into());
-        };
-        for k in obj.keys() {
-            if !matches!(
-                k.as_str(),
-                "type"
-                    | "v"
-                    | "log"
-                    | "first_seq"
-                    | "last_seq"
-                    | "last_hash"
-                    | "ts"
-                    | "before"
-                    | "files"
-                    | "key"
-                    | "sig"
-            ) {
-                return Err(format!("unknown field {k}"));
-            }
-        }
+        let obj = signed::parse_object(
+            line,
+            "tombstone",
+            &[
+                "log",
+                "first_seq",
+                "last_seq",
+                "last_hash",
+                "ts",
+                "before",
+                "files",
+                "key",
+                "sig",
+            ],
+        )?;
         let s = |k: &str| obj.get(k).and_then(Value::as_str).map(str::to_owned);
         let n = |k: &str| obj.get(k).and_then(Value::as_u64);
-        if s("type").as_deref() != Some("tombstone") || obj.get("v") != Some(&json!(1)) {
-            return Err("not a version 1 tombstone".into());
-        }
         let last_hash = s("last_hash").ok_or("last_hash missing")?;
         if record::decode_hash(&last_hash).is_none() {
             return Err("last_hash is not 64 lowercase hex digits".into());
