@@ -103,6 +103,8 @@ mod mcp_http;
 mod mcp_mrtr;
 // MCP: exactly one audit record per message, whoever answers it.
 mod mcp_records;
+// MCP: every tool call takes one path, answered in its era, its _meta checked first.
+mod mcp_calls;
 // MCP on stdio: peak RSS while a client pipelines reads and stops reading.
 mod mcp_memory;
 // An idle gateway: at most 3 threads, none of them woken while nothing happens.

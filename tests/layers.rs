@@ -186,3 +186,35 @@ fn the_name_scan_finds_matches_not_mentions() {
     assert!(matches_a_record_name(r#"if op == "read_file" {"#).is_some());
     assert!(matches_a_record_name(r#"    OpId::ReadText => "read_text_file","#).is_none());
 }
+
+/// Every MCP tool call takes one path: the SDK's handler has no `call_tool` (the input
+/// pump hands the SDK no `tools/call`), and only that path (`mcp/direct.rs`) runs a
+/// tool (the fuzz entry points aside, which are no part of `fsgate`).
+#[test]
+fn mcp_tool_calls_take_one_path() {
+    let mut files = Vec::new();
+    sources(&doors_src().join("mcp"), &mut files);
+    assert!(files.len() > 15, "the MCP sources were not found");
+    let mut runners = Vec::new();
+    for file in &files {
+        if file.file_name().is_some_and(|n| n == "fuzz.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read");
+        for (n, line) in non_test_lines(&text) {
+            let code = line.split("//").next().unwrap_or_default();
+            let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            assert!(
+                !code.contains("fn call_tool("),
+                "{}:{n}: a second tool-call path: {}",
+                file.display(),
+                line.trim()
+            );
+            if code.contains("tools::call_answer(") {
+                runners.push(format!("{name}:{n}"));
+            }
+        }
+    }
+    assert_eq!(runners.len(), 1, "tools run from: {runners:?}");
+    assert!(runners[0].starts_with("direct.rs:"), "{runners:?}");
+}

@@ -1,7 +1,8 @@
 //! The MCP door's input: the fuzzer's bytes through the line guard (a small limit, so
 //! oversized lines are cut and stood in for), each line classified by the input pump,
-//! and each `tools/call` request run through a real gateway on a temp workspace (the
-//! built-in default policy or a permissive one), with the tools' own argument parsing.
+//! and each `tools/call` request read as the door reads it (its era, the SDK's checks of
+//! its `_meta`) and run through a real gateway on a temp workspace (the built-in default
+//! policy or a permissive one), with the tools' own argument parsing.
 //! No panic; a cut line never reaches the SDK whole.
 #![no_main]
 
@@ -10,7 +11,6 @@ mod common;
 use fsgate::ops::{PathStyle, RequestCtx};
 use fsgate::transport::mcp::fuzz;
 use libfuzzer_sys::fuzz_target;
-use serde_json::Value;
 
 /// Line limit for the guard (the real one is the policy's, 24 MiB by default).
 const MAX_LINE: usize = 1024;
@@ -37,25 +37,15 @@ fuzz_target!(|data: &[u8]| {
             line.len()
         );
         assert!(line.len() <= MAX_LINE || line.ends_with(b"\0") || stand_in);
-        let (_what, request) = fuzz::classify_line(line);
-        let Some((_key, method)) = request else {
-            continue;
-        };
-        if method != "tools/call" {
-            continue;
-        }
-        let Ok(msg) = serde_json::from_slice::<Value>(line) else {
-            continue;
-        };
-        let Some(name) = msg["params"]["name"].as_str() else {
-            continue;
-        };
-        let args = match &msg["params"]["arguments"] {
-            Value::Object(m) => m.clone(),
-            _ => serde_json::Map::new(),
-        };
-        if let Some(result) = fuzz::call_tool(gws.pick(n), &ctx, name, args) {
-            assert!(result["content"].is_array(), "{result}");
+        let (_what, _request) = fuzz::classify_line(line);
+        // A tools/call as the door takes it: read once (its era, its _meta checked),
+        // then run; a refusal is a JSON-RPC error with a message.
+        match fuzz::call_line(gws.pick(n), &ctx, line) {
+            None => {}
+            Some(Ok(result)) => assert!(result["content"].is_array(), "{result}"),
+            Some(Err((code, message))) => {
+                assert!(code < 0 && !message.is_empty(), "{code} {message}")
+            }
         }
     }
 });

@@ -28,9 +28,10 @@
 //! Not yet so: an MCP tool call is no single operation (the reference tools in
 //! `mcp/compat/` compose several: an edit reads, then writes), so MCP is not behind
 //! [`door::Door`]: its tools (`mcp/tools.rs`) decode their arguments and render their
-//! results themselves, and serve each operation through the same gateway entry. MCP
-//! tool calls take two ways in (the SDK's, and `mcp/direct.rs` for plain calls), which
-//! share `mcp/tools.rs`.
+//! results themselves, and serve each operation through the same gateway entry. Every
+//! MCP tool call takes one path: the input pump reads it (`mcp/call.rs`, with the SDK's
+//! own checks of a stateless request's `_meta`) and `mcp/direct.rs` runs it and writes
+//! its answer; the SDK never sees a `tools/call`.
 //!
 //! [`Gateway::record_for`]: fsgate_gateway::Gateway::record_for
 

@@ -1,6 +1,7 @@
-//! Tool calls answered beside the SDK, once the session is initialized: the pump hands a
-//! plain `tools/call` (a name and arguments, nothing else) here instead of to the SDK,
-//! which saves two pipe hops, a task and a parse and encoding per call.
+//! The one path of every tool call: the pump reads a `tools/call` (see `call`) and
+//! hands it here, never to the SDK, which saves two pipe hops, a task and a parse and
+//! encoding per call; this path runs it and writes its answer, as the SDK would have
+//! encoded it for the call's protocol era.
 //!
 //! Quick read-only tools run on the connection's batch thread ([`crate::batch`]):
 //! a batch shares one sync of the audit log and one write to the client, which that
@@ -17,19 +18,21 @@ use std::io::{self, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, JsonObject};
-use serde::Deserialize;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResponse, InputRequiredResult, ServerResult};
+use serde::Serialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc};
 
+use super::call::Call;
 use super::catalog::ToolId;
 use super::flow::{Flow, Pending};
+use super::mrtr;
 use super::render::{self, ToolError};
 use super::too_big;
 use super::tools::{self, Answer};
 use crate::batch::{self, Batched};
 use crate::stdio::Sink;
 use fsgate_base::error::GatewayError;
-use fsgate_gateway::ops::RequestCtx;
 use fsgate_gateway::{
     Batch, Gateway, Lease, escape_json_bytes_into, escape_json_into, json_text_len,
 };
@@ -101,40 +104,23 @@ enum Encoded {
     Text(usize, Streamed),
 }
 
-/// A `tools/call` the direct path takes.
+/// A `tools/call` to run.
 pub(super) struct Job {
     key: String,
     /// Set by [`Door::submit`]: which request under `key` this is.
     serial: u64,
-    tool: ToolId,
-    args: JsonObject,
+    call: Call,
 }
 
-/// The params this path understands; anything more (`_meta`, task fields) goes to the SDK.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CallParams {
-    name: String,
-    #[serde(default)]
-    arguments: Option<JsonObject>,
-}
-
-#[derive(Deserialize)]
-struct CallMessage {
-    params: CallParams,
-}
-
-/// The job for a `tools/call` line with id `key`, if this path takes it (a known tool,
-/// arguments an object or absent, no other params).
-pub(super) fn job(key: &str, line: &[u8]) -> Option<Job> {
-    let msg: CallMessage = serde_json::from_slice(line).ok()?;
-    let tool = ToolId::from_name(&msg.params.name)?;
-    Some(Job {
-        key: key.to_string(),
-        serial: 0,
-        tool,
-        args: msg.params.arguments.unwrap_or_default(),
-    })
+impl Job {
+    /// The job of `call`, the request with id `key`.
+    pub(super) fn new(key: String, call: Call) -> Job {
+        Job {
+            key,
+            serial: 0,
+            call,
+        }
+    }
 }
 
 /// Whether `tool` is quick and read-only: it may run in a batch.
@@ -158,15 +144,28 @@ fn batched(tool: ToolId) -> bool {
 pub(super) struct Done {
     key: String,
     serial: u64,
-    result: Answer,
+    reply: Reply,
     leases: Vec<Lease>,
+    /// The call's era is 2026-07-28 or later (see `call::Era`).
+    modern: bool,
+}
+
+/// What a call that ran answers.
+enum Reply {
+    /// The tool's result.
+    Tool(Answer),
+    /// The question a stateless round met (see `mrtr`).
+    Input(InputRequiredResult),
+    /// A JSON-RPC error.
+    Error(McpError),
 }
 
 /// The direct path of one connection.
 pub(super) struct Direct {
     gw: Arc<Gateway>,
-    ctx: Arc<RequestCtx>,
     flow: Arc<Flow>,
+    /// Signs the `requestState` of a stateless round's question.
+    states: Option<Arc<mrtr::States>>,
     max: usize,
     /// Bounds the calls running on the blocking pool at once.
     slots: Arc<Semaphore>,
@@ -193,15 +192,15 @@ impl Direct {
     /// the calls queued are answered). Call inside the runtime.
     pub(super) fn start(
         gw: Arc<Gateway>,
-        ctx: Arc<RequestCtx>,
+        states: Option<Arc<mrtr::States>>,
         flow: Arc<Flow>,
         (max, slots): (usize, Arc<Semaphore>),
         (sink, answers): (Arc<Sink>, mpsc::Sender<Outgoing>),
     ) -> std::io::Result<Door> {
         let direct = Arc::new(Direct {
             gw,
-            ctx,
             flow,
+            states,
             max,
             slots,
             writes: Arc::new(Semaphore::new(WRITES_IN_FLIGHT)),
@@ -233,18 +232,21 @@ impl Batched for Direct {
         for Done {
             key,
             serial,
-            result,
+            reply,
             leases,
+            modern,
         } in done
         {
-            let (result, leases) = match &settled {
-                Ok(()) => (result, leases),
+            let (reply, leases) = match &settled {
+                Ok(()) => (reply, leases),
                 Err(e) => (
-                    Answer::Result(render::error(&ToolError::Gateway(e.clone()))),
+                    Reply::Tool(Answer::Result(render::error(&ToolError::Gateway(
+                        e.clone(),
+                    )))),
                     Vec::new(),
                 ),
             };
-            let encoded = encode_fitted(self.max, &key, result);
+            let encoded = encode_fitted(self.max, &key, reply, modern);
             let len = match &encoded {
                 Encoded::Bytes(b) => b.len(),
                 Encoded::Text(len, _) => *len,
@@ -315,11 +317,11 @@ impl Door {
     /// nothing to batch it with), without waking the batch thread.
     pub(super) async fn submit(&self, mut job: Job, serial: u64, alone: bool) {
         job.serial = serial;
-        if batched(job.tool) && !self.direct.gw.policy().has_ask_rules() {
+        if batched(job.call.tool) && !self.direct.gw.policy().has_ask_rules() {
             // Not while the client's roots are awaited: the call would wait for an answer
             // that only this (blocked) pump can read. Only the pump makes them awaited
             // again once they are settled (see `roots`).
-            let settled = || self.direct.ctx.scope.settled(Duration::ZERO).is_ok();
+            let settled = || job.call.ctx.scope.settled(Duration::ZERO).is_ok();
             if alone && self.batch.may_run_here(&self.direct.gw) && settled() {
                 // block_in_place: the runtime's other tasks move to another thread.
                 let direct = &*self.direct;
@@ -330,9 +332,9 @@ impl Door {
             return;
         }
         // Reads sent after a change wait until it has run.
-        let change = job.tool.changes().then(|| self.batch.change());
+        let change = job.call.tool.changes().then(|| self.batch.change());
         let direct = Arc::clone(&self.direct);
-        let slots = if matches!(job.tool, ToolId::WriteFile | ToolId::WriteTextFile) {
+        let slots = if matches!(job.call.tool, ToolId::WriteFile | ToolId::WriteTextFile) {
             Arc::clone(&direct.writes)
         } else {
             Arc::clone(&direct.slots)
@@ -360,20 +362,41 @@ impl Direct {
         if !self.flow.claim_serial(&job.key, job.serial) {
             return None;
         }
-        let (gw, ctx) = (&*self.gw, &*self.ctx);
+        let Call {
+            tool,
+            args,
+            ctx,
+            era,
+        } = job.call;
+        let gw = &*self.gw;
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tools::call_answer(gw, ctx, batch, job.tool, job.args)
+            tools::call_answer(gw, &ctx, batch, tool, args)
         }));
         let (result, leases) = ran.unwrap_or_else(|_| {
-            tracing::error!(tool = job.tool.name(), "tool call panicked");
+            tracing::error!(tool = tool.name(), "tool call panicked");
             let e = ToolError::Failed("internal error: the tool call failed".into());
             (Answer::Result(render::error(&e)), Vec::new())
         });
+        let ttl = gw.policy().ask_timeout();
+        let asked = era
+            .round
+            .zip(self.states.as_ref())
+            .and_then(|(r, states)| r.input_required(states, ttl));
+        let reply = match asked {
+            // The question instead of the refusal its first round made.
+            Some(ir) if era.modern => Reply::Input(ir),
+            Some(_) => Reply::Error(McpError::invalid_request(
+                "InputRequiredResult requires negotiated protocol version 2026-07-28 or newer",
+                None,
+            )),
+            None => Reply::Tool(result),
+        };
         Some(Done {
             key: job.key,
             serial: job.serial,
-            result,
+            reply,
             leases,
+            modern: era.modern,
         })
     }
 }
@@ -417,33 +440,51 @@ const STREAM_PIECE: usize = 256 * 1024;
 
 /// The JSON-RPC answer for id `key`, encoded once (not sized first, then encoded), or
 /// the limit error in its place if it is over the message limit `max`. A text answer
-/// is sized exactly first (cheap), then written into a buffer of that size, or, if
-/// larger than [`WRITE_HERE_MAX`], left to be escaped as it is written.
-fn encode_fitted(max: usize, key: &str, answer: Answer) -> Encoded {
+/// of the 2025 era (`modern` false) is sized exactly first (cheap), then written into
+/// a buffer of that size, or, if larger than [`WRITE_HERE_MAX`], left to be escaped as
+/// it is written.
+fn encode_fitted(max: usize, key: &str, reply: Reply, modern: bool) -> Encoded {
     let mut bytes = Vec::new();
-    let size = match answer {
-        Answer::Text(text) => match fit_text(max, key, text, false) {
+    let result = match reply {
+        Reply::Tool(Answer::Text(text)) if !modern => match fit_text(max, key, text, false) {
             Ok(encoded) => return encoded,
-            Err(size) => size,
+            Err(size) => return limit_error(max, key, size, modern),
         },
-        Answer::Escaped(escaped) => match fit_text(max, key, escaped, true) {
-            Ok(encoded) => return encoded,
-            Err(size) => size,
-        },
-        Answer::Result(mut result) => {
-            // The direct path serves 2025-era sessions only, whose answers carry no
-            // `resultType` (the SDK path strips it for them too).
-            result.result_type = None;
-            encode(&mut bytes, key, &result);
-            if bytes.len() <= max {
-                return Encoded::Bytes(bytes);
+        Reply::Tool(Answer::Escaped(escaped)) if !modern => {
+            match fit_text(max, key, escaped, true) {
+                Ok(encoded) => return encoded,
+                Err(size) => return limit_error(max, key, size, modern),
             }
-            bytes.len()
         }
+        Reply::Error(e) => {
+            encode(&mut bytes, key, ("error", &e));
+            return Encoded::Bytes(bytes);
+        }
+        Reply::Tool(answer) => ServerResult::CallToolResult(answer.into_result()),
+        Reply::Input(ir) => ServerResult::from(CallToolResponse::InputRequired(ir)),
     };
-    bytes.clear();
-    encode(&mut bytes, key, &too_big(size, max));
+    encode(&mut bytes, key, ("result", &for_era(result, modern)));
+    if bytes.len() <= max {
+        return Encoded::Bytes(bytes);
+    }
+    limit_error(max, key, bytes.len(), modern)
+}
+
+/// The limit error for an answer of `size` bytes, over the message limit `max`.
+fn limit_error(max: usize, key: &str, size: usize, modern: bool) -> Encoded {
+    let mut bytes = Vec::new();
+    let result = ServerResult::CallToolResult(too_big(size, max));
+    encode(&mut bytes, key, ("result", &for_era(result, modern)));
     Encoded::Bytes(bytes)
+}
+
+/// `result` as the SDK sends it in the call's era: for the 2025 revisions without
+/// `resultType: "complete"`, a field they do not have.
+fn for_era(mut result: ServerResult, modern: bool) -> ServerResult {
+    if !modern {
+        result.strip_result_type_for_legacy_peer();
+    }
+    result
 }
 
 /// A text answer (`text` plain, or already `escaped`) encoded here, or left to be
@@ -571,12 +612,15 @@ fn write_text(w: &mut dyn Write, key: &str, text: &str, piece: usize) -> io::Res
     w.write_all(&buf)
 }
 
-/// Appends the JSON-RPC answer for id `key` (the id's JSON text) to `out`.
-fn encode(out: &mut Vec<u8>, key: &str, result: &CallToolResult) {
+/// Appends the JSON-RPC answer for id `key` (the id's JSON text) to `out`: its
+/// `member` (`result` or `error`) and value, as the SDK writes it.
+pub(super) fn encode(out: &mut Vec<u8>, key: &str, (member, value): (&str, &impl Serialize)) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b",\"result\":");
-    if serde_json::to_writer(&mut *out, result).is_err() {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(member.as_bytes());
+    out.extend_from_slice(b"\":");
+    if serde_json::to_writer(&mut *out, value).is_err() {
         // Unreachable for these plain values; still an answer, not a hang.
         out.extend_from_slice(br#"{"content":[{"type":"text","text":"internal error: the answer could not be encoded"}],"isError":true}"#);
     }
@@ -607,7 +651,7 @@ mod tests {
     }
 
     fn fitted(max: usize, key: &str, answer: Answer) -> Vec<u8> {
-        match encode_fitted(max, key, answer) {
+        match encode_fitted(max, key, Reply::Tool(answer), false) {
             Encoded::Bytes(b) => b,
             Encoded::Text(..) => panic!("streamed"),
         }
@@ -616,7 +660,12 @@ mod tests {
     /// What the general encoder writes for the same answer (the SDK's shape).
     fn general(max: usize, key: &str, text: &str) -> Vec<u8> {
         let result = Answer::Text(text.to_string()).into_result();
-        wire(encode_fitted(max, key, Answer::Result(result)))
+        wire(encode_fitted(
+            max,
+            key,
+            Reply::Tool(Answer::Result(result)),
+            false,
+        ))
     }
 
     #[test]
@@ -665,7 +714,12 @@ mod tests {
         let whole = general(usize::MAX, "12", &text);
         let size = text_answer_len("12", &text);
         assert!(size > WRITE_HERE_MAX);
-        let streamed = encode_fitted(usize::MAX, "12", Answer::Text(text.clone()));
+        let streamed = encode_fitted(
+            usize::MAX,
+            "12",
+            Reply::Tool(Answer::Text(text.clone())),
+            false,
+        );
         assert!(matches!(streamed, Encoded::Text(len, _) if len == size));
         let bytes = wire(streamed);
         assert_eq!(bytes.len(), size);
@@ -694,8 +748,18 @@ mod tests {
             let size = text_answer_len("9", &text);
             assert_eq!(escaped_answer_len("9", &escaped), size);
             for max in [usize::MAX, size, size - 1, 100] {
-                let plain = wire(encode_fitted(max, "9", Answer::Text(text.clone())));
-                let held = wire(encode_fitted(max, "9", Answer::Escaped(escaped.clone())));
+                let plain = wire(encode_fitted(
+                    max,
+                    "9",
+                    Reply::Tool(Answer::Text(text.clone())),
+                    false,
+                ));
+                let held = wire(encode_fitted(
+                    max,
+                    "9",
+                    Reply::Tool(Answer::Escaped(escaped.clone())),
+                    false,
+                ));
                 assert!(plain == held, "{} bytes, max {max}", text.len());
             }
             assert_eq!(

@@ -159,18 +159,6 @@ impl Flow {
         }
     }
 
-    /// Marks the request as recorded by its handler; false if it is no longer pending
-    /// (cancelled by the client, and recorded as such).
-    pub(super) fn claim(&self, key: &str) -> bool {
-        match self.table().get_mut(key) {
-            Some(p) => {
-                p.claimed = true;
-                true
-            }
-            None => false,
-        }
-    }
-
     /// [`hold_answer`](Self::hold_answer) if there is room now; else the leases back.
     pub(super) fn try_hold_answer(
         &self,

@@ -1,18 +1,19 @@
 //! Entry points for the fuzz targets (feature `fuzzing` only, never in `fsgate`): the
-//! MCP door's input guard, its pump's classification of a line, one tool call, and the
-//! client's answers to fsgate's questions (elicitation, and the retry of a multi
-//! round-trip request), which are private to the door.
+//! MCP door's input guard, its pump's classification of a line, a `tools/call` line as
+//! the door reads and runs it, and the client's answers to fsgate's questions
+//! (elicitation, and the retry of a multi round-trip request), which are private to the
+//! door.
 
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientResult, JsonObject};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
+use super::call::{Calls, Unrun};
 use super::mrtr;
 use fsgate_gateway::ask::{Answer, Asker, Question};
 
-use super::catalog::ToolId;
 use super::guard::LineGuard;
 use super::pump::{Line, classify};
 use super::tools;
@@ -41,18 +42,52 @@ pub fn classify_line(line: &[u8]) -> (String, Option<(String, String)>) {
     }
 }
 
-/// Runs the tool `name` with `args` as a `tools/call` would; `None` for an unknown tool.
-/// The result is the `CallToolResult` as JSON.
-pub fn call_tool(
+/// A `tools/call` line as the door takes it: read as the input pump reads it (its era
+/// as the pump classifies it), then, if the door would run it, run under `ctx` (a
+/// stateless call under a stateless context, or its round's): `None` if the line is no
+/// `tools/call` request; else the result as JSON, or the JSON-RPC error (code, message)
+/// the door answers instead.
+pub fn call_line(
     gw: &Gateway,
     ctx: &RequestCtx,
-    name: &str,
-    args: Map<String, Value>,
-) -> Option<Value> {
-    let tool = ToolId::from_name(name)?;
-    let (result, leases) = tools::call(gw, ctx, tool, args);
+    line: &[u8],
+) -> Option<Result<Value, (i64, String)>> {
+    let Line::Request {
+        method, stateless, ..
+    } = classify(line)
+    else {
+        return None;
+    };
+    if method != "tools/call" {
+        return None;
+    }
+    let calls = Calls {
+        ctx: std::sync::Arc::new(copy(ctx)),
+        stateless: std::sync::Arc::new(copy(ctx)),
+        states: mrtr::States::new().ok().map(std::sync::Arc::new),
+        session_version: std::sync::OnceLock::new(),
+    };
+    let call = match calls.read(line, stateless) {
+        Ok(call) => call,
+        Err(Unrun::Unreadable) => return Some(Err(super::era::unreadable(&method))),
+        Err(Unrun::Refused(e)) => return Some(Err((i64::from(e.code.0), e.message.into_owned()))),
+    };
+    let (answer, leases) = tools::call_answer(gw, &call.ctx, None, call.tool, call.args);
     drop(leases);
-    serde_json::to_value(result).ok()
+    Some(serde_json::to_value(answer.into_result()).map_err(|e| (0, e.to_string())))
+}
+
+/// A context like `ctx` (its asker and notifier shared).
+fn copy(ctx: &RequestCtx) -> RequestCtx {
+    RequestCtx {
+        style: ctx.style,
+        session: ctx.session.clone(),
+        transport: ctx.transport,
+        peer: ctx.peer.clone(),
+        scope: Default::default(),
+        asker: ctx.asker.clone(),
+        notifier: ctx.notifier.clone(),
+    }
 }
 
 /// The answer the client's result to fsgate's `elicitation/create` gives, the result

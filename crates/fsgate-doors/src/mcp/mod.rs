@@ -15,9 +15,13 @@
 //! the 2025 session's (no roots, no person asked, no grant from the session, no log
 //! messages), and nothing the SDK would end the connection over ever reaches it.
 //!
+//! Tool calls: every `tools/call` takes one path, beside the SDK (`call` reads it,
+//! `direct` runs it and writes its answer as the SDK would have for the call's era).
+//!
 //! One record per message: the input pump records what never reaches a handler
 //! (unparsable lines, batches, oversized lines) and every notification and client
-//! response, once each; a tool call is recorded by its gateway operations; every other
+//! response, once each; a tool call is recorded by its gateway operations (or, refused
+//! before it runs, by the pump, from its answer); every other
 //! request (`ping`, `resources/list`, a request the SDK refuses for its `_meta`...) is
 //! recorded from its answer by the output copier, before the answer is written.
 //!
@@ -32,6 +36,7 @@
 //! `ask` rule), `logs` (changes told to the client as log messages).
 
 mod args;
+mod call;
 mod catalog;
 mod compat;
 mod describe;
@@ -55,9 +60,9 @@ mod wire;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
-    DiscoverResult, ErrorCode, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolResult, CustomRequest, CustomResult, DiscoverResult, ErrorCode, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -93,17 +98,12 @@ pub struct McpServer {
     catalog: std::sync::OnceLock<Catalog>,
     /// Bounds the tool calls running at once; more wait for a slot.
     slots: Arc<Semaphore>,
-    /// Requests in flight and the connection's byte rooms.
-    flow: Arc<Flow>,
-    /// The policy's message limit, which every answer must fit.
-    max: usize,
     /// Puts `ask` questions to the client, once it declared elicitation.
     elicit: Arc<elicit::Elicit>,
     /// Tells the client of changes, once it set a logging level.
     logs: Arc<logs::Logs>,
-    /// The signing key of its `requestState`s (MRTR, see [`mrtr`]); None when the
-    /// door's person is another door's (the editor of `fsgate acp`), asked directly.
-    states: Option<Arc<mrtr::States>>,
+    /// Reads each tool call for the one path that runs it (see `call`, `direct`).
+    calls: Arc<call::Calls>,
 }
 
 /// Tool calls served at once per connection. Fewer than on ACP: each holds its content
@@ -111,9 +111,6 @@ pub struct McpServer {
 /// once outgrows what their leases account for (copies while rendering, allocator
 /// arenas per thread).
 const MAX_IN_FLIGHT: usize = 16;
-
-/// Bytes of a JSON-RPC answer around its result, its id aside.
-const ENVELOPE: usize = 64;
 
 /// Who one connection is, when another door carries it (MCP over HTTP, the server the
 /// ACP proxy hosts for its agent): its audit session and transport, and who is asked
@@ -162,7 +159,7 @@ impl Identity {
 
 impl McpServer {
     /// A server for one connection, `who`.
-    fn new(gw: Arc<Gateway>, who: Identity, flow: Arc<Flow>, max: usize) -> McpServer {
+    fn new(gw: Arc<Gateway>, who: Identity) -> McpServer {
         let elicit = Arc::new(elicit::Elicit::new());
         let logs = Arc::new(logs::Logs::new(Arc::clone(&gw)));
         let person = matches!(who.oversight, Oversight::Person { .. });
@@ -212,65 +209,22 @@ impl McpServer {
             asker: Some(asker),
             notifier,
         };
+        let (ctx, stateless) = (Arc::new(ctx), Arc::new(stateless));
+        let calls = Arc::new(call::Calls {
+            ctx: Arc::clone(&ctx),
+            stateless: Arc::clone(&stateless),
+            states,
+            session_version: std::sync::OnceLock::new(),
+        });
         McpServer {
             gw,
-            ctx: Arc::new(ctx),
-            stateless: Arc::new(stateless),
+            ctx,
+            stateless,
             catalog: std::sync::OnceLock::new(),
             slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
-            flow,
-            max,
             elicit,
             logs,
-            states,
-        }
-    }
-
-    /// The MRTR round of a stateless call from a client whose request declares form
-    /// elicitation (None: it cannot be asked that way). Err: its `requestState` is
-    /// refused.
-    fn mrtr_round(
-        &self,
-        request: &CallToolRequestParams,
-        args: &rmcp::model::JsonObject,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Option<Arc<mrtr::Round>>, McpError> {
-        let Some(states) = &self.states else {
-            return Ok(None);
-        };
-        let forms = context
-            .meta
-            .client_capabilities()
-            .and_then(|c| c.elicitation)
-            .is_some_and(|e| e.form.is_some() || e.url.is_none());
-        if !forms {
-            return Ok(None);
-        }
-        let responses = request
-            .input_responses
-            .as_ref()
-            .and_then(|r| serde_json::to_value(r).ok());
-        let round = mrtr::Round::begin(
-            states,
-            &self.stateless.session,
-            (&request.name, args),
-            (request.request_state.as_deref(), responses.as_ref()),
-        )
-        .map_err(|e| McpError::invalid_params(e, None))?;
-        Ok(Some(Arc::new(round)))
-    }
-
-    /// The stateless context with `round` as its asker.
-    fn asking(&self, round: &Arc<mrtr::Round>) -> RequestCtx {
-        let base = &self.stateless;
-        RequestCtx {
-            style: base.style,
-            session: base.session.clone(),
-            transport: base.transport,
-            peer: base.peer.clone(),
-            scope: fsgate_gateway::Scope::default(),
-            asker: Some(Arc::clone(round) as Arc<dyn fsgate_gateway::ask::Asker>),
-            notifier: None,
+            calls,
         }
     }
 
@@ -314,18 +268,6 @@ impl McpServer {
     }
 }
 
-/// The answer as it goes out, or a tool error if it would not fit the message limit
-/// `max`; with its encoded size.
-fn fit(max: usize, result: CallToolResult, key: &str) -> (CallToolResult, usize) {
-    let size = encoded_len(&result) + ENVELOPE + key.len();
-    if size <= max {
-        return (result, size);
-    }
-    let error = too_big(size, max);
-    let size = encoded_len(&error) + ENVELOPE + key.len();
-    (error, size)
-}
-
 /// The tool error for an answer of `size` encoded bytes, over the message limit `max`.
 fn too_big(size: usize, max: usize) -> CallToolResult {
     render::error(&render::ToolError::Failed(format!(
@@ -349,11 +291,6 @@ pub(super) async fn record(
         .map(|_| ())
 }
 
-/// The length of `v` as JSON, without building it.
-fn encoded_len(v: &impl serde::Serialize) -> usize {
-    crate::results::json_len_upto(v, usize::MAX).unwrap_or(usize::MAX)
-}
-
 /// What the server declares: tools, and (2025 revisions) logging. Nothing else: the
 /// input pump answers requests of other features "method not found".
 // Logging is deprecated in the SDK (SEP-2577) but current in the 2025 revisions.
@@ -363,11 +300,6 @@ fn capabilities() -> ServerCapabilities {
         .enable_tools()
         .enable_logging()
         .build()
-}
-
-/// Whether a request's `_meta` makes it a stateless (2026-07-28) request.
-fn is_stateless(meta: &rmcp::model::RequestMetaObject) -> bool {
-    meta.contains_key(era::VERSION_KEY)
 }
 
 /// A session id unique enough for the audit log: pid and start time.
@@ -416,8 +348,8 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
         if request.capabilities.roots.is_some() {
-            // Calls wait for the roots from now on: the direct path may take the first
-            // call before the SDK has handed us `notifications/initialized`.
+            // Calls wait for the roots from now on: the pump may take the first call
+            // before the SDK has handed us `notifications/initialized`.
             self.ctx.scope.declare();
         }
         if let Some(e) = &request.capabilities.elicitation {
@@ -425,6 +357,11 @@ impl ServerHandler for McpServer {
         }
         self.logs.start(context.peer.clone());
         let result = self.negotiate_initialize(&request)?;
+        // Tool calls answer in the era it agreed on (see `call`).
+        let _ = self
+            .calls
+            .session_version
+            .set(result.protocol_version.clone());
         // The session's version is the one agreed on, as after the SDK's own handshake.
         let mut info = request;
         info.protocol_version = result.protocol_version.clone();
@@ -468,6 +405,10 @@ impl ServerHandler for McpServer {
         Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(call::supported_versions())
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let id = ToolId::from_name(name)?;
         self.tools().into_iter().find(|t| t.name == id.name())
@@ -486,64 +427,6 @@ impl ServerHandler for McpServer {
             fsgate_base::error::echo(&message).into_owned(),
             None,
         ))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let Some(tool) = ToolId::from_name(&request.name) else {
-            // Unclaimed: recorded from its answer.
-            return Err(McpError::invalid_params(
-                format!("unknown tool: {}", fsgate_base::error::echo(&request.name)),
-                None,
-            ));
-        };
-        let key = id_key(&context.id);
-        let args = request.arguments.clone().unwrap_or_default();
-        let stateless = is_stateless(&context.meta);
-        let round = match stateless {
-            true => self.mrtr_round(&request, &args, &context)?,
-            false => None,
-        };
-        let ctx = match (&round, stateless) {
-            (Some(r), _) => Arc::new(self.asking(r)),
-            (None, true) => Arc::clone(&self.stateless),
-            (None, false) => Arc::clone(&self.ctx),
-        };
-        let gw = Arc::clone(&self.gw);
-        self.flow.wait_for_answer_room().await;
-        let permit = Arc::clone(&self.slots)
-            .acquire_owned()
-            .await
-            .map_err(|_| McpError::internal_error("server shutting down", None))?;
-        let flow = Arc::clone(&self.flow);
-        let task = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            // The tool records itself: its operations, or its refusal.
-            let _ = flow.claim(&key);
-            tools::call(&gw, &ctx, tool, args)
-        });
-        let (result, leases) = task.await.map_err(|e| {
-            tracing::error!(tool = tool.name(), "tool task failed: {e}");
-            McpError::internal_error("internal error: the tool task failed", None)
-        })?;
-        let key = id_key(&context.id);
-        let ttl = self.gw.policy().ask_timeout();
-        let input_required = round
-            .zip(self.states.as_ref())
-            .and_then(|(r, states)| r.input_required(states, ttl));
-        if let Some(ir) = input_required {
-            // The question instead of the refusal its first round made.
-            let size = encoded_len(&ir) + ENVELOPE + key.len();
-            self.flow.hold_answer(&key, size, leases).await;
-            return Ok(ir.into());
-        }
-        let (result, size) = fit(self.max, result, &key);
-        // The answer holds its room and its content leases until written (see `flow`).
-        self.flow.hold_answer(&key, size, leases).await;
-        Ok(result.into())
     }
 }
 
@@ -616,13 +499,13 @@ where
 {
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
     let flow = Flow::new(max.saturating_mul(2));
-    let server = McpServer::new(gw, who, Arc::clone(&flow), max);
+    let server = McpServer::new(gw, who);
     // client -> guard -> pump -> pipe -> SDK -> pipe -> copier -> client. The pump's own
     // answers reach the copier on a short queue; the direct path writes its own.
     let (answers, own) = mpsc::channel::<direct::Outgoing>(16);
     let door = direct::Direct::start(
         Arc::clone(&server.gw),
-        Arc::clone(&server.ctx),
+        server.calls.states.clone(),
         Arc::clone(&flow),
         (max, Arc::clone(&server.slots)),
         (Arc::clone(&output), answers.clone()),
@@ -632,6 +515,7 @@ where
     let pump = pump::Pump::new(
         Arc::clone(&server.gw),
         (Arc::clone(&server.ctx), Arc::clone(&server.stateless)),
+        Arc::clone(&server.calls),
         Arc::clone(&flow),
         (answers, door),
         capabilities(),

@@ -26,13 +26,16 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
-use super::direct::{self, Door, Outgoing};
+use super::call::{Calls, Unrun};
+use super::direct::{self, Door, Job, Outgoing};
 use super::era::{self, Marked};
 use super::flow::{Flow, id_key};
 use super::guard::{LineGuard, OVERSIZED_METHOD};
 use fsgate_base::error::code;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::RequestCtx;
+use rmcp::ErrorData as McpError;
+use rmcp::model::ErrorCode;
 
 /// What the pump needs: where records go, the flow, where its own answers go.
 pub(super) struct Pump {
@@ -45,14 +48,14 @@ pub(super) struct Pump {
     /// Answers the pump gives itself, to the output copier (bounded: a full queue stops
     /// the pump).
     pub answers: mpsc::Sender<Outgoing>,
-    /// Where plain tool calls go once the session is initialized (see [`super::direct`]).
+    /// Reads each tool call (see [`super::call`]).
+    pub calls: Arc<Calls>,
+    /// Where every tool call goes (see [`super::direct`]).
     pub door: Door,
     /// What the server declares: requests of other features are refused here.
     pub caps: ServerCapabilities,
     /// The client's `initialize` went to the SDK: its 2025-era session is open.
     pub session: AtomicBool,
-    /// The client said `notifications/initialized` in its session.
-    pub initialized: AtomicBool,
 }
 
 /// A message for the SDK; with a wait, nothing more is read until the SDK has handled
@@ -64,6 +67,7 @@ impl Pump {
     pub(super) fn new(
         gw: Arc<Gateway>,
         (ctx, stateless): (Arc<RequestCtx>, Arc<RequestCtx>),
+        calls: Arc<Calls>,
         flow: Arc<Flow>,
         (answers, door): (mpsc::Sender<Outgoing>, Door),
         caps: ServerCapabilities,
@@ -72,12 +76,12 @@ impl Pump {
             gw,
             ctx,
             stateless,
+            calls,
             flow,
             answers,
             door,
             caps,
             session: AtomicBool::new(false),
-            initialized: AtomicBool::new(false),
         }
     }
 }
@@ -229,13 +233,8 @@ impl Pump {
             self.reply(ctx, method, id(), Err(err)).await;
             return None;
         }
-        if method == "tools/call"
-            && self.initialized.load(Ordering::Relaxed)
-            && let Some(job) = direct::job(&key, line)
-        {
-            let serial = self.flow.admit(key, method, line.len(), false, None).await;
-            let alone = !more && self.flow.in_flight() == 1;
-            self.door.submit(job, serial, alone).await;
+        if method == "tools/call" {
+            self.call(line, key, stateless, more).await;
             return None;
         }
         // A line read as a request must reach the SDK as one, or its id is never answered.
@@ -259,6 +258,27 @@ impl Pump {
         Some((msg, opening.then_some(handled)))
     }
 
+    /// Runs a tool call (every one takes the direct path), or answers why not.
+    async fn call(&self, line: &[u8], key: String, stateless: bool, more: bool) {
+        let method = "tools/call".to_string();
+        let ctx = self.ctx_of(stateless);
+        let id = || serde_json::from_str(&key).unwrap_or(Value::Null);
+        match self.calls.read(line, stateless) {
+            Ok(call) => {
+                let serial = (self.flow)
+                    .admit(key.clone(), method, line.len(), stateless, None)
+                    .await;
+                let alone = !more && self.flow.in_flight() == 1;
+                self.door.submit(Job::new(key, call), serial, alone).await;
+            }
+            Err(Unrun::Unreadable) => {
+                let err = era::unreadable(&method);
+                self.reply(ctx, method, id(), Err(err)).await;
+            }
+            Err(Unrun::Refused(e)) => self.reply_error(ctx, method, id(), e).await,
+        }
+    }
+
     /// A notification or a response: recorded, and passed on if the SDK can read it;
     /// else ignored.
     async fn other(&self, line: &[u8], name: String) -> Option<ClientJsonRpcMessage> {
@@ -271,12 +291,8 @@ impl Pump {
             // Calls read after this line wait for the new roots.
             self.ctx.scope.changing();
         }
-        let initialized = name == "notifications/initialized";
         if !self.pass(name).await {
             return None;
-        }
-        if initialized && self.session.load(Ordering::Relaxed) {
-            self.initialized.store(true, Ordering::Relaxed);
         }
         Some(msg)
     }
@@ -303,6 +319,11 @@ impl Pump {
         }
     }
 
+    /// Records a request refused with the SDK's error `e` and answers it.
+    async fn reply_error(&self, ctx: &Arc<RequestCtx>, name: String, id: Value, e: McpError) {
+        self.answer(ctx, name, id, Err(e)).await;
+    }
+
     /// Records a request answered here and answers it (with a null id when it had
     /// none): `result`, or the error.
     async fn reply(
@@ -312,24 +333,37 @@ impl Pump {
         id: Value,
         result: Result<Value, (i64, String)>,
     ) {
-        let (outcome, body) = match result {
-            Ok(v) => (Ok(()), ("result", v)),
-            Err((code, message)) => (
-                Err((code, message.clone())),
-                (
-                    "error",
-                    json!({"code": code, "message": fsgate_base::error::echo(&message)}),
-                ),
-            ),
+        let result = result.map_err(|(code, message)| {
+            let code = ErrorCode(i32::try_from(code).unwrap_or(ErrorCode::INTERNAL_ERROR.0));
+            McpError::new(code, message, None)
+        });
+        self.answer(ctx, name, id, result).await;
+    }
+
+    /// Records a request answered here and answers it as the SDK writes an answer, an
+    /// error's message bounded (as every echo of a request is); if the record cannot be
+    /// made, the answer is the error saying so.
+    async fn answer(
+        &self,
+        ctx: &Arc<RequestCtx>,
+        name: String,
+        id: Value,
+        result: Result<Value, McpError>,
+    ) {
+        let outcome = match &result {
+            Ok(_) => Ok(()),
+            Err(e) => Err((i64::from(e.code.0), e.message.to_string())),
         };
-        let (member, value) = match super::record(&self.gw, ctx, name, outcome).await {
-            Ok(()) => body,
-            Err(e) => ("error", e.to_rpc_error()),
-        };
-        let mut bytes = json!({"jsonrpc": "2.0", "id": id, member: value})
-            .to_string()
-            .into_bytes();
-        bytes.push(b'\n');
+        let key = serde_json::to_string(&id).unwrap_or_else(|_| "null".into());
+        let mut bytes = Vec::new();
+        match (super::record(&self.gw, ctx, name, outcome).await, result) {
+            (Ok(()), Ok(v)) => direct::encode(&mut bytes, &key, ("result", &v)),
+            (Ok(()), Err(mut e)) => {
+                e.message = fsgate_base::error::echo(&e.message).into_owned().into();
+                direct::encode(&mut bytes, &key, ("error", &e));
+            }
+            (Err(e), _) => direct::encode(&mut bytes, &key, ("error", &e.to_rpc_error())),
+        }
         let _ = self.answers.send(bytes.into()).await;
     }
 }

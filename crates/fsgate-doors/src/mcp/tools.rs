@@ -17,20 +17,9 @@ use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{Op, RequestCtx};
 use fsgate_gateway::{Batch, Lease, Request};
 
-/// Runs `tool` with `args`; refusals and failures become `isError` results. Returns the
-/// content leases the answer holds until it is written.
-pub(super) fn call(
-    gw: &Gateway,
-    ctx: &RequestCtx,
-    tool: ToolId,
-    args: JsonObject,
-) -> (CallToolResult, Vec<Lease>) {
-    let (answer, leases) = call_answer(gw, ctx, None, tool, args);
-    (answer.into_result(), leases)
-}
-
-/// [`call`], in `batch` if one is given, with a text tool's success kept as its one
-/// text (see [`Answer`]).
+/// Runs `tool` with `args`, in `batch` if one is given; refusals and failures become
+/// `isError` results, and a text tool's success is kept as its one text (see
+/// [`Answer`]). Returns the content leases the answer holds until it is written.
 pub(super) fn call_answer(
     gw: &Gateway,
     ctx: &RequestCtx,
