@@ -11,7 +11,9 @@
 //! [`super::era`]): a request answered from itself alone (`ping`, a method its era
 //! removed, a feature not declared) is answered here, and so is a 2025-era request
 //! before its session's `initialize`; a message the SDK cannot read is answered under
-//! its own id, or recorded and ignored if it is no request. The SDK runs without an
+//! its own id, or recorded and ignored if it is no request. A `tools/call` never reaches
+//! the SDK: the pump reads it (see [`super::call`]) and hands it to the one path that
+//! runs every call (see [`super::direct`]), or answers why not. The SDK runs without an
 //! opening handshake of its own (which ended the connection on any message but a
 //! request): the pump keeps the handshake's order instead, reading nothing after an
 //! `initialize` until the SDK has handled it.
