@@ -390,9 +390,15 @@ pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> 
 }
 
 /// Serves requests from `input` until EOF, writing responses to `output`. Unwritten
-/// answers are bounded in bytes (twice the message limit): while they fill the bound, no
-/// new request is read, and answers wait to be queued (see `Outbox`). The batch
-/// thread writes small batches of answers to `output` itself (no hop to another thread).
+/// answers are bounded in bytes (the message limit): while they fill the bound, no new
+/// request is read, and answers wait to be queued (see `Outbox`). The batch thread
+/// writes small batches of answers to `output` itself (no hop to another thread).
+///
+/// One limit, not two: answers waiting to be queued hold the gateway's content budget
+/// (twice the limit, and one answer past it), so a client that reads nothing holds at
+/// most the idle process, one limit queued and that budget: about 113 MiB with the
+/// default limits (17 + 24 + 48 + 24), inside the 128 MiB target (`tests/acp_memory.rs`).
+/// With twice the limit queued the worst case was 137 MiB, and the test met 129.
 pub async fn serve<R>(
     gw: Arc<Gateway>,
     peer: String,
@@ -403,7 +409,7 @@ where
     R: AsyncRead + Unpin,
 {
     let max = usize::try_from(gw.policy().limits().max_message_bytes).unwrap_or(usize::MAX);
-    let (outbox, rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
+    let (outbox, rx) = Outbox::<Vec<u8>>::new(max);
     let writer = tokio::spawn(write_lines(rx, Arc::clone(&output)));
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
