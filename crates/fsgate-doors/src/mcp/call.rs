@@ -163,15 +163,11 @@ impl Calls {
 
     /// The stateless context with `round` as its asker.
     fn asking(&self, round: &Arc<mrtr::Round>) -> RequestCtx {
-        let base = &self.stateless;
         RequestCtx {
-            style: base.style,
-            session: base.session.clone(),
-            transport: base.transport,
-            peer: base.peer.clone(),
             scope: fsgate_gateway::Scope::default(),
             asker: Some(Arc::clone(round) as Arc<dyn fsgate_gateway::ask::Asker>),
             notifier: None,
+            ..(*self.stateless).clone()
         }
     }
 }

@@ -377,11 +377,11 @@ impl Direct {
             let e = ToolError::Failed("internal error: the tool call failed".into());
             (Answer::Result(render::error(&e)), Vec::new())
         });
-        let ttl = gw.policy().ask_timeout();
+        // Only a stateless round may ask: no policy read for any other call.
         let asked = era
             .round
             .zip(self.states.as_ref())
-            .and_then(|(r, states)| r.input_required(states, ttl));
+            .and_then(|(r, states)| r.input_required(states, gw.policy().ask_timeout()));
         let reply = match asked {
             // The question instead of the refusal its first round made.
             Some(ir) if era.modern => Reply::Input(ir),

@@ -62,8 +62,8 @@ pub fn call_line(
         return None;
     }
     let calls = Calls {
-        ctx: std::sync::Arc::new(copy(ctx)),
-        stateless: std::sync::Arc::new(copy(ctx)),
+        ctx: std::sync::Arc::new(ctx.clone()),
+        stateless: std::sync::Arc::new(ctx.clone()),
         states: mrtr::States::new().ok().map(std::sync::Arc::new),
         session_version: std::sync::OnceLock::new(),
     };
@@ -75,19 +75,6 @@ pub fn call_line(
     let (answer, leases) = tools::call_answer(gw, &call.ctx, None, call.tool, call.args);
     drop(leases);
     Some(serde_json::to_value(answer.into_result()).map_err(|e| (0, e.to_string())))
-}
-
-/// A context like `ctx` (its asker and notifier shared).
-fn copy(ctx: &RequestCtx) -> RequestCtx {
-    RequestCtx {
-        style: ctx.style,
-        session: ctx.session.clone(),
-        transport: ctx.transport,
-        peer: ctx.peer.clone(),
-        scope: Default::default(),
-        asker: ctx.asker.clone(),
-        notifier: ctx.notifier.clone(),
-    }
 }
 
 /// The answer the client's result to fsgate's `elicitation/create` gives, the result
