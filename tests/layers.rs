@@ -189,7 +189,8 @@ fn the_name_scan_finds_matches_not_mentions() {
 
 /// Every MCP tool call takes one path: the SDK's handler has no `call_tool` (the input
 /// pump hands the SDK no `tools/call`), and only that path (`mcp/direct.rs`) runs a
-/// tool (the fuzz entry points aside, which are no part of `fsgate`).
+/// tool, through the door trait's one `serve` (the fuzz entry points aside, which are
+/// no part of `fsgate`). The MCP door is behind that trait, as ACP and WebSocket are.
 #[test]
 fn mcp_tool_calls_take_one_path() {
     let mut files = Vec::new();
@@ -210,11 +211,23 @@ fn mcp_tool_calls_take_one_path() {
                 file.display(),
                 line.trim()
             );
-            if code.contains("tools::call_answer(") {
+            if code.contains("serve_wire(&Tools") || code.contains("serve(&Tools") {
                 runners.push(format!("{name}:{n}"));
             }
         }
     }
     assert_eq!(runners.len(), 1, "tools run from: {runners:?}");
     assert!(runners[0].starts_with("direct.rs:"), "{runners:?}");
+    let doors = [
+        ("mcp/tools.rs", "impl Door for Tools"),
+        ("acp.rs", "impl Door for Acp"),
+        ("ws/protocol.rs", "impl Door for Ws"),
+    ];
+    for (file, implementation) in doors {
+        let text = std::fs::read_to_string(doors_src().join(file)).expect("read");
+        assert!(
+            text.contains(implementation),
+            "{file}: no `{implementation}`: the door is not behind the trait"
+        );
+    }
 }

@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 use super::batch::{self, Batched};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
-use crate::door::{self, Decoded, Door, Served};
+use crate::door::{self, Decoded, Door, Ops, Ran, Served};
 use crate::outbox::{Outbox, Queued};
 use crate::stdio::{self, Sink};
 use fsgate_base::error::{GatewayError, code};
@@ -269,6 +269,8 @@ impl Door for Acp {
     type Wire = AcpRequest;
     type Tag = Value;
     type Answer = Value;
+    /// Every ACP file method is one operation.
+    type Task = std::convert::Infallible;
 
     fn decode(&self, gw: &Gateway, wire: AcpRequest) -> Decoded<Acp> {
         let AcpRequest { id, method, params } = wire;
@@ -293,6 +295,10 @@ impl Door for Acp {
 
     fn refuse(&self, id: &Value, e: &GatewayError) -> Value {
         jsonrpc::error_response(id, e.to_rpc_error())
+    }
+
+    fn run(&self, _: &Gateway, _: &Ops<'_>, _: &Value, task: Self::Task) -> Ran<Acp> {
+        match task {}
     }
 }
 
@@ -324,7 +330,7 @@ pub(crate) fn message(
 /// Answers one request (blocking: run it off the async threads). Every request, a
 /// workspace operation or not, is recorded in the audit log before it is answered. The
 /// lease is the content budget the answer holds: keep it until the answer is queued.
-pub fn answer(gw: &Gateway, peer: &str, request: AcpRequest) -> (Value, Option<Lease>) {
+pub fn answer(gw: &Gateway, peer: &str, request: AcpRequest) -> (Value, Vec<Lease>) {
     answer_in(gw, &request_ctx(peer, &request.params), request)
 }
 
@@ -347,9 +353,9 @@ fn door_ctx(peer: &str, session: String) -> RequestCtx {
 }
 
 /// [`answer`] under a context the caller made (the proxy's has an asker and notifier).
-pub fn answer_in(gw: &Gateway, ctx: &RequestCtx, request: AcpRequest) -> (Value, Option<Lease>) {
+pub fn answer_in(gw: &Gateway, ctx: &RequestCtx, request: AcpRequest) -> (Value, Vec<Lease>) {
     let served = door::serve_wire(&Acp, gw, ctx, None, request);
-    (served.answer, served.lease)
+    (served.answer, served.leases)
 }
 
 /// A message as one line of bytes.
@@ -602,11 +608,11 @@ impl Batched for BatchDoor {
     }
 
     fn answer(&self, done: Vec<Served<Acp>>, settled: Result<(), GatewayError>) {
-        let lines: Vec<(Vec<u8>, Option<Lease>)> = done
+        let lines: Vec<(Vec<u8>, Vec<Lease>)> = done
             .into_iter()
             .map(|served| {
                 let served = served.settled(&Acp, &settled);
-                (line_bytes(&served.answer), served.lease)
+                (line_bytes(&served.answer), served.leases)
             })
             .collect();
         let total: usize = lines.iter().map(|(b, _)| b.len()).sum();
@@ -644,7 +650,7 @@ async fn request(gw: Arc<Gateway>, peer: Arc<str>, request: AcpRequest, out: Out
     .unwrap_or_else(|e| {
         tracing::error!("request task failed: {e}");
         let e = GatewayError::Internal("request task failed".into());
-        (line_bytes(&Acp.refuse(&id, &e)), None)
+        (line_bytes(&Acp.refuse(&id, &e)), Vec::new())
     });
     let len = bytes.len();
     out.send(bytes, len).await;

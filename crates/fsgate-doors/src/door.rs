@@ -1,9 +1,12 @@
 //! What a door is: one [`Door`] trait for its wire (decode a request, encode an answer,
-//! encode a refusal) and one way to serve a decoded request ([`serve`]), alone or in a
-//! batch. A door that implements it keeps only its wire: its connection loop decides
-//! where a request runs (a task, its batch thread) and this module does the rest the
-//! same way for every door: the gateway serves the operation or records the message,
-//! and the door's codec turns the outcome into bytes.
+//! encode a refusal, run a request that composes operations) and one way to serve a
+//! decoded request ([`serve`]), alone or in a batch. A door that implements it keeps only
+//! its wire: its connection loop decides where a request runs (a task, its batch thread)
+//! and this module does the rest the same way for every door: the gateway serves each
+//! operation or records the message, and the door's codec turns the outcome into bytes.
+
+use std::cell::RefCell;
+use std::ops::Deref;
 
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::ops::{Op, Output, RequestCtx};
@@ -21,6 +24,8 @@ pub trait Door {
     type Tag;
     /// An answer, encoded as the door sends it.
     type Answer;
+    /// A request that composes several operations (see [`Door::run`]).
+    type Task;
 
     /// Decodes a request: a workspace operation for the gateway, or any other message,
     /// answered by the door itself once recorded.
@@ -32,6 +37,29 @@ pub trait Door {
     /// The answer to a request the gateway refused or failed (or whose record could not
     /// be written).
     fn refuse(&self, tag: &Self::Tag, e: &GatewayError) -> Self::Answer;
+
+    /// Runs a task: a request made of several operations, each served through `ops`
+    /// (an MCP tool: an edit reads, then writes). A door whose every request is one
+    /// operation has none ([`std::convert::Infallible`]).
+    fn run(&self, gw: &Gateway, ops: &Ops<'_>, tag: &Self::Tag, task: Self::Task) -> Ran<Self>;
+}
+
+/// How a task ended.
+pub enum Ran<D: Door + ?Sized> {
+    /// Its answer (a refusal of one of its operations included: that operation's record
+    /// says so).
+    Answer(D::Answer),
+    /// Refused by the door itself (arguments that do not fit, a limit of the wire),
+    /// after or without operations: recorded as the message `name` with `outcome`, then
+    /// answered with `answer`, as a [`Decoded::Message`] is.
+    Refused {
+        /// The name its record gives it.
+        name: String,
+        /// What the answer says, for the record.
+        outcome: Outcome,
+        /// Its answer.
+        answer: D::Answer,
+    },
 }
 
 /// A decoded request.
@@ -41,6 +69,13 @@ pub enum Decoded<D: Door + ?Sized> {
     Op {
         /// The operation.
         op: Op,
+        /// What its answer echoes.
+        tag: D::Tag,
+    },
+    /// A request made of several operations, which the door runs ([`Door::run`]).
+    Task {
+        /// The task.
+        task: D::Task,
         /// What its answer echoes.
         tag: D::Tag,
     },
@@ -59,7 +94,7 @@ pub enum Decoded<D: Door + ?Sized> {
     },
 }
 
-/// A request served: its answer, and the content lease it holds until the answer is
+/// A request served: its answer, and the content leases it holds until the answer is
 /// queued for the client (see the gateway's `budget`).
 pub struct Served<D: Door + ?Sized> {
     /// What the answer echoes (to refuse in its place, see [`Served::settled`]).
@@ -67,7 +102,7 @@ pub struct Served<D: Door + ?Sized> {
     /// The encoded answer.
     pub answer: D::Answer,
     /// The content the answer holds.
-    pub lease: Option<Lease>,
+    pub leases: Vec<Lease>,
 }
 
 impl<D: Door + ?Sized> Served<D> {
@@ -79,7 +114,7 @@ impl<D: Door + ?Sized> Served<D> {
             Err(e) => Served {
                 answer: door.refuse(&self.tag, e),
                 tag: self.tag,
-                lease: None,
+                leases: Vec::new(),
             },
         }
     }
@@ -107,9 +142,24 @@ pub fn serve<D: Door + ?Sized>(
     batch: Option<&Batch>,
     decoded: Decoded<D>,
 ) -> Served<D> {
+    let ops = Ops::new(ctx, batch);
     let (tag, ran) = match decoded {
         Decoded::Op { op, tag } => {
-            let ran = caught(|| serve_op(door, gw, ctx, batch, op, &tag));
+            let ran = caught(|| match ops.serve_op(gw, op) {
+                Ok(out) => door.encode(gw, &tag, out),
+                Err(e) => door.refuse(&tag, &e),
+            });
+            (tag, ran)
+        }
+        Decoded::Task { task, tag } => {
+            let ran = caught(|| match door.run(gw, &ops, &tag, task) {
+                Ran::Answer(answer) => answer,
+                Ran::Refused {
+                    name,
+                    outcome,
+                    answer,
+                } => recorded(door, gw, ctx, &tag, (name, outcome), answer),
+            });
             (tag, ran)
         }
         Decoded::Message {
@@ -118,22 +168,43 @@ pub fn serve<D: Door + ?Sized>(
             answer,
             outcome,
         } => {
-            let ran = caught(|| {
-                let answer = match gw.serve(ctx, Request::message(name, outcome)) {
-                    Ok(_) => answer,
-                    Err(e) => door.refuse(&tag, &e),
-                };
-                (answer, None)
-            });
+            let ran = caught(|| recorded(door, gw, ctx, &tag, (name, outcome), answer));
             (tag, ran)
         }
     };
-    let (answer, lease) = ran.unwrap_or_else(|_| {
-        tracing::error!("request panicked");
-        let e = GatewayError::Internal("request task failed".into());
-        (door.refuse(&tag, &e), None)
-    });
-    Served { tag, answer, lease }
+    match ran {
+        Ok(answer) => Served {
+            tag,
+            answer,
+            leases: ops.into_leases(),
+        },
+        Err(_) => {
+            tracing::error!("request panicked");
+            let e = GatewayError::Internal("request task failed".into());
+            let answer = door.refuse(&tag, &e);
+            Served {
+                tag,
+                answer,
+                leases: Vec::new(),
+            }
+        }
+    }
+}
+
+/// `answer` once the message `name` is recorded with `outcome`; the refusal saying why
+/// if it cannot be (no answer before its record).
+fn recorded<D: Door + ?Sized>(
+    door: &D,
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    tag: &D::Tag,
+    (name, outcome): (String, Outcome),
+    answer: D::Answer,
+) -> D::Answer {
+    match gw.serve(ctx, Request::message(name, outcome)) {
+        Ok(_) => answer,
+        Err(e) => door.refuse(tag, &e),
+    }
 }
 
 /// `f`'s result, or the panic it ended in.
@@ -141,18 +212,47 @@ fn caught<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
 }
 
-/// The gateway's outcome of `op`, encoded.
-fn serve_op<D: Door + ?Sized>(
-    door: &D,
-    gw: &Gateway,
-    ctx: &RequestCtx,
-    batch: Option<&Batch>,
-    op: Op,
-    tag: &D::Tag,
-) -> (D::Answer, Option<Lease>) {
-    match gw.serve_leased_in(ctx, Request::Op(op), batch) {
-        (Ok(out), lease) => (door.encode(gw, tag, out), lease),
-        (Err(e), _) => (door.refuse(tag, &e), None),
+/// One request's way into the gateway: its context, the batch it runs in (if any, see
+/// `crate::batch`), and the content leases its operations' answers hold (see the
+/// gateway's `budget`), kept with the request's answer until it is written: a client
+/// that stops reading then holds at most the gateway's budget of content, however many
+/// requests it sends. Derefs to the context, which is what most of a task reads.
+pub struct Ops<'a> {
+    ctx: &'a RequestCtx,
+    batch: Option<&'a Batch>,
+    leases: RefCell<Vec<Lease>>,
+}
+
+impl<'a> Ops<'a> {
+    /// A request under `ctx`, in `batch` if one is given.
+    pub fn new(ctx: &'a RequestCtx, batch: Option<&'a Batch>) -> Ops<'a> {
+        Ops {
+            ctx,
+            batch,
+            leases: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Serves `op` for this request, keeping any lease its answer holds.
+    pub fn serve_op(&self, gw: &Gateway, op: Op) -> Result<Output, GatewayError> {
+        let (result, lease) = gw.serve_leased_in(self.ctx, Request::Op(op), self.batch);
+        if let Some(l) = lease {
+            self.leases.borrow_mut().push(l);
+        }
+        result
+    }
+
+    /// The leases the request's answers hold.
+    pub fn into_leases(self) -> Vec<Lease> {
+        self.leases.into_inner()
+    }
+}
+
+impl Deref for Ops<'_> {
+    type Target = RequestCtx;
+
+    fn deref(&self) -> &RequestCtx {
+        self.ctx
     }
 }
 
@@ -353,7 +453,7 @@ mod tests {
         let failed = Err(GatewayError::Internal("disk full".into()));
         let withheld = alone.settled(&Acp, &failed);
         assert_eq!(withheld.answer["error"]["code"], json!(-32603));
-        assert!(withheld.lease.is_none());
+        assert!(withheld.leases.is_empty());
     }
 
     /// A message is answered as the door decoded it, and a refused operation with the

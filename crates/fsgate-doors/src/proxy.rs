@@ -992,14 +992,14 @@ async fn serve_file(
     let id2 = id.clone();
     let r2 = Arc::clone(&r);
     let (resp, lease) = tokio::task::spawn_blocking(move || match r.session_refusal(&params) {
-        Some(err) => (r.refuse(&id, &method, &params, err), None),
+        Some(err) => (r.refuse(&id, &method, &params, err), Vec::new()),
         None if method.starts_with("fs/") && r.acp_version.load(Ordering::Acquire) >= 2 => {
             let msg = format!(
                 "{method} is not part of ACP protocol version 2: use the MCP server `{}` listed in the session",
                 super::hosted::SERVER_NAME
             );
             let err = jsonrpc::error_object(code::METHOD_NOT_FOUND, &msg, None);
-            (r.refuse(&id, &method, &params, err), None)
+            (r.refuse(&id, &method, &params, err), Vec::new())
         }
         None => {
             let ctx = r.file_ctx(&params);
@@ -1010,7 +1010,7 @@ async fn serve_file(
     .unwrap_or_else(|_| {
         let err =
             jsonrpc::error_object(code::INTERNAL, "internal error: request task failed", None);
-        (jsonrpc::error_response(&id2, err), None)
+        (jsonrpc::error_response(&id2, err), Vec::new())
     });
     let _ = to_agent.send_bytes(line_of(&resp)).await;
     r2.owed.replied();

@@ -27,10 +27,11 @@ use super::call::Call;
 use super::catalog::ToolId;
 use super::flow::{Flow, Pending};
 use super::mrtr;
-use super::render::{self, ToolError};
+
 use super::too_big;
-use super::tools::{self, Answer};
+use super::tools::{Answer, ToolRequest, Tools};
 use crate::batch::{self, Batched};
+use crate::door::{self, Door as _};
 use crate::stdio::Sink;
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::{
@@ -144,6 +145,8 @@ fn batched(tool: ToolId) -> bool {
 pub(super) struct Done {
     key: String,
     serial: u64,
+    /// What it called (its refusal, should its batch fail to settle).
+    tool: ToolId,
     reply: Reply,
     leases: Vec<Lease>,
     /// The call's era is 2026-07-28 or later (see `call::Era`).
@@ -232,6 +235,7 @@ impl Batched for Direct {
         for Done {
             key,
             serial,
+            tool,
             reply,
             leases,
             modern,
@@ -239,12 +243,8 @@ impl Batched for Direct {
         {
             let (reply, leases) = match &settled {
                 Ok(()) => (reply, leases),
-                Err(e) => (
-                    Reply::Tool(Answer::Result(render::error(&ToolError::Gateway(
-                        e.clone(),
-                    )))),
-                    Vec::new(),
-                ),
+                // The tool's refusal in the answer's place (see `door::Served::settled`).
+                Err(e) => (Reply::Tool(Tools.refuse(&tool, e)), Vec::new()),
             };
             let encoded = encode_fitted(self.max, &key, reply, modern);
             let len = match &encoded {
@@ -369,14 +369,13 @@ impl Direct {
             era,
         } = job.call;
         let gw = &*self.gw;
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            tools::call_answer(gw, &ctx, batch, tool, args)
-        }));
-        let (result, leases) = ran.unwrap_or_else(|_| {
-            tracing::error!(tool = tool.name(), "tool call panicked");
-            let e = ToolError::Failed("internal error: the tool call failed".into());
-            (Answer::Result(render::error(&e)), Vec::new())
-        });
+        let wire = ToolRequest {
+            tool,
+            args,
+            ctx: Arc::clone(&ctx),
+        };
+        let served = door::serve_wire(&Tools, gw, &ctx, batch, wire);
+        let (result, leases) = (served.answer, served.leases);
         // Only a stateless round may ask: no policy read for any other call.
         let asked = era
             .round
@@ -394,6 +393,7 @@ impl Direct {
         Some(Done {
             key: job.key,
             serial: job.serial,
+            tool,
             reply,
             leases,
             modern: era.modern,

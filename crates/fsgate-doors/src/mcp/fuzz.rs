@@ -72,9 +72,13 @@ pub fn call_line(
         Err(Unrun::Unreadable) => return Some(Err(super::era::unreadable(&method))),
         Err(Unrun::Refused(e)) => return Some(Err((i64::from(e.code.0), e.message.into_owned()))),
     };
-    let (answer, leases) = tools::call_answer(gw, &call.ctx, None, call.tool, call.args);
-    drop(leases);
-    Some(serde_json::to_value(answer.into_result()).map_err(|e| (0, e.to_string())))
+    let wire = tools::ToolRequest {
+        tool: call.tool,
+        args: call.args,
+        ctx: std::sync::Arc::clone(&call.ctx),
+    };
+    let served = crate::door::serve_wire(&tools::Tools, gw, &call.ctx, None, wire);
+    Some(serde_json::to_value(served.answer.into_result()).map_err(|e| (0, e.to_string())))
 }
 
 /// The answer the client's result to fsgate's `elicitation/create` gives, the result

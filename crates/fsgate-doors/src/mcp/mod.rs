@@ -48,7 +48,6 @@ mod flow;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod guard;
-mod leases;
 mod logs;
 mod mrtr;
 mod pump;

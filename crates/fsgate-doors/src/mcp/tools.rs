@@ -1,35 +1,40 @@
-//! Running one tool call: parse its arguments, translate them into gateway operations,
-//! render the outcome. Blocking: called on tokio's blocking pool.
+//! The MCP door (see [`crate::door`]): a tool call decodes into one operation (the
+//! workspace tools `ls`, `glob`, `grep`, `stat`), a task that composes several (the
+//! reference server's tools: an edit reads, then writes; a write answers in its own
+//! words), or a message answered here once recorded (arguments that do not fit, roots
+//! that did not arrive, the allowed directories). Blocking: runs on the connection's
+//! batch thread or tokio's blocking pool.
+
+use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, JsonObject};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::args::{
-    GlobArgs, GrepArgs, ListArgs, MkdirArgs, PathArgs, RenameArgs, RmArgs, WriteArgs,
+    EditArgs, GlobArgs, GrepArgs, ListArgs, ListSizesArgs, MkdirArgs, MoveArgs, MultiReadArgs,
+    PathArgs, ReadTextArgs, RenameArgs, RmArgs, SearchFilesArgs, TreeArgs, WriteArgs,
 };
 use super::catalog::ToolId;
 use super::compat;
-use super::leases::ToolCall;
 use super::render::{self, ToolError, shown, text};
 use super::roots;
+use crate::door::{Decoded, Door, Ops, Outcome, Ran};
+use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::Gateway;
-use fsgate_gateway::ops::{Op, RequestCtx};
-use fsgate_gateway::{Batch, Lease, Request};
+use fsgate_gateway::ops::{Op, Output, RequestCtx};
 
-/// Runs `tool` with `args`, in `batch` if one is given; refusals and failures become
-/// `isError` results, and a text tool's success is kept as its one text (see
-/// [`Answer`]). Returns the content leases the answer holds until it is written.
-pub(super) fn call_answer(
-    gw: &Gateway,
-    ctx: &RequestCtx,
-    batch: Option<&Batch>,
-    tool: ToolId,
-    args: JsonObject,
-) -> (Answer, Vec<Lease>) {
-    let call = ToolCall::new(ctx, batch);
-    let result = answer(gw, &call, tool, args);
-    (result, call.into_leases())
+/// The MCP door's tool calls.
+pub(super) struct Tools;
+
+/// A tool call as the input pump read it (see `call`).
+pub(super) struct ToolRequest {
+    /// The tool.
+    pub tool: ToolId,
+    /// Its arguments.
+    pub args: JsonObject,
+    /// The context it runs in (its scope: the client's roots).
+    pub ctx: Arc<RequestCtx>,
 }
 
 /// A tool call's answer before it is encoded.
@@ -66,39 +71,110 @@ impl Answer {
     }
 }
 
-fn answer(gw: &Gateway, ctx: &ToolCall<'_>, tool: ToolId, args: JsonObject) -> Answer {
-    // Roots the client is about to give narrow this call too.
-    let result = match ctx.scope.settled(roots::SETTLE_WAIT) {
-        Ok(_) => run(gw, ctx, tool, args),
-        Err(e) => Err(ToolError::Unsettled(e)),
-    };
-    // Calls the gateway never saw (arguments that do not fit, a transport limit, the
-    // directory list) still get their audit record; a record that cannot be written
-    // withholds the answer, as everywhere.
-    let unrecorded = match &result {
-        Err(e @ (ToolError::Args { .. } | ToolError::Limit { .. })) => {
-            let code = if matches!(e, ToolError::Args { .. }) {
-                fsgate_base::error::code::INVALID_PARAMS
-            } else {
-                fsgate_base::error::code::LIMIT
-            };
-            Some(Err((code, e.to_string())))
+/// A tool that composes operations, or answers in words of its own, with its arguments.
+pub(super) enum Task {
+    ReadText(ReadTextArgs),
+    /// `write_text_file` and `write_file` (the tag tells which words answer it).
+    Write(WriteArgs),
+    Edit(EditArgs),
+    Mkdir(MkdirArgs),
+    CreateDirectory(PathArgs),
+    Rm(RmArgs),
+    Rename(RenameArgs),
+    ReadMedia(PathArgs),
+    ReadMultiple(MultiReadArgs),
+    ListDirectory(ListArgs),
+    ListWithSizes(ListSizesArgs),
+    Tree(TreeArgs),
+    Move(MoveArgs),
+    SearchFiles(SearchFilesArgs),
+    FileInfo(PathArgs),
+}
+
+impl Door for Tools {
+    type Wire = ToolRequest;
+    type Tag = ToolId;
+    type Answer = Answer;
+    type Task = Task;
+
+    fn decode(&self, gw: &Gateway, wire: ToolRequest) -> Decoded<Tools> {
+        let ToolRequest { tool, args, ctx } = wire;
+        // Roots the client is about to give narrow this call too.
+        if let Err(e) = ctx.scope.settled(roots::SETTLE_WAIT) {
+            let outcome = Err((e.code(), e.message()));
+            return refused_message(tool, outcome, &ToolError::Unsettled(e));
         }
-        Err(ToolError::Unsettled(e)) => Some(Err((e.code(), e.message()))),
-        Ok(_) if tool == ToolId::ListAllowedDirectories => Some(Ok(())),
-        _ => None,
-    };
-    if let Some(outcome) = unrecorded
-        && let Err(e) = gw.serve(ctx, Request::message(tool.name(), outcome))
-    {
-        return Answer::Result(render::error(&ToolError::Gateway(e)));
+        match plan(tool, args) {
+            Ok(Plan::Op(op)) => Decoded::Op { op, tag: tool },
+            Ok(Plan::Task(task)) => Decoded::Task { task, tag: tool },
+            Ok(Plan::Roots) => Decoded::Message {
+                name: tool.name().to_string(),
+                tag: tool,
+                answer: render::answer(
+                    tool,
+                    text(roots::allowed_directories(gw, &ctx.scope.roots())),
+                ),
+                outcome: Ok(()),
+            },
+            Err(e) => refused_message(tool, unrecorded(&e).unwrap_or(Ok(())), &e),
+        }
     }
-    match result {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::debug!(tool = tool.name(), error = %e, "tool call failed");
-            Answer::Result(render::error(&e))
+
+    fn encode(&self, gw: &Gateway, tool: &ToolId, out: Output) -> Answer {
+        render::answer(*tool, render::output(gw, out))
+    }
+
+    fn refuse(&self, tool: &ToolId, e: &GatewayError) -> Answer {
+        tracing::debug!(tool = tool.name(), error = %e.message(), "tool call failed");
+        Answer::Result(render::error(&ToolError::Gateway(e.clone())))
+    }
+
+    fn run(&self, gw: &Gateway, ops: &Ops<'_>, tool: &ToolId, task: Task) -> Ran<Tools> {
+        let e = match run(gw, ops, *tool, task) {
+            Ok(answer) => return Ran::Answer(answer),
+            Err(e) => e,
+        };
+        tracing::debug!(tool = tool.name(), error = %e, "tool call failed");
+        let answer = Answer::Result(render::error(&e));
+        match unrecorded(&e) {
+            // The gateway never saw this refusal: it is recorded as the tool's message.
+            Some(outcome) => Ran::Refused {
+                name: tool.name().to_string(),
+                outcome,
+                answer,
+            },
+            None => Ran::Answer(answer),
         }
+    }
+}
+
+/// What a tool call decodes into.
+enum Plan {
+    Op(Op),
+    Task(Task),
+    /// `list_allowed_directories`: answered from the client's roots.
+    Roots,
+}
+
+/// The outcome recorded for a refusal that no operation recorded (arguments that do not
+/// fit, a limit of this door); None for one that an operation's record holds.
+fn unrecorded(e: &ToolError) -> Option<Outcome> {
+    match e {
+        ToolError::Args { .. } => Some(Err((code::INVALID_PARAMS, e.to_string()))),
+        ToolError::Limit { .. } => Some(Err((code::LIMIT, e.to_string()))),
+        ToolError::Unsettled(g) => Some(Err((g.code(), g.message()))),
+        ToolError::Gateway(_) | ToolError::Failed(_) => None,
+    }
+}
+
+/// A call refused before it ran, recorded as the tool's message with `outcome`.
+fn refused_message(tool: ToolId, outcome: Outcome, e: &ToolError) -> Decoded<Tools> {
+    tracing::debug!(tool = tool.name(), error = %e, "tool call failed");
+    Decoded::Message {
+        name: tool.name().to_string(),
+        tag: tool,
+        answer: Answer::Result(render::error(e)),
+        outcome,
     }
 }
 
@@ -109,45 +185,60 @@ fn parse<T: DeserializeOwned>(tool: ToolId, args: JsonObject) -> Result<T, ToolE
     })
 }
 
-fn run(
-    gw: &Gateway,
-    ctx: &ToolCall<'_>,
-    tool: ToolId,
-    args: JsonObject,
-) -> Result<Answer, ToolError> {
-    let handle = |op: Op| ctx.serve_op(gw, op).map_err(ToolError::from);
-    let result = match tool {
-        ToolId::ReadTextFile | ToolId::ReadFile => {
-            compat::read_text(gw, ctx, tool.name(), parse(tool, args)?)?
-        }
-        ToolId::WriteTextFile | ToolId::WriteFile => write(gw, ctx, tool, parse(tool, args)?)?,
-        ToolId::EditFile => compat::edit(gw, ctx, parse(tool, args)?)?,
+/// `tool`'s arguments read into what it runs.
+fn plan(tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> {
+    let task = match tool {
         ToolId::Ls => {
             let ListArgs { path, cursor } = parse(tool, args)?;
-            render::output(gw, handle(Op::Ls { path, cursor })?)
+            return Ok(Plan::Op(Op::Ls { path, cursor }));
         }
         ToolId::Glob => {
             let GlobArgs { pattern } = parse(tool, args)?;
-            render::output(gw, handle(Op::Glob { pattern })?)
+            return Ok(Plan::Op(Op::Glob { pattern }));
         }
-        ToolId::Grep => grep(gw, ctx, parse(tool, args)?)?,
+        ToolId::Grep => return Ok(Plan::Op(grep(parse(tool, args)?))),
         ToolId::Stat => {
             let PathArgs { path } = parse(tool, args)?;
-            render::output(gw, handle(Op::Stat { path })?)
+            return Ok(Plan::Op(Op::Stat { path }));
         }
-        ToolId::Mkdir => mkdir(gw, ctx, parse(tool, args)?)?,
-        ToolId::CreateDirectory => create_directory(gw, ctx, parse(tool, args)?)?,
-        ToolId::Rm => rm(gw, ctx, parse(tool, args)?)?,
-        ToolId::Rename => rename(gw, ctx, parse(tool, args)?)?,
-        ToolId::ReadMediaFile => compat::read_media(gw, ctx, parse(tool, args)?)?,
-        ToolId::ReadMultipleFiles => compat::read_multiple(gw, ctx, parse(tool, args)?)?,
-        ToolId::ListDirectory => compat::list_directory(gw, ctx, parse(tool, args)?)?,
-        ToolId::ListDirectoryWithSizes => compat::list_with_sizes(gw, ctx, parse(tool, args)?)?,
-        ToolId::DirectoryTree => return compat::tree(gw, ctx, parse(tool, args)?),
-        ToolId::MoveFile => compat::move_file(gw, ctx, parse(tool, args)?)?,
-        ToolId::SearchFiles => compat::search_files(gw, ctx, parse(tool, args)?)?,
-        ToolId::GetFileInfo => compat::file_info(gw, ctx, parse(tool, args)?)?,
-        ToolId::ListAllowedDirectories => text(roots::allowed_directories(gw, &ctx.scope.roots())),
+        ToolId::ListAllowedDirectories => return Ok(Plan::Roots),
+        ToolId::ReadTextFile | ToolId::ReadFile => Task::ReadText(parse(tool, args)?),
+        ToolId::WriteTextFile | ToolId::WriteFile => Task::Write(parse(tool, args)?),
+        ToolId::EditFile => Task::Edit(parse(tool, args)?),
+        ToolId::Mkdir => Task::Mkdir(parse(tool, args)?),
+        ToolId::CreateDirectory => Task::CreateDirectory(parse(tool, args)?),
+        ToolId::Rm => Task::Rm(parse(tool, args)?),
+        ToolId::Rename => Task::Rename(parse(tool, args)?),
+        ToolId::ReadMediaFile => Task::ReadMedia(parse(tool, args)?),
+        ToolId::ReadMultipleFiles => Task::ReadMultiple(parse(tool, args)?),
+        ToolId::ListDirectory => Task::ListDirectory(parse(tool, args)?),
+        ToolId::ListDirectoryWithSizes => Task::ListWithSizes(parse(tool, args)?),
+        ToolId::DirectoryTree => Task::Tree(parse(tool, args)?),
+        ToolId::MoveFile => Task::Move(parse(tool, args)?),
+        ToolId::SearchFiles => Task::SearchFiles(parse(tool, args)?),
+        ToolId::GetFileInfo => Task::FileInfo(parse(tool, args)?),
+    };
+    Ok(Plan::Task(task))
+}
+
+/// Runs a task: its operations through `ops`, its result rendered.
+fn run(gw: &Gateway, ops: &Ops<'_>, tool: ToolId, task: Task) -> Result<Answer, ToolError> {
+    let result = match task {
+        Task::ReadText(a) => compat::read_text(gw, ops, tool.name(), a)?,
+        Task::Write(a) => write(gw, ops, tool, a)?,
+        Task::Edit(a) => compat::edit(gw, ops, a)?,
+        Task::Mkdir(a) => mkdir(gw, ops, a)?,
+        Task::CreateDirectory(a) => create_directory(gw, ops, a)?,
+        Task::Rm(a) => rm(gw, ops, a)?,
+        Task::Rename(a) => rename(gw, ops, a)?,
+        Task::ReadMedia(a) => compat::read_media(gw, ops, a)?,
+        Task::ReadMultiple(a) => compat::read_multiple(gw, ops, a)?,
+        Task::ListDirectory(a) => compat::list_directory(gw, ops, a)?,
+        Task::ListWithSizes(a) => compat::list_with_sizes(gw, ops, a)?,
+        Task::Tree(a) => return compat::tree(gw, ops, a),
+        Task::Move(a) => compat::move_file(gw, ops, a)?,
+        Task::SearchFiles(a) => compat::search_files(gw, ops, a)?,
+        Task::FileInfo(a) => compat::file_info(gw, ops, a)?,
     };
     Ok(render::answer(tool, result))
 }
@@ -155,7 +246,7 @@ fn run(
 /// `write_text_file` and `write_file`: the same write, each answered in its own words.
 fn write(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     tool: ToolId,
     WriteArgs { path, content }: WriteArgs,
 ) -> Result<CallToolResult, ToolError> {
@@ -178,20 +269,20 @@ fn write(
     }
 }
 
-fn grep(gw: &Gateway, ctx: &ToolCall<'_>, a: GrepArgs) -> Result<CallToolResult, ToolError> {
-    let op = Op::Grep {
+/// `grep`: one search.
+fn grep(a: GrepArgs) -> Op {
+    Op::Grep {
         pattern: a.pattern,
         path: a.path,
         ignore_case: a.ignore_case.unwrap_or(false),
         include_glob: a.include_glob,
         max_results: a.max_results,
-    };
-    Ok(render::output(gw, ctx.serve_op(gw, op)?))
+    }
 }
 
 fn mkdir(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     MkdirArgs { path, recursive }: MkdirArgs,
 ) -> Result<CallToolResult, ToolError> {
     let op = Op::Mkdir {
@@ -205,7 +296,7 @@ fn mkdir(
 /// The reference server's `create_directory`: `mkdir -p`.
 fn create_directory(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     PathArgs { path }: PathArgs,
 ) -> Result<CallToolResult, ToolError> {
     let op = Op::Mkdir {
@@ -221,7 +312,7 @@ fn create_directory(
 
 fn rm(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     RmArgs { path, recursive }: RmArgs,
 ) -> Result<CallToolResult, ToolError> {
     let op = Op::Rm {
@@ -234,7 +325,7 @@ fn rm(
 
 fn rename(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     RenameArgs { old_path, new_path }: RenameArgs,
 ) -> Result<CallToolResult, ToolError> {
     let op = Op::Rename {
@@ -247,4 +338,163 @@ fn rename(
         shown(gw, &old_path),
         shown(gw, &new_path)
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::door::{Served, serve_wire};
+    use fsgate_gateway::ops::PathStyle;
+    use serde_json::json;
+
+    /// A gateway on a workspace holding `a.txt` ("hi").
+    fn gateway() -> (tempfile::TempDir, Gateway) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("root");
+        std::fs::write(root.join("a.txt"), "hi").expect("write");
+        let pol = fsgate_policy::Policy::builtin_default().expect("policy");
+        let ws = fsgate_workspace::Workspace::open(&root).expect("workspace");
+        (tmp, Gateway::new(pol, ws))
+    }
+
+    fn request(name: &str, args: Value) -> ToolRequest {
+        let Value::Object(args) = args else {
+            panic!("arguments are an object")
+        };
+        let ctx = RequestCtx {
+            style: PathStyle::AbsoluteOrRelative,
+            session: "s".into(),
+            transport: "mcp",
+            peer: "t".into(),
+            scope: Default::default(),
+            asker: None,
+            notifier: None,
+        };
+        ToolRequest {
+            tool: ToolId::from_name(name).expect("a tool"),
+            args,
+            ctx: Arc::new(ctx),
+        }
+    }
+
+    fn served(gw: &Gateway, name: &str, args: Value) -> Served<Tools> {
+        let wire = request(name, args);
+        let ctx = Arc::clone(&wire.ctx);
+        serve_wire(&Tools, gw, &ctx, None, wire)
+    }
+
+    /// The text of an answer, and whether it is an error.
+    fn said(answer: Answer) -> (String, bool) {
+        let r = answer.into_result();
+        let text = r
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.clone());
+        (text.unwrap_or_default(), r.is_error == Some(true))
+    }
+
+    #[test]
+    fn a_workspace_tool_decodes_into_one_operation_a_reference_tool_into_a_task() {
+        let (_tmp, gw) = gateway();
+        let ls = Tools.decode(&gw, request("ls", json!({"path": "."})));
+        assert!(
+            matches!(ls, Decoded::Op { op: Op::Ls { ref path, cursor: None }, tag: ToolId::Ls } if path == ".")
+        );
+        let grep = Tools.decode(&gw, request("grep", json!({"pattern": "x"})));
+        assert!(matches!(
+            grep,
+            Decoded::Op {
+                op: Op::Grep { .. },
+                ..
+            }
+        ));
+        let edit = json!({"path": "a.txt", "edits": [{"oldText": "hi", "newText": "ho"}]});
+        let edit = Tools.decode(&gw, request("edit_file", edit));
+        assert!(matches!(
+            edit,
+            Decoded::Task {
+                task: Task::Edit(_),
+                tag: ToolId::EditFile
+            }
+        ));
+        let write = Tools.decode(
+            &gw,
+            request("write_file", json!({"path": "b", "content": ""})),
+        );
+        assert!(matches!(
+            write,
+            Decoded::Task {
+                task: Task::Write(_),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn arguments_that_do_not_fit_decode_into_a_recorded_refusal() {
+        let (_tmp, gw) = gateway();
+        match Tools.decode(&gw, request("write_file", json!({"path": "b"}))) {
+            Decoded::Message {
+                name,
+                answer,
+                outcome: Err((code, message)),
+                ..
+            } => {
+                assert_eq!(name, "write_file");
+                assert_eq!(code, code::INVALID_PARAMS);
+                assert!(message.contains("missing field `content`"), "{message}");
+                let (text, error) = said(answer);
+                assert!(
+                    error && text.contains("invalid arguments for write_file"),
+                    "{text}"
+                );
+            }
+            _ => panic!("not a refusal"),
+        }
+        let dirs = Tools.decode(&gw, request("list_allowed_directories", json!({})));
+        assert!(matches!(
+            dirs,
+            Decoded::Message {
+                outcome: Ok(()),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_task_runs_its_operations_through_the_gateway_and_answers_in_its_words() {
+        let (tmp, gw) = gateway();
+        let root = tmp.path().canonicalize().expect("root");
+        let edit = json!({"path": "a.txt", "edits": [{"oldText": "hi", "newText": "ho"}]});
+        let (text, error) = said(served(&gw, "edit_file", edit).answer);
+        assert!(
+            !error && text.contains("-hi") && text.contains("+ho"),
+            "{text}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).expect("read"),
+            "ho"
+        );
+        let (text, error) = said(served(&gw, "mkdir", json!({"path": "d"})).answer);
+        assert!(!error, "{text}");
+        assert_eq!(
+            text,
+            format!("Created directory {}", root.join("d").display())
+        );
+        // A refused operation inside a task answers as the tool's error.
+        let (text, error) = said(served(&gw, "read_text_file", json!({"path": ".env"})).answer);
+        assert!(error && text.contains("rule secrets:"), "{text}");
+    }
+
+    #[test]
+    fn one_operation_is_encoded_as_its_tool_renders_it() {
+        let (_tmp, gw) = gateway();
+        let (text, error) = said(served(&gw, "stat", json!({"path": "a.txt"})).answer);
+        let stat: Value = serde_json::from_str(&text).expect("a stat's JSON");
+        assert!(!error && stat["stat"]["size"] == json!(2), "{text}");
+        let refused = Tools.refuse(&ToolId::Stat, &GatewayError::Internal("disk".into()));
+        let (text, error) = said(refused);
+        assert!(error && text.contains("disk"), "{text}");
+    }
 }

@@ -578,7 +578,7 @@ impl BatchDoor {
         for Done { served, permits } in done {
             let served = served.settled(&self.sh.codec(), &settled);
             send(&self.sh.out, served.answer).await;
-            drop((served.lease, permits));
+            drop((served.leases, permits));
         }
     }
 }
@@ -598,13 +598,13 @@ async fn serve_op(sh: Arc<Shared>, task: Task, permits: [OwnedSemaphorePermit; 3
     let (text, lease) = (sh.pool)
         .spawn_blocking(move || {
             let served = door::serve(&codec, &gw, &ctx, None, task.into());
-            (served.answer, served.lease)
+            (served.answer, served.leases)
         })
         .await
         .unwrap_or_else(|e| {
             tracing::error!("request task failed: {e}");
             let err = GatewayError::Internal("request task failed".into());
-            (sh.codec().refuse(&tag, &err), None)
+            (sh.codec().refuse(&tag, &err), Vec::new())
         });
     // The content's lease and the slots are held until the answer is queued (where it
     // counts as unwritten).
@@ -617,7 +617,9 @@ async fn serve_op(sh: Arc<Shared>, task: Task, permits: [OwnedSemaphorePermit; 3
 async fn answer(sh: &Shared, message: Decoded<Ws>) {
     let (gw, ctx, codec) = (Arc::clone(&sh.gw), Arc::clone(&sh.ctx), sh.codec());
     let tag = match &message {
-        Decoded::Op { tag, .. } | Decoded::Message { tag, .. } => tag.clone(),
+        Decoded::Op { tag, .. } | Decoded::Task { tag, .. } | Decoded::Message { tag, .. } => {
+            tag.clone()
+        }
     };
     let text = (sh.pool)
         .spawn_blocking(move || door::serve(&codec, &gw, &ctx, None, message).answer)

@@ -5,7 +5,7 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use super::permission;
-use crate::door::{Decoded, Door};
+use crate::door::{Decoded, Door, Ops, Ran};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ask::Answer;
@@ -81,6 +81,8 @@ impl Door for Ws {
     type Wire = WsRequest;
     type Tag = Echo;
     type Answer = String;
+    /// Every request type is one operation.
+    type Task = std::convert::Infallible;
 
     fn decode(&self, _gw: &Gateway, wire: WsRequest) -> Decoded<Ws> {
         let WsRequest { head, msg } = wire;
@@ -111,6 +113,10 @@ impl Door for Ws {
 
     fn refuse(&self, tag: &Echo, e: &GatewayError) -> String {
         gateway_error_response(&tag.head, e).to_string()
+    }
+
+    fn run(&self, _: &Gateway, _: &Ops<'_>, _: &Echo, task: Self::Task) -> Ran<Ws> {
+        match task {}
     }
 }
 

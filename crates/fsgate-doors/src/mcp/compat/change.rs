@@ -3,8 +3,8 @@
 
 use rmcp::model::CallToolResult;
 
-use super::super::leases::ToolCall;
 use super::{args_error, handle, read_whole};
+use crate::door::Ops;
 use crate::mcp::args::{EditArgs, EditPair, MoveArgs};
 use crate::mcp::edits::{self, Matching};
 use crate::mcp::render::{ToolError, shown, text};
@@ -17,7 +17,7 @@ use fsgate_gateway::ops::Op;
 /// edit list with a diff.
 pub(in crate::mcp) fn edit(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     a: EditArgs,
 ) -> Result<CallToolResult, ToolError> {
     let dry = a.dry_run.unwrap_or(false);
@@ -63,7 +63,7 @@ pub(in crate::mcp) fn edit(
 /// between is detected instead of overwritten.
 fn edit_with_diff(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     path: &str,
     list: &[EditPair],
     how: Matching,
@@ -100,7 +100,7 @@ fn edit_with_diff(
 /// `move_file`: a rename that refuses to replace an existing destination.
 pub(in crate::mcp) fn move_file(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     a: MoveArgs,
 ) -> Result<CallToolResult, ToolError> {
     let dst = shown(gw, &a.destination);

@@ -5,8 +5,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::CallToolResult;
 
-use super::super::leases::ToolCall;
 use super::{handle, unexpected};
+use crate::door::Ops;
 use crate::mcp::args::PathArgs;
 use crate::mcp::render::{ToolError, text};
 use fsgate_gateway::Gateway;
@@ -17,7 +17,7 @@ use fsgate_gateway::ops::{Op, Output};
 /// does not give (birth time on some) is `unknown` where the reference shows 1970.
 pub(in crate::mcp) fn file_info(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     a: PathArgs,
 ) -> Result<CallToolResult, ToolError> {
     let Output::Stat { info, .. } = handle(gw, ctx, Op::Stat { path: a.path })? else {

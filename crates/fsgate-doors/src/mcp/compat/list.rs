@@ -4,8 +4,8 @@
 use globset::GlobSet;
 use rmcp::model::CallToolResult;
 
-use super::super::leases::ToolCall;
 use super::{TRUNCATED_LINE, args_error, handle, list, more_line, names, unexpected};
+use crate::door::Ops;
 use crate::mcp::args::{ListArgs, ListSizesArgs, SearchFilesArgs, SortBy, TreeArgs};
 use crate::mcp::catalog::MAX_TREE_ENTRIES;
 use crate::mcp::render::{ToolError, text};
@@ -29,7 +29,7 @@ fn tag(e: &Entry) -> &'static str {
 /// page at a time, ending with how to ask for the next when more follow.
 pub(in crate::mcp) fn list_directory(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     a: ListArgs,
 ) -> Result<CallToolResult, ToolError> {
     let (entries, truncated, next) =
@@ -80,7 +80,7 @@ fn pad_end(name: &str, width: usize) -> String {
 /// `list_directory_with_sizes`: entries with sizes, then totals.
 pub(in crate::mcp) fn list_with_sizes(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     a: ListSizesArgs,
 ) -> Result<CallToolResult, ToolError> {
     let (mut entries, truncated, _) = list(gw, ctx, &a.path, None)?;
@@ -163,11 +163,7 @@ fn excluded(set: &GlobSet, rel: &str) -> bool {
 
 /// `directory_tree`: one gateway walk of names and kinds, rendered as the reference
 /// server's indented JSON (held escaped, as the answer carries it).
-pub(in crate::mcp) fn tree(
-    gw: &Gateway,
-    ctx: &ToolCall<'_>,
-    a: TreeArgs,
-) -> Result<Answer, ToolError> {
+pub(in crate::mcp) fn tree(gw: &Gateway, ctx: &Ops<'_>, a: TreeArgs) -> Result<Answer, ToolError> {
     let exclude = a.exclude_patterns.unwrap_or_default();
     exclusions("directory_tree", Some(&exclude))?;
     let depth = (MAX_TREE_DEPTH, None);
@@ -317,7 +313,7 @@ impl TreeWriter<'_> {
 /// gateway's glob, so refused paths are never listed.
 pub(in crate::mcp) fn search_files(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     a: SearchFilesArgs,
 ) -> Result<CallToolResult, ToolError> {
     let excl = search_exclusions(a.exclude_patterns.as_deref().unwrap_or_default())?;

@@ -12,13 +12,13 @@ pub(super) use info::file_info;
 pub(super) use list::{list_directory, list_with_sizes, search_files, tree};
 pub(super) use read::{read_media, read_multiple, read_text};
 
-use super::leases::ToolCall;
 use super::render::ToolError;
+use crate::door::Ops;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::Entry;
 use fsgate_gateway::ops::{Op, Output};
 
-fn handle(gw: &Gateway, ctx: &ToolCall<'_>, op: Op) -> Result<Output, ToolError> {
+fn handle(gw: &Gateway, ctx: &Ops<'_>, op: Op) -> Result<Output, ToolError> {
     ctx.serve_op(gw, op).map_err(ToolError::from)
 }
 
@@ -35,7 +35,7 @@ fn args_error(tool: &'static str, reason: &str) -> ToolError {
     }
 }
 
-fn read_whole(gw: &Gateway, ctx: &ToolCall<'_>, path: &str) -> Result<String, ToolError> {
+fn read_whole(gw: &Gateway, ctx: &Ops<'_>, path: &str) -> Result<String, ToolError> {
     match handle(
         gw,
         ctx,
@@ -67,7 +67,7 @@ fn more_line(tool: &str, cursor: &str) -> String {
 /// limit), and where the next page starts (one directory, `depth` 1, only).
 fn names(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     path: &str,
     (depth, cursor): (usize, Option<String>),
     exclude: Vec<String>,
@@ -96,7 +96,7 @@ type Listed = (Vec<Entry>, bool, Option<String>);
 /// A page of a directory's entries, whether it was cut, and where the next page starts.
 fn list(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     path: &str,
     cursor: Option<String>,
 ) -> Result<Listed, ToolError> {

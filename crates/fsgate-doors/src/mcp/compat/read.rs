@@ -4,8 +4,8 @@
 use base64::Engine;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
-use super::super::leases::ToolCall;
 use super::{args_error, handle, read_whole, unexpected};
+use crate::door::Ops;
 use crate::mcp::args::{MultiReadArgs, PathArgs, ReadTextArgs};
 use crate::mcp::catalog::MAX_MULTI_PATHS;
 use crate::mcp::render::{ToolError, shown, text};
@@ -37,7 +37,7 @@ fn last_lines(s: &str, n: u64) -> &str {
 /// final newline (the reference returns one line fewer there).
 pub(in crate::mcp) fn read_text(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     tool: &'static str,
     mut a: ReadTextArgs,
 ) -> Result<CallToolResult, ToolError> {
@@ -94,7 +94,7 @@ fn file_uri(abs: &str) -> String {
 /// `read_media_file`: the file's bytes as base64 image, audio or blob content.
 pub(in crate::mcp) fn read_media(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     a: PathArgs,
 ) -> Result<CallToolResult, ToolError> {
     let data = match handle(
@@ -135,7 +135,7 @@ pub(in crate::mcp) fn read_media(
 /// policy's read limit of content in total.
 pub(in crate::mcp) fn read_multiple(
     gw: &Gateway,
-    ctx: &ToolCall<'_>,
+    ctx: &Ops<'_>,
     a: MultiReadArgs,
 ) -> Result<CallToolResult, ToolError> {
     const TOOL: &str = "read_multiple_files";
