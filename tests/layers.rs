@@ -211,7 +211,7 @@ fn mcp_tool_calls_take_one_path() {
                 file.display(),
                 line.trim()
             );
-            if code.contains("serve_wire(&Tools") || code.contains("serve(&Tools") {
+            if code.contains("serve_wire(") || code.contains("door::serve(") {
                 runners.push(format!("{name}:{n}"));
             }
         }

@@ -52,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
             let ws = protocol::Ws { max: MAX };
             let served = door::serve_wire(&ws, gw, &ctx, None, request);
             let (head, encoded) = (served.tag.head, served.answer);
-            drop(served.lease);
+            drop(served.leases);
             let back: Value = serde_json::from_str(&encoded).expect("answer is JSON");
             assert_eq!(back["channel"], "files");
             // The type is echoed as any echo is bounded: an unknown one over 1024 bytes

@@ -329,7 +329,7 @@ pub(crate) fn message(
 
 /// Answers one request (blocking: run it off the async threads). Every request, a
 /// workspace operation or not, is recorded in the audit log before it is answered. The
-/// lease is the content budget the answer holds: keep it until the answer is queued.
+/// leases are the content budget the answer holds: keep them until the answer is queued.
 pub fn answer(gw: &Gateway, peer: &str, request: AcpRequest) -> (Value, Vec<Lease>) {
     answer_in(gw, &request_ctx(peer, &request.params), request)
 }

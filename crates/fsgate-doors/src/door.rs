@@ -27,8 +27,8 @@ pub trait Door {
     /// A request that composes several operations (see [`Door::run`]).
     type Task;
 
-    /// Decodes a request: a workspace operation for the gateway, or any other message,
-    /// answered by the door itself once recorded.
+    /// Decodes a request: a workspace operation for the gateway, a task of several
+    /// ([`Door::run`]), or any other message, answered by the door itself once recorded.
     fn decode(&self, gw: &Gateway, wire: Self::Wire) -> Decoded<Self>;
 
     /// The answer to an operation the gateway served.
@@ -37,6 +37,11 @@ pub trait Door {
     /// The answer to a request the gateway refused or failed (or whose record could not
     /// be written).
     fn refuse(&self, tag: &Self::Tag, e: &GatewayError) -> Self::Answer;
+
+    /// The answer to a request that panicked (a bug): an internal error.
+    fn panicked(&self, tag: &Self::Tag) -> Self::Answer {
+        self.refuse(tag, &GatewayError::Internal("request task failed".into()))
+    }
 
     /// Runs a task: a request made of several operations, each served through `ops`
     /// (an MCP tool: an edit reads, then writes). A door whose every request is one
@@ -180,8 +185,7 @@ pub fn serve<D: Door + ?Sized>(
         },
         Err(_) => {
             tracing::error!("request panicked");
-            let e = GatewayError::Internal("request task failed".into());
-            let answer = door.refuse(&tag, &e);
+            let answer = door.panicked(&tag);
             Served {
                 tag,
                 answer,
@@ -474,5 +478,51 @@ mod tests {
         let v: Value = serde_json::from_str(&served.answer).expect("json");
         assert_eq!(v["errorInfo"]["code"], json!(-32601));
         assert_eq!(v["requestId"], json!(4));
+    }
+
+    /// A door whose every request is a task that panics, or refuses itself.
+    struct Tasks;
+
+    impl Door for Tasks {
+        type Wire = bool;
+        type Tag = ();
+        type Answer = String;
+        type Task = bool;
+
+        fn decode(&self, _: &Gateway, panics: bool) -> Decoded<Tasks> {
+            Decoded::Task {
+                task: panics,
+                tag: (),
+            }
+        }
+        fn encode(&self, _: &Gateway, _: &(), _: Output) -> String {
+            "encoded".into()
+        }
+        fn refuse(&self, _: &(), e: &GatewayError) -> String {
+            format!("refused: {}", e.message())
+        }
+        fn panicked(&self, _: &()) -> String {
+            "panicked".into()
+        }
+        fn run(&self, _: &Gateway, _: &Ops<'_>, _: &(), panics: bool) -> Ran<Tasks> {
+            assert!(!panics, "a task that panics");
+            Ran::Refused {
+                name: "frob".into(),
+                outcome: Err((-32602, "bad".into())),
+                answer: "its own refusal".into(),
+            }
+        }
+    }
+
+    /// A task that panics is answered in the door's words for it, and whatever ran it
+    /// lives on; one the door refuses is answered as it says once recorded.
+    #[test]
+    fn a_task_that_panics_or_is_refused_is_answered_in_the_doors_words() {
+        let (_tmp, _, gw) = gateway();
+        let ctx = ctx(PathStyle::Rooted, "mcp");
+        let served = serve_wire(&Tasks, &gw, &ctx, None, true);
+        assert_eq!(served.answer, "panicked");
+        let served = serve_wire(&Tasks, &gw, &ctx, None, false);
+        assert_eq!(served.answer, "its own refusal");
     }
 }

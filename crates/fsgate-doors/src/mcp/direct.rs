@@ -27,7 +27,6 @@ use super::call::Call;
 use super::catalog::ToolId;
 use super::flow::{Flow, Pending};
 use super::mrtr;
-
 use super::too_big;
 use super::tools::{Answer, ToolRequest, Tools};
 use crate::batch::{self, Batched};
@@ -374,8 +373,14 @@ impl Direct {
             args,
             ctx: Arc::clone(&ctx),
         };
-        let served = door::serve_wire(&Tools, gw, &ctx, batch, wire);
-        let (result, leases) = (served.answer, served.leases);
+        // `serve` answers a panic in the tool; this, one in decoding it.
+        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            door::serve_wire(&Tools, gw, &ctx, batch, wire)
+        }));
+        let (result, leases) = match served {
+            Ok(served) => (served.answer, served.leases),
+            Err(_) => (Tools.panicked(&tool), Vec::new()),
+        };
         // Only a stateless round may ask: no policy read for any other call.
         let asked = era
             .round
@@ -412,7 +417,7 @@ fn on_pool(
     let direct = Arc::clone(direct);
     rt.spawn_blocking(move || {
         let _permit = permit;
-        // `run` catches a panicking tool; this catches one in the answering too.
+        // `run_in` answers a panicking call; this catches one in the answering too.
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let done = direct.run_in(job, None);
             drop(change);

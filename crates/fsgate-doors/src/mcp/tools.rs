@@ -116,12 +116,22 @@ impl Door for Tools {
                 ),
                 outcome: Ok(()),
             },
-            Err(e) => refused_message(tool, unrecorded(&e).unwrap_or(Ok(())), &e),
+            // Only arguments fail here; anything else is still recorded as a failure.
+            Err(e) => {
+                let outcome =
+                    unrecorded(&e).unwrap_or_else(|| Err((code::INTERNAL, e.to_string())));
+                refused_message(tool, outcome, &e)
+            }
         }
     }
 
     fn encode(&self, gw: &Gateway, tool: &ToolId, out: Output) -> Answer {
         render::answer(*tool, render::output(gw, out))
+    }
+
+    fn panicked(&self, tool: &ToolId) -> Answer {
+        tracing::error!(tool = tool.name(), "tool call panicked");
+        Answer::Result(render::error(&panicked()))
     }
 
     fn refuse(&self, tool: &ToolId, e: &GatewayError) -> Answer {
@@ -146,6 +156,11 @@ impl Door for Tools {
             None => Ran::Answer(answer),
         }
     }
+}
+
+/// The error a tool call that panicked (a bug) answers.
+pub(super) fn panicked() -> ToolError {
+    ToolError::Failed("internal error: the tool call failed".into())
 }
 
 /// What a tool call decodes into.
@@ -493,6 +508,11 @@ mod tests {
         let (text, error) = said(served(&gw, "stat", json!({"path": "a.txt"})).answer);
         let stat: Value = serde_json::from_str(&text).expect("a stat's JSON");
         assert!(!error && stat["stat"]["size"] == json!(2), "{text}");
+        let (text, error) = said(Tools.panicked(&ToolId::Stat));
+        assert!(
+            error && text == "internal error: the tool call failed",
+            "{text}"
+        );
         let refused = Tools.refuse(&ToolId::Stat, &GatewayError::Internal("disk".into()));
         let (text, error) = said(refused);
         assert!(error && text.contains("disk"), "{text}");
