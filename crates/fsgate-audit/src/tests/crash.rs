@@ -96,7 +96,7 @@ fn kill9_mid_stream_loses_nothing_acknowledged() {
         );
 
         // The log reopens by itself (no broken chain) and verifies.
-        let log = AuditLog::open(&path, &child_settings(), POLICY, OpenOptions::default())
+        let log = open_unlocked(&path, &child_settings(), OpenOptions::default())
             .unwrap_or_else(|e| panic!("round {round}: {e}"));
         log.close().unwrap();
         drop(log);

@@ -30,7 +30,27 @@ pub(crate) fn settings(fsync: FsyncMode) -> AuditSettings {
 pub(crate) const POLICY: &str = "5f0c6e3b1a2d4c8e9f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e";
 
 pub(crate) fn open(path: &Path, s: &AuditSettings) -> AuditLog {
-    AuditLog::open(path, s, POLICY, OpenOptions::default()).expect("open audit log")
+    open_unlocked(path, s, OpenOptions::default()).expect("open audit log")
+}
+
+/// Opens the log, waiting while it is `Locked`. A child that another test of this
+/// process spawns holds a copy of every descriptor from its fork until its exec closes
+/// them, the lock's among them, so a log this test has just closed can look held by
+/// another process for that moment (longer on a loaded machine).
+pub(crate) fn open_unlocked(
+    path: &Path,
+    s: &AuditSettings,
+    opts: OpenOptions,
+) -> Result<AuditLog, super::AuditError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match AuditLog::open(path, s, POLICY, opts) {
+            Err(super::AuditError::Locked { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            other => return other,
+        }
+    }
 }
 
 /// A plausible request record.

@@ -246,10 +246,9 @@ fn both_verifiers_agree_on_logs_the_writer_wrote() {
             .replacen("\"ok\"", "\"OK\"", 1),
     )
     .unwrap();
-    let log = AuditLog::open(
+    let log = open_unlocked(
         &path,
         &s,
-        POLICY,
         OpenOptions {
             allow_broken_chain: true,
             ..OpenOptions::default()

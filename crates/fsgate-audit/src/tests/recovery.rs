@@ -16,10 +16,9 @@ fn write_some(path: &Path, n: u64) {
 }
 
 fn reopen(path: &Path, allow: bool) -> Result<AuditLog, AuditError> {
-    AuditLog::open(
+    open_unlocked(
         path,
         &settings(FsyncMode::Always),
-        POLICY,
         OpenOptions {
             allow_broken_chain: allow,
             ..OpenOptions::default()
@@ -138,7 +137,7 @@ fn a_cut_tail_with_its_checkpoint_deleted_is_still_caught_through_the_sink() {
     std::fs::write(&path, kept).unwrap();
     std::fs::remove_file(path.with_file_name("audit.jsonl.checkpoint")).unwrap();
     // ... but the sink still holds the head, and the gateway will not start on it.
-    let opened = AuditLog::open(&path, &s, POLICY, OpenOptions::default());
+    let opened = open_unlocked(&path, &s, OpenOptions::default());
     let msg = opened.err().unwrap().to_string();
     assert!(msg.contains("truncated"), "{msg}");
     // An operator who accepts the break starts a recorded new segment; from then on the
@@ -147,25 +146,11 @@ fn a_cut_tail_with_its_checkpoint_deleted_is_still_caught_through_the_sink() {
         allow_broken_chain: true,
         ..OpenOptions::default()
     };
-    let log = open_when_unlocked(&path, &s, allow);
+    let log = open_unlocked(&path, &s, allow).unwrap();
     log.close().unwrap();
     drop(log);
-    let log = open_when_unlocked(&path, &s, OpenOptions::default());
+    let log = open_unlocked(&path, &s, OpenOptions::default()).unwrap();
     log.close().unwrap();
-}
-
-/// Opens the log, retrying briefly while it is `Locked`: a child that another test of
-/// this process forks holds a copy of the lock's descriptor until its exec closes it.
-fn open_when_unlocked(path: &std::path::Path, s: &AuditSettings, opts: OpenOptions) -> AuditLog {
-    for _ in 0..50 {
-        match AuditLog::open(path, s, POLICY, opts) {
-            Err(AuditError::Locked { .. }) => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            other => return other.unwrap(),
-        }
-    }
-    panic!("the log stayed locked");
 }
 
 #[test]

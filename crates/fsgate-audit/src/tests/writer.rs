@@ -308,7 +308,7 @@ fn a_deferred_start_checkpoint_is_written_by_start_before_the_shutdown_one() {
         defer_start_checkpoint: true,
         ..OpenOptions::default()
     };
-    let log = AuditLog::open(&path, &s, POLICY, opts).unwrap();
+    let log = open_unlocked(&path, &s, opts).unwrap();
     let cp_path = path.with_file_name("audit.jsonl.checkpoint");
     assert!(!cp_path.exists(), "no checkpoint before start()");
     assert_eq!(records(&path)[0]["kind"], "start", "start record on disk");
@@ -345,7 +345,7 @@ fn a_deferred_start_record_is_written_at_open_and_synced_by_the_next_record() {
         defer_start_sync: true,
         ..OpenOptions::default()
     };
-    let log = AuditLog::open(&path, &settings(FsyncMode::Always), POLICY, opts).unwrap();
+    let log = open_unlocked(&path, &settings(FsyncMode::Always), opts).unwrap();
     assert_eq!(records(&path)[0]["kind"], "start", "written to the file");
     std::thread::sleep(Duration::from_millis(5));
     assert!(log.shared_unsynced_for() > Duration::ZERO, "not synced yet");
@@ -363,7 +363,7 @@ fn a_deferred_start_record_is_written_at_open_and_synced_by_the_next_record() {
         defer_start_checkpoint: true,
         ..OpenOptions::default()
     };
-    let log2 = AuditLog::open(&path2, &settings(FsyncMode::Always), POLICY, plain).unwrap();
+    let log2 = open_unlocked(&path2, &settings(FsyncMode::Always), plain).unwrap();
     assert_eq!(log2.shared_unsynced_for(), Duration::ZERO, "synced by open");
     log2.close().unwrap();
 
@@ -371,7 +371,7 @@ fn a_deferred_start_record_is_written_at_open_and_synced_by_the_next_record() {
     // the option leaves the `start` record synced at open.
     for mode in [FsyncMode::Batch, FsyncMode::Never] {
         let (_d3, path3) = temp_log();
-        let log3 = AuditLog::open(&path3, &settings(mode), POLICY, opts).unwrap();
+        let log3 = open_unlocked(&path3, &settings(mode), opts).unwrap();
         assert_eq!(
             log3.shared_unsynced_for(),
             Duration::ZERO,
@@ -390,7 +390,7 @@ fn a_deferred_start_checkpoint_never_started_leaves_the_shutdown_one() {
         defer_start_checkpoint: true,
         ..OpenOptions::default()
     };
-    let log = AuditLog::open(&path, &settings(FsyncMode::Always), POLICY, opts).unwrap();
+    let log = open_unlocked(&path, &settings(FsyncMode::Always), opts).unwrap();
     log.close().unwrap();
     let rep = verify_dir(&path, &VerifyOptions::default());
     assert_intact(&rep);
