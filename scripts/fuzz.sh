@@ -16,7 +16,8 @@ cd "$(dirname "$0")/../fuzz"
 # cargo fuzz passes nightly-only flags (-Zsanitizer=address, ...) to rustc. Where only a
 # stable toolchain exists, RUSTC_BOOTSTRAP=1 lets stable rustc accept them.
 export RUSTC_BOOTSTRAP=1
-# A known false leak report of glibc's (see fuzz/lsan-suppressions.txt), and nothing else.
+# Two known false leak reports, of threads that start or end during a check (see
+# fuzz/lsan-suppressions.txt), and nothing else.
 export LSAN_OPTIONS="suppressions=$PWD/lsan-suppressions.txt${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 targets() { cargo fuzz list; }
