@@ -13,6 +13,7 @@ use super::args::{
     input_schema,
 };
 use super::describe::describe;
+use fsgate_gateway::ops::OpId;
 use fsgate_policy::{BinaryMode, OpClass, Policy};
 
 /// Paths a single `read_multiple_files` call may name.
@@ -110,6 +111,15 @@ impl ToolId {
         ToolId::ALL.into_iter().find(|t| t.name() == name)
     }
 
+    /// The operation this tool offers as itself, if it is one operation's tool: the
+    /// inverse of [`tool_of`], which is where each operation is mapped.
+    pub(super) fn op(self) -> Option<OpId> {
+        OpId::ALL
+            .iter()
+            .copied()
+            .find(|&op| tool_of(op) == Some(self))
+    }
+
     /// The operation classes the tool needs; it is listed only if the policy could
     /// ever allow all of them (calls still reach the gateway, which names the rule).
     fn classes(self) -> &'static [OpClass] {
@@ -153,6 +163,26 @@ impl ToolId {
         }
         self.classes().iter().all(|c| pol.can_ever(*c))
     }
+}
+
+/// The tool that offers `op`, if this door offers it: each is decoded from the operation
+/// by `tools::plan_op`. Both are `match`es without a catch-all, so the compiler lists
+/// them for a new operation. The reference server's other tools compose operations.
+pub(super) fn tool_of(op: OpId) -> Option<ToolId> {
+    Some(match op {
+        OpId::ReadText => ToolId::ReadTextFile,
+        OpId::ReadFile => ToolId::ReadMediaFile,
+        OpId::Write => ToolId::WriteTextFile,
+        OpId::Edit => ToolId::EditFile,
+        OpId::Ls => ToolId::Ls,
+        OpId::Tree => ToolId::DirectoryTree,
+        OpId::Stat => ToolId::Stat,
+        OpId::Glob => ToolId::Glob,
+        OpId::Grep => ToolId::Grep,
+        OpId::Mkdir => ToolId::Mkdir,
+        OpId::Rm => ToolId::Rm,
+        OpId::Rename => ToolId::Rename,
+    })
 }
 
 /// Input schemas, generated once at start-up.
@@ -298,12 +328,10 @@ impl Catalog {
     /// Every tool's output schema: every tool returns structured content.
     fn output_schema(&self, t: ToolId) -> Option<Arc<JsonObject>> {
         let out = match t.output() {
-            OutputKind::Structured => match t {
-                ToolId::Ls => &self.out_ls,
-                ToolId::Stat => &self.out_stat,
-                ToolId::Glob => &self.out_paths,
-                _ => &self.out_grep,
-            },
+            OutputKind::Ls => &self.out_ls,
+            OutputKind::Stat => &self.out_stat,
+            OutputKind::Paths => &self.out_paths,
+            OutputKind::Matches => &self.out_grep,
             OutputKind::Text => &self.out_text,
             OutputKind::Media => &self.out_media,
         };
@@ -314,8 +342,14 @@ impl Catalog {
 /// What a tool's structured content holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum OutputKind {
-    /// Its own JSON (ls, stat, glob, grep), built by the tool.
-    Structured,
+    /// `ls`'s entries, built by the tool.
+    Ls,
+    /// `stat`'s metadata, built by the tool.
+    Stat,
+    /// `glob`'s matching paths, built by the tool.
+    Paths,
+    /// `grep`'s matching lines, built by the tool.
+    Matches,
     /// `{content: <the text>}`, as the reference server's text tools answer.
     Text,
     /// `{content: [<the content blocks>]}`, as the reference's read_media_file answers.
@@ -326,9 +360,28 @@ impl ToolId {
     /// The shape of the tool's structured content.
     pub(super) fn output(self) -> OutputKind {
         match self {
-            ToolId::Ls | ToolId::Stat | ToolId::Glob | ToolId::Grep => OutputKind::Structured,
+            ToolId::Ls => OutputKind::Ls,
+            ToolId::Stat => OutputKind::Stat,
+            ToolId::Glob => OutputKind::Paths,
+            ToolId::Grep => OutputKind::Matches,
             ToolId::ReadMediaFile => OutputKind::Media,
-            _ => OutputKind::Text,
+            ToolId::ReadTextFile
+            | ToolId::WriteTextFile
+            | ToolId::EditFile
+            | ToolId::Mkdir
+            | ToolId::Rm
+            | ToolId::Rename
+            | ToolId::ReadFile
+            | ToolId::ReadMultipleFiles
+            | ToolId::WriteFile
+            | ToolId::CreateDirectory
+            | ToolId::ListDirectory
+            | ToolId::ListDirectoryWithSizes
+            | ToolId::DirectoryTree
+            | ToolId::MoveFile
+            | ToolId::SearchFiles
+            | ToolId::GetFileInfo
+            | ToolId::ListAllowedDirectories => OutputKind::Text,
         }
     }
 }
@@ -396,7 +449,20 @@ fn annotations(t: ToolId) -> ToolAnnotations {
         ToolId::Mkdir | ToolId::CreateDirectory => {
             a.read_only(false).destructive(false).idempotent(true)
         }
-        _ => a.read_only(true),
+        ToolId::ReadTextFile
+        | ToolId::Ls
+        | ToolId::Glob
+        | ToolId::Grep
+        | ToolId::Stat
+        | ToolId::ReadFile
+        | ToolId::ReadMediaFile
+        | ToolId::ReadMultipleFiles
+        | ToolId::ListDirectory
+        | ToolId::ListDirectoryWithSizes
+        | ToolId::DirectoryTree
+        | ToolId::SearchFiles
+        | ToolId::GetFileInfo
+        | ToolId::ListAllowedDirectories => a.read_only(true),
     }
 }
 
@@ -412,6 +478,36 @@ mod tests {
             assert!(seen.insert(t.name()));
         }
         assert_eq!(ToolId::from_name("nope"), None);
+    }
+
+    #[test]
+    fn every_operation_this_door_offers_has_a_listed_tool_that_maps_back_to_it() {
+        let mut seen = Vec::new();
+        for &op in OpId::ALL {
+            let Some(tool) = tool_of(op) else { continue };
+            assert!(
+                ToolId::ALL.contains(&tool),
+                "{op:?}'s tool {tool:?} is not listed"
+            );
+            assert_eq!(
+                tool.op(),
+                Some(op),
+                "{tool:?} maps back to another operation"
+            );
+            assert!(!seen.contains(&tool), "{tool:?} offers two operations");
+            seen.push(tool);
+        }
+        // Today every operation has its tool; the composed tools are no operation's.
+        assert_eq!(seen.len(), OpId::ALL.len());
+        for tool in [
+            "read_file",
+            "write_file",
+            "move_file",
+            "list_allowed_directories",
+        ] {
+            let tool = ToolId::from_name(tool).unwrap();
+            assert_eq!(tool.op(), None, "{tool:?}");
+        }
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub(super) fn with_structured(tool: ToolId, mut r: CallToolResult) -> CallToolRe
         return r;
     }
     let content = match tool.output() {
-        OutputKind::Structured => return r,
+        OutputKind::Ls | OutputKind::Stat | OutputKind::Paths | OutputKind::Matches => return r,
         OutputKind::Media => match serde_json::to_value(&r.content) {
             Ok(v) => v,
             Err(e) => return error(&ToolError::Failed(format!("internal error: {e}"))),

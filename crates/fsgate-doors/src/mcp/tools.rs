@@ -22,7 +22,7 @@ use super::roots;
 use crate::door::{Decoded, Door, Ops, Outcome, Ran};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::Gateway;
-use fsgate_gateway::ops::{Op, Output, RequestCtx};
+use fsgate_gateway::ops::{Op, OpId, Output, RequestCtx};
 
 /// The MCP door's tool calls.
 pub(super) struct Tools;
@@ -200,38 +200,74 @@ fn parse<T: DeserializeOwned>(tool: ToolId, args: JsonObject) -> Result<T, ToolE
     })
 }
 
-/// `tool`'s arguments read into what it runs.
+/// `tool`'s arguments read into what it runs: an operation's tool by its operation,
+/// any other tool by its name.
 fn plan(tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> {
-    let task = match tool {
-        ToolId::Ls => {
+    match tool.op() {
+        Some(op) => plan_op(op, tool, args),
+        None => plan_composed(tool, args),
+    }
+}
+
+/// The arguments of `op`'s tool (`catalog::tool_of`) read into what it runs.
+fn plan_op(op: OpId, tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> {
+    let task = match op {
+        OpId::Ls => {
             let ListArgs { path, cursor } = parse(tool, args)?;
             return Ok(Plan::Op(Op::Ls { path, cursor }));
         }
-        ToolId::Glob => {
+        OpId::Glob => {
             let GlobArgs { pattern } = parse(tool, args)?;
             return Ok(Plan::Op(Op::Glob { pattern }));
         }
-        ToolId::Grep => return Ok(Plan::Op(grep(parse(tool, args)?))),
-        ToolId::Stat => {
+        OpId::Grep => return Ok(Plan::Op(grep(parse(tool, args)?))),
+        OpId::Stat => {
             let PathArgs { path } = parse(tool, args)?;
             return Ok(Plan::Op(Op::Stat { path }));
         }
+        OpId::ReadText => Task::ReadText(parse(tool, args)?),
+        OpId::ReadFile => Task::ReadMedia(parse(tool, args)?),
+        OpId::Write => Task::Write(parse(tool, args)?),
+        OpId::Edit => Task::Edit(parse(tool, args)?),
+        OpId::Tree => Task::Tree(parse(tool, args)?),
+        OpId::Mkdir => Task::Mkdir(parse(tool, args)?),
+        OpId::Rm => Task::Rm(parse(tool, args)?),
+        OpId::Rename => Task::Rename(parse(tool, args)?),
+    };
+    Ok(Plan::Task(task))
+}
+
+/// The arguments of a tool that is no one operation's read into what it runs.
+fn plan_composed(tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> {
+    let task = match tool {
         ToolId::ListAllowedDirectories => return Ok(Plan::Roots),
-        ToolId::ReadTextFile | ToolId::ReadFile => Task::ReadText(parse(tool, args)?),
-        ToolId::WriteTextFile | ToolId::WriteFile => Task::Write(parse(tool, args)?),
-        ToolId::EditFile => Task::Edit(parse(tool, args)?),
-        ToolId::Mkdir => Task::Mkdir(parse(tool, args)?),
+        ToolId::ReadFile => Task::ReadText(parse(tool, args)?),
+        ToolId::WriteFile => Task::Write(parse(tool, args)?),
         ToolId::CreateDirectory => Task::CreateDirectory(parse(tool, args)?),
-        ToolId::Rm => Task::Rm(parse(tool, args)?),
-        ToolId::Rename => Task::Rename(parse(tool, args)?),
-        ToolId::ReadMediaFile => Task::ReadMedia(parse(tool, args)?),
         ToolId::ReadMultipleFiles => Task::ReadMultiple(parse(tool, args)?),
         ToolId::ListDirectory => Task::ListDirectory(parse(tool, args)?),
         ToolId::ListDirectoryWithSizes => Task::ListWithSizes(parse(tool, args)?),
-        ToolId::DirectoryTree => Task::Tree(parse(tool, args)?),
         ToolId::MoveFile => Task::Move(parse(tool, args)?),
         ToolId::SearchFiles => Task::SearchFiles(parse(tool, args)?),
         ToolId::GetFileInfo => Task::FileInfo(parse(tool, args)?),
+        // An operation's tool: `plan` sends it to `plan_op`, never here.
+        ToolId::ReadTextFile
+        | ToolId::ReadMediaFile
+        | ToolId::WriteTextFile
+        | ToolId::EditFile
+        | ToolId::Ls
+        | ToolId::DirectoryTree
+        | ToolId::Stat
+        | ToolId::Glob
+        | ToolId::Grep
+        | ToolId::Mkdir
+        | ToolId::Rm
+        | ToolId::Rename => {
+            return Err(ToolError::Failed(format!(
+                "internal error: {} is an operation's tool",
+                tool.name()
+            )));
+        }
     };
     Ok(Plan::Task(task))
 }
@@ -407,6 +443,39 @@ mod tests {
             .and_then(|c| c.as_text())
             .map(|t| t.text.clone());
         (text.unwrap_or_default(), r.is_error == Some(true))
+    }
+
+    #[test]
+    fn an_operations_tool_plans_by_its_operation_every_other_tool_by_its_name() {
+        for tool in ToolId::ALL {
+            match plan(tool, JsonObject::new()) {
+                Ok(Plan::Op(op)) => assert_eq!(Some(op.id()), tool.op(), "{tool:?}"),
+                Ok(_) | Err(ToolError::Args { .. }) => {}
+                Err(e) => panic!("{tool:?} has no plan: {e}"),
+            }
+            // Only an operation's tool is turned away by the composed tools' plan.
+            let composed = plan_composed(tool, JsonObject::new());
+            let turned_away = matches!(composed, Err(ToolError::Failed(_)));
+            assert_eq!(turned_away, tool.op().is_some(), "{tool:?}");
+        }
+        // Each operation's tool reads its own arguments into that operation.
+        let args = |v: Value| match v {
+            Value::Object(o) => o,
+            _ => JsonObject::new(),
+        };
+        for (op, a) in [
+            (OpId::Ls, json!({"path": "."})),
+            (OpId::Glob, json!({"pattern": "*"})),
+            (OpId::Grep, json!({"pattern": "x"})),
+            (OpId::Stat, json!({"path": "a"})),
+        ] {
+            let tool = super::super::catalog::tool_of(op).expect("a tool");
+            let planned = plan(tool, args(a));
+            assert!(
+                matches!(planned, Ok(Plan::Op(ref o)) if o.id() == op),
+                "{op:?}"
+            );
+        }
     }
 
     #[test]
