@@ -10,12 +10,12 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 /// Length of a canonical timestamp: `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
-pub const TS_LEN: usize = 27;
+pub(crate) const TS_LEN: usize = 27;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Appends `s` as a canonical JSON string (with quotes).
-pub fn push_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn push_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
@@ -47,7 +47,7 @@ pub fn push_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Appends an unsigned integer in decimal.
-pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     loop {
@@ -63,7 +63,7 @@ pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
 
 /// Appends a JSON value canonically: sorted keys, integers kept, any other number written
 /// as a string of its JSON text (the format has no floats).
-pub fn push_value(out: &mut Vec<u8>, v: &Value) {
+pub(crate) fn push_value(out: &mut Vec<u8>, v: &Value) {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -94,7 +94,7 @@ pub fn push_value(out: &mut Vec<u8>, v: &Value) {
 }
 
 /// Appends an object with its keys sorted by UTF-8 bytes, whatever order `map` keeps.
-pub fn push_object(out: &mut Vec<u8>, map: &serde_json::Map<String, Value>) {
+pub(crate) fn push_object(out: &mut Vec<u8>, map: &serde_json::Map<String, Value>) {
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
     entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     out.push(b'{');
@@ -110,14 +110,14 @@ pub fn push_object(out: &mut Vec<u8>, map: &serde_json::Map<String, Value>) {
 }
 
 /// The canonical bytes of a whole value (used for checkpoints and tombstones).
-pub fn to_vec(v: &Value) -> Vec<u8> {
+pub(crate) fn to_vec(v: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     push_value(&mut out, v);
     out
 }
 
 /// Formats a UTC time canonically: RFC 3339, microseconds, `Z`.
-pub fn format_ts(t: OffsetDateTime) -> String {
+pub(crate) fn format_ts(t: OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
     let Ok(year) = u32::try_from(t.year()) else {
         return "0000-01-01T00:00:00.000000Z".to_owned();
@@ -146,7 +146,7 @@ pub fn now_ts() -> String {
 }
 
 /// Whether `s` has exactly the canonical timestamp shape (digits where digits belong).
-pub fn is_canonical_ts(s: &[u8]) -> bool {
+pub(crate) fn is_canonical_ts(s: &[u8]) -> bool {
     if s.len() != TS_LEN {
         return false;
     }
@@ -163,10 +163,11 @@ pub fn parse_ts(s: &str) -> Option<OffsetDateTime> {
 }
 
 /// Why a nested value is not canonical.
-pub type CheckResult = Result<(), &'static str>;
+pub(crate) type CheckResult = Result<(), &'static str>;
 
 /// Checks that `raw` (valid UTF-8) is one canonical JSON value and nothing else.
-pub fn check_value(raw: &[u8]) -> CheckResult {
+#[cfg(test)]
+pub(crate) fn check_value(raw: &[u8]) -> CheckResult {
     let mut p = Checker { s: raw, i: 0 };
     p.value(0)?;
     if p.i != raw.len() {
@@ -373,7 +374,7 @@ fn key_less(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// Unescapes a canonical string body (already checked) into its UTF-8 bytes.
-pub fn unescape(s: &[u8]) -> Vec<u8> {
+pub(crate) fn unescape(s: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len());
     let mut i = 0;
     while i < s.len() {

@@ -186,7 +186,7 @@ pub fn run(cmd: AuditCommand) -> i32 {
 }
 
 /// Runs one subcommand, printing its product to `out`.
-pub fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
+pub(crate) fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
     match cmd {
         AuditCommand::Verify {
             paths,

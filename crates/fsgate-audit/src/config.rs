@@ -83,12 +83,12 @@ pub struct AuditSettings {
 
 impl AuditSettings {
     /// Records between periodic checkpoints (0 = none).
-    pub fn checkpoint_every(&self) -> u64 {
+    pub(crate) fn checkpoint_every(&self) -> u64 {
         self.checkpoint_every.unwrap_or(DEFAULT_CHECKPOINT_EVERY)
     }
 
     /// Idle time before a heartbeat checkpoint, or `None` when heartbeats are off.
-    pub fn heartbeat(&self) -> Option<Duration> {
+    pub(crate) fn heartbeat(&self) -> Option<Duration> {
         match self.heartbeat_secs.unwrap_or(DEFAULT_HEARTBEAT_SECS) {
             0 => None,
             s => Some(Duration::from_secs(s)),
@@ -101,13 +101,13 @@ impl AuditSettings {
     }
 
     /// The process's growth budget in bytes per minute (0: none).
-    pub fn max_bytes_per_minute(&self) -> u64 {
+    pub(crate) fn max_bytes_per_minute(&self) -> u64 {
         self.max_bytes_per_minute
             .unwrap_or(DEFAULT_MAX_BYTES_PER_MINUTE)
     }
 
     /// A session's growth budget in bytes per minute (0: none).
-    pub fn max_session_bytes_per_minute(&self) -> u64 {
+    pub(crate) fn max_session_bytes_per_minute(&self) -> u64 {
         self.max_session_bytes_per_minute
             .unwrap_or(DEFAULT_MAX_SESSION_BYTES_PER_MINUTE)
     }

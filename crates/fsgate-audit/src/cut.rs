@@ -3,13 +3,13 @@
 //! Much of a record is text an agent chose: a path, a method or tool name, a session
 //! id, a pattern, an error message quoting them. Written whole, one 2 MiB request
 //! would add 2 MiB to the log. So the record builder (`super::AuditEvent::body`) cuts
-//! every string longer than [`MAX_WHOLE`] bytes, wherever it is (a record field, or a
-//! string anywhere in `args` or `details`), to its first [`HEAD`] bytes, and says so in
+//! every string longer than `MAX_WHOLE` bytes, wherever it is (a record field, or a
+//! string anywhere in `args` or `details`), to its first `HEAD` bytes, and says so in
 //! `details.cut`: for each cut string, its JSON Pointer in the record, its length in
 //! bytes and the SHA-256 of the whole. The pointer, not the text, marks a string as
 //! cut, so no agent can make an uncut string read as a cut one.
 //!
-//! [`MAX_WHOLE`] is the kernel's `PATH_MAX`: every path a request can act on is
+//! `MAX_WHOLE` is the kernel's `PATH_MAX`: every path a request can act on is
 //! recorded whole (an intent must name its file exactly; longer paths are refused
 //! before any work), and a record holds at most a few KiB of any one text.
 
@@ -19,11 +19,11 @@ use sha2::{Digest, Sha256};
 use super::AuditEvent;
 
 /// The longest string recorded whole, in bytes: the kernel's `PATH_MAX`.
-pub const MAX_WHOLE: usize = 4096;
+pub(crate) const MAX_WHOLE: usize = 4096;
 /// The most bytes of a cut string that are kept (cut back to a character boundary).
-pub const HEAD: usize = 256;
+pub(crate) const HEAD: usize = 256;
 /// The `details` member that lists the strings cut.
-pub const CUT_KEY: &str = "cut";
+pub(crate) const CUT_KEY: &str = "cut";
 
 pub use fsgate_base::text::head;
 
@@ -185,7 +185,7 @@ impl AuditEvent {
 /// an object whose every member names, by a JSON Pointer into the record, a string of
 /// at most [`HEAD`] bytes, with `{bytes, sha256}`: a length over [`MAX_WHOLE`] and 64
 /// lowercase hex digits.
-pub fn check_cuts(record: &Value) -> Result<(), String> {
+pub(crate) fn check_cuts(record: &Value) -> Result<(), String> {
     let Some(cut) = record.get("details").and_then(|d| d.get(CUT_KEY)) else {
         return Ok(());
     };

@@ -4,7 +4,7 @@
 //! Every record's bytes count against the process's minute; a request's (and an
 //! intent's) also against its session's. Once a budget is spent, requests (of that
 //! session, or of every session) are refused until its minute is over: the gateway asks
-//! [`Growth::admit`] before any work. The first refusal of a minute is recorded like any
+//! `Growth::admit` before any work. The first refusal of a minute is recorded like any
 //! request; the others are only counted, and one `growth-limit` record says how many
 //! when the minute is over (at the next request of that scope, or when the log closes).
 //! So an agent at line speed adds a bounded number of bytes per minute, and one record
@@ -12,7 +12,7 @@
 //!
 //! A minute starts with the first record or request of its scope after the previous
 //! one ended (fixed windows, not a sliding one). Sessions are told apart by a hash of
-//! their id; at most [`MAX_SESSIONS`] are followed at once (beyond that, and once no
+//! their id; at most `MAX_SESSIONS` are followed at once (beyond that, and once no
 //! minute of theirs has ended, a new session is held to the process's budget only).
 
 use std::collections::HashMap;
@@ -26,15 +26,15 @@ use super::AuditEvent;
 use super::canonical;
 
 /// The length of a budget's window.
-pub const WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const WINDOW: Duration = Duration::from_secs(60);
 /// Sessions followed at once.
-pub const MAX_SESSIONS: usize = 4096;
+pub(crate) const MAX_SESSIONS: usize = 4096;
 /// The lifecycle kind saying how many refusals of a minute had no record of their own.
-pub const KIND_GROWTH_LIMIT: &str = "growth-limit";
+pub(crate) const KIND_GROWTH_LIMIT: &str = "growth-limit";
 /// Rule id (and key) of the process's budget.
-pub const RULE_PROCESS: &str = "audit.max_bytes_per_minute";
+pub(crate) const RULE_PROCESS: &str = "audit.max_bytes_per_minute";
 /// Rule id (and key) of a session's budget.
-pub const RULE_SESSION: &str = "audit.max_session_bytes_per_minute";
+pub(crate) const RULE_SESSION: &str = "audit.max_session_bytes_per_minute";
 /// The most bytes of a session id kept for the `growth-limit` record.
 const SESSION_KEPT: usize = 256;
 
@@ -178,7 +178,7 @@ struct State {
 
 /// The guard: both budgets and their current minutes.
 #[derive(Debug)]
-pub struct Growth {
+pub(crate) struct Growth {
     /// Bytes per minute for the process (0: no limit).
     process_limit: u64,
     /// Bytes per minute for one session (0: no limit).
@@ -189,7 +189,7 @@ pub struct Growth {
 
 impl Growth {
     /// A guard with these budgets (bytes per minute; 0 turns one off).
-    pub fn new(process_limit: u64, session_limit: u64) -> Growth {
+    pub(crate) fn new(process_limit: u64, session_limit: u64) -> Growth {
         Growth {
             process_limit,
             session_limit,
@@ -210,7 +210,11 @@ impl Growth {
 
     /// Whether a request of `session` may go on now; with the `growth-limit` records
     /// due (minutes that ended with refusals unrecorded), which the caller appends.
-    pub fn admit(&self, session: &str, now: Instant) -> (Result<(), Refusal>, Vec<AuditEvent>) {
+    pub(crate) fn admit(
+        &self,
+        session: &str,
+        now: Instant,
+    ) -> (Result<(), Refusal>, Vec<AuditEvent>) {
         let mut st = self.lock();
         let mut due = std::mem::take(&mut st.pending);
         self.roll_process(&mut st, now, &mut due);
@@ -245,7 +249,7 @@ impl Growth {
 
     /// Counts a record of `bytes` against the process and, for a request's record,
     /// against `session`.
-    pub fn charge(&self, session: Option<&str>, bytes: u64, now: Instant) {
+    pub(crate) fn charge(&self, session: Option<&str>, bytes: u64, now: Instant) {
         let mut due = Vec::new();
         let mut st = self.lock();
         self.roll_process(&mut st, now, &mut due);
@@ -266,7 +270,7 @@ impl Growth {
 
     /// The `growth-limit` records still due (at close: every minute with refusals
     /// unrecorded so far, ended or not).
-    pub fn drain(&self) -> Vec<AuditEvent> {
+    pub(crate) fn drain(&self) -> Vec<AuditEvent> {
         let mut st = self.lock();
         let mut due = std::mem::take(&mut st.pending);
         let (pl, sl) = (self.process_limit, self.session_limit);

@@ -172,12 +172,12 @@ pub fn checkpoints_are_signed(path: &std::path::Path) -> bool {
 
 /// How many sibling chains a workspace's default log directory may hold: one per
 /// gateway running on it at once.
-pub const MAX_SIBLING_CHAINS: u32 = 64;
+pub(crate) const MAX_SIBLING_CHAINS: u32 = 64;
 
 /// The name of the `n`th chain in a default log directory: `audit.jsonl`, then
 /// `audit-2.jsonl`, `audit-3.jsonl`, ... (each base name has its own rotated files and
 /// sidecars, `audit-2.jsonl.000000000001`, `audit-2.jsonl.lock`, never another's).
-pub fn sibling_chain_name(n: u32) -> String {
+pub(crate) fn sibling_chain_name(n: u32) -> String {
     if n <= 1 {
         "audit.jsonl".to_owned()
     } else {

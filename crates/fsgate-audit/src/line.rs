@@ -72,7 +72,7 @@ struct View<'a> {
 
 /// A record that checked out on its own (content, form and hash).
 #[derive(Debug, Clone)]
-pub struct LineInfo {
+pub(crate) struct LineInfo {
     /// `seq` field.
     pub seq: u64,
     /// `prev` field, decoded.
@@ -89,14 +89,14 @@ pub struct LineInfo {
 
 impl LineInfo {
     /// The timestamp as text.
-    pub fn ts_str(&self) -> &str {
+    pub(crate) fn ts_str(&self) -> &str {
         std::str::from_utf8(&self.ts).unwrap_or("")
     }
 }
 
 /// Why one line is not a valid record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LineFault {
+pub(crate) enum LineFault {
     /// Not a canonical record (bad JSON, unknown or mistyped field, wrong order, ...).
     Malformed(String),
     /// Well-formed, but the hash does not match the content: the record was edited.
@@ -202,7 +202,7 @@ fn u64_at(s: &[u8], i: usize) -> Option<(u64, usize)> {
 /// This is a direct parser of the canonical grammar (FORMAT.md): a line is accepted
 /// exactly when re-encoding its parsed fields gives the line back, which the test
 /// `fast_and_reference_checkers_agree` holds it to. `_scratch` is kept for callers.
-pub fn check_line(line: &[u8], _scratch: &mut Vec<u8>) -> Result<LineInfo, LineFault> {
+pub(crate) fn check_line(line: &[u8], _scratch: &mut Vec<u8>) -> Result<LineInfo, LineFault> {
     let bad = |m: &str| LineFault::Malformed(m.to_owned());
     if std::str::from_utf8(line).is_err() {
         return Err(bad("not UTF-8"));

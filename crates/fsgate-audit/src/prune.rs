@@ -10,7 +10,8 @@ use time::OffsetDateTime;
 
 use super::canonical;
 use super::series::{self, Series};
-pub use super::tombstone::{Tombstone, tombstone_object};
+pub use super::tombstone::Tombstone;
+pub(crate) use super::tombstone::tombstone_object;
 use super::verify::{self, Verdict, VerifyOptions};
 
 /// Why prune did nothing.

@@ -7,9 +7,11 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::canonical::{self, push_str, push_u64};
-pub use super::line::{LineFault, LineInfo, check_line, lines};
+pub use super::line::lines;
+pub(crate) use super::line::{LineFault, LineInfo, check_line};
 pub(crate) use super::seal::is_lower_hex;
-pub use super::seal::{GENESIS_PREV, HASH_SUFFIX_LEN, chain_hash, decode_hash, seal};
+pub(crate) use super::seal::seal;
+pub(crate) use super::seal::{GENESIS_PREV, HASH_SUFFIX_LEN, chain_hash, decode_hash};
 
 /// The `kind` of a record made for a request.
 pub const KIND_REQUEST: &str = "request";
@@ -68,13 +70,13 @@ impl ChangeOp {
     }
 }
 /// Lifecycle kinds written by the log itself.
-pub const KIND_START: &str = "start";
+pub(crate) const KIND_START: &str = "start";
 /// Written by [`super::AuditLog::close`].
-pub const KIND_STOP: &str = "stop";
+pub(crate) const KIND_STOP: &str = "stop";
 /// Written at start-up when a torn last line was cut off.
-pub const KIND_RECOVERED: &str = "recovered";
+pub(crate) const KIND_RECOVERED: &str = "recovered";
 /// Written at start-up when an operator accepted a chain that did not verify.
-pub const KIND_BREAK: &str = "break";
+pub(crate) const KIND_BREAK: &str = "break";
 
 /// What the gateway reports about one request (or one lifecycle event).
 ///

@@ -7,13 +7,13 @@ use sha2::{Digest, Sha256};
 use super::canonical::{push_str, push_u64};
 
 /// The `prev` of the first record of a log: 64 zeros.
-pub const GENESIS_PREV: [u8; 32] = [0; 32];
+pub(crate) const GENESIS_PREV: [u8; 32] = [0; 32];
 /// `,"hash":"` + 64 hex digits + `"}`: the fixed tail of every record line.
-pub const HASH_SUFFIX_LEN: usize = 9 + 64 + 2;
+pub(crate) const HASH_SUFFIX_LEN: usize = 9 + 64 + 2;
 
 /// Builds a complete record line (with `\n`) from its parts; returns the line and its hash.
 /// `body` comes from `AuditEvent::body`; `log` is set on the first record of a file.
-pub fn seal(
+pub(crate) fn seal(
     seq: u64,
     ts: &str,
     log: Option<&str>,
@@ -45,7 +45,7 @@ pub fn seal(
 }
 
 /// `SHA-256(prev || canonical)`, with the canonical bytes given in two pieces.
-pub fn chain_hash(prev: &[u8; 32], head: &[u8], tail: &[u8]) -> [u8; 32] {
+pub(crate) fn chain_hash(prev: &[u8; 32], head: &[u8], tail: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(prev);
     h.update(head);
@@ -74,7 +74,7 @@ const HEX_VALUE: [u8; 256] = {
 };
 
 /// Decodes 64 lowercase hex digits (two per record line: kept branch-free and cheap).
-pub fn decode_hash(s: &str) -> Option<[u8; 32]> {
+pub(crate) fn decode_hash(s: &str) -> Option<[u8; 32]> {
     let b = s.as_bytes();
     if b.len() != 64 {
         return None;

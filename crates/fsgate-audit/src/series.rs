@@ -5,16 +5,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Suffix of the latest-checkpoint file.
-pub const CHECKPOINT_SUFFIX: &str = ".checkpoint";
+pub(crate) const CHECKPOINT_SUFFIX: &str = ".checkpoint";
 /// Suffix of the tombstone file written by `prune`.
-pub const TOMBSTONES_SUFFIX: &str = ".tombstones";
+pub(crate) const TOMBSTONES_SUFFIX: &str = ".tombstones";
 /// Suffix of the lock file held by a running writer.
-pub const LOCK_SUFFIX: &str = ".lock";
+pub(crate) const LOCK_SUFFIX: &str = ".lock";
 /// Infix of a damaged file set aside at start-up.
-pub const BROKEN_INFIX: &str = ".broken-";
+pub(crate) const BROKEN_INFIX: &str = ".broken-";
 
 /// The name of the rotated file whose first record has `first_seq`.
-pub fn rotated_name(active: &str, first_seq: u64) -> String {
+pub(crate) fn rotated_name(active: &str, first_seq: u64) -> String {
     format!("{active}.{first_seq:012}")
 }
 
@@ -24,7 +24,7 @@ pub fn checkpoint_name(active: &str) -> String {
 }
 
 /// The tombstone file of a log.
-pub fn tombstones_name(active: &str) -> String {
+pub(crate) fn tombstones_name(active: &str) -> String {
     format!("{active}{TOMBSTONES_SUFFIX}")
 }
 
@@ -34,7 +34,7 @@ pub fn lock_name(active: &str) -> String {
 }
 
 /// Whether a file name is a sidecar (or a temporary file), never a log file.
-pub fn is_sidecar(name: &str) -> bool {
+pub(crate) fn is_sidecar(name: &str) -> bool {
     name.starts_with('.')
         || name.ends_with(CHECKPOINT_SUFFIX)
         || name.ends_with(TOMBSTONES_SUFFIX)
@@ -45,7 +45,7 @@ pub fn is_sidecar(name: &str) -> bool {
 
 /// Splits a log file name into its base (active) name and, for a rotated file, its
 /// first seq.
-pub fn split_name(name: &str) -> (&str, Option<u64>) {
+pub(crate) fn split_name(name: &str) -> (&str, Option<u64>) {
     if let Some((base, digits)) = name.rsplit_once('.')
         && !base.is_empty()
         && digits.len() >= 12
@@ -70,17 +70,17 @@ pub struct Series {
 
 impl Series {
     /// The checkpoint file beside this log.
-    pub fn checkpoint_path(&self) -> PathBuf {
+    pub(crate) fn checkpoint_path(&self) -> PathBuf {
         self.dir.join(checkpoint_name(&self.base))
     }
 
     /// The tombstone file beside this log.
-    pub fn tombstones_path(&self) -> PathBuf {
+    pub(crate) fn tombstones_path(&self) -> PathBuf {
         self.dir.join(tombstones_name(&self.base))
     }
 
     /// A display name for reports.
-    pub fn display_name(&self) -> String {
+    pub(crate) fn display_name(&self) -> String {
         self.dir.join(&self.base).display().to_string()
     }
 }

@@ -4,8 +4,8 @@
 use ed25519_dalek::SigningKey;
 use serde_json::{Map, Value, json};
 
+use super::record;
 use super::signed::{self, sign_object};
-use super::{canonical, record};
 
 /// A tombstone: records `first_seq..=last_seq` were removed on purpose.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,16 +60,11 @@ impl Tombstone {
             obj,
         })
     }
-
-    /// The canonical line (no `\n`).
-    pub fn to_line(&self) -> String {
-        String::from_utf8_lossy(&canonical::to_vec(&Value::Object(self.obj.clone()))).into_owned()
-    }
 }
 
 /// Builds a tombstone object (signed when a key is given) for `seqs` = (first, last,
 /// last hash).
-pub fn tombstone_object(
+pub(crate) fn tombstone_object(
     log: &str,
     seqs: (u64, u64, &str),
     ts: &str,

@@ -545,11 +545,11 @@ impl AuditLog {
         }
     }
 
-    /// Cheap check before a request changes anything: fails when the last write failed,
-    /// when no disk space could be reserved ahead of the log, or when checkpoints are
-    /// failing. A gateway refuses mutating requests while this fails (fail closed); the
-    /// next successful append clears it.
-    pub fn preflight(&self) -> Result<(), AuditError> {
+    /// [`ready_for_change`](Self::ready_for_change), and also failing when the last
+    /// write failed (the next successful append clears that): the tests' view of a log
+    /// in trouble.
+    #[cfg(test)]
+    pub(crate) fn preflight(&self) -> Result<(), AuditError> {
         let sh = &*self.shared;
         if sh.failing.load(Ordering::Acquire) {
             let st = lock(&sh.state);
@@ -564,10 +564,11 @@ impl AuditLog {
         self.ready_for_change()
     }
 
-    /// [`preflight`](Self::preflight) for a change that records its intent first: a
-    /// failed last write does not refuse it (the intent's own append tries the log
-    /// again, and a log that works again is used again at once); low disk space, failing
-    /// checkpoints and a closed log do.
+    /// Cheap check before a request changes anything: fails when no disk space could be
+    /// reserved ahead of the log, when checkpoints are failing, or when the log is
+    /// closed. A gateway refuses mutating requests while this fails (fail closed). A
+    /// failed last write does not refuse a change: the change's intent is appended
+    /// first, which tries the log again, and a log that works again is used again at once.
     pub fn ready_for_change(&self) -> Result<(), AuditError> {
         let sh = &*self.shared;
         if sh.space_low.load(Ordering::Acquire) {
@@ -649,7 +650,7 @@ impl AuditLog {
 
     /// Runs `hook` when the log is closed, after its last record (the `stop` record)
     /// and the shutdown checkpoint.
-    pub fn on_close(&self, hook: Box<dyn FnOnce() + Send>) {
+    pub(crate) fn on_close(&self, hook: Box<dyn FnOnce() + Send>) {
         lock(&self.shared.on_close).push(hook);
     }
 
@@ -676,7 +677,7 @@ impl AuditLog {
     }
 
     /// This log's id (from its genesis record).
-    pub fn log_id(&self) -> &str {
+    pub(crate) fn log_id(&self) -> &str {
         &self.shared.log_id
     }
 

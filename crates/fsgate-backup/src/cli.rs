@@ -10,8 +10,9 @@ use fsgate_base::text::eprint_line;
 
 use super::BackupError;
 use list::list;
+pub(crate) use restore::NoAudit;
+pub use restore::RestoreAudit;
 use restore::restore_cmd;
-pub use restore::{NoAudit, RestoreAudit};
 
 /// `fsgate backup ...` subcommands.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
@@ -125,7 +126,7 @@ fn to_rel_path(workspace: &Path, path: &str) -> Result<String, BackupError> {
 /// workspace gets its own store and renaming a workspace directory starts a new one.
 ///
 /// Errors when neither `XDG_STATE_HOME` nor `HOME` is an absolute path.
-pub fn default_backup_dir(workspace: &Path) -> Result<PathBuf, BackupError> {
+pub(crate) fn default_backup_dir(workspace: &Path) -> Result<PathBuf, BackupError> {
     Ok(workspace_state_dir(workspace)?.join("backups"))
 }
 
@@ -137,7 +138,10 @@ pub fn workspace_state_dir(workspace: &Path) -> Result<PathBuf, BackupError> {
 
 /// Refuses a backup directory inside the workspace (the agent could reach it) or one
 /// that contains the workspace (pruning would then be pointed at workspace files).
-pub fn ensure_outside_workspace(backup_dir: &Path, workspace: &Path) -> Result<(), BackupError> {
+pub(crate) fn ensure_outside_workspace(
+    backup_dir: &Path,
+    workspace: &Path,
+) -> Result<(), BackupError> {
     let canon = |p: &Path| {
         // The store may not exist yet: canonicalize its nearest existing ancestor.
         let mut existing = p.to_path_buf();

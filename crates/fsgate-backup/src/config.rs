@@ -15,7 +15,7 @@ use super::BackupError;
 pub struct BackupSettings {
     /// Directory of the backup store. Must be absolute and outside the workspace.
     /// `--backup-dir` overrides it; without both, fsgate uses a per-workspace directory
-    /// under the user's state dir (see [`super::default_backup_dir`]).
+    /// under the user's state dir (see `cli::default_backup_dir`).
     pub dir: Option<PathBuf>,
     /// Keep at most this many versions per file (the newest ones). At least 1.
     pub keep_versions: Option<u32>,
@@ -56,11 +56,11 @@ pub enum OnLimit {
 }
 
 /// Default of `max_file_bytes`.
-pub const DEFAULT_MAX_FILE_BYTES: u64 = 64 << 20;
+pub(crate) const DEFAULT_MAX_FILE_BYTES: u64 = 64 << 20;
 /// Default of `max_sparse_bytes`.
-pub const DEFAULT_MAX_SPARSE_BYTES: u64 = 1 << 30;
+pub(crate) const DEFAULT_MAX_SPARSE_BYTES: u64 = 1 << 30;
 /// Default of `max_total_bytes`.
-pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 1 << 30;
+pub(crate) const DEFAULT_MAX_TOTAL_BYTES: u64 = 1 << 30;
 
 /// The validated form of [`BackupSettings`]' retention fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -51,7 +51,7 @@ pub mod store;
 
 use std::io;
 
-pub use cli::{BackupCommand, default_backup_dir, ensure_outside_workspace, workspace_state_dir};
+pub use cli::{BackupCommand, workspace_state_dir};
 pub use config::{BackupSettings, OnLimit};
 pub use restore::{RestoreReport, restore};
 pub use retention::{PruneReason, PruneReport, PrunedVersion};

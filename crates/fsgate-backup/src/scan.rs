@@ -30,7 +30,7 @@ impl BackupStore {
     /// Opens one version of `rel_path`: the latest, or with `at` the one whose
     /// timestamp or id is `at`, else the latest saved at or before the time `at`. The
     /// reader yields the content only (not a one-file version's trailer).
-    pub fn open_version(
+    pub(crate) fn open_version(
         &self,
         rel_path: &str,
         at: Option<&str>,

@@ -16,7 +16,7 @@ use super::config::{Retention, SizeLimits};
 use super::layout::{self, FILES_DIR, Sidecar, VERSIONS_DIR};
 use super::packed;
 use super::quota::Quota;
-use super::sparse::{self, Caps, Copied, CopyError, NoClone, Sizes, copy_sized};
+use super::sparse::{Caps, Copied, CopyError, NoClone, Sizes, copy_sized};
 use super::{BackupError, BackupRef, BackupSettings};
 use fsgate_workspace::sync_pool;
 
@@ -202,7 +202,8 @@ impl BackupStore {
     /// Saves `content`, the current content of workspace file `rel_path`, as a new
     /// version and makes it durable (file and directory fsync) before returning.
     /// A plain stream copy without size limits, for `fsgate backup restore` (the user's
-    /// own action); the gateway uses [`save_file`](Self::save_file).
+    /// own action); the gateway uses [`save_opened`](Self::save_opened) and
+    /// [`save_opened_beside`](Self::save_opened_beside).
     ///
     /// An error means there is no backup: the caller must refuse the operation.
     pub fn save(&self, rel_path: &str, content: &mut dyn Read) -> Result<BackupRef, BackupError> {
@@ -235,13 +236,19 @@ impl BackupStore {
     /// within the `[backup]` limits: checked from its fstat before anything is copied,
     /// and again byte by byte while it is copied (sparse-aware, or cloned). Past a limit
     /// nothing is kept and the error is [`BackupError::TooLarge`].
-    pub fn save_file(&self, rel_path: &str, file: &impl AsFd) -> Result<BackupRef, BackupError> {
-        let st = sparse::sizes(file).map_err(BackupError::io("stat", rel_path))?;
+    #[cfg(test)]
+    pub(crate) fn save_file(
+        &self,
+        rel_path: &str,
+        file: &impl AsFd,
+    ) -> Result<BackupRef, BackupError> {
+        let st = super::sparse::sizes(file).map_err(BackupError::io("stat", rel_path))?;
         self.save_file_sized(rel_path, file, st)
     }
 
-    /// [`save_file`](Self::save_file) of a file whose fstat the caller just made (when
-    /// it opened it): `size`, `blocks` (of 512 bytes) and `dev` from it.
+    /// Saves the current content of the opened workspace file `file` (path `rel_path`)
+    /// within the `[backup]` limits, from the fstat the caller just made when it opened
+    /// it: `size`, `blocks` (of 512 bytes) and `dev`.
     pub fn save_opened(
         &self,
         rel_path: &str,

@@ -33,7 +33,7 @@ const UNSAFE_CLASS: &str = r"[\\\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cn}\p{Default_Ignorab
 static UNSAFE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(UNSAFE_CLASS).ok());
 
 /// True for a character that [`escape_for_humans`] writes as an escape.
-pub fn needs_escape(c: char) -> bool {
+pub(crate) fn needs_escape(c: char) -> bool {
     if let Ok(b) = u8::try_from(c)
         && b.is_ascii()
     {
@@ -96,7 +96,7 @@ fn push_escape(out: &mut String, c: char) {
 
 /// Bytes that may not be UTF-8 (a file name): valid text escaped as by
 /// [`escape_for_humans`], every invalid byte as `\xNN`.
-pub fn escape_bytes(b: &[u8]) -> Cow<'_, str> {
+pub(crate) fn escape_bytes(b: &[u8]) -> Cow<'_, str> {
     if let Ok(s) = std::str::from_utf8(b) {
         return escape_for_humans(s);
     }
@@ -111,12 +111,12 @@ pub fn escape_bytes(b: &[u8]) -> Cow<'_, str> {
 }
 
 /// An OS string (a name from the file system), escaped.
-pub fn escape_os(s: &OsStr) -> Cow<'_, str> {
+pub(crate) fn escape_os(s: &OsStr) -> Cow<'_, str> {
     escape_bytes(s.as_encoded_bytes())
 }
 
 /// A path, escaped (non-UTF-8 bytes as `\xNN`, not replaced by U+FFFD).
-pub fn escape_path(p: &Path) -> Cow<'_, str> {
+pub(crate) fn escape_path(p: &Path) -> Cow<'_, str> {
     escape_os(p.as_os_str())
 }
 
@@ -171,18 +171,20 @@ impl Write for EscapingStderr {
     }
 }
 
-/// Longest piece of an agent's stderr line [`copy_escaped`] holds before writing it.
+/// Longest piece of an agent's stderr line [`copy_escaped_noting`] holds before writing it.
 const MAX_LINE: u64 = 64 * 1024;
+
+/// [`copy_escaped_noting`] with nothing to note (the tests' way in).
+#[cfg(test)]
+fn copy_escaped(from: impl io::Read, to: impl Write, prefix: &str) {
+    copy_escaped_noting(from, to, prefix, |_| {});
+}
 
 /// Copies `from` to `to` line by line, each line escaped and led by `prefix`: an agent's
 /// own stderr, which would otherwise reach the person's terminal raw and could pass for
 /// fsgate's own lines. Longer lines go out in pieces; a failing `to` does not stop the
-/// draining, so the agent never blocks on a full pipe.
-pub fn copy_escaped(from: impl io::Read, to: impl Write, prefix: &str) {
-    copy_escaped_noting(from, to, prefix, |_| {});
-}
-
-/// [`copy_escaped`], showing each raw line (lossily decoded) to `note` first.
+/// draining, so the agent never blocks on a full pipe. Each raw line (lossily decoded)
+/// is shown to `note` first.
 pub fn copy_escaped_noting(
     from: impl io::Read,
     mut to: impl Write,

@@ -31,10 +31,10 @@ const WRITE_HERE_MAX: usize = 64 * 1024;
 const WRITE_BATCH: usize = 256 * 1024;
 
 /// Requests served at once per connection; more wait for a slot.
-pub const MAX_IN_FLIGHT: usize = 64;
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
 
 /// The ACP protocol version carrying the `fs/*` methods.
-pub const PROTOCOL_VERSION: u64 = 1;
+pub(crate) const PROTOCOL_VERSION: u64 = 1;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -111,13 +111,8 @@ fn parse<T: for<'de> Deserialize<'de>>(method: &str, params: Value) -> Result<T,
         .map_err(|e| GatewayError::InvalidParams(format!("{method}: {e}")))
 }
 
-/// True for the file-system methods fsgate answers itself.
-pub fn is_fs_method(method: &str) -> bool {
-    method.starts_with("fs/") || method.starts_with("_fsgate/")
-}
-
 /// The ACP method that serves `op`, if ACP offers it (a `tree` it does not).
-pub fn method_of(op: OpId) -> Option<&'static str> {
+pub(crate) fn method_of(op: OpId) -> Option<&'static str> {
     Some(match op {
         OpId::ReadText => "fs/read_text_file",
         OpId::Write => "fs/write_text_file",
@@ -136,7 +131,7 @@ pub fn method_of(op: OpId) -> Option<&'static str> {
 
 /// Translates an ACP file-system request into an [`Op`]; `Ok(None)` if the method is
 /// not one of them.
-pub fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
+pub(crate) fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
     match OpId::ALL
         .iter()
         .copied()
@@ -230,7 +225,7 @@ fn decode(op: OpId, method: &str, params: Value) -> Result<Op, GatewayError> {
 }
 
 /// The session id a request names, if any.
-pub fn session_of(params: &Value) -> Option<String> {
+pub(crate) fn session_of(params: &Value) -> Option<String> {
     params
         .get("sessionId")
         .and_then(Value::as_str)
@@ -238,7 +233,7 @@ pub fn session_of(params: &Value) -> Option<String> {
 }
 
 /// The `initialize` result: capabilities follow the policy.
-pub fn initialize_result(gw: &Gateway) -> Value {
+pub(crate) fn initialize_result(gw: &Gateway) -> Value {
     json!({
         "protocolVersion": PROTOCOL_VERSION,
         "clientCapabilities": {
@@ -263,7 +258,7 @@ pub struct AcpRequest {
 
 /// The ACP door's wire (see [`crate::door`]): JSON-RPC requests in, responses out,
 /// paths absolute.
-pub struct Acp;
+pub(crate) struct Acp;
 
 impl Door for Acp {
     type Wire = AcpRequest;
@@ -353,7 +348,11 @@ fn door_ctx(peer: &str, session: String) -> RequestCtx {
 }
 
 /// [`answer`] under a context the caller made (the proxy's has an asker and notifier).
-pub fn answer_in(gw: &Gateway, ctx: &RequestCtx, request: AcpRequest) -> (Value, Vec<Lease>) {
+pub(crate) fn answer_in(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    request: AcpRequest,
+) -> (Value, Vec<Lease>) {
     let served = door::serve_wire(&Acp, gw, ctx, None, request);
     (served.answer, served.leases)
 }
@@ -405,7 +404,7 @@ pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> 
 /// most the idle process, one limit queued and that budget: about 113 MiB with the
 /// default limits (17 + 24 + 48 + 24), inside the 128 MiB target (`tests/acp_memory.rs`).
 /// With twice the limit queued the worst case was 137 MiB, and the test met 129.
-pub async fn serve<R>(
+pub(crate) async fn serve<R>(
     gw: Arc<Gateway>,
     peer: String,
     input: R,
@@ -695,7 +694,7 @@ async fn invalid(
 /// Writes the queued lines, those queued together in one write (lines are appended to
 /// the first until `WRITE_BATCH` bytes are passed; a large first line is moved, not
 /// copied); the room a line held is given back once it is written.
-pub async fn write_lines(
+pub(crate) async fn write_lines(
     mut rx: mpsc::UnboundedReceiver<Queued<Vec<u8>>>,
     out: Arc<Sink>,
 ) -> std::io::Result<()> {

@@ -1,7 +1,7 @@
 //! A connection's batch thread: quick read-only requests are answered here in batches
 //! instead of one blocking-pool hand-off each.
 //!
-//! The thread takes every request already waiting (at most [`MAX_BATCH`]), runs them one
+//! The thread takes every request already waiting (at most `MAX_BATCH`), runs them one
 //! after the other in one [`fsgate_gateway::Batch`] (their audit records queued, not
 //! waited for), waits once for the whole batch to be durable
 //! ([`Gateway::settle`]), and hands the answers over together, so a batch shares one
@@ -11,7 +11,7 @@
 //! else runs. Changes and slow requests do not come here.
 //!
 //! Order: a batched request sees every change its connection sent before it. Changes are
-//! noted ([`Door::change`]) in the order they were read, and a batched request waits until
+//! noted (`Door::change`) in the order they were read, and a batched request waits until
 //! those read before it are done (its batch first hands over what it holds, so that
 //! nothing waits for a lease the batch keeps). Slow reads (search) hold nothing up.
 
@@ -26,14 +26,14 @@ use fsgate_base::error::GatewayError;
 use fsgate_gateway::{Batch, Gateway};
 
 /// Requests one batch takes at most: the batch's answers wait for its slowest request.
-pub const MAX_BATCH: usize = 64;
+pub(crate) const MAX_BATCH: usize = 64;
 
 /// Requests queued for the thread. Each also holds room for its line in its door's own
 /// byte bound, which is what bounds memory; this only bounds the queue's length.
 const QUEUE: usize = 256;
 
 /// What a door does with the requests it batches.
-pub trait Batched: Send + Sync + 'static {
+pub(crate) trait Batched: Send + Sync + 'static {
     /// One request, as the door hands it over.
     type Job: Send + 'static;
     /// One request run, its answer not yet handed over.
@@ -103,7 +103,7 @@ impl Order {
 
 /// A change in flight: batched requests read after it wait until this is dropped (when
 /// the change is done).
-pub struct Change {
+pub(crate) struct Change {
     order: Arc<Order>,
     seq: u64,
 }
@@ -136,7 +136,7 @@ impl<J> Door<J> {
 
     /// Whether nothing is queued for the thread and no change is running: a request
     /// may then run on the caller's thread ([`run_here`](Self::run_here)) in its place.
-    pub fn quiet(&self) -> bool {
+    pub(crate) fn quiet(&self) -> bool {
         self.tx.capacity() == self.tx.max_capacity() && self.order.lock().running.is_empty()
     }
 
@@ -145,7 +145,7 @@ impl<J> Door<J> {
     /// changing ([`quiet`](Self::quiet)), a thread that may block (`block_in_place`: a
     /// door's own input thread, or a multi-thread runtime's worker), and no ask rules (a
     /// question's reply must be read meanwhile, and the caller would not read it).
-    pub fn may_run_here(&self, gw: &Gateway) -> bool {
+    pub(crate) fn may_run_here(&self, gw: &Gateway) -> bool {
         let multi = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         (multi || crate::stdio::on_own_thread()) && self.may_run_inline(gw)
@@ -155,13 +155,13 @@ impl<J> Door<J> {
     /// connection's own thread and runtime): nothing queued or changing, and no ask
     /// rules. While the request runs, that thread does nothing else: the caller makes
     /// sure nothing another request waits for needs it meanwhile.
-    pub fn may_run_inline(&self, gw: &Gateway) -> bool {
+    pub(crate) fn may_run_inline(&self, gw: &Gateway) -> bool {
         self.quiet() && !gw.policy().has_ask_rules()
     }
 
     /// Runs `job` on the calling thread (which blocks) as a batch of one, its record
     /// settled, and gives back its answer for the caller to hand over.
-    pub fn run_settled<B: Batched<Job = J>>(
+    pub(crate) fn run_settled<B: Batched<Job = J>>(
         &self,
         door: &B,
         job: J,
@@ -175,14 +175,14 @@ impl<J> Door<J> {
     /// a batch of one: its record settled before its answer is handed over. For a
     /// connection with nothing else in flight, this saves waking the thread (a futex
     /// and a wake-up on another CPU, about 30 us on a VM) on every request.
-    pub fn run_here<B: Batched<Job = J>>(&self, door: &B, job: J) {
+    pub(crate) fn run_here<B: Batched<Job = J>>(&self, door: &B, job: J) {
         let (done, settled) = self.run_settled(door, job);
         door.answer(done, settled);
     }
 
     /// Notes a change (a request that does not come here), read now; keep the value
     /// until the change is done.
-    pub fn change(&self) -> Change {
+    pub(crate) fn change(&self) -> Change {
         Change {
             order: Arc::clone(&self.order),
             seq: self.order.admit(true),
@@ -192,7 +192,7 @@ impl<J> Door<J> {
 
 /// Starts the batch thread for `door`; it ends once the returned door is dropped and
 /// the requests queued are answered.
-pub fn start<B: Batched>(door: Arc<B>, name: &str) -> std::io::Result<Door<B::Job>> {
+pub(crate) fn start<B: Batched>(door: Arc<B>, name: &str) -> std::io::Result<Door<B::Job>> {
     start_joined(door, name).map(|(tx, _ended)| tx)
 }
 
@@ -203,7 +203,7 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(5);
 /// [`start`], with a receiver that completes when the thread has answered everything
 /// and ended. The thread starts with the first request, and ends after [`KEEP_ALIVE`]
 /// without one.
-pub fn start_joined<B: Batched>(
+pub(crate) fn start_joined<B: Batched>(
     door: Arc<B>,
     name: &str,
 ) -> std::io::Result<(Door<B::Job>, oneshot::Receiver<()>)> {

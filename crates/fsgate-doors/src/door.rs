@@ -1,6 +1,6 @@
 //! What a door is: one [`Door`] trait for its wire (decode a request, encode an answer,
 //! encode a refusal, run a request that composes operations) and one way to serve a
-//! decoded request ([`serve`]), alone or in a batch. A door that implements it keeps only
+//! decoded request (`serve`), alone or in a batch. A door that implements it keeps only
 //! its wire: its connection loop decides where a request runs (a task, its batch thread)
 //! and this module does the rest the same way for every door: the gateway serves each
 //! operation or records the message, and the door's codec turns the outcome into bytes.
@@ -102,7 +102,7 @@ pub enum Decoded<D: Door + ?Sized> {
 /// A request served: its answer, and the content leases it holds until the answer is
 /// queued for the client (see the gateway's `budget`).
 pub struct Served<D: Door + ?Sized> {
-    /// What the answer echoes (to refuse in its place, see [`Served::settled`]).
+    /// What the answer echoes (to refuse in its place, see `Served::settled`).
     pub tag: D::Tag,
     /// The encoded answer.
     pub answer: D::Answer,
@@ -113,7 +113,7 @@ pub struct Served<D: Door + ?Sized> {
 impl<D: Door + ?Sized> Served<D> {
     /// The answer once its batch is settled ([`Gateway::settle`]): as it is, or, if the
     /// batch's records could not be written, the refusal saying so (its lease let go).
-    pub fn settled(self, door: &D, settled: &Result<(), GatewayError>) -> Served<D> {
+    pub(crate) fn settled(self, door: &D, settled: &Result<(), GatewayError>) -> Served<D> {
         match settled {
             Ok(()) => self,
             Err(e) => Served {
@@ -125,7 +125,7 @@ impl<D: Door + ?Sized> Served<D> {
     }
 }
 
-/// Decodes and serves one request (see [`serve`]).
+/// Decodes and serves one request (see `serve`).
 pub fn serve_wire<D: Door + ?Sized>(
     door: &D,
     gw: &Gateway,
@@ -140,7 +140,7 @@ pub fn serve_wire<D: Door + ?Sized>(
 /// Serves one decoded request under `ctx`, in `batch` if one is given (its answer then
 /// waits for the batch to be settled), alone otherwise; a request that panics is
 /// answered with an internal error, and whatever runs it lives on.
-pub fn serve<D: Door + ?Sized>(
+pub(crate) fn serve<D: Door + ?Sized>(
     door: &D,
     gw: &Gateway,
     ctx: &RequestCtx,
@@ -238,7 +238,7 @@ impl<'a> Ops<'a> {
     }
 
     /// Serves `op` for this request, keeping any lease its answer holds.
-    pub fn serve_op(&self, gw: &Gateway, op: Op) -> Result<Output, GatewayError> {
+    pub(crate) fn serve_op(&self, gw: &Gateway, op: Op) -> Result<Output, GatewayError> {
         let (result, lease) = gw.serve_leased_in(self.ctx, Request::Op(op), self.batch);
         if let Some(l) = lease {
             self.leases.borrow_mut().push(l);
@@ -247,7 +247,7 @@ impl<'a> Ops<'a> {
     }
 
     /// The leases the request's answers hold.
-    pub fn into_leases(self) -> Vec<Lease> {
+    pub(crate) fn into_leases(self) -> Vec<Lease> {
         self.leases.into_inner()
     }
 }

@@ -70,7 +70,7 @@ impl Reach {
 pub struct Admission {
     /// The session's name in records until the agent's answer names it.
     pub name: String,
-    /// What [`Hosted::name`] and [`Hosted::revoke`] know it by.
+    /// What [`Hosted::name`] and `Hosted::revoke` know it by.
     pub key: String,
     /// How the agent reaches it (HTTP, ACP transport, or the stdio bridge).
     pub reach: Reach,
@@ -134,7 +134,7 @@ impl Hosted {
     /// it (load, resume), else it gets a provisional name until [`Hosted::name`].
     /// `wanted`: how the agent would reach it (the bridge falls back to HTTP when this
     /// binary was not found). `taken`: names the session's list has already.
-    pub fn admit(
+    pub(crate) fn admit(
         &self,
         known: Option<&str>,
         wanted: Reach,
@@ -241,7 +241,7 @@ impl Hosted {
     }
 
     /// The session was not opened: its secret no longer opens anything.
-    pub fn revoke(&self, a: &Admission) {
+    pub(crate) fn revoke(&self, a: &Admission) {
         let gone = self
             .admitted
             .lock()

@@ -19,17 +19,17 @@
 //!
 //! A door is its wire behind one trait, [`door::Door`]: it decodes a request into an
 //! operation, a task that composes several, or a message it answers itself once
-//! recorded, and encodes an outcome and a refusal. [`door::serve`] serves a decoded
+//! recorded, and encodes an outcome and a refusal. `door::serve` serves a decoded
 //! request the same way for every door, alone or in a batch
 //! ([`fsgate_gateway::Gateway::serve_leased_in`]), each operation through the same
 //! gateway entry; each door's connection loop only decides where a request runs (a
-//! task, its batch thread). ACP ([`acp::Acp`], which the proxy's file requests use too),
+//! task, its batch thread). ACP (`acp::Acp`, which the proxy's file requests use too),
 //! the WebSocket channel ([`ws::protocol::Ws`]) and MCP's tools (`mcp/tools.rs`) are
 //! doors this way. An MCP tool may be a task: the reference server's tools compose
 //! operations (an edit reads, then writes) and answer in their own words. Every MCP
 //! tool call takes one path: the input pump reads it (`mcp/call.rs`, with the SDK's
 //! own checks of a stateless request's `_meta`) and `mcp/direct.rs` serves it through
-//! [`door::serve`] and writes its answer; the SDK never sees a `tools/call`.
+//! `door::serve` and writes its answer; the SDK never sees a `tools/call`.
 //!
 //! [`Gateway::record_for`]: fsgate_gateway::Gateway::record_for
 

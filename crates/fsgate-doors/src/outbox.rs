@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 /// One queued message and the room it holds until written.
-pub struct Queued<M> {
+pub(crate) struct Queued<M> {
     /// The message.
     pub msg: M,
     /// Released when the message is dropped after writing.
@@ -22,7 +22,7 @@ pub struct Queued<M> {
 }
 
 /// The room a message held, once the message itself was taken out ([`Queued::split`]).
-pub struct Room {
+pub(crate) struct Room {
     _room: OwnedSemaphorePermit,
     _total: Option<OwnedSemaphorePermit>,
 }
@@ -30,7 +30,7 @@ pub struct Room {
 impl<M> Queued<M> {
     /// The message and its room apart: a writer that hands messages to a buffered sink
     /// keeps the room until the buffer is flushed.
-    pub fn split(self) -> (M, Room) {
+    pub(crate) fn split(self) -> (M, Room) {
         let room = Room {
             _room: self._room,
             _total: self._total,

@@ -181,7 +181,7 @@ impl Owed {
 }
 
 /// Rule id for a session request naming a directory fsgate does not serve.
-pub const RULE_SESSION_DIRS: &str = "acp-session-dirs";
+pub(crate) const RULE_SESSION_DIRS: &str = "acp-session-dirs";
 
 /// At most this many session requests awaiting the agent's answer are remembered.
 const MAX_OPENING: usize = 256;

@@ -4,10 +4,10 @@
 //! request read waits for a pool thread to wake the runtime, and an answer written wakes
 //! a pool thread. With one request in flight that is two wake-ups on each side of every
 //! request (issue 12). Here the MCP and ACP doors read stdin on a thread of their own
-//! with blocking reads ([`ThreadReader`], [`on_thread`]), so that a request alone runs
+//! with blocking reads (`ThreadReader`, `on_thread`), so that a request alone runs
 //! on the thread that read it; where that cannot be set up, stdin (a pipe or a socket)
 //! is read by the runtime itself (non-blocking, readiness from epoll). Stdout is a
-//! [`Sink`] that the thread which made an answer writes to directly, one whole message
+//! `Sink` that the thread which made an answer writes to directly, one whole message
 //! batch at a time.
 
 use std::future::Future;
@@ -28,13 +28,13 @@ use tokio::sync::oneshot;
 /// Where a connection's answers go: written by whichever thread made them, whole
 /// (a message is never interleaved with another), blocking while the client does not
 /// read. Bounding what waits is the door's job (its rooms), as before.
-pub struct Sink {
+pub(crate) struct Sink {
     out: Mutex<Box<dyn Write + Send>>,
 }
 
 impl Sink {
     /// A sink writing to `out`.
-    pub fn new(out: impl Write + Send + 'static) -> Arc<Sink> {
+    pub(crate) fn new(out: impl Write + Send + 'static) -> Arc<Sink> {
         Arc::new(Sink {
             out: Mutex::new(Box::new(out)),
         })
@@ -43,7 +43,7 @@ impl Sink {
     /// This process's stdout, its pipe enlarged (see [`enlarge_pipe`]). Written through
     /// its own descriptor, not std's line-buffered `Stdout`: answers are already whole
     /// messages, and a second buffer would search every piece for its last newline.
-    pub fn stdout() -> Arc<Sink> {
+    pub(crate) fn stdout() -> Arc<Sink> {
         enlarge_pipe(io::stdout().as_fd());
         match io::stdout().as_fd().try_clone_to_owned() {
             Ok(fd) => Sink::new(std::fs::File::from(fd)),
@@ -55,13 +55,13 @@ impl Sink {
     }
 
     /// Writes `bytes` (whole messages) and flushes; blocks until written.
-    pub fn write(&self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) fn write(&self, bytes: &[u8]) -> io::Result<()> {
         self.write_with(|out| out.write_all(bytes))
     }
 
     /// Lets `write` write whole messages, piece by piece, none other between them (a
     /// large answer encoded as it goes out); then flushes. Blocks until written.
-    pub fn write_with<T>(
+    pub(crate) fn write_with<T>(
         &self,
         write: impl FnOnce(&mut dyn Write) -> io::Result<T>,
     ) -> io::Result<T> {
@@ -72,7 +72,7 @@ impl Sink {
 
     /// [`write_with`](Self::write_with) from async code: on the blocking pool, so that a
     /// client that does not read stalls no runtime thread.
-    pub async fn write_with_owned<T: Send + 'static>(
+    pub(crate) async fn write_with_owned<T: Send + 'static>(
         self: &Arc<Self>,
         write: impl FnOnce(&mut dyn Write) -> io::Result<T> + Send + 'static,
     ) -> io::Result<T> {
@@ -83,7 +83,7 @@ impl Sink {
     }
 
     /// [`write`](Self::write) from async code; gives the buffer back.
-    pub async fn write_owned(self: &Arc<Self>, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
+    pub(crate) async fn write_owned(self: &Arc<Self>, bytes: Vec<u8>) -> io::Result<Vec<u8>> {
         self.write_with_owned(move |out| out.write_all(&bytes).map(|()| bytes))
             .await
     }
@@ -148,13 +148,13 @@ fn pipe_max_size() -> usize {
 /// with no runtime worker woken and no worker's core handed over (`block_in_place`
 /// wakes or spawns another thread on every call). Each read first polls stdin together
 /// with a stop pipe, so that the reader can be stopped while it waits.
-pub struct ThreadReader {
+pub(crate) struct ThreadReader {
     fd: OwnedFd,
     stop: PipeReader,
 }
 
 /// Stops a [`ThreadReader`] and the future [`on_thread`] runs.
-pub struct Stopper {
+pub(crate) struct Stopper {
     /// Dropped to wake the reader from its poll.
     wake: PipeWriter,
     stopped: Arc<AtomicBool>,
@@ -163,14 +163,14 @@ pub struct Stopper {
 
 impl ThreadReader {
     /// This process's stdin (its pipe enlarged), and what stops its reader.
-    pub fn stdin() -> io::Result<(ThreadReader, Stopper)> {
+    pub(crate) fn stdin() -> io::Result<(ThreadReader, Stopper)> {
         enlarge_pipe(io::stdin().as_fd());
         let fd = rustix::io::fcntl_dupfd_cloexec(io::stdin().as_fd(), 3)?;
         ThreadReader::new(fd)
     }
 
     /// A reader of `fd`, and what stops it.
-    pub fn new(fd: OwnedFd) -> io::Result<(ThreadReader, Stopper)> {
+    pub(crate) fn new(fd: OwnedFd) -> io::Result<(ThreadReader, Stopper)> {
         let (stop, wake) = io::pipe()?;
         let stopper = Stopper {
             wake,
@@ -222,7 +222,7 @@ impl AsyncRead for ThreadReader {
 impl Stopper {
     /// Stops the reader (its reads end) and the future (dropped when next woken or
     /// when it next waits), whatever it waits for.
-    pub fn stop(self) {
+    pub(crate) fn stop(self) {
         self.stopped.store(true, Ordering::Release);
         if let Some(t) = &self.thread {
             t.unpark();
@@ -233,19 +233,19 @@ impl Stopper {
 
 /// A future running on a thread of its own ([`on_thread`]). Dropped, it stops the
 /// future (as [`stop`](Self::stop) does, without waiting for the thread).
-pub struct OnThread<T> {
+pub(crate) struct OnThread<T> {
     stopper: Option<Stopper>,
     done: oneshot::Receiver<T>,
 }
 
 impl<T> OnThread<T> {
     /// Waits for the future's output; `None` if it was stopped first.
-    pub async fn finish(mut self) -> Option<T> {
+    pub(crate) async fn finish(mut self) -> Option<T> {
         (&mut self.done).await.ok()
     }
 
     /// Stops the future unless it has ended, then waits for its thread to let go of it.
-    pub async fn stop(mut self) -> Option<T> {
+    pub(crate) async fn stop(mut self) -> Option<T> {
         if let Some(s) = self.stopper.take() {
             s.stop();
         }
@@ -265,7 +265,11 @@ impl<T> Drop for OnThread<T> {
 /// in the current runtime's context (its tasks may spawn, use its timers and channels,
 /// and call `Handle::block_on`). For a future that blocks in its reads: a
 /// [`ThreadReader`], whose `stopper` this takes.
-pub fn on_thread<F>(name: &str, fut: F, mut stopper: Stopper) -> io::Result<OnThread<F::Output>>
+pub(crate) fn on_thread<F>(
+    name: &str,
+    fut: F,
+    mut stopper: Stopper,
+) -> io::Result<OnThread<F::Output>>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -296,7 +300,7 @@ std::thread_local! {
 
 /// Whether this thread runs a future of its own ([`on_thread`]), outside the runtime's
 /// threads: blocking here holds up nothing but that future.
-pub fn on_own_thread() -> bool {
+pub(crate) fn on_own_thread() -> bool {
     OWN_THREAD.get()
 }
 

@@ -32,10 +32,10 @@ use fsgate_policy::Decision;
 
 /// The longest text of a write or edit put in a question or a change note: a larger
 /// one is described by its size only, so a prompt stays bounded.
-pub const MAX_SHOWN_TEXT: usize = 256 * 1024;
+pub(crate) const MAX_SHOWN_TEXT: usize = 256 * 1024;
 /// The most "allow for this session" grants kept; past it, the oldest are not dropped
 /// but new ones are not kept (the person is asked again).
-pub const MAX_GRANTS: usize = 4096;
+pub(crate) const MAX_GRANTS: usize = 4096;
 
 /// A door that can put a question to a person.
 pub trait Asker: Send + Sync + fmt::Debug {
@@ -79,7 +79,7 @@ impl Proposed {
 /// the old text would read as a new file).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Replaced {
-    /// The previous text, whole (at most [`MAX_SHOWN_TEXT`] bytes).
+    /// The previous text, whole (at most `MAX_SHOWN_TEXT` bytes).
     Text(String),
     /// Not shown: the previous size in bytes, and why.
     Unshown {
@@ -92,7 +92,7 @@ pub enum Replaced {
 
 impl Replaced {
     /// The previous content of a file of `size` bytes, from its first bytes `head` (read
-    /// up to one byte past [`MAX_SHOWN_TEXT`]).
+    /// up to one byte past `MAX_SHOWN_TEXT`).
     pub fn of(head: Vec<u8>, size: u64) -> Replaced {
         let unshown = |why| Replaced::Unshown { bytes: size, why };
         if head.len() > MAX_SHOWN_TEXT || size > MAX_SHOWN_TEXT as u64 {
@@ -192,7 +192,7 @@ impl Answer {
     }
 
     /// True for a yes.
-    pub fn allows(&self) -> bool {
+    pub(crate) fn allows(&self) -> bool {
         matches!(self, Answer::AllowOnce | Answer::AllowSession)
     }
 
@@ -209,7 +209,7 @@ impl Answer {
 
 /// "Allow for this session" grants: (session, rule, operation class).
 #[derive(Debug, Default)]
-pub struct Grants(Mutex<HashSet<(String, String, String)>>);
+pub(crate) struct Grants(Mutex<HashSet<(String, String, String)>>);
 
 impl Grants {
     fn has(&self, session: &str, rule: &str, class: &str) -> bool {
@@ -236,7 +236,7 @@ impl Grants {
 /// What a request needs to ask: its door's asker, the policy's timeout, the gateway's
 /// session grants, and the request's own answers so far.
 #[derive(Debug)]
-pub struct AskCtx {
+pub(crate) struct AskCtx {
     asker: Option<Arc<dyn Asker>>,
     timeout: Duration,
     grants: Arc<Grants>,
@@ -356,7 +356,7 @@ impl AskCtx {
 
 /// One question and its answer, for the audit record.
 #[derive(Debug, Clone)]
-pub struct AskRecord {
+pub(crate) struct AskRecord {
     rule: String,
     class: String,
     answer: &'static str,
@@ -368,17 +368,17 @@ pub struct AskRecord {
 
 impl AskRecord {
     /// The rule asked about.
-    pub fn rule(&self) -> &str {
+    pub(crate) fn rule(&self) -> &str {
         &self.rule
     }
 
     /// True if a person was put the question (not an earlier grant answering it).
-    pub fn put_to_person(&self) -> bool {
+    pub(crate) fn put_to_person(&self) -> bool {
         self.answer != "allowed_for_session"
     }
 
     /// The record as `details.asked[]` holds it.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut m = Map::new();
         m.insert("rule".into(), json!(self.rule));
         m.insert("class".into(), json!(self.class));

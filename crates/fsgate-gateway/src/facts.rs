@@ -12,7 +12,7 @@ use fsgate_policy::Decision;
 
 /// Facts about one request.
 #[derive(Debug, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// Which operation.
     pub op: crate::ops::OpId,
     /// Workspace-relative path (lexical), once parsed.
@@ -65,7 +65,7 @@ pub struct Facts {
 
 impl Facts {
     /// Starts the record of `op`.
-    pub fn new(op: &Op) -> Facts {
+    pub(crate) fn new(op: &Op) -> Facts {
         Facts {
             op: op.id(),
             args: op.audit_args(),
@@ -74,7 +74,7 @@ impl Facts {
     }
 
     /// Notes a policy decision (the last one, or the first denial, is what is recorded).
-    pub fn decided(&mut self, d: &Decision<'_>) {
+    pub(crate) fn decided(&mut self, d: &Decision<'_>) {
         for w in &d.waived {
             if !self.waived.iter().any(|x| x == w) {
                 self.waived.push((*w).to_string());
@@ -94,19 +94,19 @@ impl Facts {
     }
 
     /// Notes the content read or written.
-    pub fn content(&mut self, bytes: &[u8]) {
+    pub(crate) fn content(&mut self, bytes: &[u8]) {
         self.content_hashed(bytes.len(), content_digest(bytes));
     }
 
     /// [`Facts::content`] with the digest already taken (`hex` is
     /// `content_digest` of the `len` bytes).
-    pub fn content_hashed(&mut self, len: usize, hex: String) {
+    pub(crate) fn content_hashed(&mut self, len: usize, hex: String) {
         self.bytes = Some(len as u64);
         self.sha256 = Some(hex);
     }
 
     /// Records the outcome.
-    pub fn finish(&mut self, result: &Result<Output, GatewayError>, took: Duration) {
+    pub(crate) fn finish(&mut self, result: &Result<Output, GatewayError>, took: Duration) {
         self.duration_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         match result {
             Ok(_) => self.outcome = "ok".into(),
@@ -130,7 +130,7 @@ impl Facts {
     /// The `intent` record of a change, made durable before the workspace is touched:
     /// what will change (op, paths, the new content's hash), the rule that allowed it,
     /// and the backups already made of what it replaces.
-    pub fn intent_event(&self, ctx: &RequestCtx) -> AuditEvent {
+    pub(crate) fn intent_event(&self, ctx: &RequestCtx) -> AuditEvent {
         let mut args = self.args.clone();
         // One replaced file: its old hash tells old from new content after a crash.
         if let Some(old) = self.old_sha256.as_ref().filter(|_| self.backups.len() == 1) {
@@ -185,7 +185,7 @@ impl Facts {
     }
 
     /// The audit record of this request.
-    pub fn into_event(mut self, ctx: &RequestCtx) -> AuditEvent {
+    pub(crate) fn into_event(mut self, ctx: &RequestCtx) -> AuditEvent {
         if let Some(seq) = self.intent {
             self.args.insert("intent".into(), Value::from(seq));
         }

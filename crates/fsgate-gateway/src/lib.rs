@@ -44,28 +44,29 @@ use fsgate_workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
 pub use batch::Batch;
 pub use budget::{Lease, escape_json_bytes_into, escape_json_into, json_string_len, json_text_len};
-pub use facts::Facts;
+pub(crate) use facts::Facts;
 pub use ops::tree::tree_exclusions;
 pub use roots::RootError;
-pub use route::{RULE_CROSS, named};
-pub use scope::{RULE_ROOTS, Roots, Scope, within};
+pub(crate) use route::named;
+use scope::RULE_ROOTS;
+pub use scope::{Roots, Scope, within};
 pub use write::occurrences;
 
 /// Rule id for refusals of paths outside the workspace (lexically or via symlinks).
-pub const RULE_BOUNDARY: &str = "workspace-boundary";
+pub(crate) const RULE_BOUNDARY: &str = "workspace-boundary";
 /// Rule id for refusals of files that are not plain (FIFOs, devices, hard links).
-pub const RULE_FILE_TYPE: &str = "workspace-file-type";
+pub(crate) const RULE_FILE_TYPE: &str = "workspace-file-type";
 /// Rule id for what the operating system refused (permissions, the Landlock sandbox).
-pub const RULE_OS: &str = "os-permission";
+pub(crate) const RULE_OS: &str = "os-permission";
 /// Rule id for the nesting limit: what the gateway will not inspect, it will not change
 /// (nor create).
-pub const RULE_DEPTH: &str = "workspace.max_depth";
+pub(crate) const RULE_DEPTH: &str = "workspace.max_depth";
 /// Rule id for a tree that changed between its inspection and its removal.
-pub const RULE_UNINSPECTED: &str = "workspace-uninspected";
+pub(crate) const RULE_UNINSPECTED: &str = "workspace-uninspected";
 
 /// The longest path (or pattern) a request may give, in bytes: the kernel's `PATH_MAX`.
 /// A longer one is refused before any work (no path could be that long).
-pub const PATH_MAX: usize = 4096;
+pub(crate) const PATH_MAX: usize = 4096;
 
 /// Refuses a request that gives a path or pattern longer than [`PATH_MAX`], before any
 /// work; its record names what it gave (cut, as every long string in a record).
@@ -194,7 +195,7 @@ pub trait ChangeSink: Send + Sync + std::fmt::Debug {
     fn changed(&self, note: &ChangeNote);
 
     /// Whether notes should carry the text of a write or edit (a copy of up to
-    /// [`ask::MAX_SHOWN_TEXT`] per change): only a door that shows a diff wants it.
+    /// `ask::MAX_SHOWN_TEXT` per change): only a door that shows a diff wants it.
     fn wants_text(&self) -> bool {
         false
     }
@@ -237,7 +238,7 @@ impl Request {
 }
 
 /// The fewest backups saved between two retention passes over the whole store.
-pub const PRUNE_EVERY: u64 = 100;
+pub(crate) const PRUNE_EVERY: u64 = 100;
 
 impl Gateway {
     /// A gateway over an opened workspace with a loaded policy.

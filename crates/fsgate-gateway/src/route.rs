@@ -19,7 +19,7 @@ use fsgate_base::path::RelPath;
 use fsgate_workspace::{Entry, FileKind};
 
 /// Rule id for a rename from one workspace to another.
-pub const RULE_CROSS: &str = "workspace-cross";
+pub(crate) const RULE_CROSS: &str = "workspace-cross";
 
 /// Where one operation goes.
 enum Route {
@@ -383,7 +383,7 @@ impl Gateway {
 }
 
 /// `<name>/<path>`.
-pub fn named(name: &str, rel: &RelPath) -> RelPath {
+pub(crate) fn named(name: &str, rel: &RelPath) -> RelPath {
     let top = RelPath::root().join(name);
     if rel.is_root() {
         top

@@ -12,7 +12,7 @@ use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 
 /// Rule id for refusals of paths outside the session's roots.
-pub const RULE_ROOTS: &str = "client-roots";
+pub(crate) const RULE_ROOTS: &str = "client-roots";
 
 /// Directories a session is narrowed to (real workspace paths), shared by the requests
 /// of one connection. None: the whole workspace.
@@ -45,12 +45,12 @@ struct State {
 
 impl Scope {
     /// A scope the session's client may narrow.
-    pub fn narrowable() -> Scope {
+    pub(crate) fn narrowable() -> Scope {
         Scope(Some(Arc::default()))
     }
 
     /// A scope the client may narrow, reaching at most `ceiling` (None: the whole
-    /// workspace, as [`Scope::narrowable`]).
+    /// workspace, as `Scope::narrowable`).
     pub fn within(ceiling: Roots) -> Scope {
         let scope = Scope::narrowable();
         if let Some(mut s) = scope.lock() {

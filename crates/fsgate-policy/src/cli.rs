@@ -21,11 +21,11 @@ use fsgate_base::path::RelPath;
 use fsgate_base::text::{Esc, EscPath, escape_for_humans};
 
 /// Clean, all passed, nothing loosens.
-pub const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_OK: i32 = 0;
 /// Findings, failed cases, uncovered rules (with `--fail-on-uncovered`), a loosening.
-pub const EXIT_FINDINGS: i32 = 1;
+pub(crate) const EXIT_FINDINGS: i32 = 1;
 /// A file is unreadable or not a valid policy, or the arguments are wrong.
-pub const EXIT_INVALID: i32 = 2;
+pub(crate) const EXIT_INVALID: i32 = 2;
 
 /// Workspace entries `policy diff --workspace` compares at most, by default.
 const DEFAULT_MAX_PATHS: usize = 200_000;
@@ -148,7 +148,7 @@ pub fn run(cmd: PolicyCommand) -> i32 {
 }
 
 /// Runs a policy command, printing to `out` (the product) and `err` (problems).
-pub fn run_to(cmd: PolicyCommand, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub(crate) fn run_to(cmd: PolicyCommand, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let result = match cmd {
         PolicyCommand::Check {
             files,

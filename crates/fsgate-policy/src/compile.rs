@@ -14,7 +14,7 @@ use fsgate_sandbox::agent_config::user_home;
 use fsgate_sandbox::{AgentConfigError, AgentSettings, Protected};
 
 /// Built-in secret-name patterns: (id, regex), matched case-insensitively per component.
-pub const BUILTIN_SECRETS: &[(&str, &str)] = &[
+pub(crate) const BUILTIN_SECRETS: &[(&str, &str)] = &[
     ("dotenv", r"^\.env(rc)?(\..*)?$"),
     ("ssh-private-key", r"^id_(rsa|dsa|ecdsa|ed25519)(_sk)?$"),
     ("ssh-dir", r"^\.ssh$"),
@@ -39,7 +39,7 @@ const MIB: u64 = 1024 * KIB;
 /// content its output schema promises, as the reference server's does), so a read of
 /// `max_read_bytes` (10 MiB) needs a message of twice that plus its JSON escaping; 24 MiB
 /// fits any 10 MiB text file whose escaping adds up to 20% (ordinary text adds 1-5%).
-pub const DEFAULT_LIMITS: Limits = Limits {
+pub(crate) const DEFAULT_LIMITS: Limits = Limits {
     max_read_bytes: 10 * MIB,
     max_write_bytes: 10 * MIB,
     binary: BinaryMode::Deny,

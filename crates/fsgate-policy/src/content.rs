@@ -49,7 +49,7 @@ pub struct ContentTraceStep {
 
 /// One content rule as compiled, as text (see [`ContentScanner::rule_shapes`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ContentRuleShape {
+pub(crate) struct ContentRuleShape {
     /// `content:<id>`.
     pub id: String,
     /// Regex, path condition, secret group, entropy, keywords and required rules.
@@ -60,7 +60,7 @@ pub struct ContentRuleShape {
 
 /// Where a loaded gitleaks config came from, so audit records can name it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ContentSource {
+pub(crate) struct ContentSource {
     /// The file as resolved at load.
     pub path: std::path::PathBuf,
     /// SHA-256 of its text, hex.
@@ -454,7 +454,7 @@ impl ContentScanner {
     }
 
     /// The ids of the rules that can report (`content:<id>`), in load order.
-    pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn rule_ids(&self) -> impl Iterator<Item = &str> {
         self.rules
             .iter()
             .filter(|r| !r.skip_report)
@@ -463,7 +463,7 @@ impl ContentScanner {
 
     /// What each rule matches and what its allowlists let through, as comparable text
     /// (for `policy diff`): reportable rules in load order.
-    pub fn rule_shapes(&self) -> Vec<ContentRuleShape> {
+    pub(crate) fn rule_shapes(&self) -> Vec<ContentRuleShape> {
         self.rules
             .iter()
             .filter(|r| !r.skip_report)
@@ -476,7 +476,7 @@ impl ContentScanner {
     }
 
     /// The global allowlists as comparable text (for `policy diff`).
-    pub fn global_allowlist_shapes(&self) -> Vec<String> {
+    pub(crate) fn global_allowlist_shapes(&self) -> Vec<String> {
         self.global.iter().map(Allow::shape).collect()
     }
 
@@ -504,14 +504,15 @@ impl ContentScanner {
     }
 
     /// True if some rule is one of the built-in ones (compiled on first use).
-    pub fn uses_builtin(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn uses_builtin(&self) -> bool {
         self.rules
             .iter()
             .any(|r| matches!(r.regex, Some(Pattern::Builtin(_))))
     }
 
     /// The gitleaks config files loaded.
-    pub fn sources(&self) -> &[ContentSource] {
+    pub(crate) fn sources(&self) -> &[ContentSource] {
         &self.sources
     }
 

@@ -2,7 +2,7 @@
 //! policy can ever open to the agent, even when they lie inside the workspace.
 //!
 //! The gateway checks [`FixedFloor::touches`] before the policy; `policy check` reports a
-//! policy that tries to allow them ([`fixed_floor_violations`]).
+//! policy that tries to allow them (`fixed_floor_violations`).
 
 use std::path::{Path, PathBuf};
 
@@ -126,7 +126,7 @@ fn parent(p: &RelPath) -> &str {
 
 /// A policy rule that would open a floor entry.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct FloorViolation {
+pub(crate) struct FloorViolation {
     /// What it would expose.
     pub kind: FloorKind,
     /// The entry's workspace-relative path.
@@ -188,7 +188,7 @@ fn inside(root: &Path, path: &Path) -> Option<RelPath> {
 /// Every (entry, op) the policy alone would allow (or ask a person about). The gateway
 /// refuses them anyway (the floor comes first); `policy check` reports the explicit ones
 /// as errors.
-pub fn fixed_floor_violations(policy: &Policy, floor: &FixedFloor) -> Vec<FloorViolation> {
+pub(crate) fn fixed_floor_violations(policy: &Policy, floor: &FixedFloor) -> Vec<FloorViolation> {
     let mut out = Vec::new();
     for e in floor.entries() {
         for op in OpClass::ALL {

@@ -33,7 +33,7 @@ pub fn media_type(name: &str) -> Option<(MediaKind, &'static str)> {
 }
 
 /// True if `bytes` start as a file of `mime` does. SVG is text, never a binary read.
-pub fn content_matches(mime: &str, bytes: &[u8]) -> bool {
+pub(crate) fn content_matches(mime: &str, bytes: &[u8]) -> bool {
     let riff = |form: &[u8]| bytes.starts_with(b"RIFF") && bytes.get(8..12) == Some(form);
     match mime {
         "image/png" => bytes.starts_with(b"\x89PNG\r\n\x1a\n"),

@@ -94,7 +94,7 @@ pub struct RawSecrets {
 
 impl RawSecrets {
     /// Whether the built-in list is on (it is unless `builtin = false`).
-    pub fn builtin_on(&self) -> bool {
+    pub(crate) fn builtin_on(&self) -> bool {
         self.builtin.unwrap_or(true)
     }
 }
@@ -165,7 +165,7 @@ impl Effect {
 
     /// How strongly it holds when two steps of one operation disagree: deny, then ask,
     /// then allow.
-    pub fn weight(self) -> u8 {
+    pub(crate) fn weight(self) -> u8 {
         match self {
             Effect::Allow => 0,
             Effect::Ask => 1,

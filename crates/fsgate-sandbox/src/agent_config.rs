@@ -39,7 +39,7 @@ use super::{AgentAccess, AgentGrant, AgentNetwork, SandboxSettings};
 /// `LC_*` is every locale category. HOME and TMPDIR are not passed through: fsgate sets them (to
 /// the agent's scratch dir, or `[agent] home` / `tmpdir`). Everything else, tokens and
 /// keys included, stays behind unless `[agent] env` names it.
-pub const DEFAULT_AGENT_ENV: &[&str] = &[
+pub(crate) const DEFAULT_AGENT_ENV: &[&str] = &[
     "PATH",
     "LANG",
     "LANGUAGE",
@@ -355,7 +355,7 @@ impl AgentSettings {
     }
 
     /// The agent's environment: of `vars` (fsgate's own environment), the variables
-    /// [`DEFAULT_AGENT_ENV`] or `env` names, in their order. Never HOME or TMPDIR (fsgate
+    /// `DEFAULT_AGENT_ENV` or `env` names, in their order. Never HOME or TMPDIR (fsgate
     /// sets those), never a name that is not UTF-8.
     pub fn environment(
         &self,
@@ -365,7 +365,7 @@ impl AgentSettings {
     }
 
     /// Whether the variable `name` reaches the agent.
-    pub fn passes(&self, name: &OsStr) -> bool {
+    pub(crate) fn passes(&self, name: &OsStr) -> bool {
         let Some(name) = name.to_str() else {
             return false;
         };
@@ -524,7 +524,7 @@ fn env_matches(pattern: &str, name: &str) -> bool {
 }
 
 mod validate;
-pub use validate::{CREDENTIAL_PLACES, credential_env_name};
+pub use validate::credential_env_name;
 
 #[cfg(test)]
 mod tests;

@@ -20,7 +20,7 @@ const MAX_PATH_BYTES: usize = 4096;
 /// as printed by Node (`EACCES: permission denied, open '/x'`), Python
 /// (`[Errno 13] Permission denied: '/x'`, `can't open file '/x': [Errno 13]`), shells
 /// (`/bin/sh: 1: /x: Permission denied`) and most C programs (`/x: Permission denied`).
-pub fn denied_path(line: &str) -> Option<PathBuf> {
+pub(crate) fn denied_path(line: &str) -> Option<PathBuf> {
     let lower = line.to_ascii_lowercase();
     if !(lower.contains("permission denied") || lower.contains("eacces")) {
         return None;

@@ -84,6 +84,7 @@ fn usable_abi(status: LandlockStatus) -> Option<ABI> {
     }
 }
 
+#[cfg(test)]
 pub(crate) fn kernel_abi() -> Option<u8> {
     usable_abi(probe()).map(|a| a as u8)
 }
@@ -108,6 +109,7 @@ fn ll_err(stage: impl Into<String>) -> impl FnOnce(::landlock::RulesetError) -> 
     }
 }
 
+#[cfg(test)]
 pub(crate) fn is_exdev(err: &io::Error) -> bool {
     err.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error())
 }

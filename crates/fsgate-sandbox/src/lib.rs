@@ -65,7 +65,7 @@ mod tests;
 
 use std::sync::OnceLock;
 
-pub use agent_config::{AgentConfigError, AgentSettings, DEFAULT_AGENT_ENV};
+pub use agent_config::{AgentConfigError, AgentSettings};
 pub use config::SandboxSettings;
 pub use plan::{
     AgentAccess, AgentGrant, AgentNetwork, AgentPlan, DEFAULT_AGENT_DEVICES,
@@ -114,7 +114,8 @@ pub enum SandboxError {
 static CURRENT: OnceLock<SandboxStatus> = OnceLock::new();
 
 /// What [`restrict_self`] enforced for this process (None before it ran).
-pub fn current_status() -> Option<&'static SandboxStatus> {
+#[cfg(test)]
+pub(crate) fn current_status() -> Option<&'static SandboxStatus> {
     CURRENT.get()
 }
 
@@ -161,14 +162,16 @@ pub fn harden_gateway() -> Result<(), SandboxError> {
 
 /// The Landlock ABI this kernel offers (as far as the `landlock` crate knows), None if
 /// Landlock is missing or disabled. Does not restrict anything.
-pub fn kernel_abi() -> Option<u8> {
+#[cfg(test)]
+pub(crate) fn kernel_abi() -> Option<u8> {
     imp::kernel_abi()
 }
 
 /// A one-line explanation for an `EXDEV` error from a rename inside the workspace, or
 /// None for any other error. Under Landlock ABI 1 the kernel refuses every rename or
 /// link across directories; otherwise EXDEV means two filesystems are involved.
-pub fn exdev_hint(err: &std::io::Error) -> Option<&'static str> {
+#[cfg(test)]
+pub(crate) fn exdev_hint(err: &std::io::Error) -> Option<&'static str> {
     if !imp::is_exdev(err) {
         return None;
     }

@@ -17,7 +17,9 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-pub use detect::{AgentKind, ProfileSetting, detect};
+#[cfg(test)]
+use detect::detect;
+pub use detect::{AgentKind, ProfileSetting};
 
 /// The name the gateway's own MCP server has in every session (`mcp__fsgate__*` in
 /// Claude Code, `mcp_fsgate_*` in Gemini CLI).

@@ -21,10 +21,12 @@ pub(crate) fn confine_agent_command(
     Ok(SandboxStatus::not_enforced(REASON, false))
 }
 
+#[cfg(test)]
 pub(crate) fn kernel_abi() -> Option<u8> {
     None
 }
 
+#[cfg(test)]
 pub(crate) fn is_exdev(_err: &std::io::Error) -> bool {
     false
 }

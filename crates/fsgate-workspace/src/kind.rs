@@ -29,7 +29,7 @@ impl FileKind {
 
     /// From a file type's predicates (std's and cap-std's file types differ). A symlink
     /// is a symlink whatever it points to: nothing here follows it.
-    pub fn from_predicates(is_file: bool, is_dir: bool, is_symlink: bool) -> FileKind {
+    pub(crate) fn from_predicates(is_file: bool, is_dir: bool, is_symlink: bool) -> FileKind {
         match (is_symlink, is_dir, is_file) {
             (true, _, _) => FileKind::Symlink,
             (_, true, _) => FileKind::Directory,

@@ -21,7 +21,7 @@ use fsgate_base::path::RelPath;
 use stream::{Named, Streamed, stream};
 
 /// Entries a directory may hold and still be read whole (and cached).
-pub const WHOLE_DIR: usize = 16_384;
+pub(crate) const WHOLE_DIR: usize = 16_384;
 
 /// A page of entries, in name order.
 #[derive(Debug)]

@@ -183,7 +183,7 @@ pub(crate) fn stat_info(meta: &Metadata) -> StatInfo {
 }
 
 /// RFC 3339 UTC with sub-second precision.
-pub fn format_time(t: SystemTime) -> String {
+pub(crate) fn format_time(t: SystemTime) -> String {
     let dt = time::OffsetDateTime::from(t);
     dt.format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_else(|_| String::from("1970-01-01T00:00:00Z"))

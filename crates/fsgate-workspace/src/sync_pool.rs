@@ -7,7 +7,7 @@
 //! [`Pending::wait`]s. A job no helper has taken yet when its waiter comes runs on the
 //! waiter's thread instead: under load (every helper busy) a request does its own syncs
 //! in turn, as it would without helpers, and never waits for a queue. Helpers are
-//! started on demand, at most [`MAX_HELPERS`], and end after [`IDLE_EXIT`] without work:
+//! started on demand, at most `MAX_HELPERS`, and end after `IDLE_EXIT` without work:
 //! an idle gateway keeps none, and none wakes up.
 
 use std::collections::VecDeque;
@@ -15,10 +15,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// Helper threads at most: more syncs at once than this gain nothing on one disk.
-pub const MAX_HELPERS: usize = 4;
+pub(crate) const MAX_HELPERS: usize = 4;
 
 /// A helper with no work for this long ends.
-pub const IDLE_EXIT: Duration = Duration::from_secs(2);
+pub(crate) const IDLE_EXIT: Duration = Duration::from_secs(2);
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -122,7 +122,7 @@ impl<T> Drop for Pending<T> {
 }
 
 /// Hands `job` to a helper thread (started if none is free and fewer than
-/// [`MAX_HELPERS`] run); if no helper can take it, [`Pending::wait`] runs it.
+/// `MAX_HELPERS` run); if no helper can take it, [`Pending::wait`] runs it.
 pub fn start<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Pending<T> {
     let slot = Arc::new(Slot {
         state: Mutex::new(State::Queued(Box::new(job))),

@@ -412,7 +412,8 @@ fn open_readable(dir: &Dir, name: &str) -> std::io::Result<Dir> {
 
 impl Workspace {
     /// The entries of the directory at `real` (canonical), sorted by name.
-    pub fn list_dir(&self, real: &RelPath) -> Result<Vec<Entry>, WsError> {
+    #[cfg(test)]
+    pub(crate) fn list_dir(&self, real: &RelPath) -> Result<Vec<Entry>, WsError> {
         let dir = open_dir(&self.root, real).map_err(WsError::from_io)?;
         read_entries(&dir, real, Mode::Lenient)
     }
@@ -432,7 +433,7 @@ impl Workspace {
 
     /// Like [`Workspace::walk`], but reads no metadata (entries carry names and kinds
     /// only).
-    pub fn walk_light(
+    pub(crate) fn walk_light(
         &self,
         start: &RelPath,
         visit: &mut dyn FnMut(&Entry) -> Visit,
@@ -441,7 +442,8 @@ impl Workspace {
         walk_dir(dir, start, MAX_DEPTH, Mode::LenientNames, &mut Plain(visit))
     }
 
-    /// Like [`Workspace::list_dir`], but reads no metadata (names and kinds only).
+    /// The entries of the directory at `real` (canonical), sorted by name, without their
+    /// metadata (names and kinds only).
     pub fn list_names(&self, real: &RelPath) -> Result<Vec<Entry>, WsError> {
         let dir = open_dir(&self.root, real).map_err(WsError::from_io)?;
         read_entries(&dir, real, Mode::Names)

@@ -155,7 +155,7 @@ impl ShipDestination {
     }
 
     /// The destination's name (see [`ShipDestination::name`]).
-    pub fn display_name(&self) -> String {
+    pub(crate) fn display_name(&self) -> String {
         if let Some(n) = &self.name {
             return n.clone();
         }
@@ -168,22 +168,22 @@ impl ShipDestination {
     }
 
     /// Whether TLS is on.
-    pub fn tls(&self) -> bool {
+    pub(crate) fn tls(&self) -> bool {
         self.tls_ca.is_some()
     }
 
     /// Facility in force.
-    pub fn facility(&self) -> Facility {
+    pub(crate) fn facility(&self) -> Facility {
         self.facility.unwrap_or(Facility::Auth)
     }
 
     /// APP-NAME in force.
-    pub fn app_name(&self) -> &str {
+    pub(crate) fn app_name(&self) -> &str {
         self.app_name.as_deref().unwrap_or(DEFAULT_APP_NAME)
     }
 
     /// Lag, in records, that makes a `ship-behind` record; None = never.
-    pub fn alert_behind(&self) -> Option<u64> {
+    pub(crate) fn alert_behind(&self) -> Option<u64> {
         match self.alert_behind.unwrap_or(DEFAULT_ALERT_BEHIND) {
             0 => None,
             n => Some(n),

@@ -15,7 +15,7 @@ pub fn cursor_name(base: &str) -> String {
 /// One destination's state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DestState {
+pub(crate) struct DestState {
     /// Every record up to this seq was delivered (0: none yet).
     #[serde(rename = "shipped")]
     pub seq: u64,
@@ -43,7 +43,7 @@ pub struct DestState {
 
 /// The whole file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CursorDoc {
+pub(crate) struct CursorDoc {
     /// The log id the seqs belong to (a cursor of another log counts for nothing).
     #[serde(default)]
     pub log: String,
@@ -55,19 +55,19 @@ pub struct CursorDoc {
 impl CursorDoc {
     /// Parses the file's text; a damaged file counts as empty (records are shipped
     /// again: at-least-once).
-    pub fn parse(text: &[u8]) -> CursorDoc {
+    pub(crate) fn parse(text: &[u8]) -> CursorDoc {
         serde_json::from_slice(text).unwrap_or_default()
     }
 
     /// Reads `name` in `dir`; missing or damaged: empty.
-    pub fn read(dir: &Dir, name: &str) -> CursorDoc {
+    pub(crate) fn read(dir: &Dir, name: &str) -> CursorDoc {
         dir.read(name).map(|b| Self::parse(&b)).unwrap_or_default()
     }
 }
 
 /// The cursor file, shared by the shipping threads of one log.
 #[derive(Debug)]
-pub struct CursorFile {
+pub(crate) struct CursorFile {
     /// The log's directory.
     dir: Dir,
     /// `.NAME.ship`.
@@ -78,7 +78,7 @@ pub struct CursorFile {
 
 impl CursorFile {
     /// Loads the cursor of the log `base` whose id is `log_id`.
-    pub fn load(dir: Dir, base: &str, log_id: &str) -> CursorFile {
+    pub(crate) fn load(dir: Dir, base: &str, log_id: &str) -> CursorFile {
         let name = cursor_name(base);
         let mut doc = CursorDoc::read(&dir, &name);
         if doc.log != log_id {
@@ -97,7 +97,7 @@ impl CursorFile {
 
     /// Forgets the destinations not in `names` (no longer configured), so that
     /// `ship-status` shows only those that ship; writes the file if that changed it.
-    pub fn retain(&self, names: &[String]) -> Result<(), String> {
+    pub(crate) fn retain(&self, names: &[String]) -> Result<(), String> {
         let mut doc = self.lock();
         let before = doc.destinations.len();
         doc.destinations.retain(|name, _| names.contains(name));
@@ -108,7 +108,7 @@ impl CursorFile {
     }
 
     /// The state of `dest` (default if unknown).
-    pub fn get(&self, dest: &str) -> DestState {
+    pub(crate) fn get(&self, dest: &str) -> DestState {
         self.lock()
             .destinations
             .get(dest)
@@ -117,7 +117,11 @@ impl CursorFile {
     }
 
     /// Changes `dest`'s state and writes the file; an error says why it was not written.
-    pub fn update(&self, dest: &str, change: impl FnOnce(&mut DestState)) -> Result<(), String> {
+    pub(crate) fn update(
+        &self,
+        dest: &str,
+        change: impl FnOnce(&mut DestState),
+    ) -> Result<(), String> {
         let mut doc = self.lock();
         change(doc.destinations.entry(dest.to_owned()).or_default());
         self.write(&doc)

@@ -44,7 +44,7 @@ use crate::AuditLog;
 
 /// How long a stopping gateway keeps shipping what is left (its `stop` record
 /// included) before it exits; what is not confirmed by then goes at the next start.
-pub const STOP_DRAIN: Duration = Duration::from_secs(2);
+pub(crate) const STOP_DRAIN: Duration = Duration::from_secs(2);
 
 /// The destinations, prepared before confinement.
 #[derive(Debug)]

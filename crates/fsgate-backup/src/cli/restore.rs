@@ -14,7 +14,7 @@ use crate::{BackupError, BackupRef, BackupSettings, BackupStore, RestoreReport, 
 /// Receives the outcome of `fsgate backup restore` for the audit log.
 ///
 /// `fsgate backup restore` implements it with the workspace's audit log;
-/// [`run`](super::run) uses [`NoAudit`], which refuses a restore.
+/// [`run`](super::run) uses `NoAudit`, which refuses a restore.
 pub trait RestoreAudit {
     /// Records the restore about to be made (`version` of `rel_path`, with `previous`
     /// the backup of the current content), durably, before the workspace is touched.
@@ -35,7 +35,7 @@ pub trait RestoreAudit {
 /// The [`RestoreAudit`] of a command run without the audit log: it refuses every
 /// restore (fail closed), since a restore nobody recorded must not happen.
 #[derive(Debug, Default)]
-pub struct NoAudit;
+pub(crate) struct NoAudit;
 
 impl RestoreAudit for NoAudit {
     fn intend_restore(

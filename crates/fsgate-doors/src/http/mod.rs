@@ -12,7 +12,7 @@
 //! - `route`: one HTTP request: POST carries one JSON-RPC message, GET opens a
 //!   session's stream of server messages, DELETE ends a session.
 //! - `session`: an MCP session: a door of its own running the stdio door's code
-//!   ([`crate::mcp::serve_as`]), so every tool call takes the one path and
+//!   (`crate::mcp::serve_as`), so every tool call takes the one path and
 //!   every message is recorded once, by the door; `router`: the door's output back to
 //!   the exchange that waits for it; `body`: answers on their way, in a byte room.
 //!

@@ -84,7 +84,7 @@ use fsgate_gateway::ops::{PathStyle, RequestCtx};
 pub(crate) use pump::{Line as InputLine, classify as classify_line};
 
 /// The MCP server: the gateway, this connection's request context, the tool catalogue.
-pub struct McpServer {
+pub(crate) struct McpServer {
     /// Every tool call goes through it.
     gw: Arc<Gateway>,
     /// The connection's 2025-era session (one session in the audit log).
@@ -114,7 +114,7 @@ const MAX_IN_FLIGHT: usize = 16;
 /// Who one connection is, when another door carries it (MCP over HTTP, the server the
 /// ACP proxy hosts for its agent): its audit session and transport, and who is asked
 /// and told.
-pub struct Identity {
+pub(crate) struct Identity {
     /// The audit log's session for every record of the connection.
     pub session: String,
     /// The audit log's transport ("mcp", "http", "acp-mcp").
@@ -130,7 +130,7 @@ pub struct Identity {
 
 /// Who is asked and told for a connection.
 #[derive(Clone)]
-pub enum Oversight {
+pub(crate) enum Oversight {
     /// The MCP client: asked by elicitation, told by log messages (`[notify] mcp`).
     Client,
     /// The person of another door (the editor of `fsgate acp`): asked by `asker`, told
@@ -145,7 +145,7 @@ pub enum Oversight {
 
 impl Identity {
     /// A plain MCP connection from `peer`, with a session id of its own.
-    pub fn mcp(peer: String) -> Identity {
+    pub(crate) fn mcp(peer: String) -> Identity {
         Identity {
             session: session_id(),
             transport: "mcp",
@@ -432,7 +432,7 @@ impl ServerHandler for McpServer {
 /// Serves MCP on `input`/`output` until the client closes `input`; in-flight calls
 /// finish first. A message longer than the policy's `limits.max_message_bytes` is
 /// discarded and answered with a JSON-RPC error (-32600) naming the limit.
-pub async fn serve<R>(
+pub(crate) async fn serve<R>(
     gw: Arc<Gateway>,
     peer: String,
     input: R,
@@ -446,7 +446,7 @@ where
 
 /// [`serve`] for a connection another door carries, as `who`: newline-delimited
 /// messages in on `input`, whole messages out on `output`.
-pub async fn serve_as<R>(
+pub(crate) async fn serve_as<R>(
     gw: Arc<Gateway>,
     who: Identity,
     input: R,

@@ -78,7 +78,7 @@ impl Token {
     ///
     /// # Ambient Authority
     /// Reads `path` from the ambient filesystem; start-up code only.
-    pub fn from_file(path: &Path) -> Result<Token, TokenError> {
+    pub(crate) fn from_file(path: &Path) -> Result<Token, TokenError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| TokenError::Read {
             path: shown.clone(),
@@ -121,7 +121,7 @@ fn warn_if_readable_by_others(_path: &Path) {}
 
 /// What the upgrade request is checked against.
 #[derive(Debug, Clone)]
-pub struct Gatekeeper {
+pub(crate) struct Gatekeeper {
     /// The bearer token.
     pub token: Token,
     /// Allowed browser origins, lowercased, without a trailing `/`.
@@ -133,7 +133,7 @@ pub struct Gatekeeper {
 
 /// A refused upgrade request: the HTTP status and a one-line reason for the body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// 400, 401 or 403.
     pub status: StatusCode,
     /// Shown to the client and logged; never contains the presented token.
@@ -155,7 +155,7 @@ impl Refusal {
 
 impl Gatekeeper {
     /// A gatekeeper for `token` and the configured origins.
-    pub fn new(token: Token, allowed_origins: &[String], loopback_only: bool) -> Gatekeeper {
+    pub(crate) fn new(token: Token, allowed_origins: &[String], loopback_only: bool) -> Gatekeeper {
         Gatekeeper {
             token,
             origins: allowed_origins
@@ -168,7 +168,7 @@ impl Gatekeeper {
 
     /// Decides an upgrade request from its headers and query string. Host and Origin
     /// are checked first (403), then the token (401).
-    pub fn check(&self, headers: &HeaderMap, query: Option<&str>) -> Result<(), Refusal> {
+    pub(crate) fn check(&self, headers: &HeaderMap, query: Option<&str>) -> Result<(), Refusal> {
         if self.loopback_only {
             let host = headers
                 .get(header::HOST)

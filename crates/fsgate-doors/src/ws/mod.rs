@@ -28,8 +28,7 @@
 //!
 //! [`bind`] the listener and get the token ([`Token::for_settings`]: reads the token
 //! file, or generates and prints a token) before the process confines itself
-//! (Landlock), then run [`serve_with_token`] on the runtime. [`serve`] does both of
-//! the latter, for callers that are not confined.
+//! (Landlock), then run [`serve_with_token`] on the runtime.
 
 pub(crate) mod auth;
 mod conn;
@@ -50,7 +49,8 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::http::{self, StatusCode, header};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-pub use auth::{Gatekeeper, Token, TokenError};
+pub(crate) use auth::Gatekeeper;
+pub use auth::{Token, TokenError};
 pub use fsgate_policy::ws::{MAX_MESSAGE_CEILING, WsSettings};
 
 use fsgate_base::path::RelPath;
@@ -59,7 +59,7 @@ use fsgate_gateway::Request as GwRequest;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
 
 /// Binds the listener: `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` for `127.0.0.1:PORT`.
-/// The socket is left non-blocking, ready for [`serve`].
+/// The socket is left non-blocking, ready for [`serve_with_token`].
 pub fn bind(listen: &str) -> io::Result<TcpListener> {
     let listen = listen.trim();
     let listener = if !listen.is_empty() && listen.bytes().all(|b| b.is_ascii_digit()) {
@@ -84,18 +84,9 @@ pub fn bind(listen: &str) -> io::Result<TcpListener> {
     Ok(listener)
 }
 
-/// Serves the files channel on `listener` until an accept error. Reads the token file
-/// named in `settings`, or generates a token and prints it to stderr.
-pub async fn serve(
-    gw: Arc<Gateway>,
-    listener: TcpListener,
-    settings: WsSettings,
-) -> io::Result<()> {
-    let token = Token::for_settings(&settings).map_err(io::Error::other)?;
-    serve_with_token(gw, listener, settings, token).await
-}
-
-/// [`serve`] with a token obtained beforehand.
+/// Serves the files channel on `listener` until an accept error, with `token` obtained
+/// beforehand (`Token::for_settings` reads the token file named in the settings, or
+/// generates one).
 pub async fn serve_with_token(
     gw: Arc<Gateway>,
     listener: TcpListener,

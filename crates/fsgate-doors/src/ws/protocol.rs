@@ -44,7 +44,7 @@ pub enum Incoming {
         answer: Answer,
     },
     /// A message that cannot be served: record it and answer with `reply` (an error
-    /// response; see [`message`]).
+    /// response; see `message`).
     Bad {
         /// What the reply echoes.
         head: Head,
@@ -122,7 +122,7 @@ impl Door for Ws {
 
 /// A message that is no operation, answered with `reply` once recorded: under its
 /// `type`, or as `invalid-message` when it has neither a type nor a `requestId`.
-pub fn message(head: Head, reply: Value) -> Decoded<Ws> {
+pub(crate) fn message(head: Head, reply: Value) -> Decoded<Ws> {
     let name = if head.request_id.is_none() && head.kind == "error" {
         "invalid-message".to_string()
     } else {
@@ -407,7 +407,7 @@ fn envelope(head: &Head) -> Map<String, Value> {
 }
 
 /// `{channel, type, requestId, data}`.
-pub fn data_response(head: &Head, data: Value) -> Value {
+pub(crate) fn data_response(head: &Head, data: Value) -> Value {
     let mut m = envelope(head);
     m.insert("data".into(), data);
     Value::Object(m)
@@ -430,7 +430,7 @@ pub(crate) fn error_response(
 }
 
 /// The error response for a gateway failure, with its rule and reason.
-pub fn gateway_error_response(head: &Head, e: &GatewayError) -> Value {
+pub(crate) fn gateway_error_response(head: &Head, e: &GatewayError) -> Value {
     let info = error_info(e.code(), &e.message(), e.data().as_ref());
     with_error(head, gateway_text(e), info)
 }
@@ -506,7 +506,7 @@ fn gateway_text(e: &GatewayError) -> String {
 }
 
 /// The `data` of a successful operation, paths workspace-rooted.
-pub fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
+pub(crate) fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
     let style = PathStyle::Rooted;
     match out {
         Output::File { content, encoding } => {
@@ -578,7 +578,7 @@ const ONE_PASS_MAX: usize = 64 * 1024;
 /// `ONE_PASS_MAX` (escaping its text is most of its cost). A larger one is measured
 /// first without allocating, so an answer over the limit is never built, and one within
 /// it is built in a buffer of its exact size.
-pub fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
+pub(crate) fn encode_reply(head: &Head, v: &Value, max: usize) -> String {
     use crate::encode::json_upto;
     if let Some(small) = json_upto(v, max.min(ONE_PASS_MAX), 8 * 1024) {
         return String::from_utf8(small).unwrap_or_default();

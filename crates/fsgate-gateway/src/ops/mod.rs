@@ -60,7 +60,7 @@ pub struct RequestCtx {
 }
 
 /// A `tree`'s exclude patterns recorded at most (`args.excludeCount` says how many).
-pub const MAX_EXCLUDE_RECORDED: usize = 32;
+pub(crate) const MAX_EXCLUDE_RECORDED: usize = 32;
 
 /// One operation, with paths exactly as the request gave them.
 #[derive(Debug, Clone)]
@@ -177,7 +177,7 @@ macro_rules! op_ids {
         /// operation's kind is answered by one `match` on this enum, so a new operation is
         /// listed by the compiler everywhere it must be decided (each door's decoder too).
         ///
-        /// (`Default` only so that a request's [`crate::Facts`] can start empty;
+        /// (`Default` only so that a request's `crate::Facts` can start empty;
         /// `Facts::new` sets the request's own.)
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
         pub enum OpId {
@@ -302,7 +302,7 @@ impl Op {
 
     /// The paths and patterns the request gives, as given, each with what it is:
     /// `path`, `path2` (a rename's destination), `pattern`, `includeGlob`, `exclude`.
-    pub fn path_texts(&self) -> Vec<(&'static str, &str)> {
+    pub(crate) fn path_texts(&self) -> Vec<(&'static str, &str)> {
         let mut out = Vec::with_capacity(2);
         match self {
             Op::ReadText { path, .. }
@@ -340,7 +340,7 @@ impl Op {
     /// The texts that say where the operation acts, to choose its workspace when
     /// several are served: the path (a rename's source, a glob's pattern, a grep's
     /// path if it has one), and a rename's destination.
-    pub fn places_mut(&mut self) -> (Option<&mut String>, Option<&mut String>) {
+    pub(crate) fn places_mut(&mut self) -> (Option<&mut String>, Option<&mut String>) {
         match self {
             Op::ReadText { path, .. }
             | Op::ReadFile { path }
@@ -364,7 +364,7 @@ impl Op {
     }
 
     /// The arguments that matter for the audit record (never content).
-    pub fn audit_args(&self) -> Map<String, Value> {
+    pub(crate) fn audit_args(&self) -> Map<String, Value> {
         let mut m = Map::new();
         match self {
             Op::ReadText { line, limit, .. } => {
@@ -590,7 +590,7 @@ pub enum Output {
 impl Output {
     /// The output with `f` applied to every path in it (several workspaces: each
     /// path gets its workspace's name in front).
-    pub fn map_paths(self, f: impl Fn(RelPath) -> RelPath) -> Output {
+    pub(crate) fn map_paths(self, f: impl Fn(RelPath) -> RelPath) -> Output {
         match self {
             Output::Entries {
                 entries,

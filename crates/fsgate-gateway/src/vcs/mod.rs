@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use fsgate_base::path::RelPath;
 use fsgate_policy::{EntryKind, OpClass, Policy};
 
-pub use stage::Staged;
+pub(crate) use stage::Staged;
 pub(crate) use stage::Step;
 
 /// Why staging could not be set up, or failed.
@@ -118,11 +118,6 @@ impl Stager {
     /// The work tree root.
     pub fn workdir(&self) -> &Path {
         &self.workdir
-    }
-
-    /// The git dir and common dir.
-    pub fn git_dirs(&self) -> &[PathBuf] {
-        &self.git_dirs
     }
 
     /// What the gateway's Landlock ruleset must add: the git dirs outside the workspace

@@ -11,7 +11,7 @@ use fsgate_base::path::RelPath;
 
 /// What staging one change did, for the audit record.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Staged {
+pub(crate) struct Staged {
     /// Repository-relative paths added to (or updated in) the index.
     pub added: Vec<String>,
     /// Repository-relative paths whose entries (and those beneath) were removed.
@@ -24,7 +24,7 @@ pub struct Staged {
 
 impl Staged {
     /// The audit record's details.
-    pub fn details(&self, op: &str, session: &str, seq: Option<u64>) -> Map<String, Value> {
+    pub(crate) fn details(&self, op: &str, session: &str, seq: Option<u64>) -> Map<String, Value> {
         let list = |v: &[String]| Value::from(v.to_vec());
         let mut d = Map::new();
         d.insert("op".into(), op.into());
@@ -61,7 +61,7 @@ impl Stager {
     /// Updates the index after `op` changed `path` (and `path2`, a rename's
     /// destination): the change's own file says how (`crate::ops::staging`).
     /// Never fails: what went wrong is in [`Staged::error`].
-    pub fn stage(&self, op: ChangeOp, path: &RelPath, path2: Option<&RelPath>) -> Staged {
+    pub(crate) fn stage(&self, op: ChangeOp, path: &RelPath, path2: Option<&RelPath>) -> Staged {
         let steps: Vec<RepoStep> = crate::ops::staging(op, path, path2)
             .into_iter()
             .map(|s| match s {

@@ -63,12 +63,12 @@ pub struct Unwatched {
     pub watched: usize,
     /// Directories not watched.
     pub count: usize,
-    /// The first of them the policy lets clients see (at most [`MAX_NAMED`]).
+    /// The first of them the policy lets clients see (at most `MAX_NAMED`).
     pub first: Vec<RelPath>,
 }
 
 /// Unwatched directories named in a notice, at most.
-pub const MAX_NAMED: usize = 8;
+pub(crate) const MAX_NAMED: usize = 8;
 
 impl Unwatched {
     /// One line for people: the limit, and what is not watched.

@@ -68,7 +68,7 @@ impl Policy {
     }
 
     /// [`Policy::decide_access`] with each step's trace, for `explain`.
-    pub fn explain_access(
+    pub(crate) fn explain_access(
         &self,
         op: Access,
         path: &RelPath,

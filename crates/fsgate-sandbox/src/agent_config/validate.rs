@@ -13,7 +13,7 @@ use crate::{AgentAccess, Protected};
 
 /// Places under the operator's home where credentials usually live: a grant reaching
 /// one draws a `policy check` warning.
-pub const CREDENTIAL_PLACES: &[&str] = &[
+pub(crate) const CREDENTIAL_PLACES: &[&str] = &[
     ".ssh",
     ".aws",
     ".gnupg",
@@ -149,7 +149,7 @@ impl AgentSettings {
         out
     }
 
-    /// Entries reaching a [`CREDENTIAL_PLACES`] entry under `user_home`: (key, span,
+    /// Entries reaching a `CREDENTIAL_PLACES` entry under `user_home`: (key, span,
     /// the place as `~/...`).
     pub fn credential_grants(
         &self,

@@ -74,7 +74,7 @@ impl ProfileSetting {
 /// `codex-acp`), a script inside such a package (`node .../gemini-cli/bundle/gemini.js`),
 /// or a package name given to a runner (`npx @google/gemini-cli`). The first word that
 /// names an agent decides.
-pub fn detect(program: &str, args: &[String]) -> Option<AgentKind> {
+pub(crate) fn detect(program: &str, args: &[String]) -> Option<AgentKind> {
     // A bare `gemini` counts only with its ACP flag (a path may end in `gemini`).
     let acp = args
         .iter()
