@@ -15,7 +15,8 @@ use super::BackupError;
 pub struct BackupSettings {
     /// Directory of the backup store. Must be absolute and outside the workspace.
     /// `--backup-dir` overrides it; without both, fsgate uses a per-workspace directory
-    /// under the user's state dir (see `cli::default_backup_dir`).
+    /// under the user's state dir (`$XDG_STATE_HOME`, or `~/.local/state`, then
+    /// `fsgate/<name>-<hash>/backups`).
     pub dir: Option<PathBuf>,
     /// Keep at most this many versions per file (the newest ones). At least 1.
     pub keep_versions: Option<u32>,
