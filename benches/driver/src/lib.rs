@@ -2,6 +2,7 @@
 //! fsgate's doors and the reference MCP filesystem server, in one run.
 
 pub mod client;
+pub mod floor;
 pub mod mono;
 pub mod mono_work;
 pub mod report;

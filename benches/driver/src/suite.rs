@@ -517,7 +517,8 @@ impl Suite {
 /// About one audit record's size, for the second fdatasync probe.
 const RECORD_BYTES: usize = 400;
 
-fn mid(mut v: Vec<f64>) -> f64 {
+/// The median of `v` (0 when empty).
+pub(crate) fn mid(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
@@ -592,6 +593,13 @@ pub struct ChainProbe {
     pub new_file_us: f64,
     /// `fsync` of the directory just given a new entry: a published name, µs.
     pub dir_us: f64,
+    /// A whole durable write of 4 KiB to a new file, its bare system calls in fsgate's
+    /// order with no server ([`crate::floor`]), µs.
+    pub bare_new_us: f64,
+    /// The same with the unnamed file (its inode) made before the clock starts, µs.
+    pub bare_new_premade_us: f64,
+    /// The same for an overwrite with its backup, µs.
+    pub bare_overwrite_us: f64,
 }
 
 impl ChainProbe {
@@ -602,12 +610,15 @@ impl ChainProbe {
             content_us: m(|p| p.content_us),
             new_file_us: m(|p| p.new_file_us),
             dir_us: m(|p| p.dir_us),
+            bare_new_us: m(|p| p.bare_new_us),
+            bare_new_premade_us: m(|p| p.bare_new_premade_us),
+            bare_overwrite_us: m(|p| p.bare_overwrite_us),
         }
     }
 }
 
-/// Times `n` times each of a durable write's syncs besides the log's (see [`ChainProbe`])
-/// in a scratch directory under `dir`.
+/// Times `n` times each of a durable write's syncs besides the log's, and `n` whole bare
+/// writes of each kind (see [`ChainProbe`]), in scratch directories under `dir`.
 fn probe_chain(dir: &Path, n: usize) -> Result<ChainProbe, Error> {
     use std::os::unix::fs::OpenOptionsExt;
     let d = dir.join("chain-probe");
@@ -641,9 +652,13 @@ fn probe_chain(dir: &Path, n: usize) -> Result<ChainProbe, Error> {
         dirs.push(us(t));
     }
     let _ = std::fs::remove_dir_all(&d);
+    let bare = crate::floor::bare_writes(dir, n)?;
     Ok(ChainProbe {
         content_us: mid(content),
         new_file_us: mid(new_file),
         dir_us: mid(dirs),
+        bare_new_us: bare.new_us,
+        bare_new_premade_us: bare.new_premade_us,
+        bare_overwrite_us: bare.overwrite_us,
     })
 }

@@ -1,0 +1,265 @@
+//! The bare system calls of one durable 4 KiB write in fsgate's order, with no server:
+//! no request to read, no path to resolve, no policy, no hashing, no JSON. What a write
+//! one at a time costs on this disk before any server's own work: the floor for the
+//! one-at-a-time write targets, measured in the same run as them.
+//!
+//! The order kept is the one fsgate promises (docs/benchmarks.md, "Profiles: the syncs
+//! of one write"; `tests/durable_order.rs` checks it in the product): the intent record and
+//! the content (and, over a file, its backup and the backup's directory) durable, at once,
+//! before the name; the name's directory durable before the outcome record; the outcome
+//! durable before the answer. The syncs that may overlap run on long-lived helper
+//! threads, one each, as fsgate's do.
+
+use std::ffi::CString;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use crate::Error;
+
+/// About one audit record: the intent's and the outcome's appends.
+const RECORD: &[u8] = &[b'r'; 400];
+
+type Job = Box<dyn FnOnce() -> std::io::Result<()> + Send>;
+type Done = mpsc::SyncSender<std::io::Result<()>>;
+
+/// One long-lived thread that runs the syncs a write overlaps with its intent's.
+struct Helper {
+    jobs: mpsc::Sender<(Job, Done)>,
+}
+
+impl Helper {
+    fn new() -> Helper {
+        let (jobs, rx) = mpsc::channel::<(Job, Done)>();
+        std::thread::spawn(move || {
+            for (job, done) in rx {
+                let _ = done.send(job());
+            }
+        });
+        Helper { jobs }
+    }
+
+    /// Starts `job`; the receiver gets its result.
+    fn start(&self, job: Job) -> mpsc::Receiver<std::io::Result<()>> {
+        let (done, rx) = mpsc::sync_channel(1);
+        if let Err(mpsc::SendError((job, done))) = self.jobs.send((job, done)) {
+            let _ = done.send(job());
+        }
+        rx
+    }
+}
+
+fn join(rx: mpsc::Receiver<std::io::Result<()>>) -> std::io::Result<()> {
+    rx.recv()
+        .unwrap_or_else(|_| Err(std::io::Error::other("helper thread gone")))
+}
+
+/// A workspace directory, a backup directory and a log, under a scratch directory.
+struct Scratch {
+    ws: PathBuf,
+    ws_dir: File,
+    backup: PathBuf,
+    backup_dir: File,
+    log: File,
+    /// Content, backup file, backup directory: each overlapping sync has its own.
+    helpers: [Helper; 3],
+    n: usize,
+}
+
+impl Scratch {
+    fn new(root: &Path) -> std::io::Result<Scratch> {
+        let (ws, backup) = (root.join("ws"), root.join("backups"));
+        std::fs::create_dir_all(&ws)?;
+        std::fs::create_dir_all(&backup)?;
+        let log = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(root.join("log"))?;
+        Ok(Scratch {
+            ws_dir: File::open(&ws)?,
+            backup_dir: File::open(&backup)?,
+            ws,
+            backup,
+            log,
+            helpers: [Helper::new(), Helper::new(), Helper::new()],
+            n: 0,
+        })
+    }
+
+    fn record(&mut self) -> std::io::Result<()> {
+        self.log.write_all(RECORD)?;
+        self.log.sync_data()
+    }
+
+    /// A new unnamed file in the workspace (ext4 allocates its inode here).
+    fn unnamed(&self) -> std::io::Result<File> {
+        OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_TMPFILE)
+            .mode(0o600)
+            .open(&self.ws)
+    }
+
+    /// The content, written into a new unnamed file in the workspace.
+    fn staged(&self, data: &[u8]) -> std::io::Result<File> {
+        let mut f = self.unnamed()?;
+        f.write_all(data)?;
+        Ok(f)
+    }
+
+    /// Gives the unnamed file `f` the name `name` in the workspace.
+    fn link(&self, f: &File, name: &str) -> std::io::Result<()> {
+        let src = CString::new(format!("/proc/self/fd/{}", f.as_raw_fd()))?;
+        let dst = CString::new(name)?;
+        // SAFETY: both strings are NUL-terminated and outlive the call; the directory
+        // descriptor is open.
+        let r = unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                src.as_ptr(),
+                self.ws_dir.as_raw_fd(),
+                dst.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    /// A new file: content || intent; the name; its directory; the outcome.
+    fn write_new(&mut self, data: &[u8]) -> std::io::Result<()> {
+        let f = self.staged(data)?;
+        self.publish_new(f)
+    }
+
+    /// The same, into an unnamed file made before (`unnamed`), off the write's path.
+    fn write_new_into(&mut self, mut f: File, data: &[u8]) -> std::io::Result<()> {
+        f.write_all(data)?;
+        self.publish_new(f)
+    }
+
+    fn publish_new(&mut self, f: File) -> std::io::Result<()> {
+        self.n += 1;
+        let g = f.try_clone()?;
+        let content = self.helpers[0].start(Box::new(move || g.sync_all()));
+        let intent = self.record();
+        join(content)?;
+        intent?;
+        self.link(&f, &format!("new-{}", self.n))?;
+        self.ws_dir.sync_all()?;
+        self.record()
+    }
+
+    /// Over `name`: its backup (file and directory) || content || intent; a temporary
+    /// name renamed over it; its directory; the outcome.
+    fn overwrite(&mut self, name: &str, data: &[u8]) -> std::io::Result<()> {
+        self.n += 1;
+        let old = std::fs::read(self.ws.join(name))?;
+        let b = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(self.backup.join(format!("b-{}", self.n)))?;
+        b.write_all_at(&old, 0)?;
+        let bdir = self.backup_dir.try_clone()?;
+        let backup = self.helpers[1].start(Box::new(move || b.sync_data()));
+        let backup_dir = self.helpers[2].start(Box::new(move || bdir.sync_all()));
+        let f = self.staged(data)?;
+        let g = f.try_clone()?;
+        let content = self.helpers[0].start(Box::new(move || g.sync_all()));
+        let intent = self.record();
+        for rx in [backup, backup_dir, content] {
+            join(rx)?;
+        }
+        intent?;
+        let tmp = format!(".tmp-{}", self.n);
+        self.link(&f, &tmp)?;
+        std::fs::rename(self.ws.join(&tmp), self.ws.join(name))?;
+        self.ws_dir.sync_all()?;
+        self.record()
+    }
+}
+
+/// The p50s of bare durable writes of 4 KiB, µs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BareWrites {
+    /// To a new file.
+    pub new_us: f64,
+    /// To a new file, its unnamed file (its inode) made before the clock starts.
+    pub new_premade_us: f64,
+    /// Over a file, with its backup.
+    pub overwrite_us: f64,
+}
+
+/// `n` bare writes of each kind ([`BareWrites`]), in turn, in a scratch directory under
+/// `dir`.
+pub fn bare_writes(dir: &Path, n: usize) -> Result<BareWrites, Error> {
+    let root = dir.join("bare-writes");
+    let _ = std::fs::remove_dir_all(&root);
+    let io = |e| Error::io(&root, e);
+    let mut s = Scratch::new(&root).map_err(io)?;
+    let data = vec![b'x'; 4096];
+    std::fs::write(s.ws.join("over"), &data).map_err(io)?;
+    let mut times: [Vec<f64>; 3] = Default::default();
+    let us = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
+    for _ in 0..n {
+        let t = Instant::now();
+        s.write_new(&data).map_err(io)?;
+        times[0].push(us(t));
+        let f = s.unnamed().map_err(io)?;
+        let t = Instant::now();
+        s.write_new_into(f, &data).map_err(io)?;
+        times[1].push(us(t));
+        let t = Instant::now();
+        s.overwrite("over", &data).map_err(io)?;
+        times[2].push(us(t));
+    }
+    drop(s);
+    let _ = std::fs::remove_dir_all(&root);
+    let [new, premade, over] = times.map(crate::suite::mid);
+    Ok(BareWrites {
+        new_us: new,
+        new_premade_us: premade,
+        overwrite_us: over,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch() -> (PathBuf, Scratch) {
+        let root = std::env::temp_dir().join(format!("fsgate-floor-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let s = Scratch::new(&root).unwrap();
+        (root, s)
+    }
+
+    /// A bare write does the write: the name holds the content, an overwrite backs up what
+    /// it replaces, and each write appends its intent and outcome.
+    #[test]
+    fn bare_writes_leave_their_files_a_backup_and_two_records_each() {
+        let (root, mut s) = scratch();
+        s.write_new(b"one").unwrap();
+        assert_eq!(std::fs::read(s.ws.join("new-1")).unwrap(), b"one");
+        let premade = s.unnamed().unwrap();
+        s.write_new_into(premade, b"two").unwrap();
+        assert_eq!(std::fs::read(s.ws.join("new-2")).unwrap(), b"two");
+        std::fs::write(s.ws.join("f"), b"old").unwrap();
+        s.overwrite("f", b"new").unwrap();
+        assert_eq!(std::fs::read(s.ws.join("f")).unwrap(), b"new");
+        assert_eq!(std::fs::read(s.backup.join("b-3")).unwrap(), b"old");
+        let log = std::fs::metadata(root.join("log")).unwrap().len();
+        assert_eq!(log, 6 * RECORD.len() as u64);
+        let names: Vec<_> = std::fs::read_dir(&s.ws).unwrap().collect();
+        assert_eq!(names.len(), 3, "no temporary name left behind");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
