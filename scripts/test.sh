@@ -18,6 +18,8 @@ cargo build --bin fsgate
 failed=0
 cargo test --workspace --exclude fsgate --exclude fsgate-bench --all-targets --no-fail-fast || failed=1
 cargo test --all-targets --features test-bins --no-fail-fast || failed=1
+# The benchmark driver's own unit tests (the integration tests drive it through fsgate's).
+cargo test -p fsgate-bench --lib --no-fail-fast || failed=1
 BIN="${CARGO_TARGET_DIR:-target}/debug/fsgate"
 "$BIN" policy check policies/*.toml policies/examples/*.toml || failed=1
 "$BIN" policy test policies/*.toml policies/examples/*.toml || failed=1
