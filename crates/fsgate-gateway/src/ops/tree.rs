@@ -64,8 +64,9 @@ impl Gateway {
                 .workspace
                 .list_page(&res.real, &spec, &mut |e| walk.admits(e));
             page.map(|page| {
+                // Each was admitted (shown, not excluded) as the page was chosen.
                 for e in page.entries {
-                    if walk.take(Cow::Owned(e)) == Visit::Stop {
+                    if walk.keep(e) == Visit::Stop {
                         break;
                     }
                 }
@@ -159,21 +160,25 @@ impl TreeCollect<'_> {
         e.path.as_str().get(skip..).unwrap_or_default()
     }
 
-    /// Keeps `e` if it is shown; says whether to enter it.
-    fn take(&mut self, e: Cow<'_, Entry>) -> Visit {
-        let skip = if self.real.is_root() {
+    /// How deep `e`, at its shown path, is below the directory asked for (its entries: 1).
+    fn rel_level(&self, e: &Entry) -> u64 {
+        let skip = if self.rel.is_root() {
             0
         } else {
-            self.real.as_str().len() + 1
+            self.rel.as_str().len() + 1
         };
-        // The path below the start, for the exclusions and the level.
         let below = e.path.as_str().get(skip..).unwrap_or_default();
+        below.bytes().filter(|b| *b == b'/').count() as u64 + 1
+    }
+
+    /// Keeps `e` if it is shown; says whether to enter it.
+    fn take(&mut self, e: Cow<'_, Entry>) -> Visit {
+        let below = self.below(&e);
         // (An empty set is not asked: a match builds a candidate, an allocation.)
         let excluded = !self.excl.is_empty() && self.excl.is_match(below);
         if excluded || !self.shown(&e, false) {
             return Visit::Skip;
         }
-        let level = below.bytes().filter(|b| *b == b'/').count() as u64 + 1;
         let lexical = (self.real != self.rel).then(|| self.rel.join(below));
         let mut e = e.into_owned();
         if let Some(path) = lexical {
@@ -182,6 +187,21 @@ impl TreeCollect<'_> {
                 return Visit::Skip;
             }
         }
+        self.room_for(e)
+    }
+
+    /// Keeps `e`, which [`admits`](Self::admits) let through, if there is room.
+    fn keep(&mut self, mut e: Entry) -> Visit {
+        if self.real != self.rel {
+            e.path = self.rel.join(self.below(&e));
+        }
+        self.room_for(e)
+    }
+
+    /// Keeps `e` (shown, at its shown path) if the answer has room; says whether to
+    /// enter it.
+    fn room_for(&mut self, e: Entry) -> Visit {
+        let level = self.rel_level(&e);
         self.used += json_string_len(&e.name) + TREE_ENTRY_FIXED + TREE_ENTRY_PER_LEVEL * level;
         if self.out.len() >= self.max_entries || self.used > self.room {
             self.used = self.used.min(self.room);
