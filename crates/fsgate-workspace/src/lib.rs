@@ -13,6 +13,7 @@
 mod atomic;
 mod dir_cache;
 mod dir_sync;
+mod glob_walk;
 mod kind;
 mod open;
 mod page;

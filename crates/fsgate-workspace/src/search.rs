@@ -108,15 +108,28 @@ impl IncludeGlob {
 }
 
 impl Workspace {
-    /// Paths under `base` matching `glob`, in walk order. `visible` decides, per entry,
-    /// whether it may be seen (and, for directories, entered).
-    pub fn glob(
+    /// Paths under `base` matching `glob`, in walk order. Each `new_visible()` decides,
+    /// per entry, whether it may be seen (and, for directories, entered); each thread
+    /// of the walk makes its own (see `glob_walk`).
+    pub fn glob<V: FnMut(&Entry) -> bool>(
         &self,
         glob: &GlobMatcher,
         base: &RelPath,
         (max_answer_bytes, item_extra): (u64, u64),
-        (visible, metadata): (&dyn Fn(&Entry) -> bool, bool),
+        (new_visible, metadata): (&(dyn Fn() -> V + Sync), bool),
     ) -> Result<(Vec<RelPath>, bool), WsError> {
+        if !metadata
+            && let Some(found) = crate::glob_walk::parallel(
+                self,
+                glob,
+                base,
+                (max_answer_bytes, item_extra),
+                new_visible,
+            )
+        {
+            return Ok(found);
+        }
+        let mut visible = new_visible();
         let mut out = Vec::new();
         let mut used = 0u64;
         let mut truncated = false;
@@ -500,7 +513,7 @@ pub(super) fn descend_or_skip(e: &Entry) -> Visit {
 }
 
 /// What one listed item adds to an answer beyond its strings (field names, numbers).
-const PER_ITEM: u64 = 48;
+pub(crate) const PER_ITEM: u64 = 48;
 
 /// The size of `s` once written as a JSON string (quotes included), without building it.
 pub fn json_string_len(s: &str) -> u64 {

@@ -87,6 +87,11 @@ impl Permits {
         }
     }
 
+    /// How many were taken.
+    pub(super) fn count(&self) -> usize {
+        self.0
+    }
+
     /// Exactly `n`, whatever the others hold (tests: the threaded path on any machine).
     #[cfg(test)]
     pub(super) fn forced(n: usize) -> Permits {

@@ -105,7 +105,7 @@ pub(crate) trait Visitor {
 }
 
 /// A closure as a visitor that never fails and ignores handles.
-struct Plain<'a>(&'a mut dyn FnMut(&Entry) -> Visit);
+pub(crate) struct Plain<'a>(pub(crate) &'a mut dyn FnMut(&Entry) -> Visit);
 
 impl Visitor for Plain<'_> {
     fn visit(&mut self, _dir: &Dir, e: &Entry) -> Result<Visit, WsError> {
@@ -136,7 +136,7 @@ thread_local! {
     pub(super) static DIRENTS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsError> {
+pub(crate) fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsError> {
     read_listing(dir, base, mode, false)
 }
 
@@ -401,7 +401,7 @@ pub(crate) fn walk_dir(
 /// nor `..`), not following a symlink: the `openat` that cap-std's `open_dir_nofollow`
 /// makes for one component, except that the descriptor is readable (not `O_PATH`), so
 /// that the walk reads the directory through it, not through a second one of its own.
-fn open_readable(dir: &Dir, name: &str) -> std::io::Result<Dir> {
+pub(crate) fn open_readable(dir: &Dir, name: &str) -> std::io::Result<Dir> {
     if name.is_empty() || name == "." || name == ".." || name.contains('/') {
         return Err(std::io::ErrorKind::InvalidInput.into());
     }

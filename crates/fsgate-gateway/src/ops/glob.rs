@@ -1,7 +1,5 @@
 //! `glob`: the visible paths a pattern matches.
 
-use std::cell::RefCell;
-
 use globset::GlobBuilder;
 
 use crate::listing::*;
@@ -10,7 +8,7 @@ use crate::{Facts, Gateway, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_policy::{Access, EntryKind, OpClass, Policy};
-use fsgate_workspace::Follow;
+use fsgate_workspace::{Entry, Follow};
 
 impl Gateway {
     pub(crate) fn glob(
@@ -56,16 +54,15 @@ impl Gateway {
             self.budget
                 .lease_as(room.0.saturating_mul(RENDER_COPIES), facts.waiting),
         );
-        let filters = RefCell::new(DirFilters::new(pol, Access::Glob));
+        // Each thread of the walk decides entries with filters of its own.
+        let new_visible = || {
+            let mut filters = DirFilters::new(pol, Access::Glob);
+            move |e: &Entry| filters.allows(e)
+        };
         let sizes = pol.has_size_rules();
         let (paths, truncated) = self
             .workspace
-            .glob(
-                &glob,
-                &res.real,
-                room,
-                (&|e| filters.borrow_mut().allows(e), sizes),
-            )
+            .glob(&glob, &res.real, room, (&new_visible, sizes))
             .map_err(|e| ws_error(e, &rp.shown))?;
         if truncated {
             facts.args.insert("truncated".into(), true.into());
