@@ -5,12 +5,13 @@
 //! walk does), by whichever thread is free, and its matches are put in its place in
 //! the base's order. The answer is then the single walk's, path for path.
 //!
-//! What the single walk does differently is left to it: when the matches outgrow the
-//! answer's room (it cuts the answer where the room ends), when any directory's walk
-//! fails (it answers what it found before), when no helper thread may start (see
-//! `search_pool::Permits`, shared with grep), or when the base holds fewer than two
-//! directories to enter. The matches held here never exceed the answer's room: past it,
-//! every thread stops and the single walk starts over.
+//! The matches held here never exceed twice the answer's room (a directory's walk stops
+//! once its own matches fill the room, every walk once all hold twice the room), and
+//! the answer is cut where the single walk would cut it, if every directory before that
+//! point was walked to its end or to its own full room. What the single walk does differently is left to
+//! it: a cut this walk cannot place, any directory's walk that fails (it answers what it
+//! found before), no helper thread free (see `search_pool::Permits`, shared with grep),
+//! a base with fewer than two directories to enter.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -33,38 +34,57 @@ enum Item {
     Sub(usize),
 }
 
-/// What one directory's walk found: its matches, and whether the depth limit cut it.
-type Found = Result<(Vec<RelPath>, bool), WsError>;
+/// What one directory's walk found.
+struct Chunk {
+    paths: Vec<RelPath>,
+    /// The depth limit cut it.
+    cut: bool,
+    /// Walked to its end (not stopped because the answer's room was spent).
+    whole: bool,
+}
+
+type Found = Result<Chunk, WsError>;
 
 /// A directory of the base to walk apart: its handle and its path.
 type Sub = (Dir, RelPath);
+
+/// Matches held at most, in answer bytes, against the answer's room: one directory's
+/// walk may fill the room alone (the cut then lies in it or before it) while the others
+/// go on.
+const HELD_ROOMS: u64 = 2;
 
 /// The matches and room shared by the threads of one glob.
 struct Shared<'g> {
     glob: &'g GlobMatcher,
     /// Bytes the answer may hold, and the extra bytes per path.
     room: (u64, u64),
+    /// Answer bytes of the matches every thread holds.
     used: AtomicU64,
+    /// Past [`HELD_ROOMS`] rooms: every thread stops.
     over: AtomicBool,
 }
 
 impl Shared<'_> {
-    /// Counts a match in; false once the answer's room is spent (every thread stops).
-    fn admit(&self, path: &RelPath) -> bool {
+    /// Counts a match in, to its directory's `own` bytes and to all; false once its
+    /// directory alone fills the room (it stops) or all hold more than they may (all
+    /// stop).
+    fn admit(&self, path: &RelPath, own: &mut u64) -> bool {
         let bytes = json_string_len(path.as_str()) + PER_ITEM + self.room.1;
+        *own += bytes;
         let used = self.used.fetch_add(bytes, Ordering::AcqRel) + bytes;
-        if used > self.room.0 {
+        if used > self.room.0.saturating_mul(HELD_ROOMS) {
             self.over.store(true, Ordering::Release);
         }
-        !self.over.load(Ordering::Acquire)
+        *own <= self.room.0 && !self.over.load(Ordering::Acquire)
     }
 
-    /// The visit of one entry: as the single walk's, with its own `visible`.
+    /// The visit of one entry: as the single walk's, with its own `visible`; `own`: the
+    /// answer bytes of its directory's matches so far.
     fn visit(
         &self,
         visible: &mut dyn FnMut(&Entry) -> bool,
         e: &Entry,
-        out: &mut Vec<RelPath>,
+        (out, own): (&mut Vec<RelPath>, &mut u64),
     ) -> Visit {
         if self.over.load(Ordering::Relaxed) {
             return Visit::Stop;
@@ -73,10 +93,11 @@ impl Shared<'_> {
             return Visit::Skip;
         }
         if self.glob.is_match(e.path.as_str()) {
-            if !self.admit(&e.path) {
+            // The match that spends the room is kept too: it shows where to cut.
+            out.push(e.path.clone());
+            if !self.admit(&e.path, own) {
                 return Visit::Stop;
             }
-            out.push(e.path.clone());
         }
         Visit::Descend
     }
@@ -118,41 +139,39 @@ fn on_threads<V: FnMut(&Entry) -> bool>(
         used: AtomicU64::new(0),
         over: AtomicBool::new(false),
     };
-    let (items, subs) = base_items(&dir, entries, &shared, &mut new_visible())?;
+    let (items, subs) = base_items(&dir, entries, glob, &mut new_visible());
     if subs.len() < 2 {
         return None;
     }
     let found = walk_apart(&subs, &shared, new_visible, helpers);
-    if shared.over.load(Ordering::Acquire) {
-        tracing::debug!("glob: past the answer's room; walked again on one thread");
-        return None;
-    }
-    let all = assemble(items, found);
+    let all = assemble(items, found, shared.room);
     if all.is_none() {
-        tracing::debug!("glob: a directory's walk failed; walked again on one thread");
+        tracing::debug!(
+            "glob: a directory's walk failed or stopped early; walked again on one thread"
+        );
     }
     all
 }
 
 /// The base's entries decided in order: matches, and the directories to walk apart
 /// (opened as the single walk opens them; one that cannot be opened is passed over).
-/// None: the room was spent.
+/// The base's own matches are not counted against the room here (its listing is in
+/// memory already): [`assemble`] counts every match in order.
 fn base_items(
     dir: &Dir,
     entries: Vec<Entry>,
-    shared: &Shared<'_>,
+    glob: &GlobMatcher,
     visible: &mut dyn FnMut(&Entry) -> bool,
-) -> Option<(Vec<Item>, Vec<Sub>)> {
+) -> (Vec<Item>, Vec<Sub>) {
     let mut items = Vec::new();
     let mut subs = Vec::new();
     for e in entries {
-        let mut matched = Vec::new();
-        match shared.visit(visible, &e, &mut matched) {
-            Visit::Stop => return None,
-            Visit::Skip => continue,
-            Visit::Descend => {}
+        if !visible(&e) {
+            continue;
         }
-        items.extend(matched.into_iter().map(Item::Match));
+        if glob.is_match(e.path.as_str()) {
+            items.push(Item::Match(e.path.clone()));
+        }
         if e.kind == FileKind::Directory
             && let Ok(sub) = open_readable(dir, &e.name)
         {
@@ -160,7 +179,7 @@ fn base_items(
             subs.push((sub, e.path));
         }
     }
-    Some((items, subs))
+    (items, subs)
 }
 
 /// Walks each directory of `subs` (depth-first in name order, one level less deep than
@@ -180,7 +199,11 @@ fn walk_apart<V: FnMut(&Entry) -> bool>(
             let Some((dir, path)) = subs.get(i) else {
                 break;
             };
-            if shared.over.load(Ordering::Acquire) {
+            // Directories are started in order: once those started hold more than the
+            // room, the cut lies before this one.
+            if shared.over.load(Ordering::Acquire)
+                || shared.used.load(Ordering::Acquire) > shared.room.0
+            {
                 break;
             }
             let found = walk_one(dir, path, shared, &mut visible);
@@ -211,7 +234,12 @@ fn walk_one(
 ) -> Found {
     let start = dir.try_clone().map_err(WsError::from_io)?;
     let mut out = Vec::new();
-    let mut visit = |e: &Entry| shared.visit(visible, e, &mut out);
+    let (mut whole, mut own) = (true, 0u64);
+    let mut visit = |e: &Entry| {
+        let v = shared.visit(visible, e, (&mut out, &mut own));
+        whole &= v != Visit::Stop;
+        v
+    };
     let walked = walk_dir(
         start,
         path,
@@ -219,26 +247,43 @@ fn walk_one(
         Mode::LenientNames,
         &mut Plain(&mut visit),
     )?;
-    Ok((out, walked.truncated()))
+    Ok(Chunk {
+        paths: out,
+        cut: walked.truncated(),
+        whole,
+    })
 }
 
-/// The matches in the base's order; None if any directory's walk failed or did not run.
-fn assemble(items: Vec<Item>, found: Vec<Option<Found>>) -> Option<(Vec<RelPath>, bool)> {
-    let mut found: Vec<Option<(Vec<RelPath>, bool)>> =
-        found.into_iter().map(|f| f.and_then(Result::ok)).collect();
-    if found.iter().any(Option::is_none) {
-        return None;
-    }
+/// The matches in the base's order, cut where the single walk would cut them (past
+/// `room`: the answer's bytes, the extra bytes per path); None if any directory's walk
+/// before that point failed, did not run, or was stopped before its end.
+fn assemble(
+    items: Vec<Item>,
+    found: Vec<Option<Found>>,
+    (room, extra): (u64, u64),
+) -> Option<(Vec<RelPath>, bool)> {
+    let mut found: Vec<Option<Chunk>> = found.into_iter().map(|f| f.and_then(Result::ok)).collect();
     let mut out = Vec::new();
-    let mut cut = false;
+    let (mut cut, mut used) = (false, 0u64);
     for item in items {
-        match item {
-            Item::Match(p) => out.push(p),
-            Item::Sub(i) => {
-                let (paths, truncated) = found.get_mut(i)?.take()?;
-                out.extend(paths);
-                cut |= truncated;
+        let chunk = match item {
+            Item::Match(p) => Chunk {
+                paths: vec![p],
+                cut: false,
+                whole: true,
+            },
+            Item::Sub(i) => found.get_mut(i)?.take()?,
+        };
+        cut |= chunk.cut;
+        for p in chunk.paths {
+            used += json_string_len(p.as_str()) + PER_ITEM + extra;
+            if used > room {
+                return Some((out, true));
             }
+            out.push(p);
+        }
+        if !chunk.whole {
+            return None;
         }
     }
     Some((out, cut))
@@ -346,15 +391,26 @@ mod tests {
         );
     }
 
-    /// Past the answer's room the single walk answers (it cuts where the room ends);
-    /// so it does with fewer than two directories to walk apart.
+    /// Past the answer's room the answer is cut where the single walk cuts it: always
+    /// when the directories are walked in turn (no helper), and on helpers whenever the
+    /// directories before the cut were walked whole (else the single walk answers).
+    /// With fewer than two directories to walk apart, the single walk answers.
     #[test]
-    fn a_full_answer_or_a_lone_directory_is_left_to_the_single_walk() {
+    fn a_full_answer_is_cut_where_the_single_walk_cuts_it() {
         let (_tmp, ws) = tree();
         let one_path = json_string_len("a/x/y/3.rs") + PER_ITEM;
-        assert!(threaded(&ws, "**/*.rs", 3 * one_path, 1).is_none());
-        let (cut, truncated) = single(&ws, "**/*.rs", 3 * one_path);
-        assert!(truncated && cut.len() < 8, "{cut:?}");
+        for n in 0..9 {
+            let room = n * one_path;
+            let want = single(&ws, "**/*.rs", room);
+            assert_eq!(want.1, n < 8, "the single walk is cut below 8 paths");
+            let alone = threaded(&ws, "**/*.rs", room, 0);
+            assert_eq!(alone.as_ref(), Some(&want), "room for {n} paths, no helper");
+            for _ in 0..20 {
+                if let Some(got) = threaded(&ws, "**/*.rs", room, 3) {
+                    assert_eq!(got, want, "room for {n} paths, 3 helpers");
+                }
+            }
+        }
         let lone = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(lone.path().join("only/sub")).expect("mkdir");
         std::fs::write(lone.path().join("only/sub/a.rs"), "x").expect("write");
