@@ -8,10 +8,14 @@
 //! The matches held here never exceed twice the answer's room (a directory's walk stops
 //! once its own matches fill the room, every walk once all hold twice the room), and
 //! the answer is cut where the single walk would cut it, if every directory before that
-//! point was walked to its end or to its own full room. What the single walk does differently is left to
-//! it: a cut this walk cannot place, any directory's walk that fails (it answers what it
-//! found before), no helper thread free (see `search_pool::Permits`, shared with grep),
-//! a base with fewer than two directories to enter.
+//! point was walked to its end or to its own full room. Each directory is opened when
+//! its walk starts, as the single walk opens it (never all at once: a base may hold
+//! more directories than the process may hold descriptors).
+//!
+//! What the single walk does differently is left to it: a cut this walk cannot place,
+//! any directory's walk that fails (it answers what it found before), no helper thread
+//! free (see `search_pool::Permits`, shared with grep), a base with fewer than two
+//! directories to enter.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -45,8 +49,8 @@ struct Chunk {
 
 type Found = Result<Chunk, WsError>;
 
-/// A directory of the base to walk apart: its handle and its path.
-type Sub = (Dir, RelPath);
+/// A directory of the base to walk apart: its name there and its path.
+type Sub = (String, RelPath);
 
 /// Matches held at most, in answer bytes, against the answer's room: one directory's
 /// walk may fill the room alone (the cut then lies in it or before it) while the others
@@ -139,11 +143,11 @@ fn on_threads<V: FnMut(&Entry) -> bool>(
         used: AtomicU64::new(0),
         over: AtomicBool::new(false),
     };
-    let (items, subs) = base_items(&dir, entries, glob, &mut new_visible());
+    let (items, subs) = base_items(entries, glob, &mut new_visible());
     if subs.len() < 2 {
         return None;
     }
-    let found = walk_apart(&subs, &shared, new_visible, helpers);
+    let found = walk_apart((&dir, &subs), &shared, new_visible, helpers);
     let all = assemble(items, found, shared.room);
     if all.is_none() {
         tracing::debug!(
@@ -153,12 +157,10 @@ fn on_threads<V: FnMut(&Entry) -> bool>(
     all
 }
 
-/// The base's entries decided in order: matches, and the directories to walk apart
-/// (opened as the single walk opens them; one that cannot be opened is passed over).
+/// The base's entries decided in order: matches, and the directories to walk apart.
 /// The base's own matches are not counted against the room here (its listing is in
 /// memory already): [`assemble`] counts every match in order.
 fn base_items(
-    dir: &Dir,
     entries: Vec<Entry>,
     glob: &GlobMatcher,
     visible: &mut dyn FnMut(&Entry) -> bool,
@@ -172,11 +174,9 @@ fn base_items(
         if glob.is_match(e.path.as_str()) {
             items.push(Item::Match(e.path.clone()));
         }
-        if e.kind == FileKind::Directory
-            && let Ok(sub) = open_readable(dir, &e.name)
-        {
+        if e.kind == FileKind::Directory {
             items.push(Item::Sub(subs.len()));
-            subs.push((sub, e.path));
+            subs.push((e.name, e.path));
         }
     }
     (items, subs)
@@ -185,7 +185,7 @@ fn base_items(
 /// Walks each directory of `subs` (depth-first in name order, one level less deep than
 /// the base's own walk may go) on this thread and up to `helpers` more.
 fn walk_apart<V: FnMut(&Entry) -> bool>(
-    subs: &[Sub],
+    (base, subs): (&Dir, &[Sub]),
     shared: &Shared<'_>,
     new_visible: &(dyn Fn() -> V + Sync),
     helpers: usize,
@@ -196,7 +196,7 @@ fn walk_apart<V: FnMut(&Entry) -> bool>(
         let mut visible = new_visible();
         loop {
             let i = next.fetch_add(1, Ordering::AcqRel);
-            let Some((dir, path)) = subs.get(i) else {
+            let Some((name, path)) = subs.get(i) else {
                 break;
             };
             // Directories are started in order: once those started hold more than the
@@ -206,7 +206,7 @@ fn walk_apart<V: FnMut(&Entry) -> bool>(
             {
                 break;
             }
-            let found = walk_one(dir, path, shared, &mut visible);
+            let found = walk_one((base, name, path), shared, &mut visible);
             *slots[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(found);
         }
     };
@@ -225,14 +225,20 @@ fn walk_apart<V: FnMut(&Entry) -> bool>(
         .collect()
 }
 
-/// One directory's walk, as the single walk would go on beneath it.
+/// One directory's walk (`name` in `base`, at `path`), as the single walk would go on
+/// beneath it; one that cannot be opened is passed over, as the single walk passes it.
 fn walk_one(
-    dir: &Dir,
-    path: &RelPath,
+    (base, name, path): (&Dir, &str, &RelPath),
     shared: &Shared<'_>,
     visible: &mut dyn FnMut(&Entry) -> bool,
 ) -> Found {
-    let start = dir.try_clone().map_err(WsError::from_io)?;
+    let Ok(start) = open_readable(base, name) else {
+        return Ok(Chunk {
+            paths: Vec::new(),
+            cut: false,
+            whole: true,
+        });
+    };
     let mut out = Vec::new();
     let (mut whole, mut own) = (true, 0u64);
     let mut visit = |e: &Entry| {
