@@ -5,9 +5,11 @@
 //! walk does), by whichever thread is free, and its matches are put in its place in
 //! the base's order. The answer is then the single walk's, path for path.
 //!
-//! The matches held here never exceed twice the answer's room (a directory's walk stops
-//! once its own matches fill the room, every walk once all hold twice the room), and
-//! the answer is cut where the single walk would cut it, if every directory before that
+//! The matches held here never exceed about twice the answer's room: the base's own
+//! matches at most the room (past it, the single walk answers); a directory's walk stops
+//! once its own matches fill the room, and with it every walk of a directory after it
+//! (the cut lies in it or before it); every walk stops once all hold twice the room.
+//! The answer is cut where the single walk would cut it, if every directory before that
 //! point was walked to its end or to its own full room. Each directory is opened when
 //! its walk starts, as the single walk opens it (never all at once: a base may hold
 //! more directories than the process may hold descriptors).
@@ -66,31 +68,43 @@ struct Shared<'g> {
     used: AtomicU64,
     /// Past [`HELD_ROOMS`] rooms: every thread stops.
     over: AtomicBool,
+    /// The first directory (in the base's order) whose own matches filled the room: the
+    /// cut lies in it or before it, so no directory after it is needed.
+    cut_at: AtomicUsize,
 }
 
 impl Shared<'_> {
-    /// Counts a match in, to its directory's `own` bytes and to all; false once its
-    /// directory alone fills the room (it stops) or all hold more than they may (all
-    /// stop).
-    fn admit(&self, path: &RelPath, own: &mut u64) -> bool {
+    /// Counts a match of directory `idx` in, to its `own` bytes and to all; false once
+    /// that directory alone fills the room (it and those after it stop) or all hold more
+    /// than they may (all stop).
+    fn admit(&self, path: &RelPath, own: &mut u64, idx: usize) -> bool {
         let bytes = json_string_len(path.as_str()) + PER_ITEM + self.room.1;
         *own += bytes;
         let used = self.used.fetch_add(bytes, Ordering::AcqRel) + bytes;
         if used > self.room.0.saturating_mul(HELD_ROOMS) {
             self.over.store(true, Ordering::Release);
         }
-        *own <= self.room.0 && !self.over.load(Ordering::Acquire)
+        if *own > self.room.0 {
+            self.cut_at.fetch_min(idx, Ordering::AcqRel);
+            return false;
+        }
+        !self.over.load(Ordering::Acquire)
     }
 
-    /// The visit of one entry: as the single walk's, with its own `visible`; `own`: the
-    /// answer bytes of its directory's matches so far.
+    /// Whether directory `idx` is still needed (see `cut_at`, `over`).
+    fn needed(&self, idx: usize) -> bool {
+        !self.over.load(Ordering::Acquire) && idx <= self.cut_at.load(Ordering::Acquire)
+    }
+
+    /// The visit of one entry of directory `idx`: as the single walk's, with its own
+    /// `visible`; `own`: the answer bytes of that directory's matches so far.
     fn visit(
         &self,
         visible: &mut dyn FnMut(&Entry) -> bool,
         e: &Entry,
-        (out, own): (&mut Vec<RelPath>, &mut u64),
+        (out, own, idx): (&mut Vec<RelPath>, &mut u64, usize),
     ) -> Visit {
-        if self.over.load(Ordering::Relaxed) {
+        if !self.needed(idx) {
             return Visit::Stop;
         }
         if !visible(e) {
@@ -99,7 +113,7 @@ impl Shared<'_> {
         if self.glob.is_match(e.path.as_str()) {
             // The match that spends the room is kept too: it shows where to cut.
             out.push(e.path.clone());
-            if !self.admit(&e.path, own) {
+            if !self.admit(&e.path, own, idx) {
                 return Visit::Stop;
             }
         }
@@ -142,8 +156,9 @@ fn on_threads<V: FnMut(&Entry) -> bool>(
         room,
         used: AtomicU64::new(0),
         over: AtomicBool::new(false),
+        cut_at: AtomicUsize::new(usize::MAX),
     };
-    let (items, subs) = base_items(entries, glob, &mut new_visible());
+    let (items, subs) = base_items(entries, &shared, &mut new_visible())?;
     if subs.len() < 2 {
         return None;
     }
@@ -157,21 +172,26 @@ fn on_threads<V: FnMut(&Entry) -> bool>(
     all
 }
 
-/// The base's entries decided in order: matches, and the directories to walk apart.
-/// The base's own matches are not counted against the room here (its listing is in
-/// memory already): [`assemble`] counts every match in order.
+/// The base's entries decided in order: matches, and the directories to walk apart;
+/// None once the base's own matches fill the room (the single walk cuts them).
+/// [`assemble`] counts every match in order.
 fn base_items(
     entries: Vec<Entry>,
-    glob: &GlobMatcher,
+    shared: &Shared<'_>,
     visible: &mut dyn FnMut(&Entry) -> bool,
-) -> (Vec<Item>, Vec<Sub>) {
+) -> Option<(Vec<Item>, Vec<Sub>)> {
     let mut items = Vec::new();
     let mut subs = Vec::new();
+    let mut own = 0u64;
     for e in entries {
         if !visible(&e) {
             continue;
         }
-        if glob.is_match(e.path.as_str()) {
+        if shared.glob.is_match(e.path.as_str()) {
+            own += json_string_len(e.path.as_str()) + PER_ITEM + shared.room.1;
+            if own > shared.room.0 {
+                return None;
+            }
             items.push(Item::Match(e.path.clone()));
         }
         if e.kind == FileKind::Directory {
@@ -179,7 +199,7 @@ fn base_items(
             subs.push((e.name, e.path));
         }
     }
-    (items, subs)
+    Some((items, subs))
 }
 
 /// Walks each directory of `subs` (depth-first in name order, one level less deep than
@@ -199,14 +219,11 @@ fn walk_apart<V: FnMut(&Entry) -> bool>(
             let Some((name, path)) = subs.get(i) else {
                 break;
             };
-            // Directories are started in order: once those started hold more than the
-            // room, the cut lies before this one.
-            if shared.over.load(Ordering::Acquire)
-                || shared.used.load(Ordering::Acquire) > shared.room.0
-            {
+            // Directories are started in order: none after the cut is needed.
+            if !shared.needed(i) {
                 break;
             }
-            let found = walk_one((base, name, path), shared, &mut visible);
+            let found = walk_one((base, name, path, i), shared, &mut visible);
             *slots[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(found);
         }
     };
@@ -228,7 +245,7 @@ fn walk_apart<V: FnMut(&Entry) -> bool>(
 /// One directory's walk (`name` in `base`, at `path`), as the single walk would go on
 /// beneath it; one that cannot be opened is passed over, as the single walk passes it.
 fn walk_one(
-    (base, name, path): (&Dir, &str, &RelPath),
+    (base, name, path, idx): (&Dir, &str, &RelPath, usize),
     shared: &Shared<'_>,
     visible: &mut dyn FnMut(&Entry) -> bool,
 ) -> Found {
@@ -242,7 +259,7 @@ fn walk_one(
     let mut out = Vec::new();
     let (mut whole, mut own) = (true, 0u64);
     let mut visit = |e: &Entry| {
-        let v = shared.visit(visible, e, (&mut out, &mut own));
+        let v = shared.visit(visible, e, (&mut out, &mut own, idx));
         whole &= v != Visit::Stop;
         v
     };
@@ -305,12 +322,13 @@ mod tests {
     fn tree() -> (tempfile::TempDir, Workspace) {
         let tmp = tempfile::tempdir().expect("tempdir");
         let p = tmp.path();
-        for d in ["a/x/y", "b", "c/deep/er", "hidden/z", "e", "f/g"] {
+        for d in ["a/v", "a/x/y", "b", "c/deep/er", "hidden/z", "e", "f/g"] {
             std::fs::create_dir_all(p.join(d)).expect("mkdir");
         }
         for f in [
             "top.rs",
             "a/1.rs",
+            "a/v/0.rs",
             "a/x/2.rs",
             "a/x/y/3.rs",
             "a/x/y/skip.rs",
@@ -332,39 +350,44 @@ mod tests {
         |e: &Entry| !e.path.as_str().starts_with("hidden") && e.name != "skip.rs"
     }
 
-    /// The single walk's answer, as `Workspace::glob` makes it.
-    fn single(ws: &Workspace, pattern: &str, room: u64) -> (Vec<RelPath>, bool) {
-        let glob = Glob::new(pattern).expect("glob").compile_matcher();
-        let mut vis = visible();
-        let mut out = Vec::new();
-        let mut used = 0;
-        let mut cut = false;
-        let mut visit = |e: &Entry| {
-            if !vis(e) {
-                return Visit::Skip;
-            }
-            if glob.is_match(e.path.as_str()) {
-                used += json_string_len(e.path.as_str()) + PER_ITEM;
-                if used > room {
-                    cut = true;
-                    return Visit::Stop;
-                }
-                out.push(e.path.clone());
-            }
-            Visit::Descend
-        };
-        let walked = ws.walk_light(&RelPath::root(), &mut visit).expect("walk");
-        (out, cut || walked.truncated())
+    /// Where a glob walks from, what it matches, its room and extra bytes per path.
+    struct Case<'a> {
+        base: &'a str,
+        pattern: &'a str,
+        room: (u64, u64),
     }
 
-    fn threaded(
-        ws: &Workspace,
-        pattern: &str,
-        room: u64,
-        helpers: usize,
-    ) -> Option<(Vec<RelPath>, bool)> {
-        let glob = Glob::new(pattern).expect("glob").compile_matcher();
-        on_threads(ws, (&glob, &RelPath::root(), (room, 0)), &visible, helpers)
+    impl Case<'_> {
+        fn of(pattern: &str, room: u64) -> Case<'_> {
+            Case {
+                base: "",
+                pattern,
+                room: (room, 0),
+            }
+        }
+
+        fn base(&self) -> RelPath {
+            if self.base.is_empty() {
+                RelPath::root()
+            } else {
+                RelPath::parse_rooted(self.base).expect("base")
+            }
+        }
+
+        fn glob(&self) -> GlobMatcher {
+            Glob::new(self.pattern).expect("glob").compile_matcher()
+        }
+    }
+
+    /// The single walk's answer: `Workspace::glob` asked for metadata never walks on
+    /// threads.
+    fn single(ws: &Workspace, c: &Case<'_>) -> (Vec<RelPath>, bool) {
+        ws.glob(&c.glob(), &c.base(), c.room, (&visible, true))
+            .expect("single walk")
+    }
+
+    fn threaded(ws: &Workspace, c: &Case<'_>, helpers: usize) -> Option<(Vec<RelPath>, bool)> {
+        on_threads(ws, (&c.glob(), &c.base(), c.room), &visible, helpers)
     }
 
     /// On one helper or three, the answer is the single walk's, path for path and in
@@ -373,19 +396,28 @@ mod tests {
     #[test]
     fn the_threaded_walk_answers_what_the_single_walk_does() {
         let (_tmp, ws) = tree();
-        for pattern in ["**/*.rs", "**", "*.rs", "a/**/*.rs", "**/nothing"] {
-            let want = single(&ws, pattern, u64::MAX);
+        for pattern in ["**/*.rs", "**", "*.rs", "**/nothing"] {
+            let c = Case::of(pattern, u64::MAX);
+            let want = single(&ws, &c);
             for helpers in [1, 3] {
-                let got = threaded(&ws, pattern, u64::MAX, helpers).expect("threaded");
+                let got = threaded(&ws, &c, helpers).expect("threaded");
                 assert_eq!(got, want, "{pattern} on {helpers} helpers");
             }
         }
-        let (paths, _) = single(&ws, "**/*.rs", u64::MAX);
+        // From a base other than the root, with extra bytes per path.
+        let c = Case {
+            base: "a",
+            pattern: "a/**/*",
+            room: (u64::MAX / 2, 100),
+        };
+        assert_eq!(threaded(&ws, &c, 1), Some(single(&ws, &c)));
+        let (paths, _) = single(&ws, &Case::of("**/*.rs", u64::MAX));
         let shown: Vec<&str> = paths.iter().map(RelPath::as_str).collect();
         assert_eq!(
             shown,
             [
                 "a/1.rs",
+                "a/v/0.rs",
                 "a/x/2.rs",
                 "a/x/y/3.rs",
                 "c/deep/er/5.rs",
@@ -405,23 +437,37 @@ mod tests {
     fn a_full_answer_is_cut_where_the_single_walk_cuts_it() {
         let (_tmp, ws) = tree();
         let one_path = json_string_len("a/x/y/3.rs") + PER_ITEM;
-        for n in 0..9 {
-            let room = n * one_path;
-            let want = single(&ws, "**/*.rs", room);
-            assert_eq!(want.1, n < 8, "the single walk is cut below 8 paths");
-            let alone = threaded(&ws, "**/*.rs", room, 0);
-            assert_eq!(alone.as_ref(), Some(&want), "room for {n} paths, no helper");
+        let mut answered = 0;
+        for n in 0..10 {
+            let c = Case::of("**/*.rs", n * one_path);
+            let want = single(&ws, &c);
+            assert_eq!(want.1, n < 9, "the single walk is cut below 9 paths");
+            // Below two paths the base's own two matches fill the room: the single walk
+            // answers.
+            let alone = threaded(&ws, &c, 0);
+            let extra = Case {
+                room: (n * (one_path + 7), 7),
+                ..Case::of("**/*.rs", 0)
+            };
+            if n >= 2 {
+                assert_eq!(alone.as_ref(), Some(&want), "room for {n} paths, no helper");
+                assert_eq!(threaded(&ws, &extra, 0), Some(single(&ws, &extra)));
+            } else {
+                assert_eq!(alone, None, "room for {n} paths, no helper");
+            }
             for _ in 0..20 {
-                if let Some(got) = threaded(&ws, "**/*.rs", room, 3) {
+                if let Some(got) = threaded(&ws, &c, 3) {
                     assert_eq!(got, want, "room for {n} paths, 3 helpers");
+                    answered += 1;
                 }
             }
         }
+        assert!(answered > 0, "the threaded walk placed no cut on helpers");
         let lone = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(lone.path().join("only/sub")).expect("mkdir");
         std::fs::write(lone.path().join("only/sub/a.rs"), "x").expect("write");
         let ws = Workspace::open(lone.path()).expect("open");
-        assert!(threaded(&ws, "**/*.rs", u64::MAX, 1).is_none());
+        assert!(threaded(&ws, &Case::of("**/*.rs", u64::MAX), 1).is_none());
     }
 
     /// A tree deeper than the walk goes is cut where the single walk cuts it.
@@ -433,8 +479,9 @@ mod tests {
         std::fs::create_dir_all(tmp.path().join("other")).expect("mkdir");
         std::fs::write(tmp.path().join("other/a.rs"), "x").expect("write");
         let ws = Workspace::open(tmp.path()).expect("open");
-        let want = single(&ws, "**", u64::MAX);
+        let c = Case::of("**", u64::MAX);
+        let want = single(&ws, &c);
         assert!(want.1, "the single walk was cut");
-        assert_eq!(threaded(&ws, "**", u64::MAX, 1), Some(want));
+        assert_eq!(threaded(&ws, &c, 1), Some(want));
     }
 }
