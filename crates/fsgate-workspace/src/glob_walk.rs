@@ -31,8 +31,7 @@ use super::walk::{Entry, MAX_DEPTH, Mode, Plain, Visit, open_readable, read_entr
 use super::{FileKind, Workspace, WsError};
 use fsgate_base::path::RelPath;
 
-/// Bytes a path adds to the answer besides its JSON string (see `search::PER_ITEM`).
-use super::search::{PER_ITEM, json_string_len};
+use super::search::path_cost;
 
 /// One place in the base's order: a match among its entries, or a directory walked apart.
 enum Item {
@@ -78,7 +77,7 @@ impl Shared<'_> {
     /// that directory alone fills the room (it and those after it stop) or all hold more
     /// than they may (all stop).
     fn admit(&self, path: &RelPath, own: &mut u64, idx: usize) -> bool {
-        let bytes = json_string_len(path.as_str()) + PER_ITEM + self.room.1;
+        let bytes = path_cost(path, self.room.1);
         *own += bytes;
         let used = self.used.fetch_add(bytes, Ordering::AcqRel) + bytes;
         if used > self.room.0.saturating_mul(HELD_ROOMS) {
@@ -188,7 +187,7 @@ fn base_items(
             continue;
         }
         if shared.glob.is_match(e.path.as_str()) {
-            own += json_string_len(e.path.as_str()) + PER_ITEM + shared.room.1;
+            own += path_cost(&e.path, shared.room.1);
             if own > shared.room.0 {
                 return None;
             }
@@ -299,7 +298,7 @@ fn assemble(
         };
         cut |= chunk.cut;
         for p in chunk.paths {
-            used += json_string_len(p.as_str()) + PER_ITEM + extra;
+            used += path_cost(&p, extra);
             if used > room {
                 return Some((out, true));
             }
@@ -436,7 +435,7 @@ mod tests {
     #[test]
     fn a_full_answer_is_cut_where_the_single_walk_cuts_it() {
         let (_tmp, ws) = tree();
-        let one_path = json_string_len("a/x/y/3.rs") + PER_ITEM;
+        let one_path = path_cost(&RelPath::parse_rooted("a/x/y/3.rs").expect("path"), 0);
         let mut answered = 0;
         for n in 0..10 {
             let c = Case::of("**/*.rs", n * one_path);

@@ -138,7 +138,7 @@ impl Workspace {
                 return Visit::Skip;
             }
             if glob.is_match(e.path.as_str()) {
-                used += json_string_len(e.path.as_str()) + PER_ITEM + item_extra;
+                used += path_cost(&e.path, item_extra);
                 if used > max_answer_bytes {
                     truncated = true;
                     return Visit::Stop;
@@ -391,7 +391,7 @@ struct Collect {
 impl Collect {
     fn new(path: &RelPath, opts: &GrepOptions<'_>, caps: Caps) -> Collect {
         Collect {
-            path_bytes: json_string_len(path.as_str()) + PER_ITEM + opts.item_extra,
+            path_bytes: path_cost(path, opts.item_extra),
             caps,
             hits: Vec::new(),
             total: 0,
@@ -514,6 +514,12 @@ pub(super) fn descend_or_skip(e: &Entry) -> Visit {
 
 /// What one listed item adds to an answer beyond its strings (field names, numbers).
 pub(crate) const PER_ITEM: u64 = 48;
+
+/// What listing `path` adds to an answer: its JSON string, [`PER_ITEM`] and `extra`.
+/// The threaded glob counts with it too, so that both walks cut at the same path.
+pub(crate) fn path_cost(path: &RelPath, extra: u64) -> u64 {
+    json_string_len(path.as_str()) + PER_ITEM + extra
+}
 
 /// The size of `s` once written as a JSON string (quotes included), without building it.
 pub fn json_string_len(s: &str) -> u64 {
