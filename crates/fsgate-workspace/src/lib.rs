@@ -13,7 +13,7 @@
 mod atomic;
 mod dir_cache;
 mod dir_sync;
-mod glob_walk;
+mod gather;
 mod kind;
 mod open;
 mod page;
@@ -36,6 +36,7 @@ use fsgate_base::path::RelPath;
 
 pub use atomic::move_into_place;
 pub use dir_sync::sync_dir_shared;
+pub use gather::{Cut, Gathered, Reading, Room, Take, Tally};
 pub use kind::FileKind;
 pub use page::{Page, PageSpec};
 pub use read::{FileContent, StatInfo, format_permissions, is_binary, text_window};

@@ -14,6 +14,9 @@ use std::io::Read as _;
 
 use cap_std::fs::Dir;
 
+use std::borrow::Cow;
+
+use super::gather::{Cut, Reading, Room, Take};
 use super::kind::FileKind;
 use super::open::open_file_in;
 use super::read::check_regular;
@@ -110,7 +113,9 @@ impl IncludeGlob {
 impl Workspace {
     /// Paths under `base` matching `glob`, in walk order. Each `new_visible()` decides,
     /// per entry, whether it may be seen (and, for directories, entered); each thread
-    /// of the walk makes its own (see `glob_walk`).
+    /// of the walk makes its own (see [`Workspace::gather`]). `metadata`: `visible`
+    /// needs entries' metadata (else they carry names and kinds only: a `statx` of
+    /// every entry was most of a large glob's time).
     pub fn glob<V: FnMut(&Entry) -> bool>(
         &self,
         glob: &GlobMatcher,
@@ -118,46 +123,39 @@ impl Workspace {
         (max_answer_bytes, item_extra): (u64, u64),
         (new_visible, metadata): (&(dyn Fn() -> V + Sync), bool),
     ) -> Result<(Vec<RelPath>, bool), WsError> {
-        if !metadata
-            && let Some(found) = crate::glob_walk::parallel(
-                self,
-                glob,
-                base,
-                (max_answer_bytes, item_extra),
-                new_visible,
-            )
-        {
-            return Ok(found);
-        }
-        let mut visible = new_visible();
-        let mut out = Vec::new();
-        let mut used = 0u64;
-        let mut truncated = false;
-        let mut visit = |e: &Entry| {
-            if !visible(e) {
-                return Visit::Skip;
-            }
-            if glob.is_match(e.path.as_str()) {
-                used += path_cost(&e.path, item_extra);
-                if used > max_answer_bytes {
-                    truncated = true;
-                    return Visit::Stop;
+        let new_decider = || {
+            let mut visible = new_visible();
+            move |e: Cow<'_, Entry>| {
+                if !visible(&e) {
+                    Take::Skip
+                } else if glob.is_match(e.path.as_str()) {
+                    let cost = path_cost(&e.path, item_extra);
+                    let item = match e {
+                        Cow::Owned(e) => e.path,
+                        Cow::Borrowed(e) => e.path.clone(),
+                    };
+                    Take::Keep {
+                        item,
+                        cost,
+                        enter: true,
+                    }
+                } else {
+                    Take::Enter
                 }
-                out.push(e.path.clone());
             }
-            Visit::Descend
         };
-        // Without metadata (`statx` of every entry was most of a large glob's time)
-        // unless `visible` needs sizes.
-        let r = if metadata {
-            self.walk(base, &mut visit)
-        } else {
-            self.walk_light(base, &mut visit)
+        let reading = match metadata {
+            true => Reading::Metadata,
+            false => Reading::Names,
         };
-        match r {
+        let room = Room {
+            bytes: max_answer_bytes,
+            items: usize::MAX,
+        };
+        match self.gather(base, (reading, room), &new_decider) {
             // Cut at the depth limit: say so, as for the answer's size.
-            Ok(walked) => Ok((out, truncated || walked.truncated())),
-            Err(WsError::NotFound) | Err(WsError::NotDir) => Ok((out, truncated)),
+            Ok(found) => Ok((found.items, found.cut != Cut::None)),
+            Err(WsError::NotFound) | Err(WsError::NotDir) => Ok((Vec::new(), false)),
             Err(e) => Err(e),
         }
     }

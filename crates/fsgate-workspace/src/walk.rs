@@ -29,7 +29,7 @@ use fsgate_base::path::RelPath;
 pub const MAX_DEPTH: usize = 256;
 
 /// One directory entry.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// The entry's name.
     pub name: String,
@@ -114,7 +114,7 @@ impl Visitor for Plain<'_> {
 }
 
 /// A closure given what is not a directory to keep (owned), directories borrowed.
-struct Keeping<'a>(&'a mut dyn FnMut(Cow<'_, Entry>) -> Visit);
+pub(crate) struct Keeping<'a>(pub(crate) &'a mut dyn FnMut(Cow<'_, Entry>) -> Visit);
 
 impl Visitor for Keeping<'_> {
     fn visit(&mut self, _dir: &Dir, e: &Entry) -> Result<Visit, WsError> {
@@ -138,6 +138,12 @@ thread_local! {
 
 pub(crate) fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsError> {
     read_listing(dir, base, mode, false)
+}
+
+/// [`read_entries`] of a directory [`open_readable`] opened for this walk alone (read
+/// through that descriptor, as [`walk_opened`] reads its start).
+pub(crate) fn read_opened(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsError> {
+    read_listing(dir, base, mode, true)
 }
 
 /// [`read_entries`]; `fresh`: `dir` was just opened by this walk and is read by it
@@ -331,8 +337,32 @@ pub(crate) fn walk_dir(
     mode: Mode,
     visitor: &mut dyn Visitor,
 ) -> Result<Walked, WsError> {
+    walk_from((start, false), base, max_depth, mode, visitor)
+}
+
+/// [`walk_dir`] from `start` as [`open_readable`] opened it for this walk alone: its
+/// listing is read through it (no second open, which a directory that is readable but
+/// not searchable would refuse), as the walk reads every directory below its start.
+pub(crate) fn walk_opened(
+    start: Dir,
+    base: &RelPath,
+    max_depth: usize,
+    mode: Mode,
+    visitor: &mut dyn Visitor,
+) -> Result<Walked, WsError> {
+    walk_from((start, true), base, max_depth, mode, visitor)
+}
+
+/// [`walk_dir`]; `fresh`: see [`read_listing`].
+fn walk_from(
+    (start, fresh): (Dir, bool),
+    base: &RelPath,
+    max_depth: usize,
+    mode: Mode,
+    visitor: &mut dyn Visitor,
+) -> Result<Walked, WsError> {
     let mut walked = Walked::default();
-    let pending = read_entries(&start, base, mode)?.into_iter();
+    let pending = read_listing(&start, base, mode, fresh)?.into_iter();
     let mut stack = vec![Frame {
         dir: start,
         entry: None,
@@ -429,17 +459,6 @@ impl Workspace {
     ) -> Result<Walked, WsError> {
         let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
         walk_dir(dir, start, MAX_DEPTH, Mode::Lenient, &mut Plain(visit))
-    }
-
-    /// Like [`Workspace::walk`], but reads no metadata (entries carry names and kinds
-    /// only).
-    pub(crate) fn walk_light(
-        &self,
-        start: &RelPath,
-        visit: &mut dyn FnMut(&Entry) -> Visit,
-    ) -> Result<Walked, WsError> {
-        let dir = open_dir(&self.root, start).map_err(WsError::from_io)?;
-        walk_dir(dir, start, MAX_DEPTH, Mode::LenientNames, &mut Plain(visit))
     }
 
     /// The entries of the directory at `real` (canonical), sorted by name, without their

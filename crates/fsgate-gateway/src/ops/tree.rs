@@ -10,7 +10,9 @@ use crate::{Facts, Gateway, entry_facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_policy::{Access, EntryKind, OpClass, Policy};
-use fsgate_workspace::{Entry, Follow, PageSpec, Visit, json_string_len};
+use fsgate_workspace::{
+    Cut, Entry, Follow, Gathered, PageSpec, Reading, Room, Take, Tally, WsError, json_string_len,
+};
 
 impl Gateway {
     /// Names and kinds beneath a directory, at most `depth` levels down, depth-first in
@@ -38,70 +40,85 @@ impl Gateway {
         let rp = self.parse_path(ctx, path)?;
         facts.path = Some(rp.rel.as_str().to_string());
         let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
-        let mut walk = TreeCollect {
-            filter: DirFilters::new(pol, Access::Ls),
-            shown_filter: DirFilters::new(pol, Access::Ls),
+        let at = TreeAt {
+            pol,
             sizes: pol.has_size_rules().then_some(&self.workspace),
             real: &res.real,
             rel: &rp.rel,
             depth,
-            max_entries,
             excl: &excl,
-            room: self.answer_room(pol, ctx).0,
-            used: 0,
-            out: Vec::new(),
-            truncated: false,
         };
-        let listed = if depth == 1 {
-            // One directory: a page of it, the entries taken as listed.
-            let spec = PageSpec {
-                after,
-                max: max_entries.min(LIST_PAGE),
-                metadata: false,
-                meta_first: false,
-            };
-            let page = self
-                .workspace
-                .list_page(&res.real, &spec, &mut |e| walk.admits(e));
-            page.map(|page| {
-                // Each was admitted (shown, not excluded) as the page was chosen.
-                for e in page.entries {
-                    if walk.keep(e) == Visit::Stop {
-                        break;
-                    }
-                }
-                walk.truncated |= page.more;
-            })
+        let room = Room {
+            bytes: self.answer_room(pol, ctx).0,
+            items: max_entries,
+        };
+        let found = if depth == 1 {
+            self.tree_page(&at, room, after)
         } else {
-            let mut visit = |e: Cow<'_, Entry>| walk.take(e);
-            self.workspace.walk_names(&res.real, &mut visit).map(|_| ())
+            // Each thread of the walk decides entries with filters of its own.
+            let new_decider = || {
+                let mut decide = at.decider();
+                move |e: Cow<'_, Entry>| decide.take(e)
+            };
+            let how = (Reading::NamesStrictly, room);
+            self.workspace.gather(&res.real, how, &new_decider)
         };
-        listed.map_err(|e| ws_error(e, &rp.shown))?;
-        let (entries, used, truncated) = (walk.out, walk.used, walk.truncated);
+        let found = found.map_err(|e| ws_error(e, &rp.shown))?;
         facts.lease = Some(
             self.budget
-                .lease_as(used.saturating_mul(RENDER_COPIES), facts.waiting),
+                .lease_as(found.used.saturating_mul(RENDER_COPIES), facts.waiting),
         );
+        let truncated = found.cut == Cut::Room;
         if depth == 1 {
-            return Ok(paged(entries, truncated, facts));
+            return Ok(paged(found.items, truncated, facts));
         }
         if truncated {
             facts.args.insert("truncated".into(), true.into());
         }
         Ok(Output::Entries {
-            entries,
+            entries: found.items,
             truncated,
             next: None,
         })
     }
+
+    /// One directory's tree: a page of it, the entries taken as listed.
+    fn tree_page(
+        &self,
+        at: &TreeAt<'_>,
+        room: Room,
+        after: Option<&str>,
+    ) -> Result<Gathered<Entry>, WsError> {
+        let spec = PageSpec {
+            after,
+            max: room.items.min(LIST_PAGE),
+            metadata: false,
+            meta_first: false,
+        };
+        let mut decide = at.decider();
+        let page = self
+            .workspace
+            .list_page(at.real, &spec, &mut |e| decide.admits(e))?;
+        let mut tally = Tally::new(room);
+        // Each was admitted (shown, not excluded) as the page was chosen.
+        for e in page.entries {
+            let (e, cost, _) = decide.placed(e);
+            if !tally.add(e, cost) {
+                break;
+            }
+        }
+        let mut found = tally.finish(false);
+        if page.more && found.cut == Cut::None {
+            found.cut = Cut::Room;
+        }
+        Ok(found)
+    }
 }
 
-/// Collects a `tree` walk's entries: visible, not excluded, within depth and room.
-struct TreeCollect<'a> {
-    /// Decides entries where they really are, and where they are shown when the walk
-    /// started through a symlink.
-    filter: DirFilters<'a>,
-    shown_filter: DirFilters<'a>,
+/// What a `tree` walk decides entries by: where it starts, how deep it goes, what it
+/// leaves out.
+struct TreeAt<'a> {
+    pol: &'a Policy,
     /// Where to look up a file's size, when some rule has a size condition (a tree's
     /// walk reads no metadata).
     sizes: Option<&'a fsgate_workspace::Workspace>,
@@ -109,20 +126,35 @@ struct TreeCollect<'a> {
     real: &'a RelPath,
     rel: &'a RelPath,
     depth: usize,
-    max_entries: usize,
     excl: &'a GlobSet,
-    room: u64,
-    used: u64,
-    out: Vec<Entry>,
-    truncated: bool,
 }
 
-impl TreeCollect<'_> {
+impl<'a> TreeAt<'a> {
+    /// A decider of entries, for one thread of the walk.
+    fn decider(&self) -> TreeDecide<'a, '_> {
+        TreeDecide {
+            at: self,
+            filter: DirFilters::new(self.pol, Access::Ls),
+            shown_filter: DirFilters::new(self.pol, Access::Ls),
+        }
+    }
+}
+
+/// Decides a `tree` walk's entries: visible, not excluded, within depth.
+struct TreeDecide<'a, 't> {
+    at: &'t TreeAt<'a>,
+    /// Decides entries where they really are, and where they are shown when the walk
+    /// started through a symlink.
+    filter: DirFilters<'a>,
+    shown_filter: DirFilters<'a>,
+}
+
+impl TreeDecide<'_, '_> {
     /// Whether `e` is shown (as `ls` would show it), its size looked up for a file when
     /// size conditions need it; the entry itself stays without metadata.
     fn shown(&mut self, e: &Entry, lexical: bool) -> bool {
         let mut pf = entry_facts(e);
-        if let Some(ws) = self.sizes
+        if let Some(ws) = self.at.sizes
             && pf.kind == EntryKind::File
             && pf.size.is_none()
         {
@@ -136,83 +168,54 @@ impl TreeCollect<'_> {
         filter.allows_with(&e.path, &pf)
     }
 
-    /// Whether `take` would keep `e` (shown, not excluded), leaving the room alone.
+    /// Whether `e` is kept (shown, not excluded).
     fn admits(&mut self, e: &Entry) -> bool {
         let below = self.below(e);
-        if !self.excl.is_empty() && self.excl.is_match(below) || !self.shown(e, false) {
+        if !self.at.excl.is_empty() && self.at.excl.is_match(below) || !self.shown(e, false) {
             return false;
         }
-        if self.real == self.rel {
+        if self.at.real == self.at.rel {
             return true;
         }
         let mut lexical = e.clone();
-        lexical.path = self.rel.join(below);
+        lexical.path = self.at.rel.join(below);
         self.shown(&lexical, true)
     }
 
     /// The path of `e` below the walk's start.
     fn below<'e>(&self, e: &'e Entry) -> &'e str {
-        let skip = if self.real.is_root() {
+        let skip = if self.at.real.is_root() {
             0
         } else {
-            self.real.as_str().len() + 1
+            self.at.real.as_str().len() + 1
         };
         e.path.as_str().get(skip..).unwrap_or_default()
     }
 
-    /// How deep `e`, at its shown path, is below the directory asked for (its entries: 1).
-    fn rel_level(&self, e: &Entry) -> u64 {
-        let skip = if self.rel.is_root() {
-            0
-        } else {
-            self.rel.as_str().len() + 1
-        };
-        let below = e.path.as_str().get(skip..).unwrap_or_default();
-        below.bytes().filter(|b| *b == b'/').count() as u64 + 1
-    }
-
-    /// Keeps `e` if it is shown; says whether to enter it.
-    fn take(&mut self, e: Cow<'_, Entry>) -> Visit {
+    /// `e` (kept) at its shown path, what it adds to the answer, and its level below
+    /// the directory asked for (its entries: 1).
+    fn placed(&self, mut e: Entry) -> (Entry, u64, usize) {
         let below = self.below(&e);
-        // (An empty set is not asked: a match builds a candidate, an allocation.)
-        let excluded = !self.excl.is_empty() && self.excl.is_match(below);
-        if excluded || !self.shown(&e, false) {
-            return Visit::Skip;
+        let level = below.bytes().filter(|b| *b == b'/').count() + 1;
+        if self.at.real != self.at.rel {
+            e.path = self.at.rel.join(below);
         }
-        let lexical = (self.real != self.rel).then(|| self.rel.join(below));
-        let mut e = e.into_owned();
-        if let Some(path) = lexical {
-            e.path = path;
-            if !self.shown(&e, true) {
-                return Visit::Skip;
-            }
-        }
-        self.room_for(e)
+        let cost = json_string_len(&e.name)
+            + TREE_ENTRY_FIXED
+            + TREE_ENTRY_PER_LEVEL.saturating_mul(level as u64);
+        (e, cost, level)
     }
 
-    /// Keeps `e`, which [`admits`](Self::admits) let through, if there is room.
-    fn keep(&mut self, mut e: Entry) -> Visit {
-        if self.real != self.rel {
-            e.path = self.rel.join(self.below(&e));
+    /// Keeps `e` if it is shown and not excluded; enters it within the depth.
+    fn take(&mut self, e: Cow<'_, Entry>) -> Take<Entry> {
+        if !self.admits(&e) {
+            return Take::Skip;
         }
-        self.room_for(e)
-    }
-
-    /// Keeps `e` (shown, at its shown path) if the answer has room; says whether to
-    /// enter it.
-    fn room_for(&mut self, e: Entry) -> Visit {
-        let level = self.rel_level(&e);
-        self.used += json_string_len(&e.name) + TREE_ENTRY_FIXED + TREE_ENTRY_PER_LEVEL * level;
-        if self.out.len() >= self.max_entries || self.used > self.room {
-            self.used = self.used.min(self.room);
-            self.truncated = true;
-            return Visit::Stop;
-        }
-        self.out.push(e);
-        if (level as usize) < self.depth {
-            Visit::Descend
-        } else {
-            Visit::Skip
+        let (item, cost, level) = self.placed(e.into_owned());
+        Take::Keep {
+            item,
+            cost,
+            enter: level < self.at.depth,
         }
     }
 }
