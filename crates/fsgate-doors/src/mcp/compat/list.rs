@@ -173,13 +173,14 @@ pub(in crate::mcp) fn tree(gw: &Gateway, ctx: &Ops<'_>, a: TreeArgs) -> Result<A
         rule,
         path: a.path.clone(),
     };
-    // Each entry's level, counted once (every step below asks for it).
-    let levels: Vec<usize> = entries.iter().map(level_of).collect();
-    let base = levels.first().map_or(0, |l| l - 1);
-    if let Some((deep, _)) = entries
+    // Levels are counted on the paths of directories only here: the writer counts each
+    // entry's as it writes it (its path then read beside its name, not in a pass of
+    // its own over every path).
+    let base = entries.first().map_or(0, |e| level_of(e) - 1);
+    if let Some(deep) = entries
         .iter()
-        .zip(&levels)
-        .find(|(e, l)| e.kind == FileKind::Directory && *l - base >= MAX_TREE_DEPTH)
+        .filter(|e| e.kind == FileKind::Directory)
+        .find(|e| level_of(e) - base >= MAX_TREE_DEPTH)
     {
         tracing::debug!(path = %deep.path, "directory_tree depth limit");
         return Err(limit(
@@ -204,7 +205,7 @@ pub(in crate::mcp) fn tree(gw: &Gateway, ctx: &Ops<'_>, a: TreeArgs) -> Result<A
             "limits.max_message_bytes",
         ));
     }
-    Ok(Answer::Escaped(tree_json(&entries, &levels, base)?))
+    Ok(Answer::Escaped(tree_json(&entries, base)?))
 }
 
 /// Components in an entry's path.
@@ -216,34 +217,44 @@ fn level_of(e: &Entry) -> usize {
 /// reference server's tree (`[{children, name, type}]`, keys sorted), written directly
 /// in the form the answer carries it: JSON-escaped once more, ready to stand between the
 /// quotes of the text block (no `Value` per entry, and no second pass to escape it).
-/// `levels[i]` is the level of `entries[i]` ([`level_of`]).
-fn tree_json(entries: &[Entry], levels: &[usize], base: usize) -> Result<String, ToolError> {
+/// `base`: the level ([`level_of`]) of the directory the entries are beneath.
+fn tree_json(entries: &[Entry], base: usize) -> Result<String, ToolError> {
     // Keys, quotes and line breaks: about 64 bytes an entry; its four or five lines
-    // indented two levels a level, of two blanks each.
-    let size: usize = entries
-        .iter()
-        .zip(levels)
-        .map(|(e, l)| e.name.len() + 64 + 20 * (l - base))
-        .sum();
+    // indented two levels a level, of two blanks each: a few levels' worth (the
+    // writer grows past it; the levels are not counted ahead).
+    let size: usize = entries.iter().map(|e| e.name.len() + 64 + 20 * 3).sum();
     let mut w = TreeWriter {
         out: Vec::with_capacity(size + 2),
         name: Vec::new(),
-        levels,
+        last: None,
     };
     let mut next = 0;
     w.array(entries, &mut next, base + 1, 0);
     String::from_utf8(w.out).map_err(|e| ToolError::Failed(format!("internal error: {e}")))
 }
 
-/// Writes the escaped tree; `name` is room to escape a name twice in; `levels` are
-/// the entries' levels.
-struct TreeWriter<'a> {
+/// Writes the escaped tree; `name` is room to escape a name twice in; `last`: the
+/// entry whose level was last counted, and its level (each is asked for once a level
+/// it closes).
+struct TreeWriter {
     out: Vec<u8>,
     name: Vec<u8>,
-    levels: &'a [usize],
+    last: Option<(usize, usize)>,
 }
 
-impl TreeWriter<'_> {
+impl TreeWriter {
+    /// The level of `entries[i]`, if there is one.
+    fn level(&mut self, entries: &[Entry], i: usize) -> Option<usize> {
+        if let Some((at, level)) = self.last
+            && at == i
+        {
+            return Some(level);
+        }
+        let level = level_of(entries.get(i)?);
+        self.last = Some((i, level));
+        Some(level)
+    }
+
     /// A line break (`\n` in the escaped text) and `n` levels of indentation.
     fn line(&mut self, n: usize) {
         self.out.extend_from_slice(b"\\n");
@@ -271,7 +282,7 @@ impl TreeWriter<'_> {
         let mut first = true;
         while let Some(e) = entries
             .get(*next)
-            .filter(|_| self.levels.get(*next) == Some(&level))
+            .filter(|_| self.level(entries, *next) == Some(level))
         {
             *next += 1;
             if !first {
@@ -409,8 +420,7 @@ mod tests {
     }
 
     fn json_of(entries: &[Entry], base: usize) -> String {
-        let levels: Vec<usize> = entries.iter().map(level_of).collect();
-        tree_json(entries, &levels, base).unwrap()
+        tree_json(entries, base).unwrap()
     }
 
     /// What the tree's JSON is in the answer: the pretty printer's text, escaped.
