@@ -31,7 +31,7 @@ use super::open::open_dir;
 use super::search_pool::Permits;
 use super::walk::{
     Entry, Keeping, MAX_DEPTH, Mode, Visit, open_readable, read_entries, read_opened, walk_dir,
-    walk_opened,
+    walk_from,
 };
 use super::{FileKind, Workspace, WsError};
 use fsgate_base::path::RelPath;
@@ -581,8 +581,8 @@ fn walk_one<T, D: FnMut(Cow<'_, Entry>) -> Take<T>>(
         whole &= v != Visit::Stop;
         v
     };
-    let walked = walk_opened(
-        dir,
+    let walked = walk_from(
+        (dir, true),
         &sub.path,
         MAX_DEPTH - sub.level,
         reading.mode(),
@@ -695,10 +695,7 @@ mod tests {
 
     /// A tree's decider: every visible entry kept, entered down to `depth` levels below
     /// `start`.
-    fn listing(
-        start: usize,
-        depth: usize,
-    ) -> impl Fn() -> Decider<'static, Entry> + Sync {
+    fn listing(start: usize, depth: usize) -> impl Fn() -> Decider<'static, Entry> + Sync {
         move || {
             Box::new(move |e: Cow<'_, Entry>| {
                 if !visible(&e) {

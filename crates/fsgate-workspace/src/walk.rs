@@ -141,7 +141,7 @@ pub(crate) fn read_entries(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<
 }
 
 /// [`read_entries`] of a directory [`open_readable`] opened for this walk alone (read
-/// through that descriptor, as [`walk_opened`] reads its start).
+/// through that descriptor, as [`walk_from`] reads a fresh start).
 pub(crate) fn read_opened(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<Entry>, WsError> {
     read_listing(dir, base, mode, true)
 }
@@ -340,21 +340,11 @@ pub(crate) fn walk_dir(
     walk_from((start, false), base, max_depth, mode, visitor)
 }
 
-/// [`walk_dir`] from `start` as [`open_readable`] opened it for this walk alone: its
-/// listing is read through it (no second open, which a directory that is readable but
-/// not searchable would refuse), as the walk reads every directory below its start.
-pub(crate) fn walk_opened(
-    start: Dir,
-    base: &RelPath,
-    max_depth: usize,
-    mode: Mode,
-    visitor: &mut dyn Visitor,
-) -> Result<Walked, WsError> {
-    walk_from((start, true), base, max_depth, mode, visitor)
-}
-
-/// [`walk_dir`]; `fresh`: see [`read_listing`].
-fn walk_from(
+/// [`walk_dir`]; `fresh`: `start` was opened by [`open_readable`] for this walk alone,
+/// and its listing is read through it (no second open, which a directory that is
+/// readable but not searchable would refuse), as the walk reads every directory below
+/// its start.
+pub(crate) fn walk_from(
     (start, fresh): (Dir, bool),
     base: &RelPath,
     max_depth: usize,
