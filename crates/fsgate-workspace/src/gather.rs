@@ -2,24 +2,29 @@
 //! entries) up to an answer's room, on up to one thread per core, with the answer a
 //! single walk gives.
 //!
-//! The start directory's entries are decided here in name order; each directory among
-//! them that the walk enters is walked apart (depth-first in name order, as the single
+//! The start directory's entries are decided here in name order, and with them, while
+//! there are fewer directories to walk apart than [`UNITS_PER_THREAD`] a thread, the
+//! entries of those directories (up to [`SPLIT_LEVELS`] levels): a start with a few large
+//! directories would leave a thread idle while another walks the last of them. Each
+//! directory left to enter is then walked apart (depth-first in name order, as the single
 //! walk does), by whichever thread is free, and what it keeps is put in its place in the
 //! start's order. The answer is then the single walk's, item for item.
 //!
-//! What is held here never exceeds about twice the answer's room (in bytes and in
-//! items): the start's own items at most the room (past it, the single walk answers); a
-//! directory's walk stops once its own items fill the room, and with it every walk of a
-//! directory after it (the cut lies in it or before it); every walk stops once all hold
-//! twice the room. The answer is cut where the single walk would cut it, if every
-//! directory before that point was walked to its end or to its own full room. Each
-//! directory is opened when its walk starts, as the single walk opens it (never all at
-//! once: a start may hold more directories than the process may hold descriptors).
+//! What is held here stays under about three times the answer's room (in bytes and in
+//! items): the items decided before the walks apart at most the room (past it, the single
+//! walk answers); a directory's walk stops once its own items fill the room, and with it
+//! every walk of a directory after it (the cut lies in it or before it); every walk stops
+//! once the walks apart hold twice the room. The answer is cut where the single walk
+//! would cut it, if every directory before that point was walked to its end or to its own
+//! full room. The directories whose entries were decided here stay open until the walks
+//! end (at most [`MAX_UNITS`]); each directory walked apart is opened when its walk
+//! starts, as the single walk opens it (never all at once: a start may hold more
+//! directories than the process may hold descriptors).
 //!
 //! What the single walk does differently is left to it: a cut this walk cannot place,
 //! any directory's walk that fails (it answers what it found before, or the error), no
-//! helper thread free (see `search_pool::Permits`, shared with grep), a start with fewer
-//! than two directories to enter, a walk that reads metadata.
+//! helper thread free (see `search_pool::Permits`, shared with grep), a walk that reads
+//! metadata.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -76,6 +81,14 @@ pub enum Reading {
 }
 
 impl Reading {
+    /// Whether a directory that cannot be opened is passed over.
+    fn lenient(self) -> bool {
+        match self {
+            Reading::Names | Reading::Metadata => true,
+            Reading::NamesStrictly => false,
+        }
+    }
+
     fn mode(self) -> Mode {
         match self {
             Reading::Names => Mode::LenientNames,
@@ -180,13 +193,18 @@ impl Workspace {
                 self,
                 (start, reading, room),
                 new_decider,
-                (permits.count(), UNITS_PER_THREAD * (permits.count() + 1)),
+                (permits.count(), units(permits.count())),
             ) {
                 return Ok(found);
             }
         }
         single(self, (start, reading, room), &mut new_decider())
     }
+}
+
+/// Directories to walk apart, below which they are split, with `helpers` helpers.
+fn units(helpers: usize) -> usize {
+    UNITS_PER_THREAD.saturating_mul(helpers + 1).min(MAX_UNITS)
 }
 
 /// The walk on this thread alone.
@@ -205,19 +223,29 @@ fn single<T, D: FnMut(Cow<'_, Entry>) -> Take<T>>(
             (true, false) => Visit::Skip,
         },
     };
-    let dir = open_dir(&ws.root, start).map_err(WsError::from_io)?;
-    let walked = walk_dir(
-        dir,
-        start,
-        MAX_DEPTH,
-        reading.mode(),
-        &mut Keeping(&mut visit),
-    )?;
-    Ok(tally.finish(walked.truncated()))
+    let walked = open_dir(&ws.root, start)
+        .map_err(WsError::from_io)
+        .and_then(|dir| {
+            walk_dir(
+                dir,
+                start,
+                MAX_DEPTH,
+                reading.mode(),
+                &mut Keeping(&mut visit),
+            )
+        });
+    let deep = match walked {
+        Ok(walked) => walked.truncated(),
+        // The start, or a directory as it was read, gone or no longer a directory: a
+        // lenient walk answers what it found before.
+        Err(WsError::NotFound | WsError::NotDir) if reading.lenient() => false,
+        Err(e) => return Err(e),
+    };
+    Ok(tally.finish(deep))
 }
 
 /// One place in the start's order: an item kept among the entries decided before the
-/// split, or a directory walked apart.
+/// walks apart, or a directory walked apart.
 enum Item<T> {
     Kept(T, u64),
     Sub(usize),
@@ -262,6 +290,10 @@ const HELD_ROOMS: u64 = 2;
 /// split into their own (their entries decided here, in order): a start with a few large
 /// directories would leave a thread idle while another walks the last of them.
 const UNITS_PER_THREAD: usize = 8;
+
+/// Directories to walk apart below which they are split, whatever the threads: the
+/// directories split stay open until the walks end.
+const MAX_UNITS: usize = 64;
 
 /// Levels below the start whose entries may be decided here, before the walks apart.
 const SPLIT_LEVELS: usize = 3;
@@ -349,9 +381,10 @@ impl Shared {
     }
 }
 
-/// The walk on this thread and up to `helpers` more, the directories to walk apart
-/// split until there are `units` of them (or [`SPLIT_LEVELS`] are decided here); None:
-/// the single walk must answer (see the module's comment).
+/// The walk on this thread and up to `helpers` more (none when one directory or none
+/// is left to walk apart), the directories to walk apart split until there are `units`
+/// of them (or [`SPLIT_LEVELS`] are decided here); None: the single walk must answer
+/// (see the module's comment).
 fn on_threads<T: Send, D: FnMut(Cow<'_, Entry>) -> Take<T>>(
     ws: &Workspace,
     (start, reading, room): (&RelPath, Reading, Room),
@@ -363,15 +396,16 @@ fn on_threads<T: Send, D: FnMut(Cow<'_, Entry>) -> Take<T>>(
     }
     let shared = Shared::new(room);
     let plan = plan(ws, (start, reading), &shared, &mut new_decider(), units)?;
-    if plan.subs.len() < 2 {
-        return None;
-    }
-    let found = walk_apart(
-        (&plan.dirs, &plan.subs, reading),
-        &shared,
-        new_decider,
-        helpers,
-    );
+    let found = match plan.subs.is_empty() {
+        // Every entry was decided here: the items are the answer.
+        true => Vec::new(),
+        false => walk_apart(
+            (&plan.dirs, &plan.subs, reading),
+            &shared,
+            new_decider,
+            helpers,
+        ),
+    };
     let all = assemble(plan.items, found, room);
     if all.is_none() {
         tracing::debug!(
@@ -492,7 +526,7 @@ impl<T> Plan<T> {
             let dir = match open_readable(self.dirs.get(sub.parent)?, &sub.name) {
                 Ok(dir) => dir,
                 // Passed over, as the single walk passes it over.
-                Err(_) if reading == Reading::Names => continue,
+                Err(_) if reading.lenient() => continue,
                 Err(_) => return None,
             };
             let entries = read_opened(&dir, &sub.path, reading.mode()).ok()?;
@@ -546,9 +580,12 @@ fn walk_apart<T: Send, D: FnMut(Cow<'_, Entry>) -> Take<T>>(
             .collect();
         work();
         // Joined, not only finished: a helper's thread-locals (its listing buffer) are
-        // freed before the answer is given.
+        // freed before the answer is given. A helper that panicked left its directory's
+        // slot empty: the single walk answers.
         for h in started {
-            let _ = h.join();
+            if h.join().is_err() {
+                tracing::error!("walk: a helper thread panicked; walked again on one thread");
+            }
         }
     });
     slots
@@ -567,7 +604,7 @@ fn walk_one<T, D: FnMut(Cow<'_, Entry>) -> Take<T>>(
 ) -> Found<T> {
     let dir = match open_readable(parent, &sub.name) {
         Ok(dir) => dir,
-        Err(_) if reading == Reading::Names => return Ok(Chunk::of(Vec::new())),
+        Err(_) if reading.lenient() => return Ok(Chunk::of(Vec::new())),
         Err(e) => return Err(WsError::from_io(e)),
     };
     let mut out = Vec::new();
@@ -791,25 +828,10 @@ mod tests {
             let decider = listing(base.components().count(), depth);
             let want = single(&ws, how, &mut decider()).expect("single walk");
             assert!(paths(&want).iter().all(|p| !p.starts_with("hidden")));
-            for helpers in [1, 3] {
-                let got = on_threads(&ws, how, &decider, (helpers, 0));
-                if start == "a" && depth == 1 {
-                    assert_eq!(got, None, "no directory to enter: the single walk answers");
-                } else {
-                    assert_eq!(
-                        got.as_ref(),
-                        Some(&want),
-                        "{start:?} to {depth} on {helpers}"
-                    );
-                }
-                // Split, fewer than two directories may be left to walk apart.
-                let split = on_threads(&ws, how, &decider, (helpers, 64));
-                assert!(split.is_none() || split.as_ref() == Some(&want));
-                assert_eq!(
-                    split.is_some(),
-                    (start, depth) == ("", 9),
-                    "{start:?} to {depth}"
-                );
+            // Split or not; with no directory, one, or several left to walk apart.
+            for (helpers, units) in [1, 3].into_iter().flat_map(|h| SPLITS.map(|u| (h, u))) {
+                let got = on_threads(&ws, how, &decider, (helpers, units));
+                assert_eq!(got.as_ref(), Some(&want), "{start:?} to {depth}, {units}");
             }
         }
         let how = (&rel(""), Reading::Names, room(u64::MAX, 99));
@@ -870,14 +892,16 @@ mod tests {
     /// Past the answer's room, in bytes or in items, the answer is cut where the single
     /// walk cuts it: always when the directories are walked in turn (no helper, no
     /// split), and on helpers or split whenever the directories before the cut were
-    /// walked whole (else the single walk answers). With fewer than two directories to
-    /// walk apart, the single walk answers.
+    /// walked whole (else the single walk answers): each way of walking places a cut.
+    /// With one directory, the walk answers on this thread.
     #[test]
     fn a_full_answer_is_cut_where_the_single_walk_cuts_it() {
         let (_tmp, ws) = tree();
         let g = glob("**/*.rs");
         let one_path = ONE;
-        let mut answered = 0;
+        // Cuts placed on helpers, split or not, and split on this thread alone.
+        let ways = [(3, 0), (3, 64), (0, 64)];
+        let mut answered = [0; 3];
         for n in 0..10 {
             let how = (&rel(""), Reading::Names, room(n * one_path, usize::MAX));
             let want = single(&ws, how, &mut globbing(&g, 0)()).expect("single walk");
@@ -917,25 +941,33 @@ mod tests {
             } else {
                 assert_eq!(alone, None, "room for {} entries, no helper", n * 3);
             }
-            for (helpers, units) in [(3, 0), (3, 64), (0, 64)].into_iter().cycle().take(30) {
+            for (way, (helpers, units)) in ways.into_iter().enumerate().cycle().take(30) {
+                let cut = want.cut == Cut::Room;
                 if let Some(got) = on_threads(&ws, how, &globbing(&g, 0), (helpers, units)) {
                     assert_eq!(got, want, "room for {n} paths, {helpers} helpers, {units}");
-                    answered += 1;
+                    answered[way] += usize::from(cut);
                 }
+                let cut = want_items.cut == Cut::Room;
                 if let Some(got) = on_threads(&ws, by_items, &listing(0, 99), (helpers, units)) {
                     assert_eq!(got, want_items, "room for {} entries, {helpers}", n * 3);
-                    answered += 1;
+                    answered[way] += usize::from(cut);
                 }
             }
         }
-        assert!(answered > 0, "the threaded walk placed no cut on helpers");
+        assert!(
+            answered.iter().all(|&a| a > 0),
+            "cuts placed {answered:?} by {ways:?}"
+        );
         let lone = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(lone.path().join("only/sub")).expect("mkdir");
         std::fs::write(lone.path().join("only/sub/a.rs"), "x").expect("write");
         let ws = Workspace::open(lone.path()).expect("open");
         let how = (&rel(""), Reading::Names, room(u64::MAX, usize::MAX));
+        let want = single(&ws, how, &mut globbing(&g, 0)()).expect("single walk");
+        assert_eq!(want.items.len(), 1);
         for units in SPLITS {
-            assert!(on_threads(&ws, how, &globbing(&g, 0), (1, units)).is_none());
+            let got = on_threads(&ws, how, &globbing(&g, 0), (1, units));
+            assert_eq!(got.as_ref(), Some(&want), "one directory, split to {units}");
         }
     }
 
@@ -1016,5 +1048,45 @@ mod tests {
                 "a/x/y/3.rs"
             ]
         );
+    }
+
+    /// A start that is gone: nothing, when reading leniently (as a glob answers); the
+    /// error when reading strictly (as a tree answers).
+    #[test]
+    fn a_start_that_is_gone_is_nothing_or_the_error() {
+        let (_tmp, ws) = tree();
+        let g = glob("**");
+        let lenient = (&rel("gone"), Reading::Names, room(u64::MAX, usize::MAX));
+        let got = ws.gather(lenient.0, (lenient.1, lenient.2), &globbing(&g, 0));
+        assert_eq!(got.expect("nothing").items, Vec::<RelPath>::new());
+        let strict = (Reading::NamesStrictly, room(u64::MAX, usize::MAX));
+        let got = ws.gather(&rel("gone"), strict, &globbing(&g, 0));
+        assert!(matches!(got, Err(WsError::NotFound)), "{got:?}");
+    }
+
+    /// A directory that cannot be opened when its entries are to be decided before the
+    /// walks apart (here: gone since it was listed) is passed over when reading
+    /// leniently; reading strictly, the single walk answers (with its error).
+    #[test]
+    fn a_directory_gone_before_its_split_is_treated_as_the_single_walk_treats_it() {
+        let (tmp, ws) = tree();
+        let g = glob("**");
+        for (reading, kept) in [(Reading::Names, true), (Reading::NamesStrictly, false)] {
+            let shared = Shared::new(room(u64::MAX, usize::MAX));
+            let mut decide = globbing(&g, 0)();
+            let plan = plan(&ws, (&rel(""), reading), &shared, &mut decide, 0).expect("plan");
+            let subs: Vec<String> = plan.subs.iter().map(|s| s.path.to_string()).collect();
+            assert_eq!(subs, ["a", "b", "c", "e", "f"]);
+            std::fs::rename(tmp.path().join("c"), tmp.path().join("c-moved")).expect("move");
+            let split = plan.split(reading, &shared, &mut decide);
+            std::fs::rename(tmp.path().join("c-moved"), tmp.path().join("c")).expect("back");
+            let Some(split) = split else {
+                assert!(!kept, "a lenient split passes the directory over");
+                continue;
+            };
+            assert!(kept, "a strict split gives way to the single walk");
+            let subs: Vec<String> = split.subs.iter().map(|s| s.path.to_string()).collect();
+            assert_eq!(subs, ["a/v", "a/x", "f/g"], "c/deep passed over");
+        }
     }
 }

@@ -234,8 +234,8 @@ fn tree_json(entries: &[Entry], base: usize) -> Result<String, ToolError> {
 }
 
 /// Writes the escaped tree; `name` is room to escape a name twice in; `last`: the
-/// entry whose level was last counted, and its level (each is asked for once a level
-/// it closes).
+/// entry whose level was last counted, and its level (an entry's level is asked for
+/// again by each array it ends, so it is kept, not counted again).
 struct TreeWriter {
     out: Vec<u8>,
     name: Vec<u8>,
