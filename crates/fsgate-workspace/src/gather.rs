@@ -217,11 +217,7 @@ fn single<T, D: FnMut(Cow<'_, Entry>) -> Take<T>>(
     let mut visit = |e: Cow<'_, Entry>| match decide(e) {
         Take::Skip => Visit::Skip,
         Take::Enter => Visit::Descend,
-        Take::Keep { item, cost, enter } => match (tally.add(item, cost), enter) {
-            (false, _) => Visit::Stop,
-            (true, true) => Visit::Descend,
-            (true, false) => Visit::Skip,
-        },
+        Take::Keep { item, cost, enter } => after_keep(tally.add(item, cost), enter),
     };
     let walked = open_dir(&ws.root, start)
         .map_err(WsError::from_io)
@@ -242,6 +238,16 @@ fn single<T, D: FnMut(Cow<'_, Entry>) -> Take<T>>(
         Err(e) => return Err(e),
     };
     Ok(tally.finish(deep))
+}
+
+/// What a walk does after keeping an entry: stop once the room is spent (`admitted`
+/// false), else enter it (a directory) if the decider said so.
+fn after_keep(admitted: bool, enter: bool) -> Visit {
+    match (admitted, enter) {
+        (false, _) => Visit::Stop,
+        (true, true) => Visit::Descend,
+        (true, false) => Visit::Skip,
+    }
 }
 
 /// One place in the start's order: an item kept among the entries decided before the
@@ -371,11 +377,7 @@ impl Shared {
             Take::Keep { item, cost, enter } => {
                 // The item that spends the room is kept too: it shows where to cut.
                 out.push((item, cost));
-                match (self.admit(cost, own, idx), enter) {
-                    (false, _) => Visit::Stop,
-                    (true, true) => Visit::Descend,
-                    (true, false) => Visit::Skip,
-                }
+                after_keep(self.admit(cost, own, idx), enter)
             }
         }
     }
@@ -646,7 +648,12 @@ fn assemble<T>(
     let mut deep = false;
     for item in items {
         let chunk = match item {
-            Item::Kept(item, cost) => Chunk::of(vec![(item, cost)]),
+            Item::Kept(item, cost) => {
+                if !tally.add(item, cost) {
+                    return Some(tally.finish(deep));
+                }
+                continue;
+            }
             Item::Sub(i) => found.get_mut(i)?.take()?,
         };
         deep |= chunk.deep;

@@ -12,9 +12,9 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use std::fs::{File, Metadata};
 use std::io::Read as _;
 
-use cap_std::fs::Dir;
-
 use std::borrow::Cow;
+
+use cap_std::fs::Dir;
 
 use super::gather::{Cut, Reading, Room, Take};
 use super::kind::FileKind;
@@ -152,12 +152,10 @@ impl Workspace {
             bytes: max_answer_bytes,
             items: usize::MAX,
         };
-        match self.gather(base, (reading, room), &new_decider) {
-            // Cut at the depth limit: say so, as for the answer's size.
-            Ok(found) => Ok((found.items, found.cut != Cut::None)),
-            Err(WsError::NotFound) | Err(WsError::NotDir) => Ok((Vec::new(), false)),
-            Err(e) => Err(e),
-        }
+        // A base that is gone answers nothing (the walk reads leniently). Cut at the
+        // depth limit: say so, as for the answer's size.
+        let found = self.gather(base, (reading, room), &new_decider)?;
+        Ok((found.items, found.cut != Cut::None))
     }
 
     /// Searches the file or tree at `start` (canonical). `readable` decides per entry
