@@ -141,6 +141,8 @@ mod undo;
 mod writeahead;
 // A write's syncs, in the order strace saw them, each before what depends on it.
 mod durable_order;
+// A write's outcome recorded beside its directory's sync: confirmed by the next record, reconciled after a crash until then.
+mod entry_durable;
 // Bounded memory and answers: a client that stops reading, truncated listings, reads over the message limit.
 mod bounded;
 // What an agent chooses is recorded and echoed bounded: 2 MiB fields on the ACP, MCP and WebSocket doors.

@@ -2,12 +2,13 @@
 //! --transport mcp` under `strace -f -y` writes a new file and overwrites one, and the
 //! trace must show, for each, every sync the promise needs finished before what depends
 //! on it started: the intent record, the staged content and (overwrite) the backup's file
-//! and directory before the content is linked into the workspace; the directory after
-//! it, before the outcome record; the outcome record before the answer. Several of these
-//! syncs run at once on helper threads (`workspace::sync_pool`): the test fails if any
-//! is waited for too late, or not at all. A second run makes the syncs most likely to
-//! finish early anyway (those started first, on helper threads) return 300 ms late, so
-//! that a missing wait shows whatever the disk.
+//! and directory before the content is linked into the workspace; the outcome record
+//! only after it; the directory and the outcome record (synced at once, the record
+//! saying `entryPending`) both before the answer. Several of these syncs run at once on
+//! helper threads (`workspace::sync_pool`): the test fails if any is waited for too
+//! late, or not at all. A second run makes the syncs most likely to finish early anyway
+//! (those started first, on helper threads) return 300 ms late, so that a missing wait
+//! shows whatever the disk.
 //!
 //! Included from tests/all.rs as `mod durable_order;` (uses `crate::common`).
 
@@ -281,8 +282,13 @@ fn check_write(t: &Trace, root: &str, log: &str, id: u64, name: &str, overwrite:
         "{what}: the outcome was recorded before the change"
     );
     assert!(
-        t.synced_between(root, published, outcome),
-        "{what}: the directory was not durable before the outcome record"
+        t.0[outcome].args.contains("\\\"entryPending\\\":true"),
+        "{what}: the outcome written beside the directory's sync does not say so: {:?}",
+        t.0[outcome]
+    );
+    assert!(
+        t.synced_between(root, published, answer),
+        "{what}: answered before the directory was durable"
     );
     let outcome_end = t
         .find(outcome, |e| e.end && e.call == "write")

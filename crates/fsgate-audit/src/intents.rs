@@ -12,7 +12,9 @@ use serde_json::{Map, Value, json};
 
 use super::AuditError;
 use super::io::Io;
-use super::record::{KIND_INTENT, KIND_RECONCILED, KIND_REQUEST, KIND_START};
+use super::record::{
+    ENTRIES_DURABLE, ENTRY_PENDING, KIND_INTENT, KIND_RECONCILED, KIND_REQUEST, KIND_START,
+};
 
 /// A change announced by an `intent` record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +39,10 @@ pub struct Intent {
     pub real_path2: Option<String>,
     /// The workspace the paths lie in, when several were served (`args.workspace`).
     pub workspace: Option<String>,
+    /// The seq of its outcome, when that outcome was recorded while the change's
+    /// directory entry was being synced (`details.entryPending`) and no record since
+    /// said the entry was durable: the log says the change was made, the disk may not.
+    pub outcome: Option<u64>,
 }
 
 impl Intent {
@@ -61,6 +67,7 @@ impl Intent {
             real_path: arg("realPath"),
             real_path2: arg("realPath2"),
             workspace: arg("workspace"),
+            outcome: v.get("outcomeSeq").and_then(Value::as_u64),
         })
     }
 
@@ -83,6 +90,9 @@ impl Intent {
                 m.insert(k.into(), json!(v));
             }
         }
+        if let Some(seq) = self.outcome {
+            m.insert("outcomeSeq".into(), json!(seq));
+        }
         Value::Object(m)
     }
 }
@@ -94,6 +104,9 @@ enum Mark {
     /// An outcome (`request` with `args.intent`) or a `reconciled` record
     /// (`details.intent`): closes that seq.
     Closes(u64),
+    /// An outcome recorded while its directory entry was synced (`details.entryPending`):
+    /// closes that seq once a later record names it in `details.entriesDurable`.
+    ClosesOnceDurable(u64),
     /// The log's own `start` (its details have `check`; the gateway's `start` has not).
     LogStart,
     /// Nothing to do with intents.
@@ -102,8 +115,16 @@ enum Mark {
 
 fn mark(rec: &Value) -> Mark {
     let closes = |field: &str| rec.get(field)?.get("intent")?.as_u64();
+    let pending = rec
+        .get("details")
+        .and_then(|d| d.get(ENTRY_PENDING))
+        .and_then(Value::as_bool)
+        == Some(true);
     let closing = match rec.get("kind").and_then(Value::as_str).unwrap_or_default() {
         KIND_INTENT => return Mark::Opens,
+        KIND_REQUEST if pending => {
+            return closes("args").map_or(Mark::Other, Mark::ClosesOnceDurable);
+        }
         KIND_REQUEST => closes("args"),
         KIND_RECONCILED => closes("details"),
         KIND_START if rec.get("details").and_then(|d| d.get("check")).is_some() => {
@@ -114,9 +135,21 @@ fn mark(rec: &Value) -> Mark {
     closing.map_or(Mark::Other, Mark::Closes)
 }
 
+/// The intents a record says have durable directory entries (`details.entriesDurable`).
+fn entries_durable(rec: &Value) -> impl Iterator<Item = u64> + '_ {
+    rec.get("details")
+        .and_then(|d| d.get(ENTRIES_DURABLE))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_u64)
+}
+
 /// Follows records in log order and keeps the intents not yet closed.
 #[derive(Debug, Default)]
 pub(crate) struct Tracker {
+    /// Neither outcome nor reconciliation yet, and those whose outcome waits for
+    /// `entriesDurable` (their `outcome` set).
     open: BTreeMap<u64, Intent>,
     /// A `start` record was seen (the set is then complete from there on).
     pub saw_start: bool,
@@ -125,6 +158,12 @@ pub(crate) struct Tracker {
 impl Tracker {
     /// Takes one record into account.
     pub(crate) fn observe(&mut self, rec: &Value) {
+        for seq in entries_durable(rec) {
+            // Only an intent waiting for it: its outcome came first (a lower seq).
+            if self.open.get(&seq).is_some_and(|i| i.outcome.is_some()) {
+                self.open.remove(&seq);
+            }
+        }
         match mark(rec) {
             Mark::Opens => {
                 if let Some(i) = Intent::from_record(rec) {
@@ -133,6 +172,11 @@ impl Tracker {
             }
             Mark::Closes(seq) => {
                 self.open.remove(&seq);
+            }
+            Mark::ClosesOnceDurable(seq) => {
+                if let Some(i) = self.open.get_mut(&seq) {
+                    i.outcome = rec.get("seq").and_then(Value::as_u64);
+                }
             }
             // The log's own start lists what is open at that point.
             Mark::LogStart => {
@@ -184,7 +228,7 @@ impl Unclosed {
                 let path = rec.get("path").and_then(Value::as_str).unwrap_or("");
                 self.open.insert(seq, (format!("{op} {path:?}"), None));
             }
-            Mark::Closes(n) => {
+            Mark::Closes(n) | Mark::ClosesOnceDurable(n) => {
                 self.open.remove(&n);
             }
             Mark::LogStart => {
@@ -264,7 +308,7 @@ pub(crate) fn pending(io: &Io, active: &[u8]) -> Result<Vec<Intent>, AuditError>
     let mut tracker = Tracker::default();
     for line in &lines[from..] {
         let find = |pat: &[u8]| memchr::memmem::find(line, pat).is_some();
-        if !(find(b"\"kind\":\"start\"") || find(b"\"intent")) {
+        if !(find(b"\"kind\":\"start\"") || find(b"\"intent") || find(b"\"entriesDurable\"")) {
             continue;
         }
         if let Some(rec) = parse(line) {
@@ -316,5 +360,30 @@ mod tests {
             json!({"seq": 11, "kind": "start", "details": {"transport": "acp"}}),
         ));
         assert_eq!(t.open(), open);
+    }
+
+    /// An outcome written beside its entry's sync keeps its intent open (with the
+    /// outcome's seq) until a later record names the intent durable; a name that comes
+    /// before the outcome, or names an intent with no such outcome, closes nothing.
+    #[test]
+    fn an_outcome_beside_its_entry_sync_closes_only_once_named_durable() {
+        let mut t = Tracker::default();
+        for seq in [2, 4] {
+            t.observe(&json!({"seq": seq, "kind": "intent", "op": "write_text_file", "path": "a"}));
+        }
+        t.observe(&json!({"seq": 5, "kind": "request", "details": {"entriesDurable": [2, 4]}}));
+        t.observe(&json!({"seq": 6, "kind": "request", "args": {"intent": 2}, "details": {"entryPending": true}}));
+        t.observe(&json!({"seq": 7, "kind": "request", "args": {"intent": 4}, "details": {"entryPending": true}}));
+        t.observe(&json!({"seq": 8, "kind": "stop", "details": {"entriesDurable": [4]}}));
+        let open = t.open();
+        assert_eq!(open.len(), 1, "{open:?}");
+        assert_eq!((open[0].seq, open[0].outcome), (2, Some(6)));
+        // Carried by a start as it is, then closed by the reconciliation.
+        let mut t = Tracker::default();
+        t.observe(&json!({"seq": 9, "kind": "start", "details": {"check": "ok", "openIntents": [open[0].to_value()]}}));
+        assert_eq!(std::mem::take(&mut t).open(), open);
+        t.observe(&json!({"seq": 9, "kind": "start", "details": {"check": "ok", "openIntents": [open[0].to_value()]}}));
+        t.observe(&json!({"seq": 10, "kind": "reconciled", "details": {"intent": 2}}));
+        assert!(t.open().is_empty());
     }
 }

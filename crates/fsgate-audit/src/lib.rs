@@ -76,7 +76,9 @@ mod tests;
 pub use config::{AuditSettings, FsyncMode};
 pub use intents::Intent;
 pub use io::Fault;
-pub use record::{AuditEvent, ChangeOp, KIND_INTENT, KIND_RECONCILED, Receipt};
+pub use record::{
+    AuditEvent, ChangeOp, ENTRIES_DURABLE, ENTRY_PENDING, KIND_INTENT, KIND_RECONCILED, Receipt,
+};
 pub use writer::{AuditLog, OpenOptions, Ticket};
 
 use std::path::PathBuf;

@@ -20,6 +20,13 @@ pub const KIND_REQUEST: &str = "request";
 pub const KIND_INTENT: &str = "intent";
 /// Written at start-up for an intent that has no outcome: what the disk shows.
 pub const KIND_RECONCILED: &str = "reconciled";
+/// `details` member of a change's outcome recorded while the directory entry it made
+/// was still being synced (true): the change counts as done in the log only once a
+/// later record names its intent in [`ENTRIES_DURABLE`].
+pub const ENTRY_PENDING: &str = "entryPending";
+/// `details` member of any record: the intents whose outcomes had [`ENTRY_PENDING`]
+/// and whose directory entries were durable before this record was appended.
+pub const ENTRIES_DURABLE: &str = "entriesDurable";
 
 /// The operations that change a workspace, as a record's `op` names them. Whatever reads
 /// an `op` back from a record to act on it (reconciliation after a crash, git staging,

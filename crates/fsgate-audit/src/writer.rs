@@ -242,6 +242,10 @@ struct Shared {
     open_intents: Vec<Intent>,
     /// Run by `close` once the last record is written (the shipper's final drain).
     on_close: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
+    /// Intents whose outcome was recorded with `details.entryPending` and whose
+    /// directory entry is durable since, not yet named by a record
+    /// (`details.entriesDurable` of the next one appended). One per write in flight.
+    durable_entries: Mutex<Vec<u64>>,
     /// `[audit] max_bytes_per_minute` and `max_session_bytes_per_minute`.
     growth: Growth,
 }
@@ -356,6 +360,7 @@ impl AuditLog {
             start_gate: start_checkpoint::Gate::default(),
             open_intents: open_intents.clone(),
             on_close: Mutex::new(Vec::new()),
+            durable_entries: Mutex::new(Vec::new()),
             growth: Growth::new(
                 settings.max_bytes_per_minute(),
                 settings.max_session_bytes_per_minute(),
@@ -433,6 +438,10 @@ impl AuditLog {
     /// [`wait`]: Self::wait
     pub fn append_deferred(&self, ev: &AuditEvent) -> Result<Ticket, AuditError> {
         let sh = &*self.shared;
+        // Taken before the seq below is given: every intent named here had its outcome
+        // queued (with a lower seq) before its entry's sync began.
+        let naming = self.name_durable_entries(ev);
+        let ev = naming.as_ref().unwrap_or(ev);
         let policy = match &ev.policy_sha256 {
             Some(p) => Arc::clone(p),
             None => sh
@@ -481,6 +490,31 @@ impl AuditLog {
             ts,
             waiter,
         })
+    }
+
+    /// Notes that the directory entry of the change announced by intent `seq`, whose
+    /// outcome was recorded with `details.entryPending` while the entry was synced, is
+    /// durable: the next record appended names it (`details.entriesDurable`). Until a
+    /// durable record does, a start after a crash reconciles that change (FORMAT.md
+    /// section 13).
+    pub fn entry_durable(&self, seq: u64) {
+        lock(&self.shared.durable_entries).push(seq);
+    }
+
+    /// `ev` with the entries noted durable since the last record in its
+    /// `details.entriesDurable`; None (no copy) when there are none.
+    fn name_durable_entries(&self, ev: &AuditEvent) -> Option<AuditEvent> {
+        let seqs = {
+            let mut noted = lock(&self.shared.durable_entries);
+            if noted.is_empty() {
+                return None;
+            }
+            std::mem::take(&mut *noted)
+        };
+        let mut ev = ev.clone();
+        ev.details
+            .insert(record::ENTRIES_DURABLE.into(), Value::from(seqs));
+        Some(ev)
     }
 
     /// Waits until the record behind `ticket` is durable (or failed), leading the

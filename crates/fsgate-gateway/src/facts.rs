@@ -61,6 +61,9 @@ pub(crate) struct Facts {
     pub asked: Vec<super::ask::AskRecord>,
     /// What a write replaced, for a door that shows changes as diffs.
     pub replaced: Option<super::ask::Replaced>,
+    /// The directory sync that makes a published write's name durable, run beside its
+    /// outcome record (see `Gateway::record_beside_entry`).
+    pub entry_sync: Option<fsgate_workspace::EntrySync>,
 }
 
 impl Facts {

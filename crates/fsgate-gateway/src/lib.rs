@@ -706,6 +706,7 @@ impl Gateway {
         tracing::debug!(op = op.name(), session = %ctx.session, outcome = %facts.outcome, rule = ?facts.rule, "request");
         let lease = facts.lease.take().filter(|_| result.is_ok());
         let Some(audit) = &self.audit else {
+            sync_entry_now(facts.entry_sync.take());
             return (result, lease);
         };
         let intent = facts.intent;
@@ -715,10 +716,20 @@ impl Gateway {
             (Ok(_), true) if op.is_mutating() => self.change_note(ctx, &op, &facts),
             _ => None,
         };
+        let entry = facts.entry_sync.take();
         let mut event = facts.into_event(ctx);
         event.policy_sha256 = Some(Arc::from(pol.sha256()));
         let deferred = batch.filter(|_| intent.is_none() && !op.is_mutating());
-        match append(audit, &event, deferred) {
+        let appended = match (entry, intent) {
+            (Some(entry), Some(seq)) if result.is_ok() => {
+                record_beside_entry(audit, &mut event, entry, seq)
+            }
+            (entry, _) => {
+                sync_entry_now(entry);
+                append(audit, &event, deferred)
+            }
+        };
+        match appended {
             Ok(seq) => {
                 if let Some(mut note) = note {
                     note.seq = seq;
@@ -1158,6 +1169,47 @@ fn append(
             None
         }),
         None => audit.append_ref(event).map(|r| Some(r.seq)),
+    }
+}
+
+/// Appends the outcome of a write whose new name is not yet durable while its directory
+/// is synced: the record's sync and the directory's run at once, and both end before
+/// the answer. The record says so (`details.entryPending`); once the directory's sync
+/// has succeeded, the next record names the intent (`details.entriesDurable`). A crash
+/// before that leaves the change to the next start to reconcile against the disk, as
+/// if its outcome were missing (FORMAT.md section 13).
+fn record_beside_entry(
+    audit: &AuditLog,
+    event: &mut AuditEvent,
+    entry: fsgate_workspace::EntrySync,
+    intent: u64,
+) -> Result<Option<u64>, fsgate_audit::AuditError> {
+    event
+        .details
+        .insert(fsgate_audit::ENTRY_PENDING.into(), Value::Bool(true));
+    // The outcome is queued (its seq given) before the sync starts, so any record that
+    // names the intent as durable comes after it in the log.
+    let queued = audit.append_deferred(event);
+    let syncing = entry.start();
+    let recorded = queued.and_then(|ticket| audit.wait(ticket));
+    match syncing.wait() {
+        Ok(()) if recorded.is_ok() => audit.entry_durable(intent),
+        Ok(()) => {}
+        // The change is made and visible; its outcome stays unconfirmed, so the next
+        // start looks at the disk for it.
+        Err(e) => tracing::warn!(
+            intent,
+            "cannot sync a workspace directory after a change: {e}; the next start reconciles it"
+        ),
+    }
+    recorded.map(|r| Some(r.seq))
+}
+
+/// Makes a published write's name durable on this thread (no outcome to record beside
+/// it). A failure is logged: the change is made, and undoing it would be worse.
+fn sync_entry_now(entry: Option<fsgate_workspace::EntrySync>) {
+    if let Some(Err(e)) = entry.map(fsgate_workspace::EntrySync::sync_now) {
+        tracing::warn!("cannot sync a workspace directory after a change: {e}");
     }
 }
 

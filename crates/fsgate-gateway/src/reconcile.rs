@@ -58,6 +58,26 @@ pub(crate) struct Disk<'a> {
     pub path2: OnDisk,
 }
 
+/// Says what a start found for one intent: a change whose outcome was recorded while
+/// its directory entry was synced, found applied, is the expected case after a crash.
+fn log_reconciled(intent: &Intent, found: Found) {
+    let (seq, op, found_as) = (intent.seq, &intent.op, found.as_str());
+    match (intent.outcome, found) {
+        (Some(outcome), Found::Applied) => tracing::info!(
+            intent = seq, outcome, op = %op, found = found_as,
+            "reconciled a change whose directory entry was not yet known durable: it is on disk"
+        ),
+        (Some(outcome), _) => tracing::warn!(
+            intent = seq, outcome, op = %op, found = found_as,
+            "a change recorded as made (outcome record {outcome}) is not on disk after a crash: its directory entry did not reach the disk"
+        ),
+        (None, _) => tracing::warn!(
+            intent = seq, op = %op, found = found_as,
+            "reconciled a change interrupted by a crash"
+        ),
+    }
+}
+
 impl Gateway {
     /// Appends a `reconciled` record for every intent the log found open at start-up.
     /// Call before serving: Err (a record could not be written) means do not serve.
@@ -85,7 +105,10 @@ impl Gateway {
                 }
             };
             details.insert("found".into(), json!(found.as_str()));
-            tracing::warn!(intent = intent.seq, op = %intent.op, found = found.as_str(), "reconciled a change interrupted by a crash");
+            if let Some(seq) = intent.outcome {
+                details.insert("outcomeSeq".into(), json!(seq));
+            }
+            log_reconciled(intent, found);
             let ev = AuditEvent {
                 kind: KIND_RECONCILED.into(),
                 op: intent.op.clone(),

@@ -53,7 +53,8 @@ impl Gateway {
     /// whose sync starts beside the request (as its backup's did), while this thread
     /// makes the intent durable (leading the log's group commit, or joining another
     /// request's); the content takes its name only once the intent, the backup and the
-    /// content are all durable. Then its directory is synced (publish).
+    /// content are all durable. Its directory's sync is left in `facts.entry_sync`, to run
+    /// beside the outcome record's.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_beside(
         &self,
@@ -71,9 +72,11 @@ impl Gateway {
         self.intended(queued, facts)?;
         self.backup_durable(saving, shown)?;
         let staged = staged.map_err(|e| ws_error(e, shown))?;
-        self.workspace
-            .publish_write(staged, content, temp)
+        let (_, entry) = self
+            .workspace
+            .publish_write_named(staged, content, temp)
             .map_err(|e| ws_error(e, shown))?;
+        facts.entry_sync = Some(entry);
         Ok(())
     }
 

@@ -44,7 +44,7 @@ pub use resolve::{Follow, Resolved};
 pub use search::{ContentGate, GrepMatch, GrepOptions, GrepOutcome, IncludeGlob, json_string_len};
 pub use temp_name::{TempName, is_own_temp};
 pub use walk::{Entry, MAX_DEPTH, Visit, Walked, height};
-pub use write::{Removal, Replace, StagedWrite};
+pub use write::{EntrySync, EntrySyncing, Removal, Replace, StagedWrite};
 
 /// Why a workspace operation failed, before it is mapped to a protocol error.
 #[derive(Debug, thiserror::Error)]

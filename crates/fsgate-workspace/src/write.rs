@@ -125,6 +125,22 @@ impl Workspace {
         content: &[u8],
         temp: &TempName,
     ) -> Result<WriteOutcome, WsError> {
+        let (outcome, entry) = self.publish_write_named(w, content, temp)?;
+        if let Err(e) = entry.sync_now() {
+            tracing::warn!("cannot sync a workspace directory after a change: {e}");
+        }
+        Ok(outcome)
+    }
+
+    /// [`publish_write`](Self::publish_write) without the directory's sync: the content
+    /// has its name, and the returned [`EntrySync`] makes that name durable when the
+    /// caller runs it (beside the write's outcome record, see the gateway).
+    pub fn publish_write_named(
+        &self,
+        w: StagedWrite,
+        content: &[u8],
+        temp: &TempName,
+    ) -> Result<(WriteOutcome, EntrySync), WsError> {
         let StagedWrite {
             parent,
             name,
@@ -158,8 +174,38 @@ impl Workspace {
             let staged = fill(staged, content, mode, &parent, temp)?;
             atomic::publish(&parent, staged, temp, &name, !replaced).map_err(published)?;
         }
-        sync_dir(&parent);
-        Ok(WriteOutcome { replaced })
+        Ok((WriteOutcome { replaced }, EntrySync { parent }))
+    }
+}
+
+/// The directory sync that makes a published write's name durable, not yet run.
+#[derive(Debug)]
+#[must_use = "a published name is durable only once its directory is synced"]
+pub struct EntrySync {
+    parent: Dir,
+}
+
+/// An [`EntrySync`] running beside its caller.
+#[must_use = "a started sync must be waited for before the write is answered"]
+pub struct EntrySyncing(sync_pool::Pending<std::io::Result<()>>);
+
+impl EntrySync {
+    /// Syncs the directory on this thread (shared with concurrent changes in it).
+    pub fn sync_now(self) -> std::io::Result<()> {
+        super::dir_sync::sync_dir_shared(&self.parent)
+    }
+
+    /// Starts the sync on a helper (see [`super::sync_pool`]); wait for it with
+    /// [`EntrySyncing::wait`].
+    pub fn start(self) -> EntrySyncing {
+        EntrySyncing(sync_pool::start(move || self.sync_now()))
+    }
+}
+
+impl EntrySyncing {
+    /// The sync's result, run here if no helper has taken it yet.
+    pub fn wait(self) -> std::io::Result<()> {
+        self.0.wait()
     }
 }
 
