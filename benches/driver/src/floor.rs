@@ -6,9 +6,9 @@
 //! The order kept is the one fsgate promises (docs/benchmarks.md, "Profiles: the syncs
 //! of one write"; `tests/durable_order.rs` checks it in the product): the intent record and
 //! the content (and, over a file, its backup and the backup's directory) durable, at once,
-//! before the name; the name's directory durable before the outcome record; the outcome
-//! durable before the answer. The syncs that may overlap run on long-lived helper
-//! threads, one each, as fsgate's do.
+//! before the name; then the name's directory and the outcome record durable, at once,
+//! before the answer. The syncs that may overlap run on long-lived helper threads, one
+//! each, as fsgate's do.
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
@@ -133,7 +133,7 @@ impl Scratch {
         }
     }
 
-    /// A new file: content || intent; the name; its directory; the outcome.
+    /// A new file: content || intent; the name; its directory || the outcome.
     fn write_new(&mut self, data: &[u8]) -> std::io::Result<()> {
         let f = self.staged(data)?;
         self.publish_new(f)
@@ -153,12 +153,20 @@ impl Scratch {
         join(content)?;
         intent?;
         self.link(&f, &format!("new-{}", self.n))?;
-        self.ws_dir.sync_all()?;
-        self.record()
+        self.entry_and_outcome()
+    }
+
+    /// The directory's sync on a helper while this thread appends and syncs the outcome.
+    fn entry_and_outcome(&mut self) -> std::io::Result<()> {
+        let d = self.ws_dir.try_clone()?;
+        let dir = self.helpers[0].start(Box::new(move || d.sync_all()));
+        let outcome = self.record();
+        join(dir)?;
+        outcome
     }
 
     /// Over `name`: its backup (file and directory) || content || intent; a temporary
-    /// name renamed over it; its directory; the outcome.
+    /// name renamed over it; its directory || the outcome.
     fn overwrite(&mut self, name: &str, data: &[u8]) -> std::io::Result<()> {
         self.n += 1;
         let old = std::fs::read(self.ws.join(name))?;
@@ -182,8 +190,7 @@ impl Scratch {
         let tmp = format!(".tmp-{}", self.n);
         self.link(&f, &tmp)?;
         std::fs::rename(self.ws.join(&tmp), self.ws.join(name))?;
-        self.ws_dir.sync_all()?;
-        self.record()
+        self.entry_and_outcome()
     }
 }
 

@@ -495,8 +495,8 @@ fn add_limits(r: &Report, t: &mut [Target]) {
 
 /// The dependent syncs a durable write waits for, whatever the server: the intent record
 /// (with, at once, the content and, over a file, the backup's file and directory), then
-/// the directory entry, then the outcome record. Syncs at once may share the disk's
-/// flush, so the floor counts the first step as one record's sync; the others, timed
+/// the outcome record (with, at once, the directory entry). Syncs at once may share the
+/// disk's flush, so the floor counts each step as one record's sync; the others, timed
 /// apart, are shown beside it. Then the whole write done bare in the same order
 /// ([`crate::floor`]): the syncs with everything the kernel does around them (making the
 /// new inode, the name, the rename), which the sum of the syncs leaves out.
@@ -506,7 +506,7 @@ fn chain_limit(r: &Report, backup: bool) -> Option<String> {
     if c.dir_us <= 0.0 || rec <= 0.0 || sync <= 0.0 {
         return None;
     }
-    let floor = rec + c.dir_us + rec;
+    let floor = rec + rec;
     let (bare, premade) = if backup {
         (c.bare_overwrite_us, String::new())
     } else {
@@ -527,7 +527,7 @@ fn chain_limit(r: &Report, backup: bool) -> Option<String> {
         format!("content {:.0} us", c.content_us)
     };
     Some(format!(
-        "3 syncs one after another: the intent ({rec:.0} us; beside it, timed apart: {beside}), the directory ({:.0} us), the outcome record ({rec:.0} us): at least {:.3} ms = {:.2}x; the whole write's bare system calls in that order, no server: {:.3} ms = {:.2}x{premade}",
+        "2 syncs one after another: the intent ({rec:.0} us; beside it, timed apart: {beside}), the outcome record ({rec:.0} us; beside it: the directory, {:.0} us): at least {:.3} ms = {:.2}x; the whole write's bare system calls in that order, no server: {:.3} ms = {:.2}x{premade}",
         c.dir_us,
         floor / 1e3,
         floor / sync,

@@ -501,6 +501,12 @@ impl AuditLog {
         lock(&self.shared.durable_entries).push(seq);
     }
 
+    /// Whether another thread is writing a batch of records now: a record queued
+    /// meanwhile is likely made durable by a leader after it, without this thread.
+    pub fn leader_busy(&self) -> bool {
+        lock(&self.shared.state).leader
+    }
+
     /// `ev` with the entries noted durable since the last record in its
     /// `details.entriesDurable`; None (no copy) when there are none.
     fn name_durable_entries(&self, ev: &AuditEvent) -> Option<AuditEvent> {

@@ -1190,9 +1190,20 @@ fn record_beside_entry(
     // The outcome is queued (its seq given) before the sync starts, so any record that
     // names the intent as durable comes after it in the log.
     let queued = audit.append_deferred(event);
-    let syncing = entry.start();
-    let recorded = queued.and_then(|ticket| audit.wait(ticket));
-    match syncing.wait() {
+    // Another thread leading the log's group commit will likely write this record while
+    // this thread syncs the directory; else a helper syncs it while this thread leads
+    // (a helper's hand-off costs CPU that changes in flight at once cannot spare).
+    let synced = if audit.leader_busy() {
+        let synced = entry.sync_now();
+        let recorded = queued.and_then(|ticket| audit.wait(ticket));
+        (synced, recorded)
+    } else {
+        let syncing = entry.start();
+        let recorded = queued.and_then(|ticket| audit.wait(ticket));
+        (syncing.wait(), recorded)
+    };
+    let (synced, recorded) = synced;
+    match synced {
         Ok(()) if recorded.is_ok() => audit.entry_durable(intent),
         Ok(()) => {}
         // The change is made and visible; its outcome stays unconfirmed, so the next
@@ -1566,6 +1577,69 @@ mod tests {
         let intent = recs.iter().rev().find(|r| r["kind"] == "intent").unwrap();
         assert_eq!(intent["path"], "link/b.txt");
         assert_eq!(intent["args"]["realPath"], "src/b.txt", "{intent}");
+    }
+
+    /// Writes at once from many threads (so that outcomes are queued while another
+    /// thread leads the log, and while none does): every outcome says its entry was
+    /// pending, a later record names each intent durable, and a new start finds none
+    /// open.
+    #[test]
+    fn concurrent_writes_have_every_entry_named_durable_by_a_later_record() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log_path = state.path().join("audit.jsonl");
+        let gw = Arc::new(gateway(ws.path(), &log_path));
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let gw = Arc::clone(&gw);
+                std::thread::spawn(move || {
+                    for i in 0..25 {
+                        let path = format!("/f{}.txt", (t * 25 + i) % 40);
+                        gw.handle(&ctx(), write(&path, &format!("{t}/{i}")))
+                            .0
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        gw.audit().unwrap().close().unwrap();
+        let all: Vec<Value> = std::fs::read_to_string(&log_path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let outcomes: Vec<&Value> = all
+            .iter()
+            .filter(|r| r["kind"] == "request" && r["op"] == "write_text_file")
+            .collect();
+        assert_eq!(outcomes.len(), 200);
+        for o in &outcomes {
+            assert_eq!(o["details"][fsgate_audit::ENTRY_PENDING], true, "{o}");
+            let (intent, seq) = (&o["args"]["intent"], o["seq"].as_u64().unwrap());
+            let named = all.iter().any(|r| {
+                r["seq"].as_u64().unwrap() > seq
+                    && r["details"][fsgate_audit::ENTRIES_DURABLE]
+                        .as_array()
+                        .is_some_and(|a| a.contains(intent))
+            });
+            assert!(named, "no later record names intent {intent} durable");
+        }
+        drop(gw);
+        let again = AuditLog::open(
+            &log_path,
+            &AuditSettings::default(),
+            "0",
+            OpenOptions::default(),
+        )
+        .unwrap();
+        assert!(
+            again.open_intents().is_empty(),
+            "{:?}",
+            again.open_intents()
+        );
     }
 
     #[test]
