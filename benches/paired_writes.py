@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Two fsgate builds' durable writes one at a time, measured side by side.
+
+    python3 benches/paired_writes.py BASE_BIN NEW_BIN [--writes N] [--kind new|over] [--json]
+
+On this machine the disk's sync time drifts by 2x within minutes, so two builds timed
+one after the other differ by more than a change to the write path does. Here both
+builds serve at once (`fsgate serve`, ACP on stdio, each its own workspace, log and
+backup store under a temporary directory), and 4 KiB writes alternate between them
+(which goes first alternates too), 2 ms apart, so that the drift touches both alike.
+`--kind new` writes a new file each time, `--kind over` overwrites one file (with its
+backup). Prints each build's p50 and p90 and the ratio of the p50s (NEW / BASE); with
+`--json`, one JSON object. Every answer is checked. Standard library only.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+class Gateway:
+    """One `fsgate serve` on its own workspace; requests and answers one at a time."""
+
+    def __init__(self, binary, root):
+        self.ws = os.path.join(root, "ws")
+        os.makedirs(self.ws)
+        state = os.path.join(root, "state")
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--workspace", self.ws,
+             "--audit-log", os.path.join(state, "audit.jsonl"),
+             "--backup-dir", os.path.join(state, "backups")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.next_id = 0
+        self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+
+    def call(self, method, params):
+        self.next_id += 1
+        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
+        answer = json.loads(self.proc.stdout.readline())
+        if answer.get("id") != self.next_id or "error" in answer:
+            sys.exit(f"paired_writes: unexpected answer to {method}: {answer}")
+        return answer
+
+    def write(self, name, content):
+        path = os.path.join(self.ws, name)
+        started = time.perf_counter()
+        self.call("fs/write_text_file", {"sessionId": "s", "path": path, "content": content})
+        took = time.perf_counter() - started
+        with open(path) as f:
+            if f.read() != content:
+                sys.exit(f"paired_writes: {path} does not hold what was written")
+        return took
+
+    def stop(self):
+        self.proc.stdin.close()
+        if self.proc.wait(timeout=30) != 0:
+            sys.exit("paired_writes: a gateway did not stop cleanly")
+
+
+def quantile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("base")
+    ap.add_argument("new")
+    ap.add_argument("--writes", type=int, default=500)
+    ap.add_argument("--kind", choices=["new", "over"], default="new")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="fsgate-paired-") as tmp:
+        gws = [Gateway(b, os.path.join(tmp, str(i))) for i, b in enumerate([args.base, args.new])]
+        times = [[], []]
+        for i in range(args.writes):
+            name = f"new{i}.txt" if args.kind == "new" else "a.txt"
+            content = f"{i:08}\n" + "x" * 4087
+            for k in ((0, 1) if i % 2 == 0 else (1, 0)):
+                times[k].append(gws[k].write(name, content))
+                time.sleep(0.002)
+        for g in gws:
+            g.stop()
+    out = {
+        "kind": args.kind,
+        "writes": args.writes,
+        "base": {"bin": args.base, "p50_ms": quantile(times[0], 0.5), "p90_ms": quantile(times[0], 0.9)},
+        "new": {"bin": args.new, "p50_ms": quantile(times[1], 0.5), "p90_ms": quantile(times[1], 0.9)},
+    }
+    out["ratio_p50"] = out["new"]["p50_ms"] / out["base"]["p50_ms"]
+    if args.json:
+        print(json.dumps(out))
+        return
+    for side in ("base", "new"):
+        s = out[side]
+        print(f"{side:4s} {args.kind:4s} p50 {s['p50_ms']:.3f} ms  p90 {s['p90_ms']:.3f} ms  ({s['bin']})")
+    print(f"p50 new / base: {out['ratio_p50']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
