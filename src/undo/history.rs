@@ -219,7 +219,13 @@ impl History {
             }
             KIND_RECONCILED => {
                 if let Some(n) = v["details"].get("intent").and_then(Value::as_u64) {
-                    self.settle(chain, n, text(&v["details"], "found") == "applied");
+                    let applied = text(&v["details"], "found") == "applied";
+                    // An outcome written beside its entry's sync that a crash then
+                    // took from the disk: the change was not made after all.
+                    if !applied && v["details"].get("outcomeSeq").is_some() {
+                        self.unmake(chain, n);
+                    }
+                    self.settle(chain, n, applied);
                 }
             }
             _ => {}
@@ -286,6 +292,17 @@ impl History {
                 folded: 0,
             });
         }
+    }
+
+    /// Forgets a change counted as made by its outcome, which a start after a crash
+    /// found not on disk.
+    fn unmake(&mut self, chain: usize, seq: u64) {
+        let other = |c: usize, s: u64| c != chain || s != seq;
+        self.selected.retain(|c| other(c.chain, c.seq));
+        for touches in self.touches.values_mut() {
+            touches.retain(|t| other(t.chain, t.seq));
+        }
+        self.touches.retain(|_, t| !t.is_empty());
     }
 
     /// Ends the reading: the selection's intents still open are listed.
@@ -503,6 +520,42 @@ mod tests {
             }
         );
         assert!(h.touches.contains_key("d/b") && !h.touches.contains_key("l/b"));
+    }
+
+    /// A write whose outcome was written beside its entry's sync, then found not on disk
+    /// after a crash, is not among the changes made; one found applied stays.
+    #[test]
+    fn an_outcome_whose_entry_a_crash_took_is_not_a_change_made() {
+        let sel = Selection::default();
+        let pending = |seq: u64, intent: u64| {
+            json!({"seq": seq, "kind": "request", "args": {"intent": intent},
+                   "outcome": "ok", "details": {"entryPending": true}})
+        };
+        let reconciled = |seq: u64, intent: u64, found: &str| {
+            json!({"seq": seq, "kind": "reconciled",
+                   "details": {"intent": intent, "found": found, "outcomeSeq": intent + 1}})
+        };
+        let write = |seq: u64, path: &str| {
+            intent(
+                seq,
+                "a",
+                "write_text_file",
+                json!({"path": path, "sha256": "00"}),
+            )
+        };
+        let records = [
+            write(1, "kept.txt"),
+            pending(2, 1),
+            write(3, "lost.txt"),
+            pending(4, 3),
+            reconciled(5, 1, "applied"),
+            reconciled(6, 3, "not-applied"),
+        ];
+        let h = read(&records, &sel);
+        let seqs: Vec<u64> = h.selected.iter().map(|c| c.seq).collect();
+        assert_eq!(seqs, [1]);
+        assert!(h.touches.contains_key("kept.txt"));
+        assert!(!h.touches.contains_key("lost.txt"));
     }
 
     #[test]

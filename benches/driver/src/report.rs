@@ -496,8 +496,8 @@ fn add_limits(r: &Report, t: &mut [Target]) {
 /// The dependent syncs a durable write waits for, whatever the server: the intent record
 /// (with, at once, the content and, over a file, the backup's file and directory), then
 /// the outcome record (with, at once, the directory entry). Syncs at once may share the
-/// disk's flush, so the floor counts each step as one record's sync; the others, timed
-/// apart, are shown beside it. Then the whole write done bare in the same order
+/// disk's flush, so the floor counts the first step as one record's sync (the others,
+/// timed apart, are shown beside it) and the second as the longer of the two. Then the whole write done bare in the same order
 /// ([`crate::floor`]): the syncs with everything the kernel does around them (making the
 /// new inode, the name, the rename), which the sum of the syncs leaves out.
 fn chain_limit(r: &Report, backup: bool) -> Option<String> {
@@ -506,7 +506,7 @@ fn chain_limit(r: &Report, backup: bool) -> Option<String> {
     if c.dir_us <= 0.0 || rec <= 0.0 || sync <= 0.0 {
         return None;
     }
-    let floor = rec + rec;
+    let floor = rec + rec.max(c.dir_us);
     let (bare, premade) = if backup {
         (c.bare_overwrite_us, String::new())
     } else {

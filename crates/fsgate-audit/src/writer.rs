@@ -257,6 +257,9 @@ pub struct Ticket {
     hash: [u8; 32],
     ts: String,
     waiter: Arc<Waiter>,
+    /// The intents this record names in `details.entriesDurable` (noted again if it
+    /// fails).
+    named: Vec<u64>,
 }
 
 impl Ticket {
@@ -440,7 +443,7 @@ impl AuditLog {
         let sh = &*self.shared;
         // Taken before the seq below is given: every intent named here had its outcome
         // queued (with a lower seq) before its entry's sync began.
-        let naming = self.name_durable_entries(ev);
+        let (named, naming) = self.name_durable_entries(ev);
         let ev = naming.as_ref().unwrap_or(ev);
         let policy = match &ev.policy_sha256 {
             Some(p) => Arc::clone(p),
@@ -458,6 +461,7 @@ impl AuditLog {
         });
         let mut st = lock(&sh.state);
         if st.closed || st.sealed {
+            self.renote_durable_entries(named);
             return Err(AuditError::Closed);
         }
         st.sealed = ev.kind == record::KIND_STOP;
@@ -489,6 +493,7 @@ impl AuditLog {
             hash,
             ts,
             waiter,
+            named,
         })
     }
 
@@ -507,20 +512,27 @@ impl AuditLog {
         lock(&self.shared.state).leader
     }
 
-    /// `ev` with the entries noted durable since the last record in its
+    /// The entries noted durable since the last record, and `ev` with them in its
     /// `details.entriesDurable`; None (no copy) when there are none.
-    fn name_durable_entries(&self, ev: &AuditEvent) -> Option<AuditEvent> {
+    fn name_durable_entries(&self, ev: &AuditEvent) -> (Vec<u64>, Option<AuditEvent>) {
         let seqs = {
             let mut noted = lock(&self.shared.durable_entries);
             if noted.is_empty() {
-                return None;
+                return (Vec::new(), None);
             }
             std::mem::take(&mut *noted)
         };
         let mut ev = ev.clone();
         ev.details
-            .insert(record::ENTRIES_DURABLE.into(), Value::from(seqs));
-        Some(ev)
+            .insert(record::ENTRIES_DURABLE.into(), Value::from(seqs.clone()));
+        (seqs, Some(ev))
+    }
+
+    /// Entries a record named but that record never reached the log: noted again.
+    fn renote_durable_entries(&self, seqs: Vec<u64>) {
+        if !seqs.is_empty() {
+            lock(&self.shared.durable_entries).extend(seqs);
+        }
     }
 
     /// Waits until the record behind `ticket` is durable (or failed), leading the
@@ -532,6 +544,7 @@ impl AuditLog {
             hash,
             ts,
             waiter,
+            named,
         } = ticket;
         let mut st = lock(&sh.state);
         waiter.waiting.store(true, Ordering::Relaxed);
@@ -545,6 +558,8 @@ impl AuditLog {
                     });
                 }
                 FAILED => {
+                    // Not in the log: the next record names those entries instead.
+                    self.renote_durable_entries(named);
                     return Err(st.last_error.clone().unwrap_or(AuditError::Write {
                         kind: std::io::ErrorKind::Other,
                         message: "write failed".into(),

@@ -64,6 +64,8 @@ pub(crate) struct Facts {
     /// The directory sync that makes a published write's name durable, run beside its
     /// outcome record (see `Gateway::record_beside_entry`).
     pub entry_sync: Option<fsgate_workspace::EntrySync>,
+    /// The written path, held (`path_lock`) until its entry is durable.
+    pub held: Option<super::path_lock::Held>,
 }
 
 impl Facts {

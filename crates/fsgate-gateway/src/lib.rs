@@ -143,7 +143,7 @@ pub struct Gateway {
     /// The git work tree changes are staged in (`[vcs] stage`), found at start.
     vcs: Option<Arc<crate::vcs::Stager>>,
     /// Paths being written now: writes of one path run one after the other.
-    writing: path_lock::PathLocks,
+    writing: Arc<path_lock::PathLocks>,
     /// Provisional session names a door serves under until it knows the real one.
     names: names::SessionNames,
     /// This workspace's name when several are served (records say it in
@@ -255,7 +255,7 @@ impl Gateway {
             saves: std::sync::atomic::AtomicU64::new(0),
             grants: Arc::default(),
             vcs: None,
-            writing: path_lock::PathLocks::default(),
+            writing: Arc::default(),
             names: names::SessionNames::default(),
             name: None,
             others: Vec::new(),
@@ -707,6 +707,7 @@ impl Gateway {
         let lease = facts.lease.take().filter(|_| result.is_ok());
         let Some(audit) = &self.audit else {
             sync_entry_now(facts.entry_sync.take());
+            drop(facts.held.take());
             return (result, lease);
         };
         let intent = facts.intent;
@@ -717,6 +718,8 @@ impl Gateway {
             _ => None,
         };
         let entry = facts.entry_sync.take();
+        // Held until the entry is durable (the next write of the path waits for it).
+        let _held = facts.held.take();
         let mut event = facts.into_event(ctx);
         event.policy_sha256 = Some(Arc::from(pol.sha256()));
         let deferred = batch.filter(|_| intent.is_none() && !op.is_mutating());
@@ -1205,6 +1208,13 @@ fn record_beside_entry(
     let (synced, recorded) = synced;
     match synced {
         Ok(()) if recorded.is_ok() => audit.entry_durable(intent),
+        // A filesystem that cannot sync a directory at all: the name is as durable as
+        // it can be made (else every write would stay open, start after start).
+        Err(e) if cannot_sync_dirs(&e) && recorded.is_ok() => {
+            tracing::debug!(intent, "this filesystem does not sync directories: {e}");
+            audit.entry_durable(intent);
+        }
+        // The outcome was not recorded: its intent stays open, and the answer says so.
         Ok(()) => {}
         // The change is made and visible; its outcome stays unconfirmed, so the next
         // start looks at the disk for it.
@@ -1214,6 +1224,17 @@ fn record_beside_entry(
         ),
     }
     recorded.map(|r| Some(r.seq))
+}
+
+/// A directory sync refused as unsupported by the filesystem (some FUSE and network
+/// filesystems), not failed: nothing later would succeed either.
+fn cannot_sync_dirs(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    e.raw_os_error().is_some_and(|n| {
+        [Errno::INVAL, Errno::OPNOTSUPP, Errno::NOSYS]
+            .iter()
+            .any(|c| c.raw_os_error() == n)
+    })
 }
 
 /// Makes a published write's name durable on this thread (no outcome to record beside
@@ -1640,6 +1661,49 @@ mod tests {
             "{:?}",
             again.open_intents()
         );
+    }
+
+    /// Writes of one path from many threads follow each other whole: each write's
+    /// intent comes after the outcome of the write before it (the path stays held until
+    /// that write's new name is durable, after its outcome is queued).
+    #[test]
+    fn writes_of_one_path_are_announced_only_after_the_previous_one_is_recorded() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log_path = state.path().join("audit.jsonl");
+        let gw = Arc::new(gateway(ws.path(), &log_path));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let gw = Arc::clone(&gw);
+                std::thread::spawn(move || {
+                    for i in 0..20 {
+                        gw.handle(&ctx(), write("/one.txt", &format!("{t}/{i}")))
+                            .0
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let recs = records(&log_path);
+        let outcome_of = |intent: &Value| {
+            recs.iter()
+                .find(|r| r["kind"] == "request" && r["args"]["intent"] == intent["seq"])
+                .and_then(|r| r["seq"].as_u64())
+                .unwrap()
+        };
+        let intents: Vec<&Value> = recs.iter().filter(|r| r["kind"] == "intent").collect();
+        assert_eq!(intents.len(), 80);
+        for pair in intents.windows(2) {
+            let next = pair[1]["seq"].as_u64().unwrap();
+            assert!(
+                outcome_of(pair[0]) < next,
+                "intent {next} was announced before the outcome of intent {}",
+                pair[0]["seq"]
+            );
+        }
     }
 
     #[test]

@@ -6,10 +6,12 @@
 //! missing, and all but the first would be refused as a race. Holding the path for the
 //! whole write makes the second one find the first one's file, and back it up like any
 //! overwrite. Only paths being written are held, so this is bounded by the writes in
-//! flight.
+//! flight. The hold lasts until the write's directory entry is durable (it is synced
+//! beside the outcome record, after the operation itself returns), so that the next
+//! write of the path is announced only once this one's name is on disk.
 
 use std::collections::HashSet;
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// The paths being written now.
 #[derive(Default)]
@@ -27,9 +29,15 @@ struct Paths {
 }
 
 /// A path held until this is dropped.
-pub(crate) struct Held<'a> {
-    locks: &'a PathLocks,
+pub(crate) struct Held {
+    locks: Arc<PathLocks>,
     path: String,
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held").field("path", &self.path).finish()
+    }
 }
 
 impl PathLocks {
@@ -38,7 +46,7 @@ impl PathLocks {
     }
 
     /// Waits until no other write holds `path`, then holds it.
-    pub(crate) fn hold(&self, path: &str) -> Held<'_> {
+    pub(crate) fn hold(self: &Arc<Self>, path: &str) -> Held {
         let mut paths = self.lock();
         while paths.held.contains(path) {
             paths.waiting += 1;
@@ -50,13 +58,13 @@ impl PathLocks {
         }
         paths.held.insert(path.to_string());
         Held {
-            locks: self,
+            locks: Arc::clone(self),
             path: path.to_string(),
         }
     }
 }
 
-impl Drop for Held<'_> {
+impl Drop for Held {
     fn drop(&mut self) {
         let mut paths = self.locks.lock();
         paths.held.remove(&self.path);
@@ -69,7 +77,6 @@ impl Drop for Held<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Holders of one path never overlap; other paths are not held up; nothing is kept

@@ -174,15 +174,29 @@ impl Workspace {
             let staged = fill(staged, content, mode, &parent, temp)?;
             atomic::publish(&parent, staged, temp, &name, !replaced).map_err(published)?;
         }
-        Ok((WriteOutcome { replaced }, EntrySync { parent }))
+        let entry = EntrySync {
+            parent: Some(parent),
+        };
+        Ok((WriteOutcome { replaced }, entry))
     }
 }
 
-/// The directory sync that makes a published write's name durable, not yet run.
+/// The directory sync that makes a published write's name durable, not yet run. One
+/// dropped unrun (a path that failed to run it) syncs then, on the dropping thread.
 #[derive(Debug)]
 #[must_use = "a published name is durable only once its directory is synced"]
 pub struct EntrySync {
-    parent: Dir,
+    parent: Option<Dir>,
+}
+
+impl Drop for EntrySync {
+    fn drop(&mut self) {
+        if let Some(parent) = self.parent.take()
+            && let Err(e) = super::dir_sync::sync_dir_shared(&parent)
+        {
+            tracing::warn!("cannot sync a workspace directory after a change: {e}");
+        }
+    }
 }
 
 /// An [`EntrySync`] running beside its caller.
@@ -191,8 +205,11 @@ pub struct EntrySyncing(sync_pool::Pending<std::io::Result<()>>);
 
 impl EntrySync {
     /// Syncs the directory on this thread (shared with concurrent changes in it).
-    pub fn sync_now(self) -> std::io::Result<()> {
-        super::dir_sync::sync_dir_shared(&self.parent)
+    pub fn sync_now(mut self) -> std::io::Result<()> {
+        match self.parent.take() {
+            Some(parent) => super::dir_sync::sync_dir_shared(&parent),
+            None => Ok(()),
+        }
     }
 
     /// Starts the sync on a helper (see [`super::sync_pool`]); wait for it with

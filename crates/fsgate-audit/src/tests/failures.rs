@@ -241,3 +241,32 @@ fn log_whose_checkpoint_failed() -> (tempfile::TempDir, PathBuf, AuditLog, PathB
     }
     (d, path, log, blocker)
 }
+
+/// Entries noted durable go into the next record; when that record fails (or the log
+/// is closed), they are named by the next one that reaches the log instead.
+#[test]
+fn durable_entries_named_by_a_failed_record_are_named_again() {
+    let (_d, path) = temp_log();
+    let log = open(&path, &settings(FsyncMode::Always));
+    log.entry_durable(7);
+    log.inject_faults(Fault::Write, 1);
+    assert!(log.append(request(1)).is_err());
+    log.entry_durable(9);
+    log.append(request(2)).unwrap();
+    log.append(request(3)).unwrap();
+    log.entry_durable(11);
+    log.close().unwrap();
+    assert!(matches!(log.append(request(4)), Err(AuditError::Closed)));
+    let named: Vec<(u64, serde_json::Value)> = records(&path)
+        .iter()
+        .filter_map(|r| {
+            let list = r["details"].get(crate::ENTRIES_DURABLE)?;
+            Some((r["seq"].as_u64()?, list.clone()))
+        })
+        .collect();
+    let lists: Vec<&serde_json::Value> = named.iter().map(|(_, l)| l).collect();
+    assert_eq!(
+        lists,
+        [&serde_json::json!([7, 9]), &serde_json::json!([11])]
+    );
+}

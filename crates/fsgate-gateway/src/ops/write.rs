@@ -28,7 +28,7 @@ impl Gateway {
         }
         // Another write of this path finishes first: this one then finds its file (and
         // backs it up) instead of being refused as a race on a new file.
-        let _held = self.writing.hold(rp.rel.as_str());
+        facts.held = Some(self.writing.hold(rp.rel.as_str()));
         let res = self.locate(
             pol,
             OpClass::Write,
