@@ -1604,28 +1604,37 @@ mod tests {
     /// thread leads the log, and while none does): every outcome says its entry was
     /// pending, a later record names each intent durable, and a new start finds none
     /// open.
-    #[test]
-    fn concurrent_writes_have_every_entry_named_durable_by_a_later_record() {
-        let ws = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
+    /// A gateway on a new workspace and log, which `threads` threads have each sent
+    /// `per` writes at once, the `i`th of thread `t` to `path(t, i)`.
+    fn written_at_once(
+        threads: usize,
+        per: usize,
+        path: fn(usize, usize) -> String,
+    ) -> (Arc<Gateway>, std::path::PathBuf, [tempfile::TempDir; 2]) {
+        let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let log_path = state.path().join("audit.jsonl");
         let gw = Arc::new(gateway(ws.path(), &log_path));
-        let threads: Vec<_> = (0..8)
+        let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let gw = Arc::clone(&gw);
                 std::thread::spawn(move || {
-                    for i in 0..25 {
-                        let path = format!("/f{}.txt", (t * 25 + i) % 40);
-                        gw.handle(&ctx(), write(&path, &format!("{t}/{i}")))
-                            .0
-                            .unwrap();
+                    for i in 0..per {
+                        let op = write(&path(t, i), &format!("{t}/{i}"));
+                        gw.handle(&ctx(), op).0.unwrap();
                     }
                 })
             })
             .collect();
-        for t in threads {
-            t.join().unwrap();
+        for h in handles {
+            h.join().unwrap();
         }
+        (gw, log_path, [ws, state])
+    }
+
+    #[test]
+    fn concurrent_writes_have_every_entry_named_durable_by_a_later_record() {
+        let (gw, log_path, _dirs) =
+            written_at_once(8, 25, |t, i| format!("/f{}.txt", (t * 25 + i) % 40));
         gw.audit().unwrap().close().unwrap();
         let all: Vec<Value> = std::fs::read_to_string(&log_path)
             .unwrap()
@@ -1668,25 +1677,7 @@ mod tests {
     /// that write's new name is durable, after its outcome is queued).
     #[test]
     fn writes_of_one_path_are_announced_only_after_the_previous_one_is_recorded() {
-        let ws = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let log_path = state.path().join("audit.jsonl");
-        let gw = Arc::new(gateway(ws.path(), &log_path));
-        let threads: Vec<_> = (0..4)
-            .map(|t| {
-                let gw = Arc::clone(&gw);
-                std::thread::spawn(move || {
-                    for i in 0..20 {
-                        gw.handle(&ctx(), write("/one.txt", &format!("{t}/{i}")))
-                            .0
-                            .unwrap();
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
+        let (_gw, log_path, _dirs) = written_at_once(4, 20, |_, _| "/one.txt".into());
         let recs = records(&log_path);
         let outcome_of = |intent: &Value| {
             recs.iter()
