@@ -1196,16 +1196,14 @@ fn record_beside_entry(
     // Another thread leading the log's group commit will likely write this record while
     // this thread syncs the directory; else a helper syncs it while this thread leads
     // (a helper's hand-off costs CPU that changes in flight at once cannot spare).
-    let synced = if audit.leader_busy() {
+    let (synced, recorded) = if audit.leader_busy() {
         let synced = entry.sync_now();
-        let recorded = queued.and_then(|ticket| audit.wait(ticket));
-        (synced, recorded)
+        (synced, queued.and_then(|ticket| audit.wait(ticket)))
     } else {
         let syncing = entry.start();
         let recorded = queued.and_then(|ticket| audit.wait(ticket));
         (syncing.wait(), recorded)
     };
-    let (synced, recorded) = synced;
     match synced {
         Ok(()) if recorded.is_ok() => audit.entry_durable(intent),
         // A filesystem that cannot sync a directory at all: the name is as durable as
@@ -1600,10 +1598,6 @@ mod tests {
         assert_eq!(intent["args"]["realPath"], "src/b.txt", "{intent}");
     }
 
-    /// Writes at once from many threads (so that outcomes are queued while another
-    /// thread leads the log, and while none does): every outcome says its entry was
-    /// pending, a later record names each intent durable, and a new start finds none
-    /// open.
     /// A gateway on a new workspace and log, which `threads` threads have each sent
     /// `per` writes at once, the `i`th of thread `t` to `path(t, i)`.
     fn written_at_once(
@@ -1631,6 +1625,10 @@ mod tests {
         (gw, log_path, [ws, state])
     }
 
+    /// Writes at once from many threads (so that outcomes are queued while another
+    /// thread leads the log, and while none does): every outcome says its entry was
+    /// pending, a later record names each intent durable, and a new start finds none
+    /// open.
     #[test]
     fn concurrent_writes_have_every_entry_named_durable_by_a_later_record() {
         let (gw, log_path, _dirs) =
