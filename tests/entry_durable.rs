@@ -76,6 +76,16 @@ fn reconciled(recs: &[Value]) -> Vec<&Value> {
     recs.iter().filter(|r| r["kind"] == "reconciled").collect()
 }
 
+/// Exactly one `reconciled` record among `after`: of `intent`, naming its unconfirmed
+/// `outcome`, and finding `found`.
+fn assert_one_reconciled(after: &[Value], (intent, outcome): (u64, u64), found: &str) {
+    let rec = reconciled(after);
+    assert_eq!(rec.len(), 1, "only the unconfirmed write: {after:?}");
+    assert_eq!(rec[0]["details"]["intent"], json!(intent));
+    assert_eq!(rec[0]["details"]["outcomeSeq"], json!(outcome));
+    assert_eq!(rec[0]["details"]["found"], found, "{}", rec[0]);
+}
+
 #[test]
 fn a_write_killed_after_its_answer_is_reconciled_applied_and_the_one_before_is_not() {
     let g = Gate::start();
@@ -93,11 +103,7 @@ fn a_write_killed_after_its_answer_is_reconciled_applied_and_the_one_before_is_n
     );
     kill9(&g);
     let after = restart(g);
-    let rec = reconciled(&after);
-    assert_eq!(rec.len(), 1, "only the unconfirmed write: {after:?}");
-    assert_eq!(rec[0]["details"]["intent"], json!(second));
-    assert_eq!(rec[0]["details"]["outcomeSeq"], json!(outcome));
-    assert_eq!(rec[0]["details"]["found"], "applied", "{}", rec[0]);
+    assert_one_reconciled(&after, (second, outcome), "applied");
 }
 
 #[test]
@@ -111,11 +117,7 @@ fn an_entry_lost_after_its_outcome_is_reconciled_not_applied() {
     let path = g.path("a.txt");
     std::fs::write(&path, "old\n").expect("put the old file back");
     let after = restart(g);
-    let rec = reconciled(&after);
-    assert_eq!(rec.len(), 1, "{after:?}");
-    assert_eq!(rec[0]["details"]["intent"], json!(intent));
-    assert_eq!(rec[0]["details"]["outcomeSeq"], json!(outcome));
-    assert_eq!(rec[0]["details"]["found"], "not-applied", "{}", rec[0]);
+    assert_one_reconciled(&after, (intent, outcome), "not-applied");
 }
 
 #[test]
