@@ -18,7 +18,7 @@ use super::packed;
 use super::quota::Quota;
 use super::sparse::{Caps, Copied, CopyError, NoClone, Sizes, copy_sized};
 use super::{BackupError, BackupRef, BackupSettings};
-use fsgate_workspace::sync_pool;
+use fsgate_workspace::{spare, sync_pool};
 
 /// How many timestamps `save` tries before giving up on a name clash.
 const MAX_NAME_ATTEMPTS: u32 = 64;
@@ -496,15 +496,11 @@ impl BackupStore {
         now: OffsetDateTime,
     ) -> Result<(OffsetDateTime, File), BackupError> {
         let mut ts = self.next_ts(now);
+        let mut spare = spare::take(dir);
+        spare::want(dir);
         for _ in 0..MAX_NAME_ATTEMPTS {
             let name = layout::packed_name(dir_name, &layout::compact_ts(ts));
-            // Readable too: a clone (`FICLONE`) is hashed by reading it back.
-            let opts = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .clone();
-            match dir.open_with(&name, &opts) {
+            match create_version(dir, &name, &mut spare) {
                 Ok(f) => {
                     // Held until the file is closed, complete or removed: the sweep
                     // never takes a file whose saver is alive for a leftover. Where
@@ -730,6 +726,29 @@ impl Saving<'_> {
         self.store.after_save(&self.rel_path);
         Ok(self.saved)
     }
+}
+
+/// Creates the version file `name` in `dir`, readable too (a clone, `FICLONE`, is
+/// hashed by reading it back): the unnamed file made ahead for `dir` given that name,
+/// if there is one, else a new file. Either way the name is this call's alone
+/// (`AlreadyExists` if taken, the spare kept for the next name).
+fn create_version(dir: &Dir, name: &str, spare: &mut Option<std::fs::File>) -> io::Result<File> {
+    if let Some(f) = spare.take() {
+        match spare::link(&f, dir, name) {
+            Ok(()) => return Ok(File::from_std(f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                *spare = Some(f);
+                return Err(e);
+            }
+            Err(e) => tracing::debug!(error = %e, "backup store: cannot link a spare file"),
+        }
+    }
+    let opts = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .clone();
+    dir.open_with(name, &opts)
 }
 
 /// Opens the directory `name` (one component, not a symlink) of `parent` for reading:

@@ -39,12 +39,20 @@ impl Staged {
 
 /// An unnamed file (`O_TMPFILE`) to write the new content into, mode 0600 until set,
 /// where this filesystem has them and lets them be linked: nothing in the workspace
-/// names it until published (else [`stage_named`]).
+/// names it until published (else [`stage_named`]). The one made ahead for `parent`
+/// ([`crate::spare`]) if there is one.
 pub(crate) fn stage_unnamed(parent: &Dir) -> Option<Staged> {
     if !TMPFILE_LINKS.load(Ordering::Relaxed) {
         return None;
     }
-    open_tmpfile(parent).map(Staged::Unnamed)
+    crate::spare::take(parent)
+        .or_else(|| crate::spare::unnamed(parent, false))
+        .map(Staged::Unnamed)
+}
+
+/// False once unnamed files proved unlinkable in the workspace.
+pub(crate) fn tmpfile_links() -> bool {
+    TMPFILE_LINKS.load(Ordering::Relaxed)
 }
 
 /// The fallback: a new file under the temporary name.
@@ -53,20 +61,6 @@ pub(crate) fn stage_named(parent: &Dir, name: &TempName) -> io::Result<Staged> {
     opts.write(true).create_new(true).mode(0o600);
     let f = parent.open_with(name.as_str(), &opts)?.into_std();
     Ok(Staged::Named(f))
-}
-
-#[cfg(target_os = "linux")]
-fn open_tmpfile(parent: &Dir) -> Option<File> {
-    use rustix::fs::{Mode, OFlags, openat};
-    let flags = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
-    openat(parent, ".", flags, Mode::from_raw_mode(0o600))
-        .ok()
-        .map(File::from)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn open_tmpfile(_parent: &Dir) -> Option<File> {
-    None
 }
 
 /// Gives the staged file the name `target` in `parent`, replacing what was there.
@@ -180,7 +174,7 @@ pub(crate) fn discard(parent: &Dir, staged: Staged, name: &TempName) {
 /// `CAP_DAC_READ_SEARCH` on older kernels), else through `/proc/self/fd`. `EEXIST`
 /// means the name is taken (nothing was linked).
 #[cfg(target_os = "linux")]
-fn link_unnamed(f: &File, parent: &Dir, name: &str) -> rustix::io::Result<()> {
+pub(crate) fn link_unnamed(f: &File, parent: &Dir, name: &str) -> rustix::io::Result<()> {
     use rustix::fs::{AtFlags, CWD, linkat};
     use std::os::fd::AsRawFd;
     match linkat(f, "", parent, name, AtFlags::EMPTY_PATH) {
@@ -199,7 +193,7 @@ fn link_unnamed(f: &File, parent: &Dir, name: &str) -> rustix::io::Result<()> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn link_unnamed(_f: &File, _parent: &Dir, _name: &str) -> rustix::io::Result<()> {
+pub(crate) fn link_unnamed(_f: &File, _parent: &Dir, _name: &str) -> rustix::io::Result<()> {
     Err(rustix::io::Errno::NOSYS)
 }
 

@@ -22,6 +22,7 @@ mod remove;
 mod resolve;
 mod search;
 mod search_pool;
+pub mod spare;
 pub mod sync_pool;
 mod temp_name;
 mod walk;

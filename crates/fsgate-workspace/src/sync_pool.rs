@@ -142,6 +142,34 @@ pub fn start<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Pen
     Pending(slot)
 }
 
+/// Hands `job` to a helper only if one is free now (idle, or startable, with no job
+/// queued before it); else drops it unrun and returns false. For work worth doing only
+/// off every request's path: it never delays a sync a request waits for, and nobody
+/// waits for it.
+pub fn offer(job: impl FnOnce() + Send + 'static) -> bool {
+    let mut pool = lock(&POOL);
+    if !pool.queue.is_empty() {
+        return false;
+    }
+    let free = if pool.idle > 0 {
+        WORK.notify_one();
+        true
+    } else if pool.helpers < MAX_HELPERS && spawn_helper() {
+        pool.helpers += 1;
+        true
+    } else {
+        false
+    };
+    if free {
+        let slot: Arc<Slot<()>> = Arc::new(Slot {
+            state: Mutex::new(State::Queued(Box::new(job))),
+            done: Condvar::new(),
+        });
+        pool.queue.push_back(slot);
+    }
+    free
+}
+
 /// Starts one helper; false if the system would not (the waiters then run their jobs).
 fn spawn_helper() -> bool {
     let run: Job = Box::new(helper_loop);
@@ -205,6 +233,36 @@ mod tests {
         assert_eq!(results, (0..40).map(|i| i * 2).collect::<Vec<_>>());
         assert_eq!(ran.load(Ordering::SeqCst), 40);
         assert!(helpers() <= MAX_HELPERS);
+    }
+
+    /// An offered job runs on a helper, never on the offering thread; one refused is
+    /// dropped unrun.
+    #[test]
+    fn an_offer_runs_on_a_helper_or_not_at_all() {
+        let mut ran_on_helper = false;
+        for _ in 0..200 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let offered = offer(move || {
+                let name = std::thread::current().name().map(str::to_owned);
+                let _ = tx.send(name);
+            });
+            let got = rx.recv_timeout(Duration::from_secs(10));
+            if offered {
+                assert_eq!(
+                    got.expect("an accepted offer runs"),
+                    Some("fsgate-sync".into())
+                );
+                ran_on_helper = true;
+                break;
+            }
+            // Refused: dropped with its sender, never run.
+            assert!(matches!(
+                got,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+            ));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(ran_on_helper, "no helper was ever free");
     }
 
     /// Two jobs of 50 ms started together take about 50 ms, not 100: they overlap.

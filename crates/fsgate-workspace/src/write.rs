@@ -205,11 +205,18 @@ pub struct EntrySyncing(sync_pool::Pending<std::io::Result<()>>);
 
 impl EntrySync {
     /// Syncs the directory on this thread (shared with concurrent changes in it).
+    /// Then, the name durable, an unnamed file is made ahead for the directory's next
+    /// write (see [`crate::spare`]).
     pub fn sync_now(mut self) -> std::io::Result<()> {
-        match self.parent.take() {
-            Some(parent) => super::dir_sync::sync_dir_shared(&parent),
-            None => Ok(()),
+        let Some(parent) = self.parent.take() else {
+            return Ok(());
+        };
+        let synced = super::dir_sync::sync_dir_shared(&parent);
+        if synced.is_ok() && super::atomic::tmpfile_links() {
+            crate::spare::want(&parent);
         }
+        crate::spare::refill();
+        synced
     }
 
     /// Starts the sync on a helper (see [`super::sync_pool`]); wait for it with

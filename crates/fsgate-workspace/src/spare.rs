@@ -1,0 +1,219 @@
+//! Unnamed files made ahead of the writes that fill them.
+//!
+//! Making a new inode is the costliest step of a write before its syncs: on ext4
+//! without a journal, finding a free inode skips every one freed in the last minutes
+//! (profiled at 70-290 us per `O_TMPFILE` here, most of a record's sync). So after a
+//! write's name is durable, a helper makes the next unnamed file for the same directory
+//! ([`want`], [`refill`]), and the next write there [`take`]s it instead of making its
+//! own. A
+//! spare is an `O_TMPFILE`, mode 0600, with no name: nothing in the workspace or the
+//! backup store can see it, and it is filled, synced and linked exactly as a file made
+//! on the spot would be (the durability order of a write does not change).
+//!
+//! At most [`MAX_SPARES`] are kept, one per directory, the directories last written;
+//! each holds its directory open, so that the directory's identity cannot be reused by
+//! another while a spare is kept for it. An idle gateway keeps its spares (no timer
+//! wakes it to drop them); closing the gateway frees them. A crash leaves them to the
+//! filesystem's orphan cleanup (ext4 without a journal: `fsck`), as it does any unnamed
+//! file a write was filling.
+
+use std::fs::File;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use cap_std::fs::Dir;
+
+/// Directories with a spare at most.
+pub const MAX_SPARES: usize = 8;
+
+/// An unnamed file made in `dir`.
+struct Spare {
+    /// Held open: the identity below stays this directory's while the spare is kept.
+    _dir: Dir,
+    id: (u64, u64),
+    file: File,
+}
+
+/// Oldest first.
+static SPARES: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
+/// Directories to make a spare for, and whether a helper is making them.
+static WANTED: Mutex<Vec<(Dir, (u64, u64))>> = Mutex::new(Vec::new());
+static REFILLING: AtomicBool = AtomicBool::new(false);
+
+fn spares() -> std::sync::MutexGuard<'static, Vec<Spare>> {
+    SPARES.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn identity(dir: &Dir) -> Option<(u64, u64)> {
+    rustix::fs::fstat(dir)
+        .ok()
+        .map(|st| (st.st_dev as u64, st.st_ino as u64))
+}
+
+/// The unnamed file made ahead for `dir`, if there is one (it is no longer kept).
+pub fn take(dir: &Dir) -> Option<File> {
+    let id = identity(dir)?;
+    let mut kept = spares();
+    let at = kept.iter().position(|s| s.id == id)?;
+    Some(kept.remove(at).file)
+}
+
+/// Notes that `dir` is to get an unnamed file for its next write, made at the next
+/// [`refill`]; nothing if one is kept or noted for it already.
+pub fn want(dir: &Dir) {
+    let Some(id) = identity(dir) else { return };
+    if spares().iter().any(|s| s.id == id) {
+        return;
+    }
+    let mut wanted = wanted();
+    if wanted.len() >= MAX_SPARES || wanted.iter().any(|(_, w)| *w == id) {
+        return;
+    }
+    if let Ok(dir) = dir.try_clone() {
+        wanted.push((dir, id));
+    }
+}
+
+/// Makes the unnamed files [`want`]ed, on one helper thread, if a helper is free now;
+/// else they stay wanted (a spare is worth making only off every request's path: call
+/// this once a request's own syncs are done).
+pub fn refill() {
+    if wanted().is_empty() || REFILLING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let offered = crate::sync_pool::offer(|| {
+        while let Some((dir, id)) = wanted().pop() {
+            make(dir, id);
+        }
+        REFILLING.store(false, Ordering::Release);
+    });
+    if !offered {
+        REFILLING.store(false, Ordering::Release);
+    }
+}
+
+fn wanted() -> std::sync::MutexGuard<'static, Vec<(Dir, (u64, u64))>> {
+    WANTED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn make(dir: Dir, id: (u64, u64)) {
+    let Some(file) = unnamed(&dir, true) else {
+        return;
+    };
+    let evicted = {
+        let mut kept = spares();
+        if kept.iter().any(|s| s.id == id) {
+            return;
+        }
+        kept.push(Spare {
+            _dir: dir,
+            id,
+            file,
+        });
+        (kept.len() > MAX_SPARES).then(|| kept.remove(0))
+    };
+    // Freed outside the lock: closing an unnamed file frees its inode.
+    drop(evicted);
+}
+
+/// A new unnamed file (`O_TMPFILE`, mode 0600) in `dir`, write-only or with `read` too;
+/// None where the filesystem has none.
+#[cfg(target_os = "linux")]
+pub(crate) fn unnamed(dir: &Dir, read: bool) -> Option<File> {
+    use rustix::fs::{Mode, OFlags, openat};
+    let access = if read { OFlags::RDWR } else { OFlags::WRONLY };
+    let flags = OFlags::TMPFILE | access | OFlags::CLOEXEC;
+    openat(dir, ".", flags, Mode::from_raw_mode(0o600))
+        .ok()
+        .map(File::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn unnamed(_dir: &Dir, _read: bool) -> Option<File> {
+    None
+}
+
+/// Gives the unnamed file `f` (made in `dir`, see [`take`]) the name `name` in `dir`;
+/// `AlreadyExists` if the name is taken (nothing was linked).
+pub fn link(f: &File, dir: &Dir, name: &str) -> io::Result<()> {
+    crate::atomic::link_unnamed(f, dir, name).map_err(io::Error::from)
+}
+
+/// Spares kept now (tests).
+#[cfg(test)]
+pub(crate) fn kept() -> usize {
+    spares().len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Seek, Write};
+    use std::time::{Duration, Instant};
+
+    fn dir() -> (tempfile::TempDir, Dir) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let d = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("open");
+        (tmp, d)
+    }
+
+    /// Waits for the helper to make `dir`'s spare, then takes it.
+    fn take_made(dir: &Dir) -> File {
+        let t = Instant::now();
+        loop {
+            // Asked again each time: no helper may have been free.
+            want(dir);
+            refill();
+            if let Some(f) = take(dir) {
+                return f;
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "no spare made");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// A spare is made for the directory asked, taken once, and becomes a named file
+    /// holding what was written into it.
+    #[test]
+    fn a_spare_is_taken_once_and_linked_in_its_directory() {
+        let (tmp, d) = dir();
+        assert!(take(&d).is_none(), "nothing made yet");
+        let mut f = take_made(&d);
+        assert!(take(&d).is_none(), "a spare is taken once");
+        f.write_all(b"made ahead").expect("write");
+        link(&f, &d, "named").expect("link");
+        assert_eq!(
+            std::fs::read(tmp.path().join("named")).expect("read"),
+            b"made ahead"
+        );
+        f.rewind().expect("rewind");
+        let mut back = String::new();
+        f.read_to_string(&mut back).expect("readable too");
+        assert_eq!(back, "made ahead");
+        let e = link(&f, &d, "named").expect_err("the name is taken");
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+    }
+
+    /// Another directory's spare is never handed out, and no more than MAX_SPARES are
+    /// kept (the oldest go).
+    #[test]
+    fn spares_belong_to_their_directory_and_are_bounded() {
+        let dirs: Vec<_> = (0..MAX_SPARES + 3).map(|_| dir()).collect();
+        for (_, d) in &dirs {
+            let t = Instant::now();
+            while !spares().iter().any(|s| Some(s.id) == identity(d)) {
+                want(d);
+                refill();
+                assert!(t.elapsed() < Duration::from_secs(10), "no spare made");
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            assert!(kept() <= MAX_SPARES);
+        }
+        let (_t, other) = dir();
+        assert!(take(&other).is_none());
+        // The last directories asked still have theirs.
+        let (_, last) = dirs.last().expect("dirs");
+        assert!(take(last).is_some());
+    }
+}
