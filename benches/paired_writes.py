@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Two fsgate builds' durable writes one at a time, measured side by side.
 
-    python3 benches/paired_writes.py BASE_BIN NEW_BIN [--writes N] [--kind new|over] [--json]
+    python3 benches/paired_writes.py BASE_BIN NEW_BIN [--writes N] [--kind new|over]
+        [--gap MS] [--burst N] [--json]
 
 On this machine the disk's sync time drifts by 2x within minutes, so two builds timed
 one after the other differ by more than a change to the write path does. Here both
 builds serve at once (`fsgate serve`, ACP on stdio, each its own workspace, log and
 backup store under a temporary directory), and 4 KiB writes alternate between them
-(which goes first alternates too), 2 ms apart, so that the drift touches both alike.
+(which goes first alternates too), 2 ms apart (`--gap`), so that the drift touches
+both alike. With `--burst N`, each build gets N writes in a row, back to back, before
+the other's turn: a client that never pauses.
 `--kind new` writes a new file each time, `--kind over` overwrites one file (with its
 backup). Prints each build's p50 and p90 and the ratio of the p50s (NEW / BASE); with
 `--json`, one JSON object. Every answer is checked. Standard library only.
@@ -74,22 +77,27 @@ def main():
     ap.add_argument("new")
     ap.add_argument("--writes", type=int, default=500)
     ap.add_argument("--kind", choices=["new", "over"], default="new")
+    ap.add_argument("--gap", type=float, default=2.0, help="ms between turns")
+    ap.add_argument("--burst", type=int, default=1, help="writes in a row per turn")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fsgate-paired-") as tmp:
         gws = [Gateway(b, os.path.join(tmp, str(i))) for i, b in enumerate([args.base, args.new])]
         times = [[], []]
-        for i in range(args.writes):
-            name = f"new{i}.txt" if args.kind == "new" else "a.txt"
-            content = f"{i:08}\n" + "x" * 4087
-            for k in ((0, 1) if i % 2 == 0 else (1, 0)):
-                times[k].append(gws[k].write(name, content))
-                time.sleep(0.002)
+        for turn in range(0, args.writes, args.burst):
+            for k in ((0, 1) if (turn // args.burst) % 2 == 0 else (1, 0)):
+                for i in range(turn, min(turn + args.burst, args.writes)):
+                    name = f"new{i}.txt" if args.kind == "new" else "a.txt"
+                    content = f"{i:08}\n" + "x" * 4087
+                    times[k].append(gws[k].write(name, content))
+                time.sleep(args.gap / 1e3)
         for g in gws:
             g.stop()
     out = {
         "kind": args.kind,
         "writes": args.writes,
+        "gap_ms": args.gap,
+        "burst": args.burst,
         "base": {"bin": args.base, "p50_ms": quantile(times[0], 0.5), "p90_ms": quantile(times[0], 0.9)},
         "new": {"bin": args.new, "p50_ms": quantile(times[1], 0.5), "p90_ms": quantile(times[1], 0.9)},
     }

@@ -143,6 +143,8 @@ mod writeahead;
 mod durable_order;
 // A write's outcome recorded beside its directory's sync: confirmed by the next record, reconciled after a crash until then.
 mod entry_durable;
+// Unnamed files made ahead of the writes that take them.
+mod spare_files;
 // Bounded memory and answers: a client that stops reading, truncated listings, reads over the message limit.
 mod bounded;
 // What an agent chooses is recorded and echoed bounded: 2 MiB fields on the ACP, MCP and WebSocket doors.

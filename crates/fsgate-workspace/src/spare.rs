@@ -46,9 +46,7 @@ fn spares() -> std::sync::MutexGuard<'static, Vec<Spare>> {
 }
 
 fn identity(dir: &Dir) -> Option<(u64, u64)> {
-    rustix::fs::fstat(dir)
-        .ok()
-        .map(|st| (st.st_dev, st.st_ino))
+    rustix::fs::fstat(dir).ok().map(|st| (st.st_dev, st.st_ino))
 }
 
 /// The unnamed file made ahead for `dir`, if there is one (it is no longer kept).

@@ -102,7 +102,14 @@ impl Workspace {
         let staged = match atomic::stage_unnamed(&parent) {
             Some(s) if beside => {
                 let s = fill_unsynced(s, content, mode, &parent, temp)?;
-                Some(Content::Syncing(sync_pool::start(move || sync_staged(s))))
+                let syncing = sync_pool::start(move || sync_staged(s));
+                // The next write's file, made while this one's syncs wait on the disk
+                // (over a file, the backup's helpers have that time already: later).
+                if found.is_none() {
+                    crate::spare::want(&parent);
+                    crate::spare::refill();
+                }
+                Some(Content::Syncing(syncing))
             }
             Some(s) => Some(Content::Synced(fill(s, content, mode, &parent, temp)?)),
             None => None,
