@@ -1,6 +1,7 @@
 //! A write takes an unnamed file made ahead for its directory (issue 34): after a write
 //! in a directory, the gateway makes the next write's file there off the request's path,
-//! and likewise the next backup's file in the store's shard. Seen from outside by the
+//! and likewise the next backup's file (made in the store's `versions/`, linked into
+//! whichever shard the backup goes to). Seen from outside by the
 //! files' birth times (`statx` btime): a file made ahead was born before its request
 //! was sent. A directory never written before gets a file made on the spot; what is
 //! written, its mode and its backups are as without spares.
@@ -83,14 +84,16 @@ fn a_second_write_in_a_directory_takes_a_file_made_before_its_request() {
 }
 
 #[test]
-fn a_second_backup_of_a_file_takes_a_version_file_made_before_its_request() {
+fn a_second_backup_takes_a_version_file_made_before_its_request_whatever_its_path() {
     let g = Gate::start();
-    g.put("f.txt", "v1\n");
-    write(&g, "f.txt", "v2\n");
+    g.put("f.txt", "f1\n");
+    g.put("other/g.txt", "g1\n");
+    write(&g, "f.txt", "f2\n");
     let backups = g.state.join("backups");
     let first: Vec<_> = files_under(&backups);
     let before_second = settled_now();
-    write(&g, "f.txt", "v3\n");
+    // Another file, in another directory (and another of the store's shards).
+    write(&g, "other/g.txt", "g2\n");
     let new: Vec<_> = files_under(&backups)
         .into_iter()
         .filter(|p| !first.contains(p))
@@ -102,10 +105,10 @@ fn a_second_backup_of_a_file_takes_a_version_file_made_before_its_request() {
     );
     let saved = std::fs::read(&new[0]).expect("read the version");
     assert!(
-        saved.starts_with(b"v2\n"),
+        saved.starts_with(b"g1\n"),
         "the version holds what was replaced"
     );
-    assert_eq!(g.get("f.txt").as_deref(), Some(&b"v3\n"[..]));
+    assert_eq!(g.get("other/g.txt").as_deref(), Some(&b"g2\n"[..]));
     let listed = crate::common::run_cli(&[
         "backup",
         "list",

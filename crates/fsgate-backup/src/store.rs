@@ -59,6 +59,9 @@ pub struct BackupStore {
     pub(crate) sweep: Mutex<super::retention::Sweep>,
     /// Devices whose files cannot be cloned into the store (no `FICLONE` tried again).
     no_clone: NoClone,
+    /// False once an unnamed file made in `versions/` could not be linked into a shard
+    /// (a sandbox without Landlock's `Refer`, say): versions are then made in place.
+    spares: AtomicBool,
     /// Where the store is, for messages only (never opened again).
     location: PathBuf,
 }
@@ -180,6 +183,7 @@ impl BackupStore {
             layout_durable: AtomicBool::new(false),
             sweep: Mutex::new(super::retention::Sweep::default()),
             no_clone: NoClone::default(),
+            spares: AtomicBool::new(true),
             location: dir.to_path_buf(),
         })
     }
@@ -496,11 +500,15 @@ impl BackupStore {
         now: OffsetDateTime,
     ) -> Result<(OffsetDateTime, File), BackupError> {
         let mut ts = self.next_ts(now);
-        let mut spare = spare::take(dir);
-        spare::want(dir);
+        // Spares are made in `versions/`, whatever the shard: each backup finds one.
+        let mut spare = None;
+        if self.spares.load(Ordering::Relaxed) {
+            spare = spare::take(&self.versions);
+            spare::want(&self.versions);
+        }
         for _ in 0..MAX_NAME_ATTEMPTS {
             let name = layout::packed_name(dir_name, &layout::compact_ts(ts));
-            match create_version(dir, &name, &mut spare) {
+            match self.create_version(dir, &name, &mut spare) {
                 Ok(f) => {
                     // Held until the file is closed, complete or removed: the sweep
                     // never takes a file whose saver is alive for a leftover. Where
@@ -520,6 +528,42 @@ impl BackupStore {
             target: format!("{shard}/{dir_name}"),
             source: io::Error::other("no free timestamp"),
         })
+    }
+
+    /// Creates the version file `name` in the shard `dir`, readable too (a clone,
+    /// `FICLONE`, is hashed by reading it back): the unnamed file made ahead in
+    /// `versions/` given that name, if there is one, else a new file. Either way the name
+    /// is this call's alone (`AlreadyExists` if taken, the spare kept for the next name).
+    fn create_version(
+        &self,
+        dir: &Dir,
+        name: &str,
+        spare: &mut Option<std::fs::File>,
+    ) -> io::Result<File> {
+        if let Some(f) = spare.take() {
+            match spare::link(&f, dir, name) {
+                Ok(()) => return Ok(File::from_std(f)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    *spare = Some(f);
+                    return Err(e);
+                }
+                Err(e) => {
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::PermissionDenied | io::ErrorKind::CrossesDevices
+                    ) {
+                        self.spares.store(false, Ordering::Relaxed);
+                    }
+                    tracing::info!(error = %e, "backup store: versions are made in place (an unnamed file cannot be linked into a shard)");
+                }
+            }
+        }
+        let opts = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .clone();
+        dir.open_with(name, &opts)
     }
 
     /// Writes the content, then its record as the trailer: once the file and its
@@ -726,29 +770,6 @@ impl Saving<'_> {
         self.store.after_save(&self.rel_path);
         Ok(self.saved)
     }
-}
-
-/// Creates the version file `name` in `dir`, readable too (a clone, `FICLONE`, is
-/// hashed by reading it back): the unnamed file made ahead for `dir` given that name,
-/// if there is one, else a new file. Either way the name is this call's alone
-/// (`AlreadyExists` if taken, the spare kept for the next name).
-fn create_version(dir: &Dir, name: &str, spare: &mut Option<std::fs::File>) -> io::Result<File> {
-    if let Some(f) = spare.take() {
-        match spare::link(&f, dir, name) {
-            Ok(()) => return Ok(File::from_std(f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                *spare = Some(f);
-                return Err(e);
-            }
-            Err(e) => tracing::debug!(error = %e, "backup store: cannot link a spare file"),
-        }
-    }
-    let opts = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .clone();
-    dir.open_with(name, &opts)
 }
 
 /// Opens the directory `name` (one component, not a symlink) of `parent` for reading:

@@ -10,7 +10,8 @@
 //! backup store can see it, and it is filled, synced and linked exactly as a file made
 //! on the spot would be (the durability order of a write does not change).
 //!
-//! At most [`MAX_SPARES`] are kept, one per directory, the directories last written;
+//! At most [`MAX_SPARES`] are kept, one per directory, the directories last written (a
+//! spare unused for [`MIN_KEPT`] gives way to another directory's, never sooner);
 //! each holds its directory open, so that the directory's identity cannot be reused by
 //! another while a spare is kept for it. An idle gateway keeps its spares (no timer
 //! wakes it to drop them); closing the gateway frees them. A crash leaves them to the
@@ -21,11 +22,15 @@ use std::fs::File;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use cap_std::fs::Dir;
 
 /// Directories with a spare at most.
 pub const MAX_SPARES: usize = 8;
+
+/// A spare is given up for another directory's only once kept this long.
+pub const MIN_KEPT: Duration = Duration::from_secs(10);
 
 /// An unnamed file made in `dir`.
 struct Spare {
@@ -33,6 +38,7 @@ struct Spare {
     _dir: Dir,
     id: (u64, u64),
     file: File,
+    made: Instant,
 }
 
 /// Oldest first.
@@ -96,6 +102,9 @@ fn wanted() -> std::sync::MutexGuard<'static, Vec<(Dir, (u64, u64))>> {
 }
 
 fn make(dir: Dir, id: (u64, u64)) {
+    if !room_for(id) {
+        return;
+    }
     let Some(file) = unnamed(&dir, true) else {
         return;
     };
@@ -108,11 +117,29 @@ fn make(dir: Dir, id: (u64, u64)) {
             _dir: dir,
             id,
             file,
+            made: Instant::now(),
         });
         (kept.len() > MAX_SPARES).then(|| kept.remove(0))
     };
     // Freed outside the lock: closing an unnamed file frees its inode.
     drop(evicted);
+}
+
+/// Whether a spare for `id` may be made now (see [`has_room`]).
+fn room_for(id: (u64, u64)) -> bool {
+    let kept = spares();
+    let ages: Vec<_> = kept.iter().map(|s| (s.id, s.made.elapsed())).collect();
+    has_room(&ages, id)
+}
+
+/// Whether a spare for `id` may join those `kept` (directory, age; oldest first): none
+/// kept for it, and a free place or one held at least [`MIN_KEPT`]. Writes spread over
+/// many directories so make at most `MAX_SPARES` spares that nobody takes each
+/// `MIN_KEPT`, not one per write (each freed unused is an inode made and freed for
+/// nothing).
+fn has_room(kept: &[((u64, u64), Duration)], id: (u64, u64)) -> bool {
+    !kept.iter().any(|(k, _)| *k == id)
+        && (kept.len() < MAX_SPARES || kept.first().is_some_and(|(_, age)| *age >= MIN_KEPT))
 }
 
 /// A new unnamed file (`O_TMPFILE`, mode 0600) in `dir`, write-only or with `read` too;
@@ -138,12 +165,6 @@ pub fn link(f: &File, dir: &Dir, name: &str) -> io::Result<()> {
     crate::atomic::link_unnamed(f, dir, name).map_err(io::Error::from)
 }
 
-/// Spares kept now (tests).
-#[cfg(test)]
-pub(crate) fn kept() -> usize {
-    spares().len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,25 +177,33 @@ mod tests {
         (tmp, d)
     }
 
-    /// Waits for the helper to make `dir`'s spare, then takes it.
-    fn take_made(dir: &Dir) -> File {
+    /// The tests that need a spare made, one at a time.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+    /// Waits for the helper to make a spare for `dir` (asked again each time: no helper
+    /// may have been free). Other tests' writes fill the pool too: it is emptied first.
+    fn wait_kept(dir: &Dir) {
+        drop(std::mem::take(&mut *spares()));
+        let id = identity(dir);
         let t = Instant::now();
-        loop {
-            // Asked again each time: no helper may have been free.
+        while !spares().iter().any(|s| Some(s.id) == id) {
             want(dir);
             refill();
-            if let Some(f) = take(dir) {
-                return f;
-            }
-            assert!(t.elapsed() < Duration::from_secs(10), "no spare made");
+            assert!(t.elapsed() < Duration::from_secs(30), "no spare made");
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+
+    fn take_made(dir: &Dir) -> File {
+        wait_kept(dir);
+        take(dir).expect("the spare just made")
     }
 
     /// A spare is made for the directory asked, taken once, and becomes a named file
     /// holding what was written into it.
     #[test]
     fn a_spare_is_taken_once_and_linked_in_its_directory() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
         let (tmp, d) = dir();
         assert!(take(&d).is_none(), "nothing made yet");
         let mut f = take_made(&d);
@@ -193,25 +222,32 @@ mod tests {
         assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
     }
 
-    /// Another directory's spare is never handed out, and no more than MAX_SPARES are
-    /// kept (the oldest go).
+    /// Another directory's spare is never handed out.
     #[test]
-    fn spares_belong_to_their_directory_and_are_bounded() {
-        let dirs: Vec<_> = (0..MAX_SPARES + 3).map(|_| dir()).collect();
-        for (_, d) in &dirs {
-            let t = Instant::now();
-            while !spares().iter().any(|s| Some(s.id) == identity(d)) {
-                want(d);
-                refill();
-                assert!(t.elapsed() < Duration::from_secs(10), "no spare made");
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            assert!(kept() <= MAX_SPARES);
-        }
-        let (_t, other) = dir();
-        assert!(take(&other).is_none());
-        // The last directories asked still have theirs.
-        let (_, last) = dirs.last().expect("dirs");
-        assert!(take(last).is_some());
+    fn a_spare_is_only_its_directorys() {
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+        let (_a, a) = dir();
+        let (_b, b) = dir();
+        wait_kept(&a);
+        assert!(take(&b).is_none(), "b's writes never asked for one");
+        assert!(take(&a).is_some());
+    }
+
+    /// At most MAX_SPARES are kept; a full pool makes room only by a spare kept
+    /// MIN_KEPT, the oldest; never a second spare for one directory.
+    #[test]
+    fn the_pool_is_bounded_and_gives_way_only_to_age() {
+        let young = Duration::from_millis(5);
+        let full: Vec<_> = (0..MAX_SPARES as u64).map(|i| ((1, i), young)).collect();
+        assert!(has_room(&full[..3], (1, 99)));
+        assert!(!has_room(&full[..3], (1, 2)), "one spare per directory");
+        assert!(!has_room(&full, (1, 99)), "full of young spares");
+        let mut aged = full.clone();
+        aged[0].1 = MIN_KEPT;
+        assert!(
+            has_room(&aged, (1, 99)),
+            "the oldest has waited long enough"
+        );
+        assert!(!has_room(&aged, (1, 5)));
     }
 }
