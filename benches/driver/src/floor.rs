@@ -104,6 +104,15 @@ impl Scratch {
             .open(&self.ws)
     }
 
+    /// A new unnamed file in the backup directory.
+    fn unnamed_backup(&self) -> std::io::Result<File> {
+        OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_TMPFILE)
+            .mode(0o600)
+            .open(&self.backup)
+    }
+
     /// The content, written into a new unnamed file in the workspace.
     fn staged(&self, data: &[u8]) -> std::io::Result<File> {
         let mut f = self.unnamed()?;
@@ -113,24 +122,7 @@ impl Scratch {
 
     /// Gives the unnamed file `f` the name `name` in the workspace.
     fn link(&self, f: &File, name: &str) -> std::io::Result<()> {
-        let src = CString::new(format!("/proc/self/fd/{}", f.as_raw_fd()))?;
-        let dst = CString::new(name)?;
-        // SAFETY: both strings are NUL-terminated and outlive the call; the directory
-        // descriptor is open.
-        let r = unsafe {
-            libc::linkat(
-                libc::AT_FDCWD,
-                src.as_ptr(),
-                self.ws_dir.as_raw_fd(),
-                dst.as_ptr(),
-                libc::AT_SYMLINK_FOLLOW,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
+        link_at(f, &self.ws_dir, name)
     }
 
     /// A new file: content || intent; the name; its directory || the outcome.
@@ -168,18 +160,41 @@ impl Scratch {
     /// Over `name`: its backup (file and directory) || content || intent; a temporary
     /// name renamed over it; its directory || the outcome.
     fn overwrite(&mut self, name: &str, data: &[u8]) -> std::io::Result<()> {
+        self.overwrite_with(name, data, None)
+    }
+
+    /// The same, with `made`: an unnamed file in the backup directory and one in the
+    /// workspace, made before (off the write's path, as fsgate's spares are), given the
+    /// backup's name and the content.
+    fn overwrite_with(
+        &mut self,
+        name: &str,
+        data: &[u8],
+        made: Option<(File, File)>,
+    ) -> std::io::Result<()> {
         self.n += 1;
         let old = std::fs::read(self.ws.join(name))?;
-        let b = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(self.backup.join(format!("b-{}", self.n)))?;
+        let backup_name = format!("b-{}", self.n);
+        let (b, content) = match made {
+            Some((b, mut content)) => {
+                link_at(&b, &self.backup_dir, &backup_name)?;
+                content.write_all(data)?;
+                (b, content)
+            }
+            None => {
+                let b = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(self.backup.join(&backup_name))?;
+                (b, self.staged(data)?)
+            }
+        };
         b.write_all_at(&old, 0)?;
         let bdir = self.backup_dir.try_clone()?;
         let backup = self.helpers[1].start(Box::new(move || b.sync_data()));
         let backup_dir = self.helpers[2].start(Box::new(move || bdir.sync_all()));
-        let f = self.staged(data)?;
+        let f = content;
         let g = f.try_clone()?;
         let content = self.helpers[0].start(Box::new(move || g.sync_all()));
         let intent = self.record();
@@ -194,6 +209,28 @@ impl Scratch {
     }
 }
 
+/// Gives the unnamed file `f` the name `name` in `dir`.
+fn link_at(f: &File, dir: &File, name: &str) -> std::io::Result<()> {
+    let src = CString::new(format!("/proc/self/fd/{}", f.as_raw_fd()))?;
+    let dst = CString::new(name)?;
+    // SAFETY: both strings are NUL-terminated and outlive the call; the directory
+    // descriptor is open.
+    let r = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            src.as_ptr(),
+            dir.as_raw_fd(),
+            dst.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// The p50s of bare durable writes of 4 KiB, µs.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BareWrites {
@@ -203,6 +240,9 @@ pub struct BareWrites {
     pub new_premade_us: f64,
     /// Over a file, with its backup.
     pub overwrite_us: f64,
+    /// The same, the backup's and the content's unnamed files made before the clock
+    /// starts.
+    pub overwrite_premade_us: f64,
 }
 
 /// `n` bare writes of each kind ([`BareWrites`]), in turn, in a scratch directory under
@@ -214,7 +254,7 @@ pub fn bare_writes(dir: &Path, n: usize) -> Result<BareWrites, Error> {
     let mut s = Scratch::new(&root).map_err(io)?;
     let data = vec![b'x'; 4096];
     std::fs::write(s.ws.join("over"), &data).map_err(io)?;
-    let mut times: [Vec<f64>; 3] = Default::default();
+    let mut times: [Vec<f64>; 4] = Default::default();
     let us = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
     for _ in 0..n {
         let t = Instant::now();
@@ -227,14 +267,19 @@ pub fn bare_writes(dir: &Path, n: usize) -> Result<BareWrites, Error> {
         let t = Instant::now();
         s.overwrite("over", &data).map_err(io)?;
         times[2].push(us(t));
+        let made = (s.unnamed_backup().map_err(io)?, s.unnamed().map_err(io)?);
+        let t = Instant::now();
+        s.overwrite_with("over", &data, Some(made)).map_err(io)?;
+        times[3].push(us(t));
     }
     drop(s);
     let _ = std::fs::remove_dir_all(&root);
-    let [new, premade, over] = times.map(crate::suite::mid);
+    let [new, premade, over, over_premade] = times.map(crate::suite::mid);
     Ok(BareWrites {
         new_us: new,
         new_premade_us: premade,
         overwrite_us: over,
+        overwrite_premade_us: over_premade,
     })
 }
 
@@ -263,8 +308,12 @@ mod tests {
         s.overwrite("f", b"new").unwrap();
         assert_eq!(std::fs::read(s.ws.join("f")).unwrap(), b"new");
         assert_eq!(std::fs::read(s.backup.join("b-3")).unwrap(), b"old");
+        let made = (s.unnamed_backup().unwrap(), s.unnamed().unwrap());
+        s.overwrite_with("f", b"newer", Some(made)).unwrap();
+        assert_eq!(std::fs::read(s.ws.join("f")).unwrap(), b"newer");
+        assert_eq!(std::fs::read(s.backup.join("b-4")).unwrap(), b"new");
         let log = std::fs::metadata(root.join("log")).unwrap().len();
-        assert_eq!(log, 6 * RECORD.len() as u64);
+        assert_eq!(log, 8 * RECORD.len() as u64);
         let names: Vec<_> = std::fs::read_dir(&s.ws).unwrap().collect();
         assert_eq!(names.len(), 3, "no temporary name left behind");
         std::fs::remove_dir_all(&root).unwrap();

@@ -507,17 +507,20 @@ fn chain_limit(r: &Report, backup: bool) -> Option<String> {
         return None;
     }
     let floor = rec + rec.max(c.dir_us);
-    let (bare, premade) = if backup {
-        (c.bare_overwrite_us, String::new())
+    let (bare, p, made) = if backup {
+        (
+            c.bare_overwrite_us,
+            c.bare_overwrite_premade_us,
+            "its two inodes",
+        )
     } else {
-        let p = c.bare_new_premade_us;
-        let text = format!(
-            " (its inode made ahead, off the write's path: {:.3} ms = {:.2}x)",
-            p / 1e3,
-            p / sync
-        );
-        (c.bare_new_us, text)
+        (c.bare_new_us, c.bare_new_premade_us, "its inode")
     };
+    let premade = format!(
+        " ({made} made ahead, off the write's path, as fsgate's spare files are: {:.3} ms = {:.2}x)",
+        p / 1e3,
+        p / sync
+    );
     let beside = if backup {
         format!(
             "content {:.0} us, backup file {:.0} us and directory {:.0} us",

@@ -600,6 +600,8 @@ pub struct ChainProbe {
     pub bare_new_premade_us: f64,
     /// The same for an overwrite with its backup, µs.
     pub bare_overwrite_us: f64,
+    /// The same with the backup's and the content's unnamed files made before, µs.
+    pub bare_overwrite_premade_us: f64,
 }
 
 impl ChainProbe {
@@ -613,6 +615,7 @@ impl ChainProbe {
             bare_new_us: m(|p| p.bare_new_us),
             bare_new_premade_us: m(|p| p.bare_new_premade_us),
             bare_overwrite_us: m(|p| p.bare_overwrite_us),
+            bare_overwrite_premade_us: m(|p| p.bare_overwrite_premade_us),
         }
     }
 }
@@ -660,5 +663,6 @@ fn probe_chain(dir: &Path, n: usize) -> Result<ChainProbe, Error> {
         bare_new_us: bare.new_us,
         bare_new_premade_us: bare.new_premade_us,
         bare_overwrite_us: bare.overwrite_us,
+        bare_overwrite_premade_us: bare.overwrite_premade_us,
     })
 }
