@@ -490,8 +490,9 @@ impl BackupStore {
         Ok(())
     }
 
-    /// Picks a fresh timestamp and creates its file with `create_new`, which is what
-    /// makes the name ours even against another process using the same store.
+    /// Picks a fresh timestamp and creates its file, by linking an unnamed file made
+    /// ahead or with `create_new`: either makes the name ours even against another
+    /// process using the same store.
     pub(crate) fn reserve(
         &self,
         dir: &Dir,
@@ -548,10 +549,7 @@ impl BackupStore {
                     return Err(e);
                 }
                 Err(e) => {
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::PermissionDenied | io::ErrorKind::CrossesDevices
-                    ) {
+                    if spare::is_lasting(&e) {
                         self.spares.store(false, Ordering::Relaxed);
                     }
                     tracing::info!(error = %e, "backup store: versions are made in place (an unnamed file cannot be linked into a shard)");

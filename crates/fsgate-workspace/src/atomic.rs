@@ -23,16 +23,26 @@ static TMPFILE_LINKS: AtomicBool = AtomicBool::new(true);
 
 /// Where the content is being written.
 pub(crate) enum Staged {
-    /// An unnamed `O_TMPFILE`.
-    Unnamed(File),
+    /// An unnamed `O_TMPFILE`, made for this write or ahead of it.
+    Unnamed(File, Made),
     /// A file created under its temporary name (the fallback).
     Named(File),
+}
+
+/// When an unnamed file was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Made {
+    /// By this write.
+    Here,
+    /// Ahead of it ([`crate::spare`]): a failure to link it says nothing of files made
+    /// now (the directory may have changed since, or be reached through another mount).
+    Ahead,
 }
 
 impl Staged {
     pub(crate) fn file(&mut self) -> &mut File {
         match self {
-            Staged::Unnamed(f) | Staged::Named(f) => f,
+            Staged::Unnamed(f, _) | Staged::Named(f) => f,
         }
     }
 }
@@ -45,9 +55,10 @@ pub(crate) fn stage_unnamed(parent: &Dir) -> Option<Staged> {
     if !TMPFILE_LINKS.load(Ordering::Relaxed) {
         return None;
     }
-    crate::spare::take(parent)
-        .or_else(|| crate::spare::unnamed(parent, false))
-        .map(Staged::Unnamed)
+    if let Some(f) = crate::spare::take(parent) {
+        return Some(Staged::Unnamed(f, Made::Ahead));
+    }
+    crate::spare::unnamed(parent, false).map(|f| Staged::Unnamed(f, Made::Here))
 }
 
 /// False once unnamed files proved unlinkable in the workspace.
@@ -78,7 +89,7 @@ pub(crate) fn publish(
 ) -> io::Result<bool> {
     let file = match staged {
         Staged::Named(f) => f,
-        Staged::Unnamed(f) => {
+        Staged::Unnamed(f, made) => {
             let linked = if fresh {
                 link_unnamed(&f, parent, target)
             } else {
@@ -90,10 +101,10 @@ pub(crate) fn publish(
                     return Err(io::ErrorKind::AlreadyExists.into());
                 }
                 Err(rustix::io::Errno::EXIST) => {}
-                Err(e) => return unlinkable(parent, e),
+                Err(e) => return unlinkable(parent, e, made),
             }
             if let Err(e) = link_unnamed(&f, parent, name.as_str()) {
-                return unlinkable(parent, e);
+                return unlinkable(parent, e, made);
             }
             f
         }
@@ -139,18 +150,29 @@ pub(crate) fn rename_between(
 /// An unnamed file that could not be linked: a failure of this write itself (no space,
 /// no quota, a read-only or failing disk, its directory removed meanwhile) is its
 /// error; anything else means unnamed files cannot be linked here (the filesystem, or
-/// no `/proc` for the fallback), and later writes use a named file.
-fn unlinkable(parent: &Dir, e: rustix::io::Errno) -> io::Result<bool> {
-    use rustix::io::Errno;
-    let gone = e == Errno::NOENT && rustix::fs::fstat(parent).is_ok_and(|st| st.st_nlink == 0);
-    let this_write = matches!(
-        e,
-        Errno::NOSPC | Errno::DQUOT | Errno::MLINK | Errno::ROFS | Errno::IO | Errno::NAMETOOLONG
-    );
-    if gone || this_write {
+/// no `/proc` for the fallback), and later writes use a named file. Not so for a file
+/// made ahead: this write alone goes on under a name.
+fn unlinkable(parent: &Dir, e: rustix::io::Errno, made: Made) -> io::Result<bool> {
+    let gone =
+        e == rustix::io::Errno::NOENT && rustix::fs::fstat(parent).is_ok_and(|st| st.st_nlink == 0);
+    if gone || is_this_writes(e) {
         return Err(e.into());
     }
+    if made == Made::Ahead {
+        tracing::debug!(error = %e, "a spare unnamed file could not be linked; this write uses a named one");
+        return Ok(false);
+    }
     Ok(no_tmpfile_links())
+}
+
+/// A link's failure that is this write's own (no space, no quota, too many links, a
+/// read-only or failing disk, a name too long), not the filesystem's way.
+pub(crate) fn is_this_writes(e: rustix::io::Errno) -> bool {
+    use rustix::io::Errno;
+    matches!(
+        e,
+        Errno::NOSPC | Errno::DQUOT | Errno::MLINK | Errno::ROFS | Errno::IO | Errno::NAMETOOLONG
+    )
 }
 
 /// Notes that an `O_TMPFILE` cannot be linked here: later writes use a named file.
@@ -228,6 +250,38 @@ mod tests {
         std::fs::remove_dir(tmp.path().join("d")).expect("rmdir");
         let err = publish(&dir, staged, &name, "a.txt", true).expect_err("refused");
         assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
+        assert!(
+            TMPFILE_LINKS.load(Ordering::Relaxed),
+            "unnamed staging still on"
+        );
+    }
+
+    /// A file made ahead that cannot be linked here (made on another filesystem, as
+    /// through another mount) sends this write to a named file, and leaves unnamed
+    /// staging on for the writes after it.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_spare_that_cannot_be_linked_does_not_turn_unnamed_files_off() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("dir");
+        let shm = Dir::open_ambient_dir("/dev/shm", cap_std::ambient_authority())
+            .expect("the test needs /dev/shm, another filesystem");
+        let dev = |d: &Dir| rustix::fs::fstat(d).expect("fstat").st_dev;
+        assert_ne!(dev(&dir), dev(&shm), "/dev/shm must be another filesystem");
+        let elsewhere = crate::spare::unnamed(&shm, false).expect("tmpfs has O_TMPFILE");
+        let name = TempName::new().expect("name");
+        let published = publish(
+            &dir,
+            Staged::Unnamed(elsewhere, Made::Ahead),
+            &name,
+            "a",
+            true,
+        );
+        assert!(
+            !published.expect("not this write's failure"),
+            "to be staged again"
+        );
+        assert!(!tmp.path().join("a").exists());
         assert!(
             TMPFILE_LINKS.load(Ordering::Relaxed),
             "unnamed staging still on"

@@ -2,10 +2,10 @@
 //!
 //! Making a new inode is the costliest step of a write before its syncs: on ext4
 //! without a journal, finding a free inode skips every one freed in the last minutes
-//! (profiled at 70-290 us per `O_TMPFILE` here, most of a record's sync). So after a
-//! write's name is durable, a helper makes the next unnamed file for the same directory
-//! ([`want`], [`refill`]), and the next write there [`take`]s it instead of making its
-//! own. A
+//! (profiled at 70-290 us per `O_TMPFILE` here, most of a record's sync). So once a
+//! write's syncs are under way (a new file's content syncing, or its name durable), a
+//! helper makes the next unnamed file for the same directory ([`want`], [`refill`]),
+//! and the next write there [`take`]s it instead of making its own. A
 //! spare is an `O_TMPFILE`, mode 0600, with no name: nothing in the workspace or the
 //! backup store can see it, and it is filled, synced and linked exactly as a file made
 //! on the spot would be (the durability order of a write does not change).
@@ -13,7 +13,9 @@
 //! At most [`MAX_SPARES`] are kept, one per directory, the directories last written (a
 //! spare unused for [`MIN_KEPT`] gives way to another directory's, never sooner);
 //! each holds its directory open, so that the directory's identity cannot be reused by
-//! another while a spare is kept for it. An idle gateway keeps its spares (no timer
+//! another while a spare is kept for it. A spare is used only while it is what a file
+//! made now would be: made within [`MAX_AGE`], its directory's group and mode (a
+//! set-group-ID directory's group) unchanged; a removed directory's is freed. An idle gateway keeps its spares (no timer
 //! wakes it to drop them); closing the gateway frees them. A crash leaves them to the
 //! filesystem's orphan cleanup (ext4 without a journal: `fsck`), as it does any unnamed
 //! file a write was filling.
@@ -32,11 +34,19 @@ pub const MAX_SPARES: usize = 8;
 /// A spare is given up for another directory's only once kept this long.
 pub const MIN_KEPT: Duration = Duration::from_secs(10);
 
+/// A spare older than this is not used: what a new file inherits from its directory
+/// beyond its group (a default ACL, a security label, a project id) is as of when the
+/// file was made, so that moment is kept recent.
+pub const MAX_AGE: Duration = Duration::from_secs(60);
+
 /// An unnamed file made in `dir`.
 struct Spare {
     /// Held open: the identity below stays this directory's while the spare is kept.
     _dir: Dir,
     id: (u64, u64),
+    /// The directory's group and mode when the spare was made: what a new file there
+    /// inherits (a set-group-ID directory's group).
+    inherit: (u32, u32),
     file: File,
     made: Instant,
 }
@@ -55,19 +65,34 @@ fn identity(dir: &Dir) -> Option<(u64, u64)> {
     rustix::fs::fstat(dir).ok().map(|st| (st.st_dev, st.st_ino))
 }
 
-/// The unnamed file made ahead for `dir`, if there is one (it is no longer kept).
+/// A directory's identity and what a file made in it inherits (group, mode).
+fn looks(dir: &Dir) -> Option<((u64, u64), (u32, u32))> {
+    let st = rustix::fs::fstat(dir).ok()?;
+    Some(((st.st_dev, st.st_ino), (st.st_gid, st.st_mode)))
+}
+
+/// The unnamed file made ahead for `dir`, if there is one (it is no longer kept) and
+/// it is as a file made now would be: the directory's group and mode unchanged since,
+/// made within [`MAX_AGE`].
 pub fn take(dir: &Dir) -> Option<File> {
-    let id = identity(dir)?;
-    let mut kept = spares();
-    let at = kept.iter().position(|s| s.id == id)?;
-    Some(kept.remove(at).file)
+    let (id, inherit) = looks(dir)?;
+    let spare = {
+        let mut kept = spares();
+        let at = kept.iter().position(|s| s.id == id)?;
+        kept.remove(at)
+    };
+    if spare.inherit == inherit && spare.made.elapsed() < MAX_AGE {
+        return Some(spare.file);
+    }
+    // Dropped here, outside the lock (closing frees its inode).
+    None
 }
 
 /// Notes that `dir` is to get an unnamed file for its next write, made at the next
 /// [`refill`]; nothing if one is kept or noted for it already.
 pub fn want(dir: &Dir) {
     let Some(id) = identity(dir) else { return };
-    if spares().iter().any(|s| s.id == id) {
+    if spares().iter().any(|s| s.id == id) || no_tmpfile().contains(&id.0) {
         return;
     }
     let mut wanted = wanted();
@@ -87,7 +112,10 @@ pub fn refill() {
         return;
     }
     let offered = crate::sync_pool::offer(|| {
-        while let Some((dir, id)) = wanted().pop() {
+        loop {
+            // The lock is not held while a spare is made.
+            let next = wanted().pop();
+            let Some((dir, id)) = next else { break };
             make(dir, id);
         }
         REFILLING.store(false, Ordering::Release);
@@ -102,11 +130,17 @@ fn wanted() -> std::sync::MutexGuard<'static, Vec<(Dir, (u64, u64))>> {
 }
 
 fn make(dir: Dir, id: (u64, u64)) {
+    drop(prune_removed());
     if !room_for(id) {
         return;
     }
-    let Some(file) = unnamed(&dir, true) else {
+    // Looked at before the file is made: a change in between makes `take` refuse it.
+    let Some((_, inherit)) = looks(&dir) else {
         return;
+    };
+    let file = match try_unnamed(&dir, true) {
+        Ok(f) => f,
+        Err(e) => return no_unnamed_files(id.0, e),
     };
     let evicted = {
         let mut kept = spares();
@@ -116,6 +150,7 @@ fn make(dir: Dir, id: (u64, u64)) {
         kept.push(Spare {
             _dir: dir,
             id,
+            inherit,
             file,
             made: Instant::now(),
         });
@@ -123,6 +158,34 @@ fn make(dir: Dir, id: (u64, u64)) {
     };
     // Freed outside the lock: closing an unnamed file frees its inode.
     drop(evicted);
+}
+
+/// Takes out the spares of directories removed since (they would never be used).
+fn prune_removed() -> Vec<Spare> {
+    let mut kept = spares();
+    let (gone, alive) = std::mem::take(&mut *kept)
+        .into_iter()
+        .partition(|s| rustix::fs::fstat(&s._dir).map_or(true, |st| st.st_nlink == 0));
+    *kept = alive;
+    gone
+}
+
+/// Devices whose filesystem has no unnamed files: no spare is asked for there again.
+static NO_TMPFILE: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+fn no_tmpfile() -> std::sync::MutexGuard<'static, Vec<u64>> {
+    NO_TMPFILE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Notes device `dev` if `e` says its filesystem cannot make unnamed files.
+fn no_unnamed_files(dev: u64, e: rustix::io::Errno) {
+    use rustix::io::Errno;
+    if matches!(e, Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) {
+        let mut devs = no_tmpfile();
+        if devs.len() < MAX_SPARES && !devs.contains(&dev) {
+            devs.push(dev);
+        }
+    }
 }
 
 /// Whether a spare for `id` may be made now (see [`has_room`]).
@@ -144,25 +207,39 @@ fn has_room(kept: &[((u64, u64), Duration)], id: (u64, u64)) -> bool {
 
 /// A new unnamed file (`O_TMPFILE`, mode 0600) in `dir`, write-only or with `read` too;
 /// None where the filesystem has none.
-#[cfg(target_os = "linux")]
 pub(crate) fn unnamed(dir: &Dir, read: bool) -> Option<File> {
+    try_unnamed(dir, read).ok()
+}
+
+#[cfg(target_os = "linux")]
+fn try_unnamed(dir: &Dir, read: bool) -> rustix::io::Result<File> {
     use rustix::fs::{Mode, OFlags, openat};
     let access = if read { OFlags::RDWR } else { OFlags::WRONLY };
     let flags = OFlags::TMPFILE | access | OFlags::CLOEXEC;
-    openat(dir, ".", flags, Mode::from_raw_mode(0o600))
-        .ok()
-        .map(File::from)
+    openat(dir, ".", flags, Mode::from_raw_mode(0o600)).map(File::from)
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn unnamed(_dir: &Dir, _read: bool) -> Option<File> {
-    None
+fn try_unnamed(_dir: &Dir, _read: bool) -> rustix::io::Result<File> {
+    Err(rustix::io::Errno::OPNOTSUPP)
 }
 
-/// Gives the unnamed file `f` (made in `dir`, see [`take`]) the name `name` in `dir`;
+/// Gives the unnamed file `f` (see [`take`]) the name `name` in `dir`;
 /// `AlreadyExists` if the name is taken (nothing was linked).
 pub fn link(f: &File, dir: &Dir, name: &str) -> io::Result<()> {
     crate::atomic::link_unnamed(f, dir, name).map_err(io::Error::from)
+}
+
+/// Whether a failure of [`link`] will last (the filesystem's or the sandbox's way, not
+/// this one write's: no space, no quota, a read-only or failing disk, a name taken).
+pub fn is_lasting(e: &io::Error) -> bool {
+    match e.raw_os_error() {
+        Some(n) => {
+            let e = rustix::io::Errno::from_raw_os_error(n);
+            e != rustix::io::Errno::EXIST && !crate::atomic::is_this_writes(e)
+        }
+        None => true,
+    }
 }
 
 #[cfg(test)]
@@ -231,6 +308,28 @@ mod tests {
         wait_kept(&a);
         assert!(take(&b).is_none(), "b's writes never asked for one");
         assert!(take(&a).is_some());
+    }
+
+    /// A spare made before its directory's group or mode changed (a file made now
+    /// would inherit otherwise) is not handed out.
+    #[test]
+    fn a_spare_from_before_its_directory_changed_is_not_used() {
+        use std::os::unix::fs::PermissionsExt;
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+        let (tmp, d) = dir();
+        wait_kept(&d);
+        let mode = std::fs::metadata(tmp.path())
+            .expect("stat")
+            .permissions()
+            .mode();
+        let setgid = std::fs::Permissions::from_mode(mode | 0o2000);
+        std::fs::set_permissions(tmp.path(), setgid).expect("chmod g+s");
+        assert!(
+            take(&d).is_none(),
+            "made before the directory became set-group-ID"
+        );
+        // One made since is used.
+        assert!(take_made(&d).metadata().is_ok());
     }
 
     /// At most MAX_SPARES are kept; a full pool makes room only by a spare kept
