@@ -97,20 +97,12 @@ impl Scratch {
 
     /// A new unnamed file in the workspace (ext4 allocates its inode here).
     fn unnamed(&self) -> std::io::Result<File> {
-        OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_TMPFILE)
-            .mode(0o600)
-            .open(&self.ws)
+        unnamed_in(&self.ws)
     }
 
     /// A new unnamed file in the backup directory.
     fn unnamed_backup(&self) -> std::io::Result<File> {
-        OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_TMPFILE)
-            .mode(0o600)
-            .open(&self.backup)
+        unnamed_in(&self.backup)
     }
 
     /// The content, written into a new unnamed file in the workspace.
@@ -207,6 +199,15 @@ impl Scratch {
         std::fs::rename(self.ws.join(&tmp), self.ws.join(name))?;
         self.entry_and_outcome()
     }
+}
+
+/// A new unnamed file (`O_TMPFILE`) in `dir`.
+fn unnamed_in(dir: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .mode(0o600)
+        .open(dir)
 }
 
 /// Gives the unnamed file `f` the name `name` in `dir`.

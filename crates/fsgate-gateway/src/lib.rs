@@ -1229,9 +1229,10 @@ fn record_beside_entry(
 fn cannot_sync_dirs(e: &std::io::Error) -> bool {
     use rustix::io::Errno;
     e.raw_os_error().is_some_and(|n| {
-        [Errno::INVAL, Errno::OPNOTSUPP, Errno::NOSYS]
-            .iter()
-            .any(|c| c.raw_os_error() == n)
+        matches!(
+            Errno::from_raw_os_error(n),
+            Errno::INVAL | Errno::OPNOTSUPP | Errno::NOSYS
+        )
     })
 }
 

@@ -52,7 +52,7 @@ impl Staged {
 /// names it until published (else [`stage_named`]). The one made ahead for `parent`
 /// ([`crate::spare`]) if there is one.
 pub(crate) fn stage_unnamed(parent: &Dir) -> Option<Staged> {
-    if !TMPFILE_LINKS.load(Ordering::Relaxed) {
+    if !tmpfile_links() {
         return None;
     }
     if let Some(f) = crate::spare::take(parent) {

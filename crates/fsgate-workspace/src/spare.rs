@@ -15,8 +15,9 @@
 //! each holds its directory open, so that the directory's identity cannot be reused by
 //! another while a spare is kept for it. A spare is used only while it is what a file
 //! made now would be: made within [`MAX_AGE`], its directory's group and mode (a
-//! set-group-ID directory's group) unchanged; a removed directory's is freed. An idle gateway keeps its spares (no timer
-//! wakes it to drop them); closing the gateway frees them. A crash leaves them to the
+//! set-group-ID directory's group) unchanged; a removed directory's is freed. An idle
+//! gateway keeps its spares (no timer wakes it to drop them); closing the gateway frees
+//! them. A crash leaves them to the
 //! filesystem's orphan cleanup (ext4 without a journal: `fsck`), as it does any unnamed
 //! file a write was filling.
 
@@ -62,7 +63,7 @@ fn spares() -> std::sync::MutexGuard<'static, Vec<Spare>> {
 }
 
 fn identity(dir: &Dir) -> Option<(u64, u64)> {
-    rustix::fs::fstat(dir).ok().map(|st| (st.st_dev, st.st_ino))
+    looks(dir).map(|(id, _)| id)
 }
 
 /// A directory's identity and what a file made in it inherits (group, mode).
