@@ -491,6 +491,24 @@ fn add_limits(r: &Report, t: &mut [Target]) {
     };
     set("write_new_serial p50", chain_limit(r, false));
     set("overwrite_serial p50", chain_limit(r, true));
+    set("overwrite ops/s", in_flight_limit(r));
+}
+
+/// The overwrites with 32 in flight done bare: their calls on 32 threads with no server
+/// (its records' and directory's syncs shared, as fsgate's are), against the
+/// reference's rate in the same run.
+fn in_flight_limit(r: &Report) -> Option<String> {
+    let c = r.chain;
+    let reference = r.get("overwrite", "mcpfs")?.ops_per_s?;
+    if c.bare_overwrite_32_ops <= 0.0 || reference <= 0.0 {
+        return None;
+    }
+    Some(format!(
+        "the same overwrites' bare system calls (two records, a backup in its shard, the content, the rename, their syncs; the log's and the directory's syncs shared), 32 threads, no server: {:.0}/s = {:.2}x the reference ({:.0} us of CPU each)",
+        c.bare_overwrite_32_ops,
+        c.bare_overwrite_32_ops / reference,
+        c.bare_overwrite_32_cpu_us
+    ))
 }
 
 /// The dependent syncs a durable write waits for, whatever the server: the intent record

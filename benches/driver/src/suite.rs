@@ -292,6 +292,7 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
     let mut runs: BTreeMap<(String, String), Vec<Figures>> = BTreeMap::new();
     let mut failures = Vec::new();
     let (mut fdatasync, mut small_sync, mut chain) = (Vec::new(), Vec::new(), Vec::new());
+    let mut in_flight = Vec::new();
     for rep in 0..cfg.reps.max(1) {
         let mut probed = false;
         for (w, mut servers) in jobs(&cfg) {
@@ -306,6 +307,13 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
             }
             if w == "write_new_serial" {
                 chain.push(probe_chain(work, count / 5)?);
+            }
+            if w == "overwrite" {
+                in_flight.push(crate::floor::bare_overwrites_in_flight(
+                    work,
+                    suite.n.write,
+                    32,
+                )?);
             }
             if rep % 2 == 1 {
                 servers.reverse();
@@ -330,7 +338,9 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
         SyncProbe::medians(&fdatasync),
         SyncProbe::medians(&small_sync),
     ];
-    let chain = ChainProbe::medians(&chain);
+    let mut chain = ChainProbe::medians(&chain);
+    chain.bare_overwrite_32_ops = mid(in_flight.iter().map(|f| f.ops_per_s).collect());
+    chain.bare_overwrite_32_cpu_us = mid(in_flight.iter().map(|f| f.cpu_us).collect());
     Ok(Report::new(&cfg, (syncs, chain), runs, failures, &suite.sz))
 }
 
@@ -602,6 +612,11 @@ pub struct ChainProbe {
     pub bare_overwrite_us: f64,
     /// The same with the backup's and the content's unnamed files made before, µs.
     pub bare_overwrite_premade_us: f64,
+    /// Bare overwrites with their backups and records, 32 threads at once, no server
+    /// ([`crate::floor::bare_overwrites_in_flight`]), a second (0: not run).
+    pub bare_overwrite_32_ops: f64,
+    /// Their CPU per overwrite, all threads, µs.
+    pub bare_overwrite_32_cpu_us: f64,
 }
 
 impl ChainProbe {
@@ -616,6 +631,8 @@ impl ChainProbe {
             bare_new_premade_us: m(|p| p.bare_new_premade_us),
             bare_overwrite_us: m(|p| p.bare_overwrite_us),
             bare_overwrite_premade_us: m(|p| p.bare_overwrite_premade_us),
+            bare_overwrite_32_ops: m(|p| p.bare_overwrite_32_ops),
+            bare_overwrite_32_cpu_us: m(|p| p.bare_overwrite_32_cpu_us),
         }
     }
 }
@@ -664,5 +681,6 @@ fn probe_chain(dir: &Path, n: usize) -> Result<ChainProbe, Error> {
         bare_new_premade_us: bare.new_premade_us,
         bare_overwrite_us: bare.overwrite_us,
         bare_overwrite_premade_us: bare.overwrite_premade_us,
+        ..ChainProbe::default()
     })
 }
