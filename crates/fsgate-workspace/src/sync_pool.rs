@@ -56,6 +56,23 @@ enum State<T> {
 struct Slot<T> {
     state: Mutex<State<T>>,
     done: Condvar,
+    /// Work for after the result is handed over (see [`start_then`]).
+    then: Mutex<Option<Job>>,
+}
+
+impl<T> Slot<T> {
+    fn new(job: Box<dyn FnOnce() -> T + Send>, then: Option<Job>) -> Slot<T> {
+        Slot {
+            state: Mutex::new(State::Queued(job)),
+            done: Condvar::new(),
+            then: Mutex::new(then),
+        }
+    }
+
+    /// The job's `then`, once (whoever ran the job runs it).
+    fn take_then(&self) -> Option<Job> {
+        lock(&self.then).take()
+    }
 }
 
 /// A slot a helper can run, whatever its result type.
@@ -79,6 +96,9 @@ impl<T: Send> Runnable for Slot<T> {
         let out = job();
         *lock(&self.state) = State::Done(out);
         self.done.notify_all();
+        if let Some(then) = self.take_then() {
+            then();
+        }
     }
 }
 
@@ -97,7 +117,13 @@ impl<T: Send + 'static> Pending<T> {
                 State::Done(out) => return out,
                 State::Queued(job) => {
                     drop(st);
-                    return job();
+                    let out = job();
+                    if let Some(then) = self.0.take_then()
+                        && let Err(then) = try_offer(then)
+                    {
+                        then();
+                    }
+                    return out;
                 }
                 State::Running => {
                     st = self.0.done.wait(st).unwrap_or_else(PoisonError::into_inner);
@@ -117,6 +143,9 @@ impl<T> Drop for Pending<T> {
         {
             drop(st);
             let _ = job();
+            if let Some(then) = self.0.take_then() {
+                then();
+            }
         }
     }
 }
@@ -124,10 +153,21 @@ impl<T> Drop for Pending<T> {
 /// Hands `job` to a helper thread (started if none is free and fewer than
 /// `MAX_HELPERS` run); if no helper can take it, [`Pending::wait`] runs it.
 pub fn start<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Pending<T> {
-    let slot = Arc::new(Slot {
-        state: Mutex::new(State::Queued(Box::new(job))),
-        done: Condvar::new(),
-    });
+    queue(Slot::new(Box::new(job), None))
+}
+
+/// [`start`], and `then` once the result is handed to the waiter: work the waiter must
+/// not wait for (a spare made, a handle closed). It runs on the thread that ran the
+/// job; where that was the waiter, on a free helper if there is one.
+pub fn start_then<T: Send + 'static>(
+    job: impl FnOnce() -> T + Send + 'static,
+    then: impl FnOnce() + Send + 'static,
+) -> Pending<T> {
+    queue(Slot::new(Box::new(job), Some(Box::new(then))))
+}
+
+fn queue<T: Send + 'static>(slot: Slot<T>) -> Pending<T> {
+    let slot = Arc::new(slot);
     let mut pool = lock(&POOL);
     if pool.queue.len() >= MAX_HELPERS {
         // Every helper is behind already: the waiter will run it sooner than they would.
@@ -147,9 +187,14 @@ pub fn start<T: Send + 'static>(job: impl FnOnce() -> T + Send + 'static) -> Pen
 /// off every request's path: it never delays a sync a request waits for, and nobody
 /// waits for it.
 pub fn offer(job: impl FnOnce() + Send + 'static) -> bool {
+    try_offer(Box::new(job)).is_ok()
+}
+
+/// [`offer`], giving the job back when no helper is free.
+fn try_offer(job: Job) -> Result<(), Job> {
     let mut pool = lock(&POOL);
     if !pool.queue.is_empty() {
-        return false;
+        return Err(job);
     }
     let free = if pool.idle > 0 {
         WORK.notify_one();
@@ -160,14 +205,12 @@ pub fn offer(job: impl FnOnce() + Send + 'static) -> bool {
     } else {
         false
     };
-    if free {
-        let slot: Arc<Slot<()>> = Arc::new(Slot {
-            state: Mutex::new(State::Queued(Box::new(job))),
-            done: Condvar::new(),
-        });
-        pool.queue.push_back(slot);
+    if !free {
+        return Err(job);
     }
-    free
+    let slot: Arc<Slot<()>> = Arc::new(Slot::new(job, None));
+    pool.queue.push_back(slot);
+    Ok(())
 }
 
 /// Starts one helper; false if the system would not (the waiters then run their jobs).
@@ -263,6 +306,69 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(ran_on_helper, "no helper was ever free");
+    }
+
+    /// A job's `then` runs after its waiter has the result: the waiter does not wait
+    /// for it (here it cannot finish before the waiter returns).
+    #[test]
+    fn then_runs_after_the_waiter_has_the_result() {
+        use std::sync::mpsc::channel;
+        let long = Duration::from_secs(20);
+        for _ in 0..50 {
+            let (started_tx, started_rx) = channel();
+            let (go_tx, go_rx) = channel::<()>();
+            let (ran_tx, ran_rx) = channel();
+            let p = start_then(
+                move || {
+                    let _ = started_tx.send(());
+                    7
+                },
+                move || {
+                    let _ = ran_tx.send(go_rx.recv_timeout(long).is_ok());
+                },
+            );
+            if started_rx.recv_timeout(Duration::from_secs(1)).is_err() {
+                // Every helper was busy (other tests): the waiter runs it; try again.
+                drop(go_tx);
+                assert_eq!(p.wait(), 7);
+                assert_eq!(ran_rx.recv_timeout(long), Ok(false));
+                continue;
+            }
+            assert_eq!(p.wait(), 7, "the result, while `then` still waits");
+            go_tx.send(()).expect("`then` is still waiting");
+            assert_eq!(ran_rx.recv_timeout(long), Ok(true));
+            return;
+        }
+        panic!("no helper ever took a job");
+    }
+
+    /// `then` runs once for every job: run by a helper, taken back by its waiter, or
+    /// dropped unwaited.
+    #[test]
+    fn then_runs_once_whoever_runs_the_job() {
+        let thens = Arc::new(AtomicUsize::new(0));
+        let mut pending = Vec::new();
+        for i in 0..30 {
+            let thens = Arc::clone(&thens);
+            let p = start_then(
+                move || i,
+                move || {
+                    thens.fetch_add(1, Ordering::SeqCst);
+                },
+            );
+            pending.push(p);
+        }
+        let dropped = pending.split_off(20);
+        drop(dropped);
+        let sum: usize = pending.into_iter().map(Pending::wait).sum();
+        assert_eq!(sum, (0..20).sum::<usize>());
+        let t = std::time::Instant::now();
+        while thens.load(Ordering::SeqCst) < 30 {
+            assert!(t.elapsed() < Duration::from_secs(20), "a `then` never ran");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(thens.load(Ordering::SeqCst), 30, "each ran once");
     }
 
     /// Two jobs of 50 ms started together take about 50 ms, not 100: they overlap.

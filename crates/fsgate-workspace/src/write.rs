@@ -102,13 +102,14 @@ impl Workspace {
         let staged = match atomic::stage_unnamed(&parent) {
             Some(s) if beside => {
                 let s = fill_unsynced(s, content, mode, &parent, temp)?;
-                let syncing = sync_pool::start(move || sync_staged(s));
-                // The next write's file, made while this one's syncs wait on the disk
-                // (over a file, the backup's helpers have that time already: later).
-                if found.is_none() {
-                    crate::spare::want(&parent);
-                    crate::spare::refill();
-                }
+                // The next write's file, made once this one's content is synced, by the
+                // helper that synced it, while the write waits on its intent (over a
+                // file, the backup's helpers have that time already: later).
+                let next = found.is_none().then(|| parent.try_clone().ok()).flatten();
+                let syncing = sync_pool::start_then(
+                    move || sync_staged(s),
+                    move || next.iter().for_each(want_spare),
+                );
                 Some(Content::Syncing(syncing))
             }
             Some(s) => Some(Content::Synced(fill(s, content, mode, &parent, temp)?)),
@@ -206,6 +207,15 @@ impl Drop for EntrySync {
     }
 }
 
+/// Asks for an unnamed file made ahead for the next write into `dir` (see
+/// [`crate::spare`]), once a write's own syncs are done.
+fn want_spare(dir: &Dir) {
+    if super::atomic::tmpfile_links() {
+        crate::spare::want(dir);
+    }
+    crate::spare::refill();
+}
+
 /// An [`EntrySync`] running beside its caller.
 #[must_use = "a started sync must be waited for before the write is answered"]
 pub struct EntrySyncing(sync_pool::Pending<std::io::Result<()>>);
@@ -219,17 +229,23 @@ impl EntrySync {
             return Ok(());
         };
         let synced = super::dir_sync::sync_dir_shared(&parent);
-        if synced.is_ok() && super::atomic::tmpfile_links() {
-            crate::spare::want(&parent);
-        }
-        crate::spare::refill();
+        want_spare(&parent);
         synced
     }
 
     /// Starts the sync on a helper (see [`super::sync_pool`]); wait for it with
-    /// [`EntrySyncing::wait`].
-    pub fn start(self) -> EntrySyncing {
-        EntrySyncing(sync_pool::start(move || self.sync_now()))
+    /// [`EntrySyncing::wait`]. The spare is asked for once the result is handed over:
+    /// the write does not wait for that (nor for the handle's close).
+    pub fn start(mut self) -> EntrySyncing {
+        let Some(parent) = self.parent.take() else {
+            return EntrySyncing(sync_pool::start(|| Ok(())));
+        };
+        let parent = std::sync::Arc::new(parent);
+        let after = std::sync::Arc::clone(&parent);
+        EntrySyncing(sync_pool::start_then(
+            move || super::dir_sync::sync_dir_shared(&parent),
+            move || want_spare(&after),
+        ))
     }
 }
 
