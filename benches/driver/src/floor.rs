@@ -466,6 +466,44 @@ fn overwrite_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
     s.log.append(RECORD)
 }
 
+/// About a 4 KiB write's request on the wire, newline included.
+const REQUEST_BYTES: usize = 4_400;
+
+/// The p50 of `n` round trips, µs, of a write request's size through pipes to a child
+/// process that only echoes it (`cat`): what any server on stdio adds to a request,
+/// before it does anything (the client's write, two wake-ups, the answer's read).
+pub fn echo_round_trip(n: usize) -> Result<f64, Error> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let cat = Path::new("cat");
+    let io = |e| Error::io(cat, e);
+    let mut child = Command::new("cat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(io)?;
+    let (Some(mut to), Some(mut from)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(Error::Setup("cat: no pipes".into()));
+    };
+    let mut line = vec![b'x'; REQUEST_BYTES - 1];
+    line.push(b'\n');
+    let mut back = vec![0u8; line.len()];
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        to.write_all(&line).map_err(io)?;
+        from.read_exact(&mut back).map_err(io)?;
+        times.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    drop(to);
+    child.wait().map_err(io)?;
+    if back != line {
+        return Err(Error::Answer("cat echoed other bytes".into()));
+    }
+    Ok(crate::suite::mid(times))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,6 +538,13 @@ mod tests {
         let names: Vec<_> = std::fs::read_dir(&s.ws).unwrap().collect();
         assert_eq!(names.len(), 3, "no temporary name left behind");
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A round trip through `cat` is timed, and is a positive time.
+    #[test]
+    fn an_echo_round_trip_is_timed() {
+        let us = echo_round_trip(20).unwrap();
+        assert!(us > 0.0 && us < 1e6, "{us}");
     }
 
     /// Every file is overwritten once and backed up in its shard, with two records

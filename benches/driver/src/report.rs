@@ -547,8 +547,17 @@ fn chain_limit(r: &Report, backup: bool) -> Option<String> {
     } else {
         format!("content {:.0} us", c.content_us)
     };
+    // What any server on stdio adds before it does anything.
+    let trip = match c.echo_rtt_us {
+        t if t > 0.0 => format!(
+            "; that, plus a request's round trip through pipes to a process that only echoes it ({t:.0} us): {:.3} ms = {:.2}x",
+            (p + t) / 1e3,
+            (p + t) / sync
+        ),
+        _ => String::new(),
+    };
     Some(format!(
-        "2 syncs one after another: the intent ({rec:.0} us; beside it, timed apart: {beside}), the outcome record ({rec:.0} us; beside it: the directory, {:.0} us): at least {:.3} ms = {:.2}x; the whole write's bare system calls in that order, no server: {:.3} ms = {:.2}x{premade}",
+        "2 syncs one after another: the intent ({rec:.0} us; beside it, timed apart: {beside}), the outcome record ({rec:.0} us; beside it: the directory, {:.0} us): at least {:.3} ms = {:.2}x; the whole write's bare system calls in that order, no server: {:.3} ms = {:.2}x{premade}{trip}",
         c.dir_us,
         floor / 1e3,
         floor / sync,

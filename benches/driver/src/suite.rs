@@ -617,6 +617,9 @@ pub struct ChainProbe {
     pub bare_overwrite_32_ops: f64,
     /// Their CPU per overwrite, all threads, µs.
     pub bare_overwrite_32_cpu_us: f64,
+    /// A write request's round trip through pipes to a process that only echoes it
+    /// ([`crate::floor::echo_round_trip`]), µs.
+    pub echo_rtt_us: f64,
 }
 
 impl ChainProbe {
@@ -633,6 +636,7 @@ impl ChainProbe {
             bare_overwrite_premade_us: m(|p| p.bare_overwrite_premade_us),
             bare_overwrite_32_ops: m(|p| p.bare_overwrite_32_ops),
             bare_overwrite_32_cpu_us: m(|p| p.bare_overwrite_32_cpu_us),
+            echo_rtt_us: m(|p| p.echo_rtt_us),
         }
     }
 }
@@ -681,6 +685,7 @@ fn probe_chain(dir: &Path, n: usize) -> Result<ChainProbe, Error> {
         bare_new_premade_us: bare.new_premade_us,
         bare_overwrite_us: bare.overwrite_us,
         bare_overwrite_premade_us: bare.overwrite_premade_us,
+        echo_rtt_us: crate::floor::echo_round_trip(n)?,
         ..ChainProbe::default()
     })
 }
