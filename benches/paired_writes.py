@@ -2,12 +2,12 @@
 """Two fsgate builds' durable writes one at a time, measured side by side.
 
     python3 benches/paired_writes.py BASE_BIN NEW_BIN [--writes N] [--kind new|over]
-        [--gap MS] [--burst N] [--json]
+        [--gap MS] [--burst N] [--door acp|mcp] [--json]
 
 On this machine the disk's sync time drifts by 2x within minutes, so two builds timed
 one after the other differ by more than a change to the write path does. Here both
-builds serve at once (`fsgate serve`, ACP on stdio, each its own workspace, log and
-backup store under a temporary directory), and 4 KiB writes alternate between them
+builds serve at once (`fsgate serve`, ACP on stdio, or MCP with `--door mcp`, each its
+own workspace, log and backup store under a temporary directory), and 4 KiB writes alternate between them
 (which goes first alternates too), 2 ms apart (`--gap`), so that the drift touches
 both alike. With `--burst N`, each build gets N writes in a row, back to back, before
 the other's turn: a client that never pauses.
@@ -28,32 +28,45 @@ import time
 class Gateway:
     """One `fsgate serve` on its own workspace; requests and answers one at a time."""
 
-    def __init__(self, binary, root):
+    def __init__(self, binary, root, door):
         self.ws = os.path.join(root, "ws")
+        self.door = door
         os.makedirs(self.ws)
         state = os.path.join(root, "state")
         self.proc = subprocess.Popen(
-            [binary, "serve", "--workspace", self.ws,
+            [binary, "serve", "--transport", door, "--workspace", self.ws,
              "--audit-log", os.path.join(state, "audit.jsonl"),
              "--backup-dir", os.path.join(state, "backups")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.next_id = 0
-        self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        if door == "acp":
+            self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+            return
+        self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                 "clientInfo": {"name": "paired_writes", "version": "1"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, msg):
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
 
     def call(self, method, params):
         self.next_id += 1
-        msg = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-        self.proc.stdin.flush()
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         answer = json.loads(self.proc.stdout.readline())
-        if answer.get("id") != self.next_id or "error" in answer:
+        failed = "error" in answer or answer.get("result", {}).get("isError")
+        if answer.get("id") != self.next_id or failed:
             sys.exit(f"paired_writes: unexpected answer to {method}: {answer}")
         return answer
 
     def write(self, name, content):
         path = os.path.join(self.ws, name)
         started = time.perf_counter()
-        self.call("fs/write_text_file", {"sessionId": "s", "path": path, "content": content})
+        if self.door == "acp":
+            self.call("fs/write_text_file", {"sessionId": "s", "path": path, "content": content})
+        else:
+            self.call("tools/call", {"name": "write_file",
+                                     "arguments": {"path": path, "content": content}})
         took = time.perf_counter() - started
         with open(path) as f:
             if f.read() != content:
@@ -79,10 +92,12 @@ def main():
     ap.add_argument("--kind", choices=["new", "over"], default="new")
     ap.add_argument("--gap", type=float, default=2.0, help="ms between turns")
     ap.add_argument("--burst", type=int, default=1, help="writes in a row per turn")
+    ap.add_argument("--door", choices=["acp", "mcp"], default="acp")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="fsgate-paired-") as tmp:
-        gws = [Gateway(b, os.path.join(tmp, str(i))) for i, b in enumerate([args.base, args.new])]
+        gws = [Gateway(b, os.path.join(tmp, str(i)), args.door)
+               for i, b in enumerate([args.base, args.new])]
         times = [[], []]
         for turn in range(0, args.writes, args.burst):
             for k in ((0, 1) if (turn // args.burst) % 2 == 0 else (1, 0)):
@@ -95,6 +110,7 @@ def main():
             g.stop()
     out = {
         "kind": args.kind,
+        "door": args.door,
         "writes": args.writes,
         "gap_ms": args.gap,
         "burst": args.burst,

@@ -330,6 +330,18 @@ impl Door {
             self.batch.send(job).await;
             return;
         }
+        // A change alone on a connection whose input has a thread of its own runs right
+        // here too: a write one at a time then wakes no pool thread (its syncs still
+        // overlap on the sync helpers). Nothing is read meanwhile, and nothing is in
+        // flight to need it; with ask rules it goes to the pool (a reply must be read).
+        if job.call.tool.changes()
+            && alone
+            && crate::stdio::on_own_thread()
+            && self.batch.may_run_inline(&self.direct.gw)
+            && job.call.ctx.scope.settled(Duration::ZERO).is_ok()
+        {
+            return run_and_answer(&self.direct, job, None);
+        }
         // Reads sent after a change wait until it has run.
         let change = job.call.tool.changes().then(|| self.batch.change());
         let direct = Arc::clone(&self.direct);
@@ -417,18 +429,24 @@ fn on_pool(
     let direct = Arc::clone(direct);
     rt.spawn_blocking(move || {
         let _permit = permit;
-        // `run_in` answers a panicking call; this catches one in the answering too.
-        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let done = direct.run_in(job, None);
-            drop(change);
-            if let Some(done) = done {
-                direct.answer(vec![done], Ok(()));
-            }
-        }));
-        if ran.is_err() {
-            tracing::error!("tool task failed: it panicked");
-        }
+        run_and_answer(&direct, job, change);
     });
+}
+
+/// Runs `job` on this thread and answers it; `change` (reads sent after it wait) is let
+/// go once it has run.
+fn run_and_answer(direct: &Direct, job: Job, change: Option<batch::Change>) {
+    // `run_in` answers a panicking call; this catches one in the answering too.
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let done = direct.run_in(job, None);
+        drop(change);
+        if let Some(done) = done {
+            direct.answer(vec![done], Ok(()));
+        }
+    }));
+    if ran.is_err() {
+        tracing::error!("tool task failed: it panicked");
+    }
 }
 
 /// Writes run at once per connection. A write's content is already in memory (its
