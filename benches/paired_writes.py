@@ -54,7 +54,7 @@ class Gateway:
         self.next_id += 1
         self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         answer = json.loads(self.proc.stdout.readline())
-        failed = "error" in answer or answer.get("result", {}).get("isError")
+        failed = "error" in answer or (answer.get("result") or {}).get("isError")
         if answer.get("id") != self.next_id or failed:
             sys.exit(f"paired_writes: unexpected answer to {method}: {answer}")
         return answer

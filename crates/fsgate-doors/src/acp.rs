@@ -443,7 +443,6 @@ where
     };
     let mut tasks = JoinSet::new();
     loop {
-        while tasks.try_join_next().is_some() {}
         outbox.wait_for_room().await;
         let line = match read_line(&mut reader, max).await {
             Ok(Line::Eof) => break,
@@ -463,6 +462,9 @@ where
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        // Reaped now, not before the read: a request answered while the line was
+        // awaited leaves nothing in flight, and the next one may run alone.
+        while tasks.try_join_next().is_some() {}
         if !dispatch.message(&line, &mut tasks, reader.buffer()).await {
             break;
         }
@@ -516,6 +518,13 @@ impl Dispatch<'_> {
                 }
                 self.batch.send(job).await;
             }
+            Incoming::Request { id, method, params }
+                if changes(&method) && alone_here(gw, tasks, self.batch, ahead) =>
+            {
+                // A change alone runs right here too: no task, no pool thread, and its
+                // answer written by this thread (nothing is in flight to need it).
+                self.door.run_alone(AcpRequest { id, method, params });
+            }
             Incoming::Request { id, method, params } => {
                 // Reads sent after a change wait until it is done.
                 let change = changes(&method).then(|| self.batch.change());
@@ -548,6 +557,16 @@ impl Dispatch<'_> {
 /// batch door allows it ([`batch::Door::may_run_here`]).
 fn alone<J>(gw: &Gateway, tasks: &JoinSet<()>, batch: &batch::Door<J>, ahead: &[u8]) -> bool {
     ahead.is_empty() && tasks.is_empty() && batch.may_run_here(gw)
+}
+
+/// Whether a change may run right here, on stdin's own thread: as [`alone`], and that
+/// thread is one of its own, which nothing else needs while the change runs (a change
+/// may take a while; a runtime worker must not be held for it).
+fn alone_here<J>(gw: &Gateway, tasks: &JoinSet<()>, batch: &batch::Door<J>, ahead: &[u8]) -> bool {
+    ahead.is_empty()
+        && tasks.is_empty()
+        && crate::stdio::on_own_thread()
+        && batch.may_run_inline(gw)
 }
 
 /// Whether `method` is quick and read-only: answered on the batch thread.
@@ -614,6 +633,28 @@ impl Batched for BatchDoor {
                 (line_bytes(&served.answer), served.leases)
             })
             .collect();
+        self.write_lines(lines);
+    }
+}
+
+impl BatchDoor {
+    /// Runs a request alone on this thread (see `alone_here`) and answers it.
+    fn run_alone(&self, request: AcpRequest) {
+        let id = request.id.clone();
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            answer(&self.gw, &self.peer, request)
+        }));
+        let (v, lease) = ran.unwrap_or_else(|_| {
+            tracing::error!("request task failed: it panicked");
+            let e = GatewayError::Internal("request task failed".into());
+            (Acp.refuse(&id, &e), Vec::new())
+        });
+        self.write_lines(vec![(line_bytes(&v), lease)]);
+    }
+
+    /// Writes answers here when small and nothing queued before would be overtaken;
+    /// else queues them for the writer.
+    fn write_lines(&self, lines: Vec<(Vec<u8>, Vec<Lease>)>) {
         let total: usize = lines.iter().map(|(b, _)| b.len()).sum();
         // Written here only when nothing queued before would be overtaken.
         if total <= WRITE_HERE_MAX && self.out.unwritten() == 0 {
