@@ -102,14 +102,14 @@ impl Workspace {
         let staged = match atomic::stage_unnamed(&parent) {
             Some(s) if beside => {
                 let s = fill_unsynced(s, content, mode, &parent, temp)?;
-                // The next write's file, made once this one's content is synced, by the
-                // helper that synced it, while the write waits on its intent (over a
-                // file, the backup's helpers have that time already: later).
-                let next = found.is_none().then(|| parent.try_clone().ok()).flatten();
-                let syncing = sync_pool::start_then(
-                    move || sync_staged(s),
-                    move || next.iter().for_each(want_spare),
-                );
+                let syncing = sync_pool::start(move || sync_staged(s));
+                // The next write's file, made while this one's syncs wait on the disk
+                // (when the CPU is free; over a file, the backup's helpers have that time
+                // already: later). Asked for here, not after the content's sync: a spare
+                // made then competes for the CPU with the rest of this write.
+                if found.is_none() {
+                    want_spare(&parent);
+                }
                 Some(Content::Syncing(syncing))
             }
             Some(s) => Some(Content::Synced(fill(s, content, mode, &parent, temp)?)),
