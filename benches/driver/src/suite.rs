@@ -292,7 +292,7 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
     let mut runs: BTreeMap<(String, String), Vec<Figures>> = BTreeMap::new();
     let mut failures = Vec::new();
     let (mut fdatasync, mut small_sync, mut chain) = (Vec::new(), Vec::new(), Vec::new());
-    let mut in_flight = Vec::new();
+    let (mut in_flight, mut scratches) = (Vec::new(), Vec::new());
     for rep in 0..cfg.reps.max(1) {
         let mut probed = false;
         for (w, mut servers) in jobs(&cfg) {
@@ -309,11 +309,14 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
                 chain.push(probe_chain(work, count / 5)?);
             }
             if w == "overwrite" {
+                let scratch = work.join(format!("bare-in-flight-{rep}"));
+                let _ = std::fs::remove_dir_all(&scratch);
                 in_flight.push(crate::floor::bare_overwrites_in_flight(
-                    work,
+                    &scratch,
                     suite.n.write,
                     32,
                 )?);
+                scratches.push(scratch);
             }
             if rep % 2 == 1 {
                 servers.reverse();
@@ -333,6 +336,10 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
                 }
             }
         }
+    }
+    // Removed only now (see `bare_overwrites_in_flight`).
+    for scratch in scratches {
+        let _ = std::fs::remove_dir_all(scratch);
     }
     let syncs = [
         SyncProbe::medians(&fdatasync),
