@@ -6,9 +6,11 @@
 //! Quick read-only tools run on the connection's batch thread ([`crate::batch`]):
 //! a batch shares one sync of the audit log and one write to the client, which that
 //! thread makes itself (no hand-off to a writer task and a pool thread). Changes and slow tools
-//! (search, trees) run on the blocking pool, a few at a time, as before, so they never
-//! hold up a batch; so does every call while the policy has `ask` rules, as any of them
-//! may wait for a person. Either way the answer is exactly what the SDK would have written.
+//! (search, trees) run on the blocking pool, a few at a time, so they never hold up a
+//! batch; so does every call while the policy has `ask` rules, as any of them may wait for
+//! a person. A change alone on a connection whose input has a thread of its own runs on
+//! that thread instead (nothing else is in flight to need it). Either way the answer is
+//! exactly what the SDK would have written.
 //!
 //! Each call is claimed (it records itself, through its gateway operations) just before
 //! it runs; a call the client cancelled before that is skipped, and an answer whose call
