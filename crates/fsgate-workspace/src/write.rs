@@ -104,9 +104,9 @@ impl Workspace {
                 let s = fill_unsynced(s, content, mode, &parent, temp)?;
                 let syncing = sync_pool::start(move || sync_staged(s));
                 // The next write's file, made while this one's syncs wait on the disk
-                // (when the CPU is free; over a file, the backup's helpers have that time
-                // already: later). Asked for here, not after the content's sync: a spare
-                // made then competes for the CPU with the rest of this write.
+                // (over a file, the backup's helpers have that time already: later).
+                // Not after the content's sync: made then, it competes for the CPU with
+                // the rest of this write.
                 if found.is_none() {
                     want_spare(&parent);
                 }
@@ -208,7 +208,7 @@ impl Drop for EntrySync {
 }
 
 /// Asks for an unnamed file made ahead for the next write into `dir` (see
-/// [`crate::spare`]), once a write's own syncs are done.
+/// [`crate::spare`]); a free helper makes it.
 fn want_spare(dir: &Dir) {
     if super::atomic::tmpfile_links() {
         crate::spare::want(dir);
