@@ -399,7 +399,7 @@ impl Shared {
 
 /// `n` bare overwrites of 4 KiB with their backups, `k` threads at once, each over its
 /// own file: what fsgate's `overwrite` workload asks of the kernel, with no server.
-/// Each thread does the calls of [`Scratch::overwrite`] one after another: the intent
+/// Each thread makes the calls of the bare overwrite one at a time, in turn: the intent
 /// record, a backup file made and synced in its shard directory (synced too), an
 /// unnamed file filled and synced, a temporary name renamed over the file, the
 /// workspace directory synced, the outcome record. The log's and the workspace
