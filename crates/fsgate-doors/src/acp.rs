@@ -563,10 +563,7 @@ fn alone<J>(gw: &Gateway, tasks: &JoinSet<()>, batch: &batch::Door<J>, ahead: &[
 /// thread is one of its own, which nothing else needs while the change runs (a change
 /// may take a while; a runtime worker must not be held for it).
 fn alone_here<J>(gw: &Gateway, tasks: &JoinSet<()>, batch: &batch::Door<J>, ahead: &[u8]) -> bool {
-    ahead.is_empty()
-        && tasks.is_empty()
-        && crate::stdio::on_own_thread()
-        && batch.may_run_inline(gw)
+    crate::stdio::on_own_thread() && alone(gw, tasks, batch, ahead)
 }
 
 /// Whether `method` is quick and read-only: answered on the batch thread.

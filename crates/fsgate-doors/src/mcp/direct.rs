@@ -319,11 +319,7 @@ impl Door {
     pub(super) async fn submit(&self, mut job: Job, serial: u64, alone: bool) {
         job.serial = serial;
         if batched(job.call.tool) && !self.direct.gw.policy().has_ask_rules() {
-            // Not while the client's roots are awaited: the call would wait for an answer
-            // that only this (blocked) pump can read. Only the pump makes them awaited
-            // again once they are settled (see `roots`).
-            let settled = || job.call.ctx.scope.settled(Duration::ZERO).is_ok();
-            if alone && self.batch.may_run_here(&self.direct.gw) && settled() {
+            if alone && self.batch.may_run_here(&self.direct.gw) && roots_settled(&job) {
                 // block_in_place: the runtime's other tasks move to another thread.
                 let direct = &*self.direct;
                 tokio::task::block_in_place(|| self.batch.run_here(direct, job));
@@ -340,7 +336,7 @@ impl Door {
             && alone
             && crate::stdio::on_own_thread()
             && self.batch.may_run_inline(&self.direct.gw)
-            && job.call.ctx.scope.settled(Duration::ZERO).is_ok()
+            && roots_settled(&job)
         {
             return run_and_answer(&self.direct, job, None);
         }
@@ -418,6 +414,13 @@ impl Direct {
             modern: era.modern,
         })
     }
+}
+
+/// Whether the client's roots are settled, so that `job` may run on the pump's thread:
+/// while they are awaited, the call would wait for an answer that only this (blocked)
+/// pump can read. Only the pump makes them awaited again once settled (see `roots`).
+fn roots_settled(job: &Job) -> bool {
+    job.call.ctx.scope.settled(Duration::ZERO).is_ok()
 }
 
 /// Runs `job` on the blocking pool and answers it there; nothing waits for it.
