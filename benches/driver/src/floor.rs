@@ -397,6 +397,16 @@ impl Shared {
     }
 }
 
+/// Which calls [`bare_overwrites_in_flight`] makes for each overwrite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Calls {
+    /// fsgate's: the records, the backup and the durable replace ([`overwrite_one`]).
+    Fsgates,
+    /// The durable replace alone, no backup and no records ([`replace_one`]): what any
+    /// server that makes an overwrite durable before answering must do, at the least.
+    ReplaceOnly,
+}
+
 /// `n` bare overwrites of 4 KiB with their backups, `k` threads at once, each over its
 /// own file: what fsgate's `overwrite` workload asks of the kernel, with no server.
 /// Each thread makes the calls of the bare overwrite one at a time, in turn: the intent
@@ -408,7 +418,12 @@ impl Shared {
 /// Its files are made under `root`, which is left for the caller to remove once the
 /// workloads after it have run: on ext4 without a journal, files removed moments
 /// before slow down the making of new ones.
-pub fn bare_overwrites_in_flight(root: &Path, n: usize, k: usize) -> Result<InFlight, Error> {
+pub fn bare_overwrites_in_flight(
+    root: &Path,
+    n: usize,
+    k: usize,
+    calls: Calls,
+) -> Result<InFlight, Error> {
     let io = |e| Error::io(root, e);
     let shared = Arc::new(Shared::new(root, n).map_err(io)?);
     let next = Arc::new(AtomicUsize::new(0));
@@ -418,13 +433,16 @@ pub fn bare_overwrites_in_flight(root: &Path, n: usize, k: usize) -> Result<InFl
         .map(|_| {
             let (shared, next) = (Arc::clone(&shared), Arc::clone(&next));
             std::thread::spawn(move || -> std::io::Result<()> {
-                let data = vec![b'x'; 4096];
+                let data = vec![b'y'; 4096];
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= n {
                         return Ok(());
                     }
-                    overwrite_one(&shared, i, &data)?;
+                    match calls {
+                        Calls::Fsgates => overwrite_one(&shared, i, &data)?,
+                        Calls::ReplaceOnly => replace_one(&shared, i, &data)?,
+                    }
                 }
             })
         })
@@ -464,6 +482,21 @@ fn overwrite_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
     std::fs::rename(s.ws.join(&tmp), s.ws.join(&name))?;
     s.ws_dir.sync()?;
     s.log.append(RECORD)
+}
+
+/// One durable replace of `ws/o<i>`, nothing else: the old content read (a server
+/// checks what it replaces), an unnamed file filled and synced, a temporary name
+/// renamed over the file, the workspace directory synced (shared).
+fn replace_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
+    let name = format!("o{i}");
+    std::fs::read(s.ws.join(&name))?;
+    let mut content = unnamed_in(&s.ws)?;
+    content.write_all(data)?;
+    content.sync_all()?;
+    let tmp = format!(".tmp-{i}");
+    link_at(&content, &s.ws_dir.file, &tmp)?;
+    std::fs::rename(s.ws.join(&tmp), s.ws.join(&name))?;
+    s.ws_dir.sync()
 }
 
 /// About a 4 KiB write's request on the wire, newline included.
@@ -583,10 +616,35 @@ mod tests {
             "no temporary name left"
         );
         std::fs::remove_dir_all(&root).unwrap();
-        let got = bare_overwrites_in_flight(&root, 64, 8).unwrap();
+        let got = bare_overwrites_in_flight(&root, 64, 8, Calls::Fsgates).unwrap();
         assert!(got.ops_per_s > 0.0 && got.ops_per_s.is_finite(), "{got:?}");
         let left = std::fs::read_dir(root.join("ws")).unwrap().count();
         assert_eq!(left, 64, "its files are left for the caller");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// The replace alone overwrites every file and makes no backup and no record.
+    #[test]
+    fn replaces_in_flight_overwrite_every_file_and_nothing_else() {
+        let root = std::env::temp_dir().join(format!("fsgate-floor-r-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let got = bare_overwrites_in_flight(&root, 200, 8, Calls::ReplaceOnly).unwrap();
+        assert!(got.ops_per_s > 0.0 && got.ops_per_s.is_finite(), "{got:?}");
+        for i in 0..200 {
+            let now = std::fs::read(root.join("ws").join(format!("o{i}"))).unwrap();
+            assert_eq!(now, vec![b'y'; 4096], "o{i} was replaced");
+        }
+        assert_eq!(std::fs::read_dir(root.join("ws")).unwrap().count(), 200);
+        assert_eq!(
+            std::fs::metadata(root.join("log")).unwrap().len(),
+            0,
+            "no record"
+        );
+        let backups = std::fs::read_dir(root.join("backups")).unwrap();
+        for shard in backups {
+            let n = std::fs::read_dir(shard.unwrap().path()).unwrap().count();
+            assert_eq!(n, 0, "no backup");
+        }
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -309,14 +309,22 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
                 chain.push(probe_chain(work, count / 5)?);
             }
             if w == "overwrite" {
-                let scratch = work.join(format!("bare-in-flight-{rep}"));
-                let _ = std::fs::remove_dir_all(&scratch);
-                in_flight.push(crate::floor::bare_overwrites_in_flight(
-                    &scratch,
-                    suite.n.write,
-                    32,
-                )?);
-                scratches.push(scratch);
+                use crate::floor::Calls;
+                for (calls, name) in [
+                    (Calls::Fsgates, "in-flight"),
+                    (Calls::ReplaceOnly, "replace"),
+                ] {
+                    let scratch = work.join(format!("bare-{name}-{rep}"));
+                    let _ = std::fs::remove_dir_all(&scratch);
+                    let got = crate::floor::bare_overwrites_in_flight(
+                        &scratch,
+                        suite.n.write,
+                        32,
+                        calls,
+                    )?;
+                    in_flight.push((calls, got));
+                    scratches.push(scratch);
+                }
             }
             if rep % 2 == 1 {
                 servers.reverse();
@@ -346,8 +354,14 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
         SyncProbe::medians(&small_sync),
     ];
     let mut chain = ChainProbe::medians(&chain);
-    chain.bare_overwrite_32_ops = mid(in_flight.iter().map(|f| f.ops_per_s).collect());
-    chain.bare_overwrite_32_cpu_us = mid(in_flight.iter().map(|f| f.cpu_us).collect());
+    let of = |calls: crate::floor::Calls, f: fn(&crate::floor::InFlight) -> f64| {
+        let got = in_flight.iter().filter(|(c, _)| *c == calls);
+        mid(got.map(|(_, r)| f(r)).collect())
+    };
+    use crate::floor::Calls;
+    chain.bare_overwrite_32_ops = of(Calls::Fsgates, |r| r.ops_per_s);
+    chain.bare_overwrite_32_cpu_us = of(Calls::Fsgates, |r| r.cpu_us);
+    chain.bare_replace_32_ops = of(Calls::ReplaceOnly, |r| r.ops_per_s);
     Ok(Report::new(&cfg, (syncs, chain), runs, failures, &suite.sz))
 }
 
@@ -624,6 +638,9 @@ pub struct ChainProbe {
     pub bare_overwrite_32_ops: f64,
     /// Their CPU per overwrite, all threads, µs.
     pub bare_overwrite_32_cpu_us: f64,
+    /// The durable replace alone (no backup, no records), 32 threads at once, a second
+    /// (0: not run).
+    pub bare_replace_32_ops: f64,
     /// A write request's round trip through pipes to a process that only echoes it
     /// ([`crate::floor::echo_round_trip`]), µs.
     pub echo_rtt_us: f64,
@@ -643,6 +660,7 @@ impl ChainProbe {
             bare_overwrite_premade_us: m(|p| p.bare_overwrite_premade_us),
             bare_overwrite_32_ops: m(|p| p.bare_overwrite_32_ops),
             bare_overwrite_32_cpu_us: m(|p| p.bare_overwrite_32_cpu_us),
+            bare_replace_32_ops: m(|p| p.bare_replace_32_ops),
             echo_rtt_us: m(|p| p.echo_rtt_us),
         }
     }
