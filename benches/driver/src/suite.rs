@@ -294,7 +294,7 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
     let (mut fdatasync, mut small_sync, mut chain) = (Vec::new(), Vec::new(), Vec::new());
     let (mut in_flight, mut scratches) = (Vec::new(), Vec::new());
     for rep in 0..cfg.reps.max(1) {
-        let mut probed = false;
+        let (mut probed, mut warmed) = (false, false);
         for (w, mut servers) in jobs(&cfg) {
             let serial = w.ends_with("_serial");
             let count = if cfg.quick { 50 } else { 1000 };
@@ -307,6 +307,18 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
             }
             if w == "write_new_serial" {
                 chain.push(probe_chain(work, count / 5)?);
+            }
+            if w.starts_with("mono_") && !warmed {
+                if let Some((root, _)) = &suite.mono {
+                    eprint!(
+                        "fsgate-bench: rep {} reading the monorepo once, untimed ... ",
+                        rep + 1
+                    );
+                    let t = std::time::Instant::now();
+                    let files = mono_work::warm(root)?;
+                    eprintln!("{files} files, {:.1} s", t.elapsed().as_secs_f64());
+                }
+                warmed = true;
             }
             if w == "overwrite" {
                 use crate::floor::Calls;
