@@ -400,9 +400,9 @@ impl Shared {
 /// Which calls [`bare_overwrites_in_flight`] makes for each overwrite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Calls {
-    /// fsgate's: the records, the backup and the durable replace ([`overwrite_one`]).
+    /// fsgate's: the records, the backup and the durable replace.
     Fsgates,
-    /// The durable replace alone, no backup and no records ([`replace_one`]): what any
+    /// The durable replace alone, no backup and no records: what any
     /// server that makes an overwrite durable before answering must do, at the least.
     ReplaceOnly,
 }
