@@ -474,13 +474,7 @@ fn overwrite_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
     b.write_all(&old)?;
     b.sync_data()?;
     shard_dir.sync_all()?;
-    let mut content = unnamed_in(&s.ws)?;
-    content.write_all(data)?;
-    content.sync_all()?;
-    let tmp = format!(".tmp-{i}");
-    link_at(&content, &s.ws_dir.file, &tmp)?;
-    std::fs::rename(s.ws.join(&tmp), s.ws.join(&name))?;
-    s.ws_dir.sync()?;
+    replace(s, i, data)?;
     s.log.append(RECORD)
 }
 
@@ -488,14 +482,19 @@ fn overwrite_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
 /// checks what it replaces), an unnamed file filled and synced, a temporary name
 /// renamed over the file, the workspace directory synced (shared).
 fn replace_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
-    let name = format!("o{i}");
-    std::fs::read(s.ws.join(&name))?;
+    std::fs::read(s.ws.join(format!("o{i}")))?;
+    replace(s, i, data)
+}
+
+/// `ws/o<i>` replaced durably by `data`: an unnamed file filled and synced, linked at a
+/// temporary name renamed over it, the workspace directory synced (shared).
+fn replace(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
     let mut content = unnamed_in(&s.ws)?;
     content.write_all(data)?;
     content.sync_all()?;
     let tmp = format!(".tmp-{i}");
     link_at(&content, &s.ws_dir.file, &tmp)?;
-    std::fs::rename(s.ws.join(&tmp), s.ws.join(&name))?;
+    std::fs::rename(s.ws.join(&tmp), s.ws.join(format!("o{i}")))?;
     s.ws_dir.sync()
 }
 
