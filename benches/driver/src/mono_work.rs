@@ -5,8 +5,9 @@
 //! exactly what it made, secrets included.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde_json::{Value, json};
@@ -492,11 +493,11 @@ pub fn warm(root: &Path) -> Result<usize, Error> {
             }
         }
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let read = |files: &[std::path::PathBuf]| -> Result<(), Error> {
+    let next = AtomicUsize::new(0);
+    let read = |files: &[PathBuf]| -> Result<(), Error> {
         let mut buf = vec![0u8; 1 << 16];
         loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(p) = files.get(i) else { return Ok(()) };
             let mut f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
             while std::io::Read::read(&mut f, &mut buf).map_err(|e| Error::io(p, e))? > 0 {}

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::Error;
+use crate::floor::{self, Calls, InFlight};
 use crate::mono::{self, Mono};
 use crate::mono_work::{self, Expect};
 use crate::report::{Figures, Report};
@@ -314,26 +315,20 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
                         "fsgate-bench: rep {} reading the monorepo once, untimed ... ",
                         rep + 1
                     );
-                    let t = std::time::Instant::now();
+                    let t = Instant::now();
                     let files = mono_work::warm(root)?;
                     eprintln!("{files} files, {:.1} s", t.elapsed().as_secs_f64());
                 }
                 warmed = true;
             }
             if w == "overwrite" {
-                use crate::floor::Calls;
                 for (calls, name) in [
                     (Calls::Fsgates, "in-flight"),
                     (Calls::ReplaceOnly, "replace"),
                 ] {
                     let scratch = work.join(format!("bare-{name}-{rep}"));
                     let _ = std::fs::remove_dir_all(&scratch);
-                    let got = crate::floor::bare_overwrites_in_flight(
-                        &scratch,
-                        suite.n.write,
-                        32,
-                        calls,
-                    )?;
+                    let got = floor::bare_overwrites_in_flight(&scratch, suite.n.write, 32, calls)?;
                     in_flight.push((calls, got));
                     scratches.push(scratch);
                 }
@@ -366,11 +361,10 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
         SyncProbe::medians(&small_sync),
     ];
     let mut chain = ChainProbe::medians(&chain);
-    let of = |calls: crate::floor::Calls, f: fn(&crate::floor::InFlight) -> f64| {
+    let of = |calls: Calls, f: fn(&InFlight) -> f64| {
         let got = in_flight.iter().filter(|(c, _)| *c == calls);
         mid(got.map(|(_, r)| f(r)).collect())
     };
-    use crate::floor::Calls;
     chain.bare_overwrite_32_ops = of(Calls::Fsgates, |r| r.ops_per_s);
     chain.bare_overwrite_32_cpu_us = of(Calls::Fsgates, |r| r.cpu_us);
     chain.bare_replace_32_ops = of(Calls::ReplaceOnly, |r| r.ops_per_s);
