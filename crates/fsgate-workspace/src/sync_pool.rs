@@ -8,7 +8,9 @@
 //! waiter's thread instead: under load (every helper busy) a request does its own syncs
 //! in turn, as it would without helpers, and never waits for a queue. Helpers are
 //! started on demand, at most `MAX_HELPERS`, and end after `IDLE_EXIT` without work:
-//! an idle gateway keeps none, and none wakes up.
+//! an idle gateway keeps none, and none wakes up. A helper is woken only after the
+//! pool's lock is let go: woken under it, the helper (often on the same CPU) would run,
+//! find the lock held and sleep again, two more thread switches per hand-off.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -170,16 +172,21 @@ pub fn start_then<T: Send + 'static>(
 
 fn queue<T: Send + 'static>(slot: Slot<T>) -> Pending<T> {
     let slot = Arc::new(slot);
-    let mut pool = lock(&POOL);
-    if pool.queue.len() >= MAX_HELPERS {
-        // Every helper is behind already: the waiter will run it sooner than they would.
-        return Pending(slot);
-    }
-    pool.queue.push_back(slot.clone() as Arc<dyn Runnable>);
-    if pool.idle > 0 {
+    let wake = {
+        let mut pool = lock(&POOL);
+        if pool.queue.len() >= MAX_HELPERS {
+            // Every helper is behind already: the waiter will run it sooner than they would.
+            return Pending(slot);
+        }
+        pool.queue.push_back(slot.clone() as Arc<dyn Runnable>);
+        let wake = pool.idle > 0;
+        if !wake && pool.helpers < MAX_HELPERS && spawn_helper() {
+            pool.helpers += 1;
+        }
+        wake
+    };
+    if wake {
         WORK.notify_one();
-    } else if pool.helpers < MAX_HELPERS && spawn_helper() {
-        pool.helpers += 1;
     }
     Pending(slot)
 }
@@ -194,24 +201,25 @@ pub fn offer(job: impl FnOnce() + Send + 'static) -> bool {
 
 /// [`offer`], giving the job back when no helper is free.
 fn try_offer(job: Job) -> Result<(), Job> {
-    let mut pool = lock(&POOL);
-    if !pool.queue.is_empty() {
-        return Err(job);
-    }
-    let free = if pool.idle > 0 {
-        WORK.notify_one();
-        true
-    } else if pool.helpers < MAX_HELPERS && spawn_helper() {
-        pool.helpers += 1;
-        true
-    } else {
-        false
+    let wake = {
+        let mut pool = lock(&POOL);
+        if !pool.queue.is_empty() {
+            return Err(job);
+        }
+        let wake = pool.idle > 0;
+        if !wake {
+            if pool.helpers >= MAX_HELPERS || !spawn_helper() {
+                return Err(job);
+            }
+            pool.helpers += 1;
+        }
+        let slot: Arc<Slot<()>> = Arc::new(Slot::new(job, None));
+        pool.queue.push_back(slot);
+        wake
     };
-    if !free {
-        return Err(job);
+    if wake {
+        WORK.notify_one();
     }
-    let slot: Arc<Slot<()>> = Arc::new(Slot::new(job, None));
-    pool.queue.push_back(slot);
     Ok(())
 }
 
