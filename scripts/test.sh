@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 # Every peer is required: install-peers.sh installs what is missing or fails, and a test
 # whose peer (or Landlock) is missing fails instead of printing SKIPPED.
 export FSGATE_REQUIRE_PEERS=1
+# A cold run takes about 6 GB (build output, fuzz build, peers): say so up front when
+# the disk has less, since running out shows up as a linker crash.
+free_kb=$(df -Pk . | awk 'NR == 2 {print $4}')
+if [ "${free_kb:-0}" -lt 6000000 ]; then
+  echo "test.sh: only $((free_kb / 1024)) MiB free here; a run from a clean checkout needs about 6 GB" >&2
+fi
 # CI builds once, from a clean checkout: incremental state would only take disk.
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
 ./scripts/install-peers.sh
