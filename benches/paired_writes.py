@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+from proc_usage import cpu_seconds, thread_switches
+
 
 class Gateway:
     """One `fsgate serve` on its own workspace; requests and answers one at a time."""
@@ -82,21 +84,7 @@ class Gateway:
 
     def usage(self):
         """(CPU seconds, thread switches) of the gateway so far."""
-        pid = self.proc.pid
-        with open(f"/proc/{pid}/stat") as f:
-            # Fields after the command's closing parenthesis: utime, stime are 14, 15.
-            fields = f.read().rsplit(")", 1)[1].split()
-        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        switches = 0
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/status") as f:
-                    for line in f:
-                        if line.startswith(("voluntary_ctxt", "nonvoluntary_ctxt")):
-                            switches += int(line.split()[1])
-            except FileNotFoundError:
-                continue
-        return cpu, switches
+        return cpu_seconds(self.proc.pid), thread_switches(self.proc.pid)
 
     def stop(self):
         self.proc.stdin.close()

@@ -32,8 +32,9 @@ import threading
 import time
 from pathlib import Path
 
+from proc_usage import cpu_seconds
+
 REPO = Path(__file__).resolve().parent.parent
-TICK = os.sysconf("SC_CLK_TCK")
 FILES = 256
 
 
@@ -41,28 +42,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def cpu_seconds(pid, thread_prefix=None):
-    """utime + stime of a process, or of its threads whose name starts with a prefix."""
-    paths = [f"/proc/{pid}/stat"]
-    if thread_prefix:
-        paths = []
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-            except OSError:
-                continue
-            if name.startswith(thread_prefix):
-                paths.append(f"/proc/{pid}/task/{tid}/stat")
-    total = 0
-    for p in paths:
-        try:
-            fields = Path(p).read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / TICK
 
 
 class Rsyslog:
