@@ -393,14 +393,10 @@ pub fn confine(
         "sandbox",
         serde_json::to_value(&status).unwrap_or(Value::Null),
     );
-    // Synced before the heartbeat starts (and with it the `start` checkpoint's thread),
-    // so that this one sync also makes the log's own `start` record durable.
-    gw.record("start", start_details(gw, &pol, transport, &status));
-    if let Some(a) = gw.audit()
-        && let Err(e) = a.start()
-    {
-        tracing::warn!("audit heartbeat not started: {e}");
-    }
+    // Queued before anything else is recorded, and written and synced (with the log's
+    // own `start` record before it) by the log's first thread while start-up goes on:
+    // every later record, and so every answer, waits behind it.
+    gw.record_start(start_details(gw, &pol, transport, &status));
     if let (Some(a), Some(ship)) = (gw.audit(), &opened.ship)
         && let Err(e) = ship.start(a, &opened.audit_dir)
     {

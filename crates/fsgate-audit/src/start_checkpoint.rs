@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use super::background_sync::Flush;
 use super::{AuditError, AuditLog, Duty, Shared, lock, run_duty_on};
 
 /// The checkpoint waits until no record has been queued for this long...
@@ -24,19 +25,26 @@ pub(super) struct Gate {
 }
 
 impl AuditLog {
-    /// Starts the thread that writes the deferred `start` checkpoint, if one is due.
-    pub(super) fn start_checkpoint_in_background(&self) -> Result<(), AuditError> {
+    /// Starts the thread that writes the deferred `start` checkpoint, if one is due; it
+    /// first runs `flush`. Gives `flush` back when no such thread was started.
+    pub(super) fn start_checkpoint_in_background(
+        &self,
+        flush: Option<Flush>,
+    ) -> Result<Option<Flush>, AuditError> {
         if !self
             .shared
             .start_checkpoint_due
             .swap(false, Ordering::AcqRel)
         {
-            return Ok(());
+            return Ok(flush);
         }
         let shared = Arc::clone(&self.shared);
         let handle = std::thread::Builder::new()
             .name("fsgate-audit-start-checkpoint".into())
             .spawn(move || {
+                if let Some(f) = flush {
+                    f.run(&shared);
+                }
                 wait_until_quiet(&shared);
                 let duty = Duty {
                     checkpoint: Some("start"),
@@ -49,7 +57,7 @@ impl AuditLog {
             })
             .map_err(|e| AuditError::io("start checkpoint thread for", &self.shared.path, &e))?;
         *lock(&self.shared.start_checkpoint_thread) = Some(handle);
-        Ok(())
+        Ok(None)
     }
 
     /// Has the deferred `start` checkpoint written now and waits for it, so that no

@@ -8,6 +8,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+#[path = "background_sync.rs"]
+mod background_sync;
 #[path = "start_checkpoint.rs"]
 mod start_checkpoint;
 
@@ -238,6 +240,8 @@ struct Shared {
     start_checkpoint_thread: Mutex<Option<JoinHandle<()>>>,
     /// Tells that thread to stop waiting for a quiet log.
     start_gate: start_checkpoint::Gate,
+    /// The thread syncing a record appended in the background.
+    background_sync_thread: Mutex<Option<JoinHandle<()>>>,
     /// Changes announced before this start with neither outcome nor reconciliation.
     open_intents: Vec<Intent>,
     /// Run by `close` once the last record is written (the shipper's final drain).
@@ -360,6 +364,7 @@ impl AuditLog {
             heartbeat_thread: Mutex::new(None),
             start_checkpoint_due: AtomicBool::new(opts.defer_start_checkpoint),
             start_checkpoint_thread: Mutex::new(None),
+            background_sync_thread: Mutex::new(None),
             start_gate: start_checkpoint::Gate::default(),
             open_intents: open_intents.clone(),
             on_close: Mutex::new(Vec::new()),
@@ -400,7 +405,12 @@ impl AuditLog {
     /// still works; only idle checkpoints and timed batch syncs are missing. The thread
     /// sleeps until the next thing due, and without end while nothing is.
     pub fn start(&self) -> Result<(), AuditError> {
-        self.start_checkpoint_in_background()?;
+        let _ = self.start_checkpoint_in_background(None)?;
+        self.start_heartbeat()
+    }
+
+    /// The heartbeat's half of [`start`](Self::start).
+    fn start_heartbeat(&self) -> Result<(), AuditError> {
         let mut slot = lock(&self.shared.heartbeat_thread);
         if slot.is_some() {
             return Ok(());
@@ -674,6 +684,7 @@ impl AuditLog {
         if lock(&self.shared.state).closed {
             return Ok(());
         }
+        self.join_background_sync();
         self.join_start_checkpoint();
         self.append_due(self.shared.growth.drain());
         let stopped = self.append(AuditEvent::lifecycle(record::KIND_STOP, details));
@@ -768,6 +779,7 @@ impl AuditLog {
     }
 
     fn stop_heartbeat(&self) {
+        self.join_background_sync();
         self.join_start_checkpoint();
         {
             let (beat, cv) = &*self.shared.beat;

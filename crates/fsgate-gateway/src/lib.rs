@@ -312,6 +312,17 @@ impl Gateway {
         }
     }
 
+    /// Records `start` and starts the audit log's threads, the first of which writes
+    /// and syncs the record while this returns. Later records queue behind it, so none
+    /// is durable (nor, at `fsync = "always"`, answered) before it.
+    pub fn record_start(&self, details: serde_json::Map<String, Value>) {
+        if let Some(a) = &self.audit
+            && let Err(e) = a.start_with(&AuditEvent::lifecycle("start", details))
+        {
+            tracing::error!("audit log: {e}");
+        }
+    }
+
     /// The part of the workspace a change-event subscription names (`/`, `/src`, with
     /// several workspaces `/<name>/...`): a rooted path, normalised. No policy applies:
     /// it only narrows the events a connection gets, each of which the watcher has

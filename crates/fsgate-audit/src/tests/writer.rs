@@ -434,3 +434,73 @@ fn open_intents_are_found_past_many_records_and_starts() {
         }
     }
 }
+
+/// Waits (up to 5 s) until the log has nothing written and unsynced, and returns its
+/// records then.
+fn records_once_synced(log: &AuditLog, path: &std::path::Path) -> Vec<serde_json::Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while log.shared_unsynced_for() != Duration::ZERO || records(path).len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the start record was not written and synced: {:?}",
+            records(path)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    records(path)
+}
+
+/// `start_with`, as the gateway opens its log (the log's own `start` record written but
+/// not synced): a thread of the log writes and syncs the record given, with nothing
+/// appended after it; with the `start` checkpoint deferred (its thread does it first;
+/// the checkpoint, 10 ms later, would sync it too) or not (a thread of its own, the only
+/// one that can).
+#[test]
+fn start_with_writes_and_syncs_its_record_on_a_thread() {
+    for defer_start_checkpoint in [true, false] {
+        let (_d, path) = temp_log();
+        let opts = OpenOptions {
+            defer_start_checkpoint,
+            defer_start_sync: true,
+            ..OpenOptions::default()
+        };
+        let log = open_unlocked(&path, &settings(FsyncMode::Always), opts).unwrap();
+        // (Without the deferred checkpoint, `open` syncs for its own checkpoint.)
+        assert_eq!(
+            log.shared_unsynced_for() > Duration::ZERO,
+            defer_start_checkpoint,
+            "the log's own start record waits for the next sync"
+        );
+        log.start_with(&AuditEvent::lifecycle("start", serde_json::Map::new()))
+            .unwrap();
+        let recs = records_once_synced(&log, &path);
+        assert_eq!(recs.len(), 2, "{recs:?}");
+        assert_eq!(
+            (recs[1]["seq"].as_u64(), &recs[1]["kind"]),
+            (Some(2), &"start".into())
+        );
+        log.close().unwrap();
+        assert_intact(&verify_dir(&path, &VerifyOptions::default()));
+    }
+}
+
+/// A record appended right after `start_with` is chained after its record, and its
+/// receipt (the answer it stands for) comes only once both are on disk.
+#[test]
+fn a_record_appended_after_start_with_follows_its_record() {
+    let (_d, path) = temp_log();
+    let opts = OpenOptions {
+        defer_start_checkpoint: true,
+        defer_start_sync: true,
+        ..OpenOptions::default()
+    };
+    let log = open_unlocked(&path, &settings(FsyncMode::Always), opts).unwrap();
+    log.start_with(&AuditEvent::lifecycle("start", serde_json::Map::new()))
+        .unwrap();
+    let r = log.append(request(1)).unwrap();
+    assert_eq!(r.seq, 3);
+    assert_eq!(log.shared_unsynced_for(), Duration::ZERO, "all synced");
+    let kinds: Vec<_> = records(&path).iter().map(|r| r["kind"].clone()).collect();
+    assert_eq!(kinds, ["start", "start", "request"]);
+    log.close().unwrap();
+}
