@@ -7,6 +7,7 @@
 mod acp;
 mod connect;
 mod docs;
+mod serving_args;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -246,9 +247,9 @@ pub fn main() -> ExitCode {
     if serving && let Err(e) = crate::signals::hold() {
         return fail(&e);
     }
-    let cli = Cli::parse();
+    let command = serving_args::parse(std::env::args_os()).unwrap_or_else(|| Cli::parse().command);
     init_tracing();
-    match cli.command {
+    match command {
         Command::Serve(args) => serve(args),
         Command::Acp(args) => acp::acp(args),
         Command::Policy(cmd) => code(crate::policy::cli::run(cmd)),
