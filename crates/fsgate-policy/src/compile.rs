@@ -86,6 +86,52 @@ pub(crate) fn compile(
             ),
         });
     }
+    // The content rules (their regexes are most of a policy's compiling) are compiled
+    // on a second thread meanwhile, if one can be had; their errors come after the
+    // others', as in file order.
+    let content_rules = || super::content::compile(raw.content.as_ref(), src, base);
+    let (head, content) = std::thread::scope(|scope| {
+        match std::thread::Builder::new()
+            .name("fsgate-policy".into())
+            .spawn_scoped(scope, content_rules)
+        {
+            Ok(thread) => {
+                let head = compile_head(raw, src);
+                let content = thread
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (head, content)
+            }
+            Err(_) => (compile_head(raw, src), content_rules()),
+        }
+    });
+    let (rules, secrets, waivers, limits) = head?;
+    let content = content?;
+    check_sections(raw, src)?;
+    let agent = match agent_section(raw, base) {
+        Ok(agent) => agent,
+        Err(errors) => {
+            return Err(errors
+                .first()
+                .map_or_else(|| agent_error(src, None), |e| agent_error(src, Some(e))));
+        }
+    };
+    Ok(Compiled {
+        rules,
+        secrets,
+        waivers,
+        limits,
+        content,
+        agent,
+    })
+}
+
+/// The parts of [`compile`] besides the content rules: the path rules, the secret names
+/// and their waivers, and the limits.
+fn compile_head(
+    raw: &RawPolicy,
+    src: &str,
+) -> Result<(Vec<Rule>, Secrets, Waivers, Limits), PolicyError> {
     let (secrets, waivers) = compile_secrets(raw, src)?;
     let mut rules = Vec::with_capacity(raw.rules.len());
     let mut ids = HashSet::new();
@@ -116,24 +162,7 @@ pub(crate) fn compile(
             message: "must be at least 4096 bytes".into(),
         });
     }
-    let content = super::content::compile(raw.content.as_ref(), src, base)?;
-    check_sections(raw, src)?;
-    let agent = match agent_section(raw, base) {
-        Ok(agent) => agent,
-        Err(errors) => {
-            return Err(errors
-                .first()
-                .map_or_else(|| agent_error(src, None), |e| agent_error(src, Some(e))));
-        }
-    };
-    Ok(Compiled {
-        rules,
-        secrets,
-        waivers,
-        limits,
-        content,
-        agent,
-    })
+    Ok((rules, secrets, waivers, limits))
 }
 
 /// The sections other modules own (`[ws]`, `[http]`, `[audit]`, `[backup]`) are checked
