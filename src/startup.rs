@@ -395,7 +395,7 @@ pub fn confine(
     );
     // Queued before anything else is recorded, and written and synced (with the log's
     // own `start` record before it) by the log's first thread while start-up goes on:
-    // every later record, and so every answer, waits behind it.
+    // every later record, and so every answer that waits for its record, waits behind it.
     gw.record_start(start_details(gw, &pol, transport, &status));
     if let (Some(a), Some(ship)) = (gw.audit(), &opened.ship)
         && let Err(e) = ship.start(a, &opened.audit_dir)

@@ -240,7 +240,8 @@ struct Shared {
     start_checkpoint_thread: Mutex<Option<JoinHandle<()>>>,
     /// Tells that thread to stop waiting for a quiet log.
     start_gate: start_checkpoint::Gate,
-    /// The thread syncing a record appended in the background.
+    /// The thread writing and syncing a `start_with` record when no start-checkpoint
+    /// thread does.
     background_sync_thread: Mutex<Option<JoinHandle<()>>>,
     /// Changes announced before this start with neither outcome nor reconciliation.
     open_intents: Vec<Intent>,
