@@ -340,12 +340,7 @@ fn a_deferred_start_checkpoint_is_written_by_start_before_the_shutdown_one() {
 #[test]
 fn a_deferred_start_record_is_written_at_open_and_synced_by_the_next_record() {
     let (_d, path) = temp_log();
-    let opts = OpenOptions {
-        defer_start_checkpoint: true,
-        defer_start_sync: true,
-        ..OpenOptions::default()
-    };
-    let log = open_unlocked(&path, &settings(FsyncMode::Always), opts).unwrap();
+    let log = open_as_gateway(&path);
     assert_eq!(records(&path)[0]["kind"], "start", "written to the file");
     std::thread::sleep(Duration::from_millis(5));
     assert!(log.shared_unsynced_for() > Duration::ZERO, "not synced yet");
@@ -371,7 +366,7 @@ fn a_deferred_start_record_is_written_at_open_and_synced_by_the_next_record() {
     // the option leaves the `start` record synced at open.
     for mode in [FsyncMode::Batch, FsyncMode::Never] {
         let (_d3, path3) = temp_log();
-        let log3 = open_unlocked(&path3, &settings(mode), opts).unwrap();
+        let log3 = open_unlocked(&path3, &settings(mode), GATEWAY_OPTIONS).unwrap();
         assert_eq!(
             log3.shared_unsynced_for(),
             Duration::ZERO,
@@ -489,12 +484,7 @@ fn start_with_writes_and_syncs_its_record_on_a_thread() {
 #[test]
 fn a_record_appended_after_start_with_follows_its_record() {
     let (_d, path) = temp_log();
-    let opts = OpenOptions {
-        defer_start_checkpoint: true,
-        defer_start_sync: true,
-        ..OpenOptions::default()
-    };
-    let log = open_unlocked(&path, &settings(FsyncMode::Always), opts).unwrap();
+    let log = open_as_gateway(&path);
     log.start_with(&AuditEvent::lifecycle("start", serde_json::Map::new()))
         .unwrap();
     let r = log.append(request(1)).unwrap();
@@ -503,4 +493,16 @@ fn a_record_appended_after_start_with_follows_its_record() {
     let kinds: Vec<_> = records(&path).iter().map(|r| r["kind"].clone()).collect();
     assert_eq!(kinds, ["start", "start", "request"]);
     log.close().unwrap();
+}
+
+/// The gateway's options: the `start` checkpoint and the `start` record's sync deferred.
+const GATEWAY_OPTIONS: OpenOptions = OpenOptions {
+    allow_broken_chain: false,
+    defer_start_checkpoint: true,
+    defer_start_sync: true,
+};
+
+/// Opens the log at `fsync = "always"` as the gateway does.
+fn open_as_gateway(path: &std::path::Path) -> AuditLog {
+    open_unlocked(path, &settings(FsyncMode::Always), GATEWAY_OPTIONS).unwrap()
 }
