@@ -87,14 +87,17 @@ pub(crate) fn compile(
         });
     }
     // The content rules (their regexes are most of a policy's compiling) are compiled
-    // on a second thread meanwhile, if one can be had; their errors come after the
-    // others', as in file order.
+    // on a second thread meanwhile, when there are any and a thread can be had; their
+    // errors come after the others', as in file order.
     let content_rules = || super::content::compile(raw.content.as_ref(), src, base);
     let (head, content) = std::thread::scope(|scope| {
-        match std::thread::Builder::new()
-            .name("fsgate-policy".into())
-            .spawn_scoped(scope, content_rules)
-        {
+        let second = match raw.content {
+            Some(_) => std::thread::Builder::new()
+                .name("fsgate-policy".into())
+                .spawn_scoped(scope, content_rules),
+            None => Err(std::io::ErrorKind::Unsupported.into()),
+        };
+        match second {
             Ok(thread) => {
                 let head = compile_head(raw, src);
                 let content = thread
