@@ -397,6 +397,98 @@ fn a_full_audit_disk_refuses_changes_through_the_gateway_and_changes_no_file() {
     );
 }
 
+/// The MCP door records the answers the SDK gives (`tools/list` here) on the same job
+/// that writes them: when the audit disk is full, such a request gets the log's error
+/// instead of its result, and nothing unrecorded goes out; once space returns it is
+/// answered again, and every result that went out has its record.
+#[test]
+fn a_full_audit_disk_turns_an_mcp_answer_into_an_error() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let (ws, mnt) = (tmp.path().join("ws"), tmp.path().join("mnt"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&mnt).unwrap();
+    if !mount_tmpfs(&mnt, "1m") {
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&mnt);
+    let log = mnt.join("audit.jsonl");
+    let mut child = Command::new(crate::common::bin())
+        .args(["serve", "--transport", "mcp", "--workspace"])
+        .arg(&ws)
+        .arg("--audit-log")
+        .arg(&log)
+        .arg("--backup-dir")
+        .arg(tmp.path().join("backups"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut call = |id: u64, method: &str, params: Value| -> Value {
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{req}").unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["id"], id, "{v}");
+        v
+    };
+    let init = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "full-disk", "version": "1"}});
+    assert!(call(1, "initialize", init).get("result").is_some());
+    let filler = mnt.join("filler");
+    {
+        let mut f = std::fs::File::create(&filler).unwrap();
+        while f.write_all(&[0u8; 4096]).is_ok() {}
+    }
+    let mut answered = 1u64;
+    let mut refused = None;
+    for id in 2..20_000u64 {
+        let r = call(id, "tools/list", json!({}));
+        if r.get("result").is_some() {
+            answered += 1;
+            continue;
+        }
+        assert_eq!(r["error"]["code"], -32603, "{r}");
+        refused = Some(id);
+        break;
+    }
+    let refused = refused.expect("the full audit disk never refused an answer");
+    std::fs::remove_file(&filler).unwrap();
+    let healed = (refused + 1..refused + 10)
+        .find(|&id| call(id, "tools/list", json!({})).get("result").is_some());
+    assert!(
+        healed.is_some(),
+        "answers still refused after space returned"
+    );
+    answered += 1;
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let (code, rep) = fsgate_verify(&[log.to_str().unwrap()]);
+    assert_eq!(code, 0, "{rep}");
+    let recs = records(&mnt);
+    let ok = |op: &str| {
+        recs.iter()
+            .filter(|r| r["op"] == op && r["outcome"] == "ok")
+            .count() as u64
+    };
+    assert_eq!(
+        ok("initialize") + ok("tools/list"),
+        answered,
+        "every result that went out is recorded"
+    );
+}
+
 /// Start-up leaves the `start` checkpoint to a thread of its own, and the built-in
 /// content rules compile on first use: the log's two `start` records (the log's, then
 /// the gateway's with its transport) still come before the first request's record, and

@@ -39,6 +39,7 @@ mod args;
 mod call;
 mod catalog;
 mod compat;
+mod copier;
 mod describe;
 mod direct;
 mod edits;
@@ -65,15 +66,12 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde::Deserialize;
-use serde::de::IgnoredAny;
-use serde_json::Value;
 use tokio::io::AsyncRead;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::stdio::{self, Sink};
 use catalog::{Catalog, ToolId};
-use flow::{Flow, Pending, id_key};
+use flow::Flow;
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::Request;
@@ -530,7 +528,7 @@ where
             Pumping::Thread(stdio::on_thread("fsgate-mcp-input", run, stop)?)
         }
     };
-    let copier = Copier {
+    let copier = copier::Copier {
         flow,
         gw: Arc::clone(&server.gw),
         ctx: Arc::clone(&server.ctx),
@@ -557,173 +555,6 @@ where
         .await
         .unwrap_or_else(|e| Err(std::io::Error::other(e)));
     served.and(copied)
-}
-
-/// Copies answers to the client, recording first each answer to a request nobody else
-/// recorded, and releasing each request's room once its answer is written.
-struct Copier {
-    flow: Arc<Flow>,
-    gw: Arc<Gateway>,
-    ctx: Arc<RequestCtx>,
-    stateless: Arc<RequestCtx>,
-}
-
-/// The members of an outgoing message the copier looks at.
-#[derive(Deserialize)]
-struct Outgoing {
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default)]
-    method: Option<IgnoredAny>,
-    #[serde(default)]
-    error: Option<RpcError>,
-}
-
-#[derive(Deserialize)]
-struct RpcError {
-    code: i64,
-    message: String,
-}
-
-impl Copier {
-    async fn run<R>(
-        self,
-        from: R,
-        to: Arc<Sink>,
-        mut own: mpsc::Receiver<direct::Outgoing>,
-    ) -> std::io::Result<()>
-    where
-        R: AsyncRead + Unpin,
-    {
-        use tokio::io::{AsyncBufReadExt, BufReader};
-        let mut from = BufReader::new(from);
-        let mut line = Vec::new();
-        let mut own_open = true;
-        loop {
-            tokio::select! {
-                // Cancel-safe: bytes read so far stay in `line` for the next call.
-                n = from.read_until(b'\n', &mut line) => {
-                    if n? == 0 {
-                        if !line.is_empty() {
-                            to.write_owned(line).await?;
-                        }
-                        break;
-                    }
-                    if line.ends_with(b"\n") {
-                        let pending = self.settle(&mut line).await;
-                        line = to.write_owned(line).await?;
-                        drop(pending);
-                        if line.capacity() > 1 << 20 {
-                            line = Vec::new();
-                        }
-                        line.clear();
-                    }
-                }
-                msg = own.recv(), if own_open => match msg {
-                    Some(first) => {
-                        // Whatever else is ready goes out with it (plain bytes in one
-                        // write), the requests' rooms given back once written.
-                        let mut batch = vec![first];
-                        while let Ok(out) = own.try_recv() {
-                            if let Some(Err(out)) = batch.last_mut().map(|b| b.absorb(out)) {
-                                batch.push(out);
-                            }
-                        }
-                        drop(write_own(&to, batch).await?);
-                    }
-                    None => own_open = false,
-                },
-            }
-        }
-        while let Some(out) = own.recv().await {
-            drop(write_own(&to, vec![out]).await?);
-        }
-        Ok(())
-    }
-
-    /// Records the answer in `line` if its request is unrecorded (replacing the answer
-    /// with the error if the record cannot be made); returns the request, whose room
-    /// comes back once the answer is written.
-    async fn settle(&self, line: &mut Vec<u8>) -> Option<Pending> {
-        let out: Outgoing = serde_json::from_slice(line).ok()?;
-        if out.method.is_some() {
-            return None;
-        }
-        if out
-            .error
-            .as_ref()
-            .is_some_and(|e| e.message.len() > fsgate_base::error::MAX_ECHO)
-        {
-            bound_error_line(line);
-        }
-        let Some(id) = out.id.filter(|v| !v.is_null()) else {
-            // An error under no id (the SDK found a message malformed; the pump hands
-            // it only what it decoded, so this should not come): record that refusal,
-            // as nobody else will.
-            let e = out.error?;
-            let recorded = record(
-                &self.gw,
-                &self.ctx,
-                "invalid-message".into(),
-                Err((e.code, e.message)),
-            )
-            .await;
-            if let Err(e) = recorded {
-                tracing::error!(
-                    "a refusal by the SDK could not be recorded: {}",
-                    e.message()
-                );
-            }
-            return None;
-        };
-        let pending = self.flow.take(&id_key(&id))?;
-        if pending.claimed {
-            return Some(pending);
-        }
-        let outcome = out.error.map_or(Ok(()), |e| Err((e.code, e.message)));
-        let ctx = if pending.stateless {
-            &self.stateless
-        } else {
-            &self.ctx
-        };
-        if let Err(e) = record(&self.gw, ctx, pending.method.clone(), outcome).await {
-            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": e.to_rpc_error()});
-            *line = answer.to_string().into_bytes();
-            line.push(b'\n');
-        }
-        Some(pending)
-    }
-}
-
-/// An error answer of the SDK's whose message quotes too much of the request (a
-/// method or tool name, a value): rewritten with its error bounded
-/// ([`fsgate_base::error::echo_error`]).
-fn bound_error_line(line: &mut Vec<u8>) {
-    let Ok(mut v) = serde_json::from_slice::<Value>(line) else {
-        return;
-    };
-    if let Some(e) = v.get_mut("error") {
-        fsgate_base::error::echo_error(e);
-    }
-    let Ok(mut bytes) = serde_json::to_vec(&v) else {
-        return;
-    };
-    bytes.push(b'\n');
-    *line = bytes;
-}
-
-/// Writes the direct path's answers in order; gives them back written.
-async fn write_own(
-    to: &Arc<Sink>,
-    batch: Vec<direct::Outgoing>,
-) -> std::io::Result<Vec<direct::Outgoing>> {
-    to.write_with_owned(move |w| {
-        for out in &batch {
-            out.write_to(w)?;
-        }
-        Ok(batch)
-    })
-    .await
 }
 
 /// Serves MCP on this process's stdin/stdout (`fsgate serve --transport mcp`).
