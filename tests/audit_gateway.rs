@@ -298,38 +298,65 @@ fn mount_tmpfs(dir: &Path, size: &str) -> bool {
     ok
 }
 
+/// A gateway whose audit log is on a tmpfs of 1 MiB (`mnt`), unmounted when dropped.
+struct FullDisk {
+    _tmp: tempfile::TempDir,
+    ws: PathBuf,
+    mnt: PathBuf,
+    child: Option<std::process::Child>,
+}
+
+impl FullDisk {
+    /// `fsgate serve --transport TRANSPORT` on a fresh workspace with its log on the
+    /// tmpfs; None when no tmpfs can be mounted here (see [`mount_tmpfs`]).
+    fn start(transport: &str) -> Option<FullDisk> {
+        use std::process::Stdio;
+        let tmp = tempfile::tempdir().unwrap();
+        let (ws, mnt) = (tmp.path().join("ws"), tmp.path().join("mnt"));
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&mnt).unwrap();
+        if !mount_tmpfs(&mnt, "1m") {
+            return None;
+        }
+        let child = Command::new(crate::common::bin())
+            .args(["serve", "--transport", transport, "--workspace"])
+            .arg(&ws)
+            .arg("--audit-log")
+            .arg(mnt.join("audit.jsonl"))
+            .arg("--backup-dir")
+            .arg(tmp.path().join("backups"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Some(FullDisk {
+            _tmp: tmp,
+            ws,
+            mnt,
+            child: Some(child),
+        })
+    }
+}
+
+impl Drop for FullDisk {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
+    }
+}
+
 #[test]
 fn a_full_audit_disk_refuses_changes_through_the_gateway_and_changes_no_file() {
     use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
-    let tmp = tempfile::tempdir().unwrap();
-    let (ws, mnt) = (tmp.path().join("ws"), tmp.path().join("mnt"));
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&mnt).unwrap();
-    if !mount_tmpfs(&mnt, "1m") {
+    let Some(mut g) = FullDisk::start("acp") else {
         return;
-    }
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg("-l").arg(self.0).status();
-        }
-    }
-    let _unmount = Unmount(&mnt);
-    let log = mnt.join("audit.jsonl");
-    let mut child = Command::new(crate::common::bin())
-        .arg("serve")
-        .arg("--workspace")
-        .arg(&ws)
-        .arg("--audit-log")
-        .arg(&log)
-        .arg("--backup-dir")
-        .arg(tmp.path().join("backups"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    };
+    let (ws, mnt, log) = (g.ws.clone(), g.mnt.clone(), g.mnt.join("audit.jsonl"));
+    let mut child = g.child.take().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let file = ws.join("a.txt");
@@ -404,34 +431,11 @@ fn a_full_audit_disk_refuses_changes_through_the_gateway_and_changes_no_file() {
 #[test]
 fn a_full_audit_disk_turns_an_mcp_answer_into_an_error() {
     use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
-    let tmp = tempfile::tempdir().unwrap();
-    let (ws, mnt) = (tmp.path().join("ws"), tmp.path().join("mnt"));
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&mnt).unwrap();
-    if !mount_tmpfs(&mnt, "1m") {
+    let Some(mut g) = FullDisk::start("mcp") else {
         return;
-    }
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg("-l").arg(self.0).status();
-        }
-    }
-    let _unmount = Unmount(&mnt);
-    let log = mnt.join("audit.jsonl");
-    let mut child = Command::new(crate::common::bin())
-        .args(["serve", "--transport", "mcp", "--workspace"])
-        .arg(&ws)
-        .arg("--audit-log")
-        .arg(&log)
-        .arg("--backup-dir")
-        .arg(tmp.path().join("backups"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    };
+    let (mnt, log) = (g.mnt.clone(), g.mnt.join("audit.jsonl"));
+    let mut child = g.child.take().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut call = |id: u64, method: &str, params: Value| -> Value {
