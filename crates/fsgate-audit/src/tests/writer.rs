@@ -495,6 +495,55 @@ fn a_record_appended_after_start_with_follows_its_record() {
     log.close().unwrap();
 }
 
+/// After `start_with` the heartbeat runs: the thread that flushed the record starts it
+/// (not the caller), with the `start` checkpoint deferred or not. An idle tail then gets
+/// its heartbeat checkpoint. (The deferred `start` checkpoint covers what was appended
+/// before it: a record appended after it is the tail left to the heartbeat.)
+#[test]
+fn start_with_starts_the_heartbeat() {
+    for defer_start_checkpoint in [true, false] {
+        let (_d, path) = temp_log();
+        let s = AuditSettings {
+            heartbeat_secs: Some(1),
+            checkpoint_every: Some(0),
+            ..settings(FsyncMode::Always)
+        };
+        let opts = OpenOptions {
+            defer_start_checkpoint,
+            defer_start_sync: true,
+            ..OpenOptions::default()
+        };
+        let log = open_unlocked(&path, &s, opts).unwrap();
+        log.start_with(&AuditEvent::lifecycle("start", serde_json::Map::new()))
+            .unwrap();
+        let mut last = log.append(request(1)).unwrap().seq;
+        let cp_path = path.with_file_name("audit.jsonl.checkpoint");
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let cp = Checkpoint::read_all(&cp_path)
+                .ok()
+                .and_then(|mut all| all.drain(..).next())
+                .and_then(Result::ok);
+            match cp {
+                Some(cp) if cp.kind == "heartbeat" => {
+                    assert_eq!(cp.seq, last, "the heartbeat checkpoint covers the tail");
+                    break;
+                }
+                Some(cp) if cp.kind == "start" && cp.seq >= last => {
+                    last = log.append(request(2)).unwrap().seq;
+                }
+                _ => {}
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no heartbeat checkpoint (defer_start_checkpoint = {defer_start_checkpoint})"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        log.close().unwrap();
+    }
+}
+
 /// The gateway's options: the `start` checkpoint and the `start` record's sync deferred.
 const GATEWAY_OPTIONS: OpenOptions = OpenOptions {
     allow_broken_chain: false,
