@@ -21,27 +21,19 @@ pub(super) struct Flush {
     kind: String,
 }
 
-/// Starts the log's heartbeat thread from the thread that flushed, once it has.
-fn start_heartbeat_on(shared: &Arc<Shared>) {
-    let log = AuditLog {
-        shared: Arc::clone(shared),
-        owner: false,
-    };
-    if let Err(e) = log.start_heartbeat() {
-        tracing::error!("audit log: {e}");
-    }
-}
-
 impl Flush {
-    /// Leads the queue (this record in it) once no one else does; after that its
-    /// outcome is known, so the wait below returns at once.
+    /// Leads the queue (this record in it) once no one else does, then starts the
+    /// heartbeat; after that the record's outcome is known, so the wait below returns at
+    /// once.
     pub(super) fn run(self, shared: &Arc<Shared>) {
         let _ = run_duty_on(shared, Duty::default());
-        start_heartbeat_on(shared);
         let log = AuditLog {
             shared: Arc::clone(shared),
             owner: false,
         };
+        if let Err(e) = log.start_heartbeat() {
+            tracing::error!("audit log: {e}");
+        }
         if let Err(e) = log.wait(self.ticket) {
             tracing::error!("audit log: cannot record `{}`: {e}", self.kind);
         }

@@ -4,7 +4,6 @@
 //! waited at start-up for the pool to make a second thread, the first still finishing
 //! the record.)
 
-use std::io::Write;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -224,7 +223,7 @@ async fn write_own(
     to: &Arc<Sink>,
     batch: Vec<direct::Outgoing>,
 ) -> std::io::Result<Vec<direct::Outgoing>> {
-    to.write_with_owned(move |w: &mut dyn Write| {
+    to.write_with_owned(move |w| {
         for out in &batch {
             out.write_to(w)?;
         }
