@@ -41,6 +41,31 @@ fn settled_now() -> SystemTime {
     now
 }
 
+/// Waits (10 s at most) until the gateway `pid` holds an unnamed file made in `dir`: the
+/// spare its helpers make after a request, on their own time. A fixed pause was too
+/// short when the whole suite shared the two cores.
+fn wait_for_spare_in(pid: u32, dir: &Path) {
+    let prefix = format!("{}/#", dir.display());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let held = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .any(|l| l.to_string_lossy().starts_with(&prefix));
+        if held {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no spare file made in {} within 10 s",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Every regular file under `dir`, depth first.
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -91,6 +116,7 @@ fn a_second_backup_takes_a_version_file_made_before_its_request_whatever_its_pat
     write(&g, "f.txt", "f2\n");
     let backups = g.state.join("backups");
     let first: Vec<_> = files_under(&backups);
+    wait_for_spare_in(g.pid(), &backups.join("versions"));
     let before_second = settled_now();
     // Another file, in another directory (and another of the store's shards).
     write(&g, "other/g.txt", "g2\n");
