@@ -85,6 +85,12 @@ fn a_second_write_in_a_directory_takes_a_file_made_before_its_request() {
     let g = Gate::start();
     std::fs::create_dir(g.path("fresh")).expect("mkdir");
     write(&g, "a.txt", "first\n");
+    let root = g
+        .path("a.txt")
+        .parent()
+        .expect("the workspace")
+        .to_path_buf();
+    wait_for_spare_in(g.pid(), &root);
     let before_second = settled_now();
     write(&g, "b.txt", "second\n");
     assert!(
