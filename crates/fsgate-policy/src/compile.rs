@@ -86,16 +86,17 @@ pub(crate) fn compile(
             ),
         });
     }
-    // The content rules (their regexes are most of a policy's compiling) are compiled
-    // on a second thread meanwhile, when there are any and a thread can be had; their
-    // errors come after the others', as in file order.
+    // A policy's own content rules (their regexes are most of its compiling) are
+    // compiled on a second thread meanwhile, when a thread can be had; their errors come
+    // after the others', as in file order. The built-in rules alone are compiled on
+    // first use: making a thread for them would cost more than it saves.
     let content_rules = || super::content::compile(raw.content.as_ref(), src, base);
     let (head, content) = std::thread::scope(|scope| {
-        let second = match raw.content {
-            Some(_) => std::thread::Builder::new()
+        let second = match &raw.content {
+            Some(c) if c.compiles_own_regexes() => std::thread::Builder::new()
                 .name("fsgate-policy".into())
                 .spawn_scoped(scope, content_rules),
-            None => Err(std::io::ErrorKind::Unsupported.into()),
+            _ => Err(std::io::ErrorKind::Unsupported.into()),
         };
         match second {
             Ok(thread) => {

@@ -10,6 +10,7 @@
 //! suppress a finding. The content comes from an untrusted agent (on write) or may have
 //! been planted by one (on read); an in-band opt-out would be a bypass.
 
+mod allow;
 mod build;
 mod builtin;
 mod clean;
@@ -20,6 +21,7 @@ use regex::Regex;
 use regex::bytes::Regex as BytesRegex;
 
 use super::OpClass;
+use allow::{Allow, Target};
 use fsgate_base::path::RelPath;
 
 pub(crate) use build::compile;
@@ -65,106 +67,6 @@ pub(crate) struct ContentSource {
     pub path: std::path::PathBuf,
     /// SHA-256 of its text, hex.
     pub sha256: String,
-}
-
-/// What an allowlist regex is matched against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
-    Secret,
-    Match,
-    Line,
-}
-
-/// A compiled gitleaks allowlist.
-#[derive(Debug, Clone)]
-struct Allow {
-    description: Option<String>,
-    /// AND (every set condition must hold) instead of OR (any).
-    and: bool,
-    /// Commits were listed: under AND they make the allowlist never match.
-    has_commits: bool,
-    paths: Vec<Regex>,
-    target: Target,
-    regexes: Vec<BytesRegex>,
-    /// Lowercased.
-    stopwords: Vec<String>,
-}
-
-impl Allow {
-    /// Every condition as text, so two allowlists compare equal iff they allow the same.
-    fn shape(&self) -> String {
-        let paths: Vec<&str> = self.paths.iter().map(Regex::as_str).collect();
-        let regexes: Vec<&str> = self.regexes.iter().map(BytesRegex::as_str).collect();
-        format!(
-            "{}: {} of paths {paths:?}, {:?} regexes {regexes:?}, stopwords {:?}{}",
-            self.name(),
-            if self.and { "AND" } else { "OR" },
-            self.target,
-            self.stopwords,
-            if self.has_commits { ", commits" } else { "" }
-        )
-    }
-
-    fn name(&self) -> String {
-        match &self.description {
-            Some(d) => format!("allowlist \"{d}\""),
-            None => "an allowlist".into(),
-        }
-    }
-
-    fn path_allowed(&self, path: Option<&str>) -> bool {
-        path.is_some_and(|p| self.paths.iter().any(|r| r.is_match(p)))
-    }
-
-    /// Gitleaks' file-level check: only paths (and commits) count here.
-    fn file_allowed(&self, path: Option<&str>) -> bool {
-        if self.and {
-            if !self.regexes.is_empty() || !self.stopwords.is_empty() || self.has_commits {
-                return false;
-            }
-            !self.paths.is_empty() && self.path_allowed(path)
-        } else {
-            self.path_allowed(path)
-        }
-    }
-
-    /// Gitleaks' finding-level check.
-    fn finding_allowed(
-        &self,
-        path: Option<&str>,
-        secret: &[u8],
-        whole: &[u8],
-        line: &[u8],
-    ) -> bool {
-        let target = match self.target {
-            Target::Secret => secret,
-            Target::Match => whole,
-            Target::Line => line,
-        };
-        let regex_ok = self.regexes.iter().any(|r| r.is_match(target));
-        let stop_ok = !self.stopwords.is_empty() && {
-            let lower = String::from_utf8_lossy(secret).to_lowercase();
-            self.stopwords.iter().any(|w| lower.contains(w.as_str()))
-        };
-        if self.and {
-            let mut checks = Vec::with_capacity(4);
-            if self.has_commits {
-                checks.push(false);
-            }
-            if !self.paths.is_empty() {
-                checks.push(self.path_allowed(path));
-            }
-            if !self.regexes.is_empty() {
-                checks.push(regex_ok);
-            }
-            if !self.stopwords.is_empty() {
-                checks.push(stop_ok);
-            }
-            !checks.is_empty() && checks.iter().all(|c| *c)
-        } else {
-            regex_ok || stop_ok
-        }
-    }
 }
 
 /// `[[rules.required]]`, resolved to a rule index.
@@ -516,9 +418,15 @@ impl ContentScanner {
         &self.sources
     }
 
-    /// Compiles now what is otherwise built on the first scan (the keyword prefilter).
+    /// Compiles now what is otherwise built on the first scan (the keyword prefilter,
+    /// the built-in rules' allowlists).
     pub(crate) fn compile_deferred(&self) -> Result<(), String> {
-        self.prefilter.built().map(|_| ()).map_err(str::to_string)
+        self.prefilter.built().map_err(str::to_string)?;
+        let rules = self.rules.iter().flat_map(|r| &r.allowlists);
+        for allow in self.global.iter().chain(rules) {
+            allow.regexes.get().map_err(str::to_string)?;
+        }
+        Ok(())
     }
 
     /// Which rules the keyword prefilter lets through for `text`.

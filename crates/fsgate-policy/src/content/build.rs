@@ -10,6 +10,7 @@ use regex::bytes::RegexBuilder as BytesRegexBuilder;
 use sha2::{Digest, Sha256};
 use toml::Spanned;
 
+use super::allow::AllowRegexes;
 use super::builtin::BUILTIN_CONTENT_RULES;
 use super::format::{
     GitleaksAllowlist, GitleaksExtend, GitleaksFile, GitleaksRequired, GitleaksRule, RawContent,
@@ -530,21 +531,17 @@ fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allo
                 })
         })
         .collect::<Result<_, _>>()?;
-    let regexes = a
-        .regexes
-        .iter()
-        .map(|p| {
-            BytesRegexBuilder::new(p.get_ref())
-                .size_limit(REGEX_SIZE_LIMIT)
-                .build()
-                .map_err(|e| {
-                    bad(format!(
-                        "invalid allowlist regex: {}",
-                        one_line(&e.to_string())
-                    ))
-                })
-        })
-        .collect::<Result<_, _>>()?;
+    let sources: Vec<String> = a.regexes.iter().map(|r| r.get_ref().clone()).collect();
+    let regexes = match at {
+        At::Builtin => AllowRegexes::deferred(sources),
+        _ => {
+            let compiled = sources
+                .iter()
+                .map(|p| allow_regex(p).map_err(|e| bad(format!("invalid allowlist regex: {e}"))))
+                .collect::<Result<_, _>>()?;
+            AllowRegexes::compiled(sources, compiled)
+        }
+    };
     Ok(Allow {
         description: a.description.clone(),
         and,
@@ -554,6 +551,14 @@ fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allo
         regexes,
         stopwords: a.stopwords.iter().map(|s| s.to_lowercase()).collect(),
     })
+}
+
+/// An allowlist regex, compiled; Err: why not, on one line.
+pub(super) fn allow_regex(source: &str) -> Result<BytesRegex, String> {
+    BytesRegexBuilder::new(source)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| one_line(&e.to_string()))
 }
 
 fn one_line(s: &str) -> String {

@@ -45,6 +45,15 @@ pub struct RawContent {
     pub allowlists: Vec<GitleaksAllowlist>,
 }
 
+impl RawContent {
+    /// True if the section brings regexes of its own (rules, allowlists, a gitleaks
+    /// config) to compile when the policy loads; the built-in rules' are compiled on
+    /// first use.
+    pub(crate) fn compiles_own_regexes(&self) -> bool {
+        self.gitleaks_config.is_some() || !self.rules.is_empty() || !self.allowlists.is_empty()
+    }
+}
+
 /// Operation classes content scanning can apply to (schema only).
 #[derive(JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -87,6 +87,59 @@ fn builtin_rules_compile_and_pass_their_examples() {
     assert!(!own.content_scanner().unwrap().uses_builtin());
 }
 
+/// Whether each allowlist of the built-in rules' has its regexes compiled.
+fn builtin_allowlists_compiled(pol: &Policy) -> Vec<bool> {
+    let sc = pol.content_scanner().expect("scanner");
+    sc.rules
+        .iter()
+        .filter(|r| matches!(r.regex, Some(super::Pattern::Builtin(_))))
+        .flat_map(|r| &r.allowlists)
+        .filter(|a| !a.regexes.is_empty())
+        .map(|a| a.regexes.is_compiled())
+        .collect()
+}
+
+/// Loading a policy leaves the built-in rules' allowlists uncompiled (start-up does not
+/// pay for them); the first scan compiles them, and they allow what they allowed;
+/// `policy check` compiles them at once, and copies of a policy share them.
+#[test]
+fn builtin_allowlists_compile_on_first_use() {
+    let pol = Policy::builtin_default().unwrap();
+    assert_eq!(builtin_allowlists_compiled(&pol), vec![false]);
+    let copy = pol.clone();
+    let allowed = format!(
+        "aws_access_key_id = {}",
+        ["AKIA", "IOSFODNN7EXAMPLE"].concat()
+    );
+    assert!(
+        hits(&pol, "/a.txt", &allowed).is_empty(),
+        "the placeholder is allowed"
+    );
+    assert_eq!(builtin_allowlists_compiled(&pol), vec![true]);
+    assert_eq!(builtin_allowlists_compiled(&copy), vec![true], "shared");
+    let found = hits(&pol, "/a.txt", &format!("key = {}", aws_key()));
+    assert_eq!(found, vec![("content:aws-access-key-id".to_string(), 1)]);
+
+    let checked = Policy::builtin_default().unwrap();
+    checked.compile_deferred().unwrap();
+    assert_eq!(builtin_allowlists_compiled(&checked), vec![true]);
+    // A policy's own allowlist regexes are compiled when it loads.
+    let own = policy("[content]\n[[content.allowlists]]\nregexes = ['x']\n");
+    let sc = own.content_scanner().unwrap();
+    assert!(sc.global.iter().all(|a| a.regexes.is_compiled()));
+}
+
+/// A deferred allowlist regex that cannot be compiled allows nothing (the finding
+/// stands), and says why.
+#[test]
+fn a_broken_deferred_allowlist_allows_nothing() {
+    let broken = super::allow::AllowRegexes::deferred(vec!["(".into()]);
+    assert!(!broken.any_match(b"anything"));
+    assert!(broken.get().unwrap_err().contains("\"(\""));
+    let fine = super::allow::AllowRegexes::deferred(vec!["EXAMPLE$".into()]);
+    assert!(fine.any_match(b"AKIAEXAMPLE") && !fine.any_match(b"AKIAX"));
+}
+
 #[test]
 fn ops_and_disabled_rules() {
     let pol = policy("[content]\nops = [\"write\"]\ndisabled_rules = [\"private-key\"]\n");
