@@ -150,10 +150,20 @@ impl AllowRegexes {
     pub(super) fn get(&self) -> Result<&[BytesRegex], &str> {
         self.compiled
             .get_or_init(|| {
-                self.sources
+                let compiled = self
+                    .sources
                     .iter()
-                    .map(|s| super::build::allow_regex(s).map_err(|e| format!("{s:?}: {e}")))
-                    .collect()
+                    .map(|s| {
+                        super::build::allow_regex(s)
+                            .map_err(|e| format!("invalid allowlist regex {s:?}: {e}"))
+                    })
+                    .collect();
+                if let Err(e) = &compiled {
+                    // Only a broken build gets here (a unit test compiles the built-in
+                    // ones); said once, not at every finding.
+                    tracing::error!("built-in content rules: {e}");
+                }
+                compiled
             })
             .as_deref()
             .map_err(String::as_str)
@@ -161,13 +171,7 @@ impl AllowRegexes {
 
     /// Whether any regex matches `target`; none does when they cannot be compiled.
     pub(super) fn any_match(&self, target: &[u8]) -> bool {
-        match self.get() {
-            Ok(res) => res.iter().any(|r| r.is_match(target)),
-            Err(e) => {
-                // Only a broken build gets here (a unit test compiles the built-in ones).
-                tracing::error!("allowlist regex cannot be compiled: {e}");
-                false
-            }
-        }
+        self.get()
+            .is_ok_and(|res| res.iter().any(|r| r.is_match(target)))
     }
 }

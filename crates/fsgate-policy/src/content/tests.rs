@@ -135,7 +135,8 @@ fn builtin_allowlists_compile_on_first_use() {
 fn a_broken_deferred_allowlist_allows_nothing() {
     let broken = super::allow::AllowRegexes::deferred(vec!["(".into()]);
     assert!(!broken.any_match(b"anything"));
-    assert!(broken.get().unwrap_err().contains("\"(\""));
+    let e = broken.get().unwrap_err();
+    assert!(e.starts_with("invalid allowlist regex \"(\""), "{e}");
     let fine = super::allow::AllowRegexes::deferred(vec!["EXAMPLE$".into()]);
     assert!(fine.any_match(b"AKIAEXAMPLE") && !fine.any_match(b"AKIAX"));
 }
@@ -334,6 +335,32 @@ fn invalid_rules_are_located() {
         "[content]\nbuiltin = false\n[[content.rules]]\nid = \"r\"\nregex = 'a'\n[[content.rules]]\nid = \"r\"\nregex = 'b'\n",
     );
     assert!(e.contains("duplicate content rule id `r`"), "{e}");
+}
+
+/// A policy's own allowlist regexes, inline or in a gitleaks config, are compiled when
+/// it loads: a broken one is refused then, not deferred like the built-in rules' ones.
+#[test]
+fn a_broken_allowlist_regex_of_the_policys_own_is_refused_at_load() {
+    let e = err("[content]\n[[content.allowlists]]\nregexes = ['(']\n");
+    assert!(e.contains("invalid allowlist regex"), "{e}");
+    let e = err(
+        "[content]\n[[content.rules]]\nid = \"r\"\nregex = 'a'\n[[content.rules.allowlists]]\nregexes = ['(']\n",
+    );
+    assert!(e.contains("invalid allowlist regex"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gitleaks.toml");
+    std::fs::write(&cfg, "[[allowlists]]\nregexes = ['(']\n").unwrap();
+    let text = format!(
+        "version = 1\n[content]\ngitleaks_config = {:?}\n",
+        cfg.display().to_string()
+    );
+    let e = Policy::from_toml(&text, "t.toml")
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        e.contains("invalid allowlist regex") && e.contains("gitleaks.toml"),
+        "{e}"
+    );
 }
 
 #[test]
