@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use regex::RegexBuilder;
 use regex::bytes::Regex as BytesRegex;
 use regex::bytes::RegexBuilder as BytesRegexBuilder;
+use regex::{Regex, RegexBuilder};
 use sha2::{Digest, Sha256};
 use toml::Spanned;
 
@@ -520,15 +520,7 @@ fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allo
         .paths
         .iter()
         .map(|p| {
-            RegexBuilder::new(p.get_ref())
-                .size_limit(REGEX_SIZE_LIMIT)
-                .build()
-                .map_err(|e| {
-                    bad(format!(
-                        "invalid allowlist path regex: {}",
-                        one_line(&e.to_string())
-                    ))
-                })
+            text_regex(p.get_ref()).map_err(|e| bad(format!("invalid allowlist path regex: {e}")))
         })
         .collect::<Result<_, _>>()?;
     let sources: Vec<String> = a.regexes.iter().map(|r| r.get_ref().clone()).collect();
@@ -537,7 +529,7 @@ fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allo
         _ => {
             let compiled = sources
                 .iter()
-                .map(|p| allow_regex(p).map_err(|e| bad(format!("invalid allowlist regex: {e}"))))
+                .map(|p| bytes_regex(p).map_err(|e| bad(format!("invalid allowlist regex: {e}"))))
                 .collect::<Result<_, _>>()?;
             AllowRegexes::compiled(sources, compiled)
         }
@@ -553,9 +545,19 @@ fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allo
     })
 }
 
-/// An allowlist regex, compiled; Err: why not, on one line.
-pub(super) fn allow_regex(source: &str) -> Result<BytesRegex, String> {
+/// A content or allowlist regex (matched against bytes), compiled with the size limit;
+/// Err: why not, on one line.
+pub(super) fn bytes_regex(source: &str) -> Result<BytesRegex, String> {
     BytesRegexBuilder::new(source)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| one_line(&e.to_string()))
+}
+
+/// A path regex (matched against text), compiled with the size limit; Err: why not, on
+/// one line.
+fn text_regex(source: &str) -> Result<Regex, String> {
+    RegexBuilder::new(source)
         .size_limit(REGEX_SIZE_LIMIT)
         .build()
         .map_err(|e| one_line(&e.to_string()))
@@ -715,13 +717,7 @@ fn compile_rule(
     let regex = s.compile_regex(errs, builtin)?;
     let path = match &s.path {
         Some(p) => Some(
-            RegexBuilder::new(p)
-                .size_limit(REGEX_SIZE_LIMIT)
-                .build()
-                .map_err(|e| {
-                    let message = format!("invalid path regex: {}", one_line(&e.to_string()));
-                    s.bad(errs, ".path", message)
-                })?,
+            text_regex(p).map_err(|e| s.bad(errs, ".path", format!("invalid path regex: {e}")))?,
         ),
         None => None,
     };
@@ -762,27 +758,20 @@ impl Spec {
             (Some((src, line)), None) => (src, *line),
             (None, _) => return Ok(None),
         };
-        let re = BytesRegexBuilder::new(src)
-            .size_limit(REGEX_SIZE_LIMIT)
-            .build()
-            .map_err(|e| {
-                let at = match &self.at {
-                    At::Inline { key, .. } => At::Inline {
-                        key: key.clone(),
-                        line,
-                    },
-                    other => other.clone(),
-                };
-                errs.at(
-                    &at,
-                    ".regex",
-                    format!(
-                        "rule `{}`: invalid regex: {}",
-                        self.id,
-                        one_line(&e.to_string())
-                    ),
-                )
-            })?;
+        let re = bytes_regex(src).map_err(|e| {
+            let at = match &self.at {
+                At::Inline { key, .. } => At::Inline {
+                    key: key.clone(),
+                    line,
+                },
+                other => other.clone(),
+            };
+            errs.at(
+                &at,
+                ".regex",
+                format!("rule `{}`: invalid regex: {e}", self.id),
+            )
+        })?;
         if let Some(g) = self.secret_group
             && g >= re.captures_len()
         {
