@@ -157,15 +157,135 @@ struct Ids {
 /// Hands an incoming message to the call waiting for its id; other messages (server
 /// notifications, change events) are dropped.
 fn deliver(waiters: &Waiters, key: &str, text: String) {
-    let Ok(ids) = serde_json::from_str::<Ids>(&text) else {
-        return;
-    };
-    let id = if key == "id" { ids.id } else { ids.request_id };
-    let Some(id) = id.as_ref().and_then(Value::as_u64) else {
+    let Some(id) = top_level_u64(&text, key).or_else(|| parsed_id(&text, key)) else {
         return;
     };
     let waiter = waiters.lock().ok().and_then(|mut m| m.remove(&id));
     if let Some(w) = waiter {
         let _ = w.send(text);
+    }
+}
+
+/// The id by a full parse: what [`top_level_u64`] does not find.
+fn parsed_id(text: &str, key: &str) -> Option<u64> {
+    let ids = serde_json::from_str::<Ids>(text).ok()?;
+    let id = if key == "id" { ids.id } else { ids.request_id };
+    id.as_ref().and_then(Value::as_u64)
+}
+
+/// The value of `key` in the top-level object of `text` when it is an unsigned integer,
+/// found by skipping strings with `memchr` and counting nesting. A large answer is
+/// mostly one or two strings (a tree's text block is 4.8 MB): skipping them costs a
+/// fraction of parsing them, which timed the driver's own work as the server's (about
+/// 5 ms of a 10.7 MB answer). `None` when the key is not found plainly: the caller then
+/// parses the message whole.
+fn top_level_u64(text: &str, key: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    let (mut i, mut depth, mut at_key) = (0, 0usize, false);
+    while let Some(&c) = b.get(i) {
+        i += 1;
+        match c {
+            b'"' => {
+                let end = string_end(b, i)?;
+                let name = &b[i..end];
+                i = end + 1;
+                if depth == 1 && at_key {
+                    i = after_colon(b, i)?;
+                    if name == key.as_bytes() {
+                        return leading_u64(&b[i..]);
+                    }
+                    at_key = false;
+                }
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                at_key = c == b'{' && depth == 1;
+            }
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            b',' => at_key = depth == 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Where the string whose text starts at `from` ends (its closing quote).
+fn string_end(b: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let at = from + memchr::memchr2(b'"', b'\\', b.get(from..)?)?;
+        if b[at] == b'"' {
+            return Some(at);
+        }
+        from = at + 2;
+    }
+}
+
+/// Past the blanks, the `:` and the blanks after a key.
+fn after_colon(b: &[u8], mut i: usize) -> Option<usize> {
+    let blank = |c: &u8| c.is_ascii_whitespace();
+    while b.get(i).is_some_and(blank) {
+        i += 1;
+    }
+    (b.get(i) == Some(&b':')).then_some(())?;
+    i += 1;
+    while b.get(i).is_some_and(blank) {
+        i += 1;
+    }
+    Some(i)
+}
+
+/// The unsigned integer `b` starts with, ended by a blank, `,` or `}`.
+fn leading_u64(b: &[u8]) -> Option<u64> {
+    let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    let ends_well = matches!(
+        b.get(digits),
+        Some(b',' | b'}' | b' ' | b'\n' | b'\r' | b'\t')
+    );
+    if digits == 0 || !ends_well {
+        return None;
+    }
+    std::str::from_utf8(&b[..digits]).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_top_level_id_is_found_past_strings_and_nesting() {
+        let cases = [
+            (r#"{"jsonrpc":"2.0","id":7,"result":{}}"#, Some(7)),
+            (
+                r#"{"result":{"id":3,"t":"a \"id\":9 }"},"id" : 12 }"#,
+                Some(12),
+            ),
+            (r#"{"result":[{"id":1}],"x":"\\","id":44}"#, Some(44)),
+            (r#"{"method":"notifications/x","params":{"id":5}}"#, None),
+            (r#"{"id":"abc"}"#, None),
+            (r#"{"id":-1}"#, None),
+            (r#"{"id":1.5}"#, None),
+            (r#"[{"id":1}]"#, None),
+            (r#"{"id":"#, None),
+            (r#"{"t":"unterminated"#, None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(top_level_u64(text, "id"), want, "{text}");
+        }
+        let ws = r#"{"type":"response","requestId":9,"ok":true}"#;
+        assert_eq!(top_level_u64(ws, "requestId"), Some(9));
+        assert_eq!(top_level_u64(ws, "id"), None);
+    }
+
+    #[test]
+    fn the_scan_agrees_with_a_full_parse_where_it_answers() {
+        let big = "x\\\"y".repeat(10_000);
+        for text in [
+            format!(r#"{{"jsonrpc":"2.0","id":31,"result":{{"text":"{big}"}}}}"#),
+            format!(r#"{{"result":{{"text":"{big}","id":2}},"id":99}}"#),
+        ] {
+            let got = top_level_u64(&text, "id");
+            assert!(got.is_some());
+            assert_eq!(got, parsed_id(&text, "id"));
+        }
     }
 }
