@@ -121,7 +121,7 @@ impl<'a> Sources<'a> {
     pub fn disk_names(&self, path: &str) -> Result<Vec<String>, String> {
         let entries = self.ws.list_names(&rel_path(path)?);
         let entries = entries.map_err(|e| format!("{path}: {e}"))?;
-        Ok(entries.into_iter().map(|e| e.name).collect())
+        Ok(entries.into_iter().map(|e| e.name.into()).collect())
     }
 
     /// The record of backup `id`.

@@ -101,7 +101,10 @@ pub(crate) fn paged(entries: Vec<Entry>, truncated: bool, facts: &mut Facts) -> 
     if truncated {
         facts.args.insert("truncated".into(), true.into());
     }
-    let next = entries.last().filter(|_| truncated).map(|e| e.name.clone());
+    let next = entries
+        .last()
+        .filter(|_| truncated)
+        .map(|e| e.name.to_string());
     Output::Entries {
         entries,
         truncated,

@@ -317,7 +317,7 @@ impl Gateway {
     fn top_entry(&self) -> Option<Entry> {
         let name = self.name()?;
         Some(Entry {
-            name: name.to_string(),
+            name: name.into(),
             path: named(name, &RelPath::root()),
             kind: FileKind::Directory,
             size: None,

@@ -282,7 +282,7 @@ type Found<T> = Result<Chunk<T>, WsError>;
 /// its name there, its path, and how deep it is below the start (its entries: one more).
 struct Sub {
     parent: usize,
-    name: String,
+    name: compact_str::CompactString,
     path: RelPath,
     level: usize,
 }

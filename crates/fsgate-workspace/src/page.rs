@@ -147,7 +147,7 @@ mod tests {
             let page = ws
                 .list_page(&RelPath::root(), &spec, &mut keep)
                 .expect("page");
-            let names: Vec<String> = page.entries.iter().map(|e| e.name.clone()).collect();
+            let names: Vec<String> = page.entries.iter().map(|e| e.name.to_string()).collect();
             after = names.last().cloned();
             out.push(names);
             if !page.more {

@@ -110,7 +110,7 @@ impl Drop for Permits {
 /// directory), its name there, its path.
 struct Target {
     dir: Arc<Dir>,
-    name: String,
+    name: compact_str::CompactString,
     path: RelPath,
 }
 

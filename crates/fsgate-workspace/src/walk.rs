@@ -31,8 +31,9 @@ pub const MAX_DEPTH: usize = 256;
 /// One directory entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    /// The entry's name.
-    pub name: String,
+    /// The entry's name, held inline when it fits in 24 bytes (most do): a walk of a
+    /// large tree no longer allocates twice an entry (its name and its path).
+    pub name: compact_str::CompactString,
     /// Its workspace-relative path.
     pub path: RelPath,
     /// What it is (symlinks not followed).
@@ -245,7 +246,7 @@ pub(super) fn entry_from(base: &RelPath, name: &str, kind: FileKind, meta: Optio
     let has_mtime = |m: &&Statx| m.stx_mask & StatxFlags::MTIME.bits() != 0;
     Entry {
         path: base.join(name),
-        name: name.to_string(),
+        name: name.into(),
         kind,
         size: meta.as_ref().map(|m| m.stx_size),
         modified: meta
@@ -587,7 +588,7 @@ mod tests {
         let mut entries: Vec<Entry> = names
             .iter()
             .map(|n| Entry {
-                name: (*n).to_string(),
+                name: (*n).into(),
                 path: RelPath::root(),
                 kind: FileKind::File,
                 size: None,
@@ -768,7 +769,11 @@ mod tests {
             ws.list_names(&RelPath::root()),
             ws.list_dir(&RelPath::root()),
         ] {
-            let got: Vec<String> = listed.expect("list").into_iter().map(|e| e.name).collect();
+            let got: Vec<String> = listed
+                .expect("list")
+                .into_iter()
+                .map(|e| e.name.to_string())
+                .collect();
             assert_eq!(got, want);
         }
         // Twice on one thread: the kept buffer starts each listing afresh.

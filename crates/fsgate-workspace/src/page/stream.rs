@@ -82,7 +82,7 @@ impl Select<'_, '_> {
             return;
         }
         let kind = e.kind;
-        let name = e.name.clone().into_boxed_str();
+        let name = Box::<str>::from(e.name.as_str());
         if !self.kept(dir, base, e) {
             return;
         }

@@ -382,7 +382,7 @@ mod tests {
     fn entry(path: &str, dir: bool) -> Entry {
         let path = fsgate_base::path::RelPath::parse_rooted(path).unwrap();
         Entry {
-            name: path.file_name().unwrap_or_default().to_string(),
+            name: path.file_name().unwrap_or_default().into(),
             path,
             kind: if dir {
                 FileKind::Directory
