@@ -221,17 +221,9 @@ fn string_end(b: &[u8], mut from: usize) -> Option<usize> {
 }
 
 /// Past the blanks, the `:` and the blanks after a key.
-fn after_colon(b: &[u8], mut i: usize) -> Option<usize> {
-    let blank = |c: &u8| c.is_ascii_whitespace();
-    while b.get(i).is_some_and(blank) {
-        i += 1;
-    }
-    (b.get(i) == Some(&b':')).then_some(())?;
-    i += 1;
-    while b.get(i).is_some_and(blank) {
-        i += 1;
-    }
-    Some(i)
+fn after_colon(b: &[u8], i: usize) -> Option<usize> {
+    let rest = b.get(i..)?.trim_ascii_start().strip_prefix(b":")?;
+    Some(b.len() - rest.trim_ascii_start().len())
 }
 
 /// The unsigned integer `b` starts with, ended by a blank, `,` or `}`.
