@@ -366,6 +366,8 @@ struct Shared {
     ws_dir: SharedSync,
     shards: Vec<(PathBuf, File)>,
     log: SharedSync,
+    /// One file the backups are appended to, for [`Calls::SharedBackups`].
+    pack: SharedSync,
 }
 
 impl Shared {
@@ -386,6 +388,10 @@ impl Shared {
             .append(true)
             .create(true)
             .open(root.join("log"))?;
+        let pack = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(root.join("backups").join("pack"))?;
         // SAFETY: a sync with no preconditions; the set-up starts the clock on disk.
         unsafe { libc::sync() };
         Ok(Shared {
@@ -393,6 +399,7 @@ impl Shared {
             ws,
             shards,
             log: SharedSync::new(log),
+            pack: SharedSync::new(pack),
         })
     }
 }
@@ -405,6 +412,11 @@ pub enum Calls {
     /// The durable replace alone, no backup and no records: what any
     /// server that makes an overwrite durable before answering must do, at the least.
     ReplaceOnly,
+    /// fsgate's records and durable replace, but each backup (the old content and a
+    /// record's worth of trailer) appended to one file whose syncs the threads share:
+    /// what a backup store of shared files would cost at best, with no inode and no
+    /// directory sync of its own per backup.
+    SharedBackups,
 }
 
 /// `n` bare overwrites of 4 KiB with their backups, `k` threads at once, each over its
@@ -442,6 +454,7 @@ pub fn bare_overwrites_in_flight(
                     match calls {
                         Calls::Fsgates => overwrite_one(&shared, i, &data)?,
                         Calls::ReplaceOnly => replace_one(&shared, i, &data)?,
+                        Calls::SharedBackups => overwrite_shared_backup(&shared, i, &data)?,
                     }
                 }
             })
@@ -474,6 +487,18 @@ fn overwrite_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
     b.write_all(&old)?;
     b.sync_data()?;
     shard_dir.sync_all()?;
+    replace(s, i, data)?;
+    s.log.append(RECORD)
+}
+
+/// One overwrite of `ws/o<i>` for [`Calls::SharedBackups`]: as [`overwrite_one`], the
+/// backup appended to the shared file instead of a file of its own.
+fn overwrite_shared_backup(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
+    let mut old = std::fs::read(s.ws.join(format!("o{i}")))?;
+    s.log.append(RECORD)?;
+    old.extend_from_slice(RECORD);
+    // One `write` with `O_APPEND`: the threads' backups never interleave.
+    s.pack.append(&old)?;
     replace(s, i, data)?;
     s.log.append(RECORD)
 }
@@ -622,6 +647,43 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
+    /// With shared backups, every file is overwritten and its old content appended to
+    /// the one backup file, whole, with two records each and no backup file of its own.
+    #[test]
+    fn shared_backups_append_every_old_content_whole_to_one_file() {
+        let root = std::env::temp_dir().join(format!("fsgate-floor-p-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let got = bare_overwrites_in_flight(&root, 200, 8, Calls::SharedBackups).unwrap();
+        assert!(got.ops_per_s > 0.0 && got.ops_per_s.is_finite(), "{got:?}");
+        for i in 0..200 {
+            let now = std::fs::read(root.join("ws").join(format!("o{i}"))).unwrap();
+            assert_eq!(now, vec![b'y'; 4096], "o{i} was replaced");
+        }
+        let pack = std::fs::read(root.join("backups").join("pack")).unwrap();
+        let one = 4096 + RECORD.len();
+        assert_eq!(pack.len(), 200 * one);
+        for (k, backup) in pack.chunks(one).enumerate() {
+            assert!(
+                backup[..4096].iter().all(|b| *b == b'x'),
+                "backup {k} whole"
+            );
+            assert_eq!(&backup[4096..], RECORD, "backup {k}'s trailer");
+        }
+        let log = std::fs::metadata(root.join("log")).unwrap().len();
+        assert_eq!(log, 400 * RECORD.len() as u64);
+        for shard in std::fs::read_dir(root.join("backups")).unwrap() {
+            let shard = shard.unwrap().path();
+            if shard.is_dir() {
+                assert_eq!(
+                    std::fs::read_dir(shard).unwrap().count(),
+                    0,
+                    "no backup file"
+                );
+            }
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     /// The replace alone overwrites every file and makes no backup and no record.
     #[test]
     fn replaces_in_flight_overwrite_every_file_and_nothing_else() {
@@ -640,9 +702,13 @@ mod tests {
             "no record"
         );
         let backups = std::fs::read_dir(root.join("backups")).unwrap();
-        for shard in backups {
-            let n = std::fs::read_dir(shard.unwrap().path()).unwrap().count();
-            assert_eq!(n, 0, "no backup");
+        for entry in backups {
+            let path = entry.unwrap().path();
+            let n = match path.is_dir() {
+                true => std::fs::read_dir(&path).unwrap().count() as u64,
+                false => std::fs::metadata(&path).unwrap().len(),
+            };
+            assert_eq!(n, 0, "no backup in {}", path.display());
         }
         std::fs::remove_dir_all(&root).unwrap();
     }

@@ -516,6 +516,13 @@ fn in_flight_limit(r: &Report) -> Option<String> {
             c.bare_replace_32_ops / reference
         );
     }
+    if c.bare_shared_backups_32_ops > 0.0 {
+        out += &format!(
+            "; fsgate's bare calls with every backup appended to one file, its syncs shared (no inode, no directory sync per backup): {:.0}/s = {:.2}x",
+            c.bare_shared_backups_32_ops,
+            c.bare_shared_backups_32_ops / reference
+        );
+    }
     Some(out)
 }
 

@@ -325,6 +325,7 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
                 for (calls, name) in [
                     (Calls::Fsgates, "in-flight"),
                     (Calls::ReplaceOnly, "replace"),
+                    (Calls::SharedBackups, "shared-backups"),
                 ] {
                     let scratch = work.join(format!("bare-{name}-{rep}"));
                     let _ = std::fs::remove_dir_all(&scratch);
@@ -368,6 +369,7 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
     chain.bare_overwrite_32_ops = of(Calls::Fsgates, |r| r.ops_per_s);
     chain.bare_overwrite_32_cpu_us = of(Calls::Fsgates, |r| r.cpu_us);
     chain.bare_replace_32_ops = of(Calls::ReplaceOnly, |r| r.ops_per_s);
+    chain.bare_shared_backups_32_ops = of(Calls::SharedBackups, |r| r.ops_per_s);
     Ok(Report::new(&cfg, (syncs, chain), runs, failures, &suite.sz))
 }
 
@@ -647,6 +649,10 @@ pub struct ChainProbe {
     /// The durable replace alone (no backup, no records), 32 threads at once, a second
     /// (0: not run).
     pub bare_replace_32_ops: f64,
+    /// fsgate's bare overwrites with their backups appended to one shared file
+    /// ([`crate::floor::Calls::SharedBackups`]), 32 threads at once, a second (0: not
+    /// run).
+    pub bare_shared_backups_32_ops: f64,
     /// A write request's round trip through pipes to a process that only echoes it
     /// ([`crate::floor::echo_round_trip`]), µs.
     pub echo_rtt_us: f64,
@@ -667,6 +673,7 @@ impl ChainProbe {
             bare_overwrite_32_ops: m(|p| p.bare_overwrite_32_ops),
             bare_overwrite_32_cpu_us: m(|p| p.bare_overwrite_32_cpu_us),
             bare_replace_32_ops: m(|p| p.bare_replace_32_ops),
+            bare_shared_backups_32_ops: m(|p| p.bare_shared_backups_32_ops),
             echo_rtt_us: m(|p| p.echo_rtt_us),
         }
     }
