@@ -647,18 +647,26 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
-    /// With shared backups, every file is overwritten and its old content appended to
-    /// the one backup file, whole, with two records each and no backup file of its own.
-    #[test]
-    fn shared_backups_append_every_old_content_whole_to_one_file() {
-        let root = std::env::temp_dir().join(format!("fsgate-floor-p-{}", std::process::id()));
+    /// 200 bare overwrites made with `calls` on 8 threads in a new scratch directory
+    /// (named with `tag`), checked to have replaced every file; the directory is
+    /// returned for the caller's checks.
+    fn replaced_by_200(calls: Calls, tag: &str) -> PathBuf {
+        let root = std::env::temp_dir().join(format!("fsgate-floor-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        let got = bare_overwrites_in_flight(&root, 200, 8, Calls::SharedBackups).unwrap();
+        let got = bare_overwrites_in_flight(&root, 200, 8, calls).unwrap();
         assert!(got.ops_per_s > 0.0 && got.ops_per_s.is_finite(), "{got:?}");
         for i in 0..200 {
             let now = std::fs::read(root.join("ws").join(format!("o{i}"))).unwrap();
             assert_eq!(now, vec![b'y'; 4096], "o{i} was replaced");
         }
+        root
+    }
+
+    /// With shared backups, every file is overwritten and its old content appended to
+    /// the one backup file, whole, with two records each and no backup file of its own.
+    #[test]
+    fn shared_backups_append_every_old_content_whole_to_one_file() {
+        let root = replaced_by_200(Calls::SharedBackups, "p");
         let pack = std::fs::read(root.join("backups").join("pack")).unwrap();
         let one = 4096 + RECORD.len();
         assert_eq!(pack.len(), 200 * one);
@@ -687,14 +695,7 @@ mod tests {
     /// The replace alone overwrites every file and makes no backup and no record.
     #[test]
     fn replaces_in_flight_overwrite_every_file_and_nothing_else() {
-        let root = std::env::temp_dir().join(format!("fsgate-floor-r-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        let got = bare_overwrites_in_flight(&root, 200, 8, Calls::ReplaceOnly).unwrap();
-        assert!(got.ops_per_s > 0.0 && got.ops_per_s.is_finite(), "{got:?}");
-        for i in 0..200 {
-            let now = std::fs::read(root.join("ws").join(format!("o{i}"))).unwrap();
-            assert_eq!(now, vec![b'y'; 4096], "o{i} was replaced");
-        }
+        let root = replaced_by_200(Calls::ReplaceOnly, "r");
         assert_eq!(std::fs::read_dir(root.join("ws")).unwrap().count(), 200);
         assert_eq!(
             std::fs::metadata(root.join("log")).unwrap().len(),
