@@ -473,32 +473,43 @@ pub fn bare_overwrites_in_flight(
     })
 }
 
-/// One overwrite of `ws/o<i>` for [`bare_overwrites_in_flight`].
+/// One overwrite of `ws/o<i>` for [`bare_overwrites_in_flight`], its backup a file of
+/// its own in its shard directory (both synced).
 fn overwrite_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
-    let name = format!("o{i}");
-    let old = std::fs::read(s.ws.join(&name))?;
-    s.log.append(RECORD)?;
-    let (shard, shard_dir) = &s.shards[i % SHARDS];
-    let mut b = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(shard.join(&name))?;
-    b.write_all(&old)?;
-    b.sync_data()?;
-    shard_dir.sync_all()?;
-    replace(s, i, data)?;
-    s.log.append(RECORD)
+    overwrite_backed_up(s, i, data, |old| {
+        let (shard, shard_dir) = &s.shards[i % SHARDS];
+        let mut b = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(shard.join(format!("o{i}")))?;
+        b.write_all(&old)?;
+        b.sync_data()?;
+        shard_dir.sync_all()
+    })
 }
 
-/// One overwrite of `ws/o<i>` for [`Calls::SharedBackups`]: as [`overwrite_one`], the
-/// backup appended to the shared file instead of a file of its own.
+/// One overwrite of `ws/o<i>` for [`Calls::SharedBackups`]: its backup appended to the
+/// shared file instead, a record's worth of trailer after it.
 fn overwrite_shared_backup(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
-    let mut old = std::fs::read(s.ws.join(format!("o{i}")))?;
+    overwrite_backed_up(s, i, data, |mut old| {
+        old.extend_from_slice(RECORD);
+        // One `write` with `O_APPEND`: the threads' backups never interleave.
+        s.pack.append(&old)
+    })
+}
+
+/// fsgate's calls for one overwrite of `ws/o<i>` around `backup`, given the old
+/// content: the intent record, the backup, the durable replace, the outcome record.
+fn overwrite_backed_up(
+    s: &Shared,
+    i: usize,
+    data: &[u8],
+    backup: impl FnOnce(Vec<u8>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let old = std::fs::read(s.ws.join(format!("o{i}")))?;
     s.log.append(RECORD)?;
-    old.extend_from_slice(RECORD);
-    // One `write` with `O_APPEND`: the threads' backups never interleave.
-    s.pack.append(&old)?;
+    backup(old)?;
     replace(s, i, data)?;
     s.log.append(RECORD)
 }
