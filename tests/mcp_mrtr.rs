@@ -229,3 +229,65 @@ fn the_python_sdk_answers_input_required_over_stdio() {
 fn the_python_sdk_answers_input_required_over_http() {
     sdk_rounds("the_python_sdk_answers_input_required_over_http", true);
 }
+
+/// A stateless answer decides its own call only: the question offers no "allow for this
+/// session" (the wire keeps no session), and an `allow_always` a client sends anyway
+/// allows that call and nothing after it, for this client or any other of the token.
+fn one_answer_one_call(send: &mut dyn FnMut(&Value) -> Value, root: &Path) {
+    let call = write(20, "ci/s.yml", "one\n", true);
+    let first = send(&call);
+    let (_, state) = input_required(&first);
+    let options = &first["result"]["inputRequests"]["fsgate_ask"]["params"]["requestedSchema"]
+        ["properties"]["decision"]["oneOf"];
+    let offered: Vec<String> = options
+        .as_array()
+        .map(|o| o.iter().filter_map(|c| c["const"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let done = send(&retry(call, 21, &state, "allow_always"));
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("ci/s.yml")).unwrap_or_default(),
+        "one\n"
+    );
+    // A later call that declares no elicitation is refused, as before any answer.
+    let plain = send(&write(22, "ci/s.yml", "two\n", false));
+    assert_eq!(plain["result"]["isError"], true, "{plain}");
+    // One that declares it is asked again.
+    input_required(&send(&write(23, "ci/t.yml", "three\n", true)));
+    assert!(!root.join("ci/t.yml").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("ci/s.yml")).unwrap_or_default(),
+        "one\n"
+    );
+    assert_eq!(offered, ["allow_once", "reject_once"], "{first}");
+}
+
+#[test]
+fn a_stateless_allow_always_allows_its_own_call_only_over_stdio() {
+    let mut g = McpGate::start(Some(POLICY));
+    let root = g.dirs.root.clone();
+    let mut send = |msg: &Value| {
+        let id = msg["id"].as_u64().expect("id");
+        g.send_line(&msg.to_string());
+        g.response(id)
+    };
+    one_answer_one_call(&mut send, &root);
+    assert!(g.finish().success());
+}
+
+#[test]
+fn a_stateless_allow_always_allows_its_own_call_only_over_http() {
+    let dirs = Dirs::new();
+    let g = HttpGate::start(&dirs, Some(POLICY));
+    let bearer = g.bearer();
+    // Each request its own connection: the principal's stateless door is shared.
+    let mut send = |msg: &Value| {
+        let auth = ("Authorization", bearer.as_str());
+        let v = ("MCP-Protocol-Version", "2026-07-28");
+        let reply = post(&g, msg, &[auth, v]);
+        let answer = reply.json();
+        assert!(answer.is_object(), "{} {}", reply.status, reply.body);
+        answer
+    };
+    one_answer_one_call(&mut send, &dirs.root);
+}

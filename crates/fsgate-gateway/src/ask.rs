@@ -42,6 +42,13 @@ pub trait Asker: Send + Sync + fmt::Debug {
     /// Puts `q` to the person and blocks until they answer or `timeout` passes. Called
     /// on a blocking-pool thread: the door must keep reading its client meanwhile.
     fn ask(&self, q: &Question, timeout: Duration) -> Answer;
+
+    /// Whether an "allow for this session" answer may stand for the session's later
+    /// requests. False for a door whose requests each stand alone (the stateless MCP
+    /// wire): its answers decide their own request only, and no grant answers for it.
+    fn keeps_grants(&self) -> bool {
+        true
+    }
 }
 
 /// The text a write or edit proposes, for a diff.
@@ -487,7 +494,8 @@ fn put(
     if ctx.allowed.iter().any(|(r, c)| *r == rule && c == class) {
         return Ok(());
     }
-    if ctx.grants.has(&ctx.session, &rule, class) {
+    let keeps = ctx.asker.as_ref().is_none_or(|a| a.keeps_grants());
+    if keeps && ctx.grants.has(&ctx.session, &rule, class) {
         asked.push(record(&rule, class, "allowed_for_session", None));
         ctx.allowed.push((rule, class.to_owned()));
         return Ok(());
@@ -523,7 +531,7 @@ fn put(
     rec.asked_at = asked_at;
     rec.waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     asked.push(rec);
-    if answer == Answer::AllowSession {
+    if keeps && answer == Answer::AllowSession {
         ctx.grants.add(&ctx.session, &rule, class);
     }
     if answer.allows() {

@@ -49,6 +49,10 @@ impl Asker for NoAsking {
     fn ask(&self, _: &Question, _: Duration) -> Answer {
         Answer::Unanswered(STATELESS.into())
     }
+
+    fn keeps_grants(&self) -> bool {
+        false
+    }
 }
 
 /// The most bytes of a proposed text shown in the prompt.
@@ -94,7 +98,7 @@ impl Asker for Elicit {
             Some(Err(why)) => return Answer::Unanswered((*why).into()),
             None => return Answer::Unanswered(NOT_DECLARED.into()),
         };
-        let params = match params(q) {
+        let params = match params(q, true) {
             Ok(p) => p,
             Err(e) => return Answer::Unanswered(format!("the question could not be built: {e}")),
         };
@@ -142,20 +146,27 @@ pub(super) fn decision(r: &ElicitResult) -> Answer {
         .unwrap_or(Answer::Reject)
 }
 
-/// The form: the message and the one-choice schema.
-pub(super) fn params(q: &Question) -> Result<ElicitRequestParams, serde_json::Error> {
+/// The form: the message and the one-choice schema. `session`: the asker keeps an
+/// "allow for this session" (a 2025-era session); a stateless round does not, and is
+/// not offered one.
+pub(super) fn params(q: &Question, session: bool) -> Result<ElicitRequestParams, serde_json::Error> {
+    let mut choices = vec![json!({"const": "allow_once", "title": "Allow once"})];
+    if session {
+        choices.push(json!({"const": "allow_always", "title": "Allow for this session"}));
+    }
+    choices.push(json!({"const": "reject_once", "title": "Reject"}));
+    let description = match session {
+        true => "allow_always holds for the same rule and kind of operation for the rest of this session",
+        false => "the answer decides this call only",
+    };
     let schema = json!({
         "type": "object",
         "properties": {
             "decision": {
                 "type": "string",
                 "title": "Decision",
-                "description": "allow_always holds for the same rule and kind of operation for the rest of this session",
-                "oneOf": [
-                    {"const": "allow_once", "title": "Allow once"},
-                    {"const": "allow_always", "title": "Allow for this session"},
-                    {"const": "reject_once", "title": "Reject"},
-                ],
+                "description": description,
+                "oneOf": choices,
                 "default": "reject_once",
             }
         },
@@ -285,7 +296,7 @@ mod tests {
             replaced: None,
             session: "s".into(),
         };
-        let p = params(&q).expect("schema");
+        let p = params(&q, true).expect("schema");
         let v = serde_json::to_value(&p).expect("encodes");
         assert_eq!(v["mode"], "form", "{v}");
         assert_eq!(v["requestedSchema"]["required"][0], "decision", "{v}");

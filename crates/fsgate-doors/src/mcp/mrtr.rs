@@ -184,7 +184,7 @@ impl Round {
         ttl: Duration,
     ) -> Option<InputRequiredResult> {
         let q = self.pending.lock().ok()?.take()?;
-        let params = super::elicit::params(&q).ok()?;
+        let params = super::elicit::params(&q, false).ok()?;
         let state = State {
             p: self.principal.clone(),
             c: self.call.clone(),
@@ -215,12 +215,21 @@ impl Asker for Round {
             .iter()
             .find(|g| g.rule == q.rule && g.class == q.class);
         if let Some(g) = given {
-            return Answer::from_kind(&g.answer).unwrap_or(Answer::Reject);
+            // A stateless answer decides its own call: "allow for this session" (which
+            // the question did not offer) allows this call once.
+            return match Answer::from_kind(&g.answer) {
+                Some(Answer::AllowSession) => Answer::AllowOnce,
+                other => other.unwrap_or(Answer::Reject),
+            };
         }
         if let Ok(mut p) = self.pending.lock() {
             p.get_or_insert_with(|| q.clone());
         }
         Answer::Unanswered(SENT_BACK.into())
+    }
+
+    fn keeps_grants(&self) -> bool {
+        false
     }
 }
 
