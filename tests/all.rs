@@ -86,6 +86,7 @@ mod mcp_parity_text;
 mod mcp_parity_results;
 // MCP roots narrow the workspace, never widen it; the reference next to fsgate.
 mod mcp_parity_roots;
+mod mcp_roots_wait;
 // MCP eras: stateless requests answered alone, removed and undeclared methods, strays.
 mod mcp_eras;
 // Random message sequences on the MCP door, the ACP door and the ACP proxy: never the end.

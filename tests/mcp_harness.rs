@@ -324,6 +324,16 @@ impl McpGate {
         self.stderr.lock().expect("stderr").clone()
     }
 
+    /// Closes stdin.
+    pub fn close_input(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The exit status, once the process has exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().expect("try_wait")
+    }
+
     /// Closes stdin and waits for the process to exit.
     pub fn finish(&mut self) -> ExitStatus {
         self.stdin = None;

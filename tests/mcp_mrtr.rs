@@ -237,11 +237,15 @@ fn one_answer_one_call(send: &mut dyn FnMut(&Value) -> Value, root: &Path) {
     let call = write(20, "ci/s.yml", "one\n", true);
     let first = send(&call);
     let (_, state) = input_required(&first);
-    let options = &first["result"]["inputRequests"]["fsgate_ask"]["params"]["requestedSchema"]
-        ["properties"]["decision"]["oneOf"];
+    let options = &first["result"]["inputRequests"]["fsgate_ask"]["params"]["requestedSchema"]["properties"]
+        ["decision"]["oneOf"];
     let offered: Vec<String> = options
         .as_array()
-        .map(|o| o.iter().filter_map(|c| c["const"].as_str().map(str::to_owned)).collect())
+        .map(|o| {
+            o.iter()
+                .filter_map(|c| c["const"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     let done = send(&retry(call, 21, &state, "allow_always"));
     assert_eq!(done["result"]["isError"], false, "{done}");

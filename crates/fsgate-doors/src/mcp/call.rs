@@ -63,6 +63,8 @@ pub(super) struct Calls {
     pub states: Option<Arc<mrtr::States>>,
     /// The protocol version the session's `initialize` agreed on.
     pub session_version: OnceLock<ProtocolVersion>,
+    /// The session's roots, asked for and waited on (see `roots`).
+    pub roots: super::roots::Asking,
 }
 
 /// The protocol versions the server supports: what `initialize` may agree to and what

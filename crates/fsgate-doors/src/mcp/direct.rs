@@ -18,7 +18,6 @@
 
 use std::io::{self, Write};
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResponse, InputRequiredResult, ServerResult};
@@ -112,6 +111,8 @@ pub(super) struct Job {
     /// Set by [`Door::submit`]: which request under `key` this is.
     serial: u64,
     call: Call,
+    /// Why it is refused unrun: it waited for the client's roots and they did not come.
+    unsettled: Option<GatewayError>,
 }
 
 impl Job {
@@ -121,7 +122,19 @@ impl Job {
             key,
             serial: 0,
             call,
+            unsettled: None,
         }
+    }
+
+    /// The scope the call runs in (its roots).
+    pub(super) fn scope(&self) -> &fsgate_gateway::Scope {
+        &self.call.ctx.scope
+    }
+
+    /// This job, refused with `e` instead of run.
+    pub(super) fn refused(mut self, e: GatewayError) -> Job {
+        self.unsettled = Some(e);
+        self
     }
 }
 
@@ -319,7 +332,7 @@ impl Door {
     pub(super) async fn submit(&self, mut job: Job, serial: u64, alone: bool) {
         job.serial = serial;
         if batched(job.call.tool) && !self.direct.gw.policy().has_ask_rules() {
-            if alone && self.batch.may_run_here(&self.direct.gw) && roots_settled(&job) {
+            if alone && self.batch.may_run_here(&self.direct.gw) {
                 // block_in_place: the runtime's other tasks move to another thread.
                 let direct = &*self.direct;
                 tokio::task::block_in_place(|| self.batch.run_here(direct, job));
@@ -336,7 +349,6 @@ impl Door {
             && alone
             && crate::stdio::on_own_thread()
             && self.batch.may_run_inline(&self.direct.gw)
-            && roots_settled(&job)
         {
             return run_and_answer(&self.direct, job, None);
         }
@@ -382,6 +394,7 @@ impl Direct {
             tool,
             args,
             ctx: Arc::clone(&ctx),
+            unsettled: job.unsettled,
         };
         // `serve` answers a panic in the tool; this, one in decoding it.
         let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -414,13 +427,6 @@ impl Direct {
             modern: era.modern,
         })
     }
-}
-
-/// Whether the client's roots are settled, so that `job` may run on the pump's thread:
-/// while they are awaited, the call would wait for an answer that only this (blocked)
-/// pump can read. Only the pump makes them awaited again once settled (see `roots`).
-fn roots_settled(job: &Job) -> bool {
-    job.call.ctx.scope.settled(Duration::ZERO).is_ok()
 }
 
 /// Runs `job` on the blocking pool and answers it there; nothing waits for it.

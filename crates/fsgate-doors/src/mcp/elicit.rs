@@ -149,14 +149,19 @@ pub(super) fn decision(r: &ElicitResult) -> Answer {
 /// The form: the message and the one-choice schema. `session`: the asker keeps an
 /// "allow for this session" (a 2025-era session); a stateless round does not, and is
 /// not offered one.
-pub(super) fn params(q: &Question, session: bool) -> Result<ElicitRequestParams, serde_json::Error> {
+pub(super) fn params(
+    q: &Question,
+    session: bool,
+) -> Result<ElicitRequestParams, serde_json::Error> {
     let mut choices = vec![json!({"const": "allow_once", "title": "Allow once"})];
     if session {
         choices.push(json!({"const": "allow_always", "title": "Allow for this session"}));
     }
     choices.push(json!({"const": "reject_once", "title": "Reject"}));
     let description = match session {
-        true => "allow_always holds for the same rule and kind of operation for the rest of this session",
+        true => {
+            "allow_always holds for the same rule and kind of operation for the rest of this session"
+        }
         false => "the answer decides this call only",
     };
     let schema = json!({

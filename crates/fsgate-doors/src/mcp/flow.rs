@@ -129,6 +129,37 @@ impl Flow {
         serial
     }
 
+    /// [`admit`](Self::admit) without waiting: None unless the request's room is free
+    /// now and half the input room stays free beside it (for the requests that are
+    /// served meanwhile: a call waiting for roots must never stop the reading).
+    pub(super) fn try_admit(
+        &self,
+        key: String,
+        method: String,
+        len: usize,
+        stateless: bool,
+    ) -> Option<u64> {
+        let units = self.units(len.max(MIN_INPUT_UNITS));
+        let left = self.input.available_permits();
+        if left < units as usize + self.cap as usize / 2 {
+            return None;
+        }
+        let input = Arc::clone(&self.input).try_acquire_many_owned(units).ok()?;
+        let serial = self.serials.fetch_add(1, Ordering::Relaxed);
+        let pending = Pending {
+            method,
+            claimed: false,
+            stateless,
+            _done: None,
+            serial,
+            _input: input,
+            room: None,
+            leases: Vec::new(),
+        };
+        self.table().insert(key, pending);
+        Some(serial)
+    }
+
     /// [`claim`](Self::claim), only if the request under `key` is the one admitted as
     /// `serial`.
     pub(super) fn claim_serial(&self, key: &str, serial: u64) -> bool {

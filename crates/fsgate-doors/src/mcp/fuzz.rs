@@ -76,6 +76,7 @@ pub fn call_line(
         tool: call.tool,
         args: call.args,
         ctx: std::sync::Arc::clone(&call.ctx),
+        unsettled: None,
     };
     let served = crate::door::serve_wire(&tools::Tools, gw, &call.ctx, None, wire);
     Some(serde_json::to_value(served.answer.into_result()).map_err(|e| (0, e.to_string())))

@@ -212,6 +212,7 @@ impl McpServer {
             stateless: Arc::clone(&stateless),
             states,
             session_version: std::sync::OnceLock::new(),
+            roots: roots::Asking::default(),
         });
         McpServer {
             gw,
@@ -225,14 +226,14 @@ impl McpServer {
         }
     }
 
-    /// Asks a client that declared the `roots` capability for its roots (see [`roots`]).
-    fn ask_roots(&self, peer: rmcp::service::Peer<RoleServer>) {
+    /// Asks a client that declared the `roots` capability for its roots (see [`roots`]);
+    /// `again`: even if they were asked for already (the client announced a change).
+    fn ask_roots(&self, peer: rmcp::service::Peer<RoleServer>, again: bool) {
         let declared = peer
             .peer_info()
             .is_some_and(|info| info.capabilities.roots.is_some());
         if declared {
-            let (gw, ctx) = (Arc::clone(&self.gw), Arc::clone(&self.ctx));
-            tokio::spawn(roots::ask(gw, ctx, peer));
+            self.calls.roots.ask(&self.gw, &self.ctx, peer, again);
         }
     }
 
@@ -349,6 +350,8 @@ impl ServerHandler for McpServer {
             // before the SDK has handed us `notifications/initialized`.
             self.ctx.scope.declare();
         }
+        // A call that needs the roots before `notifications/initialized` asks for them.
+        let _ = self.calls.roots.peer.set(context.peer.clone());
         if let Some(e) = &request.capabilities.elicitation {
             self.elicit.declared(e, context.peer.clone());
         }
@@ -377,11 +380,11 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.ask_roots(context.peer);
+        self.ask_roots(context.peer, false);
     }
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
-        self.ask_roots(context.peer);
+        self.ask_roots(context.peer, true);
     }
 
     async fn discover(

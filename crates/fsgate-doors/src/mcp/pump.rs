@@ -20,15 +20,16 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerCapabilities};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use super::call::{Calls, Unrun};
+use super::call::{Call, Calls, Unrun};
 use super::direct::{self, Door, Job, Outgoing};
 use super::era::{self, Marked};
 use super::flow::{Flow, id_key};
@@ -52,8 +53,11 @@ pub(super) struct Pump {
     pub answers: mpsc::Sender<Outgoing>,
     /// Reads each tool call (see [`super::call`]).
     pub calls: Arc<Calls>,
-    /// Where every tool call goes (see [`super::direct`]).
-    pub door: Door,
+    /// Where every tool call goes (see [`super::direct`]); shared with the calls that
+    /// wait for the client's roots.
+    pub door: Arc<Door>,
+    /// Set once the input ended: calls still waiting for roots are refused at once.
+    pub ended: watch::Sender<bool>,
     /// What the server declares: requests of other features are refused here.
     pub caps: ServerCapabilities,
     /// The client's `initialize` went to the SDK: its 2025-era session is open.
@@ -81,7 +85,8 @@ impl Pump {
             calls,
             flow,
             answers,
-            door,
+            door: Arc::new(door),
+            ended: watch::Sender::new(false),
             caps,
             session: AtomicBool::new(false),
         }
@@ -152,6 +157,7 @@ where
             let _ = handled.await;
         }
     }
+    pump.ended.send_replace(true);
     Ok(())
 }
 
@@ -266,6 +272,9 @@ impl Pump {
         let ctx = self.ctx_of(stateless);
         let id = || serde_json::from_str(&key).unwrap_or(Value::Null);
         match self.calls.read(line, stateless) {
+            Ok(call) if !stateless && call.ctx.scope.settled(Duration::ZERO).is_err() => {
+                self.park(key, call, line.len()).await;
+            }
             Ok(call) => {
                 let serial = (self.flow)
                     .admit(key.clone(), method, line.len(), stateless, None)
@@ -279,6 +288,35 @@ impl Pump {
             }
             Err(Unrun::Refused(e)) => self.reply_error(ctx, method, id(), e).await,
         }
+    }
+
+    /// A call of the session whose roots are on their way: it waits for them by itself,
+    /// the reader goes on (and asks for the roots if nobody did yet). Past the bound of
+    /// waiting calls, or without room to hold it, it is refused at once.
+    async fn park(&self, key: String, call: Call, len: usize) {
+        let method = "tools/call".to_string();
+        let place = self.calls.roots.place();
+        let serial = match &place {
+            Ok(_) => (self.flow).try_admit(key.clone(), method.clone(), len, false),
+            Err(_) => None,
+        };
+        let job = Job::new(key.clone(), call);
+        let (Ok(place), Some(serial)) = (place, serial) else {
+            let serial = self.flow.admit(key, method, len, false, None).await;
+            let e = super::roots::too_many();
+            return self.door.submit(job.refused(e), serial, false).await;
+        };
+        self.calls.roots.needed(&self.gw, &self.ctx);
+        let (door, calls) = (Arc::clone(&self.door), Arc::clone(&self.calls));
+        let ended = self.ended.subscribe();
+        tokio::spawn(async move {
+            let job = match calls.roots.wait(job.scope(), ended).await {
+                None => job,
+                Some(e) => job.refused(e),
+            };
+            drop(place);
+            door.submit(job, serial, false).await;
+        });
     }
 
     /// A notification or a response: recorded, and passed on if the SDK can read it;

@@ -11,7 +11,11 @@
 //! A root that contains the workspace narrows nothing: it counts as the workspace.
 //! Calls read after the client declared roots (in `initialize`) or announced a change
 //! wait for the answer to the ask it leads to, so a call is never served with roots
-//! wider than those its client had when it sent the call.
+//! wider than those its client had when it sent the call. Each waits by itself (see
+//! [`Asking`]): at most [`MAX_WAITING`] at once, the rest refused at once; the reader
+//! serves everything else meanwhile; a call that needs roots never asked for (no
+//! `notifications/initialized` yet) sends `roots/list` itself; the end of the input
+//! refuses every call still waiting.
 //!
 //! The 2026-07-28 revision deprecates roots and forbids requests from the server outside
 //! a call: its stateless requests carry no roots and are never asked for any. They are
@@ -22,7 +26,12 @@
 #![allow(deprecated)]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
+
+use fsgate_base::error::GatewayError;
+use fsgate_gateway::Scope;
+use tokio::sync::{Notify, watch};
 
 use percent_encoding::percent_decode_str;
 use rmcp::RoleServer;
@@ -46,8 +55,120 @@ const MAX_IGNORED_SHOWN: usize = 32;
 /// the ask ends first).
 pub(super) const SETTLE_WAIT: Duration = Duration::from_secs(15);
 
-/// Asks the client for its roots and puts them in force. Calls wait meanwhile.
-pub(super) async fn ask(gw: Arc<Gateway>, ctx: Arc<RequestCtx>, peer: Peer<RoleServer>) {
+/// Calls of one session that wait for its roots at once; more are refused at once.
+const MAX_WAITING: usize = 64;
+
+/// The asking for one session's roots, and the calls that wait for them. A call waits
+/// by itself (a task of its own, see the pump's `park`): the reader goes on meanwhile,
+/// so `ping`, stateless calls and the client's `roots/list` answer are read at once.
+#[derive(Default)]
+pub(super) struct Asking {
+    /// The client, from its `initialize` on: a call that needs the roots before
+    /// `notifications/initialized` asks for them itself.
+    pub peer: std::sync::OnceLock<Peer<RoleServer>>,
+    /// The roots were asked for once at least.
+    asked: AtomicBool,
+    /// Told whenever an ask ends: the waiting calls look again.
+    settled: Arc<Notify>,
+    /// Calls waiting now.
+    waiting: Arc<AtomicUsize>,
+}
+
+/// A waiting call's place among the [`MAX_WAITING`].
+pub(super) struct Waiting(Arc<AtomicUsize>);
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Asking {
+    /// Sends `roots/list` unless it was sent already (`again`: send it anyway).
+    pub(super) fn ask(
+        &self,
+        gw: &Arc<Gateway>,
+        ctx: &Arc<RequestCtx>,
+        peer: Peer<RoleServer>,
+        again: bool,
+    ) {
+        if self.asked.swap(true, Ordering::AcqRel) && !again {
+            return;
+        }
+        let settled = Arc::clone(&self.settled);
+        tokio::spawn(ask(Arc::clone(gw), Arc::clone(ctx), peer, settled));
+    }
+
+    /// A call needs the roots: they are asked for now if they never were.
+    pub(super) fn needed(&self, gw: &Arc<Gateway>, ctx: &Arc<RequestCtx>) {
+        if let Some(peer) = self.peer.get() {
+            self.ask(gw, ctx, peer.clone(), false);
+        }
+    }
+
+    /// A place to wait, unless [`MAX_WAITING`] calls wait already.
+    pub(super) fn place(&self) -> Result<Waiting, ()> {
+        if self.waiting.fetch_add(1, Ordering::AcqRel) >= MAX_WAITING {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(());
+        }
+        Ok(Waiting(Arc::clone(&self.waiting)))
+    }
+
+    /// Waits until `scope` is settled: None, the call may run. Else (the input ended,
+    /// or no answer within [`SETTLE_WAIT`]) the refusal the call gets instead.
+    pub(super) async fn wait(
+        &self,
+        scope: &Scope,
+        mut ended: watch::Receiver<bool>,
+    ) -> Option<GatewayError> {
+        let deadline = tokio::time::Instant::now() + SETTLE_WAIT;
+        loop {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if *ended.borrow() {
+                return Some(unsettled(
+                    "the client's input ended before the roots it was asked for arrived".into(),
+                ));
+            }
+            match scope.settled(Duration::ZERO) {
+                Ok(_) => return None,
+                Err(e) if tokio::time::Instant::now() >= deadline => return Some(e),
+                Err(_) => {}
+            }
+            tokio::select! {
+                () = &mut notified => {}
+                gone = ended.changed() => if gone.is_err() {
+                    let _ = ended.borrow_and_update();
+                    return Some(unsettled("the client's input ended before the roots it was asked for arrived".into()));
+                },
+                () = tokio::time::sleep_until(deadline) => {}
+            }
+        }
+    }
+}
+
+/// The refusal of a call that finds too many waiting for the roots already.
+pub(super) fn too_many() -> GatewayError {
+    unsettled(format!(
+        "{MAX_WAITING} calls already wait for the client's roots (roots/list was sent and is not \
+         answered yet); answer it, then call again"
+    ))
+}
+
+/// The refusal of a call that could not wait for its roots.
+fn unsettled(reason: String) -> GatewayError {
+    GatewayError::Refused {
+        reason,
+        rule: "client-roots".into(),
+        path: String::new(),
+    }
+}
+
+/// Asks the client for its roots and puts them in force; `settled` is told once the
+/// ask ended. Calls wait meanwhile.
+async fn ask(gw: Arc<Gateway>, ctx: Arc<RequestCtx>, peer: Peer<RoleServer>, settled: Arc<Notify>) {
     let ticket = ctx.scope.expect();
     let answer = match tokio::time::timeout(ASK_WAIT, peer.list_roots()).await {
         Ok(Ok(list)) => Ok(list.roots),
@@ -63,6 +184,7 @@ pub(super) async fn ask(gw: Arc<Gateway>, ctx: Arc<RequestCtx>, peer: Peer<RoleS
         // Never leave calls waiting; the backstop would refuse them.
         let _ = ctx.scope.set(ticket, None);
     }
+    settled.notify_waiters();
 }
 
 /// Puts the answer's roots in force and records the change.

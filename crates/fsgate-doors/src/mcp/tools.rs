@@ -35,6 +35,9 @@ pub(super) struct ToolRequest {
     pub args: JsonObject,
     /// The context it runs in (its scope: the client's roots).
     pub ctx: Arc<RequestCtx>,
+    /// Set when the call waited for the client's roots and they did not come: it is
+    /// refused with this instead of served with roots that may be about to narrow.
+    pub unsettled: Option<fsgate_base::error::GatewayError>,
 }
 
 /// A tool call's answer before it is encoded.
@@ -98,9 +101,14 @@ impl Door for Tools {
     type Task = Task;
 
     fn decode(&self, gw: &Gateway, wire: ToolRequest) -> Decoded<Tools> {
-        let ToolRequest { tool, args, ctx } = wire;
-        // Roots the client is about to give narrow this call too.
-        if let Err(e) = ctx.scope.settled(roots::SETTLE_WAIT) {
+        let ToolRequest {
+            tool,
+            args,
+            ctx,
+            unsettled,
+        } = wire;
+        // The pump held the call until its roots came (see `park`); it waits for nothing here.
+        if let Some(e) = unsettled {
             let outcome = Err((e.code(), e.message()));
             return refused_message(tool, outcome, &ToolError::Unsettled(e));
         }
@@ -425,6 +433,7 @@ mod tests {
             tool: ToolId::from_name(name).expect("a tool"),
             args,
             ctx: Arc::new(ctx),
+            unsettled: None,
         }
     }
 

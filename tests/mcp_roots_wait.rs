@@ -1,0 +1,104 @@
+//! A 2025-era session that declared `roots`: a call that needs them waits for them by
+//! itself. The server asks for them (`roots/list`) when a call needs them, even before
+//! `notifications/initialized`; while calls wait, the reader serves everything else at
+//! once (`ping`, stateless calls, the client's `roots/list` answer); and the end of the
+//! input ends the process at once, whatever still waits.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::mcp_harness::{McpGate, modern_meta};
+
+/// What "at once" is here: far below the 5 s a `roots/list` is given and the 15 s a
+/// waiting call was held.
+const PROMPT: Duration = Duration::from_secs(4);
+
+fn uri(path: &str) -> String {
+    format!("file://{path}")
+}
+
+/// `initialize` declaring roots, and no `notifications/initialized`.
+fn declare_roots(g: &mut McpGate) {
+    let init = g.call(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"roots": {}},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    assert!(init["protocolVersion"].is_string(), "{init}");
+}
+
+fn read(path: &str) -> Value {
+    json!({"name": "read_text_file", "arguments": {"path": path}})
+}
+
+fn answered(g: &McpGate, id: u64) -> Value {
+    g.try_response(id, PROMPT)
+        .unwrap_or_else(|| panic!("request {id} not answered at once; stderr:\n{}", g.stderr()))
+}
+
+#[test]
+fn a_call_waiting_for_roots_asks_for_them_and_holds_nothing_else() {
+    let mut g = McpGate::start(None);
+    g.dirs.put("docs/a.md", "in the root\n");
+    g.dirs.put("b.txt", "outside the root\n");
+    declare_roots(&mut g);
+    g.request(1, "tools/call", read("b.txt"));
+    g.request(2, "tools/call", read("docs/a.md"));
+    // Far more calls than a connection holds in flight: none holds the reader.
+    for id in 100..400 {
+        g.request(id, "tools/call", read("docs/a.md"));
+    }
+    g.request(3, "ping", json!({}));
+    assert!(answered(&g, 3)["result"].is_object());
+    let stateless = json!({"_meta": modern_meta(), "name": "read_text_file",
+                           "arguments": {"path": "b.txt"}});
+    g.request(4, "tools/call", stateless);
+    let s = answered(&g, 4);
+    assert_eq!(s["result"]["isError"], false, "{s}");
+    // The calls that need the roots asked for them.
+    let ask = g.server_request("roots/list", PROMPT);
+    let ask = ask.unwrap_or_else(|| panic!("no roots/list sent; stderr:\n{}", g.stderr()));
+    let roots = json!([{"uri": uri(&g.dirs.abs("docs"))}]);
+    let reply = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": roots}});
+    g.send_line(&reply.to_string());
+    let outside = answered(&g, 1);
+    assert_eq!(outside["result"]["isError"], true, "{outside}");
+    let inside = answered(&g, 2);
+    assert_eq!(inside["result"]["isError"], false, "{inside}");
+    for id in 100..400 {
+        assert!(answered(&g, id).is_object());
+    }
+    assert!(g.finish().success());
+}
+
+#[test]
+fn the_end_of_input_ends_a_session_whose_calls_wait_for_roots() {
+    let mut g = McpGate::start(None);
+    g.dirs.put("docs/a.md", "x\n");
+    declare_roots(&mut g);
+    for id in 1..=40 {
+        g.request(id, "tools/call", read("docs/a.md"));
+    }
+    g.request(41, "ping", json!({}));
+    assert!(answered(&g, 41)["result"].is_object());
+    g.close_input();
+    let deadline = Instant::now() + PROMPT;
+    while g.exited().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "fsgate still runs after its input ended; stderr:\n{}",
+            g.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Every call got an answer: none was served without the roots it waited for.
+    for id in 1..=40 {
+        let a = answered(&g, id);
+        assert!(
+            a["error"].is_object() || a["result"]["isError"] == true,
+            "served without its roots: {a}"
+        );
+    }
+}
