@@ -157,6 +157,24 @@ pub(crate) fn post(g: &HttpGate, msg: &Value, extra: &[(&str, &str)]) -> Reply {
         ("Accept", "application/json, text/event-stream"),
     ];
     headers.extend_from_slice(extra);
+    // The 2026-07-28 wire's standard headers, as its clients send them, unless given.
+    let given = |n: &str| headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(n));
+    let modern = headers
+        .iter()
+        .any(|(h, v)| h.eq_ignore_ascii_case("mcp-protocol-version") && *v == "2026-07-28");
+    let method = msg["method"].as_str().unwrap_or_default().to_string();
+    let name = msg["params"]["name"]
+        .as_str()
+        .or(msg["params"]["uri"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let (add_method, add_name) = (!given("mcp-method"), !given("mcp-name"));
+    if modern && add_method && !method.is_empty() {
+        headers.push(("Mcp-Method", method.as_str()));
+        if add_name && !name.is_empty() {
+            headers.push(("Mcp-Name", name.as_str()));
+        }
+    }
     send(
         &g.addr,
         "POST",
@@ -540,7 +558,8 @@ fn answers_clients_do_not_read_wait_in_a_bounded_room() {
     .to_string();
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {bearer}\r\nContent-Type: application/json\r\n\
-         Accept: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nConnection: close\r\n\
+         Accept: application/json\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n\
+         Mcp-Name: read_text_file\r\nConnection: close\r\n\
          Content-Length: {}\r\n\r\n{body}",
         g.addr,
         body.len()
@@ -655,4 +674,74 @@ fn scenario_checks(results: &std::path::Path, scenario: &str) -> Vec<Value> {
         .flatten()
         .filter(|c| c["status"] != "INFO")
         .collect()
+}
+
+/// The 2026-07-28 wire's standard headers (SEP-2243) repeat the body: a request whose
+/// `Mcp-Method` or `Mcp-Name` is missing or names something else, or whose
+/// `MCP-Protocol-Version` is not its `_meta` version, is refused with 400 and -32020;
+/// whitespace around a value and a base64 form are the value.
+#[test]
+fn stateless_requests_whose_standard_headers_disagree_with_their_body_are_refused() {
+    let dirs = Dirs::new();
+    let g = HttpGate::start(&dirs, None);
+    let bearer = g.bearer();
+    let host = g.addr.clone();
+    let raw = |msg: &Value, extra: &[(&str, &str)]| {
+        let mut h = vec![
+            ("Host", host.as_str()),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Authorization", bearer.as_str()),
+            ("MCP-Protocol-Version", "2026-07-28"),
+        ];
+        h.extend_from_slice(extra);
+        send(&g.addr, "POST", "/mcp", &h, msg.to_string().as_bytes())
+    };
+    let meta = crate::mcp_harness::modern_meta();
+    let list =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}});
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "_meta": meta, "name": "list_allowed_directories", "arguments": {}}});
+    let mut odd = meta.clone();
+    odd["io.modelcontextprotocol/protocolVersion"] = json!("v999.0.0");
+    let discover =
+        json!({"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {"_meta": odd}});
+    let refused: [(&Value, Vec<(&str, &str)>); 6] = [
+        (&list, vec![]),
+        (&list, vec![("Mcp-Method", "prompts/list")]),
+        (&list, vec![("Mcp-Method", "TOOLS/LIST")]),
+        (&call, vec![("Mcp-Method", "tools/call")]),
+        (
+            &call,
+            vec![("Mcp-Method", "tools/call"), ("Mcp-Name", "read_file")],
+        ),
+        (&discover, vec![("Mcp-Method", "server/discover")]),
+    ];
+    for (msg, extra) in refused {
+        let r = raw(msg, &extra);
+        assert_eq!(r.status, 400, "{extra:?}: {}", r.body);
+        assert_eq!(r.json()["error"]["code"], -32020, "{extra:?}: {}", r.body);
+    }
+    let accepted: [(&Value, Vec<(&str, &str)>); 3] = [
+        (&list, vec![("mcp-method", "tools/list")]),
+        (
+            &call,
+            vec![
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "  list_allowed_directories  "),
+            ],
+        ),
+        (
+            &call,
+            vec![
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "=?base64?bGlzdF9hbGxvd2VkX2RpcmVjdG9yaWVz?="),
+            ],
+        ),
+    ];
+    for (msg, extra) in accepted {
+        let r = raw(msg, &extra);
+        assert_eq!(r.status, 200, "{extra:?}: {}", r.body);
+        assert!(r.json()["result"].is_object(), "{extra:?}: {}", r.body);
+    }
 }

@@ -497,10 +497,15 @@ fn mcp_over_http_reads_each_workspace() {
 fn http_post(addr: &str, token: &str, body: &Value) -> Value {
     use std::io::{Read, Write};
     let text = body.to_string();
+    let method = body["method"].as_str().unwrap_or_default();
+    let name = match body["params"]["name"].as_str() {
+        Some(n) => format!("Mcp-Name: {n}\r\n"),
+        None => String::new(),
+    };
     let req = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: Bearer {token}\r\n\
          Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         MCP-Protocol-Version: 2026-07-28\r\nContent-Length: {}\r\n\r\n{text}",
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\n{name}Content-Length: {}\r\n\r\n{text}",
         text.len()
     );
     let mut tcp = std::net::TcpStream::connect(addr).expect("connect");

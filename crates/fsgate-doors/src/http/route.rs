@@ -30,6 +30,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 /// The 2026-07-28 wire's method header.
 const METHOD_HEADER: &str = "mcp-method";
+/// The 2026-07-28 wire's name header (a tool's or prompt's name, a resource's URI).
+const NAME_HEADER: &str = "mcp-name";
 
 type Resp = Response<Reply>;
 
@@ -317,7 +319,7 @@ async fn request(
 ) -> Resp {
     let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
     let what = (method.clone(), id.clone());
-    let checked = era(headers).and_then(|e| routing_headers(headers, e, &method).map(|()| e));
+    let checked = era(headers).and_then(|e| routing_headers(headers, e, &line).map(|()| e));
     let era = match checked {
         Ok(e) => e,
         Err(r) => return refuse(server, conn, Some(p), what, r).await,
@@ -404,24 +406,87 @@ fn answered(
     resp
 }
 
-/// The 2026-07-28 wire's `Mcp-Method` header, when sent, must name the body's method.
-fn routing_headers(headers: &HeaderMap, era: Era, method: &str) -> Result<(), Refusal> {
+/// What the 2026-07-28 wire's standard headers repeat of a request's body.
+#[derive(serde::Deserialize)]
+struct Routed {
+    method: String,
+    #[serde(default)]
+    params: Option<RoutedParams>,
+}
+
+#[derive(serde::Deserialize)]
+struct RoutedParams {
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    uri: Option<Value>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<serde_json::Map<String, Value>>,
+}
+
+/// The 2026-07-28 wire's standard headers (SEP-2243) must repeat the body: `Mcp-Method`
+/// its method (always sent), `Mcp-Name` the tool or prompt name or resource URI of the
+/// methods that name one, `MCP-Protocol-Version` its `_meta` version. Missing or other:
+/// 400 and -32020, before the version itself is judged.
+fn routing_headers(headers: &HeaderMap, era: Era, line: &[u8]) -> Result<(), Refusal> {
     if era != Era::Modern {
         return Ok(());
     }
-    let Some(named) = headers.get(METHOD_HEADER) else {
-        return Ok(());
+    let Ok(body) = serde_json::from_slice::<Routed>(line) else {
+        return Ok(()); // The door answers what it cannot read.
     };
-    if named.to_str().is_ok_and(|n| n == method) {
-        return Ok(());
+    let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::trim);
+    if header(METHOD_HEADER) != Some(body.method.as_str()) {
+        return Err(mismatch(
+            "Mcp-Method header is missing or does not match the request body's method",
+        ));
     }
-    let mut r = Refusal::http(
-        StatusCode::BAD_REQUEST,
-        "http-routing-header",
-        "Mcp-Method header does not match the request body's method",
-    );
+    let params = body.params.as_ref();
+    let named = match body.method.as_str() {
+        "tools/call" | "prompts/get" => params.and_then(|p| p.name.as_ref()),
+        "resources/read" => params.and_then(|p| p.uri.as_ref()),
+        _ => None,
+    };
+    if let Some(Value::String(named)) = named
+        && header(NAME_HEADER).map(decoded).as_deref() != Some(named.as_str())
+    {
+        return Err(mismatch(
+            "Mcp-Name header is missing or does not match the request body",
+        ));
+    }
+    let version = params
+        .and_then(|p| p.meta.as_ref())
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"));
+    if let Some(v) = version
+        && v.as_str() != header(VERSION_HEADER)
+    {
+        return Err(mismatch(
+            "MCP-Protocol-Version header does not match the request's _meta protocol version",
+        ));
+    }
+    Ok(())
+}
+
+/// A header value as sent, or the text of its `=?base64?...?=` form.
+fn decoded(v: &str) -> String {
+    use base64::Engine;
+    let Some(b64) = v
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    else {
+        return v.to_owned();
+    };
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default()
+}
+
+fn mismatch(why: &str) -> Refusal {
+    let mut r = Refusal::http(StatusCode::BAD_REQUEST, "http-routing-header", why);
     r.code = code::HEADER_MISMATCH;
-    Err(r)
+    r
 }
 
 /// The door a message goes to: its session's (by `Mcp-Session-Id`), a new session's
