@@ -235,3 +235,40 @@ fn measure_c_greps_of_100000_results_over_40_files_of_4_kib_lines() {
     assert!(tr1.iter().chain(&tr16).all(|t| *t));
     assert!(one.max(sixteen) <= TARGET_MIB, "peaks {one}, {sixteen} MiB");
 }
+
+/// A short pattern that compiles huge: `(?i)\w{1000}` (11 bytes) once spent 85-170 MiB
+/// in the regex engine before its size limit refused it, and 64 of them at once (one
+/// connection's cap) 3.9 GiB. The pattern's compiled size is bounded before any
+/// compile: each is refused at once, and the gateway stays under its target.
+#[test]
+fn greps_of_patterns_that_compile_huge_are_refused_within_the_target() {
+    let mut g = Raw::start(|root| std::fs::write(root.join("a.txt"), "hello\n").expect("write"));
+    let root = g.abs("");
+    let reqs = (0..64)
+        .map(|i| {
+            let pattern = if i % 2 == 0 {
+                r"(?i)\w{1000}"
+            } else {
+                r"\p{L}{10000}"
+            };
+            json!({"jsonrpc": "2.0", "id": i, "method": "_fsgate/grep",
+                "params": {"sessionId": "m", "pattern": pattern, "path": root}})
+            .to_string()
+        })
+        .collect();
+    let t = Instant::now();
+    let _w = g.send_all(reqs);
+    let out = g.stdout.as_mut().expect("stdout");
+    let mut buf = Vec::new();
+    for _ in 0..64 {
+        buf.clear();
+        out.read_until(b'\n', &mut buf).expect("read answer");
+        let v: serde_json::Value = serde_json::from_slice(&buf).expect("answer is JSON");
+        let msg = v["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(v["error"]["code"], json!(-32602), "{v}");
+        assert!(msg.contains("regex too large"), "{msg}");
+    }
+    let peak = g.peak_mib();
+    report("64 greps of patterns that compile huge", peak, t);
+    assert!(peak <= TARGET_MIB, "peak {peak} MiB");
+}

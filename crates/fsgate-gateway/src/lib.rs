@@ -22,6 +22,7 @@ pub mod ops;
 mod path_lock;
 mod read;
 mod reconcile;
+mod regex_bound;
 mod roots;
 mod route;
 mod scope;

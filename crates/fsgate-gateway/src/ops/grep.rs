@@ -6,7 +6,7 @@ use grep_regex::RegexMatcherBuilder;
 
 use crate::listing::*;
 use crate::ops::{Output, RequestCtx};
-use crate::{Facts, Gateway, ws_error};
+use crate::{Facts, Gateway, regex_bound, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_policy::{Access, EntryKind, OpClass, PathFacts, Policy};
@@ -25,9 +25,16 @@ impl Gateway {
         max_results: Option<u64>,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
+        facts.lease = Some(self.lease_pattern(pattern, ignore_case, facts)?);
         let query = GrepQuery::parse(pattern, ignore_case, include_glob, max_results)?;
         let (rp, res, is_dir) = self.grep_start(pol, ctx, path, facts)?;
-        let found = self.grep_search(pol, ctx, &query, (&rp, &res.real, is_dir), facts)?;
+        let found = self.grep_search(pol, ctx, &query, (&rp, &res.real, is_dir), facts);
+        // The compiled pattern's share of the lease goes with it.
+        drop(query);
+        let (found, answer) = found?;
+        if let Some(lease) = facts.lease.as_mut() {
+            lease.resize(answer);
+        }
         // Files with a match whose content was refused (a file without one is not
         // judged: it shows nothing either way).
         if found.withheld > 0 {
@@ -45,6 +52,24 @@ impl Gateway {
             facts.args.insert("truncated".into(), true.into());
         }
         Ok(Output::Grep { hits, truncated })
+    }
+
+    /// The budget a pattern holds while it is parsed, compiled and searched with,
+    /// leased as its bounds become known: its parse before it is translated, its
+    /// compile before it is compiled (`regex_bound`). Refuses a pattern above a bound
+    /// before spending it.
+    fn lease_pattern(
+        &self,
+        pattern: &str,
+        ignore_case: bool,
+        facts: &Facts,
+    ) -> Result<crate::Lease, GatewayError> {
+        let too_large = |e: regex_bound::TooLarge| GatewayError::InvalidParams(e.to_string());
+        let syntax = regex_bound::syntax(pattern).map_err(too_large)?;
+        let mut lease = self.budget.lease_as(syntax.parse, facts.waiting);
+        let bounds = syntax.bounds(ignore_case).map_err(too_large)?;
+        lease.resize(bounds.lease_bytes());
+        Ok(lease)
     }
 
     /// Where grep starts (the root when no path is given), its real path and whether it
@@ -95,9 +120,10 @@ impl Gateway {
         Ok((rp, res, is_dir))
     }
 
-    /// Searches from `real` with the answer's budget leased. The content rules judge
-    /// the bytes grep searches: a file whose content a read would refuse shows no line
-    /// (and, named on its own, is refused like a read).
+    /// Searches from `real` with the answer's budget leased (added to the pattern's
+    /// lease), and says how much of it is the answer's. The content rules judge the
+    /// bytes grep searches: a file whose content a read would refuse shows no line (and,
+    /// named on its own, is refused like a read).
     fn grep_search(
         &self,
         pol: &Policy,
@@ -105,7 +131,7 @@ impl Gateway {
         query: &GrepQuery,
         (rp, real, is_dir): (&crate::ReqPath, &RelPath, bool),
         facts: &mut Facts,
-    ) -> Result<fsgate_workspace::GrepOutcome, GatewayError> {
+    ) -> Result<(fsgate_workspace::GrepOutcome, u64), GatewayError> {
         let scanner = pol
             .content_scanner()
             .filter(|s| s.applies_to(OpClass::Read));
@@ -130,11 +156,13 @@ impl Gateway {
         // Hold budget for the largest answer these hits can make (lines are clipped).
         let (room, item_extra) = self.answer_room(pol, ctx);
         let per_hit = MAX_HIT_BYTES + item_extra;
-        let answer = room.min((query.max as u64).saturating_mul(per_hit));
-        facts.lease = Some(
-            self.budget
-                .lease_as(answer.saturating_mul(RENDER_COPIES), facts.waiting),
-        );
+        let answer = room
+            .min((query.max as u64).saturating_mul(per_hit))
+            .saturating_mul(RENDER_COPIES);
+        match facts.lease.as_mut() {
+            Some(lease) => lease.resize(lease.bytes().saturating_add(answer)),
+            None => facts.lease = Some(self.budget.lease_as(answer, facts.waiting)),
+        }
         let opts = GrepOptions {
             matcher: &query.matcher,
             include: query.include.as_ref(),
@@ -154,7 +182,7 @@ impl Gateway {
         if let (false, Some(e)) = (is_dir, refused) {
             return Err(e);
         }
-        Ok(found)
+        Ok((found, answer))
     }
 }
 
@@ -173,13 +201,19 @@ impl GrepQuery {
         include_glob: Option<&str>,
         max_results: Option<u64>,
     ) -> Result<GrepQuery, GatewayError> {
+        // The size limit matches the bound `lease_pattern` checked first; the lazy DFA's
+        // cache is bounded too (grep-regex's default is 1000 MiB a search).
         let matcher = RegexMatcherBuilder::new()
             .case_insensitive(ignore_case)
+            .size_limit(usize::try_from(regex_bound::MAX_COMPILED_BYTES).unwrap_or(usize::MAX))
+            .dfa_size_limit(regex_bound::DFA_CACHE_BYTES)
             .build(pattern)
             .map_err(|e| {
-                // grep-regex reports on its wrapped pattern (`(?:...)`); the regex crate's
-                // own message points into the pattern the agent sent.
-                let msg = regex::Regex::new(pattern)
+                // grep-regex reports on its wrapped pattern (`(?:...)`); the parser's own
+                // message (the regex crate's) points into the pattern the agent sent,
+                // and parsing compiles nothing.
+                let msg = regex_syntax::Parser::new()
+                    .parse(pattern)
                     .err()
                     .map_or_else(|| e.to_string(), |re| re.to_string());
                 GatewayError::InvalidParams(format!("invalid regex: {}", one_line(&msg)))
