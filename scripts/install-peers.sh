@@ -108,6 +108,10 @@ else
   npm_peer conformance node_modules/@modelcontextprotocol/conformance/dist/index.js \
     '@modelcontextprotocol/conformance@0.1.16' \
     || missing "@modelcontextprotocol/conformance did not install"
+  # Its next line (0.2.0 prereleases) checks the 2026-07-28 wire's header rules too.
+  npm_peer conformance-next node_modules/@modelcontextprotocol/conformance/dist/index.js \
+    '@modelcontextprotocol/conformance@0.2.0-alpha.12' \
+    || missing "@modelcontextprotocol/conformance@0.2.0-alpha.12 did not install"
 fi
 # fast-agent (third ACP peer) needs Python 3.12: on 3.11 pip silently picks a release
 # without ACP. Found as $PYTHON312, python3.12 on PATH, or under pyenv; when peers are
