@@ -276,6 +276,27 @@ mod tests {
     }
 
     #[test]
+    fn a_shut_scope_refuses_at_once_and_reaches_nothing() {
+        let refusal = GatewayError::Refused {
+            reason: "no file access".into(),
+            rule: "acp-session-cwd".into(),
+            path: String::new(),
+        };
+        for scope in [
+            Ceiling::shut(refusal.clone()).narrowable(),
+            Ceiling::shut(refusal).fixed(),
+        ] {
+            scope.declare();
+            let ticket = scope.expect();
+            scope.set(ticket, Some(Arc::from(vec![rel("src")])));
+            let err = scope.settled(Duration::from_secs(30)).expect_err("shut");
+            assert_eq!(err.rule(), Some("acp-session-cwd"));
+            assert!(!within(&scope.roots(), &rel("src/a.rs")));
+            assert!(!within(&scope.roots(), &RelPath::root()));
+        }
+    }
+
+    #[test]
     fn calls_wait_for_expected_roots() {
         let scope = Scope::narrowable();
         let ticket = scope.expect();
