@@ -165,11 +165,11 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         own.clone(),
     )));
     let extra_rw = sink_parent(&audit_settings);
-    let stager = open_vcs(&policy, &root)?;
-    let vcs_grants = match &stager {
-        Some(s) => vcs_grants(s, &root)?,
-        None => (Vec::new(), Vec::new()),
-    };
+    let stager = open_vcs(&policy, &root, &[])?;
+    let mut vcs_grants = (Vec::new(), Vec::new());
+    if let Some(s) = &stager {
+        add_vcs_grants(&mut vcs_grants, s, &root)?;
+    }
     let mut gateway = Gateway::new(policy, workspace)
         .with_audit(audit)
         .with_backups(backups);
@@ -182,7 +182,7 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         own: &own,
         backups: (&backup_settings, backup_root.as_deref()),
     };
-    gateway = members.add_to(gateway, cfg, &mut own_dirs)?;
+    gateway = members.add_to(gateway, cfg, (&mut own_dirs, &mut vcs_grants))?;
     let locations = show_locations(&mut gateway, cfg, &audit_path, (backup_root, backup_dir));
     Ok(Opened {
         gateway,
@@ -276,12 +276,13 @@ struct Members<'a> {
 
 impl Members<'_> {
     /// The gateway serving every other workspace too (unchanged with one); their
-    /// backup directories are added to `own_dirs`.
+    /// backup directories are added to `own_dirs`, what staging in their git
+    /// repositories needs to `grants`.
     fn add_to(
         self,
         gateway: Gateway,
         cfg: &GatewayConfig,
-        own_dirs: &mut Vec<PathBuf>,
+        (own_dirs, grants): (&mut Vec<PathBuf>, &mut VcsGrants),
     ) -> Result<Gateway, String> {
         let Some((first, rest)) = cfg.several.split_first() else {
             return Ok(gateway);
@@ -291,7 +292,7 @@ impl Members<'_> {
             self.base_policy,
             self.own,
             self.backups,
-            gateway.audit(),
+            (&gateway, grants),
         )?;
         own_dirs.extend(
             members
@@ -327,17 +328,22 @@ fn show_locations(
     locations
 }
 
-/// `[vcs] stage = true`: the work tree the workspace lies in, found once. None (with a
-/// warning) when there is none; Err when the policy would open git's files to the agent.
-fn open_vcs(policy: &Policy, root: &Path) -> Result<Option<crate::vcs::Stager>, String> {
+/// `[vcs] stage = true`: the work tree the workspace lies in, found once (sharing the
+/// handle of an `earlier` workspace's in the same repository). None (with a warning)
+/// when there is none; Err when the policy would open git's files to the agent.
+pub(crate) fn open_vcs(
+    policy: &Policy,
+    root: &Path,
+    earlier: &[&crate::vcs::Stager],
+) -> Result<Option<crate::vcs::Stager>, String> {
     if !policy.vcs_stage() {
         return Ok(None);
     }
     match crate::vcs::Stager::discover(root) {
         Ok(s) => {
             s.check_policy(policy, root).map_err(|e| e.to_string())?;
-            tracing::info!(workdir = %EscPath(s.workdir()), "[vcs] stage: changes are staged in git");
-            Ok(Some(s))
+            tracing::info!(workspace = %EscPath(root), workdir = %EscPath(s.workdir()), "[vcs] stage: changes are staged in git");
+            Ok(Some(s.sharing(earlier)))
         }
         Err(e) => {
             tracing::warn!("[vcs] stage = true, but nothing will be staged: {e}");
@@ -346,19 +352,30 @@ fn open_vcs(policy: &Policy, root: &Path) -> Result<Option<crate::vcs::Stager>, 
     }
 }
 
-type VcsGrants = (Vec<(PathBuf, std::fs::File)>, Vec<PathBuf>);
+pub(crate) type VcsGrants = (Vec<(PathBuf, std::fs::File)>, Vec<PathBuf>);
 
-/// Opens the git dirs outside the workspace (for the Landlock rules) and lists the
-/// ignore files above it.
-fn vcs_grants(s: &crate::vcs::Stager, root: &Path) -> Result<VcsGrants, String> {
+/// Adds to `grants` the git dirs outside the workspace `root` (opened, for the Landlock
+/// rules) and the ignore files above it; each once, with several workspaces.
+pub(crate) fn add_vcs_grants(
+    grants: &mut VcsGrants,
+    s: &crate::vcs::Stager,
+    root: &Path,
+) -> Result<(), String> {
     let (rw, ro) = s.grants(root);
-    let mut dirs = Vec::new();
     for d in rw {
+        if grants.0.iter().any(|(p, _)| *p == d) {
+            continue;
+        }
         let f = std::fs::File::open(&d)
             .map_err(|e| format!("cannot open git dir {}: {e}", EscPath(&d)))?;
-        dirs.push((d, f));
+        grants.0.push((d, f));
     }
-    Ok((dirs, ro))
+    for p in ro {
+        if !grants.1.contains(&p) {
+            grants.1.push(p);
+        }
+    }
+    Ok(())
 }
 
 fn absolute(p: &Path) -> PathBuf {

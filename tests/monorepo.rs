@@ -236,3 +236,48 @@ fn the_watcher_names_the_inotify_limit_and_what_it_does_not_watch() {
     std::fs::write(gate.root.join("new.txt"), "x\n").expect("write");
     c.wait_change("create", "/new.txt", Some("file"));
 }
+
+/// Several workspaces under a watch limit that leaves directories of each unwatched:
+/// a client that connects after both were said is told each workspace's notice, each
+/// naming its workspace.
+#[test]
+fn a_new_client_is_told_what_every_workspace_leaves_unwatched() {
+    let test = "a_new_client_is_told_what_every_workspace_leaves_unwatched";
+    let Some(wrapper) = limited(1) else {
+        skip_or_fail(
+            test,
+            "no user namespaces (unshare --user) to lower the inotify watch limit in",
+        );
+        return;
+    };
+    let wrapper: Vec<&str> = wrapper.iter().map(String::as_str).collect();
+    let (_dir, second) = crate::common::canonical_tempdir("fsgate-second-");
+    let dirs = |root: &Path| {
+        for i in 0..4 {
+            std::fs::create_dir_all(root.join(format!("d{i}"))).expect("mkdir");
+        }
+    };
+    dirs(&second);
+    let gate = WsGate::start_several(&wrapper, None, &[&second], dirs);
+    // One watch for both: each workspace leaves directories unwatched and says so.
+    let said = "directories are not watched";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while gate.stderr().matches(said).count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "{}", gate.stderr());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut c = gate.client();
+    for root in [&gate.root, &second] {
+        let name = root
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let u = c.wait_event(&name, |e| {
+            e["type"] == "unwatched" && e["workspace"] == name
+        });
+        assert!(u["unwatched"].as_u64().unwrap_or(0) >= 4, "{u}");
+        let paths = u["paths"].to_string();
+        assert!(paths.contains(&format!("/{name}/d")), "{u}");
+    }
+}

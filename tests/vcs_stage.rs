@@ -99,13 +99,20 @@ pub struct Served {
 
 impl Served {
     pub fn start(workspace: &Path, policy: &str) -> Served {
+        Served::start_all(&[workspace], policy)
+    }
+
+    /// Serves every one of `workspaces` (the first is [`Served::workspace`]).
+    pub fn start_all(workspaces: &[&Path], policy: &str) -> Served {
         let (state_dir, state) = canonical_tempdir("fsgate-vcs-state-");
         std::fs::write(state.join("policy.toml"), policy).expect("write policy");
         let audit = state.join("audit.jsonl");
-        let mut child = Command::new(bin())
-            .arg("serve")
-            .arg("--workspace")
-            .arg(workspace)
+        let mut cmd = Command::new(bin());
+        cmd.arg("serve");
+        for w in workspaces {
+            cmd.arg("--workspace").arg(w);
+        }
+        let mut child = cmd
             .arg("--policy")
             .arg(state.join("policy.toml"))
             .arg("--audit-log")
@@ -135,7 +142,7 @@ impl Served {
             stdin: child.stdin.take(),
             child,
             lines,
-            workspace: workspace.to_path_buf(),
+            workspace: workspaces.first().expect("a workspace").to_path_buf(),
             audit,
             policy: state.join("policy.toml"),
             next: 1,
@@ -510,4 +517,45 @@ fn a_reload_opening_git_internals_with_staging_on_is_rejected() {
         .call("fs/read_text_file", json!({"path": g.abs(".git/config")}))
         .expect_err("still refused");
     assert_eq!(e["code"], json!(REFUSED));
+}
+
+/// Several workspaces: each change is staged in the git repository of the workspace it
+/// was made in, as that repository names the path (two workspaces of one repository
+/// share its index), with the gateway confined as always.
+#[test]
+fn several_workspaces_each_stage_in_their_own_repository() {
+    let (_a, one) = canonical_tempdir("fsgate-vcs-");
+    repo(&one);
+    let (_b, two) = canonical_tempdir("fsgate-vcs-");
+    repo(&two);
+    let pkg = two.join("pkg");
+    let (_c, three) = canonical_tempdir("fsgate-vcs-");
+    repo(&three);
+    let (x, y) = (three.join("x"), three.join("y"));
+    for d in [&pkg, &x, &y] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let mut g = Served::start_all(&[&one, &pkg, &x, &y], STAGE_ALL);
+    let write = |g: &mut Served, p: PathBuf| {
+        let path = p.to_string_lossy().into_owned();
+        g.call(
+            "fs/write_text_file",
+            json!({"path": path, "content": "x\n"}),
+        )
+        .unwrap_or_else(|e| panic!("write {path}: {e}"));
+    };
+    write(&mut g, one.join("a.txt"));
+    write(&mut g, pkg.join("b.txt"));
+    write(&mut g, pkg.join("b.log"));
+    write(&mut g, x.join("c.txt"));
+    write(&mut g, y.join("d.txt"));
+    assert_eq!(cached(&one), ["a.txt"]);
+    assert_eq!(cached(&two), ["pkg/b.txt"]);
+    assert_eq!(cached(&three), ["x/c.txt", "y/d.txt"]);
+    let rec = g.stage_records();
+    assert_eq!(rec.len(), 5, "{rec:?}");
+    assert!(
+        rec.iter().all(|r| r["details"].get("error").is_none()),
+        "staged under the gateway's own sandbox: {rec:?}"
+    );
 }

@@ -754,3 +754,97 @@ fn mcp_roots_narrow_within_the_workspaces() {
     assert_eq!(a["isError"], true, "{a}");
     m.finish();
 }
+
+/// A session narrowed to one workspace (MCP roots) searches that workspace whole, and
+/// never another one's entries that happen to be named like its root: the roots are
+/// compared in each workspace's own paths wherever a search starts (a relative glob, an
+/// absolute one, a grep without a path).
+#[test]
+fn a_search_narrowed_to_one_workspace_never_lists_another() {
+    let ws = Pair::new();
+    // In proj-evil, a directory named like the other workspace (`proj`).
+    std::fs::create_dir(ws.evil.join("proj")).expect("mkdir");
+    std::fs::write(ws.evil.join("proj/inner.txt"), "in proj\n").expect("seed");
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "--transport", "mcp", "--workspace"])
+        .arg(&ws.proj)
+        .arg("--workspace")
+        .arg(&ws.evil)
+        .arg("--audit-log")
+        .arg(ws.state.join("audit/audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(ws.state.join("backups"));
+    let mut m = crate::mcp_harness::McpGate::spawn(cmd, crate::mcp_harness::Dirs::new());
+    m.initialize_with("2025-06-18", json!({"roots": {}}));
+    m.answer_roots(&[format!("file://{}", p(&ws.proj))]);
+    let inner = "inner.txt";
+    let searches = [
+        ("glob", json!({"pattern": "proj/**"})),
+        (
+            "glob",
+            json!({"pattern": format!("{}/proj/**", p(&ws.evil))}),
+        ),
+        ("glob", json!({"pattern": "**/*.txt"})),
+        ("grep", json!({"pattern": "in proj"})),
+    ];
+    for (i, (tool, args)) in searches.iter().enumerate() {
+        let r = m.tool(10 + i as u64, tool, args.clone());
+        assert!(!r.to_string().contains(inner), "{tool} {args}: {r}");
+    }
+    // Its own workspace, searched without a place: served, and only it.
+    let own = p(&ws.proj.join("a.txt"));
+    for (i, (tool, args)) in searches[2..].iter().enumerate() {
+        let r = m.tool(20 + i as u64, tool, args.clone());
+        assert_ne!(r["isError"], json!(true), "{tool} {args}: {r}");
+        assert!(r.to_string().contains(&own), "{tool} {args}: {r}");
+    }
+    let r = m.tool(30, "glob", searches[1].1.clone());
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(r.to_string().contains("client-roots"), "{r}");
+    m.finish();
+}
+
+/// The same through an ACP session (`fsgate acp`): the MCP server hosted for a session
+/// in one workspace searches that workspace, and nothing of another's that is named
+/// like it.
+#[test]
+fn an_acp_sessions_searches_stay_in_its_workspace() {
+    let test = "workspaces::an_acp_sessions_searches_stay_in_its_workspace";
+    let Some(agent) = crate::acp_proxy::editor::bin_agent(test, &["--mcp", "http"]) else {
+        return;
+    };
+    let ws = Pair::new();
+    let opts = crate::acp_proxy::editor::Options {
+        workspaces: vec![OsString::from(&ws.evil)],
+        ..Default::default()
+    };
+    let mut ed = crate::acp_proxy::editor::Editor::launch(&agent, opts);
+    std::fs::write(ed.root.join("a.txt"), "in root\n").expect("seed");
+    let name = ed
+        .root
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    std::fs::create_dir(ws.evil.join(&name)).expect("mkdir");
+    std::fs::write(ws.evil.join(&name).join("inner.txt"), "in root\n").expect("seed");
+    ed.initialize(true, true);
+    let root = ed.root.clone();
+    let sid = ed.new_session_in(&root);
+    let searches = [
+        json!({"pattern": format!("{name}/**")}),
+        json!({"pattern": format!("{}/{name}/**", p(&ws.evil))}),
+        json!({"pattern": "**/*.txt"}),
+    ];
+    let mut lines: Vec<String> = searches.iter().map(|a| format!("mcp-x glob {a}")).collect();
+    lines.push(format!("mcp-x grep {}", json!({"pattern": "in root"})));
+    let reports = ed.prompt(&sid, &lines.join("\n"));
+    assert_eq!(reports.len(), 4, "{reports:?}");
+    for r in &reports {
+        assert!(!r.to_string().contains("inner.txt"), "{r}");
+    }
+    let own = p(&root.join("a.txt"));
+    for r in &reports[2..] {
+        assert!(r.to_string().contains(&own), "{r}");
+    }
+}

@@ -65,6 +65,16 @@ impl WsGate {
         policy: Option<&str>,
         setup: impl FnOnce(&Path),
     ) -> WsGate {
+        WsGate::start_several(wrapper, policy, &[], setup)
+    }
+
+    /// [`WsGate::start_wrapped`] serving `others` beside the root (several workspaces).
+    pub fn start_several(
+        wrapper: &[&str],
+        policy: Option<&str>,
+        others: &[&Path],
+        setup: impl FnOnce(&Path),
+    ) -> WsGate {
         let (ws_dir, root) = canonical_tempdir("fsgate-wsx-");
         let (state_dir, state) = canonical_tempdir("fsgate-wsx-state-");
         setup(&root);
@@ -85,11 +95,14 @@ impl WsGate {
             "127.0.0.1:0",
             "--workspace",
         ])
-        .arg(&root)
-        .arg("--audit-log")
-        .arg(state.join("audit").join("audit.jsonl"))
-        .arg("--backup-dir")
-        .arg(state.join("backups"));
+        .arg(&root);
+        for w in others {
+            cmd.arg("--workspace").arg(w);
+        }
+        cmd.arg("--audit-log")
+            .arg(state.join("audit").join("audit.jsonl"))
+            .arg("--backup-dir")
+            .arg(state.join("backups"));
         if let Some(text) = policy {
             let file = state.join("policy.toml");
             std::fs::write(&file, text).expect("write policy");

@@ -182,15 +182,17 @@ pub fn warn_unserved_scopes(policy: &crate::policy::Policy, served: &[NamedRoot]
 
 /// Opens every workspace but the first: each with its own handle, the rules for it
 /// (and the fixed floor of fsgate's own files inside it), its own backup store
-/// (`DIR/<name>`, or its own state dir) and a view of the one audit log.
+/// (`DIR/<name>`, or its own state dir), a view of the one audit log, and with
+/// `[vcs] stage` the git repository it lies in (what that needs added to `grants`).
 pub(super) fn open_members(
     rest: &[NamedRoot],
     base: &crate::policy::Policy,
     own: &[(FloorKind, PathBuf)],
     (settings, backup_root): (&crate::backup::BackupSettings, Option<&Path>),
-    audit: Option<&crate::audit::AuditLog>,
+    (first, grants): (&Gateway, &mut super::VcsGrants),
 ) -> Result<Vec<(String, Gateway)>, String> {
-    let mut out = Vec::with_capacity(rest.len());
+    let audit = first.audit();
+    let mut out: Vec<(String, Gateway)> = Vec::with_capacity(rest.len());
     for m in rest {
         let ws = Workspace::open(&m.dir)
             .map_err(|e| format!("cannot open workspace {}: {e}", EscPath(&m.dir)))?;
@@ -207,7 +209,16 @@ pub(super) fn open_members(
                 .join("backups"),
         };
         let store = BackupStore::open(&dir, settings).map_err(|e| e.to_string())?;
+        let earlier: Vec<_> = std::iter::once(first)
+            .chain(out.iter().map(|(_, g)| g))
+            .filter_map(Gateway::vcs)
+            .collect();
+        let stager = super::open_vcs(&pol, &root, &earlier)?;
         let mut g = Gateway::new(pol, ws).with_backups(store);
+        if let Some(s) = stager {
+            super::add_vcs_grants(grants, &s, &root)?;
+            g = g.with_vcs(s);
+        }
         if let Some(view) = audit.and_then(|a| a.tap().log()) {
             g = g.with_audit(view);
         }

@@ -542,3 +542,60 @@ fn an_editor_on_v1_keeps_v1_with_an_agent_that_speaks_v2() {
     );
     assert_eq!(ok(&reports[1])["content"], "inside\n");
 }
+
+/// A session whose `cwd` lies outside every workspace has no file access: its `fs/*`
+/// requests and its calls to the MCP server hosted for it are refused alike (rule
+/// `acp-session-cwd`), with one workspace and with several, also when its
+/// `additionalDirectories` name a workspace; nothing is read or written.
+#[test]
+fn a_session_without_file_access_gets_none_through_the_hosted_server() {
+    let test = "a_session_without_file_access_gets_none_through_the_hosted_server";
+    for (reach, several) in [("http", false), ("acp", true), ("http", true)] {
+        let Some(cmd) = agent(test, &["--mcp", reach]) else {
+            return;
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("fsgate-second-")
+            .tempdir()
+            .expect("tempdir");
+        let second = dir.path().canonicalize().expect("canonical");
+        std::fs::write(second.join("c.txt"), "in the second\n").expect("seed");
+        let opts = Options {
+            workspaces: several.then(|| second.clone().into()).into_iter().collect(),
+            ..Default::default()
+        };
+        let mut ed = Editor::launch(&cmd, opts);
+        std::fs::write(ed.root.join("a.txt"), "in the first\n").expect("seed");
+        ed.initialize(true, true);
+        let extra = match several {
+            true => json!([second]),
+            false => json!([ed.root]),
+        };
+        let r = ed.call(
+            "session/new",
+            json!({"cwd": ed.outside, "mcpServers": [], "additionalDirectories": extra}),
+        );
+        let sid = r["sessionId"].as_str().expect("sessionId").to_string();
+        let (a, c) = (ed.root.join("a.txt"), second.join("c.txt"));
+        let b = ed.root.join("b.txt");
+        let reports = ed.prompt(
+            &sid,
+            &format!(
+                "read {a}\nmcp-read {a}\nmcp-read {c}\nmcp-write {b} x\nmcp-x list_allowed_directories {{}}",
+                a = a.display(),
+                b = b.display(),
+                c = c.display()
+            ),
+        );
+        assert_eq!(reports.len(), 5, "{reports:?}");
+        for r in &reports {
+            let text = r.to_string();
+            assert!(
+                text.contains("acp-session-cwd") && !text.contains("in the "),
+                "{reach} several={several}: {r}\n{}",
+                ed.stderr()
+            );
+        }
+        assert!(!b.exists());
+    }
+}

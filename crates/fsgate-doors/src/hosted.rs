@@ -140,7 +140,7 @@ impl Hosted {
         wanted: Reach,
         (asker, notifier): (Arc<dyn Asker>, Option<Arc<dyn fsgate_gateway::ChangeSink>>),
         taken: &[String],
-        within: fsgate_gateway::Roots,
+        within: fsgate_gateway::Ceiling,
     ) -> Result<Admission, String> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let name = match known {

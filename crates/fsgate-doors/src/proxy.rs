@@ -183,6 +183,23 @@ impl Owed {
 /// Rule id for a session request naming a directory fsgate does not serve.
 pub(crate) const RULE_SESSION_DIRS: &str = "acp-session-dirs";
 
+/// Rule id for a request of a session whose `cwd` lies outside every workspace: it has
+/// no file access, by `fs/*` or through the MCP server hosted for it.
+const RULE_SESSION_CWD: &str = "acp-session-cwd";
+
+/// The refusal of every file request of a session whose `cwd` lies outside every
+/// workspace (`path`: the request's, if any).
+fn cwd_refusal(cwd: &str, path: &str) -> fsgate_base::error::GatewayError {
+    fsgate_base::error::GatewayError::Refused {
+        reason: format!(
+            "the session's cwd {} lies outside the workspace; it has no file access",
+            fsgate_gateway::clip(cwd)
+        ),
+        rule: RULE_SESSION_CWD.into(),
+        path: path.into(),
+    }
+}
+
 /// At most this many session requests awaiting the agent's answer are remembered.
 const MAX_OPENING: usize = 256;
 
@@ -326,7 +343,18 @@ impl Relay {
             } else {
                 Reach::Stdio
             };
-            match h.admit(known.as_deref(), wanted, self.editor_sinks(), &taken, roots) {
+            // A session with no file access gets none through the hosted server either.
+            let within = match self.cwd_inside(&opening.cwd) {
+                true => fsgate_gateway::Ceiling::roots(roots),
+                false => fsgate_gateway::Ceiling::shut(cwd_refusal(&opening.cwd, "")),
+            };
+            match h.admit(
+                known.as_deref(),
+                wanted,
+                self.editor_sinks(),
+                &taken,
+                within,
+            ) {
                 Ok(a) => match std::str::from_utf8(&out)
                     .ok()
                     .and_then(|t| super::raw_json::append_mcp_server(t, &a.entry))
@@ -480,7 +508,7 @@ impl Relay {
         hosted: Option<Admission>,
         roots: fsgate_gateway::Roots,
     ) {
-        let cwd_inside = cwd.starts_with('/') && self.gw.named_path(&cwd).is_some();
+        let cwd_inside = self.cwd_inside(&cwd);
         if !cwd_inside {
             tracing::warn!(session = %sid, %cwd, "session cwd is outside the workspace: no file access");
         }
@@ -515,6 +543,11 @@ impl Relay {
                 },
             );
         }
+    }
+
+    /// Whether a session's `cwd` lies in a workspace (else it has no file access).
+    fn cwd_inside(&self, cwd: &str) -> bool {
+        cwd.starts_with('/') && self.gw.named_path(cwd).is_some()
     }
 
     /// The workspaces the session may use, as the gateway's scope.
@@ -635,13 +668,10 @@ impl Relay {
                 ),
                 "acp-session",
             ),
-            Some(Some(s)) if !s.cwd_inside => (
-                format!(
-                    "the session's cwd {} lies outside the workspace; it has no file access",
-                    s.cwd
-                ),
-                "acp-session-cwd",
-            ),
+            Some(Some(s)) if !s.cwd_inside => {
+                let path = params["path"].as_str().unwrap_or_default();
+                return Some(cwd_refusal(&s.cwd, path).to_rpc_error());
+            }
             Some(Some(_)) => return None,
         };
         Some(jsonrpc::error_object(

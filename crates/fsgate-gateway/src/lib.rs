@@ -50,7 +50,8 @@ pub use ops::tree::tree_exclusions;
 pub use roots::RootError;
 pub(crate) use route::named;
 use scope::RULE_ROOTS;
-pub use scope::{Roots, Scope, within};
+pub(crate) use scope::ReqPath;
+pub use scope::{Ceiling, Roots, Scope, within};
 pub use write::occurrences;
 
 /// Rule id for refusals of paths outside the workspace (lexically or via symlinks).
@@ -106,15 +107,6 @@ pub fn clip(shown: &str) -> String {
         end -= 1;
     }
     format!("{}... ({} bytes)", &shown[..end], shown.len())
-}
-
-/// A request path, parsed: the lexical workspace path and the text the request gave.
-#[derive(Debug, Clone)]
-pub(crate) struct ReqPath {
-    pub rel: RelPath,
-    pub shown: String,
-    /// The session's roots when the request was read: the path must lie beneath one.
-    pub roots: Roots,
 }
 
 /// The gateway.
@@ -914,11 +906,7 @@ impl Gateway {
         };
         let shown = input.replace('\0', "\\0");
         match parsed {
-            Ok(rel) => Ok(ReqPath {
-                rel,
-                shown,
-                roots: self.own_roots(ctx.scope.roots()),
-            }),
+            Ok(rel) => Ok(self.req_path(ctx, rel, shown)),
             Err(e @ (PathError::OutsideRoot { .. } | PathError::Escapes)) => {
                 Err(GatewayError::Refused {
                     reason: e.to_string(),
@@ -928,6 +916,11 @@ impl Gateway {
             }
             Err(e) => Err(GatewayError::InvalidParams(format!("path {shown:?}: {e}"))),
         }
+    }
+
+    /// `rel` as a request path of `ctx`'s session in this workspace.
+    pub(crate) fn req_path(&self, ctx: &RequestCtx, rel: RelPath, shown: String) -> ReqPath {
+        ReqPath::new(self, ctx, rel, shown)
     }
 
     /// `input` with the operator's name for the root replaced by the canonical root
@@ -1154,7 +1147,7 @@ impl Gateway {
 
     /// Refuses `path` (the request's, or where it leads) outside the session's roots.
     fn in_roots(rp: &ReqPath, path: &RelPath, facts: &mut Facts) -> Result<(), GatewayError> {
-        if within(&rp.roots, path) {
+        if rp.in_roots(path) {
             return Ok(());
         }
         facts.decision = Some("deny");

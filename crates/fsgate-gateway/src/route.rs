@@ -243,8 +243,8 @@ impl Gateway {
         }
     }
 
-    /// A relative glob or a pathless grep, run in every workspace, one after another
-    /// (each recorded in its own workspace's record); the matches follow one another,
+    /// A relative glob or a pathless grep, run in every workspace the session reaches,
+    /// one after another (each recorded in its own workspace's record); the matches follow one another,
     /// cut at half the message limit.
     fn everywhere(
         &self,
@@ -254,7 +254,7 @@ impl Gateway {
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
         let room = self.policy().limits().max_message_bytes / 2;
         let mut merged: Option<Output> = None;
-        for member in self.members() {
+        for member in self.reached(ctx) {
             // Each answer's lease is let go before the next workspace is searched: one
             // lease may hold the whole budget, and the next would wait for it forever.
             let (out, _lease) = member.handle_in(ctx, op.clone(), batch);
@@ -274,6 +274,20 @@ impl Gateway {
         let waiting = batch.map_or(crate::budget::Waiting::Wait, crate::Batch::waiting);
         let lease = self.budget.lease_as(used.saturating_mul(3), waiting);
         (Ok(merged), Some(lease))
+    }
+
+    /// The workspaces the session's roots reach (each, when they narrow nothing); none
+    /// reached: the first, which refuses the search as outside the roots, with a record.
+    fn reached(&self, ctx: &RequestCtx) -> Vec<&Gateway> {
+        let roots = ctx.scope.roots();
+        let reached: Vec<&Gateway> = self
+            .members()
+            .filter(|m| m.own_roots(roots.clone()).is_none_or(|r| !r.is_empty()))
+            .collect();
+        match reached.is_empty() {
+            true => vec![self],
+            false => reached,
+        }
     }
 
     /// `ls /` and `stat /` on the WebSocket channel: the workspaces, as directories.
@@ -339,7 +353,7 @@ impl Gateway {
 
     /// The session's roots (MCP), which name paths as `<name>/<path>` when several
     /// workspaces are served, narrowed to this workspace's and made its own.
-    pub(super) fn own_roots(&self, roots: super::Roots) -> super::Roots {
+    pub(crate) fn own_roots(&self, roots: super::Roots) -> super::Roots {
         let (Some(name), Some(roots)) = (&self.name, roots.as_ref()) else {
             return roots;
         };

@@ -30,6 +30,8 @@ struct Shared {
 
 #[derive(Debug, Default)]
 struct State {
+    /// Why the session reaches nothing at all: every call is refused with this.
+    shut: Option<GatewayError>,
     roots: Roots,
     /// What the session may reach at most (an ACP session's workspaces): the client's
     /// roots narrow within it, never beyond.
@@ -66,6 +68,16 @@ impl Scope {
             None => Scope::default(),
             Some(_) => Scope::within(roots),
         }
+    }
+
+    /// A scope that reaches nothing: every call is refused with `refusal` before it
+    /// runs (and a path that got past would still be beneath no root).
+    pub fn shut(refusal: GatewayError) -> Scope {
+        let scope = Scope::within(Some(Arc::from(Vec::new())));
+        if let Some(mut s) = scope.lock() {
+            s.shut = Some(refusal);
+        }
+        scope
     }
 
     fn lock(&self) -> Option<std::sync::MutexGuard<'_, State>> {
@@ -130,6 +142,9 @@ impl Scope {
         };
         let deadline = Instant::now() + wait;
         let mut s = shared.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(refusal) = &s.shut {
+            return Err(refusal.clone());
+        }
         while s.pending {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -146,6 +161,81 @@ impl Scope {
                 .0;
         }
         Ok(s.roots.clone())
+    }
+}
+
+/// A request path, parsed: the lexical workspace path and the text the request gave,
+/// with the session's roots as the workspace serving it names its paths. The roots are
+/// mapped once, here (with several workspaces a scope names paths `<name>/...`): every
+/// request path and every walk's start is built by [`ReqPath::new`], so none is ever
+/// checked against another workspace's names.
+#[derive(Debug, Clone)]
+pub(crate) struct ReqPath {
+    pub rel: RelPath,
+    pub shown: String,
+    /// The session's roots when the request was read, in this workspace's paths: the
+    /// path must lie beneath one.
+    roots: Roots,
+}
+
+impl ReqPath {
+    /// `rel` in `gw`'s workspace, under the roots of `ctx`'s session there.
+    pub(crate) fn new(
+        gw: &crate::Gateway,
+        ctx: &crate::ops::RequestCtx,
+        rel: RelPath,
+        shown: String,
+    ) -> ReqPath {
+        ReqPath {
+            rel,
+            shown,
+            roots: gw.own_roots(ctx.scope.roots()),
+        }
+    }
+
+    /// Whether `path` (of the same workspace) lies beneath the session's roots.
+    pub(crate) fn in_roots(&self, path: &RelPath) -> bool {
+        within(&self.roots, path)
+    }
+}
+
+/// What a session may reach at most, for a door that makes its scopes (the MCP server
+/// `fsgate acp` hosts for an ACP session): every workspace (the default), some
+/// directories, or nothing at all, refused for a stated reason.
+#[derive(Debug, Clone, Default)]
+pub struct Ceiling {
+    roots: Roots,
+    shut: Option<GatewayError>,
+}
+
+impl Ceiling {
+    /// At most `roots` (None: every workspace).
+    pub fn roots(roots: Roots) -> Ceiling {
+        Ceiling { roots, shut: None }
+    }
+
+    /// Nothing: every call refused with `refusal`.
+    pub fn shut(refusal: GatewayError) -> Ceiling {
+        Ceiling {
+            roots: Some(Arc::from(Vec::new())),
+            shut: Some(refusal),
+        }
+    }
+
+    /// A scope under this ceiling that the client may narrow.
+    pub fn narrowable(&self) -> Scope {
+        match &self.shut {
+            Some(e) => Scope::shut(e.clone()),
+            None => Scope::within(self.roots.clone()),
+        }
+    }
+
+    /// A scope fixed to this ceiling.
+    pub fn fixed(&self) -> Scope {
+        match &self.shut {
+            Some(e) => Scope::shut(e.clone()),
+            None => Scope::fixed(self.roots.clone()),
+        }
     }
 }
 
@@ -183,6 +273,27 @@ mod tests {
         assert!(!within(&roots, &rel("docs")));
         assert!(!within(&roots, &RelPath::root()));
         assert!(within(&None, &RelPath::root()));
+    }
+
+    #[test]
+    fn a_shut_scope_refuses_at_once_and_reaches_nothing() {
+        let refusal = GatewayError::Refused {
+            reason: "no file access".into(),
+            rule: "acp-session-cwd".into(),
+            path: String::new(),
+        };
+        for scope in [
+            Ceiling::shut(refusal.clone()).narrowable(),
+            Ceiling::shut(refusal).fixed(),
+        ] {
+            scope.declare();
+            let ticket = scope.expect();
+            scope.set(ticket, Some(Arc::from(vec![rel("src")])));
+            let err = scope.settled(Duration::from_secs(30)).expect_err("shut");
+            assert_eq!(err.rule(), Some("acp-session-cwd"));
+            assert!(!within(&scope.roots(), &rel("src/a.rs")));
+            assert!(!within(&scope.roots(), &RelPath::root()));
+        }
     }
 
     #[test]

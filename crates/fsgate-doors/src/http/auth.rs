@@ -29,8 +29,9 @@ pub(crate) struct Principal {
     pub max_sessions: usize,
     /// Its door for the stateless (2026-07-28) wire, once used.
     pub stateless: Mutex<Option<Arc<McpSession>>>,
-    /// What its connections may reach at most (an ACP session's workspaces).
-    pub within: fsgate_gateway::Roots,
+    /// What its connections may reach at most (an ACP session's workspaces, or
+    /// nothing).
+    pub within: fsgate_gateway::Ceiling,
 }
 
 impl Principal {
@@ -46,7 +47,7 @@ impl Principal {
             sessions: AtomicUsize::new(0),
             max_sessions,
             stateless: Mutex::new(None),
-            within: None,
+            within: fsgate_gateway::Ceiling::default(),
         }
     }
 

@@ -122,8 +122,8 @@ pub(crate) struct Identity {
     /// Who is asked when an `ask` rule decides, and told of changes.
     pub oversight: Oversight,
     /// What the connection may reach at most (the hosted server of an ACP session:
-    /// that session's workspaces); None: every workspace.
-    pub within: fsgate_gateway::Roots,
+    /// that session's workspaces, or nothing when the session has no file access).
+    pub within: fsgate_gateway::Ceiling,
 }
 
 /// Who is asked and told for a connection.
@@ -149,7 +149,7 @@ impl Identity {
             transport: "mcp",
             peer,
             oversight: Oversight::Client,
-            within: None,
+            within: fsgate_gateway::Ceiling::default(),
         }
     }
 }
@@ -188,7 +188,7 @@ impl McpServer {
             },
             transport: who.transport,
             peer: who.peer.clone(),
-            scope: fsgate_gateway::Scope::fixed(who.within.clone()),
+            scope: who.within.fixed(),
             // Another door's person is asked about any request; an MCP client only
             // through an InputRequiredResult, per request (see `mrtr`).
             asker: Some(match person {
@@ -202,7 +202,7 @@ impl McpServer {
             session: who.session,
             transport: who.transport,
             peer: who.peer,
-            scope: fsgate_gateway::Scope::within(who.within),
+            scope: who.within.narrowable(),
             asker: Some(asker),
             notifier,
         };

@@ -132,8 +132,9 @@ pub(super) struct Conn {
     pub held: Option<Arc<OwnedSemaphorePermit>>,
 }
 
-/// The watcher's notices from now on, and what it left unwatched (said first).
-pub(super) type Notices = (broadcast::Receiver<Arc<Notice>>, Option<Arc<Notice>>);
+/// The watcher's notices from now on, and what it left unwatched in each workspace
+/// (said first).
+pub(super) type Notices = (broadcast::Receiver<Arc<Notice>>, Vec<Arc<Notice>>);
 
 /// Serves one upgraded connection until the client closes it.
 pub(super) async fn run(
@@ -149,9 +150,11 @@ pub(super) async fn run(
     let mailbox = Mailbox::default();
     let writer = tokio::spawn(write_all(sink, out_rx, mailbox.clone(), stall));
     let (sub_tx, sub_rx) = watch::channel(subscription);
-    let events = notices.map(|(n, gap)| {
-        if let Some(Notice::Unwatched(u)) = gap.as_deref() {
-            mailbox.push(protocol::unwatched_event(u).to_string());
+    let events = notices.map(|(n, gaps)| {
+        for gap in gaps {
+            if let Notice::Unwatched(u) = &*gap {
+                mailbox.push(protocol::unwatched_event(u).to_string());
+            }
         }
         tokio::spawn(forward_notices(n, sub_rx, mailbox))
     });

@@ -625,7 +625,7 @@ pub(crate) fn unwatched_event(u: &fsgate_gateway::watch::Unwatched) -> Value {
         .iter()
         .map(fsgate_base::path::RelPath::to_rooted)
         .collect();
-    json!({
+    let mut event = json!({
         "channel": CHANNEL,
         "type": "unwatched",
         "limit": u.limit,
@@ -634,7 +634,11 @@ pub(crate) fn unwatched_event(u: &fsgate_gateway::watch::Unwatched) -> Value {
         "unwatched": u.count,
         "paths": paths,
         "message": u.message(),
-    })
+    });
+    if let Some(name) = &u.workspace {
+        event["workspace"] = name.as_ref().into();
+    }
+    event
 }
 
 /// The wire name of a change.

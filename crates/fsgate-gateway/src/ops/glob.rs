@@ -28,11 +28,7 @@ impl Gateway {
             })?
             .compile_matcher();
         let base = glob_base(&rel_pattern);
-        let rp = crate::ReqPath {
-            shown: self.show_path(ctx.style, &base),
-            rel: base,
-            roots: ctx.scope.roots(),
-        };
+        let rp = self.req_path(ctx, base.clone(), self.show_path(ctx.style, &base));
         let res = match self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts) {
             Ok(r) => r,
             Err(GatewayError::NotFound { .. }) => return Ok(Output::paths(Vec::new())),

@@ -84,11 +84,11 @@ impl Gateway {
     ) -> Result<(crate::ReqPath, fsgate_workspace::Resolved, bool), GatewayError> {
         let rp = match path {
             Some(p) => self.parse_path(ctx, p)?,
-            None => crate::ReqPath {
-                rel: RelPath::root(),
-                shown: self.show_path(ctx.style, &RelPath::root()),
-                roots: ctx.scope.roots(),
-            },
+            None => self.req_path(
+                ctx,
+                RelPath::root(),
+                self.show_path(ctx.style, &RelPath::root()),
+            ),
         };
         facts.path = Some(rp.rel.as_str().to_string());
         let res = self.locate(

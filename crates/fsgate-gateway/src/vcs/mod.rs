@@ -9,7 +9,7 @@
 mod stage;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use fsgate_base::path::RelPath;
 use fsgate_policy::{EntryKind, OpClass, Policy};
@@ -43,8 +43,9 @@ pub enum VcsError {
 
 /// The repository the workspace lies in, and how workspace paths map into it.
 pub struct Stager {
-    /// libgit2's handle; not `Sync`, so one request stages at a time.
-    repo: Mutex<git2::Repository>,
+    /// libgit2's handle; not `Sync`, so one request stages at a time (shared by the
+    /// workspaces of one repository: their changes go to one index, one at a time).
+    repo: Arc<Mutex<git2::Repository>>,
     /// The workspace relative to the work tree root ("" when they are the same), with a
     /// trailing `/` when not empty.
     prefix: String,
@@ -108,11 +109,20 @@ impl Stager {
         repo.config()?;
         let _ = repo.is_path_ignored(format!("{prefix}.fsgate-probe"));
         Ok(Stager {
-            repo: Mutex::new(repo),
+            repo: Arc::new(Mutex::new(repo)),
             prefix,
             workdir,
             git_dirs,
         })
+    }
+
+    /// This stager, staging through `earlier`'s handle when both are of one repository
+    /// (several workspaces in one work tree): two handles would race for its index.
+    pub fn sharing(mut self, earlier: &[&Stager]) -> Stager {
+        if let Some(e) = earlier.iter().find(|e| e.git_dirs == self.git_dirs) {
+            self.repo = Arc::clone(&e.repo);
+        }
+        self
     }
 
     /// The work tree root.

@@ -65,6 +65,8 @@ pub struct Unwatched {
     pub count: usize,
     /// The first of them the policy lets clients see (at most `MAX_NAMED`).
     pub first: Vec<RelPath>,
+    /// The workspace they are in, when several are served (`first` names it too).
+    pub workspace: Option<Arc<str>>,
 }
 
 /// Unwatched directories named in a notice, at most.
@@ -93,9 +95,13 @@ pub struct Watcher {
     notices: broadcast::Sender<Arc<Notice>>,
     /// The watcher threads: one per workspace.
     threads: Vec<JoinHandle<()>>,
-    /// What is not watched (the limit reached), for connections that start later.
-    gap: Arc<Mutex<Option<Arc<Notice>>>>,
+    /// What is not watched (the limit reached), for connections that start later: the
+    /// latest notice of each workspace, in the gateway's order.
+    gap: Gaps,
 }
+
+/// Each workspace's latest [`Notice::Unwatched`], if it has one.
+type Gaps = Arc<Mutex<Vec<Option<Arc<Notice>>>>>;
 
 /// The initial scans still running, the directories they watch, and who to tell.
 type Readiness = Arc<std::sync::Mutex<(usize, usize, Option<oneshot::Sender<usize>>)>>;
@@ -110,11 +116,11 @@ impl Watcher {
         debounce: Duration,
     ) -> std::io::Result<(Watcher, oneshot::Receiver<usize>)> {
         let (notices, _) = broadcast::channel(BROADCAST_CAPACITY);
-        let gap = Arc::new(Mutex::new(None));
         let (ready_tx, ready_rx) = oneshot::channel();
         // Several workspaces: a thread each, reporting paths as `<name>/...`.
         let mut each = vec![Arc::clone(&gw)];
         each.extend(gw.others().iter().cloned());
+        let gap: Gaps = Arc::new(Mutex::new(vec![None; each.len()]));
         let ready: Readiness = Arc::new(std::sync::Mutex::new((each.len(), 0, Some(ready_tx))));
         let mut watcher = Watcher {
             stops: Vec::new(),
@@ -122,7 +128,7 @@ impl Watcher {
             threads: Vec::new(),
             gap: Arc::clone(&gap),
         };
-        for member in each {
+        for (slot, member) in each.into_iter().enumerate() {
             let (stop_rx, stop) = std::io::pipe()?;
             let mut state = State {
                 root: member.workspace().root_path().to_path_buf(),
@@ -135,7 +141,7 @@ impl Watcher {
                 out: notices.clone(),
                 unwatched: Unwatched::default(),
                 published: 0,
-                gap: Arc::clone(&gap),
+                gap: (Arc::clone(&gap), slot),
             };
             let ready = Arc::clone(&ready);
             let thread = std::thread::Builder::new()
@@ -157,10 +163,13 @@ impl Watcher {
         self.notices.subscribe()
     }
 
-    /// The notice of what is not watched, if the watch limit was reached: a new
-    /// connection gets it first.
-    pub fn gap(&self) -> Option<Arc<Notice>> {
-        self.gap.lock().ok().and_then(|g| g.clone())
+    /// The notices of what is not watched, one per workspace where the watch limit
+    /// was reached: a new connection gets them first.
+    pub fn gap(&self) -> Vec<Arc<Notice>> {
+        self.gap
+            .lock()
+            .map(|g| g.iter().flatten().cloned().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -215,7 +224,8 @@ struct State {
     /// `unwatched.count` when it was last published.
     published: usize,
     /// The last published notice of it, for new connections.
-    gap: Arc<Mutex<Option<Arc<Notice>>>>,
+    /// Where connections that start later find this workspace's notice: its slot.
+    gap: (Gaps, usize),
 }
 
 impl State {
@@ -291,6 +301,7 @@ impl State {
             for p in &mut u.first {
                 *p = crate::named(name, p);
             }
+            u.workspace = Some(Arc::clone(name));
         }
         let first: Vec<String> = u
             .first
@@ -299,8 +310,10 @@ impl State {
             .collect();
         tracing::warn!("{}; the first: {}", u.message(), first.join(", "));
         let notice = Arc::new(Notice::Unwatched(u));
-        if let Ok(mut g) = self.gap.lock() {
-            *g = Some(Arc::clone(&notice));
+        if let Ok(mut g) = self.gap.0.lock()
+            && let Some(slot) = g.get_mut(self.gap.1)
+        {
+            *slot = Some(Arc::clone(&notice));
         }
         let _ = self.out.send(notice);
     }
