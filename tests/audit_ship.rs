@@ -430,6 +430,59 @@ fn a_gateway_restart_ships_from_rotated_files_what_the_last_run_could_not() {
     import_and_verify(&rs, &log);
 }
 
+#[test]
+fn an_unreachable_collector_is_recorded_behind_and_caught_up_for_a_small_backlog() {
+    let test = "an_unreachable_collector_is_recorded_behind_and_caught_up_for_a_small_backlog";
+    let Some(bin) = rsyslogd(test) else { return };
+    let mut rs = Rsyslog::start(bin, Input::Tcp);
+    // Never reached while the records pile up: no send, no lost connection.
+    rs.stop();
+    let audit = format!(
+        "ship = [{{ host = \"127.0.0.1\", port = {}, alert_behind = 20 }}]",
+        rs.port
+    );
+    let mut gate = Gate::with_policy(&policy(&audit));
+    // About 30 records: far under one 64 KiB batch once the collector is back.
+    write_files(&gate, 0, 15);
+    let log = gate.audit_log.clone();
+    assert!(
+        wait_until(Duration::from_secs(10), || kinds(&log)
+            .contains(&"ship-behind".into())),
+        "no ship-behind record while the collector is unreachable; status {}",
+        ship_status(&log)
+    );
+    let behind = records(&log)
+        .into_iter()
+        .find(|r| r["kind"] == "ship-behind")
+        .expect("the ship-behind record");
+    assert_eq!(behind["details"]["limit"], 20, "{behind}");
+    assert_eq!(behind["details"]["shipped"], 0, "{behind}");
+    assert!(
+        behind["details"]["behind"].as_u64().unwrap_or(0) > 20,
+        "{behind}"
+    );
+
+    rs.run();
+    assert!(
+        wait_until(Duration::from_secs(45), || kinds(&log)
+            .contains(&"ship-caught-up".into())),
+        "no ship-caught-up record; status {}",
+        ship_status(&log)
+    );
+    gate.close_stdin();
+    assert!(gate.wait_exit(Duration::from_secs(20)).success());
+    let k = kinds(&log);
+    assert_eq!(k.iter().filter(|k| *k == "ship-behind").count(), 1, "{k:?}");
+    assert_eq!(
+        k.iter().filter(|k| *k == "ship-caught-up").count(),
+        1,
+        "{k:?}"
+    );
+    let head = records(&log).len() as u64;
+    rs.wait_for(head);
+    import_and_verify(&rs, &log);
+}
+
 /// A CA, a server certificate for 127.0.0.1 and a client certificate, by `openssl`.
 fn make_certs(dir: &Path) -> bool {
     let sh = |args: &[&str]| {
