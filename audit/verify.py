@@ -199,6 +199,11 @@ def pointer(doc, ptr):
     return target
 
 
+def written_len(s):
+    """Section 2: the bytes a string takes in a line between its quotes, escapes included."""
+    return len(json.dumps(s, ensure_ascii=False).encode("utf-8")) - 2
+
+
 def check_cuts(rec):
     """Section 2, long strings: `details.cut` as fsgate writes it; a message if not."""
     details = rec.get("details")
@@ -211,7 +216,7 @@ def check_cuts(rec):
         kept = pointer(rec, ptr)
         if type(kept) is not str:
             return "details.cut names no string: %r" % ptr[:80]
-        if len(kept.encode("utf-8")) > CUT_HEAD:
+        if written_len(kept) > CUT_HEAD:
             return "details.cut names a string of more than %d bytes" % CUT_HEAD
         if type(entry) is not dict or set(entry) != {"bytes", "sha256"}:
             return "details.cut entry is not {bytes, sha256}"

@@ -234,15 +234,15 @@ fn own_files(
         (FloorKind::BackupDir, backups),
     ];
     if let Some(k) = &audit_settings.signing_key {
-        own.push((FloorKind::AuditLog, k.clone()));
+        own.push((FloorKind::SigningKey, k.clone()));
     }
     for k in audit_settings.ship.iter().filter_map(|d| d.tls_key.clone()) {
-        own.push((FloorKind::AuditLog, k));
+        own.push((FloorKind::ShipKey, k));
     }
     if let Some(sink) = audit_settings.checkpoint_sink.as_deref()
         && !sink.starts_with("syslog")
     {
-        own.push((FloorKind::AuditLog, PathBuf::from(sink)));
+        own.push((FloorKind::CheckpointSink, PathBuf::from(sink)));
     }
     if let Some(p) = &cfg.policy {
         own.push((FloorKind::PolicyFile, p.clone()));

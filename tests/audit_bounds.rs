@@ -345,3 +345,130 @@ fn past_its_growth_budget_an_mcp_or_websocket_session_is_refused_with_the_limit(
         1
     );
 }
+
+/// The longest an agent-chosen string is written in a record, escapes included
+/// (audit/FORMAT.md section 2).
+const MAX_FIELD_WRITTEN: usize = 4096;
+/// The longest record line of a request (audit/FORMAT.md section 2).
+const MAX_RECORD_LINE: usize = 32 * 1024;
+
+/// `n` control characters: `n` bytes in a request, six times that escaped in JSON.
+fn controls_n(n: usize, salt: u8) -> String {
+    (0..n)
+        .map(|i| char::from(1 + ((i + usize::from(salt)) % 7) as u8))
+        .collect()
+}
+
+/// 4,096 control characters: cut (24 KiB written).
+fn controls(salt: u8) -> String {
+    controls_n(4096, salt)
+}
+
+/// 680 control characters: kept whole (4,080 bytes written), the most a field holds.
+fn under(salt: u8) -> String {
+    controls_n(680, salt)
+}
+
+/// Every string of `v`, with its place.
+fn strings<'a>(v: &'a Value, at: String, out: &mut Vec<(String, &'a str)>) {
+    match v {
+        Value::String(s) => out.push((at, s)),
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                strings(x, format!("{at}/{i}"), out);
+            }
+        }
+        Value::Object(m) => {
+            for (k, x) in m {
+                strings(x, format!("{at}/{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every record line within [`MAX_RECORD_LINE`], every string in it written in at most
+/// [`MAX_FIELD_WRITTEN`] bytes, at least `min_cut` records with cut strings, and the log
+/// verifying.
+fn check_escaped_bounds(door: &str, log: &Path, min_cut: usize) {
+    let text = std::fs::read_to_string(log).expect("read the audit log");
+    for line in text.lines() {
+        assert!(
+            line.len() <= MAX_RECORD_LINE,
+            "{door}: a record of {} bytes: {}...",
+            line.len(),
+            &line[..200]
+        );
+        let rec: Value = serde_json::from_str(line).expect("a record");
+        let mut all = Vec::new();
+        strings(&rec, String::new(), &mut all);
+        for (at, s) in all {
+            let written = serde_json::to_string(s).expect("encode").len() - 2;
+            assert!(
+                written <= MAX_FIELD_WRITTEN,
+                "{door}: {at} written in {written} bytes"
+            );
+        }
+    }
+    assert!(cut_records(log) >= min_cut, "{door}: long fields cut");
+    let out = Command::new(env!("CARGO_BIN_EXE_fsgate"))
+        .args(["audit", "verify"])
+        .arg(log)
+        .output()
+        .expect("run audit verify");
+    assert!(
+        out.status.success(),
+        "{door}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn control_characters_on_the_acp_door_are_bounded_as_written_not_as_sent() {
+    let g = Gate::start();
+    g.put("f.txt", "one line\n");
+    for text in [controls, under] {
+        let grep = json!({
+            "pattern": text(0),
+            "path": g.abs(&text(1)),
+            "includeGlob": text(2),
+            "sessionId": text(3),
+        });
+        let id = g.send("_fsgate/grep", grep);
+        g.wait_response(&id);
+        let rename = json!({
+            "oldPath": g.abs(&text(4)),
+            "newPath": g.abs(&text(5)),
+            "sessionId": text(6),
+        });
+        let id = g.send("_fsgate/rename", rename);
+        g.wait_response(&id);
+    }
+    check_escaped_bounds("acp", &g.audit_log, 2);
+}
+
+#[test]
+fn control_characters_on_the_mcp_door_are_bounded_as_written_not_as_sent() {
+    let mut g = McpGate::start(None);
+    g.dirs.put("f.txt", "one line\n");
+    g.initialize("2025-06-18");
+    let mut id = 0;
+    for text in [controls, under] {
+        let grep = json!({
+            "pattern": text(0),
+            "path": g.dirs.abs(&text(1)),
+            "includeGlob": text(2),
+        });
+        id += 1;
+        g.tool(id, "grep", grep);
+        let rename = json!({
+            "oldPath": g.dirs.abs(&text(4)),
+            "newPath": g.dirs.abs(&text(5)),
+        });
+        id += 1;
+        g.tool(id, "rename", rename);
+    }
+    let log = g.dirs.audit_log();
+    assert!(g.finish().success());
+    check_escaped_bounds("mcp", &log, 2);
+}

@@ -430,6 +430,59 @@ fn a_gateway_restart_ships_from_rotated_files_what_the_last_run_could_not() {
     import_and_verify(&rs, &log);
 }
 
+#[test]
+fn an_unreachable_collector_is_recorded_behind_and_caught_up_for_a_small_backlog() {
+    let test = "an_unreachable_collector_is_recorded_behind_and_caught_up_for_a_small_backlog";
+    let Some(bin) = rsyslogd(test) else { return };
+    let mut rs = Rsyslog::start(bin, Input::Tcp);
+    // Never reached while the records pile up: no send, no lost connection.
+    rs.stop();
+    let audit = format!(
+        "ship = [{{ host = \"127.0.0.1\", port = {}, alert_behind = 20 }}]",
+        rs.port
+    );
+    let mut gate = Gate::with_policy(&policy(&audit));
+    // About 30 records: far under one 64 KiB batch once the collector is back.
+    write_files(&gate, 0, 15);
+    let log = gate.audit_log.clone();
+    assert!(
+        wait_until(Duration::from_secs(10), || kinds(&log)
+            .contains(&"ship-behind".into())),
+        "no ship-behind record while the collector is unreachable; status {}",
+        ship_status(&log)
+    );
+    let behind = records(&log)
+        .into_iter()
+        .find(|r| r["kind"] == "ship-behind")
+        .expect("the ship-behind record");
+    assert_eq!(behind["details"]["limit"], 20, "{behind}");
+    assert_eq!(behind["details"]["shipped"], 0, "{behind}");
+    assert!(
+        behind["details"]["behind"].as_u64().unwrap_or(0) > 20,
+        "{behind}"
+    );
+
+    rs.run();
+    assert!(
+        wait_until(Duration::from_secs(45), || kinds(&log)
+            .contains(&"ship-caught-up".into())),
+        "no ship-caught-up record; status {}",
+        ship_status(&log)
+    );
+    gate.close_stdin();
+    assert!(gate.wait_exit(Duration::from_secs(20)).success());
+    let k = kinds(&log);
+    assert_eq!(k.iter().filter(|k| *k == "ship-behind").count(), 1, "{k:?}");
+    assert_eq!(
+        k.iter().filter(|k| *k == "ship-caught-up").count(),
+        1,
+        "{k:?}"
+    );
+    let head = records(&log).len() as u64;
+    rs.wait_for(head);
+    import_and_verify(&rs, &log);
+}
+
 /// A CA, a server certificate for 127.0.0.1 and a client certificate, by `openssl`.
 fn make_certs(dir: &Path) -> bool {
     let sh = |args: &[&str]| {
@@ -641,4 +694,126 @@ fn policy_check_refuses_unusable_ship_entries() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `policy check` on `policy` (written to `dir/name`): its exit code and what it said.
+fn check_policy(dir: &Path, name: &str, policy: &str) -> (Option<i32>, String) {
+    let file = dir.join(name);
+    std::fs::write(&file, policy).expect("write policy");
+    let out = run_cli(&["policy", "check", &file.to_string_lossy()]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), said)
+}
+
+/// Whether `fsgate serve` starts with the policy file (stdin closed: it ends at once
+/// when it started).
+fn serve_starts(dir: &Path, name: &str) -> bool {
+    let ws = dir.join(format!("{name}.ws"));
+    std::fs::create_dir_all(&ws).expect("workspace dir");
+    let out = run_cli(&[
+        "serve",
+        "--workspace",
+        &ws.to_string_lossy(),
+        "--policy",
+        &dir.join(name).to_string_lossy(),
+        "--audit-log",
+        &dir.join(format!("{name}.audit.jsonl")).to_string_lossy(),
+        "--backup-dir",
+        &dir.join(format!("{name}.backups")).to_string_lossy(),
+    ]);
+    out.status.success()
+}
+
+#[test]
+fn policy_check_refuses_the_tls_files_serve_refuses() {
+    let test = "policy_check_refuses_the_tls_files_serve_refuses";
+    let (_tmp, dir) = canonical_tempdir("fsgate-ship-tls-check-");
+    if !make_certs(&dir) {
+        return skip_or_fail(test, "openssl could not make the test certificates");
+    }
+    std::fs::write(dir.join("empty.pem"), "").expect("write empty file");
+    let entry = |ca: &str, cert: &str, key: &str| {
+        policy(&format!(
+            "ship = [{{ host = \"127.0.0.1\", port = 6514, tls_ca = \"{ca}\", tls_cert = \"{cert}\", tls_key = \"{key}\" }}]"
+        ))
+    };
+    let cases = [
+        (
+            "missing CA",
+            entry("missing.pem", "client.pem", "client.key"),
+            "tls_ca",
+        ),
+        (
+            "empty CA",
+            entry("empty.pem", "client.pem", "client.key"),
+            "tls_ca",
+        ),
+        (
+            "a key as CA",
+            entry("ca.key", "client.pem", "client.key"),
+            "tls_ca",
+        ),
+        (
+            "missing certificate",
+            entry("ca.pem", "missing.pem", "client.key"),
+            "tls_cert",
+        ),
+        (
+            "empty key",
+            entry("ca.pem", "client.pem", "empty.pem"),
+            "tls_key",
+        ),
+        (
+            "mismatched cert and key",
+            entry("ca.pem", "client.pem", "other.key"),
+            "tls_",
+        ),
+    ];
+    for (i, (what, text, said)) in cases.iter().enumerate() {
+        let name = format!("bad{i}.toml");
+        let (code, out) = check_policy(&dir, &name, text);
+        assert_eq!(code, Some(2), "{what}: policy check passed it: {out}");
+        assert!(out.contains(said), "{what}: {out}");
+        // The same files stop serve: the check refused nothing serve would use.
+        assert!(!serve_starts(&dir, &name), "{what}: serve started with it");
+    }
+    let good = entry("ca.pem", "client.pem", "client.key");
+    let (code, out) = check_policy(&dir, "good.toml", &good);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        serve_starts(&dir, "good.toml"),
+        "serve refused usable TLS files"
+    );
+}
+
+#[test]
+fn a_shipping_tls_key_in_the_workspace_is_refused_by_its_own_name() {
+    let test = "a_shipping_tls_key_in_the_workspace_is_refused_by_its_own_name";
+    let (_certs_tmp, certs) = canonical_tempdir("fsgate-certs-");
+    if !make_certs(&certs) {
+        return skip_or_fail(test, "openssl could not make the test certificates");
+    }
+    let key = std::fs::read_to_string(certs.join("client.key")).expect("read client key");
+    let c = certs.display();
+    let audit = format!(
+        "ship = [{{ host = \"127.0.0.1\", port = 6514, tls_ca = \"{c}/ca.pem\", tls_cert = \"{c}/client.pem\", tls_key = \"{{ROOT}}/conf/gw-client\" }}]"
+    );
+    let mut gate = Gate::with_policy_and_files(&policy(&audit), &[("conf/gw-client", &key)]);
+    let err = gate
+        .call(
+            "fs/read_text_file",
+            json!({"path": gate.abs("conf/gw-client")}),
+        )
+        .expect_err("the shipping TLS key was read");
+    let data = err.data.clone().unwrap_or_default();
+    let reason = data["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("shipping TLS key"), "{err:?}");
+    assert!(!reason.contains("audit log"), "{err:?}");
+    assert_eq!(data["rule"], "floor:audit-ship-key", "{err:?}");
+    gate.close_stdin();
+    assert!(gate.wait_exit(Duration::from_secs(20)).success());
 }

@@ -3,15 +3,17 @@
 //! Much of a record is text an agent chose: a path, a method or tool name, a session
 //! id, a pattern, an error message quoting them. Written whole, one 2 MiB request
 //! would add 2 MiB to the log. So the record builder (`super::AuditEvent::body`) cuts
-//! every string longer than `MAX_WHOLE` bytes, wherever it is (a record field, or a
-//! string anywhere in `args` or `details`), to its first `HEAD` bytes, and says so in
-//! `details.cut`: for each cut string, its JSON Pointer in the record, its length in
-//! bytes and the SHA-256 of the whole. The pointer, not the text, marks a string as
-//! cut, so no agent can make an uncut string read as a cut one.
+//! every string written longer than `MAX_WHOLE` bytes, wherever it is (a record field,
+//! or a string anywhere in `args` or `details`), to its first `HEAD` bytes as written,
+//! and says so in `details.cut`: for each cut string, its JSON Pointer in the record,
+//! its written length and the SHA-256 of the whole. The pointer, not the text, marks a
+//! string as cut, so no agent can make an uncut string read as a cut one.
 //!
-//! `MAX_WHOLE` is the kernel's `PATH_MAX`: every path a request can act on is
-//! recorded whole (an intent must name its file exactly; longer paths are refused
-//! before any work), and a record holds at most a few KiB of any one text.
+//! Lengths are measured as written, escapes included: 4096 control characters take
+//! 24 KiB in the line, and it is the line that must stay small. `MAX_WHOLE` is the
+//! kernel's `PATH_MAX`: every path a request can act on is recorded whole (an intent
+//! must name its file exactly; a path written longer is refused before any work), and a
+//! record holds at most 4 KiB of any one text.
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -34,18 +36,58 @@ struct Cut {
     sha256: String,
 }
 
-/// Whether `v` holds a string (or member name) longer than [`MAX_WHOLE`].
+/// The bytes `s` takes in a record line between its quotes: `"`, `\\` and control
+/// characters escaped as the canonical form writes them (`\n` 2 bytes, `\u0001` 6).
+pub fn written_len(s: &str) -> usize {
+    s.len() + s.bytes().map(escape_extra).sum::<usize>()
+}
+
+/// What escaping byte `b` adds to its one byte.
+fn escape_extra(b: u8) -> usize {
+    match b {
+        b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 1,
+        0x00..=0x1f => 5,
+        _ => 0,
+    }
+}
+
+/// Whether `s` is written in more than [`MAX_WHOLE`] bytes (its escapes included: an
+/// agent's control characters take six bytes each in the line).
+pub fn is_long(s: &str) -> bool {
+    // At most six bytes written per byte: most strings are decided by their length.
+    s.len() > MAX_WHOLE || (s.len() * 6 > MAX_WHOLE && written_len(s) > MAX_WHOLE)
+}
+
+/// The longest prefix of `s` that ends on a character boundary and is written in at
+/// most `max` bytes.
+pub fn written_head(s: &str, max: usize) -> &str {
+    let mut n = 0;
+    for (i, c) in s.char_indices() {
+        let w = if c.is_ascii() {
+            1 + escape_extra(c as u8)
+        } else {
+            c.len_utf8()
+        };
+        if n + w > max {
+            return &s[..i];
+        }
+        n += w;
+    }
+    s
+}
+
+/// Whether `v` holds a string (or member name) written longer than [`MAX_WHOLE`].
 fn has_long(v: &Value) -> bool {
     match v {
-        Value::String(s) => s.len() > MAX_WHOLE,
+        Value::String(s) => is_long(s),
         Value::Array(items) => items.iter().any(has_long),
-        Value::Object(m) => m.iter().any(|(k, v)| k.len() > MAX_WHOLE || has_long(v)),
+        Value::Object(m) => map_has_long(m),
         _ => false,
     }
 }
 
 fn map_has_long(m: &Map<String, Value>) -> bool {
-    m.iter().any(|(k, v)| k.len() > MAX_WHOLE || has_long(v))
+    m.iter().any(|(k, v)| is_long(k) || has_long(v))
 }
 
 /// RFC 6901: `~` is written `~0`, `/` is written `~1`.
@@ -62,15 +104,15 @@ fn push_token(pointer: &mut String, token: &str) {
 
 /// Cuts `s` in place if it is too long, noting the cut at `pointer`.
 fn cut_string(s: &mut String, pointer: String, cuts: &mut Vec<Cut>) {
-    if s.len() <= MAX_WHOLE {
+    if !is_long(s) {
         return;
     }
     cuts.push(Cut {
         pointer,
-        bytes: s.len(),
+        bytes: written_len(s),
         sha256: hex::encode(Sha256::digest(s.as_bytes())),
     });
-    let keep = head(s, HEAD).len();
+    let keep = written_head(s, HEAD).len();
     s.truncate(keep);
 }
 
@@ -93,10 +135,15 @@ fn cut_value(v: &mut Value, pointer: &mut String, cuts: &mut Vec<Cut>) {
 /// Member names are fsgate's own, never an agent's; one that is too long anyway is
 /// replaced by its head (its value keeps its place under that name).
 fn cut_map(m: &mut Map<String, Value>, pointer: &mut String, cuts: &mut Vec<Cut>) {
-    if m.keys().any(|k| k.len() > MAX_WHOLE) {
+    if m.keys().any(|k| is_long(k)) {
         let old = std::mem::take(m);
         for (k, v) in old {
-            m.insert(head(&k, HEAD).to_string(), v);
+            let k = if is_long(&k) {
+                written_head(&k, HEAD).to_string()
+            } else {
+                k
+            };
+            m.insert(k, v);
         }
     }
     for (k, v) in m.iter_mut() {
@@ -127,11 +174,8 @@ impl AuditEvent {
             &self.sha256,
             &self.backup,
         ];
-        fields.iter().any(|s| s.len() > MAX_WHOLE)
-            || optional
-                .iter()
-                .flat_map(|s| s.as_ref())
-                .any(|s| s.len() > MAX_WHOLE)
+        fields.iter().any(|s| is_long(s))
+            || optional.iter().flat_map(|s| s.as_ref()).any(|s| is_long(s))
             || map_has_long(&self.args)
             || map_has_long(&self.details)
     }
@@ -183,7 +227,7 @@ impl AuditEvent {
 
 /// Why a record's `details.cut` is not what fsgate writes (both verifiers check it):
 /// an object whose every member names, by a JSON Pointer into the record, a string of
-/// at most [`HEAD`] bytes, with `{bytes, sha256}`: a length over [`MAX_WHOLE`] and 64
+/// at most [`HEAD`] bytes as written, with `{bytes, sha256}`: a length over [`MAX_WHOLE`] and 64
 /// lowercase hex digits.
 pub(crate) fn check_cuts(record: &Value) -> Result<(), String> {
     let Some(cut) = record.get("details").and_then(|d| d.get(CUT_KEY)) else {
@@ -198,7 +242,7 @@ pub(crate) fn check_cuts(record: &Value) -> Result<(), String> {
         else {
             return Err(format!("{} names no string in the record", what()));
         };
-        if kept.len() > HEAD {
+        if written_len(kept) > HEAD {
             return Err(format!(
                 "{} names a string of more than {HEAD} bytes",
                 what()
@@ -229,6 +273,25 @@ mod tests {
 
     fn long(c: char, n: usize) -> String {
         std::iter::repeat_n(c, n).collect()
+    }
+
+    #[test]
+    fn control_characters_count_as_the_bytes_they_are_written_in() {
+        let s: String = std::iter::repeat_n('\u{1}', 700).collect();
+        assert_eq!(written_len(&s), 4200);
+        assert!(is_long(&s));
+        assert!(!is_long(&s[..682]));
+        assert_eq!(written_head(&s, HEAD).len(), 42);
+        assert_eq!(written_len("a\"b\\c\n"), 9);
+        let ev = AuditEvent {
+            session: s.clone(),
+            ..AuditEvent::lifecycle("t", Map::new())
+        };
+        let cut = ev.bounded().expect("cut");
+        assert_eq!(cut.session.len(), 42);
+        assert_eq!(cut.details[CUT_KEY]["/session"]["bytes"], json!(4200));
+        let line = serde_json::to_value(&cut.details).expect("json");
+        assert!(check_cuts(&json!({"session": cut.session, "details": line})).is_ok());
     }
 
     #[test]

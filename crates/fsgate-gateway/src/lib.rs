@@ -70,11 +70,16 @@ pub(crate) const RULE_UNINSPECTED: &str = "workspace-uninspected";
 /// A longer one is refused before any work (no path could be that long).
 pub(crate) const PATH_MAX: usize = 4096;
 
-/// Refuses a request that gives a path or pattern longer than [`PATH_MAX`], before any
-/// work; its record names what it gave (cut, as every long string in a record).
+/// Refuses a request that gives a path or pattern longer than [`PATH_MAX`], or a path
+/// the audit log could not write whole (longer than [`PATH_MAX`] once its control
+/// characters are escaped: an intent names its file exactly), before any work; its
+/// record names what it gave (cut, as every long string in a record).
 fn refuse_overlong(op: &Op, facts: &mut Facts) -> Result<(), GatewayError> {
     let texts = op.path_texts();
-    let Some((what, text)) = texts.iter().find(|(_, t)| t.len() > PATH_MAX) else {
+    let over = |(what, t): &&(&str, &str)| {
+        t.len() > PATH_MAX || (what.starts_with("path") && fsgate_audit::cut::is_long(t))
+    };
+    let Some((what, text)) = texts.iter().find(over) else {
         return Ok(());
     };
     for (name, given) in &texts {
@@ -89,9 +94,15 @@ fn refuse_overlong(op: &Op, facts: &mut Facts) -> Result<(), GatewayError> {
     } else {
         "pattern"
     };
+    let shown = fsgate_audit::cut::head(text, 64);
+    if text.len() <= PATH_MAX {
+        return Err(GatewayError::InvalidParams(format!(
+            "{noun} {shown:?} is {} bytes long once its control characters are escaped, over {PATH_MAX}: the audit log could not name it whole",
+            fsgate_audit::cut::written_len(text)
+        )));
+    }
     Err(GatewayError::InvalidParams(format!(
-        "{noun} {:?} is {} bytes long, over the kernel's PATH_MAX of {PATH_MAX} bytes: no file has such a path",
-        fsgate_audit::cut::head(text, 64),
+        "{noun} {shown:?} is {} bytes long, over the kernel's PATH_MAX of {PATH_MAX} bytes: no file has such a path",
         text.len()
     )))
 }
@@ -1446,6 +1457,24 @@ mod tests {
             Err(e) => assert!(!e.message().contains("PATH_MAX"), "{e}"),
             Ok(_) => panic!("a 4095-byte name was written"),
         }
+    }
+
+    #[test]
+    fn a_path_the_log_could_not_write_whole_is_refused_before_any_work() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log_path = state.path().join("audit.jsonl");
+        let gw = gateway(ws.path(), &log_path);
+        // 700 bytes, 4200 once escaped: no intent could name the file exactly.
+        let controls = format!("/{}", "\u{1}".repeat(700));
+        match gw.serve(&ctx(), Request::Op(write(&controls, "x"))) {
+            Err(GatewayError::InvalidParams(m)) => assert!(m.contains("escaped"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(std::fs::read_dir(ws.path()).unwrap().count(), 0);
+        let recs = records(&log_path);
+        assert_eq!(recs.len(), 1, "no intent: {recs:#?}");
+        assert!(recs[0]["details"]["cut"].get("/path").is_some());
     }
 
     #[test]

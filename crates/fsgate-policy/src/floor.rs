@@ -16,6 +16,12 @@ use fsgate_base::path::RelPath;
 pub enum FloorKind {
     /// The active audit log file; its rotated files and sidecars (`<name>.*`) too.
     AuditLog,
+    /// The key that signs the log's checkpoints (`[audit] signing_key`).
+    SigningKey,
+    /// A file the log's checkpoints are copied to (`[audit] checkpoint_sink`).
+    CheckpointSink,
+    /// The client key of a TLS shipping destination (`[audit] ship`'s `tls_key`).
+    ShipKey,
     /// The backup store directory and everything beneath it.
     BackupDir,
     /// The policy file in force (and the gitleaks config it names).
@@ -27,6 +33,9 @@ impl FloorKind {
     pub fn as_str(self) -> &'static str {
         match self {
             FloorKind::AuditLog => "the audit log",
+            FloorKind::SigningKey => "the audit signing key",
+            FloorKind::CheckpointSink => "the audit checkpoint sink",
+            FloorKind::ShipKey => "the audit shipping TLS key",
             FloorKind::BackupDir => "the backup store",
             FloorKind::PolicyFile => "the policy file",
         }
@@ -36,6 +45,9 @@ impl FloorKind {
     pub fn rule_id(self) -> &'static str {
         match self {
             FloorKind::AuditLog => "floor:audit-log",
+            FloorKind::SigningKey => "floor:audit-signing-key",
+            FloorKind::CheckpointSink => "floor:audit-checkpoint-sink",
+            FloorKind::ShipKey => "floor:audit-ship-key",
             FloorKind::BackupDir => "floor:backup-dir",
             FloorKind::PolicyFile => "floor:policy-file",
         }
@@ -108,7 +120,9 @@ impl FixedFloor {
 
 /// `audit.jsonl.000000000001`, `audit.jsonl.checkpoint`, ... beside `audit.jsonl`.
 fn is_sidecar(e: &FloorEntry, path: &RelPath) -> bool {
-    if e.kind != FloorKind::AuditLog {
+    // The audit files' `<name>.*` siblings (rotations, checkpoints, a key's or sink's
+    // temporary copies) are theirs too.
+    if matches!(e.kind, FloorKind::BackupDir | FloorKind::PolicyFile) {
         return false;
     }
     let (Some(name), Some(entry_name)) = (path.file_name(), e.path.file_name()) else {

@@ -286,6 +286,9 @@ pub fn lint_text(
             };
         }
     };
+    if base.is_some() {
+        ship_tls_files(&policy, &mut sink);
+    }
     sink.origins = policy
         .rules()
         .iter()
@@ -310,6 +313,21 @@ pub fn lint_text(
     findings.dedup();
     let invalid = findings.iter().any(|f| f.code == "invalid");
     LintReport { findings, invalid }
+}
+
+/// `[audit] ship`'s TLS files, read and parsed as `serve` reads them at start (only with
+/// the policy file's directory known: relative names are relative to it).
+fn ship_tls_files(policy: &Policy, sink: &mut Sink<'_>) {
+    if let Err(e) = fsgate_audit::ship::check_tls_files(&policy.settings().audit.ship) {
+        let pos = sink.key_pos("ship");
+        sink.at(
+            pos,
+            Severity::Error,
+            "invalid",
+            e,
+            "name readable PEM files: tls_ca the collector's CA certificate(s), tls_cert the client certificate chain and tls_key its own key",
+        );
+    }
 }
 
 /// The error loading stopped at, where it points (reported when the prevalidation

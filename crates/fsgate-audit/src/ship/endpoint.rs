@@ -65,10 +65,7 @@ impl Endpoint {
                         Vec::new()
                     }
                 };
-                let tls = match &d.tls_ca {
-                    Some(ca) => Some(tls_config(d, ca, &host)?),
-                    None => None,
-                };
+                let tls = load_tls(d, &host)?;
                 Ok(Endpoint::Tcp {
                     host,
                     port,
@@ -112,6 +109,24 @@ impl Endpoint {
             }
         }
     }
+}
+
+/// The TLS client configuration of a TCP destination whose host is `host` (None without
+/// `tls_ca`): its files read and parsed, the client certificate matched to its key.
+/// `serve` builds it at start and `policy check` builds it too, so that both refuse the
+/// same files.
+///
+/// # Ambient Authority
+///
+/// Reads the TLS files named in the policy.
+pub(super) fn load_tls(
+    d: &ShipDestination,
+    host: &str,
+) -> Result<Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>, String> {
+    d.tls_ca
+        .as_deref()
+        .map(|ca| tls_config(d, ca, host))
+        .transpose()
 }
 
 fn tls_config(

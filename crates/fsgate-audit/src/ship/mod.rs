@@ -46,6 +46,23 @@ use crate::AuditLog;
 /// included) before it exits; what is not confirmed by then goes at the next start.
 pub(crate) const STOP_DRAIN: Duration = Duration::from_secs(2);
 
+/// Reads and parses every destination's TLS files as `serve` does at start (the CA
+/// certificates, the client certificate and its key, which must match), without
+/// connecting or resolving anything: what `policy check` can know offline. The message
+/// starts with the entry's index.
+///
+/// # Ambient Authority
+///
+/// Reads the TLS files named in the policy.
+pub fn check_tls_files(dests: &[ShipDestination]) -> Result<(), String> {
+    for (i, d) in dests.iter().enumerate() {
+        if let Ok(config::Target::Tcp { host, .. }) = d.target() {
+            endpoint::load_tls(d, &host).map_err(|e| format!("ship[{i}]: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// The destinations, prepared before confinement.
 #[derive(Debug)]
 pub struct ShipPlan {

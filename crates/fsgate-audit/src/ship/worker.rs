@@ -36,6 +36,9 @@ const CURSOR_EVERY: Duration = Duration::from_secs(1);
 /// Reconnection backoff bounds.
 const BACKOFF_MIN: Duration = Duration::from_millis(250);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// How often the lag is looked at while the collector cannot be reached (between
+/// attempts that back off up to [`BACKOFF_MAX`]): the outage is what the alert is for.
+const OUTAGE_LAG_POLL: Duration = Duration::from_secs(1);
 
 /// Tells the shipping threads to finish (and by when).
 #[derive(Debug, Default)]
@@ -159,8 +162,11 @@ impl Run {
                     break;
                 }
                 if !self.connect() {
+                    // Nothing is sent, yet the backlog grows: the lag is what is not
+                    // delivered (the reader was rewound to it).
+                    self.watch_lag(head);
                     let wait = self.next_attempt.saturating_duration_since(Instant::now());
-                    self.w.stop.sleep(wait);
+                    self.w.stop.sleep(wait.min(OUTAGE_LAG_POLL));
                     continue;
                 }
             }

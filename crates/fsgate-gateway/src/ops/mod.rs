@@ -61,6 +61,23 @@ pub struct RequestCtx {
 
 /// A `tree`'s exclude patterns recorded at most (`args.excludeCount` says how many).
 pub(crate) const MAX_EXCLUDE_RECORDED: usize = 32;
+/// The bytes a record gives a `tree`'s exclude patterns at most, as written (escapes
+/// included): the first patterns that fit, at least one (cut if it is long).
+const EXCLUDE_RECORDED_BYTES: usize = 4096;
+
+/// How many of `exclude`'s first patterns the record keeps.
+fn excludes_recorded(exclude: &[String]) -> usize {
+    let mut total = 0;
+    let fit = exclude
+        .iter()
+        .take(MAX_EXCLUDE_RECORDED)
+        .take_while(|e| {
+            total += fsgate_audit::cut::written_len(e);
+            total <= EXCLUDE_RECORDED_BYTES
+        })
+        .count();
+    fit.max(1).min(exclude.len())
+}
 
 /// One operation, with paths exactly as the request gave them.
 #[derive(Debug, Clone)]
@@ -411,7 +428,7 @@ impl Op {
                 }
                 if !exclude.is_empty() {
                     // The agent's list: its first patterns, and how many there were.
-                    let shown = &exclude[..exclude.len().min(MAX_EXCLUDE_RECORDED)];
+                    let shown = &exclude[..excludes_recorded(exclude)];
                     m.insert("exclude".into(), shown.to_vec().into());
                     if exclude.len() > shown.len() {
                         m.insert("excludeCount".into(), exclude.len().into());
