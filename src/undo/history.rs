@@ -159,6 +159,10 @@ pub struct Touch {
     pub seq: u64,
     /// The session that made it.
     pub session: String,
+    /// Made by `fsgate undo` itself: recorded by the command line (transport `cli`,
+    /// which no door writes) with `args.undo`. Never read from the session id, which
+    /// an agent chooses.
+    pub by_undo: bool,
 }
 
 /// An intent whose outcome has not been read yet.
@@ -166,9 +170,10 @@ pub struct Touch {
 struct Open {
     ts: String,
     session: String,
+    by_undo: bool,
     paths: Vec<String>,
-    /// Parsed only for the selection's intents.
-    what: Option<What>,
+    /// Parsed only for the selection's intents (Err: why it could not be).
+    what: Option<Result<What, String>>,
 }
 
 /// Everything the undo needs from the log.
@@ -182,7 +187,7 @@ pub struct History {
     pub session_seen: bool,
     /// The selection's intents without an outcome: (chain, seq, path).
     pub unsettled: Vec<(usize, u64, String)>,
-    /// Intents of the selection that could not be read (their seq, why).
+    /// Changes of the selection that were made but could not be read (their seq, why).
     pub unreadable: Vec<(u64, String)>,
     /// Changes made so far, selected or not.
     made: usize,
@@ -234,17 +239,7 @@ impl History {
 
     fn observe_intent(&mut self, chain: usize, seq: u64, v: &Value, sel: &Selection) {
         let (session, ts) = (text(v, "session"), text(v, "ts"));
-        let what = if sel.matches(session, ts) {
-            match what_of(v) {
-                Ok(w) => Some(w),
-                Err(e) => {
-                    self.unreadable.push((seq, e));
-                    None
-                }
-            }
-        } else {
-            None
-        };
+        let what = sel.matches(session, ts).then(|| what_of(v));
         let args = &v["args"];
         let paths = [
             args.get("realPath").or(v.get("path")),
@@ -257,6 +252,7 @@ impl History {
         let open = Open {
             ts: ts.to_owned(),
             session: session.to_owned(),
+            by_undo: by_undo(v),
             paths,
             what,
         };
@@ -279,10 +275,13 @@ impl History {
                 chain,
                 seq,
                 session: open.session.clone(),
+                by_undo: open.by_undo,
             });
         }
-        if let Some(what) = open.what {
-            self.selected.push(Change {
+        match open.what {
+            None => {}
+            Some(Err(why)) => self.unreadable.push((seq, why)),
+            Some(Ok(what)) => self.selected.push(Change {
                 order,
                 chain,
                 seq,
@@ -290,7 +289,7 @@ impl History {
                 session: open.session,
                 what,
                 folded: 0,
-            });
+            }),
         }
     }
 
@@ -311,14 +310,21 @@ impl History {
             .open
             .drain()
             .filter_map(|((chain, seq), o)| {
-                o.what
-                    .map(|w| (chain, seq, w.paths().first().map(|p| p.to_string())))
+                let w = o.what?.ok()?;
+                Some((chain, seq, w.paths().first().map(|p| p.to_string())))
             })
             .map(|(c, s, p)| (c, s, p.unwrap_or_default()))
             .collect();
         open.sort();
         self.unsettled = open;
     }
+}
+
+/// Whether record `v` was written by `fsgate undo`: transport `cli` (the command line's
+/// own records; no door writes it) and `args.undo` (which `fsgate backup restore`'s
+/// records lack).
+pub(crate) fn by_undo(v: &Value) -> bool {
+    text(v, "transport") == "cli" && v["args"].get("undo").is_some()
 }
 
 /// The change an intent record announces.
@@ -332,8 +338,10 @@ pub(crate) fn what_of(v: &Value) -> Result<What, String> {
     }
     let real = |k: &str, field: &str| {
         let p = args.get(k).or(v.get(field)).and_then(Value::as_str);
-        p.and_then(rel)
-            .ok_or_else(|| format!("no usable `{field}` in the record"))
+        match p {
+            None => Err(format!("no `{field}` in the record")),
+            Some(p) => rel(p).ok_or_else(|| format!("its `{field}` {p:?} is no workspace path")),
+        }
     };
     let count = |k: &str| {
         args.get(k)

@@ -152,7 +152,8 @@ impl Where {
     }
 
     /// Opens the gateway on the workspace with the gateway's log and store, under the
-    /// undo's policy (the gateway's fixed floor carried over), confined and reconciled
+    /// undo's policy (the gateway's fixed floor, secret names and deny rules carried
+    /// over), confined and reconciled
     /// as `serve` is: its `start` record says transport `cli`.
     pub(crate) fn open_gateway(&self, args: &UndoArgs) -> Result<crate::startup::Opened, String> {
         let cfg = crate::startup::GatewayConfig {
@@ -164,8 +165,14 @@ impl Where {
             several: Vec::new(),
         };
         let opened = crate::startup::open(&cfg)?;
+        let served = opened.gateway.policy();
         let ready = super::undo_policy()
-            .and_then(|p| opened.gateway.reload(p).map(|_| ()))
+            .and_then(|p| {
+                opened
+                    .gateway
+                    .reload(p.with_denials_of(&served))
+                    .map(|_| ())
+            })
             .and_then(|()| crate::startup::confine(&opened, None, "cli").map(|_| ()));
         if let Err(e) = ready {
             super::close(&opened.gateway, "refused");

@@ -93,7 +93,8 @@ pub struct UndoArgs {
     pub backup_dir: Option<PathBuf>,
     /// The policy the gateway serves the workspace with: its [audit] settings (signing
     /// key, fsync) and its [audit] path and [backup] dir apply. Its rules do not: they
-    /// allowed the changes; the undo is bound by the fixed floor only.
+    /// allowed the changes; the undo is bound by its refusals only (the fixed floor,
+    /// secret names, deny rules).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
 }
@@ -131,10 +132,11 @@ impl UndoArgs {
     }
 }
 
-/// The policy an undo runs under: every operation allowed, no secret names, no content
-/// rules, no size limits a backup could exceed. The changes it undoes were allowed
-/// when made, and it touches only their paths; the fixed floor (fsgate's own files)
-/// still holds, carried over from the gateway's policy.
+/// The policy an undo runs under: every operation allowed, no content rules, no size
+/// limits a backup could exceed. The changes it undoes were allowed when made, and it
+/// touches only their paths; what no agent may reach still holds, carried over from
+/// the gateway's policy: the fixed floor (fsgate's own files), the secret names and
+/// the deny rules ([`Policy::with_denials_of`]).
 pub fn undo_policy() -> Result<Policy, String> {
     let text = "version = 1\n\
         [secrets]\nbuiltin = false\n\
@@ -294,9 +296,11 @@ fn finish(
         gw.record("undo", summary(args, history, &rows));
     }
     report::print(args, history, &rows).map_err(|e| format!("cannot print the report: {e}"))?;
-    let left = rows
-        .iter()
-        .any(|r| matches!(r.status, Status::Skipped | Status::Failed));
+    // A change the log names but the undo could not read is left as it is too.
+    let left = !history.unreadable.is_empty()
+        || rows
+            .iter()
+            .any(|r| matches!(r.status, Status::Skipped | Status::Failed));
     Ok(if left { EXIT_LEFT } else { EXIT_DONE })
 }
 

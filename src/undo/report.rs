@@ -21,7 +21,7 @@ pub(super) fn print(args: &UndoArgs, history: &History, rows: &[Row]) -> io::Res
     }
     for (seq, why) in &history.unreadable {
         eprint_line(&format!(
-            "fsgate undo: note: intent {seq} cannot be undone: {}",
+            "fsgate undo: the change of intent {seq} is left as it is: {}",
             Esc(why)
         ));
     }
@@ -172,6 +172,7 @@ mod tests {
                 session: "evil\u{202e}".into(),
                 seq: 9,
                 chain: 0,
+                by_undo: false,
             }),
             forced: false,
             session: "s".into(),

@@ -58,6 +58,9 @@ pub struct ChangedBy {
     /// Which chain of the log.
     #[serde(skip)]
     pub chain: usize,
+    /// Theirs was an earlier `fsgate undo` (see `Touch::by_undo`).
+    #[serde(skip)]
+    pub by_undo: bool,
 }
 
 /// One line of the undo's report: one change (with the rewrites folded into it).
@@ -208,6 +211,7 @@ impl Undoer<'_> {
                 session: t.session.clone(),
                 seq: t.seq,
                 chain: t.chain,
+                by_undo: t.by_undo,
             })
     }
 
@@ -216,7 +220,7 @@ impl Undoer<'_> {
     fn conflict(&self, c: &Change, why: String, row: &mut Row) {
         row.changed_by = self.who(c, row);
         match &row.changed_by {
-            Some(by) if by.session.starts_with(super::UNDO_SESSION_PREFIX) => {
+            Some(by) if by.by_undo => {
                 row.status = Status::Already;
                 row.note = format!("undone already ({}, record {})", by.session, by.seq);
             }
