@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{Gate, run_cli};
+use crate::common::{Gate, canonical_tempdir, run_cli};
 
 /// Runs `fsgate undo` on `g`'s workspace, log and store with `extra` arguments.
 fn undo(g: &Gate, extra: &[&str]) -> Output {
@@ -161,4 +161,98 @@ fn a_session_named_like_an_undo_does_not_pass_for_one() {
     assert_eq!(row["status"], "skipped", "{}", text(&out));
     assert_eq!(row["changedBy"]["session"], "undo:s1");
     assert_eq!(read(&g.path("f.txt")), "payload\n");
+}
+
+/// `app` and `lib=DIR` served together: a session's changes in both are put back, each
+/// in its own workspace from its own store (`--backup-dir DIR` holds `DIR/<name>`), when
+/// the undo is given every `--workspace`; given one, it changes nothing, says on stderr
+/// which changes it could not read, and exits 1.
+#[test]
+fn undo_puts_back_every_workspace_of_a_gateway_serving_several() {
+    let (dir, parent) = canonical_tempdir("fsgate-undo-several-");
+    let at = |n: &str| parent.join(n);
+    for d in ["app", "lib/d", "other", "state"] {
+        std::fs::create_dir_all(at(d)).expect("mkdir");
+    }
+    for (f, c) in [
+        ("app/a.txt", "a0\n"),
+        ("lib/b.txt", "b0\n"),
+        ("lib/d/c.txt", "c0\n"),
+    ] {
+        std::fs::write(at(f), c).expect("seed");
+    }
+    let lib = format!("lib={}", at("lib").display());
+    let mut g = Gate::with_workspaces(
+        at("app"),
+        &[lib.clone().into()],
+        None,
+        (at("other"), at("state")),
+        vec![dir],
+    );
+    let abs = |p: &str| at(p).to_string_lossy().into_owned();
+    let calls = [
+        (
+            "fs/write_text_file",
+            json!({"path": abs("app/a.txt"), "content": "a1\n"}),
+        ),
+        (
+            "fs/write_text_file",
+            json!({"path": abs("app/new.txt"), "content": "n\n"}),
+        ),
+        (
+            "fs/write_text_file",
+            json!({"path": abs("lib/b.txt"), "content": "b1\n"}),
+        ),
+        (
+            "_fsgate/rm",
+            json!({"path": abs("lib/d"), "recursive": true}),
+        ),
+    ];
+    for (m, params) in calls {
+        g.ok(m, session("s", params));
+    }
+    stop(&mut g);
+    let log = g.audit_log.to_string_lossy();
+    let run = |store: &str, extra: &[&str]| {
+        let mut args = vec!["undo", "--audit-log", &log, "--backup-dir", store];
+        args.extend_from_slice(extra);
+        run_cli(&args)
+    };
+    let (app, stores) = (abs("app"), abs("state/backups"));
+
+    // One workspace given, with the store its name keeps: the changes name workspaces.
+    let one = run(
+        &abs("state/backups/app"),
+        &["--workspace", &app, "--session", "s"],
+    );
+    assert_eq!(one.status.code(), Some(1), "{}", text(&one));
+    let said = String::from_utf8_lossy(&one.stderr);
+    assert!(said.contains("workspace `lib`"), "{}", text(&one));
+    assert_eq!(read(&at("lib/b.txt")), "b1\n", "nothing changed");
+
+    let all = ["--workspace", &app, "--workspace", &lib, "--session", "s"];
+    let dry = run(&stores, &[&all[..], &["--dry-run", "--json"]].concat());
+    assert_eq!(dry.status.code(), Some(0), "{}", text(&dry));
+    assert_eq!(rows(&dry).len(), 4, "{}", text(&dry));
+    assert_eq!(read(&at("lib/b.txt")), "b1\n", "a dry run changes nothing");
+    let out = run(&stores, &[&all[..], &["--json"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(read(&at("app/a.txt")), "a0\n");
+    assert!(!at("app/new.txt").exists());
+    assert_eq!(read(&at("lib/b.txt")), "b0\n");
+    assert_eq!(read(&at("lib/d/c.txt")), "c0\n");
+    let named: Vec<Value> = rows(&out).iter().map(|r| r["workspace"].clone()).collect();
+    assert!(
+        named.contains(&json!("lib")) && named.contains(&json!("app")),
+        "{named:?}"
+    );
+    let again = run(&stores, &all);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "undone already: {}",
+        text(&again)
+    );
+    let verified = run_cli(&["audit", "verify", &log]);
+    assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
 }

@@ -107,7 +107,12 @@ fn line(r: &Row, dry: bool) -> String {
         (Status::Failed, false) => "failed",
         (Status::Failed, true) => "fail",
     };
-    let mut text = format!("  {status:<8} {:<19} {}", r.action, Esc(&r.path));
+    let place = r
+        .workspace
+        .as_ref()
+        .map(|w| format!("{}:", Esc(w)))
+        .unwrap_or_default();
+    let mut text = format!("  {status:<8} {:<19} {place}{}", r.action, Esc(&r.path));
     if let Some(from) = &r.from {
         text.push_str(&format!(" <- {}", Esc(from)));
     }
@@ -161,6 +166,7 @@ mod tests {
         let r = Row {
             status: Status::Skipped,
             action: "restore",
+            workspace: None,
             path: "a\u{1b}[2Jb.txt".into(),
             from: None,
             diff: Some(Diff::Lines {

@@ -71,6 +71,9 @@ pub struct Row {
     pub status: Status,
     /// What the undo does: `restore`, `remove`, `re-create`, `move back`, ...
     pub action: &'static str,
+    /// The workspace among several the path lies in (None: the gateway served one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
     /// The path put back.
     pub path: String,
     /// For `move back`: where it moves back from.
@@ -104,6 +107,7 @@ impl Row {
         Row {
             status: Status::Undone,
             action: "",
+            workspace: None,
             path: path.unwrap_or_default(),
             from: None,
             diff: None,
