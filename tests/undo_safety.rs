@@ -1,4 +1,5 @@
-//! `fsgate undo` never reaches beyond what the changes it undoes touched (issue 57): a
+//! `fsgate undo` and `fsgate backup restore` never reach beyond what they put back
+//! (issue 57): a
 //! path that now leads through a symbolic link is left alone, even under `--force`; it
 //! never writes where the gateway's policy refuses every agent; a session an agent
 //! names `undo:<id>` does not pass for an undo; and a change it cannot read is said on
@@ -253,6 +254,90 @@ fn undo_puts_back_every_workspace_of_a_gateway_serving_several() {
         "undone already: {}",
         text(&again)
     );
+    let verified = run_cli(&["audit", "verify", &log]);
+    assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
+}
+
+/// `fsgate backup restore` of `docs/hooks/pre-commit` after `docs/hooks` became a link
+/// to `.git/hooks`: refused, nothing written through it.
+#[test]
+fn a_restore_writes_nothing_through_a_link_on_its_path() {
+    let mut g = Gate::start();
+    g.put("docs/hooks/pre-commit", "#!/bin/sh\necho docs hook\n");
+    g.ok(
+        "fs/write_text_file",
+        session(
+            "s",
+            json!({"path": g.abs("docs/hooks/pre-commit"), "content": "agent\n"}),
+        ),
+    );
+    stop(&mut g);
+    std::fs::remove_dir_all(g.path("docs/hooks")).expect("rm");
+    std::fs::create_dir_all(g.path(".git/hooks")).expect("mkdir");
+    symlink("../.git/hooks", g.path("docs/hooks")).expect("link");
+    let out = run_cli(&[
+        "backup",
+        "restore",
+        "--workspace",
+        &g.root.to_string_lossy(),
+        "--backup-dir",
+        &g.state.join("backups").to_string_lossy(),
+        "--audit-log",
+        &g.audit_log.to_string_lossy(),
+        "docs/hooks/pre-commit",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!g.path(".git/hooks/pre-commit").exists(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("symbolic link"));
+}
+
+/// `fsgate backup restore --workspace-name lib` of a gateway serving `app` and `lib`:
+/// the store is `lib/` in --backup-dir, and the restore's records name `lib`.
+#[test]
+fn a_restore_takes_one_workspace_of_several_by_its_name() {
+    let (dir, parent) = canonical_tempdir("fsgate-restore-several-");
+    let at = |n: &str| parent.join(n);
+    for d in ["app", "lib", "other", "state"] {
+        std::fs::create_dir_all(at(d)).expect("mkdir");
+    }
+    std::fs::write(at("lib/b.txt"), "b0\n").expect("seed");
+    let lib = format!("lib={}", at("lib").display());
+    let mut g = Gate::with_workspaces(
+        at("app"),
+        &[lib.into()],
+        None,
+        (at("other"), at("state")),
+        vec![dir],
+    );
+    let b = at("lib/b.txt").to_string_lossy().into_owned();
+    g.ok(
+        "fs/write_text_file",
+        session("s", json!({"path": b, "content": "b1\n"})),
+    );
+    stop(&mut g);
+    let log = g.audit_log.to_string_lossy().into_owned();
+    let out = run_cli(&[
+        "backup",
+        "restore",
+        "--workspace",
+        &at("lib").to_string_lossy(),
+        "--workspace-name",
+        "lib",
+        "--backup-dir",
+        &at("state/backups").to_string_lossy(),
+        "--audit-log",
+        &log,
+        "b.txt",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(read(&at("lib/b.txt")), "b0\n");
+    let records: Vec<Value> = read(&g.audit_log)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|r: &Value| r["op"] == "restore")
+        .collect();
+    assert_eq!(records.len(), 2, "intent and outcome");
+    assert!(records.iter().all(|r| r["args"]["workspace"] == "lib"));
     let verified = run_cli(&["audit", "verify", &log]);
     assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
 }
