@@ -1,9 +1,8 @@
 //! `fsgate undo` and `fsgate backup restore` never reach beyond what they put back
-//! (issue 57): a
-//! path that now leads through a symbolic link is left alone, even under `--force`; it
-//! never writes where the gateway's policy refuses every agent; a session an agent
-//! names `undo:<id>` does not pass for an undo; and a change it cannot read is said on
-//! stderr, with exit 1.
+//! (issue 57): a path that now leads through a symbolic link is left alone, even under
+//! `--force`; an undo never writes where the gateway's policy refuses every agent; a
+//! session an agent names `undo:<id>` does not pass for an undo; a change it cannot
+//! read is said on stderr, with exit 1; several workspaces are undone and restored.
 //!
 //! Included from tests/all.rs as `mod undo_safety;` (uses `crate::common`).
 
