@@ -509,6 +509,7 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
         audit_log,
         policy,
         backup_dir,
+        workspace_name,
         ..
     } = &mut cmd
     else {
@@ -562,10 +563,19 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
             )
         })
     });
+    if let Some(name) = workspace_name.as_deref()
+        && !crate::policy::valid_workspace_name(name)
+    {
+        return fail(&format!(
+            "backup restore refused: {} is no workspace name",
+            crate::text::Esc(name)
+        ));
+    }
+    let named = workspace_name.clone();
     match log {
         Ok(log) => code(crate::backup::cli::run_with_audit(
             cmd,
-            &mut crate::backup::audit::Recorder::new(log, stdio_peer()),
+            &mut crate::backup::audit::Recorder::new(log, stdio_peer()).in_workspace(named),
         )),
         Err(e) => fail(&format!("backup restore refused: {e}")),
     }

@@ -138,6 +138,8 @@ mod backup_limits;
 mod crash_gateway;
 // `fsgate undo`: a session put back from the log and the backups; dry run, --force, refusal.
 mod undo;
+// `fsgate undo` never follows a link, never writes where the policy refuses every agent, never takes an agent's session for an undo.
+mod undo_safety;
 // Write-ahead records: a failing audit log refuses changes; kill -9 at each syscall of a change, then restart reconciles it.
 mod writeahead;
 // A write's syncs, in the order strace saw them, each before what depends on it.

@@ -20,6 +20,14 @@ pub struct Selection {
     pub since: Option<OffsetDateTime>,
     /// Changes recorded strictly before this time.
     pub until: Option<OffsetDateTime>,
+    /// The workspace whose changes these are, among several (`args.workspace`); None:
+    /// the gateway served one, and its records name none.
+    pub workspace: Option<String>,
+    /// The other workspaces undone (in a pass of their own): their changes are left
+    /// here without a word. None: every other workspace's are (they were reported in
+    /// the first pass); else a change of the selection in a workspace not listed is
+    /// one the undo cannot put back, and says so.
+    pub elsewhere: Option<Vec<String>>,
 }
 
 impl Selection {
@@ -159,6 +167,10 @@ pub struct Touch {
     pub seq: u64,
     /// The session that made it.
     pub session: String,
+    /// Made by `fsgate undo` itself: recorded by the command line (transport `cli`,
+    /// which no door writes) with `args.undo`. Never read from the session id, which
+    /// an agent chooses.
+    pub by_undo: bool,
 }
 
 /// An intent whose outcome has not been read yet.
@@ -166,9 +178,10 @@ pub struct Touch {
 struct Open {
     ts: String,
     session: String,
+    by_undo: bool,
     paths: Vec<String>,
-    /// Parsed only for the selection's intents.
-    what: Option<What>,
+    /// Parsed only for the selection's intents (Err: why it could not be).
+    what: Option<Result<What, String>>,
 }
 
 /// Everything the undo needs from the log.
@@ -182,7 +195,7 @@ pub struct History {
     pub session_seen: bool,
     /// The selection's intents without an outcome: (chain, seq, path).
     pub unsettled: Vec<(usize, u64, String)>,
-    /// Intents of the selection that could not be read (their seq, why).
+    /// Changes of the selection that were made but could not be read (their seq, why).
     pub unreadable: Vec<(u64, String)>,
     /// Changes made so far, selected or not.
     made: usize,
@@ -234,18 +247,31 @@ impl History {
 
     fn observe_intent(&mut self, chain: usize, seq: u64, v: &Value, sel: &Selection) {
         let (session, ts) = (text(v, "session"), text(v, "ts"));
-        let what = if sel.matches(session, ts) {
-            match what_of(v) {
-                Ok(w) => Some(w),
-                Err(e) => {
-                    self.unreadable.push((seq, e));
-                    None
-                }
-            }
-        } else {
-            None
-        };
         let args = &v["args"];
+        let ws = args.get("workspace").and_then(Value::as_str);
+        if ws != sel.workspace.as_deref() {
+            // Its path is relative to another workspace's root: not one of this pass.
+            let known = sel
+                .elsewhere
+                .as_ref()
+                .is_none_or(|e| ws.is_some_and(|w| e.iter().any(|x| x == w)));
+            if !known && sel.matches(session, ts) {
+                let why = format!(
+                    "made in workspace `{}` of a gateway serving several; pass every --workspace NAME=DIR it was given",
+                    ws.unwrap_or_default()
+                );
+                let open = Open {
+                    ts: ts.to_owned(),
+                    session: session.to_owned(),
+                    by_undo: false,
+                    paths: Vec::new(),
+                    what: Some(Err(why)),
+                };
+                self.open.insert((chain, seq), open);
+            }
+            return;
+        }
+        let what = sel.matches(session, ts).then(|| what_of(v));
         let paths = [
             args.get("realPath").or(v.get("path")),
             args.get("realPath2").or(v.get("path2")),
@@ -257,6 +283,7 @@ impl History {
         let open = Open {
             ts: ts.to_owned(),
             session: session.to_owned(),
+            by_undo: by_undo(v),
             paths,
             what,
         };
@@ -279,10 +306,13 @@ impl History {
                 chain,
                 seq,
                 session: open.session.clone(),
+                by_undo: open.by_undo,
             });
         }
-        if let Some(what) = open.what {
-            self.selected.push(Change {
+        match open.what {
+            None => {}
+            Some(Err(why)) => self.unreadable.push((seq, why)),
+            Some(Ok(what)) => self.selected.push(Change {
                 order,
                 chain,
                 seq,
@@ -290,7 +320,7 @@ impl History {
                 session: open.session,
                 what,
                 folded: 0,
-            });
+            }),
         }
     }
 
@@ -305,14 +335,29 @@ impl History {
         self.touches.retain(|_, t| !t.is_empty());
     }
 
+    /// Takes in another workspace's history (`name`), for the report: its changes,
+    /// its notes, its paths named `name:path`.
+    pub fn absorb(&mut self, name: Option<&str>, other: History) {
+        let shown = |p: String| match name {
+            Some(n) => format!("{n}:{p}"),
+            None => p,
+        };
+        self.session_seen |= other.session_seen;
+        self.selected.extend(other.selected);
+        self.unreadable.extend(other.unreadable);
+        let unsettled = other.unsettled.into_iter();
+        self.unsettled
+            .extend(unsettled.map(|(c, s, p)| (c, s, shown(p))));
+    }
+
     /// Ends the reading: the selection's intents still open are listed.
     pub fn finish(&mut self) {
         let mut open: Vec<_> = self
             .open
             .drain()
             .filter_map(|((chain, seq), o)| {
-                o.what
-                    .map(|w| (chain, seq, w.paths().first().map(|p| p.to_string())))
+                let w = o.what?.ok()?;
+                Some((chain, seq, w.paths().first().map(|p| p.to_string())))
             })
             .map(|(c, s, p)| (c, s, p.unwrap_or_default()))
             .collect();
@@ -321,19 +366,22 @@ impl History {
     }
 }
 
+/// Whether record `v` was written by `fsgate undo`: transport `cli` (the command line's
+/// own records; no door writes it) and `args.undo` (which `fsgate backup restore`'s
+/// records lack).
+pub(crate) fn by_undo(v: &Value) -> bool {
+    text(v, "transport") == "cli" && v["args"].get("undo").is_some()
+}
+
 /// The change an intent record announces.
 pub(crate) fn what_of(v: &Value) -> Result<What, String> {
     let args = &v["args"];
-    // Its path is relative to a workspace among several, which --workspace may not be.
-    if let Some(ws) = args.get("workspace").and_then(Value::as_str) {
-        return Err(format!(
-            "made in workspace `{ws}` of a gateway serving several; undo puts back changes of a single-workspace gateway only"
-        ));
-    }
     let real = |k: &str, field: &str| {
         let p = args.get(k).or(v.get(field)).and_then(Value::as_str);
-        p.and_then(rel)
-            .ok_or_else(|| format!("no usable `{field}` in the record"))
+        match p {
+            None => Err(format!("no `{field}` in the record")),
+            Some(p) => rel(p).ok_or_else(|| format!("its `{field}` {p:?} is no workspace path")),
+        }
     };
     let count = |k: &str| {
         args.get(k)
@@ -596,14 +644,44 @@ mod tests {
         assert!(what_of(&odd).is_err());
         let escape = intent(1, "a", "mkdir", json!({"path": "../x"}));
         assert!(what_of(&escape).is_err());
-        // A change in one of several workspaces: its path is not --workspace's.
-        let several = intent(
-            1,
-            "a",
-            "mkdir",
-            json!({"path": "d", "args": {"workspace": "docs"}}),
-        );
-        assert!(what_of(&several).unwrap_err().contains("`docs`"));
+    }
+
+    /// With several workspaces, each pass reads its own workspace's changes; a change
+    /// of a workspace no pass covers is one the undo cannot put back.
+    #[test]
+    fn each_workspace_reads_its_own_changes() {
+        let rec = |seq: u64, ws: &str| {
+            let mut v = intent(
+                seq,
+                "a",
+                "write_text_file",
+                json!({"path": "f", "sha256": "00"}),
+            );
+            v["args"] = json!({"workspace": ws});
+            v
+        };
+        let records = [
+            rec(1, "app"),
+            outcome(2, 1, "ok"),
+            rec(3, "lib"),
+            outcome(4, 3, "ok"),
+            rec(5, "gone"),
+            outcome(6, 5, "ok"),
+        ];
+        let sel = |ws: &str, elsewhere: Option<Vec<String>>| Selection {
+            workspace: Some(ws.into()),
+            elsewhere,
+            ..Default::default()
+        };
+        let first = read(&records, &sel("app", Some(vec!["lib".into()])));
+        let seqs: Vec<u64> = first.selected.iter().map(|c| c.seq).collect();
+        assert_eq!(seqs, [1]);
+        assert_eq!(first.unreadable.len(), 1, "{:?}", first.unreadable);
+        assert!(first.unreadable[0].1.contains("`gone`"));
+        assert_eq!(first.touches["f"].len(), 1, "lib's f is another file");
+        let second = read(&records, &sel("lib", None));
+        let seqs: Vec<u64> = second.selected.iter().map(|c| c.seq).collect();
+        assert_eq!((seqs, second.unreadable.len()), (vec![3], 0));
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::text::EscPath;
 
 use super::history::{History, Selection};
 use super::{Refusal, UndoArgs};
+use crate::startup::several::{NamedRoot, keep_usable};
 
 /// The log and the store an undo uses.
 pub(crate) struct Where {
@@ -27,12 +28,39 @@ pub(crate) struct Where {
     named: Option<PathBuf>,
     /// The directory holding the log's chains.
     dir: PathBuf,
-    /// The backup store.
-    backup_dir: PathBuf,
+    /// The backup store the operator named (`--backup-dir`, `[backup] dir`); with
+    /// several workspaces, `<name>/` in it holds each one's.
+    backup_root: Option<PathBuf>,
+    /// The first workspace's directory.
+    first: PathBuf,
+    /// The workspaces, named, when the gateway served several (empty: one).
+    pub(crate) several: Vec<NamedRoot>,
+}
+
+/// One workspace an undo puts back: its name among several (None: the only one), and
+/// its directory.
+pub(crate) struct Place<'a> {
+    pub(crate) name: Option<&'a str>,
+    pub(crate) dir: &'a Path,
+}
+
+/// The workspaces `args` gives, as `serve` takes them: several keep their names (the
+/// usable ones); one is served without a name, whatever it is given.
+fn workspaces(args: &UndoArgs) -> Result<(PathBuf, Vec<NamedRoot>), Refusal> {
+    match args.workspace.as_slice() {
+        [] => Err("a workspace is required".to_owned().into()),
+        [one] => Ok((one.dir.clone(), Vec::new())),
+        given => {
+            let kept = keep_usable(given).map_err(|e| e.to_string())?;
+            let first = kept.first().map(|r| r.dir.clone()).unwrap_or_default();
+            Ok((first, kept))
+        }
+    }
 }
 
 /// Finds the log and store the gateway serving `args.workspace` uses.
 pub(crate) fn locate(args: &UndoArgs) -> Result<Where, Refusal> {
+    let (first, several) = workspaces(args)?;
     let policy = args
         .policy
         .as_deref()
@@ -48,11 +76,7 @@ pub(crate) fn locate(args: &UndoArgs) -> Result<Where, Refusal> {
         .as_ref()
         .map(|p| p.settings().backup.clone())
         .unwrap_or_default();
-    let state = || {
-        crate::backup::workspace_state_dir(&args.workspace).map_err(|e| {
-            format!("{e}; pass --audit-log and --backup-dir (those the gateway was given)")
-        })
-    };
+    let state = || state_of(&first);
     let named = args.audit_log.clone().or(settings.path.clone());
     let dir = match &named {
         Some(p) => p
@@ -62,20 +86,53 @@ pub(crate) fn locate(args: &UndoArgs) -> Result<Where, Refusal> {
             .to_path_buf(),
         None => state()?.join("audit"),
     };
-    let backup_dir = match (&args.backup_dir, &backup_settings.dir) {
-        (Some(d), _) | (None, Some(d)) => d.clone(),
-        (None, None) => state()?.join("backups"),
-    };
+    let backup_root = args.backup_dir.clone().or(backup_settings.dir.clone());
     Ok(Where {
         settings,
         backup_settings,
         named,
         dir,
-        backup_dir,
+        backup_root,
+        first,
+        several,
+    })
+}
+
+/// The state directory of the workspace `dir` (its default log and store).
+fn state_of(dir: &Path) -> Result<PathBuf, String> {
+    crate::backup::workspace_state_dir(dir).map_err(|e| {
+        format!("{e}; pass --audit-log and --backup-dir (those the gateway was given)")
     })
 }
 
 impl Where {
+    /// Every workspace the undo puts back, the first first.
+    pub(crate) fn places(&self) -> Vec<Place<'_>> {
+        if self.several.is_empty() {
+            return vec![Place {
+                name: None,
+                dir: &self.first,
+            }];
+        }
+        self.several
+            .iter()
+            .map(|r| Place {
+                name: Some(r.name.as_str()),
+                dir: r.dir.as_path(),
+            })
+            .collect()
+    }
+
+    /// The backup store of `place`, as `serve` chose it: the store named, `<name>/` in
+    /// it with several workspaces; else the workspace's own state directory's.
+    fn backup_dir(&self, place: &Place<'_>) -> Result<PathBuf, String> {
+        match (&self.backup_root, place.name) {
+            (Some(root), Some(name)) => Ok(root.join(name)),
+            (Some(root), None) => Ok(root.clone()),
+            (None, _) => Ok(state_of(place.dir)?.join("backups")),
+        }
+    }
+
     /// The log's chains: the named log's series, or every chain in the default
     /// directory (one per gateway that ran at once).
     fn chains(&self) -> Result<Vec<Series>, String> {
@@ -141,31 +198,42 @@ impl Where {
         Ok(())
     }
 
-    /// The backup store, if there is one (a dry run makes none).
-    pub(crate) fn open_store_if_there(&self) -> Result<Option<BackupStore>, String> {
-        if !self.backup_dir.is_dir() {
+    /// The backup store of `place`, if there is one (a dry run makes none).
+    pub(crate) fn open_store_if_there(
+        &self,
+        place: &Place<'_>,
+    ) -> Result<Option<BackupStore>, String> {
+        let dir = self.backup_dir(place)?;
+        if !dir.is_dir() {
             return Ok(None);
         }
-        BackupStore::open(&self.backup_dir, &self.backup_settings)
+        BackupStore::open(&dir, &self.backup_settings)
             .map(Some)
             .map_err(|e| e.to_string())
     }
 
     /// Opens the gateway on the workspace with the gateway's log and store, under the
-    /// undo's policy (the gateway's fixed floor carried over), confined and reconciled
+    /// undo's policy (the gateway's fixed floor, secret names and deny rules carried
+    /// over), confined and reconciled
     /// as `serve` is: its `start` record says transport `cli`.
     pub(crate) fn open_gateway(&self, args: &UndoArgs) -> Result<crate::startup::Opened, String> {
         let cfg = crate::startup::GatewayConfig {
-            workspace: args.workspace.clone(),
+            workspace: self.first.clone(),
             policy: args.policy.clone(),
             audit_log: self.named.clone(),
-            backup_dir: Some(self.backup_dir.clone()),
+            backup_dir: self.backup_root.clone(),
             accept_broken_chain: false,
-            several: Vec::new(),
+            several: self.several.clone(),
         };
         let opened = crate::startup::open(&cfg)?;
+        let served = opened.gateway.policy();
         let ready = super::undo_policy()
-            .and_then(|p| opened.gateway.reload(p).map(|_| ()))
+            .and_then(|p| {
+                opened
+                    .gateway
+                    .reload(p.with_denials_of(&served))
+                    .map(|_| ())
+            })
             .and_then(|()| crate::startup::confine(&opened, None, "cli").map(|_| ()));
         if let Err(e) = ready {
             super::close(&opened.gateway, "refused");

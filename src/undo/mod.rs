@@ -57,9 +57,11 @@ pub const EXIT_BUSY: i32 = 3;
 /// `fsgate undo`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct UndoArgs {
-    /// The workspace the changes were made in.
-    #[arg(long, value_name = "DIR")]
-    pub workspace: PathBuf,
+    /// The workspace the changes were made in. Give every `--workspace` the gateway
+    /// was given, as it was given (`[NAME=]DIR`): with several, each change is put back
+    /// in the workspace its record names (docs/workspaces.md).
+    #[arg(long, value_name = "[NAME=]DIR", required = true)]
+    pub workspace: Vec<crate::startup::WorkspaceArg>,
     /// The session whose changes to undo: its `session` in the audit log (the ACP
     /// sessionId, the MCP or WebSocket connection id; `fsgate audit show --stats`
     /// lists them).
@@ -93,7 +95,8 @@ pub struct UndoArgs {
     pub backup_dir: Option<PathBuf>,
     /// The policy the gateway serves the workspace with: its [audit] settings (signing
     /// key, fsync) and its [audit] path and [backup] dir apply. Its rules do not: they
-    /// allowed the changes; the undo is bound by the fixed floor only.
+    /// allowed the changes; the undo is bound by its refusals only (the fixed floor,
+    /// secret names, deny rules).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
 }
@@ -112,6 +115,8 @@ impl UndoArgs {
             session: self.session.clone(),
             since: date(&self.since)?,
             until: date(&self.until)?,
+            workspace: None,
+            elsewhere: None,
         })
     }
 
@@ -131,10 +136,11 @@ impl UndoArgs {
     }
 }
 
-/// The policy an undo runs under: every operation allowed, no secret names, no content
-/// rules, no size limits a backup could exceed. The changes it undoes were allowed
-/// when made, and it touches only their paths; the fixed floor (fsgate's own files)
-/// still holds, carried over from the gateway's policy.
+/// The policy an undo runs under: every operation allowed, no content rules, no size
+/// limits a backup could exceed. The changes it undoes were allowed when made, and it
+/// touches only their paths; what no agent may reach still holds, carried over from
+/// the gateway's policy: the fixed floor (fsgate's own files), the secret names and
+/// the deny rules ([`Policy::with_denials_of`]).
 pub fn undo_policy() -> Result<Policy, String> {
     let text = "version = 1\n\
         [secrets]\nbuiltin = false\n\
@@ -190,20 +196,54 @@ fn dry_run(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32,
             "fsgate undo: note: {held}; what it changes next is not in this plan"
         ));
     }
-    let ws = crate::workspace::Workspace::open(&args.workspace).map_err(|e| {
-        format!(
-            "cannot open workspace {}: {e}",
-            crate::text::EscPath(&args.workspace)
-        )
-    })?;
-    let store = loc.open_store_if_there()?;
-    let history = loc.read(sel)?;
-    let src = world::Sources::new(&ws, store.as_ref());
-    let mut model = world::Model::new(src);
-    let in_turn = |changes: &[Change], u: &Undoer| -> Vec<Row> {
+    let places = loc.places();
+    let mut opened = Vec::with_capacity(places.len());
+    for place in &places {
+        let ws = crate::workspace::Workspace::open(place.dir).map_err(|e| {
+            format!(
+                "cannot open workspace {}: {e}",
+                crate::text::EscPath(place.dir)
+            )
+        })?;
+        opened.push((ws, loc.open_store_if_there(place)?));
+    }
+    let parts = read_parts(sel, loc)?;
+    let in_turn = |i: usize, changes: &[Change], u: &Undoer| -> Vec<Row> {
+        let Some((ws, store)) = opened.get(i) else {
+            return Vec::new();
+        };
+        let mut model = world::Model::new(world::Sources::new(ws, store.as_ref()));
         changes.iter().map(|c| u.undo(&mut model, c)).collect()
     };
-    finish(args, &history, in_turn, None)
+    finish(args, parts, in_turn, None)
+}
+
+/// One workspace's part of the undo: its name among several, and what its log says.
+struct Part {
+    name: Option<String>,
+    history: History,
+}
+
+/// Reads the log once per workspace: each pass its own workspace's changes (the first
+/// also says which changes lie in a workspace the undo was not given).
+fn read_parts(sel: &Selection, loc: &locate::Where) -> Result<Vec<Part>, String> {
+    let places = loc.places();
+    let names: Vec<String> = places
+        .iter()
+        .filter_map(|p| p.name.map(str::to_owned))
+        .collect();
+    let mut parts = Vec::with_capacity(places.len());
+    for (i, place) in places.iter().enumerate() {
+        let mut s = sel.clone();
+        s.workspace = place.name.map(str::to_owned);
+        s.elsewhere = (i == 0).then(|| names.clone());
+        let history = loc.read(&s)?;
+        parts.push(Part {
+            name: s.workspace,
+            history,
+        });
+    }
+    Ok(parts)
 }
 
 /// The undo itself: a gateway opened on the workspace's log and store, the changes
@@ -217,8 +257,8 @@ fn undo(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32, Re
     loc.refuse_unsigned()?;
     let opened = loc.open_gateway(args)?;
     let gw = &opened.gateway;
-    let history = match loc.read(sel) {
-        Ok(h) => h,
+    let parts = match read_parts(sel, loc) {
+        Ok(p) => p,
         Err(e) => {
             close(gw, "refused");
             return Err(e.into());
@@ -234,10 +274,14 @@ fn undo(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32, Re
         notifier: None,
     };
     let note = args.note();
-    let at_once = |changes: &[Change], u: &Undoer| -> Vec<Row> {
+    let at_once = |i: usize, changes: &[Change], u: &Undoer| -> Vec<Row> {
+        // Each workspace through its own gateway: its handle, policy, store, records.
+        let Some(member) = gw.members().nth(i) else {
+            return Vec::new();
+        };
         let prints: Vec<Vec<String>> = changes.iter().map(schedule::footprint).collect();
         let deps = schedule::dependencies(&prints);
-        let make = || world::Real::new(gw, ctx.clone(), note.clone());
+        let make = || world::Real::new(member, ctx.clone(), note.clone());
         let ran = schedule::run_ordered(&deps, WORKERS, make, |w, i| u.undo(w, &changes[i]));
         steps::prune_left(&mut make(), changes);
         let rows = ran.into_iter().zip(changes).map(|(row, c)| {
@@ -250,7 +294,7 @@ fn undo(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32, Re
         });
         rows.collect()
     };
-    let code = finish(args, &history, at_once, Some(gw));
+    let code = finish(args, parts, at_once, Some(gw));
     close(gw, "undo finished");
     code
 }
@@ -265,38 +309,50 @@ fn close(gw: &crate::gateway::Gateway, reason: &str) {
     crate::startup::shutdown(gw, details);
 }
 
-/// Undoes the history's changes with `undo_all` (given them newest first), prints the
-/// report, and (with a gateway) records the summary.
+/// Undoes each workspace's changes with `undo_part` (given its index and the changes
+/// newest first), prints the report, and (with a gateway) records the summary.
 fn finish(
     args: &UndoArgs,
-    history: &History,
-    undo_all: impl FnOnce(&[Change], &Undoer) -> Vec<Row>,
+    parts: Vec<Part>,
+    mut undo_part: impl FnMut(usize, &[Change], &Undoer) -> Vec<Row>,
     gw: Option<&crate::gateway::Gateway>,
 ) -> Result<i32, Refusal> {
     if let Some(s) = &args.session
-        && !history.session_seen
+        && !parts.iter().any(|p| p.history.session_seen)
     {
         return Err(Refusal::Error(format!(
             "the audit log has no record of session {} (`fsgate audit show --stats --workspace DIR` lists the sessions)",
             crate::text::Esc(s)
         )));
     }
-    let mut changes = plan::fold(history.selected.clone(), &history.touches);
-    changes.reverse();
-    let selected = history.selected.iter().map(|c| c.order);
-    let undoer = Undoer {
-        force: args.force,
-        touches: &history.touches,
-        selected: selected.collect::<HashSet<_>>(),
-    };
-    let rows = undo_all(&changes, &undoer);
-    if let Some(gw) = gw {
-        gw.record("undo", summary(args, history, &rows));
+    let mut rows = Vec::new();
+    let mut all = History::default();
+    for (i, part) in parts.into_iter().enumerate() {
+        let history = part.history;
+        let mut changes = plan::fold(history.selected.clone(), &history.touches);
+        changes.reverse();
+        let selected = history.selected.iter().map(|c| c.order);
+        let undoer = Undoer {
+            force: args.force,
+            touches: &history.touches,
+            selected: selected.collect::<HashSet<_>>(),
+        };
+        let mut done = undo_part(i, &changes, &undoer);
+        for r in &mut done {
+            r.workspace.clone_from(&part.name);
+        }
+        rows.extend(done);
+        all.absorb(part.name.as_deref(), history);
     }
-    report::print(args, history, &rows).map_err(|e| format!("cannot print the report: {e}"))?;
-    let left = rows
-        .iter()
-        .any(|r| matches!(r.status, Status::Skipped | Status::Failed));
+    if let Some(gw) = gw {
+        gw.record("undo", summary(args, &all, &rows));
+    }
+    report::print(args, &all, &rows).map_err(|e| format!("cannot print the report: {e}"))?;
+    // A change the log names but the undo could not read is left as it is too.
+    let left = !all.unreadable.is_empty()
+        || rows
+            .iter()
+            .any(|r| matches!(r.status, Status::Skipped | Status::Failed));
     Ok(if left { EXIT_LEFT } else { EXIT_DONE })
 }
 
@@ -326,7 +382,13 @@ fn summary(args: &UndoArgs, history: &History, rows: &[Row]) -> Map<String, Valu
             let listed: Vec<Value> = of
                 .iter()
                 .take(MAX_LISTED)
-                .map(|r| json!({"path": r.path, "seq": r.seq, "why": r.note}))
+                .map(|r| {
+                    let mut v = json!({"path": r.path, "seq": r.seq, "why": r.note});
+                    if let Some(ws) = &r.workspace {
+                        v["workspace"] = ws.as_str().into();
+                    }
+                    v
+                })
                 .collect();
             d.insert(key.into(), Value::Array(listed));
         }

@@ -107,6 +107,7 @@ mod tests {
                 chain: 0,
                 seq: *order as u64,
                 session: (*session).into(),
+                by_undo: false,
             });
         }
         m

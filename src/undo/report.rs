@@ -21,7 +21,7 @@ pub(super) fn print(args: &UndoArgs, history: &History, rows: &[Row]) -> io::Res
     }
     for (seq, why) in &history.unreadable {
         eprint_line(&format!(
-            "fsgate undo: note: intent {seq} cannot be undone: {}",
+            "fsgate undo: the change of intent {seq} is left as it is: {}",
             Esc(why)
         ));
     }
@@ -107,7 +107,12 @@ fn line(r: &Row, dry: bool) -> String {
         (Status::Failed, false) => "failed",
         (Status::Failed, true) => "fail",
     };
-    let mut text = format!("  {status:<8} {:<19} {}", r.action, Esc(&r.path));
+    let place = r
+        .workspace
+        .as_ref()
+        .map(|w| format!("{}:", Esc(w)))
+        .unwrap_or_default();
+    let mut text = format!("  {status:<8} {:<19} {place}{}", r.action, Esc(&r.path));
     if let Some(from) = &r.from {
         text.push_str(&format!(" <- {}", Esc(from)));
     }
@@ -161,6 +166,7 @@ mod tests {
         let r = Row {
             status: Status::Skipped,
             action: "restore",
+            workspace: None,
             path: "a\u{1b}[2Jb.txt".into(),
             from: None,
             diff: Some(Diff::Lines {
@@ -172,6 +178,7 @@ mod tests {
                 session: "evil\u{202e}".into(),
                 seq: 9,
                 chain: 0,
+                by_undo: false,
             }),
             forced: false,
             session: "s".into(),

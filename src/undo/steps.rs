@@ -58,6 +58,9 @@ pub struct ChangedBy {
     /// Which chain of the log.
     #[serde(skip)]
     pub chain: usize,
+    /// Theirs was an earlier `fsgate undo` (see `Touch::by_undo`).
+    #[serde(skip)]
+    pub by_undo: bool,
 }
 
 /// One line of the undo's report: one change (with the rewrites folded into it).
@@ -68,6 +71,9 @@ pub struct Row {
     pub status: Status,
     /// What the undo does: `restore`, `remove`, `re-create`, `move back`, ...
     pub action: &'static str,
+    /// The workspace among several the path lies in (None: the gateway served one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
     /// The path put back.
     pub path: String,
     /// For `move back`: where it moves back from.
@@ -101,6 +107,7 @@ impl Row {
         Row {
             status: Status::Undone,
             action: "",
+            workspace: None,
             path: path.unwrap_or_default(),
             from: None,
             diff: None,
@@ -208,6 +215,7 @@ impl Undoer<'_> {
                 session: t.session.clone(),
                 seq: t.seq,
                 chain: t.chain,
+                by_undo: t.by_undo,
             })
     }
 
@@ -216,7 +224,7 @@ impl Undoer<'_> {
     fn conflict(&self, c: &Change, why: String, row: &mut Row) {
         row.changed_by = self.who(c, row);
         match &row.changed_by {
-            Some(by) if by.session.starts_with(super::UNDO_SESSION_PREFIX) => {
+            Some(by) if by.by_undo => {
                 row.status = Status::Already;
                 row.note = format!("undone already ({}, record {})", by.session, by.seq);
             }

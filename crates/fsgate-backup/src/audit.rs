@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::cli::RestoreAudit;
 use super::{BackupRef, RestoreReport};
@@ -17,6 +17,8 @@ pub struct Recorder {
     peer: String,
     /// The seq of the restore's intent, once recorded.
     intent: Option<u64>,
+    /// The workspace among several the path lies in (`args.workspace`).
+    workspace: Option<String>,
 }
 
 impl Recorder {
@@ -26,11 +28,18 @@ impl Recorder {
             log,
             peer,
             intent: None,
+            workspace: None,
         }
     }
 
+    /// Its records name the workspace `name` among several, as the gateway's do.
+    pub fn in_workspace(mut self, name: Option<String>) -> Recorder {
+        self.workspace = name;
+        self
+    }
+
     fn event(&self, kind: &str, rel_path: &str) -> AuditEvent {
-        AuditEvent {
+        let mut ev = AuditEvent {
             kind: kind.into(),
             transport: "cli".into(),
             peer: self.peer.clone(),
@@ -38,7 +47,11 @@ impl Recorder {
             path: Some(rel_path.to_owned()),
             decision: "allow".into(),
             ..AuditEvent::default()
+        };
+        if let Some(ws) = &self.workspace {
+            ev.args.insert("workspace".into(), ws.clone().into());
         }
+        ev
     }
 
     /// Appends the outcome and closes the log (its `stop` record and checkpoint).
@@ -81,9 +94,8 @@ impl RestoreAudit for Recorder {
         ev.sha256 = Some(report.restored.sha256.clone());
         ev.bytes = Some(report.restored.size);
         ev.backup = report.previous.as_ref().map(|b| b.id.clone());
-        let mut args = Map::new();
-        args.insert("restoredFrom".into(), report.restored.id.clone().into());
-        ev.args = args;
+        ev.args
+            .insert("restoredFrom".into(), report.restored.id.clone().into());
         self.finish(ev)
     }
 

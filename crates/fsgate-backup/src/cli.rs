@@ -31,6 +31,11 @@ pub enum BackupCommand {
         json: bool,
         /// Workspace-relative path (or an absolute path inside --workspace).
         path: Option<String>,
+        /// With a gateway serving several workspaces, this one's name (its
+        /// `--workspace NAME=DIR`): its store is `NAME/` in --backup-dir (or `[backup]
+        /// dir`), as the gateway keeps it.
+        #[arg(long, value_name = "NAME")]
+        workspace_name: Option<String>,
     },
     /// Put a saved version back; the current content is backed up first.
     Restore {
@@ -54,6 +59,11 @@ pub enum BackupCommand {
         /// (signing key, fsync, rotation) and `[backup] dir` apply to the restore.
         #[arg(long, value_name = "FILE")]
         policy: Option<PathBuf>,
+        /// With a gateway serving several workspaces, this one's name (its
+        /// `--workspace NAME=DIR`): its store is `NAME/` in --backup-dir (or `[backup]
+        /// dir`), as the gateway keeps it; the restore's records name it.
+        #[arg(long, value_name = "NAME")]
+        workspace_name: Option<String>,
     },
 }
 
@@ -71,14 +81,18 @@ pub fn run_with_audit(cmd: BackupCommand, audit: &mut dyn RestoreAudit) -> i32 {
             workspace,
             json,
             path,
-        } => list(backup_dir, workspace, json, path),
+            workspace_name,
+        } => named_store(backup_dir, workspace_name.as_deref())
+            .and_then(|dir| list(dir, workspace, json, path)),
         BackupCommand::Restore {
             backup_dir,
             workspace,
             path,
             at,
+            workspace_name,
             ..
-        } => restore_cmd(backup_dir, &workspace, &path, at.as_deref(), audit),
+        } => named_store(backup_dir, workspace_name.as_deref())
+            .and_then(|dir| restore_cmd(dir, &workspace, &path, at.as_deref(), audit)),
     };
     match result {
         Ok(code) => code,
@@ -91,6 +105,21 @@ pub fn run_with_audit(cmd: BackupCommand, audit: &mut dyn RestoreAudit) -> i32 {
             }
         }
     }
+}
+
+/// The store of the workspace `name` among several: `NAME/` in the store named (the
+/// default, a workspace's own state directory, is its own already).
+fn named_store(dir: Option<PathBuf>, name: Option<&str>) -> Result<Option<PathBuf>, BackupError> {
+    let Some(name) = name else {
+        return Ok(dir);
+    };
+    if name.is_empty() || name.starts_with('.') || name.contains(['/', '\0']) {
+        return Err(BackupError::InvalidPath {
+            path: name.to_owned(),
+            reason: "not a workspace name (letters, digits, `.`, `_`, `-`)",
+        });
+    }
+    Ok(dir.map(|d| d.join(name)))
 }
 
 /// Turns a command-line path into a workspace-relative one: relative paths are taken
@@ -193,7 +222,8 @@ mod tests {
                 backup_dir: Some("/b".into()),
                 workspace: None,
                 json: false,
-                path: Some("src/a.rs".into())
+                path: Some("src/a.rs".into()),
+                workspace_name: None,
             }
         );
         let cli = Cli::try_parse_from([
@@ -215,6 +245,7 @@ mod tests {
                 at: Some("2025-01-01".into()),
                 audit_log: None,
                 policy: None,
+                workspace_name: None,
             }
         );
         assert!(

@@ -64,14 +64,7 @@ pub fn restore(
     before_change(&version, previous.as_ref())?;
     let parent = match (existing, parent_path) {
         (Some(parent), _) => parent,
-        (None, Some(p)) => {
-            workspace
-                .create_dir_all(p)
-                .map_err(BackupError::io("create workspace dir", p))?;
-            workspace
-                .open_dir(p)
-                .map_err(BackupError::io("open workspace dir", p))?
-        }
+        (None, Some(p)) => make_parent(workspace, p, rel_path)?,
         (None, None) => {
             return Err(BackupError::io("open workspace dir", ".")(
                 io::ErrorKind::NotFound.into(),
@@ -117,20 +110,58 @@ fn check_version(source: &mut dyn Read, version: &BackupRef) -> Result<(), Backu
     Ok(())
 }
 
-/// The directory that holds `rel_path`'s file, if it exists (nothing is created here).
+/// The directory that holds `rel_path`'s file, if it exists (nothing is created here),
+/// reached without following any symbolic link: one made since (`docs -> ../.git`)
+/// must not carry the restore somewhere else.
 fn open_parent(workspace: &Dir, parent_path: Option<&str>) -> Result<Option<Dir>, BackupError> {
-    let opened = match parent_path {
-        Some(p) => workspace.open_dir(p),
-        None => workspace.try_clone(),
+    let Some(p) = parent_path else {
+        let d = workspace.try_clone();
+        return d
+            .map(Some)
+            .map_err(BackupError::io("open workspace dir", "."));
     };
-    match opened {
+    match open_unlinked(workspace, p) {
         Ok(d) => Ok(Some(d)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(BackupError::io(
-            "open workspace dir",
-            parent_path.unwrap_or("."),
-        )(e)),
+        Err(BackupError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
+}
+
+/// Opens the directory `p` beneath `dir`, refusing a symbolic link anywhere on it.
+fn open_unlinked(dir: &Dir, p: &str) -> Result<Dir, BackupError> {
+    let rel = fsgate_base::path::RelPath::parse_rooted(&format!("/{p}")).map_err(|_| {
+        BackupError::NotRestorable {
+            path: p.to_owned(),
+            reason: "its directory is no workspace path",
+        }
+    })?;
+    fsgate_workspace::open_dir_no_links(dir, &rel).map_err(|e| {
+        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+            BackupError::NotRestorable {
+                path: p.to_owned(),
+                reason: "a directory on its path is a symbolic link; nothing was written through it",
+            }
+        } else {
+            BackupError::io("open workspace dir", p)(e)
+        }
+    })
+}
+
+/// Makes the missing directories of `p` one at a time, each opened without following
+/// a symbolic link.
+fn make_parent(workspace: &Dir, p: &str, rel_path: &str) -> Result<Dir, BackupError> {
+    let mut dir = workspace
+        .try_clone()
+        .map_err(BackupError::io("open workspace dir", "."))?;
+    for name in p.split('/') {
+        match dir.create_dir(name) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(BackupError::io("create workspace dir", rel_path)(e)),
+        }
+        dir = open_unlinked(&dir, name)?;
+    }
+    Ok(dir)
 }
 
 /// The metadata of the file being replaced, None if there is none; refuses anything

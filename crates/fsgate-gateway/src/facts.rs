@@ -66,6 +66,8 @@ pub(crate) struct Facts {
     pub entry_sync: Option<fsgate_workspace::EntrySync>,
     /// The written path, held (`path_lock`) until its entry is durable.
     pub held: Option<super::path_lock::Held>,
+    /// No path may lead through a symbolic link (`fsgate undo`'s requests).
+    pub unlinked: bool,
 }
 
 impl Facts {

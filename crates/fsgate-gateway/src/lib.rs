@@ -63,6 +63,8 @@ pub(crate) const RULE_OS: &str = "os-permission";
 /// Rule id for the nesting limit: what the gateway will not inspect, it will not change
 /// (nor create).
 pub(crate) const RULE_DEPTH: &str = "workspace.max_depth";
+/// Rule id for a path that leads through a symbolic link, refused to `fsgate undo`.
+pub(crate) const RULE_LINK: &str = "workspace-link";
 /// Rule id for a tree that changed between its inspection and its removal.
 pub(crate) const RULE_UNINSPECTED: &str = "workspace-uninspected";
 
@@ -605,6 +607,9 @@ impl Gateway {
     /// [`serve`](Self::serve) of one operation whose records (its intent and its
     /// outcome) carry `note` among their `args`: `fsgate undo` names the session it
     /// undoes this way (`args.undo`), and the backup it puts back (`args.restoredFrom`).
+    /// Its paths are reached without following any symbolic link (rule
+    /// `workspace-link`): what an undo puts back goes exactly where the change was, never
+    /// through a link made since to somewhere else.
     pub fn serve_noted(
         &self,
         ctx: &RequestCtx,
@@ -668,7 +673,7 @@ impl Gateway {
         op: Op,
         batch: Option<&Batch>,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        self.handle_with(ctx, op, (serde_json::Map::new(), batch), Ok(()))
+        self.handle_with(ctx, op, (serde_json::Map::new(), batch, false), Ok(()))
     }
 
     /// [`handle`](Self::handle), with `note` added to the records' `args`.
@@ -678,17 +683,17 @@ impl Gateway {
         op: Op,
         note: serde_json::Map<String, Value>,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        self.handle_with(ctx, op, (note, None), Ok(()))
+        self.handle_with(ctx, op, (note, None, true), Ok(()))
     }
 
     /// [`handle_noted`](Self::handle_noted) of an operation that `pre` may have
     /// refused already (a router's refusal): it is recorded all the same. In a batch if
-    /// one is given.
+    /// one is given; `unlinked`: no path may lead through a symbolic link.
     fn handle_with(
         &self,
         ctx: &RequestCtx,
         op: Op,
-        (mut note, batch): (serde_json::Map<String, Value>, Option<&Batch>),
+        (mut note, batch, unlinked): (serde_json::Map<String, Value>, Option<&Batch>, bool),
         pre: Result<(), GatewayError>,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
         let started = Instant::now();
@@ -699,6 +704,7 @@ impl Gateway {
         }
         let mut facts = Facts::new(&op);
         facts.args.extend(note);
+        facts.unlinked = unlinked;
         facts.waiting = batch.map_or(budget::Waiting::Wait, Batch::waiting);
         let sane = pre.and_then(|()| refuse_overlong(&op, &mut facts));
         if sane.is_ok() && pol.has_ask_rules() {
@@ -1147,6 +1153,9 @@ impl Gateway {
             .resolve(&rp.rel, follow)
             .map_err(|e| ws_error(e, &rp.shown))?;
         if res.real != rp.rel {
+            if facts.unlinked {
+                return Err(Self::linked(rp, facts));
+            }
             Self::in_roots(rp, &res.real, facts)?;
             if let Some(ask) = facts.ask.as_mut() {
                 ask.retarget(&rp.rel, &res.real);
@@ -1154,6 +1163,21 @@ impl Gateway {
             Self::check(pol, class, &res.real, kind, &rp.shown, facts)?;
         }
         Ok(res)
+    }
+
+    /// The refusal of a path that leads through a symbolic link, for a request that
+    /// may follow none (see [`Gateway::serve_noted`]).
+    fn linked(rp: &ReqPath, facts: &mut Facts) -> GatewayError {
+        facts.decision = Some("deny");
+        facts.rule = Some(RULE_LINK.to_string());
+        GatewayError::Refused {
+            reason: format!(
+                "`{}` leads through a symbolic link; fsgate undo follows none",
+                rp.rel
+            ),
+            rule: RULE_LINK.into(),
+            path: rp.shown.clone(),
+        }
     }
 
     /// Refuses `path` (the request's, or where it leads) outside the session's roots.

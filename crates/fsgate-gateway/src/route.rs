@@ -392,7 +392,7 @@ impl Gateway {
     ) -> Result<Output, GatewayError> {
         let mut note = serde_json::Map::new();
         note.insert("workspaces".into(), Value::String(self.served()));
-        self.handle_with(ctx, op, (note, None), Err(err)).0
+        self.handle_with(ctx, op, (note, None, false), Err(err)).0
     }
 }
 

@@ -423,6 +423,30 @@ impl Policy {
         p
     }
 
+    /// This policy with `other`'s refusals added: its secret names (and their waivers)
+    /// and its `deny` rules, scoped as they were. `fsgate undo` runs under a policy that
+    /// allows what the changes it undoes did, yet never where the gateway's policy
+    /// refuses every agent (`.git/hooks`, a `deny` rule), whatever `--force` says.
+    pub fn with_denials_of(mut self, other: &Policy) -> Policy {
+        self.secrets = other.secrets.clone();
+        self.waivers = other.waivers.clone();
+        let denials = |rules: &[Rule]| -> Vec<Rule> {
+            rules
+                .iter()
+                .filter(|r| r.effect == Effect::Deny)
+                .cloned()
+                .collect()
+        };
+        let mut rules = denials(&other.rules);
+        rules.append(&mut self.rules);
+        self.rules = rules;
+        let mut all = denials(&other.all_rules);
+        all.append(&mut self.all_rules);
+        self.all_rules = all;
+        self.workspace = other.workspace.clone();
+        self
+    }
+
     /// The workspace this policy was narrowed to ([`Policy::for_workspace`]).
     pub fn workspace(&self) -> Option<&str> {
         self.workspace.as_deref()

@@ -39,6 +39,7 @@ pub use atomic::move_into_place;
 pub use dir_sync::sync_dir_shared;
 pub use gather::{Cut, Gathered, Reading, Room, Take, Tally};
 pub use kind::FileKind;
+pub use open::open_dir_no_links;
 pub use page::{Page, PageSpec};
 pub use read::{FileContent, StatInfo, format_permissions, is_binary, text_window};
 pub use resolve::{Follow, Resolved};

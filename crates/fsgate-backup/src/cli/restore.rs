@@ -163,6 +163,7 @@ mod tests {
             at: at.map(str::to_owned),
             audit_log: None,
             policy: None,
+            workspace_name: None,
         };
         assert_eq!(run_with_audit(restore("a.txt", None), &mut audit), 0);
         assert_eq!(
@@ -183,6 +184,7 @@ mod tests {
             at: None,
             audit_log: None,
             policy: None,
+            workspace_name: None,
         };
         assert_eq!(
             run_with_audit(inside, &mut audit),
@@ -202,6 +204,7 @@ mod tests {
             at: None,
             audit_log: None,
             policy: None,
+            workspace_name: None,
         };
         assert_eq!(run(cmd), 2);
         assert_eq!(
