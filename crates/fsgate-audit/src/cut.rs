@@ -51,7 +51,7 @@ fn escape_extra(b: u8) -> usize {
     }
 }
 
-/// Whether `s` is written in more than [`MAX_WHOLE`] bytes (its escapes included: an
+/// Whether `s` is written in more than `MAX_WHOLE` bytes (its escapes included: an
 /// agent's control characters take six bytes each in the line).
 pub fn is_long(s: &str) -> bool {
     // At most six bytes written per byte: most strings are decided by their length.

@@ -85,6 +85,12 @@ impl Scope {
         Some(shared.state.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// Whether a call must wait for roots on their way. Never for a shut scope: no
+    /// roots could open it, so its calls are refused at once.
+    pub fn waits(&self) -> bool {
+        self.lock().is_some_and(|s| s.pending && s.shut.is_none())
+    }
+
     /// The roots in force now.
     pub fn roots(&self) -> Roots {
         self.lock().and_then(|s| s.roots.clone())

@@ -111,7 +111,8 @@ pub(super) struct Job {
     /// Set by [`Door::submit`]: which request under `key` this is.
     serial: u64,
     call: Call,
-    /// Why it is refused unrun: it waited for the client's roots and they did not come.
+    /// Why it is refused unrun: its session reaches nothing, or it waited for the
+    /// client's roots and they did not come.
     unsettled: Option<GatewayError>,
 }
 

@@ -20,7 +20,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerCapabilities};
 use serde::Deserialize;
@@ -272,15 +271,25 @@ impl Pump {
         let ctx = self.ctx_of(stateless);
         let id = || serde_json::from_str(&key).unwrap_or(Value::Null);
         match self.calls.read(line, stateless) {
-            Ok(call) if !stateless && call.ctx.scope.settled(Duration::ZERO).is_err() => {
+            Ok(call) if !stateless && call.ctx.scope.waits() => {
                 self.park(key, call, line.len()).await;
             }
             Ok(call) => {
+                // A session's scope that refuses (shut, or an ask that ended unanswered)
+                // refuses the call before it runs.
+                let refusal = match stateless {
+                    false => call.ctx.scope.settled(std::time::Duration::ZERO).err(),
+                    true => None,
+                };
                 let serial = (self.flow)
                     .admit(key.clone(), method, line.len(), stateless, None)
                     .await;
                 let alone = !more && self.flow.in_flight() == 1;
-                self.door.submit(Job::new(key, call), serial, alone).await;
+                let job = match refusal {
+                    Some(e) => Job::new(key, call).refused(e),
+                    None => Job::new(key, call),
+                };
+                self.door.submit(job, serial, alone).await;
             }
             Err(Unrun::Unreadable) => {
                 let err = era::unreadable(&method);

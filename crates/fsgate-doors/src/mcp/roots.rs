@@ -134,7 +134,9 @@ impl Asking {
             }
             match scope.settled(Duration::ZERO) {
                 Ok(_) => return None,
-                Err(e) if tokio::time::Instant::now() >= deadline => return Some(e),
+                Err(e) if !scope.waits() || tokio::time::Instant::now() >= deadline => {
+                    return Some(e);
+                }
                 Err(_) => {}
             }
             tokio::select! {
