@@ -34,13 +34,16 @@ fn agent(test: &str) -> Option<Agent> {
 }
 
 /// Unconfined, with the default profile and the server `fsgate acp` hosts: the model is
-/// offered none of Gemini CLI's own file tools and takes every step through fsgate.
+/// offered none of Gemini CLI's own file tools and takes every step through fsgate, and
+/// the profile's allow rule matches fsgate's tools, so the editor is asked nothing
+/// (issue 57).
 #[test]
 fn gemini_cli_profile_leaves_the_model_only_fsgates_file_tools() {
     let test = "gemini_cli_profile_leaves_the_model_only_fsgates_file_tools";
     let Some(agent) = agent(test) else { return };
     let out = run(&agent, false);
     out.no_builtin_file_tool_offered(agent.name, agent.builtins);
+    out.editor_never_asked(agent.name);
     out.every_step_used_fsgate(agent.name);
     out.every_step_recorded(agent.name);
     out.changes_recorded_with_backups(agent.name);
@@ -49,13 +52,14 @@ fn gemini_cli_profile_leaves_the_model_only_fsgates_file_tools() {
 }
 
 /// Issue 30: confined, with the default policy, every step goes through the server
-/// `fsgate acp` hosts, into the one audit log.
+/// `fsgate acp` hosts, into the one audit log, and the editor is asked nothing.
 #[test]
 fn gemini_cli_confined_takes_every_step_through_the_hosted_server() {
     let test = "gemini_cli_confined_takes_every_step_through_the_hosted_server";
     let Some(agent) = agent(test) else { return };
     let out = run(&agent, true);
     out.no_builtin_file_tool_offered(agent.name, agent.builtins);
+    out.editor_never_asked(agent.name);
     out.every_step_used_fsgate(agent.name);
     out.every_step_recorded(agent.name);
     out.changes_recorded_with_backups(agent.name);

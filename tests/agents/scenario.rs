@@ -411,6 +411,25 @@ impl Outcome {
         }
     }
 
+    /// The editor was asked nothing: the default policy has no `ask` rule, so a
+    /// `session/request_permission` here is the agent's own prompt for fsgate's tools,
+    /// which its profile allows (issue 57).
+    pub fn editor_never_asked(&self, agent: &str) {
+        let asked: Vec<String> = self
+            .ed
+            .lines()
+            .into_iter()
+            .filter(|v| v["method"] == "session/request_permission")
+            .map(|v| v["params"]["toolCall"]["title"].to_string())
+            .collect();
+        assert!(
+            asked.is_empty(),
+            "{agent}: the editor was asked {} time(s) about: {asked:?}{}",
+            asked.len(),
+            self.context()
+        );
+    }
+
     /// No tool-loop request offered one of the agent's built-in file tools.
     pub fn no_builtin_file_tool_offered(&self, agent: &str, builtins: &[&str]) {
         let reqs = self.fake.main_requests();
