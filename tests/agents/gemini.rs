@@ -1,7 +1,11 @@
 //! Gemini CLI (`gemini --acp`, newest on the registry), its model replaced by the fake
 //! (`GOOGLE_GEMINI_BASE_URL`).
 
-use super::scenario::{Agent, installed, run};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::scenario::{Agent, installed, launch, open_session, prompt_step, run};
 
 const BUILTINS: &[&str] = &[
     "read_file",
@@ -65,4 +69,43 @@ fn gemini_cli_confined_takes_every_step_through_the_hosted_server() {
     out.changes_recorded_with_backups(agent.name);
     out.no_secret_reached_the_model(agent.name);
     out.profile_recorded(agent.name, "gemini-cli");
+}
+
+/// Issue 57: when the editor closes its input, `fsgate acp -- gemini --acp` ends at once
+/// with the agent's status, as the agent does alone. Its MCP client kept the hosted
+/// server's stream open (and, once it was closed, waited its backoff to reconnect);
+/// fsgate killed it after its grace and exited 124.
+#[test]
+fn gemini_cli_ends_promptly_when_the_editor_closes_its_input() {
+    let test = "gemini_cli_ends_promptly_when_the_editor_closes_its_input";
+    let Some(agent) = agent(test) else { return };
+    let (mut ed, _fake, _stub) = launch(&agent, false);
+    std::fs::write(ed.root.join("a.txt"), "alpha\n").expect("seed");
+    let sid = open_session(&mut ed, &agent);
+    let a = ed.root.join("a.txt");
+    let want = json!([{"mcp": "read_text_file", "args": {"path": a}}]);
+    prompt_step(&mut ed, &agent, &sid, "read", want);
+    let closed = Instant::now();
+    ed.close_stdin();
+    // Well inside fsgate's grace (5 s) before it kills an agent that stays.
+    let status = ed.wait_exit(Duration::from_millis(2500));
+    let took = closed.elapsed();
+    let status = status.unwrap_or_else(|| {
+        panic!(
+            "fsgate acp -- gemini --acp still runs {took:?} after the editor closed its input\nstderr:\n{}",
+            ed.stderr()
+        )
+    });
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "the agent's status, after {took:?}\nstderr:\n{}",
+        ed.stderr()
+    );
+    let exit = ed
+        .audit_records()
+        .into_iter()
+        .find(|r| r["kind"] == "agent-exit")
+        .expect("agent-exit record");
+    assert!(exit["details"]["stoppedBy"].is_null(), "{exit}");
 }

@@ -855,6 +855,11 @@ async fn relay_editor<EI: AsyncRead + Unpin>(
     r.asker.close();
     r.owed.wait_settled(GRACE).await;
     let _ = close_agent.send(());
+    // Its sessions of the hosted server end with it: an open stream there (Gemini CLI's
+    // MCP client keeps one) would keep an agent alive that otherwise ends on EOF.
+    if let Some(h) = &r.hosted {
+        h.close();
+    }
 }
 
 /// Agent -> editor (or fsgate): each line the agent writes, until it closes its stdout;
