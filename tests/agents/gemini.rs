@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::scenario::{Agent, installed, launch, open_session, prompt_step, run};
+use super::scenario::{Agent, installed, launch, launch_with, open_session, prompt_step, run};
 
 const BUILTINS: &[&str] = &[
     "read_file",
@@ -108,4 +108,48 @@ fn gemini_cli_ends_promptly_when_the_editor_closes_its_input() {
         .find(|r| r["kind"] == "agent-exit")
         .expect("agent-exit record");
     assert!(exit["details"]["stoppedBy"].is_null(), "{exit}");
+}
+
+/// Issue 57: with an `ask` rule in fsgate's policy, the editor is asked by fsgate, for
+/// the calls the rule covers, and by nobody else: Gemini CLI itself asks nothing.
+#[test]
+fn gemini_cli_editor_is_asked_only_by_fsgates_ask_rules() {
+    let test = "gemini_cli_editor_is_asked_only_by_fsgates_ask_rules";
+    let Some(agent) = agent(test) else { return };
+    let policy = r#"version = 1
+
+[[rule]]
+id = "ask-reviewed"
+effect = "ask"
+ops = ["read"]
+paths = ["reviewed/**"]
+reason = "reviewed files are asked about"
+
+[[rule]]
+id = "all"
+effect = "allow"
+ops = ["read", "write", "list", "delete"]
+paths = ["**"]
+reason = "the workspace"
+"#;
+    let (mut ed, _fake, _stub) = launch_with(&agent, false, Some(policy));
+    std::fs::create_dir(ed.root.join("reviewed")).expect("mkdir");
+    std::fs::write(ed.root.join("reviewed/r.txt"), "asked\n").expect("seed");
+    std::fs::write(ed.root.join("a.txt"), "free\n").expect("seed");
+    let sid = open_session(&mut ed, &agent);
+    for (label, rel) in [("free read", "a.txt"), ("asked read", "reviewed/r.txt")] {
+        let path = ed.root.join(rel);
+        let want = json!([{"mcp": "read_text_file", "args": {"path": path}}]);
+        prompt_step(&mut ed, &agent, &sid, label, want);
+    }
+    let asked: Vec<serde_json::Value> = ed
+        .lines()
+        .into_iter()
+        .filter(|v| v["method"] == "session/request_permission")
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:#?}\nstderr:\n{}", ed.stderr());
+    assert_eq!(
+        asked[0]["params"]["toolCall"]["_meta"]["fsgate"]["rule"], "ask-reviewed",
+        "{asked:#?}"
+    );
 }

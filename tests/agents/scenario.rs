@@ -174,6 +174,15 @@ pub struct Outcome {
 /// Starts `agent` under `fsgate acp` (confined or not) with the default policy and its
 /// model fake; the temporary directory is the agent's home and working directory.
 pub fn launch(agent: &Agent, confine: bool) -> (Editor, Fake, tempfile::TempDir) {
+    launch_with(agent, confine, None)
+}
+
+/// [`launch`] with a policy of the test's (the default if None).
+pub fn launch_with(
+    agent: &Agent,
+    confine: bool,
+    policy: Option<&str>,
+) -> (Editor, Fake, tempfile::TempDir) {
     let stub_dir = tempfile::tempdir().expect("tempdir");
     let fake = Fake::start(&stub_dir.path().join("model.jsonl"));
     let mut env = agent.env.clone();
@@ -188,6 +197,7 @@ pub fn launch(agent: &Agent, confine: bool) -> (Editor, Fake, tempfile::TempDir)
     let opts = Options {
         confine,
         env,
+        policy_text: policy.map(str::to_owned),
         cwd: Some(stub_dir.path().to_path_buf()),
         ..Default::default()
     };
