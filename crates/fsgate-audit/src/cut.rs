@@ -13,8 +13,8 @@
 //! recorded whole (an intent must name its file exactly; longer paths are refused
 //! before any work), and a record holds at most a few KiB of any one text.
 
+use fsgate_base::sha256::Sha256;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::AuditEvent;
 
