@@ -294,7 +294,7 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
     let mut runs: BTreeMap<(String, String), Vec<Figures>> = BTreeMap::new();
     let mut failures = Vec::new();
     let (mut fdatasync, mut small_sync, mut chain) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut in_flight, mut floors, mut kinds) = (Vec::new(), Vec::new(), Vec::new());
+    let mut floors = Floors::default();
     for rep in 0..cfg.reps.max(1) {
         let (mut probed, mut warmed) = (false, false);
         for (w, mut servers) in jobs(&cfg) {
@@ -310,18 +310,7 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
             if w == "write_new_serial" {
                 chain.push(probe_chain(work, count / 5)?);
             }
-            if let Some(over) = serial_floor(w) {
-                let fresh = FreshFs::make(work, &format!("floor-{w}-{rep}"))?;
-                kinds.push(fresh.kind.clone());
-                let n = suite.n.write_serial;
-                let root = fresh.root.join("floor");
-                let us = if over {
-                    floor::bare_overwrite(&root, n)?
-                } else {
-                    floor::bare_new(&root, n)?
-                };
-                floors.push((over, us));
-            }
+            floors.before(&suite, w, rep)?;
             if w.starts_with("mono_") && !warmed {
                 if let Some((root, _)) = &suite.mono {
                     eprint!(
@@ -334,19 +323,6 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
                 }
                 warmed = true;
             }
-            if w == "overwrite" {
-                for (calls, name) in [
-                    (Calls::Fsgates, "in-flight"),
-                    (Calls::ReplaceOnly, "replace"),
-                    (Calls::SharedBackups, "shared-backups"),
-                ] {
-                    let fresh = FreshFs::make(work, &format!("bare-{name}-{rep}"))?;
-                    kinds.push(fresh.kind.clone());
-                    let scratch = fresh.root.join("bare");
-                    let got = floor::bare_overwrites_in_flight(&scratch, suite.n.write, 32, calls)?;
-                    in_flight.push((calls, got));
-                }
-            }
             if rep % 2 == 1 {
                 servers.reverse();
             }
@@ -357,9 +333,7 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
                 let fresh = match is_write(w) {
                     true => {
                         let tag = format!("{w}-{}-{rep}", label.replace([' ', '='], "-"));
-                        let f = FreshFs::make(work, &tag)?;
-                        kinds.push(f.kind.clone());
-                        Some(f)
+                        Some(floors.fresh(work, &tag)?)
                     }
                     false => None,
                 };
@@ -383,20 +357,9 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
         SyncProbe::medians(&fdatasync),
         SyncProbe::medians(&small_sync),
     ];
-    let mut chain = ChainProbe::medians(&chain);
-    let of = |calls: Calls, f: fn(&InFlight) -> f64| {
-        let got = in_flight.iter().filter(|(c, _)| *c == calls);
-        mid(got.map(|(_, r)| f(r)).collect())
-    };
-    chain.bare_overwrite_32_ops = of(Calls::Fsgates, |r| r.ops_per_s);
-    chain.bare_overwrite_32_cpu_us = of(Calls::Fsgates, |r| r.cpu_us);
-    chain.bare_replace_32_ops = of(Calls::ReplaceOnly, |r| r.ops_per_s);
-    chain.bare_shared_backups_32_ops = of(Calls::SharedBackups, |r| r.ops_per_s);
-    let floor_of = |over: bool| mid(floors.iter().filter(|f| f.0 == over).map(|f| f.1).collect());
-    chain.bare_new_us = floor_of(false);
-    chain.bare_overwrite_us = floor_of(true);
+    let chain = floors.fill_chain(ChainProbe::medians(&chain));
     let mut report = Report::new(&cfg, (syncs, chain), runs, failures, &suite.sz);
-    report.write_fs = describe_kinds(&kinds);
+    report.write_fs = describe_kinds(&floors.kinds);
     Ok(report)
 }
 
@@ -598,6 +561,74 @@ impl Suite {
         let rss = server::vm_kib(srv.pid, "VmRSS");
         srv.stop().await;
         Ok(Figures::rss_only(rss?))
+    }
+}
+
+/// The floors measured in a run, and what each write workload ran on.
+#[derive(Default)]
+struct Floors {
+    /// The bare calls with 32 in flight, of each kind.
+    in_flight: Vec<(Calls, InFlight)>,
+    /// The one-at-a-time floors: (over a file, p50 µs).
+    serial: Vec<(bool, f64)>,
+    kinds: Vec<Kind>,
+}
+
+impl Floors {
+    /// A filesystem of its own for `tag`, noted for the report.
+    fn fresh(&mut self, work: &Path, tag: &str) -> Result<FreshFs, Error> {
+        let f = FreshFs::make(work, tag)?;
+        self.kinds.push(f.kind.clone());
+        Ok(f)
+    }
+
+    /// Before workload `w`, the floor it is set against, each on a filesystem of its
+    /// own: the one-at-a-time write's bare calls (as many as the workload makes), or
+    /// the bare overwrites with 32 in flight of each kind.
+    fn before(&mut self, suite: &Suite, w: &str, rep: usize) -> Result<(), Error> {
+        let work = &suite.cfg.work;
+        if let Some(over) = serial_floor(w) {
+            let fresh = self.fresh(work, &format!("floor-{w}-{rep}"))?;
+            let (root, n) = (fresh.root.join("floor"), suite.n.write_serial);
+            let us = match over {
+                true => floor::bare_overwrite(&root, n)?,
+                false => floor::bare_new(&root, n)?,
+            };
+            self.serial.push((over, us));
+        }
+        if w != "overwrite" {
+            return Ok(());
+        }
+        for (calls, name) in [
+            (Calls::Fsgates, "in-flight"),
+            (Calls::ReplaceOnly, "replace"),
+            (Calls::SharedBackups, "shared-backups"),
+        ] {
+            let fresh = self.fresh(work, &format!("bare-{name}-{rep}"))?;
+            let scratch = fresh.root.join("bare");
+            let got = floor::bare_overwrites_in_flight(&scratch, suite.n.write, 32, calls)?;
+            self.in_flight.push((calls, got));
+        }
+        Ok(())
+    }
+
+    /// `chain` with the floors' medians over the repetitions.
+    fn fill_chain(&self, mut chain: ChainProbe) -> ChainProbe {
+        let of = |calls: Calls, f: fn(&InFlight) -> f64| {
+            let got = self.in_flight.iter().filter(|(c, _)| *c == calls);
+            mid(got.map(|(_, r)| f(r)).collect())
+        };
+        chain.bare_overwrite_32_ops = of(Calls::Fsgates, |r| r.ops_per_s);
+        chain.bare_overwrite_32_cpu_us = of(Calls::Fsgates, |r| r.cpu_us);
+        chain.bare_replace_32_ops = of(Calls::ReplaceOnly, |r| r.ops_per_s);
+        chain.bare_shared_backups_32_ops = of(Calls::SharedBackups, |r| r.ops_per_s);
+        let serial = |over: bool| {
+            let got = self.serial.iter().filter(|f| f.0 == over);
+            mid(got.map(|f| f.1).collect())
+        };
+        chain.bare_new_us = serial(false);
+        chain.bare_overwrite_us = serial(true);
+        chain
     }
 }
 
