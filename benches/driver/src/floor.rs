@@ -474,15 +474,15 @@ pub enum Calls {
 
 /// `n` bare overwrites of 4 KiB with their backups, `k` threads at once, each over its
 /// own file: what fsgate's `overwrite` workload asks of the kernel, with no server.
-/// Each thread makes the calls of the bare overwrite one at a time, in turn: the intent
-/// record, a backup file made and synced in its shard directory (synced too), an
-/// unnamed file filled and synced, a temporary name renamed over the file, the
-/// workspace directory synced, the outcome record. The log's and the workspace
-/// directory's syncs are shared between the threads (group commits, as fsgate's are).
+/// Each thread makes the calls of the bare overwrite one at a time, in fsgate's order:
+/// the backup (an unnamed file in the store linked into its shard, written, synced, the
+/// shard synced), an unnamed file filled and synced, the intent record, a temporary
+/// name renamed over the file, the workspace directory synced, the outcome record. The
+/// log's and the workspace directory's syncs are shared between the threads (group
+/// commits, as fsgate's are).
 ///
-/// Its files are made under `root`, which is left for the caller to remove once the
-/// workloads after it have run: on ext4 without a journal, files removed moments
-/// before slow down the making of new ones.
+/// Its files are made under `root` and left there: the caller gives it a filesystem
+/// of its own and removes it whole ([`crate::fresh_fs`]).
 pub fn bare_overwrites_in_flight(
     root: &Path,
     n: usize,
@@ -556,7 +556,9 @@ fn overwrite_shared_backup(s: &Shared, i: usize, data: &[u8]) -> std::io::Result
 }
 
 /// fsgate's calls for one overwrite of `ws/o<i>` around `backup`, given the old
-/// content: the intent record, the backup, the durable replace, the outcome record.
+/// content, in fsgate's order (each thread makes its syncs in turn, as a request does
+/// when fsgate's helpers are busy): the backup, the content synced, the intent record,
+/// the name, the outcome record.
 fn overwrite_backed_up(
     s: &Shared,
     i: usize,
@@ -564,9 +566,10 @@ fn overwrite_backed_up(
     backup: impl FnOnce(Vec<u8>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let old = std::fs::read(s.ws.join(format!("o{i}")))?;
-    s.log.append(RECORD)?;
     backup(old)?;
-    replace(s, i, data)?;
+    let content = staged(s, data)?;
+    s.log.append(RECORD)?;
+    publish(s, i, &content)?;
     s.log.append(RECORD)
 }
 
@@ -575,19 +578,27 @@ fn overwrite_backed_up(
 /// renamed over the file, the workspace directory synced (shared).
 fn replace_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
     std::fs::read(s.ws.join(format!("o{i}")))?;
-    replace(s, i, data)
+    let content = staged(s, data)?;
+    publish(s, i, &content)
 }
 
-/// `ws/o<i>` replaced durably by `data`: an unnamed file filled and synced, linked at a
-/// temporary name renamed over it, the workspace directory synced (shared).
-fn replace(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
+/// `data` in a new unnamed file in the workspace, its mode a new file's, synced.
+fn staged(s: &Shared, data: &[u8]) -> std::io::Result<File> {
     let mut content = unnamed_in(&s.ws)?;
     content.write_all(data)?;
     content.set_permissions(std::fs::Permissions::from_mode(0o644))?;
     content.sync_all()?;
+    Ok(content)
+}
+
+/// `content` made `ws/o<i>`: the target checked, linked at a temporary name renamed
+/// over it, the workspace directory synced (shared).
+fn publish(s: &Shared, i: usize, content: &File) -> std::io::Result<()> {
+    let target = s.ws.join(format!("o{i}"));
+    std::fs::symlink_metadata(&target)?;
     let tmp = format!(".tmp-{i}");
-    link_at(&content, &s.ws_dir.file, &tmp)?;
-    std::fs::rename(s.ws.join(&tmp), s.ws.join(format!("o{i}")))?;
+    link_at(content, &s.ws_dir.file, &tmp)?;
+    std::fs::rename(s.ws.join(&tmp), &target)?;
     s.ws_dir.sync()
 }
 
