@@ -5,6 +5,14 @@
 #
 #   scripts/bench.sh            # full suite: 3 repetitions, medians (several minutes)
 #   scripts/bench.sh --quick    # tiny counts, 1 repetition: proves it runs and checks
+#   scripts/bench.sh --quick --only write_new,overwrite,write_new_serial,overwrite_serial
+#                               # only those workloads
+#
+# Run as root: each write workload (fsgate's, the reference's, their floors and the bare
+# calls) then gets an ext4 filesystem made for it on a loop device (a sparse image on the
+# work directory's disk, unmounted and deleted after). Otherwise the report says so and
+# they run in fresh directories of the work disk, where one run's clean-up slows the
+# next one's writes.
 #
 # The monorepo workloads (mono_*) run on $FSGATE_MONOREPO when set, a tree made by
 # `fsgate-bench gen-monorepo --out DIR` (1,000,000 files; keep it under /tmp, out of
@@ -17,9 +25,15 @@ cd "$(dirname "$0")/.."
 
 MODE=()
 case "${1:-}" in
-  --quick) MODE=(--quick) ;;
+  --quick) MODE=(--quick); shift ;;
+  ""|--only) ;;
+  *) echo "usage: scripts/bench.sh [--quick] [--only W1,W2,...]" >&2; exit 2 ;;
+esac
+case "${1:-}" in
+  --only) [ -n "${2:-}" ] || { echo "bench.sh: --only needs workload names" >&2; exit 2; }
+          MODE+=(--only "$2"); shift 2 ;;
   "") ;;
-  *) echo "usage: scripts/bench.sh [--quick]" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench.sh [--quick] [--only W1,W2,...]" >&2; exit 2 ;;
 esac
 
 REFERENCE="@modelcontextprotocol/server-filesystem@2026.8.31"

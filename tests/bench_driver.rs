@@ -112,6 +112,27 @@ fn bench_driver_quick_mode_runs_and_checks_every_fsgate_workload() {
     );
     let md = report.markdown();
     assert!(md.contains("| read_pipe | fsgate |"), "{md}");
+    // Each write workload, its floor and the bare calls ran on a filesystem of its own
+    // (or the report says why not), and fsgate is set against its floor in each row.
+    assert!(
+        md.contains("Write workloads, their floors and the bare calls: each on a new ext4 filesystem of its own")
+            || md.contains("Write workloads, their floors and the bare calls: NOT on a filesystem of their own ("),
+        "{md}"
+    );
+    for name in [
+        "write_new_serial p50 / its floor's",
+        "overwrite_serial p50 / its floor's",
+        "overwrite, 32 in flight: bare calls' ops/s / fsgate's",
+    ] {
+        let t = report.targets.iter().find(|t| t.name == name);
+        let t = t.unwrap_or_else(|| panic!("no row {name}"));
+        assert!(t.measured.ends_with('x'), "{name}: {t:?}");
+        assert!(
+            t.limit.as_ref().is_some_and(|l| l.contains("floor ")),
+            "{name}: {t:?}"
+        );
+    }
+    assert!(report.chain.bare_new_us > 0.0 && report.chain.bare_overwrite_us > 0.0);
 }
 
 /// Figures of one workload on one server, for the targets' arithmetic.
@@ -154,6 +175,12 @@ fn bench_driver_targets_say_what_the_machine_allows() {
     ] {
         runs.insert((w.to_string(), s.to_string()), f);
     }
+    // One at a time: p50 0.2 ms (a new file) and 1.1 ms (an overwrite).
+    for (w, ms) in [("write_new_serial", 0.2), ("overwrite_serial", 1.1)] {
+        let mut f = figures(500.0, 300.0, 10.0);
+        f[0].p50_ms = Some(ms);
+        runs.insert((w.to_string(), "fsgate".to_string()), f);
+    }
     let probe = SyncProbe {
         p50_us: 120.0,
         mean_us: 125.0,
@@ -171,10 +198,8 @@ fn bench_driver_targets_say_what_the_machine_allows() {
         content_us: 200.0,
         new_file_us: 180.0,
         dir_us: 90.0,
-        bare_new_us: 600.0,
-        bare_new_premade_us: 420.0,
-        bare_overwrite_us: 960.0,
-        bare_overwrite_premade_us: 720.0,
+        bare_new_us: 400.0,
+        bare_overwrite_us: 800.0,
         bare_overwrite_32_ops: 1_500.0,
         bare_overwrite_32_cpu_us: 1_100.0,
         bare_replace_32_ops: 1_900.0,
@@ -198,29 +223,59 @@ fn bench_driver_targets_say_what_the_machine_allows() {
     assert_eq!(pipe.map(|t| t.goal.as_str()), Some(">= 3x"));
     // 30,000/s against 10,000/s: met.
     assert_eq!(pipe.and_then(|t| t.met), Some(true));
-    // Intent (the 400-byte probe's p50, 120 us), then the outcome (120) with the
-    // directory (90) beside it: 240 us against the 4 KiB probe's 120 us; then the bare
-    // write of each kind against it.
-    for (w, bare) in [
-        (
-            "write_new_serial p50",
-            "0.600 ms = 5.00x (its inode made ahead, off the write's path, as fsgate's spare files are: 0.420 ms = 3.50x); that, plus a request's round trip through pipes to a process that only echoes it (60 us): 0.480 ms = 4.00x",
-        ),
-        (
-            "overwrite_serial p50",
-            "0.960 ms = 8.00x (its two inodes made ahead, off the write's path, as fsgate's spare files are: 0.720 ms = 6.00x); that, plus a request's round trip through pipes to a process that only echoes it (60 us): 0.780 ms = 6.50x",
-        ),
+    // Issue 57 retired the three write targets against the reference and `fdatasync`.
+    for gone in [
+        "overwrite ops/s",
+        "write_new_serial p50 / fdatasync",
+        "overwrite_serial p50 / fdatasync",
     ] {
-        let chain = limit(w);
-        assert!(chain.starts_with("2 syncs one after another:"), "{chain}");
-        assert!(chain.contains("at least 0.240 ms = 2.00x;"), "{chain}");
-        assert!(chain.ends_with(&format!("no server: {bare}")), "{chain}");
+        assert!(
+            !names.iter().any(|n| n.starts_with(gone)),
+            "{gone}: {names:?}"
+        );
     }
-    // The overwrites with 32 in flight done bare, against the reference's 1,000/s.
+    // fsgate against its floor: 0.2 ms against 0.4 ms is no floor at all (the bare calls
+    // slower than fsgate): the row says so and has no figure.
+    let row = |name: &str| {
+        report
+            .targets
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("no row {name}: {names:?}"))
+            .clone()
+    };
+    let new = row("write_new_serial p50 / its floor's");
     assert_eq!(
-        limit("overwrite ops/s"),
-        "the same overwrites' bare system calls (two records, a backup in its shard, the content, the rename, their syncs; the log's and the directory's syncs shared), 32 threads, no server: 1500/s = 1.50x the reference (1100 us of CPU each); the durable replace alone (the content synced, the rename, the directory synced; no backup, no records): 1900/s = 1.90x; fsgate's bare calls with every backup appended to one file, its syncs shared (no inode, no directory sync per backup): 1700/s = 1.70x"
+        (new.measured.as_str(), new.goal.as_str()),
+        ("0.50x", "<= 1.25x")
     );
+    assert_eq!(new.met, None);
+    let text = new.limit.unwrap_or_default();
+    assert!(
+        text.starts_with(
+            "NOT A FLOOR: the bare calls were slower than fsgate (fsgate 0.200 ms, floor 0.400 ms)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("fsgate 1.67x the `fdatasync` p50"), "{text}");
+    assert!(text.ends_with("only echoes it: 60 us"), "{text}");
+    // 1.1 ms against the floor's 0.8 ms: 1.38x, not met.
+    let over = row("overwrite_serial p50 / its floor's");
+    assert_eq!((over.measured.as_str(), over.met), ("1.38x", Some(false)));
+    let text = over.limit.unwrap_or_default();
+    assert!(
+        text.starts_with("fsgate 1.100 ms, floor 0.800 ms; fsgate 9.17x the `fdatasync` p50"),
+        "{text}"
+    );
+    // 1,200/s against the bare calls' 1,500/s: 1.25x, met.
+    let over = row("overwrite, 32 in flight: bare calls' ops/s / fsgate's");
+    assert_eq!((over.measured.as_str(), over.met), ("1.25x", Some(true)));
+    let text = over.limit.unwrap_or_default();
+    assert!(
+        text.starts_with("fsgate 1200/s, floor 1500/s; bare calls:"),
+        "{text}"
+    );
+    assert!(text.contains("; the reference 1000/s (fsgate 1.20x it); the durable replace alone (no backup, no records): 1900/s; every backup appended to one file, its syncs shared: 1700/s"), "{text}");
     // No limit where the machine sets none.
     assert_eq!(limit("list ops/s"), "");
     assert!(

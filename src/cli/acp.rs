@@ -564,6 +564,9 @@ fn agent_plan(
             .iter()
             .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "built-in system paths")),
     }
+    for file in crate::sandbox::DEFAULT_AGENT_SHELL_FILES {
+        plan.grant(file, AgentAccess::Read, "built-in shell start-up files");
+    }
     for dev in crate::sandbox::DEFAULT_AGENT_DEVICES {
         plan.grant(dev, AgentAccess::ReadWrite, "built-in devices");
     }

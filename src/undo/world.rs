@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 
+use fsgate_base::sha256::Sha256;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::backup::{BackupRef, BackupStore};
 use crate::gateway::Gateway;

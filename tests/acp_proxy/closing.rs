@@ -58,3 +58,28 @@ fn answers_after_close(test: &str, args: &[&str], command: &str, transport: &str
         .count();
     assert_eq!(reads, 2);
 }
+
+/// Issue 57: an agent that ends on its input's end while a process it started still
+/// holds its stdout (Gemini CLI's relaunched child did) does not keep fsgate waiting
+/// for that stdout: fsgate exits promptly with the agent's status, and the process the
+/// agent left is ended with its tree.
+#[test]
+fn fsgate_ends_when_the_agent_exits_though_its_child_keeps_its_stdout() {
+    // `read` ends at the closed input; `sleep` keeps the shell's stdout open.
+    let agent: Vec<std::ffi::OsString> = ["sh", "-c", "sleep 60 & read line; exit 3"]
+        .iter()
+        .map(Into::into)
+        .collect();
+    let mut ed = Editor::start(&agent);
+    ed.close_stdin();
+    let closed = std::time::Instant::now();
+    let status = ed.wait_exit(Duration::from_secs(4));
+    let status = status.unwrap_or_else(|| {
+        panic!(
+            "fsgate still runs {:?} after its agent exited\nstderr:\n{}",
+            closed.elapsed(),
+            ed.stderr()
+        )
+    });
+    assert_eq!(status.code(), Some(3), "stderr:\n{}", ed.stderr());
+}

@@ -1,7 +1,9 @@
 //! Claude Code through `@agentclientprotocol/claude-agent-acp` (newest on the registry),
 //! its model replaced by the fake (`ANTHROPIC_BASE_URL`).
 
-use super::scenario::{Agent, installed, run};
+use serde_json::json;
+
+use super::scenario::{Agent, installed, launch, open_session, prompt_step, run};
 
 const BUILTINS: &[&str] = &[
     "Read",
@@ -65,4 +67,36 @@ fn claude_agent_acp_confined_takes_every_step_through_the_hosted_server() {
     out.changes_recorded_with_backups(agent.name);
     out.no_secret_reached_the_model(agent.name);
     out.profile_recorded(agent.name, "claude-agent-acp");
+}
+
+/// Issue 57: a confined agent's shell reads the system's start-up files (here Bash runs
+/// `bash -c -l`, which reads /etc/profile and /etc/bash.bashrc): a Bash result does not
+/// begin with `Permission denied` on one of them.
+#[test]
+fn claude_agent_acp_confined_bash_starts_without_an_error() {
+    let test = "claude_agent_acp_confined_bash_starts_without_an_error";
+    let Some(agent) = agent(test) else { return };
+    let (mut ed, fake, _stub) = launch(&agent, true);
+    let sid = open_session(&mut ed, &agent);
+    let want = json!([{"tool": "Bash", "args": {"command": "echo fsgate-bash-ok", "description": "echo"}}]);
+    prompt_step(&mut ed, &agent, &sid, "bash", want);
+    let results: Vec<String> = fake
+        .main_requests()
+        .iter()
+        .flat_map(|r| r["received"].as_array().cloned().unwrap_or_default())
+        .filter_map(|r| r["text"].as_str().map(str::to_owned))
+        .collect();
+    let bash = results
+        .iter()
+        .find(|t| t.contains("fsgate-bash-ok"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no Bash result reached the model: {results:?}\nstderr:\n{}",
+                ed.stderr()
+            )
+        });
+    assert!(
+        !bash.contains("Permission denied"),
+        "the confined shell could not read its start-up files: {bash}"
+    );
 }

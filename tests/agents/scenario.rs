@@ -171,10 +171,18 @@ pub struct Outcome {
     _stub_dir: tempfile::TempDir,
 }
 
-/// Starts `agent` under `fsgate acp` (confined or not) with the default policy, opens a
-/// session (the editor lists no MCP server: fsgate adds its own), and has the model take
-/// the nine steps through fsgate's tools.
-pub fn run(agent: &Agent, confine: bool) -> Outcome {
+/// Starts `agent` under `fsgate acp` (confined or not) with the default policy and its
+/// model fake; the temporary directory is the agent's home and working directory.
+pub fn launch(agent: &Agent, confine: bool) -> (Editor, Fake, tempfile::TempDir) {
+    launch_with(agent, confine, None)
+}
+
+/// [`launch`] with a policy of the test's (the default if None).
+pub fn launch_with(
+    agent: &Agent,
+    confine: bool,
+    policy: Option<&str>,
+) -> (Editor, Fake, tempfile::TempDir) {
     let stub_dir = tempfile::tempdir().expect("tempdir");
     let fake = Fake::start(&stub_dir.path().join("model.jsonl"));
     let mut env = agent.env.clone();
@@ -189,14 +197,16 @@ pub fn run(agent: &Agent, confine: bool) -> Outcome {
     let opts = Options {
         confine,
         env,
+        policy_text: policy.map(str::to_owned),
         cwd: Some(stub_dir.path().to_path_buf()),
         ..Default::default()
     };
-    let mut ed = Editor::launch(&agent.command, opts);
-    let root = ed.root.clone();
-    let outside = ed.outside.clone();
-    seed(&root, &outside);
-    let before = snapshot(&root);
+    (Editor::launch(&agent.command, opts), fake, stub_dir)
+}
+
+/// `initialize` and `session/new` in the workspace (the editor lists no MCP server:
+/// fsgate adds its own); the session's id.
+pub fn open_session(ed: &mut Editor, agent: &Agent) -> String {
     let init = json!({
         "protocolVersion": 1,
         "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false},
@@ -204,9 +214,10 @@ pub fn run(agent: &Agent, confine: bool) -> Outcome {
     });
     let id = ed.request("initialize", init);
     ed.response_within(&id, SESSION_LIMIT);
+    let root = ed.root.clone();
     let id = ed.request("session/new", json!({"cwd": root, "mcpServers": []}));
     let resp = ed.response_within(&id, SESSION_LIMIT);
-    let sid = resp["result"]["sessionId"]
+    resp["result"]["sessionId"]
         .as_str()
         .unwrap_or_else(|| {
             panic!(
@@ -215,23 +226,40 @@ pub fn run(agent: &Agent, confine: bool) -> Outcome {
                 ed.stderr()
             )
         })
-        .to_owned();
+        .to_owned()
+}
+
+/// One prompt asking the model for the first tool of `want` it is offered; waits for
+/// the end of the turn.
+pub fn prompt_step(ed: &mut Editor, agent: &Agent, sid: &str, label: &str, want: Value) {
+    let want = json!({"want": want});
+    let id = ed.request(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": format!("FSGATE-STEP {want}")}]}),
+    );
+    let resp = ed.response_within(&id, STEP_LIMIT);
+    assert_eq!(
+        resp["result"]["stopReason"],
+        "end_turn",
+        "{}: step {label}: {resp}\nstderr:\n{}",
+        agent.name,
+        ed.stderr()
+    );
+}
+
+/// Starts `agent` under `fsgate acp` (confined or not) with the default policy, opens a
+/// session, and has the model take the nine steps through fsgate's tools.
+pub fn run(agent: &Agent, confine: bool) -> Outcome {
+    let (mut ed, fake, stub_dir) = launch(agent, confine);
+    let root = ed.root.clone();
+    let outside = ed.outside.clone();
+    seed(&root, &outside);
+    let before = snapshot(&root);
+    let sid = open_session(&mut ed, agent);
     let steps = steps(&root, &outside);
     for s in &steps {
-        let want = json!({"want": [{"mcp": s.tool, "args": s.args}]});
-        let id = ed.request(
-            "session/prompt",
-            json!({"sessionId": sid, "prompt": [{"type": "text", "text": format!("FSGATE-STEP {want}")}]}),
-        );
-        let resp = ed.response_within(&id, STEP_LIMIT);
-        assert_eq!(
-            resp["result"]["stopReason"],
-            "end_turn",
-            "{}: step {}: {resp}\nstderr:\n{}",
-            agent.name,
-            s.label,
-            ed.stderr()
-        );
+        let want = json!([{"mcp": s.tool, "args": s.args}]);
+        prompt_step(&mut ed, agent, &sid, s.label, want);
     }
     let (log, backups) = (ed.state.join("audit.jsonl"), ed.state.join("backups"));
     Outcome {
@@ -409,6 +437,25 @@ impl Outcome {
                 );
             }
         }
+    }
+
+    /// The editor was asked nothing: the default policy has no `ask` rule, so a
+    /// `session/request_permission` here is the agent's own prompt for fsgate's tools,
+    /// which its profile allows (issue 57).
+    pub fn editor_never_asked(&self, agent: &str) {
+        let asked: Vec<String> = self
+            .ed
+            .lines()
+            .into_iter()
+            .filter(|v| v["method"] == "session/request_permission")
+            .map(|v| v["params"]["toolCall"]["title"].to_string())
+            .collect();
+        assert!(
+            asked.is_empty(),
+            "{agent}: the editor was asked {} time(s) about: {asked:?}{}",
+            asked.len(),
+            self.context()
+        );
     }
 
     /// No tool-loop request offered one of the agent's built-in file tools.

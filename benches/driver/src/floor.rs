@@ -1,20 +1,26 @@
-//! The bare system calls of one durable 4 KiB write in fsgate's order, with no server:
-//! no request to read, no path to resolve, no policy, no hashing, no JSON. What a write
-//! one at a time costs on this disk before any server's own work: the floor for the
-//! one-at-a-time write targets, measured in the same run as them.
+//! The bare system calls of one durable 4 KiB write as fsgate makes them, with no
+//! server: no request to read, no path to resolve, no policy, no hashing, no JSON. What a
+//! write costs on this disk before any server's own work: the floor of the write
+//! targets, measured in the same run, on a filesystem of its own as each workload is.
 //!
-//! The order kept is the one fsgate promises (docs/benchmarks.md, "Profiles: the syncs
-//! of one write"; `tests/durable_order.rs` checks it in the product): the intent record and
-//! the content (and, over a file, its backup and the backup's directory) durable, at once,
-//! before the name; then the name's directory and the outcome record durable, at once,
-//! before the answer. The syncs that may overlap run on long-lived helper threads, one
-//! each, as fsgate's do.
+//! The calls are fsgate's, in kind and order, as `strace -f` shows one write of the
+//! gateway (docs/benchmarks.md, "The floor: fsgate's calls"; `tests/durable_order.rs`
+//! checks the order in the product): the content written into an unnamed file made
+//! ahead, off the write's path (fsgate's spares), its mode set; over a file, the backup
+//! written first into an unnamed file made ahead in the backup store, linked into its
+//! shard directory, locked, the old content and a trailer written; the backup's, its
+//! shard's and the content's syncs started on helper threads while this thread appends
+//! the intent record and syncs the log, whose space is reserved ahead (`fallocate`
+//! with `KEEP_SIZE`, as fsgate's audit log does: an append then changes no allocation);
+//! then the name (a new file linked at it; an overwrite linked at a temporary name
+//! renamed over it), and its directory's sync on a helper while this thread appends and
+//! syncs the outcome record.
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
@@ -22,8 +28,20 @@ use std::time::Instant;
 
 use crate::Error;
 
-/// About one audit record: the intent's and the outcome's appends.
-const RECORD: &[u8] = &[b'r'; 400];
+/// About one audit record of a write (fsgate's intent and outcome records of a 4 KiB
+/// write take 650-790 bytes).
+const RECORD: &[u8] = &[b'r'; 720];
+
+/// A backup's trailer (fsgate's record after the old content, about 220 bytes).
+const TRAILER: &[u8] = &[b't'; 220];
+
+/// The log's space reserved ahead at a time, and the room left that renews it (fsgate's
+/// audit log's).
+const RESERVE: u64 = 256 * 1024;
+const RESERVE_LOW: u64 = 64 * 1024;
+
+/// The backup store's shard directory of the file the serial overwrites replace.
+const SHARD: &str = "4e";
 
 type Job = Box<dyn FnOnce() -> std::io::Result<()> + Send>;
 type Done = mpsc::SyncSender<std::io::Result<()>>;
@@ -59,85 +77,124 @@ fn join(rx: mpsc::Receiver<std::io::Result<()>>) -> std::io::Result<()> {
         .unwrap_or_else(|_| Err(std::io::Error::other("helper thread gone")))
 }
 
-/// A workspace directory, a backup directory and a log, under a scratch directory.
+/// An audit log as fsgate keeps it: appended to, its space reserved ahead.
+struct Log {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    reserved_to: u64,
+}
+
+impl Log {
+    fn open(path: PathBuf) -> std::io::Result<Log> {
+        let file = OpenOptions::new().append(true).create(true).open(&path)?;
+        let mut log = Log {
+            path,
+            file,
+            len: 0,
+            reserved_to: 0,
+        };
+        log.reserve();
+        Ok(log)
+    }
+
+    /// Keeps [`RESERVE`] bytes reserved past the end, renewed when under [`RESERVE_LOW`].
+    fn reserve(&mut self) {
+        if self.reserved_to >= self.len + RESERVE_LOW {
+            return;
+        }
+        // SAFETY: fallocate on a descriptor we own; a failure leaves it unreserved.
+        let r = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_KEEP_SIZE,
+                self.len as i64,
+                RESERVE as i64,
+            )
+        };
+        if r == 0 {
+            self.reserved_to = self.len + RESERVE;
+        }
+    }
+
+    /// One record appended and synced, as fsgate's writer does (the log's path checked
+    /// first).
+    fn record(&mut self) -> std::io::Result<()> {
+        std::fs::metadata(&self.path)?;
+        self.file.write_all(RECORD)?;
+        self.len += RECORD.len() as u64;
+        self.reserve();
+        self.file.sync_data()
+    }
+}
+
+/// A workspace directory, a backup store and a log, under a scratch directory, with the
+/// unnamed files made ahead for the next write (fsgate's spares).
 struct Scratch {
     ws: PathBuf,
     ws_dir: File,
-    backup: PathBuf,
-    backup_dir: File,
-    log: File,
-    /// Content, backup file, backup directory: each overlapping sync has its own.
+    backups: PathBuf,
+    log: Log,
+    /// Content, backup file, shard directory: each overlapping sync has its own.
     helpers: [Helper; 3],
+    /// The next write's unnamed files: in the workspace, in the backup store.
+    spare: Option<File>,
+    spare_backup: Option<File>,
     n: usize,
 }
 
 impl Scratch {
     fn new(root: &Path) -> std::io::Result<Scratch> {
-        let (ws, backup) = (root.join("ws"), root.join("backups"));
+        let (ws, backups) = (root.join("ws"), root.join("backups"));
         std::fs::create_dir_all(&ws)?;
-        std::fs::create_dir_all(&backup)?;
-        let log = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(root.join("log"))?;
+        std::fs::create_dir_all(backups.join(SHARD))?;
+        std::fs::create_dir_all(root.join("audit"))?;
         Ok(Scratch {
             ws_dir: File::open(&ws)?,
-            backup_dir: File::open(&backup)?,
+            log: Log::open(root.join("audit").join("audit.jsonl"))?,
             ws,
-            backup,
-            log,
+            backups,
             helpers: [Helper::new(), Helper::new(), Helper::new()],
+            spare: None,
+            spare_backup: None,
             n: 0,
         })
     }
 
-    fn record(&mut self) -> std::io::Result<()> {
-        self.log.write_all(RECORD)?;
-        self.log.sync_data()
+    /// Makes the next write's unnamed files, as fsgate's helper does once a write's
+    /// syncs are done: off every write's path (the caller does it between writes).
+    fn make_spares(&mut self, backup: bool) -> std::io::Result<()> {
+        if self.spare.is_none() {
+            self.spare = Some(unnamed_in(&self.ws)?);
+        }
+        if backup && self.spare_backup.is_none() {
+            self.spare_backup = Some(unnamed_in(&self.backups)?);
+        }
+        Ok(())
     }
 
-    /// A new unnamed file in the workspace (ext4 allocates its inode here).
-    fn unnamed(&self) -> std::io::Result<File> {
-        unnamed_in(&self.ws)
-    }
-
-    /// A new unnamed file in the backup directory.
-    fn unnamed_backup(&self) -> std::io::Result<File> {
-        unnamed_in(&self.backup)
-    }
-
-    /// The content, written into a new unnamed file in the workspace.
-    fn staged(&self, data: &[u8]) -> std::io::Result<File> {
-        let mut f = self.unnamed()?;
+    /// The content, written into the spare (or a file made now if none), its mode a
+    /// new file's.
+    fn staged(&mut self, data: &[u8]) -> std::io::Result<File> {
+        let mut f = match self.spare.take() {
+            Some(f) => f,
+            None => unnamed_in(&self.ws)?,
+        };
         f.write_all(data)?;
+        f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
         Ok(f)
-    }
-
-    /// Gives the unnamed file `f` the name `name` in the workspace.
-    fn link(&self, f: &File, name: &str) -> std::io::Result<()> {
-        link_at(f, &self.ws_dir, name)
     }
 
     /// A new file: content || intent; the name; its directory || the outcome.
     fn write_new(&mut self, data: &[u8]) -> std::io::Result<()> {
-        let f = self.staged(data)?;
-        self.publish_new(f)
-    }
-
-    /// The same, into an unnamed file made before (`unnamed`), off the write's path.
-    fn write_new_into(&mut self, mut f: File, data: &[u8]) -> std::io::Result<()> {
-        f.write_all(data)?;
-        self.publish_new(f)
-    }
-
-    fn publish_new(&mut self, f: File) -> std::io::Result<()> {
         self.n += 1;
+        let f = self.staged(data)?;
         let g = f.try_clone()?;
         let content = self.helpers[0].start(Box::new(move || g.sync_all()));
-        let intent = self.record();
+        let intent = self.log.record();
         join(content)?;
         intent?;
-        self.link(&f, &format!("new-{}", self.n))?;
+        link_at(&f, &self.ws_dir, &format!("new-{}", self.n))?;
         self.entry_and_outcome()
     }
 
@@ -145,78 +202,85 @@ impl Scratch {
     fn entry_and_outcome(&mut self) -> std::io::Result<()> {
         let d = self.ws_dir.try_clone()?;
         let dir = self.helpers[0].start(Box::new(move || d.sync_all()));
-        let outcome = self.record();
+        let outcome = self.log.record();
         join(dir)?;
         outcome
     }
 
-    /// Over `name`: its backup (file and directory) || content || intent; a temporary
-    /// name renamed over it; its directory || the outcome.
-    fn overwrite(&mut self, name: &str, data: &[u8]) -> std::io::Result<()> {
-        self.overwrite_with(name, data, None)
+    /// The backup of `old`: the backup store's spare linked into its shard, locked, the
+    /// old content and its trailer written; its sync and its shard's started.
+    fn backup(&mut self, old: &[u8]) -> std::io::Result<[mpsc::Receiver<std::io::Result<()>>; 2]> {
+        let shard = File::open(self.backups.join(SHARD))?;
+        let b = match self.spare_backup.take() {
+            Some(b) => b,
+            None => unnamed_in(&self.backups)?,
+        };
+        link_at(&b, &shard, &format!("b-{}.backup", self.n))?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(b.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        b.write_all_at(old, 0)?;
+        b.write_all_at(TRAILER, old.len() as u64)?;
+        let file = self.helpers[1].start(Box::new(move || b.sync_data()));
+        let dir = self.helpers[2].start(Box::new(move || shard.sync_all()));
+        Ok([file, dir])
     }
 
-    /// The same, with `made`: an unnamed file in the backup directory and one in the
-    /// workspace, made before (off the write's path, as fsgate's spares are), given the
-    /// backup's name and the content.
-    fn overwrite_with(
-        &mut self,
-        name: &str,
-        data: &[u8],
-        made: Option<(File, File)>,
-    ) -> std::io::Result<()> {
+    /// Over `name`: its backup (file and shard) || content || intent; a temporary name
+    /// renamed over it; its directory || the outcome.
+    fn overwrite(&mut self, name: &str, data: &[u8]) -> std::io::Result<()> {
         self.n += 1;
-        let old = std::fs::read(self.ws.join(name))?;
-        let backup_name = format!("b-{}", self.n);
-        let (b, content) = match made {
-            Some((b, mut content)) => {
-                link_at(&b, &self.backup_dir, &backup_name)?;
-                content.write_all(data)?;
-                (b, content)
-            }
-            None => {
-                let b = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(self.backup.join(&backup_name))?;
-                (b, self.staged(data)?)
-            }
-        };
-        b.write_all_at(&old, 0)?;
-        let bdir = self.backup_dir.try_clone()?;
-        let backup = self.helpers[1].start(Box::new(move || b.sync_data()));
-        let backup_dir = self.helpers[2].start(Box::new(move || bdir.sync_all()));
-        let f = content;
+        let target = self.ws.join(name);
+        let old = std::fs::read(&target)?;
+        let [backup, shard] = self.backup(&old)?;
+        let f = self.staged(data)?;
         let g = f.try_clone()?;
         let content = self.helpers[0].start(Box::new(move || g.sync_all()));
-        let intent = self.record();
-        for rx in [backup, backup_dir, content] {
+        let intent = self.log.record();
+        for rx in [backup, shard, content] {
             join(rx)?;
         }
         intent?;
+        // What is replaced is still what was backed up.
+        std::fs::symlink_metadata(&target)?;
         let tmp = format!(".tmp-{}", self.n);
-        self.link(&f, &tmp)?;
-        std::fs::rename(self.ws.join(&tmp), self.ws.join(name))?;
+        link_at(&f, &self.ws_dir, &tmp)?;
+        std::fs::rename(self.ws.join(&tmp), &target)?;
         self.entry_and_outcome()
     }
 }
 
-/// A new unnamed file (`O_TMPFILE`) in `dir`.
+/// A new unnamed file (`O_TMPFILE`, read and write, as fsgate's spares) in `dir`.
 fn unnamed_in(dir: &Path) -> std::io::Result<File> {
     OpenOptions::new()
+        .read(true)
         .write(true)
         .custom_flags(libc::O_TMPFILE)
         .mode(0o600)
         .open(dir)
 }
 
-/// Gives the unnamed file `f` the name `name` in `dir`.
+/// Gives the unnamed file `f` the name `name` in `dir`: by its descriptor
+/// (`AT_EMPTY_PATH`), else through `/proc/self/fd`, as fsgate does.
 fn link_at(f: &File, dir: &File, name: &str) -> std::io::Result<()> {
-    let src = CString::new(format!("/proc/self/fd/{}", f.as_raw_fd()))?;
     let dst = CString::new(name)?;
-    // SAFETY: both strings are NUL-terminated and outlive the call; the directory
-    // descriptor is open.
+    // SAFETY: both strings are NUL-terminated and outlive the call; the descriptors
+    // are open.
+    let r = unsafe {
+        libc::linkat(
+            f.as_raw_fd(),
+            c"".as_ptr(),
+            dir.as_raw_fd(),
+            dst.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let src = CString::new(format!("/proc/self/fd/{}", f.as_raw_fd()))?;
+    // SAFETY: as above.
     let r = unsafe {
         libc::linkat(
             libc::AT_FDCWD,
@@ -233,56 +297,38 @@ fn link_at(f: &File, dir: &File, name: &str) -> std::io::Result<()> {
     }
 }
 
-/// The p50s of bare durable writes of 4 KiB, µs.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BareWrites {
-    /// To a new file.
-    pub new_us: f64,
-    /// To a new file, its unnamed file (its inode) made before the clock starts.
-    pub new_premade_us: f64,
-    /// Over a file, with its backup.
-    pub overwrite_us: f64,
-    /// The same, the backup's and the content's unnamed files made before the clock
-    /// starts.
-    pub overwrite_premade_us: f64,
+/// The p50 of `n` bare durable writes of 4 KiB to new files (each with its unnamed file
+/// made ahead, between writes, as fsgate's spares are), µs, in a scratch directory
+/// `root` (on a filesystem of its own: see [`crate::fresh_fs`]).
+pub fn bare_new(root: &Path, n: usize) -> Result<f64, Error> {
+    bare_serial(root, n, false)
 }
 
-/// `n` bare writes of each kind ([`BareWrites`]), in turn, in a scratch directory under
-/// `dir`.
-pub fn bare_writes(dir: &Path, n: usize) -> Result<BareWrites, Error> {
-    let root = dir.join("bare-writes");
-    let _ = std::fs::remove_dir_all(&root);
-    let io = |e| Error::io(&root, e);
-    let mut s = Scratch::new(&root).map_err(io)?;
+/// The same for overwrites of one file with their backups (the backup's and the
+/// content's unnamed files made ahead), µs.
+pub fn bare_overwrite(root: &Path, n: usize) -> Result<f64, Error> {
+    bare_serial(root, n, true)
+}
+
+fn bare_serial(root: &Path, n: usize, over: bool) -> Result<f64, Error> {
+    let io = |e| Error::io(root, e);
+    let mut s = Scratch::new(root).map_err(io)?;
     let data = vec![b'x'; 4096];
     std::fs::write(s.ws.join("over"), &data).map_err(io)?;
-    let mut times: [Vec<f64>; 4] = Default::default();
-    let us = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
+    // SAFETY: a sync with no preconditions; the set-up starts the clock on disk.
+    unsafe { libc::sync() };
+    let mut times = Vec::with_capacity(n);
     for _ in 0..n {
+        s.make_spares(over).map_err(io)?;
         let t = Instant::now();
-        s.write_new(&data).map_err(io)?;
-        times[0].push(us(t));
-        let f = s.unnamed().map_err(io)?;
-        let t = Instant::now();
-        s.write_new_into(f, &data).map_err(io)?;
-        times[1].push(us(t));
-        let t = Instant::now();
-        s.overwrite("over", &data).map_err(io)?;
-        times[2].push(us(t));
-        let made = (s.unnamed_backup().map_err(io)?, s.unnamed().map_err(io)?);
-        let t = Instant::now();
-        s.overwrite_with("over", &data, Some(made)).map_err(io)?;
-        times[3].push(us(t));
+        if over {
+            s.overwrite("over", &data).map_err(io)?;
+        } else {
+            s.write_new(&data).map_err(io)?;
+        }
+        times.push(t.elapsed().as_secs_f64() * 1e6);
     }
-    drop(s);
-    let _ = std::fs::remove_dir_all(&root);
-    let [new, premade, over, over_premade] = times.map(crate::suite::mid);
-    Ok(BareWrites {
-        new_us: new,
-        new_premade_us: premade,
-        overwrite_us: over,
-        overwrite_premade_us: over_premade,
-    })
+    Ok(crate::suite::mid(times))
 }
 
 /// An `fsync` shared by the threads that need it (a group commit): a sync that starts
@@ -364,6 +410,8 @@ const SHARDS: usize = 256;
 struct Shared {
     ws: PathBuf,
     ws_dir: SharedSync,
+    /// The backup store, whose unnamed files are linked into its shards.
+    backups: PathBuf,
     shards: Vec<(PathBuf, File)>,
     log: SharedSync,
     /// One file the backups are appended to, for [`Calls::SharedBackups`].
@@ -388,6 +436,10 @@ impl Shared {
             .append(true)
             .create(true)
             .open(root.join("log"))?;
+        // Reserved ahead as fsgate's audit log is (here, at once, for every record).
+        let len = (2 * n * RECORD.len()) as i64 + RESERVE as i64;
+        // SAFETY: fallocate on a descriptor we own; a failure leaves it unreserved.
+        unsafe { libc::fallocate(log.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len) };
         let pack = OpenOptions::new()
             .append(true)
             .create(true)
@@ -397,6 +449,7 @@ impl Shared {
         Ok(Shared {
             ws_dir: SharedSync::new(File::open(&ws)?),
             ws,
+            backups: root.join("backups"),
             shards,
             log: SharedSync::new(log),
             pack: SharedSync::new(pack),
@@ -421,15 +474,15 @@ pub enum Calls {
 
 /// `n` bare overwrites of 4 KiB with their backups, `k` threads at once, each over its
 /// own file: what fsgate's `overwrite` workload asks of the kernel, with no server.
-/// Each thread makes the calls of the bare overwrite one at a time, in turn: the intent
-/// record, a backup file made and synced in its shard directory (synced too), an
-/// unnamed file filled and synced, a temporary name renamed over the file, the
-/// workspace directory synced, the outcome record. The log's and the workspace
-/// directory's syncs are shared between the threads (group commits, as fsgate's are).
+/// Each thread makes the calls of the bare overwrite one at a time, in fsgate's order:
+/// the backup (an unnamed file in the store linked into its shard, written, synced, the
+/// shard synced), an unnamed file filled and synced, the intent record, a temporary
+/// name renamed over the file, the workspace directory synced, the outcome record. The
+/// log's and the workspace directory's syncs are shared between the threads (group
+/// commits, as fsgate's are).
 ///
-/// Its files are made under `root`, which is left for the caller to remove once the
-/// workloads after it have run: on ext4 without a journal, files removed moments
-/// before slow down the making of new ones.
+/// Its files are made under `root` and left there: the caller gives it a filesystem
+/// of its own and removes it whole ([`crate::fresh_fs`]).
 pub fn bare_overwrites_in_flight(
     root: &Path,
     n: usize,
@@ -473,17 +526,20 @@ pub fn bare_overwrites_in_flight(
     })
 }
 
-/// One overwrite of `ws/o<i>` for [`bare_overwrites_in_flight`], its backup a file of
-/// its own in its shard directory (both synced).
+/// One overwrite of `ws/o<i>` for [`bare_overwrites_in_flight`], as fsgate's backup
+/// store makes it: an unnamed file in the store linked into the file's shard directory,
+/// locked, the old content and a trailer written, it and its shard synced.
 fn overwrite_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
     overwrite_backed_up(s, i, data, |old| {
-        let (shard, shard_dir) = &s.shards[i % SHARDS];
-        let mut b = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(shard.join(format!("o{i}")))?;
-        b.write_all(&old)?;
+        let (_, shard_dir) = &s.shards[i % SHARDS];
+        let b = unnamed_in(&s.backups)?;
+        link_at(&b, shard_dir, &format!("o{i}.backup"))?;
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(b.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        b.write_all_at(&old, 0)?;
+        b.write_all_at(TRAILER, old.len() as u64)?;
         b.sync_data()?;
         shard_dir.sync_all()
     })
@@ -500,7 +556,9 @@ fn overwrite_shared_backup(s: &Shared, i: usize, data: &[u8]) -> std::io::Result
 }
 
 /// fsgate's calls for one overwrite of `ws/o<i>` around `backup`, given the old
-/// content: the intent record, the backup, the durable replace, the outcome record.
+/// content, in fsgate's order (each thread makes its syncs in turn, as a request does
+/// when fsgate's helpers are busy): the backup, the content synced, the intent record,
+/// the name, the outcome record.
 fn overwrite_backed_up(
     s: &Shared,
     i: usize,
@@ -508,9 +566,10 @@ fn overwrite_backed_up(
     backup: impl FnOnce(Vec<u8>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let old = std::fs::read(s.ws.join(format!("o{i}")))?;
-    s.log.append(RECORD)?;
     backup(old)?;
-    replace(s, i, data)?;
+    let content = staged(s, data)?;
+    s.log.append(RECORD)?;
+    publish(s, i, &content)?;
     s.log.append(RECORD)
 }
 
@@ -519,18 +578,27 @@ fn overwrite_backed_up(
 /// renamed over the file, the workspace directory synced (shared).
 fn replace_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
     std::fs::read(s.ws.join(format!("o{i}")))?;
-    replace(s, i, data)
+    let content = staged(s, data)?;
+    publish(s, i, &content)
 }
 
-/// `ws/o<i>` replaced durably by `data`: an unnamed file filled and synced, linked at a
-/// temporary name renamed over it, the workspace directory synced (shared).
-fn replace(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
+/// `data` in a new unnamed file in the workspace, its mode a new file's, synced.
+fn staged(s: &Shared, data: &[u8]) -> std::io::Result<File> {
     let mut content = unnamed_in(&s.ws)?;
     content.write_all(data)?;
+    content.set_permissions(std::fs::Permissions::from_mode(0o644))?;
     content.sync_all()?;
+    Ok(content)
+}
+
+/// `content` made `ws/o<i>`: the target checked, linked at a temporary name renamed
+/// over it, the workspace directory synced (shared).
+fn publish(s: &Shared, i: usize, content: &File) -> std::io::Result<()> {
+    let target = s.ws.join(format!("o{i}"));
+    std::fs::symlink_metadata(&target)?;
     let tmp = format!(".tmp-{i}");
-    link_at(&content, &s.ws_dir.file, &tmp)?;
-    std::fs::rename(s.ws.join(&tmp), s.ws.join(format!("o{i}")))?;
+    link_at(content, &s.ws_dir.file, &tmp)?;
+    std::fs::rename(s.ws.join(&tmp), &target)?;
     s.ws_dir.sync()
 }
 
@@ -575,6 +643,7 @@ pub fn echo_round_trip(n: usize) -> Result<f64, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     fn scratch() -> (PathBuf, Scratch) {
         let root = std::env::temp_dir().join(format!("fsgate-floor-{}", std::process::id()));
@@ -583,28 +652,37 @@ mod tests {
         (root, s)
     }
 
-    /// A bare write does the write: the name holds the content, an overwrite backs up what
-    /// it replaces, and each write appends its intent and outcome.
+    /// A bare write does the write as fsgate does: the name holds the content (mode
+    /// 0644), an overwrite backs up what it replaces (content, then its trailer) in its
+    /// shard, each write appends its intent and outcome to a log whose space is reserved
+    /// ahead, and the spares made between writes are what the writes fill.
     #[test]
     fn bare_writes_leave_their_files_a_backup_and_two_records_each() {
         let (root, mut s) = scratch();
         s.write_new(b"one").unwrap();
         assert_eq!(std::fs::read(s.ws.join("new-1")).unwrap(), b"one");
-        let premade = s.unnamed().unwrap();
-        s.write_new_into(premade, b"two").unwrap();
-        assert_eq!(std::fs::read(s.ws.join("new-2")).unwrap(), b"two");
+        let mode = std::fs::metadata(s.ws.join("new-1")).unwrap().permissions();
+        assert_eq!(mode.mode() & 0o777, 0o644);
+        s.make_spares(true).unwrap();
+        let spare = s.spare.as_ref().unwrap().metadata().unwrap().ino();
         std::fs::write(s.ws.join("f"), b"old").unwrap();
         s.overwrite("f", b"new").unwrap();
+        assert!(s.spare.is_none() && s.spare_backup.is_none(), "spares used");
+        assert_eq!(std::fs::metadata(s.ws.join("f")).unwrap().ino(), spare);
         assert_eq!(std::fs::read(s.ws.join("f")).unwrap(), b"new");
-        assert_eq!(std::fs::read(s.backup.join("b-3")).unwrap(), b"old");
-        let made = (s.unnamed_backup().unwrap(), s.unnamed().unwrap());
-        s.overwrite_with("f", b"newer", Some(made)).unwrap();
-        assert_eq!(std::fs::read(s.ws.join("f")).unwrap(), b"newer");
-        assert_eq!(std::fs::read(s.backup.join("b-4")).unwrap(), b"new");
-        let log = std::fs::metadata(root.join("log")).unwrap().len();
-        assert_eq!(log, 8 * RECORD.len() as u64);
+        let backup = std::fs::read(s.backups.join(SHARD).join("b-2.backup")).unwrap();
+        assert_eq!(backup, [&b"old"[..], TRAILER].concat());
+        let log = root.join("audit").join("audit.jsonl");
+        assert_eq!(
+            std::fs::metadata(&log).unwrap().len(),
+            4 * RECORD.len() as u64
+        );
+        let blocks = std::fs::metadata(&log).unwrap().blocks() * 512;
+        assert!(blocks >= RESERVE, "space reserved ahead: {blocks}");
         let names: Vec<_> = std::fs::read_dir(&s.ws).unwrap().collect();
-        assert_eq!(names.len(), 3, "no temporary name left behind");
+        assert_eq!(names.len(), 2, "no temporary name left behind");
+        assert!(bare_new(&root.join("n"), 5).unwrap() > 0.0);
+        assert!(bare_overwrite(&root.join("o"), 5).unwrap() > 0.0);
         std::fs::remove_dir_all(&root).unwrap();
     }
 
@@ -640,8 +718,10 @@ mod tests {
                 std::fs::read(shared.ws.join(format!("o{i}"))).unwrap(),
                 b"new"
             );
-            let backup = shared.shards[i % SHARDS].0.join(format!("o{i}"));
-            assert_eq!(std::fs::read(backup).unwrap().len(), 4096);
+            let backup = shared.shards[i % SHARDS].0.join(format!("o{i}.backup"));
+            let backup = std::fs::read(backup).unwrap();
+            assert_eq!(backup.len(), 4096 + TRAILER.len());
+            assert!(backup.ends_with(TRAILER));
         }
         let log = std::fs::metadata(root.join("log")).unwrap().len();
         assert_eq!(log, 600 * RECORD.len() as u64);

@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod floor;
+pub mod fresh_fs;
 pub mod mono;
 pub mod mono_work;
 pub mod report;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::Error;
 use crate::floor::{self, Calls, InFlight};
+use crate::fresh_fs::{FreshFs, Kind};
 use crate::mono::{self, Mono};
 use crate::mono_work::{self, Expect};
 use crate::report::{Figures, Report};
@@ -293,7 +294,7 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
     let mut runs: BTreeMap<(String, String), Vec<Figures>> = BTreeMap::new();
     let mut failures = Vec::new();
     let (mut fdatasync, mut small_sync, mut chain) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut in_flight, mut scratches) = (Vec::new(), Vec::new());
+    let mut floors = Floors::default();
     for rep in 0..cfg.reps.max(1) {
         let (mut probed, mut warmed) = (false, false);
         for (w, mut servers) in jobs(&cfg) {
@@ -309,6 +310,7 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
             if w == "write_new_serial" {
                 chain.push(probe_chain(work, count / 5)?);
             }
+            floors.before(&suite, w, rep)?;
             if w.starts_with("mono_") && !warmed {
                 if let Some((root, _)) = &suite.mono {
                     eprint!(
@@ -321,26 +323,24 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
                 }
                 warmed = true;
             }
-            if w == "overwrite" {
-                for (calls, name) in [
-                    (Calls::Fsgates, "in-flight"),
-                    (Calls::ReplaceOnly, "replace"),
-                    (Calls::SharedBackups, "shared-backups"),
-                ] {
-                    let scratch = work.join(format!("bare-{name}-{rep}"));
-                    let _ = std::fs::remove_dir_all(&scratch);
-                    let got = floor::bare_overwrites_in_flight(&scratch, suite.n.write, 32, calls)?;
-                    in_flight.push((calls, got));
-                    scratches.push(scratch);
-                }
-            }
             if rep % 2 == 1 {
                 servers.reverse();
             }
             for label in servers {
                 eprint!("fsgate-bench: rep {} {w} on {label} ... ", rep + 1);
                 let _ = std::io::stderr().flush();
-                match suite.job(w, label, rep).await {
+                // Each write workload on a filesystem made for it, gone after.
+                let fresh = match is_write(w) {
+                    true => {
+                        let tag = format!("{w}-{}-{rep}", label.replace([' ', '='], "-"));
+                        Some(floors.fresh(work, &tag)?)
+                    }
+                    false => None,
+                };
+                let on = fresh.as_ref().map(|f| f.root.as_path());
+                let got = suite.job(w, label, rep, on).await;
+                drop(fresh);
+                match got {
                     Ok(f) => {
                         eprintln!("{}", f.brief());
                         runs.entry((w.into(), label.into())).or_default().push(f);
@@ -353,24 +353,14 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
             }
         }
     }
-    // Removed only now (see `bare_overwrites_in_flight`).
-    for scratch in scratches {
-        let _ = std::fs::remove_dir_all(scratch);
-    }
     let syncs = [
         SyncProbe::medians(&fdatasync),
         SyncProbe::medians(&small_sync),
     ];
-    let mut chain = ChainProbe::medians(&chain);
-    let of = |calls: Calls, f: fn(&InFlight) -> f64| {
-        let got = in_flight.iter().filter(|(c, _)| *c == calls);
-        mid(got.map(|(_, r)| f(r)).collect())
-    };
-    chain.bare_overwrite_32_ops = of(Calls::Fsgates, |r| r.ops_per_s);
-    chain.bare_overwrite_32_cpu_us = of(Calls::Fsgates, |r| r.cpu_us);
-    chain.bare_replace_32_ops = of(Calls::ReplaceOnly, |r| r.ops_per_s);
-    chain.bare_shared_backups_32_ops = of(Calls::SharedBackups, |r| r.ops_per_s);
-    Ok(Report::new(&cfg, (syncs, chain), runs, failures, &suite.sz))
+    let chain = floors.fill_chain(ChainProbe::medians(&chain));
+    let mut report = Report::new(&cfg, (syncs, chain), runs, failures, &suite.sz);
+    report.write_fs = describe_kinds(&floors.kinds);
+    Ok(report)
 }
 
 impl Suite {
@@ -411,8 +401,29 @@ impl Suite {
         Ok((srv, root))
     }
 
-    /// Runs workload `w` on server `label` once (a fresh server process).
-    async fn job(&self, w: &str, label: &str, rep: usize) -> Result<Figures, Error> {
+    /// Runs workload `w` on server `label` once (a fresh server process); a write
+    /// workload `on` a fresh filesystem (its workspace and the server's state there).
+    async fn job(
+        &self,
+        w: &str,
+        label: &str,
+        rep: usize,
+        on: Option<&Path>,
+    ) -> Result<Figures, Error> {
+        if let Some(fresh) = on {
+            let (root, state) = (fresh.join("ws"), fresh.join("state"));
+            std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+            let root = root.canonicalize().map_err(|e| Error::io(&root, e))?;
+            let srv = server::start(&self.spec(label)?, &root, &state).await?;
+            let cx = Ctx {
+                root: &root,
+                sz: &self.sz,
+                rep,
+            };
+            let res = self.workload(&srv, &cx, w).await;
+            srv.stop().await;
+            return Ok(Figures::from_run(&res?));
+        }
         if w.starts_with("mono_") || w.starts_with("list_") {
             return self
                 .big_job(w, label, rep)
@@ -553,6 +564,103 @@ impl Suite {
     }
 }
 
+/// The floors measured in a run, and what each write workload ran on.
+#[derive(Default)]
+struct Floors {
+    /// The bare calls with 32 in flight, of each kind.
+    in_flight: Vec<(Calls, InFlight)>,
+    /// The one-at-a-time floors: (over a file, p50 µs).
+    serial: Vec<(bool, f64)>,
+    kinds: Vec<Kind>,
+}
+
+impl Floors {
+    /// A filesystem of its own for `tag`, noted for the report.
+    fn fresh(&mut self, work: &Path, tag: &str) -> Result<FreshFs, Error> {
+        let f = FreshFs::make(work, tag)?;
+        self.kinds.push(f.kind.clone());
+        Ok(f)
+    }
+
+    /// Before workload `w`, the floor it is set against, each on a filesystem of its
+    /// own: the one-at-a-time write's bare calls (as many as the workload makes), or
+    /// the bare overwrites with 32 in flight of each kind.
+    fn before(&mut self, suite: &Suite, w: &str, rep: usize) -> Result<(), Error> {
+        let work = &suite.cfg.work;
+        if let Some(over) = serial_floor(w) {
+            let fresh = self.fresh(work, &format!("floor-{w}-{rep}"))?;
+            let (root, n) = (fresh.root.join("floor"), suite.n.write_serial);
+            let us = match over {
+                true => floor::bare_overwrite(&root, n)?,
+                false => floor::bare_new(&root, n)?,
+            };
+            self.serial.push((over, us));
+        }
+        if w != "overwrite" {
+            return Ok(());
+        }
+        for (calls, name) in [
+            (Calls::Fsgates, "in-flight"),
+            (Calls::ReplaceOnly, "replace"),
+            (Calls::SharedBackups, "shared-backups"),
+        ] {
+            let fresh = self.fresh(work, &format!("bare-{name}-{rep}"))?;
+            let scratch = fresh.root.join("bare");
+            let got = floor::bare_overwrites_in_flight(&scratch, suite.n.write, 32, calls)?;
+            self.in_flight.push((calls, got));
+        }
+        Ok(())
+    }
+
+    /// `chain` with the floors' medians over the repetitions.
+    fn fill_chain(&self, mut chain: ChainProbe) -> ChainProbe {
+        let of = |calls: Calls, f: fn(&InFlight) -> f64| {
+            let got = self.in_flight.iter().filter(|(c, _)| *c == calls);
+            mid(got.map(|(_, r)| f(r)).collect())
+        };
+        chain.bare_overwrite_32_ops = of(Calls::Fsgates, |r| r.ops_per_s);
+        chain.bare_overwrite_32_cpu_us = of(Calls::Fsgates, |r| r.cpu_us);
+        chain.bare_replace_32_ops = of(Calls::ReplaceOnly, |r| r.ops_per_s);
+        chain.bare_shared_backups_32_ops = of(Calls::SharedBackups, |r| r.ops_per_s);
+        let serial = |over: bool| {
+            let got = self.serial.iter().filter(|f| f.0 == over);
+            mid(got.map(|f| f.1).collect())
+        };
+        chain.bare_new_us = serial(false);
+        chain.bare_overwrite_us = serial(true);
+        chain
+    }
+}
+
+/// The write workloads: each runs on a filesystem of its own ([`FreshFs`]).
+pub fn is_write(w: &str) -> bool {
+    matches!(
+        w,
+        "write_new" | "overwrite" | "write_new_serial" | "overwrite_serial"
+    )
+}
+
+/// Before a one-at-a-time write workload, its floor: `Some(true)` for overwrites.
+fn serial_floor(w: &str) -> Option<bool> {
+    match w {
+        "write_new_serial" => Some(false),
+        "overwrite_serial" => Some(true),
+        _ => None,
+    }
+}
+
+/// What the write workloads ran on, for the report (each way once).
+pub fn describe_kinds(kinds: &[Kind]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for k in kinds {
+        let d = k.describe();
+        if !seen.contains(&d) {
+            seen.push(d);
+        }
+    }
+    seen.join("; ")
+}
+
 /// About one audit record's size, for the second fdatasync probe.
 const RECORD_BYTES: usize = 400;
 
@@ -632,15 +740,13 @@ pub struct ChainProbe {
     pub new_file_us: f64,
     /// `fsync` of the directory just given a new entry: a published name, µs.
     pub dir_us: f64,
-    /// A whole durable write of 4 KiB to a new file, its bare system calls in fsgate's
-    /// order with no server ([`crate::floor`]), µs.
+    /// The floor of `write_new_serial`: a whole durable write of 4 KiB to a new file,
+    /// fsgate's system calls in its order with no server, its unnamed file made ahead
+    /// ([`crate::floor::bare_new`]), on a filesystem of its own; p50, µs (0: not run).
     pub bare_new_us: f64,
-    /// The same with the unnamed file (its inode) made before the clock starts, µs.
-    pub bare_new_premade_us: f64,
-    /// The same for an overwrite with its backup, µs.
+    /// The floor of `overwrite_serial`: the same for an overwrite with its backup
+    /// ([`crate::floor::bare_overwrite`]), µs.
     pub bare_overwrite_us: f64,
-    /// The same with the backup's and the content's unnamed files made before, µs.
-    pub bare_overwrite_premade_us: f64,
     /// Bare overwrites with their backups and records, 32 threads at once, no server
     /// ([`crate::floor::bare_overwrites_in_flight`]), a second (0: not run).
     pub bare_overwrite_32_ops: f64,
@@ -667,9 +773,7 @@ impl ChainProbe {
             new_file_us: m(|p| p.new_file_us),
             dir_us: m(|p| p.dir_us),
             bare_new_us: m(|p| p.bare_new_us),
-            bare_new_premade_us: m(|p| p.bare_new_premade_us),
             bare_overwrite_us: m(|p| p.bare_overwrite_us),
-            bare_overwrite_premade_us: m(|p| p.bare_overwrite_premade_us),
             bare_overwrite_32_ops: m(|p| p.bare_overwrite_32_ops),
             bare_overwrite_32_cpu_us: m(|p| p.bare_overwrite_32_cpu_us),
             bare_replace_32_ops: m(|p| p.bare_replace_32_ops),
@@ -679,8 +783,9 @@ impl ChainProbe {
     }
 }
 
-/// Times `n` times each of a durable write's syncs besides the log's, and `n` whole bare
-/// writes of each kind (see [`ChainProbe`]), in scratch directories under `dir`.
+/// Times `n` times each of a durable write's syncs besides the log's, apart, and a
+/// request's round trip through pipes (see [`ChainProbe`]), in a scratch directory
+/// under `dir`.
 fn probe_chain(dir: &Path, n: usize) -> Result<ChainProbe, Error> {
     use std::os::unix::fs::OpenOptionsExt;
     let d = dir.join("chain-probe");
@@ -714,15 +819,10 @@ fn probe_chain(dir: &Path, n: usize) -> Result<ChainProbe, Error> {
         dirs.push(us(t));
     }
     let _ = std::fs::remove_dir_all(&d);
-    let bare = crate::floor::bare_writes(dir, n)?;
     Ok(ChainProbe {
         content_us: mid(content),
         new_file_us: mid(new_file),
         dir_us: mid(dirs),
-        bare_new_us: bare.new_us,
-        bare_new_premade_us: bare.new_premade_us,
-        bare_overwrite_us: bare.overwrite_us,
-        bare_overwrite_premade_us: bare.overwrite_premade_us,
         echo_rtt_us: crate::floor::echo_round_trip(n)?,
         ..ChainProbe::default()
     })

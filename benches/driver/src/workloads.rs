@@ -310,6 +310,10 @@ pub async fn overwrite(srv: &Server, cx: &Ctx<'_>, n: usize, k: usize) -> Result
         let p = d.join(format!("o{i}.txt"));
         std::fs::write(&p, write_content(cx.rep, i, 30_000_000)).map_err(|e| Error::io(&p, e))?;
     }
+    // The files on disk before the clock starts, as the floor's are: not written back
+    // during the server's syncs.
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
     writes(srv, cx, (n, k), &|i| format!("{dir}/o{i}.txt"), 40_000_000).await
 }
 

@@ -15,8 +15,8 @@
 //! must name its file exactly; a path written longer is refused before any work), and a
 //! record holds at most 4 KiB of any one text.
 
+use fsgate_base::sha256::Sha256;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::AuditEvent;
 

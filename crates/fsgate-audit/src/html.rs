@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use base64::Engine as _;
+use fsgate_base::sha256::Sha256;
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 
 use super::digest::{self, Change, Counts, Digest};
 use super::reads::{ReadCounts, SecretRefusal};

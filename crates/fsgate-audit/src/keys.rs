@@ -108,7 +108,7 @@ pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
         std::process::id(),
         &out
     );
-    let digest = <sha2::Sha256 as sha2::Digest>::digest(seed.as_bytes());
+    let digest = fsgate_base::sha256::Sha256::digest(seed.as_bytes());
     for (o, d) in out.iter_mut().zip(digest.iter().cycle()) {
         *o = *d;
     }

@@ -4,7 +4,7 @@
 //! Leaf `i` is the record with seq `i + 1`; its data is the record's line exactly as
 //! stored, without the newline. Pure: no I/O.
 
-use sha2::{Digest, Sha256};
+use fsgate_base::sha256::Sha256;
 
 /// A SHA-256 digest.
 pub(crate) type Hash = [u8; 32];
@@ -14,7 +14,7 @@ pub(crate) fn leaf_hash(line: &[u8]) -> Hash {
     let mut h = Sha256::new();
     h.update([0u8]);
     h.update(line);
-    h.finalize().into()
+    h.finalize()
 }
 
 /// `SHA-256(0x01 || left || right)`: an interior node.
@@ -23,12 +23,12 @@ pub(crate) fn node_hash(left: &Hash, right: &Hash) -> Hash {
     h.update([1u8]);
     h.update(left);
     h.update(right);
-    h.finalize().into()
+    h.finalize()
 }
 
 /// The hash of the empty tree, `SHA-256()`.
 pub(crate) fn empty_root() -> Hash {
-    Sha256::digest([]).into()
+    Sha256::digest([])
 }
 
 /// The largest power of two strictly below `n` (`n >= 2`).

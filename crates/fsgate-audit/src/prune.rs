@@ -155,7 +155,7 @@ fn prunable(
             .map_err(|e| PruneError::Unreadable(format!("{}: {e}", f.path.display())))?;
         files_json.push(json!({
             "name": series::file_name(&f.path), "first_seq": first, "last_seq": last,
-            "sha256": hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes)),
+            "sha256": hex::encode(fsgate_base::sha256::Sha256::digest(&bytes)),
         }));
         let start = range.as_ref().map_or(first, |r| r.0);
         range = Some((start, last, f.last_hash.clone().unwrap_or_default()));

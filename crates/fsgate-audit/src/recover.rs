@@ -5,8 +5,8 @@
 use std::io::Write;
 
 use base64::Engine;
+use fsgate_base::sha256::Sha256;
 use serde_json::{Map, json};
-use sha2::{Digest, Sha256};
 
 use super::checkpoint::Checkpoint;
 use super::io::Io;

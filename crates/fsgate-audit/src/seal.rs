@@ -2,7 +2,7 @@
 //! record) before the body, then `prev` and the `hash` of `prev` and the line; and
 //! decoding a hash back.
 
-use sha2::{Digest, Sha256};
+use fsgate_base::sha256::Sha256;
 
 use super::canonical::{push_str, push_u64};
 
@@ -50,7 +50,7 @@ pub(crate) fn chain_hash(prev: &[u8; 32], head: &[u8], tail: &[u8]) -> [u8; 32] 
     h.update(prev);
     h.update(head);
     h.update(tail);
-    h.finalize().into()
+    h.finalize()
 }
 
 pub(crate) fn is_lower_hex(s: &str, len: usize) -> bool {
@@ -123,7 +123,7 @@ mod tests {
         let mut h = Sha256::new();
         h.update([0u8; 32]);
         h.update(format!("{expect_head}}}").as_bytes());
-        assert_eq!(<[u8; 32]>::from(h.finalize()), hash);
+        assert_eq!(h.finalize(), hash);
 
         let info = check_line(&line[..line.len() - 1], &mut Vec::new()).unwrap();
         assert_eq!((info.seq, info.hash, info.prev), (1, hash, GENESIS_PREV));

@@ -19,7 +19,7 @@
 //! of the full path (`~` is always escaped in the plain form, so the two forms cannot
 //! collide); the record then says which path it is.
 
-use sha2::{Digest, Sha256};
+use fsgate_base::sha256::Sha256;
 use time::OffsetDateTime;
 use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;

@@ -12,7 +12,7 @@
 use std::io;
 use std::os::fd::AsFd;
 
-use sha2::{Digest, Sha256};
+use fsgate_base::sha256::Sha256;
 
 use super::layout::Sidecar;
 

@@ -337,7 +337,7 @@ mod tests {
         let (latest, _) = store.open_version("a.txt", None).expect("latest");
         assert_eq!(
             latest.sha256,
-            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"v4"))
+            hex::encode(fsgate_base::sha256::Sha256::digest(b"v4"))
         );
         // Idempotent.
         assert!(store.prune_at(t(100)).expect("prune").removed.is_empty());
@@ -364,7 +364,7 @@ mod tests {
             assert!(kept.len() <= 3, "{i}: {kept:#?}");
         }
         let kept = store.list(Some("a.txt")).expect("list");
-        let sha = |s: &str| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(s.as_bytes()));
+        let sha = |s: &str| hex::encode(fsgate_base::sha256::Sha256::digest(s.as_bytes()));
         let shas: Vec<_> = kept.iter().map(|r| r.sha256.clone()).collect();
         assert_eq!(
             shas,

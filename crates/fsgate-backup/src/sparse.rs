@@ -11,8 +11,8 @@ use std::io;
 use std::os::fd::AsFd;
 use std::sync::Mutex;
 
+use fsgate_base::sha256::Sha256;
 use rustix::fs::SeekFrom;
-use sha2::{Digest, Sha256};
 
 /// Bytes read or hashed per step.
 const CHUNK: usize = 64 * 1024;

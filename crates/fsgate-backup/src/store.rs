@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, OpenOptions};
-use sha2::{Digest, Sha256};
+use fsgate_base::sha256::Sha256;
 use time::OffsetDateTime;
 
 use super::config::{Retention, SizeLimits};

@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use sha2::{Digest, Sha256};
+use fsgate_base::sha256::Sha256;
 use time::OffsetDateTime;
 
 use super::*;

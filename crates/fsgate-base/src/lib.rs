@@ -1,6 +1,7 @@
 //! fsgate's shared vocabulary, the bottom layer: workspace-relative paths ([`path`]),
 //! escaping of agent-chosen text for people ([`text`]), the wire error codes and the
-//! gateway's error type ([`error`]), and the per-workspace state directory ([`state`]).
+//! gateway's error type ([`error`]), the per-workspace state directory ([`state`]), and
+//! SHA-256 ([`sha256`]), the one hasher of every layer.
 //!
 //! # Layer
 //!
@@ -10,5 +11,6 @@
 
 pub mod error;
 pub mod path;
+pub mod sha256;
 pub mod state;
 pub mod text;

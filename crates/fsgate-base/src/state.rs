@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use crate::sha256::hex_digest;
 
 /// Neither `XDG_STATE_HOME` nor `HOME` is an absolute path, so there is no default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -16,7 +16,7 @@ pub fn workspace_state_dir(workspace: &Path) -> Result<PathBuf, NoStateDir> {
     let state = state_home(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
         .ok_or(NoStateDir)?;
     let canonical = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-    let hash = hex::encode(Sha256::digest(canonical.as_os_str().as_encoded_bytes()));
+    let hash = hex_digest(canonical.as_os_str().as_encoded_bytes());
     let name: String = canonical
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -44,6 +44,9 @@ use fsgate_policy::OpClass;
 /// exit once its own stdin is closed, before it is killed.
 pub const GRACE: Duration = Duration::from_secs(5);
 
+/// How long the agent's stdout is still read once the agent exited.
+const DRAIN: Duration = Duration::from_secs(1);
+
 /// A session the agent created through the editor.
 #[derive(Debug, Clone)]
 struct Session {
@@ -749,7 +752,7 @@ where
     // The agent is gone: stop reading the editor, which may keep its end open (its
     // input has nowhere to go), so that the writers below see their channels close.
     editor_reader.abort();
-    let _ = agent_reader.await;
+    drain_agent(agent_reader).await;
     if let Some(h) = &relay.hosted {
         h.close();
     }
@@ -885,6 +888,11 @@ async fn relay_editor<EI: AsyncRead + Unpin>(
     r.asker.close();
     r.owed.wait_settled(GRACE).await;
     let _ = close_agent.send(());
+    // Its sessions of the hosted server end with it: an open stream there (Gemini CLI's
+    // MCP client keeps one) would keep an agent alive that otherwise ends on EOF.
+    if let Some(h) = &r.hosted {
+        h.close();
+    }
 }
 
 /// Agent -> editor (or fsgate): each line the agent writes, until it closes its stdout;
@@ -1080,6 +1088,20 @@ async fn terminal(
     })
     .await
     .unwrap_or((false, None))
+}
+
+/// Relays what the agent wrote before it exited; a process it left behind may hold its
+/// stdout open (ended with the agent's tree afterwards), so at most [`DRAIN`].
+async fn drain_agent(mut agent_reader: tokio::task::JoinHandle<()>) {
+    if tokio::time::timeout(DRAIN, &mut agent_reader)
+        .await
+        .is_err()
+    {
+        tracing::info!(
+            "the agent exited; its stdout is still open after {DRAIN:?}: not read further"
+        );
+        agent_reader.abort();
+    }
 }
 
 async fn wait_editor_then_grace(editor_reader: &mut tokio::task::JoinHandle<()>) {

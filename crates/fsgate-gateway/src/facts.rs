@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use fsgate_base::sha256::Sha256;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::ops::{Op, Output, RequestCtx};
 use fsgate_audit::AuditEvent;

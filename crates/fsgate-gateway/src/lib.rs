@@ -1389,7 +1389,6 @@ mod tests {
     use super::*;
     use crate::ops::{Op, PathStyle, RequestCtx};
     use fsgate_audit::{AuditSettings, Fault, OpenOptions};
-    use sha2::Digest;
 
     pub(super) fn ctx() -> RequestCtx {
         RequestCtx {
@@ -1637,10 +1636,13 @@ mod tests {
         assert_eq!(intent["kind"], "intent");
         assert_eq!(intent["op"], "write_text_file");
         assert_eq!(intent["path"], "a.txt");
-        assert_eq!(intent["sha256"], hex::encode(sha2::Sha256::digest(b"new")));
+        assert_eq!(
+            intent["sha256"],
+            hex::encode(fsgate_base::sha256::Sha256::digest(b"new"))
+        );
         assert_eq!(
             intent["args"]["oldSha256"],
-            hex::encode(sha2::Sha256::digest(b"old"))
+            hex::encode(fsgate_base::sha256::Sha256::digest(b"old"))
         );
         assert!(intent["backup"].is_string());
         assert_eq!(outcome["kind"], "request");

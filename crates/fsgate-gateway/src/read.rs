@@ -1,7 +1,5 @@
 //! read_text_file and read_file.
 
-use sha2::Digest as _;
-
 use super::facts::content_digest;
 use super::{Facts, Gateway, ws_error};
 use crate::ops::RequestCtx;
@@ -55,7 +53,7 @@ impl Gateway {
     ) -> Result<(), GatewayError> {
         let scan = || Self::check_content(pol, OpClass::Read, real, bytes, shown);
         if bytes.len() < HASH_BESIDE_MIN {
-            let digest: [u8; 32] = sha2::Sha256::digest(bytes).into();
+            let digest: [u8; 32] = fsgate_base::sha256::Sha256::digest(bytes);
             facts.content_hashed(bytes.len(), hex::encode(digest));
             return Self::check_content_digested(pol, OpClass::Read, real, (bytes, &digest), shown);
         }

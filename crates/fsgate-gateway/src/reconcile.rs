@@ -5,8 +5,8 @@
 use fsgate_workspace::FileKind;
 use std::io::Read;
 
+use fsgate_base::sha256::Sha256;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use super::Gateway;
 use fsgate_audit::{AuditEvent, ChangeOp, Intent, KIND_RECONCILED};

@@ -11,7 +11,7 @@ mod sets;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use fsgate_base::sha256::Sha256;
 
 use super::PolicyError;
 use super::compile::{self, Compiled};

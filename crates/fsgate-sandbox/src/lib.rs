@@ -69,7 +69,7 @@ pub use agent_config::{AgentConfigError, AgentSettings};
 pub use config::SandboxSettings;
 pub use plan::{
     AgentAccess, AgentGrant, AgentNetwork, AgentPlan, DEFAULT_AGENT_DEVICES,
-    DEFAULT_AGENT_SYSTEM_PATHS, Protected, SandboxPlan,
+    DEFAULT_AGENT_SHELL_FILES, DEFAULT_AGENT_SYSTEM_PATHS, Protected, SandboxPlan,
 };
 pub use status::{Enforcement, SandboxStatus};
 

@@ -140,10 +140,10 @@ impl ProfilePlan {
         let policy = format!(
             "# Written by fsgate (agent profile gemini-cli): the built-in file tools are off;\n\
              # the gateway's MCP server ({HOSTED_SERVER}) serves files, and its policy and\n\
-             # `ask` rules decide each call (no second prompt here).\n\
+             # `ask` rules decide each call (no second prompt here). Beside mcpName,\n\
+             # toolName is the tool's bare name (\"*\": all of the server's tools).\n\
              [[rule]]\ntoolName = [{}]\ndecision = \"deny\"\npriority = 900\n\n\
-             [[rule]]\ntoolName = \"mcp_{HOSTED_SERVER}_*\"\nmcpName = \"{HOSTED_SERVER}\"\n\
-             decision = \"allow\"\npriority = 800\n",
+             [[rule]]\nmcpName = \"{HOSTED_SERVER}\"\ntoolName = \"*\"\ndecision = \"allow\"\npriority = 800\n",
             names.join(", ")
         );
         let file = "gemini-policy.toml";

@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use fsgate_base::sha256::Sha256;
 
 use super::frame::seq_of;
 use super::reader::MAX_LINE;

@@ -49,7 +49,7 @@ fn a_torn_last_line_is_cut_and_recorded() {
     assert_eq!(rec["details"]["cut_bytes"], torn.len());
     assert_eq!(
         rec["details"]["cut_sha256"],
-        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(torn))
+        hex::encode(fsgate_base::sha256::Sha256::digest(torn))
     );
     use base64::Engine;
     let copy = base64::engine::general_purpose::STANDARD

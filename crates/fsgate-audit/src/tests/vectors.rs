@@ -69,7 +69,7 @@ fn events() -> Vec<AuditEvent> {
         AuditEvent {
             args: map(json!({"limit": 20, "line": 1})),
             bytes: Some(311),
-            sha256: Some(hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+            sha256: Some(hex::encode(fsgate_base::sha256::Sha256::digest(
                 b"fn main() {}\n",
             ))),
             duration_us: 84,
@@ -418,7 +418,7 @@ pub(crate) fn cases() -> BTreeMap<&'static str, Case> {
             &ts(20),
             "2026-01-02T00:00:00.000000Z",
             vec![json!({"name": first, "first_seq": 1, "last_seq": 4,
-                        "sha256": hex::encode(<sha2::Sha256 as sha2::Digest>::digest(rl[..4].concat().as_bytes()))})],
+                        "sha256": hex::encode(fsgate_base::sha256::Sha256::digest(rl[..4].concat().as_bytes()))})],
             k,
         );
         format!(

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, RwLock};
 
+use fsgate_base::sha256::Sha256;
 use http::{HeaderMap, StatusCode, header};
-use sha2::{Digest, Sha256};
 
 use super::Refusal;
 use super::session::McpSession;
@@ -86,7 +86,7 @@ impl Keys {
         match self {
             Keys::One(token, p) => token.matches(presented).then(|| Arc::clone(p)),
             Keys::Many(map) => {
-                let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+                let digest: [u8; 32] = Sha256::digest(presented.as_bytes());
                 let map = map.read().unwrap_or_else(|e| e.into_inner());
                 map.get(&digest).cloned()
             }
@@ -96,7 +96,7 @@ impl Keys {
     /// Adds a principal under `secret` (Many only).
     pub(crate) fn add(&self, secret: &str, p: Arc<Principal>) {
         if let Keys::Many(map) = self {
-            let digest: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+            let digest: [u8; 32] = Sha256::digest(secret.as_bytes());
             let mut map = map.write().unwrap_or_else(|e| e.into_inner());
             map.insert(digest, p);
         }
@@ -105,7 +105,7 @@ impl Keys {
     /// Removes the principal of `secret` (Many only); it is returned.
     pub(crate) fn remove(&self, secret: &str) -> Option<Arc<Principal>> {
         let Keys::Many(map) = self else { return None };
-        let digest: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+        let digest: [u8; 32] = Sha256::digest(secret.as_bytes());
         let mut map = map.write().unwrap_or_else(|e| e.into_inner());
         map.remove(&digest)
     }

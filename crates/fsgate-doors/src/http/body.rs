@@ -94,6 +94,10 @@ pub(crate) fn event(json: &[u8], share: Share) -> Bytes {
 /// clients and proxies with a read timeout keep it.
 pub(crate) const PING: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// The last bytes of a session's stream when the session ends: SSE's reconnection
+/// time, zero.
+pub(crate) const SESSION_ENDED: &[u8] = b"retry: 0\n\n";
+
 /// A response body.
 pub(crate) enum Reply {
     /// Nothing (202, 204, errors without a body).
@@ -151,7 +155,14 @@ impl Body for Reply {
                 match next {
                     Poll::Ready(None) => {
                         *done = true;
-                        Poll::Ready(None)
+                        if *ends {
+                            return Poll::Ready(None);
+                        }
+                        // A session's own stream ends with its session: the client's
+                        // reconnection is refused at once, so it need not wait its
+                        // backoff first (an agent waiting on that timer outlives its
+                        // editor by seconds).
+                        Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(SESSION_ENDED)))))
                     }
                     Poll::Ready(Some(out)) => {
                         let (json, share, last) = match out {

@@ -22,10 +22,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use fsgate_base::sha256::Sha256;
 use rmcp::model::{ElicitRequest, InputRequest, InputRequests, InputRequiredResult, JsonObject};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use fsgate_gateway::ask::{Answer, Asker, Question};
 
@@ -117,7 +117,7 @@ impl States {
 
     /// Marks `text` used; false if it was used before (or the table is full).
     fn consume(&self, text: &str, expiry: u64, now: u64) -> bool {
-        let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+        let digest: [u8; 32] = Sha256::digest(text.as_bytes());
         let Ok(mut used) = self.used.lock() else {
             return false;
         };

@@ -5,7 +5,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
+use fsgate_base::sha256::Sha256;
 use subtle::ConstantTimeEq;
 use tokio_tungstenite::tungstenite::http::{HeaderMap, StatusCode, header};
 
@@ -95,13 +95,13 @@ impl Token {
     /// A token with the given text.
     pub fn from_text(text: &str) -> Token {
         Token {
-            digest: Sha256::digest(text.as_bytes()).into(),
+            digest: Sha256::digest(text.as_bytes()),
         }
     }
 
     /// Constant-time check of a presented token.
     pub fn matches(&self, presented: &str) -> bool {
-        let d: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let d: [u8; 32] = Sha256::digest(presented.as_bytes());
         bool::from(self.digest.ct_eq(&d))
     }
 }

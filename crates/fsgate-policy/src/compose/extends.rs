@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use fsgate_base::sha256::Sha256;
 
 use super::Layer;
 use crate::PolicyError;

@@ -555,7 +555,7 @@ fn the_policy_hash_covers_the_base() {
     let single = load(SETS);
     assert_eq!(
         single.sha256(),
-        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(SETS))
+        hex::encode(fsgate_base::sha256::Sha256::digest(SETS))
     );
 }
 

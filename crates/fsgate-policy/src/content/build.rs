@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use fsgate_base::sha256::Sha256;
 use regex::bytes::Regex as BytesRegex;
 use regex::bytes::RegexBuilder as BytesRegexBuilder;
 use regex::{Regex, RegexBuilder};
-use sha2::{Digest, Sha256};
 use toml::Spanned;
 
 use super::allow::AllowRegexes;

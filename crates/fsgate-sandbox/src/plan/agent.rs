@@ -44,6 +44,25 @@ pub const DEFAULT_AGENT_SYSTEM_PATHS: &[&str] = &[
     "/run/systemd/resolve",
 ];
 
+/// The system's shell start-up files, read-only for a confined agent: a shell it starts
+/// reads them (bash, sh, zsh), and denied they put an error before every command's
+/// output. Granted beside the system paths, whatever `[agent] system_paths` says.
+pub const DEFAULT_AGENT_SHELL_FILES: &[&str] = &[
+    "/etc/profile",
+    "/etc/profile.d",
+    "/etc/bash.bashrc",
+    "/etc/bashrc",
+    "/etc/bash_completion",
+    "/etc/bash_completion.d",
+    "/etc/inputrc",
+    "/etc/environment",
+    "/etc/shells",
+    "/etc/zshenv",
+    "/etc/zprofile",
+    "/etc/zshrc",
+    "/etc/zsh",
+];
+
 /// Device files a confined agent may read and write by default. No terminal: the agent
 /// runs in a session of its own, and `/dev/tty`, `/dev/pts` and `/dev/ptmx` would let it
 /// reach the operator's terminal (TIOCSTI). No `/dev/shm`: it is shared by every process

@@ -126,7 +126,10 @@ fn each_profile_names_what_it_turns_off_and_what_stays_on() {
     assert_eq!(name, "gemini-policy.toml");
     let parsed: toml::Value = toml::from_str(text).unwrap();
     assert_eq!(parsed["rule"][0]["decision"].as_str(), Some("deny"));
-    assert_eq!(parsed["rule"][1]["toolName"].as_str(), Some("mcp_fsgate_*"));
+    // Gemini CLI prefixes a toolName given with mcpName itself: `mcp_fsgate_*` there
+    // would become `mcp_fsgate_mcp_fsgate_*` and match nothing.
+    assert_eq!(parsed["rule"][1]["mcpName"].as_str(), Some("fsgate"));
+    assert_eq!(parsed["rule"][1]["toolName"].as_str(), Some("*"));
     assert_eq!(parsed["rule"][1]["decision"].as_str(), Some("allow"));
     assert!(
         gemini
