@@ -66,6 +66,7 @@ pub fn call_line(
         stateless: std::sync::Arc::new(ctx.clone()),
         states: mrtr::States::new().ok().map(std::sync::Arc::new),
         session_version: std::sync::OnceLock::new(),
+        roots: Default::default(),
     };
     let call = match calls.read(line, stateless) {
         Ok(call) => call,
