@@ -86,6 +86,12 @@ impl Gateway {
         if e.dres.exists {
             return Err(exists());
         }
+        // The kernel's EINVAL for this would read as a filesystem without the flag.
+        if e.dres.real.starts_with(&e.sres.real) {
+            return Err(GatewayError::InvalidParams(
+                "cannot move a directory into itself".into(),
+            ));
+        }
         self.intend(pol, ctx, facts)?;
         self.workspace
             .rename_no_replace(&e.sres.real, &e.dres.real)
