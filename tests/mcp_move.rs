@@ -36,12 +36,22 @@ fn move_file_onto_an_existing_file_is_refused_and_recorded() {
     assert_eq!(content(&g, "a.txt").as_deref(), Some("source\n"));
     assert_eq!(content(&g, "b.txt").as_deref(), Some("target\n"));
     assert_eq!(content(&g, "d/keep.txt").as_deref(), Some("kept\n"));
+    // A directory moved into itself through a link is refused as such (the kernel's
+    // EINVAL would otherwise read as a filesystem without RENAME_NOREPLACE).
+    std::os::unix::fs::symlink("d", g.dirs.root.join("l")).expect("symlink");
+    let r = g.call(3, "tools/call", move_call(&g, "d", "l/inner"));
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(
+        text_of(&r).contains("cannot move a directory into itself"),
+        "{r}"
+    );
+    assert_eq!(content(&g, "d/keep.txt").as_deref(), Some("kept\n"));
     let recs = g.dirs.audit_records();
     let renames: Vec<&Value> = recs
         .iter()
         .filter(|r| r["kind"] == "request" && r["op"] == "rename")
         .collect();
-    assert_eq!(renames.len(), 2, "{recs:#?}");
+    assert_eq!(renames.len(), 3, "{recs:#?}");
     for (rec, to) in renames.iter().zip(["b.txt", "d"]) {
         assert_eq!(rec["path"], "a.txt", "{rec}");
         assert_eq!(rec["path2"], to, "{rec}");
@@ -102,6 +112,18 @@ fn concurrent_move_files_onto_one_name_move_exactly_one() {
         );
         for text in refusals {
             assert!(text.contains("rule workspace-no-replace"), "{text}");
+        }
+        // The move that succeeded is recorded (intent and outcome) as not replacing.
+        let src_rel = src(moved[0]);
+        let recs = g.dirs.audit_records();
+        let done: Vec<&Value> = recs
+            .iter()
+            .filter(|r| r["op"] == "rename" && r["path"] == src_rel.as_str())
+            .filter(|r| r["kind"] == "intent" || r["decision"] == "allow")
+            .collect();
+        assert_eq!(done.len(), 2, "{done:#?}");
+        for rec in done {
+            assert_eq!(rec["args"]["replace"], json!(false), "{rec}");
         }
     }
     assert!(g.finish().success());
