@@ -108,6 +108,8 @@ mod mcp_records;
 mod mcp_calls;
 // MCP on stdio: peak RSS while a client pipelines reads and stops reading.
 mod mcp_memory;
+// MCP move_file: one rename that never replaces, also under concurrent moves.
+mod mcp_move;
 // An idle gateway: at most 3 threads, none of them woken while nothing happens.
 mod idle;
 // WebSocket harness: spawn `fsgate serve --transport ws`, drive it with a Rust client.

@@ -31,7 +31,7 @@ enum GwOp {
     Rm,
     /// rename of a file to a new name: no single `[[test]]` op; the simulator is asked
     /// each check the operation table lists for a move, in its order. (MCP `move_file`
-    /// first looks whether the target exists: `stat` there too; not observed.)
+    /// is the same rename, refused if the target exists.)
     Move,
 }
 

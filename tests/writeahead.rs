@@ -184,9 +184,14 @@ impl Scene {
     }
 
     fn serve(&self, program: &str, pre: &[String]) -> Command {
+        self.serve_on(program, pre, "acp")
+    }
+
+    fn serve_on(&self, program: &str, pre: &[String], transport: &str) -> Command {
         let mut cmd = Command::new(program);
         cmd.args(pre)
             .arg("serve")
+            .args(["--transport", transport])
             .arg("--workspace")
             .arg(&self.root)
             .arg("--audit-log")
@@ -201,7 +206,7 @@ impl Scene {
 
     /// Sends one request to a gateway that strace kills at the `n`th `syscall`; Some
     /// if it was killed, None if it ran to the end (n is past the last such call).
-    fn run_killed(&self, request: &Value, syscall: &str, n: u32) -> Option<()> {
+    fn run_killed(&self, op: &str, syscall: &str, n: u32) -> Option<()> {
         let pre: Vec<String> = [
             "-f",
             "-qq",
@@ -216,9 +221,13 @@ impl Scene {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let mut child = self.serve("strace", &pre).spawn().expect("run strace");
+        let (transport, input) = input(self, op);
+        let mut child = self
+            .serve_on("strace", &pre, transport)
+            .spawn()
+            .expect("run strace");
         let mut stdin = child.stdin.take().expect("stdin");
-        let _ = std::io::Write::write_all(&mut stdin, format!("{request}\n").as_bytes());
+        let _ = std::io::Write::write_all(&mut stdin, input.as_bytes());
         // End of input: the gateway answers the request, then stops.
         drop(stdin);
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -250,6 +259,8 @@ impl Scene {
 /// After a kill and a restart: the chain verifies with no intent left open, every
 /// intent is closed, and what each reconciliation says matches the disk.
 fn check_after_crash(s: &Scene, op: &str, what: &str) {
+    // MCP `move_file`: a rename that never replaces, onto the same free name.
+    let op = if op == "move" { "rename" } else { op };
     let out = run_cli(&["audit", "verify", s.log.to_str().expect("utf-8")]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{what}: verify failed:\n{text}");
@@ -298,6 +309,25 @@ fn check_after_crash(s: &Scene, op: &str, what: &str) {
     }
 }
 
+/// The door and the input lines that ask for `op`: MCP's `move_file` (its handshake,
+/// then the call), or the ACP request of every other change.
+fn input(s: &Scene, op: &str) -> (&'static str, String) {
+    if op != "move" {
+        return ("acp", format!("{}\n", request(s, op)));
+    }
+    let p = |rel: &str| s.root.join(rel).to_string_lossy().into_owned();
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "move_file",
+            "arguments": {"source": p("a.txt"), "destination": p("moved.txt")}}}),
+    ];
+    ("mcp", lines.iter().map(|l| format!("{l}\n")).collect())
+}
+
 fn request(s: &Scene, op: &str) -> Value {
     let p = |rel: &str| s.root.join(rel).to_string_lossy().into_owned();
     let (method, params) = match op {
@@ -339,23 +369,33 @@ fn kill_9_at_every_syscall_of_a_change_then_restart_reconciles_it() {
         ("mkdir", &["mkdirat", "fdatasync"]),
         ("rm", &["unlinkat", "fdatasync"]),
         ("rename", &["renameat", "fdatasync"]),
+        ("move", &["renameat2", "fdatasync", "fsync"]),
     ];
-    let mut kills = 0;
+    let (mut kills, mut moves_found) = (0, Vec::new());
     for (op, syscalls) in sweeps {
         for syscall in *syscalls {
             for n in 1..=24 {
                 let s = Scene::new();
                 let what = format!("{op}, kill at {syscall} #{n}");
-                if s.run_killed(&request(&s, op), syscall, n).is_none() {
+                if s.run_killed(op, syscall, n).is_none() {
                     break;
                 }
                 kills += 1;
                 s.restart();
                 check_after_crash(&s, op, &what);
+                if *op == "move" {
+                    let recs = records(&s.log);
+                    let found = recs.iter().filter(|r| r["kind"] == "reconciled");
+                    moves_found.extend(found.map(|r| r["details"]["found"].clone()));
+                }
             }
         }
     }
-    eprintln!("writeahead: {kills} kills, each reconciled");
+    eprintln!("writeahead: {kills} kills, each reconciled; move_file: {moves_found:?}");
+    // A no-replace rename killed before and after its rename, each reconciled as such.
+    for found in ["not-applied", "applied"] {
+        assert!(moves_found.contains(&json!(found)), "{moves_found:?}");
+    }
     assert!(
         kills >= 20,
         "only {kills} kill points were reached: is strace working?"

@@ -280,6 +280,7 @@ impl World for Real<'_> {
                 let op = Op::Rename {
                     from: rooted(from),
                     to: rooted(to),
+                    replace: true,
                 };
                 self.serve(op, None)
             }

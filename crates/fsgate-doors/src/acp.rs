@@ -213,6 +213,7 @@ fn decode(op: OpId, method: &str, params: Value) -> Result<Op, GatewayError> {
             Op::Rename {
                 from: p.old_path,
                 to: p.new_path,
+                replace: true,
             }
         }
         // Not offered (see `method_of`): no method reaches here for it.

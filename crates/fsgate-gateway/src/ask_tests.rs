@@ -329,6 +329,7 @@ fn a_deny_at_the_destination_wins_over_an_ask_at_the_source() {
     let op = Op::Rename {
         from: e.abs(".github/ci.yml"),
         to: e.abs("prod/ci.yml"),
+        replace: true,
     };
     let err =
         e.gw.handle(&ctx("s1", Some(fake.clone())), op)
@@ -388,6 +389,7 @@ fn a_rename_to_a_denied_destination_asks_nobody_about_its_source() {
     let op = Op::Rename {
         from: e.abs(".github/ci.yml"),
         to: e.abs("prod/ci.yml"),
+        replace: true,
     };
     let err =
         e.gw.handle(&ctx("s1", Some(fake.clone())), op)

@@ -67,6 +67,9 @@ pub(crate) const RULE_DEPTH: &str = "workspace.max_depth";
 pub(crate) const RULE_LINK: &str = "workspace-link";
 /// Rule id for a tree that changed between its inspection and its removal.
 pub(crate) const RULE_UNINSPECTED: &str = "workspace-uninspected";
+/// Rule id for a rename asked never to replace: its destination exists, or the
+/// filesystem cannot rename without replacing.
+pub(crate) const RULE_NO_REPLACE: &str = "workspace-no-replace";
 
 /// The longest path (or pattern) a request may give, in bytes: the kernel's `PATH_MAX`.
 /// A longer one is refused before any work (no path could be that long).
@@ -1379,6 +1382,11 @@ pub(crate) fn ws_error(e: WsError, shown: &str) -> GatewayError {
             rule: RULE_UNINSPECTED.into(),
             path,
         },
+        WsError::DestinationExists | WsError::NoReplaceUnsupported => GatewayError::Refused {
+            reason: e.to_string(),
+            rule: RULE_NO_REPLACE.into(),
+            path,
+        },
         WsError::NameTooLong => GatewayError::InvalidParams(format!("{}: {e}", clip(shown))),
         WsError::Io(io) => GatewayError::Internal(format!("{}: {io}", clip(shown))),
     }
@@ -1453,6 +1461,7 @@ mod tests {
             Op::Rename {
                 from: "/a".into(),
                 to: long.clone(),
+                replace: true,
             },
             Op::Glob {
                 pattern: "*".repeat(PATH_MAX + 1),
@@ -1599,6 +1608,7 @@ mod tests {
             Op::Rename {
                 from: "/old.txt".into(),
                 to: "/moved.txt".into(),
+                replace: true,
             },
         ] {
             // The intent is the first record the change appends: it fails.

@@ -147,6 +147,26 @@ pub(crate) fn rename_between(
     src.rename(from, dst, to)
 }
 
+/// Renames `from` in `src` to `to` in `dst` only if nothing is at `to`, with no
+/// fallback: `EINVAL` or `ENOSYS` where the filesystem or kernel lacks the flag.
+pub(crate) fn rename_no_replace(
+    src: &Dir,
+    from: &str,
+    dst: &Dir,
+    to: &str,
+) -> Result<(), rustix::io::Errno> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{RenameFlags, renameat_with};
+        renameat_with(src, from, dst, to, RenameFlags::NOREPLACE)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (src, from, dst, to);
+        Err(rustix::io::Errno::NOSYS)
+    }
+}
+
 /// An unnamed file that could not be linked: a failure of this write itself (no space,
 /// no quota, a read-only or failing disk, its directory removed meanwhile) is its
 /// error; anything else means unnamed files cannot be linked here (the filesystem, or

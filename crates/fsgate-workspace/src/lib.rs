@@ -123,6 +123,14 @@ pub enum WsError {
         "`{0}` appeared or changed after the tree was inspected; the removal stopped before it (what was removed had been checked and backed up)"
     )]
     Unseen(RelPath),
+    /// A rename that never replaces found something at its destination.
+    #[error("the destination exists, and this move never replaces it")]
+    DestinationExists,
+    /// The filesystem (or kernel) cannot rename without replacing (`RENAME_NOREPLACE`).
+    #[error(
+        "this filesystem cannot rename without replacing (no RENAME_NOREPLACE); nothing was moved"
+    )]
+    NoReplaceUnsupported,
     /// Any other I/O error.
     #[error("{0}")]
     Io(#[from] io::Error),

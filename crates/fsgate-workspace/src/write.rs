@@ -487,6 +487,36 @@ mod tests {
         assert!(!src.exists());
     }
 
+    /// A rename that never replaces takes no name that anything holds: a file, a
+    /// directory, a dangling symlink; the source stays. A free name it takes.
+    #[test]
+    fn a_no_replace_rename_takes_only_a_free_name() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        let rel = |s: &str| RelPath::parse_rooted(s).expect("rel");
+        let src = tmp.path().join("s.txt");
+        std::fs::write(&src, "moved").expect("write");
+        std::fs::write(tmp.path().join("f.txt"), "kept").expect("write");
+        std::fs::create_dir(tmp.path().join("d")).expect("mkdir");
+        std::os::unix::fs::symlink("nowhere", tmp.path().join("l")).expect("symlink");
+        for taken in ["f.txt", "d", "l"] {
+            let err = ws
+                .rename_no_replace(&rel("s.txt"), &rel(taken))
+                .expect_err("refused");
+            assert!(matches!(err, WsError::DestinationExists), "{taken}: {err}");
+        }
+        assert_eq!(std::fs::read_to_string(&src).expect("read"), "moved");
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("f.txt")).expect("read"),
+            "kept"
+        );
+        ws.rename_no_replace(&rel("s.txt"), &rel("d/n.txt"))
+            .expect("rename");
+        let moved = tmp.path().join("d/n.txt");
+        assert_eq!(std::fs::read_to_string(moved).expect("read"), "moved");
+        assert!(!src.exists());
+    }
+
     /// An rm removes only what it checked: the file its backup saved, or a link that
     /// needed none; a regular file that took either's name stays.
     #[test]

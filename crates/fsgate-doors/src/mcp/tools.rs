@@ -390,6 +390,7 @@ fn rename(
     let op = Op::Rename {
         from: old_path.clone(),
         to: new_path.clone(),
+        replace: true,
     };
     ctx.serve_op(gw, op)?;
     Ok(text(format!(

@@ -334,6 +334,7 @@ fn decode(op: OpId, f: &Fields<'_>) -> Result<Op, GatewayError> {
         OpId::Rename => Op::Rename {
             from: f.required("oldPath")?,
             to: f.required("newPath")?,
+            replace: true,
         },
         OpId::Stat => Op::Stat {
             path: f.required("path")?,
@@ -778,7 +779,7 @@ mod tests {
         let (_, o, _) = op(
             r#"{"channel":"files","type":"rename","requestId":1,"oldPath":"/a","newPath":"/b"}"#,
         );
-        assert!(matches!(o, Op::Rename { from, to } if from == "/a" && to == "/b"));
+        assert!(matches!(o, Op::Rename { from, to, replace: true } if from == "/a" && to == "/b"));
         let (_, o, _) = op(r#"{"channel":"files","type":"stat","requestId":1,"path":"/a"}"#);
         assert!(matches!(o, Op::Stat { .. }));
     }

@@ -184,6 +184,9 @@ pub enum Op {
         from: String,
         /// Destination as given.
         to: String,
+        /// May replace a file at the destination (kept as a backup); if not, the move
+        /// is refused when anything is there, checked by the rename itself.
+        replace: bool,
     },
 }
 
@@ -346,7 +349,7 @@ impl Op {
                 out.extend(path.as_deref().map(|p| ("path", p)));
                 out.extend(include_glob.as_deref().map(|g| ("includeGlob", g)));
             }
-            Op::Rename { from, to } => {
+            Op::Rename { from, to, .. } => {
                 out.push(("path", from.as_str()));
                 out.push(("path2", to.as_str()));
             }
@@ -371,7 +374,7 @@ impl Op {
             | Op::Tree { path, .. } => (Some(path), None),
             Op::Glob { pattern } => (Some(pattern), None),
             Op::Grep { path, .. } => (path.as_mut(), None),
-            Op::Rename { from, to } => (Some(from), Some(to)),
+            Op::Rename { from, to, .. } => (Some(from), Some(to)),
         }
     }
 
@@ -438,13 +441,17 @@ impl Op {
             Op::Mkdir { recursive, .. } | Op::Rm { recursive, .. } => {
                 m.insert("recursive".into(), (*recursive).into());
             }
+            // Named only when false, so a replacing rename's record is as it always was.
+            Op::Rename { replace: false, .. } => {
+                m.insert("replace".into(), false.into());
+            }
             Op::Ls { cursor: None, .. }
             | Op::ReadFile { .. }
             | Op::WriteText { .. }
             | Op::WriteBytes { .. }
             | Op::Edit { .. }
             | Op::Stat { .. }
-            | Op::Rename { .. } => {}
+            | Op::Rename { replace: true, .. } => {}
         }
         m
     }
@@ -504,7 +511,7 @@ impl crate::Gateway {
             ),
             Op::Mkdir { path, recursive } => self.mkdir(pol, ctx, path, *recursive, facts),
             Op::Rm { path, recursive } => self.rm(pol, ctx, path, *recursive, facts),
-            Op::Rename { from, to } => self.rename(pol, ctx, from, to, facts),
+            Op::Rename { from, to, replace } => self.rename(pol, ctx, (from, to), *replace, facts),
         }
     }
 }
@@ -676,7 +683,11 @@ mod tests {
                 path: p(),
                 recursive: false,
             },
-            Op::Rename { from: p(), to: p() },
+            Op::Rename {
+                from: p(),
+                to: p(),
+                replace: true,
+            },
         ];
         for op in ops {
             let named = ChangeOp::from_name(op.name());

@@ -19,12 +19,15 @@ struct Ends {
 }
 
 impl Gateway {
+    /// Moves `from` to `to`; with `replace` false, nothing at `to` is ever replaced:
+    /// the move is refused if something is there, and the rename itself checks it
+    /// (`RENAME_NOREPLACE`), so of several moves onto one name only one succeeds.
     pub(crate) fn rename(
         &self,
         pol: &Policy,
         ctx: &RequestCtx,
-        from: &str,
-        to: &str,
+        (from, to): (&str, &str),
+        replace: bool,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
         let ends = self.rename_ends(pol, ctx, from, to, facts)?;
@@ -49,6 +52,10 @@ impl Gateway {
         } else {
             self.check_file_move(pol, &ends, facts)?;
         }
+        // Only once the policy allowed the destination: a refusal says it exists.
+        if !replace {
+            return self.rename_no_replace(pol, ctx, &ends, facts);
+        }
         if dres.exists
             && self
                 .workspace
@@ -62,10 +69,45 @@ impl Gateway {
         self.workspace
             .rename(&sres.real, &dres.real, may)
             .map_err(|e| ws_error(e, &src.shown))?;
+        self.note_moved(sres, dres);
+        Ok(Output::Unit)
+    }
+
+    /// A move that replaces nothing: no backup (nothing is replaced), then the intent,
+    /// then the one rename that fails if anything took the name meanwhile.
+    fn rename_no_replace(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        e: &Ends,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let exists = || ws_error(WsError::DestinationExists, &e.dst.shown);
+        if e.dres.exists {
+            return Err(exists());
+        }
+        // The kernel's EINVAL for this would read as a filesystem without the flag.
+        if e.dres.real.starts_with(&e.sres.real) {
+            return Err(GatewayError::InvalidParams(
+                "cannot move a directory into itself".into(),
+            ));
+        }
+        self.intend(pol, ctx, facts)?;
+        self.workspace
+            .rename_no_replace(&e.sres.real, &e.dres.real)
+            .map_err(|err| match err {
+                WsError::DestinationExists => exists(),
+                other => ws_error(other, &e.src.shown),
+            })?;
+        self.note_moved(&e.sres, &e.dres);
+        Ok(Output::Unit)
+    }
+
+    /// The backup store follows the moved file's versions to its new name.
+    fn note_moved(&self, sres: &Resolved, dres: &Resolved) {
         if let Some(store) = self.backups() {
             store.note_moved(sres.real.as_str(), dres.real.as_str());
         }
-        Ok(Output::Unit)
     }
 
     /// Parses and locates both ends, refusing moves that make no sense. The source is

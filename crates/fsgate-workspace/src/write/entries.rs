@@ -125,17 +125,51 @@ impl Workspace {
         let fresh = may == Replace::Nothing;
         match atomic::rename_between(&from_dir, fname, &to_dir, tname, fresh) {
             Ok(()) => {
-                sync_dir(&to_dir);
-                if fp != tp {
-                    sync_dir(&from_dir);
-                }
+                sync_renamed(&from_dir, &to_dir, fp != tp);
                 Ok(())
             }
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {
-                Err(WsError::CrossDirRename)
-            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && fresh => Err(WsError::Raced),
-            Err(e) => Err(WsError::from_io(e)),
+            Err(e) => Err(rename_error(e)),
         }
+    }
+
+    /// Renames `from` to `to` only if nothing at all is at `to`, in one step
+    /// (`renameat2(RENAME_NOREPLACE)`): of several moves onto one free name, exactly one
+    /// succeeds. Anything there is [`WsError::DestinationExists`]; a filesystem without
+    /// the flag is [`WsError::NoReplaceUnsupported`] (never a look, then a rename). Both
+    /// directories are synced.
+    pub fn rename_no_replace(&self, from: &RelPath, to: &RelPath) -> Result<(), WsError> {
+        let (fp, fname) = split(from)?;
+        let (tp, tname) = split(to)?;
+        let from_dir = open_dir(&self.root, &fp).map_err(WsError::from_io)?;
+        let to_dir = open_dir(&self.root, &tp).map_err(WsError::from_io)?;
+        match atomic::rename_no_replace(&from_dir, fname, &to_dir, tname) {
+            Ok(()) => {
+                sync_renamed(&from_dir, &to_dir, fp != tp);
+                Ok(())
+            }
+            Err(rustix::io::Errno::EXIST) => Err(WsError::DestinationExists),
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
+                Err(WsError::NoReplaceUnsupported)
+            }
+            Err(e) => Err(rename_error(e.into())),
+        }
+    }
+}
+
+/// Syncs the directory a rename put its entry in, and the one it left if another.
+fn sync_renamed(from_dir: &cap_std::fs::Dir, to_dir: &cap_std::fs::Dir, two: bool) {
+    sync_dir(to_dir);
+    if two {
+        sync_dir(from_dir);
+    }
+}
+
+/// A rename's failure: `EXDEV` is the kernel sandbox refusing a cross-directory move.
+fn rename_error(e: std::io::Error) -> WsError {
+    if e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) {
+        WsError::CrossDirRename
+    } else {
+        WsError::from_io(e)
     }
 }

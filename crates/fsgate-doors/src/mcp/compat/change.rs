@@ -10,7 +10,6 @@ use crate::mcp::edits::{self, Matching};
 use crate::mcp::render::{ToolError, shown, text};
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::Gateway;
-use fsgate_gateway::Request;
 use fsgate_gateway::ops::Op;
 
 /// `edit_file`: the contract's exactly-once replacement, or the reference server's
@@ -97,35 +96,21 @@ fn edit_with_diff(
     Ok(text(diff))
 }
 
-/// `move_file`: a rename that refuses to replace an existing destination.
+/// `move_file`: one rename that never replaces its destination; the gateway refuses it
+/// if anything is there, checked by the rename itself.
 pub(in crate::mcp) fn move_file(
     gw: &Gateway,
     ctx: &Ops<'_>,
     a: MoveArgs,
 ) -> Result<CallToolResult, ToolError> {
     let dst = shown(gw, &a.destination);
-    // Not atomic with the rename (the gateway has no no-replace rename yet), as in the
-    // reference server; the rename itself is checked and recorded by the gateway.
-    match gw.serve(
-        ctx,
-        Request::Op(Op::Stat {
-            path: a.destination.clone(),
-        }),
-    ) {
-        Ok(_) => {
-            return Err(ToolError::Failed(format!(
-                "destination {dst} already exists; move_file never replaces (rename does)"
-            )));
-        }
-        Err(GatewayError::NotFound { .. }) => {}
-        Err(e) => return Err(e.into()),
-    }
     handle(
         gw,
         ctx,
         Op::Rename {
             from: a.source.clone(),
             to: a.destination,
+            replace: false,
         },
     )?;
     Ok(text(format!(
