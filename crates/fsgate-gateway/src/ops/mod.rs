@@ -5,6 +5,7 @@ mod glob;
 mod grep;
 mod ls;
 mod mkdir;
+mod open;
 mod read_file;
 mod read_text;
 mod rename;
@@ -124,6 +125,12 @@ pub enum Op {
         /// With `depth` 1: only entries named after this (a previous page's cursor).
         cursor: Option<String>,
     },
+    /// A file opened for reading through the filesystem view (`fsgate run`): the
+    /// read's decision, then the opened file ([`Output::Opened`]).
+    Open {
+        /// Path as given.
+        path: String,
+    },
     /// `_fsgate/stat`.
     Stat {
         /// Path as given.
@@ -208,6 +215,8 @@ op_ids! {
     Tree,
     /// [`Op::Stat`]: `stat.rs`.
     Stat,
+    /// [`Op::Open`]: `open.rs`.
+    Open,
     /// [`Op::Glob`]: `glob.rs`.
     Glob,
     /// [`Op::Grep`]: `grep.rs`.
@@ -235,6 +244,7 @@ impl OpId {
             | OpId::Ls
             | OpId::Tree
             | OpId::Stat
+            | OpId::Open
             | OpId::Glob
             | OpId::Grep => None,
         }
@@ -248,6 +258,7 @@ impl OpId {
             OpId::Ls => "ls",
             OpId::Tree => "tree",
             OpId::Stat => "stat",
+            OpId::Open => "open",
             OpId::Glob => "glob",
             OpId::Grep => "grep",
             OpId::Write => ChangeOp::Write.name(),
@@ -263,7 +274,7 @@ impl OpId {
     /// answer to change something).
     pub fn is_quick_read(self) -> bool {
         match self {
-            OpId::ReadText | OpId::ReadFile | OpId::Stat | OpId::Ls => true,
+            OpId::ReadText | OpId::ReadFile | OpId::Stat | OpId::Ls | OpId::Open => true,
             OpId::Tree
             | OpId::Glob
             | OpId::Grep
@@ -287,6 +298,7 @@ impl Op {
             Op::Ls { .. } => OpId::Ls,
             Op::Tree { .. } => OpId::Tree,
             Op::Stat { .. } => OpId::Stat,
+            Op::Open { .. } => OpId::Open,
             Op::Glob { .. } => OpId::Glob,
             Op::Grep { .. } => OpId::Grep,
             Op::Mkdir { .. } => OpId::Mkdir,
@@ -312,6 +324,7 @@ impl Op {
             | Op::Edit { path, .. }
             | Op::Ls { path, .. }
             | Op::Stat { path }
+            | Op::Open { path }
             | Op::Mkdir { path, .. }
             | Op::Rm { path, .. } => out.push(("path", path.as_str())),
             Op::Tree { path, exclude, .. } => {
@@ -349,6 +362,7 @@ impl Op {
             | Op::Edit { path, .. }
             | Op::Ls { path, .. }
             | Op::Stat { path }
+            | Op::Open { path }
             | Op::Mkdir { path, .. }
             | Op::Rm { path, .. }
             | Op::Tree { path, .. } => (Some(path), None),
@@ -427,6 +441,7 @@ impl Op {
             | Op::WriteBytes { .. }
             | Op::Edit { .. }
             | Op::Stat { .. }
+            | Op::Open { .. }
             | Op::Rename { .. } => {}
         }
         m
@@ -468,6 +483,7 @@ impl crate::Gateway {
                 self.tree(pol, ctx, path, limits, exclude, facts)
             }
             Op::Stat { path } => self.stat(pol, ctx, path, facts),
+            Op::Open { path } => self.open(pol, ctx, path, facts),
             Op::Glob { pattern } => self.glob(pol, ctx, pattern, facts),
             Op::Grep {
                 pattern,
@@ -578,6 +594,8 @@ pub enum Output {
         /// The list stopped at the message limit: there are more.
         truncated: bool,
     },
+    /// A file opened for reading (`open`), shared by the view's handles.
+    Opened(std::sync::Arc<std::fs::File>),
     /// Grep hits.
     Grep {
         /// The hits, in walk order.

@@ -1,0 +1,165 @@
+//! The child that shows the view: a process of its own (fsgate started again, before the
+//! gateway confines itself) that enters a private mount namespace, mounts the gateway's
+//! FUSE connection over the workspace's own path there, gives up every capability over
+//! that namespace, and becomes the command. The gateway's namespace never sees the
+//! mount (no recursion, nothing left behind when the command's namespace ends).
+//!
+//! As root: a new mount namespace; otherwise a new user namespace with it (where the
+//! kernel lets one mount FUSE). Then, in both cases, a user namespace of the command's
+//! own, nested in the one that owns the mount namespace: it holds no capability there,
+//! so it can neither unmount the view nor mount anything over it, and the mounts it
+//! sees are locked together (an unmount in a namespace it makes does not uncover the
+//! directory beneath). `PR_SET_NO_NEW_PRIVS` keeps an exec from gaining any.
+
+use std::ffi::OsString;
+use std::os::fd::RawFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+use nix::unistd::{Gid, Uid};
+
+/// The word that starts the child: `fsgate __view-child FD AT CWD -- COMMAND...`.
+pub const ARG: &str = "__view-child";
+
+/// What the child is told.
+#[derive(Debug)]
+pub struct Spec {
+    /// The FUSE connection (inherited), mounted by the child.
+    pub fuse_fd: RawFd,
+    /// The workspace's own path, where the view is mounted.
+    pub at: PathBuf,
+    /// The directory the command starts in (looked up again once the view is there).
+    pub cwd: PathBuf,
+    /// The command and its arguments.
+    pub command: Vec<OsString>,
+}
+
+impl Spec {
+    /// The child's arguments after [`ARG`].
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
+            self.fuse_fd.to_string().into(),
+            self.at.clone().into(),
+            self.cwd.clone().into(),
+            "--".into(),
+        ];
+        args.extend(self.command.iter().cloned());
+        args
+    }
+
+    /// Reads what [`to_args`](Self::to_args) wrote.
+    pub fn from_args(mut args: impl Iterator<Item = OsString>) -> Option<Spec> {
+        let fuse_fd = args.next()?.to_str()?.parse().ok()?;
+        let at = PathBuf::from(args.next()?);
+        let cwd = PathBuf::from(args.next()?);
+        if args.next()? != "--" {
+            return None;
+        }
+        let command: Vec<OsString> = args.collect();
+        (!command.is_empty()).then_some(Spec {
+            fuse_fd,
+            at,
+            cwd,
+            command,
+        })
+    }
+}
+
+/// Enters the namespaces, mounts the view and becomes the command; returns only on
+/// failure, saying what failed (the command was not run).
+pub fn run(spec: &Spec) -> String {
+    match enter(spec) {
+        Ok(()) => {}
+        Err(e) => return e,
+    }
+    let err = std::process::Command::new(&spec.command[0])
+        .args(&spec.command[1..])
+        .exec();
+    format!(
+        "cannot run {}: {err}",
+        fsgate_base::text::EscPath(std::path::Path::new(&spec.command[0]))
+    )
+}
+
+fn enter(spec: &Spec) -> Result<(), String> {
+    let all = nix::sys::signal::SigSet::all();
+    let _ = nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_UNBLOCK,
+        Some(&all),
+        None,
+    );
+    // The command does not outlive the gateway that serves its view.
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+        .map_err(|e| format!("cannot tie the command to fsgate (PR_SET_PDEATHSIG): {e}"))?;
+    let (uid, gid) = (Uid::current(), Gid::current());
+    if uid.is_root() {
+        unshare(CloneFlags::CLONE_NEWNS)
+            .map_err(|e| format!("cannot make a private mount namespace (unshare): {e}"))?;
+    } else {
+        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS).map_err(|e| {
+            format!("cannot make a user and mount namespace (unshare; are unprivileged user namespaces allowed?): {e}")
+        })?;
+        map_ids(Uid::from_raw(0), Gid::from_raw(0), (uid, gid))?;
+    }
+    mount_view(spec)?;
+    // The command's own user namespace: no capability over the view's namespace.
+    let (inner_uid, inner_gid) = (Uid::current(), Gid::current());
+    unshare(CloneFlags::CLONE_NEWUSER).map_err(|e| {
+        format!("cannot drop the capabilities over the view (a nested user namespace): {e}")
+    })?;
+    map_ids(uid, gid, (inner_uid, inner_gid))?;
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("cannot set no_new_privs: {e}"))?;
+    std::env::set_current_dir(&spec.cwd).map_err(|e| {
+        format!(
+            "cannot enter {} in the view: {e}",
+            fsgate_base::text::EscPath(&spec.cwd)
+        )
+    })
+}
+
+/// Mounts the FUSE connection over the workspace, in this namespace only.
+fn mount_view(spec: &Spec) -> Result<(), String> {
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_SLAVE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("cannot keep the view's mount from the host (MS_SLAVE): {e}"))?;
+    let data = format!(
+        "fd={},rootmode=40000,user_id={},group_id={},allow_other",
+        spec.fuse_fd,
+        Uid::current(),
+        Gid::current()
+    );
+    mount(
+        Some("fsgate"),
+        &spec.at,
+        Some("fuse.fsgate"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(data.as_str()),
+    )
+    .map_err(|e| {
+        format!(
+            "cannot mount the view at {}: {e}",
+            fsgate_base::text::EscPath(&spec.at)
+        )
+    })?;
+    // The mount holds the connection; the command gets no descriptor of it.
+    let _ = nix::unistd::close(spec.fuse_fd);
+    Ok(())
+}
+
+/// Maps `inside` (uid, gid) of the new user namespace to `outside` of its parent.
+fn map_ids(inside_uid: Uid, inside_gid: Gid, outside: (Uid, Gid)) -> Result<(), String> {
+    let write = |file: &str, text: String| {
+        std::fs::write(format!("/proc/self/{file}"), text)
+            .map_err(|e| format!("cannot write /proc/self/{file}: {e}"))
+    };
+    write("setgroups", "deny".into())?;
+    write("uid_map", format!("{inside_uid} {} 1\n", outside.0))?;
+    write("gid_map", format!("{inside_gid} {} 1\n", outside.1))
+}

@@ -1,0 +1,561 @@
+//! The FUSE requests a process makes through the view, each as the gateway's operation.
+
+use std::ffi::OsStr;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
+
+use fsgate_gateway::ops::{Op, Output};
+use fuser::{
+    Errno, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner, OpenAccMode,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
+};
+
+use crate::errno::{Refusal, errno};
+use crate::fs::{GENERATION, TTL, View, kind};
+use crate::handles::{self, Handle, Listing, Private};
+use crate::nodes::{self, ROOT};
+
+impl Filesystem for View {
+    fn access(&self, _req: &Request, _ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn getxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _size: u32,
+        reply: fuser::ReplyXattr,
+    ) {
+        View::no_xattrs(|e| reply.error(e));
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: fuser::ReplyXattr) {
+        View::no_xattrs(|e| reply.error(e));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        View::no_xattrs(|e| reply.error(e));
+    }
+
+    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        View::no_xattrs(|e| reply.error(e));
+    }
+
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match self.look_up(req, parent, name) {
+            Ok(attr) => reply.entry(&TTL, &attr, GENERATION),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        if let Ok(mut nodes) = self.nodes.lock() {
+            nodes.forget(ino.0, nlookup);
+        }
+    }
+
+    fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.attr_of(req, ino, fh) {
+            Ok(attr) => reply.attr(&TTL, &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn setattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<fuser::TimeOrNow>,
+        _mtime: Option<fuser::TimeOrNow>,
+        _ctime: Option<std::time::SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<std::time::SystemTime>,
+        _chgtime: Option<std::time::SystemTime>,
+        _bkuptime: Option<std::time::SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let done = self
+            .set_owner_mode(req, ino, mode, (uid, gid))
+            .and_then(|()| match size {
+                Some(size) => self.truncate(req, ino, fh, size),
+                None => Ok(()),
+            })
+            .and_then(|()| self.attr_of(req, ino, fh));
+        match done {
+            Ok(attr) => reply.attr(&TTL, &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.list(req, ino) {
+            Ok(listing) => reply.opened(
+                FileHandle(self.handles.add(Handle::Dir(listing))),
+                FopenFlags::empty(),
+            ),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let Some(handle) = self.handles.get(fh.0) else {
+            return reply.error(Errno::EBADF);
+        };
+        let Handle::Dir(listing) = handle.as_ref() else {
+            return reply.error(Errno::ENOTDIR);
+        };
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        for (i, (ino, kind, name)) in listing.iter().enumerate().skip(start) {
+            if reply.add(INodeNo(*ino), (i + 1) as u64, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.handles.remove(fh.0);
+        reply.ok();
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let opened = match flags.acc_mode() {
+            OpenAccMode::O_RDONLY => self.open_read(req, ino).map(Handle::Read),
+            OpenAccMode::O_WRONLY | OpenAccMode::O_RDWR => {
+                let truncate = flags.0 & libc::O_TRUNC != 0;
+                self.open_write(req, ino, truncate)
+            }
+        };
+        match opened {
+            Ok(h) => reply.opened(FileHandle(self.handles.add(h)), FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let Some(handle) = self.handles.get(fh.0) else {
+            return reply.error(Errno::EBADF);
+        };
+        let read = match handle.as_ref() {
+            Handle::Read(file) => handles::read_at(file, offset, size),
+            Handle::Write(p) => match p.lock() {
+                Ok(p) => handles::read_at(&p.copy, offset, size),
+                Err(_) => return reply.error(Errno::EIO),
+            },
+            Handle::Dir(_) => return reply.error(Errno::EISDIR),
+        };
+        match read {
+            Ok(bytes) => reply.data(&bytes),
+            Err(e) => reply.error(Errno::from(e)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match self.write_private(fh, offset, data) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        match self.apply(req, fh) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fsync(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _ds: bool, reply: ReplyEmpty) {
+        match self.apply(req, fh) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn release(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        // A copy not applied yet (no flush came) is applied now; its refusal reaches
+        // no one but the record.
+        let applied = self.apply(req, fh);
+        self.handles.remove(fh.0);
+        match applied {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        match self.create_file(req, parent, name) {
+            Ok((attr, fh)) => {
+                reply.created(&TTL, &attr, GENERATION, FileHandle(fh), FopenFlags::empty())
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let made = self.child(parent, name).and_then(|(path, _)| {
+            self.change(
+                req,
+                Op::Mkdir {
+                    path,
+                    recursive: false,
+                },
+            )
+        });
+        match made.and_then(|()| self.look_up(req, parent, name)) {
+            Ok(attr) => reply.entry(&TTL, &attr, GENERATION),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.remove(req, parent, name, reply);
+    }
+
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.remove(req, parent, name, reply);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn rename(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        // RENAME_NOREPLACE and RENAME_EXCHANGE are no operation of the gateway's.
+        if flags != RenameFlags::empty() {
+            return reply.error(Errno::EINVAL);
+        }
+        let moved = self.child(parent, name).and_then(|(from, from_name)| {
+            let (to, to_name) = self.child(newparent, newname)?;
+            self.change(req, Op::Rename { from, to })?;
+            if let Ok(mut nodes) = self.nodes.lock() {
+                nodes.moved((parent.0, &from_name), (newparent.0, &to_name));
+            }
+            Ok(())
+        });
+        match moved {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+}
+
+/// Requests the view answers without the gateway: `access` (each open is decided when
+/// it comes), extended attributes (none: the kernel then stops asking) and `statfs`.
+impl View {
+    pub(crate) fn no_xattrs(reply: impl FnOnce(Errno)) {
+        reply(Errno::ENOSYS);
+    }
+}
+
+impl View {
+    /// The attributes of `ino`; of an open private copy, its size now.
+    fn attr_of(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: Option<FileHandle>,
+    ) -> Result<fuser::FileAttr, Errno> {
+        let path = self.path(ino)?;
+        let (_, mut attr) = self.stat(req, &path)?;
+        attr.ino = ino;
+        if let Some(h) = fh.and_then(|fh| self.handles.get(fh.0))
+            && let Handle::Write(p) = h.as_ref()
+            && let Ok(p) = p.lock()
+        {
+            attr.size = p.copy.metadata().map_err(Errno::from)?.len();
+            attr.blocks = attr.size.div_ceil(512);
+        }
+        Ok(attr)
+    }
+
+    /// A change of owner or mode: not an operation the gateway has yet (refused, and the
+    /// same mode asked again is no change).
+    fn set_owner_mode(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        owner: (Option<u32>, Option<u32>),
+    ) -> Result<(), Errno> {
+        if mode.is_none() && owner == (None, None) {
+            return Ok(());
+        }
+        let attr = self.attr_of(req, ino, None)?;
+        let same_mode = mode.is_none_or(|m| (m & 0o7777) as u16 == attr.perm);
+        let same_owner =
+            owner.0.is_none_or(|u| u == attr.uid) && owner.1.is_none_or(|g| g == attr.gid);
+        if same_mode && same_owner {
+            Ok(())
+        } else {
+            Err(Errno::EPERM)
+        }
+    }
+
+    /// The entries of directory `ino`, every page of its listing, with `.` and `..`.
+    fn list(&self, req: &Request, ino: INodeNo) -> Result<Listing, Errno> {
+        let path = self.path(ino)?;
+        let mut listing: Listing = vec![
+            (ino.0, FileType::Directory, ".".into()),
+            (ROOT, FileType::Directory, "..".into()),
+        ];
+        let mut cursor = None;
+        loop {
+            let op = Op::Ls {
+                path: path.clone(),
+                cursor: cursor.take(),
+            };
+            match self.serve(req, op) {
+                Ok(Output::Entries { entries, next, .. }) => {
+                    listing.extend(entries.into_iter().map(|e| {
+                        let id = e.id.map_or(u64::MAX - 1, |(_, ino)| nodes::node_id(ino));
+                        (id, kind(e.kind), e.name.to_string())
+                    }));
+                    match next {
+                        Some(n) => cursor = Some(n),
+                        None => return Ok(listing),
+                    }
+                }
+                Ok(_) => return Err(Errno::EIO),
+                Err(e) => return Err(errno(&e, Refusal::Hidden)),
+            }
+        }
+    }
+
+    /// The read's decision on `ino`, and the file opened for it.
+    fn open_read(&self, req: &Request, ino: INodeNo) -> Result<Arc<std::fs::File>, Errno> {
+        let path = self.path(ino)?;
+        match self.serve(req, Op::Open { path }) {
+            Ok(Output::Opened(file)) => Ok(file),
+            Ok(_) => Err(Errno::EIO),
+            Err(e) => Err(errno(&e, Refusal::Denied)),
+        }
+    }
+
+    /// A private copy of `ino` to write: its content (read under the read's decision)
+    /// unless the open truncates it.
+    fn open_write(&self, req: &Request, ino: INodeNo, truncate: bool) -> Result<Handle, Errno> {
+        let copy = handles::private_copy().map_err(Errno::from)?;
+        if !truncate {
+            let file = self.open_read(req, ino)?;
+            handles::copy_into(&file, &copy).map_err(Errno::from)?;
+        }
+        Ok(Handle::Write(Mutex::new(Private {
+            copy,
+            ino: ino.0,
+            dirty: truncate,
+        })))
+    }
+
+    fn write_private(&self, fh: FileHandle, offset: u64, data: &[u8]) -> Result<u32, Errno> {
+        let handle = self.handles.get(fh.0).ok_or(Errno::EBADF)?;
+        let Handle::Write(p) = handle.as_ref() else {
+            return Err(Errno::EBADF);
+        };
+        let max = self.gw.policy().limits().max_write_bytes;
+        if offset.saturating_add(data.len() as u64) > max {
+            return Err(Errno::EFBIG);
+        }
+        let mut p = p.lock().map_err(|_| Errno::EIO)?;
+        p.copy.write_all_at(data, offset).map_err(Errno::from)?;
+        p.dirty = true;
+        Ok(u32::try_from(data.len()).unwrap_or(u32::MAX))
+    }
+
+    /// Applies a changed private copy as one write through the gateway (backup,
+    /// intent, content rules, outcome). A refusal is the errno of this close or fsync;
+    /// the file keeps what it had.
+    fn apply(&self, req: &Request, fh: FileHandle) -> Result<(), Errno> {
+        let Some(handle) = self.handles.get(fh.0) else {
+            return Ok(());
+        };
+        let Handle::Write(p) = handle.as_ref() else {
+            return Ok(());
+        };
+        let mut p = p.lock().map_err(|_| Errno::EIO)?;
+        if !p.dirty {
+            return Ok(());
+        }
+        let max = self.gw.policy().limits().max_write_bytes;
+        let content = handles::whole(&p.copy, max)
+            .map_err(Errno::from)?
+            .ok_or(Errno::EFBIG)?;
+        let path = self.path(INodeNo(p.ino))?;
+        // Refused or not, this copy has been decided: the next close does not ask again.
+        p.dirty = false;
+        self.change(req, Op::WriteBytes { path, content })
+    }
+
+    /// Truncates `ino` to `size`: its open private copy, or the file (one write).
+    fn truncate(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: Option<FileHandle>,
+        size: u64,
+    ) -> Result<(), Errno> {
+        if let Some(h) = fh.and_then(|fh| self.handles.get(fh.0))
+            && let Handle::Write(p) = h.as_ref()
+        {
+            let mut p = p.lock().map_err(|_| Errno::EIO)?;
+            p.copy.set_len(size).map_err(Errno::from)?;
+            p.dirty = true;
+            return Ok(());
+        }
+        let mut content = Vec::new();
+        if size > 0 {
+            let file = self.open_read(req, ino)?;
+            content = handles::read_at(&file, 0, u32::try_from(size).map_err(|_| Errno::EFBIG)?)
+                .map_err(Errno::from)?;
+        }
+        content.resize(usize::try_from(size).map_err(|_| Errno::EFBIG)?, 0);
+        let path = self.path(ino)?;
+        self.change(req, Op::WriteBytes { path, content })
+    }
+
+    /// A new empty file (a change of its own), open for writing.
+    fn create_file(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+    ) -> Result<(fuser::FileAttr, u64), Errno> {
+        let (path, _) = self.child(parent, name)?;
+        self.change(
+            req,
+            Op::WriteBytes {
+                path,
+                content: Vec::new(),
+            },
+        )?;
+        let attr = self.look_up(req, parent, name)?;
+        let private = Private {
+            copy: handles::private_copy().map_err(Errno::from)?,
+            ino: attr.ino.0,
+            dirty: false,
+        };
+        Ok((attr, self.handles.add(Handle::Write(Mutex::new(private)))))
+    }
+
+    fn remove(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let removed = self.child(parent, name).and_then(|(path, name)| {
+            self.change(
+                req,
+                Op::Rm {
+                    path,
+                    recursive: false,
+                },
+            )?;
+            if let Ok(mut nodes) = self.nodes.lock() {
+                nodes.removed(parent.0, &name);
+            }
+            Ok(())
+        });
+        match removed {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    /// Serves a change; its refusal is EACCES (or what the workspace said).
+    fn change(&self, req: &Request, op: Op) -> Result<(), Errno> {
+        self.serve(req, op)
+            .map(|_| ())
+            .map_err(|e| errno(&e, Refusal::Denied))
+    }
+}

@@ -1,0 +1,256 @@
+//! `fsgate run`: a command, and every process it starts, sees the workspace as a
+//! filesystem the gateway serves (crates/fsgate-view), at the workspace's own path, in
+//! a private mount namespace. See docs/run.md.
+//!
+//! Order: open every handle (as `serve` does) and `/dev/fuse`; start the child (fsgate
+//! again, which mounts the view in its own namespace and becomes the command) while this
+//! process may still start programs; confine this process; serve the view; wait for the
+//! command, passing SIGINT and SIGTERM on; say what the run did.
+
+use std::ffi::OsString;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::process::{Child, ExitCode};
+use std::sync::Arc;
+
+use clap::Args;
+
+use super::{GatewayArgs, fail, fail_open};
+use crate::startup;
+use crate::text::EscPath;
+
+#[derive(Debug, Args)]
+pub(super) struct RunArgs {
+    #[command(flatten)]
+    common: GatewayArgs,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// Exit status when the view cannot be given (nothing was run).
+const EXIT_NO_VIEW: u8 = 125;
+
+pub(super) fn run(args: RunArgs) -> ExitCode {
+    let config = match args.common.config() {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if !config.several.is_empty() {
+        return fail("fsgate run serves one --workspace for now; the command was not run");
+    }
+    let mut opened = match startup::open(&config) {
+        Ok(o) => o,
+        Err(e) => return fail_open(&e, args.common.policy.as_deref()),
+    };
+    let fuse = match open_fuse() {
+        Ok(f) => f,
+        Err(e) => return no_view(&e),
+    };
+    let root = opened.gateway.workspace().root_path().to_path_buf();
+    let mut child = match start_child(&fuse, &root, args.command) {
+        Ok(c) => c,
+        Err(e) => return no_view(&e),
+    };
+    opened.keep_readable(std::path::Path::new("/proc"));
+    if let Err(e) = startup::confine(&opened, None, "run") {
+        end(&mut child);
+        return fail(&e);
+    }
+    if let Err(e) = wait_mounted(&fuse, &mut child) {
+        end(&mut child);
+        return no_view(&e);
+    }
+    let undo = undo_line(&root, opened.audit_log_path(), &config);
+    let gateway = Arc::new(opened.gateway);
+    serve_and_wait(&gateway, fuse, &mut child, &root, &undo)
+}
+
+/// Serves the view until the command ends; its exit status.
+fn serve_and_wait(
+    gateway: &Arc<crate::gateway::Gateway>,
+    fuse: OwnedFd,
+    child: &mut Child,
+    root: &std::path::Path,
+    undo: &str,
+) -> ExitCode {
+    let session = session_id();
+    let view = fsgate_view::View::new(Arc::clone(gateway), session.clone());
+    let counts = view.counts();
+    announce(root, &session);
+    if let Err(e) = fsgate_view::serve(view, fuse) {
+        end(child);
+        return no_view(&format!("cannot serve the view: {e}"));
+    }
+    let code = wait_child(child);
+    let (reads, changes, refusals) = counts.totals();
+    crate::text::eprint_line(&format!(
+        "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {undo} --session {session}"
+    ));
+    let mut details = serde_json::Map::new();
+    details.insert("reason".into(), "command ended".into());
+    details.insert("session".into(), session.into());
+    startup::shutdown(gateway, details);
+    code
+}
+
+/// `fsgate run` could not give the view: say what is missing; nothing was run.
+fn no_view(what: &str) -> ExitCode {
+    crate::text::eprint_line(&format!(
+        "fsgate: {what}; the command was not run (fsgate run never runs it without the view)"
+    ));
+    ExitCode::from(EXIT_NO_VIEW)
+}
+
+/// The FUSE device, opened by this process (the child mounts it; this one serves it).
+fn open_fuse() -> Result<OwnedFd, String> {
+    use rustix::fs::{Mode, OFlags, open};
+    open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| format!("cannot open /dev/fuse ({e}): fsgate run needs FUSE"))
+}
+
+/// Starts fsgate again as the child that mounts the view and becomes the command. It
+/// inherits one descriptor of the FUSE device (a duplicate without close-on-exec,
+/// closed here once it is started).
+fn start_child(
+    fuse: &OwnedFd,
+    root: &std::path::Path,
+    command: Vec<OsString>,
+) -> Result<Child, String> {
+    let inherited = rustix::io::dup(fuse).map_err(|e| format!("cannot pass /dev/fuse on: {e}"))?;
+    let cwd = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
+    let spec = fsgate_view::child::Spec {
+        fuse_fd: inherited.as_raw_fd(),
+        at: root.to_path_buf(),
+        cwd,
+        command,
+    };
+    let me = std::env::current_exe().map_err(|e| format!("cannot find fsgate itself: {e}"))?;
+    let child = std::process::Command::new(me)
+        .arg(fsgate_view::child::ARG)
+        .args(spec.to_args())
+        .spawn()
+        .map_err(|e| format!("cannot start the command's process: {e}"));
+    drop(inherited);
+    child
+}
+
+/// Waits until the kernel's first message is on the FUSE device (the child mounted the
+/// view) or the child ended (it could not: it said why). Until the mount, the device
+/// polls as an error, so this looks every few milliseconds.
+fn wait_mounted(fuse: &OwnedFd, child: &mut Child) -> Result<(), String> {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let zero = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    loop {
+        let mut fds = [PollFd::new(fuse, PollFlags::IN)];
+        match poll(&mut fds, Some(&zero)) {
+            Ok(_) if fds[0].revents().contains(PollFlags::IN) => return Ok(()),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(format!("cannot wait for the view's mount: {e}")),
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("the view could not be mounted ({status})"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Waits for the command, passing SIGINT, SIGTERM and SIGHUP on; its exit status (128 +
+/// N if signal N ended it).
+fn wait_child(child: &mut Child) -> ExitCode {
+    use nix::sys::signal::{SigSet, Signal};
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    use rustix::event::{PollFd, PollFlags, poll};
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(s);
+    }
+    let signals = SignalFd::with_flags(&set, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok();
+    let pid = rustix::process::Pid::from_child(child);
+    let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return exit_code(status);
+        }
+        let mut fds = Vec::with_capacity(2);
+        if let Some(p) = &pidfd {
+            fds.push(PollFd::new(p, PollFlags::IN));
+        }
+        if let Some(s) = &signals {
+            fds.push(PollFd::from_borrowed_fd(s.as_fd(), PollFlags::IN));
+        }
+        let tick = rustix::event::Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
+        let _ = poll(&mut fds, Some(&tick));
+        while let Some(Ok(Some(info))) = signals.as_ref().map(SignalFd::read_signal) {
+            let sig = i32::try_from(info.ssi_signo)
+                .ok()
+                .and_then(|n| rustix::process::Signal::from_named_raw(n));
+            if let Some(sig) = sig {
+                let _ = rustix::process::kill_process(pid, sig);
+            }
+        }
+    }
+}
+
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1);
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Ends the child (start-up failed after it started).
+fn end(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A new session id for the run's records: `run-` and 12 random hex digits.
+fn session_id() -> String {
+    let mut bytes = [0u8; 6];
+    if getrandom::fill(&mut bytes).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        bytes.copy_from_slice(&t.to_le_bytes()[..6]);
+    }
+    format!("run-{}", hex::encode(bytes))
+}
+
+/// The `fsgate undo` command line for this workspace and log (without `--session`).
+fn undo_line(
+    root: &std::path::Path,
+    log: &std::path::Path,
+    config: &startup::GatewayConfig,
+) -> String {
+    let mut line = format!("fsgate undo --workspace {}", EscPath(root));
+    if config.audit_log.is_some() {
+        line.push_str(&format!(" --audit-log {}", EscPath(log)));
+    }
+    line
+}
+
+/// Says on stderr what the command sees and what is governed.
+fn announce(root: &std::path::Path, session: &str) {
+    crate::text::eprint_line(&format!(
+        "fsgate: run {session}: the command sees {} through fsgate's view: every lookup, read and change there is decided by the policy and recorded; the rest of the system it sees as it is",
+        EscPath(root)
+    ));
+}
+
+/// `fsgate __view-child ...`: the child [`start_child`] started; it returns only if the
+/// command could not be run.
+pub(super) fn child() -> ExitCode {
+    let Some(spec) = fsgate_view::child::Spec::from_args(std::env::args_os().skip(2)) else {
+        return fail("this word is fsgate run's own; see fsgate run --help");
+    };
+    no_view(&fsgate_view::child::run(&spec))
+}
