@@ -235,6 +235,12 @@ fn undo_line(
     if config.audit_log.is_some() {
         line.push_str(&format!(" --audit-log {}", EscPath(log)));
     }
+    if let Some(dir) = &config.backup_dir {
+        line.push_str(&format!(" --backup-dir {}", EscPath(dir)));
+    }
+    if let Some(policy) = &config.policy {
+        line.push_str(&format!(" --policy {}", EscPath(policy)));
+    }
     line
 }
 

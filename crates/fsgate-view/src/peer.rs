@@ -42,7 +42,8 @@ impl Peers {
     }
 }
 
-/// `pid 12 ppid 3 exe "/usr/bin/cat" argv ["cat",".env"]`, or as much as `/proc` tells.
+/// `pid 12 ppid 3 exe "/usr/bin/cat" argv ["cat",".env"]` (`comm "cat"` where the
+/// executable cannot be read), or as much as `/proc` tells.
 fn describe(pid: u32) -> String {
     let dir = format!("/proc/{pid}");
     let mut out = format!("pid {pid}");
@@ -52,10 +53,14 @@ fn describe(pid: u32) -> String {
     {
         out.push_str(&format!(" ppid {ppid}"));
     }
+    // The executable's link needs ptrace rights over the process, which the confined
+    // gateway may not have; its command name (`comm`) needs none.
     if let Ok(exe) = std::fs::read_link(format!("{dir}/exe")) {
-        let exe = exe.to_string_lossy();
         out.push_str(" exe ");
-        out.push_str(&quoted(&exe));
+        out.push_str(&quoted(&exe.to_string_lossy()));
+    } else if let Ok(comm) = std::fs::read_to_string(format!("{dir}/comm")) {
+        out.push_str(" comm ");
+        out.push_str(&quoted(comm.trim_end_matches('\n')));
     }
     if let Ok(raw) = std::fs::read(format!("{dir}/cmdline")) {
         out.push_str(" argv ");

@@ -17,6 +17,15 @@ use crate::handles::{self, Handle, Listing, Private};
 use crate::nodes::{self, ROOT};
 
 impl Filesystem for View {
+    /// Asks the kernel to pass `O_TRUNC` on to `open` (else it truncates with a
+    /// separate request that names no open file, which would change the file at once,
+    /// before the content that replaces it is decided).
+    fn init(&mut self, _req: &Request, config: &mut fuser::KernelConfig) -> std::io::Result<()> {
+        config
+            .add_capabilities(fuser::InitFlags::FUSE_ATOMIC_O_TRUNC)
+            .map_err(|_| std::io::Error::other("the kernel cannot pass O_TRUNC to open"))
+    }
+
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {
         reply.ok();
     }

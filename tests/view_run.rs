@@ -1,0 +1,273 @@
+//! `fsgate run`: real commands through the filesystem view, as root (docs/run.md).
+//! Each runs `fsgate run` on a fresh workspace, with its audit log and backups outside.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::common::{bin, canonical_tempdir};
+
+/// A workspace with `.env` (a secret), `a.txt` and `b.txt`, and a state dir beside it.
+struct Ws {
+    root: PathBuf,
+    state: PathBuf,
+    _dirs: (TempDir, TempDir),
+}
+
+const SECRET: &str = "hunter2-view-secret";
+
+impl Ws {
+    fn new() -> Ws {
+        let (d1, root) = canonical_tempdir("fsgate-view-ws");
+        let (d2, state) = canonical_tempdir("fsgate-view-state");
+        std::fs::write(root.join(".env"), format!("TOKEN={SECRET}\n")).expect("write");
+        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
+        std::fs::write(root.join("b.txt"), "keep\n").expect("write");
+        Ws {
+            root,
+            state,
+            _dirs: (d1, d2),
+        }
+    }
+
+    fn log(&self) -> PathBuf {
+        self.state.join("audit.jsonl")
+    }
+
+    fn state_args(&self) -> Vec<String> {
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        vec![
+            "--workspace".into(),
+            s(&self.root),
+            "--audit-log".into(),
+            s(&self.log()),
+            "--backup-dir".into(),
+            s(&self.state.join("backups")),
+        ]
+    }
+
+    /// `fsgate run ... -- COMMAND` in the workspace; its output (60 s at most).
+    fn run(&self, command: &[&str]) -> Output {
+        let mut cmd = Command::new(bin());
+        cmd.arg("run")
+            .args(self.state_args())
+            .arg("--")
+            .args(command);
+        cmd.current_dir(&self.root);
+        finished(cmd)
+    }
+
+    /// `sh -c SCRIPT` through the view.
+    fn sh(&self, script: &str) -> Output {
+        self.run(&["sh", "-c", script])
+    }
+
+    /// The audit log's records.
+    fn records(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.log()).expect("audit log");
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("a record"))
+            .collect()
+    }
+}
+
+/// Runs `cmd` to its end (killed after 60 s: no test hangs).
+fn finished(mut cmd: Command) -> Output {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn fsgate");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "fsgate run did not end in 60 s; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The run's session id, from its last line on stderr.
+fn session_of(out: &Output) -> String {
+    let err = text(&out.stderr);
+    let at = err
+        .rfind("--session ")
+        .expect("the undo line names the session");
+    err[at + "--session ".len()..]
+        .split_whitespace()
+        .next()
+        .expect("a session id")
+        .to_string()
+}
+
+#[test]
+fn view_a_hidden_secret_does_not_exist_and_an_allowed_file_reads() {
+    let ws = Ws::new();
+    let out = ws.sh("cat .env; echo cat=$?; ls -a; cat a.txt");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("cat=1"), "{stdout}");
+    assert!(
+        stderr.contains(".env: No such file or directory"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains(SECRET) && !stderr.contains(SECRET));
+    let names: Vec<&str> = stdout.lines().collect();
+    assert!(
+        names.contains(&"a.txt") && names.contains(&"b.txt"),
+        "{stdout}"
+    );
+    assert!(!names.contains(&".env"), "ls -a shows the secret: {stdout}");
+    assert!(stdout.contains("hello"), "{stdout}");
+    // What the command saw and what it did, said on stderr at start and end.
+    assert!(stderr.contains("through fsgate's view"), "{stderr}");
+    assert!(stderr.contains("1 refused"), "{stderr}");
+    let log = std::fs::read_to_string(ws.log()).expect("log");
+    assert!(!log.contains(SECRET));
+}
+
+#[test]
+fn view_a_new_file_is_a_recorded_change_naming_the_process() {
+    let ws = Ws::new();
+    let out = ws.sh("echo hi > notes.txt");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("notes.txt")).expect("notes"),
+        "hi\n"
+    );
+    let session = session_of(&out);
+    let writes: Vec<Value> = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "write_text_file" && r["path"] == "notes.txt")
+        .filter(|r| r["session"] == session.as_str())
+        .collect();
+    assert!(
+        writes.iter().any(|r| r["outcome"] == "ok"),
+        "no write record: {writes:?}"
+    );
+    // Recorded ahead (an intent) and naming the process that asked.
+    assert!(writes.iter().any(|r| r["kind"] == "intent"), "{writes:?}");
+    let peer = writes[0]["peer"].as_str().expect("peer");
+    assert!(
+        peer.starts_with("pid ") && peer.contains(" ppid "),
+        "{peer}"
+    );
+    assert!(
+        peer.contains(r#"comm "sh""#) || peer.contains(r#"exe ""#),
+        "{peer}"
+    );
+    assert!(
+        peer.contains(r#"argv ["sh","-c","echo hi > notes.txt"]"#),
+        "{peer}"
+    );
+    assert_eq!(writes[0]["transport"], "view");
+}
+
+#[test]
+fn view_a_write_of_secret_content_fails_at_close_and_the_file_keeps_its_content() {
+    let ws = Ws::new();
+    let key = ["AKIA", "UJZDEGXDNCF32EPF"].concat();
+    // The key is put together by the script: its argv (recorded) does not hold it.
+    let script = "import errno\nf = open('b.txt', 'w')\nf.write('key = ' + 'AKIA' + 'UJZDEGXDNCF32EPF' + '\\n')\ntry:\n    f.close()\n    print('closed')\nexcept OSError as e:\n    print('refused', e.errno == errno.EACCES)\n";
+    let out = ws.run(&["python3", "-c", script]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("refused True"),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
+        "keep\n"
+    );
+    let log = std::fs::read_to_string(ws.log()).expect("log");
+    assert!(!log.contains(&key), "the refused content reached the log");
+    assert!(
+        text(&out.stderr).contains("1 refused"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn view_a_removal_is_backed_up_and_undone_by_the_runs_session() {
+    let ws = Ws::new();
+    let out = ws.sh("rm a.txt && echo removed");
+    assert!(
+        text(&out.stdout).contains("removed"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!ws.root.join("a.txt").exists());
+    let session = session_of(&out);
+    let mut undo = Command::new(bin());
+    undo.arg("undo")
+        .args(ws.state_args())
+        .args(["--session", &session]);
+    let undone = finished(undo);
+    assert!(undone.status.success(), "{}", text(&undone.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.txt")).expect("a"),
+        "hello\n"
+    );
+}
+
+#[test]
+fn view_the_commands_exit_status_is_fsgates_and_it_cannot_unmount_the_view() {
+    let ws = Ws::new();
+    let out = ws.sh("umount \"$PWD\" 2>/dev/null; echo umount=$?; \
+         grep -c fuse.fsgate /proc/self/mountinfo; \
+         echo gateway=$(grep -c fuse.fsgate /proc/$PPID/mountinfo); \
+         cat .env 2>/dev/null; exit 7");
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(!stdout.contains("umount=0"), "{stdout}");
+    assert!(!stdout.contains(SECRET), "{stdout}");
+    let mut lines = stdout.lines().skip(1);
+    assert_eq!(
+        lines.next(),
+        Some("1"),
+        "the view is mounted once: {stdout}"
+    );
+    assert_eq!(
+        lines.next(),
+        Some("gateway=0"),
+        "the gateway sees no view: {stdout}"
+    );
+}
+
+#[test]
+fn view_python_runs_a_test_that_reads_and_writes() {
+    let ws = Ws::new();
+    std::fs::write(
+        ws.root.join("test_app.py"),
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_reads_and_writes(self):\n        with open('a.txt') as f:\n            self.assertEqual(f.read(), 'hello\\n')\n        with open('result.txt', 'w') as f:\n            f.write('passed\\n')\n        with open('result.txt') as f:\n            self.assertEqual(f.read(), 'passed\\n')\n\nunittest.main()\n",
+    )
+    .expect("write");
+    let out = ws.run(&["python3", "test_app.py"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("result.txt")).expect("result"),
+        "passed\n"
+    );
+}
