@@ -189,7 +189,7 @@ fn wait_child(child: &mut Child) -> ExitCode {
         while let Some(Ok(Some(info))) = signals.as_ref().map(SignalFd::read_signal) {
             let sig = i32::try_from(info.ssi_signo)
                 .ok()
-                .and_then(|n| rustix::process::Signal::from_named_raw(n));
+                .and_then(rustix::process::Signal::from_named_raw);
             if let Some(sig) = sig {
                 let _ = rustix::process::kill_process(pid, sig);
             }

@@ -101,12 +101,28 @@ impl View {
         }
     }
 
-    /// Serves `op` for the process that sent `req`, counting what it did.
+    /// Serves `op` for the process that sent `req`, counting what it did. A change and
+    /// a refusal are answered once their records are durable, as at every door; an
+    /// allowed read's record is queued and written with the log's next sync, not waited
+    /// for (one `git status` makes thousands of lookups: one sync each would be seconds).
     pub(crate) fn serve(&self, req: &Request, op: Op) -> Result<Output, GatewayError> {
         let change = op.is_mutating();
-        let r = self
-            .gw
-            .serve(&self.ctx(req), fsgate_gateway::Request::Op(op));
+        let request = fsgate_gateway::Request::Op(op);
+        let ctx = self.ctx(req);
+        let r = if change {
+            self.gw.serve(&ctx, request)
+        } else {
+            let batch = fsgate_gateway::Batch::new();
+            let (r, _lease) = self.gw.serve_in(&ctx, request, &batch);
+            match r {
+                Ok(out) => {
+                    // Queued; the run's `stop` record is written after it.
+                    drop(batch);
+                    Ok(out)
+                }
+                Err(e) => self.gw.settle(batch).and(Err(e)),
+            }
+        };
         self.counts.note(change, &r);
         r
     }
