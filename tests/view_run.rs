@@ -271,3 +271,54 @@ fn view_python_runs_a_test_that_reads_and_writes() {
         "passed\n"
     );
 }
+
+#[test]
+fn view_git_init_add_and_commit_work_where_the_policy_lets_git_in() {
+    let ws = Ws::new();
+    // The default policy hides .git; this one names only dotenv files as secrets.
+    let default = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml"),
+    )
+    .expect("default policy");
+    let (start, end) = (
+        default.find("\n[secrets]\n").expect("[secrets]"),
+        default.find("\n[limits]\n").expect("[limits]"),
+    );
+    let policy = format!(
+        "{}\n[secrets]\nbuiltin = false\npatterns = [{{ id = \"dotenv\", regex = '^\\.env' }}]\n{}",
+        &default[..start],
+        &default[end..]
+    );
+    let policy_file = ws.state.join("git.toml");
+    std::fs::write(&policy_file, policy).expect("policy");
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(ws.state_args())
+        .arg("--policy")
+        .arg(&policy_file)
+        .args(["--", "sh", "-c"])
+        .arg(
+            "git init -q . && git add a.txt && git commit -qm first && \
+             echo more >> a.txt && git commit -qam second && git status --short && \
+             git log --format=%s",
+        )
+        .current_dir(&ws.root);
+    for (k, v) in [
+        ("GIT_AUTHOR_NAME", "a"),
+        ("GIT_AUTHOR_EMAIL", "a@example.com"),
+        ("GIT_COMMITTER_NAME", "a"),
+        ("GIT_COMMITTER_EMAIL", "a@example.com"),
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+    ] {
+        cmd.env(k, v);
+    }
+    let out = finished(cmd);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    // b.txt untracked; .env never seen, so never listed.
+    assert_eq!(stdout, "?? b.txt\nsecond\nfirst\n", "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.txt")).expect("a"),
+        "hello\nmore\n"
+    );
+}

@@ -152,7 +152,7 @@ impl View {
                 let ino = if path == "/" {
                     ROOT
                 } else {
-                    nodes::node_id(info.ino)
+                    nodes::node_id(info.ino, info.times[2])
                 };
                 Ok((ino, attr(ino, &info)))
             }

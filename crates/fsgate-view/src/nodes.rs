@@ -1,8 +1,16 @@
-//! The inodes the kernel holds: each node id is the file's real inode number (git
-//! compares them: with made-up ones it reads every file again), remembered with the
-//! directory and name it was found under, so a request on it names a workspace path.
+//! The inodes the kernel holds: each node id is the file's real inode number with its
+//! birth time mixed into the top bits, remembered with the directory and name it was
+//! found under, so a request on it names a workspace path.
+//!
+//! Why not the inode number alone: a change through the gateway replaces a file (a new
+//! inode), and the filesystem soon gives the freed number to the next new file; the
+//! kernel, still holding the old number for the old name, would then read the new file
+//! through the old name (seen with git's lock files). With the birth time in it, a
+//! reused number is a new node id. The id is stable for one version of a file, which is
+//! what git compares (with made-up ids that change, it reads every file again).
 
 use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The root's node id (FUSE's own).
 pub(crate) const ROOT: u64 = 1;
@@ -10,9 +18,24 @@ pub(crate) const ROOT: u64 = 1;
 /// The deepest path walked up from a node: the kernel's `PATH_MAX` in one-byte names.
 const MAX_DEPTH: usize = 4096;
 
-/// The node id of a real inode number: the one that would be the root's is moved aside.
-pub(crate) fn node_id(ino: u64) -> u64 {
-    if ino == ROOT { u64::MAX } else { ino }
+/// Bits of the inode number kept whole (ext4, XFS and btrfs numbers fit).
+const INO_BITS: u32 = 40;
+
+/// The node id of a file with inode number `ino`, born at `born` (where the filesystem
+/// says; else the inode number alone). Never the root's id, never 0.
+pub(crate) fn node_id(ino: u64, born: Option<SystemTime>) -> u64 {
+    let nanos = born
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
+    let tag = if nanos == 0 {
+        0
+    } else {
+        (nanos.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> INO_BITS) << INO_BITS
+    };
+    match (ino & ((1 << INO_BITS) - 1)) | tag {
+        0 | ROOT => u64::MAX,
+        id => id,
+    }
 }
 
 #[derive(Debug)]
@@ -131,6 +154,11 @@ mod tests {
         assert_eq!(n.path(11).as_deref(), Some("/lib/a.rs"));
         n.forget(11, 1);
         assert_eq!(n.path(11), None);
-        assert_eq!(node_id(ROOT), u64::MAX);
+        assert_eq!(node_id(ROOT, None), u64::MAX);
+        // A reused inode number is another node when the file was born later.
+        let t = |s| Some(UNIX_EPOCH + std::time::Duration::from_secs(s));
+        assert_ne!(node_id(77, t(1_000)), node_id(77, t(1_001)));
+        assert_eq!(node_id(77, t(1_000)), node_id(77, t(1_000)));
+        assert_eq!(node_id(77, None), 77);
     }
 }

@@ -63,6 +63,45 @@ impl Filesystem for View {
         View::no_xattrs(|e| reply.error(e));
     }
 
+    fn symlink(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _link_name: &OsStr,
+        _target: &std::path::Path,
+        reply: ReplyEntry,
+    ) {
+        // No operation of the gateway's makes a link (git, for one, then does without).
+        reply.error(Errno::EPERM);
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _newparent: INodeNo,
+        _newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        reply.error(Errno::EPERM);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        // A file of the view is no terminal (isatty asks with TCGETS).
+        reply.error(Errno::ENOTTY);
+    }
+
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.look_up(req, parent, name) {
             Ok(attr) => reply.entry(&TTL, &attr, GENERATION),
@@ -412,7 +451,10 @@ impl View {
             match self.serve(req, op) {
                 Ok(Output::Entries { entries, next, .. }) => {
                     listing.extend(entries.into_iter().map(|e| {
-                        let id = e.id.map_or(u64::MAX - 1, |(_, ino)| nodes::node_id(ino));
+                        // The birth time is not listed: a listing's d_ino is the real
+                        // inode number (stat's is the node id, see nodes.rs).
+                        let id =
+                            e.id.map_or(u64::MAX - 1, |(_, ino)| nodes::node_id(ino, None));
                         (id, kind(e.kind), e.name.to_string())
                     }));
                     match next {
