@@ -322,3 +322,80 @@ fn view_git_init_add_and_commit_work_where_the_policy_lets_git_in() {
         "hello\nmore\n"
     );
 }
+
+/// Without /dev/fuse (hidden by an empty /dev in a mount namespace of the test's own),
+/// fsgate says what is missing and the command is never run.
+#[test]
+fn view_without_dev_fuse_the_command_is_not_run() {
+    let ws = Ws::new();
+    let marker = ws.root.join("ran");
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount -t tmpfs none /dev && exec "$@""#)
+        .arg("sh")
+        .arg(bin())
+        .arg("run")
+        .args(ws.state_args())
+        .args(["--", "touch"])
+        .arg(&marker)
+        .current_dir(&ws.root);
+    let out = finished(cmd);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("cannot open /dev/fuse"), "{stderr}");
+    assert!(stderr.contains("the command was not run"), "{stderr}");
+    assert!(!marker.exists(), "the command ran without the view");
+}
+
+/// SIGTERM to fsgate reaches the command, whose exit status is fsgate's.
+#[test]
+fn view_a_signal_to_fsgate_reaches_the_command() {
+    use std::io::BufRead;
+    let ws = Ws::new();
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(ws.state_args())
+        .args(["--", "sh", "-c"])
+        .arg("trap 'echo got; exit 3' TERM; echo ready; while :; do sleep 0.05; done")
+        .current_dir(&ws.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let ready = rx.recv_timeout(Duration::from_secs(30));
+    if ready.as_deref() != Ok("ready") {
+        let _ = child.kill();
+        panic!("the command did not start: {ready:?}");
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("fsgate run did not end after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(3));
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(5)).as_deref(),
+        Ok("got")
+    );
+}
