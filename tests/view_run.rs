@@ -399,3 +399,31 @@ fn view_a_signal_to_fsgate_reaches_the_command() {
         Ok("got")
     );
 }
+
+/// The gateway's own view of the filesystem is out of the command's reach: its working
+/// directory, its root and its descriptors under /proc lead to the real workspace, and
+/// the command holds no right to follow them (it may list the descriptors' numbers).
+#[test]
+fn view_the_command_cannot_reach_the_real_directory_through_the_gateways_proc() {
+    let ws = Ws::new();
+    let out = ws.sh("cat /proc/$PPID/cwd/.env; echo cwd=$?; \
+         cat \"/proc/$PPID/root$PWD/.env\"; echo root=$?; \
+         echo fds=$(ls /proc/$PPID/fd | wc -l); n=0; \
+         for f in /proc/$PPID/fd/*; do \
+           ls \"$f/\" >/dev/null 2>&1 && n=$((n+1)); cat \"$f/.env\" 2>/dev/null; \
+         done; echo followed=$n");
+    let stdout = text(&out.stdout);
+    let err = text(&out.stderr);
+    assert!(!stdout.contains(SECRET), "{stdout}");
+    for probe in ["cwd", "root"] {
+        assert!(
+            stdout.contains(&format!("{probe}=")) && !stdout.contains(&format!("{probe}=0")),
+            "{probe}: {stdout}\n{err}"
+        );
+    }
+    assert!(
+        !stdout.contains("fds=0") && stdout.contains("fds="),
+        "{stdout}\n{err}"
+    );
+    assert!(stdout.contains("followed=0"), "{stdout}\n{err}");
+}

@@ -47,7 +47,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Err(e) => return no_view(&e),
     };
     let root = opened.gateway.workspace().root_path().to_path_buf();
-    let mut child = match start_child(&fuse, &root, args.command) {
+    let mut child = match start_child(&fuse, &root, args.command.clone()) {
         Ok(c) => c,
         Err(e) => return no_view(&e),
     };
@@ -60,37 +60,64 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         end(&mut child);
         return no_view(&e);
     }
+    opened.announce_locations();
     let undo = undo_line(&root, opened.audit_log_path(), &config);
     let gateway = Arc::new(opened.gateway);
-    serve_and_wait(&gateway, fuse, &mut child, &root, &undo)
+    let run = Run {
+        child: &mut child,
+        command: &args.command,
+        root: &root,
+        undo: &undo,
+    };
+    serve_and_wait(&gateway, fuse, run)
+}
+
+/// The command being run, as `serve_and_wait` needs it.
+struct Run<'a> {
+    child: &'a mut Child,
+    command: &'a [OsString],
+    root: &'a std::path::Path,
+    undo: &'a str,
 }
 
 /// Serves the view until the command ends; its exit status.
-fn serve_and_wait(
-    gateway: &Arc<crate::gateway::Gateway>,
-    fuse: OwnedFd,
-    child: &mut Child,
-    root: &std::path::Path,
-    undo: &str,
-) -> ExitCode {
+fn serve_and_wait(gateway: &Arc<crate::gateway::Gateway>, fuse: OwnedFd, run: Run<'_>) -> ExitCode {
     let session = session_id();
     let view = fsgate_view::View::new(Arc::clone(gateway), session.clone());
     let counts = view.counts();
-    announce(root, &session);
+    record_run(gateway, &session, run.command, run.child.id());
+    announce(run.root, &session);
     if let Err(e) = fsgate_view::serve(view, fuse) {
-        end(child);
+        end(run.child);
         return no_view(&format!("cannot serve the view: {e}"));
     }
-    let code = wait_child(child);
+    let code = wait_child(run.child);
     let (reads, changes, refusals) = counts.totals();
     crate::text::eprint_line(&format!(
-        "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {undo} --session {session}"
+        "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {} --session {session}",
+        run.undo
     ));
     let mut details = serde_json::Map::new();
     details.insert("reason".into(), "command ended".into());
     details.insert("session".into(), session.into());
+    details.insert("exitStatus".into(), code.into());
     startup::shutdown(gateway, details);
-    code
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// The `run` record: the session the run's records carry, the command (as the audit
+/// log bounds every string) and its pid.
+fn record_run(gateway: &crate::gateway::Gateway, session: &str, command: &[OsString], pid: u32) {
+    let argv: Vec<serde_json::Value> = command
+        .iter()
+        .take(64)
+        .map(|a| a.to_string_lossy().into_owned().into())
+        .collect();
+    let mut details = serde_json::Map::new();
+    details.insert("session".into(), session.into());
+    details.insert("command".into(), argv.into());
+    details.insert("pid".into(), pid.into());
+    gateway.record("run", details);
 }
 
 /// `fsgate run` could not give the view: say what is missing; nothing was run.
@@ -159,7 +186,7 @@ fn wait_mounted(fuse: &OwnedFd, child: &mut Child) -> Result<(), String> {
 
 /// Waits for the command, passing SIGINT, SIGTERM and SIGHUP on; its exit status (128 +
 /// N if signal N ended it).
-fn wait_child(child: &mut Child) -> ExitCode {
+fn wait_child(child: &mut Child) -> i32 {
     use nix::sys::signal::{SigSet, Signal};
     use nix::sys::signalfd::{SfdFlags, SignalFd};
     use rustix::event::{PollFd, PollFlags, poll};
@@ -197,13 +224,12 @@ fn wait_child(child: &mut Child) -> ExitCode {
     }
 }
 
-fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+fn exit_code(status: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
-    let code = status
+    status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1);
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+        .unwrap_or(1)
 }
 
 /// Ends the child (start-up failed after it started).
