@@ -427,3 +427,14 @@ fn view_the_command_cannot_reach_the_real_directory_through_the_gateways_proc() 
     );
     assert!(stdout.contains("followed=0"), "{stdout}\n{err}");
 }
+
+/// A file open for reading answers `fstat` after it was removed (as on any filesystem).
+#[test]
+fn view_an_open_file_answers_fstat_after_its_removal() {
+    let ws = Ws::new();
+    let script = "import os\nf = open('a.txt')\nos.remove('a.txt')\nprint('size', os.fstat(f.fileno()).st_size)\nprint(f.read(), end='')\n";
+    let out = ws.run(&["python3", "-c", script]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(stdout, "size 6\nhello\n");
+}

@@ -51,6 +51,12 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return no_view(&e),
     };
+    // Not dumpable: the command (or anything else of its user) gets no ptrace access to
+    // the gateway, nor to what its /proc entries lead to.
+    if let Err(e) = crate::sandbox::harden_gateway() {
+        end(&mut child);
+        return fail(&e.to_string());
+    }
     opened.keep_readable(std::path::Path::new("/proc"));
     if let Err(e) = startup::confine(&opened, None, "run") {
         end(&mut child);

@@ -205,6 +205,38 @@ pub(crate) fn attr(ino: u64, info: &StatInfo) -> FileAttr {
     }
 }
 
+/// The attributes of a file the view holds open (its own `fstat`, already decided).
+pub(crate) fn attr_of_file(ino: u64, meta: &std::fs::Metadata) -> FileAttr {
+    use std::os::unix::fs::MetadataExt;
+    let at = |secs: i64, nanos: i64| {
+        u64::try_from(secs)
+            .ok()
+            .map(|s| UNIX_EPOCH + Duration::new(s, u32::try_from(nanos).unwrap_or(0)))
+            .unwrap_or(UNIX_EPOCH)
+    };
+    FileAttr {
+        ino: INodeNo(ino),
+        size: meta.len(),
+        blocks: meta.blocks(),
+        atime: at(meta.atime(), meta.atime_nsec()),
+        mtime: at(meta.mtime(), meta.mtime_nsec()),
+        ctime: at(meta.ctime(), meta.ctime_nsec()),
+        crtime: meta.created().unwrap_or(UNIX_EPOCH),
+        kind: if meta.is_dir() {
+            FileType::Directory
+        } else {
+            FileType::RegularFile
+        },
+        perm: (meta.mode() & 0o7777) as u16,
+        nlink: u32::try_from(meta.nlink()).unwrap_or(u32::MAX),
+        uid: meta.uid(),
+        gid: meta.gid(),
+        rdev: 0,
+        blksize: 4096,
+        flags: 0,
+    }
+}
+
 /// What an entry is, as FUSE says it (a symlink is shown as what it leads to).
 pub(crate) fn kind(k: FileKind) -> FileType {
     match k {

@@ -25,8 +25,8 @@ pub(crate) struct Private {
 /// One open file or directory.
 #[derive(Debug)]
 pub(crate) enum Handle {
-    /// Opened for reading: the workspace's file itself, read at offsets.
-    Read(Arc<File>),
+    /// Opened for reading: the workspace's file itself, read at offsets; the node.
+    Read(Arc<File>, u64),
     /// Opened for writing.
     Write(Mutex<Private>),
     /// An open directory.
@@ -53,6 +53,15 @@ impl Handles {
     /// The handle numbered `fh`.
     pub(crate) fn get(&self, fh: u64) -> Option<Arc<Handle>> {
         self.open.lock().ok()?.get(&fh).cloned()
+    }
+
+    /// A file open for reading on node `ino`, if any.
+    pub(crate) fn read_of(&self, ino: u64) -> Option<Arc<File>> {
+        let open = self.open.lock().ok()?;
+        open.values().find_map(|h| match h.as_ref() {
+            Handle::Read(file, of) if *of == ino => Some(Arc::clone(file)),
+            _ => None,
+        })
     }
 
     /// Lets go of `fh`.

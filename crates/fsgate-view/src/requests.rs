@@ -201,7 +201,7 @@ impl Filesystem for View {
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let opened = match flags.acc_mode() {
-            OpenAccMode::O_RDONLY => self.open_read(req, ino).map(Handle::Read),
+            OpenAccMode::O_RDONLY => self.open_read(req, ino).map(|f| Handle::Read(f, ino.0)),
             OpenAccMode::O_WRONLY | OpenAccMode::O_RDWR => {
                 let truncate = flags.0 & libc::O_TRUNC != 0;
                 self.open_write(req, ino, truncate)
@@ -229,7 +229,7 @@ impl Filesystem for View {
             return reply.error(Errno::EBADF);
         };
         let read = match handle.as_ref() {
-            Handle::Read(file) => handles::read_at(file, offset, size),
+            Handle::Read(file, _) => handles::read_at(file, offset, size),
             Handle::Write(p) => match p.lock() {
                 Ok(p) => handles::read_at(&p.copy, offset, size),
                 Err(_) => return reply.error(Errno::EIO),
@@ -399,10 +399,20 @@ impl View {
         ino: INodeNo,
         fh: Option<FileHandle>,
     ) -> Result<fuser::FileAttr, Errno> {
-        let path = self.path(ino)?;
-        let (_, mut attr) = self.stat(req, &path)?;
+        let handle = fh.and_then(|fh| self.handles.get(fh.0));
+        let stated = self.path(ino).and_then(|path| self.stat(req, &path));
+        let mut attr = match stated {
+            Ok((_, attr)) => attr,
+            // Gone from its name (removed, or replaced: `fstat` names no open file): a
+            // file still open for reading answers for itself.
+            Err(e) => {
+                let open = self.handles.read_of(ino.0).ok_or(e)?;
+                let meta = open.metadata().map_err(Errno::from)?;
+                return Ok(crate::fs::attr_of_file(ino.0, &meta));
+            }
+        };
         attr.ino = ino;
-        if let Some(h) = fh.and_then(|fh| self.handles.get(fh.0))
+        if let Some(h) = &handle
             && let Handle::Write(p) = h.as_ref()
             && let Ok(p) = p.lock()
         {
