@@ -232,7 +232,8 @@ fn view_the_commands_exit_status_is_fsgates_and_it_cannot_unmount_the_view() {
     let ws = Ws::new();
     let out = ws.sh("umount \"$PWD\" 2>/dev/null; echo umount=$?; \
          grep -c fuse.fsgate /proc/self/mountinfo; \
-         echo gateway=$(grep -c fuse.fsgate /proc/$PPID/mountinfo); \
+         gw=$(cut -d' ' -f4 /proc/$PPID/stat); \
+         echo gateway=$(grep -c fuse.fsgate /proc/$gw/mountinfo); \
          cat .env 2>/dev/null; exit 7");
     let stdout = text(&out.stdout);
     assert_eq!(
@@ -406,10 +407,12 @@ fn view_a_signal_to_fsgate_reaches_the_command() {
 #[test]
 fn view_the_command_cannot_reach_the_real_directory_through_the_gateways_proc() {
     let ws = Ws::new();
-    let out = ws.sh("cat /proc/$PPID/cwd/.env; echo cwd=$?; \
-         cat \"/proc/$PPID/root$PWD/.env\"; echo root=$?; \
-         echo fds=$(ls /proc/$PPID/fd | wc -l); n=0; \
-         for f in /proc/$PPID/fd/*; do \
+    // The command's parent is fsgate's child in the view; the gateway is its parent.
+    let out = ws.sh("gw=$(cut -d' ' -f4 /proc/$PPID/stat); \
+         cat /proc/$gw/cwd/.env; echo cwd=$?; \
+         cat \"/proc/$gw/root$PWD/.env\"; echo root=$?; \
+         echo fds=$(ls /proc/$gw/fd | wc -l); n=0; \
+         for f in /proc/$gw/fd/*; do \
            ls \"$f/\" >/dev/null 2>&1 && n=$((n+1)); cat \"$f/.env\" 2>/dev/null; \
          done; echo followed=$n");
     let stdout = text(&out.stdout);
@@ -437,4 +440,27 @@ fn view_an_open_file_answers_fstat_after_its_removal() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert_eq!(stdout, "size 6\nhello\n");
+}
+
+/// A process the command left running ends with it: the run ends, and the view with it.
+#[test]
+fn view_the_commands_tree_ends_with_it() {
+    let ws = Ws::new();
+    let marker = ws.state.join("left-behind");
+    let script = format!(
+        "(sleep 3; touch {}) & echo started",
+        marker.to_string_lossy()
+    );
+    let started = Instant::now();
+    let out = ws.sh(&script);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the run waited for the orphan"
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(
+        !marker.exists(),
+        "a process of the tree outlived the command"
+    );
 }

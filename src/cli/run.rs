@@ -3,12 +3,12 @@
 //! a private mount namespace. See docs/run.md.
 //!
 //! Order: open every handle (as `serve` does) and `/dev/fuse`; start the child (fsgate
-//! again, which mounts the view in its own namespace and becomes the command) while this
+//! again, which mounts the view in its own namespace and runs the command) while this
 //! process may still start programs; confine this process; serve the view; wait for the
 //! command, passing SIGINT and SIGTERM on; say what the run did.
 
 use std::ffi::OsString;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::{Child, ExitCode};
 use std::sync::Arc;
 
@@ -97,7 +97,7 @@ fn serve_and_wait(gateway: &Arc<crate::gateway::Gateway>, fuse: OwnedFd, run: Ru
         end(run.child);
         return no_view(&format!("cannot serve the view: {e}"));
     }
-    let code = wait_child(run.child);
+    let code = fsgate_view::child::wait_passing_signals(run.child);
     let (reads, changes, refusals) = counts.totals();
     crate::text::eprint_line(&format!(
         "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {} --session {session}",
@@ -141,7 +141,7 @@ fn open_fuse() -> Result<OwnedFd, String> {
         .map_err(|e| format!("cannot open /dev/fuse ({e}): fsgate run needs FUSE"))
 }
 
-/// Starts fsgate again as the child that mounts the view and becomes the command. It
+/// Starts fsgate again as the child that mounts the view and runs the command. It
 /// inherits one descriptor of the FUSE device (a duplicate without close-on-exec,
 /// closed here once it is started).
 fn start_child(
@@ -190,54 +190,6 @@ fn wait_mounted(fuse: &OwnedFd, child: &mut Child) -> Result<(), String> {
     }
 }
 
-/// Waits for the command, passing SIGINT, SIGTERM and SIGHUP on; its exit status (128 +
-/// N if signal N ended it).
-fn wait_child(child: &mut Child) -> i32 {
-    use nix::sys::signal::{SigSet, Signal};
-    use nix::sys::signalfd::{SfdFlags, SignalFd};
-    use rustix::event::{PollFd, PollFlags, poll};
-    let mut set = SigSet::empty();
-    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        set.add(s);
-    }
-    let signals = SignalFd::with_flags(&set, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok();
-    let pid = rustix::process::Pid::from_child(child);
-    let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok();
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return exit_code(status);
-        }
-        let mut fds = Vec::with_capacity(2);
-        if let Some(p) = &pidfd {
-            fds.push(PollFd::new(p, PollFlags::IN));
-        }
-        if let Some(s) = &signals {
-            fds.push(PollFd::from_borrowed_fd(s.as_fd(), PollFlags::IN));
-        }
-        let tick = rustix::event::Timespec {
-            tv_sec: 1,
-            tv_nsec: 0,
-        };
-        let _ = poll(&mut fds, Some(&tick));
-        while let Some(Ok(Some(info))) = signals.as_ref().map(SignalFd::read_signal) {
-            let sig = i32::try_from(info.ssi_signo)
-                .ok()
-                .and_then(rustix::process::Signal::from_named_raw);
-            if let Some(sig) = sig {
-                let _ = rustix::process::kill_process(pid, sig);
-            }
-        }
-    }
-}
-
-fn exit_code(status: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1)
-}
-
 /// Ends the child (start-up failed after it started).
 fn end(child: &mut Child) {
     let _ = child.kill();
@@ -284,11 +236,14 @@ fn announce(root: &std::path::Path, session: &str) {
     ));
 }
 
-/// `fsgate __view-child ...`: the child [`start_child`] started; it returns only if the
-/// command could not be run.
+/// `fsgate __view-child ...`: the child [`start_child`] started: the command's exit
+/// status, or 125 if it could not be run.
 pub(super) fn child() -> ExitCode {
     let Some(spec) = fsgate_view::child::Spec::from_args(std::env::args_os().skip(2)) else {
         return fail("this word is fsgate run's own; see fsgate run --help");
     };
-    no_view(&fsgate_view::child::run(&spec))
+    match fsgate_view::child::run(&spec) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => no_view(&e),
+    }
 }

@@ -1,8 +1,9 @@
 //! The child that shows the view: a process of its own (fsgate started again, before the
 //! gateway confines itself) that enters a private mount namespace, mounts the gateway's
 //! FUSE connection over the workspace's own path there, gives up every capability over
-//! that namespace, and becomes the command. The gateway's namespace never sees the
-//! mount (no recursion, nothing left behind when the command's namespace ends).
+//! that namespace, and runs the command; when the command ends, so does every process
+//! it left behind (this process is their subreaper). The gateway's namespace never sees
+//! the mount (no recursion, nothing left behind when the command's namespace ends).
 //!
 //! As root: a new mount namespace; otherwise a new user namespace with it (where the
 //! kernel lets one mount FUSE). Then, in both cases, a user namespace of the command's
@@ -12,8 +13,8 @@
 //! directory beneath). `PR_SET_NO_NEW_PRIVS` keeps an exec from gaining any.
 
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::os::fd::RawFd;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 
 use nix::mount::{MsFlags, mount};
@@ -67,27 +68,79 @@ impl Spec {
     }
 }
 
-/// Enters the namespaces, mounts the view and becomes the command; returns only on
-/// failure, saying what failed (the command was not run).
-pub fn run(spec: &Spec) -> String {
-    match enter(spec) {
-        Ok(()) => {}
-        Err(e) => return e,
-    }
-    let err = std::process::Command::new(&spec.command[0])
+/// Enters the namespaces, mounts the view, runs the command there (passing SIGINT,
+/// SIGTERM and SIGHUP on) and, once it ended, ends every process it left behind (this
+/// process is their subreaper: orphans of the tree come back to it). Ok: the command's
+/// exit status; Err: what failed, and the command was not run.
+pub fn run(spec: &Spec) -> Result<i32, String> {
+    enter(spec)?;
+    nix::sys::prctl::set_child_subreaper(true).map_err(|e| {
+        format!("cannot keep the command's processes (PR_SET_CHILD_SUBREAPER): {e}")
+    })?;
+    // The command starts with no signal blocked (std clears the mask in the child).
+    let mut command = std::process::Command::new(&spec.command[0])
         .args(&spec.command[1..])
-        .exec();
-    format!(
-        "cannot run {}: {err}",
-        fsgate_base::text::EscPath(std::path::Path::new(&spec.command[0]))
-    )
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "cannot run {}: {e}",
+                fsgate_base::text::EscPath(std::path::Path::new(&spec.command[0]))
+            )
+        })?;
+    let code = wait_passing_signals(&mut command);
+    end_tree();
+    Ok(code)
+}
+
+/// Ends every process left of the command's tree: each is this process's child by now
+/// (a subreaper's), killed and reaped, and its own children come back in turn.
+fn end_tree() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    for _ in 0..1000 {
+        let left = children();
+        if left.is_empty() {
+            return;
+        }
+        for pid in left {
+            let pid = Pid::from_raw(pid);
+            let _ = kill(pid, Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(pid, None);
+        }
+    }
+}
+
+/// The pids whose parent is this process, read from `/proc`.
+fn children() -> Vec<i32> {
+    let me = std::process::id().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rfind(')')
+                    .and_then(|at| stat[at + 1..].split_whitespace().nth(1))
+                    == Some(me.as_str())
+            })
+        })
+        .collect()
 }
 
 fn enter(spec: &Spec) -> Result<(), String> {
-    let all = nix::sys::signal::SigSet::all();
+    // Held from the start, read from a signalfd while the command runs.
+    let mut held = nix::sys::signal::SigSet::empty();
+    for sig in [
+        nix::sys::signal::Signal::SIGINT,
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGHUP,
+    ] {
+        held.add(sig);
+    }
     let _ = nix::sys::signal::pthread_sigmask(
-        nix::sys::signal::SigmaskHow::SIG_UNBLOCK,
-        Some(&all),
+        nix::sys::signal::SigmaskHow::SIG_BLOCK,
+        Some(&held),
         None,
     );
     // The command does not outlive the gateway that serves its view.
@@ -162,4 +215,52 @@ fn map_ids(inside_uid: Uid, inside_gid: Gid, outside: (Uid, Gid)) -> Result<(), 
     write("setgroups", "deny".into())?;
     write("uid_map", format!("{inside_uid} {} 1\n", outside.0))?;
     write("gid_map", format!("{inside_gid} {} 1\n", outside.1))
+}
+
+/// Waits for the command, passing SIGINT, SIGTERM and SIGHUP on; its exit status (128 +
+/// N if signal N ended it).
+pub fn wait_passing_signals(child: &mut std::process::Child) -> i32 {
+    use nix::sys::signal::{SigSet, Signal};
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    use rustix::event::{PollFd, PollFlags, poll};
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(s);
+    }
+    let signals = SignalFd::with_flags(&set, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok();
+    let pid = rustix::process::Pid::from_child(child);
+    let pidfd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return exit_code(status);
+        }
+        let mut fds = Vec::with_capacity(2);
+        if let Some(p) = &pidfd {
+            fds.push(PollFd::new(p, PollFlags::IN));
+        }
+        if let Some(s) = &signals {
+            fds.push(PollFd::from_borrowed_fd(s.as_fd(), PollFlags::IN));
+        }
+        let tick = rustix::event::Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
+        let _ = poll(&mut fds, Some(&tick));
+        while let Some(Ok(Some(info))) = signals.as_ref().map(SignalFd::read_signal) {
+            let sig = i32::try_from(info.ssi_signo)
+                .ok()
+                .and_then(rustix::process::Signal::from_named_raw);
+            if let Some(sig) = sig {
+                let _ = rustix::process::kill_process(pid, sig);
+            }
+        }
+    }
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
 }
