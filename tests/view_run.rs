@@ -117,7 +117,8 @@ fn session_of(out: &Output) -> String {
 #[test]
 fn view_a_hidden_secret_does_not_exist_and_an_allowed_file_reads() {
     let ws = Ws::new();
-    let out = ws.sh("cat .env; echo cat=$?; ls -a; cat a.txt");
+    let out =
+        ws.sh("cat .env; echo cat=$?; ls -a; cat a.txt; df -P . | tail -n 1 | grep -c fsgate");
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("cat=1"), "{stdout}");
@@ -133,6 +134,8 @@ fn view_a_hidden_secret_does_not_exist_and_an_allowed_file_reads() {
     );
     assert!(!names.contains(&".env"), "ls -a shows the secret: {stdout}");
     assert!(stdout.contains("hello"), "{stdout}");
+    // df answers for the view (the workspace's own filesystem's figures).
+    assert!(stdout.ends_with("1\n"), "{stdout}");
     // What the command saw and what it did, said on stderr at start and end.
     assert!(stderr.contains("through fsgate's view"), "{stderr}");
     assert!(stderr.contains("1 refused"), "{stderr}");

@@ -89,7 +89,7 @@ struct Run<'a> {
 /// Serves the view until the command ends; its exit status.
 fn serve_and_wait(gateway: &Arc<crate::gateway::Gateway>, fuse: OwnedFd, run: Run<'_>) -> ExitCode {
     let session = session_id();
-    let view = fsgate_view::View::new(Arc::clone(gateway), session.clone());
+    let view = fsgate_view::View::new(Arc::clone(gateway), session.clone(), run.root.to_path_buf());
     let counts = view.counts();
     record_run(gateway, &session, run.command, run.child.id());
     announce(run.root, &session);

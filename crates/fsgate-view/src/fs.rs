@@ -57,6 +57,8 @@ impl Counts {
 pub struct View {
     pub(crate) gw: Arc<Gateway>,
     session: String,
+    /// The workspace's real path, in the gateway's own namespace (for `statfs` only).
+    pub(crate) root: std::path::PathBuf,
     pub(crate) nodes: Mutex<Nodes>,
     pub(crate) handles: Handles,
     peers: Peers,
@@ -72,11 +74,12 @@ impl std::fmt::Debug for View {
 }
 
 impl View {
-    /// The view of `gw`'s workspace, every request recorded under `session`.
-    pub fn new(gw: Arc<Gateway>, session: String) -> View {
+    /// The view of `gw`'s workspace at `root`, every request recorded under `session`.
+    pub fn new(gw: Arc<Gateway>, session: String, root: std::path::PathBuf) -> View {
         View {
             gw,
             session,
+            root,
             nodes: Mutex::new(Nodes::default()),
             handles: Handles::default(),
             peers: Peers::default(),

@@ -86,6 +86,23 @@ impl Filesystem for View {
         reply.error(Errno::EPERM);
     }
 
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: fuser::ReplyStatfs) {
+        // The workspace's filesystem, as it is (`df` in the view, free-space checks).
+        match rustix::fs::statvfs(&self.root) {
+            Ok(v) => reply.statfs(
+                v.f_blocks,
+                v.f_bfree,
+                v.f_bavail,
+                v.f_files,
+                v.f_ffree,
+                u32::try_from(v.f_bsize).unwrap_or(4096),
+                u32::try_from(v.f_namemax).unwrap_or(255),
+                u32::try_from(v.f_frsize).unwrap_or(4096),
+            ),
+            Err(e) => reply.error(Errno::from(std::io::Error::from(e))),
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn ioctl(
         &self,
