@@ -467,3 +467,26 @@ fn view_the_commands_tree_ends_with_it() {
         "a process of the tree outlived the command"
     );
 }
+
+/// A version of a file found clean is not scanned again: opened twice, the second
+/// open's record says it was remembered; changed, it is scanned again.
+#[test]
+fn view_a_clean_version_is_scanned_once() {
+    let ws = Ws::new();
+    let out = ws.sh("cat a.txt a.txt >/dev/null; echo changed > a.txt; cat a.txt");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let opens: Vec<Value> = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "open" && r["path"] == "a.txt")
+        .collect();
+    let remembered: Vec<bool> = opens
+        .iter()
+        .map(|r| r["args"]["contentRemembered"] == true)
+        .collect();
+    // `>` truncates: the write reads nothing; the changed file is scanned again.
+    assert_eq!(remembered, [false, true, false], "{opens:?}");
+    assert!(opens.iter().all(|r| r["sha256"].is_string()), "{opens:?}");
+    assert_eq!(opens[1]["sha256"], opens[0]["sha256"], "{opens:?}");
+    assert_eq!(opens[2]["bytes"], 8, "{opens:?}");
+}

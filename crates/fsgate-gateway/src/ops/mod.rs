@@ -6,6 +6,7 @@ mod grep;
 mod ls;
 mod mkdir;
 mod open;
+pub(crate) use open::CleanOpens;
 mod read_file;
 mod read_text;
 mod rename;
