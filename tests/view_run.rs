@@ -490,3 +490,36 @@ fn view_a_clean_version_is_scanned_once() {
     assert_eq!(opens[1]["sha256"], opens[0]["sha256"], "{opens:?}");
     assert_eq!(opens[2]["bytes"], 8, "{opens:?}");
 }
+
+/// fsgate's own files outside the workspace are covered in the command's namespace: the
+/// audit log, the backups and the policy read as nothing there.
+#[test]
+fn view_the_command_cannot_read_the_audit_log_backups_or_policy() {
+    let ws = Ws::new();
+    let (_policy_dir, elsewhere) = canonical_tempdir("fsgate-view-policy");
+    let policy = elsewhere.join("policy.toml");
+    let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml");
+    std::fs::copy(default, &policy).expect("policy");
+    // A first run leaves a record and a backup (b.txt replaced).
+    let first = ws.sh("echo new > b.txt");
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let (log, backups) = (ws.log(), ws.state.join("backups"));
+    assert!(std::fs::read_dir(&backups).expect("backups").count() > 0);
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(ws.state_args())
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "cat {log}; echo log=$?; ls -A {backups} | wc -l; wc -c < {policy}",
+            log = log.display(),
+            backups = backups.display(),
+            policy = policy.display()
+        ))
+        .current_dir(&ws.root);
+    let out = finished(cmd);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(stdout, "log=1\n0\n0\n", "{}", text(&out.stderr));
+}

@@ -47,7 +47,15 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Err(e) => return no_view(&e),
     };
     let root = opened.gateway.workspace().root_path().to_path_buf();
-    let mut child = match start_child(&fuse, &root, args.command.clone()) {
+    let mut hide = opened.own_dirs();
+    hide.push(opened.audit_log_path().to_path_buf());
+    hide.extend(
+        config
+            .policy
+            .iter()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+    );
+    let mut child = match start_child(&fuse, (&root, hide), args.command.clone()) {
         Ok(c) => c,
         Err(e) => return no_view(&e),
     };
@@ -146,7 +154,7 @@ fn open_fuse() -> Result<OwnedFd, String> {
 /// closed here once it is started).
 fn start_child(
     fuse: &OwnedFd,
-    root: &std::path::Path,
+    (root, hide): (&std::path::Path, Vec<std::path::PathBuf>),
     command: Vec<OsString>,
 ) -> Result<Child, String> {
     let inherited = rustix::io::dup(fuse).map_err(|e| format!("cannot pass /dev/fuse on: {e}"))?;
@@ -155,6 +163,7 @@ fn start_child(
         fuse_fd: inherited.as_raw_fd(),
         at: root.to_path_buf(),
         cwd,
+        hide,
         command,
     };
     let me = std::env::current_exe().map_err(|e| format!("cannot find fsgate itself: {e}"))?;

@@ -33,6 +33,9 @@ pub struct Spec {
     pub at: PathBuf,
     /// The directory the command starts in (looked up again once the view is there).
     pub cwd: PathBuf,
+    /// fsgate's own files and directories outside the workspace (audit log, backups,
+    /// policy): covered in the command's namespace by an empty, read-only one.
+    pub hide: Vec<PathBuf>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
 }
@@ -44,8 +47,9 @@ impl Spec {
             self.fuse_fd.to_string().into(),
             self.at.clone().into(),
             self.cwd.clone().into(),
-            "--".into(),
         ];
+        args.extend(self.hide.iter().map(|p| p.clone().into_os_string()));
+        args.push("--".into());
         args.extend(self.command.iter().cloned());
         args
     }
@@ -55,14 +59,20 @@ impl Spec {
         let fuse_fd = args.next()?.to_str()?.parse().ok()?;
         let at = PathBuf::from(args.next()?);
         let cwd = PathBuf::from(args.next()?);
-        if args.next()? != "--" {
-            return None;
+        let mut hide = Vec::new();
+        loop {
+            let next = args.next()?;
+            if next == "--" {
+                break;
+            }
+            hide.push(PathBuf::from(next));
         }
         let command: Vec<OsString> = args.collect();
         (!command.is_empty()).then_some(Spec {
             fuse_fd,
             at,
             cwd,
+            hide,
             command,
         })
     }
@@ -156,6 +166,7 @@ fn enter(spec: &Spec) -> Result<(), String> {
         })?;
         map_ids(Uid::from_raw(0), Gid::from_raw(0), (uid, gid))?;
     }
+    hide_own_files(spec)?;
     mount_view(spec)?;
     // The command's own user namespace: no capability over the view's namespace.
     let (inner_uid, inner_gid) = (Uid::current(), Gid::current());
@@ -203,6 +214,43 @@ fn mount_view(spec: &Spec) -> Result<(), String> {
     })?;
     // The mount holds the connection; the command gets no descriptor of it.
     let _ = nix::unistd::close(spec.fuse_fd);
+    Ok(())
+}
+
+/// Covers each of fsgate's own paths outside the workspace: a directory with an empty,
+/// read-only tmpfs, a file with `/dev/null` read-only. (Those inside the workspace are
+/// the view's to hide: the policy's fixed floor makes them unreachable there.)
+fn hide_own_files(spec: &Spec) -> Result<(), String> {
+    for path in spec.hide.iter().filter(|p| !p.starts_with(&spec.at)) {
+        let shown = fsgate_base::text::EscPath(path);
+        let Ok(meta) = std::fs::metadata(path) else {
+            continue;
+        };
+        let covered = if meta.is_dir() {
+            let flags =
+                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+            mount(
+                Some("fsgate-hidden"),
+                path,
+                Some("tmpfs"),
+                flags,
+                Some("size=4k,mode=0"),
+            )
+        } else {
+            mount(
+                Some("/dev/null"),
+                path,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .and_then(|()| {
+                let ro = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+                mount(None::<&str>, path, None::<&str>, ro, None::<&str>)
+            })
+        };
+        covered.map_err(|e| format!("cannot hide {shown} from the command: {e}"))?;
+    }
     Ok(())
 }
 
