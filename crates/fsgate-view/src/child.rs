@@ -219,9 +219,12 @@ fn mount_view(spec: &Spec) -> Result<(), String> {
 
 /// Covers each of fsgate's own paths outside the workspace: a directory with an empty,
 /// read-only tmpfs, a file with `/dev/null` read-only. (Those inside the workspace are
-/// the view's to hide: the policy's fixed floor makes them unreachable there.)
+/// the view's to hide: the policy's fixed floor makes them unreachable there. A
+/// directory holding the workspace is not covered: its files of fsgate's are, one by
+/// one.)
 fn hide_own_files(spec: &Spec) -> Result<(), String> {
-    for path in spec.hide.iter().filter(|p| !p.starts_with(&spec.at)) {
+    let outside = |p: &&PathBuf| !p.starts_with(&spec.at) && !spec.at.starts_with(p);
+    for path in spec.hide.iter().filter(outside) {
         let shown = fsgate_base::text::EscPath(path);
         let Ok(meta) = std::fs::metadata(path) else {
             continue;
