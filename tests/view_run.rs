@@ -523,23 +523,3 @@ fn view_the_command_cannot_read_the_audit_log_backups_or_policy() {
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert_eq!(stdout, "log=1\n0\n0\n", "{}", text(&out.stderr));
 }
-
-/// A shell's `>` is one change: the truncating open is applied with what is written, not
-/// first on its own (one backup, one write record).
-#[test]
-fn view_a_shell_redirect_is_one_change() {
-    let ws = Ws::new();
-    let out = ws.sh("echo new > b.txt");
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let writes: Vec<Value> = ws
-        .records()
-        .into_iter()
-        .filter(|r| r["kind"] == "request" && r["op"] == "write_text_file")
-        .collect();
-    assert_eq!(writes.len(), 1, "{writes:?}");
-    assert_eq!(writes[0]["bytes"], 4, "{writes:?}");
-    assert_eq!(
-        std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
-        "new\n"
-    );
-}

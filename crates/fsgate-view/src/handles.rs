@@ -20,10 +20,6 @@ pub(crate) struct Private {
     pub(crate) ino: u64,
     /// Changed since it was opened or last applied.
     pub(crate) dirty: bool,
-    /// Opened with `O_TRUNC` and not applied since: a change even if nothing is
-    /// written, applied at release at the latest (a shell's `>` closes the descriptor
-    /// it opened before it writes through its copy: that first close is no change yet).
-    pub(crate) truncated: bool,
 }
 
 /// One open file or directory.

@@ -284,14 +284,14 @@ impl Filesystem for View {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        match self.apply(req, fh, false) {
+        match self.apply(req, fh) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
     }
 
     fn fsync(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _ds: bool, reply: ReplyEmpty) {
-        match self.apply(req, fh, true) {
+        match self.apply(req, fh) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
@@ -309,7 +309,7 @@ impl Filesystem for View {
     ) {
         // A copy not applied yet (no flush came) is applied now; its refusal reaches
         // no one but the record.
-        let applied = self.apply(req, fh, true);
+        let applied = self.apply(req, fh);
         self.handles.remove(fh.0);
         match applied {
             Ok(()) => reply.ok(),

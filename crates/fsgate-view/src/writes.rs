@@ -44,8 +44,7 @@ impl View {
         Ok(Handle::Write(Mutex::new(Private {
             copy,
             ino: ino.0,
-            dirty: false,
-            truncated: truncate,
+            dirty: truncate,
         })))
     }
 
@@ -71,13 +70,8 @@ impl View {
 
     /// Applies a changed private copy as one write through the gateway (backup,
     /// intent, content rules, outcome). A refusal is the errno of this close or fsync;
-    /// the file keeps what it had. A truncation alone waits for `releasing`.
-    pub(crate) fn apply(
-        &self,
-        req: &Request,
-        fh: FileHandle,
-        releasing: bool,
-    ) -> Result<(), Errno> {
+    /// the file keeps what it had.
+    pub(crate) fn apply(&self, req: &Request, fh: FileHandle) -> Result<(), Errno> {
         let Some(handle) = self.handles.get(fh.0) else {
             return Ok(());
         };
@@ -85,7 +79,7 @@ impl View {
             return Ok(());
         };
         let mut p = p.lock().map_err(|_| Errno::EIO)?;
-        if !(p.dirty || (releasing && p.truncated)) {
+        if !p.dirty {
             return Ok(());
         }
         let max = self.gw.policy().limits().max_write_bytes;
@@ -95,7 +89,6 @@ impl View {
         let path = self.path(INodeNo(p.ino))?;
         // Refused or not, this copy has been decided: the next close does not ask again.
         p.dirty = false;
-        p.truncated = false;
         self.change(req, Op::WriteBytes { path, content })
     }
 
@@ -146,7 +139,6 @@ impl View {
             copy: handles::private_copy().map_err(Errno::from)?,
             ino: attr.ino.0,
             dirty: false,
-            truncated: false,
         };
         Ok((attr, self.handles.add(Handle::Write(Mutex::new(private)))))
     }
