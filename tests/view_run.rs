@@ -523,3 +523,37 @@ fn view_the_command_cannot_read_the_audit_log_backups_or_policy() {
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert_eq!(stdout, "log=1\n0\n0\n", "{}", text(&out.stderr));
 }
+
+/// A truncation is in the file when the descriptor is closed: the next reader sees it.
+#[test]
+fn view_a_truncation_is_seen_once_closed() {
+    let ws = Ws::new();
+    let out = ws.sh(": > b.txt; echo size=$(wc -c < b.txt)");
+    assert_eq!(text(&out.stdout), "size=0\n", "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(ws.root.join("b.txt")).expect("b").len(), 0);
+}
+
+/// With the audit log in the directory that holds the workspace, that directory is not
+/// covered (the view could not be mounted in it): the log file itself is.
+#[test]
+fn view_an_audit_log_beside_the_workspace_is_covered_alone() {
+    let (_dir, parent) = canonical_tempdir("fsgate-view-parent");
+    let root = parent.join("ws");
+    std::fs::create_dir(&root).expect("mkdir");
+    std::fs::write(root.join("a.txt"), "hello\n").expect("write");
+    let log = parent.join("audit.jsonl");
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .arg("--workspace")
+        .arg(&root)
+        .arg("--audit-log")
+        .arg(&log)
+        .arg("--backup-dir")
+        .arg(parent.join("backups"))
+        .args(["--", "sh", "-c"])
+        .arg(format!("cat a.txt; wc -c < {}", log.display()))
+        .current_dir(&root);
+    let out = finished(cmd);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hello\n0\n", "{}", text(&out.stderr));
+}
