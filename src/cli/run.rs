@@ -101,11 +101,23 @@ fn serve_and_wait(gateway: &Arc<crate::gateway::Gateway>, fuse: OwnedFd, run: Ru
     let counts = view.counts();
     record_run(gateway, &session, run.command, run.child.id());
     announce(run.root, &session);
-    if let Err(e) = fsgate_view::serve(view, fuse) {
-        end(run.child);
-        return no_view(&format!("cannot serve the view: {e}"));
-    }
+    let serving = match fsgate_view::serve(view, fuse) {
+        Ok(s) => s,
+        Err(e) => {
+            end(run.child);
+            return no_view(&format!("cannot serve the view: {e}"));
+        }
+    };
     let code = fsgate_view::child::wait_passing_signals(run.child);
+    // The command's tree has ended, and with its namespace the mount: the connection
+    // ends once the requests in flight are answered (their records before `stop`).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !serving.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if !serving.is_finished() {
+        tracing::warn!("the view's connection was still open 5 s after the command ended");
+    }
     let (reads, changes, refusals) = counts.totals();
     crate::text::eprint_line(&format!(
         "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {} --session {session}",
