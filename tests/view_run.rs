@@ -479,6 +479,8 @@ fn view_a_clean_version_is_scanned_once() {
         .records()
         .into_iter()
         .filter(|r| r["op"] == "open" && r["path"] == "a.txt")
+        // Opens for reading (an open for writing says its access).
+        .filter(|r| r["args"].get("access").is_none())
         .collect();
     let remembered: Vec<bool> = opens
         .iter()
@@ -556,4 +558,26 @@ fn view_an_audit_log_beside_the_workspace_is_covered_alone() {
     let out = finished(cmd);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "hello\n0\n", "{}", text(&out.stderr));
+}
+
+/// Under a read-only policy, opening a file for writing fails at once (EACCES), and the
+/// file is not changed.
+#[test]
+fn view_a_write_the_policy_refuses_fails_at_open() {
+    let ws = Ws::new();
+    let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/readonly.toml");
+    let script = "import errno\ntry:\n    open('b.txt', 'w')\n    print('opened')\nexcept OSError as e:\n    print('refused', e.errno == errno.EACCES)\n";
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(ws.state_args())
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--", "python3", "-c", script])
+        .current_dir(&ws.root);
+    let out = finished(cmd);
+    assert_eq!(text(&out.stdout), "refused True\n", "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
+        "keep\n"
+    );
 }

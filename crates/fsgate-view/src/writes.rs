@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
 
-use fsgate_gateway::ops::{Op, Output};
+use fsgate_gateway::ops::{Op, OpenAccess, Output};
 use fuser::{Errno, FileHandle, INodeNo, Request};
 
 use crate::errno::{Refusal, errno};
@@ -20,15 +20,27 @@ impl View {
         req: &Request,
         ino: INodeNo,
     ) -> Result<Arc<std::fs::File>, Errno> {
+        self.opened(req, ino, OpenAccess::Read)?.ok_or(Errno::EIO)
+    }
+
+    /// The gateway's decision on opening `ino` for `access`: the file, where it is read.
+    fn opened(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        access: OpenAccess,
+    ) -> Result<Option<Arc<std::fs::File>>, Errno> {
         let path = self.path(ino)?;
-        match self.serve(req, Op::Open { path }) {
-            Ok(Output::Opened(file)) => Ok(file),
+        match self.serve(req, Op::Open { path, access }) {
+            Ok(Output::Opened(file)) => Ok(Some(file)),
+            Ok(Output::Unit) if access == OpenAccess::Write => Ok(None),
             Ok(_) => Err(Errno::EIO),
             Err(e) => Err(errno(&e, Refusal::Denied)),
         }
     }
 
-    /// A private copy of `ino` to write: its content (read under the read's decision)
+    /// A private copy of `ino` to write, once the write's decision on its path allows
+    /// it (a refusal is the open's errno): its content (read under the read's decision)
     /// unless the open truncates it.
     pub(crate) fn open_write(
         &self,
@@ -36,9 +48,14 @@ impl View {
         ino: INodeNo,
         truncate: bool,
     ) -> Result<Handle, Errno> {
+        let access = if truncate {
+            OpenAccess::Write
+        } else {
+            OpenAccess::ReadWrite
+        };
+        let held = self.opened(req, ino, access)?;
         let copy = handles::private_copy().map_err(Errno::from)?;
-        if !truncate {
-            let file = self.open_read(req, ino)?;
+        if let Some(file) = held {
             handles::copy_into(&file, &copy).map_err(Errno::from)?;
         }
         Ok(Handle::Write(Mutex::new(Private {

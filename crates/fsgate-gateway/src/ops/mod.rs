@@ -126,11 +126,14 @@ pub enum Op {
         /// With `depth` 1: only entries named after this (a previous page's cursor).
         cursor: Option<String>,
     },
-    /// A file opened for reading through the filesystem view (`fsgate run`): the
-    /// read's decision, then the opened file ([`Output::Opened`]).
+    /// A file opened through the filesystem view (`fsgate run`): for reading, the
+    /// read's decision, then the opened file ([`Output::Opened`]); for writing, the
+    /// write's decision on the path first (its content is decided when it is written).
     Open {
         /// Path as given.
         path: String,
+        /// What the file is opened for.
+        access: OpenAccess,
     },
     /// `_fsgate/stat`.
     Stat {
@@ -325,7 +328,7 @@ impl Op {
             | Op::Edit { path, .. }
             | Op::Ls { path, .. }
             | Op::Stat { path }
-            | Op::Open { path }
+            | Op::Open { path, .. }
             | Op::Mkdir { path, .. }
             | Op::Rm { path, .. } => out.push(("path", path.as_str())),
             Op::Tree { path, exclude, .. } => {
@@ -363,7 +366,7 @@ impl Op {
             | Op::Edit { path, .. }
             | Op::Ls { path, .. }
             | Op::Stat { path }
-            | Op::Open { path }
+            | Op::Open { path, .. }
             | Op::Mkdir { path, .. }
             | Op::Rm { path, .. }
             | Op::Tree { path, .. } => (Some(path), None),
@@ -433,6 +436,11 @@ impl Op {
                     }
                 }
             }
+            Op::Open { access, .. } => {
+                if *access != OpenAccess::Read {
+                    m.insert("access".into(), access.as_str().into());
+                }
+            }
             Op::Mkdir { recursive, .. } | Op::Rm { recursive, .. } => {
                 m.insert("recursive".into(), (*recursive).into());
             }
@@ -442,7 +450,6 @@ impl Op {
             | Op::WriteBytes { .. }
             | Op::Edit { .. }
             | Op::Stat { .. }
-            | Op::Open { .. }
             | Op::Rename { .. } => {}
         }
         m
@@ -484,7 +491,7 @@ impl crate::Gateway {
                 self.tree(pol, ctx, path, limits, exclude, facts)
             }
             Op::Stat { path } => self.stat(pol, ctx, path, facts),
-            Op::Open { path } => self.open(pol, ctx, path, facts),
+            Op::Open { path, access } => self.open(pol, ctx, path, *access, facts),
             Op::Glob { pattern } => self.glob(pol, ctx, pattern, facts),
             Op::Grep {
                 pattern,
@@ -535,6 +542,28 @@ pub(crate) fn staging<'a>(
         ChangeOp::Mkdir => mkdir::staging(),
         ChangeOp::Rm => rm::staging(path),
         ChangeOp::Rename => rename::staging(path, path2),
+    }
+}
+
+/// What the filesystem view opens a file for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenAccess {
+    /// Reading.
+    Read,
+    /// Writing, from empty (`O_TRUNC`): nothing is read.
+    Write,
+    /// Writing what it holds (or reading and writing).
+    ReadWrite,
+}
+
+impl OpenAccess {
+    /// Its name in records (`args.access`; a read names none).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpenAccess::Read => "read",
+            OpenAccess::Write => "write",
+            OpenAccess::ReadWrite => "read-write",
+        }
     }
 }
 

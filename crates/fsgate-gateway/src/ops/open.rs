@@ -8,10 +8,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::ops::{Output, RequestCtx};
+use crate::ops::{OpenAccess, Output, RequestCtx};
 use crate::{Facts, Gateway, ws_error};
 use fsgate_base::error::GatewayError;
-use fsgate_policy::{Access, OpClass, Policy};
+use fsgate_policy::{Access, EntryKind, OpClass, Policy};
+use fsgate_workspace::Follow;
 
 impl Gateway {
     pub(crate) fn open(
@@ -19,10 +20,19 @@ impl Gateway {
         pol: &Policy,
         ctx: &RequestCtx,
         path: &str,
+        access: OpenAccess,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
         let rp = self.parse_path(ctx, path)?;
         facts.path = Some(rp.rel.as_str().to_string());
+        if access != OpenAccess::Read {
+            // The path may be written: refused here, the open fails at once.
+            let (write, kind) = (OpClass::Write, EntryKind::File);
+            self.locate(pol, write, &rp, Follow::All, kind, facts)?;
+            if access == OpenAccess::Write {
+                return Ok(Output::Unit);
+            }
+        }
         let (real, opened) = self.locate_file(pol, &rp, facts)?;
         let file = match opened {
             Some(file) => file,
