@@ -581,3 +581,78 @@ fn view_a_write_the_policy_refuses_fails_at_open() {
         "keep\n"
     );
 }
+
+/// Gives `/dev/fuse` a desktop's mode (0666) for the life of the value if it has a
+/// stricter one, as on machines where only root may open it.
+struct DesktopFuse(Option<u32>);
+
+impl DesktopFuse {
+    fn ensure() -> DesktopFuse {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata("/dev/fuse").expect("/dev/fuse").permissions().mode();
+        if mode & 0o666 == 0o666 {
+            return DesktopFuse(None);
+        }
+        std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666))
+            .expect("chmod /dev/fuse");
+        DesktopFuse(Some(mode))
+    }
+}
+
+impl Drop for DesktopFuse {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        if let Some(mode) = self.0 {
+            let _ = std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(mode));
+        }
+    }
+}
+
+/// `chown -R 65534:65534 dir`.
+fn give_to_nobody(dir: &Path) {
+    std::os::unix::fs::chown(dir, Some(65534), Some(65534)).expect("chown");
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            give_to_nobody(&path);
+        } else {
+            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).expect("chown");
+        }
+    }
+}
+
+/// A user who is not root gets the same view, in a user namespace of the child's: the
+/// secret hidden, changes made and recorded, the view not unmountable.
+#[test]
+fn view_a_user_who_is_not_root_gets_the_view_in_a_user_namespace() {
+    let ws = Ws::new();
+    give_to_nobody(&ws.root);
+    give_to_nobody(&ws.state);
+    let _fuse = DesktopFuse::ensure();
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin(), "run"])
+        .args(ws.state_args())
+        .args(["--", "sh", "-c"])
+        .arg(
+            "cat .env; echo cat=$?; echo hi > n.txt; rm a.txt; \
+             umount \"$PWD\" 2>/dev/null; echo um=$?; id -u",
+        )
+        .env("HOME", &ws.state)
+        .current_dir(&ws.root);
+    let out = finished(cmd);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.starts_with("cat=1\n"), "{stdout}");
+    assert!(stdout.contains("um=") && !stdout.contains("um=0"), "{stdout}");
+    assert!(stdout.ends_with("65534\n"), "{stdout}");
+    assert!(!stdout.contains(SECRET));
+    assert_eq!(std::fs::read_to_string(ws.root.join("n.txt")).expect("n"), "hi\n");
+    assert!(!ws.root.join("a.txt").exists());
+    let changes = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["kind"] == "request" && r["transport"] == "view")
+        .filter(|r| r["op"] == "rm" && r["outcome"] == "ok")
+        .count();
+    assert_eq!(changes, 1);
+}

@@ -42,7 +42,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail_open(&e, args.common.policy.as_deref()),
     };
-    let fuse = match open_fuse() {
+    let fuse = match Fuse::new() {
         Ok(f) => f,
         Err(e) => return no_view(&e),
     };
@@ -70,10 +70,13 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         end(&mut child);
         return fail(&e);
     }
-    if let Err(e) = wait_mounted(&fuse, &mut child) {
-        end(&mut child);
-        return no_view(&e);
-    }
+    let fuse = match fuse.connect(&mut child) {
+        Ok(f) => f,
+        Err(e) => {
+            end(&mut child);
+            return no_view(&e);
+        }
+    };
     opened.announce_locations();
     let undo = undo_line(&root, opened.audit_log_path(), &config);
     let gateway = Arc::new(opened.gateway);
@@ -97,7 +100,11 @@ struct Run<'a> {
 /// Serves the view until the command ends; its exit status.
 fn serve_and_wait(gateway: &Arc<crate::gateway::Gateway>, fuse: OwnedFd, run: Run<'_>) -> ExitCode {
     let session = session_id();
-    let view = fsgate_view::View::new(Arc::clone(gateway), session.clone(), run.root.to_path_buf());
+    let mut view =
+        fsgate_view::View::new(Arc::clone(gateway), session.clone(), run.root.to_path_buf());
+    if !rustix::process::geteuid().is_root() {
+        view = view.in_user_namespace();
+    }
     let counts = view.counts();
     record_run(gateway, &session, run.command, run.child.id());
     announce(run.root, &session);
@@ -154,25 +161,71 @@ fn no_view(what: &str) -> ExitCode {
     ExitCode::from(EXIT_NO_VIEW)
 }
 
-/// The FUSE device, opened by this process (the child mounts it; this one serves it).
-fn open_fuse() -> Result<OwnedFd, String> {
-    use rustix::fs::{Mode, OFlags, open};
-    open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| format!("cannot open /dev/fuse ({e}): fsgate run needs FUSE"))
+/// Where the FUSE device comes from: as root, this process opens it (the child mounts
+/// it in a mount namespace of the same user namespace); otherwise the child opens it in
+/// the user namespace it makes (the kernel mounts only a device opened there) and hands
+/// it over a socket pair.
+enum Fuse {
+    /// The device, opened here.
+    Device(OwnedFd),
+    /// This process's end of the pair, and the child's (closed here once it started).
+    Handoff(OwnedFd, Option<OwnedFd>),
+}
+
+impl Fuse {
+    fn new() -> Result<Fuse, String> {
+        use rustix::fs::{Mode, OFlags, open};
+        if !rustix::process::geteuid().is_root() {
+            let (ours, theirs) = fsgate_view::handoff::pair()
+                .map_err(|e| format!("cannot make a socket pair for /dev/fuse: {e}"))?;
+            return Ok(Fuse::Handoff(ours, Some(theirs)));
+        }
+        open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
+            .map(Fuse::Device)
+            .map_err(|e| format!("cannot open /dev/fuse ({e}): fsgate run needs FUSE"))
+    }
+
+    /// What the child gets: a duplicate without close-on-exec of the device or of its
+    /// end of the pair.
+    fn for_child(&self) -> Result<(OwnedFd, bool), String> {
+        let (fd, handoff) = match self {
+            Fuse::Device(fd) => (fd, false),
+            Fuse::Handoff(_, Some(theirs)) => (theirs, true),
+            Fuse::Handoff(_, None) => return Err("the socket pair was handed on".into()),
+        };
+        let dup = rustix::io::dup(fd).map_err(|e| format!("cannot pass /dev/fuse on: {e}"))?;
+        Ok((dup, handoff))
+    }
+
+    /// The mounted device, once the child mounted it (or why it could not).
+    fn connect(self, child: &mut Child) -> Result<OwnedFd, String> {
+        let device = match self {
+            Fuse::Device(fd) => fd,
+            Fuse::Handoff(ours, theirs) => {
+                // Without the child's end here, the pair ends when the child does.
+                drop(theirs);
+                fsgate_view::handoff::receive(&ours)
+                    .map_err(|e| format!("the view could not be mounted ({e})"))?
+            }
+        };
+        wait_mounted(&device, child)?;
+        Ok(device)
+    }
 }
 
 /// Starts fsgate again as the child that mounts the view and runs the command. It
 /// inherits one descriptor of the FUSE device (a duplicate without close-on-exec,
 /// closed here once it is started).
 fn start_child(
-    fuse: &OwnedFd,
+    fuse: &Fuse,
     (root, hide): (&std::path::Path, Vec<std::path::PathBuf>),
     command: Vec<OsString>,
 ) -> Result<Child, String> {
-    let inherited = rustix::io::dup(fuse).map_err(|e| format!("cannot pass /dev/fuse on: {e}"))?;
+    let (inherited, handoff) = fuse.for_child()?;
     let cwd = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
     let spec = fsgate_view::child::Spec {
         fuse_fd: inherited.as_raw_fd(),
+        handoff,
         at: root.to_path_buf(),
         cwd,
         hide,

@@ -13,8 +13,7 @@
 //! directory beneath). `PR_SET_NO_NEW_PRIVS` keeps an exec from gaining any.
 
 use std::ffi::OsString;
-use std::os::fd::AsFd;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::path::PathBuf;
 
 use nix::mount::{MsFlags, mount};
@@ -27,8 +26,11 @@ pub const ARG: &str = "__view-child";
 /// What the child is told.
 #[derive(Debug)]
 pub struct Spec {
-    /// The FUSE connection (inherited), mounted by the child.
+    /// The FUSE connection (inherited), mounted by the child; with `handoff`, the
+    /// child's end of a socket pair instead, over which it sends the device it opens.
     pub fuse_fd: RawFd,
+    /// The child opens `/dev/fuse` itself (in its user namespace) and hands it over.
+    pub handoff: bool,
     /// The workspace's own path, where the view is mounted.
     pub at: PathBuf,
     /// The directory the command starts in (looked up again once the view is there).
@@ -43,8 +45,9 @@ pub struct Spec {
 impl Spec {
     /// The child's arguments after [`ARG`].
     pub fn to_args(&self) -> Vec<OsString> {
+        let kind = if self.handoff { "handoff" } else { "device" };
         let mut args: Vec<OsString> = vec![
-            self.fuse_fd.to_string().into(),
+            format!("{kind}:{}", self.fuse_fd).into(),
             self.at.clone().into(),
             self.cwd.clone().into(),
         ];
@@ -56,7 +59,14 @@ impl Spec {
 
     /// Reads what [`to_args`](Self::to_args) wrote.
     pub fn from_args(mut args: impl Iterator<Item = OsString>) -> Option<Spec> {
-        let fuse_fd = args.next()?.to_str()?.parse().ok()?;
+        let first = args.next()?;
+        let (kind, fd) = first.to_str()?.split_once(':')?;
+        let handoff = match kind {
+            "handoff" => true,
+            "device" => false,
+            _ => return None,
+        };
+        let fuse_fd = fd.parse().ok()?;
         let at = PathBuf::from(args.next()?);
         let cwd = PathBuf::from(args.next()?);
         let mut hide = Vec::new();
@@ -70,6 +80,7 @@ impl Spec {
         let command: Vec<OsString> = args.collect();
         (!command.is_empty()).then_some(Spec {
             fuse_fd,
+            handoff,
             at,
             cwd,
             hide,
@@ -167,7 +178,16 @@ fn enter(spec: &Spec) -> Result<(), String> {
         map_ids(Uid::from_raw(0), Gid::from_raw(0), (uid, gid))?;
     }
     hide_own_files(spec)?;
-    mount_view(spec)?;
+    if spec.handoff {
+        let device = open_device()?;
+        mount_view(spec, device.as_raw_fd())?;
+        crate::handoff::send(spec.fuse_fd, device.as_raw_fd())
+            .map_err(|e| format!("cannot hand /dev/fuse to fsgate: {e}"))?;
+    } else {
+        mount_view(spec, spec.fuse_fd)?;
+    }
+    // The mount holds the connection; the command gets no descriptor of it.
+    let _ = nix::unistd::close(spec.fuse_fd);
     // The command's own user namespace: no capability over the view's namespace.
     let (inner_uid, inner_gid) = (Uid::current(), Gid::current());
     unshare(CloneFlags::CLONE_NEWUSER).map_err(|e| {
@@ -183,8 +203,15 @@ fn enter(spec: &Spec) -> Result<(), String> {
     })
 }
 
-/// Mounts the FUSE connection over the workspace, in this namespace only.
-fn mount_view(spec: &Spec) -> Result<(), String> {
+/// `/dev/fuse`, opened in this user namespace.
+fn open_device() -> Result<std::os::fd::OwnedFd, String> {
+    use rustix::fs::{Mode, OFlags, open};
+    open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| format!("cannot open /dev/fuse ({e}): fsgate run needs FUSE"))
+}
+
+/// Mounts the FUSE connection `device` over the workspace, in this namespace only.
+fn mount_view(spec: &Spec, device: RawFd) -> Result<(), String> {
     mount(
         None::<&str>,
         "/",
@@ -195,7 +222,7 @@ fn mount_view(spec: &Spec) -> Result<(), String> {
     .map_err(|e| format!("cannot keep the view's mount from the host (MS_SLAVE): {e}"))?;
     let data = format!(
         "fd={},rootmode=40000,user_id={},group_id={},allow_other",
-        spec.fuse_fd,
+        device,
         Uid::current(),
         Gid::current()
     );
@@ -212,8 +239,6 @@ fn mount_view(spec: &Spec) -> Result<(), String> {
             fsgate_base::text::EscPath(&spec.at)
         )
     })?;
-    // The mount holds the connection; the command gets no descriptor of it.
-    let _ = nix::unistd::close(spec.fuse_fd);
     Ok(())
 }
 

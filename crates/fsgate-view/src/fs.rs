@@ -59,6 +59,10 @@ pub struct View {
     session: String,
     /// The workspace's real path, in the gateway's own namespace (for `statfs` only).
     pub(crate) root: std::path::PathBuf,
+    /// Mounted in a user namespace of the child's, where only root (this process's
+    /// user outside) is mapped: every file is shown as root's (an unmapped owner makes
+    /// the kernel refuse every change).
+    owned_by_root: bool,
     pub(crate) nodes: Mutex<Nodes>,
     pub(crate) handles: Handles,
     peers: Peers,
@@ -80,11 +84,27 @@ impl View {
             gw,
             session,
             root,
+            owned_by_root: false,
             nodes: Mutex::new(Nodes::default()),
             handles: Handles::default(),
             peers: Peers::default(),
             counts: Arc::default(),
         }
+    }
+
+    /// The view as mounted in a user namespace where only root is mapped (`fsgate run`
+    /// by a user who is not root).
+    pub fn in_user_namespace(mut self) -> View {
+        self.owned_by_root = true;
+        self
+    }
+
+    /// `attr` as the mount's user namespace sees its owner.
+    pub(crate) fn owned(&self, mut attr: FileAttr) -> FileAttr {
+        if self.owned_by_root {
+            (attr.uid, attr.gid) = (0, 0);
+        }
+        attr
     }
 
     /// What the run did so far.
@@ -157,7 +177,7 @@ impl View {
                 } else {
                     nodes::node_id(info.ino, info.times[2])
                 };
-                Ok((ino, attr(ino, &info)))
+                Ok((ino, self.owned(attr(ino, &info))))
             }
             Ok(_) => Err(Errno::EIO),
             Err(e) => Err(errno(&e, Refusal::Hidden)),

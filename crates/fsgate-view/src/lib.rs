@@ -18,6 +18,7 @@ pub mod child;
 mod errno;
 mod fs;
 mod handles;
+pub mod handoff;
 mod nodes;
 mod peer;
 mod requests;

@@ -423,7 +423,7 @@ impl View {
             Err(e) => {
                 let open = self.handles.read_of(ino.0).ok_or(e)?;
                 let meta = open.metadata().map_err(Errno::from)?;
-                return Ok(crate::fs::attr_of_file(ino.0, &meta));
+                return Ok(self.owned(crate::fs::attr_of_file(ino.0, &meta)));
             }
         };
         attr.ino = ino;
