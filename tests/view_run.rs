@@ -589,7 +589,10 @@ struct DesktopFuse(Option<u32>);
 impl DesktopFuse {
     fn ensure() -> DesktopFuse {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata("/dev/fuse").expect("/dev/fuse").permissions().mode();
+        let mode = std::fs::metadata("/dev/fuse")
+            .expect("/dev/fuse")
+            .permissions()
+            .mode();
         if mode & 0o666 == 0o666 {
             return DesktopFuse(None);
         }
@@ -630,23 +633,35 @@ fn view_a_user_who_is_not_root_gets_the_view_in_a_user_namespace() {
     give_to_nobody(&ws.state);
     let _fuse = DesktopFuse::ensure();
     let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin(), "run"])
-        .args(ws.state_args())
-        .args(["--", "sh", "-c"])
-        .arg(
-            "cat .env; echo cat=$?; echo hi > n.txt; rm a.txt; \
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        bin(),
+        "run",
+    ])
+    .args(ws.state_args())
+    .args(["--", "sh", "-c"])
+    .arg(
+        "cat .env; echo cat=$?; echo hi > n.txt; rm a.txt; \
              umount \"$PWD\" 2>/dev/null; echo um=$?; id -u",
-        )
-        .env("HOME", &ws.state)
-        .current_dir(&ws.root);
+    )
+    .env("HOME", &ws.state)
+    .current_dir(&ws.root);
     let out = finished(cmd);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.starts_with("cat=1\n"), "{stdout}");
-    assert!(stdout.contains("um=") && !stdout.contains("um=0"), "{stdout}");
+    assert!(
+        stdout.contains("um=") && !stdout.contains("um=0"),
+        "{stdout}"
+    );
     assert!(stdout.ends_with("65534\n"), "{stdout}");
     assert!(!stdout.contains(SECRET));
-    assert_eq!(std::fs::read_to_string(ws.root.join("n.txt")).expect("n"), "hi\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("n.txt")).expect("n"),
+        "hi\n"
+    );
     assert!(!ws.root.join("a.txt").exists());
     let changes = ws
         .records()
