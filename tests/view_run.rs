@@ -671,3 +671,46 @@ fn view_a_user_who_is_not_root_gets_the_view_in_a_user_namespace() {
         .count();
     assert_eq!(changes, 1);
 }
+
+/// `kill -9` of fsgate ends the command and every process it started.
+#[test]
+fn view_killing_fsgate_ends_the_commands_tree() {
+    let ws = Ws::new();
+    let (_dir, out_dir) = canonical_tempdir("fsgate-view-pids");
+    let pids = out_dir.join("pids");
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(ws.state_args())
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "sleep 60 & echo $$ $! > {}.tmp && mv {0}.tmp {0}; wait",
+            pids.display()
+        ))
+        .current_dir(&ws.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut fsgate = cmd.spawn().expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let tree: Vec<String> = loop {
+        if let Ok(text) = std::fs::read_to_string(&pids) {
+            break text.split_whitespace().map(str::to_owned).collect();
+        }
+        assert!(Instant::now() < deadline, "the command did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(tree.len(), 2, "{tree:?}");
+    fsgate.kill().expect("kill -9");
+    let _ = fsgate.wait();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tree
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the command's tree outlived fsgate: {tree:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

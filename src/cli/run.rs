@@ -115,7 +115,7 @@ fn serve_and_wait(gateway: &Arc<crate::gateway::Gateway>, fuse: OwnedFd, run: Ru
             return no_view(&format!("cannot serve the view: {e}"));
         }
     };
-    let code = fsgate_view::child::wait_passing_signals(run.child);
+    let code = fsgate_view::child::wait_passing_signals(run.child, None);
     // The command's tree has ended, and with its namespace the mount: the connection
     // ends once the requests in flight are answered (their records before `stop`).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);

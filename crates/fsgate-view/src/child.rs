@@ -108,7 +108,7 @@ pub fn run(spec: &Spec) -> Result<i32, String> {
                 fsgate_base::text::EscPath(std::path::Path::new(&spec.command[0]))
             )
         })?;
-    let code = wait_passing_signals(&mut command);
+    let code = wait_passing_signals(&mut command, Some(ORPHANED));
     end_tree();
     Ok(code)
 }
@@ -149,13 +149,19 @@ fn children() -> Vec<i32> {
         .collect()
 }
 
+/// The signal this process gets when the gateway ends (`PR_SET_PDEATHSIG`): it then
+/// ends the command and its whole tree.
+const ORPHANED: nix::sys::signal::Signal = nix::sys::signal::Signal::SIGUSR2;
+
 fn enter(spec: &Spec) -> Result<(), String> {
+    let gateway = nix::unistd::getppid();
     // Held from the start, read from a signalfd while the command runs.
     let mut held = nix::sys::signal::SigSet::empty();
     for sig in [
         nix::sys::signal::Signal::SIGINT,
         nix::sys::signal::Signal::SIGTERM,
         nix::sys::signal::Signal::SIGHUP,
+        ORPHANED,
     ] {
         held.add(sig);
     }
@@ -165,8 +171,11 @@ fn enter(spec: &Spec) -> Result<(), String> {
         None,
     );
     // The command does not outlive the gateway that serves its view.
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+    nix::sys::prctl::set_pdeathsig(ORPHANED)
         .map_err(|e| format!("cannot tie the command to fsgate (PR_SET_PDEATHSIG): {e}"))?;
+    if nix::unistd::getppid() != gateway {
+        return Err("fsgate ended before the command started".into());
+    }
     let (uid, gid) = (Uid::current(), Gid::current());
     if uid.is_root() {
         unshare(CloneFlags::CLONE_NEWNS)
@@ -293,14 +302,20 @@ fn map_ids(inside_uid: Uid, inside_gid: Gid, outside: (Uid, Gid)) -> Result<(), 
     write("gid_map", format!("{inside_gid} {} 1\n", outside.1))
 }
 
-/// Waits for the command, passing SIGINT, SIGTERM and SIGHUP on; its exit status (128 +
-/// N if signal N ended it).
-pub fn wait_passing_signals(child: &mut std::process::Child) -> i32 {
+/// Waits for the command, passing SIGINT, SIGTERM and SIGHUP on (and killing it on
+/// `orphaned`, if given); its exit status (128 + N if signal N ended it).
+pub fn wait_passing_signals(
+    child: &mut std::process::Child,
+    orphaned: Option<nix::sys::signal::Signal>,
+) -> i32 {
     use nix::sys::signal::{SigSet, Signal};
     use nix::sys::signalfd::{SfdFlags, SignalFd};
     use rustix::event::{PollFd, PollFlags, poll};
     let mut set = SigSet::empty();
     for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(s);
+    }
+    if let Some(s) = orphaned {
         set.add(s);
     }
     let signals = SignalFd::with_flags(&set, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok();
@@ -323,9 +338,11 @@ pub fn wait_passing_signals(child: &mut std::process::Child) -> i32 {
         };
         let _ = poll(&mut fds, Some(&tick));
         while let Some(Ok(Some(info))) = signals.as_ref().map(SignalFd::read_signal) {
-            let sig = i32::try_from(info.ssi_signo)
-                .ok()
-                .and_then(rustix::process::Signal::from_named_raw);
+            let raw = i32::try_from(info.ssi_signo).ok();
+            let sig = match orphaned {
+                Some(o) if raw == Some(o as i32) => Some(rustix::process::Signal::KILL),
+                _ => raw.and_then(rustix::process::Signal::from_named_raw),
+            };
             if let Some(sig) = sig {
                 let _ = rustix::process::kill_process(pid, sig);
             }
