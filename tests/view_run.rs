@@ -714,3 +714,29 @@ fn view_killing_fsgate_ends_the_commands_tree() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Eight processes reading and writing at once through the view (the view serves on
+/// several threads): every file is written whole and recorded.
+#[test]
+fn view_parallel_processes_read_and_write_at_once() {
+    let ws = Ws::new();
+    let out = ws.sh("for i in 1 2 3 4 5 6 7 8; do \
+           (for j in 1 2 3 4 5 6 7 8 9 10; do \
+              echo $i-$j > f$i-$j.txt && cat f$i-$j.txt >/dev/null && cat a.txt >/dev/null; \
+            done) & \
+         done; wait; cat f*.txt | sort | wc -l");
+    assert_eq!(text(&out.stdout), "80\n", "{}", text(&out.stderr));
+    for i in 1..=8 {
+        for j in 1..=10 {
+            let got = std::fs::read_to_string(ws.root.join(format!("f{i}-{j}.txt"))).expect("f");
+            assert_eq!(got, format!("{i}-{j}\n"));
+        }
+    }
+    let written = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["kind"] == "request" && r["op"] == "write_text_file")
+        .filter(|r| r["outcome"] == "ok" && r["bytes"].as_u64().is_some_and(|b| b > 0))
+        .count();
+    assert_eq!(written, 80);
+}
