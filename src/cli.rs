@@ -48,9 +48,11 @@ enum Command {
     /// COMMAND, and every process it starts, sees each workspace at its own path
     /// through fsgate's view (FUSE, in a private mount namespace): a secret the policy
     /// hides does not exist there, every read and change is decided by the policy and
-    /// recorded, a change is backed up first, and a write the policy refuses fails at
-    /// close with EACCES. Needs /dev/fuse and mount namespaces; without them fsgate says
-    /// what is missing and exits 125 without running COMMAND. See docs/run.md.
+    /// recorded, a change is backed up first, and a write the policy refuses fails with
+    /// EACCES (at open for its path, at close for its content). fsgate's audit log,
+    /// backups and policy are hidden from COMMAND. Needs /dev/fuse and mount namespaces;
+    /// without them fsgate says what is missing and exits 125 without running COMMAND.
+    /// See docs/run.md.
     ///
     /// Exit status: COMMAND's own (128 + N if signal N ended it).
     ///

@@ -305,7 +305,7 @@ fn undo_line(
 /// Says on stderr what the command sees and what is governed.
 fn announce(root: &std::path::Path, session: &str) {
     crate::text::eprint_line(&format!(
-        "fsgate: run {session}: the command sees {} through fsgate's view: every lookup, read and change there is decided by the policy and recorded; the rest of the system it sees as it is",
+        "fsgate: run {session}: the command sees {} through fsgate's view: every lookup, read and change there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; the rest of the system it sees as it is",
         EscPath(root)
     ));
 }
