@@ -740,3 +740,26 @@ fn view_parallel_processes_read_and_write_at_once() {
         .count();
     assert_eq!(written, 80);
 }
+
+/// What a process writes is not seen by another that has the file open until it is
+/// applied at close, nor ever if it is refused (the private copy bypasses the page cache
+/// the file's readers share).
+#[test]
+fn view_a_reader_never_sees_a_write_before_it_is_applied() {
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("c.txt"), "k".repeat(8192)).expect("write");
+    let script = "import os\n\
+        r = os.open('c.txt', os.O_RDONLY)\n\
+        w = os.open('c.txt', os.O_RDWR)\n\
+        os.pwrite(w, (b'key = AKIA' + b'UJZDEGXDNCF32EPF\\n').ljust(4096, b'x'), 0)\n\
+        print('while', os.pread(r, 4, 0))\n\
+        try:\n    os.close(w)\nexcept OSError as e:\n    print('close', e.errno)\n\
+        print('after', os.pread(r, 4, 0))\n";
+    let out = ws.run(&["python3", "-c", script]);
+    assert_eq!(
+        text(&out.stdout),
+        "while b'kkkk'\nclose 13\nafter b'kkkk'\n",
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -17,11 +17,14 @@ use crate::nodes::{self, ROOT};
 impl Filesystem for View {
     /// Asks the kernel to pass `O_TRUNC` on to `open` (else it truncates with a
     /// separate request that names no open file, which would change the file at once,
-    /// before the content that replaces it is decided).
+    /// before the content that replaces it is decided); and, where it can, to let a
+    /// private copy (opened without its page cache) be mapped shared.
     fn init(&mut self, _req: &Request, config: &mut fuser::KernelConfig) -> std::io::Result<()> {
         config
             .add_capabilities(fuser::InitFlags::FUSE_ATOMIC_O_TRUNC)
-            .map_err(|_| std::io::Error::other("the kernel cannot pass O_TRUNC to open"))
+            .map_err(|_| std::io::Error::other("the kernel cannot pass O_TRUNC to open"))?;
+        let _ = config.add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        Ok(())
     }
 
     fn access(&self, _req: &Request, _ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {
@@ -223,7 +226,10 @@ impl Filesystem for View {
             }
         };
         match opened {
-            Ok(h) => reply.opened(FileHandle(self.handles.add(h)), FopenFlags::empty()),
+            Ok(h) => {
+                let flags = open_flags(&h);
+                reply.opened(FileHandle(self.handles.add(h)), flags)
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -329,9 +335,7 @@ impl Filesystem for View {
         reply: ReplyCreate,
     ) {
         match self.create_file(req, parent, name) {
-            Ok((attr, fh)) => {
-                reply.created(&TTL, &attr, GENERATION, FileHandle(fh), FopenFlags::empty())
-            }
+            Ok((attr, fh)) => reply.created(&TTL, &attr, GENERATION, FileHandle(fh), PRIVATE_COPY),
             Err(e) => reply.error(e),
         }
     }
@@ -403,6 +407,18 @@ impl Filesystem for View {
 impl View {
     pub(crate) fn no_xattrs(reply: impl FnOnce(Errno)) {
         reply(Errno::ENOSYS);
+    }
+}
+
+/// How a file opened for writing is opened: past the page cache, which the other
+/// handles of the file share, so that what is written reaches none of them before it
+/// is applied (nor ever, if it is refused).
+const PRIVATE_COPY: FopenFlags = FopenFlags::FOPEN_DIRECT_IO;
+
+fn open_flags(h: &Handle) -> FopenFlags {
+    match h {
+        Handle::Write(_) => PRIVATE_COPY,
+        Handle::Read(..) | Handle::Dir(_) => FopenFlags::empty(),
     }
 }
 
