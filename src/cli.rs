@@ -263,12 +263,12 @@ pub fn main() -> ExitCode {
     if serving && let Err(e) = crate::signals::hold() {
         return fail(&e);
     }
-    // The child `fsgate run` starts to mount its view and become the command.
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|a| a == fsgate_view::child::ARG)
-    {
-        return run::child();
+    // The child `fsgate run` starts to mount its view and run the command, and the
+    // command's own start (its signal mask cleared).
+    match std::env::args_os().nth(1) {
+        Some(a) if a == fsgate_view::child::ARG => return run::child(),
+        Some(a) if a == fsgate_view::child::EXEC_ARG => return run::exec(),
+        _ => {}
     }
     let command = serving_args::parse(std::env::args_os()).unwrap_or_else(|| Cli::parse().command);
     init_tracing();

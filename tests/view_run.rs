@@ -763,3 +763,65 @@ fn view_a_reader_never_sees_a_write_before_it_is_applied() {
         text(&out.stderr)
     );
 }
+
+/// Ctrl-C at the terminal reaches the command once: the terminal signals the whole
+/// process group (fsgate, its child, the command), and fsgate passes on only what a
+/// process sent it.
+#[test]
+fn view_ctrl_c_at_a_terminal_reaches_the_command_once() {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    use std::io::{BufRead, Write};
+    let ws = Ws::new();
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+    grantpt(&master).expect("grantpt");
+    unlockpt(&master).expect("unlockpt");
+    let name = ptsname(&master, Vec::new()).expect("ptsname");
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(name.to_str().expect("utf-8"))
+        .expect("open the terminal");
+    let script = "import signal, time\n\
+        n = [0]\n\
+        signal.signal(signal.SIGINT, lambda *a: n.__setitem__(0, n[0] + 1))\n\
+        print('ready', flush=True)\n\
+        end = time.time() + 20\n\
+        while n[0] == 0 and time.time() < end:\n    time.sleep(0.01)\n\
+        time.sleep(0.5)\n\
+        print('got', n[0], flush=True)\n";
+    let mut child = Command::new("setsid")
+        .args(["--ctty", bin(), "run"])
+        .args(ws.state_args())
+        .args(["--", "python3", "-c", script])
+        .current_dir(&ws.root)
+        .stdin(Stdio::from(slave))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let ready = lines.next().map(|l| l.unwrap_or_default());
+    if ready.as_deref() != Some("ready") {
+        let _ = child.kill();
+        panic!("the command did not start: {ready:?}");
+    }
+    let mut terminal = std::fs::File::from(master);
+    terminal.write_all(b"\x03").expect("^C");
+    let got = lines.next().map(|l| l.unwrap_or_default());
+    let _ = child.wait();
+    assert_eq!(got.as_deref(), Some("got 1"));
+}
+
+/// The command starts with no signal blocked (fsgate and its child hold SIGINT, SIGTERM
+/// and SIGHUP to read them; a program that inherited that mask could not be stopped).
+#[test]
+fn view_the_command_starts_with_no_signal_blocked() {
+    let ws = Ws::new();
+    let out = ws.run(&["grep", "SigBlk", "/proc/self/status"]);
+    assert_eq!(
+        text(&out.stdout),
+        "SigBlk:\t0000000000000000\n",
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -321,3 +321,11 @@ pub(super) fn child() -> ExitCode {
         Err(e) => no_view(&e),
     }
 }
+
+/// `fsgate __view-exec COMMAND...`: the command's start in the view; returns only if it
+/// could not be run (127, as a shell says).
+pub(super) fn exec() -> ExitCode {
+    let why = fsgate_view::child::exec(std::env::args_os().skip(2));
+    crate::text::eprint_line(&format!("fsgate: {why}"));
+    ExitCode::from(127)
+}

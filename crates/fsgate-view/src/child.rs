@@ -23,6 +23,30 @@ use nix::unistd::{Gid, Uid};
 /// The word that starts the child: `fsgate __view-child FD AT CWD -- COMMAND...`.
 pub const ARG: &str = "__view-child";
 
+/// The word that starts the command itself: `fsgate __view-exec COMMAND...` clears the
+/// signal mask (the child holds SIGINT, SIGTERM and SIGHUP for its signalfd, and a
+/// spawned program inherits that) and becomes COMMAND.
+pub const EXEC_ARG: &str = "__view-exec";
+
+/// `fsgate __view-exec COMMAND...`: becomes COMMAND with no signal blocked; returns
+/// only if it could not, saying why.
+pub fn exec(mut command: impl Iterator<Item = OsString>) -> String {
+    use std::os::unix::process::CommandExt;
+    let Some(program) = command.next() else {
+        return "no command".into();
+    };
+    let _ = nix::sys::signal::pthread_sigmask(
+        nix::sys::signal::SigmaskHow::SIG_SETMASK,
+        Some(&nix::sys::signal::SigSet::empty()),
+        None,
+    );
+    let err = std::process::Command::new(&program).args(command).exec();
+    format!(
+        "cannot run {}: {err}",
+        fsgate_base::text::EscPath(std::path::Path::new(&program))
+    )
+}
+
 /// What the child is told.
 #[derive(Debug)]
 pub struct Spec {
@@ -98,9 +122,12 @@ pub fn run(spec: &Spec) -> Result<i32, String> {
     nix::sys::prctl::set_child_subreaper(true).map_err(|e| {
         format!("cannot keep the command's processes (PR_SET_CHILD_SUBREAPER): {e}")
     })?;
-    // The command starts with no signal blocked (std clears the mask in the child).
-    let mut command = std::process::Command::new(&spec.command[0])
-        .args(&spec.command[1..])
+    // The command starts with no signal blocked: fsgate once more, which clears the
+    // mask it inherits and becomes the command (same pid).
+    let me = std::env::current_exe().map_err(|e| format!("cannot find fsgate itself: {e}"))?;
+    let mut command = std::process::Command::new(me)
+        .arg(EXEC_ARG)
+        .args(&spec.command)
         .spawn()
         .map_err(|e| {
             format!(
@@ -338,6 +365,11 @@ pub fn wait_passing_signals(
         };
         let _ = poll(&mut fds, Some(&tick));
         while let Some(Ok(Some(info))) = signals.as_ref().map(SignalFd::read_signal) {
+            // One the kernel sent (a terminal's ^C to the whole process group) reached
+            // the command too: only what a process sent is passed on.
+            if info.ssi_code == libc::SI_KERNEL {
+                continue;
+            }
             let raw = i32::try_from(info.ssi_signo).ok();
             let sig = match orphaned {
                 Some(o) if raw == Some(o as i32) => Some(rustix::process::Signal::KILL),
