@@ -7,6 +7,7 @@
 mod acp;
 mod connect;
 mod docs;
+mod run;
 mod serving_args;
 
 use std::path::PathBuf;
@@ -42,6 +43,21 @@ enum Command {
     /// then send newline-delimited JSON-RPC on stdin, e.g.
     /// {"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/home/me/project/README.md"}}
     Serve(ServeArgs),
+    /// Run a command with the workspace as a filesystem fsgate serves to it.
+    ///
+    /// COMMAND, and every process it starts, sees each workspace at its own path
+    /// through fsgate's view (FUSE, in a private mount namespace): a secret the policy
+    /// hides does not exist there, every read and change is decided by the policy and
+    /// recorded, a change is backed up first, and a write the policy refuses fails with
+    /// EACCES (at open for its path, at close for its content). fsgate's audit log,
+    /// backups and policy are hidden from COMMAND. Needs /dev/fuse and mount namespaces;
+    /// without them fsgate says what is missing and exits 125 without running COMMAND.
+    /// See docs/run.md.
+    ///
+    /// Exit status: COMMAND's own (128 + N if signal N ended it).
+    ///
+    /// Example: fsgate run --workspace ~/project -- sh -c 'make test'
+    Run(run::RunArgs),
     /// Host an ACP agent: relay the editor <-> agent and answer the agent's file access.
     ///
     /// Besides the agent's `fs/*` requests, fsgate adds an MCP server of its own, named
@@ -243,14 +259,22 @@ pub fn main() -> ExitCode {
     // parsing), so that none can kill them between their `start` and `stop` records.
     let serving = std::env::args_os()
         .nth(1)
-        .is_some_and(|a| a == "serve" || a == "acp");
+        .is_some_and(|a| a == "serve" || a == "acp" || a == "run");
     if serving && let Err(e) = crate::signals::hold() {
         return fail(&e);
+    }
+    // The child `fsgate run` starts to mount its view and run the command, and the
+    // command's own start (its signal mask cleared).
+    match std::env::args_os().nth(1) {
+        Some(a) if a == fsgate_view::child::ARG => return run::child(),
+        Some(a) if a == fsgate_view::child::EXEC_ARG => return run::exec(),
+        _ => {}
     }
     let command = serving_args::parse(std::env::args_os()).unwrap_or_else(|| Cli::parse().command);
     init_tracing();
     match command {
         Command::Serve(args) => serve(args),
+        Command::Run(args) => run::run(args),
         Command::Acp(args) => acp::acp(args),
         Command::Policy(cmd) => code(crate::policy::cli::run(cmd)),
         Command::Audit(cmd) => code(crate::audit::cli::run(cmd)),

@@ -50,6 +50,9 @@ pub struct Opened {
     policy_path: Option<PathBuf>,
     /// The signing key / checkpoint sink live elsewhere; their parents are kept here.
     extra_rw: Vec<std::fs::File>,
+    /// Paths the confined process may still read (`fsgate run`: `/proc`, to name the
+    /// process behind each request).
+    extra_ro: Vec<PathBuf>,
     /// The audit and backup directories, for the agent's sandbox to keep clear of.
     own_dirs: Vec<PathBuf>,
     /// The active audit log file and the backup store, absolute (told to the user).
@@ -91,6 +94,16 @@ impl Opened {
     /// The git dirs outside the workspace the gateway may write to stage changes.
     pub fn vcs_write_dirs(&self) -> Vec<PathBuf> {
         self.vcs_grants.0.iter().map(|(p, _)| p.clone()).collect()
+    }
+
+    /// Lets the confined process still read `path` (and all beneath it).
+    pub fn keep_readable(&mut self, path: &Path) {
+        self.extra_ro.push(path.to_path_buf());
+    }
+
+    /// The active audit log file, absolute.
+    pub fn audit_log_path(&self) -> &Path {
+        &self.locations.0
     }
 
     /// Keeps a directory fsgate created (the agent's scratch dir) writable after
@@ -189,6 +202,7 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         audit_dir,
         policy_path: cfg.policy.clone(),
         extra_rw,
+        extra_ro: Vec::new(),
         own_dirs,
         locations,
         vcs_grants,
@@ -392,7 +406,7 @@ pub fn confine(
 ) -> Result<SandboxStatus, String> {
     // `fsgate acp` must still signal the agent it started (to end it); other modes
     // never signal anything outside their sandbox.
-    let hosts_agent = transport == "acp-proxy";
+    let hosts_agent = transport == "acp-proxy" || transport == "run";
     let gw = &opened.gateway;
     let pol = gw.policy();
     let workspace_write = pol.can_ever(OpClass::Write) || pol.can_ever(OpClass::Delete);
@@ -454,6 +468,9 @@ fn sandbox_plan(
         plan = plan.read_write_dir("extra dir", f);
     }
     if let Some(p) = &opened.policy_path {
+        plan = plan.read_only_path(p.clone());
+    }
+    for p in &opened.extra_ro {
         plan = plan.read_only_path(p.clone());
     }
     // `[vcs] stage`: the git dirs outside the workspace, and only they, writable.

@@ -166,3 +166,5 @@ mod vcs_stage;
 mod agents;
 // The doors' layer rules on the source: no path parsed, no policy decided, no lower layer reached.
 mod layers;
+// fsgate run: real commands through the filesystem view (as root).
+mod view_run;

@@ -204,6 +204,7 @@ fn client_configurations_start_fsgate() {
 const SUBCOMMANDS: &[&str] = &[
     "serve",
     "acp",
+    "run",
     "policy",
     "audit",
     "backup",

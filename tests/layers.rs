@@ -115,6 +115,56 @@ fn the_doors_manifest_names_no_lower_layer_but_the_gateway_policy_sandbox_and_ba
     );
 }
 
+fn view_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/fsgate-view/src")
+}
+
+/// The filesystem view is a door as the others are: every request through the
+/// gateway's `serve`, no path parsed, no policy decided, no lower layer reached.
+#[test]
+fn the_view_parses_no_path_decides_no_policy_and_reaches_no_lower_layer() {
+    let mut files = Vec::new();
+    sources(&view_src(), &mut files);
+    assert!(
+        files.len() > 5,
+        "the view's sources were not found: {files:?}"
+    );
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        for (n, line) in non_test_lines(&text) {
+            let code = line.split("//").next().unwrap_or_default();
+            for (pattern, what) in FORBIDDEN {
+                if code.contains(pattern) {
+                    found.push(format!("{}:{n} {what}: {}", file.display(), line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the view doing a lower layer's work:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_views_manifest_names_no_lower_layer_but_the_gateway_and_base() {
+    let manifest = std::fs::read_to_string(view_src().with_file_name("Cargo.toml"))
+        .expect("the view's Cargo.toml");
+    let deps = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .expect("a [dependencies] section");
+    let layers: Vec<&str> = deps
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| name.starts_with("fsgate"))
+        .collect();
+    assert_eq!(layers, ["fsgate-base", "fsgate-gateway"], "{deps}");
+}
+
 /// The scan sees what it looks for: a forbidden call in code is found, the same in a
 /// comment or in the test module is not.
 #[test]

@@ -125,7 +125,8 @@ pub(crate) fn method_of(op: OpId) -> Option<&'static str> {
         OpId::Mkdir => "_fsgate/mkdir",
         OpId::Rm => "_fsgate/rm",
         OpId::Rename => "_fsgate/rename",
-        OpId::Tree => return None,
+        // Not ACP's: a tree it does not offer, an open is the filesystem view's.
+        OpId::Tree | OpId::Open => return None,
     })
 }
 
@@ -216,8 +217,8 @@ fn decode(op: OpId, method: &str, params: Value) -> Result<Op, GatewayError> {
                 replace: true,
             }
         }
-        // Not offered (see `method_of`): no method reaches here for it.
-        OpId::Tree => {
+        // Not offered (see `method_of`): no method reaches here for them.
+        OpId::Tree | OpId::Open => {
             return Err(GatewayError::InvalidParams(format!(
                 "{method}: not an ACP method"
             )));

@@ -55,7 +55,7 @@ fn kind_of(op: OpId) -> &'static str {
     match op.change() {
         Some(change) => change_kind(change),
         None => match op {
-            OpId::ReadText | OpId::ReadFile | OpId::Stat => "read",
+            OpId::ReadText | OpId::ReadFile | OpId::Stat | OpId::Open => "read",
             OpId::Ls | OpId::Tree | OpId::Glob | OpId::Grep => "search",
             OpId::Write | OpId::Edit | OpId::Mkdir | OpId::Rm | OpId::Rename => "other",
         },

@@ -13,7 +13,8 @@ pub(crate) fn render(gw: &Gateway, style: PathStyle, out: Output) -> Value {
         Output::File { content, encoding } => {
             json!({ "content": content, "encoding": encoding.as_str() })
         }
-        Output::Unit => Value::Null,
+        // An opened file is the filesystem view's, never a door's answer.
+        Output::Unit | Output::Opened(_) => Value::Null,
         Output::Entries {
             entries,
             truncated,

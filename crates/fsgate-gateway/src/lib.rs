@@ -161,6 +161,9 @@ pub struct Gateway {
     /// The other workspaces, each a gateway of its own, that this one routes to (see
     /// [`route`]); empty with one workspace.
     others: Vec<Arc<Gateway>>,
+    /// Files the filesystem view opened whose content was found clean, by version (see
+    /// `ops/open.rs`).
+    clean_opens: ops::CleanOpens,
 }
 
 /// A change the gateway made for a client, told to that client's door after its
@@ -268,6 +271,7 @@ impl Gateway {
             names: names::SessionNames::default(),
             name: None,
             others: Vec::new(),
+            clean_opens: ops::CleanOpens::default(),
         }
     }
 

@@ -133,6 +133,7 @@ impl Gateway {
                 | OpId::Ls
                 | OpId::Tree
                 | OpId::Stat
+                | OpId::Open
                 | OpId::Grep
                 | OpId::Mkdir
                 | OpId::Rm
@@ -305,6 +306,7 @@ impl Gateway {
             }
             OpId::ReadText
             | OpId::ReadFile
+            | OpId::Open
             | OpId::Write
             | OpId::Edit
             | OpId::Glob

@@ -36,6 +36,15 @@ pub struct StatInfo {
     /// Modification, last access and birth times; None where the platform or file
     /// system does not give one (birth time: statx without `STATX_BTIME`).
     pub times: [Option<SystemTime>; 3],
+    /// The inode number, owner, group and status-change time, as `stat(2)` gives them
+    /// (a filesystem view reports the real ones: git compares them).
+    pub ino: u64,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Status change time (seconds, nanoseconds).
+    pub ctime: (i64, i64),
 }
 
 impl Workspace {
@@ -179,6 +188,10 @@ pub(crate) fn stat_info(meta: &Metadata) -> StatInfo {
             meta.accessed().ok(),
             meta.created().ok(),
         ],
+        ino: meta.ino(),
+        uid: meta.uid(),
+        gid: meta.gid(),
+        ctime: (meta.ctime(), meta.ctime_nsec()),
     }
 }
 

@@ -241,6 +241,13 @@ fn plan_op(op: OpId, tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> 
         OpId::Mkdir => Task::Mkdir(parse(tool, args)?),
         OpId::Rm => Task::Rm(parse(tool, args)?),
         OpId::Rename => Task::Rename(parse(tool, args)?),
+        // No tool opens a file (see `catalog::tool_of`): it is the filesystem view's.
+        OpId::Open => {
+            return Err(ToolError::Gateway(GatewayError::InvalidParams(format!(
+                "{}: no such operation for this tool",
+                tool.name()
+            ))));
+        }
     };
     Ok(Plan::Task(task))
 }

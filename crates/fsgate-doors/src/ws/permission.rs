@@ -224,7 +224,7 @@ fn question_text(id: &str, q: &Question, request: Option<&Request>, max: usize) 
 /// The channel's name of a gateway operation (its message `type`).
 fn channel_op(op: OpId) -> &'static str {
     match op {
-        OpId::ReadText | OpId::ReadFile => "read",
+        OpId::ReadText | OpId::ReadFile | OpId::Open => "read",
         OpId::Write | OpId::Edit => "write",
         OpId::Ls => "list",
         OpId::Rm => "delete",

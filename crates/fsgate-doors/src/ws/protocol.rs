@@ -292,7 +292,9 @@ pub(crate) fn type_of(op: OpId) -> Option<&'static str> {
         OpId::Rm => "delete",
         OpId::Rename => "rename",
         OpId::Stat => "stat",
-        OpId::ReadText | OpId::Edit | OpId::Tree | OpId::Glob | OpId::Grep => return None,
+        OpId::ReadText | OpId::Edit | OpId::Tree | OpId::Glob | OpId::Grep | OpId::Open => {
+            return None;
+        }
     })
 }
 
@@ -340,7 +342,7 @@ fn decode(op: OpId, f: &Fields<'_>) -> Result<Op, GatewayError> {
             path: f.required("path")?,
         },
         // Not offered (see `type_of`): no message reaches here for them.
-        OpId::ReadText | OpId::Edit | OpId::Tree | OpId::Glob | OpId::Grep => {
+        OpId::ReadText | OpId::Edit | OpId::Tree | OpId::Glob | OpId::Grep | OpId::Open => {
             return Err(GatewayError::InvalidParams(format!(
                 "{} is not a message type of this channel",
                 op.name()
@@ -550,7 +552,7 @@ pub(crate) fn render(gw: &Gateway, out: Output, base64: bool) -> Value {
             "path": gw.show_path(style, &path),
         }),
         // Search results have the JSON-RPC doors' shape, workspace-rooted.
-        out @ (Output::Paths { .. } | Output::Grep { .. }) => {
+        out @ (Output::Paths { .. } | Output::Grep { .. } | Output::Opened(_)) => {
             crate::results::render(gw, style, out)
         }
     }

@@ -5,6 +5,8 @@ mod glob;
 mod grep;
 mod ls;
 mod mkdir;
+mod open;
+pub(crate) use open::CleanOpens;
 mod read_file;
 mod read_text;
 mod rename;
@@ -141,6 +143,15 @@ pub enum Op {
         /// With `depth` 1: only entries named after this (a previous page's cursor).
         cursor: Option<String>,
     },
+    /// A file opened through the filesystem view (`fsgate run`): for reading, the
+    /// read's decision, then the opened file ([`Output::Opened`]); for writing, the
+    /// write's decision on the path first (its content is decided when it is written).
+    Open {
+        /// Path as given.
+        path: String,
+        /// What the file is opened for.
+        access: OpenAccess,
+    },
     /// `_fsgate/stat`.
     Stat {
         /// Path as given.
@@ -228,6 +239,8 @@ op_ids! {
     Tree,
     /// [`Op::Stat`]: `stat.rs`.
     Stat,
+    /// [`Op::Open`]: `open.rs`.
+    Open,
     /// [`Op::Glob`]: `glob.rs`.
     Glob,
     /// [`Op::Grep`]: `grep.rs`.
@@ -255,6 +268,7 @@ impl OpId {
             | OpId::Ls
             | OpId::Tree
             | OpId::Stat
+            | OpId::Open
             | OpId::Glob
             | OpId::Grep => None,
         }
@@ -268,6 +282,7 @@ impl OpId {
             OpId::Ls => "ls",
             OpId::Tree => "tree",
             OpId::Stat => "stat",
+            OpId::Open => "open",
             OpId::Glob => "glob",
             OpId::Grep => "grep",
             OpId::Write => ChangeOp::Write.name(),
@@ -283,7 +298,7 @@ impl OpId {
     /// answer to change something).
     pub fn is_quick_read(self) -> bool {
         match self {
-            OpId::ReadText | OpId::ReadFile | OpId::Stat | OpId::Ls => true,
+            OpId::ReadText | OpId::ReadFile | OpId::Stat | OpId::Ls | OpId::Open => true,
             OpId::Tree
             | OpId::Glob
             | OpId::Grep
@@ -307,6 +322,7 @@ impl Op {
             Op::Ls { .. } => OpId::Ls,
             Op::Tree { .. } => OpId::Tree,
             Op::Stat { .. } => OpId::Stat,
+            Op::Open { .. } => OpId::Open,
             Op::Glob { .. } => OpId::Glob,
             Op::Grep { .. } => OpId::Grep,
             Op::Mkdir { .. } => OpId::Mkdir,
@@ -332,6 +348,7 @@ impl Op {
             | Op::Edit { path, .. }
             | Op::Ls { path, .. }
             | Op::Stat { path }
+            | Op::Open { path, .. }
             | Op::Mkdir { path, .. }
             | Op::Rm { path, .. } => out.push(("path", path.as_str())),
             Op::Tree { path, exclude, .. } => {
@@ -369,6 +386,7 @@ impl Op {
             | Op::Edit { path, .. }
             | Op::Ls { path, .. }
             | Op::Stat { path }
+            | Op::Open { path, .. }
             | Op::Mkdir { path, .. }
             | Op::Rm { path, .. }
             | Op::Tree { path, .. } => (Some(path), None),
@@ -438,6 +456,11 @@ impl Op {
                     }
                 }
             }
+            Op::Open { access, .. } => {
+                if *access != OpenAccess::Read {
+                    m.insert("access".into(), access.as_str().into());
+                }
+            }
             Op::Mkdir { recursive, .. } | Op::Rm { recursive, .. } => {
                 m.insert("recursive".into(), (*recursive).into());
             }
@@ -492,6 +515,7 @@ impl crate::Gateway {
                 self.tree(pol, ctx, path, limits, exclude, facts)
             }
             Op::Stat { path } => self.stat(pol, ctx, path, facts),
+            Op::Open { path, access } => self.open(pol, ctx, path, *access, facts),
             Op::Glob { pattern } => self.glob(pol, ctx, pattern, facts),
             Op::Grep {
                 pattern,
@@ -542,6 +566,28 @@ pub(crate) fn staging<'a>(
         ChangeOp::Mkdir => mkdir::staging(),
         ChangeOp::Rm => rm::staging(path),
         ChangeOp::Rename => rename::staging(path, path2),
+    }
+}
+
+/// What the filesystem view opens a file for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenAccess {
+    /// Reading.
+    Read,
+    /// Writing, from empty (`O_TRUNC`): nothing is read.
+    Write,
+    /// Writing what it holds (or reading and writing).
+    ReadWrite,
+}
+
+impl OpenAccess {
+    /// Its name in records (`args.access`; a read names none).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpenAccess::Read => "read",
+            OpenAccess::Write => "write",
+            OpenAccess::ReadWrite => "read-write",
+        }
     }
 }
 
@@ -602,6 +648,8 @@ pub enum Output {
         /// The list stopped at the message limit: there are more.
         truncated: bool,
     },
+    /// A file opened for reading (`open`), shared by the view's handles.
+    Opened(std::sync::Arc<std::fs::File>),
     /// Grep hits.
     Grep {
         /// The hits, in walk order.

@@ -1,0 +1,132 @@
+//! `open`: a file opened for reading by a process through the filesystem view (`fsgate
+//! run`). The read's decision on the path, and the content rules on the very bytes
+//! there (read once, as a read does); then the opened file itself is handed back, and
+//! the view reads from it at the offsets the process asks for. A version of a file (its
+//! inode, size and times) found clean is remembered: opened again, it is not scanned
+//! again (its record says `contentRemembered`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::ops::{OpenAccess, Output, RequestCtx};
+use crate::{Facts, Gateway, ws_error};
+use fsgate_base::error::GatewayError;
+use fsgate_policy::{Access, EntryKind, OpClass, Policy};
+use fsgate_workspace::Follow;
+
+impl Gateway {
+    pub(crate) fn open(
+        &self,
+        pol: &Policy,
+        ctx: &RequestCtx,
+        path: &str,
+        access: OpenAccess,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let rp = self.parse_path(ctx, path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        if access != OpenAccess::Read {
+            // The path may be written: refused here, the open fails at once.
+            let (write, kind) = (OpClass::Write, EntryKind::File);
+            self.locate(pol, write, &rp, Follow::All, kind, facts)?;
+            if access == OpenAccess::Write {
+                return Ok(Output::Unit);
+            }
+        }
+        let (real, opened) = self.locate_file(pol, &rp, facts)?;
+        let file = match opened {
+            Some(file) => file,
+            None => {
+                self.workspace
+                    .open_regular(&real)
+                    .map_err(|e| ws_error(e, &rp.shown))?
+                    .0
+            }
+        };
+        let version = Version::of(&file, &real, pol);
+        if let Some(v) = &version
+            && let Some((len, digest)) = self.clean_opens.get(v)
+        {
+            // This very version was scanned and found clean: not read again.
+            facts.content_hashed(len, digest);
+            facts.args.insert("contentRemembered".into(), true.into());
+            return Ok(Output::Opened(Arc::new(file)));
+        }
+        // The content rules decide on what is there now: the scan reads a second
+        // descriptor of the same open file (the view reads at offsets, never the
+        // shared position).
+        let scan = file
+            .try_clone()
+            .map_err(|e| GatewayError::Internal(format!("cannot open a file twice: {e}")))?;
+        let limit = pol.limits().max_read_bytes;
+        let content = self
+            .workspace
+            .read_opened(scan, limit, |_| {})
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        let read = Access::Class(OpClass::Read);
+        Self::check_size(pol, read, (&rp, &real), content.bytes.len() as u64, facts)?;
+        Self::hash_and_check(pol, &real, &content.bytes, &rp.shown, facts)?;
+        if let (Some(v), Some(digest)) = (version, &facts.sha256) {
+            self.clean_opens
+                .insert(v, (content.bytes.len(), digest.clone()));
+        }
+        Ok(Output::Opened(Arc::new(file)))
+    }
+}
+
+/// One version of one file under one policy: where it is, its device and inode, its
+/// size, its modification and status-change times (nanoseconds), and the policy's
+/// digest. Any write changes the status-change time; a reloaded policy is another key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Version {
+    path: Box<str>,
+    id: (u64, u64),
+    size: u64,
+    times: (i64, i64, i64, i64),
+    policy: Box<str>,
+}
+
+impl Version {
+    fn of(
+        file: &std::fs::File,
+        real: &fsgate_base::path::RelPath,
+        pol: &Policy,
+    ) -> Option<Version> {
+        use std::os::unix::fs::MetadataExt;
+        let m = file.metadata().ok()?;
+        Some(Version {
+            path: real.as_str().into(),
+            id: (m.dev(), m.ino()),
+            size: m.size(),
+            times: (m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()),
+            policy: pol.sha256().into(),
+        })
+    }
+}
+
+/// The versions found clean (with what the record says of their content: its length and
+/// SHA-256), so that a build opening one file a hundred times pays for one scan.
+/// Bounded: past [`MAX_CLEAN_OPENS`] it forgets everything and starts again.
+#[derive(Debug, Default)]
+pub(crate) struct CleanOpens(Mutex<HashMap<Version, (usize, String)>>);
+
+/// Versions remembered at most (a few hundred bytes each).
+const MAX_CLEAN_OPENS: usize = 16_384;
+
+impl CleanOpens {
+    fn get(&self, v: &Version) -> Option<(usize, String)> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(v)
+            .cloned()
+    }
+
+    fn insert(&self, v: Version, what: (usize, String)) {
+        let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if seen.len() >= MAX_CLEAN_OPENS {
+            seen.clear();
+        }
+        seen.insert(v, what);
+    }
+}

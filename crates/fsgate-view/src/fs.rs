@@ -1,0 +1,273 @@
+//! FUSE requests as the gateway's operations. Each request is served on the thread that
+//! read it (several threads read at once), through [`Gateway::serve`] under the run's
+//! session, naming the process that asked; the gateway decides, records and executes.
+
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+
+use fsgate_base::error::GatewayError;
+use fsgate_gateway::Gateway;
+use fsgate_gateway::ops::{FileKind, Op, Output, PathStyle, RequestCtx, StatInfo};
+use fuser::{Errno, FileAttr, FileType, Generation, INodeNo, Request};
+
+use crate::errno::{Refusal, errno};
+use crate::handles::Handles;
+use crate::nodes::{self, Nodes, ROOT};
+use crate::peer::Peers;
+
+/// How long the kernel may keep a name's or an inode's attributes without asking
+/// again: short, since a program outside may change the workspace too.
+pub(crate) const TTL: Duration = Duration::from_secs(1);
+
+/// What a run did: operations allowed that read, that changed, and refusals.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Reads, lookups and listings allowed.
+    pub reads: AtomicU64,
+    /// Changes made.
+    pub changes: AtomicU64,
+    /// Requests the policy refused.
+    pub refusals: AtomicU64,
+}
+
+impl Counts {
+    fn note(&self, change: bool, r: &Result<Output, GatewayError>) {
+        let counter = match r {
+            Ok(_) if change => &self.changes,
+            Ok(_) => &self.reads,
+            Err(GatewayError::Refused { .. } | GatewayError::Limit { .. }) => &self.refusals,
+            Err(_) => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// (reads, changes, refusals).
+    pub fn totals(&self) -> (u64, u64, u64) {
+        (
+            self.reads.load(Ordering::Relaxed),
+            self.changes.load(Ordering::Relaxed),
+            self.refusals.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// The view of one workspace.
+pub struct View {
+    pub(crate) gw: Arc<Gateway>,
+    session: String,
+    /// The workspace's real path, in the gateway's own namespace (for `statfs` only).
+    pub(crate) root: std::path::PathBuf,
+    /// Mounted in a user namespace of the child's, where only root (this process's
+    /// user outside) is mapped: every file is shown as root's (an unmapped owner makes
+    /// the kernel refuse every change).
+    owned_by_root: bool,
+    pub(crate) nodes: Mutex<Nodes>,
+    pub(crate) handles: Handles,
+    peers: Peers,
+    counts: Arc<Counts>,
+}
+
+impl std::fmt::Debug for View {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("View")
+            .field("session", &self.session)
+            .finish()
+    }
+}
+
+impl View {
+    /// The view of `gw`'s workspace at `root`, every request recorded under `session`.
+    pub fn new(gw: Arc<Gateway>, session: String, root: std::path::PathBuf) -> View {
+        View {
+            gw,
+            session,
+            root,
+            owned_by_root: false,
+            nodes: Mutex::new(Nodes::default()),
+            handles: Handles::default(),
+            peers: Peers::default(),
+            counts: Arc::default(),
+        }
+    }
+
+    /// The view as mounted in a user namespace where only root is mapped (`fsgate run`
+    /// by a user who is not root).
+    pub fn in_user_namespace(mut self) -> View {
+        self.owned_by_root = true;
+        self
+    }
+
+    /// `attr` as the mount's user namespace sees its owner.
+    pub(crate) fn owned(&self, mut attr: FileAttr) -> FileAttr {
+        if self.owned_by_root {
+            (attr.uid, attr.gid) = (0, 0);
+        }
+        attr
+    }
+
+    /// What the run did so far.
+    pub fn counts(&self) -> Arc<Counts> {
+        Arc::clone(&self.counts)
+    }
+
+    fn ctx(&self, req: &Request) -> RequestCtx {
+        RequestCtx {
+            style: PathStyle::Rooted,
+            session: self.session.clone(),
+            transport: "view",
+            peer: self.peers.name(req.pid()),
+            scope: Default::default(),
+            asker: None,
+            notifier: None,
+        }
+    }
+
+    /// Serves `op` for the process that sent `req`, counting what it did. A change and
+    /// a refusal are answered once their records are durable, as at every door; an
+    /// allowed read's record is queued and written with the log's next sync, not waited
+    /// for (one `git status` makes thousands of lookups: one sync each would be seconds).
+    pub(crate) fn serve(&self, req: &Request, op: Op) -> Result<Output, GatewayError> {
+        let change = op.is_mutating();
+        let request = fsgate_gateway::Request::Op(op);
+        let ctx = self.ctx(req);
+        let r = if change {
+            self.gw.serve(&ctx, request)
+        } else {
+            let batch = fsgate_gateway::Batch::new();
+            let (r, _lease) = self.gw.serve_in(&ctx, request, &batch);
+            match r {
+                Ok(out) => {
+                    // Queued; the run's `stop` record is written after it.
+                    drop(batch);
+                    Ok(out)
+                }
+                Err(e) => self.gw.settle(batch).and(Err(e)),
+            }
+        };
+        self.counts.note(change, &r);
+        r
+    }
+
+    /// The workspace path of `ino`.
+    pub(crate) fn path(&self, ino: INodeNo) -> Result<String, Errno> {
+        let nodes = self.nodes.lock().map_err(|_| Errno::EIO)?;
+        nodes.path(ino.0).ok_or(Errno::ESTALE)
+    }
+
+    /// The workspace path of `name` in `parent` (a name that is not UTF-8 is none the
+    /// gateway can name).
+    pub(crate) fn child(&self, parent: INodeNo, name: &OsStr) -> Result<(String, String), Errno> {
+        let name = name.to_str().ok_or(Errno::ENOENT)?;
+        let nodes = self.nodes.lock().map_err(|_| Errno::EIO)?;
+        let path = nodes.child_path(parent.0, name).ok_or(Errno::ESTALE)?;
+        Ok((path, name.to_string()))
+    }
+
+    /// `stat` of `path`: its node id and attributes. A refusal hides the name.
+    pub(crate) fn stat(&self, req: &Request, path: &str) -> Result<(u64, FileAttr), Errno> {
+        let op = Op::Stat {
+            path: path.to_string(),
+        };
+        match self.serve(req, op) {
+            Ok(Output::Stat { info, .. }) => {
+                let ino = if path == "/" {
+                    ROOT
+                } else {
+                    nodes::node_id(info.ino, info.times[2])
+                };
+                Ok((ino, self.owned(attr(ino, &info))))
+            }
+            Ok(_) => Err(Errno::EIO),
+            Err(e) => Err(errno(&e, Refusal::Hidden)),
+        }
+    }
+
+    /// [`stat`](Self::stat) of `name` in `parent`, remembered as a lookup the kernel
+    /// now holds.
+    pub(crate) fn look_up(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+    ) -> Result<FileAttr, Errno> {
+        let (path, name) = self.child(parent, name)?;
+        let (ino, attr) = self.stat(req, &path)?;
+        if let Ok(mut nodes) = self.nodes.lock() {
+            nodes.found(ino, parent.0, &name);
+        }
+        Ok(attr)
+    }
+}
+
+/// The attributes FUSE reports for `info`, as node `ino`.
+pub(crate) fn attr(ino: u64, info: &StatInfo) -> FileAttr {
+    let [mtime, atime, crtime] = info.times;
+    let (secs, nanos) = info.ctime;
+    let ctime = u64::try_from(secs)
+        .ok()
+        .map(|s| UNIX_EPOCH + Duration::new(s, u32::try_from(nanos).unwrap_or(0)))
+        .unwrap_or(UNIX_EPOCH);
+    FileAttr {
+        ino: INodeNo(ino),
+        size: info.size,
+        blocks: info.size.div_ceil(512),
+        atime: atime.unwrap_or(UNIX_EPOCH),
+        mtime: mtime.unwrap_or(UNIX_EPOCH),
+        ctime,
+        crtime: crtime.unwrap_or(UNIX_EPOCH),
+        kind: kind(info.kind),
+        perm: (info.mode & 0o7777) as u16,
+        nlink: u32::try_from(info.nlink).unwrap_or(u32::MAX),
+        uid: info.uid,
+        gid: info.gid,
+        rdev: 0,
+        blksize: 4096,
+        flags: 0,
+    }
+}
+
+/// The attributes of a file the view holds open (its own `fstat`, already decided).
+pub(crate) fn attr_of_file(ino: u64, meta: &std::fs::Metadata) -> FileAttr {
+    use std::os::unix::fs::MetadataExt;
+    let at = |secs: i64, nanos: i64| {
+        u64::try_from(secs)
+            .ok()
+            .map(|s| UNIX_EPOCH + Duration::new(s, u32::try_from(nanos).unwrap_or(0)))
+            .unwrap_or(UNIX_EPOCH)
+    };
+    FileAttr {
+        ino: INodeNo(ino),
+        size: meta.len(),
+        blocks: meta.blocks(),
+        atime: at(meta.atime(), meta.atime_nsec()),
+        mtime: at(meta.mtime(), meta.mtime_nsec()),
+        ctime: at(meta.ctime(), meta.ctime_nsec()),
+        crtime: meta.created().unwrap_or(UNIX_EPOCH),
+        kind: if meta.is_dir() {
+            FileType::Directory
+        } else {
+            FileType::RegularFile
+        },
+        perm: (meta.mode() & 0o7777) as u16,
+        nlink: u32::try_from(meta.nlink()).unwrap_or(u32::MAX),
+        uid: meta.uid(),
+        gid: meta.gid(),
+        rdev: 0,
+        blksize: 4096,
+        flags: 0,
+    }
+}
+
+/// What an entry is, as FUSE says it (a symlink is shown as what it leads to).
+pub(crate) fn kind(k: FileKind) -> FileType {
+    match k {
+        FileKind::Directory => FileType::Directory,
+        FileKind::File | FileKind::Symlink | FileKind::Other => FileType::RegularFile,
+    }
+}
+
+/// The generation every node has (inode numbers are not reused while the view runs
+/// as far as it knows).
+pub(crate) const GENERATION: Generation = Generation(0);

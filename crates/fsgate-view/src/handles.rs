@@ -1,0 +1,119 @@
+//! The open files and directories of the processes using the view.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A directory's entries, read whole at `opendir`: (node id, is a directory, name).
+pub(crate) type Listing = Vec<(u64, fuser::FileType, String)>;
+
+/// A file opened for writing: its private copy, applied through the gateway's write
+/// at flush, fsync or release, never before.
+#[derive(Debug)]
+pub(crate) struct Private {
+    /// The copy (an unnamed file in memory).
+    pub(crate) copy: File,
+    /// The node it was opened on (its path is looked up when it is applied: a rename
+    /// in between is followed).
+    pub(crate) ino: u64,
+    /// Changed since it was opened or last applied.
+    pub(crate) dirty: bool,
+}
+
+/// One open file or directory.
+#[derive(Debug)]
+pub(crate) enum Handle {
+    /// Opened for reading: the workspace's file itself, read at offsets; the node.
+    Read(Arc<File>, u64),
+    /// Opened for writing.
+    Write(Mutex<Private>),
+    /// An open directory.
+    Dir(Listing),
+}
+
+/// Every open handle, by the number the kernel gives back.
+#[derive(Debug, Default)]
+pub(crate) struct Handles {
+    next: AtomicU64,
+    open: Mutex<HashMap<u64, Arc<Handle>>>,
+}
+
+impl Handles {
+    /// Keeps `h`; its number.
+    pub(crate) fn add(&self, h: Handle) -> u64 {
+        let fh = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Ok(mut open) = self.open.lock() {
+            open.insert(fh, Arc::new(h));
+        }
+        fh
+    }
+
+    /// The handle numbered `fh`.
+    pub(crate) fn get(&self, fh: u64) -> Option<Arc<Handle>> {
+        self.open.lock().ok()?.get(&fh).cloned()
+    }
+
+    /// A file open for reading on node `ino`, if any.
+    pub(crate) fn read_of(&self, ino: u64) -> Option<Arc<File>> {
+        let open = self.open.lock().ok()?;
+        open.values().find_map(|h| match h.as_ref() {
+            Handle::Read(file, of) if *of == ino => Some(Arc::clone(file)),
+            _ => None,
+        })
+    }
+
+    /// Lets go of `fh`.
+    pub(crate) fn remove(&self, fh: u64) -> Option<Arc<Handle>> {
+        self.open.lock().ok()?.remove(&fh)
+    }
+}
+
+/// Reads up to `size` bytes of `file` at `offset`.
+pub(crate) fn read_at(file: &File, offset: u64, size: u32) -> std::io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; size as usize];
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(got);
+    Ok(buf)
+}
+
+/// A new private copy: an unnamed file in memory.
+pub(crate) fn private_copy() -> std::io::Result<File> {
+    use rustix::fs::{MemfdFlags, memfd_create};
+    Ok(File::from(memfd_create(
+        "fsgate-view",
+        MemfdFlags::CLOEXEC,
+    )?))
+}
+
+/// The whole of `file`, up to `limit` bytes (None: over it).
+pub(crate) fn whole(file: &File, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let len = file.metadata()?.len();
+    if len > limit {
+        return Ok(None);
+    }
+    let bytes = read_at(file, 0, u32::try_from(len).unwrap_or(u32::MAX))?;
+    Ok(Some(bytes))
+}
+
+/// Copies `from` whole into `to` (at its start).
+pub(crate) fn copy_into(from: &File, to: &File) -> std::io::Result<()> {
+    let mut offset = 0u64;
+    loop {
+        let chunk = read_at(from, offset, 1 << 20)?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        to.write_all_at(&chunk, offset)?;
+        offset += chunk.len() as u64;
+    }
+}

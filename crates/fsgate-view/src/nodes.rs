@@ -1,0 +1,164 @@
+//! The inodes the kernel holds: each node id is the file's real inode number with its
+//! birth time mixed into the top bits, remembered with the directory and name it was
+//! found under, so a request on it names a workspace path.
+//!
+//! Why not the inode number alone: a change through the gateway replaces a file (a new
+//! inode), and the filesystem soon gives the freed number to the next new file; the
+//! kernel, still holding the old number for the old name, would then read the new file
+//! through the old name (seen with git's lock files). With the birth time in it, a
+//! reused number is a new node id. The id is stable for one version of a file, which is
+//! what git compares (with made-up ids that change, it reads every file again).
+
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The root's node id (FUSE's own).
+pub(crate) const ROOT: u64 = 1;
+
+/// The deepest path walked up from a node: the kernel's `PATH_MAX` in one-byte names.
+const MAX_DEPTH: usize = 4096;
+
+/// Bits of the inode number kept whole (ext4, XFS and btrfs numbers fit).
+const INO_BITS: u32 = 40;
+
+/// The node id of a file with inode number `ino`, born at `born` (where the filesystem
+/// says; else the inode number alone). Never the root's id, never 0.
+pub(crate) fn node_id(ino: u64, born: Option<SystemTime>) -> u64 {
+    let nanos = born
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
+    let tag = if nanos == 0 {
+        0
+    } else {
+        (nanos.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> INO_BITS) << INO_BITS
+    };
+    match (ino & ((1 << INO_BITS) - 1)) | tag {
+        0 | ROOT => u64::MAX,
+        id => id,
+    }
+}
+
+#[derive(Debug)]
+struct Node {
+    parent: u64,
+    name: String,
+    /// Lookups the kernel has not forgotten yet.
+    lookups: u64,
+}
+
+/// Every node the kernel knows, and which node each (directory, name) holds now.
+#[derive(Debug, Default)]
+pub(crate) struct Nodes {
+    nodes: HashMap<u64, Node>,
+    names: HashMap<(u64, String), u64>,
+}
+
+impl Nodes {
+    /// The workspace path of `ino` (`/` for the root), if it is known.
+    pub(crate) fn path(&self, ino: u64) -> Option<String> {
+        let mut parts = Vec::new();
+        let mut at = ino;
+        while at != ROOT {
+            let node = self.nodes.get(&at)?;
+            parts.push(node.name.as_str());
+            at = node.parent;
+            if parts.len() > MAX_DEPTH {
+                return None;
+            }
+        }
+        let mut path = String::new();
+        for part in parts.iter().rev() {
+            path.push('/');
+            path.push_str(part);
+        }
+        if path.is_empty() {
+            path.push('/');
+        }
+        Some(path)
+    }
+
+    /// The workspace path of `name` in the directory `parent`.
+    pub(crate) fn child_path(&self, parent: u64, name: &str) -> Option<String> {
+        let mut path = self.path(parent)?;
+        if !path.ends_with('/') {
+            path.push('/');
+        }
+        path.push_str(name);
+        Some(path)
+    }
+
+    /// The kernel now holds one more lookup of `ino`, found as `name` in `parent`.
+    pub(crate) fn found(&mut self, ino: u64, parent: u64, name: &str) {
+        if ino == ROOT {
+            return;
+        }
+        let key = (parent, name.to_string());
+        self.names.insert(key, ino);
+        let node = self.nodes.entry(ino).or_insert_with(|| Node {
+            parent,
+            name: String::new(),
+            lookups: 0,
+        });
+        node.parent = parent;
+        node.name = name.to_string();
+        node.lookups += 1;
+    }
+
+    /// The kernel forgot `n` lookups of `ino`.
+    pub(crate) fn forget(&mut self, ino: u64, n: u64) {
+        let Some(node) = self.nodes.get_mut(&ino) else {
+            return;
+        };
+        node.lookups = node.lookups.saturating_sub(n);
+        if node.lookups == 0 {
+            let key = (node.parent, std::mem::take(&mut node.name));
+            if self.names.get(&key) == Some(&ino) {
+                self.names.remove(&key);
+            }
+            self.nodes.remove(&ino);
+        }
+    }
+
+    /// `name` in `parent` was removed.
+    pub(crate) fn removed(&mut self, parent: u64, name: &str) {
+        self.names.remove(&(parent, name.to_string()));
+    }
+
+    /// `name` in `parent` is now `new_name` in `new_parent`.
+    pub(crate) fn moved(&mut self, from: (u64, &str), to: (u64, &str)) {
+        self.names.remove(&(to.0, to.1.to_string()));
+        let Some(ino) = self.names.remove(&(from.0, from.1.to_string())) else {
+            return;
+        };
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.parent = to.0;
+            node.name = to.1.to_string();
+        }
+        self.names.insert((to.0, to.1.to_string()), ino);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_is_named_by_its_path_and_follows_a_rename() {
+        let mut n = Nodes::default();
+        assert_eq!(n.path(ROOT).as_deref(), Some("/"));
+        n.found(10, ROOT, "src");
+        n.found(11, 10, "a.rs");
+        assert_eq!(n.path(11).as_deref(), Some("/src/a.rs"));
+        assert_eq!(n.child_path(ROOT, "x").as_deref(), Some("/x"));
+        n.moved((ROOT, "src"), (ROOT, "lib"));
+        assert_eq!(n.path(11).as_deref(), Some("/lib/a.rs"));
+        n.forget(11, 1);
+        assert_eq!(n.path(11), None);
+        assert_eq!(node_id(ROOT, None), u64::MAX);
+        // A reused inode number is another node when the file was born later.
+        let t = |s| Some(UNIX_EPOCH + std::time::Duration::from_secs(s));
+        assert_ne!(node_id(77, t(1_000)), node_id(77, t(1_001)));
+        assert_eq!(node_id(77, t(1_000)), node_id(77, t(1_000)));
+        assert_eq!(node_id(77, None), 77);
+    }
+}

@@ -1,0 +1,115 @@
+//! Who asked: the process a FUSE request came from, named from `/proc` by its pid (the
+//! request header's), its parent, executable and arguments. Each is the process's own
+//! choice, so each is bounded here and written as a JSON string (escaped); the audit
+//! log and every person-facing output escape them again as any agent-chosen text.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Arguments named at most, and bytes kept of each.
+const MAX_ARGS: usize = 16;
+const MAX_ARG_BYTES: usize = 256;
+/// How long a name is reused for the same pid (a process that execs is named anew).
+const FRESH: Duration = Duration::from_millis(250);
+/// Processes remembered at most.
+const MAX_CACHED: usize = 512;
+
+/// Names processes, remembering the last few.
+#[derive(Debug, Default)]
+pub(crate) struct Peers {
+    cache: Mutex<HashMap<u32, (Instant, String)>>,
+}
+
+impl Peers {
+    /// The name of process `pid`.
+    pub(crate) fn name(&self, pid: u32) -> String {
+        let now = Instant::now();
+        if let Ok(cache) = self.cache.lock()
+            && let Some((at, name)) = cache.get(&pid)
+            && now.duration_since(*at) < FRESH
+        {
+            return name.clone();
+        }
+        let name = describe(pid);
+        if let Ok(mut cache) = self.cache.lock() {
+            if cache.len() >= MAX_CACHED {
+                cache.clear();
+            }
+            cache.insert(pid, (now, name.clone()));
+        }
+        name
+    }
+}
+
+/// `pid 12 ppid 3 exe "/usr/bin/cat" argv ["cat",".env"]` (`comm "cat"` where the
+/// executable cannot be read), or as much as `/proc` tells.
+fn describe(pid: u32) -> String {
+    let dir = format!("/proc/{pid}");
+    let mut out = format!("pid {pid}");
+    if let Some(ppid) = std::fs::read_to_string(format!("{dir}/stat"))
+        .ok()
+        .and_then(|s| parent_of(&s))
+    {
+        out.push_str(&format!(" ppid {ppid}"));
+    }
+    // The executable's link needs ptrace rights over the process, which the confined
+    // gateway may not have; its command name (`comm`) needs none.
+    if let Ok(exe) = std::fs::read_link(format!("{dir}/exe")) {
+        out.push_str(" exe ");
+        out.push_str(&quoted(&exe.to_string_lossy()));
+    } else if let Ok(comm) = std::fs::read_to_string(format!("{dir}/comm")) {
+        out.push_str(" comm ");
+        out.push_str(&quoted(comm.trim_end_matches('\n')));
+    }
+    if let Ok(raw) = std::fs::read(format!("{dir}/cmdline")) {
+        out.push_str(" argv ");
+        out.push_str(&argv(&raw));
+    }
+    out
+}
+
+/// The parent's pid from `/proc/PID/stat` (after the command name, which may hold
+/// spaces and parentheses: the last `)` ends it).
+fn parent_of(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `cmdline`'s NUL-separated arguments as a JSON list, bounded.
+fn argv(raw: &[u8]) -> String {
+    let all: Vec<&[u8]> = raw.split(|b| *b == 0).filter(|a| !a.is_empty()).collect();
+    let mut list: Vec<String> = all
+        .iter()
+        .take(MAX_ARGS)
+        .map(|a| fsgate_base::text::head(&String::from_utf8_lossy(a), MAX_ARG_BYTES).to_string())
+        .collect();
+    if all.len() > MAX_ARGS {
+        list.push(format!("... {} more", all.len() - MAX_ARGS));
+    }
+    serde_json::to_string(&list).unwrap_or_default()
+}
+
+fn quoted(s: &str) -> String {
+    serde_json::to_string(fsgate_base::text::head(s, MAX_ARG_BYTES)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_is_named_bounded_and_escaped() {
+        assert_eq!(parent_of("12 (a) b) S 7 12 12"), Some(7));
+        let raw = b"cat\0.env\0\x1b[31m\0";
+        assert_eq!(argv(raw), r#"["cat",".env","\u001b[31m"]"#);
+        let many: Vec<u8> = (0..40).flat_map(|_| b"x\0".to_vec()).collect();
+        assert!(argv(&many).ends_with(r#""... 24 more"]"#));
+        let me = describe(std::process::id());
+        assert!(
+            me.starts_with(&format!("pid {}", std::process::id())),
+            "{me}"
+        );
+        assert!(me.contains(" exe "), "{me}");
+    }
+}

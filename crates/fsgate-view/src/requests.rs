@@ -1,0 +1,538 @@
+//! The FUSE requests a process makes through the view, each as the gateway's operation.
+
+use std::ffi::OsStr;
+
+use fsgate_gateway::ops::{Op, Output};
+use fuser::{
+    Errno, FileHandle, FileType, Filesystem, FopenFlags, INodeNo, LockOwner, OpenAccMode,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
+};
+
+use crate::errno::{Refusal, errno};
+use crate::fs::{GENERATION, TTL, View, kind};
+use crate::handles::{self, Handle, Listing};
+use crate::nodes::{self, ROOT};
+
+impl Filesystem for View {
+    /// Asks the kernel to pass `O_TRUNC` on to `open` (else it truncates with a
+    /// separate request that names no open file, which would change the file at once,
+    /// before the content that replaces it is decided); and, where it can, to let a
+    /// private copy (opened without its page cache) be mapped shared.
+    fn init(&mut self, _req: &Request, config: &mut fuser::KernelConfig) -> std::io::Result<()> {
+        config
+            .add_capabilities(fuser::InitFlags::FUSE_ATOMIC_O_TRUNC)
+            .map_err(|_| std::io::Error::other("the kernel cannot pass O_TRUNC to open"))?;
+        let _ = config.add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        Ok(())
+    }
+
+    fn access(&self, _req: &Request, _ino: INodeNo, _mask: fuser::AccessFlags, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn getxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _size: u32,
+        reply: fuser::ReplyXattr,
+    ) {
+        View::no_xattrs(|e| reply.error(e));
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: fuser::ReplyXattr) {
+        View::no_xattrs(|e| reply.error(e));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        View::no_xattrs(|e| reply.error(e));
+    }
+
+    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        View::no_xattrs(|e| reply.error(e));
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _link_name: &OsStr,
+        _target: &std::path::Path,
+        reply: ReplyEntry,
+    ) {
+        // No operation of the gateway's makes a link (git, for one, then does without).
+        reply.error(Errno::EPERM);
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _newparent: INodeNo,
+        _newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        reply.error(Errno::EPERM);
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: fuser::ReplyStatfs) {
+        // The workspace's filesystem, as it is (`df` in the view, free-space checks).
+        match rustix::fs::statvfs(&self.root) {
+            Ok(v) => reply.statfs(
+                v.f_blocks,
+                v.f_bfree,
+                v.f_bavail,
+                v.f_files,
+                v.f_ffree,
+                u32::try_from(v.f_bsize).unwrap_or(4096),
+                u32::try_from(v.f_namemax).unwrap_or(255),
+                u32::try_from(v.f_frsize).unwrap_or(4096),
+            ),
+            Err(e) => reply.error(Errno::from(std::io::Error::from(e))),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        // A file of the view is no terminal (isatty asks with TCGETS).
+        reply.error(Errno::ENOTTY);
+    }
+
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match self.look_up(req, parent, name) {
+            Ok(attr) => reply.entry(&TTL, &attr, GENERATION),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        if let Ok(mut nodes) = self.nodes.lock() {
+            nodes.forget(ino.0, nlookup);
+        }
+    }
+
+    fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.attr_of(req, ino, fh) {
+            Ok(attr) => reply.attr(&TTL, &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn setattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<fuser::TimeOrNow>,
+        _mtime: Option<fuser::TimeOrNow>,
+        _ctime: Option<std::time::SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<std::time::SystemTime>,
+        _chgtime: Option<std::time::SystemTime>,
+        _bkuptime: Option<std::time::SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let done = self
+            .set_owner_mode(req, ino, mode, (uid, gid))
+            .and_then(|()| match size {
+                Some(size) => self.truncate(req, ino, fh, size),
+                None => Ok(()),
+            })
+            .and_then(|()| self.attr_of(req, ino, fh));
+        match done {
+            Ok(attr) => reply.attr(&TTL, &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.list(req, ino) {
+            Ok(listing) => reply.opened(
+                FileHandle(self.handles.add(Handle::Dir(listing))),
+                FopenFlags::empty(),
+            ),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let Some(handle) = self.handles.get(fh.0) else {
+            return reply.error(Errno::EBADF);
+        };
+        let Handle::Dir(listing) = handle.as_ref() else {
+            return reply.error(Errno::ENOTDIR);
+        };
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        for (i, (ino, kind, name)) in listing.iter().enumerate().skip(start) {
+            if reply.add(INodeNo(*ino), (i + 1) as u64, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.handles.remove(fh.0);
+        reply.ok();
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let opened = match flags.acc_mode() {
+            OpenAccMode::O_RDONLY => self.open_read(req, ino).map(|f| Handle::Read(f, ino.0)),
+            OpenAccMode::O_WRONLY | OpenAccMode::O_RDWR => {
+                let truncate = flags.0 & libc::O_TRUNC != 0;
+                self.open_write(req, ino, truncate)
+            }
+        };
+        match opened {
+            Ok(h) => {
+                let flags = open_flags(&h);
+                reply.opened(FileHandle(self.handles.add(h)), flags)
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let Some(handle) = self.handles.get(fh.0) else {
+            return reply.error(Errno::EBADF);
+        };
+        let read = match handle.as_ref() {
+            Handle::Read(file, _) => handles::read_at(file, offset, size),
+            Handle::Write(p) => match p.lock() {
+                Ok(p) => handles::read_at(&p.copy, offset, size),
+                Err(_) => return reply.error(Errno::EIO),
+            },
+            Handle::Dir(_) => return reply.error(Errno::EISDIR),
+        };
+        match read {
+            Ok(bytes) => reply.data(&bytes),
+            Err(e) => reply.error(Errno::from(e)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match self.write_private(fh, offset, data) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        match self.apply(req, fh) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fsync(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _ds: bool, reply: ReplyEmpty) {
+        match self.apply(req, fh) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn release(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        // A copy not applied yet (no flush came) is applied now; its refusal reaches
+        // no one but the record.
+        let applied = self.apply(req, fh);
+        self.handles.remove(fh.0);
+        match applied {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        match self.create_file(req, parent, name) {
+            Ok((attr, fh)) => reply.created(&TTL, &attr, GENERATION, FileHandle(fh), PRIVATE_COPY),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let made = self.child(parent, name).and_then(|(path, _)| {
+            self.change(
+                req,
+                Op::Mkdir {
+                    path,
+                    recursive: false,
+                },
+            )
+        });
+        match made.and_then(|()| self.look_up(req, parent, name)) {
+            Ok(attr) => reply.entry(&TTL, &attr, GENERATION),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.remove(req, parent, name, reply);
+    }
+
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.remove(req, parent, name, reply);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn rename(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        // RENAME_NOREPLACE and RENAME_EXCHANGE are no operation of the gateway's.
+        if flags != RenameFlags::empty() {
+            return reply.error(Errno::EINVAL);
+        }
+        let moved = self.child(parent, name).and_then(|(from, from_name)| {
+            let (to, to_name) = self.child(newparent, newname)?;
+            self.change(req, Op::Rename { from, to })?;
+            if let Ok(mut nodes) = self.nodes.lock() {
+                nodes.moved((parent.0, &from_name), (newparent.0, &to_name));
+            }
+            Ok(())
+        });
+        match moved {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+}
+
+/// Requests the view answers without the gateway: `access` (each open is decided when
+/// it comes), extended attributes (none: the kernel then stops asking) and `statfs`.
+impl View {
+    pub(crate) fn no_xattrs(reply: impl FnOnce(Errno)) {
+        reply(Errno::ENOSYS);
+    }
+}
+
+/// How a file opened for writing is opened: past the page cache, which the other
+/// handles of the file share, so that what is written reaches none of them before it
+/// is applied (nor ever, if it is refused).
+const PRIVATE_COPY: FopenFlags = FopenFlags::FOPEN_DIRECT_IO;
+
+fn open_flags(h: &Handle) -> FopenFlags {
+    match h {
+        Handle::Write(_) => PRIVATE_COPY,
+        Handle::Read(..) | Handle::Dir(_) => FopenFlags::empty(),
+    }
+}
+
+impl View {
+    /// The attributes of `ino`; of an open private copy, its size now.
+    fn attr_of(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: Option<FileHandle>,
+    ) -> Result<fuser::FileAttr, Errno> {
+        let handle = fh.and_then(|fh| self.handles.get(fh.0));
+        let stated = self.path(ino).and_then(|path| self.stat(req, &path));
+        let mut attr = match stated {
+            Ok((_, attr)) => attr,
+            // Gone from its name (removed, or replaced: `fstat` names no open file): a
+            // file still open for reading answers for itself.
+            Err(e) => {
+                let open = self.handles.read_of(ino.0).ok_or(e)?;
+                let meta = open.metadata().map_err(Errno::from)?;
+                return Ok(self.owned(crate::fs::attr_of_file(ino.0, &meta)));
+            }
+        };
+        attr.ino = ino;
+        if let Some(h) = &handle
+            && let Handle::Write(p) = h.as_ref()
+            && let Ok(p) = p.lock()
+        {
+            attr.size = p.copy.metadata().map_err(Errno::from)?.len();
+            attr.blocks = attr.size.div_ceil(512);
+        }
+        Ok(attr)
+    }
+
+    /// A change of owner or mode: not an operation the gateway has yet (refused, and the
+    /// same mode asked again is no change).
+    fn set_owner_mode(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        owner: (Option<u32>, Option<u32>),
+    ) -> Result<(), Errno> {
+        if mode.is_none() && owner == (None, None) {
+            return Ok(());
+        }
+        let attr = self.attr_of(req, ino, None)?;
+        let same_mode = mode.is_none_or(|m| (m & 0o7777) as u16 == attr.perm);
+        let same_owner =
+            owner.0.is_none_or(|u| u == attr.uid) && owner.1.is_none_or(|g| g == attr.gid);
+        if same_mode && same_owner {
+            Ok(())
+        } else {
+            Err(Errno::EPERM)
+        }
+    }
+
+    /// The entries of directory `ino`, every page of its listing, with `.` and `..`.
+    fn list(&self, req: &Request, ino: INodeNo) -> Result<Listing, Errno> {
+        let path = self.path(ino)?;
+        let mut listing: Listing = vec![
+            (ino.0, FileType::Directory, ".".into()),
+            (ROOT, FileType::Directory, "..".into()),
+        ];
+        let mut cursor = None;
+        loop {
+            let op = Op::Ls {
+                path: path.clone(),
+                cursor: cursor.take(),
+            };
+            match self.serve(req, op) {
+                Ok(Output::Entries { entries, next, .. }) => {
+                    listing.extend(entries.into_iter().map(|e| {
+                        // The birth time is not listed: a listing's d_ino is the real
+                        // inode number (stat's is the node id, see nodes.rs).
+                        let id =
+                            e.id.map_or(u64::MAX - 1, |(_, ino)| nodes::node_id(ino, None));
+                        (id, kind(e.kind), e.name.to_string())
+                    }));
+                    match next {
+                        Some(n) => cursor = Some(n),
+                        None => return Ok(listing),
+                    }
+                }
+                Ok(_) => return Err(Errno::EIO),
+                Err(e) => return Err(errno(&e, Refusal::Hidden)),
+            }
+        }
+    }
+
+    fn remove(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let removed = self.child(parent, name).and_then(|(path, name)| {
+            self.change(
+                req,
+                Op::Rm {
+                    path,
+                    recursive: false,
+                },
+            )?;
+            if let Ok(mut nodes) = self.nodes.lock() {
+                nodes.removed(parent.0, &name);
+            }
+            Ok(())
+        });
+        match removed {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    /// Serves a change; its refusal is EACCES (or what the workspace said).
+    pub(crate) fn change(&self, req: &Request, op: Op) -> Result<(), Errno> {
+        self.serve(req, op)
+            .map(|_| ())
+            .map_err(|e| errno(&e, Refusal::Denied))
+    }
+}

@@ -1,0 +1,162 @@
+//! The write path: a file opened for writing is a private copy (an unnamed file in
+//! memory), applied as one `write` of the gateway when it is closed, synced or released,
+//! so that a refused write changes nothing and fails where the process can see it.
+
+use std::ffi::OsStr;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
+
+use fsgate_gateway::ops::{Op, OpenAccess, Output};
+use fuser::{Errno, FileHandle, INodeNo, Request};
+
+use crate::errno::{Refusal, errno};
+use crate::fs::View;
+use crate::handles::{self, Handle, Private};
+
+impl View {
+    /// The read's decision on `ino`, and the file opened for it.
+    pub(crate) fn open_read(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+    ) -> Result<Arc<std::fs::File>, Errno> {
+        self.opened(req, ino, OpenAccess::Read)?.ok_or(Errno::EIO)
+    }
+
+    /// The gateway's decision on opening `ino` for `access`: the file, where it is read.
+    fn opened(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        access: OpenAccess,
+    ) -> Result<Option<Arc<std::fs::File>>, Errno> {
+        let path = self.path(ino)?;
+        match self.serve(req, Op::Open { path, access }) {
+            Ok(Output::Opened(file)) => Ok(Some(file)),
+            Ok(Output::Unit) if access == OpenAccess::Write => Ok(None),
+            Ok(_) => Err(Errno::EIO),
+            Err(e) => Err(errno(&e, Refusal::Denied)),
+        }
+    }
+
+    /// A private copy of `ino` to write, once the write's decision on its path allows
+    /// it (a refusal is the open's errno): its content (read under the read's decision)
+    /// unless the open truncates it.
+    pub(crate) fn open_write(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        truncate: bool,
+    ) -> Result<Handle, Errno> {
+        let access = if truncate {
+            OpenAccess::Write
+        } else {
+            OpenAccess::ReadWrite
+        };
+        let held = self.opened(req, ino, access)?;
+        let copy = handles::private_copy().map_err(Errno::from)?;
+        if let Some(file) = held {
+            handles::copy_into(&file, &copy).map_err(Errno::from)?;
+        }
+        Ok(Handle::Write(Mutex::new(Private {
+            copy,
+            ino: ino.0,
+            dirty: truncate,
+        })))
+    }
+
+    pub(crate) fn write_private(
+        &self,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<u32, Errno> {
+        let handle = self.handles.get(fh.0).ok_or(Errno::EBADF)?;
+        let Handle::Write(p) = handle.as_ref() else {
+            return Err(Errno::EBADF);
+        };
+        let max = self.gw.policy().limits().max_write_bytes;
+        if offset.saturating_add(data.len() as u64) > max {
+            return Err(Errno::EFBIG);
+        }
+        let mut p = p.lock().map_err(|_| Errno::EIO)?;
+        p.copy.write_all_at(data, offset).map_err(Errno::from)?;
+        p.dirty = true;
+        Ok(u32::try_from(data.len()).unwrap_or(u32::MAX))
+    }
+
+    /// Applies a changed private copy as one write through the gateway (backup,
+    /// intent, content rules, outcome). A refusal is the errno of this close or fsync;
+    /// the file keeps what it had.
+    pub(crate) fn apply(&self, req: &Request, fh: FileHandle) -> Result<(), Errno> {
+        let Some(handle) = self.handles.get(fh.0) else {
+            return Ok(());
+        };
+        let Handle::Write(p) = handle.as_ref() else {
+            return Ok(());
+        };
+        let mut p = p.lock().map_err(|_| Errno::EIO)?;
+        if !p.dirty {
+            return Ok(());
+        }
+        let max = self.gw.policy().limits().max_write_bytes;
+        let content = handles::whole(&p.copy, max)
+            .map_err(Errno::from)?
+            .ok_or(Errno::EFBIG)?;
+        let path = self.path(INodeNo(p.ino))?;
+        // Refused or not, this copy has been decided: the next close does not ask again.
+        p.dirty = false;
+        self.change(req, Op::WriteBytes { path, content })
+    }
+
+    /// Truncates `ino` to `size`: its open private copy, or the file (one write).
+    pub(crate) fn truncate(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: Option<FileHandle>,
+        size: u64,
+    ) -> Result<(), Errno> {
+        if let Some(h) = fh.and_then(|fh| self.handles.get(fh.0))
+            && let Handle::Write(p) = h.as_ref()
+        {
+            let mut p = p.lock().map_err(|_| Errno::EIO)?;
+            p.copy.set_len(size).map_err(Errno::from)?;
+            p.dirty = true;
+            return Ok(());
+        }
+        let mut content = Vec::new();
+        if size > 0 {
+            let file = self.open_read(req, ino)?;
+            content = handles::read_at(&file, 0, u32::try_from(size).map_err(|_| Errno::EFBIG)?)
+                .map_err(Errno::from)?;
+        }
+        content.resize(usize::try_from(size).map_err(|_| Errno::EFBIG)?, 0);
+        let path = self.path(ino)?;
+        self.change(req, Op::WriteBytes { path, content })
+    }
+
+    /// A new empty file (a change of its own), open for writing.
+    pub(crate) fn create_file(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+    ) -> Result<(fuser::FileAttr, u64), Errno> {
+        let (path, _) = self.child(parent, name)?;
+        self.change(
+            req,
+            Op::WriteBytes {
+                path,
+                content: Vec::new(),
+            },
+        )?;
+        let attr = self.look_up(req, parent, name)?;
+        let private = Private {
+            copy: handles::private_copy().map_err(Errno::from)?,
+            ino: attr.ino.0,
+            dirty: false,
+        };
+        Ok((attr, self.handles.add(Handle::Write(Mutex::new(private)))))
+    }
+}

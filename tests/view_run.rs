@@ -1,0 +1,827 @@
+//! `fsgate run`: real commands through the filesystem view, as root (docs/run.md).
+//! Each runs `fsgate run` on a fresh workspace, with its audit log and backups outside.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::common::{bin, canonical_tempdir};
+
+/// A workspace with `.env` (a secret), `a.txt` and `b.txt`, and a state dir beside it.
+struct Ws {
+    root: PathBuf,
+    state: PathBuf,
+    _dirs: (TempDir, TempDir),
+}
+
+const SECRET: &str = "hunter2-view-secret";
+
+impl Ws {
+    fn new() -> Ws {
+        let (d1, root) = canonical_tempdir("fsgate-view-ws");
+        let (d2, state) = canonical_tempdir("fsgate-view-state");
+        std::fs::write(root.join(".env"), format!("TOKEN={SECRET}\n")).expect("write");
+        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
+        std::fs::write(root.join("b.txt"), "keep\n").expect("write");
+        Ws {
+            root,
+            state,
+            _dirs: (d1, d2),
+        }
+    }
+
+    fn log(&self) -> PathBuf {
+        self.state.join("audit.jsonl")
+    }
+
+    fn state_args(&self) -> Vec<String> {
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        vec![
+            "--workspace".into(),
+            s(&self.root),
+            "--audit-log".into(),
+            s(&self.log()),
+            "--backup-dir".into(),
+            s(&self.state.join("backups")),
+        ]
+    }
+
+    /// `fsgate run ... -- COMMAND` in the workspace; its output (60 s at most).
+    fn run(&self, command: &[&str]) -> Output {
+        let mut cmd = Command::new(bin());
+        cmd.arg("run")
+            .args(self.state_args())
+            .arg("--")
+            .args(command);
+        cmd.current_dir(&self.root);
+        finished(cmd)
+    }
+
+    /// `sh -c SCRIPT` through the view.
+    fn sh(&self, script: &str) -> Output {
+        self.run(&["sh", "-c", script])
+    }
+
+    /// The audit log's records.
+    fn records(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.log()).expect("audit log");
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("a record"))
+            .collect()
+    }
+}
+
+/// Runs `cmd` to its end (killed after 60 s: no test hangs).
+fn finished(mut cmd: Command) -> Output {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn fsgate");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "fsgate run did not end in 60 s; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The run's session id, from its last line on stderr.
+fn session_of(out: &Output) -> String {
+    let err = text(&out.stderr);
+    let at = err
+        .rfind("--session ")
+        .expect("the undo line names the session");
+    err[at + "--session ".len()..]
+        .split_whitespace()
+        .next()
+        .expect("a session id")
+        .to_string()
+}
+
+#[test]
+fn view_a_hidden_secret_does_not_exist_and_an_allowed_file_reads() {
+    let ws = Ws::new();
+    let out =
+        ws.sh("cat .env; echo cat=$?; ls -a; cat a.txt; df -P . | tail -n 1 | grep -c fsgate");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("cat=1"), "{stdout}");
+    assert!(
+        stderr.contains(".env: No such file or directory"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains(SECRET) && !stderr.contains(SECRET));
+    let names: Vec<&str> = stdout.lines().collect();
+    assert!(
+        names.contains(&"a.txt") && names.contains(&"b.txt"),
+        "{stdout}"
+    );
+    assert!(!names.contains(&".env"), "ls -a shows the secret: {stdout}");
+    assert!(stdout.contains("hello"), "{stdout}");
+    // df answers for the view (the workspace's own filesystem's figures).
+    assert!(stdout.ends_with("1\n"), "{stdout}");
+    // What the command saw and what it did, said on stderr at start and end.
+    assert!(stderr.contains("through fsgate's view"), "{stderr}");
+    assert!(stderr.contains("1 refused"), "{stderr}");
+    let log = std::fs::read_to_string(ws.log()).expect("log");
+    assert!(!log.contains(SECRET));
+}
+
+#[test]
+fn view_a_new_file_is_a_recorded_change_naming_the_process() {
+    let ws = Ws::new();
+    let out = ws.sh("echo hi > notes.txt");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("notes.txt")).expect("notes"),
+        "hi\n"
+    );
+    let session = session_of(&out);
+    let writes: Vec<Value> = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "write_text_file" && r["path"] == "notes.txt")
+        .filter(|r| r["session"] == session.as_str())
+        .collect();
+    assert!(
+        writes.iter().any(|r| r["outcome"] == "ok"),
+        "no write record: {writes:?}"
+    );
+    // Recorded ahead (an intent) and naming the process that asked.
+    assert!(writes.iter().any(|r| r["kind"] == "intent"), "{writes:?}");
+    let peer = writes[0]["peer"].as_str().expect("peer");
+    assert!(
+        peer.starts_with("pid ") && peer.contains(" ppid "),
+        "{peer}"
+    );
+    assert!(
+        peer.contains(r#"comm "sh""#) || peer.contains(r#"exe ""#),
+        "{peer}"
+    );
+    assert!(
+        peer.contains(r#"argv ["sh","-c","echo hi > notes.txt"]"#),
+        "{peer}"
+    );
+    assert_eq!(writes[0]["transport"], "view");
+}
+
+#[test]
+fn view_a_write_of_secret_content_fails_at_close_and_the_file_keeps_its_content() {
+    let ws = Ws::new();
+    let key = ["AKIA", "UJZDEGXDNCF32EPF"].concat();
+    // The key is put together by the script: its argv (recorded) does not hold it.
+    let script = "import errno\nf = open('b.txt', 'w')\nf.write('key = ' + 'AKIA' + 'UJZDEGXDNCF32EPF' + '\\n')\ntry:\n    f.close()\n    print('closed')\nexcept OSError as e:\n    print('refused', e.errno == errno.EACCES)\n";
+    let out = ws.run(&["python3", "-c", script]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("refused True"),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
+        "keep\n"
+    );
+    let log = std::fs::read_to_string(ws.log()).expect("log");
+    assert!(!log.contains(&key), "the refused content reached the log");
+    assert!(
+        text(&out.stderr).contains("1 refused"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn view_a_removal_is_backed_up_and_undone_by_the_runs_session() {
+    let ws = Ws::new();
+    let out = ws.sh("rm a.txt && echo removed");
+    assert!(
+        text(&out.stdout).contains("removed"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!ws.root.join("a.txt").exists());
+    let session = session_of(&out);
+    let mut undo = Command::new(bin());
+    undo.arg("undo")
+        .args(ws.state_args())
+        .args(["--session", &session]);
+    let undone = finished(undo);
+    assert!(undone.status.success(), "{}", text(&undone.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.txt")).expect("a"),
+        "hello\n"
+    );
+}
+
+#[test]
+fn view_the_commands_exit_status_is_fsgates_and_it_cannot_unmount_the_view() {
+    let ws = Ws::new();
+    let out = ws.sh("umount \"$PWD\" 2>/dev/null; echo umount=$?; \
+         grep -c fuse.fsgate /proc/self/mountinfo; \
+         gw=$(cut -d' ' -f4 /proc/$PPID/stat); \
+         echo gateway=$(grep -c fuse.fsgate /proc/$gw/mountinfo); \
+         cat .env 2>/dev/null; exit 7");
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(!stdout.contains("umount=0"), "{stdout}");
+    assert!(!stdout.contains(SECRET), "{stdout}");
+    let mut lines = stdout.lines().skip(1);
+    assert_eq!(
+        lines.next(),
+        Some("1"),
+        "the view is mounted once: {stdout}"
+    );
+    assert_eq!(
+        lines.next(),
+        Some("gateway=0"),
+        "the gateway sees no view: {stdout}"
+    );
+}
+
+#[test]
+fn view_python_runs_a_test_that_reads_and_writes() {
+    let ws = Ws::new();
+    std::fs::write(
+        ws.root.join("test_app.py"),
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_reads_and_writes(self):\n        with open('a.txt') as f:\n            self.assertEqual(f.read(), 'hello\\n')\n        with open('result.txt', 'w') as f:\n            f.write('passed\\n')\n        with open('result.txt') as f:\n            self.assertEqual(f.read(), 'passed\\n')\n\nunittest.main()\n",
+    )
+    .expect("write");
+    let out = ws.run(&["python3", "test_app.py"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("result.txt")).expect("result"),
+        "passed\n"
+    );
+}
+
+#[test]
+fn view_git_init_add_and_commit_work_where_the_policy_lets_git_in() {
+    let ws = Ws::new();
+    // The default policy hides .git; this one names only dotenv files as secrets.
+    let default = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml"),
+    )
+    .expect("default policy");
+    let (start, end) = (
+        default.find("\n[secrets]\n").expect("[secrets]"),
+        default.find("\n[limits]\n").expect("[limits]"),
+    );
+    let policy = format!(
+        "{}\n[secrets]\nbuiltin = false\npatterns = [{{ id = \"dotenv\", regex = '^\\.env' }}]\n{}",
+        &default[..start],
+        &default[end..]
+    );
+    let policy_file = ws.state.join("git.toml");
+    std::fs::write(&policy_file, policy).expect("policy");
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(ws.state_args())
+        .arg("--policy")
+        .arg(&policy_file)
+        .args(["--", "sh", "-c"])
+        .arg(
+            "git init -q . && git add a.txt && git commit -qm first && \
+             echo more >> a.txt && git commit -qam second && git status --short && \
+             git log --format=%s",
+        )
+        .current_dir(&ws.root);
+    for (k, v) in [
+        ("GIT_AUTHOR_NAME", "a"),
+        ("GIT_AUTHOR_EMAIL", "a@example.com"),
+        ("GIT_COMMITTER_NAME", "a"),
+        ("GIT_COMMITTER_EMAIL", "a@example.com"),
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+    ] {
+        cmd.env(k, v);
+    }
+    let out = finished(cmd);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    // b.txt untracked; .env never seen, so never listed.
+    assert_eq!(stdout, "?? b.txt\nsecond\nfirst\n", "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.txt")).expect("a"),
+        "hello\nmore\n"
+    );
+}
+
+/// Without /dev/fuse (hidden by an empty /dev in a mount namespace of the test's own),
+/// fsgate says what is missing and the command is never run.
+#[test]
+fn view_without_dev_fuse_the_command_is_not_run() {
+    let ws = Ws::new();
+    let marker = ws.root.join("ran");
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount -t tmpfs none /dev && exec "$@""#)
+        .arg("sh")
+        .arg(bin())
+        .arg("run")
+        .args(ws.state_args())
+        .args(["--", "touch"])
+        .arg(&marker)
+        .current_dir(&ws.root);
+    let out = finished(cmd);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("cannot open /dev/fuse"), "{stderr}");
+    assert!(stderr.contains("the command was not run"), "{stderr}");
+    assert!(!marker.exists(), "the command ran without the view");
+}
+
+/// SIGTERM to fsgate reaches the command, whose exit status is fsgate's.
+#[test]
+fn view_a_signal_to_fsgate_reaches_the_command() {
+    use std::io::BufRead;
+    let ws = Ws::new();
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(ws.state_args())
+        .args(["--", "sh", "-c"])
+        .arg("trap 'echo got; exit 3' TERM; echo ready; while :; do sleep 0.05; done")
+        .current_dir(&ws.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let ready = rx.recv_timeout(Duration::from_secs(30));
+    if ready.as_deref() != Ok("ready") {
+        let _ = child.kill();
+        panic!("the command did not start: {ready:?}");
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("fsgate run did not end after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(3));
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(5)).as_deref(),
+        Ok("got")
+    );
+}
+
+/// The gateway's own view of the filesystem is out of the command's reach: its working
+/// directory, its root and its descriptors under /proc lead to the real workspace, and
+/// the command holds no right to follow them (it may list the descriptors' numbers).
+#[test]
+fn view_the_command_cannot_reach_the_real_directory_through_the_gateways_proc() {
+    let ws = Ws::new();
+    // The command's parent is fsgate's child in the view; the gateway is its parent.
+    let out = ws.sh("gw=$(cut -d' ' -f4 /proc/$PPID/stat); \
+         cat /proc/$gw/cwd/.env; echo cwd=$?; \
+         cat \"/proc/$gw/root$PWD/.env\"; echo root=$?; \
+         echo fds=$(ls /proc/$gw/fd | wc -l); n=0; \
+         for f in /proc/$gw/fd/*; do \
+           ls \"$f/\" >/dev/null 2>&1 && n=$((n+1)); cat \"$f/.env\" 2>/dev/null; \
+         done; echo followed=$n");
+    let stdout = text(&out.stdout);
+    let err = text(&out.stderr);
+    assert!(!stdout.contains(SECRET), "{stdout}");
+    for probe in ["cwd", "root"] {
+        assert!(
+            stdout.contains(&format!("{probe}=")) && !stdout.contains(&format!("{probe}=0")),
+            "{probe}: {stdout}\n{err}"
+        );
+    }
+    assert!(
+        !stdout.contains("fds=0") && stdout.contains("fds="),
+        "{stdout}\n{err}"
+    );
+    assert!(stdout.contains("followed=0"), "{stdout}\n{err}");
+}
+
+/// A file open for reading answers `fstat` after it was removed (as on any filesystem).
+#[test]
+fn view_an_open_file_answers_fstat_after_its_removal() {
+    let ws = Ws::new();
+    let script = "import os\nf = open('a.txt')\nos.remove('a.txt')\nprint('size', os.fstat(f.fileno()).st_size)\nprint(f.read(), end='')\n";
+    let out = ws.run(&["python3", "-c", script]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(stdout, "size 6\nhello\n");
+}
+
+/// A process the command left running ends with it: the run ends, and the view with it.
+#[test]
+fn view_the_commands_tree_ends_with_it() {
+    let ws = Ws::new();
+    let marker = ws.state.join("left-behind");
+    let script = format!(
+        "(sleep 3; touch {}) & echo started",
+        marker.to_string_lossy()
+    );
+    let started = Instant::now();
+    let out = ws.sh(&script);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the run waited for the orphan"
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(
+        !marker.exists(),
+        "a process of the tree outlived the command"
+    );
+}
+
+/// A version of a file found clean is not scanned again: opened twice, the second
+/// open's record says it was remembered; changed, it is scanned again.
+#[test]
+fn view_a_clean_version_is_scanned_once() {
+    let ws = Ws::new();
+    let out = ws.sh("cat a.txt a.txt >/dev/null; echo changed > a.txt; cat a.txt");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let opens: Vec<Value> = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "open" && r["path"] == "a.txt")
+        // Opens for reading (an open for writing says its access).
+        .filter(|r| r["args"].get("access").is_none())
+        .collect();
+    let remembered: Vec<bool> = opens
+        .iter()
+        .map(|r| r["args"]["contentRemembered"] == true)
+        .collect();
+    // `>` truncates: the write reads nothing; the changed file is scanned again.
+    assert_eq!(remembered, [false, true, false], "{opens:?}");
+    assert!(opens.iter().all(|r| r["sha256"].is_string()), "{opens:?}");
+    assert_eq!(opens[1]["sha256"], opens[0]["sha256"], "{opens:?}");
+    assert_eq!(opens[2]["bytes"], 8, "{opens:?}");
+}
+
+/// fsgate's own files outside the workspace are covered in the command's namespace: the
+/// audit log, the backups and the policy read as nothing there.
+#[test]
+fn view_the_command_cannot_read_the_audit_log_backups_or_policy() {
+    let ws = Ws::new();
+    let (_policy_dir, elsewhere) = canonical_tempdir("fsgate-view-policy");
+    let policy = elsewhere.join("policy.toml");
+    let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml");
+    std::fs::copy(default, &policy).expect("policy");
+    // A first run leaves a record and a backup (b.txt replaced).
+    let first = ws.sh("echo new > b.txt");
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let (log, backups) = (ws.log(), ws.state.join("backups"));
+    assert!(std::fs::read_dir(&backups).expect("backups").count() > 0);
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(ws.state_args())
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "cat {log}; echo log=$?; ls -A {backups} | wc -l; wc -c < {policy}",
+            log = log.display(),
+            backups = backups.display(),
+            policy = policy.display()
+        ))
+        .current_dir(&ws.root);
+    let out = finished(cmd);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(stdout, "log=1\n0\n0\n", "{}", text(&out.stderr));
+}
+
+/// A truncation is in the file when the descriptor is closed: the next reader sees it.
+#[test]
+fn view_a_truncation_is_seen_once_closed() {
+    let ws = Ws::new();
+    let out = ws.sh(": > b.txt; echo size=$(wc -c < b.txt)");
+    assert_eq!(text(&out.stdout), "size=0\n", "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(ws.root.join("b.txt")).expect("b").len(), 0);
+}
+
+/// With the audit log in the directory that holds the workspace, that directory is not
+/// covered (the view could not be mounted in it): the log file itself is.
+#[test]
+fn view_an_audit_log_beside_the_workspace_is_covered_alone() {
+    let (_dir, parent) = canonical_tempdir("fsgate-view-parent");
+    let root = parent.join("ws");
+    std::fs::create_dir(&root).expect("mkdir");
+    std::fs::write(root.join("a.txt"), "hello\n").expect("write");
+    let log = parent.join("audit.jsonl");
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .arg("--workspace")
+        .arg(&root)
+        .arg("--audit-log")
+        .arg(&log)
+        .arg("--backup-dir")
+        .arg(parent.join("backups"))
+        .args(["--", "sh", "-c"])
+        .arg(format!("cat a.txt; wc -c < {}", log.display()))
+        .current_dir(&root);
+    let out = finished(cmd);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hello\n0\n", "{}", text(&out.stderr));
+}
+
+/// Under a read-only policy, opening a file for writing fails at once (EACCES), and the
+/// file is not changed.
+#[test]
+fn view_a_write_the_policy_refuses_fails_at_open() {
+    let ws = Ws::new();
+    let policy = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/readonly.toml");
+    let script = "import errno\ntry:\n    open('b.txt', 'w')\n    print('opened')\nexcept OSError as e:\n    print('refused', e.errno == errno.EACCES)\n";
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(ws.state_args())
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--", "python3", "-c", script])
+        .current_dir(&ws.root);
+    let out = finished(cmd);
+    assert_eq!(text(&out.stdout), "refused True\n", "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
+        "keep\n"
+    );
+}
+
+/// Gives `/dev/fuse` a desktop's mode (0666) for the life of the value if it has a
+/// stricter one, as on machines where only root may open it.
+struct DesktopFuse(Option<u32>);
+
+impl DesktopFuse {
+    fn ensure() -> DesktopFuse {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata("/dev/fuse")
+            .expect("/dev/fuse")
+            .permissions()
+            .mode();
+        if mode & 0o666 == 0o666 {
+            return DesktopFuse(None);
+        }
+        std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666))
+            .expect("chmod /dev/fuse");
+        DesktopFuse(Some(mode))
+    }
+}
+
+impl Drop for DesktopFuse {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        if let Some(mode) = self.0 {
+            let _ = std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(mode));
+        }
+    }
+}
+
+/// `chown -R 65534:65534 dir`.
+fn give_to_nobody(dir: &Path) {
+    std::os::unix::fs::chown(dir, Some(65534), Some(65534)).expect("chown");
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            give_to_nobody(&path);
+        } else {
+            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).expect("chown");
+        }
+    }
+}
+
+/// A user who is not root gets the same view, in a user namespace of the child's: the
+/// secret hidden, changes made and recorded, the view not unmountable.
+#[test]
+fn view_a_user_who_is_not_root_gets_the_view_in_a_user_namespace() {
+    let ws = Ws::new();
+    give_to_nobody(&ws.root);
+    give_to_nobody(&ws.state);
+    let _fuse = DesktopFuse::ensure();
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        bin(),
+        "run",
+    ])
+    .args(ws.state_args())
+    .args(["--", "sh", "-c"])
+    .arg(
+        "cat .env; echo cat=$?; echo hi > n.txt; rm a.txt; \
+             umount \"$PWD\" 2>/dev/null; echo um=$?; id -u",
+    )
+    .env("HOME", &ws.state)
+    .current_dir(&ws.root);
+    let out = finished(cmd);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.starts_with("cat=1\n"), "{stdout}");
+    assert!(
+        stdout.contains("um=") && !stdout.contains("um=0"),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("65534\n"), "{stdout}");
+    assert!(!stdout.contains(SECRET));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("n.txt")).expect("n"),
+        "hi\n"
+    );
+    assert!(!ws.root.join("a.txt").exists());
+    let changes = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["kind"] == "request" && r["transport"] == "view")
+        .filter(|r| r["op"] == "rm" && r["outcome"] == "ok")
+        .count();
+    assert_eq!(changes, 1);
+}
+
+/// `kill -9` of fsgate ends the command and every process it started.
+#[test]
+fn view_killing_fsgate_ends_the_commands_tree() {
+    let ws = Ws::new();
+    let (_dir, out_dir) = canonical_tempdir("fsgate-view-pids");
+    let pids = out_dir.join("pids");
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(ws.state_args())
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "sleep 60 & echo $$ $! > {}.tmp && mv {0}.tmp {0}; wait",
+            pids.display()
+        ))
+        .current_dir(&ws.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut fsgate = cmd.spawn().expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let tree: Vec<String> = loop {
+        if let Ok(text) = std::fs::read_to_string(&pids) {
+            break text.split_whitespace().map(str::to_owned).collect();
+        }
+        assert!(Instant::now() < deadline, "the command did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(tree.len(), 2, "{tree:?}");
+    fsgate.kill().expect("kill -9");
+    let _ = fsgate.wait();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tree
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}")).exists())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the command's tree outlived fsgate: {tree:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Eight processes reading and writing at once through the view (the view serves on
+/// several threads): every file is written whole and recorded.
+#[test]
+fn view_parallel_processes_read_and_write_at_once() {
+    let ws = Ws::new();
+    let out = ws.sh("for i in 1 2 3 4 5 6 7 8; do \
+           (for j in 1 2 3 4 5 6 7 8 9 10; do \
+              echo $i-$j > f$i-$j.txt && cat f$i-$j.txt >/dev/null && cat a.txt >/dev/null; \
+            done) & \
+         done; wait; cat f*.txt | sort | wc -l");
+    assert_eq!(text(&out.stdout), "80\n", "{}", text(&out.stderr));
+    for i in 1..=8 {
+        for j in 1..=10 {
+            let got = std::fs::read_to_string(ws.root.join(format!("f{i}-{j}.txt"))).expect("f");
+            assert_eq!(got, format!("{i}-{j}\n"));
+        }
+    }
+    let written = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["kind"] == "request" && r["op"] == "write_text_file")
+        .filter(|r| r["outcome"] == "ok" && r["bytes"].as_u64().is_some_and(|b| b > 0))
+        .count();
+    assert_eq!(written, 80);
+}
+
+/// What a process writes is not seen by another that has the file open until it is
+/// applied at close, nor ever if it is refused (the private copy bypasses the page cache
+/// the file's readers share).
+#[test]
+fn view_a_reader_never_sees_a_write_before_it_is_applied() {
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("c.txt"), "k".repeat(8192)).expect("write");
+    let script = "import os\n\
+        r = os.open('c.txt', os.O_RDONLY)\n\
+        w = os.open('c.txt', os.O_RDWR)\n\
+        os.pwrite(w, (b'key = AKIA' + b'UJZDEGXDNCF32EPF\\n').ljust(4096, b'x'), 0)\n\
+        print('while', os.pread(r, 4, 0))\n\
+        try:\n    os.close(w)\nexcept OSError as e:\n    print('close', e.errno)\n\
+        print('after', os.pread(r, 4, 0))\n";
+    let out = ws.run(&["python3", "-c", script]);
+    assert_eq!(
+        text(&out.stdout),
+        "while b'kkkk'\nclose 13\nafter b'kkkk'\n",
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Ctrl-C at the terminal reaches the command once: the terminal signals the whole
+/// process group (fsgate, its child, the command), and fsgate passes on only what a
+/// process sent it.
+#[test]
+fn view_ctrl_c_at_a_terminal_reaches_the_command_once() {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    use std::io::{BufRead, Write};
+    let ws = Ws::new();
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+    grantpt(&master).expect("grantpt");
+    unlockpt(&master).expect("unlockpt");
+    let name = ptsname(&master, Vec::new()).expect("ptsname");
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(name.to_str().expect("utf-8"))
+        .expect("open the terminal");
+    let script = "import signal, time\n\
+        n = [0]\n\
+        signal.signal(signal.SIGINT, lambda *a: n.__setitem__(0, n[0] + 1))\n\
+        print('ready', flush=True)\n\
+        end = time.time() + 20\n\
+        while n[0] == 0 and time.time() < end:\n    time.sleep(0.01)\n\
+        time.sleep(0.5)\n\
+        print('got', n[0], flush=True)\n";
+    let mut child = Command::new("setsid")
+        .args(["--ctty", bin(), "run"])
+        .args(ws.state_args())
+        .args(["--", "python3", "-c", script])
+        .current_dir(&ws.root)
+        .stdin(Stdio::from(slave))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let ready = lines.next().map(|l| l.unwrap_or_default());
+    if ready.as_deref() != Some("ready") {
+        let _ = child.kill();
+        panic!("the command did not start: {ready:?}");
+    }
+    let mut terminal = std::fs::File::from(master);
+    terminal.write_all(b"\x03").expect("^C");
+    let got = lines.next().map(|l| l.unwrap_or_default());
+    let _ = child.wait();
+    assert_eq!(got.as_deref(), Some("got 1"));
+}
+
+/// The command starts with no signal blocked (fsgate and its child hold SIGINT, SIGTERM
+/// and SIGHUP to read them; a program that inherited that mask could not be stopped).
+#[test]
+fn view_the_command_starts_with_no_signal_blocked() {
+    let ws = Ws::new();
+    let out = ws.run(&["grep", "SigBlk", "/proc/self/status"]);
+    assert_eq!(
+        text(&out.stdout),
+        "SigBlk:\t0000000000000000\n",
+        "{}",
+        text(&out.stderr)
+    );
+}
