@@ -230,6 +230,46 @@ fn view_a_removal_is_backed_up_and_undone_by_the_runs_session() {
     );
 }
 
+/// `renameat2(RENAME_NOREPLACE)` (as `mv -n` asks for it): an existing destination is
+/// kept and the process gets EEXIST; a free name is taken through the gateway's
+/// no-replace rename, not refused with EINVAL (which makes `mv` fall back to a check
+/// and a rename, racing any other writer).
+#[test]
+fn view_a_no_replace_rename_keeps_an_existing_destination() {
+    let ws = Ws::new();
+    let noreplace = "import ctypes; libc = ctypes.CDLL(None, use_errno=True); \
+        r = libc.renameat2(-100, b'a.txt', -100, b'b.txt', 1); \
+        print('renameat2', r, ctypes.get_errno())";
+    let out = ws.run(&["python3", "-c", noreplace]);
+    assert_eq!(
+        text(&out.stdout).trim(),
+        "renameat2 -1 17",
+        "{}",
+        text(&out.stderr)
+    );
+    let out = ws.sh("mv -n a.txt c.txt && echo moved");
+    assert!(text(&out.stdout).contains("moved"), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
+        "keep\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("c.txt")).expect("c"),
+        "hello\n"
+    );
+    let renames: Vec<Value> = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "rename" && r["kind"] == "request")
+        .collect();
+    // The kernel refuses a no-replace rename onto a name it knows before asking the
+    // view; the move to a free name reaches the gateway as a no-replace rename.
+    let moved = renames
+        .iter()
+        .any(|r| r["args"]["replace"] == false && r["decision"] == "allow");
+    assert!(moved, "rename records: {renames:?}");
+}
+
 #[test]
 fn view_the_commands_exit_status_is_fsgates_and_it_cannot_unmount_the_view() {
     let ws = Ws::new();

@@ -69,7 +69,7 @@ pub(crate) const RULE_LINK: &str = "workspace-link";
 pub(crate) const RULE_UNINSPECTED: &str = "workspace-uninspected";
 /// Rule id for a rename asked never to replace: its destination exists, or the
 /// filesystem cannot rename without replacing.
-pub(crate) const RULE_NO_REPLACE: &str = "workspace-no-replace";
+pub const RULE_NO_REPLACE: &str = "workspace-no-replace";
 
 /// The longest path (or pattern) a request may give, in bytes: the kernel's `PATH_MAX`.
 /// A longer one is refused before any work (no path could be that long).

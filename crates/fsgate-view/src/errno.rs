@@ -17,6 +17,9 @@ pub(crate) enum Refusal {
 pub(crate) fn errno(e: &GatewayError, refusal: Refusal) -> Errno {
     match e {
         GatewayError::NotFound { .. } | GatewayError::MissingParent { .. } => Errno::ENOENT,
+        GatewayError::Refused { rule, .. } if rule == fsgate_gateway::RULE_NO_REPLACE => {
+            Errno::EEXIST
+        }
         GatewayError::Refused { .. } if refusal == Refusal::Hidden => Errno::ENOENT,
         GatewayError::Refused { .. } => Errno::EACCES,
         GatewayError::Limit { rule, .. } if rule.ends_with("_bytes") => Errno::EFBIG,
@@ -63,5 +66,11 @@ mod tests {
             "/d: directory is not empty (pass recursive to remove it)".into(),
         );
         assert_eq!(errno(&full, Refusal::Denied), Errno::ENOTEMPTY);
+        let taken = GatewayError::Refused {
+            reason: "the destination exists".into(),
+            rule: fsgate_gateway::RULE_NO_REPLACE.into(),
+            path: "/b".into(),
+        };
+        assert_eq!(errno(&taken, Refusal::Denied), Errno::EEXIST);
     }
 }

@@ -383,13 +383,18 @@ impl Filesystem for View {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        // RENAME_NOREPLACE and RENAME_EXCHANGE are no operation of the gateway's.
-        if flags != RenameFlags::empty() {
+        // RENAME_NOREPLACE is the gateway's no-replace rename; RENAME_EXCHANGE (and
+        // RENAME_WHITEOUT) are no operation of the gateway's.
+        let replace = if flags == RenameFlags::empty() {
+            true
+        } else if flags == RenameFlags::RENAME_NOREPLACE {
+            false
+        } else {
             return reply.error(Errno::EINVAL);
-        }
+        };
         let moved = self.child(parent, name).and_then(|(from, from_name)| {
             let (to, to_name) = self.child(newparent, newname)?;
-            self.change(req, Op::Rename { from, to })?;
+            self.change(req, Op::Rename { from, to, replace })?;
             if let Ok(mut nodes) = self.nodes.lock() {
                 nodes.moved((parent.0, &from_name), (newparent.0, &to_name));
             }
