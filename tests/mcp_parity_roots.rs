@@ -425,3 +425,45 @@ fn a_python_sdk_client_with_roots() {
     );
     assert_eq!(r["srcAfter"]["error"], json!(true), "{r}");
 }
+
+/// A client's roots make a `roots` record of at most about 24 KiB however many and
+/// however long they are (audit/FORMAT.md): 256 accepted roots whose paths are each
+/// about 1,000 bytes, and 300 ignored ones each about 200 bytes of control characters,
+/// are recorded in part, with the whole counts.
+#[test]
+fn a_roots_record_is_bounded_however_many_and_long_the_roots() {
+    let mut g = McpGate::start(None);
+    let mut deep = String::new();
+    for i in 0..4 {
+        deep.push_str(&format!("{}{i}/", "d".repeat(240)));
+    }
+    let mut roots = Vec::new();
+    for i in 0..256 {
+        let rel = format!("{deep}leaf{i:03}");
+        std::fs::create_dir_all(g.dirs.root.join(&rel)).expect("mkdir");
+        roots.push(uri(&g.dirs.abs(&rel)));
+    }
+    let control: String = "\u{1}".repeat(200);
+    roots.extend((0..300).map(|i| format!("file:///nowhere/{i}{control}")));
+    g.initialize_with("2025-06-18", json!({"roots": {}}));
+    g.answer_roots(&roots);
+    let r = call(&mut g, 2, "list_allowed_directories", json!({}));
+    assert_ne!(r["isError"], json!(true), "{r}");
+    assert!(g.finish().success());
+    let log = std::fs::read_to_string(g.dirs.audit_log()).expect("log");
+    let line = log
+        .lines()
+        .find(|l| l.contains("\"kind\":\"roots\""))
+        .expect("a roots record");
+    assert!(
+        line.len() <= 32 * 1024,
+        "a roots record of {} bytes",
+        line.len()
+    );
+    let rec: Value = serde_json::from_str(line).expect("record");
+    let d = &rec["details"];
+    assert_eq!(d["acceptedCount"], json!(256), "{d}");
+    assert_eq!(d["ignoredCount"], json!(300), "{d}");
+    let kept = d["accepted"].as_array().map_or(0, Vec::len);
+    assert!((1..256).contains(&kept), "{kept} accepted roots kept");
+}

@@ -194,12 +194,16 @@ fn apply(gw: &Gateway, ctx: &RequestCtx, ticket: u64, answer: Result<Vec<Root>, 
     let mut details = Map::new();
     let roots = match answer {
         Ok(list) => {
-            let (accepted, mut ignored) = sort_out(gw, &list);
+            let (accepted, ignored) = sort_out(gw, &list);
             let shown: Vec<Value> = accepted.iter().map(|r| show(gw, r).into()).collect();
+            let (shown, count) = recorded(shown, usize::MAX, ACCEPTED_RECORDED_BYTES);
             details.insert("accepted".into(), shown.into());
-            if ignored.len() > MAX_IGNORED_SHOWN {
-                details.insert("ignoredCount".into(), ignored.len().into());
-                ignored.truncate(MAX_IGNORED_SHOWN);
+            if let Some(count) = count {
+                details.insert("acceptedCount".into(), count.into());
+            }
+            let (ignored, count) = recorded(ignored, MAX_IGNORED_SHOWN, IGNORED_RECORDED_BYTES);
+            if let Some(count) = count {
+                details.insert("ignoredCount".into(), count.into());
             }
             details.insert("ignored".into(), ignored.into());
             (!accepted.is_empty()).then(|| Arc::from(accepted))
@@ -220,6 +224,31 @@ fn apply(gw: &Gateway, ctx: &RequestCtx, ticket: u64, answer: Result<Vec<Root>, 
     if ctx.scope.set(ticket, roots) {
         gw.record_for(ctx, "roots", details);
     }
+}
+
+/// The bytes, as written in the record, that a `roots` record gives the accepted roots
+/// and the ignored ones at most: a client's list never makes a record larger than
+/// about 24 KiB, however many and however long its roots.
+const ACCEPTED_RECORDED_BYTES: usize = 16 * 1024;
+const IGNORED_RECORDED_BYTES: usize = 8 * 1024;
+
+/// The first entries of `list` a record keeps (at most `max`, and `bytes` as written,
+/// at least one), and the whole count when some were left out.
+fn recorded(mut list: Vec<Value>, max: usize, bytes: usize) -> (Vec<Value>, Option<usize>) {
+    let all = list.len();
+    let mut total = 0;
+    let fit = list
+        .iter()
+        .take(max)
+        .take_while(|v| {
+            total += v.to_string().len() + 1;
+            total <= bytes
+        })
+        .count()
+        .max(1)
+        .min(all);
+    list.truncate(fit);
+    (list, (fit < all).then_some(all))
 }
 
 /// The roots accepted (real workspace paths, without duplicates) and those ignored
