@@ -30,7 +30,7 @@ fn move_file_onto_an_existing_file_is_refused_and_recorded() {
         let r = g.call(id, "tools/call", move_call(&g, "a.txt", to));
         assert_eq!(r["isError"], json!(true), "{r}");
         let text = text_of(&r);
-        assert!(text.contains("destination exists"), "{text}");
+        assert!(text.contains("destination already exists"), "{text}");
         assert!(text.contains("rule workspace-no-replace"), "{text}");
     }
     assert_eq!(content(&g, "a.txt").as_deref(), Some("source\n"));

@@ -124,7 +124,7 @@ pub enum WsError {
     )]
     Unseen(RelPath),
     /// A rename that never replaces found something at its destination.
-    #[error("the destination exists, and this move never replaces it")]
+    #[error("the destination already exists, and this move never replaces it")]
     DestinationExists,
     /// The filesystem (or kernel) cannot rename without replacing (`RENAME_NOREPLACE`).
     #[error(
