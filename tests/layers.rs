@@ -64,24 +64,7 @@ const FORBIDDEN: [(&str, &str); 5] = [
 
 #[test]
 fn a_door_parses_no_path_decides_no_policy_and_reaches_no_lower_layer() {
-    let mut files = Vec::new();
-    sources(&doors_src(), &mut files);
-    assert!(
-        files.len() > 40,
-        "the doors' sources were not found: {files:?}"
-    );
-    let mut found = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).expect("read");
-        for (n, line) in non_test_lines(&text) {
-            let code = line.split("//").next().unwrap_or_default();
-            for (pattern, what) in FORBIDDEN {
-                if code.contains(pattern) {
-                    found.push(format!("{}:{n} {what}: {}", file.display(), line.trim()));
-                }
-            }
-        }
-    }
+    let found = forbidden_calls(&doors_src(), 40);
     assert!(
         found.is_empty(),
         "doors doing a lower layer's work:\n{}",
@@ -91,18 +74,7 @@ fn a_door_parses_no_path_decides_no_policy_and_reaches_no_lower_layer() {
 
 #[test]
 fn the_doors_manifest_names_no_lower_layer_but_the_gateway_policy_sandbox_and_base() {
-    let manifest = std::fs::read_to_string(doors_src().with_file_name("Cargo.toml"))
-        .expect("the doors' Cargo.toml");
-    let deps = manifest
-        .split("[dependencies]")
-        .nth(1)
-        .and_then(|rest| rest.split("\n[").next())
-        .expect("a [dependencies] section");
-    let layers: Vec<&str> = deps
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|name| name.starts_with("fsgate"))
-        .collect();
+    let (layers, deps) = layers_named(&doors_src());
     assert_eq!(
         layers,
         [
@@ -123,11 +95,29 @@ fn view_src() -> PathBuf {
 /// gateway's `serve`, no path parsed, no policy decided, no lower layer reached.
 #[test]
 fn the_view_parses_no_path_decides_no_policy_and_reaches_no_lower_layer() {
-    let mut files = Vec::new();
-    sources(&view_src(), &mut files);
+    let found = forbidden_calls(&view_src(), 5);
     assert!(
-        files.len() > 5,
-        "the view's sources were not found: {files:?}"
+        found.is_empty(),
+        "the view doing a lower layer's work:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_views_manifest_names_no_lower_layer_but_the_gateway_and_base() {
+    let (layers, deps) = layers_named(&view_src());
+    assert_eq!(layers, ["fsgate-base", "fsgate-gateway"], "{deps}");
+}
+
+/// Each line of code (not comment, not test module) under `src` that makes a
+/// [`FORBIDDEN`] call; `src` must hold more than `at_least` source files.
+fn forbidden_calls(src: &Path, at_least: usize) -> Vec<String> {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    assert!(
+        files.len() > at_least,
+        "the sources under {} were not found: {files:?}",
+        src.display()
     );
     let mut found = Vec::new();
     for file in &files {
@@ -141,28 +131,27 @@ fn the_view_parses_no_path_decides_no_policy_and_reaches_no_lower_layer() {
             }
         }
     }
-    assert!(
-        found.is_empty(),
-        "the view doing a lower layer's work:\n{}",
-        found.join("\n")
-    );
+    found
 }
 
-#[test]
-fn the_views_manifest_names_no_lower_layer_but_the_gateway_and_base() {
-    let manifest = std::fs::read_to_string(view_src().with_file_name("Cargo.toml"))
-        .expect("the view's Cargo.toml");
+/// The fsgate crates the `[dependencies]` of the crate whose sources are `src` name, in
+/// order, and that section's text.
+fn layers_named(src: &Path) -> (Vec<String>, String) {
+    let manifest =
+        std::fs::read_to_string(src.with_file_name("Cargo.toml")).expect("the Cargo.toml");
     let deps = manifest
         .split("[dependencies]")
         .nth(1)
         .and_then(|rest| rest.split("\n[").next())
-        .expect("a [dependencies] section");
-    let layers: Vec<&str> = deps
+        .expect("a [dependencies] section")
+        .to_string();
+    let layers = deps
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .filter(|name| name.starts_with("fsgate"))
+        .map(str::to_string)
         .collect();
-    assert_eq!(layers, ["fsgate-base", "fsgate-gateway"], "{deps}");
+    (layers, deps)
 }
 
 /// The scan sees what it looks for: a forbidden call in code is found, the same in a
