@@ -44,7 +44,7 @@ fn tree(root: &Path) -> BTreeMap<String, String> {
 }
 
 /// Runs `fsgate undo` on `g`'s workspace, log and store with `extra` arguments.
-fn undo(g: &Gate, extra: &[&str]) -> Output {
+pub(crate) fn undo(g: &Gate, extra: &[&str]) -> Output {
     let root = g.root.to_string_lossy().into_owned();
     let log = g.audit_log.to_string_lossy().into_owned();
     let store = g.state.join("backups").to_string_lossy().into_owned();
@@ -61,7 +61,7 @@ fn undo(g: &Gate, extra: &[&str]) -> Output {
     run_cli(&args)
 }
 
-fn text(out: &Output) -> String {
+pub(crate) fn text(out: &Output) -> String {
     format!(
         "exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
         out.status.code(),
@@ -71,7 +71,7 @@ fn text(out: &Output) -> String {
 }
 
 /// The JSON lines of `undo --json`: the rows, then the summary.
-fn rows(out: &Output) -> (Vec<Value>, Value) {
+pub(crate) fn rows(out: &Output) -> (Vec<Value>, Value) {
     let mut lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
@@ -89,7 +89,7 @@ fn records(log: &Path) -> Vec<Value> {
 }
 
 /// Stops the gateway (end of input) and waits for it.
-fn stop(g: &mut Gate) {
+pub(crate) fn stop(g: &mut Gate) {
     g.close_stdin();
     assert!(
         g.wait_exit(Duration::from_secs(10)).success(),
@@ -111,7 +111,7 @@ fn verify(log: &Path) {
     assert_eq!(out.status.code(), Some(0), "verify.py: {}", text(&out));
 }
 
-fn session(s: &str, mut params: Value) -> Value {
+pub(crate) fn session(s: &str, mut params: Value) -> Value {
     params["sessionId"] = json!(s);
     params
 }

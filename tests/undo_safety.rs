@@ -8,63 +8,11 @@
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::process::Output;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::common::{Gate, canonical_tempdir, run_cli};
-
-/// Runs `fsgate undo` on `g`'s workspace, log and store with `extra` arguments.
-fn undo(g: &Gate, extra: &[&str]) -> Output {
-    let root = g.root.to_string_lossy().into_owned();
-    let log = g.audit_log.to_string_lossy().into_owned();
-    let store = g.state.join("backups").to_string_lossy().into_owned();
-    let mut args = vec![
-        "undo",
-        "--workspace",
-        &root,
-        "--audit-log",
-        &log,
-        "--backup-dir",
-        &store,
-    ];
-    args.extend_from_slice(extra);
-    run_cli(&args)
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// The rows of `undo --json` (its last line, the summary, left out).
-fn rows(out: &Output) -> Vec<Value> {
-    let mut lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
-        .collect();
-    lines.pop().expect("a summary line");
-    lines
-}
-
-fn stop(g: &mut Gate) {
-    g.close_stdin();
-    assert!(
-        g.wait_exit(Duration::from_secs(10)).success(),
-        "{}",
-        g.stderr()
-    );
-}
-
-fn session(s: &str, mut params: Value) -> Value {
-    params["sessionId"] = json!(s);
-    params
-}
+use crate::undo::{rows, session, stop, text, undo};
 
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
@@ -101,7 +49,7 @@ fn a_forced_undo_writes_nothing_through_links_in_a_directory_made_again() {
         let m = std::fs::symlink_metadata(g.path(l)).expect("lstat");
         assert!(m.file_type().is_symlink(), "{l} left as it is");
     }
-    let row = &rows(&out)[0];
+    let row = &rows(&out).0[0];
     assert_eq!(row["status"], "failed", "{}", text(&out));
     assert!(
         row["note"]
@@ -137,7 +85,7 @@ fn an_undo_never_writes_where_the_policy_refuses_every_agent() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert_eq!(read(&g.path(".git/config")), "[core]\nagent\n");
-    assert_eq!(rows(&out)[0]["status"], "failed", "{}", text(&out));
+    assert_eq!(rows(&out).0[0]["status"], "failed", "{}", text(&out));
 }
 
 /// A session the agent names `undo:s1` changed s1's file since: that is someone else's
@@ -157,7 +105,7 @@ fn a_session_named_like_an_undo_does_not_pass_for_one() {
     stop(&mut g);
     let out = undo(&g, &["--session", "s1", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    let row = &rows(&out)[0];
+    let row = &rows(&out).0[0];
     assert_eq!(row["status"], "skipped", "{}", text(&out));
     assert_eq!(row["changedBy"]["session"], "undo:s1");
     assert_eq!(read(&g.path("f.txt")), "payload\n");
@@ -233,7 +181,7 @@ fn undo_puts_back_every_workspace_of_a_gateway_serving_several() {
     let all = ["--workspace", &app, "--workspace", &lib, "--session", "s"];
     let dry = run(&stores, &[&all[..], &["--dry-run", "--json"]].concat());
     assert_eq!(dry.status.code(), Some(0), "{}", text(&dry));
-    assert_eq!(rows(&dry).len(), 4, "{}", text(&dry));
+    assert_eq!(rows(&dry).0.len(), 4, "{}", text(&dry));
     assert_eq!(read(&at("lib/b.txt")), "b1\n", "a dry run changes nothing");
     let out = run(&stores, &[&all[..], &["--json"]].concat());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -241,7 +189,11 @@ fn undo_puts_back_every_workspace_of_a_gateway_serving_several() {
     assert!(!at("app/new.txt").exists());
     assert_eq!(read(&at("lib/b.txt")), "b0\n");
     assert_eq!(read(&at("lib/d/c.txt")), "c0\n");
-    let named: Vec<Value> = rows(&out).iter().map(|r| r["workspace"].clone()).collect();
+    let named: Vec<Value> = rows(&out)
+        .0
+        .iter()
+        .map(|r| r["workspace"].clone())
+        .collect();
     assert!(
         named.contains(&json!("lib")) && named.contains(&json!("app")),
         "{named:?}"
