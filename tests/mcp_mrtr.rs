@@ -172,15 +172,7 @@ fn a_stateless_ask_goes_back_to_the_client_as_input_required_over_http() {
     let dirs = Dirs::new();
     let g = HttpGate::start(&dirs, Some(POLICY));
     let bearer = g.bearer();
-    let mut send = |msg: &Value| {
-        let auth = ("Authorization", bearer.as_str());
-        let v = ("MCP-Protocol-Version", "2026-07-28");
-        // An error answer comes with 400, a result with 200: the body is the answer.
-        let reply = post(&g, msg, &[auth, v]);
-        let answer = reply.json();
-        assert!(answer.is_object(), "{} {}", reply.status, reply.body);
-        answer
-    };
+    let mut send = |msg: &Value| stateless_post(&g, &bearer, msg);
     rounds((&dirs.root, &dirs.audit_log()), &mut send);
 }
 
@@ -285,13 +277,17 @@ fn a_stateless_allow_always_allows_its_own_call_only_over_http() {
     let g = HttpGate::start(&dirs, Some(POLICY));
     let bearer = g.bearer();
     // Each request its own connection: the principal's stateless door is shared.
-    let mut send = |msg: &Value| {
-        let auth = ("Authorization", bearer.as_str());
-        let v = ("MCP-Protocol-Version", "2026-07-28");
-        let reply = post(&g, msg, &[auth, v]);
-        let answer = reply.json();
-        assert!(answer.is_object(), "{} {}", reply.status, reply.body);
-        answer
-    };
+    let mut send = |msg: &Value| stateless_post(&g, &bearer, msg);
     one_answer_one_call(&mut send, &dirs.root);
+}
+
+/// One stateless 2026-07-28 request over HTTP, on a connection of its own: its answer
+/// (an error comes with 400, a result with 200: the body is the answer).
+fn stateless_post(g: &HttpGate, bearer: &str, msg: &Value) -> Value {
+    let auth = ("Authorization", bearer);
+    let v = ("MCP-Protocol-Version", "2026-07-28");
+    let reply = post(g, msg, &[auth, v]);
+    let answer = reply.json();
+    assert!(answer.is_object(), "{} {}", reply.status, reply.body);
+    answer
 }
