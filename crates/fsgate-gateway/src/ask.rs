@@ -523,6 +523,12 @@ fn put(
             asker.ask(&q, ctx.timeout)
         }
     };
+    // An asker that keeps no grants (a stateless answer decides its own call only):
+    // "allow for this session" allows this call once, and is recorded so.
+    let answer = match answer {
+        Answer::AllowSession if !keeps => Answer::AllowOnce,
+        a => a,
+    };
     let note = match &answer {
         Answer::Unanswered(why) => Some(why.clone()),
         _ => None,
@@ -531,7 +537,7 @@ fn put(
     rec.asked_at = asked_at;
     rec.waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     asked.push(rec);
-    if keeps && answer == Answer::AllowSession {
+    if answer == Answer::AllowSession {
         ctx.grants.add(&ctx.session, &rule, class);
     }
     if answer.allows() {

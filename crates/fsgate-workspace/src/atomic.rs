@@ -133,17 +133,13 @@ pub(crate) fn rename_between(
     to: &str,
     fresh: bool,
 ) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
     if fresh {
-        use rustix::fs::{RenameFlags, renameat_with};
-        match renameat_with(src, from, dst, to, RenameFlags::NOREPLACE) {
+        match rename_no_replace(src, from, dst, to) {
             Ok(()) => return Ok(()),
             Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {}
             Err(e) => return Err(e.into()),
         }
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = fresh;
     src.rename(from, dst, to)
 }
 

@@ -215,12 +215,9 @@ impl Asker for Round {
             .iter()
             .find(|g| g.rule == q.rule && g.class == q.class);
         if let Some(g) = given {
-            // A stateless answer decides its own call: "allow for this session" (which
-            // the question did not offer) allows this call once.
-            return match Answer::from_kind(&g.answer) {
-                Some(Answer::AllowSession) => Answer::AllowOnce,
-                other => other.unwrap_or(Answer::Reject),
-            };
+            // "Allow for this session" (which the question did not offer) allows this
+            // call once: this asker keeps no grants (see `put`).
+            return Answer::from_kind(&g.answer).unwrap_or(Answer::Reject);
         }
         if let Ok(mut p) = self.pending.lock() {
             p.get_or_insert_with(|| q.clone());

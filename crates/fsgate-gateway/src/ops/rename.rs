@@ -86,12 +86,6 @@ impl Gateway {
         if e.dres.exists {
             return Err(exists());
         }
-        // The kernel's EINVAL for this would read as a filesystem without the flag.
-        if e.dres.real.starts_with(&e.sres.real) {
-            return Err(GatewayError::InvalidParams(
-                "cannot move a directory into itself".into(),
-            ));
-        }
         self.intend(pol, ctx, facts)?;
         self.workspace
             .rename_no_replace(&e.sres.real, &e.dres.real)
@@ -167,6 +161,11 @@ impl Gateway {
             EntryKind::Unknown,
             facts,
         )?;
+        // Into itself through a link: the requested paths did not show it, the real ones
+        // do (the kernel would answer a bare EINVAL).
+        if dres.real != sres.real && dres.real.starts_with(&sres.real) {
+            return invalid("cannot move a directory into itself");
+        }
         Ok(Ends {
             src,
             dst,
