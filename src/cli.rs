@@ -587,14 +587,6 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
             )
         })
     });
-    if let Some(name) = workspace_name.as_deref()
-        && !crate::policy::valid_workspace_name(name)
-    {
-        return fail(&format!(
-            "backup restore refused: {} is no workspace name",
-            crate::text::Esc(name)
-        ));
-    }
     let named = workspace_name.clone();
     match log {
         Ok(log) => code(crate::backup::cli::run_with_audit(

@@ -292,3 +292,33 @@ fn a_restore_takes_one_workspace_of_several_by_its_name() {
     let verified = run_cli(&["audit", "verify", &log]);
     assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
 }
+
+/// `backup list` and `backup restore` take the same workspace names `serve` does: a
+/// name with a space, a slash or a leading dot is refused (exit 2), not joined to the
+/// store's path.
+#[test]
+fn backup_commands_refuse_what_is_no_workspace_name() {
+    let (_d, dir) = canonical_tempdir("fsgate-names");
+    let (ws, store) = (dir.join("ws"), dir.join("store"));
+    std::fs::create_dir_all(&ws).expect("mkdir");
+    let (ws, store) = (ws.to_string_lossy(), store.to_string_lossy());
+    for name in ["a b", "x/y", ".hidden"] {
+        for cmd in [&["list"][..], &["restore", "a.txt"][..]] {
+            let mut args = vec!["backup", cmd[0], "--workspace", &ws, "--backup-dir", &store];
+            args.extend_from_slice(&["--workspace-name", name]);
+            args.extend_from_slice(&cmd[1..]);
+            let out = run_cli(&args);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{name:?} {cmd:?}: {}",
+                text(&out)
+            );
+            assert!(
+                text(&out).contains("not a workspace name"),
+                "{}",
+                text(&out)
+            );
+        }
+    }
+}

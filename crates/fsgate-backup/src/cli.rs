@@ -113,10 +113,10 @@ fn named_store(dir: Option<PathBuf>, name: Option<&str>) -> Result<Option<PathBu
     let Some(name) = name else {
         return Ok(dir);
     };
-    if name.is_empty() || name.starts_with('.') || name.contains(['/', '\0']) {
+    if !fsgate_base::state::valid_workspace_name(name) {
         return Err(BackupError::InvalidPath {
             path: name.to_owned(),
-            reason: "not a workspace name (letters, digits, `.`, `_`, `-`)",
+            reason: "not a workspace name (letters, digits, `.`, `_`, `-`, not starting with `.`)",
         });
     }
     Ok(dir.map(|d| d.join(name)))

@@ -47,6 +47,17 @@ fn state_home(
         .map(|h| h.join(".local/state"))
 }
 
+/// A name that can be one component of a WebSocket path (`/<name>/...`) and a
+/// directory name: letters, digits, `.`, `_`, `-`, not starting with `.`.
+pub fn valid_workspace_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

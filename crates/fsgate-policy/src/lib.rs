@@ -611,16 +611,7 @@ fn describe_toml_error(e: &toml::de::Error, text: &str) -> String {
     }
 }
 
-/// A name that can be one component of a WebSocket path (`/<name>/...`) and a
-/// directory name: letters, digits, `.`, `_`, `-`, not starting with `.`.
-pub fn valid_workspace_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
+pub use fsgate_base::state::valid_workspace_name;
 
 #[cfg(test)]
 mod agent_tests;

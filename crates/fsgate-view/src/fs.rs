@@ -5,7 +5,7 @@
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::Gateway;
@@ -201,14 +201,18 @@ impl View {
     }
 }
 
+/// A time given as seconds and nanoseconds since the epoch (before it: the epoch).
+fn at(secs: i64, nanos: i64) -> SystemTime {
+    u64::try_from(secs)
+        .ok()
+        .map(|s| UNIX_EPOCH + Duration::new(s, u32::try_from(nanos).unwrap_or(0)))
+        .unwrap_or(UNIX_EPOCH)
+}
+
 /// The attributes FUSE reports for `info`, as node `ino`.
 pub(crate) fn attr(ino: u64, info: &StatInfo) -> FileAttr {
     let [mtime, atime, crtime] = info.times;
-    let (secs, nanos) = info.ctime;
-    let ctime = u64::try_from(secs)
-        .ok()
-        .map(|s| UNIX_EPOCH + Duration::new(s, u32::try_from(nanos).unwrap_or(0)))
-        .unwrap_or(UNIX_EPOCH);
+    let ctime = at(info.ctime.0, info.ctime.1);
     FileAttr {
         ino: INodeNo(ino),
         size: info.size,
@@ -231,12 +235,6 @@ pub(crate) fn attr(ino: u64, info: &StatInfo) -> FileAttr {
 /// The attributes of a file the view holds open (its own `fstat`, already decided).
 pub(crate) fn attr_of_file(ino: u64, meta: &std::fs::Metadata) -> FileAttr {
     use std::os::unix::fs::MetadataExt;
-    let at = |secs: i64, nanos: i64| {
-        u64::try_from(secs)
-            .ok()
-            .map(|s| UNIX_EPOCH + Duration::new(s, u32::try_from(nanos).unwrap_or(0)))
-            .unwrap_or(UNIX_EPOCH)
-    };
     FileAttr {
         ino: INodeNo(ino),
         size: meta.len(),
