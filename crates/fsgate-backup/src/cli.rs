@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use fsgate_base::text::eprint_line;
 
-use super::BackupError;
+use crate::error::BackupError;
 use list::list;
 pub(crate) use restore::NoAudit;
 pub use restore::RestoreAudit;

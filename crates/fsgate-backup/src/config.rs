@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::BackupError;
+use crate::error::BackupError;
 
 /// The `[backup]` section of a policy file.
 ///

@@ -14,9 +14,9 @@ use std::io::{self, Read, Write};
 
 use cap_std::fs::{Dir, OpenOptions};
 
-use super::BackupError;
 use super::layout::{FORMAT_FILE, FORMAT_TEXT, FORMAT_TEXT_1, TMP_SUFFIX, VERSIONS_DIR};
-use super::store::sync_dir;
+use crate::error::BackupError;
+use fsgate_workspace::sync_dir_shared as sync_dir;
 
 /// Creates `FORMAT` and `versions/` in a new store (not synced: see the module), or
 /// checks an existing one; a store of layout 1 is upgraded (its versions stay where

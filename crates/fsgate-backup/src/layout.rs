@@ -24,7 +24,7 @@ use time::OffsetDateTime;
 use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 
-use super::BackupError;
+use crate::error::BackupError;
 
 /// Sub-directory of a layout-1 store holding one directory per backed-up path.
 pub(crate) const FILES_DIR: &str = "files";

@@ -7,9 +7,9 @@
 //! in it is that path's original, unless the gateway itself created the file earlier in
 //! the session (then there was no user content before it).
 
-use super::BackupError;
 use super::retention::PruneReport;
 use super::store::BackupStore;
+use crate::error::BackupError;
 
 /// Bytes held and being saved.
 #[derive(Debug, Default)]

@@ -7,7 +7,8 @@ use cap_std::fs::{Dir, Metadata, OpenOptions, Permissions};
 
 use super::layout::{self, TMP_SUFFIX};
 use super::store::{copy_hashing, sync_dir};
-use super::{BackupError, BackupRef, BackupStore};
+use crate::error::{BackupError, BackupRef};
+use crate::store::BackupStore;
 
 /// What [`restore`] did; the caller writes it to the audit log.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

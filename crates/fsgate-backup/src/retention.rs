@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 use super::config::Retention;
 use super::layout::{self, DATA_SUFFIX, META_SUFFIX};
 use super::store::{BackupStore, Place, Version, sync_dir};
-use super::{BackupError, BackupRef};
+use crate::error::{BackupError, BackupRef};
 
 /// The periodic pass over the whole store runs at least this often (given enough saves)
 /// however large the store is, for `max_age` of files no save touches.

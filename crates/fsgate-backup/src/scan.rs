@@ -10,7 +10,7 @@ use cap_std::fs::{Dir, File};
 use super::layout::{self, META_SUFFIX, VERSIONS_DIR};
 use super::packed;
 use super::store::{BackupStore, Place, Version};
-use super::{BackupError, BackupRef};
+use crate::error::{BackupError, BackupRef};
 use legacy::read_sidecar;
 
 /// A file in a shard that is not a complete version (being written, or a crash's

@@ -17,7 +17,8 @@ use super::layout::{self, FILES_DIR, Sidecar, VERSIONS_DIR};
 use super::packed;
 use super::quota::Quota;
 use super::sparse::{Caps, Copied, CopyError, NoClone, Sizes, copy_sized};
-use super::{BackupError, BackupRef, BackupSettings};
+use crate::config::BackupSettings;
+use crate::error::{BackupError, BackupRef};
 use fsgate_workspace::{spare, sync_pool};
 
 /// How many timestamps `save` tries before giving up on a name clash.

@@ -33,7 +33,7 @@ use std::sync::{Mutex, PoisonError};
 use cap_std::fs::Dir;
 
 use super::open::open_dir;
-use super::search_pool::Permits;
+use super::permits::Permits;
 use super::walk::{
     Entry, Keeping, MAX_DEPTH, Mode, Visit, open_readable, read_entries, read_opened, walk_dir,
     walk_from,

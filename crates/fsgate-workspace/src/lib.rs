@@ -17,6 +17,7 @@ mod gather;
 mod kind;
 mod open;
 mod page;
+mod permits;
 mod read;
 mod remove;
 mod resolve;
@@ -25,6 +26,7 @@ mod search_pool;
 pub mod spare;
 pub mod sync_pool;
 mod temp_name;
+mod unnamed;
 mod walk;
 mod write;
 

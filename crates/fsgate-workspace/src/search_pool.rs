@@ -23,14 +23,15 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::Scope;
 
 use cap_std::fs::Dir;
 
 use super::kind::FileKind;
 use super::open::open_dir;
+use super::permits::Permits;
 use super::search::{
     Caps, Found, GrepOptions, GrepOutcome, Merge, Scratch, descend_or_skip, search_in, wanted,
 };
@@ -53,58 +54,6 @@ const HELP_AT: usize = 16;
 
 /// Files handed out between two takes of the results into the answer.
 const MERGE_EVERY: usize = 8;
-
-/// Helper threads searching for some grep now, across every grep.
-static HELPERS: AtomicUsize = AtomicUsize::new(0);
-
-/// One less than the cores this process may run on.
-fn helper_limit() -> usize {
-    static LIMIT: OnceLock<usize> = OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .saturating_sub(1)
-    })
-}
-
-/// Helper threads one grep may start, held until it ends.
-pub(super) struct Permits(usize);
-
-impl Permits {
-    /// As many as are free, up to one less than the cores (none: the grep runs alone).
-    pub(super) fn take() -> Permits {
-        let limit = helper_limit();
-        let mut cur = HELPERS.load(Ordering::Relaxed);
-        loop {
-            let n = limit.saturating_sub(cur);
-            if n == 0 {
-                return Permits(0);
-            }
-            match HELPERS.compare_exchange_weak(cur, cur + n, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return Permits(n),
-                Err(now) => cur = now,
-            }
-        }
-    }
-
-    /// How many were taken.
-    pub(super) fn count(&self) -> usize {
-        self.0
-    }
-
-    /// Exactly `n`, whatever the others hold (tests: the threaded path on any machine).
-    #[cfg(test)]
-    pub(super) fn forced(n: usize) -> Permits {
-        HELPERS.fetch_add(n, Ordering::AcqRel);
-        Permits(n)
-    }
-}
-
-impl Drop for Permits {
-    fn drop(&mut self) {
-        HELPERS.fetch_sub(self.0, Ordering::AcqRel);
-    }
-}
 
 /// A file met in the walk: the handle of its directory (shared by the files of one
 /// directory), its name there, its path.
@@ -1030,7 +979,12 @@ mod tests {
         // Two at once (other tests may hold some, even more than the limit: forced).
         let a = Permits::take();
         let b = Permits::take();
-        assert!(a.0 + b.0 <= helper_limit(), "{} + {}", a.0, b.0);
+        assert!(
+            a.0 + b.0 <= crate::permits::helper_limit(),
+            "{} + {}",
+            a.0,
+            b.0
+        );
         drop(a);
         drop(b);
     }

@@ -228,7 +228,7 @@ fn try_unnamed(_dir: &Dir, _read: bool) -> rustix::io::Result<File> {
 /// Gives the unnamed file `f` (see [`take`]) the name `name` in `dir`;
 /// `AlreadyExists` if the name is taken (nothing was linked).
 pub fn link(f: &File, dir: &Dir, name: &str) -> io::Result<()> {
-    crate::atomic::link_unnamed(f, dir, name).map_err(io::Error::from)
+    crate::unnamed::link_unnamed(f, dir, name).map_err(io::Error::from)
 }
 
 /// Whether a failure of [`link`] will last (the filesystem's or the sandbox's way, not
@@ -237,7 +237,7 @@ pub fn is_lasting(e: &io::Error) -> bool {
     match e.raw_os_error() {
         Some(n) => {
             let e = rustix::io::Errno::from_raw_os_error(n);
-            e != rustix::io::Errno::EXIST && !crate::atomic::is_this_writes(e)
+            e != rustix::io::Errno::EXIST && !crate::unnamed::is_this_writes(e)
         }
         None => true,
     }
