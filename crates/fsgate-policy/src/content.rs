@@ -15,6 +15,7 @@ mod build;
 mod builtin;
 mod clean;
 pub(crate) mod format;
+mod regexes;
 
 use aho_corasick::AhoCorasick;
 use regex::Regex;

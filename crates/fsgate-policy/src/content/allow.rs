@@ -154,7 +154,7 @@ impl AllowRegexes {
                     .sources
                     .iter()
                     .map(|s| {
-                        super::build::bytes_regex(s)
+                        super::regexes::bytes_regex(s)
                             .map_err(|e| format!("invalid allowlist regex {s:?}: {e}"))
                     })
                     .collect();

@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 
 use fsgate_base::sha256::Sha256;
 use regex::bytes::Regex as BytesRegex;
-use regex::bytes::RegexBuilder as BytesRegexBuilder;
-use regex::{Regex, RegexBuilder};
 use toml::Spanned;
 
 use super::allow::AllowRegexes;
@@ -15,14 +13,13 @@ use super::builtin::BUILTIN_CONTENT_RULES;
 use super::format::{
     GitleaksAllowlist, GitleaksExtend, GitleaksFile, GitleaksRequired, GitleaksRule, RawContent,
 };
+use super::regexes::{bytes_regex, text_regex};
 use super::{Allow, CRule, ContentScanner, ContentSource, Pattern, Required, Target};
 use crate::compile::line_col;
 use crate::{OpClass, PolicyError};
 
 /// Gitleaks follows `[extend] path` two levels deep; so do we.
 const MAX_EXTEND_DEPTH: usize = 2;
-/// Compiled-regex size limit: gitleaks rules use long bounded repetitions.
-const REGEX_SIZE_LIMIT: usize = 64 << 20;
 
 /// Where a rule or allowlist was written, for error messages.
 #[derive(Debug, Clone)]
@@ -543,32 +540,6 @@ fn compile_allow(a: &GitleaksAllowlist, at: &At, errs: &Errs<'_>) -> Result<Allo
         regexes,
         stopwords: a.stopwords.iter().map(|s| s.to_lowercase()).collect(),
     })
-}
-
-/// A content or allowlist regex (matched against bytes), compiled with the size limit;
-/// Err: why not, on one line.
-pub(super) fn bytes_regex(source: &str) -> Result<BytesRegex, String> {
-    BytesRegexBuilder::new(source)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .build()
-        .map_err(|e| one_line(&e.to_string()))
-}
-
-/// A path regex (matched against text), compiled with the size limit; Err: why not, on
-/// one line.
-fn text_regex(source: &str) -> Result<Regex, String> {
-    RegexBuilder::new(source)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .build()
-        .map_err(|e| one_line(&e.to_string()))
-}
-
-fn one_line(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn build(
