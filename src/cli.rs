@@ -10,6 +10,7 @@ mod docs;
 mod run;
 mod serving_args;
 
+use crate::peer::stdio_peer;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -636,12 +637,6 @@ pub(super) fn spawn_reload_on_sighup(
             }
         }
     });
-}
-
-/// The stdio peer: our parent process and our uid.
-pub(super) fn stdio_peer() -> String {
-    let ppid = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get());
-    format!("pid={ppid} uid={}", rustix::process::getuid().as_raw())
 }
 
 /// A start-up failure. When the policy file does not load, every error in it is

@@ -33,6 +33,7 @@ pub use fsgate_sandbox as sandbox;
 pub use fsgate_workspace as workspace;
 
 pub mod cli;
+mod peer;
 pub mod signals;
 pub mod startup;
 pub mod undo;

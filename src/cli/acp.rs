@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::{AcpArgs, fail, fail_open, runtime_with_signals, stdio_peer};
+use super::{AcpArgs, fail, fail_open, runtime_with_signals};
+use crate::peer::stdio_peer;
 use crate::startup;
 use crate::transport::proxy::AgentEnd;
 

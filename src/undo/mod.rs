@@ -268,7 +268,7 @@ fn undo(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32, Re
         style: PathStyle::Rooted,
         session: args.label(),
         transport: "cli",
-        peer: crate::cli::stdio_peer(),
+        peer: crate::peer::stdio_peer(),
         scope: Default::default(),
         asker: None,
         notifier: None,

@@ -18,8 +18,8 @@ use rmcp::model::{
 };
 use serde::Deserialize;
 
-use super::catalog::ToolId;
 use super::mrtr;
+use super::tool_id::ToolId;
 use fsgate_gateway::ops::RequestCtx;
 
 /// A call ready to run.

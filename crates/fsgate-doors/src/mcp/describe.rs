@@ -1,7 +1,7 @@
 //! What a model reads about each tool: what it does, its limits (taken from the policy in
 //! force), and how paths work.
 
-use super::catalog::{MAX_MULTI_PATHS, MAX_TREE_ENTRIES, ToolId};
+use super::tool_id::{MAX_MULTI_PATHS, MAX_TREE_ENTRIES, ToolId};
 use fsgate_policy::{BinaryMode, Policy};
 
 fn mib(bytes: u64) -> String {

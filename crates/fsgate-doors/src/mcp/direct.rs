@@ -25,10 +25,10 @@ use serde::Serialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc};
 
 use super::call::Call;
-use super::catalog::ToolId;
 use super::flow::{Flow, Pending};
 use super::mrtr;
 use super::too_big;
+use super::tool_id::ToolId;
 use super::tools::{Answer, ToolRequest, Tools};
 use crate::batch::{self, Batched};
 use crate::door::{self, Door as _};

@@ -54,6 +54,7 @@ mod mrtr;
 mod pump;
 mod render;
 mod roots;
+mod tool_id;
 mod tools;
 mod wire;
 
@@ -70,12 +71,13 @@ use tokio::io::AsyncRead;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::stdio::{self, Sink};
-use catalog::{Catalog, ToolId};
+use catalog::Catalog;
 use flow::Flow;
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::Request;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
+use tool_id::ToolId;
 
 /// What a line is, as the door's input pump judges it: another door that carries MCP
 /// messages (HTTP) routes by the same judgement the pump will make.

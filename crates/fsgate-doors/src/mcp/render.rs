@@ -3,7 +3,8 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
-use super::catalog::{OutputKind, ToolId};
+use super::catalog::OutputKind;
+use super::tool_id::ToolId;
 use super::tools::Answer;
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::Gateway;

@@ -15,10 +15,10 @@ use super::args::{
     EditArgs, GlobArgs, GrepArgs, ListArgs, ListSizesArgs, MkdirArgs, MoveArgs, MultiReadArgs,
     PathArgs, ReadTextArgs, RenameArgs, RmArgs, SearchFilesArgs, TreeArgs, WriteArgs,
 };
-use super::catalog::ToolId;
 use super::compat;
 use super::render::{self, ToolError, shown, text};
 use super::roots;
+use super::tool_id::ToolId;
 use crate::door::{Decoded, Door, Ops, Outcome, Ran};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::Gateway;
@@ -217,7 +217,7 @@ fn plan(tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> {
     }
 }
 
-/// The arguments of `op`'s tool (`catalog::tool_of`) read into what it runs.
+/// The arguments of `op`'s tool (`tool_id::tool_of`) read into what it runs.
 fn plan_op(op: OpId, tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> {
     let task = match op {
         OpId::Ls => {
@@ -241,7 +241,7 @@ fn plan_op(op: OpId, tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> 
         OpId::Mkdir => Task::Mkdir(parse(tool, args)?),
         OpId::Rm => Task::Rm(parse(tool, args)?),
         OpId::Rename => Task::Rename(parse(tool, args)?),
-        // No tool opens a file (see `catalog::tool_of`): it is the filesystem view's.
+        // No tool opens a file (see `tool_id::tool_of`): it is the filesystem view's.
         OpId::Open => {
             return Err(ToolError::Gateway(GatewayError::InvalidParams(format!(
                 "{}: no such operation for this tool",
@@ -486,7 +486,7 @@ mod tests {
             (OpId::Grep, json!({"pattern": "x"})),
             (OpId::Stat, json!({"path": "a"})),
         ] {
-            let tool = super::super::catalog::tool_of(op).expect("a tool");
+            let tool = super::super::tool_id::tool_of(op).expect("a tool");
             let planned = plan(tool, args(a));
             assert!(
                 matches!(planned, Ok(Plan::Op(ref o)) if o.id() == op),

@@ -31,6 +31,7 @@
 //! (Landlock), then run [`serve_with_token`] on the runtime.
 
 pub(crate) mod auth;
+mod channel;
 mod conn;
 mod mailbox;
 pub(crate) mod pending;

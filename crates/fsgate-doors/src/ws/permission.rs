@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::protocol::CHANNEL;
+use super::channel::CHANNEL;
 use crate::outbox::Outbox;
 use crate::questions::{self, Pending, Refused};
 use fsgate_gateway::ask::{Answer, Asker, Question};

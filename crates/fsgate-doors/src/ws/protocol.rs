@@ -4,6 +4,7 @@
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
+use super::channel::CHANNEL;
 use super::permission;
 use crate::door::{Decoded, Door, Ops, Ran};
 use fsgate_base::error::{GatewayError, code};
@@ -12,9 +13,6 @@ use fsgate_gateway::ask::Answer;
 use fsgate_gateway::ops::format_permissions;
 use fsgate_gateway::ops::{Encoding, Op, OpId, Output, PathStyle};
 use fsgate_gateway::watch::{Change, ChangeKind};
-
-/// The one channel this server speaks.
-pub(crate) const CHANNEL: &str = "files";
 
 /// What a client message asks for.
 #[derive(Debug)]
