@@ -96,6 +96,15 @@ def referenced(module, text):
             refs.append(head + part)
     for m in PATH_RE.finditer(text):
         refs.append(anchor(m.group(1)) + m.group(2).split("::")[1:])
+    # A module's own children are named without `self::` (`catalog::Catalog`, `use
+    # conn::serve`): a path that starts with a child this file declares.
+    for child in re.findall(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;", text, re.M):
+        pat = r"(?<![:\w])" + child + r"((?:::[A-Za-z_][A-Za-z0-9_]*)*)::"
+        for m in re.finditer(pat, text):
+            refs.append(own + [child] + [n for n in m.group(1).split("::") if n])
+        for m in re.finditer(r"\buse\s+" + child + r"::([^;]*);", text, re.S):
+            for part in expand_group(m.group(1)):
+                refs.append(own + [child] + part)
     return refs
 
 

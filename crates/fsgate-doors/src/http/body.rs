@@ -9,8 +9,6 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::mpsc;
 
-use super::router::Out;
-
 /// Bytes of answers taken from doors and not yet written to clients, across a server:
 /// a door whose answers find no room waits (its writer blocks), as it would on a full
 /// pipe, so clients that do not read cannot grow the gateway.
@@ -199,6 +197,14 @@ impl Body for Reply {
             Reply::Events { .. } => SizeHint::default(),
         }
     }
+}
+
+/// What reaches a waiting exchange.
+pub(crate) enum Out {
+    /// A message of the server's own (a question, a log message), one JSON text.
+    Message(Vec<u8>, Share),
+    /// The answer to the exchange's request, its id the client's again.
+    Answer(Vec<u8>, Share),
 }
 
 #[cfg(test)]

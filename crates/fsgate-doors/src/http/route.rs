@@ -14,9 +14,10 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 
 use super::auth::{Principal, no_token, presented};
+use super::body::Out;
 use super::body::{Reply, held};
 use super::conn::ConnInfo;
-use super::router::{Out, id_span, request_id_span, splice};
+use super::router::{id_span, request_id_span, splice};
 use super::session::McpSession;
 use super::{HANDSHAKE_VERSIONS, MODERN_VERSIONS, PATH, Refusal, Server};
 use crate::mcp::{Identity, InputLine, classify_line};

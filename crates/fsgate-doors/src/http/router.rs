@@ -18,18 +18,10 @@ use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use super::body::{Room, Share};
+use super::body::{Out, Room, Share};
 
 /// Server messages kept for a session whose client reads no stream now.
 const BACKLOG_MESSAGES: usize = 64;
-
-/// What reaches a waiting exchange.
-pub(crate) enum Out {
-    /// A message of the server's own (a question, a log message), one JSON text.
-    Message(Vec<u8>, Share),
-    /// The answer to the exchange's request, its id the client's again.
-    Answer(Vec<u8>, Share),
-}
 
 /// An exchange waiting for its answer.
 struct Waiter {
