@@ -155,6 +155,7 @@ def graph(src):
     for mod, path in modules.items():
         text = strip_tests(open(path, encoding="utf-8").read())
         text = re.sub(r"//[^\n]*", "", text)
+        text = re.sub(r"pub\(in [^)]*\)", "pub", text)  # a visibility, not an import
         for ref in referenced(mod, text):
             t = target_file(modules, ref)
             if t and t != path:

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{RelPath, beneath};
+use super::rel::{RelPath, beneath};
 
 /// Why a request path cannot be turned into a workspace-relative path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
