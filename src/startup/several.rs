@@ -189,7 +189,7 @@ pub(super) fn open_members(
     base: &crate::policy::Policy,
     own: &[(FloorKind, PathBuf)],
     (settings, backup_root): (&crate::backup::BackupSettings, Option<&Path>),
-    (first, grants): (&Gateway, &mut super::VcsGrants),
+    (first, grants): (&Gateway, &mut super::vcs::VcsGrants),
 ) -> Result<Vec<(String, Gateway)>, String> {
     let audit = first.audit();
     let mut out: Vec<(String, Gateway)> = Vec::with_capacity(rest.len());
@@ -213,10 +213,10 @@ pub(super) fn open_members(
             .chain(out.iter().map(|(_, g)| g))
             .filter_map(Gateway::vcs)
             .collect();
-        let stager = super::open_vcs(&pol, &root, &earlier)?;
+        let stager = super::vcs::open_vcs(&pol, &root, &earlier)?;
         let mut g = Gateway::new(pol, ws).with_backups(store);
         if let Some(s) = stager {
-            super::add_vcs_grants(grants, &s, &root)?;
+            super::vcs::add_vcs_grants(grants, &s, &root)?;
             g = g.with_vcs(s);
         }
         if let Some(view) = audit.and_then(|a| a.tap().log()) {

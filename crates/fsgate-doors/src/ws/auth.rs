@@ -63,7 +63,7 @@ impl Token {
     ///
     /// # Ambient Authority
     /// Reads `token_file`; call before the process confines itself.
-    pub fn for_settings(settings: &super::WsSettings) -> Result<Token, TokenError> {
+    pub fn for_settings(settings: &fsgate_policy::ws::WsSettings) -> Result<Token, TokenError> {
         match &settings.token_file {
             Some(path) => Token::from_file(path),
             None => {
@@ -417,7 +417,7 @@ mod tests {
             Token::from_file(&missing),
             Err(TokenError::Read { .. })
         ));
-        let settings = super::super::WsSettings {
+        let settings = fsgate_policy::ws::WsSettings {
             token_file: Some(good),
             ..Default::default()
         };
