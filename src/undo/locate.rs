@@ -14,8 +14,8 @@ use crate::backup::{BackupSettings, BackupStore};
 use crate::policy::Policy;
 use crate::text::EscPath;
 
+use super::args::{Refusal, UndoArgs};
 use super::history::{History, Selection};
-use super::{Refusal, UndoArgs};
 use crate::startup::several::{NamedRoot, keep_usable};
 
 /// The log and the store an undo uses.
@@ -227,7 +227,7 @@ impl Where {
         };
         let opened = crate::startup::open(&cfg)?;
         let served = opened.gateway.policy();
-        let ready = super::undo_policy()
+        let ready = super::args::undo_policy()
             .and_then(|p| {
                 opened
                     .gateway
@@ -236,7 +236,7 @@ impl Where {
             })
             .and_then(|()| crate::startup::confine(&opened, None, "cli").map(|_| ()));
         if let Err(e) = ready {
-            super::close(&opened.gateway, "refused");
+            super::args::close(&opened.gateway, "refused");
             return Err(e);
         }
         Ok(opened)

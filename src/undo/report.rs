@@ -6,7 +6,7 @@ use std::io::{self, Write};
 
 use serde_json::json;
 
-use super::UndoArgs;
+use super::args::UndoArgs;
 use super::history::History;
 use super::steps::{Diff, Row, Status};
 use crate::text::{Esc, eprint_line};
