@@ -9,7 +9,8 @@ use std::path::Path;
 
 use regex::{RegexSet, RegexSetBuilder};
 
-use super::{LintOptions, Severity, Sink, only, shadow};
+use super::findings::{LintOptions, Severity, Sink, only};
+use super::shadow;
 use crate::compile::BUILTIN_SECRETS;
 use crate::floor::{FixedFloor, FloorKind, fixed_floor_violations};
 use crate::raw::Effect;

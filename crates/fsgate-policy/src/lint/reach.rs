@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
+use super::findings::{LintOptions, Severity, Sink, only};
 use super::globs::{Form, fill, glob_samples, normal_form, wildcard_extensions};
 use super::shadow::{ops_of, rule_samples};
-use super::{LintOptions, Severity, Sink, only};
 use crate::floor::FixedFloor;
 use crate::raw::Effect;
 use crate::{EntryKind, OpClass, Policy, Rule};

@@ -4,8 +4,8 @@
 
 use toml::Spanned;
 
+use super::findings::{Severity, Sink, only};
 use super::globs::glob_samples;
-use super::{Severity, Sink, only};
 use crate::raw::RawPolicy;
 use crate::testrun::run_cases;
 use crate::{EntryKind, OpClass, PathFacts, Policy, Rule};
