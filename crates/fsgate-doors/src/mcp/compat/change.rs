@@ -3,7 +3,7 @@
 
 use rmcp::model::CallToolResult;
 
-use super::{args_error, handle, read_whole};
+use super::shared::{args_error, handle, read_whole};
 use crate::door::Ops;
 use crate::mcp::args::{EditArgs, EditPair, MoveArgs};
 use crate::mcp::edits::{self, Matching};

@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::CallToolResult;
 
-use super::{handle, unexpected};
+use super::shared::{handle, unexpected};
 use crate::door::Ops;
 use crate::mcp::args::PathArgs;
 use crate::mcp::render::{ToolError, text};

@@ -4,7 +4,7 @@
 use globset::GlobSet;
 use rmcp::model::CallToolResult;
 
-use super::{TRUNCATED_LINE, args_error, handle, list, more_line, names, unexpected};
+use super::shared::{TRUNCATED_LINE, args_error, handle, list, more_line, names, unexpected};
 use crate::door::Ops;
 use crate::mcp::args::{ListArgs, ListSizesArgs, SearchFilesArgs, SortBy, TreeArgs};
 use crate::mcp::render::{ToolError, text};

@@ -4,7 +4,7 @@
 use base64::Engine;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
-use super::{args_error, handle, read_whole, unexpected};
+use super::shared::{args_error, handle, read_whole, unexpected};
 use crate::door::Ops;
 use crate::mcp::args::{MultiReadArgs, PathArgs, ReadTextArgs};
 use crate::mcp::render::{ToolError, shown, text};
