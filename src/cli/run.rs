@@ -47,7 +47,12 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Err(e) => return no_view(&e),
     };
     let root = opened.gateway.workspace().root_path().to_path_buf();
+    let session = session_id();
+    let asks_socket = ask_socket(&root, &session);
     let mut hide = opened.own_dirs();
+    if let Some((path, _)) = &asks_socket {
+        hide.extend(path.parent().map(std::path::Path::to_path_buf));
+    }
     hide.push(opened.audit_log_path().to_path_buf());
     hide.extend(
         config
@@ -80,13 +85,52 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     opened.announce_locations();
     let undo = undo_line(&root, opened.audit_log_path(), &config);
     let gateway = Arc::new(opened.gateway);
+    let asks = asks_socket.and_then(|(path, listener)| {
+        let asks = fsgate_view::asks::Asks::new(Arc::clone(&gateway), session.clone());
+        match fsgate_view::asks::serve(Arc::clone(&asks), listener) {
+            Ok(()) => Some((path, asks)),
+            Err(e) => {
+                tracing::warn!("ask rules will refuse: cannot answer fsgate asks: {e}");
+                None
+            }
+        }
+    });
     let run = Run {
         child: &mut child,
         command: &args.command,
         root: &root,
         undo: &undo,
+        session,
+        asks: asks.as_ref().map(|(_, a)| Arc::clone(a)),
     };
-    serve_and_wait(&gateway, fuse, run)
+    let code = serve_and_wait(&gateway, fuse, run);
+    if let Some((path, _)) = asks {
+        let _ = std::fs::remove_file(path);
+    }
+    code
+}
+
+/// The socket `fsgate asks` answers the run's questions on, bound before the gateway
+/// confines itself (None: `ask` rules refuse, as nobody can be asked).
+fn ask_socket(
+    root: &std::path::Path,
+    session: &str,
+) -> Option<(std::path::PathBuf, std::os::unix::net::UnixListener)> {
+    let Some(dir) = fsgate_view::asks::dir(root) else {
+        tracing::warn!("no state directory: ask rules will refuse (nobody can be asked)");
+        return None;
+    };
+    let path = dir.join(format!("{session}.sock"));
+    match fsgate_view::asks::bind(&path) {
+        Ok(l) => Some((path, l)),
+        Err(e) => {
+            tracing::warn!(
+                "ask rules will refuse: cannot make {}: {e}",
+                EscPath(&path)
+            );
+            None
+        }
+    }
 }
 
 /// The command being run, as `serve_and_wait` needs it.
@@ -95,15 +139,21 @@ struct Run<'a> {
     command: &'a [OsString],
     root: &'a std::path::Path,
     undo: &'a str,
+    session: String,
+    /// Where `ask` rules' questions wait for `fsgate asks`.
+    asks: Option<Arc<fsgate_view::asks::Asks>>,
 }
 
 /// Serves the view until the command ends; its exit status.
 fn serve_and_wait(gateway: &Arc<crate::gateway::Gateway>, fuse: OwnedFd, run: Run<'_>) -> ExitCode {
-    let session = session_id();
+    let session = run.session;
     let mut view =
         fsgate_view::View::new(Arc::clone(gateway), session.clone(), run.root.to_path_buf());
     if !rustix::process::geteuid().is_root() {
         view = view.in_user_namespace();
+    }
+    if let Some(asks) = run.asks {
+        view = view.asking(asks);
     }
     let counts = view.counts();
     record_run(gateway, &session, run.command, run.child.id());
