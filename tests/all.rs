@@ -170,3 +170,4 @@ mod layers;
 mod view_run;
 // fsgate run: `ask` rules answered with `fsgate asks`, and faults.
 mod view_asks;
+mod view_faults;
