@@ -264,3 +264,107 @@ fn settled_by_the_next_start(ws: &Ws) {
         None => assert_eq!(big[0], b'0', "big.txt changed with no write recorded as done"),
     }
 }
+
+/// Runs `argv` as `nobody` in a user namespace of its own (root and nobody mapped)
+/// where no further user namespace may be made (`user.max_user_namespaces` 0 there).
+const NO_USER_NAMESPACES: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+r, w = os.pipe()
+r2, w2 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    if libc.unshare(0x10000000) != 0:
+        os._exit(90)
+    os.write(w2, b"u")
+    os.read(r, 1)
+    with open("/proc/sys/user/max_user_namespaces", "w") as f:
+        f.write("0")
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+    os.execv(sys.argv[1], sys.argv[1:])
+os.read(r2, 1)
+for name in ("uid_map", "gid_map"):
+    with open(f"/proc/{pid}/{name}", "w") as f:
+        f.write("0 0 1\n65534 65534 1\n")
+os.write(w, b"g")
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+
+/// Runs `argv` with `landlock_create_ruleset` answering ENOSYS (a seccomp filter), as
+/// on a kernel without Landlock.
+const NO_LANDLOCK: &str = r#"
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+code = [
+    (0x20, 0, 0, 0),                  # load the syscall's number
+    (0x15, 0, 1, 444),                # landlock_create_ruleset?
+    (0x06, 0, 0, 0x00050000 | 38),    # ERRNO(ENOSYS)
+    (0x06, 0, 0, 0x7FFF0000),         # allow
+]
+prog = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *i) for i in code))
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fprog = Fprog(len(code), ctypes.addressof(prog))
+assert libc.prctl(38, 1, 0, 0, 0) == 0
+assert libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0
+os.execv(sys.argv[1], sys.argv[1:])
+"#;
+
+/// `chown -R 65534:65534 dir`.
+fn give_to_nobody(dir: &Path) {
+    std::os::unix::fs::chown(dir, Some(65534), Some(65534)).expect("chown");
+    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            give_to_nobody(&path);
+        } else {
+            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).expect("chown");
+        }
+    }
+}
+
+/// `fsgate run -- touch MARKER` through the python launcher `launcher`: it must end
+/// with 125, saying `missing`, and the command must not have run.
+fn refused_without(ws: &Ws, launcher: &str, missing: &str) {
+    let marker = ws.state.join("ran");
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", launcher, bin(), "run", "--workspace"])
+        .arg(&ws.root)
+        .arg("--audit-log")
+        .arg(ws.log())
+        .arg("--backup-dir")
+        .arg(ws.state.join("backups"))
+        .args(["--", "touch"])
+        .arg(&marker)
+        .env("HOME", &ws.state)
+        .env_remove("XDG_STATE_HOME")
+        .current_dir(&ws.root)
+        .stdin(Stdio::null())
+        .output()
+        .expect("fsgate run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains(missing), "{stderr}");
+    assert!(stderr.contains("the command was not run"), "{stderr}");
+    assert!(!marker.exists(), "the command ran without the view");
+}
+
+/// A user who is not root where user namespaces cannot be made: fsgate says which
+/// limit is in the way and exits 125 without running the command.
+#[test]
+fn view_without_user_namespaces_a_user_is_told_what_is_missing() {
+    let ws = Ws::new();
+    give_to_nobody(&ws.root);
+    give_to_nobody(&ws.state);
+    refused_without(&ws, NO_USER_NAMESPACES, "user.max_user_namespaces");
+}
+
+/// A kernel without Landlock: fsgate says so and exits 125 without running the command.
+#[test]
+fn view_without_landlock_the_command_is_not_run() {
+    let ws = Ws::new();
+    refused_without(&ws, NO_LANDLOCK, "Landlock is missing (this kernel has no Landlock");
+}

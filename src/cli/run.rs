@@ -42,6 +42,12 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail_open(&e, args.common.policy.as_deref()),
     };
+    // The gateway serving the view confines itself with Landlock: no run without it.
+    if let Some(why) = crate::sandbox::landlock_missing() {
+        return no_view(&format!(
+            "Landlock is missing ({why}): fsgate run confines the gateway that serves the view with it"
+        ));
+    }
     let fuse = match Fuse::new() {
         Ok(f) => f,
         Err(e) => return no_view(&e),
