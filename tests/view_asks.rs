@@ -16,13 +16,17 @@ use crate::common::{bin, canonical_tempdir};
 struct Ws {
     root: PathBuf,
     state: PathBuf,
-    _dirs: (TempDir, TempDir),
+    /// XDG_STATE_HOME: apart from the audit log's directory (which the command's
+    /// namespace covers anyway), so that the sockets' own cover is what is tested.
+    xdg: PathBuf,
+    _dirs: (TempDir, TempDir, TempDir),
 }
 
 impl Ws {
     fn new(timeout_secs: u32) -> Ws {
         let (d1, root) = canonical_tempdir("fsgate-asks-ws");
         let (d2, state) = canonical_tempdir("fsgate-asks-state");
+        let (d3, xdg) = canonical_tempdir("fsgate-asks-xdg");
         std::fs::write(root.join("asked.txt"), "the answer\n").expect("write");
         let policy = format!(
             r#"version = 1
@@ -48,13 +52,16 @@ timeout_secs = {timeout_secs}
         Ws {
             root,
             state,
-            _dirs: (d1, d2),
+            xdg,
+            _dirs: (d1, d2, d3),
         }
     }
 
     fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
-        cmd.env("XDG_STATE_HOME", self.state.join("xdg"))
+        // Deep enough that a socket's path is longer than a socket address holds.
+        let deep = "a-state-directory-deep-enough-that-its-socket-path-is-long";
+        cmd.env("XDG_STATE_HOME", self.xdg.join(deep))
             .current_dir(&self.root);
         cmd
     }
@@ -209,12 +216,12 @@ fn view_a_rejected_ask_is_eacces_and_the_socket_is_out_of_the_commands_reach() {
     let ws = Ws::new(60);
     let script = format!(
         "import os, glob\nprint('sockets', len(glob.glob('{}/**/*.sock', recursive=True)))\n{OPEN}",
-        ws.state.join("xdg").display()
+        ws.xdg.display()
     );
     let child = ws.run(&script);
     let questions = ws.waiting();
     let id = questions[0]["id"].as_str().expect("id");
-    let sockets = find_sockets(&ws.state.join("xdg"));
+    let sockets = find_sockets(&ws.xdg);
     assert_eq!(sockets.len(), 1, "{sockets:?}");
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(&sockets[0]).expect("socket").permissions(),
@@ -226,7 +233,7 @@ fn view_a_rejected_ask_is_eacces_and_the_socket_is_out_of_the_commands_reach() {
     assert_eq!(lines, ["sockets 0", "refused True"], "{err}");
     assert_eq!(code, Some(0), "{err}");
     // The run ended: its socket is gone, and a second answer finds nobody.
-    assert!(find_sockets(&ws.state.join("xdg")).is_empty());
+    assert!(find_sockets(&ws.xdg).is_empty());
     let (ok, _) = ws.asks(&["--allow", id]);
     assert!(!ok);
 }

@@ -127,7 +127,8 @@ fn sockets(dir: &Path) -> Vec<PathBuf> {
 /// One request to the run listening at `socket`, and its answer (None: nobody listens;
 /// a socket left by a run that ended is removed).
 fn ask(socket: &Path, request: &Value) -> Option<Value> {
-    let mut conn = match UnixStream::connect(socket) {
+    let (_dir, at) = fsgate_view::asks::short(socket).ok()?;
+    let mut conn = match UnixStream::connect(at) {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
             let _ = std::fs::remove_file(socket);

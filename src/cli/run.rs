@@ -56,8 +56,10 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     let session = session_id();
     let asks_socket = ask_socket(&root, &session);
     let mut hide = opened.own_dirs();
-    if let Some((path, _)) = &asks_socket {
-        hide.extend(path.parent().map(std::path::Path::to_path_buf));
+    if let Some(dir) = asks_socket.as_ref().and_then(|(path, _)| path.parent()) {
+        hide.push(dir.to_path_buf());
+        // Its socket is removed at the end, once the gateway is confined.
+        opened.keep_scratch(dir);
     }
     hide.push(opened.audit_log_path().to_path_buf());
     hide.extend(

@@ -203,9 +203,25 @@ pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     let _ = std::fs::remove_file(path);
-    let listener = UnixListener::bind(path)?;
+    let (_dir, at) = short(path)?;
+    let listener = UnixListener::bind(at)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(listener)
+}
+
+/// `path` as a socket's address can hold it: a state directory's path may be longer
+/// than a socket address's 108 bytes, so the socket is named through a descriptor of
+/// its directory (`/proc/self/fd/N/NAME`), kept open while the address is used.
+pub fn short(path: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
+    use std::os::fd::AsRawFd;
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::other("no directory"));
+    };
+    let dir = std::fs::File::open(dir)?;
+    let at = Path::new("/proc/self/fd")
+        .join(dir.as_raw_fd().to_string())
+        .join(name);
+    Ok((dir, at))
 }
 
 /// Answers `fsgate asks` on `listener`, one connection after another, for ever (the
