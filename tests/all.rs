@@ -171,3 +171,5 @@ mod view_run;
 // fsgate run: `ask` rules answered with `fsgate asks`, and faults.
 mod view_asks;
 mod view_faults;
+// fsgate run as a user who is not root.
+mod view_nonroot;

@@ -167,7 +167,10 @@ fn view_an_ask_is_answered_from_another_terminal() {
     // The list a person reads names the question too.
     let (_, table) = ws.asks(&[]);
     let id = q["id"].as_str().expect("id");
-    assert!(table.contains(id) && table.contains("/asked.txt"), "{table}");
+    assert!(
+        table.contains(id) && table.contains("/asked.txt"),
+        "{table}"
+    );
     let (ok, out) = ws.asks(&["--allow", id]);
     assert!(ok, "{out}");
     let (code, lines, err) = ended(child);
@@ -187,7 +190,10 @@ fn view_an_ask_is_answered_from_another_terminal() {
         .find(|r| r["op"] == "open" && r["path"] == "asked.txt" && r["kind"] == "request")
         .expect("the open's record");
     assert_eq!(open["decision"], "allow", "{open}");
-    assert_eq!(open["details"]["asked"][0]["answer"], "allow_once", "{open}");
+    assert_eq!(
+        open["details"]["asked"][0]["answer"], "allow_once",
+        "{open}"
+    );
 }
 
 /// A question nobody answers is refused once the policy's timeout passed: EACCES.
@@ -224,7 +230,9 @@ fn view_a_rejected_ask_is_eacces_and_the_socket_is_out_of_the_commands_reach() {
     let sockets = find_sockets(&ws.xdg);
     assert_eq!(sockets.len(), 1, "{sockets:?}");
     let mode = std::os::unix::fs::PermissionsExt::mode(
-        &std::fs::metadata(&sockets[0]).expect("socket").permissions(),
+        &std::fs::metadata(&sockets[0])
+            .expect("socket")
+            .permissions(),
     );
     assert_eq!(mode & 0o777, 0o600);
     let (ok, out) = ws.asks(&["--reject", id]);

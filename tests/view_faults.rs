@@ -169,7 +169,10 @@ fn view_kill_9_of_the_gateway_fails_the_view_ends_the_tree_and_the_next_start_se
     let before = next_json(&rx);
     assert_eq!(before["list"][0], "ok", "{before}");
     let listed = before["list"][1].as_array().expect("names");
-    assert!(!listed.iter().any(|n| n == ".env"), "not the view: {before}");
+    assert!(
+        !listed.iter().any(|n| n == ".env"),
+        "not the view: {before}"
+    );
     // Killed while a write of big.txt is in flight if one is seen in time (an intent
     // without its outcome yet), else at once: what follows holds either way.
     let seen = |recs: &[Value]| {
@@ -180,7 +183,12 @@ fn view_kill_9_of_the_gateway_fails_the_view_ends_the_tree_and_the_next_start_se
     while !seen(&ws.records()) && Instant::now() < deadline {}
     fsgate.kill().expect("kill -9");
     let _ = fsgate.wait();
-    probe.stdin.as_mut().expect("stdin").write_all(b"\n").expect("probe");
+    probe
+        .stdin
+        .as_mut()
+        .expect("stdin")
+        .write_all(b"\n")
+        .expect("probe");
     let after = next_json(&rx);
     for name in ["stat", "list", "read", "write"] {
         assert_eq!(after[name][0], "errno", "{name} after the kill: {after}");
@@ -226,7 +234,11 @@ fn settled_by_the_next_start(ws: &Ws) {
         .stdin(Stdio::null())
         .output()
         .expect("fsgate run");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let verify = Command::new(bin())
         .args(["audit", "verify"])
         .arg(ws.log())
@@ -238,12 +250,18 @@ fn settled_by_the_next_start(ws: &Ws) {
         String::from_utf8_lossy(&verify.stderr)
     );
     assert!(verify.status.success(), "{report}");
-    assert!(!report.contains("intent seq"), "an intent is left open: {report}");
+    assert!(
+        !report.contains("intent seq"),
+        "an intent is left open: {report}"
+    );
     let big = std::fs::read(ws.root.join("big.txt")).expect("big.txt");
     assert_eq!(big.len(), BIG, "big.txt is torn");
     assert!(big.iter().all(|&b| b == big[0]), "big.txt is torn");
     let records = ws.records();
-    let cut: Vec<&Value> = records.iter().filter(|r| r["kind"] == "reconciled").collect();
+    let cut: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["kind"] == "reconciled")
+        .collect();
     eprintln!("intents the kill cut off, settled at the next start: {cut:?}");
     let last_done = records
         .iter()
@@ -254,14 +272,24 @@ fn settled_by_the_next_start(ws: &Ws) {
                 && ((r["kind"] == "request" && r["outcome"] == "ok")
                     || (r["kind"] == "reconciled" && r["details"]["found"] == "applied"))
         })
-        .and_then(|r| r["sha256"].as_str().or(r["details"]["onDisk"]["path"]["sha256"].as_str()));
+        .and_then(|r| {
+            r["sha256"]
+                .as_str()
+                .or(r["details"]["onDisk"]["path"]["sha256"].as_str())
+        });
     match last_done {
         Some(sha) => {
             use sha2::Digest;
             let digest = hex::encode(sha2::Sha256::digest(&big));
-            assert_eq!(sha, digest, "big.txt is not the last version recorded as done");
+            assert_eq!(
+                sha, digest,
+                "big.txt is not the last version recorded as done"
+            );
         }
-        None => assert_eq!(big[0], b'0', "big.txt changed with no write recorded as done"),
+        None => assert_eq!(
+            big[0], b'0',
+            "big.txt changed with no write recorded as done"
+        ),
     }
 }
 
@@ -366,5 +394,9 @@ fn view_without_user_namespaces_a_user_is_told_what_is_missing() {
 #[test]
 fn view_without_landlock_the_command_is_not_run() {
     let ws = Ws::new();
-    refused_without(&ws, NO_LANDLOCK, "Landlock is missing (this kernel has no Landlock");
+    refused_without(
+        &ws,
+        NO_LANDLOCK,
+        "Landlock is missing (this kernel has no Landlock",
+    );
 }

@@ -132,10 +132,7 @@ fn ask_socket(
     match fsgate_view::asks::bind(&path) {
         Ok(l) => Some((path, l)),
         Err(e) => {
-            tracing::warn!(
-                "ask rules will refuse: cannot make {}: {e}",
-                EscPath(&path)
-            );
+            tracing::warn!("ask rules will refuse: cannot make {}: {e}", EscPath(&path));
             None
         }
     }
