@@ -194,6 +194,17 @@ fn view_an_ask_is_answered_from_another_terminal() {
         open["details"]["asked"][0]["answer"], "allow_once",
         "{open}"
     );
+    // The answer's record is in the chain like any other.
+    let verify = Command::new(bin())
+        .args(["audit", "verify"])
+        .arg(ws.state.join("audit.jsonl"))
+        .output()
+        .expect("verify");
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
 }
 
 /// A question nobody answers is refused once the policy's timeout passed: EACCES.

@@ -55,19 +55,8 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     let root = opened.gateway.workspace().root_path().to_path_buf();
     let session = session_id();
     let asks_socket = ask_socket(&root, &session);
-    let mut hide = opened.own_dirs();
-    if let Some(dir) = asks_socket.as_ref().and_then(|(path, _)| path.parent()) {
-        hide.push(dir.to_path_buf());
-        // Its socket is removed at the end, once the gateway is confined.
-        opened.keep_scratch(dir);
-    }
-    hide.push(opened.audit_log_path().to_path_buf());
-    hide.extend(
-        config
-            .policy
-            .iter()
-            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
-    );
+    let asks_dir = asks_socket.as_ref().and_then(|(path, _)| path.parent());
+    let hide = hidden(&mut opened, &config, asks_dir);
     let mut child = match start_child(&fuse, (&root, hide), args.command.clone()) {
         Ok(c) => c,
         Err(e) => return no_view(&e),
@@ -93,16 +82,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     opened.announce_locations();
     let undo = undo_line(&root, opened.audit_log_path(), &config);
     let gateway = Arc::new(opened.gateway);
-    let asks = asks_socket.and_then(|(path, listener)| {
-        let asks = fsgate_view::asks::Asks::new(Arc::clone(&gateway), session.clone());
-        match fsgate_view::asks::serve(Arc::clone(&asks), listener) {
-            Ok(()) => Some((path, asks)),
-            Err(e) => {
-                tracing::warn!("ask rules will refuse: cannot answer fsgate asks: {e}");
-                None
-            }
-        }
-    });
+    let asks = asks_socket.and_then(|s| answer_asks(&gateway, &session, s));
     let run = Run {
         child: &mut child,
         command: &args.command,
@@ -116,6 +96,46 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         let _ = std::fs::remove_file(path);
     }
     code
+}
+
+/// What the command's namespace covers: fsgate's own directories, the audit log, the
+/// policy and the directory of `fsgate asks`'s sockets (kept writable for the gateway,
+/// which removes its socket at the end, once confined).
+fn hidden(
+    opened: &mut startup::Opened,
+    config: &startup::GatewayConfig,
+    asks_dir: Option<&std::path::Path>,
+) -> Vec<std::path::PathBuf> {
+    let mut hide = opened.own_dirs();
+    if let Some(dir) = asks_dir {
+        hide.push(dir.to_path_buf());
+        opened.keep_scratch(dir);
+    }
+    hide.push(opened.audit_log_path().to_path_buf());
+    hide.extend(
+        config
+            .policy
+            .iter()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+    );
+    hide
+}
+
+/// Answers `fsgate asks` on the run's socket: the socket's path and the run's
+/// questions (None: `ask` rules refuse).
+fn answer_asks(
+    gateway: &Arc<crate::gateway::Gateway>,
+    session: &str,
+    (path, listener): (std::path::PathBuf, std::os::unix::net::UnixListener),
+) -> Option<(std::path::PathBuf, Arc<fsgate_view::asks::Asks>)> {
+    let asks = fsgate_view::asks::Asks::new(Arc::clone(gateway), session.to_owned());
+    match fsgate_view::asks::serve(Arc::clone(&asks), listener) {
+        Ok(()) => Some((path, asks)),
+        Err(e) => {
+            tracing::warn!("ask rules will refuse: cannot answer fsgate asks: {e}");
+            None
+        }
+    }
 }
 
 /// The socket `fsgate asks` answers the run's questions on, bound before the gateway
