@@ -272,3 +272,27 @@ fn find_sockets(dir: &Path) -> Vec<PathBuf> {
     }
     found
 }
+
+/// "Allow for the run" answers the same rule and class for the rest of the run: the
+/// second open is not asked again, and its record says the grant allowed it.
+#[test]
+fn view_an_ask_allowed_for_the_run_is_not_asked_again() {
+    let ws = Ws::new(60);
+    let twice = "for _ in range(2):\n    print(open('asked.txt').read(), end='')\n";
+    let child = ws.run(twice);
+    let questions = ws.waiting();
+    let id = questions[0]["id"].as_str().expect("id");
+    let (ok, out) = ws.asks(&["--allow-run", id]);
+    assert!(ok, "{out}");
+    let (code, lines, err) = ended(child);
+    assert_eq!(lines, ["the answer", "the answer"], "{err}");
+    assert_eq!(code, Some(0), "{err}");
+    let answers: Vec<Value> = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "open" && r["path"] == "asked.txt" && r["kind"] == "request")
+        .map(|r| r["details"]["asked"][0]["answer"].clone())
+        .collect();
+    assert_eq!(answers, ["allow_always", "allowed_for_session"], "{err}");
+    assert_eq!(err.matches("waits for a person").count(), 1, "{err}");
+}

@@ -49,6 +49,7 @@ impl Ws {
             .arg(self.log())
             .arg("--backup-dir")
             .arg(self.state.join("backups"))
+            .env("XDG_STATE_HOME", self.state.join("xdg"))
             .current_dir(&self.root);
         cmd
     }
@@ -208,6 +209,23 @@ fn view_kill_9_of_the_gateway_fails_the_view_ends_the_tree_and_the_next_start_se
     drop(probe.stdin.take());
     let _ = probe.wait();
     assert_no_view_left(&ws.root);
+    // The killed run's socket for `fsgate asks` is left; the next `fsgate asks` finds
+    // nobody listening there and removes it.
+    let asks_dir = std::fs::read_dir(ws.state.join("xdg/fsgate"))
+        .expect("the state dir")
+        .flatten()
+        .map(|e| e.path().join("asks"))
+        .next()
+        .expect("the workspace's state dir");
+    assert_eq!(std::fs::read_dir(&asks_dir).expect("asks").count(), 1);
+    let asks = Command::new(bin())
+        .args(["asks", "--json", "--workspace"])
+        .arg(&ws.root)
+        .env("XDG_STATE_HOME", ws.state.join("xdg"))
+        .output()
+        .expect("fsgate asks");
+    assert_eq!(String::from_utf8_lossy(&asks.stdout), "[]\n");
+    assert_eq!(std::fs::read_dir(asks_dir).expect("asks").count(), 0);
     settled_by_the_next_start(&ws);
 }
 
