@@ -5,6 +5,7 @@
 //! inherits the restriction.
 
 mod acp;
+mod asks;
 mod connect;
 mod docs;
 mod run;
@@ -59,6 +60,16 @@ enum Command {
     ///
     /// Example: fsgate run --workspace ~/project -- sh -c 'make test'
     Run(run::RunArgs),
+    /// List and answer the questions `ask` rules put under a running `fsgate run`.
+    ///
+    /// The command owns its terminal; from another one, `fsgate asks` lists what each
+    /// running `fsgate run` of the workspace waits for, and `--allow ID`, `--allow-run
+    /// ID` or `--reject ID` answers. A question nobody answers within `[ask]
+    /// timeout_secs` is refused (EACCES). Only the user running fsgate can answer; the
+    /// answer is recorded naming who gave it. See docs/run.md.
+    ///
+    /// Example: fsgate asks --workspace ~/project --allow run-3f2a9c01b7de:1
+    Asks(asks::AsksArgs),
     /// Host an ACP agent: relay the editor <-> agent and answer the agent's file access.
     ///
     /// Besides the agent's `fs/*` requests, fsgate adds an MCP server of its own, named
@@ -276,6 +287,7 @@ pub fn main() -> ExitCode {
     match command {
         Command::Serve(args) => serve(args),
         Command::Run(args) => run::run(args),
+        Command::Asks(args) => asks::asks(args),
         Command::Acp(args) => acp::acp(args),
         Command::Policy(cmd) => code(crate::policy::cli::run(cmd)),
         Command::Audit(cmd) => code(crate::audit::cli::run(cmd)),

@@ -168,3 +168,8 @@ mod agents;
 mod layers;
 // fsgate run: real commands through the filesystem view (as root).
 mod view_run;
+// fsgate run: `ask` rules answered with `fsgate asks`, and faults.
+mod view_asks;
+mod view_faults;
+// fsgate run as a user who is not root.
+mod view_nonroot;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::common::{bin, canonical_tempdir};
+use crate::common::{DesktopFuse, bin, canonical_tempdir};
 
 /// A workspace with `.env` (a secret), `a.txt` and `b.txt`, and a state dir beside it.
 struct Ws {
@@ -620,35 +620,6 @@ fn view_a_write_the_policy_refuses_fails_at_open() {
         std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
         "keep\n"
     );
-}
-
-/// Gives `/dev/fuse` a desktop's mode (0666) for the life of the value if it has a
-/// stricter one, as on machines where only root may open it.
-struct DesktopFuse(Option<u32>);
-
-impl DesktopFuse {
-    fn ensure() -> DesktopFuse {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata("/dev/fuse")
-            .expect("/dev/fuse")
-            .permissions()
-            .mode();
-        if mode & 0o666 == 0o666 {
-            return DesktopFuse(None);
-        }
-        std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666))
-            .expect("chmod /dev/fuse");
-        DesktopFuse(Some(mode))
-    }
-}
-
-impl Drop for DesktopFuse {
-    fn drop(&mut self) {
-        use std::os::unix::fs::PermissionsExt;
-        if let Some(mode) = self.0 {
-            let _ = std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(mode));
-        }
-    }
 }
 
 /// `chown -R 65534:65534 dir`.

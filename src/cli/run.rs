@@ -42,19 +42,21 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail_open(&e, args.common.policy.as_deref()),
     };
+    // The gateway serving the view confines itself with Landlock: no run without it.
+    if let Some(why) = crate::sandbox::landlock_missing() {
+        return no_view(&format!(
+            "Landlock is missing ({why}): fsgate run confines the gateway that serves the view with it"
+        ));
+    }
     let fuse = match Fuse::new() {
         Ok(f) => f,
         Err(e) => return no_view(&e),
     };
     let root = opened.gateway.workspace().root_path().to_path_buf();
-    let mut hide = opened.own_dirs();
-    hide.push(opened.audit_log_path().to_path_buf());
-    hide.extend(
-        config
-            .policy
-            .iter()
-            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
-    );
+    let session = session_id();
+    let asks_socket = ask_socket(&root, &session);
+    let asks_dir = asks_socket.as_ref().and_then(|(path, _)| path.parent());
+    let hide = hidden(&mut opened, &config, asks_dir);
     let mut child = match start_child(&fuse, (&root, hide), args.command.clone()) {
         Ok(c) => c,
         Err(e) => return no_view(&e),
@@ -80,13 +82,80 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     opened.announce_locations();
     let undo = undo_line(&root, opened.audit_log_path(), &config);
     let gateway = Arc::new(opened.gateway);
+    let asks = asks_socket.and_then(|s| answer_asks(&gateway, &session, s));
     let run = Run {
         child: &mut child,
         command: &args.command,
         root: &root,
         undo: &undo,
+        session,
+        asks: asks.as_ref().map(|(_, a)| Arc::clone(a)),
     };
-    serve_and_wait(&gateway, fuse, run)
+    let code = serve_and_wait(&gateway, fuse, run);
+    if let Some((path, _)) = asks {
+        let _ = std::fs::remove_file(path);
+    }
+    code
+}
+
+/// What the command's namespace covers: fsgate's own directories, the audit log, the
+/// policy and the directory of `fsgate asks`'s sockets (kept writable for the gateway,
+/// which removes its socket at the end, once confined).
+fn hidden(
+    opened: &mut startup::Opened,
+    config: &startup::GatewayConfig,
+    asks_dir: Option<&std::path::Path>,
+) -> Vec<std::path::PathBuf> {
+    let mut hide = opened.own_dirs();
+    if let Some(dir) = asks_dir {
+        hide.push(dir.to_path_buf());
+        opened.keep_scratch(dir);
+    }
+    hide.push(opened.audit_log_path().to_path_buf());
+    hide.extend(
+        config
+            .policy
+            .iter()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
+    );
+    hide
+}
+
+/// Answers `fsgate asks` on the run's socket: the socket's path and the run's
+/// questions (None: `ask` rules refuse).
+fn answer_asks(
+    gateway: &Arc<crate::gateway::Gateway>,
+    session: &str,
+    (path, listener): (std::path::PathBuf, std::os::unix::net::UnixListener),
+) -> Option<(std::path::PathBuf, Arc<fsgate_view::asks::Asks>)> {
+    let asks = fsgate_view::asks::Asks::new(Arc::clone(gateway), session.to_owned());
+    match fsgate_view::asks::serve(Arc::clone(&asks), listener) {
+        Ok(()) => Some((path, asks)),
+        Err(e) => {
+            tracing::warn!("ask rules will refuse: cannot answer fsgate asks: {e}");
+            None
+        }
+    }
+}
+
+/// The socket `fsgate asks` answers the run's questions on, bound before the gateway
+/// confines itself (None: `ask` rules refuse, as nobody can be asked).
+fn ask_socket(
+    root: &std::path::Path,
+    session: &str,
+) -> Option<(std::path::PathBuf, std::os::unix::net::UnixListener)> {
+    let Some(dir) = fsgate_view::asks::dir(root) else {
+        tracing::warn!("no state directory: ask rules will refuse (nobody can be asked)");
+        return None;
+    };
+    let path = dir.join(format!("{session}.sock"));
+    match fsgate_view::asks::bind(&path) {
+        Ok(l) => Some((path, l)),
+        Err(e) => {
+            tracing::warn!("ask rules will refuse: cannot make {}: {e}", EscPath(&path));
+            None
+        }
+    }
 }
 
 /// The command being run, as `serve_and_wait` needs it.
@@ -95,15 +164,21 @@ struct Run<'a> {
     command: &'a [OsString],
     root: &'a std::path::Path,
     undo: &'a str,
+    session: String,
+    /// Where `ask` rules' questions wait for `fsgate asks`.
+    asks: Option<Arc<fsgate_view::asks::Asks>>,
 }
 
 /// Serves the view until the command ends; its exit status.
 fn serve_and_wait(gateway: &Arc<crate::gateway::Gateway>, fuse: OwnedFd, run: Run<'_>) -> ExitCode {
-    let session = session_id();
+    let session = run.session;
     let mut view =
         fsgate_view::View::new(Arc::clone(gateway), session.clone(), run.root.to_path_buf());
     if !rustix::process::geteuid().is_root() {
         view = view.in_user_namespace();
+    }
+    if let Some(asks) = run.asks {
+        view = view.asking(asks);
     }
     let counts = view.counts();
     record_run(gateway, &session, run.command, run.child.id());

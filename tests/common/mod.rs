@@ -934,3 +934,49 @@ fn stacks(pid: u32) -> String {
         Err(e) => format!("  (no stacks: gdb: {e})\n"),
     }
 }
+
+/// Gives `/dev/fuse` a desktop's mode (0666) while the value lives, if it has a
+/// stricter one (as on machines where only root may open it), and puts the mode back
+/// when dropped. Held under an exclusive lock on a file beside the device's users (tests
+/// of this and other processes take turns), so no test puts the mode back under
+/// another.
+pub struct DesktopFuse {
+    mode: Option<u32>,
+    _lock: std::fs::File,
+}
+
+impl DesktopFuse {
+    pub fn ensure() -> DesktopFuse {
+        use std::os::unix::fs::PermissionsExt;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(std::env::temp_dir().join("fsgate-tests-dev-fuse.lock"))
+            .expect("the lock file");
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).expect("flock");
+        let mode = std::fs::metadata("/dev/fuse")
+            .expect("/dev/fuse")
+            .permissions()
+            .mode();
+        let mut held = DesktopFuse {
+            mode: None,
+            _lock: lock,
+        };
+        if mode & 0o666 != 0o666 {
+            std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(0o666))
+                .expect("chmod /dev/fuse");
+            held.mode = Some(mode);
+        }
+        held
+    }
+}
+
+impl Drop for DesktopFuse {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        if let Some(mode) = self.mode {
+            let _ = std::fs::set_permissions("/dev/fuse", std::fs::Permissions::from_mode(mode));
+        }
+    }
+}

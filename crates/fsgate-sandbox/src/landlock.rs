@@ -84,6 +84,12 @@ fn usable_abi(status: LandlockStatus) -> Option<ABI> {
     }
 }
 
+/// Why this kernel offers no Landlock; None if it does.
+pub(crate) fn landlock_missing() -> Option<&'static str> {
+    let status = probe();
+    usable_abi(status).is_none().then(|| absent_reason(status))
+}
+
 #[cfg(test)]
 pub(crate) fn kernel_abi() -> Option<u8> {
     usable_abi(probe()).map(|a| a as u8)

@@ -160,6 +160,12 @@ pub fn harden_gateway() -> Result<(), SandboxError> {
     imp::harden_gateway()
 }
 
+/// Why this kernel offers no Landlock at all (missing, or disabled at boot); None if
+/// it offers some ABI. Restricts nothing.
+pub fn landlock_missing() -> Option<&'static str> {
+    imp::landlock_missing()
+}
+
 /// The Landlock ABI this kernel offers (as far as the `landlock` crate knows), None if
 /// Landlock is missing or disabled. Does not restrict anything.
 #[cfg(test)]

@@ -45,3 +45,7 @@ pub(crate) fn agent_view_now(plan: &AgentPlan) -> AgentView {
 pub(crate) fn harden_gateway() -> Result<(), SandboxError> {
     Ok(())
 }
+
+pub(crate) fn landlock_missing() -> Option<&'static str> {
+    Some("Landlock is a Linux kernel's")
+}

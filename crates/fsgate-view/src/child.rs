@@ -209,7 +209,10 @@ fn enter(spec: &Spec) -> Result<(), String> {
             .map_err(|e| format!("cannot make a private mount namespace (unshare): {e}"))?;
     } else {
         unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS).map_err(|e| {
-            format!("cannot make a user and mount namespace (unshare; are unprivileged user namespaces allowed?): {e}")
+            format!(
+                "cannot make a user and mount namespace (unshare: {e}): {}",
+                no_user_namespace(e)
+            )
         })?;
         map_ids(Uid::from_raw(0), Gid::from_raw(0), (uid, gid))?;
     }
@@ -237,6 +240,23 @@ fn enter(spec: &Spec) -> Result<(), String> {
             fsgate_base::text::EscPath(&spec.cwd)
         )
     })
+}
+
+/// What is missing when a user who is not root cannot make a user namespace.
+fn no_user_namespace(e: nix::errno::Errno) -> &'static str {
+    use nix::errno::Errno;
+    match e {
+        Errno::ENOSPC => {
+            "no user namespace is left to this user (the sysctl user.max_user_namespaces is 0 or its limit is reached); fsgate run needs one when not run as root"
+        }
+        Errno::EPERM | Errno::EACCES => {
+            "unprivileged user namespaces are not allowed here (kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns or a seccomp filter); fsgate run needs one when not run as root"
+        }
+        Errno::EINVAL | Errno::ENOSYS => {
+            "this kernel has no user namespaces (CONFIG_USER_NS); fsgate run needs one when not run as root"
+        }
+        _ => "fsgate run needs a user namespace when not run as root",
+    }
 }
 
 /// `/dev/fuse`, opened in this user namespace.

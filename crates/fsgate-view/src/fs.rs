@@ -67,6 +67,8 @@ pub struct View {
     pub(crate) handles: Handles,
     peers: Peers,
     counts: Arc<Counts>,
+    /// Where an `ask` rule's question waits for `fsgate asks` (None: nobody is asked).
+    asks: Option<Arc<crate::asks::Asks>>,
 }
 
 impl std::fmt::Debug for View {
@@ -89,7 +91,14 @@ impl View {
             handles: Handles::default(),
             peers: Peers::default(),
             counts: Arc::default(),
+            asks: None,
         }
+    }
+
+    /// `ask` rules put their questions to `asks` (answered with `fsgate asks`).
+    pub fn asking(mut self, asks: Arc<crate::asks::Asks>) -> View {
+        self.asks = Some(asks);
+        self
     }
 
     /// The view as mounted in a user namespace where only root is mapped (`fsgate run`
@@ -113,13 +122,14 @@ impl View {
     }
 
     fn ctx(&self, req: &Request) -> RequestCtx {
+        let peer = self.peers.name(req.pid());
         RequestCtx {
             style: PathStyle::Rooted,
             session: self.session.clone(),
             transport: "view",
-            peer: self.peers.name(req.pid()),
+            asker: self.asks.as_ref().map(|a| a.asker(peer.clone())),
+            peer,
             scope: Default::default(),
-            asker: None,
             notifier: None,
         }
     }

@@ -14,6 +14,7 @@
 //! request goes through [`fsgate_gateway::Gateway::serve`], which decides, records and
 //! executes it as it does for every door.
 
+pub mod asks;
 pub mod child;
 mod errno;
 mod fs;

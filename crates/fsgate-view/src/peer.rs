@@ -44,7 +44,7 @@ impl Peers {
 
 /// `pid 12 ppid 3 exe "/usr/bin/cat" argv ["cat",".env"]` (`comm "cat"` where the
 /// executable cannot be read), or as much as `/proc` tells.
-fn describe(pid: u32) -> String {
+pub(crate) fn describe(pid: u32) -> String {
     let dir = format!("/proc/{pid}");
     let mut out = format!("pid {pid}");
     if let Some(ppid) = std::fs::read_to_string(format!("{dir}/stat"))

@@ -1,0 +1,289 @@
+//! `ask` rules under `fsgate run`: the command owns the terminal, so a question waits
+//! here until a person answers it from another one (`fsgate asks`), over a unix socket
+//! only the same user reaches (mode 0600 in a directory of mode 0700 under the
+//! workspace's state directory, which the command's namespace covers). Each line on the
+//! socket is one JSON request and its one JSON answer ([`Request`]); the socket's peer
+//! is checked by its credentials (the same uid as the gateway), and the answer is
+//! recorded naming who gave it.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use fsgate_gateway::Gateway;
+use fsgate_gateway::ask::{Answer, Asker, Question};
+use serde_json::{Map, Value, json};
+
+/// Questions waiting at once at most; past it, a question is refused unasked.
+pub const MAX_PENDING: usize = 64;
+/// The longest request line read from the socket.
+pub const MAX_LINE: u64 = 16 * 1024;
+/// How long one connection may take to send its request.
+const CONN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The directory of `workspace`'s sockets: `<state dir>/asks`.
+pub fn dir(workspace: &Path) -> Option<PathBuf> {
+    fsgate_base::state::workspace_state_dir(workspace)
+        .ok()
+        .map(|d| d.join("asks"))
+}
+
+/// One question waiting for its answer.
+#[derive(Debug)]
+struct Waiting {
+    id: u64,
+    shown: Value,
+    answer: Option<(Answer, String)>,
+}
+
+/// The run's questions, shared by the view's threads and the socket's.
+pub struct Asks {
+    session: String,
+    next: Mutex<u64>,
+    waiting: Mutex<VecDeque<Waiting>>,
+    answered: Condvar,
+    gw: Arc<Gateway>,
+}
+
+impl std::fmt::Debug for Asks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Asks")
+            .field("session", &self.session)
+            .finish()
+    }
+}
+
+impl Asks {
+    /// The questions of the run `session` of `gw`.
+    pub fn new(gw: Arc<Gateway>, session: String) -> Arc<Asks> {
+        Arc::new(Asks {
+            session,
+            next: Mutex::new(0),
+            waiting: Mutex::new(VecDeque::new()),
+            answered: Condvar::new(),
+            gw,
+        })
+    }
+
+    /// The asker of a request from `peer` (the process that asked, for the person).
+    pub fn asker(self: &Arc<Self>, peer: String) -> Arc<dyn Asker> {
+        Arc::new(RunAsker {
+            asks: Arc::clone(self),
+            peer,
+        })
+    }
+
+    fn put(&self, q: &Question, peer: &str, timeout: Duration) -> Answer {
+        let Ok(mut waiting) = self.waiting.lock() else {
+            return Answer::Unanswered("the run's questions are unavailable".into());
+        };
+        if waiting.len() >= MAX_PENDING {
+            return Answer::Unanswered(format!("{MAX_PENDING} questions wait already"));
+        }
+        let id = self.next.lock().map_or(0, |mut n| {
+            *n += 1;
+            *n
+        });
+        let deadline = Instant::now() + timeout;
+        waiting.push_back(Waiting {
+            id,
+            shown: shown(q, peer, id, &self.session, timeout),
+            answer: None,
+        });
+        // One line on the command's stderr, which the person watches.
+        fsgate_base::text::eprint_line(&format!(
+            "fsgate: run {}: {} waits for a person ({} s): answer it from another terminal with `fsgate asks` in the workspace",
+            self.session,
+            q.title(),
+            timeout.as_secs()
+        ));
+        loop {
+            let at = waiting.iter().position(|w| w.id == id);
+            let done = at.and_then(|i| waiting[i].answer.is_some().then_some(i));
+            if let Some(i) = done {
+                let w = waiting.remove(i);
+                return w.and_then(|w| w.answer).map_or(Answer::Timeout, |a| a.0);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || at.is_none() {
+                waiting.retain(|w| w.id != id);
+                return Answer::Timeout;
+            }
+            waiting = match self.answered.wait_timeout(waiting, left) {
+                Ok((w, _)) => w,
+                Err(_) => return Answer::Timeout,
+            };
+        }
+    }
+
+    /// What waits, as `fsgate asks --json` lists it.
+    fn list(&self) -> Value {
+        let questions: Vec<Value> = self
+            .waiting
+            .lock()
+            .map(|w| {
+                w.iter()
+                    .filter(|q| q.answer.is_none())
+                    .map(|q| q.shown.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        json!({ "session": self.session, "pid": std::process::id(), "questions": questions })
+    }
+
+    /// Answers question `id` with `answer`, given by `by`; recorded first.
+    fn answer(&self, id: u64, answer: Answer, by: &str) -> Result<(), String> {
+        let mut waiting = self.waiting.lock().map_err(|_| "unavailable".to_string())?;
+        let Some(w) = waiting
+            .iter_mut()
+            .find(|w| w.id == id && w.answer.is_none())
+        else {
+            return Err(format!("no question {}:{id} waits", self.session));
+        };
+        let mut details = Map::new();
+        details.insert("session".into(), self.session.clone().into());
+        details.insert("question".into(), w.shown.clone());
+        details.insert("answer".into(), answer.as_str().into());
+        details.insert("by".into(), by.into());
+        self.gw.record("ask_answer", details);
+        w.answer = Some((answer, by.to_owned()));
+        self.answered.notify_all();
+        Ok(())
+    }
+}
+
+/// A question as listed (the path and the reason as the agent's request made them:
+/// `fsgate asks` escapes them for a person).
+fn shown(q: &Question, peer: &str, id: u64, session: &str, timeout: Duration) -> Value {
+    json!({
+        "id": format!("{session}:{id}"),
+        "op": q.op.name(),
+        "class": q.class,
+        "path": q.path,
+        "rule": q.rule,
+        "reason": q.reason,
+        "process": peer,
+        "askedAt": now_secs(),
+        "timeoutSecs": timeout.as_secs(),
+    })
+}
+
+/// Seconds since the epoch, for the listing.
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The asker of one request.
+#[derive(Debug)]
+struct RunAsker {
+    asks: Arc<Asks>,
+    peer: String,
+}
+
+impl Asker for RunAsker {
+    fn ask(&self, q: &Question, timeout: Duration) -> Answer {
+        self.asks.put(q, &self.peer, timeout)
+    }
+}
+
+/// The socket `fsgate asks` reaches: bound at `path` (its directory made 0700, the
+/// socket 0600) before the gateway confines itself.
+pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    let _ = std::fs::remove_file(path);
+    let (_dir, at) = short(path)?;
+    let listener = UnixListener::bind(at)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// `path` as a socket's address can hold it: a state directory's path may be longer
+/// than a socket address's 108 bytes, so the socket is named through a descriptor of
+/// its directory (`/proc/self/fd/N/NAME`), kept open while the address is used.
+pub fn short(path: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
+    use std::os::fd::AsRawFd;
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::other("no directory"));
+    };
+    let dir = std::fs::File::open(dir)?;
+    let at = Path::new("/proc/self/fd")
+        .join(dir.as_raw_fd().to_string())
+        .join(name);
+    Ok((dir, at))
+}
+
+/// Answers `fsgate asks` on `listener`, one connection after another, for ever (the
+/// thread ends with the process).
+pub fn serve(asks: Arc<Asks>, listener: UnixListener) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("fsgate-asks".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                match conn {
+                    Ok(c) => {
+                        if let Err(e) = one(&asks, c) {
+                            tracing::debug!("fsgate asks: {e}");
+                        }
+                    }
+                    Err(e) => tracing::debug!("fsgate asks: accept: {e}"),
+                }
+            }
+        })
+        .map(drop)
+}
+
+/// One connection: its peer checked, one request read, one answer written.
+fn one(asks: &Asks, mut conn: UnixStream) -> std::io::Result<()> {
+    conn.set_read_timeout(Some(CONN_TIMEOUT))?;
+    conn.set_write_timeout(Some(CONN_TIMEOUT))?;
+    let cred = rustix::net::sockopt::socket_peercred(&conn)?;
+    if cred.uid != rustix::process::geteuid() {
+        return Err(std::io::Error::other("a peer of another user"));
+    }
+    let mut line = String::new();
+    BufReader::new((&conn).take(MAX_LINE)).read_line(&mut line)?;
+    let pid = cred.pid.as_raw_nonzero().get().unsigned_abs();
+    let by = format!("uid {} {}", cred.uid.as_raw(), crate::peer::describe(pid));
+    let reply = match serde_json::from_str::<Request>(&line) {
+        Ok(Request::List) => asks.list(),
+        Ok(Request::Answer { id, answer }) => match Answer::from_kind(&answer) {
+            Some(a) => match asks.answer(id, a, &by) {
+                Ok(()) => json!({ "ok": true }),
+                Err(e) => json!({ "error": e }),
+            },
+            None => json!({ "error": "unknown answer" }),
+        },
+        Err(_) => json!({ "error": "not a request" }),
+    };
+    let mut text = reply.to_string();
+    text.push('\n');
+    conn.write_all(text.as_bytes())
+}
+
+/// What `fsgate asks` sends: one line of JSON.
+#[derive(Debug, serde::Deserialize, serde::Serialize)]
+#[serde(tag = "request", rename_all = "lowercase")]
+pub enum Request {
+    /// The questions waiting.
+    List,
+    /// Answers question `id` (the number after the session) with `answer`
+    /// (`allow_once`, `allow_always`, `reject_once`).
+    Answer {
+        /// The question's number in its run.
+        id: u64,
+        /// The answer's kind.
+        answer: String,
+    },
+}

@@ -1,0 +1,150 @@
+//! `fsgate asks`: the questions `ask` rules put under `fsgate run`, listed and answered
+//! from another terminal than the command's (docs/run.md). Each running `fsgate run`
+//! of the workspace listens on a socket of its own under the workspace's state
+//! directory (`fsgate_view::asks`); a socket nobody listens on any more is removed.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::Value;
+
+use super::fail;
+use fsgate_base::text::escape_for_humans;
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("answer").args(["allow", "allow_run", "reject"])))]
+pub(super) struct AsksArgs {
+    /// The workspace the runs serve (default: the current directory).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    workspace: PathBuf,
+    /// Print the waiting questions as JSON (one object per running `fsgate run`).
+    #[arg(long)]
+    json: bool,
+    /// Allow question ID this once.
+    #[arg(long, value_name = "ID")]
+    allow: Option<String>,
+    /// Allow question ID, and the same rule and class for the rest of the run.
+    #[arg(long, value_name = "ID")]
+    allow_run: Option<String>,
+    /// Refuse question ID (the process gets EACCES).
+    #[arg(long, value_name = "ID")]
+    reject: Option<String>,
+}
+
+/// The longest answer read from a run.
+const MAX_REPLY: u64 = 1 << 20;
+
+pub(super) fn asks(args: AsksArgs) -> ExitCode {
+    let root = std::fs::canonicalize(&args.workspace).unwrap_or(args.workspace.clone());
+    let Some(dir) = fsgate_view::asks::dir(&root) else {
+        return fail("no state directory: neither XDG_STATE_HOME nor HOME is set");
+    };
+    let answer = [
+        (&args.allow, "allow_once"),
+        (&args.allow_run, "allow_always"),
+        (&args.reject, "reject_once"),
+    ]
+    .into_iter()
+    .find_map(|(id, kind)| id.as_ref().map(|id| (id.clone(), kind)));
+    match answer {
+        Some((id, kind)) => answer_one(&dir, &id, kind),
+        None => list(&dir, args.json),
+    }
+}
+
+/// Prints what every run of the workspace waits for.
+fn list(dir: &Path, as_json: bool) -> ExitCode {
+    let runs: Vec<Value> = sockets(dir)
+        .iter()
+        .filter_map(|s| ask(s, &serde_json::json!({"request": "list"})))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let _ = writeln!(out, "{}", Value::Array(runs));
+        return ExitCode::SUCCESS;
+    }
+    let questions: Vec<&Value> = runs
+        .iter()
+        .filter_map(|r| r["questions"].as_array())
+        .flatten()
+        .collect();
+    if questions.is_empty() {
+        let _ = writeln!(out, "no question waits");
+    }
+    for q in questions {
+        let s = |k: &str| escape_for_humans(q[k].as_str().unwrap_or("")).into_owned();
+        let _ = writeln!(
+            out,
+            "{}  {} {}  (rule {}: {})\n    asked by {}; refused after {} s without an answer",
+            s("id"),
+            s("op"),
+            s("path"),
+            s("rule"),
+            s("reason"),
+            s("process"),
+            q["timeoutSecs"]
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// Answers question `id` (`SESSION:N`) with `kind`.
+fn answer_one(dir: &Path, id: &str, kind: &str) -> ExitCode {
+    let parsed = id
+        .split_once(':')
+        .filter(|(s, _)| fsgate_base::state::valid_workspace_name(s))
+        .and_then(|(s, n)| Some((s, n.parse::<u64>().ok()?)));
+    let Some((session, n)) = parsed else {
+        return fail("a question's id is SESSION:N, as `fsgate asks` lists it");
+    };
+    let socket = dir.join(format!("{session}.sock"));
+    let request = serde_json::json!({"request": "answer", "id": n, "answer": kind});
+    match ask(&socket, &request) {
+        Some(r) if r["ok"] == true => ExitCode::SUCCESS,
+        Some(r) => fail(&escape_for_humans(r["error"].as_str().unwrap_or("refused"))),
+        None => fail(&format!("no run {} is running", escape_for_humans(session))),
+    }
+}
+
+/// The sockets of the workspace's runs (`run-*.sock`).
+fn sockets(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sock"))
+        .collect();
+    found.sort();
+    found
+}
+
+/// One request to the run listening at `socket`, and its answer (None: nobody listens;
+/// a socket left by a run that ended is removed).
+fn ask(socket: &Path, request: &Value) -> Option<Value> {
+    let (_dir, at) = fsgate_view::asks::short(socket).ok()?;
+    let mut conn = match UnixStream::connect(at) {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            let _ = std::fs::remove_file(socket);
+            return None;
+        }
+        Err(_) => return None,
+    };
+    let timeout = Some(Duration::from_secs(10));
+    conn.set_read_timeout(timeout).ok()?;
+    conn.set_write_timeout(timeout).ok()?;
+    let mut line = request.to_string();
+    line.push('\n');
+    conn.write_all(line.as_bytes()).ok()?;
+    let mut reply = String::new();
+    BufReader::new((&conn).take(MAX_REPLY))
+        .read_line(&mut reply)
+        .ok()?;
+    serde_json::from_str(&reply).ok()
+}

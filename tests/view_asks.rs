@@ -1,0 +1,298 @@
+//! `ask` rules under `fsgate run`: the question waits for `fsgate asks`, run from
+//! another terminal (docs/run.md).
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::common::{bin, canonical_tempdir};
+
+/// A workspace whose `asked.txt` an ask rule guards for reading, a state directory
+/// (audit log, backups, the policy, XDG_STATE_HOME) beside it.
+struct Ws {
+    root: PathBuf,
+    state: PathBuf,
+    /// XDG_STATE_HOME: apart from the audit log's directory (which the command's
+    /// namespace covers anyway), so that the sockets' own cover is what is tested.
+    xdg: PathBuf,
+    _dirs: (TempDir, TempDir, TempDir),
+}
+
+impl Ws {
+    fn new(timeout_secs: u32) -> Ws {
+        let (d1, root) = canonical_tempdir("fsgate-asks-ws");
+        let (d2, state) = canonical_tempdir("fsgate-asks-state");
+        let (d3, xdg) = canonical_tempdir("fsgate-asks-xdg");
+        std::fs::write(root.join("asked.txt"), "the answer\n").expect("write");
+        let policy = format!(
+            r#"version = 1
+[[rule]]
+id = "all"
+effect = "allow"
+ops = ["read", "list", "write", "delete"]
+paths = ["**"]
+reason = "the workspace"
+
+[[rule]]
+id = "ask-asked"
+effect = "ask"
+ops = ["read"]
+paths = ["asked.txt"]
+reason = "a file a person looks at first"
+
+[ask]
+timeout_secs = {timeout_secs}
+"#
+        );
+        std::fs::write(state.join("policy.toml"), policy).expect("policy");
+        Ws {
+            root,
+            state,
+            xdg,
+            _dirs: (d1, d2, d3),
+        }
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        // Deep enough that a socket's path is longer than a socket address holds.
+        let deep = "a-state-directory-deep-enough-that-its-socket-path-is-long";
+        cmd.env("XDG_STATE_HOME", self.xdg.join(deep))
+            .current_dir(&self.root);
+        cmd
+    }
+
+    /// `fsgate run -- python3 -c SCRIPT`, its stdout piped.
+    fn run(&self, script: &str) -> Child {
+        let mut cmd = self.command(bin());
+        cmd.arg("run")
+            .arg("--workspace")
+            .arg(&self.root)
+            .arg("--audit-log")
+            .arg(self.state.join("audit.jsonl"))
+            .arg("--backup-dir")
+            .arg(self.state.join("backups"))
+            .arg("--policy")
+            .arg(self.state.join("policy.toml"))
+            .args(["--", "python3", "-c", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn().expect("spawn fsgate run")
+    }
+
+    /// `fsgate asks --workspace ROOT ARGS...`: its exit status and stdout.
+    fn asks(&self, args: &[&str]) -> (bool, String) {
+        let out = self
+            .command(bin())
+            .arg("asks")
+            .arg("--workspace")
+            .arg(&self.root)
+            .args(args)
+            .output()
+            .expect("fsgate asks");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
+    /// The questions waiting, polled until there is one (30 s at most).
+    fn waiting(&self) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (ok, out) = self.asks(&["--json"]);
+            assert!(ok, "{out}");
+            let runs: Vec<Value> = serde_json::from_str(&out).expect("json");
+            let questions: Vec<Value> = runs
+                .iter()
+                .filter_map(|r| r["questions"].as_array())
+                .flatten()
+                .cloned()
+                .collect();
+            if !questions.is_empty() {
+                return questions;
+            }
+            assert!(Instant::now() < deadline, "no question came: {out}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn records(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.state.join("audit.jsonl"))
+            .expect("log")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("record"))
+            .collect()
+    }
+}
+
+/// The lines the command printed, and its exit status (60 s at most).
+fn ended(mut child: Child) -> (Option<i32>, Vec<String>, String) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("fsgate run did not end");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().expect("output");
+    let lines = out.stdout.lines().map(|l| l.unwrap_or_default()).collect();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), lines, err)
+}
+
+const OPEN: &str = "import errno\ntry:\n    print(open('asked.txt').read(), end='')\nexcept OSError as e:\n    print('refused', e.errno == errno.EACCES)\n";
+
+/// A command's open waits for the question; `fsgate asks` lists it and allows it: the
+/// open succeeds, and the record says who allowed it.
+#[test]
+fn view_an_ask_is_answered_from_another_terminal() {
+    let ws = Ws::new(60);
+    let child = ws.run(OPEN);
+    let questions = ws.waiting();
+    assert_eq!(questions.len(), 1, "{questions:?}");
+    let q = &questions[0];
+    assert_eq!(q["path"], "/asked.txt", "{q}");
+    assert_eq!(q["rule"], "ask-asked", "{q}");
+    assert!(
+        q["process"].as_str().is_some_and(|p| p.contains("python3")),
+        "{q}"
+    );
+    // The list a person reads names the question too.
+    let (_, table) = ws.asks(&[]);
+    let id = q["id"].as_str().expect("id");
+    assert!(
+        table.contains(id) && table.contains("/asked.txt"),
+        "{table}"
+    );
+    let (ok, out) = ws.asks(&["--allow", id]);
+    assert!(ok, "{out}");
+    let (code, lines, err) = ended(child);
+    assert_eq!(lines, ["the answer"], "{err}");
+    assert_eq!(code, Some(0), "{err}");
+    let records = ws.records();
+    let answer = records
+        .iter()
+        .find(|r| r["kind"] == "ask_answer")
+        .unwrap_or_else(|| panic!("no answer record: {records:?}"));
+    let details = &answer["details"];
+    assert_eq!(details["answer"], "allow_once", "{answer}");
+    let by = details["by"].as_str().expect("by");
+    assert!(by.starts_with("uid 0 pid ") && by.contains("asks"), "{by}");
+    let open = records
+        .iter()
+        .find(|r| r["op"] == "open" && r["path"] == "asked.txt" && r["kind"] == "request")
+        .expect("the open's record");
+    assert_eq!(open["decision"], "allow", "{open}");
+    assert_eq!(
+        open["details"]["asked"][0]["answer"], "allow_once",
+        "{open}"
+    );
+    // The answer's record is in the chain like any other.
+    let verify = Command::new(bin())
+        .args(["audit", "verify"])
+        .arg(ws.state.join("audit.jsonl"))
+        .output()
+        .expect("verify");
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+}
+
+/// A question nobody answers is refused once the policy's timeout passed: EACCES.
+#[test]
+fn view_an_unanswered_ask_is_refused_with_eacces() {
+    let ws = Ws::new(1);
+    let started = Instant::now();
+    let child = ws.run(OPEN);
+    let (code, lines, err) = ended(child);
+    assert_eq!(lines, ["refused True"], "{err}");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert!(err.contains("waits for a person"), "{err}");
+    let open = ws
+        .records()
+        .into_iter()
+        .find(|r| r["op"] == "open" && r["path"] == "asked.txt" && r["kind"] == "request")
+        .expect("the open's record");
+    assert_eq!(open["details"]["asked"][0]["answer"], "timeout", "{open}");
+}
+
+/// A rejection is EACCES at once; the socket is only the user's, and the command cannot
+/// reach it (its directory is covered in the command's namespace).
+#[test]
+fn view_a_rejected_ask_is_eacces_and_the_socket_is_out_of_the_commands_reach() {
+    let ws = Ws::new(60);
+    let script = format!(
+        "import os, glob\nprint('sockets', len(glob.glob('{}/**/*.sock', recursive=True)))\n{OPEN}",
+        ws.xdg.display()
+    );
+    let child = ws.run(&script);
+    let questions = ws.waiting();
+    let id = questions[0]["id"].as_str().expect("id");
+    let sockets = find_sockets(&ws.xdg);
+    assert_eq!(sockets.len(), 1, "{sockets:?}");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&sockets[0])
+            .expect("socket")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let (ok, out) = ws.asks(&["--reject", id]);
+    assert!(ok, "{out}");
+    let (code, lines, err) = ended(child);
+    assert_eq!(lines, ["sockets 0", "refused True"], "{err}");
+    assert_eq!(code, Some(0), "{err}");
+    // The run ended: its socket is gone, and a second answer finds nobody.
+    assert!(find_sockets(&ws.xdg).is_empty());
+    let (ok, _) = ws.asks(&["--allow", id]);
+    assert!(!ok);
+}
+
+fn find_sockets(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            found.extend(find_sockets(&p));
+        } else if p.extension().is_some_and(|x| x == "sock") {
+            found.push(p);
+        }
+    }
+    found
+}
+
+/// "Allow for the run" answers the same rule and class for the rest of the run: the
+/// second open is not asked again, and its record says the grant allowed it.
+#[test]
+fn view_an_ask_allowed_for_the_run_is_not_asked_again() {
+    let ws = Ws::new(60);
+    let twice = "for _ in range(2):\n    print(open('asked.txt').read(), end='')\n";
+    let child = ws.run(twice);
+    let questions = ws.waiting();
+    let id = questions[0]["id"].as_str().expect("id");
+    let (ok, out) = ws.asks(&["--allow-run", id]);
+    assert!(ok, "{out}");
+    let (code, lines, err) = ended(child);
+    assert_eq!(lines, ["the answer", "the answer"], "{err}");
+    assert_eq!(code, Some(0), "{err}");
+    let answers: Vec<Value> = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "open" && r["path"] == "asked.txt" && r["kind"] == "request")
+        .map(|r| r["details"]["asked"][0]["answer"].clone())
+        .collect();
+    assert_eq!(answers, ["allow_always", "allowed_for_session"], "{err}");
+    assert_eq!(err.matches("waits for a person").count(), 1, "{err}");
+}

@@ -1,0 +1,420 @@
+//! `fsgate run` when things go wrong (docs/run.md): the gateway killed with `kill -9`
+//! while the command reads and writes through the view; a machine that cannot give the
+//! view (no user namespaces, no Landlock).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::common::{bin, canonical_tempdir};
+
+/// The size of each version the command writes: large enough that a write is in
+/// flight for a while (its intent open), small enough to be quick.
+const BIG: usize = 2 << 20;
+
+struct Ws {
+    root: PathBuf,
+    state: PathBuf,
+    _dirs: (TempDir, TempDir),
+}
+
+impl Ws {
+    fn new() -> Ws {
+        let (d1, root) = canonical_tempdir("fsgate-faults-ws");
+        let (d2, state) = canonical_tempdir("fsgate-faults-state");
+        std::fs::write(root.join(".env"), "TOKEN=faults-secret\n").expect("write");
+        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
+        std::fs::write(root.join("big.txt"), "0".repeat(BIG)).expect("write");
+        Ws {
+            root,
+            state,
+            _dirs: (d1, d2),
+        }
+    }
+
+    fn log(&self) -> PathBuf {
+        self.state.join("audit.jsonl")
+    }
+
+    fn fsgate(&self, sub: &str) -> Command {
+        let mut cmd = Command::new(bin());
+        cmd.arg(sub)
+            .arg("--workspace")
+            .arg(&self.root)
+            .arg("--audit-log")
+            .arg(self.log())
+            .arg("--backup-dir")
+            .arg(self.state.join("backups"))
+            .env("XDG_STATE_HOME", self.state.join("xdg"))
+            .current_dir(&self.root);
+        cmd
+    }
+
+    fn records(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.log()).unwrap_or_default();
+        // A line cut by the kill is not a record.
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+/// Polls `f` every 10 ms until it gives something (`what` after `secs` s: a failure).
+fn until<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(t) = f() {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The parent of `pid`, from `/proc`.
+fn parent_of(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let at = stat.rfind(')')?;
+    stat[at + 1..].split_whitespace().nth(1).map(str::to_owned)
+}
+
+/// A process outside the command's tree that entered the view's mount namespace: it
+/// lists the view at once, then tries it again on each line it is sent.
+const PROBE: &str = r#"
+import os, sys, json
+root = sys.argv[1]
+def tries():
+    out = {}
+    for name, f in [("stat", lambda: os.stat(root + "/a.txt").st_size),
+                    ("list", lambda: sorted(os.listdir(root))),
+                    ("read", lambda: open(root + "/a.txt").read()),
+                    ("write", lambda: open(root + "/new.txt", "w").close())]:
+        try:
+            out[name] = ["ok", f()]
+        except OSError as e:
+            out[name] = ["errno", e.errno]
+    return out
+print(json.dumps(tries()), flush=True)
+for _ in sys.stdin:
+    print(json.dumps(tries()), flush=True)
+"#;
+
+fn probe(pid: &str, root: &Path) -> Child {
+    Command::new("nsenter")
+        .arg(format!("--mount=/proc/{pid}/ns/mnt"))
+        .args(["--", "/usr/bin/python3", "-c", PROBE])
+        .arg(root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("nsenter")
+}
+
+/// The next line of `lines` as JSON, within 20 s (a hang fails the test).
+fn next_json(rx: &std::sync::mpsc::Receiver<String>) -> Value {
+    let line = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the probe answered (no hang)");
+    serde_json::from_str(&line).expect("json")
+}
+
+/// The probe's lines, read on a thread of their own.
+fn lines_of(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// `kill -9` of fsgate while the command loops reading and writing through the view:
+/// every later access fails with ENOTCONN (never a hang, never the real directory),
+/// the command's tree ends, no mount of the view is left anywhere once its namespace is
+/// gone, and the next start settles the write-ahead intents: the file is one whole
+/// version, and a change cut off is recorded as not done (or as done, as the disk says).
+#[test]
+fn view_kill_9_of_the_gateway_fails_the_view_ends_the_tree_and_the_next_start_settles() {
+    let ws = Ws::new();
+    let (_d, out_dir) = canonical_tempdir("fsgate-faults-pid");
+    let pidfile = out_dir.join("pid");
+    let writer = format!(
+        "import os\nopen('{p}.tmp','w').write(str(os.getpid()))\nos.rename('{p}.tmp','{p}')\n\
+         n = 0\nwhile True:\n    n += 1\n    open('a.txt').read()\n    \
+         with open('big.txt', 'w') as f:\n        f.write(str(n % 10) * {BIG})\n",
+        p = pidfile.display()
+    );
+    let mut fsgate = ws
+        .fsgate("run")
+        .args(["--", "/usr/bin/python3", "-c", &writer])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let command = until(30, "the command did not start", || {
+        std::fs::read_to_string(&pidfile).ok()
+    });
+    let child = parent_of(&command).expect("the command's parent");
+    let mut probe = probe(&command, &ws.root);
+    let rx = lines_of(&mut probe);
+    let before = next_json(&rx);
+    assert_eq!(before["list"][0], "ok", "{before}");
+    let listed = before["list"][1].as_array().expect("names");
+    assert!(
+        !listed.iter().any(|n| n == ".env"),
+        "not the view: {before}"
+    );
+    // Killed while a write of big.txt is in flight if one is seen in time (an intent
+    // without its outcome yet), else at once: what follows holds either way.
+    let seen = |recs: &[Value]| {
+        recs.last()
+            .is_some_and(|r| r["kind"] == "intent" && r["path"] == "big.txt")
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !seen(&ws.records()) && Instant::now() < deadline {}
+    fsgate.kill().expect("kill -9");
+    let _ = fsgate.wait();
+    probe
+        .stdin
+        .as_mut()
+        .expect("stdin")
+        .write_all(b"\n")
+        .expect("probe");
+    let after = next_json(&rx);
+    for name in ["stat", "list", "read", "write"] {
+        assert_eq!(after[name][0], "errno", "{name} after the kill: {after}");
+        let errno = after[name][1].as_i64();
+        assert!(
+            errno == Some(libc::ENOTCONN as i64) || errno == Some(libc::EIO as i64),
+            "{name}: {after}"
+        );
+    }
+    // The command and the process that ran it end.
+    until(10, "the command's tree outlived fsgate", || {
+        [&command, &child]
+            .iter()
+            .all(|p| !Path::new(&format!("/proc/{p}")).exists())
+            .then_some(())
+    });
+    drop(probe.stdin.take());
+    let _ = probe.wait();
+    assert_no_view_left(&ws.root);
+    // The killed run's socket for `fsgate asks` is left; the next `fsgate asks` finds
+    // nobody listening there and removes it.
+    let asks_dir = std::fs::read_dir(ws.state.join("xdg/fsgate"))
+        .expect("the state dir")
+        .flatten()
+        .map(|e| e.path().join("asks"))
+        .next()
+        .expect("the workspace's state dir");
+    assert_eq!(std::fs::read_dir(&asks_dir).expect("asks").count(), 1);
+    let asks = Command::new(bin())
+        .args(["asks", "--json", "--workspace"])
+        .arg(&ws.root)
+        .env("XDG_STATE_HOME", ws.state.join("xdg"))
+        .output()
+        .expect("fsgate asks");
+    assert_eq!(String::from_utf8_lossy(&asks.stdout), "[]\n");
+    assert_eq!(std::fs::read_dir(asks_dir).expect("asks").count(), 0);
+    settled_by_the_next_start(&ws);
+}
+
+/// No process's mounts hold a view of `root` (the namespace that held it is gone).
+fn assert_no_view_left(root: &Path) {
+    let root = root.to_string_lossy().into_owned();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(text) = std::fs::read_to_string(entry.path().join("mountinfo")) else {
+            continue;
+        };
+        let left = text
+            .lines()
+            .any(|l| l.contains("fuse.fsgate") && l.split(' ').nth(4) == Some(root.as_str()));
+        assert!(!left, "a view of {root} is left: {:?}", entry.path());
+    }
+}
+
+/// The next `fsgate run` settles every intent the kill left open (the log verifies
+/// with none open) and big.txt is one whole version, the one the records say.
+fn settled_by_the_next_start(ws: &Ws) {
+    let out = ws
+        .fsgate("run")
+        .args(["--", "cat", "a.txt"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("fsgate run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verify = Command::new(bin())
+        .args(["audit", "verify"])
+        .arg(ws.log())
+        .output()
+        .expect("verify");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    assert!(verify.status.success(), "{report}");
+    assert!(
+        !report.contains("intent seq"),
+        "an intent is left open: {report}"
+    );
+    let big = std::fs::read(ws.root.join("big.txt")).expect("big.txt");
+    assert_eq!(big.len(), BIG, "big.txt is torn");
+    assert!(big.iter().all(|&b| b == big[0]), "big.txt is torn");
+    let records = ws.records();
+    let cut: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["kind"] == "reconciled")
+        .collect();
+    eprintln!("intents the kill cut off, settled at the next start: {cut:?}");
+    let last_done = records
+        .iter()
+        .rev()
+        .find(|r| {
+            r["path"] == "big.txt"
+                && r["op"] == "write_text_file"
+                && ((r["kind"] == "request" && r["outcome"] == "ok")
+                    || (r["kind"] == "reconciled" && r["details"]["found"] == "applied"))
+        })
+        .and_then(|r| {
+            r["sha256"]
+                .as_str()
+                .or(r["details"]["onDisk"]["path"]["sha256"].as_str())
+        });
+    match last_done {
+        Some(sha) => {
+            use sha2::Digest;
+            let digest = hex::encode(sha2::Sha256::digest(&big));
+            assert_eq!(
+                sha, digest,
+                "big.txt is not the last version recorded as done"
+            );
+        }
+        None => assert_eq!(
+            big[0], b'0',
+            "big.txt changed with no write recorded as done"
+        ),
+    }
+}
+
+/// Runs `argv` as `nobody` in a user namespace of its own (root and nobody mapped)
+/// where no further user namespace may be made (`user.max_user_namespaces` 0 there).
+const NO_USER_NAMESPACES: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+r, w = os.pipe()
+r2, w2 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    if libc.unshare(0x10000000) != 0:
+        os._exit(90)
+    os.write(w2, b"u")
+    os.read(r, 1)
+    with open("/proc/sys/user/max_user_namespaces", "w") as f:
+        f.write("0")
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+    os.execv(sys.argv[1], sys.argv[1:])
+os.read(r2, 1)
+for name in ("uid_map", "gid_map"):
+    with open(f"/proc/{pid}/{name}", "w") as f:
+        f.write("0 0 1\n65534 65534 1\n")
+os.write(w, b"g")
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+
+/// Runs `argv` with `landlock_create_ruleset` answering ENOSYS (a seccomp filter), as
+/// on a kernel without Landlock.
+const NO_LANDLOCK: &str = r#"
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+code = [
+    (0x20, 0, 0, 0),                  # load the syscall's number
+    (0x15, 0, 1, 444),                # landlock_create_ruleset?
+    (0x06, 0, 0, 0x00050000 | 38),    # ERRNO(ENOSYS)
+    (0x06, 0, 0, 0x7FFF0000),         # allow
+]
+prog = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *i) for i in code))
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fprog = Fprog(len(code), ctypes.addressof(prog))
+assert libc.prctl(38, 1, 0, 0, 0) == 0
+assert libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0
+os.execv(sys.argv[1], sys.argv[1:])
+"#;
+
+/// `chown -R 65534:65534 dir`.
+fn give_to_nobody(dir: &Path) {
+    std::os::unix::fs::chown(dir, Some(65534), Some(65534)).expect("chown");
+    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            give_to_nobody(&path);
+        } else {
+            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).expect("chown");
+        }
+    }
+}
+
+/// `fsgate run -- touch MARKER` through the python launcher `launcher`: it must end
+/// with 125, saying `missing`, and the command must not have run.
+fn refused_without(ws: &Ws, launcher: &str, missing: &str) {
+    let marker = ws.state.join("ran");
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", launcher, bin(), "run", "--workspace"])
+        .arg(&ws.root)
+        .arg("--audit-log")
+        .arg(ws.log())
+        .arg("--backup-dir")
+        .arg(ws.state.join("backups"))
+        .args(["--", "touch"])
+        .arg(&marker)
+        .env("HOME", &ws.state)
+        .env_remove("XDG_STATE_HOME")
+        .current_dir(&ws.root)
+        .stdin(Stdio::null())
+        .output()
+        .expect("fsgate run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains(missing), "{stderr}");
+    assert!(stderr.contains("the command was not run"), "{stderr}");
+    assert!(!marker.exists(), "the command ran without the view");
+}
+
+/// A user who is not root where user namespaces cannot be made: fsgate says which
+/// limit is in the way and exits 125 without running the command.
+#[test]
+fn view_without_user_namespaces_a_user_is_told_what_is_missing() {
+    let ws = Ws::new();
+    give_to_nobody(&ws.root);
+    give_to_nobody(&ws.state);
+    refused_without(&ws, NO_USER_NAMESPACES, "user.max_user_namespaces");
+}
+
+/// A kernel without Landlock: fsgate says so and exits 125 without running the command.
+#[test]
+fn view_without_landlock_the_command_is_not_run() {
+    let ws = Ws::new();
+    refused_without(
+        &ws,
+        NO_LANDLOCK,
+        "Landlock is missing (this kernel has no Landlock",
+    );
+}

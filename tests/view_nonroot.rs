@@ -1,0 +1,228 @@
+//! `fsgate run` as a user who is not root (`nobody`), where `/dev/fuse` is usable by
+//! that user (docs/run.md): reads, writes and refusals as root gets them, and `ask`
+//! rules answered with `fsgate asks` by that user only.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::common::{DesktopFuse, bin, canonical_tempdir};
+
+const NOBODY: u32 = 65534;
+
+/// A workspace, a state directory (audit log, backups, policies, XDG_STATE_HOME), all
+/// `nobody`'s.
+struct Ws {
+    root: PathBuf,
+    state: PathBuf,
+    _dirs: (TempDir, TempDir),
+}
+
+impl Ws {
+    fn new() -> Ws {
+        let (d1, root) = canonical_tempdir("fsgate-nobody-ws");
+        let (d2, state) = canonical_tempdir("fsgate-nobody-state");
+        std::fs::write(root.join(".env"), "TOKEN=nobody-secret\n").expect("write");
+        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
+        std::fs::write(root.join("b.txt"), "keep\n").expect("write");
+        std::fs::create_dir(state.join("xdg")).expect("mkdir");
+        Ws {
+            root,
+            state,
+            _dirs: (d1, d2),
+        }
+    }
+
+    /// Everything made so far given to `nobody`.
+    fn give(&self) {
+        for dir in [&self.root, &self.state] {
+            chown_r(dir);
+        }
+    }
+
+    /// `program` as `nobody` (or as root), in the workspace, with its state.
+    fn command(&self, as_nobody: bool, program: &str) -> Command {
+        let mut cmd = if as_nobody {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", program]);
+            c
+        } else {
+            Command::new(program)
+        };
+        cmd.env("HOME", &self.state)
+            .env("XDG_STATE_HOME", self.state.join("xdg"))
+            .current_dir(&self.root)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// `fsgate run [--policy P] -- python3 -c SCRIPT` as `nobody`.
+    fn run(&self, policy: Option<&Path>, script: &str) -> Command {
+        let mut cmd = self.command(true, bin());
+        cmd.arg("run")
+            .arg("--workspace")
+            .arg(&self.root)
+            .arg("--audit-log")
+            .arg(self.state.join("audit.jsonl"))
+            .arg("--backup-dir")
+            .arg(self.state.join("backups"));
+        if let Some(p) = policy {
+            cmd.arg("--policy").arg(p);
+        }
+        cmd.args(["--", "/usr/bin/python3", "-c", script]);
+        cmd
+    }
+
+    /// `fsgate asks --workspace ROOT ARGS` as `nobody` or as root.
+    fn asks(&self, as_nobody: bool, args: &[&str]) -> Output {
+        self.command(as_nobody, bin())
+            .arg("asks")
+            .arg("--workspace")
+            .arg(&self.root)
+            .args(args)
+            .output()
+            .expect("fsgate asks")
+    }
+}
+
+fn chown_r(dir: &Path) {
+    std::os::unix::fs::chown(dir, Some(NOBODY), Some(NOBODY)).expect("chown");
+    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            chown_r(&path);
+        } else {
+            std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).expect("chown");
+        }
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `cmd` to its end (60 s at most).
+fn output(mut cmd: Command) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("fsgate run did not end");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("output")
+}
+
+const READS_WRITES_REFUSALS: &str = "import errno\n\
+print(open('a.txt').read(), end='')\n\
+with open('c.txt', 'w') as f:\n    f.write('new\\n')\n\
+print(open('c.txt').read(), end='')\n\
+f = open('b.txt', 'w')\n\
+f.write('key = ' + 'AKIA' + 'UJZDEGXDNCF32EPF' + '\\n')\n\
+try:\n    f.close()\n    print('closed')\nexcept OSError as e:\n    print('content refused', e.errno == errno.EACCES)\n\
+try:\n    open('.env').read()\nexcept OSError as e:\n    print('hidden', e.errno == errno.ENOENT)\n";
+
+/// As `nobody`: an allowed file reads, a new file is written, secret content is
+/// refused at close (the file keeps its content), a secret does not exist; under a
+/// read-only policy an open for writing is refused at once.
+#[test]
+fn view_a_user_who_is_not_root_reads_writes_and_is_refused() {
+    let ws = Ws::new();
+    let readonly = ws.state.join("readonly.toml");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/readonly.toml"),
+        &readonly,
+    )
+    .expect("policy");
+    ws.give();
+    let _fuse = DesktopFuse::ensure();
+    let out = output(ws.run(None, READS_WRITES_REFUSALS));
+    assert_eq!(
+        text(&out.stdout),
+        "hello\nnew\ncontent refused True\nhidden True\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
+        "keep\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("c.txt")).expect("c"),
+        "new\n"
+    );
+    let script = "import errno\nprint(open('a.txt').read(), end='')\n\
+        try:\n    open('a.txt', 'w')\nexcept OSError as e:\n    print('refused', e.errno == errno.EACCES)\n";
+    let out = output(ws.run(Some(&readonly), script));
+    assert_eq!(
+        text(&out.stdout),
+        "hello\nrefused True\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.txt")).expect("a"),
+        "hello\n"
+    );
+}
+
+/// As `nobody`: an ask rule's question is answered by `nobody`'s `fsgate asks`; another
+/// user's (root's) reaches no question and cannot answer.
+#[test]
+fn view_a_user_who_is_not_root_answers_an_ask_and_no_other_user_can() {
+    let ws = Ws::new();
+    let policy = ws.state.join("ask.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"read\", \"list\", \"write\", \"delete\"]\npaths = [\"**\"]\nreason = \"the workspace\"\n\n[[rule]]\nid = \"ask-a\"\neffect = \"ask\"\nops = [\"read\"]\npaths = [\"a.txt\"]\nreason = \"look first\"\n",
+    )
+    .expect("policy");
+    ws.give();
+    let _fuse = DesktopFuse::ensure();
+    let mut run = ws.run(Some(&policy), "print(open('a.txt').read(), end='')");
+    run.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = run.spawn().expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let id = loop {
+        let out = ws.asks(true, &["--json"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let runs: Vec<Value> = serde_json::from_slice(&out.stdout).expect("json");
+        if let Some(id) = runs
+            .iter()
+            .filter_map(|r| r["questions"].as_array())
+            .flatten()
+            .find_map(|q| q["id"].as_str().map(str::to_owned))
+        {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "no question came");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Root is another user: the run answers it nothing.
+    let root_sees = ws.asks(false, &["--json"]);
+    assert_eq!(
+        text(&root_sees.stdout),
+        "[]\n",
+        "{}",
+        text(&root_sees.stderr)
+    );
+    assert!(!ws.asks(false, &["--allow", &id]).status.success());
+    let allowed = ws.asks(true, &["--allow", &id]);
+    assert!(allowed.status.success(), "{}", text(&allowed.stderr));
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(text(&out.stdout), "hello\n", "{}", text(&out.stderr));
+    let log = std::fs::read_to_string(ws.state.join("audit.jsonl")).expect("log");
+    let answer: Value = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["kind"] == "ask_answer")
+        .expect("an answer record");
+    let by = answer["details"]["by"].as_str().expect("by");
+    assert!(by.starts_with("uid 65534 pid "), "{by}");
+}
