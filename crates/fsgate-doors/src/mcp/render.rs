@@ -5,7 +5,6 @@ use serde_json::{Value, json};
 
 use super::catalog::OutputKind;
 use super::tool_id::ToolId;
-use super::tools::Answer;
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{Output, PathStyle};
@@ -129,5 +128,39 @@ pub(super) fn shown(gw: &Gateway, path: &str) -> String {
     match gw.named_path(path) {
         Some(rel) => gw.show_path(PathStyle::AbsoluteOrRelative, &rel),
         None => path.to_string(),
+    }
+}
+
+/// A tool call's answer before it is encoded.
+#[derive(Debug)]
+pub(super) enum Answer {
+    /// The result as it goes on the wire.
+    Result(CallToolResult),
+    /// A text tool's success: one plain text block, which goes on the wire twice (the
+    /// block, and the structured content `{content}`). Held once here, so that the
+    /// direct path can escape it once and copy the escaped bytes.
+    Text(String),
+    /// [`Answer::Text`] held as its JSON escaping (without the quotes), which a tool
+    /// wrote directly (a tree's JSON): the direct path writes these bytes as they are.
+    Escaped(String),
+}
+
+impl Answer {
+    /// The `CallToolResult` the SDK path sends (the text copied into the structured
+    /// content).
+    pub(super) fn into_result(self) -> CallToolResult {
+        match self {
+            Answer::Result(r) => r,
+            Answer::Text(s) => {
+                let mut r = text(s.clone());
+                r.structured_content = Some(serde_json::json!({ "content": s }));
+                r
+            }
+            Answer::Escaped(s) => match serde_json::from_str::<String>(&format!("\"{s}\"")) {
+                Ok(s) => Answer::Text(s).into_result(),
+                // Unreachable: the tool escaped it; still an answer.
+                Err(e) => error(&ToolError::Failed(format!("internal error: {e}"))),
+            },
+        }
     }
 }

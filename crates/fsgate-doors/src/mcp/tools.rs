@@ -16,7 +16,7 @@ use super::args::{
     PathArgs, ReadTextArgs, RenameArgs, RmArgs, SearchFilesArgs, TreeArgs, WriteArgs,
 };
 use super::compat;
-use super::render::{self, ToolError, shown, text};
+use super::render::{self, Answer, ToolError, shown, text};
 use super::roots;
 use super::tool_id::ToolId;
 use crate::door::{Decoded, Door, Ops, Outcome, Ran};
@@ -38,40 +38,6 @@ pub(super) struct ToolRequest {
     /// Set when the call waited for the client's roots and they did not come: it is
     /// refused with this instead of served with roots that may be about to narrow.
     pub unsettled: Option<fsgate_base::error::GatewayError>,
-}
-
-/// A tool call's answer before it is encoded.
-#[derive(Debug)]
-pub(super) enum Answer {
-    /// The result as it goes on the wire.
-    Result(CallToolResult),
-    /// A text tool's success: one plain text block, which goes on the wire twice (the
-    /// block, and the structured content `{content}`). Held once here, so that the
-    /// direct path can escape it once and copy the escaped bytes.
-    Text(String),
-    /// [`Answer::Text`] held as its JSON escaping (without the quotes), which a tool
-    /// wrote directly (a tree's JSON): the direct path writes these bytes as they are.
-    Escaped(String),
-}
-
-impl Answer {
-    /// The `CallToolResult` the SDK path sends (the text copied into the structured
-    /// content).
-    pub(super) fn into_result(self) -> CallToolResult {
-        match self {
-            Answer::Result(r) => r,
-            Answer::Text(s) => {
-                let mut r = text(s.clone());
-                r.structured_content = Some(serde_json::json!({ "content": s }));
-                r
-            }
-            Answer::Escaped(s) => match serde_json::from_str::<String>(&format!("\"{s}\"")) {
-                Ok(s) => Answer::Text(s).into_result(),
-                // Unreachable: the tool escaped it; still an answer.
-                Err(e) => render::error(&ToolError::Failed(format!("internal error: {e}"))),
-            },
-        }
-    }
 }
 
 /// A tool that composes operations, or answers in words of its own, with its arguments.
