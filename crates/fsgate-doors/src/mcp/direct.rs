@@ -28,7 +28,7 @@ use super::call::Call;
 use super::flow::{Flow, Pending};
 use super::mrtr;
 use super::render::Answer;
-use super::too_big;
+use super::render::too_big;
 use super::tool_id::ToolId;
 use super::tools::{ToolRequest, Tools};
 use crate::batch::{self, Batched};

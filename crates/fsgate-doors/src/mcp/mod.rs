@@ -61,7 +61,7 @@ mod wire;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolResult, CustomRequest, CustomResult, DiscoverResult, ErrorCode, Implementation,
+    CustomRequest, CustomResult, DiscoverResult, ErrorCode, Implementation,
     InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams,
     ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
 };
@@ -73,9 +73,7 @@ use tokio::sync::{Semaphore, mpsc};
 use crate::stdio::{self, Sink};
 use catalog::Catalog;
 use flow::Flow;
-use fsgate_base::error::GatewayError;
 use fsgate_gateway::Gateway;
-use fsgate_gateway::Request;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
 use tool_id::ToolId;
 
@@ -266,29 +264,6 @@ impl McpServer {
         }
         tools
     }
-}
-
-/// The tool error for an answer of `size` encoded bytes, over the message limit `max`.
-fn too_big(size: usize, max: usize) -> CallToolResult {
-    render::error(&render::ToolError::Failed(format!(
-        "the answer would be {size} bytes once encoded, over the message limit of {max} bytes \
-         (rule limits.max_message_bytes); ask for less (a line window, fewer paths, a narrower pattern)"
-    )))
-}
-
-/// Records a message that is no workspace operation (on the blocking pool: the record
-/// is synced). Err: it could not be recorded, and its answer must say so instead.
-pub(super) async fn record(
-    gw: &Arc<Gateway>,
-    ctx: &Arc<RequestCtx>,
-    name: String,
-    outcome: Result<(), (i64, String)>,
-) -> Result<(), GatewayError> {
-    let (gw, ctx) = (Arc::clone(gw), Arc::clone(ctx));
-    tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome)))
-        .await
-        .unwrap_or_else(|e| Err(GatewayError::Internal(e.to_string())))
-        .map(|_| ())
 }
 
 /// What the server declares: tools, and (2025 revisions) logging. Nothing else: the

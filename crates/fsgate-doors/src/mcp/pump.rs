@@ -33,9 +33,9 @@ use super::direct::{self, Door, Job, Outgoing};
 use super::era::{self, Marked};
 use super::flow::{Flow, id_key};
 use super::guard::{LineGuard, OVERSIZED_METHOD};
-use fsgate_base::error::code;
-use fsgate_gateway::Gateway;
+use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::ops::RequestCtx;
+use fsgate_gateway::{Gateway, Request};
 use rmcp::ErrorData as McpError;
 use rmcp::model::ErrorCode;
 
@@ -187,7 +187,7 @@ impl Pump {
                 {
                     let err = (code::INVALID_REQUEST, "cancelled by the client".to_string());
                     let ctx = self.ctx_of(p.stateless);
-                    let _ = super::record(&self.gw, ctx, p.method.clone(), Err(err)).await;
+                    let _ = record(&self.gw, ctx, p.method.clone(), Err(err)).await;
                 }
                 let cancel = self.other(line, "notifications/cancelled".into()).await;
                 cancel.map(|m| (m, None))
@@ -348,7 +348,7 @@ impl Pump {
 
     /// Records a message passed on; if it cannot be recorded it is not passed on.
     async fn pass(&self, name: String) -> bool {
-        match super::record(&self.gw, &self.ctx, name, Ok(())).await {
+        match record(&self.gw, &self.ctx, name, Ok(())).await {
             Ok(()) => true,
             Err(e) => {
                 tracing::error!(
@@ -363,7 +363,7 @@ impl Pump {
     /// Records a message that gets no answer and goes no further, and why.
     async fn ignore(&self, name: String, why: &str) {
         let outcome = Err((code::INVALID_REQUEST, why.to_string()));
-        if let Err(e) = super::record(&self.gw, &self.ctx, name, outcome).await {
+        if let Err(e) = record(&self.gw, &self.ctx, name, outcome).await {
             tracing::error!("an ignored message could not be recorded: {}", e.message());
         }
     }
@@ -405,7 +405,7 @@ impl Pump {
         };
         let key = serde_json::to_string(&id).unwrap_or_else(|_| "null".into());
         let mut bytes = Vec::new();
-        match (super::record(&self.gw, ctx, name, outcome).await, result) {
+        match (record(&self.gw, ctx, name, outcome).await, result) {
             (Ok(()), Ok(v)) => direct::encode(&mut bytes, &key, ("result", &v)),
             (Ok(()), Err(mut e)) => {
                 e.message = fsgate_base::error::echo(&e.message).into_owned().into();
@@ -501,6 +501,21 @@ fn cancelled_key(body: &[u8]) -> Option<String> {
     }
     let c: Cancelled = serde_json::from_slice(body).ok()?;
     Some(id_key(&c.params.request_id))
+}
+
+/// Records a message that is no workspace operation (on the blocking pool: the record
+/// is synced). Err: it could not be recorded, and its answer must say so instead.
+async fn record(
+    gw: &Arc<Gateway>,
+    ctx: &Arc<RequestCtx>,
+    name: String,
+    outcome: Result<(), (i64, String)>,
+) -> Result<(), GatewayError> {
+    let (gw, ctx) = (Arc::clone(gw), Arc::clone(ctx));
+    tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome)))
+        .await
+        .unwrap_or_else(|e| Err(GatewayError::Internal(e.to_string())))
+        .map(|_| ())
 }
 
 #[cfg(test)]

@@ -164,3 +164,11 @@ impl Answer {
         }
     }
 }
+
+/// The tool error for an answer of `size` encoded bytes, over the message limit `max`.
+pub(super) fn too_big(size: usize, max: usize) -> CallToolResult {
+    error(&ToolError::Failed(format!(
+        "the answer would be {size} bytes once encoded, over the message limit of {max} bytes \
+         (rule limits.max_message_bytes); ask for less (a line window, fewer paths, a narrower pattern)"
+    )))
+}
