@@ -509,7 +509,7 @@ fn denied_outside(r: &Value, s: &Step) -> bool {
 }
 
 /// `fsgate backup list --json` of `dir`, as text.
-fn backup_list(dir: &Path) -> String {
+pub fn backup_list(dir: &Path) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_fsgate"))
         .args(["backup", "list", "--json", "--backup-dir"])
         .arg(dir)
