@@ -21,10 +21,10 @@ use crate::common::{bin, canonical_tempdir};
 
 /// How long the whole run (five steps) may take.
 const RUN_LIMIT: Duration = Duration::from_secs(240);
-const SECRET: &str = "fsgate-run-dotenv-secret-5081";
-const TEST_APP: &str = "import unittest\n\nclass T(unittest.TestCase):\n    def test_reads_and_writes(self):\n        with open('b.txt') as f:\n            self.assertIn('two', f.read())\n        with open('result.txt', 'w') as f:\n            f.write('passed\\n')\n\nunittest.main()\n";
+pub(super) const SECRET: &str = "fsgate-run-dotenv-secret-5081";
+pub(super) const TEST_APP: &str = "import unittest\n\nclass T(unittest.TestCase):\n    def test_reads_and_writes(self):\n        with open('b.txt') as f:\n            self.assertIn('two', f.read())\n        with open('result.txt', 'w') as f:\n            f.write('passed\\n')\n\nunittest.main()\n";
 /// Codex's `apply_patch` of `b.txt` (Gemini CLI offers `replace` instead).
-const PATCH: &str =
+pub(super) const PATCH: &str =
     "*** Begin Patch\n*** Update File: b.txt\n@@\n-one\n+uno\n two\n*** End Patch\n";
 
 /// An agent's command line, without its prompt.
