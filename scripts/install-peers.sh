@@ -4,7 +4,7 @@
 # (`websockets` for benches/memory.py; the WebSocket tests need no peer: their client
 # is Rust), the TypeScript ACP SDK, the reference MCP filesystem server (the drop-in parity tests
 # compare against it), Zed's Claude Code ACP adapter (a real agent for --confine-agent), fast-agent (Python 3.12),
-# Node 22 (npm), Claude Code's ACP adapter and Gemini CLI (real agents driven by a scripted
+# Node 22 (npm), Claude Code's ACP adapter, Gemini CLI, Codex and its ACP adapter (real agents driven by a scripted
 # model), the official MCP conformance suite, Chromium from the distribution (renders the HTML audit report), and rsyslog with
 # its OpenSSL driver and the openssl tool (the collector `[audit] ship` is tested against).
 # Idempotent: a peer already installed at the pinned version is kept.
@@ -103,6 +103,12 @@ else
     || missing "@agentclientprotocol/claude-agent-acp did not install"
   npm_peer gemini-cli node_modules/.bin/gemini '@google/gemini-cli@0.61.0' \
     || missing "@google/gemini-cli did not install"
+  # Codex's own CLI (`codex exec`, run under `fsgate run`) and Zed's ACP adapter for it
+  # (both bring a native binary as an optional dependency for the platform).
+  npm_peer codex node_modules/.bin/codex '@openai/codex@0.171.0' \
+    || missing "@openai/codex did not install"
+  npm_peer codex-acp node_modules/.bin/codex-acp '@zed-industries/codex-acp@0.16.0' \
+    || missing "@zed-industries/codex-acp did not install"
   # The official MCP conformance suite (server side; needs Node 22), run against the
   # HTTP door by tests/mcp_http.rs.
   npm_peer conformance node_modules/@modelcontextprotocol/conformance/dist/index.js \

@@ -1,12 +1,12 @@
-//! Real coding agents from their registries behind `fsgate acp`, each driven by a scripted
-//! stand-in for its model API on loopback (tests/agents/model_stub.py: no key, no
-//! network). The test plays the editor; the fake plays the model and logs everything the
-//! model was sent, so a test can assert which tools the model was offered and that it
-//! never received a secret.
+//! Real coding agents from their registries behind `fsgate acp` (and their own command
+//! lines under `fsgate run`), each driven by a scripted stand-in for its model API on
+//! loopback (tests/agents/model_stub.py: no key, no network). The test plays the editor;
+//! the fake plays the model and logs everything the model was sent, so a test can assert
+//! which tools the model was offered and that it never received a secret.
 //!
 //! The agents come from `./scripts/install-peers.sh` (.peers/claude-agent-acp,
-//! .peers/gemini-cli, Node 22 in .peers/node22). A missing one prints `SKIPPED` locally
-//! and fails under CI (`crate::common::skip_or_fail`).
+//! .peers/gemini-cli, .peers/codex, .peers/codex-acp, Node 22 in .peers/node22). A
+//! missing one prints `SKIPPED` locally and fails under CI (`crate::common::skip_or_fail`).
 
 // The model fake: start it, read its log.
 mod fake;
@@ -16,3 +16,5 @@ mod scenario;
 mod claude;
 // Gemini CLI (`gemini --acp`).
 mod gemini;
+// Codex's and Gemini CLI's own command lines under `fsgate run`: their shell governed.
+mod under_run;

@@ -836,3 +836,23 @@ fn view_the_command_starts_with_no_signal_blocked() {
         text(&out.stderr)
     );
 }
+
+/// A process that asked through the view and then became another program by `exec`
+/// (same pid) is named as what it became: a shell's own lookup, then `exec cat .env`
+/// at once. The name remembered for the pid named the shell for 250 ms.
+#[test]
+fn view_a_process_that_execs_is_named_as_what_it_became() {
+    let ws = Ws::new();
+    let out = ws.sh("test -e a.txt && exec cat .env");
+    assert!(!out.status.success(), "{}", text(&out.stderr));
+    let refused: Vec<Value> = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "stat" && r["path"] == ".env" && r["decision"] == "deny")
+        .collect();
+    assert!(!refused.is_empty(), "no refusal of .env");
+    for r in &refused {
+        let peer = r["peer"].as_str().unwrap_or_default();
+        assert!(peer.contains(r#"argv ["cat",".env"]"#), "{peer}");
+    }
+}

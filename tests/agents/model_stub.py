@@ -1,21 +1,27 @@
 """A scripted stand-in for a coding agent's model API, on loopback, with no key and no
 network: the Anthropic Messages API (`POST /v1/messages`, streamed as SSE, and
-`/v1/messages/count_tokens`) and the Gemini API (`/v1beta/models/M:streamGenerateContent`,
-`:generateContent`, `:countTokens`). Python standard library only.
+`/v1/messages/count_tokens`), the Gemini API (`/v1beta/models/M:streamGenerateContent`,
+`:generateContent`, `:countTokens`) and the OpenAI Responses API (`POST /v1/responses`,
+streamed as SSE, as Codex reads it). Python standard library only.
 
 fsgate's agent tests (tests/agents/) start it, point the real agent at it
-(`ANTHROPIC_BASE_URL`, `GOOGLE_GEMINI_BASE_URL`) and drive the agent's real tool loop:
+(`ANTHROPIC_BASE_URL`, `GOOGLE_GEMINI_BASE_URL`, a Codex model provider's `base_url`)
+and drive the agent's real tool loop:
 
 - The test's prompt holds one step: a line `FSGATE-STEP {"want": [...]}`, where each
   entry of `want` is `{"tool": NAME, "args": {...}}` (one of the agent's built-in tools,
-  by its exact name) or `{"mcp": NAME, "args": {...}}` (a tool of an MCP server, by the
+  by its exact name), `{"mcp": NAME, "args": {...}}` (a tool of an MCP server, by the
   end of its name: `read_text_file` matches `mcp__fsgate__read_text_file` and
-  `mcp_fsgate_read_text_file`; the `fsgate` server's first), best first.
+  `mcp_fsgate_read_text_file`; the `fsgate` server's first), `{"shell": COMMAND}` (the
+  agent's own shell tool, whichever it offers, with the arguments that tool takes) or
+  `{"patch": TEXT}` (Codex's `apply_patch`), best first. A line
+  `FSGATE-STEP {"steps": [[...], [...]]}` holds several steps, taken one after the
+  other in one turn: the n-th call of the turn answers the n-th step.
 - A request whose conversation ends with that prompt is answered with the call of the
   first entry the agent offers. If none is offered but the request names a deferred tool
   (`mcp__SERVER__NAME` in its text) and the agent offers `ToolSearch` (Claude Code), the
   fake first loads it with `ToolSearch` `select:mcp__SERVER__NAME`, then calls it.
-- Once the call's result came back, the answer is a final text: `FSGATE-DONE`.
+- Once the last step's result came back, the answer is a final text: `FSGATE-DONE`.
 - Requests outside the tool loop (no tools offered: titles, classifiers, summaries,
   JSON-mode checks) get a short text and leave the script alone.
 
@@ -48,6 +54,28 @@ _ids = itertools.count(1)
 _log_lock = threading.Lock()
 
 
+# An agent's own shell tool, by name, best first, and the arguments it takes.
+SHELLS: list[tuple[str, Any]] = [
+    ("exec_command", lambda c: {"cmd": c}),             # Codex (unified exec)
+    ("shell_command", lambda c: {"command": c}),        # Codex
+    ("shell", lambda c: {"command": ["bash", "-lc", c]}),  # Codex (older)
+    ("local_shell", lambda c: {"command": ["bash", "-lc", c]}),  # Codex, a local_shell_call
+    ("run_shell_command", lambda c: {"command": c}),    # Gemini CLI
+    ("Bash", lambda c: {"command": c}),                 # Claude Code
+]
+
+
+def special(want: dict[str, Any], offered: list[str]) -> tuple[str, dict] | None:
+    """A `shell` or `patch` want as the call of the tool the agent offers for it."""
+    if "shell" in want:
+        for name, args in SHELLS:
+            if name in offered:
+                return name, args(want["shell"])
+    if "patch" in want and "apply_patch" in offered:
+        return "apply_patch", {"input": want["patch"]}
+    return None
+
+
 def matches(want: dict[str, Any], offered: str) -> bool:
     """Whether the offered tool name is the wanted one: a built-in by its exact name, an
     MCP server's tool by the end of its name."""
@@ -60,6 +88,11 @@ def matches(want: dict[str, Any], offered: str) -> bool:
 def choose(wants: list[dict[str, Any]], offered: list[str]) -> tuple[str, dict] | None:
     """The first wanted call the agent offers, as (full tool name, args)."""
     for want in wants:
+        if "shell" in want or "patch" in want:
+            pick = special(want, offered)
+            if pick is not None:
+                return pick
+            continue
         # Prefer a tool of the gateway's server when several end the same way.
         names = sorted((o for o in offered if matches(want, o)), key=lambda o: "fsgate" not in o)
         if names:
@@ -80,19 +113,22 @@ def deferred(wants: list[dict[str, Any]], body_text: str) -> str | None:
 
 
 class Turn:
-    """Where the conversation stands: the step asked for and the calls made since."""
+    """Where the conversation stands: the steps asked for, the calls made since, and
+    the step now due (the first one not yet answered by a call; the last once all are)."""
 
-    def __init__(self, step: list[dict[str, Any]] | None, calls: list[str]):
-        self.step = step
+    def __init__(self, steps: list[list[dict[str, Any]]] | None, calls: list[str]):
+        self.steps = steps
         self.calls = calls
+        self.done = len([c for c in calls if c != "ToolSearch"])
+        self.step = None if not steps else steps[min(self.done, len(steps) - 1)]
 
 
 def plan(turn: Turn, offered: list[str], body_text: str) -> dict[str, Any]:
     """The answer to a tool-loop request: {"tool": NAME, "input": {...}} or {"text": ...}."""
-    if turn.step is None:
+    if turn.steps is None or turn.step is None:
         return {"text": "FSGATE-NO-STEP"}
-    # The agent asks again only once the call's result is in: the step is done.
-    if any(c != "ToolSearch" for c in turn.calls):
+    # The agent asks again only once a call's result is in: that step is done.
+    if turn.done >= len(turn.steps):
         return {"text": DONE}
     pick = choose(turn.step, offered)
     if pick is not None:
@@ -100,17 +136,26 @@ def plan(turn: Turn, offered: list[str], body_text: str) -> dict[str, Any]:
     name = deferred(turn.step, body_text)
     if name is not None and "ToolSearch" in offered and "ToolSearch" not in turn.calls:
         return {"tool": "ToolSearch", "input": {"query": "select:" + name, "max_results": 5}}
-    names = [w.get("mcp") or w.get("tool") or "?" for w in turn.step]
+    names = [w.get("mcp") or w.get("tool") or ("shell" if "shell" in w else "patch")
+             for w in turn.step]
     return {"text": "FSGATE-NO-TOOL " + ",".join(names)}
 
 
-def parse_step(text: str) -> list[dict[str, Any]] | None:
+def parse_step(text: str) -> list[list[dict[str, Any]]] | None:
+    """The steps of a prompt: `{"want": [...]}` is one, `{"steps": [[...], ...]}` several."""
     for line in text.splitlines():
-        if line.startswith(STEP):
-            try:
-                return json.loads(line[len(STEP):])["want"]
-            except (ValueError, KeyError, TypeError):
-                return None
+        at = line.find(STEP)
+        if at < 0:
+            continue
+        try:
+            value = json.loads(line[at + len(STEP):])
+        except ValueError:
+            return None
+        if isinstance(value, dict) and isinstance(value.get("want"), list):
+            return [value["want"]]
+        if isinstance(value, dict) and isinstance(value.get("steps"), list):
+            return value["steps"]
+        return None
     return None
 
 
@@ -250,8 +295,98 @@ def gemini_side_text(body: dict[str, Any]) -> str:
     if cfg.get("responseMimeType") == "application/json" or cfg.get("responseJsonSchema") \
             or cfg.get("responseSchema"):
         return json.dumps({"next_speaker": "user", "reasoning": "fake",
-                           "model_choice": "flash", "complexity_score": 1})
+                           "model_choice": "flash", "complexity_score": 1,
+                           "complexity_reasoning": "fake"})
     return "ok"
+
+
+# ---- OpenAI Responses API (as Codex uses it) ----
+
+
+def openai_tools(body: dict[str, Any]) -> dict[str, str]:
+    """The tools offered, by name, with their type (`function`, `custom`, `local_shell`)."""
+    out = {}
+    for t in body.get("tools") or []:
+        kind = t.get("type", "")
+        name = "local_shell" if kind == "local_shell" else t.get("name", "")
+        if name:
+            out[name] = kind
+    return out
+
+
+CALL_ITEMS = ("function_call", "custom_tool_call", "local_shell_call")
+
+
+def openai_texts(item: dict[str, Any]) -> list[str]:
+    content = item.get("content")
+    if isinstance(content, str):
+        return [content]
+    return [c.get("text", "") for c in content or [] if isinstance(c, dict)]
+
+
+def openai_turn(body: dict[str, Any]) -> Turn:
+    items = body.get("input") or []
+    if isinstance(items, str):
+        items = [{"type": "message", "role": "user", "content": items}]
+    start, steps = None, None
+    for i, it in enumerate(items):
+        if it.get("type", "message") == "message" and it.get("role") == "user":
+            s = next((p for p in map(parse_step, openai_texts(it)) if p), None)
+            if s is not None:
+                start, steps = i, s
+    calls = []
+    if start is not None:
+        for it in items[start + 1:]:
+            if it.get("type") in CALL_ITEMS:
+                calls.append(it.get("name") or "local_shell")
+    return Turn(steps, calls)
+
+
+def openai_received(body: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    items = body.get("input") or []
+    for it in items if isinstance(items, list) else []:
+        if str(it.get("type", "")).endswith("_output"):
+            output = it.get("output")
+            text = output if isinstance(output, str) else json.dumps(output)
+            out.append({"id": it.get("call_id"), "type": it.get("type"), "text": text})
+    return out
+
+
+def openai_item(answer: dict[str, Any], tools: dict[str, str]) -> dict[str, Any]:
+    n = next(_ids)
+    if "tool" not in answer:
+        return {"type": "message", "id": f"msg_fsgate_{n}", "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": answer["text"], "annotations": []}]}
+    name, args, call = answer["tool"], answer["input"], f"call_fsgate_{n}"
+    kind = tools.get(name, "function")
+    if kind == "local_shell":
+        return {"type": "local_shell_call", "id": f"lsh_fsgate_{n}", "call_id": call,
+                "status": "completed",
+                "action": {"type": "exec", "command": args["command"], "env": {}}}
+    if kind == "custom":
+        return {"type": "custom_tool_call", "id": f"ctc_fsgate_{n}", "call_id": call,
+                "name": name, "input": args.get("input", ""), "status": "completed"}
+    return {"type": "function_call", "id": f"fc_fsgate_{n}", "call_id": call, "name": name,
+            "arguments": json.dumps(args), "status": "completed"}
+
+
+def openai_stream(item: dict[str, Any], model: str) -> bytes:
+    rid = f"resp_fsgate_{next(_ids)}"
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": 15}
+    head = {"id": rid, "object": "response", "model": model, "status": "in_progress",
+            "output": []}
+    out = [sse("response.created", {"type": "response.created", "response": head}),
+           sse("response.output_item.added", {"type": "response.output_item.added",
+               "output_index": 0, "item": item}),
+           sse("response.output_item.done", {"type": "response.output_item.done",
+               "output_index": 0, "item": item}),
+           sse("response.completed", {"type": "response.completed",
+               "response": dict(head, status="completed", output=[item], usage=usage)})]
+    return b"".join(out)
 
 
 # ---- HTTP ----
@@ -288,6 +423,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply_json(200, {"totalTokens": 100})
         elif ":streamGenerateContent" in path or ":generateContent" in path:
             self.gemini(body, raw, path)
+        elif path.endswith("/v1/responses"):
+            self.openai(body, raw)
         else:
             self.log_request_body("other", "unknown", raw, [], None, [])
             self.reply_json(404, {"error": {"code": 404, "message": "not served by the fake"}})
@@ -328,6 +465,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply_bytes(200, "text/event-stream", data)
         else:
             self.reply_json(200, resp)
+
+    def openai(self, body: dict[str, Any], raw: bytes) -> None:
+        tools = openai_tools(body)
+        offered = list(tools)
+        if not offered:
+            answer = {"text": "ok"}
+            kind = "side"
+        else:
+            turn = openai_turn(body)
+            answer = plan(turn, offered, raw.decode("utf-8", "replace"))
+            answer["step"] = turn.step
+            kind = "main"
+        self.log_request_body("openai", kind, raw, offered, answer, openai_received(body))
+        stream = openai_stream(openai_item(answer, tools), body.get("model", "gpt-fake"))
+        self.reply_bytes(200, "text/event-stream", stream)
 
     def log_request_body(self, api: str, kind: str, raw: bytes, offered: list[str],
                          answer: dict[str, Any] | None, received: list[dict[str, Any]]) -> None:

@@ -188,8 +188,9 @@ pub fn launch_with(
     let mut env = agent.env.clone();
     env.push(("PATH".into(), path_with_node22()));
     env.push(("HOME".into(), stub_dir.path().into()));
-    // `{STUB}` in a value is the fake's base URL.
-    for (_, v) in &mut env {
+    // `{STUB}` in a value or an argument is the fake's base URL.
+    let mut command = agent.command.clone();
+    for v in env.iter_mut().map(|(_, v)| v).chain(command.iter_mut()) {
         if let Some(s) = v.to_str().filter(|s| s.contains("{STUB}")) {
             *v = s.replace("{STUB}", &fake.url()).into();
         }
@@ -201,7 +202,7 @@ pub fn launch_with(
         cwd: Some(stub_dir.path().to_path_buf()),
         ..Default::default()
     };
-    (Editor::launch(&agent.command, opts), fake, stub_dir)
+    (Editor::launch(&command, opts), fake, stub_dir)
 }
 
 /// `initialize` and `session/new` in the workspace (the editor lists no MCP server:
@@ -509,7 +510,7 @@ fn denied_outside(r: &Value, s: &Step) -> bool {
 }
 
 /// `fsgate backup list --json` of `dir`, as text.
-fn backup_list(dir: &Path) -> String {
+pub fn backup_list(dir: &Path) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_fsgate"))
         .args(["backup", "list", "--json", "--backup-dir"])
         .arg(dir)

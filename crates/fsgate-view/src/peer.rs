@@ -10,24 +10,33 @@ use std::time::{Duration, Instant};
 /// Arguments named at most, and bytes kept of each.
 const MAX_ARGS: usize = 16;
 const MAX_ARG_BYTES: usize = 256;
-/// How long a name is reused for the same pid (a process that execs is named anew).
+/// How long a name is reused for the same pid and the same arguments.
 const FRESH: Duration = Duration::from_millis(250);
+/// Bytes of its arguments that tell a process from the one it became by `exec`.
+const KEY_BYTES: u64 = 4096;
 /// Processes remembered at most.
 const MAX_CACHED: usize = 512;
+
+/// A remembered name: when, the arguments it was made from, the name.
+type Named = (Instant, Vec<u8>, String);
 
 /// Names processes, remembering the last few.
 #[derive(Debug, Default)]
 pub(crate) struct Peers {
-    cache: Mutex<HashMap<u32, (Instant, String)>>,
+    cache: Mutex<HashMap<u32, Named>>,
 }
 
 impl Peers {
-    /// The name of process `pid`.
+    /// The name of process `pid`. A name is reused only while the process's arguments
+    /// are the ones it was made from: a shell that runs `exec cat .env` a moment after
+    /// its own lookups keeps its pid, and is named `cat` from then on.
     pub(crate) fn name(&self, pid: u32) -> String {
         let now = Instant::now();
+        let key = args_key(pid);
         if let Ok(cache) = self.cache.lock()
-            && let Some((at, name)) = cache.get(&pid)
+            && let Some((at, args, name)) = cache.get(&pid)
             && now.duration_since(*at) < FRESH
+            && *args == key
         {
             return name.clone();
         }
@@ -36,10 +45,20 @@ impl Peers {
             if cache.len() >= MAX_CACHED {
                 cache.clear();
             }
-            cache.insert(pid, (now, name.clone()));
+            cache.insert(pid, (now, key, name.clone()));
         }
         name
     }
+}
+
+/// The first bytes of `/proc/PID/cmdline` (empty if it cannot be read).
+fn args_key(pid: u32) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    if let Ok(f) = std::fs::File::open(format!("/proc/{pid}/cmdline")) {
+        let _ = f.take(KEY_BYTES).read_to_end(&mut out);
+    }
+    out
 }
 
 /// `pid 12 ppid 3 exe "/usr/bin/cat" argv ["cat",".env"]` (`comm "cat"` where the

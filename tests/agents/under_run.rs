@@ -1,0 +1,360 @@
+//! Real coding agents' own command lines (`codex exec`, `gemini -p`) under `fsgate run`,
+//! their model replaced by the fake (docs/run.md): the agent and every process its shell
+//! starts see the workspace through fsgate's view. One turn of five steps the scripted
+//! model asks of the agent's own tools: its shell runs `cat .env` (refused: the secret
+//! never reaches the model), `python3 test_app.py` (a test that reads the workspace and
+//! writes `result.txt`: it passes), `echo hi > notes2.txt` and `rm a.txt` (each change
+//! recorded, naming the process, backed up), then its own edit tool changes `b.txt`
+//! (recorded); `fsgate undo` of the run's session brings `a.txt` and `b.txt` back.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use super::fake::Fake;
+use super::scenario::{installed, path_with_node22};
+use crate::common::{bin, canonical_tempdir};
+
+/// How long the whole run (five steps) may take.
+const RUN_LIMIT: Duration = Duration::from_secs(240);
+pub(super) const SECRET: &str = "fsgate-run-dotenv-secret-5081";
+pub(super) const TEST_APP: &str = "import unittest\n\nclass T(unittest.TestCase):\n    def test_reads_and_writes(self):\n        with open('b.txt') as f:\n            self.assertIn('two', f.read())\n        with open('result.txt', 'w') as f:\n            f.write('passed\\n')\n\nunittest.main()\n";
+/// Codex's `apply_patch` of `b.txt` (Gemini CLI offers `replace` instead).
+pub(super) const PATCH: &str =
+    "*** Begin Patch\n*** Update File: b.txt\n@@\n-one\n+uno\n two\n*** End Patch\n";
+
+/// An agent's command line, without its prompt.
+struct Cli {
+    name: &'static str,
+    command: Vec<OsString>,
+    env: Vec<(String, OsString)>,
+    /// What the process that edits with the agent's own tool is named by (in its argv).
+    editor: &'static str,
+}
+
+/// Codex (`codex exec`), its sandbox and approvals off (fsgate's view governs), its model
+/// a provider of its own configuration at the fake (`gpt-5.5`: a model its catalog knows,
+/// whose tools include `apply_patch`).
+fn codex(test: &str, home: &Path, stub: &str) -> Option<Cli> {
+    let bin = installed(test, "codex/node_modules/.bin/codex")?;
+    let provider = format!(
+        "model_providers.fsgate-stub={{name=\"fsgate-stub\",base_url=\"{stub}/v1\",env_key=\"FSGATE_STUB_KEY\",wire_api=\"responses\"}}"
+    );
+    let args = [
+        "exec",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "-c",
+        "model_provider=\"fsgate-stub\"",
+        "-c",
+        &provider,
+        "-m",
+        "gpt-5.5",
+    ];
+    let mut command = vec![bin.into_os_string()];
+    command.extend(args.iter().map(OsString::from));
+    let env = [
+        ("CODEX_HOME", home.as_os_str()),
+        ("FSGATE_STUB_KEY", "fsgate-test-not-a-key".as_ref()),
+    ];
+    Some(Cli {
+        name: "codex",
+        command,
+        env: env
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect(),
+        editor: "codex",
+    })
+}
+
+/// Gemini CLI (`gemini -p ... --yolo`), its API key chosen in its settings.
+fn gemini(test: &str, home: &Path, stub: &str) -> Option<Cli> {
+    let bin = installed(test, "gemini-cli/node_modules/.bin/gemini")?;
+    let settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}}});
+    std::fs::create_dir_all(home.join(".gemini")).expect("mkdir .gemini");
+    std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("settings");
+    let env = [
+        ("GOOGLE_GEMINI_BASE_URL", stub),
+        ("GEMINI_API_KEY", "fsgate-test-not-a-key"),
+        ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
+    ];
+    Some(Cli {
+        name: "gemini-cli",
+        command: vec![bin.into_os_string(), "--yolo".into(), "-p".into()],
+        env: env
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect(),
+        editor: "gemini",
+    })
+}
+
+/// The workspace, the run's state beside it, the agent's home, the fake.
+struct Setup {
+    root: PathBuf,
+    state: PathBuf,
+    home: PathBuf,
+    fake: Fake,
+    _dirs: (TempDir, TempDir, TempDir),
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let (d1, root) = canonical_tempdir("fsgate-run-agent-ws");
+        let (d2, state) = canonical_tempdir("fsgate-run-agent-state");
+        let (d3, home) = canonical_tempdir("fsgate-run-agent-home");
+        let files = [
+            (".env", format!("TOKEN={SECRET}\n")),
+            ("a.txt", "hello\n".to_owned()),
+            ("b.txt", "one\ntwo\n".to_owned()),
+            ("test_app.py", TEST_APP.to_owned()),
+        ];
+        for (name, text) in files {
+            std::fs::write(root.join(name), text).expect("seed workspace");
+        }
+        let fake = Fake::start(&state.join("model.jsonl"));
+        Setup {
+            root,
+            state,
+            home,
+            fake,
+            _dirs: (d1, d2, d3),
+        }
+    }
+
+    fn state_args(&self) -> Vec<OsString> {
+        vec![
+            "--workspace".into(),
+            self.root.clone().into(),
+            "--audit-log".into(),
+            self.state.join("audit.jsonl").into(),
+            "--backup-dir".into(),
+            self.state.join("backups").into(),
+        ]
+    }
+
+    /// The five steps, one after the other in one turn.
+    fn prompt(&self) -> String {
+        let b = self.root.join("b.txt");
+        let edit = json!([
+            {"patch": PATCH},
+            {"tool": "replace", "args": {"file_path": b, "old_string": "one", "new_string": "uno",
+                "instruction": "one becomes uno"}},
+        ]);
+        let shell = |c: &str| json!([{ "shell": c }]);
+        let steps = json!({"steps": [
+            shell("cat .env"),
+            shell("python3 test_app.py"),
+            shell("echo hi > notes2.txt"),
+            shell("rm a.txt"),
+            edit,
+        ]});
+        format!("FSGATE-STEP {steps}")
+    }
+
+    /// `fsgate run ... -- AGENT PROMPT` in the workspace, to its end; (status, stderr).
+    fn run(&self, cli: &Cli) -> (Option<i32>, String) {
+        let err_path = self.state.join("run.stderr");
+        let err = std::fs::File::create(&err_path).expect("stderr file");
+        let out = std::fs::File::create(self.state.join("run.stdout")).expect("stdout file");
+        let mut cmd = Command::new(bin());
+        cmd.arg("run")
+            .args(self.state_args())
+            .arg("--")
+            .args(&cli.command)
+            .arg(self.prompt())
+            .current_dir(&self.root)
+            .env("PATH", path_with_node22())
+            .env("HOME", &self.home)
+            .envs(cli.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        let mut child = cmd.spawn().expect("spawn fsgate run");
+        let deadline = Instant::now() + RUN_LIMIT;
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait") {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{}: fsgate run did not end in {RUN_LIMIT:?}\nstderr:\n{}",
+                    cli.name,
+                    std::fs::read_to_string(&err_path).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+        (status.code(), stderr)
+    }
+
+    fn records(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.state.join("audit.jsonl"))
+            .expect("audit log")
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    fn file(&self, rel: &str) -> Option<String> {
+        std::fs::read_to_string(self.root.join(rel)).ok()
+    }
+}
+
+/// The run's session id, from its last line on stderr.
+fn session_of(stderr: &str) -> String {
+    let at = stderr
+        .rfind("--session ")
+        .unwrap_or_else(|| panic!("no undo line: {stderr}"));
+    stderr[at + "--session ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Runs the scenario with `cli` and checks every promise.
+fn governed(cli: &Cli, s: &Setup) {
+    let (status, stderr) = s.run(cli);
+    let ctx = format!("{}: fsgate run stderr:\n{stderr}", cli.name);
+    assert_eq!(status, Some(0), "{ctx}");
+    let session = session_of(&stderr);
+    the_model_took_every_step_and_saw_no_secret(s, &ctx);
+    assert_eq!(s.file("result.txt").as_deref(), Some("passed\n"), "{ctx}");
+    assert_eq!(s.file("notes2.txt").as_deref(), Some("hi\n"), "{ctx}");
+    assert_eq!(s.file("a.txt"), None, "{ctx}");
+    assert_eq!(s.file("b.txt").as_deref(), Some("uno\ntwo\n"), "{ctx}");
+    let mine: Vec<Value> = s
+        .records()
+        .into_iter()
+        .filter(|r| r["kind"] == "request" && r["session"] == session.as_str())
+        .collect();
+    let find = |op: &str, path: &str, decision: &str, by: &str| {
+        let found = mine.iter().find(|r| {
+            r["op"] == op
+                && r["path"] == path
+                && r["decision"] == decision
+                && r["transport"] == "view"
+                && r["peer"].as_str().is_some_and(|p| p.contains(by))
+        });
+        found.cloned().unwrap_or_else(|| {
+            let seen: Vec<String> = mine
+                .iter()
+                .filter(|r| r["op"] != "stat" || r["decision"] != "allow")
+                .map(|r| format!("{} {} {} {}", r["op"], r["path"], r["decision"], r["peer"]))
+                .collect();
+            panic!("{ctx}\nno {decision} record of {op} {path} by {by}: {seen:#?}")
+        })
+    };
+    find("stat", ".env", "deny", r#""cat",".env""#);
+    find(
+        "write_text_file",
+        "result.txt",
+        "allow",
+        r#"python3","test_app.py"]"#,
+    );
+    // The agent's shell (its script, cut to 256 bytes, may not reach the command).
+    find("write_text_file", "notes2.txt", "allow", r#"bash""#);
+    let backups = super::scenario::backup_list(&s.state.join("backups"));
+    for (op, path, by) in [
+        ("rm", "a.txt", r#"["rm","a.txt"]"#),
+        ("write_text_file", "b.txt", cli.editor),
+    ] {
+        let rec = find(op, path, "allow", by);
+        let id = rec["backup"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{ctx}\nno backup: {rec}"));
+        assert!(
+            backups.contains(id),
+            "{ctx}\nbackup {id} not in the store: {backups}"
+        );
+    }
+    undone(s, &session, &ctx);
+}
+
+/// Each step's call was made and its result sent back, the turn ended, and no request
+/// held the secret; the refused `cat` came back as a missing file.
+fn the_model_took_every_step_and_saw_no_secret(s: &Setup, ctx: &str) {
+    let reqs = s.fake.requests();
+    for r in &reqs {
+        let body = r["body"].as_str().unwrap_or_default();
+        assert!(
+            !body.contains(SECRET),
+            "{ctx}\nthe model was sent the secret ({})",
+            r["path"]
+        );
+    }
+    let main: Vec<&Value> = reqs.iter().filter(|r| r["kind"] == "main").collect();
+    let calls: Vec<&str> = main
+        .iter()
+        .filter_map(|r| r["answer"]["tool"].as_str())
+        .collect();
+    assert_eq!(calls.len(), 5, "{ctx}\ncalls: {calls:?}");
+    let last = main.last().expect("a tool-loop request");
+    assert_eq!(last["answer"]["text"], "FSGATE-DONE", "{ctx}");
+    let results: Vec<&str> = last["received"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x["text"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(results.len(), 5, "{ctx}\nresults: {results:#?}");
+    assert!(
+        results[0].contains("No such file or directory"),
+        "{ctx}\n{results:#?}"
+    );
+    assert!(
+        results[1].contains("OK"),
+        "{ctx}\nthe test's output: {}",
+        results[1]
+    );
+}
+
+/// `fsgate undo --session` of the run puts back what it removed and edited.
+fn undone(s: &Setup, session: &str, ctx: &str) {
+    let out = Command::new(bin())
+        .arg("undo")
+        .args(s.state_args())
+        .args(["--session", session])
+        .stdin(Stdio::null())
+        .output()
+        .expect("fsgate undo");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{ctx}\nundo: {err}");
+    assert_eq!(
+        s.file("a.txt").as_deref(),
+        Some("hello\n"),
+        "{ctx}\nundo: {err}"
+    );
+    assert_eq!(
+        s.file("b.txt").as_deref(),
+        Some("one\ntwo\n"),
+        "{ctx}\nundo: {err}"
+    );
+}
+
+#[test]
+fn codex_exec_under_fsgate_run_is_governed() {
+    let test = "codex_exec_under_fsgate_run_is_governed";
+    let s = Setup::new();
+    let Some(cli) = codex(test, &s.home, &s.fake.url()) else {
+        return;
+    };
+    governed(&cli, &s);
+}
+
+#[test]
+fn gemini_cli_under_fsgate_run_is_governed() {
+    let test = "gemini_cli_under_fsgate_run_is_governed";
+    let s = Setup::new();
+    let Some(cli) = gemini(test, &s.home, &s.fake.url()) else {
+        return;
+    };
+    governed(&cli, &s);
+}
