@@ -8,26 +8,32 @@ use super::cells::{clean, cut_end, cut_middle, pad, raw, width};
 use crate::record;
 
 /// The columns, in order; the last three are PATH, RULE and REASON.
-const HEADS: [&str; 12] = [
-    "SEQ", "TS (UTC)", "SESSION", "VIA", "OP", "DEC", "OUTCOME", "BYTES", "US", "PATH", "RULE",
-    "REASON",
+const HEADS: [&str; COLS] = [
+    "SEQ", "TS (UTC)", "SESSION", "VIA", "PROCESS", "OP", "DEC", "OUTCOME", "BYTES", "US", "PATH",
+    "RULE", "REASON",
 ];
+const COLS: usize = 13;
 /// Right-aligned columns (numbers).
-const RIGHT: [bool; 12] = [
-    true, false, false, false, false, false, false, true, true, false, false, false,
+const RIGHT: [bool; COLS] = [
+    true, false, false, false, false, false, false, false, true, true, false, false, false,
 ];
 /// Widest a session or an outcome is shown (longer ones are cut with `…`).
 const MAX_SESSION: usize = 16;
 const MAX_OUTCOME: usize = 12;
+/// Widest a process (`name[pid]`) is shown.
+const MAX_PROCESS: usize = 24;
+const SESSION: usize = 2;
+const PROCESS: usize = 4;
+const OUTCOME: usize = 7;
 /// Narrowest a path or a reason is cut to, however narrow the terminal.
 const MIN_PATH: usize = 16;
 const MIN_REASON: usize = 12;
-const PATH: usize = 9;
-const RULE: usize = 10;
-const REASON: usize = 11;
+const PATH: usize = 10;
+const RULE: usize = 11;
+const REASON: usize = 12;
 
 /// One record's cells, escaped.
-pub(super) struct Row(pub [String; 12]);
+pub(super) struct Row(pub [String; COLS]);
 
 impl Row {
     /// The cells of a record.
@@ -41,7 +47,10 @@ impl Row {
             record::KIND_RECONCILED => (raw(v, "op"), raw(&v["details"], "found")),
             _ => lifecycle(v, &kind),
         };
-        let mut path = raw(v, "path");
+        let mut path = match raw(v, "op") {
+            op if op == crate::coalesce::OP_READS => reads_path(v),
+            _ => raw(v, "path"),
+        };
         let p2 = raw(v, "path2");
         if !p2.is_empty() {
             path = format!("{path} -> {p2}");
@@ -60,6 +69,7 @@ impl Row {
             short_ts(&raw(v, "ts")),
             raw(v, "session"),
             via,
+            process(&raw(v, "peer")),
             op,
             raw(v, "decision"),
             outcome,
@@ -74,6 +84,27 @@ impl Row {
 
     fn header() -> Row {
         Row(HEADS.map(str::to_owned))
+    }
+}
+
+/// The PROCESS cell: `name[pid]` of the process `peer` names, else the peer itself.
+fn process(peer: &str) -> String {
+    match crate::process::Process::of(peer) {
+        Some(p) => p.short(),
+        None => peer.to_owned(),
+    }
+}
+
+/// The PATH cell of a coalesced `reads` record: its first path, and how many more.
+fn reads_path(v: &Value) -> String {
+    let paths = crate::process::paths_of(v);
+    let mut distinct: Vec<&str> = paths.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    match (paths.first(), distinct.len()) {
+        (None, _) => String::new(),
+        (Some(p), 1) => (*p).to_owned(),
+        (Some(p), n) => format!("{p} (+{} more)", n - 1),
     }
 }
 
@@ -152,14 +183,14 @@ fn short_ts(ts: &str) -> String {
 /// REASON fitted into what the terminal has left.
 #[derive(Debug, Clone)]
 pub(super) struct Widths {
-    cols: [usize; 12],
+    cols: [usize; COLS],
     /// Whether PATH and REASON are cut to their columns (not with no width limit).
     cut: bool,
 }
 
 /// Widths a followed table starts from, as the rows to come are not known yet: the
 /// longest operation name, common rules, room for paths and reasons.
-const FOLLOW_MIN: [usize; 12] = [7, 23, 8, 4, 15, 5, 7, 8, 7, 48, 18, 40];
+const FOLLOW_MIN: [usize; COLS] = [7, 23, 8, 4, 12, 15, 5, 7, 8, 7, 48, 18, 40];
 
 impl Default for Widths {
     fn default() -> Widths {
@@ -190,18 +221,19 @@ impl Widths {
     /// The widths to print with on a terminal `total` columns wide (0: no limit, and
     /// nothing cut but sessions and outcomes).
     pub(super) fn fit(mut self, total: usize) -> Widths {
-        self.cols[2] = self.cols[2].min(MAX_SESSION);
-        self.cols[6] = self.cols[6].min(MAX_OUTCOME);
+        self.cols[SESSION] = self.cols[SESSION].min(MAX_SESSION);
+        self.cols[PROCESS] = self.cols[PROCESS].min(MAX_PROCESS);
+        self.cols[OUTCOME] = self.cols[OUTCOME].min(MAX_OUTCOME);
         if total == 0 {
             self.cut = false;
             return self;
         }
         // One space between columns, two around PATH.
-        let fixed: usize = (0..12)
+        let fixed: usize = (0..COLS)
             .filter(|&i| i != PATH && i != REASON)
             .map(|i| self.cols[i])
             .sum();
-        let room = total.saturating_sub(fixed + 13);
+        let room = total.saturating_sub(fixed + COLS + 1);
         let (path, reason) = (self.cols[PATH], self.cols[REASON]);
         if path + reason <= room {
             return self;
@@ -223,7 +255,7 @@ impl Widths {
         for (i, cell) in row.0.iter().enumerate() {
             let w = self.cols[i];
             let text = match i {
-                2 | 6 => cut_end(cell, w),
+                SESSION | PROCESS | OUTCOME => cut_end(cell, w),
                 REASON if self.cut => cut_end(cell, w),
                 PATH if self.cut => cut_middle(cell, w),
                 _ => cell.clone(),
@@ -249,11 +281,27 @@ mod tests {
     #[test]
     fn a_path_is_shown_with_its_workspace_when_the_record_names_one() {
         let one = serde_json::json!({"kind": "request", "op": "read_text_file", "path": "b.txt"});
-        assert_eq!(Row::of(&one).0[9], "b.txt");
+        assert_eq!(Row::of(&one).0[PATH], "b.txt");
         let named = serde_json::json!({
             "kind": "request", "op": "rename", "path": "a.txt", "path2": "b.txt",
             "args": {"workspace": "evil"}
         });
-        assert_eq!(Row::of(&named).0[9], "evil:a.txt -> b.txt");
+        assert_eq!(Row::of(&named).0[PATH], "evil:a.txt -> b.txt");
+    }
+
+    #[test]
+    fn a_process_is_shown_by_name_and_pid_escaped_and_reads_by_their_paths() {
+        let v = serde_json::json!({
+            "kind": "request", "op": "reads", "transport": "view",
+            "peer": r#"pid 7 ppid 1 exe "/bin/\u001b[2Jcat" argv ["cat"]"#,
+            "details": {"reads": {"open": [["a.txt", 1, 3, "ab"]], "stat": [["a.txt", 2], ["b", 1]]}}
+        });
+        let row = Row::of(&v);
+        let shown = &row.0[PROCESS];
+        assert!(
+            !shown.contains('\u{1b}') && shown.ends_with("cat[7]"),
+            "{shown}"
+        );
+        assert_eq!(row.0[PATH], "a.txt (+1 more)");
     }
 }
