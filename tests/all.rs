@@ -168,3 +168,5 @@ mod agents;
 mod layers;
 // fsgate run: real commands through the filesystem view (as root).
 mod view_run;
+// fsgate run's records: each process named, its reads coalesced; audit show and report by process.
+mod view_audit;

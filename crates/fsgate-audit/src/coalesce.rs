@@ -38,6 +38,8 @@ struct Key {
     peer: String,
     rule: Option<String>,
     policy: Arc<str>,
+    /// `ok`, or not-found (a lookup of a name that is not there).
+    outcome: String,
 }
 
 /// One path read by one operation (with the content's digest where it was hashed).
@@ -52,8 +54,8 @@ struct Group {
     count: u64,
     bytes: Option<u64>,
     duration_us: u64,
-    /// (op, path, sha256) -> (count, bytes).
-    entries: BTreeMap<Entry, (u64, u64)>,
+    /// (op, path, sha256) -> (count, bytes, opens whose content was remembered clean).
+    entries: BTreeMap<Entry, (u64, u64, u64)>,
     written: usize,
 }
 
@@ -85,6 +87,11 @@ pub(crate) enum Added {
     NotMine,
 }
 
+/// The outcome of a lookup of a name that is not there (a build probes many).
+fn not_found() -> String {
+    fsgate_base::error::code::NOT_FOUND.to_string()
+}
+
 /// The one argument a coalesced read may have and lose: its content was found clean
 /// before (an `open`'s). Any other (an open for writing, a workspace's name) keeps the
 /// record its own.
@@ -94,7 +101,7 @@ const REMEMBERED: &str = "contentRemembered";
 fn coalescible(ev: &AuditEvent) -> bool {
     ev.kind == KIND_REQUEST
         && ev.decision == "allow"
-        && ev.outcome == "ok"
+        && (ev.outcome == "ok" || ev.outcome == not_found())
         && ev.path.is_some()
         && ev.path2.is_none()
         && ev.backup.is_none()
@@ -126,6 +133,7 @@ impl Coalescer {
             peer: ev.peer.clone(),
             rule: ev.rule.clone(),
             policy,
+            outcome: ev.outcome.clone(),
         };
         let entry = (ev.op.clone(), path.clone(), ev.sha256.clone());
         let size = entry_size(&entry);
@@ -272,9 +280,10 @@ impl Group {
         }
         let slot = self.entries.entry(entry);
         let new = matches!(slot, std::collections::btree_map::Entry::Vacant(_));
-        let (n, bytes) = slot.or_default();
+        let (n, bytes, remembered) = slot.or_default();
         *n += 1;
         *bytes = bytes.saturating_add(ev.bytes.unwrap_or(0));
+        *remembered += u64::from(ev.args.get(REMEMBERED) == Some(&Value::Bool(true)));
         if new {
             self.written += size;
             size
@@ -286,9 +295,9 @@ impl Group {
     /// The group as one `reads` record.
     fn record(self, key: &Key) -> AuditEvent {
         let mut reads: Map<String, Value> = Map::new();
-        for ((op, path, sha), (n, bytes)) in self.entries {
+        for ((op, path, sha), (n, bytes, remembered)) in self.entries {
             let item = match sha {
-                Some(sha) => json!([path, n, bytes, sha]),
+                Some(sha) => json!([path, n, bytes, sha, remembered]),
                 None => json!([path, n]),
             };
             if let Value::Array(list) = reads.entry(op).or_insert_with(|| json!([])) {
@@ -307,7 +316,7 @@ impl Group {
             op: OP_READS.into(),
             decision: "allow".into(),
             rule: key.rule.clone(),
-            outcome: "ok".into(),
+            outcome: key.outcome.clone(),
             bytes: self.bytes,
             duration_us: self.duration_us,
             details,
@@ -324,7 +333,7 @@ fn ts(t: SystemTime) -> String {
 
 /// The bytes an entry takes in its record, about.
 fn entry_size((op, path, sha): &Entry) -> usize {
-    let digest = if sha.is_some() { 88 } else { 0 };
+    let digest = if sha.is_some() { 92 } else { 0 };
     super::cut::written_len(path) + op.len() / 4 + 12 + digest
 }
 

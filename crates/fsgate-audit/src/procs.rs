@@ -79,7 +79,7 @@ impl Procs {
         let (counter, list) = match (text(v, "decision"), text(v, "outcome")) {
             ("deny", _) => (&mut p.refusals, &mut p.refused),
             ("allow", _) if is_change => (&mut p.changes, &mut p.changed),
-            ("allow", "ok") => (&mut p.reads, &mut p.read),
+            ("allow", _) => (&mut p.reads, &mut p.read),
             _ => return,
         };
         let n = match text(v, "op") {
