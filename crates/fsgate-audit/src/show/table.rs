@@ -87,11 +87,12 @@ impl Row {
     }
 }
 
-/// The PROCESS cell: `name[pid]` of the process `peer` names, else the peer itself.
+/// The PROCESS cell: `name[pid]` of the process a `peer` of `fsgate run`'s view names
+/// (empty for other peers: an address, a stdio peer's `pid=..,uid=..`).
 fn process(peer: &str) -> String {
     match crate::process::Process::of(peer) {
-        Some(p) => p.short(),
-        None => peer.to_owned(),
+        Some(p) if !p.name().is_empty() => p.short(),
+        _ => String::new(),
     }
 }
 
@@ -186,6 +187,8 @@ pub(super) struct Widths {
     cols: [usize; COLS],
     /// Whether PATH and REASON are cut to their columns (not with no width limit).
     cut: bool,
+    /// Whether a row names a process (else the PROCESS column is left out).
+    process: bool,
 }
 
 /// Widths a followed table starts from, as the rows to come are not known yet: the
@@ -197,6 +200,7 @@ impl Default for Widths {
         Widths {
             cols: HEADS.map(width),
             cut: true,
+            process: false,
         }
     }
 }
@@ -207,6 +211,7 @@ impl Widths {
         for (w, cell) in self.cols.iter_mut().zip(&row.0) {
             *w = (*w).max(width(cell));
         }
+        self.process |= !row.0[PROCESS].is_empty();
     }
 
     /// Room for the rows `--follow` will print (wider ones overflow their column, and
@@ -215,6 +220,7 @@ impl Widths {
         for (w, min) in self.cols.iter_mut().zip(FOLLOW_MIN) {
             *w = (*w).max(min);
         }
+        self.process = true;
         self
     }
 
@@ -230,10 +236,11 @@ impl Widths {
         }
         // One space between columns, two around PATH.
         let fixed: usize = (0..COLS)
-            .filter(|&i| i != PATH && i != REASON)
+            .filter(|&i| i != PATH && i != REASON && self.shows(i))
             .map(|i| self.cols[i])
             .sum();
-        let room = total.saturating_sub(fixed + COLS + 1);
+        let shown = (0..COLS).filter(|&i| self.shows(i)).count();
+        let room = total.saturating_sub(fixed + shown + 1);
         let (path, reason) = (self.cols[PATH], self.cols[REASON]);
         if path + reason <= room {
             return self;
@@ -242,6 +249,11 @@ impl Widths {
         self.cols[PATH] = path.min(room.saturating_sub(reason_w).max(MIN_PATH));
         self.cols[REASON] = reason.min(room.saturating_sub(self.cols[PATH]).max(MIN_REASON));
         self
+    }
+
+    /// Whether column `i` is printed.
+    fn shows(&self, i: usize) -> bool {
+        i != PROCESS || self.process
     }
 
     /// The header line.
@@ -253,6 +265,9 @@ impl Widths {
     pub(super) fn line(&self, row: &Row) -> String {
         let mut out = String::new();
         for (i, cell) in row.0.iter().enumerate() {
+            if !self.shows(i) {
+                continue;
+            }
             let w = self.cols[i];
             let text = match i {
                 SESSION | PROCESS | OUTCOME => cut_end(cell, w),
