@@ -96,6 +96,19 @@ fn finished(mut cmd: Command, limit: Duration) -> Output {
     }
 }
 
+/// Waits for `child` (killed after 20 s: no test hangs).
+fn finished_child(mut child: std::process::Child) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    child.wait().ok()
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -153,6 +166,14 @@ fn view_audit_show_and_report_name_the_command_that_read_and_changed_what() {
     let write = (records.iter())
         .find(|r| r["op"] == "write_text_file" && r["kind"] == "request")
         .expect("the write");
+    // The shell's lookup of notes.txt (not there yet) is recorded before its change.
+    let intent = (records.iter())
+        .position(|r| r["kind"] == "intent" && r["path"] == "notes.txt")
+        .expect("the intent");
+    let lookup = records.iter().position(|r| {
+        r["op"] == "reads" && r["peer"] == write["peer"] && named(r, "stat").contains(&"notes.txt")
+    });
+    assert!(lookup.is_some_and(|i| i < intent), "{lookup:?} {intent}");
     // show --exe cat: cat's records only, byte for byte as in the log.
     let (code, json) = ws.audit(&["show", "--exe", "cat", "--json"]);
     assert_eq!(code, 0, "{json}");
@@ -205,6 +226,47 @@ fn view_audit_show_and_report_name_the_command_that_read_and_changed_what() {
     assert!(!page.contains('\u{1b}'), "the report holds a raw escape");
     let (code, out) = ws.audit(&["verify"]);
     assert_eq!(code, 0, "{out}");
+}
+
+/// A process's reads are written within a second of its first, while it still runs
+/// (not only at the run's end).
+#[test]
+fn view_audit_reads_are_recorded_within_a_second_while_the_command_runs() {
+    let ws = Ws::new();
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .arg("--workspace")
+        .arg(&ws.root)
+        .arg("--audit-log")
+        .arg(ws.log())
+        .arg("--backup-dir")
+        .arg(ws.state.join("backups"))
+        .args(["--", "sh", "-c", "cat a.txt >/dev/null; sleep 30"])
+        .current_dir(&ws.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn fsgate");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let found = loop {
+        let log = std::fs::read_to_string(ws.log()).unwrap_or_default();
+        let hit = log.lines().any(|l| {
+            let r: Value = serde_json::from_str(l).unwrap_or_default();
+            r["op"] == "reads" && named(&r, "open").contains(&"a.txt")
+        });
+        if hit || Instant::now() > deadline {
+            break hit;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let still_running = child.try_wait().expect("wait").is_none();
+    // SIGTERM: fsgate passes it on and ends as usual.
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = finished_child(child);
+    assert!(found, "cat's reads were not recorded while the command ran");
+    assert!(still_running, "the command ended before its sleep");
 }
 
 /// The bound: a read-only walk of 10,000 files costs at most 2 MiB of audit
