@@ -173,3 +173,5 @@ mod view_asks;
 mod view_faults;
 // fsgate run as a user who is not root.
 mod view_nonroot;
+// fsgate run's records: each process named, its reads coalesced; audit show and report by process.
+mod view_audit;

@@ -515,22 +515,36 @@ fn view_a_clean_version_is_scanned_once() {
     let ws = Ws::new();
     let out = ws.sh("cat a.txt a.txt >/dev/null; echo changed > a.txt; cat a.txt");
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // Each `cat`'s opens for reading, from its coalesced `reads` record:
+    // `[path, count, bytes, sha256, remembered]`.
     let opens: Vec<Value> = ws
         .records()
         .into_iter()
-        .filter(|r| r["op"] == "open" && r["path"] == "a.txt")
-        // Opens for reading (an open for writing says its access).
-        .filter(|r| r["args"].get("access").is_none())
+        .filter(|r| r["op"] == "reads")
+        .flat_map(|r| {
+            r["details"]["reads"]["open"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|e| e[0] == "a.txt")
         .collect();
-    let remembered: Vec<bool> = opens
-        .iter()
-        .map(|r| r["args"]["contentRemembered"] == true)
-        .collect();
-    // `>` truncates: the write reads nothing; the changed file is scanned again.
-    assert_eq!(remembered, [false, true, false], "{opens:?}");
-    assert!(opens.iter().all(|r| r["sha256"].is_string()), "{opens:?}");
-    assert_eq!(opens[1]["sha256"], opens[0]["sha256"], "{opens:?}");
-    assert_eq!(opens[2]["bytes"], 8, "{opens:?}");
+    // The first cat opened it twice and scanned it once; `>` truncates (the write
+    // reads nothing); the changed file is scanned again.
+    assert_eq!(opens.len(), 2, "{opens:?}");
+    assert_eq!(
+        (&opens[0][1], &opens[0][4]),
+        (&2.into(), &1.into()),
+        "{opens:?}"
+    );
+    assert_eq!(
+        (&opens[1][1], &opens[1][4]),
+        (&1.into(), &0.into()),
+        "{opens:?}"
+    );
+    assert!(opens.iter().all(|e| e[3].is_string()), "{opens:?}");
+    assert_ne!(opens[1][3], opens[0][3], "{opens:?}");
+    assert_eq!(opens[1][2], 8, "{opens:?}");
 }
 
 /// fsgate's own files outside the workspace are covered in the command's namespace: the

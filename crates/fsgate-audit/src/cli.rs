@@ -71,6 +71,15 @@ pub enum AuditCommand {
         /// Only this session.
         #[arg(long)]
         session: Option<String>,
+        /// Only records of the process with this pid (`fsgate run`'s processes, and
+        /// the stdio peer of `serve`).
+        #[arg(long, value_name = "PID")]
+        pid: Option<u32>,
+        /// Only records of processes running this command: the executable's file name
+        /// (`cat`) or path (`/usr/bin/cat`), or the command name where no executable
+        /// could be read.
+        #[arg(long, value_name = "NAME")]
+        exe: Option<String>,
         /// Print the matching records as JSON lines (unchanged, still verifiable).
         #[arg(long, conflicts_with = "csv")]
         json: bool,
@@ -207,12 +216,18 @@ pub(crate) fn run_to(cmd: AuditCommand, out: &mut dyn Write) -> i32 {
             decision,
             path,
             session,
+            pid,
+            exe,
             json,
             csv,
             stats,
             follow,
             width,
-        } => match show_filter(since, until, op, decision, path, session) {
+        } => match show_filter(since, until, op, decision, path, session).map(|f| ShowFilter {
+            pid,
+            exe,
+            ..f
+        }) {
             Ok(filter) => on_logs("show", (&paths, workspace.as_deref()), |paths| {
                 let opts = show_options((json, csv), width, stats, follow);
                 show_cmd(paths, &filter, &opts, out)
@@ -427,6 +442,7 @@ fn show_filter(
         decision,
         path,
         session,
+        ..ShowFilter::default()
     })
 }
 

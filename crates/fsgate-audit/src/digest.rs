@@ -218,6 +218,8 @@ pub(crate) struct Digest {
     pub undos: Vec<UndoRun>,
     /// What was read, per file and per session, and the secrets refused.
     pub reads: super::reads::Reads,
+    /// What each process did (a record's `peer`).
+    pub procs: super::procs::Procs,
     /// Intents seen, by (log, seq): what their outcome record does not repeat.
     intents: BTreeMap<(usize, u64), Change>,
     listed_changes: usize,
@@ -292,6 +294,7 @@ impl Digest {
             self.observe_refusal(v);
         }
         self.reads.observe(log, v, verified);
+        self.procs.observe(v, is_change);
         if is_change {
             let mut c = change_of(log, v, verified);
             if let Some(intent) =

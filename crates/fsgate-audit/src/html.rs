@@ -135,6 +135,7 @@ pub(crate) fn render(r: &Report, generated: &str) -> String {
     period_section(&mut o, r);
     sessions_section(&mut o, &r.digest);
     reads_section(&mut o, r);
+    super::procs::section(&mut o, &r.digest.procs);
     timeline_section(&mut o, &r.digest);
     refusals_section(&mut o, &r.digest);
     undo_section(&mut o, &r.digest);

@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use super::digest::{MAX_ROWS, text};
 
-/// The operations that read a file's content.
-const READ_OPS: &[&str] = &["read_text_file", "read_file"];
+/// The operations that read a file's content (`open`: a process's, through `fsgate
+/// run`'s view; its reads are counted in coalesced `reads` records).
+const READ_OPS: &[&str] = &["read_text_file", "read_file", "open"];
 
 /// Reads of one file, or by one session.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,9 +30,14 @@ pub(crate) struct ReadCounts {
 
 impl ReadCounts {
     fn add(&mut self, v: &Value, verified: bool) {
-        let ts = text(v, "ts");
-        self.count += 1;
-        self.bytes += v.get("bytes").and_then(Value::as_u64).unwrap_or_default();
+        let bytes = v.get("bytes").and_then(Value::as_u64).unwrap_or_default();
+        self.add_counted(text(v, "ts"), (1, bytes), verified);
+    }
+
+    /// Counts `n` reads of `bytes` in all, recorded at `ts`.
+    fn add_counted(&mut self, ts: &str, (n, bytes): (u64, u64), verified: bool) {
+        self.count += n;
+        self.bytes += bytes;
         if self.first_ts.is_empty() || ts < self.first_ts.as_str() {
             self.first_ts = ts.to_owned();
         }
@@ -88,6 +94,9 @@ pub(crate) fn is_secret_rule(rule: &str) -> bool {
 impl Reads {
     /// Takes in one request record of log number `log`.
     pub(crate) fn observe(&mut self, log: usize, v: &Value, verified: bool) {
+        if text(v, "op") == crate::coalesce::OP_READS {
+            return self.observe_coalesced(v, verified);
+        }
         if !READ_OPS.contains(&text(v, "op")) {
             return;
         }
@@ -107,6 +116,34 @@ impl Reads {
                 count_in(map, omitted, session, v, verified);
             }
             _ => {}
+        }
+    }
+
+    /// The content reads a `reads` record holds: `[path, count, bytes, sha256]` each.
+    fn observe_coalesced(&mut self, v: &Value, verified: bool) {
+        let Some(reads) = v["details"]["reads"].as_object() else {
+            return;
+        };
+        let (ts, session) = (text(v, "ts"), text(v, "session"));
+        for (op, list) in reads {
+            if !READ_OPS.contains(&op.as_str()) {
+                continue;
+            }
+            for e in list.as_array().into_iter().flatten() {
+                let Some(path) = e[0].as_str() else { continue };
+                let counted = (e[1].as_u64().unwrap_or(1), e[2].as_u64().unwrap_or(0));
+                for (map, omitted, key) in [
+                    (&mut self.by_file, &mut self.files_omitted, path),
+                    (&mut self.by_session, &mut self.sessions_omitted, session),
+                ] {
+                    if !map.contains_key(key) && map.len() >= MAX_ROWS {
+                        *omitted += counted.0;
+                        continue;
+                    }
+                    let c = map.entry(key.to_owned()).or_default();
+                    c.add_counted(ts, counted, verified);
+                }
+            }
         }
     }
 

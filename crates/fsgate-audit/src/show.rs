@@ -34,6 +34,11 @@ pub(crate) struct ShowFilter {
     pub path: Option<globset::GlobMatcher>,
     /// This session.
     pub session: Option<String>,
+    /// The process with this pid (the record's `peer`).
+    pub pid: Option<u32>,
+    /// The process running this command: its executable's file name or path, or its
+    /// command name.
+    pub exe: Option<String>,
 }
 
 /// How to print.
@@ -92,15 +97,27 @@ impl ShowFilter {
             return false;
         }
         if let Some(g) = &self.path {
-            let hit = [s("path"), s("path2")]
+            // A coalesced `reads` record matches by any path it names.
+            let hit = super::process::paths_of(v)
                 .into_iter()
-                .flatten()
                 .any(|p| g.is_match(p));
             if !hit {
                 return false;
             }
         }
-        true
+        self.matches_process(s("peer").unwrap_or_default())
+    }
+
+    /// `--pid` and `--exe`.
+    fn matches_process(&self, peer: &str) -> bool {
+        if self.pid.is_none() && self.exe.is_none() {
+            return true;
+        }
+        let Some(p) = super::process::Process::of(peer) else {
+            return false;
+        };
+        self.pid.is_none_or(|pid| p.pid == Some(pid))
+            && self.exe.as_deref().is_none_or(|e| p.is_command(e))
     }
 }
 

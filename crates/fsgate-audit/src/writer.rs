@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 #[path = "background_sync.rs"]
 mod background_sync;
+#[path = "coalescing.rs"]
+mod coalescing;
 #[path = "start_checkpoint.rs"]
 mod start_checkpoint;
 
@@ -253,6 +255,12 @@ struct Shared {
     durable_entries: Mutex<Vec<u64>>,
     /// `[audit] max_bytes_per_minute` and `max_session_bytes_per_minute`.
     growth: Growth,
+    /// Allowed reads held per process until their `reads` record is due.
+    coalescer: Arc<super::coalesce::Coalescer>,
+    /// The thread that appends the groups that are due, once started.
+    coalesce_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Whether that thread was started.
+    coalescing: AtomicBool,
 }
 
 /// A record queued by [`AuditLog::append_deferred`] and not yet known durable.
@@ -374,6 +382,9 @@ impl AuditLog {
                 settings.max_bytes_per_minute(),
                 settings.max_session_bytes_per_minute(),
             ),
+            coalescer: Arc::default(),
+            coalesce_thread: Mutex::new(None),
+            coalescing: AtomicBool::new(false),
         });
         let log = AuditLog {
             shared,
@@ -451,6 +462,12 @@ impl AuditLog {
     ///
     /// [`wait`]: Self::wait
     pub fn append_deferred(&self, ev: &AuditEvent) -> Result<Ticket, AuditError> {
+        self.queue_held_reads_of(ev);
+        self.queue(ev)
+    }
+
+    /// [`append_deferred`](Self::append_deferred) of `ev` alone.
+    fn queue(&self, ev: &AuditEvent) -> Result<Ticket, AuditError> {
         let sh = &*self.shared;
         // Taken before the seq below is given: every intent named here had its outcome
         // queued (with a lower seq) before its entry's sync began.
@@ -687,6 +704,7 @@ impl AuditLog {
         }
         self.join_background_sync();
         self.join_start_checkpoint();
+        self.stop_coalescing();
         self.append_due(self.shared.growth.drain());
         let stopped = self.append(AuditEvent::lifecycle(record::KIND_STOP, details));
         let duty = self.run_duty(Duty {
@@ -796,6 +814,7 @@ impl AuditLog {
 impl Drop for AuditLog {
     fn drop(&mut self) {
         if self.owner {
+            self.stop_coalescing();
             self.stop_heartbeat();
         }
     }

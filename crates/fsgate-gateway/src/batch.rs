@@ -31,6 +31,8 @@ pub struct Batch {
     holding: Cell<bool>,
     /// A lease went past the budget: the batch must hand over what it holds.
     overdrawn: Cell<bool>,
+    /// Allowed reads are held with their process's others, not queued one by one.
+    coalesce: bool,
 }
 
 impl std::fmt::Debug for Batch {
@@ -47,6 +49,23 @@ impl Batch {
     /// An empty batch, holding nothing.
     pub fn new() -> Batch {
         Batch::default()
+    }
+
+    /// A batch whose allowed reads are not waited for at all: each is held with the
+    /// same process's other reads and recorded with them as one `reads` record within
+    /// a second ([`fsgate_audit::AuditLog::append_coalesced`]); refusals are queued
+    /// and settled as in any batch. For the view of `fsgate run`, whose processes
+    /// make thousands of lookups.
+    pub fn coalescing() -> Batch {
+        Batch {
+            coalesce: true,
+            ..Batch::default()
+        }
+    }
+
+    /// Whether allowed reads are coalesced.
+    pub(crate) fn coalesces(&self) -> bool {
+        self.coalesce
     }
 
     /// Says whether the batch now holds answers it has not handed over: from then on

@@ -1213,6 +1213,13 @@ fn append(
     batch: Option<&Batch>,
 ) -> Result<Option<u64>, fsgate_audit::AuditError> {
     match batch {
+        // Read-only, held with its process's other reads; a refusal queued as below.
+        Some(b) if b.coalesces() => audit.append_coalesced(event).map(|ticket| {
+            if let Some(t) = ticket {
+                b.keep(t);
+            }
+            None
+        }),
         // Read-only, in a batch: queued now, waited for before any answer.
         Some(b) => audit.append_deferred(event).map(|ticket| {
             b.keep(ticket);

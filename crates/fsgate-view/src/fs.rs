@@ -136,8 +136,10 @@ impl View {
 
     /// Serves `op` for the process that sent `req`, counting what it did. A change and
     /// a refusal are answered once their records are durable, as at every door; an
-    /// allowed read's record is queued and written with the log's next sync, not waited
-    /// for (one `git status` makes thousands of lookups: one sync each would be seconds).
+    /// allowed read is not waited for: it is counted with the same process's other
+    /// reads in one `reads` record, written within a second and before the run's
+    /// `stop` (one `git status` makes thousands of lookups: a record and a sync each
+    /// would be megabytes and seconds).
     pub(crate) fn serve(&self, req: &Request, op: Op) -> Result<Output, GatewayError> {
         let change = op.is_mutating();
         let request = fsgate_gateway::Request::Op(op);
@@ -145,11 +147,11 @@ impl View {
         let r = if change {
             self.gw.serve(&ctx, request)
         } else {
-            let batch = fsgate_gateway::Batch::new();
+            let batch = fsgate_gateway::Batch::coalescing();
             let (r, _lease) = self.gw.serve_in(&ctx, request, &batch);
             match r {
                 Ok(out) => {
-                    // Queued; the run's `stop` record is written after it.
+                    // Held or queued; the run's `stop` record is written after it.
                     drop(batch);
                     Ok(out)
                 }

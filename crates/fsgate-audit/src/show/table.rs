@@ -8,26 +8,32 @@ use super::cells::{clean, cut_end, cut_middle, pad, raw, width};
 use crate::record;
 
 /// The columns, in order; the last three are PATH, RULE and REASON.
-const HEADS: [&str; 12] = [
-    "SEQ", "TS (UTC)", "SESSION", "VIA", "OP", "DEC", "OUTCOME", "BYTES", "US", "PATH", "RULE",
-    "REASON",
+const HEADS: [&str; COLS] = [
+    "SEQ", "TS (UTC)", "SESSION", "VIA", "PROCESS", "OP", "DEC", "OUTCOME", "BYTES", "US", "PATH",
+    "RULE", "REASON",
 ];
+const COLS: usize = 13;
 /// Right-aligned columns (numbers).
-const RIGHT: [bool; 12] = [
-    true, false, false, false, false, false, false, true, true, false, false, false,
+const RIGHT: [bool; COLS] = [
+    true, false, false, false, false, false, false, false, true, true, false, false, false,
 ];
 /// Widest a session or an outcome is shown (longer ones are cut with `…`).
 const MAX_SESSION: usize = 16;
 const MAX_OUTCOME: usize = 12;
+/// Widest a process (`name[pid]`) is shown.
+const MAX_PROCESS: usize = 24;
+const SESSION: usize = 2;
+const PROCESS: usize = 4;
+const OUTCOME: usize = 7;
 /// Narrowest a path or a reason is cut to, however narrow the terminal.
 const MIN_PATH: usize = 16;
 const MIN_REASON: usize = 12;
-const PATH: usize = 9;
-const RULE: usize = 10;
-const REASON: usize = 11;
+const PATH: usize = 10;
+const RULE: usize = 11;
+const REASON: usize = 12;
 
 /// One record's cells, escaped.
-pub(super) struct Row(pub [String; 12]);
+pub(super) struct Row(pub [String; COLS]);
 
 impl Row {
     /// The cells of a record.
@@ -41,7 +47,10 @@ impl Row {
             record::KIND_RECONCILED => (raw(v, "op"), raw(&v["details"], "found")),
             _ => lifecycle(v, &kind),
         };
-        let mut path = raw(v, "path");
+        let mut path = match raw(v, "op") {
+            op if op == crate::coalesce::OP_READS => reads_path(v),
+            _ => raw(v, "path"),
+        };
         let p2 = raw(v, "path2");
         if !p2.is_empty() {
             path = format!("{path} -> {p2}");
@@ -60,6 +69,7 @@ impl Row {
             short_ts(&raw(v, "ts")),
             raw(v, "session"),
             via,
+            process(&raw(v, "peer")),
             op,
             raw(v, "decision"),
             outcome,
@@ -74,6 +84,28 @@ impl Row {
 
     fn header() -> Row {
         Row(HEADS.map(str::to_owned))
+    }
+}
+
+/// The PROCESS cell: `name[pid]` of the process a `peer` of `fsgate run`'s view names
+/// (empty for other peers: an address, a stdio peer's `pid=..,uid=..`).
+fn process(peer: &str) -> String {
+    match crate::process::Process::of(peer) {
+        Some(p) if !p.name().is_empty() => p.short(),
+        _ => String::new(),
+    }
+}
+
+/// The PATH cell of a coalesced `reads` record: its first path, and how many more.
+fn reads_path(v: &Value) -> String {
+    let paths = crate::process::paths_of(v);
+    let mut distinct: Vec<&str> = paths.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    match (paths.first(), distinct.len()) {
+        (None, _) => String::new(),
+        (Some(p), 1) => (*p).to_owned(),
+        (Some(p), n) => format!("{p} (+{} more)", n - 1),
     }
 }
 
@@ -152,20 +184,23 @@ fn short_ts(ts: &str) -> String {
 /// REASON fitted into what the terminal has left.
 #[derive(Debug, Clone)]
 pub(super) struct Widths {
-    cols: [usize; 12],
+    cols: [usize; COLS],
     /// Whether PATH and REASON are cut to their columns (not with no width limit).
     cut: bool,
+    /// Whether a row names a process (else the PROCESS column is left out).
+    process: bool,
 }
 
 /// Widths a followed table starts from, as the rows to come are not known yet: the
 /// longest operation name, common rules, room for paths and reasons.
-const FOLLOW_MIN: [usize; 12] = [7, 23, 8, 4, 15, 5, 7, 8, 7, 48, 18, 40];
+const FOLLOW_MIN: [usize; COLS] = [7, 23, 8, 4, 12, 15, 5, 7, 8, 7, 48, 18, 40];
 
 impl Default for Widths {
     fn default() -> Widths {
         Widths {
             cols: HEADS.map(width),
             cut: true,
+            process: false,
         }
     }
 }
@@ -176,6 +211,7 @@ impl Widths {
         for (w, cell) in self.cols.iter_mut().zip(&row.0) {
             *w = (*w).max(width(cell));
         }
+        self.process |= !row.0[PROCESS].is_empty();
     }
 
     /// Room for the rows `--follow` will print (wider ones overflow their column, and
@@ -184,24 +220,27 @@ impl Widths {
         for (w, min) in self.cols.iter_mut().zip(FOLLOW_MIN) {
             *w = (*w).max(min);
         }
+        self.process = true;
         self
     }
 
     /// The widths to print with on a terminal `total` columns wide (0: no limit, and
     /// nothing cut but sessions and outcomes).
     pub(super) fn fit(mut self, total: usize) -> Widths {
-        self.cols[2] = self.cols[2].min(MAX_SESSION);
-        self.cols[6] = self.cols[6].min(MAX_OUTCOME);
+        self.cols[SESSION] = self.cols[SESSION].min(MAX_SESSION);
+        self.cols[PROCESS] = self.cols[PROCESS].min(MAX_PROCESS);
+        self.cols[OUTCOME] = self.cols[OUTCOME].min(MAX_OUTCOME);
         if total == 0 {
             self.cut = false;
             return self;
         }
         // One space between columns, two around PATH.
-        let fixed: usize = (0..12)
-            .filter(|&i| i != PATH && i != REASON)
+        let fixed: usize = (0..COLS)
+            .filter(|&i| i != PATH && i != REASON && self.shows(i))
             .map(|i| self.cols[i])
             .sum();
-        let room = total.saturating_sub(fixed + 13);
+        let shown = (0..COLS).filter(|&i| self.shows(i)).count();
+        let room = total.saturating_sub(fixed + shown + 1);
         let (path, reason) = (self.cols[PATH], self.cols[REASON]);
         if path + reason <= room {
             return self;
@@ -210,6 +249,11 @@ impl Widths {
         self.cols[PATH] = path.min(room.saturating_sub(reason_w).max(MIN_PATH));
         self.cols[REASON] = reason.min(room.saturating_sub(self.cols[PATH]).max(MIN_REASON));
         self
+    }
+
+    /// Whether column `i` is printed.
+    fn shows(&self, i: usize) -> bool {
+        i != PROCESS || self.process
     }
 
     /// The header line.
@@ -221,9 +265,12 @@ impl Widths {
     pub(super) fn line(&self, row: &Row) -> String {
         let mut out = String::new();
         for (i, cell) in row.0.iter().enumerate() {
+            if !self.shows(i) {
+                continue;
+            }
             let w = self.cols[i];
             let text = match i {
-                2 | 6 => cut_end(cell, w),
+                SESSION | PROCESS | OUTCOME => cut_end(cell, w),
                 REASON if self.cut => cut_end(cell, w),
                 PATH if self.cut => cut_middle(cell, w),
                 _ => cell.clone(),
@@ -249,11 +296,27 @@ mod tests {
     #[test]
     fn a_path_is_shown_with_its_workspace_when_the_record_names_one() {
         let one = serde_json::json!({"kind": "request", "op": "read_text_file", "path": "b.txt"});
-        assert_eq!(Row::of(&one).0[9], "b.txt");
+        assert_eq!(Row::of(&one).0[PATH], "b.txt");
         let named = serde_json::json!({
             "kind": "request", "op": "rename", "path": "a.txt", "path2": "b.txt",
             "args": {"workspace": "evil"}
         });
-        assert_eq!(Row::of(&named).0[9], "evil:a.txt -> b.txt");
+        assert_eq!(Row::of(&named).0[PATH], "evil:a.txt -> b.txt");
+    }
+
+    #[test]
+    fn a_process_is_shown_by_name_and_pid_escaped_and_reads_by_their_paths() {
+        let v = serde_json::json!({
+            "kind": "request", "op": "reads", "transport": "view",
+            "peer": r#"pid 7 ppid 1 exe "/bin/\u001b[2Jcat" argv ["cat"]"#,
+            "details": {"reads": {"open": [["a.txt", 1, 3, "ab"]], "stat": [["a.txt", 2], ["b", 1]]}}
+        });
+        let row = Row::of(&v);
+        let shown = &row.0[PROCESS];
+        assert!(
+            !shown.contains('\u{1b}') && shown.ends_with("cat[7]"),
+            "{shown}"
+        );
+        assert_eq!(row.0[PATH], "a.txt (+1 more)");
     }
 }

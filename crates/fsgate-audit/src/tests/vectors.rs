@@ -201,6 +201,57 @@ fn cut_events() -> Vec<AuditEvent> {
     ]
 }
 
+/// A process of `fsgate run` (section 2, coalesced reads): its lookups and opens in
+/// one `reads` record, then its refusal and its change one record each.
+fn coalesced_events() -> Vec<AuditEvent> {
+    let peer = r#"pid 812 ppid 790 exe "/usr/bin/sh" argv ["sh","-c","cat a.txt; cat .env; echo x > n.txt"]"#;
+    let req = |op: &str, path: &str| AuditEvent {
+        session: "run-0123456789ab".into(),
+        transport: "view".into(),
+        peer: peer.into(),
+        op: op.into(),
+        path: Some(path.into()),
+        decision: "allow".into(),
+        rule: Some("workspace".into()),
+        outcome: "ok".into(),
+        duration_us: 40,
+        ..Default::default()
+    };
+    let sha = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
+    let reads = AuditEvent {
+        bytes: Some(12),
+        duration_us: 420,
+        details: map(json!({"count": 5, "from": ts(2), "until": ts(2),
+            "reads": {"ls": [["", 1]], "open": [["a.txt", 2, 12, sha, 1]], "stat": [["a.txt", 2]]}})),
+        path: None,
+        ..req("reads", "")
+    };
+    let refused = AuditEvent {
+        decision: "deny".into(),
+        rule: Some("secrets:dotenv".into()),
+        reason: Some("secret".into()),
+        outcome: "-32003".into(),
+        ..req("stat", ".env")
+    };
+    let intent = AuditEvent {
+        kind: "intent".into(),
+        duration_us: 0,
+        ..req("write_text_file", "n.txt")
+    };
+    let outcome = AuditEvent {
+        args: map(json!({"intent": 4})),
+        ..req("write_text_file", "n.txt")
+    };
+    vec![
+        AuditEvent::lifecycle("start", map(json!({"check": "new", "format": 1}))),
+        reads,
+        refused,
+        intent,
+        outcome,
+        AuditEvent::lifecycle("stop", serde_json::Map::new()),
+    ]
+}
+
 /// As [`cut_events`], but record 3 lists its cut with a length a writer never cuts at
 /// (4000 bytes: kept whole): hashed and chained correctly, and still not a record.
 fn forged_cut_events() -> Vec<AuditEvent> {
@@ -455,6 +506,7 @@ pub(crate) fn cases() -> BTreeMap<&'static str, Case> {
         log_and_cp(&ls, &tree_checkpoint(&ls, &ls, &recs[recs.len() - 1].1))
     };
     c.insert("cut", (cut(&cut_events()), intact.clone()));
+    c.insert("coalesced", (cut(&coalesced_events()), intact.clone()));
     c.insert(
         "cut_forged",
         (cut(&forged_cut_events()), bad("malformed", None, Some(3))),
@@ -531,6 +583,9 @@ fn describe(case: &str) -> &'static str {
         "pruned_unsigned_tombstone" => "as pruned, but the tombstone is unsigned",
         "cut" => {
             "long strings cut by the writer: a 5000-byte path (a two-byte character across the cut), a 6000-byte method name, a 4097-byte pattern in `args`; a 4096-byte path kept whole"
+        }
+        "coalesced" => {
+            "a process of `fsgate run`: its lookups, listing and opens in one `reads` record (coalesced reads), then its refusal, intent and change one record each"
         }
         "cut_forged" => {
             "as cut, but record 3's `details.cut` gives a length of 4000 (a string kept whole), re-hashed and re-chained"
