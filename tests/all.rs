@@ -168,3 +168,5 @@ mod agents;
 mod layers;
 // fsgate run: real commands through the filesystem view (as root).
 mod view_run;
+// git through fsgate run's view under the default policy: hooks and config never written.
+mod view_git;

@@ -454,6 +454,9 @@ impl View {
         {
             attr.size = p.copy.metadata().map_err(Errno::from)?.len();
             attr.blocks = attr.size.div_ceil(512);
+        } else if let Some(size) = self.handles.pending_size_of(ino.0) {
+            attr.size = size;
+            attr.blocks = size.div_ceil(512);
         }
         Ok(attr)
     }
