@@ -170,3 +170,5 @@ mod layers;
 mod view_run;
 // git through fsgate run's view under the default policy: hooks and config never written.
 mod view_git;
+// fsgate run: SQLite and its locks, mmap, O_TMPFILE, atomic saves, watchers in the view.
+mod view_tools;
