@@ -109,8 +109,7 @@ fn text(b: &[u8]) -> String {
 #[test]
 fn view_git_status_add_commit_switch_checkout_stash_and_log_work_under_the_default_policy() {
     let repo = Repo::new();
-    let out = repo.sh(
-        "set -e
+    let out = repo.sh("set -e
          echo two > b.txt
          git status --short
          git add b.txt
@@ -127,8 +126,7 @@ fn view_git_status_add_commit_switch_checkout_stash_and_log_work_under_the_defau
          git diff --stat
          git checkout -q -- a.txt
          git log --format=%s --all
-         git status --short",
-    );
+         git status --short");
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert_eq!(
@@ -146,30 +144,35 @@ fn view_git_status_add_commit_switch_checkout_stash_and_log_work_under_the_defau
     assert_eq!(host_git(&repo.root, &["status", "--short"]), "");
     // Every change under .git was recorded as one, naming git.
     let records = repo.records();
-    assert!(records.iter().any(|r| r["kind"] == "request"
-        && r["decision"] == "allow"
-        && r["path"]
-            .as_str()
-            .is_some_and(|p| p.starts_with(".git/refs/heads/"))
-        && r["peer"]
-            .as_str()
-            .is_some_and(|p| p.contains("argv [\"git\","))));
+    assert!(records.iter().any(|r| {
+        r["kind"] == "request"
+            && r["decision"] == "allow"
+            && r["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with(".git/refs/heads/"))
+            && r["peer"]
+                .as_str()
+                .is_some_and(|p| p.contains("argv [\"git\","))
+    }));
 }
 
 #[test]
 fn view_a_hook_or_the_config_written_through_the_view_is_refused_and_recorded() {
     let repo = Repo::new();
     let config = std::fs::read(repo.root.join(".git/config")).expect("config");
-    let out = repo.sh(
-        "echo '#!/bin/sh' > .git/hooks/pre-commit && exit 10
+    let out = repo.sh("echo '#!/bin/sh' > .git/hooks/pre-commit && exit 10
          cp .git/config c && echo '[core]' >> c && mv c .git/config && exit 11
          git config core.fsmonitor 'touch pwned' && exit 12
          rm .git/hooks/pre-commit.sample && exit 13
          mkdir -p sub && cd sub && git init -q . && exit 14
          cat ../.git/config > /dev/null || exit 15
-         exit 0",
+         exit 0");
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
     );
-    assert!(out.status.success(), "{:?}: {}", out.status, text(&out.stderr));
     assert_eq!(
         std::fs::read(repo.root.join(".git/config")).expect("config"),
         config

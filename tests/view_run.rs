@@ -330,7 +330,9 @@ fn view_git_init_add_and_commit_work_where_the_policy_lets_git_in() {
     );
     // Nor does it protect git's config, which `git init` writes.
     let rest = &default[end..];
-    let hooks = rest.find("[[rule]]\nid = \"git-host-code\"").expect("git-host-code");
+    let hooks = rest
+        .find("[[rule]]\nid = \"git-host-code\"")
+        .expect("git-host-code");
     let after = hooks + rest[hooks + 1..].find("[[rule]]").expect("next rule") + 1;
     let policy = format!(
         "{}\n[secrets]\nbuiltin = false\npatterns = [{{ id = \"dotenv\", regex = '^\\.env' }}]\n{}{}",
