@@ -175,3 +175,7 @@ mod view_faults;
 mod view_nonroot;
 // fsgate run's records: each process named, its reads coalesced; audit show and report by process.
 mod view_audit;
+// git through fsgate run's view under the default policy: hooks and config never written.
+mod view_git;
+// fsgate run: SQLite and its locks, mmap, O_TMPFILE, atomic saves, watchers in the view.
+mod view_tools;

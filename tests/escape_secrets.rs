@@ -1,4 +1,5 @@
-//! Escape tests for secrets under the default policy: odd-case names, secrets reached through
+//! Escape tests for secrets under the default policy (`.hg` stands for the VCS internals it
+//! hides; `.git` is readable, its hooks and config never written): odd-case names, secrets reached through
 //! rename or edit, refusals that come before existence checks, and names of denied files never
 //! leaking through ls, glob or grep (nor grep reading them).
 
@@ -18,7 +19,7 @@ const SECRET_NAMES: [&str; 9] = [
     "server.PEM",
     "Credentials.json",
     "my_SECRET_notes.txt",
-    ".git/config",
+    ".hg/hgrc",
 ];
 
 #[test]
@@ -78,7 +79,7 @@ fn secrets_in_odd_case_are_refused_for_write_and_not_created() {
 fn secret_refusal_comes_before_existence_check() {
     // A -32002 for a missing secret and a -32003 for a present one would be an existence oracle.
     let g = Gate::start();
-    for name in [".env.production", "id_ed25519", ".git/HEAD"] {
+    for name in [".env.production", "id_ed25519", ".hg/dirstate"] {
         assert_refused(
             g.call("fs/read_text_file", json!({"path": g.abs(name)})),
             &g,
@@ -96,24 +97,24 @@ fn secret_refusal_comes_before_existence_check() {
 fn stat_and_ls_of_secrets_are_refused() {
     let g = Gate::start();
     g.put(".env", "A=1\n");
-    g.put(".git/config", "[core]\n");
+    g.put(".hg/hgrc", "[core]\n");
     assert_refused(
         g.call("_fsgate/stat", json!({"path": g.abs(".env")})),
         &g,
         ".env",
     );
     assert_refused(
-        g.call("_fsgate/ls", json!({"path": g.abs(".git")})),
+        g.call("_fsgate/ls", json!({"path": g.abs(".hg")})),
         &g,
-        ".git",
+        ".hg",
     );
     assert_refused(
         g.call(
             "_fsgate/grep",
-            json!({"pattern": "core", "path": g.abs(".git")}),
+            json!({"pattern": "core", "path": g.abs(".hg")}),
         ),
         &g,
-        ".git",
+        ".hg",
     );
     assert_refused(
         g.call(
@@ -243,7 +244,7 @@ fn leak_tree(g: &Gate) {
     g.put("credentials.json", "TOKEN=leak-creds\n");
     g.put("sub/.env.local", "TOKEN=leak-sub\n");
     g.put("sub/Id_Rsa", "TOKEN=leak-sub-idrsa\n");
-    g.put(".git/config", "TOKEN=leak-git\n");
+    g.put(".hg/hgrc", "TOKEN=leak-hg\n");
 }
 
 const LEAK_NAMES: [&str; 7] = [
@@ -252,7 +253,7 @@ const LEAK_NAMES: [&str; 7] = [
     "id_rsa",
     "server.pem",
     "credentials.json",
-    ".git",
+    ".hg",
     "Id_Rsa",
 ];
 
@@ -295,14 +296,14 @@ fn glob_never_matches_denied_names() {
                 || rel.contains("id_rsa")
                 || rel.contains(".pem")
                 || rel.contains("credentials")
-                || rel.contains(".git")),
+                || rel.contains(".hg")),
             "glob leaked {p}"
         );
     }
     for pattern in [
         "**/.env*",
         "**/.ENV*",
-        ".git/**",
+        ".hg/**",
         "**/id_rsa",
         "**/*.pem",
         "**/credentials*",
@@ -355,7 +356,7 @@ fn grep_never_reads_denied_files() {
         ".ENV.local",
         "id_rsa",
         "sub/.env.local",
-        ".git/config",
+        ".hg/hgrc",
     ];
     for f in files {
         let file = std::fs::File::options()

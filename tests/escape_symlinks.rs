@@ -202,16 +202,18 @@ fn write_through_symlink_to_dotenv_never_changes_it() {
 }
 
 #[test]
-fn symlink_inside_to_git_dir_is_refused_by_policy() {
+fn symlink_inside_to_vcs_internals_is_refused_by_policy() {
     let g = Gate::start();
+    // `.hg` is hidden by the default policy; `.git` readable, its hooks never written.
     g.put(
-        ".git/config",
-        "[remote \"origin\"]\n\turl = https://token@example.com/x\n",
+        ".hg/hgrc",
+        "[paths]\ndefault = https://token@example.com/x\n",
     );
     g.put(".git/hooks/README", "hooks\n");
+    g.symlink(".hg", "h");
     g.symlink(".git", "g");
-    assert_refused_any(g.call("fs/read_text_file", json!({"path": g.abs("g/config")})));
-    assert_refused_any(g.call("_fsgate/ls", json!({"path": g.abs("g")})));
+    assert_refused_any(g.call("fs/read_text_file", json!({"path": g.abs("h/hgrc")})));
+    assert_refused_any(g.call("_fsgate/ls", json!({"path": g.abs("h")})));
     assert_refused_any(g.call(
         "fs/write_text_file",
         json!({"path": g.abs("g/hooks/pre-commit"), "content": "#!/bin/sh\nevil\n"}),
@@ -220,12 +222,12 @@ fn symlink_inside_to_git_dir_is_refused_by_policy() {
         !g.exists(".git/hooks/pre-commit"),
         "a git hook was planted through a symlink"
     );
-    // Refusing the pattern or matching nothing are both fine; listing .git's files is not.
-    match g.call("_fsgate/glob", json!({"pattern": "g/**"})) {
+    // Refusing the pattern or matching nothing are both fine; listing .hg's files is not.
+    match g.call("_fsgate/glob", json!({"pattern": "h/**"})) {
         Ok(r) => assert_eq!(
             glob_paths(&r),
             Vec::<String>::new(),
-            "glob revealed .git internals through a symlink"
+            "glob revealed .hg internals through a symlink"
         ),
         Err(e) => assert_eq!(e.code, REFUSED, "{e:?}"),
     }
@@ -233,7 +235,7 @@ fn symlink_inside_to_git_dir_is_refused_by_policy() {
     assert_eq!(
         grep_hits(&r),
         vec![],
-        "grep read .git/config through a symlink"
+        "grep read .hg/hgrc through a symlink"
     );
 }
 

@@ -534,7 +534,7 @@ fn listings_in_the_reference_shapes_hide_secrets_and_are_one_record_each() {
         "src/.env",
         "node_modules/x/y.js",
         "a/b/c/d.txt",
-        ".git/config",
+        ".hg/hgrc",
         ".env",
         "top.txt",
     ] {
@@ -570,7 +570,7 @@ fn listings_in_the_reference_shapes_hide_secrets_and_are_one_record_each() {
     assert_eq!(text_of(&r), "");
     let r = g.tool(4, "directory_tree", json!({"path": "top.txt"}));
     assert_eq!(r["isError"], true, "{r}");
-    let r = g.tool(5, "directory_tree", json!({"path": ".git"}));
+    let r = g.tool(5, "directory_tree", json!({"path": ".hg"}));
     assert!(text_of(&r).contains("rule secrets:"), "{r}");
     assert!(g.finish().success());
     let records = g.dirs.audit_records();

@@ -319,7 +319,7 @@ fn view_python_runs_a_test_that_reads_and_writes() {
 #[test]
 fn view_git_init_add_and_commit_work_where_the_policy_lets_git_in() {
     let ws = Ws::new();
-    // The default policy hides .git; this one names only dotenv files as secrets.
+    // This policy names only dotenv files as secrets.
     let default = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml"),
     )
@@ -328,10 +328,17 @@ fn view_git_init_add_and_commit_work_where_the_policy_lets_git_in() {
         default.find("\n[secrets]\n").expect("[secrets]"),
         default.find("\n[limits]\n").expect("[limits]"),
     );
+    // Nor does it protect git's config, which `git init` writes.
+    let rest = &default[end..];
+    let hooks = rest
+        .find("[[rule]]\nid = \"git-host-code\"")
+        .expect("git-host-code");
+    let after = hooks + rest[hooks + 1..].find("[[rule]]").expect("next rule") + 1;
     let policy = format!(
-        "{}\n[secrets]\nbuiltin = false\npatterns = [{{ id = \"dotenv\", regex = '^\\.env' }}]\n{}",
+        "{}\n[secrets]\nbuiltin = false\npatterns = [{{ id = \"dotenv\", regex = '^\\.env' }}]\n{}{}",
         &default[..start],
-        &default[end..]
+        &rest[..hooks],
+        &rest[after..]
     );
     let policy_file = ws.state.join("git.toml");
     std::fs::write(&policy_file, policy).expect("policy");

@@ -64,6 +64,23 @@ impl Handles {
         })
     }
 
+    /// The size of a private copy open on node `ino` with changes not applied yet, if
+    /// any: `fstat` names no open file, and a writer asks it before it closes (git's
+    /// index records what it answers).
+    pub(crate) fn pending_size_of(&self, ino: u64) -> Option<u64> {
+        let open = self.open.lock().ok()?;
+        open.values().find_map(|h| match h.as_ref() {
+            // A copy being applied is skipped, not waited for (its write may be long).
+            Handle::Write(p) => {
+                let p = p.try_lock().ok()?;
+                (p.ino == ino && p.dirty)
+                    .then(|| p.copy.metadata().ok().map(|m| m.len()))
+                    .flatten()
+            }
+            _ => None,
+        })
+    }
+
     /// Lets go of `fh`.
     pub(crate) fn remove(&self, fh: u64) -> Option<Arc<Handle>> {
         self.open.lock().ok()?.remove(&fh)

@@ -205,6 +205,19 @@ impl Filesystem for View {
         reply.ok();
     }
 
+    /// Every change the gateway makes is durable, its directory entry too, before it
+    /// is answered: a directory's sync (SQLite's, after its journal) has nothing left.
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
     fn releasedir(
         &self,
         _req: &Request,
@@ -454,6 +467,9 @@ impl View {
         {
             attr.size = p.copy.metadata().map_err(Errno::from)?.len();
             attr.blocks = attr.size.div_ceil(512);
+        } else if let Some(size) = self.handles.pending_size_of(ino.0) {
+            attr.size = size;
+            attr.blocks = size.div_ceil(512);
         }
         Ok(attr)
     }

@@ -201,7 +201,7 @@ async def run(list_tools, call, root, outside):
     await refused("ls", {"path": ".."}, "workspace-boundary")
     await refused("glob", {"pattern": "../**"}, "workspace-boundary")
     await refused("search_files", {"path": "/etc", "pattern": "passwd"}, "workspace-boundary")
-    await refused("directory_tree", {"path": ".git"}, "rule ")
+    await refused("directory_tree", {"path": ".hg"}, "rule ")
     await refused("move_file", {"source": "notes.txt", "destination": os.path.join(outside, "x.txt")},
                   "workspace-boundary")
     await refused("rm", {"path": "."}, "workspace root")

@@ -1,0 +1,201 @@
+//! git through `fsgate run`'s view under the default policy (docs/run.md): the
+//! repository is readable and writable, its hooks and config never.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::common::{bin, canonical_tempdir};
+
+/// A git repository (one commit of `a.txt`, `.env` excluded) with its state dir beside it.
+struct Repo {
+    root: PathBuf,
+    state: PathBuf,
+    _dirs: (TempDir, TempDir),
+}
+
+const IDENTITY: [(&str, &str); 5] = [
+    ("GIT_AUTHOR_NAME", "a"),
+    ("GIT_AUTHOR_EMAIL", "a@example.com"),
+    ("GIT_COMMITTER_NAME", "a"),
+    ("GIT_COMMITTER_EMAIL", "a@example.com"),
+    ("GIT_CONFIG_GLOBAL", "/dev/null"),
+];
+
+/// git on the host, in `dir`; its stdout (panics on failure).
+fn host_git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .envs(IDENTITY)
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+impl Repo {
+    fn new() -> Repo {
+        let (d1, root) = canonical_tempdir("fsgate-view-git");
+        let (d2, state) = canonical_tempdir("fsgate-view-git-state");
+        std::fs::write(root.join(".env"), "TOKEN=hunter2-git\n").expect("write");
+        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
+        host_git(&root, &["init", "-q", "-b", "main", "."]);
+        host_git(&root, &["add", "a.txt"]);
+        host_git(&root, &["commit", "-qm", "first"]);
+        std::fs::write(root.join(".git/info/exclude"), ".env\n").expect("exclude");
+        Repo {
+            root,
+            state,
+            _dirs: (d1, d2),
+        }
+    }
+
+    fn log(&self) -> PathBuf {
+        self.state.join("audit.jsonl")
+    }
+
+    /// `sh -c SCRIPT` through the view, with the default policy.
+    fn sh(&self, script: &str) -> Output {
+        let mut cmd = Command::new(bin());
+        cmd.arg("run")
+            .arg("--workspace")
+            .arg(&self.root)
+            .arg("--audit-log")
+            .arg(self.log())
+            .arg("--backup-dir")
+            .arg(self.state.join("backups"))
+            .args(["--", "sh", "-c", script])
+            .current_dir(&self.root)
+            .envs(IDENTITY);
+        finished(cmd)
+    }
+
+    fn records(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.log()).expect("audit log");
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("a record"))
+            .collect()
+    }
+}
+
+/// Runs `cmd` to its end (killed after 120 s: no test hangs).
+fn finished(mut cmd: Command) -> Output {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn fsgate");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("fsgate run did not end; stderr: {}", text(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn view_git_status_add_commit_switch_checkout_stash_and_log_work_under_the_default_policy() {
+    let repo = Repo::new();
+    let out = repo.sh("set -e
+         echo two > b.txt
+         git status --short
+         git add b.txt
+         git commit -qm second
+         git switch -q -c feature
+         echo feature >> a.txt
+         git commit -qam third
+         git checkout -q main
+         cat a.txt
+         echo wip >> a.txt
+         git stash -q
+         cat a.txt
+         git stash pop -q
+         git diff --stat
+         git checkout -q -- a.txt
+         git log --format=%s --all
+         git status --short");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(
+        stdout,
+        "?? b.txt\nhello\nhello\n a.txt | 1 +\n 1 file changed, 1 insertion(+)\nthird\nsecond\nfirst\n",
+        "{}",
+        text(&out.stderr)
+    );
+    // The repository is whole and holds the three commits, seen from the host.
+    host_git(&repo.root, &["fsck", "--strict", "--no-progress"]);
+    assert_eq!(
+        host_git(&repo.root, &["log", "--format=%s", "feature"]),
+        "third\nsecond\nfirst\n"
+    );
+    assert_eq!(host_git(&repo.root, &["status", "--short"]), "");
+    // Every change under .git was recorded as one, naming git.
+    let records = repo.records();
+    assert!(records.iter().any(|r| {
+        r["kind"] == "request"
+            && r["decision"] == "allow"
+            && r["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with(".git/refs/heads/"))
+            && r["peer"]
+                .as_str()
+                .is_some_and(|p| p.contains("argv [\"git\","))
+    }));
+}
+
+#[test]
+fn view_a_hook_or_the_config_written_through_the_view_is_refused_and_recorded() {
+    let repo = Repo::new();
+    let config = std::fs::read(repo.root.join(".git/config")).expect("config");
+    let out = repo.sh("echo '#!/bin/sh' > .git/hooks/pre-commit && exit 10
+         cp .git/config c && echo '[core]' >> c && mv c .git/config && exit 11
+         git config core.fsmonitor 'touch pwned' && exit 12
+         rm .git/hooks/pre-commit.sample && exit 13
+         mkdir -p sub && cd sub && git init -q . && exit 14
+         cat ../.git/config > /dev/null || exit 15
+         exit 0");
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(repo.root.join(".git/config")).expect("config"),
+        config
+    );
+    assert!(!repo.root.join(".git/hooks/pre-commit").exists());
+    assert!(repo.root.join(".git/hooks/pre-commit.sample").exists());
+    assert!(!repo.root.join("sub/.git/config").exists());
+    let records = repo.records();
+    let refused: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["decision"] == "deny" && r["rule"] == "git-host-code")
+        .collect();
+    for path in [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        ".git/hooks/pre-commit.sample",
+        "sub/.git/hooks",
+    ] {
+        assert!(
+            refused
+                .iter()
+                .any(|r| r["path"] == path || r["path2"] == path),
+            "no refusal of {path}: {refused:?}"
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! `fsgate run`: what common tools ask of a filesystem, through the view (docs/run.md):
+//! SQLite with its locks, mmap, `O_TMPFILE`, an editor's atomic save, `fstat` while
+//! writing, and a watcher seeing a change made through the view.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::common::{bin, canonical_tempdir};
+
+/// A workspace holding `a.txt`, and a state dir beside it.
+struct Ws {
+    root: PathBuf,
+    state: PathBuf,
+    _dirs: (TempDir, TempDir),
+}
+
+impl Ws {
+    fn new() -> Ws {
+        let (d1, root) = canonical_tempdir("fsgate-view-tools");
+        let (d2, state) = canonical_tempdir("fsgate-view-tools-state");
+        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
+        Ws {
+            root,
+            state,
+            _dirs: (d1, d2),
+        }
+    }
+
+    /// `python3 -c SCRIPT` through the view, with the default policy.
+    fn python(&self, script: &str) -> Output {
+        let mut cmd = Command::new(bin());
+        cmd.arg("run")
+            .arg("--workspace")
+            .arg(&self.root)
+            .arg("--audit-log")
+            .arg(self.state.join("audit.jsonl"))
+            .arg("--backup-dir")
+            .arg(self.state.join("backups"))
+            .args(["--", "python3", "-c", script])
+            .current_dir(&self.root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn fsgate");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while child.try_wait().expect("wait").is_none() {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("fsgate run did not end in 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        child.wait_with_output().expect("output")
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `script` through the view; asserts it succeeded and printed `want`.
+fn expect(script: &str, want: &str) -> Ws {
+    let ws = Ws::new();
+    let out = ws.python(script);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", text(&out.stdout));
+    assert_eq!(text(&out.stdout), want, "{stderr}");
+    assert!(
+        !stderr.contains("Not Implemented"),
+        "a request the view does not answer: {stderr}"
+    );
+    ws
+}
+
+#[test]
+fn view_sqlite_writes_a_database_and_its_lock_holds_another_process_off() {
+    let script = r#"
+import sqlite3, subprocess, sys
+db = sqlite3.connect("t.db", isolation_level=None)
+db.execute("create table t(x)")
+db.execute("insert into t values (1)")
+db.execute("begin exclusive")
+db.execute("insert into t values (2)")
+other = "import sqlite3\ntry:\n  sqlite3.connect('t.db', timeout=0).execute('insert into t values (3)')\n  print('written')\nexcept sqlite3.OperationalError as e:\n  print(e)"
+print(subprocess.run([sys.executable, "-c", other], capture_output=True, text=True).stdout.strip())
+db.execute("commit")
+db.close()
+print(sqlite3.connect("t.db").execute("select x from t order by x").fetchall())
+"#;
+    let ws = expect(script, "database is locked\n[(1,), (2,)]\n");
+    let db = std::fs::read(ws.root.join("t.db")).expect("t.db");
+    assert!(db.starts_with(b"SQLite format 3\0"));
+    assert!(!ws.root.join("t.db-journal").exists());
+}
+
+#[test]
+fn view_mmap_reads_a_workspace_file() {
+    let script = "import mmap\nwith open('a.txt', 'rb') as f:\n    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n    print(m[:].decode().strip(), len(m))\n";
+    expect(script, "hello 6\n");
+}
+
+#[test]
+fn view_o_tmpfile_is_refused_with_eopnotsupp_so_callers_fall_back() {
+    let script = "import errno, os\ntry:\n    os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o600)\n    print('opened')\nexcept OSError as e:\n    print(e.errno == errno.EOPNOTSUPP)\n";
+    expect(script, "True\n");
+}
+
+#[test]
+fn view_an_atomic_save_replaces_the_file_and_a_writer_sees_its_own_size() {
+    // An editor's save: a new file written, its size asked, renamed over the old one.
+    let script = r#"
+import os
+fd = os.open("a.txt.swp", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+os.write(fd, b"saved text\n")
+print(os.fstat(fd).st_size)
+os.fsync(fd)
+os.close(fd)
+os.replace("a.txt.swp", "a.txt")
+print(os.stat("a.txt").st_size, open("a.txt").read().strip())
+"#;
+    let ws = expect(script, "11\n11 saved text\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.txt")).expect("a"),
+        "saved text\n"
+    );
+    assert!(!ws.root.join("a.txt.swp").exists());
+}
+
+#[test]
+fn view_an_inotify_watcher_sees_a_change_made_through_the_view() {
+    // inotify through ctypes (no module to install); the change made by another process.
+    let script = r#"
+import ctypes, os, select, struct, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(os.O_NONBLOCK)
+assert fd >= 0
+assert libc.inotify_add_watch(fd, b".", 0x2 | 0x100 | 0x8) >= 0  # MODIFY, CREATE, CLOSE_WRITE
+subprocess.run(["sh", "-c", "echo new > made.txt"], check=True)
+names = set()
+while select.select([fd], [], [], 10)[0]:
+    buf = os.read(fd, 4096)
+    i = 0
+    while i < len(buf):
+        wd, mask, cookie, n = struct.unpack_from("iIII", buf, i)
+        names.add(buf[i + 16:i + 16 + n].rstrip(b"\0").decode())
+        i += 16 + n
+    if "made.txt" in names:
+        break
+print(sorted(names))
+"#;
+    expect(script, "['made.txt']\n");
+}
