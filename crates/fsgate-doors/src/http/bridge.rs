@@ -15,10 +15,11 @@ use hyper_util::rt::TokioIo;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
-use super::auth::Principal;
 use super::body::{Reply, Room, held};
-use super::conn::ConnInfo;
-use super::{Refusal, Server};
+use super::connection::{ConnInfo, identity};
+use super::refusal::Refusal;
+use super::server::Server;
+use super::session::Principal;
 use crate::stdio::Sink;
 
 /// The bridge's path.
@@ -54,7 +55,7 @@ pub(super) fn upgrade(
             "too many sessions",
         ));
     }
-    let who = super::route::identity(server, conn, p);
+    let who = identity(server, conn, p);
     let (gw, room, p) = (
         Arc::clone(&server.gw),
         Arc::clone(&server.room),

@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
@@ -14,46 +14,11 @@ use std::time::Duration;
 
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, Semaphore};
 
-use super::{Refusal, Server};
+use super::connection::{ConnInfo, short_random};
+use super::server::Server;
 use crate::ws::pending::Pending;
-
-/// One accepted connection, as its requests see it.
-pub(crate) struct ConnInfo {
-    /// The client's address.
-    pub peer: SocketAddr,
-    /// The connection's name in records made before a principal is known.
-    pub label: String,
-    /// Its authenticated slot, once a request on it passed the checks.
-    slot: Mutex<Option<OwnedSemaphorePermit>>,
-    /// Told once it is authenticated: it leaves the pending budget.
-    authed: Notify,
-    connections: Arc<Semaphore>,
-}
-
-impl ConnInfo {
-    /// Counts the connection as authenticated (the first time); a 503 refusal when
-    /// `max_connections` are already.
-    pub(crate) fn authenticated(&self) -> Result<(), Refusal> {
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_some() {
-            return Ok(());
-        }
-        let permit = Arc::clone(&self.connections)
-            .try_acquire_owned()
-            .map_err(|_| {
-                Refusal::http(
-                    http::StatusCode::SERVICE_UNAVAILABLE,
-                    "http-connections",
-                    "too many connections",
-                )
-            })?;
-        *slot = Some(permit);
-        self.authed.notify_one();
-        Ok(())
-    }
-}
 
 /// Serves connections on `listener` until an accept error (or until dropped, which
 /// ends every connection).
@@ -174,13 +139,6 @@ fn is_transient(e: &io::Error) -> bool {
             | io::ErrorKind::Interrupted
     ) || e.raw_os_error() == Some(rustix::io::Errno::MFILE.raw_os_error())
         || e.raw_os_error() == Some(rustix::io::Errno::NFILE.raw_os_error())
-}
-
-/// Eight hex digits, to tell apart names within and across runs.
-pub(crate) fn short_random() -> String {
-    let mut r = [0u8; 4];
-    let _ = getrandom::fill(&mut r);
-    hex::encode(r)
 }
 
 /// A stream whose writes fail once the peer has taken none of them for `stall`.

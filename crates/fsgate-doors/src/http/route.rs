@@ -13,14 +13,15 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 
-use super::auth::{Principal, no_token, presented};
+use super::auth::{no_token, presented};
 use super::body::Out;
 use super::body::{Reply, held};
-use super::conn::ConnInfo;
+use super::connection::{ConnInfo, identity};
+use super::refusal::Refusal;
 use super::router::{id_span, request_id_span, splice};
-use super::session::McpSession;
-use super::{HANDSHAKE_VERSIONS, MODERN_VERSIONS, PATH, Refusal, Server};
-use crate::mcp::{Identity, InputLine, classify_line};
+use super::server::{HANDSHAKE_VERSIONS, MODERN_VERSIONS, PATH, Server};
+use super::session::{McpSession, Principal};
+use crate::mcp::{InputLine, classify_line};
 use fsgate_base::error::code;
 use fsgate_gateway::Request as GwRequest;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
@@ -546,7 +547,7 @@ fn open_session(
         p.sessions.fetch_sub(1, Ordering::AcqRel);
         return Err(full());
     }
-    let sid = super::secret()
+    let sid = super::auth::secret()
         .map_err(|e| Refusal::http(StatusCode::INTERNAL_SERVER_ERROR, "http-session", e))?;
     let who = identity(server, conn, p);
     let s = McpSession::start(
@@ -576,21 +577,6 @@ fn stateless(server: &Arc<Server>, conn: &ConnInfo, p: &Arc<Principal>) -> Arc<M
     );
     *door = Some(Arc::clone(&d));
     d
-}
-
-/// Who a new door is: the principal's session (an ACP session's), else one of its own.
-pub(super) fn identity(server: &Server, conn: &ConnInfo, p: &Principal) -> Identity {
-    let session = p.session().unwrap_or_else(|| {
-        let n = server.counter.fetch_add(1, Ordering::Relaxed);
-        format!("{}-{n}-{}", p.transport, super::conn::short_random())
-    });
-    Identity {
-        session,
-        transport: p.transport,
-        peer: conn.peer.to_string(),
-        oversight: p.oversight.clone(),
-        within: p.within.clone(),
-    }
 }
 
 /// A session whose `initialize` failed is not kept.

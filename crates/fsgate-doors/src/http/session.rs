@@ -3,14 +3,13 @@
 //! A 2025-era session has an `Mcp-Session-Id`; each principal also has one door for
 //! the stateless 2026-07-28 wire, whose requests carry everything themselves.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::io::{AsyncWriteExt, DuplexStream};
 use tokio::sync::Semaphore;
 
-use super::auth::Principal;
 use super::body::Room;
 use super::router::{RouteWriter, Router};
 use crate::mcp::{self, Identity};
@@ -131,6 +130,63 @@ impl McpSession {
                     input.take();
                 }
             }
+        }
+    }
+}
+
+/// Whom a token stands for.
+pub(crate) struct Principal {
+    /// The session its records carry: one ACP session's (provisional until the agent
+    /// named it); None: each MCP session gets an id of its own.
+    pub session: Mutex<Option<String>>,
+    /// The audit log's transport for its requests.
+    pub transport: &'static str,
+    /// Who is asked when an `ask` rule decides, and told of changes.
+    pub oversight: crate::mcp::Oversight,
+    /// MCP sessions open now, and at most.
+    pub sessions: AtomicUsize,
+    pub max_sessions: usize,
+    /// Its door for the stateless (2026-07-28) wire, once used.
+    pub stateless: Mutex<Option<Arc<McpSession>>>,
+    /// What its connections may reach at most (an ACP session's workspaces, or
+    /// nothing).
+    pub within: fsgate_gateway::Ceiling,
+}
+
+impl Principal {
+    pub(crate) fn new(
+        session: Option<String>,
+        transport: &'static str,
+        max_sessions: usize,
+    ) -> Principal {
+        Principal {
+            session: Mutex::new(session),
+            transport,
+            oversight: crate::mcp::Oversight::Client,
+            sessions: AtomicUsize::new(0),
+            max_sessions,
+            stateless: Mutex::new(None),
+            within: fsgate_gateway::Ceiling::default(),
+        }
+    }
+
+    /// The session its records carry now, if it has one.
+    pub(crate) fn session(&self) -> Option<String> {
+        self.session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Ends its stateless door, if any.
+    pub(crate) fn end_stateless(&self) {
+        let door = self
+            .stateless
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(d) = door {
+            d.end();
         }
     }
 }
