@@ -49,7 +49,11 @@ mod describe;
 #[cfg(target_os = "linux")]
 mod child;
 #[cfg(target_os = "linux")]
+mod in_view;
+#[cfg(target_os = "linux")]
 mod landlock;
+#[cfg(target_os = "linux")]
+pub mod terminal;
 #[cfg(target_os = "linux")]
 use self::landlock as imp;
 
@@ -72,6 +76,9 @@ pub use plan::{
     DEFAULT_AGENT_SHELL_FILES, DEFAULT_AGENT_SYSTEM_PATHS, Protected, SandboxPlan,
 };
 pub use status::{Enforcement, SandboxStatus};
+
+#[cfg(target_os = "linux")]
+pub use in_view::ViewConfinement;
 
 /// Everything that can go wrong while building or applying a sandbox.
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +148,21 @@ pub fn confine_agent_command(
     plan: &AgentPlan,
 ) -> Result<SandboxStatus, SandboxError> {
     imp::confine_agent_command(cmd, plan)
+}
+
+/// An agent's confinement for an agent that sees the workspace through the view: the
+/// ruleset built here, completed and applied by [`confine_agent_in_view`] at the
+/// agent's start inside the view (see `in_view.rs`).
+#[cfg(target_os = "linux")]
+pub fn prepare_agent_for_view(plan: &AgentPlan) -> Result<ViewConfinement, SandboxError> {
+    in_view::prepare(plan)
+}
+
+/// The agent's start inside the view: `word` is [`ViewConfinement::word`], `workspace`
+/// the view's root. On error the agent must not be run.
+#[cfg(target_os = "linux")]
+pub fn confine_agent_in_view(word: &str, workspace: &std::path::Path) -> Result<(), SandboxError> {
+    in_view::confine_self(word, workspace)
 }
 
 /// The whole ruleset of an agent `plan`, for `fsgate acp --confine-agent
