@@ -5,6 +5,7 @@
 //! inherits the restriction.
 
 mod acp;
+mod acp_view;
 mod connect;
 mod docs;
 mod run;

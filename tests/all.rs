@@ -168,3 +168,5 @@ mod agents;
 mod layers;
 // fsgate run: real commands through the filesystem view (as root).
 mod view_run;
+// fsgate acp --confine-agent: the agent's processes through the same view.
+mod view_acp;

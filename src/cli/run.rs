@@ -49,8 +49,11 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     };
     let root = opened.gateway.workspace().root_path().to_path_buf();
     let hide = view_host::hidden(&opened, config.policy.as_deref());
-    let started = ChildCommand::new(&fuse, (&root, hide), args.command.clone(), None)
-        .and_then(ChildCommand::spawn);
+    let started =
+        ChildCommand::new(&fuse, (&root, hide), args.command.clone(), None).and_then(|c| {
+            c.spawn()
+                .map_err(|e| format!("cannot start the command's process: {e}"))
+        });
     let mut child = match started {
         Ok(c) => c,
         Err(e) => return no_view(&e),

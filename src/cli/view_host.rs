@@ -106,11 +106,8 @@ impl ChildCommand {
     }
 
     /// Starts the child; the inherited descriptor is closed here.
-    pub(super) fn spawn(mut self) -> Result<Child, String> {
-        let child = self
-            .command
-            .spawn()
-            .map_err(|e| format!("cannot start the command's process: {e}"));
+    pub(super) fn spawn(mut self) -> std::io::Result<Child> {
+        let child = self.command.spawn();
         drop(self.inherited);
         child
     }

@@ -61,6 +61,11 @@ impl ViewConfinement {
         &self.status
     }
 
+    /// Closes this process's duplicate of the ruleset (once the view's child has it).
+    pub fn close_inherited(&mut self) {
+        self.ruleset = None;
+    }
+
     /// The word the agent's start reads ([`confine_self`]): the ruleset's descriptor
     /// (inherited) and the seccomp choices.
     pub fn word(&self) -> String {
@@ -127,6 +132,9 @@ pub(crate) fn confine_self(word: &str, workspace: &Path) -> Result<(), SandboxEr
     let w = parse(word).ok_or_else(|| io_err("read the agent's confinement", None))?;
     let (setup, _) = ChildSetup::prepare(w.block_unix, w.restrict_tcp)?;
     let setup = setup.without_gateway();
+    // Ends with the view's child, which ends the whole tree.
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .map_err(|e| io_err("set the parent death signal", Some(e.into())))?;
     setup
         .close_inherited()
         .map_err(|e| io_err("close inherited descriptors", Some(e)))?;
