@@ -16,3 +16,5 @@ mod scenario;
 mod claude;
 // Gemini CLI (`gemini --acp`).
 mod gemini;
+// The agent's own shell tool, confined: its processes through fsgate's view.
+mod shell;
