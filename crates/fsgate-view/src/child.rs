@@ -135,11 +135,14 @@ impl Spec {
 /// No confinement, in the child's and the command's arguments.
 const NO_CONFINE: &str = "-";
 
+/// A confinement for the command's start, with the view's root.
+pub type Confine = (OsString, PathBuf);
+
 /// What `__view-exec` was given: the confinement to apply with the view's root, if
 /// any, and the command; None if the arguments are not the child's.
 pub fn split_exec_args(
     mut args: impl Iterator<Item = OsString>,
-) -> Option<(Option<(OsString, PathBuf)>, Vec<OsString>)> {
+) -> Option<(Option<Confine>, Vec<OsString>)> {
     let first = args.next()?;
     let confine = match first == NO_CONFINE {
         true => None,
