@@ -115,3 +115,16 @@ fn claude_agent_acp_confined_bash_works_through_the_view() {
         |command| json!({"command": command, "description": "fsgate test step"}),
     );
 }
+
+/// Issue 58: confined, under a policy that lets `.git` in, `git commit` through the
+/// agent's shell works on the view and is recorded.
+#[test]
+fn claude_agent_acp_confined_bash_commits_with_git_through_the_view() {
+    let test = "claude_agent_acp_confined_bash_commits_with_git_through_the_view";
+    let Some(agent) = agent(test) else { return };
+    super::shell::git_commit_through_the_view(
+        &agent,
+        ("Bash", Some("default")),
+        |command| json!({"command": command, "description": "fsgate test step"}),
+    );
+}

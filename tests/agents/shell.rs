@@ -177,3 +177,67 @@ fn undo(root: &Path, state: &Path, session: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The default policy with its `[secrets]` replaced by the dotenv files alone, so that
+/// `.git` is reachable (the default hides it; see docs/run.md).
+fn policy_letting_git_in() -> String {
+    let default = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml"),
+    )
+    .expect("default policy");
+    let start = default.find("\n[secrets]\n").expect("[secrets]");
+    let end = default.find("\n[limits]\n").expect("[limits]");
+    format!(
+        "{}\n[secrets]\nbuiltin = false\npatterns = [{{ id = \"dotenv\", regex = '^\\.env' }}]\n{}",
+        &default[..start],
+        &default[end..]
+    )
+}
+
+/// `git init`, `add` and `commit` through `agent`'s shell tool, confined, under a
+/// policy that lets `.git` in: the commit is in the real repository, its writes
+/// recorded under the view's session.
+pub fn git_commit_through_the_view(
+    agent: &Agent,
+    (tool, mode): (&str, Option<&str>),
+    args: fn(&str) -> Value,
+) {
+    let policy = policy_letting_git_in();
+    let (mut ed, _fake, _stub) = launch_with(agent, true, Some(&policy));
+    let root = ed.root.clone();
+    seed(&root);
+    let sid = open_session(&mut ed, agent);
+    if let Some(mode) = mode {
+        let id = ed.request(
+            "session/set_mode",
+            json!({"sessionId": sid, "modeId": mode}),
+        );
+        let resp = ed.response_within(&id, Duration::from_secs(30));
+        assert!(resp["error"].is_null(), "{}: set_mode: {resp}", agent.name);
+    }
+    let command = "git init -q . && git add test_app.py && \
+        git -c user.name=a -c user.email=a@example.com commit -qm fsgate-first";
+    let want = json!([{"tool": tool, "args": args(command)}]);
+    prompt_step(&mut ed, agent, &sid, "git commit", want);
+    let log = Command::new("git")
+        .args(["log", "--format=%s"])
+        .current_dir(&root)
+        .output()
+        .expect("git log");
+    assert_eq!(
+        String::from_utf8_lossy(&log.stdout),
+        "fsgate-first\n",
+        "{}: {}\nfsgate stderr:\n{}",
+        agent.name,
+        String::from_utf8_lossy(&log.stderr),
+        ed.stderr()
+    );
+    let session = view_session(&ed.audit_records(), agent.name);
+    let git_writes = ed.audit_records().into_iter().any(|r| {
+        r["kind"] == "request"
+            && r["session"] == session.as_str()
+            && r["path"].as_str().is_some_and(|p| p.starts_with(".git/"))
+            && r["outcome"] == "ok"
+    });
+    assert!(git_writes, "{}: no .git change recorded", agent.name);
+}
