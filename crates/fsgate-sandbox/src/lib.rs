@@ -20,6 +20,10 @@
 //!   own session and no terminal, no inherited descriptors, no capabilities, seccomp
 //!   against pathname Unix sockets below Landlock ABI 9; and [`harden_gateway`].
 //! - `describe`: the words for an agent's ruleset ([`describe_agent_plan`]).
+//! - `in_view` (Linux): an agent's confinement when it sees the workspace through the
+//!   view: built here, completed with the view's root and applied inside the view.
+//! - [`terminal`] (Linux): pseudo-terminals for an agent's shell, TIOCSTI and TIOCLINUX
+//!   refused by seccomp.
 //!
 //! # Start-up order
 //!
