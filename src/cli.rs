@@ -6,10 +6,12 @@
 
 mod acp;
 mod asks;
+mod acp_view;
 mod connect;
 mod docs;
 mod run;
 mod serving_args;
+mod view_host;
 
 use crate::peer::stdio_peer;
 use std::path::PathBuf;
@@ -279,7 +281,7 @@ pub fn main() -> ExitCode {
     // command's own start (its signal mask cleared).
     match std::env::args_os().nth(1) {
         Some(a) if a == fsgate_view::child::ARG => return run::child(),
-        Some(a) if a == fsgate_view::child::EXEC_ARG => return run::exec(),
+        Some(a) if a == fsgate_view::child::EXEC_ARG => return view_host::exec(),
         _ => {}
     }
     let command = serving_args::parse(std::env::args_os()).unwrap_or_else(|| Cli::parse().command);

@@ -18,3 +18,5 @@ mod claude;
 mod gemini;
 // Codex's and Gemini CLI's own command lines under `fsgate run`: their shell governed.
 mod under_run;
+// The agent's own shell tool, confined: its processes through fsgate's view.
+mod shell;

@@ -179,3 +179,5 @@ mod view_audit;
 mod view_git;
 // fsgate run: SQLite and its locks, mmap, O_TMPFILE, atomic saves, watchers in the view.
 mod view_tools;
+// fsgate acp --confine-agent: the agent's processes through the same view.
+mod view_acp;

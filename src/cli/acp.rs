@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::{AcpArgs, fail, fail_open, runtime_with_signals};
+use super::{AcpArgs, acp_view, fail, fail_open, runtime_with_signals};
 use crate::peer::stdio_peer;
 use crate::startup;
 use crate::transport::proxy::AgentEnd;
@@ -49,16 +49,17 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         return check_sandbox(opened, confined.as_ref(), hosted_port);
     }
     let mut tree = crate::sandbox::agent_tree::AgentTree::prepare();
-    tree.enter_on_exec(&mut command);
+    tree.enter_on_exec(command.command_mut());
     crate::text::eprint_line(&format!("fsgate: {}", tree.summary()));
     let described = Described::announce(confined.as_ref(), profile.as_ref());
-    let mut child = match command.spawn() {
+    let (mut child, pending) = match command.spawn() {
         Ok(c) => c,
         Err(e) => return spawn_failed(program, &e, confined.as_ref()),
     };
     let pid = child.id();
     tracing::info!(pid, agent = %program, "agent started");
-    if let Err(code) = confine_gateway(&opened, &child, confined.is_some()) {
+    let in_view = pending.is_some();
+    if let Err(code) = confine_gateway(&opened, &child, (confined.is_some(), in_view)) {
         return code;
     }
     opened.announce_locations();
@@ -66,8 +67,18 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     let denials = crate::sandbox::denied::Denials::default();
     let agent_stderr = copy_agent_stderr(&mut child, denials.clone());
     let gateway = Arc::new(opened.gateway);
+    let view_record = pending.as_ref().map(acp_view::Pending::record);
+    let served = match pending.map(|p| p.serve(&mut child, &gateway)).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return fail(&format!("--confine-agent: {e}; the agent was not run"));
+        }
+    };
     let hosted = crate::transport::hosted::Hosted::new(Arc::clone(&gateway), hosted_port, exe);
-    let details = described.start_details(pid, &args.agent, &tree, &hosted);
+    let mut details = described.start_details(pid, &args.agent, &tree, &hosted);
+    details.insert("view".into(), view_record.into());
     gateway.record("agent-start", details);
     let session_meta = profile.as_ref().and_then(|p| p.plan.session_meta.clone());
     let relay = Relay {
@@ -82,6 +93,9 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let mut details = end_tree(&mut tree, agent_stderr);
+    if let Some(served) = &served {
+        served.finish();
+    }
     let failed = |end: &AgentEnd| report_own_failure(end, confined.as_ref(), &denials, &stopped_by);
     let exit = agent_exit(result, &stopped_by, &mut details, failed);
     gateway.record("agent-exit", details);
@@ -100,7 +114,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
 /// and this binary (the stdio entry's command).
 struct Launch {
     opened: startup::Opened,
-    command: std::process::Command,
+    command: acp_view::AgentCommand,
     confined: Option<Confined>,
     profile: Option<Profile>,
     hosted: (std::net::TcpListener, u16),
@@ -133,6 +147,26 @@ impl Launch {
         };
         let profile = prepare_profile(&mut opened, program, agent_args, confined.as_mut())
             .map_err(|e| fail(&format!("agent profile: {e}")))?;
+        let require_landlock = opened.gateway.policy().settings().sandbox.require_landlock;
+        let profile_args = profile.as_ref().map_or(&[][..], |p| &p.plan.args[..]);
+        if let Some(c) = confined.take_if(|_| opened.gateway.members().count() == 1) {
+            let (command, confined) = c
+                .in_view(
+                    &mut opened,
+                    policy_file,
+                    (program, agent_args, profile_args),
+                    require_landlock,
+                )
+                .map_err(|e| fail(&format!("--confine-agent: {e}")))?;
+            return Ok(Launch {
+                opened,
+                command,
+                confined: Some(confined),
+                profile,
+                hosted: (hosted_listener, hosted_port),
+                exe,
+            });
+        }
         let mut command = agent_command(program, agent_args, confined.as_ref());
         if let Some(p) = &profile {
             command.args(&p.plan.args);
@@ -140,11 +174,11 @@ impl Launch {
                 command.envs(p.plan.env.iter().map(|(k, v)| (k, v)));
             }
         }
-        let require_landlock = opened.gateway.policy().settings().sandbox.require_landlock;
         let confined = confined
             .map(|c| c.apply(&mut command, require_landlock))
             .transpose()
             .map_err(|e| fail(&format!("--confine-agent: {e}")))?;
+        let command = acp_view::AgentCommand::Direct(command);
         Ok(Launch {
             opened,
             command,
@@ -207,19 +241,29 @@ impl Described {
 fn confine_gateway(
     opened: &startup::Opened,
     child: &std::process::Child,
-    agent_confined: bool,
+    (agent_confined, in_view): (bool, bool),
 ) -> Result<(), ExitCode> {
     if agent_confined && let Err(e) = crate::sandbox::harden_gateway() {
+        // Inside the view the agent's tree shares the gateway's user: it must not be
+        // able to ptrace it (as under `fsgate run`).
+        if in_view {
+            kill_agent(child);
+            return Err(fail(&e.to_string()));
+        }
         tracing::warn!("{e}");
     }
     if let Err(e) = startup::confine(opened, None, "acp-proxy") {
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_child(child),
-            rustix::process::Signal::KILL,
-        );
+        kill_agent(child);
         return Err(fail(&e));
     }
     Ok(())
+}
+
+fn kill_agent(child: &std::process::Child) {
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_child(child),
+        rustix::process::Signal::KILL,
+    );
 }
 
 /// Relays the agent's stderr to ours, escaped and marked, noting the paths it says
@@ -505,6 +549,33 @@ fn discover_agent(
 }
 
 impl Confined {
+    /// The agent inside the view (src/cli/acp_view.rs): its command line is the
+    /// program discovery resolved, its arguments and the profile's.
+    fn in_view(
+        self,
+        opened: &mut startup::Opened,
+        policy_file: Option<&std::path::Path>,
+        (program, args, profile_args): (&str, &[String], &[String]),
+        require_landlock: bool,
+    ) -> Result<(acp_view::AgentCommand, Confined), String> {
+        let exe = self
+            .plan
+            .executable
+            .clone()
+            .unwrap_or_else(|| program.into());
+        let mut argv: Vec<std::ffi::OsString> = vec![exe.into()];
+        argv.extend(args.iter().chain(profile_args).map(Into::into));
+        let (command, status) = acp_view::command(opened, policy_file, &self.plan, argv)?;
+        required(&status, require_landlock)?;
+        Ok((
+            command,
+            Confined {
+                status: Some(status),
+                ..self
+            },
+        ))
+    }
+
     /// Applies the plan to the agent's command: what the kernel will enforce.
     /// Under `[sandbox] require_landlock = true` an agent wall the kernel does not fully
     /// enforce is refused before the agent starts.
@@ -515,17 +586,24 @@ impl Confined {
     ) -> Result<Confined, String> {
         let status = crate::sandbox::confine_agent_command(command, &self.plan)
             .map_err(|e| e.to_string())?;
-        if require_landlock && status.enforcement != crate::sandbox::Enforcement::Fully {
-            return Err(format!(
-                "[sandbox] require_landlock = true, but the agent's sandbox is {status}; \
-                 refusing to start the agent"
-            ));
-        }
+        required(&status, require_landlock)?;
         Ok(Confined {
             status: Some(status),
             ..self
         })
     }
+}
+
+/// Under `[sandbox] require_landlock = true`, an agent wall the kernel does not fully
+/// enforce is refused before the agent starts.
+fn required(status: &crate::sandbox::SandboxStatus, require_landlock: bool) -> Result<(), String> {
+    if require_landlock && status.enforcement != crate::sandbox::Enforcement::Fully {
+        return Err(format!(
+            "[sandbox] require_landlock = true, but the agent's sandbox is {status}; \
+             refusing to start the agent"
+        ));
+    }
+    Ok(())
 }
 
 /// The agent's ruleset from the policy's `[agent]` section: system paths, devices, the

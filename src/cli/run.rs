@@ -8,12 +8,13 @@
 //! command, passing SIGINT and SIGTERM on; say what the run did.
 
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::process::{Child, ExitCode};
 use std::sync::Arc;
 
 use clap::Args;
 
+use super::view_host::{self, ChildCommand, Fuse, end};
 use super::{GatewayArgs, fail, fail_open};
 use crate::startup;
 use crate::text::EscPath;
@@ -53,11 +54,21 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Err(e) => return no_view(&e),
     };
     let root = opened.gateway.workspace().root_path().to_path_buf();
-    let session = session_id();
+    let session = view_host::session_id("run");
     let asks_socket = ask_socket(&root, &session);
-    let asks_dir = asks_socket.as_ref().and_then(|(path, _)| path.parent());
-    let hide = hidden(&mut opened, &config, asks_dir);
-    let mut child = match start_child(&fuse, (&root, hide), args.command.clone()) {
+    let mut hide = view_host::hidden(&opened, config.policy.as_deref());
+    // The directory of `fsgate asks`'s sockets: covered, and kept writable for the
+    // gateway, which removes its socket at the end, once confined.
+    if let Some(dir) = asks_socket.as_ref().and_then(|(path, _)| path.parent()) {
+        hide.push(dir.to_path_buf());
+        opened.keep_scratch(dir);
+    }
+    let started =
+        ChildCommand::new(&fuse, (&root, hide), args.command.clone(), None).and_then(|c| {
+            c.spawn()
+                .map_err(|e| format!("cannot start the command's process: {e}"))
+        });
+    let mut child = match started {
         Ok(c) => c,
         Err(e) => return no_view(&e),
     };
@@ -98,28 +109,6 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     code
 }
 
-/// What the command's namespace covers: fsgate's own directories, the audit log, the
-/// policy and the directory of `fsgate asks`'s sockets (kept writable for the gateway,
-/// which removes its socket at the end, once confined).
-fn hidden(
-    opened: &mut startup::Opened,
-    config: &startup::GatewayConfig,
-    asks_dir: Option<&std::path::Path>,
-) -> Vec<std::path::PathBuf> {
-    let mut hide = opened.own_dirs();
-    if let Some(dir) = asks_dir {
-        hide.push(dir.to_path_buf());
-        opened.keep_scratch(dir);
-    }
-    hide.push(opened.audit_log_path().to_path_buf());
-    hide.extend(
-        config
-            .policy
-            .iter()
-            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
-    );
-    hide
-}
 
 /// Answers `fsgate asks` on the run's socket: the socket's path and the run's
 /// questions (None: `ask` rules refuse).
@@ -172,35 +161,18 @@ struct Run<'a> {
 /// Serves the view until the command ends; its exit status.
 fn serve_and_wait(gateway: &Arc<crate::gateway::Gateway>, fuse: OwnedFd, run: Run<'_>) -> ExitCode {
     let session = run.session;
-    let mut view =
-        fsgate_view::View::new(Arc::clone(gateway), session.clone(), run.root.to_path_buf());
-    if !rustix::process::geteuid().is_root() {
-        view = view.in_user_namespace();
-    }
-    if let Some(asks) = run.asks {
-        view = view.asking(asks);
-    }
-    let counts = view.counts();
     record_run(gateway, &session, run.command, run.child.id());
     announce(run.root, &session);
-    let serving = match fsgate_view::serve(view, fuse) {
+    let served = match view_host::serve(gateway, fuse, &session, (run.root, run.asks)) {
         Ok(s) => s,
         Err(e) => {
             end(run.child);
-            return no_view(&format!("cannot serve the view: {e}"));
+            return no_view(&e);
         }
     };
     let code = fsgate_view::child::wait_passing_signals(run.child, None);
-    // The command's tree has ended, and with its namespace the mount: the connection
-    // ends once the requests in flight are answered (their records before `stop`).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while !serving.is_finished() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    if !serving.is_finished() {
-        tracing::warn!("the view's connection was still open 5 s after the command ended");
-    }
-    let (reads, changes, refusals) = counts.totals();
+    served.finish();
+    let (reads, changes, refusals) = served.counts.totals();
     crate::text::eprint_line(&format!(
         "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {} --session {session}",
         run.undo
@@ -234,128 +206,6 @@ fn no_view(what: &str) -> ExitCode {
         "fsgate: {what}; the command was not run (fsgate run never runs it without the view)"
     ));
     ExitCode::from(EXIT_NO_VIEW)
-}
-
-/// Where the FUSE device comes from: as root, this process opens it (the child mounts
-/// it in a mount namespace of the same user namespace); otherwise the child opens it in
-/// the user namespace it makes (the kernel mounts only a device opened there) and hands
-/// it over a socket pair.
-enum Fuse {
-    /// The device, opened here.
-    Device(OwnedFd),
-    /// This process's end of the pair, and the child's (closed here once it started).
-    Handoff(OwnedFd, Option<OwnedFd>),
-}
-
-impl Fuse {
-    fn new() -> Result<Fuse, String> {
-        use rustix::fs::{Mode, OFlags, open};
-        if !rustix::process::geteuid().is_root() {
-            let (ours, theirs) = fsgate_view::handoff::pair()
-                .map_err(|e| format!("cannot make a socket pair for /dev/fuse: {e}"))?;
-            return Ok(Fuse::Handoff(ours, Some(theirs)));
-        }
-        open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
-            .map(Fuse::Device)
-            .map_err(|e| format!("cannot open /dev/fuse ({e}): fsgate run needs FUSE"))
-    }
-
-    /// What the child gets: a duplicate without close-on-exec of the device or of its
-    /// end of the pair.
-    fn for_child(&self) -> Result<(OwnedFd, bool), String> {
-        let (fd, handoff) = match self {
-            Fuse::Device(fd) => (fd, false),
-            Fuse::Handoff(_, Some(theirs)) => (theirs, true),
-            Fuse::Handoff(_, None) => return Err("the socket pair was handed on".into()),
-        };
-        let dup = rustix::io::dup(fd).map_err(|e| format!("cannot pass /dev/fuse on: {e}"))?;
-        Ok((dup, handoff))
-    }
-
-    /// The mounted device, once the child mounted it (or why it could not).
-    fn connect(self, child: &mut Child) -> Result<OwnedFd, String> {
-        let device = match self {
-            Fuse::Device(fd) => fd,
-            Fuse::Handoff(ours, theirs) => {
-                // Without the child's end here, the pair ends when the child does.
-                drop(theirs);
-                fsgate_view::handoff::receive(&ours)
-                    .map_err(|e| format!("the view could not be mounted ({e})"))?
-            }
-        };
-        wait_mounted(&device, child)?;
-        Ok(device)
-    }
-}
-
-/// Starts fsgate again as the child that mounts the view and runs the command. It
-/// inherits one descriptor of the FUSE device (a duplicate without close-on-exec,
-/// closed here once it is started).
-fn start_child(
-    fuse: &Fuse,
-    (root, hide): (&std::path::Path, Vec<std::path::PathBuf>),
-    command: Vec<OsString>,
-) -> Result<Child, String> {
-    let (inherited, handoff) = fuse.for_child()?;
-    let cwd = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
-    let spec = fsgate_view::child::Spec {
-        fuse_fd: inherited.as_raw_fd(),
-        handoff,
-        at: root.to_path_buf(),
-        cwd,
-        hide,
-        command,
-    };
-    let me = std::env::current_exe().map_err(|e| format!("cannot find fsgate itself: {e}"))?;
-    let child = std::process::Command::new(me)
-        .arg(fsgate_view::child::ARG)
-        .args(spec.to_args())
-        .spawn()
-        .map_err(|e| format!("cannot start the command's process: {e}"));
-    drop(inherited);
-    child
-}
-
-/// Waits until the kernel's first message is on the FUSE device (the child mounted the
-/// view) or the child ended (it could not: it said why). Until the mount, the device
-/// polls as an error, so this looks every few milliseconds.
-fn wait_mounted(fuse: &OwnedFd, child: &mut Child) -> Result<(), String> {
-    use rustix::event::{PollFd, PollFlags, poll};
-    let zero = rustix::event::Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    loop {
-        let mut fds = [PollFd::new(fuse, PollFlags::IN)];
-        match poll(&mut fds, Some(&zero)) {
-            Ok(_) if fds[0].revents().contains(PollFlags::IN) => return Ok(()),
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(format!("cannot wait for the view's mount: {e}")),
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("the view could not be mounted ({status})"));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
-/// Ends the child (start-up failed after it started).
-fn end(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// A new session id for the run's records: `run-` and 12 random hex digits.
-fn session_id() -> String {
-    let mut bytes = [0u8; 6];
-    if getrandom::fill(&mut bytes).is_err() {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        bytes.copy_from_slice(&t.to_le_bytes()[..6]);
-    }
-    format!("run-{}", hex::encode(bytes))
 }
 
 /// The `fsgate undo` command line for this workspace and log (without `--session`).
@@ -395,12 +245,4 @@ pub(super) fn child() -> ExitCode {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => no_view(&e),
     }
-}
-
-/// `fsgate __view-exec COMMAND...`: the command's start in the view; returns only if it
-/// could not be run (127, as a shell says).
-pub(super) fn exec() -> ExitCode {
-    let why = fsgate_view::child::exec(std::env::args_os().skip(2));
-    crate::text::eprint_line(&format!("fsgate: {why}"));
-    ExitCode::from(127)
 }

@@ -1,5 +1,6 @@
 //! `fsgate acp --confine-agent`: the agent's own Landlock ruleset leaves it no direct
-//! way into the workspace or the home directory; fs/read_text_file still works.
+//! way into the home directory; the workspace it sees is fsgate's view (a secret there
+//! does not exist, an allowed file opens, recorded); fs/read_text_file still works.
 //! A missing agent peer goes through `crate::common::skip_or_fail` (a failure under CI).
 
 use std::ffi::OsString;
@@ -10,6 +11,7 @@ use serde_json::Value;
 use super::editor::{Editor, Options, Peer, ok, repo, sdk_dir};
 
 const EACCES: i64 = 13;
+const ENOENT: i64 = 2;
 
 /// The default policy, plus the environment the test agents need (`[agent] env`):
 /// FSGATE_ACP_SDK names the TypeScript SDK, PYTHONUNBUFFERED keeps reports flowing.
@@ -43,8 +45,12 @@ fn policy_text() -> String {
 }
 
 fn denied(report: &Value) -> bool {
+    refused(report, EACCES, "EACCES")
+}
+
+fn refused(report: &Value, errno: i64, code: &str) -> bool {
     let r = ok(report);
-    r["opened"] == false && (r["errno"] == EACCES || r["code"] == "EACCES")
+    r["opened"] == false && (r["errno"] == errno || r["code"] == code)
 }
 
 fn confined_agent_uses_only_the_gateway(peer: Peer, test: &str) {
@@ -67,11 +73,24 @@ fn confined_agent_uses_only_the_gateway(peer: Peer, test: &str) {
     };
     let mut ed = Editor::launch(&cmd, opts);
     std::fs::write(ed.root.join("a.txt"), "inside\n").expect("seed");
+    std::fs::write(ed.root.join(".env"), "TOKEN=x\n").expect("seed");
     let sid = ed.open_session();
     let a = ed.root.join("a.txt").display().to_string();
+    let env = ed.root.join(".env").display().to_string();
+    // The workspace through the view: the file opens, the secret does not exist.
+    let through_view = ed.prompt(&sid, &format!("open {a}\nopen {env}"));
+    assert_eq!(ok(&through_view[0])["opened"], true, "{through_view:?}");
+    assert!(
+        refused(&through_view[1], ENOENT, "ENOENT"),
+        "{through_view:?}"
+    );
+    let recorded = ed
+        .audit_records()
+        .into_iter()
+        .any(|r| r["kind"] == "request" && r["path"] == "a.txt" && !r["peer"].is_null());
+    assert!(recorded, "the agent's own open of a.txt was not recorded");
     // /etc/shadow: the agent gets only the parts of /etc a program needs.
     let mut text = vec![
-        format!("open {a}"),
         format!("open {}", home_file.display()),
         "open /etc/shadow".to_string(),
     ];

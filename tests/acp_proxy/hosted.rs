@@ -338,7 +338,8 @@ fn confined(reach: &str, args: &[&str], test: &str) {
     let text = format!("open {a}\ntcp 127.0.0.1 {port}\nmcp-read {a}");
     let reports = ed.prompt(&sid, &text);
     assert_eq!(reports.len(), 3, "{reports:?}\nstderr:\n{}", ed.stderr());
-    assert_eq!(ok(&reports[0])["opened"], false, "{:?}", reports[0]);
+    // The workspace through fsgate's view (docs/run.md).
+    assert_eq!(ok(&reports[0])["opened"], true, "{:?}", reports[0]);
     assert_eq!(ok(&reports[1])["connected"], false, "{:?}", reports[1]);
     assert_eq!(ok(&reports[2])["content"][0]["text"], "inside\n");
     let start = ed

@@ -100,3 +100,31 @@ fn claude_agent_acp_confined_bash_starts_without_an_error() {
         "the confined shell could not read its start-up files: {bash}"
     );
 }
+
+/// Issue 58: confined, Claude Code's Bash sees the workspace through fsgate's view:
+/// `cat .env` refused (the model never gets the secret), the project's test passes,
+/// each change is recorded naming its process and backed up, and undone by the view's
+/// session.
+#[test]
+fn claude_agent_acp_confined_bash_works_through_the_view() {
+    let test = "claude_agent_acp_confined_bash_works_through_the_view";
+    let Some(agent) = agent(test) else { return };
+    super::shell::shell_through_the_view(
+        &agent,
+        ("Bash", Some("default")),
+        |command| json!({"command": command, "description": "fsgate test step"}),
+    );
+}
+
+/// Issue 58: confined, under a policy that lets `.git` in, `git commit` through the
+/// agent's shell works on the view and is recorded.
+#[test]
+fn claude_agent_acp_confined_bash_commits_with_git_through_the_view() {
+    let test = "claude_agent_acp_confined_bash_commits_with_git_through_the_view";
+    let Some(agent) = agent(test) else { return };
+    super::shell::git_commit_through_the_view(
+        &agent,
+        ("Bash", Some("default")),
+        |command| json!({"command": command, "description": "fsgate test step"}),
+    );
+}

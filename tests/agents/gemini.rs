@@ -153,3 +153,31 @@ reason = "the workspace"
         "{asked:#?}"
     );
 }
+
+/// Issue 58: confined, Gemini CLI's run_shell_command (forkpty: a pseudo-terminal)
+/// sees the workspace through fsgate's view: `cat .env` refused (the model never gets
+/// the secret), the project's test passes, each change is recorded naming its process
+/// and backed up, and undone by the view's session.
+#[test]
+fn gemini_cli_confined_shell_works_through_the_view() {
+    let test = "gemini_cli_confined_shell_works_through_the_view";
+    let Some(agent) = agent(test) else { return };
+    super::shell::shell_through_the_view(
+        &agent,
+        ("run_shell_command", None),
+        |command| json!({"command": command, "description": "fsgate test step"}),
+    );
+}
+
+/// Issue 58: confined, under a policy that lets `.git` in, `git commit` through the
+/// agent's shell works on the view and is recorded.
+#[test]
+fn gemini_cli_confined_shell_commits_with_git_through_the_view() {
+    let test = "gemini_cli_confined_shell_commits_with_git_through_the_view";
+    let Some(agent) = agent(test) else { return };
+    super::shell::git_commit_through_the_view(
+        &agent,
+        ("run_shell_command", None),
+        |command| json!({"command": command, "description": "fsgate test step"}),
+    );
+}

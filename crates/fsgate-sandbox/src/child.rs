@@ -95,6 +95,7 @@ impl ChildSetup {
         let mut filters: Vec<BpfProgram> = keyring_filter()?.into_iter().collect();
         filters.extend(setid_chmod_filter()?);
         filters.extend(chown_filter()?);
+        filters.extend(super::terminal::ioctl_filter()?);
         if restrict_tcp {
             filters.extend(mptcp_filter()?);
         }
@@ -125,13 +126,34 @@ impl ChildSetup {
     /// every inherited descriptor above 2 closed on exec, and no terminal on 0, 1 or 2.
     #[allow(unsafe_code)]
     pub(crate) fn before_landlock(&self) -> io::Result<()> {
+        self.own_session()?;
+        cloexec_from_3(self.fd_limit)
+    }
+
+    /// Without the gateway's pid: the process these are applied to is not the
+    /// gateway's child (an agent started inside the view, by the view's child).
+    pub(crate) fn without_gateway(self) -> Self {
+        ChildSetup {
+            gateway: None,
+            ..self
+        }
+    }
+
+    /// Every inherited descriptor above 2 closed on exec.
+    pub(crate) fn close_inherited(&self) -> io::Result<()> {
+        cloexec_from_3(self.fd_limit)
+    }
+
+    /// A session of its own (no controlling terminal), killed with the gateway, and no
+    /// terminal on 0, 1 or 2; inherited descriptors are left as they are.
+    #[allow(unsafe_code)]
+    pub(crate) fn own_session(&self) -> io::Result<()> {
         rustix::process::setsid()?;
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
         // The gateway may have died before the line above: then no signal would come.
         if self.gateway.is_some() && rustix::process::getppid() != self.gateway {
             return Err(io::Error::from(rustix::io::Errno::SRCH));
         }
-        cloexec_from_3(self.fd_limit)?;
         for fd in 0..3 {
             // SAFETY: 0, 1 and 2 stay open for the duration of this call; a closed one
             // makes isatty false.
@@ -281,7 +303,7 @@ fn drop_caps(caps: CapDrop) -> io::Result<()> {
     Ok(())
 }
 
-fn filter_err(e: seccompiler::BackendError) -> SandboxError {
+pub(crate) fn filter_err(e: seccompiler::BackendError) -> SandboxError {
     SandboxError::Io {
         what: "build the agent's seccomp filter".into(),
         source: io::Error::other(e),
@@ -289,7 +311,7 @@ fn filter_err(e: seccompiler::BackendError) -> SandboxError {
 }
 
 /// `nr` and, on x86_64, its x32 twin.
-fn with_x32(arch: TargetArch, nr: i64) -> Vec<i64> {
+pub(crate) fn with_x32(arch: TargetArch, nr: i64) -> Vec<i64> {
     if arch == TargetArch::x86_64 {
         vec![nr, nr | X32_SYSCALL_BIT]
     } else {

@@ -65,7 +65,7 @@ impl Rights {
 }
 
 /// Landlock's view of this kernel, without restricting anything.
-fn probe() -> LandlockStatus {
+pub(crate) fn probe() -> LandlockStatus {
     // No flags and no no_new_privs: `apply` returns the status without a syscall that
     // changes anything.
     match RestrictSelf::default().no_new_privs(false).apply() {
@@ -75,7 +75,7 @@ fn probe() -> LandlockStatus {
 }
 
 /// The ABI to use, None without Landlock.
-fn usable_abi(status: LandlockStatus) -> Option<ABI> {
+pub(crate) fn usable_abi(status: LandlockStatus) -> Option<ABI> {
     match status {
         LandlockStatus::Available { effective_abi, .. } if effective_abi != ABI::Unsupported => {
             Some(effective_abi)
@@ -443,11 +443,31 @@ pub(crate) fn confine_agent_command(
     cmd: &mut Command,
     plan: &AgentPlan,
 ) -> Result<SandboxStatus, SandboxError> {
+    let prepared = prepare_agent(plan)?;
+    cmd.env_clear().envs(plan.env.iter().map(|(k, v)| (k, v)));
+    install_pre_exec(cmd, prepared.ruleset, prepared.setup);
+    Ok(prepared.status)
+}
+
+/// An agent's confinement, built but not applied.
+pub(crate) struct PreparedAgent {
+    pub status: SandboxStatus,
+    /// The Landlock ruleset, None without Landlock.
+    pub ruleset: Option<RulesetCreated>,
+    pub setup: ChildSetup,
+    /// Whether seccomp refuses pathname Unix sockets; whether TCP is restricted.
+    pub block_unix: bool,
+    pub restrict_tcp: bool,
+}
+
+/// Builds the agent's ruleset, seccomp programs and status from `plan`.
+pub(crate) fn prepare_agent(plan: &AgentPlan) -> Result<PreparedAgent, SandboxError> {
     plan.check_overlap()?;
     let landlock = probe();
     let abi = usable_abi(landlock);
-    let (setup, unix) =
-        ChildSetup::prepare(blocks_unix(plan, abi), plan.network != AgentNetwork::All)?;
+    let block_unix = blocks_unix(plan, abi);
+    let restrict_tcp = plan.network != AgentNetwork::All;
+    let (setup, unix) = ChildSetup::prepare(block_unix, restrict_tcp)?;
     let (ruleset, mut detail) = match abi {
         Some(abi) => {
             let (r, d) = agent_ruleset(plan, abi)?;
@@ -462,15 +482,20 @@ pub(crate) fn confine_agent_command(
     let view = agent_view(plan, landlock, unix, child::CapDrop::view(setup.caps));
     detail.extend(view.lines);
     detail.push(env_line(plan));
-    cmd.env_clear().envs(plan.env.iter().map(|(k, v)| (k, v)));
-    install_pre_exec(cmd, ruleset, setup);
-    Ok(SandboxStatus {
+    let status = SandboxStatus {
         enforcement: view.enforcement,
         abi: view.abi,
         no_new_privs: true,
         workspace_write: false,
         missing: view.missing,
         detail: detail.join("; "),
+    };
+    Ok(PreparedAgent {
+        status,
+        ruleset,
+        setup,
+        block_unix,
+        restrict_tcp,
     })
 }
 
@@ -521,7 +546,7 @@ fn agent_ruleset(
 ) -> Result<(RulesetCreated, Vec<String>), SandboxError> {
     let rights = Rights::for_abi(abi);
     let read_exec = rights.read | (rights.handled_fs & AccessFs::Execute);
-    // No IoctlDev anywhere: no terminal ioctl (TIOCSTI) even on a device it may open.
+    // No IoctlDev but on pseudo-terminals (below), where seccomp refuses TIOCSTI.
     let read_write = rights.read | rights.write;
     let tcp = AccessNet::BindTcp | AccessNet::ConnectTcp;
     let mut ruleset = Ruleset::default()
@@ -547,6 +572,13 @@ fn agent_ruleset(
         };
         let added = add_path_rule(&mut created, &g.path, access, abi)?;
         detail.push(grant_line(g, added));
+    }
+    if child::seccomp_supported() {
+        // Device ioctls on terminals only: TIOCSTI and TIOCLINUX are refused by seccomp.
+        let terminal = read_write | (rights.handled_fs & AccessFs::IoctlDev);
+        for dev in super::terminal::AGENT_TERMINAL_DEVICES {
+            add_path_rule(&mut created, std::path::Path::new(dev), terminal, abi)?;
+        }
     }
     if let AgentNetwork::Ports(ports) = &plan.network
         && abi >= ABI::V4
@@ -634,6 +666,10 @@ fn agent_view(
     if child::seccomp_supported() {
         lines.push(
             "kernel keyrings, chown and set-uid/set-gid/other-writable chmod refused (seccomp)"
+                .to_owned(),
+        );
+        lines.push(
+            "pseudo-terminals (/dev/ptmx, /dev/pts) usable; TIOCSTI and TIOCLINUX refused (seccomp)"
                 .to_owned(),
         );
         if plan.network != AgentNetwork::All {

@@ -20,6 +20,10 @@
 //!   own session and no terminal, no inherited descriptors, no capabilities, seccomp
 //!   against pathname Unix sockets below Landlock ABI 9; and [`harden_gateway`].
 //! - `describe`: the words for an agent's ruleset ([`describe_agent_plan`]).
+//! - `in_view` (Linux): an agent's confinement when it sees the workspace through the
+//!   view: built here, completed with the view's root and applied inside the view.
+//! - [`terminal`] (Linux): pseudo-terminals for an agent's shell, TIOCSTI and TIOCLINUX
+//!   refused by seccomp.
 //!
 //! # Start-up order
 //!
@@ -49,7 +53,11 @@ mod describe;
 #[cfg(target_os = "linux")]
 mod child;
 #[cfg(target_os = "linux")]
+mod in_view;
+#[cfg(target_os = "linux")]
 mod landlock;
+#[cfg(target_os = "linux")]
+pub mod terminal;
 #[cfg(target_os = "linux")]
 use self::landlock as imp;
 
@@ -72,6 +80,9 @@ pub use plan::{
     DEFAULT_AGENT_SHELL_FILES, DEFAULT_AGENT_SYSTEM_PATHS, Protected, SandboxPlan,
 };
 pub use status::{Enforcement, SandboxStatus};
+
+#[cfg(target_os = "linux")]
+pub use in_view::ViewConfinement;
 
 /// Everything that can go wrong while building or applying a sandbox.
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +152,21 @@ pub fn confine_agent_command(
     plan: &AgentPlan,
 ) -> Result<SandboxStatus, SandboxError> {
     imp::confine_agent_command(cmd, plan)
+}
+
+/// An agent's confinement for an agent that sees the workspace through the view: the
+/// ruleset built here, completed and applied by [`confine_agent_in_view`] at the
+/// agent's start inside the view (see `in_view.rs`).
+#[cfg(target_os = "linux")]
+pub fn prepare_agent_for_view(plan: &AgentPlan) -> Result<ViewConfinement, SandboxError> {
+    in_view::prepare(plan)
+}
+
+/// The agent's start inside the view: `word` is [`ViewConfinement::word`], `workspace`
+/// the view's root. On error the agent must not be run.
+#[cfg(target_os = "linux")]
+pub fn confine_agent_in_view(word: &str, workspace: &std::path::Path) -> Result<(), SandboxError> {
+    in_view::confine_self(word, workspace)
 }
 
 /// The whole ruleset of an agent `plan`, for `fsgate acp --confine-agent

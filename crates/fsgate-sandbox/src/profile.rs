@@ -238,7 +238,7 @@ impl ProfilePlan {
 /// What a shell tool can do, which no profile turns off.
 fn shell_note(confined: bool) -> String {
     if confined {
-        "shell commands the agent runs, inside its confinement (no workspace, no home)".into()
+        "shell commands the agent runs, inside its confinement (the workspace through fsgate's view, no home)".into()
     } else {
         "shell commands the agent runs, with your rights and outside the gateway \
          (use --confine-agent)"

@@ -20,10 +20,12 @@ use nix::mount::{MsFlags, mount};
 use nix::sched::{CloneFlags, unshare};
 use nix::unistd::{Gid, Uid};
 
-/// The word that starts the child: `fsgate __view-child FD AT CWD -- COMMAND...`.
+/// The word that starts the child: `fsgate __view-child FD AT CWD CONFINE HIDE... --
+/// COMMAND...`.
 pub const ARG: &str = "__view-child";
 
-/// The word that starts the command itself: `fsgate __view-exec COMMAND...` clears the
+/// The word that starts the command itself: `fsgate __view-exec CONFINE [AT] COMMAND...`
+/// applies the confinement, if any (fsgate's, not this crate's), clears the
 /// signal mask (the child holds SIGINT, SIGTERM and SIGHUP for its signalfd, and a
 /// spawned program inherits that) and becomes COMMAND.
 pub const EXEC_ARG: &str = "__view-exec";
@@ -64,6 +66,9 @@ pub struct Spec {
     pub hide: Vec<PathBuf>,
     /// The command and its arguments.
     pub command: Vec<OsString>,
+    /// The confinement the command's start applies to itself once the view is there
+    /// (an `fsgate acp --confine-agent` agent's, opaque here), if any.
+    pub confine: Option<OsString>,
 }
 
 impl Spec {
@@ -74,6 +79,7 @@ impl Spec {
             format!("{kind}:{}", self.fuse_fd).into(),
             self.at.clone().into(),
             self.cwd.clone().into(),
+            self.confine.clone().unwrap_or_else(|| NO_CONFINE.into()),
         ];
         args.extend(self.hide.iter().map(|p| p.clone().into_os_string()));
         args.push("--".into());
@@ -93,6 +99,7 @@ impl Spec {
         let fuse_fd = fd.parse().ok()?;
         let at = PathBuf::from(args.next()?);
         let cwd = PathBuf::from(args.next()?);
+        let confine = Some(args.next()?).filter(|c| c != NO_CONFINE);
         let mut hide = Vec::new();
         loop {
             let next = args.next()?;
@@ -109,8 +116,39 @@ impl Spec {
             cwd,
             hide,
             command,
+            confine,
         })
     }
+
+    /// `__view-exec`'s arguments: the confinement and the view's root (or
+    /// [`NO_CONFINE`]), then the command.
+    fn exec_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = match &self.confine {
+            Some(word) => vec![word.clone(), self.at.clone().into()],
+            None => vec![NO_CONFINE.into()],
+        };
+        args.extend(self.command.iter().cloned());
+        args
+    }
+}
+
+/// No confinement, in the child's and the command's arguments.
+const NO_CONFINE: &str = "-";
+
+/// A confinement for the command's start, with the view's root.
+pub type Confine = (OsString, PathBuf);
+
+/// What `__view-exec` was given: the confinement to apply with the view's root, if
+/// any, and the command; None if the arguments are not the child's.
+pub fn split_exec_args(
+    mut args: impl Iterator<Item = OsString>,
+) -> Option<(Option<Confine>, Vec<OsString>)> {
+    let first = args.next()?;
+    let confine = match first == NO_CONFINE {
+        true => None,
+        false => Some((first, PathBuf::from(args.next()?))),
+    };
+    Some((confine, args.collect()))
 }
 
 /// Enters the namespaces, mounts the view, runs the command there (passing SIGINT,
@@ -127,7 +165,7 @@ pub fn run(spec: &Spec) -> Result<i32, String> {
     let me = std::env::current_exe().map_err(|e| format!("cannot find fsgate itself: {e}"))?;
     let mut command = std::process::Command::new(me)
         .arg(EXEC_ARG)
-        .args(&spec.command)
+        .args(spec.exec_args())
         .spawn()
         .map_err(|e| {
             format!(

@@ -1,0 +1,141 @@
+//! `fsgate acp --confine-agent`: the agent, and every process it starts, sees the
+//! workspace through the view, as `fsgate run`'s command does (src/cli/view_host.rs):
+//! at the workspace's own path, every lookup, read and change decided by the policy
+//! and recorded under the view's session. Outside the workspace its Landlock ruleset
+//! (the `[agent]` section) holds as before; it is completed with the view's root and
+//! applied at the agent's start inside the view (crates/fsgate-sandbox `in_view.rs`).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use super::view_host::{self, ChildCommand, Fuse};
+use crate::sandbox::{AgentPlan, SandboxStatus, ViewConfinement};
+use crate::startup;
+
+/// The agent's command: started directly (Landlock only), or inside the view.
+pub(super) enum AgentCommand {
+    Direct(Command),
+    InView(Box<InView>),
+}
+
+/// An agent to be started inside the view, and what serving the view needs.
+pub(super) struct InView {
+    child: ChildCommand,
+    fuse: Option<Fuse>,
+    confinement: ViewConfinement,
+    root: PathBuf,
+    /// The session the view's records carry.
+    pub(super) session: String,
+}
+
+impl AgentCommand {
+    pub(super) fn command_mut(&mut self) -> &mut Command {
+        match self {
+            AgentCommand::Direct(c) => c,
+            AgentCommand::InView(v) => &mut v.child.command,
+        }
+    }
+
+    /// Starts the agent (inside the view: the view's child, which mounts it and starts
+    /// the agent); what stays to be done once it runs.
+    pub(super) fn spawn(self) -> std::io::Result<(Child, Option<Pending>)> {
+        match self {
+            AgentCommand::Direct(mut c) => Ok((c.spawn()?, None)),
+            AgentCommand::InView(v) => {
+                let InView {
+                    child,
+                    fuse,
+                    mut confinement,
+                    root,
+                    session,
+                } = *v;
+                let child = child.spawn()?;
+                confinement.close_inherited();
+                Ok((
+                    child,
+                    Some(Pending {
+                        fuse,
+                        root,
+                        session,
+                    }),
+                ))
+            }
+        }
+    }
+}
+
+/// The view, between the child's start and its mount.
+pub(super) struct Pending {
+    fuse: Option<Fuse>,
+    root: PathBuf,
+    session: String,
+}
+
+impl Pending {
+    /// Waits for the child's mount (after the gateway confined itself) and serves the
+    /// view; says on stderr what the agent sees.
+    pub(super) fn serve(
+        mut self,
+        child: &mut Child,
+        gateway: &Arc<crate::gateway::Gateway>,
+    ) -> Result<view_host::Served, String> {
+        let fuse = self
+            .fuse
+            .take()
+            .ok_or_else(|| "the view's device was handed on".to_owned())?
+            .connect(child)?;
+        let served = view_host::serve(gateway, fuse, &self.session, (&self.root, None))?;
+        crate::text::eprint_line(&format!(
+            "fsgate: the agent sees {} through fsgate's view (session {}): every lookup, read and change its processes make there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; outside the workspace its sandbox holds",
+            crate::text::EscPath(&self.root),
+            self.session
+        ));
+        Ok(served)
+    }
+
+    /// The `view` of the `agent-start` record.
+    pub(super) fn record(&self) -> serde_json::Value {
+        serde_json::json!({
+            "session": self.session,
+            "root": self.root.to_string_lossy(),
+        })
+    }
+}
+
+/// The confined agent's command inside the view: `argv` (the program discovery
+/// resolved, its arguments) started by the view's child, which `plan`'s confinement
+/// (with the view's root added) restricts at the agent's start. Only one workspace.
+pub(super) fn command(
+    opened: &mut startup::Opened,
+    policy_file: Option<&Path>,
+    plan: &AgentPlan,
+    argv: Vec<OsString>,
+) -> Result<(AgentCommand, SandboxStatus), String> {
+    let fuse = Fuse::new()?;
+    let mut confinement =
+        crate::sandbox::prepare_agent_for_view(plan).map_err(|e| e.to_string())?;
+    let status = confinement.status().clone();
+    let root = opened.gateway.workspace().root_path().to_path_buf();
+    let hide = view_host::hidden(opened, policy_file);
+    let word = Some(OsString::from(confinement.word()));
+    let mut child = ChildCommand::new(&fuse, (&root, hide), argv, word)?;
+    child
+        .command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    crate::signals::unblock_in_child(&mut child.command);
+    confinement.install(&mut child.command, plan);
+    // The gateway names each process of the view from /proc.
+    opened.keep_readable(Path::new("/proc"));
+    let view = InView {
+        child,
+        fuse: Some(fuse),
+        confinement,
+        root,
+        session: view_host::session_id("acp"),
+    };
+    Ok((AgentCommand::InView(Box::new(view)), status))
+}

@@ -1,0 +1,225 @@
+//! What `fsgate run` and `fsgate acp --confine-agent` share to show a command the
+//! workspace through the view (crates/fsgate-view): the FUSE device, the child that
+//! mounts the view and runs the command, the wait for its mount, and the view served
+//! until the command's tree has ended. See docs/run.md.
+
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::Arc;
+
+use crate::startup;
+
+/// fsgate's own paths the command must not see: its state directories, the audit log
+/// and the policy file.
+pub(super) fn hidden(opened: &startup::Opened, policy: Option<&Path>) -> Vec<PathBuf> {
+    let mut hide = opened.own_dirs();
+    hide.push(opened.audit_log_path().to_path_buf());
+    hide.extend(policy.map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())));
+    hide
+}
+
+/// Where the FUSE device comes from: as root, this process opens it (the child mounts
+/// it in a mount namespace of the same user namespace); otherwise the child opens it in
+/// the user namespace it makes (the kernel mounts only a device opened there) and hands
+/// it over a socket pair.
+pub(super) enum Fuse {
+    /// The device, opened here.
+    Device(OwnedFd),
+    /// This process's end of the pair, and the child's (closed here once it started).
+    Handoff(OwnedFd, Option<OwnedFd>),
+}
+
+impl Fuse {
+    pub(super) fn new() -> Result<Fuse, String> {
+        use rustix::fs::{Mode, OFlags, open};
+        if !rustix::process::geteuid().is_root() {
+            let (ours, theirs) = fsgate_view::handoff::pair()
+                .map_err(|e| format!("cannot make a socket pair for /dev/fuse: {e}"))?;
+            return Ok(Fuse::Handoff(ours, Some(theirs)));
+        }
+        open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
+            .map(Fuse::Device)
+            .map_err(|e| format!("cannot open /dev/fuse ({e}): the view needs FUSE"))
+    }
+
+    /// What the child gets: a duplicate without close-on-exec of the device or of its
+    /// end of the pair.
+    fn for_child(&self) -> Result<(OwnedFd, bool), String> {
+        let (fd, handoff) = match self {
+            Fuse::Device(fd) => (fd, false),
+            Fuse::Handoff(_, Some(theirs)) => (theirs, true),
+            Fuse::Handoff(_, None) => return Err("the socket pair was handed on".into()),
+        };
+        let dup = rustix::io::dup(fd).map_err(|e| format!("cannot pass /dev/fuse on: {e}"))?;
+        Ok((dup, handoff))
+    }
+
+    /// The mounted device, once the child mounted it (or why it could not).
+    pub(super) fn connect(self, child: &mut Child) -> Result<OwnedFd, String> {
+        let device = match self {
+            Fuse::Device(fd) => fd,
+            Fuse::Handoff(ours, theirs) => {
+                // Without the child's end here, the pair ends when the child does.
+                drop(theirs);
+                fsgate_view::handoff::receive(&ours)
+                    .map_err(|e| format!("the view could not be mounted ({e})"))?
+            }
+        };
+        wait_mounted(&device, child)?;
+        Ok(device)
+    }
+}
+
+/// The command of the child that mounts the view and runs `command`, with the
+/// descriptor it inherits (kept open until it is started, then dropped).
+pub(super) struct ChildCommand {
+    pub(super) command: Command,
+    inherited: OwnedFd,
+}
+
+impl ChildCommand {
+    /// fsgate again, as the child: the view at `root`, `hide` covered, `confine` the
+    /// confinement the command's start applies to itself.
+    pub(super) fn new(
+        fuse: &Fuse,
+        (root, hide): (&Path, Vec<PathBuf>),
+        command: Vec<OsString>,
+        confine: Option<OsString>,
+    ) -> Result<ChildCommand, String> {
+        let (inherited, handoff) = fuse.for_child()?;
+        let cwd = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
+        let spec = fsgate_view::child::Spec {
+            fuse_fd: inherited.as_raw_fd(),
+            handoff,
+            at: root.to_path_buf(),
+            cwd,
+            hide,
+            command,
+            confine,
+        };
+        let me = std::env::current_exe().map_err(|e| format!("cannot find fsgate itself: {e}"))?;
+        let mut command = Command::new(me);
+        command.arg(fsgate_view::child::ARG).args(spec.to_args());
+        Ok(ChildCommand { command, inherited })
+    }
+
+    /// Starts the child; the inherited descriptor is closed here.
+    pub(super) fn spawn(mut self) -> std::io::Result<Child> {
+        let child = self.command.spawn();
+        drop(self.inherited);
+        child
+    }
+}
+
+/// Waits until the kernel's first message is on the FUSE device (the child mounted the
+/// view) or the child ended (it could not: it said why). Until the mount, the device
+/// polls as an error, so this looks every few milliseconds.
+fn wait_mounted(fuse: &OwnedFd, child: &mut Child) -> Result<(), String> {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let zero = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    loop {
+        let mut fds = [PollFd::new(fuse, PollFlags::IN)];
+        match poll(&mut fds, Some(&zero)) {
+            Ok(_) if fds[0].revents().contains(PollFlags::IN) => return Ok(()),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(format!("cannot wait for the view's mount: {e}")),
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("the view could not be mounted ({status})"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Ends the child (start-up failed after it started).
+pub(super) fn end(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A new session id for the view's records: `prefix`, `-` and 12 random hex digits.
+pub(super) fn session_id(prefix: &str) -> String {
+    let mut bytes = [0u8; 6];
+    if getrandom::fill(&mut bytes).is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        bytes.copy_from_slice(&t.to_le_bytes()[..6]);
+    }
+    format!("{prefix}-{}", hex::encode(bytes))
+}
+
+/// The view being served.
+pub(super) struct Served {
+    pub(super) counts: Arc<fsgate_view::Counts>,
+    thread: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
+/// Serves the view of `gateway`'s workspace at `root` on `fuse`, each request
+/// recorded under `session`, `ask` rules' questions waiting in `asks` (None: they
+/// refuse).
+pub(super) fn serve(
+    gateway: &Arc<crate::gateway::Gateway>,
+    fuse: OwnedFd,
+    session: &str,
+    (root, asks): (&Path, Option<Arc<fsgate_view::asks::Asks>>),
+) -> Result<Served, String> {
+    let mut view =
+        fsgate_view::View::new(Arc::clone(gateway), session.to_owned(), root.to_path_buf());
+    if !rustix::process::geteuid().is_root() {
+        view = view.in_user_namespace();
+    }
+    if let Some(asks) = asks {
+        view = view.asking(asks);
+    }
+    let counts = view.counts();
+    let thread =
+        fsgate_view::serve(view, fuse).map_err(|e| format!("cannot serve the view: {e}"))?;
+    Ok(Served { counts, thread })
+}
+
+impl Served {
+    /// Once the command's tree has ended, and with its namespace the mount: the
+    /// connection ends when the requests in flight are answered (their records before
+    /// the stop record). Waits up to 5 s.
+    pub(super) fn finish(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !self.thread.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        if !self.thread.is_finished() {
+            tracing::warn!("the view's connection was still open 5 s after the command ended");
+        }
+    }
+}
+
+/// `fsgate __view-exec ...`: the command's start in the view; applies the
+/// confinement it was given, then becomes the command; returns only if it could not
+/// (127, as a shell says).
+pub(super) fn exec() -> std::process::ExitCode {
+    let Some((confine, command)) = fsgate_view::child::split_exec_args(std::env::args_os().skip(2))
+    else {
+        return super::fail("this word is fsgate run's own; see fsgate run --help");
+    };
+    if let Some((word, at)) = confine {
+        let applied = word
+            .to_str()
+            .ok_or_else(|| "the confinement is not text".to_owned())
+            .and_then(|w| crate::sandbox::confine_agent_in_view(w, &at).map_err(|e| e.to_string()));
+        if let Err(e) = applied {
+            crate::text::eprint_line(&format!(
+                "fsgate: cannot confine the agent in the view ({e}); it was not run"
+            ));
+            return std::process::ExitCode::from(126);
+        }
+    }
+    let why = fsgate_view::child::exec(command.into_iter());
+    crate::text::eprint_line(&format!("fsgate: {why}"));
+    std::process::ExitCode::from(127)
+}

@@ -1,0 +1,170 @@
+//! `fsgate acp --confine-agent`: the agent and every process it starts see the
+//! workspace through the view, as `fsgate run`'s command does (docs/run.md). Here the
+//! agent `fsgate acp` hosts is a shell: it runs a test, changes files and is refused a
+//! secret, each change recorded naming its process under the view's session and undone
+//! by it; and it gets a pseudo-terminal, with TIOCSTI and TIOCLINUX closed.
+
+use std::ffi::OsString;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::acp_proxy::editor::{Editor, Options};
+use crate::common::bin;
+
+const SECRET: &str = "hunter2-acp-view-secret";
+
+/// `fsgate acp --confine-agent -- sh -c SCRIPT`, in a workspace holding `.env`,
+/// `a.txt` and `test_app.py`. The script's first line of input is the workspace's
+/// path (it starts in a directory of its own) and its output goes to fsgate's stderr;
+/// returns once fsgate ended.
+fn confined_shell(script: &str) -> Editor {
+    let (_cwd_dir, cwd) = crate::common::canonical_tempdir("fsgate-acp-view-cwd");
+    let script = format!("exec 1>&2; read root; cd \"$root\" || exit 9; {script}");
+    let agent: Vec<OsString> = vec!["sh".into(), "-c".into(), script.into()];
+    let opts = Options {
+        confine: true,
+        cwd: Some(cwd),
+        ..Default::default()
+    };
+    let mut ed = Editor::launch(&agent, opts);
+    let root = ed.root.clone();
+    std::fs::write(root.join(".env"), format!("TOKEN={SECRET}\n")).expect("seed");
+    std::fs::write(root.join("a.txt"), "alpha\n").expect("seed");
+    let test = "assert open('a.txt').read() == 'alpha\\n'\n\
+                open('result.txt', 'w').write('passed\\n')\nprint('TEST-PASSED')\n";
+    std::fs::write(root.join("test_app.py"), test).expect("seed");
+    ed.send_raw(&root.to_string_lossy());
+    let status = ed.wait_exit(Duration::from_secs(60));
+    assert!(status.is_some(), "the agent did not end\n{}", ed.stderr());
+    ed
+}
+
+/// The records of the view's requests: `request` records naming a process.
+fn view_requests(ed: &Editor) -> Vec<Value> {
+    ed.audit_records()
+        .into_iter()
+        .filter(|r| r["kind"] == "request" && !r["peer"].is_null())
+        .collect()
+}
+
+/// The view's session, from the `agent-start` record.
+fn view_session(ed: &Editor) -> String {
+    let start = ed
+        .audit_records()
+        .into_iter()
+        .find(|r| r["kind"] == "agent-start")
+        .expect("agent-start record");
+    start["details"]["view"]["session"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no view in {start}\n{}", ed.stderr()))
+        .to_owned()
+}
+
+#[test]
+fn view_acp_the_confined_agents_shell_works_on_the_workspace_governed_and_recorded() {
+    let ed = confined_shell(
+        "cat .env; echo cat=$?; python3 test_app.py; echo test=$?; \
+         echo hi > notes2.txt; rm a.txt; echo changed=$?",
+    );
+    let (stderr, root) = (ed.stderr(), ed.root.clone());
+    assert!(stderr.contains("cat=1"), "{stderr}");
+    assert!(stderr.contains(".env: No such file"), "{stderr}");
+    assert!(!stderr.contains(SECRET), "the secret reached the agent");
+    assert!(
+        stderr.contains("TEST-PASSED") && stderr.contains("test=0"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("changed=0"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("result.txt"))
+            .ok()
+            .as_deref(),
+        Some("passed\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("notes2.txt"))
+            .ok()
+            .as_deref(),
+        Some("hi\n")
+    );
+    assert!(!root.join("a.txt").exists());
+    let session = view_session(&ed);
+    let requests = view_requests(&ed);
+    let change = |op: &str, path: &str| {
+        requests
+            .iter()
+            .find(|r| r["op"] == op && r["path"] == path && r["outcome"] == "ok")
+            .unwrap_or_else(|| panic!("no {op} {path} record: {requests:#?}"))
+    };
+    let rm = change("rm", "a.txt");
+    assert_eq!(rm["session"], session.as_str(), "{rm}");
+    assert!(rm["peer"].to_string().contains("rm"), "{rm}");
+    assert!(rm["backup"].is_string(), "{rm}");
+    let written = change("write_text_file", "notes2.txt");
+    assert_eq!(written["session"], session.as_str(), "{written}");
+    let refused = requests
+        .iter()
+        .any(|r| r["path"] == ".env" && r["decision"] == "deny");
+    assert!(refused, "no refusal of .env recorded: {requests:#?}");
+    // The view's session undoes what the agent's shell did.
+    let state = &ed.state;
+    let out = Command::new(bin())
+        .arg("undo")
+        .arg("--workspace")
+        .arg(&root)
+        .arg("--audit-log")
+        .arg(state.join("audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(state.join("backups"))
+        .args(["--session", &session])
+        .output()
+        .expect("fsgate undo");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).ok().as_deref(),
+        Some("alpha\n")
+    );
+    assert!(!root.join("notes2.txt").exists());
+}
+
+/// The shell gets a pseudo-terminal (forkpty works), and a process on it cannot push
+/// input into it (TIOCSTI) nor use the console's TIOCLINUX: EPERM both.
+#[test]
+fn view_acp_the_confined_agent_gets_a_terminal_without_tiocsti() {
+    let probe = r#"
+import fcntl, os, pty, sys, termios
+pid, fd = pty.fork()
+if pid == 0:
+    for name, cmd, arg in (("TIOCSTI", termios.TIOCSTI, b"x"), ("TIOCLINUX", 0x541C, b"\x07")):
+        try:
+            fcntl.ioctl(0, cmd, arg)
+            print(name, "allowed")
+        except OSError as e:
+            print(name, "refused", e.errno)
+    sys.stdout.flush()
+    os._exit(0)
+out = b""
+while True:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+os.waitpid(pid, 0)
+print("PTY:", out.decode().replace("\r\n", " | "))
+"#;
+    let ed = confined_shell(&format!("python3 -c '{probe}'; echo probe=$?"));
+    let stderr = ed.stderr();
+    assert!(stderr.contains("probe=0"), "{stderr}");
+    assert!(stderr.contains("TIOCSTI refused 1"), "{stderr}");
+    assert!(stderr.contains("TIOCLINUX refused 1"), "{stderr}");
+    assert!(!stderr.contains("allowed"), "{stderr}");
+}
