@@ -5,8 +5,8 @@
 //! inherits the restriction.
 
 mod acp;
-mod asks;
 mod acp_view;
+mod asks;
 mod connect;
 mod docs;
 mod run;

@@ -20,3 +20,5 @@ mod gemini;
 mod under_run;
 // The agent's own shell tool, confined: its processes through fsgate's view.
 mod shell;
+// Codex through codex-acp behind `fsgate acp --confine-agent`: its shell and apply_patch on the view.
+mod codex_acp;

@@ -109,7 +109,6 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     code
 }
 
-
 /// Answers `fsgate asks` on the run's socket: the socket's path and the run's
 /// questions (None: `ask` rules refuse).
 fn answer_asks(

@@ -178,34 +178,24 @@ fn undo(root: &Path, state: &Path, session: &str) {
     );
 }
 
-/// The default policy with its `[secrets]` replaced by the dotenv files alone, so that
-/// `.git` is reachable (the default hides it; see docs/run.md).
-fn policy_letting_git_in() -> String {
-    let default = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/default.toml"),
-    )
-    .expect("default policy");
-    let start = default.find("\n[secrets]\n").expect("[secrets]");
-    let end = default.find("\n[limits]\n").expect("[limits]");
-    format!(
-        "{}\n[secrets]\nbuiltin = false\npatterns = [{{ id = \"dotenv\", regex = '^\\.env' }}]\n{}",
-        &default[..start],
-        &default[end..]
-    )
-}
-
-/// `git init`, `add` and `commit` through `agent`'s shell tool, confined, under a
-/// policy that lets `.git` in: the commit is in the real repository, its writes
+/// `git add` and `commit` through `agent`'s shell tool, confined, under the default
+/// policy (which lets git write `.git` but never its hooks or config, so the repository
+/// is made outside the agent first): the commit is in the real repository, its writes
 /// recorded under the view's session.
 pub fn git_commit_through_the_view(
     agent: &Agent,
     (tool, mode): (&str, Option<&str>),
     args: fn(&str) -> Value,
 ) {
-    let policy = policy_letting_git_in();
-    let (mut ed, _fake, _stub) = launch_with(agent, true, Some(&policy));
+    let (mut ed, _fake, _stub) = launch_with(agent, true, None);
     let root = ed.root.clone();
     seed(&root);
+    let init = Command::new("git")
+        .args(["init", "-q", "."])
+        .current_dir(&root)
+        .status()
+        .expect("git init");
+    assert!(init.success(), "git init outside the agent");
     let sid = open_session(&mut ed, agent);
     if let Some(mode) = mode {
         let id = ed.request(
@@ -215,8 +205,7 @@ pub fn git_commit_through_the_view(
         let resp = ed.response_within(&id, Duration::from_secs(30));
         assert!(resp["error"].is_null(), "{}: set_mode: {resp}", agent.name);
     }
-    let command = "git init -q . && git add test_app.py && \
-        git -c user.name=a -c user.email=a@example.com commit -qm fsgate-first";
+    let command = "git add test_app.py && git -c user.name=a -c user.email=a@example.com commit -qm fsgate-first";
     let want = json!([{"tool": tool, "args": args(command)}]);
     prompt_step(&mut ed, agent, &sid, "git commit", want);
     let log = Command::new("git")
