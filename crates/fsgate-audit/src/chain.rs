@@ -6,10 +6,11 @@ use std::io::Read;
 use std::path::Path;
 
 use super::record::{self, GENESIS_PREV, LineFault, LineInfo, check_line};
+use super::report::{FailureKind, FileReport};
 use super::series::{self, Series};
 use super::signed::{SigStatus, check_signature};
 use super::tombstone::Tombstone;
-use super::verify::{FailureKind, FileReport, Run};
+use super::verify_run::Run;
 
 /// Bytes read per chunk.
 const CHUNK: usize = 8 << 20;

@@ -71,6 +71,7 @@ pub(crate) mod signed;
 mod tombstone;
 mod tree;
 pub mod verify;
+mod verify_run;
 pub(crate) mod writer;
 
 #[cfg(test)]

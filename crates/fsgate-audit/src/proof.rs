@@ -19,26 +19,10 @@ use super::note::SignedNote;
 use super::series;
 
 mod check;
+mod layout;
 pub(crate) use check::{Proven, check};
-
-/// First line of an inclusion proof.
-pub(crate) const INCLUSION_HEADER: &str = "c2sp.org/tlog-proof@v1";
-/// First line of a consistency proof.
-pub(crate) const CONSISTENCY_HEADER: &str = "fsgate.audit/consistency-proof@v1";
-
-/// Why a proof could not be made or checked.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ProofError {
-    /// A file could not be read (exit 2).
-    #[error("{0}")]
-    Unreadable(String),
-    /// The proof cannot be made from this log (exit 2).
-    #[error("{0}")]
-    Unprovable(String),
-    /// The proof is malformed or does not hold (exit 1).
-    #[error("{0}")]
-    Invalid(String),
-}
+use layout::record_seq;
+pub(crate) use layout::{CONSISTENCY_HEADER, INCLUSION_HEADER, ProofError};
 
 /// The leaf hashes of records `1..=size` of the log whose active file is `log`, and
 /// the line of record `want` (if asked).
@@ -95,13 +79,6 @@ fn series_files(log: &Path) -> Result<Vec<PathBuf>, ProofError> {
         .find(|s| s.base == base)
         .map(|s| s.files)
         .ok_or_else(|| ProofError::Unreadable(format!("{}: no such log", log.display())))
-}
-
-/// A record line's `seq` (its first member).
-fn record_seq(line: &[u8]) -> Option<u64> {
-    let rest = line.strip_prefix(b"{\"seq\":")?;
-    let end = rest.iter().position(|b| !b.is_ascii_digit())?;
-    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
 
 /// The latest checkpoint in `file` (one per line) that carries a Merkle tree.

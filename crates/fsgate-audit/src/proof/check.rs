@@ -8,7 +8,7 @@ use ed25519_dalek::VerifyingKey;
 use crate::merkle::{self, Hash};
 use crate::note::SignedNote;
 
-use super::{CONSISTENCY_HEADER, INCLUSION_HEADER, ProofError, record_seq};
+use super::layout::{CONSISTENCY_HEADER, INCLUSION_HEADER, ProofError, record_seq};
 
 /// Longest record line a proof may carry (a record is bounded far below this).
 const MAX_RECORD: usize = 1 << 20;
