@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::lines::{LineReader, Next};
-use super::{OnRecord, ShowFilter, ShowStats, open, record_of};
+use super::select::{OnRecord, ShowFilter, ShowStats, open, record_of};
 use crate::series::Series;
 
 /// Every file of every chain, opened up front: a chain rotated while it is read is still
