@@ -280,19 +280,28 @@ class Bench:
         if not os.path.isdir(ws):
             tree(ws, self.a.files, lines=2)
         log = self.log("walk")
-        if os.path.exists(log):
-            os.remove(log)
+        for old in segments(log) + [log + ".checkpoint"]:
+            os.remove(old)
         cmd = "find . -type f -print0 | xargs -0 cat >/dev/null"
         subprocess.run(self.fsgate_run(ws, log) + ["sh", "-c", cmd], cwd=ws, check=True,
                        capture_output=True)
-        with open(log) as f:
-            body = f.read()
+        body = ""
+        for part in segments(log):
+            with open(part) as f:
+                body += f.read()
         named = sum(
             1 for d in os.listdir(ws) for fn in os.listdir(os.path.join(ws, d))
             if f"{d}/{fn}" in body
         )
         return {"files": self.a.files, "audit_bytes": len(body.encode()),
                 "files_named": named, "target_bytes": 2 << 20}
+
+
+def segments(log):
+    """The log and the segments it rolled over into (8 MiB each)."""
+    d, base = os.path.split(log)
+    return [os.path.join(d, n) for n in sorted(os.listdir(d))
+            if n == base or (n.startswith(base + ".") and n[len(base) + 1:].isdigit())]
 
 
 def figure(native, view):
