@@ -7,6 +7,12 @@
 #   scripts/bench.sh --quick    # tiny counts, 1 repetition: proves it runs and checks
 #   scripts/bench.sh --quick --only write_new,overwrite,write_new_serial,overwrite_serial
 #                               # only those workloads
+#   scripts/bench.sh --only view            # `fsgate run`'s view against the same
+#                               # commands natively (benches/view.py, as root): git status,
+#                               # grep -r, a 64 MiB read, unittest, unpack, rm -rf, 8
+#                               # processes at once, the gateway's RSS under `find`, the
+#                               # audit bytes of a walk; --only view_grep,view_rm: those
+#                               # (--quick: 2,000 files, 20,000 for find, 2 repetitions)
 #
 # Run as root: each write workload (fsgate's, the reference's, their floors and the bare
 # calls) then gets an ext4 filesystem made for it on a loop device (a sparse image on the
@@ -35,6 +41,22 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: scripts/bench.sh [--quick] [--only W1,W2,...]" >&2; exit 2 ;;
 esac
+
+# The view's workloads need neither the reference server nor rg: run alone.
+if [ "${MODE[*]}" != "${MODE[*]#*--only view}" ]; then
+  cargo build --release -p fsgate --bin fsgate
+  ONLY="${MODE[*]##*--only }"
+  SIZES=()
+  [ "${MODE[0]}" = --quick ] && SIZES=(--files 2000 --find-files 20000 --reps 2)
+  TARGET="${CARGO_TARGET_DIR:-$PWD/target}"
+  OUT="${BENCH_OUT:-$TARGET/bench}"
+  WORK=$(mktemp -d -t fsgate-view-bench.XXXXXX)
+  trap 'rm -rf "$WORK"' EXIT
+  mkdir -p "$OUT"
+  python3 benches/view.py --fsgate "$TARGET/release/fsgate" --work "$WORK" \
+    --only "$ONLY" "${SIZES[@]}" --json "$OUT/view.json" --markdown "$OUT/view.md"
+  exit
+fi
 
 REFERENCE="@modelcontextprotocol/server-filesystem@2026.8.31"
 TARGET="${CARGO_TARGET_DIR:-$PWD/target}"

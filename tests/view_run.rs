@@ -877,3 +877,47 @@ fn view_a_process_that_execs_is_named_as_what_it_became() {
         assert!(peer.contains(r#"argv ["cat",".env"]"#), "{peer}");
     }
 }
+
+/// What the kernel caches (names, attributes, pages kept across opens, reads passed
+/// through to the file itself) never shows an old version: a file rewritten through
+/// the view is read anew, size and content, by the next process at once; a large file
+/// (read by the kernel directly where it can) likewise, and its opens are decided and
+/// recorded all the same.
+#[test]
+fn view_a_rewritten_file_is_read_anew_at_once_small_or_large() {
+    let ws = Ws::new();
+    let big = |b: u8| vec![b; 3 << 20];
+    std::fs::write(ws.root.join("big.bin"), big(b'a')).expect("big");
+    let script = "cat a.txt >/dev/null; stat -c %s a.txt; \
+        python3 -c \"open('a.txt','w').write('a longer line\\n')\"; \
+        stat -c %s a.txt; cat a.txt; \
+        head -c 2 big.bin; echo; \
+        python3 -c \"open('big.bin','wb').write(b'b' * (3 << 20))\"; \
+        head -c 2 big.bin; echo; wc -c < big.bin; tail -c 2 big.bin; echo";
+    let out = ws.sh(script);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(stdout, "6\n14\na longer line\naa\nbb\n3145728\nbb\n");
+    let big_opens = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "open" && r["path"] == "big.bin")
+        .count();
+    // head, the write's open, head, wc, tail.
+    assert_eq!(big_opens, 5, "{}", text(&out.stderr));
+}
+
+/// A large file held open for reading (passed through to the kernel where it can) can
+/// still be opened for writing by another process, and the reader keeps its version.
+#[test]
+fn view_a_large_file_open_for_reading_can_be_opened_for_writing() {
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("big.bin"), vec![b'a'; 3 << 20]).expect("big");
+    let script = "f = open('big.bin', 'rb')\nprint(f.read(2))\n\
+        g = open('big.bin', 'r+b')\ng.write(b'zz')\ng.close()\n\
+        print(f.read(2))\nprint(open('big.bin', 'rb').read(4))\n";
+    let out = ws.run(&["python3", "-c", script]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(stdout, "b'aa'\nb'aa'\nb'zzaa'\n");
+}

@@ -18,8 +18,8 @@ use crate::nodes::{self, Nodes, ROOT};
 use crate::peer::Peers;
 
 /// How long the kernel may keep a name's or an inode's attributes without asking
-/// again: short, since a program outside may change the workspace too.
-pub(crate) const TTL: Duration = Duration::from_secs(1);
+/// again (`cache.rs`: why this long, and what takes them back sooner).
+pub(crate) const TTL: Duration = crate::cache::TTL;
 
 /// What a run did: operations allowed that read, that changed, and refusals.
 #[derive(Debug, Default)]
@@ -69,6 +69,10 @@ pub struct View {
     counts: Arc<Counts>,
     /// Where an `ask` rule's question waits for `fsgate asks` (None: nobody is asked).
     asks: Option<Arc<crate::asks::Asks>>,
+    /// Takes back what the kernel caches when the view changes it.
+    pub(crate) invalidator: Arc<crate::cache::Invalidator>,
+    /// Reads the kernel makes from the gateway's own open files.
+    pub(crate) passthrough: crate::passthrough::Passthrough,
 }
 
 impl std::fmt::Debug for View {
@@ -92,6 +96,8 @@ impl View {
             peers: Peers::default(),
             counts: Arc::default(),
             asks: None,
+            invalidator: Arc::default(),
+            passthrough: Default::default(),
         }
     }
 

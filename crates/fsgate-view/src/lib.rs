@@ -15,12 +15,14 @@
 //! executes it as it does for every door.
 
 pub mod asks;
+mod cache;
 pub mod child;
 mod errno;
 mod fs;
 mod handles;
 pub mod handoff;
 mod nodes;
+mod passthrough;
 mod peer;
 mod requests;
 mod writes;
@@ -31,8 +33,8 @@ use std::sync::Arc;
 pub use fs::{Counts, View};
 
 /// Threads serving the view's requests at once (a build's processes do not wait for
-/// each other's lookups).
-pub const THREADS: usize = 4;
+/// each other's lookups, nor reads for a change waiting on its durable records).
+pub const THREADS: usize = 8;
 
 /// Serves `view` on the FUSE connection `fd` (a `/dev/fuse` the child mounted): waits
 /// for the kernel's first message, then serves on [`THREADS`] threads until the mount
@@ -43,7 +45,9 @@ pub fn serve(
 ) -> std::io::Result<std::thread::JoinHandle<std::io::Result<()>>> {
     let mut config = fuser::Config::default();
     config.n_threads = Some(THREADS);
+    let invalidator = std::sync::Arc::clone(&view.invalidator);
     let session = fuser::Session::from_fd(view, fd, fuser::SessionACL::All, config)?;
+    invalidator.connect(session.notifier());
     std::thread::Builder::new()
         .name("fsgate-view".into())
         .spawn(move || session.run())

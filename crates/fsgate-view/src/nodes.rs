@@ -77,6 +77,11 @@ impl Nodes {
         Some(path)
     }
 
+    /// The directory and name `ino` was last found under.
+    pub(crate) fn place(&self, ino: u64) -> Option<(u64, String)> {
+        self.nodes.get(&ino).map(|n| (n.parent, n.name.clone()))
+    }
+
     /// The workspace path of `name` in the directory `parent`.
     pub(crate) fn child_path(&self, parent: u64, name: &str) -> Option<String> {
         let mut path = self.path(parent)?;

@@ -24,6 +24,8 @@ impl Filesystem for View {
             .add_capabilities(fuser::InitFlags::FUSE_ATOMIC_O_TRUNC)
             .map_err(|_| std::io::Error::other("the kernel cannot pass O_TRUNC to open"))?;
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP);
+        crate::cache::init(config);
+        self.passthrough.init(config);
         Ok(())
     }
 
@@ -241,7 +243,15 @@ impl Filesystem for View {
         match opened {
             Ok(h) => {
                 let flags = open_flags(&h);
-                reply.opened(FileHandle(self.handles.add(h)), flags)
+                let read = match &h {
+                    Handle::Read(file, _) => Some(std::sync::Arc::clone(file)),
+                    _ => None,
+                };
+                let fh = self.handles.add(h);
+                match read {
+                    Some(file) => self.passthrough.reply(reply, (fh, ino.0), &file, flags),
+                    None => reply.opened(FileHandle(fh), flags),
+                }
             }
             Err(e) => reply.error(e),
         }
@@ -330,6 +340,7 @@ impl Filesystem for View {
         // no one but the record.
         let applied = self.apply(req, fh);
         self.handles.remove(fh.0);
+        self.passthrough.released(fh.0);
         match applied {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
@@ -436,7 +447,8 @@ const PRIVATE_COPY: FopenFlags = FopenFlags::FOPEN_DIRECT_IO;
 fn open_flags(h: &Handle) -> FopenFlags {
     match h {
         Handle::Write(_) => PRIVATE_COPY,
-        Handle::Read(..) | Handle::Dir(_) => FopenFlags::empty(),
+        Handle::Read(file, ino) => crate::cache::read_flags(file, *ino),
+        Handle::Dir(_) => FopenFlags::empty(),
     }
 }
 

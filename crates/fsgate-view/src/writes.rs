@@ -106,7 +106,11 @@ impl View {
         let path = self.path(INodeNo(p.ino))?;
         // Refused or not, this copy has been decided: the next close does not ask again.
         p.dirty = false;
-        self.change(req, Op::WriteBytes { path, content })
+        self.change(req, Op::WriteBytes { path, content })?;
+        // A new version under the name: the kernel's view of the old one is taken back.
+        let place = self.nodes.lock().ok().and_then(|n| n.place(p.ino));
+        self.invalidator.replaced(p.ino, place);
+        Ok(())
     }
 
     /// Truncates `ino` to `size`: its open private copy, or the file (one write).

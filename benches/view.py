@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""`fsgate run`'s view against the same command on the real directory (docs/run.md).
+
+Each workload is generated here (seeded), then timed twice in the same run: natively
+(the command in the workspace itself) and through `fsgate run --workspace WS -- ...`.
+Both sides run the same timer (this file's `time` subcommand) inside, which runs the
+command once to warm caches and then REPS times; the figure is each side's median and
+the ratio of the two (the machine's noise touches both alike). RSS and audit bytes are
+measured on the gateway's process and log.
+
+    python3 benches/view.py --fsgate target/release/fsgate --work /tmp/w [--only A,B]
+
+Run as root (the view needs /dev/fuse). scripts/bench.sh --only view runs it.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+
+HERE = os.path.abspath(__file__)
+SEED = 58
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.com",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+WORKLOADS = [
+    "view_git_status",
+    "view_grep",
+    "view_read_64m",
+    "view_unittest",
+    "view_unpack",
+    "view_rm",
+    "view_parallel",
+    "view_find_rss",
+    "view_audit_walk",
+]
+TARGETS = {
+    "view_git_status": 2.0,
+    "view_grep": 1.5,
+    "view_read_64m": 1.2,
+    "view_unittest": 1.3,
+    "view_unpack": 3.0,
+    "view_rm": 3.0,
+    "view_parallel": 1.5,
+}
+WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+
+
+# --- the timer, run inside each side -------------------------------------------------
+
+
+def timer(argv):
+    """`time REPS WARM CMD...`: sh scripts with {i} the repetition, run in turn each
+    repetition (after WARM untimed repetitions); prints each one's times as JSON."""
+    reps, warm, cmds = int(argv[0]), int(argv[1]), argv[2:]
+    times = [[] for _ in cmds]
+    for n in range(warm + reps):
+        i = f"w{n}" if n < warm else str(n - warm)
+        for k, cmd in enumerate(cmds):
+            t0 = time.perf_counter()
+            subprocess.run(["sh", "-c", cmd.replace("{i}", i)], check=True,
+                           stdout=subprocess.DEVNULL)
+            if n >= warm:
+                times[k].append(time.perf_counter() - t0)
+    print(json.dumps(times))
+
+
+# --- workloads, generated -------------------------------------------------------------
+
+
+def text(rng, lines):
+    return "".join(
+        " ".join(rng.choice(WORDS) for _ in range(8)) + "\n" for _ in range(lines)
+    )
+
+
+def tree(root, files, per_dir=100, lines=20):
+    """`files` small text files, `per_dir` to a directory, seeded."""
+    rng = random.Random(SEED)
+    os.makedirs(root, exist_ok=True)
+    for n in range(files):
+        d = os.path.join(root, f"d{n // per_dir:04}")
+        if n % per_dir == 0:
+            os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"f{n:06}.txt"), "w") as f:
+            f.write(text(rng, lines))
+
+
+def git_repo(root, files):
+    tree(root, files)
+    env = {**os.environ, **GIT_ENV}
+    for args in (["init", "-q", "."], ["add", "-A"], ["commit", "-qm", "gen"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True)
+
+
+def python_suite(root, modules):
+    rng = random.Random(SEED)
+    os.makedirs(os.path.join(root, "tests"), exist_ok=True)
+    open(os.path.join(root, "tests", "__init__.py"), "w").close()
+    for n in range(modules):
+        with open(os.path.join(root, "tests", f"test_m{n:03}.py"), "w") as f:
+            f.write(
+                "import json, os, unittest\n\n"
+                f"DATA = {rng.sample(range(1000), 20)!r}\n\n"
+                "class T(unittest.TestCase):\n"
+                "    def test_sum(self):\n"
+                "        self.assertEqual(sum(DATA), sum(sorted(DATA)))\n"
+                "    def test_file(self):\n"
+                "        with open(__file__) as f:\n"
+                "            self.assertIn('unittest', f.read())\n"
+            )
+
+
+def small_tar(path, files):
+    rng = random.Random(SEED)
+    with tarfile.open(path, "w") as tar:
+        for n in range(files):
+            data = text(rng, 4).encode()
+            info = tarfile.TarInfo(f"pkg/d{n // 100:03}/f{n:05}.js")
+            info.size = len(data)
+            info.mtime = 1_700_000_000
+            import io
+
+            tar.addfile(info, io.BytesIO(data))
+
+
+def policy(path, repo):
+    """The default policy letting `.git` in (dotenv files stay secret), reads to 128 MiB."""
+    with open(os.path.join(repo, "policies", "default.toml")) as f:
+        default = f.read()
+    start, end = default.index("\n[secrets]\n"), default.index("\n[limits]\n")
+    body = (
+        default[:start]
+        + "\n[secrets]\nbuiltin = false\npatterns = [{ id = \"dotenv\", regex = '^\\.env' }]\n"
+        + default[end:]
+    )
+    body = body.replace("max_read_bytes = 10485760", "max_read_bytes = 134217728")
+    with open(path, "w") as f:
+        f.write(body)
+
+
+# --- the two sides ----------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.work = os.path.abspath(a.work)
+        self.state = os.path.join(self.work, "state")
+        self.policy = os.path.join(self.work, "policy.toml")
+        os.makedirs(self.state, exist_ok=True)
+        policy(self.policy, os.path.dirname(os.path.dirname(HERE)))
+
+    def fsgate_run(self, ws, log):
+        return [
+            self.a.fsgate, "run", "--workspace", ws, "--policy", self.policy,
+            "--audit-log", log, "--backup-dir", os.path.join(self.state, "backups"),
+            "--",
+        ]
+
+    def log(self, name):
+        return os.path.join(self.state, f"{name}.audit.jsonl")
+
+    def timed(self, name, ws, *cmds, warm=1):
+        """Each of `cmds` timed on both sides; the first's figures (and the others' as
+        `more`)."""
+        inner = [sys.executable, HERE, "time", str(self.a.reps), str(warm), *cmds]
+        env = {**os.environ, **GIT_ENV}
+        native = subprocess.run(inner, cwd=ws, env=env, check=True, capture_output=True)
+        view = subprocess.run(
+            self.fsgate_run(ws, self.log(name)) + inner,
+            cwd=ws, env=env, capture_output=True,
+        )
+        if view.returncode != 0:
+            raise SystemExit(f"{name}: through the view: {view.stderr.decode()[-2000:]}")
+        n = json.loads(native.stdout)
+        v = json.loads(view.stdout.decode().strip().splitlines()[-1])
+        figures = [figure(a, b) for a, b in zip(n, v)]
+        return {**figures[0], "more": figures[1:]}
+
+    def ws(self, name):
+        path = os.path.join(self.work, name)
+        shutil.rmtree(path, ignore_errors=True)
+        return path
+
+    def repo(self):
+        path = os.path.join(self.work, "repo")
+        if not os.path.isdir(path):
+            git_repo(path, self.a.files)
+        return path
+
+    def view_git_status(self):
+        return self.timed("git_status", self.repo(), "git status --porcelain >/dev/null")
+
+    def view_grep(self):
+        # A literal that is in no file: every byte is read.
+        return self.timed("grep", self.repo(), "grep -r -l -F zz-not-there . || true")
+
+    def view_read_64m(self):
+        ws = self.ws("big")
+        os.makedirs(ws)
+        with open(os.path.join(ws, "big.bin"), "wb") as f:
+            f.write(random.Random(SEED).randbytes(64 << 20))
+        return self.timed("read_64m", ws, "cat big.bin >/dev/null")
+
+    def view_unittest(self):
+        ws = self.ws("suite")
+        python_suite(ws, 200)
+        return self.timed("unittest", ws, "python3 -m unittest discover -s tests -q 2>/dev/null")
+
+    def tarball(self):
+        tar = os.path.join(self.work, "small.tar")
+        if not os.path.exists(tar):
+            small_tar(tar, self.a.unpack_files)
+        return tar
+
+    def view_unpack(self):
+        """Unpacking, then `rm -rf` of what was unpacked (`view_rm`), each repetition."""
+        ws, tar = self.ws("unpack"), self.tarball()
+        os.makedirs(ws)
+        r = self.timed("unpack", ws, f"mkdir u{{i}} && tar xf {tar} -C u{{i}}", "rm -rf u{i}",
+                       warm=0)
+        self.rm = r.pop("more")[0]
+        return r
+
+    def view_rm(self):
+        if getattr(self, "rm", None) is None:
+            self.view_unpack()
+        return self.rm
+
+    def view_parallel(self):
+        ws = self.ws("parallel")
+        tree(os.path.join(ws, "src"), 320, per_dir=40, lines=60)
+        worker = os.path.join(self.work, "worker.sh")
+        with open(worker, "w") as f:
+            f.write('for f in src/d000$1/*; do cat "$f" "$f" > "$2/$1.${f##*/}.o"; done\n')
+        cmd = f"mkdir out{{i}} && seq 0 7 | xargs -P8 -I@ sh {worker} @ out{{i}}"
+        r = self.timed("parallel", ws, cmd, "rm -rf out{i}")
+        r.pop("more")
+        return r
+
+    def view_find_rss(self):
+        n = self.a.find_files
+        ws = os.path.join(self.work, f"find{n}")
+        if not os.path.isdir(ws):
+            tree(ws, n, per_dir=100, lines=1)
+        t0 = time.perf_counter()
+        subprocess.run(["sh", "-c", "find . | wc -l"], cwd=ws, check=True, capture_output=True)
+        native = time.perf_counter() - t0
+        cmd = self.fsgate_run(ws, self.log("find")) + ["sh", "-c", "find . -type f | wc -l"]
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=ws, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        peak = 0
+        while p.poll() is None:
+            peak = max(peak, rss_kib(p.pid))
+            time.sleep(0.02)
+        out = p.stdout.read().decode().strip()
+        return {
+            "files": n,
+            "found": int(out or 0),
+            "peak_rss_mib": peak / 1024,
+            "native_s": native,
+            "view_s": time.perf_counter() - t0,
+            "target_mib": 64,
+        }
+
+    def view_audit_walk(self):
+        ws = os.path.join(self.work, "walk")
+        if not os.path.isdir(ws):
+            tree(ws, self.a.files, lines=2)
+        log = self.log("walk")
+        for old in segments(log) + [log + ".checkpoint"]:
+            os.remove(old)
+        cmd = "find . -type f -print0 | xargs -0 cat >/dev/null"
+        subprocess.run(self.fsgate_run(ws, log) + ["sh", "-c", cmd], cwd=ws, check=True,
+                       capture_output=True)
+        body = ""
+        for part in segments(log):
+            with open(part) as f:
+                body += f.read()
+        named = sum(
+            1 for d in os.listdir(ws) for fn in os.listdir(os.path.join(ws, d))
+            if f"{d}/{fn}" in body
+        )
+        return {"files": self.a.files, "audit_bytes": len(body.encode()),
+                "files_named": named, "target_bytes": 2 << 20}
+
+
+def segments(log):
+    """The log and the segments it rolled over into (8 MiB each)."""
+    d, base = os.path.split(log)
+    return [os.path.join(d, n) for n in sorted(os.listdir(d))
+            if n == base or (n.startswith(base + ".") and n[len(base) + 1:].isdigit())]
+
+
+def figure(native, view):
+    n, v = statistics.median(native), statistics.median(view)
+    return {"native_s": n, "view_s": v, "ratio": v / n, "native_all": native,
+            "view_all": view}
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def markdown(results):
+    rows = ["| workload | native (median) | view (median) | ratio | target |", "|---|---|---|---|---|"]
+    for name, r in results.items():
+        if "ratio" in r:
+            rows.append(f"| {name} | {r['native_s']*1000:.1f} ms | {r['view_s']*1000:.1f} ms "
+                        f"| {r['ratio']:.2f}× | ≤ {TARGETS[name]}× |")
+        elif "peak_rss_mib" in r:
+            rows.append(f"| {name} ({r['files']:,} files, {r['found']:,} found) | "
+                        f"{r['native_s']*1000:.0f} ms | {r['view_s']*1000:.0f} ms | "
+                        f"peak gateway RSS {r['peak_rss_mib']:.1f} MiB | ≤ 64 MiB |")
+        else:
+            rows.append(f"| {name} ({r['files']:,} files, {r['files_named']:,} named) | | | "
+                        f"audit {r['audit_bytes']/1048576:.2f} MiB | ≤ 2 MiB |")
+    return "\n".join(rows) + "\n"
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "time":
+        return timer(sys.argv[2:])
+    p = argparse.ArgumentParser()
+    p.add_argument("--fsgate", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--only", default="view")
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--files", type=int, default=10_000)
+    p.add_argument("--find-files", type=int, default=100_000)
+    p.add_argument("--unpack-files", type=int, default=10_000)
+    p.add_argument("--json")
+    p.add_argument("--markdown")
+    a = p.parse_args()
+    wanted = [w for w in WORKLOADS if any(w == o or (o == "view") for o in a.only.split(","))]
+    b = Bench(a)
+    results = {}
+    for w in wanted:
+        print(f"view.py: {w} ...", file=sys.stderr, flush=True)
+        results[w] = getattr(b, w)()
+        print(f"view.py: {w}: {json.dumps({k: v for k, v in results[w].items() if k not in ('more', 'native_all', 'view_all')})}",
+              file=sys.stderr, flush=True)
+    md = markdown(results)
+    print(md)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(md)
+
+
+if __name__ == "__main__":
+    main()

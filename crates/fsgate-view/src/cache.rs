@@ -1,0 +1,90 @@
+//! What the kernel may keep without asking the gateway again, and how the view takes it
+//! back.
+//!
+//! Names and attributes: the kernel keeps a found name and a node's attributes for
+//! [`TTL`]. The policy's decision on a `stat` depends on the path, the policy, the kind,
+//! the size and where a symlink leads. A run's policy is fixed (SIGHUP goes to the
+//! command, nothing reloads it), and a name the policy hides is never cached (a refused
+//! lookup is an error, which the kernel asks again). What changes through the view is
+//! taken back at once: the kernel itself drops or moves the names it creates, removes
+//! and renames, and a file replaced by a write applied at close has its node's
+//! attributes, pages and name invalidated here before the close returns. What a program
+//! outside the view changes (size, kind, a symlink's target) is seen, and decided, at
+//! most [`TTL`] later: that bounds how long a cached entry can outlive the decision the
+//! policy would make now. Every open still reaches the gateway (decided and recorded);
+//! a lookup or `stat` the kernel answers from its cache is not recorded again.
+//!
+//! Pages: a file opened for reading keeps the kernel's page cache
+//! ([`FopenFlags::FOPEN_KEEP_CACHE`]) only when the file opened is the node's own
+//! version (its inode number and birth time give the node id, `nodes.rs`): a write
+//! through the view always replaces a file (a new version, a new node), so cached pages
+//! are never another version's. A file changed in place from outside is caught by the
+//! kernel's own check of its modification time (`FUSE_AUTO_INVAL_DATA`) once its
+//! attributes are asked again.
+
+use std::ffi::OsStr;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use fuser::{FopenFlags, INodeNo, Notifier};
+
+/// How long the kernel keeps a name or a node's attributes.
+pub(crate) const TTL: Duration = Duration::from_secs(10);
+
+/// The kernel's caches, taken back when the view changes what they hold.
+#[derive(Default)]
+pub(crate) struct Invalidator {
+    notifier: OnceLock<Notifier>,
+}
+
+impl std::fmt::Debug for Invalidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Invalidator").finish()
+    }
+}
+
+impl Invalidator {
+    /// Notifications go through `notifier` from now on (once the session exists).
+    pub(crate) fn connect(&self, notifier: Notifier) {
+        let _ = self.notifier.set(notifier);
+    }
+
+    /// Node `ino`, found as `name` in `parent`, was replaced by a change of the view's:
+    /// its attributes and pages, and the name, are asked again. Called where the kernel
+    /// holds no lock of the directory (a close or a sync), never from a lookup.
+    pub(crate) fn replaced(&self, ino: u64, at: Option<(u64, String)>) {
+        let Some(n) = self.notifier.get() else {
+            return;
+        };
+        // ENOENT: the kernel no longer holds it, nothing to take back.
+        if let Err(e) = n.inval_inode(INodeNo(ino), 0, 0)
+            && e.raw_os_error() != Some(libc::ENOENT)
+        {
+            tracing::debug!("view: invalidating node {ino}: {e}");
+        }
+        if let Some((parent, name)) = at
+            && let Err(e) = n.inval_entry(INodeNo(parent), OsStr::new(&name))
+            && e.raw_os_error() != Some(libc::ENOENT)
+        {
+            tracing::debug!("view: invalidating a name in node {parent}: {e}");
+        }
+    }
+}
+
+/// The open flags of a file opened for reading as node `ino`: the page cache kept when
+/// `file` is the node's own version.
+pub(crate) fn read_flags(file: &std::fs::File, ino: u64) -> FopenFlags {
+    use std::os::unix::fs::MetadataExt;
+    match file.metadata() {
+        Ok(m) if crate::nodes::node_id(m.ino(), m.created().ok()) == ino => {
+            FopenFlags::FOPEN_KEEP_CACHE
+        }
+        _ => FopenFlags::empty(),
+    }
+}
+
+/// Asks the kernel to drop a node's cached pages when its modification time or size
+/// is found changed (a file changed in place from outside the view).
+pub(crate) fn init(config: &mut fuser::KernelConfig) {
+    let _ = config.add_capabilities(fuser::InitFlags::FUSE_AUTO_INVAL_DATA);
+}
