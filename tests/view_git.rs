@@ -1,5 +1,6 @@
-//! git through `fsgate run`'s view under the default policy (docs/run.md): the
-//! repository is readable and writable, its hooks and config never.
+//! git through `fsgate run`'s view (docs/run.md, "git through the view"): hidden by the
+//! default policy; under policies/examples/git-through-the-view.toml the repository is
+//! readable and writable, its hooks and config never.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -58,11 +59,19 @@ impl Repo {
         self.state.join("audit.jsonl")
     }
 
-    /// `sh -c SCRIPT` through the view, with the default policy.
+    /// `sh -c SCRIPT` through the view, with the policy that lets git in.
     fn sh(&self, script: &str) -> Output {
+        self.sh_under(Some(&git_policy()), script)
+    }
+
+    /// `sh -c SCRIPT` through the view under `policy` (None: the default).
+    fn sh_under(&self, policy: Option<&Path>, script: &str) -> Output {
         let mut cmd = Command::new(bin());
-        cmd.arg("run")
-            .arg("--workspace")
+        cmd.arg("run");
+        if let Some(p) = policy {
+            cmd.arg("--policy").arg(p);
+        }
+        cmd.arg("--workspace")
             .arg(&self.root)
             .arg("--audit-log")
             .arg(self.log())
@@ -83,6 +92,11 @@ impl Repo {
 }
 
 /// Runs `cmd` to its end (killed after 120 s: no test hangs).
+/// The shipped example policy that lets git work through the view.
+fn git_policy() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/examples/git-through-the-view.toml")
+}
+
 fn finished(mut cmd: Command) -> Output {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -107,7 +121,7 @@ fn text(b: &[u8]) -> String {
 }
 
 #[test]
-fn view_git_status_add_commit_switch_checkout_stash_and_log_work_under_the_default_policy() {
+fn view_git_status_add_commit_switch_checkout_stash_and_log_work_under_the_git_policy() {
     let repo = Repo::new();
     let out = repo.sh("set -e
          echo two > b.txt
@@ -198,4 +212,34 @@ fn view_a_hook_or_the_config_written_through_the_view_is_refused_and_recorded() 
             "no refusal of {path}: {refused:?}"
         );
     }
+}
+
+/// The default policy hides `.git` through the view as at every door: git finds no
+/// repository, and a listing does not show it.
+#[test]
+fn view_the_default_policy_hides_git_from_the_command() {
+    let repo = Repo::new();
+    let out = repo.sh_under(None, "ls -a; git status 2>&1; exit 0");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(!stdout.lines().any(|l| l == ".git"), "{stdout}");
+    assert!(stdout.contains("not a git repository"), "{stdout}");
+}
+
+/// Under the git policy, git's HEAD is never removed (without it git would look for a
+/// repository elsewhere, e.g. the workspace itself as a bare one).
+#[test]
+fn view_git_head_cannot_be_removed_under_the_git_policy() {
+    let repo = Repo::new();
+    let out = repo
+        .sh("rm .git/HEAD 2>&1; mv .git/HEAD .git/HEAD.old 2>&1; test -f .git/HEAD && echo kept");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("kept"), "{stdout}\n{}", text(&out.stderr));
+    assert!(repo.root.join(".git/HEAD").is_file());
+    let refused = repo
+        .records()
+        .into_iter()
+        .filter(|r| r["decision"] == "deny" && r["rule"] == "git-head")
+        .count();
+    assert!(refused >= 2, "{refused} refusals recorded");
 }

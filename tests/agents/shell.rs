@@ -178,16 +178,20 @@ fn undo(root: &Path, state: &Path, session: &str) {
     );
 }
 
-/// `git add` and `commit` through `agent`'s shell tool, confined, under the default
-/// policy (which lets git write `.git` but never its hooks or config, so the repository
-/// is made outside the agent first): the commit is in the real repository, its writes
-/// recorded under the view's session.
+/// `git add` and `commit` through `agent`'s shell tool, confined, under the shipped
+/// policies/examples/git-through-the-view.toml (which lets git write `.git` but never
+/// its hooks or config, so the repository is made outside the agent first): the commit
+/// is in the real repository, its writes recorded under the view's session.
 pub fn git_commit_through_the_view(
     agent: &Agent,
     (tool, mode): (&str, Option<&str>),
     args: fn(&str) -> Value,
 ) {
-    let (mut ed, _fake, _stub) = launch_with(agent, true, None);
+    let policy = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/examples/git-through-the-view.toml"),
+    )
+    .expect("the git policy");
+    let (mut ed, _fake, _stub) = launch_with(agent, true, Some(&policy));
     let root = ed.root.clone();
     seed(&root);
     let init = Command::new("git")

@@ -329,7 +329,7 @@ paths = ["*", "deep/a/b"]
         assert_eq!(plan.len(), 1);
         assert_eq!((plan[0].0.id.as_str(), plan[0].1), ("workspace-read", true));
         // Below a secret name, each entry is decided in full.
-        assert!(pol.entry_filter(Access::Ls, &rel(".hg")).plans.is_none());
+        assert!(pol.entry_filter(Access::Ls, &rel(".git")).plans.is_none());
     }
 
     /// One generated rule: effect, ops, globs, an extension and a size condition.

@@ -52,9 +52,9 @@ fn secrets_deny_every_op_in_any_case() {
         "certs/server.PEM",
         "credentials.json",
         "my-Secret-notes.txt",
-        ".hg/hgrc",
-        ".svn",
-        "sub/.hg/store",
+        ".git/config",
+        ".git",
+        "sub/.git/HEAD",
         ".netrc",
     ] {
         for op in OpClass::ALL {
@@ -208,7 +208,7 @@ fn component() -> impl Strategy<Value = String> {
     prop_oneof![
         "[a-zA-Z0-9_-]{1,8}(\\.[a-z]{1,3})?",
         Just(".env".to_string()),
-        Just(".hg".to_string()),
+        Just(".git".to_string()),
         Just("id_rsa".to_string()),
         Just("src".to_string()),
     ]

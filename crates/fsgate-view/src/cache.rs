@@ -17,8 +17,9 @@
 //! Pages: a file opened for reading keeps the kernel's page cache
 //! ([`FopenFlags::FOPEN_KEEP_CACHE`]) only when the file opened is the node's own
 //! version (its inode number and birth time give the node id, `nodes.rs`): a write
-//! through the view always replaces a file (a new version, a new node), so cached pages
-//! are never another version's. A file changed in place from outside is caught by the
+//! through the view replaces a file (a new version, which keeps its node, as a file
+//! written in place keeps its inode, but whose pages were invalidated and which is not
+//! the node's first version, so not kept), so cached pages are never another version's. A file changed in place from outside is caught by the
 //! kernel's own check of its modification time (`FUSE_AUTO_INVAL_DATA`) once its
 //! attributes are asked again.
 

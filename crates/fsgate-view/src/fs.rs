@@ -211,9 +211,11 @@ impl View {
         name: &OsStr,
     ) -> Result<FileAttr, Errno> {
         let (path, name) = self.child(parent, name)?;
-        let (ino, attr) = self.stat(req, &path)?;
+        let (ino, mut attr) = self.stat(req, &path)?;
         if let Ok(mut nodes) = self.nodes.lock() {
-            nodes.found(ino, parent.0, &name);
+            let node = nodes.settle(ino, parent.0, &name);
+            attr.ino = INodeNo(node);
+            nodes.found(node, parent.0, &name);
         }
         Ok(attr)
     }

@@ -51,6 +51,13 @@ struct Node {
 pub(crate) struct Nodes {
     nodes: HashMap<u64, Node>,
     names: HashMap<(u64, String), u64>,
+    /// Nodes whose file a write through the view just replaced: the next version found
+    /// under their name is still theirs.
+    replaced: std::collections::HashSet<u64>,
+    /// A version's own id -> the node it continues (a file written through the view
+    /// keeps its node, as a file written in place keeps its inode), and back.
+    aliases: HashMap<u64, u64>,
+    alias_of: HashMap<u64, Vec<u64>>,
 }
 
 impl Nodes {
@@ -109,6 +116,32 @@ impl Nodes {
         node.lookups += 1;
     }
 
+    /// A write through the view replaced the file of node `ino` with a new version.
+    pub(crate) fn replaced(&mut self, ino: u64) {
+        if self.nodes.contains_key(&ino) {
+            self.replaced.insert(ino);
+        }
+    }
+
+    /// The node that version id `id`, found as `name` in `parent`, stands for: the
+    /// node whose file a write through the view replaced there, else the one it
+    /// continues already, else its own. A program that compares the inode of its open
+    /// file with its name's (SQLite does) sees the same file.
+    pub(crate) fn settle(&mut self, id: u64, parent: u64, name: &str) -> u64 {
+        if let Some(&node) = self.aliases.get(&id) {
+            return node;
+        }
+        let held = self.names.get(&(parent, name.to_string())).copied();
+        match held {
+            Some(node) if node != id && self.replaced.remove(&node) => {
+                self.aliases.insert(id, node);
+                self.alias_of.entry(node).or_default().push(id);
+                node
+            }
+            _ => id,
+        }
+    }
+
     /// The kernel forgot `n` lookups of `ino`.
     pub(crate) fn forget(&mut self, ino: u64, n: u64) {
         let Some(node) = self.nodes.get_mut(&ino) else {
@@ -121,6 +154,10 @@ impl Nodes {
                 self.names.remove(&key);
             }
             self.nodes.remove(&ino);
+            self.replaced.remove(&ino);
+            for id in self.alias_of.remove(&ino).unwrap_or_default() {
+                self.aliases.remove(&id);
+            }
         }
     }
 
@@ -165,5 +202,20 @@ mod tests {
         assert_ne!(node_id(77, t(1_000)), node_id(77, t(1_001)));
         assert_eq!(node_id(77, t(1_000)), node_id(77, t(1_000)));
         assert_eq!(node_id(77, None), 77);
+    }
+
+    /// A file a write through the view replaced keeps its node under its name; a new
+    /// file under another name, or a version found without a write, gets its own.
+    #[test]
+    fn a_replaced_file_keeps_its_node() {
+        let mut n = Nodes::default();
+        n.found(10, ROOT, "t.db");
+        assert_eq!(n.settle(11, ROOT, "t.db"), 11, "not replaced: its own id");
+        n.replaced(10);
+        assert_eq!(n.settle(12, ROOT, "t.db"), 10);
+        assert_eq!(n.settle(12, ROOT, "t.db"), 10, "remembered");
+        assert_eq!(n.settle(13, ROOT, "other"), 13);
+        n.forget(10, 1);
+        assert_eq!(n.settle(12, ROOT, "t.db"), 12, "forgotten with its node");
     }
 }

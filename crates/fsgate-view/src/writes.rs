@@ -108,7 +108,10 @@ impl View {
         p.dirty = false;
         self.change(req, Op::WriteBytes { path, content })?;
         // A new version under the name: the kernel's view of the old one is taken back.
-        let place = self.nodes.lock().ok().and_then(|n| n.place(p.ino));
+        let place = self.nodes.lock().ok().and_then(|mut n| {
+            n.replaced(p.ino);
+            n.place(p.ino)
+        });
         self.invalidator.replaced(p.ino, place);
         Ok(())
     }
