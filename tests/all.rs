@@ -173,3 +173,5 @@ mod view_asks;
 mod view_faults;
 // fsgate run as a user who is not root.
 mod view_nonroot;
+// The confinement attacked from inside the view: umount, namespaces, /proc, handles, links, ptrace, TIOCSTI.
+mod view_attack;
