@@ -51,6 +51,8 @@ mod child;
 #[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(target_os = "linux")]
+pub mod no_tiocsti;
+#[cfg(target_os = "linux")]
 use self::landlock as imp;
 
 #[cfg(not(target_os = "linux"))]
