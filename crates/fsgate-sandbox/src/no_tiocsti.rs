@@ -5,6 +5,11 @@
 //! fails both ioctls with EPERM, for the native calling convention and the 32-bit
 //! compat one (x32's ioctl too), so a 32-bit program is refused alike and not killed.
 
+#![cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
+
 use seccompiler::sock_filter;
 
 use super::SandboxError;
@@ -21,9 +26,11 @@ const ARCH: (u32, [u32; 2], u32, u32) = (0xC000_00B7, [29, 29], 0x4000_0028, 54)
 /// x32 calls carry the native architecture with this bit set in the number.
 const NR_MASK: u32 = !0x4000_0000;
 
-const LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
-const AND_K: u16 = 0x04 | 0x50;
-const JEQ_K: u16 = 0x05 | 0x10;
+// BPF_LD | BPF_W | BPF_ABS, BPF_ALU | BPF_AND | BPF_K, BPF_JMP | BPF_JEQ | BPF_K,
+// BPF_RET | BPF_K.
+const LD_W_ABS: u16 = 0x20;
+const AND_K: u16 = 0x54;
+const JEQ_K: u16 = 0x15;
 const RET_K: u16 = 0x06;
 const RET_ALLOW: u32 = 0x7fff_0000;
 const RET_ERRNO: u32 = 0x0005_0000;
