@@ -392,12 +392,23 @@ t('below-open-forged', libc.open_by_handle_at(root_fd, ctypes.byref(forged), os.
     attack_both(script, |_| expect.to_owned());
 }
 
-/// `..` from the view's root and back in, `/proc/self/cwd`, `/proc/self/root`, a
-/// descriptor of the view's root, and (as root, who may) `chroot`: every way back to the
-/// workspace's path leads through the view, where the secrets do not exist.
+/// The command inherits no descriptor of fsgate's (of the workspace, its state, the
+/// FUSE device, a socket); `..` from the view's root
+/// and back in, `/proc/self/cwd`, `/proc/self/root`, a descriptor of the view's root,
+/// and (as root, who may) `chroot`: every way back to the workspace's path leads through
+/// the view, where the secrets do not exist.
 #[test]
 fn view_attack_dotdot_proc_self_and_chroot_find_only_the_view() {
     let script = r#"
+mine = (os.path.dirname(W), os.environ['HOME'], '/dev/fuse', 'socket:', 'anon_inode:')
+leaked = []
+for n in os.listdir('/proc/self/fd'):
+    try:
+        to = os.readlink('/proc/self/fd/' + n)
+    except OSError:
+        continue
+    leaked += [to] if to.startswith(mine) else []
+print('inherited', leaked)
 base = os.path.basename(W)
 read('dotdot', '../%s/.env' % base)
 read('dotdot-ssh', '../%s/.ssh/id_rsa' % base)
@@ -417,7 +428,8 @@ if r == 0:
     read('chroot-parent-env', '/%s/.env' % base)
 "#;
     attack_both(script, |user| {
-        let common = "dotdot ENOENT\ndotdot-ssh ENOENT\nproc-cwd ENOENT\nproc-root ENOENT\n\
+        // No descriptor of fsgate's (the real workspace, the device) reached it.
+        let common = "inherited []\ndotdot ENOENT\ndotdot-ssh ENOENT\nproc-cwd ENOENT\nproc-root ENOENT\n\
             parent ENOENT\nopenat ENOENT\nls ['a.txt'] ['a.txt']\n";
         match user {
             // Root in its own user namespace may chroot; the view is there all the same.
