@@ -20,6 +20,8 @@
 //!   own session and no terminal, no inherited descriptors, no capabilities, seccomp
 //!   against pathname Unix sockets below Landlock ABI 9; and [`harden_gateway`].
 //! - `describe`: the words for an agent's ruleset ([`describe_agent_plan`]).
+//! - [`no_tiocsti`] (Linux): the seccomp filter that closes a terminal's input to
+//!   `fsgate run`'s command (TIOCSTI, TIOCLINUX).
 //!
 //! # Start-up order
 //!
