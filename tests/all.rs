@@ -181,3 +181,5 @@ mod view_git;
 mod view_tools;
 // fsgate acp --confine-agent: the agent's processes through the same view.
 mod view_acp;
+// The confinement attacked from inside the view: umount, namespaces, /proc, handles, links, ptrace, TIOCSTI.
+mod view_attack;

@@ -234,12 +234,17 @@ fn announce(root: &std::path::Path, session: &str) {
     ));
 }
 
-/// `fsgate __view-child ...`: the child [`start_child`] started: the command's exit
+/// `fsgate __view-child ...`: the child a [`ChildCommand`] started: the command's exit
 /// status, or 125 if it could not be run.
 pub(super) fn child() -> ExitCode {
     let Some(spec) = fsgate_view::child::Spec::from_args(std::env::args_os().skip(2)) else {
         return fail("this word is fsgate run's own; see fsgate run --help");
     };
+    // Before anything else: the command and every process it starts cannot push input
+    // into the terminal (TIOCSTI), where the shell that started fsgate would run it.
+    if let Err(e) = crate::sandbox::no_tiocsti::refuse_terminal_injection() {
+        return no_view(&e.to_string());
+    }
     match fsgate_view::child::run(&spec) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => no_view(&e),

@@ -24,6 +24,8 @@
 //!   view: built here, completed with the view's root and applied inside the view.
 //! - [`terminal`] (Linux): pseudo-terminals for an agent's shell, TIOCSTI and TIOCLINUX
 //!   refused by seccomp.
+//! - [`no_tiocsti`] (Linux): the seccomp filter that closes a terminal's input to
+//!   `fsgate run`'s command (TIOCSTI, TIOCLINUX).
 //!
 //! # Start-up order
 //!
@@ -58,6 +60,7 @@ mod in_view;
 mod landlock;
 #[cfg(target_os = "linux")]
 pub mod terminal;
+pub mod no_tiocsti;
 #[cfg(target_os = "linux")]
 use self::landlock as imp;
 

@@ -271,6 +271,10 @@ fn enter(spec: &Spec) -> Result<(), String> {
         format!("cannot drop the capabilities over the view (a nested user namespace): {e}")
     })?;
     map_ids(uid, gid, (inner_uid, inner_gid))?;
+    // This process shares the command's user namespace: not dumpable, the command can
+    // neither ptrace it nor open its /proc entries (its namespaces, its descriptors).
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(|e| format!("cannot make fsgate's own process not dumpable: {e}"))?;
     nix::sys::prctl::set_no_new_privs().map_err(|e| format!("cannot set no_new_privs: {e}"))?;
     std::env::set_current_dir(&spec.cwd).map_err(|e| {
         format!(
