@@ -179,3 +179,5 @@ mod view_audit;
 mod view_git;
 // fsgate run: SQLite and its locks, mmap, O_TMPFILE, atomic saves, watchers in the view.
 mod view_tools;
+// fsgate run: chmod recorded, undone and never set-ID; executable checkouts; hard links refused, callers copy.
+mod view_modes;
