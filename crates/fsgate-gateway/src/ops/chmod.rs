@@ -92,3 +92,64 @@ pub(crate) fn found_after_crash(disk: &Disk<'_>) -> Found {
 pub(crate) fn staging(path: &RelPath) -> Vec<Step<'_>> {
     vec![Step::Add(path)]
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use crate::Request;
+    use crate::ops::Op;
+    use crate::tests::{ctx, gateway, records};
+    use fsgate_base::error::GatewayError;
+
+    fn mode_of(p: &std::path::Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn chmod_is_intended_recorded_with_both_modes_and_never_sets_set_id_bits() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log_path = state.path().join("audit.jsonl");
+        let file = ws.path().join("run.sh");
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let gw = gateway(ws.path(), &log_path);
+        let chmod = |mode| Op::Chmod {
+            path: "/run.sh".into(),
+            mode,
+        };
+        gw.serve(&ctx(), Request::Op(chmod(0o755))).unwrap();
+        assert_eq!(mode_of(&file), 0o755);
+        match gw.serve(&ctx(), Request::Op(chmod(0o4755))) {
+            Err(GatewayError::Refused { rule, .. }) => assert_eq!(rule, super::RULE_SET_ID),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(mode_of(&file), 0o755);
+        // A secret is written by no one, its mode neither.
+        std::fs::write(ws.path().join(".env"), "A=1\n").unwrap();
+        let secret = Op::Chmod {
+            path: "/.env".into(),
+            mode: 0o600,
+        };
+        assert!(gw.serve(&ctx(), Request::Op(secret)).is_err());
+        let recs = records(&log_path);
+        let kinds: Vec<(&str, &str)> = recs
+            .iter()
+            .map(|r| (r["kind"].as_str().unwrap(), r["decision"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("intent", "allow"),
+                ("request", "allow"),
+                ("request", "deny"),
+                ("request", "deny")
+            ]
+        );
+        assert_eq!(recs[0]["args"]["mode"], "0755");
+        assert_eq!(recs[0]["args"]["oldMode"], "0644");
+        assert_eq!(recs[1]["args"]["oldMode"], "0644");
+        assert_eq!(recs[2]["args"]["mode"], "4755");
+    }
+}
