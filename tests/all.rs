@@ -183,3 +183,5 @@ mod view_tools;
 mod view_acp;
 // The confinement attacked from inside the view: umount, namespaces, /proc, handles, links, ptrace, TIOCSTI.
 mod view_attack;
+// fsgate run: chmod recorded, undone and never set-ID; executable checkouts; hard links refused, callers copy.
+mod view_modes;

@@ -123,15 +123,25 @@ pub enum What {
         /// The backup of the file the move replaced at `to`.
         replaced: Option<Before>,
     },
+    /// `chmod`: `path`'s permission bits set from `old` to `new`.
+    Chmod {
+        /// The file or directory.
+        path: String,
+        /// Its bits before (`args.oldMode`).
+        old: u32,
+        /// The bits set (`args.mode`).
+        new: u32,
+    },
 }
 
 impl What {
     /// The paths the change touched.
     pub fn paths(&self) -> Vec<&str> {
         match self {
-            What::Content { path, .. } | What::Mkdir { path, .. } | What::Remove { path, .. } => {
-                vec![path]
-            }
+            What::Content { path, .. }
+            | What::Mkdir { path, .. }
+            | What::Remove { path, .. }
+            | What::Chmod { path, .. } => vec![path],
             What::Rename { from, to, .. } => vec![from, to],
         }
     }
@@ -425,6 +435,19 @@ pub(crate) fn what_of(v: &Value) -> Result<What, String> {
             to: real("realPath2", "path2")?,
             replaced: (before != Before::Absent).then_some(before),
         }),
+        ChangeOp::Chmod => {
+            let bits = |k: &str| {
+                args.get(k)
+                    .and_then(Value::as_str)
+                    .and_then(|m| u32::from_str_radix(m, 8).ok())
+                    .ok_or_else(|| format!("no octal `args.{k}` in the record"))
+            };
+            Ok(What::Chmod {
+                path: real("realPath", "path")?,
+                old: bits("oldMode")?,
+                new: bits("mode")?,
+            })
+        }
     }
 }
 

@@ -183,6 +183,7 @@ impl Undoer<'_> {
             What::Rename { from, to, replaced } => {
                 self.rename(w, (from, to), replaced.as_ref(), c.order, &mut row)
             }
+            What::Chmod { path, old, new } => self.chmod(w, path, (*old, *new), &mut row),
         };
         if row.action.is_empty() {
             row.action = "undo";
@@ -267,6 +268,30 @@ impl Undoer<'_> {
         } else {
             Err(Stop::Conflict(why))
         }
+    }
+
+    /// A chmod: the old bits put back, unless the bits were changed since.
+    fn chmod(
+        &self,
+        w: &mut dyn World,
+        path: &str,
+        (old, new): (u32, u32),
+        row: &mut Row,
+    ) -> Result<Plan, Stop> {
+        row.action = "mode back";
+        match w.mode(path)? {
+            None => return Err(Stop::Conflict("removed since".into())),
+            Some(now) if now == old => return Err(Stop::Already("already as it was".into())),
+            Some(now) if now != new => {
+                let why = format!("its mode changed since (now {now:04o})");
+                self.unless_forced(why, true, row)?;
+            }
+            Some(_) => {}
+        }
+        Ok(Plan::of(vec![Action::Chmod {
+            path: path.to_owned(),
+            mode: old,
+        }]))
     }
 
     fn content(

@@ -66,12 +66,21 @@ pub enum Action {
         /// The target.
         to: String,
     },
+    /// Set `path`'s permission bits to `mode`.
+    Chmod {
+        /// The file or directory.
+        path: String,
+        /// The permission bits.
+        mode: u32,
+    },
 }
 
 /// The state the undo reads and changes.
 pub trait World {
     /// What `path` holds now.
     fn node(&mut self, path: &str) -> Result<Node, String>;
+    /// The permission bits of the file or directory `path` (None: nothing there).
+    fn mode(&mut self, path: &str) -> Result<Option<u32>, String>;
     /// Whether the directory `path` holds nothing.
     fn is_empty_dir(&mut self, path: &str) -> Result<bool, String>;
     /// Does `action`.
@@ -113,6 +122,15 @@ impl<'a> Sources<'a> {
             Ok(FileKind::Directory) => Ok(Node::Dir),
             Ok(_) | Err(WsError::Raced | WsError::SymlinkEscape) => Ok(Node::Other),
             Err(WsError::NotFound | WsError::NotDir) => Ok(Node::Absent),
+            Err(e) => Err(format!("{path}: {e}")),
+        }
+    }
+
+    /// The permission bits of `path` on disk (None: nothing there).
+    pub fn disk_mode(&self, path: &str) -> Result<Option<u32>, String> {
+        match self.ws.mode_of(&rel_path(path)?) {
+            Ok(m) => Ok(Some(m)),
+            Err(WsError::NotFound | WsError::NotDir) => Ok(None),
             Err(e) => Err(format!("{path}: {e}")),
         }
     }
@@ -240,6 +258,10 @@ impl World for Real<'_> {
         self.src.disk_node(path)
     }
 
+    fn mode(&mut self, path: &str) -> Result<Option<u32>, String> {
+        self.src.disk_mode(path)
+    }
+
     fn is_empty_dir(&mut self, path: &str) -> Result<bool, String> {
         Ok(self.src.disk_names(path)?.is_empty())
     }
@@ -284,6 +306,13 @@ impl World for Real<'_> {
                 };
                 self.serve(op, None)
             }
+            Action::Chmod { path, mode } => self.serve(
+                Op::Chmod {
+                    path: rooted(path),
+                    mode: *mode,
+                },
+                None,
+            ),
         }
     }
 
@@ -313,6 +342,8 @@ enum Over {
 pub struct Model<'a> {
     src: Sources<'a>,
     over: BTreeMap<String, Over>,
+    /// Permission bits the actions set.
+    modes: BTreeMap<String, u32>,
 }
 
 /// `key` beneath `from`, moved beneath `to`.
@@ -326,6 +357,7 @@ impl<'a> Model<'a> {
         Model {
             src,
             over: BTreeMap::new(),
+            modes: BTreeMap::new(),
         }
     }
 
@@ -401,6 +433,19 @@ impl<'a> Model<'a> {
 }
 
 impl World for Model<'_> {
+    fn mode(&mut self, path: &str) -> Result<Option<u32>, String> {
+        if self.node(path)? == Node::Absent {
+            return Ok(None);
+        }
+        if let Some(m) = self.modes.get(path) {
+            return Ok(Some(*m));
+        }
+        match self.origin(path) {
+            Some(o) => self.src.disk_mode(&o),
+            None => Ok(None),
+        }
+    }
+
     fn node(&mut self, path: &str) -> Result<Node, String> {
         match self.over.get(path) {
             Some(Over::Absent) => return Ok(Node::Absent),
@@ -446,6 +491,10 @@ impl World for Model<'_> {
                 _ => self.put(path, Over::Dir(None)),
             },
             Action::Move { from, to } => self.move_node(from, to),
+            Action::Chmod { path, mode } => {
+                self.modes.insert(path.clone(), *mode);
+                Ok(())
+            }
         }
     }
 

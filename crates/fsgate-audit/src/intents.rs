@@ -43,6 +43,10 @@ pub struct Intent {
     /// directory entry was being synced (`details.entryPending`) and no record since
     /// said the entry was durable: the log says the change was made, the disk may not.
     pub outcome: Option<u64>,
+    /// The permission bits a `chmod` sets (`args.mode`, octal).
+    pub mode: Option<String>,
+    /// The permission bits a `chmod` replaces (`args.oldMode`, octal).
+    pub old_mode: Option<String>,
 }
 
 impl Intent {
@@ -68,6 +72,8 @@ impl Intent {
             real_path2: arg("realPath2"),
             workspace: arg("workspace"),
             outcome: v.get("outcomeSeq").and_then(Value::as_u64),
+            mode: arg("mode"),
+            old_mode: arg("oldMode"),
         })
     }
 
@@ -85,6 +91,8 @@ impl Intent {
             ("realPath", &self.real_path),
             ("workspace", &self.workspace),
             ("realPath2", &self.real_path2),
+            ("mode", &self.mode),
+            ("oldMode", &self.old_mode),
         ] {
             if let Some(v) = v {
                 m.insert(k.into(), json!(v));

@@ -46,17 +46,20 @@ pub enum ChangeOp {
     Rename,
     /// `restore` (`fsgate backup restore`: a file's whole content).
     Restore,
+    /// `chmod` (the old and new permission bits in `args.oldMode` and `args.mode`).
+    Chmod,
 }
 
 impl ChangeOp {
     /// Every changing operation.
-    pub const ALL: [ChangeOp; 6] = [
+    pub const ALL: [ChangeOp; 7] = [
         ChangeOp::Write,
         ChangeOp::Edit,
         ChangeOp::Mkdir,
         ChangeOp::Rm,
         ChangeOp::Rename,
         ChangeOp::Restore,
+        ChangeOp::Chmod,
     ];
 
     /// The name records use.
@@ -68,6 +71,7 @@ impl ChangeOp {
             ChangeOp::Rm => "rm",
             ChangeOp::Rename => "rename",
             ChangeOp::Restore => "restore",
+            ChangeOp::Chmod => "chmod",
         }
     }
 

@@ -57,7 +57,9 @@ fn kind_of(op: OpId) -> &'static str {
         None => match op {
             OpId::ReadText | OpId::ReadFile | OpId::Stat | OpId::Open => "read",
             OpId::Ls | OpId::Tree | OpId::Glob | OpId::Grep => "search",
-            OpId::Write | OpId::Edit | OpId::Mkdir | OpId::Rm | OpId::Rename => "other",
+            OpId::Write | OpId::Edit | OpId::Mkdir | OpId::Rm | OpId::Rename | OpId::Chmod => {
+                "other"
+            }
         },
     }
 }
@@ -65,7 +67,11 @@ fn kind_of(op: OpId) -> &'static str {
 /// ACP's tool-call kind of a change.
 fn change_kind(op: ChangeOp) -> &'static str {
     match op {
-        ChangeOp::Write | ChangeOp::Edit | ChangeOp::Mkdir | ChangeOp::Restore => "edit",
+        ChangeOp::Write
+        | ChangeOp::Edit
+        | ChangeOp::Mkdir
+        | ChangeOp::Restore
+        | ChangeOp::Chmod => "edit",
         ChangeOp::Rm => "delete",
         ChangeOp::Rename => "move",
     }
@@ -294,6 +300,7 @@ fn verb_of(op: ChangeOp) -> &'static str {
         ChangeOp::Rm => "removed",
         ChangeOp::Rename => "renamed",
         ChangeOp::Restore => "restored",
+        ChangeOp::Chmod => "changed the mode of",
     }
 }
 

@@ -56,6 +56,8 @@ pub(crate) struct Disk<'a> {
     pub path: OnDisk,
     /// Its second path, for an intent that names one (a rename's destination).
     pub path2: OnDisk,
+    /// Its path's permission bits, for an intent that names a mode (a chmod).
+    pub mode: Option<u32>,
 }
 
 /// Says what a start found for one intent: a change whose outcome was recorded while
@@ -147,10 +149,17 @@ impl Gateway {
         if let Some(to) = &path2 {
             seen.insert("path2".into(), to.describe());
         }
+        let mode = intent
+            .mode
+            .as_ref()
+            .and(intent.real_path.as_deref().or(intent.path.as_deref()))
+            .and_then(|p| RelPath::parse_rooted(&format!("/{p}")).ok())
+            .and_then(|rel| self.workspace.mode_of(&rel).ok());
         let disk = Disk {
             intent,
             path,
             path2: path2.unwrap_or(OnDisk::Other),
+            mode,
         };
         let found = crate::ops::found_after_crash(ChangeOp::from_name(&intent.op), &disk);
         (found, seen)

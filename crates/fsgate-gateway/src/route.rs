@@ -137,7 +137,8 @@ impl Gateway {
                 | OpId::Grep
                 | OpId::Mkdir
                 | OpId::Rm
-                | OpId::Rename => Route::To(0, op),
+                | OpId::Rename
+                | OpId::Chmod => Route::To(0, op),
             };
         }
         let (at, rest) = match self.place(style, first) {
@@ -313,7 +314,8 @@ impl Gateway {
             | OpId::Grep
             | OpId::Mkdir
             | OpId::Rm
-            | OpId::Rename => Err(GatewayError::Refused {
+            | OpId::Rename
+            | OpId::Chmod => Err(GatewayError::Refused {
                 reason: format!(
                     "`/` holds the workspaces ({}); name one: /<name>/...",
                     self.served()

@@ -58,9 +58,9 @@ mod child;
 mod in_view;
 #[cfg(target_os = "linux")]
 mod landlock;
+pub mod no_tiocsti;
 #[cfg(target_os = "linux")]
 pub mod terminal;
-pub mod no_tiocsti;
 #[cfg(target_os = "linux")]
 use self::landlock as imp;
 

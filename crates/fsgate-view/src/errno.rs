@@ -20,6 +20,11 @@ pub(crate) fn errno(e: &GatewayError, refusal: Refusal) -> Errno {
         GatewayError::Refused { rule, .. } if rule == fsgate_gateway::RULE_NO_REPLACE => {
             Errno::EEXIST
         }
+        // A set-ID or sticky bit is not the process's to set, as for an unprivileged
+        // process on a filesystem mounted nosuid.
+        GatewayError::Refused { rule, .. } if rule == fsgate_gateway::ops::RULE_SET_ID => {
+            Errno::EPERM
+        }
         GatewayError::Refused { .. } if refusal == Refusal::Hidden => Errno::ENOENT,
         GatewayError::Refused { .. } => Errno::EACCES,
         GatewayError::Limit { rule, .. } if rule.ends_with("_bytes") => Errno::EFBIG,

@@ -6,7 +6,7 @@
 //! Owns: FUSE requests mapped onto the gateway's operations (`fs.rs`): a lookup or a
 //! `getattr` is a `stat`, a directory read an `ls`, an open for reading the read's
 //! decision (`open`), a file opened for writing a private copy applied at close as one
-//! `write` (`writes.rs`), and create, unlink, mkdir, rmdir and rename the gateway's own changes; the
+//! `write` (`writes.rs`), and create, unlink, mkdir, rmdir, rename and chmod (`attrs.rs`) the gateway's own changes; the
 //! inodes the kernel holds (`nodes.rs`); the open files (`handles.rs`); who asked, a
 //! process named from `/proc` (`peer.rs`); and the child that shows the view at the
 //! workspace's own path in a private mount namespace ([`child`]). Depends on the
@@ -15,6 +15,7 @@
 //! executes it as it does for every door.
 
 pub mod asks;
+mod attrs;
 mod cache;
 pub mod child;
 mod errno;

@@ -353,12 +353,12 @@ impl Filesystem for View {
         req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        _mode: u32,
-        _umask: u32,
+        mode: u32,
+        umask: u32,
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        match self.create_file(req, parent, name) {
+        match self.create_with_mode(req, (parent, name), mode, umask) {
             Ok((attr, fh)) => reply.created(&TTL, &attr, GENERATION, FileHandle(fh), PRIVATE_COPY),
             Err(e) => reply.error(e),
         }
@@ -454,7 +454,7 @@ fn open_flags(h: &Handle) -> FopenFlags {
 
 impl View {
     /// The attributes of `ino`; of an open private copy, its size now.
-    fn attr_of(
+    pub(crate) fn attr_of(
         &self,
         req: &Request,
         ino: INodeNo,
@@ -484,29 +484,6 @@ impl View {
             attr.blocks = size.div_ceil(512);
         }
         Ok(attr)
-    }
-
-    /// A change of owner or mode: not an operation the gateway has yet (refused, and the
-    /// same mode asked again is no change).
-    fn set_owner_mode(
-        &self,
-        req: &Request,
-        ino: INodeNo,
-        mode: Option<u32>,
-        owner: (Option<u32>, Option<u32>),
-    ) -> Result<(), Errno> {
-        if mode.is_none() && owner == (None, None) {
-            return Ok(());
-        }
-        let attr = self.attr_of(req, ino, None)?;
-        let same_mode = mode.is_none_or(|m| (m & 0o7777) as u16 == attr.perm);
-        let same_owner =
-            owner.0.is_none_or(|u| u == attr.uid) && owner.1.is_none_or(|g| g == attr.gid);
-        if same_mode && same_owner {
-            Ok(())
-        } else {
-            Err(Errno::EPERM)
-        }
     }
 
     /// The entries of directory `ino`, every page of its listing, with `.` and `..`.

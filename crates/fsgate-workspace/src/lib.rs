@@ -11,6 +11,7 @@
 //! checked by type (regular file, one hard link) on the open descriptor.
 
 mod atomic;
+mod chmod;
 mod dir_cache;
 mod dir_sync;
 mod gather;

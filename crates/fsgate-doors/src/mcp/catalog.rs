@@ -330,10 +330,11 @@ mod tests {
             assert!(!seen.contains(&tool), "{tool:?} offers two operations");
             seen.push(tool);
         }
-        // Every operation has its tool but the filesystem view's `open`; the composed
-        // tools are no operation's.
-        assert_eq!(seen.len(), OpId::ALL.len() - 1);
+        // Every operation has its tool but the filesystem view's `open` and `chmod`;
+        // the composed tools are no operation's.
+        assert_eq!(seen.len(), OpId::ALL.len() - 2);
         assert_eq!(tool_of(OpId::Open), None);
+        assert_eq!(tool_of(OpId::Chmod), None);
         for tool in [
             "read_file",
             "write_file",

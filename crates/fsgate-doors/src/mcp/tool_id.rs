@@ -170,7 +170,7 @@ pub(super) fn tool_of(op: OpId) -> Option<ToolId> {
         OpId::Mkdir => ToolId::Mkdir,
         OpId::Rm => ToolId::Rm,
         OpId::Rename => ToolId::Rename,
-        // The filesystem view's: no tool opens a file.
-        OpId::Open => return None,
+        // The filesystem view's: no tool opens a file or changes its mode.
+        OpId::Open | OpId::Chmod => return None,
     })
 }

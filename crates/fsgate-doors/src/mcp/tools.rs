@@ -207,8 +207,9 @@ fn plan_op(op: OpId, tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> 
         OpId::Mkdir => Task::Mkdir(parse(tool, args)?),
         OpId::Rm => Task::Rm(parse(tool, args)?),
         OpId::Rename => Task::Rename(parse(tool, args)?),
-        // No tool opens a file (see `tool_id::tool_of`): it is the filesystem view's.
-        OpId::Open => {
+        // No tool opens a file or changes its mode (see `tool_id::tool_of`): the
+        // filesystem view's.
+        OpId::Open | OpId::Chmod => {
             return Err(ToolError::Gateway(GatewayError::InvalidParams(format!(
                 "{}: no such operation for this tool",
                 tool.name()

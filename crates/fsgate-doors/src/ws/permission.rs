@@ -228,7 +228,13 @@ fn channel_op(op: OpId) -> &'static str {
         OpId::Write | OpId::Edit => "write",
         OpId::Ls => "list",
         OpId::Rm => "delete",
-        OpId::Tree | OpId::Stat | OpId::Glob | OpId::Grep | OpId::Mkdir | OpId::Rename => op.name(),
+        OpId::Tree
+        | OpId::Stat
+        | OpId::Glob
+        | OpId::Grep
+        | OpId::Mkdir
+        | OpId::Rename
+        | OpId::Chmod => op.name(),
     }
 }
 

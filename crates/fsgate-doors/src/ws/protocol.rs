@@ -290,7 +290,13 @@ pub(crate) fn type_of(op: OpId) -> Option<&'static str> {
         OpId::Rm => "delete",
         OpId::Rename => "rename",
         OpId::Stat => "stat",
-        OpId::ReadText | OpId::Edit | OpId::Tree | OpId::Glob | OpId::Grep | OpId::Open => {
+        OpId::ReadText
+        | OpId::Edit
+        | OpId::Tree
+        | OpId::Glob
+        | OpId::Grep
+        | OpId::Open
+        | OpId::Chmod => {
             return None;
         }
     })
@@ -340,7 +346,13 @@ fn decode(op: OpId, f: &Fields<'_>) -> Result<Op, GatewayError> {
             path: f.required("path")?,
         },
         // Not offered (see `type_of`): no message reaches here for them.
-        OpId::ReadText | OpId::Edit | OpId::Tree | OpId::Glob | OpId::Grep | OpId::Open => {
+        OpId::ReadText
+        | OpId::Edit
+        | OpId::Tree
+        | OpId::Glob
+        | OpId::Grep
+        | OpId::Open
+        | OpId::Chmod => {
             return Err(GatewayError::InvalidParams(format!(
                 "{} is not a message type of this channel",
                 op.name()

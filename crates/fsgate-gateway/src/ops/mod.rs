@@ -1,5 +1,7 @@
 //! The one internal operation type every transport translates into, and its results.
 
+mod chmod;
+pub use chmod::RULE_SET_ID;
 mod edit;
 mod glob;
 mod grep;
@@ -199,6 +201,13 @@ pub enum Op {
         /// is refused when anything is there, checked by the rename itself.
         replace: bool,
     },
+    /// A file's or directory's permission bits (the filesystem view's chmod).
+    Chmod {
+        /// Path as given.
+        path: String,
+        /// The new permission bits (set-ID and sticky bits are refused).
+        mode: u32,
+    },
 }
 
 /// Declares [`OpId`] and [`OpId::ALL`] from one list, so that the two cannot disagree.
@@ -251,6 +260,8 @@ op_ids! {
     Rm,
     /// [`Op::Rename`]: `rename.rs`.
     Rename,
+    /// [`Op::Chmod`]: `chmod.rs`.
+    Chmod,
 }
 
 impl OpId {
@@ -263,6 +274,7 @@ impl OpId {
             OpId::Mkdir => Some(ChangeOp::Mkdir),
             OpId::Rm => Some(ChangeOp::Rm),
             OpId::Rename => Some(ChangeOp::Rename),
+            OpId::Chmod => Some(ChangeOp::Chmod),
             OpId::ReadText
             | OpId::ReadFile
             | OpId::Ls
@@ -290,6 +302,7 @@ impl OpId {
             OpId::Mkdir => ChangeOp::Mkdir.name(),
             OpId::Rm => ChangeOp::Rm.name(),
             OpId::Rename => ChangeOp::Rename.name(),
+            OpId::Chmod => ChangeOp::Chmod.name(),
         }
     }
 
@@ -306,7 +319,8 @@ impl OpId {
             | OpId::Edit
             | OpId::Mkdir
             | OpId::Rm
-            | OpId::Rename => false,
+            | OpId::Rename
+            | OpId::Chmod => false,
         }
     }
 }
@@ -328,6 +342,7 @@ impl Op {
             Op::Mkdir { .. } => OpId::Mkdir,
             Op::Rm { .. } => OpId::Rm,
             Op::Rename { .. } => OpId::Rename,
+            Op::Chmod { .. } => OpId::Chmod,
         }
     }
 
@@ -350,6 +365,7 @@ impl Op {
             | Op::Stat { path }
             | Op::Open { path, .. }
             | Op::Mkdir { path, .. }
+            | Op::Chmod { path, .. }
             | Op::Rm { path, .. } => out.push(("path", path.as_str())),
             Op::Tree { path, exclude, .. } => {
                 out.push(("path", path.as_str()));
@@ -389,6 +405,7 @@ impl Op {
             | Op::Open { path, .. }
             | Op::Mkdir { path, .. }
             | Op::Rm { path, .. }
+            | Op::Chmod { path, .. }
             | Op::Tree { path, .. } => (Some(path), None),
             Op::Glob { pattern } => (Some(pattern), None),
             Op::Grep { path, .. } => (path.as_mut(), None),
@@ -464,6 +481,9 @@ impl Op {
             Op::Mkdir { recursive, .. } | Op::Rm { recursive, .. } => {
                 m.insert("recursive".into(), (*recursive).into());
             }
+            Op::Chmod { mode, .. } => {
+                m.insert("mode".into(), chmod::octal(*mode).into());
+            }
             // Named only when false, so a replacing rename's record is as it always was.
             Op::Rename { replace: false, .. } => {
                 m.insert("replace".into(), false.into());
@@ -536,6 +556,7 @@ impl crate::Gateway {
             Op::Mkdir { path, recursive } => self.mkdir(pol, ctx, path, *recursive, facts),
             Op::Rm { path, recursive } => self.rm(pol, ctx, path, *recursive, facts),
             Op::Rename { from, to, replace } => self.rename(pol, ctx, (from, to), *replace, facts),
+            Op::Chmod { path, mode } => self.chmod(pol, ctx, path, *mode, facts),
         }
     }
 }
@@ -550,6 +571,7 @@ pub(crate) fn found_after_crash(change: Option<ChangeOp>, disk: &Disk<'_>) -> Fo
         Some(ChangeOp::Mkdir) => mkdir::found_after_crash(disk),
         Some(ChangeOp::Rm) => rm::found_after_crash(disk),
         Some(ChangeOp::Rename) => rename::found_after_crash(disk),
+        Some(ChangeOp::Chmod) => chmod::found_after_crash(disk),
     }
 }
 
@@ -566,6 +588,7 @@ pub(crate) fn staging<'a>(
         ChangeOp::Mkdir => mkdir::staging(),
         ChangeOp::Rm => rm::staging(path),
         ChangeOp::Rename => rename::staging(path, path2),
+        ChangeOp::Chmod => chmod::staging(path),
     }
 }
 

@@ -1,0 +1,90 @@
+//! A file's mode through the view: `chmod` (a setattr with a mode) is the gateway's
+//! `chmod`, and a file created with a mode gets it; an owner change is refused.
+
+use std::ffi::OsStr;
+
+use fsgate_gateway::ops::Op;
+use fuser::{Errno, FileAttr, INodeNo, Request};
+
+use crate::fs::View;
+
+/// The mode the gateway gives a new file.
+const NEW_FILE: u32 = 0o644;
+
+impl View {
+    /// A change of mode, as the gateway's chmod; of owner, refused (the same owner
+    /// asked again is no change).
+    pub(crate) fn set_owner_mode(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        owner: (Option<u32>, Option<u32>),
+    ) -> Result<(), Errno> {
+        if mode.is_none() && owner == (None, None) {
+            return Ok(());
+        }
+        let attr = self.attr_of(req, ino, None)?;
+        let same_owner =
+            owner.0.is_none_or(|u| u == attr.uid) && owner.1.is_none_or(|g| g == attr.gid);
+        if !same_owner {
+            return Err(Errno::EPERM);
+        }
+        match mode.map(|m| m & 0o7777) {
+            Some(m) if m != u32::from(attr.perm) => {
+                let path = self.path(ino)?;
+                self.change(req, Op::Chmod { path, mode: m })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A new empty file `name` in `parent`, open for writing, with the mode asked
+    /// for (see [`created_with_mode`](Self::created_with_mode)).
+    pub(crate) fn create_with_mode(
+        &self,
+        req: &Request,
+        (parent, name): (INodeNo, &OsStr),
+        mode: u32,
+        umask: u32,
+    ) -> Result<(FileAttr, u64), Errno> {
+        let (attr, fh) = self.create_file(req, parent, name)?;
+        let moded = self
+            .child(parent, name)
+            .and_then(|(path, _)| self.created_with_mode(req, path, mode, umask))
+            .and_then(|()| self.look_up(req, parent, name));
+        match moded {
+            Ok(moded) => Ok((
+                FileAttr {
+                    ino: attr.ino,
+                    ..moded
+                },
+                fh,
+            )),
+            Err(e) => {
+                self.handles.remove(fh);
+                Err(e)
+            }
+        }
+    }
+
+    /// A file just created as `path` with `mode` (and the process's `umask`): the
+    /// mode it asked for where it matters (executable, or narrower than the
+    /// gateway's 0644), else the gateway's default is kept (no second change per file).
+    /// Set-ID and sticky bits are dropped, as no process in the view may set them.
+    fn created_with_mode(
+        &self,
+        req: &Request,
+        path: String,
+        mode: u32,
+        umask: u32,
+    ) -> Result<(), Errno> {
+        let want = mode & !umask & 0o777;
+        let executable = want & 0o111 != 0;
+        let narrower = NEW_FILE & !want != 0;
+        if want == NEW_FILE || !(executable || narrower) {
+            return Ok(());
+        }
+        self.change(req, Op::Chmod { path, mode: want })
+    }
+}
