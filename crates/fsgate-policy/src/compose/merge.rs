@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use super::Layer;
 use crate::compile::{self, Compiled, key_line, line_col, section_line};
 use crate::diff::sections;
-use crate::raw::{BinaryMode, Effect, RawContent, RawLimits, RawPolicy};
+use crate::raw::{RawContent, RawLimits, RawPolicy};
 use crate::{ContentScanner, Limits, OpClass, PolicyError, Rule, SecretPattern};
+use fsgate_decide::{BinaryMode, Effect};
 
 /// The chain merged so far.
 pub(crate) struct Merged {
@@ -45,7 +46,7 @@ impl Merged {
             raw: layer.raw,
             rules: c.rules,
             overridable,
-            secrets: c.secrets.patterns,
+            secrets: c.secrets.into_patterns(),
             waivers: c.waivers.patterns,
             limits: c.limits,
             content: c.content,
@@ -64,7 +65,7 @@ impl Merged {
         let limits = self.merge_limits(&layer)?;
         let c = compile::compile(&layer.raw, &layer.text, layer.dir.as_deref())?;
         self.merge_rules(&layer, c.rules)?;
-        self.merge_secrets(&layer, c.secrets.patterns, c.waivers.patterns);
+        self.merge_secrets(&layer, c.secrets.into_patterns(), c.waivers.patterns);
         self.merge_content(&layer, c.content)?;
         self.merge_sections(&layer);
         self.limits = limits;

@@ -3,8 +3,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::{Direction, Item};
-use crate::raw::Effect;
 use crate::{OpClass, Policy, Rule};
+use fsgate_decide::Effect;
 
 /// A rule as one line: `allow read, list on docs/** (extensions md)`.
 fn describe(r: &Rule) -> String {

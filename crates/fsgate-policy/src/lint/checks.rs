@@ -12,11 +12,12 @@ use regex::{RegexSet, RegexSetBuilder};
 use super::findings::{LintOptions, Severity, Sink, only};
 use super::shadow;
 use crate::compile::BUILTIN_SECRETS;
-use crate::floor::{FixedFloor, FloorKind, fixed_floor_violations};
-use crate::raw::Effect;
+use crate::floor::fixed_floor_violations;
 use crate::testrun::{own_rules, run_cases};
 use crate::{EntryKind, OpClass, Policy, Rule};
 use fsgate_base::path::RelPath;
+use fsgate_decide::Effect;
+use fsgate_decide::floor::{FixedFloor, FloorKind};
 use fsgate_sandbox::Protected;
 use fsgate_sandbox::agent_config::{credential_env_name, user_home};
 
@@ -394,8 +395,8 @@ fn secrets(policy: &Policy, sink: &mut Sink<'_>) {
                 .split('/')
                 .filter(|c| is_literal(c) && !c.is_empty())
                 .find_map(|c| {
-                    let i = policy.secrets.first_match(c).ok().flatten()?;
-                    Some((c.to_string(), policy.secrets.patterns[i].id.clone()))
+                    let i = policy.secrets().first_match(c).ok().flatten()?;
+                    Some((c.to_string(), policy.secrets().patterns()[i].id.clone()))
                 });
             if let Some((comp, id)) = hit {
                 sink.at_rule(

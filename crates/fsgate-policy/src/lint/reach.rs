@@ -8,10 +8,10 @@ use std::path::Path;
 use super::findings::{LintOptions, Severity, Sink, only};
 use super::globs::{Form, fill, glob_samples, normal_form, wildcard_extensions};
 use super::shadow::{ops_of, rule_samples};
-use crate::floor::FixedFloor;
-use crate::raw::Effect;
 use crate::{EntryKind, OpClass, Policy, Rule};
 use fsgate_base::path::RelPath;
+use fsgate_decide::Effect;
+use fsgate_decide::floor::FixedFloor;
 
 /// The `--workspace` walk stops after this many entries.
 pub(super) const MAX_WORKSPACE_ENTRIES: usize = 200_000;

@@ -5,10 +5,10 @@ use std::borrow::Cow;
 
 use super::{Access, AccessStep};
 use crate::decide::PathFacts;
-use crate::{Decision, Effect, EntryKind, OpClass, Policy, TraceStep};
+use crate::{Decision, Effect, Engine, EntryKind, OpClass, TraceStep};
 use fsgate_base::path::RelPath;
 
-impl Policy {
+impl Engine {
     /// True if some rule has a size condition: the gateway then decides again once it
     /// knows a file's size.
     pub fn has_size_rules(&self) -> bool {
@@ -68,7 +68,7 @@ impl Policy {
     }
 
     /// [`Policy::decide_access`] with each step's trace, for `explain`.
-    pub(crate) fn explain_access(
+    pub fn explain_access(
         &self,
         op: Access,
         path: &RelPath,

@@ -6,8 +6,7 @@
 
 use std::borrow::Cow;
 
-use super::raw::Effect;
-use super::{DEFAULT_DENY, OpClass, Policy, Rule};
+use crate::{DEFAULT_DENY, Effect, Engine, OpClass, Rule};
 use fsgate_base::path::RelPath;
 
 /// What kind of entry a path names, when the caller knows.
@@ -88,7 +87,7 @@ impl PathFacts {
     }
 }
 
-impl Policy {
+impl Engine {
     /// Decides `op` on `path`. Pure: no filesystem access.
     pub fn decide(&self, op: OpClass, path: &RelPath, kind: EntryKind) -> Decision<'_> {
         self.evaluate(op, path, &PathFacts::kind(kind), None)
@@ -286,7 +285,7 @@ impl Policy {
         let Some(set) = &self.waivers.set else {
             return Vec::new();
         };
-        let mut hit = [false; super::compile::BUILTIN_SECRETS.len()];
+        let mut hit = vec![false; self.waivers.patterns.len()];
         for comp in path.components().filter(|c| set.is_match(c)) {
             for i in set.matches(comp).iter() {
                 if let Some(h) = hit.get_mut(i) {
@@ -295,7 +294,7 @@ impl Policy {
             }
         }
         if let Some(t) = trace {
-            for (p, matched) in self.waivers.patterns.iter().zip(hit) {
+            for (p, matched) in self.waivers.patterns.iter().zip(hit.iter().copied()) {
                 t.push(TraceStep {
                     rule: p.id.clone(),
                     effect: Effect::Deny,
@@ -315,7 +314,7 @@ impl Policy {
         self.waivers
             .patterns
             .iter()
-            .zip(hit)
+            .zip(hit.iter().copied())
             .filter(|(_, h)| *h)
             .map(|(p, _)| p.id.as_str())
             .collect()
