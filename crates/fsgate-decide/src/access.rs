@@ -9,8 +9,8 @@
 
 mod decide;
 
-use crate::decide::PathFacts;
-use crate::{EntryKind, OpClass};
+use crate::decide::{EntryKind, PathFacts};
+use crate::rule::OpClass;
 use fsgate_base::path::RelPath;
 
 /// An operation as the gateway performs it, or a bare op class.

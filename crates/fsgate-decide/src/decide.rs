@@ -6,8 +6,12 @@
 
 use std::borrow::Cow;
 
-use crate::{DEFAULT_DENY, Effect, Engine, OpClass, Rule};
+use crate::engine::Engine;
+use crate::rule::{Effect, OpClass, Rule};
 use fsgate_base::path::RelPath;
+
+/// The rule id reported when no rule matched.
+pub const DEFAULT_DENY: &str = "default-deny";
 
 /// What kind of entry a path names, when the caller knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,8 @@ use regex_automata::{Input, meta};
 
 use super::access::Access;
 use super::decide::{PathFacts, rule_misses_known};
-use crate::{Effect, Engine, OpClass, Rule};
+use crate::engine::Engine;
+use crate::rule::{Effect, OpClass, Rule};
 use fsgate_base::path::RelPath;
 
 /// The rules one op class consults for entries of one directory, in decision order
@@ -141,7 +142,8 @@ impl<'p> EntryFilter<'p> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BinaryMode, Limits, SecretPattern, Secrets, Waivers};
+    use crate::limits::{BinaryMode, Limits};
+    use crate::secrets::{SecretPattern, Secrets, Waivers};
 
     fn rel(s: &str) -> RelPath {
         RelPath::parse_rooted(s).unwrap()

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::OpClass;
+use crate::rule::OpClass;
 use fsgate_base::path::RelPath;
 
 /// What a floor entry protects.

@@ -4,8 +4,9 @@
 use std::borrow::Cow;
 
 use super::{Access, AccessStep};
-use crate::decide::PathFacts;
-use crate::{Decision, Effect, Engine, EntryKind, OpClass, TraceStep};
+use crate::decide::{Decision, EntryKind, PathFacts, TraceStep};
+use crate::engine::Engine;
+use crate::rule::{Effect, OpClass};
 use fsgate_base::path::RelPath;
 
 impl Engine {
