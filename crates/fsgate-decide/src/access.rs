@@ -9,7 +9,7 @@
 
 mod decide;
 
-use crate::decide::{EntryKind, PathFacts};
+use crate::facts::{EntryKind, PathFacts};
 use crate::rule::OpClass;
 use fsgate_base::path::RelPath;
 

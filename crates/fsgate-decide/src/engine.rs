@@ -1,8 +1,9 @@
 //! The engine: the compiled rules, secret names, limits and floor a decision reads.
 
+use crate::effect::Effect;
 use crate::floor;
 use crate::limits::Limits;
-use crate::rule::{Effect, OpClass, Rule};
+use crate::rule::{OpClass, Rule};
 use crate::secrets::{SecretPattern, Secrets, Waivers};
 
 /// The compiled rules, secret names and floor a decision reads. Immutable once built;

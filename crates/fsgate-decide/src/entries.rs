@@ -12,9 +12,11 @@ use std::cell::RefCell;
 use regex_automata::{Input, meta};
 
 use super::access::Access;
-use super::decide::{PathFacts, rule_misses_known};
+use super::decide::rule_misses_known;
+use crate::effect::Effect;
 use crate::engine::Engine;
-use crate::rule::{Effect, OpClass, Rule};
+use crate::facts::PathFacts;
+use crate::rule::{OpClass, Rule};
 use fsgate_base::path::RelPath;
 
 /// The rules one op class consults for entries of one directory, in decision order
@@ -80,9 +82,7 @@ impl Engine {
                 }
                 let all = rule.paths.is_none() || rule.whole.iter().any(|w| dir.starts_with(w));
                 plan.push((rule, all));
-                let unconditional =
-                    rule.extensions.is_none() && rule.min_size.is_none() && rule.max_size.is_none();
-                if all && unconditional {
+                if all && rule.conditions.is_empty() {
                     return plan;
                 }
             }
@@ -159,9 +159,7 @@ mod tests {
             paths: None,
             bases: vec![RelPath::root()],
             whole: vec![RelPath::root()],
-            extensions: None,
-            min_size: None,
-            max_size: None,
+            conditions: Vec::new(),
             reason: None,
             line: 1,
             workspaces: None,

@@ -13,18 +13,24 @@
 //! Deny wins over allow; nothing matched means deny (`default-deny`).
 
 mod access;
+mod condition;
 mod decide;
+mod effect;
 mod engine;
 mod entries;
+mod facts;
 pub mod floor;
 mod limits;
 mod rule;
 mod secrets;
 
 pub use access::{ACCESS_NAMES, Access, AccessStep};
-pub use decide::{DEFAULT_DENY, Decision, EntryKind, PathFacts, TraceStep};
+pub use condition::Condition;
+pub use decide::{DEFAULT_DENY, Decision, TraceStep};
+pub use effect::Effect;
 pub use engine::Engine;
 pub use entries::EntryFilter;
+pub use facts::{EntryKind, PathFacts};
 pub use limits::{BinaryMode, Limits};
-pub use rule::{Effect, OpClass, Rule};
+pub use rule::{OpClass, Rule};
 pub use secrets::{SecretPattern, Secrets, Waivers};

@@ -2,6 +2,9 @@
 
 use globset::GlobSet;
 
+use crate::condition::Condition;
+use crate::effect::Effect;
+
 /// Operation classes the policy distinguishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -47,42 +50,6 @@ impl OpClass {
     }
 }
 
-/// Allow, deny, or ask a person.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Effect {
-    /// Grants the operation.
-    Allow,
-    /// Refuses the operation; wins over any allow or ask.
-    Deny,
-    /// Grants the operation only if a person says yes when it is requested (through the
-    /// client's own prompt); wins over any allow. No answer in time means deny.
-    Ask,
-}
-
-impl Effect {
-    /// `allow`, `deny` or `ask`, as written in a policy.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Effect::Allow => "allow",
-            Effect::Deny => "deny",
-            Effect::Ask => "ask",
-        }
-    }
-
-    /// How strongly it holds when two steps of one operation disagree: deny, then ask,
-    /// then allow.
-    pub fn weight(self) -> u8 {
-        match self {
-            Effect::Allow => 0,
-            Effect::Ask => 1,
-            Effect::Deny => 2,
-        }
-    }
-}
-
 /// A compiled `[[rule]]`.
 #[derive(Debug, Clone)]
 pub struct Rule {
@@ -101,12 +68,8 @@ pub struct Rule {
     /// Directories whose every descendant the globs match (`**` -> the root, `src/**`
     /// or `src` -> `src`): a listing below one needs no glob match per entry.
     pub whole: Vec<fsgate_base::path::RelPath>,
-    /// Lowercased extensions the rule is limited to.
-    pub extensions: Option<Vec<String>>,
-    /// Files of at least this many bytes only.
-    pub min_size: Option<u64>,
-    /// Files of at most this many bytes only.
-    pub max_size: Option<u64>,
+    /// What else must hold for the rule to apply (extension, size...), in file order.
+    pub conditions: Vec<Condition>,
     /// Human explanation.
     pub reason: Option<String>,
     /// Line of the rule's `id` in the source.
@@ -122,10 +85,37 @@ impl Rule {
         self.effect == other.effect
             && self.ops == other.ops
             && self.globs == other.globs
-            && self.extensions == other.extensions
-            && self.min_size == other.min_size
-            && self.max_size == other.max_size
+            && self.conditions == other.conditions
             && self.workspaces == other.workspaces
+    }
+
+    /// The lowercased extensions the rule is limited to, if it is.
+    pub fn extensions(&self) -> Option<&[String]> {
+        self.conditions.iter().find_map(|c| match c {
+            Condition::Extension(e) => Some(e.as_slice()),
+            _ => None,
+        })
+    }
+
+    /// Files of at least this many bytes only.
+    pub fn min_size(&self) -> Option<u64> {
+        self.conditions.iter().find_map(|c| match c {
+            Condition::Size { min, .. } => *min,
+            _ => None,
+        })
+    }
+
+    /// Files of at most this many bytes only.
+    pub fn max_size(&self) -> Option<u64> {
+        self.conditions.iter().find_map(|c| match c {
+            Condition::Size { max, .. } => *max,
+            _ => None,
+        })
+    }
+
+    /// Whether the rule has a condition judged only once a file's size is known.
+    pub fn has_size(&self) -> bool {
+        self.conditions.iter().any(Condition::needs_size)
     }
 
     /// Whether the rule applies in the workspace `name` (None: a workspace with no

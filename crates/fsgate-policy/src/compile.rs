@@ -10,7 +10,7 @@ use toml::Spanned;
 use super::raw::{RawPolicy, RawRule};
 use super::{Limits, OpClass, PolicyError, Rule, SecretPattern};
 use fsgate_base::path::RelPath;
-use fsgate_decide::{BinaryMode, Effect, Secrets, Waivers};
+use fsgate_decide::{BinaryMode, Condition, Effect, Secrets, Waivers};
 use fsgate_sandbox::agent_config::user_home;
 use fsgate_sandbox::{AgentConfigError, AgentSettings, Protected};
 
@@ -547,11 +547,17 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
             ),
         ));
     }
-    let extensions = r.extensions.as_ref().map(|exts| {
-        exts.iter()
-            .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
-            .collect::<Vec<_>>()
-    });
+    let mut conditions = Vec::new();
+    if let Some(exts) = &r.extensions {
+        let exts = exts.iter();
+        let lower = exts.map(|e| e.trim_start_matches('.').to_ascii_lowercase());
+        conditions.push(Condition::Extension(lower.collect()));
+    }
+    let (min, max) = (r.min_size.as_ref(), r.max_size.as_ref());
+    if min.is_some() || max.is_some() {
+        let (min, max) = (min.map(|s| *s.get_ref()), max.map(|s| *s.get_ref()));
+        conditions.push(Condition::Size { min, max });
+    }
     Ok(Rule {
         id,
         effect: r.effect,
@@ -560,9 +566,7 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
         paths,
         bases,
         whole,
-        extensions,
-        min_size: r.min_size.as_ref().map(|s| *s.get_ref()),
-        max_size: r.max_size.as_ref().map(|s| *s.get_ref()),
+        conditions,
         reason: r.reason.clone(),
         line: at(src, &r.id),
         workspaces: rule_workspaces(r, src, &invalid)?,

@@ -4,18 +4,18 @@
 use std::borrow::Cow;
 
 use super::{Access, AccessStep};
-use crate::decide::{Decision, EntryKind, PathFacts, TraceStep};
+use crate::decide::{Decision, TraceStep};
+use crate::effect::Effect;
 use crate::engine::Engine;
-use crate::rule::{Effect, OpClass};
+use crate::facts::{EntryKind, PathFacts};
+use crate::rule::{OpClass, Rule};
 use fsgate_base::path::RelPath;
 
 impl Engine {
     /// True if some rule has a size condition: the gateway then decides again once it
     /// knows a file's size.
     pub fn has_size_rules(&self) -> bool {
-        self.rules
-            .iter()
-            .any(|r| r.min_size.is_some() || r.max_size.is_some())
+        self.rules.iter().any(Rule::has_size)
     }
 
     /// Decides a whole operation on `path`: every directory above it the operation
