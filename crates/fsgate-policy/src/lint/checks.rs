@@ -186,6 +186,12 @@ fn deny_covers(policy: &Policy, deny: &Rule, allow: &Rule, op: OpClass) -> bool 
     if deny.effect != Effect::Deny || !deny.ops[op as usize] {
         return false;
     }
+    // Only the conditions weighed below: a deny narrowed by any other may leave some
+    // of the allow's paths to it.
+    let weighed = |c: &Condition| matches!(c, Condition::Extension(_) | Condition::Size { .. });
+    if !deny.conditions.iter().all(weighed) {
+        return false;
+    }
     if let Some(dx) = &deny.extensions() {
         // An allow's extensions do not limit it on directories, a deny's do: the allow
         // still decides listing, creating and removing directories (reading one is moot).
