@@ -25,6 +25,7 @@
 pub use fsgate_audit as audit;
 pub use fsgate_backup as backup;
 pub use fsgate_base::{error, path, text};
+pub use fsgate_decide as decide;
 pub use fsgate_doors as transport;
 pub use fsgate_gateway as gateway;
 pub use fsgate_gateway::{ops, vcs};

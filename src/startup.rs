@@ -17,11 +17,13 @@ use serde_json::{Map, Value, json};
 use crate::audit::{AuditLog, OpenOptions};
 use crate::backup::{BackupStore, workspace_state_dir};
 use crate::gateway::Gateway;
-use crate::policy::floor::{self, FixedFloor, FloorKind};
-use crate::policy::{OpClass, Policy};
+use crate::policy::Policy;
+use crate::policy::floor;
 use crate::sandbox::{Enforcement, SandboxPlan, SandboxStatus, restrict_self};
 use crate::text::EscPath;
 use crate::workspace::Workspace;
+use fsgate_decide::OpClass;
+use fsgate_decide::floor::{FixedFloor, FloorKind};
 
 pub use several::WorkspaceArg;
 
@@ -176,10 +178,9 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
         (&audit_path, &audit_parent),
         backup_root.clone().unwrap_or(backup_dir.clone()),
     );
-    policy.set_floor(FixedFloor::from_entries(floor::entries_inside(
-        &root,
-        own.clone(),
-    )));
+    policy.set_floor(FixedFloor::from_entries(
+        fsgate_decide::floor::entries_inside(&root, own.clone()),
+    ));
     let extra_rw = sink_parent(&audit_settings);
     let stager = open_vcs(&policy, &root, &[])?;
     let mut vcs_grants = (Vec::new(), Vec::new());

@@ -73,13 +73,14 @@ fn a_door_parses_no_path_decides_no_policy_and_reaches_no_lower_layer() {
 }
 
 #[test]
-fn the_doors_manifest_names_no_lower_layer_but_the_gateway_policy_sandbox_and_base() {
+fn the_doors_manifest_names_no_lower_layer_but_the_gateway_policy_engine_sandbox_and_base() {
     let (layers, deps) = layers_named(&doors_src());
     assert_eq!(
         layers,
         [
             "fsgate-base",
             "fsgate-sandbox",
+            "fsgate-decide",
             "fsgate-policy",
             "fsgate-gateway"
         ],
@@ -107,6 +108,34 @@ fn the_view_parses_no_path_decides_no_policy_and_reaches_no_lower_layer() {
 fn the_views_manifest_names_no_lower_layer_but_the_gateway_and_base() {
     let (layers, deps) = layers_named(&view_src());
     assert_eq!(layers, ["fsgate-base", "fsgate-gateway"], "{deps}");
+}
+
+/// The decision engine sits on the base alone: it cannot name the policy file, the log
+/// it feeds or any section of another layer.
+#[test]
+fn the_decision_engines_manifest_names_the_base_alone() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/fsgate-decide/src");
+    let (layers, deps) = layers_named(&src);
+    assert_eq!(layers, ["fsgate-base"], "{deps}");
+}
+
+/// The policy file sits above the engine it builds and the layers whose sections it
+/// holds, and below the gateway.
+#[test]
+fn the_policy_files_manifest_names_the_engine_and_the_sections_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/fsgate-policy/src");
+    let (layers, deps) = layers_named(&src);
+    assert_eq!(
+        layers,
+        [
+            "fsgate-base",
+            "fsgate-decide",
+            "fsgate-audit",
+            "fsgate-backup",
+            "fsgate-sandbox"
+        ],
+        "{deps}"
+    );
 }
 
 /// Each line of code (not comment, not test module) under `src` that makes a

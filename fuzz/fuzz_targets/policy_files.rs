@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use fsgate::path::RelPath;
-use fsgate::policy::{Effect, EntryKind, OpClass, PathFacts, Policy};
+use fsgate::policy::Policy;
+use fsgate::decide::{Effect, EntryKind, OpClass, PathFacts};
 use libfuzzer_sys::fuzz_target;
 
 const FILES: [&str; 3] = ["top.toml", "base.toml", "root.toml"];

@@ -6,7 +6,8 @@
 use fsgate::path::RelPath;
 use fsgate::policy::lint::{LintOptions, lint_text};
 use fsgate::policy::testrun::run_cases;
-use fsgate::policy::{EntryKind, OpClass, Policy};
+use fsgate::policy::Policy;
+use fsgate::decide::{EntryKind, OpClass};
 use libfuzzer_sys::fuzz_target;
 
 const PATHS: [&str; 6] = [

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use crate::backup::{BackupStore, workspace_state_dir};
 use crate::gateway::Gateway;
-use crate::policy::floor::{self, FixedFloor, FloorKind};
 use crate::text::EscPath;
 use crate::workspace::Workspace;
+use fsgate_decide::floor::{FixedFloor, FloorKind};
 
 /// One `--workspace [NAME=]DIR` as the command line gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,10 +198,9 @@ pub(super) fn open_members(
             .map_err(|e| format!("cannot open workspace {}: {e}", EscPath(&m.dir)))?;
         let root = ws.root_path().to_path_buf();
         let mut pol = base.for_workspace(&m.name);
-        pol.set_floor(FixedFloor::from_entries(floor::entries_inside(
-            &root,
-            own.to_vec(),
-        )));
+        pol.set_floor(FixedFloor::from_entries(
+            fsgate_decide::floor::entries_inside(&root, own.to_vec()),
+        ));
         let dir = match backup_root {
             Some(d) => d.join(&m.name),
             None => workspace_state_dir(&root)

@@ -17,10 +17,10 @@ use crate::door::{self, Decoded, Door, Ops, Ran, Served};
 use crate::outbox::{Outbox, Queued};
 use crate::stdio::{self, Sink};
 use fsgate_base::error::{GatewayError, code};
+use fsgate_decide::OpClass;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{Op, OpId, Output, PathStyle, RequestCtx};
 use fsgate_gateway::{Batch, Lease, Request};
-use fsgate_policy::OpClass;
 
 /// A batch's answers up to this size are written by the batch thread itself, when
 /// nothing waits in the outbox; larger ones go to the writer task, so that the thread

@@ -36,9 +36,9 @@ use super::relay::{self, Refusal, Relay as Verdict};
 use crate::outbox::{Outbox, Queued};
 use fsgate_base::error::code;
 use fsgate_base::path::RelPath;
+use fsgate_decide::OpClass;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::Request;
-use fsgate_policy::OpClass;
 
 /// How long the agent gets to finish its turn once the editor closed stdin, and then to
 /// exit once its own stdin is closed, before it is killed.

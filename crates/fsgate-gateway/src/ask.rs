@@ -9,7 +9,7 @@
 //!
 //! "Allow for this session" holds for the same rule and the same operation class in the
 //! same session, until the gateway stops; a reloaded policy keeps it only while the rule
-//! of that id is unchanged ([`fsgate_policy::Rule::same_scope`]).
+//! of that id is unchanged ([`fsgate_decide::Rule::same_scope`]).
 //!
 //! A change's `write` and `delete` questions are put last, once every other check of the
 //! change passed (just before its first backup or its intent): a change a limit, a size
@@ -28,7 +28,7 @@ use crate::ops::PathStyle;
 use fsgate_audit::canonical::now_ts;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::Decision;
+use fsgate_decide::Decision;
 
 /// The longest text of a write or edit put in a question or a change note: a larger
 /// one is described by its size only, so a prompt stays bounded.
@@ -414,7 +414,7 @@ pub(crate) fn settle(
 ) -> Result<bool, GatewayError> {
     // Callers name an operation (`edit`, `rm`) or a class: asked once per rule and class,
     // a write's edit check and its size check are the same question.
-    let class = fsgate_policy::Access::parse(class).map_or(class, |a| a.primary().as_str());
+    let class = fsgate_decide::Access::parse(class).map_or(class, |a| a.primary().as_str());
     let deferred = match class {
         "write" => Some("write"),
         "delete" => Some("delete"),
@@ -473,7 +473,7 @@ pub(crate) fn settle_pending(
             asked,
         )?;
         decided(&Decision {
-            effect: fsgate_policy::Effect::Ask,
+            effect: fsgate_decide::Effect::Ask,
             rule: &p.rule,
             reason: reason.into(),
             waived: p.waived.iter().map(String::as_str).collect(),

@@ -7,7 +7,8 @@ use super::{Facts, Gateway, ReqPath, entry_facts, visible, ws_error};
 use fsgate_backup::{BackupError, BackupStore, OnLimit, PruneReport, Saving};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::{Access, EntryKind, OpClass, Policy};
+use fsgate_decide::{Access, EntryKind, OpClass};
+use fsgate_policy::Policy;
 use fsgate_workspace::{Entry, FileKind, MAX_DEPTH, Resolved, WsError};
 
 /// The fstat sizes a backup's limits and copy use: size, blocks, device.

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::ops::{Op, Output, RequestCtx};
 use fsgate_audit::AuditEvent;
 use fsgate_base::error::GatewayError;
-use fsgate_policy::Decision;
+use fsgate_decide::Decision;
 
 /// Facts about one request.
 #[derive(Debug, Default)]
@@ -91,7 +91,7 @@ impl Facts {
             return;
         }
         // An ask the person answered yes is an allow by that rule (`details.asked`).
-        self.decision = Some(if d.effect == fsgate_policy::Effect::Deny {
+        self.decision = Some(if d.effect == fsgate_decide::Effect::Deny {
             "deny"
         } else {
             "allow"
@@ -241,7 +241,8 @@ pub(crate) fn content_digest(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::ops::RequestCtx;
-    use fsgate_policy::{EntryKind, OpClass, Policy};
+    use fsgate_decide::{EntryKind, OpClass};
+    use fsgate_policy::Policy;
 
     #[test]
     fn the_intent_names_the_waiver_too() {

@@ -40,7 +40,8 @@ use fsgate_audit::{AuditEvent, AuditLog};
 use fsgate_backup::BackupStore;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::{PathError, RelPath};
-use fsgate_policy::{Access, EntryKind, OpClass, PathFacts, Policy};
+use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
+use fsgate_policy::Policy;
 use fsgate_workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
 pub use batch::Batch;
@@ -422,11 +423,11 @@ impl Gateway {
         let old = self.policy();
         // The floor carries over, plus any gitleaks config the new policy names.
         let mut floor = old.floor().entries().to_vec();
-        floor.extend(fsgate_policy::floor::entries_inside(
+        floor.extend(fsgate_decide::floor::entries_inside(
             self.workspace.root_path(),
             fsgate_policy::floor::gitleaks_configs(&new),
         ));
-        new.set_floor(fsgate_policy::floor::FixedFloor::from_entries(floor));
+        new.set_floor(fsgate_decide::floor::FixedFloor::from_entries(floor));
         let hashes = (old.sha256().to_string(), new.sha256().to_string());
         let mut slot = match self.policy.write() {
             Ok(p) => p,
@@ -1022,7 +1023,7 @@ impl Gateway {
     }
 
     fn refuse_unless(
-        d: fsgate_policy::Decision<'_>,
+        d: fsgate_decide::Decision<'_>,
         what: &str,
         path: &RelPath,
         shown: &str,
@@ -1045,7 +1046,7 @@ impl Gateway {
 
     /// An ask decision: a person allows it, or it is refused naming the rule.
     fn settle_ask(
-        d: &fsgate_policy::Decision<'_>,
+        d: &fsgate_decide::Decision<'_>,
         what: &str,
         path: &RelPath,
         shown: &str,

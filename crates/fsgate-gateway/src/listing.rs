@@ -5,7 +5,8 @@ use super::{Facts, Gateway, entry_facts};
 use crate::ops::{Output, RequestCtx};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::{Access, EntryFilter, PathFacts, Policy};
+use fsgate_decide::{Access, EntryFilter, PathFacts};
+use fsgate_policy::Policy;
 use fsgate_workspace::Entry;
 
 /// The largest answer a listing (ls, tree, glob, grep) is built to, even under a larger

@@ -5,8 +5,9 @@ use super::{Facts, Gateway, ws_error};
 use crate::ops::RequestCtx;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
+use fsgate_decide::{Access, BinaryMode, EntryKind, OpClass};
+use fsgate_policy::Policy;
 use fsgate_policy::media::media_type;
-use fsgate_policy::{Access, BinaryMode, EntryKind, OpClass, Policy};
 use fsgate_workspace::Follow;
 
 /// Content from this size on is hashed beside the content rules' scan (see

@@ -72,7 +72,7 @@ impl Gateway {
     }
 
     /// Whether some workspace's policy allows `class` at all (capability flags).
-    pub fn can_ever(&self, class: fsgate_policy::OpClass) -> bool {
+    pub fn can_ever(&self, class: fsgate_decide::OpClass) -> bool {
         self.members().any(|m| m.policy().can_ever(class))
     }
 

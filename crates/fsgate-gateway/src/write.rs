@@ -7,7 +7,8 @@ use super::{Facts, Gateway, ws_error};
 use crate::ops::RequestCtx;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::{Access, OpClass, Policy};
+use fsgate_decide::{Access, OpClass};
+use fsgate_policy::Policy;
 use fsgate_workspace::{Replace, Resolved, TempName};
 
 impl Gateway {

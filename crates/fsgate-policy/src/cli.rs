@@ -16,9 +16,10 @@ use super::diff::{
 use super::full_decision::{FullDecision, decide_access_with_content, effect_name};
 use super::lint::{LintOptions, Severity, lint_file, only};
 use super::testrun::run_cases;
-use super::{Access, AccessStep, DEFAULT_DENY, Effect, EntryKind, PathFacts, Policy, TraceStep};
+use super::{Access, DEFAULT_DENY, Effect, EntryKind, PathFacts, Policy, TraceStep};
 use fsgate_base::path::RelPath;
 use fsgate_base::text::{Esc, EscPath, escape_for_humans};
+use fsgate_decide::AccessStep;
 
 /// Clean, all passed, nothing loosens.
 pub(crate) const EXIT_OK: i32 = 0;
@@ -65,7 +66,7 @@ pub enum PolicyCommand {
         file: PathBuf,
         /// Operation class (read, write, delete, list) or gateway operation (stat, ls,
         /// glob, tree, grep, edit, mkdir, rm), decided as the gateway decides it.
-        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(super::ACCESS_NAMES))]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(fsgate_decide::ACCESS_NAMES))]
         op: String,
         /// Workspace-relative path (a leading `/` means the workspace root).
         path: String,

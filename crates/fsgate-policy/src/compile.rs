@@ -7,9 +7,10 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use toml::Spanned;
 
-use super::raw::{BinaryMode, Effect, RawPolicy, RawRule};
-use super::{Limits, OpClass, PolicyError, Rule, SecretPattern, Secrets, Waivers};
+use super::raw::{RawPolicy, RawRule};
+use super::{Limits, OpClass, PolicyError, Rule, SecretPattern};
 use fsgate_base::path::RelPath;
+use fsgate_decide::{BinaryMode, Condition, Effect, Secrets, Waivers};
 use fsgate_sandbox::agent_config::user_home;
 use fsgate_sandbox::{AgentConfigError, AgentSettings, Protected};
 
@@ -452,33 +453,6 @@ pub(crate) fn secrets_of(patterns: Vec<SecretPattern>) -> Secrets {
     Secrets::deferred(patterns)
 }
 
-/// The secret-name patterns as one search: case-insensitive, Unicode, any of them, as
-/// `pattern_set` compiles them but without the literal prefilter a `RegexSet` builds (on
-/// names of a few bytes it costs more than the automaton it saves, and building it
-/// doubled the compilation: about 1.3 ms against 0.6). Err: why it cannot be compiled.
-pub(crate) fn name_matcher(
-    patterns: &[SecretPattern],
-) -> Result<regex_automata::meta::Regex, String> {
-    use regex_automata::meta;
-    use regex_automata::util::syntax;
-    let config = meta::Config::new()
-        .match_kind(regex_automata::MatchKind::All)
-        .utf8_empty(true)
-        .auto_prefilter(false)
-        .nfa_size_limit(Some(10 * (1 << 20)))
-        .hybrid_cache_capacity(2 * (1 << 20));
-    meta::Builder::new()
-        .configure(config)
-        .syntax(syntax::Config::new().case_insensitive(true).utf8(true))
-        .build_many(
-            &patterns
-                .iter()
-                .map(|p| p.source.as_str())
-                .collect::<Vec<_>>(),
-        )
-        .map_err(|e| first_line(&e.to_string()))
-}
-
 /// The waived patterns, compiled (no set when nothing is waived: deciding skips it).
 pub(crate) fn waivers_of(patterns: Vec<SecretPattern>) -> Result<Waivers, PolicyError> {
     let set = if patterns.is_empty() {
@@ -573,11 +547,17 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
             ),
         ));
     }
-    let extensions = r.extensions.as_ref().map(|exts| {
-        exts.iter()
-            .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
-            .collect::<Vec<_>>()
-    });
+    let mut conditions = Vec::new();
+    if let Some(exts) = &r.extensions {
+        let exts = exts.iter();
+        let lower = exts.map(|e| e.trim_start_matches('.').to_ascii_lowercase());
+        conditions.push(Condition::Extension(lower.collect()));
+    }
+    let (min, max) = (r.min_size.as_ref(), r.max_size.as_ref());
+    if min.is_some() || max.is_some() {
+        let (min, max) = (min.map(|s| *s.get_ref()), max.map(|s| *s.get_ref()));
+        conditions.push(Condition::Size { min, max });
+    }
     Ok(Rule {
         id,
         effect: r.effect,
@@ -586,9 +566,7 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
         paths,
         bases,
         whole,
-        extensions,
-        min_size: r.min_size.as_ref().map(|s| *s.get_ref()),
-        max_size: r.max_size.as_ref().map(|s| *s.get_ref()),
+        conditions,
         reason: r.reason.clone(),
         line: at(src, &r.id),
         workspaces: rule_workspaces(r, src, &invalid)?,

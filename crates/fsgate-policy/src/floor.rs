@@ -1,142 +1,13 @@
-//! The fixed floor: fsgate's own files (audit log, backups, the policy file) that no
-//! policy can ever open to the agent, even when they lie inside the workspace.
-//!
-//! The gateway checks [`FixedFloor::touches`] before the policy; `policy check` reports a
-//! policy that tries to allow them (`fixed_floor_violations`).
+//! The fixed floor as the policy file meets it: the gitleaks configs a policy loaded
+//! (floored like the policy), and `policy check`'s report of a policy that tries to
+//! allow a floor entry (`fixed_floor_violations`). The floor itself is the engine's
+//! (`fsgate_decide::floor`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use super::raw::Effect;
-use super::{EntryKind, OpClass, Policy};
-use fsgate_base::path::RelPath;
-
-/// What a floor entry protects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FloorKind {
-    /// The active audit log file; its rotated files and sidecars (`<name>.*`) too.
-    AuditLog,
-    /// The key that signs the log's checkpoints (`[audit] signing_key`).
-    SigningKey,
-    /// A file the log's checkpoints are copied to (`[audit] checkpoint_sink`).
-    CheckpointSink,
-    /// The client key of a TLS shipping destination (`[audit] ship`'s `tls_key`).
-    ShipKey,
-    /// The backup store directory and everything beneath it.
-    BackupDir,
-    /// The policy file in force (and the gitleaks config it names).
-    PolicyFile,
-}
-
-impl FloorKind {
-    /// A short name for messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FloorKind::AuditLog => "the audit log",
-            FloorKind::SigningKey => "the audit signing key",
-            FloorKind::CheckpointSink => "the audit checkpoint sink",
-            FloorKind::ShipKey => "the audit shipping TLS key",
-            FloorKind::BackupDir => "the backup store",
-            FloorKind::PolicyFile => "the policy file",
-        }
-    }
-
-    /// The rule id refusals name.
-    pub fn rule_id(self) -> &'static str {
-        match self {
-            FloorKind::AuditLog => "floor:audit-log",
-            FloorKind::SigningKey => "floor:audit-signing-key",
-            FloorKind::CheckpointSink => "floor:audit-checkpoint-sink",
-            FloorKind::ShipKey => "floor:audit-ship-key",
-            FloorKind::BackupDir => "floor:backup-dir",
-            FloorKind::PolicyFile => "floor:policy-file",
-        }
-    }
-}
-
-/// One protected path, relative to the workspace root.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FloorEntry {
-    /// What it is.
-    pub kind: FloorKind,
-    /// Where it is in the workspace.
-    pub path: RelPath,
-}
-
-/// The protected paths that lie inside one workspace.
-#[derive(Debug, Clone, Default)]
-pub struct FixedFloor {
-    entries: Vec<FloorEntry>,
-}
-
-impl FixedFloor {
-    /// Builds the floor for `workspace_root` from fsgate's own files. Both sides must be
-    /// absolute and normalised the same way (canonicalise them at start-up); files
-    /// outside the workspace need no floor and are left out.
-    pub fn new(workspace_root: &Path, files: &[(FloorKind, &Path)]) -> FixedFloor {
-        let entries = files
-            .iter()
-            .filter_map(|(kind, p)| {
-                let rel = p.strip_prefix(workspace_root).ok()?;
-                let rel = RelPath::parse_rooted(&format!("/{}", rel.to_str()?)).ok()?;
-                Some(FloorEntry {
-                    kind: *kind,
-                    path: rel,
-                })
-            })
-            .collect();
-        FixedFloor { entries }
-    }
-
-    /// A floor of entries already made workspace-relative.
-    pub fn from_entries(entries: Vec<FloorEntry>) -> FixedFloor {
-        FixedFloor { entries }
-    }
-
-    /// The protected entries (only those inside the workspace).
-    pub fn entries(&self) -> &[FloorEntry] {
-        &self.entries
-    }
-
-    /// True if nothing is protected (everything lies outside the workspace).
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// The floor entry `op` on `path` would reach, if any: reading, listing or writing
-    /// the entry itself or anything beneath it (and an audit log's `<name>.*` siblings),
-    /// and for write and delete also an ancestor directory (renaming or removing it would
-    /// take the entry with it). The workspace root itself is never refused here.
-    pub fn touches(&self, op: OpClass, path: &RelPath) -> Option<&FloorEntry> {
-        self.entries.iter().find(|e| {
-            let inside = path.starts_with(&e.path) || is_sidecar(e, path);
-            let ancestor = matches!(op, OpClass::Write | OpClass::Delete)
-                && !path.is_root()
-                && e.path.starts_with(path);
-            inside || ancestor
-        })
-    }
-}
-
-/// `audit.jsonl.000000000001`, `audit.jsonl.checkpoint`, ... beside `audit.jsonl`.
-fn is_sidecar(e: &FloorEntry, path: &RelPath) -> bool {
-    // The audit files' `<name>.*` siblings (rotations, checkpoints, a key's or sink's
-    // temporary copies) are theirs too.
-    if matches!(e.kind, FloorKind::BackupDir | FloorKind::PolicyFile) {
-        return false;
-    }
-    let (Some(name), Some(entry_name)) = (path.file_name(), e.path.file_name()) else {
-        return false;
-    };
-    parent(path) == parent(&e.path)
-        && name
-            .strip_prefix(entry_name)
-            .is_some_and(|rest| rest.starts_with('.'))
-}
-
-fn parent(p: &RelPath) -> &str {
-    p.as_str().rsplit_once('/').map_or("", |(d, _)| d)
-}
+use crate::Policy;
+use fsgate_decide::floor::{FixedFloor, FloorKind};
+use fsgate_decide::{Effect, EntryKind, OpClass};
 
 /// A policy rule that would open a floor entry.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -166,37 +37,6 @@ pub fn gitleaks_configs(policy: &Policy) -> Vec<(FloorKind, PathBuf)> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// The floor entries for those of fsgate's own files that lie inside the workspace.
-///
-/// # Ambient Authority
-///
-/// Resolves `own` paths (symlinks included) by path, to see where they really are.
-pub fn entries_inside(
-    root: &Path,
-    own: impl IntoIterator<Item = (FloorKind, PathBuf)>,
-) -> Vec<FloorEntry> {
-    own.into_iter()
-        .filter_map(|(kind, path)| {
-            let rel = inside(root, &path)?;
-            tracing::warn!(
-                path = %path.display(),
-                "{} lies inside the workspace; no request can reach it (fixed floor)",
-                kind.as_str()
-            );
-            Some(FloorEntry { kind, path: rel })
-        })
-        .collect()
-}
-
-/// `path` as a workspace-relative path, if it lies inside the workspace.
-fn inside(root: &Path, path: &Path) -> Option<RelPath> {
-    let canon = std::fs::canonicalize(path).ok().or_else(|| {
-        let parent = std::fs::canonicalize(path.parent()?).ok()?;
-        Some(parent.join(path.file_name()?))
-    })?;
-    RelPath::parse_absolute(canon.to_str()?, root).ok()
 }
 
 /// Every (entry, op) the policy alone would allow (or ask a person about). The gateway
@@ -234,10 +74,7 @@ pub(crate) fn fixed_floor_violations(policy: &Policy, floor: &FixedFloor) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn p(s: &str) -> RelPath {
-        RelPath::parse_rooted(s).unwrap()
-    }
+    use std::path::Path;
 
     fn floor() -> FixedFloor {
         FixedFloor::new(
@@ -248,46 +85,6 @@ mod tests {
                 (FloorKind::BackupDir, Path::new("/var/backups")),
             ],
         )
-    }
-
-    #[test]
-    fn only_entries_inside_the_workspace() {
-        let f = floor();
-        assert_eq!(f.entries().len(), 2);
-        assert!(
-            FixedFloor::new(
-                Path::new("/ws"),
-                &[(FloorKind::BackupDir, Path::new("/ws_evil/b"))]
-            )
-            .is_empty()
-        );
-    }
-
-    #[test]
-    fn touches_entries_sidecars_and_ancestors_on_change() {
-        let f = floor();
-        assert!(
-            f.touches(OpClass::Read, &p(".fsgate/policy.toml"))
-                .is_some()
-        );
-        assert!(
-            f.touches(OpClass::Read, &p("logs/audit.jsonl.000000000001"))
-                .is_some()
-        );
-        assert!(
-            f.touches(OpClass::List, &p("logs/audit.jsonl.checkpoint"))
-                .is_some()
-        );
-        assert!(f.touches(OpClass::Read, &p("logs/audit.jsonlx")).is_none());
-        assert!(f.touches(OpClass::Read, &p("logs/other.log")).is_none());
-        // Listing the parent is a matter of filtering entries, not refusing the listing.
-        assert!(f.touches(OpClass::List, &p(".fsgate")).is_none());
-        // Removing or renaming the parent would take the policy with it.
-        assert_eq!(
-            f.touches(OpClass::Delete, &p(".fsgate")).map(|e| e.kind),
-            Some(FloorKind::PolicyFile)
-        );
-        assert!(f.touches(OpClass::Write, &RelPath::root()).is_none());
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! decision, then the content rules on the bytes; what `explain`, `[[test]]` and `diff`
 //! show.
 
-use crate::raw::Effect;
 use crate::{Access, EntryKind, OpClass, PathFacts, Policy};
 use fsgate_base::path::RelPath;
+use fsgate_decide::Effect;
 
 /// A decision including the content check: what the gateway does for one request.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -1,24 +1,19 @@
-//! The policy engine: a TOML file, loaded (`raw`), compiled (`compile`), and decided by
-//! a pure function (`decide`) that names the rule behind every decision.
+//! The policy file: TOML loaded (`raw`), composed (`compose`) and compiled (`compile`)
+//! into the decision engine of `fsgate-decide`, which a [`Policy`] derefs to.
 //!
 //! # Layer
 //!
-//! Owns: the policy file, loaded, composed, compiled and decided, and the `policy`
-//! tools (check, explain, test, diff, schema). Depends on `fsgate-base` and on the
-//! settings types of `fsgate-audit`, `fsgate-backup` and `fsgate-sandbox` (the policy
-//! file holds their sections). May not touch: the workspace or any door; a decision
-//! is a pure function of the compiled policy and the facts it is given.
-//!
-//! Deny wins over allow; nothing matched means deny (`default-deny`).
+//! Owns: the policy file, every section of it, compose and `extends`, the content
+//! rules, and the `policy` tools (check, explain, test, diff, schema). Depends on
+//! `fsgate-base`, `fsgate-decide` (the engine it builds) and on the settings types of
+//! `fsgate-audit`, `fsgate-backup` and `fsgate-sandbox` (the policy file holds their
+//! sections). May not touch: the workspace or any door; it decides nothing itself.
 
-mod access;
 pub mod cli;
 mod compile;
 mod compose;
 pub(crate) mod content;
-mod decide;
 pub(crate) mod diff;
-mod entries;
 pub mod floor;
 mod full_decision;
 pub mod http;
@@ -32,69 +27,18 @@ pub mod testrun;
 pub mod ws;
 
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
 
-use globset::GlobSet;
-use regex::RegexSet;
-use regex_automata::meta;
-
-pub use access::{ACCESS_NAMES, Access, AccessStep};
 pub use content::{ContentHit, ContentScanner};
-pub use decide::{Decision, EntryKind, PathFacts, TraceStep};
-pub use entries::EntryFilter;
-pub use raw::{AcpSettings, BinaryMode, Effect, RawPolicy};
+use fsgate_decide::{Engine, SecretPattern};
+// The engine's names, for this crate's own modules only (never re-exported).
+pub(crate) use fsgate_decide::{
+    Access, DEFAULT_DENY, Decision, Effect, EntryKind, Limits, OpClass, PathFacts, Rule, TraceStep,
+};
+pub use raw::{AcpSettings, RawPolicy};
 pub use settings::Settings;
 
 /// The text of the built-in default policy (`policies/default.toml`).
 pub const DEFAULT_POLICY_TOML: &str = include_str!("../../../policies/default.toml");
-
-/// The rule id reported when no rule matched.
-pub(crate) const DEFAULT_DENY: &str = "default-deny";
-
-/// Operation classes the policy distinguishes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OpClass {
-    /// Reading content: read_text_file, read_file, grep.
-    Read = 0,
-    /// Creating or changing: write, edit, mkdir, rename target.
-    Write = 1,
-    /// Removing: rm, rename source.
-    Delete = 2,
-    /// Seeing names and metadata: ls, stat, glob.
-    List = 3,
-}
-
-impl OpClass {
-    /// All classes, in index order.
-    pub const ALL: [OpClass; 4] = [
-        OpClass::Read,
-        OpClass::Write,
-        OpClass::Delete,
-        OpClass::List,
-    ];
-
-    /// Parses `read`, `write`, `delete`, `list`.
-    pub fn parse(s: &str) -> Option<OpClass> {
-        match s {
-            "read" => Some(OpClass::Read),
-            "write" => Some(OpClass::Write),
-            "delete" => Some(OpClass::Delete),
-            "list" => Some(OpClass::List),
-            _ => None,
-        }
-    }
-
-    /// The lowercase name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OpClass::Read => "read",
-            OpClass::Write => "write",
-            OpClass::Delete => "delete",
-            OpClass::List => "list",
-        }
-    }
-}
 
 /// Why a policy cannot be loaded. The process refuses to start on any of these.
 #[derive(Debug, thiserror::Error)]
@@ -147,168 +91,11 @@ pub enum PolicyError {
     },
 }
 
-/// Size and content limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Limits {
-    /// Largest file the agent may read, in bytes.
-    pub max_read_bytes: u64,
-    /// Largest content the agent may write in one request, in bytes.
-    pub max_write_bytes: u64,
-    /// Binary files: deny, base64 for media files only, or base64.
-    pub binary: BinaryMode,
-    /// Largest protocol message.
-    pub max_message_bytes: u64,
-}
-
-/// A compiled `[[rule]]`.
-#[derive(Debug, Clone)]
-pub struct Rule {
-    /// Unique id.
-    pub id: String,
-    /// allow or deny.
-    pub effect: Effect,
-    /// Which op classes it covers, indexed by `OpClass as usize`.
-    pub ops: [bool; 4],
-    /// The globs as written, for explain and lint.
-    pub globs: Vec<String>,
-    /// The compiled globs (each also covering what lies beneath); None = any path.
-    paths: Option<GlobSet>,
-    /// Literal directory prefixes of the globs, so listing an ancestor is allowed.
-    bases: Vec<fsgate_base::path::RelPath>,
-    /// Directories whose every descendant the globs match (`**` -> the root, `src/**`
-    /// or `src` -> `src`): a listing below one needs no glob match per entry.
-    whole: Vec<fsgate_base::path::RelPath>,
-    /// Lowercased extensions the rule is limited to.
-    pub extensions: Option<Vec<String>>,
-    /// Files of at least this many bytes only.
-    pub min_size: Option<u64>,
-    /// Files of at most this many bytes only.
-    pub max_size: Option<u64>,
-    /// Human explanation.
-    pub reason: Option<String>,
-    /// Line of the rule's `id` in the source.
-    pub line: usize,
-    /// The workspaces the rule applies in (None: every one).
-    pub workspaces: Option<Vec<String>>,
-}
-
-impl Rule {
-    /// True if `other` decides what this rule decides, the same way (its reason and
-    /// place in the file aside).
-    pub fn same_scope(&self, other: &Rule) -> bool {
-        self.effect == other.effect
-            && self.ops == other.ops
-            && self.globs == other.globs
-            && self.extensions == other.extensions
-            && self.min_size == other.min_size
-            && self.max_size == other.max_size
-            && self.workspaces == other.workspaces
-    }
-
-    /// Whether the rule applies in the workspace `name` (None: a workspace with no
-    /// name, where only the rules for every workspace apply).
-    pub(crate) fn applies_in(&self, name: Option<&str>) -> bool {
-        match (&self.workspaces, name) {
-            (None, _) => true,
-            (Some(names), Some(n)) => names.iter().any(|w| w == n),
-            (Some(_), None) => false,
-        }
-    }
-}
-
-/// A secret-name pattern.
-#[derive(Debug, Clone)]
-pub(crate) struct SecretPattern {
-    /// `secrets:<id>`.
-    pub id: String,
-    /// The regex source.
-    pub source: String,
-    /// True for fsgate's built-in list.
-    pub builtin: bool,
-}
-
-#[derive(Debug, Clone)]
-struct Secrets {
-    patterns: Vec<SecretPattern>,
-    /// The patterns as one search (case-insensitive, Unicode, any of them), compiled on
-    /// first use and shared by the policy's copies: compiled at load, with the literal
-    /// prefilter a `RegexSet` adds, it was a fifth of a gateway's start-up (see
-    /// [`compile::name_matcher`]). Err: it cannot be compiled; every name then counts as
-    /// a secret (fail closed). `policy check` compiles it at once
-    /// ([`Policy::compile_deferred`]).
-    matcher: Arc<OnceLock<Result<meta::Regex, String>>>,
-}
-
-impl Secrets {
-    /// No secret-name patterns.
-    fn none() -> Secrets {
-        Secrets::deferred(Vec::new())
-    }
-
-    /// `patterns`, compiled on first use.
-    fn deferred(patterns: Vec<SecretPattern>) -> Secrets {
-        Secrets {
-            patterns,
-            matcher: Arc::default(),
-        }
-    }
-
-    /// The compiled search, compiling it if this is its first use.
-    fn matcher(&self) -> Result<&meta::Regex, &str> {
-        self.matcher
-            .get_or_init(|| compile::name_matcher(&self.patterns))
-            .as_ref()
-            .map_err(String::as_str)
-    }
-
-    /// Whether `name` matches a pattern (or the patterns cannot be compiled: fail closed).
-    fn is_match(&self, name: &str) -> bool {
-        match self.matcher() {
-            Ok(re) => re.is_match(name),
-            Err(_) => true,
-        }
-    }
-
-    /// The first pattern `name` matches, if any; Err if the patterns cannot be compiled.
-    fn first_match(&self, name: &str) -> Result<Option<usize>, &str> {
-        let re = self.matcher()?;
-        // `is_match` first: almost no name is a secret.
-        if !re.is_match(name) {
-            return Ok(None);
-        }
-        let mut which = regex_automata::PatternSet::new(re.pattern_len());
-        re.which_overlapping_matches(&regex_automata::Input::new(name), &mut which);
-        Ok(which.iter().next().map(|p| p.as_usize()))
-    }
-
-    /// The search a listing runs on every entry's name with a cache of its own (taken
-    /// from another thread than the one that built it, the search's shared cache pool
-    /// locks). None if it cannot be compiled: the listing then asks [`Secrets::is_match`].
-    fn names(&self) -> Option<&meta::Regex> {
-        self.matcher().ok()
-    }
-}
-
-/// Built-in secret-name patterns waived by `disabled_patterns`: they no longer deny, but
-/// are still matched so that a decision can say a waiver let the path through.
-#[derive(Debug, Clone, Default)]
-struct Waivers {
-    patterns: Vec<SecretPattern>,
-    set: Option<RegexSet>,
-}
-
 /// A loaded, compiled policy. Immutable; share it behind an `Arc`.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    /// The rules in force: those for every workspace, and those scoped to `workspace`.
-    rules: Vec<Rule>,
-    /// Every rule of the file, scoped ones included, for [`Policy::for_workspace`].
-    all_rules: Vec<Rule>,
-    /// The workspace this policy is for, when several are served.
-    workspace: Option<String>,
-    secrets: Secrets,
-    waivers: Waivers,
-    limits: Limits,
+    /// The decision engine built from the file: rules, secret names, limits, floor.
+    pub(crate) engine: Engine,
     content: Option<ContentScanner>,
     /// `[agent]` in force (the older `[sandbox] agent_system_paths` folded in), checked.
     agent: fsgate_sandbox::AgentSettings,
@@ -327,9 +114,6 @@ pub struct Policy {
     /// tests read it so far.
     #[cfg_attr(not(test), expect(dead_code, reason = "read only by the tests so far"))]
     set_refs: Vec<(String, String)>,
-    /// Paths no policy can allow: fsgate's own audit log, backups and policy file when
-    /// they lie inside the workspace. Set by the gateway at start-up.
-    floor: floor::FixedFloor,
 }
 
 impl Policy {
@@ -384,17 +168,12 @@ impl Policy {
         let built = compose::build(raw, text, origin, base)?;
         let compiled = built.compiled;
         Ok(Policy {
-            rules: compiled
-                .rules
-                .iter()
-                .filter(|r| r.applies_in(None))
-                .cloned()
-                .collect(),
-            all_rules: compiled.rules,
-            workspace: None,
-            secrets: compiled.secrets,
-            waivers: compiled.waivers,
-            limits: compiled.limits,
+            engine: Engine::new(
+                compiled.rules,
+                compiled.secrets,
+                compiled.waivers,
+                compiled.limits,
+            ),
             content: compiled.content,
             agent: compiled.agent,
             settings: Settings::of(&built.raw, base),
@@ -405,7 +184,6 @@ impl Policy {
             base_texts: built.base_texts,
             inherited: built.inherited,
             set_refs: built.set_refs,
-            floor: floor::FixedFloor::default(),
         })
     }
 
@@ -413,13 +191,7 @@ impl Policy {
     /// and those whose `workspaces` name it, in file order.
     pub fn for_workspace(&self, name: &str) -> Policy {
         let mut p = self.clone();
-        p.rules = self
-            .all_rules
-            .iter()
-            .filter(|r| r.applies_in(Some(name)))
-            .cloned()
-            .collect();
-        p.workspace = Some(name.to_string());
+        p.engine = self.engine.for_workspace(name);
         p
     }
 
@@ -428,68 +200,23 @@ impl Policy {
     /// allows what the changes it undoes did, yet never where the gateway's policy
     /// refuses every agent (`.git/hooks`, a `deny` rule), whatever `--force` says.
     pub fn with_denials_of(mut self, other: &Policy) -> Policy {
-        self.secrets = other.secrets.clone();
-        self.waivers = other.waivers.clone();
-        let denials = |rules: &[Rule]| -> Vec<Rule> {
-            rules
-                .iter()
-                .filter(|r| r.effect == Effect::Deny)
-                .cloned()
-                .collect()
-        };
-        let mut rules = denials(&other.rules);
-        rules.append(&mut self.rules);
-        self.rules = rules;
-        let mut all = denials(&other.all_rules);
-        all.append(&mut self.all_rules);
-        self.all_rules = all;
-        self.workspace = other.workspace.clone();
+        self.engine = self.engine.with_denials_of(&other.engine);
         self
     }
 
-    /// The workspace this policy was narrowed to ([`Policy::for_workspace`]).
-    pub fn workspace(&self) -> Option<&str> {
-        self.workspace.as_deref()
-    }
-
-    /// Every workspace name a rule is scoped to.
-    pub fn scoped_workspaces(&self) -> std::collections::BTreeSet<&str> {
-        self.all_rules
-            .iter()
-            .filter_map(|r| r.workspaces.as_ref())
-            .flatten()
-            .map(String::as_str)
-            .collect()
+    /// The decision engine built from the file.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// Marks paths that no rule can allow (fsgate's own files inside the workspace).
-    pub fn set_floor(&mut self, floor: floor::FixedFloor) {
-        self.floor = floor;
-    }
-
-    /// The fixed floor in force.
-    pub fn floor(&self) -> &floor::FixedFloor {
-        &self.floor
-    }
-
-    /// The limits in force.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
-
-    /// The rule with id `id`, if any.
-    pub fn rule(&self, id: &str) -> Option<&Rule> {
-        self.rules().iter().find(|r| r.id == id)
-    }
-
-    /// The compiled rules, in file order.
-    pub(crate) fn rules(&self) -> &[Rule] {
-        &self.rules
+    pub fn set_floor(&mut self, floor: fsgate_decide::floor::FixedFloor) {
+        self.engine.set_floor(floor);
     }
 
     /// The secret-name patterns in force.
     pub(crate) fn secret_patterns(&self) -> &[SecretPattern] {
-        &self.secrets.patterns
+        self.engine.secrets().patterns()
     }
 
     /// Compiles now what is otherwise compiled on first use (the secret-name set, the
@@ -501,18 +228,14 @@ impl Policy {
             line: 0,
             message: message.to_string(),
         };
-        self.secrets
-            .matcher()
+        self.engine
+            .secrets()
+            .compile()
             .map_err(|m| invalid("secrets.patterns", m))?;
         match &self.content {
             Some(c) => c.compile_deferred().map_err(|m| invalid("content", &m)),
             None => Ok(()),
         }
-    }
-
-    /// The built-in secret-name patterns waived by `[secrets] disabled_patterns`.
-    pub(crate) fn waived_patterns(&self) -> &[SecretPattern] {
-        &self.waivers.patterns
     }
 
     /// The base files an `extends` chain read, base first (empty for a single file).
@@ -578,13 +301,15 @@ impl Policy {
     pub fn origin(&self) -> &str {
         &self.origin
     }
+}
 
-    /// True if some allow or ask rule covers `op` at all: drives ACP capability flags and
-    /// Landlock rights the kernel grants.
-    pub fn can_ever(&self, op: OpClass) -> bool {
-        self.rules
-            .iter()
-            .any(|r| r.effect != Effect::Deny && r.ops[op as usize])
+/// A policy is its decision engine, with the file it was built from: every decision
+/// (`decide`, `decide_access`, `entry_filter`, `limits`...) is the engine's.
+impl std::ops::Deref for Policy {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        &self.engine
     }
 }
 
@@ -614,6 +339,10 @@ fn describe_toml_error(e: &toml::de::Error, text: &str) -> String {
 pub use fsgate_base::state::valid_workspace_name;
 
 #[cfg(test)]
+mod access_tests;
+#[cfg(test)]
 mod agent_tests;
+#[cfg(test)]
+mod entries_tests;
 #[cfg(test)]
 mod tests;

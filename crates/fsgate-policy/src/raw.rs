@@ -8,6 +8,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub(crate) use super::content::format::RawContent;
+use fsgate_decide::{BinaryMode, Effect};
 
 /// The whole policy file.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -123,55 +124,6 @@ pub struct RawLimits {
     /// Largest single protocol message (one JSON-RPC line), in bytes. Default 24 MiB:
     /// room for an MCP answer carrying a 10 MiB read twice (text and structured content).
     pub max_message_bytes: Option<u64>,
-}
-
-/// How binary files are treated on read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum BinaryMode {
-    /// Refuse to read binary files.
-    Deny,
-    /// Binary reads (`_fsgate/read_file`, MCP read_media_file, WebSocket read) return
-    /// media files base64-encoded: images and audio whose extension and first bytes
-    /// agree (png, jpg, gif, webp, bmp, mp3, wav, ogg, flac). Other binary files are
-    /// refused, and text reads refuse every binary file.
-    Media,
-    /// `_fsgate/read_file` returns them base64-encoded.
-    Base64,
-}
-
-/// Allow, deny, or ask a person.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Effect {
-    /// Grants the operation.
-    Allow,
-    /// Refuses the operation; wins over any allow or ask.
-    Deny,
-    /// Grants the operation only if a person says yes when it is requested (through the
-    /// client's own prompt); wins over any allow. No answer in time means deny.
-    Ask,
-}
-
-impl Effect {
-    /// `allow`, `deny` or `ask`, as written in a policy.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Effect::Allow => "allow",
-            Effect::Deny => "deny",
-            Effect::Ask => "ask",
-        }
-    }
-
-    /// How strongly it holds when two steps of one operation disagree: deny, then ask,
-    /// then allow.
-    pub(crate) fn weight(self) -> u8 {
-        match self {
-            Effect::Allow => 0,
-            Effect::Ask => 1,
-            Effect::Deny => 2,
-        }
-    }
 }
 
 /// One `[[rule]]`.

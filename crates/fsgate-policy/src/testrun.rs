@@ -4,9 +4,9 @@
 use super::compile::line_col;
 pub use super::full_decision::FullDecision;
 use super::full_decision::{decide_access_with_content, effect_name};
-use super::raw::Effect;
 use super::{Access, EntryKind, PathFacts, Policy};
 use fsgate_base::path::RelPath;
+use fsgate_decide::Effect;
 
 /// The outcome of one `[[test]]` case.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -127,7 +127,7 @@ fn run_case(policy: &Policy, src: &str, index: usize, t: &super::raw::RawTest) -
         case.failure = Some(format!(
             "unknown op `{}` (expected one of {})",
             t.op.get_ref(),
-            super::ACCESS_NAMES.join(", ")
+            fsgate_decide::ACCESS_NAMES.join(", ")
         ));
         return case;
     };

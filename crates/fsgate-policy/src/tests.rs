@@ -4,6 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 use fsgate_base::path::RelPath;
+use fsgate_decide::{BinaryMode, Secrets, Waivers};
 
 fn p(s: &str) -> RelPath {
     RelPath::parse_rooted(s).unwrap()
@@ -223,7 +224,7 @@ proptest! {
         let path = p(&comps.join("/"));
         let op = OpClass::ALL[op];
         let d = pol.decide(op, &path, EntryKind::File);
-        let secret = comps.iter().any(|c| pol.secrets.is_match(c));
+        let secret = comps.iter().any(|c| pol.secrets().is_match(c));
         prop_assert_eq!(d.allowed(), !secret);
         if secret { prop_assert!(d.rule.starts_with("secrets:")); }
     }
@@ -245,7 +246,7 @@ proptest! {
 
 #[test]
 fn fixed_floor_beats_every_allow() {
-    use super::floor::{FixedFloor, FloorEntry, FloorKind};
+    use fsgate_decide::floor::{FixedFloor, FloorEntry, FloorKind};
     let mut pol = default();
     pol.set_floor(FixedFloor::from_entries(vec![
         FloorEntry {
@@ -324,11 +325,17 @@ paths = [".github/**"]
 #[test]
 fn a_secret_set_that_cannot_be_compiled_refuses_everything() {
     let mut pol = default();
-    pol.secrets = Secrets::deferred(vec![SecretPattern {
+    let broken = Secrets::deferred(vec![SecretPattern {
         id: "secrets:broken".into(),
         source: "(".into(),
         builtin: false,
     }]);
+    pol.engine = Engine::new(
+        pol.rules().to_vec(),
+        broken,
+        Waivers::default(),
+        *pol.limits(),
+    );
     let d = pol.decide(OpClass::Read, &p("src/main.rs"), EntryKind::File);
     assert!(!d.allowed());
     assert_eq!(d.rule, "secrets:broken");

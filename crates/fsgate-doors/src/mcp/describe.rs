@@ -2,7 +2,8 @@
 //! force), and how paths work.
 
 use super::tool_id::{MAX_MULTI_PATHS, MAX_TREE_ENTRIES, ToolId};
-use fsgate_policy::{BinaryMode, Policy};
+use fsgate_decide::BinaryMode;
+use fsgate_policy::Policy;
 
 fn mib(bytes: u64) -> String {
     if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {

@@ -1,8 +1,9 @@
 //! Every tool this server offers, by name, and the operation classes each needs: what
 //! the catalogue, its descriptions and the calls share.
 
+use fsgate_decide::{BinaryMode, OpClass};
 use fsgate_gateway::ops::OpId;
-use fsgate_policy::{BinaryMode, OpClass, Policy};
+use fsgate_policy::Policy;
 
 /// Paths a single `read_multiple_files` call may name.
 pub(super) const MAX_MULTI_PATHS: usize = 64;

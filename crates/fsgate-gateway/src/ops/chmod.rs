@@ -8,7 +8,8 @@ use crate::vcs::Step;
 use crate::{Facts, Gateway, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::{EntryKind, OpClass, Policy};
+use fsgate_decide::{EntryKind, OpClass};
+use fsgate_policy::Policy;
 use fsgate_workspace::Follow;
 
 /// Rule id of a chmod refused for asking for set-user-ID, set-group-ID or sticky.

@@ -7,7 +7,8 @@ use crate::ops::{Output, PathStyle, RequestCtx};
 use crate::{Facts, Gateway, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::{Access, EntryKind, OpClass, Policy};
+use fsgate_decide::{Access, EntryKind, OpClass};
+use fsgate_policy::Policy;
 use fsgate_workspace::{Entry, Follow};
 
 impl Gateway {

@@ -4,7 +4,8 @@ use crate::listing::*;
 use crate::ops::{Output, RequestCtx};
 use crate::{Facts, Gateway, entry_facts, ws_error};
 use fsgate_base::error::GatewayError;
-use fsgate_policy::{Access, EntryKind, OpClass, Policy};
+use fsgate_decide::{Access, EntryKind, OpClass};
+use fsgate_policy::Policy;
 use fsgate_workspace::{Entry, Follow, PageSpec, json_string_len};
 
 impl Gateway {

@@ -5,7 +5,8 @@ use crate::reconcile::{Disk, Found, OnDisk};
 use crate::vcs::Step;
 use crate::{Facts, Gateway, ws_error};
 use fsgate_base::error::GatewayError;
-use fsgate_policy::{EntryKind, OpClass, Policy};
+use fsgate_decide::{EntryKind, OpClass};
+use fsgate_policy::Policy;
 use fsgate_workspace::FileKind;
 use fsgate_workspace::Follow;
 

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::ops::{OpenAccess, Output, RequestCtx};
 use crate::{Facts, Gateway, ws_error};
 use fsgate_base::error::GatewayError;
-use fsgate_policy::{Access, EntryKind, OpClass, Policy};
+use fsgate_decide::{Access, EntryKind, OpClass};
+use fsgate_policy::Policy;
 use fsgate_workspace::Follow;
 
 impl Gateway {

@@ -6,8 +6,9 @@ use crate::ops::{Encoding, Output, RequestCtx};
 use crate::read::*;
 use crate::{Facts, Gateway};
 use fsgate_base::error::GatewayError;
+use fsgate_decide::BinaryMode;
+use fsgate_policy::Policy;
 use fsgate_policy::media::is_media;
-use fsgate_policy::{BinaryMode, Policy};
 
 impl Gateway {
     pub(crate) fn read_file(

@@ -6,7 +6,8 @@ use crate::vcs::Step;
 use crate::{Facts, Gateway, ReqPath, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::{Access, EntryKind, OpClass, PathFacts, Policy};
+use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
+use fsgate_policy::Policy;
 use fsgate_workspace::FileKind;
 use fsgate_workspace::{Follow, Resolved, WsError};
 

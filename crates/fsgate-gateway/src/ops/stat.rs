@@ -4,7 +4,8 @@ use crate::ops::{Output, RequestCtx};
 use crate::{Facts, Gateway, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::{Access, EntryKind, OpClass, PathFacts, Policy};
+use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
+use fsgate_policy::Policy;
 use fsgate_workspace::{FileKind, Follow, WsError};
 
 impl Gateway {

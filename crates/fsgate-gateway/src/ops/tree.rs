@@ -9,7 +9,8 @@ use crate::ops::{Output, RequestCtx};
 use crate::{Facts, Gateway, entry_facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::{Access, EntryKind, OpClass, Policy};
+use fsgate_decide::{Access, EntryKind, OpClass};
+use fsgate_policy::Policy;
 use fsgate_workspace::{
     Cut, Entry, Follow, Gathered, PageSpec, Reading, Room, Take, Tally, WsError, json_string_len,
 };

@@ -7,7 +7,8 @@ use crate::write::*;
 use crate::{Facts, Gateway, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_policy::{EntryKind, OpClass, Policy};
+use fsgate_decide::{EntryKind, OpClass};
+use fsgate_policy::Policy;
 use fsgate_workspace::Follow;
 
 impl Gateway {

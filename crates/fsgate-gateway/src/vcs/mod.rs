@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use fsgate_base::path::RelPath;
-use fsgate_policy::{EntryKind, OpClass, Policy};
+use fsgate_decide::{EntryKind, OpClass};
+use fsgate_policy::Policy;
 
 pub(crate) use stage::Staged;
 pub(crate) use stage::Step;

@@ -33,7 +33,8 @@ pub use inotify::read_watch_limit;
 use crate::Gateway;
 use changes::Coalescer;
 use fsgate_base::path::RelPath;
-use fsgate_policy::{Access, EntryKind, PathFacts, Policy};
+use fsgate_decide::{Access, EntryKind, PathFacts};
+use fsgate_policy::Policy;
 use fsgate_workspace::{FileKind, MAX_DEPTH, Visit, Walked, is_own_temp};
 use inotify::{Kernel, Seen, Woke, watch_limit};
 

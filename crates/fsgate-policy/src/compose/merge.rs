@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use super::Layer;
 use crate::compile::{self, Compiled, key_line, line_col, section_line};
 use crate::diff::sections;
-use crate::raw::{BinaryMode, Effect, RawContent, RawLimits, RawPolicy};
+use crate::raw::{RawContent, RawLimits, RawPolicy};
 use crate::{ContentScanner, Limits, OpClass, PolicyError, Rule, SecretPattern};
+use fsgate_decide::{BinaryMode, Effect};
 
 /// The chain merged so far.
 pub(crate) struct Merged {
@@ -45,7 +46,7 @@ impl Merged {
             raw: layer.raw,
             rules: c.rules,
             overridable,
-            secrets: c.secrets.patterns,
+            secrets: c.secrets.into_patterns(),
             waivers: c.waivers.patterns,
             limits: c.limits,
             content: c.content,
@@ -64,7 +65,7 @@ impl Merged {
         let limits = self.merge_limits(&layer)?;
         let c = compile::compile(&layer.raw, &layer.text, layer.dir.as_deref())?;
         self.merge_rules(&layer, c.rules)?;
-        self.merge_secrets(&layer, c.secrets.patterns, c.waivers.patterns);
+        self.merge_secrets(&layer, c.secrets.into_patterns(), c.waivers.patterns);
         self.merge_content(&layer, c.content)?;
         self.merge_sections(&layer);
         self.limits = limits;
@@ -515,7 +516,7 @@ fn narrower_effect(p: &Rule, b: &Rule) -> Result<(), String> {
     Ok(())
 }
 
-/// `p` covers no op, extension or size `b` does not.
+/// `p` covers no op `b` does not, nor anything beyond one of `b`'s conditions.
 fn narrower_scope(p: &Rule, b: &Rule) -> Result<(), String> {
     if let Some(op) = OpClass::ALL
         .iter()
@@ -526,32 +527,10 @@ fn narrower_scope(p: &Rule, b: &Rule) -> Result<(), String> {
             op.as_str()
         ));
     }
-    if let Some(be) = &b.extensions {
-        let within = p
-            .extensions
-            .as_ref()
-            .is_some_and(|pe| pe.iter().all(|e| be.contains(e)));
-        if !within {
-            return Err(format!("it matches extensions beyond {be:?}"));
-        }
-    }
-    // A size range within the base's: a replacement without one would reach files the
-    // base rule never allowed.
-    if b.min_size
-        .is_some_and(|bm| p.min_size.is_none_or(|pm| pm < bm))
-    {
-        return Err(format!(
-            "it reaches files smaller than the base rule's min_size {}",
-            b.min_size.unwrap_or_default()
-        ));
-    }
-    if b.max_size
-        .is_some_and(|bm| p.max_size.is_none_or(|pm| pm > bm))
-    {
-        return Err(format!(
-            "it reaches files larger than the base rule's max_size {}",
-            b.max_size.unwrap_or_default()
-        ));
+    // Within each of the base's conditions: a replacement without one would reach
+    // files the base rule never allowed.
+    for bc in &b.conditions {
+        bc.within(p.conditions.iter().find(|pc| pc.same_kind(bc)))?;
     }
     Ok(())
 }

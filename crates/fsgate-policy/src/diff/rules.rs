@@ -3,8 +3,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::{Direction, Item};
-use crate::raw::Effect;
 use crate::{OpClass, Policy, Rule};
+use fsgate_decide::Effect;
 
 /// A rule as one line: `allow read, list on docs/** (extensions md)`.
 fn describe(r: &Rule) -> String {
@@ -14,7 +14,7 @@ fn describe(r: &Rule) -> String {
         ops_text(&r.ops),
         r.globs.join(", ")
     );
-    if let Some(ext) = &r.extensions {
+    if let Some(ext) = &r.extensions() {
         s.push_str(&format!(" (extensions {})", ext.join(", ")));
     }
     s
@@ -110,7 +110,7 @@ fn covered(r: &Rule, pool: &[Rule], pool_tables: &HashMap<String, toml::Table>) 
             .get(&p.id)
             .is_none_or(|t| t.keys().all(|k| RULE_KEYS.contains(&k.as_str())))
     };
-    let exts = |p: &Rule| match (&p.extensions, &r.extensions) {
+    let exts = |p: &Rule| match (&p.extensions(), &r.extensions()) {
         (None, _) => true,
         (Some(_), None) => false,
         (Some(pe), Some(re)) => re.iter().all(|e| pe.contains(e)),
@@ -148,11 +148,11 @@ fn rule_change(r: &Rule, n: &Rule, out: &mut Vec<Item>) {
         }
     }
     set_change(&r.id, "paths", &r.globs, &n.globs, &more, out);
-    match (&r.extensions, &n.extensions) {
+    match (r.extensions(), n.extensions()) {
         (None, None) => {}
         (Some(a), Some(b)) => set_change(&r.id, "extensions", a, b, &more, out),
         (a, b) => {
-            let text = |e: &Option<Vec<String>>| e.as_ref().map_or("any".into(), |v| v.join(", "));
+            let text = |e: Option<&[String]>| e.map_or("any".into(), |v| v.join(", "));
             let subject = format!("{} extensions", r.id);
             out.push(Item::new(
                 more(b.is_none()),

@@ -2,8 +2,8 @@
 
 use super::{Direction, Item};
 use crate::content::ContentRuleShape;
-use crate::raw::BinaryMode;
 use crate::{ContentScanner, Limits, OpClass, Policy, SecretPattern};
+use fsgate_decide::BinaryMode;
 
 /// Larger limits loosen; binary handling orders deny < media < base64.
 pub(super) fn limits(old: &Limits, new: &Limits, out: &mut Vec<Item>) {

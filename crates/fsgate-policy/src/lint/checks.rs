@@ -12,11 +12,13 @@ use regex::{RegexSet, RegexSetBuilder};
 use super::findings::{LintOptions, Severity, Sink, only};
 use super::shadow;
 use crate::compile::BUILTIN_SECRETS;
-use crate::floor::{FixedFloor, FloorKind, fixed_floor_violations};
-use crate::raw::Effect;
+use crate::floor::fixed_floor_violations;
 use crate::testrun::{own_rules, run_cases};
 use crate::{EntryKind, OpClass, Policy, Rule};
 use fsgate_base::path::RelPath;
+use fsgate_decide::Condition;
+use fsgate_decide::Effect;
+use fsgate_decide::floor::{FixedFloor, FloorKind};
 use fsgate_sandbox::Protected;
 use fsgate_sandbox::agent_config::{credential_env_name, user_home};
 
@@ -130,11 +132,20 @@ fn duplicates(policy: &Policy, sink: &mut Sink<'_>) {
     let key = |r: &Rule| {
         let mut g = r.globs.clone();
         g.sort();
-        let mut e = r.extensions.clone();
-        if let Some(e) = e.as_mut() {
-            e.sort();
-        }
-        (r.effect, r.ops, g, e, r.min_size, r.max_size)
+        // Every condition, an extension list in any order.
+        let conditions: Vec<Condition> = r
+            .conditions
+            .iter()
+            .map(|c| match c {
+                Condition::Extension(e) => {
+                    let mut e = e.clone();
+                    e.sort();
+                    Condition::Extension(e)
+                }
+                c => c.clone(),
+            })
+            .collect();
+        (r.effect, r.ops, g, conditions)
     };
     let rules = policy.rules();
     for (i, r) in rules.iter().enumerate() {
@@ -175,30 +186,35 @@ fn deny_covers(policy: &Policy, deny: &Rule, allow: &Rule, op: OpClass) -> bool 
     if deny.effect != Effect::Deny || !deny.ops[op as usize] {
         return false;
     }
-    if let Some(dx) = &deny.extensions {
+    // Only the conditions weighed below: a deny narrowed by any other may leave some
+    // of the allow's paths to it.
+    let weighed = |c: &Condition| matches!(c, Condition::Extension(_) | Condition::Size { .. });
+    if !deny.conditions.iter().all(weighed) {
+        return false;
+    }
+    if let Some(dx) = &deny.extensions() {
         // An allow's extensions do not limit it on directories, a deny's do: the allow
         // still decides listing, creating and removing directories (reading one is moot).
         if op != OpClass::Read {
             return false;
         }
-        match &allow.extensions {
+        match &allow.extensions() {
             Some(ax) if ax.iter().all(|e| dx.contains(e)) => {}
             _ => return false,
         }
     }
     // A size-conditioned deny covers only files within its range (never directories):
     // the allow must be limited to that range too.
-    let sized = |r: &Rule| r.min_size.is_some() || r.max_size.is_some();
+    let sized = |r: &Rule| r.min_size().is_some() || r.max_size().is_some();
     let within = !sized(deny)
         || (sized(allow)
-            && deny.min_size.unwrap_or(0) <= allow.min_size.unwrap_or(0)
-            && deny.max_size.unwrap_or(u64::MAX) >= allow.max_size.unwrap_or(u64::MAX));
+            && deny.min_size().unwrap_or(0) <= allow.min_size().unwrap_or(0)
+            && deny.max_size().unwrap_or(u64::MAX) >= allow.max_size().unwrap_or(u64::MAX));
     if !within {
         return false;
     }
     let mut d = deny.clone();
-    d.extensions = None;
-    (d.min_size, d.max_size) = (None, None);
+    d.conditions.clear();
     let reduced = only(policy, vec![d]);
     let covered = |glob: &str, base: &RelPath| {
         glob_covered_textually(deny, glob)
@@ -304,8 +320,7 @@ pub(crate) fn concretize(glob: &str) -> String {
 /// one of the rule's extensions.
 fn samples(rule: &Rule) -> Vec<RelPath> {
     let ext = rule
-        .extensions
-        .as_ref()
+        .extensions()
         .and_then(|e| e.first().cloned())
         .unwrap_or_else(|| "txt".into());
     let globs: Vec<String> = if rule.globs.is_empty() {
@@ -394,8 +409,8 @@ fn secrets(policy: &Policy, sink: &mut Sink<'_>) {
                 .split('/')
                 .filter(|c| is_literal(c) && !c.is_empty())
                 .find_map(|c| {
-                    let i = policy.secrets.first_match(c).ok().flatten()?;
-                    Some((c.to_string(), policy.secrets.patterns[i].id.clone()))
+                    let i = policy.secrets().first_match(c).ok().flatten()?;
+                    Some((c.to_string(), policy.secrets().patterns()[i].id.clone()))
                 });
             if let Some((comp, id)) = hit {
                 sink.at_rule(

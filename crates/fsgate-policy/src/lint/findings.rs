@@ -201,8 +201,7 @@ impl Sink<'_> {
 /// real decision function answer "what does this one rule match?".
 pub(crate) fn only(policy: &Policy, rules: Vec<crate::Rule>) -> Policy {
     let mut p = policy.clone();
-    p.rules = rules;
-    p.secrets = crate::Secrets::none();
+    p.engine = policy.engine().only(rules);
     p.content = None;
     p
 }

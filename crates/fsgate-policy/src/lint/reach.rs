@@ -8,10 +8,10 @@ use std::path::Path;
 use super::findings::{LintOptions, Severity, Sink, only};
 use super::globs::{Form, fill, glob_samples, normal_form, wildcard_extensions};
 use super::shadow::{ops_of, rule_samples};
-use crate::floor::FixedFloor;
-use crate::raw::Effect;
 use crate::{EntryKind, OpClass, Policy, Rule};
 use fsgate_base::path::RelPath;
+use fsgate_decide::Effect;
+use fsgate_decide::floor::FixedFloor;
 
 /// The `--workspace` walk stops after this many entries.
 pub(super) const MAX_WORKSPACE_ENTRIES: usize = 200_000;
@@ -125,7 +125,7 @@ fn no_match(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) -> bo
         Effect::Deny | Effect::Ask => Severity::Error,
         Effect::Allow => Severity::Warning,
     };
-    if let (Some(named), Some(listed)) = (wildcard_extensions(&normal), &g.rule.extensions)
+    if let (Some(named), Some(listed)) = (wildcard_extensions(&normal), &g.rule.extensions())
         && !named.iter().any(|e| listed.contains(e))
     {
         let stem = normal.rsplit_once('/').map_or("", |(d, _)| d);
@@ -195,7 +195,7 @@ fn no_match(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) -> bo
 /// whole tree) stands for.
 fn reachable(alone: &Policy, one: &Rule, glob: &str) -> bool {
     let glob = if glob.is_empty() { "**" } else { glob };
-    glob_samples(glob, one.extensions.as_deref())
+    glob_samples(glob, one.extensions())
         .iter()
         .any(|p| decides(alone, one, OpClass::Read, p))
 }
@@ -213,8 +213,7 @@ fn broad(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) {
     };
     let (normal, _) = normal_form(g.text);
     let ext = r
-        .extensions
-        .as_ref()
+        .extensions()
         .and_then(|e| e.first().cloned())
         .unwrap_or_else(|| "sh".into());
     let (example, message, hint) = if normal == "*" {
@@ -237,7 +236,7 @@ fn broad(g: &Glob<'_>, alone: &Policy, one: &Rule, sink: &mut Sink<'_>) {
             ),
         )
     } else if let Some(named) = wildcard_extensions(&normal) {
-        if r.extensions
+        if r.extensions()
             .as_ref()
             .is_some_and(|l| named.iter().any(|e| l.contains(e)))
         {

@@ -21,7 +21,7 @@ pub(super) fn ops_of(r: &Rule) -> Vec<OpClass> {
 
 /// Representative paths `r` could match, from its globs and extensions.
 pub(super) fn rule_samples(r: &Rule) -> Vec<RelPath> {
-    let exts = r.extensions.as_deref();
+    let exts = r.extensions();
     let texts: Vec<String> = if r.globs.is_empty() {
         let mut v = Vec::new();
         for e in exts.unwrap_or_default().iter().take(4) {
@@ -47,7 +47,7 @@ pub(super) fn rule_samples(r: &Rule) -> Vec<RelPath> {
 /// A file size within `r`'s size condition (None if it has none): without one, a
 /// size-conditioned deny would never match a sample, and its cases would not pass.
 fn sample_size(r: &Rule) -> Option<u64> {
-    r.min_size.or(r.max_size)
+    r.min_size().or(r.max_size())
 }
 
 /// What a sample path of `r` is: a file, of a size `r`'s condition accepts.

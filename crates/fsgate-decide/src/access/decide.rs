@@ -4,17 +4,18 @@
 use std::borrow::Cow;
 
 use super::{Access, AccessStep};
-use crate::decide::PathFacts;
-use crate::{Decision, Effect, EntryKind, OpClass, Policy, TraceStep};
+use crate::decide::{Decision, TraceStep};
+use crate::effect::Effect;
+use crate::engine::Engine;
+use crate::facts::{EntryKind, PathFacts};
+use crate::rule::{OpClass, Rule};
 use fsgate_base::path::RelPath;
 
-impl Policy {
+impl Engine {
     /// True if some rule has a size condition: the gateway then decides again once it
     /// knows a file's size.
     pub fn has_size_rules(&self) -> bool {
-        self.rules
-            .iter()
-            .any(|r| r.min_size.is_some() || r.max_size.is_some())
+        self.rules.iter().any(Rule::has_size)
     }
 
     /// Decides a whole operation on `path`: every directory above it the operation
@@ -68,7 +69,7 @@ impl Policy {
     }
 
     /// [`Policy::decide_access`] with each step's trace, for `explain`.
-    pub(crate) fn explain_access(
+    pub fn explain_access(
         &self,
         op: Access,
         path: &RelPath,

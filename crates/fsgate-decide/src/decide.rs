@@ -6,21 +6,14 @@
 
 use std::borrow::Cow;
 
-use super::raw::Effect;
-use super::{DEFAULT_DENY, OpClass, Policy, Rule};
+use crate::effect::Effect;
+use crate::engine::Engine;
+use crate::facts::{EntryKind, PathFacts};
+use crate::rule::{OpClass, Rule};
 use fsgate_base::path::RelPath;
 
-/// What kind of entry a path names, when the caller knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
-    /// A regular file (or a file about to be created).
-    File,
-    /// A directory: extension conditions of allow rules do not apply to it.
-    Dir,
-    /// Not known yet (checked before touching the filesystem); allow rules' extension
-    /// conditions are deferred to the second check, deny rules apply in full.
-    Unknown,
-}
+/// The rule id reported when no rule matched.
+pub const DEFAULT_DENY: &str = "default-deny";
 
 /// The outcome of a decision, naming the rule that made it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,34 +54,7 @@ pub struct TraceStep {
     pub note: String,
 }
 
-/// What the caller knows about a path besides its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PathFacts {
-    /// File, directory, or not known yet.
-    pub kind: EntryKind,
-    /// A file's size in bytes (for a write, the larger of its current and new size);
-    /// None before it is known: rules with a size condition are then deferred (an
-    /// allow's condition counts as met, a deny does not apply yet), and the caller
-    /// decides again once it knows the size.
-    pub size: Option<u64>,
-}
-
-impl PathFacts {
-    /// `kind`, size unknown.
-    pub fn kind(kind: EntryKind) -> PathFacts {
-        PathFacts { kind, size: None }
-    }
-
-    /// A file of `size` bytes.
-    pub fn file(size: u64) -> PathFacts {
-        PathFacts {
-            kind: EntryKind::File,
-            size: Some(size),
-        }
-    }
-}
-
-impl Policy {
+impl Engine {
     /// Decides `op` on `path`. Pure: no filesystem access.
     pub fn decide(&self, op: OpClass, path: &RelPath, kind: EntryKind) -> Decision<'_> {
         self.evaluate(op, path, &PathFacts::kind(kind), None)
@@ -286,7 +252,7 @@ impl Policy {
         let Some(set) = &self.waivers.set else {
             return Vec::new();
         };
-        let mut hit = [false; super::compile::BUILTIN_SECRETS.len()];
+        let mut hit = vec![false; self.waivers.patterns.len()];
         for comp in path.components().filter(|c| set.is_match(c)) {
             for i in set.matches(comp).iter() {
                 if let Some(h) = hit.get_mut(i) {
@@ -295,7 +261,7 @@ impl Policy {
             }
         }
         if let Some(t) = trace {
-            for (p, matched) in self.waivers.patterns.iter().zip(hit) {
+            for (p, matched) in self.waivers.patterns.iter().zip(hit.iter().copied()) {
                 t.push(TraceStep {
                     rule: p.id.clone(),
                     effect: Effect::Deny,
@@ -315,7 +281,7 @@ impl Policy {
         self.waivers
             .patterns
             .iter()
-            .zip(hit)
+            .zip(hit.iter().copied())
             .filter(|(_, h)| *h)
             .map(|(p, _)| p.id.as_str())
             .collect()
@@ -330,10 +296,9 @@ pub(super) enum Miss {
     Op,
     /// No glob matches the path.
     Paths,
-    /// The file's extension is not listed.
-    Extension,
-    /// The size condition is not met (or, for a deny, the size is not known yet).
-    Size,
+    /// The rule's condition at this index does not hold (for a size condition: or,
+    /// for a deny, the size is not known yet).
+    Condition(usize),
 }
 
 /// None if `rule` applies to `op` on `path`, else why not.
@@ -367,74 +332,26 @@ pub(super) fn rule_misses_known(
     if !path_ok {
         return Some(Miss::Paths);
     }
-    if let Some(exts) = &rule.extensions {
-        let check = match (rule.effect, kind) {
-            // An ask must not be put to a person for a path the rule may not cover.
-            (Effect::Deny | Effect::Ask, _) => true,
-            (Effect::Allow, EntryKind::File) => true,
-            (Effect::Allow, _) => false,
-        };
-        // The listed extensions are ASCII-lowercased at compile time.
-        let listed = |e: &str| exts.iter().any(|x| e.eq_ignore_ascii_case(x));
-        if check && !path.extension().is_some_and(listed) {
-            return Some(Miss::Extension);
-        }
-    }
-    if !size_applies(rule, facts) {
-        return Some(Miss::Size);
+    if let Some(i) = rule
+        .conditions
+        .iter()
+        .position(|c| !c.holds(rule.effect, path, facts))
+    {
+        return Some(Miss::Condition(i));
     }
     None
-}
-
-/// Whether `rule`'s size condition (if any) holds. Directories never meet one; an
-/// unknown size defers it: an allow's counts as met, a deny's as not (yet).
-fn size_applies(rule: &Rule, facts: &PathFacts) -> bool {
-    if rule.min_size.is_none() && rule.max_size.is_none() {
-        return true;
-    }
-    match (facts.kind, facts.size) {
-        (EntryKind::Dir, _) => false,
-        (_, Some(s)) => {
-            rule.min_size.is_none_or(|m| s >= m) && rule.max_size.is_none_or(|m| s <= m)
-        }
-        (_, None) => rule.effect == Effect::Allow,
-    }
 }
 
 /// The trace note for `rule` on `op`, for `explain`.
 fn note(rule: &Rule, op: OpClass, facts: &PathFacts, miss: Option<Miss>) -> String {
     match miss {
-        None if facts.size.is_none() && has_size(rule) => {
+        None if facts.size.is_none() && rule.has_size() => {
             "matches (its size condition is judged once the size is known)".into()
         }
         None => "matches".into(),
-        Some(Miss::Size) => size_note(rule, facts),
+        Some(Miss::Condition(i)) => rule.conditions[i].miss_note(facts),
         Some(Miss::Op) => format!("does not cover {}", op.as_str()),
         Some(Miss::Paths) => format!("paths {:?} do not match", rule.globs),
-        Some(Miss::Extension) => {
-            format!(
-                "extension not in {:?}",
-                rule.extensions.as_deref().unwrap_or_default()
-            )
-        }
-    }
-}
-
-fn has_size(rule: &Rule) -> bool {
-    rule.min_size.is_some() || rule.max_size.is_some()
-}
-
-/// Why a size condition did not apply.
-fn size_note(rule: &Rule, facts: &PathFacts) -> String {
-    let cond = match (rule.min_size, rule.max_size) {
-        (Some(a), Some(b)) => format!("{a}..={b} bytes"),
-        (Some(a), None) => format!(">= {a} bytes"),
-        (None, b) => format!("<= {} bytes", b.unwrap_or(u64::MAX)),
-    };
-    match (facts.kind, facts.size) {
-        (EntryKind::Dir, _) => format!("size condition ({cond}) applies to files only"),
-        (_, Some(s)) => format!("size {s} not {cond}"),
-        (_, None) => format!("size not known yet; applies once it is ({cond})"),
     }
 }
 
