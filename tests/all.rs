@@ -181,3 +181,5 @@ mod view_git;
 mod view_tools;
 // fsgate acp --confine-agent: the agent's processes through the same view.
 mod view_acp;
+// fsgate run and acp --confine-agent with several workspaces: a view each, one gateway.
+mod view_several;
