@@ -490,3 +490,32 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_of_several_views_reads_back_as_written() {
+        let spec = Spec {
+            fuse_fds: vec![5, 6],
+            handoff: false,
+            at: vec!["/w/app".into(), "/w/lib dir".into()],
+            cwd: "/w/app".into(),
+            hide: vec!["/s/audit".into()],
+            command: vec!["sh".into(), "-c".into(), "--".into()],
+            confine: Some("word".into()),
+        };
+        let back = Spec::from_args(spec.to_args().into_iter()).expect("parsed");
+        assert_eq!(format!("{back:?}"), format!("{spec:?}"));
+        let (confine, command) = split_exec_args(spec.exec_args().into_iter()).expect("exec");
+        assert_eq!(confine, Some(("word".into(), spec.at.clone())));
+        assert_eq!(command, spec.command);
+        // A device per view, or one socket for all.
+        let short = Spec {
+            fuse_fds: vec![5],
+            ..spec
+        };
+        assert!(Spec::from_args(short.to_args().into_iter()).is_none());
+    }
+}
