@@ -61,6 +61,8 @@ enum Command {
     /// Exit status: COMMAND's own (128 + N if signal N ended it).
     ///
     /// Example: fsgate run --workspace ~/project -- sh -c 'make test'
+    ///
+    /// Several: fsgate run --workspace ~/project --workspace lib=~/src/lib -- make
     Run(run::RunArgs),
     /// List and answer the questions `ask` rules put under a running `fsgate run`.
     ///

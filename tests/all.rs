@@ -185,3 +185,5 @@ mod view_acp;
 mod view_attack;
 // fsgate run: chmod recorded, undone and never set-ID; executable checkouts; hard links refused, callers copy.
 mod view_modes;
+// fsgate run and acp --confine-agent with several workspaces: a view each, one gateway.
+mod view_several;

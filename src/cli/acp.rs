@@ -149,7 +149,7 @@ impl Launch {
             .map_err(|e| fail(&format!("agent profile: {e}")))?;
         let require_landlock = opened.gateway.policy().settings().sandbox.require_landlock;
         let profile_args = profile.as_ref().map_or(&[][..], |p| &p.plan.args[..]);
-        if let Some(c) = confined.take_if(|_| opened.gateway.members().count() == 1) {
+        if let Some(c) = confined.take() {
             let (command, confined) = c
                 .in_view(
                     &mut opened,

@@ -25,7 +25,7 @@ pub(super) struct InView {
     child: ChildCommand,
     fuse: Option<Fuse>,
     confinement: ViewConfinement,
-    root: PathBuf,
+    roots: Vec<PathBuf>,
     /// The session the view's records carry.
     pub(super) session: String,
 }
@@ -48,7 +48,7 @@ impl AgentCommand {
                     child,
                     fuse,
                     mut confinement,
-                    root,
+                    roots,
                     session,
                 } = *v;
                 let child = child.spawn()?;
@@ -57,7 +57,7 @@ impl AgentCommand {
                     child,
                     Some(Pending {
                         fuse,
-                        root,
+                        roots,
                         session,
                     }),
                 ))
@@ -69,7 +69,7 @@ impl AgentCommand {
 /// The view, between the child's start and its mount.
 pub(super) struct Pending {
     fuse: Option<Fuse>,
-    root: PathBuf,
+    roots: Vec<PathBuf>,
     session: String,
 }
 
@@ -86,41 +86,47 @@ impl Pending {
             .take()
             .ok_or_else(|| "the view's device was handed on".to_owned())?
             .connect(child)?;
-        let served = view_host::serve(gateway, fuse, &self.session, (&self.root, None))?;
+        let served = view_host::serve(gateway, fuse, &self.session, None)?;
+        let shown: Vec<String> = (self.roots.iter())
+            .map(|r| crate::text::EscPath(r).to_string())
+            .collect();
         crate::text::eprint_line(&format!(
             "fsgate: the agent sees {} through fsgate's view (session {}): every lookup, read and change its processes make there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; outside the workspace its sandbox holds",
-            crate::text::EscPath(&self.root),
+            shown.join(" and "),
             self.session
         ));
         Ok(served)
     }
 
-    /// The `view` of the `agent-start` record.
+    /// The `view` of the `agent-start` record (`roots` too when several workspaces
+    /// are served, each with a view of its own).
     pub(super) fn record(&self) -> serde_json::Value {
-        serde_json::json!({
-            "session": self.session,
-            "root": self.root.to_string_lossy(),
-        })
+        let root = self.roots.first().map(|r| r.to_string_lossy());
+        let mut view = serde_json::json!({ "session": self.session, "root": root });
+        if self.roots.len() > 1 {
+            view["roots"] = self.roots.iter().map(|r| r.to_string_lossy()).collect();
+        }
+        view
     }
 }
 
 /// The confined agent's command inside the view: `argv` (the program discovery
 /// resolved, its arguments) started by the view's child, which `plan`'s confinement
-/// (with the view's root added) restricts at the agent's start. Only one workspace.
+/// (with each view's root added) restricts at the agent's start; a view per workspace.
 pub(super) fn command(
     opened: &mut startup::Opened,
     policy_file: Option<&Path>,
     plan: &AgentPlan,
     argv: Vec<OsString>,
 ) -> Result<(AgentCommand, SandboxStatus), String> {
-    let fuse = Fuse::new()?;
+    let fuse = Fuse::new(opened.gateway.members().count())?;
     let mut confinement =
         crate::sandbox::prepare_agent_for_view(plan).map_err(|e| e.to_string())?;
     let status = confinement.status().clone();
-    let root = opened.gateway.workspace().root_path().to_path_buf();
+    let roots = view_host::roots(&opened.gateway);
     let hide = view_host::hidden(opened, policy_file);
     let word = Some(OsString::from(confinement.word()));
-    let mut child = ChildCommand::new(&fuse, (&root, hide), argv, word)?;
+    let mut child = ChildCommand::new(&fuse, (roots.clone(), hide), argv, word)?;
     child
         .command
         .stdin(Stdio::piped())
@@ -134,7 +140,7 @@ pub(super) fn command(
         child,
         fuse: Some(fuse),
         confinement,
-        root,
+        roots,
         session: view_host::session_id("acp"),
     };
     Ok((AgentCommand::InView(Box::new(view)), status))

@@ -19,7 +19,16 @@ use super::{GatewayArgs, fail, fail_open};
 use crate::startup;
 use crate::text::EscPath;
 
+/// `--workspace` as `run` reads it (the rest of its help is `serve`'s).
+const WORKSPACE_HELP: &str = "A workspace the command sees through fsgate's view, at its own path. \
+Repeat it for several (`--workspace lib=~/src/lib`; default name: the directory's base name): \
+each is a view of its own, all mounted before the command starts, every request decided \
+in the workspace it lies in and recorded with its name; a rename or link from one to \
+another fails with EXDEV. One missing or not a directory among several is skipped with \
+a warning. See docs/run.md and docs/workspaces.md.";
+
 #[derive(Debug, Args)]
+#[command(mut_arg("workspace", |a| a.help(WORKSPACE_HELP).long_help(WORKSPACE_HELP)))]
 pub(super) struct RunArgs {
     #[command(flatten)]
     common: GatewayArgs,
@@ -36,9 +45,6 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    if !config.several.is_empty() {
-        return fail("fsgate run serves one --workspace for now; the command was not run");
-    }
     let mut opened = match startup::open(&config) {
         Ok(o) => o,
         Err(e) => return fail_open(&e, args.common.policy.as_deref()),
@@ -49,11 +55,12 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
             "Landlock is missing ({why}): fsgate run confines the gateway that serves the view with it"
         ));
     }
-    let fuse = match Fuse::new() {
+    let fuse = match Fuse::new(opened.gateway.members().count()) {
         Ok(f) => f,
         Err(e) => return no_view(&e),
     };
     let root = opened.gateway.workspace().root_path().to_path_buf();
+    let roots = view_host::roots(&opened.gateway);
     let session = view_host::session_id("run");
     let asks_socket = ask_socket(&root, &session);
     let mut hide = view_host::hidden(&opened, config.policy.as_deref());
@@ -63,8 +70,8 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         hide.push(dir.to_path_buf());
         opened.keep_scratch(dir);
     }
-    let started =
-        ChildCommand::new(&fuse, (&root, hide), args.command.clone(), None).and_then(|c| {
+    let started = ChildCommand::new(&fuse, (roots.clone(), hide), args.command.clone(), None)
+        .and_then(|c| {
             c.spawn()
                 .map_err(|e| format!("cannot start the command's process: {e}"))
         });
@@ -91,13 +98,13 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         }
     };
     opened.announce_locations();
-    let undo = undo_line(&root, opened.audit_log_path(), &config);
+    let undo = undo_line(&opened.gateway, opened.audit_log_path(), &config);
     let gateway = Arc::new(opened.gateway);
     let asks = asks_socket.and_then(|s| answer_asks(&gateway, &session, s));
     let run = Run {
         child: &mut child,
         command: &args.command,
-        root: &root,
+        roots: &roots,
         undo: &undo,
         session,
         asks: asks.as_ref().map(|(_, a)| Arc::clone(a)),
@@ -150,7 +157,7 @@ fn ask_socket(
 struct Run<'a> {
     child: &'a mut Child,
     command: &'a [OsString],
-    root: &'a std::path::Path,
+    roots: &'a [std::path::PathBuf],
     undo: &'a str,
     session: String,
     /// Where `ask` rules' questions wait for `fsgate asks`.
@@ -158,11 +165,15 @@ struct Run<'a> {
 }
 
 /// Serves the view until the command ends; its exit status.
-fn serve_and_wait(gateway: &Arc<crate::gateway::Gateway>, fuse: OwnedFd, run: Run<'_>) -> ExitCode {
+fn serve_and_wait(
+    gateway: &Arc<crate::gateway::Gateway>,
+    fuse: Vec<OwnedFd>,
+    run: Run<'_>,
+) -> ExitCode {
     let session = run.session;
     record_run(gateway, &session, run.command, run.child.id());
-    announce(run.root, &session);
-    let served = match view_host::serve(gateway, fuse, &session, (run.root, run.asks)) {
+    announce(run.roots, &session);
+    let served = match view_host::serve(gateway, fuse, &session, run.asks) {
         Ok(s) => s,
         Err(e) => {
             end(run.child);
@@ -207,13 +218,21 @@ fn no_view(what: &str) -> ExitCode {
     ExitCode::from(EXIT_NO_VIEW)
 }
 
-/// The `fsgate undo` command line for this workspace and log (without `--session`).
+/// The `fsgate undo` command line for these workspaces and log (without `--session`):
+/// every workspace by its name when several are served.
 fn undo_line(
-    root: &std::path::Path,
+    gateway: &crate::gateway::Gateway,
     log: &std::path::Path,
     config: &startup::GatewayConfig,
 ) -> String {
-    let mut line = format!("fsgate undo --workspace {}", EscPath(root));
+    let mut line = String::from("fsgate undo");
+    for member in gateway.members() {
+        let root = EscPath(member.workspace().root_path());
+        match member.name() {
+            Some(name) => line.push_str(&format!(" --workspace {name}={root}")),
+            None => line.push_str(&format!(" --workspace {root}")),
+        }
+    }
     if config.audit_log.is_some() {
         line.push_str(&format!(" --audit-log {}", EscPath(log)));
     }
@@ -227,10 +246,11 @@ fn undo_line(
 }
 
 /// Says on stderr what the command sees and what is governed.
-fn announce(root: &std::path::Path, session: &str) {
+fn announce(roots: &[std::path::PathBuf], session: &str) {
+    let shown: Vec<String> = roots.iter().map(|r| EscPath(r).to_string()).collect();
     crate::text::eprint_line(&format!(
         "fsgate: run {session}: the command sees {} through fsgate's view: every lookup, read and change there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; the rest of the system it sees as it is",
-        EscPath(root)
+        shown.join(" and ")
     ));
 }
 

@@ -20,80 +20,99 @@ pub(super) fn hidden(opened: &startup::Opened, policy: Option<&Path>) -> Vec<Pat
     hide
 }
 
-/// Where the FUSE device comes from: as root, this process opens it (the child mounts
-/// it in a mount namespace of the same user namespace); otherwise the child opens it in
-/// the user namespace it makes (the kernel mounts only a device opened there) and hands
-/// it over a socket pair.
+/// The root of every workspace the gateway serves, where each one's view is mounted
+/// (in [`members`](crate::gateway::Gateway::members)' order, as [`serve`] serves them).
+pub(super) fn roots(gateway: &crate::gateway::Gateway) -> Vec<PathBuf> {
+    gateway.root_paths().map(Path::to_path_buf).collect()
+}
+
+/// Where the FUSE devices come from (one per view): as root, this process opens them
+/// (the child mounts them in a mount namespace of the same user namespace); otherwise
+/// the child opens each in the user namespace it makes (the kernel mounts only a device
+/// opened there) and hands them over a socket pair, in the order of the views.
 pub(super) enum Fuse {
-    /// The device, opened here.
-    Device(OwnedFd),
-    /// This process's end of the pair, and the child's (closed here once it started).
-    Handoff(OwnedFd, Option<OwnedFd>),
+    /// The devices, opened here.
+    Device(Vec<OwnedFd>),
+    /// This process's end of the pair, the child's (closed here once it started), and
+    /// how many devices come over it.
+    Handoff(OwnedFd, Option<OwnedFd>, usize),
 }
 
 impl Fuse {
-    pub(super) fn new() -> Result<Fuse, String> {
+    /// The devices of `views` views.
+    pub(super) fn new(views: usize) -> Result<Fuse, String> {
         use rustix::fs::{Mode, OFlags, open};
         if !rustix::process::geteuid().is_root() {
             let (ours, theirs) = fsgate_view::handoff::pair()
                 .map_err(|e| format!("cannot make a socket pair for /dev/fuse: {e}"))?;
-            return Ok(Fuse::Handoff(ours, Some(theirs)));
+            return Ok(Fuse::Handoff(ours, Some(theirs), views));
         }
-        open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
+        (0..views)
+            .map(|_| open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()))
+            .collect::<Result<Vec<_>, _>>()
             .map(Fuse::Device)
             .map_err(|e| format!("cannot open /dev/fuse ({e}): the view needs FUSE"))
     }
 
-    /// What the child gets: a duplicate without close-on-exec of the device or of its
+    /// What the child gets: duplicates without close-on-exec of the devices or of its
     /// end of the pair.
-    fn for_child(&self) -> Result<(OwnedFd, bool), String> {
-        let (fd, handoff) = match self {
-            Fuse::Device(fd) => (fd, false),
-            Fuse::Handoff(_, Some(theirs)) => (theirs, true),
-            Fuse::Handoff(_, None) => return Err("the socket pair was handed on".into()),
+    fn for_child(&self) -> Result<(Vec<OwnedFd>, bool), String> {
+        let (fds, handoff): (Vec<&OwnedFd>, bool) = match self {
+            Fuse::Device(fds) => (fds.iter().collect(), false),
+            Fuse::Handoff(_, Some(theirs), _) => (vec![theirs], true),
+            Fuse::Handoff(_, None, _) => return Err("the socket pair was handed on".into()),
         };
-        let dup = rustix::io::dup(fd).map_err(|e| format!("cannot pass /dev/fuse on: {e}"))?;
-        Ok((dup, handoff))
+        let dups = fds
+            .into_iter()
+            .map(rustix::io::dup)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("cannot pass /dev/fuse on: {e}"))?;
+        Ok((dups, handoff))
     }
 
-    /// The mounted device, once the child mounted it (or why it could not).
-    pub(super) fn connect(self, child: &mut Child) -> Result<OwnedFd, String> {
-        let device = match self {
-            Fuse::Device(fd) => fd,
-            Fuse::Handoff(ours, theirs) => {
+    /// The mounted devices, in the order of the views, once the child mounted them all
+    /// (or why it could not).
+    pub(super) fn connect(self, child: &mut Child) -> Result<Vec<OwnedFd>, String> {
+        let devices = match self {
+            Fuse::Device(fds) => fds,
+            Fuse::Handoff(ours, theirs, views) => {
                 // Without the child's end here, the pair ends when the child does.
                 drop(theirs);
-                fsgate_view::handoff::receive(&ours)
+                (0..views)
+                    .map(|_| fsgate_view::handoff::receive(&ours))
+                    .collect::<Result<Vec<_>, _>>()
                     .map_err(|e| format!("the view could not be mounted ({e})"))?
             }
         };
-        wait_mounted(&device, child)?;
-        Ok(device)
+        for device in &devices {
+            wait_mounted(device, child)?;
+        }
+        Ok(devices)
     }
 }
 
-/// The command of the child that mounts the view and runs `command`, with the
-/// descriptor it inherits (kept open until it is started, then dropped).
+/// The command of the child that mounts the views and runs `command`, with the
+/// descriptors it inherits (kept open until it is started, then dropped).
 pub(super) struct ChildCommand {
     pub(super) command: Command,
-    inherited: OwnedFd,
+    inherited: Vec<OwnedFd>,
 }
 
 impl ChildCommand {
-    /// fsgate again, as the child: the view at `root`, `hide` covered, `confine` the
-    /// confinement the command's start applies to itself.
+    /// fsgate again, as the child: a view at each of `roots`, `hide` covered,
+    /// `confine` the confinement the command's start applies to itself.
     pub(super) fn new(
         fuse: &Fuse,
-        (root, hide): (&Path, Vec<PathBuf>),
+        (roots, hide): (Vec<PathBuf>, Vec<PathBuf>),
         command: Vec<OsString>,
         confine: Option<OsString>,
     ) -> Result<ChildCommand, String> {
         let (inherited, handoff) = fuse.for_child()?;
         let cwd = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
         let spec = fsgate_view::child::Spec {
-            fuse_fd: inherited.as_raw_fd(),
+            fuse_fds: inherited.iter().map(AsRawFd::as_raw_fd).collect(),
             handoff,
-            at: root.to_path_buf(),
+            at: roots,
             cwd,
             hide,
             command,
@@ -105,7 +124,7 @@ impl ChildCommand {
         Ok(ChildCommand { command, inherited })
     }
 
-    /// Starts the child; the inherited descriptor is closed here.
+    /// Starts the child; the inherited descriptors are closed here.
     pub(super) fn spawn(mut self) -> std::io::Result<Child> {
         let child = self.command.spawn();
         drop(self.inherited);
@@ -155,46 +174,61 @@ pub(super) fn session_id(prefix: &str) -> String {
     format!("{prefix}-{}", hex::encode(bytes))
 }
 
-/// The view being served.
+/// The views being served.
 pub(super) struct Served {
+    /// What every view did, together.
     pub(super) counts: Arc<fsgate_view::Counts>,
-    thread: std::thread::JoinHandle<std::io::Result<()>>,
+    threads: Vec<std::thread::JoinHandle<std::io::Result<()>>>,
 }
 
-/// Serves the view of `gateway`'s workspace at `root` on `fuse`, each request
-/// recorded under `session`, `ask` rules' questions waiting in `asks` (None: they
-/// refuse).
+/// Serves a view of each of `gateway`'s workspaces, one on each of `fuses` (in
+/// [`members`](crate::gateway::Gateway::members)' order): with several, each view's
+/// requests name its workspace and the gateway routes them there. Each request is
+/// recorded under `session`, `ask` rules' questions wait in `asks` (None: they refuse).
 pub(super) fn serve(
     gateway: &Arc<crate::gateway::Gateway>,
-    fuse: OwnedFd,
+    fuses: Vec<OwnedFd>,
     session: &str,
-    (root, asks): (&Path, Option<Arc<fsgate_view::asks::Asks>>),
+    asks: Option<Arc<fsgate_view::asks::Asks>>,
 ) -> Result<Served, String> {
-    let mut view =
-        fsgate_view::View::new(Arc::clone(gateway), session.to_owned(), root.to_path_buf());
-    if !rustix::process::geteuid().is_root() {
-        view = view.in_user_namespace();
+    let counts = Arc::new(fsgate_view::Counts::default());
+    let mut threads = Vec::with_capacity(fuses.len());
+    for (member, fuse) in gateway.members().zip(fuses) {
+        let root = member.workspace().root_path().to_path_buf();
+        let mut view = fsgate_view::View::new(Arc::clone(gateway), session.to_owned(), root)
+            .counting(Arc::clone(&counts));
+        if let Some(name) = member.name() {
+            view = view.of_workspace(name);
+        }
+        if !rustix::process::geteuid().is_root() {
+            view = view.in_user_namespace();
+        }
+        if let Some(asks) = &asks {
+            view = view.asking(Arc::clone(asks));
+        }
+        let thread =
+            fsgate_view::serve(view, fuse).map_err(|e| format!("cannot serve the view: {e}"))?;
+        threads.push(thread);
     }
-    if let Some(asks) = asks {
-        view = view.asking(asks);
-    }
-    let counts = view.counts();
-    let thread =
-        fsgate_view::serve(view, fuse).map_err(|e| format!("cannot serve the view: {e}"))?;
-    Ok(Served { counts, thread })
+    Ok(Served { counts, threads })
 }
 
 impl Served {
-    /// Once the command's tree has ended, and with its namespace the mount: the
+    /// Once the command's tree has ended, and with its namespace the mounts: each
     /// connection ends when the requests in flight are answered (their records before
-    /// the stop record). Waits up to 5 s.
+    /// the stop record). Waits up to 5 s in all.
     pub(super) fn finish(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while !self.thread.is_finished() && std::time::Instant::now() < deadline {
+        let done = || {
+            self.threads
+                .iter()
+                .all(std::thread::JoinHandle::is_finished)
+        };
+        while !done() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        if !self.thread.is_finished() {
-            tracing::warn!("the view's connection was still open 5 s after the command ended");
+        if !done() {
+            tracing::warn!("a view's connection was still open 5 s after the command ended");
         }
     }
 }

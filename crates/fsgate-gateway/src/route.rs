@@ -400,6 +400,23 @@ impl Gateway {
     }
 }
 
+impl Op {
+    /// `self`, whose paths are rooted in the workspace `name`, with them named as the
+    /// rooted style names a path when several workspaces are served (`/<name>/...`), so
+    /// that the routing above takes it to that workspace (the view of one workspace
+    /// among several: every path it asks about is its own workspace's).
+    pub fn in_workspace(mut self, name: &str) -> Op {
+        let (first, second) = self.places_mut();
+        for place in [first, second].into_iter().flatten() {
+            *place = match place.trim_start_matches('/') {
+                "" => format!("/{name}"),
+                rest => format!("/{name}/{rest}"),
+            };
+        }
+        self
+    }
+}
+
 /// `<name>/<path>`.
 pub(crate) fn named(name: &str, rel: &RelPath) -> RelPath {
     let top = RelPath::root().join(name);
@@ -517,6 +534,26 @@ mod tests {
             path: rel(path),
             line_number: 1,
             line: "x".into(),
+        }
+    }
+
+    #[test]
+    fn a_views_op_is_named_in_its_workspace() {
+        let op = Op::Rename {
+            from: "/a/b".into(),
+            to: "/c".into(),
+            replace: true,
+        }
+        .in_workspace("lib");
+        match op {
+            Op::Rename { from, to, .. } => {
+                assert_eq!((from.as_str(), to.as_str()), ("/lib/a/b", "/lib/c"))
+            }
+            other => panic!("{other:?}"),
+        }
+        match (Op::Stat { path: "/".into() }).in_workspace("lib") {
+            Op::Stat { path } => assert_eq!(path, "/lib"),
+            other => panic!("{other:?}"),
         }
     }
 

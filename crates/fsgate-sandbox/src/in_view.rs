@@ -11,7 +11,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ::landlock::{AccessFs, BitFlags};
@@ -128,7 +128,7 @@ fn parse(word: &str) -> Option<Word> {
 /// the view at `workspace` (read, write, execute; the gateway decides each request)
 /// restricting this process, then no_new_privs, seccomp and no capabilities. Any
 /// failure is returned and the agent must not be run.
-pub(crate) fn confine_self(word: &str, workspace: &Path) -> Result<(), SandboxError> {
+pub(crate) fn confine_self(word: &str, workspaces: &[PathBuf]) -> Result<(), SandboxError> {
     let w = parse(word).ok_or_else(|| io_err("read the agent's confinement", None))?;
     let (setup, _) = ChildSetup::prepare(w.block_unix, w.restrict_tcp)?;
     let setup = setup.without_gateway();
@@ -144,7 +144,7 @@ pub(crate) fn confine_self(word: &str, workspace: &Path) -> Result<(), SandboxEr
         // SAFETY of ownership: the descriptor was inherited for this use alone.
         #[allow(unsafe_code)]
         let ruleset = unsafe { OwnedFd::from_raw_fd(fd) };
-        restrict_with_view(&ruleset, workspace)?;
+        restrict_with_view(&ruleset, workspaces)?;
     }
     setup
         .after_landlock()
@@ -156,11 +156,33 @@ fn view_access(rights: &Rights) -> BitFlags<AccessFs> {
     rights.handled_fs & !(AccessFs::IoctlDev | AccessFs::MakeChar | AccessFs::MakeBlock)
 }
 
-/// Adds the view's root to `ruleset` and restricts this process with it.
+/// Adds each view's root to `ruleset` and restricts this process with it.
 #[allow(unsafe_code)]
-fn restrict_with_view(ruleset: &OwnedFd, workspace: &Path) -> Result<(), SandboxError> {
+fn restrict_with_view(ruleset: &OwnedFd, workspaces: &[PathBuf]) -> Result<(), SandboxError> {
     let abi = usable_abi(probe()).ok_or_else(|| io_err("Landlock is gone", None))?;
     let access = view_access(&Rights::for_abi(abi));
+    for workspace in workspaces {
+        add_view_rule(ruleset, workspace, access)?;
+    }
+    // SAFETY: landlock_restrict_self changes only this thread's credentials.
+    let restricted =
+        unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) };
+    if restricted != 0 {
+        return Err(io_err(
+            "restrict the agent",
+            Some(io::Error::last_os_error()),
+        ));
+    }
+    Ok(())
+}
+
+/// Adds the view's root `workspace` (read, write, execute, no devices) to `ruleset`.
+#[allow(unsafe_code)]
+fn add_view_rule(
+    ruleset: &OwnedFd,
+    workspace: &Path,
+    access: BitFlags<AccessFs>,
+) -> Result<(), SandboxError> {
     use rustix::fs::{Mode, OFlags, open};
     let root = open(
         workspace,
@@ -179,7 +201,7 @@ fn restrict_with_view(ruleset: &OwnedFd, workspace: &Path) -> Result<(), Sandbox
         parent_fd: root.as_fd().as_raw_fd(),
     };
     // SAFETY: landlock_add_rule reads `attr` (alive for the call) and changes only the
-    // ruleset; landlock_restrict_self changes only this thread's credentials.
+    // ruleset.
     let added = unsafe {
         libc::syscall(
             libc::SYS_landlock_add_rule,
@@ -192,15 +214,6 @@ fn restrict_with_view(ruleset: &OwnedFd, workspace: &Path) -> Result<(), Sandbox
     if added != 0 {
         return Err(io_err(
             "add the view's rule",
-            Some(io::Error::last_os_error()),
-        ));
-    }
-    // SAFETY: see above.
-    let restricted =
-        unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) };
-    if restricted != 0 {
-        return Err(io_err(
-            "restrict the agent",
             Some(io::Error::last_os_error()),
         ));
     }

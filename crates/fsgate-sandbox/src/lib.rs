@@ -165,11 +165,14 @@ pub fn prepare_agent_for_view(plan: &AgentPlan) -> Result<ViewConfinement, Sandb
     in_view::prepare(plan)
 }
 
-/// The agent's start inside the view: `word` is [`ViewConfinement::word`], `workspace`
-/// the view's root. On error the agent must not be run.
+/// The agent's start inside the view: `word` is [`ViewConfinement::word`], `workspaces`
+/// the views' roots (one per workspace). On error the agent must not be run.
 #[cfg(target_os = "linux")]
-pub fn confine_agent_in_view(word: &str, workspace: &std::path::Path) -> Result<(), SandboxError> {
-    in_view::confine_self(word, workspace)
+pub fn confine_agent_in_view(
+    word: &str,
+    workspaces: &[std::path::PathBuf],
+) -> Result<(), SandboxError> {
+    in_view::confine_self(word, workspaces)
 }
 
 /// The whole ruleset of an agent `plan`, for `fsgate acp --confine-agent

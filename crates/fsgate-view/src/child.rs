@@ -52,13 +52,15 @@ pub fn exec(mut command: impl Iterator<Item = OsString>) -> String {
 /// What the child is told.
 #[derive(Debug)]
 pub struct Spec {
-    /// The FUSE connection (inherited), mounted by the child; with `handoff`, the
-    /// child's end of a socket pair instead, over which it sends the device it opens.
-    pub fuse_fd: RawFd,
+    /// The FUSE connections (inherited), one per view, mounted by the child; with
+    /// `handoff`, the child's end of a socket pair instead (one), over which it sends
+    /// each device it opens, in the order of `at`.
+    pub fuse_fds: Vec<RawFd>,
     /// The child opens `/dev/fuse` itself (in its user namespace) and hands it over.
     pub handoff: bool,
-    /// The workspace's own path, where the view is mounted.
-    pub at: PathBuf,
+    /// Each workspace's own path, where its view is mounted (several workspaces: one
+    /// view each, all mounted before the command starts).
+    pub at: Vec<PathBuf>,
     /// The directory the command starts in (looked up again once the view is there).
     pub cwd: PathBuf,
     /// fsgate's own files and directories outside the workspace (audit log, backups,
@@ -72,15 +74,17 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// The child's arguments after [`ARG`].
+    /// The child's arguments after [`ARG`]: `KIND:FD[,FD...]`, the number of views and
+    /// each one's path, the directory, the confinement, the paths to hide, `--`, the
+    /// command.
     pub fn to_args(&self) -> Vec<OsString> {
         let kind = if self.handoff { "handoff" } else { "device" };
-        let mut args: Vec<OsString> = vec![
-            format!("{kind}:{}", self.fuse_fd).into(),
-            self.at.clone().into(),
-            self.cwd.clone().into(),
-            self.confine.clone().unwrap_or_else(|| NO_CONFINE.into()),
-        ];
+        let fds: Vec<String> = self.fuse_fds.iter().map(ToString::to_string).collect();
+        let mut args: Vec<OsString> = vec![format!("{kind}:{}", fds.join(",")).into()];
+        args.push(self.at.len().to_string().into());
+        args.extend(self.at.iter().map(|p| p.clone().into_os_string()));
+        args.push(self.cwd.clone().into());
+        args.push(self.confine.clone().unwrap_or_else(|| NO_CONFINE.into()));
         args.extend(self.hide.iter().map(|p| p.clone().into_os_string()));
         args.push("--".into());
         args.extend(self.command.iter().cloned());
@@ -90,14 +94,17 @@ impl Spec {
     /// Reads what [`to_args`](Self::to_args) wrote.
     pub fn from_args(mut args: impl Iterator<Item = OsString>) -> Option<Spec> {
         let first = args.next()?;
-        let (kind, fd) = first.to_str()?.split_once(':')?;
+        let (kind, fds) = first.to_str()?.split_once(':')?;
         let handoff = match kind {
             "handoff" => true,
             "device" => false,
             _ => return None,
         };
-        let fuse_fd = fd.parse().ok()?;
-        let at = PathBuf::from(args.next()?);
+        let fuse_fds = fds
+            .split(',')
+            .map(|fd| fd.parse().ok())
+            .collect::<Option<Vec<RawFd>>>()?;
+        let at = read_paths(&mut args)?;
         let cwd = PathBuf::from(args.next()?);
         let confine = Some(args.next()?).filter(|c| c != NO_CONFINE);
         let mut hide = Vec::new();
@@ -109,8 +116,13 @@ impl Spec {
             hide.push(PathBuf::from(next));
         }
         let command: Vec<OsString> = args.collect();
-        (!command.is_empty()).then_some(Spec {
-            fuse_fd,
+        let fds_fit = if handoff {
+            fuse_fds.len() == 1
+        } else {
+            fuse_fds.len() == at.len()
+        };
+        (!command.is_empty() && !at.is_empty() && fds_fit).then_some(Spec {
+            fuse_fds,
             handoff,
             at,
             cwd,
@@ -120,25 +132,35 @@ impl Spec {
         })
     }
 
-    /// `__view-exec`'s arguments: the confinement and the view's root (or
+    /// `__view-exec`'s arguments: the confinement and the views' roots (or
     /// [`NO_CONFINE`]), then the command.
     fn exec_args(&self) -> Vec<OsString> {
         let mut args: Vec<OsString> = match &self.confine {
-            Some(word) => vec![word.clone(), self.at.clone().into()],
+            Some(word) => vec![word.clone(), self.at.len().to_string().into()],
             None => vec![NO_CONFINE.into()],
         };
+        if self.confine.is_some() {
+            args.extend(self.at.iter().map(|p| p.clone().into_os_string()));
+        }
         args.extend(self.command.iter().cloned());
         args
     }
 }
 
+/// A count, then that many paths (at most 4096).
+fn read_paths(args: &mut impl Iterator<Item = OsString>) -> Option<Vec<PathBuf>> {
+    let n: usize = args.next()?.to_str()?.parse().ok()?;
+    (n <= 4096).then_some(())?;
+    (0..n).map(|_| args.next().map(PathBuf::from)).collect()
+}
+
 /// No confinement, in the child's and the command's arguments.
 const NO_CONFINE: &str = "-";
 
-/// A confinement for the command's start, with the view's root.
-pub type Confine = (OsString, PathBuf);
+/// A confinement for the command's start, with the views' roots.
+pub type Confine = (OsString, Vec<PathBuf>);
 
-/// What `__view-exec` was given: the confinement to apply with the view's root, if
+/// What `__view-exec` was given: the confinement to apply with the views' roots, if
 /// any, and the command; None if the arguments are not the child's.
 pub fn split_exec_args(
     mut args: impl Iterator<Item = OsString>,
@@ -146,7 +168,7 @@ pub fn split_exec_args(
     let first = args.next()?;
     let confine = match first == NO_CONFINE {
         true => None,
-        false => Some((first, PathBuf::from(args.next()?))),
+        false => Some((first, read_paths(&mut args)?)),
     };
     Some((confine, args.collect()))
 }
@@ -255,16 +277,7 @@ fn enter(spec: &Spec) -> Result<(), String> {
         map_ids(Uid::from_raw(0), Gid::from_raw(0), (uid, gid))?;
     }
     hide_own_files(spec)?;
-    if spec.handoff {
-        let device = open_device()?;
-        mount_view(spec, device.as_raw_fd())?;
-        crate::handoff::send(spec.fuse_fd, device.as_raw_fd())
-            .map_err(|e| format!("cannot hand /dev/fuse to fsgate: {e}"))?;
-    } else {
-        mount_view(spec, spec.fuse_fd)?;
-    }
-    // The mount holds the connection; the command gets no descriptor of it.
-    let _ = nix::unistd::close(spec.fuse_fd);
+    mount_views(spec)?;
     // The command's own user namespace: no capability over the view's namespace.
     let (inner_uid, inner_gid) = (Uid::current(), Gid::current());
     unshare(CloneFlags::CLONE_NEWUSER).map_err(|e| {
@@ -308,8 +321,9 @@ fn open_device() -> Result<std::os::fd::OwnedFd, String> {
         .map_err(|e| format!("cannot open /dev/fuse ({e}): fsgate run needs FUSE"))
 }
 
-/// Mounts the FUSE connection `device` over the workspace, in this namespace only.
-fn mount_view(spec: &Spec, device: RawFd) -> Result<(), String> {
+/// Mounts every view, each over its workspace, in this namespace only; the mounts hold
+/// the connections, and the command gets no descriptor of them.
+fn mount_views(spec: &Spec) -> Result<(), String> {
     mount(
         None::<&str>,
         "/",
@@ -318,6 +332,31 @@ fn mount_view(spec: &Spec, device: RawFd) -> Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| format!("cannot keep the view's mount from the host (MS_SLAVE): {e}"))?;
+    if spec.handoff {
+        let socket = spec
+            .fuse_fds
+            .first()
+            .copied()
+            .ok_or("no socket for /dev/fuse")?;
+        for at in &spec.at {
+            let device = open_device()?;
+            mount_view(at, device.as_raw_fd())?;
+            crate::handoff::send(socket, device.as_raw_fd())
+                .map_err(|e| format!("cannot hand /dev/fuse to fsgate: {e}"))?;
+        }
+    } else {
+        for (at, fd) in spec.at.iter().zip(&spec.fuse_fds) {
+            mount_view(at, *fd)?;
+        }
+    }
+    for fd in &spec.fuse_fds {
+        let _ = nix::unistd::close(*fd);
+    }
+    Ok(())
+}
+
+/// Mounts the FUSE connection `device` over the workspace at `at`.
+fn mount_view(at: &std::path::Path, device: RawFd) -> Result<(), String> {
     let data = format!(
         "fd={},rootmode=40000,user_id={},group_id={},allow_other",
         device,
@@ -326,7 +365,7 @@ fn mount_view(spec: &Spec, device: RawFd) -> Result<(), String> {
     );
     mount(
         Some("fsgate"),
-        &spec.at,
+        at,
         Some("fuse.fsgate"),
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
         Some(data.as_str()),
@@ -334,7 +373,7 @@ fn mount_view(spec: &Spec, device: RawFd) -> Result<(), String> {
     .map_err(|e| {
         format!(
             "cannot mount the view at {}: {e}",
-            fsgate_base::text::EscPath(&spec.at)
+            fsgate_base::text::EscPath(at)
         )
     })?;
     Ok(())
@@ -346,7 +385,11 @@ fn mount_view(spec: &Spec, device: RawFd) -> Result<(), String> {
 /// directory holding the workspace is not covered: its files of fsgate's are, one by
 /// one.)
 fn hide_own_files(spec: &Spec) -> Result<(), String> {
-    let outside = |p: &&PathBuf| !p.starts_with(&spec.at) && !spec.at.starts_with(p);
+    let outside = |p: &&PathBuf| {
+        spec.at
+            .iter()
+            .all(|at| !p.starts_with(at) && !at.starts_with(p))
+    };
     for path in spec.hide.iter().filter(outside) {
         let shown = fsgate_base::text::EscPath(path);
         let Ok(meta) = std::fs::metadata(path) else {
@@ -450,4 +493,33 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_of_several_views_reads_back_as_written() {
+        let spec = Spec {
+            fuse_fds: vec![5, 6],
+            handoff: false,
+            at: vec!["/w/app".into(), "/w/lib dir".into()],
+            cwd: "/w/app".into(),
+            hide: vec!["/s/audit".into()],
+            command: vec!["sh".into(), "-c".into(), "--".into()],
+            confine: Some("word".into()),
+        };
+        let back = Spec::from_args(spec.to_args().into_iter()).expect("parsed");
+        assert_eq!(format!("{back:?}"), format!("{spec:?}"));
+        let (confine, command) = split_exec_args(spec.exec_args().into_iter()).expect("exec");
+        assert_eq!(confine, Some(("word".into(), spec.at.clone())));
+        assert_eq!(command, spec.command);
+        // A device per view, or one socket for all.
+        let short = Spec {
+            fuse_fds: vec![5],
+            ..spec
+        };
+        assert!(Spec::from_args(short.to_args().into_iter()).is_none());
+    }
 }

@@ -73,6 +73,9 @@ pub struct View {
     pub(crate) invalidator: Arc<crate::cache::Invalidator>,
     /// Reads the kernel makes from the gateway's own open files.
     pub(crate) passthrough: crate::passthrough::Passthrough,
+    /// The workspace's name when the gateway serves several (one view each): every
+    /// request names its paths in it, and the gateway routes them there.
+    workspace: Option<String>,
 }
 
 impl std::fmt::Debug for View {
@@ -98,7 +101,21 @@ impl View {
             asks: None,
             invalidator: Arc::default(),
             passthrough: Default::default(),
+            workspace: None,
         }
+    }
+
+    /// The view of the workspace `name` among the several `gw` serves: its paths are
+    /// named `/<name>/...`, and the gateway routes them there.
+    pub fn of_workspace(mut self, name: &str) -> View {
+        self.workspace = Some(name.to_owned());
+        self
+    }
+
+    /// Counts what it does into `counts` (shared by a run's views).
+    pub fn counting(mut self, counts: Arc<Counts>) -> View {
+        self.counts = counts;
+        self
     }
 
     /// `ask` rules put their questions to `asks` (answered with `fsgate asks`).
@@ -148,6 +165,10 @@ impl View {
     /// would be megabytes and seconds).
     pub(crate) fn serve(&self, req: &Request, op: Op) -> Result<Output, GatewayError> {
         let change = op.is_mutating();
+        let op = match &self.workspace {
+            Some(name) => op.in_workspace(name),
+            None => op,
+        };
         let request = fsgate_gateway::Request::Op(op);
         let ctx = self.ctx(req);
         let r = if change {
