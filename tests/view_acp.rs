@@ -168,3 +168,51 @@ print("PTY:", out.decode().replace("\r\n", " | "))
     assert!(stderr.contains("TIOCLINUX refused 1"), "{stderr}");
     assert!(!stderr.contains("allowed"), "{stderr}");
 }
+
+/// The agent's terminals are a devpts instance of its own: another terminal of the
+/// user's (one this test opens outside) is not there to open (so neither read, where
+/// a password is typed, nor written, where `fsgate asks` prompts), while the agent
+/// still opens pseudo-terminals of its own.
+#[test]
+fn view_acp_the_confined_agent_cannot_open_the_users_other_terminals() {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+    grantpt(&master)
+        .and_then(|()| unlockpt(&master))
+        .expect("unlockpt");
+    let other = ptsname(&master, Vec::new()).expect("ptsname");
+    let other = other.to_str().expect("utf-8 pts name").to_owned();
+    assert!(std::path::Path::new(&other).exists(), "{other}");
+    let probe = r#"
+import os, pty, sys
+try:
+    os.close(os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY))
+    print("OTHER opened")
+except OSError as e:
+    print("OTHER refused", e.errno)
+sys.stdout.flush()
+pid, fd = pty.fork()
+if pid == 0:
+    print("ON-OWN-PTY")
+    sys.stdout.flush()
+    os._exit(0)
+out = b""
+while True:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+os.waitpid(pid, 0)
+print("PTY:", out.decode().strip())
+"#;
+    let ed = confined_shell(&format!("python3 -c '{probe}' {other}; echo probe=$?"));
+    let stderr = ed.stderr();
+    assert!(stderr.contains("probe=0"), "{stderr}");
+    assert!(stderr.contains("PTY: ON-OWN-PTY"), "{stderr}");
+    assert!(!stderr.contains("OTHER opened"), "{stderr}");
+    assert!(stderr.contains("OTHER refused 2"), "{stderr}");
+    drop(master);
+}

@@ -156,46 +156,27 @@ fn view_access(rights: &Rights) -> BitFlags<AccessFs> {
     rights.handled_fs & !(AccessFs::IoctlDev | AccessFs::MakeChar | AccessFs::MakeBlock)
 }
 
-/// Adds the view's root to `ruleset` and restricts this process with it.
+/// Adds the view's root and the agent's own terminals to `ruleset` and restricts this
+/// process with it.
 #[allow(unsafe_code)]
 fn restrict_with_view(ruleset: &OwnedFd, workspace: &Path) -> Result<(), SandboxError> {
     let abi = usable_abi(probe()).ok_or_else(|| io_err("Landlock is gone", None))?;
-    let access = view_access(&Rights::for_abi(abi));
-    use rustix::fs::{Mode, OFlags, open};
-    let root = open(
-        workspace,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| io_err("open the view's root", Some(e.into())))?;
-    #[repr(C, packed)]
-    struct PathBeneath {
-        allowed_access: u64,
-        parent_fd: i32,
+    let rights = Rights::for_abi(abi);
+    add_rule(ruleset, workspace, view_access(&rights))
+        .map_err(|e| io_err("add the view's rule", Some(e)))?;
+    if super::child::seccomp_supported() {
+        // The view's child mounted a devpts instance of the agent's own over /dev/pts
+        // (and its ptmx over /dev/ptmx): only the agent's terminals are there. Device
+        // ioctls on them: TIOCSTI and TIOCLINUX are refused by seccomp.
+        let terminal = rights.read | rights.write | (rights.handled_fs & AccessFs::IoctlDev);
+        let file = AccessFs::from_file(abi);
+        for dev in super::terminal::AGENT_TERMINAL_DEVICES {
+            let access = if dev.ends_with("ptmx") { terminal & file } else { terminal };
+            add_rule(ruleset, Path::new(dev), access)
+                .map_err(|e| io_err(&format!("add the rule for {dev}"), Some(e)))?;
+        }
     }
-    const RULE_PATH_BENEATH: libc::c_int = 1;
-    let attr = PathBeneath {
-        allowed_access: access.bits(),
-        parent_fd: root.as_fd().as_raw_fd(),
-    };
-    // SAFETY: landlock_add_rule reads `attr` (alive for the call) and changes only the
-    // ruleset; landlock_restrict_self changes only this thread's credentials.
-    let added = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_add_rule,
-            ruleset.as_raw_fd(),
-            RULE_PATH_BENEATH,
-            &attr as *const PathBeneath,
-            0u32,
-        )
-    };
-    if added != 0 {
-        return Err(io_err(
-            "add the view's rule",
-            Some(io::Error::last_os_error()),
-        ));
-    }
-    // SAFETY: see above.
+    // SAFETY: landlock_restrict_self changes only this thread's credentials.
     let restricted =
         unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) };
     if restricted != 0 {
@@ -205,6 +186,38 @@ fn restrict_with_view(ruleset: &OwnedFd, workspace: &Path) -> Result<(), Sandbox
         ));
     }
     Ok(())
+}
+
+/// Adds a rule for `path` beneath which `access` is allowed.
+#[allow(unsafe_code)]
+fn add_rule(ruleset: &OwnedFd, path: &Path, access: BitFlags<AccessFs>) -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags, open};
+    let fd = open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())?;
+    #[repr(C, packed)]
+    struct PathBeneath {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    const RULE_PATH_BENEATH: libc::c_int = 1;
+    let attr = PathBeneath {
+        allowed_access: access.bits(),
+        parent_fd: fd.as_fd().as_raw_fd(),
+    };
+    // SAFETY: landlock_add_rule reads `attr` (alive for the call) and changes only the
+    // ruleset.
+    let added = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            RULE_PATH_BENEATH,
+            &attr as *const PathBeneath,
+            0u32,
+        )
+    };
+    match added {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
 }
 
 fn io_err(what: &str, e: Option<io::Error>) -> SandboxError {

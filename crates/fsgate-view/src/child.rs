@@ -254,7 +254,19 @@ fn enter(spec: &Spec) -> Result<(), String> {
         })?;
         map_ids(Uid::from_raw(0), Gid::from_raw(0), (uid, gid))?;
     }
+    // Before any mount: none of this namespace's mounts reaches the host's.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_SLAVE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("cannot keep the view's mounts from the host (MS_SLAVE): {e}"))?;
     hide_own_files(spec)?;
+    if spec.confine.is_some() {
+        crate::terminals::own_instance()?;
+    }
     if spec.handoff {
         let device = open_device()?;
         mount_view(spec, device.as_raw_fd())?;
@@ -306,14 +318,6 @@ fn open_device() -> Result<std::os::fd::OwnedFd, String> {
 
 /// Mounts the FUSE connection `device` over the workspace, in this namespace only.
 fn mount_view(spec: &Spec, device: RawFd) -> Result<(), String> {
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_SLAVE,
-        None::<&str>,
-    )
-    .map_err(|e| format!("cannot keep the view's mount from the host (MS_SLAVE): {e}"))?;
     let data = format!(
         "fd={},rootmode=40000,user_id={},group_id={},allow_other",
         device,
