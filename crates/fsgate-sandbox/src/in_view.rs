@@ -171,7 +171,11 @@ fn restrict_with_view(ruleset: &OwnedFd, workspace: &Path) -> Result<(), Sandbox
         let terminal = rights.read | rights.write | (rights.handled_fs & AccessFs::IoctlDev);
         let file = AccessFs::from_file(abi);
         for dev in super::terminal::AGENT_TERMINAL_DEVICES {
-            let access = if dev.ends_with("ptmx") { terminal & file } else { terminal };
+            let access = if dev.ends_with("ptmx") {
+                terminal & file
+            } else {
+                terminal
+            };
             add_rule(ruleset, Path::new(dev), access)
                 .map_err(|e| io_err(&format!("add the rule for {dev}"), Some(e)))?;
         }
