@@ -216,3 +216,44 @@ print("PTY:", out.decode().strip())
     assert!(stderr.contains("OTHER refused 2"), "{stderr}");
     drop(master);
 }
+
+/// With several workspaces there is no view, so no devpts instance of the agent's own:
+/// no terminal device is granted (the host's `/dev/pts` holds every terminal of the
+/// user), neither `/dev/ptmx` nor another terminal of the user's opens.
+#[test]
+fn view_acp_without_the_view_the_confined_agent_gets_no_terminal() {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+    grantpt(&master)
+        .and_then(|()| unlockpt(&master))
+        .expect("unlockpt");
+    let other = ptsname(&master, Vec::new()).expect("ptsname");
+    let other = other.to_str().expect("utf-8 pts name").to_owned();
+    let probe = r#"
+import os, sys
+for name, path in (("PTMX", "/dev/ptmx"), ("OTHER", sys.argv[1])):
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_NOCTTY))
+        print(name, "opened")
+    except OSError as e:
+        print(name, "refused", e.errno)
+"#;
+    let (_cwd_dir, cwd) = crate::common::canonical_tempdir("fsgate-acp-noview-cwd");
+    let (_second_dir, second) = crate::common::canonical_tempdir("fsgate-acp-noview-ws2");
+    let script = format!("exec 1>&2; python3 -c '{probe}' {other}; echo probe=$?");
+    let agent: Vec<OsString> = vec!["sh".into(), "-c".into(), script.into()];
+    let opts = Options {
+        confine: true,
+        cwd: Some(cwd),
+        workspaces: vec![second.into()],
+        ..Default::default()
+    };
+    let mut ed = Editor::launch(&agent, opts);
+    let status = ed.wait_exit(Duration::from_secs(60));
+    assert!(status.is_some(), "the agent did not end\n{}", ed.stderr());
+    let stderr = ed.stderr();
+    assert!(stderr.contains("probe=0"), "{stderr}");
+    assert!(stderr.contains("PTMX refused 13"), "{stderr}");
+    assert!(stderr.contains("OTHER refused 13"), "{stderr}");
+    drop(master);
+}

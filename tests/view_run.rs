@@ -973,3 +973,29 @@ fn view_the_command_cannot_read_another_workspaces_state() {
     assert!(!stdout.contains("OTHER-WORKSPACES-LOG"), "{stdout}");
     assert!(stdout.contains("log=1"), "{stdout}");
 }
+
+/// A process that execs another program with the very same arguments (bash becoming
+/// dash, `exec -a`) is named as the program it became, not as the one remembered for
+/// its pid a moment before.
+#[test]
+fn view_an_exec_of_another_program_with_the_same_arguments_is_named_anew() {
+    let ws = Ws::new();
+    let script = "if [ -n \"$X\" ]; then test -e .env; exit 0; fi; test -e a.txt; \
+                  X=1 exec -a bash /bin/sh -c \"$BASH_EXECUTION_STRING\"";
+    let out = ws.run(&["bash", "-c", script]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let refused: Vec<Value> = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "stat" && r["path"] == ".env" && r["decision"] == "deny")
+        .collect();
+    assert!(!refused.is_empty(), "no refusal of .env");
+    for r in &refused {
+        let peer = r["peer"].as_str().unwrap_or_default();
+        assert!(peer.contains(r#"argv ["bash","-c""#), "{peer}");
+        assert!(
+            !peer.contains(r#"comm "bash""#) && !peer.contains(r#"/bash""#),
+            "{peer}"
+        );
+    }
+}
