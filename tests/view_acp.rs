@@ -168,3 +168,91 @@ print("PTY:", out.decode().replace("\r\n", " | "))
     assert!(stderr.contains("TIOCLINUX refused 1"), "{stderr}");
     assert!(!stderr.contains("allowed"), "{stderr}");
 }
+
+/// The agent's terminals are a devpts instance of its own: another terminal of the
+/// user's (one this test opens outside) is not there to open (so neither read, where
+/// a password is typed, nor written, where `fsgate asks` prompts), while the agent
+/// still opens pseudo-terminals of its own.
+#[test]
+fn view_acp_the_confined_agent_cannot_open_the_users_other_terminals() {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+    grantpt(&master)
+        .and_then(|()| unlockpt(&master))
+        .expect("unlockpt");
+    let other = ptsname(&master, Vec::new()).expect("ptsname");
+    let other = other.to_str().expect("utf-8 pts name").to_owned();
+    assert!(std::path::Path::new(&other).exists(), "{other}");
+    let probe = r#"
+import os, pty, sys
+try:
+    os.close(os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY))
+    print("OTHER opened")
+except OSError as e:
+    print("OTHER refused", e.errno)
+sys.stdout.flush()
+pid, fd = pty.fork()
+if pid == 0:
+    print("ON-OWN-PTY")
+    sys.stdout.flush()
+    os._exit(0)
+out = b""
+while True:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+os.waitpid(pid, 0)
+print("PTY:", out.decode().strip())
+"#;
+    let ed = confined_shell(&format!("python3 -c '{probe}' {other}; echo probe=$?"));
+    let stderr = ed.stderr();
+    assert!(stderr.contains("probe=0"), "{stderr}");
+    assert!(stderr.contains("PTY: ON-OWN-PTY"), "{stderr}");
+    assert!(!stderr.contains("OTHER opened"), "{stderr}");
+    assert!(stderr.contains("OTHER refused 2"), "{stderr}");
+    drop(master);
+}
+
+/// With several workspaces the agent gets a view of each and a devpts instance of its
+/// own as with one: its own `/dev/ptmx` opens, a terminal of the user's does not exist.
+#[test]
+fn view_acp_with_several_workspaces_the_confined_agent_gets_only_its_own_terminals() {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+    grantpt(&master)
+        .and_then(|()| unlockpt(&master))
+        .expect("unlockpt");
+    let other = ptsname(&master, Vec::new()).expect("ptsname");
+    let other = other.to_str().expect("utf-8 pts name").to_owned();
+    let probe = r#"
+import os, sys
+for name, path in (("PTMX", "/dev/ptmx"), ("OTHER", sys.argv[1])):
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_NOCTTY))
+        print(name, "opened")
+    except OSError as e:
+        print(name, "refused", e.errno)
+"#;
+    let (_cwd_dir, cwd) = crate::common::canonical_tempdir("fsgate-acp-noview-cwd");
+    let (_second_dir, second) = crate::common::canonical_tempdir("fsgate-acp-noview-ws2");
+    let script = format!("exec 1>&2; python3 -c '{probe}' {other}; echo probe=$?");
+    let agent: Vec<OsString> = vec!["sh".into(), "-c".into(), script.into()];
+    let opts = Options {
+        confine: true,
+        cwd: Some(cwd),
+        workspaces: vec![second.into()],
+        ..Default::default()
+    };
+    let mut ed = Editor::launch(&agent, opts);
+    let status = ed.wait_exit(Duration::from_secs(60));
+    assert!(status.is_some(), "the agent did not end\n{}", ed.stderr());
+    let stderr = ed.stderr();
+    assert!(stderr.contains("probe=0"), "{stderr}");
+    assert!(stderr.contains("PTMX opened"), "{stderr}");
+    assert!(stderr.contains("OTHER refused 2"), "{stderr}");
+    drop(master);
+}

@@ -932,3 +932,81 @@ fn opens_of(r: &Value, path: &str) -> u64 {
         .map(|e| e[1].as_u64().unwrap_or(0))
         .sum()
 }
+
+/// A file a thread opens is recorded naming the process (its thread group's id), not
+/// the thread.
+#[test]
+fn view_a_threads_request_is_recorded_naming_its_process() {
+    let ws = Ws::new();
+    let script = "import os, threading\n\
+                  t = threading.Thread(target=lambda: open('threaded.txt', 'w').write('x'))\n\
+                  t.start(); t.join()\n\
+                  print('PID', os.getpid())\n";
+    let out = ws.run(&["python3", "-c", script]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let pid = stdout
+        .trim()
+        .strip_prefix("PID ")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let records = ws.records();
+    let written: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["path"] == "threaded.txt" && !r["peer"].is_null())
+        .collect();
+    assert!(!written.is_empty(), "{records:#?}");
+    for r in written {
+        let peer = r["peer"].as_str().expect("peer");
+        assert!(peer.starts_with(&format!("pid {pid} ")), "{peer}");
+    }
+}
+
+/// The whole of fsgate's state directory is covered in the command's namespace: the
+/// audit log of another workspace kept there is not readable.
+#[test]
+fn view_the_command_cannot_read_another_workspaces_state() {
+    let ws = Ws::new();
+    let (_xdg_dir, xdg) = canonical_tempdir("fsgate-view-xdg");
+    let other = xdg.join("fsgate/other-0123456789abcdef");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    let log = other.join("audit.jsonl");
+    std::fs::write(&log, "OTHER-WORKSPACES-LOG\n").expect("write");
+    let mut cmd = Command::new(bin());
+    cmd.arg("run")
+        .args(ws.state_args())
+        .args(["--", "sh", "-c"])
+        .arg(format!("cat {}; echo log=$?", log.display()))
+        .env("XDG_STATE_HOME", &xdg)
+        .current_dir(&ws.root);
+    let out = finished(cmd);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(!stdout.contains("OTHER-WORKSPACES-LOG"), "{stdout}");
+    assert!(stdout.contains("log=1"), "{stdout}");
+}
+
+/// A process that execs another program with the very same arguments (bash becoming
+/// dash, `exec -a`) is named as the program it became, not as the one remembered for
+/// its pid a moment before.
+#[test]
+fn view_an_exec_of_another_program_with_the_same_arguments_is_named_anew() {
+    let ws = Ws::new();
+    let script = "if [ -n \"$X\" ]; then test -e .env; exit 0; fi; test -e a.txt; \
+                  X=1 exec -a bash /bin/sh -c \"$BASH_EXECUTION_STRING\"";
+    let out = ws.run(&["bash", "-c", script]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let refused: Vec<Value> = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "stat" && r["path"] == ".env" && r["decision"] == "deny")
+        .collect();
+    assert!(!refused.is_empty(), "no refusal of .env");
+    for r in &refused {
+        let peer = r["peer"].as_str().unwrap_or_default();
+        assert!(peer.contains(r#"argv ["bash","-c""#), "{peer}");
+        assert!(
+            !peer.contains(r#"comm "bash""#) && !peer.contains(r#"/bash""#),
+            "{peer}"
+        );
+    }
+}

@@ -70,6 +70,12 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         hide.push(dir.to_path_buf());
         opened.keep_scratch(dir);
     }
+    // Every workspace's fsgate state (their audit logs, backups, asks sockets), made if
+    // missing so that none appears there while the command runs.
+    if let Ok(all) = fsgate_base::state::state_root() {
+        let _ = std::fs::create_dir_all(&all);
+        hide.push(all);
+    }
     let started = ChildCommand::new(&fuse, (roots.clone(), hide), args.command.clone(), None)
         .and_then(|c| {
             c.spawn()

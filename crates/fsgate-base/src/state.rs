@@ -34,6 +34,13 @@ pub fn workspace_state_dir(workspace: &Path) -> Result<PathBuf, NoStateDir> {
     Ok(state.join("fsgate").join(format!("{name}-{}", &hash[..16])))
 }
 
+/// `<state dir>/fsgate`: where every workspace's state directory is.
+pub fn state_root() -> Result<PathBuf, NoStateDir> {
+    state_home(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
+        .map(|s| s.join("fsgate"))
+        .ok_or(NoStateDir)
+}
+
 /// XDG state dir: `$XDG_STATE_HOME` if absolute, else `$HOME/.local/state`.
 fn state_home(
     xdg: Option<std::ffi::OsString>,

@@ -156,13 +156,31 @@ fn view_access(rights: &Rights) -> BitFlags<AccessFs> {
     rights.handled_fs & !(AccessFs::IoctlDev | AccessFs::MakeChar | AccessFs::MakeBlock)
 }
 
-/// Adds each view's root to `ruleset` and restricts this process with it.
+/// Adds each view's root and the agent's own terminals to `ruleset` and restricts
+/// this process with it.
 #[allow(unsafe_code)]
 fn restrict_with_view(ruleset: &OwnedFd, workspaces: &[PathBuf]) -> Result<(), SandboxError> {
     let abi = usable_abi(probe()).ok_or_else(|| io_err("Landlock is gone", None))?;
-    let access = view_access(&Rights::for_abi(abi));
+    let rights = Rights::for_abi(abi);
     for workspace in workspaces {
-        add_view_rule(ruleset, workspace, access)?;
+        add_rule(ruleset, workspace, view_access(&rights))
+            .map_err(|e| io_err("add the view's rule", Some(e)))?;
+    }
+    if super::child::seccomp_supported() {
+        // The view's child mounted a devpts instance of the agent's own over /dev/pts
+        // (and its ptmx over /dev/ptmx): only the agent's terminals are there. Device
+        // ioctls on them: TIOCSTI and TIOCLINUX are refused by seccomp.
+        let terminal = rights.read | rights.write | (rights.handled_fs & AccessFs::IoctlDev);
+        let file = AccessFs::from_file(abi);
+        for dev in super::terminal::AGENT_TERMINAL_DEVICES {
+            let access = if dev.ends_with("ptmx") {
+                terminal & file
+            } else {
+                terminal
+            };
+            add_rule(ruleset, Path::new(dev), access)
+                .map_err(|e| io_err(&format!("add the rule for {dev}"), Some(e)))?;
+        }
     }
     // SAFETY: landlock_restrict_self changes only this thread's credentials.
     let restricted =
@@ -176,20 +194,11 @@ fn restrict_with_view(ruleset: &OwnedFd, workspaces: &[PathBuf]) -> Result<(), S
     Ok(())
 }
 
-/// Adds the view's root `workspace` (read, write, execute, no devices) to `ruleset`.
+/// Adds a rule for `path` beneath which `access` is allowed.
 #[allow(unsafe_code)]
-fn add_view_rule(
-    ruleset: &OwnedFd,
-    workspace: &Path,
-    access: BitFlags<AccessFs>,
-) -> Result<(), SandboxError> {
+fn add_rule(ruleset: &OwnedFd, path: &Path, access: BitFlags<AccessFs>) -> io::Result<()> {
     use rustix::fs::{Mode, OFlags, open};
-    let root = open(
-        workspace,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| io_err("open the view's root", Some(e.into())))?;
+    let fd = open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())?;
     #[repr(C, packed)]
     struct PathBeneath {
         allowed_access: u64,
@@ -198,7 +207,7 @@ fn add_view_rule(
     const RULE_PATH_BENEATH: libc::c_int = 1;
     let attr = PathBeneath {
         allowed_access: access.bits(),
-        parent_fd: root.as_fd().as_raw_fd(),
+        parent_fd: fd.as_fd().as_raw_fd(),
     };
     // SAFETY: landlock_add_rule reads `attr` (alive for the call) and changes only the
     // ruleset.
@@ -211,13 +220,10 @@ fn add_view_rule(
             0u32,
         )
     };
-    if added != 0 {
-        return Err(io_err(
-            "add the view's rule",
-            Some(io::Error::last_os_error()),
-        ));
+    match added {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
     }
-    Ok(())
 }
 
 fn io_err(what: &str, e: Option<io::Error>) -> SandboxError {

@@ -546,7 +546,7 @@ fn agent_ruleset(
 ) -> Result<(RulesetCreated, Vec<String>), SandboxError> {
     let rights = Rights::for_abi(abi);
     let read_exec = rights.read | (rights.handled_fs & AccessFs::Execute);
-    // No IoctlDev but on pseudo-terminals (below), where seccomp refuses TIOCSTI.
+    // No IoctlDev (but on the agent's own pseudo-terminals in the view, in_view.rs).
     let read_write = rights.read | rights.write;
     let tcp = AccessNet::BindTcp | AccessNet::ConnectTcp;
     let mut ruleset = Ruleset::default()
@@ -573,13 +573,8 @@ fn agent_ruleset(
         let added = add_path_rule(&mut created, &g.path, access, abi)?;
         detail.push(grant_line(g, added));
     }
-    if child::seccomp_supported() {
-        // Device ioctls on terminals only: TIOCSTI and TIOCLINUX are refused by seccomp.
-        let terminal = read_write | (rights.handled_fs & AccessFs::IoctlDev);
-        for dev in super::terminal::AGENT_TERMINAL_DEVICES {
-            add_path_rule(&mut created, std::path::Path::new(dev), terminal, abi)?;
-        }
-    }
+    // No terminal here: the host's /dev/pts holds every terminal of the user. Inside
+    // the view, the agent's own devpts instance is granted (in_view.rs).
     if let AgentNetwork::Ports(ports) = &plan.network
         && abi >= ABI::V4
     {
@@ -669,7 +664,8 @@ fn agent_view(
                 .to_owned(),
         );
         lines.push(
-            "pseudo-terminals (/dev/ptmx, /dev/pts) usable; TIOCSTI and TIOCLINUX refused (seccomp)"
+            "pseudo-terminals only in fsgate's view, a devpts instance of the agent's own \
+             (/dev/ptmx, /dev/pts); TIOCSTI and TIOCLINUX refused (seccomp)"
                 .to_owned(),
         );
         if plan.network != AgentNetwork::All {

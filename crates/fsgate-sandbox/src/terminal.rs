@@ -1,6 +1,9 @@
 //! Linux: a confined agent's pseudo-terminals. Its shell tool may need one (Gemini CLI's
-//! `run_shell_command` uses `forkpty`), so `/dev/ptmx` and `/dev/pts` are granted with
-//! device ioctls; what a terminal ioctl could do beyond the agent's own terminal is
+//! `run_shell_command` uses `forkpty`), so inside fsgate's view `/dev/ptmx` and
+//! `/dev/pts` are granted with device ioctls: there they are a devpts instance of the
+//! agent's own (the view's child mounts it), never the host's, which holds every other
+//! terminal of the user. Without the view (several workspaces) no terminal is granted.
+//! What a terminal ioctl could do beyond the agent's own terminal is
 //! refused by seccomp for every descriptor instead: `TIOCSTI` (push input into a
 //! terminal, typed as if by its user) and `TIOCLINUX` (the Linux console's selection
 //! and more), both EPERM.
@@ -18,8 +21,8 @@ use seccompiler::{
 use super::SandboxError;
 use super::child::{filter_err, with_x32};
 
-/// The terminal devices a confined agent may open, with device ioctls (ABI 5), when
-/// the filter below exists.
+/// The terminal devices a confined agent in the view may open, with device ioctls (ABI
+/// 5), when the filter below exists.
 pub const AGENT_TERMINAL_DEVICES: &[&str] = &["/dev/ptmx", "/dev/pts"];
 
 /// The ioctl commands refused on every descriptor.

@@ -276,7 +276,19 @@ fn enter(spec: &Spec) -> Result<(), String> {
         })?;
         map_ids(Uid::from_raw(0), Gid::from_raw(0), (uid, gid))?;
     }
+    // Before any mount: none of this namespace's mounts reaches the host's.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_SLAVE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("cannot keep the view's mounts from the host (MS_SLAVE): {e}"))?;
     hide_own_files(spec)?;
+    if spec.confine.is_some() {
+        crate::terminals::own_instance()?;
+    }
     mount_views(spec)?;
     // The command's own user namespace: no capability over the view's namespace.
     let (inner_uid, inner_gid) = (Uid::current(), Gid::current());
@@ -324,14 +336,6 @@ fn open_device() -> Result<std::os::fd::OwnedFd, String> {
 /// Mounts every view, each over its workspace, in this namespace only; the mounts hold
 /// the connections, and the command gets no descriptor of them.
 fn mount_views(spec: &Spec) -> Result<(), String> {
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_SLAVE,
-        None::<&str>,
-    )
-    .map_err(|e| format!("cannot keep the view's mount from the host (MS_SLAVE): {e}"))?;
     if spec.handoff {
         let socket = spec
             .fuse_fds

@@ -8,7 +8,8 @@
 //! decision (`open`), a file opened for writing a private copy applied at close as one
 //! `write` (`writes.rs`), and create, unlink, mkdir, rmdir, rename and chmod (`attrs.rs`) the gateway's own changes; the
 //! inodes the kernel holds (`nodes.rs`); the open files (`handles.rs`); who asked, a
-//! process named from `/proc` (`peer.rs`); and the child that shows the view at the
+//! process named from `/proc` (`peer.rs`); a confined agent's own devpts instance
+//! (`terminals.rs`); and the child that shows the view at the
 //! workspace's own path in a private mount namespace ([`child`]). Depends on the
 //! gateway and the base; not on the audit log, the workspace or the backups: every
 //! request goes through [`fsgate_gateway::Gateway::serve`], which decides, records and
@@ -26,6 +27,7 @@ mod nodes;
 mod passthrough;
 mod peer;
 mod requests;
+mod terminals;
 mod writes;
 
 use std::os::fd::OwnedFd;

@@ -1,5 +1,6 @@
 //! Who asked: the process a FUSE request came from, named from `/proc` by its pid (the
-//! request header's), its parent, executable and arguments. Each is the process's own
+//! thread group of the request header's thread id), its parent, executable and
+//! arguments. Each is the process's own
 //! choice, so each is bounded here and written as a JSON string (escaped); the audit
 //! log and every person-facing output escape them again as any agent-chosen text.
 
@@ -10,14 +11,14 @@ use std::time::{Duration, Instant};
 /// Arguments named at most, and bytes kept of each.
 const MAX_ARGS: usize = 16;
 const MAX_ARG_BYTES: usize = 256;
-/// How long a name is reused for the same pid and the same arguments.
+/// How long a name is reused for the same pid, executable and arguments.
 const FRESH: Duration = Duration::from_millis(250);
 /// Bytes of its arguments that tell a process from the one it became by `exec`.
 const KEY_BYTES: u64 = 4096;
 /// Processes remembered at most.
 const MAX_CACHED: usize = 512;
 
-/// A remembered name: when, the arguments it was made from, the name.
+/// A remembered name: when, the executable and arguments it was made from, the name.
 type Named = (Instant, Vec<u8>, String);
 
 /// Names processes, remembering the last few.
@@ -27,16 +28,19 @@ pub(crate) struct Peers {
 }
 
 impl Peers {
-    /// The name of process `pid`. A name is reused only while the process's arguments
-    /// are the ones it was made from: a shell that runs `exec cat .env` a moment after
-    /// its own lookups keeps its pid, and is named `cat` from then on.
-    pub(crate) fn name(&self, pid: u32) -> String {
+    /// The name of the process of thread `tid` (FUSE gives the thread's id). A name is
+    /// reused only while the process's executable and arguments are the ones it was
+    /// made from: a shell that runs `exec cat .env` a moment after its own lookups
+    /// keeps its pid, and is named `cat` from then on (and a program that execs
+    /// another with the same arguments is named anew).
+    pub(crate) fn name(&self, tid: u32) -> String {
+        let pid = process_of(tid);
         let now = Instant::now();
-        let key = args_key(pid);
+        let key = identity(pid);
         if let Ok(cache) = self.cache.lock()
-            && let Some((at, args, name)) = cache.get(&pid)
+            && let Some((at, known, name)) = cache.get(&pid)
             && now.duration_since(*at) < FRESH
-            && *args == key
+            && *known == key
         {
             return name.clone();
         }
@@ -51,10 +55,36 @@ impl Peers {
     }
 }
 
-/// The first bytes of `/proc/PID/cmdline` (empty if it cannot be read).
-fn args_key(pid: u32) -> Vec<u8> {
+/// The process (thread group) of thread `tid`, from `/proc/TID/status`; `tid` itself
+/// if it cannot be read.
+fn process_of(tid: u32) -> u32 {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()
+        .and_then(|s| tgid_of(&s))
+        .unwrap_or(tid)
+}
+
+/// The `Tgid:` line's value.
+fn tgid_of(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// What tells a process from the one it became by `exec`: its executable (the link's
+/// target; its command name where the link cannot be read), then the first bytes of
+/// `/proc/PID/cmdline` (empty where nothing can be read).
+fn identity(pid: u32) -> Vec<u8> {
     use std::io::Read;
-    let mut out = Vec::new();
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = match std::fs::read_link(format!("/proc/{pid}/exe")) {
+        Ok(exe) => exe.as_os_str().as_bytes().to_vec(),
+        Err(_) => std::fs::read(format!("/proc/{pid}/comm")).unwrap_or_default(),
+    };
+    out.push(0);
     if let Ok(f) = std::fs::File::open(format!("/proc/{pid}/cmdline")) {
         let _ = f.take(KEY_BYTES).read_to_end(&mut out);
     }
@@ -120,6 +150,7 @@ mod tests {
     #[test]
     fn a_process_is_named_bounded_and_escaped() {
         assert_eq!(parent_of("12 (a) b) S 7 12 12"), Some(7));
+        assert_eq!(tgid_of("Name:\tx\nTgid:\t42\nPid:\t43\n"), Some(42));
         let raw = b"cat\0.env\0\x1b[31m\0";
         assert_eq!(argv(raw), r#"["cat",".env","\u001b[31m"]"#);
         let many: Vec<u8> = (0..40).flat_map(|_| b"x\0".to_vec()).collect();
