@@ -5,7 +5,7 @@
 //! 10,000 files cost many megabytes of log. An allowed read that only names paths is
 //! instead counted in its process's group (same session, transport, peer, rule and
 //! policy); a group becomes one `reads` record that names every path with its count,
-//! once its entries fill [`MAX_ENTRY_BYTES`], once it is [`WINDOW`] old, before any
+//! once its entries fill `MAX_ENTRY_BYTES`, once it is `WINDOW` old, before any
 //! other record of the same process (so its reads come before its next change or
 //! refusal in the log), and before the log's `stop` record. Changes, refusals and
 //! anything else are never coalesced.

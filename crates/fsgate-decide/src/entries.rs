@@ -38,7 +38,7 @@ pub struct EntryFilter<'p> {
 
 impl Engine {
     /// The filter deciding `op` on entries directly inside `dir` (the directories above
-    /// them already allowed, as [`Policy::decide_entry`] assumes).
+    /// them already allowed, as `Engine::decide_entry` assumes).
     pub fn entry_filter(&self, op: Access, dir: &RelPath) -> EntryFilter<'_> {
         self.entry_filter_with(op, dir, None)
     }

@@ -66,7 +66,7 @@ impl ViewConfinement {
         self.ruleset = None;
     }
 
-    /// The word the agent's start reads ([`confine_self`]): the ruleset's descriptor
+    /// The word the agent's start reads (`confine_self`): the ruleset's descriptor
     /// (inherited) and the seccomp choices.
     pub fn word(&self) -> String {
         let fd = self

@@ -68,7 +68,7 @@ impl Engine {
         }
     }
 
-    /// [`Policy::decide_access`] with each step's trace, for `explain`.
+    /// `Engine::decide_access` with each step's trace, for `explain`.
     pub fn explain_access(
         &self,
         op: Access,
