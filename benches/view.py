@@ -281,7 +281,8 @@ class Bench:
             tree(ws, self.a.files, lines=2)
         log = self.log("walk")
         for old in segments(log) + [log + ".checkpoint"]:
-            os.remove(old)
+            if os.path.exists(old):
+                os.remove(old)
         cmd = "find . -type f -print0 | xargs -0 cat >/dev/null"
         subprocess.run(self.fsgate_run(ws, log) + ["sh", "-c", cmd], cwd=ws, check=True,
                        capture_output=True)
