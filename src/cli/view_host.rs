@@ -206,6 +206,9 @@ pub(super) fn serve(
         if let Some(asks) = &asks {
             view = view.asking(Arc::clone(asks));
         }
+        // Another door's change (an agent's file tool under `acp`) is taken back
+        // from the kernel's caches of this view.
+        member.watch_changes(view.outside_changes());
         let thread =
             fsgate_view::serve(view, fuse).map_err(|e| format!("cannot serve the view: {e}"))?;
         threads.push(thread);

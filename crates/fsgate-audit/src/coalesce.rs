@@ -145,6 +145,10 @@ impl Coalescer {
             held.ready_up(&key, g);
         }
         let now = SystemTime::now();
+        // The flushing thread sleeps until the oldest group's window ends: only a first
+        // group, or a group made ready, changes when it must wake (a wake-up per read
+        // would cost two context switches on every lookup and open).
+        let first = held.groups.is_empty();
         let g = held.groups.entry(key).or_insert_with(|| Group::new(now));
         let new = g.add(entry, ev, now, size);
         held.written += new;
@@ -152,7 +156,9 @@ impl Coalescer {
             held.ready_all();
         }
         self.any.store(true, Ordering::Release);
-        self.cv.notify_one();
+        if first || !held.ready.is_empty() {
+            self.cv.notify_one();
+        }
         let behind = held.ready_bytes > MAX_HELD_BYTES;
         Added::Held(if behind {
             held.take_ready()

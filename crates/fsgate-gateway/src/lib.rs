@@ -165,6 +165,8 @@ pub struct Gateway {
     /// Files the filesystem view opened whose content was found clean, by version (see
     /// `ops/open.rs`).
     clean_opens: ops::CleanOpens,
+    /// Told of every change, whichever door asked (see [`ChangeWatch`]).
+    change_watch: std::sync::OnceLock<Arc<dyn ChangeWatch>>,
 }
 
 /// A change the gateway made for a client, told to that client's door after its
@@ -212,6 +214,15 @@ pub trait ChangeSink: Send + Sync + std::fmt::Debug {
     fn wants_text(&self) -> bool {
         false
     }
+}
+
+/// Told of every change a gateway makes, whichever door asked for it: the filesystem
+/// view takes back what the kernel holds of a path another door (an agent's file tool)
+/// changed, so the agent's shell does not read the file as it was.
+pub trait ChangeWatch: Send + Sync + std::fmt::Debug {
+    /// Called on the request's thread after the change's record is durable, with the
+    /// door (`RequestCtx::transport`) that asked; must not block for long.
+    fn changed(&self, note: &ChangeNote, transport: &str);
 }
 
 /// One message from any door, as the gateway takes it (see [`Gateway::serve`]).
@@ -273,7 +284,14 @@ impl Gateway {
             name: None,
             others: Vec::new(),
             clean_opens: ops::CleanOpens::default(),
+            change_watch: std::sync::OnceLock::new(),
         }
+    }
+
+    /// From now on `watch` is told of every change this gateway makes, after its
+    /// record is durable. False if a watch was set already (there is one at most).
+    pub fn watch_changes(&self, watch: Arc<dyn ChangeWatch>) -> bool {
+        self.change_watch.set(watch).is_ok()
     }
 
     /// From now on the session named `provisional` is the session `real`: its requests
@@ -741,7 +759,9 @@ impl Gateway {
         };
         let intent = facts.intent;
         let real = facts.real.clone();
-        let wanted = ctx.notifier.is_some() || (self.vcs.is_some() && pol.vcs_stage());
+        let wanted = ctx.notifier.is_some()
+            || self.change_watch.get().is_some()
+            || (self.vcs.is_some() && pol.vcs_stage());
         let note = match (&result, wanted) {
             (Ok(_), true) if op.is_mutating() => self.change_note(ctx, &op, &facts),
             _ => None,
@@ -767,6 +787,9 @@ impl Gateway {
                     note.seq = seq;
                     if let Some(sink) = &ctx.notifier {
                         sink.changed(&note);
+                    }
+                    if let Some(watch) = self.change_watch.get() {
+                        watch.changed(&note, ctx.transport);
                     }
                     if pol.vcs_stage() {
                         self.stage(&Self::at_real(note, real));

@@ -5,7 +5,11 @@
 //! [`TTL`]. The policy's decision on a `stat` depends on the path, the policy, the kind,
 //! the size and where a symlink leads. A run's policy is fixed (SIGHUP goes to the
 //! command, nothing reloads it), and a name the policy hides is never cached (a refused
-//! lookup is an error, which the kernel asks again). What changes through the view is
+//! lookup is an error, which the kernel asks again); a name that is not there is (node
+//! 0: a build or an interpreter probes the same missing names over and over), and a
+//! directory's listing is kept across its opens. What another door changes (an agent's
+//! file tool under `fsgate acp`) is taken back before that door answers (`outside.rs`).
+//! What changes through the view is
 //! taken back at once: the kernel itself drops or moves the names it creates, removes
 //! and renames, and a file replaced by a write applied at close has its node's
 //! attributes, pages and name invalidated here before the close returns. What a program
@@ -70,19 +74,74 @@ impl Invalidator {
             tracing::debug!("view: invalidating a name in node {parent}: {e}");
         }
     }
+
+    /// The entry `name` of directory `parent` (and `node`, the node it held, if any)
+    /// was changed by another door: the name (found or not found), the node's
+    /// attributes and pages and the directory's attributes and listing are asked again.
+    /// Never called from a request of the view's own (see `outside.rs`).
+    pub(crate) fn changed_outside(&self, parent: u64, name: &str, node: Option<u64>) {
+        let Some(n) = self.notifier.get() else {
+            return;
+        };
+        let quiet = |what: &str, r: std::io::Result<()>| {
+            if let Err(e) = r
+                && e.raw_os_error() != Some(libc::ENOENT)
+            {
+                tracing::debug!("view: invalidating {what} after another door's change: {e}");
+            }
+        };
+        quiet("a name", n.inval_entry(INodeNo(parent), OsStr::new(name)));
+        if let Some(node) = node {
+            quiet("a node", n.inval_inode(INodeNo(node), 0, 0));
+        }
+        quiet("a directory", n.inval_inode(INodeNo(parent), 0, 0));
+    }
 }
 
 /// The open flags of a file opened for reading as node `ino`: the page cache kept when
-/// `file` is the node's own version.
+/// `file` is the node's own version. Its close is not waited on (`FOPEN_NOFLUSH`): a
+/// handle that only reads has nothing to apply, so the kernel need not ask the gateway
+/// before `close` returns (its release still comes, without a wait).
 pub(crate) fn read_flags(file: &std::fs::File, ino: u64) -> FopenFlags {
     use std::os::unix::fs::MetadataExt;
-    match file.metadata() {
+    let keep = match file.metadata() {
         Ok(m) if crate::nodes::node_id(m.ino(), m.created().ok()) == ino => {
             FopenFlags::FOPEN_KEEP_CACHE
         }
         _ => FopenFlags::empty(),
+    };
+    keep | FopenFlags::FOPEN_NOFLUSH
+}
+
+/// What a name that is not there is answered with: node 0, which the kernel keeps as
+/// "not there" for [`TTL`]. A name the policy hides is answered with an error instead,
+/// asked again (and refused, and recorded) every time.
+pub(crate) fn absent() -> fuser::FileAttr {
+    fuser::FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: std::time::UNIX_EPOCH,
+        mtime: std::time::UNIX_EPOCH,
+        ctime: std::time::UNIX_EPOCH,
+        crtime: std::time::UNIX_EPOCH,
+        kind: fuser::FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: 0,
+        flags: 0,
     }
 }
+
+/// How a directory is opened: its listing (decided and recorded at each open) is kept
+/// by the kernel across opens until the directory changes (the kernel drops it itself
+/// for the view's own changes, `outside.rs` for other doors', its modification time
+/// for a change from outside fsgate, seen within [`TTL`]).
+pub(crate) const DIR_FLAGS: FopenFlags =
+    FopenFlags::FOPEN_CACHE_DIR.union(FopenFlags::FOPEN_KEEP_CACHE);
 
 /// Asks the kernel to drop a node's cached pages when its modification time or size
 /// is found changed (a file changed in place from outside the view).

@@ -63,7 +63,7 @@ pub struct View {
     /// user outside) is mapped: every file is shown as root's (an unmapped owner makes
     /// the kernel refuse every change).
     owned_by_root: bool,
-    pub(crate) nodes: Mutex<Nodes>,
+    pub(crate) nodes: Arc<Mutex<Nodes>>,
     pub(crate) handles: Handles,
     peers: Peers,
     counts: Arc<Counts>,
@@ -94,7 +94,7 @@ impl View {
             session,
             root,
             owned_by_root: false,
-            nodes: Mutex::new(Nodes::default()),
+            nodes: Arc::default(),
             handles: Handles::default(),
             peers: Peers::default(),
             counts: Arc::default(),
@@ -139,6 +139,15 @@ impl View {
         attr
     }
 
+    /// What takes back the kernel's view of paths other doors change: give it to the
+    /// gateway that serves this view's workspace ([`Gateway::watch_changes`]).
+    pub fn outside_changes(&self) -> Arc<dyn fsgate_gateway::ChangeWatch> {
+        Arc::new(crate::outside::OutsideChanges {
+            nodes: Arc::clone(&self.nodes),
+            invalidator: Arc::clone(&self.invalidator),
+        })
+    }
+
     /// What the run did so far.
     pub fn counts(&self) -> Arc<Counts> {
         Arc::clone(&self.counts)
@@ -149,7 +158,7 @@ impl View {
         RequestCtx {
             style: PathStyle::Rooted,
             session: self.session.clone(),
-            transport: "view",
+            transport: crate::outside::TRANSPORT,
             asker: self.asks.as_ref().map(|a| a.asker(peer.clone())),
             peer,
             scope: Default::default(),
@@ -206,6 +215,12 @@ impl View {
 
     /// `stat` of `path`: its node id and attributes. A refusal hides the name.
     pub(crate) fn stat(&self, req: &Request, path: &str) -> Result<(u64, FileAttr), Errno> {
+        self.stat_or_absent(req, path)?.ok_or(Errno::ENOENT)
+    }
+
+    /// [`stat`](Self::stat), where a name that is not there (and that the policy lets
+    /// be seen) is `None`; a name the policy hides is still an error (ENOENT).
+    fn stat_or_absent(&self, req: &Request, path: &str) -> Result<Option<(u64, FileAttr)>, Errno> {
         let op = Op::Stat {
             path: path.to_string(),
         };
@@ -216,9 +231,10 @@ impl View {
                 } else {
                     nodes::node_id(info.ino, info.times[2])
                 };
-                Ok((ino, self.owned(attr(ino, &info))))
+                Ok(Some((ino, self.owned(attr(ino, &info)))))
             }
             Ok(_) => Err(Errno::EIO),
+            Err(GatewayError::NotFound { .. }) => Ok(None),
             Err(e) => Err(errno(&e, Refusal::Hidden)),
         }
     }
@@ -231,14 +247,28 @@ impl View {
         parent: INodeNo,
         name: &OsStr,
     ) -> Result<FileAttr, Errno> {
+        self.look_up_or_absent(req, parent, name)?
+            .ok_or(Errno::ENOENT)
+    }
+
+    /// [`look_up`](Self::look_up), where a name that is not there is `None`: the
+    /// kernel may remember that (see `cache.rs`), a hidden name it may not.
+    pub(crate) fn look_up_or_absent(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+    ) -> Result<Option<FileAttr>, Errno> {
         let (path, name) = self.child(parent, name)?;
-        let (ino, mut attr) = self.stat(req, &path)?;
+        let Some((ino, mut attr)) = self.stat_or_absent(req, &path)? else {
+            return Ok(None);
+        };
         if let Ok(mut nodes) = self.nodes.lock() {
             let node = nodes.settle(ino, parent.0, &name);
             attr.ino = INodeNo(node);
             nodes.found(node, parent.0, &name);
         }
-        Ok(attr)
+        Ok(Some(attr))
     }
 }
 

@@ -24,6 +24,7 @@ mod fs;
 mod handles;
 pub mod handoff;
 mod nodes;
+mod outside;
 mod passthrough;
 mod peer;
 mod requests;

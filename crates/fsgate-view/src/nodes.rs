@@ -84,6 +84,21 @@ impl Nodes {
         Some(path)
     }
 
+    /// For a workspace path (`a/b`, `/a/b`): the directory node the kernel holds it in,
+    /// its last name, and the node the kernel holds under that name, if any. None when
+    /// the kernel holds no directory on the way (so nothing of the path).
+    pub(crate) fn held_at(&self, path: &str) -> Option<(u64, String, Option<u64>)> {
+        let mut parts = path.split('/').filter(|p| !p.is_empty() && *p != ".");
+        let mut name = parts.next()?;
+        let mut dir = ROOT;
+        for next in parts {
+            dir = *self.names.get(&(dir, name.to_string()))?;
+            name = next;
+        }
+        let node = self.names.get(&(dir, name.to_string())).copied();
+        Some((dir, name.to_string(), node))
+    }
+
     /// The directory and name `ino` was last found under.
     pub(crate) fn place(&self, ino: u64) -> Option<(u64, String)> {
         self.nodes.get(&ino).map(|n| (n.parent, n.name.clone()))

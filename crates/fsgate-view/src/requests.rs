@@ -123,8 +123,10 @@ impl Filesystem for View {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match self.look_up(req, parent, name) {
-            Ok(attr) => reply.entry(&TTL, &attr, GENERATION),
+        match self.look_up_or_absent(req, parent, name) {
+            Ok(Some(attr)) => reply.entry(&TTL, &attr, GENERATION),
+            // Node 0: the kernel remembers the name is not there (see `cache.rs`).
+            Ok(None) => reply.entry(&TTL, &crate::cache::absent(), GENERATION),
             Err(e) => reply.error(e),
         }
     }
@@ -178,7 +180,7 @@ impl Filesystem for View {
         match self.list(req, ino) {
             Ok(listing) => reply.opened(
                 FileHandle(self.handles.add(Handle::Dir(listing))),
-                FopenFlags::empty(),
+                crate::cache::DIR_FLAGS,
             ),
             Err(e) => reply.error(e),
         }
