@@ -117,7 +117,11 @@ fn the_question(ed: &Editor) -> Value {
             .is_some_and(|t| t.ends_with("asked.txt")),
         "{q}"
     );
-    let text = call["content"].to_string();
+    let texts = call["content"].as_array().cloned().unwrap_or_default();
+    let text: Vec<&str> = (texts.iter())
+        .filter_map(|c| c["content"]["text"].as_str())
+        .collect();
+    let text = text.join("\n");
     assert!(text.contains("ask-asked"), "{q}");
     let process = call["_meta"]["fsgate"]["process"]
         .as_str()
