@@ -38,17 +38,26 @@ timeout_secs = {timeout_secs}
 }
 
 /// `fsgate acp --confine-agent -- sh -c ...` whose shell reads the workspace's path,
-/// then (with `session`) answers the editor's `session/new` and waits for the editor's
-/// go, then runs `cat asked.txt`, its output on fsgate's stderr. The editor answers
-/// permission requests as `permission` says. Returns once fsgate ended.
-fn cat_asked(permission: Permission, timeout_secs: u32, session: bool) -> Editor {
+/// answers the editor's `session/new` for each of `sessions` (in turn, named so), waits
+/// for the editor's next line (a go, or a `session/prompt` in `prompt_in`), then runs
+/// `cat asked.txt`, its output on fsgate's stderr. The editor answers permission
+/// requests as `permission` says. Returns once fsgate ended.
+fn cat_asked(
+    permission: Permission,
+    timeout_secs: u32,
+    sessions: &[&str],
+    prompt_in: Option<&str>,
+) -> Editor {
     let (_cwd_dir, cwd) = crate::common::canonical_tempdir("fsgate-acp-ask-cwd");
-    let open = match session {
-        true => format!(
-            "read req; echo '{{\"jsonrpc\":\"2.0\",\"id\":\"new-1\",\"result\":{{\"sessionId\":\"{SESSION}\"}}}}'; read go; "
-        ),
-        false => String::new(),
-    };
+    let mut open = String::new();
+    for (n, sid) in sessions.iter().enumerate() {
+        open.push_str(&format!(
+            "read req; echo '{{\"jsonrpc\":\"2.0\",\"id\":\"new-{n}\",\"result\":{{\"sessionId\":\"{sid}\"}}}}'; "
+        ));
+    }
+    if !sessions.is_empty() {
+        open.push_str("read go; ");
+    }
     let script =
         format!("read root; cd \"$root\" || exit 9; {open}cat asked.txt >&2; echo cat=$? >&2");
     let agent: Vec<OsString> = vec!["sh".into(), "-c".into(), script.into()];
@@ -63,16 +72,20 @@ fn cat_asked(permission: Permission, timeout_secs: u32, session: bool) -> Editor
     let root = ed.root.clone();
     std::fs::write(root.join("asked.txt"), "the answer\n").expect("seed");
     ed.send_raw(&root.to_string_lossy());
-    if session {
-        let id = json!("new-1");
-        ed.request_with_id(
-            id.clone(),
-            "session/new",
-            json!({"cwd": root, "mcpServers": []}),
-        );
+    for (n, sid) in sessions.iter().enumerate() {
+        let id = json!(format!("new-{n}"));
+        let params = json!({"cwd": root, "mcpServers": []});
+        ed.request_with_id(id.clone(), "session/new", params);
         let resp = ed.response(&id);
-        assert_eq!(resp["result"]["sessionId"], SESSION, "{resp}");
-        ed.send_raw("go");
+        assert_eq!(resp["result"]["sessionId"], *sid, "{resp}");
+    }
+    match prompt_in {
+        Some(sid) => {
+            let prompt = json!({"sessionId": sid, "prompt": [{"type": "text", "text": "cat it"}]});
+            ed.request_with_id(json!("prompt-1"), "session/prompt", prompt);
+        }
+        None if !sessions.is_empty() => ed.send_raw("go"),
+        None => {}
     }
     let status = ed.wait_exit(Duration::from_secs(60));
     assert!(status.is_some(), "the agent did not end\n{}", ed.stderr());
@@ -97,13 +110,13 @@ fn questions(ed: &Editor) -> Vec<Value> {
         .collect()
 }
 
-/// The one question the editor got: in the session it opened, naming the path, the
-/// rule and the process that asked (`cat`).
-fn the_question(ed: &Editor) -> Value {
+/// The one question the editor got: in `session`, naming the path, the rule and the
+/// process that asked (`cat`).
+fn the_question(ed: &Editor, session: &str) -> Value {
     let asked = questions(ed);
     assert_eq!(asked.len(), 1, "{asked:#?}\n{}", ed.stderr());
     let q = asked[0]["params"].clone();
-    assert_eq!(q["sessionId"], SESSION, "{q}");
+    assert_eq!(q["sessionId"], session, "{q}");
     let call = &q["toolCall"];
     let abs = ed.root.join("asked.txt");
     assert_eq!(
@@ -133,13 +146,13 @@ fn the_question(ed: &Editor) -> Value {
 
 #[test]
 fn view_acp_the_shells_ask_is_put_to_the_editor_and_allowed() {
-    let ed = cat_asked(Permission::Kind("allow_once"), 60, true);
+    let ed = cat_asked(Permission::Kind("allow_once"), 60, &[SESSION], None);
     let stderr = ed.stderr();
     assert!(
         stderr.contains("the answer") && stderr.contains("cat=0"),
         "{stderr}"
     );
-    the_question(&ed);
+    the_question(&ed, SESSION);
     let open = open_record(&ed);
     assert_eq!(open["decision"], "allow", "{open}");
     assert_eq!(
@@ -151,14 +164,14 @@ fn view_acp_the_shells_ask_is_put_to_the_editor_and_allowed() {
 
 #[test]
 fn view_acp_the_shells_ask_rejected_at_the_editor_is_eacces() {
-    let ed = cat_asked(Permission::Kind("reject_once"), 60, true);
+    let ed = cat_asked(Permission::Kind("reject_once"), 60, &[SESSION], None);
     let stderr = ed.stderr();
     assert!(
         stderr.contains("Permission denied") && stderr.contains("cat=1"),
         "{stderr}"
     );
     assert!(!stderr.contains("the answer"), "{stderr}");
-    the_question(&ed);
+    the_question(&ed, SESSION);
     let open = open_record(&ed);
     assert_eq!(
         open["details"]["asked"][0]["answer"], "reject_once",
@@ -170,14 +183,14 @@ fn view_acp_the_shells_ask_rejected_at_the_editor_is_eacces() {
 #[test]
 fn view_acp_the_shells_ask_unanswered_by_the_editor_times_out_with_eacces() {
     let started = Instant::now();
-    let ed = cat_asked(Permission::Ignore, 1, true);
+    let ed = cat_asked(Permission::Ignore, 1, &[SESSION], None);
     let stderr = ed.stderr();
     assert!(
         stderr.contains("Permission denied") && stderr.contains("cat=1"),
         "{stderr}"
     );
     assert!(started.elapsed() >= Duration::from_secs(1));
-    the_question(&ed);
+    the_question(&ed, SESSION);
     let open = open_record(&ed);
     assert_eq!(open["details"]["asked"][0]["answer"], "timeout", "{open}");
 }
@@ -186,7 +199,7 @@ fn view_acp_the_shells_ask_unanswered_by_the_editor_times_out_with_eacces() {
 /// the record says why.
 #[test]
 fn view_acp_the_shells_ask_before_any_session_is_refused_and_says_why() {
-    let ed = cat_asked(Permission::First, 60, false);
+    let ed = cat_asked(Permission::First, 60, &[], None);
     let stderr = ed.stderr();
     assert!(
         stderr.contains("Permission denied") && stderr.contains("cat=1"),
@@ -198,4 +211,22 @@ fn view_acp_the_shells_ask_before_any_session_is_refused_and_says_why() {
     assert_eq!(asked["answer"], "unanswered", "{open}");
     let note = asked["note"].as_str().unwrap_or_default();
     assert!(note.contains("no ACP session"), "{open}");
+}
+
+/// With two sessions open, the question goes to the one the editor last prompted in
+/// (the turn the agent's shell serves), not merely the last opened.
+#[test]
+fn view_acp_the_shells_ask_goes_to_the_session_last_prompted() {
+    let ed = cat_asked(
+        Permission::Kind("allow_once"),
+        60,
+        &["sess-a", "sess-b"],
+        Some("sess-a"),
+    );
+    let stderr = ed.stderr();
+    assert!(
+        stderr.contains("the answer") && stderr.contains("cat=0"),
+        "{stderr}"
+    );
+    the_question(&ed, "sess-a");
 }
