@@ -181,6 +181,8 @@ mod view_git;
 mod view_tools;
 // fsgate acp --confine-agent: the agent's processes through the same view.
 mod view_acp;
+// ask rules hit by the confined agent's processes, put to the editor.
+mod view_acp_ask;
 // The confinement attacked from inside the view: umount, namespaces, /proc, handles, links, ptrace, TIOCSTI.
 mod view_attack;
 // fsgate run: chmod recorded, undone and never set-ID; executable checkouts; hard links refused, callers copy.

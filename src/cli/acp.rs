@@ -68,7 +68,13 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     let agent_stderr = copy_agent_stderr(&mut child, denials.clone());
     let gateway = Arc::new(opened.gateway);
     let view_record = pending.as_ref().map(acp_view::Pending::record);
-    let served = match pending.map(|p| p.serve(&mut child, &gateway)).transpose() {
+    // Where an ask rule hit by a process of the agent's view is asked: the editor.
+    let questions = in_view.then(crate::transport::view_ask::ViewQuestions::new);
+    let served = pending.zip(questions.as_ref());
+    let served = match served
+        .map(|(p, q)| p.serve(&mut child, &gateway, q))
+        .transpose()
+    {
         Ok(s) => s,
         Err(e) => {
             let _ = child.kill();
@@ -87,6 +93,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         child,
         hosted: (hosted_listener, hosted),
         session_meta,
+        questions,
     };
     let (result, stopped_by) = match relay.run(pid) {
         Ok(r) => r,
@@ -289,6 +296,8 @@ struct Relay<'g> {
     child: std::process::Child,
     hosted: (std::net::TcpListener, Arc<crate::transport::hosted::Hosted>),
     session_meta: Option<serde_json::Value>,
+    /// Where the questions of the agent's view go (under `--confine-agent`).
+    questions: Option<Arc<crate::transport::view_ask::ViewQuestions>>,
 }
 
 impl Relay<'_> {
@@ -310,6 +319,7 @@ impl Relay<'_> {
             tokio::io::stdout(),
             self.child,
             (allow_terminal, Some(hosted), self.session_meta),
+            self.questions,
         ));
         serving.abort();
         // A blocking read of the editor's stdin may still be parked in the runtime's

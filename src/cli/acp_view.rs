@@ -13,6 +13,7 @@ use std::sync::Arc;
 use super::view_host::{self, ChildCommand, Fuse};
 use crate::sandbox::{AgentPlan, SandboxStatus, ViewConfinement};
 use crate::startup;
+use crate::transport::view_ask::ViewQuestions;
 
 /// The agent's command: started directly (Landlock only), or inside the view.
 pub(super) enum AgentCommand {
@@ -75,18 +76,21 @@ pub(super) struct Pending {
 
 impl Pending {
     /// Waits for the child's mount (after the gateway confined itself) and serves the
-    /// view; says on stderr what the agent sees.
+    /// view, its `ask` rules' questions put to the editor through `questions`; says on
+    /// stderr what the agent sees.
     pub(super) fn serve(
         mut self,
         child: &mut Child,
         gateway: &Arc<crate::gateway::Gateway>,
+        questions: &Arc<ViewQuestions>,
     ) -> Result<view_host::Served, String> {
         let fuse = self
             .fuse
             .take()
             .ok_or_else(|| "the view's device was handed on".to_owned())?
             .connect(child)?;
-        let served = view_host::serve(gateway, fuse, &self.session, None)?;
+        let asks = Arc::new(EditorAsks(Arc::clone(questions)));
+        let served = view_host::serve(gateway, fuse, &self.session, Some(asks))?;
         let shown: Vec<String> = (self.roots.iter())
             .map(|r| crate::text::EscPath(r).to_string())
             .collect();
@@ -144,4 +148,14 @@ pub(super) fn command(
         session: view_host::session_id("acp"),
     };
     Ok((AgentCommand::InView(Box::new(view)), status))
+}
+
+/// The view's questions, put to the editor (crates/fsgate-doors `view_ask.rs`).
+#[derive(Debug)]
+struct EditorAsks(Arc<ViewQuestions>);
+
+impl fsgate_view::asks::Askers for EditorAsks {
+    fn for_peer(self: Arc<Self>, peer: String) -> Arc<dyn crate::gateway::ask::Asker> {
+        self.0.asker(peer)
+    }
 }

@@ -179,7 +179,8 @@ fn serve_and_wait(
     let session = run.session;
     record_run(gateway, &session, run.command, run.child.id());
     announce(run.roots, &session);
-    let served = match view_host::serve(gateway, fuse, &session, run.asks) {
+    let asks = run.asks.map(|a| a as Arc<dyn fsgate_view::asks::Askers>);
+    let served = match view_host::serve(gateway, fuse, &session, asks) {
         Ok(s) => s,
         Err(e) => {
             end(run.child);

@@ -184,12 +184,12 @@ pub(super) struct Served {
 /// Serves a view of each of `gateway`'s workspaces, one on each of `fuses` (in
 /// [`members`](crate::gateway::Gateway::members)' order): with several, each view's
 /// requests name its workspace and the gateway routes them there. Each request is
-/// recorded under `session`, `ask` rules' questions wait in `asks` (None: they refuse).
+/// recorded under `session`, `ask` rules' questions go to `asks` (None: they refuse).
 pub(super) fn serve(
     gateway: &Arc<crate::gateway::Gateway>,
     fuses: Vec<OwnedFd>,
     session: &str,
-    asks: Option<Arc<fsgate_view::asks::Asks>>,
+    asks: Option<Arc<dyn fsgate_view::asks::Askers>>,
 ) -> Result<Served, String> {
     let counts = Arc::new(fsgate_view::Counts::default());
     let mut threads = Vec::with_capacity(fuses.len());

@@ -131,6 +131,20 @@ pub struct Options {
     pub cwd: Option<PathBuf>,
     /// More `--workspace` arguments, after the first.
     pub workspaces: Vec<OsString>,
+    /// How the editor answers `session/request_permission`.
+    pub permission: Permission,
+}
+
+/// How the test editor answers `session/request_permission`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Permission {
+    /// With the first option offered.
+    #[default]
+    First,
+    /// With the option of this kind (`allow_once`, `reject_once`, ...).
+    Kind(&'static str),
+    /// Never: the question waits until fsgate gives up.
+    Ignore,
 }
 
 impl Options {
@@ -228,7 +242,8 @@ impl Editor {
         let stderr = Arc::new(Mutex::new(String::new()));
         let out = child.stdout.take().expect("stdout piped");
         let (i2, s2) = (Arc::clone(&inbox), Arc::clone(&stdin));
-        std::thread::spawn(move || read_stdout(out, &i2, &s2));
+        let permission = opts.permission;
+        std::thread::spawn(move || read_stdout(out, &i2, &s2, permission));
         let mut err = child.stderr.take().expect("stderr piped");
         let e2 = Arc::clone(&stderr);
         std::thread::spawn(move || {
@@ -471,7 +486,12 @@ fn write_line(stdin: &Mutex<Option<ChildStdin>>, line: &str) -> std::io::Result<
 }
 
 /// The reader thread: files every line and answers the agent's requests.
-fn read_stdout(out: impl Read, inbox: &Shared<Inbox>, stdin: &Mutex<Option<ChildStdin>>) {
+fn read_stdout(
+    out: impl Read,
+    inbox: &Shared<Inbox>,
+    stdin: &Mutex<Option<ChildStdin>>,
+    permission: Permission,
+) {
     let (lock, cv) = &**inbox;
     for line in BufReader::new(out).lines() {
         let Ok(line) = line else { break };
@@ -490,7 +510,16 @@ fn read_stdout(out: impl Read, inbox: &Shared<Inbox>, stdin: &Mutex<Option<Child
             && let (Some(id), Some(method)) = (v.get("id"), v.get("method").and_then(Value::as_str))
         {
             let reply = if method == "session/request_permission" {
-                let option = v["params"]["options"][0]["optionId"].clone();
+                let options = v["params"]["options"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let option = match permission {
+                    Permission::First => options.first(),
+                    Permission::Kind(kind) => options.iter().find(|o| o["kind"] == kind),
+                    Permission::Ignore => continue,
+                };
+                let option = option.map(|o| o["optionId"].clone()).unwrap_or_default();
                 json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": {"outcome": "selected", "optionId": option}}})
             } else {
                 json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("the test editor does not serve {method}")}})

@@ -124,13 +124,20 @@ fn line_of(v: &Value) -> Vec<u8> {
     b
 }
 
-/// The `session/request_permission` request putting `q` to the editor.
-pub(crate) fn permission_request(id: &str, q: &Question) -> Value {
+/// The `session/request_permission` request putting `q` to the editor; `by`: the
+/// process of the agent's view that asked, as the view names it.
+pub(crate) fn permission_request(id: &str, q: &Question, by: Option<&str>) -> Value {
     let why = format!(
         "fsgate: rule `{}` asks a person before this {}: {}",
         q.rule, q.class, q.reason
     );
     let mut content = vec![json!({"type": "content", "content": {"type": "text", "text": why}})];
+    // The process chose its own name and arguments: escaped for the person.
+    let by = by.map(|p| fsgate_base::text::escape_for_humans(p).into_owned());
+    if let Some(p) = &by {
+        let text = format!("asked by a process of the agent's, through fsgate's view: {p}");
+        content.push(json!({"type": "content", "content": {"type": "text", "text": text}}));
+    }
     if let Some(p) = &q.proposed {
         content.extend(diff_content(&q.abs_path, p, q.replaced.as_ref(), true));
     }
@@ -138,6 +145,10 @@ pub(crate) fn permission_request(id: &str, q: &Question) -> Value {
         .iter()
         .map(|(id, name, kind)| json!({"optionId": id, "name": name, "kind": kind}))
         .collect();
+    let mut meta = json!({"op": q.op.name(), "class": q.class, "rule": q.rule});
+    if let Some(p) = by {
+        meta["process"] = p.into();
+    }
     json!({
         "jsonrpc": "2.0",
         "id": id,
@@ -151,7 +162,7 @@ pub(crate) fn permission_request(id: &str, q: &Question) -> Value {
                 "status": "pending",
                 "content": content,
                 "locations": [{"path": q.abs_path}],
-                "_meta": {"fsgate": {"op": q.op.name(), "class": q.class, "rule": q.rule}},
+                "_meta": {"fsgate": meta},
             },
             "options": options,
         },
@@ -230,6 +241,14 @@ fn gone() -> Answer {
 
 impl Asker for EditorAsker {
     fn ask(&self, q: &Question, timeout: Duration) -> Answer {
+        self.ask_by(q, timeout, None)
+    }
+}
+
+impl EditorAsker {
+    /// Puts `q` to the editor (see [`Asker::ask`]), naming `by`, the view's process
+    /// that asked, if it was one.
+    pub(crate) fn ask_by(&self, q: &Question, timeout: Duration, by: Option<&str>) -> Answer {
         let deadline = Instant::now() + timeout;
         let (id, rx) = match self.pending.open() {
             Ok(r) => r,
@@ -240,13 +259,13 @@ impl Asker for EditorAsker {
                 ));
             }
         };
-        let bytes = line_of(&permission_request(&id, q));
-        // On a blocking-pool thread (never a reader task): waiting here stalls only
-        // this request; sending counts against the timeout too.
-        let sent = self.rt.block_on(tokio::time::timeout(
-            timeout,
-            self.to_editor.send_bytes(bytes),
-        ));
+        let bytes = line_of(&permission_request(&id, q, by));
+        // On a blocking-pool thread or a view's thread (never a reader task): waiting
+        // here stalls only this request; sending counts against the timeout too. The
+        // timer is made inside `block_on`, where the runtime is (a view's thread has none).
+        let sent = self.rt.block_on(async {
+            tokio::time::timeout(timeout, self.to_editor.send_bytes(bytes)).await
+        });
         let answer = match sent {
             Err(_) => Answer::Timeout,
             Ok(false) => gone(),
@@ -521,13 +540,13 @@ mod tests {
     fn a_question_before_an_overwrite_shows_the_text_it_replaces() {
         let mut q = question();
         q.replaced = Some(Replaced::of(b"on: pull_request\n".to_vec(), 17));
-        let req = permission_request("fsgate-ask-1", &q);
+        let req = permission_request("fsgate-ask-1", &q, None);
         let diff = &req["params"]["toolCall"]["content"][1];
         assert_eq!(diff["type"], "diff", "{req}");
         assert_eq!(diff["oldText"], "on: pull_request\n", "{req}");
         assert_eq!(diff["newText"], "on: push", "{req}");
         q.replaced = Some(Replaced::of(vec![0, 1, 2], 3));
-        let req = permission_request("fsgate-ask-2", &q);
+        let req = permission_request("fsgate-ask-2", &q, None);
         let said = &req["params"]["toolCall"]["content"][1];
         assert_eq!(
             said["type"], "content",

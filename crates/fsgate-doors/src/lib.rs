@@ -53,6 +53,7 @@ pub(crate) mod raw_json;
 pub mod relay;
 pub(crate) mod results;
 pub mod stdio;
+pub mod view_ask;
 pub mod ws;
 
 /// The built-in default policy with a smaller `limits.max_message_bytes`, for tests of

@@ -33,6 +33,7 @@ use super::hosted_acp::{AcpConnections, Taken};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use super::relay::{self, Refusal, Relay as Verdict};
+use super::view_ask::ViewQuestions;
 use crate::outbox::{Outbox, Queued};
 use fsgate_base::error::code;
 use fsgate_base::path::RelPath;
@@ -115,6 +116,8 @@ struct Relay {
     acp_version: AtomicU64,
     /// What the agent still waits for or owes: see [`Owed`].
     owed: Owed,
+    /// Under `--confine-agent`: where the questions of the agent's view go.
+    view: Option<Arc<ViewQuestions>>,
 }
 
 /// The editor's requests the agent has not answered yet, and the replies fsgate owes
@@ -252,6 +255,9 @@ impl Relay {
         let id = v.get("id").cloned();
         if let (Some(_), Some(id)) = (&method, &id) {
             self.owed.relayed(id);
+        }
+        if method.as_deref() == Some("session/prompt") {
+            self.prompted(&v["params"]);
         }
         Routed::Agent(match (method.as_deref(), id) {
             (Some("initialize"), Some(id)) => {
@@ -536,6 +542,9 @@ impl Relay {
             details.insert("workspaces".into(), names.into());
         }
         self.gw.record("session", details);
+        if let Some(view) = &self.view {
+            view.in_session(&sid);
+        }
         if let Ok(mut s) = self.sessions.lock() {
             s.insert(
                 sid,
@@ -545,6 +554,16 @@ impl Relay {
                     roots,
                 },
             );
+        }
+    }
+
+    /// A prompt in a known session: the view's questions are asked there from now on.
+    fn prompted(&self, params: &Value) {
+        let Some((view, sid)) = self.view.as_ref().zip(params["sessionId"].as_str()) else {
+            return;
+        };
+        if self.sessions.lock().is_ok_and(|s| s.contains_key(sid)) {
+            view.in_session(sid);
         }
     }
 
@@ -709,6 +728,7 @@ pub async fn run<EI, EO>(
     editor_out: EO,
     mut child: std::process::Child,
     (allow_terminal, hosted, session_meta): (bool, Option<Arc<Hosted>>, Option<Value>),
+    view: Option<Arc<ViewQuestions>>,
 ) -> std::io::Result<AgentEnd>
 where
     EI: AsyncRead + Unpin + Send + 'static,
@@ -727,6 +747,7 @@ where
         (allow_terminal, hosted, session_meta),
         (&to_agent, &to_editor),
         max,
+        view,
     );
     let (close_agent_tx, close_agent_rx) = tokio::sync::oneshot::channel::<()>();
     // Closed once the agent and its relay are done: the hosted server's sessions may
@@ -753,6 +774,9 @@ where
     // input has nowhere to go), so that the writers below see their channels close.
     editor_reader.abort();
     drain_agent(agent_reader).await;
+    // Nobody is asked once the relay ends (a process left in the agent's view may ask
+    // while the runtime is being shut down).
+    relay.asker.close();
     if let Some(h) = &relay.hosted {
         h.close();
     }
@@ -814,6 +838,7 @@ impl Relay {
         (allow_terminal, hosted, session_meta): (bool, Option<Arc<Hosted>>, Option<Value>),
         (to_agent, to_editor): (&Outbox<Vec<u8>>, &Outbox<Vec<u8>>),
         max: usize,
+        view: Option<Arc<ViewQuestions>>,
     ) -> Arc<Relay> {
         let mcp_over_acp = hosted.as_ref().map(|h| {
             AcpConnections::new(
@@ -823,6 +848,13 @@ impl Relay {
                 to_agent.clone(),
             )
         });
+        let asker = Arc::new(EditorAsker::new(
+            to_editor.clone(),
+            tokio::runtime::Handle::current(),
+        ));
+        if let Some(v) = &view {
+            v.connect(&asker);
+        }
         Arc::new(Relay {
             gw,
             peer,
@@ -830,10 +862,7 @@ impl Relay {
             sessions: Mutex::new(HashMap::new()),
             allow_terminal,
             initializing: Mutex::new(std::collections::HashSet::new()),
-            asker: Arc::new(EditorAsker::new(
-                to_editor.clone(),
-                tokio::runtime::Handle::current(),
-            )),
+            asker,
             notes: Arc::new(EditorNotes::spawn(to_editor.clone(), max.saturating_mul(2))),
             hosted,
             agent_http: AtomicBool::new(false),
@@ -842,6 +871,7 @@ impl Relay {
             acp_version: AtomicU64::new(1),
             session_meta,
             owed: Owed::default(),
+            view,
         })
     }
 }

@@ -178,6 +178,19 @@ fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// Where the view's `ask` questions go: `fsgate asks` ([`Asks`]) under `fsgate run`,
+/// the editor under `fsgate acp --confine-agent`.
+pub trait Askers: Send + Sync + std::fmt::Debug {
+    /// The asker of one request from `peer` (the process that asked, for the person).
+    fn for_peer(self: Arc<Self>, peer: String) -> Arc<dyn Asker>;
+}
+
+impl Askers for Asks {
+    fn for_peer(self: Arc<Self>, peer: String) -> Arc<dyn Asker> {
+        self.asker(peer)
+    }
+}
+
 /// The asker of one request.
 #[derive(Debug)]
 struct RunAsker {

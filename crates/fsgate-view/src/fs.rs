@@ -67,8 +67,8 @@ pub struct View {
     pub(crate) handles: Handles,
     peers: Peers,
     counts: Arc<Counts>,
-    /// Where an `ask` rule's question waits for `fsgate asks` (None: nobody is asked).
-    asks: Option<Arc<crate::asks::Asks>>,
+    /// Where an `ask` rule's question goes (None: nobody is asked).
+    asks: Option<Arc<dyn crate::asks::Askers>>,
     /// Takes back what the kernel caches when the view changes it.
     pub(crate) invalidator: Arc<crate::cache::Invalidator>,
     /// Reads the kernel makes from the gateway's own open files.
@@ -118,8 +118,8 @@ impl View {
         self
     }
 
-    /// `ask` rules put their questions to `asks` (answered with `fsgate asks`).
-    pub fn asking(mut self, asks: Arc<crate::asks::Asks>) -> View {
+    /// `ask` rules put their questions to `asks` (`fsgate asks`, or the editor).
+    pub fn asking(mut self, asks: Arc<dyn crate::asks::Askers>) -> View {
         self.asks = Some(asks);
         self
     }
@@ -159,7 +159,7 @@ impl View {
             style: PathStyle::Rooted,
             session: self.session.clone(),
             transport: crate::outside::TRANSPORT,
-            asker: self.asks.as_ref().map(|a| a.asker(peer.clone())),
+            asker: (self.asks.as_ref()).map(|a| Arc::clone(a).for_peer(peer.clone())),
             peer,
             scope: Default::default(),
             notifier: None,
