@@ -80,18 +80,24 @@ fn program() -> Vec<sock_filter> {
     ]
 }
 
+/// The program for this architecture; None where it is not written for one.
+pub(crate) fn program_here() -> Option<Vec<sock_filter>> {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    return Some(program());
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    None
+}
+
 /// Installs the filter on this thread (inherited by every process it starts; sets
 /// `no_new_privs`, which seccomp needs). Ok(false): an architecture it is not written
 /// for, where nothing is installed.
 pub fn refuse_terminal_injection() -> Result<bool, SandboxError> {
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    {
-        seccompiler::apply_filter(&program()).map_err(|e| SandboxError::Io {
-            what: "close the terminal's input to the command (seccomp: TIOCSTI, TIOCLINUX)".into(),
-            source: std::io::Error::other(e),
-        })?;
-        Ok(true)
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    Ok(false)
+    let Some(program) = program_here() else {
+        return Ok(false);
+    };
+    seccompiler::apply_filter(&program).map_err(|e| SandboxError::Io {
+        what: "close the terminal's input to the command (seccomp: TIOCSTI, TIOCLINUX)".into(),
+        source: std::io::Error::other(e),
+    })?;
+    Ok(true)
 }
