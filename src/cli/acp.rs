@@ -68,6 +68,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     let agent_stderr = copy_agent_stderr(&mut child, denials.clone());
     let gateway = Arc::new(opened.gateway);
     let view_record = pending.as_ref().map(acp_view::Pending::record);
+    let view_sessions = pending.as_ref().map(acp_view::Pending::sessions);
     let served = match pending.map(|p| p.serve(&mut child, &gateway)).transpose() {
         Ok(s) => s,
         Err(e) => {
@@ -87,6 +88,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         child,
         hosted: (hosted_listener, hosted),
         session_meta,
+        view_sessions,
     };
     let (result, stopped_by) = match relay.run(pid) {
         Ok(r) => r,
@@ -289,6 +291,8 @@ struct Relay<'g> {
     child: std::process::Child,
     hosted: (std::net::TcpListener, Arc<crate::transport::hosted::Hosted>),
     session_meta: Option<serde_json::Value>,
+    /// The confined agent's sessions, for the view's records (None: no view).
+    view_sessions: Option<Arc<crate::gateway::agent_sessions::AgentSessions>>,
 }
 
 impl Relay<'_> {
@@ -309,7 +313,12 @@ impl Relay<'_> {
             tokio::io::stdin(),
             tokio::io::stdout(),
             self.child,
-            (allow_terminal, Some(hosted), self.session_meta),
+            (
+                allow_terminal,
+                Some(hosted),
+                self.session_meta,
+                self.view_sessions,
+            ),
         ));
         serving.abort();
         // A blocking read of the editor's stdin may still be parked in the runtime's

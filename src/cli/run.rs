@@ -179,7 +179,7 @@ fn serve_and_wait(
     let session = run.session;
     record_run(gateway, &session, run.command, run.child.id());
     announce(run.roots, &session);
-    let served = match view_host::serve(gateway, fuse, &session, run.asks) {
+    let served = match view_host::serve(gateway, fuse, (&session, None), run.asks) {
         Ok(s) => s,
         Err(e) => {
             end(run.child);

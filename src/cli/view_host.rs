@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::Arc;
 
+use crate::gateway::agent_sessions::AgentSessions;
 use crate::startup;
 
 /// fsgate's own paths the command must not see: its state directories, the audit log
@@ -184,11 +185,12 @@ pub(super) struct Served {
 /// Serves a view of each of `gateway`'s workspaces, one on each of `fuses` (in
 /// [`members`](crate::gateway::Gateway::members)' order): with several, each view's
 /// requests name its workspace and the gateway routes them there. Each request is
-/// recorded under `session`, `ask` rules' questions wait in `asks` (None: they refuse).
+/// recorded under `session` (or, for a confined ACP agent, the session of `agents` that
+/// can be told), `ask` rules' questions wait in `asks` (None: they refuse).
 pub(super) fn serve(
     gateway: &Arc<crate::gateway::Gateway>,
     fuses: Vec<OwnedFd>,
-    session: &str,
+    (session, agents): (&str, Option<&Arc<AgentSessions>>),
     asks: Option<Arc<fsgate_view::asks::Asks>>,
 ) -> Result<Served, String> {
     let counts = Arc::new(fsgate_view::Counts::default());
@@ -205,6 +207,9 @@ pub(super) fn serve(
         }
         if let Some(asks) = &asks {
             view = view.asking(Arc::clone(asks));
+        }
+        if let Some(agents) = agents {
+            view = view.for_agent_sessions(Arc::clone(agents));
         }
         let thread =
             fsgate_view::serve(view, fuse).map_err(|e| format!("cannot serve the view: {e}"))?;
