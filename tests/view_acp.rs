@@ -256,3 +256,99 @@ for name, path in (("PTMX", "/dev/ptmx"), ("OTHER", sys.argv[1])):
     assert!(stderr.contains("OTHER refused 2"), "{stderr}");
     drop(master);
 }
+
+/// Whether a view record (a process's request, alone or in a `reads` record) names `file`.
+fn view_names(r: &Value, file: &str) -> bool {
+    r["kind"] == "request"
+        && r["transport"] == "view"
+        && (r["path"] == file
+            || (r["op"] == "reads"
+                && r["details"]["reads"]
+                    .to_string()
+                    .contains(&format!("\"{file}\""))))
+}
+
+/// The view's records carry the ACP session the agent works for: the only one opened,
+/// or the one whose prompt is in flight; `audit show --session` finds the file tool's
+/// records and the agent's own opens together; a `view-session` record names the
+/// sessions whenever that changes.
+#[test]
+fn view_acp_records_carry_the_acp_session_the_agent_works_for() {
+    use crate::acp_proxy::editor::bin_agent;
+    let test = "view_acp_records_carry_the_acp_session_the_agent_works_for";
+    let Some(agent) = bin_agent(test, &[]) else {
+        return;
+    };
+    let opts = Options {
+        confine: true,
+        ..Default::default()
+    };
+    let mut ed = Editor::launch(&agent, opts);
+    let root = ed.root.clone();
+    std::fs::write(root.join("a.txt"), "alpha\n").expect("seed");
+    std::fs::write(root.join("b.txt"), "beta\n").expect("seed");
+    let (a, b) = (root.join("a.txt"), root.join("b.txt"));
+    let first = ed.open_session();
+    let done = ed.prompt(
+        &first,
+        &format!("read {}\nopen {}", a.display(), a.display()),
+    );
+    assert_eq!(done.len(), 2, "{done:?}\n{}", ed.stderr());
+    assert_eq!(done[1]["ok"]["opened"], true, "{done:?}");
+    // A second session: its prompt is the only one in flight while the agent opens b.txt.
+    let second = ed.new_session_in(&root);
+    assert_ne!(first, second);
+    let done = ed.prompt(&second, &format!("open {}", b.display()));
+    assert_eq!(done[0]["ok"]["opened"], true, "{done:?}");
+    let sessions_of = |file: &str| -> Vec<String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let found: Vec<String> = (ed.audit_records().iter())
+                .filter(|r| view_names(r, file))
+                .map(|r| r["session"].as_str().unwrap_or("").to_owned())
+                .collect();
+            if !found.is_empty() || std::time::Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let (on_a, on_b) = (sessions_of("a.txt"), sessions_of("b.txt"));
+    assert!(
+        !on_a.is_empty() && on_a.iter().all(|s| *s == first),
+        "{on_a:?} {first}"
+    );
+    assert!(
+        !on_b.is_empty() && on_b.iter().all(|s| *s == second),
+        "{on_b:?} {second}"
+    );
+    // The record of the change of session names both sessions.
+    let records = ed.audit_records();
+    let changed = (records.iter())
+        .filter(|r| r["kind"] == "view-session")
+        .find(|r| r["details"]["session"] == second.as_str())
+        .unwrap_or_else(|| panic!("no view-session record for {second}"));
+    let named = changed["details"]["acpSessions"].to_string();
+    assert!(
+        named.contains(&first) && named.contains(&second),
+        "{changed}"
+    );
+    // `audit show --session` finds the file tool's read and the agent's own open.
+    let log = ed.state.join("audit.jsonl");
+    let out = Command::new(bin())
+        .args(["audit", "show", "--session", &first, "--json"])
+        .arg(&log)
+        .output()
+        .expect("fsgate audit show");
+    let shown: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .flat_map(|v: Value| match v {
+            Value::Array(list) => list,
+            one => vec![one],
+        })
+        .collect();
+    let read = |r: &Value| r["op"] == "read_text_file" && r["path"] == "a.txt";
+    assert!(shown.iter().any(read), "{shown:?}");
+    assert!(shown.iter().any(|r| view_names(r, "a.txt")), "{shown:?}");
+}

@@ -404,3 +404,64 @@ fn view_several_run_help_says_each_workspace_is_a_view() {
     assert!(help.contains("each is a view of its own"), "{help}");
     assert!(help.contains("EXDEV"), "{help}");
 }
+
+/// A run's allowed reads in two workspaces are coalesced per process and workspace:
+/// each `reads` record names its workspace, together they name every file read, no
+/// lookup or open of those files is a record of its own, and the log verifies.
+#[test]
+fn view_several_reads_in_each_workspace_are_coalesced_naming_it() {
+    let two = Two::new();
+    let mut files = Vec::new();
+    for (ws, root) in [("app", &two.app), ("lib", &two.lib)] {
+        std::fs::create_dir(root.join("d")).expect("mkdir");
+        for i in 0..200 {
+            let name = format!("d/f{i:03}.txt");
+            std::fs::write(root.join(&name), format!("{ws} {i}\n")).expect("write");
+            files.push((ws.to_owned(), name));
+        }
+    }
+    let out = two.sh("cat d/*.txt | wc -l; cat \"$LIB\"/d/*.txt | wc -l");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(stdout, "200\n200\n", "{}", text(&out.stderr));
+    let records = two.records();
+    let mut named = std::collections::HashSet::new();
+    for r in records.iter().filter(|r| r["op"] == "reads") {
+        let ws = r["args"]["workspace"].as_str().unwrap_or("");
+        assert!(
+            ws == "app" || ws == "lib",
+            "a reads record names no workspace: {r}"
+        );
+        for op in ["stat", "open"] {
+            for e in r["details"]["reads"][op].as_array().into_iter().flatten() {
+                let path = e[0].as_str().unwrap_or("");
+                named.insert((op, ws.to_owned(), path.to_owned()));
+            }
+        }
+    }
+    for (ws, f) in &files {
+        for op in ["stat", "open"] {
+            let want = (op, ws.clone(), f.clone());
+            assert!(named.contains(&want), "{want:?} was never named");
+        }
+    }
+    let alone = records
+        .iter()
+        .filter(|r| r["op"] == "stat" || r["op"] == "open")
+        .filter(|r| {
+            r["decision"] == "allow" && r["path"].as_str().is_some_and(|p| p.starts_with("d/"))
+        })
+        .count();
+    assert_eq!(alone, 0, "reads recorded one by one");
+    let verify = Command::new(bin())
+        .args(["audit", "verify"])
+        .arg(two.log())
+        .output()
+        .expect("fsgate audit verify");
+    assert!(
+        verify.status.success(),
+        "{}{}",
+        text(&verify.stdout),
+        text(&verify.stderr)
+    );
+}

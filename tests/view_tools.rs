@@ -130,6 +130,37 @@ print(os.stat("a.txt").st_size, open("a.txt").read().strip())
 }
 
 #[test]
+fn view_a_file_being_written_shows_its_new_size_to_its_writer_alone() {
+    // A appends 100 bytes and does not close; B, another process, must see the size
+    // the workspace has (the write is not decided yet); A sees its own, by fd and by
+    // name, and its next append still lands at its own end.
+    let script = r#"
+import os, subprocess, sys
+# B starts first, so it never holds A's descriptor (closing an inherited copy, as an
+# exec does, is a flush: it would apply the write).
+b = subprocess.Popen([sys.executable, "-c", "import os, sys\nfor _ in sys.stdin: print(os.stat('a.txt').st_size, flush=True)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def other():
+    b.stdin.write("\n"); b.stdin.flush()
+    return b.stdout.readline().strip()
+fd = os.open("a.txt", os.O_WRONLY | os.O_APPEND)
+os.write(fd, b"x" * 100)
+print(os.fstat(fd).st_size, os.stat("a.txt").st_size)
+print(other())
+print(os.fstat(fd).st_size)
+os.write(fd, b"y" * 10)
+print(os.fstat(fd).st_size)
+os.close(fd)
+print(other())
+"#;
+    let ws = expect(script, "106 106\n6\n106\n116\n116\n");
+    let want = format!("hello\n{}{}", "x".repeat(100), "y".repeat(10));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.txt")).expect("a"),
+        want
+    );
+}
+
+#[test]
 fn view_an_inotify_watcher_sees_a_change_made_through_the_view() {
     // inotify through ctypes (no module to install); the change made by another process.
     let script = r#"

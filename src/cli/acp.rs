@@ -68,6 +68,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     let agent_stderr = copy_agent_stderr(&mut child, denials.clone());
     let gateway = Arc::new(opened.gateway);
     let view_record = pending.as_ref().map(acp_view::Pending::record);
+    let view_sessions = pending.as_ref().map(acp_view::Pending::sessions);
     // Where an ask rule hit by a process of the agent's view is asked: the editor.
     let questions = in_view.then(crate::transport::view_ask::ViewQuestions::new);
     let served = pending.zip(questions.as_ref());
@@ -94,6 +95,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         hosted: (hosted_listener, hosted),
         session_meta,
         questions,
+        view_sessions,
     };
     let (result, stopped_by) = match relay.run(pid) {
         Ok(r) => r,
@@ -298,6 +300,8 @@ struct Relay<'g> {
     session_meta: Option<serde_json::Value>,
     /// Where the questions of the agent's view go (under `--confine-agent`).
     questions: Option<Arc<crate::transport::view_ask::ViewQuestions>>,
+    /// The confined agent's sessions, for the view's records (None: no view).
+    view_sessions: Option<Arc<crate::gateway::agent_sessions::AgentSessions>>,
 }
 
 impl Relay<'_> {
@@ -318,7 +322,12 @@ impl Relay<'_> {
             tokio::io::stdin(),
             tokio::io::stdout(),
             self.child,
-            (allow_terminal, Some(hosted), self.session_meta),
+            (
+                allow_terminal,
+                Some(hosted),
+                self.session_meta,
+                self.view_sessions,
+            ),
             self.questions,
         ));
         serving.abort();

@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use super::view_host::{self, ChildCommand, Fuse};
+use crate::gateway::agent_sessions::AgentSessions;
 use crate::sandbox::{AgentPlan, SandboxStatus, ViewConfinement};
 use crate::startup;
 use crate::transport::view_ask::ViewQuestions;
@@ -27,8 +28,10 @@ pub(super) struct InView {
     fuse: Option<Fuse>,
     confinement: ViewConfinement,
     roots: Vec<PathBuf>,
-    /// The session the view's records carry.
-    pub(super) session: String,
+    /// The view's own session, and the agent's ACP sessions its records carry when
+    /// one can be told (crates/fsgate-gateway `agent_sessions.rs`).
+    session: String,
+    sessions: Arc<AgentSessions>,
 }
 
 impl AgentCommand {
@@ -51,6 +54,7 @@ impl AgentCommand {
                     mut confinement,
                     roots,
                     session,
+                    sessions,
                 } = *v;
                 let child = child.spawn()?;
                 confinement.close_inherited();
@@ -60,6 +64,7 @@ impl AgentCommand {
                         fuse,
                         roots,
                         session,
+                        sessions,
                     }),
                 ))
             }
@@ -72,6 +77,7 @@ pub(super) struct Pending {
     fuse: Option<Fuse>,
     roots: Vec<PathBuf>,
     session: String,
+    sessions: Arc<AgentSessions>,
 }
 
 impl Pending {
@@ -90,16 +96,22 @@ impl Pending {
             .ok_or_else(|| "the view's device was handed on".to_owned())?
             .connect(child)?;
         let asks = Arc::new(EditorAsks(Arc::clone(questions)));
-        let served = view_host::serve(gateway, fuse, &self.session, Some(asks))?;
+        let agents = Some(&self.sessions);
+        let served = view_host::serve(gateway, fuse, (&self.session, agents), Some(asks))?;
         let shown: Vec<String> = (self.roots.iter())
             .map(|r| crate::text::EscPath(r).to_string())
             .collect();
         crate::text::eprint_line(&format!(
-            "fsgate: the agent sees {} through fsgate's view (session {}): every lookup, read and change its processes make there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; outside the workspace its sandbox holds",
+            "fsgate: the agent sees {} through fsgate's view (session {} until its ACP session can be told): every lookup, read and change its processes make there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; outside the workspace its sandbox holds",
             shown.join(" and "),
             self.session
         ));
         Ok(served)
+    }
+
+    /// The agent's ACP sessions, for the proxy to tell of each opened and prompted.
+    pub(super) fn sessions(&self) -> Arc<AgentSessions> {
+        Arc::clone(&self.sessions)
     }
 
     /// The `view` of the `agent-start` record (`roots` too when several workspaces
@@ -140,12 +152,14 @@ pub(super) fn command(
     confinement.install(&mut child.command, plan);
     // The gateway names each process of the view from /proc.
     opened.keep_readable(Path::new("/proc"));
+    let session = view_host::session_id("acp");
     let view = InView {
         child,
         fuse: Some(fuse),
         confinement,
         roots,
-        session: view_host::session_id("acp"),
+        sessions: Arc::new(AgentSessions::new(session.clone())),
+        session,
     };
     Ok((AgentCommand::InView(Box::new(view)), status))
 }

@@ -180,7 +180,7 @@ fn serve_and_wait(
     record_run(gateway, &session, run.command, run.child.id());
     announce(run.roots, &session);
     let asks = run.asks.map(|a| a as Arc<dyn fsgate_view::asks::Askers>);
-    let served = match view_host::serve(gateway, fuse, &session, asks) {
+    let served = match view_host::serve(gateway, fuse, (&session, None), asks) {
         Ok(s) => s,
         Err(e) => {
             end(run.child);

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::Arc;
 
+use crate::gateway::agent_sessions::AgentSessions;
 use crate::startup;
 
 /// fsgate's own paths the command must not see: its state directories, the audit log
@@ -184,11 +185,12 @@ pub(super) struct Served {
 /// Serves a view of each of `gateway`'s workspaces, one on each of `fuses` (in
 /// [`members`](crate::gateway::Gateway::members)' order): with several, each view's
 /// requests name its workspace and the gateway routes them there. Each request is
-/// recorded under `session`, `ask` rules' questions go to `asks` (None: they refuse).
+/// recorded under `session` (or, for a confined ACP agent, the session of `agents` that
+/// can be told), `ask` rules' questions go to `asks` (None: they refuse).
 pub(super) fn serve(
     gateway: &Arc<crate::gateway::Gateway>,
     fuses: Vec<OwnedFd>,
-    session: &str,
+    (session, agents): (&str, Option<&Arc<AgentSessions>>),
     asks: Option<Arc<dyn fsgate_view::asks::Askers>>,
 ) -> Result<Served, String> {
     let counts = Arc::new(fsgate_view::Counts::default());
@@ -209,6 +211,9 @@ pub(super) fn serve(
         // Another door's change (an agent's file tool under `acp`) is taken back
         // from the kernel's caches of this view.
         member.watch_changes(view.outside_changes());
+        if let Some(agents) = agents {
+            view = view.for_agent_sessions(Arc::clone(agents));
+        }
         let thread =
             fsgate_view::serve(view, fuse).map_err(|e| format!("cannot serve the view: {e}"))?;
         threads.push(thread);

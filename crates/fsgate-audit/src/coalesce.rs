@@ -40,6 +40,8 @@ struct Key {
     policy: Arc<str>,
     /// `ok`, or not-found (a lookup of a name that is not there).
     outcome: String,
+    /// The workspace the paths lie in, when several are served (`args.workspace`).
+    workspace: Option<String>,
 }
 
 /// One path read by one operation (with the content's digest where it was hashed).
@@ -93,9 +95,11 @@ fn not_found() -> String {
 }
 
 /// The one argument a coalesced read may have and lose: its content was found clean
-/// before (an `open`'s). Any other (an open for writing, a workspace's name) keeps the
-/// record its own.
+/// before (an `open`'s). Any other but the workspace's name (an open for writing) keeps
+/// the record its own.
 const REMEMBERED: &str = "contentRemembered";
+/// The argument naming the workspace among several; the group's, kept on its record.
+const WORKSPACE: &str = "workspace";
 
 /// Whether `ev` is an allowed read that names nothing but its path.
 fn coalescible(ev: &AuditEvent) -> bool {
@@ -106,7 +110,8 @@ fn coalescible(ev: &AuditEvent) -> bool {
         && ev.path2.is_none()
         && ev.backup.is_none()
         && ev.details.is_empty()
-        && ev.args.keys().all(|k| k == REMEMBERED)
+        && ev.args.keys().all(|k| k == REMEMBERED || k == WORKSPACE)
+        && ev.args.get(WORKSPACE).is_none_or(Value::is_string)
         && !ev.op.is_empty()
         && crate::ChangeOp::from_name(&ev.op).is_none()
 }
@@ -134,6 +139,11 @@ impl Coalescer {
             rule: ev.rule.clone(),
             policy,
             outcome: ev.outcome.clone(),
+            workspace: ev
+                .args
+                .get(WORKSPACE)
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         };
         let entry = (ev.op.clone(), path.clone(), ev.sha256.clone());
         let size = entry_size(&entry);
@@ -315,6 +325,10 @@ impl Group {
         details.insert("from".into(), ts(self.from).into());
         details.insert("until".into(), ts(self.until).into());
         details.insert("reads".into(), Value::Object(reads));
+        let mut args = Map::new();
+        if let Some(ws) = &key.workspace {
+            args.insert(WORKSPACE.into(), ws.clone().into());
+        }
         AuditEvent {
             session: key.session.clone(),
             transport: key.transport.clone(),
@@ -323,6 +337,7 @@ impl Group {
             decision: "allow".into(),
             rule: key.rule.clone(),
             outcome: key.outcome.clone(),
+            args,
             bytes: self.bytes,
             duration_us: self.duration_us,
             details,
@@ -405,6 +420,32 @@ mod tests {
             c.add(&read("pid 1", "stat", "a"), Arc::from("p")),
             Added::NotMine
         ));
+    }
+
+    #[test]
+    fn reads_in_several_workspaces_are_a_group_each_naming_its_workspace() {
+        let c = Coalescer::default();
+        for ws in ["app", "lib", "app"] {
+            let mut ev = read("pid 1", "stat", "a");
+            ev.args.insert(WORKSPACE.into(), ws.into());
+            held(&c, &ev);
+        }
+        let mut odd = read("pid 1", "stat", "a");
+        odd.args.insert(WORKSPACE.into(), 7.into());
+        assert!(matches!(c.add(&odd, Arc::from("p")), Added::NotMine));
+        let mut mine = c.take_for("run-1", "pid 1");
+        mine.sort_by(|a, b| {
+            a.args[WORKSPACE]
+                .to_string()
+                .cmp(&b.args[WORKSPACE].to_string())
+        });
+        let named: Vec<(&Value, &Value)> = (mine.iter())
+            .map(|e| (&e.args[WORKSPACE], &e.details["count"]))
+            .collect();
+        assert_eq!(
+            named,
+            [(&json!("app"), &json!(2)), (&json!("lib"), &json!(1))]
+        );
     }
 
     #[test]

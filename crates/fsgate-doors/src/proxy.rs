@@ -40,6 +40,7 @@ use fsgate_base::path::RelPath;
 use fsgate_decide::OpClass;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::Request;
+use fsgate_gateway::agent_sessions::AgentSessions;
 
 /// How long the agent gets to finish its turn once the editor closed stdin, and then to
 /// exit once its own stdin is closed, before it is killed.
@@ -118,7 +119,19 @@ struct Relay {
     owed: Owed,
     /// Under `--confine-agent`: where the questions of the agent's view go.
     view: Option<Arc<ViewQuestions>>,
+    /// The sessions the view's records are made under (`--confine-agent`), told of each
+    /// session opened and each prompt's turn.
+    view_sessions: Option<Arc<AgentSessions>>,
 }
+
+/// What the relay is given besides its ends: whether the agent may use `terminal/*`,
+/// the hosted MCP server, the profile's session `_meta`, and the view's sessions.
+pub type RelayOptions = (
+    bool,
+    Option<Arc<Hosted>>,
+    Option<Value>,
+    Option<Arc<AgentSessions>>,
+);
 
 /// The editor's requests the agent has not answered yet, and the replies fsgate owes
 /// the agent: once the editor closed its input, the agent's stdin stays open until both
@@ -258,6 +271,12 @@ impl Relay {
         }
         if method.as_deref() == Some("session/prompt") {
             self.prompted(&v["params"]);
+        }
+        if let (Some("session/prompt"), Some(id), Some(v_s)) =
+            (method.as_deref(), &id, &self.view_sessions)
+            && let Some(sid) = v["params"]["sessionId"].as_str()
+        {
+            v_s.prompted(&self.gw, id_key(id), sid);
         }
         Routed::Agent(match (method.as_deref(), id) {
             (Some("initialize"), Some(id)) => {
@@ -472,6 +491,9 @@ impl Relay {
 
     /// Notes a session opened by the agent's answer to a session request.
     fn note_response(&self, id: &Value, message: &Value) {
+        if let Some(v) = &self.view_sessions {
+            v.answered(&self.gw, &id_key(id));
+        }
         let Some(opening) = self
             .pending
             .lock()
@@ -544,6 +566,9 @@ impl Relay {
         self.gw.record("session", details);
         if let Some(view) = &self.view {
             view.in_session(&sid);
+        }
+        if let Some(v) = &self.view_sessions {
+            v.opened(&self.gw, &sid);
         }
         if let Ok(mut s) = self.sessions.lock() {
             s.insert(
@@ -727,7 +752,7 @@ pub async fn run<EI, EO>(
     editor_in: EI,
     editor_out: EO,
     mut child: std::process::Child,
-    (allow_terminal, hosted, session_meta): (bool, Option<Arc<Hosted>>, Option<Value>),
+    (allow_terminal, hosted, session_meta, view_sessions): RelayOptions,
     view: Option<Arc<ViewQuestions>>,
 ) -> std::io::Result<AgentEnd>
 where
@@ -744,7 +769,7 @@ where
     let (to_agent, agent_rx) = Outbox::<Vec<u8>>::new(max.saturating_mul(2));
     let relay = Relay::new(
         (gw, peer),
-        (allow_terminal, hosted, session_meta),
+        (allow_terminal, hosted, session_meta, view_sessions),
         (&to_agent, &to_editor),
         max,
         view,
@@ -835,7 +860,7 @@ impl Relay {
     /// the editor through their outboxes; MCP over ACP when a server is hosted.
     fn new(
         (gw, peer): (Arc<Gateway>, String),
-        (allow_terminal, hosted, session_meta): (bool, Option<Arc<Hosted>>, Option<Value>),
+        (allow_terminal, hosted, session_meta, view_sessions): RelayOptions,
         (to_agent, to_editor): (&Outbox<Vec<u8>>, &Outbox<Vec<u8>>),
         max: usize,
         view: Option<Arc<ViewQuestions>>,
@@ -870,6 +895,7 @@ impl Relay {
             mcp_over_acp,
             acp_version: AtomicU64::new(1),
             session_meta,
+            view_sessions,
             owed: Owed::default(),
             view,
         })

@@ -10,6 +10,7 @@
 //! client may see. Depends on every layer below but the sandbox. May not touch: wire
 //! formats (the doors own them).
 
+pub mod agent_sessions;
 pub mod ask;
 mod batch;
 mod budget;

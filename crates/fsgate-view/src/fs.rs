@@ -76,6 +76,9 @@ pub struct View {
     /// The workspace's name when the gateway serves several (one view each): every
     /// request names its paths in it, and the gateway routes them there.
     workspace: Option<String>,
+    /// A confined ACP agent's sessions: requests are recorded under the one that can
+    /// be told, else under `session`.
+    agent_sessions: Option<Arc<fsgate_gateway::agent_sessions::AgentSessions>>,
 }
 
 impl std::fmt::Debug for View {
@@ -102,7 +105,17 @@ impl View {
             invalidator: Arc::default(),
             passthrough: Default::default(),
             workspace: None,
+            agent_sessions: None,
         }
+    }
+
+    /// Records each request under the ACP session of `sessions` that can be told.
+    pub fn for_agent_sessions(
+        mut self,
+        sessions: Arc<fsgate_gateway::agent_sessions::AgentSessions>,
+    ) -> View {
+        self.agent_sessions = Some(sessions);
+        self
     }
 
     /// The view of the workspace `name` among the several `gw` serves: its paths are
@@ -157,7 +170,10 @@ impl View {
         let peer = self.peers.name(req.pid());
         RequestCtx {
             style: PathStyle::Rooted,
-            session: self.session.clone(),
+            session: match &self.agent_sessions {
+                Some(s) => s.current(),
+                None => self.session.clone(),
+            },
             transport: crate::outside::TRANSPORT,
             asker: (self.asks.as_ref()).map(|a| Arc::clone(a).for_peer(peer.clone())),
             peer,

@@ -20,6 +20,39 @@ pub(crate) struct Private {
     pub(crate) ino: u64,
     /// Changed since it was opened or last applied.
     pub(crate) dirty: bool,
+    /// Opened with `O_APPEND`: each write goes at the copy's end (the kernel's offset
+    /// follows its size of the file, which another process's `stat` sets back).
+    pub(crate) append: bool,
+    /// The processes that opened it or wrote through it, as (thread, thread group):
+    /// only these see its size before it is applied.
+    pub(crate) writers: Vec<(u32, u32)>,
+}
+
+/// Writing processes remembered per open file at most.
+const MAX_WRITERS: usize = 16;
+
+impl Private {
+    /// A copy opened by thread `tid`, not changed yet.
+    pub(crate) fn new(copy: File, ino: u64, tid: u32) -> Private {
+        Private {
+            copy,
+            ino,
+            dirty: false,
+            append: false,
+            writers: vec![(tid, crate::peer::process_of(tid))],
+        }
+    }
+
+    /// Thread `tid` writes through it (its process is named once per thread).
+    pub(crate) fn written_by(&mut self, tid: u32) {
+        if self.writers.iter().any(|(t, _)| *t == tid) {
+            return;
+        }
+        if self.writers.len() >= MAX_WRITERS {
+            self.writers.remove(1);
+        }
+        self.writers.push((tid, crate::peer::process_of(tid)));
+    }
 }
 
 /// One open file or directory.
@@ -64,21 +97,44 @@ impl Handles {
         })
     }
 
-    /// The size of a private copy open on node `ino` with changes not applied yet, if
-    /// any: `fstat` names no open file, and a writer asks it before it closes (git's
-    /// index records what it answers).
-    pub(crate) fn pending_size_of(&self, ino: u64) -> Option<u64> {
+    /// The size of a private copy open on node `ino` with changes not applied yet that
+    /// process `tgid` opened or wrote, if any: `fstat` names no open file, and a writer
+    /// asks it before it closes (git's index records what it answers). Another process
+    /// sees the file as the workspace has it: the write is not decided yet.
+    pub(crate) fn pending_size_of(&self, ino: u64, tgid: u32) -> Option<u64> {
         let open = self.open.lock().ok()?;
         open.values().find_map(|h| match h.as_ref() {
             // A copy being applied is skipped, not waited for (its write may be long).
             Handle::Write(p) => {
                 let p = p.try_lock().ok()?;
-                (p.ino == ino && p.dirty)
+                (p.ino == ino && p.dirty && p.writers.iter().any(|(_, g)| *g == tgid))
                     .then(|| p.copy.metadata().ok().map(|m| m.len()))
                     .flatten()
             }
             _ => None,
         })
+    }
+
+    /// Whether node `ino` has a private copy open with changes not applied yet (or
+    /// being applied): its size differs between processes.
+    pub(crate) fn pending_on(&self, ino: u64) -> bool {
+        let Ok(open) = self.open.lock() else {
+            return true;
+        };
+        open.values().any(|h| match h.as_ref() {
+            Handle::Write(p) => p.try_lock().map_or(true, |p| p.ino == ino && p.dirty),
+            _ => false,
+        })
+    }
+
+    /// The private copy open as `fh` is written at its end (`O_APPEND`).
+    pub(crate) fn appending(&self, fh: u64) {
+        if let Some(h) = self.get(fh)
+            && let Handle::Write(p) = h.as_ref()
+            && let Ok(mut p) = p.lock()
+        {
+            p.append = true;
+        }
     }
 
     /// Lets go of `fh`.

@@ -57,7 +57,7 @@ impl Peers {
 
 /// The process (thread group) of thread `tid`, from `/proc/TID/status`; `tid` itself
 /// if it cannot be read.
-fn process_of(tid: u32) -> u32 {
+pub(crate) fn process_of(tid: u32) -> u32 {
     std::fs::read_to_string(format!("/proc/{tid}/status"))
         .ok()
         .and_then(|s| tgid_of(&s))

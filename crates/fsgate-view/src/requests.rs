@@ -124,7 +124,9 @@ impl Filesystem for View {
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.look_up_or_absent(req, parent, name) {
-            Ok(Some(attr)) => reply.entry(&TTL, &attr, GENERATION),
+            Ok(Some(attr)) => {
+                reply.entry_with_ttls(&self.attr_ttl(attr.ino), &TTL, &attr, GENERATION)
+            }
             // Node 0: the kernel remembers the name is not there (see `cache.rs`).
             Ok(None) => reply.entry(&TTL, &crate::cache::absent(), GENERATION),
             Err(e) => reply.error(e),
@@ -139,7 +141,7 @@ impl Filesystem for View {
 
     fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.attr_of(req, ino, fh) {
-            Ok(attr) => reply.attr(&TTL, &attr),
+            Ok(attr) => reply.attr(&self.attr_ttl(ino), &attr),
             Err(e) => reply.error(e),
         }
     }
@@ -239,7 +241,8 @@ impl Filesystem for View {
             OpenAccMode::O_RDONLY => self.open_read(req, ino).map(|f| Handle::Read(f, ino.0)),
             OpenAccMode::O_WRONLY | OpenAccMode::O_RDWR => {
                 let truncate = flags.0 & libc::O_TRUNC != 0;
-                self.open_write(req, ino, truncate)
+                let append = flags.0 & libc::O_APPEND != 0;
+                self.open_write(req, ino, (truncate, append))
             }
         };
         match opened {
@@ -291,7 +294,7 @@ impl Filesystem for View {
     #[allow(clippy::too_many_arguments)]
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -301,7 +304,7 @@ impl Filesystem for View {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        match self.write_private(fh, offset, data) {
+        match self.write_private(req.pid(), fh, offset, data) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(e),
         }
@@ -357,11 +360,16 @@ impl Filesystem for View {
         name: &OsStr,
         mode: u32,
         umask: u32,
-        _flags: i32,
+        flags: i32,
         reply: ReplyCreate,
     ) {
         match self.create_with_mode(req, (parent, name), mode, umask) {
-            Ok((attr, fh)) => reply.created(&TTL, &attr, GENERATION, FileHandle(fh), PRIVATE_COPY),
+            Ok((attr, fh)) => {
+                if flags & libc::O_APPEND != 0 {
+                    self.handles.appending(fh);
+                }
+                reply.created(&TTL, &attr, GENERATION, FileHandle(fh), PRIVATE_COPY)
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -481,11 +489,25 @@ impl View {
         {
             attr.size = p.copy.metadata().map_err(Errno::from)?.len();
             attr.blocks = attr.size.div_ceil(512);
-        } else if let Some(size) = self.handles.pending_size_of(ino.0) {
+        } else if self.handles.pending_on(ino.0)
+            && let Some(size) = self
+                .handles
+                .pending_size_of(ino.0, crate::peer::process_of(req.pid()))
+        {
             attr.size = size;
             attr.blocks = size.div_ceil(512);
         }
         Ok(attr)
+    }
+
+    /// How long the kernel may keep `ino`'s attributes: not at all while a private
+    /// copy of it has changes not applied, whose size its writer alone sees (the
+    /// kernel's cache is every process's).
+    fn attr_ttl(&self, ino: INodeNo) -> std::time::Duration {
+        match self.handles.pending_on(ino.0) {
+            true => std::time::Duration::ZERO,
+            false => TTL,
+        }
     }
 
     /// The entries of directory `ino`, every page of its listing, with `.` and `..`.

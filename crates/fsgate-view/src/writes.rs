@@ -46,7 +46,7 @@ impl View {
         &self,
         req: &Request,
         ino: INodeNo,
-        truncate: bool,
+        (truncate, append): (bool, bool),
     ) -> Result<Handle, Errno> {
         let access = if truncate {
             OpenAccess::Write
@@ -58,15 +58,15 @@ impl View {
         if let Some(file) = held {
             handles::copy_into(&file, &copy).map_err(Errno::from)?;
         }
-        Ok(Handle::Write(Mutex::new(Private {
-            copy,
-            ino: ino.0,
-            dirty: truncate,
-        })))
+        let mut private = Private::new(copy, ino.0, req.pid());
+        (private.dirty, private.append) = (truncate, append);
+        Ok(Handle::Write(Mutex::new(private)))
     }
 
+    /// Writes `data` at `offset` of the private copy open as `fh`, for thread `tid`.
     pub(crate) fn write_private(
         &self,
+        tid: u32,
         fh: FileHandle,
         offset: u64,
         data: &[u8],
@@ -76,10 +76,15 @@ impl View {
             return Err(Errno::EBADF);
         };
         let max = self.gw.policy().limits().max_write_bytes;
+        let mut p = p.lock().map_err(|_| Errno::EIO)?;
+        let offset = match p.append {
+            true => p.copy.metadata().map_err(Errno::from)?.len(),
+            false => offset,
+        };
         if offset.saturating_add(data.len() as u64) > max {
             return Err(Errno::EFBIG);
         }
-        let mut p = p.lock().map_err(|_| Errno::EIO)?;
+        p.written_by(tid);
         p.copy.write_all_at(data, offset).map_err(Errno::from)?;
         p.dirty = true;
         Ok(u32::try_from(data.len()).unwrap_or(u32::MAX))
@@ -159,11 +164,8 @@ impl View {
             },
         )?;
         let attr = self.look_up(req, parent, name)?;
-        let private = Private {
-            copy: handles::private_copy().map_err(Errno::from)?,
-            ino: attr.ino.0,
-            dirty: false,
-        };
+        let copy = handles::private_copy().map_err(Errno::from)?;
+        let private = Private::new(copy, attr.ino.0, req.pid());
         Ok((attr, self.handles.add(Handle::Write(Mutex::new(private)))))
     }
 }
