@@ -44,6 +44,8 @@ pub(crate) enum OnDisk {
     File(String),
     /// A directory.
     Dir,
+    /// A symbolic link, with its target.
+    Link(std::path::PathBuf),
     /// Anything else, or what could not be read.
     Other,
 }
@@ -204,6 +206,11 @@ impl Gateway {
         };
         match self.workspace.stat(&rel) {
             Err(WsError::NotFound) => OnDisk::Missing,
+            // A final link (ELOOP): what it holds.
+            Err(WsError::Raced) => match self.workspace.lstat(&rel) {
+                Ok(info) => info.target.map_or(OnDisk::Other, OnDisk::Link),
+                Err(_) => OnDisk::Other,
+            },
             Err(_) => OnDisk::Other,
             Ok(info) if info.kind == FileKind::Directory => OnDisk::Dir,
             Ok(info) if info.kind == FileKind::File => match self.hash_file(&rel) {
@@ -235,6 +242,7 @@ impl OnDisk {
             OnDisk::Missing => json!("missing"),
             OnDisk::File(h) => json!({ "sha256": h }),
             OnDisk::Dir => json!("directory"),
+            OnDisk::Link(to) => json!({ "link": to.to_string_lossy() }),
             OnDisk::Other => json!("other"),
         }
     }

@@ -206,18 +206,24 @@ impl View {
 
     /// `stat` of `path`: its node id and attributes. A refusal hides the name.
     pub(crate) fn stat(&self, req: &Request, path: &str) -> Result<(u64, FileAttr), Errno> {
+        let info = self.lstat(req, path)?;
+        let ino = if path == "/" {
+            ROOT
+        } else {
+            nodes::node_id(info.ino, info.times[2])
+        };
+        Ok((ino, self.owned(attr(ino, &info))))
+    }
+
+    /// The gateway's `stat` of `path` itself, a symlink not followed (the kernel
+    /// follows it, through the view). A refusal hides the name.
+    pub(crate) fn lstat(&self, req: &Request, path: &str) -> Result<StatInfo, Errno> {
         let op = Op::Stat {
             path: path.to_string(),
+            follow: false,
         };
         match self.serve(req, op) {
-            Ok(Output::Stat { info, .. }) => {
-                let ino = if path == "/" {
-                    ROOT
-                } else {
-                    nodes::node_id(info.ino, info.times[2])
-                };
-                Ok((ino, self.owned(attr(ino, &info))))
-            }
+            Ok(Output::Stat { info, .. }) => Ok(info),
             Ok(_) => Err(Errno::EIO),
             Err(e) => Err(errno(&e, Refusal::Hidden)),
         }
@@ -299,11 +305,12 @@ pub(crate) fn attr_of_file(ino: u64, meta: &std::fs::Metadata) -> FileAttr {
     }
 }
 
-/// What an entry is, as FUSE says it (a symlink is shown as what it leads to).
+/// What an entry is, as FUSE says it (a link as a link: the kernel follows it).
 pub(crate) fn kind(k: FileKind) -> FileType {
     match k {
         FileKind::Directory => FileType::Directory,
-        FileKind::File | FileKind::Symlink | FileKind::Other => FileType::RegularFile,
+        FileKind::Symlink => FileType::Symlink,
+        FileKind::File | FileKind::Other => FileType::RegularFile,
     }
 }
 
