@@ -394,6 +394,25 @@ mod tests {
             .unwrap()
     }
 
+    /// A link made before the crash is applied when it leads where the intent says;
+    /// nothing there is not applied; a link elsewhere is neither.
+    #[test]
+    fn a_symlink_cut_short_by_a_crash_is_judged_by_its_target() {
+        let ws = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("a.txt", ws.path().join("made")).unwrap();
+        std::os::unix::fs::symlink("b.txt", ws.path().join("other")).unwrap();
+        for (path, found) in [
+            ("made", "applied"),
+            ("missing", "not-applied"),
+            ("other", "neither"),
+        ] {
+            let mut ev = intent("symlink", path, None, None, None);
+            ev.args.insert("target".into(), json!("a.txt"));
+            let rec = reconcile_one(ws.path(), &ev);
+            assert_eq!(rec["details"]["found"], found, "{path}: {rec}");
+        }
+    }
+
     #[test]
     fn the_temporary_file_a_crash_left_is_removed_by_its_recorded_name() {
         let ws = tempfile::tempdir().unwrap();
