@@ -187,5 +187,7 @@ mod view_acp_ask;
 mod view_attack;
 // fsgate run: chmod recorded, undone and never set-ID; executable checkouts; hard links refused, callers copy.
 mod view_modes;
+// fsgate run: symlinks made (recorded, undone, never leading out) and shown as links: venv, npm, git.
+mod view_links;
 // fsgate run and acp --confine-agent with several workspaces: a view each, one gateway.
 mod view_several;

@@ -47,6 +47,14 @@ def read(name, path, flags=os.O_RDONLY):
         print(name, 'ok', data, flush=True)
     except OSError as e:
         print(name, code(e.errno), flush=True)
+def as_named(name, link, target):
+    def get(p):
+        try:
+            with open(p, 'rb') as f:
+                return f.read()
+        except OSError as e:
+            return code(e.errno)
+    print(name, 'as-named' if get(link) == get(target) else 'differs', flush=True)
 def call(name, fn):
     try:
         fn()
@@ -441,9 +449,11 @@ if r == 0:
     });
 }
 
-/// Links planted in the workspace: a symlink made through the view (to `../secret`,
-/// `/etc/shadow`, `.env`) or a hard link (of `.env`, of a file) is refused; links
-/// planted before the run (by someone else) lead to nothing the policy denies.
+/// Links planted in the workspace: a symlink made through the view that leads out
+/// (`../secret`, `/etc/shadow`) or a hard link (of `.env`, of a file) is refused; a
+/// symlink to `.env` is made but leads to nothing (the kernel follows it through the
+/// view); links planted before the run (by someone else) lead to nothing the policy
+/// denies, and one leading out gives exactly what naming its target gives.
 #[test]
 fn view_attack_links_planted_in_the_workspace_lead_to_nothing_denied() {
     let script = r#"
@@ -455,7 +465,8 @@ call('link-ssh', lambda: os.link('.ssh/id_rsa', 'h2'))
 call('link-file', lambda: os.link('a.txt', 'h3'))
 read('planted-env', 'lenv')
 read('planted-ssh', 'lssh')
-read('planted-outside', 'lout')
+as_named('planted-outside', 'lout', '../secret')
+read('through-env-link', 's3')
 read('planted-dir', 'ldir/id_rsa')
 print('ls', sorted(os.listdir('.')))
 "#;
@@ -477,13 +488,17 @@ print('ls', sorted(os.listdir('.')))
         let got = ws.attack(user, script);
         assert_eq!(
             got,
-            "symlink-outside EPERM\nsymlink-shadow EPERM\nsymlink-env EPERM\n\
+            "symlink-outside EPERM\nsymlink-shadow EPERM\nsymlink-env ok\n\
              link-env ENOENT\nlink-ssh ENOENT\nlink-file EPERM\n\
-             planted-env ENOENT\nplanted-ssh ENOENT\nplanted-outside ENOENT\nplanted-dir ENOENT\n\
-             ls ['a.txt', 'ldir', 'lenv', 'lout', 'lssh']\n",
+             planted-env ENOENT\nplanted-ssh ENOENT\nplanted-outside as-named\n\
+             through-env-link ENOENT\nplanted-dir ENOENT\n\
+             ls ['a.txt', 'ldir', 'lenv', 'lout', 'lssh', 's3']\n",
             "{user:?}"
         );
-        assert_eq!(ws.snapshot(), before, "{user:?}: the disk changed");
+        let mut after = ws.snapshot();
+        let s3 = after.remove(&ws.root.join("s3"));
+        assert_eq!(s3.as_deref(), Some(&b".env"[..]), "{user:?}: s3");
+        assert_eq!(after, before, "{user:?}: the disk changed");
         // The view asked the gateway about each secret name, and each was refused.
         assert!(ws.refused("stat", ".env"), "{user:?}: .env not recorded");
         assert!(ws.refused("stat", ".ssh"), "{user:?}: .ssh not recorded");

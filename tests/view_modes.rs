@@ -268,20 +268,12 @@ const fs = require('fs');
 try { fs.linkSync('pkg/index.js', 'pkg/linked.js'); console.log('linked'); }
 catch (e) { if (e.code !== 'EPERM') throw e; fs.copyFileSync('pkg/index.js', 'pkg/linked.js'); console.log('copied'); }
 \"
-         if cp -al pkg pkg2 2>/dev/null; then echo cp-linked; else rm -rf pkg2 && cp -a pkg pkg2 && echo cp-copied; fi
-         python3 -c \"
-import os
-try:
-    os.symlink('a.txt', 'sym')
-    print('symlinked')
-except OSError as e:
-    print('symlink errno', e.errno)
-\"",
+         if cp -al pkg pkg2 2>/dev/null; then echo cp-linked; else rm -rf pkg2 && cp -a pkg pkg2 && echo cp-copied; fi",
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),
-        "copied\ncopied\ncp-copied\nsymlink errno 1\n",
+        "copied\ncopied\ncp-copied\n",
         "{}",
         text(&out.stderr)
     );
@@ -294,5 +286,4 @@ except OSError as e:
         .expect("stat")
         .nlink();
     assert_eq!(nlink, 1, "a.txt was linked");
-    assert!(std::fs::symlink_metadata(ws.root.join("sym")).is_err());
 }

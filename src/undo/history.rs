@@ -132,6 +132,11 @@ pub enum What {
         /// The bits set (`args.mode`).
         new: u32,
     },
+    /// `symlink`: the link `path` made.
+    Symlink {
+        /// The link.
+        path: String,
+    },
 }
 
 impl What {
@@ -141,7 +146,8 @@ impl What {
             What::Content { path, .. }
             | What::Mkdir { path, .. }
             | What::Remove { path, .. }
-            | What::Chmod { path, .. } => vec![path],
+            | What::Chmod { path, .. }
+            | What::Symlink { path } => vec![path],
             What::Rename { from, to, .. } => vec![from, to],
         }
     }
@@ -448,6 +454,9 @@ pub(crate) fn what_of(v: &Value) -> Result<What, String> {
                 new: bits("mode")?,
             })
         }
+        ChangeOp::Symlink => Ok(What::Symlink {
+            path: real("realPath", "path")?,
+        }),
     }
 }
 

@@ -184,6 +184,7 @@ impl Undoer<'_> {
                 self.rename(w, (from, to), replaced.as_ref(), c.order, &mut row)
             }
             What::Chmod { path, old, new } => self.chmod(w, path, (*old, *new), &mut row),
+            What::Symlink { path } => Self::unlink(w, path, &mut row),
         };
         if row.action.is_empty() {
             row.action = "undo";
@@ -267,6 +268,19 @@ impl Undoer<'_> {
             Ok(())
         } else {
             Err(Stop::Conflict(why))
+        }
+    }
+
+    /// A link made: removed, unless something else has its name now.
+    fn unlink(w: &mut dyn World, path: &str, row: &mut Row) -> Result<Plan, Stop> {
+        row.action = "remove link";
+        match w.node(path)? {
+            Node::Absent => Err(Stop::Already("already gone".into())),
+            Node::Other => Ok(Plan::of(vec![Action::Remove {
+                path: path.to_owned(),
+                tree: false,
+            }])),
+            now @ (Node::Dir | Node::File(_)) => Err(Stop::Conflict(since(&now, "replaced"))),
         }
     }
 

@@ -47,6 +47,8 @@ pub struct Intent {
     pub mode: Option<String>,
     /// The permission bits a `chmod` replaces (`args.oldMode`, octal).
     pub old_mode: Option<String>,
+    /// Where the link a `symlink` makes leads (`args.target`).
+    pub target: Option<String>,
 }
 
 impl Intent {
@@ -74,6 +76,7 @@ impl Intent {
             outcome: v.get("outcomeSeq").and_then(Value::as_u64),
             mode: arg("mode"),
             old_mode: arg("oldMode"),
+            target: arg("target"),
         })
     }
 
@@ -93,6 +96,7 @@ impl Intent {
             ("realPath2", &self.real_path2),
             ("mode", &self.mode),
             ("oldMode", &self.old_mode),
+            ("target", &self.target),
         ] {
             if let Some(v) = v {
                 m.insert(k.into(), json!(v));

@@ -48,11 +48,13 @@ pub enum ChangeOp {
     Restore,
     /// `chmod` (the old and new permission bits in `args.oldMode` and `args.mode`).
     Chmod,
+    /// `symlink` (a symbolic link made, its target in `args.target`).
+    Symlink,
 }
 
 impl ChangeOp {
     /// Every changing operation.
-    pub const ALL: [ChangeOp; 7] = [
+    pub const ALL: [ChangeOp; 8] = [
         ChangeOp::Write,
         ChangeOp::Edit,
         ChangeOp::Mkdir,
@@ -60,6 +62,7 @@ impl ChangeOp {
         ChangeOp::Rename,
         ChangeOp::Restore,
         ChangeOp::Chmod,
+        ChangeOp::Symlink,
     ];
 
     /// The name records use.
@@ -72,6 +75,7 @@ impl ChangeOp {
             ChangeOp::Rename => "rename",
             ChangeOp::Restore => "restore",
             ChangeOp::Chmod => "chmod",
+            ChangeOp::Symlink => "symlink",
         }
     }
 

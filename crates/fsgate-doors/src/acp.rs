@@ -127,7 +127,7 @@ pub(crate) fn method_of(op: OpId) -> Option<&'static str> {
         OpId::Rename => "_fsgate/rename",
         // Not ACP's: a tree it does not offer, an open and a chmod are the filesystem
         // view's.
-        OpId::Tree | OpId::Open | OpId::Chmod => return None,
+        OpId::Tree | OpId::Open | OpId::Chmod | OpId::Symlink => return None,
     })
 }
 
@@ -182,6 +182,7 @@ fn decode(op: OpId, method: &str, params: Value) -> Result<Op, GatewayError> {
         }
         OpId::Stat => Op::Stat {
             path: parse::<PathParams>(method, params)?.path,
+            follow: true,
         },
         OpId::Glob => Op::Glob {
             pattern: parse::<GlobParams>(method, params)?.pattern,
@@ -219,7 +220,7 @@ fn decode(op: OpId, method: &str, params: Value) -> Result<Op, GatewayError> {
             }
         }
         // Not offered (see `method_of`): no method reaches here for them.
-        OpId::Tree | OpId::Open | OpId::Chmod => {
+        OpId::Tree | OpId::Open | OpId::Chmod | OpId::Symlink => {
             return Err(GatewayError::InvalidParams(format!(
                 "{method}: not an ACP method"
             )));

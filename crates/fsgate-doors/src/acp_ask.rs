@@ -57,9 +57,13 @@ fn kind_of(op: OpId) -> &'static str {
         None => match op {
             OpId::ReadText | OpId::ReadFile | OpId::Stat | OpId::Open => "read",
             OpId::Ls | OpId::Tree | OpId::Glob | OpId::Grep => "search",
-            OpId::Write | OpId::Edit | OpId::Mkdir | OpId::Rm | OpId::Rename | OpId::Chmod => {
-                "other"
-            }
+            OpId::Write
+            | OpId::Edit
+            | OpId::Mkdir
+            | OpId::Rm
+            | OpId::Rename
+            | OpId::Chmod
+            | OpId::Symlink => "other",
         },
     }
 }
@@ -71,7 +75,8 @@ fn change_kind(op: ChangeOp) -> &'static str {
         | ChangeOp::Edit
         | ChangeOp::Mkdir
         | ChangeOp::Restore
-        | ChangeOp::Chmod => "edit",
+        | ChangeOp::Chmod
+        | ChangeOp::Symlink => "edit",
         ChangeOp::Rm => "delete",
         ChangeOp::Rename => "move",
     }
@@ -320,6 +325,7 @@ fn verb_of(op: ChangeOp) -> &'static str {
         ChangeOp::Rename => "renamed",
         ChangeOp::Restore => "restored",
         ChangeOp::Chmod => "changed the mode of",
+        ChangeOp::Symlink => "made the link",
     }
 }
 

@@ -1653,7 +1653,15 @@ mod tests {
             assert_eq!(err.code(), fsgate_base::error::code::INTERNAL, "{op:?}");
             assert!(err.message().contains("nothing was changed"), "{err:?}");
             // A read clears the failure for the next round.
-            gw.handle(&ctx(), Op::Stat { path: "/".into() }).0.unwrap();
+            gw.handle(
+                &ctx(),
+                Op::Stat {
+                    path: "/".into(),
+                    follow: true,
+                },
+            )
+            .0
+            .unwrap();
         }
         let mut names: Vec<_> = std::fs::read_dir(ws.path())
             .unwrap()

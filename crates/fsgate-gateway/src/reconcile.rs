@@ -44,6 +44,8 @@ pub(crate) enum OnDisk {
     File(String),
     /// A directory.
     Dir,
+    /// A symbolic link, with its target.
+    Link(std::path::PathBuf),
     /// Anything else, or what could not be read.
     Other,
 }
@@ -204,6 +206,11 @@ impl Gateway {
         };
         match self.workspace.stat(&rel) {
             Err(WsError::NotFound) => OnDisk::Missing,
+            // A final link (ELOOP): what it holds.
+            Err(WsError::Raced) => match self.workspace.lstat(&rel) {
+                Ok(info) => info.target.map_or(OnDisk::Other, OnDisk::Link),
+                Err(_) => OnDisk::Other,
+            },
             Err(_) => OnDisk::Other,
             Ok(info) if info.kind == FileKind::Directory => OnDisk::Dir,
             Ok(info) if info.kind == FileKind::File => match self.hash_file(&rel) {
@@ -235,6 +242,7 @@ impl OnDisk {
             OnDisk::Missing => json!("missing"),
             OnDisk::File(h) => json!({ "sha256": h }),
             OnDisk::Dir => json!("directory"),
+            OnDisk::Link(to) => json!({ "link": to.to_string_lossy() }),
             OnDisk::Other => json!("other"),
         }
     }
@@ -384,6 +392,25 @@ mod tests {
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
             .find(|r| r["kind"] == "reconciled")
             .unwrap()
+    }
+
+    /// A link made before the crash is applied when it leads where the intent says;
+    /// nothing there is not applied; a link elsewhere is neither.
+    #[test]
+    fn a_symlink_cut_short_by_a_crash_is_judged_by_its_target() {
+        let ws = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("a.txt", ws.path().join("made")).unwrap();
+        std::os::unix::fs::symlink("b.txt", ws.path().join("other")).unwrap();
+        for (path, found) in [
+            ("made", "applied"),
+            ("missing", "not-applied"),
+            ("other", "neither"),
+        ] {
+            let mut ev = intent("symlink", path, None, None, None);
+            ev.args.insert("target".into(), json!("a.txt"));
+            let rec = reconcile_one(ws.path(), &ev);
+            assert_eq!(rec["details"]["found"], found, "{path}: {rec}");
+        }
     }
 
     #[test]

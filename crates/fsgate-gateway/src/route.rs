@@ -138,7 +138,8 @@ impl Gateway {
                 | OpId::Mkdir
                 | OpId::Rm
                 | OpId::Rename
-                | OpId::Chmod => Route::To(0, op),
+                | OpId::Chmod
+                | OpId::Symlink => Route::To(0, op),
             };
         }
         let (at, rest) = match self.place(style, first) {
@@ -315,7 +316,8 @@ impl Gateway {
             | OpId::Mkdir
             | OpId::Rm
             | OpId::Rename
-            | OpId::Chmod => Err(GatewayError::Refused {
+            | OpId::Chmod
+            | OpId::Symlink => Err(GatewayError::Refused {
                 reason: format!(
                     "`/` holds the workspaces ({}); name one: /<name>/...",
                     self.served()
@@ -551,8 +553,13 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        match (Op::Stat { path: "/".into() }).in_workspace("lib") {
-            Op::Stat { path } => assert_eq!(path, "/lib"),
+        match (Op::Stat {
+            path: "/".into(),
+            follow: true,
+        })
+        .in_workspace("lib")
+        {
+            Op::Stat { path, .. } => assert_eq!(path, "/lib"),
             other => panic!("{other:?}"),
         }
     }

@@ -226,8 +226,11 @@ fn add_workspace_rules(
     rights: Rights,
     detail: &mut Vec<String>,
 ) -> Result<RulesetCreated, SandboxError> {
+    // The gateway makes symlinks in a workspace it writes (the view's `symlink`, its
+    // target checked first); nothing else it may write gets one.
+    let ws_write = rights.write | (rights.handled_fs & AccessFs::MakeSym);
     let ws_rights = if plan.workspace_write {
-        rights.read | rights.write
+        rights.read | ws_write
     } else {
         rights.read
     };
@@ -244,7 +247,7 @@ fn add_workspace_rules(
     ));
     for (i, (handle, write)) in plan.more_workspaces.iter().enumerate() {
         let access = if *write {
-            rights.read | rights.write
+            rights.read | ws_write
         } else {
             rights.read
         };

@@ -25,6 +25,11 @@ pub(crate) fn errno(e: &GatewayError, refusal: Refusal) -> Errno {
         GatewayError::Refused { rule, .. } if rule == fsgate_gateway::ops::RULE_SET_ID => {
             Errno::EPERM
         }
+        // A link that would lead out of the workspace, as a filesystem that does not
+        // make such links says.
+        GatewayError::Refused { rule, .. } if rule == fsgate_gateway::ops::RULE_LINK_TARGET => {
+            Errno::EPERM
+        }
         GatewayError::Refused { .. } if refusal == Refusal::Hidden => Errno::ENOENT,
         GatewayError::Refused { .. } => Errno::EACCES,
         GatewayError::Limit { rule, .. } if rule.ends_with("_bytes") => Errno::EFBIG,

@@ -237,18 +237,31 @@ impl View {
     /// [`stat`](Self::stat), where a name that is not there (and that the policy lets
     /// be seen) is `None`; a name the policy hides is still an error (ENOENT).
     fn stat_or_absent(&self, req: &Request, path: &str) -> Result<Option<(u64, FileAttr)>, Errno> {
+        let Some(info) = self.lstat_or_absent(req, path)? else {
+            return Ok(None);
+        };
+        let ino = if path == "/" {
+            ROOT
+        } else {
+            nodes::node_id(info.ino, info.times[2])
+        };
+        Ok(Some((ino, self.owned(attr(ino, &info)))))
+    }
+
+    /// The gateway's `stat` of `path` itself, a symlink not followed (the kernel
+    /// follows it, through the view). A refusal hides the name.
+    pub(crate) fn lstat(&self, req: &Request, path: &str) -> Result<StatInfo, Errno> {
+        self.lstat_or_absent(req, path)?.ok_or(Errno::ENOENT)
+    }
+
+    /// [`lstat`](Self::lstat), where a name that is not there is `None`.
+    fn lstat_or_absent(&self, req: &Request, path: &str) -> Result<Option<StatInfo>, Errno> {
         let op = Op::Stat {
             path: path.to_string(),
+            follow: false,
         };
         match self.serve(req, op) {
-            Ok(Output::Stat { info, .. }) => {
-                let ino = if path == "/" {
-                    ROOT
-                } else {
-                    nodes::node_id(info.ino, info.times[2])
-                };
-                Ok(Some((ino, self.owned(attr(ino, &info)))))
-            }
+            Ok(Output::Stat { info, .. }) => Ok(Some(info)),
             Ok(_) => Err(Errno::EIO),
             Err(GatewayError::NotFound { .. }) => Ok(None),
             Err(e) => Err(errno(&e, Refusal::Hidden)),
@@ -345,11 +358,12 @@ pub(crate) fn attr_of_file(ino: u64, meta: &std::fs::Metadata) -> FileAttr {
     }
 }
 
-/// What an entry is, as FUSE says it (a symlink is shown as what it leads to).
+/// What an entry is, as FUSE says it (a link as a link: the kernel follows it).
 pub(crate) fn kind(k: FileKind) -> FileType {
     match k {
         FileKind::Directory => FileType::Directory,
-        FileKind::File | FileKind::Symlink | FileKind::Other => FileType::RegularFile,
+        FileKind::Symlink => FileType::Symlink,
+        FileKind::File | FileKind::Other => FileType::RegularFile,
     }
 }
 

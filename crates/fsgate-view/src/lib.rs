@@ -23,6 +23,7 @@ mod errno;
 mod fs;
 mod handles;
 pub mod handoff;
+mod links;
 mod nodes;
 mod outside;
 mod passthrough;

@@ -68,14 +68,23 @@ impl Filesystem for View {
 
     fn symlink(
         &self,
-        _req: &Request,
-        _parent: INodeNo,
-        _link_name: &OsStr,
-        _target: &std::path::Path,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &std::path::Path,
         reply: ReplyEntry,
     ) {
-        // No operation of the gateway's makes a link (git, for one, then does without).
-        reply.error(Errno::EPERM);
+        match self.make_link(req, (parent, link_name), target) {
+            Ok(attr) => reply.entry(&TTL, &attr, GENERATION),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.link_target(req, ino) {
+            Ok(target) => reply.data(&target),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn link(

@@ -45,6 +45,9 @@ pub struct StatInfo {
     pub gid: u32,
     /// Status change time (seconds, nanoseconds).
     pub ctime: (i64, i64),
+    /// Where a symlink leads, as its target is written (only from
+    /// [`Workspace::lstat`](crate::Workspace::lstat), which does not follow it).
+    pub target: Option<std::path::PathBuf>,
 }
 
 impl Workspace {
@@ -192,6 +195,7 @@ pub(crate) fn stat_info(meta: &Metadata) -> StatInfo {
         uid: meta.uid(),
         gid: meta.gid(),
         ctime: (meta.ctime(), meta.ctime_nsec()),
+        target: None,
     }
 }
 

@@ -40,7 +40,7 @@ pub struct WriteOutcome {
     pub replaced: bool,
 }
 
-fn split(real: &RelPath) -> Result<(RelPath, &str), WsError> {
+pub(crate) fn split(real: &RelPath) -> Result<(RelPath, &str), WsError> {
     let name = real.file_name().ok_or(WsError::IsDir)?;
     Ok((real.parent().unwrap_or_default(), name))
 }
@@ -48,7 +48,7 @@ fn split(real: &RelPath) -> Result<(RelPath, &str), WsError> {
 /// Makes an entry change in `dir` durable (the sync shared with concurrent changes in
 /// the same directory). A failure is logged: the change is done, and undoing it would
 /// be worse.
-fn sync_dir(dir: &Dir) {
+pub(crate) fn sync_dir(dir: &Dir) {
     if let Err(e) = super::dir_sync::sync_dir_shared(dir) {
         tracing::warn!("cannot sync a workspace directory after a change: {e}");
     }

@@ -55,6 +55,10 @@ impl Row {
         if !p2.is_empty() {
             path = format!("{path} -> {p2}");
         }
+        // A link made: where it leads, as `ls -l` shows it (escaped with the cell).
+        if record::ChangeOp::from_name(&raw(v, "op")) == Some(record::ChangeOp::Symlink) {
+            path = format!("{path} -> {}", raw(&v["args"], "target"));
+        }
         // Several workspaces: the path is relative to the one the record names.
         let workspace = raw(&v["args"], "workspace");
         if !workspace.is_empty() && !path.is_empty() {

@@ -197,7 +197,7 @@ fn plan_op(op: OpId, tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> 
         OpId::Grep => return Ok(Plan::Op(grep(parse(tool, args)?))),
         OpId::Stat => {
             let PathArgs { path } = parse(tool, args)?;
-            return Ok(Plan::Op(Op::Stat { path }));
+            return Ok(Plan::Op(Op::Stat { path, follow: true }));
         }
         OpId::ReadText => Task::ReadText(parse(tool, args)?),
         OpId::ReadFile => Task::ReadMedia(parse(tool, args)?),
@@ -209,7 +209,7 @@ fn plan_op(op: OpId, tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> 
         OpId::Rename => Task::Rename(parse(tool, args)?),
         // No tool opens a file or changes its mode (see `tool_id::tool_of`): the
         // filesystem view's.
-        OpId::Open | OpId::Chmod => {
+        OpId::Open | OpId::Chmod | OpId::Symlink => {
             return Err(ToolError::Gateway(GatewayError::InvalidParams(format!(
                 "{}: no such operation for this tool",
                 tool.name()

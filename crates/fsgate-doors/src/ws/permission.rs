@@ -234,7 +234,8 @@ fn channel_op(op: OpId) -> &'static str {
         | OpId::Grep
         | OpId::Mkdir
         | OpId::Rename
-        | OpId::Chmod => op.name(),
+        | OpId::Chmod
+        | OpId::Symlink => op.name(),
     }
 }
 

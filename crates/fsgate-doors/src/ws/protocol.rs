@@ -296,7 +296,8 @@ pub(crate) fn type_of(op: OpId) -> Option<&'static str> {
         | OpId::Glob
         | OpId::Grep
         | OpId::Open
-        | OpId::Chmod => {
+        | OpId::Chmod
+        | OpId::Symlink => {
             return None;
         }
     })
@@ -344,6 +345,7 @@ fn decode(op: OpId, f: &Fields<'_>) -> Result<Op, GatewayError> {
         },
         OpId::Stat => Op::Stat {
             path: f.required("path")?,
+            follow: true,
         },
         // Not offered (see `type_of`): no message reaches here for them.
         OpId::ReadText
@@ -352,7 +354,8 @@ fn decode(op: OpId, f: &Fields<'_>) -> Result<Op, GatewayError> {
         | OpId::Glob
         | OpId::Grep
         | OpId::Open
-        | OpId::Chmod => {
+        | OpId::Chmod
+        | OpId::Symlink => {
             return Err(GatewayError::InvalidParams(format!(
                 "{} is not a message type of this channel",
                 op.name()

@@ -63,7 +63,7 @@ pub(crate) fn found_after_crash(disk: &Disk<'_>) -> Found {
     match disk.path {
         OnDisk::Dir => Found::Applied,
         OnDisk::Missing => Found::NotApplied,
-        OnDisk::File(_) | OnDisk::Other => Found::Neither,
+        OnDisk::File(_) | OnDisk::Link(_) | OnDisk::Other => Found::Neither,
     }
 }
 

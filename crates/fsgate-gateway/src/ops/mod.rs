@@ -14,6 +14,8 @@ mod read_text;
 mod rename;
 mod rm;
 mod stat;
+mod symlink;
+pub use symlink::{RULE_LINK_TARGET, target_refusal};
 pub(crate) mod tree;
 mod write;
 
@@ -158,6 +160,9 @@ pub enum Op {
     Stat {
         /// Path as given.
         path: String,
+        /// A final symlink is followed (every door's `stat`); if not (the filesystem
+        /// view's lookup, `lstat`), the link itself is stated, with its target.
+        follow: bool,
     },
     /// `_fsgate/glob`.
     Glob {
@@ -207,6 +212,13 @@ pub enum Op {
         path: String,
         /// The new permission bits (set-ID and sticky bits are refused).
         mode: u32,
+    },
+    /// A symbolic link made (the filesystem view's symlink).
+    Symlink {
+        /// The link's path as given.
+        path: String,
+        /// Where it leads, as the link will hold it (relative, within the workspace).
+        target: String,
     },
 }
 
@@ -262,6 +274,8 @@ op_ids! {
     Rename,
     /// [`Op::Chmod`]: `chmod.rs`.
     Chmod,
+    /// [`Op::Symlink`]: `symlink.rs`.
+    Symlink,
 }
 
 impl OpId {
@@ -275,6 +289,7 @@ impl OpId {
             OpId::Rm => Some(ChangeOp::Rm),
             OpId::Rename => Some(ChangeOp::Rename),
             OpId::Chmod => Some(ChangeOp::Chmod),
+            OpId::Symlink => Some(ChangeOp::Symlink),
             OpId::ReadText
             | OpId::ReadFile
             | OpId::Ls
@@ -303,6 +318,7 @@ impl OpId {
             OpId::Rm => ChangeOp::Rm.name(),
             OpId::Rename => ChangeOp::Rename.name(),
             OpId::Chmod => ChangeOp::Chmod.name(),
+            OpId::Symlink => ChangeOp::Symlink.name(),
         }
     }
 
@@ -320,7 +336,8 @@ impl OpId {
             | OpId::Mkdir
             | OpId::Rm
             | OpId::Rename
-            | OpId::Chmod => false,
+            | OpId::Chmod
+            | OpId::Symlink => false,
         }
     }
 }
@@ -343,6 +360,7 @@ impl Op {
             Op::Rm { .. } => OpId::Rm,
             Op::Rename { .. } => OpId::Rename,
             Op::Chmod { .. } => OpId::Chmod,
+            Op::Symlink { .. } => OpId::Symlink,
         }
     }
 
@@ -362,10 +380,11 @@ impl Op {
             | Op::WriteBytes { path, .. }
             | Op::Edit { path, .. }
             | Op::Ls { path, .. }
-            | Op::Stat { path }
+            | Op::Stat { path, .. }
             | Op::Open { path, .. }
             | Op::Mkdir { path, .. }
             | Op::Chmod { path, .. }
+            | Op::Symlink { path, .. }
             | Op::Rm { path, .. } => out.push(("path", path.as_str())),
             Op::Tree { path, exclude, .. } => {
                 out.push(("path", path.as_str()));
@@ -401,11 +420,12 @@ impl Op {
             | Op::WriteBytes { path, .. }
             | Op::Edit { path, .. }
             | Op::Ls { path, .. }
-            | Op::Stat { path }
+            | Op::Stat { path, .. }
             | Op::Open { path, .. }
             | Op::Mkdir { path, .. }
             | Op::Rm { path, .. }
             | Op::Chmod { path, .. }
+            | Op::Symlink { path, .. }
             | Op::Tree { path, .. } => (Some(path), None),
             Op::Glob { pattern } => (Some(pattern), None),
             Op::Grep { path, .. } => (path.as_mut(), None),
@@ -484,6 +504,9 @@ impl Op {
             Op::Chmod { mode, .. } => {
                 m.insert("mode".into(), chmod::octal(*mode).into());
             }
+            Op::Symlink { target, .. } => {
+                m.insert("target".into(), target.clone().into());
+            }
             // Named only when false, so a replacing rename's record is as it always was.
             Op::Rename { replace: false, .. } => {
                 m.insert("replace".into(), false.into());
@@ -534,7 +557,7 @@ impl crate::Gateway {
                 let limits = (*depth, *max_entries, cursor.as_deref());
                 self.tree(pol, ctx, path, limits, exclude, facts)
             }
-            Op::Stat { path } => self.stat(pol, ctx, path, facts),
+            Op::Stat { path, follow } => self.stat(pol, ctx, path, *follow, facts),
             Op::Open { path, access } => self.open(pol, ctx, path, *access, facts),
             Op::Glob { pattern } => self.glob(pol, ctx, pattern, facts),
             Op::Grep {
@@ -557,6 +580,7 @@ impl crate::Gateway {
             Op::Rm { path, recursive } => self.rm(pol, ctx, path, *recursive, facts),
             Op::Rename { from, to, replace } => self.rename(pol, ctx, (from, to), *replace, facts),
             Op::Chmod { path, mode } => self.chmod(pol, ctx, path, *mode, facts),
+            Op::Symlink { path, target } => self.symlink(pol, ctx, (path, target), facts),
         }
     }
 }
@@ -572,6 +596,7 @@ pub(crate) fn found_after_crash(change: Option<ChangeOp>, disk: &Disk<'_>) -> Fo
         Some(ChangeOp::Rm) => rm::found_after_crash(disk),
         Some(ChangeOp::Rename) => rename::found_after_crash(disk),
         Some(ChangeOp::Chmod) => chmod::found_after_crash(disk),
+        Some(ChangeOp::Symlink) => symlink::found_after_crash(disk),
     }
 }
 
@@ -589,6 +614,7 @@ pub(crate) fn staging<'a>(
         ChangeOp::Rm => rm::staging(path),
         ChangeOp::Rename => rename::staging(path, path2),
         ChangeOp::Chmod => chmod::staging(path),
+        ChangeOp::Symlink => symlink::staging(path),
     }
 }
 
@@ -745,7 +771,10 @@ mod tests {
                 path: p(),
                 cursor: None,
             },
-            Op::Stat { path: p() },
+            Op::Stat {
+                path: p(),
+                follow: true,
+            },
             Op::Mkdir {
                 path: p(),
                 recursive: false,

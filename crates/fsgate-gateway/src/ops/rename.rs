@@ -234,7 +234,9 @@ impl Gateway {
             &entries,
             &e.src.shown,
             facts,
-        )
+        )?;
+        let moved = (&e.sres.real, &e.dres.real);
+        self.check_moved_links(moved, &entries, &e.dst.shown, facts)
     }
 
     /// What the policy knows of a file: its size when some rule has a size condition

@@ -155,7 +155,7 @@ pub(crate) fn found_after_crash(disk: &Disk<'_>) -> Found {
     match &disk.path {
         OnDisk::Missing => Found::Applied,
         OnDisk::File(h) if Some(h) == disk.intent.old_sha256.as_ref() => Found::NotApplied,
-        OnDisk::File(_) | OnDisk::Dir | OnDisk::Other => Found::Neither,
+        OnDisk::File(_) | OnDisk::Dir | OnDisk::Link(_) | OnDisk::Other => Found::Neither,
     }
 }
 

@@ -14,11 +14,16 @@ impl Gateway {
         pol: &Policy,
         ctx: &RequestCtx,
         path: &str,
+        follow: bool,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
         let rp = self.parse_path(ctx, path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let (real, info) = self.locate_stat(pol, &rp, facts)?;
+        let (real, info) = if follow {
+            self.locate_stat(pol, &rp, facts)?
+        } else {
+            self.locate_lstat(pol, &rp, facts)?
+        };
         if info.kind == FileKind::File && info.nlink > 1 {
             return Err(ws_error(WsError::HardLink(info.nlink), &rp.shown));
         }
@@ -42,6 +47,34 @@ impl Gateway {
             Self::check_entry(pol, Access::Stat, p, &pf, &rp.shown, facts)?;
         }
         Ok(Output::Stat { path: rp.rel, info })
+    }
+
+    /// Where the entry `rp` names really is (a final symlink not followed) and its
+    /// metadata, a link's target with it.
+    fn locate_lstat(
+        &self,
+        pol: &Policy,
+        rp: &crate::ReqPath,
+        facts: &mut Facts,
+    ) -> Result<(RelPath, fsgate_workspace::StatInfo), GatewayError> {
+        let (class, kind) = (OpClass::List, EntryKind::Unknown);
+        Self::in_roots(rp, &rp.rel, facts)?;
+        Self::check(pol, class, &rp.rel, kind, &rp.shown, facts)?;
+        // No symlink on the path (the common case): no link to state either.
+        if let Ok(info) = self.workspace.stat(&rp.rel) {
+            return Ok((rp.rel.clone(), info));
+        }
+        let res = self.resolve_checked(pol, class, rp, Follow::NotFinal, kind, facts)?;
+        if !res.exists {
+            return Err(GatewayError::NotFound {
+                path: rp.shown.clone(),
+            });
+        }
+        let info = self
+            .workspace
+            .lstat(&res.real)
+            .map_err(|e| ws_error(e, &rp.shown))?;
+        Ok((res.real, info))
     }
 
     /// Where `rp` really is and its metadata, as [`Gateway::locate`] and a stat there
@@ -81,7 +114,13 @@ mod tests {
 
     fn stat(gw: &Gateway, path: &str) -> Result<(String, FileKind, u64), GatewayError> {
         match gw
-            .handle(&crate::tests::ctx(), Op::Stat { path: path.into() })
+            .handle(
+                &crate::tests::ctx(),
+                Op::Stat {
+                    path: path.into(),
+                    follow: true,
+                },
+            )
             .0?
         {
             Output::Stat { path, info } => Ok((path.as_str().to_string(), info.kind, info.size)),

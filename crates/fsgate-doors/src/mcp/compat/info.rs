@@ -20,7 +20,11 @@ pub(in crate::mcp) fn file_info(
     ctx: &Ops<'_>,
     a: PathArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let Output::Stat { info, .. } = handle(gw, ctx, Op::Stat { path: a.path })? else {
+    let stat = Op::Stat {
+        path: a.path,
+        follow: true,
+    };
+    let Output::Stat { info, .. } = handle(gw, ctx, stat)? else {
         return Err(unexpected("get_file_info"));
     };
     let [modified, accessed, created] = info.times.map(|t| t.map_or("unknown".into(), js_date));

@@ -1,0 +1,326 @@
+//! Symbolic links through `fsgate run`'s view (docs/run.md, "Symbolic links"): a link
+//! made is the gateway's `symlink` (recorded with its target, undone), one leading out
+//! of the workspace is refused with EPERM, and links are shown as links, which the
+//! kernel follows through the view (a link to `.env` still meets ENOENT there).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::common::{bin, canonical_tempdir};
+
+/// A workspace holding `a.txt` and `.env` (a secret), and a state dir beside it.
+struct Ws {
+    root: PathBuf,
+    state: PathBuf,
+    _dirs: (TempDir, TempDir),
+}
+
+const IDENTITY: [(&str, &str); 5] = [
+    ("GIT_AUTHOR_NAME", "a"),
+    ("GIT_AUTHOR_EMAIL", "a@example.com"),
+    ("GIT_COMMITTER_NAME", "a"),
+    ("GIT_COMMITTER_EMAIL", "a@example.com"),
+    ("GIT_CONFIG_GLOBAL", "/dev/null"),
+];
+
+impl Ws {
+    fn new() -> Ws {
+        let (d1, root) = canonical_tempdir("fsgate-view-links");
+        let (d2, state) = canonical_tempdir("fsgate-view-links-state");
+        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
+        std::fs::write(root.join(".env"), "TOKEN=view-links-secret\n").expect("write");
+        Ws {
+            root,
+            state,
+            _dirs: (d1, d2),
+        }
+    }
+
+    fn log(&self) -> PathBuf {
+        self.state.join("audit.jsonl")
+    }
+
+    fn state_args(&self) -> Vec<String> {
+        let s = |p: &Path| p.to_string_lossy().into_owned();
+        vec![
+            "--workspace".into(),
+            s(&self.root),
+            "--audit-log".into(),
+            s(&self.log()),
+            "--backup-dir".into(),
+            s(&self.state.join("backups")),
+        ]
+    }
+
+    /// `sh -c SCRIPT` through the view, under the policy that lets git in
+    /// (policies/examples/git-through-the-view.toml: the default's rules otherwise).
+    fn sh(&self, script: &str) -> Output {
+        let policy = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("policies/examples/git-through-the-view.toml");
+        let mut cmd = Command::new(bin());
+        cmd.arg("run")
+            .arg("--policy")
+            .arg(policy)
+            .args(self.state_args())
+            .args(["--", "sh", "-c", script])
+            .current_dir(&self.root)
+            .envs(IDENTITY);
+        finished(cmd)
+    }
+
+    fn records(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.log()).expect("audit log");
+        text.lines()
+            .map(|l| serde_json::from_str(l).expect("a record"))
+            .collect()
+    }
+
+    /// `fsgate undo --session SESSION`, which must succeed; its table.
+    fn undo(&self, session: &str) -> String {
+        let mut undo = Command::new(bin());
+        undo.arg("undo")
+            .args(self.state_args())
+            .args(["--session", session]);
+        let undone = finished(undo);
+        assert!(undone.status.success(), "{}", text(&undone.stderr));
+        text(&undone.stdout)
+    }
+
+    fn link(&self, name: &str) -> Option<PathBuf> {
+        std::fs::read_link(self.root.join(name)).ok()
+    }
+}
+
+/// Runs `cmd` to its end (killed after 120 s: no test hangs).
+fn finished(mut cmd: Command) -> Output {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn fsgate");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("fsgate did not end; stderr: {}", text(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The run's session id, from its last line on stderr.
+fn session_of(out: &Output) -> String {
+    let err = text(&out.stderr);
+    let at = err
+        .rfind("--session ")
+        .expect("the undo line names the session");
+    err[at + "--session ".len()..]
+        .split_whitespace()
+        .next()
+        .expect("a session id")
+        .to_string()
+}
+
+/// The `request` records of `op` at `path`.
+fn requests<'a>(records: &'a [Value], op: &str, path: &str) -> Vec<&'a Value> {
+    records
+        .iter()
+        .filter(|r| r["kind"] == "request" && r["op"] == op && r["path"] == path)
+        .collect()
+}
+
+#[test]
+fn view_symlink_is_made_read_through_recorded_with_its_target_and_undone() {
+    let ws = Ws::new();
+    let out = ws.sh("set -e
+         ln -s a.txt b
+         cat b
+         readlink b
+         test -L b && echo is-a-link
+         mkdir d
+         ln -s ../a.txt d/up
+         cat d/up
+         ls -l b | grep -c -- '-> a.txt'");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "hello\na.txt\nis-a-link\nhello\n1\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(ws.link("b"), Some(PathBuf::from("a.txt")));
+    assert_eq!(ws.link("d/up"), Some(PathBuf::from("../a.txt")));
+    let records = ws.records();
+    let made = requests(&records, "symlink", "b");
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert_eq!(made[0]["decision"], "allow");
+    assert_eq!(made[0]["args"]["target"], "a.txt");
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "intent" && r["op"] == "symlink" && r["path"] == "b"),
+        "no intent for the link"
+    );
+    // audit show lists the link with where it leads.
+    let show = Command::new(bin())
+        .args(["audit", "show"])
+        .arg(ws.log())
+        .output()
+        .expect("audit show");
+    let shown = text(&show.stdout);
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.contains("symlink") && l.contains("b -> a.txt")),
+        "{shown}"
+    );
+    let table = ws.undo(&session_of(&out));
+    assert!(table.contains("remove link"), "{table}");
+    assert_eq!(ws.link("b"), None, "undo left the link");
+    assert_eq!(ws.link("d/up"), None, "undo left the link");
+    assert!(!ws.root.join("d").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.txt")).expect("read"),
+        "hello\n"
+    );
+}
+
+#[test]
+fn view_symlink_to_a_secret_meets_enoent_and_one_leading_out_is_refused_with_eperm() {
+    let ws = Ws::new();
+    // Planted before the run, by someone else: shown as links too; the one leading out
+    // is followed by the process itself, outside the view.
+    std::os::unix::fs::symlink("../../planted-outside", ws.root.join("planted")).expect("symlink");
+    let script = r#"
+import errno, os
+def t(name, f):
+    try:
+        r = f()
+        print(name, 'ok' if r is None else r)
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+t('link-env', lambda: os.symlink('.env', 'x'))
+t('read-env', lambda: open('x').read())
+t('absolute', lambda: os.symlink('/etc/passwd', 'out'))
+t('climbs', lambda: os.symlink('../../outside', 'out2'))
+t('dir-climbs', lambda: os.symlink('../../a.txt', 'sub/out3'))
+t('exists', lambda: os.symlink('a.txt', 'a.txt'))
+t('planted', lambda: os.readlink('planted'))
+"#;
+    std::fs::create_dir(ws.root.join("sub")).expect("mkdir");
+    let out = ws.sh(&format!("python3 -c \"{}\"", script.replace('"', "\\\"")));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "link-env ok\nread-env ENOENT\nabsolute EPERM\nclimbs EPERM\n\
+         dir-climbs EPERM\nexists EEXIST\nplanted ../../planted-outside\n",
+        "{}",
+        text(&out.stderr)
+    );
+    for name in ["out", "out2", "sub/out3"] {
+        assert_eq!(ws.link(name), None, "{name} was made");
+    }
+    let records = ws.records();
+    for (path, target) in [("out", "/etc/passwd"), ("out2", "../../outside")] {
+        let refused = requests(&records, "symlink", path);
+        assert_eq!(refused.len(), 1, "{path}: {refused:?}");
+        assert_eq!(refused[0]["decision"], "deny");
+        assert_eq!(refused[0]["rule"], "workspace-link-target");
+        assert_eq!(refused[0]["args"]["target"], target);
+    }
+    // The read through `x` was decided at `.env`, and refused.
+    assert!(
+        requests(&records, "stat", ".env")
+            .iter()
+            .any(|r| r["decision"] == "deny"),
+        "the secret's lookup was not recorded as refused"
+    );
+}
+
+#[test]
+fn view_npm_style_bin_link_runs_its_tool() {
+    let ws = Ws::new();
+    let out = ws.sh("set -e
+         mkdir -p node_modules/pkg/bin node_modules/.bin
+         printf '#!/bin/sh\\necho tool ran\\n' > node_modules/pkg/bin/x
+         chmod 755 node_modules/pkg/bin/x
+         ln -s ../pkg/bin/x node_modules/.bin/x
+         PATH=\"$PWD/node_modules/.bin:$PATH\" x
+         node -e \"const fs = require('fs');
+           fs.symlinkSync('../pkg/bin/x', 'node_modules/.bin/y');
+           console.log(fs.readlinkSync('node_modules/.bin/y'),
+             fs.lstatSync('node_modules/.bin/y').isSymbolicLink())\"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "tool ran\n../pkg/bin/x true\n",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        ws.link("node_modules/.bin/x"),
+        Some(PathBuf::from("../pkg/bin/x"))
+    );
+}
+
+/// `python3 -m venv`: its relative links (`lib64 -> lib`, `bin/python -> python3`) are
+/// made; the interpreter's own link is absolute (the base interpreter, outside the
+/// workspace), refused, and venv copies the interpreter instead.
+#[test]
+fn view_python_venv_is_made_with_its_relative_links() {
+    let ws = Ws::new();
+    let out = ws.sh("set -e
+         python3 -m venv --without-pip v
+         v/bin/python -c 'import sys; print(sys.prefix != sys.base_prefix)'");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "True\n", "{}", text(&out.stderr));
+    assert_eq!(ws.link("v/bin/python"), Some(PathBuf::from("python3")));
+    if cfg!(target_pointer_width = "64") && ws.root.join("v/lib64").exists() {
+        assert_eq!(ws.link("v/lib64"), Some(PathBuf::from("lib")));
+    }
+    let python3 = std::fs::symlink_metadata(ws.root.join("v/bin/python3")).expect("python3");
+    assert!(python3.is_file(), "the interpreter was copied, not linked");
+}
+
+#[test]
+fn view_git_checkout_of_a_symlink_makes_the_link_and_status_stays_clean() {
+    let ws = Ws::new();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&ws.root)
+            .envs(IDENTITY)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    };
+    std::fs::remove_file(ws.root.join(".env")).expect("rm");
+    git(&["init", "-q", "-b", "main", "."]);
+    git(&["add", "a.txt"]);
+    git(&["commit", "-qm", "first"]);
+    git(&["switch", "-q", "-c", "links"]);
+    std::os::unix::fs::symlink("a.txt", ws.root.join("latest")).expect("symlink");
+    git(&["add", "latest"]);
+    git(&["commit", "-qm", "a link"]);
+    git(&["switch", "-q", "main"]);
+    assert_eq!(ws.link("latest"), None);
+    let out = ws.sh("set -e
+         git checkout -q links
+         readlink latest
+         cat latest
+         git status --porcelain");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "a.txt\nhello\n", "{}", text(&out.stderr));
+    assert_eq!(ws.link("latest"), Some(PathBuf::from("a.txt")));
+}
