@@ -28,7 +28,13 @@ pub fn edit_then_shell(agent: &Agent, (tool, mode): (&str, Option<&str>), args: 
         let resp = ed.response_within(&id, Duration::from_secs(30));
         assert!(resp["error"].is_null(), "{}: set_mode: {resp}", agent.name);
     }
-    let cat = |marker: &str| args(&format!("echo {marker}; cat app.txt"));
+    // `stat` after the read leaves the kernel's attributes of app.txt fresh, so the
+    // next `cat`'s `fstat` is answered from them (as after Claude Code's own lookups).
+    let cat = |marker: &str| {
+        args(&format!(
+            "echo {marker}; cat app.txt; stat app.txt >/dev/null"
+        ))
+    };
     let write = json!({"path": root.join("app.txt"), "content": NEW});
     let steps = json!({"steps": [
         [{"tool": tool, "args": cat("FIRST-READ")}],
