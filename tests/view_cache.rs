@@ -19,7 +19,8 @@ use crate::common::{bin, canonical_tempdir};
 /// A scripted ACP agent (standard library only): each prompt's text is a JSON array of
 /// steps, `{"sh": COMMAND}` (run in the session's directory, a process of the agent's
 /// own, so through the view) or `{"write": RELATIVE, "content": TEXT}` (ACP
-/// `fs/write_text_file`, answered by fsgate). It reports every step's result, in
+/// `fs/write_text_file`, answered by fsgate) or `{"call": METHOD, "params": {...}}` (any
+/// other request to fsgate, `{root}` in a string the session's directory). It reports every step's result, in
 /// order, as one `agent_message_chunk` `{"results": [...]}`, then ends the turn.
 const AGENT: &str = r#"
 import json, subprocess, sys, os
@@ -51,9 +52,13 @@ for raw in sys.stdin:
             if "sh" in s:
                 r = subprocess.run(["sh", "-c", s["sh"]], cwd=cwd, capture_output=True, text=True)
                 results.append({"out": r.stdout, "err": r.stderr, "rc": r.returncode})
-            else:
+            elif "write" in s:
                 path = os.path.join(cwd, s["write"])
                 results.append(ask("fs/write_text_file", {"sessionId": sid, "path": path, "content": s["content"]}))
+            else:
+                params = json.loads(json.dumps(s["params"]).replace("{root}", cwd))
+                params["sessionId"] = sid
+                results.append(ask(s["call"], params))
         chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": json.dumps({"results": results})}}
         send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": chunk}})
         send({"jsonrpc": "2.0", "id": mid, "result": {"stopReason": "end_turn"}})
@@ -143,6 +148,35 @@ fn view_cache_a_file_the_agents_file_tool_created_is_listed_by_its_shell_at_once
         results[2]["out"], "a.txt\nnew.txt\n",
         "{}\n{err}",
         results[2]
+    );
+}
+
+/// The agent's other file tools (`_fsgate/edit_text_file`, `_fsgate/rename`,
+/// `_fsgate/rm`) on names and files the shell holds: an edit that lengthens a file is
+/// read whole, a rename's old name is gone and its new one (probed absent before)
+/// there, a removed file is gone, each at once.
+#[test]
+fn view_cache_the_agents_edit_rename_and_rm_are_seen_by_its_shell_at_once() {
+    let call = |method: &str, params: Value| json!({"call": method, "params": params});
+    let steps = json!([
+        {"sh": "cat e.txt r.txt d.txt; stat e.txt r.txt d.txt >/dev/null; test -e moved.txt || echo absent"},
+        call("_fsgate/edit_text_file", json!({"path": "{root}/e.txt", "oldText": "e", "newText": "edited at length"})),
+        call("_fsgate/rename", json!({"oldPath": "{root}/r.txt", "newPath": "{root}/moved.txt"})),
+        call("_fsgate/rm", json!({"path": "{root}/d.txt"})),
+        {"sh": "cat e.txt; cat moved.txt; test -e r.txt || echo r-gone; test -e d.txt || echo d-gone"},
+    ]);
+    let files = [("e.txt", "e\n"), ("r.txt", "r\n"), ("d.txt", "d\n")];
+    let (results, ed) = confined_steps(&files, &steps);
+    let err = ed.stderr();
+    assert_eq!(
+        results[0]["out"], "e\nr\nd\nabsent\n",
+        "{}\n{err}",
+        results[0]
+    );
+    assert_eq!(
+        results[4]["out"], "edited at length\nr\nr-gone\nd-gone\n",
+        "{}\n{err}",
+        results[4]
     );
 }
 
