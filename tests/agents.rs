@@ -20,5 +20,7 @@ mod gemini;
 mod under_run;
 // The agent's own shell tool, confined: its processes through fsgate's view.
 mod shell;
+// The agent's file tool rewrites a file its shell read: the shell's next read sees it whole.
+mod edit_then_shell;
 // Codex through codex-acp behind `fsgate acp --confine-agent`: its shell and apply_patch on the view.
 mod codex_acp;

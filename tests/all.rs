@@ -183,6 +183,9 @@ mod view_tools;
 mod view_acp;
 // ask rules hit by the confined agent's processes, put to the editor.
 mod view_acp_ask;
+// What the kernel keeps of the view never hides a change: the agent's file tools' changes
+// seen by its shell at once; absent names, hidden names and listings.
+mod view_cache;
 // The confinement attacked from inside the view: umount, namespaces, /proc, handles, links, ptrace, TIOCSTI.
 mod view_attack;
 // fsgate run: chmod recorded, undone and never set-ID; executable checkouts; hard links refused, callers copy.

@@ -128,3 +128,16 @@ fn claude_agent_acp_confined_bash_commits_with_git_through_the_view() {
         |command| json!({"command": command, "description": "fsgate test step"}),
     );
 }
+
+/// Confined, Claude Code's Bash reads app.txt, fsgate's `write_text_file` rewrites it
+/// longer, and Bash's next read in the same turn is the whole new content.
+#[test]
+fn claude_agent_acp_confined_bash_reads_at_once_what_the_file_tool_wrote() {
+    let test = "claude_agent_acp_confined_bash_reads_at_once_what_the_file_tool_wrote";
+    let Some(agent) = agent(test) else { return };
+    super::edit_then_shell::edit_then_shell(
+        &agent,
+        ("Bash", Some("default")),
+        |command| json!({"command": command, "description": "fsgate test step"}),
+    );
+}
