@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use fsgate::audit::{AuditEvent, AuditLog, AuditSettings, FsyncMode, OpenOptions};
+use fsgate_audit::{AuditEvent, AuditLog, AuditSettings, FsyncMode, OpenOptions};
 
 const THREADS: u64 = 32;
 

@@ -10,8 +10,8 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 #[allow(dead_code)]
 mod common;
 use common::clean_text;
-use fsgate::path::RelPath;
-use fsgate::policy::Policy;
+use fsgate_base::path::RelPath;
+use fsgate_policy::Policy;
 
 fn scan(c: &mut Criterion) {
     let pol = Policy::builtin_default().expect("default policy");

@@ -7,9 +7,9 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use fsgate::decide::{EntryKind, OpClass, PathFacts};
-use fsgate::path::RelPath;
-use fsgate::policy::Policy;
+use fsgate_base::path::RelPath;
+use fsgate_decide::{EntryKind, OpClass, PathFacts};
+use fsgate_policy::Policy;
 
 fn rel(s: &str) -> RelPath {
     RelPath::parse_rooted(s).expect("valid path")

@@ -8,7 +8,7 @@
 
 mod common;
 
-use fsgate::audit::FsyncMode;
+use fsgate_audit::FsyncMode;
 
 fn main() {
     // cargo passes `--bench` under `cargo bench`; only bare words are ours.

@@ -8,7 +8,7 @@ mod common;
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use fsgate::audit::FsyncMode;
+use fsgate_audit::FsyncMode;
 
 fn read(c: &mut Criterion) {
     let (ws, file) = common::workspace();

@@ -5,8 +5,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use fsgate::path::RelPath;
-use fsgate::workspace::{Follow, Workspace};
+use fsgate_base::path::RelPath;
+use fsgate_workspace::{Follow, Workspace};
 
 fn resolve(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");

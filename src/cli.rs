@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::gateway::Gateway;
-use crate::policy::Policy;
 use crate::startup;
+use fsgate_gateway::Gateway;
+use fsgate_policy::Policy;
 
 /// Exit code for invalid configuration or unreadable input.
 pub const EXIT_CONFIG: u8 = 2;
@@ -96,13 +96,13 @@ enum Command {
     Acp(AcpArgs),
     /// Policy tools: check (lint), explain a decision, run [[test]] cases, diff two policies, print the schema.
     #[command(subcommand)]
-    Policy(crate::policy::cli::PolicyCommand),
+    Policy(fsgate_policy::cli::PolicyCommand),
     /// Audit log tools: verify the chain, show and report records, prove one record, ship to syslog, prune.
     #[command(subcommand)]
-    Audit(crate::audit::cli::AuditCommand),
+    Audit(fsgate_audit::cli::AuditCommand),
     /// Backup tools: list and restore previous versions of files.
     #[command(subcommand)]
-    Backup(crate::backup::cli::BackupCommand),
+    Backup(fsgate_backup::cli::BackupCommand),
     /// Put back everything a session (or a time range) changed, as it was before.
     ///
     /// Reads the audit log for the changes, the backups for what was there, and undoes
@@ -213,7 +213,7 @@ impl GatewayArgs {
             given => match keep_usable(given) {
                 Ok(kept) => kept,
                 Err(e @ SeveralError::NoneUsable(_)) => {
-                    crate::text::eprint_line(&format!("fsgate: {e}"));
+                    fsgate_base::text::eprint_line(&format!("fsgate: {e}"));
                     return Err(ExitCode::FAILURE);
                 }
                 Err(e) => return Err(fail(&e.to_string())),
@@ -293,8 +293,8 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Asks(args) => asks::asks(args),
         Command::Acp(args) => acp::acp(args),
-        Command::Policy(cmd) => code(crate::policy::cli::run(cmd)),
-        Command::Audit(cmd) => code(crate::audit::cli::run(cmd)),
+        Command::Policy(cmd) => code(fsgate_policy::cli::run(cmd)),
+        Command::Audit(cmd) => code(fsgate_audit::cli::run(cmd)),
         Command::Backup(cmd) => backup(cmd),
         Command::Undo(args) => code(crate::undo::run(&args)),
         Command::McpConnect { port } => connect::mcp_connect(port),
@@ -310,7 +310,7 @@ fn init_tracing() {
         .with_env_filter(filter)
         // Every event is escaped whole (fields hold agent-chosen names); so no colours,
         // whose escape sequences would be escaped too.
-        .with_writer(crate::text::EscapingStderr)
+        .with_writer(fsgate_base::text::EscapingStderr)
         .with_ansi(false)
         .with_target(false)
         .try_init();
@@ -355,7 +355,7 @@ fn stdio_runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .thread_name("fsgate")
-        .thread_keep_alive(crate::transport::batch::KEEP_ALIVE)
+        .thread_keep_alive(fsgate_doors::batch::KEEP_ALIVE)
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))
 }
@@ -422,7 +422,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            crate::text::eprint_line(&format!("fsgate: {e}"));
+            fsgate_base::text::eprint_line(&format!("fsgate: {e}"));
             ExitCode::FAILURE
         }
     }
@@ -453,12 +453,12 @@ fn transport_name(transport: Transport) -> &'static str {
 
 /// `serve --check-sandbox`: what the kernel enforces, and the git dirs this gateway
 /// alone may write.
-fn print_sandbox(opened: &startup::Opened, status: &crate::sandbox::SandboxStatus) {
+fn print_sandbox(opened: &startup::Opened, status: &fsgate_sandbox::SandboxStatus) {
     println!("{status}");
     for d in opened.vcs_write_dirs() {
         println!(
             "git dir {}: read-write for this gateway only ([vcs] stage)",
-            crate::text::EscPath(&d)
+            fsgate_base::text::EscPath(&d)
         );
     }
 }
@@ -469,19 +469,19 @@ type Serving = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Resul
 fn serving(transport: Transport, listener: Option<Listening>, gateway: &Arc<Gateway>) -> Serving {
     match (transport, listener) {
         (_, Some(Listening::Ws(l, token, settings))) => Box::pin(
-            crate::transport::ws::serve_with_token(Arc::clone(gateway), l, settings, token),
+            fsgate_doors::ws::serve_with_token(Arc::clone(gateway), l, settings, token),
         ),
         (_, Some(Listening::Http(l, token, settings))) => Box::pin(
-            crate::transport::http::serve_with_token(Arc::clone(gateway), l, settings, token),
+            fsgate_doors::http::serve_with_token(Arc::clone(gateway), l, settings, token),
         ),
         (Transport::Ws | Transport::Http, None) => {
             Box::pin(async { Err(std::io::Error::other("no listener")) })
         }
-        (Transport::Mcp, None) => Box::pin(crate::transport::mcp::serve_stdio(
+        (Transport::Mcp, None) => Box::pin(fsgate_doors::mcp::serve_stdio(
             Arc::clone(gateway),
             stdio_peer(),
         )),
-        (Transport::Acp, None) => Box::pin(crate::transport::acp::serve_stdio(
+        (Transport::Acp, None) => Box::pin(fsgate_doors::acp::serve_stdio(
             Arc::clone(gateway),
             stdio_peer(),
         )),
@@ -492,13 +492,13 @@ fn serving(transport: Transport, listener: Option<Listening>, gateway: &Arc<Gate
 enum Listening {
     Ws(
         std::net::TcpListener,
-        crate::transport::ws::Token,
-        crate::transport::ws::WsSettings,
+        fsgate_doors::ws::Token,
+        fsgate_doors::ws::WsSettings,
     ),
     Http(
         std::net::TcpListener,
-        crate::transport::ws::Token,
-        crate::transport::http::HttpSettings,
+        fsgate_doors::ws::Token,
+        fsgate_doors::http::HttpSettings,
     ),
 }
 
@@ -525,25 +525,25 @@ fn listen(
     };
     let policy = opened.gateway.policy();
     let settings = policy.settings();
-    let listener = crate::transport::ws::bind(addr).map_err(|e| format!("cannot listen: {e}"))?;
+    let listener = fsgate_doors::ws::bind(addr).map_err(|e| format!("cannot listen: {e}"))?;
     Ok(Some(match transport {
         Transport::Http => {
             let settings = settings.http.clone();
-            let token = crate::transport::http::token_for(&settings)?;
+            let token = fsgate_doors::http::token_for(&settings)?;
             Listening::Http(listener, token, settings)
         }
         _ => {
             let settings = settings.ws.clone();
             let token =
-                crate::transport::ws::Token::for_settings(&settings).map_err(|e| e.to_string())?;
+                fsgate_doors::ws::Token::for_settings(&settings).map_err(|e| e.to_string())?;
             Listening::Ws(listener, token, settings)
         }
     }))
 }
 
 /// `fsgate backup ...`; a restore is recorded in the workspace's audit log.
-fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
-    use crate::backup::cli::BackupCommand;
+fn backup(cmd: fsgate_backup::cli::BackupCommand) -> ExitCode {
+    use fsgate_backup::cli::BackupCommand;
     let mut cmd = cmd;
     let BackupCommand::Restore {
         workspace,
@@ -554,7 +554,7 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
         ..
     } = &mut cmd
     else {
-        return code(crate::backup::cli::run(cmd));
+        return code(fsgate_backup::cli::run(cmd));
     };
     // The same log, settings and store the gateway uses, so the restore's record extends
     // its chain (signed like the rest) rather than starting another.
@@ -574,14 +574,14 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
     }
     let log_path = match (audit_log.clone(), settings.path.clone()) {
         (Some(p), _) | (None, Some(p)) => Ok(p),
-        (None, None) => crate::backup::workspace_state_dir(workspace)
+        (None, None) => fsgate_backup::workspace_state_dir(workspace)
             .map(|d| d.join("audit").join("audit.jsonl"))
             .map_err(|e| e.to_string()),
     };
     if settings.signing_key.is_none()
         && let Ok(p) = &log_path
         && p.exists()
-        && crate::audit::checkpoints_are_signed(p)
+        && fsgate_audit::checkpoints_are_signed(p)
     {
         return fail(
             "backup restore refused: the audit log's checkpoints are signed; pass --policy (the gateway's policy, whose [audit] signing_key signs the restore's records too)",
@@ -592,11 +592,11 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
         .map(|p| p.sha256().to_string())
         .unwrap_or_default();
     let log = log_path.and_then(|p| {
-        crate::audit::AuditLog::open(
+        fsgate_audit::AuditLog::open(
             &p,
             &settings,
             &policy_sha,
-            crate::audit::OpenOptions::default(),
+            fsgate_audit::OpenOptions::default(),
         )
         .map_err(|e| {
             format!(
@@ -606,9 +606,9 @@ fn backup(cmd: crate::backup::cli::BackupCommand) -> ExitCode {
     });
     let named = workspace_name.clone();
     match log {
-        Ok(log) => code(crate::backup::cli::run_with_audit(
+        Ok(log) => code(fsgate_backup::cli::run_with_audit(
             cmd,
-            &mut crate::backup::audit::Recorder::new(log, stdio_peer()).in_workspace(named),
+            &mut fsgate_backup::audit::Recorder::new(log, stdio_peer()).in_workspace(named),
         )),
         Err(e) => fail(&format!("backup restore refused: {e}")),
     }
@@ -663,8 +663,8 @@ pub(super) fn fail_open(msg: &str, policy: Option<&std::path::Path>) -> ExitCode
         && Policy::load(p).is_err()
     {
         let mut err = std::io::stderr().lock();
-        if let Ok(n @ 1..) = crate::policy::cli::write_load_errors(p, &mut err) {
-            let p = crate::text::EscPath(p);
+        if let Ok(n @ 1..) = fsgate_policy::cli::write_load_errors(p, &mut err) {
+            let p = fsgate_base::text::EscPath(p);
             let _ = writeln!(
                 err,
                 "fsgate: invalid policy {p}: {n} error(s), nothing started \
@@ -677,6 +677,6 @@ pub(super) fn fail_open(msg: &str, policy: Option<&std::path::Path>) -> ExitCode
 }
 
 pub(super) fn fail(msg: &str) -> ExitCode {
-    crate::text::eprint_line(&format!("fsgate: {msg}"));
+    fsgate_base::text::eprint_line(&format!("fsgate: {msg}"));
     ExitCode::from(EXIT_CONFIG)
 }

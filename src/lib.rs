@@ -7,31 +7,22 @@
 //!
 //! | crate | owns |
 //! |---|---|
-//! | `fsgate-base` ([`path`], [`text`], [`error`]) | workspace-relative paths, escaping for people, the wire error codes |
-//! | `fsgate-audit` ([`audit`]) | the hash-chained audit log: format, writer, verify, proofs, shipping |
-//! | `fsgate-workspace` ([`workspace`]) | every filesystem operation beneath one root handle |
-//! | `fsgate-backup` ([`backup`]) | the store of previous versions |
-//! | `fsgate-sandbox` ([`sandbox`]) | Landlock and seccomp, for the gateway and a hosted agent |
-//! | `fsgate-policy` ([`policy`]) | the policy: load, compile, decide, and its tools |
-//! | `fsgate-gateway` ([`gateway`], [`ops`], [`vcs`]) | one request: decision, intent, execution, record |
-//! | `fsgate-doors` ([`transport`]) | ACP, the proxy, MCP (stdio and HTTP), WebSocket |
+//! | `fsgate-base` | workspace-relative paths, escaping for people, the wire error codes |
+//! | `fsgate-audit` | the hash-chained audit log: format, writer, verify, proofs, shipping |
+//! | `fsgate-workspace` | every filesystem operation beneath one root handle |
+//! | `fsgate-backup` | the store of previous versions |
+//! | `fsgate-sandbox` | Landlock and seccomp, for the gateway and a hosted agent |
+//! | `fsgate-decide` | the decision engine: rules, conditions, `decide`, `explain` |
+//! | `fsgate-policy` | the policy file: its sections, compose, lint, diff, its tools |
+//! | `fsgate-gateway` | one request: decision, intent, execution, record |
+//! | `fsgate-doors` | ACP, the proxy, MCP (stdio and HTTP), WebSocket |
+//! | `fsgate-view` | the filesystem view (FUSE) of `fsgate run` and `acp --confine-agent` |
 //! | `fsgate` (this crate) | [`startup`], [`undo`], the command line ([`cli`]) |
 //!
-//! The modules of the lower crates are re-exported here under their old names, so
-//! `fsgate::policy::Policy` and the like keep working for the tests and benchmarks.
+//! Each crate is named by its own name everywhere (`fsgate_policy::Policy`); this
+//! crate re-exports none of them.
 
 #![deny(unsafe_code)]
-
-pub use fsgate_audit as audit;
-pub use fsgate_backup as backup;
-pub use fsgate_base::{error, path, text};
-pub use fsgate_decide as decide;
-pub use fsgate_doors as transport;
-pub use fsgate_gateway as gateway;
-pub use fsgate_gateway::{ops, vcs};
-pub use fsgate_policy as policy;
-pub use fsgate_sandbox as sandbox;
-pub use fsgate_workspace as workspace;
 
 pub mod cli;
 mod peer;

@@ -14,16 +14,16 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::audit::{AuditLog, OpenOptions};
-use crate::backup::{BackupStore, workspace_state_dir};
-use crate::gateway::Gateway;
-use crate::policy::Policy;
-use crate::policy::floor;
-use crate::sandbox::{Enforcement, SandboxPlan, SandboxStatus, restrict_self};
-use crate::text::EscPath;
-use crate::workspace::Workspace;
+use fsgate_audit::{AuditLog, OpenOptions};
+use fsgate_backup::{BackupStore, workspace_state_dir};
+use fsgate_base::text::EscPath;
 use fsgate_decide::OpClass;
 use fsgate_decide::floor::{FixedFloor, FloorKind};
+use fsgate_gateway::Gateway;
+use fsgate_policy::Policy;
+use fsgate_policy::floor;
+use fsgate_sandbox::{Enforcement, SandboxPlan, SandboxStatus, restrict_self};
+use fsgate_workspace::Workspace;
 
 pub use several::WorkspaceArg;
 
@@ -68,7 +68,7 @@ pub struct Opened {
     /// and ignore files above it (read-only rules).
     vcs_grants: VcsGrants,
     /// `[audit] ship`: the collectors, prepared (TLS files read, names resolved).
-    ship: Option<crate::audit::ship::ShipPlan>,
+    ship: Option<fsgate_audit::ship::ShipPlan>,
 }
 
 impl Opened {
@@ -154,7 +154,7 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     // Relative paths in the policy's [audit] section are relative to the policy file.
     let audit_settings = policy.settings().audit.clone();
     let opts = audit_open_options(cfg);
-    let ship = crate::audit::ship::ShipPlan::prepare(&audit_settings.ship)
+    let ship = fsgate_audit::ship::ShipPlan::prepare(&audit_settings.ship)
         .map_err(|e| format!("invalid policy: {e}"))?;
     let (audit_path, audit_parent, audit) = open_audit(cfg, &audit_settings, &policy, opts, state)?;
     let backup_settings = policy.settings().backup.clone();
@@ -245,7 +245,7 @@ fn own_files(
 ) -> Vec<(FloorKind, PathBuf)> {
     let audit_settings = &policy.settings().audit;
     let cursor =
-        crate::audit::ship::cursor::cursor_name(&crate::audit::series::file_name(audit_path));
+        fsgate_audit::ship::cursor::cursor_name(&fsgate_audit::series::file_name(audit_path));
     let mut own: Vec<(FloorKind, PathBuf)> = vec![
         (FloorKind::AuditLog, audit_path.to_path_buf()),
         (FloorKind::AuditLog, audit_parent.join(cursor)),
@@ -271,7 +271,7 @@ fn own_files(
 
 /// The checkpoint sink's directory, kept open for a read-write rule when the sink is a
 /// file.
-fn sink_parent(audit_settings: &crate::audit::AuditSettings) -> Vec<std::fs::File> {
+fn sink_parent(audit_settings: &fsgate_audit::AuditSettings) -> Vec<std::fs::File> {
     let mut extra_rw = Vec::new();
     if let Some(sink) = audit_settings.checkpoint_sink.as_deref()
         && sink != "syslog"
@@ -289,7 +289,7 @@ fn sink_parent(audit_settings: &crate::audit::AuditSettings) -> Vec<std::fs::Fil
 struct Members<'a> {
     base_policy: &'a Policy,
     own: &'a [(FloorKind, PathBuf)],
-    backups: (&'a crate::backup::BackupSettings, Option<&'a Path>),
+    backups: (&'a fsgate_backup::BackupSettings, Option<&'a Path>),
 }
 
 impl Members<'_> {
@@ -492,9 +492,9 @@ fn start_details(
 /// ports and local sockets, and reading the resolver's files to resolve their names
 /// again after a change.
 fn ship_grants<'a>(
-    mut plan: crate::sandbox::SandboxPlan<'a>,
-    ship: Option<&crate::audit::ship::ShipPlan>,
-) -> crate::sandbox::SandboxPlan<'a> {
+    mut plan: fsgate_sandbox::SandboxPlan<'a>,
+    ship: Option<&fsgate_audit::ship::ShipPlan>,
+) -> fsgate_sandbox::SandboxPlan<'a> {
     let Some(ship) = ship else {
         return plan;
     };
@@ -551,7 +551,7 @@ fn create_private_dir(dir: &Path) -> Result<(), String> {
 /// same workspace gets `audit-2.jsonl` beside `audit.jsonl` (audit/FORMAT.md).
 fn open_audit(
     cfg: &GatewayConfig,
-    settings: &crate::audit::AuditSettings,
+    settings: &fsgate_audit::AuditSettings,
     policy: &Policy,
     opts: OpenOptions,
     state: impl Fn() -> Result<PathBuf, String>,
@@ -568,7 +568,7 @@ fn open_audit(
     create_private_dir(&parent)?;
     let opened = match named {
         Some(p) => AuditLog::open(p, settings, policy.sha256(), opts).map(|l| (p.clone(), l)),
-        None => crate::audit::open_first_free(&parent, settings, policy.sha256(), opts),
+        None => fsgate_audit::open_first_free(&parent, settings, policy.sha256(), opts),
     };
     let (path, log) = opened.map_err(|e| e.to_string())?;
     Ok((path, parent, log))

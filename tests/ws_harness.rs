@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fsgate::transport::ws::WsSettings;
+use fsgate_doors::ws::WsSettings;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 use tokio_tungstenite::tungstenite::{
@@ -306,12 +306,12 @@ pub struct InProcess {
 impl InProcess {
     /// Serves a fresh workspace prepared by `setup` under the built-in default policy.
     pub fn start(settings: WsSettings, setup: impl FnOnce(&Path)) -> InProcess {
-        use fsgate::transport::ws;
+        use fsgate_doors::ws;
         let (dir, root) = canonical_tempdir("fsgate-wsi-");
         setup(&root);
-        let policy = fsgate::policy::Policy::builtin_default().expect("default policy");
-        let workspace = fsgate::workspace::Workspace::open(&root).expect("workspace");
-        let gw = std::sync::Arc::new(fsgate::gateway::Gateway::new(policy, workspace));
+        let policy = fsgate_policy::Policy::builtin_default().expect("default policy");
+        let workspace = fsgate_workspace::Workspace::open(&root).expect("workspace");
+        let gw = std::sync::Arc::new(fsgate_gateway::Gateway::new(policy, workspace));
         let listener = ws::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr").to_string();
         let token = "in-process-test-token-0123456789".to_string();

@@ -4,7 +4,7 @@
 
 use std::io::Read;
 
-use fsgate::transport::ws::WsSettings;
+use fsgate_doors::ws::WsSettings;
 
 use std::time::Duration;
 

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use fsgate::audit::{AuditLog, AuditSettings, FsyncMode, OpenOptions};
-use fsgate::gateway::{Gateway, Request};
-use fsgate::ops::{Op, Output, PathStyle, RequestCtx};
-use fsgate::policy::Policy;
-use fsgate::workspace::Workspace;
+use fsgate_audit::{AuditLog, AuditSettings, FsyncMode, OpenOptions};
+use fsgate_gateway::ops::{Op, Output, PathStyle, RequestCtx};
+use fsgate_gateway::{Gateway, Request};
+use fsgate_policy::Policy;
+use fsgate_workspace::Workspace;
 
 /// 4 KiB of source-like text that no content rule flags.
 pub fn clean_text(len: usize) -> String {

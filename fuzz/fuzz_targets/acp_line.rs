@@ -10,9 +10,9 @@ mod common;
 
 use std::sync::OnceLock;
 
-use fsgate::transport::acp;
-use fsgate::transport::jsonrpc::{self, Incoming};
-use fsgate::transport::lines::{Line, read_line};
+use fsgate_doors::acp;
+use fsgate_doors::jsonrpc::{self, Incoming};
+use fsgate_doors::lines::{Line, read_line};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -9,9 +9,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use fsgate::audit::series::checkpoint_name;
-use fsgate::audit::verify::{Verdict, VerifyOptions, verify_paths};
-use fsgate::audit::{AuditEvent, AuditLog, AuditSettings, FsyncMode, OpenOptions};
+use fsgate_audit::series::checkpoint_name;
+use fsgate_audit::verify::{Verdict, VerifyOptions, verify_paths};
+use fsgate_audit::{AuditEvent, AuditLog, AuditSettings, FsyncMode, OpenOptions};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, json};
 

@@ -4,7 +4,7 @@
 //! file's length, with the record's size equal to the content's.
 #![no_main]
 
-use fsgate::backup::fuzz::version_trailer;
+use fsgate_backup::fuzz::version_trailer;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -10,14 +10,14 @@
 
 use std::path::PathBuf;
 
-use fsgate::gateway::ask::{Answer, Question};
-use fsgate::transport::mcp::fuzz::{MRTR_TOOL, elicitation_answer, mrtr_args, mrtr_retry};
+use fsgate_gateway::ask::{Answer, Question};
+use fsgate_doors::mcp::fuzz::{MRTR_TOOL, elicitation_answer, mrtr_args, mrtr_retry};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
 fn question() -> Question {
     Question {
-        op: fsgate::ops::OpId::Write,
+        op: fsgate_gateway::ops::OpId::Write,
         class: "write".into(),
         path: "notes/a.txt".into(),
         abs_path: PathBuf::from("/ws/notes/a.txt"),

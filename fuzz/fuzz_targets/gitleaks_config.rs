@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use fsgate::path::RelPath;
-use fsgate::policy::Policy;
+use fsgate_base::path::RelPath;
+use fsgate_policy::Policy;
 use libfuzzer_sys::fuzz_target;
 
 const POLICY: &str =

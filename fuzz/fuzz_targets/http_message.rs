@@ -6,7 +6,7 @@
 //! the message changes.
 #![no_main]
 
-use fsgate::transport::http::fuzz::post_body;
+use fsgate_doors::http::fuzz::post_body;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -8,8 +8,8 @@
 
 mod common;
 
-use fsgate::ops::{PathStyle, RequestCtx};
-use fsgate::transport::mcp::fuzz;
+use fsgate_gateway::ops::{PathStyle, RequestCtx};
+use fsgate_doors::mcp::fuzz;
 use libfuzzer_sys::fuzz_target;
 
 /// Line limit for the guard (the real one is the policy's, 24 MiB by default).

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use fsgate::path::RelPath;
+use fsgate_base::path::RelPath;
 use libfuzzer_sys::fuzz_target;
 
 const ROOTS: [&str; 3] = ["/", "/ws", "/home/user/my project/"];

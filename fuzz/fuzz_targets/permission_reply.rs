@@ -11,14 +11,14 @@
 
 use std::path::PathBuf;
 
-use fsgate::gateway::ask::{Answer, Question};
-use fsgate::transport::fuzz::permission_round;
+use fsgate_gateway::ask::{Answer, Question};
+use fsgate_doors::fuzz::permission_round;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
 fn question(path: &str) -> Question {
     Question {
-        op: fsgate::ops::OpId::Write,
+        op: fsgate_gateway::ops::OpId::Write,
         class: "write".into(),
         path: path.into(),
         abs_path: PathBuf::from("/ws").join(path.trim_start_matches('/')),

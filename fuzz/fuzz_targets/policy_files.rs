@@ -11,9 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use fsgate::path::RelPath;
-use fsgate::policy::Policy;
-use fsgate::decide::{Effect, EntryKind, OpClass, PathFacts};
+use fsgate_base::path::RelPath;
+use fsgate_policy::Policy;
+use fsgate_decide::{Effect, EntryKind, OpClass, PathFacts};
 use libfuzzer_sys::fuzz_target;
 
 const FILES: [&str; 3] = ["top.toml", "base.toml", "root.toml"];

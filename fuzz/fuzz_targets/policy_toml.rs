@@ -3,11 +3,11 @@
 //! Texts naming a gitleaks config are skipped (that loader reads files: its own target).
 #![no_main]
 
-use fsgate::path::RelPath;
-use fsgate::policy::lint::{LintOptions, lint_text};
-use fsgate::policy::testrun::run_cases;
-use fsgate::policy::Policy;
-use fsgate::decide::{EntryKind, OpClass};
+use fsgate_base::path::RelPath;
+use fsgate_policy::lint::{LintOptions, lint_text};
+use fsgate_policy::testrun::run_cases;
+use fsgate_policy::Policy;
+use fsgate_decide::{EntryKind, OpClass};
 use libfuzzer_sys::fuzz_target;
 
 const PATHS: [&str; 6] = [

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use fsgate::transport::relay::{Relay, classify_agent_line, is_guarded, skeleton};
+use fsgate_doors::relay::{Relay, classify_agent_line, is_guarded, skeleton};
 use libfuzzer_sys::fuzz_target;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 

@@ -8,11 +8,11 @@
 
 mod common;
 
-use fsgate::error::echo;
-use fsgate::ops::{PathStyle, RequestCtx};
-use fsgate::path::RelPath;
-use fsgate::transport::door;
-use fsgate::transport::ws::protocol::{self, Incoming};
+use fsgate_base::error::echo;
+use fsgate_gateway::ops::{PathStyle, RequestCtx};
+use fsgate_base::path::RelPath;
+use fsgate_doors::door;
+use fsgate_doors::ws::protocol::{self, Incoming};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -8,15 +8,15 @@ use std::sync::Arc;
 use super::{AcpArgs, acp_view, fail, fail_open, runtime_with_signals};
 use crate::peer::stdio_peer;
 use crate::startup;
-use crate::transport::proxy::AgentEnd;
+use fsgate_doors::proxy::AgentEnd;
 
 /// An agent's confinement: the plan it was built from and what the kernel will enforce.
 struct Confined {
     /// Emptied and removed when the confinement ends, however it ends.
     _scratch: Scratch,
-    plan: crate::sandbox::AgentPlan,
+    plan: fsgate_sandbox::AgentPlan,
     /// Set once the plan is applied to the command.
-    status: Option<crate::sandbox::SandboxStatus>,
+    status: Option<fsgate_sandbox::SandboxStatus>,
 }
 
 pub(super) fn acp(args: AcpArgs) -> ExitCode {
@@ -48,9 +48,9 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     if args.check_sandbox {
         return check_sandbox(opened, confined.as_ref(), hosted_port);
     }
-    let mut tree = crate::sandbox::agent_tree::AgentTree::prepare();
+    let mut tree = fsgate_sandbox::agent_tree::AgentTree::prepare();
     tree.enter_on_exec(command.command_mut());
-    crate::text::eprint_line(&format!("fsgate: {}", tree.summary()));
+    fsgate_base::text::eprint_line(&format!("fsgate: {}", tree.summary()));
     let described = Described::announce(confined.as_ref(), profile.as_ref());
     let (mut child, pending) = match command.spawn() {
         Ok(c) => c,
@@ -64,13 +64,13 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
     }
     opened.announce_locations();
     // Started after confinement, so the copying thread is confined too.
-    let denials = crate::sandbox::denied::Denials::default();
+    let denials = fsgate_sandbox::denied::Denials::default();
     let agent_stderr = copy_agent_stderr(&mut child, denials.clone());
     let gateway = Arc::new(opened.gateway);
     let view_record = pending.as_ref().map(acp_view::Pending::record);
     let view_sessions = pending.as_ref().map(acp_view::Pending::sessions);
     // Where an ask rule hit by a process of the agent's view is asked: the editor.
-    let questions = in_view.then(crate::transport::view_ask::ViewQuestions::new);
+    let questions = in_view.then(fsgate_doors::view_ask::ViewQuestions::new);
     let served = pending.zip(questions.as_ref());
     let served = match served
         .map(|(p, q)| p.serve(&mut child, &gateway, q))
@@ -83,7 +83,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
             return fail(&format!("--confine-agent: {e}; the agent was not run"));
         }
     };
-    let hosted = crate::transport::hosted::Hosted::new(Arc::clone(&gateway), hosted_port, exe);
+    let hosted = fsgate_doors::hosted::Hosted::new(Arc::clone(&gateway), hosted_port, exe);
     let mut details = described.start_details(pid, &args.agent, &tree, &hosted);
     details.insert("view".into(), view_record.into());
     gateway.record("agent-start", details);
@@ -213,7 +213,7 @@ impl Described {
         let mut plan = serde_json::Value::Null;
         if let Some(c) = confined {
             if let Some(status) = &c.status {
-                crate::text::eprint_line(&format!("fsgate: agent confined: {status}"));
+                fsgate_base::text::eprint_line(&format!("fsgate: agent confined: {status}"));
                 sandbox = serde_json::to_value(status).unwrap_or_default();
             }
             plan = plan_record(&c.plan);
@@ -230,8 +230,8 @@ impl Described {
         self,
         pid: u32,
         command: &[String],
-        tree: &crate::sandbox::agent_tree::AgentTree,
-        hosted: &crate::transport::hosted::Hosted,
+        tree: &fsgate_sandbox::agent_tree::AgentTree,
+        hosted: &fsgate_doors::hosted::Hosted,
     ) -> serde_json::Map<String, serde_json::Value> {
         let mut details = serde_json::Map::new();
         details.insert("pid".into(), pid.into());
@@ -252,7 +252,7 @@ fn confine_gateway(
     child: &std::process::Child,
     (agent_confined, in_view): (bool, bool),
 ) -> Result<(), ExitCode> {
-    if agent_confined && let Err(e) = crate::sandbox::harden_gateway() {
+    if agent_confined && let Err(e) = fsgate_sandbox::harden_gateway() {
         // Inside the view the agent's tree shares the gateway's user: it must not be
         // able to ptrace it (as under `fsgate run`).
         if in_view {
@@ -279,11 +279,11 @@ fn kill_agent(child: &std::process::Child) {
 /// were denied.
 fn copy_agent_stderr(
     child: &mut std::process::Child,
-    noted: crate::sandbox::denied::Denials,
+    noted: fsgate_sandbox::denied::Denials,
 ) -> Option<std::thread::JoinHandle<()>> {
     child.stderr.take().map(|e| {
         std::thread::spawn(move || {
-            crate::text::copy_escaped_noting(e, std::io::stderr(), "agent: ", |line| {
+            fsgate_base::text::copy_escaped_noting(e, std::io::stderr(), "agent: ", |line| {
                 noted.note_line(line)
             })
         })
@@ -293,15 +293,15 @@ fn copy_agent_stderr(
 /// The relay between the editor (our stdio) and the running agent, with the MCP server
 /// hosted for it.
 struct Relay<'g> {
-    gateway: &'g Arc<crate::gateway::Gateway>,
+    gateway: &'g Arc<fsgate_gateway::Gateway>,
     policy: Option<PathBuf>,
     child: std::process::Child,
-    hosted: (std::net::TcpListener, Arc<crate::transport::hosted::Hosted>),
+    hosted: (std::net::TcpListener, Arc<fsgate_doors::hosted::Hosted>),
     session_meta: Option<serde_json::Value>,
     /// Where the questions of the agent's view go (under `--confine-agent`).
-    questions: Option<Arc<crate::transport::view_ask::ViewQuestions>>,
+    questions: Option<Arc<fsgate_doors::view_ask::ViewQuestions>>,
     /// The confined agent's sessions, for the view's records (None: no view).
-    view_sessions: Option<Arc<crate::gateway::agent_sessions::AgentSessions>>,
+    view_sessions: Option<Arc<fsgate_gateway::agent_sessions::AgentSessions>>,
 }
 
 impl Relay<'_> {
@@ -314,9 +314,9 @@ impl Relay<'_> {
         runtime.spawn(end_agent_on_signal(stop, Arc::clone(&stopped_by), pid));
         let (listener, hosted) = self.hosted;
         let serving = runtime.spawn(Arc::clone(&hosted).serve(listener));
-        crate::transport::stdio::enlarge_pipe(std::io::stdin().as_fd());
-        crate::transport::stdio::enlarge_pipe(std::io::stdout().as_fd());
-        let result = runtime.block_on(crate::transport::proxy::run(
+        fsgate_doors::stdio::enlarge_pipe(std::io::stdin().as_fd());
+        fsgate_doors::stdio::enlarge_pipe(std::io::stdout().as_fd());
+        let result = runtime.block_on(fsgate_doors::proxy::run(
             Arc::clone(gateway),
             stdio_peer(),
             tokio::io::stdin(),
@@ -361,7 +361,7 @@ async fn end_agent_on_signal(mut stop: crate::signals::Stop, stopped: StoppedBy,
 /// Ends what the agent started (nothing may run or write after the stop record) and
 /// lets the copy of its stderr finish: the first details of the `agent-exit` record.
 fn end_tree(
-    tree: &mut crate::sandbox::agent_tree::AgentTree,
+    tree: &mut fsgate_sandbox::agent_tree::AgentTree,
     agent_stderr: Option<std::thread::JoinHandle<()>>,
 ) -> serde_json::Map<String, serde_json::Value> {
     let mut details = serde_json::Map::new();
@@ -378,7 +378,7 @@ fn end_tree(
 fn report_own_failure(
     end: &AgentEnd,
     confined: Option<&Confined>,
-    denials: &crate::sandbox::denied::Denials,
+    denials: &fsgate_sandbox::denied::Denials,
     stopped_by: &StoppedBy,
 ) {
     if let Some(c) = confined
@@ -400,7 +400,7 @@ fn agent_exit(
     let end = match result {
         Ok(end) => end,
         Err(e) => {
-            crate::text::eprint_line(&format!("fsgate: relay failed: {e}"));
+            fsgate_base::text::eprint_line(&format!("fsgate: relay failed: {e}"));
             details.insert("error".into(), e.to_string().into());
             return ExitCode::FAILURE;
         }
@@ -425,7 +425,7 @@ fn agent_exit(
 
 /// Binds the loopback port of the MCP server hosted for the agent.
 fn bind_hosted() -> Result<(std::net::TcpListener, u16), String> {
-    let listener = crate::transport::hosted::Hosted::bind()
+    let listener = fsgate_doors::hosted::Hosted::bind()
         .map_err(|e| format!("cannot bind the MCP server for the agent on 127.0.0.1: {e}"))?;
     let port = listener
         .local_addr()
@@ -435,9 +435,9 @@ fn bind_hosted() -> Result<(std::net::TcpListener, u16), String> {
 }
 
 /// The hosted MCP server in the `agent-start` record: where it listens (never a secret).
-fn hosted_record(hosted: &crate::transport::hosted::Hosted) -> serde_json::Value {
+fn hosted_record(hosted: &fsgate_doors::hosted::Hosted) -> serde_json::Value {
     serde_json::json!({
-        "name": crate::transport::hosted::SERVER_NAME,
+        "name": fsgate_doors::hosted::SERVER_NAME,
         "url": hosted.url(),
         "port": hosted.port(),
     })
@@ -461,7 +461,10 @@ fn plan_confinement(
     if opened.gateway.policy().agent().discover() {
         let installation = discover_agent(program, args)?;
         for note in &installation.notes {
-            crate::text::eprint_line(&format!("fsgate: note: {}", crate::text::Esc(note)));
+            fsgate_base::text::eprint_line(&format!(
+                "fsgate: note: {}",
+                fsgate_base::text::Esc(note)
+            ));
         }
         installation.merge_into(&mut plan);
         plan.executable = Some(installation.executable);
@@ -477,7 +480,7 @@ fn plan_confinement(
 /// An agent profile in force, and the private directory its files are in when the
 /// agent has no scratch dir of its own (emptied when the profile is dropped).
 struct Profile {
-    plan: crate::sandbox::profile::ProfilePlan,
+    plan: fsgate_sandbox::profile::ProfilePlan,
     _dir: Option<Scratch>,
 }
 
@@ -491,13 +494,13 @@ fn prepare_profile(
     args: &[String],
     confined: Option<&mut Confined>,
 ) -> Result<Option<Profile>, String> {
-    use crate::sandbox::profile::{ProfilePlan, ProfileSetting};
+    use fsgate_sandbox::profile::{ProfilePlan, ProfileSetting};
     let setting = opened.gateway.policy().agent().profile();
     let Some(kind) = setting.resolve(program, args) else {
         if setting == ProfileSetting::Auto {
-            crate::text::eprint_line(&format!(
+            fsgate_base::text::eprint_line(&format!(
                 "fsgate: no agent profile for {}: its built-in file tools, if any, stay on",
-                crate::text::Esc(program)
+                fsgate_base::text::Esc(program)
             ));
         }
         return Ok(None);
@@ -529,13 +532,16 @@ fn prepare_profile(
         if !plan.files.is_empty() {
             let source = "the agent profile's files";
             c.plan
-                .grant(&dir, crate::sandbox::AgentAccess::Read, source);
+                .grant(&dir, fsgate_sandbox::AgentAccess::Read, source);
         }
         c.plan
             .env
             .extend(plan.env.iter().map(|(k, v)| (k.into(), v.into())));
     }
-    crate::text::eprint_line(&format!("fsgate: {}", crate::text::Esc(&plan.summary())));
+    fsgate_base::text::eprint_line(&format!(
+        "fsgate: {}",
+        fsgate_base::text::Esc(&plan.summary())
+    ));
     Ok(Some(Profile { plan, _dir: own }))
 }
 
@@ -550,8 +556,8 @@ fn profile_record(profile: Option<&Profile>) -> serde_json::Value {
 fn discover_agent(
     program: &str,
     args: &[String],
-) -> Result<crate::sandbox::discover::Installation, String> {
-    use crate::sandbox::discover::{DiscoverInput, discover};
+) -> Result<fsgate_sandbox::discover::Installation, String> {
+    use fsgate_sandbox::discover::{DiscoverInput, discover};
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
     let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
@@ -603,7 +609,7 @@ impl Confined {
         command: &mut std::process::Command,
         require_landlock: bool,
     ) -> Result<Confined, String> {
-        let status = crate::sandbox::confine_agent_command(command, &self.plan)
+        let status = fsgate_sandbox::confine_agent_command(command, &self.plan)
             .map_err(|e| e.to_string())?;
         required(&status, require_landlock)?;
         Ok(Confined {
@@ -615,8 +621,8 @@ impl Confined {
 
 /// Under `[sandbox] require_landlock = true`, an agent wall the kernel does not fully
 /// enforce is refused before the agent starts.
-fn required(status: &crate::sandbox::SandboxStatus, require_landlock: bool) -> Result<(), String> {
-    if require_landlock && status.enforcement != crate::sandbox::Enforcement::Fully {
+fn required(status: &fsgate_sandbox::SandboxStatus, require_landlock: bool) -> Result<(), String> {
+    if require_landlock && status.enforcement != fsgate_sandbox::Enforcement::Fully {
         return Err(format!(
             "[sandbox] require_landlock = true, but the agent's sandbox is {status}; \
              refusing to start the agent"
@@ -633,8 +639,8 @@ fn agent_plan(
     opened: &startup::Opened,
     policy_file: Option<&std::path::Path>,
     scratch: &std::path::Path,
-) -> Result<crate::sandbox::AgentPlan, String> {
-    use crate::sandbox::{AgentAccess, AgentPlan, agent_config::user_home};
+) -> Result<fsgate_sandbox::AgentPlan, String> {
+    use fsgate_sandbox::{AgentAccess, AgentPlan, agent_config::user_home};
     let pol = opened.gateway.policy();
     let agent = pol.agent();
     let home = user_home();
@@ -646,7 +652,7 @@ fn agent_plan(
         .check_protected(&plan.protected, home.as_deref())
         .map_err(|e| format!("the policy's {e}"))?;
     if let Some(h) = &home {
-        plan.not_whole.push(crate::sandbox::Protected {
+        plan.not_whole.push(fsgate_sandbox::Protected {
             path: h.clone(),
             label: "home directory".into(),
         });
@@ -658,14 +664,14 @@ fn agent_plan(
                 .iter()
                 .for_each(|p| plan.grant(p, AgentAccess::ReadExec, source));
         }
-        None => crate::sandbox::DEFAULT_AGENT_SYSTEM_PATHS
+        None => fsgate_sandbox::DEFAULT_AGENT_SYSTEM_PATHS
             .iter()
             .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "built-in system paths")),
     }
-    for file in crate::sandbox::DEFAULT_AGENT_SHELL_FILES {
+    for file in fsgate_sandbox::DEFAULT_AGENT_SHELL_FILES {
         plan.grant(file, AgentAccess::Read, "built-in shell start-up files");
     }
-    for dev in crate::sandbox::DEFAULT_AGENT_DEVICES {
+    for dev in fsgate_sandbox::DEFAULT_AGENT_DEVICES {
         plan.grant(dev, AgentAccess::ReadWrite, "built-in devices");
     }
     plan.grants.extend(agent.grants(home.as_deref()));
@@ -691,8 +697,8 @@ fn agent_plan(
 /// Lets the confined agent (and what it starts) reach the MCP server hosted for it:
 /// TCP connect to its port when the policy limits the agent's network, and this binary
 /// (its stdio bridge, `fsgate mcp-connect`) to run, unless it lies in a protected path.
-fn reach_hosted(plan: &mut crate::sandbox::AgentPlan, port: u16, exe: Option<&std::path::Path>) {
-    use crate::sandbox::{AgentAccess, AgentNetwork};
+fn reach_hosted(plan: &mut fsgate_sandbox::AgentPlan, port: u16, exe: Option<&std::path::Path>) {
+    use fsgate_sandbox::{AgentAccess, AgentNetwork};
     match &mut plan.network {
         AgentNetwork::All => {}
         AgentNetwork::None => plan.network = AgentNetwork::Ports(vec![port]),
@@ -710,10 +716,10 @@ fn reach_hosted(plan: &mut crate::sandbox::AgentPlan, port: u16, exe: Option<&st
         .iter()
         .find(|p| real.starts_with(canon(&p.path)))
     {
-        crate::text::eprint_line(&format!(
+        fsgate_base::text::eprint_line(&format!(
             "fsgate: note: this fsgate binary lies in the {} ({}): agents that start MCP servers as commands cannot run its bridge; those that take HTTP servers are not affected",
             p.label,
-            crate::text::EscPath(&p.path)
+            fsgate_base::text::EscPath(&p.path)
         ));
         return;
     }
@@ -729,8 +735,8 @@ fn reach_hosted(plan: &mut crate::sandbox::AgentPlan, port: u16, exe: Option<&st
 fn protected_paths(
     opened: &startup::Opened,
     policy_file: Option<&std::path::Path>,
-) -> Vec<crate::sandbox::Protected> {
-    let protect = |path: PathBuf, label: &str| crate::sandbox::Protected {
+) -> Vec<fsgate_sandbox::Protected> {
+    let protect = |path: PathBuf, label: &str| fsgate_sandbox::Protected {
         path,
         label: label.to_owned(),
     };
@@ -767,7 +773,7 @@ fn protected_paths(
 
 /// The agent's ruleset for the `agent-start` record: every grant with its source, the
 /// network, the sockets, and the names (never the values) of its environment.
-fn plan_record(plan: &crate::sandbox::AgentPlan) -> serde_json::Value {
+fn plan_record(plan: &fsgate_sandbox::AgentPlan) -> serde_json::Value {
     let mut value = serde_json::to_value(plan).unwrap_or_default();
     let names: Vec<String> = plan
         .env
@@ -807,7 +813,7 @@ fn agent_command(
 /// on stdout; nothing is started and nothing is recorded.
 fn check_sandbox(opened: startup::Opened, confined: Option<&Confined>, port: u16) -> ExitCode {
     match confined {
-        Some(c) => println!("{}", crate::sandbox::describe_agent_plan(&c.plan)),
+        Some(c) => println!("{}", fsgate_sandbox::describe_agent_plan(&c.plan)),
         // clap requires --confine-agent with --check-sandbox; said anyway.
         None => println!("the agent is not confined: add --confine-agent to see its ruleset"),
     }
@@ -824,7 +830,7 @@ fn check_sandbox(opened: startup::Opened, confined: Option<&Confined>, port: u16
 
 /// The agent could not be started: why, and under `--confine-agent` what would allow it.
 fn spawn_failed(program: &str, err: &std::io::Error, confined: Option<&Confined>) -> ExitCode {
-    let shown = crate::text::Esc(program);
+    let shown = fsgate_base::text::Esc(program);
     let Some(c) = confined else {
         return fail(&format!("cannot start the agent \"{shown}\": {err}"));
     };
@@ -835,7 +841,7 @@ fn spawn_failed(program: &str, err: &std::io::Error, confined: Option<&Confined>
     {
         msg.push_str(&format!(
             "\nthe sandbox denied executing {}",
-            crate::sandbox::denied::advice(exe, &c.plan)
+            fsgate_sandbox::denied::advice(exe, &c.plan)
         ));
     }
     msg.push_str(
@@ -846,20 +852,20 @@ fn spawn_failed(program: &str, err: &std::io::Error, confined: Option<&Confined>
 
 /// After a confined agent failed: the paths it reported as denied, each with what would
 /// allow it, or where to look when it named none.
-fn report_denials(denials: &crate::sandbox::denied::Denials, plan: &crate::sandbox::AgentPlan) {
+fn report_denials(denials: &fsgate_sandbox::denied::Denials, plan: &fsgate_sandbox::AgentPlan) {
     let paths = denials.paths();
     if paths.is_empty() {
-        crate::text::eprint_line(
+        fsgate_base::text::eprint_line(
             "fsgate: the confined agent failed; if its sandbox stopped it, see its ruleset \
              with: fsgate acp --confine-agent --check-sandbox -- AGENT...",
         );
         return;
     }
-    crate::text::eprint_line("fsgate: the confined agent failed after being denied:");
+    fsgate_base::text::eprint_line("fsgate: the confined agent failed after being denied:");
     for path in paths {
-        crate::text::eprint_line(&format!(
+        fsgate_base::text::eprint_line(&format!(
             "fsgate:   {}",
-            crate::sandbox::denied::advice(&path, plan)
+            fsgate_sandbox::denied::advice(&path, plan)
         ));
     }
 }
@@ -1005,9 +1011,9 @@ pub const EXIT_AGENT_KILLED_AFTER_EOF: u8 = 124;
 
 /// Says that the agent ignored the end of its input and was killed; the exit code.
 fn killed_after_eof_exit() -> ExitCode {
-    crate::text::eprint_line(&format!(
+    fsgate_base::text::eprint_line(&format!(
         "fsgate: the agent was still running {} s after its input ended; fsgate killed it (exit {EXIT_AGENT_KILLED_AFTER_EOF})",
-        crate::transport::proxy::GRACE.as_secs()
+        fsgate_doors::proxy::GRACE.as_secs()
     ));
     ExitCode::from(EXIT_AGENT_KILLED_AFTER_EOF)
 }

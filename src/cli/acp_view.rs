@@ -11,10 +11,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
 use super::view_host::{self, ChildCommand, Fuse};
-use crate::gateway::agent_sessions::AgentSessions;
-use crate::sandbox::{AgentPlan, SandboxStatus, ViewConfinement};
 use crate::startup;
-use crate::transport::view_ask::ViewQuestions;
+use fsgate_doors::view_ask::ViewQuestions;
+use fsgate_gateway::agent_sessions::AgentSessions;
+use fsgate_sandbox::{AgentPlan, SandboxStatus, ViewConfinement};
 
 /// The agent's command: started directly (Landlock only), or inside the view.
 pub(super) enum AgentCommand {
@@ -87,7 +87,7 @@ impl Pending {
     pub(super) fn serve(
         mut self,
         child: &mut Child,
-        gateway: &Arc<crate::gateway::Gateway>,
+        gateway: &Arc<fsgate_gateway::Gateway>,
         questions: &Arc<ViewQuestions>,
     ) -> Result<view_host::Served, String> {
         let fuse = self
@@ -99,9 +99,9 @@ impl Pending {
         let agents = Some(&self.sessions);
         let served = view_host::serve(gateway, fuse, (&self.session, agents), Some(asks))?;
         let shown: Vec<String> = (self.roots.iter())
-            .map(|r| crate::text::EscPath(r).to_string())
+            .map(|r| fsgate_base::text::EscPath(r).to_string())
             .collect();
-        crate::text::eprint_line(&format!(
+        fsgate_base::text::eprint_line(&format!(
             "fsgate: the agent sees {} through fsgate's view (session {} until its ACP session can be told): every lookup, read and change its processes make there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; outside the workspace its sandbox holds",
             shown.join(" and "),
             self.session
@@ -137,7 +137,7 @@ pub(super) fn command(
 ) -> Result<(AgentCommand, SandboxStatus), String> {
     let fuse = Fuse::new(opened.gateway.members().count())?;
     let mut confinement =
-        crate::sandbox::prepare_agent_for_view(plan).map_err(|e| e.to_string())?;
+        fsgate_sandbox::prepare_agent_for_view(plan).map_err(|e| e.to_string())?;
     let status = confinement.status().clone();
     let roots = view_host::roots(&opened.gateway);
     let hide = view_host::hidden(opened, policy_file);
@@ -169,7 +169,7 @@ pub(super) fn command(
 struct EditorAsks(Arc<ViewQuestions>);
 
 impl fsgate_view::asks::Askers for EditorAsks {
-    fn for_peer(self: Arc<Self>, peer: String) -> Arc<dyn crate::gateway::ask::Asker> {
+    fn for_peer(self: Arc<Self>, peer: String) -> Arc<dyn fsgate_gateway::ask::Asker> {
         self.0.asker(peer)
     }
 }

@@ -11,14 +11,14 @@ use http_body_util::Empty;
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 
-use crate::transport::http::bridge;
+use fsgate_doors::http::bridge;
 
 /// Relays stdio to the hosted MCP server on `port`.
 pub(super) fn mcp_connect(port: u16) -> ExitCode {
-    let Ok(token) = std::env::var(crate::transport::hosted::TOKEN_ENV) else {
+    let Ok(token) = std::env::var(fsgate_doors::hosted::TOKEN_ENV) else {
         return super::fail(&format!(
             "mcp-connect: {} is not set: this command is started by an agent that fsgate acp gave it to",
-            crate::transport::hosted::TOKEN_ENV
+            fsgate_doors::hosted::TOKEN_ENV
         ));
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -31,7 +31,7 @@ pub(super) fn mcp_connect(port: u16) -> ExitCode {
     match runtime.block_on(relay(port, &token)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            crate::text::eprint_line(&format!("fsgate mcp-connect: {e}"));
+            fsgate_base::text::eprint_line(&format!("fsgate mcp-connect: {e}"));
             ExitCode::FAILURE
         }
     }
@@ -68,7 +68,7 @@ async fn relay(port: u16, token: &str) -> Result<(), String> {
         .await
         .map_err(|e| format!("upgrade: {e}"))?;
     let (mut from_server, mut to_server) = tokio::io::split(TokioIo::new(upgraded));
-    let mut stdin = crate::transport::stdio::stdin();
+    let mut stdin = fsgate_doors::stdio::stdin();
     let mut stdout = tokio::io::stdout();
     let up = async {
         let copied = tokio::io::copy(&mut stdin, &mut to_server).await;

@@ -17,7 +17,7 @@ use clap::Args;
 use super::view_host::{self, ChildCommand, Fuse, end};
 use super::{GatewayArgs, fail, fail_open};
 use crate::startup;
-use crate::text::EscPath;
+use fsgate_base::text::EscPath;
 
 /// `--workspace` as `run` reads it (the rest of its help is `serve`'s).
 const WORKSPACE_HELP: &str = "A workspace the command sees through fsgate's view, at its own path. \
@@ -50,7 +50,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Err(e) => return fail_open(&e, args.common.policy.as_deref()),
     };
     // The gateway serving the view confines itself with Landlock: no run without it.
-    if let Some(why) = crate::sandbox::landlock_missing() {
+    if let Some(why) = fsgate_sandbox::landlock_missing() {
         return no_view(&format!(
             "Landlock is missing ({why}): fsgate run confines the gateway that serves the view with it"
         ));
@@ -87,7 +87,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     };
     // Not dumpable: the command (or anything else of its user) gets no ptrace access to
     // the gateway, nor to what its /proc entries lead to.
-    if let Err(e) = crate::sandbox::harden_gateway() {
+    if let Err(e) = fsgate_sandbox::harden_gateway() {
         end(&mut child);
         return fail(&e.to_string());
     }
@@ -125,7 +125,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
 /// Answers `fsgate asks` on the run's socket: the socket's path and the run's
 /// questions (None: `ask` rules refuse).
 fn answer_asks(
-    gateway: &Arc<crate::gateway::Gateway>,
+    gateway: &Arc<fsgate_gateway::Gateway>,
     session: &str,
     (path, listener): (std::path::PathBuf, std::os::unix::net::UnixListener),
 ) -> Option<(std::path::PathBuf, Arc<fsgate_view::asks::Asks>)> {
@@ -172,7 +172,7 @@ struct Run<'a> {
 
 /// Serves the view until the command ends; its exit status.
 fn serve_and_wait(
-    gateway: &Arc<crate::gateway::Gateway>,
+    gateway: &Arc<fsgate_gateway::Gateway>,
     fuse: Vec<OwnedFd>,
     run: Run<'_>,
 ) -> ExitCode {
@@ -190,7 +190,7 @@ fn serve_and_wait(
     let code = fsgate_view::child::wait_passing_signals(run.child, None);
     served.finish();
     let (reads, changes, refusals) = served.counts.totals();
-    crate::text::eprint_line(&format!(
+    fsgate_base::text::eprint_line(&format!(
         "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {} --session {session}",
         run.undo
     ));
@@ -204,7 +204,7 @@ fn serve_and_wait(
 
 /// The `run` record: the session the run's records carry, the command (as the audit
 /// log bounds every string) and its pid.
-fn record_run(gateway: &crate::gateway::Gateway, session: &str, command: &[OsString], pid: u32) {
+fn record_run(gateway: &fsgate_gateway::Gateway, session: &str, command: &[OsString], pid: u32) {
     let argv: Vec<serde_json::Value> = command
         .iter()
         .take(64)
@@ -219,7 +219,7 @@ fn record_run(gateway: &crate::gateway::Gateway, session: &str, command: &[OsStr
 
 /// `fsgate run` could not give the view: say what is missing; nothing was run.
 fn no_view(what: &str) -> ExitCode {
-    crate::text::eprint_line(&format!(
+    fsgate_base::text::eprint_line(&format!(
         "fsgate: {what}; the command was not run (fsgate run never runs it without the view)"
     ));
     ExitCode::from(EXIT_NO_VIEW)
@@ -228,7 +228,7 @@ fn no_view(what: &str) -> ExitCode {
 /// The `fsgate undo` command line for these workspaces and log (without `--session`):
 /// every workspace by its name when several are served.
 fn undo_line(
-    gateway: &crate::gateway::Gateway,
+    gateway: &fsgate_gateway::Gateway,
     log: &std::path::Path,
     config: &startup::GatewayConfig,
 ) -> String {
@@ -255,7 +255,7 @@ fn undo_line(
 /// Says on stderr what the command sees and what is governed.
 fn announce(roots: &[std::path::PathBuf], session: &str) {
     let shown: Vec<String> = roots.iter().map(|r| EscPath(r).to_string()).collect();
-    crate::text::eprint_line(&format!(
+    fsgate_base::text::eprint_line(&format!(
         "fsgate: run {session}: the command sees {} through fsgate's view: every lookup, read and change there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; the rest of the system it sees as it is",
         shown.join(" and ")
     ));
@@ -269,7 +269,7 @@ pub(super) fn child() -> ExitCode {
     };
     // Before anything else: the command and every process it starts cannot push input
     // into the terminal (TIOCSTI), where the shell that started fsgate would run it.
-    if let Err(e) = crate::sandbox::no_tiocsti::refuse_terminal_injection() {
+    if let Err(e) = fsgate_sandbox::no_tiocsti::refuse_terminal_injection() {
         return no_view(&e.to_string());
     }
     match fsgate_view::child::run(&spec) {

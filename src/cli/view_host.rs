@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::Arc;
 
-use crate::gateway::agent_sessions::AgentSessions;
 use crate::startup;
+use fsgate_gateway::agent_sessions::AgentSessions;
 
 /// fsgate's own paths the command must not see: its state directories, the audit log
 /// and the policy file.
@@ -22,8 +22,8 @@ pub(super) fn hidden(opened: &startup::Opened, policy: Option<&Path>) -> Vec<Pat
 }
 
 /// The root of every workspace the gateway serves, where each one's view is mounted
-/// (in [`members`](crate::gateway::Gateway::members)' order, as [`serve`] serves them).
-pub(super) fn roots(gateway: &crate::gateway::Gateway) -> Vec<PathBuf> {
+/// (in [`members`](fsgate_gateway::Gateway::members)' order, as [`serve`] serves them).
+pub(super) fn roots(gateway: &fsgate_gateway::Gateway) -> Vec<PathBuf> {
     gateway.root_paths().map(Path::to_path_buf).collect()
 }
 
@@ -183,12 +183,12 @@ pub(super) struct Served {
 }
 
 /// Serves a view of each of `gateway`'s workspaces, one on each of `fuses` (in
-/// [`members`](crate::gateway::Gateway::members)' order): with several, each view's
+/// [`members`](fsgate_gateway::Gateway::members)' order): with several, each view's
 /// requests name its workspace and the gateway routes them there. Each request is
 /// recorded under `session` (or, for a confined ACP agent, the session of `agents` that
 /// can be told), `ask` rules' questions go to `asks` (None: they refuse).
 pub(super) fn serve(
-    gateway: &Arc<crate::gateway::Gateway>,
+    gateway: &Arc<fsgate_gateway::Gateway>,
     fuses: Vec<OwnedFd>,
     (session, agents): (&str, Option<&Arc<AgentSessions>>),
     asks: Option<Arc<dyn fsgate_view::asks::Askers>>,
@@ -253,15 +253,15 @@ pub(super) fn exec() -> std::process::ExitCode {
         let applied = word
             .to_str()
             .ok_or_else(|| "the confinement is not text".to_owned())
-            .and_then(|w| crate::sandbox::confine_agent_in_view(w, &at).map_err(|e| e.to_string()));
+            .and_then(|w| fsgate_sandbox::confine_agent_in_view(w, &at).map_err(|e| e.to_string()));
         if let Err(e) = applied {
-            crate::text::eprint_line(&format!(
+            fsgate_base::text::eprint_line(&format!(
                 "fsgate: cannot confine the agent in the view ({e}); it was not run"
             ));
             return std::process::ExitCode::from(126);
         }
     }
     let why = fsgate_view::child::exec(command.into_iter());
-    crate::text::eprint_line(&format!("fsgate: {why}"));
+    fsgate_base::text::eprint_line(&format!("fsgate: {why}"));
     std::process::ExitCode::from(127)
 }

@@ -7,11 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::backup::{BackupStore, workspace_state_dir};
-use crate::gateway::Gateway;
-use crate::text::EscPath;
-use crate::workspace::Workspace;
+use fsgate_backup::{BackupStore, workspace_state_dir};
+use fsgate_base::text::EscPath;
 use fsgate_decide::floor::{FixedFloor, FloorKind};
+use fsgate_gateway::Gateway;
+use fsgate_workspace::Workspace;
 
 /// One `--workspace [NAME=]DIR` as the command line gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +51,7 @@ impl std::str::FromStr for WorkspaceArg {
     }
 }
 
-pub use crate::policy::valid_workspace_name as valid_name;
+pub use fsgate_policy::valid_workspace_name as valid_name;
 
 /// A usable workspace: its name and canonical root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +123,7 @@ fn default_name(root: &Path) -> Result<String, String> {
     } else {
         Err(format!(
             "its base name {:?} is no valid workspace name (letters, digits, `.`, `_`, `-`); name it: --workspace NAME=DIR",
-            crate::text::Esc(base)
+            fsgate_base::text::Esc(base)
         ))
     }
 }
@@ -170,7 +170,7 @@ fn check_names_and_nesting(kept: &[NamedRoot]) -> Result<(), SeveralError> {
 }
 
 /// Warns of rules scoped to a workspace that is not served (a typo, or one skipped).
-pub fn warn_unserved_scopes(policy: &crate::policy::Policy, served: &[NamedRoot]) {
+pub fn warn_unserved_scopes(policy: &fsgate_policy::Policy, served: &[NamedRoot]) {
     for name in policy.scoped_workspaces() {
         if !served.iter().any(|r| r.name == name) {
             tracing::warn!(
@@ -186,9 +186,9 @@ pub fn warn_unserved_scopes(policy: &crate::policy::Policy, served: &[NamedRoot]
 /// `[vcs] stage` the git repository it lies in (what that needs added to `grants`).
 pub(super) fn open_members(
     rest: &[NamedRoot],
-    base: &crate::policy::Policy,
+    base: &fsgate_policy::Policy,
     own: &[(FloorKind, PathBuf)],
-    (settings, backup_root): (&crate::backup::BackupSettings, Option<&Path>),
+    (settings, backup_root): (&fsgate_backup::BackupSettings, Option<&Path>),
     (first, grants): (&Gateway, &mut super::vcs::VcsGrants),
 ) -> Result<Vec<(String, Gateway)>, String> {
     let audit = first.audit();

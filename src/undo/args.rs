@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::history::Selection;
 
-use crate::policy::Policy;
+use fsgate_policy::Policy;
 
 /// The session of the records an undo writes: this, then what it undoes (the session,
 /// or `*` for every session in a time range). Undoing that session redoes the changes.
@@ -77,7 +77,7 @@ impl UndoArgs {
         let date = |s: &Option<String>| -> Result<_, String> {
             s.as_deref()
                 .map(|s| {
-                    crate::audit::prune::parse_date(s)
+                    fsgate_audit::prune::parse_date(s)
                         .ok_or(format!("not a time: {s} (RFC 3339, or YYYY-MM-DD)"))
                 })
                 .transpose()
@@ -136,7 +136,7 @@ impl From<String> for Refusal {
 }
 
 /// Closes the undo's gateway, its stop record saying why.
-pub(super) fn close(gw: &crate::gateway::Gateway, reason: &str) {
+pub(super) fn close(gw: &fsgate_gateway::Gateway, reason: &str) {
     let mut details = Map::new();
     details.insert("reason".into(), reason.into());
     crate::startup::shutdown(gw, details);

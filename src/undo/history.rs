@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use crate::audit::canonical;
-use crate::audit::record::{ChangeOp, KIND_INTENT, KIND_RECONCILED, KIND_REQUEST};
-use crate::path::RelPath;
+use fsgate_audit::canonical;
+use fsgate_audit::record::{ChangeOp, KIND_INTENT, KIND_RECONCILED, KIND_REQUEST};
+use fsgate_base::path::RelPath;
 
 /// Which changes to undo: those of one session, within a time range, or both.
 #[derive(Debug, Clone, Default)]

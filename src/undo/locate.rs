@@ -7,12 +7,12 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::audit::series::{self, Series};
-use crate::audit::verify::{Verdict, VerifyOptions, verify_series};
-use crate::audit::{AuditSettings, record};
-use crate::backup::{BackupSettings, BackupStore};
-use crate::policy::Policy;
-use crate::text::EscPath;
+use fsgate_audit::series::{self, Series};
+use fsgate_audit::verify::{Verdict, VerifyOptions, verify_series};
+use fsgate_audit::{AuditSettings, record};
+use fsgate_backup::{BackupSettings, BackupStore};
+use fsgate_base::text::EscPath;
+use fsgate_policy::Policy;
 
 use super::args::{Refusal, UndoArgs};
 use super::history::{History, Selection};
@@ -100,7 +100,7 @@ pub(crate) fn locate(args: &UndoArgs) -> Result<Where, Refusal> {
 
 /// The state directory of the workspace `dir` (its default log and store).
 fn state_of(dir: &Path) -> Result<PathBuf, String> {
-    crate::backup::workspace_state_dir(dir).map_err(|e| {
+    fsgate_backup::workspace_state_dir(dir).map_err(|e| {
         format!("{e}; pass --audit-log and --backup-dir (those the gateway was given)")
     })
 }
@@ -191,7 +191,7 @@ impl Where {
             .ok()
             .into_iter()
             .flatten()
-            .any(|s| crate::audit::checkpoints_are_signed(&s.dir.join(&s.base)));
+            .any(|s| fsgate_audit::checkpoints_are_signed(&s.dir.join(&s.base)));
         if signed {
             return Err("the audit log's checkpoints are signed; pass --policy (the gateway's policy, whose [audit] signing_key signs the undo's records too)".into());
         }

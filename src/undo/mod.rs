@@ -33,8 +33,8 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
-use crate::ops::{PathStyle, RequestCtx};
 use args::{Refusal, close};
+use fsgate_gateway::ops::{PathStyle, RequestCtx};
 use history::{Change, History, Selection};
 
 pub use args::{
@@ -57,11 +57,11 @@ pub fn run(args: &UndoArgs) -> i32 {
     match outcome {
         Ok(code) => code,
         Err(Refusal::Busy(e)) => {
-            crate::text::eprint_line(&format!("fsgate undo: {e}"));
+            fsgate_base::text::eprint_line(&format!("fsgate undo: {e}"));
             EXIT_BUSY
         }
         Err(Refusal::Error(e)) => {
-            crate::text::eprint_line(&format!("fsgate undo: {e}; nothing was changed"));
+            fsgate_base::text::eprint_line(&format!("fsgate undo: {e}; nothing was changed"));
             EXIT_ERROR
         }
     }
@@ -70,17 +70,17 @@ pub fn run(args: &UndoArgs) -> i32 {
 /// `--dry-run`: the same steps on a model of the workspace; nothing is written.
 fn dry_run(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32, Refusal> {
     if let Some(held) = loc.holder() {
-        crate::text::eprint_line(&format!(
+        fsgate_base::text::eprint_line(&format!(
             "fsgate undo: note: {held}; what it changes next is not in this plan"
         ));
     }
     let places = loc.places();
     let mut opened = Vec::with_capacity(places.len());
     for place in &places {
-        let ws = crate::workspace::Workspace::open(place.dir).map_err(|e| {
+        let ws = fsgate_workspace::Workspace::open(place.dir).map_err(|e| {
             format!(
                 "cannot open workspace {}: {e}",
-                crate::text::EscPath(place.dir)
+                fsgate_base::text::EscPath(place.dir)
             )
         })?;
         opened.push((ws, loc.open_store_if_there(place)?));
@@ -187,14 +187,14 @@ fn finish(
     args: &UndoArgs,
     parts: Vec<Part>,
     mut undo_part: impl FnMut(usize, &[Change], &Undoer) -> Vec<Row>,
-    gw: Option<&crate::gateway::Gateway>,
+    gw: Option<&fsgate_gateway::Gateway>,
 ) -> Result<i32, Refusal> {
     if let Some(s) = &args.session
         && !parts.iter().any(|p| p.history.session_seen)
     {
         return Err(Refusal::Error(format!(
             "the audit log has no record of session {} (`fsgate audit show --stats --workspace DIR` lists the sessions)",
-            crate::text::Esc(s)
+            fsgate_base::text::Esc(s)
         )));
     }
     let mut rows = Vec::new();

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::args::UndoArgs;
 use super::history::History;
 use super::steps::{Diff, Row, Status};
-use crate::text::{Esc, eprint_line};
+use fsgate_base::text::{Esc, eprint_line};
 
 /// Prints the report of `rows` to stdout, and notes about the log to stderr.
 pub(super) fn print(args: &UndoArgs, history: &History, rows: &[Row]) -> io::Result<()> {

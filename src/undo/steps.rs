@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::history::{Before, Change, Removed, Saved, Touch, What};
 use super::plan::{ancestors, changed_since};
 use super::world::{Action, Content, Node, World};
-use crate::backup::BackupRef;
+use fsgate_backup::BackupRef;
 
 /// Content larger than this is not compared line by line.
 pub const MAX_DIFF_BYTES: u64 = 4 << 20;

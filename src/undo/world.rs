@@ -9,11 +9,11 @@ use std::io::Read;
 use fsgate_base::sha256::Sha256;
 use serde_json::{Map, Value};
 
-use crate::backup::{BackupRef, BackupStore};
-use crate::gateway::Gateway;
-use crate::ops::{Op, RequestCtx};
-use crate::path::RelPath;
-use crate::workspace::{FileKind, Workspace, WsError};
+use fsgate_backup::{BackupRef, BackupStore};
+use fsgate_base::path::RelPath;
+use fsgate_gateway::Gateway;
+use fsgate_gateway::ops::{Op, RequestCtx};
+use fsgate_workspace::{FileKind, Workspace, WsError};
 
 /// Where a file's content is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,7 +171,7 @@ impl<'a> Sources<'a> {
                     .ws
                     .open_regular(&rel_path(path)?)
                     .map_err(|e| format!("{path}: {e}"))?;
-                let (_, sha) = crate::backup::store::copy_hashing(&mut file, &mut std::io::sink())
+                let (_, sha) = fsgate_backup::store::copy_hashing(&mut file, &mut std::io::sink())
                     .map_err(|e| format!("{path}: {e}"))?;
                 Ok(sha)
             }

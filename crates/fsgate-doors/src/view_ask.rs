@@ -1,7 +1,7 @@
 //! `fsgate acp --confine-agent` and the agent's own processes: an `ask` rule hit by a
 //! process reading or writing through the view (the agent's shell, a build it runs)
 //! is put to the editor as the agent's file tools' are, by `session/request_permission`
-//! ([`crate::acp_ask::EditorAsker`]), naming the process, in the ACP session the editor
+//! (`acp_ask.rs`'s `EditorAsker`), naming the process, in the ACP session the editor
 //! last opened or prompted in (the view's processes do not say which session they
 //! serve; the turn in progress is the last prompted).
 //!

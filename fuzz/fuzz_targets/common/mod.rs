@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use fsgate::gateway::Gateway;
-use fsgate::policy::Policy;
-use fsgate::workspace::Workspace;
+use fsgate_gateway::Gateway;
+use fsgate_policy::Policy;
+use fsgate_workspace::Workspace;
 
 /// Allows everything, no secret names, no content rules, binary reads as base64.
 const PERMISSIVE: &str = r#"
