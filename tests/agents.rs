@@ -5,8 +5,9 @@
 //! which tools the model was offered and that it never received a secret.
 //!
 //! The agents come from `./scripts/install-peers.sh` (.peers/claude-agent-acp,
-//! .peers/gemini-cli, .peers/codex, .peers/codex-acp, Node 22 in .peers/node22). A
-//! missing one prints `SKIPPED` locally and fails under CI (`crate::common::skip_or_fail`).
+//! .peers/claude-acp, .peers/gemini-cli, .peers/codex, .peers/codex-acp, Node 22 in
+//! .peers/node22). A missing one prints `SKIPPED` locally and fails under CI
+//! (`crate::common::skip_or_fail`).
 
 // The model fake: start it, read its log.
 mod fake;
@@ -16,7 +17,7 @@ mod scenario;
 mod claude;
 // Gemini CLI (`gemini --acp`).
 mod gemini;
-// Codex's and Gemini CLI's own command lines under `fsgate run`: their shell governed.
+// Codex's, Gemini CLI's and Claude Code's own command lines under `fsgate run`: their shell governed.
 mod under_run;
 // The agent's own shell tool, confined: its processes through fsgate's view.
 mod shell;

@@ -1,11 +1,12 @@
-//! Real coding agents' own command lines (`codex exec`, `gemini -p`) under `fsgate run`,
-//! their model replaced by the fake (docs/run.md): the agent and every process its shell
-//! starts see the workspace through fsgate's view. One turn of five steps the scripted
-//! model asks of the agent's own tools: its shell runs `cat .env` (refused: the secret
-//! never reaches the model), `python3 test_app.py` (a test that reads the workspace and
-//! writes `result.txt`: it passes), `echo hi > notes2.txt` and `rm a.txt` (each change
-//! recorded, naming the process, backed up), then its own edit tool changes `b.txt`
-//! (recorded); `fsgate undo` of the run's session brings `a.txt` and `b.txt` back.
+//! Real coding agents' own command lines (`codex exec`, `gemini -p`, `claude -p`) under
+//! `fsgate run`, their model replaced by the fake (docs/run.md): the agent and every
+//! process its shell starts see the workspace through fsgate's view. One turn of five
+//! steps the scripted model asks of the agent's own tools: its shell runs `cat .env`
+//! (refused: the secret never reaches the model), `python3 test_app.py` (a test that reads
+//! the workspace and writes `result.txt`: it passes), `echo hi > notes2.txt` and `rm a.txt`
+//! (each change recorded, naming the process, backed up), then its own edit tool changes
+//! `b.txt` (recorded; Claude Code's `Edit` wants a `Read` of the file first, one more
+//! call); `fsgate undo` of the run's session brings `a.txt` and `b.txt` back.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -17,9 +18,10 @@ use tempfile::TempDir;
 
 use super::fake::Fake;
 use super::scenario::{installed, path_with_node22};
+use crate::acp_proxy::editor::repo;
 use crate::common::{bin, canonical_tempdir};
 
-/// How long the whole run (five steps) may take.
+/// How long the whole run (five or six steps) may take.
 const RUN_LIMIT: Duration = Duration::from_secs(240);
 pub(super) const SECRET: &str = "fsgate-run-dotenv-secret-5081";
 pub(super) const TEST_APP: &str = "import unittest\n\nclass T(unittest.TestCase):\n    def test_reads_and_writes(self):\n        with open('b.txt') as f:\n            self.assertIn('two', f.read())\n        with open('result.txt', 'w') as f:\n            f.write('passed\\n')\n\nunittest.main()\n";
@@ -34,6 +36,20 @@ struct Cli {
     env: Vec<(String, OsString)>,
     /// What the process that edits with the agent's own tool is named by (in its argv).
     editor: &'static str,
+    /// The steps of its own edit of `b.txt` (given the file's path).
+    edit: fn(&Path) -> Vec<Value>,
+    /// The record of that edit: `write_text_file` of `b.txt`, or `rename` onto it (a
+    /// new file written beside it, then moved over it).
+    edit_op: &'static str,
+}
+
+/// Codex's `apply_patch` or Gemini CLI's `replace`, whichever is offered, as one step.
+fn patch_or_replace(b: &Path) -> Vec<Value> {
+    vec![json!([
+        {"patch": PATCH},
+        {"tool": "replace", "args": {"file_path": b, "old_string": "one", "new_string": "uno",
+            "instruction": "one becomes uno"}},
+    ])]
 }
 
 /// Codex (`codex exec`), its sandbox and approvals off (fsgate's view governs), its model
@@ -69,6 +85,8 @@ fn codex(test: &str, home: &Path, stub: &str) -> Option<Cli> {
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect(),
         editor: "codex",
+        edit: patch_or_replace,
+        edit_op: "write_text_file",
     })
 }
 
@@ -91,6 +109,63 @@ fn gemini(test: &str, home: &Path, stub: &str) -> Option<Cli> {
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect(),
         editor: "gemini",
+        edit: patch_or_replace,
+        edit_op: "write_text_file",
+    })
+}
+
+/// Where Claude Code's CLI is: the `cli.js` of the Agent SDK that claude-code-acp brings
+/// (Claude Code 2.1.44, run by Node 22), or the native `claude` of the one
+/// claude-agent-acp brings (2.1.318).
+enum Claude {
+    NodeCli,
+    Native,
+}
+
+/// Claude Code's own CLI (`claude -p`), its tools allowed by name (`--allowedTools`: as
+/// root, Claude Code refuses `--dangerously-skip-permissions` and `bypassPermissions`
+/// unless told it is in a sandbox). Its `Edit` needs a `Read` of the file first; it
+/// writes a new file beside `b.txt` and renames it over `b.txt`.
+fn claude(test: &str, stub: &str, which: Claude) -> Option<Cli> {
+    let mut command = match which {
+        Claude::NodeCli => {
+            let rel = "claude-acp/node_modules/@anthropic-ai/claude-agent-sdk/cli.js";
+            let cli = installed(test, rel)?;
+            let node = repo().join(".peers/node22/node_modules/.bin/node");
+            vec![node.into_os_string(), cli.into_os_string()]
+        }
+        Claude::Native => {
+            let rel =
+                "claude-agent-acp/node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/claude";
+            vec![installed(test, rel)?.into_os_string()]
+        }
+    };
+    let args = ["--allowedTools", "Bash,Read,Edit", "-p"];
+    command.extend(args.iter().map(OsString::from));
+    let env = [
+        ("ANTHROPIC_BASE_URL", stub),
+        ("ANTHROPIC_API_KEY", "sk-fsgate-test-not-a-key"),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+        ("DISABLE_TELEMETRY", "1"),
+    ];
+    Some(Cli {
+        name: "claude",
+        command,
+        env: env
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect(),
+        // Claude Code names its process `claude` (Node's process.title, or the binary's).
+        editor: r#"comm "claude""#,
+        edit: |b| {
+            vec![
+                json!([{"tool": "Read", "args": {"file_path": b}}]),
+                json!([{"tool": "Edit", "args": {"file_path": b, "old_string": "one",
+                    "new_string": "uno"}}]),
+            ]
+        },
+        edit_op: "rename",
     })
 }
 
@@ -138,23 +213,21 @@ impl Setup {
         ]
     }
 
-    /// The five steps, one after the other in one turn.
-    fn prompt(&self) -> String {
-        let b = self.root.join("b.txt");
-        let edit = json!([
-            {"patch": PATCH},
-            {"tool": "replace", "args": {"file_path": b, "old_string": "one", "new_string": "uno",
-                "instruction": "one becomes uno"}},
-        ]);
+    /// The steps, one after the other in one turn: four in the shell, then `cli`'s edit.
+    fn steps(&self, cli: &Cli) -> Vec<Value> {
         let shell = |c: &str| json!([{ "shell": c }]);
-        let steps = json!({"steps": [
+        let mut steps = vec![
             shell("cat .env"),
             shell("python3 test_app.py"),
             shell("echo hi > notes2.txt"),
             shell("rm a.txt"),
-            edit,
-        ]});
-        format!("FSGATE-STEP {steps}")
+        ];
+        steps.extend((cli.edit)(&self.root.join("b.txt")));
+        steps
+    }
+
+    fn prompt(&self, cli: &Cli) -> String {
+        format!("FSGATE-STEP {}", json!({"steps": self.steps(cli)}))
     }
 
     /// `fsgate run ... -- AGENT PROMPT` in the workspace, to its end; (status, stderr).
@@ -167,7 +240,7 @@ impl Setup {
             .args(self.state_args())
             .arg("--")
             .args(&cli.command)
-            .arg(self.prompt())
+            .arg(self.prompt(cli))
             .current_dir(&self.root)
             .env("PATH", path_with_node22())
             .env("HOME", &self.home)
@@ -227,7 +300,7 @@ fn governed(cli: &Cli, s: &Setup) {
     let ctx = format!("{}: fsgate run stderr:\n{stderr}", cli.name);
     assert_eq!(status, Some(0), "{ctx}");
     let session = session_of(&stderr);
-    the_model_took_every_step_and_saw_no_secret(s, &ctx);
+    the_model_took_every_step_and_saw_no_secret(s, s.steps(cli).len(), &ctx);
     assert_eq!(s.file("result.txt").as_deref(), Some("passed\n"), "{ctx}");
     assert_eq!(s.file("notes2.txt").as_deref(), Some("hi\n"), "{ctx}");
     assert_eq!(s.file("a.txt"), None, "{ctx}");
@@ -239,8 +312,14 @@ fn governed(cli: &Cli, s: &Setup) {
         .collect();
     let find = |op: &str, path: &str, decision: &str, by: &str| {
         let found = mine.iter().find(|r| {
+            // A rename's path is where it moved from: it changes where it moved to.
+            let at = if op == "rename" {
+                &r["path2"]
+            } else {
+                &r["path"]
+            };
             r["op"] == op
-                && r["path"] == path
+                && at == path
                 && r["decision"] == decision
                 && r["transport"] == "view"
                 && r["peer"].as_str().is_some_and(|p| p.contains(by))
@@ -266,7 +345,7 @@ fn governed(cli: &Cli, s: &Setup) {
     let backups = super::scenario::backup_list(&s.state.join("backups"));
     for (op, path, by) in [
         ("rm", "a.txt", r#"["rm","a.txt"]"#),
-        ("write_text_file", "b.txt", cli.editor),
+        (cli.edit_op, "b.txt", cli.editor),
     ] {
         let rec = find(op, path, "allow", by);
         let id = rec["backup"]
@@ -282,7 +361,7 @@ fn governed(cli: &Cli, s: &Setup) {
 
 /// Each step's call was made and its result sent back, the turn ended, and no request
 /// held the secret; the refused `cat` came back as a missing file.
-fn the_model_took_every_step_and_saw_no_secret(s: &Setup, ctx: &str) {
+fn the_model_took_every_step_and_saw_no_secret(s: &Setup, steps: usize, ctx: &str) {
     let reqs = s.fake.requests();
     for r in &reqs {
         let body = r["body"].as_str().unwrap_or_default();
@@ -297,14 +376,14 @@ fn the_model_took_every_step_and_saw_no_secret(s: &Setup, ctx: &str) {
         .iter()
         .filter_map(|r| r["answer"]["tool"].as_str())
         .collect();
-    assert_eq!(calls.len(), 5, "{ctx}\ncalls: {calls:?}");
+    assert_eq!(calls.len(), steps, "{ctx}\ncalls: {calls:?}");
     let last = main.last().expect("a tool-loop request");
     assert_eq!(last["answer"]["text"], "FSGATE-DONE", "{ctx}");
     let results: Vec<&str> = last["received"]
         .as_array()
         .map(|a| a.iter().filter_map(|x| x["text"].as_str()).collect())
         .unwrap_or_default();
-    assert_eq!(results.len(), 5, "{ctx}\nresults: {results:#?}");
+    assert_eq!(results.len(), steps, "{ctx}\nresults: {results:#?}");
     assert!(
         results[0].contains("No such file or directory"),
         "{ctx}\n{results:#?}"
@@ -354,6 +433,26 @@ fn gemini_cli_under_fsgate_run_is_governed() {
     let test = "gemini_cli_under_fsgate_run_is_governed";
     let s = Setup::new();
     let Some(cli) = gemini(test, &s.home, &s.fake.url()) else {
+        return;
+    };
+    governed(&cli, &s);
+}
+
+#[test]
+fn claude_code_cli_under_fsgate_run_is_governed() {
+    let test = "claude_code_cli_under_fsgate_run_is_governed";
+    let s = Setup::new();
+    let Some(cli) = claude(test, &s.fake.url(), Claude::NodeCli) else {
+        return;
+    };
+    governed(&cli, &s);
+}
+
+#[test]
+fn claude_code_native_cli_under_fsgate_run_is_governed() {
+    let test = "claude_code_native_cli_under_fsgate_run_is_governed";
+    let s = Setup::new();
+    let Some(cli) = claude(test, &s.fake.url(), Claude::Native) else {
         return;
     };
     governed(&cli, &s);
