@@ -352,3 +352,25 @@ fn view_acp_records_carry_the_acp_session_the_agent_works_for() {
     assert!(shown.iter().any(read), "{shown:?}");
     assert!(shown.iter().any(|r| view_names(r, "a.txt")), "{shown:?}");
 }
+
+/// The confined agent's shell makes a symlink in the workspace (its sandbox grants the
+/// view link-making: the gateway decides each link) and reads through it; one leading
+/// out of the workspace is refused.
+#[test]
+fn view_acp_the_confined_agents_shell_makes_a_symlink_inside_the_workspace() {
+    let ed = confined_shell(
+        "ln -s a.txt link; echo made=$?; readlink link; cat link; \
+         ln -s /etc/passwd out; echo out=$?",
+    );
+    let (stderr, root) = (ed.stderr(), ed.root.clone());
+    assert!(stderr.contains("made=0"), "{stderr}");
+    assert!(stderr.contains("alpha"), "{stderr}");
+    assert!(!stderr.contains("out=0"), "{stderr}");
+    let target = std::fs::read_link(root.join("link")).expect("the link was made");
+    assert_eq!(target, std::path::Path::new("a.txt"));
+    assert!(std::fs::symlink_metadata(root.join("out")).is_err());
+    let made = view_requests(&ed)
+        .into_iter()
+        .any(|r| r["op"] == "symlink" && r["path"] == "link" && r["outcome"] == "ok");
+    assert!(made, "no symlink record:\n{stderr}");
+}
