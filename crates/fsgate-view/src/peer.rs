@@ -55,13 +55,27 @@ impl Peers {
     }
 }
 
-/// The process (thread group) of thread `tid`, from `/proc/TID/status`; `tid` itself
-/// if it cannot be read.
+/// The process (thread group) of thread `tid`: `tid` itself for a thread that leads
+/// its group (most requests: a single-threaded `cat`, `grep`, `git`), else from
+/// `/proc/TID/status`; `tid` itself if that cannot be read.
 pub(crate) fn process_of(tid: u32) -> u32 {
+    if leads_its_group(tid) {
+        return tid;
+    }
     std::fs::read_to_string(format!("/proc/{tid}/status"))
         .ok()
         .and_then(|s| tgid_of(&s))
         .unwrap_or(tid)
+}
+
+/// Whether thread `tid` leads its thread group: a pidfd opens for a leader only, a
+/// check far cheaper than reading `/proc/TID/status` (which the kernel formats whole).
+fn leads_its_group(tid: u32) -> bool {
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    i32::try_from(tid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .is_some_and(|pid| pidfd_open(pid, PidfdFlags::empty()).is_ok())
 }
 
 /// The `Tgid:` line's value.
@@ -161,5 +175,24 @@ mod tests {
             "{me}"
         );
         assert!(me.contains(" exe "), "{me}");
+    }
+
+    #[test]
+    fn a_thread_is_named_as_its_process() {
+        let me = std::process::id();
+        assert!(leads_its_group(me));
+        assert_eq!(process_of(me), me);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            let _ = tx.send(rustix::thread::gettid().as_raw_nonzero().get());
+            let _ = done_rx.recv();
+        });
+        let tid = u32::try_from(rx.recv().expect("tid")).expect("tid");
+        assert_ne!(tid, me);
+        assert!(!leads_its_group(tid));
+        assert_eq!(process_of(tid), me);
+        let _ = done_tx.send(());
+        t.join().expect("thread");
     }
 }
