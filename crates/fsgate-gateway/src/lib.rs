@@ -14,6 +14,7 @@ pub mod ask;
 mod batch;
 mod budget;
 mod change;
+mod door;
 mod facts;
 mod growth;
 mod listing;
@@ -45,6 +46,7 @@ use fsgate_policy::Policy;
 use fsgate_workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
 pub use batch::Batch;
+pub use door::DoorSpec;
 pub use budget::{Lease, escape_json_bytes_into, escape_json_into, json_string_len, json_text_len};
 pub(crate) use facts::Facts;
 pub use ops::tree::tree_exclusions;
@@ -221,8 +223,8 @@ pub trait ChangeSink: Send + Sync + std::fmt::Debug {
 /// changed, so the agent's shell does not read the file as it was.
 pub trait ChangeWatch: Send + Sync + std::fmt::Debug {
     /// Called on the request's thread after the change's record is durable, with the
-    /// door (`RequestCtx::transport`) that asked; must not block for long.
-    fn changed(&self, note: &ChangeNote, transport: &str);
+    /// name of the door (`RequestCtx::door`) that asked; must not block for long.
+    fn changed(&self, note: &ChangeNote, door: &str);
 }
 
 /// One message from any door, as the gateway takes it (see [`Gateway::serve`]).
@@ -376,7 +378,7 @@ impl Gateway {
         let Some(a) = &self.audit else { return };
         let ev = AuditEvent {
             session: ctx.session.clone(),
-            transport: ctx.transport.to_string(),
+            transport: ctx.door.name.to_string(),
             peer: ctx.peer.clone(),
             ..AuditEvent::lifecycle(kind, details)
         };
@@ -670,7 +672,7 @@ impl Gateway {
         };
         let ev = AuditEvent {
             session: ctx.session.clone(),
-            transport: ctx.transport.to_string(),
+            transport: ctx.door.name.to_string(),
             peer: ctx.peer.clone(),
             op: op.to_string(),
             decision: decision.into(),
@@ -789,7 +791,7 @@ impl Gateway {
                         sink.changed(&note);
                     }
                     if let Some(watch) = self.change_watch.get() {
-                        watch.changed(&note, ctx.transport);
+                        watch.changed(&note, ctx.door.name);
                     }
                     if pol.vcs_stage() {
                         self.stage(&Self::at_real(note, real));
@@ -1437,7 +1439,7 @@ mod tests {
         RequestCtx {
             style: PathStyle::Rooted,
             session: "s".into(),
-            transport: "acp",
+            door: &crate::door::TEST_DOOR,
             peer: "test".into(),
             scope: Default::default(),
             asker: None,
