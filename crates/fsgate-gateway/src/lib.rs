@@ -46,8 +46,8 @@ use fsgate_policy::Policy;
 use fsgate_workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
 pub use batch::Batch;
-pub use door::DoorSpec;
 pub use budget::{Lease, escape_json_bytes_into, escape_json_into, json_string_len, json_text_len};
+pub use door::DoorSpec;
 pub(crate) use facts::Facts;
 pub use ops::tree::tree_exclusions;
 pub use roots::RootError;

@@ -234,7 +234,10 @@ mod tests {
         let read = |pol: &Policy, d, path| {
             reason(text_or_refuse(pol, &ctx(d), b"a\0b".to_vec(), path).unwrap_err())
         };
-        assert_eq!(read(&media, hinted, "/w/b.png"), format!("{AS_TEXT}; as media"));
+        assert_eq!(
+            read(&media, hinted, "/w/b.png"),
+            format!("{AS_TEXT}; as media")
+        );
         assert_eq!(read(&media, plain, "/w/b.png"), AS_TEXT);
         assert!(read(&media, hinted, "/w/b").ends_with("except of media files (images, audio)"));
         let text = fsgate_policy::DEFAULT_POLICY_TOML

@@ -158,7 +158,7 @@ impl View {
         RequestCtx {
             style: PathStyle::Rooted,
             session: self.session.clone(),
-            transport: crate::outside::TRANSPORT,
+            door: &crate::outside::DOOR,
             asker: (self.asks.as_ref()).map(|a| Arc::clone(a).for_peer(peer.clone())),
             peer,
             scope: Default::default(),
