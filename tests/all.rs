@@ -100,6 +100,8 @@ mod mcp_peers;
 // MCP over Streamable HTTP (serve --transport http): the Python SDKs of both eras,
 // token, Host and Origin checks, sizes, sessions, the pre-auth budget, records.
 mod mcp_http;
+// MCP over HTTP reads: refusals in the MCP tools' words, content sized as two copies.
+mod mcp_http_reads;
 // ask rules on the stateless 2026-07-28 wire: InputRequiredResult (MRTR), stdio and HTTP.
 mod mcp_mrtr;
 // MCP: exactly one audit record per message, whoever answers it.

@@ -6,7 +6,8 @@
 //! audit log, the workspace or the backups through the gateway (`.audit()`,
 //! `.workspace()`, `.backups()`). A door decodes and encodes; the gateway does the rest.
 //!
-//! No operation is recognised by its record name matched as a string, anywhere.
+//! No operation is recognised by its record name matched as a string, anywhere; the
+//! gateway tells no door apart by its name (it reads the door's `DoorSpec`).
 //!
 //! Included from tests/all.rs as `mod layers;`.
 
@@ -298,4 +299,52 @@ fn mcp_tool_calls_take_one_path() {
             "{file}: no `{implementation}`: the door is not behind the trait"
         );
     }
+}
+
+/// The doors' names, as their `DoorSpec`s give them (for the records).
+const DOOR_NAMES: [&str; 7] = ["acp", "mcp", "http", "acp-mcp", "ws", "view", "cli"];
+
+/// Whether `code` names a door as a string literal, or tells doors apart by name.
+fn names_a_door(code: &str) -> Option<String> {
+    let literal = DOOR_NAMES
+        .into_iter()
+        .map(|name| format!("\"{name}\""))
+        .find(|quoted| code.contains(quoted.as_str()));
+    let compared = ["door.name ==", "== ctx.door.name", "match ctx.door.name"]
+        .into_iter()
+        .find(|c| code.contains(c))
+        .map(str::to_string);
+    literal.or(compared)
+}
+
+/// The gateway knows a door by its `DoorSpec` (how its answers carry content, the ways
+/// to read it names) and never tells doors apart by name: a new door is one descriptor,
+/// not a new arm in the gateway (the name is for records only).
+#[test]
+fn the_gateway_never_tells_doors_apart_by_name() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/fsgate-gateway/src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    assert!(files.len() > 30, "the gateway's sources were not found");
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        for (n, line) in non_test_lines(&text) {
+            let code = line.split("//").next().unwrap_or_default();
+            if let Some(name) = names_a_door(code) {
+                found.push(format!("{}:{n} {name}: {}", file.display(), line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// The scan sees the old way (a door's name matched or compared), not the field read.
+#[test]
+fn the_door_name_scan_finds_names_not_fields() {
+    assert!(names_a_door(r#"    if ctx.transport == "mcp" { 2 } else { 1 }"#).is_some());
+    assert!(names_a_door(r#"        (BinaryMode::Base64, "ws") => {"#).is_some());
+    assert!(names_a_door("    if ctx.door.name == other.door.name {").is_some());
+    assert!(names_a_door("    transport: ctx.door.name.to_string(),").is_none());
+    assert!(names_a_door("    ctx.door.content_copies.max(1)").is_none());
 }

@@ -62,7 +62,7 @@ pub fn ctx() -> RequestCtx {
     RequestCtx {
         style: PathStyle::Absolute,
         session: "bench".into(),
-        transport: "acp",
+        door: &fsgate_doors::acp::DOOR,
         peer: "pid=1,uid=1000".into(),
         scope: Default::default(),
         asker: None,

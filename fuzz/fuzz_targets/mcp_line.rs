@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     let ctx = RequestCtx {
         style: PathStyle::AbsoluteOrRelative,
         session: "fuzz".into(),
-        transport: "mcp",
+        door: &fsgate_doors::mcp::DOOR,
         peer: "fuzz".into(),
         scope: Default::default(),
         asker: None,

@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
             let ctx = RequestCtx {
                 style: PathStyle::Rooted,
                 session: "fuzz".into(),
-                transport: "ws",
+                door: &fsgate_doors::ws::DOOR,
                 peer: "fuzz".into(),
                 scope: Default::default(),
                 asker: None,

@@ -42,6 +42,16 @@ pub use args::{
 };
 use steps::{Row, Status, Undoer};
 
+/// `fsgate undo`, as the requests it makes carry it: it reads no file as text for
+/// anyone, so it names no way to read one otherwise.
+pub const DOOR: fsgate_gateway::DoorSpec = fsgate_gateway::DoorSpec {
+    name: "cli",
+    content_copies: 1,
+    read_in_parts: "",
+    binary_read: "",
+    media_read: "",
+};
+
 /// Runs `fsgate undo`; returns its exit status.
 pub fn run(args: &UndoArgs) -> i32 {
     let outcome = match args.selection() {
@@ -145,7 +155,7 @@ fn undo(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32, Re
     let ctx = RequestCtx {
         style: PathStyle::Rooted,
         session: args.label(),
-        transport: "cli",
+        door: &DOOR,
         peer: crate::peer::stdio_peer(),
         scope: Default::default(),
         asker: None,

@@ -20,7 +20,7 @@ use fsgate_base::error::{GatewayError, code};
 use fsgate_decide::OpClass;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{Op, OpId, Output, PathStyle, RequestCtx};
-use fsgate_gateway::{Batch, Lease, Request};
+use fsgate_gateway::{Batch, DoorSpec, Lease, Request};
 
 /// A batch's answers up to this size are written by the batch thread itself, when
 /// nothing waits in the outbox; larger ones go to the writer task, so that the thread
@@ -35,6 +35,17 @@ pub(crate) const MAX_IN_FLIGHT: usize = 64;
 
 /// The ACP protocol version carrying the `fs/*` methods.
 pub(crate) const PROTOCOL_VERSION: u64 = 1;
+
+/// This door, as its requests carry it: content sent once; files read in parts with
+/// `line` and `limit`, binary content with `_fsgate/read_file`.
+pub const DOOR: DoorSpec = DoorSpec {
+    name: "acp",
+    content_copies: 1,
+    read_in_parts: "; read the file in parts (line and limit)",
+    binary_read: "; use _fsgate/read_file",
+    media_read: "; the policy lets media files (images, audio) be read base64-encoded with \
+                 _fsgate/read_file if their content matches their extension",
+};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -343,7 +354,7 @@ fn door_ctx(peer: &str, session: String) -> RequestCtx {
     RequestCtx {
         style: PathStyle::Absolute,
         session,
-        transport: "acp",
+        door: &DOOR,
         peer: peer.to_string(),
         scope: Default::default(),
         asker: None,

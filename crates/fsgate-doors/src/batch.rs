@@ -438,7 +438,7 @@ mod tests {
         RequestCtx {
             style: PathStyle::Rooted,
             session: "s".into(),
-            transport: "acp",
+            door: &crate::acp::DOOR,
             peer: "t".into(),
             scope: Default::default(),
             asker: None,

@@ -279,11 +279,11 @@ mod tests {
         (tmp, root, Gateway::new(pol, ws))
     }
 
-    fn ctx(style: PathStyle, transport: &'static str) -> RequestCtx {
+    fn ctx(style: PathStyle, door: &'static fsgate_gateway::DoorSpec) -> RequestCtx {
         RequestCtx {
             style,
             session: "s".into(),
-            transport,
+            door,
             peer: "t".into(),
             scope: Default::default(),
             asker: None,
@@ -437,7 +437,7 @@ mod tests {
     #[test]
     fn a_request_in_a_batch_is_answered_as_one_alone() {
         let (_tmp, root, gw) = gateway();
-        let ctx = ctx(PathStyle::Absolute, "acp");
+        let ctx = ctx(PathStyle::Absolute, &crate::acp::DOOR);
         let read = || {
             acp_request(
                 "fs/read_text_file",
@@ -465,7 +465,7 @@ mod tests {
     #[test]
     fn a_message_and_a_refusal_are_answered_in_the_doors_words() {
         let (_tmp, _, gw) = gateway();
-        let ctx = ctx(PathStyle::Rooted, "ws");
+        let ctx = ctx(PathStyle::Rooted, &crate::ws::DOOR);
         let ws = Ws { max: 4096 };
         let missing =
             ws_request(r#"{"channel":"files","type":"stat","requestId":3,"path":"/nope"}"#);
@@ -519,7 +519,7 @@ mod tests {
     #[test]
     fn a_task_that_panics_or_is_refused_is_answered_in_the_doors_words() {
         let (_tmp, _, gw) = gateway();
-        let ctx = ctx(PathStyle::Rooted, "mcp");
+        let ctx = ctx(PathStyle::Rooted, &crate::mcp::DOOR);
         let served = serve_wire(&Tasks, &gw, &ctx, None, true);
         assert_eq!(served.answer, "panicked");
         let served = serve_wire(&Tasks, &gw, &ctx, None, false);

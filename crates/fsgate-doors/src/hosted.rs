@@ -39,6 +39,13 @@ pub const TOKEN_ENV: &str = "FSGATE_MCP_TOKEN";
 /// idle ones are ended).
 const SESSIONS_PER_ACP_SESSION: usize = 8;
 
+/// The MCP server an ACP session's agent reaches: the MCP door under its own name for
+/// the records.
+pub const DOOR: fsgate_gateway::DoorSpec = fsgate_gateway::DoorSpec {
+    name: "acp-mcp",
+    ..crate::mcp::DOOR
+};
+
 /// At most this many ACP sessions have a secret at once; the oldest is revoked beyond.
 const MAX_ADMITTED: usize = 256;
 
@@ -155,7 +162,7 @@ impl Hosted {
             Reach::Acp => server_id()?,
             Reach::Http | Reach::Stdio => http::secret()?,
         };
-        let mut principal = Principal::new(Some(name.clone()), "acp-mcp", SESSIONS_PER_ACP_SESSION);
+        let mut principal = Principal::new(Some(name.clone()), &DOOR, SESSIONS_PER_ACP_SESSION);
         principal.oversight = crate::mcp::Oversight::Person { asker, notifier };
         principal.within = within;
         let principal = Arc::new(principal);

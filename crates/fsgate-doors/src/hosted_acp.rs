@@ -210,7 +210,7 @@ impl AcpConnections {
             session: principal
                 .session()
                 .unwrap_or_else(|| format!("acp-mcp-{n}")),
-            transport: principal.transport,
+            door: principal.door,
             peer: self.peer.clone(),
             oversight: principal.oversight.clone(),
             within: principal.within.clone(),

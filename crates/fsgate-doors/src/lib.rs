@@ -67,3 +67,6 @@ fn policy_with_message_limit(max: usize) -> fsgate_policy::Policy {
     fsgate_policy::Policy::from_toml(&text, "test")
         .expect("the default policy with a smaller limit")
 }
+
+#[cfg(test)]
+mod door_specs;

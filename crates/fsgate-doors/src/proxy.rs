@@ -651,7 +651,7 @@ impl Relay {
             style: fsgate_gateway::ops::PathStyle::Absolute,
             scope: self.session_scope(Some(&session)),
             session,
-            transport: "acp",
+            door: &acp::DOOR,
             peer: self.peer.clone(),
             asker: None,
             notifier: None,

@@ -128,7 +128,7 @@ fn ctx(session: &str, asker: Option<Arc<Fake>>) -> RequestCtx {
     RequestCtx {
         style: PathStyle::Absolute,
         session: session.into(),
-        transport: "acp",
+        door: &crate::door::TEST_DOOR,
         peer: "test".into(),
         scope: Default::default(),
         asker: asker.map(|a| a as Arc<dyn Asker>),

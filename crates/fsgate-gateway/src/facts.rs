@@ -161,7 +161,7 @@ impl Facts {
         AuditEvent {
             kind: fsgate_audit::KIND_INTENT.to_string(),
             session: ctx.session.clone(),
-            transport: ctx.transport.to_string(),
+            transport: ctx.door.name.to_string(),
             peer: ctx.peer.clone(),
             op: self.op.name().to_string(),
             path: self.path.clone(),
@@ -212,7 +212,7 @@ impl Facts {
         let details = self.waived_details();
         AuditEvent {
             session: ctx.session.clone(),
-            transport: ctx.transport.to_string(),
+            transport: ctx.door.name.to_string(),
             peer: ctx.peer.clone(),
             op: self.op.name().to_string(),
             path: self.path,
@@ -254,7 +254,7 @@ mod tests {
         let ctx = RequestCtx {
             style: crate::ops::PathStyle::Absolute,
             session: String::new(),
-            transport: "mcp",
+            door: &crate::door::TEST_DOOR,
             peer: String::new(),
             scope: Default::default(),
             asker: None,

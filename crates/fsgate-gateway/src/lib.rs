@@ -15,6 +15,7 @@ pub mod ask;
 mod batch;
 mod budget;
 mod change;
+mod door;
 mod facts;
 mod growth;
 mod listing;
@@ -47,6 +48,7 @@ use fsgate_workspace::{Entry, FileKind, Follow, Resolved, Workspace, WsError};
 
 pub use batch::Batch;
 pub use budget::{Lease, escape_json_bytes_into, escape_json_into, json_string_len, json_text_len};
+pub use door::DoorSpec;
 pub(crate) use facts::Facts;
 pub use ops::tree::tree_exclusions;
 pub use roots::RootError;
@@ -222,8 +224,8 @@ pub trait ChangeSink: Send + Sync + std::fmt::Debug {
 /// changed, so the agent's shell does not read the file as it was.
 pub trait ChangeWatch: Send + Sync + std::fmt::Debug {
     /// Called on the request's thread after the change's record is durable, with the
-    /// door (`RequestCtx::transport`) that asked; must not block for long.
-    fn changed(&self, note: &ChangeNote, transport: &str);
+    /// name of the door (`RequestCtx::door`) that asked; must not block for long.
+    fn changed(&self, note: &ChangeNote, door: &str);
 }
 
 /// One message from any door, as the gateway takes it (see [`Gateway::serve`]).
@@ -377,7 +379,7 @@ impl Gateway {
         let Some(a) = &self.audit else { return };
         let ev = AuditEvent {
             session: ctx.session.clone(),
-            transport: ctx.transport.to_string(),
+            transport: ctx.door.name.to_string(),
             peer: ctx.peer.clone(),
             ..AuditEvent::lifecycle(kind, details)
         };
@@ -671,7 +673,7 @@ impl Gateway {
         };
         let ev = AuditEvent {
             session: ctx.session.clone(),
-            transport: ctx.transport.to_string(),
+            transport: ctx.door.name.to_string(),
             peer: ctx.peer.clone(),
             op: op.to_string(),
             decision: decision.into(),
@@ -790,7 +792,7 @@ impl Gateway {
                         sink.changed(&note);
                     }
                     if let Some(watch) = self.change_watch.get() {
-                        watch.changed(&note, ctx.transport);
+                        watch.changed(&note, ctx.door.name);
                     }
                     if pol.vcs_stage() {
                         self.stage(&Self::at_real(note, real));
@@ -1438,7 +1440,7 @@ mod tests {
         RequestCtx {
             style: PathStyle::Rooted,
             session: "s".into(),
-            transport: "acp",
+            door: &crate::door::TEST_DOOR,
             peer: "test".into(),
             scope: Default::default(),
             asker: None,

@@ -33,7 +33,7 @@ impl Gateway {
     pub(crate) fn answer_room(&self, pol: &Policy, ctx: &RequestCtx) -> (u64, u64) {
         let max = pol.limits().max_message_bytes.min(LISTING_ANSWER_CAP);
         let envelope = 4096 + max / 16;
-        let copies = if ctx.transport == "mcp" { 2 } else { 1 };
+        let copies = crate::read::copies(ctx);
         let room = max.saturating_sub(envelope) / copies;
         let extra = match ctx.style {
             crate::ops::PathStyle::Rooted => 1,

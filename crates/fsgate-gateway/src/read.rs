@@ -104,10 +104,9 @@ pub(crate) fn hold_answer(facts: &mut Facts, bytes: u64) {
     }
 }
 
-/// Copies of read content in one answer: MCP sends it as a text block and again as
-/// structured content (as the reference server does), the other doors once.
+/// Copies of read content in one answer, as the door in use sends it (at least one).
 pub(crate) fn copies(ctx: &RequestCtx) -> u64 {
-    if ctx.transport == "mcp" { 2 } else { 1 }
+    ctx.door.content_copies.max(1)
 }
 
 /// Refuses content whose answer would exceed the message limit once JSON-encoded (a
@@ -126,11 +125,7 @@ pub(crate) fn answer_fits(
         return Ok(encoded);
     }
     // Each door names its own way to read less.
-    let hint = match ctx.transport {
-        "mcp" => "; read the file in parts (read_text_file with line and limit)",
-        "ws" => "",
-        _ => "; read the file in parts (line and limit)",
-    };
+    let hint = ctx.door.read_in_parts;
     Err(GatewayError::Limit {
         reason: format!(
             "the answer would be {encoded} bytes once encoded, over the message limit of {max} bytes{hint}"
@@ -143,43 +138,21 @@ pub(crate) fn answer_fits(
 /// The refusal of binary content as text; where the policy allows binary reads, it
 /// names the way to read it as base64 on the door in use.
 pub(crate) fn binary_refusal(pol: &Policy, ctx: &RequestCtx, shown: &str) -> GatewayError {
-    let reason = match (pol.limits().binary, ctx.transport) {
-        (BinaryMode::Deny, _) => {
-            "binary content (NUL byte or invalid UTF-8); the policy denies binary reads"
+    const AS_TEXT: &str = "binary content (NUL byte or invalid UTF-8) cannot be read as text";
+    let reason = match pol.limits().binary {
+        BinaryMode::Deny => {
+            "binary content (NUL byte or invalid UTF-8); the policy denies binary reads".into()
         }
-        (BinaryMode::Base64, "mcp") => {
-            "binary content (NUL byte or invalid UTF-8) cannot be read as text; use read_media_file"
-        }
-        (BinaryMode::Base64, "ws") => {
-            "binary content (NUL byte or invalid UTF-8) cannot be read as text; a \"read\" request answers it as base64"
-        }
-        (BinaryMode::Base64, _) => {
-            "binary content (NUL byte or invalid UTF-8) cannot be read as text; use _fsgate/read_file"
-        }
-        (BinaryMode::Media, door) => match (media_type(shown), door) {
-            (Some(_), "mcp") => {
-                "binary content (NUL byte or invalid UTF-8) cannot be read as text; the policy \
-                 lets media files (images, audio) be read with read_media_file if their content \
-                 matches their extension"
-            }
-            (Some(_), "ws") => {
-                "binary content (NUL byte or invalid UTF-8) cannot be read as text; a \"read\" \
-                 request answers a media file (image, audio) as base64 if its content matches \
-                 its extension"
-            }
-            (Some(_), _) => {
-                "binary content (NUL byte or invalid UTF-8) cannot be read as text; the policy \
-                 lets media files (images, audio) be read base64-encoded with _fsgate/read_file \
-                 if their content matches their extension"
-            }
-            (None, _) => {
-                "binary content (NUL byte or invalid UTF-8); the policy denies binary reads \
-                 except of media files (images, audio)"
-            }
+        BinaryMode::Base64 => format!("{AS_TEXT}{}", ctx.door.binary_read),
+        BinaryMode::Media => match media_type(shown) {
+            Some(_) => format!("{AS_TEXT}{}", ctx.door.media_read),
+            None => "binary content (NUL byte or invalid UTF-8); the policy denies binary reads \
+                     except of media files (images, audio)"
+                .into(),
         },
     };
     GatewayError::Limit {
-        reason: reason.into(),
+        reason,
         rule: "limits.binary".into(),
         path: shown.to_string(),
     }
@@ -201,13 +174,23 @@ pub(crate) fn text_or_refuse(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DoorSpec;
     use crate::ops::PathStyle;
 
-    fn ctx(transport: &'static str) -> RequestCtx {
+    /// A door that names its ways to read, and sends content twice.
+    static HINTED: DoorSpec = DoorSpec {
+        name: "hinted",
+        content_copies: 2,
+        read_in_parts: "; in parts",
+        binary_read: "; as base64",
+        media_read: "; as media",
+    };
+
+    fn ctx(door: &'static DoorSpec) -> RequestCtx {
         RequestCtx {
             style: PathStyle::Absolute,
             session: String::new(),
-            transport,
+            door,
             peer: String::new(),
             scope: Default::default(),
             asker: None,
@@ -244,34 +227,33 @@ mod tests {
     }
 
     #[test]
-    fn refusals_name_the_way_to_read_on_the_door_in_use() {
+    fn refusals_end_with_the_way_to_read_the_door_in_use_names() {
+        const AS_TEXT: &str = "binary content (NUL byte or invalid UTF-8) cannot be read as text";
+        let (plain, hinted) = (&crate::door::TEST_DOOR, &HINTED);
         let media = Policy::from_toml(fsgate_policy::DEFAULT_POLICY_TOML, "test").unwrap();
-        let png =
-            |t| reason(text_or_refuse(&media, &ctx(t), b"a\0b".to_vec(), "/w/b.png").unwrap_err());
-        assert!(png("mcp").contains("read_media_file") && !png("mcp").contains("_fsgate/"));
-        assert!(png("acp").contains("_fsgate/read_file"));
-        assert!(png("ws").contains("\"read\" request") && !png("ws").contains("_fsgate/"));
+        let read = |pol: &Policy, d, path| {
+            reason(text_or_refuse(pol, &ctx(d), b"a\0b".to_vec(), path).unwrap_err())
+        };
+        assert_eq!(
+            read(&media, hinted, "/w/b.png"),
+            format!("{AS_TEXT}; as media")
+        );
+        assert_eq!(read(&media, plain, "/w/b.png"), AS_TEXT);
+        assert!(read(&media, hinted, "/w/b").ends_with("except of media files (images, audio)"));
         let text = fsgate_policy::DEFAULT_POLICY_TOML
             .replace("binary = \"media\"", "binary = \"base64\"")
             .replace("[limits]\n", "[limits]\nmax_message_bytes = 8192\n");
         let pol = Policy::from_toml(&text, "test").unwrap();
-        let binary =
-            |t| reason(text_or_refuse(&pol, &ctx(t), b"a\0b".to_vec(), "/w/b").unwrap_err());
-        assert!(binary("acp").ends_with("use _fsgate/read_file"));
-        assert!(binary("mcp").ends_with("use read_media_file"));
-        assert!(binary("ws").contains("\"read\" request"));
-        for t in ["mcp", "ws"] {
-            assert!(!binary(t).contains("_fsgate/"), "{t}: {}", binary(t));
-        }
+        assert_eq!(read(&pol, hinted, "/w/b"), format!("{AS_TEXT}; as base64"));
+        assert_eq!(read(&pol, plain, "/w/b"), AS_TEXT);
         let big = "x".repeat(5000);
-        let over = |t| reason(answer_fits(&pol, &ctx(t), &big, "/w/b").unwrap_err());
-        assert!(over("acp").ends_with("(line and limit)"));
-        assert!(over("mcp").ends_with("(read_text_file with line and limit)"));
-        assert!(!over("ws").contains("line"));
-        // MCP sends the content twice (text and structured content): 3000 bytes fit
-        // once into 8192 with the envelope, not twice.
+        let over = |d| reason(answer_fits(&pol, &ctx(d), &big, "/w/b").unwrap_err());
+        assert!(over(hinted).ends_with("limit of 8192 bytes; in parts"));
+        assert!(over(plain).ends_with("limit of 8192 bytes"));
+        // A door that sends the content twice: 3000 bytes fit once into 8192 with the
+        // envelope, not twice.
         let half = "x".repeat(3000);
-        assert!(answer_fits(&pol, &ctx("acp"), &half, "/w/b").is_ok());
-        assert!(answer_fits(&pol, &ctx("mcp"), &half, "/w/b").is_err());
+        assert!(answer_fits(&pol, &ctx(plain), &half, "/w/b").is_ok());
+        assert!(answer_fits(&pol, &ctx(hinted), &half, "/w/b").is_err());
     }
 }

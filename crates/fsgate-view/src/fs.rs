@@ -174,7 +174,7 @@ impl View {
                 Some(s) => s.current(),
                 None => self.session.clone(),
             },
-            transport: crate::outside::TRANSPORT,
+            door: &crate::outside::DOOR,
             asker: (self.asks.as_ref()).map(|a| Arc::clone(a).for_peer(peer.clone())),
             peer,
             scope: Default::default(),

@@ -19,6 +19,17 @@ use crate::nodes::Nodes;
 /// The door name the view's own requests carry.
 pub(crate) const TRANSPORT: &str = "view";
 
+/// The view, as its requests carry it. It reads files' bytes as they are (no read of
+/// text is ever refused as binary or too large for an answer), so it names no way to
+/// read them otherwise.
+pub(crate) const DOOR: fsgate_gateway::DoorSpec = fsgate_gateway::DoorSpec {
+    name: TRANSPORT,
+    content_copies: 1,
+    read_in_parts: "",
+    binary_read: "",
+    media_read: "",
+};
+
 /// Takes back what the kernel holds of paths other doors changed.
 #[derive(Debug)]
 pub(crate) struct OutsideChanges {
@@ -27,8 +38,8 @@ pub(crate) struct OutsideChanges {
 }
 
 impl ChangeWatch for OutsideChanges {
-    fn changed(&self, note: &ChangeNote, transport: &str) {
-        if transport == TRANSPORT {
+    fn changed(&self, note: &ChangeNote, door: &str) {
+        if door == TRANSPORT {
             return;
         }
         for path in std::iter::once(&note.path).chain(note.path2.as_ref()) {

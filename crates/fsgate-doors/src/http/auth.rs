@@ -193,7 +193,7 @@ mod tests {
         assert_ne!(a, b);
         keys.add(
             &a,
-            Arc::new(Principal::new(Some("s1".into()), "acp-mcp", 4)),
+            Arc::new(Principal::new(Some("s1".into()), &crate::hosted::DOOR, 4)),
         );
         assert_eq!(
             keys.find(&a).and_then(|p| p.session()).as_deref(),
@@ -204,7 +204,7 @@ mod tests {
         assert!(keys.find(&a).is_none());
         let one = Keys::One(
             Token::from_text("t0123456789abcdef"),
-            Arc::new(Principal::new(None, "http", 4)),
+            Arc::new(Principal::new(None, &crate::http::DOOR, 4)),
         );
         assert!(one.find("t0123456789abcdef").is_some());
         assert!(one.find("t0123456789abcdeX").is_none());

@@ -58,11 +58,11 @@ pub(crate) fn short_random() -> String {
 pub(super) fn identity(server: &Server, conn: &ConnInfo, p: &Principal) -> Identity {
     let session = p.session().unwrap_or_else(|| {
         let n = server.counter.fetch_add(1, Ordering::Relaxed);
-        format!("{}-{n}-{}", p.transport, short_random())
+        format!("{}-{n}-{}", p.door.name, short_random())
     });
     Identity {
         session,
-        transport: p.transport,
+        door: p.door,
         peer: conn.peer.to_string(),
         oversight: p.oversight.clone(),
         within: p.within.clone(),

@@ -52,6 +52,12 @@ use crate::ws::Token;
 
 use fsgate_gateway::Gateway;
 
+/// MCP over HTTP: the MCP door under its own name for the records.
+pub const DOOR: fsgate_gateway::DoorSpec = fsgate_gateway::DoorSpec {
+    name: "http",
+    ..crate::mcp::DOOR
+};
+
 /// Binds the listener: `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` for `127.0.0.1:PORT`.
 pub fn bind(listen: &str) -> std::io::Result<TcpListener> {
     crate::ws::bind(listen)
@@ -73,10 +79,10 @@ pub async fn serve_with_token(
     if !loopback {
         tracing::warn!(%local, "listening on a non-loopback address: anyone who can reach it and holds the token can use the workspace");
     }
-    let principal = Arc::new(Principal::new(None, "http", settings.max_sessions));
+    let principal = Arc::new(Principal::new(None, &DOOR, settings.max_sessions));
     let server = Server::new(
         gw,
-        ("http", Keys::One(token, principal)),
+        (&DOOR, Keys::One(token, principal)),
         &settings,
         loopback,
     );
@@ -114,7 +120,7 @@ pub(crate) fn hosted_server(gw: Arc<Gateway>) -> Arc<Server> {
     let room = body::Room::new(limits.max_message.saturating_mul(4));
     Arc::new(Server {
         gw,
-        transport: "acp-mcp",
+        door: &crate::hosted::DOOR,
         keys: Keys::Many(std::sync::RwLock::new(std::collections::HashMap::new())),
         site: auth::Site::new(&[], true),
         limits,

@@ -765,7 +765,7 @@ fn ctx_for(
     RequestCtx {
         style: PathStyle::AbsoluteOrRelative,
         session,
-        transport: p.map_or(server.transport, |p| p.transport),
+        door: p.map_or(server.door, |p| p.door),
         peer: conn.peer.to_string(),
         scope: Default::default(),
         asker: None,

@@ -53,8 +53,8 @@ impl Limits {
 /// One HTTP MCP server: its gateway, tokens, checks, sessions and budgets.
 pub(crate) struct Server {
     pub gw: Arc<Gateway>,
-    /// The audit log's transport for what this server records itself.
-    pub transport: &'static str,
+    /// The door of what this server records itself.
+    pub door: &'static fsgate_gateway::DoorSpec,
     pub keys: Keys,
     pub site: auth::Site,
     pub limits: Limits,
@@ -73,7 +73,7 @@ impl Server {
     /// A server over `gw` with `keys`, for a listener at `local`.
     pub(crate) fn new(
         gw: Arc<Gateway>,
-        (transport, keys): (&'static str, Keys),
+        (door, keys): (&'static fsgate_gateway::DoorSpec, Keys),
         settings: &HttpSettings,
         loopback_only: bool,
     ) -> Arc<Server> {
@@ -82,7 +82,7 @@ impl Server {
         let room = body::Room::new(limits.max_message.saturating_mul(4));
         Arc::new(Server {
             gw,
-            transport,
+            door,
             keys,
             site: auth::Site::new(&settings.allowed_origins, loopback_only),
             limits,

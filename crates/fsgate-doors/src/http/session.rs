@@ -139,8 +139,8 @@ pub(crate) struct Principal {
     /// The session its records carry: one ACP session's (provisional until the agent
     /// named it); None: each MCP session gets an id of its own.
     pub session: Mutex<Option<String>>,
-    /// The audit log's transport for its requests.
-    pub transport: &'static str,
+    /// The door its requests come through.
+    pub door: &'static fsgate_gateway::DoorSpec,
     /// Who is asked when an `ask` rule decides, and told of changes.
     pub oversight: crate::mcp::Oversight,
     /// MCP sessions open now, and at most.
@@ -156,12 +156,12 @@ pub(crate) struct Principal {
 impl Principal {
     pub(crate) fn new(
         session: Option<String>,
-        transport: &'static str,
+        door: &'static fsgate_gateway::DoorSpec,
         max_sessions: usize,
     ) -> Principal {
         Principal {
             session: Mutex::new(session),
-            transport,
+            door,
             oversight: crate::mcp::Oversight::Client,
             sessions: AtomicUsize::new(0),
             max_sessions,

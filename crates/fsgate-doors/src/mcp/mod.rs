@@ -73,8 +73,8 @@ use tokio::sync::{Semaphore, mpsc};
 use crate::stdio::{self, Sink};
 use catalog::Catalog;
 use flow::Flow;
-use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
+use fsgate_gateway::{DoorSpec, Gateway};
 use tool_id::ToolId;
 
 /// What a line is, as the door's input pump judges it: another door that carries MCP
@@ -109,14 +109,28 @@ pub(crate) struct McpServer {
 /// arenas per thread).
 const MAX_IN_FLIGHT: usize = 16;
 
+/// This door (MCP over stdio), as its requests carry it: a read's content is sent
+/// twice (a text block and structured content, as the reference server does); files
+/// are read in parts with `read_text_file`'s `line` and `limit`, binary and media
+/// content with `read_media_file`.
+pub const DOOR: DoorSpec = DoorSpec {
+    name: "mcp",
+    content_copies: 2,
+    read_in_parts: "; read the file in parts (read_text_file with line and limit)",
+    binary_read: "; use read_media_file",
+    media_read: "; the policy lets media files (images, audio) be read with read_media_file \
+                 if their content matches their extension",
+};
+
 /// Who one connection is, when another door carries it (MCP over HTTP, the server the
 /// ACP proxy hosts for its agent): its audit session and transport, and who is asked
 /// and told.
 pub(crate) struct Identity {
     /// The audit log's session for every record of the connection.
     pub session: String,
-    /// The audit log's transport ("mcp", "http", "acp-mcp").
-    pub transport: &'static str,
+    /// The door: [`DOOR`], or the same under another name for the records (MCP over
+    /// HTTP, the server the ACP proxy hosts).
+    pub door: &'static DoorSpec,
     /// Who is connected (an address, or pid/uid).
     pub peer: String,
     /// Who is asked when an `ask` rule decides, and told of changes.
@@ -146,7 +160,7 @@ impl Identity {
     pub(crate) fn mcp(peer: String) -> Identity {
         Identity {
             session: session_id(),
-            transport: "mcp",
+            door: &DOOR,
             peer,
             oversight: Oversight::Client,
             within: fsgate_gateway::Ceiling::default(),
@@ -186,7 +200,7 @@ impl McpServer {
                 true => who.session.clone(),
                 false => format!("{}-stateless", who.session),
             },
-            transport: who.transport,
+            door: who.door,
             peer: who.peer.clone(),
             scope: who.within.fixed(),
             // Another door's person is asked about any request; an MCP client only
@@ -200,7 +214,7 @@ impl McpServer {
         let ctx = RequestCtx {
             style: PathStyle::AbsoluteOrRelative,
             session: who.session,
-            transport: who.transport,
+            door: who.door,
             peer: who.peer,
             scope: who.within.narrowable(),
             asker: Some(asker),

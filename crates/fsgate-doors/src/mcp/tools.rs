@@ -398,7 +398,7 @@ mod tests {
         let ctx = RequestCtx {
             style: PathStyle::AbsoluteOrRelative,
             session: "s".into(),
-            transport: "mcp",
+            door: &crate::mcp::DOOR,
             peer: "t".into(),
             scope: Default::default(),
             asker: None,

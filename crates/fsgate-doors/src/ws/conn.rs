@@ -844,7 +844,7 @@ mod tests {
             ctx: RequestCtx {
                 style: PathStyle::Rooted,
                 session: "ws-t".into(),
-                transport: "ws",
+                door: &crate::ws::DOOR,
                 peer: "t".into(),
                 scope: Default::default(),
                 asker: None,

@@ -55,9 +55,9 @@ pub use auth::{Token, TokenError};
 pub use fsgate_policy::ws::{MAX_MESSAGE_CEILING, WsSettings};
 
 use fsgate_base::path::RelPath;
-use fsgate_gateway::Gateway;
 use fsgate_gateway::Request as GwRequest;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
+use fsgate_gateway::{DoorSpec, Gateway};
 
 /// Binds the listener: `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` for `127.0.0.1:PORT`.
 /// The socket is left non-blocking, ready for [`serve_with_token`].
@@ -213,6 +213,17 @@ fn subscription(
 /// How long a stop waits for the connections' threads to end (a request they are
 /// running finishes first, and is recorded before the log's `stop` record).
 const THREADS_STOP_WAIT: Duration = Duration::from_secs(1);
+
+/// This door, as its requests carry it: content sent once; no way to read a file in
+/// parts; binary content read with a `read` request, as base64.
+pub const DOOR: DoorSpec = DoorSpec {
+    name: "ws",
+    content_copies: 1,
+    read_in_parts: "",
+    binary_read: "; a \"read\" request answers it as base64",
+    media_read: "; a \"read\" request answers a media file (image, audio) as base64 if its \
+                 content matches its extension",
+};
 
 /// The connections' threads: a slot each, taken before a connection is accepted, and
 /// a stop that ends them when serving ends (this is dropped).
@@ -392,7 +403,7 @@ impl Accepted {
         let ctx = RequestCtx {
             style: PathStyle::Rooted,
             session: self.session,
-            transport: "ws",
+            door: &DOOR,
             peer: peer.to_string(),
             scope: Default::default(),
             asker: None,
@@ -507,7 +518,7 @@ async fn record_refusal(
     let ctx = RequestCtx {
         style: PathStyle::Rooted,
         session: session.to_string(),
-        transport: "ws",
+        door: &DOOR,
         peer: peer.to_string(),
         scope: Default::default(),
         asker: None,

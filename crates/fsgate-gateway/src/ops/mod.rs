@@ -53,8 +53,8 @@ pub struct RequestCtx {
     pub style: PathStyle,
     /// The session id the request named (or the connection's).
     pub session: String,
-    /// "acp", "mcp", "ws".
-    pub transport: &'static str,
+    /// The door it came through: its name for the records, the shape of its answers.
+    pub door: &'static crate::DoorSpec,
     /// pid/uid of the stdio peer, or the remote address.
     pub peer: String,
     /// The parts of the workspace the session may reach (MCP roots narrow it).

@@ -102,7 +102,7 @@ fn a_write_through_a_symlink_stages_the_file_it_changed() {
     let ctx = RequestCtx {
         style: PathStyle::Rooted,
         session: "s1".into(),
-        transport: "ws",
+        door: &crate::door::TEST_DOOR,
         peer: "test".into(),
         scope: Default::default(),
         asker: None,
