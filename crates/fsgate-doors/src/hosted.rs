@@ -39,12 +39,9 @@ pub const TOKEN_ENV: &str = "FSGATE_MCP_TOKEN";
 /// idle ones are ended).
 const SESSIONS_PER_ACP_SESSION: usize = 8;
 
-/// The MCP server an ACP session's agent reaches: the MCP door under its own name for
-/// the records.
-pub const DOOR: fsgate_gateway::DoorSpec = fsgate_gateway::DoorSpec {
-    name: "acp-mcp",
-    ..crate::mcp::DOOR
-};
+/// The MCP server an ACP session's agent reaches (see [`http::HOSTED_DOOR`], kept with
+/// the server it describes).
+pub const DOOR: fsgate_gateway::DoorSpec = http::HOSTED_DOOR;
 
 /// At most this many ACP sessions have a secret at once; the oldest is revoked beyond.
 const MAX_ADMITTED: usize = 256;

@@ -108,6 +108,13 @@ pub fn token_for(settings: &HttpSettings) -> Result<Token, String> {
     }
 }
 
+/// The hosted server of `fsgate acp` (the MCP server an ACP session's agent reaches):
+/// the MCP door under its own name for the records.
+pub const HOSTED_DOOR: fsgate_gateway::DoorSpec = fsgate_gateway::DoorSpec {
+    name: "acp-mcp",
+    ..crate::mcp::DOOR
+};
+
 /// The hosted server of `fsgate acp`: a secret per ACP session, the stdio bridge on.
 pub(crate) fn hosted_server(gw: Arc<Gateway>) -> Arc<Server> {
     // Its sessions live as long as the agent's: none is ended for being idle (a person
@@ -120,7 +127,7 @@ pub(crate) fn hosted_server(gw: Arc<Gateway>) -> Arc<Server> {
     let room = body::Room::new(limits.max_message.saturating_mul(4));
     Arc::new(Server {
         gw,
-        door: &crate::hosted::DOOR,
+        door: &HOSTED_DOOR,
         keys: Keys::Many(std::sync::RwLock::new(std::collections::HashMap::new())),
         site: auth::Site::new(&[], true),
         limits,
