@@ -84,7 +84,7 @@ impl Gateway {
             serde_json::json!({"origin": pol.origin(), "sha256": pol.sha256()}),
         );
         if self.is_several() {
-            m.insert("workspaces".into(), self.workspaces_json());
+            m.insert("workspaces".into(), self.members().json());
         }
         Value::Object(m)
     }

@@ -65,6 +65,7 @@ impl Gateway {
     pub fn show_path(&self, style: PathStyle, rel: &RelPath) -> String {
         match style {
             PathStyle::Absolute | PathStyle::AbsoluteOrRelative if self.is_several() => self
+                .members()
                 .show_named(rel)
                 .unwrap_or_else(|| rel.to_absolute(self.workspace.root_path())),
             PathStyle::Absolute | PathStyle::AbsoluteOrRelative => {
