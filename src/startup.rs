@@ -475,7 +475,7 @@ fn start_details(
             .into(),
     );
     if gw.is_several() {
-        start.insert("workspaces".into(), gw.workspaces_json());
+        start.insert("workspaces".into(), gw.members().json());
     }
     start.insert(
         "policy".into(),

@@ -24,7 +24,11 @@ pub(super) fn hidden(opened: &startup::Opened, policy: Option<&Path>) -> Vec<Pat
 /// The root of every workspace the gateway serves, where each one's view is mounted
 /// (in [`members`](fsgate_gateway::Gateway::members)' order, as [`serve`] serves them).
 pub(super) fn roots(gateway: &fsgate_gateway::Gateway) -> Vec<PathBuf> {
-    gateway.root_paths().map(Path::to_path_buf).collect()
+    gateway
+        .members()
+        .root_paths()
+        .map(Path::to_path_buf)
+        .collect()
 }
 
 /// Where the FUSE devices come from (one per view): as root, this process opens them

@@ -253,8 +253,8 @@ pub(crate) fn initialize_result(gw: &Gateway) -> Value {
         "protocolVersion": PROTOCOL_VERSION,
         "clientCapabilities": {
             "fs": {
-                "readTextFile": gw.can_ever(OpClass::Read),
-                "writeTextFile": gw.can_ever(OpClass::Write),
+                "readTextFile": gw.members().can_ever(OpClass::Read),
+                "writeTextFile": gw.members().can_ever(OpClass::Write),
             }
         },
         "_meta": { "fsgate": gw.meta() },

@@ -294,8 +294,8 @@ impl Relay {
                     return Routed::Agent(with_newline(raw));
                 }
                 let (read, write) = (
-                    self.gw.can_ever(OpClass::Read),
-                    self.gw.can_ever(OpClass::Write),
+                    self.gw.members().can_ever(OpClass::Read),
+                    self.gw.members().can_ever(OpClass::Write),
                 );
                 // Only the two flags change; the rest of the message passes byte for byte.
                 let text = std::str::from_utf8(&raw).ok();
@@ -594,7 +594,7 @@ impl Relay {
 
     /// Whether a session's `cwd` lies in a workspace (else it has no file access).
     fn cwd_inside(&self, cwd: &str) -> bool {
-        cwd.starts_with('/') && self.gw.named_path(cwd).is_some()
+        cwd.starts_with('/') && self.gw.members().named_path(cwd).is_some()
     }
 
     /// The workspaces the session may use, as the gateway's scope.
@@ -616,13 +616,14 @@ impl Relay {
             let text = dir.as_str().unwrap_or_default();
             let place = text
                 .starts_with('/')
-                .then(|| self.gw.named_path(text))
+                .then(|| self.gw.members().named_path(text))
                 .flatten();
             let Some(place) = place else {
                 return Err(format!(
                     "additionalDirectories: {} is not a directory fsgate serves (it serves {}); it is not added",
                     fsgate_gateway::clip(&dir.to_string()),
                     self.gw
+                        .members()
                         .root_paths()
                         .map(|p| p.display().to_string())
                         .collect::<Vec<_>>()
@@ -636,7 +637,7 @@ impl Relay {
         }
         let cwd = params["cwd"].as_str().unwrap_or_default();
         if cwd.starts_with('/')
-            && let Some(place) = self.gw.named_path(cwd)
+            && let Some(place) = self.gw.members().named_path(cwd)
         {
             names.extend(place.outermost());
         }

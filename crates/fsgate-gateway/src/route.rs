@@ -7,32 +7,17 @@
 //! WebSocket channel `/<name>/...` names the workspace. A path in no workspace, and a
 //! rename from one workspace to another, are refused here, with a record. Results name
 //! paths as `<name>/<path>`, which [`Gateway::show_path`] turns back into the door's form.
+//! Which workspace a path lies in is [`Members`]' to say; serving it is this file's.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::members::{Members, Route};
 use super::{Gateway, Lease, RULE_BOUNDARY};
-use crate::ops::{Op, OpId, Output, PathStyle, RequestCtx};
+use crate::ops::{Op, OpId, Output, RequestCtx};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
-use fsgate_workspace::{Entry, FileKind};
-
-/// Rule id for a rename from one workspace to another.
-pub(crate) const RULE_CROSS: &str = "workspace-cross";
-
-/// Where one operation goes.
-enum Route {
-    /// To the workspace at this index (0: the first), with its paths as that
-    /// workspace reads them.
-    To(usize, Op),
-    /// To every workspace (a relative glob, a grep with no path), answers merged.
-    Everywhere(Op),
-    /// The WebSocket root that holds the workspaces (`ls /`).
-    Top(Op),
-    /// Refused before any workspace saw it.
-    Refused(Op, GatewayError),
-}
 
 impl Gateway {
     /// Serves the workspaces `others` beside this one, every one under its name.
@@ -55,25 +40,9 @@ impl Gateway {
         self.name.as_deref()
     }
 
-    /// The workspaces served beside this one (several `--workspace`).
-    pub fn others(&self) -> &[Arc<Gateway>] {
-        &self.others
-    }
-
     /// Every workspace served: this one first, then the others.
-    pub fn members(&self) -> impl Iterator<Item = &Gateway> {
-        std::iter::once(self).chain(self.others.iter().map(|g| &**g))
-    }
-
-    /// The root directory of every workspace served, in [`members`](Self::members)'
-    /// order (for messages: a door shows them, it never opens them).
-    pub fn root_paths(&self) -> impl Iterator<Item = &std::path::Path> {
-        self.members().map(|m| m.workspace.root_path())
-    }
-
-    /// Whether some workspace's policy allows `class` at all (capability flags).
-    pub fn can_ever(&self, class: fsgate_decide::OpClass) -> bool {
-        self.members().any(|m| m.policy().can_ever(class))
+    pub fn members(&self) -> Members<'_> {
+        Members::of(self)
     }
 
     /// Whether several workspaces are served (every path then names one).
@@ -88,7 +57,7 @@ impl Gateway {
         op: Op,
         batch: Option<&crate::Batch>,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        match self.route(ctx.style, op) {
+        match self.members().route(ctx.style, op) {
             Route::To(i, op) => {
                 let Some(member) = self.members().nth(i) else {
                     return (
@@ -110,139 +79,6 @@ impl Gateway {
         match &self.name {
             Some(name) => out.map_paths(|p| named(name, &p)),
             None => out,
-        }
-    }
-
-    fn route(&self, style: PathStyle, mut op: Op) -> Route {
-        let (first, second) = op.places_mut();
-        let Some(first) = first else {
-            return Route::Everywhere(op);
-        };
-        if style == PathStyle::Rooted && RelPath::parse_rooted(first).is_ok_and(|p| p.is_root()) {
-            return Route::Top(op);
-        }
-        if style != PathStyle::Rooted && !first.starts_with('/') {
-            // A relative glob searches every workspace; another relative path is the
-            // first workspace's (MCP), or refused there as not absolute (ACP).
-            return match op.id() {
-                OpId::Glob => Route::Everywhere(op),
-                OpId::ReadText
-                | OpId::ReadFile
-                | OpId::Write
-                | OpId::Edit
-                | OpId::Ls
-                | OpId::Tree
-                | OpId::Stat
-                | OpId::Open
-                | OpId::Grep
-                | OpId::Mkdir
-                | OpId::Rm
-                | OpId::Rename
-                | OpId::Chmod
-                | OpId::Symlink => Route::To(0, op),
-            };
-        }
-        let (at, rest) = match self.place(style, first) {
-            Ok(found) => found,
-            Err(e) => return Route::Refused(op, e),
-        };
-        if let Some(to) = second {
-            match self.place(style, to) {
-                Err(e) => return Route::Refused(op, e),
-                Ok((at2, _)) if at2 != at => {
-                    let err = self.cross_refusal(first, to, at, at2);
-                    return Route::Refused(op, err);
-                }
-                Ok((_, Some(rest2))) => *to = rest2,
-                Ok((_, None)) => {}
-            }
-        }
-        if let Some(rest) = rest {
-            *first = rest;
-        }
-        Route::To(at, op)
-    }
-
-    /// The workspace `text` lies in, and on the WebSocket channel the path within it.
-    /// A relative path (ACP, MCP) is the first workspace's; a text that does not parse
-    /// goes there too, to be refused as it always has been.
-    fn place(&self, style: PathStyle, text: &str) -> Result<(usize, Option<String>), GatewayError> {
-        let Ok(lexical) = RelPath::parse_rooted(text) else {
-            return Ok((0, None));
-        };
-        if style != PathStyle::Rooted && !text.starts_with('/') {
-            return Ok((0, None));
-        }
-        if style == PathStyle::Rooted {
-            let mut parts = lexical.as_str().splitn(2, '/');
-            let name = parts.next().unwrap_or("");
-            let rest = format!("/{}", parts.next().unwrap_or(""));
-            return match self.members().position(|m| m.name() == Some(name)) {
-                Some(i) => Ok((i, Some(rest))),
-                None => Err(self.outside(text, &format!("no workspace is named `{name}`"))),
-            };
-        }
-        let found = self.members().enumerate().find(|(_, m)| {
-            let dealiased = m.workspace.dealias(text);
-            RelPath::parse_absolute(&dealiased, m.workspace.root_path()).is_ok()
-        });
-        match found {
-            Some((i, _)) => Ok((i, None)),
-            None => Err(self.outside(text, "it lies in none of the workspace roots")),
-        }
-    }
-
-    /// The refusal of a path in no workspace, naming them all.
-    fn outside(&self, text: &str, why: &str) -> GatewayError {
-        let shown = super::clip(&text.replace('\0', "\\0"));
-        GatewayError::Refused {
-            reason: format!(
-                "`{shown}` is outside the workspaces: {why} (served: {})",
-                self.served()
-            ),
-            rule: RULE_BOUNDARY.into(),
-            path: shown,
-        }
-    }
-
-    /// `[{name, root}, ...]`, for `_meta.fsgate` and the `start` record.
-    pub fn workspaces_json(&self) -> Value {
-        self.members()
-            .map(|m| {
-                serde_json::json!({
-                    "name": m.name().unwrap_or(""),
-                    "root": m.workspace.root_path().to_string_lossy(),
-                })
-            })
-            .collect()
-    }
-
-    /// `name=/root, ...` for messages.
-    fn served(&self) -> String {
-        self.members()
-            .map(|m| {
-                format!(
-                    "{}={}",
-                    m.name().unwrap_or(""),
-                    m.workspace.root_path().display()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    fn cross_refusal(&self, from: &str, to: &str, a: usize, b: usize) -> GatewayError {
-        let name = |i: usize| self.members().nth(i).and_then(Gateway::name).unwrap_or("");
-        GatewayError::Refused {
-            reason: format!(
-                "rename across workspaces is not supported: `{}` is in workspace `{}`, `{}` in `{}`; copy the file (read, write) and remove the original instead",
-                super::clip(from),
-                name(a),
-                super::clip(to),
-                name(b)
-            ),
-            rule: RULE_CROSS.into(),
-            path: super::clip(from),
         }
     }
 
@@ -298,7 +134,7 @@ impl Gateway {
     fn top(&self, ctx: &RequestCtx, op: &Op) -> Result<Output, GatewayError> {
         let out = match op.id() {
             OpId::Ls | OpId::Tree => Ok(Output::Entries {
-                entries: self.members().filter_map(Gateway::top_entry).collect(),
+                entries: self.members().top_entries(),
                 truncated: false,
                 next: None,
             }),
@@ -320,7 +156,7 @@ impl Gateway {
             | OpId::Symlink => Err(GatewayError::Refused {
                 reason: format!(
                     "`/` holds the workspaces ({}); name one: /<name>/...",
-                    self.served()
+                    self.members().served()
                 ),
                 rule: RULE_BOUNDARY.into(),
                 path: "/".into(),
@@ -334,29 +170,6 @@ impl Gateway {
         out
     }
 
-    fn top_entry(&self) -> Option<Entry> {
-        let name = self.name()?;
-        Some(Entry {
-            name: name.into(),
-            path: named(name, &RelPath::root()),
-            kind: FileKind::Directory,
-            size: None,
-            modified: None,
-            mode: None,
-            id: None,
-        })
-    }
-
-    /// A path of the results (`<name>/<path>`) in the door's form (several
-    /// workspaces): absolute under that workspace's root, or `/<name>/<path>`.
-    pub(super) fn show_named(&self, rel: &RelPath) -> Option<String> {
-        let mut parts = rel.as_str().splitn(2, '/');
-        let name = parts.next()?;
-        let member = self.members().find(|m| m.name() == Some(name))?;
-        let rest = RelPath::parse_rooted(&format!("/{}", parts.next().unwrap_or(""))).ok()?;
-        Some(rest.to_absolute(member.workspace.root_path()))
-    }
-
     /// The session's roots (MCP), which name paths as `<name>/<path>` when several
     /// workspaces are served, narrowed to this workspace's and made its own.
     pub(crate) fn own_roots(&self, roots: super::Roots) -> super::Roots {
@@ -368,27 +181,6 @@ impl Gateway {
         Some(Arc::from(own))
     }
 
-    /// `path` (absolute, or relative to the first workspace) as `<name>/<path>` in the
-    /// workspace that holds it, or as the one workspace's own path; None outside every
-    /// workspace. Lexical only.
-    pub fn named_path(&self, path: &str) -> Option<RelPath> {
-        if !path.starts_with('/') {
-            let rel = RelPath::parse_rooted(path).ok()?;
-            return Some(match &self.name {
-                Some(name) => named(name, &rel),
-                None => rel,
-            });
-        }
-        self.members().find_map(|m| {
-            let rel = RelPath::parse_absolute(&m.workspace.dealias(path), m.workspace.root_path())
-                .ok()?;
-            Some(match &m.name {
-                Some(name) => named(name, &rel),
-                None => rel,
-            })
-        })
-    }
-
     /// Records a request refused before any workspace took it.
     fn handle_refused(
         &self,
@@ -397,7 +189,7 @@ impl Gateway {
         err: GatewayError,
     ) -> Result<Output, GatewayError> {
         let mut note = serde_json::Map::new();
-        note.insert("workspaces".into(), Value::String(self.served()));
+        note.insert("workspaces".into(), Value::String(self.members().served()));
         self.handle_with(ctx, op, (note, None, false), Err(err)).0
     }
 }

@@ -254,6 +254,7 @@ impl McpServer {
     /// The workspace root, or with several every root, comma-separated.
     fn root(&self) -> String {
         self.gw
+            .members()
             .root_paths()
             .map(|p| p.to_string_lossy().into_owned())
             .collect::<Vec<_>>()

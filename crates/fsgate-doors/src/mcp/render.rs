@@ -125,7 +125,7 @@ pub(super) fn output(gw: &Gateway, out: Output) -> CallToolResult {
 /// The absolute form of a request path that the gateway has already accepted (lexical
 /// only), for confirmation messages; the request's own text if it does not parse.
 pub(super) fn shown(gw: &Gateway, path: &str) -> String {
-    match gw.named_path(path) {
+    match gw.members().named_path(path) {
         Some(rel) => gw.show_path(PathStyle::AbsoluteOrRelative, &rel),
         None => path.to_string(),
     }

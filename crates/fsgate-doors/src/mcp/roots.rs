@@ -316,6 +316,7 @@ pub(super) fn allowed_directories(gw: &Gateway, roots: &Roots) -> String {
     let dirs: Vec<String> = match roots {
         Some(r) => r.iter().map(|rel| show(gw, rel)).collect(),
         None => gw
+            .members()
             .root_paths()
             .map(|p| p.to_string_lossy().into_owned())
             .collect(),

@@ -120,7 +120,7 @@ impl Watcher {
         let (ready_tx, ready_rx) = oneshot::channel();
         // Several workspaces: a thread each, reporting paths as `<name>/...`.
         let mut each = vec![Arc::clone(&gw)];
-        each.extend(gw.others().iter().cloned());
+        each.extend(gw.members().others().iter().cloned());
         let gap: Gaps = Arc::new(Mutex::new(vec![None; each.len()]));
         let ready: Readiness = Arc::new(std::sync::Mutex::new((each.len(), 0, Some(ready_tx))));
         let mut watcher = Watcher {

@@ -332,7 +332,7 @@ pub(in crate::mcp) fn search_files(
         return Err(args_error("search_files", "pattern must not be empty"));
     }
     // Several workspaces: `<name>/...`, and the pattern made absolute to find its own.
-    let base = gw.named_path(&a.path).ok_or(());
+    let base = gw.members().named_path(&a.path).ok_or(());
     // An absolute pattern (an fsgate extension) names its own place in the workspace.
     let pattern = match &base {
         _ if a.pattern.starts_with('/') => a.pattern.clone(),

@@ -1,0 +1,192 @@
+//! One operation through every gate: checks before any work, execution, then its
+//! record, and the change's note to the door, the change watch and git.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::record::{append, record_beside_entry, sync_entry_now, unrecorded};
+use super::{Batch, Facts, Gateway, Lease, PATH_MAX, ask, budget};
+use crate::ops::{Op, Output, RequestCtx};
+use fsgate_base::error::GatewayError;
+use fsgate_policy::Policy;
+
+impl Gateway {
+    /// Runs one operation through every gate and records it. The audit record is
+    /// durable before this returns; if it cannot be written, the request fails (and a
+    /// change is not attempted while the log is known to be failing).
+    pub(crate) fn handle(
+        &self,
+        ctx: &RequestCtx,
+        op: Op,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        self.handle_in(ctx, op, None)
+    }
+
+    /// [`handle`](Self::handle), in `batch` if one is given.
+    pub(crate) fn handle_in(
+        &self,
+        ctx: &RequestCtx,
+        op: Op,
+        batch: Option<&Batch>,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        self.handle_with(ctx, op, (serde_json::Map::new(), batch, false), Ok(()))
+    }
+
+    /// [`handle`](Self::handle), with `note` added to the records' `args`.
+    pub(crate) fn handle_noted(
+        &self,
+        ctx: &RequestCtx,
+        op: Op,
+        note: serde_json::Map<String, Value>,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        self.handle_with(ctx, op, (note, None, true), Ok(()))
+    }
+
+    /// [`handle_noted`](Self::handle_noted) of an operation that `pre` may have
+    /// refused already (a router's refusal): it is recorded all the same. In a batch if
+    /// one is given; `unlinked`: no path may lead through a symbolic link.
+    pub(crate) fn handle_with(
+        &self,
+        ctx: &RequestCtx,
+        op: Op,
+        (mut note, batch, unlinked): (serde_json::Map<String, Value>, Option<&Batch>, bool),
+        pre: Result<(), GatewayError>,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        let started = Instant::now();
+        let pol = self.policy();
+        // A request the router refused lies in no workspace: it names none.
+        if let (Some(name), Ok(())) = (&self.name, &pre) {
+            note.insert("workspace".into(), Value::String(name.to_string()));
+        }
+        let mut facts = Facts::new(&op);
+        facts.args.extend(note);
+        facts.unlinked = unlinked;
+        facts.waiting = batch.map_or(budget::Waiting::Wait, Batch::waiting);
+        let sane = pre.and_then(|()| refuse_overlong(&op, &mut facts));
+        if sane.is_ok() && pol.has_ask_rules() {
+            facts.ask = Some(self.ask_ctx(&pol, ctx, &op));
+        }
+        let preflight = sane.and_then(|()| match (&self.audit, op.is_mutating()) {
+            (Some(a), true) => a
+                .ready_for_change()
+                .map_err(|e| GatewayError::Internal(format!("{e}; nothing was changed"))),
+            _ => Ok(()),
+        });
+        let result = match preflight {
+            Ok(()) => self.execute(&pol, ctx, &op, &mut facts),
+            Err(e) => Err(e),
+        };
+        // A change that made none (mkdir -p of a directory there) still answers to its
+        // questions: nothing an ask rule covers succeeds without a person.
+        let result = result.and_then(|out| Self::settle_pending(&mut facts).map(|()| out));
+        facts.finish(&result, started.elapsed());
+        tracing::debug!(op = op.name(), session = %ctx.session, outcome = %facts.outcome, rule = ?facts.rule, "request");
+        let lease = facts.lease.take().filter(|_| result.is_ok());
+        let Some(audit) = &self.audit else {
+            sync_entry_now(facts.entry_sync.take());
+            drop(facts.held.take());
+            return (result, lease);
+        };
+        let intent = facts.intent;
+        let real = facts.real.clone();
+        let wanted = ctx.notifier.is_some()
+            || self.change_watch.get().is_some()
+            || (self.vcs.is_some() && pol.vcs_stage());
+        let note = match (&result, wanted) {
+            (Ok(_), true) if op.is_mutating() => self.change_note(ctx, &op, &facts),
+            _ => None,
+        };
+        let entry = facts.entry_sync.take();
+        // Held until the entry is durable (the next write of the path waits for it).
+        let _held = facts.held.take();
+        let mut event = facts.into_event(ctx);
+        event.policy_sha256 = Some(Arc::from(pol.sha256()));
+        let deferred = batch.filter(|_| intent.is_none() && !op.is_mutating());
+        let appended = match (entry, intent) {
+            (Some(entry), Some(seq)) if result.is_ok() => {
+                record_beside_entry(audit, &mut event, entry, seq)
+            }
+            (entry, _) => {
+                sync_entry_now(entry);
+                append(audit, &event, deferred)
+            }
+        };
+        match appended {
+            Ok(seq) => {
+                if let Some(mut note) = note {
+                    note.seq = seq;
+                    if let Some(sink) = &ctx.notifier {
+                        sink.changed(&note);
+                    }
+                    if let Some(watch) = self.change_watch.get() {
+                        watch.changed(&note, ctx.door.name);
+                    }
+                    if pol.vcs_stage() {
+                        self.stage(&Self::at_real(note, real));
+                    }
+                }
+                (result, lease)
+            }
+            Err(e) => {
+                tracing::error!("audit log: {e}");
+                let err = unrecorded(&e, intent, result.is_ok(), op.is_mutating());
+                (Err(err), None)
+            }
+        }
+    }
+
+    /// What a request needs to put a question to a person.
+    fn ask_ctx(&self, pol: &Policy, ctx: &RequestCtx, op: &Op) -> ask::AskCtx {
+        let proposed = ctx.asker.as_ref().and_then(|_| ask::Proposed::of(op));
+        ask::AskCtx::new(
+            ctx.asker.clone(),
+            pol.ask_timeout(),
+            self.grants.clone(),
+            &ctx.session,
+            self.workspace.root_path().to_path_buf(),
+            proposed,
+        )
+        .deferring(op.is_mutating())
+        .in_style(ctx.style)
+        .in_workspace(self.name.clone())
+    }
+}
+
+/// Refuses a request that gives a path or pattern longer than [`PATH_MAX`], or a path
+/// the audit log could not write whole (longer than [`PATH_MAX`] once its control
+/// characters are escaped: an intent names its file exactly), before any work; its
+/// record names what it gave (cut, as every long string in a record).
+fn refuse_overlong(op: &Op, facts: &mut Facts) -> Result<(), GatewayError> {
+    let texts = op.path_texts();
+    let over = |(what, t): &&(&str, &str)| {
+        t.len() > PATH_MAX || (what.starts_with("path") && fsgate_audit::cut::is_long(t))
+    };
+    let Some((what, text)) = texts.iter().find(over) else {
+        return Ok(());
+    };
+    for (name, given) in &texts {
+        match *name {
+            "path" => facts.path = Some((*given).to_string()),
+            "path2" => facts.path2 = Some((*given).to_string()),
+            _ => {}
+        }
+    }
+    let noun = if what.starts_with("path") {
+        "path"
+    } else {
+        "pattern"
+    };
+    let shown = fsgate_audit::cut::head(text, 64);
+    if text.len() <= PATH_MAX {
+        return Err(GatewayError::InvalidParams(format!(
+            "{noun} {shown:?} is {} bytes long once its control characters are escaped, over {PATH_MAX}: the audit log could not name it whole",
+            fsgate_audit::cut::written_len(text)
+        )));
+    }
+    Err(GatewayError::InvalidParams(format!(
+        "{noun} {shown:?} is {} bytes long, over the kernel's PATH_MAX of {PATH_MAX} bytes: no file has such a path",
+        text.len()
+    )))
+}
