@@ -3,8 +3,8 @@
 //! shell for `cat .env` (refused: the secret never reaches the model), `python3
 //! test_app.py` (a test reading workspace files and writing result.txt: it passes),
 //! `echo hi > notes2.txt` and `rm a.txt` (each recorded naming its process, with the
-//! previous content backed up), and `fsgate undo --session` of the view's session
-//! brings a.txt back.
+//! previous content backed up, under the agent's ACP session), and `fsgate undo
+//! --session` of that session brings a.txt back.
 
 use std::path::Path;
 use std::process::Command;
@@ -88,7 +88,10 @@ pub fn shell_through_the_view(
     assert_eq!(read(&root, "result.txt"), Some("passed\n".into()), "{name}");
     assert_eq!(read(&root, "notes2.txt"), Some("hi\n".into()), "{name}");
     assert!(!root.join("a.txt").exists(), "{name}: a.txt is still there");
-    let session = view_session(&ed.audit_records(), name);
+    // The agent holds one ACP session, prompted while its shell runs: the view's
+    // records carry that session (docs/run.md), not the view's own.
+    let session = sid.clone();
+    assert_ne!(session, view_session(&ed.audit_records(), name), "{name}");
     let records = ed.audit_records();
     let shell_change = |op: &str, path: &str| {
         records
