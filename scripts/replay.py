@@ -1,25 +1,31 @@
 #!/usr/bin/env python3
-"""Replays one recorded session against two fsgate builds and compares them.
+"""Replays one session against two fsgate builds and compares them.
 
-    scripts/replay.py --before BIN_A --after BIN_B [--keep DIR] [--only DOOR,...]
+    scripts/replay.py --before BIN_A --after BIN_B [--only DOOR,...] [--keep DIR] [--dump DIR]
 
 For each binary, in a fresh workspace seeded the same way (text files, nested
-directories, a `.env` secret, a PNG, a binary file, a file over the read limit) at the
-same path, the script drives the real binary through each door with the same requests,
-one at a time (each answer awaited before the next request is sent):
+directories, a `.env` secret, a PNG, a binary file, files over the read and message
+limits) at the same path, the script drives the real binary through each door with the
+same requests, one at a time (each answer awaited before the next request is sent):
 
 - `mcp`: `serve --transport mcp` on stdio (the reference server's tools and fsgate's);
 - `acp`: `serve` on stdio (`fs/*` and `_fsgate/*`);
 - `ws`: `serve --transport ws`, the files channel (a WebSocket client written here);
-- `http`: `serve --transport http`, MCP over Streamable HTTP (the `mcp` calls again).
+- `http`: `serve --transport http`, MCP over Streamable HTTP (the `mcp` calls again);
+- `hosted`: the MCP server `fsgate acp` hosts for an agent (this script, `--fake-agent`),
+  over HTTP (the `mcp` calls again), and what the editor is told;
+- each again as `DOOR+policy`: the built-in policy with `binary = "base64"` and a 1 MiB
+  message limit, with binary and oversize reads.
 
 It then compares, door by door, every answer and every audit record of the two runs
 after normalising only what must differ from run to run: times (`ts`, `duration_us`,
-ISO and `get_file_info` times in answers), the hash chain (`log`, `prev`, `hash`),
-session ids and secrets (numbered in order of appearance), process ids and ports,
+ISO, backup-name and `get_file_info` times), the hash chain (`log`, `prev`, `hash`),
+session ids (numbered in order of appearance), process ids, ports, the agent's cgroup,
 a write's random temporary name, and the timing of directory syncs
-(`details.entriesDurable`, `details.entryPending`). Standard library only.
+(`details.entriesDurable`, `details.entryPending`). Exit status 1 if anything differs.
+Standard library only.
 """
+
 
 import argparse
 import base64
@@ -88,6 +94,8 @@ def seed(ws):
     # its 1 MiB message limit, two do not
     with open(os.path.join(ws, "over.txt"), "w") as f:
         f.write(("o" * 99 + "\n") * 12000)  # over that limit in one copy
+    with open(os.path.join(ws, "quarter.txt"), "w") as f:
+        f.write(("q" * 99 + "\n") * 4000)  # two copies fit that limit
     os.makedirs(os.path.join(ws, "empty_dir"))
     for dirpath, dirnames, filenames in os.walk(ws, topdown=False):
         for name in filenames + dirnames:
@@ -234,6 +242,7 @@ def mcp_policy_calls(ws):
         ("read_file", {"path": a("over.txt")}),
         ("read_media_file", {"path": a("over.txt")}),
         ("read_multiple_files", {"paths": [a("mid.txt"), a("over.txt")]}),
+        ("read_text_file", {"path": a("quarter.txt")}),
     ]
 
 
@@ -329,23 +338,28 @@ class Proc:
 
     def send(self, obj):
         data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
-        self.p.stdin.write(data + b"\n")
-        self.p.stdin.flush()
+        try:
+            self.p.stdin.write(data + b"\n")
+            self.p.stdin.flush()
+        except OSError as e:  # the process is gone: its answers will say so
+            self.stderr.append(f"(replay: could not send: {e})\n")
 
     def until(self, rid):
-        """Every line up to and including the answer to `rid` (notifications too)."""
+        """Every line up to and including the answer to `rid` (notifications too); no
+        answer within TIMEOUT, or the output's end, is recorded as what came instead."""
         got = []
         deadline = time.monotonic() + TIMEOUT
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise RuntimeError(f"no answer to {rid}; stderr: {''.join(self.stderr)}")
+                return got + [{"no answer": f"none within {TIMEOUT:.0f} s"}]
             try:
                 line = self.lines.get(timeout=left)
             except queue.Empty:
                 continue
             if line is None:
-                raise RuntimeError(f"stdout closed before {rid}: {''.join(self.stderr)}")
+                self.lines.put(None)
+                return got + [{"no answer": "output closed", "stderr": "".join(self.stderr)}]
             msg = json.loads(line)
             got.append(msg)
             if msg.get("id") == rid and "method" not in msg:
@@ -624,8 +638,86 @@ def drive_http(binary, run):
     return out
 
 
+def fake_agent(out_path):
+    """An ACP agent that takes HTTP MCP servers and hands its session's to the replay:
+    `fsgate acp` hosts one for every session the agent opens."""
+    for line in sys.stdin:
+        msg = json.loads(line)
+        method, rid = msg.get("method"), msg.get("id")
+        if method == "initialize":
+            result = {"protocolVersion": 1, "authMethods": [],
+                      "agentCapabilities": {"mcpCapabilities": {"http": True}}}
+        elif method == "session/new":
+            with open(out_path + ".tmp", "w") as f:
+                json.dump(msg["params"], f)
+            os.rename(out_path + ".tmp", out_path)
+            result = {"sessionId": "replay-agent-session"}
+        elif rid is not None and method is not None:
+            print(json.dumps({"jsonrpc": "2.0", "id": rid,
+                              "error": {"code": -32601, "message": "not here"}}), flush=True)
+            continue
+        else:
+            continue
+        print(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}), flush=True)
+
+
+def hosted_server(out_path, gate):
+    deadline = time.monotonic() + TIMEOUT
+    while not os.path.exists(out_path):
+        if time.monotonic() > deadline or gate.p.poll() is not None:
+            raise RuntimeError(f"the agent got no session: {''.join(gate.stderr)}")
+        time.sleep(0.05)
+    with open(out_path) as f:
+        servers = json.load(f)["mcpServers"]
+    own = next(s for s in servers if s.get("name") == "fsgate")
+    headers = {h["name"]: h["value"] for h in own.get("headers", [])}
+    return own["url"], headers.get("Authorization", "").removeprefix("Bearer ")
+
+
+def drive_hosted(binary, run):
+    """`fsgate acp` hosting the fake agent: the MCP server it adds to the agent's session,
+    over HTTP, with the `mcp` calls."""
+    out_path = os.path.join(run["dir"], "agent-session.json")
+    argv = [binary, "acp", "--workspace", run["ws"]]
+    if run["policy"]:
+        argv += ["--policy", policy_file(run)]
+    argv += ["--audit-log", os.path.join(run["dir"], "audit-hosted", "audit.jsonl"),
+             "--backup-dir", os.path.join(run["dir"], "backups-hosted"),
+             "--", sys.executable, os.path.abspath(__file__), "--fake-agent", out_path]
+    env = dict(os.environ, XDG_STATE_HOME=os.path.join(run["dir"], "state"),
+               RUST_LOG="off", HOME=os.path.join(run["dir"], "home"))
+    gate = Proc(argv, env)
+    out = []
+    gate.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": 1, "clientCapabilities": {}}})
+    out.append(("editor: initialize", None, gate.until(1)))
+    gate.send({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+               "params": {"cwd": run["ws"], "mcpServers": []}})
+    out.append(("editor: session/new", None, gate.until(2)))
+    url, token = hosted_server(out_path, gate)
+    rid, session = 0, None
+
+    def ask(label, method, params):
+        nonlocal rid, session
+        rid += 1
+        req = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        status, sid, msgs = http_post(url, token, req, session)
+        session = session or sid
+        out.append((label, req, [{"status": status}] + msgs))
+
+    ask("initialize", "initialize", INIT_MCP)
+    http_post(url, token, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    ask("tools/list", "tools/list", {})
+    for tool, args in (mcp_policy_calls if run["policy"] else mcp_calls)(run["ws"]):
+        ask(f"tools/call {tool}", "tools/call", {"name": tool, "arguments": args})
+    rc, rest = gate.end()
+    out.append(("editor: what it was told, then the end", None, rest + [{"exit": rc}]))
+    return out
+
+
 # each door with the built-in policy, then with policy_file()'s
-DRIVERS = {"mcp": drive_mcp, "acp": drive_acp, "ws": drive_ws, "http": drive_http}
+DRIVERS = {"mcp": drive_mcp, "acp": drive_acp, "ws": drive_ws, "http": drive_http,
+           "hosted": drive_hosted}
 DOORS = {**{d: (f, False) for d, f in DRIVERS.items()},
          **{f"{d}+policy": (f, True) for d, f in DRIVERS.items()}}
 
@@ -669,11 +761,13 @@ def norm_value(v, names, secrets, key=None):
     if isinstance(v, list):
         return [norm_value(x, names, secrets) for x in v]
     if isinstance(v, str):
-        if key in ("sessionId", "session", "Mcp-Session-Id"):
+        if key in ("sessionId", "session", "provisionalSession"):
             return names("session", v)
+        if key == "cgroup":  # the agent's cgroup, named by fsgate's pid and a random part
+            return re.sub(r"-\d+-[0-9a-f]+$", "-<pid>-<random>", v)
         return norm_text(v, names, secrets)
-    if key == "pid" and isinstance(v, int):
-        return "<pid>"
+    if key in ("pid", "port") and isinstance(v, int):
+        return f"<{key}>"
     return v
 
 
@@ -773,6 +867,9 @@ def compare(before, after):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--fake-agent":
+        fake_agent(sys.argv[2])
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", required=True, help="the fsgate binary before the change")
     ap.add_argument("--after", required=True, help="the fsgate binary after the change")
