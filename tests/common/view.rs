@@ -60,6 +60,25 @@ impl ViewWs {
         }
     }
 
+    /// As [`ViewWs::new`], but the workspace is `NAME` made inside the first directory, so
+    /// that there is room beside it.
+    pub fn new_inside(root_prefix: &str, state_prefix: &str, name: &str) -> ViewWs {
+        let (d1, parent) = canonical_tempdir(root_prefix);
+        let (d2, state) = canonical_tempdir(state_prefix);
+        let root = parent.join(name);
+        std::fs::create_dir(&root).expect("mkdir");
+        ViewWs {
+            root,
+            state,
+            _dirs: (d1, d2),
+        }
+    }
+
+    /// The backups' directory, in the state directory.
+    pub fn backups(&self) -> PathBuf {
+        self.state.join("backups")
+    }
+
     /// The audit log, in the state directory.
     pub fn log(&self) -> PathBuf {
         self.state.join("audit.jsonl")
@@ -74,7 +93,7 @@ impl ViewWs {
             "--audit-log".into(),
             s(&self.log()),
             "--backup-dir".into(),
-            s(&self.state.join("backups")),
+            s(&self.backups()),
         ]
     }
 
@@ -148,6 +167,22 @@ pub fn finished_within(mut cmd: Command, limit: Duration) -> Output {
             );
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The uid and gid of `nobody`.
+pub const NOBODY: u32 = 65534;
+
+/// `chown -R 65534:65534 dir`, never following a link.
+pub fn give_to_nobody(dir: &Path) {
+    std::os::unix::fs::lchown(dir, Some(NOBODY), Some(NOBODY)).expect("chown");
+    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
+        let path = entry.path();
+        if entry.file_type().expect("type").is_dir() {
+            give_to_nobody(&path);
+        } else {
+            std::os::unix::fs::lchown(&path, Some(NOBODY), Some(NOBODY)).expect("chown");
+        }
     }
 }
 
