@@ -102,6 +102,16 @@ impl ViewWs {
         read_records(&self.log())
     }
 
+    /// `fsgate run --workspace ROOT --audit-log LOG --backup-dir BACKUPS`, in the workspace:
+    /// the command to run follows.
+    pub fn fsgate_run(&self) -> Command {
+        let mut cmd = Command::new(bin());
+        cmd.arg("run")
+            .args(self.state_args())
+            .current_dir(&self.root);
+        cmd
+    }
+
     /// `fsgate run [--policy POLICY] ... -- sh -c SCRIPT` in the workspace, with [`IDENTITY`]
     /// (None: the default policy).
     pub fn sh_under(&self, policy: Option<&Path>, script: &str) -> Output {
