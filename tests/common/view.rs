@@ -3,7 +3,7 @@
 //! no test hangs), the session a run names, and the audit log's records.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -162,7 +162,12 @@ pub fn finished_within(mut cmd: Command, limit: Duration) -> Output {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn fsgate");
+    let child = cmd.spawn().expect("spawn fsgate");
+    waited(child, &format!("{cmd:?}"), limit)
+}
+
+/// `child`'s output once it ended (`what` killed after `limit`: no test hangs).
+pub fn waited(mut child: Child, what: &str, limit: Duration) -> Output {
     let deadline = Instant::now() + limit;
     loop {
         if child.try_wait().expect("wait").is_some() {
@@ -172,7 +177,7 @@ pub fn finished_within(mut cmd: Command, limit: Duration) -> Output {
             let _ = child.kill();
             let out = child.wait_with_output().expect("output");
             panic!(
-                "{cmd:?} did not end in {limit:?}; stderr: {}",
+                "{what} did not end in {limit:?}; stderr: {}",
                 text(&out.stderr)
             );
         }
