@@ -6,11 +6,10 @@
 //! printed, and the real workspace is as it was.
 
 use std::collections::BTreeMap;
-use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::common::view::{NOBODY, ViewWs, finished, give_to_nobody, text};
+use crate::common::view::{NOBODY, ViewWs, finished, give_to_nobody, text, view_ws};
 use crate::common::{DesktopFuse, bin};
 
 const SECRET: &str = "hunter2-attack-secret";
@@ -64,15 +63,10 @@ CHILD = os.getppid()
 GW = ppid_of(CHILD)
 "#;
 
-/// A workspace holding secrets (`.env`, `.ssh/id_rsa`), `a.txt`; a secret file beside
-/// it (`../secret`); a state directory (audit log, backups).
-struct Ws(ViewWs);
-
-impl Deref for Ws {
-    type Target = ViewWs;
-    fn deref(&self) -> &ViewWs {
-        &self.0
-    }
+view_ws! {
+    /// A workspace holding secrets (`.env`, `.ssh/id_rsa`), `a.txt`; a secret file beside
+    /// it (`../secret`); a state directory (audit log, backups).
+    Ws
 }
 
 impl Ws {

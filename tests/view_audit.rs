@@ -4,7 +4,6 @@
 //! every path (audit/FORMAT.md section 2, docs/run.md).
 
 use std::collections::HashSet;
-use std::ops::Deref;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -12,16 +11,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::bin;
-use crate::common::view::{ViewWs, finished_within, text};
+use crate::common::view::{ViewWs, finished_within, text, view_ws};
 
-/// A workspace, with its audit log outside it.
-struct Ws(ViewWs);
-
-impl Deref for Ws {
-    type Target = ViewWs;
-    fn deref(&self) -> &ViewWs {
-        &self.0
-    }
+view_ws! {
+    /// A workspace, with its audit log outside it.
+    Ws
 }
 
 impl Ws {

@@ -6,14 +6,13 @@
 //! listing follows each change made through the view while each listing is recorded.
 
 use std::ffi::OsString;
-use std::ops::Deref;
 use std::process::Output;
 
 use serde_json::{Value, json};
 
 use crate::acp_proxy::editor::{Editor, Options};
 use crate::common::canonical_tempdir;
-use crate::common::view::{ViewWs, finished};
+use crate::common::view::{ViewWs, finished, view_ws};
 
 /// A scripted ACP agent (standard library only): each prompt's text is a JSON array of
 /// steps, `{"sh": COMMAND}` (run in the session's directory, a process of the agent's
@@ -179,14 +178,9 @@ fn view_cache_the_agents_edit_rename_and_rm_are_seen_by_its_shell_at_once() {
     );
 }
 
-/// A workspace with `.env` (a secret) and `d/` holding `one.txt`, its state beside it.
-struct Ws(ViewWs);
-
-impl Deref for Ws {
-    type Target = ViewWs;
-    fn deref(&self) -> &ViewWs {
-        &self.0
-    }
+view_ws! {
+    /// A workspace with `.env` (a secret) and `d/` holding `one.txt`, its state beside it.
+    Ws
 }
 
 impl Ws {

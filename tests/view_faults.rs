@@ -3,27 +3,21 @@
 //! view (no user namespaces, no Landlock).
 
 use std::io::{BufRead, BufReader, Write};
-use std::ops::Deref;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::view::{ViewWs, give_to_nobody, view_ws};
 use crate::common::{bin, canonical_tempdir};
-use crate::common::view::{ViewWs, give_to_nobody};
 
 /// The size of each version the command writes: large enough that a write is in
 /// flight for a while (its intent open), small enough to be quick.
 const BIG: usize = 2 << 20;
 
-struct Ws(ViewWs);
-
-impl Deref for Ws {
-    type Target = ViewWs;
-    fn deref(&self) -> &ViewWs {
-        &self.0
-    }
+view_ws! {
+    Ws
 }
 
 impl Ws {

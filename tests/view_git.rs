@@ -2,21 +2,15 @@
 //! default policy; under policies/examples/git-through-the-view.toml the repository is
 //! readable and writable, its hooks and config never.
 
-use std::ops::Deref;
 use std::process::Output;
 
 use serde_json::Value;
 
-use crate::common::view::{ViewWs, git_policy, host_git, text};
+use crate::common::view::{ViewWs, git_policy, host_git, text, view_ws};
 
-/// A git repository (one commit of `a.txt`, `.env` excluded) with its state dir beside it.
-struct Repo(ViewWs);
-
-impl Deref for Repo {
-    type Target = ViewWs;
-    fn deref(&self) -> &ViewWs {
-        &self.0
-    }
+view_ws! {
+    /// A git repository (one commit of `a.txt`, `.env` excluded) with its state dir beside it.
+    Repo
 }
 
 impl Repo {

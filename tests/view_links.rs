@@ -3,21 +3,15 @@
 //! of the workspace is refused with EPERM, and links are shown as links, which the
 //! kernel follows through the view (a link to `.env` still meets ENOENT there).
 
-use std::ops::Deref;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use crate::common::bin;
-use crate::common::view::{IDENTITY, ViewWs, git_policy, requests, session_of, text};
+use crate::common::view::{IDENTITY, ViewWs, git_policy, requests, session_of, text, view_ws};
 
-/// A workspace holding `a.txt` and `.env` (a secret), and a state dir beside it.
-struct Ws(ViewWs);
-
-impl Deref for Ws {
-    type Target = ViewWs;
-    fn deref(&self) -> &ViewWs {
-        &self.0
-    }
+view_ws! {
+    /// A workspace holding `a.txt` and `.env` (a secret), and a state dir beside it.
+    Ws
 }
 
 impl Ws {

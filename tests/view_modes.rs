@@ -3,19 +3,13 @@
 //! executable bits, and a hard link is refused with EPERM, which callers copy after.
 
 use std::os::unix::fs::PermissionsExt;
-use std::ops::Deref;
 use std::process::Output;
 
-use crate::common::view::{ViewWs, git_policy, host_git, requests_of, session_of, text};
+use crate::common::view::{ViewWs, git_policy, host_git, requests_of, session_of, text, view_ws};
 
-/// A workspace and its state dir beside it.
-struct Ws(ViewWs);
-
-impl Deref for Ws {
-    type Target = ViewWs;
-    fn deref(&self) -> &ViewWs {
-        &self.0
-    }
+view_ws! {
+    /// A workspace and its state dir beside it.
+    Ws
 }
 
 impl Ws {

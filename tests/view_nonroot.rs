@@ -2,25 +2,19 @@
 //! that user (docs/run.md): reads, writes and refusals as root gets them, and `ask`
 //! rules answered with `fsgate asks` by that user only.
 
-use std::ops::Deref;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::view::{ViewWs, finished, give_to_nobody, text};
+use crate::common::view::{ViewWs, finished, give_to_nobody, text, view_ws};
 use crate::common::{DesktopFuse, bin};
 
-/// A workspace, a state directory (audit log, backups, policies, XDG_STATE_HOME), all
-/// `nobody`'s.
-struct Ws(ViewWs);
-
-impl Deref for Ws {
-    type Target = ViewWs;
-    fn deref(&self) -> &ViewWs {
-        &self.0
-    }
+view_ws! {
+    /// A workspace, a state directory (audit log, backups, policies, XDG_STATE_HOME), all
+    /// `nobody`'s.
+    Ws
 }
 
 impl Ws {

@@ -1,24 +1,18 @@
 //! `fsgate run`: real commands through the filesystem view, as root (docs/run.md).
 //! Each runs `fsgate run` on a fresh workspace, with its audit log and backups outside.
 
-use std::ops::Deref;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::view::{ViewWs, finished, give_to_nobody, session_of, text};
+use crate::common::view::{ViewWs, finished, give_to_nobody, session_of, text, view_ws};
 use crate::common::{DesktopFuse, bin, canonical_tempdir};
 
-/// A workspace with `.env` (a secret), `a.txt` and `b.txt`, and a state dir beside it.
-struct Ws(ViewWs);
-
-impl Deref for Ws {
-    type Target = ViewWs;
-    fn deref(&self) -> &ViewWs {
-        &self.0
-    }
+view_ws! {
+    /// A workspace with `.env` (a secret), `a.txt` and `b.txt`, and a state dir beside it.
+    Ws
 }
 
 const SECRET: &str = "hunter2-view-secret";

@@ -2,19 +2,13 @@
 //! SQLite with its locks, mmap, `O_TMPFILE`, an editor's atomic save, `fstat` while
 //! writing, and a watcher seeing a change made through the view.
 
-use std::ops::Deref;
 use std::process::Output;
 
-use crate::common::view::{ViewWs, finished, text};
+use crate::common::view::{ViewWs, finished, text, view_ws};
 
-/// A workspace holding `a.txt`, and a state dir beside it.
-struct Ws(ViewWs);
-
-impl Deref for Ws {
-    type Target = ViewWs;
-    fn deref(&self) -> &ViewWs {
-        &self.0
-    }
+view_ws! {
+    /// A workspace holding `a.txt`, and a state dir beside it.
+    Ws
 }
 
 impl Ws {

@@ -40,6 +40,23 @@ pub fn host_git(dir: &Path, args: &[&str]) -> String {
     text(&out.stdout)
 }
 
+/// `struct NAME(ViewWs)`: a test file's own workspace, which is the shared one (its
+/// fields and methods through `Deref`) with the file's own methods added.
+macro_rules! view_ws {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        struct $name($crate::common::view::ViewWs);
+
+        impl std::ops::Deref for $name {
+            type Target = $crate::common::view::ViewWs;
+            fn deref(&self) -> &Self::Target {
+                &self.0
+            }
+        }
+    };
+}
+pub(crate) use view_ws;
+
 /// A fresh workspace and, beside it (never inside), a state directory for the audit log
 /// and the backups.
 pub struct ViewWs {
