@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::common::view::{DEADLINE, ViewWs, text, waited};
+use crate::common::view::{DEADLINE, ViewWs, ask_policy, text, waited};
 use crate::common::{bin, canonical_tempdir};
 
 /// A workspace whose `asked.txt` an ask rule guards for reading, a state directory
@@ -35,26 +35,7 @@ impl Ws {
         let view = ViewWs::new("fsgate-asks-ws", "fsgate-asks-state");
         let (xdg_dir, xdg) = canonical_tempdir("fsgate-asks-xdg");
         std::fs::write(view.root.join("asked.txt"), "the answer\n").expect("write");
-        let policy = format!(
-            r#"version = 1
-[[rule]]
-id = "all"
-effect = "allow"
-ops = ["read", "list", "write", "delete"]
-paths = ["**"]
-reason = "the workspace"
-
-[[rule]]
-id = "ask-asked"
-effect = "ask"
-ops = ["read"]
-paths = ["asked.txt"]
-reason = "a file a person looks at first"
-
-[ask]
-timeout_secs = {timeout_secs}
-"#
-        );
+        let policy = ask_policy(timeout_secs);
         std::fs::write(view.state.join("policy.toml"), policy).expect("policy");
         Ws {
             view,

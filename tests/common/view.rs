@@ -202,6 +202,30 @@ pub fn waited(mut child: Child, what: &str, limit: Duration) -> Output {
     }
 }
 
+/// Reads allowed, `asked.txt` asked about, `timeout_secs` to answer.
+pub fn ask_policy(timeout_secs: u32) -> String {
+    format!(
+        r#"version = 1
+[[rule]]
+id = "all"
+effect = "allow"
+ops = ["read", "list", "write", "delete"]
+paths = ["**"]
+reason = "the workspace"
+
+[[rule]]
+id = "ask-asked"
+effect = "ask"
+ops = ["read"]
+paths = ["asked.txt"]
+reason = "a file a person looks at first"
+
+[ask]
+timeout_secs = {timeout_secs}
+"#
+    )
+}
+
 /// The uid and gid of `nobody`.
 pub const NOBODY: u32 = 65534;
 
