@@ -9,33 +9,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::acp_proxy::editor::{Editor, Options, Permission};
+use crate::common::view::ask_policy;
 
 /// The session the shell agent names in its answer to `session/new`.
 const SESSION: &str = "sess-view-ask";
-
-/// Reads allowed, `asked.txt` asked about, `timeout_secs` to answer.
-fn policy(timeout_secs: u32) -> String {
-    format!(
-        r#"version = 1
-[[rule]]
-id = "all"
-effect = "allow"
-ops = ["read", "list", "write", "delete"]
-paths = ["**"]
-reason = "the workspace"
-
-[[rule]]
-id = "ask-asked"
-effect = "ask"
-ops = ["read"]
-paths = ["asked.txt"]
-reason = "a file a person looks at first"
-
-[ask]
-timeout_secs = {timeout_secs}
-"#
-    )
-}
 
 /// `fsgate acp --confine-agent -- sh -c ...` whose shell reads the workspace's path,
 /// answers the editor's `session/new` for each of `sessions` (in turn, named so), waits
@@ -64,7 +41,7 @@ fn cat_asked(
     let opts = Options {
         confine: true,
         cwd: Some(cwd),
-        policy_text: Some(policy(timeout_secs)),
+        policy_text: Some(ask_policy(timeout_secs)),
         permission,
         ..Default::default()
     };

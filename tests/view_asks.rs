@@ -2,6 +2,7 @@
 //! another terminal (docs/run.md).
 
 use std::io::BufRead;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -9,51 +10,37 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
+use crate::common::view::{DEADLINE, ViewWs, ask_policy, text, waited};
 use crate::common::{bin, canonical_tempdir};
 
 /// A workspace whose `asked.txt` an ask rule guards for reading, a state directory
 /// (audit log, backups, the policy, XDG_STATE_HOME) beside it.
 struct Ws {
-    root: PathBuf,
-    state: PathBuf,
+    view: ViewWs,
     /// XDG_STATE_HOME: apart from the audit log's directory (which the command's
     /// namespace covers anyway), so that the sockets' own cover is what is tested.
     xdg: PathBuf,
-    _dirs: (TempDir, TempDir, TempDir),
+    _xdg_dir: TempDir,
+}
+
+impl Deref for Ws {
+    type Target = ViewWs;
+    fn deref(&self) -> &ViewWs {
+        &self.view
+    }
 }
 
 impl Ws {
     fn new(timeout_secs: u32) -> Ws {
-        let (d1, root) = canonical_tempdir("fsgate-asks-ws");
-        let (d2, state) = canonical_tempdir("fsgate-asks-state");
-        let (d3, xdg) = canonical_tempdir("fsgate-asks-xdg");
-        std::fs::write(root.join("asked.txt"), "the answer\n").expect("write");
-        let policy = format!(
-            r#"version = 1
-[[rule]]
-id = "all"
-effect = "allow"
-ops = ["read", "list", "write", "delete"]
-paths = ["**"]
-reason = "the workspace"
-
-[[rule]]
-id = "ask-asked"
-effect = "ask"
-ops = ["read"]
-paths = ["asked.txt"]
-reason = "a file a person looks at first"
-
-[ask]
-timeout_secs = {timeout_secs}
-"#
-        );
-        std::fs::write(state.join("policy.toml"), policy).expect("policy");
+        let view = ViewWs::new("fsgate-asks-ws", "fsgate-asks-state");
+        let (xdg_dir, xdg) = canonical_tempdir("fsgate-asks-xdg");
+        std::fs::write(view.root.join("asked.txt"), "the answer\n").expect("write");
+        let policy = ask_policy(timeout_secs);
+        std::fs::write(view.state.join("policy.toml"), policy).expect("policy");
         Ws {
-            root,
-            state,
+            view,
             xdg,
-            _dirs: (d1, d2, d3),
+            _xdg_dir: xdg_dir,
         }
     }
 
@@ -70,12 +57,7 @@ timeout_secs = {timeout_secs}
     fn run(&self, script: &str) -> Child {
         let mut cmd = self.command(bin());
         cmd.arg("run")
-            .arg("--workspace")
-            .arg(&self.root)
-            .arg("--audit-log")
-            .arg(self.state.join("audit.jsonl"))
-            .arg("--backup-dir")
-            .arg(self.state.join("backups"))
+            .args(self.state_args())
             .arg("--policy")
             .arg(self.state.join("policy.toml"))
             .args(["--", "python3", "-c", script])
@@ -95,10 +77,7 @@ timeout_secs = {timeout_secs}
             .args(args)
             .output()
             .expect("fsgate asks");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
+        (out.status.success(), text(&out.stdout))
     }
 
     /// The questions waiting, polled until there is one (30 s at most).
@@ -121,29 +100,13 @@ timeout_secs = {timeout_secs}
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-
-    fn records(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.state.join("audit.jsonl"))
-            .expect("log")
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("record"))
-            .collect()
-    }
 }
 
 /// The lines the command printed, and its exit status (60 s at most).
-fn ended(mut child: Child) -> (Option<i32>, Vec<String>, String) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("fsgate run did not end");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let out = child.wait_with_output().expect("output");
+fn ended(child: Child) -> (Option<i32>, Vec<String>, String) {
+    let out = waited(child, "fsgate run", DEADLINE);
     let lines = out.stdout.lines().map(|l| l.unwrap_or_default()).collect();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let err = text(&out.stderr);
     (out.status.code(), lines, err)
 }
 

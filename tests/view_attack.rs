@@ -7,18 +7,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-use serde_json::Value;
-use tempfile::TempDir;
-
-use crate::common::{DesktopFuse, bin, canonical_tempdir};
+use crate::common::view::{NOBODY, ViewWs, finished, give_to_nobody, text, view_ws};
+use crate::common::{DesktopFuse, bin};
 
 const SECRET: &str = "hunter2-attack-secret";
 const SSH_SECRET: &str = "ssh-attack-secret";
 const OUTSIDE: &str = "outside-attack-secret";
-const NOBODY: u32 = 65534;
 
 /// Who runs `fsgate run`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,19 +63,17 @@ CHILD = os.getppid()
 GW = ppid_of(CHILD)
 "#;
 
-/// A workspace holding secrets (`.env`, `.ssh/id_rsa`), `a.txt`; a secret file beside
-/// it (`../secret`); a state directory (audit log, backups).
-struct Ws {
-    root: PathBuf,
-    state: PathBuf,
-    _dirs: (TempDir, TempDir),
+view_ws! {
+    /// A workspace holding secrets (`.env`, `.ssh/id_rsa`), `a.txt`; a secret file beside
+    /// it (`../secret`); a state directory (audit log, backups).
+    Ws
 }
 
 impl Ws {
     fn new(user: User) -> Ws {
-        let (d1, parent) = canonical_tempdir("fsgate-attack-ws");
-        let (d2, state) = canonical_tempdir("fsgate-attack-state");
-        let root = parent.join("ws");
+        let ws = ViewWs::new_inside("fsgate-attack-ws", "fsgate-attack-state", "ws");
+        let root = &ws.root;
+        let parent = root.parent().expect("parent");
         std::fs::create_dir_all(root.join(".ssh")).expect("mkdir");
         std::fs::write(root.join(".env"), format!("TOKEN={SECRET}\n")).expect("write");
         std::fs::write(root.join(".ssh/id_rsa"), format!("{SSH_SECRET}\n")).expect("write");
@@ -90,24 +84,11 @@ impl Ws {
             std::os::unix::fs::PermissionsExt::from_mode(0o600),
         )
         .expect("chmod");
-        let ws = Ws {
-            root,
-            state,
-            _dirs: (d1, d2),
-        };
         if user == User::Nobody {
-            chown_r(&parent);
-            chown_r(&ws.state);
+            give_to_nobody(parent);
+            give_to_nobody(&ws.state);
         }
-        ws
-    }
-
-    fn log(&self) -> PathBuf {
-        self.state.join("audit.jsonl")
-    }
-
-    fn backups(&self) -> PathBuf {
-        self.state.join("backups")
+        Ws(ws)
     }
 
     /// `fsgate run` of `python3 -c PRELUDE+script` as `user`, in the workspace.
@@ -162,14 +143,6 @@ impl Ws {
         files
     }
 
-    /// The audit log's records.
-    fn records(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.log()).expect("audit log");
-        text.lines()
-            .map(|l| serde_json::from_str(l).expect("a record"))
-            .collect()
-    }
-
     /// Whether the log holds a refusal by the view of `op` on `path`.
     fn refused(&self, op: &str, path: &str) -> bool {
         self.records().iter().any(|r| {
@@ -194,42 +167,6 @@ fn walk(dir: &Path, files: &mut BTreeMap<PathBuf, Vec<u8>>) {
         } else {
             files.insert(path.clone(), std::fs::read(&path).expect("read"));
         }
-    }
-}
-
-fn chown_r(dir: &Path) {
-    std::os::unix::fs::lchown(dir, Some(NOBODY), Some(NOBODY)).expect("chown");
-    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
-        let path = entry.path();
-        if entry.file_type().expect("type").is_dir() {
-            chown_r(&path);
-        } else {
-            std::os::unix::fs::lchown(&path, Some(NOBODY), Some(NOBODY)).expect("chown");
-        }
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Runs `cmd` to its end (killed after 60 s: no test hangs).
-fn finished(mut cmd: Command) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn fsgate");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!("fsgate run did not end in 60 s: {}", text(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

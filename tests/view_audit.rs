@@ -4,53 +4,33 @@
 //! every path (audit/FORMAT.md section 2, docs/run.md).
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tempfile::TempDir;
 
-use crate::common::{bin, canonical_tempdir};
+use crate::common::bin;
+use crate::common::view::{ViewWs, finished_within, text, view_ws};
 
-/// A workspace, with its audit log outside it.
-struct Ws {
-    root: PathBuf,
-    state: PathBuf,
-    _dirs: (TempDir, TempDir),
+view_ws! {
+    /// A workspace, with its audit log outside it.
+    Ws
 }
 
 impl Ws {
     fn new() -> Ws {
-        let (d1, root) = canonical_tempdir("fsgate-vaudit-ws");
-        let (d2, state) = canonical_tempdir("fsgate-vaudit-state");
-        std::fs::write(root.join(".env"), "TOKEN=x\n").expect("write");
-        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
-        Ws {
-            root,
-            state,
-            _dirs: (d1, d2),
-        }
-    }
-
-    fn log(&self) -> PathBuf {
-        self.state.join("audit.jsonl")
+        let ws = ViewWs::new("fsgate-vaudit-ws", "fsgate-vaudit-state");
+        std::fs::write(ws.root.join(".env"), "TOKEN=x\n").expect("write");
+        std::fs::write(ws.root.join("a.txt"), "hello\n").expect("write");
+        Ws(ws)
     }
 
     /// `fsgate run ... -- COMMAND` in the workspace, to its end (`limit` at most).
     fn run(&self, command: &[&str], limit: Duration) -> Output {
-        let mut cmd = Command::new(bin());
-        cmd.arg("run")
-            .arg("--workspace")
-            .arg(&self.root)
-            .arg("--audit-log")
-            .arg(self.log())
-            .arg("--backup-dir")
-            .arg(self.state.join("backups"))
-            .arg("--")
-            .args(command)
-            .current_dir(&self.root);
-        finished(cmd, limit)
+        let mut cmd = self.fsgate_run();
+        cmd.arg("--").args(command);
+        finished_within(cmd, limit)
     }
 
     /// `fsgate audit ARGS... LOG`: its exit code and stdout.
@@ -68,32 +48,6 @@ impl Ws {
         let log = std::fs::read_to_string(self.log()).expect("audit log");
         log.lines().map(str::to_owned).collect()
     }
-
-    fn records(&self) -> Vec<Value> {
-        (self.lines().iter())
-            .map(|l| serde_json::from_str(l).expect("a record"))
-            .collect()
-    }
-}
-
-/// Runs `cmd` to its end (killed after `limit`: no test hangs).
-fn finished(mut cmd: Command, limit: Duration) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn fsgate");
-    let deadline = Instant::now() + limit;
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!("fsgate run did not end in time: {}", text(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Waits for `child` (killed after 20 s: no test hangs).
@@ -107,10 +61,6 @@ fn finished_child(mut child: std::process::Child) -> Option<std::process::ExitSt
     }
     let _ = child.kill();
     child.wait().ok()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The paths a `reads` record names under `op`.

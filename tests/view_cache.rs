@@ -6,15 +6,13 @@
 //! listing follows each change made through the view while each listing is recorded.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 use crate::acp_proxy::editor::{Editor, Options};
-use crate::common::{bin, canonical_tempdir};
+use crate::common::canonical_tempdir;
+use crate::common::view::{ViewWs, finished, view_ws};
 
 /// A scripted ACP agent (standard library only): each prompt's text is a JSON array of
 /// steps, `{"sh": COMMAND}` (run in the session's directory, a process of the agent's
@@ -180,65 +178,26 @@ fn view_cache_the_agents_edit_rename_and_rm_are_seen_by_its_shell_at_once() {
     );
 }
 
-/// A workspace with `.env` (a secret) and `d/` holding `one.txt`, its state beside it.
-struct Ws {
-    root: PathBuf,
-    state: PathBuf,
-    _dirs: (TempDir, TempDir),
+view_ws! {
+    /// A workspace with `.env` (a secret) and `d/` holding `one.txt`, its state beside it.
+    Ws
 }
 
 impl Ws {
     fn new() -> Ws {
-        let (d1, root) = canonical_tempdir("fsgate-view-cache-ws");
-        let (d2, state) = canonical_tempdir("fsgate-view-cache-state");
-        std::fs::write(root.join(".env"), "TOKEN=view-cache-secret\n").expect("seed");
-        std::fs::create_dir(root.join("d")).expect("seed");
-        std::fs::write(root.join("d/one.txt"), "one\n").expect("seed");
-        Ws {
-            root,
-            state,
-            _dirs: (d1, d2),
-        }
+        let ws = ViewWs::new("fsgate-view-cache-ws", "fsgate-view-cache-state");
+        std::fs::write(ws.root.join(".env"), "TOKEN=view-cache-secret\n").expect("seed");
+        std::fs::create_dir(ws.root.join("d")).expect("seed");
+        std::fs::write(ws.root.join("d/one.txt"), "one\n").expect("seed");
+        Ws(ws)
     }
 
-    /// `fsgate run -- sh -c SCRIPT` in the workspace, to its end (60 s at most).
+    /// `fsgate run -- sh -c SCRIPT` in the workspace, to its end.
     fn sh(&self, script: &str) -> Output {
-        let mut cmd = Command::new(bin());
-        cmd.arg("run")
-            .arg("--workspace")
-            .arg(&self.root)
-            .arg("--audit-log")
-            .arg(self.state.join("audit.jsonl"))
-            .arg("--backup-dir")
-            .arg(self.state.join("backups"))
-            .args(["--", "sh", "-c", script])
-            .current_dir(&self.root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn fsgate run");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while child.try_wait().expect("wait").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("fsgate run did not end in 60 s");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        child.wait_with_output().expect("output")
+        let mut cmd = self.fsgate_run();
+        cmd.args(["--", "sh", "-c", script]);
+        finished(cmd)
     }
-
-    fn records(&self) -> Vec<Value> {
-        read_records(&self.state.join("audit.jsonl"))
-    }
-}
-
-fn read_records(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .expect("audit log")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a record"))
-        .collect()
 }
 
 /// How many times the `reads` records count `path` under `op` (`stat`, `ls`, `open`).

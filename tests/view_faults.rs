@@ -3,52 +3,36 @@
 //! view (no user namespaces, no Landlock).
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tempfile::TempDir;
 
+use crate::common::view::{ViewWs, give_to_nobody, view_ws};
 use crate::common::{bin, canonical_tempdir};
 
 /// The size of each version the command writes: large enough that a write is in
 /// flight for a while (its intent open), small enough to be quick.
 const BIG: usize = 2 << 20;
 
-struct Ws {
-    root: PathBuf,
-    state: PathBuf,
-    _dirs: (TempDir, TempDir),
+view_ws! {
+    Ws
 }
 
 impl Ws {
     fn new() -> Ws {
-        let (d1, root) = canonical_tempdir("fsgate-faults-ws");
-        let (d2, state) = canonical_tempdir("fsgate-faults-state");
-        std::fs::write(root.join(".env"), "TOKEN=faults-secret\n").expect("write");
-        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
-        std::fs::write(root.join("big.txt"), "0".repeat(BIG)).expect("write");
-        Ws {
-            root,
-            state,
-            _dirs: (d1, d2),
-        }
-    }
-
-    fn log(&self) -> PathBuf {
-        self.state.join("audit.jsonl")
+        let ws = ViewWs::new("fsgate-faults-ws", "fsgate-faults-state");
+        std::fs::write(ws.root.join(".env"), "TOKEN=faults-secret\n").expect("write");
+        std::fs::write(ws.root.join("a.txt"), "hello\n").expect("write");
+        std::fs::write(ws.root.join("big.txt"), "0".repeat(BIG)).expect("write");
+        Ws(ws)
     }
 
     fn fsgate(&self, sub: &str) -> Command {
         let mut cmd = Command::new(bin());
         cmd.arg(sub)
-            .arg("--workspace")
-            .arg(&self.root)
-            .arg("--audit-log")
-            .arg(self.log())
-            .arg("--backup-dir")
-            .arg(self.state.join("backups"))
+            .args(self.state_args())
             .env("XDG_STATE_HOME", self.state.join("xdg"))
             .current_dir(&self.root);
         cmd
@@ -369,19 +353,6 @@ assert libc.prctl(38, 1, 0, 0, 0) == 0
 assert libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0
 os.execv(sys.argv[1], sys.argv[1:])
 "#;
-
-/// `chown -R 65534:65534 dir`.
-fn give_to_nobody(dir: &Path) {
-    std::os::unix::fs::chown(dir, Some(65534), Some(65534)).expect("chown");
-    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            give_to_nobody(&path);
-        } else {
-            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).expect("chown");
-        }
-    }
-}
 
 /// `fsgate run -- touch MARKER` through the python launcher `launcher`: it must end
 /// with 125, saying `missing`, and the command must not have run.

@@ -2,122 +2,34 @@
 //! default policy; under policies/examples/git-through-the-view.toml the repository is
 //! readable and writable, its hooks and config never.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
 use serde_json::Value;
-use tempfile::TempDir;
 
-use crate::common::{bin, canonical_tempdir};
+use crate::common::view::{ViewWs, git_policy, host_git, text, view_ws};
 
-/// A git repository (one commit of `a.txt`, `.env` excluded) with its state dir beside it.
-struct Repo {
-    root: PathBuf,
-    state: PathBuf,
-    _dirs: (TempDir, TempDir),
-}
-
-const IDENTITY: [(&str, &str); 5] = [
-    ("GIT_AUTHOR_NAME", "a"),
-    ("GIT_AUTHOR_EMAIL", "a@example.com"),
-    ("GIT_COMMITTER_NAME", "a"),
-    ("GIT_COMMITTER_EMAIL", "a@example.com"),
-    ("GIT_CONFIG_GLOBAL", "/dev/null"),
-];
-
-/// git on the host, in `dir`; its stdout (panics on failure).
-fn host_git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .envs(IDENTITY)
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
-    text(&out.stdout)
+view_ws! {
+    /// A git repository (one commit of `a.txt`, `.env` excluded) with its state dir beside it.
+    Repo
 }
 
 impl Repo {
     fn new() -> Repo {
-        let (d1, root) = canonical_tempdir("fsgate-view-git");
-        let (d2, state) = canonical_tempdir("fsgate-view-git-state");
+        let ws = ViewWs::new("fsgate-view-git", "fsgate-view-git-state");
+        let root = &ws.root;
         std::fs::write(root.join(".env"), "TOKEN=hunter2-git\n").expect("write");
         std::fs::write(root.join("a.txt"), "hello\n").expect("write");
-        host_git(&root, &["init", "-q", "-b", "main", "."]);
-        host_git(&root, &["add", "a.txt"]);
-        host_git(&root, &["commit", "-qm", "first"]);
+        host_git(root, &["init", "-q", "-b", "main", "."]);
+        host_git(root, &["add", "a.txt"]);
+        host_git(root, &["commit", "-qm", "first"]);
         std::fs::write(root.join(".git/info/exclude"), ".env\n").expect("exclude");
-        Repo {
-            root,
-            state,
-            _dirs: (d1, d2),
-        }
-    }
-
-    fn log(&self) -> PathBuf {
-        self.state.join("audit.jsonl")
+        Repo(ws)
     }
 
     /// `sh -c SCRIPT` through the view, with the policy that lets git in.
     fn sh(&self, script: &str) -> Output {
         self.sh_under(Some(&git_policy()), script)
     }
-
-    /// `sh -c SCRIPT` through the view under `policy` (None: the default).
-    fn sh_under(&self, policy: Option<&Path>, script: &str) -> Output {
-        let mut cmd = Command::new(bin());
-        cmd.arg("run");
-        if let Some(p) = policy {
-            cmd.arg("--policy").arg(p);
-        }
-        cmd.arg("--workspace")
-            .arg(&self.root)
-            .arg("--audit-log")
-            .arg(self.log())
-            .arg("--backup-dir")
-            .arg(self.state.join("backups"))
-            .args(["--", "sh", "-c", script])
-            .current_dir(&self.root)
-            .envs(IDENTITY);
-        finished(cmd)
-    }
-
-    fn records(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.log()).expect("audit log");
-        text.lines()
-            .map(|l| serde_json::from_str(l).expect("a record"))
-            .collect()
-    }
-}
-
-/// Runs `cmd` to its end (killed after 120 s: no test hangs).
-/// The shipped example policy that lets git work through the view.
-fn git_policy() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/examples/git-through-the-view.toml")
-}
-
-fn finished(mut cmd: Command) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn fsgate");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!("fsgate run did not end; stderr: {}", text(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 #[test]

@@ -3,141 +3,34 @@
 //! of the workspace is refused with EPERM, and links are shown as links, which the
 //! kernel follows through the view (a link to `.env` still meets ENOENT there).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::{Command, Output};
 
-use serde_json::Value;
-use tempfile::TempDir;
+use crate::common::bin;
+use crate::common::view::{IDENTITY, ViewWs, git_policy, requests, session_of, text, view_ws};
 
-use crate::common::{bin, canonical_tempdir};
-
-/// A workspace holding `a.txt` and `.env` (a secret), and a state dir beside it.
-struct Ws {
-    root: PathBuf,
-    state: PathBuf,
-    _dirs: (TempDir, TempDir),
+view_ws! {
+    /// A workspace holding `a.txt` and `.env` (a secret), and a state dir beside it.
+    Ws
 }
-
-const IDENTITY: [(&str, &str); 5] = [
-    ("GIT_AUTHOR_NAME", "a"),
-    ("GIT_AUTHOR_EMAIL", "a@example.com"),
-    ("GIT_COMMITTER_NAME", "a"),
-    ("GIT_COMMITTER_EMAIL", "a@example.com"),
-    ("GIT_CONFIG_GLOBAL", "/dev/null"),
-];
 
 impl Ws {
     fn new() -> Ws {
-        let (d1, root) = canonical_tempdir("fsgate-view-links");
-        let (d2, state) = canonical_tempdir("fsgate-view-links-state");
-        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
-        std::fs::write(root.join(".env"), "TOKEN=view-links-secret\n").expect("write");
-        Ws {
-            root,
-            state,
-            _dirs: (d1, d2),
-        }
-    }
-
-    fn log(&self) -> PathBuf {
-        self.state.join("audit.jsonl")
-    }
-
-    fn state_args(&self) -> Vec<String> {
-        let s = |p: &Path| p.to_string_lossy().into_owned();
-        vec![
-            "--workspace".into(),
-            s(&self.root),
-            "--audit-log".into(),
-            s(&self.log()),
-            "--backup-dir".into(),
-            s(&self.state.join("backups")),
-        ]
+        let ws = ViewWs::new("fsgate-view-links", "fsgate-view-links-state");
+        std::fs::write(ws.root.join("a.txt"), "hello\n").expect("write");
+        std::fs::write(ws.root.join(".env"), "TOKEN=view-links-secret\n").expect("write");
+        Ws(ws)
     }
 
     /// `sh -c SCRIPT` through the view, under the policy that lets git in
     /// (policies/examples/git-through-the-view.toml: the default's rules otherwise).
     fn sh(&self, script: &str) -> Output {
-        let policy = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("policies/examples/git-through-the-view.toml");
-        let mut cmd = Command::new(bin());
-        cmd.arg("run")
-            .arg("--policy")
-            .arg(policy)
-            .args(self.state_args())
-            .args(["--", "sh", "-c", script])
-            .current_dir(&self.root)
-            .envs(IDENTITY);
-        finished(cmd)
-    }
-
-    fn records(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.log()).expect("audit log");
-        text.lines()
-            .map(|l| serde_json::from_str(l).expect("a record"))
-            .collect()
-    }
-
-    /// `fsgate undo --session SESSION`, which must succeed; its table.
-    fn undo(&self, session: &str) -> String {
-        let mut undo = Command::new(bin());
-        undo.arg("undo")
-            .args(self.state_args())
-            .args(["--session", session]);
-        let undone = finished(undo);
-        assert!(undone.status.success(), "{}", text(&undone.stderr));
-        text(&undone.stdout)
+        self.sh_under(Some(&git_policy()), script)
     }
 
     fn link(&self, name: &str) -> Option<PathBuf> {
         std::fs::read_link(self.root.join(name)).ok()
     }
-}
-
-/// Runs `cmd` to its end (killed after 120 s: no test hangs).
-fn finished(mut cmd: Command) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn fsgate");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!("fsgate did not end; stderr: {}", text(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// The run's session id, from its last line on stderr.
-fn session_of(out: &Output) -> String {
-    let err = text(&out.stderr);
-    let at = err
-        .rfind("--session ")
-        .expect("the undo line names the session");
-    err[at + "--session ".len()..]
-        .split_whitespace()
-        .next()
-        .expect("a session id")
-        .to_string()
-}
-
-/// The `request` records of `op` at `path`.
-fn requests<'a>(records: &'a [Value], op: &str, path: &str) -> Vec<&'a Value> {
-    records
-        .iter()
-        .filter(|r| r["kind"] == "request" && r["op"] == op && r["path"] == path)
-        .collect()
 }
 
 #[test]

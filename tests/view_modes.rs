@@ -3,78 +3,24 @@
 //! executable bits, and a hard link is refused with EPERM, which callers copy after.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
-use serde_json::Value;
-use tempfile::TempDir;
+use crate::common::view::{ViewWs, git_policy, host_git, requests_of, session_of, text, view_ws};
 
-use crate::common::{bin, canonical_tempdir};
-
-/// A workspace and its state dir beside it.
-struct Ws {
-    root: PathBuf,
-    state: PathBuf,
-    _dirs: (TempDir, TempDir),
+view_ws! {
+    /// A workspace and its state dir beside it.
+    Ws
 }
-
-const IDENTITY: [(&str, &str); 5] = [
-    ("GIT_AUTHOR_NAME", "a"),
-    ("GIT_AUTHOR_EMAIL", "a@example.com"),
-    ("GIT_COMMITTER_NAME", "a"),
-    ("GIT_COMMITTER_EMAIL", "a@example.com"),
-    ("GIT_CONFIG_GLOBAL", "/dev/null"),
-];
 
 impl Ws {
     fn new() -> Ws {
-        let (d1, root) = canonical_tempdir("fsgate-view-modes");
-        let (d2, state) = canonical_tempdir("fsgate-view-modes-state");
-        Ws {
-            root,
-            state,
-            _dirs: (d1, d2),
-        }
-    }
-
-    fn log(&self) -> PathBuf {
-        self.state.join("audit.jsonl")
-    }
-
-    fn state_args(&self) -> Vec<String> {
-        let s = |p: &Path| p.to_string_lossy().into_owned();
-        vec![
-            "--workspace".into(),
-            s(&self.root),
-            "--audit-log".into(),
-            s(&self.log()),
-            "--backup-dir".into(),
-            s(&self.state.join("backups")),
-        ]
+        Ws(ViewWs::new("fsgate-view-modes", "fsgate-view-modes-state"))
     }
 
     /// `sh -c SCRIPT` through the view, with umask 022, under the policy that lets git
     /// in (policies/examples/git-through-the-view.toml: the default's rules otherwise).
     fn sh(&self, script: &str) -> Output {
-        let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("policies/examples/git-through-the-view.toml");
-        let mut cmd = Command::new(bin());
-        cmd.arg("run")
-            .arg("--policy")
-            .arg(policy)
-            .args(self.state_args())
-            .args(["--", "sh", "-c", &format!("umask 022\n{script}")])
-            .current_dir(&self.root)
-            .envs(IDENTITY);
-        finished(cmd)
-    }
-
-    fn records(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.log()).expect("audit log");
-        text.lines()
-            .map(|l| serde_json::from_str(l).expect("a record"))
-            .collect()
+        self.sh_under(Some(&git_policy()), &format!("umask 022\n{script}"))
     }
 
     fn mode(&self, name: &str) -> u32 {
@@ -86,78 +32,6 @@ impl Ws {
         let perms = std::fs::Permissions::from_mode(mode);
         std::fs::set_permissions(self.root.join(name), perms).expect("chmod");
     }
-
-    /// `fsgate undo --session SESSION`, which must succeed.
-    fn undo(&self, session: &str) {
-        let mut undo = Command::new(bin());
-        undo.arg("undo")
-            .args(self.state_args())
-            .args(["--session", session]);
-        let undone = finished(undo);
-        assert!(
-            undone.status.success(),
-            "{}{}",
-            text(&undone.stdout),
-            text(&undone.stderr)
-        );
-    }
-}
-
-/// git on the host, in `dir`; its stdout (panics on failure).
-fn host_git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .envs(IDENTITY)
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
-    text(&out.stdout)
-}
-
-/// Runs `cmd` to its end (killed after 120 s: no test hangs).
-fn finished(mut cmd: Command) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn fsgate");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!("fsgate run did not end; stderr: {}", text(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// The run's session id, from its last line on stderr.
-fn session_of(out: &Output) -> String {
-    let err = text(&out.stderr);
-    let at = err
-        .rfind("--session ")
-        .expect("the undo line names the session");
-    err[at + "--session ".len()..]
-        .split_whitespace()
-        .next()
-        .expect("a session id")
-        .to_string()
-}
-
-/// The `request` records of `op`.
-fn requests<'a>(records: &'a [Value], op: &str) -> Vec<&'a Value> {
-    records
-        .iter()
-        .filter(|r| r["kind"] == "request" && r["op"] == op)
-        .collect()
 }
 
 #[test]
@@ -186,7 +60,7 @@ fn view_git_checkout_of_an_executable_script_keeps_it_executable_and_status_clea
     // The file was created (a write) and given its mode (a chmod), both recorded.
     let records = ws.records();
     assert!(
-        requests(&records, "chmod")
+        requests_of(&records, "chmod")
             .iter()
             .any(|r| r["path"] == "run.sh"
                 && r["decision"] == "allow"
@@ -219,7 +93,7 @@ for mode in (0o4755, 0o2755, 0o1755):
     );
     assert_eq!(ws.mode("tool.sh"), 0o755);
     let records = ws.records();
-    let chmods = requests(&records, "chmod");
+    let chmods = requests_of(&records, "chmod");
     assert!(
         chmods.iter().any(|r| r["path"] == "tool.sh"
             && r["decision"] == "allow"

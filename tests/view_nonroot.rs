@@ -2,44 +2,35 @@
 //! that user (docs/run.md): reads, writes and refusals as root gets them, and `ask`
 //! rules answered with `fsgate asks` by that user only.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tempfile::TempDir;
 
-use crate::common::{DesktopFuse, bin, canonical_tempdir};
+use crate::common::view::{ViewWs, finished, give_to_nobody, text, view_ws};
+use crate::common::{DesktopFuse, bin};
 
-const NOBODY: u32 = 65534;
-
-/// A workspace, a state directory (audit log, backups, policies, XDG_STATE_HOME), all
-/// `nobody`'s.
-struct Ws {
-    root: PathBuf,
-    state: PathBuf,
-    _dirs: (TempDir, TempDir),
+view_ws! {
+    /// A workspace, a state directory (audit log, backups, policies, XDG_STATE_HOME), all
+    /// `nobody`'s.
+    Ws
 }
 
 impl Ws {
     fn new() -> Ws {
-        let (d1, root) = canonical_tempdir("fsgate-nobody-ws");
-        let (d2, state) = canonical_tempdir("fsgate-nobody-state");
-        std::fs::write(root.join(".env"), "TOKEN=nobody-secret\n").expect("write");
-        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
-        std::fs::write(root.join("b.txt"), "keep\n").expect("write");
-        std::fs::create_dir(state.join("xdg")).expect("mkdir");
-        Ws {
-            root,
-            state,
-            _dirs: (d1, d2),
-        }
+        let ws = ViewWs::new("fsgate-nobody-ws", "fsgate-nobody-state");
+        std::fs::write(ws.root.join(".env"), "TOKEN=nobody-secret\n").expect("write");
+        std::fs::write(ws.root.join("a.txt"), "hello\n").expect("write");
+        std::fs::write(ws.root.join("b.txt"), "keep\n").expect("write");
+        std::fs::create_dir(ws.state.join("xdg")).expect("mkdir");
+        Ws(ws)
     }
 
     /// Everything made so far given to `nobody`.
     fn give(&self) {
         for dir in [&self.root, &self.state] {
-            chown_r(dir);
+            give_to_nobody(dir);
         }
     }
 
@@ -62,13 +53,7 @@ impl Ws {
     /// `fsgate run [--policy P] -- python3 -c SCRIPT` as `nobody`.
     fn run(&self, policy: Option<&Path>, script: &str) -> Command {
         let mut cmd = self.command(true, bin());
-        cmd.arg("run")
-            .arg("--workspace")
-            .arg(&self.root)
-            .arg("--audit-log")
-            .arg(self.state.join("audit.jsonl"))
-            .arg("--backup-dir")
-            .arg(self.state.join("backups"));
+        cmd.arg("run").args(self.state_args());
         if let Some(p) = policy {
             cmd.arg("--policy").arg(p);
         }
@@ -86,37 +71,6 @@ impl Ws {
             .output()
             .expect("fsgate asks")
     }
-}
-
-fn chown_r(dir: &Path) {
-    std::os::unix::fs::chown(dir, Some(NOBODY), Some(NOBODY)).expect("chown");
-    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            chown_r(&path);
-        } else {
-            std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY)).expect("chown");
-        }
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Runs `cmd` to its end (60 s at most).
-fn output(mut cmd: Command) -> Output {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("fsgate run did not end");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().expect("output")
 }
 
 const READS_WRITES_REFUSALS: &str = "import errno\n\
@@ -142,7 +96,7 @@ fn view_a_user_who_is_not_root_reads_writes_and_is_refused() {
     .expect("policy");
     ws.give();
     let _fuse = DesktopFuse::ensure();
-    let out = output(ws.run(None, READS_WRITES_REFUSALS));
+    let out = finished(ws.run(None, READS_WRITES_REFUSALS));
     assert_eq!(
         text(&out.stdout),
         "hello\nnew\ncontent refused True\nhidden True\n",
@@ -159,7 +113,7 @@ fn view_a_user_who_is_not_root_reads_writes_and_is_refused() {
     );
     let script = "import errno\nprint(open('a.txt').read(), end='')\n\
         try:\n    open('a.txt', 'w')\nexcept OSError as e:\n    print('refused', e.errno == errno.EACCES)\n";
-    let out = output(ws.run(Some(&readonly), script));
+    let out = finished(ws.run(Some(&readonly), script));
     assert_eq!(
         text(&out.stdout),
         "hello\nrefused True\n",

@@ -1,62 +1,35 @@
 //! `fsgate run`: real commands through the filesystem view, as root (docs/run.md).
 //! Each runs `fsgate run` on a fresh workspace, with its audit log and backups outside.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tempfile::TempDir;
 
+use crate::common::view::{ViewWs, finished, give_to_nobody, session_of, text, view_ws};
 use crate::common::{DesktopFuse, bin, canonical_tempdir};
 
-/// A workspace with `.env` (a secret), `a.txt` and `b.txt`, and a state dir beside it.
-struct Ws {
-    root: PathBuf,
-    state: PathBuf,
-    _dirs: (TempDir, TempDir),
+view_ws! {
+    /// A workspace with `.env` (a secret), `a.txt` and `b.txt`, and a state dir beside it.
+    Ws
 }
 
 const SECRET: &str = "hunter2-view-secret";
 
 impl Ws {
     fn new() -> Ws {
-        let (d1, root) = canonical_tempdir("fsgate-view-ws");
-        let (d2, state) = canonical_tempdir("fsgate-view-state");
-        std::fs::write(root.join(".env"), format!("TOKEN={SECRET}\n")).expect("write");
-        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
-        std::fs::write(root.join("b.txt"), "keep\n").expect("write");
-        Ws {
-            root,
-            state,
-            _dirs: (d1, d2),
-        }
+        let ws = ViewWs::new("fsgate-view-ws", "fsgate-view-state");
+        std::fs::write(ws.root.join(".env"), format!("TOKEN={SECRET}\n")).expect("write");
+        std::fs::write(ws.root.join("a.txt"), "hello\n").expect("write");
+        std::fs::write(ws.root.join("b.txt"), "keep\n").expect("write");
+        Ws(ws)
     }
 
-    fn log(&self) -> PathBuf {
-        self.state.join("audit.jsonl")
-    }
-
-    fn state_args(&self) -> Vec<String> {
-        let s = |p: &Path| p.to_string_lossy().into_owned();
-        vec![
-            "--workspace".into(),
-            s(&self.root),
-            "--audit-log".into(),
-            s(&self.log()),
-            "--backup-dir".into(),
-            s(&self.state.join("backups")),
-        ]
-    }
-
-    /// `fsgate run ... -- COMMAND` in the workspace; its output (60 s at most).
+    /// `fsgate run ... -- COMMAND` in the workspace; its output.
     fn run(&self, command: &[&str]) -> Output {
-        let mut cmd = Command::new(bin());
-        cmd.arg("run")
-            .args(self.state_args())
-            .arg("--")
-            .args(command);
-        cmd.current_dir(&self.root);
+        let mut cmd = self.fsgate_run();
+        cmd.arg("--").args(command);
         finished(cmd)
     }
 
@@ -64,54 +37,6 @@ impl Ws {
     fn sh(&self, script: &str) -> Output {
         self.run(&["sh", "-c", script])
     }
-
-    /// The audit log's records.
-    fn records(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.log()).expect("audit log");
-        text.lines()
-            .map(|l| serde_json::from_str(l).expect("a record"))
-            .collect()
-    }
-}
-
-/// Runs `cmd` to its end (killed after 60 s: no test hangs).
-fn finished(mut cmd: Command) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn fsgate");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "fsgate run did not end in 60 s; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// The run's session id, from its last line on stderr.
-fn session_of(out: &Output) -> String {
-    let err = text(&out.stderr);
-    let at = err
-        .rfind("--session ")
-        .expect("the undo line names the session");
-    err[at + "--session ".len()..]
-        .split_whitespace()
-        .next()
-        .expect("a session id")
-        .to_string()
 }
 
 #[test]
@@ -634,19 +559,6 @@ fn view_a_write_the_policy_refuses_fails_at_open() {
         std::fs::read_to_string(ws.root.join("b.txt")).expect("b"),
         "keep\n"
     );
-}
-
-/// `chown -R 65534:65534 dir`.
-fn give_to_nobody(dir: &Path) {
-    std::os::unix::fs::chown(dir, Some(65534), Some(65534)).expect("chown");
-    for entry in std::fs::read_dir(dir).expect("read_dir") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            give_to_nobody(&path);
-        } else {
-            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).expect("chown");
-        }
-    }
 }
 
 /// A user who is not root gets the same view, in a user namespace of the child's: the

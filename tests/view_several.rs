@@ -5,12 +5,13 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
 
+use crate::common::view::{finished, give_to_nobody, read_records, text};
 use crate::common::{bin, canonical_tempdir};
 
 const SECRET_APP: &str = "hunter2-several-app";
@@ -79,10 +80,7 @@ impl Two {
     }
 
     fn records(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.log()).expect("audit log");
-        text.lines()
-            .map(|l| serde_json::from_str(l).expect("a record"))
-            .collect()
+        read_records(&self.log())
     }
 
     /// The view's changes made: (op, workspace, path) of each allowed change record.
@@ -101,33 +99,6 @@ impl Two {
             })
             .collect()
     }
-}
-
-/// Runs `cmd` to its end (killed after 60 s: no test hangs).
-fn finished(mut cmd: Command) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn fsgate");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "fsgate did not end in 60 s; stderr: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The undo command the run's last line gives, as arguments after `fsgate`.
@@ -376,19 +347,6 @@ fn view_several_a_user_who_is_not_root_gets_a_view_of_each() {
         !changes.is_empty() && changes.iter().all(|c| *c == want),
         "{changes:?}"
     );
-}
-
-/// `chown -R 65534:65534 dir`.
-fn give_to_nobody(dir: &Path) {
-    std::os::unix::fs::chown(dir, Some(65534), Some(65534)).expect("chown");
-    for entry in std::fs::read_dir(dir).expect("read_dir") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            give_to_nobody(&path);
-        } else {
-            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).expect("chown");
-        }
-    }
 }
 
 /// `fsgate run --help` says what several `--workspace`s are.

@@ -2,63 +2,28 @@
 //! SQLite with its locks, mmap, `O_TMPFILE`, an editor's atomic save, `fstat` while
 //! writing, and a watcher seeing a change made through the view.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
-use tempfile::TempDir;
+use crate::common::view::{ViewWs, finished, text, view_ws};
 
-use crate::common::{bin, canonical_tempdir};
-
-/// A workspace holding `a.txt`, and a state dir beside it.
-struct Ws {
-    root: PathBuf,
-    state: PathBuf,
-    _dirs: (TempDir, TempDir),
+view_ws! {
+    /// A workspace holding `a.txt`, and a state dir beside it.
+    Ws
 }
 
 impl Ws {
     fn new() -> Ws {
-        let (d1, root) = canonical_tempdir("fsgate-view-tools");
-        let (d2, state) = canonical_tempdir("fsgate-view-tools-state");
-        std::fs::write(root.join("a.txt"), "hello\n").expect("write");
-        Ws {
-            root,
-            state,
-            _dirs: (d1, d2),
-        }
+        let ws = ViewWs::new("fsgate-view-tools", "fsgate-view-tools-state");
+        std::fs::write(ws.root.join("a.txt"), "hello\n").expect("write");
+        Ws(ws)
     }
 
     /// `python3 -c SCRIPT` through the view, with the default policy.
     fn python(&self, script: &str) -> Output {
-        let mut cmd = Command::new(bin());
-        cmd.arg("run")
-            .arg("--workspace")
-            .arg(&self.root)
-            .arg("--audit-log")
-            .arg(self.state.join("audit.jsonl"))
-            .arg("--backup-dir")
-            .arg(self.state.join("backups"))
-            .args(["--", "python3", "-c", script])
-            .current_dir(&self.root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn fsgate");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while child.try_wait().expect("wait").is_none() {
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("fsgate run did not end in 60 s");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        child.wait_with_output().expect("output")
+        let mut cmd = self.fsgate_run();
+        cmd.args(["--", "python3", "-c", script]);
+        finished(cmd)
     }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// Runs `script` through the view; asserts it succeeded and printed `want`.

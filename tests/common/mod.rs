@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+// The harness of the tests of `fsgate run`'s view.
+pub mod view;
+
 /// How long any single wait may take before the test fails.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
