@@ -193,7 +193,11 @@ mod tests {
         assert_ne!(a, b);
         keys.add(
             &a,
-            Arc::new(Principal::new(Some("s1".into()), &crate::http::HOSTED_DOOR, 4)),
+            Arc::new(Principal::new(
+                Some("s1".into()),
+                &crate::http::HOSTED_DOOR,
+                4,
+            )),
         );
         assert_eq!(
             keys.find(&a).and_then(|p| p.session()).as_deref(),
