@@ -17,8 +17,9 @@ use std::cell::{Cell, RefCell};
 use fsgate_audit::Ticket;
 use fsgate_base::error::GatewayError;
 
-use super::Gateway;
 use super::budget::{Lease, Waiting};
+use super::ops::{Output, RequestCtx};
+use super::{Gateway, Request};
 
 /// One batch's queued records and the state of its content leases. Served in with
 /// [`Gateway::serve_in`]; [`Gateway::settle`]d before any of its answers goes out.
@@ -108,6 +109,33 @@ impl Batch {
 }
 
 impl Gateway {
+    /// [`serve_leased_in`](Self::serve_leased_in) of a further operation of a request
+    /// that still holds the leases of its earlier ones (a door's task, such as MCP's
+    /// `read_multiple_files`): waiting for room, its lease could wait for the request's
+    /// own, which nothing would give back. It passes the budget instead, as a batch
+    /// holding answers does, and `batch` (if given) is told so. Alone, its record is
+    /// still durable before it returns.
+    pub fn serve_more_in(
+        &self,
+        ctx: &RequestCtx,
+        request: Request,
+        batch: Option<&Batch>,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        if let Some(b) = batch {
+            let was = b.holding.replace(true);
+            let served = self.serve_leased_in(ctx, request, Some(b));
+            b.holding.set(was);
+            return served;
+        }
+        let own = Batch::new();
+        own.set_holding(true);
+        let (out, lease) = self.serve_in(ctx, request, &own);
+        match self.settle(own) {
+            Ok(()) => (out, lease),
+            Err(e) => (Err(e), None),
+        }
+    }
+
     /// Waits until every record `batch` queued is durable. Err: one could not be
     /// written, and every answer of the batch must be withheld (answered with this
     /// error).
