@@ -318,7 +318,12 @@ fn check_multi_answer(result: &serde_json::Value, whole: &str) {
     let text = crate::mcp_harness::text_of(result);
     assert_ne!(result["isError"], true, "{}", &text[..text.len().min(400)]);
     let entries: Vec<&str> = text.split("\n---\n").collect();
-    assert_eq!(entries.len(), 3, "{}", &text[text.len().saturating_sub(600)..]);
+    assert_eq!(
+        entries.len(),
+        3,
+        "{}",
+        &text[text.len().saturating_sub(600)..]
+    );
     assert!(entries[0].ends_with(&format!("quarter.txt:\n{whole}\n")));
     for e in &entries[1..] {
         assert!(e.contains("quarter.txt: Error - "), "{e}");
@@ -349,9 +354,14 @@ fn read_multiple_files_over_the_message_limit_together_is_answered_at_once() {
     g.request(2, "tools/call", args);
     g.request(3, "ping", json!({}));
     let within = Duration::from_secs(5);
-    let answer = g.try_response(2, within).expect("read_multiple_files answered");
+    let answer = g
+        .try_response(2, within)
+        .expect("read_multiple_files answered");
     check_multi_answer(&answer["result"], &whole);
-    assert!(g.try_response(3, within).is_some(), "ping after it answered");
+    assert!(
+        g.try_response(3, within).is_some(),
+        "ping after it answered"
+    );
     let reads = g
         .dirs
         .audit_records()
@@ -362,7 +372,10 @@ fn read_multiple_files_over_the_message_limit_together_is_answered_at_once() {
     g.close_input();
     let deadline = std::time::Instant::now() + within;
     while g.exited().is_none() {
-        assert!(std::time::Instant::now() < deadline, "no exit at end of input");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no exit at end of input"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -243,4 +243,45 @@ mod tests {
         drop((first, second));
         gw.settle(batch).unwrap();
     }
+
+    /// A request's further read passes the budget its own earlier answers fill, rather
+    /// than wait for them (which nothing would give back), and its record is durable.
+    #[test]
+    fn a_further_operation_of_a_request_does_not_wait_for_its_own_leases() {
+        const MAX: usize = 64 * 1024;
+        let text = fsgate_policy::DEFAULT_POLICY_TOML.replace(
+            "[limits]\n",
+            &format!("[limits]\nmax_message_bytes = {MAX}\n"),
+        );
+        let pol = fsgate_policy::Policy::from_toml(&text, "test").unwrap();
+        let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(ws.path().join("big"), vec![b'a'; MAX * 7 / 8]).unwrap();
+        let log = state.path().join("audit.jsonl");
+        let audit = fsgate_audit::AuditLog::open(
+            &log,
+            &fsgate_audit::AuditSettings::default(),
+            pol.sha256(),
+            fsgate_audit::OpenOptions::default(),
+        )
+        .unwrap();
+        let ws_handle = fsgate_workspace::Workspace::open(ws.path()).unwrap();
+        let gw = Gateway::new(pol, ws_handle).with_audit(audit);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (out, first) = gw.serve_leased(&ctx(), read("/big"));
+            out.unwrap();
+            let (out, second) = gw.serve_more_in(&ctx(), read("/big"), None);
+            let _ = tx.send(out.is_ok());
+            drop((first, second));
+        });
+        let answered = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(answered, Ok(true), "the second read waited for the first");
+        assert_eq!(
+            records(&log)
+                .iter()
+                .filter(|r| r["kind"] == "request")
+                .count(),
+            2
+        );
+    }
 }

@@ -9,8 +9,8 @@ use crate::door::Ops;
 use crate::mcp::args::{MultiReadArgs, PathArgs, ReadTextArgs};
 use crate::mcp::render::{ToolError, shown, text};
 use crate::mcp::tool_id::MAX_MULTI_PATHS;
-use fsgate_gateway::{Gateway, json_text_len};
 use fsgate_gateway::ops::{Encoding, Op, Output};
+use fsgate_gateway::{Gateway, json_text_len};
 use fsgate_policy::media::{MediaKind, media_type};
 
 /// The last `n` lines of `s`, line endings kept.
