@@ -301,3 +301,114 @@ fn a_tree_of_10000_files_in_100_directories_is_answered_whole() {
         assert_eq!(files[99]["name"], "f099.txt");
     }
 }
+
+/// A workspace with `quarter.txt` (400 KiB of text) and a policy whose messages are at
+/// most 1 MiB: each read fits an answer on its own (both copies), two together do not.
+fn quarter_files() -> (crate::mcp_harness::Dirs, String) {
+    let dirs = crate::mcp_harness::Dirs::new();
+    let line = "0123456789 a line of ordinary text in a quarter of a message\n";
+    dirs.put("quarter.txt", line.repeat((400 << 10) / line.len()));
+    (dirs, policy(1 << 20))
+}
+
+/// What `read_multiple_files` of `quarter.txt` three times must answer: the first
+/// file whole, each one after it that would pass the message limit refused in its own
+/// entry, naming the limit and how to ask for less.
+fn check_multi_answer(result: &serde_json::Value, whole: &str) {
+    let text = crate::mcp_harness::text_of(result);
+    assert_ne!(result["isError"], true, "{}", &text[..text.len().min(400)]);
+    let entries: Vec<&str> = text.split("\n---\n").collect();
+    assert_eq!(
+        entries.len(),
+        3,
+        "{}",
+        &text[text.len().saturating_sub(600)..]
+    );
+    assert!(entries[0].ends_with(&format!("quarter.txt:\n{whole}\n")));
+    for e in &entries[1..] {
+        assert!(e.contains("quarter.txt: Error - "), "{e}");
+        assert!(e.contains("limits.max_message_bytes"), "{e}");
+        assert!(e.contains("fewer paths"), "{e}");
+    }
+}
+
+#[test]
+fn read_multiple_files_over_the_message_limit_together_is_answered_at_once() {
+    // Regression: each file fit the message limit alone, so each read leased its own
+    // answer's worth of the content budget (twice the limit); the second read then waited
+    // for the first read's lease, held by the same call: no answer, no record, and the
+    // process never ended.
+    let (dirs, pol) = quarter_files();
+    let whole = std::fs::read_to_string(dirs.root.join("quarter.txt")).expect("read");
+    let file = dirs.state.join("policy.toml");
+    std::fs::write(&file, &pol).expect("policy");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fsgate"));
+    cmd.args(dirs.serve_args())
+        .arg("--policy")
+        .arg(&file)
+        .current_dir(&dirs.state);
+    let mut g = crate::mcp_harness::McpGate::spawn(cmd, dirs);
+    g.initialize("2025-06-18");
+    let path = g.dirs.abs("quarter.txt");
+    let args = json!({"name": "read_multiple_files", "arguments": {"paths": [path, path, path]}});
+    g.request(2, "tools/call", args);
+    g.request(3, "ping", json!({}));
+    let within = Duration::from_secs(5);
+    let answer = g
+        .try_response(2, within)
+        .expect("read_multiple_files answered");
+    check_multi_answer(&answer["result"], &whole);
+    assert!(
+        g.try_response(3, within).is_some(),
+        "ping after it answered"
+    );
+    let reads = g
+        .dirs
+        .audit_records()
+        .into_iter()
+        .filter(|r| r["kind"] == "request" && r["op"] == "read_text_file")
+        .count();
+    assert_eq!(reads, 3, "each file's read recorded");
+    g.close_input();
+    let deadline = std::time::Instant::now() + within;
+    while g.exited().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no exit at end of input"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn read_multiple_files_over_the_message_limit_together_is_answered_over_http() {
+    let (dirs, pol) = quarter_files();
+    let whole = std::fs::read_to_string(dirs.root.join("quarter.txt")).expect("read");
+    let g = crate::mcp_http::HttpGate::start(&dirs, Some(&pol));
+    let bearer = g.bearer();
+    let headers = [
+        ("Authorization", bearer.as_str()),
+        ("MCP-Protocol-Version", "2026-07-28"),
+    ];
+    let path = dirs.abs("quarter.txt");
+    let meta = crate::mcp_harness::modern_meta();
+    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "_meta": meta, "name": "read_multiple_files",
+        "arguments": {"paths": [path, path, path]}}});
+    let started = std::time::Instant::now();
+    let reply = crate::mcp_http::post(&g, &msg, &headers);
+    assert!(started.elapsed() < Duration::from_secs(5), "answered late");
+    check_multi_answer(&reply.json()["result"], &whole);
+    // The stateless revision has no `ping`: a call after it is answered.
+    let next = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "_meta": meta, "name": "list_allowed_directories", "arguments": {}}});
+    let reply = crate::mcp_http::post(&g, &next, &headers);
+    assert!(started.elapsed() < Duration::from_secs(5), "answered late");
+    assert_eq!(reply.json()["result"]["isError"], false, "{}", reply.body);
+    let reads = dirs
+        .audit_records()
+        .into_iter()
+        .filter(|r| r["kind"] == "request" && r["op"] == "read_text_file")
+        .count();
+    assert_eq!(reads, 3, "each file's read recorded");
+}

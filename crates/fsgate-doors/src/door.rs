@@ -239,11 +239,32 @@ impl<'a> Ops<'a> {
 
     /// Serves `op` for this request, keeping any lease its answer holds.
     pub(crate) fn serve_op(&self, gw: &Gateway, op: Op) -> Result<Output, GatewayError> {
-        let (result, lease) = gw.serve_leased_in(self.ctx, Request::Op(op), self.batch);
+        let (result, lease) = self.serve_op_apart(gw, op);
+        self.keep(lease);
+        result
+    }
+
+    /// Serves `op` for this request, handing its lease to the caller, who keeps it
+    /// ([`Ops::keep`]) while it holds the answer, or drops it with the answer. Once the
+    /// request holds a lease, a further one passes the budget rather than wait for it
+    /// (`Gateway::serve_more_in`).
+    pub(crate) fn serve_op_apart(
+        &self,
+        gw: &Gateway,
+        op: Op,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        if self.leases.borrow().is_empty() {
+            gw.serve_leased_in(self.ctx, Request::Op(op), self.batch)
+        } else {
+            gw.serve_more_in(self.ctx, Request::Op(op), self.batch)
+        }
+    }
+
+    /// Keeps `lease` with the request's answer until it is written.
+    pub(crate) fn keep(&self, lease: Option<Lease>) {
         if let Some(l) = lease {
             self.leases.borrow_mut().push(l);
         }
-        result
     }
 
     /// The leases the request's answers hold.

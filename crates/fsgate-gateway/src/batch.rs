@@ -17,8 +17,9 @@ use std::cell::{Cell, RefCell};
 use fsgate_audit::Ticket;
 use fsgate_base::error::GatewayError;
 
-use super::Gateway;
 use super::budget::{Lease, Waiting};
+use super::ops::{Output, RequestCtx};
+use super::{Gateway, Request};
 
 /// One batch's queued records and the state of its content leases. Served in with
 /// [`Gateway::serve_in`]; [`Gateway::settle`]d before any of its answers goes out.
@@ -108,6 +109,33 @@ impl Batch {
 }
 
 impl Gateway {
+    /// [`serve_leased_in`](Self::serve_leased_in) of a further operation of a request
+    /// that still holds the leases of its earlier ones (a door's task, such as MCP's
+    /// `read_multiple_files`): waiting for room, its lease could wait for the request's
+    /// own, which nothing would give back. It passes the budget instead, as a batch
+    /// holding answers does, and `batch` (if given) is told so. Alone, its record is
+    /// still durable before it returns.
+    pub fn serve_more_in(
+        &self,
+        ctx: &RequestCtx,
+        request: Request,
+        batch: Option<&Batch>,
+    ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        if let Some(b) = batch {
+            let was = b.holding.replace(true);
+            let served = self.serve_leased_in(ctx, request, Some(b));
+            b.holding.set(was);
+            return served;
+        }
+        let own = Batch::new();
+        own.set_holding(true);
+        let (out, lease) = self.serve_in(ctx, request, &own);
+        match self.settle(own) {
+            Ok(()) => (out, lease),
+            Err(e) => (Err(e), None),
+        }
+    }
+
     /// Waits until every record `batch` queued is durable. Err: one could not be
     /// written, and every answer of the batch must be withheld (answered with this
     /// error).
@@ -214,5 +242,46 @@ mod tests {
         );
         drop((first, second));
         gw.settle(batch).unwrap();
+    }
+
+    /// A request's further read passes the budget its own earlier answers fill, rather
+    /// than wait for them (which nothing would give back), and its record is durable.
+    #[test]
+    fn a_further_operation_of_a_request_does_not_wait_for_its_own_leases() {
+        const MAX: usize = 64 * 1024;
+        let text = fsgate_policy::DEFAULT_POLICY_TOML.replace(
+            "[limits]\n",
+            &format!("[limits]\nmax_message_bytes = {MAX}\n"),
+        );
+        let pol = fsgate_policy::Policy::from_toml(&text, "test").unwrap();
+        let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(ws.path().join("big"), vec![b'a'; MAX * 7 / 8]).unwrap();
+        let log = state.path().join("audit.jsonl");
+        let audit = fsgate_audit::AuditLog::open(
+            &log,
+            &fsgate_audit::AuditSettings::default(),
+            pol.sha256(),
+            fsgate_audit::OpenOptions::default(),
+        )
+        .unwrap();
+        let ws_handle = fsgate_workspace::Workspace::open(ws.path()).unwrap();
+        let gw = Gateway::new(pol, ws_handle).with_audit(audit);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (out, first) = gw.serve_leased(&ctx(), read("/big"));
+            out.unwrap();
+            let (out, second) = gw.serve_more_in(&ctx(), read("/big"), None);
+            let _ = tx.send(out.is_ok());
+            drop((first, second));
+        });
+        let answered = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(answered, Ok(true), "the second read waited for the first");
+        assert_eq!(
+            records(&log)
+                .iter()
+                .filter(|r| r["kind"] == "request")
+                .count(),
+            2
+        );
     }
 }

@@ -11,6 +11,10 @@
 //! goes ([`Lease::grow`]). A lease that grows while holding bytes could wait forever on
 //! others doing the same, so the oldest lease alive never waits: it may pass the budget
 //! by what it needs (at most one answer's worth), finishes, and the next oldest goes on.
+//!
+//! A request that runs several operations (a door's task) keeps each one's lease with
+//! its answer: its further leases pass the budget rather than wait for its own
+//! (`Gateway::serve_more_in`), and the door bounds what it keeps by its answer's limit.
 
 use std::sync::{Arc, Condvar, Mutex};
 

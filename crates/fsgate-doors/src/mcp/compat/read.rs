@@ -4,13 +4,13 @@
 use base64::Engine;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
-use super::shared::{args_error, handle, read_whole, unexpected};
+use super::shared::{args_error, handle, unexpected};
 use crate::door::Ops;
 use crate::mcp::args::{MultiReadArgs, PathArgs, ReadTextArgs};
 use crate::mcp::render::{ToolError, shown, text};
 use crate::mcp::tool_id::MAX_MULTI_PATHS;
-use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{Encoding, Op, Output};
+use fsgate_gateway::{Gateway, json_text_len};
 use fsgate_policy::media::{MediaKind, media_type};
 
 /// The last `n` lines of `s`, line endings kept.
@@ -132,7 +132,8 @@ pub(in crate::mcp) fn read_media(
 }
 
 /// `read_multiple_files`: each file or its error, `---` between them; at most the
-/// policy's read limit of content in total.
+/// policy's read limit of content in total, and an answer within the message limit.
+/// A file that would pass either is skipped, its entry saying why.
 pub(in crate::mcp) fn read_multiple(
     gw: &Gateway,
     ctx: &Ops<'_>,
@@ -151,35 +152,111 @@ pub(in crate::mcp) fn read_multiple(
             ),
         ));
     }
-    let budget = gw.policy().limits().max_read_bytes;
-    let mut used: u64 = 0;
+    let mut room = Room::new(gw, ctx);
     let mut failed = 0;
     let mut parts = Vec::with_capacity(a.paths.len());
     for p in &a.paths {
         let abs = shown(gw, p);
-        match read_whole(gw, ctx, p) {
-            Ok(t) if used + t.len() as u64 <= budget => {
-                used += t.len() as u64;
-                parts.push(format!("{abs}:\n{t}\n"));
+        let (read, lease) = ctx.serve_op_apart(gw, whole(p));
+        let part = match read.map_err(ToolError::from) {
+            Ok(Output::Text(t)) => room.take(t.len(), format!("{abs}:\n{t}\n")),
+            Ok(_) => Err(unexpected("read_text_file").to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match part {
+            Ok(kept) => {
+                // Its content is in the answer: its lease goes with it.
+                ctx.keep(lease);
+                parts.push(kept);
             }
-            Ok(_) => {
+            Err(why) => {
                 failed += 1;
-                parts.push(format!(
-                    "{abs}: Error - limit exceeded: skipped, the files together would exceed {budget} bytes \
-                     (rule limits.max_read_bytes)"
-                ));
-            }
-            Err(e) => {
-                failed += 1;
-                parts.push(format!("{abs}: Error - {e}"));
+                parts.push(room.noted(format!("{abs}: Error - {why}")));
             }
         }
     }
-    let body = parts.join("\n---\n");
+    let body = parts.join(SEPARATOR);
     if failed == a.paths.len() {
         return Ok(CallToolResult::error(vec![ContentBlock::text(body)]));
     }
     Ok(text(body))
+}
+
+/// What goes between two files' entries.
+const SEPARATOR: &str = "\n---\n";
+
+/// A whole file's read.
+fn whole(path: &str) -> Op {
+    Op::ReadText {
+        path: path.to_string(),
+        line: None,
+        limit: None,
+    }
+}
+
+/// What is left of a `read_multiple_files` answer's bounds: the policy's read limit of
+/// content, and the message limit of the answer as encoded (each copy of the text
+/// the door sends, escaped, and the envelope around them).
+struct Room {
+    /// Content bytes left (`limits.max_read_bytes`).
+    content: u64,
+    /// Encoded bytes left (`limits.max_message_bytes`).
+    encoded: u64,
+    copies: u64,
+    max_read: u64,
+    max_message: u64,
+}
+
+impl Room {
+    /// Bytes of an answer that are not the text: its JSON-RPC envelope, bounded.
+    const ENVELOPE: u64 = 4096;
+
+    fn new(gw: &Gateway, ctx: &Ops<'_>) -> Room {
+        let policy = gw.policy();
+        let limits = policy.limits();
+        Room {
+            content: limits.max_read_bytes,
+            encoded: limits.max_message_bytes.saturating_sub(Self::ENVELOPE),
+            copies: ctx.door.content_copies.max(1),
+            max_read: limits.max_read_bytes,
+            max_message: limits.max_message_bytes,
+        }
+    }
+
+    /// Encoded bytes `part` and the separator before it add to the answer.
+    fn cost(&self, part: &str) -> u64 {
+        (json_text_len(part) + json_text_len(SEPARATOR)).saturating_mul(self.copies)
+    }
+
+    /// `entry` (a file's `size` bytes of content) if it fits what is left, taken from
+    /// it; else why not.
+    fn take(&mut self, size: usize, entry: String) -> Result<String, String> {
+        let (size, cost) = (size as u64, self.cost(&entry));
+        if size > self.content {
+            return Err(format!(
+                "limit exceeded: skipped, the files together would exceed {} bytes \
+                 (rule limits.max_read_bytes)",
+                self.max_read
+            ));
+        }
+        if cost > self.encoded {
+            return Err(format!(
+                "limit exceeded: skipped, with it the answer would exceed the message limit \
+                 of {} bytes once encoded (rule limits.max_message_bytes); ask for fewer \
+                 paths, or read this file alone (read_text_file)",
+                self.max_message
+            ));
+        }
+        self.content -= size;
+        self.encoded -= cost;
+        Ok(entry)
+    }
+
+    /// An error entry, counted in what is left (it is in the answer too).
+    fn noted(&mut self, entry: String) -> String {
+        self.encoded = self.encoded.saturating_sub(self.cost(&entry));
+        entry
+    }
 }
 
 #[cfg(test)]
