@@ -19,11 +19,7 @@ impl Gateway {
     ) -> Result<Output, GatewayError> {
         let rp = self.parse_path(ctx, path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let (real, info) = if follow {
-            self.locate_stat(pol, &rp, facts)?
-        } else {
-            self.locate_lstat(pol, &rp, facts)?
-        };
+        let (real, info) = self.locate_entry(pol, &rp, follow, facts)?;
         if info.kind == FileKind::File && info.nlink > 1 {
             return Err(ws_error(WsError::HardLink(info.nlink), &rp.shown));
         }
@@ -49,57 +45,41 @@ impl Gateway {
         Ok(Output::Stat { path: rp.rel, info })
     }
 
-    /// Where the entry `rp` names really is (a final symlink not followed) and its
-    /// metadata, a link's target with it.
-    fn locate_lstat(
+    /// Where `rp` really is and its metadata, as [`Gateway::locate`] and a stat there
+    /// find them (with `follow` false, a final symlink is not followed: the link's own
+    /// metadata, its target with it). A path without symlinks is its own real path:
+    /// then one `openat2` (beneath the root, no symlinks) serves both, instead of one
+    /// to resolve and another to stat. Anything else (a symlink, a missing name) goes
+    /// the long way, which also gives the errors.
+    fn locate_entry(
         &self,
         pol: &Policy,
         rp: &crate::ReqPath,
+        follow: bool,
         facts: &mut Facts,
     ) -> Result<(RelPath, fsgate_workspace::StatInfo), GatewayError> {
         let (class, kind) = (OpClass::List, EntryKind::Unknown);
         Self::in_roots(rp, &rp.rel, facts)?;
         Self::check(pol, class, &rp.rel, kind, &rp.shown, facts)?;
-        // No symlink on the path (the common case): no link to state either.
         if let Ok(info) = self.workspace.stat(&rp.rel) {
             return Ok((rp.rel.clone(), info));
         }
-        let res = self.resolve_checked(pol, class, rp, Follow::NotFinal, kind, facts)?;
-        if !res.exists {
+        let how = if follow {
+            Follow::All
+        } else {
+            Follow::NotFinal
+        };
+        let res = self.resolve_checked(pol, class, rp, how, kind, facts)?;
+        let info = if follow {
+            self.workspace.stat(&res.real)
+        } else if !res.exists {
             return Err(GatewayError::NotFound {
                 path: rp.shown.clone(),
             });
-        }
-        let info = self
-            .workspace
-            .lstat(&res.real)
-            .map_err(|e| ws_error(e, &rp.shown))?;
-        Ok((res.real, info))
-    }
-
-    /// Where `rp` really is and its metadata, as [`Gateway::locate`] and a stat there
-    /// find them. A path without symlinks is its own real path: then one `openat2`
-    /// (beneath the root, no symlinks) serves both, instead of one to resolve and
-    /// another to stat. Anything else (a symlink, a missing name) goes the long way,
-    /// which also gives the errors.
-    fn locate_stat(
-        &self,
-        pol: &Policy,
-        rp: &crate::ReqPath,
-        facts: &mut Facts,
-    ) -> Result<(RelPath, fsgate_workspace::StatInfo), GatewayError> {
-        let (class, kind) = (OpClass::List, EntryKind::Unknown);
-        Self::in_roots(rp, &rp.rel, facts)?;
-        Self::check(pol, class, &rp.rel, kind, &rp.shown, facts)?;
-        if let Ok(info) = self.workspace.stat(&rp.rel) {
-            return Ok((rp.rel.clone(), info));
-        }
-        let res = self.resolve_checked(pol, class, rp, Follow::All, kind, facts)?;
-        let info = self
-            .workspace
-            .stat(&res.real)
-            .map_err(|e| ws_error(e, &rp.shown))?;
-        Ok((res.real, info))
+        } else {
+            self.workspace.lstat(&res.real)
+        };
+        Ok((res.real, info.map_err(|e| ws_error(e, &rp.shown))?))
     }
 }
 
