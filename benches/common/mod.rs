@@ -1,6 +1,7 @@
 //! Set-up shared by the gateway read benches: a workspace with a 4 KiB source file and a
 //! gateway over it with the built-in default policy, as `fsgate serve` builds it.
 
+use fsgate_gateway::ops;
 use std::path::{Path, PathBuf};
 
 use fsgate_audit::{AuditLog, AuditSettings, FsyncMode, OpenOptions};
@@ -73,11 +74,11 @@ pub fn ctx() -> RequestCtx {
 /// One `fs/read_text_file` of `path` through the gateway; panics unless it succeeds
 /// with `len` bytes (a bench of a refusal would measure the wrong thing).
 pub fn read_once(gw: &Gateway, ctx: &RequestCtx, path: &str, len: usize) -> Output {
-    let op = Op::ReadText {
+    let op = Op::ReadText(ops::ReadText {
         path: path.to_string(),
         line: None,
         limit: None,
-    };
+    });
     match gw.serve(ctx, Request::Op(op)) {
         Ok(Output::Text(t)) if t.len() == len => Output::Text(t),
         other => panic!("read through the gateway failed: {other:?}"),

@@ -3,6 +3,7 @@
 //! actions laid over it, so a dry run checks each step against the state the steps
 //! before it would leave.
 
+use fsgate_gateway::ops;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 
@@ -271,24 +272,21 @@ impl World for Real<'_> {
         match action {
             Action::Put { path, id } => {
                 let content = self.src.saved_bytes(id)?;
-                let op = Op::WriteBytes {
-                    path: rooted(path),
-                    content,
-                };
+                let op = Op::Write(ops::Write::bytes(rooted(path), content));
                 self.serve(op, Some(("restoredFrom", id)))
             }
             Action::Remove { path, tree } => self.serve(
-                Op::Rm {
+                Op::Rm(ops::Rm {
                     path: rooted(path),
                     recursive: *tree,
-                },
+                }),
                 None,
             ),
             Action::Mkdir { path } => self.serve(
-                Op::Mkdir {
+                Op::Mkdir(ops::Mkdir {
                     path: rooted(path),
                     recursive: true,
-                },
+                }),
                 None,
             ),
             Action::Move { from, to } => {
@@ -299,18 +297,18 @@ impl World for Real<'_> {
                         path: parent.to_owned(),
                     })?;
                 }
-                let op = Op::Rename {
+                let op = Op::Rename(ops::Rename {
                     from: rooted(from),
                     to: rooted(to),
                     replace: true,
-                };
+                });
                 self.serve(op, None)
             }
             Action::Chmod { path, mode } => self.serve(
-                Op::Chmod {
+                Op::Chmod(ops::Chmod {
                     path: rooted(path),
                     mode: *mode,
-                },
+                }),
                 None,
             ),
         }

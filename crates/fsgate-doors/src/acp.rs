@@ -2,6 +2,7 @@
 //! client's file-system role. Requests are served concurrently and answered in any
 //! order; on stdin EOF in-flight requests finish, then the loop returns.
 
+use fsgate_gateway::ops;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -160,75 +161,72 @@ fn decode(op: OpId, method: &str, params: Value) -> Result<Op, GatewayError> {
     Ok(match op {
         OpId::ReadText => {
             let p: ReadParams = parse(method, params)?;
-            Op::ReadText {
+            Op::ReadText(ops::ReadText {
                 path: p.path,
                 line: p.line,
                 limit: p.limit,
-            }
+            })
         }
         OpId::Write => {
             let p: WriteParams = parse(method, params)?;
-            Op::WriteText {
-                path: p.path,
-                content: p.content,
-            }
+            Op::Write(ops::Write::text(p.path, p.content))
         }
-        OpId::ReadFile => Op::ReadFile {
+        OpId::ReadFile => Op::ReadFile(ops::ReadFile {
             path: parse::<PathParams>(method, params)?.path,
-        },
+        }),
         OpId::Edit => {
             let p: EditParams = parse(method, params)?;
-            Op::Edit {
+            Op::Edit(ops::Edit {
                 path: p.path,
                 old_text: p.old_text,
                 new_text: p.new_text,
-            }
+            })
         }
         OpId::Ls => {
             let p: LsParams = parse(method, params)?;
-            Op::Ls {
+            Op::Ls(ops::Ls {
                 path: p.path,
                 cursor: p.cursor,
-            }
+            })
         }
-        OpId::Stat => Op::Stat {
+        OpId::Stat => Op::Stat(ops::Stat {
             path: parse::<PathParams>(method, params)?.path,
             follow: true,
-        },
-        OpId::Glob => Op::Glob {
+        }),
+        OpId::Glob => Op::Glob(ops::Glob {
             pattern: parse::<GlobParams>(method, params)?.pattern,
-        },
+        }),
         OpId::Grep => {
             let p: GrepParams = parse(method, params)?;
-            Op::Grep {
+            Op::Grep(ops::Grep {
                 pattern: p.pattern,
                 path: p.path,
                 ignore_case: p.ignore_case.unwrap_or(false),
                 include_glob: p.include_glob,
                 max_results: p.max_results,
-            }
+            })
         }
         OpId::Mkdir => {
             let p: RecursiveParams = parse(method, params)?;
-            Op::Mkdir {
+            Op::Mkdir(ops::Mkdir {
                 path: p.path,
                 recursive: p.recursive.unwrap_or(false),
-            }
+            })
         }
         OpId::Rm => {
             let p: RecursiveParams = parse(method, params)?;
-            Op::Rm {
+            Op::Rm(ops::Rm {
                 path: p.path,
                 recursive: p.recursive.unwrap_or(false),
-            }
+            })
         }
         OpId::Rename => {
             let p: RenameParams = parse(method, params)?;
-            Op::Rename {
+            Op::Rename(ops::Rename {
                 from: p.old_path,
                 to: p.new_path,
                 replace: true,
-            }
+            })
         }
         // Not offered (see `method_of`): no method reaches here for them.
         OpId::Tree | OpId::Open | OpId::Chmod | OpId::Symlink => {

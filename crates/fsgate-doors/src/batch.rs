@@ -426,6 +426,7 @@ fn run_batch<B: Batched>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fsgate_gateway::ops;
     use fsgate_gateway::ops::{Op, PathStyle, RequestCtx};
     use std::time::Duration;
 
@@ -453,7 +454,7 @@ mod tests {
             &self.gw
         }
         fn run(&self, path: String, batch: &Batch) -> Option<Self::Done> {
-            let read = fsgate_gateway::Request::Op(Op::ReadFile { path });
+            let read = fsgate_gateway::Request::Op(Op::ReadFile(ops::ReadFile { path }));
             let (out, lease) = self.gw.serve_in(&ctx(), read, batch);
             out.unwrap();
             Some(lease)
@@ -476,9 +477,9 @@ mod tests {
         // Held elsewhere: most of the budget (2 × MAX).
         let held: Vec<_> = (0..1)
             .map(|_| {
-                let read = Op::ReadFile {
+                let read = Op::ReadFile(ops::ReadFile {
                     path: "/big".into(),
-                };
+                });
                 let (out, lease) = gw.serve_leased(&ctx(), fsgate_gateway::Request::Op(read));
                 out.unwrap();
                 lease.unwrap()

@@ -286,6 +286,7 @@ mod tests {
     use super::*;
     use crate::acp::{Acp, AcpRequest};
     use crate::ws::protocol::{self, Echo, Head, Incoming, Ws};
+    use fsgate_gateway::ops;
     use fsgate_gateway::ops::{Encoding, PathStyle};
     use serde_json::{Value, json};
 
@@ -343,7 +344,7 @@ mod tests {
             Decoded::Op { op, tag } => {
                 assert_eq!(tag, json!(7));
                 assert!(
-                    matches!(op, Op::ReadText { path, line: Some(2), limit: None } if path == "/w/a")
+                    matches!(op, Op::ReadText(ops::ReadText { path, line: Some(2), limit: None }) if path == "/w/a")
                 );
             }
             Decoded::Message { answer, .. } => panic!("not an op: {answer}"),
@@ -399,7 +400,7 @@ mod tests {
             Decoded::Op { op, tag } => {
                 assert!(tag.base64);
                 assert_eq!(tag.head.request_id, Some(json!(1)));
-                assert!(matches!(op, Op::ReadFile { path } if path == "/a"));
+                assert!(matches!(op, Op::ReadFile(ops::ReadFile { path }) if path == "/a"));
             }
             Decoded::Message { answer, .. } => panic!("not an op: {answer}"),
         }

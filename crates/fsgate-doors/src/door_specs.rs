@@ -2,6 +2,7 @@
 //! from the door's `DoorSpec`, and this pins the whole refusal per door.
 
 use fsgate_base::error::GatewayError;
+use fsgate_gateway::ops;
 use fsgate_gateway::ops::{Op, PathStyle, RequestCtx};
 use fsgate_gateway::{DoorSpec, Gateway, Request};
 use fsgate_policy::Policy;
@@ -32,11 +33,11 @@ fn refusal(gw: &Gateway, door: &'static DoorSpec, name: &str) -> String {
         asker: None,
         notifier: None,
     };
-    let op = Op::ReadText {
+    let op = Op::ReadText(ops::ReadText {
         path: name.into(),
         line: None,
         limit: None,
-    };
+    });
     match gw.serve(&ctx, Request::Op(op)) {
         Err(GatewayError::Limit { reason, .. }) => reason,
         other => panic!("{}: not a limit: {other:?}", door.name),

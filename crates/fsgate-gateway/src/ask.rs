@@ -60,27 +60,6 @@ pub struct Proposed {
     pub new_text: String,
 }
 
-impl Proposed {
-    /// What a write or edit request proposes, if it is text small enough to show.
-    pub fn of(op: &crate::ops::Op) -> Option<Proposed> {
-        use crate::ops::Op;
-        let small = |s: &str| s.len() <= MAX_SHOWN_TEXT;
-        match op {
-            Op::WriteText { content, .. } if small(content) => Some(Proposed {
-                old_text: None,
-                new_text: content.clone(),
-            }),
-            Op::Edit {
-                old_text, new_text, ..
-            } if small(old_text) && small(new_text) => Some(Proposed {
-                old_text: Some(old_text.clone()),
-                new_text: new_text.clone(),
-            }),
-            _ => None,
-        }
-    }
-}
-
 /// What a write replaced, for a door that shows changes as diffs: the file's previous
 /// text, or only its size when that is too large to show or is not text (a diff without
 /// the old text would read as a new file).

@@ -1,6 +1,7 @@
 //! The gateway's side of `ask` rules, with a fake door that answers a fixed answer and
 //! keeps every question it was asked.
 
+use crate::ops;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -142,10 +143,7 @@ impl Env {
     }
 
     fn write(&self, ctx: &RequestCtx, rel: &str, content: &str) -> Result<(), GatewayError> {
-        let op = Op::WriteText {
-            path: self.abs(rel),
-            content: content.into(),
-        };
+        let op = Op::Write(ops::Write::text(self.abs(rel), content.into()));
         self.gw.handle(ctx, op).0.map(|_| ())
     }
 
@@ -220,11 +218,11 @@ fn allow_once_lets_the_write_through_and_the_record_says_who_allowed_it() {
 fn an_edit_checked_as_edit_and_as_write_asks_once_and_shows_its_diff() {
     let e = env();
     let fake = Fake::new(Answer::AllowOnce);
-    let op = Op::Edit {
+    let op = Op::Edit(ops::Edit {
         path: e.abs(".github/ci.yml"),
         old_text: "push".into(),
         new_text: "pull_request".into(),
-    };
+    });
     e.gw.handle(&ctx("s1", Some(fake.clone())), op)
         .0
         .expect("allowed by the person");
@@ -260,10 +258,10 @@ fn allow_for_the_session_asks_once_per_session_rule_and_class() {
     assert_eq!(second["answer"], "allowed_for_session");
     assert_eq!(second["rule"], "ask-ci");
     // Another class of the same rule, and another session, are asked again.
-    let rm = Op::Rm {
+    let rm = Op::Rm(ops::Rm {
         path: e.abs(".github/release.yml"),
         recursive: false,
-    };
+    });
     e.gw.handle(&s1, rm).0.expect("delete allowed");
     assert_eq!(fake.count(), 2);
     assert_eq!(fake.question(1).0.class, "delete");
@@ -326,11 +324,11 @@ fn a_rejection_a_timeout_and_nobody_to_ask_refuse_naming_the_ask_rule() {
 fn a_deny_at_the_destination_wins_over_an_ask_at_the_source() {
     let e = env();
     let fake = Fake::new(Answer::AllowOnce);
-    let op = Op::Rename {
+    let op = Op::Rename(ops::Rename {
         from: e.abs(".github/ci.yml"),
         to: e.abs("prod/ci.yml"),
         replace: true,
-    };
+    });
     let err =
         e.gw.handle(&ctx("s1", Some(fake.clone())), op)
             .0
@@ -353,11 +351,11 @@ fn paths_no_ask_rule_covers_ask_nobody() {
     let err = e.write(&c, "prod/x", "x").expect_err("denied");
     assert_eq!(err.rule(), Some("no-prod"));
     // Reading what an ask rule covers only for write and delete asks nobody either.
-    let read = Op::ReadText {
+    let read = Op::ReadText(ops::ReadText {
         path: e.abs(".github/ci.yml"),
         line: None,
         limit: None,
-    };
+    });
     e.gw.handle(&c, read).0.expect("read allowed");
     assert_eq!(fake.count(), 0);
     assert!(e.requests().iter().all(|r| r["details"]["asked"].is_null()));
@@ -386,11 +384,11 @@ fn a_write_the_size_rules_refuse_asks_nobody() {
 fn a_rename_to_a_denied_destination_asks_nobody_about_its_source() {
     let e = env();
     let fake = Fake::new(Answer::AllowOnce);
-    let op = Op::Rename {
+    let op = Op::Rename(ops::Rename {
         from: e.abs(".github/ci.yml"),
         to: e.abs("prod/ci.yml"),
         replace: true,
-    };
+    });
     let err =
         e.gw.handle(&ctx("s1", Some(fake.clone())), op)
             .0
@@ -481,10 +479,10 @@ fn a_question_for_many_entries_says_how_many_more_it_covers() {
     let e = env();
     std::fs::write(e.root.join(".github/release.yml"), "x\n").expect("file");
     let fake = Fake::new(Answer::AllowOnce);
-    let rm = Op::Rm {
+    let rm = Op::Rm(ops::Rm {
         path: e.abs(".github"),
         recursive: true,
-    };
+    });
     e.gw.handle(&ctx("s1", Some(fake.clone())), rm)
         .0
         .expect("allowed");
@@ -538,11 +536,11 @@ fn an_edit_of_a_file_changed_while_the_person_was_asked_changes_nothing() {
         asker: Some(Arc::new(Meddler(e.root.join(".github/ci.yml")))),
         ..ctx("s1", None)
     };
-    let op = Op::Edit {
+    let op = Op::Edit(ops::Edit {
         path: e.abs(".github/ci.yml"),
         old_text: "on:".into(),
         new_text: "'on':".into(),
-    };
+    });
     let err = e.gw.handle(&c, op).0.expect_err("the file changed");
     assert!(err.message().contains("changed while"), "{}", err.message());
     assert_eq!(
@@ -587,10 +585,10 @@ fn a_change_whose_policy_was_reloaded_while_the_person_was_asked_is_not_made() {
         asker: Some(asker),
         ..ctx("s1", None)
     };
-    let op = Op::WriteText {
-        path: root.join(".github/ci.yml").to_string_lossy().into_owned(),
-        content: "x\n".into(),
-    };
+    let op = Op::Write(ops::Write::text(
+        root.join(".github/ci.yml").to_string_lossy().into_owned(),
+        "x\n".into(),
+    ));
     let err = gw
         .handle(&c, op)
         .0
@@ -606,10 +604,10 @@ fn a_change_whose_policy_was_reloaded_while_the_person_was_asked_is_not_made() {
 fn a_change_that_makes_no_change_still_answers_to_its_question() {
     let e = env();
     let fake = Fake::new(Answer::Reject);
-    let mkdir = Op::Mkdir {
+    let mkdir = Op::Mkdir(ops::Mkdir {
         path: e.abs(".github"),
         recursive: true,
-    };
+    });
     let err =
         e.gw.handle(&ctx("s1", Some(fake.clone())), mkdir)
             .0
@@ -625,10 +623,7 @@ fn with_several_workspaces_a_websocket_question_names_the_workspace_first() {
     let fake = Fake::new(Answer::Reject);
     let mut c = ctx("s1", Some(fake.clone()));
     c.style = PathStyle::Rooted;
-    let op = Op::WriteText {
-        path: "/.github/ci.yml".into(),
-        content: "x\n".into(),
-    };
+    let op = Op::Write(ops::Write::text("/.github/ci.yml".into(), "x\n".into()));
     e.gw.handle(&c, op).0.expect_err("rejected");
     assert_eq!(fake.question(0).0.path, "/app/.github/ci.yml");
 }

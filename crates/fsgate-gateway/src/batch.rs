@@ -163,12 +163,13 @@ impl Gateway {
 mod tests {
     use super::*;
     use crate::Request;
+    use crate::ops;
     use crate::ops::Op;
     use crate::tests::{ctx, gateway, records};
     use fsgate_audit::Fault;
 
     fn read(path: &str) -> Request {
-        Request::Op(Op::ReadFile { path: path.into() })
+        Request::Op(Op::ReadFile(ops::ReadFile { path: path.into() }))
     }
 
     /// Reads in a batch queue their records; a change in it does not (its intent must be
@@ -179,10 +180,7 @@ mod tests {
         std::fs::write(ws.path().join("a.txt"), "a").unwrap();
         let log = state.path().join("audit.jsonl");
         let gw = gateway(ws.path(), &log);
-        let write = Op::WriteText {
-            path: "/b.txt".into(),
-            content: "b".into(),
-        };
+        let write = Op::Write(ops::Write::text("/b.txt".into(), "b".into()));
         let changes = Batch::new();
         gw.serve_in(&ctx(), Request::Op(write), &changes).0.unwrap();
         assert!(changes.is_empty(), "a change's records were deferred");

@@ -54,7 +54,7 @@ impl Gateway {
     pub fn prune_backups(&self) {
         let Some(store) = self.backups() else { return };
         match store.prune() {
-            Ok(report) => self.record_prune(&report),
+            Ok(report) => crate::change::record_prune(self.audit.as_ref(), &report),
             Err(e) => tracing::warn!("backup retention: {e}"),
         }
     }

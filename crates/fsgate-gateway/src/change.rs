@@ -1,14 +1,14 @@
 //! What every change shares: the backup before it, and the policy checks of the
 //! directories it creates and of everything beneath a directory it removes or moves.
 
+use crate::ops::Cx;
 use serde_json::{Value, json};
 
-use super::{Facts, Gateway, ReqPath, entry_facts, visible, ws_error};
+use super::{Facts, ReqPath, entry_facts, visible, ws_error};
 use fsgate_backup::{BackupError, BackupStore, OnLimit, PruneReport, Saving};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::{Entry, FileKind, MAX_DEPTH, Resolved, WsError};
 
 /// The fstat sizes a backup's limits and copy use: size, blocks, device.
@@ -17,12 +17,40 @@ fn sizes(meta: &std::fs::Metadata) -> (u64, u64, u64) {
     (meta.size(), meta.blocks(), meta.dev())
 }
 
-impl Gateway {
+/// The backups taken before a change: what an operation (and a start's
+/// reconciliation) saves through.
+#[derive(Clone, Copy)]
+pub(crate) struct Saver<'a> {
+    /// The workspace the saved files are opened in.
+    pub(crate) workspace: &'a fsgate_workspace::Workspace,
+    /// Where previous versions go (None where nothing changes).
+    pub(crate) store: Option<&'a BackupStore>,
+    /// Backups saved since start (retention passes run amortised over them).
+    pub(crate) saves: &'a std::sync::atomic::AtomicU64,
+    /// Where a retention pass is recorded.
+    pub(crate) audit: Option<&'a fsgate_audit::AuditLog>,
+}
+
+impl<'a> Saver<'a> {
+    /// The backup store, if there is one.
+    pub(crate) fn backups(&self) -> Option<&'a BackupStore> {
+        self.store
+    }
+
+    /// Applies the backup retention rules once, recording what was removed.
+    pub(crate) fn prune_backups(&self) {
+        let Some(store) = self.store else { return };
+        match store.prune() {
+            Ok(report) => record_prune(self.audit, &report),
+            Err(e) => tracing::warn!("backup retention: {e}"),
+        }
+    }
+
     /// Saves the current content of the regular file at `real` to the backup store
     /// before it is replaced or removed. No backup, no change (fail closed), unless the
     /// policy's `[backup] on_limit` lets a change past a size limit go ahead without one:
     /// its audit record then says so (`noBackup`).
-    pub(super) fn backup(
+    pub(crate) fn backup(
         &self,
         real: &RelPath,
         shown: &str,
@@ -34,7 +62,7 @@ impl Gateway {
     /// [`backup`](Self::backup) of a file listed by an inspection: refused (nothing
     /// saved, nothing changed) if the name no longer holds the inspected file, whose
     /// content the later removal would otherwise delete without a backup.
-    pub(super) fn backup_inspected(
+    pub(crate) fn backup_inspected(
         &self,
         e: &Entry,
         shown: &str,
@@ -60,12 +88,12 @@ impl Gateway {
     /// [`backup`](Self::backup) whose syncs run beside the request: the version is
     /// written and named (its id and hash in `facts`) when this returns, and the change
     /// waits for [`backup_durable`](Self::backup_durable) before it touches the file.
-    pub(super) fn backup_beside(
+    pub(crate) fn backup_beside(
         &self,
         real: &RelPath,
         shown: &str,
         facts: &mut Facts,
-    ) -> Result<Option<Saving<'_>>, GatewayError> {
+    ) -> Result<Option<Saving<'a>>, GatewayError> {
         let Some((store, file, meta)) = self.backup_open(real, None, shown, facts)? else {
             return Ok(None);
         };
@@ -79,7 +107,7 @@ impl Gateway {
 
     /// Waits until a backup started by [`backup_beside`](Self::backup_beside) is durable:
     /// Err means there is no backup, and nothing may change.
-    pub(super) fn backup_durable(
+    pub(crate) fn backup_durable(
         &self,
         saving: Option<Saving<'_>>,
         shown: &str,
@@ -106,10 +134,10 @@ impl Gateway {
         inspected: Option<&Entry>,
         shown: &str,
         facts: &mut Facts,
-    ) -> Result<Option<(&BackupStore, std::fs::File, std::fs::Metadata)>, GatewayError> {
+    ) -> Result<Option<(&'a BackupStore, std::fs::File, std::fs::Metadata)>, GatewayError> {
         // Nobody is asked about a change another check refuses: only now, before the
         // first side effect.
-        Self::settle_pending(facts)?;
+        Cx::settle_pending(facts)?;
         let Some(store) = self.backups() else {
             return Ok(None);
         };
@@ -202,30 +230,22 @@ impl Gateway {
 
     /// Notes that the gateway wrote `real` (a file it may have created): a later backup
     /// of it holds this session's content, not the user's.
-    pub(super) fn note_changed(&self, real: &RelPath) {
+    pub(crate) fn note_changed(&self, real: &RelPath) {
         if let Some(store) = self.backups() {
             store.note_changed(real.as_str());
         }
     }
 
     /// Records what a retention pass removed, if anything.
-    pub(super) fn record_prune(&self, report: &PruneReport) {
-        if report.removed.is_empty() {
-            return;
-        }
-        let mut details = serde_json::Map::new();
-        details.insert(
-            "removed".into(),
-            serde_json::to_value(&report.removed).unwrap_or(Value::Null),
-        );
-        details.insert("removedBytes".into(), report.removed_bytes().into());
-        self.record("backup-prune", details);
+    pub(crate) fn record_prune(&self, report: &PruneReport) {
+        record_prune(self.audit, report);
     }
+}
 
+impl Cx<'_> {
     /// Checks `write` on each directory that a write or mkdir would create.
     pub(super) fn check_missing_parents(
         &self,
-        pol: &Policy,
         rp: &ReqPath,
         res: &Resolved,
         include_self: bool,
@@ -249,7 +269,7 @@ impl Gateway {
             n -= 1;
         }
         for d in dirs.iter().rev() {
-            Self::check(pol, OpClass::Write, d, EntryKind::Dir, &rp.shown, facts)?;
+            self.check(OpClass::Write, d, EntryKind::Dir, &rp.shown, facts)?;
         }
         Ok(())
     }
@@ -290,7 +310,7 @@ impl Gateway {
     /// must be visible and deletable, and (when moved to `dst`) writable at its new
     /// place.
     pub(super) fn check_subtree(
-        pol: &Policy,
+        &self,
         src: &RelPath,
         dst: Option<&RelPath>,
         entries: &[Entry],
@@ -300,7 +320,7 @@ impl Gateway {
         for e in entries {
             // Sizes count: the walk read each file's metadata.
             let pf = entry_facts(e);
-            if !visible(pol, e) {
+            if !visible(self.pol, e) {
                 return Err(GatewayError::Refused {
                     reason: "the directory holds entries the policy hides; they cannot be removed or moved".into(),
                     rule: "protected-entries".into(),
@@ -311,11 +331,11 @@ impl Gateway {
                 Access::Class(OpClass::Delete),
                 Access::Class(OpClass::Write),
             );
-            Self::check_entry(pol, delete, &e.path, &pf, shown, facts)?;
+            self.check_entry(delete, &e.path, &pf, shown, facts)?;
             if let (Some(dst), Some(rest)) = (dst, e.path.strip_prefix(src)) {
                 let target = RelPath::parse_rooted(&format!("/{}/{}", dst.as_str(), rest.as_str()))
                     .unwrap_or_else(|_| dst.clone());
-                Self::check_entry(pol, write, &target, &pf, shown, facts)?;
+                self.check_entry(write, &target, &pf, shown, facts)?;
             }
         }
         Ok(())
@@ -327,5 +347,23 @@ impl Gateway {
         self.workspace
             .stat(real)
             .is_ok_and(|i| i.kind == FileKind::Directory)
+    }
+}
+
+/// Records what a retention pass removed, if anything (a failure is logged).
+pub(crate) fn record_prune(audit: Option<&fsgate_audit::AuditLog>, report: &PruneReport) {
+    if report.removed.is_empty() {
+        return;
+    }
+    let mut details = serde_json::Map::new();
+    details.insert(
+        "removed".into(),
+        serde_json::to_value(&report.removed).unwrap_or(Value::Null),
+    );
+    details.insert("removedBytes".into(), report.removed_bytes().into());
+    if let Some(a) = audit
+        && let Err(e) = a.append(fsgate_audit::AuditEvent::lifecycle("backup-prune", details))
+    {
+        tracing::error!("audit log: cannot record `backup-prune`: {e}");
     }
 }

@@ -1,37 +1,38 @@
 //! The policy's decisions as a request's gates: a path's class or access allowed,
 //! denied or asked about, a size known late, and content scanned for secrets.
 
-use super::{Facts, Gateway, ReqPath, ask};
+use super::{Facts, ReqPath, ask};
+use crate::ops::Cx;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
 use fsgate_policy::Policy;
 use fsgate_workspace::{Entry, FileKind};
 
-impl Gateway {
+impl Cx<'_> {
     /// Refuses unless the policy allows `class` on `path`.
     pub(crate) fn check(
-        pol: &Policy,
+        &self,
         class: OpClass,
         path: &RelPath,
         kind: EntryKind,
         shown: &str,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        let d = pol.decide(class, path, kind);
+        let d = self.pol.decide(class, path, kind);
         Self::refuse_unless(d, class.as_str(), path, shown, facts)
     }
 
     /// Refuses unless the policy allows `op`'s own checks on `path`, knowing `pf`.
     pub(crate) fn check_entry(
-        pol: &Policy,
+        &self,
         op: Access,
         path: &RelPath,
         pf: &PathFacts,
         shown: &str,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        let d = pol.decide_entry(op, path, pf);
+        let d = self.pol.decide_entry(op, path, pf);
         Self::refuse_unless(d, op.as_str(), path, shown, facts)
     }
 
@@ -39,19 +40,19 @@ impl Gateway {
     /// current and new size), where the request names it and where it leads; the
     /// checks before it deferred the rules with a size condition.
     pub(crate) fn check_size(
-        pol: &Policy,
+        &self,
         op: Access,
         (rp, real): (&ReqPath, &RelPath),
         size: u64,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        if !pol.has_size_rules() {
+        if !self.pol.has_size_rules() {
             return Ok(());
         }
         let pf = PathFacts::file(size);
-        Self::check_entry(pol, op, &rp.rel, &pf, &rp.shown, facts)?;
+        self.check_entry(op, &rp.rel, &pf, &rp.shown, facts)?;
         if *real != rp.rel {
-            Self::check_entry(pol, op, real, &pf, &rp.shown, facts)?;
+            self.check_entry(op, real, &pf, &rp.shown, facts)?;
         }
         Ok(())
     }
@@ -112,26 +113,26 @@ impl Gateway {
     /// `[content]` rules find a secret in them. The refusal names the rule and the line,
     /// never the content.
     pub(crate) fn check_content(
-        pol: &Policy,
+        &self,
         class: OpClass,
         path: &RelPath,
         bytes: &[u8],
         shown: &str,
     ) -> Result<(), GatewayError> {
-        let hit = scanner_for(pol, class).and_then(|s| s.scan(path, bytes));
+        let hit = scanner_for(self.pol, class).and_then(|s| s.scan(path, bytes));
         Self::content_verdict(class, path, shown, hit)
     }
 
     /// [`check_content`](Self::check_content) of bytes whose SHA-256 is known: the
     /// scanner skips bytes it found clean at this path before.
     pub(crate) fn check_content_digested(
-        pol: &Policy,
+        &self,
         class: OpClass,
         path: &RelPath,
         (bytes, digest): (&[u8], &[u8; 32]),
         shown: &str,
     ) -> Result<(), GatewayError> {
-        let hit = scanner_for(pol, class).and_then(|s| s.scan_digested(path, bytes, digest));
+        let hit = scanner_for(self.pol, class).and_then(|s| s.scan_digested(path, bytes, digest));
         Self::content_verdict(class, path, shown, hit)
     }
 

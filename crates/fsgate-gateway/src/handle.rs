@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::record::{append, record_beside_entry, sync_entry_now, unrecorded};
 use super::{Batch, Facts, Gateway, Lease, PATH_MAX, ask, budget};
-use crate::ops::{Op, Output, RequestCtx};
+use crate::ops::{Cx, Op, Output, RequestCtx};
 use fsgate_base::error::GatewayError;
 use fsgate_policy::Policy;
 
@@ -75,12 +75,12 @@ impl Gateway {
             _ => Ok(()),
         });
         let result = match preflight {
-            Ok(()) => self.execute(&pol, ctx, &op, &mut facts),
+            Ok(()) => op.run(&self.cx(&pol, ctx), &mut facts),
             Err(e) => Err(e),
         };
         // A change that made none (mkdir -p of a directory there) still answers to its
         // questions: nothing an ask rule covers succeeds without a person.
-        let result = result.and_then(|out| Self::settle_pending(&mut facts).map(|()| out));
+        let result = result.and_then(|out| Cx::settle_pending(&mut facts).map(|()| out));
         facts.finish(&result, started.elapsed());
         tracing::debug!(op = op.name(), session = %ctx.session, outcome = %facts.outcome, rule = ?facts.rule, "request");
         let lease = facts.lease.take().filter(|_| result.is_ok());
@@ -137,9 +137,35 @@ impl Gateway {
         }
     }
 
+    /// What an operation of this workspace is given for one request.
+    pub(crate) fn cx<'a>(&'a self, pol: &'a Policy, ctx: &'a RequestCtx) -> Cx<'a> {
+        Cx {
+            pol,
+            ctx,
+            workspace: &self.workspace,
+            name: self.name.as_ref(),
+            current: &self.policy,
+            audit: self.audit.as_ref(),
+            saver: self.saver(),
+            budget: &self.budget,
+            writing: &self.writing,
+            clean_opens: &self.clean_opens,
+        }
+    }
+
+    /// What a change saves its backups through.
+    pub(crate) fn saver(&self) -> crate::change::Saver<'_> {
+        crate::change::Saver {
+            workspace: &self.workspace,
+            store: self.backups.as_ref(),
+            saves: &self.saves,
+            audit: self.audit.as_ref(),
+        }
+    }
+
     /// What a request needs to put a question to a person.
     fn ask_ctx(&self, pol: &Policy, ctx: &RequestCtx, op: &Op) -> ask::AskCtx {
-        let proposed = ctx.asker.as_ref().and_then(|_| ask::Proposed::of(op));
+        let proposed = ctx.asker.as_ref().and_then(|_| op.proposed());
         ask::AskCtx::new(
             ctx.asker.clone(),
             pol.ask_timeout(),

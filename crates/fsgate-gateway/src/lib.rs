@@ -353,10 +353,7 @@ mod tests {
     }
 
     fn write(path: &str, content: &str) -> Op {
-        Op::WriteText {
-            path: path.into(),
-            content: content.into(),
-        }
+        Op::Write(ops::Write::text(path.into(), content.into()))
     }
 
     #[test]
@@ -368,18 +365,18 @@ mod tests {
         let long = format!("/{}", "d/".repeat(PATH_MAX / 2));
         for op in [
             write(&long, "x"),
-            Op::Mkdir {
+            Op::Mkdir(ops::Mkdir {
                 path: long.clone(),
                 recursive: true,
-            },
-            Op::Rename {
+            }),
+            Op::Rename(ops::Rename {
                 from: "/a".into(),
                 to: long.clone(),
                 replace: true,
-            },
-            Op::Glob {
+            }),
+            Op::Glob(ops::Glob {
                 pattern: "*".repeat(PATH_MAX + 1),
-            },
+            }),
         ] {
             match gw.serve(&ctx(), Request::Op(op.clone())) {
                 Err(GatewayError::InvalidParams(m)) => assert!(m.contains("PATH_MAX"), "{m}"),
@@ -432,14 +429,15 @@ mod tests {
         std::fs::write(ws.path().join("t/f"), "user").unwrap();
         std::fs::write(ws.path().join("decoy"), "decoy").unwrap();
         let t = RelPath::parse_rooted("t").unwrap();
-        let entries = gw.descendants(&t, "/t").unwrap();
+        let (pol, req) = (gw.policy(), ctx());
+        let entries = gw.cx(&pol, &req).descendants(&t, "/t").unwrap();
         // Between the inspection and the backup, another file takes the name (and the
         // inspected one comes back before the removal, which then checks out).
         std::fs::rename(ws.path().join("t/f"), ws.path().join("aside")).unwrap();
         std::fs::rename(ws.path().join("decoy"), ws.path().join("t/f")).unwrap();
         let f = entries.iter().find(|e| e.path.as_str() == "t/f").unwrap();
         let mut facts = Facts::default();
-        match gw.backup_inspected(f, "/t", &mut facts) {
+        match gw.saver().backup_inspected(f, "/t", &mut facts) {
             Err(GatewayError::Refused { rule, .. }) => assert_eq!(rule, RULE_UNINSPECTED),
             other => panic!("the decoy was backed up in the user's file's place: {other:?}"),
         }
@@ -447,13 +445,13 @@ mod tests {
     }
 
     fn tree(gw: &Gateway, path: &str, exclude: &[&str], max: usize) -> (Vec<String>, bool) {
-        let op = Op::Tree {
+        let op = Op::Tree(ops::Tree {
             path: path.into(),
             depth: 128,
             exclude: exclude.iter().map(|p| p.to_string()).collect(),
             max_entries: max,
             cursor: None,
-        };
+        });
         match gw.handle(&ctx(), op).0.unwrap() {
             Output::Entries {
                 entries, truncated, ..
@@ -511,19 +509,19 @@ mod tests {
             // Staged while its intent is written: the content never takes a name.
             write("/fresh.txt", "changed"),
             write("/old.txt", "changed"),
-            Op::Mkdir {
+            Op::Mkdir(ops::Mkdir {
                 path: "/d".into(),
                 recursive: true,
-            },
-            Op::Rm {
+            }),
+            Op::Rm(ops::Rm {
                 path: "/old.txt".into(),
                 recursive: false,
-            },
-            Op::Rename {
+            }),
+            Op::Rename(ops::Rename {
                 from: "/old.txt".into(),
                 to: "/moved.txt".into(),
                 replace: true,
-            },
+            }),
         ] {
             // The intent is the first record the change appends: it fails.
             gw.audit().unwrap().inject_faults(Fault::Write, 1);
@@ -533,10 +531,10 @@ mod tests {
             // A read clears the failure for the next round.
             gw.handle(
                 &ctx(),
-                Op::Stat {
+                Op::Stat(ops::Stat {
                     path: "/".into(),
                     follow: true,
-                },
+                }),
             )
             .0
             .unwrap();

@@ -1,8 +1,9 @@
 //! ls, stat, glob, tree and grep: an entry is shown iff `list` allows it, and grep shows
 //! a file's lines iff `list` and `read` allow it (see `Access`).
 
-use super::{Facts, Gateway, entry_facts};
-use crate::ops::{Output, RequestCtx};
+use super::{Facts, entry_facts};
+use crate::ops::Cx;
+use crate::ops::Output;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryFilter, PathFacts};
@@ -26,16 +27,16 @@ pub(crate) const ENTRY_FIXED: u64 = 136;
 /// directory (see [`fsgate_workspace::Page`]).
 pub(crate) const LIST_PAGE: usize = 10_000;
 
-impl Gateway {
+impl Cx<'_> {
     /// How many bytes a listing may fill in the answer (the message limit, less room
     /// for the envelope; MCP answers carry it twice), and what each item adds beyond
     /// its relative path (the root, for absolute paths).
-    pub(crate) fn answer_room(&self, pol: &Policy, ctx: &RequestCtx) -> (u64, u64) {
-        let max = pol.limits().max_message_bytes.min(LISTING_ANSWER_CAP);
+    pub(crate) fn answer_room(&self) -> (u64, u64) {
+        let max = self.pol.limits().max_message_bytes.min(LISTING_ANSWER_CAP);
         let envelope = 4096 + max / 16;
-        let copies = crate::read::copies(ctx);
+        let copies = crate::read::copies(self.ctx);
         let room = max.saturating_sub(envelope) / copies;
-        let extra = match ctx.style {
+        let extra = match self.ctx.style {
             crate::ops::PathStyle::Rooted => 1,
             _ => self.workspace.root_path().as_os_str().len() as u64 + 1,
         };

@@ -133,7 +133,7 @@ impl Gateway {
                 .notifier
                 .as_ref()
                 .filter(|n| n.wants_text())
-                .and_then(|_| ask::Proposed::of(op)),
+                .and_then(|_| op.proposed()),
             replaced: facts.replaced.clone(),
             seq: None,
         })

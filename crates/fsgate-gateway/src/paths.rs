@@ -7,30 +7,26 @@ use super::{
     Facts, Gateway, RULE_BOUNDARY, RULE_DEPTH, RULE_FILE_TYPE, RULE_LINK, RULE_NO_REPLACE, RULE_OS,
     RULE_UNINSPECTED, ReqPath,
 };
-use crate::ops::{PathStyle, RequestCtx};
+use crate::ops::Cx;
+use crate::ops::PathStyle;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::{PathError, RelPath};
 use fsgate_decide::{EntryKind, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::{Follow, Resolved, WsError};
 
-impl Gateway {
+impl Cx<'_> {
     /// Parses a request path in the transport's style.
-    pub(crate) fn parse_path(
-        &self,
-        ctx: &RequestCtx,
-        input: &str,
-    ) -> Result<ReqPath, GatewayError> {
+    pub(crate) fn parse_path(&self, input: &str) -> Result<ReqPath, GatewayError> {
         let root = self.workspace.root_path();
-        let dealiased = self.dealias(ctx.style, input);
-        let parsed = match ctx.style {
+        let dealiased = self.dealias(self.ctx.style, input);
+        let parsed = match self.ctx.style {
             PathStyle::Absolute => RelPath::parse_absolute(&dealiased, root),
             PathStyle::AbsoluteOrRelative => RelPath::parse_any(&dealiased, root),
             PathStyle::Rooted => RelPath::parse_rooted(&dealiased),
         };
         let shown = input.replace('\0', "\\0");
         match parsed {
-            Ok(rel) => Ok(self.req_path(ctx, rel, shown)),
+            Ok(rel) => Ok(self.req_path(rel, shown)),
             Err(e @ (PathError::OutsideRoot { .. } | PathError::Escapes)) => {
                 Err(GatewayError::Refused {
                     reason: e.to_string(),
@@ -42,9 +38,9 @@ impl Gateway {
         }
     }
 
-    /// `rel` as a request path of `ctx`'s session in this workspace.
-    pub(crate) fn req_path(&self, ctx: &RequestCtx, rel: RelPath, shown: String) -> ReqPath {
-        ReqPath::new(self, ctx, rel, shown)
+    /// `rel` as a request path of `self.ctx`'s session in this workspace.
+    pub(crate) fn req_path(&self, rel: RelPath, shown: String) -> ReqPath {
+        ReqPath::new(self.name, self.ctx, rel, shown)
     }
 
     /// `input` with the operator's name for the root replaced by the canonical root
@@ -61,13 +57,9 @@ impl Gateway {
         }
     }
 
-    /// Renders a workspace path in the transport's style.
-    pub fn show_path(&self, style: PathStyle, rel: &RelPath) -> String {
+    /// Renders a path of this workspace in the transport's style.
+    pub(crate) fn show_path(&self, style: PathStyle, rel: &RelPath) -> String {
         match style {
-            PathStyle::Absolute | PathStyle::AbsoluteOrRelative if self.is_several() => self
-                .members()
-                .show_named(rel)
-                .unwrap_or_else(|| rel.to_absolute(self.workspace.root_path())),
             PathStyle::Absolute | PathStyle::AbsoluteOrRelative => {
                 rel.to_absolute(self.workspace.root_path())
             }
@@ -79,7 +71,6 @@ impl Gateway {
     /// and checks again where it really leads.
     pub(crate) fn locate(
         &self,
-        pol: &Policy,
         class: OpClass,
         rp: &ReqPath,
         follow: Follow,
@@ -87,15 +78,14 @@ impl Gateway {
         facts: &mut Facts,
     ) -> Result<Resolved, GatewayError> {
         Self::in_roots(rp, &rp.rel, facts)?;
-        Self::check(pol, class, &rp.rel, kind, &rp.shown, facts)?;
-        self.resolve_checked(pol, class, rp, follow, kind, facts)
+        self.check(class, &rp.rel, kind, &rp.shown, facts)?;
+        self.resolve_checked(class, rp, follow, kind, facts)
     }
 
     /// The second half of [`Gateway::locate`], for callers that checked the lexical path
     /// themselves: resolves it beneath the root and checks again where it really leads.
     pub(crate) fn resolve_checked(
         &self,
-        pol: &Policy,
         class: OpClass,
         rp: &ReqPath,
         follow: Follow,
@@ -114,7 +104,7 @@ impl Gateway {
             if let Some(ask) = facts.ask.as_mut() {
                 ask.retarget(&rp.rel, &res.real);
             }
-            Self::check(pol, class, &res.real, kind, &rp.shown, facts)?;
+            self.check(class, &res.real, kind, &rp.shown, facts)?;
         }
         Ok(res)
     }
@@ -216,5 +206,21 @@ pub(crate) fn ws_error(e: WsError, shown: &str) -> GatewayError {
         },
         WsError::NameTooLong => GatewayError::InvalidParams(format!("{}: {e}", clip(shown))),
         WsError::Io(io) => GatewayError::Internal(format!("{}: {io}", clip(shown))),
+    }
+}
+
+impl Gateway {
+    /// Renders a workspace path in the transport's style.
+    pub fn show_path(&self, style: PathStyle, rel: &RelPath) -> String {
+        match style {
+            PathStyle::Absolute | PathStyle::AbsoluteOrRelative if self.is_several() => self
+                .members()
+                .show_named(rel)
+                .unwrap_or_else(|| rel.to_absolute(self.workspace.root_path())),
+            PathStyle::Absolute | PathStyle::AbsoluteOrRelative => {
+                rel.to_absolute(self.workspace.root_path())
+            }
+            PathStyle::Rooted => rel.to_rooted(),
+        }
     }
 }

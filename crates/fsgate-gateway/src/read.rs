@@ -1,7 +1,8 @@
 //! read_text_file and read_file.
 
 use super::facts::content_digest;
-use super::{Facts, Gateway, ws_error};
+use super::{Facts, ws_error};
+use crate::ops::Cx;
 use crate::ops::RequestCtx;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
@@ -14,19 +15,17 @@ use fsgate_workspace::Follow;
 /// [`Gateway::hash_and_check`]); below it a thread's start costs more than it saves.
 pub(crate) const HASH_BESIDE_MIN: usize = 1 << 20;
 
-impl Gateway {
+impl Cx<'_> {
     /// Reads the file at `path` under the policy's read checks and limits.
     pub(crate) fn read_bytes(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: &str,
         facts: &mut Facts,
     ) -> Result<(Vec<u8>, String), GatewayError> {
-        let rp = self.parse_path(ctx, path)?;
+        let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let (real, opened) = self.locate_file(pol, &rp, facts)?;
-        let limit = pol.limits().max_read_bytes;
+        let (real, opened) = self.locate_file(&rp, facts)?;
+        let limit = self.pol.limits().max_read_bytes;
         // Hold room for the content before reading it (see `budget`), sized by the
         // opened file's own fstat: no second lookup on the read path.
         let (budget, waiting) = (&self.budget, facts.waiting);
@@ -37,8 +36,8 @@ impl Gateway {
         }
         .map_err(|e| ws_error(e, &rp.shown))?;
         let read = Access::Class(OpClass::Read);
-        Self::check_size(pol, read, (&rp, &real), content.bytes.len() as u64, facts)?;
-        Self::hash_and_check(pol, &real, &content.bytes, &rp.shown, facts)?;
+        self.check_size(read, (&rp, &real), content.bytes.len() as u64, facts)?;
+        self.hash_and_check(&real, &content.bytes, &rp.shown, facts)?;
         Ok((content.bytes, rp.shown))
     }
 
@@ -46,17 +45,17 @@ impl Gateway {
     /// very bytes read. Large content is hashed on a second thread while the rules scan
     /// it: on a 10 MiB file each pass takes milliseconds and the answer waits for both.
     pub(crate) fn hash_and_check(
-        pol: &Policy,
+        &self,
         real: &RelPath,
         bytes: &[u8],
         shown: &str,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        let scan = || Self::check_content(pol, OpClass::Read, real, bytes, shown);
+        let scan = || self.check_content(OpClass::Read, real, bytes, shown);
         if bytes.len() < HASH_BESIDE_MIN {
             let digest: [u8; 32] = fsgate_base::sha256::Sha256::digest(bytes);
             facts.content_hashed(bytes.len(), hex::encode(digest));
-            return Self::check_content_digested(pol, OpClass::Read, real, (bytes, &digest), shown);
+            return self.check_content_digested(OpClass::Read, real, (bytes, &digest), shown);
         }
         let (digest, checked) = std::thread::scope(|s| {
             let hasher = std::thread::Builder::new()
@@ -78,17 +77,16 @@ impl Gateway {
     /// and the read opens the real path.
     pub(crate) fn locate_file(
         &self,
-        pol: &Policy,
         rp: &super::ReqPath,
         facts: &mut Facts,
     ) -> Result<(RelPath, Option<std::fs::File>), GatewayError> {
         let kind = EntryKind::File;
         Self::in_roots(rp, &rp.rel, facts)?;
-        Self::check(pol, OpClass::Read, &rp.rel, kind, &rp.shown, facts)?;
+        self.check(OpClass::Read, &rp.rel, kind, &rp.shown, facts)?;
         if let Some(file) = self.workspace.open_plain(&rp.rel) {
             return Ok((rp.rel.clone(), Some(file)));
         }
-        let res = self.resolve_checked(pol, OpClass::Read, rp, Follow::All, kind, facts)?;
+        let res = self.resolve_checked(OpClass::Read, rp, Follow::All, kind, facts)?;
         Ok((res.real, None))
     }
 }
@@ -211,8 +209,16 @@ mod tests {
         let real = RelPath::parse_rooted("/big.txt").unwrap();
         let mut text = "plain words on a line\n".repeat(HASH_BESIDE_MIN / 20);
         assert!(text.len() >= HASH_BESIDE_MIN);
+        let dir = tempfile::tempdir().unwrap();
+        let gw = crate::Gateway::new(
+            pol.clone(),
+            fsgate_workspace::Workspace::open(dir.path()).unwrap(),
+        );
+        let req = ctx(&crate::door::TEST_DOOR);
+        let cx = gw.cx(&pol, &req);
         let mut facts = Facts::default();
-        Gateway::hash_and_check(&pol, &real, text.as_bytes(), "/w/big.txt", &mut facts).unwrap();
+        cx.hash_and_check(&real, text.as_bytes(), "/w/big.txt", &mut facts)
+            .unwrap();
         assert_eq!(facts.sha256, Some(content_digest(text.as_bytes())));
         assert_eq!(facts.bytes, Some(text.len() as u64));
         // A secret at the end of the content is found while it is hashed.
@@ -221,7 +227,7 @@ mod tests {
             ["AKIA", "UJZDEGXDNCF32EPF"].concat()
         ));
         let mut facts = Facts::default();
-        let e = Gateway::hash_and_check(&pol, &real, text.as_bytes(), "/w/big.txt", &mut facts);
+        let e = cx.hash_and_check(&real, text.as_bytes(), "/w/big.txt", &mut facts);
         assert!(matches!(e, Err(GatewayError::Refused { .. })), "{e:?}");
         assert_eq!(facts.sha256, Some(content_digest(text.as_bytes())));
     }

@@ -185,7 +185,7 @@ impl Gateway {
         let ours = info.kind == FileKind::File && info.nlink == 1;
         let mut facts = super::Facts::default();
         let removed = ours
-            && self.backup(&temp, name, &mut facts).is_ok()
+            && self.saver().backup(&temp, name, &mut facts).is_ok()
             && self
                 .workspace
                 .remove(&temp, fsgate_workspace::Removal::File)

@@ -2,15 +2,12 @@
 //! operation, a change's intent made durable before the change, and the outcome's
 //! append (beside the sync of a new name when there is one).
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
-use super::{Batch, Facts, Gateway};
+use super::{Batch, Gateway};
 use crate::ops::RequestCtx;
 use fsgate_audit::{AuditEvent, AuditLog};
 use fsgate_base::error::GatewayError;
-use fsgate_policy::Policy;
 
 impl Gateway {
     /// Appends a lifecycle record (start, stop, reload, session...). Failures are logged:
@@ -92,71 +89,6 @@ impl Gateway {
         audit.append(ev).map(|_| ()).map_err(|e| {
             tracing::error!("audit log: {e}");
             GatewayError::Internal(format!("{e}; the request could not be recorded"))
-        })
-    }
-
-    /// Makes the intent of a change durable before the workspace is touched: what
-    /// cannot be recorded ahead is not done (fail closed).
-    pub(crate) fn intend(
-        &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
-        facts: &mut Facts,
-    ) -> Result<(), GatewayError> {
-        let queued = self.intend_queued(pol, ctx, facts)?;
-        self.intended(queued, facts)
-    }
-
-    /// The first half of [`intend`](Self::intend): the intent is queued for the log, not
-    /// yet durable. Work that leaves the workspace as it is (content staged in a file
-    /// nobody can see) may run before [`intended`](Self::intended) waits for it.
-    pub(crate) fn intend_queued(
-        &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
-        facts: &mut Facts,
-    ) -> Result<Option<fsgate_audit::Ticket>, GatewayError> {
-        Self::settle_pending(facts)?;
-        self.same_policy_since_asked(pol, facts)?;
-        let Some(audit) = &self.audit else {
-            return Ok(None);
-        };
-        let mut ev = facts.intent_event(ctx);
-        ev.policy_sha256 = Some(Arc::from(pol.sha256()));
-        audit
-            .append_deferred(&ev)
-            .map(Some)
-            .map_err(not_recorded_ahead)
-    }
-
-    /// The second half of [`intend`](Self::intend): waits until the queued intent is
-    /// durable (on the thread that queued it); what cannot be recorded is not done.
-    pub(crate) fn intended(
-        &self,
-        queued: Option<fsgate_audit::Ticket>,
-        facts: &mut Facts,
-    ) -> Result<(), GatewayError> {
-        let (Some(audit), Some(ticket)) = (&self.audit, queued) else {
-            return Ok(());
-        };
-        let receipt = audit.wait(ticket).map_err(not_recorded_ahead)?;
-        facts.intent = Some(receipt.seq);
-        Ok(())
-    }
-
-    /// A person may take minutes: a change they allowed under a policy since reloaded is
-    /// not made (the new policy may deny it, or no longer ask).
-    fn same_policy_since_asked(&self, pol: &Policy, facts: &Facts) -> Result<(), GatewayError> {
-        let Some(q) = facts.asked.iter().rev().find(|a| a.put_to_person()) else {
-            return Ok(());
-        };
-        if self.policy().sha256() == pol.sha256() {
-            return Ok(());
-        }
-        Err(GatewayError::Refused {
-            reason: "the policy was reloaded while a person was asked; nothing was changed (retry under the policy now in force)".into(),
-            rule: q.rule().to_string(),
-            path: facts.path.clone().unwrap_or_default(),
         })
     }
 }
@@ -279,7 +211,7 @@ pub(crate) fn unrecorded(
 }
 
 /// The refusal of a change whose intent could not be made durable.
-fn not_recorded_ahead(e: fsgate_audit::AuditError) -> GatewayError {
+pub(crate) fn not_recorded_ahead(e: fsgate_audit::AuditError) -> GatewayError {
     tracing::error!("audit log: {e}");
     GatewayError::Internal(format!(
         "{e}; the change could not be recorded ahead, so nothing was changed"

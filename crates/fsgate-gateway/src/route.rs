@@ -9,6 +9,7 @@
 //! paths as `<name>/<path>`, which [`Gateway::show_path`] turns back into the door's form.
 //! Which workspace a path lies in is [`Members`]' to say; serving it is this file's.
 
+use crate::ops;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -173,12 +174,7 @@ impl Gateway {
     /// The session's roots (MCP), which name paths as `<name>/<path>` when several
     /// workspaces are served, narrowed to this workspace's and made its own.
     pub(crate) fn own_roots(&self, roots: super::Roots) -> super::Roots {
-        let (Some(name), Some(roots)) = (&self.name, roots.as_ref()) else {
-            return roots;
-        };
-        let mine = named(name, &RelPath::root());
-        let own: Vec<RelPath> = roots.iter().filter_map(|r| r.strip_prefix(&mine)).collect();
-        Some(Arc::from(own))
+        super::scope::own_roots(self.name.as_ref(), roots)
     }
 
     /// Records a request refused before any workspace took it.
@@ -252,10 +248,10 @@ fn merge(a: Output, b: Output, op: &Op) -> Output {
         ) => {
             hits.extend(more);
             let max = match op {
-                Op::Grep {
+                Op::Grep(ops::Grep {
                     max_results: Some(m),
                     ..
-                } => usize::try_from(*m).unwrap_or(usize::MAX),
+                }) => usize::try_from(*m).unwrap_or(usize::MAX),
                 _ => usize::MAX,
             };
             let cut = hits.len() > max;
@@ -333,25 +329,25 @@ mod tests {
 
     #[test]
     fn a_views_op_is_named_in_its_workspace() {
-        let op = Op::Rename {
+        let op = Op::Rename(ops::Rename {
             from: "/a/b".into(),
             to: "/c".into(),
             replace: true,
-        }
+        })
         .in_workspace("lib");
         match op {
-            Op::Rename { from, to, .. } => {
+            Op::Rename(ops::Rename { from, to, .. }) => {
                 assert_eq!((from.as_str(), to.as_str()), ("/lib/a/b", "/lib/c"))
             }
             other => panic!("{other:?}"),
         }
-        match (Op::Stat {
+        match (Op::Stat(ops::Stat {
             path: "/".into(),
             follow: true,
-        })
+        }))
         .in_workspace("lib")
         {
-            Op::Stat { path, .. } => assert_eq!(path, "/lib"),
+            Op::Stat(ops::Stat { path, .. }) => assert_eq!(path, "/lib"),
             other => panic!("{other:?}"),
         }
     }
@@ -368,13 +364,13 @@ mod tests {
             hits,
             truncated: false,
         };
-        let op = Op::Grep {
+        let op = Op::Grep(ops::Grep {
             pattern: "x".into(),
             path: None,
             ignore_case: false,
             include_glob: None,
             max_results: Some(2),
-        };
+        });
         match merge(
             grep(vec![hit("a/1")]),
             grep(vec![hit("b/1"), hit("b/2")]),

@@ -187,7 +187,7 @@ pub(crate) struct ReqPath {
 impl ReqPath {
     /// `rel` in `gw`'s workspace, under the roots of `ctx`'s session there.
     pub(crate) fn new(
-        gw: &crate::Gateway,
+        workspace: Option<&Arc<str>>,
         ctx: &crate::ops::RequestCtx,
         rel: RelPath,
         shown: String,
@@ -195,7 +195,7 @@ impl ReqPath {
         ReqPath {
             rel,
             shown,
-            roots: gw.own_roots(ctx.scope.roots()),
+            roots: own_roots(workspace, ctx.scope.roots()),
         }
     }
 
@@ -259,6 +259,17 @@ pub fn within(roots: &Roots, path: &RelPath) -> bool {
     roots
         .as_ref()
         .is_none_or(|r| r.iter().any(|root| path.starts_with(root)))
+}
+
+/// The session's roots (MCP), which name paths as `<name>/<path>` when several
+/// workspaces are served, narrowed to the workspace `name`'s and made its own.
+pub(crate) fn own_roots(name: Option<&Arc<str>>, roots: Roots) -> Roots {
+    let (Some(name), Some(roots)) = (name, roots.as_ref()) else {
+        return roots;
+    };
+    let mine = crate::named(name, &RelPath::root());
+    let own: Vec<RelPath> = roots.iter().filter_map(|r| r.strip_prefix(&mine)).collect();
+    Some(Arc::from(own))
 }
 
 #[cfg(test)]

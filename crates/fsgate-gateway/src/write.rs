@@ -1,28 +1,26 @@
 //! write and edit: replace a file's content atomically, after its backup and intent.
 
+use crate::ops::Cx;
 use std::io::Read;
 
 use super::ask::{MAX_SHOWN_TEXT, Replaced};
-use super::{Facts, Gateway, ws_error};
-use crate::ops::RequestCtx;
+use super::{Facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::{Replace, Resolved, TempName};
 
-impl Gateway {
+impl Cx<'_> {
     /// What a write must pass before anything is saved, in order: the write limit,
     /// the size rules (on the size after the write), the content rules, the depth of a
     /// new file, and the missing parents it would make (counted for an undo).
     pub(crate) fn check_write(
         &self,
-        pol: &Policy,
         (rp, res): (&super::ReqPath, &Resolved),
         content: &[u8],
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        let limit = pol.limits().max_write_bytes;
+        let limit = self.pol.limits().max_write_bytes;
         if content.len() as u64 > limit {
             return Err(GatewayError::Limit {
                 reason: format!(
@@ -33,15 +31,15 @@ impl Gateway {
                 path: rp.shown.clone(),
             });
         }
-        let size = self.size_after(pol, res, content.len());
+        let size = self.size_after(res, content.len());
         let write = Access::Class(OpClass::Write);
-        Self::check_size(pol, write, (rp, &res.real), size, facts)?;
-        Self::check_content(pol, OpClass::Write, &res.real, content, &rp.shown)?;
+        self.check_size(write, (rp, &res.real), size, facts)?;
+        self.check_content(OpClass::Write, &res.real, content, &rp.shown)?;
         if !res.exists {
             Self::check_depth(&res.real, 0, &rp.shown)?;
         }
         if res.missing > 1 {
-            self.check_missing_parents(pol, rp, res, false, facts)?;
+            self.check_missing_parents(rp, res, false, facts)?;
             // The directories this write makes, so that an undo removes them again.
             facts
                 .args
@@ -59,8 +57,6 @@ impl Gateway {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_beside(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         (real, shown): (&RelPath, &str),
         content: &[u8],
         temp: &TempName,
@@ -68,10 +64,10 @@ impl Gateway {
         saving: Option<fsgate_backup::Saving<'_>>,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        let queued = self.intend_queued(pol, ctx, facts)?;
+        let queued = self.intend_queued(facts)?;
         let staged = (self.workspace).stage_write(real, content, temp, may);
         self.intended(queued, facts)?;
-        self.backup_durable(saving, shown)?;
+        self.saver.backup_durable(saving, shown)?;
         let staged = staged.map_err(|e| ws_error(e, shown))?;
         let (_, entry) = self
             .workspace
@@ -83,13 +79,8 @@ impl Gateway {
 
     /// What a write of `new_len` bytes over `real` replaces, read (bounded) only when the
     /// door shows changes as diffs and the new text is small enough to be shown.
-    pub(crate) fn replaced(
-        &self,
-        ctx: &RequestCtx,
-        real: &RelPath,
-        new_len: usize,
-    ) -> Option<Replaced> {
-        ctx.notifier.as_ref().filter(|n| n.wants_text())?;
+    pub(crate) fn replaced(&self, real: &RelPath, new_len: usize) -> Option<Replaced> {
+        self.ctx.notifier.as_ref().filter(|n| n.wants_text())?;
         self.read_replaced(real, new_len)
     }
 
@@ -133,19 +124,18 @@ impl Gateway {
     }
 }
 
-impl Gateway {
+impl Cx<'_> {
     /// A person may take minutes to answer: an edit goes ahead only if the file still
     /// holds the text it was made against (else their own changes would be lost).
     pub(crate) fn still_holds(
         &self,
-        pol: &Policy,
         real: &fsgate_base::path::RelPath,
         was: &[u8],
         shown: &str,
     ) -> Result<(), GatewayError> {
         let now = self
             .workspace
-            .read_file(real, pol.limits().max_read_bytes)
+            .read_file(real, self.pol.limits().max_read_bytes)
             .map_err(|e| ws_error(e, shown))?;
         if now.bytes == was {
             return Ok(());
@@ -157,9 +147,9 @@ impl Gateway {
 
     /// The size a write is judged by: the larger of the file's current size and
     /// `new` (the current size is only looked up when some rule has a size condition).
-    pub(crate) fn size_after(&self, pol: &Policy, res: &Resolved, new: usize) -> u64 {
+    pub(crate) fn size_after(&self, res: &Resolved, new: usize) -> u64 {
         let new = new as u64;
-        if !res.exists || !pol.has_size_rules() {
+        if !res.exists || !self.pol.has_size_rules() {
             return new;
         }
         // Unknown current size (raced away): the new size still counts.

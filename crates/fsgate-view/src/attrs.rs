@@ -1,6 +1,7 @@
 //! A file's mode through the view: `chmod` (a setattr with a mode) is the gateway's
 //! `chmod`, and a file created with a mode gets it; an owner change is refused.
 
+use fsgate_gateway::ops;
 use std::ffi::OsStr;
 
 use fsgate_gateway::ops::Op;
@@ -33,7 +34,7 @@ impl View {
         match mode.map(|m| m & 0o7777) {
             Some(m) if m != u32::from(attr.perm) => {
                 let path = self.path(ino)?;
-                self.change(req, Op::Chmod { path, mode: m })
+                self.change(req, Op::Chmod(ops::Chmod { path, mode: m }))
             }
             _ => Ok(()),
         }
@@ -85,6 +86,6 @@ impl View {
         if want == NEW_FILE || !(executable || narrower) {
             return Ok(());
         }
-        self.change(req, Op::Chmod { path, mode: want })
+        self.change(req, Op::Chmod(ops::Chmod { path, mode: want }))
     }
 }

@@ -2,6 +2,7 @@
 //! read it (several threads read at once), through [`Gateway::serve`] under the run's
 //! session, naming the process that asked; the gateway decides, records and executes.
 
+use fsgate_gateway::ops;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -256,10 +257,10 @@ impl View {
 
     /// [`lstat`](Self::lstat), where a name that is not there is `None`.
     fn lstat_or_absent(&self, req: &Request, path: &str) -> Result<Option<StatInfo>, Errno> {
-        let op = Op::Stat {
+        let op = Op::Stat(ops::Stat {
             path: path.to_string(),
             follow: false,
-        };
+        });
         match self.serve(req, op) {
             Ok(Output::Stat { info, .. }) => Ok(Some(info)),
             Ok(_) => Err(Errno::EIO),

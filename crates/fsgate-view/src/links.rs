@@ -2,6 +2,7 @@
 //! a link's target is read with the gateway's `stat` of the link itself. The kernel
 //! follows a link through the view, so where it leads is decided at every step.
 
+use fsgate_gateway::ops;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
@@ -21,7 +22,7 @@ impl View {
         let (path, _) = self.child(parent, name)?;
         // A target the gateway cannot name (not UTF-8) is refused as one leading out.
         let target = target.to_str().ok_or(Errno::EPERM)?.to_owned();
-        self.change(req, Op::Symlink { path, target })?;
+        self.change(req, Op::Symlink(ops::Symlink { path, target }))?;
         self.look_up(req, parent, name)
     }
 

@@ -1,5 +1,6 @@
 //! The FUSE requests a process makes through the view, each as the gateway's operation.
 
+use fsgate_gateway::ops;
 use std::ffi::OsStr;
 
 use fsgate_gateway::ops::{Op, Output};
@@ -395,10 +396,10 @@ impl Filesystem for View {
         let made = self.child(parent, name).and_then(|(path, _)| {
             self.change(
                 req,
-                Op::Mkdir {
+                Op::Mkdir(ops::Mkdir {
                     path,
                     recursive: false,
-                },
+                }),
             )
         });
         match made.and_then(|()| self.look_up(req, parent, name)) {
@@ -437,7 +438,7 @@ impl Filesystem for View {
         };
         let moved = self.child(parent, name).and_then(|(from, from_name)| {
             let (to, to_name) = self.child(newparent, newname)?;
-            self.change(req, Op::Rename { from, to, replace })?;
+            self.change(req, Op::Rename(ops::Rename { from, to, replace }))?;
             if let Ok(mut nodes) = self.nodes.lock() {
                 nodes.moved((parent.0, &from_name), (newparent.0, &to_name));
             }
@@ -528,10 +529,10 @@ impl View {
         ];
         let mut cursor = None;
         loop {
-            let op = Op::Ls {
+            let op = Op::Ls(ops::Ls {
                 path: path.clone(),
                 cursor: cursor.take(),
-            };
+            });
             match self.serve(req, op) {
                 Ok(Output::Entries { entries, next, .. }) => {
                     listing.extend(entries.into_iter().map(|e| {
@@ -556,10 +557,10 @@ impl View {
         let removed = self.child(parent, name).and_then(|(path, name)| {
             self.change(
                 req,
-                Op::Rm {
+                Op::Rm(ops::Rm {
                     path,
                     recursive: false,
-                },
+                }),
             )?;
             if let Ok(mut nodes) = self.nodes.lock() {
                 nodes.removed(parent.0, &name);

@@ -2,6 +2,7 @@
 //! memory), applied as one `write` of the gateway when it is closed, synced or released,
 //! so that a refused write changes nothing and fails where the process can see it.
 
+use fsgate_gateway::ops;
 use std::ffi::OsStr;
 use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex};
@@ -31,7 +32,7 @@ impl View {
         access: OpenAccess,
     ) -> Result<Option<Arc<std::fs::File>>, Errno> {
         let path = self.path(ino)?;
-        match self.serve(req, Op::Open { path, access }) {
+        match self.serve(req, Op::Open(ops::Open { path, access })) {
             Ok(Output::Opened(file)) => Ok(Some(file)),
             Ok(Output::Unit) if access == OpenAccess::Write => Ok(None),
             Ok(_) => Err(Errno::EIO),
@@ -111,7 +112,7 @@ impl View {
         let path = self.path(INodeNo(p.ino))?;
         // Refused or not, this copy has been decided: the next close does not ask again.
         p.dirty = false;
-        self.change(req, Op::WriteBytes { path, content })?;
+        self.change(req, Op::Write(ops::Write::bytes(path, content)))?;
         // A new version under the name: the kernel's view of the old one is taken back.
         let place = self.nodes.lock().ok().and_then(|mut n| {
             n.replaced(p.ino);
@@ -145,7 +146,7 @@ impl View {
         }
         content.resize(usize::try_from(size).map_err(|_| Errno::EFBIG)?, 0);
         let path = self.path(ino)?;
-        self.change(req, Op::WriteBytes { path, content })
+        self.change(req, Op::Write(ops::Write::bytes(path, content)))
     }
 
     /// A new empty file (a change of its own), open for writing.
@@ -156,13 +157,7 @@ impl View {
         name: &OsStr,
     ) -> Result<(fuser::FileAttr, u64), Errno> {
         let (path, _) = self.child(parent, name)?;
-        self.change(
-            req,
-            Op::WriteBytes {
-                path,
-                content: Vec::new(),
-            },
-        )?;
+        self.change(req, Op::Write(ops::Write::bytes(path, Vec::new())))?;
         let attr = self.look_up(req, parent, name)?;
         let copy = handles::private_copy().map_err(Errno::from)?;
         let private = Private::new(copy, attr.ino.0, req.pid());

@@ -5,6 +5,7 @@
 //! that did not arrive, the allowed directories). Blocking: runs on the connection's
 //! batch thread or tokio's blocking pool.
 
+use fsgate_gateway::ops;
 use std::sync::Arc;
 
 use rmcp::model::{CallToolResult, JsonObject};
@@ -188,16 +189,16 @@ fn plan_op(op: OpId, tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> 
     let task = match op {
         OpId::Ls => {
             let ListArgs { path, cursor } = parse(tool, args)?;
-            return Ok(Plan::Op(Op::Ls { path, cursor }));
+            return Ok(Plan::Op(Op::Ls(ops::Ls { path, cursor })));
         }
         OpId::Glob => {
             let GlobArgs { pattern } = parse(tool, args)?;
-            return Ok(Plan::Op(Op::Glob { pattern }));
+            return Ok(Plan::Op(Op::Glob(ops::Glob { pattern })));
         }
         OpId::Grep => return Ok(Plan::Op(grep(parse(tool, args)?))),
         OpId::Stat => {
             let PathArgs { path } = parse(tool, args)?;
-            return Ok(Plan::Op(Op::Stat { path, follow: true }));
+            return Ok(Plan::Op(Op::Stat(ops::Stat { path, follow: true })));
         }
         OpId::ReadText => Task::ReadText(parse(tool, args)?),
         OpId::ReadFile => Task::ReadMedia(parse(tool, args)?),
@@ -284,13 +285,7 @@ fn write(
     WriteArgs { path, content }: WriteArgs,
 ) -> Result<CallToolResult, ToolError> {
     let n = content.len();
-    ctx.serve_op(
-        gw,
-        Op::WriteText {
-            path: path.clone(),
-            content,
-        },
-    )?;
+    ctx.serve_op(gw, Op::Write(ops::Write::text(path.clone(), content)))?;
     if tool == ToolId::WriteFile {
         // The reference server's words; write_text_file also gives the size.
         Ok(text(format!("Successfully wrote to {}", shown(gw, &path))))
@@ -304,13 +299,13 @@ fn write(
 
 /// `grep`: one search.
 fn grep(a: GrepArgs) -> Op {
-    Op::Grep {
+    Op::Grep(ops::Grep {
         pattern: a.pattern,
         path: a.path,
         ignore_case: a.ignore_case.unwrap_or(false),
         include_glob: a.include_glob,
         max_results: a.max_results,
-    }
+    })
 }
 
 fn mkdir(
@@ -318,10 +313,10 @@ fn mkdir(
     ctx: &Ops<'_>,
     MkdirArgs { path, recursive }: MkdirArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let op = Op::Mkdir {
+    let op = Op::Mkdir(ops::Mkdir {
         path: path.clone(),
         recursive: recursive.unwrap_or(false),
-    };
+    });
     ctx.serve_op(gw, op)?;
     Ok(text(format!("Created directory {}", shown(gw, &path))))
 }
@@ -332,10 +327,10 @@ fn create_directory(
     ctx: &Ops<'_>,
     PathArgs { path }: PathArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let op = Op::Mkdir {
+    let op = Op::Mkdir(ops::Mkdir {
         path: path.clone(),
         recursive: true,
-    };
+    });
     ctx.serve_op(gw, op)?;
     Ok(text(format!(
         "Successfully created directory {}",
@@ -348,10 +343,10 @@ fn rm(
     ctx: &Ops<'_>,
     RmArgs { path, recursive }: RmArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let op = Op::Rm {
+    let op = Op::Rm(ops::Rm {
         path: path.clone(),
         recursive: recursive.unwrap_or(false),
-    };
+    });
     ctx.serve_op(gw, op)?;
     Ok(text(format!("Deleted {}", shown(gw, &path))))
 }
@@ -361,11 +356,11 @@ fn rename(
     ctx: &Ops<'_>,
     RenameArgs { old_path, new_path }: RenameArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let op = Op::Rename {
+    let op = Op::Rename(ops::Rename {
         from: old_path.clone(),
         to: new_path.clone(),
         replace: true,
-    };
+    });
     ctx.serve_op(gw, op)?;
     Ok(text(format!(
         "Moved {} to {}",
@@ -467,13 +462,13 @@ mod tests {
         let (_tmp, gw) = gateway();
         let ls = Tools.decode(&gw, request("ls", json!({"path": "."})));
         assert!(
-            matches!(ls, Decoded::Op { op: Op::Ls { ref path, cursor: None }, tag: ToolId::Ls } if path == ".")
+            matches!(ls, Decoded::Op { op: Op::Ls(ops::Ls { ref path, cursor: None }), tag: ToolId::Ls } if path == ".")
         );
         let grep = Tools.decode(&gw, request("grep", json!({"pattern": "x"})));
         assert!(matches!(
             grep,
             Decoded::Op {
-                op: Op::Grep { .. },
+                op: Op::Grep(ops::Grep { .. }),
                 ..
             }
         ));

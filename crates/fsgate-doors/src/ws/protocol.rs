@@ -2,6 +2,7 @@
 //! responses and pushed events back. Described for clients in docs/ws-protocol.md.
 
 use base64::Engine;
+use fsgate_gateway::ops;
 use serde_json::{Map, Value, json};
 
 use super::channel::CHANNEL;
@@ -326,27 +327,27 @@ fn op_of(head: &Head, f: &Fields<'_>) -> Result<Option<(Op, bool)>, GatewayError
 fn decode(op: OpId, f: &Fields<'_>) -> Result<Op, GatewayError> {
     Ok(match op {
         OpId::Ls => list_op(f)?,
-        OpId::ReadFile => Op::ReadFile {
+        OpId::ReadFile => Op::ReadFile(ops::ReadFile {
             path: f.required("path")?,
-        },
+        }),
         OpId::Write => write_op(f)?,
-        OpId::Mkdir => Op::Mkdir {
+        OpId::Mkdir => Op::Mkdir(ops::Mkdir {
             path: f.required("path")?,
             recursive: f.flag("recursive")?,
-        },
-        OpId::Rm => Op::Rm {
+        }),
+        OpId::Rm => Op::Rm(ops::Rm {
             path: f.required("path")?,
             recursive: f.flag("recursive")?,
-        },
-        OpId::Rename => Op::Rename {
+        }),
+        OpId::Rename => Op::Rename(ops::Rename {
             from: f.required("oldPath")?,
             to: f.required("newPath")?,
             replace: true,
-        },
-        OpId::Stat => Op::Stat {
+        }),
+        OpId::Stat => Op::Stat(ops::Stat {
             path: f.required("path")?,
             follow: true,
-        },
+        }),
         // Not offered (see `type_of`): no message reaches here for them.
         OpId::ReadText
         | OpId::Edit
@@ -371,10 +372,10 @@ fn list_op(f: &Fields<'_>) -> Result<Op, GatewayError> {
             "recursive listing is not supported; list each directory".into(),
         ));
     }
-    Ok(Op::Ls {
+    Ok(Op::Ls(ops::Ls {
         path: f.string("path")?.unwrap_or_else(|| "/".into()),
         cursor: f.string("cursor")?,
-    })
+    }))
 }
 
 /// A `write` request: text, or bytes sent as base64 (`"encoding": "base64"`).
@@ -382,15 +383,12 @@ fn write_op(f: &Fields<'_>) -> Result<Op, GatewayError> {
     let path = f.required("path")?;
     let content = f.required("content")?;
     if !f.base64()? {
-        return Ok(Op::WriteText { path, content });
+        return Ok(Op::Write(ops::Write::text(path, content)));
     }
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(content.as_bytes())
         .map_err(|e| GatewayError::InvalidParams(format!("content is not valid base64: {e}")))?;
-    Ok(Op::WriteBytes {
-        path,
-        content: bytes,
-    })
+    Ok(Op::Write(ops::Write::bytes(path, bytes)))
 }
 
 /// A `permission` reply: `requestId` is the question's id, `answer` one of its options.
@@ -761,42 +759,48 @@ mod tests {
         let echoed = serde_json::to_string(&h.request_id).unwrap_or_default();
         assert_eq!(serde_json::from_str::<Value>(&echoed).ok(), h.request_id);
         assert_eq!(h.request_id, Some(json!(7.7777777e30)));
-        assert!(matches!(o, Op::Ls { path, cursor: None } if path == "/"));
+        assert!(matches!(o, Op::Ls(ops::Ls { path, cursor: None }) if path == "/"));
         let (_, o, b) = op(
             r#"{"channel":"files","type":"read","requestId":"a","path":"/x","encoding":"base64"}"#,
         );
         assert!(b);
-        assert!(matches!(o, Op::ReadFile { path } if path == "/x"));
+        assert!(matches!(o, Op::ReadFile(ops::ReadFile { path }) if path == "/x"));
         let (_, o, _) = op(
             r#"{"channel":"files","type":"write","requestId":1,"path":"/b","content":"AAE=","encoding":"base64"}"#,
         );
-        assert!(matches!(o, Op::WriteBytes { content, .. } if content == vec![0, 1]));
+        assert!(
+            matches!(o, Op::Write(ops::Write { content: ops::Content::Bytes(b), .. }) if b == vec![0, 1])
+        );
         let (_, o, _) =
             op(r#"{"channel":"files","type":"write","requestId":1,"path":"/t","content":"hi"}"#);
-        assert!(matches!(o, Op::WriteText { content, .. } if content == "hi"));
+        assert!(
+            matches!(o, Op::Write(ops::Write { content: ops::Content::Text(t), .. }) if t == "hi")
+        );
         let (_, o, _) =
             op(r#"{"channel":"files","type":"mkdir","requestId":1,"path":"/d","recursive":true}"#);
         assert!(matches!(
             o,
-            Op::Mkdir {
+            Op::Mkdir(ops::Mkdir {
                 recursive: true,
                 ..
-            }
+            })
         ));
         let (_, o, _) = op(r#"{"channel":"files","type":"delete","requestId":1,"path":"/d"}"#);
         assert!(matches!(
             o,
-            Op::Rm {
+            Op::Rm(ops::Rm {
                 recursive: false,
                 ..
-            }
+            })
         ));
         let (_, o, _) = op(
             r#"{"channel":"files","type":"rename","requestId":1,"oldPath":"/a","newPath":"/b"}"#,
         );
-        assert!(matches!(o, Op::Rename { from, to, replace: true } if from == "/a" && to == "/b"));
+        assert!(
+            matches!(o, Op::Rename(ops::Rename { from, to, replace: true }) if from == "/a" && to == "/b")
+        );
         let (_, o, _) = op(r#"{"channel":"files","type":"stat","requestId":1,"path":"/a"}"#);
-        assert!(matches!(o, Op::Stat { .. }));
+        assert!(matches!(o, Op::Stat(ops::Stat { .. })));
     }
 
     #[test]

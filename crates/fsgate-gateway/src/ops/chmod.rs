@@ -2,15 +2,16 @@
 //! set-user-ID, set-group-ID and sticky bits are never set: a process served by the
 //! gateway must not make a program that runs with its owner's rights.
 
-use crate::ops::{Output, RequestCtx};
+use crate::ops::Output;
+use crate::ops::{ChangeOp, Cx, Operation, Places};
 use crate::reconcile::{Disk, Found, OnDisk};
 use crate::vcs::Step;
-use crate::{Facts, Gateway, ws_error};
+use crate::{Facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{EntryKind, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::Follow;
+use serde_json::{Map, Value};
 
 /// Rule id of a chmod refused for asking for set-user-ID, set-group-ID or sticky.
 pub const RULE_SET_ID: &str = "workspace-set-id";
@@ -23,16 +24,55 @@ pub(crate) fn octal(mode: u32) -> String {
     format!("{:04o}", mode & 0o7777)
 }
 
-impl Gateway {
+/// A file's or directory's permission bits (the filesystem view's chmod).
+#[derive(Debug, Clone)]
+pub struct Chmod {
+    /// Path as given.
+    pub path: String,
+    /// The new permission bits (set-ID and sticky bits are refused).
+    pub mode: u32,
+}
+
+impl Operation for Chmod {
+    const CHANGE: Option<ChangeOp> = Some(ChangeOp::Chmod);
+
+    fn name() -> &'static str {
+        ChangeOp::Chmod.name()
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("path", self.path.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.path), None)
+    }
+
+    fn audit_args(&self, args: &mut Map<String, Value>) {
+        args.insert("mode".into(), octal(self.mode).into());
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.chmod(&self.path, self.mode, facts)
+    }
+
+    fn found_after_crash(disk: &Disk<'_>) -> Found {
+        found_after_crash(disk)
+    }
+
+    fn staging<'p>(path: &'p RelPath, _path2: Option<&'p RelPath>) -> Vec<Step<'p>> {
+        staging(path)
+    }
+}
+
+impl Cx<'_> {
     pub(crate) fn chmod(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: &str,
         mode: u32,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
-        let rp = self.parse_path(ctx, path)?;
+        let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
         if mode & !PERMISSIONS != 0 {
             facts.decision = Some("deny");
@@ -46,14 +86,7 @@ impl Gateway {
                 path: rp.shown,
             });
         }
-        let res = self.locate(
-            pol,
-            OpClass::Write,
-            &rp,
-            Follow::All,
-            EntryKind::Unknown,
-            facts,
-        )?;
+        let res = self.locate(OpClass::Write, &rp, Follow::All, EntryKind::Unknown, facts)?;
         if !res.exists {
             return Err(GatewayError::NotFound { path: rp.shown });
         }
@@ -62,14 +95,14 @@ impl Gateway {
         } else {
             EntryKind::File
         };
-        Self::check(pol, OpClass::Write, &res.real, kind, &rp.shown, facts)?;
+        self.check(OpClass::Write, &res.real, kind, &rp.shown, facts)?;
         facts.real.0 = Some(res.real.as_str().to_string());
         let old = self
             .workspace
             .mode_of(&res.real)
             .map_err(|e| ws_error(e, &rp.shown))?;
         facts.args.insert("oldMode".into(), octal(old).into());
-        self.intend(pol, ctx, facts)?;
+        self.intend(facts)?;
         self.workspace
             .chmod(&res.real, mode)
             .map_err(|e| ws_error(e, &rp.shown))?;
@@ -96,6 +129,7 @@ pub(crate) fn staging(path: &RelPath) -> Vec<Step<'_>> {
 
 #[cfg(test)]
 mod tests {
+    use crate::ops;
     use std::os::unix::fs::PermissionsExt;
 
     use crate::Request;
@@ -116,9 +150,11 @@ mod tests {
         std::fs::write(&file, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         let gw = gateway(ws.path(), &log_path);
-        let chmod = |mode| Op::Chmod {
-            path: "/run.sh".into(),
-            mode,
+        let chmod = |mode| {
+            Op::Chmod(ops::Chmod {
+                path: "/run.sh".into(),
+                mode,
+            })
         };
         gw.serve(&ctx(), Request::Op(chmod(0o755))).unwrap();
         assert_eq!(mode_of(&file), 0o755);
@@ -129,10 +165,10 @@ mod tests {
         assert_eq!(mode_of(&file), 0o755);
         // A secret is written by no one, its mode neither.
         std::fs::write(ws.path().join(".env"), "A=1\n").unwrap();
-        let secret = Op::Chmod {
+        let secret = Op::Chmod(ops::Chmod {
             path: "/.env".into(),
             mode: 0o600,
-        };
+        });
         assert!(gw.serve(&ctx(), Request::Op(secret)).is_err());
         let recs = records(&log_path);
         let kinds: Vec<(&str, &str)> = recs

@@ -1,21 +1,67 @@
 //! `edit_text_file`: replace the one occurrence of a text, as a write of the whole new content.
 
-use crate::ops::{Output, RequestCtx};
+use crate::Facts;
+use crate::ask::Proposed;
+use crate::ops::Output;
+use crate::ops::{ChangeOp, Cx, Operation, Places};
 use crate::reconcile::{Disk, Found};
 use crate::vcs::Step;
 use crate::write::*;
-use crate::{Facts, Gateway};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::Follow;
 
-impl Gateway {
+/// `_fsgate/edit_text_file`: replace the single occurrence of `old_text`.
+#[derive(Debug, Clone)]
+pub struct Edit {
+    /// Path as given.
+    pub path: String,
+    /// Text that must occur exactly once.
+    pub old_text: String,
+    /// Replacement.
+    pub new_text: String,
+}
+
+impl Operation for Edit {
+    const CHANGE: Option<ChangeOp> = Some(ChangeOp::Edit);
+
+    fn name() -> &'static str {
+        ChangeOp::Edit.name()
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("path", self.path.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.path), None)
+    }
+
+    fn proposed(&self) -> Option<Proposed> {
+        let small = |s: &str| s.len() <= crate::ask::MAX_SHOWN_TEXT;
+        (small(&self.old_text) && small(&self.new_text)).then(|| Proposed {
+            old_text: Some(self.old_text.clone()),
+            new_text: self.new_text.clone(),
+        })
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.edit(&self.path, &self.old_text, &self.new_text, facts)
+    }
+
+    fn found_after_crash(disk: &Disk<'_>) -> Found {
+        found_after_crash(disk)
+    }
+
+    fn staging<'p>(path: &'p RelPath, _path2: Option<&'p RelPath>) -> Vec<Step<'p>> {
+        staging(path)
+    }
+}
+
+impl Cx<'_> {
     pub(crate) fn edit(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: &str,
         old_text: &str,
         new_text: &str,
@@ -26,29 +72,22 @@ impl Gateway {
                 "oldText must not be empty".into(),
             ));
         }
-        let rp = self.parse_path(ctx, path)?;
+        let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let res = self.locate(
-            pol,
-            OpClass::Write,
-            &rp,
-            Follow::All,
-            EntryKind::File,
-            facts,
-        )?;
+        let res = self.locate(OpClass::Write, &rp, Follow::All, EntryKind::File, facts)?;
         facts.real.0 = Some(res.real.as_str().to_string());
-        let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
+        let (bytes, shown) = self.read_bytes(path, facts)?;
         // The record names the write rule that allowed the edit, not the read rule.
-        facts.decided(&pol.decide(OpClass::Write, &res.real, EntryKind::File));
+        facts.decided(&self.pol.decide(OpClass::Write, &res.real, EntryKind::File));
         let current = bytes.len();
-        let text = crate::read::text_or_refuse(pol, ctx, bytes, &shown)?;
+        let text = crate::read::text_or_refuse(self.pol, self.ctx, bytes, &shown)?;
         let updated = replace_once(&text, (old_text, new_text), &shown)?;
-        Self::check_edited(pol, (&rp, &res.real), (current, &updated), facts)?;
+        self.check_edited((&rp, &res.real), (current, &updated), facts)?;
         if facts.ask.as_ref().is_some_and(crate::ask::AskCtx::waits) {
             Self::settle_pending(facts)?;
-            self.still_holds(pol, &res.real, text.as_bytes(), &rp.shown)?;
+            self.still_holds(&res.real, text.as_bytes(), &rp.shown)?;
         }
-        let saving = self.backup_beside(&res.real, &rp.shown, facts)?;
+        let saving = self.saver.backup_beside(&res.real, &rp.shown, facts)?;
         // The backup read the file again: the edit goes ahead only on the content it was
         // made against (another write may have come between).
         if facts.old_sha256.is_some() && facts.old_sha256 != facts.sha256 {
@@ -60,28 +99,19 @@ impl Gateway {
         let may = may_replace(true, facts);
         let temp = Self::temp_name(facts)?;
         let target = (&res.real, rp.shown.as_str());
-        self.write_beside(
-            pol,
-            ctx,
-            target,
-            updated.as_bytes(),
-            &temp,
-            may,
-            saving,
-            facts,
-        )?;
+        self.write_beside(target, updated.as_bytes(), &temp, may, saving, facts)?;
         Ok(Output::Unit)
     }
 
     /// What an edit's result must pass, in order: the write limit, the size rules (on
     /// the larger of the sizes before and after), the content rules.
     fn check_edited(
-        pol: &Policy,
+        &self,
         (rp, real): (&crate::ReqPath, &RelPath),
         (current, updated): (usize, &str),
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        let limit = pol.limits().max_write_bytes;
+        let limit = self.pol.limits().max_write_bytes;
         if updated.len() as u64 > limit {
             return Err(GatewayError::Limit {
                 reason: format!(
@@ -93,8 +123,8 @@ impl Gateway {
             });
         }
         let size = current.max(updated.len()) as u64;
-        Self::check_size(pol, Access::Edit, (rp, real), size, facts)?;
-        Self::check_content(pol, OpClass::Write, real, updated.as_bytes(), &rp.shown)
+        self.check_size(Access::Edit, (rp, real), size, facts)?;
+        self.check_content(OpClass::Write, real, updated.as_bytes(), &rp.shown)
     }
 }
 

@@ -1,25 +1,49 @@
 //! `glob`: the visible paths a pattern matches.
 
+use crate::ops::{Cx, Operation, Places};
 use globset::GlobBuilder;
+use serde_json::{Map, Value};
 
 use crate::listing::*;
-use crate::ops::{Output, PathStyle, RequestCtx};
-use crate::{Facts, Gateway, ws_error};
+use crate::ops::{Output, PathStyle};
+use crate::{Facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::{Entry, Follow};
 
-impl Gateway {
-    pub(crate) fn glob(
-        &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
-        pattern: &str,
-        facts: &mut Facts,
-    ) -> Result<Output, GatewayError> {
-        let rel_pattern = self.relative_pattern(ctx, pattern)?;
+/// `_fsgate/glob`.
+#[derive(Debug, Clone)]
+pub struct Glob {
+    /// Pattern, relative to the root or absolute under it.
+    pub pattern: String,
+}
+
+impl Operation for Glob {
+    fn name() -> &'static str {
+        "glob"
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("pattern", self.pattern.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.pattern), None)
+    }
+
+    fn audit_args(&self, args: &mut Map<String, Value>) {
+        args.insert("pattern".into(), self.pattern.clone().into());
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.glob(&self.pattern, facts)
+    }
+}
+
+impl Cx<'_> {
+    pub(crate) fn glob(&self, pattern: &str, facts: &mut Facts) -> Result<Output, GatewayError> {
+        let rel_pattern = self.relative_pattern(pattern)?;
         facts.path = Some(rel_pattern.clone());
         let glob = GlobBuilder::new(&rel_pattern)
             .literal_separator(true)
@@ -29,8 +53,8 @@ impl Gateway {
             })?
             .compile_matcher();
         let base = glob_base(&rel_pattern);
-        let rp = self.req_path(ctx, base.clone(), self.show_path(ctx.style, &base));
-        let res = match self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts) {
+        let rp = self.req_path(base.clone(), self.show_path(self.ctx.style, &base));
+        let res = match self.locate(OpClass::List, &rp, Follow::All, EntryKind::Dir, facts) {
             Ok(r) => r,
             Err(GatewayError::NotFound { .. }) => return Ok(Output::paths(Vec::new())),
             Err(e) => return Err(e),
@@ -45,7 +69,7 @@ impl Gateway {
                 rp.shown
             )));
         }
-        let room = self.answer_room(pol, ctx);
+        let room = self.answer_room();
         // The answer may fill the whole room: hold that much of the budget for it.
         facts.lease = Some(
             self.budget
@@ -53,10 +77,10 @@ impl Gateway {
         );
         // Each thread of the walk decides entries with filters of its own.
         let new_visible = || {
-            let mut filters = DirFilters::new(pol, Access::Glob);
+            let mut filters = DirFilters::new(self.pol, Access::Glob);
             move |e: &Entry| filters.allows(e)
         };
-        let sizes = pol.has_size_rules();
+        let sizes = self.pol.has_size_rules();
         let (paths, truncated) = self
             .workspace
             .glob(&glob, &res.real, room, (&new_visible, sizes))
@@ -68,15 +92,15 @@ impl Gateway {
     }
 
     /// A glob pattern relative to the root: relative as given, or absolute under it.
-    fn relative_pattern(&self, ctx: &RequestCtx, pattern: &str) -> Result<String, GatewayError> {
+    fn relative_pattern(&self, pattern: &str) -> Result<String, GatewayError> {
         if pattern.contains('\0') {
             return Err(GatewayError::InvalidParams(
                 "pattern contains a NUL byte".into(),
             ));
         }
-        let dealiased = self.dealias(ctx.style, pattern);
+        let dealiased = self.dealias(self.ctx.style, pattern);
         let pattern = dealiased.as_ref();
-        let rel = if pattern.starts_with('/') && ctx.style != PathStyle::Rooted {
+        let rel = if pattern.starts_with('/') && self.ctx.style != PathStyle::Rooted {
             let root = self.workspace.root_path().to_string_lossy().into_owned();
             let root = root.trim_end_matches('/');
             match pattern.strip_prefix(root) {

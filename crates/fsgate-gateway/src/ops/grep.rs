@@ -1,24 +1,77 @@
 //! `grep`: lines matching a regex in the files `list` and `read` allow.
 
+use crate::ops::{Cx, Operation, Places};
+use serde_json::{Map, Value};
 use std::cell::RefCell;
 
 use grep_regex::RegexMatcherBuilder;
 
 use crate::listing::*;
-use crate::ops::{Output, RequestCtx};
-use crate::{Facts, Gateway, regex_bound, ws_error};
+use crate::ops::Output;
+use crate::{Facts, regex_bound, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
-use fsgate_policy::Policy;
 use fsgate_workspace::{ContentGate, FileKind, Follow, GrepOptions, IncludeGlob};
 
-impl Gateway {
+/// `_fsgate/grep`.
+#[derive(Debug, Clone)]
+pub struct Grep {
+    /// Regex.
+    pub pattern: String,
+    /// File or directory to search (default: the root).
+    pub path: Option<String>,
+    /// Case-insensitive.
+    pub ignore_case: bool,
+    /// Only files matching this glob.
+    pub include_glob: Option<String>,
+    /// Stop after this many matches.
+    pub max_results: Option<u64>,
+}
+
+impl Operation for Grep {
+    fn name() -> &'static str {
+        "grep"
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        let mut out = vec![("pattern", self.pattern.as_str())];
+        out.extend(self.path.as_deref().map(|p| ("path", p)));
+        out.extend(self.include_glob.as_deref().map(|g| ("includeGlob", g)));
+        out
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (self.path.as_mut(), None)
+    }
+
+    fn audit_args(&self, args: &mut Map<String, Value>) {
+        args.insert("pattern".into(), self.pattern.clone().into());
+        args.insert("ignoreCase".into(), self.ignore_case.into());
+        if let Some(g) = &self.include_glob {
+            args.insert("includeGlob".into(), g.clone().into());
+        }
+        if let Some(n) = self.max_results {
+            args.insert("maxResults".into(), n.into());
+        }
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.grep(
+            &self.pattern,
+            self.path.as_deref(),
+            self.ignore_case,
+            self.include_glob.as_deref(),
+            self.max_results,
+            facts,
+        )
+    }
+}
+
+impl Cx<'_> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn grep(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         pattern: &str,
         path: Option<&str>,
         ignore_case: bool,
@@ -28,8 +81,8 @@ impl Gateway {
     ) -> Result<Output, GatewayError> {
         facts.lease = Some(self.lease_pattern(pattern, ignore_case, facts)?);
         let query = GrepQuery::parse(pattern, ignore_case, include_glob, max_results)?;
-        let (rp, res, is_dir) = self.grep_start(pol, ctx, path, facts)?;
-        let found = self.grep_search(pol, ctx, &query, (&rp, &res.real, is_dir), facts);
+        let (rp, res, is_dir) = self.grep_start(path, facts)?;
+        let found = self.grep_search(&query, (&rp, &res.real, is_dir), facts);
         // The compiled pattern's share of the lease goes with it.
         drop(query);
         let (found, answer) = found?;
@@ -78,28 +131,18 @@ impl Gateway {
     /// size.
     fn grep_start(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: Option<&str>,
         facts: &mut Facts,
     ) -> Result<(crate::ReqPath, fsgate_workspace::Resolved, bool), GatewayError> {
         let rp = match path {
-            Some(p) => self.parse_path(ctx, p)?,
+            Some(p) => self.parse_path(p)?,
             None => self.req_path(
-                ctx,
                 RelPath::root(),
-                self.show_path(ctx.style, &RelPath::root()),
+                self.show_path(self.ctx.style, &RelPath::root()),
             ),
         };
         facts.path = Some(rp.rel.as_str().to_string());
-        let res = self.locate(
-            pol,
-            OpClass::List,
-            &rp,
-            Follow::All,
-            EntryKind::Unknown,
-            facts,
-        )?;
+        let res = self.locate(OpClass::List, &rp, Follow::All, EntryKind::Unknown, facts)?;
         let info = self
             .workspace
             .stat(&res.real)
@@ -111,9 +154,9 @@ impl Gateway {
         } else {
             PathFacts::file(info.size)
         };
-        Self::check_entry(pol, Access::Grep, &rp.rel, &pf, &rp.shown, facts)?;
+        self.check_entry(Access::Grep, &rp.rel, &pf, &rp.shown, facts)?;
         if res.real != rp.rel {
-            Self::check_entry(pol, Access::Grep, &res.real, &pf, &rp.shown, facts)?;
+            self.check_entry(Access::Grep, &res.real, &pf, &rp.shown, facts)?;
         }
         if !res.exists {
             return Err(GatewayError::NotFound { path: rp.shown });
@@ -127,20 +170,18 @@ impl Gateway {
     /// named on its own, is refused like a read).
     fn grep_search(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         query: &GrepQuery,
         (rp, real, is_dir): (&crate::ReqPath, &RelPath, bool),
         facts: &mut Facts,
     ) -> Result<(fsgate_workspace::GrepOutcome, u64), GatewayError> {
-        let scanner = pol
+        let scanner = self
+            .pol
             .content_scanner()
             .filter(|s| s.applies_to(OpClass::Read));
         // Called from the threads searching: the refusal (kept for a file named on its
         // own) goes through a lock.
         let refusal = std::sync::Mutex::new(None);
-        let gate = |path: &RelPath, bytes: &[u8]| match Self::check_content(
-            pol,
+        let gate = |path: &RelPath, bytes: &[u8]| match self.check_content(
             OpClass::Read,
             path,
             bytes,
@@ -155,7 +196,7 @@ impl Gateway {
             }
         };
         // Hold budget for the largest answer these hits can make (lines are clipped).
-        let (room, item_extra) = self.answer_room(pol, ctx);
+        let (room, item_extra) = self.answer_room();
         let per_hit = MAX_HIT_BYTES + item_extra;
         let answer = room
             .min((query.max as u64).saturating_mul(per_hit))
@@ -168,13 +209,13 @@ impl Gateway {
             matcher: &query.matcher,
             include: query.include.as_ref(),
             max_results: query.max,
-            max_file_bytes: pol.limits().max_read_bytes,
+            max_file_bytes: self.pol.limits().max_read_bytes,
             max_answer_bytes: room,
             item_extra,
             content_gate: scanner.map(|_| &gate as &ContentGate),
-            entry_sizes: pol.has_size_rules(),
+            entry_sizes: self.pol.has_size_rules(),
         };
-        let filters = RefCell::new(DirFilters::new(pol, Access::Grep));
+        let filters = RefCell::new(DirFilters::new(self.pol, Access::Grep));
         let found = self
             .workspace
             .grep(real, is_dir, &opts, &|e| filters.borrow_mut().allows(e))

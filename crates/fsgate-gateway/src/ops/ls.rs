@@ -1,31 +1,65 @@
 //! `ls`: one page of a directory's entries, each shown iff the policy lets `list` see it.
 
 use crate::listing::*;
-use crate::ops::{Output, RequestCtx};
-use crate::{Facts, Gateway, entry_facts, ws_error};
+use crate::ops::Output;
+use crate::ops::{Cx, Operation, Places};
+use crate::{Facts, entry_facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_decide::{Access, EntryKind, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::{Entry, Follow, PageSpec, json_string_len};
+use serde_json::{Map, Value};
 
-impl Gateway {
+/// `_fsgate/ls`: one page of a directory's entries.
+#[derive(Debug, Clone)]
+pub struct Ls {
+    /// Directory as given.
+    pub path: String,
+    /// Only entries named after this (a previous page's `nextCursor`).
+    pub cursor: Option<String>,
+}
+
+impl Operation for Ls {
+    const QUICK_READ: bool = true;
+
+    fn name() -> &'static str {
+        "ls"
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("path", self.path.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.path), None)
+    }
+
+    fn audit_args(&self, args: &mut Map<String, Value>) {
+        if let Some(c) = &self.cursor {
+            args.insert("cursor".into(), c.clone().into());
+        }
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.ls(&self.path, self.cursor.as_deref(), facts)
+    }
+}
+
+impl Cx<'_> {
     pub(crate) fn ls(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: &str,
         cursor: Option<&str>,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
-        let rp = self.parse_path(ctx, path)?;
+        let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
         let after = checked_cursor(cursor)?;
-        let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
+        let res = self.locate(OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
         // Entries are shown under the requested (lexical) directory, as asked; each is
         // checked where it really is and where it is shown (once if they are the same).
         let moved = res.real != rp.rel;
-        let real_dir = pol.entry_filter(Access::Ls, &res.real);
-        let shown_dir = moved.then(|| pol.entry_filter(Access::Ls, &rp.rel));
+        let real_dir = self.pol.entry_filter(Access::Ls, &res.real);
+        let shown_dir = moved.then(|| self.pol.entry_filter(Access::Ls, &rp.rel));
         let shown_path = |e: &Entry| rp.rel.join(&e.name);
         let mut keep = |e: &Entry| {
             let facts = entry_facts(e);
@@ -38,7 +72,7 @@ impl Gateway {
             after,
             max: LIST_PAGE,
             metadata: true,
-            meta_first: pol.has_size_rules(),
+            meta_first: self.pol.has_size_rules(),
         };
         let page = self
             .workspace
@@ -50,7 +84,7 @@ impl Gateway {
                 e.path = shown_path(e);
             }
         }
-        let (entries, used, cut) = self.fit_entries(pol, ctx, shown);
+        let (entries, used, cut) = self.fit_entries(shown);
         // Hold budget for the answer while it is rendered and queued.
         facts.lease = Some(
             self.budget
@@ -61,13 +95,8 @@ impl Gateway {
 
     /// The leading entries whose answer fits the message room, its estimated size, and
     /// whether any were left out.
-    fn fit_entries(
-        &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
-        mut entries: Vec<Entry>,
-    ) -> (Vec<Entry>, u64, bool) {
-        let (room, extra) = self.answer_room(pol, ctx);
+    fn fit_entries(&self, mut entries: Vec<Entry>) -> (Vec<Entry>, u64, bool) {
+        let (room, extra) = self.answer_room();
         let mut used = 0u64;
         let fit = entries
             .iter()

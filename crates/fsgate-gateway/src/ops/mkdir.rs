@@ -1,27 +1,68 @@
 //! mkdir: create a directory (and, when asked, its missing parents).
 
-use crate::ops::{Output, RequestCtx};
+use crate::ops::Output;
+use crate::ops::{ChangeOp, Cx, Operation, Places};
 use crate::reconcile::{Disk, Found, OnDisk};
 use crate::vcs::Step;
-use crate::{Facts, Gateway, ws_error};
+use crate::{Facts, ws_error};
 use fsgate_base::error::GatewayError;
+use fsgate_base::path::RelPath;
 use fsgate_decide::{EntryKind, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::FileKind;
 use fsgate_workspace::Follow;
+use serde_json::{Map, Value};
 
-impl Gateway {
+/// `_fsgate/mkdir`.
+#[derive(Debug, Clone)]
+pub struct Mkdir {
+    /// Directory as given.
+    pub path: String,
+    /// Create missing parents too.
+    pub recursive: bool,
+}
+
+impl Operation for Mkdir {
+    const CHANGE: Option<ChangeOp> = Some(ChangeOp::Mkdir);
+
+    fn name() -> &'static str {
+        ChangeOp::Mkdir.name()
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("path", self.path.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.path), None)
+    }
+
+    fn audit_args(&self, args: &mut Map<String, Value>) {
+        args.insert("recursive".into(), self.recursive.into());
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.mkdir(&self.path, self.recursive, facts)
+    }
+
+    fn found_after_crash(disk: &Disk<'_>) -> Found {
+        found_after_crash(disk)
+    }
+
+    fn staging<'p>(_path: &'p RelPath, _path2: Option<&'p RelPath>) -> Vec<Step<'p>> {
+        staging()
+    }
+}
+
+impl Cx<'_> {
     pub(crate) fn mkdir(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: &str,
         recursive: bool,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
-        let rp = self.parse_path(ctx, path)?;
+        let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let res = self.locate(pol, OpClass::Write, &rp, Follow::All, EntryKind::Dir, facts)?;
+        let res = self.locate(OpClass::Write, &rp, Follow::All, EntryKind::Dir, facts)?;
         if res.exists {
             if recursive {
                 let info = self
@@ -44,12 +85,12 @@ impl Gateway {
             });
         }
         Self::check_depth(&res.real, 0, &rp.shown)?;
-        self.check_missing_parents(pol, &rp, &res, true, facts)?;
+        self.check_missing_parents(&rp, &res, true, facts)?;
         if res.missing > 1 {
             // The parents made too, so that an undo removes them again.
             facts.args.insert("madeDirs".into(), res.missing.into());
         }
-        self.intend(pol, ctx, facts)?;
+        self.intend(facts)?;
         self.workspace
             .mkdir(&res.real, recursive)
             .map_err(|e| ws_error(e, &rp.shown))?;

@@ -5,36 +5,73 @@
 //! inode, size and times) found clean is remembered: opened again, it is not scanned
 //! again (its record says `contentRemembered`).
 
+use crate::ops::{Cx, Operation, Places};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::ops::{OpenAccess, Output, RequestCtx};
-use crate::{Facts, Gateway, ws_error};
+use crate::ops::{OpenAccess, Output};
+use crate::{Facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_decide::{Access, EntryKind, OpClass};
 use fsgate_policy::Policy;
 use fsgate_workspace::Follow;
 
-impl Gateway {
+/// A file opened through the filesystem view (`fsgate run`): for reading, the
+/// read's decision, then the opened file ([`Output::Opened`]); for writing, the
+/// write's decision on the path first (its content is decided when it is written).
+#[derive(Debug, Clone)]
+pub struct Open {
+    /// Path as given.
+    pub path: String,
+    /// What the file is opened for.
+    pub access: OpenAccess,
+}
+
+impl Operation for Open {
+    const QUICK_READ: bool = true;
+
+    fn name() -> &'static str {
+        "open"
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("path", self.path.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.path), None)
+    }
+
+    fn audit_args(&self, args: &mut Map<String, Value>) {
+        if self.access != OpenAccess::Read {
+            args.insert("access".into(), self.access.as_str().into());
+        }
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.open(&self.path, self.access, facts)
+    }
+}
+
+impl Cx<'_> {
     pub(crate) fn open(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: &str,
         access: OpenAccess,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
-        let rp = self.parse_path(ctx, path)?;
+        let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
         if access != OpenAccess::Read {
             // The path may be written: refused here, the open fails at once.
             let (write, kind) = (OpClass::Write, EntryKind::File);
-            self.locate(pol, write, &rp, Follow::All, kind, facts)?;
+            self.locate(write, &rp, Follow::All, kind, facts)?;
             if access == OpenAccess::Write {
                 return Ok(Output::Unit);
             }
         }
-        let (real, opened) = self.locate_file(pol, &rp, facts)?;
+        let (real, opened) = self.locate_file(&rp, facts)?;
         let file = match opened {
             Some(file) => file,
             None => {
@@ -44,7 +81,7 @@ impl Gateway {
                     .0
             }
         };
-        let version = Version::of(&file, &real, pol);
+        let version = Version::of(&file, &real, self.pol);
         if let Some(v) = &version
             && let Some((len, digest)) = self.clean_opens.get(v)
         {
@@ -59,14 +96,14 @@ impl Gateway {
         let scan = file
             .try_clone()
             .map_err(|e| GatewayError::Internal(format!("cannot open a file twice: {e}")))?;
-        let limit = pol.limits().max_read_bytes;
+        let limit = self.pol.limits().max_read_bytes;
         let content = self
             .workspace
             .read_opened(scan, limit, |_| {})
             .map_err(|e| ws_error(e, &rp.shown))?;
         let read = Access::Class(OpClass::Read);
-        Self::check_size(pol, read, (&rp, &real), content.bytes.len() as u64, facts)?;
-        Self::hash_and_check(pol, &real, &content.bytes, &rp.shown, facts)?;
+        self.check_size(read, (&rp, &real), content.bytes.len() as u64, facts)?;
+        self.hash_and_check(&real, &content.bytes, &rp.shown, facts)?;
         if let (Some(v), Some(digest)) = (version, &facts.sha256) {
             self.clean_opens
                 .insert(v, (content.bytes.len(), digest.clone()));

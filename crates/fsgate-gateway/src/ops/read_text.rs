@@ -1,17 +1,56 @@
 //! `read_text_file`: a text file, whole or a window of lines.
 
-use crate::ops::{Output, RequestCtx};
+use crate::Facts;
+use crate::ops::Output;
+use crate::ops::{Cx, Operation, Places};
 use crate::read::*;
-use crate::{Facts, Gateway};
 use fsgate_base::error::GatewayError;
-use fsgate_policy::Policy;
 use fsgate_workspace::text_window;
+use serde_json::{Map, Value};
 
-impl Gateway {
+/// `fs/read_text_file`: 1-based `line`, `limit` in lines.
+#[derive(Debug, Clone)]
+pub struct ReadText {
+    /// Path as given.
+    pub path: String,
+    /// First line (1-based).
+    pub line: Option<u64>,
+    /// Number of lines.
+    pub limit: Option<u64>,
+}
+
+impl Operation for ReadText {
+    const QUICK_READ: bool = true;
+
+    fn name() -> &'static str {
+        "read_text_file"
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("path", self.path.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.path), None)
+    }
+
+    fn audit_args(&self, args: &mut Map<String, Value>) {
+        if let Some(l) = self.line {
+            args.insert("line".into(), l.into());
+        }
+        if let Some(l) = self.limit {
+            args.insert("limit".into(), l.into());
+        }
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.read_text(&self.path, self.line, self.limit, facts)
+    }
+}
+
+impl Cx<'_> {
     pub(crate) fn read_text(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: &str,
         line: Option<u64>,
         limit: Option<u64>,
@@ -22,11 +61,11 @@ impl Gateway {
                 "line is 1-based; 0 is not a line number".into(),
             ));
         }
-        let (bytes, shown) = self.read_bytes(pol, ctx, path, facts)?;
-        let text = text_or_refuse(pol, ctx, bytes, &shown)?;
+        let (bytes, shown) = self.read_bytes(path, facts)?;
+        let text = text_or_refuse(self.pol, self.ctx, bytes, &shown)?;
         let window = text_window(&text, line, limit);
-        let encoded = answer_fits(pol, ctx, window, &shown)?;
-        hold_answer(facts, text.len() as u64 * copies(ctx) + encoded);
+        let encoded = answer_fits(self.pol, self.ctx, window, &shown)?;
+        hold_answer(facts, text.len() as u64 * copies(self.ctx) + encoded);
         if window.len() == text.len() {
             return Ok(Output::Text(text));
         }

@@ -1,15 +1,16 @@
 //! rename: move a file or directory; every end of the move is checked by the policy.
 
-use crate::ops::{Output, RequestCtx};
+use crate::ops::Output;
+use crate::ops::{ChangeOp, Cx, Operation, Places};
 use crate::reconcile::{Disk, Found, OnDisk};
 use crate::vcs::Step;
-use crate::{Facts, Gateway, ReqPath, ws_error};
+use crate::{Facts, ReqPath, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
-use fsgate_policy::Policy;
 use fsgate_workspace::FileKind;
 use fsgate_workspace::{Follow, Resolved, WsError};
+use serde_json::{Map, Value};
 
 /// Both ends of a move: as requested, and where they really are.
 struct Ends {
@@ -19,19 +20,64 @@ struct Ends {
     dres: Resolved,
 }
 
-impl Gateway {
+/// `_fsgate/rename`.
+#[derive(Debug, Clone)]
+pub struct Rename {
+    /// Source as given.
+    pub from: String,
+    /// Destination as given.
+    pub to: String,
+    /// May replace a file at the destination (kept as a backup); if not, the move
+    /// is refused when anything is there, checked by the rename itself.
+    pub replace: bool,
+}
+
+impl Operation for Rename {
+    const CHANGE: Option<ChangeOp> = Some(ChangeOp::Rename);
+
+    fn name() -> &'static str {
+        ChangeOp::Rename.name()
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("path", self.from.as_str()), ("path2", self.to.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.from), Some(&mut self.to))
+    }
+
+    fn audit_args(&self, args: &mut Map<String, Value>) {
+        // Named only when false, so a replacing rename's record is as it always was.
+        if !self.replace {
+            args.insert("replace".into(), false.into());
+        }
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.rename((&self.from, &self.to), self.replace, facts)
+    }
+
+    fn found_after_crash(disk: &Disk<'_>) -> Found {
+        found_after_crash(disk)
+    }
+
+    fn staging<'p>(path: &'p RelPath, path2: Option<&'p RelPath>) -> Vec<Step<'p>> {
+        staging(path, path2)
+    }
+}
+
+impl Cx<'_> {
     /// Moves `from` to `to`; with `replace` false, nothing at `to` is ever replaced:
     /// the move is refused if something is there, and the rename itself checks it
     /// (`RENAME_NOREPLACE`), so of several moves onto one name only one succeeds.
     pub(crate) fn rename(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         (from, to): (&str, &str),
         replace: bool,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
-        let ends = self.rename_ends(pol, ctx, from, to, facts)?;
+        let ends = self.rename_ends(from, to, facts)?;
         let Ends {
             src,
             dst,
@@ -49,13 +95,13 @@ impl Gateway {
             });
         }
         if self.is_real_dir(&sres.real) {
-            self.check_dir_move(pol, &ends, facts)?;
+            self.check_dir_move(&ends, facts)?;
         } else {
-            self.check_file_move(pol, &ends, facts)?;
+            self.check_file_move(&ends, facts)?;
         }
         // Only once the policy allowed the destination: a refusal says it exists.
         if !replace {
-            return self.rename_no_replace(pol, ctx, &ends, facts);
+            return self.rename_no_replace(&ends, facts);
         }
         if dres.exists
             && self
@@ -63,10 +109,10 @@ impl Gateway {
                 .stat(&dres.real)
                 .is_ok_and(|i| i.kind == FileKind::File)
         {
-            self.backup(&dres.real, &dst.shown, facts)?;
+            self.saver.backup(&dres.real, &dst.shown, facts)?;
         }
         let may = crate::write::may_replace(dres.exists, facts);
-        self.intend(pol, ctx, facts)?;
+        self.intend(facts)?;
         self.workspace
             .rename(&sres.real, &dres.real, may)
             .map_err(|e| ws_error(e, &src.shown))?;
@@ -76,18 +122,12 @@ impl Gateway {
 
     /// A move that replaces nothing: no backup (nothing is replaced), then the intent,
     /// then the one rename that fails if anything took the name meanwhile.
-    fn rename_no_replace(
-        &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
-        e: &Ends,
-        facts: &mut Facts,
-    ) -> Result<Output, GatewayError> {
+    fn rename_no_replace(&self, e: &Ends, facts: &mut Facts) -> Result<Output, GatewayError> {
         let exists = || ws_error(WsError::DestinationExists, &e.dst.shown);
         if e.dres.exists {
             return Err(exists());
         }
-        self.intend(pol, ctx, facts)?;
+        self.intend(facts)?;
         self.workspace
             .rename_no_replace(&e.sres.real, &e.dres.real)
             .map_err(|err| match err {
@@ -100,7 +140,7 @@ impl Gateway {
 
     /// The backup store follows the moved file's versions to its new name.
     fn note_moved(&self, sres: &Resolved, dres: &Resolved) {
-        if let Some(store) = self.backups() {
+        if let Some(store) = self.saver.backups() {
             store.note_moved(sres.real.as_str(), dres.real.as_str());
         }
     }
@@ -108,16 +148,9 @@ impl Gateway {
     /// Parses and locates both ends, refusing moves that make no sense. The source is
     /// decided in full (a file: `delete`, then `read`) before the target is looked at,
     /// so the first refusal is the one `explain` finds checking in that order.
-    fn rename_ends(
-        &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
-        from: &str,
-        to: &str,
-        facts: &mut Facts,
-    ) -> Result<Ends, GatewayError> {
-        let src = self.parse_path(ctx, from)?;
-        let dst = self.parse_path(ctx, to)?;
+    fn rename_ends(&self, from: &str, to: &str, facts: &mut Facts) -> Result<Ends, GatewayError> {
+        let src = self.parse_path(from)?;
+        let dst = self.parse_path(to)?;
         facts.path = Some(src.rel.as_str().to_string());
         facts.path2 = Some(dst.rel.as_str().to_string());
         let invalid = |m: &str| Err(GatewayError::InvalidParams(m.into()));
@@ -131,7 +164,6 @@ impl Gateway {
             return invalid("cannot move a directory into itself");
         }
         let sres = self.locate(
-            pol,
             OpClass::Delete,
             &src,
             Follow::NotFinal,
@@ -141,7 +173,6 @@ impl Gateway {
         if !sres.exists {
             // The target is still checked first: a refusal there says less than this.
             self.locate(
-                pol,
                 OpClass::Write,
                 &dst,
                 Follow::NotFinal,
@@ -152,10 +183,9 @@ impl Gateway {
         }
         self.refuse_unmovable(&src, &sres)?;
         if !self.is_real_dir(&sres.real) {
-            self.check_file_source(pol, (&src, &sres.real), facts)?;
+            self.check_file_source((&src, &sres.real), facts)?;
         }
         let dres = self.locate(
-            pol,
             OpClass::Write,
             &dst,
             Follow::NotFinal,
@@ -212,23 +242,17 @@ impl Gateway {
 
     /// A directory: deletable where it is, writable where it goes, and so is everything
     /// beneath it.
-    fn check_dir_move(
-        &self,
-        pol: &Policy,
-        e: &Ends,
-        facts: &mut Facts,
-    ) -> Result<(), GatewayError> {
+    fn check_dir_move(&self, e: &Ends, facts: &mut Facts) -> Result<(), GatewayError> {
         for p in [&e.sres.real, &e.src.rel] {
-            Self::check(pol, OpClass::Delete, p, EntryKind::Dir, &e.src.shown, facts)?;
+            self.check(OpClass::Delete, p, EntryKind::Dir, &e.src.shown, facts)?;
         }
         for p in [&e.dres.real, &e.dst.rel] {
-            Self::check(pol, OpClass::Write, p, EntryKind::Dir, &e.dst.shown, facts)?;
+            self.check(OpClass::Write, p, EntryKind::Dir, &e.dst.shown, facts)?;
         }
         let entries = self.descendants(&e.sres.real, &e.src.shown)?;
         let below = fsgate_workspace::height(&e.sres.real, &entries);
         Self::check_depth(&e.dres.real, below, &e.dst.shown)?;
-        Self::check_subtree(
-            pol,
+        self.check_subtree(
             &e.sres.real,
             Some(&e.dres.real),
             &entries,
@@ -241,13 +265,8 @@ impl Gateway {
 
     /// What the policy knows of a file: its size when some rule has a size condition
     /// (0 if it is not there).
-    fn file_facts(
-        &self,
-        pol: &Policy,
-        real: &fsgate_base::path::RelPath,
-        exists: bool,
-    ) -> PathFacts {
-        if !pol.has_size_rules() {
+    fn file_facts(&self, real: &fsgate_base::path::RelPath, exists: bool) -> PathFacts {
+        if !self.pol.has_size_rules() {
             return PathFacts::kind(EntryKind::File);
         }
         let size = if exists {
@@ -262,15 +281,14 @@ impl Gateway {
     /// readable what was not), decided knowing its size.
     fn check_file_source(
         &self,
-        pol: &Policy,
         (src, real): (&ReqPath, &fsgate_base::path::RelPath),
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        let pf = self.file_facts(pol, real, true);
+        let pf = self.file_facts(real, true);
         let (delete, read) = (Access::Class(OpClass::Delete), Access::Class(OpClass::Read));
         for p in [&src.rel, real] {
-            Self::check_entry(pol, delete, p, &pf, &src.shown, facts)?;
-            Self::check_entry(pol, read, p, &pf, &src.shown, facts)?;
+            self.check_entry(delete, p, &pf, &src.shown, facts)?;
+            self.check_entry(read, p, &pf, &src.shown, facts)?;
         }
         Ok(())
     }
@@ -279,48 +297,31 @@ impl Gateway {
     /// the file it replaces, and its content passes the content rules at both ends
     /// (they can depend on the path, and a move must not carry a secret out of a rule's
     /// reach). A file over the read limit cannot be read here or there.
-    fn check_file_move(
-        &self,
-        pol: &Policy,
-        e: &Ends,
-        facts: &mut Facts,
-    ) -> Result<(), GatewayError> {
-        let src = self.file_facts(pol, &e.sres.real, true);
-        let replaced = self.file_facts(pol, &e.dres.real, e.dres.exists);
+    fn check_file_move(&self, e: &Ends, facts: &mut Facts) -> Result<(), GatewayError> {
+        let src = self.file_facts(&e.sres.real, true);
+        let replaced = self.file_facts(&e.dres.real, e.dres.exists);
         let dst_pf = match (src.size, replaced.size) {
             (Some(a), Some(b)) => PathFacts::file(a.max(b)),
             _ => src,
         };
         let write = Access::Class(OpClass::Write);
         for p in [&e.dst.rel, &e.dres.real] {
-            Self::check_entry(pol, write, p, &dst_pf, &e.dst.shown, facts)?;
+            self.check_entry(write, p, &dst_pf, &e.dst.shown, facts)?;
         }
         Self::check_depth(&e.dres.real, 0, &e.dst.shown)?;
-        if pol.content_scanner().is_none() {
+        if self.pol.content_scanner().is_none() {
             return Ok(());
         }
         let content = match self
             .workspace
-            .read_file(&e.sres.real, pol.limits().max_read_bytes)
+            .read_file(&e.sres.real, self.pol.limits().max_read_bytes)
         {
             Ok(c) => c,
             Err(WsError::TooLarge { .. }) => return Ok(()),
             Err(err) => return Err(ws_error(err, &e.src.shown)),
         };
-        Self::check_content(
-            pol,
-            OpClass::Read,
-            &e.sres.real,
-            &content.bytes,
-            &e.src.shown,
-        )?;
-        Self::check_content(
-            pol,
-            OpClass::Write,
-            &e.dres.real,
-            &content.bytes,
-            &e.dst.shown,
-        )
+        self.check_content(OpClass::Read, &e.sres.real, &content.bytes, &e.src.shown)?;
+        self.check_content(OpClass::Write, &e.dres.real, &content.bytes, &e.dst.shown)
     }
 }
 

@@ -1,25 +1,65 @@
 //! rm: remove a file, or a directory with everything beneath it, each file backed up.
 
-use crate::ops::{Output, RequestCtx};
+use crate::ops::Output;
+use crate::ops::{ChangeOp, Cx, Operation, Places};
 use crate::reconcile::{Disk, Found, OnDisk};
 use crate::vcs::Step;
-use crate::{Facts, Gateway, ws_error};
+use crate::{Facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::{Entry, FileKind, Follow, Removal};
+use serde_json::{Map, Value};
 
-impl Gateway {
+/// `_fsgate/rm`.
+#[derive(Debug, Clone)]
+pub struct Rm {
+    /// Path as given.
+    pub path: String,
+    /// Remove directories with their content.
+    pub recursive: bool,
+}
+
+impl Operation for Rm {
+    const CHANGE: Option<ChangeOp> = Some(ChangeOp::Rm);
+
+    fn name() -> &'static str {
+        ChangeOp::Rm.name()
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("path", self.path.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.path), None)
+    }
+
+    fn audit_args(&self, args: &mut Map<String, Value>) {
+        args.insert("recursive".into(), self.recursive.into());
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.rm(&self.path, self.recursive, facts)
+    }
+
+    fn found_after_crash(disk: &Disk<'_>) -> Found {
+        found_after_crash(disk)
+    }
+
+    fn staging<'p>(path: &'p RelPath, _path2: Option<&'p RelPath>) -> Vec<Step<'p>> {
+        staging(path)
+    }
+}
+
+impl Cx<'_> {
     pub(crate) fn rm(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: &str,
         recursive: bool,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
-        let rp = self.parse_path(ctx, path)?;
+        let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
         if rp.rel.is_root() {
             return Err(GatewayError::Refused {
@@ -29,7 +69,6 @@ impl Gateway {
             });
         }
         let res = self.locate(
-            pol,
             OpClass::Delete,
             &rp,
             Follow::NotFinal,
@@ -42,7 +81,7 @@ impl Gateway {
         facts.real.0 = Some(res.real.as_str().to_string());
         let inspected;
         let expect = if self.is_real_dir(&res.real) {
-            match self.prepare_dir_removal(pol, (&rp, &res.real), recursive, facts)? {
+            match self.prepare_dir_removal((&rp, &res.real), recursive, facts)? {
                 Some(entries) => {
                     inspected = entries;
                     Removal::Tree(&inspected)
@@ -50,9 +89,9 @@ impl Gateway {
                 None => Removal::Dir,
             }
         } else {
-            self.prepare_file_removal(pol, (&rp, &res.real), facts)?
+            self.prepare_file_removal((&rp, &res.real), facts)?
         };
-        self.intend(pol, ctx, facts)?;
+        self.intend(facts)?;
         self.workspace
             .remove(&res.real, expect)
             .map_err(|e| ws_error(e, &rp.shown))?;
@@ -64,22 +103,21 @@ impl Gateway {
     /// must find exactly them).
     fn prepare_dir_removal(
         &self,
-        pol: &Policy,
         (rp, real): (&crate::ReqPath, &RelPath),
         recursive: bool,
         facts: &mut Facts,
     ) -> Result<Option<Vec<Entry>>, GatewayError> {
         // What is removed, so that an undo knows what to make again.
         facts.args.insert("removed".into(), "directory".into());
-        Self::check(pol, OpClass::Delete, real, EntryKind::Dir, &rp.shown, facts)?;
+        self.check(OpClass::Delete, real, EntryKind::Dir, &rp.shown, facts)?;
         if !recursive {
             return Ok(None);
         }
         let entries = self.descendants(real, &rp.shown)?;
-        Self::check_subtree(pol, real, None, &entries, &rp.shown, facts)?;
+        self.check_subtree(real, None, &entries, &rp.shown, facts)?;
         for e in &entries {
             if e.kind == FileKind::File {
-                self.backup_inspected(e, &rp.shown, facts)?;
+                self.saver.backup_inspected(e, &rp.shown, facts)?;
             }
         }
         let leaves = leaf_dirs(&entries);
@@ -94,18 +132,10 @@ impl Gateway {
     /// link).
     fn prepare_file_removal(
         &self,
-        pol: &Policy,
         (rp, real): (&crate::ReqPath, &RelPath),
         facts: &mut Facts,
     ) -> Result<Removal<'static>, GatewayError> {
-        Self::check(
-            pol,
-            OpClass::Delete,
-            real,
-            EntryKind::File,
-            &rp.shown,
-            facts,
-        )?;
+        self.check(OpClass::Delete, real, EntryKind::File, &rp.shown, facts)?;
         let kind = self.workspace.entry_kind(real).ok();
         let removed = match kind {
             Some(FileKind::Symlink) => "link",
@@ -120,8 +150,8 @@ impl Gateway {
             .ok()
             .filter(|i| i.kind == FileKind::File)
         {
-            Self::check_size(pol, Access::Rm, (rp, real), info.size, facts)?;
-            self.backup(real, &rp.shown, facts)?;
+            self.check_size(Access::Rm, (rp, real), info.size, facts)?;
+            self.saver.backup(real, &rp.shown, facts)?;
             if let Some((dev, ino)) = facts.saved_file {
                 expect = Removal::Saved(dev, ino);
             }

@@ -1,25 +1,53 @@
 //! `stat`: one entry's metadata.
 
-use crate::ops::{Output, RequestCtx};
-use crate::{Facts, Gateway, ws_error};
+use crate::ops::Output;
+use crate::ops::{Cx, Operation, Places};
+use crate::{Facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
-use fsgate_policy::Policy;
 use fsgate_workspace::{FileKind, Follow, WsError};
 
-impl Gateway {
+/// `_fsgate/stat`.
+#[derive(Debug, Clone)]
+pub struct Stat {
+    /// Path as given.
+    pub path: String,
+    /// A final symlink is followed (every door's `stat`); if not (the filesystem
+    /// view's lookup, `lstat`), the link itself is stated, with its target.
+    pub follow: bool,
+}
+
+impl Operation for Stat {
+    const QUICK_READ: bool = true;
+
+    fn name() -> &'static str {
+        "stat"
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("path", self.path.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.path), None)
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.stat(&self.path, self.follow, facts)
+    }
+}
+
+impl Cx<'_> {
     pub(crate) fn stat(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: &str,
         follow: bool,
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
-        let rp = self.parse_path(ctx, path)?;
+        let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let (real, info) = self.locate_entry(pol, &rp, follow, facts)?;
+        let (real, info) = self.locate_entry(&rp, follow, facts)?;
         if info.kind == FileKind::File && info.nlink > 1 {
             return Err(ws_error(WsError::HardLink(info.nlink), &rp.shown));
         }
@@ -40,7 +68,7 @@ impl Gateway {
             _ => PathFacts::file(info.size),
         };
         for p in places.iter().copied() {
-            Self::check_entry(pol, Access::Stat, p, &pf, &rp.shown, facts)?;
+            self.check_entry(Access::Stat, p, &pf, &rp.shown, facts)?;
         }
         Ok(Output::Stat { path: rp.rel, info })
     }
@@ -53,14 +81,13 @@ impl Gateway {
     /// the long way, which also gives the errors.
     fn locate_entry(
         &self,
-        pol: &Policy,
         rp: &crate::ReqPath,
         follow: bool,
         facts: &mut Facts,
     ) -> Result<(RelPath, fsgate_workspace::StatInfo), GatewayError> {
         let (class, kind) = (OpClass::List, EntryKind::Unknown);
         Self::in_roots(rp, &rp.rel, facts)?;
-        Self::check(pol, class, &rp.rel, kind, &rp.shown, facts)?;
+        self.check(class, &rp.rel, kind, &rp.shown, facts)?;
         if let Ok(info) = self.workspace.stat(&rp.rel) {
             return Ok((rp.rel.clone(), info));
         }
@@ -69,7 +96,7 @@ impl Gateway {
         } else {
             Follow::NotFinal
         };
-        let res = self.resolve_checked(pol, class, rp, how, kind, facts)?;
+        let res = self.resolve_checked(class, rp, how, kind, facts)?;
         let info = if follow {
             self.workspace.stat(&res.real)
         } else if !res.exists {
@@ -86,6 +113,7 @@ impl Gateway {
 #[cfg(test)]
 mod tests {
     use crate::Gateway;
+    use crate::ops;
     use crate::ops::{Op, Output};
     use fsgate_audit::{AuditLog, AuditSettings, OpenOptions};
     use fsgate_base::error::GatewayError;
@@ -96,10 +124,10 @@ mod tests {
         match gw
             .handle(
                 &crate::tests::ctx(),
-                Op::Stat {
+                Op::Stat(ops::Stat {
                     path: path.into(),
                     follow: true,
-                },
+                }),
             )
             .0?
         {

@@ -4,16 +4,17 @@
 //! refused, since a link planted to the outside would later mislead the host's tools
 //! and the other doors' callers.
 
+use crate::ops::{ChangeOp, Cx, Operation, Places};
+use serde_json::{Map, Value};
 use std::path::Path;
 
-use crate::ops::{Output, RequestCtx};
+use crate::ops::Output;
 use crate::reconcile::{Disk, Found, OnDisk};
 use crate::vcs::Step;
-use crate::{Facts, Gateway, ws_error};
+use crate::{Facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{EntryKind, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::{Follow, MAX_TARGET_BYTES};
 
 /// Rule id of a link refused for where it leads.
@@ -51,18 +52,56 @@ fn refusal_at(mut depth: usize, target: &str) -> Option<&'static str> {
     None
 }
 
-impl Gateway {
+/// A symbolic link made (the filesystem view's symlink).
+#[derive(Debug, Clone)]
+pub struct Symlink {
+    /// The link's path as given.
+    pub path: String,
+    /// Where it leads, as the link will hold it (relative, within the workspace).
+    pub target: String,
+}
+
+impl Operation for Symlink {
+    const CHANGE: Option<ChangeOp> = Some(ChangeOp::Symlink);
+
+    fn name() -> &'static str {
+        ChangeOp::Symlink.name()
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("path", self.path.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.path), None)
+    }
+
+    fn audit_args(&self, args: &mut Map<String, Value>) {
+        args.insert("target".into(), self.target.clone().into());
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.symlink((&self.path, &self.target), facts)
+    }
+
+    fn found_after_crash(disk: &Disk<'_>) -> Found {
+        found_after_crash(disk)
+    }
+
+    fn staging<'p>(path: &'p RelPath, _path2: Option<&'p RelPath>) -> Vec<Step<'p>> {
+        staging(path)
+    }
+}
+
+impl Cx<'_> {
     pub(crate) fn symlink(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         (path, target): (&str, &str),
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
-        let rp = self.parse_path(ctx, path)?;
+        let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
         let res = self.locate(
-            pol,
             OpClass::Write,
             &rp,
             Follow::NotFinal,
@@ -91,7 +130,7 @@ impl Gateway {
             });
         }
         facts.real.0 = Some(res.real.as_str().to_string());
-        self.intend(pol, ctx, facts)?;
+        self.intend(facts)?;
         self.workspace
             .symlink(target, &res.real)
             .map_err(|e| ws_error(e, &rp.shown))?;
@@ -99,7 +138,7 @@ impl Gateway {
     }
 }
 
-impl Gateway {
+impl Cx<'_> {
     /// A directory's move makes no link lead out of the workspace that did not: each
     /// link among `below` (the entries beneath the directory `from`) is checked from
     /// where it lands, unless it led out already where it was. (A link itself is not
@@ -162,6 +201,7 @@ pub(crate) fn staging(path: &RelPath) -> Vec<Step<'_>> {
 mod tests {
     use super::target_refusal;
     use crate::Request;
+    use crate::ops;
     use crate::ops::Op;
     use crate::tests::{ctx, gateway, records};
     use fsgate_base::error::GatewayError;
@@ -230,9 +270,11 @@ mod tests {
         let log_path = state.path().join("audit.jsonl");
         std::fs::write(ws.path().join("a.txt"), "hello").expect("write");
         let gw = gateway(ws.path(), &log_path);
-        let link = |path: &str, target: &str| Op::Symlink {
-            path: path.into(),
-            target: target.into(),
+        let link = |path: &str, target: &str| {
+            Op::Symlink(ops::Symlink {
+                path: path.into(),
+                target: target.into(),
+            })
         };
         gw.serve(&ctx(), Request::Op(link("/b", "a.txt")))
             .expect("made");
@@ -266,11 +308,11 @@ mod tests {
         gw.serve(&ctx(), Request::Op(link("/p/q/l", "../../a.txt")))
             .expect("made");
         let mv = |from: &str, to: &str| {
-            let op = Op::Rename {
+            let op = Op::Rename(ops::Rename {
                 from: from.into(),
                 to: to.into(),
                 replace: false,
-            };
+            });
             gw.serve(&ctx(), Request::Op(op))
         };
         match mv("/p/q", "/q") {

@@ -1,12 +1,14 @@
 //! `tree`: names and kinds beneath a directory, without metadata, in one answer.
 
+use crate::ops::{Cx, Operation, Places};
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::listing::*;
-use crate::ops::{Output, RequestCtx};
-use crate::{Facts, Gateway, entry_facts, ws_error};
+use crate::ops::Output;
+use crate::{Facts, entry_facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass};
@@ -15,15 +17,90 @@ use fsgate_workspace::{
     Cut, Entry, Follow, Gathered, PageSpec, Reading, Room, Take, Tally, WsError, json_string_len,
 };
 
-impl Gateway {
+/// A `tree`'s exclude patterns recorded at most (`args.excludeCount` says how many).
+pub(crate) const MAX_EXCLUDE_RECORDED: usize = 32;
+/// The bytes a record gives a `tree`'s exclude patterns at most, as written (escapes
+/// included): the first patterns that fit, at least one (cut if it is long).
+const EXCLUDE_RECORDED_BYTES: usize = 4096;
+
+/// How many of `exclude`'s first patterns the record keeps.
+fn excludes_recorded(exclude: &[String]) -> usize {
+    let mut total = 0;
+    let fit = exclude
+        .iter()
+        .take(MAX_EXCLUDE_RECORDED)
+        .take_while(|e| {
+            total += fsgate_audit::cut::written_len(e);
+            total <= EXCLUDE_RECORDED_BYTES
+        })
+        .count();
+    fit.max(1).min(exclude.len())
+}
+
+/// Names and kinds beneath a directory, without metadata (MCP `list_directory` and
+/// `directory_tree`): one request, one record, however many directories it holds.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    /// Directory as given.
+    pub path: String,
+    /// Levels to descend: 1 lists the directory itself.
+    pub depth: usize,
+    /// Globs, relative to `path`, of entries left out with all beneath them (a
+    /// pattern without `*` also matches that name at any depth).
+    pub exclude: Vec<String>,
+    /// The list stops at this many entries, and says it was cut if there are more.
+    pub max_entries: usize,
+    /// With `depth` 1: only entries named after this (a previous page's cursor).
+    pub cursor: Option<String>,
+}
+
+impl Operation for Tree {
+    fn name() -> &'static str {
+        "tree"
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        let mut out = vec![("path", self.path.as_str())];
+        out.extend(self.exclude.iter().map(|e| ("exclude", e.as_str())));
+        out
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.path), None)
+    }
+
+    fn audit_args(&self, args: &mut Map<String, Value>) {
+        args.insert("depth".into(), self.depth.into());
+        if let Some(c) = &self.cursor {
+            args.insert("cursor".into(), c.clone().into());
+        }
+        if !self.exclude.is_empty() {
+            // The agent's list: its first patterns, and how many there were.
+            let shown = &self.exclude[..excludes_recorded(&self.exclude)];
+            args.insert("exclude".into(), shown.to_vec().into());
+            if self.exclude.len() > shown.len() {
+                args.insert("excludeCount".into(), self.exclude.len().into());
+            }
+        }
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.tree(
+            &self.path,
+            (self.depth, self.max_entries, self.cursor.as_deref()),
+            &self.exclude,
+            facts,
+        )
+    }
+}
+
+impl Cx<'_> {
     /// Names and kinds beneath a directory, at most `depth` levels down, depth-first in
     /// name order, without metadata. Each entry is checked as `ls` checks it, and what
     /// is hidden or excluded is not entered. Stops at `max_entries` or at the message
     /// room, saying it was cut.
     pub(crate) fn tree(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: &str,
         (depth, max_entries, cursor): (usize, usize, Option<&str>),
         exclude: &[String],
@@ -38,19 +115,19 @@ impl Gateway {
         let excl = tree_exclusions(exclude).map_err(|e| {
             GatewayError::InvalidParams(format!("invalid exclude pattern: {}", e.kind()))
         })?;
-        let rp = self.parse_path(ctx, path)?;
+        let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let res = self.locate(pol, OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
+        let res = self.locate(OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
         let at = TreeAt {
-            pol,
-            sizes: pol.has_size_rules().then_some(&self.workspace),
+            pol: self.pol,
+            sizes: self.pol.has_size_rules().then_some(self.workspace),
             real: &res.real,
             rel: &rp.rel,
             depth,
             excl: &excl,
         };
         let room = Room {
-            bytes: self.answer_room(pol, ctx).0,
+            bytes: self.answer_room().0,
             items: max_entries,
         };
         let found = if depth == 1 {

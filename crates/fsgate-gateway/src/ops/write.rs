@@ -1,26 +1,110 @@
 //! `write_text_file` (and raw bytes): create a file or replace it atomically, its old content backed up first.
 
-use crate::ops::{Output, RequestCtx};
+use crate::ask::Proposed;
+use crate::ops::Output;
+use crate::ops::{ChangeOp, Cx, Operation, Places};
 use crate::reconcile::{Disk, Found, OnDisk};
 use crate::vcs::Step;
 use crate::write::*;
-use crate::{Facts, Gateway, ws_error};
+use crate::{Facts, ws_error};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{EntryKind, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::Follow;
 
-impl Gateway {
+/// `fs/write_text_file` and the WebSocket channel's base64 writes: create a file or
+/// replace it atomically.
+#[derive(Debug, Clone)]
+pub struct Write {
+    /// Path as given.
+    pub path: String,
+    /// New content.
+    pub content: Content,
+}
+
+/// A write's new content, as the request gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// Text (what a question may show as a diff).
+    Text(String),
+    /// Raw bytes.
+    Bytes(Vec<u8>),
+}
+
+impl Content {
+    /// The bytes written.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Content::Text(t) => t.as_bytes(),
+            Content::Bytes(b) => b,
+        }
+    }
+}
+
+impl Write {
+    /// A write of `content` as text.
+    pub fn text(path: String, content: String) -> Write {
+        Write {
+            path,
+            content: Content::Text(content),
+        }
+    }
+
+    /// A write of raw bytes.
+    pub fn bytes(path: String, content: Vec<u8>) -> Write {
+        Write {
+            path,
+            content: Content::Bytes(content),
+        }
+    }
+}
+
+impl Operation for Write {
+    const CHANGE: Option<ChangeOp> = Some(ChangeOp::Write);
+
+    fn name() -> &'static str {
+        ChangeOp::Write.name()
+    }
+
+    fn texts(&self) -> Vec<(&'static str, &str)> {
+        vec![("path", self.path.as_str())]
+    }
+
+    fn places_mut(&mut self) -> Places<'_> {
+        (Some(&mut self.path), None)
+    }
+
+    fn proposed(&self) -> Option<Proposed> {
+        match &self.content {
+            Content::Text(t) if t.len() <= crate::ask::MAX_SHOWN_TEXT => Some(Proposed {
+                old_text: None,
+                new_text: t.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        cx.write(&self.path, self.content.as_bytes(), facts)
+    }
+
+    fn found_after_crash(disk: &Disk<'_>) -> Found {
+        found_after_crash(disk)
+    }
+
+    fn staging<'p>(path: &'p RelPath, _path2: Option<&'p RelPath>) -> Vec<Step<'p>> {
+        staging(path)
+    }
+}
+
+impl Cx<'_> {
     pub(crate) fn write(
         &self,
-        pol: &Policy,
-        ctx: &RequestCtx,
         path: &str,
         content: &[u8],
         facts: &mut Facts,
     ) -> Result<Output, GatewayError> {
-        let rp = self.parse_path(ctx, path)?;
+        let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
         if rp.rel.is_root() {
             return Err(GatewayError::InvalidParams(
@@ -30,21 +114,14 @@ impl Gateway {
         // Another write of this path finishes first: this one then finds its file (and
         // backs it up) instead of being refused as a race on a new file.
         facts.held = Some(self.writing.hold(rp.rel.as_str()));
-        let res = self.locate(
-            pol,
-            OpClass::Write,
-            &rp,
-            Follow::All,
-            EntryKind::File,
-            facts,
-        )?;
+        let res = self.locate(OpClass::Write, &rp, Follow::All, EntryKind::File, facts)?;
         facts.real.0 = Some(res.real.as_str().to_string());
-        self.check_write(pol, (&rp, &res), content, facts)?;
+        self.check_write((&rp, &res), content, facts)?;
         // The backup's syncs run beside the intent's (see `workspace::sync_pool`).
         let saving = if res.exists {
             self.show_replaced_to_questions(&res.real, content.len(), facts);
-            let saving = self.backup_beside(&res.real, &rp.shown, facts)?;
-            facts.replaced = self.replaced(ctx, &res.real, content.len());
+            let saving = self.saver.backup_beside(&res.real, &rp.shown, facts)?;
+            facts.replaced = self.replaced(&res.real, content.len());
             saving
         } else {
             None
@@ -55,8 +132,8 @@ impl Gateway {
         if res.missing > 1
             && let Some(parent) = res.real.parent()
         {
-            self.backup_durable(saving, &rp.shown)?;
-            self.intend(pol, ctx, facts)?;
+            self.saver.backup_durable(saving, &rp.shown)?;
+            self.intend(facts)?;
             self.workspace
                 .create_dirs(&parent)
                 .map_err(|e| ws_error(e, &rp.shown))?;
@@ -64,18 +141,9 @@ impl Gateway {
                 .write_atomic(&res.real, content, &temp, may)
                 .map_err(|e| ws_error(e, &rp.shown))?;
         } else {
-            self.write_beside(
-                pol,
-                ctx,
-                (&res.real, &rp.shown),
-                content,
-                &temp,
-                may,
-                saving,
-                facts,
-            )?;
+            self.write_beside((&res.real, &rp.shown), content, &temp, may, saving, facts)?;
         }
-        self.note_changed(&res.real);
+        self.saver.note_changed(&res.real);
         Ok(Output::Unit)
     }
 }

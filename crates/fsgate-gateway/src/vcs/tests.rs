@@ -1,3 +1,4 @@
+use crate::ops;
 use std::path::Path;
 
 use super::*;
@@ -108,10 +109,7 @@ fn a_write_through_a_symlink_stages_the_file_it_changed() {
         asker: None,
         notifier: None,
     };
-    let op = Op::WriteText {
-        path: "/docs/readme.md".into(),
-        content: "new\n".into(),
-    };
+    let op = Op::Write(ops::Write::text("/docs/readme.md".into(), "new\n".into()));
     gw.serve(&ctx, crate::Request::Op(op)).unwrap();
     assert_eq!(
         std::fs::read_to_string(top.join("README.md")).unwrap(),

@@ -1,6 +1,7 @@
 //! Changes in the reference server's shapes: edit lists with a unified diff, and a
 //! move that never replaces its destination.
 
+use fsgate_gateway::ops;
 use rmcp::model::CallToolResult;
 
 use super::shared::{args_error, handle, read_whole};
@@ -39,11 +40,11 @@ pub(in crate::mcp) fn edit(
             handle(
                 gw,
                 ctx,
-                Op::Edit {
+                Op::Edit(ops::Edit {
                     path: a.path.clone(),
                     old_text,
                     new_text,
-                },
+                }),
             )?;
             Ok(text(format!(
                 "Successfully edited {}: replaced 1 occurrence",
@@ -75,16 +76,13 @@ fn edit_with_diff(
     let diff = edits::fenced_diff(&abs, &edited.old_lf, &edited.new_lf);
     if !dry && edited.new_raw != original {
         let op = if original.is_empty() {
-            Op::WriteText {
-                path: path.to_string(),
-                content: edited.new_raw,
-            }
+            Op::Write(ops::Write::text(path.to_string(), edited.new_raw))
         } else {
-            Op::Edit {
+            Op::Edit(ops::Edit {
                 path: path.to_string(),
                 old_text: original,
                 new_text: edited.new_raw,
-            }
+            })
         };
         ctx.serve_op(gw, op).map_err(|e| match e {
             GatewayError::InvalidParams(_) => ToolError::Failed(format!(
@@ -107,11 +105,11 @@ pub(in crate::mcp) fn move_file(
     handle(
         gw,
         ctx,
-        Op::Rename {
+        Op::Rename(ops::Rename {
             from: a.source.clone(),
             to: a.destination,
             replace: false,
-        },
+        }),
     )?;
     Ok(text(format!(
         "Successfully moved {} to {dst}",

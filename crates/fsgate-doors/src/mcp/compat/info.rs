@@ -1,6 +1,7 @@
 //! `get_file_info` in the reference server's shape: its `key: value` lines, times as
 //! JavaScript's `Date.prototype.toString` writes them.
 
+use fsgate_gateway::ops;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::CallToolResult;
@@ -20,10 +21,10 @@ pub(in crate::mcp) fn file_info(
     ctx: &Ops<'_>,
     a: PathArgs,
 ) -> Result<CallToolResult, ToolError> {
-    let stat = Op::Stat {
+    let stat = Op::Stat(ops::Stat {
         path: a.path,
         follow: true,
-    };
+    });
     let Output::Stat { info, .. } = handle(gw, ctx, stat)? else {
         return Err(unexpected("get_file_info"));
     };

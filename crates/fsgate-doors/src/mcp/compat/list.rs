@@ -1,6 +1,7 @@
 //! Listings in the reference server's shapes: `[DIR]`/`[FILE]` lines, sizes and totals,
 //! a JSON tree, name search by glob.
 
+use fsgate_gateway::ops;
 use globset::GlobSet;
 use rmcp::model::CallToolResult;
 
@@ -342,7 +343,7 @@ pub(in crate::mcp) fn search_files(
         // Not expressible inside the root: the gateway refuses it and names the rule.
         Err(_) => format!("{}/{}", a.path.trim_end_matches('/'), a.pattern),
     };
-    let (paths, truncated) = match handle(gw, ctx, Op::Glob { pattern })? {
+    let (paths, truncated) = match handle(gw, ctx, Op::Glob(ops::Glob { pattern }))? {
         Output::Paths { paths, truncated } => (paths, truncated),
         _ => return Err(unexpected("search_files")),
     };

@@ -2,6 +2,7 @@
 //! content, several files in one call.
 
 use base64::Engine;
+use fsgate_gateway::ops;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
 use super::shared::{args_error, handle, unexpected};
@@ -44,10 +45,12 @@ pub(in crate::mcp) fn read_text(
     a.head = a.head.filter(|n| *n > 0);
     a.tail = a.tail.filter(|n| *n > 0);
     let window = a.line.is_some() || a.limit.is_some();
-    let op = |line, limit| Op::ReadText {
-        path: a.path.clone(),
-        line,
-        limit,
+    let op = |line, limit| {
+        Op::ReadText(ops::ReadText {
+            path: a.path.clone(),
+            line,
+            limit,
+        })
     };
     let out = match (a.head, a.tail) {
         (Some(_), Some(_)) => return Err(args_error(tool, "give head or tail, not both")),
@@ -100,9 +103,9 @@ pub(in crate::mcp) fn read_media(
     let data = match handle(
         gw,
         ctx,
-        Op::ReadFile {
+        Op::ReadFile(ops::ReadFile {
             path: a.path.clone(),
-        },
+        }),
     )? {
         Output::File {
             content,
@@ -187,11 +190,11 @@ const SEPARATOR: &str = "\n---\n";
 
 /// A whole file's read.
 fn whole(path: &str) -> Op {
-    Op::ReadText {
+    Op::ReadText(ops::ReadText {
         path: path.to_string(),
         line: None,
         limit: None,
-    }
+    })
 }
 
 /// What is left of a `read_multiple_files` answer's bounds: the policy's read limit of

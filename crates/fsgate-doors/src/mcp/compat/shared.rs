@@ -4,6 +4,7 @@
 use crate::door::Ops;
 use crate::mcp::render::ToolError;
 use fsgate_gateway::Gateway;
+use fsgate_gateway::ops;
 use fsgate_gateway::ops::Entry;
 use fsgate_gateway::ops::{Op, Output};
 
@@ -28,11 +29,11 @@ pub(super) fn read_whole(gw: &Gateway, ctx: &Ops<'_>, path: &str) -> Result<Stri
     match handle(
         gw,
         ctx,
-        Op::ReadText {
+        Op::ReadText(ops::ReadText {
             path: path.to_string(),
             line: None,
             limit: None,
-        },
+        }),
     )? {
         Output::Text(t) => Ok(t),
         _ => Err(unexpected("read_text_file")),
@@ -62,13 +63,13 @@ pub(super) fn names(
     exclude: Vec<String>,
     max_entries: usize,
 ) -> Result<Listed, ToolError> {
-    let op = Op::Tree {
+    let op = Op::Tree(ops::Tree {
         path: path.to_string(),
         depth,
         exclude,
         max_entries,
         cursor,
-    };
+    });
     match handle(gw, ctx, op)? {
         Output::Entries {
             entries,
@@ -89,10 +90,10 @@ pub(super) fn list(
     path: &str,
     cursor: Option<String>,
 ) -> Result<Listed, ToolError> {
-    let op = Op::Ls {
+    let op = Op::Ls(ops::Ls {
         path: path.to_string(),
         cursor,
-    };
+    });
     match handle(gw, ctx, op)? {
         Output::Entries {
             entries,
