@@ -54,17 +54,8 @@ pub(crate) fn answer_id(msg: &Value) -> Option<&Value> {
 fn kind_of(op: OpId) -> &'static str {
     match op.change() {
         Some(change) => change_kind(change),
-        None => match op {
-            OpId::ReadText | OpId::ReadFile | OpId::Stat | OpId::Open => "read",
-            OpId::Ls | OpId::Tree | OpId::Glob | OpId::Grep => "search",
-            OpId::Write
-            | OpId::Edit
-            | OpId::Mkdir
-            | OpId::Rm
-            | OpId::Rename
-            | OpId::Chmod
-            | OpId::Symlink => "other",
-        },
+        None if op.lists() => "search",
+        None => "read",
     }
 }
 

@@ -98,20 +98,7 @@ impl<'a> Members<'a> {
             // first workspace's (MCP), or refused there as not absolute (ACP).
             return match op.id() {
                 OpId::Glob => Route::Everywhere(op),
-                OpId::ReadText
-                | OpId::ReadFile
-                | OpId::Write
-                | OpId::Edit
-                | OpId::Ls
-                | OpId::Tree
-                | OpId::Stat
-                | OpId::Open
-                | OpId::Grep
-                | OpId::Mkdir
-                | OpId::Rm
-                | OpId::Rename
-                | OpId::Chmod
-                | OpId::Symlink => Route::To(0, op),
+                _ => Route::To(0, op),
             };
         }
         let (at, rest) = match self.place(style, first) {

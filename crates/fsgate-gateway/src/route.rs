@@ -143,18 +143,7 @@ impl Gateway {
                 let (out, _) = self.handle(ctx, op.clone());
                 return out;
             }
-            OpId::ReadText
-            | OpId::ReadFile
-            | OpId::Open
-            | OpId::Write
-            | OpId::Edit
-            | OpId::Glob
-            | OpId::Grep
-            | OpId::Mkdir
-            | OpId::Rm
-            | OpId::Rename
-            | OpId::Chmod
-            | OpId::Symlink => Err(GatewayError::Refused {
+            _ => Err(GatewayError::Refused {
                 reason: format!(
                     "`/` holds the workspaces ({}); name one: /<name>/...",
                     self.members().served()

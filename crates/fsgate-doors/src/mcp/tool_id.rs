@@ -172,6 +172,6 @@ pub(super) fn tool_of(op: OpId) -> Option<ToolId> {
         OpId::Rm => ToolId::Rm,
         OpId::Rename => ToolId::Rename,
         // The filesystem view's: no tool opens a file or changes its mode.
-        OpId::Open | OpId::Chmod | OpId::Symlink => return None,
+        _ => return None,
     })
 }

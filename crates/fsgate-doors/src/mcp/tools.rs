@@ -210,7 +210,7 @@ fn plan_op(op: OpId, tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> 
         OpId::Rename => Task::Rename(parse(tool, args)?),
         // No tool opens a file or changes its mode (see `tool_id::tool_of`): the
         // filesystem view's.
-        OpId::Open | OpId::Chmod | OpId::Symlink => {
+        _ => {
             return Err(ToolError::Gateway(GatewayError::InvalidParams(format!(
                 "{}: no such operation for this tool",
                 tool.name()

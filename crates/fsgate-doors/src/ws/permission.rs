@@ -228,14 +228,8 @@ fn channel_op(op: OpId) -> &'static str {
         OpId::Write | OpId::Edit => "write",
         OpId::Ls => "list",
         OpId::Rm => "delete",
-        OpId::Tree
-        | OpId::Stat
-        | OpId::Glob
-        | OpId::Grep
-        | OpId::Mkdir
-        | OpId::Rename
-        | OpId::Chmod
-        | OpId::Symlink => op.name(),
+        // Every other operation by its record name.
+        _ => op.name(),
     }
 }
 

@@ -20,6 +20,8 @@ pub struct Glob {
 }
 
 impl Operation for Glob {
+    const LISTS: bool = true;
+
     fn name() -> &'static str {
         "glob"
     }

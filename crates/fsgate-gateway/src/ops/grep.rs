@@ -30,6 +30,8 @@ pub struct Grep {
 }
 
 impl Operation for Grep {
+    const LISTS: bool = true;
+
     fn name() -> &'static str {
         "grep"
     }

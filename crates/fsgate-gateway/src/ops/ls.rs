@@ -20,6 +20,7 @@ pub struct Ls {
 
 impl Operation for Ls {
     const QUICK_READ: bool = true;
+    const LISTS: bool = true;
 
     fn name() -> &'static str {
         "ls"

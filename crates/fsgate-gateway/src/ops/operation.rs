@@ -31,6 +31,10 @@ pub(crate) trait Operation {
     /// answer to change something).
     const QUICK_READ: bool = false;
 
+    /// A read that lists or searches entries (ls, tree, glob, grep) rather than
+    /// reading one: how a person asked about it is told what kind of access it is.
+    const LISTS: bool = false;
+
     /// The paths and patterns the request gives, as given, each with what it is:
     /// `path`, `path2` (a rename's destination), `pattern`, `includeGlob`, `exclude`.
     fn texts(&self) -> Vec<(&'static str, &str)>;
@@ -94,6 +98,11 @@ macro_rules! operations {
             /// Whether a door may serve it in a batch (see `Operation::QUICK_READ`).
             pub fn is_quick_read(self) -> bool {
                 match self { $(OpId::$variant => <$ty as Operation>::QUICK_READ,)* }
+            }
+
+            /// Whether it lists or searches entries (see `Operation::LISTS`).
+            pub fn lists(self) -> bool {
+                match self { $(OpId::$variant => <$ty as Operation>::LISTS,)* }
             }
 
             pub(crate) fn found_after_crash(self, disk: &Disk<'_>) -> Found {

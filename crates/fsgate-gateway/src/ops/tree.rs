@@ -55,6 +55,8 @@ pub struct Tree {
 }
 
 impl Operation for Tree {
+    const LISTS: bool = true;
+
     fn name() -> &'static str {
         "tree"
     }
