@@ -406,7 +406,7 @@ fn documented_commands_parse() {
                 prose.push(' ');
             } else if l.starts_with("fsgate ") {
                 let words = command_words(l);
-                if let Err(e) = fsgate::cli::Cli::try_parse_from(&words) {
+                if let Err(e) = fsgate::cli::args::Cli::try_parse_from(&words) {
                     panic!("{name}: `{l}` does not parse: {e}");
                 }
                 checked += 1;
@@ -417,7 +417,7 @@ fn documented_commands_parse() {
                 continue;
             }
             let words = command_words(quoted);
-            match fsgate::cli::Cli::try_parse_from(&words) {
+            match fsgate::cli::args::Cli::try_parse_from(&words) {
                 Ok(_) => {}
                 Err(e) if matches!(e.kind(), MissingRequiredArgument | DisplayHelp) => {}
                 // A synopsis's placeholder (`--op OP`) for a value from a fixed list.

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::{AcpArgs, acp_view, fail, fail_open, runtime_with_signals};
+use super::acp_view;
+use super::args::AcpArgs;
+use super::exit::{fail, fail_open};
+use super::runtime::runtime_with_signals;
 use crate::peer::stdio_peer;
 use crate::startup;
 use fsgate_doors::proxy::AgentEnd;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::Value;
 
-use super::fail;
+use super::exit::fail;
 use fsgate_base::text::escape_for_humans;
 
 #[derive(Debug, Args)]

@@ -16,7 +16,7 @@ use fsgate_doors::http::bridge;
 /// Relays stdio to the hosted MCP server on `port`.
 pub(super) fn mcp_connect(port: u16) -> ExitCode {
     let Ok(token) = std::env::var(fsgate_doors::hosted::TOKEN_ENV) else {
-        return super::fail(&format!(
+        return super::exit::fail(&format!(
             "mcp-connect: {} is not set: this command is started by an agent that fsgate acp gave it to",
             fsgate_doors::hosted::TOKEN_ENV
         ));
@@ -26,7 +26,7 @@ pub(super) fn mcp_connect(port: u16) -> ExitCode {
         .build()
     {
         Ok(r) => r,
-        Err(e) => return super::fail(&format!("mcp-connect: cannot start the runtime: {e}")),
+        Err(e) => return super::exit::fail(&format!("mcp-connect: cannot start the runtime: {e}")),
     };
     match runtime.block_on(relay(port, &token)) {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use super::{Cli, fail};
+use super::args::Cli;
+use super::exit::fail;
 
 /// Prints the completion script for `shell` to stdout.
 pub(super) fn completions(shell: clap_complete::Shell) -> ExitCode {
@@ -53,7 +54,7 @@ fn write_stdout(bytes: &[u8]) -> ExitCode {
 mod tests {
     use clap::CommandFactory;
 
-    use super::Cli;
+    use crate::cli::args::Cli;
 
     /// clap's own consistency checks over the whole command line (names, conflicts,
     /// requirements), which the generators rely on.

@@ -14,8 +14,9 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use super::exit::{fail, fail_open};
+use super::gateway_args::GatewayArgs;
 use super::view_host::{self, ChildCommand, Fuse, end};
-use super::{GatewayArgs, fail, fail_open};
 use crate::startup;
 use fsgate_base::text::EscPath;
 

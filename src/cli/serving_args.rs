@@ -8,7 +8,7 @@ use std::ffi::OsString;
 
 use clap::{Args, FromArgMatches};
 
-use super::{AcpArgs, Command, ServeArgs};
+use super::args::{AcpArgs, Command, ServeArgs};
 
 /// The command, when argv is `fsgate serve ...` or `fsgate acp ...` and its own
 /// parser accepts the rest; None means "use the full parser".
@@ -37,7 +37,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::cli::Cli;
+    use crate::cli::args::Cli;
 
     fn argv(s: &str) -> Vec<OsString> {
         s.split_whitespace().map(OsString::from).collect()

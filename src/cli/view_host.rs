@@ -251,7 +251,7 @@ impl Served {
 pub(super) fn exec() -> std::process::ExitCode {
     let Some((confine, command)) = fsgate_view::child::split_exec_args(std::env::args_os().skip(2))
     else {
-        return super::fail("this word is fsgate run's own; see fsgate run --help");
+        return super::exit::fail("this word is fsgate run's own; see fsgate run --help");
     };
     if let Some((word, at)) = confine {
         let applied = word

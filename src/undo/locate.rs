@@ -294,7 +294,7 @@ fn read_chain(
     let mut out = Vec::new();
     for file in &s.files {
         let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", EscPath(file)))?;
-        for (_, line) in record::lines(&bytes) {
+        for (_, line) in fsgate_audit::line::lines(&bytes) {
             let Ok(v) = serde_json::from_slice::<Value>(line) else {
                 continue;
             };

@@ -5,7 +5,8 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::record::{self, GENESIS_PREV, LineFault, LineInfo, check_line};
+use super::line::{self, LineFault, LineInfo, check_line};
+use super::record::{self, GENESIS_PREV};
 use super::report::{FailureKind, FileReport};
 use super::series::{self, Series};
 use super::signed::{SigStatus, check_signature};
@@ -85,7 +86,7 @@ fn later_line_has_seq(path: &Path, from: u64, seq: u64) -> bool {
     };
     let from = usize::try_from(from).unwrap_or(usize::MAX).min(bytes.len());
     let mut scratch = Vec::new();
-    record::lines(&bytes[from..])
+    line::lines(&bytes[from..])
         .any(|(_, l)| check_line(l, &mut scratch).is_ok_and(|i| i.seq == seq))
 }
 
@@ -415,7 +416,7 @@ impl Walk<'_> {
         (bytes, eof): (&[u8], bool),
         at: &mut InFile,
     ) {
-        let lines: Vec<&[u8]> = record::lines(bytes).map(|(_, l)| l).collect();
+        let lines: Vec<&[u8]> = line::lines(bytes).map(|(_, l)| l).collect();
         let infos = check_all(&lines);
         let end = at.offset + bytes.len() as u64;
         for (i, res) in infos.iter().enumerate() {

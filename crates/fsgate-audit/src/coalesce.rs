@@ -113,7 +113,7 @@ fn coalescible(ev: &AuditEvent) -> bool {
         && ev.args.keys().all(|k| k == REMEMBERED || k == WORKSPACE)
         && ev.args.get(WORKSPACE).is_none_or(Value::is_string)
         && !ev.op.is_empty()
-        && crate::ChangeOp::from_name(&ev.op).is_none()
+        && crate::record::ChangeOp::from_name(&ev.op).is_none()
 }
 
 impl Coalescer {

@@ -67,7 +67,7 @@ pub struct AuditSettings {
     /// Collectors every record is shipped to, from the log's own files, off the
     /// request path (docs/shipping.md): `{ host, port }` for RFC 5424 syslog over TCP
     /// (TLS with `tls_ca`), or `{ socket = "/dev/log" }` for the local syslog socket.
-    pub ship: Vec<super::ship::ShipDestination>,
+    pub ship: Vec<crate::ship::config::ShipDestination>,
     /// Bytes of audit records the whole gateway may add per minute (default 128 MiB;
     /// 0 = no limit, at least 16384 otherwise). Once a minute's are spent, every request
     /// is refused (-32004, rule `audit.max_bytes_per_minute`) until the minute is over;

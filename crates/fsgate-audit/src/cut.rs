@@ -18,7 +18,7 @@
 use fsgate_base::sha256::Sha256;
 use serde_json::{Map, Value};
 
-use super::AuditEvent;
+use crate::record::AuditEvent;
 
 /// The longest string recorded whole, in bytes: the kernel's `PATH_MAX`.
 pub(crate) const MAX_WHOLE: usize = 4096;

@@ -8,12 +8,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::rows::{MAX_ROWS, text};
 use super::{canonical, record};
 
 /// Changes listed at most (the rest are counted).
 pub(crate) const MAX_CHANGES: usize = 20_000;
-/// Sessions, rules and policy events listed at most.
-pub(crate) const MAX_ROWS: usize = 2_000;
 /// Paths kept per refusal rule as examples.
 const PATHS_PER_RULE: usize = 5;
 /// Intents waiting for their outcome, kept at most (they close within one request).
@@ -225,14 +224,6 @@ pub(crate) struct Digest {
     listed_changes: usize,
 }
 
-/// A string field, or "": at most [`super::cut::MAX_WHOLE`] bytes of it, as fsgate
-/// writes them, so that a log written before records were bounded (a 2 MiB path)
-/// cannot make the report hold megabytes per row.
-pub(crate) fn text<'a>(v: &'a Value, k: &str) -> &'a str {
-    let s = v.get(k).and_then(Value::as_str).unwrap_or_default();
-    super::cut::head(s, super::cut::MAX_WHOLE)
-}
-
 fn num(v: &Value, k: &str) -> Option<u64> {
     v.get(k).and_then(Value::as_u64)
 }
@@ -285,8 +276,8 @@ impl Digest {
             self.count_at(t.unix_timestamp(), v);
         }
         let session = text(v, "session");
-        let is_change =
-            crate::ChangeOp::from_name(text(v, "op")).is_some() && text(v, "decision") == "allow";
+        let is_change = crate::record::ChangeOp::from_name(text(v, "op")).is_some()
+            && text(v, "decision") == "allow";
         if !session.is_empty() {
             self.observe_session(session, v, is_change);
         }

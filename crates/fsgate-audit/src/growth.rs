@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Map;
 
-use super::AuditEvent;
 use super::canonical;
+use crate::record::AuditEvent;
 
 /// The length of a budget's window.
 pub(crate) const WINDOW: Duration = Duration::from_secs(60);

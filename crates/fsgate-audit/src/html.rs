@@ -20,9 +20,9 @@ use serde_json::Value;
 use super::digest::{self, Change, Counts, Digest};
 use super::reads::{ReadCounts, SecretRefusal};
 use super::report::{FailureKind, SeriesReport, Verdict, VerifyReport};
+use super::rows::{MAX_ROWS, esc};
+use super::series;
 use super::verify::{VerifyOptions, verify_series};
-use super::{record, series};
-use fsgate_base::text::escape_for_humans;
 
 /// What a report is made of.
 #[derive(Debug, Clone)]
@@ -63,7 +63,7 @@ pub(crate) fn collect(paths: &[PathBuf], opts: &VerifyOptions) -> Report {
             let Ok(bytes) = std::fs::read(file) else {
                 continue;
             };
-            for (_, line) in record::lines(&bytes) {
+            for (_, line) in crate::line::lines(&bytes) {
                 let verified = rep.verdict == Verdict::Intact || n < rep.records;
                 n += 1;
                 match serde_json::from_slice::<Value>(line) {
@@ -85,23 +85,6 @@ pub(crate) fn collect(paths: &[PathBuf], opts: &VerifyOptions) -> Report {
         digest,
         inputs: paths.to_vec(),
     }
-}
-
-/// Text from a log or the file system, made safe to read and to place in HTML.
-pub(crate) fn esc(s: &str) -> String {
-    let shown = escape_for_humans(s);
-    let mut out = String::with_capacity(shown.len());
-    for c in shown.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const CSS: &str = include_str!("report.css");
@@ -375,8 +358,7 @@ fn sessions_section(o: &mut String, d: &Digest) {
         let _ = writeln!(
             o,
             "<p class=\"note\">{} requests of further sessions are not listed (at most {} sessions are).</p>",
-            d.sessions_omitted,
-            digest::MAX_ROWS
+            d.sessions_omitted, MAX_ROWS
         );
     }
     o.push_str("</section>\n");
@@ -479,7 +461,7 @@ fn omitted_note(o: &mut String, n: u64, what: &str) {
         let _ = writeln!(
             o,
             "<p class=\"note\">{n} {what} are counted but not listed (at most {} rows are).</p>",
-            digest::MAX_ROWS
+            MAX_ROWS
         );
     }
 }

@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::AuditError;
 use super::io::Io;
 use super::record::{
     ENTRIES_DURABLE, ENTRY_PENDING, KIND_INTENT, KIND_RECONCILED, KIND_REQUEST, KIND_START,
 };
+use crate::error::AuditError;
 
 /// A change announced by an `intent` record.
 #[derive(Debug, Clone, PartialEq, Eq)]

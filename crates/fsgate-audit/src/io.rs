@@ -11,9 +11,10 @@ use ed25519_dalek::SigningKey;
 
 use super::checkpoint::{self, Checkpoint, Sink};
 use super::config::{AuditSettings, BATCH_SYNC_INTERVAL, FsyncMode};
+use super::keys;
 use super::merkle::CompactRange;
 use super::series::{checkpoint_name, lock_name, rotated_name};
-use super::{AuditError, keys};
+use crate::error::AuditError;
 
 /// Disk space kept reserved beyond the end of the active file.
 const RESERVE_BYTES: u64 = 256 * 1024;

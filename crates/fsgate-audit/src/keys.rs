@@ -9,7 +9,7 @@ use std::path::Path;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey};
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 
-use super::AuditError;
+use crate::error::AuditError;
 
 /// Reads a signing key: 64 hex digits (the 32-byte seed) or a PKCS#8 PEM `PRIVATE KEY`.
 /// On Unix the file must not be readable by group or others.

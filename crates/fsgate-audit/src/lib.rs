@@ -10,10 +10,11 @@
 //! # Layout
 //!
 //! - `config`: the `[audit]` policy section ([`AuditSettings`]).
+//! - `error`: what can go wrong opening or writing the log ([`AuditError`]).
 //! - [`record`]: what the gateway reports per request ([`AuditEvent`]) and how a record
 //!   line is sealed into the chain (`seal`); [`canonical`]: the canonical JSON encoding
-//!   that the hash covers (specified in `audit/FORMAT.md`); `line`: checking
-//!   one line; [`cut`]: long strings (most of them an agent's) cut to a head, with their
+//!   that the hash covers (specified in `audit/FORMAT.md`); [`line`]: checking
+//!   one line, and a log's bytes split into lines; [`cut`]: long strings (most of them an agent's) cut to a head, with their
 //!   length and digest in `details.cut`, so that no request can grow a record unboundedly.
 //! - `writer`: [`AuditLog`], the writer shared by every request thread: chaining, group
 //!   commit (leader/follower, no thread of its own), fail-closed rollback; `io`: its
@@ -45,12 +46,13 @@ pub mod coalesce;
 pub(crate) mod config;
 pub mod cut;
 pub(crate) mod digest;
+mod error;
 pub mod growth;
 pub(crate) mod html;
 pub(crate) mod intents;
 mod io;
 pub(crate) mod keys;
-pub(crate) mod line;
+pub mod line;
 pub(crate) mod locate;
 pub(crate) mod merkle;
 pub(crate) mod note;
@@ -63,6 +65,7 @@ pub(crate) mod reads;
 pub mod record;
 pub(crate) mod recover;
 pub(crate) mod report;
+pub(crate) mod rows;
 mod seal;
 pub mod series;
 pub mod ship;
@@ -78,6 +81,7 @@ pub(crate) mod writer;
 mod tests;
 
 pub use config::{AuditSettings, FsyncMode};
+pub use error::AuditError;
 pub use intents::Intent;
 pub use io::Fault;
 pub use record::{
@@ -86,80 +90,6 @@ pub use record::{
 pub use writer::{AuditLog, OpenOptions, Ticket};
 
 use std::path::PathBuf;
-
-/// Everything that can go wrong while opening or writing the audit log.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum AuditError {
-    /// A file operation on the log, its directory or a sidecar failed.
-    #[error("audit log: cannot {op} {}: {message}", path.display())]
-    Io {
-        /// What was being done ("open", "read", "rename", ...).
-        op: &'static str,
-        /// The file or directory concerned.
-        path: PathBuf,
-        /// The operating system's error kind.
-        kind: std::io::ErrorKind,
-        /// The operating system's message.
-        message: String,
-    },
-    /// A record could not be made durable; the request must be refused (fail closed).
-    #[error("audit log is not writable ({message}); request refused")]
-    Write {
-        /// The operating system's error kind.
-        kind: std::io::ErrorKind,
-        /// What failed.
-        message: String,
-    },
-    /// The existing log does not verify at start-up and the operator did not accept it.
-    #[error(
-        "audit log {} does not verify: {report}; inspect it with `fsgate audit verify`, or restart with --accept-broken-chain to begin a new segment that records the break",
-        path.display()
-    )]
-    BrokenChain {
-        /// The active log file.
-        path: PathBuf,
-        /// What is wrong, one problem per `; `.
-        report: String,
-    },
-    /// Another process (another gateway) holds the log.
-    #[error("audit log {} is in use by another process", path.display())]
-    Locked {
-        /// The active log file.
-        path: PathBuf,
-    },
-    /// The signing key or a public key could not be used.
-    #[error("audit key {}: {message}", path.display())]
-    Key {
-        /// The key file.
-        path: PathBuf,
-        /// Why it is unusable.
-        message: String,
-    },
-    /// A checkpoint could not be written to the checkpoint file or its sink.
-    #[error("audit checkpoint not written: {message}")]
-    Checkpoint {
-        /// What failed.
-        message: String,
-    },
-    /// The settings are unusable (bad sink name, path without a file name, ...).
-    #[error("audit settings: {0}")]
-    Config(String),
-    /// The log was closed; nothing more can be appended.
-    #[error("audit log is closed")]
-    Closed,
-}
-
-impl AuditError {
-    /// Wraps an I/O error with the operation and path it concerns.
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, e: &std::io::Error) -> Self {
-        AuditError::Io {
-            op,
-            path: path.into(),
-            kind: e.kind(),
-            message: e.to_string(),
-        }
-    }
-}
 
 /// Whether the log at `path` (its active file or its directory) has signed checkpoints:
 /// then anything appended without the key would stop the gateway at its next start.

@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::digest::{MAX_ROWS, text};
 use super::process::{Process, paths_of};
+use super::rows::{MAX_ROWS, text};
 
 /// Paths listed per process and kind at most.
 pub(crate) const MAX_PATHS: usize = 20;
@@ -95,7 +95,7 @@ impl Procs {
 
 /// The report's section: one row per process.
 pub(crate) fn section(o: &mut String, procs: &Procs) {
-    use super::html::esc;
+    use super::rows::esc;
     let _ = writeln!(
         o,
         "<section id=\"processes\"><h2>By process ({})</h2>",
@@ -142,7 +142,7 @@ pub(crate) fn section(o: &mut String, procs: &Procs) {
 
 fn paths_cell(paths: &Paths) -> String {
     let mut cell: Vec<String> = (paths.listed.iter())
-        .map(|p| format!("<code>{}</code>", super::html::esc(p)))
+        .map(|p| format!("<code>{}</code>", super::rows::esc(p)))
         .collect();
     if paths.omitted > 0 {
         cell.push(format!("and {} more", paths.omitted));

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::digest::{MAX_ROWS, text};
+use super::rows::{MAX_ROWS, text};
 
 /// The operations that read a file's content (`open`: a process's, through `fsgate
 /// run`'s view; its reads are counted in coalesced `reads` records).

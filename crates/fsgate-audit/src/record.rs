@@ -7,8 +7,6 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::canonical::{self, push_str, push_u64};
-pub use super::line::lines;
-pub(crate) use super::line::{LineFault, LineInfo, check_line};
 pub(crate) use super::seal::is_lower_hex;
 pub(crate) use super::seal::seal;
 pub(crate) use super::seal::{GENESIS_PREV, HASH_SUFFIX_LEN, chain_hash, decode_hash};

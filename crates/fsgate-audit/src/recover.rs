@@ -8,13 +8,15 @@ use base64::Engine;
 use fsgate_base::sha256::Sha256;
 use serde_json::{Map, json};
 
+use super::canonical;
 use super::checkpoint::Checkpoint;
 use super::io::Io;
-use super::record::{self, AuditEvent, GENESIS_PREV, LineInfo, check_line};
+use super::line::{self, LineInfo, check_line};
+use super::record::{self, AuditEvent, GENESIS_PREV};
 use super::series::{self, BROKEN_INFIX};
 use super::signed::{SigStatus, check_signature};
 use super::tombstone::Tombstone;
-use super::{AuditError, canonical};
+use crate::error::AuditError;
 
 /// At most this many cut bytes are copied into the `recovered` record itself: their
 /// base64 (4096 characters) is the longest string a record keeps whole
@@ -382,7 +384,7 @@ fn walk_active(
 ) -> Active {
     let mut active = Active::default();
     let mut scratch = Vec::new();
-    for (start, line) in record::lines(complete) {
+    for (start, line) in line::lines(complete) {
         let info = match check_line(line, &mut scratch) {
             Ok(info) => info,
             Err(f) => {
@@ -484,7 +486,7 @@ fn hash_in_rotated(
         .read(name)
         .map_err(|e| AuditError::io("read", io.path_of(name), &e))?;
     let mut scratch = Vec::new();
-    for (_, line) in record::lines(&bytes) {
+    for (_, line) in line::lines(&bytes) {
         if let Ok(info) = check_line(line, &mut scratch)
             && info.seq == seq
         {
@@ -563,8 +565,8 @@ mod tests {
 
     /// What start-up read before: the whole file, then its first and last complete lines.
     fn ends_by_whole_read(bytes: &[u8]) -> Ends {
-        let first = record::lines(bytes).next().map(|(_, l)| l.to_vec());
-        let last = match record::lines(bytes).last() {
+        let first = line::lines(bytes).next().map(|(_, l)| l.to_vec());
+        let last = match line::lines(bytes).last() {
             Some((_, l)) if bytes.ends_with(b"\n") => Some(l.to_vec()),
             _ => None,
         };

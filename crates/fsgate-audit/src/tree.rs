@@ -3,11 +3,11 @@
 //! carries one. Without the records that a rebuild needs (pruned before checkpoints
 //! carried a tree), checkpoints carry no tree.
 
-use super::AuditError;
 use super::checkpoint::Checkpoint;
 use super::io::Io;
 use super::merkle::{self, CompactRange};
 use super::recover::{read_or_empty, rotated_files};
+use crate::error::AuditError;
 
 /// The tree over records `1..=head_seq`, or `None` (with the reason) if it cannot be
 /// rebuilt. `active` is the active file's bytes and `active_first` its first seq.

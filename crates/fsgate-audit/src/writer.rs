@@ -25,7 +25,8 @@ use super::io::Fault;
 use super::io::{CkptWriter, Io};
 use super::merkle::{self, CompactRange};
 use super::record::{self, AuditEvent, Receipt};
-use super::{AuditError, canonical, recover};
+use super::{canonical, recover};
+use crate::error::AuditError;
 
 /// Choices the operator makes when opening the log.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -19,6 +19,7 @@
 //! of the full path (`~` is always escaped in the plain form, so the two forms cannot
 //! collide); the record then says which path it is.
 
+use cap_std::fs::Dir;
 use fsgate_base::sha256::Sha256;
 use time::OffsetDateTime;
 use time::format_description::BorrowedFormatItem;
@@ -195,6 +196,18 @@ pub(crate) fn parse_ts(text: &str) -> Result<OffsetDateTime, BackupError> {
         return Ok(d.midnight().assume_utc());
     }
     Err(BackupError::BadTimestamp(text.to_owned()))
+}
+
+/// The names in a directory (names that are not UTF-8 are not the store's: skipped).
+pub(crate) fn names(dir: &Dir, shown: &str) -> Result<Vec<String>, BackupError> {
+    let mut out = Vec::new();
+    for entry in dir.entries().map_err(BackupError::io("list", shown))? {
+        let entry = entry.map_err(BackupError::io("list", shown))?;
+        if let Ok(name) = entry.file_name().into_string() {
+            out.push(name);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 //! - [`store`]: [`BackupStore`] — open once at start-up, then `save`, `list`.
 //! - `scan`: finding versions (`open_version`, `list`), of both layouts.
 //! - `retention`: [`BackupStore::prune`], keep-N / max-age / byte budget.
+//! - `counts`: what the store counts in memory between saves (its quota, its last sweep).
 //! - `restore`: [`restore`], which backs up the current content first.
 //! - [`cli`]: `fsgate backup list|restore`.
 //!
@@ -25,6 +26,7 @@
 pub mod audit;
 pub mod cli;
 pub mod config;
+mod counts;
 mod error;
 mod init;
 mod layout;
@@ -50,10 +52,11 @@ mod scan;
 mod sparse;
 pub mod store;
 
-pub use cli::{BackupCommand, workspace_state_dir};
+pub use cli::BackupCommand;
+pub use cli::paths::workspace_state_dir;
 pub use config::{BackupSettings, OnLimit};
 pub use error::{BackupError, BackupRef};
 pub use restore::{RestoreReport, restore};
-pub use retention::{PruneReason, PruneReport, PrunedVersion};
+pub use retention::report::{PruneReason, PruneReport, PrunedVersion};
 pub use store::BackupStore;
 pub use store::Saving;

@@ -7,20 +7,10 @@
 //! in it is that path's original, unless the gateway itself created the file earlier in
 //! the session (then there was no user content before it).
 
-use super::retention::PruneReport;
+use super::counts::Quota;
+use super::retention::report::PruneReport;
 use super::store::BackupStore;
 use crate::error::BackupError;
-
-/// Bytes held and being saved.
-#[derive(Debug, Default)]
-pub(crate) struct Quota {
-    /// Data bytes of the committed versions (None until counted once).
-    pub committed: Option<u64>,
-    /// Data bytes reserved by saves in progress.
-    pub in_flight: u64,
-    /// Prunes made to make room, not yet recorded by the gateway.
-    pub reports: Vec<PruneReport>,
-}
 
 impl BackupStore {
     /// Reserves `want` bytes for a new version of `rel_path`, pruning to make room if

@@ -2,6 +2,7 @@
 //! removes crash leftovers: `leftovers`).
 
 mod leftovers;
+pub(crate) mod report;
 
 use std::collections::{BTreeMap, HashSet};
 use std::io;
@@ -12,76 +13,12 @@ use time::OffsetDateTime;
 use super::config::Retention;
 use super::layout::{self, DATA_SUFFIX, META_SUFFIX};
 use super::store::{BackupStore, Place, Version, sync_dir};
-use crate::error::{BackupError, BackupRef};
+use crate::error::BackupError;
+use report::{PruneReason, PruneReport, PrunedVersion};
 
 /// The periodic pass over the whole store runs at least this often (given enough saves)
 /// however large the store is, for `max_age` of files no save touches.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(600);
-
-/// When the last pass over the whole store ran, and how many versions it left.
-#[derive(Debug)]
-pub(crate) struct Sweep {
-    /// The save count (see [`BackupStore::sweep_due`]) when it was started.
-    saves: u64,
-    /// Versions it left.
-    versions: u64,
-    /// When it was started.
-    at: Instant,
-}
-
-impl Default for Sweep {
-    fn default() -> Self {
-        Sweep {
-            saves: 0,
-            versions: 0,
-            at: Instant::now(),
-        }
-    }
-}
-
-/// Which retention rule removed a version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PruneReason {
-    /// More than `keep_versions` newer versions of the same file exist.
-    KeepVersions,
-    /// Older than `max_age`.
-    MaxAge,
-    /// Removed, oldest first, to get the store under `max_total_bytes`.
-    MaxTotalBytes,
-}
-
-/// One removed version and why.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct PrunedVersion {
-    /// The version that was removed.
-    pub backup: BackupRef,
-    /// The rule that removed it.
-    pub reason: PruneReason,
-}
-
-/// What a prune did, for the audit log.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct PruneReport {
-    /// Versions removed, in the order they were removed.
-    pub removed: Vec<PrunedVersion>,
-    /// Versions left.
-    pub kept_versions: usize,
-    /// Bytes of content left.
-    pub kept_bytes: u64,
-    /// The store is still over `max_total_bytes` because only newest versions remain.
-    pub over_budget: bool,
-    /// Crash leftovers (versions without a complete record, temp files) older than an
-    /// hour removed.
-    pub leftovers_removed: usize,
-}
-
-impl PruneReport {
-    /// Bytes (of content) the removed versions held.
-    pub fn removed_bytes(&self) -> u64 {
-        self.removed.iter().map(|p| p.backup.size).sum()
-    }
-}
 
 impl BackupStore {
     /// Applies the retention rules of `[backup]` to the whole store and reports what it

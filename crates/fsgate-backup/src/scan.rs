@@ -7,7 +7,7 @@ use std::io::{self, Read};
 
 use cap_std::fs::{Dir, File};
 
-use super::layout::{self, META_SUFFIX, VERSIONS_DIR};
+use super::layout::{self, META_SUFFIX, VERSIONS_DIR, names};
 use super::packed;
 use super::store::{BackupStore, Place, Version};
 use crate::error::{BackupError, BackupRef};
@@ -188,18 +188,6 @@ impl BackupStore {
             Err(e) => Err(BackupError::io("open", shard)(e)),
         }
     }
-}
-
-/// The names in a directory (names that are not UTF-8 are not the store's: skipped).
-pub(crate) fn names(dir: &Dir, shown: &str) -> Result<Vec<String>, BackupError> {
-    let mut out = Vec::new();
-    for entry in dir.entries().map_err(BackupError::io("list", shown))? {
-        let entry = entry.map_err(BackupError::io("list", shown))?;
-        if let Ok(name) = entry.file_name().into_string() {
-            out.push(name);
-        }
-    }
-    Ok(out)
 }
 
 /// Reads and checks the one-file version `name` in shard `shard`.

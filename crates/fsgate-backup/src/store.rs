@@ -13,9 +13,9 @@ use fsgate_base::sha256::Sha256;
 use time::OffsetDateTime;
 
 use super::config::{Retention, SizeLimits};
+use super::counts::{Quota, Sweep};
 use super::layout::{self, FILES_DIR, Sidecar, VERSIONS_DIR};
 use super::packed;
-use super::quota::Quota;
 use super::sparse::{Caps, Copied, CopyError, NoClone, Sizes, copy_sized};
 use crate::config::BackupSettings;
 use crate::error::{BackupError, BackupRef};
@@ -57,7 +57,7 @@ pub struct BackupStore {
     /// backup: see `init`).
     layout_durable: AtomicBool,
     /// When the last pass over the whole store ran, and what it found.
-    pub(crate) sweep: Mutex<super::retention::Sweep>,
+    pub(crate) sweep: Mutex<Sweep>,
     /// Devices whose files cannot be cloned into the store (no `FICLONE` tried again).
     no_clone: NoClone,
     /// False once an unnamed file made in `versions/` could not be linked into a shard
@@ -182,7 +182,7 @@ impl BackupStore {
             // may be in the page cache only, from a process that made the store and
             // ended before its first backup.
             layout_durable: AtomicBool::new(false),
-            sweep: Mutex::new(super::retention::Sweep::default()),
+            sweep: Mutex::new(Sweep::default()),
             no_clone: NoClone::default(),
             spares: AtomicBool::new(true),
             location: dir.to_path_buf(),
@@ -190,7 +190,7 @@ impl BackupStore {
     }
 
     /// What a change does when its backup would pass a size limit.
-    pub fn on_limit(&self) -> super::OnLimit {
+    pub fn on_limit(&self) -> crate::config::OnLimit {
         self.limits.on_limit
     }
 
@@ -481,7 +481,7 @@ impl BackupStore {
         let present = if self.shards_listed.swap(true, Ordering::AcqRel) {
             Vec::new()
         } else {
-            super::scan::names(&self.versions, VERSIONS_DIR)?
+            layout::names(&self.versions, VERSIONS_DIR)?
         };
         sync_dir(&self.versions).map_err(BackupError::io("sync", VERSIONS_DIR))?;
         let shards = present.iter().map(String::as_str).chain([shard]);

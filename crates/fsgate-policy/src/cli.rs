@@ -9,9 +9,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::content::ContentTraceStep;
+use super::diff::item::{Direction, Item};
 use super::diff::{
-    DiffReport, Direction, FileScan, Item, content_files, decision_items, diff, setting_items,
-    sort_items, test_paths, workspace_paths,
+    DiffReport, FileScan, content_files, decision_items, diff, setting_items, sort_items,
+    test_paths, workspace_paths,
 };
 use super::full_decision::{FullDecision, decide_access_with_content, effect_name};
 use super::lint::{LintOptions, Severity, lint_file, only};

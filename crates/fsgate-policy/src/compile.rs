@@ -7,10 +7,12 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use toml::Spanned;
 
+use super::error::PolicyError;
+use super::position::line_col;
 use super::raw::{RawPolicy, RawRule};
-use super::{Limits, OpClass, PolicyError, Rule, SecretPattern};
 use fsgate_base::path::RelPath;
 use fsgate_decide::{BinaryMode, Condition, Effect, Secrets, Waivers};
+use fsgate_decide::{Limits, OpClass, Rule, SecretPattern};
 use fsgate_sandbox::agent_config::user_home;
 use fsgate_sandbox::{AgentConfigError, AgentSettings, Protected};
 
@@ -47,17 +49,6 @@ pub(crate) const DEFAULT_LIMITS: Limits = Limits {
     max_message_bytes: 24 * MIB,
 };
 
-/// Where in the source a value sits: 1-based line and column.
-pub(crate) fn line_col(src: &str, offset: usize) -> (usize, usize) {
-    let before = &src[..offset.min(src.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before
-        .rfind('\n')
-        .map_or(before.len(), |i| before.len() - i - 1)
-        + 1;
-    (line, col)
-}
-
 fn at<T>(src: &str, s: &Spanned<T>) -> usize {
     line_col(src, s.span().start).0
 }
@@ -67,7 +58,7 @@ pub(crate) struct Compiled {
     pub secrets: Secrets,
     pub waivers: Waivers,
     pub limits: Limits,
-    pub content: Option<super::ContentScanner>,
+    pub content: Option<super::content::ContentScanner>,
     pub agent: AgentSettings,
 }
 
@@ -91,7 +82,7 @@ pub(crate) fn compile(
     // compiled on a second thread meanwhile, when a thread can be had; their errors come
     // after the others', as in file order. The built-in rules alone are compiled on
     // first use: making a thread for them would cost more than it saves.
-    let content_rules = || super::content::compile(raw.content.as_ref(), src, base);
+    let content_rules = || super::content::build::compile(raw.content.as_ref(), src, base);
     let (head, content) = std::thread::scope(|scope| {
         let second = match &raw.content {
             Some(c) if c.compiles_own_regexes() => std::thread::Builder::new()
@@ -496,7 +487,7 @@ fn compile_rule(i: usize, r: &RawRule, src: &str) -> Result<Rule, PolicyError> {
         line,
         message,
     };
-    if id.is_empty() || id.starts_with("secrets:") || id == super::DEFAULT_DENY {
+    if id.is_empty() || id.starts_with("secrets:") || id == fsgate_decide::DEFAULT_DENY {
         return Err(invalid(
             "id",
             at(src, &r.id),
@@ -592,7 +583,7 @@ fn rule_workspaces(
     }
     let mut out = Vec::with_capacity(names.len());
     for n in names {
-        if !crate::valid_workspace_name(n.get_ref()) {
+        if !fsgate_base::state::valid_workspace_name(n.get_ref()) {
             return Err(invalid(
                 "workspaces",
                 at(src, n),

@@ -4,34 +4,22 @@
 //! line; the merge then works on the compiled rules ([`merge`]). The chain is read in
 //! [`extends`], the sets expanded in [`sets`].
 
-mod extends;
+pub(crate) mod extends;
+mod layer;
 mod merge;
 mod sets;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use fsgate_base::sha256::Sha256;
 
-use super::PolicyError;
 use super::compile::{self, Compiled};
+use super::error::PolicyError;
 use super::raw::RawPolicy;
-pub(crate) use extends::read_base;
 use extends::{chain, chain_sha256};
+use layer::{Inherited, Layer};
 use sets::expand_sets;
-
-/// One file of a chain.
-pub(crate) struct Layer {
-    pub raw: RawPolicy,
-    pub text: String,
-    /// The file's name in errors.
-    pub origin: String,
-    /// The directory its relative paths are relative to.
-    pub dir: Option<PathBuf>,
-}
-
-/// Rules a base file wrote: (rule id, file).
-pub(crate) type Inherited = Vec<(String, String)>;
 
 /// A compiled policy and what it was built from.
 pub(crate) struct Built {

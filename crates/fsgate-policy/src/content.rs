@@ -11,7 +11,7 @@
 //! been planted by one (on read); an in-band opt-out would be a bypass.
 
 mod allow;
-mod build;
+pub(crate) mod build;
 mod builtin;
 mod clean;
 pub(crate) mod format;
@@ -21,11 +21,9 @@ use aho_corasick::AhoCorasick;
 use regex::Regex;
 use regex::bytes::Regex as BytesRegex;
 
-use super::OpClass;
 use allow::{Allow, Target};
 use fsgate_base::path::RelPath;
-
-pub(crate) use build::compile;
+use fsgate_decide::OpClass;
 
 /// A secret found in content. Carries no part of the content itself, so it can go into
 /// refusals and audit records as is.

@@ -85,3 +85,8 @@ pub(crate) fn decide_access_with_content(
 pub(crate) fn effect_name(e: Effect) -> &'static str {
     e.as_str()
 }
+
+/// A decision as `policy diff` shows it: `allow (rule)`.
+pub(crate) fn shown(d: &FullDecision) -> String {
+    format!("{} ({})", effect_name(d.effect), d.rule)
+}

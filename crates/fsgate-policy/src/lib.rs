@@ -14,12 +14,14 @@ mod compile;
 mod compose;
 pub(crate) mod content;
 pub(crate) mod diff;
+mod error;
 pub mod floor;
 mod full_decision;
 pub mod http;
 pub mod lint;
 pub mod media;
 pub(crate) mod oversight;
+mod position;
 pub(crate) mod raw;
 pub(crate) mod schema;
 mod settings;
@@ -31,6 +33,7 @@ use std::path::Path;
 pub use content::{ContentHit, ContentScanner};
 use fsgate_decide::{Engine, SecretPattern};
 // The engine's names, for this crate's own modules only (never re-exported).
+pub use error::PolicyError;
 pub(crate) use fsgate_decide::{
     Access, DEFAULT_DENY, Decision, Effect, EntryKind, Limits, OpClass, PathFacts, Rule, TraceStep,
 };
@@ -39,57 +42,6 @@ pub use settings::Settings;
 
 /// The text of the built-in default policy (`policies/default.toml`).
 pub const DEFAULT_POLICY_TOML: &str = include_str!("../../../policies/default.toml");
-
-/// Why a policy cannot be loaded. The process refuses to start on any of these.
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyError {
-    /// The file could not be read.
-    #[error("cannot read policy {path}: {source}")]
-    Read {
-        /// The file.
-        path: String,
-        /// Why it could not be read.
-        source: std::io::Error,
-    },
-    /// TOML syntax, unknown key or wrong type (the parser's message names key and line).
-    #[error("{origin}: {message}")]
-    Parse {
-        /// The file (or `<built-in default policy>`).
-        origin: String,
-        /// The parser's message.
-        message: String,
-    },
-    /// A value that parses but is not valid (bad glob, bad regex, unknown op...).
-    #[error("{key} (line {line}): {message}")]
-    Invalid {
-        /// The key, e.g. `rules[2].paths[0]`.
-        key: String,
-        /// Its line in the file (0: unknown).
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// Like `Invalid`, for a value whose column is known (a set reference, a waiver id).
-    #[error("{key} (line {line}, column {col}): {message}")]
-    Located {
-        /// The key.
-        key: String,
-        /// Its line.
-        line: usize,
-        /// Its column.
-        col: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// An error in a policy this one `extends` (or in how it extends it).
-    #[error("{file}: {source}")]
-    InFile {
-        /// The extended file.
-        file: String,
-        /// The error in it.
-        source: Box<PolicyError>,
-    },
-}
 
 /// A loaded, compiled policy. Immutable; share it behind an `Arc`.
 #[derive(Debug, Clone)]
@@ -318,7 +270,7 @@ fn describe_toml_error(e: &toml::de::Error, text: &str) -> String {
     let msg = e.message().trim().to_string();
     match e.span() {
         Some(span) => {
-            let (line, col) = compile::line_col(text, span.start);
+            let (line, col) = position::line_col(text, span.start);
             // Quote the offending line so the key is named even when the parser's
             // message only names the value.
             let source = text

@@ -1,9 +1,9 @@
 //! The `[[test]]` runner behind `fsgate policy test`: each case decided against its own
 //! policy, located by line, plus which rules no case exercised (coverage).
 
-use super::compile::line_col;
 pub use super::full_decision::FullDecision;
 use super::full_decision::{decide_access_with_content, effect_name};
+use super::position::line_col;
 use super::{Access, EntryKind, PathFacts, Policy};
 use fsgate_base::path::RelPath;
 use fsgate_decide::Effect;

@@ -30,7 +30,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use toml::Spanned;
 
-use super::{AgentAccess, AgentGrant, AgentNetwork, SandboxSettings};
+use crate::config::SandboxSettings;
+use crate::plan::{AgentAccess, AgentGrant, AgentNetwork};
 
 /// Environment variables a confined agent gets without the policy naming them: what a
 /// program needs to find its tools, speak the user's language, draw text and trust the
@@ -523,8 +524,7 @@ fn env_matches(pattern: &str, name: &str) -> bool {
     }
 }
 
-mod validate;
-pub use validate::credential_env_name;
+pub mod validate;
 
 #[cfg(test)]
 mod tests;

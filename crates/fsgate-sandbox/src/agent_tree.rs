@@ -10,23 +10,16 @@
 //!
 //! [`AgentTree::prepare`] reads `/proc/self/mountinfo` and `/proc/self/cgroup` and makes
 //! the cgroup by path; it runs before Landlock. Afterwards only the descriptors opened
-//! then are used (writes to open files are not checked by Landlock). Finding and making
-//! the cgroup is in `cgroup`.
+//! then are used (writes to open files are not checked by Landlock). Finding, making and
+//! ending the cgroup is in `cgroup`.
 
 mod cgroup;
 
-use std::fs::File;
-use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use cgroup::make_group;
-
-/// How long [`AgentTree::end`] waits for the kernel to empty the cgroup.
-const EMPTY_WAIT: Duration = Duration::from_secs(5);
+use cgroup::{Group, make_group};
 
 /// Where the agent's processes are kept together.
 pub enum AgentTree {
@@ -34,22 +27,6 @@ pub enum AgentTree {
     Cgroup(Group),
     /// None could be made: why.
     Unavailable(String),
-}
-
-/// An agent's cgroup and the descriptors that act on it after confinement.
-pub struct Group {
-    /// Its directory (for messages and the record).
-    dir: PathBuf,
-    /// `cgroup.procs`, open for writing: a process joins by writing `0`.
-    procs: File,
-    /// `cgroup.kill`, open for writing: `1` kills every process in it.
-    kill: File,
-    /// `cgroup.events`, open for reading: `populated 0` once it is empty.
-    events: File,
-    /// `cgroup.procs` again, open for reading: who is left.
-    members: File,
-    /// Already ended.
-    ended: bool,
 }
 
 impl AgentTree {
@@ -112,57 +89,4 @@ impl AgentTree {
             AgentTree::Unavailable(_) => Ok(0),
         }
     }
-}
-
-impl Group {
-    fn end(&mut self) -> Result<usize, String> {
-        if self.ended {
-            return Ok(0);
-        }
-        self.ended = true;
-        let left = count_procs(&mut self.members);
-        self.kill
-            .write_all(b"1")
-            .map_err(|e| format!("{}/cgroup.kill: {e}", self.dir.display()))?;
-        let deadline = Instant::now() + EMPTY_WAIT;
-        while populated(&mut self.events) {
-            if Instant::now() >= deadline {
-                return Err(format!(
-                    "{} did not empty in {EMPTY_WAIT:?}",
-                    self.dir.display()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        // Confined, fsgate may not remove it: the next start does (`sweep`).
-        let _ = std::fs::remove_dir(&self.dir);
-        Ok(left)
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Err(e) = self.end() {
-            tracing::warn!("ending the agent's process tree: {e}");
-        }
-    }
-}
-
-/// Whether `cgroup.events` says processes are still in the cgroup.
-fn populated(events: &mut File) -> bool {
-    let mut text = String::new();
-    let read = events
-        .rewind()
-        .and_then(|()| events.read_to_string(&mut text));
-    read.is_ok() && text.lines().any(|l| l == "populated 1")
-}
-
-/// How many processes are in the cgroup (best effort, for the record).
-fn count_procs(members: &mut File) -> usize {
-    let mut text = String::new();
-    let read = members
-        .rewind()
-        .and_then(|()| members.read_to_string(&mut text));
-    read.map(|_| text.lines().filter(|l| !l.is_empty()).count())
-        .unwrap_or(0)
 }

@@ -44,7 +44,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-use super::SandboxError;
+use crate::error::SandboxError;
 
 /// x32 system calls on x86_64: the native number with this bit set.
 const X32_SYSCALL_BIT: i64 = 0x4000_0000;

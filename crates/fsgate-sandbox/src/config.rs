@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use super::{Enforcement, SandboxError, SandboxStatus};
+use crate::error::SandboxError;
+use crate::status::{Enforcement, SandboxStatus};
 
 /// The `[sandbox]` section of a policy file.
 #[derive(Debug, Clone, Default, serde::Deserialize, PartialEq, schemars::JsonSchema)]

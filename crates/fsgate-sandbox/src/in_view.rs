@@ -16,11 +16,11 @@ use std::process::Command;
 
 use ::landlock::{AccessFs, BitFlags};
 
-use super::SandboxError;
 use super::child::ChildSetup;
 use super::landlock::{Rights, prepare_agent, probe, usable_abi};
 use super::plan::AgentPlan;
 use super::status::SandboxStatus;
+use crate::error::SandboxError;
 
 /// An agent's confinement, prepared for the view (see the module docs).
 pub struct ViewConfinement {

@@ -10,12 +10,12 @@ use ::landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
-use super::SandboxError;
 pub(crate) use super::child::harden_gateway;
 use super::child::{self, ChildSetup, UnixFilter};
 use super::describe::{AgentView, env_line, grant_line, network_line};
 use super::plan::{AgentAccess, AgentNetwork, AgentPlan, SandboxPlan};
 use super::status::{Enforcement, SandboxStatus};
+use crate::error::SandboxError;
 
 /// The ABI from which every restriction the plan asks for exists: truncate (3), TCP (4),
 /// device ioctl (5), abstract-socket and signal scoping (6).

@@ -12,6 +12,7 @@
 //! - [`agent_config`]: the `[agent]` policy section ([`AgentSettings`]): a confined
 //!   agent's own paths, environment, network and Unix sockets.
 //! - `plan`: what to allow: [`SandboxPlan`] for the gateway, [`AgentPlan`] for an agent.
+//! - `error`: what can go wrong ([`SandboxError`]).
 //! - `status`: what the kernel enforced ([`SandboxStatus`]), for the log, the
 //!   `initialize` result's `_meta.fsgate.sandbox` and `serve --check-sandbox`.
 //! - `landlock` (Linux): [`restrict_self`] and [`confine_agent_command`]; elsewhere
@@ -51,6 +52,7 @@ pub mod profile;
 pub(crate) mod status;
 
 mod describe;
+mod error;
 
 #[cfg(target_os = "linux")]
 mod child;
@@ -78,6 +80,7 @@ use std::sync::OnceLock;
 
 pub use agent_config::{AgentConfigError, AgentSettings};
 pub use config::SandboxSettings;
+pub use error::SandboxError;
 pub use plan::{
     AgentAccess, AgentGrant, AgentNetwork, AgentPlan, DEFAULT_AGENT_DEVICES,
     DEFAULT_AGENT_SHELL_FILES, DEFAULT_AGENT_SYSTEM_PATHS, Protected, SandboxPlan,
@@ -86,43 +89,6 @@ pub use status::{Enforcement, SandboxStatus};
 
 #[cfg(target_os = "linux")]
 pub use in_view::ViewConfinement;
-
-/// Everything that can go wrong while building or applying a sandbox.
-#[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
-    /// The Landlock library or syscalls refused the ruleset.
-    #[error("landlock: cannot {stage}: {source}")]
-    Landlock {
-        /// Which step failed ("create the ruleset", "add the rule for the audit dir", ...).
-        stage: String,
-        /// The underlying error.
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// A file or directory named in a plan cannot be used.
-    #[error("sandbox: {what}: {source}")]
-    Io {
-        /// What was being done, naming the path or handle.
-        what: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// An agent plan would give the agent a way into a protected directory.
-    #[error(
-        "sandbox: agent path {allowed} overlaps the protected {protected}; the agent could bypass the gateway"
-    )]
-    Overlap {
-        /// The path the plan allows the agent.
-        allowed: String,
-        /// The protected path (workspace, audit or backup dir).
-        protected: String,
-    },
-    /// `[sandbox] require_landlock = true` and the kernel did not fully enforce the plan.
-    #[error("[sandbox] require_landlock = true, but {status}; refusing to start")]
-    NotFullyEnforced {
-        /// What was enforced.
-        status: Box<SandboxStatus>,
-    },
-}
 
 /// Status of the sandbox applied to this process by [`restrict_self`], if any.
 static CURRENT: OnceLock<SandboxStatus> = OnceLock::new();

@@ -12,7 +12,7 @@
 
 use seccompiler::sock_filter;
 
-use super::SandboxError;
+use crate::error::SandboxError;
 
 const TIOCSTI: u32 = 0x5412;
 const TIOCLINUX: u32 = 0x541C;

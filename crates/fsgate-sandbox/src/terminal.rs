@@ -14,7 +14,7 @@
 
 use seccompiler::BpfProgram;
 
-use super::SandboxError;
+use crate::error::SandboxError;
 
 /// The terminal devices a confined agent in the view may open, with device ioctls (ABI
 /// 5), when the filter below exists.

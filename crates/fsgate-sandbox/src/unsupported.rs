@@ -2,10 +2,10 @@
 
 use std::process::Command;
 
-use super::SandboxError;
 use super::describe::{AgentView, network_line};
 use super::plan::{AgentPlan, SandboxPlan};
 use super::status::{Enforcement, SandboxStatus};
+use crate::error::SandboxError;
 
 const REASON: &str = "Landlock is unsupported on this OS";
 

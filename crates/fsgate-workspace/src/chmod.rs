@@ -5,8 +5,9 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use fsgate_base::path::RelPath;
 
+use crate::error::WsError;
 use crate::open::{OpenKind, open_beneath};
-use crate::{Workspace, WsError};
+use crate::root::Workspace;
 
 impl Workspace {
     /// The permission bits (`0o7777`) of the regular file or directory `real`.

@@ -32,13 +32,15 @@ use std::sync::{Mutex, PoisonError};
 
 use cap_std::fs::Dir;
 
+use super::kind::FileKind;
 use super::open::open_dir;
 use super::permits::Permits;
 use super::walk::{
     Entry, Keeping, MAX_DEPTH, Mode, Visit, open_readable, read_entries, read_opened, walk_dir,
     walk_from,
 };
-use super::{FileKind, Workspace, WsError};
+use crate::error::WsError;
+use crate::root::Workspace;
 use fsgate_base::path::RelPath;
 
 /// What a gathering walk does with one entry.

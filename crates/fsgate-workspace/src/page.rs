@@ -1,13 +1,15 @@
 //! One page of a directory's entries: those after a name (the cursor), in name order,
 //! at most a page's worth, with memory bounded by the page and not by the directory.
 //!
-//! A directory of up to [`WHOLE_DIR`] entries is read whole and sorted as before (and
-//! its names kept in the directory cache). A larger one is streamed: each entry read is
-//! offered to a max-heap holding the `max` smallest names after the cursor that the
-//! caller keeps, so 200,000 entries take the memory of one page. Each page costs one
-//! read of the whole directory; the cursor is a name, so entries added or removed
-//! between pages shift nothing. The one read of a directory is in `stream`.
+//! A directory of up to [`WHOLE_DIR`](spec::WHOLE_DIR) entries is read whole and sorted
+//! as before (and its names kept in the directory cache). A larger one is streamed: each
+//! entry read is offered to a max-heap holding the `max` smallest names after the cursor
+//! that the caller keeps, so 200,000 entries take the memory of one page. Each page
+//! costs one read of the whole directory; the cursor is a name, so entries added or
+//! removed between pages shift nothing. The one read of a directory is in `stream`; what
+//! a page asks for, in `spec`.
 
+pub(crate) mod spec;
 mod stream;
 
 use cap_std::fs::Dir;
@@ -15,13 +17,13 @@ use cap_std::fs::Dir;
 use super::dir_cache;
 use super::kind::FileKind;
 use super::open::open_dir;
-use super::walk::{Mode, entry_from, entry_meta, sort_by_name};
-use super::{Entry, Workspace, WsError};
+use super::walk::Entry;
+use super::walk::{Mode, sort_by_name};
+use crate::error::WsError;
+use crate::root::Workspace;
 use fsgate_base::path::RelPath;
+use spec::{PageSpec, with_meta};
 use stream::{Named, Streamed, stream};
-
-/// Entries a directory may hold and still be read whole (and cached).
-pub(crate) const WHOLE_DIR: usize = 16_384;
 
 /// A page of entries, in name order.
 #[derive(Debug)]
@@ -30,18 +32,6 @@ pub struct Page {
     pub entries: Vec<Entry>,
     /// More kept entries follow the last one.
     pub more: bool,
-}
-
-/// What a page asks for.
-pub struct PageSpec<'a> {
-    /// Only names after this one (bytewise), if given.
-    pub after: Option<&'a str>,
-    /// At most this many entries.
-    pub max: usize,
-    /// Entries carry metadata (`ls`); else names and kinds only.
-    pub metadata: bool,
-    /// The metadata is read before `keep` sees an entry (a size condition needs it).
-    pub meta_first: bool,
 }
 
 impl Workspace {
@@ -92,18 +82,6 @@ impl Workspace {
     }
 }
 
-/// The entry `name` of `dir` at `base`, with metadata if the page asks for it.
-fn with_meta(dir: &Dir, base: &RelPath, spec: &PageSpec<'_>, name: &str, kind: FileKind) -> Entry {
-    let meta = if spec.metadata {
-        std::ffi::CString::new(name)
-            .ok()
-            .and_then(|c| entry_meta(dir, &c, Mode::Lenient).ok().flatten())
-    } else {
-        None
-    };
-    entry_from(base, name, kind, meta)
-}
-
 /// The page from names already in order.
 fn from_sorted<'n>(
     dir: &Dir,
@@ -131,6 +109,7 @@ fn from_sorted<'n>(
 
 #[cfg(test)]
 mod tests {
+    use super::spec::WHOLE_DIR;
     use super::*;
 
     fn pages(ws: &Workspace, max: usize, metadata: bool) -> Vec<Vec<String>> {

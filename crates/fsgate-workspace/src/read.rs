@@ -7,7 +7,8 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::time::SystemTime;
 
 use super::open::{OpenKind, open_beneath};
-use super::{Workspace, WsError};
+use crate::error::WsError;
+use crate::root::Workspace;
 use fsgate_base::path::RelPath;
 
 /// Bytes read from a file, with the metadata of the opened descriptor.

@@ -16,7 +16,8 @@ use rustix::fs::{AtFlags, unlinkat};
 
 use super::kind::FileKind;
 use super::walk::{Entry, MAX_DEPTH, Mode, Visit, Visitor, walk_dir};
-use super::{Workspace, WsError};
+use crate::error::WsError;
+use crate::root::Workspace;
 use fsgate_base::path::RelPath;
 
 /// What an entry was when inspected: its kind and (device, inode).

@@ -13,7 +13,8 @@ use std::collections::VecDeque;
 use std::io;
 use std::path::{Component, Path};
 
-use super::{Workspace, WsError};
+use crate::error::WsError;
+use crate::root::Workspace;
 use fsgate_base::path::RelPath;
 
 /// Most symlinks followed while resolving one path (Linux's own limit).

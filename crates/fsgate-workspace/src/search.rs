@@ -22,7 +22,8 @@ use super::open::open_file_in;
 use super::permits::Permits;
 use super::read::check_regular;
 use super::walk::{Entry, Visit};
-use super::{Workspace, WsError};
+use crate::error::WsError;
+use crate::root::Workspace;
 use fsgate_base::path::RelPath;
 
 /// Longest line returned by grep; longer lines are cut (minified files).

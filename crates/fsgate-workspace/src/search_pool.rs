@@ -36,7 +36,8 @@ use super::search::{
     Caps, Found, GrepOptions, GrepOutcome, Merge, Scratch, descend_or_skip, search_in, wanted,
 };
 use super::walk::{Entry, MAX_DEPTH, Mode, Visit, Visitor, walk_dir};
-use super::{Workspace, WsError};
+use crate::error::WsError;
+use crate::root::Workspace;
 use fsgate_base::path::RelPath;
 
 /// Files handed out and not yet taken into the answer, per searching thread.

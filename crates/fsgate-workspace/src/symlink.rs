@@ -5,10 +5,12 @@ use std::path::PathBuf;
 
 use fsgate_base::path::RelPath;
 
+use crate::error::WsError;
 use crate::open::open_dir;
+use crate::read::StatInfo;
 use crate::read::stat_info;
+use crate::root::Workspace;
 use crate::write::{split, sync_dir};
-use crate::{StatInfo, Workspace, WsError};
 
 /// The longest target a link may hold (the kernel's `PATH_MAX`, its final NUL
 /// included).
@@ -46,7 +48,7 @@ impl Workspace {
         .map_err(|e| WsError::from_io(e.into()))?;
         let file = std::fs::File::from(fd);
         let mut info = stat_info(&file.metadata()?);
-        if info.kind == crate::FileKind::Symlink {
+        if info.kind == crate::kind::FileKind::Symlink {
             // readlinkat with an empty name reads the link the O_PATH descriptor holds.
             let target = rustix::fs::readlinkat(&file, "", Vec::new())
                 .map_err(|e| WsError::from_io(e.into()))?;

@@ -21,7 +21,8 @@ use super::dir_cache;
 use super::kind::FileKind;
 use super::open::open_dir;
 use super::read::format_time;
-use super::{Workspace, WsError};
+use crate::error::WsError;
+use crate::root::Workspace;
 use fsgate_base::path::RelPath;
 
 /// Deepest nesting the gateway inspects, and creates: entries at most this many levels

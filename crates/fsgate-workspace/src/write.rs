@@ -4,7 +4,7 @@
 //! same directory (see [`super::atomic`]), is fsynced, and renamed over the target, so a
 //! reader sees the old content or the new, never half of it.
 
-mod entries;
+pub(crate) mod entries;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -15,10 +15,9 @@ use super::atomic::{self, Staged};
 use super::open::open_dir;
 use super::sync_pool;
 use super::temp_name::TempName;
-use super::{Workspace, WsError};
+use crate::error::WsError;
+use crate::root::Workspace;
 use fsgate_base::path::RelPath;
-
-pub use entries::Removal;
 
 /// What a write may replace at its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,6 +365,7 @@ fn sync_staged(mut staged: Staged) -> std::io::Result<Staged> {
 
 #[cfg(test)]
 mod tests {
+    use super::entries::Removal;
     use super::*;
 
     /// A file that appears at a new file's name after the gateway found none (and so

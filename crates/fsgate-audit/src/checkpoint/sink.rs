@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::AuditError;
+use crate::error::AuditError;
 
 /// Where a copy of every checkpoint goes (`[audit] checkpoint_sink`).
 #[derive(Debug)]

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 pub use config::{Facility, ShipDestination, check_all};
 
-use crate::AuditLog;
+use crate::writer::AuditLog;
 
 /// How long a stopping gateway keeps shipping what is left (its `stop` record
 /// included) before it exits; what is not confirmed by then goes at the next start.

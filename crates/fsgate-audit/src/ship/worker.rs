@@ -13,8 +13,9 @@ use super::cursor::CursorFile;
 use super::endpoint::Endpoint;
 use super::frame::{self, Header};
 use super::reader::LogReader;
+use crate::canonical;
+use crate::record::AuditEvent;
 use crate::writer::Tap;
-use crate::{AuditEvent, canonical};
 
 /// Bytes of records read and framed per send.
 const BATCH_BYTES: usize = 64 * 1024;

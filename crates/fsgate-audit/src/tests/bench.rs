@@ -174,7 +174,9 @@ fn line_check_parts() {
     let mut scratch = Vec::new();
     let t = Instant::now();
     for _ in 0..n {
-        std::hint::black_box(record::check_line(std::hint::black_box(line), &mut scratch).unwrap());
+        std::hint::black_box(
+            crate::line::check_line(std::hint::black_box(line), &mut scratch).unwrap(),
+        );
     }
     println!(
         "check_line: {:.0} ns ({} bytes)",
@@ -275,7 +277,6 @@ fn append_parts() {
 #[test]
 #[ignore = "measurement"]
 fn verify_breakdown() {
-    use crate::record;
     let dir = bench_dir();
     let path = dir.path().join("audit.jsonl");
     let s = AuditSettings {
@@ -292,13 +293,13 @@ fn verify_breakdown() {
         let bytes = std::fs::read(&path).unwrap();
         let t_read = t.elapsed();
         let t = Instant::now();
-        let lines: Vec<(usize, &[u8])> = record::lines(&bytes).collect();
+        let lines: Vec<(usize, &[u8])> = crate::line::lines(&bytes).collect();
         let t_lines = t.elapsed();
         let t = Instant::now();
         let mut scratch = Vec::new();
         let infos: Vec<_> = lines
             .iter()
-            .map(|(_, l)| record::check_line(l, &mut scratch))
+            .map(|(_, l)| crate::line::check_line(l, &mut scratch))
             .collect();
         let t_check = t.elapsed();
         let t = Instant::now();

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 
 use fsgate_base::text::Esc;
 
-use super::{default_backup_dir, to_rel_path};
-use crate::{BackupError, BackupRef, BackupSettings, BackupStore};
+use super::paths::{default_backup_dir, to_rel_path};
+use crate::config::BackupSettings;
+use crate::error::{BackupError, BackupRef};
+use crate::store::BackupStore;
 
 pub(super) fn list(
     backup_dir: Option<PathBuf>,

@@ -8,8 +8,11 @@ use cap_std::fs::Dir;
 
 use fsgate_base::text::{Esc, eprint_line};
 
-use super::{default_backup_dir, ensure_outside_workspace, to_rel_path};
-use crate::{BackupError, BackupRef, BackupSettings, BackupStore, RestoreReport, restore};
+use super::paths::{default_backup_dir, ensure_outside_workspace, to_rel_path};
+use crate::config::BackupSettings;
+use crate::error::{BackupError, BackupRef};
+use crate::restore::{RestoreReport, restore};
+use crate::store::BackupStore;
 
 /// Receives the outcome of `fsgate backup restore` for the audit log.
 ///

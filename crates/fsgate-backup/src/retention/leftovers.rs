@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 
-use crate::BackupError;
-use crate::layout::{DATA_SUFFIX, FILES_DIR, META_SUFFIX, TMP_SUFFIX};
-use crate::scan::{Incomplete, names};
+use crate::error::BackupError;
+use crate::layout::{DATA_SUFFIX, FILES_DIR, META_SUFFIX, TMP_SUFFIX, names};
+use crate::scan::Incomplete;
 use crate::store::BackupStore;
 
 /// Incomplete files (crash leftovers) younger than this are left alone: they may belong

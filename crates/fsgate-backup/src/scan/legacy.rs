@@ -5,9 +5,8 @@ use std::io;
 
 use cap_std::fs::Dir;
 
-use super::names;
-use crate::BackupError;
-use crate::layout::{self, FILES_DIR, META_SUFFIX, Sidecar};
+use crate::error::BackupError;
+use crate::layout::{self, FILES_DIR, META_SUFFIX, Sidecar, names};
 use crate::store::{BackupStore, Place, Version};
 
 impl BackupStore {

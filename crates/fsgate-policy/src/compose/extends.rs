@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use fsgate_base::sha256::Sha256;
 
-use super::Layer;
-use crate::PolicyError;
-use crate::compile::line_col;
+use super::layer::Layer;
+use crate::error::PolicyError;
+use crate::position::line_col;
 use crate::raw::RawPolicy;
 
 /// How many files an `extends` chain may hold, the extending file included.

@@ -5,12 +5,15 @@
 
 use std::path::PathBuf;
 
-use super::Layer;
-use crate::compile::{self, Compiled, key_line, line_col, section_line};
+use super::layer::{Inherited, Layer};
+use crate::compile::{self, Compiled, key_line, section_line};
+use crate::content::ContentScanner;
 use crate::diff::sections;
+use crate::error::PolicyError;
+use crate::position::line_col;
 use crate::raw::{RawContent, RawLimits, RawPolicy};
-use crate::{ContentScanner, Limits, OpClass, PolicyError, Rule, SecretPattern};
 use fsgate_decide::{BinaryMode, Effect};
+use fsgate_decide::{Limits, OpClass, Rule, SecretPattern};
 
 /// The chain merged so far.
 pub(crate) struct Merged {
@@ -88,7 +91,7 @@ impl Merged {
     }
 
     /// The compiled policy, the merged file, and the rules a base file wrote (id, file).
-    pub(crate) fn finish(mut self) -> Result<(Compiled, RawPolicy, super::Inherited), PolicyError> {
+    pub(crate) fn finish(mut self) -> Result<(Compiled, RawPolicy, Inherited), PolicyError> {
         let inherited = self
             .rules
             .iter()
@@ -455,7 +458,7 @@ impl Merged {
             allowlists: b.allowlists,
         };
         let (src, dir) = &self.content_from;
-        self.content = crate::content::compile(Some(&merged), src, dir.as_deref())?;
+        self.content = crate::content::build::compile(Some(&merged), src, dir.as_deref())?;
         self.raw.content = Some(merged);
         Ok(())
     }

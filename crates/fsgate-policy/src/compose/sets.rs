@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-use crate::PolicyError;
-use crate::compile::{self, line_col};
+use crate::compile;
+use crate::error::PolicyError;
+use crate::position::line_col;
 use crate::raw::RawPolicy;
 
 /// Replaces every `"@name"` entry of a rule's `paths` by the set's globs, keeping the

@@ -15,8 +15,9 @@ use super::format::{
 };
 use super::regexes::{bytes_regex, text_regex};
 use super::{Allow, CRule, ContentScanner, ContentSource, Pattern, Required, Target};
-use crate::compile::line_col;
-use crate::{OpClass, PolicyError};
+use crate::error::PolicyError;
+use crate::position::line_col;
+use fsgate_decide::OpClass;
 
 /// Gitleaks follows `[extend] path` two levels deep; so do we.
 const MAX_EXTEND_DEPTH: usize = 2;
@@ -314,7 +315,7 @@ fn load_gitleaks(
     sources: &mut Vec<ContentSource>,
     errs: &Errs<'_>,
 ) -> Result<Layer, PolicyError> {
-    let text = crate::compose::read_base(path)
+    let text = crate::compose::extends::read_base(path)
         .map_err(|e| file_err(errs, path, 0, format!("cannot read gitleaks config: {e}")))?;
     sources.push(ContentSource {
         path: path.to_path_buf(),

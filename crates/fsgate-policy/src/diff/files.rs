@@ -4,8 +4,8 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::{Direction, Item, shown};
-use crate::full_decision::decide_with_content;
+use super::item::{Direction, Item};
+use crate::full_decision::{decide_with_content, shown};
 use crate::{EntryKind, OpClass, Policy};
 use fsgate_base::path::RelPath;
 

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::{Direction, Item};
+use super::item::{Direction, Item};
 use crate::{OpClass, Policy, Rule};
 use fsgate_decide::Effect;
 

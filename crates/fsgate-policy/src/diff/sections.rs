@@ -6,7 +6,7 @@
 
 use toml::{Table, Value};
 
-use super::{Direction, Item};
+use super::item::{Direction, Item};
 
 /// The sections compared, in report order.
 const SECTIONS: [&str; 10] = [

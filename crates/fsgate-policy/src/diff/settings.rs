@@ -1,6 +1,6 @@
 //! Differences in `[limits]`, secret-name patterns and content rules.
 
-use super::{Direction, Item};
+use super::item::{Direction, Item};
 use crate::content::ContentRuleShape;
 use crate::{ContentScanner, Limits, OpClass, Policy, SecretPattern};
 use fsgate_decide::BinaryMode;

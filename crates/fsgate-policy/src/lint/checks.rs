@@ -20,7 +20,8 @@ use fsgate_decide::Condition;
 use fsgate_decide::Effect;
 use fsgate_decide::floor::{FixedFloor, FloorKind};
 use fsgate_sandbox::Protected;
-use fsgate_sandbox::agent_config::{credential_env_name, user_home};
+use fsgate_sandbox::agent_config::user_home;
+use fsgate_sandbox::agent_config::validate::credential_env_name;
 
 /// Read and write limits above this are flagged (100 MiB).
 pub(super) const SANE_MAX_FILE_BYTES: u64 = 100 * 1024 * 1024;

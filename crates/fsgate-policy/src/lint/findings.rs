@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::Policy;
-use crate::compile::line_col;
+use crate::position::line_col;
 use fsgate_base::text::Esc;
 
 /// How bad a finding is. Errors and warnings make `policy check` exit 1; notes do not.

@@ -307,7 +307,7 @@ fn rule_ext(id: &str, effect: &str, ops: &str, paths: &str, exts: &str) -> Strin
 /// The position of the `n`th occurrence of `needle` in `text`, 1-based.
 fn pos_of(text: &str, needle: &str) -> (usize, usize) {
     let at = text.find(needle).expect("needle");
-    crate::compile::line_col(text, at)
+    crate::position::line_col(text, at)
 }
 
 #[test]

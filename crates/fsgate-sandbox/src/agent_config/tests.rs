@@ -1,8 +1,9 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::validate::credential_env_name;
 use super::*;
-use crate::Protected;
+use crate::plan::Protected;
 
 const FULL: &str = r#"
 read = ["~/.config/agent-x", "/srv/models"]

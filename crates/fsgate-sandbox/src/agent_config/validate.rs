@@ -9,7 +9,7 @@ use toml::Spanned;
 use super::{
     AgentConfigError, AgentSettings, NetworkSetting, ProtectedReach, SET_BY_FSGATE, expand, invalid,
 };
-use crate::{AgentAccess, Protected};
+use crate::plan::{AgentAccess, Protected};
 
 /// Places under the operator's home where credentials usually live: a grant reaching
 /// one draws a `policy check` warning.

@@ -1,14 +1,34 @@
 //! Making the agent's cgroup, before Landlock: fsgate's own cgroup v2 directory found
 //! from `/proc/self/cgroup` and `/proc/self/mountinfo`, the cgroups a crashed fsgate
-//! left behind swept, and the new cgroup's control files opened.
+//! left behind swept, and the new cgroup's control files opened; and ending it when the
+//! session ends.
 
+use std::fs::File;
+use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::Group;
-
 /// Prefix of the cgroups fsgate makes, so a later start can clean up after a crash.
 const PREFIX: &str = "fsgate-agent-";
+
+/// How long ending the agent's tree waits for the kernel to empty the cgroup.
+const EMPTY_WAIT: Duration = Duration::from_secs(5);
+
+/// An agent's cgroup and the descriptors that act on it after confinement.
+pub struct Group {
+    /// Its directory (for messages and the record).
+    pub(super) dir: PathBuf,
+    /// `cgroup.procs`, open for writing: a process joins by writing `0`.
+    pub(super) procs: File,
+    /// `cgroup.kill`, open for writing: `1` kills every process in it.
+    kill: File,
+    /// `cgroup.events`, open for reading: `populated 0` once it is empty.
+    events: File,
+    /// `cgroup.procs` again, open for reading: who is left.
+    members: File,
+    /// Already ended.
+    ended: bool,
+}
 
 /// Makes the agent's cgroup under fsgate's own, after sweeping what a crashed fsgate
 /// left there, and opens its control files; on failure, removes it again.
@@ -118,6 +138,60 @@ fn sweep(own: &Path) {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+}
+
+impl Group {
+    /// Kills what is left in the cgroup and waits until it is empty (once).
+    pub(super) fn end(&mut self) -> Result<usize, String> {
+        if self.ended {
+            return Ok(0);
+        }
+        self.ended = true;
+        let left = count_procs(&mut self.members);
+        self.kill
+            .write_all(b"1")
+            .map_err(|e| format!("{}/cgroup.kill: {e}", self.dir.display()))?;
+        let deadline = Instant::now() + EMPTY_WAIT;
+        while populated(&mut self.events) {
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "{} did not empty in {EMPTY_WAIT:?}",
+                    self.dir.display()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Confined, fsgate may not remove it: the next start does (`sweep`).
+        let _ = std::fs::remove_dir(&self.dir);
+        Ok(left)
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Err(e) = self.end() {
+            tracing::warn!("ending the agent's process tree: {e}");
+        }
+    }
+}
+
+/// Whether `cgroup.events` says processes are still in the cgroup.
+fn populated(events: &mut File) -> bool {
+    let mut text = String::new();
+    let read = events
+        .rewind()
+        .and_then(|()| events.read_to_string(&mut text));
+    read.is_ok() && text.lines().any(|l| l == "populated 1")
+}
+
+/// How many processes are in the cgroup (best effort, for the record).
+fn count_procs(members: &mut File) -> usize {
+    let mut text = String::new();
+    let read = members
+        .rewind()
+        .and_then(|()| members.read_to_string(&mut text));
+    read.map(|_| text.lines().filter(|l| !l.is_empty()).count())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -170,7 +170,7 @@ impl AgentPlan {
 
     /// The first grant that would let the agent reach a protected path, as an error
     /// naming both and where the grant came from.
-    pub(crate) fn check_overlap(&self) -> Result<(), crate::SandboxError> {
+    pub(crate) fn check_overlap(&self) -> Result<(), crate::error::SandboxError> {
         let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         for g in &self.grants {
             if !g.path.exists() {
@@ -193,8 +193,8 @@ impl AgentPlan {
     }
 }
 
-fn overlap(g: &AgentGrant, prot: &Protected) -> crate::SandboxError {
-    crate::SandboxError::Overlap {
+fn overlap(g: &AgentGrant, prot: &Protected) -> crate::error::SandboxError {
+    crate::error::SandboxError::Overlap {
         allowed: format!("{} (from {})", g.path.display(), g.source),
         protected: format!("{} {}", prot.label, prot.path.display()),
     }
@@ -234,7 +234,7 @@ mod tests {
         for bad in [tmp.path(), home.as_path(), ws.as_path()] {
             let err = plan_with(bad, &ws, &home).check_overlap();
             assert!(
-                matches!(err, Err(crate::SandboxError::Overlap { .. })),
+                matches!(err, Err(crate::error::SandboxError::Overlap { .. })),
                 "{bad:?}"
             );
         }

@@ -7,10 +7,11 @@ use std::collections::BinaryHeap;
 use cap_std::fs::Dir;
 use rustix::fs::{OFlags, RawDir};
 
-use super::{PageSpec, WHOLE_DIR, with_meta};
+use super::spec::{PageSpec, WHOLE_DIR, with_meta};
+use crate::error::WsError;
 use crate::kind::FileKind;
+use crate::walk::Entry;
 use crate::walk::{DIRENT_BUF, DIRENTS, entry_from, kind_of};
-use crate::{Entry, WsError};
 use fsgate_base::path::RelPath;
 
 /// A name in the heap (ordered by name: names in a directory are unique), with its kind.

@@ -4,9 +4,10 @@
 
 use super::{Replace, allowed, split, sync_dir};
 use crate::atomic;
+use crate::error::WsError;
 use crate::open::open_dir;
+use crate::root::Workspace;
 use crate::walk::Entry;
-use crate::{Workspace, WsError};
 use fsgate_base::path::RelPath;
 
 /// What [`Workspace::remove`] was checked to remove.
@@ -61,14 +62,14 @@ impl Workspace {
 
     /// The kind of the entry at `real` itself (a final symlink is not followed), in
     /// [`StatInfo::kind`](crate::StatInfo)'s terms.
-    pub fn entry_kind(&self, real: &RelPath) -> Result<crate::FileKind, WsError> {
+    pub fn entry_kind(&self, real: &RelPath) -> Result<crate::kind::FileKind, WsError> {
         let (parent_rel, name) = split(real)?;
         let parent = open_dir(&self.root, &parent_rel).map_err(WsError::from_io)?;
         let ft = parent
             .symlink_metadata(name)
             .map_err(WsError::from_io)?
             .file_type();
-        Ok(crate::FileKind::from_predicates(
+        Ok(crate::kind::FileKind::from_predicates(
             ft.is_file(),
             ft.is_dir(),
             ft.is_symlink(),

@@ -1,0 +1,34 @@
+//! Start-up failures and their exit code.
+
+use std::process::ExitCode;
+
+use fsgate_policy::Policy;
+
+/// Exit code for invalid configuration or unreadable input.
+pub const EXIT_CONFIG: u8 = 2;
+
+/// A start-up failure. When the policy file does not load, every error in it is
+/// reported, located and with its hint, as `fsgate policy check` reports them.
+pub(super) fn fail_open(msg: &str, policy: Option<&std::path::Path>) -> ExitCode {
+    use std::io::Write;
+    if let Some(p) = policy
+        && Policy::load(p).is_err()
+    {
+        let mut err = std::io::stderr().lock();
+        if let Ok(n @ 1..) = fsgate_policy::cli::write_load_errors(p, &mut err) {
+            let p = fsgate_base::text::EscPath(p);
+            let _ = writeln!(
+                err,
+                "fsgate: invalid policy {p}: {n} error(s), nothing started \
+                 (`fsgate policy check {p}` lists the warnings too)"
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    }
+    fail(msg)
+}
+
+pub(super) fn fail(msg: &str) -> ExitCode {
+    fsgate_base::text::eprint_line(&format!("fsgate: {msg}"));
+    ExitCode::from(EXIT_CONFIG)
+}
