@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The house's figures, measured from the source alone (no build): methods on `Gateway`,
 the lines of the gateway's `lib.rs`, import circles between files of one crate, and the
-median / p90 lines of a non-test file. Test code (`#[cfg(test)]` items, `tests/`,
-`benches/`, `fuzz/`) is left out.
+median / p90 lines of a non-test file. Test code (`#[cfg(test)]` items, the files a
+`#[cfg(test)] mod x;` names, `tests/`, `benches/`, `fuzz/`) is left out.
 
     scripts/house-figures.py            # the figures
     scripts/house-figures.py --circles  # and the files of each circle
@@ -54,12 +54,44 @@ def crates():
     return found
 
 
-def sources(src):
+TEST_MOD_RE = re.compile(
+    r"#\[cfg\((?:test|all\(test[^\]]*\))\)\]\s*((?:#\[[^\]]*\]\s*)*)(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;"
+)
+PATH_ATTR_RE = re.compile(r'#\[path\s*=\s*"([^"]+)"\]')
+
+
+def test_files(src):
+    """The files only tests compile: each named by a `#[cfg(test)] mod x;`, with all
+    beneath it."""
+    out = set()
     for dirpath, dirs, files in os.walk(src):
-        dirs[:] = [d for d in dirs if d not in ("tests", "bin")]
         for f in files:
-            if f.endswith(".rs"):
-                yield os.path.join(dirpath, f)
+            if not f.endswith(".rs"):
+                continue
+            path = os.path.join(dirpath, f)
+            stem = f[:-3]
+            # A file's own modules live beside it (lib.rs, mod.rs) or in its directory.
+            base = dirpath if stem in ("lib", "main", "mod") else os.path.join(dirpath, stem)
+            for attrs, name in TEST_MOD_RE.findall(open(path, encoding="utf-8").read()):
+                named = PATH_ATTR_RE.search(attrs)
+                if named:
+                    out.add(os.path.normpath(os.path.join(dirpath, named.group(1))))
+                    continue
+                out.add(os.path.join(base, name + ".rs"))
+                out.add(os.path.join(base, name))
+    return out
+
+
+def sources(src):
+    skip = test_files(src)
+    for dirpath, dirs, files in os.walk(src):
+        dirs[:] = [
+            d for d in dirs if d not in ("tests", "bin") and os.path.join(dirpath, d) not in skip
+        ]
+        for f in files:
+            path = os.path.join(dirpath, f)
+            if f.endswith(".rs") and path not in skip:
+                yield path
 
 
 def module_of(src, path):
