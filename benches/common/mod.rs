@@ -78,7 +78,10 @@ pub fn read_once(gw: &Gateway, ctx: &RequestCtx, path: &str, len: usize) -> Outp
         line: None,
         limit: None,
     };
-    match gw.serve(ctx, Request::Op(op)) {
+    match gw
+        .serve(ctx, Request::Op(op), fsgate_gateway::How::alone())
+        .0
+    {
         Ok(Output::Text(t)) if t.len() == len => Output::Text(t),
         other => panic!("read through the gateway failed: {other:?}"),
     }

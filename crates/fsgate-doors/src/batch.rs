@@ -454,7 +454,9 @@ mod tests {
         }
         fn run(&self, path: String, batch: &Batch) -> Option<Self::Done> {
             let read = fsgate_gateway::Request::Op(Op::ReadFile { path });
-            let (out, lease) = self.gw.serve_in(&ctx(), read, batch);
+            let (out, lease) = self
+                .gw
+                .serve(&ctx(), read, fsgate_gateway::How::in_batch(batch));
             out.unwrap();
             Some(lease)
         }
@@ -479,7 +481,11 @@ mod tests {
                 let read = Op::ReadFile {
                     path: "/big".into(),
                 };
-                let (out, lease) = gw.serve_leased(&ctx(), fsgate_gateway::Request::Op(read));
+                let (out, lease) = gw.serve(
+                    &ctx(),
+                    fsgate_gateway::Request::Op(read),
+                    fsgate_gateway::How::alone(),
+                );
                 out.unwrap();
                 lease.unwrap()
             })

@@ -21,7 +21,7 @@
 //! operation, a task that composes several, or a message it answers itself once
 //! recorded, and encodes an outcome and a refusal. `door::serve` serves a decoded
 //! request the same way for every door, alone or in a batch
-//! ([`fsgate_gateway::Gateway::serve_leased_in`]), each operation through the same
+//! ([`fsgate_gateway::How::batched`]), each operation through the same
 //! gateway entry; each door's connection loop only decides where a request runs (a
 //! task, its batch thread). ACP (`acp::Acp`, which the proxy's file requests use too),
 //! the WebSocket channel ([`ws::protocol::Ws`]) and MCP's tools (`mcp/tools.rs`) are

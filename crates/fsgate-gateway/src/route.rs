@@ -65,7 +65,7 @@ impl Gateway {
                         None,
                     );
                 };
-                let (out, lease) = member.handle_in(ctx, op, batch);
+                let (out, lease) = handle_in(member, ctx, op, batch);
                 (out.map(|o| member.named_output(o)), lease)
             }
             Route::Everywhere(op) => self.everywhere(ctx, op, batch),
@@ -96,7 +96,7 @@ impl Gateway {
         for member in self.reached(ctx) {
             // Each answer's lease is let go before the next workspace is searched: one
             // lease may hold the whole budget, and the next would wait for it forever.
-            let (out, _lease) = member.handle_in(ctx, op.clone(), batch);
+            let (out, _lease) = handle_in(member, ctx, op.clone(), batch);
             let out = match out {
                 Ok(o) => member.named_output(o),
                 Err(e) => return (Err(e), None),
@@ -139,7 +139,7 @@ impl Gateway {
                 next: None,
             }),
             OpId::Stat => {
-                let (out, _) = self.handle(ctx, op.clone());
+                let (out, _) = handle_in(self, ctx, op.clone(), None);
                 return out;
             }
             OpId::ReadText
@@ -209,6 +209,16 @@ impl Op {
         }
         self
     }
+}
+
+/// `op` served in `member`'s workspace, in `batch` if one is given.
+fn handle_in(
+    member: &Gateway,
+    ctx: &RequestCtx,
+    op: Op,
+    batch: Option<&crate::Batch>,
+) -> (Result<Output, GatewayError>, Option<Lease>) {
+    member.handle_with(ctx, op, (serde_json::Map::new(), batch, false), Ok(()))
 }
 
 /// `<name>/<path>`.

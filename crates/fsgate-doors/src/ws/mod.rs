@@ -57,7 +57,7 @@ pub use fsgate_policy::ws::{MAX_MESSAGE_CEILING, WsSettings};
 use fsgate_base::path::RelPath;
 use fsgate_gateway::Request as GwRequest;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
-use fsgate_gateway::{DoorSpec, Gateway};
+use fsgate_gateway::{DoorSpec, Gateway, How};
 
 /// Binds the listener: `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` for `127.0.0.1:PORT`.
 /// The socket is left non-blocking, ready for [`serve_with_token`].
@@ -528,7 +528,14 @@ async fn record_refusal(
     let msg = format!("HTTP {}: {}", r.status.as_u16(), r.reason);
     let rule = r.rule;
     let _ = pool
-        .spawn_blocking(move || gw.serve(&ctx, GwRequest::refusal("ws-upgrade", rule, (code, msg))))
+        .spawn_blocking(move || {
+            gw.serve(
+                &ctx,
+                GwRequest::refusal("ws-upgrade", rule, (code, msg)),
+                How::alone(),
+            )
+            .0
+        })
         .await;
 }
 

@@ -112,7 +112,9 @@ fn a_write_through_a_symlink_stages_the_file_it_changed() {
         path: "/docs/readme.md".into(),
         content: "new\n".into(),
     };
-    gw.serve(&ctx, crate::Request::Op(op)).unwrap();
+    gw.serve(&ctx, crate::Request::Op(op), crate::How::alone())
+        .0
+        .unwrap();
     assert_eq!(
         std::fs::read_to_string(top.join("README.md")).unwrap(),
         "new\n"
