@@ -381,7 +381,10 @@ pub fn confine(
     // Queued before anything else is recorded, and written and synced (with the log's
     // own `start` record before it) by the log's first thread while start-up goes on:
     // every later record, and so every answer that waits for its record, waits behind it.
-    gw.record_start(start_details(gw, &pol, transport, &status));
+    gw.record(
+        fsgate_gateway::Lifecycle::start(),
+        start_details(gw, &pol, transport, &status),
+    );
     if let (Some(a), Some(ship)) = (gw.audit(), &opened.ship)
         && let Err(e) = ship.start(a, &opened.audit_dir)
     {

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::record::record_message;
 use super::{Facts, Gateway, Request};
 use crate::ops::RequestCtx;
 use fsgate_audit::growth::Refusal;
@@ -59,7 +60,8 @@ impl Gateway {
                 }
             }
             Request::Message { name, .. } => {
-                self.record_other(ctx, name, Err((code::LIMIT, err.message())), Some(rule))
+                let outcome = Err((code::LIMIT, err.message()));
+                record_message(self.audit.as_ref(), ctx, name, outcome, Some(rule))
             }
         }
     }

@@ -61,6 +61,7 @@ pub use notes::{ChangeNote, ChangeSink, ChangeWatch};
 pub use ops::tree::tree_exclusions;
 pub use paths::clip;
 pub(crate) use paths::ws_error;
+pub use record::Lifecycle;
 pub use roots::RootError;
 pub(crate) use route::named;
 pub(crate) use scope::ReqPath;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::members::{Members, Route};
+use super::record::record_message;
 use super::{Gateway, Lease, RULE_BOUNDARY};
 use crate::ops::{Op, OpId, Output, RequestCtx};
 use fsgate_base::error::GatewayError;
@@ -166,7 +167,7 @@ impl Gateway {
             Ok(_) => Ok(()),
             Err(e) => Err((e.code(), e.message())),
         };
-        self.record_other(ctx, op.name(), outcome, None)?;
+        record_message(self.audit.as_ref(), ctx, op.name(), outcome, None)?;
         out
     }
 

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::record::record_message;
 use super::{Batch, Gateway, Lease, Request};
 use crate::ops::{Output, RequestCtx};
 use fsgate_base::error::GatewayError;
@@ -154,8 +155,7 @@ fn serve_batched(
             outcome,
             rule,
         } => (
-            gw.record_other(ctx, &name, outcome, rule)
-                .map(|()| Output::Unit),
+            record_message(gw.audit.as_ref(), ctx, &name, outcome, rule).map(|()| Output::Unit),
             None,
         ),
     }
