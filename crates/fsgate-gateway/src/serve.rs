@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::growth::within_growth;
 use super::record::record_message;
 use super::{Batch, Gateway, Lease, Request};
 use crate::ops::{Output, RequestCtx};
@@ -144,7 +145,7 @@ fn serve_batched(
         }
         None => ctx,
     };
-    if let Err(e) = gw.within_growth(ctx, &request) {
+    if let Err(e) = within_growth(gw.audit.as_ref(), ctx, &request) {
         return (Err(e), None);
     }
     match request {
