@@ -195,7 +195,7 @@ impl ReqPath {
         ReqPath {
             rel,
             shown,
-            roots: gw.own_roots(ctx.scope.roots()),
+            roots: crate::route::own_roots(gw.name(), ctx.scope.roots()),
         }
     }
 

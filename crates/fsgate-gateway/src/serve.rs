@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use super::growth::within_growth;
 use super::record::record_message;
+use super::route::route_op;
 use super::{Batch, Gateway, Lease, Request};
 use crate::ops::{Output, RequestCtx};
 use fsgate_base::error::GatewayError;
@@ -149,7 +150,7 @@ fn serve_batched(
         return (Err(e), None);
     }
     match request {
-        Request::Op(op) if gw.is_several() => gw.route_op(ctx, op, batch),
+        Request::Op(op) if gw.is_several() => route_op(gw, ctx, op, batch),
         Request::Op(op) => gw.handle_with(ctx, op, (Map::new(), batch, false), Ok(())),
         Request::Message {
             name,
