@@ -57,7 +57,7 @@ pub(crate) use checks::{entry_facts, visible};
 pub use door::DoorSpec;
 pub(crate) use facts::Facts;
 pub use members::Members;
-pub use notes::{ChangeNote, ChangeSink, ChangeWatch};
+pub use notes::{ChangeNote, ChangeSink, ChangeWatch, subscription};
 pub use ops::tree::tree_exclusions;
 pub use paths::clip;
 pub(crate) use paths::ws_error;

@@ -347,7 +347,7 @@ async fn take(sh: &Shared, sub_tx: &watch::Sender<Option<RelPath>>, text: &str) 
         },
         Incoming::Bad { head, reply } => answer(sh, protocol::message(head, reply)).await,
         Incoming::Subscribe { head, path } => {
-            let reply = match sh.gw.subscription(&path) {
+            let reply = match fsgate_gateway::subscription(&path) {
                 Ok(rel) => {
                     let shown = rel.to_rooted();
                     sub_tx.send_replace(Some(rel));

@@ -195,12 +195,8 @@ async fn start_watcher(
 
 /// The part of the workspace a connection's events cover: `?subscribe=PATH`, or the
 /// whole workspace (also when the path is not valid, with a warning).
-fn subscription(
-    gw: &Gateway,
-    subscribe: Option<&str>,
-    peer: std::net::SocketAddr,
-) -> Option<RelPath> {
-    match subscribe.map(|p| gw.subscription(p)) {
+fn subscription(subscribe: Option<&str>, peer: std::net::SocketAddr) -> Option<RelPath> {
+    match subscribe.map(fsgate_gateway::subscription) {
         None => Some(RelPath::root()),
         Some(Ok(rel)) => Some(rel),
         Some(Err(e)) => {
@@ -398,7 +394,7 @@ impl Accepted {
                 return;
             }
         };
-        let subscription = subscription(&self.gw, admission.subscribe.as_deref(), peer);
+        let subscription = subscription(admission.subscribe.as_deref(), peer);
         tracing::info!(session = %self.session, %peer, "ws connection");
         let ctx = RequestCtx {
             style: PathStyle::Rooted,
