@@ -54,7 +54,10 @@ pub fn gateway(ws: &Path, state: &Path, fsync: Option<FsyncMode>) -> Gateway {
     )
     .expect("audit log");
     log.start().expect("heartbeat");
-    gw.with_audit(log)
+    gw.with_parts(fsgate_gateway::Parts {
+        audit: Some(log),
+        ..Default::default()
+    })
 }
 
 /// The ACP door's context.

@@ -53,6 +53,7 @@ use fsgate_workspace::Workspace;
 
 pub use batch::Batch;
 pub use budget::{Lease, escape_json_bytes_into, escape_json_into, json_string_len, json_text_len};
+pub use build::Parts;
 pub(crate) use checks::{entry_facts, visible};
 pub use door::DoorSpec;
 pub(crate) use facts::Facts;
@@ -271,9 +272,11 @@ mod tests {
             &fsgate_backup::BackupSettings::default(),
         )
         .unwrap();
-        Gateway::new(pol, Workspace::open(ws).unwrap())
-            .with_audit(audit)
-            .with_backups(store)
+        Gateway::new(pol, Workspace::open(ws).unwrap()).with_parts(Parts {
+            audit: Some(audit),
+            backups: Some(store),
+            vcs: None,
+        })
     }
 
     pub(super) fn records(log_path: &std::path::Path) -> Vec<Value> {
