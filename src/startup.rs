@@ -19,7 +19,7 @@ use fsgate_backup::{BackupStore, workspace_state_dir};
 use fsgate_base::text::EscPath;
 use fsgate_decide::OpClass;
 use fsgate_decide::floor::{FixedFloor, FloorKind};
-use fsgate_gateway::Gateway;
+use fsgate_gateway::{Gateway, Parts};
 use fsgate_policy::Policy;
 use fsgate_policy::floor;
 use fsgate_sandbox::{Enforcement, SandboxPlan, SandboxStatus, restrict_self};
@@ -187,12 +187,11 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     if let Some(s) = &stager {
         add_vcs_grants(&mut vcs_grants, s, &root)?;
     }
-    let mut gateway = Gateway::new(policy, workspace)
-        .with_audit(audit)
-        .with_backups(backups);
-    if let Some(s) = stager {
-        gateway = gateway.with_vcs(s);
-    }
+    let mut gateway = Gateway::new(policy, workspace).with_parts(Parts {
+        audit: Some(audit),
+        backups: Some(backups),
+        vcs: stager,
+    });
     let mut own_dirs = vec![audit_parent, backup_dir.clone()];
     let members = Members {
         base_policy: &base_policy,
@@ -381,7 +380,10 @@ pub fn confine(
     // Queued before anything else is recorded, and written and synced (with the log's
     // own `start` record before it) by the log's first thread while start-up goes on:
     // every later record, and so every answer that waits for its record, waits behind it.
-    gw.record_start(start_details(gw, &pol, transport, &status));
+    gw.record(
+        fsgate_gateway::Lifecycle::start(),
+        start_details(gw, &pol, transport, &status),
+    );
     if let (Some(a), Some(ship)) = (gw.audit(), &opened.ship)
         && let Err(e) = ship.start(a, &opened.audit_dir)
     {

@@ -55,7 +55,10 @@ pub fn gateway(ws: &Path, state: &Path, fsync: Option<FsyncMode>) -> Gateway {
     )
     .expect("audit log");
     log.start().expect("heartbeat");
-    gw.with_audit(log)
+    gw.with_parts(fsgate_gateway::Parts {
+        audit: Some(log),
+        ..Default::default()
+    })
 }
 
 /// The ACP door's context.
@@ -79,7 +82,10 @@ pub fn read_once(gw: &Gateway, ctx: &RequestCtx, path: &str, len: usize) -> Outp
         line: None,
         limit: None,
     });
-    match gw.serve(ctx, Request::Op(op)) {
+    match gw
+        .serve(ctx, Request::Op(op), fsgate_gateway::How::alone())
+        .0
+    {
         Ok(Output::Text(t)) if t.len() == len => Output::Text(t),
         other => panic!("read through the gateway failed: {other:?}"),
     }

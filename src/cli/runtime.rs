@@ -77,13 +77,34 @@ fn spawn_reload_on_sighup(
             match loaded.and_then(|p| gw.reload(p)) {
                 Ok((old, new)) => {
                     tracing::warn!(old_sha256 = %old, new_sha256 = %new, "policy reloaded");
-                    gw.note_reload(&path.display().to_string(), Ok((old, new)));
+                    note_reload(&gw, &path.display().to_string(), Ok((old, new)));
                 }
                 Err(e) => {
                     tracing::error!("policy reload rejected, the old policy stays in force: {e}");
-                    gw.note_reload(&path.display().to_string(), Err(e));
+                    note_reload(&gw, &path.display().to_string(), Err(e));
                 }
             }
         }
     });
+}
+
+/// Records the result of a policy reload: a `reload` audit record with both hashes,
+/// or a `reload-rejected` record saying why the old policy stays in force.
+fn note_reload(gw: &Gateway, origin: &str, result: Result<(String, String), String>) {
+    let mut details = serde_json::Map::new();
+    details.insert("policy".into(), origin.into());
+    match result {
+        Ok((old, new)) => {
+            details.insert("old_sha256".into(), old.clone().into());
+            details.insert("new_sha256".into(), new.clone().into());
+            gw.record("reload", details);
+            gw.set_meta("policyReloadedFrom", (old + " -> " + &new).into());
+        }
+        Err(e) => {
+            details.insert("error".into(), e.clone().into());
+            details.insert("in_force_sha256".into(), gw.policy().sha256().into());
+            gw.record("reload-rejected", details);
+            gw.set_meta("lastReloadError", e.into());
+        }
+    }
 }

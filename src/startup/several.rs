@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use fsgate_backup::{BackupStore, workspace_state_dir};
 use fsgate_base::text::EscPath;
 use fsgate_decide::floor::{FixedFloor, FloorKind};
-use fsgate_gateway::Gateway;
+use fsgate_gateway::{Gateway, Parts};
 use fsgate_workspace::Workspace;
 
 /// One `--workspace [NAME=]DIR` as the command line gave it.
@@ -213,14 +213,14 @@ pub(super) fn open_members(
             .filter_map(Gateway::vcs)
             .collect();
         let stager = super::vcs::open_vcs(&pol, &root, &earlier)?;
-        let mut g = Gateway::new(pol, ws).with_backups(store);
-        if let Some(s) = stager {
-            super::vcs::add_vcs_grants(grants, &s, &root)?;
-            g = g.with_vcs(s);
+        if let Some(s) = &stager {
+            super::vcs::add_vcs_grants(grants, s, &root)?;
         }
-        if let Some(view) = audit.and_then(|a| a.tap().log()) {
-            g = g.with_audit(view);
-        }
+        let g = Gateway::new(pol, ws).with_parts(Parts {
+            audit: audit.and_then(|a| a.tap().log()),
+            backups: Some(store),
+            vcs: stager,
+        });
         out.push((m.name.clone(), g));
     }
     Ok(out)

@@ -12,8 +12,8 @@ use serde_json::{Map, Value};
 
 use fsgate_backup::{BackupRef, BackupStore};
 use fsgate_base::path::RelPath;
-use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{Op, RequestCtx};
+use fsgate_gateway::{Gateway, How, Request};
 use fsgate_workspace::{FileKind, Workspace, WsError};
 
 /// Where a file's content is.
@@ -248,7 +248,8 @@ impl<'g> Real<'g> {
             note.insert(k.into(), v.into());
         }
         self.gateway
-            .serve_noted(&self.ctx, op, note)
+            .serve(&self.ctx, Request::Op(op), How::noted(note))
+            .0
             .map(|_| ())
             .map_err(|e| e.message())
     }

@@ -21,7 +21,7 @@ use fsgate_base::error::{GatewayError, code};
 use fsgate_decide::OpClass;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{Op, OpId, Output, PathStyle, RequestCtx};
-use fsgate_gateway::{Batch, DoorSpec, Lease, Request};
+use fsgate_gateway::{Batch, DoorSpec, How, Lease, Request};
 
 /// A batch's answers up to this size are written by the batch thread itself, when
 /// nothing waits in the outbox; larger ones go to the writer task, so that the thread
@@ -713,7 +713,10 @@ async fn note(gw: &Arc<Gateway>, peer: &Arc<str>, name: String) {
     let (gw, peer) = (Arc::clone(gw), Arc::clone(peer));
     let _ = tokio::task::spawn_blocking(move || {
         let ctx = door_ctx(&peer, String::new());
-        if let Err(e) = gw.serve(&ctx, Request::message(name, Ok(()))) {
+        if let Err(e) = gw
+            .serve(&ctx, Request::message(name, Ok(())), How::alone())
+            .0
+        {
             tracing::error!("{e}");
         }
     })

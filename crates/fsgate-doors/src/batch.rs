@@ -455,7 +455,9 @@ mod tests {
         }
         fn run(&self, path: String, batch: &Batch) -> Option<Self::Done> {
             let read = fsgate_gateway::Request::Op(Op::ReadFile(ops::ReadFile { path }));
-            let (out, lease) = self.gw.serve_in(&ctx(), read, batch);
+            let (out, lease) = self
+                .gw
+                .serve(&ctx(), read, fsgate_gateway::How::in_batch(batch));
             out.unwrap();
             Some(lease)
         }
@@ -480,7 +482,11 @@ mod tests {
                 let read = Op::ReadFile(ops::ReadFile {
                     path: "/big".into(),
                 });
-                let (out, lease) = gw.serve_leased(&ctx(), fsgate_gateway::Request::Op(read));
+                let (out, lease) = gw.serve(
+                    &ctx(),
+                    fsgate_gateway::Request::Op(read),
+                    fsgate_gateway::How::alone(),
+                );
                 out.unwrap();
                 lease.unwrap()
             })

@@ -10,7 +10,7 @@ use std::ops::Deref;
 
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::ops::{Op, Output, RequestCtx};
-use fsgate_gateway::{Batch, Gateway, Lease, Request};
+use fsgate_gateway::{Batch, Gateway, How, Lease, Request};
 
 /// The audit outcome of a message that is no workspace operation (the gateway records
 /// it as the answer says: `Ok`, or the error's code and message).
@@ -205,7 +205,10 @@ fn recorded<D: Door + ?Sized>(
     (name, outcome): (String, Outcome),
     answer: D::Answer,
 ) -> D::Answer {
-    match gw.serve(ctx, Request::message(name, outcome)) {
+    match gw
+        .serve(ctx, Request::message(name, outcome), How::alone())
+        .0
+    {
         Ok(_) => answer,
         Err(e) => door.refuse(tag, &e),
     }
@@ -247,16 +250,17 @@ impl<'a> Ops<'a> {
     /// Serves `op` for this request, handing its lease to the caller, who keeps it
     /// ([`Ops::keep`]) while it holds the answer, or drops it with the answer. Once the
     /// request holds a lease, a further one passes the budget rather than wait for it
-    /// (`Gateway::serve_more_in`).
+    /// (`How::further`).
     pub(crate) fn serve_op_apart(
         &self,
         gw: &Gateway,
         op: Op,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
+        let how = How::batched(self.batch);
         if self.leases.borrow().is_empty() {
-            gw.serve_leased_in(self.ctx, Request::Op(op), self.batch)
+            gw.serve(self.ctx, Request::Op(op), how)
         } else {
-            gw.serve_more_in(self.ctx, Request::Op(op), self.batch)
+            gw.serve(self.ctx, Request::Op(op), how.further())
         }
     }
 

@@ -38,7 +38,10 @@ fn refusal(gw: &Gateway, door: &'static DoorSpec, name: &str) -> String {
         line: None,
         limit: None,
     });
-    match gw.serve(&ctx, Request::Op(op)) {
+    match gw
+        .serve(&ctx, Request::Op(op), fsgate_gateway::How::alone())
+        .0
+    {
         Err(GatewayError::Limit { reason, .. }) => reason,
         other => panic!("{}: not a limit: {other:?}", door.name),
     }

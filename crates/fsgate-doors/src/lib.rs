@@ -9,7 +9,7 @@
 //! base; not on the audit log, the workspace or the backups. Every request goes through
 //! [`fsgate_gateway::Gateway::serve`]; a door decodes and encodes. It writes no audit
 //! record: what a door has to record, such as a client's roots, it hands to the gateway
-//! ([`Gateway::record_for`]). Change events come decided from the gateway's watcher
+//! ([`Gateway::record`] of a [`Lifecycle::of`] the session). Change events come decided from the gateway's watcher
 //! ([`fsgate_gateway::watch`]). A batch of requests is a value the gateway hands out
 //! ([`fsgate_gateway::Batch`]), not a convention kept by thread-locals. What the crate
 //! graph cannot forbid (the gateway still hands out its audit log, workspace and
@@ -21,7 +21,7 @@
 //! operation, a task that composes several, or a message it answers itself once
 //! recorded, and encodes an outcome and a refusal. `door::serve` serves a decoded
 //! request the same way for every door, alone or in a batch
-//! ([`fsgate_gateway::Gateway::serve_leased_in`]), each operation through the same
+//! ([`fsgate_gateway::How::batched`]), each operation through the same
 //! gateway entry; each door's connection loop only decides where a request runs (a
 //! task, its batch thread). ACP (`acp::Acp`, which the proxy's file requests use too),
 //! the WebSocket channel ([`ws::protocol::Ws`]) and MCP's tools (`mcp/tools.rs`) are
@@ -31,7 +31,8 @@
 //! own checks of a stateless request's `_meta`) and `mcp/direct.rs` serves it through
 //! `door::serve` and writes its answer; the SDK never sees a `tools/call`.
 //!
-//! [`Gateway::record_for`]: fsgate_gateway::Gateway::record_for
+//! [`Gateway::record`]: fsgate_gateway::Gateway::record
+//! [`Lifecycle::of`]: fsgate_gateway::Lifecycle::of
 
 pub mod acp;
 pub(crate) mod acp_ask;

@@ -39,8 +39,8 @@ use fsgate_base::error::code;
 use fsgate_base::path::RelPath;
 use fsgate_decide::OpClass;
 use fsgate_gateway::Gateway;
-use fsgate_gateway::Request;
 use fsgate_gateway::agent_sessions::AgentSessions;
+use fsgate_gateway::{How, Request};
 
 /// How long the agent gets to finish its turn once the editor closed stdin, and then to
 /// exit once its own stdin is closed, before it is killed.
@@ -689,7 +689,11 @@ impl Relay {
                 .to_string(),
         ));
         let request = Request::message(refusal.name.as_str(), outcome);
-        let error = match self.gw.serve(&self.ctx(&refusal.params), request) {
+        let error = match self
+            .gw
+            .serve(&self.ctx(&refusal.params), request, How::alone())
+            .0
+        {
             Ok(_) => refusal.error.clone(),
             Err(e) => e.to_rpc_error(),
         };
@@ -1126,7 +1130,12 @@ async fn terminal(
         if r2.allow_terminal {
             let served = r2
                 .gw
-                .serve(&r2.ctx(&params), Request::message(method.as_str(), Ok(())));
+                .serve(
+                    &r2.ctx(&params),
+                    Request::message(method.as_str(), Ok(())),
+                    How::alone(),
+                )
+                .0;
             match (served, id) {
                 (Ok(_), _) => (true, None),
                 (Err(e), Some(id)) => (false, Some(jsonrpc::error_response(&id, e.to_rpc_error()))),

@@ -113,9 +113,11 @@ fn env() -> Env {
         std::fs::create_dir(root.join(d)).expect("dir");
     }
     std::fs::write(root.join(".github/ci.yml"), "on: push\n").expect("ci.yml");
-    let gw = Gateway::new(pol, Workspace::open(&root).expect("open"))
-        .with_audit(audit)
-        .with_backups(store);
+    let gw = Gateway::new(pol, Workspace::open(&root).expect("open")).with_parts(crate::Parts {
+        audit: Some(audit),
+        backups: Some(store),
+        vcs: None,
+    });
     Env {
         gw,
         root,

@@ -1,6 +1,6 @@
 //! A batch: read-only requests a door runs one after the other on one thread, answered
 //! together. The door asks the gateway for a [`Batch`] and serves each request in it
-//! ([`Gateway::serve_in`]): their audit records are queued without waiting, and the door
+//! ([`Gateway::serve`] with [`How::in_batch`](crate::How::in_batch)): their audit records are queued without waiting, and the door
 //! waits once ([`Gateway::settle`]) before it answers any of them, so the whole batch
 //! shares one write and one sync of the log. Every answer still waits for its record:
 //! only the waiting is moved, and a record that fails withholds every answer of the
@@ -17,12 +17,11 @@ use std::cell::{Cell, RefCell};
 use fsgate_audit::Ticket;
 use fsgate_base::error::GatewayError;
 
+use super::Gateway;
 use super::budget::{Lease, Waiting};
-use super::ops::{Output, RequestCtx};
-use super::{Gateway, Request};
 
 /// One batch's queued records and the state of its content leases. Served in with
-/// [`Gateway::serve_in`]; [`Gateway::settle`]d before any of its answers goes out.
+/// [`How::in_batch`](crate::How::in_batch); [`Gateway::settle`]d before any of its answers goes out.
 #[must_use = "a batch's records must be settled before its requests are answered"]
 #[derive(Default)]
 pub struct Batch {
@@ -75,6 +74,11 @@ impl Batch {
         self.holding.set(holding);
     }
 
+    /// [`set_holding`](Self::set_holding), saying whether it held before.
+    pub(crate) fn hold(&self, holding: bool) -> bool {
+        self.holding.replace(holding)
+    }
+
     /// Whether a lease went past the budget: hand over what the batch holds now.
     pub fn overdrawn(&self) -> bool {
         self.overdrawn.get()
@@ -109,33 +113,6 @@ impl Batch {
 }
 
 impl Gateway {
-    /// [`serve_leased_in`](Self::serve_leased_in) of a further operation of a request
-    /// that still holds the leases of its earlier ones (a door's task, such as MCP's
-    /// `read_multiple_files`): waiting for room, its lease could wait for the request's
-    /// own, which nothing would give back. It passes the budget instead, as a batch
-    /// holding answers does, and `batch` (if given) is told so. Alone, its record is
-    /// still durable before it returns.
-    pub fn serve_more_in(
-        &self,
-        ctx: &RequestCtx,
-        request: Request,
-        batch: Option<&Batch>,
-    ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        if let Some(b) = batch {
-            let was = b.holding.replace(true);
-            let served = self.serve_leased_in(ctx, request, Some(b));
-            b.holding.set(was);
-            return served;
-        }
-        let own = Batch::new();
-        own.set_holding(true);
-        let (out, lease) = self.serve_in(ctx, request, &own);
-        match self.settle(own) {
-            Ok(()) => (out, lease),
-            Err(e) => (Err(e), None),
-        }
-    }
-
     /// Waits until every record `batch` queued is durable. Err: one could not be
     /// written, and every answer of the batch must be withheld (answered with this
     /// error).
@@ -162,10 +139,10 @@ impl Gateway {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Request;
     use crate::ops;
     use crate::ops::Op;
-    use crate::tests::{ctx, gateway, records};
+    use crate::tests::{ctx, open as gateway, records};
+    use crate::{How, Request};
     use fsgate_audit::Fault;
 
     fn read(path: &str) -> Request {
@@ -182,12 +159,18 @@ mod tests {
         let gw = gateway(ws.path(), &log);
         let write = Op::Write(ops::Write::text("/b.txt".into(), "b".into()));
         let changes = Batch::new();
-        gw.serve_in(&ctx(), Request::Op(write), &changes).0.unwrap();
+        gw.serve(&ctx(), Request::Op(write), How::in_batch(&changes))
+            .0
+            .unwrap();
         assert!(changes.is_empty(), "a change's records were deferred");
         gw.settle(changes).unwrap();
         let reads = Batch::new();
-        gw.serve_in(&ctx(), read("/a.txt"), &reads).0.unwrap();
-        gw.serve_in(&ctx(), read("/b.txt"), &reads).0.unwrap();
+        gw.serve(&ctx(), read("/a.txt"), How::in_batch(&reads))
+            .0
+            .unwrap();
+        gw.serve(&ctx(), read("/b.txt"), How::in_batch(&reads))
+            .0
+            .unwrap();
         assert_eq!(reads.records.borrow().len(), 2);
         gw.settle(reads).unwrap();
         let ops: Vec<_> = records(&log)
@@ -207,7 +190,7 @@ mod tests {
         let gw = gateway(ws.path(), &state.path().join("audit.jsonl"));
         gw.audit().unwrap().inject_faults(Fault::Write, 1);
         let batch = Batch::new();
-        let _ = gw.serve_in(&ctx(), read("/a.txt"), &batch);
+        let _ = gw.serve(&ctx(), read("/a.txt"), How::in_batch(&batch));
         let err = gw.settle(batch).unwrap_err();
         assert!(err.message().contains("withheld"), "{err:?}");
     }
@@ -228,11 +211,11 @@ mod tests {
         let batch = Batch::new();
         // The budget is twice the message limit: one answer (its content and its
         // encoding) fits, a second does not.
-        let (out, first) = gw.serve_in(&ctx(), read("/big"), &batch);
+        let (out, first) = gw.serve(&ctx(), read("/big"), How::in_batch(&batch));
         out.unwrap();
         assert!(!batch.overdrawn());
         batch.set_holding(true);
-        let (out, second) = gw.serve_in(&ctx(), read("/big"), &batch);
+        let (out, second) = gw.serve(&ctx(), read("/big"), How::in_batch(&batch));
         out.unwrap();
         assert!(
             batch.overdrawn(),
@@ -266,9 +249,9 @@ mod tests {
         let gw = Gateway::new(pol, ws_handle).with_audit(audit);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let (out, first) = gw.serve_leased(&ctx(), read("/big"));
+            let (out, first) = gw.serve(&ctx(), read("/big"), How::alone());
             out.unwrap();
-            let (out, second) = gw.serve_more_in(&ctx(), read("/big"), None);
+            let (out, second) = gw.serve(&ctx(), read("/big"), How::alone().further());
             let _ = tx.send(out.is_ok());
             drop((first, second));
         });

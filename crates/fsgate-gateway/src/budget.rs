@@ -14,7 +14,7 @@
 //!
 //! A request that runs several operations (a door's task) keeps each one's lease with
 //! its answer: its further leases pass the budget rather than wait for its own
-//! (`Gateway::serve_more_in`), and the door bounds what it keeps by its answer's limit.
+//! (`How::further`), and the door bounds what it keeps by its answer's limit.
 
 use std::sync::{Arc, Condvar, Mutex};
 

@@ -9,6 +9,19 @@ use super::Gateway;
 use fsgate_audit::AuditLog;
 use fsgate_backup::BackupStore;
 
+/// What a gateway is given besides its policy and workspace ([`Gateway::with_parts`]);
+/// a part left None is left as it was.
+#[derive(Default)]
+pub struct Parts {
+    /// The audit log: one record per request, durable before the reply (None in unit
+    /// tests and offline tools only).
+    pub audit: Option<AuditLog>,
+    /// Where previous versions go before a change (None only where nothing changes).
+    pub backups: Option<BackupStore>,
+    /// The git work tree changes are staged in (`[vcs] stage`), found at start.
+    pub vcs: Option<crate::vcs::Stager>,
+}
+
 impl Gateway {
     /// From now on the session named `provisional` is the session `real`: its requests
     /// are served, recorded and asked about under `real`. False when too many names
@@ -17,27 +30,28 @@ impl Gateway {
         self.names.give(provisional, real)
     }
 
-    /// Attaches the git work tree changes are staged in.
-    pub fn with_vcs(mut self, stager: crate::vcs::Stager) -> Gateway {
-        self.vcs = Some(Arc::new(stager));
+    /// Attaches the parts given: the audit log, the backup store, the git work tree.
+    pub fn with_parts(mut self, parts: Parts) -> Gateway {
+        let Parts {
+            audit,
+            backups,
+            vcs,
+        } = parts;
+        if let Some(audit) = audit {
+            self.audit = Some(audit);
+        }
+        if let Some(backups) = backups {
+            self.backups = Some(backups);
+        }
+        if let Some(stager) = vcs {
+            self.vcs = Some(Arc::new(stager));
+        }
         self
     }
 
     /// The git work tree changes are staged in, if one was found at start.
     pub fn vcs(&self) -> Option<&crate::vcs::Stager> {
         self.vcs.as_deref()
-    }
-
-    /// Attaches the audit log.
-    pub fn with_audit(mut self, audit: AuditLog) -> Gateway {
-        self.audit = Some(audit);
-        self
-    }
-
-    /// Attaches the backup store.
-    pub fn with_backups(mut self, backups: BackupStore) -> Gateway {
-        self.backups = Some(backups);
-        self
     }
 
     /// The audit log, if attached.
@@ -87,5 +101,16 @@ impl Gateway {
             m.insert("workspaces".into(), self.members().json());
         }
         Value::Object(m)
+    }
+}
+
+#[cfg(test)]
+impl Gateway {
+    /// [`with_parts`](Self::with_parts) of the audit log alone, for tests.
+    pub(crate) fn with_audit(self, audit: AuditLog) -> Gateway {
+        self.with_parts(Parts {
+            audit: Some(audit),
+            ..Parts::default()
+        })
     }
 }

@@ -4,63 +4,61 @@
 
 use std::time::Duration;
 
-use super::{Facts, Gateway, Request};
+use super::record::record_message;
+use super::{Facts, Request};
 use crate::ops::RequestCtx;
+use fsgate_audit::AuditLog;
 use fsgate_audit::growth::Refusal;
 use fsgate_base::error::{GatewayError, code};
 
-impl Gateway {
-    /// Ok if the growth budgets let `request` in; else its refusal, recorded when it is
-    /// the first of its minute.
-    pub(super) fn within_growth(
-        &self,
-        ctx: &RequestCtx,
-        request: &Request,
-    ) -> Result<(), GatewayError> {
-        let Some(audit) = &self.audit else {
-            return Ok(());
-        };
-        let refusal = match audit.admit(&ctx.session) {
-            Ok(()) => return Ok(()),
-            Err(r) => r,
-        };
-        let err = limit_error(&refusal, request);
-        if refusal.first {
-            self.record_growth_refusal(ctx, request, &err, refusal.scope.rule())?;
-        }
-        Err(err)
+/// Ok if the growth budgets of `audit` let `request` in; else its refusal, recorded
+/// when it is the first of its minute.
+pub(super) fn within_growth(
+    audit: Option<&AuditLog>,
+    ctx: &RequestCtx,
+    request: &Request,
+) -> Result<(), GatewayError> {
+    let Some(audit) = audit else {
+        return Ok(());
+    };
+    let refusal = match audit.admit(&ctx.session) {
+        Ok(()) => return Ok(()),
+        Err(r) => r,
+    };
+    let err = limit_error(&refusal, request);
+    if refusal.first {
+        record_growth_refusal(audit, ctx, request, &err, refusal.scope.rule())?;
     }
+    Err(err)
+}
 
-    /// The refused request's own record (its minute's first refusal).
-    fn record_growth_refusal(
-        &self,
-        ctx: &RequestCtx,
-        request: &Request,
-        err: &GatewayError,
-        rule: &'static str,
-    ) -> Result<(), GatewayError> {
-        match request {
-            Request::Op(op) => {
-                let mut facts = Facts::new(op);
-                for (name, given) in op.path_texts() {
-                    match name {
-                        "path" => facts.path = Some(given.to_string()),
-                        "path2" => facts.path2 = Some(given.to_string()),
-                        _ => {}
-                    }
-                }
-                facts.finish(&Err(err.clone()), Duration::ZERO);
-                let event = facts.into_event(ctx);
-                match &self.audit {
-                    Some(audit) => audit.append(event).map(|_| ()).map_err(|e| {
-                        GatewayError::Internal(format!("{e}; the request could not be recorded"))
-                    }),
-                    None => Ok(()),
+/// The refused request's own record (its minute's first refusal).
+fn record_growth_refusal(
+    audit: &AuditLog,
+    ctx: &RequestCtx,
+    request: &Request,
+    err: &GatewayError,
+    rule: &'static str,
+) -> Result<(), GatewayError> {
+    match request {
+        Request::Op(op) => {
+            let mut facts = Facts::new(op);
+            for (name, given) in op.path_texts() {
+                match name {
+                    "path" => facts.path = Some(given.to_string()),
+                    "path2" => facts.path2 = Some(given.to_string()),
+                    _ => {}
                 }
             }
-            Request::Message { name, .. } => {
-                self.record_other(ctx, name, Err((code::LIMIT, err.message())), Some(rule))
-            }
+            facts.finish(&Err(err.clone()), Duration::ZERO);
+            let event = facts.into_event(ctx);
+            audit.append(event).map(|_| ()).map_err(|e| {
+                GatewayError::Internal(format!("{e}; the request could not be recorded"))
+            })
+        }
+        Request::Message { name, .. } => {
+            let outcome = Err((code::LIMIT, err.message()));
+            record_message(Some(audit), ctx, name, outcome, Some(rule))
         }
     }
 }

@@ -13,40 +13,25 @@ use fsgate_base::error::GatewayError;
 use fsgate_policy::Policy;
 
 impl Gateway {
-    /// Runs one operation through every gate and records it. The audit record is
-    /// durable before this returns; if it cannot be written, the request fails (and a
-    /// change is not attempted while the log is known to be failing).
+    /// Runs one operation through every gate and records it (the crate's tests' way
+    /// in). The audit record is durable before this returns; if it cannot be written,
+    /// the request fails (and a change is not attempted while the log is known to be
+    /// failing).
+    #[cfg(test)]
     pub(crate) fn handle(
         &self,
         ctx: &RequestCtx,
         op: Op,
     ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        self.handle_in(ctx, op, None)
+        self.handle_with(ctx, op, (serde_json::Map::new(), None, false), Ok(()))
     }
 
-    /// [`handle`](Self::handle), in `batch` if one is given.
-    pub(crate) fn handle_in(
-        &self,
-        ctx: &RequestCtx,
-        op: Op,
-        batch: Option<&Batch>,
-    ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        self.handle_with(ctx, op, (serde_json::Map::new(), batch, false), Ok(()))
-    }
-
-    /// [`handle`](Self::handle), with `note` added to the records' `args`.
-    pub(crate) fn handle_noted(
-        &self,
-        ctx: &RequestCtx,
-        op: Op,
-        note: serde_json::Map<String, Value>,
-    ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        self.handle_with(ctx, op, (note, None, true), Ok(()))
-    }
-
-    /// [`handle_noted`](Self::handle_noted) of an operation that `pre` may have
-    /// refused already (a router's refusal): it is recorded all the same. In a batch if
-    /// one is given; `unlinked`: no path may lead through a symbolic link.
+    /// Runs one operation through every gate and records it, with `note` added to the
+    /// records' `args`; `pre` may have refused it already (a router's refusal): it is
+    /// recorded all the same. In a batch if one is given; `unlinked`: no path may lead
+    /// through a symbolic link. The audit record is durable before this returns (or
+    /// queued in the batch); if it cannot be written, the request fails (and a change
+    /// is not attempted while the log is known to be failing).
     pub(crate) fn handle_with(
         &self,
         ctx: &RequestCtx,

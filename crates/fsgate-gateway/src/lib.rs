@@ -36,6 +36,7 @@ mod reload;
 mod roots;
 mod route;
 mod scope;
+mod serve;
 pub mod vcs;
 pub mod watch;
 mod write;
@@ -44,27 +45,29 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use crate::ops::{Op, Output, RequestCtx};
+use crate::ops::Op;
 use fsgate_audit::AuditLog;
 use fsgate_backup::BackupStore;
-use fsgate_base::error::GatewayError;
 use fsgate_policy::Policy;
 use fsgate_workspace::Workspace;
 
 pub use batch::Batch;
 pub use budget::{Lease, escape_json_bytes_into, escape_json_into, json_string_len, json_text_len};
+pub use build::Parts;
 pub(crate) use checks::{entry_facts, visible};
 pub use door::DoorSpec;
 pub(crate) use facts::Facts;
 pub use members::Members;
-pub use notes::{ChangeNote, ChangeSink, ChangeWatch};
+pub use notes::{ChangeNote, ChangeSink, ChangeWatch, subscription};
 pub use ops::tree::tree_exclusions;
 pub use paths::clip;
 pub(crate) use paths::ws_error;
+pub use record::Lifecycle;
 pub use roots::RootError;
 pub(crate) use route::named;
 pub(crate) use scope::ReqPath;
 pub use scope::{Ceiling, Roots, Scope, within};
+pub use serve::How;
 pub use write::occurrences;
 
 /// Rule id for refusals of paths outside the workspace (lexically or via symlinks).
@@ -206,110 +209,14 @@ impl Gateway {
     pub fn workspace(&self) -> &Workspace {
         &self.workspace
     }
-
-    /// The one way into the gateway for every message from every door: a workspace
-    /// operation is decided, recorded, executed and answered; any other message (an
-    /// `initialize`, an unknown method, malformed JSON, a subscribe, a refused upgrade) is
-    /// recorded, and the door answers it with the outcome it gave. Err: the message could
-    /// not be recorded, and the door answers with that error instead.
-    pub fn serve(&self, ctx: &RequestCtx, request: Request) -> Result<Output, GatewayError> {
-        self.serve_leased(ctx, request).0
-    }
-
-    /// [`serve`](Self::serve), with the content budget the answer holds: a door keeps
-    /// it until it has queued the encoded answer for its client, so that content held in
-    /// memory stays bounded across every door (see `budget`).
-    pub fn serve_leased(
-        &self,
-        ctx: &RequestCtx,
-        request: Request,
-    ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        self.serve_batched(ctx, request, None)
-    }
-
-    /// [`serve_leased`](Self::serve_leased) as one request of `batch`: a read-only
-    /// operation's record is queued in the batch, not waited for, and its answer must
-    /// not go out before [`settle`](Self::settle) said the batch is durable.
-    pub fn serve_in(
-        &self,
-        ctx: &RequestCtx,
-        request: Request,
-        batch: &Batch,
-    ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        self.serve_leased_in(ctx, request, Some(batch))
-    }
-
-    /// A door's one way to serve a request alone or in a batch: [`serve_in`](Self::serve_in)
-    /// if `batch` is given, else [`serve_leased`](Self::serve_leased).
-    pub fn serve_leased_in(
-        &self,
-        ctx: &RequestCtx,
-        request: Request,
-        batch: Option<&Batch>,
-    ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        let (out, lease) = self.serve_batched(ctx, request, batch);
-        if let Some(b) = batch {
-            b.note_lease(lease.as_ref());
-        }
-        (out, lease)
-    }
-
-    fn serve_batched(
-        &self,
-        ctx: &RequestCtx,
-        request: Request,
-        batch: Option<&Batch>,
-    ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        let named;
-        let ctx = match self.names.real(&ctx.session) {
-            Some(session) => {
-                named = RequestCtx {
-                    session,
-                    ..ctx.clone()
-                };
-                &named
-            }
-            None => ctx,
-        };
-        if let Err(e) = self.within_growth(ctx, &request) {
-            return (Err(e), None);
-        }
-        match request {
-            Request::Op(op) if self.is_several() => self.route_op(ctx, op, batch),
-            Request::Op(op) => self.handle_in(ctx, op, batch),
-            Request::Message {
-                name,
-                outcome,
-                rule,
-            } => (
-                self.record_other(ctx, &name, outcome, rule)
-                    .map(|()| Output::Unit),
-                None,
-            ),
-        }
-    }
-
-    /// [`serve`](Self::serve) of one operation whose records (its intent and its
-    /// outcome) carry `note` among their `args`: `fsgate undo` names the session it
-    /// undoes this way (`args.undo`), and the backup it puts back (`args.restoredFrom`).
-    /// Its paths are reached without following any symbolic link (rule
-    /// `workspace-link`): what an undo puts back goes exactly where the change was, never
-    /// through a link made since to somewhere else.
-    pub fn serve_noted(
-        &self,
-        ctx: &RequestCtx,
-        op: Op,
-        note: serde_json::Map<String, Value>,
-    ) -> Result<Output, GatewayError> {
-        self.handle_noted(ctx, op, note).0
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::{Op, PathStyle, RequestCtx};
+    use crate::ops::{Op, Output, PathStyle, RequestCtx};
     use fsgate_audit::{AuditSettings, Fault, OpenOptions};
+    use fsgate_base::error::GatewayError;
     use fsgate_base::path::RelPath;
 
     pub(super) fn ctx() -> RequestCtx {
@@ -324,7 +231,34 @@ mod tests {
         }
     }
 
-    pub(super) fn gateway(ws: &std::path::Path, log_path: &std::path::Path) -> Gateway {
+    /// A gateway whose `serve` serves a request alone and lets its lease go: the
+    /// tests of one operation at a time.
+    pub(super) struct Alone(Gateway);
+
+    impl std::ops::Deref for Alone {
+        type Target = Gateway;
+        fn deref(&self) -> &Gateway {
+            &self.0
+        }
+    }
+
+    impl Alone {
+        pub(super) fn serve(
+            &self,
+            ctx: &RequestCtx,
+            request: Request,
+        ) -> Result<Output, GatewayError> {
+            self.0.serve(ctx, request, How::alone()).0
+        }
+    }
+
+    pub(super) fn gateway(ws: &std::path::Path, log_path: &std::path::Path) -> Alone {
+        Alone(open(ws, log_path))
+    }
+
+    /// A gateway on the workspace `ws` with an audit log at `log_path` and backups
+    /// beside it.
+    pub(super) fn open(ws: &std::path::Path, log_path: &std::path::Path) -> Gateway {
         let pol = Policy::builtin_default().unwrap();
         let audit = AuditLog::open(
             log_path,
@@ -338,9 +272,11 @@ mod tests {
             &fsgate_backup::BackupSettings::default(),
         )
         .unwrap();
-        Gateway::new(pol, Workspace::open(ws).unwrap())
-            .with_audit(audit)
-            .with_backups(store)
+        Gateway::new(pol, Workspace::open(ws).unwrap()).with_parts(Parts {
+            audit: Some(audit),
+            backups: Some(store),
+            vcs: None,
+        })
     }
 
     pub(super) fn records(log_path: &std::path::Path) -> Vec<Value> {
@@ -598,7 +534,7 @@ mod tests {
     ) -> (Arc<Gateway>, std::path::PathBuf, [tempfile::TempDir; 2]) {
         let (ws, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let log_path = state.path().join("audit.jsonl");
-        let gw = Arc::new(gateway(ws.path(), &log_path));
+        let gw = Arc::new(open(ws.path(), &log_path));
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let gw = Arc::clone(&gw);

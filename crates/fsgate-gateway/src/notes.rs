@@ -65,20 +65,20 @@ pub trait ChangeWatch: Send + Sync + std::fmt::Debug {
     fn changed(&self, note: &ChangeNote, door: &str);
 }
 
+/// The part of the workspace a change-event subscription names (`/`, `/src`, with
+/// several workspaces `/<name>/...`): a rooted path, normalised. No policy applies: it
+/// only narrows the events a connection gets, each of which the watcher has already
+/// let through.
+pub fn subscription(path: &str) -> Result<RelPath, GatewayError> {
+    RelPath::parse_rooted(path)
+        .map_err(|e| GatewayError::InvalidParams(format!("path {path:?}: {e}")))
+}
+
 impl Gateway {
     /// From now on `watch` is told of every change this gateway makes, after its
     /// record is durable. False if a watch was set already (there is one at most).
     pub fn watch_changes(&self, watch: Arc<dyn ChangeWatch>) -> bool {
         self.change_watch.set(watch).is_ok()
-    }
-
-    /// The part of the workspace a change-event subscription names (`/`, `/src`, with
-    /// several workspaces `/<name>/...`): a rooted path, normalised. No policy applies:
-    /// it only narrows the events a connection gets, each of which the watcher has
-    /// already let through.
-    pub fn subscription(&self, path: &str) -> Result<RelPath, GatewayError> {
-        RelPath::parse_rooted(path)
-            .map_err(|e| GatewayError::InvalidParams(format!("path {path:?}: {e}")))
     }
 
     /// Stages a change in git (`[vcs] stage`) and records what was done; a failure is

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use super::Gateway;
 use fsgate_audit::{AuditEvent, ChangeOp, Intent, KIND_RECONCILED};
 use fsgate_base::path::RelPath;
-use fsgate_workspace::WsError;
+use fsgate_workspace::{Workspace, WsError};
 
 /// What the disk shows for one intent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,11 +94,11 @@ impl Gateway {
             details.insert("intent".into(), json!(intent.seq));
             // Several workspaces: the intent is looked up in its own; in none when that
             // one is not served now (a path of it means nothing in another).
-            let found = match self.member_named(intent.workspace.as_deref()) {
+            let found = match member_named(self, intent.workspace.as_deref()) {
                 Some(ws) => {
-                    let (found, seen) = ws.inspect(intent);
+                    let (found, seen) = inspect(&ws.workspace, intent);
                     details.insert("onDisk".into(), Value::Object(seen));
-                    if let Some(temp) = ws.clear_temp(intent) {
+                    if let Some(temp) = clear_temp(ws, intent) {
                         details.insert("tempFile".into(), temp);
                     }
                     found
@@ -130,108 +130,111 @@ impl Gateway {
         }
         Ok(audit.open_intents().len())
     }
+}
 
-    /// The workspace an intent names: the first when it names none.
-    fn member_named(&self, name: Option<&str>) -> Option<&Gateway> {
-        match name {
-            None => Some(self),
-            Some(n) => self.members().find(|m| m.name() == Some(n)),
-        }
+/// The workspace an intent names among those `gw` serves: the first when it names none.
+fn member_named<'g>(gw: &'g Gateway, name: Option<&str>) -> Option<&'g Gateway> {
+    match name {
+        None => Some(gw),
+        Some(n) => gw.members().find(|m| m.name() == Some(n)),
     }
+}
 
-    /// Compares the disk with the intent; also says what was seen, for the record.
-    /// What a crash may have left is the change's own to judge (see
-    /// [`crate::ops::found_after_crash`]).
-    fn inspect(&self, intent: &Intent) -> (Found, Map<String, Value>) {
-        let path = self.on_disk(intent.real_path.as_deref().or(intent.path.as_deref()));
-        let named2 = intent.real_path2.as_deref().or(intent.path2.as_deref());
-        let path2 = named2.map(|p| self.on_disk(Some(p)));
-        let mut seen = Map::new();
-        seen.insert("path".into(), path.describe());
-        if let Some(to) = &path2 {
-            seen.insert("path2".into(), to.describe());
-        }
-        let mode = intent
-            .mode
-            .as_ref()
-            .and(intent.real_path.as_deref().or(intent.path.as_deref()))
-            .and_then(|p| RelPath::parse_rooted(&format!("/{p}")).ok())
-            .and_then(|rel| self.workspace.mode_of(&rel).ok());
-        let disk = Disk {
-            intent,
-            path,
-            path2: path2.unwrap_or(OnDisk::Other),
-            mode,
-        };
-        let found = crate::ops::found_after_crash(ChangeOp::from_name(&intent.op), &disk);
-        (found, seen)
+/// Compares the disk of `ws` with the intent; also says what was seen, for the record.
+/// What a crash may have left is the change's own to judge (see
+/// [`crate::ops::found_after_crash`]).
+fn inspect(ws: &Workspace, intent: &Intent) -> (Found, Map<String, Value>) {
+    let path = on_disk(ws, intent.real_path.as_deref().or(intent.path.as_deref()));
+    let named2 = intent.real_path2.as_deref().or(intent.path2.as_deref());
+    let path2 = named2.map(|p| on_disk(ws, Some(p)));
+    let mut seen = Map::new();
+    seen.insert("path".into(), path.describe());
+    if let Some(to) = &path2 {
+        seen.insert("path2".into(), to.describe());
     }
+    let mode = intent
+        .mode
+        .as_ref()
+        .and(intent.real_path.as_deref().or(intent.path.as_deref()))
+        .and_then(|p| RelPath::parse_rooted(&format!("/{p}")).ok())
+        .and_then(|rel| ws.mode_of(&rel).ok());
+    let disk = Disk {
+        intent,
+        path,
+        path2: path2.unwrap_or(OnDisk::Other),
+        mode,
+    };
+    let found = crate::ops::found_after_crash(ChangeOp::from_name(&intent.op), &disk);
+    (found, seen)
+}
 
-    /// A write interrupted between naming its temporary file and renaming it over the
-    /// target leaves that file: it is backed up, then removed, by the exact name its
-    /// intent recorded (never by a pattern). What was done is returned for the record.
-    fn clear_temp(&self, intent: &Intent) -> Option<Value> {
-        let name = intent.temp_name.as_deref()?;
-        let at = intent.real_path.as_deref().or(intent.path.as_deref())?;
-        let path = RelPath::parse_rooted(&format!("/{at}")).ok()?;
-        let dir = path.parent().unwrap_or_default();
-        let temp = RelPath::parse_rooted(&format!("/{}/{name}", dir.as_str())).ok()?;
-        if temp.parent().as_ref() != Some(&dir) || temp.file_name() != Some(name) {
-            return None; // Not one plain name in that directory: not ours.
-        }
-        let info = self.workspace.stat(&temp).ok()?;
-        let mut out = Map::new();
-        out.insert("name".into(), json!(name));
-        let ours = info.kind == FileKind::File && info.nlink == 1;
-        let mut facts = super::Facts::default();
-        let removed = ours
-            && self.saver().backup(&temp, name, &mut facts).is_ok()
-            && self
-                .workspace
-                .remove(&temp, fsgate_workspace::Removal::File)
-                .is_ok();
-        out.insert("removed".into(), json!(removed));
-        if let Some(id) = facts.backups.first() {
-            out.insert("backup".into(), json!(id));
-        }
-        if !removed {
-            tracing::warn!(file = %temp, "a temporary file left by a crash was kept");
-        }
-        Some(Value::Object(out))
+/// A write interrupted between naming its temporary file and renaming it over the
+/// target leaves that file: it is backed up, then removed (in `gw`'s workspace), by the
+/// exact name its intent recorded (never by a pattern). What was done is returned for
+/// the record.
+fn clear_temp(gw: &Gateway, intent: &Intent) -> Option<Value> {
+    let name = intent.temp_name.as_deref()?;
+    let at = intent.real_path.as_deref().or(intent.path.as_deref())?;
+    let path = RelPath::parse_rooted(&format!("/{at}")).ok()?;
+    let dir = path.parent().unwrap_or_default();
+    let temp = RelPath::parse_rooted(&format!("/{}/{name}", dir.as_str())).ok()?;
+    if temp.parent().as_ref() != Some(&dir) || temp.file_name() != Some(name) {
+        return None; // Not one plain name in that directory: not ours.
     }
+    let info = gw.workspace.stat(&temp).ok()?;
+    let mut out = Map::new();
+    out.insert("name".into(), json!(name));
+    let ours = info.kind == FileKind::File && info.nlink == 1;
+    let mut facts = super::Facts::default();
+    let removed = ours
+        && gw.saver().backup(&temp, name, &mut facts).is_ok()
+        && gw
+            .workspace
+            .remove(&temp, fsgate_workspace::Removal::File)
+            .is_ok();
+    out.insert("removed".into(), json!(removed));
+    if let Some(id) = facts.backups.first() {
+        out.insert("backup".into(), json!(id));
+    }
+    if !removed {
+        tracing::warn!(file = %temp, "a temporary file left by a crash was kept");
+    }
+    Some(Value::Object(out))
+}
 
-    fn on_disk(&self, path: Option<&str>) -> OnDisk {
-        let Some(rel) = path.and_then(|p| RelPath::parse_rooted(&format!("/{p}")).ok()) else {
-            return OnDisk::Other;
-        };
-        match self.workspace.stat(&rel) {
-            Err(WsError::NotFound) => OnDisk::Missing,
-            // A final link (ELOOP): what it holds.
-            Err(WsError::Raced) => match self.workspace.lstat(&rel) {
-                Ok(info) => info.target.map_or(OnDisk::Other, OnDisk::Link),
-                Err(_) => OnDisk::Other,
-            },
+/// What `ws` holds at `path` now.
+fn on_disk(ws: &Workspace, path: Option<&str>) -> OnDisk {
+    let Some(rel) = path.and_then(|p| RelPath::parse_rooted(&format!("/{p}")).ok()) else {
+        return OnDisk::Other;
+    };
+    match ws.stat(&rel) {
+        Err(WsError::NotFound) => OnDisk::Missing,
+        // A final link (ELOOP): what it holds.
+        Err(WsError::Raced) => match ws.lstat(&rel) {
+            Ok(info) => info.target.map_or(OnDisk::Other, OnDisk::Link),
             Err(_) => OnDisk::Other,
-            Ok(info) if info.kind == FileKind::Directory => OnDisk::Dir,
-            Ok(info) if info.kind == FileKind::File => match self.hash_file(&rel) {
-                Some(h) => OnDisk::File(h),
-                None => OnDisk::Other,
-            },
-            Ok(_) => OnDisk::Other,
-        }
+        },
+        Err(_) => OnDisk::Other,
+        Ok(info) if info.kind == FileKind::Directory => OnDisk::Dir,
+        Ok(info) if info.kind == FileKind::File => match hash_file(ws, &rel) {
+            Some(h) => OnDisk::File(h),
+            None => OnDisk::Other,
+        },
+        Ok(_) => OnDisk::Other,
     }
+}
 
-    fn hash_file(&self, rel: &RelPath) -> Option<String> {
-        let (mut file, _) = self.workspace.open_regular(rel).ok()?;
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match file.read(&mut buf) {
-                Ok(0) => return Some(hex::encode(hasher.finalize())),
-                Ok(n) => hasher.update(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return None,
-            }
+/// The SHA-256 of the regular file `rel` of `ws`, if it can be read.
+fn hash_file(ws: &Workspace, rel: &RelPath) -> Option<String> {
+    let (mut file, _) = ws.open_regular(rel).ok()?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return Some(hex::encode(hasher.finalize())),
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
         }
     }
 }

@@ -2,95 +2,126 @@
 //! operation, a change's intent made durable before the change, and the outcome's
 //! append (beside the sync of a new name when there is one).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{Batch, Gateway};
 use crate::ops::RequestCtx;
 use fsgate_audit::{AuditEvent, AuditLog};
 use fsgate_base::error::GatewayError;
 
+/// Which lifecycle record [`Gateway::record`] appends: its kind (a `&str` says just
+/// that), and the session it is of, if any.
+#[derive(Debug, Clone, Copy)]
+pub struct Lifecycle<'a> {
+    /// The record's kind (`start`, `reload`, `session`, `roots`...).
+    kind: &'a str,
+    /// The request whose session, transport and peer the record is under.
+    of: Option<&'a RequestCtx>,
+    /// The `start` record, which starts the audit log's threads.
+    start: bool,
+}
+
+impl<'a> Lifecycle<'a> {
+    /// The `start` record: the audit log's threads start with it, the first of which
+    /// writes and syncs it while [`Gateway::record`] returns. Later records queue
+    /// behind it, so none is durable (nor, at `fsync = "always"`, answered) before it.
+    pub fn start() -> Lifecycle<'a> {
+        Lifecycle {
+            kind: "start",
+            of: None,
+            start: true,
+        }
+    }
+
+    /// A session's record of `kind` (e.g. `roots`: the scope a client's roots put in
+    /// force), under the session, transport and peer of `ctx`.
+    pub fn of(ctx: &'a RequestCtx, kind: &'a str) -> Lifecycle<'a> {
+        Lifecycle {
+            kind,
+            of: Some(ctx),
+            start: false,
+        }
+    }
+}
+
+impl<'a> From<&'a str> for Lifecycle<'a> {
+    fn from(kind: &'a str) -> Lifecycle<'a> {
+        Lifecycle {
+            kind,
+            of: None,
+            start: false,
+        }
+    }
+}
+
 impl Gateway {
-    /// Appends a lifecycle record (start, stop, reload, session...). Failures are logged:
-    /// lifecycle records answer no request.
-    pub fn record(&self, kind: &str, details: serde_json::Map<String, Value>) {
-        if let Some(a) = &self.audit
-            && let Err(e) = a.append(AuditEvent::lifecycle(kind, details))
-        {
-            tracing::error!("audit log: cannot record `{kind}`: {e}");
-        }
-    }
-
-    /// Records `start` and starts the audit log's threads, the first of which writes
-    /// and syncs the record while this returns. Later records queue behind it, so none
-    /// is durable (nor, at `fsync = "always"`, answered) before it.
-    pub fn record_start(&self, details: serde_json::Map<String, Value>) {
-        if let Some(a) = &self.audit
-            && let Err(e) = a.start_with(&AuditEvent::lifecycle("start", details))
-        {
-            tracing::error!("audit log: {e}");
-        }
-    }
-
-    /// Appends a session's lifecycle record (e.g. `roots`: the scope a client's roots put
-    /// in force), under the session, transport and peer of `ctx`. Failures are logged:
-    /// such records answer no request.
-    pub fn record_for(
-        &self,
-        ctx: &RequestCtx,
-        kind: &str,
-        details: serde_json::Map<String, Value>,
-    ) {
+    /// Appends a lifecycle record (start, stop, reload, session...): `what` is its kind,
+    /// or a [`Lifecycle`] saying more. Failures are logged: lifecycle records answer no
+    /// request.
+    pub fn record<'a>(&self, what: impl Into<Lifecycle<'a>>, details: Map<String, Value>) {
         let Some(a) = &self.audit else { return };
-        let ev = AuditEvent {
-            session: ctx.session.clone(),
-            transport: ctx.door.name.to_string(),
-            peer: ctx.peer.clone(),
-            ..AuditEvent::lifecycle(kind, details)
+        let what = what.into();
+        let kind = what.kind;
+        let ev = AuditEvent::lifecycle(kind, details);
+        if what.start {
+            if let Err(e) = a.start_with(&ev) {
+                tracing::error!("audit log: {e}");
+            }
+            return;
+        }
+        let ev = match what.of {
+            Some(ctx) => AuditEvent {
+                session: ctx.session.clone(),
+                transport: ctx.door.name.to_string(),
+                peer: ctx.peer.clone(),
+                ..ev
+            },
+            None => ev,
         };
         if let Err(e) = a.append(ev) {
             tracing::error!("audit log: cannot record `{kind}`: {e}");
         }
     }
+}
 
-    /// Records a request that is not a workspace operation (initialize, an unknown
-    /// method, malformed params or JSON): every request gets its audit record before its
-    /// response. Err if the record could not be written (the caller answers -32603).
-    pub(crate) fn record_other(
-        &self,
-        ctx: &RequestCtx,
-        op: &str,
-        outcome: Result<(), (i64, String)>,
-        rule: Option<&str>,
-    ) -> Result<(), GatewayError> {
-        let Some(audit) = &self.audit else {
-            return Ok(());
-        };
-        // A refusal fsgate makes outside the policy engine (a terminal/* request, an
-        // unknown session) is still a denial; anything else took no policy decision.
-        let decision = match &outcome {
-            Err((code, _)) if *code == fsgate_base::error::code::REFUSED => "deny",
-            _ => "none",
-        };
-        let (outcome, reason) = match outcome {
-            Ok(()) => ("ok".to_string(), None),
-            Err((code, msg)) => (code.to_string(), Some(msg)),
-        };
-        let ev = AuditEvent {
-            session: ctx.session.clone(),
-            transport: ctx.door.name.to_string(),
-            peer: ctx.peer.clone(),
-            op: op.to_string(),
-            decision: decision.into(),
-            rule: rule.map(str::to_owned),
-            reason,
-            outcome,
-            ..AuditEvent::default()
-        };
-        audit.append(ev).map(|_| ()).map_err(|e| {
-            tracing::error!("audit log: {e}");
-            GatewayError::Internal(format!("{e}; the request could not be recorded"))
-        })
-    }
+/// Records a request that is not a workspace operation (initialize, an unknown
+/// method, malformed params or JSON): every request gets its audit record before its
+/// response. Err if the record could not be written (the caller answers -32603).
+pub(crate) fn record_message(
+    audit: Option<&AuditLog>,
+    ctx: &RequestCtx,
+    op: &str,
+    outcome: Result<(), (i64, String)>,
+    rule: Option<&str>,
+) -> Result<(), GatewayError> {
+    let Some(audit) = audit else {
+        return Ok(());
+    };
+    // A refusal fsgate makes outside the policy engine (a terminal/* request, an
+    // unknown session) is still a denial; anything else took no policy decision.
+    let decision = match &outcome {
+        Err((code, _)) if *code == fsgate_base::error::code::REFUSED => "deny",
+        _ => "none",
+    };
+    let (outcome, reason) = match outcome {
+        Ok(()) => ("ok".to_string(), None),
+        Err((code, msg)) => (code.to_string(), Some(msg)),
+    };
+    let ev = AuditEvent {
+        session: ctx.session.clone(),
+        transport: ctx.door.name.to_string(),
+        peer: ctx.peer.clone(),
+        op: op.to_string(),
+        decision: decision.into(),
+        rule: rule.map(str::to_owned),
+        reason,
+        outcome,
+        ..AuditEvent::default()
+    };
+    audit.append(ev).map(|_| ()).map_err(|e| {
+        tracing::error!("audit log: {e}");
+        GatewayError::Internal(format!("{e}; the request could not be recorded"))
+    })
 }
 
 /// Appends a request's record; its seq once written. In a `batch` (a read-only

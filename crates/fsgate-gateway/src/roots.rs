@@ -4,7 +4,7 @@
 //! as that whole workspace. The door decodes its wire form; the path is resolved here.
 
 use fsgate_base::path::{PathError, RelPath};
-use fsgate_workspace::{FileKind, Follow};
+use fsgate_workspace::{FileKind, Follow, Workspace};
 
 use crate::Gateway;
 
@@ -34,12 +34,12 @@ impl Gateway {
     /// holds.
     pub fn root_dirs(&self, path: &str) -> Result<Vec<RelPath>, RootError> {
         if !self.is_several() {
-            return self.root_dir_in(path).map(|rel| vec![rel]);
+            return root_dir_in(self.workspace(), path).map(|rel| vec![rel]);
         }
         let mut found = Vec::new();
         let mut why = None;
         for m in self.members() {
-            match m.root_dir_in(path) {
+            match root_dir_in(m.workspace(), path) {
                 Ok(rel) => found.push(crate::named(m.name().unwrap_or(""), &rel)),
                 Err(e) => why = why.or(Some(e)),
             }
@@ -49,30 +49,29 @@ impl Gateway {
             _ => Ok(found),
         }
     }
+}
 
-    /// [`Gateway::root_dirs`] in this gateway's own workspace.
-    fn root_dir_in(&self, path: &str) -> Result<RelPath, RootError> {
-        let ws = self.workspace();
-        let root = ws.root_path();
-        let dealiased = ws.dealias(path);
-        let rel = match RelPath::parse_absolute(&dealiased, root) {
-            Ok(rel) => rel,
-            Err(PathError::OutsideRoot { .. }) if contains_workspace(&dealiased, root) => {
-                RelPath::root()
-            }
-            Err(PathError::OutsideRoot { .. }) => {
-                return Err(RootError::Outside(root.display().to_string()));
-            }
-            Err(e) => return Err(RootError::Unusable(e.to_string())),
-        };
-        let real = ws
-            .resolve(&rel, Follow::All)
-            .map_err(|e| RootError::Unresolvable(e.to_string()))?;
-        match ws.stat(&real.real) {
-            Ok(info) if info.kind == FileKind::Directory => Ok(real.real),
-            Ok(_) => Err(RootError::NotADirectory),
-            Err(e) => Err(RootError::Missing(e.to_string())),
+/// [`Gateway::root_dirs`] in the workspace `ws`.
+fn root_dir_in(ws: &Workspace, path: &str) -> Result<RelPath, RootError> {
+    let root = ws.root_path();
+    let dealiased = ws.dealias(path);
+    let rel = match RelPath::parse_absolute(&dealiased, root) {
+        Ok(rel) => rel,
+        Err(PathError::OutsideRoot { .. }) if contains_workspace(&dealiased, root) => {
+            RelPath::root()
         }
+        Err(PathError::OutsideRoot { .. }) => {
+            return Err(RootError::Outside(root.display().to_string()));
+        }
+        Err(e) => return Err(RootError::Unusable(e.to_string())),
+    };
+    let real = ws
+        .resolve(&rel, Follow::All)
+        .map_err(|e| RootError::Unresolvable(e.to_string()))?;
+    match ws.stat(&real.real) {
+        Ok(info) if info.kind == FileKind::Directory => Ok(real.real),
+        Ok(_) => Err(RootError::NotADirectory),
+        Err(e) => Err(RootError::Missing(e.to_string())),
     }
 }
 
@@ -102,15 +101,10 @@ mod tests {
 
     #[test]
     fn a_subscription_is_a_normalised_rooted_path_or_invalid_params() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let gw = Gateway::new(
-            fsgate_policy::Policy::builtin_default().expect("policy"),
-            fsgate_workspace::Workspace::open(tmp.path()).expect("workspace"),
-        );
         let src = RelPath::parse_rooted("/src").expect("rel");
-        assert_eq!(gw.subscription("/src/./lib/..").ok(), Some(src));
-        assert_eq!(gw.subscription("/").ok(), Some(RelPath::root()));
-        let err = gw.subscription("/../etc").expect_err("escapes");
+        assert_eq!(crate::subscription("/src/./lib/..").ok(), Some(src));
+        assert_eq!(crate::subscription("/").ok(), Some(RelPath::root()));
+        let err = crate::subscription("/../etc").expect_err("escapes");
         assert_eq!(err.code(), fsgate_base::error::code::INVALID_PARAMS);
     }
 

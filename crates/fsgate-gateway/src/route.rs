@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::members::{Members, Route};
+use super::record::record_message;
 use super::{Gateway, Lease, RULE_BOUNDARY};
 use crate::ops::{Op, OpId, Output, RequestCtx};
 use fsgate_base::error::GatewayError;
@@ -50,133 +51,129 @@ impl Gateway {
     pub fn is_several(&self) -> bool {
         self.name.is_some()
     }
+}
 
-    /// Serves `op` where its paths lie (several workspaces).
-    pub(super) fn route_op(
-        &self,
-        ctx: &RequestCtx,
-        op: Op,
-        batch: Option<&crate::Batch>,
-    ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        match self.members().route(ctx.style, op) {
-            Route::To(i, op) => {
-                let Some(member) = self.members().nth(i) else {
-                    return (
-                        Err(GatewayError::Internal("no such workspace".into())),
-                        None,
-                    );
-                };
-                let (out, lease) = member.handle_in(ctx, op, batch);
-                (out.map(|o| member.named_output(o)), lease)
-            }
-            Route::Everywhere(op) => self.everywhere(ctx, op, batch),
-            Route::Top(op) => (self.top(ctx, &op), None),
-            Route::Refused(op, e) => (self.handle_refused(ctx, op, e), None),
-        }
-    }
-
-    /// An output's paths with this workspace's name in front.
-    fn named_output(&self, out: Output) -> Output {
-        match &self.name {
-            Some(name) => out.map_paths(|p| named(name, &p)),
-            None => out,
-        }
-    }
-
-    /// A relative glob or a pathless grep, run in every workspace the session reaches,
-    /// one after another (each recorded in its own workspace's record); the matches follow one another,
-    /// cut at half the message limit.
-    fn everywhere(
-        &self,
-        ctx: &RequestCtx,
-        op: Op,
-        batch: Option<&crate::Batch>,
-    ) -> (Result<Output, GatewayError>, Option<Lease>) {
-        let room = self.policy().limits().max_message_bytes / 2;
-        let mut merged: Option<Output> = None;
-        for member in self.reached(ctx) {
-            // Each answer's lease is let go before the next workspace is searched: one
-            // lease may hold the whole budget, and the next would wait for it forever.
-            let (out, _lease) = member.handle_in(ctx, op.clone(), batch);
-            let out = match out {
-                Ok(o) => member.named_output(o),
-                Err(e) => return (Err(e), None),
+/// Serves `op` where its paths lie among the workspaces `gw` serves.
+pub(super) fn route_op(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    op: Op,
+    batch: Option<&crate::Batch>,
+) -> (Result<Output, GatewayError>, Option<Lease>) {
+    match gw.members().route(ctx.style, op) {
+        Route::To(i, op) => {
+            let Some(member) = gw.members().nth(i) else {
+                return (
+                    Err(GatewayError::Internal("no such workspace".into())),
+                    None,
+                );
             };
-            merged = Some(match merged {
-                None => out,
-                Some(so_far) => merge(so_far, out, &op),
-            });
+            let (out, lease) = handle_in(member, ctx, op, batch);
+            (out.map(|o| named_output(member.name(), o)), lease)
         }
-        let Some(merged) = merged else {
-            return (Err(GatewayError::Internal("no workspace".into())), None);
-        };
-        let (merged, used) = cut_to(merged, room);
-        let waiting = batch.map_or(crate::budget::Waiting::Wait, crate::Batch::waiting);
-        let lease = self.budget.lease_as(used.saturating_mul(3), waiting);
-        (Ok(merged), Some(lease))
+        Route::Everywhere(op) => everywhere(gw, ctx, op, batch),
+        Route::Top(op) => (top(gw, ctx, &op), None),
+        Route::Refused(op, e) => (handle_refused(gw, ctx, op, e), None),
     }
+}
 
-    /// The workspaces the session's roots reach (each, when they narrow nothing); none
-    /// reached: the first, which refuses the search as outside the roots, with a record.
-    fn reached(&self, ctx: &RequestCtx) -> Vec<&Gateway> {
-        let roots = ctx.scope.roots();
-        let reached: Vec<&Gateway> = self
-            .members()
-            .filter(|m| m.own_roots(roots.clone()).is_none_or(|r| !r.is_empty()))
-            .collect();
-        match reached.is_empty() {
-            true => vec![self],
-            false => reached,
+/// An output's paths with the workspace's `name` in front.
+fn named_output(name: Option<&str>, out: Output) -> Output {
+    match name {
+        Some(name) => out.map_paths(|p| named(name, &p)),
+        None => out,
+    }
+}
+
+/// A relative glob or a pathless grep, run in every workspace the session reaches,
+/// one after another (each recorded in its own workspace's record); the matches follow one another,
+/// cut at half the message limit.
+fn everywhere(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    op: Op,
+    batch: Option<&crate::Batch>,
+) -> (Result<Output, GatewayError>, Option<Lease>) {
+    let room = gw.policy().limits().max_message_bytes / 2;
+    let mut merged: Option<Output> = None;
+    for member in reached(gw, ctx) {
+        // Each answer's lease is let go before the next workspace is searched: one
+        // lease may hold the whole budget, and the next would wait for it forever.
+        let (out, _lease) = handle_in(member, ctx, op.clone(), batch);
+        let out = match out {
+            Ok(o) => named_output(member.name(), o),
+            Err(e) => return (Err(e), None),
+        };
+        merged = Some(match merged {
+            None => out,
+            Some(so_far) => merge(so_far, out, &op),
+        });
+    }
+    let Some(merged) = merged else {
+        return (Err(GatewayError::Internal("no workspace".into())), None);
+    };
+    let (merged, used) = cut_to(merged, room);
+    let waiting = batch.map_or(crate::budget::Waiting::Wait, crate::Batch::waiting);
+    let lease = gw.budget.lease_as(used.saturating_mul(3), waiting);
+    (Ok(merged), Some(lease))
+}
+
+/// The workspaces the session's roots reach (each, when they narrow nothing); none
+/// reached: the first, which refuses the search as outside the roots, with a record.
+fn reached<'g>(gw: &'g Gateway, ctx: &RequestCtx) -> Vec<&'g Gateway> {
+    let roots = ctx.scope.roots();
+    let reached: Vec<&Gateway> = gw
+        .members()
+        .filter(|m| {
+            crate::scope::own_roots(m.name.as_ref(), roots.clone()).is_none_or(|r| !r.is_empty())
+        })
+        .collect();
+    match reached.is_empty() {
+        true => vec![gw],
+        false => reached,
+    }
+}
+
+/// `ls /` and `stat /` on the WebSocket channel: the workspaces, as directories.
+/// Any other operation on `/` is refused: it is no directory of its own.
+fn top(gw: &Gateway, ctx: &RequestCtx, op: &Op) -> Result<Output, GatewayError> {
+    let out = match op.id() {
+        OpId::Ls | OpId::Tree => Ok(Output::Entries {
+            entries: gw.members().top_entries(),
+            truncated: false,
+            next: None,
+        }),
+        OpId::Stat => {
+            let (out, _) = handle_in(gw, ctx, op.clone(), None);
+            return out;
         }
-    }
+        _ => Err(GatewayError::Refused {
+            reason: format!(
+                "`/` holds the workspaces ({}); name one: /<name>/...",
+                gw.members().served()
+            ),
+            rule: RULE_BOUNDARY.into(),
+            path: "/".into(),
+        }),
+    };
+    let outcome = match &out {
+        Ok(_) => Ok(()),
+        Err(e) => Err((e.code(), e.message())),
+    };
+    record_message(gw.audit.as_ref(), ctx, op.name(), outcome, None)?;
+    out
+}
 
-    /// `ls /` and `stat /` on the WebSocket channel: the workspaces, as directories.
-    /// Any other operation on `/` is refused: it is no directory of its own.
-    fn top(&self, ctx: &RequestCtx, op: &Op) -> Result<Output, GatewayError> {
-        let out = match op.id() {
-            OpId::Ls | OpId::Tree => Ok(Output::Entries {
-                entries: self.members().top_entries(),
-                truncated: false,
-                next: None,
-            }),
-            OpId::Stat => {
-                let (out, _) = self.handle(ctx, op.clone());
-                return out;
-            }
-            _ => Err(GatewayError::Refused {
-                reason: format!(
-                    "`/` holds the workspaces ({}); name one: /<name>/...",
-                    self.members().served()
-                ),
-                rule: RULE_BOUNDARY.into(),
-                path: "/".into(),
-            }),
-        };
-        let outcome = match &out {
-            Ok(_) => Ok(()),
-            Err(e) => Err((e.code(), e.message())),
-        };
-        self.record_other(ctx, op.name(), outcome, None)?;
-        out
-    }
-
-    /// The session's roots (MCP), which name paths as `<name>/<path>` when several
-    /// workspaces are served, narrowed to this workspace's and made its own.
-    pub(crate) fn own_roots(&self, roots: super::Roots) -> super::Roots {
-        super::scope::own_roots(self.name.as_ref(), roots)
-    }
-
-    /// Records a request refused before any workspace took it.
-    fn handle_refused(
-        &self,
-        ctx: &RequestCtx,
-        op: Op,
-        err: GatewayError,
-    ) -> Result<Output, GatewayError> {
-        let mut note = serde_json::Map::new();
-        note.insert("workspaces".into(), Value::String(self.members().served()));
-        self.handle_with(ctx, op, (note, None, false), Err(err)).0
-    }
+/// Records a request refused before any workspace took it.
+fn handle_refused(
+    gw: &Gateway,
+    ctx: &RequestCtx,
+    op: Op,
+    err: GatewayError,
+) -> Result<Output, GatewayError> {
+    let mut note = serde_json::Map::new();
+    note.insert("workspaces".into(), Value::String(gw.members().served()));
+    gw.handle_with(ctx, op, (note, None, false), Err(err)).0
 }
 
 impl Op {
@@ -194,6 +191,16 @@ impl Op {
         }
         self
     }
+}
+
+/// `op` served in `member`'s workspace, in `batch` if one is given.
+fn handle_in(
+    member: &Gateway,
+    ctx: &RequestCtx,
+    op: Op,
+    batch: Option<&crate::Batch>,
+) -> (Result<Output, GatewayError>, Option<Lease>) {
+    member.handle_with(ctx, op, (serde_json::Map::new(), batch, false), Ok(()))
 }
 
 /// `<name>/<path>`.

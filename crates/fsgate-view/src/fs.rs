@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fsgate_base::error::GatewayError;
-use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::{FileKind, Op, Output, PathStyle, RequestCtx, StatInfo};
+use fsgate_gateway::{Gateway, How};
 use fuser::{Errno, FileAttr, FileType, Generation, INodeNo, Request};
 
 use crate::errno::{Refusal, errno};
@@ -198,10 +198,10 @@ impl View {
         let request = fsgate_gateway::Request::Op(op);
         let ctx = self.ctx(req);
         let r = if change {
-            self.gw.serve(&ctx, request)
+            self.gw.serve(&ctx, request, How::alone()).0
         } else {
             let batch = fsgate_gateway::Batch::coalescing();
-            let (r, _lease) = self.gw.serve_in(&ctx, request, &batch);
+            let (r, _lease) = self.gw.serve(&ctx, request, How::in_batch(&batch));
             match r {
                 Ok(out) => {
                     // Held or queued; the run's `stop` record is written after it.

@@ -23,6 +23,7 @@ use super::server::{HANDSHAKE_VERSIONS, MODERN_VERSIONS, PATH, Server};
 use super::session::{McpSession, Principal};
 use crate::mcp::{InputLine, classify_line};
 use fsgate_base::error::code;
+use fsgate_gateway::How;
 use fsgate_gateway::Request as GwRequest;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
 
@@ -672,7 +673,12 @@ async fn delete(
     let ctx = ctx_for(server, conn, Some(p), Some(s.name.clone()));
     let gw = Arc::clone(&server.gw);
     let _ = tokio::task::spawn_blocking(move || {
-        gw.serve(&ctx, GwRequest::message("session/delete", Ok(())))
+        gw.serve(
+            &ctx,
+            GwRequest::message("session/delete", Ok(())),
+            How::alone(),
+        )
+        .0
     })
     .await;
     Ok(status_only(StatusCode::NO_CONTENT))
@@ -733,7 +739,8 @@ async fn refuse(
         "" => GwRequest::message(name, Err(outcome)),
         rule => GwRequest::refusal(name, rule, outcome),
     };
-    let recorded = tokio::task::spawn_blocking(move || gw.serve(&ctx, request)).await;
+    let recorded =
+        tokio::task::spawn_blocking(move || gw.serve(&ctx, request, How::alone()).0).await;
     let mut error = json!({"code": r.code, "message": r.reason});
     if let Some(d) = r.data {
         error["data"] = d;

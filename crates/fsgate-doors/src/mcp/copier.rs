@@ -16,7 +16,7 @@ use super::direct;
 use super::flow::{Flow, Pending, id_key};
 use crate::stdio::Sink;
 use fsgate_gateway::ops::RequestCtx;
-use fsgate_gateway::{Gateway, Request};
+use fsgate_gateway::{Gateway, How, Request};
 
 /// Copies answers to the client, recording first each answer to a request nobody else
 /// recorded, and releasing each request's room once its answer is written.
@@ -57,7 +57,13 @@ struct Entry {
 impl Entry {
     /// Records it; gives back the line to write.
     fn record(self, gw: &Gateway, line: Vec<u8>) -> Vec<u8> {
-        let done = gw.serve(&self.ctx, Request::message(self.name, self.outcome));
+        let done = gw
+            .serve(
+                &self.ctx,
+                Request::message(self.name, self.outcome),
+                How::alone(),
+            )
+            .0;
         let Err(e) = done else {
             return line;
         };

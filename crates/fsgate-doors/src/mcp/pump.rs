@@ -35,7 +35,7 @@ use super::flow::{Flow, id_key};
 use super::guard::{LineGuard, OVERSIZED_METHOD};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::ops::RequestCtx;
-use fsgate_gateway::{Gateway, Request};
+use fsgate_gateway::{Gateway, How, Request};
 use rmcp::ErrorData as McpError;
 use rmcp::model::ErrorCode;
 
@@ -512,10 +512,13 @@ async fn record(
     outcome: Result<(), (i64, String)>,
 ) -> Result<(), GatewayError> {
     let (gw, ctx) = (Arc::clone(gw), Arc::clone(ctx));
-    tokio::task::spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome)))
-        .await
-        .unwrap_or_else(|e| Err(GatewayError::Internal(e.to_string())))
-        .map(|_| ())
+    tokio::task::spawn_blocking(move || {
+        gw.serve(&ctx, Request::message(name, outcome), How::alone())
+            .0
+    })
+    .await
+    .unwrap_or_else(|e| Err(GatewayError::Internal(e.to_string())))
+    .map(|_| ())
 }
 
 #[cfg(test)]

@@ -222,7 +222,7 @@ fn apply(gw: &Gateway, ctx: &RequestCtx, ticket: u64, answer: Result<Vec<Root>, 
     details.insert("scope".into(), scope.into());
     // Recorded when in force; a newer ask's answer is recorded instead.
     if ctx.scope.set(ticket, roots) {
-        gw.record_for(ctx, "roots", details);
+        gw.record(fsgate_gateway::Lifecycle::of(ctx, "roots"), details);
     }
 }
 

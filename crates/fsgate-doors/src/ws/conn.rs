@@ -44,7 +44,7 @@ use fsgate_gateway::Gateway;
 use fsgate_gateway::ask::Asker;
 use fsgate_gateway::ops::{Op, RequestCtx};
 use fsgate_gateway::watch::Notice;
-use fsgate_gateway::{Batch, Request};
+use fsgate_gateway::{Batch, How, Request};
 
 /// How long the rest of an oversized message is read and discarded, so that closing
 /// the socket does not reset it before the client has read the error.
@@ -347,7 +347,7 @@ async fn take(sh: &Shared, sub_tx: &watch::Sender<Option<RelPath>>, text: &str) 
         },
         Incoming::Bad { head, reply } => answer(sh, protocol::message(head, reply)).await,
         Incoming::Subscribe { head, path } => {
-            let reply = match sh.gw.subscription(&path) {
+            let reply = match fsgate_gateway::subscription(&path) {
                 Ok(rel) => {
                     let shown = rel.to_rooted();
                     sub_tx.send_replace(Some(rel));
@@ -654,7 +654,10 @@ async fn record(sh: &Shared, name: &str, outcome: Result<(), (i64, String)>) {
     let (gw, ctx) = (Arc::clone(&sh.gw), Arc::clone(&sh.ctx));
     let name = name.to_string();
     let _ = (sh.pool)
-        .spawn_blocking(move || gw.serve(&ctx, Request::message(name, outcome)))
+        .spawn_blocking(move || {
+            gw.serve(&ctx, Request::message(name, outcome), How::alone())
+                .0
+        })
         .await;
 }
 

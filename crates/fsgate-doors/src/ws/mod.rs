@@ -57,7 +57,7 @@ pub use fsgate_policy::ws::{MAX_MESSAGE_CEILING, WsSettings};
 use fsgate_base::path::RelPath;
 use fsgate_gateway::Request as GwRequest;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
-use fsgate_gateway::{DoorSpec, Gateway};
+use fsgate_gateway::{DoorSpec, Gateway, How};
 
 /// Binds the listener: `HOST:PORT`, `[V6]:PORT`, or a bare `PORT` for `127.0.0.1:PORT`.
 /// The socket is left non-blocking, ready for [`serve_with_token`].
@@ -195,12 +195,8 @@ async fn start_watcher(
 
 /// The part of the workspace a connection's events cover: `?subscribe=PATH`, or the
 /// whole workspace (also when the path is not valid, with a warning).
-fn subscription(
-    gw: &Gateway,
-    subscribe: Option<&str>,
-    peer: std::net::SocketAddr,
-) -> Option<RelPath> {
-    match subscribe.map(|p| gw.subscription(p)) {
+fn subscription(subscribe: Option<&str>, peer: std::net::SocketAddr) -> Option<RelPath> {
+    match subscribe.map(fsgate_gateway::subscription) {
         None => Some(RelPath::root()),
         Some(Ok(rel)) => Some(rel),
         Some(Err(e)) => {
@@ -398,7 +394,7 @@ impl Accepted {
                 return;
             }
         };
-        let subscription = subscription(&self.gw, admission.subscribe.as_deref(), peer);
+        let subscription = subscription(admission.subscribe.as_deref(), peer);
         tracing::info!(session = %self.session, %peer, "ws connection");
         let ctx = RequestCtx {
             style: PathStyle::Rooted,
@@ -528,7 +524,14 @@ async fn record_refusal(
     let msg = format!("HTTP {}: {}", r.status.as_u16(), r.reason);
     let rule = r.rule;
     let _ = pool
-        .spawn_blocking(move || gw.serve(&ctx, GwRequest::refusal("ws-upgrade", rule, (code, msg))))
+        .spawn_blocking(move || {
+            gw.serve(
+                &ctx,
+                GwRequest::refusal("ws-upgrade", rule, (code, msg)),
+                How::alone(),
+            )
+            .0
+        })
         .await;
 }
 

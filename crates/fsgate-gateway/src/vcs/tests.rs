@@ -97,9 +97,11 @@ fn a_write_through_a_symlink_stages_the_file_it_changed() {
     let settings = fsgate_audit::AuditSettings::default();
     let audit = fsgate_audit::AuditLog::open(&log, &settings, pol.sha256(), opts).unwrap();
     let ws = fsgate_workspace::Workspace::open(&top).unwrap();
-    let gw = crate::Gateway::new(pol, ws)
-        .with_audit(audit)
-        .with_vcs(Stager::discover(&top).unwrap());
+    let gw = crate::Gateway::new(pol, ws).with_parts(crate::Parts {
+        audit: Some(audit),
+        backups: None,
+        vcs: Some(Stager::discover(&top).unwrap()),
+    });
     let ctx = RequestCtx {
         style: PathStyle::Rooted,
         session: "s1".into(),
@@ -110,7 +112,9 @@ fn a_write_through_a_symlink_stages_the_file_it_changed() {
         notifier: None,
     };
     let op = Op::Write(ops::Write::text("/docs/readme.md".into(), "new\n".into()));
-    gw.serve(&ctx, crate::Request::Op(op)).unwrap();
+    gw.serve(&ctx, crate::Request::Op(op), crate::How::alone())
+        .0
+        .unwrap();
     assert_eq!(
         std::fs::read_to_string(top.join("README.md")).unwrap(),
         "new\n"
