@@ -80,7 +80,9 @@ impl Gateway {
             || self.change_watch.get().is_some()
             || (self.vcs.is_some() && pol.vcs_stage());
         let note = match (&result, wanted) {
-            (Ok(_), true) if op.is_mutating() => self.change_note(ctx, &op, &facts),
+            (Ok(_), true) if op.is_mutating() => {
+                crate::notes::change_note(self.workspace.root_path(), ctx, &op, &facts)
+            }
             _ => None,
         };
         let entry = facts.entry_sync.take();
@@ -109,7 +111,7 @@ impl Gateway {
                         watch.changed(&note, ctx.door.name);
                     }
                     if pol.vcs_stage() {
-                        self.stage(&Self::at_real(note, real));
+                        self.stage(&crate::notes::at_real(note, real));
                     }
                 }
                 (result, lease)

@@ -98,44 +98,44 @@ impl Gateway {
         details.insert("duration_us".into(), took.into());
         self.record("vcs-stage", details);
     }
+}
 
-    /// `note` naming the entries that really changed (a symlink on the way followed):
-    /// git stages those, not a link that did not change.
-    pub(crate) fn at_real(
-        mut note: ChangeNote,
-        (real, real2): (Option<String>, Option<String>),
-    ) -> ChangeNote {
-        let parse = |p: String| RelPath::parse_rooted(&format!("/{p}")).ok();
-        if let Some(p) = real.and_then(parse) {
-            note.path = p;
-        }
-        if let Some(p) = real2.and_then(parse).filter(|_| note.path2.is_some()) {
-            note.path2 = Some(p);
-        }
-        note
+/// `note` naming the entries that really changed (a symlink on the way followed):
+/// git stages those, not a link that did not change.
+pub(crate) fn at_real(
+    mut note: ChangeNote,
+    (real, real2): (Option<String>, Option<String>),
+) -> ChangeNote {
+    let parse = |p: String| RelPath::parse_rooted(&format!("/{p}")).ok();
+    if let Some(p) = real.and_then(parse) {
+        note.path = p;
     }
+    if let Some(p) = real2.and_then(parse).filter(|_| note.path2.is_some()) {
+        note.path2 = Some(p);
+    }
+    note
+}
 
-    /// The note of a change just made, for the door's notifier.
-    pub(crate) fn change_note(
-        &self,
-        ctx: &RequestCtx,
-        op: &Op,
-        facts: &Facts,
-    ) -> Option<ChangeNote> {
-        let parse = |p: &str| RelPath::parse_rooted(&format!("/{p}")).ok();
-        Some(ChangeNote {
-            op: op.id().change()?,
-            session: ctx.session.clone(),
-            path: facts.path.as_deref().and_then(parse)?,
-            path2: facts.path2.as_deref().and_then(parse),
-            root: self.workspace.root_path().to_path_buf(),
-            proposed: ctx
-                .notifier
-                .as_ref()
-                .filter(|n| n.wants_text())
-                .and_then(|_| op.proposed()),
-            replaced: facts.replaced.clone(),
-            seq: None,
-        })
-    }
+/// The note of a change just made in the workspace at `root`, for the door's notifier.
+pub(crate) fn change_note(
+    root: &std::path::Path,
+    ctx: &RequestCtx,
+    op: &Op,
+    facts: &Facts,
+) -> Option<ChangeNote> {
+    let parse = |p: &str| RelPath::parse_rooted(&format!("/{p}")).ok();
+    Some(ChangeNote {
+        op: op.id().change()?,
+        session: ctx.session.clone(),
+        path: facts.path.as_deref().and_then(parse)?,
+        path2: facts.path2.as_deref().and_then(parse),
+        root: root.to_path_buf(),
+        proposed: ctx
+            .notifier
+            .as_ref()
+            .filter(|n| n.wants_text())
+            .and_then(|_| op.proposed()),
+        replaced: facts.replaced.clone(),
+        seq: None,
+    })
 }

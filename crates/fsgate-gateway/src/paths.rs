@@ -110,7 +110,7 @@ impl Cx<'_> {
     }
 
     /// The refusal of a path that leads through a symbolic link, for a request that
-    /// may follow none (see [`Gateway::serve_noted`]).
+    /// may follow none (see [`How::noted`](crate::How::noted)).
     fn linked(rp: &ReqPath, facts: &mut Facts) -> GatewayError {
         facts.decision = Some("deny");
         facts.rule = Some(RULE_LINK.to_string());
