@@ -13,7 +13,7 @@
 //! - `error`: what can go wrong opening or writing the log ([`AuditError`]).
 //! - [`record`]: what the gateway reports per request ([`AuditEvent`]) and how a record
 //!   line is sealed into the chain (`seal`); [`canonical`]: the canonical JSON encoding
-//!   that the hash covers (specified in `audit/FORMAT.md`); [`line`]: checking
+//!   that the hash covers (specified in `audit/FORMAT.md`); [`line`](mod@line): checking
 //!   one line, and a log's bytes split into lines; [`cut`]: long strings (most of them an agent's) cut to a head, with their
 //!   length and digest in `details.cut`, so that no request can grow a record unboundedly.
 //! - `writer`: [`AuditLog`], the writer shared by every request thread: chaining, group

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
-use crate::Gateway;
+use crate::gateway::Gateway;
 
 /// Sessions remembered at most (the oldest is let go first).
 const MAX_SESSIONS: usize = 64;

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use crate::ops::PathStyle;
+use crate::door::PathStyle;
 use fsgate_audit::canonical::now_ts;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
@@ -95,7 +95,7 @@ impl Replaced {
 #[derive(Debug, Clone)]
 pub struct Question {
     /// The request's operation.
-    pub op: crate::ops::OpId,
+    pub op: crate::ops::id::OpId,
     /// The operation class the rule covers here (`read`, `write`, `delete`, `list`).
     pub class: String,
     /// The path decided on, normalised (no `..`), as the request's transport writes
@@ -249,7 +249,7 @@ struct Pending {
     rule: String,
     reason: String,
     waived: Vec<String>,
-    op: crate::ops::OpId,
+    op: crate::ops::id::OpId,
     class: &'static str,
     path: RelPath,
     shown: String,
@@ -386,7 +386,7 @@ impl AskRecord {
 pub(crate) fn settle(
     ctx: &mut AskCtx,
     d: &Decision<'_>,
-    (op, class): (crate::ops::OpId, &str),
+    (op, class): (crate::ops::id::OpId, &str),
     path: &RelPath,
     shown: &str,
     asked: &mut Vec<AskRecord>,
@@ -465,7 +465,7 @@ pub(crate) fn settle_pending(
 fn put(
     ctx: &mut AskCtx,
     (rule, reason): (&str, &str),
-    (op, class): (crate::ops::OpId, &str),
+    (op, class): (crate::ops::id::OpId, &str),
     (path, shown): (&RelPath, &str),
     asked: &mut Vec<AskRecord>,
 ) -> Result<(), GatewayError> {
@@ -488,7 +488,7 @@ fn put(
                 op,
                 class: class.to_owned(),
                 path: match (ctx.style, &ctx.workspace) {
-                    (PathStyle::Rooted, Some(name)) => super::named(name, path).to_rooted(),
+                    (PathStyle::Rooted, Some(name)) => crate::scope::named(name, path).to_rooted(),
                     (PathStyle::Rooted, None) => path.to_rooted(),
                     _ => path.to_absolute(&ctx.root),
                 },

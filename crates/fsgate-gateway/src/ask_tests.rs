@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Answer, Asker, Question};
-use crate::Gateway;
-use crate::ops::{Op, PathStyle, RequestCtx};
+use crate::ask::{Answer, Asker, Question};
+use crate::door::PathStyle;
+use crate::gateway::Gateway;
+use crate::ops::Op;
+use crate::request::RequestCtx;
 use fsgate_audit::{AuditLog, AuditSettings, OpenOptions};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_policy::Policy;
@@ -113,11 +115,12 @@ fn env() -> Env {
         std::fs::create_dir(root.join(d)).expect("dir");
     }
     std::fs::write(root.join(".github/ci.yml"), "on: push\n").expect("ci.yml");
-    let gw = Gateway::new(pol, Workspace::open(&root).expect("open")).with_parts(crate::Parts {
-        audit: Some(audit),
-        backups: Some(store),
-        vcs: None,
-    });
+    let gw =
+        Gateway::new(pol, Workspace::open(&root).expect("open")).with_parts(crate::build::Parts {
+            audit: Some(audit),
+            backups: Some(store),
+            vcs: None,
+        });
     Env {
         gw,
         root,

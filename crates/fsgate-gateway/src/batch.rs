@@ -15,18 +15,16 @@
 use std::cell::{Cell, RefCell};
 
 use fsgate_audit::Ticket;
-use fsgate_base::error::GatewayError;
 
-use super::Gateway;
-use super::budget::{Lease, Waiting};
+use crate::budget::{Lease, Waiting};
 
 /// One batch's queued records and the state of its content leases. Served in with
-/// [`How::in_batch`](crate::How::in_batch); [`Gateway::settle`]d before any of its answers goes out.
+/// [`How::in_batch`](crate::How::in_batch); [`Gateway::settle`](crate::Gateway::settle)d before any of its answers goes out.
 #[must_use = "a batch's records must be settled before its requests are answered"]
 #[derive(Default)]
 pub struct Batch {
     /// Records queued, not yet waited for.
-    records: RefCell<Vec<Ticket>>,
+    pub(crate) records: RefCell<Vec<Ticket>>,
     /// The batch holds answers not handed over yet: leases must not wait.
     holding: Cell<bool>,
     /// A lease went past the budget: the batch must hand over what it holds.
@@ -112,37 +110,14 @@ impl Batch {
     }
 }
 
-impl Gateway {
-    /// Waits until every record `batch` queued is durable. Err: one could not be
-    /// written, and every answer of the batch must be withheld (answered with this
-    /// error).
-    pub fn settle(&self, batch: Batch) -> Result<(), GatewayError> {
-        let Some(audit) = self.audit() else {
-            return Ok(());
-        };
-        let mut failure = None;
-        for ticket in batch.records.into_inner() {
-            if let Err(e) = audit.wait(ticket) {
-                tracing::error!("audit log: {e}");
-                failure.get_or_insert(e);
-            }
-        }
-        match failure {
-            None => Ok(()),
-            Some(e) => Err(GatewayError::Internal(format!(
-                "{e}; the result is withheld because it could not be recorded"
-            ))),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gateway::{Gateway, Request};
     use crate::ops;
     use crate::ops::Op;
+    use crate::serve::How;
     use crate::tests::{ctx, open as gateway, records};
-    use crate::{How, Request};
     use fsgate_audit::Fault;
 
     fn read(path: &str) -> Request {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Gateway;
+use crate::gateway::Gateway;
 use fsgate_audit::AuditLog;
 use fsgate_backup::BackupStore;
 
@@ -68,7 +68,7 @@ impl Gateway {
     pub fn prune_backups(&self) {
         let Some(store) = self.backups() else { return };
         match store.prune() {
-            Ok(report) => crate::change::record_prune(self.audit.as_ref(), &report),
+            Ok(report) => crate::saver::record_prune(self.audit.as_ref(), &report),
             Err(e) => tracing::warn!("backup retention: {e}"),
         }
     }

@@ -1,8 +1,12 @@
 //! The policy's decisions as a request's gates: a path's class or access allowed,
 //! denied or asked about, a size known late, and content scanned for secrets.
 
-use super::{Facts, ReqPath, ask};
-use crate::ops::Cx;
+use crate::ask;
+
+use crate::facts::Facts;
+
+use crate::ops::cx::Cx;
+use crate::scope::ReqPath;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
@@ -94,19 +98,6 @@ impl Cx<'_> {
             facts.decided(d);
         }
         Ok(())
-    }
-
-    /// Puts the questions a change put off ([`ask::settle_pending`]): called before the
-    /// change's first side effect (a backup, its intent), after every other check.
-    pub(crate) fn settle_pending(facts: &mut Facts) -> Result<(), GatewayError> {
-        let Some(mut ask) = facts.ask.take() else {
-            return Ok(());
-        };
-        let mut asked = std::mem::take(&mut facts.asked);
-        let settled = ask::settle_pending(&mut ask, &mut asked, |d| facts.decided(d));
-        facts.asked = asked;
-        facts.ask = Some(ask);
-        settled
     }
 
     /// Content gate: refuses `bytes` read or written under `class` when the policy's

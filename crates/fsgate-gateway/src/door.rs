@@ -23,6 +23,17 @@ pub struct DoorSpec {
     pub media_read: &'static str,
 }
 
+/// How a transport writes paths: what it accepts, and how results are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathStyle {
+    /// ACP: absolute paths under the workspace root only.
+    Absolute,
+    /// MCP: absolute under the root, or relative to it; results absolute.
+    AbsoluteOrRelative,
+    /// WebSocket files channel: `/src/a.ts` is `<root>/src/a.ts`.
+    Rooted,
+}
+
 /// A door for the gateway's own tests: one copy, no ways to read named.
 #[cfg(test)]
 pub(crate) static TEST_DOOR: DoorSpec = DoorSpec {

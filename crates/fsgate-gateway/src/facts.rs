@@ -5,7 +5,9 @@ use std::time::Duration;
 use fsgate_base::sha256::Sha256;
 use serde_json::{Map, Value};
 
-use crate::ops::{Op, Output, RequestCtx};
+use crate::ops::output::Output;
+
+use crate::request::RequestCtx;
 use fsgate_audit::AuditEvent;
 use fsgate_base::error::GatewayError;
 use fsgate_decide::Decision;
@@ -14,7 +16,7 @@ use fsgate_decide::Decision;
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
     /// Which operation.
-    pub op: crate::ops::OpId,
+    pub op: crate::ops::id::OpId,
     /// Workspace-relative path (lexical), once parsed.
     pub path: Option<String>,
     /// Second path (rename target).
@@ -51,7 +53,7 @@ pub(crate) struct Facts {
     /// The content budget held by what this request read, handed to the door with the
     /// answer (see `super::budget`).
     pub lease: Option<super::budget::Lease>,
-    /// What this request's leases do when the budget has no room (see [`super::Batch`]).
+    /// What this request's leases do when the budget has no room (see [`crate::batch::Batch`]).
     pub(crate) waiting: super::budget::Waiting,
     /// Wall time.
     pub duration_us: u64,
@@ -71,11 +73,24 @@ pub(crate) struct Facts {
 }
 
 impl Facts {
+    /// Puts the questions a change put off ([`crate::ask::settle_pending`]): called before the
+    /// change's first side effect (a backup, its intent), after every other check.
+    pub(crate) fn settle_pending(&mut self) -> Result<(), GatewayError> {
+        let Some(mut ask) = self.ask.take() else {
+            return Ok(());
+        };
+        let mut asked = std::mem::take(&mut self.asked);
+        let settled = crate::ask::settle_pending(&mut ask, &mut asked, |d| self.decided(d));
+        self.asked = asked;
+        self.ask = Some(ask);
+        settled
+    }
+
     /// Starts the record of `op`.
-    pub(crate) fn new(op: &Op) -> Facts {
+    pub(crate) fn new(op: crate::ops::id::OpId, args: Map<String, Value>) -> Facts {
         Facts {
-            op: op.id(),
-            args: op.audit_args(),
+            op,
+            args,
             ..Facts::default()
         }
     }
@@ -240,7 +255,7 @@ pub(crate) fn content_digest(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::RequestCtx;
+    use crate::request::RequestCtx;
     use fsgate_decide::{EntryKind, OpClass};
     use fsgate_policy::Policy;
 
@@ -252,7 +267,7 @@ mod tests {
         let mut facts = Facts::default();
         facts.decided(&pol.decide(OpClass::Write, &path, EntryKind::File));
         let ctx = RequestCtx {
-            style: crate::ops::PathStyle::Absolute,
+            style: crate::door::PathStyle::Absolute,
             session: String::new(),
             door: &crate::door::TEST_DOOR,
             peer: String::new(),

@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use super::record::record_message;
-use super::{Facts, Request};
-use crate::ops::RequestCtx;
+use crate::facts::Facts;
+use crate::gateway::Request;
+use crate::record::record_message;
+use crate::request::RequestCtx;
 use fsgate_audit::AuditLog;
 use fsgate_audit::growth::Refusal;
 use fsgate_base::error::{GatewayError, code};
@@ -42,7 +43,7 @@ fn record_growth_refusal(
 ) -> Result<(), GatewayError> {
     match request {
         Request::Op(op) => {
-            let mut facts = Facts::new(op);
+            let mut facts = Facts::new(op.id(), op.audit_args());
             for (name, given) in op.path_texts() {
                 match name {
                     "path" => facts.path = Some(given.to_string()),

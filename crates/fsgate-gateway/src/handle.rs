@@ -1,14 +1,24 @@
 //! One operation through every gate: checks before any work, execution, then its
 //! record, and the change's note to the door, the change watch and git.
 
+use crate::notes::{ChangeNote, ChangeWatch};
+use fsgate_base::path::RelPath;
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 
-use super::record::{append, record_beside_entry, sync_entry_now, unrecorded};
-use super::{Batch, Facts, Gateway, Lease, PATH_MAX, ask, budget};
-use crate::ops::{Cx, Op, Output, RequestCtx};
+use crate::batch::Batch;
+use crate::budget::Lease;
+use crate::facts::Facts;
+use crate::gateway::Gateway;
+use crate::ops::Op;
+use crate::ops::cx::Cx;
+use crate::ops::output::Output;
+use crate::record::{append, record_beside_entry, sync_entry_now, unrecorded};
+use crate::request::RequestCtx;
+use crate::rules::PATH_MAX;
+use crate::{ask, budget};
 use fsgate_base::error::GatewayError;
 use fsgate_policy::Policy;
 
@@ -45,7 +55,7 @@ impl Gateway {
         if let (Some(name), Ok(())) = (&self.name, &pre) {
             note.insert("workspace".into(), Value::String(name.to_string()));
         }
-        let mut facts = Facts::new(&op);
+        let mut facts = Facts::new(op.id(), op.audit_args());
         facts.args.extend(note);
         facts.unlinked = unlinked;
         facts.waiting = batch.map_or(budget::Waiting::Wait, Batch::waiting);
@@ -65,7 +75,7 @@ impl Gateway {
         };
         // A change that made none (mkdir -p of a directory there) still answers to its
         // questions: nothing an ask rule covers succeeds without a person.
-        let result = result.and_then(|out| Cx::settle_pending(&mut facts).map(|()| out));
+        let result = result.and_then(|out| facts.settle_pending().map(|()| out));
         facts.finish(&result, started.elapsed());
         tracing::debug!(op = op.name(), session = %ctx.session, outcome = %facts.outcome, rule = ?facts.rule, "request");
         let lease = facts.lease.take().filter(|_| result.is_ok());
@@ -81,7 +91,7 @@ impl Gateway {
             || (self.vcs.is_some() && pol.vcs_stage());
         let note = match (&result, wanted) {
             (Ok(_), true) if op.is_mutating() => {
-                crate::notes::change_note(self.workspace.root_path(), ctx, &op, &facts)
+                change_note(self.workspace.root_path(), ctx, &op, &facts)
             }
             _ => None,
         };
@@ -111,7 +121,7 @@ impl Gateway {
                         watch.changed(&note, ctx.door.name);
                     }
                     if pol.vcs_stage() {
-                        self.stage(&crate::notes::at_real(note, real));
+                        self.stage(&at_real(note, real));
                     }
                 }
                 (result, lease)
@@ -141,8 +151,8 @@ impl Gateway {
     }
 
     /// What a change saves its backups through.
-    pub(crate) fn saver(&self) -> crate::change::Saver<'_> {
-        crate::change::Saver {
+    pub(crate) fn saver(&self) -> crate::saver::Saver<'_> {
+        crate::saver::Saver {
             workspace: &self.workspace,
             store: self.backups.as_ref(),
             saves: &self.saves,
@@ -202,4 +212,70 @@ fn refuse_overlong(op: &Op, facts: &mut Facts) -> Result<(), GatewayError> {
         "{noun} {shown:?} is {} bytes long, over the kernel's PATH_MAX of {PATH_MAX} bytes: no file has such a path",
         text.len()
     )))
+}
+
+impl Gateway {
+    /// From now on `watch` is told of every change this gateway makes, after its
+    /// record is durable. False if a watch was set already (there is one at most).
+    pub fn watch_changes(&self, watch: Arc<dyn ChangeWatch>) -> bool {
+        self.change_watch.set(watch).is_ok()
+    }
+
+    /// Stages a change in git (`[vcs] stage`) and records what was done; a failure is
+    /// logged and recorded, never the request's (the change is made and recorded).
+    pub(crate) fn stage(&self, note: &ChangeNote) {
+        let Some(vcs) = &self.vcs else { return };
+        let started = Instant::now();
+        let staged = vcs.stage(note.op, &note.path, note.path2.as_ref());
+        if staged == crate::vcs::stage::Staged::default() {
+            return;
+        }
+        if let Some(e) = &staged.error {
+            tracing::warn!(op = note.op.name(), path = %note.path, "git staging failed: {e}");
+        }
+        let mut details = staged.details(note.op.name(), &note.session, note.seq);
+        let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        details.insert("duration_us".into(), took.into());
+        self.record("vcs-stage", details);
+    }
+}
+
+/// `note` naming the entries that really changed (a symlink on the way followed):
+/// git stages those, not a link that did not change.
+pub(crate) fn at_real(
+    mut note: ChangeNote,
+    (real, real2): (Option<String>, Option<String>),
+) -> ChangeNote {
+    let parse = |p: String| RelPath::parse_rooted(&format!("/{p}")).ok();
+    if let Some(p) = real.and_then(parse) {
+        note.path = p;
+    }
+    if let Some(p) = real2.and_then(parse).filter(|_| note.path2.is_some()) {
+        note.path2 = Some(p);
+    }
+    note
+}
+
+/// The note of a change just made in the workspace at `root`, for the door's notifier.
+pub(crate) fn change_note(
+    root: &std::path::Path,
+    ctx: &RequestCtx,
+    op: &Op,
+    facts: &Facts,
+) -> Option<ChangeNote> {
+    let parse = |p: &str| RelPath::parse_rooted(&format!("/{p}")).ok();
+    Some(ChangeNote {
+        op: op.id().change()?,
+        session: ctx.session.clone(),
+        path: facts.path.as_deref().and_then(parse)?,
+        path2: facts.path2.as_deref().and_then(parse),
+        root: root.to_path_buf(),
+        proposed: ctx
+            .notifier
+            .as_ref()
+            .filter(|n| n.wants_text())
+            .and_then(|_| op.proposed()),
+        replaced: facts.replaced.clone(),
+        seq: None,
+    })
 }

@@ -17,8 +17,10 @@ mod budget;
 mod build;
 mod change;
 mod checks;
+mod crash;
 mod door;
 mod facts;
+mod gateway;
 mod growth;
 mod handle;
 mod listing;
@@ -33,191 +35,51 @@ mod reconcile;
 mod record;
 mod regex_bound;
 mod reload;
+mod request;
 mod roots;
 mod route;
+mod rules;
+mod saver;
 mod scope;
 mod serve;
 pub mod vcs;
 pub mod watch;
 mod write;
 
-use std::sync::{Arc, RwLock};
-
-use serde_json::Value;
-
-use crate::ops::Op;
-use fsgate_audit::AuditLog;
-use fsgate_backup::BackupStore;
-use fsgate_policy::Policy;
-use fsgate_workspace::Workspace;
-
 pub use batch::Batch;
 pub use budget::{Lease, escape_json_bytes_into, escape_json_into, json_string_len, json_text_len};
 pub use build::Parts;
-pub(crate) use checks::{entry_facts, visible};
-pub use door::DoorSpec;
-pub(crate) use facts::Facts;
+pub use door::{DoorSpec, PathStyle};
+pub use gateway::{Gateway, Request};
 pub use members::Members;
 pub use notes::{ChangeNote, ChangeSink, ChangeWatch, subscription};
 pub use ops::tree::tree_exclusions;
-pub use paths::clip;
-pub(crate) use paths::ws_error;
 pub use record::Lifecycle;
+pub use request::RequestCtx;
 pub use roots::RootError;
-pub(crate) use route::named;
-pub(crate) use scope::ReqPath;
+pub use rules::RULE_NO_REPLACE;
+pub use rules::clip;
 pub use scope::{Ceiling, Roots, Scope, within};
 pub use serve::How;
 pub use write::occurrences;
 
-/// Rule id for refusals of paths outside the workspace (lexically or via symlinks).
-pub(crate) const RULE_BOUNDARY: &str = "workspace-boundary";
-/// Rule id for refusals of files that are not plain (FIFOs, devices, hard links).
-pub(crate) const RULE_FILE_TYPE: &str = "workspace-file-type";
-/// Rule id for what the operating system refused (permissions, the Landlock sandbox).
-pub(crate) const RULE_OS: &str = "os-permission";
-/// Rule id for the nesting limit: what the gateway will not inspect, it will not change
-/// (nor create).
-pub(crate) const RULE_DEPTH: &str = "workspace.max_depth";
-/// Rule id for a path that leads through a symbolic link, refused to `fsgate undo`.
-pub(crate) const RULE_LINK: &str = "workspace-link";
-/// Rule id for a tree that changed between its inspection and its removal.
-pub(crate) const RULE_UNINSPECTED: &str = "workspace-uninspected";
-/// Rule id for a rename asked never to replace: its destination exists, or the
-/// filesystem cannot rename without replacing.
-pub const RULE_NO_REPLACE: &str = "workspace-no-replace";
-
-/// The longest path (or pattern) a request may give, in bytes: the kernel's `PATH_MAX`.
-/// A longer one is refused before any work (no path could be that long).
-pub(crate) const PATH_MAX: usize = 4096;
-
-/// The gateway.
-pub struct Gateway {
-    /// The policy in force; replaced whole on reload.
-    policy: RwLock<Arc<Policy>>,
-    /// The workspace root handle.
-    workspace: Workspace,
-    /// Extra facts for `initialize`'s `_meta.fsgate` (sandbox status...).
-    meta: RwLock<serde_json::Map<String, Value>>,
-    /// Whether the kernel sandbox lets this process write the workspace: a reloaded
-    /// policy may not need more than what was granted at start.
-    kernel_allows_write: RwLock<bool>,
-    /// The audit log: one record per request, durable before the reply (None in unit
-    /// tests and offline tools only).
-    audit: Option<AuditLog>,
-    /// Where previous versions go before a change (None only where nothing changes).
-    backups: Option<BackupStore>,
-    /// File content held by requests in flight, across every door (see [`budget`]).
-    budget: std::sync::Arc<budget::Budget>,
-    /// Backups saved since start: each save prunes its own file's versions, and the pass
-    /// over the whole store runs at most every [`PRUNE_EVERY`] saves (see
-    /// `BackupStore::sweep_due`), so a long-running gateway keeps to the policy's limits.
-    saves: std::sync::atomic::AtomicU64,
-    /// "Allow for this session" answers to `ask` rules.
-    grants: Arc<ask::Grants>,
-    /// The git work tree changes are staged in (`[vcs] stage`), found at start.
-    vcs: Option<Arc<crate::vcs::Stager>>,
-    /// Paths being written now: writes of one path run one after the other.
-    writing: Arc<path_lock::PathLocks>,
-    /// Provisional session names a door serves under until it knows the real one.
-    names: names::SessionNames,
-    /// This workspace's name when several are served (records say it in
-    /// `args.workspace`); None with one workspace.
-    name: Option<Arc<str>>,
-    /// The other workspaces, each a gateway of its own, that this one routes to (see
-    /// [`route`]); empty with one workspace.
-    others: Vec<Arc<Gateway>>,
-    /// Files the filesystem view opened whose content was found clean, by version (see
-    /// `ops/open.rs`).
-    clean_opens: ops::CleanOpens,
-    /// Told of every change, whichever door asked (see [`ChangeWatch`]).
-    change_watch: std::sync::OnceLock<Arc<dyn ChangeWatch>>,
-}
-
-/// One message from any door, as the gateway takes it (see [`Gateway::serve`]).
-#[derive(Debug, Clone)]
-pub enum Request {
-    /// A workspace operation.
-    Op(Op),
-    /// A message that is no workspace operation; the door answers it with `outcome`.
-    Message {
-        /// The method, or what the message was (`invalid-message`, `ws-upgrade`...).
-        name: String,
-        /// The answer the door gives: Ok, or (JSON-RPC code, message).
-        outcome: Result<(), (i64, String)>,
-        /// The rule that refused it, when a door's own check did.
-        rule: Option<&'static str>,
-    },
-}
-
-impl Request {
-    /// A message that is no workspace operation.
-    pub fn message(name: impl Into<String>, outcome: Result<(), (i64, String)>) -> Request {
-        Request::Message {
-            name: name.into(),
-            outcome,
-            rule: None,
-        }
-    }
-
-    /// A message a door refused by its own check, naming the rule.
-    pub fn refusal(name: impl Into<String>, rule: &'static str, error: (i64, String)) -> Request {
-        Request::Message {
-            name: name.into(),
-            outcome: Err(error),
-            rule: Some(rule),
-        }
-    }
-}
-
-/// The fewest backups saved between two retention passes over the whole store.
-pub(crate) const PRUNE_EVERY: u64 = 100;
-
-impl Gateway {
-    /// A gateway over an opened workspace with a loaded policy.
-    pub fn new(policy: Policy, workspace: Workspace) -> Gateway {
-        let budget = budget::Budget::new(policy.limits().max_message_bytes.saturating_mul(2));
-        Gateway {
-            budget,
-            policy: RwLock::new(Arc::new(policy)),
-            workspace,
-            meta: RwLock::new(serde_json::Map::new()),
-            kernel_allows_write: RwLock::new(true),
-            audit: None,
-            backups: None,
-            saves: std::sync::atomic::AtomicU64::new(0),
-            grants: Arc::default(),
-            vcs: None,
-            writing: Arc::default(),
-            names: names::SessionNames::default(),
-            name: None,
-            others: Vec::new(),
-            clean_opens: ops::CleanOpens::default(),
-            change_watch: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// The policy in force now.
-    pub fn policy(&self) -> Arc<Policy> {
-        match self.policy.read() {
-            Ok(p) => Arc::clone(&p),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
-    }
-
-    /// The workspace.
-    pub fn workspace(&self) -> &Workspace {
-        &self.workspace
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::{Op, Output, PathStyle, RequestCtx};
+    use crate::door::PathStyle;
+    use crate::facts::Facts;
+    use crate::ops::Op;
+    use crate::ops::output::Output;
+    use crate::request::RequestCtx;
+    use crate::rules::{PATH_MAX, RULE_UNINSPECTED};
+    use fsgate_audit::AuditLog;
     use fsgate_audit::{AuditSettings, Fault, OpenOptions};
     use fsgate_base::error::GatewayError;
     use fsgate_base::path::RelPath;
+    use fsgate_policy::Policy;
+    use fsgate_workspace::Workspace;
+    use serde_json::Value;
+    use std::sync::Arc;
 
     pub(super) fn ctx() -> RequestCtx {
         RequestCtx {

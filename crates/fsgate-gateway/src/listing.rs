@@ -1,9 +1,11 @@
 //! ls, stat, glob, tree and grep: an entry is shown iff `list` allows it, and grep shows
 //! a file's lines iff `list` and `read` allow it (see `Access`).
 
-use super::{Facts, entry_facts};
-use crate::ops::Cx;
-use crate::ops::Output;
+use crate::checks::entry_facts;
+
+use crate::facts::Facts;
+use crate::ops::cx::Cx;
+use crate::ops::output::Output;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryFilter, PathFacts};
@@ -37,7 +39,7 @@ impl Cx<'_> {
         let copies = crate::read::copies(self.ctx);
         let room = max.saturating_sub(envelope) / copies;
         let extra = match self.ctx.style {
-            crate::ops::PathStyle::Rooted => 1,
+            crate::door::PathStyle::Rooted => 1,
             _ => self.workspace.root_path().as_os_str().len() as u64 + 1,
         };
         (room, extra)

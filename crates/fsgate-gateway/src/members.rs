@@ -6,8 +6,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Gateway, RULE_BOUNDARY, named};
-use crate::ops::{Op, OpId, PathStyle};
+use crate::gateway::Gateway;
+
+use crate::rules::RULE_BOUNDARY;
+
+use crate::door::PathStyle;
+use crate::ops::Op;
+use crate::ops::id::OpId;
+use crate::scope::named;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_workspace::{Entry, FileKind};
@@ -153,7 +159,7 @@ impl<'a> Members<'a> {
 
     /// The refusal of a path in no workspace, naming them all.
     fn outside(&self, text: &str, why: &str) -> GatewayError {
-        let shown = super::clip(&text.replace('\0', "\\0"));
+        let shown = crate::rules::clip(&text.replace('\0', "\\0"));
         GatewayError::Refused {
             reason: format!(
                 "`{shown}` is outside the workspaces: {why} (served: {})",
@@ -195,13 +201,13 @@ impl<'a> Members<'a> {
         GatewayError::Refused {
             reason: format!(
                 "rename across workspaces is not supported: `{}` is in workspace `{}`, `{}` in `{}`; copy the file (read, write) and remove the original instead",
-                super::clip(from),
+                crate::rules::clip(from),
                 name(a),
-                super::clip(to),
+                crate::rules::clip(to),
                 name(b)
             ),
             rule: RULE_CROSS.into(),
-            path: super::clip(from),
+            path: crate::rules::clip(from),
         }
     }
 

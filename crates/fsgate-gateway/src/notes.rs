@@ -1,11 +1,8 @@
 //! Change notes: what a door, the change watch and git staging are told of a change
 //! once its record is durable.
 
-use std::sync::Arc;
-use std::time::Instant;
+use crate::ask;
 
-use super::{Facts, Gateway, ask};
-use crate::ops::{Op, RequestCtx};
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 
@@ -72,70 +69,4 @@ pub trait ChangeWatch: Send + Sync + std::fmt::Debug {
 pub fn subscription(path: &str) -> Result<RelPath, GatewayError> {
     RelPath::parse_rooted(path)
         .map_err(|e| GatewayError::InvalidParams(format!("path {path:?}: {e}")))
-}
-
-impl Gateway {
-    /// From now on `watch` is told of every change this gateway makes, after its
-    /// record is durable. False if a watch was set already (there is one at most).
-    pub fn watch_changes(&self, watch: Arc<dyn ChangeWatch>) -> bool {
-        self.change_watch.set(watch).is_ok()
-    }
-
-    /// Stages a change in git (`[vcs] stage`) and records what was done; a failure is
-    /// logged and recorded, never the request's (the change is made and recorded).
-    pub(crate) fn stage(&self, note: &ChangeNote) {
-        let Some(vcs) = &self.vcs else { return };
-        let started = Instant::now();
-        let staged = vcs.stage(note.op, &note.path, note.path2.as_ref());
-        if staged == crate::vcs::Staged::default() {
-            return;
-        }
-        if let Some(e) = &staged.error {
-            tracing::warn!(op = note.op.name(), path = %note.path, "git staging failed: {e}");
-        }
-        let mut details = staged.details(note.op.name(), &note.session, note.seq);
-        let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        details.insert("duration_us".into(), took.into());
-        self.record("vcs-stage", details);
-    }
-}
-
-/// `note` naming the entries that really changed (a symlink on the way followed):
-/// git stages those, not a link that did not change.
-pub(crate) fn at_real(
-    mut note: ChangeNote,
-    (real, real2): (Option<String>, Option<String>),
-) -> ChangeNote {
-    let parse = |p: String| RelPath::parse_rooted(&format!("/{p}")).ok();
-    if let Some(p) = real.and_then(parse) {
-        note.path = p;
-    }
-    if let Some(p) = real2.and_then(parse).filter(|_| note.path2.is_some()) {
-        note.path2 = Some(p);
-    }
-    note
-}
-
-/// The note of a change just made in the workspace at `root`, for the door's notifier.
-pub(crate) fn change_note(
-    root: &std::path::Path,
-    ctx: &RequestCtx,
-    op: &Op,
-    facts: &Facts,
-) -> Option<ChangeNote> {
-    let parse = |p: &str| RelPath::parse_rooted(&format!("/{p}")).ok();
-    Some(ChangeNote {
-        op: op.id().change()?,
-        session: ctx.session.clone(),
-        path: facts.path.as_deref().and_then(parse)?,
-        path2: facts.path2.as_deref().and_then(parse),
-        root: root.to_path_buf(),
-        proposed: ctx
-            .notifier
-            .as_ref()
-            .filter(|n| n.wants_text())
-            .and_then(|_| op.proposed()),
-        replaced: facts.replaced.clone(),
-        seq: None,
-    })
 }

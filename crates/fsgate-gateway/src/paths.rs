@@ -2,17 +2,16 @@
 //! the root and checked where they really lead, and a workspace failure as the
 //! contract's error.
 
-use super::scope::RULE_ROOTS;
-use super::{
-    Facts, Gateway, RULE_BOUNDARY, RULE_DEPTH, RULE_FILE_TYPE, RULE_LINK, RULE_NO_REPLACE, RULE_OS,
-    RULE_UNINSPECTED, ReqPath,
-};
-use crate::ops::Cx;
-use crate::ops::PathStyle;
+use crate::door::PathStyle;
+use crate::facts::Facts;
+use crate::ops::cx::Cx;
+use crate::rules::{RULE_BOUNDARY, RULE_LINK};
+use crate::scope::RULE_ROOTS;
+use crate::scope::ReqPath;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::{PathError, RelPath};
 use fsgate_decide::{EntryKind, OpClass};
-use fsgate_workspace::{Follow, Resolved, WsError};
+use fsgate_workspace::{Follow, Resolved};
 
 impl Cx<'_> {
     /// Parses a request path in the transport's style.
@@ -40,7 +39,7 @@ impl Cx<'_> {
 
     /// `rel` as a request path of `self.ctx`'s session in this workspace.
     pub(crate) fn req_path(&self, rel: RelPath, shown: String) -> ReqPath {
-        ReqPath::new(self.name, self.ctx, rel, shown)
+        ReqPath::new(self.name, self.ctx.scope.roots(), rel, shown)
     }
 
     /// `input` with the operator's name for the root replaced by the canonical root
@@ -95,7 +94,7 @@ impl Cx<'_> {
         let res = self
             .workspace
             .resolve(&rp.rel, follow)
-            .map_err(|e| ws_error(e, &rp.shown))?;
+            .map_err(|e| crate::rules::ws_error(e, &rp.shown))?;
         if res.real != rp.rel {
             if facts.unlinked {
                 return Err(Self::linked(rp, facts));
@@ -142,85 +141,5 @@ impl Cx<'_> {
             rule: RULE_ROOTS.into(),
             path: rp.shown.clone(),
         })
-    }
-}
-
-/// A path for an error message: long ones are cut, so a 10 KB path is not echoed whole.
-pub fn clip(shown: &str) -> String {
-    const MAX: usize = 200;
-    if shown.len() <= MAX {
-        return shown.to_string();
-    }
-    let mut end = MAX;
-    while !shown.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}... ({} bytes)", &shown[..end], shown.len())
-}
-
-/// Maps a workspace failure to the contract's error, naming the request's path.
-pub(crate) fn ws_error(e: WsError, shown: &str) -> GatewayError {
-    let path = shown.to_string();
-    match e {
-        WsError::NotFound => GatewayError::NotFound { path },
-        WsError::SymlinkEscape | WsError::Raced => GatewayError::Refused {
-            reason: e.to_string(),
-            rule: RULE_BOUNDARY.into(),
-            path,
-        },
-        WsError::HardLink(_) | WsError::Special(_) => GatewayError::Refused {
-            reason: e.to_string(),
-            rule: RULE_FILE_TYPE.into(),
-            path,
-        },
-        WsError::TooLarge { .. } => GatewayError::Limit {
-            reason: e.to_string(),
-            rule: "limits.max_read_bytes".into(),
-            path,
-        },
-        WsError::IsDir
-        | WsError::NotDir
-        | WsError::NotEmpty
-        | WsError::Exists
-        | WsError::NotUtf8
-        | WsError::CrossDirRename => GatewayError::InvalidParams(format!("{shown}: {e}")),
-        WsError::OsDenied => GatewayError::Refused {
-            reason: e.to_string(),
-            rule: RULE_OS.into(),
-            path,
-        },
-        WsError::TooDeep { .. } => GatewayError::Limit {
-            reason: e.to_string(),
-            rule: RULE_DEPTH.into(),
-            path,
-        },
-        WsError::Unseen(_) | WsError::Replaced => GatewayError::Refused {
-            reason: e.to_string(),
-            rule: RULE_UNINSPECTED.into(),
-            path,
-        },
-        WsError::DestinationExists | WsError::NoReplaceUnsupported => GatewayError::Refused {
-            reason: e.to_string(),
-            rule: RULE_NO_REPLACE.into(),
-            path,
-        },
-        WsError::NameTooLong => GatewayError::InvalidParams(format!("{}: {e}", clip(shown))),
-        WsError::Io(io) => GatewayError::Internal(format!("{}: {io}", clip(shown))),
-    }
-}
-
-impl Gateway {
-    /// Renders a workspace path in the transport's style.
-    pub fn show_path(&self, style: PathStyle, rel: &RelPath) -> String {
-        match style {
-            PathStyle::Absolute | PathStyle::AbsoluteOrRelative if self.is_several() => self
-                .members()
-                .show_named(rel)
-                .unwrap_or_else(|| rel.to_absolute(self.workspace.root_path())),
-            PathStyle::Absolute | PathStyle::AbsoluteOrRelative => {
-                rel.to_absolute(self.workspace.root_path())
-            }
-            PathStyle::Rooted => rel.to_rooted(),
-        }
     }
 }

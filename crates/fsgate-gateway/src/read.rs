@@ -1,9 +1,10 @@
 //! read_text_file and read_file.
 
-use super::facts::content_digest;
-use super::{Facts, ws_error};
-use crate::ops::Cx;
-use crate::ops::RequestCtx;
+use crate::facts::Facts;
+use crate::facts::content_digest;
+use crate::ops::cx::Cx;
+use crate::request::RequestCtx;
+use crate::rules::ws_error;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, BinaryMode, EntryKind, OpClass};
@@ -77,7 +78,7 @@ impl Cx<'_> {
     /// and the read opens the real path.
     pub(crate) fn locate_file(
         &self,
-        rp: &super::ReqPath,
+        rp: &crate::scope::ReqPath,
         facts: &mut Facts,
     ) -> Result<(RelPath, Option<std::fs::File>), GatewayError> {
         let kind = EntryKind::File;
@@ -172,8 +173,8 @@ pub(crate) fn text_or_refuse(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::DoorSpec;
-    use crate::ops::PathStyle;
+    use crate::door::DoorSpec;
+    use crate::door::PathStyle;
 
     /// A door that names its ways to read, and sends content twice.
     static HINTED: DoorSpec = DoorSpec {

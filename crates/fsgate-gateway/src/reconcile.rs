@@ -8,59 +8,11 @@ use std::io::Read;
 use fsgate_base::sha256::Sha256;
 use serde_json::{Map, Value, json};
 
-use super::Gateway;
+use crate::crash::{Disk, Found, OnDisk};
+use crate::gateway::Gateway;
 use fsgate_audit::{AuditEvent, ChangeOp, Intent, KIND_RECONCILED};
 use fsgate_base::path::RelPath;
 use fsgate_workspace::{Workspace, WsError};
-
-/// What the disk shows for one intent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Found {
-    /// The disk holds what the intent announced.
-    Applied,
-    /// The disk holds what was there before.
-    NotApplied,
-    /// Neither (changed again since, partly done, or unknowable).
-    Neither,
-}
-
-impl Found {
-    /// The word in the record.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Found::Applied => "applied",
-            Found::NotApplied => "not-applied",
-            Found::Neither => "neither",
-        }
-    }
-}
-
-/// One path as the disk has it now.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum OnDisk {
-    /// Nothing by that name.
-    Missing,
-    /// A regular file, with the SHA-256 of its content.
-    File(String),
-    /// A directory.
-    Dir,
-    /// A symbolic link, with its target.
-    Link(std::path::PathBuf),
-    /// Anything else, or what could not be read.
-    Other,
-}
-
-/// An open intent, and what the disk holds at its paths now.
-pub(crate) struct Disk<'a> {
-    /// The intent, as the log holds it.
-    pub intent: &'a Intent,
-    /// Its path (the real one, when it recorded where a symlink led).
-    pub path: OnDisk,
-    /// Its second path, for an intent that names one (a rename's destination).
-    pub path2: OnDisk,
-    /// Its path's permission bits, for an intent that names a mode (a chmod).
-    pub mode: Option<u32>,
-}
 
 /// Says what a start found for one intent: a change whose outcome was recorded while
 /// its directory entry was synced, found applied, is the expected case after a crash.
@@ -185,7 +137,7 @@ fn clear_temp(gw: &Gateway, intent: &Intent) -> Option<Value> {
     let mut out = Map::new();
     out.insert("name".into(), json!(name));
     let ours = info.kind == FileKind::File && info.nlink == 1;
-    let mut facts = super::Facts::default();
+    let mut facts = crate::facts::Facts::default();
     let removed = ours
         && gw.saver().backup(&temp, name, &mut facts).is_ok()
         && gw

@@ -4,8 +4,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{Batch, Gateway};
-use crate::ops::RequestCtx;
+use crate::batch::Batch;
+
+use crate::gateway::Gateway;
+use crate::request::RequestCtx;
 use fsgate_audit::{AuditEvent, AuditLog};
 use fsgate_base::error::GatewayError;
 
@@ -239,12 +241,4 @@ pub(crate) fn unrecorded(
         }
         (None, _) => format!("{e}; the result is withheld because it could not be recorded"),
     })
-}
-
-/// The refusal of a change whose intent could not be made durable.
-pub(crate) fn not_recorded_ahead(e: fsgate_audit::AuditError) -> GatewayError {
-    tracing::error!("audit log: {e}");
-    GatewayError::Internal(format!(
-        "{e}; the change could not be recorded ahead, so nothing was changed"
-    ))
 }

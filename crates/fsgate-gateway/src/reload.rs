@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use std::path::Path;
 
-use super::Gateway;
+use crate::gateway::Gateway;
 use crate::vcs::Stager;
 use fsgate_decide::OpClass;
 use fsgate_policy::Policy;

@@ -1,12 +1,12 @@
 //! A client's root (an absolute path it names, e.g. an MCP root's `file://` path) as the
-//! real workspace directories it narrows a session to (see [`crate::Scope`]). Roots only
+//! real workspace directories it narrows a session to (see [`crate::scope::Scope`]). Roots only
 //! narrow: a root outside every workspace is refused, one that holds a workspace counts
 //! as that whole workspace. The door decodes its wire form; the path is resolved here.
 
 use fsgate_base::path::{PathError, RelPath};
 use fsgate_workspace::{FileKind, Follow, Workspace};
 
-use crate::Gateway;
+use crate::gateway::Gateway;
 
 /// Why a root narrows nothing; its text is recorded in the `roots` record.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -40,7 +40,7 @@ impl Gateway {
         let mut why = None;
         for m in self.members() {
             match root_dir_in(m.workspace(), path) {
-                Ok(rel) => found.push(crate::named(m.name().unwrap_or(""), &rel)),
+                Ok(rel) => found.push(crate::scope::named(m.name().unwrap_or(""), &rel)),
                 Err(e) => why = why.or(Some(e)),
             }
         }
@@ -102,9 +102,9 @@ mod tests {
     #[test]
     fn a_subscription_is_a_normalised_rooted_path_or_invalid_params() {
         let src = RelPath::parse_rooted("/src").expect("rel");
-        assert_eq!(crate::subscription("/src/./lib/..").ok(), Some(src));
-        assert_eq!(crate::subscription("/").ok(), Some(RelPath::root()));
-        let err = crate::subscription("/../etc").expect_err("escapes");
+        assert_eq!(crate::notes::subscription("/src/./lib/..").ok(), Some(src));
+        assert_eq!(crate::notes::subscription("/").ok(), Some(RelPath::root()));
+        let err = crate::notes::subscription("/../etc").expect_err("escapes");
         assert_eq!(err.code(), fsgate_base::error::code::INVALID_PARAMS);
     }
 

@@ -9,15 +9,21 @@
 //! paths as `<name>/<path>`, which [`Gateway::show_path`] turns back into the door's form.
 //! Which workspace a path lies in is [`Members`]' to say; serving it is this file's.
 
+use crate::door::PathStyle;
 use crate::ops;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::members::{Members, Route};
-use super::record::record_message;
-use super::{Gateway, Lease, RULE_BOUNDARY};
-use crate::ops::{Op, OpId, Output, RequestCtx};
+use crate::budget::Lease;
+use crate::gateway::Gateway;
+use crate::members::{Members, Route};
+use crate::ops::Op;
+use crate::ops::id::OpId;
+use crate::ops::output::Output;
+use crate::record::record_message;
+use crate::request::RequestCtx;
+use crate::rules::RULE_BOUNDARY;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 
@@ -58,7 +64,7 @@ pub(super) fn route_op(
     gw: &Gateway,
     ctx: &RequestCtx,
     op: Op,
-    batch: Option<&crate::Batch>,
+    batch: Option<&crate::batch::Batch>,
 ) -> (Result<Output, GatewayError>, Option<Lease>) {
     match gw.members().route(ctx.style, op) {
         Route::To(i, op) => {
@@ -80,7 +86,7 @@ pub(super) fn route_op(
 /// An output's paths with the workspace's `name` in front.
 fn named_output(name: Option<&str>, out: Output) -> Output {
     match name {
-        Some(name) => out.map_paths(|p| named(name, &p)),
+        Some(name) => out.map_paths(|p| crate::scope::named(name, &p)),
         None => out,
     }
 }
@@ -92,7 +98,7 @@ fn everywhere(
     gw: &Gateway,
     ctx: &RequestCtx,
     op: Op,
-    batch: Option<&crate::Batch>,
+    batch: Option<&crate::batch::Batch>,
 ) -> (Result<Output, GatewayError>, Option<Lease>) {
     let room = gw.policy().limits().max_message_bytes / 2;
     let mut merged: Option<Output> = None;
@@ -113,7 +119,7 @@ fn everywhere(
         return (Err(GatewayError::Internal("no workspace".into())), None);
     };
     let (merged, used) = cut_to(merged, room);
-    let waiting = batch.map_or(crate::budget::Waiting::Wait, crate::Batch::waiting);
+    let waiting = batch.map_or(crate::budget::Waiting::Wait, crate::batch::Batch::waiting);
     let lease = gw.budget.lease_as(used.saturating_mul(3), waiting);
     (Ok(merged), Some(lease))
 }
@@ -198,19 +204,9 @@ fn handle_in(
     member: &Gateway,
     ctx: &RequestCtx,
     op: Op,
-    batch: Option<&crate::Batch>,
+    batch: Option<&crate::batch::Batch>,
 ) -> (Result<Output, GatewayError>, Option<Lease>) {
     member.handle_with(ctx, op, (serde_json::Map::new(), batch, false), Ok(()))
-}
-
-/// `<name>/<path>`.
-pub(crate) fn named(name: &str, rel: &RelPath) -> RelPath {
-    let top = RelPath::root().join(name);
-    if rel.is_root() {
-        top
-    } else {
-        top.join(rel.as_str())
-    }
 }
 
 /// Two answers of one glob or grep, run in two workspaces, as one.
@@ -306,6 +302,22 @@ fn cut_to(out: Output, room: u64) -> (Output, u64) {
     }
 }
 
+impl Gateway {
+    /// Renders a workspace path in the transport's style.
+    pub fn show_path(&self, style: PathStyle, rel: &RelPath) -> String {
+        match style {
+            PathStyle::Absolute | PathStyle::AbsoluteOrRelative if self.is_several() => self
+                .members()
+                .show_named(rel)
+                .unwrap_or_else(|| rel.to_absolute(self.workspace.root_path())),
+            PathStyle::Absolute | PathStyle::AbsoluteOrRelative => {
+                rel.to_absolute(self.workspace.root_path())
+            }
+            PathStyle::Rooted => rel.to_rooted(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,8 +362,14 @@ mod tests {
 
     #[test]
     fn a_path_is_named_by_its_workspace() {
-        assert_eq!(named("docs", &RelPath::root()).as_str(), "docs");
-        assert_eq!(named("docs", &rel("a/b.md")).as_str(), "docs/a/b.md");
+        assert_eq!(
+            crate::scope::named("docs", &RelPath::root()).as_str(),
+            "docs"
+        );
+        assert_eq!(
+            crate::scope::named("docs", &rel("a/b.md")).as_str(),
+            "docs/a/b.md"
+        );
     }
 
     #[test]

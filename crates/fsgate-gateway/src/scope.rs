@@ -188,14 +188,14 @@ impl ReqPath {
     /// `rel` in `gw`'s workspace, under the roots of `ctx`'s session there.
     pub(crate) fn new(
         workspace: Option<&Arc<str>>,
-        ctx: &crate::ops::RequestCtx,
+        roots: Roots,
         rel: RelPath,
         shown: String,
     ) -> ReqPath {
         ReqPath {
             rel,
             shown,
-            roots: own_roots(workspace, ctx.scope.roots()),
+            roots: own_roots(workspace, roots),
         }
     }
 
@@ -267,9 +267,19 @@ pub(crate) fn own_roots(name: Option<&Arc<str>>, roots: Roots) -> Roots {
     let (Some(name), Some(roots)) = (name, roots.as_ref()) else {
         return roots;
     };
-    let mine = crate::named(name, &RelPath::root());
+    let mine = crate::scope::named(name, &RelPath::root());
     let own: Vec<RelPath> = roots.iter().filter_map(|r| r.strip_prefix(&mine)).collect();
     Some(Arc::from(own))
+}
+
+/// `<name>/<path>`.
+pub(crate) fn named(name: &str, rel: &RelPath) -> RelPath {
+    let top = RelPath::root().join(name);
+    if rel.is_root() {
+        top
+    } else {
+        top.join(rel.as_str())
+    }
 }
 
 #[cfg(test)]

@@ -4,11 +4,14 @@
 
 use serde_json::{Map, Value};
 
-use super::growth::within_growth;
-use super::record::record_message;
-use super::route::route_op;
-use super::{Batch, Gateway, Lease, Request};
-use crate::ops::{Output, RequestCtx};
+use crate::batch::Batch;
+use crate::budget::Lease;
+use crate::gateway::{Gateway, Request};
+use crate::growth::within_growth;
+use crate::ops::output::Output;
+use crate::record::record_message;
+use crate::request::RequestCtx;
+use crate::route::route_op;
 use fsgate_base::error::GatewayError;
 
 /// How one request is served (see [`Gateway::serve`]). [`How::alone`] by default.
@@ -160,5 +163,29 @@ fn serve_batched(
             record_message(gw.audit.as_ref(), ctx, &name, outcome, rule).map(|()| Output::Unit),
             None,
         ),
+    }
+}
+
+impl Gateway {
+    /// Waits until every record `batch` queued is durable. Err: one could not be
+    /// written, and every answer of the batch must be withheld (answered with this
+    /// error).
+    pub fn settle(&self, batch: Batch) -> Result<(), GatewayError> {
+        let Some(audit) = self.audit() else {
+            return Ok(());
+        };
+        let mut failure = None;
+        for ticket in batch.records.into_inner() {
+            if let Err(e) = audit.wait(ticket) {
+                tracing::error!("audit log: {e}");
+                failure.get_or_insert(e);
+            }
+        }
+        match failure {
+            None => Ok(()),
+            Some(e) => Err(GatewayError::Internal(format!(
+                "{e}; the result is withheld because it could not be recorded"
+            ))),
+        }
     }
 }

@@ -1,10 +1,11 @@
 //! write and edit: replace a file's content atomically, after its backup and intent.
 
-use crate::ops::Cx;
+use crate::ops::cx::Cx;
 use std::io::Read;
 
-use super::ask::{MAX_SHOWN_TEXT, Replaced};
-use super::{Facts, ws_error};
+use crate::ask::{MAX_SHOWN_TEXT, Replaced};
+use crate::facts::Facts;
+use crate::rules::ws_error;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, OpClass};
@@ -16,7 +17,7 @@ impl Cx<'_> {
     /// new file, and the missing parents it would make (counted for an undo).
     pub(crate) fn check_write(
         &self,
-        (rp, res): (&super::ReqPath, &Resolved),
+        (rp, res): (&crate::scope::ReqPath, &Resolved),
         content: &[u8],
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
@@ -201,7 +202,7 @@ pub fn occurrences(text: &str, needle: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::occurrences;
+    use crate::write::occurrences;
 
     #[test]
     fn overlapping_occurrences_count() {

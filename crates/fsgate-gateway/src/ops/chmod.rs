@@ -2,11 +2,14 @@
 //! set-user-ID, set-group-ID and sticky bits are never set: a process served by the
 //! gateway must not make a program that runs with its owner's rights.
 
-use crate::ops::Output;
-use crate::ops::{ChangeOp, Cx, Operation, Places};
-use crate::reconcile::{Disk, Found, OnDisk};
-use crate::vcs::Step;
-use crate::{Facts, ws_error};
+use crate::crash::{Disk, Found, OnDisk};
+use crate::facts::Facts;
+use crate::ops::cx::Cx;
+use crate::ops::operation::{Operation, Places};
+use crate::ops::output::Output;
+use crate::rules::ws_error;
+use crate::vcs::step::Step;
+use fsgate_audit::ChangeOp;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{EntryKind, OpClass};
@@ -132,7 +135,7 @@ mod tests {
     use crate::ops;
     use std::os::unix::fs::PermissionsExt;
 
-    use crate::Request;
+    use crate::gateway::Request;
     use crate::ops::Op;
     use crate::tests::{ctx, gateway, records};
     use fsgate_base::error::GatewayError;

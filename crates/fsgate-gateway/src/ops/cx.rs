@@ -4,12 +4,12 @@
 
 use std::sync::{Arc, RwLock};
 
-use crate::Facts;
 use crate::budget::Budget;
-use crate::change::Saver;
-use crate::ops::{CleanOpens, RequestCtx};
+use crate::facts::Facts;
+use crate::ops::open_cache::CleanOpens;
 use crate::path_lock::PathLocks;
-use crate::record::not_recorded_ahead;
+use crate::request::RequestCtx;
+use crate::saver::Saver;
 use fsgate_audit::AuditLog;
 use fsgate_base::error::GatewayError;
 use fsgate_policy::Policy;
@@ -54,7 +54,7 @@ impl<'a> Cx<'a> {
         &self,
         facts: &mut Facts,
     ) -> Result<Option<fsgate_audit::Ticket>, GatewayError> {
-        Self::settle_pending(facts)?;
+        facts.settle_pending()?;
         self.same_policy_since_asked(facts)?;
         let Some(audit) = self.audit else {
             return Ok(None);
@@ -105,4 +105,12 @@ fn current_sha(current: &RwLock<Arc<Policy>>) -> String {
         Ok(p) => p.sha256().to_string(),
         Err(poisoned) => poisoned.into_inner().sha256().to_string(),
     }
+}
+
+/// The refusal of a change whose intent could not be made durable.
+pub(crate) fn not_recorded_ahead(e: fsgate_audit::AuditError) -> GatewayError {
+    tracing::error!("audit log: {e}");
+    GatewayError::Internal(format!(
+        "{e}; the change could not be recorded ahead, so nothing was changed"
+    ))
 }

@@ -1,12 +1,14 @@
 //! `edit_text_file`: replace the one occurrence of a text, as a write of the whole new content.
 
-use crate::Facts;
 use crate::ask::Proposed;
-use crate::ops::Output;
-use crate::ops::{ChangeOp, Cx, Operation, Places};
-use crate::reconcile::{Disk, Found};
-use crate::vcs::Step;
+use crate::crash::{Disk, Found};
+use crate::facts::Facts;
+use crate::ops::cx::Cx;
+use crate::ops::operation::{Operation, Places};
+use crate::ops::output::Output;
+use crate::vcs::step::Step;
 use crate::write::*;
+use fsgate_audit::ChangeOp;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass};
@@ -84,7 +86,7 @@ impl Cx<'_> {
         let updated = replace_once(&text, (old_text, new_text), &shown)?;
         self.check_edited((&rp, &res.real), (current, &updated), facts)?;
         if facts.ask.as_ref().is_some_and(crate::ask::AskCtx::waits) {
-            Self::settle_pending(facts)?;
+            facts.settle_pending()?;
             self.still_holds(&res.real, text.as_bytes(), &rp.shown)?;
         }
         let saving = self.saver.backup_beside(&res.real, &rp.shown, facts)?;
@@ -107,7 +109,7 @@ impl Cx<'_> {
     /// the larger of the sizes before and after), the content rules.
     fn check_edited(
         &self,
-        (rp, real): (&crate::ReqPath, &RelPath),
+        (rp, real): (&crate::scope::ReqPath, &RelPath),
         (current, updated): (usize, &str),
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {

@@ -1,12 +1,16 @@
 //! `glob`: the visible paths a pattern matches.
 
-use crate::ops::{Cx, Operation, Places};
+use crate::ops::cx::Cx;
+
+use crate::ops::operation::{Operation, Places};
 use globset::GlobBuilder;
 use serde_json::{Map, Value};
 
+use crate::door::PathStyle;
+use crate::facts::Facts;
 use crate::listing::*;
-use crate::ops::{Output, PathStyle};
-use crate::{Facts, ws_error};
+use crate::ops::output::Output;
+use crate::rules::ws_error;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass};
@@ -112,7 +116,7 @@ impl Cx<'_> {
                 _ => {
                     return Err(GatewayError::Refused {
                         reason: format!("glob pattern is outside the workspace root {root}"),
-                        rule: crate::RULE_BOUNDARY.into(),
+                        rule: crate::rules::RULE_BOUNDARY.into(),
                         path: pattern.to_string(),
                     });
                 }
@@ -123,7 +127,7 @@ impl Cx<'_> {
         if rel.split('/').any(|c| c == "..") {
             return Err(GatewayError::Refused {
                 reason: "glob pattern climbs out of the workspace with `..`".into(),
-                rule: crate::RULE_BOUNDARY.into(),
+                rule: crate::rules::RULE_BOUNDARY.into(),
                 path: pattern.to_string(),
             });
         }

@@ -1,14 +1,18 @@
 //! `grep`: lines matching a regex in the files `list` and `read` allow.
 
-use crate::ops::{Cx, Operation, Places};
+use crate::ops::cx::Cx;
+
+use crate::ops::operation::{Operation, Places};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
 
 use grep_regex::RegexMatcherBuilder;
 
+use crate::facts::Facts;
 use crate::listing::*;
-use crate::ops::Output;
-use crate::{Facts, regex_bound, ws_error};
+use crate::ops::output::Output;
+use crate::regex_bound;
+use crate::rules::ws_error;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
@@ -119,7 +123,7 @@ impl Cx<'_> {
         pattern: &str,
         ignore_case: bool,
         facts: &Facts,
-    ) -> Result<crate::Lease, GatewayError> {
+    ) -> Result<crate::budget::Lease, GatewayError> {
         let too_large = |e: regex_bound::TooLarge| GatewayError::InvalidParams(e.to_string());
         let syntax = regex_bound::syntax(pattern).map_err(too_large)?;
         let mut lease = self.budget.lease_as(syntax.parse, facts.waiting);
@@ -135,7 +139,7 @@ impl Cx<'_> {
         &self,
         path: Option<&str>,
         facts: &mut Facts,
-    ) -> Result<(crate::ReqPath, fsgate_workspace::Resolved, bool), GatewayError> {
+    ) -> Result<(crate::scope::ReqPath, fsgate_workspace::Resolved, bool), GatewayError> {
         let rp = match path {
             Some(p) => self.parse_path(p)?,
             None => self.req_path(
@@ -173,7 +177,7 @@ impl Cx<'_> {
     fn grep_search(
         &self,
         query: &GrepQuery,
-        (rp, real, is_dir): (&crate::ReqPath, &RelPath, bool),
+        (rp, real, is_dir): (&crate::scope::ReqPath, &RelPath, bool),
         facts: &mut Facts,
     ) -> Result<(fsgate_workspace::GrepOutcome, u64), GatewayError> {
         let scanner = self

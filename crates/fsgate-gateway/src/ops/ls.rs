@@ -1,9 +1,12 @@
 //! `ls`: one page of a directory's entries, each shown iff the policy lets `list` see it.
 
+use crate::checks::entry_facts;
+use crate::facts::Facts;
 use crate::listing::*;
-use crate::ops::Output;
-use crate::ops::{Cx, Operation, Places};
-use crate::{Facts, entry_facts, ws_error};
+use crate::ops::cx::Cx;
+use crate::ops::operation::{Operation, Places};
+use crate::ops::output::Output;
+use crate::rules::ws_error;
 use fsgate_base::error::GatewayError;
 use fsgate_decide::{Access, EntryKind, OpClass};
 use fsgate_workspace::{Entry, Follow, PageSpec, json_string_len};

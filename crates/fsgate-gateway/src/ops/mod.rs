@@ -1,15 +1,18 @@
 //! The one internal operation type every transport translates into, and its results.
 
 mod chmod;
-mod cx;
+pub(crate) mod cx;
 mod edit;
 mod glob;
 mod grep;
+pub(crate) mod id;
+mod list;
 mod ls;
 mod mkdir;
 mod open;
-mod operation;
-mod output;
+pub(crate) mod open_cache;
+pub(crate) mod operation;
+pub(crate) mod output;
 mod read_file;
 mod read_text;
 mod rename;
@@ -20,16 +23,15 @@ pub(crate) mod tree;
 mod write;
 
 pub use chmod::{Chmod, RULE_SET_ID};
-pub(crate) use cx::Cx;
 pub use edit::Edit;
 pub use glob::Glob;
 pub use grep::Grep;
+pub use id::OpId;
 pub use ls::Ls;
 pub use mkdir::Mkdir;
-pub(crate) use open::CleanOpens;
 pub use open::Open;
-pub(crate) use operation::Operation;
 pub use operation::Places;
+use operation::{Operation, operations};
 pub use output::OpenAccess;
 pub use output::{Encoding, Output};
 pub use read_file::ReadFile;
@@ -48,70 +50,19 @@ pub use fsgate_audit::ChangeOp;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 
-use crate::Facts;
 use crate::ask::Proposed;
-use crate::reconcile::{Disk, Found};
-use crate::vcs::Step;
+use crate::crash::{Disk, Found};
+pub use crate::door::PathStyle;
+use crate::facts::Facts;
+pub use crate::request::RequestCtx;
+use crate::vcs::step::Step;
+use cx::Cx;
 
 /// The workspace's entries, matches and metadata, as the results carry them; a door
 /// encodes them from here (it does not reach into the workspace layer).
 pub use fsgate_workspace::{Entry, FileKind, GrepMatch, StatInfo, format_permissions};
 
-/// How a transport writes paths: what it accepts, and how results are shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PathStyle {
-    /// ACP: absolute paths under the workspace root only.
-    Absolute,
-    /// MCP: absolute under the root, or relative to it; results absolute.
-    AbsoluteOrRelative,
-    /// WebSocket files channel: `/src/a.ts` is `<root>/src/a.ts`.
-    Rooted,
-}
-
-/// Who is asking: carried into refusals and audit records.
-#[derive(Debug, Clone)]
-pub struct RequestCtx {
-    /// The transport's path convention.
-    pub style: PathStyle,
-    /// The session id the request named (or the connection's).
-    pub session: String,
-    /// The door it came through: its name for the records, the shape of its answers.
-    pub door: &'static crate::DoorSpec,
-    /// pid/uid of the stdio peer, or the remote address.
-    pub peer: String,
-    /// The parts of the workspace the session may reach (MCP roots narrow it).
-    pub scope: crate::Scope,
-    /// Who to ask when an `ask` rule decides (None: the client cannot be asked).
-    pub asker: Option<std::sync::Arc<dyn crate::ask::Asker>>,
-    /// Who to tell of each change the gateway made (None: nobody).
-    pub notifier: Option<std::sync::Arc<dyn crate::ChangeSink>>,
-}
-
-operation::operations! {
-    ReadText => ReadText,
-    ReadFile => ReadFile,
-    Write => Write,
-    Edit => Edit,
-    Ls => Ls,
-    Tree => Tree,
-    Stat => Stat,
-    Open => Open,
-    Glob => Glob,
-    Grep => Grep,
-    Mkdir => Mkdir,
-    Rm => Rm,
-    Rename => Rename,
-    Chmod => Chmod,
-    Symlink => Symlink,
-}
-
-/// (Only so that a request's `crate::Facts` can start empty; `Facts::new` sets the
-/// request's own.)
-impl Default for OpId {
-    fn default() -> OpId {
-        OpId::ReadText
-    }
-}
+list::with_operations!(operations);
 
 impl Op {
     /// The operation's name in audit records.

@@ -5,16 +5,18 @@
 //! inode, size and times) found clean is remembered: opened again, it is not scanned
 //! again (its record says `contentRemembered`).
 
-use crate::ops::{Cx, Operation, Places};
-use serde_json::{Map, Value};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use crate::ops::cx::Cx;
+use crate::ops::open_cache::Version;
 
-use crate::ops::{OpenAccess, Output};
-use crate::{Facts, ws_error};
+use crate::ops::operation::{Operation, Places};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+use crate::facts::Facts;
+use crate::ops::output::{OpenAccess, Output};
+use crate::rules::ws_error;
 use fsgate_base::error::GatewayError;
 use fsgate_decide::{Access, EntryKind, OpClass};
-use fsgate_policy::Policy;
 use fsgate_workspace::Follow;
 
 /// A file opened through the filesystem view (`fsgate run`): for reading, the
@@ -112,59 +114,4 @@ impl Cx<'_> {
     }
 }
 
-/// One version of one file under one policy: where it is, its device and inode, its
-/// size, its modification and status-change times (nanoseconds), and the policy's
-/// digest. Any write changes the status-change time; a reloaded policy is another key.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Version {
-    path: Box<str>,
-    id: (u64, u64),
-    size: u64,
-    times: (i64, i64, i64, i64),
-    policy: Box<str>,
-}
-
-impl Version {
-    fn of(
-        file: &std::fs::File,
-        real: &fsgate_base::path::RelPath,
-        pol: &Policy,
-    ) -> Option<Version> {
-        use std::os::unix::fs::MetadataExt;
-        let m = file.metadata().ok()?;
-        Some(Version {
-            path: real.as_str().into(),
-            id: (m.dev(), m.ino()),
-            size: m.size(),
-            times: (m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()),
-            policy: pol.sha256().into(),
-        })
-    }
-}
-
-/// The versions found clean (with what the record says of their content: its length and
-/// SHA-256), so that a build opening one file a hundred times pays for one scan.
-/// Bounded: past [`MAX_CLEAN_OPENS`] it forgets everything and starts again.
-#[derive(Debug, Default)]
-pub(crate) struct CleanOpens(Mutex<HashMap<Version, (usize, String)>>);
-
-/// Versions remembered at most (a few hundred bytes each).
-const MAX_CLEAN_OPENS: usize = 16_384;
-
-impl CleanOpens {
-    fn get(&self, v: &Version) -> Option<(usize, String)> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(v)
-            .cloned()
-    }
-
-    fn insert(&self, v: Version, what: (usize, String)) {
-        let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if seen.len() >= MAX_CLEAN_OPENS {
-            seen.clear();
-        }
-        seen.insert(v, what);
-    }
-}
+//END

@@ -4,11 +4,13 @@
 
 use serde_json::{Map, Value};
 
-use super::{ChangeOp, Cx, Output};
-use crate::Facts;
 use crate::ask::Proposed;
-use crate::reconcile::{Disk, Found};
-use crate::vcs::Step;
+use crate::crash::{Disk, Found};
+use crate::facts::Facts;
+use crate::ops::cx::Cx;
+use crate::ops::output::Output;
+use crate::vcs::step::Step;
+use fsgate_audit::ChangeOp;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 
@@ -64,8 +66,8 @@ pub(crate) trait Operation {
     }
 }
 
-/// Declares [`Op`](super::Op) and [`OpId`](super::OpId) from the one list of
-/// operations, and routes every question about an operation to its type.
+/// Declares [`Op`](super::Op) from the one list of operations (`ops/list.rs`), and
+/// routes every question about an operation, or its [`OpId`], to its type.
 macro_rules! operations {
     ($($variant:ident => $ty:ty,)*) => {
         /// One operation, with paths exactly as the request gave them.
@@ -74,17 +76,7 @@ macro_rules! operations {
             $(#[doc = concat!("[`", stringify!($ty), "`].")] $variant($ty),)*
         }
 
-        /// Which operation a request is, without its arguments.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum OpId {
-            $(#[doc = concat!("[`", stringify!($ty), "`].")] $variant,)*
-        }
-
         impl OpId {
-            /// Every operation, in declaration order: what a door searches to decode a
-            /// method name it has mapped each operation to.
-            pub const ALL: &'static [OpId] = &[$(OpId::$variant,)*];
-
             /// The operation's name in audit records.
             pub fn name(self) -> &'static str {
                 match self { $(OpId::$variant => <$ty as Operation>::name(),)* }

@@ -2,7 +2,7 @@
 
 use fsgate_base::path::RelPath;
 
-use super::{Entry, GrepMatch, StatInfo};
+use fsgate_workspace::{Entry, GrepMatch, StatInfo};
 
 /// What the filesystem view opens a file for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,10 +1,12 @@
 //! `read_file`: a file as text, or as base64 where the policy lets binary content out.
 
-use crate::ops::{Cx, Operation, Places};
+use crate::ops::cx::Cx;
+
+use crate::ops::operation::{Operation, Places};
 use base64::Engine;
 
-use crate::Facts;
-use crate::ops::{Encoding, Output};
+use crate::facts::Facts;
+use crate::ops::output::{Encoding, Output};
 use crate::read::*;
 use fsgate_base::error::GatewayError;
 use fsgate_decide::BinaryMode;

@@ -1,8 +1,9 @@
 //! `read_text_file`: a text file, whole or a window of lines.
 
-use crate::Facts;
-use crate::ops::Output;
-use crate::ops::{Cx, Operation, Places};
+use crate::facts::Facts;
+use crate::ops::cx::Cx;
+use crate::ops::operation::{Operation, Places};
+use crate::ops::output::Output;
 use crate::read::*;
 use fsgate_base::error::GatewayError;
 use fsgate_workspace::text_window;

@@ -1,10 +1,14 @@
 //! rename: move a file or directory; every end of the move is checked by the policy.
 
-use crate::ops::Output;
-use crate::ops::{ChangeOp, Cx, Operation, Places};
-use crate::reconcile::{Disk, Found, OnDisk};
-use crate::vcs::Step;
-use crate::{Facts, ReqPath, ws_error};
+use crate::crash::{Disk, Found, OnDisk};
+use crate::facts::Facts;
+use crate::ops::cx::Cx;
+use crate::ops::operation::{Operation, Places};
+use crate::ops::output::Output;
+use crate::rules::ws_error;
+use crate::scope::ReqPath;
+use crate::vcs::step::Step;
+use fsgate_audit::ChangeOp;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
@@ -224,7 +228,7 @@ impl Cx<'_> {
                     "`{}` is {what}; only regular files and directories can be renamed",
                     src.rel
                 ),
-                rule: crate::RULE_FILE_TYPE.into(),
+                rule: crate::rules::RULE_FILE_TYPE.into(),
                 path: src.shown.clone(),
             });
         }

@@ -1,10 +1,13 @@
 //! rm: remove a file, or a directory with everything beneath it, each file backed up.
 
-use crate::ops::Output;
-use crate::ops::{ChangeOp, Cx, Operation, Places};
-use crate::reconcile::{Disk, Found, OnDisk};
-use crate::vcs::Step;
-use crate::{Facts, ws_error};
+use crate::crash::{Disk, Found, OnDisk};
+use crate::facts::Facts;
+use crate::ops::cx::Cx;
+use crate::ops::operation::{Operation, Places};
+use crate::ops::output::Output;
+use crate::rules::ws_error;
+use crate::vcs::step::Step;
+use fsgate_audit::ChangeOp;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass};
@@ -64,7 +67,7 @@ impl Cx<'_> {
         if rp.rel.is_root() {
             return Err(GatewayError::Refused {
                 reason: "the workspace root cannot be removed".into(),
-                rule: crate::RULE_BOUNDARY.into(),
+                rule: crate::rules::RULE_BOUNDARY.into(),
                 path: rp.shown,
             });
         }
@@ -103,7 +106,7 @@ impl Cx<'_> {
     /// must find exactly them).
     fn prepare_dir_removal(
         &self,
-        (rp, real): (&crate::ReqPath, &RelPath),
+        (rp, real): (&crate::scope::ReqPath, &RelPath),
         recursive: bool,
         facts: &mut Facts,
     ) -> Result<Option<Vec<Entry>>, GatewayError> {
@@ -132,7 +135,7 @@ impl Cx<'_> {
     /// link).
     fn prepare_file_removal(
         &self,
-        (rp, real): (&crate::ReqPath, &RelPath),
+        (rp, real): (&crate::scope::ReqPath, &RelPath),
         facts: &mut Facts,
     ) -> Result<Removal<'static>, GatewayError> {
         self.check(OpClass::Delete, real, EntryKind::File, &rp.shown, facts)?;

@@ -1,8 +1,10 @@
 //! `stat`: one entry's metadata.
 
-use crate::ops::Output;
-use crate::ops::{Cx, Operation, Places};
-use crate::{Facts, ws_error};
+use crate::facts::Facts;
+use crate::ops::cx::Cx;
+use crate::ops::operation::{Operation, Places};
+use crate::ops::output::Output;
+use crate::rules::ws_error;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass, PathFacts};
@@ -81,7 +83,7 @@ impl Cx<'_> {
     /// the long way, which also gives the errors.
     fn locate_entry(
         &self,
-        rp: &crate::ReqPath,
+        rp: &crate::scope::ReqPath,
         follow: bool,
         facts: &mut Facts,
     ) -> Result<(RelPath, fsgate_workspace::StatInfo), GatewayError> {
@@ -112,9 +114,10 @@ impl Cx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::Gateway;
+    use crate::gateway::Gateway;
     use crate::ops;
-    use crate::ops::{Op, Output};
+    use crate::ops::Op;
+    use crate::ops::output::Output;
     use fsgate_audit::{AuditLog, AuditSettings, OpenOptions};
     use fsgate_base::error::GatewayError;
     use fsgate_policy::Policy;

@@ -4,14 +4,19 @@
 //! refused, since a link planted to the outside would later mislead the host's tools
 //! and the other doors' callers.
 
-use crate::ops::{ChangeOp, Cx, Operation, Places};
+use crate::ops::cx::Cx;
+
+use crate::ops::operation::{Operation, Places};
+
+use fsgate_audit::ChangeOp;
 use serde_json::{Map, Value};
 use std::path::Path;
 
-use crate::ops::Output;
-use crate::reconcile::{Disk, Found, OnDisk};
-use crate::vcs::Step;
-use crate::{Facts, ws_error};
+use crate::crash::{Disk, Found, OnDisk};
+use crate::facts::Facts;
+use crate::ops::output::Output;
+use crate::rules::ws_error;
+use crate::vcs::step::Step;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{EntryKind, OpClass};
@@ -199,10 +204,10 @@ pub(crate) fn staging(path: &RelPath) -> Vec<Step<'_>> {
 
 #[cfg(test)]
 mod tests {
-    use super::target_refusal;
-    use crate::Request;
+    use crate::gateway::Request;
     use crate::ops;
     use crate::ops::Op;
+    use crate::ops::target_refusal;
     use crate::tests::{ctx, gateway, records};
     use fsgate_base::error::GatewayError;
     use fsgate_base::path::RelPath;

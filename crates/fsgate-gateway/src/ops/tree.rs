@@ -1,14 +1,18 @@
 //! `tree`: names and kinds beneath a directory, without metadata, in one answer.
 
-use crate::ops::{Cx, Operation, Places};
+use crate::ops::cx::Cx;
+
+use crate::ops::operation::{Operation, Places};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
+use crate::checks::entry_facts;
+use crate::facts::Facts;
 use crate::listing::*;
-use crate::ops::Output;
-use crate::{Facts, entry_facts, ws_error};
+use crate::ops::output::Output;
+use crate::rules::ws_error;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, OpClass};

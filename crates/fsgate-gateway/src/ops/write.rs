@@ -1,12 +1,15 @@
 //! `write_text_file` (and raw bytes): create a file or replace it atomically, its old content backed up first.
 
 use crate::ask::Proposed;
-use crate::ops::Output;
-use crate::ops::{ChangeOp, Cx, Operation, Places};
-use crate::reconcile::{Disk, Found, OnDisk};
-use crate::vcs::Step;
+use crate::crash::{Disk, Found, OnDisk};
+use crate::facts::Facts;
+use crate::ops::cx::Cx;
+use crate::ops::operation::{Operation, Places};
+use crate::ops::output::Output;
+use crate::rules::ws_error;
+use crate::vcs::step::Step;
 use crate::write::*;
-use crate::{Facts, ws_error};
+use fsgate_audit::ChangeOp;
 use fsgate_base::error::GatewayError;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{EntryKind, OpClass};

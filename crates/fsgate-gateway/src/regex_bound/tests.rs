@@ -1,7 +1,7 @@
 use grep_regex::RegexMatcherBuilder;
 use proptest::prelude::*;
 
-use super::*;
+use crate::regex_bound::*;
 
 /// Compiles `pattern` as grep does, with the size limit set to `limit`.
 fn compiles_within(pattern: &str, ignore_case: bool, limit: u64) -> bool {

@@ -6,7 +6,8 @@
 //! confines itself: the git dir (and its common dir) must then be writable by the
 //! gateway's own Landlock ruleset when it lies outside the workspace ([`Stager::grants`]).
 
-mod stage;
+pub(crate) mod stage;
+pub(crate) mod step;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -14,9 +15,6 @@ use std::sync::{Arc, Mutex};
 use fsgate_base::path::RelPath;
 use fsgate_decide::{EntryKind, OpClass};
 use fsgate_policy::Policy;
-
-pub(crate) use stage::Staged;
-pub(crate) use stage::Step;
 
 /// Why staging could not be set up, or failed.
 #[derive(Debug, thiserror::Error)]

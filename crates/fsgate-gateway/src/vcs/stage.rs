@@ -5,7 +5,8 @@ use std::path::Path;
 use git2::{Index, IndexAddOption, Repository};
 use serde_json::{Map, Value};
 
-use super::{Stager, VcsError};
+use crate::vcs::step::Step;
+use crate::vcs::{Stager, VcsError};
 use fsgate_audit::ChangeOp;
 use fsgate_base::path::RelPath;
 
@@ -42,16 +43,7 @@ impl Staged {
     }
 }
 
-/// What one change asks of the index, in workspace paths.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Step<'a> {
-    /// The path was written: add it (or, for a directory, the files beneath it).
-    Add(&'a RelPath),
-    /// The path is gone: remove its entry and the entries beneath it.
-    Remove(&'a RelPath),
-}
-
-/// A [`Step`] in repository paths.
+/// A [`Step`](super::step::Step) in repository paths.
 enum RepoStep {
     Add(String),
     Remove(String),

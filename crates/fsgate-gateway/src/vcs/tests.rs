@@ -1,7 +1,7 @@
 use crate::ops;
 use std::path::Path;
 
-use super::*;
+use crate::vcs::*;
 
 fn repo_with_subdir() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -79,7 +79,9 @@ fn the_policy_must_keep_git_files_from_the_agent() {
 /// A write through a symlink changes the file it leads to: that file is staged.
 #[test]
 fn a_write_through_a_symlink_stages_the_file_it_changed() {
-    use crate::ops::{Op, PathStyle, RequestCtx};
+    use crate::door::PathStyle;
+    use crate::ops::Op;
+    use crate::request::RequestCtx;
     let dir = tempfile::tempdir().unwrap();
     let top = dir.path().canonicalize().unwrap();
     let state = tempfile::tempdir().unwrap();
@@ -97,7 +99,7 @@ fn a_write_through_a_symlink_stages_the_file_it_changed() {
     let settings = fsgate_audit::AuditSettings::default();
     let audit = fsgate_audit::AuditLog::open(&log, &settings, pol.sha256(), opts).unwrap();
     let ws = fsgate_workspace::Workspace::open(&top).unwrap();
-    let gw = crate::Gateway::new(pol, ws).with_parts(crate::Parts {
+    let gw = crate::Gateway::new(pol, ws).with_parts(crate::build::Parts {
         audit: Some(audit),
         backups: None,
         vcs: Some(Stager::discover(&top).unwrap()),

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::known::Known;
+use crate::watch::known::Known;
 use fsgate_base::path::RelPath;
 
 /// What happened to a path.
@@ -164,7 +164,7 @@ impl Coalescer {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::watch::*;
 
     fn p(s: &str) -> RelPath {
         RelPath::parse_rooted(s).expect("path")

@@ -187,7 +187,7 @@ impl Kernel {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::watch::*;
 
     fn paths(woke: Woke) -> Vec<PathBuf> {
         match woke {

@@ -30,7 +30,7 @@ mod known;
 pub use changes::{Change, ChangeKind};
 pub use inotify::read_watch_limit;
 
-use crate::Gateway;
+use crate::gateway::Gateway;
 use changes::Coalescer;
 use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, EntryKind, PathFacts};
@@ -300,7 +300,7 @@ impl State {
         let mut u = self.unwatched.clone();
         if let Some(name) = &self.prefix {
             for p in &mut u.first {
-                *p = crate::named(name, p);
+                *p = crate::scope::named(name, p);
             }
             u.workspace = Some(Arc::clone(name));
         }
@@ -350,7 +350,7 @@ impl State {
                     .flatten();
                 if reportable(&pol, &change, size) {
                     if let Some(name) = &self.prefix {
-                        change.path = crate::named(name, &change.path);
+                        change.path = crate::scope::named(name, &change.path);
                     }
                     let _ = self.out.send(Arc::new(Notice::Change(change)));
                 }
