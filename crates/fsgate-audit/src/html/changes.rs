@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use super::cells::{dash, opt, ts_html};
 use super::contents::Report;
-use crate::digest::{Change, Digest};
+use crate::digest::Digest;
+use crate::digest::items::Change;
 use crate::rows::esc;
 
 /// The runs of `fsgate undo`, if any: what each put back, and what it left.

@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 
 use super::cells::{opt, span, ts_html};
 use super::contents::Report;
-use crate::digest::{Counts, Digest};
+use crate::digest::Digest;
+use crate::digest::items::Counts;
 use crate::rows::{MAX_ROWS, esc};
 
 pub(super) fn period_section(o: &mut String, r: &Report) {

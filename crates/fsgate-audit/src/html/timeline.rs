@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::digest::{self, Counts, Digest};
+use crate::digest::items::Counts;
+use crate::digest::{self, Digest};
 
 /// The bucket width to draw: the narrowest on the ladder giving at most `max` bars.
 pub(super) fn draw_width(d: &Digest, max: i64) -> i64 {
