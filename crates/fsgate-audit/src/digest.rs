@@ -3,7 +3,6 @@
 //! the policies in force, gathered in one pass over the records. Every collection is
 //! capped, so a report over any log holds a bounded amount (what is left out is counted
 //! and said).
-
 //!
 //! This file holds the [`Digest`] and its pass over the records (requests, sessions,
 //! refusals, the timeline); `items`: what it is made of (counts, sessions, changes,

@@ -1,7 +1,6 @@
 //! The start-up check: cut a torn last line (and say so in a `recovered` record), verify
 //! the active file, its link to the last rotated file and the latest checkpoint, and
 //! either refuse a broken log or set the damage aside behind a `break` record.
-
 //!
 //! This file decides what start-up does with what it found; `inspect`: what the files
 //! look like; `rotated`: the rotated files (their ends, a record's hash in them);
