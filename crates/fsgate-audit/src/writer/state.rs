@@ -15,7 +15,8 @@ use crate::config::FsyncMode;
 use crate::error::AuditError;
 use crate::growth::Growth;
 use crate::intents::Intent;
-use crate::io::{CkptWriter, Io};
+use crate::io::Io;
+use crate::io::ckpt_writer::CkptWriter;
 use crate::merkle::CompactRange;
 
 /// Sequencing state, guarded by one mutex that is never held across I/O.
