@@ -1,7 +1,6 @@
 //! Step 2 of verification (FORMAT.md section 9): walking the chain through a series,
 //! file by file, in fixed-size chunks (memory stays bounded whatever the log's size),
 //! checking the lines of each chunk on all cores.
-
 //!
 //! This file holds the walk through the series; `file`: one file, chunk by chunk, and
 //! its torn tail; `links`: one record linked into the chain (or why it does not fit,

@@ -1,7 +1,6 @@
 //! `fsgate audit ...`: the clap definitions and the exit codes of verify, show, prune,
 //! keygen, and (in `ship::cli`) ship-status and import-syslog. Output goes to stdout
 //! (it is the command's product), diagnostics to stderr.
-
 //!
 //! This file holds the command line and where each command goes; `verify`: `verify`
 //! and `report`; `show`: `show`'s filter and format; `prune`: `prune`; `exit`: the

@@ -1,7 +1,6 @@
 //! The log's files, as the leader sees them: the active file (append, sync, repair after
 //! a failed write, disk space reserved ahead), rotation, and checkpoint writing. Every
 //! file operation after start-up goes through one directory handle.
-
 //!
 //! This file holds the open files ([`Io`]), what they tell, and the faults tests inject;
 //! `open`: opening them at start-up; `append`: writing a batch's segment, syncing,

@@ -3,13 +3,12 @@
 
 use std::path::Path;
 
+use super::Walk;
+use super::chunks::{check_all, chunk_bytes, fill, later_line_has_seq};
 use crate::line::{self, LineFault, LineInfo};
 use crate::report::{FailureKind, FileReport};
 use crate::series::{self};
 use crate::verify_run::Run;
-
-use super::Walk;
-use super::chunks::{check_all, chunk_bytes, fill, later_line_has_seq};
 
 /// Where the walk is in one file.
 pub(super) struct InFile {

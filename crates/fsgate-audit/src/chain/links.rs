@@ -3,14 +3,13 @@
 
 use std::path::Path;
 
+use super::Walk;
 use crate::line::LineInfo;
 use crate::record::{self, GENESIS_PREV};
 use crate::report::FailureKind;
 use crate::series::{self, Series};
 use crate::signed::{SigStatus, check_signature};
 use crate::verify_run::Run;
-
-use super::Walk;
 
 /// Why the records before `first` are absent, when the record at `first` starts a file
 /// (it carries the log id, as only a file's first record does): the rotated file that

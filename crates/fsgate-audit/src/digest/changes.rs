@@ -4,11 +4,10 @@
 
 use serde_json::Value;
 
-use crate::rows::text;
-
 use super::fields::{change_of, num};
 use super::items::Change;
 use super::{Digest, MAX_CHANGES, MAX_OPEN_INTENTS};
+use crate::rows::text;
 
 impl Digest {
     pub(super) fn observe_intent(&mut self, log: usize, v: &Value) {

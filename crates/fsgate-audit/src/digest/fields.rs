@@ -3,9 +3,8 @@
 
 use serde_json::Value;
 
-use crate::rows::text;
-
 use super::items::{Change, UndoRun};
+use crate::rows::text;
 
 pub(super) fn num(v: &Value, k: &str) -> Option<u64> {
     v.get(k).and_then(Value::as_u64)

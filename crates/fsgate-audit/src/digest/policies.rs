@@ -3,11 +3,10 @@
 
 use serde_json::Value;
 
-use crate::rows::{MAX_ROWS, text};
-
 use super::Digest;
 use super::fields::num;
 use super::items::{PolicyEvent, PolicySpan};
+use crate::rows::{MAX_ROWS, text};
 
 impl Digest {
     pub(super) fn observe_policy(&mut self, log: usize, v: &Value) {

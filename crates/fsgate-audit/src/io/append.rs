@@ -4,12 +4,11 @@
 use std::io::Write;
 use std::time::Instant;
 
+use super::{Fault, Io, file_id, open_rw, write_err};
 use crate::checkpoint::{self};
 use crate::config::{BATCH_SYNC_INTERVAL, FsyncMode};
 use crate::error::AuditError;
 use crate::series::rotated_name;
-
-use super::{Fault, Io, file_id, open_rw, write_err};
 
 impl Io {
     /// Writes one segment of a batch (rotating first when `rotate_to` names the first seq

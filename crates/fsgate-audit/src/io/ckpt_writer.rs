@@ -6,12 +6,11 @@ use std::path::PathBuf;
 use cap_std::fs::Dir;
 use ed25519_dalek::SigningKey;
 
+use super::Io;
 use crate::checkpoint::{self, Checkpoint, Sink};
 use crate::error::AuditError;
 use crate::merkle::CompactRange;
 use crate::series::checkpoint_name;
-
-use super::Io;
 
 impl Io {
     /// The checkpoint writer, which takes over the sink; it shares the directory.

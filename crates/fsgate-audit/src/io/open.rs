@@ -5,13 +5,12 @@ use std::path::{Path, PathBuf};
 
 use cap_std::fs::Dir;
 
+use super::{Io, file_id, open_rw};
 use crate::checkpoint::Sink;
 use crate::config::AuditSettings;
 use crate::error::AuditError;
 use crate::keys;
 use crate::series::lock_name;
-
-use super::{Io, file_id, open_rw};
 
 impl Io {
     /// Opens the directory, takes the lock, loads the key and the sink, opens the file.
