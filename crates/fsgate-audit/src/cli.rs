@@ -1,13 +1,25 @@
 //! `fsgate audit ...`: the clap definitions and the exit codes of verify, show, prune,
 //! keygen, and (in `ship::cli`) ship-status and import-syslog. Output goes to stdout
 //! (it is the command's product), diagnostics to stderr.
+//!
+//! This file holds the command line and where each command goes; `verify`: `verify`
+//! and `report`; `show`: `show`'s filter and format; `prune`: `prune`; `exit`: the
+//! exit code of a failure or a written product.
+
+mod exit;
+mod prune;
+mod show;
+mod verify;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::show::{ShowFilter, ShowFormat};
-use super::verify::{VerifyOptions, verify_paths};
-use super::{keys, prune, show};
+use super::keys;
+use super::show::ShowFilter;
+use exit::{fail, written};
+use prune::prune_log;
+use show::{show_cmd, show_filter, show_options};
+use verify::{report_cmd, verify_cmd};
 
 /// The `fsgate audit` subcommands.
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -293,226 +305,10 @@ fn on_logs(
     }
 }
 
-/// How `audit show` prints: JSON lines, CSV or a table (`width` columns wide, the
-/// terminal's by default), with statistics, following the log.
-fn show_options(
-    (json, csv): (bool, bool),
-    width: Option<usize>,
-    stats: bool,
-    follow: bool,
-) -> show::ShowOptions {
-    let format = match (json, csv) {
-        (true, _) => ShowFormat::Json,
-        (_, true) => ShowFormat::Csv,
-        _ => ShowFormat::Table,
-    };
-    show::ShowOptions {
-        format,
-        width: width.unwrap_or_else(show::terminal_width),
-        stats,
-        follow,
-    }
-}
-
-/// `audit prune` on the log named, or else the workspace's.
-fn prune_log(
-    before: &str,
-    (path, workspace): (Option<PathBuf>, Option<&Path>),
-    key: Option<&Path>,
-    dry_run: bool,
-    out: &mut dyn Write,
-) -> i32 {
-    let paths: Vec<PathBuf> = path.into_iter().collect();
-    match super::locate::log_paths(&paths, workspace) {
-        Ok(p) => match p.first() {
-            Some(p) => prune_cmd(before, p, key, dry_run, out),
-            None => fail("prune", "name the log (FILE|DIR) or --workspace"),
-        },
-        Err(e) => fail("prune", &e),
-    }
-}
-
 /// `audit keygen`: a new signing key written to `file`, its public key printed.
 fn keygen_cmd(file: &Path, out: &mut dyn Write) -> i32 {
     match keys::generate_key_file(file) {
         Ok(pk) => written(out.write_all(format!("{}\n", hex::encode(pk.to_bytes())).as_bytes())),
         Err(e) => fail("keygen", &e.to_string()),
-    }
-}
-
-/// Says what went wrong on stderr; exit code 2.
-fn fail(cmd: &str, e: &str) -> i32 {
-    fsgate_base::text::eprint_line(&format!("fsgate audit {cmd}: {e}"));
-    2
-}
-
-/// Exit code 0 if the product was written, 2 if not.
-fn written(r: std::io::Result<()>) -> i32 {
-    if r.is_ok() { 0 } else { 2 }
-}
-
-fn verify_cmd(
-    paths: &[PathBuf],
-    json: bool,
-    trusted: Option<PathBuf>,
-    pubkey: Option<&str>,
-    checkpoints: Vec<PathBuf>,
-    out: &mut dyn Write,
-) -> i32 {
-    let pinned = match pubkey.map(keys::parse_public_key).transpose() {
-        Ok(k) => k,
-        Err(e) => return fail("verify", &e.to_string()),
-    };
-    let opts = VerifyOptions {
-        pinned,
-        checkpoints,
-        trusted,
-    };
-    let report = verify_paths(paths, &opts);
-    let printed = if json {
-        serde_json::to_string_pretty(&report)
-            .map_err(std::io::Error::other)
-            .and_then(|s| writeln!(out, "{s}"))
-    } else {
-        write!(out, "{}", report.render())
-    };
-    match printed {
-        Ok(()) => report.exit_code(),
-        Err(e) => fail("verify", &e.to_string()),
-    }
-}
-
-fn report_cmd(paths: &[PathBuf], html: &Path, pubkey: Option<&str>, out: &mut dyn Write) -> i32 {
-    let pinned = match pubkey.map(keys::parse_public_key).transpose() {
-        Ok(k) => k,
-        Err(e) => return fail("report", &e.to_string()),
-    };
-    let opts = VerifyOptions {
-        pinned,
-        ..Default::default()
-    };
-    let report = super::html::collect(paths, &opts);
-    let page = super::html::render(&report, &super::canonical::now_ts());
-    let written = if html == Path::new("-") {
-        out.write_all(page.as_bytes())
-    } else {
-        std::fs::write(html, page.as_bytes())
-    };
-    if let Err(e) = written {
-        return fail("report", &format!("{}: {e}", html.display()));
-    }
-    fsgate_base::text::eprint_line(&format!(
-        "fsgate audit report: wrote {}: {}",
-        if html == Path::new("-") {
-            "standard output".into()
-        } else {
-            html.display().to_string()
-        },
-        report.verify.summary_line()
-    ));
-    report.verify.exit_code()
-}
-
-/// The filter of `audit show`, from its flags.
-fn show_filter(
-    since: Option<String>,
-    until: Option<String>,
-    op: Option<String>,
-    decision: Option<String>,
-    path: Option<String>,
-    session: Option<String>,
-) -> Result<ShowFilter, String> {
-    let date = |s: Option<String>| -> Result<_, String> {
-        s.map(|s| prune::parse_date(&s).ok_or(format!("not a date: {s}")))
-            .transpose()
-    };
-    let path = path
-        .map(|g| {
-            globset::GlobBuilder::new(&g)
-                .literal_separator(true)
-                .build()
-                .map(|g| g.compile_matcher())
-                .map_err(|e| e.to_string())
-        })
-        .transpose()?;
-    Ok(ShowFilter {
-        since: date(since)?,
-        until: date(until)?,
-        op,
-        decision,
-        path,
-        session,
-        ..ShowFilter::default()
-    })
-}
-
-fn show_cmd(
-    paths: &[PathBuf],
-    filter: &ShowFilter,
-    opts: &show::ShowOptions,
-    out: &mut dyn Write,
-) -> i32 {
-    match show::show_with(paths, filter, opts, out, &|| true) {
-        Ok(stats) => {
-            if stats.skipped > 0 {
-                eprintln!(
-                    "fsgate audit show: skipped {} lines that are not records (run `fsgate audit verify`)",
-                    stats.skipped
-                );
-            }
-            0
-        }
-        Err(e) => fail("show", &e.to_string()),
-    }
-}
-
-fn prune_cmd(
-    before: &str,
-    path: &Path,
-    signing_key: Option<&Path>,
-    dry_run: bool,
-    out: &mut dyn Write,
-) -> i32 {
-    let Some(cutoff) = prune::parse_date(before) else {
-        return fail("prune", &format!("not a date: {before}"));
-    };
-    let key = match signing_key.map(keys::load_signing_key).transpose() {
-        Ok(k) => k,
-        Err(e) => return fail("prune", &e.to_string()),
-    };
-    if key.is_none() {
-        // A log whose checkpoints are signed would not accept an unsigned tombstone at
-        // the gateway's next start: refuse rather than strand it.
-        if super::checkpoints_are_signed(path) && !dry_run {
-            return fail(
-                "prune",
-                "this log's checkpoints are signed: pass --signing-key (the policy's [audit] signing_key) so the tombstone is signed too",
-            );
-        }
-        eprintln!(
-            "fsgate audit prune: warning: no --signing-key, the tombstone is unsigned and retention cannot be told apart from deletion"
-        );
-    }
-    match prune::prune(path, cutoff, key.as_ref(), dry_run) {
-        Ok(outcome) => {
-            let verb = if dry_run { "would remove" } else { "removed" };
-            let mut text = String::new();
-            for p in &outcome.removed {
-                text.push_str(&format!("{verb} {}\n", fsgate_base::text::EscPath(p)));
-            }
-            match &outcome.tombstone {
-                Some(t) => text.push_str(&format!(
-                    "tombstone: seq {}..{} (last hash {})\n",
-                    t.first_seq, t.last_seq, t.last_hash
-                )),
-                None => text.push_str("nothing to prune\n"),
-            }
-            written(out.write_all(text.as_bytes()))
-        }
-        Err(e @ prune::PruneError::Refused(_)) => {
-            fsgate_base::text::eprint_line(&format!("fsgate audit prune: {e}"));
-            1
-        }
-        Err(e) => fail("prune", &e.to_string()),
     }
 }

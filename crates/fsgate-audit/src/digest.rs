@@ -3,6 +3,17 @@
 //! the policies in force, gathered in one pass over the records. Every collection is
 //! capped, so a report over any log holds a bounded amount (what is left out is counted
 //! and said).
+//!
+//! This file holds the [`Digest`] and its pass over the records (requests, sessions,
+//! refusals, the timeline); `items`: what it is made of (counts, sessions, changes,
+//! policies, undo runs); `fields`: reading a record's numbers, the change it describes
+//! and what an `undo` record says; `changes`: the changes (from requests, intents and
+//! reconciliations); `policies`: the policies in force and their starts and reloads.
+
+mod changes;
+mod fields;
+pub(crate) mod items;
+mod policies;
 
 use std::collections::BTreeMap;
 
@@ -10,173 +21,19 @@ use serde_json::Value;
 
 use super::rows::{MAX_ROWS, text};
 use super::{canonical, record};
+use fields::{change_of, num, undo_run};
+use items::{Change, Counts, PolicyEvent, PolicySpan, Refusals, Session, UndoRun};
 
 /// Changes listed at most (the rest are counted).
 pub(crate) const MAX_CHANGES: usize = 20_000;
 /// Paths kept per refusal rule as examples.
-const PATHS_PER_RULE: usize = 5;
+pub(super) const PATHS_PER_RULE: usize = 5;
 /// Intents waiting for their outcome, kept at most (they close within one request).
-const MAX_OPEN_INTENTS: usize = 10_000;
+pub(super) const MAX_OPEN_INTENTS: usize = 10_000;
 /// Timeline buckets kept before they are merged into wider ones.
-const MAX_BUCKETS: usize = 4_096;
+pub(super) const MAX_BUCKETS: usize = 4_096;
 /// Bucket widths in seconds, each a multiple of the one before.
 pub(crate) const BUCKET_LADDER: &[i64] = &[1, 10, 60, 300, 900, 3_600, 21_600, 86_400, 604_800];
-
-/// Request counts of one session (or one timeline bucket).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
-    /// Allowed and answered `ok` (or taking no decision).
-    pub ok: u64,
-    /// Refused by the policy.
-    pub refused: u64,
-    /// Allowed but failed (not found, limits, ...).
-    pub failed: u64,
-}
-
-impl Counts {
-    fn add(&mut self, v: &Value) {
-        if text(v, "decision") == "deny" {
-            self.refused += 1;
-        } else if matches!(text(v, "outcome"), "ok" | "") {
-            self.ok += 1;
-        } else {
-            self.failed += 1;
-        }
-    }
-
-    /// All requests.
-    pub(crate) fn total(&self) -> u64 {
-        self.ok + self.refused + self.failed
-    }
-}
-
-/// One agent session.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Session {
-    /// `acp`, `mcp`, `ws`, `cli`.
-    pub transport: String,
-    /// The first peer seen.
-    pub peer: String,
-    /// First and last record.
-    pub first_ts: String,
-    /// Last record.
-    pub last_ts: String,
-    /// Requests by result.
-    pub counts: Counts,
-    /// Changes made.
-    pub changes: u64,
-}
-
-/// The refusals of one rule.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Refusals {
-    /// How many.
-    pub count: u64,
-    /// The first reason given.
-    pub reason: String,
-    /// Operations refused, with counts.
-    pub ops: BTreeMap<String, u64>,
-    /// The first few distinct paths.
-    pub paths: Vec<String>,
-    /// When first and last.
-    pub first_ts: String,
-    /// Last refusal.
-    pub last_ts: String,
-}
-
-/// One change to a file (from a request record, or a reconciliation after a crash).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Change {
-    /// Which log (index into the report's logs).
-    pub log: usize,
-    /// The record's seq.
-    pub seq: u64,
-    /// When.
-    pub ts: String,
-    /// Session, transport.
-    pub session: String,
-    /// The operation (`... (reconciled)` for a crash's reconciliation).
-    pub op: String,
-    /// The file (a rename's source).
-    pub path: String,
-    /// The other path of a rename, and whether this file is its target.
-    pub other: Option<(String, bool)>,
-    /// `ok`, an error code, or what a reconciliation found.
-    pub outcome: String,
-    /// Bytes written.
-    pub bytes: Option<u64>,
-    /// SHA-256 of the content written.
-    pub sha256: String,
-    /// SHA-256 of the content replaced or removed.
-    pub old_sha256: String,
-    /// The backup holding the previous version.
-    pub backup: String,
-    /// How many backups the change made (a recursive rm, a rename over a file).
-    pub backup_count: u64,
-    /// The backup a restore copied back.
-    pub restored_from: String,
-    /// For a change made by `fsgate undo`: the session it undid (`args.undo`).
-    pub undo: String,
-    /// Whether verification vouches for this record.
-    pub verified: bool,
-}
-
-/// A stretch of records made under one policy.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct PolicySpan {
-    /// Which log.
-    pub log: usize,
-    /// The policy's SHA-256.
-    pub sha256: String,
-    /// First and last seq and time.
-    pub first_seq: u64,
-    /// Last seq.
-    pub last_seq: u64,
-    /// First time.
-    pub first_ts: String,
-    /// Last time.
-    pub last_ts: String,
-    /// Records made under it.
-    pub records: u64,
-}
-
-/// A gateway start, reload or rejected reload.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct PolicyEvent {
-    /// Its seq and time.
-    pub seq: u64,
-    /// When.
-    pub ts: String,
-    /// `start`, `reload`, `reload-rejected`.
-    pub kind: String,
-    /// The policy file or `<built-in default policy>`.
-    pub origin: String,
-    /// The hash before (reload) and the hash in force after.
-    pub old_sha256: String,
-    /// In force afterwards.
-    pub new_sha256: String,
-    /// Why a reload was rejected; the transport and workspace of a start.
-    pub note: String,
-}
-
-/// One run of `fsgate undo` (its `undo` record).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct UndoRun {
-    /// The record's seq.
-    pub seq: u64,
-    /// When it finished.
-    pub ts: String,
-    /// The session undone (`*`: every session in a time range).
-    pub undo: String,
-    /// The time range, when one was given.
-    pub range: String,
-    /// Whether it put back what was changed since too.
-    pub force: bool,
-    /// Changes undone, already as before, left (changed since), failed.
-    pub counts: [u64; 4],
-    /// The paths left or failed, with why (as recorded, at most 100 of each).
-    pub left: Vec<(String, String)>,
-}
 
 /// Everything the report shows besides the verdict.
 #[derive(Debug, Clone, Default)]
@@ -222,10 +79,6 @@ pub(crate) struct Digest {
     /// Intents seen, by (log, seq): what their outcome record does not repeat.
     intents: BTreeMap<(usize, u64), Change>,
     listed_changes: usize,
-}
-
-fn num(v: &Value, k: &str) -> Option<u64> {
-    v.get(k).and_then(Value::as_u64)
 }
 
 impl Digest {
@@ -344,113 +197,6 @@ impl Digest {
         }
     }
 
-    fn observe_intent(&mut self, log: usize, v: &Value) {
-        if self.intents.len() >= MAX_OPEN_INTENTS {
-            self.intents.pop_first();
-        }
-        let mut c = change_of(log, v, false);
-        c.old_sha256 = text(&v["args"], "oldSha256").to_owned();
-        c.backup_count = num(&v["args"], "backupCount").unwrap_or(u64::from(!c.backup.is_empty()));
-        self.intents.insert((log, c.seq), c);
-    }
-
-    fn observe_reconciled(&mut self, log: usize, v: &Value, verified: bool) {
-        let d = &v["details"];
-        let intent = num(d, "intent").and_then(|seq| self.intents.remove(&(log, seq)));
-        let mut c = intent.unwrap_or_default();
-        let own = change_of(log, v, verified);
-        c.op = format!("{} (reconciled)", own.op);
-        c.outcome = text(d, "found").to_owned();
-        (c.log, c.seq, c.ts, c.verified) = (log, own.seq, own.ts, verified);
-        (c.path, c.other) = (own.path, own.other);
-        self.add_change(c);
-    }
-
-    fn observe_policy(&mut self, log: usize, v: &Value) {
-        let sha = text(v, "policy_sha256");
-        if sha.is_empty() {
-            return;
-        }
-        let (seq, ts) = (num(v, "seq").unwrap_or_default(), text(v, "ts"));
-        let full = self.policies.len() >= MAX_ROWS;
-        match self.policies.last_mut() {
-            Some(p) if p.log == log && p.sha256 == sha => {
-                (p.last_seq, p.last_ts) = (seq, ts.to_owned());
-                p.records += 1;
-            }
-            _ if full => {}
-            _ => self.policies.push(PolicySpan {
-                log,
-                sha256: sha.to_owned(),
-                first_seq: seq,
-                last_seq: seq,
-                first_ts: ts.to_owned(),
-                last_ts: ts.to_owned(),
-                records: 1,
-            }),
-        }
-    }
-
-    /// The gateway's `start` (the one naming its policy).
-    fn observe_start(&mut self, v: &Value) {
-        let d = &v["details"];
-        let Some(policy) = d.get("policy") else {
-            return;
-        };
-        let mut e = self.event(v);
-        e.origin = text(policy, "origin").to_owned();
-        e.new_sha256 = text(policy, "sha256").to_owned();
-        e.note = format!(
-            "transport {}, workspace {}",
-            text(d, "transport"),
-            text(d, "workspace")
-        );
-        self.push_event(e);
-    }
-
-    fn observe_reload(&mut self, v: &Value) {
-        let d = &v["details"];
-        let mut e = self.event(v);
-        e.origin = text(d, "policy").to_owned();
-        if e.kind == "reload" {
-            e.old_sha256 = text(d, "old_sha256").to_owned();
-            e.new_sha256 = text(d, "new_sha256").to_owned();
-        } else {
-            e.new_sha256 = text(d, "in_force_sha256").to_owned();
-            e.note = text(d, "error").to_owned();
-        }
-        self.push_event(e);
-    }
-
-    fn event(&self, v: &Value) -> PolicyEvent {
-        PolicyEvent {
-            seq: num(v, "seq").unwrap_or_default(),
-            ts: text(v, "ts").to_owned(),
-            kind: text(v, "kind").to_owned(),
-            ..Default::default()
-        }
-    }
-
-    fn push_event(&mut self, e: PolicyEvent) {
-        if self.policy_events.len() < MAX_ROWS {
-            self.policy_events.push(e);
-        }
-    }
-
-    fn add_change(&mut self, c: Change) {
-        let paths = change_paths(&c);
-        for (path, other) in paths {
-            if self.listed_changes >= MAX_CHANGES {
-                self.changes_omitted += 1;
-                continue;
-            }
-            self.listed_changes += 1;
-            let mut c = c.clone();
-            c.other = other;
-            self.changes.entry(path).or_default().push(c);
-        }
-    }
-
     /// Adds a request to its timeline bucket, widening buckets when there are too many.
     fn count_at(&mut self, t: i64, v: &Value) {
         self.timeline
@@ -475,72 +221,6 @@ pub(crate) fn rebucket(timeline: &BTreeMap<i64, Counts>, width: i64) -> BTreeMap
         e.ok += c.ok;
         e.refused += c.refused;
         e.failed += c.failed;
-    }
-    out
-}
-
-/// The change a request or intent record describes (without what only the intent says).
-fn change_of(log: usize, v: &Value, verified: bool) -> Change {
-    let args = &v["args"];
-    Change {
-        log,
-        seq: num(v, "seq").unwrap_or_default(),
-        ts: text(v, "ts").to_owned(),
-        session: text(v, "session").to_owned(),
-        op: text(v, "op").to_owned(),
-        path: text(v, "path").to_owned(),
-        other: v
-            .get("path2")
-            .and_then(Value::as_str)
-            .map(|_| (text(v, "path2").to_owned(), false)),
-        outcome: text(v, "outcome").to_owned(),
-        bytes: num(v, "bytes"),
-        sha256: text(v, "sha256").to_owned(),
-        old_sha256: String::new(),
-        backup: text(v, "backup").to_owned(),
-        backup_count: 0,
-        restored_from: text(args, "restoredFrom").to_owned(),
-        undo: text(args, "undo").to_owned(),
-        verified,
-    }
-}
-
-/// What an `undo` record says.
-fn undo_run(v: &Value) -> UndoRun {
-    let d = &v["details"];
-    let range = match (text(d, "since"), text(d, "until")) {
-        ("", "") => String::new(),
-        (s, u) => format!("{s} .. {u}"),
-    };
-    let count = |k: &str| num(d, k).unwrap_or_default();
-    let left = ["skipped", "failed"]
-        .iter()
-        .filter_map(|k| d.get(*k).and_then(Value::as_array))
-        .flatten()
-        .map(|e| (text(e, "path").to_owned(), text(e, "why").to_owned()))
-        .collect();
-    UndoRun {
-        seq: num(v, "seq").unwrap_or_default(),
-        ts: text(v, "ts").to_owned(),
-        undo: text(d, "undo").to_owned(),
-        range,
-        force: d.get("force").and_then(Value::as_bool).unwrap_or(false),
-        counts: [
-            count("undoneCount"),
-            count("alreadyCount"),
-            count("skippedCount"),
-            count("failedCount"),
-        ],
-        left,
-    }
-}
-
-/// The files a change concerns: its path, and a rename's target (which names the
-/// source as its other path).
-fn change_paths(c: &Change) -> Vec<(String, Option<(String, bool)>)> {
-    let mut out = vec![(c.path.clone(), c.other.clone())];
-    if let Some((target, false)) = &c.other {
-        out.push((target.clone(), Some((c.path.clone(), true))));
     }
     out
 }

@@ -283,14 +283,16 @@ impl Unclosed {
 /// reads back from the active file (its bytes as recovery left them: `active`) through
 /// rotated files to the newest `start` record.
 pub(crate) fn pending(io: &Io, active: &[u8]) -> Result<Vec<Intent>, AuditError> {
-    let rotated = super::recover::rotated_files(io)?;
+    let rotated = super::recover::rotated::rotated_files(io)?;
     let names = rotated.into_iter().rev().map(|(_, n)| Some(n));
     // Newest first until a file holds a `start` record; then replay those oldest first.
     let mut files: Vec<std::borrow::Cow<'_, [u8]>> = Vec::new();
     for name in std::iter::once(None).chain(names) {
         let bytes = match name {
             None => std::borrow::Cow::Borrowed(active),
-            Some(name) => std::borrow::Cow::Owned(super::recover::read_or_empty(io, &name)?),
+            Some(name) => {
+                std::borrow::Cow::Owned(super::recover::rotated::read_or_empty(io, &name)?)
+            }
         };
         // The log's own `start` record: its details begin with `check` (sorted keys).
         let has_start = memchr::memmem::find(&bytes, b"\"details\":{\"check\":").is_some();

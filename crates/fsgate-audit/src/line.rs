@@ -282,7 +282,7 @@ fn scan_fields(line: &[u8], mut i: usize) -> Result<(FieldRanges, usize), LineFa
         i += name.len();
         match ty {
             Ty::Str => {
-                let (a, b) = canonical::string_at(line, i)
+                let (a, b) = canonical::check::string_at(line, i)
                     .map_err(|m| LineFault::Malformed(format!("not in canonical form: {m}")))?;
                 found[k] = Some((a, b));
                 i = b + 1;
@@ -297,7 +297,7 @@ fn scan_fields(line: &[u8], mut i: usize) -> Result<(FieldRanges, usize), LineFa
                     return Err(bad("args/details is not an object"));
                 }
                 let start = i;
-                i = canonical::value_end(line, i).map_err(|m| {
+                i = canonical::check::value_end(line, i).map_err(|m| {
                     LineFault::Malformed(format!("args/details not canonical: {m}"))
                 })?;
                 found[k] = Some((start, i));
@@ -326,7 +326,7 @@ pub(crate) fn check_line_reference(
         if raw.first() != Some(&b'{') {
             return Err(bad("args/details is not an object"));
         }
-        canonical::check_value(raw)
+        canonical::check::check_value(raw)
             .map_err(|m| LineFault::Malformed(format!("args/details not canonical: {m}")))?;
     }
     rebuild(&v, scratch);

@@ -6,7 +6,7 @@
 use super::checkpoint::Checkpoint;
 use super::io::Io;
 use super::merkle::{self, CompactRange};
-use super::recover::{read_or_empty, rotated_files};
+use super::recover::rotated::{read_or_empty, rotated_files};
 use crate::error::AuditError;
 
 /// The tree over records `1..=head_seq`, or `None` (with the reason) if it cannot be

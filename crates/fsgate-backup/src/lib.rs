@@ -59,4 +59,4 @@ pub use error::{BackupError, BackupRef};
 pub use restore::{RestoreReport, restore};
 pub use retention::report::{PruneReason, PruneReport, PrunedVersion};
 pub use store::BackupStore;
-pub use store::Saving;
+pub use store::durable::Saving;

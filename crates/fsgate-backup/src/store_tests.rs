@@ -5,7 +5,15 @@ use std::io::Read;
 use fsgate_base::sha256::Sha256;
 use time::OffsetDateTime;
 
+use std::sync::atomic::Ordering;
+
+use cap_std::ambient_authority;
+
+use super::shards::shard_index;
 use super::*;
+use crate::config::BackupSettings;
+use crate::layout::VERSIONS_DIR;
+use crate::packed;
 
 /// A store in a fresh temp dir (the `TempDir` must outlive the store's use).
 pub(crate) fn open_store(settings: &BackupSettings) -> (tempfile::TempDir, BackupStore) {

@@ -32,6 +32,7 @@ pub(crate) mod frame;
 pub(crate) mod import;
 pub(crate) mod reader;
 pub(crate) mod status;
+mod stop;
 mod worker;
 
 use std::path::PathBuf;
@@ -154,7 +155,7 @@ impl ShipPlan {
         if let Err(e) = cursor.retain(&names) {
             tracing::warn!("audit ship: {e}");
         }
-        let stop = Arc::new(worker::Stop::default());
+        let stop = Arc::new(stop::Stop::default());
         let mut handles = Vec::new();
         for (d, endpoint) in &self.dests {
             let w = worker::Worker {

@@ -1,20 +1,24 @@
 //! One destination's shipping thread: reads records from the log files, sends them,
 //! confirms them, moves the cursor, reconnects with backoff, and records when it falls
 //! behind and when it catches up.
+//!
+//! This file holds the worker, its loop, connecting and the cursor; `send`: a batch read
+//! and sent, and sends confirmed; `lag`: the `ship-behind` and `ship-caught-up`
+//! records; the [`Stop`] it obeys is in `super::stop`.
+
+mod lag;
+mod send;
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use serde_json::{Map, Value, json};
 
 use super::conn::Conn;
 use super::cursor::CursorFile;
 use super::endpoint::Endpoint;
-use super::frame::{self, Header};
+use super::frame::Header;
 use super::reader::LogReader;
 use crate::canonical;
-use crate::record::AuditEvent;
 use crate::writer::Tap;
 
 /// Bytes of records read and framed per send.
@@ -30,8 +34,6 @@ const CONFIRM_AFTER: Duration = Duration::from_millis(1000);
 /// gather after a batch that was not full, so a busy gateway's records go in large
 /// writes rather than one system call each.
 const IDLE_POLL: Duration = Duration::from_millis(50);
-/// How often a stopping shipper looks whether its last sends were acknowledged.
-const DRAIN_POLL: Duration = Duration::from_millis(5);
 /// The cursor file is written at most this often while records flow.
 const CURSOR_EVERY: Duration = Duration::from_secs(1);
 /// Reconnection backoff bounds.
@@ -41,44 +43,7 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 /// attempts that back off up to [`BACKOFF_MAX`]): the outage is what the alert is for.
 const OUTAGE_LAG_POLL: Duration = Duration::from_secs(1);
 
-/// Tells the shipping threads to finish (and by when).
-#[derive(Debug, Default)]
-pub(super) struct Stop {
-    /// Set once: ship what is left until this instant, then end.
-    deadline: Mutex<Option<Instant>>,
-    /// Wakes sleeping threads.
-    cv: Condvar,
-}
-
-impl Stop {
-    /// Asks the threads to drain until `deadline` and end.
-    pub(super) fn request(&self, deadline: Instant) {
-        *self.lock() = Some(deadline);
-        self.cv.notify_all();
-    }
-
-    /// The drain deadline, once stopping.
-    fn deadline(&self) -> Option<Instant> {
-        *self.lock()
-    }
-
-    /// Sleeps for `d`, or until asked to stop; once stopping, a few milliseconds.
-    fn sleep(&self, d: Duration) {
-        let guard = self.lock();
-        let d = if guard.is_some() {
-            d.min(DRAIN_POLL)
-        } else {
-            d
-        };
-        let _ = self.cv.wait_timeout(guard, d);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
-        self.deadline
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
+use super::stop::Stop;
 
 /// What a worker needs, handed over when its thread starts.
 pub(super) struct Worker {
@@ -226,97 +191,9 @@ impl Run {
             s.error_at = Some(now);
         });
     }
+}
 
-    /// Reads and sends one batch; the bytes of records sent.
-    fn send_some(&mut self, head: u64) -> usize {
-        if self.in_flight.len() >= MAX_IN_FLIGHT || self.w.reader.next_seq() > head {
-            return 0;
-        }
-        let Some(datagram) = self.conn.as_ref().map(Conn::is_datagram) else {
-            return 0;
-        };
-        self.buf.clear();
-        self.ends.clear();
-        let (buf, ends, header) = (&mut self.buf, &mut self.ends, &self.w.header);
-        let (mut last, mut bytes) = (0, 0);
-        let read = self.w.reader.read(head, BATCH_BYTES, &mut |seq, line| {
-            bytes += line.len();
-            if datagram {
-                frame::push_local(buf, header, line);
-            } else {
-                frame::push_octet_counted(buf, header, seq, line);
-            }
-            ends.push(buf.len());
-            last = seq;
-        });
-        match read {
-            Ok(out) => {
-                if let Some((first, end)) = out.skipped {
-                    self.note_lost(first, end);
-                }
-            }
-            Err(e) => {
-                self.fail(&format!("reading the log: {e}"));
-                return 0;
-            }
-        }
-        if self.ends.is_empty() {
-            return 0;
-        }
-        let sent = match self.conn.as_mut() {
-            Some(c) => c.send(&self.buf, &self.ends),
-            None => return 0,
-        };
-        match sent {
-            Ok(()) => {
-                let end = self.conn.as_ref().map_or(0, Conn::written);
-                self.in_flight.push_back((last, Instant::now(), end));
-                bytes
-            }
-            Err(e) => {
-                // What the collector said before it hung up (a TLS alert: certificate
-                // required, unknown CA) says more than the broken pipe.
-                let said = self.conn.as_mut().and_then(|c| c.check_alive().err());
-                let said = said.map(|s| format!(" ({s})")).unwrap_or_default();
-                self.fail(&format!("send: {e}{said}"));
-                0
-            }
-        }
-    }
-
-    /// Confirms the sends that are old enough (all of them when `now`, once stopping
-    /// with everything sent), and moves the cursor.
-    fn confirm(&mut self, now: bool) {
-        let Some(conn) = self.conn.as_mut() else {
-            return;
-        };
-        let acked = conn.acked();
-        let datagram = conn.is_datagram();
-        let due = |&(_, sent, end): &(u64, Instant, u64)| {
-            (now || sent.elapsed() >= CONFIRM_AFTER) && (datagram || end <= acked)
-        };
-        if !self.in_flight.front().is_some_and(due) {
-            self.write_cursor(false);
-            return;
-        }
-        if let Err(e) = conn.check_alive() {
-            self.fail(&e);
-            return;
-        }
-        while let Some(&entry) = self.in_flight.front() {
-            if !due(&entry) {
-                break;
-            }
-            self.confirmed = entry.0;
-            self.in_flight.pop_front();
-            self.backoff = BACKOFF_MIN;
-            if std::mem::take(&mut self.warned) {
-                tracing::info!(destination = %self.w.name, "audit ship: delivering again");
-            }
-        }
-        self.write_cursor(now);
-    }
-
+impl Run {
     /// Writes the cursor when it moved and the last write is a while ago (or `force`).
     fn write_cursor(&mut self, force: bool) {
         let moved = self.confirmed != self.cursor_seq;
@@ -343,43 +220,6 @@ impl Run {
     fn note_lost(&mut self, first: u64, last: u64) {
         tracing::warn!(destination = %self.w.name, "audit ship: records {first}..{last} were pruned from the log before they were shipped");
         self.save(|s| s.lost = Some(format!("{first}..{last}")));
-    }
-
-    /// Records falling behind by more than the limit, and catching up, once each.
-    fn watch_lag(&mut self, head: u64) {
-        let Some(limit) = self.w.alert_behind else {
-            return;
-        };
-        // Lag counts what is not sent: confirmation trails sending by design.
-        let lag = head.saturating_sub(self.w.reader.next_seq() - 1);
-        self.worst_lag = self.worst_lag.max(lag);
-        if !self.behind && lag > limit {
-            self.behind = true;
-            self.record("ship-behind", lag, Some(limit));
-            self.save(|s| s.alerted = true);
-        } else if self.behind && lag == 0 && self.in_flight.is_empty() {
-            self.behind = false;
-            self.record("ship-caught-up", self.worst_lag, None);
-            self.worst_lag = 0;
-            self.save(|s| s.alerted = false);
-        }
-    }
-
-    fn record(&self, kind: &str, lag: u64, limit: Option<u64>) {
-        let mut d = Map::new();
-        d.insert("destination".into(), Value::String(self.w.name.clone()));
-        d.insert("shipped".into(), json!(self.confirmed));
-        if let Some(limit) = limit {
-            d.insert("behind".into(), json!(lag));
-            d.insert("limit".into(), json!(limit));
-        } else {
-            d.insert("worstBehind".into(), json!(lag));
-        }
-        if let Some(log) = self.w.tap.log()
-            && let Err(e) = log.append(AuditEvent::lifecycle(kind, d))
-        {
-            tracing::warn!(destination = %self.w.name, "audit ship: cannot record `{kind}`: {e}");
-        }
     }
 
     /// Writes the final cursor when the gateway stops.

@@ -318,7 +318,7 @@ fn keygen_writes_a_private_key_and_prints_its_public_half() {
 
 #[test]
 fn verify_reads_in_chunks_and_looks_ahead_across_them() {
-    crate::chain::CHUNK_OVERRIDE.store(16 * 1024, std::sync::atomic::Ordering::Relaxed);
+    crate::chain::chunks::CHUNK_OVERRIDE.store(16 * 1024, std::sync::atomic::Ordering::Relaxed);
     let (_d, path) = temp_log();
     let log = open(&path, &settings(FsyncMode::Never));
     for i in 0..1500 {
@@ -361,5 +361,5 @@ fn verify_reads_in_chunks_and_looks_ahead_across_them() {
             k as u64 + 1,
         );
     }
-    crate::chain::CHUNK_OVERRIDE.store(0, std::sync::atomic::Ordering::Relaxed);
+    crate::chain::chunks::CHUNK_OVERRIDE.store(0, std::sync::atomic::Ordering::Relaxed);
 }

@@ -13,7 +13,11 @@
 
 use std::sync::Arc;
 
-use super::{AuditError, AuditEvent, AuditLog, Duty, Shared, Ticket, lock, run_duty_on};
+use super::leader::run_duty_on;
+use super::state::{Duty, Shared, lock};
+use super::{AuditLog, Ticket};
+use crate::error::AuditError;
+use crate::record::AuditEvent;
 
 /// A queued record that a thread of the log writes and syncs, and whose failure it logs.
 pub(super) struct Flush {

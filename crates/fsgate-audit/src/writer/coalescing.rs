@@ -1,12 +1,15 @@
-//! The writer's side of coalesced reads (`super::super::coalesce`): holding an allowed
+//! The writer's side of coalesced reads (`crate::coalesce`): holding an allowed
 //! read, appending a process's held reads before its next record of another kind, the
 //! thread that appends the groups that are due, and the last groups before `stop`.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use super::super::coalesce::{Added, Coalescer};
-use super::{AuditError, AuditEvent, AuditLog, Shared, Ticket, lock, record};
+use super::state::{Shared, lock};
+use super::{AuditLog, Ticket};
+use crate::coalesce::{Added, Coalescer};
+use crate::error::AuditError;
+use crate::record::{self, AuditEvent};
 
 impl AuditLog {
     /// Records an allowed read that a caller does not wait for (a process's lookup,

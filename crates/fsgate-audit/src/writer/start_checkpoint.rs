@@ -5,24 +5,20 @@
 //!
 //! [`OpenOptions::defer_start_checkpoint`]: super::OpenOptions::defer_start_checkpoint
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use super::AuditLog;
 use super::background_sync::Flush;
-use super::{AuditError, AuditLog, Duty, Shared, lock, run_duty_on};
+use super::leader::run_duty_on;
+use super::state::{Duty, Shared, lock};
+use crate::error::AuditError;
 
 /// The checkpoint waits until no record has been queued for this long...
 const QUIET: Duration = Duration::from_millis(10);
 /// ...but no longer than this after it was started.
 const LATEST: Duration = Duration::from_secs(1);
-
-/// Tells the waiting thread that the log is closing (write now, do not wait).
-#[derive(Default)]
-pub(super) struct Gate {
-    closing: Mutex<bool>,
-    cv: Condvar,
-}
 
 impl AuditLog {
     /// Starts the thread that writes the deferred `start` checkpoint, if one is due; it

@@ -1,0 +1,105 @@
+//! The shard directories under `versions/`: created and opened, and their entries
+//! (and the store's `FORMAT`) synced once a run.
+
+use std::io;
+use std::sync::atomic::Ordering;
+
+use cap_std::fs::Dir;
+
+use super::{BackupStore, sync_dir};
+use crate::error::BackupError;
+use crate::layout::{self, VERSIONS_DIR};
+
+impl BackupStore {
+    /// Creates (if needed) and opens a shard directory. Its entry in `versions/` is
+    /// synced before this process first saves into it, whoever created it: a version is
+    /// durable only if the directory holding it is.
+    pub(crate) fn open_shard(&self, shard: &str) -> Result<Dir, BackupError> {
+        self.make_layout_durable()?;
+        let synced = &self.synced_shards[shard_index(shard)];
+        for _ in 0..2 {
+            if !synced.load(Ordering::Acquire) {
+                match self.versions.create_dir(shard) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(BackupError::io("create", shard)(e)),
+                }
+                self.sync_shards(shard)?;
+            }
+            match open_readable_dir(&self.versions, shard) {
+                Ok(d) => return Ok(d),
+                // Removed by hand since: make it again, once.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    synced.store(false, Ordering::Release);
+                }
+                Err(e) => return Err(BackupError::io("open", shard)(e)),
+            }
+        }
+        Err(BackupError::io("open", shard)(
+            io::ErrorKind::NotFound.into(),
+        ))
+    }
+
+    /// [`open_shard`](Self::open_shard) that leaves the sync of a shard's entry in
+    /// `versions/` to the caller: true if it is to be synced (this process has not).
+    pub(super) fn open_shard_unsynced(&self, shard: &str) -> Result<(Dir, bool), BackupError> {
+        self.make_layout_durable()?;
+        if self.synced_shards[shard_index(shard)].load(Ordering::Acquire)
+            && let Ok(d) = open_readable_dir(&self.versions, shard)
+        {
+            return Ok((d, false));
+        }
+        match self.versions.create_dir(shard) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(BackupError::io("create", shard)(e)),
+        }
+        let dir =
+            open_readable_dir(&self.versions, shard).map_err(BackupError::io("open", shard))?;
+        Ok((dir, true))
+    }
+
+    /// Syncs the store's `FORMAT` and directory, once a run, before its first version.
+    pub(super) fn make_layout_durable(&self) -> Result<(), BackupError> {
+        if self.layout_durable.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        crate::init::sync_layout(&self.root)
+            .map_err(BackupError::io("sync", self.location.display().to_string()))?;
+        self.layout_durable.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Syncs `versions/`, which makes `shard` (there now) durable. The first time, every
+    /// shard listed before the sync too: one sync covers all the shards a store already
+    /// has, not one each. Later, only `shard`: the others this process uses get their
+    /// own first sync, so the listing is not repeated for each new shard of a new store.
+    pub(super) fn sync_shards(&self, shard: &str) -> Result<(), BackupError> {
+        let present = if self.shards_listed.swap(true, Ordering::AcqRel) {
+            Vec::new()
+        } else {
+            layout::names(&self.versions, VERSIONS_DIR)?
+        };
+        sync_dir(&self.versions).map_err(BackupError::io("sync", VERSIONS_DIR))?;
+        let shards = present.iter().map(String::as_str).chain([shard]);
+        for name in shards.filter(|n| layout::is_shard_name(n)) {
+            self.synced_shards[shard_index(name)].store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+}
+
+/// Opens the directory `name` (one component, not a symlink) of `parent` for reading:
+/// a handle its sync can fsync as it is, where cap-std's `O_PATH` handle needs a second
+/// open of `.` (and a close) for every sync.
+pub(super) fn open_readable_dir(parent: &Dir, name: &str) -> io::Result<Dir> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(parent, name, flags, Mode::empty())?;
+    Ok(Dir::from_std_file(std::fs::File::from(fd)))
+}
+
+/// The index of a shard directory's name (two hex digits) in `synced_shards`.
+pub(super) fn shard_index(shard: &str) -> usize {
+    usize::from_str_radix(shard, 16).unwrap_or(0) % 256
+}
