@@ -77,6 +77,20 @@ impl ChangeOp {
         }
     }
 
+    /// What the change did, in words for a person ("wrote", "removed"...).
+    pub fn done(self) -> &'static str {
+        match self {
+            ChangeOp::Write => "wrote",
+            ChangeOp::Edit => "edited",
+            ChangeOp::Mkdir => "created directory",
+            ChangeOp::Rm => "removed",
+            ChangeOp::Rename => "renamed",
+            ChangeOp::Restore => "restored",
+            ChangeOp::Chmod => "changed the mode of",
+            ChangeOp::Symlink => "made the link",
+        }
+    }
+
     /// The changing operation a record's `op` names, if it names one.
     pub fn from_name(name: &str) -> Option<ChangeOp> {
         ChangeOp::ALL.into_iter().find(|c| c.name() == name)

@@ -62,14 +62,10 @@ fn kind_of(op: OpId) -> &'static str {
 /// ACP's tool-call kind of a change.
 fn change_kind(op: ChangeOp) -> &'static str {
     match op {
-        ChangeOp::Write
-        | ChangeOp::Edit
-        | ChangeOp::Mkdir
-        | ChangeOp::Restore
-        | ChangeOp::Chmod
-        | ChangeOp::Symlink => "edit",
         ChangeOp::Rm => "delete",
         ChangeOp::Rename => "move",
+        // Every other change (a new one too) edits what is there.
+        _ => "edit",
     }
 }
 
@@ -281,7 +277,7 @@ pub(crate) fn change_update(note: &ChangeNote, n: u64) -> Value {
     };
     let (verb, title) = match (note.op, note.abs_path2()) {
         (ChangeOp::Rename, Some(to)) => ("renamed", format!("{} to {}", shown(&abs), shown(&to))),
-        (op, _) => (verb_of(op), shown(&abs)),
+        (op, _) => (ChangeOp::done(op), shown(&abs)),
     };
     let mut locations = vec![json!({"path": abs})];
     if let Some(to) = note.abs_path2() {
@@ -305,19 +301,6 @@ pub(crate) fn change_update(note: &ChangeNote, n: u64) -> Value {
             },
         },
     })
-}
-
-fn verb_of(op: ChangeOp) -> &'static str {
-    match op {
-        ChangeOp::Write => "wrote",
-        ChangeOp::Edit => "edited",
-        ChangeOp::Mkdir => "created directory",
-        ChangeOp::Rm => "removed",
-        ChangeOp::Rename => "renamed",
-        ChangeOp::Restore => "restored",
-        ChangeOp::Chmod => "changed the mode of",
-        ChangeOp::Symlink => "made the link",
-    }
 }
 
 /// Tells the editor of changes: a queue bounded in bytes, drained by a task into the
