@@ -9,6 +9,10 @@
 //!   once their outcome says they were made), and who else changed which path.
 //! - [`plan`]: rewrites of one file folded into one change; who changed a path since.
 //! - [`steps`]: undoing one change: still as the change left it? then what puts it back.
+//! - `restore`: what puts back each kind of change, planned from the path as it is now.
+//! - [`row`]: what became of one change, as the report shows it; `diff`: the lines it
+//!   puts back.
+//! - `prune`: the directories the undone changes made, removed once empty.
 //! - [`world`]: what the undo reads and acts on: the workspace through the gateway, or
 //!   for `--dry-run` a model of it (the disk with the actions laid over it).
 //! - [`schedule`]: changes of unrelated paths undone at once, each after those it
@@ -21,10 +25,14 @@
 //! removed; a rename is reversed before the file it moved is put back at its old name.
 
 mod args;
+mod diff;
 pub mod history;
 mod locate;
 pub mod plan;
+mod prune;
 mod report;
+mod restore;
+pub mod row;
 pub mod schedule;
 pub mod steps;
 pub mod world;
@@ -40,7 +48,8 @@ use history::{Change, History, Selection};
 pub use args::{
     EXIT_BUSY, EXIT_DONE, EXIT_ERROR, EXIT_LEFT, UNDO_SESSION_PREFIX, UndoArgs, undo_policy,
 };
-use steps::{Row, Status, Undoer};
+use row::{Row, Status};
+use steps::Undoer;
 
 /// `fsgate undo`, as the requests it makes carry it: it reads no file as text for
 /// anyone, so it names no way to read one otherwise.
@@ -171,7 +180,7 @@ fn undo(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32, Re
         let deps = schedule::dependencies(&prints);
         let make = || world::Real::new(member, ctx.clone(), note.clone());
         let ran = schedule::run_ordered(&deps, WORKERS, make, |w, i| u.undo(w, &changes[i]));
-        steps::prune_left(&mut make(), changes);
+        prune::prune_left(&mut make(), changes);
         let rows = ran.into_iter().zip(changes).map(|(row, c)| {
             row.unwrap_or_else(|| {
                 let mut r = Row::of(c);
