@@ -13,8 +13,9 @@
 //! - [`row`]: what became of one change, as the report shows it; `diff`: the lines it
 //!   puts back.
 //! - `prune`: the directories the undone changes made, removed once empty.
-//! - [`world`]: what the undo reads and acts on: the workspace through the gateway, or
-//!   for `--dry-run` a model of it (the disk with the actions laid over it).
+//! - [`world`]: what the undo reads and acts on: the workspace through the gateway
+//!   ([`real`]), or for `--dry-run` a model of it ([`model`]: the disk with the actions
+//!   laid over it), both reading through [`sources`].
 //! - [`schedule`]: changes of unrelated paths undone at once, each after those it
 //!   depends on.
 //! - `locate`: where the log and backups are; whether a running gateway holds the log.
@@ -28,12 +29,15 @@ mod args;
 mod diff;
 pub mod history;
 mod locate;
+pub mod model;
 pub mod plan;
 mod prune;
+pub mod real;
 mod report;
 mod restore;
 pub mod row;
 pub mod schedule;
+pub mod sources;
 pub mod steps;
 pub mod world;
 
@@ -109,7 +113,7 @@ fn dry_run(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32,
         let Some((ws, store)) = opened.get(i) else {
             return Vec::new();
         };
-        let mut model = world::Model::new(world::Sources::new(ws, store.as_ref()));
+        let mut model = model::Model::new(sources::Sources::new(ws, store.as_ref()));
         changes.iter().map(|c| u.undo(&mut model, c)).collect()
     };
     finish(args, parts, in_turn, None)
@@ -178,7 +182,7 @@ fn undo(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32, Re
         };
         let prints: Vec<Vec<String>> = changes.iter().map(schedule::footprint).collect();
         let deps = schedule::dependencies(&prints);
-        let make = || world::Real::new(member, ctx.clone(), note.clone());
+        let make = || real::Real::new(member, ctx.clone(), note.clone());
         let ran = schedule::run_ordered(&deps, WORKERS, make, |w, i| u.undo(w, &changes[i]));
         prune::prune_left(&mut make(), changes);
         let rows = ran.into_iter().zip(changes).map(|(row, c)| {
