@@ -7,6 +7,7 @@
 //!
 //! - [`history`]: the changes the log says the selection made (from their intents,
 //!   once their outcome says they were made), and who else changed which path.
+//!   A change as the log tells it: [`change`]; what an intent says: `intent`.
 //! - [`plan`]: rewrites of one file folded into one change; who changed a path since.
 //! - [`steps`]: undoing one change: still as the change left it? then what puts it back.
 //! - `restore`: what puts back each kind of change, planned from the path as it is now.
@@ -26,8 +27,10 @@
 //! removed; a rename is reversed before the file it moved is put back at its old name.
 
 mod args;
+pub mod change;
 mod diff;
 pub mod history;
+mod intent;
 mod locate;
 pub mod model;
 pub mod plan;
@@ -46,8 +49,9 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use args::{Refusal, close};
+use change::Change;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
-use history::{Change, History, Selection};
+use history::{History, Selection};
 
 pub use args::{
     EXIT_BUSY, EXIT_DONE, EXIT_ERROR, EXIT_LEFT, UNDO_SESSION_PREFIX, UndoArgs, undo_policy,

@@ -1,6 +1,6 @@
 //! The directories the undone changes made, removed once empty.
 
-use super::history::{Change, What};
+use super::change::{Change, What};
 use super::plan::ancestors;
 use super::world::{Action, Node, World};
 

@@ -1,8 +1,8 @@
 //! What puts back each kind of change (content, a directory, a removal, a rename, a
 //! mode, a link), or why it cannot be: planned from the path as it is now.
 
+use super::change::{Before, Removed, Saved, What};
 use super::diff::diff;
-use super::history::{Before, Removed, Saved, What};
 use super::plan::changed_since;
 use super::row::{Row, push_note};
 use super::steps::{Plan, Stop, Undoer};

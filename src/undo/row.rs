@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::history::Change;
+use super::change::Change;
 
 /// What became of one change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::history::{Change, Touch, What};
+use super::change::{Change, Touch, What};
 use super::plan::changed_since;
 use super::prune::prune;
 use super::row::{ChangedBy, Row, Status, push_note};
