@@ -4,7 +4,18 @@
 //! # Ambient Authority
 //! This is the only code that opens paths from the command line or the policy; after
 //! [`confine`] the process reaches the filesystem only through the handles opened here.
+//!
+//! # Layout
+//! Here: what is opened ([`Opened`]), confined and closed. In `startup/`: the command
+//! line's gateway ([`config`]), fsgate's own files and the audit log opened
+//! (`own_files`), the other workspaces served (`members`, `several`), the sandbox's
+//! grants beside the handles (`sandbox`), what start-up records (`records`), `[vcs]`.
 
+pub mod config;
+mod members;
+mod own_files;
+mod records;
+mod sandbox;
 pub mod several;
 mod vcs;
 
@@ -12,38 +23,22 @@ use vcs::{VcsGrants, add_vcs_grants, open_vcs};
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use fsgate_audit::{AuditLog, OpenOptions};
+use config::GatewayConfig;
 use fsgate_backup::{BackupStore, workspace_state_dir};
 use fsgate_base::text::EscPath;
 use fsgate_decide::OpClass;
-use fsgate_decide::floor::{FixedFloor, FloorKind};
+use fsgate_decide::floor::FixedFloor;
 use fsgate_gateway::{Gateway, Parts};
-use fsgate_policy::Policy;
-use fsgate_policy::floor;
-use fsgate_sandbox::{Enforcement, SandboxPlan, SandboxStatus, restrict_self};
+use fsgate_sandbox::{SandboxPlan, SandboxStatus, restrict_self};
 use fsgate_workspace::Workspace;
+use members::{Members, scoped_policy};
+use own_files::{audit_open_options, open_audit, own_files, sink_parent};
+use records::{show_locations, start_details};
+use sandbox::{set_kernel_allows_write, ship_grants};
 
 pub use several::WorkspaceArg;
-
-/// What the command line says about the gateway to build.
-#[derive(Debug, Clone)]
-pub struct GatewayConfig {
-    /// Workspace directory (with several, the first usable one).
-    pub workspace: PathBuf,
-    /// Several workspaces (`--workspace` repeated), the usable ones with their names,
-    /// `workspace` first; empty when one was given.
-    pub several: Vec<several::NamedRoot>,
-    /// Policy file; None = built-in default.
-    pub policy: Option<PathBuf>,
-    /// Active audit log file.
-    pub audit_log: Option<PathBuf>,
-    /// Backup directory.
-    pub backup_dir: Option<PathBuf>,
-    /// Start even if the existing audit chain does not verify (recording the break).
-    pub accept_broken_chain: bool,
-}
 
 /// A gateway with its handles open, not yet confined.
 pub struct Opened {
@@ -121,25 +116,6 @@ impl Opened {
     }
 }
 
-/// Loads the policy named on the command line, or the built-in default.
-pub fn load_policy(path: Option<&Path>) -> Result<Policy, String> {
-    match path {
-        Some(p) => Policy::load(p).map_err(|e| format!("invalid policy: {e}")),
-        None => Policy::builtin_default().map_err(|e| format!("built-in policy: {e}")),
-    }
-}
-
-/// How `fsgate` opens its audit log: the `start` checkpoint and the `start` record's
-/// sync are both left to `confine` (the checkpoint on a thread of its own, the record
-/// made durable with the gateway's own `start`: one sync instead of two).
-fn audit_open_options(cfg: &GatewayConfig) -> OpenOptions {
-    OpenOptions {
-        allow_broken_chain: cfg.accept_broken_chain,
-        defer_start_checkpoint: true,
-        defer_start_sync: true,
-    }
-}
-
 /// Loads the policy and opens the workspace, the audit log and the backup store.
 pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
     let (mut policy, base_policy) = scoped_policy(cfg)?;
@@ -214,139 +190,6 @@ pub fn open(cfg: &GatewayConfig) -> Result<Opened, String> {
             && audit_settings.path.is_none()
             && audit_path.file_name() != Some(std::ffi::OsStr::new("audit.jsonl")),
     })
-}
-
-/// The policy, scoped to the first workspace when several are served, and the policy
-/// as loaded (each other workspace scopes its own).
-fn scoped_policy(cfg: &GatewayConfig) -> Result<(Policy, Policy), String> {
-    let mut policy = load_policy(cfg.policy.as_deref())?;
-    let base_policy = policy.clone();
-    if let Some(first) = cfg.several.first() {
-        several::warn_unserved_scopes(&policy, &cfg.several);
-        policy = policy.for_workspace(&first.name);
-    } else if !policy.scoped_workspaces().is_empty() {
-        tracing::warn!(
-            "the policy has rules scoped to workspaces by name; with one --workspace they apply nowhere"
-        );
-    }
-    Ok((policy, base_policy))
-}
-
-/// fsgate's own files, beneath no policy's reach (the fixed floor): the audit log
-/// and its sidecars, the backups, the policy file and the gitleaks configs it names.
-/// The shipping cursor (`.NAME.ship`) too: an agent that moved it ahead would keep
-/// records from the collectors.
-fn own_files(
-    cfg: &GatewayConfig,
-    policy: &Policy,
-    (audit_path, audit_parent): (&Path, &Path),
-    backups: PathBuf,
-) -> Vec<(FloorKind, PathBuf)> {
-    let audit_settings = &policy.settings().audit;
-    let cursor =
-        fsgate_audit::ship::cursor::cursor_name(&fsgate_audit::series::file_name(audit_path));
-    let mut own: Vec<(FloorKind, PathBuf)> = vec![
-        (FloorKind::AuditLog, audit_path.to_path_buf()),
-        (FloorKind::AuditLog, audit_parent.join(cursor)),
-        (FloorKind::BackupDir, backups),
-    ];
-    if let Some(k) = &audit_settings.signing_key {
-        own.push((FloorKind::SigningKey, k.clone()));
-    }
-    for k in audit_settings.ship.iter().filter_map(|d| d.tls_key.clone()) {
-        own.push((FloorKind::ShipKey, k));
-    }
-    if let Some(sink) = audit_settings.checkpoint_sink.as_deref()
-        && !sink.starts_with("syslog")
-    {
-        own.push((FloorKind::CheckpointSink, PathBuf::from(sink)));
-    }
-    if let Some(p) = &cfg.policy {
-        own.push((FloorKind::PolicyFile, p.clone()));
-    }
-    own.extend(floor::gitleaks_configs(policy));
-    own
-}
-
-/// The checkpoint sink's directory, kept open for a read-write rule when the sink is a
-/// file.
-fn sink_parent(audit_settings: &fsgate_audit::AuditSettings) -> Vec<std::fs::File> {
-    let mut extra_rw = Vec::new();
-    if let Some(sink) = audit_settings.checkpoint_sink.as_deref()
-        && sink != "syslog"
-        && !sink.starts_with("syslog:")
-        && let Some(parent) = Path::new(sink).parent()
-        && let Ok(f) = std::fs::File::open(parent)
-    {
-        extra_rw.push(f);
-    }
-    extra_rw
-}
-
-/// What the other workspaces served share with the first: the policy as loaded, the
-/// fixed floor's files, the backup settings and root.
-struct Members<'a> {
-    base_policy: &'a Policy,
-    own: &'a [(FloorKind, PathBuf)],
-    backups: (&'a fsgate_backup::BackupSettings, Option<&'a Path>),
-}
-
-impl Members<'_> {
-    /// The gateway serving every other workspace too (unchanged with one); their
-    /// backup directories are added to `own_dirs`, what staging in their git
-    /// repositories needs to `grants`.
-    fn add_to(
-        self,
-        gateway: Gateway,
-        cfg: &GatewayConfig,
-        (own_dirs, grants): (&mut Vec<PathBuf>, &mut VcsGrants),
-    ) -> Result<Gateway, String> {
-        let Some((first, rest)) = cfg.several.split_first() else {
-            return Ok(gateway);
-        };
-        let members = several::open_members(
-            rest,
-            self.base_policy,
-            self.own,
-            self.backups,
-            (&gateway, grants),
-        )?;
-        own_dirs.extend(
-            members
-                .iter()
-                .filter_map(|(_, g)| Some(g.backups()?.location().to_path_buf())),
-        );
-        Ok(gateway.with_members(&first.name, members))
-    }
-}
-
-/// The audit log and backup store, absolute (a client's working directory may differ),
-/// set in the gateway's meta; with several workspaces, the store holding one directory
-/// per workspace.
-fn show_locations(
-    gateway: &mut Gateway,
-    cfg: &GatewayConfig,
-    audit_path: &Path,
-    (backup_root, backup_dir): (Option<PathBuf>, PathBuf),
-) -> (PathBuf, PathBuf) {
-    let shown_backups = match (backup_root, cfg.several.is_empty()) {
-        (Some(root), false) => root,
-        _ => backup_dir,
-    };
-    let locations = (absolute(audit_path), absolute(&shown_backups));
-    gateway.set_meta(
-        "auditLog",
-        locations.0.to_string_lossy().into_owned().into(),
-    );
-    gateway.set_meta(
-        "backupDir",
-        locations.1.to_string_lossy().into_owned().into(),
-    );
-    locations
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// Confines the process (Landlock), applies `[sandbox] require_landlock`, starts the
@@ -443,90 +286,6 @@ fn sandbox_plan(
     plan.scope_signals(!hosts_agent)
 }
 
-/// Tells each workspace whether the kernel lets it write: always when nothing is
-/// enforced, else as its rule says.
-fn set_kernel_allows_write(gw: &Gateway, status: &SandboxStatus) {
-    let unenforced = status.enforcement == Enforcement::Not;
-    gw.set_kernel_allows_write(unenforced || status.workspace_write);
-    for m in gw.members().skip(1) {
-        let p = m.policy();
-        m.set_kernel_allows_write(
-            unenforced || p.can_ever(OpClass::Write) || p.can_ever(OpClass::Delete),
-        );
-    }
-}
-
-/// The `start` record's details: version, transport, pid, workspaces, the policy in
-/// force when confined, sandbox.
-fn start_details(
-    gw: &Gateway,
-    pol: &Policy,
-    transport: &str,
-    status: &SandboxStatus,
-) -> Map<String, Value> {
-    let mut start = Map::new();
-    start.insert("version".into(), env!("CARGO_PKG_VERSION").into());
-    start.insert("transport".into(), transport.into());
-    start.insert("pid".into(), std::process::id().into());
-    start.insert(
-        "workspace".into(),
-        gw.workspace()
-            .root_path()
-            .to_string_lossy()
-            .into_owned()
-            .into(),
-    );
-    if gw.is_several() {
-        start.insert("workspaces".into(), gw.members().json());
-    }
-    start.insert(
-        "policy".into(),
-        json!({"origin": pol.origin(), "sha256": pol.sha256()}),
-    );
-    start.insert(
-        "sandbox".into(),
-        serde_json::to_value(status).unwrap_or(Value::Null),
-    );
-    start
-}
-
-/// What shipping to `[audit] ship` needs from the sandbox: connecting to the collectors'
-/// ports and local sockets, and reading the resolver's files to resolve their names
-/// again after a change.
-fn ship_grants<'a>(
-    mut plan: fsgate_sandbox::SandboxPlan<'a>,
-    ship: Option<&fsgate_audit::ship::ShipPlan>,
-) -> fsgate_sandbox::SandboxPlan<'a> {
-    let Some(ship) = ship else {
-        return plan;
-    };
-    for port in ship.tcp_ports() {
-        plan = plan.connect_port(port);
-    }
-    for sock in ship.sockets() {
-        // `/dev/log` is often a link to the daemon's socket in another directory.
-        let real = std::fs::canonicalize(&sock).unwrap_or(sock);
-        if let Some(dir) = real.parent() {
-            plan = plan.unix_sockets_in(dir);
-        }
-    }
-    if ship.resolves_names() {
-        for f in RESOLVER_FILES {
-            plan = plan.read_only_path(*f);
-        }
-    }
-    plan
-}
-
-/// What the C library reads to resolve a host name.
-const RESOLVER_FILES: &[&str] = &[
-    "/etc/hosts",
-    "/etc/resolv.conf",
-    "/etc/nsswitch.conf",
-    "/etc/host.conf",
-    "/etc/gai.conf",
-];
-
 /// Closes the audit log: its `stop` record and final checkpoint. `details` about why
 /// the gateway stops are logged.
 pub fn shutdown(gw: &Gateway, details: Map<String, Value>) {
@@ -537,41 +296,4 @@ pub fn shutdown(gw: &Gateway, details: Map<String, Value>) {
     {
         tracing::error!("audit log: closing: {e}");
     }
-}
-
-fn create_private_dir(dir: &Path) -> Result<(), String> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))
-}
-
-/// Opens the log the operator named (refused if another process holds it), or else the
-/// first free chain of the workspace's default log directory: a second gateway on the
-/// same workspace gets `audit-2.jsonl` beside `audit.jsonl` (audit/FORMAT.md).
-fn open_audit(
-    cfg: &GatewayConfig,
-    settings: &fsgate_audit::AuditSettings,
-    policy: &Policy,
-    opts: OpenOptions,
-    state: impl Fn() -> Result<PathBuf, String>,
-) -> Result<(PathBuf, PathBuf, AuditLog), String> {
-    let named = cfg.audit_log.as_ref().or(settings.path.as_ref());
-    let parent = match named {
-        Some(p) => p
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf(),
-        None => state()?.join("audit"),
-    };
-    create_private_dir(&parent)?;
-    let opened = match named {
-        Some(p) => AuditLog::open(p, settings, policy.sha256(), opts).map(|l| (p.clone(), l)),
-        None => fsgate_audit::open_first_free(&parent, settings, policy.sha256(), opts),
-    };
-    let (path, log) = opened.map_err(|e| e.to_string())?;
-    Ok((path, parent, log))
 }

@@ -51,7 +51,7 @@ pub(super) struct GatewayArgs {
 impl GatewayArgs {
     /// The gateway to build. Several workspaces are looked up first: the unusable ones
     /// are skipped with a warning, and none usable fails with exit 1.
-    pub(super) fn config(&self) -> Result<crate::startup::GatewayConfig, ExitCode> {
+    pub(super) fn config(&self) -> Result<crate::startup::config::GatewayConfig, ExitCode> {
         use crate::startup::several::{SeveralError, keep_usable};
         let several = match self.workspace.as_slice() {
             [] | [_] => Vec::new(),
@@ -72,7 +72,7 @@ impl GatewayArgs {
                 .map(|w| w.dir.clone())
                 .unwrap_or_default(),
         };
-        Ok(crate::startup::GatewayConfig {
+        Ok(crate::startup::config::GatewayConfig {
             workspace,
             several,
             policy: self.policy.clone(),

@@ -231,7 +231,7 @@ fn no_view(what: &str) -> ExitCode {
 fn undo_line(
     gateway: &fsgate_gateway::Gateway,
     log: &std::path::Path,
-    config: &startup::GatewayConfig,
+    config: &startup::config::GatewayConfig,
 ) -> String {
     let mut line = String::from("fsgate undo");
     for member in gateway.members() {

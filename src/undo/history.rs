@@ -1,6 +1,8 @@
 //! What the log says happened: the changes a selection made, read from their intents
 //! (what will change, the backups already made) once their outcome says they were made,
 //! in log order; and the paths every change touched, whoever made it.
+//! A change as the log tells it is in `change.rs`; what an intent record says, in
+//! `intent.rs`.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -8,8 +10,10 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use fsgate_audit::canonical;
-use fsgate_audit::record::{ChangeOp, KIND_INTENT, KIND_RECONCILED, KIND_REQUEST};
-use fsgate_base::path::RelPath;
+use fsgate_audit::record::{KIND_INTENT, KIND_RECONCILED, KIND_REQUEST};
+
+use super::change::{Change, Touch, What};
+use super::intent::{by_undo, rel, text, what_of};
 
 /// Which changes to undo: those of one session, within a time range, or both.
 #[derive(Debug, Clone, Default)]
@@ -45,150 +49,6 @@ impl Selection {
     }
 }
 
-/// A backup a change made of what it replaced or removed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Saved {
-    /// The backup's id, as the log names it.
-    pub id: String,
-    /// The SHA-256 the intent says the replaced content had (`args.oldSha256`).
-    pub sha256: Option<String>,
-}
-
-/// What a content change's path held before it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Before {
-    /// Nothing: the change created the file.
-    Absent,
-    /// A file, saved in this backup.
-    Saved(Saved),
-    /// A file that was changed without a backup (`[backup] on_limit`).
-    Unsaved,
-}
-
-/// What a removal removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Removed {
-    /// A regular file.
-    File,
-    /// A directory, with everything beneath it.
-    Dir,
-    /// A symbolic link or special file: fsgate keeps no copy of those.
-    Link,
-    /// The record does not say (a log written before `args.removed` existed).
-    Unknown,
-}
-
-/// One change, as its intent recorded it; paths are where the change really was.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum What {
-    /// `write_text_file`, `edit_text_file`, `restore`: `path` holds `sha256` afterwards.
-    Content {
-        /// The file.
-        path: String,
-        /// SHA-256 of the content it wrote.
-        sha256: String,
-        /// What the file was before.
-        before: Before,
-        /// Parent directories it made (`args.madeDirs`).
-        made_dirs: usize,
-    },
-    /// `mkdir`: `path` and `made - 1` parents made.
-    Mkdir {
-        /// The directory.
-        path: String,
-        /// Directories made, the last one `path` itself.
-        made: usize,
-    },
-    /// `rm`: `path` removed, every file in it saved in `backups`.
-    Remove {
-        /// What was removed.
-        path: String,
-        /// What it was.
-        removed: Removed,
-        /// The backups made of its files.
-        backups: Vec<String>,
-        /// Directories beneath that held neither a file nor a directory.
-        leaf_dirs: Vec<String>,
-        /// Files removed without a backup (`[backup] on_limit`).
-        unsaved: usize,
-        /// The SHA-256 of the one file removed, when it was one (`args.oldSha256`).
-        sha256: Option<String>,
-    },
-    /// `rename`: `from` moved to `to`, replacing what `to` held (saved in `replaced`).
-    Rename {
-        /// The source.
-        from: String,
-        /// The target.
-        to: String,
-        /// The backup of the file the move replaced at `to`.
-        replaced: Option<Before>,
-    },
-    /// `chmod`: `path`'s permission bits set from `old` to `new`.
-    Chmod {
-        /// The file or directory.
-        path: String,
-        /// Its bits before (`args.oldMode`).
-        old: u32,
-        /// The bits set (`args.mode`).
-        new: u32,
-    },
-    /// `symlink`: the link `path` made.
-    Symlink {
-        /// The link.
-        path: String,
-    },
-}
-
-impl What {
-    /// The paths the change touched.
-    pub fn paths(&self) -> Vec<&str> {
-        match self {
-            What::Content { path, .. }
-            | What::Mkdir { path, .. }
-            | What::Remove { path, .. }
-            | What::Chmod { path, .. }
-            | What::Symlink { path } => vec![path],
-            What::Rename { from, to, .. } => vec![from, to],
-        }
-    }
-}
-
-/// A change that was made (its outcome `ok`, or found applied after a crash).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
-    /// Its place among every change of the log, in the order they were made.
-    pub order: usize,
-    /// Which chain of the log.
-    pub chain: usize,
-    /// The seq of its intent.
-    pub seq: u64,
-    /// When its intent was recorded.
-    pub ts: String,
-    /// The session that made it.
-    pub session: String,
-    /// What it did.
-    pub what: What,
-    /// Later changes of the same file folded into this one (see `plan::fold`).
-    pub folded: usize,
-}
-
-/// A change of a path by anyone: who, and where in the log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Touch {
-    /// Its place among every change of the log.
-    pub order: usize,
-    /// Which chain.
-    pub chain: usize,
-    /// The seq of its intent.
-    pub seq: u64,
-    /// The session that made it.
-    pub session: String,
-    /// Made by `fsgate undo` itself: recorded by the command line (transport `cli`,
-    /// which no door writes) with `args.undo`. Never read from the session id, which
-    /// an agent chooses.
-    pub by_undo: bool,
-}
-
 /// An intent whose outcome has not been read yet.
 #[derive(Debug)]
 struct Open {
@@ -216,18 +76,6 @@ pub struct History {
     /// Changes made so far, selected or not.
     made: usize,
     open: HashMap<(usize, u64), Open>,
-}
-
-fn text<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or_default()
-}
-
-/// A workspace-relative path from the log, normalised (None if it is none).
-fn rel(p: &str) -> Option<String> {
-    RelPath::parse_rooted(&format!("/{p}"))
-        .ok()
-        .filter(|r| !r.is_root())
-        .map(|r| r.as_str().to_owned())
 }
 
 impl History {
@@ -382,127 +230,11 @@ impl History {
     }
 }
 
-/// Whether record `v` was written by `fsgate undo`: transport `cli` (the command line's
-/// own records; no door writes it) and `args.undo` (which `fsgate backup restore`'s
-/// records lack).
-pub(crate) fn by_undo(v: &Value) -> bool {
-    text(v, "transport") == "cli" && v["args"].get("undo").is_some()
-}
-
-/// The change an intent record announces.
-pub(crate) fn what_of(v: &Value) -> Result<What, String> {
-    let args = &v["args"];
-    let real = |k: &str, field: &str| {
-        let p = args.get(k).or(v.get(field)).and_then(Value::as_str);
-        match p {
-            None => Err(format!("no `{field}` in the record")),
-            Some(p) => rel(p).ok_or_else(|| format!("its `{field}` {p:?} is no workspace path")),
-        }
-    };
-    let count = |k: &str| {
-        args.get(k)
-            .and_then(Value::as_u64)
-            .and_then(|n| usize::try_from(n).ok())
-    };
-    let backup = v.get("backup").and_then(Value::as_str).map(str::to_owned);
-    let before = match (&backup, args.get("noBackup")) {
-        (Some(id), _) => Before::Saved(Saved {
-            id: id.clone(),
-            sha256: args
-                .get("oldSha256")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        }),
-        (None, Some(_)) => Before::Unsaved,
-        (None, None) => Before::Absent,
-    };
-    let op = text(v, "op");
-    let Some(change) = ChangeOp::from_name(op) else {
-        return Err(format!("`{op}` is not a change fsgate knows how to undo"));
-    };
-    match change {
-        ChangeOp::Write | ChangeOp::Edit | ChangeOp::Restore => Ok(What::Content {
-            path: real("realPath", "path")?,
-            sha256: v
-                .get("sha256")
-                .and_then(Value::as_str)
-                .ok_or("no `sha256` in the record")?
-                .to_owned(),
-            before,
-            made_dirs: count("madeDirs").unwrap_or(0),
-        }),
-        ChangeOp::Mkdir => Ok(What::Mkdir {
-            path: real("realPath", "path")?,
-            made: count("madeDirs").unwrap_or(1).max(1),
-        }),
-        ChangeOp::Rm => Ok(removal(v, real("realPath", "path")?, backup)),
-        ChangeOp::Rename => Ok(What::Rename {
-            from: real("realPath", "path")?,
-            to: real("realPath2", "path2")?,
-            replaced: (before != Before::Absent).then_some(before),
-        }),
-        ChangeOp::Chmod => {
-            let bits = |k: &str| {
-                args.get(k)
-                    .and_then(Value::as_str)
-                    .and_then(|m| u32::from_str_radix(m, 8).ok())
-                    .ok_or_else(|| format!("no octal `args.{k}` in the record"))
-            };
-            Ok(What::Chmod {
-                path: real("realPath", "path")?,
-                old: bits("oldMode")?,
-                new: bits("mode")?,
-            })
-        }
-        ChangeOp::Symlink => Ok(What::Symlink {
-            path: real("realPath", "path")?,
-        }),
-    }
-}
-
-fn removal(v: &Value, path: String, first: Option<String>) -> What {
-    let args = &v["args"];
-    let strings = |k: &str| -> Vec<String> {
-        args.get(k)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut backups = strings("backups");
-    if backups.is_empty() {
-        backups.extend(first);
-    }
-    let removed = match text(args, "removed") {
-        "file" => Removed::File,
-        "directory" => Removed::Dir,
-        "link" | "other" => Removed::Link,
-        _ => Removed::Unknown,
-    };
-    let unsaved = args
-        .get("noBackup")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
-    What::Remove {
-        path,
-        removed,
-        backups,
-        leaf_dirs: strings("leafDirs").iter().filter_map(|p| rel(p)).collect(),
-        unsaved,
-        sha256: args
-            .get("oldSha256")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
+    use super::super::change::{Before, Saved};
     use super::*;
 
     fn intent(seq: u64, session: &str, op: &str, extra: Value) -> Value {
@@ -636,46 +368,6 @@ mod tests {
         assert_eq!(seqs, [1]);
         assert!(h.touches.contains_key("kept.txt"));
         assert!(!h.touches.contains_key("lost.txt"));
-    }
-
-    #[test]
-    fn removals_say_what_they_removed() {
-        let v = intent(
-            1,
-            "a",
-            "rm",
-            json!({"path": "d", "backup": "d%2Fx/1", "args": {"removed": "directory",
-                   "backups": ["d%2Fx/1", "d%2Fy/1"], "backupCount": 2,
-                   "leafDirs": ["d/e", "../bad"]}}),
-        );
-        assert_eq!(
-            what_of(&v).unwrap(),
-            What::Remove {
-                path: "d".into(),
-                removed: Removed::Dir,
-                backups: vec!["d%2Fx/1".into(), "d%2Fy/1".into()],
-                leaf_dirs: vec!["d/e".into()],
-                unsaved: 0,
-                sha256: None,
-            }
-        );
-        let link = intent(
-            1,
-            "a",
-            "rm",
-            json!({"path": "l", "args": {"removed": "link"}}),
-        );
-        assert!(matches!(
-            what_of(&link).unwrap(),
-            What::Remove {
-                removed: Removed::Link,
-                ..
-            }
-        ));
-        let odd = intent(1, "a", "grep", json!({"path": "l"}));
-        assert!(what_of(&odd).is_err());
-        let escape = intent(1, "a", "mkdir", json!({"path": "../x"}));
-        assert!(what_of(&escape).is_err());
     }
 
     /// With several workspaces, each pass reads its own workspace's changes; a change

@@ -217,7 +217,7 @@ impl Where {
     /// over), confined and reconciled
     /// as `serve` is: its `start` record says transport `cli`.
     pub(crate) fn open_gateway(&self, args: &UndoArgs) -> Result<crate::startup::Opened, String> {
-        let cfg = crate::startup::GatewayConfig {
+        let cfg = crate::startup::config::GatewayConfig {
             workspace: self.first.clone(),
             policy: args.policy.clone(),
             audit_log: self.named.clone(),

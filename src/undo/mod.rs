@@ -7,10 +7,16 @@
 //!
 //! - [`history`]: the changes the log says the selection made (from their intents,
 //!   once their outcome says they were made), and who else changed which path.
+//!   A change as the log tells it: [`change`]; what an intent says: `intent`.
 //! - [`plan`]: rewrites of one file folded into one change; who changed a path since.
 //! - [`steps`]: undoing one change: still as the change left it? then what puts it back.
-//! - [`world`]: what the undo reads and acts on: the workspace through the gateway, or
-//!   for `--dry-run` a model of it (the disk with the actions laid over it).
+//! - `restore`: what puts back each kind of change, planned from the path as it is now.
+//! - [`row`]: what became of one change, as the report shows it; `diff`: the lines it
+//!   puts back.
+//! - `prune`: the directories the undone changes made, removed once empty.
+//! - [`world`]: what the undo reads and acts on: the workspace through the gateway
+//!   ([`real`]), or for `--dry-run` a model of it ([`model`]: the disk with the actions
+//!   laid over it), both reading through [`sources`].
 //! - [`schedule`]: changes of unrelated paths undone at once, each after those it
 //!   depends on.
 //! - `locate`: where the log and backups are; whether a running gateway holds the log.
@@ -21,11 +27,20 @@
 //! removed; a rename is reversed before the file it moved is put back at its old name.
 
 mod args;
+pub mod change;
+mod diff;
 pub mod history;
+mod intent;
 mod locate;
+pub mod model;
 pub mod plan;
+mod prune;
+pub mod real;
 mod report;
+mod restore;
+pub mod row;
 pub mod schedule;
+pub mod sources;
 pub mod steps;
 pub mod world;
 
@@ -34,13 +49,15 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use args::{Refusal, close};
+use change::Change;
 use fsgate_gateway::ops::{PathStyle, RequestCtx};
-use history::{Change, History, Selection};
+use history::{History, Selection};
 
 pub use args::{
     EXIT_BUSY, EXIT_DONE, EXIT_ERROR, EXIT_LEFT, UNDO_SESSION_PREFIX, UndoArgs, undo_policy,
 };
-use steps::{Row, Status, Undoer};
+use row::{Row, Status};
+use steps::Undoer;
 
 /// `fsgate undo`, as the requests it makes carry it: it reads no file as text for
 /// anyone, so it names no way to read one otherwise.
@@ -100,7 +117,7 @@ fn dry_run(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32,
         let Some((ws, store)) = opened.get(i) else {
             return Vec::new();
         };
-        let mut model = world::Model::new(world::Sources::new(ws, store.as_ref()));
+        let mut model = model::Model::new(sources::Sources::new(ws, store.as_ref()));
         changes.iter().map(|c| u.undo(&mut model, c)).collect()
     };
     finish(args, parts, in_turn, None)
@@ -169,9 +186,9 @@ fn undo(args: &UndoArgs, sel: &Selection, loc: &locate::Where) -> Result<i32, Re
         };
         let prints: Vec<Vec<String>> = changes.iter().map(schedule::footprint).collect();
         let deps = schedule::dependencies(&prints);
-        let make = || world::Real::new(member, ctx.clone(), note.clone());
+        let make = || real::Real::new(member, ctx.clone(), note.clone());
         let ran = schedule::run_ordered(&deps, WORKERS, make, |w, i| u.undo(w, &changes[i]));
-        steps::prune_left(&mut make(), changes);
+        prune::prune_left(&mut make(), changes);
         let rows = ran.into_iter().zip(changes).map(|(row, c)| {
             row.unwrap_or_else(|| {
                 let mut r = Row::of(c);

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::history::{Change, Touch, What};
+use super::change::{Change, Touch, What};
 
 /// The ancestors of a workspace-relative path, nearest first (not the root).
 pub fn ancestors(path: &str) -> impl Iterator<Item = &str> {
@@ -79,7 +79,7 @@ pub fn changed_since<'t>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::history::Before;
+    use super::super::change::Before;
     use super::*;
 
     fn write(order: usize, path: &str, sha: &str, before: Before) -> Change {
@@ -129,7 +129,7 @@ mod tests {
             ("d/f", 4, "b"),
             ("d/f", 5, "a"),
         ]);
-        let saved = Before::Saved(super::super::history::Saved {
+        let saved = Before::Saved(super::super::change::Saved {
             id: "x".into(),
             sha256: None,
         });

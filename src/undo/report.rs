@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::args::UndoArgs;
 use super::history::History;
-use super::steps::{Diff, Row, Status};
+use super::row::{Diff, Row, Status};
 use fsgate_base::text::{Esc, eprint_line};
 
 /// Prints the report of `rows` to stdout, and notes about the log to stderr.
@@ -159,7 +159,7 @@ fn diff_text(d: &Diff) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::undo::steps::ChangedBy;
+    use crate::undo::row::ChangedBy;
 
     #[test]
     fn a_row_escapes_what_an_agent_chose() {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use super::history::{Change, What};
+use super::change::{Change, What};
 use super::plan::ancestors;
 
 /// The paths undoing `c` reads or changes: its own, and the directories it may remove

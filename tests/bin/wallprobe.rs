@@ -19,7 +19,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use fsgate::startup::{self, GatewayConfig};
+use fsgate::startup::{self, config::GatewayConfig};
 use serde_json::{Value, json};
 
 fn outcome(r: std::io::Result<usize>) -> Value {

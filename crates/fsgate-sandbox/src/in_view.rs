@@ -17,7 +17,8 @@ use std::process::Command;
 use ::landlock::{AccessFs, BitFlags};
 
 use super::child::ChildSetup;
-use super::landlock::{Rights, prepare_agent, probe, usable_abi};
+use super::landlock::abi::{Rights, probe, usable_abi};
+use super::landlock::agent::prepare_agent;
 use super::plan::AgentPlan;
 use super::status::SandboxStatus;
 use crate::error::SandboxError;

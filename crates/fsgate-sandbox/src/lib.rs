@@ -17,6 +17,9 @@
 //!   `initialize` result's `_meta.fsgate.sandbox` and `serve --check-sandbox`.
 //! - `landlock` (Linux): [`restrict_self`] and [`confine_agent_command`]; elsewhere
 //!   `unsupported`, which reports "not enforced" instead of failing to build.
+//!   Its parts, in `landlock/`: the kernel's ABI and the rights used for it (`abi`), the
+//!   gateway's ruleset (`gateway`), an agent's (`agent`) and what the kernel enforces of
+//!   it (`agent_view`).
 //! - `child` (Linux): the rest of an agent's wall, set up between fork and exec: its
 //!   own session and no terminal, no inherited descriptors, no capabilities, seccomp
 //!   against pathname Unix sockets below Landlock ABI 9; and [`harden_gateway`].

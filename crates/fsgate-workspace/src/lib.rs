@@ -37,7 +37,7 @@ mod write;
 pub use atomic::move_into_place;
 pub use dir_sync::sync_dir_shared;
 pub use error::WsError;
-pub use gather::{Cut, Gathered, Reading, Room, Take, Tally};
+pub use gather::answer::{Cut, Gathered, Reading, Room, Take, Tally};
 pub use kind::FileKind;
 pub use open::open_dir_no_links;
 pub use page::Page;

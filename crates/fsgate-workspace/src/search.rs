@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use cap_std::fs::Dir;
 
-use super::gather::{Cut, Reading, Room, Take};
+use super::gather::answer::{Cut, Reading, Room, Take};
 use super::kind::FileKind;
 use super::open::open_file_in;
 use super::permits::Permits;

@@ -1,0 +1,188 @@
+//! The confined agent's private scratch directory (its HOME and TMPDIR): made fresh and
+//! locked, emptied when the agent ends, and the husks earlier gateways left swept.
+
+use std::path::PathBuf;
+
+const SCRATCH_PREFIX: &str = "fsgate-agent-";
+
+/// A new private (0700) scratch directory `fsgate-agent-PID-RANDOM` in `tmp`, locked
+/// (flock) for as long as this gateway runs. The random part keeps a directory left by an
+/// earlier gateway with the same pid (its own sandbox may keep it from removing the
+/// directory itself) from blocking this one; the lock keeps another gateway's sweep from
+/// taking it, whatever PID namespace that gateway sees.
+pub(super) fn create_scratch(tmp: &std::path::Path) -> Result<Scratch, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut last = None;
+    for _ in 0..8 {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).map_err(|e| format!("cannot draw a random name: {e}"))?;
+        let dir = tmp.join(format!(
+            "{SCRATCH_PREFIX}{}-{}",
+            std::process::id(),
+            hex::encode(bytes)
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => match lock_own(&dir) {
+                Some(lock) => {
+                    return Ok(Scratch {
+                        path: dir,
+                        _lock: lock,
+                    });
+                }
+                // Swept between its creation and its lock: draw another name.
+                None => last = Some(dir),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(dir),
+            Err(e) => {
+                return Err(format!(
+                    "cannot create the agent's scratch dir {}: {e}",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    Err(format!(
+        "cannot create the agent's scratch dir: every name tried exists (last {})",
+        last.map(|d| d.display().to_string()).unwrap_or_default()
+    ))
+}
+
+/// Opens and locks the scratch dir just made at `dir`; None if the lock is taken or the
+/// name no longer holds the directory opened.
+fn lock_own(dir: &std::path::Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    let file = try_lock(dir)?;
+    let held = file.metadata().ok()?;
+    let named = std::fs::symlink_metadata(dir).ok()?;
+    (held.dev() == named.dev() && held.ino() == named.ino()).then_some(file)
+}
+
+/// The directory at `dir`, opened and exclusively locked, if no one holds its lock.
+fn try_lock(dir: &std::path::Path) -> Option<std::fs::File> {
+    use rustix::fs::{FlockOperation, flock};
+    let file = std::fs::File::open(dir).ok()?;
+    flock(&file, FlockOperation::NonBlockingLockExclusive).ok()?;
+    Some(file)
+}
+
+/// Removes the empty scratch directories earlier gateways left in `tmp` (a confined
+/// gateway can empty its scratch dir but not remove it): only empty ones, only unlocked
+/// ones (a running gateway holds its own's lock), and only those whose gateway (the pid
+/// in the name) this process cannot see alive. Best effort.
+pub(super) fn sweep_stale_scratch(tmp: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+        if alive || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        // The lock is held while removing, so its owner cannot be starting up now.
+        if let Some(_lock) = try_lock(&entry.path()) {
+            // remove_dir refuses a directory that is not empty: only husks go.
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
+/// The agent's private scratch directory, locked while this gateway runs, cleaned when
+/// dropped.
+pub(super) struct Scratch {
+    pub(super) path: PathBuf,
+    _lock: std::fs::File,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        clean_scratch(&self.path);
+    }
+}
+
+/// Empties the agent's scratch directory. The directory itself stays (empty) when the
+/// gateway's own sandbox gives it no right to remove entries of the temp dir.
+fn clean_scratch(dir: &std::path::Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let removed = match entry.file_type() {
+                Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                _ => std::fs::remove_file(&path),
+            };
+            if let Err(e) = removed {
+                tracing::warn!("cannot clean {}: {e}", path.display());
+            }
+        }
+    }
+    if let Err(e) = std::fs::remove_dir(dir) {
+        tracing::debug!("scratch dir {} left empty: {e}", dir.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn scratch_dirs_are_private_fresh_and_never_blocked_by_an_old_one() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // What an earlier gateway with this pid left under the old fixed name.
+        let old = tmp
+            .path()
+            .join(format!("{SCRATCH_PREFIX}{}", std::process::id()));
+        std::fs::create_dir(&old).expect("mkdir");
+        let a = create_scratch(tmp.path()).expect("scratch");
+        let b = create_scratch(tmp.path()).expect("scratch");
+        assert_ne!(a.path, b.path);
+        let mode = std::fs::metadata(&a.path)
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+
+    #[test]
+    fn only_empty_scratch_dirs_of_gone_gateways_are_swept() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // pid_max is at most 2^22: this pid is never alive.
+        let gone = tmp.path().join(format!("{SCRATCH_PREFIX}99999999-ab"));
+        let full = tmp.path().join(format!("{SCRATCH_PREFIX}99999998-cd"));
+        let live = tmp
+            .path()
+            .join(format!("{SCRATCH_PREFIX}{}-ef", std::process::id()));
+        let other = tmp.path().join("not-fsgate-99999999");
+        for d in [&gone, &full, &live, &other] {
+            std::fs::create_dir(d).expect("mkdir");
+        }
+        std::fs::write(full.join("kept"), "x").expect("write");
+        sweep_stale_scratch(tmp.path());
+        assert!(!gone.exists());
+        assert!(full.exists() && live.exists() && other.exists());
+    }
+
+    #[test]
+    fn a_scratch_dir_in_use_is_kept_even_when_its_pid_is_not_seen() {
+        // A gateway in another PID namespace sharing /tmp: its pid means nothing here,
+        // but it holds its scratch dir's lock, and its agent may not have written yet.
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let other_ns = create_scratch(tmp.path()).expect("scratch");
+        let foreign = tmp.path().join(format!("{SCRATCH_PREFIX}99999997-01"));
+        std::fs::rename(&other_ns.path, &foreign).expect("rename");
+        sweep_stale_scratch(tmp.path());
+        assert!(foreign.exists(), "a locked scratch dir was swept");
+        drop(other_ns);
+        sweep_stale_scratch(tmp.path());
+        assert!(!foreign.exists(), "an unlocked husk was kept");
+    }
+}
