@@ -6,11 +6,12 @@
 use std::path::PathBuf;
 
 use super::layer::{Inherited, Layer};
-use crate::compile::{self, Compiled, key_line, section_line};
+use crate::compile::{self, Compiled};
 use crate::content::ContentScanner;
 use crate::diff::sections;
 use crate::error::PolicyError;
 use crate::position::line_col;
+use crate::position::{key_line, section_line};
 use crate::raw::{RawContent, RawLimits, RawPolicy};
 use fsgate_decide::{BinaryMode, Effect};
 use fsgate_decide::{Limits, OpClass, Rule, SecretPattern};
@@ -100,17 +101,18 @@ impl Merged {
             .map(|(r, f)| (r.id.clone(), f.clone()))
             .collect();
         self.raw.secrets.builtin = Some(self.builtin);
-        let agent = compile::agent_section(&self.raw, self.dir.as_deref()).map_err(|errs| {
-            PolicyError::Invalid {
-                key: "agent".into(),
-                line: 0,
-                message: errs.first().map_or_else(String::new, ToString::to_string),
-            }
-        })?;
+        let agent =
+            compile::agent::agent_section(&self.raw, self.dir.as_deref()).map_err(|errs| {
+                PolicyError::Invalid {
+                    key: "agent".into(),
+                    line: 0,
+                    message: errs.first().map_or_else(String::new, ToString::to_string),
+                }
+            })?;
         let compiled = Compiled {
             rules: self.rules,
-            secrets: compile::secrets_of(self.secrets),
-            waivers: compile::waivers_of(self.waivers)?,
+            secrets: compile::secrets::secrets_of(self.secrets),
+            waivers: compile::secrets::waivers_of(self.waivers)?,
             limits: self.limits,
             content: self.content,
             agent,

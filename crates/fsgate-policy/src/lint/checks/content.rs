@@ -30,7 +30,7 @@ pub(super) fn content(policy: &Policy, sink: &mut Sink<'_>) {
         return;
     };
     if !c.builtin {
-        let line = crate::compile::key_line(sink.src, "content", "builtin");
+        let line = crate::position::key_line(sink.src, "content", "builtin");
         sink.at(
             sink.line_pos(line),
             Severity::Warning,

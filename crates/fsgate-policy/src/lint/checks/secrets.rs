@@ -4,7 +4,7 @@
 use regex::{RegexSet, RegexSetBuilder};
 
 use super::samples::{allows, is_literal, rule_ops, samples};
-use crate::compile::BUILTIN_SECRETS;
+use crate::compile::secrets::BUILTIN_SECRETS;
 use crate::lint::findings::{Severity, Sink, only};
 use crate::{OpClass, Policy};
 use fsgate_base::path::RelPath;
