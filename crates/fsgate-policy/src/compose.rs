@@ -7,6 +7,7 @@
 pub(crate) mod extends;
 mod layer;
 mod merge;
+mod narrower;
 mod sets;
 
 use std::collections::BTreeMap;

@@ -91,9 +91,9 @@ impl Policy {
             &path.display().to_string(),
             Some(base.unwrap_or(Path::new("."))),
         )?;
-        compile::check_agent_policy_file(policy.agent(), path, &text)?;
+        compile::agent::check_agent_policy_file(policy.agent(), path, &text)?;
         for base in &policy.bases {
-            compile::check_agent_policy_file(policy.agent(), Path::new(base), &text)?;
+            compile::agent::check_agent_policy_file(policy.agent(), Path::new(base), &text)?;
         }
         Ok(policy)
     }

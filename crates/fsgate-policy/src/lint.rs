@@ -13,7 +13,8 @@ mod shadow;
 
 use std::path::Path;
 
-use super::compile::{build_glob, build_regex};
+use super::compile::globs::build_glob;
+use super::compile::secrets::build_regex;
 use super::raw::RawPolicy;
 use super::{DEFAULT_DENY, OpClass, Policy, PolicyError};
 
@@ -201,12 +202,12 @@ fn prevalidate_agent(
     policy_path: Option<&Path>,
     sink: &mut Sink<'_>,
 ) {
-    let errors = match super::compile::agent_section(raw, base) {
+    let errors = match super::compile::agent::agent_section(raw, base) {
         Err(errors) => errors,
         // `Policy::load` refuses an [agent] reaching the policy file itself.
         Ok(agent) => match policy_path {
             Some(p) => agent.protected_violations(
-                &[super::compile::policy_file_protected(p)],
+                &[super::compile::agent::policy_file_protected(p)],
                 fsgate_sandbox::agent_config::user_home().as_deref(),
             ),
             None => return,

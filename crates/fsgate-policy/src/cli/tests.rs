@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 
+use super::exit::{EXIT_FINDINGS, EXIT_INVALID, EXIT_OK};
 use super::*;
 
 /// A stand-in for the top-level CLI, so arguments parse exactly as `fsgate policy ...`.

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-use crate::compile;
 use crate::error::PolicyError;
+use crate::position;
 use crate::position::line_col;
 use crate::raw::RawPolicy;
 
@@ -61,8 +61,8 @@ fn check_sets(
 ) -> Result<(), PolicyError> {
     for (name, globs) in &raw.sets {
         let key = format!("sets.{name}");
-        let line = match compile::key_line(src, "sets", name) {
-            0 => compile::section_line(src, "sets"),
+        let line = match position::key_line(src, "sets", name) {
+            0 => position::section_line(src, "sets"),
             n => n,
         };
         let invalid = |message: String| PolicyError::Invalid {

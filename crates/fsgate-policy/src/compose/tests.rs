@@ -616,7 +616,7 @@ fn a_replacement_keeps_within_the_base_rules_size_range() {
         load(&text).rules()[0].clone()
     };
     let base = rules("min_size = 10\nmax_size = 1000\n");
-    let narrower = |p: &crate::Rule| super::merge::narrower(p, &base);
+    let narrower = |p: &crate::Rule| super::narrower::narrower(p, &base);
     assert!(narrower(&rules("min_size = 20\nmax_size = 500\n")).is_ok());
     let none = narrower(&rules("")).expect_err("no size range");
     assert!(none.contains("min_size 10"), "{none}");

@@ -184,7 +184,7 @@ pub(super) fn compile_allow(
 /// The built-in rules, compiled once per process, on first use: they are the same for
 /// every policy, so loading a policy does not wait for them, and a gateway that never
 /// scans never holds them. Their examples are checked by the unit tests
-/// ([`check_builtin_examples`](super::build::check_builtin_examples)): they are part of
+/// ([`check_builtin_examples`](super::examples::check_builtin_examples)): they are part of
 /// the binary. Indexed as [`BUILTIN_CONTENT_RULES`].
 pub(super) fn builtin_set() -> Result<&'static [CRule], String> {
     static COMPILED: std::sync::OnceLock<Result<Vec<CRule>, String>> = std::sync::OnceLock::new();

@@ -78,7 +78,7 @@ fn builtin_rules_find_keys_with_line_numbers() {
 #[test]
 fn builtin_rules_compile_and_pass_their_examples() {
     assert_eq!(super::rule::warm_builtin(), Ok(()));
-    assert_eq!(super::build::check_builtin_examples(), Ok(()));
+    assert_eq!(super::examples::check_builtin_examples(), Ok(()));
     let default = Policy::builtin_default().unwrap();
     assert!(default.content_scanner().unwrap().uses_builtin());
     let own = policy(

@@ -261,7 +261,7 @@ fn unreadable_file_is_invalid() {
 
 #[test]
 fn concretize_globs() {
-    use super::checks::concretize;
+    use super::checks::samples::concretize;
     assert_eq!(concretize("src/**/*.rs"), "src/x/x.rs");
     assert_eq!(concretize("/docs/[abc]?.{md,txt}"), "docs/ax.md");
     assert_eq!(concretize("a\\*b"), "a*b");
