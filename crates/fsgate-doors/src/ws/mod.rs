@@ -30,6 +30,7 @@
 //! file, or generates and prints a token) before the process confines itself
 //! (Landlock), then run [`serve_with_token`] on the runtime.
 
+mod answer;
 pub(crate) mod auth;
 mod channel;
 mod conn;
@@ -37,7 +38,11 @@ mod mailbox;
 pub(crate) mod pending;
 mod permission;
 pub mod protocol;
+mod reader;
+mod requests;
+mod shared;
 mod stall;
+mod writer;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
@@ -153,9 +158,9 @@ pub async fn serve_with_token(
 /// Each connection's limits, and the server-wide budget they share: unwritten answers
 /// of all connections together, and bytes of their requests in flight, each as much as
 /// two connections' own bounds, however many there are.
-fn conn_limits(settings: &WsSettings, max_message: usize) -> conn::ConnLimits {
-    let budget = conn::server_budget(max_message);
-    conn::ConnLimits {
+fn conn_limits(settings: &WsSettings, max_message: usize) -> shared::ConnLimits {
+    let budget = shared::server_budget(max_message);
+    shared::ConnLimits {
         max_in_flight: settings.max_in_flight,
         max_message,
         total: crate::outbox::shared_room(budget),
@@ -360,7 +365,7 @@ enum Upgrade {
 struct Accepted {
     gw: Arc<Gateway>,
     keeper: Arc<Gatekeeper>,
-    limits: conn::ConnLimits,
+    limits: shared::ConnLimits,
     doors: Arc<Doors>,
     /// Its place among the pending upgrades, until the upgrade ends.
     ticket: pending::Ticket,
@@ -409,7 +414,7 @@ impl Accepted {
             asker: None,
             notifier: None,
         };
-        let conn = conn::Conn {
+        let conn = shared::Conn {
             gw: self.gw,
             ctx,
             limits: self.limits,
