@@ -35,6 +35,7 @@
 
 pub mod acp;
 pub(crate) mod acp_ask;
+pub(crate) mod acp_params;
 pub mod batch;
 pub mod door;
 pub(crate) mod encode;
