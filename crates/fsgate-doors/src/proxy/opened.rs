@@ -123,15 +123,6 @@ impl Relay {
         cwd.starts_with('/') && self.gw.members().named_path(cwd).is_some()
     }
 
-    /// The workspaces the session may use, as the gateway's scope.
-    pub(super) fn session_scope(&self, sid: Option<&str>) -> fsgate_gateway::Scope {
-        let roots = sid.and_then(|sid| {
-            let sessions = self.sessions.lock().ok()?;
-            sessions.get(sid)?.roots.clone()
-        });
-        fsgate_gateway::Scope::fixed(roots)
-    }
-
     /// The workspaces a session request's `cwd` and `additionalDirectories` name, when
     /// several are served (None with one: the session has it whole). Err: one of
     /// `additionalDirectories` lies in no workspace served; it is never added.

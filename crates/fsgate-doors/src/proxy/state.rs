@@ -124,6 +124,15 @@ impl Relay {
 }
 
 impl Relay {
+    /// The workspaces the session may use, as the gateway's scope.
+    fn session_scope(&self, sid: Option<&str>) -> fsgate_gateway::Scope {
+        let roots = sid.and_then(|sid| {
+            let sessions = self.sessions.lock().ok()?;
+            sessions.get(sid)?.roots.clone()
+        });
+        fsgate_gateway::Scope::fixed(roots)
+    }
+
     pub(super) fn ctx(&self, params: &Value) -> fsgate_gateway::ops::RequestCtx {
         let session = acp::session_of(params).unwrap_or_default();
         fsgate_gateway::ops::RequestCtx {
