@@ -44,6 +44,7 @@ mod describe;
 mod direct;
 mod edits;
 mod elicit;
+mod encoded;
 mod era;
 mod flow;
 #[cfg(feature = "fuzzing")]
@@ -51,9 +52,12 @@ pub mod fuzz;
 mod guard;
 mod logs;
 mod mrtr;
+mod outgoing;
 mod pump;
 mod render;
 mod roots;
+mod submit;
+mod text_answer;
 mod tool_id;
 mod tools;
 mod wire;
@@ -494,7 +498,7 @@ where
     let server = McpServer::new(gw, who);
     // client -> guard -> pump -> pipe -> SDK -> pipe -> copier -> client. The pump's own
     // answers reach the copier on a short queue; the direct path writes its own.
-    let (answers, own) = mpsc::channel::<direct::Outgoing>(16);
+    let (answers, own) = mpsc::channel::<outgoing::Outgoing>(16);
     let door = direct::Direct::start(
         Arc::clone(&server.gw),
         server.calls.states.clone(),

@@ -29,10 +29,13 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::call::{Call, Calls, Unrun};
-use super::direct::{self, Door, Job, Outgoing};
+use super::direct::Job;
+use super::encoded;
 use super::era::{self, Marked};
 use super::flow::{Flow, id_key};
 use super::guard::{LineGuard, OVERSIZED_METHOD};
+use super::outgoing::Outgoing;
+use super::submit::Door;
 use fsgate_base::error::{GatewayError, code};
 use fsgate_gateway::ops::RequestCtx;
 use fsgate_gateway::{Gateway, Request};
@@ -406,12 +409,12 @@ impl Pump {
         let key = serde_json::to_string(&id).unwrap_or_else(|_| "null".into());
         let mut bytes = Vec::new();
         match (record(&self.gw, ctx, name, outcome).await, result) {
-            (Ok(()), Ok(v)) => direct::encode(&mut bytes, &key, ("result", &v)),
+            (Ok(()), Ok(v)) => encoded::encode(&mut bytes, &key, ("result", &v)),
             (Ok(()), Err(mut e)) => {
                 e.message = fsgate_base::error::echo(&e.message).into_owned().into();
-                direct::encode(&mut bytes, &key, ("error", &e));
+                encoded::encode(&mut bytes, &key, ("error", &e));
             }
-            (Err(e), _) => direct::encode(&mut bytes, &key, ("error", &e.to_rpc_error())),
+            (Err(e), _) => encoded::encode(&mut bytes, &key, ("error", &e.to_rpc_error())),
         }
         let _ = self.answers.send(bytes.into()).await;
     }
