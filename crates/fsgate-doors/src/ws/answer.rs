@@ -6,7 +6,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-use super::protocol::{self, Head, Ws};
+use super::protocol::{self, Ws};
+use super::response::{self, Head};
 
 use super::shared::Shared;
 use crate::door::{self, Decoded, Door};
@@ -20,7 +21,7 @@ use fsgate_gateway::Request;
 pub(super) fn busy(head: &Head) -> Value {
     let msg = "this connection cannot take another request now (its [ws] max_in_flight requests are running, or its answers are unread) while a permission question waits for your reply; answer it, then send this request again".to_string();
     let extra = json!({"rule": "ws.max_in_flight", "reason": msg});
-    protocol::error_response(head, code::LIMIT, &msg, Some(&extra))
+    response::error_response(head, code::LIMIT, &msg, Some(&extra))
 }
 
 /// Records a message that is no operation, then queues its answer (or, if the record
@@ -52,7 +53,7 @@ pub(super) async fn send(out: &Outbox<Message>, text: String) {
 /// the message had a `requestId`.
 pub(super) async fn answer_if_asked(sh: &Shared, head: Head, reply: Value) {
     if head.request_id.is_none() {
-        return record(sh, &head.kind, protocol::outcome_of(&reply)).await;
+        return record(sh, &head.kind, response::outcome_of(&reply)).await;
     }
     answer(sh, protocol::message(head, reply)).await;
 }
@@ -75,7 +76,7 @@ pub(super) fn no_head() -> Head {
 }
 
 pub(super) fn invalid_request(msg: &str) -> Value {
-    protocol::error_response(&no_head(), code::INVALID_REQUEST, msg, None)
+    response::error_response(&no_head(), code::INVALID_REQUEST, msg, None)
 }
 
 pub(super) fn too_large(size: usize, max: usize) -> Value {
@@ -85,5 +86,5 @@ pub(super) fn too_large(size: usize, max: usize) -> Value {
     );
     tracing::warn!("{msg}");
     let extra = json!({"rule": "limits.max_message_bytes", "reason": msg});
-    protocol::error_response(&head, code::LIMIT, &msg, Some(&extra))
+    response::error_response(&head, code::LIMIT, &msg, Some(&extra))
 }

@@ -28,8 +28,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
+use super::events;
 use super::mailbox::Mailbox;
-use super::protocol;
 use super::reader::Reader;
 use super::requests::{BatchDoor, Requests};
 use super::shared::{CloseAsks, Conn, shared};
@@ -65,7 +65,7 @@ pub(super) async fn run(
     let events = notices.map(|(n, gaps)| {
         for gap in gaps {
             if let Notice::Unwatched(u) = &*gap {
-                mailbox.push(protocol::unwatched_event(u).to_string());
+                mailbox.push(events::unwatched_event(u).to_string());
             }
         }
         tokio::spawn(forward_notices(n, sub_rx, mailbox))

@@ -8,9 +8,13 @@
 //!   the HTTP upgrade request.
 //! - [`protocol`]: JSON messages <-> [`fsgate_gateway::ops::Op`] and back (docs/ws-protocol.md):
 //!   `parse` reads a message's envelope, and [`protocol::Ws`], the channel's
-//!   [`crate::door::Door`], decodes a request's fields and encodes its answer.
+//!   [`crate::door::Door`], decodes a request's fields and encodes its answer;
+//!   `fields` reads the fields into an operation, [`response`] builds the responses,
+//!   `render` an operation's data, `events` the pushed events.
 //! - `conn`: one connection: concurrent requests, subscription, pushed events; each
 //!   connection runs on a thread and a one-thread runtime of its own (`on_own_thread`).
+//!   `shared` is what its requests share, `reader` reads them, `requests` serves them
+//!   within its limits, `answer` answers what is no operation, `writer` writes.
 //! - change events come from the gateway's watcher ([`fsgate_gateway::watch`]),
 //!   which decides what changed and which paths a client may see; `conn` only encodes
 //!   them.
@@ -34,12 +38,16 @@ mod answer;
 pub(crate) mod auth;
 mod channel;
 mod conn;
+mod events;
+mod fields;
 mod mailbox;
 pub(crate) mod pending;
 mod permission;
 pub mod protocol;
 mod reader;
+mod render;
 mod requests;
+pub(crate) mod response;
 mod shared;
 mod stall;
 mod writer;

@@ -14,6 +14,7 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use super::answer::{answer, answer_if_asked, busy, invalid_request, no_head, record, too_large};
 use super::permission::ReplyError;
 use super::protocol::{self, Echo, Incoming};
+use super::response;
 use super::shared::Shared;
 use crate::door::{Decoded, Door};
 use fsgate_base::error::GatewayError;
@@ -44,15 +45,15 @@ pub(super) async fn take(
                 Ok(rel) => {
                     let shown = rel.to_rooted();
                     sub_tx.send_replace(Some(rel));
-                    protocol::data_response(&head, json!({"path": shown}))
+                    response::data_response(&head, json!({"path": shown}))
                 }
-                Err(e) => protocol::gateway_error_response(&head, &e),
+                Err(e) => response::gateway_error_response(&head, &e),
             };
             answer_if_asked(sh, head, reply).await;
         }
         Incoming::Unsubscribe { head } => {
             sub_tx.send_replace(None);
-            let reply = protocol::data_response(&head, json!({}));
+            let reply = response::data_response(&head, json!({}));
             answer_if_asked(sh, head, reply).await;
         }
         Incoming::Permission {
@@ -68,7 +69,7 @@ pub(super) async fn take(
                 Ok(()) => record(sh, &head.kind, Ok(())).await,
                 Err(e) => {
                     let err = GatewayError::InvalidParams(e.to_string());
-                    let reply = protocol::gateway_error_response(&head, &err);
+                    let reply = response::gateway_error_response(&head, &err);
                     answer(sh, protocol::message(head, reply)).await;
                 }
             }

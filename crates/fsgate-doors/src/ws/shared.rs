@@ -8,7 +8,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_tungstenite::tungstenite::Message;
 
 use super::permission::{self, Asks, WsAsker};
-use super::protocol::{Head, Ws};
+use super::protocol::Ws;
+use super::response::Head;
 use crate::outbox::{Outbox, SharedRoom};
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ask::Asker;

@@ -9,8 +9,8 @@ use futures_util::SinkExt;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_tungstenite::tungstenite::Message;
 
+use super::events;
 use super::mailbox::{Lost, Mailbox};
-use super::protocol;
 use super::stall::Stall;
 use crate::outbox::Queued;
 use fsgate_base::path::RelPath;
@@ -91,7 +91,7 @@ where
     S: futures_util::Sink<Message> + Unpin,
 {
     if let Some(n) = lost {
-        let v = protocol::overflow_event(n);
+        let v = events::overflow_event(n);
         if sink.feed(Message::text(v.to_string())).await.is_err() {
             return false;
         }
@@ -119,11 +119,11 @@ pub(super) async fn forward_notices(
                         .as_ref()
                         .is_some_and(|sub| c.path.starts_with(sub));
                     if wanted {
-                        out.push(protocol::change_event(c).to_string());
+                        out.push(events::change_event(c).to_string());
                     }
                 }
                 Notice::Overflow => out.lost(None),
-                Notice::Unwatched(u) => out.push(protocol::unwatched_event(u).to_string()),
+                Notice::Unwatched(u) => out.push(events::unwatched_event(u).to_string()),
             },
             Err(broadcast::error::RecvError::Lagged(n)) => {
                 tracing::warn!(dropped = n, "a slow connection lost change events");
