@@ -15,7 +15,7 @@
 //! message with a `method` is a request while one without is a response, so equal ids
 //! travelling in opposite directions never meet.
 //!
-//! The relay's state is [`state::Relay`]; what the editor writes is routed in
+//! The relay's state is `state::Relay`; what the editor writes is routed in
 //! `editor.rs`, what the agent writes in `agent.rs`; `opened.rs` keeps the sessions
 //! the agent opens, `stamp.rs` what fsgate writes into the messages it relays, and
 //! `owed.rs` what each side still waits for when the editor leaves.

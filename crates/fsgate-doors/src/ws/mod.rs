@@ -9,7 +9,7 @@
 //! - [`protocol`]: JSON messages <-> [`fsgate_gateway::ops::Op`] and back (docs/ws-protocol.md):
 //!   `parse` reads a message's envelope, and [`protocol::Ws`], the channel's
 //!   [`crate::door::Door`], decodes a request's fields and encodes its answer;
-//!   `fields` reads the fields into an operation, [`response`] builds the responses,
+//!   `fields` reads the fields into an operation, `response` builds the responses,
 //!   `render` an operation's data, `events` the pushed events.
 //! - `conn`: one connection: concurrent requests, subscription, pushed events; each
 //!   connection runs on a thread and a one-thread runtime of its own (`on_own_thread`).
