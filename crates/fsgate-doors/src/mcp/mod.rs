@@ -34,7 +34,6 @@
 //! composed tools), `edits` (edit lists and diffs), `render` (results and errors),
 //! `roots` (the client's roots, narrowing the session), `elicit` (asking a person for an
 //! `ask` rule), `logs` (changes told to the client as log messages).
-
 //! `server` is the connection's SDK handler's state and `handler` its answers to what
 //! the SDK serves; `identity` says who a connection is.
 
