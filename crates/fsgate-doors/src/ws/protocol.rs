@@ -1,4 +1,4 @@
-//! The files channel's wire format: JSON text messages in, [`Op`]s out, and the
+//! The files channel's wire format: JSON text messages in, [`Op`](fsgate_gateway::ops::Op)s out, and the
 //! responses and pushed events back. Described for clients in docs/ws-protocol.md.
 
 //! This file: a message parsed, a request decoded, its answer encoded (the door);
