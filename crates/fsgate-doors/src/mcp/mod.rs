@@ -40,6 +40,7 @@
 mod args;
 mod call;
 mod catalog;
+mod classify;
 mod compat;
 mod copier;
 mod describe;
@@ -58,6 +59,7 @@ mod logs;
 mod mrtr;
 mod outgoing;
 mod pump;
+mod pump_replies;
 mod render;
 mod roots;
 mod server;
@@ -81,7 +83,7 @@ use fsgate_gateway::{DoorSpec, Gateway};
 
 /// What a line is, as the door's input pump judges it: another door that carries MCP
 /// messages (HTTP) routes by the same judgement the pump will make.
-pub(crate) use pump::{Line as InputLine, classify as classify_line};
+pub(crate) use classify::{Line as InputLine, classify as classify_line};
 
 /// This door (MCP over stdio), as its requests carry it: a read's content is sent
 /// twice (a text block and structured content, as the reference server does); files
@@ -199,7 +201,7 @@ where
     )?;
     let (to_sdk, sdk_in) = mpsc::channel(wire::QUEUED);
     let (sdk_out, from_sdk) = tokio::io::duplex(256 * 1024);
-    let pump = pump::Pump::new(
+    let pump = pump_replies::Pump::new(
         Arc::clone(&server.gw),
         (Arc::clone(&server.ctx), Arc::clone(&server.stateless)),
         Arc::clone(&server.calls),
