@@ -16,7 +16,7 @@ use super::lines::{Line, read_line};
 use crate::acp_params::to_op;
 use crate::door::{self, Decoded, Door, Ops, Ran, Served};
 use crate::outbox::{Outbox, Queued};
-use crate::stdio::{self, Sink};
+use crate::stdio::{self, sink::Sink};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_decide::OpClass;
 use fsgate_gateway::Gateway;
@@ -200,10 +200,10 @@ fn answer_invalid(gw: &Gateway, peer: &str, id: Value, error: Value) -> Value {
 /// thread that read it and no runtime thread is woken for it; where stdin cannot be
 /// read that way, the runtime reads it.
 pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> {
-    match stdio::ThreadReader::stdin() {
+    match stdio::thread_reader::ThreadReader::stdin() {
         Ok((input, stop)) => {
             let serving = serve(gw, peer, input, Sink::stdout());
-            let running = stdio::on_thread("fsgate-acp-input", serving, stop)?;
+            let running = stdio::own_thread::on_thread("fsgate-acp-input", serving, stop)?;
             // Nothing stops it here: no output means the thread died (a panic).
             running.finish().await.unwrap_or_else(|| {
                 Err(std::io::Error::other(
@@ -387,7 +387,7 @@ fn alone<J>(gw: &Gateway, tasks: &JoinSet<()>, batch: &batch::Door<J>, ahead: &[
 /// thread is one of its own, which nothing else needs while the change runs (a change
 /// may take a while; a runtime worker must not be held for it).
 fn alone_here<J>(gw: &Gateway, tasks: &JoinSet<()>, batch: &batch::Door<J>, ahead: &[u8]) -> bool {
-    crate::stdio::on_own_thread() && alone(gw, tasks, batch, ahead)
+    crate::stdio::own_thread::on_own_thread() && alone(gw, tasks, batch, ahead)
 }
 
 /// Whether `method` is quick and read-only: answered on the batch thread.

@@ -148,7 +148,7 @@ impl<J> Door<J> {
     pub(crate) fn may_run_here(&self, gw: &Gateway) -> bool {
         let multi = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        (multi || crate::stdio::on_own_thread()) && self.may_run_inline(gw)
+        (multi || crate::stdio::own_thread::on_own_thread()) && self.may_run_inline(gw)
     }
 
     /// [`may_run_here`](Self::may_run_here) for a caller on a thread of its own (a

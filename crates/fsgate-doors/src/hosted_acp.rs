@@ -31,7 +31,7 @@ use super::http::Principal;
 use super::outbox::{Outbox, SharedRoom, shared_room};
 use crate::jsonrpc;
 use crate::mcp::identity::Identity;
-use crate::stdio::Sink;
+use crate::stdio::sink::Sink;
 use fsgate_base::error::code;
 use fsgate_gateway::Gateway;
 

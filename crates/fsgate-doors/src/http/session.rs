@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 use super::body::Room;
 use super::router::{RouteWriter, Router};
 use crate::mcp::{self, identity::Identity};
-use crate::stdio::Sink;
+use crate::stdio::sink::Sink;
 use fsgate_gateway::Gateway;
 
 /// Bytes between the exchanges and the door's input pump.

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use super::flow::{Flow, Pending, id_key};
 use super::outgoing;
-use crate::stdio::Sink;
+use crate::stdio::sink::Sink;
 use fsgate_gateway::ops::RequestCtx;
 use fsgate_gateway::{Gateway, Request};
 

@@ -35,7 +35,7 @@ use super::tool_id::ToolId;
 use super::tools::{ToolRequest, Tools};
 use crate::batch::Batched;
 use crate::door::{self, Door as _};
-use crate::stdio::Sink;
+use crate::stdio::sink::Sink;
 use fsgate_base::error::GatewayError;
 use fsgate_gateway::{Batch, Gateway, Lease};
 

@@ -74,7 +74,7 @@ use std::sync::Arc;
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
 
-use crate::stdio::{self, Sink};
+use crate::stdio::{self, sink::Sink};
 use flow::Flow;
 use identity::{Identity, Oversight};
 use server::{McpServer, capabilities};
@@ -154,13 +154,16 @@ enum Input<R> {
     Task(R),
     /// A thread of its own, reading with blocking reads: a request alone then runs on
     /// the thread that read it with no runtime thread woken (issue 12).
-    Thread(stdio::ThreadReader, stdio::Stopper),
+    Thread(
+        stdio::thread_reader::ThreadReader,
+        stdio::thread_reader::Stopper,
+    ),
 }
 
 /// The running pump.
 enum Pumping {
     Task(tokio::task::JoinHandle<std::io::Result<()>>),
-    Thread(stdio::OnThread<std::io::Result<()>>),
+    Thread(stdio::own_thread::OnThread<std::io::Result<()>>),
 }
 
 impl Pumping {
@@ -217,7 +220,7 @@ where
         ))),
         Input::Thread(r, stop) => {
             let run = pump::run(pump, guard::LineGuard::new(r, max), to_sdk);
-            Pumping::Thread(stdio::on_thread("fsgate-mcp-input", run, stop)?)
+            Pumping::Thread(stdio::own_thread::on_thread("fsgate-mcp-input", run, stop)?)
         }
     };
     let copier = copier::Copier {
@@ -251,9 +254,9 @@ where
 
 /// Serves MCP on this process's stdin/stdout (`fsgate serve --transport mcp`).
 pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> {
-    match stdio::ThreadReader::stdin() {
+    match stdio::thread_reader::ThreadReader::stdin() {
         Ok((r, stop)) => {
-            let input = Input::<stdio::ThreadReader>::Thread(r, stop);
+            let input = Input::<stdio::thread_reader::ThreadReader>::Thread(r, stop);
             serve_from(gw, Identity::mcp(peer), input, Sink::stdout()).await
         }
         Err(e) => {

@@ -13,7 +13,7 @@ use super::tool_id::ToolId;
 
 use crate::batch::{self, Batched};
 
-use crate::stdio::Sink;
+use crate::stdio::sink::Sink;
 
 use super::direct::{Direct, Job};
 use super::outgoing::Outgoing;
@@ -92,7 +92,7 @@ impl Door {
         // flight to need it; with ask rules it goes to the pool (a reply must be read).
         if job.call.tool.changes()
             && alone
-            && crate::stdio::on_own_thread()
+            && crate::stdio::own_thread::on_own_thread()
             && self.batch.may_run_inline(&self.direct.gw)
         {
             return run_and_answer(&self.direct, job, None);
