@@ -10,7 +10,7 @@ use tokio::io::{AsyncRead, BufReader};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
-use super::batch::{self, Batched};
+use super::batch::{self, batched::Batched};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
 use crate::acp_params::to_op;

@@ -33,7 +33,7 @@ use super::mrtr;
 
 use super::tool_id::ToolId;
 use super::tools::{ToolRequest, Tools};
-use crate::batch::Batched;
+use crate::batch::batched::Batched;
 use crate::door::{self, Door as _};
 use crate::stdio::sink::Sink;
 use fsgate_base::error::GatewayError;

@@ -11,7 +11,7 @@ use super::mrtr;
 
 use super::tool_id::ToolId;
 
-use crate::batch::{self, Batched};
+use crate::batch::{self, batched::Batched};
 
 use crate::stdio::sink::Sink;
 
@@ -125,7 +125,7 @@ impl Door {
 pub(super) fn on_pool(
     direct: &Arc<Direct>,
     job: Job,
-    change: Option<batch::Change>,
+    change: Option<batch::order::Change>,
     permit: OwnedSemaphorePermit,
 ) {
     let rt = direct.rt.clone();
@@ -138,7 +138,7 @@ pub(super) fn on_pool(
 
 /// Runs `job` on this thread and answers it; `change` (reads sent after it wait) is let
 /// go once it has run.
-pub(super) fn run_and_answer(direct: &Direct, job: Job, change: Option<batch::Change>) {
+pub(super) fn run_and_answer(direct: &Direct, job: Job, change: Option<batch::order::Change>) {
     // `run_in` answers a panicking call; this catches one in the answering too.
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let done = direct.run_in(job, None);

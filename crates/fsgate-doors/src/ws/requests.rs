@@ -15,7 +15,7 @@ use super::answer::send;
 use super::protocol::Ws;
 use super::reader::{Reader, Task, take};
 use super::shared::{Shared, permits, request_ctx, server_budget};
-use crate::batch::{self, Batched};
+use crate::batch::{self, batched::Batched};
 use crate::door::{self, Decoded, Door, Served};
 use crate::outbox::Outbox;
 use fsgate_base::error::GatewayError;
