@@ -1,27 +1,27 @@
 //! Transport `acp`: newline-delimited JSON-RPC 2.0 on stdio, fsgate playing the ACP
 //! client's file-system role. Requests are served concurrently and answered in any
-//! order; on stdin EOF in-flight requests finish, then the loop returns.
+//! order; on stdin EOF in-flight requests finish, then the loop returns. Which operation
+//! each file method names, and its params, is `acp_params.rs`.
 
-use fsgate_gateway::ops;
 use std::sync::Arc;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, BufReader};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 
-use super::batch::{self, Batched};
+use super::batch::{self, batched::Batched};
 use super::jsonrpc::{self, Incoming};
 use super::lines::{Line, read_line};
+use crate::acp_params::to_op;
 use crate::door::{self, Decoded, Door, Ops, Ran, Served};
 use crate::outbox::{Outbox, Queued};
-use crate::stdio::{self, Sink};
+use crate::stdio::{self, sink::Sink};
 use fsgate_base::error::{GatewayError, code};
 use fsgate_decide::OpClass;
 use fsgate_gateway::Gateway;
-use fsgate_gateway::ops::{Op, OpId, Output, PathStyle, RequestCtx};
-use fsgate_gateway::{Batch, DoorSpec, How, Lease, Request};
+use fsgate_gateway::ops::{Output, PathStyle, RequestCtx};
+use fsgate_gateway::{Batch, DoorSpec, Lease, Request};
 
 /// A batch's answers up to this size are written by the batch thread itself, when
 /// nothing waits in the outbox; larger ones go to the writer task, so that the thread
@@ -47,195 +47,6 @@ pub const DOOR: DoorSpec = DoorSpec {
     media_read: "; the policy lets media files (images, audio) be read base64-encoded with \
                  _fsgate/read_file if their content matches their extension",
 };
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PathParams {
-    path: String,
-}
-
-/// `_fsgate/ls`: a directory, and where its page starts (a previous `nextCursor`).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LsParams {
-    path: String,
-    cursor: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ReadParams {
-    path: String,
-    line: Option<u64>,
-    limit: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WriteParams {
-    path: String,
-    content: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct EditParams {
-    path: String,
-    old_text: String,
-    new_text: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RecursiveParams {
-    path: String,
-    #[serde(default)]
-    recursive: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RenameParams {
-    old_path: String,
-    new_path: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct GlobParams {
-    pattern: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct GrepParams {
-    pattern: String,
-    path: Option<String>,
-    #[serde(default)]
-    ignore_case: Option<bool>,
-    include_glob: Option<String>,
-    max_results: Option<u64>,
-}
-
-fn parse<T: for<'de> Deserialize<'de>>(method: &str, params: Value) -> Result<T, GatewayError> {
-    let params = if params.is_null() { json!({}) } else { params };
-    serde_json::from_value(params)
-        .map_err(|e| GatewayError::InvalidParams(format!("{method}: {e}")))
-}
-
-/// The ACP method that serves `op`, if ACP offers it (a `tree` it does not).
-pub(crate) fn method_of(op: OpId) -> Option<&'static str> {
-    Some(match op {
-        OpId::ReadText => "fs/read_text_file",
-        OpId::Write => "fs/write_text_file",
-        OpId::ReadFile => "_fsgate/read_file",
-        OpId::Edit => "_fsgate/edit_text_file",
-        OpId::Ls => "_fsgate/ls",
-        OpId::Stat => "_fsgate/stat",
-        OpId::Glob => "_fsgate/glob",
-        OpId::Grep => "_fsgate/grep",
-        OpId::Mkdir => "_fsgate/mkdir",
-        OpId::Rm => "_fsgate/rm",
-        OpId::Rename => "_fsgate/rename",
-        // Not ACP's (a tree, the filesystem view's open, chmod and symlink), nor an
-        // operation added later until this door offers it.
-        _ => return None,
-    })
-}
-
-/// Translates an ACP file-system request into an [`Op`]; `Ok(None)` if the method is
-/// not one of them.
-pub(crate) fn to_op(method: &str, params: Value) -> Result<Option<Op>, GatewayError> {
-    match OpId::ALL
-        .iter()
-        .copied()
-        .find(|&op| method_of(op) == Some(method))
-    {
-        Some(op) => decode(op, method, params).map(Some),
-        None => Ok(None),
-    }
-}
-
-/// The params of `method`, the method of `op`, as that operation.
-fn decode(op: OpId, method: &str, params: Value) -> Result<Op, GatewayError> {
-    Ok(match op {
-        OpId::ReadText => {
-            let p: ReadParams = parse(method, params)?;
-            Op::ReadText(ops::ReadText {
-                path: p.path,
-                line: p.line,
-                limit: p.limit,
-            })
-        }
-        OpId::Write => {
-            let p: WriteParams = parse(method, params)?;
-            Op::Write(ops::Write::text(p.path, p.content))
-        }
-        OpId::ReadFile => Op::ReadFile(ops::ReadFile {
-            path: parse::<PathParams>(method, params)?.path,
-        }),
-        OpId::Edit => {
-            let p: EditParams = parse(method, params)?;
-            Op::Edit(ops::Edit {
-                path: p.path,
-                old_text: p.old_text,
-                new_text: p.new_text,
-            })
-        }
-        OpId::Ls => {
-            let p: LsParams = parse(method, params)?;
-            Op::Ls(ops::Ls {
-                path: p.path,
-                cursor: p.cursor,
-            })
-        }
-        OpId::Stat => Op::Stat(ops::Stat {
-            path: parse::<PathParams>(method, params)?.path,
-            follow: true,
-        }),
-        OpId::Glob => Op::Glob(ops::Glob {
-            pattern: parse::<GlobParams>(method, params)?.pattern,
-        }),
-        OpId::Grep => {
-            let p: GrepParams = parse(method, params)?;
-            Op::Grep(ops::Grep {
-                pattern: p.pattern,
-                path: p.path,
-                ignore_case: p.ignore_case.unwrap_or(false),
-                include_glob: p.include_glob,
-                max_results: p.max_results,
-            })
-        }
-        OpId::Mkdir => {
-            let p: RecursiveParams = parse(method, params)?;
-            Op::Mkdir(ops::Mkdir {
-                path: p.path,
-                recursive: p.recursive.unwrap_or(false),
-            })
-        }
-        OpId::Rm => {
-            let p: RecursiveParams = parse(method, params)?;
-            Op::Rm(ops::Rm {
-                path: p.path,
-                recursive: p.recursive.unwrap_or(false),
-            })
-        }
-        OpId::Rename => {
-            let p: RenameParams = parse(method, params)?;
-            Op::Rename(ops::Rename {
-                from: p.old_path,
-                to: p.new_path,
-                replace: true,
-            })
-        }
-        // Not offered (see `method_of`): no method reaches here for them.
-        _ => {
-            return Err(GatewayError::InvalidParams(format!(
-                "{method}: not an ACP method"
-            )));
-        }
-    })
-}
 
 /// The session id a request names, if any.
 pub(crate) fn session_of(params: &Value) -> Option<String> {
@@ -389,10 +200,10 @@ fn answer_invalid(gw: &Gateway, peer: &str, id: Value, error: Value) -> Value {
 /// thread that read it and no runtime thread is woken for it; where stdin cannot be
 /// read that way, the runtime reads it.
 pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> {
-    match stdio::ThreadReader::stdin() {
+    match stdio::thread_reader::ThreadReader::stdin() {
         Ok((input, stop)) => {
             let serving = serve(gw, peer, input, Sink::stdout());
-            let running = stdio::on_thread("fsgate-acp-input", serving, stop)?;
+            let running = stdio::own_thread::on_thread("fsgate-acp-input", serving, stop)?;
             // Nothing stops it here: no output means the thread died (a panic).
             running.finish().await.unwrap_or_else(|| {
                 Err(std::io::Error::other(
@@ -576,7 +387,7 @@ fn alone<J>(gw: &Gateway, tasks: &JoinSet<()>, batch: &batch::Door<J>, ahead: &[
 /// thread is one of its own, which nothing else needs while the change runs (a change
 /// may take a while; a runtime worker must not be held for it).
 fn alone_here<J>(gw: &Gateway, tasks: &JoinSet<()>, batch: &batch::Door<J>, ahead: &[u8]) -> bool {
-    crate::stdio::on_own_thread() && alone(gw, tasks, batch, ahead)
+    crate::stdio::own_thread::on_own_thread() && alone(gw, tasks, batch, ahead)
 }
 
 /// Whether `method` is quick and read-only: answered on the batch thread.
@@ -714,7 +525,11 @@ async fn note(gw: &Arc<Gateway>, peer: &Arc<str>, name: String) {
     let _ = tokio::task::spawn_blocking(move || {
         let ctx = door_ctx(&peer, String::new());
         if let Err(e) = gw
-            .serve(&ctx, Request::message(name, Ok(())), How::alone())
+            .serve(
+                &ctx,
+                Request::message(name, Ok(())),
+                fsgate_gateway::How::alone(),
+            )
             .0
         {
             tracing::error!("{e}");
@@ -770,29 +585,6 @@ pub(crate) async fn write_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Each method ACP offers names one operation, and a request of that method decodes
-    /// to it.
-    #[test]
-    fn every_method_decodes_to_the_operation_it_names() {
-        let offered: Vec<(OpId, &str)> = OpId::ALL
-            .iter()
-            .filter_map(|&id| method_of(id).map(|m| (id, m)))
-            .collect();
-        assert_eq!(offered.len(), 11, "{offered:?}");
-        let params = json!({"path": "/w/a", "content": "x", "oldText": "a", "newText": "b",
-            "pattern": "x", "oldPath": "/w/a", "newPath": "/w/b"});
-        for &(id, method) in &offered {
-            let op = to_op(method, params.clone()).ok().flatten();
-            assert_eq!(op.map(|o| o.id()), Some(id), "{method}");
-            assert_eq!(
-                offered.iter().filter(|(_, m)| *m == method).count(),
-                1,
-                "{method}"
-            );
-        }
-        assert!(matches!(to_op("fs/unknown", params), Ok(None)));
-    }
     use std::time::Duration;
     use tokio::io::AsyncWriteExt;
 

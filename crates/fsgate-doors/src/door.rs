@@ -289,7 +289,8 @@ impl Deref for Ops<'_> {
 mod tests {
     use super::*;
     use crate::acp::{Acp, AcpRequest};
-    use crate::ws::protocol::{self, Echo, Head, Incoming, Ws};
+    use crate::ws::protocol::{self, Echo, Incoming, Ws};
+    use crate::ws::response::Head;
     use fsgate_gateway::ops;
     use fsgate_gateway::ops::{Encoding, PathStyle};
     use serde_json::{Value, json};

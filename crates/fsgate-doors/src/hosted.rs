@@ -160,7 +160,7 @@ impl Hosted {
             Reach::Http | Reach::Stdio => http::secret()?,
         };
         let mut principal = Principal::new(Some(name.clone()), &DOOR, SESSIONS_PER_ACP_SESSION);
-        principal.oversight = crate::mcp::Oversight::Person { asker, notifier };
+        principal.oversight = crate::mcp::identity::Oversight::Person { asker, notifier };
         principal.within = within;
         let principal = Arc::new(principal);
         if reach != Reach::Acp {

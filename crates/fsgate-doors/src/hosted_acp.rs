@@ -30,8 +30,8 @@ use super::hosted::Hosted;
 use super::http::Principal;
 use super::outbox::{Outbox, SharedRoom, shared_room};
 use crate::jsonrpc;
-use crate::mcp::Identity;
-use crate::stdio::Sink;
+use crate::mcp::identity::Identity;
+use crate::stdio::sink::Sink;
 use fsgate_base::error::code;
 use fsgate_gateway::Gateway;
 

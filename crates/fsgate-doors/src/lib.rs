@@ -36,6 +36,9 @@
 
 pub mod acp;
 pub(crate) mod acp_ask;
+pub(crate) mod acp_notes;
+pub(crate) mod acp_params;
+pub(crate) mod acp_shown;
 pub mod batch;
 pub mod door;
 pub(crate) mod encode;

@@ -9,15 +9,17 @@
 //! guarded namespace (`fs`, `_fsgate`, `terminal`). A guarded method spelled exactly
 //! (`fs/read_text_file`, no escapes) is fsgate's to answer; any other spelling of one,
 //! and anything ambiguous, is refused: never relayed.
+//!
+//! How a line's members are read as written is `relay/members.rs`.
 
-use std::fmt;
+mod members;
 
-use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::jsonrpc::{self, Incoming};
 use fsgate_base::error::code;
+use members::{ESCAPED_MARK, Members};
 
 /// Namespaces the editor must never be asked to serve by the agent.
 const GUARDED: [&str; 3] = ["fs", "_fsgate", "terminal"];
@@ -126,75 +128,7 @@ fn is_format(c: char) -> bool {
         | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
 }
 
-/// A JSON object's members in order, each value as its raw text; keys decoded, those
-/// written with escapes marked (see [`Key`]).
-struct Members<'a>(Vec<(String, &'a RawValue)>);
-
-impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Members<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'a>, A::Error> {
-                let mut members = Vec::new();
-                while let Some((k, v)) = map.next_entry::<Key, &'de RawValue>()? {
-                    if k.escaped {
-                        // Marked so that `ambiguity` refuses the line (answering its id).
-                        members.push((format!("{ESCAPED_MARK}{}", k.text), v));
-                    } else {
-                        members.push((k.text, v));
-                    }
-                }
-                Ok(Members(members))
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData))
-    }
-}
-
-/// Prefixed to a key written with escapes: no JSON-RPC member is then found under it.
-const ESCAPED_MARK: char = '\u{0}';
-
-/// An object key, and whether it was written with escapes (`"\u006dethod"`): serde_json
-/// hands over a borrowed string only when the key's text is the key itself.
-struct Key {
-    text: String,
-    escaped: bool,
-}
-
-impl<'de> serde::Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object key")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key, E> {
-                Ok(Key {
-                    text: s.to_string(),
-                    escaped: false,
-                })
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Key, E> {
-                Ok(Key {
-                    text: s.to_string(),
-                    escaped: true,
-                })
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-impl<'a> Members<'a> {
-    fn get(&self, key: &str) -> Option<&'a RawValue> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
-    }
-
+impl Members<'_> {
     /// A member named twice, or a JSON-RPC member spelled other than exactly.
     fn ambiguity(&self) -> Option<String> {
         let mut seen: Vec<String> = Vec::with_capacity(self.0.len());

@@ -20,7 +20,7 @@ use super::connection::{ConnInfo, identity};
 use super::refusal::Refusal;
 use super::server::Server;
 use super::session::Principal;
-use crate::stdio::Sink;
+use crate::stdio::sink::Sink;
 
 /// The bridge's path.
 pub const PATH: &str = "/mcp/stdio";

@@ -9,7 +9,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use super::refusal::Refusal;
 use super::server::Server;
 use super::session::Principal;
-use crate::mcp::Identity;
+use crate::mcp::identity::Identity;
 
 /// One accepted connection, as its requests see it.
 pub(crate) struct ConnInfo {

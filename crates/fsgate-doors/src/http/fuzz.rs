@@ -2,7 +2,7 @@
 //! the HTTP door makes of a POSTed body before a session's door reads it, which is
 //! private to the door.
 
-use super::route::{cancelling_ours, one_line, under_our_id};
+use super::message::{cancelling_ours, one_line, under_our_id};
 use crate::mcp::{InputLine, classify_line};
 
 /// A POSTed body as the HTTP door reads and routes it.

@@ -10,7 +10,11 @@
 //!   (the oldest dropped), authenticated ones counted, a request's headers and body on
 //!   a deadline, and a client that stops reading its answers cut off.
 //! - `route`: one HTTP request: POST carries one JSON-RPC message, GET opens a
-//!   session's stream of server messages, DELETE ends a session.
+//!   session's stream of server messages, DELETE ends a session. `headers`: what its
+//!   headers say (accepted answers, era, routing headers); `message`: a POSTed body
+//!   read as one line; `exchange`: that line handed to its door and answered;
+//!   `doors`: the session a request names (found, opened, streamed, ended); `reply`:
+//!   the HTTP answers, a refusal recorded.
 //! - `session`: an MCP session: a door of its own running the stdio door's code
 //!   (`crate::mcp::serve_as`), so every tool call takes the one path and
 //!   every message is recorded once, by the door; `router`: the door's output back to
@@ -28,9 +32,14 @@ mod body;
 pub mod bridge;
 mod conn;
 mod connection;
+mod doors;
+mod exchange;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
+mod headers;
+mod message;
 mod refusal;
+mod reply;
 mod route;
 mod router;
 mod server;

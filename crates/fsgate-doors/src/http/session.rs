@@ -12,8 +12,8 @@ use tokio::sync::Semaphore;
 
 use super::body::Room;
 use super::router::{RouteWriter, Router};
-use crate::mcp::{self, Identity};
-use crate::stdio::Sink;
+use crate::mcp::{self, identity::Identity};
+use crate::stdio::sink::Sink;
 use fsgate_gateway::Gateway;
 
 /// Bytes between the exchanges and the door's input pump.
@@ -142,7 +142,7 @@ pub(crate) struct Principal {
     /// The door its requests come through.
     pub door: &'static fsgate_gateway::DoorSpec,
     /// Who is asked when an `ask` rule decides, and told of changes.
-    pub oversight: crate::mcp::Oversight,
+    pub oversight: crate::mcp::identity::Oversight,
     /// MCP sessions open now, and at most.
     pub sessions: AtomicUsize,
     pub max_sessions: usize,
@@ -162,7 +162,7 @@ impl Principal {
         Principal {
             session: Mutex::new(session),
             door,
-            oversight: crate::mcp::Oversight::Client,
+            oversight: crate::mcp::identity::Oversight::Client,
             sessions: AtomicUsize::new(0),
             max_sessions,
             stateless: Mutex::new(None),

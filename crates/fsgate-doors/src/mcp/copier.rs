@@ -12,9 +12,9 @@ use serde_json::Value;
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
 
-use super::direct;
 use super::flow::{Flow, Pending, id_key};
-use crate::stdio::Sink;
+use super::outgoing;
+use crate::stdio::sink::Sink;
 use fsgate_gateway::ops::RequestCtx;
 use fsgate_gateway::{Gateway, How, Request};
 
@@ -86,7 +86,7 @@ impl Copier {
         self,
         from: R,
         to: Arc<Sink>,
-        mut own: mpsc::Receiver<direct::Outgoing>,
+        mut own: mpsc::Receiver<outgoing::Outgoing>,
     ) -> std::io::Result<()>
     where
         R: AsyncRead + Unpin,
@@ -227,8 +227,8 @@ fn bound_error_line(line: &mut Vec<u8>) {
 /// Writes the direct path's answers in order; gives them back written.
 async fn write_own(
     to: &Arc<Sink>,
-    batch: Vec<direct::Outgoing>,
-) -> std::io::Result<Vec<direct::Outgoing>> {
+    batch: Vec<outgoing::Outgoing>,
+) -> std::io::Result<Vec<outgoing::Outgoing>> {
     to.write_with_owned(move |w| {
         for out in &batch {
             out.write_to(w)?;

@@ -14,8 +14,8 @@ use super::call::{Calls, Unrun};
 use super::mrtr;
 use fsgate_gateway::ask::{Answer, Asker, Question};
 
+use super::classify::{Line, classify};
 use super::guard::LineGuard;
-use super::pump::{Line, classify};
 use super::tools;
 use fsgate_gateway::Gateway;
 use fsgate_gateway::ops::RequestCtx;

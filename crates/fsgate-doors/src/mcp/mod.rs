@@ -34,80 +34,56 @@
 //! composed tools), `edits` (edit lists and diffs), `render` (results and errors),
 //! `roots` (the client's roots, narrowing the session), `elicit` (asking a person for an
 //! `ask` rule), `logs` (changes told to the client as log messages).
+//! `server` is the connection's SDK handler's state and `handler` its answers to what
+//! the SDK serves; `identity` says who a connection is.
 
 mod args;
 mod call;
 mod catalog;
+mod classify;
 mod compat;
 mod copier;
 mod describe;
 mod direct;
 mod edits;
 mod elicit;
+mod encoded;
 mod era;
 mod flow;
 #[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod guard;
+mod handler;
+pub(crate) mod identity;
 mod logs;
 mod mrtr;
+mod outgoing;
 mod pump;
+mod pump_replies;
 mod render;
 mod roots;
+mod server;
+mod submit;
+mod text_answer;
 mod tool_id;
 mod tools;
 mod wire;
 
 use std::sync::Arc;
 
-use rmcp::model::{
-    CustomRequest, CustomResult, DiscoverResult, ErrorCode, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio::io::AsyncRead;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 
-use crate::stdio::{self, Sink};
-use catalog::Catalog;
+use crate::stdio::{self, sink::Sink};
 use flow::Flow;
-use fsgate_gateway::ops::{PathStyle, RequestCtx};
+use identity::{Identity, Oversight};
+use server::{McpServer, capabilities};
+
 use fsgate_gateway::{DoorSpec, Gateway};
-use tool_id::ToolId;
 
 /// What a line is, as the door's input pump judges it: another door that carries MCP
 /// messages (HTTP) routes by the same judgement the pump will make.
-pub(crate) use pump::{Line as InputLine, classify as classify_line};
-
-/// The MCP server: the gateway, this connection's request context, the tool catalogue.
-pub(crate) struct McpServer {
-    /// Every tool call goes through it.
-    gw: Arc<Gateway>,
-    /// The connection's 2025-era session (one session in the audit log).
-    ctx: Arc<RequestCtx>,
-    /// Stateless requests': the whole workspace, nobody to ask, no log messages, and a
-    /// session id of its own (an `allow_always` of the 2025 session is no grant here).
-    stateless: Arc<RequestCtx>,
-    /// Input and output schemas, generated at the first `tools/list` (not before the
-    /// `initialize` answer: a quarter of a millisecond of start-up).
-    catalog: std::sync::OnceLock<Catalog>,
-    /// Bounds the tool calls running at once; more wait for a slot.
-    slots: Arc<Semaphore>,
-    /// Puts `ask` questions to the client, once it declared elicitation.
-    elicit: Arc<elicit::Elicit>,
-    /// Tells the client of changes, once it set a logging level.
-    logs: Arc<logs::Logs>,
-    /// Reads each tool call for the one path that runs it (see `call`, `direct`).
-    calls: Arc<call::Calls>,
-}
-
-/// Tool calls served at once per connection. Fewer than on ACP: each holds its content
-/// until the connection has room for its answer, and the content of many calls read at
-/// once outgrows what their leases account for (copies while rendering, allocator
-/// arenas per thread).
-const MAX_IN_FLIGHT: usize = 16;
+pub(crate) use classify::{Line as InputLine, classify as classify_line};
 
 /// This door (MCP over stdio), as its requests carry it: a read's content is sent
 /// twice (a text block and structured content, as the reference server does); files
@@ -122,39 +98,6 @@ pub const DOOR: DoorSpec = DoorSpec {
                  if their content matches their extension",
 };
 
-/// Who one connection is, when another door carries it (MCP over HTTP, the server the
-/// ACP proxy hosts for its agent): its audit session and transport, and who is asked
-/// and told.
-pub(crate) struct Identity {
-    /// The audit log's session for every record of the connection.
-    pub session: String,
-    /// The door: [`DOOR`], or the same under another name for the records (MCP over
-    /// HTTP, the server the ACP proxy hosts).
-    pub door: &'static DoorSpec,
-    /// Who is connected (an address, or pid/uid).
-    pub peer: String,
-    /// Who is asked when an `ask` rule decides, and told of changes.
-    pub oversight: Oversight,
-    /// What the connection may reach at most (the hosted server of an ACP session:
-    /// that session's workspaces, or nothing when the session has no file access).
-    pub within: fsgate_gateway::Ceiling,
-}
-
-/// Who is asked and told for a connection.
-#[derive(Clone)]
-pub(crate) enum Oversight {
-    /// The MCP client: asked by elicitation, told by log messages (`[notify] mcp`).
-    Client,
-    /// The person of another door (the editor of `fsgate acp`): asked by `asker`, told
-    /// by `notifier` (None: nobody); never the MCP client.
-    Person {
-        /// Asks the person.
-        asker: Arc<dyn fsgate_gateway::ask::Asker>,
-        /// Tells the person what changed.
-        notifier: Option<Arc<dyn fsgate_gateway::ChangeSink>>,
-    },
-}
-
 impl Identity {
     /// A plain MCP connection from `peer`, with a session id of its own.
     pub(crate) fn mcp(peer: String) -> Identity {
@@ -168,258 +111,12 @@ impl Identity {
     }
 }
 
-impl McpServer {
-    /// A server for one connection, `who`.
-    fn new(gw: Arc<Gateway>, who: Identity) -> McpServer {
-        let elicit = Arc::new(elicit::Elicit::new());
-        let logs = Arc::new(logs::Logs::new(Arc::clone(&gw)));
-        let person = matches!(who.oversight, Oversight::Person { .. });
-        let states = match person {
-            true => None,
-            false => mrtr::States::new()
-                .inspect_err(|e| tracing::warn!("{e}: stateless requests are not asked"))
-                .ok()
-                .map(Arc::new),
-        };
-        let (asker, notifier) = match who.oversight {
-            Oversight::Person { asker, notifier } => (asker, notifier),
-            // Without notes the gateway builds none; a reload turning them on holds for
-            // the connections that start after it.
-            Oversight::Client => (
-                Arc::clone(&elicit) as Arc<dyn fsgate_gateway::ask::Asker>,
-                gw.policy()
-                    .notify_mcp()
-                    .then(|| Arc::clone(&logs) as Arc<dyn fsgate_gateway::ChangeSink>),
-            ),
-        };
-        let stateless = RequestCtx {
-            style: PathStyle::AbsoluteOrRelative,
-            // Another door's person's session (an ACP session) is one, whatever the era
-            // of the request; an MCP client's stateless requests are a session apart.
-            session: match person {
-                true => who.session.clone(),
-                false => format!("{}-stateless", who.session),
-            },
-            door: who.door,
-            peer: who.peer.clone(),
-            scope: who.within.fixed(),
-            // Another door's person is asked about any request; an MCP client only
-            // through an InputRequiredResult, per request (see `mrtr`).
-            asker: Some(match person {
-                true => Arc::clone(&asker),
-                false => Arc::new(elicit::NoAsking),
-            }),
-            notifier: None,
-        };
-        let ctx = RequestCtx {
-            style: PathStyle::AbsoluteOrRelative,
-            session: who.session,
-            door: who.door,
-            peer: who.peer,
-            scope: who.within.narrowable(),
-            asker: Some(asker),
-            notifier,
-        };
-        let (ctx, stateless) = (Arc::new(ctx), Arc::new(stateless));
-        let calls = Arc::new(call::Calls {
-            ctx: Arc::clone(&ctx),
-            stateless: Arc::clone(&stateless),
-            states,
-            session_version: std::sync::OnceLock::new(),
-            roots: roots::Asking::default(),
-        });
-        McpServer {
-            gw,
-            ctx,
-            stateless,
-            catalog: std::sync::OnceLock::new(),
-            slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
-            elicit,
-            logs,
-            calls,
-        }
-    }
-
-    /// Asks a client that declared the `roots` capability for its roots (see [`roots`]);
-    /// `again`: even if they were asked for already (the client announced a change).
-    fn ask_roots(&self, peer: rmcp::service::Peer<RoleServer>, again: bool) {
-        let declared = peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.roots.is_some());
-        if declared {
-            self.calls.roots.ask(&self.gw, &self.ctx, peer, again);
-        }
-    }
-
-    /// The workspace root, or with several every root, comma-separated.
-    fn root(&self) -> String {
-        self.gw
-            .members()
-            .root_paths()
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// The tools offered: with several workspaces, each tool some workspace's
-    /// policy offers (every call is still decided by the policy of its workspace).
-    fn tools(&self) -> Vec<Tool> {
-        let root = self.root();
-        let mut tools: Vec<Tool> = Vec::new();
-        for m in self.gw.members() {
-            for t in self
-                .catalog
-                .get_or_init(Catalog::new)
-                .tools(&m.policy(), &root)
-            {
-                if !tools.iter().any(|have| have.name == t.name) {
-                    tools.push(t);
-                }
-            }
-        }
-        tools
-    }
-}
-
-/// What the server declares: tools, and (2025 revisions) logging. Nothing else: the
-/// input pump answers requests of other features "method not found".
-// Logging is deprecated in the SDK (SEP-2577) but current in the 2025 revisions.
-#[allow(deprecated)]
-fn capabilities() -> ServerCapabilities {
-    ServerCapabilities::builder()
-        .enable_tools()
-        .enable_logging()
-        .build()
-}
-
 /// A session id unique enough for the audit log: pid and start time.
 fn session_id() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!("mcp-{}-{nanos:x}", std::process::id())
-}
-
-impl ServerHandler for McpServer {
-    // Logging is deprecated in the SDK (SEP-2577) but current in the 2025 revisions.
-    #[allow(deprecated)]
-    fn get_info(&self) -> ServerConfig {
-        let root = self.root();
-        let place = if self.gw.is_several() {
-            format!(
-                "several workspaces, {root}, each under its policy. Paths are absolute inside one of them \
-                 (relative paths are relative to the first)"
-            )
-        } else {
-            format!(
-                "one workspace, {root}, under a policy. Paths are absolute inside it or relative to it"
-            )
-        };
-        let instructions = format!(
-            "fsgate serves {place}. Every call is checked and recorded; a refusal names the policy rule that \
-             made it, so do not retry refused paths. Writes are atomic and replaced content is backed up."
-        );
-        let mut meta = rmcp::model::JsonObject::new();
-        meta.insert("fsgate".into(), self.gw.meta());
-        let mut info = InitializeResult::new(capabilities())
-            .with_server_info(
-                Implementation::new("fsgate", env!("CARGO_PKG_VERSION"))
-                    .with_title("fsgate filesystem gateway")
-                    .with_description("Policy-checked, audited access to one workspace"),
-            )
-            .with_instructions(instructions);
-        info.meta = Some(MetaObject::from(meta));
-        info
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, McpError> {
-        if request.capabilities.roots.is_some() {
-            // Calls wait for the roots from now on: the pump may take the first call
-            // before the SDK has handed us `notifications/initialized`.
-            self.ctx.scope.declare();
-        }
-        // A call that needs the roots before `notifications/initialized` asks for them.
-        let _ = self.calls.roots.peer.set(context.peer.clone());
-        if let Some(e) = &request.capabilities.elicitation {
-            self.elicit.declared(e, context.peer.clone());
-        }
-        self.logs.start(context.peer.clone());
-        let result = self.negotiate_initialize(&request)?;
-        // Tool calls answer in the era it agreed on (see `call`).
-        let _ = self
-            .calls
-            .session_version
-            .set(result.protocol_version.clone());
-        // The session's version is the one agreed on, as after the SDK's own handshake.
-        let mut info = request;
-        info.protocol_version = result.protocol_version.clone();
-        context.peer.set_peer_info(info);
-        Ok(result)
-    }
-
-    #[allow(deprecated)]
-    async fn set_level(
-        &self,
-        request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), McpError> {
-        self.logs.set_level(request.level);
-        Ok(())
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.ask_roots(context.peer, false);
-    }
-
-    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
-        self.ask_roots(context.peer, true);
-    }
-
-    async fn discover(
-        &self,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, McpError> {
-        Ok(DiscoverResult::from_server_info(
-            self.supported_protocol_versions().into_owned(),
-            self.get_info(),
-        ))
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
-    }
-
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(call::supported_versions())
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        let id = ToolId::from_name(name)?;
-        self.tools().into_iter().find(|t| t.name == id.name())
-    }
-
-    async fn on_custom_request(
-        &self,
-        request: CustomRequest,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, McpError> {
-        // The SDK hands over a known method whose params did not fit its schema
-        // (`"arguments": "text"`) as a custom request: that is a params error.
-        let (code, message) = era::unreadable(&request.method);
-        Err(McpError::new(
-            ErrorCode(code as i32),
-            fsgate_base::error::echo(&message).into_owned(),
-            None,
-        ))
-    }
 }
 
 /// Serves MCP on `input`/`output` until the client closes `input`; in-flight calls
@@ -457,13 +154,16 @@ enum Input<R> {
     Task(R),
     /// A thread of its own, reading with blocking reads: a request alone then runs on
     /// the thread that read it with no runtime thread woken (issue 12).
-    Thread(stdio::ThreadReader, stdio::Stopper),
+    Thread(
+        stdio::thread_reader::ThreadReader,
+        stdio::thread_reader::Stopper,
+    ),
 }
 
 /// The running pump.
 enum Pumping {
     Task(tokio::task::JoinHandle<std::io::Result<()>>),
-    Thread(stdio::OnThread<std::io::Result<()>>),
+    Thread(stdio::own_thread::OnThread<std::io::Result<()>>),
 }
 
 impl Pumping {
@@ -494,7 +194,7 @@ where
     let server = McpServer::new(gw, who);
     // client -> guard -> pump -> pipe -> SDK -> pipe -> copier -> client. The pump's own
     // answers reach the copier on a short queue; the direct path writes its own.
-    let (answers, own) = mpsc::channel::<direct::Outgoing>(16);
+    let (answers, own) = mpsc::channel::<outgoing::Outgoing>(16);
     let door = direct::Direct::start(
         Arc::clone(&server.gw),
         server.calls.states.clone(),
@@ -504,7 +204,7 @@ where
     )?;
     let (to_sdk, sdk_in) = mpsc::channel(wire::QUEUED);
     let (sdk_out, from_sdk) = tokio::io::duplex(256 * 1024);
-    let pump = pump::Pump::new(
+    let pump = pump_replies::Pump::new(
         Arc::clone(&server.gw),
         (Arc::clone(&server.ctx), Arc::clone(&server.stateless)),
         Arc::clone(&server.calls),
@@ -520,7 +220,7 @@ where
         ))),
         Input::Thread(r, stop) => {
             let run = pump::run(pump, guard::LineGuard::new(r, max), to_sdk);
-            Pumping::Thread(stdio::on_thread("fsgate-mcp-input", run, stop)?)
+            Pumping::Thread(stdio::own_thread::on_thread("fsgate-mcp-input", run, stop)?)
         }
     };
     let copier = copier::Copier {
@@ -554,9 +254,9 @@ where
 
 /// Serves MCP on this process's stdin/stdout (`fsgate serve --transport mcp`).
 pub async fn serve_stdio(gw: Arc<Gateway>, peer: String) -> std::io::Result<()> {
-    match stdio::ThreadReader::stdin() {
+    match stdio::thread_reader::ThreadReader::stdin() {
         Ok((r, stop)) => {
-            let input = Input::<stdio::ThreadReader>::Thread(r, stop);
+            let input = Input::<stdio::thread_reader::ThreadReader>::Thread(r, stop);
             serve_from(gw, Identity::mcp(peer), input, Sink::stdout()).await
         }
         Err(e) => {
