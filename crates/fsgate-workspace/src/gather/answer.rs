@@ -67,7 +67,7 @@ pub enum Cut {
     None,
     /// At the answer's room (the depth limit may have cut it too).
     Room,
-    /// At the depth limit ([`MAX_DEPTH`]), not at the room.
+    /// At the depth limit ([`MAX_DEPTH`](crate::MAX_DEPTH)), not at the room.
     Depth,
 }
 
