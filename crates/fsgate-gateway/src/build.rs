@@ -66,11 +66,7 @@ impl Gateway {
 
     /// Applies the backup retention rules once, recording what was removed.
     pub fn prune_backups(&self) {
-        let Some(store) = self.backups() else { return };
-        match store.prune() {
-            Ok(report) => crate::saver::record_prune(self.audit.as_ref(), &report),
-            Err(e) => tracing::warn!("backup retention: {e}"),
-        }
+        self.saver().prune_backups();
     }
 
     /// Adds a fact to `initialize`'s `_meta.fsgate`.

@@ -115,7 +115,7 @@ impl<'a> Saver<'a> {
         let done = saving.wait();
         if let Some(store) = self.backups() {
             for report in store.take_prune_reports() {
-                self.record_prune(&report);
+                record_prune(self.audit, &report);
             }
         }
         done.map(|_| ()).map_err(|e| {
@@ -166,7 +166,7 @@ impl<'a> Saver<'a> {
     ) -> Result<(), GatewayError> {
         use std::os::unix::fs::MetadataExt;
         for report in store.take_prune_reports() {
-            self.record_prune(&report);
+            record_prune(self.audit, &report);
         }
         let saved = match saved {
             Ok(s) => s,
@@ -234,15 +234,10 @@ impl<'a> Saver<'a> {
             store.note_changed(real.as_str());
         }
     }
-
-    /// Records what a retention pass removed, if anything.
-    pub(crate) fn record_prune(&self, report: &PruneReport) {
-        record_prune(self.audit, report);
-    }
 }
 
 /// Records what a retention pass removed, if anything (a failure is logged).
-pub(crate) fn record_prune(audit: Option<&fsgate_audit::AuditLog>, report: &PruneReport) {
+fn record_prune(audit: Option<&fsgate_audit::AuditLog>, report: &PruneReport) {
     if report.removed.is_empty() {
         return;
     }
