@@ -160,22 +160,49 @@ fn rename_missing_source_is_not_found() {
     assert!(!g.exists("b"));
 }
 
+/// A link is moved as a link (never followed), replacing a link at the destination;
+/// one that would lead out of the workspace from its new place is refused, recorded.
 #[test]
-fn rename_of_a_symlink_is_refused_clearly_and_changes_nothing() {
+fn rename_of_a_symlink_moves_the_link_and_one_leading_out_is_refused() {
     let g = Gate::start();
     g.put("target.txt", "t\n");
+    g.put("other.txt", "o\n");
     g.symlink("target.txt", "link.txt");
+    g.symlink("other.txt", "old.txt");
+    g.ok(
+        "_fsgate/rename",
+        json!({"oldPath": g.abs("link.txt"), "newPath": g.abs("old.txt")}),
+    );
+    let link = |rel: &str| std::fs::read_link(g.path(rel)).ok();
+    assert_eq!(link("old.txt"), Some("target.txt".into()));
+    assert_eq!(link("link.txt"), None);
+    assert_eq!(g.get("target.txt").as_deref(), Some(&b"t\n"[..]));
+    assert_eq!(g.get("other.txt").as_deref(), Some(&b"o\n"[..]));
+    g.symlink("../target.txt", "d/up");
     let e = assert_code(
         g.call(
             "_fsgate/rename",
-            json!({"oldPath": g.abs("link.txt"), "newPath": g.abs("moved.txt")}),
+            json!({"oldPath": g.abs("d/up"), "newPath": g.abs("up")}),
         ),
         crate::common::REFUSED,
     );
-    assert_eq!(e.data.as_ref().unwrap()["rule"], "workspace-file-type");
-    assert!(e.message.contains("symlink"), "{e:?}");
-    assert!(std::fs::symlink_metadata(g.path("link.txt")).is_ok());
-    assert!(!g.exists("moved.txt"));
+    assert_eq!(e.data.as_ref().unwrap()["rule"], "workspace-link-target");
+    assert_eq!(link("d/up"), Some("../target.txt".into()));
+    assert!(std::fs::symlink_metadata(g.path("up")).is_err());
+    let log = std::fs::read_to_string(&g.audit_log).expect("audit log");
+    let records: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .collect();
+    let renames: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["kind"] == "request" && r["op"] == "rename")
+        .collect();
+    assert_eq!(renames.len(), 2, "{renames:?}");
+    assert_eq!(renames[0]["decision"], "allow");
+    assert_eq!(renames[0]["args"]["target"], "target.txt");
+    assert_eq!(renames[1]["decision"], "deny");
+    assert_eq!(renames[1]["rule"], "workspace-link-target");
 }
 
 #[test]

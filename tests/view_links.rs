@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use crate::common::bin;
-use crate::common::view::{IDENTITY, ViewWs, git_policy, requests, session_of, text, view_ws};
+use crate::common::view::{
+    IDENTITY, ViewWs, git_policy, requests, requests_of, session_of, text, view_ws,
+};
 
 view_ws! {
     /// A workspace holding `a.txt` and `.env` (a secret), and a state dir beside it.
@@ -216,4 +218,119 @@ fn view_git_checkout_of_a_symlink_makes_the_link_and_status_stays_clean() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "a.txt\nhello\n", "{}", text(&out.stderr));
     assert_eq!(ws.link("latest"), Some(PathBuf::from("a.txt")));
+}
+
+/// `ln -sf` over a link (or a file) makes a link at a temporary name and renames it over
+/// the old one: the rename of a link is the gateway's `rename`, recorded with where the
+/// link leads and what it replaced, and `fsgate undo` puts the old link (and the old
+/// file, from its backup) back.
+#[test]
+fn view_ln_sf_over_a_link_or_file_replaces_it_and_undo_puts_the_old_back() {
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("b.txt"), "b\n").expect("write");
+    std::fs::write(ws.root.join("c.txt"), "c\n").expect("write");
+    std::os::unix::fs::symlink("a.txt", ws.root.join("l")).expect("symlink");
+    let out = ws.sh("set -e
+         ln -sf b.txt l
+         readlink l
+         cat l
+         ln -sf b.txt c.txt
+         readlink c.txt
+         ls | sort | tr '\\n' ' '");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "b.txt\nb\nb.txt\na.txt b.txt c.txt l ",
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(ws.link("l"), Some(PathBuf::from("b.txt")));
+    assert_eq!(ws.link("c.txt"), Some(PathBuf::from("b.txt")));
+    let records = ws.records();
+    for (to, replaced) in [("l", "link"), ("c.txt", "file")] {
+        let moved: Vec<_> = requests_of(&records, "rename")
+            .into_iter()
+            .filter(|r| r["path2"] == to)
+            .collect();
+        assert_eq!(moved.len(), 1, "{to}: {moved:?}");
+        assert_eq!(moved[0]["decision"], "allow", "{to}: {moved:?}");
+        assert_eq!(moved[0]["args"]["target"], "b.txt", "{to}: {moved:?}");
+        let intent = records
+            .iter()
+            .find(|r| r["kind"] == "intent" && r["op"] == "rename" && r["path2"] == to)
+            .expect("the rename's intent");
+        match replaced {
+            "link" => assert_eq!(intent["args"]["oldTarget"], "a.txt", "{intent}"),
+            _ => assert!(intent["backup"].is_string(), "{intent}"),
+        }
+    }
+    let table = ws.undo(&session_of(&out));
+    assert!(table.contains("move back"), "{table}");
+    assert_eq!(ws.link("l"), Some(PathBuf::from("a.txt")), "{table}");
+    assert_eq!(ws.link("c.txt"), None, "{table}");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("c.txt")).expect("read"),
+        "c\n"
+    );
+    let names: Vec<_> = std::fs::read_dir(&ws.root)
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 5, "a temporary link was left: {names:?}");
+}
+
+/// A link is judged again where a rename puts it: `sub/l -> ../a.txt` leads inside, but
+/// moved to the root it would lead out, so the move is refused with EPERM and recorded
+/// as refused; a link moved to a secret's name is refused as any rename there.
+#[test]
+fn view_renaming_a_link_so_it_would_lead_out_is_refused_with_eperm() {
+    let ws = Ws::new();
+    std::fs::create_dir(ws.root.join("sub")).expect("mkdir");
+    std::os::unix::fs::symlink("../a.txt", ws.root.join("sub/l")).expect("symlink");
+    std::os::unix::fs::symlink("a.txt", ws.root.join("k")).expect("symlink");
+    let script = r#"
+import errno, os
+def t(name, f):
+    try:
+        r = f()
+        print(name, 'ok' if r is None else r)
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+t('out', lambda: os.rename('sub/l', 'l'))
+t('same-depth', lambda: os.rename('k', 'k2'))
+t('deeper', lambda: os.rename('k2', 'sub/k'))
+t('secret', lambda: os.rename('sub/k', '.env'))
+t('read', lambda: open('sub/l').read().strip())
+"#;
+    let out = ws.sh(&format!("python3 -c \"{}\"", script.replace('"', "\\\"")));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(
+        lines[..3],
+        ["out EPERM", "same-depth ok", "deeper ok"],
+        "{shown}{}",
+        text(&out.stderr)
+    );
+    assert!(lines[3].starts_with("secret ") && lines[3] != "secret ok", "{shown}");
+    assert_eq!(lines[4], "read hello", "{shown}");
+    assert_eq!(ws.link("sub/l"), Some(PathBuf::from("../a.txt")));
+    assert_eq!(ws.link("l"), None);
+    // `k -> a.txt` moved into `sub` leads to `sub/a.txt`: inside, so allowed.
+    assert_eq!(ws.link("sub/k"), Some(PathBuf::from("a.txt")));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join(".env")).expect("read"),
+        "TOKEN=view-links-secret\n"
+    );
+    let records = ws.records();
+    let refused = requests(&records, "rename", "sub/l");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["decision"], "deny");
+    assert_eq!(refused[0]["rule"], "workspace-link-target");
+    assert!(
+        requests(&records, "rename", "sub/k")
+            .iter()
+            .any(|r| r["decision"] == "deny"),
+        "the move to the secret's name was not recorded as refused"
+    );
 }

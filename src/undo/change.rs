@@ -70,7 +70,8 @@ pub enum What {
         /// The SHA-256 of the one file removed, when it was one (`args.oldSha256`).
         sha256: Option<String>,
     },
-    /// `rename`: `from` moved to `to`, replacing what `to` held (saved in `replaced`).
+    /// `rename`: `from` moved to `to`, replacing what `to` held (saved in `replaced`,
+    /// or the link `replaced_link`).
     Rename {
         /// The source.
         from: String,
@@ -78,6 +79,10 @@ pub enum What {
         to: String,
         /// The backup of the file the move replaced at `to`.
         replaced: Option<Before>,
+        /// Where the moved entry led, when it was a symbolic link (`args.target`).
+        link: Option<String>,
+        /// Where the link the move replaced at `to` led (`args.oldTarget`).
+        replaced_link: Option<String>,
     },
     /// `chmod`: `path`'s permission bits set from `old` to `new`.
     Chmod {

@@ -329,6 +329,8 @@ mod tests {
                     id: "l%2Fb/1".into(),
                     sha256: None,
                 })),
+                link: None,
+                replaced_link: None,
             }
         );
         assert!(h.touches.contains_key("d/b") && !h.touches.contains_key("l/b"));

@@ -78,6 +78,8 @@ pub(crate) fn what_of(v: &Value) -> Result<What, String> {
             from: real("realPath", "path")?,
             to: real("realPath2", "path2")?,
             replaced: (before != Before::Absent).then_some(before),
+            link: arg_text(args, "target"),
+            replaced_link: arg_text(args, "oldTarget"),
         }),
         ChangeOp::Chmod => {
             let bits = |k: &str| {
@@ -96,6 +98,10 @@ pub(crate) fn what_of(v: &Value) -> Result<What, String> {
             path: real("realPath", "path")?,
         }),
     }
+}
+
+fn arg_text(args: &Value, k: &str) -> Option<String> {
+    args.get(k).and_then(Value::as_str).map(str::to_owned)
 }
 
 fn removal(v: &Value, path: String, first: Option<String>) -> What {

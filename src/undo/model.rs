@@ -15,6 +15,8 @@ enum Over {
     File(Content),
     /// A directory; what lies beneath it is on disk at `origin` (None: nothing).
     Dir(Option<String>),
+    /// A symbolic link (moved, or made by an action).
+    Link,
 }
 
 /// The disk with the actions of a dry run laid over it.
@@ -97,7 +99,7 @@ impl<'a> Model<'a> {
             Node::Absent => return Err(format!("{from}: nothing to move")),
             Node::File(c) => Over::File(c),
             Node::Dir => Over::Dir(self.origin(from)),
-            Node::Other => return Err(format!("{from}: not a file or directory")),
+            Node::Other => Over::Link,
         };
         let laid: Vec<(String, Over)> = self
             .keys_beneath(from)
@@ -130,6 +132,7 @@ impl World for Model<'_> {
             Some(Over::Absent) => return Ok(Node::Absent),
             Some(Over::File(c)) => return Ok(Node::File(c.clone())),
             Some(Over::Dir(_)) => return Ok(Node::Dir),
+            Some(Over::Link) => return Ok(Node::Other),
             None => {}
         }
         match self.origin(path) {
@@ -170,6 +173,10 @@ impl World for Model<'_> {
                 _ => self.put(path, Over::Dir(None)),
             },
             Action::Move { from, to } => self.move_node(from, to),
+            Action::Link { path, .. } => match self.node(path)? {
+                Node::Absent => self.put(path, Over::Link),
+                _ => Err(format!("{path}: already exists")),
+            },
             Action::Chmod { path, mode } => {
                 self.modes.insert(path.clone(), *mode);
                 Ok(())

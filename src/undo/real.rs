@@ -96,6 +96,13 @@ impl World for Real<'_> {
                 });
                 self.serve(op, None)
             }
+            Action::Link { path, target } => self.serve(
+                Op::Symlink(ops::Symlink {
+                    path: rooted(path),
+                    target: target.clone(),
+                }),
+                None,
+            ),
             Action::Chmod { path, mode } => self.serve(
                 Op::Chmod(ops::Chmod {
                     path: rooted(path),

@@ -246,16 +246,31 @@ impl Undoer<'_> {
     pub(super) fn rename(
         &self,
         w: &mut dyn World,
-        (from, to): (&str, &str),
-        replaced: Option<&Before>,
+        what: &What,
         order: usize,
         row: &mut Row,
     ) -> Result<Plan, Stop> {
+        let What::Rename {
+            from,
+            to,
+            replaced,
+            link,
+            replaced_link,
+        } = what
+        else {
+            return Err(Stop::Fail("not a rename".into()));
+        };
         row.action = "move back";
-        row.path = from.to_owned();
-        row.from = Some(to.to_owned());
+        row.path.clone_from(from);
+        row.from = Some(to.clone());
         let (at_to, at_from) = (w.node(to)?, w.node(from)?);
-        if matches!(at_to, Node::Absent | Node::Other) {
+        // What moved must still be there: a link where a link moved, else a file or
+        // directory.
+        let gone = match link {
+            Some(_) => at_to != Node::Other,
+            None => matches!(at_to, Node::Absent | Node::Other),
+        };
+        if gone {
             return Err(Stop::Conflict(since(&at_to, "moved or removed since")));
         }
         if at_from != Node::Absent {
@@ -266,15 +281,15 @@ impl Undoer<'_> {
             self.unless_forced(format!("{to} was changed since"), true, row)?;
         }
         let mut actions = vec![Action::Move {
-            from: to.to_owned(),
-            to: from.to_owned(),
+            from: to.clone(),
+            to: from.clone(),
         }];
         match replaced {
             Some(Before::Saved(s)) => {
                 let r = backup_of(w, s)?;
                 push_note(row, &format!("{to} restored"));
                 actions.push(Action::Put {
-                    path: to.to_owned(),
+                    path: to.clone(),
                     id: r.id,
                 });
             }
@@ -284,6 +299,13 @@ impl Undoer<'_> {
                 )));
             }
             Some(Before::Absent) | None => {}
+        }
+        if let Some(target) = replaced_link {
+            push_note(row, &format!("{to} linked to {target} again"));
+            actions.push(Action::Link {
+                path: to.clone(),
+                target: target.clone(),
+            });
         }
         Ok(Plan::of(actions))
     }

@@ -65,9 +65,7 @@ impl Undoer<'_> {
             } => self.content(w, (path, sha256), before, *made_dirs, &mut row),
             What::Mkdir { path, made } => self.mkdir(w, path, *made, &mut row),
             What::Remove { .. } => self.removal(w, &c.what, &mut row),
-            What::Rename { from, to, replaced } => {
-                self.rename(w, (from, to), replaced.as_ref(), c.order, &mut row)
-            }
+            What::Rename { .. } => self.rename(w, &c.what, c.order, &mut row),
             What::Chmod { path, old, new } => self.chmod(w, path, (*old, *new), &mut row),
             What::Symlink { path } => Self::unlink(w, path, &mut row),
         };

@@ -59,6 +59,13 @@ pub enum Action {
         /// The target.
         to: String,
     },
+    /// Make the symbolic link `path` leading to `target`.
+    Link {
+        /// The link.
+        path: String,
+        /// Where it leads.
+        target: String,
+    },
     /// Set `path`'s permission bits to `mode`.
     Chmod {
         /// The file or directory.

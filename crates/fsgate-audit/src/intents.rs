@@ -47,8 +47,10 @@ pub struct Intent {
     pub mode: Option<String>,
     /// The permission bits a `chmod` replaces (`args.oldMode`, octal).
     pub old_mode: Option<String>,
-    /// Where the link a `symlink` makes leads (`args.target`).
+    /// Where the link a `symlink` makes, or a `rename` moves, leads (`args.target`).
     pub target: Option<String>,
+    /// Where the link a `rename` replaces led (`args.oldTarget`).
+    pub old_target: Option<String>,
 }
 
 impl Intent {
@@ -77,6 +79,7 @@ impl Intent {
             mode: arg("mode"),
             old_mode: arg("oldMode"),
             target: arg("target"),
+            old_target: arg("oldTarget"),
         })
     }
 
@@ -97,6 +100,7 @@ impl Intent {
             ("mode", &self.mode),
             ("oldMode", &self.old_mode),
             ("target", &self.target),
+            ("oldTarget", &self.old_target),
         ] {
             if let Some(v) = v {
                 m.insert(k.into(), json!(v));

@@ -16,6 +16,7 @@ pub(crate) mod output;
 mod read_file;
 mod read_text;
 mod rename;
+mod rename_link;
 mod rm;
 mod stat;
 mod symlink;

@@ -1,4 +1,5 @@
-//! rename: move a file or directory; every end of the move is checked by the policy.
+//! rename: move a file, directory or symbolic link; every end of the move is checked
+//! by the policy (a link's own checks: `rename_link.rs`).
 
 use crate::crash::{Disk, Found, OnDisk};
 use crate::facts::Facts;
@@ -17,11 +18,13 @@ use fsgate_workspace::{Follow, Resolved, WsError};
 use serde_json::{Map, Value};
 
 /// Both ends of a move: as requested, and where they really are.
-struct Ends {
-    src: ReqPath,
-    dst: ReqPath,
-    sres: Resolved,
-    dres: Resolved,
+pub(super) struct Ends {
+    pub(super) src: ReqPath,
+    pub(super) dst: ReqPath,
+    pub(super) sres: Resolved,
+    pub(super) dres: Resolved,
+    /// The moved link's target, when a link is moved.
+    link: Option<String>,
 }
 
 /// `_fsgate/rename`.
@@ -87,6 +90,7 @@ impl Cx<'_> {
             dst,
             sres,
             dres,
+            link,
         } = &ends;
         facts.real = (
             Some(sres.real.as_str().to_string()),
@@ -98,7 +102,9 @@ impl Cx<'_> {
                 hint: "; create it first (mkdir)",
             });
         }
-        if self.is_real_dir(&sres.real) {
+        if let Some(target) = link {
+            self.check_link_move(&ends, target, facts)?;
+        } else if self.is_real_dir(&sres.real) {
             self.check_dir_move(&ends, facts)?;
         } else {
             self.check_file_move(&ends, facts)?;
@@ -114,6 +120,8 @@ impl Cx<'_> {
                 .is_ok_and(|i| i.kind == FileKind::File)
         {
             self.saver.backup(&dres.real, &dst.shown, facts)?;
+        } else if dres.exists {
+            self.note_replaced_link(&ends, facts)?;
         }
         let may = crate::write::may_replace(dres.exists, facts);
         self.intend(facts)?;
@@ -186,6 +194,10 @@ impl Cx<'_> {
             return Err(GatewayError::NotFound { path: src.shown });
         }
         self.refuse_unmovable(&src, &sres)?;
+        let link = self.link_target(&sres.real, &src.shown)?;
+        if let Some(target) = &link {
+            facts.args.insert("target".into(), target.clone().into());
+        }
         if !self.is_real_dir(&sres.real) {
             self.check_file_source((&src, &sres.real), facts)?;
         }
@@ -206,26 +218,23 @@ impl Cx<'_> {
             dst,
             sres,
             dres,
+            link,
         })
     }
 
-    /// Only files and directories move: fsgate never creates symlinks or special files
-    /// (its kernel sandbox grants no right to), and a rename would. A hard-linked file may
-    /// be a link to a file outside: moving it is refused like reading it.
+    /// Files, directories and symbolic links move; special files do not (fsgate never
+    /// creates one: its kernel sandbox grants no right to, and a rename would). A
+    /// hard-linked file may be a link to a file outside: moving it is refused like
+    /// reading it.
     fn refuse_unmovable(&self, src: &ReqPath, sres: &Resolved) -> Result<(), GatewayError> {
         let kind = self
             .workspace
             .entry_kind(&sres.real)
             .map_err(|e| ws_error(e, &src.shown))?;
-        let what = match kind {
-            FileKind::Symlink => "a symlink",
-            FileKind::Other => "a special file",
-            FileKind::File | FileKind::Directory => "",
-        };
-        if !what.is_empty() {
+        if kind == FileKind::Other {
             return Err(GatewayError::Refused {
                 reason: format!(
-                    "`{}` is {what}; only regular files and directories can be renamed",
+                    "`{}` is a special file; only regular files, directories and symbolic links can be renamed",
                     src.rel
                 ),
                 rule: crate::rules::RULE_FILE_TYPE.into(),
@@ -330,17 +339,31 @@ impl Cx<'_> {
 }
 
 /// A `rename` cut short by a crash: applied if the source is gone and the destination
-/// is there; not applied if the source is there and the destination still holds what
-/// it held (nothing, or the old file the rename replaced).
+/// holds what moved (a file, a directory, or the link with the intent's target); not
+/// applied if the source is there and the destination still holds what it held
+/// (nothing, the old file the rename replaced, or the old link, `args.oldTarget`).
 pub(crate) fn found_after_crash(disk: &Disk<'_>) -> Found {
-    let to_is_old = match (&disk.path2, &disk.intent.old_sha256) {
-        (OnDisk::Missing, None) => true,
+    let intent = disk.intent;
+    let is_link = |to: &std::path::Path, want: &Option<String>| {
+        want.as_deref().map(std::path::Path::new) == Some(to)
+    };
+    let to_is_old = match (&disk.path2, &intent.old_sha256) {
+        (OnDisk::Missing, None) => intent.old_target.is_none(),
         (OnDisk::File(h), Some(old)) => h == old,
+        (OnDisk::Link(to), None) => is_link(to, &intent.old_target),
         _ => false,
     };
+    let moved_is_there = match &disk.path {
+        OnDisk::File(_) | OnDisk::Dir => intent.target.is_none(),
+        OnDisk::Link(to) => is_link(to, &intent.target),
+        OnDisk::Missing | OnDisk::Other => false,
+    };
     match (&disk.path, &disk.path2) {
-        (OnDisk::Missing, OnDisk::File(_) | OnDisk::Dir) => Found::Applied,
-        (OnDisk::File(_) | OnDisk::Dir, _) if to_is_old => Found::NotApplied,
+        (OnDisk::Missing, OnDisk::File(_) | OnDisk::Dir) if intent.target.is_none() => {
+            Found::Applied
+        }
+        (OnDisk::Missing, OnDisk::Link(to)) if is_link(to, &intent.target) => Found::Applied,
+        _ if moved_is_there && to_is_old => Found::NotApplied,
         _ => Found::Neither,
     }
 }
