@@ -368,6 +368,33 @@ mod tests {
         }
     }
 
+    /// A link's rename over another link: applied when the source is gone and the
+    /// destination leads where the moved link led; not applied when the source is
+    /// there and the destination still holds the old link; anything else is neither.
+    #[test]
+    fn a_link_rename_cut_short_by_a_crash_is_judged_by_both_targets() {
+        let ws = tempfile::tempdir().unwrap();
+        let link = |to: &str, at: &str| std::os::unix::fs::symlink(to, ws.path().join(at));
+        for (to, at) in [("b.txt", "moved"), ("b.txt", "tmp"), ("a.txt", "l")] {
+            link(to, at).unwrap();
+        }
+        for (to, at) in [("b.txt", "tmp2"), ("c.txt", "l2"), ("b.txt", "tmp3")] {
+            link(to, at).unwrap();
+        }
+        for (from, to, found) in [
+            ("gone", "moved", "applied"),
+            ("tmp", "l", "not-applied"),
+            ("tmp2", "l2", "neither"),
+            ("tmp3", "free", "neither"),
+        ] {
+            let mut ev = intent("rename", from, Some(to), None, None);
+            ev.args.insert("target".into(), json!("b.txt"));
+            ev.args.insert("oldTarget".into(), json!("a.txt"));
+            let rec = reconcile_one(ws.path(), &ev);
+            assert_eq!(rec["details"]["found"], found, "{from} -> {to}: {rec}");
+        }
+    }
+
     #[test]
     fn the_temporary_file_a_crash_left_is_removed_by_its_recorded_name() {
         let ws = tempfile::tempdir().unwrap();
