@@ -264,6 +264,17 @@ fn view_ln_sf_over_a_link_or_file_replaces_it_and_undo_puts_the_old_back() {
             _ => assert!(intent["backup"].is_string(), "{intent}"),
         }
     }
+    // A dry run plans the same steps on its model of the workspace, changing nothing.
+    let mut dry = Command::new(bin());
+    dry.arg("undo")
+        .args(ws.state_args())
+        .args(["--session", &session_of(&out), "--dry-run"]);
+    let planned = crate::common::view::finished(dry);
+    let plan = text(&planned.stdout);
+    assert!(planned.status.success(), "{plan}{}", text(&planned.stderr));
+    assert!(plan.contains("l linked to a.txt again"), "{plan}");
+    assert!(plan.contains("4 would be undone"), "{plan}");
+    assert_eq!(ws.link("l"), Some(PathBuf::from("b.txt")));
     let table = ws.undo(&session_of(&out));
     assert!(table.contains("move back"), "{table}");
     assert_eq!(ws.link("l"), Some(PathBuf::from("a.txt")), "{table}");
@@ -312,7 +323,10 @@ t('read', lambda: open('sub/l').read().strip())
         "{shown}{}",
         text(&out.stderr)
     );
-    assert!(lines[3].starts_with("secret ") && lines[3] != "secret ok", "{shown}");
+    assert!(
+        lines[3].starts_with("secret ") && lines[3] != "secret ok",
+        "{shown}"
+    );
     assert_eq!(lines[4], "read hello", "{shown}");
     assert_eq!(ws.link("sub/l"), Some(PathBuf::from("../a.txt")));
     assert_eq!(ws.link("l"), None);

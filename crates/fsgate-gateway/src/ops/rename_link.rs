@@ -61,7 +61,11 @@ impl Cx<'_> {
 
     /// A link the rename replaces: its target recorded before the intent, so that
     /// `fsgate undo` can make it again and reconciliation can tell it is still there.
-    pub(super) fn note_replaced_link(&self, e: &Ends, facts: &mut Facts) -> Result<(), GatewayError> {
+    pub(super) fn note_replaced_link(
+        &self,
+        e: &Ends,
+        facts: &mut Facts,
+    ) -> Result<(), GatewayError> {
         if let Some(old) = self.link_target(&e.dres.real, &e.dst.shown)? {
             facts.args.insert("oldTarget".into(), old.into());
         }
