@@ -146,8 +146,8 @@ impl Cx<'_> {
 impl Cx<'_> {
     /// A directory's move makes no link lead out of the workspace that did not: each
     /// link among `below` (the entries beneath the directory `from`) is checked from
-    /// where it lands, unless it led out already where it was. (A link itself is not
-    /// moved: the gateway moves files and directories only.)
+    /// where it lands, unless it led out already where it was. (A link moved itself is
+    /// judged where it lands in any case: `rename_link.rs`.)
     pub(crate) fn check_moved_links(
         &self,
         (from, to): (&RelPath, &RelPath),
