@@ -128,3 +128,59 @@ fn concurrent_move_files_onto_one_name_move_exactly_one() {
     }
     assert!(g.finish().success());
 }
+
+/// `move_file` of a symbolic link moves the link itself: a move that keeps its target
+/// inside the workspace succeeds (same target text, recorded as `args.target`); one
+/// that would make it lead out is refused (`workspace-link-target`), and one onto an
+/// existing link is refused (`workspace-no-replace`); neither changes anything on disk.
+#[test]
+fn move_file_of_a_symlink_moves_the_link_and_never_leads_out_or_replaces() {
+    let mut g = McpGate::start(None);
+    g.dirs.put("a.txt", "a\n");
+    g.dirs.put("sub2/keep.txt", "k\n");
+    g.dirs.put("sub/keep.txt", "k\n");
+    let root = g.dirs.root.clone();
+    let link = |rel: &str| std::fs::read_link(root.join(rel)).ok();
+    let gone = |rel: &str| std::fs::symlink_metadata(root.join(rel)).is_err();
+    std::os::unix::fs::symlink("a.txt", root.join("l")).expect("symlink l");
+    std::os::unix::fs::symlink("../a.txt", root.join("sub/l")).expect("symlink sub/l");
+    std::os::unix::fs::symlink("keep.txt", root.join("sub2/other")).expect("symlink other");
+    g.initialize("2025-06-18");
+
+    let r = g.call(1, "tools/call", move_call(&g, "l", "sub2/l2"));
+    assert_ne!(r["isError"], json!(true), "{r}");
+    assert_eq!(link("sub2/l2"), Some("a.txt".into()));
+    assert!(gone("l"), "the source link is still there");
+
+    let r = g.call(2, "tools/call", move_call(&g, "sub/l", "l3"));
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(text_of(&r).contains("workspace-link-target"), "{r}");
+    assert_eq!(link("sub/l"), Some("../a.txt".into()));
+    assert!(gone("l3"), "a refused move made its destination");
+
+    let r = g.call(3, "tools/call", move_call(&g, "sub2/l2", "sub2/other"));
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(text_of(&r).contains("rule workspace-no-replace"), "{r}");
+    assert_eq!(link("sub2/l2"), Some("a.txt".into()));
+    assert_eq!(link("sub2/other"), Some("keep.txt".into()));
+    assert_eq!(content(&g, "a.txt").as_deref(), Some("a\n"));
+
+    let recs = g.dirs.audit_records();
+    let renames: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["kind"] == "request" && r["op"] == "rename")
+        .collect();
+    assert_eq!(renames.len(), 3, "{recs:#?}");
+    let rules: Vec<(&Value, &Value)> = renames
+        .iter()
+        .map(|r| (&r["decision"], &r["rule"]))
+        .collect();
+    assert_eq!(renames[0]["path2"], "sub2/l2", "{rules:?}");
+    assert_eq!(renames[0]["decision"], "allow", "{rules:?}");
+    assert_eq!(renames[0]["args"]["target"], "a.txt", "{}", renames[0]);
+    assert_eq!(renames[1]["decision"], "deny", "{rules:?}");
+    assert_eq!(renames[1]["rule"], "workspace-link-target", "{rules:?}");
+    assert_eq!(renames[2]["decision"], "deny", "{rules:?}");
+    assert_eq!(renames[2]["rule"], "workspace-no-replace", "{rules:?}");
+    assert!(g.finish().success());
+}

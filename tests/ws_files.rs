@@ -388,6 +388,57 @@ fn binary_reads_are_refused_under_the_deny_mode() {
     every_message_type("deny");
 }
 
+/// A rename of a symbolic link moves the link (never what it leads to), replacing a link
+/// at the destination, whose target is recorded as `args.oldTarget`; one that would make
+/// the link lead out of the workspace is refused (`workspace-link-target`), unchanged.
+#[test]
+fn rename_of_a_symlink_replaces_a_link_and_one_leading_out_is_refused() {
+    let gate = WsGate::start(Some(&policy("base64")), |root| {
+        fixture(root);
+        let link = |target: &str, at: &str| {
+            std::os::unix::fs::symlink(target, root.join(at)).expect("symlink");
+        };
+        link("hello.txt", "link.txt");
+        link("sub/inner.txt", "old.txt");
+        link("../hello.txt", "sub/up");
+    });
+    let mut c = gate.client();
+    let read_link = |rel: &str| std::fs::read_link(gate.root.join(rel)).ok();
+    let mv = json!({"oldPath": "/link.txt", "newPath": "/old.txt"});
+    assert_eq!(c.ok("rename", mv), json!({}));
+    assert_eq!(read_link("old.txt"), Some("hello.txt".into()));
+    assert_eq!(read_link("link.txt"), None);
+    assert!(std::fs::symlink_metadata(gate.root.join("link.txt")).is_err());
+    let inner = std::fs::read_to_string(gate.root.join("sub/inner.txt"));
+    assert_eq!(inner.ok().as_deref(), Some("inner"));
+
+    let mv = json!({"oldPath": "/sub/up", "newPath": "/up"});
+    let err = c.fail("rename", REFUSED, mv);
+    assert_eq!(err["rule"], "workspace-link-target", "{err}");
+    assert_eq!(read_link("sub/up"), Some("../hello.txt".into()));
+    assert!(std::fs::symlink_metadata(gate.root.join("up")).is_err());
+
+    let renames: Vec<Value> = gate
+        .audit_requests()
+        .into_iter()
+        .filter(|r| r["op"] == "rename")
+        .collect();
+    assert_eq!(renames.len(), 2, "{renames:#?}");
+    assert_eq!(renames[0]["decision"], "allow", "{}", renames[0]);
+    assert_eq!(renames[0]["args"]["target"], "hello.txt", "{}", renames[0]);
+    assert_eq!(
+        renames[0]["args"]["oldTarget"], "sub/inner.txt",
+        "{}",
+        renames[0]
+    );
+    assert_eq!(renames[1]["decision"], "deny", "{}", renames[1]);
+    assert_eq!(
+        renames[1]["rule"], "workspace-link-target",
+        "{}",
+        renames[1]
+    );
+}
+
 /// The audit records of one session, in order.
 fn session_records(gate: &WsGate, session: &str) -> Vec<Value> {
     gate.audit_requests()
