@@ -99,4 +99,19 @@ mod tests {
             assert_eq!(back, ns);
         }
     }
+
+    #[test]
+    fn utimes_sets_the_times_and_never_follows_a_link() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::write(tmp.path().join("a.txt"), "a\n").expect("write");
+        std::os::unix::fs::symlink("a.txt", tmp.path().join("link")).expect("symlink");
+        let ws = Workspace::open(tmp.path()).expect("open");
+        let rel = |p: &str| RelPath::parse_rooted(p).expect("rel");
+        let before = ws.times_of(&rel("/a.txt")).expect("times");
+        ws.utimes(&rel("/a.txt"), None, Some(7)).expect("utimes");
+        let after = ws.times_of(&rel("/a.txt")).expect("times");
+        assert_eq!(after, Times { mtime: 7, ..before });
+        assert!(ws.utimes(&rel("/link"), Some(0), Some(0)).is_err());
+        assert_eq!(ws.times_of(&rel("/a.txt")).expect("times"), after);
+    }
 }

@@ -4,6 +4,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::crash::{Disk, Found, OnDisk};
 use crate::facts::Facts;
 use crate::ops::cx::Cx;
 use crate::ops::operation::{Operation, Places};
@@ -83,6 +84,21 @@ impl Operation for Utimes {
     fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
         cx.utimes(self, facts)
     }
+
+    fn found_after_crash(disk: &Disk<'_>) -> Found {
+        found_after_crash(disk)
+    }
+}
+
+/// A utimes cut short by a crash: applied if the path has the new modification time,
+/// not applied if it has the old one (one that left it alone is judged by neither).
+pub(crate) fn found_after_crash(disk: &Disk<'_>) -> Found {
+    let (new, old) = (disk.intent.mtime, disk.intent.old_mtime);
+    match (&disk.path, disk.mtime) {
+        (OnDisk::File(_) | OnDisk::Dir, Some(now)) if Some(now) == new => Found::Applied,
+        (OnDisk::File(_) | OnDisk::Dir, Some(now)) if Some(now) == old => Found::NotApplied,
+        _ => Found::Neither,
+    }
 }
 
 fn now_ns() -> i64 {
@@ -129,5 +145,88 @@ impl Cx<'_> {
             .utimes(&res.real, atime, mtime)
             .map_err(|e| ws_error(e, &rp.shown))?;
         Ok(Output::Unit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::{SetTime, Utimes, found_after_crash};
+    use crate::crash::{Disk, Found, OnDisk};
+    use crate::gateway::Request;
+    use crate::ops::Op;
+    use crate::tests::{ctx, gateway, records};
+    use fsgate_audit::Intent;
+
+    const SECOND: i64 = 1_000_000_000;
+
+    #[test]
+    fn utimes_is_intended_recorded_with_old_and_new_times() {
+        let ws = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let log_path = state.path().join("audit.jsonl");
+        let file = ws.path().join("a.txt");
+        std::fs::write(&file, "a\n").unwrap();
+        std::os::unix::fs::symlink("a.txt", ws.path().join("l")).unwrap();
+        let old = std::fs::metadata(&file).unwrap();
+        let gw = gateway(ws.path(), &log_path);
+        let set = |path: &str| {
+            Op::Utimes(Utimes {
+                path: path.into(),
+                atime: SetTime::Leave,
+                mtime: SetTime::At(1_000 * SECOND + 5),
+            })
+        };
+        gw.serve(&ctx(), Request::Op(set("/a.txt"))).unwrap();
+        let now = std::fs::metadata(&file).unwrap();
+        assert_eq!((now.mtime(), now.mtime_nsec()), (1_000, 5));
+        assert_eq!(now.atime(), old.atime(), "the access time was left");
+        let recs = records(&log_path);
+        assert_eq!(recs[0]["kind"], "intent");
+        assert_eq!(recs[1]["args"]["mtime"], 1_000 * SECOND + 5);
+        let old_ns = old.mtime() * SECOND + old.mtime_nsec();
+        assert_eq!(recs[1]["args"]["oldMtime"], old_ns);
+        assert!(recs[1]["args"].get("atime").is_none());
+    }
+
+    fn intent(mtime: i64, old_mtime: i64) -> Intent {
+        Intent {
+            seq: 1,
+            op: "utimes".into(),
+            path: Some("a.txt".into()),
+            path2: None,
+            sha256: None,
+            old_sha256: None,
+            temp_name: None,
+            real_path: None,
+            real_path2: None,
+            workspace: None,
+            outcome: None,
+            mode: None,
+            old_mode: None,
+            target: None,
+            old_target: None,
+            mtime: Some(mtime),
+            old_mtime: Some(old_mtime),
+        }
+    }
+
+    #[test]
+    fn a_utimes_cut_short_is_judged_by_the_modification_time_on_disk() {
+        let i = intent(2 * SECOND, SECOND);
+        let judge = |mtime| {
+            found_after_crash(&Disk {
+                intent: &i,
+                path: OnDisk::File(String::new()),
+                path2: OnDisk::Other,
+                mode: None,
+                mtime,
+            })
+        };
+        assert_eq!(judge(Some(2 * SECOND)), Found::Applied);
+        assert_eq!(judge(Some(SECOND)), Found::NotApplied);
+        assert_eq!(judge(Some(3 * SECOND)), Found::Neither);
+        assert_eq!(judge(None), Found::Neither);
     }
 }
