@@ -49,12 +49,16 @@ impl Ws {
     }
 }
 
+/// `touch`, `touch -d` and `os.utime` set the times (a link's own times, `touch -h`,
+/// are refused, never set through it), each recorded and undone.
 #[test]
 fn view_touch_sets_mtime_is_recorded_and_undone() {
     let ws = Ws::new();
     ws.old_file("f.txt");
     ws.old_file("g.txt");
+    std::os::unix::fs::symlink("f.txt", ws.root.join("link")).expect("symlink");
     let out = ws.sh("set -e
+         if touch -h -d 2010-01-01T00:00:00Z link; then echo link set; fi
          touch -d 2020-01-02T00:00:00Z f.txt
          stat -c %Y f.txt
          touch g.txt
@@ -99,6 +103,7 @@ print(os.stat('g.txt').st_mtime > time.time() - 600)
     assert_eq!(ws.mtime("g.txt"), OLD);
 }
 
+/// Where writes are refused, so is a change of times, recorded refused.
 #[test]
 fn view_touch_where_writes_are_refused_fails_and_is_recorded_refused() {
     let ws = Ws::new();

@@ -113,7 +113,14 @@ impl Cx<'_> {
     fn utimes(&self, op: &Utimes, facts: &mut Facts) -> Result<Output, GatewayError> {
         let rp = self.parse_path(&op.path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let res = self.locate(OpClass::Write, &rp, Follow::All, EntryKind::Unknown, facts)?;
+        // A link named last is the link itself (`touch -h`): refused below, never followed.
+        let res = self.locate(
+            OpClass::Write,
+            &rp,
+            Follow::NotFinal,
+            EntryKind::Unknown,
+            facts,
+        )?;
         if !res.exists {
             return Err(GatewayError::NotFound { path: rp.shown });
         }
