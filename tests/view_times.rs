@@ -49,7 +49,7 @@ impl Ws {
     }
 }
 
-/// `touch`, `touch -d` and `os.utime` set the times (a link's own times, `touch -h`,
+/// `touch`, `touch -d`, `touch -r`, `cp -p` and `os.utime` set the times (a link's own times, `touch -h`,
 /// are refused, never set through it), each recorded and undone.
 #[test]
 fn view_touch_sets_mtime_is_recorded_and_undone() {
@@ -61,6 +61,9 @@ fn view_touch_sets_mtime_is_recorded_and_undone() {
          if touch -h -d 2010-01-01T00:00:00Z link; then echo link set; fi
          touch -d 2020-01-02T00:00:00Z f.txt
          stat -c %Y f.txt
+         cp -p f.txt c.txt
+         touch -r f.txt h.txt
+         stat -c %Y c.txt h.txt
          touch g.txt
          python3 -c \"
 import os, time
@@ -73,7 +76,7 @@ print(os.stat('g.txt').st_mtime > time.time() - 600)
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),
-        format!("{JAN_2_2020}\n1000000000 0\nTrue\n"),
+        format!("{JAN_2_2020}\n{JAN_2_2020}\n{JAN_2_2020}\n1000000000 0\nTrue\n"),
         "{}",
         text(&out.stderr)
     );
@@ -101,6 +104,7 @@ print(os.stat('g.txt').st_mtime > time.time() - 600)
     ws.undo(&session_of(&out));
     assert_eq!(ws.mtime("f.txt"), OLD);
     assert_eq!(ws.mtime("g.txt"), OLD);
+    assert!(!ws.root.join("c.txt").exists(), "undo left the copy");
 }
 
 /// Where writes are refused, so is a change of times, recorded refused.

@@ -117,6 +117,12 @@ impl View {
         if atime.is_none() && mtime.is_none() {
             return Ok(());
         }
+        // Times set on a file still open with unwritten changes (`cp -p` sets them
+        // before it closes): the changes are applied first, or the close would undo them.
+        let tgid = crate::peer::process_of(req.pid());
+        for fh in self.handles.pending_of(ino.0, tgid) {
+            self.apply(req, fuser::FileHandle(fh))?;
+        }
         let path = self.path(ino)?;
         let (atime, mtime) = (set_time(atime), set_time(mtime));
         self.change(req, Op::Utimes(ops::Utimes { path, atime, mtime }))
