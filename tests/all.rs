@@ -194,5 +194,7 @@ mod view_attack;
 mod view_modes;
 // fsgate run: symlinks made (recorded, undone, never leading out) and shown as links: venv, npm, git.
 mod view_links;
+// fsgate run: timestamps (touch, utime) set, recorded, refused where writes are, undone.
+mod view_times;
 // fsgate run and acp --confine-agent with several workspaces: a view each, one gateway.
 mod view_several;

@@ -93,6 +93,16 @@ pub enum What {
         /// The bits set (`args.mode`).
         new: u32,
     },
+    /// `utimes`: `path`'s times set; the times before (`args.oldAtime`,
+    /// `args.oldMtime`, nanoseconds since the epoch).
+    Utimes {
+        /// The file or directory.
+        path: String,
+        /// Its access time before.
+        atime: i64,
+        /// Its modification time before.
+        mtime: i64,
+    },
     /// `symlink`: the link `path` made.
     Symlink {
         /// The link.
@@ -108,6 +118,7 @@ impl What {
             | What::Mkdir { path, .. }
             | What::Remove { path, .. }
             | What::Chmod { path, .. }
+            | What::Utimes { path, .. }
             | What::Symlink { path } => vec![path],
             What::Rename { from, to, .. } => vec![from, to],
         }

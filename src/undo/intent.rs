@@ -97,6 +97,18 @@ pub(crate) fn what_of(v: &Value) -> Result<What, String> {
         ChangeOp::Symlink => Ok(What::Symlink {
             path: real("realPath", "path")?,
         }),
+        ChangeOp::Utimes => {
+            let ns = |k: &str| {
+                args.get(k)
+                    .and_then(Value::as_i64)
+                    .ok_or_else(|| format!("no `args.{k}` in the record"))
+            };
+            Ok(What::Utimes {
+                path: real("realPath", "path")?,
+                atime: ns("oldAtime")?,
+                mtime: ns("oldMtime")?,
+            })
+        }
     }
 }
 

@@ -103,6 +103,14 @@ impl World for Real<'_> {
                 }),
                 None,
             ),
+            Action::Utimes { path, atime, mtime } => self.serve(
+                Op::Utimes(ops::Utimes {
+                    path: rooted(path),
+                    atime: ops::SetTime::At(*atime),
+                    mtime: ops::SetTime::At(*mtime),
+                }),
+                None,
+            ),
             Action::Chmod { path, mode } => self.serve(
                 Op::Chmod(ops::Chmod {
                     path: rooted(path),

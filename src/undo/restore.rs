@@ -47,6 +47,26 @@ impl Undoer<'_> {
         }]))
     }
 
+    /// A utimes: the old times put back, unless the path is gone or is no longer a
+    /// file or directory (times changed since are not told from the undo's own).
+    pub(super) fn utimes(
+        w: &mut dyn World,
+        path: &str,
+        (atime, mtime): (i64, i64),
+        row: &mut Row,
+    ) -> Result<Plan, Stop> {
+        row.action = "times back";
+        match w.node(path)? {
+            Node::Absent => Err(Stop::Conflict("removed since".into())),
+            Node::Other => Err(Stop::Conflict("no longer a file or directory".into())),
+            Node::Dir | Node::File(_) => Ok(Plan::of(vec![Action::Utimes {
+                path: path.to_owned(),
+                atime,
+                mtime,
+            }])),
+        }
+    }
+
     pub(super) fn content(
         &self,
         w: &mut dyn World,

@@ -25,9 +25,10 @@ pub fn footprint(c: &Change) -> Vec<String> {
             path, made_dirs, ..
         } => above(path, *made_dirs),
         What::Mkdir { path, made } => above(path, made.saturating_sub(1)),
-        What::Remove { path, .. } | What::Chmod { path, .. } | What::Symlink { path } => {
-            vec![path.clone()]
-        }
+        What::Remove { path, .. }
+        | What::Chmod { path, .. }
+        | What::Utimes { path, .. }
+        | What::Symlink { path } => vec![path.clone()],
         What::Rename { from, to, .. } => vec![from.clone(), to.clone()],
     }
 }

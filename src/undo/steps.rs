@@ -67,6 +67,9 @@ impl Undoer<'_> {
             What::Remove { .. } => self.removal(w, &c.what, &mut row),
             What::Rename { .. } => self.rename(w, &c.what, c.order, &mut row),
             What::Chmod { path, old, new } => self.chmod(w, path, (*old, *new), &mut row),
+            What::Utimes { path, atime, mtime } => {
+                Self::utimes(w, path, (*atime, *mtime), &mut row)
+            }
             What::Symlink { path } => Self::unlink(w, path, &mut row),
         };
         if row.action.is_empty() {

@@ -66,6 +66,15 @@ pub enum Action {
         /// Where it leads.
         target: String,
     },
+    /// Set `path`'s access and modification times (nanoseconds since the epoch).
+    Utimes {
+        /// The file or directory.
+        path: String,
+        /// The access time.
+        atime: i64,
+        /// The modification time.
+        mtime: i64,
+    },
     /// Set `path`'s permission bits to `mode`.
     Chmod {
         /// The file or directory.

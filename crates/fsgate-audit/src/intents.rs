@@ -51,6 +51,10 @@ pub struct Intent {
     pub target: Option<String>,
     /// Where the link a `rename` replaces led (`args.oldTarget`).
     pub old_target: Option<String>,
+    /// The modification time a `utimes` sets (`args.mtime`, nanoseconds).
+    pub mtime: Option<i64>,
+    /// The modification time a `utimes` replaces (`args.oldMtime`, nanoseconds).
+    pub old_mtime: Option<i64>,
 }
 
 impl Intent {
@@ -63,6 +67,12 @@ impl Intent {
                 .or_else(|| v.get(k))
                 .and_then(Value::as_str)
                 .map(str::to_owned)
+        };
+        let number = |k: &str| {
+            v.get("args")
+                .and_then(|a| a.get(k))
+                .or_else(|| v.get(k))
+                .and_then(Value::as_i64)
         };
         Some(Intent {
             seq: v.get("seq")?.as_u64()?,
@@ -80,6 +90,8 @@ impl Intent {
             old_mode: arg("oldMode"),
             target: arg("target"),
             old_target: arg("oldTarget"),
+            mtime: number("mtime"),
+            old_mtime: number("oldMtime"),
         })
     }
 
@@ -102,6 +114,11 @@ impl Intent {
             ("target", &self.target),
             ("oldTarget", &self.old_target),
         ] {
+            if let Some(v) = v {
+                m.insert(k.into(), json!(v));
+            }
+        }
+        for (k, v) in [("mtime", self.mtime), ("oldMtime", self.old_mtime)] {
             if let Some(v) = v {
                 m.insert(k.into(), json!(v));
             }

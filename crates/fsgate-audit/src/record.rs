@@ -48,11 +48,14 @@ pub enum ChangeOp {
     Chmod,
     /// `symlink` (a symbolic link made, its target in `args.target`).
     Symlink,
+    /// `utimes` (a file's times: `args.atime`, `args.mtime` set, `args.oldAtime`,
+    /// `args.oldMtime` before, each in nanoseconds since the epoch).
+    Utimes,
 }
 
 impl ChangeOp {
     /// Every changing operation.
-    pub const ALL: [ChangeOp; 8] = [
+    pub const ALL: [ChangeOp; 9] = [
         ChangeOp::Write,
         ChangeOp::Edit,
         ChangeOp::Mkdir,
@@ -61,6 +64,7 @@ impl ChangeOp {
         ChangeOp::Restore,
         ChangeOp::Chmod,
         ChangeOp::Symlink,
+        ChangeOp::Utimes,
     ];
 
     /// The name records use.
@@ -74,6 +78,7 @@ impl ChangeOp {
             ChangeOp::Restore => "restore",
             ChangeOp::Chmod => "chmod",
             ChangeOp::Symlink => "symlink",
+            ChangeOp::Utimes => "utimes",
         }
     }
 
@@ -88,6 +93,7 @@ impl ChangeOp {
             ChangeOp::Restore => "restored",
             ChangeOp::Chmod => "changed the mode of",
             ChangeOp::Symlink => "made the link",
+            ChangeOp::Utimes => "set the times of",
         }
     }
 

@@ -50,4 +50,6 @@ pub(crate) struct Disk<'a> {
     pub path2: OnDisk,
     /// Its path's permission bits, for an intent that names a mode (a chmod).
     pub mode: Option<u32>,
+    /// Its path's modification time, for an intent that names one (a utimes).
+    pub mtime: Option<i64>,
 }

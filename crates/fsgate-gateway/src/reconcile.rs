@@ -104,17 +104,21 @@ fn inspect(ws: &Workspace, intent: &Intent) -> (Found, Map<String, Value>) {
     if let Some(to) = &path2 {
         seen.insert("path2".into(), to.describe());
     }
-    let mode = intent
-        .mode
-        .as_ref()
-        .and(intent.real_path.as_deref().or(intent.path.as_deref()))
-        .and_then(|p| RelPath::parse_rooted(&format!("/{p}")).ok())
-        .and_then(|rel| ws.mode_of(&rel).ok());
+    let at = intent
+        .real_path
+        .as_deref()
+        .or(intent.path.as_deref())
+        .and_then(|p| RelPath::parse_rooted(&format!("/{p}")).ok());
+    let mode = (intent.mode.as_ref().and(at.as_ref())).and_then(|rel| ws.mode_of(rel).ok());
+    let mtime = (intent.mtime.as_ref().and(at.as_ref()))
+        .and_then(|rel| ws.times_of(rel).ok())
+        .map(|t| t.mtime);
     let disk = Disk {
         intent,
         path,
         path2: path2.unwrap_or(OnDisk::Other),
         mode,
+        mtime,
     };
     let found = crate::ops::found_after_crash(ChangeOp::from_name(&intent.op), &disk);
     (found, seen)

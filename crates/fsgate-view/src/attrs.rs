@@ -1,5 +1,6 @@
 //! A file's mode through the view: `chmod` (a setattr with a mode) is the gateway's
-//! `chmod`, and a file created with a mode gets it; an owner change is refused.
+//! `chmod`, and a file created with a mode gets it; an owner change is refused. Times
+//! set (`touch`, `utime`) are the gateway's `utimes`.
 
 use fsgate_gateway::ops;
 use std::ffi::OsStr;
@@ -87,5 +88,43 @@ impl View {
             return Ok(());
         }
         self.change(req, Op::Chmod(ops::Chmod { path, mode: want }))
+    }
+}
+
+/// A time asked for by a setattr, as the gateway's utimes takes it.
+fn set_time(t: Option<fuser::TimeOrNow>) -> ops::SetTime {
+    match t {
+        None => ops::SetTime::Leave,
+        Some(fuser::TimeOrNow::Now) => ops::SetTime::Now,
+        Some(fuser::TimeOrNow::SpecificTime(at)) => {
+            let ns = match at.duration_since(std::time::UNIX_EPOCH) {
+                Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+                Err(e) => i64::try_from(e.duration().as_nanos()).map_or(i64::MIN, |n| -n),
+            };
+            ops::SetTime::At(ns)
+        }
+    }
+}
+
+impl View {
+    /// A change of times (`touch`, `utime`, `cp -p`), as the gateway's utimes.
+    pub(crate) fn set_times(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        (atime, mtime): (Option<fuser::TimeOrNow>, Option<fuser::TimeOrNow>),
+    ) -> Result<(), Errno> {
+        if atime.is_none() && mtime.is_none() {
+            return Ok(());
+        }
+        // Times set on a file still open with unwritten changes (`cp -p` sets them
+        // before it closes): the changes are applied first, or the close would undo them.
+        let tgid = crate::peer::process_of(req.pid());
+        for fh in self.handles.pending_of(ino.0, tgid) {
+            self.apply(req, fuser::FileHandle(fh))?;
+        }
+        let path = self.path(ino)?;
+        let (atime, mtime) = (set_time(atime), set_time(mtime));
+        self.change(req, Op::Utimes(ops::Utimes { path, atime, mtime }))
     }
 }

@@ -115,6 +115,24 @@ impl Handles {
         })
     }
 
+    /// The private copies open on node `ino` with changes not applied yet that process
+    /// `tgid` opened or wrote (a copy being applied is skipped).
+    pub(crate) fn pending_of(&self, ino: u64, tgid: u32) -> Vec<u64> {
+        let Ok(open) = self.open.lock() else {
+            return Vec::new();
+        };
+        let pending = |h: &Handle| match h {
+            Handle::Write(p) => p.try_lock().is_ok_and(|p| {
+                p.ino == ino && p.dirty && p.writers.iter().any(|(_, g)| *g == tgid)
+            }),
+            _ => false,
+        };
+        (open.iter())
+            .filter(|(_, h)| pending(h))
+            .map(|(fh, _)| *fh)
+            .collect()
+    }
+
     /// Whether node `ino` has a private copy open with changes not applied yet (or
     /// being applied): its size differs between processes.
     pub(crate) fn pending_on(&self, ino: u64) -> bool {

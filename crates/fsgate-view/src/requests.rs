@@ -165,8 +165,8 @@ impl Filesystem for View {
         uid: Option<u32>,
         gid: Option<u32>,
         size: Option<u64>,
-        _atime: Option<fuser::TimeOrNow>,
-        _mtime: Option<fuser::TimeOrNow>,
+        atime: Option<fuser::TimeOrNow>,
+        mtime: Option<fuser::TimeOrNow>,
         _ctime: Option<std::time::SystemTime>,
         fh: Option<FileHandle>,
         _crtime: Option<std::time::SystemTime>,
@@ -181,6 +181,7 @@ impl Filesystem for View {
                 Some(size) => self.truncate(req, ino, fh, size),
                 None => Ok(()),
             })
+            .and_then(|()| self.set_times(req, ino, (atime, mtime)))
             .and_then(|()| self.attr_of(req, ino, fh));
         match done {
             Ok(attr) => reply.attr(&TTL, &attr),

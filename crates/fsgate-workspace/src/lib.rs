@@ -31,6 +31,7 @@ mod symlink;
 pub mod sync_pool;
 mod temp_name;
 mod unnamed;
+mod utimes;
 mod walk;
 mod write;
 
@@ -48,6 +49,7 @@ pub use root::Workspace;
 pub use search::{ContentGate, GrepMatch, GrepOptions, GrepOutcome, IncludeGlob, json_string_len};
 pub use symlink::MAX_TARGET_BYTES;
 pub use temp_name::{TempName, is_own_temp};
+pub use utimes::Times;
 pub use walk::{Entry, MAX_DEPTH, Visit, Walked, height};
 pub use write::entries::Removal;
 pub use write::{EntrySync, EntrySyncing, Replace, StagedWrite};

@@ -330,12 +330,13 @@ mod tests {
             assert!(!seen.contains(&tool), "{tool:?} offers two operations");
             seen.push(tool);
         }
-        // Every operation has its tool but the filesystem view's `open`, `chmod` and
-        // `symlink`; the composed tools are no operation's.
-        assert_eq!(seen.len(), OpId::ALL.len() - 3);
+        // Every operation has its tool but the filesystem view's `open`, `chmod`,
+        // `symlink` and `utimes`; the composed tools are no operation's.
+        assert_eq!(seen.len(), OpId::ALL.len() - 4);
         assert_eq!(tool_of(OpId::Open), None);
         assert_eq!(tool_of(OpId::Chmod), None);
         assert_eq!(tool_of(OpId::Symlink), None);
+        assert_eq!(tool_of(OpId::Utimes), None);
         for tool in [
             "read_file",
             "write_file",

@@ -21,6 +21,7 @@ macro_rules! with_operations {
             Rename => Rename,
             Chmod => Chmod,
             Symlink => Symlink,
+            Utimes => Utimes,
         }
     };
 }

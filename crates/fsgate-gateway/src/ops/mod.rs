@@ -21,6 +21,7 @@ mod rm;
 mod stat;
 mod symlink;
 pub(crate) mod tree;
+mod utimes;
 mod write;
 
 pub use chmod::{Chmod, RULE_SET_ID};
@@ -42,6 +43,7 @@ pub use rm::Rm;
 pub use stat::Stat;
 pub use symlink::{RULE_LINK_TARGET, Symlink, target_refusal};
 pub use tree::Tree;
+pub use utimes::{SetTime, Utimes};
 pub use write::{Content, Write};
 
 use serde_json::{Map, Value};
