@@ -145,15 +145,18 @@ fn view_confine_gives_a_scratch_home_and_tmpdir_emptied_at_the_end() {
 }
 
 #[test]
-fn view_confine_runs_sh_and_the_system_python() {
+fn view_confine_runs_sh_and_the_system_python_on_a_script_of_the_workspace() {
     let ws = Ws::new();
     let (_dir, file) = outside_file();
     let script = format!(
         "import pathlib\npathlib.Path('py.txt').write_text(pathlib.Path('a.txt').read_text())\ntry:\n    open({:?}).read()\n    print('outside read')\nexcept PermissionError:\n    print('outside refused')\n",
         file.display().to_string()
     );
+    // A script of the workspace named on the command line is read through the view,
+    // not granted by the wall (a grant beneath the workspace would be refused).
+    std::fs::write(ws.root.join("job.py"), script).expect("write");
     let mut cmd = ws.fsgate_run();
-    cmd.args(["--confine", "--", "/usr/bin/python3", "-c", &script]);
+    cmd.args(["--confine", "--", "/usr/bin/python3", "job.py"]);
     let out = finished(cmd);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -165,4 +168,8 @@ fn view_confine_runs_sh_and_the_system_python() {
     let out = ws.sh(true, "uname -s; sh -c 'echo nested'");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "Linux\nnested\n");
+    // The command line is run as typed: its records name `sh`, not a resolved path.
+    let session = session_of(&out);
+    let run = ws.run_record(&session);
+    assert_eq!(run["details"]["command"][0], "sh", "{run}");
 }

@@ -156,11 +156,8 @@ fn start(
     command: &[OsString],
     mut wall: Option<&mut RunWall>,
 ) -> Result<Child, String> {
-    let argv = wall
-        .as_ref()
-        .map_or_else(|| command.to_vec(), |w| w.argv(command));
     let word = wall.as_ref().map(|w| w.word());
-    let mut child = ChildCommand::new(fuse, (roots, hide), argv, word)?;
+    let mut child = ChildCommand::new(fuse, (roots, hide), command.to_vec(), word)?;
     if let Some(w) = wall.as_deref_mut() {
         w.announce();
         w.install(&mut child.command);

@@ -32,7 +32,11 @@ impl RunWall {
         let (program, args) = command
             .split_first()
             .ok_or_else(|| "no command given".to_owned())?;
-        let wall = wall::plan_wall(opened, policy_file, (program, args))?;
+        let mut wall = wall::plan_wall(opened, policy_file, (program, args))?;
+        // What discovery found inside a workspace (a script run from there) is reached
+        // through the view, decided there, not granted beneath it.
+        let roots = super::view_host::roots(&opened.gateway);
+        (wall.plan.grants).retain(|g| !roots.iter().any(|r| g.path.starts_with(r)));
         let require = opened.gateway.policy().settings().sandbox.require_landlock;
         let (confinement, word) = wall::for_view(&wall.plan, require)?;
         if confinement.status().enforcement == fsgate_sandbox::Enforcement::Not {
@@ -46,16 +50,6 @@ impl RunWall {
             confinement,
             word,
         })
-    }
-
-    /// The command line as the view's child runs it: the program discovery resolved
-    /// (the environment is replaced, so a PATH lookup could find another), its arguments.
-    pub(super) fn argv(&self, command: &[OsString]) -> Vec<OsString> {
-        let mut argv = command.to_vec();
-        if let (Some(first), Some(exe)) = (argv.first_mut(), &self.wall.plan.executable) {
-            *first = exe.clone().into();
-        }
-        argv
     }
 
     /// The word `__view-exec` applies the wall from.
