@@ -173,3 +173,27 @@ fn view_confine_runs_sh_and_the_system_python_on_a_script_of_the_workspace() {
     let run = ws.run_record(&session);
     assert_eq!(run["details"]["command"][0], "sh", "{run}");
 }
+
+/// A kernel without Landlock: `--confine` cannot be given; fsgate says so and exits 125
+/// without running the command.
+#[test]
+fn view_confine_without_landlock_the_command_is_not_run() {
+    let ws = Ws::new();
+    let marker = ws.state.join("ran");
+    let mut cmd = std::process::Command::new("/usr/bin/python3");
+    cmd.args(["-c", crate::view_faults::NO_LANDLOCK, crate::common::bin(), "run"])
+        .arg("--confine")
+        .args(ws.state_args())
+        .args(["--", "touch"])
+        .arg(&marker)
+        .current_dir(&ws.root);
+    let out = finished(cmd);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("Landlock is missing (this kernel has no Landlock"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the command was not run"), "{stderr}");
+    assert!(!marker.exists(), "the command ran without its wall");
+}
