@@ -57,7 +57,10 @@ fn outside_file() -> (tempfile::TempDir, std::path::PathBuf) {
 fn view_confine_refuses_a_file_outside_the_workspace_that_run_alone_reads() {
     let ws = Ws::new();
     let (_dir, file) = outside_file();
-    let script = format!("cat {0}; echo cat=$?; sh -c 'cat {0}'; true", file.display());
+    let script = format!(
+        "cat {0}; echo cat=$?; sh -c 'cat {0}'; true",
+        file.display()
+    );
     let open = ws.sh(false, &script);
     assert!(
         text(&open.stdout).contains(OUTSIDE),
@@ -72,17 +75,26 @@ fn view_confine_refuses_a_file_outside_the_workspace_that_run_alone_reads() {
     // The command and the shell it started: both refused by the wall.
     let denied = format!("{}: Permission denied", file.display());
     assert_eq!(stderr.matches(&denied).count(), 2, "{stderr}");
-    assert!(stderr.contains("fsgate: command confined: landlock"), "{stderr}");
+    assert!(
+        stderr.contains("fsgate: command confined: landlock"),
+        "{stderr}"
+    );
     assert!(stderr.contains("[agent] section grants"), "{stderr}");
 }
 
 #[test]
 fn view_confine_keeps_the_workspace_governed_by_the_view() {
     let ws = Ws::new();
-    let out = ws.sh(true, "cat .env; echo cat=$?; cat a.txt; echo hi > notes.txt");
+    let out = ws.sh(
+        true,
+        "cat .env; echo cat=$?; cat a.txt; echo hi > notes.txt",
+    );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("cat=1") && stdout.contains("hello"), "{stdout}");
+    assert!(
+        stdout.contains("cat=1") && stdout.contains("hello"),
+        "{stdout}"
+    );
     assert!(
         stderr.contains(".env: No such file or directory"),
         "{stderr}"
@@ -103,10 +115,7 @@ fn view_confine_keeps_the_workspace_governed_by_the_view() {
     // The run record says what walls the command in: the kernel's part and the ruleset.
     let run = ws.run_record(&session);
     let confine = &run["details"]["confine"];
-    assert!(
-        confine["sandbox"]["enforcement"].is_string(),
-        "{confine}"
-    );
+    assert!(confine["sandbox"]["enforcement"].is_string(), "{confine}");
     let grants = confine["plan"]["grants"].as_array().expect("grants");
     assert!(grants.iter().any(|g| g["path"] == "/usr"), "{confine}");
     let names = confine["plan"]["envNames"].as_array().expect("envNames");
@@ -181,12 +190,17 @@ fn view_confine_without_landlock_the_command_is_not_run() {
     let ws = Ws::new();
     let marker = ws.state.join("ran");
     let mut cmd = std::process::Command::new("/usr/bin/python3");
-    cmd.args(["-c", crate::view_faults::NO_LANDLOCK, crate::common::bin(), "run"])
-        .arg("--confine")
-        .args(ws.state_args())
-        .args(["--", "touch"])
-        .arg(&marker)
-        .current_dir(&ws.root);
+    cmd.args([
+        "-c",
+        crate::view_faults::NO_LANDLOCK,
+        crate::common::bin(),
+        "run",
+    ])
+    .arg("--confine")
+    .args(ws.state_args())
+    .args(["--", "touch"])
+    .arg(&marker)
+    .current_dir(&ws.root);
     let out = finished(cmd);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(125), "{stderr}");

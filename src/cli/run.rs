@@ -120,17 +120,16 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     code
 }
 
+/// The socket `fsgate asks` answers a run's questions on, and its path.
+type AskSocket = (std::path::PathBuf, std::os::unix::net::UnixListener);
+
 /// What the command must not see (fsgate's own files, every workspace's state), and the
 /// socket `fsgate asks` answers on, bound now.
-#[allow(clippy::type_complexity)]
 fn hidden_and_asks(
     opened: &mut startup::Opened,
     policy: Option<&std::path::Path>,
     session: &str,
-) -> (
-    Vec<std::path::PathBuf>,
-    Option<(std::path::PathBuf, std::os::unix::net::UnixListener)>,
-) {
+) -> (Vec<std::path::PathBuf>, Option<AskSocket>) {
     let root = opened.gateway.workspace().root_path().to_path_buf();
     let asks_socket = ask_socket(&root, session);
     let mut hide = view_host::hidden(opened, policy);
