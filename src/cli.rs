@@ -14,9 +14,11 @@ mod docs;
 mod exit;
 mod gateway_args;
 mod run;
+mod run_confine;
 mod runtime;
 mod serving_args;
 mod view_host;
+mod wall;
 
 use crate::peer::stdio_peer;
 use std::process::ExitCode;

@@ -170,6 +170,8 @@ mod agents;
 mod layers;
 // fsgate run: real commands through the filesystem view (as root).
 mod view_run;
+// fsgate run --confine: the [agent] wall outside the workspace, the view inside.
+mod view_run_confine;
 // fsgate run: `ask` rules answered with `fsgate asks`, and faults.
 mod view_asks;
 mod view_faults;

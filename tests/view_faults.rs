@@ -336,7 +336,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 /// Runs `argv` with `landlock_create_ruleset` answering ENOSYS (a seccomp filter), as
 /// on a kernel without Landlock.
-const NO_LANDLOCK: &str = r#"
+pub(crate) const NO_LANDLOCK: &str = r#"
 import ctypes, os, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
 code = [

@@ -9,7 +9,6 @@ mod profile;
 mod record;
 mod relay;
 mod ruleset;
-mod scratch;
 
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -133,16 +133,14 @@ pub(super) fn command(
     opened: &mut startup::Opened,
     policy_file: Option<&Path>,
     plan: &AgentPlan,
-    argv: Vec<OsString>,
+    (argv, require_landlock): (Vec<OsString>, bool),
 ) -> Result<(AgentCommand, SandboxStatus), String> {
     let fuse = Fuse::new(opened.gateway.members().count())?;
-    let mut confinement =
-        fsgate_sandbox::prepare_agent_for_view(plan).map_err(|e| e.to_string())?;
+    let (mut confinement, word) = super::wall::for_view(plan, require_landlock)?;
     let status = confinement.status().clone();
     let roots = view_host::roots(&opened.gateway);
     let hide = view_host::hidden(opened, policy_file);
-    let word = Some(OsString::from(confinement.word()));
-    let mut child = ChildCommand::new(&fuse, (roots.clone(), hide), argv, word)?;
+    let mut child = ChildCommand::new(&fuse, (roots.clone(), hide), argv, Some(word))?;
     child
         .command
         .stdin(Stdio::piped())

@@ -16,6 +16,7 @@ use clap::Args;
 
 use super::exit::{fail, fail_open};
 use super::gateway_args::GatewayArgs;
+use super::run_confine::RunWall;
 use super::view_host::{self, ChildCommand, Fuse, end};
 use crate::startup;
 use fsgate_base::text::EscPath;
@@ -33,6 +34,12 @@ a warning. See docs/run.md and docs/workspaces.md.";
 pub(super) struct RunArgs {
     #[command(flatten)]
     common: GatewayArgs,
+    /// Wall the command in outside the workspaces as `fsgate acp --confine-agent` walls
+    /// its agent: the policy's `[agent]` section (its Landlock ruleset, environment and
+    /// network), a scratch HOME and TMPDIR, no capabilities. Without it, the command
+    /// sees the rest of the system as it is. See docs/run.md.
+    #[arg(long)]
+    confine: bool,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -60,29 +67,18 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return no_view(&e),
     };
-    let root = opened.gateway.workspace().root_path().to_path_buf();
+    let policy_file = args.common.policy.as_deref();
+    let confine = args
+        .confine
+        .then(|| RunWall::prepare(&mut opened, policy_file, &args.command));
+    let mut wall = match confine.transpose() {
+        Ok(w) => w,
+        Err(e) => return no_view(&format!("--confine: {e}")),
+    };
     let roots = view_host::roots(&opened.gateway);
     let session = view_host::session_id("run");
-    let asks_socket = ask_socket(&root, &session);
-    let mut hide = view_host::hidden(&opened, config.policy.as_deref());
-    // The directory of `fsgate asks`'s sockets: covered, and kept writable for the
-    // gateway, which removes its socket at the end, once confined.
-    if let Some(dir) = asks_socket.as_ref().and_then(|(path, _)| path.parent()) {
-        hide.push(dir.to_path_buf());
-        opened.keep_scratch(dir);
-    }
-    // Every workspace's fsgate state (their audit logs, backups, asks sockets), made if
-    // missing so that none appears there while the command runs.
-    if let Ok(all) = fsgate_base::state::state_root() {
-        let _ = std::fs::create_dir_all(&all);
-        hide.push(all);
-    }
-    let started = ChildCommand::new(&fuse, (roots.clone(), hide), args.command.clone(), None)
-        .and_then(|c| {
-            c.spawn()
-                .map_err(|e| format!("cannot start the command's process: {e}"))
-        });
-    let mut child = match started {
+    let (hide, asks_socket) = hidden_and_asks(&mut opened, config.policy.as_deref(), &session);
+    let mut child = match start(&fuse, (roots.clone(), hide), &args.command, wall.as_mut()) {
         Ok(c) => c,
         Err(e) => return no_view(&e),
     };
@@ -115,12 +111,63 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         undo: &undo,
         session,
         asks: asks.as_ref().map(|(_, a)| Arc::clone(a)),
+        wall: wall.as_ref(),
     };
     let code = serve_and_wait(&gateway, fuse, run);
     if let Some((path, _)) = asks {
         let _ = std::fs::remove_file(path);
     }
     code
+}
+
+/// The socket `fsgate asks` answers a run's questions on, and its path.
+type AskSocket = (std::path::PathBuf, std::os::unix::net::UnixListener);
+
+/// What the command must not see (fsgate's own files, every workspace's state), and the
+/// socket `fsgate asks` answers on, bound now.
+fn hidden_and_asks(
+    opened: &mut startup::Opened,
+    policy: Option<&std::path::Path>,
+    session: &str,
+) -> (Vec<std::path::PathBuf>, Option<AskSocket>) {
+    let root = opened.gateway.workspace().root_path().to_path_buf();
+    let asks_socket = ask_socket(&root, session);
+    let mut hide = view_host::hidden(opened, policy);
+    // The directory of `fsgate asks`'s sockets: covered, and kept writable for the
+    // gateway, which removes its socket at the end, once confined.
+    if let Some(dir) = asks_socket.as_ref().and_then(|(path, _)| path.parent()) {
+        hide.push(dir.to_path_buf());
+        opened.keep_scratch(dir);
+    }
+    // Every workspace's fsgate state (their audit logs, backups, asks sockets), made if
+    // missing so that none appears there while the command runs.
+    if let Ok(all) = fsgate_base::state::state_root() {
+        let _ = std::fs::create_dir_all(&all);
+        hide.push(all);
+    }
+    (hide, asks_socket)
+}
+
+/// Starts the child that mounts the views and runs `command`, inside `wall` if any.
+fn start(
+    fuse: &Fuse,
+    (roots, hide): (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>),
+    command: &[OsString],
+    mut wall: Option<&mut RunWall>,
+) -> Result<Child, String> {
+    let word = wall.as_ref().map(|w| w.word());
+    let mut child = ChildCommand::new(fuse, (roots, hide), command.to_vec(), word)?;
+    if let Some(w) = wall.as_deref_mut() {
+        w.announce();
+        w.install(&mut child.command);
+    }
+    let started = child
+        .spawn()
+        .map_err(|e| format!("cannot start the command's process: {e}"))?;
+    if let Some(w) = wall {
+        w.started();
+    }
+    Ok(started)
 }
 
 /// Answers `fsgate asks` on the run's socket: the socket's path and the run's
@@ -169,6 +216,8 @@ struct Run<'a> {
     session: String,
     /// Where `ask` rules' questions wait for `fsgate asks`.
     asks: Option<Arc<fsgate_view::asks::Asks>>,
+    /// The `[agent]` wall around the command (`--confine`).
+    wall: Option<&'a RunWall>,
 }
 
 /// Serves the view until the command ends; its exit status.
@@ -178,8 +227,8 @@ fn serve_and_wait(
     run: Run<'_>,
 ) -> ExitCode {
     let session = run.session;
-    record_run(gateway, &session, run.command, run.child.id());
-    announce(run.roots, &session);
+    record_run(gateway, (&session, run.command, run.child.id()), run.wall);
+    announce(run.roots, &session, run.wall.is_some());
     let asks = run.asks.map(|a| a as Arc<dyn fsgate_view::asks::Askers>);
     let served = match view_host::serve(gateway, fuse, (&session, None), asks) {
         Ok(s) => s,
@@ -205,7 +254,11 @@ fn serve_and_wait(
 
 /// The `run` record: the session the run's records carry, the command (as the audit
 /// log bounds every string) and its pid.
-fn record_run(gateway: &fsgate_gateway::Gateway, session: &str, command: &[OsString], pid: u32) {
+fn record_run(
+    gateway: &fsgate_gateway::Gateway,
+    (session, command, pid): (&str, &[OsString], u32),
+    wall: Option<&RunWall>,
+) {
     let argv: Vec<serde_json::Value> = command
         .iter()
         .take(64)
@@ -215,6 +268,9 @@ fn record_run(gateway: &fsgate_gateway::Gateway, session: &str, command: &[OsStr
     details.insert("session".into(), session.into());
     details.insert("command".into(), argv.into());
     details.insert("pid".into(), pid.into());
+    if let Some(wall) = wall {
+        details.insert("confine".into(), wall.record());
+    }
     gateway.record("run", details);
 }
 
@@ -254,10 +310,16 @@ fn undo_line(
 }
 
 /// Says on stderr what the command sees and what is governed.
-fn announce(roots: &[std::path::PathBuf], session: &str) {
+fn announce(roots: &[std::path::PathBuf], session: &str, confined: bool) {
     let shown: Vec<String> = roots.iter().map(|r| EscPath(r).to_string()).collect();
+    let rest = match confined {
+        true => {
+            "outside them it reaches only what the policy's [agent] section grants (its Landlock wall, with a scratch HOME and TMPDIR)"
+        }
+        false => "the rest of the system it sees as it is",
+    };
     fsgate_base::text::eprint_line(&format!(
-        "fsgate: run {session}: the command sees {} through fsgate's view: every lookup, read and change there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; the rest of the system it sees as it is",
+        "fsgate: run {session}: the command sees {} through fsgate's view: every lookup, read and change there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; {rest}",
         shown.join(" and ")
     ));
 }

@@ -97,6 +97,16 @@ impl ViewConfinement {
     }
 }
 
+impl ViewConfinement {
+    /// Sets only the environment of `plan` on `cmd` (the view's child): for a command
+    /// that keeps the session and terminal it was given (`fsgate run --confine`; the
+    /// view's child ties it to the gateway, and its seccomp filter refuses TIOCSTI).
+    pub fn install_env(&mut self, cmd: &mut Command, plan: &AgentPlan) {
+        self.setup = None;
+        cmd.env_clear().envs(plan.env.iter().map(|(k, v)| (k, v)));
+    }
+}
+
 /// Parsed [`ViewConfinement::word`].
 struct Word {
     ruleset: Option<RawFd>,

@@ -1,11 +1,9 @@
 //! An agent's confinement: its plan (from the policy and its discovered installation)
 //! and what the kernel enforces once the plan is applied to its command.
 
-use std::path::PathBuf;
-
-use super::ruleset::{agent_plan, reach_hosted};
-use super::scratch::{Scratch, create_scratch, sweep_stale_scratch};
+use super::ruleset::reach_hosted;
 use crate::cli::acp_view;
+use crate::cli::wall::{self, Scratch};
 use crate::startup;
 
 /// An agent's confinement: the plan it was built from and what the kernel will enforce.
@@ -34,8 +32,8 @@ impl Confined {
             .unwrap_or_else(|| program.into());
         let mut argv: Vec<std::ffi::OsString> = vec![exe.into()];
         argv.extend(args.iter().chain(profile_args).map(Into::into));
-        let (command, status) = acp_view::command(opened, policy_file, &self.plan, argv)?;
-        required(&status, require_landlock)?;
+        let (command, status) =
+            acp_view::command(opened, policy_file, &self.plan, (argv, require_landlock))?;
         Ok((
             command,
             Confined {
@@ -55,7 +53,7 @@ impl Confined {
     ) -> Result<Confined, String> {
         let status = fsgate_sandbox::confine_agent_command(command, &self.plan)
             .map_err(|e| e.to_string())?;
-        required(&status, require_landlock)?;
+        wall::required(&status, require_landlock)?;
         Ok(Confined {
             status: Some(status),
             ..self
@@ -73,59 +71,13 @@ pub(super) fn plan_confinement(
     (program, args): (&str, &[String]),
     (port, exe): (u16, Option<&std::path::Path>),
 ) -> Result<Confined, String> {
-    let tmp = std::env::temp_dir();
-    sweep_stale_scratch(&tmp);
-    let scratch = create_scratch(&tmp)?;
-    opened.keep_scratch(&scratch.path);
-    let mut plan = agent_plan(opened, policy_file, &scratch.path)?;
-    if opened.gateway.policy().agent().discover() {
-        let installation = discover_agent(program, args)?;
-        for note in &installation.notes {
-            fsgate_base::text::eprint_line(&format!(
-                "fsgate: note: {}",
-                fsgate_base::text::Esc(note)
-            ));
-        }
-        installation.merge_into(&mut plan);
-        plan.executable = Some(installation.executable);
-    }
+    let program = std::ffi::OsStr::new(program);
+    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    let wall::Wall { scratch, mut plan } = wall::plan_wall(opened, policy_file, (program, &args))?;
     reach_hosted(&mut plan, port, exe);
     Ok(Confined {
         _scratch: scratch,
         plan,
         status: None,
     })
-}
-
-/// The agent's own installation: its resolved program, interpreter and scripts.
-fn discover_agent(
-    program: &str,
-    args: &[String],
-) -> Result<fsgate_sandbox::discover::Installation, String> {
-    use fsgate_sandbox::discover::{DiscoverInput, discover};
-    let cwd =
-        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
-    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-    let path_var = std::env::var_os("PATH");
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    discover(&DiscoverInput {
-        program: program.as_ref(),
-        args: &args,
-        cwd: &cwd,
-        path_var: path_var.as_deref(),
-        home: home.as_deref(),
-    })
-    .map_err(|e| e.to_string())
-}
-
-/// Under `[sandbox] require_landlock = true`, an agent wall the kernel does not fully
-/// enforce is refused before the agent starts.
-fn required(status: &fsgate_sandbox::SandboxStatus, require_landlock: bool) -> Result<(), String> {
-    if require_landlock && status.enforcement != fsgate_sandbox::Enforcement::Fully {
-        return Err(format!(
-            "[sandbox] require_landlock = true, but the agent's sandbox is {status}; \
-             refusing to start the agent"
-        ));
-    }
-    Ok(())
 }

@@ -2,7 +2,7 @@
 //! the agent.
 
 use super::confine::Confined;
-use super::scratch::{Scratch, create_scratch};
+use crate::cli::wall::{Scratch, create_scratch};
 use crate::startup;
 
 /// An agent profile in force, and the private directory its files are in when the

@@ -21,7 +21,7 @@ impl Described {
                 fsgate_base::text::eprint_line(&format!("fsgate: agent confined: {status}"));
                 sandbox = serde_json::to_value(status).unwrap_or_default();
             }
-            plan = plan_record(&c.plan);
+            plan = crate::cli::wall::plan_record(&c.plan);
         }
         Described {
             sandbox,
@@ -57,21 +57,6 @@ fn hosted_record(hosted: &fsgate_doors::hosted::Hosted) -> serde_json::Value {
         "url": hosted.url(),
         "port": hosted.port(),
     })
-}
-
-/// The agent's ruleset for the `agent-start` record: every grant with its source, the
-/// network, the sockets, and the names (never the values) of its environment.
-fn plan_record(plan: &fsgate_sandbox::AgentPlan) -> serde_json::Value {
-    let mut value = serde_json::to_value(plan).unwrap_or_default();
-    let names: Vec<String> = plan
-        .env
-        .iter()
-        .map(|(k, _)| k.to_string_lossy().into_owned())
-        .collect();
-    if let Some(obj) = value.as_object_mut() {
-        obj.insert("envNames".into(), names.into());
-    }
-    value
 }
 
 /// The profile for the `agent-start` record (null when none applies).

@@ -10,7 +10,7 @@ const SCRATCH_PREFIX: &str = "fsgate-agent-";
 /// earlier gateway with the same pid (its own sandbox may keep it from removing the
 /// directory itself) from blocking this one; the lock keeps another gateway's sweep from
 /// taking it, whatever PID namespace that gateway sees.
-pub(super) fn create_scratch(tmp: &std::path::Path) -> Result<Scratch, String> {
+pub(in crate::cli) fn create_scratch(tmp: &std::path::Path) -> Result<Scratch, String> {
     use std::os::unix::fs::DirBuilderExt;
     let mut last = None;
     for _ in 0..8 {
@@ -69,7 +69,7 @@ fn try_lock(dir: &std::path::Path) -> Option<std::fs::File> {
 /// gateway can empty its scratch dir but not remove it): only empty ones, only unlocked
 /// ones (a running gateway holds its own's lock), and only those whose gateway (the pid
 /// in the name) this process cannot see alive. Best effort.
-pub(super) fn sweep_stale_scratch(tmp: &std::path::Path) {
+pub(in crate::cli) fn sweep_stale_scratch(tmp: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return;
     };
@@ -97,8 +97,8 @@ pub(super) fn sweep_stale_scratch(tmp: &std::path::Path) {
 
 /// The agent's private scratch directory, locked while this gateway runs, cleaned when
 /// dropped.
-pub(super) struct Scratch {
-    pub(super) path: PathBuf,
+pub(in crate::cli) struct Scratch {
+    pub(in crate::cli) path: PathBuf,
     _lock: std::fs::File,
 }
 

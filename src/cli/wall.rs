@@ -1,0 +1,113 @@
+//! The policy's `[agent]` wall, as `fsgate acp --confine-agent` gives its agent and
+//! `fsgate run --confine` its command: a private scratch dir (HOME and TMPDIR), the
+//! section's ruleset and environment, the program's own installation if discovered, and
+//! what the `agent-start` and `run` records say of it. See docs/run.md.
+
+mod plan;
+mod scratch;
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+pub(super) use plan::agent_plan;
+pub(super) use scratch::{Scratch, create_scratch};
+
+use crate::startup;
+
+/// A wall worked out before the command is built: its scratch dir (emptied and removed
+/// when dropped) and its plan.
+pub(super) struct Wall {
+    pub(super) scratch: Scratch,
+    pub(super) plan: fsgate_sandbox::AgentPlan,
+}
+
+/// The wall of `program` (with `args`): a private scratch directory (kept writable for
+/// the gateway, which empties it at the end), the `[agent]` ruleset, and, when the
+/// section discovers, the program's own installation (its executable resolved).
+pub(super) fn plan_wall(
+    opened: &mut startup::Opened,
+    policy_file: Option<&std::path::Path>,
+    (program, args): (&OsStr, &[OsString]),
+) -> Result<Wall, String> {
+    let tmp = std::env::temp_dir();
+    scratch::sweep_stale_scratch(&tmp);
+    let scratch = create_scratch(&tmp)?;
+    opened.keep_scratch(&scratch.path);
+    let mut plan = agent_plan(opened, policy_file, &scratch.path)?;
+    if opened.gateway.policy().agent().discover() {
+        let installation = discover(program, args)?;
+        for note in &installation.notes {
+            fsgate_base::text::eprint_line(&format!(
+                "fsgate: note: {}",
+                fsgate_base::text::Esc(note)
+            ));
+        }
+        installation.merge_into(&mut plan);
+        plan.executable = Some(installation.executable);
+    }
+    Ok(Wall { scratch, plan })
+}
+
+/// The program's own installation: its resolved executable, interpreter and scripts.
+fn discover(
+    program: &OsStr,
+    args: &[OsString],
+) -> Result<fsgate_sandbox::discover::Installation, String> {
+    use fsgate_sandbox::discover::{DiscoverInput, discover};
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let path_var = std::env::var_os("PATH");
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    discover(&DiscoverInput {
+        program,
+        args,
+        cwd: &cwd,
+        path_var: path_var.as_deref(),
+        home: home.as_deref(),
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// The wall prepared for a command started inside the view: the confinement, what the
+/// kernel will enforce, and the word its start (`__view-exec`) applies it from.
+/// Under `[sandbox] require_landlock = true` a wall not fully enforced is refused.
+pub(super) fn for_view(
+    plan: &fsgate_sandbox::AgentPlan,
+    require_landlock: bool,
+) -> Result<(fsgate_sandbox::ViewConfinement, OsString), String> {
+    let confinement = fsgate_sandbox::prepare_agent_for_view(plan).map_err(|e| e.to_string())?;
+    required(confinement.status(), require_landlock)?;
+    let word = OsString::from(confinement.word());
+    Ok((confinement, word))
+}
+
+/// Under `[sandbox] require_landlock = true`, a wall the kernel does not fully enforce
+/// is refused before the command starts.
+pub(super) fn required(
+    status: &fsgate_sandbox::SandboxStatus,
+    require_landlock: bool,
+) -> Result<(), String> {
+    if require_landlock && status.enforcement != fsgate_sandbox::Enforcement::Fully {
+        return Err(format!(
+            "[sandbox] require_landlock = true, but the agent's sandbox is {status}; \
+             refusing to start the agent"
+        ));
+    }
+    Ok(())
+}
+
+/// The ruleset for a record (`agent-start`'s `agentPlan`, `run`'s `plan`): every grant
+/// with its source, the network, the sockets, and the names (never the values) of its
+/// environment.
+pub(super) fn plan_record(plan: &fsgate_sandbox::AgentPlan) -> serde_json::Value {
+    let mut value = serde_json::to_value(plan).unwrap_or_default();
+    let names: Vec<String> = plan
+        .env
+        .iter()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("envNames".into(), names.into());
+    }
+    value
+}

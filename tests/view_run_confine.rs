@@ -1,0 +1,213 @@
+//! `fsgate run --confine`: outside the workspace the command, and every process it
+//! starts, gets a confined agent's `[agent]` wall; the workspace is still the view
+//! (docs/run.md).
+
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::common::canonical_tempdir;
+use crate::common::view::{ViewWs, finished, session_of, text, view_ws};
+
+view_ws! {
+    /// A workspace with `.env` (a secret) and `a.txt`, a state dir beside it.
+    Ws
+}
+
+const SECRET: &str = "hunter2-confine-secret";
+const OUTSIDE: &str = "outside-the-workspace-text";
+
+impl Ws {
+    fn new() -> Ws {
+        let ws = ViewWs::new("fsgate-confine-ws", "fsgate-confine-state");
+        std::fs::write(ws.root.join(".env"), format!("TOKEN={SECRET}\n")).expect("write");
+        std::fs::write(ws.root.join("a.txt"), "hello\n").expect("write");
+        Ws(ws)
+    }
+
+    /// `fsgate run [--confine] ... -- sh -c SCRIPT` in the workspace.
+    fn sh(&self, confine: bool, script: &str) -> Output {
+        let mut cmd = self.fsgate_run();
+        if confine {
+            cmd.arg("--confine");
+        }
+        cmd.args(["--", "sh", "-c", script]);
+        finished(cmd)
+    }
+
+    /// The `run` record of `session`.
+    fn run_record(&self, session: &str) -> Value {
+        self.records()
+            .into_iter()
+            .find(|r| r["kind"] == "run" && r["details"]["session"] == session)
+            .expect("the run record")
+    }
+}
+
+/// A file in a directory of its own outside the workspace. No `[agent]` grant covers
+/// it: the temp dir is not granted (only the wall's own scratch dir in it is).
+fn outside_file() -> (tempfile::TempDir, std::path::PathBuf) {
+    let (dir, path) = canonical_tempdir("fsgate-confine-outside");
+    let file = path.join("notes.txt");
+    std::fs::write(&file, OUTSIDE).expect("write");
+    (dir, file)
+}
+
+#[test]
+fn view_confine_refuses_a_file_outside_the_workspace_that_run_alone_reads() {
+    let ws = Ws::new();
+    let (_dir, file) = outside_file();
+    let script = format!(
+        "cat {0}; echo cat=$?; sh -c 'cat {0}'; true",
+        file.display()
+    );
+    let open = ws.sh(false, &script);
+    assert!(
+        text(&open.stdout).contains(OUTSIDE),
+        "without --confine the command sees the system: {}",
+        text(&open.stderr)
+    );
+    let walled = ws.sh(true, &script);
+    let (stdout, stderr) = (text(&walled.stdout), text(&walled.stderr));
+    assert!(walled.status.success(), "{stdout}\n{stderr}");
+    assert!(!stdout.contains(OUTSIDE), "{stdout}");
+    assert!(stdout.contains("cat=1"), "{stdout}");
+    // The command and the shell it started: both refused by the wall.
+    let denied = format!("{}: Permission denied", file.display());
+    assert_eq!(stderr.matches(&denied).count(), 2, "{stderr}");
+    assert!(
+        stderr.contains("fsgate: command confined: landlock"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("[agent] section grants"), "{stderr}");
+}
+
+#[test]
+fn view_confine_keeps_the_workspace_governed_by_the_view() {
+    let ws = Ws::new();
+    let out = ws.sh(
+        true,
+        "cat .env; echo cat=$?; cat a.txt; echo hi > notes.txt",
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("cat=1") && stdout.contains("hello"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(".env: No such file or directory"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains(SECRET) && !stderr.contains(SECRET));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("notes.txt")).expect("notes"),
+        "hi\n"
+    );
+    let session = session_of(&out);
+    let recorded = ws.records().into_iter().any(|r| {
+        r["op"] == "write_text_file"
+            && r["path"] == "notes.txt"
+            && r["session"] == session.as_str()
+            && r["outcome"] == "ok"
+    });
+    assert!(recorded, "no write record for the run");
+    // The run record says what walls the command in: the kernel's part and the ruleset.
+    let run = ws.run_record(&session);
+    let confine = &run["details"]["confine"];
+    assert!(confine["sandbox"]["enforcement"].is_string(), "{confine}");
+    let grants = confine["plan"]["grants"].as_array().expect("grants");
+    assert!(grants.iter().any(|g| g["path"] == "/usr"), "{confine}");
+    let names = confine["plan"]["envNames"].as_array().expect("envNames");
+    assert!(names.iter().any(|n| n == "HOME"), "{confine}");
+}
+
+#[test]
+fn view_confine_gives_a_scratch_home_and_tmpdir_emptied_at_the_end() {
+    let ws = Ws::new();
+    let script = "echo home=$HOME; echo tmp=$TMPDIR; echo kept > \"$HOME/f\" && cat \"$HOME/f\"; \
+                  echo aws=${AWS_SECRET_ACCESS_KEY:-unset}";
+    let mut cmd = ws.fsgate_run();
+    cmd.arg("--confine")
+        .args(["--", "sh", "-c", script])
+        .env("AWS_SECRET_ACCESS_KEY", "not-for-the-command");
+    let out = finished(cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let home = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("home="))
+        .expect("home");
+    let scratch = std::env::temp_dir().join("fsgate-agent-");
+    assert!(
+        home.starts_with(scratch.to_string_lossy().as_ref()),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("tmp={home}\n")), "{stdout}");
+    assert!(stdout.contains("kept\n"), "HOME is not writable: {stderr}");
+    // The `[agent]` section's environment: a variable it does not name is not passed.
+    assert!(stdout.contains("aws=unset"), "{stdout}");
+    // Emptied at the end (the confined gateway may not remove the dir itself: the next
+    // start sweeps the husk).
+    let left = std::fs::read_dir(home).map_or(0, Iterator::count);
+    assert_eq!(left, 0, "the scratch dir's content outlived the run");
+}
+
+#[test]
+fn view_confine_runs_sh_and_the_system_python_on_a_script_of_the_workspace() {
+    let ws = Ws::new();
+    let (_dir, file) = outside_file();
+    let script = format!(
+        "import pathlib\npathlib.Path('py.txt').write_text(pathlib.Path('a.txt').read_text())\ntry:\n    open({:?}).read()\n    print('outside read')\nexcept PermissionError:\n    print('outside refused')\n",
+        file.display().to_string()
+    );
+    // A script of the workspace named on the command line is read through the view,
+    // not granted by the wall (a grant beneath the workspace would be refused).
+    std::fs::write(ws.root.join("job.py"), script).expect("write");
+    let mut cmd = ws.fsgate_run();
+    cmd.args(["--confine", "--", "/usr/bin/python3", "job.py"]);
+    let out = finished(cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("outside refused"), "{stdout}\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("py.txt")).expect("py.txt"),
+        "hello\n"
+    );
+    let out = ws.sh(true, "uname -s; sh -c 'echo nested'");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "Linux\nnested\n");
+    // The command line is run as typed: its records name `sh`, not a resolved path.
+    let session = session_of(&out);
+    let run = ws.run_record(&session);
+    assert_eq!(run["details"]["command"][0], "sh", "{run}");
+}
+
+/// A kernel without Landlock: `--confine` cannot be given; fsgate says so and exits 125
+/// without running the command.
+#[test]
+fn view_confine_without_landlock_the_command_is_not_run() {
+    let ws = Ws::new();
+    let marker = ws.state.join("ran");
+    let mut cmd = std::process::Command::new("/usr/bin/python3");
+    cmd.args([
+        "-c",
+        crate::view_faults::NO_LANDLOCK,
+        crate::common::bin(),
+        "run",
+    ])
+    .arg("--confine")
+    .args(ws.state_args())
+    .args(["--", "touch"])
+    .arg(&marker)
+    .current_dir(&ws.root);
+    let out = finished(cmd);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("Landlock is missing (this kernel has no Landlock"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the command was not run"), "{stderr}");
+    assert!(!marker.exists(), "the command ran without its wall");
+}
