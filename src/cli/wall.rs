@@ -89,8 +89,8 @@ pub(super) fn required(
 ) -> Result<(), String> {
     if require_landlock && status.enforcement != fsgate_sandbox::Enforcement::Fully {
         return Err(format!(
-            "[sandbox] require_landlock = true, but the agent's sandbox is {status}; \
-             refusing to start the agent"
+            "[sandbox] require_landlock = true, but the wall is {status}; refusing to \
+             start the command"
         ));
     }
     Ok(())
