@@ -7,6 +7,9 @@
 //! (each change recorded, naming the process, backed up), then its own edit tool changes
 //! `b.txt` (recorded; Claude Code's `Edit` wants a `Read` of the file first, one more
 //! call); `fsgate undo` of the run's session brings `a.txt` and `b.txt` back.
+//! Under `fsgate run --confine` the same, and one shell step more: `cat` of a file
+//! outside the workspace that the `[agent]` wall does not grant is refused, its text
+//! never sent to the model.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -24,6 +27,8 @@ use crate::common::{bin, canonical_tempdir};
 /// How long the whole run (five or six steps) may take.
 const RUN_LIMIT: Duration = Duration::from_secs(240);
 pub(super) const SECRET: &str = "fsgate-run-dotenv-secret-5081";
+/// The text of the file outside the workspace a confined agent's shell is asked for.
+const OUTSIDE: &str = "fsgate-run-outside-text-7342";
 pub(super) const TEST_APP: &str = "import unittest\n\nclass T(unittest.TestCase):\n    def test_reads_and_writes(self):\n        with open('b.txt') as f:\n            self.assertIn('two', f.read())\n        with open('result.txt', 'w') as f:\n            f.write('passed\\n')\n\nunittest.main()\n";
 /// Codex's `apply_patch` of `b.txt` (Gemini CLI offers `replace` instead).
 pub(super) const PATCH: &str =
@@ -34,6 +39,8 @@ struct Cli {
     name: &'static str,
     command: Vec<OsString>,
     env: Vec<(String, OsString)>,
+    /// Its configuration's directory (named by `env`), granted read-write when confined.
+    config: Option<PathBuf>,
     /// What the process that edits with the agent's own tool is named by (in its argv).
     editor: &'static str,
     /// The steps of its own edit of `b.txt` (given the file's path).
@@ -54,8 +61,11 @@ fn patch_or_replace(b: &Path) -> Vec<Value> {
 
 /// Codex (`codex exec`), its sandbox and approvals off (fsgate's view governs), its model
 /// a provider of its own configuration at the fake (`gpt-5.5`: a model its catalog knows,
-/// whose tools include `apply_patch`).
+/// whose tools include `apply_patch`), `CODEX_HOME` its default `~/.codex` of the
+/// test's `home`.
 fn codex(test: &str, home: &Path, stub: &str) -> Option<Cli> {
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).expect("mkdir .codex");
     let bin = installed(test, "codex/node_modules/.bin/codex")?;
     let provider = format!(
         "model_providers.fsgate-stub={{name=\"fsgate-stub\",base_url=\"{stub}/v1\",env_key=\"FSGATE_STUB_KEY\",wire_api=\"responses\"}}"
@@ -74,7 +84,7 @@ fn codex(test: &str, home: &Path, stub: &str) -> Option<Cli> {
     let mut command = vec![bin.into_os_string()];
     command.extend(args.iter().map(OsString::from));
     let env = [
-        ("CODEX_HOME", home.as_os_str()),
+        ("CODEX_HOME", codex_home.as_os_str()),
         ("FSGATE_STUB_KEY", "fsgate-test-not-a-key".as_ref()),
     ];
     Some(Cli {
@@ -84,22 +94,28 @@ fn codex(test: &str, home: &Path, stub: &str) -> Option<Cli> {
             .iter()
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect(),
+        config: Some(codex_home.clone()),
         editor: "codex",
         edit: patch_or_replace,
         edit_op: "write_text_file",
     })
 }
 
-/// Gemini CLI (`gemini -p ... --yolo`), its API key chosen in its settings.
+/// Gemini CLI (`gemini -p ... --yolo`), its API key chosen in its settings, in the
+/// `.gemini` of `GEMINI_CLI_HOME`, a directory of the test's `home` (with `GOOGLE_GEMINI_BASE_URL` set and no settings it
+/// picks the `gateway` auth type, which `-p` refuses: "Invalid auth method selected.").
 fn gemini(test: &str, home: &Path, stub: &str) -> Option<Cli> {
     let bin = installed(test, "gemini-cli/node_modules/.bin/gemini")?;
     let settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}}});
-    std::fs::create_dir_all(home.join(".gemini")).expect("mkdir .gemini");
-    std::fs::write(home.join(".gemini/settings.json"), settings.to_string()).expect("settings");
+    let gemini_home = home.join("gemini");
+    std::fs::create_dir_all(gemini_home.join(".gemini")).expect("mkdir .gemini");
+    let file = gemini_home.join(".gemini/settings.json");
+    std::fs::write(file, settings.to_string()).expect("settings");
     let env = [
         ("GOOGLE_GEMINI_BASE_URL", stub),
         ("GEMINI_API_KEY", "fsgate-test-not-a-key"),
         ("GEMINI_CLI_TRUST_WORKSPACE", "true"),
+        ("GEMINI_CLI_HOME", &gemini_home.to_string_lossy()),
     ];
     Some(Cli {
         name: "gemini-cli",
@@ -108,6 +124,7 @@ fn gemini(test: &str, home: &Path, stub: &str) -> Option<Cli> {
             .iter()
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect(),
+        config: Some(gemini_home.clone()),
         editor: "gemini",
         edit: patch_or_replace,
         edit_op: "write_text_file",
@@ -156,6 +173,7 @@ fn claude(test: &str, stub: &str, which: Claude) -> Option<Cli> {
             .iter()
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect(),
+        config: None,
         // Claude Code names its process `claude` (Node's process.title, or the binary's).
         editor: r#"comm "claude""#,
         edit: |b| {
@@ -169,17 +187,19 @@ fn claude(test: &str, stub: &str, which: Claude) -> Option<Cli> {
     })
 }
 
-/// The workspace, the run's state beside it, the agent's home, the fake.
+/// The workspace, the run's state beside it, the agent's home, the fake; confined, a
+/// file in a directory of its own outside the workspace that no `[agent]` grant covers.
 struct Setup {
     root: PathBuf,
     state: PathBuf,
     home: PathBuf,
     fake: Fake,
+    outside: Option<(TempDir, PathBuf)>,
     _dirs: (TempDir, TempDir, TempDir),
 }
 
 impl Setup {
-    fn new() -> Setup {
+    fn new(confine: bool) -> Setup {
         let (d1, root) = canonical_tempdir("fsgate-run-agent-ws");
         let (d2, state) = canonical_tempdir("fsgate-run-agent-state");
         let (d3, home) = canonical_tempdir("fsgate-run-agent-home");
@@ -193,13 +213,45 @@ impl Setup {
             std::fs::write(root.join(name), text).expect("seed workspace");
         }
         let fake = Fake::start(&state.join("model.jsonl"));
+        let outside = confine.then(|| {
+            let (dir, path) = canonical_tempdir("fsgate-run-agent-outside");
+            let file = path.join("notes.txt");
+            std::fs::write(&file, OUTSIDE).expect("write the outside file");
+            (dir, file)
+        });
         Setup {
             root,
             state,
             home,
             fake,
+            outside,
             _dirs: (d1, d2, d3),
         }
+    }
+
+    /// Confined, the default policy with `cli`'s variables added to `[agent] env` (the
+    /// wall passes the keys and base URLs the default names, not the test's own) and its
+    /// configuration's directory to `[agent] read_write`.
+    fn confine_args(&self, cli: &Cli) -> Vec<OsString> {
+        if self.outside.is_none() {
+            return Vec::new();
+        }
+        let default = std::fs::read_to_string(repo().join("policies/default.toml"))
+            .expect("policies/default.toml");
+        let names: String = cli.env.iter().map(|(k, _)| format!("\n  {k:?},")).collect();
+        let grant: String = (cli.config.iter())
+            .map(|d| format!("read_write = [{d:?}]\n"))
+            .collect();
+        let policy = default
+            .replacen("\n[agent]\n", &format!("\n[agent]\n{grant}"), 1)
+            .replacen("\nenv = [", &format!("\nenv = [{names}"), 1);
+        assert!(
+            policy.contains("\nenv = [\n  \""),
+            "no [agent] env in the default"
+        );
+        let path = self.state.join("policy.toml");
+        std::fs::write(&path, policy).expect("write the test policy");
+        vec!["--confine".into(), "--policy".into(), path.into()]
     }
 
     fn state_args(&self) -> Vec<OsString> {
@@ -222,12 +274,29 @@ impl Setup {
             shell("echo hi > notes2.txt"),
             shell("rm a.txt"),
         ];
+        if let Some((_, file)) = &self.outside {
+            steps.push(shell(&format!("cat {}", file.display())));
+        }
         steps.extend((cli.edit)(&self.root.join("b.txt")));
         steps
     }
 
     fn prompt(&self, cli: &Cli) -> String {
         format!("FSGATE-STEP {}", json!({"steps": self.steps(cli)}))
+    }
+
+    /// The agent's PATH: Node 22 first; confined, without the directories under HOME
+    /// (a pyenv shim's `python3` there is not granted by the wall: the system's runs).
+    fn path(&self) -> OsString {
+        let all = path_with_node22();
+        let Some(home) = std::env::var_os("HOME").filter(|_| self.outside.is_some()) else {
+            return all;
+        };
+        let node = repo().join(".peers");
+        let kept = std::env::split_paths(&all)
+            .filter(|p| p.starts_with(&node) || !p.starts_with(&home))
+            .collect::<Vec<_>>();
+        std::env::join_paths(kept).unwrap_or_default()
     }
 
     /// `fsgate run ... -- AGENT PROMPT` in the workspace, to its end; (status, stderr).
@@ -237,12 +306,13 @@ impl Setup {
         let out = std::fs::File::create(self.state.join("run.stdout")).expect("stdout file");
         let mut cmd = Command::new(bin());
         cmd.arg("run")
+            .args(self.confine_args(cli))
             .args(self.state_args())
             .arg("--")
             .args(&cli.command)
             .arg(self.prompt(cli))
             .current_dir(&self.root)
-            .env("PATH", path_with_node22())
+            .env("PATH", self.path())
             .env("HOME", &self.home)
             .envs(cli.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
@@ -300,7 +370,10 @@ fn governed(cli: &Cli, s: &Setup) {
     let ctx = format!("{}: fsgate run stderr:\n{stderr}", cli.name);
     assert_eq!(status, Some(0), "{ctx}");
     let session = session_of(&stderr);
-    the_model_took_every_step_and_saw_no_secret(s, s.steps(cli).len(), &ctx);
+    let results = the_model_took_every_step_and_saw_no_secret(s, s.steps(cli).len(), &ctx);
+    if let Some((_, file)) = &s.outside {
+        walled_in(s, file, &results, &stderr, &ctx);
+    }
     assert_eq!(s.file("result.txt").as_deref(), Some("passed\n"), "{ctx}");
     assert_eq!(s.file("notes2.txt").as_deref(), Some("hi\n"), "{ctx}");
     assert_eq!(s.file("a.txt"), None, "{ctx}");
@@ -360,8 +433,8 @@ fn governed(cli: &Cli, s: &Setup) {
 }
 
 /// Each step's call was made and its result sent back, the turn ended, and no request
-/// held the secret; the refused `cat` came back as a missing file.
-fn the_model_took_every_step_and_saw_no_secret(s: &Setup, steps: usize, ctx: &str) {
+/// held the secret; the refused `cat` came back as a missing file. The results, in order.
+fn the_model_took_every_step_and_saw_no_secret(s: &Setup, steps: usize, ctx: &str) -> Vec<String> {
     let reqs = s.fake.requests();
     for r in &reqs {
         let body = r["body"].as_str().unwrap_or_default();
@@ -379,9 +452,13 @@ fn the_model_took_every_step_and_saw_no_secret(s: &Setup, steps: usize, ctx: &st
     assert_eq!(calls.len(), steps, "{ctx}\ncalls: {calls:?}");
     let last = main.last().expect("a tool-loop request");
     assert_eq!(last["answer"]["text"], "FSGATE-DONE", "{ctx}");
-    let results: Vec<&str> = last["received"]
+    let results: Vec<String> = last["received"]
         .as_array()
-        .map(|a| a.iter().filter_map(|x| x["text"].as_str()).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x["text"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     assert_eq!(results.len(), steps, "{ctx}\nresults: {results:#?}");
     assert!(
@@ -392,6 +469,29 @@ fn the_model_took_every_step_and_saw_no_secret(s: &Setup, steps: usize, ctx: &st
         results[1].contains("OK"),
         "{ctx}\nthe test's output: {}",
         results[1]
+    );
+    results
+}
+
+/// Confined: the run said so, and the shell's `cat` of `file` (the step after `rm`) was
+/// refused by the wall; no request held its text.
+fn walled_in(s: &Setup, file: &Path, results: &[String], stderr: &str, ctx: &str) {
+    let denied = format!("{}: Permission denied", file.display());
+    assert!(
+        results.get(4).is_some_and(|r| r.contains(&denied)),
+        "{ctx}\nthe outside file's cat: {results:#?}"
+    );
+    for r in s.fake.requests() {
+        let body = r["body"].as_str().unwrap_or_default();
+        assert!(
+            !body.contains(OUTSIDE),
+            "{ctx}\nthe model was sent the outside file ({})",
+            r["path"]
+        );
+    }
+    assert!(
+        stderr.contains("fsgate: command confined: landlock"),
+        "{ctx}"
     );
 }
 
@@ -421,7 +521,7 @@ fn undone(s: &Setup, session: &str, ctx: &str) {
 #[test]
 fn codex_exec_under_fsgate_run_is_governed() {
     let test = "codex_exec_under_fsgate_run_is_governed";
-    let s = Setup::new();
+    let s = Setup::new(false);
     let Some(cli) = codex(test, &s.home, &s.fake.url()) else {
         return;
     };
@@ -431,7 +531,7 @@ fn codex_exec_under_fsgate_run_is_governed() {
 #[test]
 fn gemini_cli_under_fsgate_run_is_governed() {
     let test = "gemini_cli_under_fsgate_run_is_governed";
-    let s = Setup::new();
+    let s = Setup::new(false);
     let Some(cli) = gemini(test, &s.home, &s.fake.url()) else {
         return;
     };
@@ -441,7 +541,7 @@ fn gemini_cli_under_fsgate_run_is_governed() {
 #[test]
 fn claude_code_cli_under_fsgate_run_is_governed() {
     let test = "claude_code_cli_under_fsgate_run_is_governed";
-    let s = Setup::new();
+    let s = Setup::new(false);
     let Some(cli) = claude(test, &s.fake.url(), Claude::NodeCli) else {
         return;
     };
@@ -451,7 +551,47 @@ fn claude_code_cli_under_fsgate_run_is_governed() {
 #[test]
 fn claude_code_native_cli_under_fsgate_run_is_governed() {
     let test = "claude_code_native_cli_under_fsgate_run_is_governed";
-    let s = Setup::new();
+    let s = Setup::new(false);
+    let Some(cli) = claude(test, &s.fake.url(), Claude::Native) else {
+        return;
+    };
+    governed(&cli, &s);
+}
+
+#[test]
+fn codex_exec_under_fsgate_run_confine_is_governed_and_walled_in() {
+    let test = "codex_exec_under_fsgate_run_confine_is_governed_and_walled_in";
+    let s = Setup::new(true);
+    let Some(cli) = codex(test, &s.home, &s.fake.url()) else {
+        return;
+    };
+    governed(&cli, &s);
+}
+
+#[test]
+fn gemini_cli_under_fsgate_run_confine_is_governed_and_walled_in() {
+    let test = "gemini_cli_under_fsgate_run_confine_is_governed_and_walled_in";
+    let s = Setup::new(true);
+    let Some(cli) = gemini(test, &s.home, &s.fake.url()) else {
+        return;
+    };
+    governed(&cli, &s);
+}
+
+#[test]
+fn claude_code_cli_under_fsgate_run_confine_is_governed_and_walled_in() {
+    let test = "claude_code_cli_under_fsgate_run_confine_is_governed_and_walled_in";
+    let s = Setup::new(true);
+    let Some(cli) = claude(test, &s.fake.url(), Claude::NodeCli) else {
+        return;
+    };
+    governed(&cli, &s);
+}
+
+#[test]
+fn claude_code_native_cli_under_fsgate_run_confine_is_governed_and_walled_in() {
+    let test = "claude_code_native_cli_under_fsgate_run_confine_is_governed_and_walled_in";
+    let s = Setup::new(true);
     let Some(cli) = claude(test, &s.fake.url(), Claude::Native) else {
         return;
     };
