@@ -102,8 +102,9 @@ fn codex(test: &str, home: &Path, stub: &str) -> Option<Cli> {
 }
 
 /// Gemini CLI (`gemini -p ... --yolo`), its API key chosen in its settings, in the
-/// `.gemini` of `GEMINI_CLI_HOME`, a directory of the test's `home` (with `GOOGLE_GEMINI_BASE_URL` set and no settings it
-/// picks the `gateway` auth type, which `-p` refuses: "Invalid auth method selected.").
+/// `.gemini` of `GEMINI_CLI_HOME`, a directory of the test's `home` (with
+/// `GOOGLE_GEMINI_BASE_URL` set and no settings it picks the `gateway` auth type, which
+/// `-p` refuses: "Invalid auth method selected.").
 fn gemini(test: &str, home: &Path, stub: &str) -> Option<Cli> {
     let bin = installed(test, "gemini-cli/node_modules/.bin/gemini")?;
     let settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}}});
