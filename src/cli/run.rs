@@ -316,7 +316,7 @@ fn announce(roots: &[std::path::PathBuf], session: &str, confined: bool) {
         true => {
             "outside them it reaches only what the policy's [agent] section grants (its Landlock wall, with a scratch HOME and TMPDIR)"
         }
-        false => "the rest of the system it sees as it is",
+        false => "the rest of the system (your home too) it sees as it is: --confine walls it in",
     };
     fsgate_base::text::eprint_line(&format!(
         "fsgate: run {session}: the command sees {} through fsgate's view: every lookup, read and change there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; {rest}",
