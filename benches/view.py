@@ -418,6 +418,8 @@ def main():
     p.add_argument("--json")
     p.add_argument("--markdown")
     a = p.parse_args()
+    # The commands run in the workloads' directories: a relative path would miss.
+    a.fsgate = os.path.abspath(a.fsgate)
     wanted = [w for w in WORKLOADS if any(w == o or (o == "view") for o in a.only.split(","))]
     b = Bench(a)
     results = {}
