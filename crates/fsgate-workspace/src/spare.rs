@@ -105,14 +105,22 @@ pub fn want(dir: &Dir) {
     }
 }
 
-/// Makes the unnamed files [`want`]ed, on one helper thread, if a helper is free now;
-/// else they stay wanted (a spare is worth making only off every request's path: call
-/// this once a request's own syncs are done).
+/// Makes the unnamed files [`want`]ed on one helper thread: a free one now, else the
+/// next one done with its job (a spare is worth making only off every request's path:
+/// call this once a request's own syncs are done). Under load no helper may be free at
+/// the moment of asking; dropped then, the spare would wait for the next write.
 pub fn refill() {
     if wanted().is_empty() || REFILLING.swap(true, Ordering::AcqRel) {
         return;
     }
-    let offered = crate::sync_pool::offer(|| {
+    crate::sync_pool::offer_or_later(make_wanted);
+}
+
+/// Makes every spare wanted, then lets the next refill start. A want noted after the
+/// last one was taken, while `REFILLING` was still held, is taken too (its refill
+/// returned at once, seeing the flag).
+fn make_wanted() {
+    loop {
         loop {
             // The lock is not held while a spare is made.
             let next = wanted().pop();
@@ -120,9 +128,9 @@ pub fn refill() {
             make(dir, id);
         }
         REFILLING.store(false, Ordering::Release);
-    });
-    if !offered {
-        REFILLING.store(false, Ordering::Release);
+        if wanted().is_empty() || REFILLING.swap(true, Ordering::AcqRel) {
+            return;
+        }
     }
 }
 

@@ -234,12 +234,34 @@ fn spawn_helper() -> bool {
         .is_ok()
 }
 
+/// Work [`offer_or_later`] could not hand to a free helper: the next helper done with
+/// a job runs it. At most one job is kept in practice (its only caller, the spares'
+/// refill, offers one at a time), so this stays as small as that.
+static LATER: Mutex<Vec<Job>> = Mutex::new(Vec::new());
+
+/// [`offer`], or, when no helper is free now, kept for the next helper that finishes a
+/// job (never run on a request's thread, and never lost: the helpers that were busy
+/// finish).
+pub fn offer_or_later(job: impl FnOnce() + Send + 'static) {
+    if let Err(job) = try_offer(Box::new(job)) {
+        lock(&LATER).push(job);
+    }
+}
+
+fn run_later() {
+    let later = std::mem::take(&mut *lock(&LATER));
+    for job in later {
+        job();
+    }
+}
+
 fn helper_loop() {
     let mut pool = lock(&POOL);
     loop {
         if let Some(slot) = pool.queue.pop_front() {
             drop(pool);
             slot.run();
+            run_later();
             pool = lock(&POOL);
             continue;
         }
