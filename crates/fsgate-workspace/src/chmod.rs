@@ -22,6 +22,17 @@ impl Workspace {
     /// A link, a special file, or a file with several hard links (it may be a link to
     /// a file outside) is refused.
     pub fn chmod(&self, real: &RelPath, mode: u32) -> Result<(), WsError> {
+        let file = self.open_to_change_metadata(real)?;
+        file.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))?;
+        file.sync_all()?;
+        Ok(())
+    }
+
+    /// The regular file or directory `real`, opened (not `O_PATH`: fchmod and futimens
+    /// need a real descriptor) for a change of its metadata. A link, a special file, or
+    /// a file with several hard links (it may be a link to a file outside) is refused,
+    /// and so is a name that changed between the look and the open.
+    pub(crate) fn open_to_change_metadata(&self, real: &RelPath) -> Result<std::fs::File, WsError> {
         let probe = open_beneath(&self.root, real, OpenKind::Path).map_err(WsError::from_io)?;
         let meta = probe.metadata()?;
         let kind = if meta.is_dir() {
@@ -34,15 +45,12 @@ impl Workspace {
         if meta.is_file() && meta.nlink() > 1 {
             return Err(WsError::HardLink(meta.nlink()));
         }
-        // fchmod needs a descriptor that is not O_PATH; it must be the file probed.
         let file = open_beneath(&self.root, real, kind).map_err(WsError::from_io)?;
         let now = file.metadata()?;
         if (now.dev(), now.ino()) != (meta.dev(), meta.ino()) {
             return Err(WsError::Raced);
         }
-        file.set_permissions(std::fs::Permissions::from_mode(mode & 0o777))?;
-        file.sync_all()?;
-        Ok(())
+        Ok(file)
     }
 }
 

@@ -53,24 +53,7 @@ impl Workspace {
         atime: Option<i64>,
         mtime: Option<i64>,
     ) -> Result<(), WsError> {
-        let probe = open_beneath(&self.root, real, OpenKind::Path).map_err(WsError::from_io)?;
-        let meta = probe.metadata()?;
-        let kind = if meta.is_dir() {
-            OpenKind::Directory
-        } else if meta.is_file() {
-            OpenKind::ReadFile
-        } else {
-            return Err(WsError::Special("a link or special file"));
-        };
-        if meta.is_file() && meta.nlink() > 1 {
-            return Err(WsError::HardLink(meta.nlink()));
-        }
-        // futimens needs a descriptor that is not O_PATH; it must be the file probed.
-        let file = open_beneath(&self.root, real, kind).map_err(WsError::from_io)?;
-        let now = file.metadata()?;
-        if (now.dev(), now.ino()) != (meta.dev(), meta.ino()) {
-            return Err(WsError::Raced);
-        }
+        let file = self.open_to_change_metadata(real)?;
         let mut times = FileTimes::new();
         if let Some(a) = atime {
             times = times.set_accessed(system_time(a));
