@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::common::view::{DEADLINE, ViewWs, ask_policy, text, waited};
+use crate::common::view::{DEADLINE, SYSTEM_PATH, ViewWs, ask_policy, text, waited};
 use crate::common::{bin, canonical_tempdir};
 
 /// A workspace whose `asked.txt` an ask rule guards for reading, a state directory
@@ -61,6 +61,7 @@ impl Ws {
             .arg("--policy")
             .arg(self.state.join("policy.toml"))
             .args(["--", "python3", "-c", script])
+            .env("PATH", SYSTEM_PATH)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -91,8 +91,15 @@ impl Ws {
         Ws(ws)
     }
 
-    /// `fsgate run` of `python3 -c PRELUDE+script` as `user`, in the workspace.
+    /// `fsgate run --no-confine` of `python3 -c PRELUDE+script` as `user`, in the
+    /// workspace. Without the wall outside the workspace (the default), the command keeps
+    /// every capability in its user namespace: what the view alone must withstand.
     fn command(&self, user: User, script: &str) -> Command {
+        self.command_in(user, script, false)
+    }
+
+    /// As [`command`](Self::command), inside the default wall if `walled`.
+    fn command_in(&self, user: User, script: &str, walled: bool) -> Command {
         let mut cmd = if user == User::Nobody {
             let mut c = Command::new("setpriv");
             c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin()]);
@@ -107,6 +114,7 @@ impl Ws {
             .arg(self.log())
             .arg("--backup-dir")
             .arg(self.backups())
+            .args((!walled).then_some("--no-confine"))
             .args(["--", "/usr/bin/python3", "-c"])
             .arg(format!("{PRELUDE}{script}"))
             .env("HOME", &self.state)
@@ -564,21 +572,23 @@ read('dev-read-own-ns', dev)
 
 /// TIOCSTI (and TIOCLINUX) on the terminal the command was given: a character pushed
 /// into the terminal's input would be read by the shell that started fsgate, after the
-/// run, outside the view. Refused (EPERM), and nothing reaches the terminal's input.
+/// run, outside the view. Refused (EPERM), and nothing reaches the terminal's input, with
+/// and without the wall (`/dev/tty` cannot be opened inside it: the ioctls are tried on
+/// standard input, the same terminal).
 #[test]
 fn view_attack_tiocsti_on_the_terminal_is_refused() {
     use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
     use std::io::Read;
     let script = r#"
 import fcntl, termios
-fd = os.open('/dev/tty', os.O_RDWR)
+fd = 0
 def sti():
     for c in b'echo INJ' + b'ECTED\n':
         fcntl.ioctl(fd, termios.TIOCSTI, bytes([c]))
 call('tiocsti', sti)
 call('tioclinux', lambda: fcntl.ioctl(fd, 0x541C, bytes([11])))
 "#;
-    for user in BOTH {
+    for (user, walled) in BOTH.iter().flat_map(|&u| [(u, false), (u, true)]) {
         let ws = Ws::new(user);
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
         grantpt(&master).expect("grantpt");
@@ -594,7 +604,7 @@ call('tioclinux', lambda: fcntl.ioctl(fd, 0x541C, bytes([11])))
             .open(&name)
             .expect("open the terminal");
         let _fuse = (user == User::Nobody).then(DesktopFuse::ensure);
-        let inner = ws.command(user, script);
+        let inner = ws.command_in(user, script, walled);
         let mut cmd = Command::new("setsid");
         cmd.arg("--ctty")
             .arg(inner.get_program())
@@ -609,7 +619,7 @@ call('tioclinux', lambda: fcntl.ioctl(fd, 0x541C, bytes([11])))
         assert_eq!(
             stdout,
             "tiocsti EPERM\ntioclinux EPERM\n",
-            "{user:?}: {}",
+            "{user:?} walled {walled}: {}",
             text(&out.stderr)
         );
         // What is left on the terminal: anything pushed into its input is echoed there.
@@ -618,7 +628,7 @@ call('tioclinux', lambda: fcntl.ioctl(fd, 0x541C, bytes([11])))
         let _ = std::fs::File::from(master).read_to_end(&mut echoed);
         assert!(
             !text(&echoed).contains("INJECTED"),
-            "{user:?}: injected into the terminal: {}",
+            "{user:?} walled {walled}: injected into the terminal: {}",
             text(&echoed)
         );
     }

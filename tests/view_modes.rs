@@ -23,6 +23,12 @@ impl Ws {
         self.sh_under(Some(&git_policy()), &format!("umask 022\n{script}"))
     }
 
+    /// As [`sh`](Self::sh), `--no-confine`: as root, with the capabilities the wall takes
+    /// (its seccomp filter refuses chown and set-id bits before the view sees them).
+    fn sh_root(&self, script: &str) -> Output {
+        self.sh_unwalled(Some(&git_policy()), &format!("umask 022\n{script}"))
+    }
+
     fn mode(&self, name: &str) -> u32 {
         let meta = std::fs::metadata(self.root.join(name)).expect("stat");
         meta.permissions().mode() & 0o7777
@@ -74,7 +80,8 @@ fn view_chmod_is_recorded_and_undone_and_a_set_id_bit_is_refused_with_eperm() {
     let ws = Ws::new();
     std::fs::write(ws.root.join("tool.sh"), "#!/bin/sh\necho tool\n").expect("write");
     ws.set_mode("tool.sh", 0o644);
-    let out = ws.sh("chmod +x tool.sh && ./tool.sh
+    let out = ws.sh_root(
+        "chmod +x tool.sh && ./tool.sh
          python3 -c \"
 import os
 for mode in (0o4755, 0o2755, 0o1755):
@@ -83,7 +90,8 @@ for mode in (0o4755, 0o2755, 0o1755):
         print('set', oct(mode))
     except OSError as e:
         print('errno', e.errno)
-\"");
+\"",
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout),
@@ -125,8 +133,9 @@ fn view_a_hard_link_is_refused_with_eperm_and_callers_copy_instead() {
     std::fs::write(ws.root.join("a.txt"), "hello\n").expect("write");
     std::fs::create_dir(ws.root.join("pkg")).expect("mkdir");
     std::fs::write(ws.root.join("pkg/index.js"), "module.exports = 1;\n").expect("write");
-    // Python's and node's link, each falling back to a copy on EPERM as npm does.
-    let out = ws.sh(
+    // Python's and node's link, each falling back to a copy on EPERM as npm does;
+    // `cp -a` as root keeps the owner (a chown, refused by the wall).
+    let out = ws.sh_root(
         "python3 -c \"
 import errno, os, shutil
 try:

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::view::{ViewWs, finished, give_to_nobody, session_of, text, view_ws};
+use crate::common::view::{
+    SYSTEM_PATH, ViewWs, finished, give_to_nobody, session_of, text, view_ws,
+};
 use crate::common::{DesktopFuse, bin, canonical_tempdir};
 
 view_ws! {
@@ -266,21 +268,15 @@ fn view_git_init_add_and_commit_work_where_the_policy_lets_git_in() {
         .arg("--policy")
         .arg(&policy_file)
         .args(["--", "sh", "-c"])
+        // The wall passes no variable of ours: the identity is set inside.
         .arg(
-            "git init -q . && git add a.txt && git commit -qm first && \
+            "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@example.com \
+             GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@example.com && \
+             git init -q . && git add a.txt && git commit -qm first && \
              echo more >> a.txt && git commit -qam second && git status --short && \
              git log --format=%s",
         )
         .current_dir(&ws.root);
-    for (k, v) in [
-        ("GIT_AUTHOR_NAME", "a"),
-        ("GIT_AUTHOR_EMAIL", "a@example.com"),
-        ("GIT_COMMITTER_NAME", "a"),
-        ("GIT_COMMITTER_EMAIL", "a@example.com"),
-        ("GIT_CONFIG_GLOBAL", "/dev/null"),
-    ] {
-        cmd.env(k, v);
-    }
     let out = finished(cmd);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
@@ -552,6 +548,7 @@ fn view_a_write_the_policy_refuses_fails_at_open() {
         .arg("--policy")
         .arg(&policy)
         .args(["--", "python3", "-c", script])
+        .env("PATH", SYSTEM_PATH)
         .current_dir(&ws.root);
     let out = finished(cmd);
     assert_eq!(text(&out.stdout), "refused True\n", "{}", text(&out.stderr));
@@ -613,16 +610,13 @@ fn view_a_user_who_is_not_root_gets_the_view_in_a_user_namespace() {
 #[test]
 fn view_killing_fsgate_ends_the_commands_tree() {
     let ws = Ws::new();
-    let (_dir, out_dir) = canonical_tempdir("fsgate-view-pids");
-    let pids = out_dir.join("pids");
+    // Written through the view: the wall lets the command write nowhere else we can see.
+    let pids = ws.root.join("pids");
     let mut cmd = Command::new(bin());
     cmd.arg("run")
         .args(ws.state_args())
         .args(["--", "sh", "-c"])
-        .arg(format!(
-            "sleep 60 & echo $$ $! > {}.tmp && mv {0}.tmp {0}; wait",
-            pids.display()
-        ))
+        .arg("sleep 60 & echo $$ $! > pids.tmp && mv pids.tmp pids; wait")
         .current_dir(&ws.root)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -730,6 +724,7 @@ fn view_ctrl_c_at_a_terminal_reaches_the_command_once() {
         .args(["--ctty", bin(), "run"])
         .args(ws.state_args())
         .args(["--", "python3", "-c", script])
+        .env("PATH", SYSTEM_PATH)
         .current_dir(&ws.root)
         .stdin(Stdio::from(slave))
         .stdout(Stdio::piped())

@@ -1,6 +1,6 @@
-//! `fsgate run --confine`: outside the workspace the command, and every process it
-//! starts, gets a confined agent's `[agent]` wall; the workspace is still the view
-//! (docs/run.md).
+//! `fsgate run`'s wall (the default; `--no-confine` lifts it): outside the workspace
+//! the command, and every process it starts, gets a confined agent's `[agent]` wall; the
+//! workspace is still the view (docs/run.md).
 
 use std::process::Output;
 
@@ -25,11 +25,12 @@ impl Ws {
         Ws(ws)
     }
 
-    /// `fsgate run [--confine] ... -- sh -c SCRIPT` in the workspace.
-    fn sh(&self, confine: bool, script: &str) -> Output {
+    /// `fsgate run [--no-confine] ... -- sh -c SCRIPT` in the workspace (walled: the
+    /// default, without the option).
+    fn sh(&self, walled: bool, script: &str) -> Output {
         let mut cmd = self.fsgate_run();
-        if confine {
-            cmd.arg("--confine");
+        if !walled {
+            cmd.arg("--no-confine");
         }
         cmd.args(["--", "sh", "-c", script]);
         finished(cmd)
@@ -64,7 +65,7 @@ fn view_confine_refuses_a_file_outside_the_workspace_that_run_alone_reads() {
     let open = ws.sh(false, &script);
     assert!(
         text(&open.stdout).contains(OUTSIDE),
-        "without --confine the command sees the system: {}",
+        "with --no-confine the command sees the system: {}",
         text(&open.stderr)
     );
     let walled = ws.sh(true, &script);
@@ -128,6 +129,7 @@ fn view_confine_gives_a_scratch_home_and_tmpdir_emptied_at_the_end() {
     let script = "echo home=$HOME; echo tmp=$TMPDIR; echo kept > \"$HOME/f\" && cat \"$HOME/f\"; \
                   echo aws=${AWS_SECRET_ACCESS_KEY:-unset}";
     let mut cmd = ws.fsgate_run();
+    // `--confine` names the default: accepted, as command lines written before it was.
     cmd.arg("--confine")
         .args(["--", "sh", "-c", script])
         .env("AWS_SECRET_ACCESS_KEY", "not-for-the-command");
@@ -165,7 +167,7 @@ fn view_confine_runs_sh_and_the_system_python_on_a_script_of_the_workspace() {
     // not granted by the wall (a grant beneath the workspace would be refused).
     std::fs::write(ws.root.join("job.py"), script).expect("write");
     let mut cmd = ws.fsgate_run();
-    cmd.args(["--confine", "--", "/usr/bin/python3", "job.py"]);
+    cmd.args(["--", "/usr/bin/python3", "job.py"]);
     let out = finished(cmd);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -183,7 +185,7 @@ fn view_confine_runs_sh_and_the_system_python_on_a_script_of_the_workspace() {
     assert_eq!(run["details"]["command"][0], "sh", "{run}");
 }
 
-/// A kernel without Landlock: `--confine` cannot be given; fsgate says so and exits 125
+/// A kernel without Landlock: the wall cannot be built; fsgate says so and exits 125
 /// without running the command.
 #[test]
 fn view_confine_without_landlock_the_command_is_not_run() {
@@ -196,7 +198,6 @@ fn view_confine_without_landlock_the_command_is_not_run() {
         crate::common::bin(),
         "run",
     ])
-    .arg("--confine")
     .args(ws.state_args())
     .args(["--", "touch"])
     .arg(&marker)
@@ -210,4 +211,19 @@ fn view_confine_without_landlock_the_command_is_not_run() {
     );
     assert!(stderr.contains("the command was not run"), "{stderr}");
     assert!(!marker.exists(), "the command ran without its wall");
+}
+
+/// `--confine` and `--no-confine` together: a usage error (exit 2), nothing run.
+#[test]
+fn view_confine_and_no_confine_together_are_refused() {
+    let ws = Ws::new();
+    let marker = ws.state.join("ran");
+    let mut cmd = ws.fsgate_run();
+    cmd.args(["--confine", "--no-confine", "--", "touch"])
+        .arg(&marker);
+    let out = finished(cmd);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
+    assert!(!marker.exists(), "the command ran");
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::common::view::{finished, give_to_nobody, read_records, text};
+use crate::common::view::{SYSTEM_PATH, finished, give_to_nobody, read_records, text};
 use crate::common::{bin, canonical_tempdir};
 
 const SECRET_APP: &str = "hunter2-several-app";
@@ -64,17 +64,22 @@ impl Two {
 
     /// `fsgate run ... -- sh -c SCRIPT` started in `app`, with `$LIB` the other root.
     fn sh(&self, script: &str) -> Output {
-        self.run(&["sh", "-c", script])
+        self.run(&["sh", "-c", &self.with_lib(script)])
     }
 
-    /// `fsgate run ... -- COMMAND` started in `app`, with `$LIB` the other root.
+    /// `SCRIPT` with `$LIB` set first: the wall passes the command no variable of ours.
+    fn with_lib(&self, script: &str) -> String {
+        format!("LIB='{}'; export LIB; {script}", self.lib.display())
+    }
+
+    /// `fsgate run ... -- COMMAND` started in `app`, with the system's `PATH`.
     fn run(&self, command: &[&str]) -> Output {
         let mut cmd = Command::new(bin());
         cmd.arg("run")
             .args(self.args())
             .arg("--")
             .args(command)
-            .env("LIB", &self.lib)
+            .env("PATH", SYSTEM_PATH)
             .current_dir(&self.app);
         finished(cmd)
     }
@@ -209,11 +214,13 @@ fn view_several_each_workspace_is_a_view_read_written_recorded_and_undone() {
 #[test]
 fn view_several_a_rename_or_link_across_workspaces_is_exdev_and_changes_nothing() {
     let two = Two::new();
+    let lib = format!("LIB = '{}'", two.lib.display());
     let py = [
         "import os, errno",
+        &lib,
         "for f in (os.rename, os.link):",
         "    try:",
-        "        f('a.txt', os.environ['LIB'] + '/moved.txt'); print(f.__name__, 'ok')",
+        "        f('a.txt', LIB + '/moved.txt'); print(f.__name__, 'ok')",
         "    except OSError as e:",
         "        print(f.__name__, errno.errorcode[e.errno])",
     ]
@@ -324,9 +331,10 @@ fn view_several_a_user_who_is_not_root_gets_a_view_of_each() {
     ])
     .args(two.args())
     .args(["--", "sh", "-c"])
-    .arg("cat \"$LIB/.env\"; echo lib-env=$?; cat \"$LIB/a.txt\"; echo hi > \"$LIB/n.txt\"; id -u")
+    .arg(two.with_lib(
+        "cat \"$LIB/.env\"; echo lib-env=$?; cat \"$LIB/a.txt\"; echo hi > \"$LIB/n.txt\"; id -u",
+    ))
     .env("HOME", &two.state)
-    .env("LIB", &two.lib)
     .current_dir(&two.app);
     let out = finished(cmd);
     let stdout = text(&out.stdout);

@@ -34,9 +34,11 @@ pub(super) enum Command {
     /// hides does not exist there, every read and change is decided by the policy and
     /// recorded, a change is backed up first, and a write the policy refuses fails with
     /// EACCES (at open for its path, at close for its content). fsgate's audit log,
-    /// backups and policy are hidden from COMMAND. Needs /dev/fuse and mount namespaces;
-    /// without them fsgate says what is missing and exits 125 without running COMMAND.
-    /// See docs/run.md.
+    /// backups and policy are hidden from COMMAND. Outside the workspaces COMMAND is
+    /// walled in as a confined agent is (the policy's `[agent]` section: system paths,
+    /// a scratch HOME and TMPDIR, the variables it names); `--no-confine` lifts that
+    /// wall. Needs /dev/fuse, mount namespaces and Landlock; without them fsgate says
+    /// what is missing and exits 125 without running COMMAND. See docs/run.md.
     ///
     /// Exit status: COMMAND's own (128 + N if signal N ended it).
     ///

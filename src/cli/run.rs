@@ -34,12 +34,17 @@ a warning. See docs/run.md and docs/workspaces.md.";
 pub(super) struct RunArgs {
     #[command(flatten)]
     common: GatewayArgs,
-    /// Wall the command in outside the workspaces as `fsgate acp --confine-agent` walls
-    /// its agent: the policy's `[agent]` section (its Landlock ruleset, environment and
-    /// network), a scratch HOME and TMPDIR, no capabilities. Without it, the command
-    /// sees the rest of the system as it is. See docs/run.md.
-    #[arg(long)]
+    /// The default, kept so command lines that name it still work: outside the
+    /// workspaces the command is walled in as `fsgate acp --confine-agent` walls its
+    /// agent (the policy's `[agent]` section: its Landlock ruleset, environment and
+    /// network; a scratch HOME and TMPDIR; no capabilities). See docs/run.md.
+    #[arg(long, conflicts_with = "no_confine")]
     confine: bool,
+    /// No wall outside the workspaces: the command sees the rest of the system (your
+    /// home, its credentials, /tmp) as it is, and its own environment. The workspaces
+    /// are still seen only through the view, and fsgate's own files stay hidden.
+    #[arg(long)]
+    no_confine: bool,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -68,12 +73,15 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         Err(e) => return no_view(&e),
     };
     let policy_file = args.common.policy.as_deref();
-    let confine = args
-        .confine
-        .then(|| RunWall::prepare(&mut opened, policy_file, &args.command));
+    let confine =
+        (!args.no_confine).then(|| RunWall::prepare(&mut opened, policy_file, &args.command));
     let mut wall = match confine.transpose() {
         Ok(w) => w,
-        Err(e) => return no_view(&format!("--confine: {e}")),
+        Err(e) => {
+            return no_view(&format!(
+                "the command's wall: {e} (--no-confine runs it without)"
+            ));
+        }
     };
     let roots = view_host::roots(&opened.gateway);
     let session = view_host::session_id("run");
@@ -216,7 +224,7 @@ struct Run<'a> {
     session: String,
     /// Where `ask` rules' questions wait for `fsgate asks`.
     asks: Option<Arc<fsgate_view::asks::Asks>>,
-    /// The `[agent]` wall around the command (`--confine`).
+    /// The `[agent]` wall around the command (None under `--no-confine`).
     wall: Option<&'a RunWall>,
 }
 
@@ -314,9 +322,11 @@ fn announce(roots: &[std::path::PathBuf], session: &str, confined: bool) {
     let shown: Vec<String> = roots.iter().map(|r| EscPath(r).to_string()).collect();
     let rest = match confined {
         true => {
-            "outside them it reaches only what the policy's [agent] section grants (its Landlock wall, with a scratch HOME and TMPDIR)"
+            "outside them it reaches only what the policy's [agent] section grants (its Landlock wall, with a scratch HOME and TMPDIR; --no-confine lifts it)"
         }
-        false => "the rest of the system (your home too) it sees as it is: --confine walls it in",
+        false => {
+            "the rest of the system (your home too) it sees as it is (--no-confine): without that option it is walled in"
+        }
     };
     fsgate_base::text::eprint_line(&format!(
         "fsgate: run {session}: the command sees {} through fsgate's view: every lookup, read and change there is decided by the policy and recorded; fsgate's audit log, backups and policy are hidden from it; {rest}",

@@ -1,5 +1,5 @@
-//! `fsgate run --confine`: outside the workspaces, the command and every process it
-//! starts get the wall a confined ACP agent gets (src/cli/wall.rs): the `[agent]`
+//! `fsgate run`'s wall (the default; `--no-confine` lifts it): outside the workspaces,
+//! the command and every process it starts get the wall a confined ACP agent gets (src/cli/wall.rs): the `[agent]`
 //! section's Landlock ruleset, environment and network, a scratch HOME and TMPDIR, no
 //! capabilities, its seccomp filters. The ruleset is built here, before the view
 //! exists, and completed with each view's root by the command's start inside the view
@@ -41,7 +41,7 @@ impl RunWall {
         let (confinement, word) = wall::for_view(&wall.plan, require)?;
         if confinement.status().enforcement == fsgate_sandbox::Enforcement::Not {
             return Err(format!(
-                "Landlock is missing ({}): fsgate run --confine walls the command in with it",
+                "Landlock is missing ({}): fsgate run walls the command in with it (--no-confine runs it without)",
                 confinement.status()
             ));
         }

@@ -1,7 +1,7 @@
 //! The policy's `[agent]` wall, as `fsgate acp --confine-agent` gives its agent and
-//! `fsgate run --confine` its command: a private scratch dir (HOME and TMPDIR), the
-//! section's ruleset and environment, the program's own installation if discovered, and
-//! what the `agent-start` and `run` records say of it. See docs/run.md.
+//! `fsgate run` its command (unless `--no-confine`): a private scratch dir (HOME and
+//! TMPDIR), the section's ruleset and environment, the program's own installation if
+//! discovered, and what the `agent-start` and `run` records say of it. See docs/run.md.
 
 mod plan;
 mod scratch;

@@ -7,9 +7,10 @@
 //! (each change recorded, naming the process, backed up), then its own edit tool changes
 //! `b.txt` (recorded; Claude Code's `Edit` wants a `Read` of the file first, one more
 //! call); `fsgate undo` of the run's session brings `a.txt` and `b.txt` back.
-//! Under `fsgate run --confine` the same, and one shell step more: `cat` of a file
-//! outside the workspace that the `[agent]` wall does not grant is refused, its text
-//! never sent to the model.
+//! Under `fsgate run --no-confine` (no wall outside the workspace) that is all; under
+//! the default wall the same, and one shell step more: `cat` of a file outside the
+//! workspace that the `[agent]` wall does not grant is refused, its text never sent to
+//! the model.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -230,12 +231,13 @@ impl Setup {
         }
     }
 
-    /// Confined, the default policy with `cli`'s variables added to `[agent] env` (the
-    /// wall passes the keys and base URLs the default names, not the test's own) and its
-    /// configuration's directory to `[agent] read_write`.
+    /// Walled (the default), the default policy with `cli`'s variables added to `[agent]
+    /// env` (the wall passes the keys and base URLs the default names, not the test's
+    /// own) and its configuration's directory to `[agent] read_write`; else
+    /// `--no-confine`.
     fn confine_args(&self, cli: &Cli) -> Vec<OsString> {
         if self.outside.is_none() {
-            return Vec::new();
+            return vec!["--no-confine".into()];
         }
         let default = std::fs::read_to_string(repo().join("policies/default.toml"))
             .expect("policies/default.toml");
@@ -252,7 +254,7 @@ impl Setup {
         );
         let path = self.state.join("policy.toml");
         std::fs::write(&path, policy).expect("write the test policy");
-        vec!["--confine".into(), "--policy".into(), path.into()]
+        vec!["--policy".into(), path.into()]
     }
 
     fn state_args(&self) -> Vec<OsString> {
@@ -520,8 +522,8 @@ fn undone(s: &Setup, session: &str, ctx: &str) {
 }
 
 #[test]
-fn codex_exec_under_fsgate_run_is_governed() {
-    let test = "codex_exec_under_fsgate_run_is_governed";
+fn codex_exec_under_fsgate_run_no_confine_is_governed() {
+    let test = "codex_exec_under_fsgate_run_no_confine_is_governed";
     let s = Setup::new(false);
     let Some(cli) = codex(test, &s.home, &s.fake.url()) else {
         return;
@@ -530,8 +532,8 @@ fn codex_exec_under_fsgate_run_is_governed() {
 }
 
 #[test]
-fn gemini_cli_under_fsgate_run_is_governed() {
-    let test = "gemini_cli_under_fsgate_run_is_governed";
+fn gemini_cli_under_fsgate_run_no_confine_is_governed() {
+    let test = "gemini_cli_under_fsgate_run_no_confine_is_governed";
     let s = Setup::new(false);
     let Some(cli) = gemini(test, &s.home, &s.fake.url()) else {
         return;
@@ -540,8 +542,8 @@ fn gemini_cli_under_fsgate_run_is_governed() {
 }
 
 #[test]
-fn claude_code_cli_under_fsgate_run_is_governed() {
-    let test = "claude_code_cli_under_fsgate_run_is_governed";
+fn claude_code_cli_under_fsgate_run_no_confine_is_governed() {
+    let test = "claude_code_cli_under_fsgate_run_no_confine_is_governed";
     let s = Setup::new(false);
     let Some(cli) = claude(test, &s.fake.url(), Claude::NodeCli) else {
         return;
@@ -550,8 +552,8 @@ fn claude_code_cli_under_fsgate_run_is_governed() {
 }
 
 #[test]
-fn claude_code_native_cli_under_fsgate_run_is_governed() {
-    let test = "claude_code_native_cli_under_fsgate_run_is_governed";
+fn claude_code_native_cli_under_fsgate_run_no_confine_is_governed() {
+    let test = "claude_code_native_cli_under_fsgate_run_no_confine_is_governed";
     let s = Setup::new(false);
     let Some(cli) = claude(test, &s.fake.url(), Claude::Native) else {
         return;
@@ -560,8 +562,8 @@ fn claude_code_native_cli_under_fsgate_run_is_governed() {
 }
 
 #[test]
-fn codex_exec_under_fsgate_run_confine_is_governed_and_walled_in() {
-    let test = "codex_exec_under_fsgate_run_confine_is_governed_and_walled_in";
+fn codex_exec_under_fsgate_run_is_governed_and_walled_in() {
+    let test = "codex_exec_under_fsgate_run_is_governed_and_walled_in";
     let s = Setup::new(true);
     let Some(cli) = codex(test, &s.home, &s.fake.url()) else {
         return;
@@ -570,8 +572,8 @@ fn codex_exec_under_fsgate_run_confine_is_governed_and_walled_in() {
 }
 
 #[test]
-fn gemini_cli_under_fsgate_run_confine_is_governed_and_walled_in() {
-    let test = "gemini_cli_under_fsgate_run_confine_is_governed_and_walled_in";
+fn gemini_cli_under_fsgate_run_is_governed_and_walled_in() {
+    let test = "gemini_cli_under_fsgate_run_is_governed_and_walled_in";
     let s = Setup::new(true);
     let Some(cli) = gemini(test, &s.home, &s.fake.url()) else {
         return;
@@ -580,8 +582,8 @@ fn gemini_cli_under_fsgate_run_confine_is_governed_and_walled_in() {
 }
 
 #[test]
-fn claude_code_cli_under_fsgate_run_confine_is_governed_and_walled_in() {
-    let test = "claude_code_cli_under_fsgate_run_confine_is_governed_and_walled_in";
+fn claude_code_cli_under_fsgate_run_is_governed_and_walled_in() {
+    let test = "claude_code_cli_under_fsgate_run_is_governed_and_walled_in";
     let s = Setup::new(true);
     let Some(cli) = claude(test, &s.fake.url(), Claude::NodeCli) else {
         return;
@@ -590,8 +592,8 @@ fn claude_code_cli_under_fsgate_run_confine_is_governed_and_walled_in() {
 }
 
 #[test]
-fn claude_code_native_cli_under_fsgate_run_confine_is_governed_and_walled_in() {
-    let test = "claude_code_native_cli_under_fsgate_run_confine_is_governed_and_walled_in";
+fn claude_code_native_cli_under_fsgate_run_is_governed_and_walled_in() {
+    let test = "claude_code_native_cli_under_fsgate_run_is_governed_and_walled_in";
     let s = Setup::new(true);
     let Some(cli) = claude(test, &s.fake.url(), Claude::Native) else {
         return;

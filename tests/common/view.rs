@@ -14,6 +14,11 @@ use super::{bin, canonical_tempdir};
 /// How long a command may take by default before it is killed and the test fails.
 pub const DEADLINE: Duration = Duration::from_secs(120);
 
+/// The `PATH` of a command run under `fsgate run`'s default wall: the system's own
+/// programs (`/usr/bin/python3`), which the wall grants, not a version manager's shims
+/// under HOME (pyenv's), which it does not.
+pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
 /// A git identity and no global configuration, for git on the host and through the view.
 pub const IDENTITY: [(&str, &str); 5] = [
     ("GIT_AUTHOR_NAME", "a"),
@@ -119,32 +124,47 @@ impl ViewWs {
         read_records(&self.log())
     }
 
-    /// `fsgate run --workspace ROOT --audit-log LOG --backup-dir BACKUPS`, in the workspace:
+    /// `fsgate run --workspace ROOT --audit-log LOG --backup-dir BACKUPS`, in the workspace
+    /// with [`SYSTEM_PATH`]:
     /// the command to run follows.
     pub fn fsgate_run(&self) -> Command {
         let mut cmd = Command::new(bin());
         cmd.arg("run")
             .args(self.state_args())
+            .env("PATH", SYSTEM_PATH)
             .current_dir(&self.root);
         cmd
     }
 
     /// `fsgate run [--policy POLICY] ... -- sh -c SCRIPT` in the workspace, with [`IDENTITY`]
-    /// (None: the default policy).
+    /// and [`SYSTEM_PATH`] (None: the default policy), inside the default wall (which
+    /// passes the command none of these variables but `PATH`).
     pub fn sh_under(&self, policy: Option<&Path>, script: &str) -> Output {
+        self.sh_with(policy, script, true)
+    }
+
+    /// As [`sh_under`](Self::sh_under), `--no-confine`: outside the workspace the
+    /// command has what it was given (root's capabilities, for `chown` and set-id
+    /// bits, which the wall refuses before a request reaches the view).
+    pub fn sh_unwalled(&self, policy: Option<&Path>, script: &str) -> Output {
+        self.sh_with(policy, script, false)
+    }
+
+    fn sh_with(&self, policy: Option<&Path>, script: &str, walled: bool) -> Output {
         let mut cmd = Command::new(bin());
         cmd.arg("run");
         if let Some(p) = policy {
             cmd.arg("--policy").arg(p);
         }
         cmd.args(self.state_args())
+            .args((!walled).then_some("--no-confine"))
             .args(["--", "sh", "-c", script])
+            .env("PATH", SYSTEM_PATH)
             .current_dir(&self.root)
             .envs(IDENTITY);
         finished(cmd)
     }
 
-    /// `fsgate undo --session SESSION`, which must succeed; its table.
     pub fn undo(&self, session: &str) -> String {
         let mut undo = Command::new(bin());
         undo.arg("undo")

@@ -99,7 +99,7 @@ impl ViewConfinement {
 
 impl ViewConfinement {
     /// Sets only the environment of `plan` on `cmd` (the view's child): for a command
-    /// that keeps the session and terminal it was given (`fsgate run --confine`; the
+    /// that keeps the session and terminal it was given (`fsgate run`'s wall; the
     /// view's child ties it to the gateway, and its seccomp filter refuses TIOCSTI).
     pub fn install_env(&mut self, cmd: &mut Command, plan: &AgentPlan) {
         self.setup = None;

@@ -1,5 +1,5 @@
 //! The wall's ruleset: what the policy's `[agent]` section grants, and what a confined
-//! agent (or `fsgate run --confine`'s command) may never reach.
+//! agent (or `fsgate run`'s walled command) may never reach.
 
 use std::path::PathBuf;
 
