@@ -169,14 +169,15 @@ fn make(dir: Dir, id: (u64, u64)) {
     drop(evicted);
 }
 
-/// Takes out the spares of directories removed since (they would never be used).
+/// Takes out the spares of directories removed since (they would never be used), in
+/// place: the list's own buffer is never given up, and nothing is allocated unless a
+/// spare goes.
 fn prune_removed() -> Vec<Spare> {
     let mut kept = spares();
-    let (gone, alive) = std::mem::take(&mut *kept)
-        .into_iter()
-        .partition(|s| rustix::fs::fstat(&s._dir).map_or(true, |st| st.st_nlink == 0));
-    *kept = alive;
-    gone
+    kept.extract_if(.., |s| {
+        rustix::fs::fstat(&s._dir).map_or(true, |st| st.st_nlink == 0)
+    })
+    .collect()
 }
 
 /// Devices whose filesystem has no unnamed files: no spare is asked for there again.
