@@ -13,6 +13,8 @@
 #                               # processes at once, the gateway's RSS under `find`, the
 #                               # audit bytes of a walk; --only view_grep,view_rm: those
 #                               # (--quick: 2,000 files, 20,000 for find, 2 repetitions)
+#                               # With libfuse3-dev installed, the read-only ones are also
+#                               # timed through libfuse's passthrough example (FUSE alone).
 #
 # Run as root: each write workload (fsgate's, the reference's, their floors and the bare
 # calls) then gets an ext4 filesystem made for it on a loop device (a sparse image on the
@@ -53,8 +55,19 @@ if [ "${MODE[*]}" != "${MODE[*]#*--only view}" ]; then
   WORK=$(mktemp -d -t fsgate-view-bench.XXXXXX)
   trap 'rm -rf "$WORK"' EXIT
   mkdir -p "$OUT"
+  # FUSE alone, for the read-only workloads: libfuse's own passthrough example server,
+  # built from the source libfuse3-dev ships (apt-get install libfuse3-dev pkg-config).
+  FLOOR=()
+  FLOOR_SRC=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c
+  if [ -f "$FLOOR_SRC" ] && pkg-config --exists fuse3; then
+    gcc -O2 -I"$(dirname "$FLOOR_SRC")" "$FLOOR_SRC" $(pkg-config --cflags --libs fuse3) \
+      -o "$TARGET/passthrough_ll"
+    FLOOR=(--fuse-floor "$TARGET/passthrough_ll")
+  else
+    echo "bench: no FUSE floor timed (apt-get install libfuse3-dev pkg-config for one)" >&2
+  fi
   python3 benches/view.py --fsgate "$TARGET/release/fsgate" --work "$WORK" \
-    --only "$ONLY" "${SIZES[@]}" --json "$OUT/view.json" --markdown "$OUT/view.md"
+    --only "$ONLY" "${SIZES[@]}" "${FLOOR[@]}" --json "$OUT/view.json" --markdown "$OUT/view.md"
   exit
 fi
 

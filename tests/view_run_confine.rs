@@ -227,3 +227,52 @@ fn view_confine_and_no_confine_together_are_refused() {
     assert!(stderr.contains("cannot be used with"), "{stderr}");
     assert!(!marker.exists(), "the command ran");
 }
+
+/// A version manager's tree on `PATH` (here a fake pyenv under a HOME of its own: a shim
+/// that runs the manager's `libexec`) is granted whole by the wall, so a shell's
+/// `python3` runs; a `~/bin` on the same `PATH` is not granted.
+#[test]
+fn view_confine_runs_a_version_managers_program_found_on_path() {
+    let ws = Ws::new();
+    let (_home_dir, home) = canonical_tempdir("fsgate-confine-home");
+    let pyenv = home.join(".pyenv");
+    let script = |path: &std::path::Path, body: &str| {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, format!("#!/bin/sh\n{body}\n")).expect("write");
+        let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+        std::fs::set_permissions(path, mode).expect("chmod");
+    };
+    let real = pyenv.join("libexec/pyenv");
+    script(
+        &pyenv.join("shims/python3"),
+        &format!("exec {} \"$@\"", real.display()),
+    );
+    script(&real, "echo managed \"$@\"");
+    script(&home.join("bin/tool"), "echo tool");
+    let path = format!(
+        "{}:{}:/usr/bin:/bin",
+        pyenv.join("shims").display(),
+        home.join("bin").display()
+    );
+    let mut cmd = ws.fsgate_run();
+    cmd.args(["--", "sh", "-c", "python3 x; tool; echo tool=$?"])
+        .env("HOME", &home)
+        .env("PATH", &path);
+    let out = finished(cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.starts_with("managed x\n"), "{stdout}\n{stderr}");
+    assert!(
+        stdout.ends_with("tool=126\n"),
+        "~/bin was granted: {stdout}"
+    );
+    let session = session_of(&out);
+    let grants = ws.run_record(&session)["details"]["confine"]["plan"]["grants"].clone();
+    let granted = grants.as_array().expect("grants");
+    assert!(
+        granted
+            .iter()
+            .any(|g| g["path"] == pyenv.to_string_lossy().as_ref()),
+        "{grants}"
+    );
+}

@@ -289,7 +289,7 @@ impl Setup {
     }
 
     /// The agent's PATH: Node 22 first; confined, without the directories under HOME
-    /// (a pyenv shim's `python3` there is not granted by the wall: the system's runs).
+    /// (the system's `python3` runs, the same on every machine).
     fn path(&self) -> OsString {
         let all = path_with_node22();
         let Some(home) = std::env::var_os("HOME").filter(|_| self.outside.is_some()) else {

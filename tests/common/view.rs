@@ -15,8 +15,8 @@ use super::{bin, canonical_tempdir};
 pub const DEADLINE: Duration = Duration::from_secs(120);
 
 /// The `PATH` of a command run under `fsgate run`'s default wall: the system's own
-/// programs (`/usr/bin/python3`), which the wall grants, not a version manager's shims
-/// under HOME (pyenv's), which it does not.
+/// programs (`/usr/bin/python3`), the same on every machine, whatever its user's `PATH`
+/// holds (a `~/bin` the wall does not grant).
 pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// A git identity and no global configuration, for git on the host and through the view.

@@ -14,7 +14,9 @@
 //!   their package root (or their directory) and every `node_modules` above them, as
 //!   node looks there for modules. Other files (`--config ~/.aws/credentials`) are not
 //!   granted: the command line is no policy, and `[agent] read` is;
-//! - for `npx NAME` / `npm exec NAME`, a local `node_modules/.bin/NAME`.
+//! - for `npx NAME` / `npm exec NAME`, a local `node_modules/.bin/NAME`;
+//! - the tree of each version manager (pyenv, nvm, ...) that a PATH entry lies in, so
+//!   the interpreters a command's shell finds there run (see `managers.rs`).
 //!
 //! Never granted: `/`, the home directory or any directory above it.
 
@@ -26,6 +28,7 @@ use std::path::{Path, PathBuf};
 
 use super::plan::{AgentAccess, AgentGrant, AgentPlan};
 
+mod managers;
 mod npx;
 #[cfg(test)]
 mod tests;
@@ -177,6 +180,7 @@ pub fn discover(input: &DiscoverInput<'_>) -> Result<Installation, DiscoverError
         }
     }
     d.npx()?;
+    d.managers_on_path();
     let notes = std::mem::take(&mut d.notes);
     Ok(Installation {
         executable,
@@ -316,10 +320,13 @@ impl<'a> Discovery<'a> {
         }
     }
 
-    /// Notes a version-manager shim (pyenv, rbenv, asdf, mise: `.../shims/NAME`): it runs
-    /// the real interpreter out of the manager's own tree, which is not granted.
+    /// Notes a version-manager shim (`.../shims/NAME`) whose manager's tree is not granted
+    /// (not on PATH, or a manager `managers.rs` does not know): it runs the real
+    /// interpreter out of that tree.
     fn note_shim(&mut self, exe: &Path) {
-        if exe.parent().and_then(Path::file_name) == Some(OsStr::new("shims")) {
+        if exe.parent().and_then(Path::file_name) == Some(OsStr::new("shims"))
+            && !self.in_manager_tree(exe)
+        {
             self.notes.push(format!(
                 "{} is a version manager's shim: it starts the real interpreter from the \
                  manager's directories, which the agent is not granted; name the \

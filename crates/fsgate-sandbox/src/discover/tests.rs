@@ -391,6 +391,63 @@ fn version_manager_shims_are_noted() {
     assert!(inst.notes.is_empty(), "{:?}", inst.notes);
 }
 
+/// A version manager's tree (pyenv's) that a PATH entry lies in is granted read and
+/// execute, whole, and its shim is no longer noted; another PATH entry under HOME
+/// (`~/bin`) is not granted, nor a manager's tree that is not on PATH.
+#[test]
+fn a_version_managers_tree_on_path_is_granted_whole() {
+    let fx = Fixture::new();
+    let pyenv = fx.home.join(".pyenv");
+    for d in ["shims", "libexec", "versions/3.11/bin", "versions/3.11/lib"] {
+        std::fs::create_dir_all(pyenv.join(d)).expect("mkdir");
+    }
+    std::fs::create_dir_all(fx.home.join("bin")).expect("mkdir");
+    std::fs::create_dir_all(fx.home.join(".nvm/versions/node/v20/bin")).expect("mkdir");
+    write_exec(
+        &pyenv.join("shims/python3"),
+        b"#!/usr/bin/env bash\nexec pyenv exec \"$@\"\n",
+    );
+    let mut path_var = pyenv.join("shims").into_os_string();
+    path_var.push(format!(":{}:", fx.home.join("bin").display()));
+    path_var.push(fx.path_var());
+    let inst = discover(&DiscoverInput {
+        program: OsStr::new("sh"),
+        args: &[],
+        cwd: &fx.home,
+        path_var: Some(&path_var),
+        home: Some(&fx.home),
+    })
+    .expect("discover");
+    let tree = inst
+        .grants
+        .iter()
+        .find(|g| g.path == pyenv)
+        .unwrap_or_else(|| panic!("pyenv's tree not granted: {:?}", inst.grants));
+    assert_eq!(tree.access, AgentAccess::ReadExec);
+    assert!(tree.source.contains("version manager"), "{}", tree.source);
+    for not in [fx.home.join("bin"), fx.home.join(".nvm")] {
+        assert!(
+            !inst.grants.iter().any(|g| g.path.starts_with(&not)),
+            "{} granted: {:?}",
+            not.display(),
+            inst.grants
+        );
+    }
+    let inst = discover(&DiscoverInput {
+        program: pyenv.join("shims/python3").as_os_str(),
+        args: &[],
+        cwd: &fx.home,
+        path_var: Some(&path_var),
+        home: Some(&fx.home),
+    })
+    .expect("discover");
+    assert!(
+        !inst.notes.iter().any(|n| n.contains("shim")),
+        "{:?}",
+        inst.notes
+    );
+}
+
 #[test]
 fn symlink_loops_end_in_an_error() {
     let fx = Fixture::new();
