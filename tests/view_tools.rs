@@ -67,6 +67,35 @@ fn view_mmap_reads_a_workspace_file() {
     expect(script, "hello 6\n");
 }
 
+/// `copy_file_range` (coreutils' `cp`), `posix_fallocate` and `SEEK_DATA` get the
+/// kernel's own fallbacks, quietly: the copy and the zeros are writes like any, and no
+/// "Not Implemented" warning reaches the command's terminal (`expect` checks).
+#[test]
+fn view_copy_file_range_fallocate_and_seek_data_fall_back_quietly() {
+    let script = "import os
+src = os.open('a.txt', os.O_RDONLY)
+dst = os.open('copy.txt', os.O_WRONLY | os.O_CREAT, 0o644)
+print('copied', os.copy_file_range(src, dst, 100))
+os.posix_fallocate(dst, 0, 4096)
+os.close(dst)
+print('data at', os.lseek(src, 0, os.SEEK_DATA))
+print(os.stat('copy.txt').st_size)
+";
+    let ws = expect(
+        script,
+        "copied 6
+data at 0
+4096
+",
+    );
+    let copy = std::fs::read(ws.root.join("copy.txt")).expect("copy.txt");
+    assert_eq!(&copy[..6], b"hello\n");
+    assert!(
+        copy[6..].iter().all(|b| *b == 0),
+        "not zeros after the copy"
+    );
+}
+
 #[test]
 fn view_o_tmpfile_is_refused_with_eopnotsupp_so_callers_fall_back() {
     let script = "import errno, os\ntry:\n    os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o600)\n    print('opened')\nexcept OSError as e:\n    print(e.errno == errno.EOPNOTSUPP)\n";

@@ -67,6 +67,55 @@ impl Filesystem for View {
         View::no_xattrs(|e| reply.error(e));
     }
 
+    /// The kernel copies with reads and writes instead (each write decided as any), and
+    /// asks no more: ENOSYS, answered quietly (the library's default logs a warning on
+    /// the command's terminal each time).
+    #[allow(clippy::too_many_arguments)]
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        _ino_in: INodeNo,
+        _fh_in: FileHandle,
+        _offset_in: u64,
+        _ino_out: INodeNo,
+        _fh_out: FileHandle,
+        _offset_out: u64,
+        _len: u64,
+        _flags: fuser::CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        reply.error(Errno::ENOSYS);
+    }
+
+    /// The kernel answers EOPNOTSUPP from now on (`posix_fallocate` then writes zeros,
+    /// each write decided as any).
+    #[allow(clippy::too_many_arguments)]
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _offset: u64,
+        _length: u64,
+        _mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(Errno::ENOSYS);
+    }
+
+    /// `SEEK_DATA` and `SEEK_HOLE`: the kernel treats the whole file as data from now on.
+    fn lseek(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _offset: i64,
+        _whence: i32,
+        reply: fuser::ReplyLseek,
+    ) {
+        reply.error(Errno::ENOSYS);
+    }
+
     fn symlink(
         &self,
         req: &Request,
