@@ -69,9 +69,10 @@ fn view_mmap_reads_a_workspace_file() {
 
 /// `copy_file_range` (coreutils' `cp`), `posix_fallocate` and `SEEK_DATA` get the
 /// kernel's own fallbacks, quietly: the copy and the zeros are writes like any, and no
-/// "Not Implemented" warning reaches the command's terminal (`expect` checks).
+/// "Not Implemented" warning reaches the command's terminal (`expect` checks); `mkfifo`
+/// is EPERM.
 #[test]
-fn view_copy_file_range_fallocate_and_seek_data_fall_back_quietly() {
+fn view_copy_file_range_fallocate_and_seek_data_fall_back_quietly_and_mkfifo_is_eperm() {
     let script = "import os
 src = os.open('a.txt', os.O_RDONLY)
 dst = os.open('copy.txt', os.O_WRONLY | os.O_CREAT, 0o644)
@@ -80,14 +81,13 @@ os.posix_fallocate(dst, 0, 4096)
 os.close(dst)
 print('data at', os.lseek(src, 0, os.SEEK_DATA))
 print(os.stat('copy.txt').st_size)
+try:
+    os.mkfifo('p')
+except OSError as e:
+    print('mkfifo errno', e.errno)
 ";
-    let ws = expect(
-        script,
-        "copied 6
-data at 0
-4096
-",
-    );
+    let ws = expect(script, "copied 6\ndata at 0\n4096\nmkfifo errno 1\n");
+    assert!(!ws.root.join("p").exists(), "a FIFO was made");
     let copy = std::fs::read(ws.root.join("copy.txt")).expect("copy.txt");
     assert_eq!(&copy[..6], b"hello\n");
     assert!(

@@ -148,6 +148,21 @@ impl Filesystem for View {
         reply.error(Errno::EPERM);
     }
 
+    /// A FIFO, socket or device: none is made in the workspace, at any door (a regular
+    /// file comes through `create`).
+    fn mknod(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        reply.error(Errno::EPERM);
+    }
+
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: fuser::ReplyStatfs) {
         // The workspace's filesystem, as it is (`df` in the view, free-space checks).
         match rustix::fs::statvfs(&self.root) {
