@@ -59,9 +59,9 @@ if [ "${MODE[*]}" != "${MODE[*]#*--only view}" ]; then
   # built from the source libfuse3-dev ships (apt-get install libfuse3-dev pkg-config).
   FLOOR=()
   FLOOR_SRC=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c
-  if [ -f "$FLOOR_SRC" ] && pkg-config --exists fuse3; then
+  if [ -f "$FLOOR_SRC" ] && pkg-config --exists fuse3 &&
     gcc -O2 -I"$(dirname "$FLOOR_SRC")" "$FLOOR_SRC" $(pkg-config --cflags --libs fuse3) \
-      -o "$TARGET/passthrough_ll"
+      -o "$TARGET/passthrough_ll"; then
     FLOOR=(--fuse-floor "$TARGET/passthrough_ll")
   else
     echo "bench: no FUSE floor timed (apt-get install libfuse3-dev pkg-config for one)" >&2

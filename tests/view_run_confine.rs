@@ -228,9 +228,9 @@ fn view_confine_and_no_confine_together_are_refused() {
     assert!(!marker.exists(), "the command ran");
 }
 
-/// A version manager's tree on `PATH` (here a fake pyenv under a HOME of its own: a shim
-/// that runs the manager's `libexec`) is granted whole by the wall, so a shell's
-/// `python3` runs; a `~/bin` on the same `PATH` is not granted.
+/// A version manager's program directories on `PATH` (here a fake pyenv under a HOME of
+/// its own: a shim that runs the manager's `libexec`) are granted by the wall, so a
+/// shell's `python3` runs; a `~/bin` on the same `PATH` is not granted.
 #[test]
 fn view_confine_runs_a_version_managers_program_found_on_path() {
     let ws = Ws::new();
@@ -269,10 +269,45 @@ fn view_confine_runs_a_version_managers_program_found_on_path() {
     let session = session_of(&out);
     let grants = ws.run_record(&session)["details"]["confine"]["plan"]["grants"].clone();
     let granted = grants.as_array().expect("grants");
-    assert!(
-        granted
-            .iter()
-            .any(|g| g["path"] == pyenv.to_string_lossy().as_ref()),
-        "{grants}"
-    );
+    for dir in ["shims", "libexec"] {
+        let dir = pyenv.join(dir);
+        assert!(
+            granted
+                .iter()
+                .any(|g| g["path"] == dir.to_string_lossy().as_ref()),
+            "{grants}"
+        );
+    }
+}
+
+/// A workspace inside a directory discovery would grant (here a version manager's
+/// `shims` on `PATH`): that grant is left out, with a note, and the command runs; the
+/// wall never grants a directory holding the workspace.
+#[test]
+fn view_confine_leaves_out_a_discovered_grant_that_holds_the_workspace() {
+    let (_home_dir, home) = canonical_tempdir("fsgate-confine-home");
+    let shims = home.join(".pyenv/shims");
+    let root = shims.join("proj");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::write(root.join("a.txt"), "inside\n").expect("write");
+    let (_state_dir, state) = canonical_tempdir("fsgate-confine-state");
+    let mut cmd = std::process::Command::new(crate::common::bin());
+    cmd.arg("run")
+        .arg("--workspace")
+        .arg(&root)
+        .arg("--audit-log")
+        .arg(state.join("audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(state.join("backups"))
+        .args(["--", "cat", "a.txt"])
+        .env("HOME", &home)
+        .env("PATH", format!("{}:/usr/bin:/bin", shims.display()))
+        .current_dir(&root);
+    let out = finished(cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "inside\n");
+    let note = format!("fsgate: note: not granting {}", shims.display());
+    assert!(stderr.contains(&note), "{stderr}");
+    assert!(stderr.contains("it would reach the workspace"), "{stderr}");
 }

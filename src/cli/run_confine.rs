@@ -32,11 +32,7 @@ impl RunWall {
         let (program, args) = command
             .split_first()
             .ok_or_else(|| "no command given".to_owned())?;
-        let mut wall = wall::plan_wall(opened, policy_file, (program, args))?;
-        // What discovery found inside a workspace (a script run from there) is reached
-        // through the view, decided there, not granted beneath it.
-        let roots = super::view_host::roots(&opened.gateway);
-        (wall.plan.grants).retain(|g| !roots.iter().any(|r| g.path.starts_with(r)));
+        let wall = wall::plan_wall(opened, policy_file, (program, args))?;
         let require = opened.gateway.policy().settings().sandbox.require_landlock;
         let (confinement, word) = wall::for_view(&wall.plan, require)?;
         if confinement.status().enforcement == fsgate_sandbox::Enforcement::Not {

@@ -35,14 +35,18 @@ pub(super) fn plan_wall(
     opened.keep_scratch(&scratch.path);
     let mut plan = agent_plan(opened, policy_file, &scratch.path)?;
     if opened.gateway.policy().agent().discover() {
-        let installation = discover(program, args)?;
+        let mut installation = discover(program, args)?;
+        // What discovery found inside a workspace (a script run from there) is reached
+        // through the view, decided there, not granted beneath it.
+        let roots = super::view_host::roots(&opened.gateway);
+        (installation.grants).retain(|g| !roots.iter().any(|r| g.path.starts_with(r)));
+        installation.merge_into(&mut plan);
         for note in &installation.notes {
             fsgate_base::text::eprint_line(&format!(
                 "fsgate: note: {}",
                 fsgate_base::text::Esc(note)
             ));
         }
-        installation.merge_into(&mut plan);
         plan.executable = Some(installation.executable);
     }
     Ok(Wall { scratch, plan })

@@ -15,8 +15,9 @@
 //!   node looks there for modules. Other files (`--config ~/.aws/credentials`) are not
 //!   granted: the command line is no policy, and `[agent] read` is;
 //! - for `npx NAME` / `npm exec NAME`, a local `node_modules/.bin/NAME`;
-//! - the tree of each version manager (pyenv, nvm, ...) that a PATH entry lies in, so
-//!   the interpreters a command's shell finds there run (see `managers.rs`).
+//! - the program directories of each version manager (pyenv, nvm, ...) that a PATH
+//!   entry leads into, so the interpreters a command's shell finds there run (see
+//!   `managers.rs`).
 //!
 //! Never granted: `/`, the home directory or any directory above it.
 
@@ -89,10 +90,21 @@ pub struct Installation {
 }
 
 impl Installation {
-    /// Adds to `plan` the grants that the plan's existing grants do not already cover.
-    pub fn merge_into(&self, plan: &mut AgentPlan) {
+    /// Adds to `plan` the grants that the plan's existing grants do not already cover,
+    /// but none that would reach a path the plan protects (the workspace, fsgate's own
+    /// files): those are left out, each with a note saying so. What the policy's own
+    /// entries reach is refused when the plan is checked, not here.
+    pub fn merge_into(&mut self, plan: &mut AgentPlan) {
         for g in &self.grants {
-            if !plan.grants.iter().any(|k| covers(k, g)) {
+            if let Some(prot) = plan.overlapped_by(g) {
+                self.notes.push(format!(
+                    "not granting {} ({}): it would reach the {} {}",
+                    g.path.display(),
+                    g.source,
+                    prot.label,
+                    prot.path.display()
+                ));
+            } else if !plan.grants.iter().any(|k| covers(k, g)) {
                 plan.grants.push(g.clone());
             }
         }

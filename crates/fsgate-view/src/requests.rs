@@ -148,8 +148,8 @@ impl Filesystem for View {
         reply.error(Errno::EPERM);
     }
 
-    /// A FIFO, socket or device: none is made in the workspace, at any door (a regular
-    /// file comes through `create`).
+    /// A FIFO, socket or device: none is made in the workspace, at any door. A regular
+    /// file asked for this way (`os.mknod`) is refused too: files come by `create`.
     fn mknod(
         &self,
         _req: &Request,

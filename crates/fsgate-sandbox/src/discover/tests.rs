@@ -391,16 +391,27 @@ fn version_manager_shims_are_noted() {
     assert!(inst.notes.is_empty(), "{:?}", inst.notes);
 }
 
-/// A version manager's tree (pyenv's) that a PATH entry lies in is granted read and
-/// execute, whole, and its shim is no longer noted; another PATH entry under HOME
-/// (`~/bin`) is not granted, nor a manager's tree that is not on PATH.
+/// A version manager's tree (pyenv's) that a PATH entry lies in: its program
+/// directories are granted read and execute, its `version` file read, and its shim is no
+/// longer noted; not the tree itself, nor a version's root or `etc/` (where npm keeps a
+/// global `npmrc`); not another PATH entry under HOME (`~/bin`), nor a manager's tree that
+/// is not on PATH.
 #[test]
-fn a_version_managers_tree_on_path_is_granted_whole() {
+fn a_version_managers_program_dirs_on_path_are_granted() {
     let fx = Fixture::new();
     let pyenv = fx.home.join(".pyenv");
-    for d in ["shims", "libexec", "versions/3.11/bin", "versions/3.11/lib"] {
+    let dirs = [
+        "shims",
+        "libexec",
+        "versions/3.11/bin",
+        "versions/3.11/lib",
+        "versions/3.11/etc",
+    ];
+    for d in dirs {
         std::fs::create_dir_all(pyenv.join(d)).expect("mkdir");
     }
+    std::fs::write(pyenv.join("version"), "3.11\n").expect("write");
+    std::fs::write(pyenv.join("versions/3.11/etc/npmrc"), "//r/:_authToken=t\n").expect("write");
     std::fs::create_dir_all(fx.home.join("bin")).expect("mkdir");
     std::fs::create_dir_all(fx.home.join(".nvm/versions/node/v20/bin")).expect("mkdir");
     write_exec(
@@ -410,42 +421,77 @@ fn a_version_managers_tree_on_path_is_granted_whole() {
     let mut path_var = pyenv.join("shims").into_os_string();
     path_var.push(format!(":{}:", fx.home.join("bin").display()));
     path_var.push(fx.path_var());
-    let inst = discover(&DiscoverInput {
-        program: OsStr::new("sh"),
-        args: &[],
-        cwd: &fx.home,
-        path_var: Some(&path_var),
-        home: Some(&fx.home),
-    })
-    .expect("discover");
-    let tree = inst
-        .grants
-        .iter()
-        .find(|g| g.path == pyenv)
-        .unwrap_or_else(|| panic!("pyenv's tree not granted: {:?}", inst.grants));
-    assert_eq!(tree.access, AgentAccess::ReadExec);
-    assert!(tree.source.contains("version manager"), "{}", tree.source);
-    for not in [fx.home.join("bin"), fx.home.join(".nvm")] {
+    let inst = discover_with_path("sh", &fx, &path_var);
+    let granted = |p: &Path| inst.grants.iter().find(|g| g.path == p).map(|g| g.access);
+    for d in ["shims", "libexec", "versions/3.11/bin", "versions/3.11/lib"] {
+        assert_eq!(
+            granted(&pyenv.join(d)),
+            Some(AgentAccess::ReadExec),
+            "{d}: {:?}",
+            inst.grants
+        );
+    }
+    assert_eq!(granted(&pyenv.join("version")), Some(AgentAccess::Read));
+    for not in [
+        pyenv.join("versions/3.11/etc"),
+        fx.home.join("bin"),
+        fx.home.join(".nvm"),
+    ] {
         assert!(
-            !inst.grants.iter().any(|g| g.path.starts_with(&not)),
-            "{} granted: {:?}",
+            !inst
+                .grants
+                .iter()
+                .any(|g| not.starts_with(&g.path) || g.path.starts_with(&not)),
+            "{} reachable: {:?}",
             not.display(),
             inst.grants
         );
     }
-    let inst = discover(&DiscoverInput {
-        program: pyenv.join("shims/python3").as_os_str(),
-        args: &[],
-        cwd: &fx.home,
-        path_var: Some(&path_var),
-        home: Some(&fx.home),
-    })
-    .expect("discover");
+    let shim = pyenv.join("shims/python3");
+    let inst = discover_with_path(shim.to_str().expect("utf-8"), &fx, &path_var);
     assert!(
         !inst.notes.iter().any(|n| n.contains("shim")),
         "{:?}",
         inst.notes
     );
+}
+
+/// A PATH entry with `..` is not taken as lying in the tree it names first, and a tree
+/// that is a link out of HOME is not granted.
+#[test]
+fn a_version_manager_entry_with_dotdot_or_a_tree_leading_out_of_home_grants_nothing() {
+    let fx = Fixture::new();
+    let outside = fx.root.join("outside");
+    std::fs::create_dir_all(outside.join("bin")).expect("mkdir");
+    symlink(&outside, fx.home.join(".rbenv")).expect("symlink");
+    std::fs::create_dir_all(fx.home.join(".pyenv/bin")).expect("mkdir");
+    std::fs::create_dir_all(fx.home.join("tools")).expect("mkdir");
+    let path_var = format!(
+        "{}:{}/.pyenv/../tools:{}",
+        fx.home.join(".rbenv/bin").display(),
+        fx.home.display(),
+        fx.path_var().to_string_lossy()
+    );
+    let inst = discover_with_path("sh", &fx, OsStr::new(&path_var));
+    assert!(
+        !inst
+            .grants
+            .iter()
+            .any(|g| g.path.starts_with(&outside) || g.path.starts_with(&fx.home)),
+        "{:?}",
+        inst.grants
+    );
+}
+
+fn discover_with_path(program: &str, fx: &Fixture, path_var: &OsStr) -> Installation {
+    discover(&DiscoverInput {
+        program: OsStr::new(program),
+        args: &[],
+        cwd: &fx.home,
+        path_var: Some(path_var),
+        home: Some(&fx.home),
+    })
+    .expect("discover")
 }
 
 #[test]
@@ -554,7 +600,7 @@ fn grants_already_covered_are_dropped() {
     ));
     let mut plan = AgentPlan::default();
     plan.grant("/usr", AgentAccess::ReadExec, "built-in system paths");
-    let inst = Installation {
+    let mut inst = Installation {
         executable: "/usr/bin/node".into(),
         grants: vec![
             g("/usr/lib", AgentAccess::ReadExec),
@@ -734,7 +780,7 @@ mod confined {
             plan.grant(p, AgentAccess::ReadWrite, "built-in devices");
         }
         plan.grant(scratch.path(), AgentAccess::ReadWrite, "scratch");
-        let inst = Installation {
+        let mut inst = Installation {
             executable: inst.executable.clone(),
             grants: grants.to_vec(),
             notes: Vec::new(),

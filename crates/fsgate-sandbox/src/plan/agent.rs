@@ -171,25 +171,28 @@ impl AgentPlan {
     /// The first grant that would let the agent reach a protected path, as an error
     /// naming both and where the grant came from.
     pub(crate) fn check_overlap(&self) -> Result<(), crate::error::SandboxError> {
-        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         for g in &self.grants {
-            if !g.path.exists() {
-                continue;
-            }
-            let a = canon(&g.path);
-            for prot in &self.protected {
-                let p = canon(&prot.path);
-                if p.starts_with(&a) || a.starts_with(&p) {
-                    return Err(overlap(g, prot));
-                }
-            }
-            for whole in &self.not_whole {
-                if canon(&whole.path).starts_with(&a) {
-                    return Err(overlap(g, whole));
-                }
+            if let Some(prot) = self.overlapped_by(g) {
+                return Err(overlap(g, prot));
             }
         }
         Ok(())
+    }
+
+    /// The protected path `g` would let the agent reach (it is, holds or lies in it; or
+    /// holds a path never granted whole), if any.
+    pub fn overlapped_by(&self, g: &AgentGrant) -> Option<&Protected> {
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if !g.path.exists() {
+            return None;
+        }
+        let a = canon(&g.path);
+        let inside = |prot: &&Protected| {
+            let p = canon(&prot.path);
+            p.starts_with(&a) || a.starts_with(&p)
+        };
+        (self.protected.iter().find(inside))
+            .or_else(|| (self.not_whole.iter()).find(|w| canon(&w.path).starts_with(&a)))
     }
 }
 
