@@ -7,8 +7,16 @@
 //! it was granted.
 
 use std::ffi::OsString;
+use std::time::Duration;
+
+use serde_json::json;
 
 use super::editor::{Editor, Options, repo};
+
+/// `session/new` starts the Claude Code engine, a second Node process: about 5 CPU-seconds
+/// for the two steps together (measured: 2-4 s on an idle 2-core machine, up to 8 s with
+/// three busy loops beside it). The limit is there to catch a hang, not to time the start.
+const ENGINE_START: Duration = Duration::from_secs(60);
 
 #[test]
 fn claude_code_adapter_starts_confined_and_opens_a_session() {
@@ -37,7 +45,11 @@ fn claude_code_adapter_starts_confined_and_opens_a_session() {
         ..Default::default()
     };
     let mut ed = Editor::launch(&[bin.into_os_string()], opts);
-    let init = ed.initialize(true, true);
+    let id = ed.request(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false}}),
+    );
+    let init = ed.response_within(&id, ENGINE_START)["result"].clone();
     assert_eq!(
         init["agentInfo"]["name"],
         "@zed-industries/claude-code-acp",
@@ -45,8 +57,10 @@ fn claude_code_adapter_starts_confined_and_opens_a_session() {
         ed.stderr()
     );
     let root = ed.root.clone();
-    let sid = ed.new_session_in(&root);
-    assert!(!sid.is_empty());
+    let id = ed.request("session/new", json!({"cwd": root, "mcpServers": []}));
+    let session = ed.response_within(&id, ENGINE_START);
+    let sid = session["result"]["sessionId"].as_str().unwrap_or_default();
+    assert!(!sid.is_empty(), "{session}\nstderr:\n{}", ed.stderr());
     assert!(
         ed.stderr().contains("agent confined: landlock"),
         "{}",
