@@ -26,6 +26,10 @@
 # `fsgate-bench gen-monorepo --out DIR` (1,000,000 files; keep it under /tmp, out of
 # any repository); otherwise on a small one the driver generates.
 #
+# BENCH_MASK_SHA=1 runs fsgate as on a CPU without SHA extensions: benches/cpu/mask_sha.c,
+# preloaded into fsgate alone, hides SHA-NI from it (needs `cpuid_fault` in /proc/cpuinfo
+# and a C compiler), so its SHA-256 takes the AVX or SSSE3 code; the report says so.
+#
 # The report also goes to $BENCH_OUT (default target/bench/): latest.md, latest.json.
 # Exit status: 0 when every workload ran and every answer checked (targets met or not).
 set -euo pipefail
@@ -82,6 +86,19 @@ cargo build --release -p fsgate --bin fsgate
 cargo build --release -p fsgate-bench
 FSGATE="$TARGET/release/fsgate"
 DRIVER="$TARGET/release/fsgate-bench"
+if [ "${BENCH_MASK_SHA:-0}" = 1 ]; then
+  grep -qw cpuid_fault /proc/cpuinfo ||
+    { echo "bench.sh: BENCH_MASK_SHA=1 needs a CPU with CPUID faulting (cpuid_fault)" >&2; exit 2; }
+  cc -O2 -shared -fPIC -o "$TMP/mask_sha.so" benches/cpu/mask_sha.c
+  cc -O2 -DMASK_SHA_CHECK -o "$TMP/sha_bit" benches/cpu/mask_sha.c
+  [ "$(LD_PRELOAD="$TMP/mask_sha.so" "$TMP/sha_bit")" = 0 ] ||
+    { echo "bench.sh: the SHA mask did not take effect" >&2; exit 2; }
+  # exec keeps the PID, so the driver still measures fsgate itself.
+  printf '#!/bin/sh\nLD_PRELOAD=%s exec %s "$@"\n' "$TMP/mask_sha.so" "$FSGATE" > "$TMP/fsgate-no-sha"
+  chmod +x "$TMP/fsgate-no-sha"
+  FSGATE="$TMP/fsgate-no-sha"
+  echo "bench: fsgate runs with the CPU's SHA extensions hidden (SHA bit $("$TMP/sha_bit") on this CPU, 0 under the mask)" >&2
+fi
 
 command -v node >/dev/null || { echo "bench.sh: node (Node.js 20) is required" >&2; exit 2; }
 case "$(node --version)" in
@@ -127,3 +144,6 @@ MONO=()
   --work "$TMP/work" \
   --json "$OUT/latest.json" \
   --markdown "$OUT/latest.md"
+if [ "${BENCH_MASK_SHA:-0}" = 1 ]; then
+  printf '\nfsgate ran with the CPU'"'"'s SHA extensions hidden (BENCH_MASK_SHA=1, benches/cpu/mask_sha.c).\n' >> "$OUT/latest.md"
+fi

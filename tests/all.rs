@@ -6,6 +6,8 @@ mod common;
 
 // initialize, fs/read_text_file windows, _fsgate/read_file.
 mod acp_read;
+// Reads from 1 MiB on: hashed beside the scan, window and answer size.
+mod acp_read_large;
 // fs/write_text_file: create-on-write, parents, atomic replace.
 mod acp_write;
 // _fsgate/ls, stat, glob, grep.

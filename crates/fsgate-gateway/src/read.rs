@@ -23,6 +23,19 @@ impl Cx<'_> {
         path: &str,
         facts: &mut Facts,
     ) -> Result<(Vec<u8>, String), GatewayError> {
+        let (bytes, real, shown) = self.read_unchecked_content(path, facts)?;
+        self.hash_and_check(&real, &bytes, &shown, facts)?;
+        Ok((bytes, shown))
+    }
+
+    /// Reads the file at `path` under the policy's path checks and limits; its content
+    /// is neither hashed nor checked yet. Returns the content, its real path and the
+    /// path as shown.
+    pub(crate) fn read_unchecked_content(
+        &self,
+        path: &str,
+        facts: &mut Facts,
+    ) -> Result<(Vec<u8>, RelPath, String), GatewayError> {
         let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
         let (real, opened) = self.locate_file(&rp, facts)?;
@@ -38,13 +51,11 @@ impl Cx<'_> {
         .map_err(|e| ws_error(e, &rp.shown))?;
         let read = Access::Class(OpClass::Read);
         self.check_size(read, (&rp, &real), content.bytes.len() as u64, facts)?;
-        self.hash_and_check(&real, &content.bytes, &rp.shown, facts)?;
-        Ok((content.bytes, rp.shown))
+        Ok((content.bytes, real, rp.shown))
     }
 
     /// Notes the content's digest for the record and decides the content rules on the
-    /// very bytes read. Large content is hashed on a second thread while the rules scan
-    /// it: on a 10 MiB file each pass takes milliseconds and the answer waits for both.
+    /// very bytes read.
     pub(crate) fn hash_and_check(
         &self,
         real: &RelPath,
@@ -52,12 +63,31 @@ impl Cx<'_> {
         shown: &str,
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        let scan = || self.check_content(OpClass::Read, real, bytes, shown);
+        self.hash_and_check_then(real, bytes, shown, facts, || Ok(()))
+    }
+
+    /// [`Self::hash_and_check`], then `then` (what the answer needs of the content) if
+    /// the rules pass. Large content is hashed on a second thread while this one scans it
+    /// and runs `then`: on a 10 MiB file hashing is the longest pass (tens of
+    /// milliseconds on a CPU without SHA instructions) and the answer waits for it.
+    pub(crate) fn hash_and_check_then<T>(
+        &self,
+        real: &RelPath,
+        bytes: &[u8],
+        shown: &str,
+        facts: &mut Facts,
+        then: impl FnOnce() -> Result<T, GatewayError>,
+    ) -> Result<T, GatewayError> {
         if bytes.len() < HASH_BESIDE_MIN {
             let digest: [u8; 32] = fsgate_base::sha256::Sha256::digest(bytes);
             facts.content_hashed(bytes.len(), hex::encode(digest));
-            return self.check_content_digested(OpClass::Read, real, (bytes, &digest), shown);
+            self.check_content_digested(OpClass::Read, real, (bytes, &digest), shown)?;
+            return then();
         }
+        let scan = || {
+            self.check_content(OpClass::Read, real, bytes, shown)
+                .and_then(|()| then())
+        };
         let (digest, checked) = std::thread::scope(|s| {
             let hasher = std::thread::Builder::new()
                 .name("fsgate-hash".into())
@@ -164,10 +194,21 @@ pub(crate) fn text_or_refuse(
     bytes: Vec<u8>,
     shown: &str,
 ) -> Result<String, GatewayError> {
+    text_of(pol, ctx, &bytes, shown)?;
+    String::from_utf8(bytes).map_err(|_| binary_refusal(pol, ctx, shown))
+}
+
+/// The bytes as text (borrowed), or a binary refusal.
+pub(crate) fn text_of<'a>(
+    pol: &Policy,
+    ctx: &RequestCtx,
+    bytes: &'a [u8],
+    shown: &str,
+) -> Result<&'a str, GatewayError> {
     if bytes[..bytes.len().min(8192)].contains(&0) {
         return Err(binary_refusal(pol, ctx, shown));
     }
-    String::from_utf8(bytes).map_err(|_| binary_refusal(pol, ctx, shown))
+    std::str::from_utf8(bytes).map_err(|_| binary_refusal(pol, ctx, shown))
 }
 
 #[cfg(test)]

@@ -233,17 +233,26 @@ pub fn is_binary(bytes: &[u8]) -> bool {
 /// The window of `text` starting at 1-based `line`, `limit` lines long, with the
 /// original line endings. A window past the end is empty.
 pub fn text_window(text: &str, line: Option<u64>, limit: Option<u64>) -> &str {
+    &text[text_window_range(text, line, limit)]
+}
+
+/// Where [`text_window`]'s window lies in `text`, in bytes.
+pub fn text_window_range(
+    text: &str,
+    line: Option<u64>,
+    limit: Option<u64>,
+) -> std::ops::Range<usize> {
     let skip = usize::try_from(line.unwrap_or(1).max(1) - 1).unwrap_or(usize::MAX);
     let before: usize = text.split_inclusive('\n').take(skip).map(str::len).sum();
     let rest = &text[before..];
-    match limit {
-        None => rest,
+    let len = match limit {
+        None => rest.len(),
         Some(l) => {
             let take = usize::try_from(l).unwrap_or(usize::MAX);
-            let len: usize = rest.split_inclusive('\n').take(take).map(str::len).sum();
-            &rest[..len]
+            rest.split_inclusive('\n').take(take).map(str::len).sum()
         }
-    }
+    };
+    before..before + len
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use crate::ops::operation::{Operation, Places};
 use crate::ops::output::Output;
 use crate::read::*;
 use fsgate_base::error::GatewayError;
-use fsgate_workspace::text_window;
+use fsgate_workspace::text_window_range;
 use serde_json::{Map, Value};
 
 /// `fs/read_text_file`: 1-based `line`, `limit` in lines.
@@ -62,14 +62,23 @@ impl Cx<'_> {
                 "line is 1-based; 0 is not a line number".into(),
             ));
         }
-        let (bytes, shown) = self.read_bytes(path, facts)?;
+        let (bytes, real, shown) = self.read_unchecked_content(path, facts)?;
+        // The answer's window and size are found beside the content's hash.
+        let answer = || {
+            let text = text_of(self.pol, self.ctx, &bytes, &shown)?;
+            let window = text_window_range(text, line, limit);
+            let encoded = answer_fits(self.pol, self.ctx, &text[window.clone()], &shown)?;
+            Ok((window, encoded))
+        };
+        let (window, encoded) = self.hash_and_check_then(&real, &bytes, &shown, facts, answer)?;
         let text = text_or_refuse(self.pol, self.ctx, bytes, &shown)?;
-        let window = text_window(&text, line, limit);
-        let encoded = answer_fits(self.pol, self.ctx, window, &shown)?;
         hold_answer(facts, text.len() as u64 * copies(self.ctx) + encoded);
         if window.len() == text.len() {
             return Ok(Output::Text(text));
         }
+        let Some(window) = text.get(window) else {
+            return Err(GatewayError::Internal("a text window off its text".into()));
+        };
         Ok(Output::Text(window.to_string()))
     }
 }
