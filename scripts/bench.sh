@@ -94,7 +94,7 @@ if [ "${BENCH_MASK_SHA:-0}" = 1 ]; then
   [ "$(LD_PRELOAD="$TMP/mask_sha.so" "$TMP/sha_bit")" = 0 ] ||
     { echo "bench.sh: the SHA mask did not take effect" >&2; exit 2; }
   # exec keeps the PID, so the driver still measures fsgate itself.
-  printf '#!/bin/sh\nLD_PRELOAD=%s exec %s "$@"\n' "$TMP/mask_sha.so" "$FSGATE" > "$TMP/fsgate-no-sha"
+  printf '#!/usr/bin/env bash\nLD_PRELOAD=%q exec %q "$@"\n' "$TMP/mask_sha.so" "$FSGATE" > "$TMP/fsgate-no-sha"
   chmod +x "$TMP/fsgate-no-sha"
   FSGATE="$TMP/fsgate-no-sha"
   echo "bench: fsgate runs with the CPU's SHA extensions hidden (SHA bit $("$TMP/sha_bit") on this CPU, 0 under the mask)" >&2
