@@ -43,9 +43,7 @@ pub use kind::FileKind;
 pub use open::open_dir_no_links;
 pub use page::Page;
 pub use page::spec::PageSpec;
-pub use read::{
-    FileContent, StatInfo, format_permissions, is_binary, text_window, text_window_range,
-};
+pub use read::{FileContent, StatInfo, format_permissions, is_binary, text_window_range};
 pub use resolve::{Follow, Resolved};
 pub use root::Workspace;
 pub use search::{ContentGate, GrepMatch, GrepOptions, GrepOutcome, IncludeGlob, json_string_len};

@@ -230,13 +230,9 @@ pub fn is_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(8192)].contains(&0) || std::str::from_utf8(bytes).is_err()
 }
 
-/// The window of `text` starting at 1-based `line`, `limit` lines long, with the
-/// original line endings. A window past the end is empty.
-pub fn text_window(text: &str, line: Option<u64>, limit: Option<u64>) -> &str {
-    &text[text_window_range(text, line, limit)]
-}
-
-/// Where [`text_window`]'s window lies in `text`, in bytes.
+/// Where the window of `text` starting at 1-based `line`, `limit` lines long, lies in
+/// `text`, in bytes (on line ends, so always on character boundaries). A window past the
+/// end is empty.
 pub fn text_window_range(
     text: &str,
     line: Option<u64>,
@@ -258,6 +254,10 @@ pub fn text_window_range(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn text_window(text: &str, line: Option<u64>, limit: Option<u64>) -> &str {
+        &text[text_window_range(text, line, limit)]
+    }
 
     #[test]
     fn windows() {
