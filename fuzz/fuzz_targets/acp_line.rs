@@ -25,6 +25,7 @@ const MAX_LINE: usize = 2048;
 
 fuzz_target!(|data: &[u8]| {
     let gws = common::gateways();
+    let _settle = common::SettleOnDrop;
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     let rt = RT.get_or_init(|| {
         tokio::runtime::Builder::new_current_thread()

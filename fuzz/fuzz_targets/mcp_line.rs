@@ -17,6 +17,7 @@ const MAX_LINE: usize = 1024;
 
 fuzz_target!(|data: &[u8]| {
     let gws = common::gateways();
+    let _settle = common::SettleOnDrop;
     let ctx = RequestCtx {
         style: PathStyle::AbsoluteOrRelative,
         session: "fuzz".into(),

@@ -24,6 +24,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let gws = common::gateways();
+    let _settle = common::SettleOnDrop;
     match protocol::parse(text) {
         Incoming::Bad { reply, .. } => {
             assert!(reply["errorInfo"]["code"].is_i64(), "{reply}");

@@ -35,6 +35,19 @@ mod utimes;
 mod walk;
 mod write;
 
+/// For the fuzz targets in `fuzz/` (crate feature `fuzzing` only).
+#[cfg(feature = "fuzzing")]
+pub mod fuzz {
+    /// Waits until no helper thread runs a job (a spare being made, a sync). The leak
+    /// check after each input then never meets memory a helper holds mid-job: the
+    /// sanitizer, not seeing a helper's stack, reported such memory lost (docs/fuzzing.md).
+    pub fn settle() {
+        while !crate::sync_pool::settled() {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+}
+
 pub use atomic::move_into_place;
 pub use dir_sync::sync_dir_shared;
 pub use error::WsError;

@@ -299,6 +299,14 @@ fn helper_loop() {
     }
 }
 
+/// True when no job is queued, kept for later or running: every helper alive is
+/// waiting for work.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn settled() -> bool {
+    let pool = lock(&POOL);
+    pool.queue.is_empty() && pool.idle == pool.helpers && lock(&LATER).is_empty()
+}
+
 /// Helpers alive now (tests).
 #[cfg(test)]
 fn helpers() -> usize {

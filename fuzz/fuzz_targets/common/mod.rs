@@ -53,6 +53,17 @@ impl Gateways {
     }
 }
 
+/// Held for one input: when it ends, waits until no helper thread of the workspace runs
+/// a job (see `fsgate_workspace::fuzz::settle`), so the leak check that follows an input
+/// finds nothing held mid-job on a helper's stack.
+pub struct SettleOnDrop;
+
+impl Drop for SettleOnDrop {
+    fn drop(&mut self) {
+        fsgate_workspace::fuzz::settle();
+    }
+}
+
 /// The gateways, their workspace reset to [`SEED`].
 pub fn gateways() -> &'static Gateways {
     static GW: OnceLock<Gateways> = OnceLock::new();
