@@ -65,10 +65,13 @@ fn try_lock(dir: &std::path::Path) -> Option<std::fs::File> {
     Some(file)
 }
 
-/// Removes the empty scratch directories earlier gateways left in `tmp` (a confined
-/// gateway can empty its scratch dir but not remove it): only empty ones, only unlocked
-/// ones (a running gateway holds its own's lock), and only those whose gateway (the pid
-/// in the name) this process cannot see alive. Best effort.
+/// Removes the scratch directories earlier gateways left in `tmp`: a confined gateway can
+/// empty its own but not remove it, and one that was killed (an editor ends its agent
+/// with SIGKILL) could not even empty it, so its agent's files (a transcript, a cache)
+/// would stay. Only directories of this user, unlocked (a running gateway holds its
+/// own's lock, and the kernel lets go of it when the gateway dies), whose gateway (the
+/// pid in the name) this process cannot see alive. Nothing inside is followed: a link
+/// planted there is removed, not what it names. Best effort.
 pub(in crate::cli) fn sweep_stale_scratch(tmp: &std::path::Path) {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return;
@@ -84,15 +87,24 @@ pub(in crate::cli) fn sweep_stale_scratch(tmp: &std::path::Path) {
             continue;
         };
         let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
-        if alive || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        if alive || !is_own_dir(&entry) {
             continue;
         }
         // The lock is held while removing, so its owner cannot be starting up now.
         if let Some(_lock) = try_lock(&entry.path()) {
-            // remove_dir refuses a directory that is not empty: only husks go.
-            let _ = std::fs::remove_dir(entry.path());
+            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+                tracing::debug!("stale scratch dir {} kept: {e}", entry.path().display());
+            }
         }
     }
+}
+
+/// A directory (not a link to one) owned by this process's user.
+fn is_own_dir(entry: &std::fs::DirEntry) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    entry
+        .metadata()
+        .is_ok_and(|m| m.is_dir() && m.uid() == rustix::process::geteuid().as_raw())
 }
 
 /// The agent's private scratch directory, locked while this gateway runs, cleaned when
@@ -153,22 +165,34 @@ mod tests {
     }
 
     #[test]
-    fn only_empty_scratch_dirs_of_gone_gateways_are_swept() {
+    fn scratch_dirs_of_gone_gateways_are_swept_with_what_they_hold() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        // pid_max is at most 2^22: this pid is never alive.
+        // pid_max is at most 2^22: these pids are never alive.
         let gone = tmp.path().join(format!("{SCRATCH_PREFIX}99999999-ab"));
         let full = tmp.path().join(format!("{SCRATCH_PREFIX}99999998-cd"));
         let live = tmp
             .path()
             .join(format!("{SCRATCH_PREFIX}{}-ef", std::process::id()));
         let other = tmp.path().join("not-fsgate-99999999");
-        for d in [&gone, &full, &live, &other] {
+        let outside = tmp.path().join("outside");
+        for d in [&gone, &full, &live, &other, &outside] {
             std::fs::create_dir(d).expect("mkdir");
         }
-        std::fs::write(full.join("kept"), "x").expect("write");
+        std::fs::create_dir_all(full.join(".cache/deep")).expect("mkdir");
+        std::fs::write(full.join(".cache/deep/kept"), "x").expect("write");
+        std::fs::write(outside.join("precious"), "x").expect("write");
+        std::os::unix::fs::symlink(&outside, full.join("link")).expect("symlink");
+        // A link named like a scratch dir is not one.
+        let named_link = tmp.path().join(format!("{SCRATCH_PREFIX}99999996-aa"));
+        std::os::unix::fs::symlink(&outside, &named_link).expect("symlink");
         sweep_stale_scratch(tmp.path());
-        assert!(!gone.exists());
-        assert!(full.exists() && live.exists() && other.exists());
+        assert!(!gone.exists() && !full.exists());
+        assert!(live.exists() && other.exists());
+        assert!(
+            outside.join("precious").exists(),
+            "the sweep followed a link"
+        );
+        assert!(named_link.symlink_metadata().is_ok());
     }
 
     #[test]
