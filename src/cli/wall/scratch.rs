@@ -91,12 +91,17 @@ pub(in crate::cli) fn sweep_stale_scratch(tmp: &std::path::Path) {
             continue;
         }
         // The lock is held while removing, so its owner cannot be starting up now.
-        if let Some(_lock) = try_lock(&entry.path()) {
-            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
-                tracing::debug!("stale scratch dir {} kept: {e}", entry.path().display());
-            }
+        if let Some(_lock) = try_lock(&entry.path())
+            && let Err(e) = std::fs::remove_dir_all(entry.path())
+        {
+            tracing::debug!("stale scratch dir {} kept: {e}", shown(&entry.path()));
         }
     }
+}
+
+/// `path` for a log line: a name inside the scratch dir is the agent's choice.
+fn shown(path: &std::path::Path) -> String {
+    fsgate_base::text::escape_for_humans(&path.to_string_lossy()).into_owned()
 }
 
 /// A directory (not a link to one) owned by this process's user.
@@ -131,12 +136,12 @@ fn clean_scratch(dir: &std::path::Path) {
                 _ => std::fs::remove_file(&path),
             };
             if let Err(e) = removed {
-                tracing::warn!("cannot clean {}: {e}", path.display());
+                tracing::warn!("cannot clean {}: {e}", shown(&path));
             }
         }
     }
     if let Err(e) = std::fs::remove_dir(dir) {
-        tracing::debug!("scratch dir {} left empty: {e}", dir.display());
+        tracing::debug!("scratch dir {} left empty: {e}", shown(dir));
     }
 }
 
