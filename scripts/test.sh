@@ -16,6 +16,12 @@ if [ "${free_kb:-0}" -lt 6000000 ]; then
 fi
 # CI builds once, from a clean checkout: incremental state would only take disk.
 if [ "${CI:-}" = true ]; then export CARGO_INCREMENTAL=0; fi
+# The gateways the tests start keep what they put in the default state directory (a
+# workspace's state when no option names one, `fsgate asks`'s sockets) in one of this
+# run's own, removed at the end, not in your ~/.local/state.
+state_home="$(mktemp -d "${TMPDIR:-/tmp}/fsgate-test-state.XXXXXX")"
+trap 'chmod -R u+rwx "$state_home" 2>/dev/null; rm -rf "$state_home"' EXIT
+export XDG_STATE_HOME="$state_home"
 ./scripts/install-peers.sh
 ./scripts/install-tools.sh
 cargo build --bin fsgate

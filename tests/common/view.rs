@@ -132,8 +132,16 @@ impl ViewWs {
         cmd.arg("run")
             .args(self.state_args())
             .env("PATH", SYSTEM_PATH)
+            .env("XDG_STATE_HOME", self.xdg_state())
             .current_dir(&self.root);
         cmd
+    }
+
+    /// `XDG_STATE_HOME` for the runs: where `fsgate asks`'s sockets go (the audit log and
+    /// backups are named by their options), in the test's state directory rather than the
+    /// user's own.
+    pub fn xdg_state(&self) -> PathBuf {
+        self.state.join("xdg")
     }
 
     /// `fsgate run [--policy POLICY] ... -- sh -c SCRIPT` in the workspace, with [`IDENTITY`]
@@ -160,6 +168,7 @@ impl ViewWs {
             .args((!walled).then_some("--no-confine"))
             .args(["--", "sh", "-c", script])
             .env("PATH", SYSTEM_PATH)
+            .env("XDG_STATE_HOME", self.xdg_state())
             .current_dir(&self.root)
             .envs(IDENTITY);
         finished(cmd)
