@@ -135,6 +135,41 @@ fn view_a_write_of_secret_content_fails_at_close_and_the_file_keeps_its_content(
 }
 
 #[test]
+fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
+    let ws = Ws::new();
+    // Past the default limit (10 MiB): by writes through an open file, by a truncation
+    // of an open file, and by a truncation of a path (no open file: nothing of its size
+    // may be held in memory).
+    let script = "import errno, os\n\
+        def refused(f):\n    try:\n        f()\n        return 'done'\n    except OSError as e:\n        return 'efbig' if e.errno == errno.EFBIG else str(e)\n\
+        f = open('b.txt', 'w')\n\
+        print('write', refused(lambda: f.write('A' * 11_000_000) and f.flush()))\n\
+        print('close', refused(f.close))\n\
+        g = open('a.txt', 'r+')\n\
+        print('ftruncate', refused(lambda: os.ftruncate(g.fileno(), 3 << 30)))\n\
+        print('close', refused(g.close))\n\
+        print('truncate', refused(lambda: os.truncate('a.txt', 3 << 30)))\n";
+    let out = ws.run(&["python3", "-c", script]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        stdout, "write efbig\nclose efbig\nftruncate efbig\nclose efbig\ntruncate efbig\n",
+        "{stderr}"
+    );
+    // The first 10 MiB written are not applied either.
+    let read = |name: &str| std::fs::read_to_string(ws.root.join(name)).expect("read");
+    assert_eq!(
+        (read("b.txt"), read("a.txt")),
+        ("keep\n".into(), "hello\n".into())
+    );
+    let refusals: Vec<Value> = (ws.records().into_iter())
+        .filter(|r| r["decision"] == "deny" && r["rule"] == "limits.max_write_bytes")
+        .collect();
+    let paths: Vec<&str> = refusals.iter().filter_map(|r| r["path"].as_str()).collect();
+    assert_eq!(paths, ["b.txt", "a.txt", "a.txt"], "{refusals:?}");
+    assert!(stderr.contains("0 changes, 3 refused"), "{stderr}");
+}
+
+#[test]
 fn view_a_removal_is_backed_up_and_undone_by_the_runs_session() {
     let ws = Ws::new();
     let out = ws.sh("rm a.txt && echo removed");

@@ -11,6 +11,18 @@ use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, OpClass};
 use fsgate_workspace::{Replace, Resolved, TempName};
 
+/// Refuses a write of `len` bytes over `limit` (rule `limits.max_write_bytes`).
+pub(crate) fn within_write_limit(len: u64, limit: u64, shown: &str) -> Result<(), GatewayError> {
+    if len <= limit {
+        return Ok(());
+    }
+    Err(GatewayError::Limit {
+        reason: format!("{len} bytes exceeds the write limit of {limit} bytes"),
+        rule: "limits.max_write_bytes".into(),
+        path: shown.to_string(),
+    })
+}
+
 impl Cx<'_> {
     /// What a write must pass before anything is saved, in order: the write limit,
     /// the size rules (on the size after the write), the content rules, the depth of a
@@ -22,16 +34,7 @@ impl Cx<'_> {
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
         let limit = self.pol.limits().max_write_bytes;
-        if content.len() as u64 > limit {
-            return Err(GatewayError::Limit {
-                reason: format!(
-                    "{} bytes exceeds the write limit of {limit} bytes",
-                    content.len()
-                ),
-                rule: "limits.max_write_bytes".into(),
-                path: rp.shown.clone(),
-            });
-        }
+        within_write_limit(content.len() as u64, limit, &rp.shown)?;
         let size = self.size_after(res, content.len());
         let write = Access::Class(OpClass::Write);
         self.check_size(write, (rp, &res.real), size, facts)?;

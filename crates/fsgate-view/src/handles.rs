@@ -26,6 +26,10 @@ pub(crate) struct Private {
     /// The processes that opened it or wrote through it, as (thread, thread group):
     /// only these see its size before it is applied.
     pub(crate) writers: Vec<(u32, u32)>,
+    /// A write or truncation past the write limit was refused: the size it would have
+    /// made. The copy is then never applied: each close after a change is a recorded
+    /// refusal, and the file keeps what it had.
+    pub(crate) oversized: Option<u64>,
 }
 
 /// Writing processes remembered per open file at most.
@@ -40,6 +44,7 @@ impl Private {
             dirty: false,
             append: false,
             writers: vec![(tid, crate::peer::process_of(tid))],
+            oversized: None,
         }
     }
 
@@ -186,14 +191,14 @@ pub(crate) fn private_copy() -> std::io::Result<File> {
     )?))
 }
 
-/// The whole of `file`, up to `limit` bytes (None: over it).
-pub(crate) fn whole(file: &File, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+/// The whole of `file`, up to `limit` bytes (Err: its size, over it).
+pub(crate) fn whole(file: &File, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
     let len = file.metadata()?.len();
     if len > limit {
-        return Ok(None);
+        return Ok(Err(len));
     }
     let bytes = read_at(file, 0, u32::try_from(len).unwrap_or(u32::MAX))?;
-    Ok(Some(bytes))
+    Ok(Ok(bytes))
 }
 
 /// Copies `from` whole into `to` (at its start).

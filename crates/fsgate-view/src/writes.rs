@@ -82,7 +82,9 @@ impl View {
             true => p.copy.metadata().map_err(Errno::from)?.len(),
             false => offset,
         };
-        if offset.saturating_add(data.len() as u64) > max {
+        let end = offset.saturating_add(data.len() as u64);
+        if end > max {
+            (p.oversized, p.dirty) = (p.oversized.max(Some(end)), true);
             return Err(Errno::EFBIG);
         }
         p.written_by(tid);
@@ -106,13 +108,21 @@ impl View {
             return Ok(());
         }
         let max = self.gw.policy().limits().max_write_bytes;
-        let content = handles::whole(&p.copy, max)
-            .map_err(Errno::from)?
-            .ok_or(Errno::EFBIG)?;
+        let content = match p.oversized {
+            Some(len) => Err(len),
+            None => handles::whole(&p.copy, max).map_err(Errno::from)?,
+        };
         let path = self.path(INodeNo(p.ino))?;
-        // Refused or not, this copy has been decided: the next close does not ask again.
+        // Refused or not, this copy has been decided: the next close does not ask again
+        // (a copy once written past the limit is refused at every close it is changed).
         p.dirty = false;
-        self.change(req, Op::Write(ops::Write::bytes(path, content)))?;
+        let content = match content {
+            Ok(bytes) => ops::Content::Bytes(bytes),
+            // What was written up to the limit is not applied either: the file keeps
+            // what it had, as after any refused write.
+            Err(len) => ops::Content::Oversized { len },
+        };
+        self.change(req, Op::Write(ops::Write { path, content }))?;
         // A new version under the name: the kernel's view of the old one is taken back.
         let place = self.nodes.lock().ok().and_then(|mut n| {
             n.replaced(p.ino);
@@ -130,13 +140,29 @@ impl View {
         fh: Option<FileHandle>,
         size: u64,
     ) -> Result<(), Errno> {
+        let max = self.gw.policy().limits().max_write_bytes;
         if let Some(h) = fh.and_then(|fh| self.handles.get(fh.0))
             && let Handle::Write(p) = h.as_ref()
         {
             let mut p = p.lock().map_err(|_| Errno::EIO)?;
+            if size > max {
+                (p.oversized, p.dirty) = (p.oversized.max(Some(size)), true);
+                return Err(Errno::EFBIG);
+            }
             p.copy.set_len(size).map_err(Errno::from)?;
             p.dirty = true;
             return Ok(());
+        }
+        if size > max {
+            // Refused on its size alone, before any of it is held in memory.
+            let content = ops::Content::Oversized { len: size };
+            return self.change(
+                req,
+                Op::Write(ops::Write {
+                    path: self.path(ino)?,
+                    content,
+                }),
+            );
         }
         let mut content = Vec::new();
         if size > 0 {

@@ -32,6 +32,13 @@ pub enum Content {
     Text(String),
     /// Raw bytes.
     Bytes(Vec<u8>),
+    /// More than any write may hold: `len` bytes (or at least that many), what a process
+    /// wrote through the view past the write limit. Refused on its length, recorded,
+    /// never written.
+    Oversized {
+        /// The size the writer reached.
+        len: u64,
+    },
 }
 
 impl Content {
@@ -40,6 +47,7 @@ impl Content {
         match self {
             Content::Text(t) => t.as_bytes(),
             Content::Bytes(b) => b,
+            Content::Oversized { .. } => &[],
         }
     }
 }
@@ -88,6 +96,9 @@ impl Operation for Write {
     }
 
     fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
+        if let Content::Oversized { len } = self.content {
+            return cx.refuse_oversized(&self.path, len, facts);
+        }
         cx.write(&self.path, self.content.as_bytes(), facts)
     }
 
@@ -101,6 +112,22 @@ impl Operation for Write {
 }
 
 impl Cx<'_> {
+    /// The refusal of a write of `len` bytes past the write limit, for its path.
+    fn refuse_oversized(
+        &self,
+        path: &str,
+        len: u64,
+        facts: &mut Facts,
+    ) -> Result<Output, GatewayError> {
+        let rp = self.parse_path(path)?;
+        facts.path = Some(rp.rel.as_str().to_string());
+        let limit = self.pol.limits().max_write_bytes;
+        crate::write::within_write_limit(len.max(limit.saturating_add(1)), limit, &rp.shown)?;
+        Err(GatewayError::Internal(
+            "an oversized write passed the write limit".into(),
+        ))
+    }
+
     pub(crate) fn write(
         &self,
         path: &str,
