@@ -260,3 +260,25 @@ fn view_an_ask_allowed_for_the_run_is_not_asked_again() {
     assert_eq!(answers, ["allow_always", "allowed_for_session"], "{err}");
     assert_eq!(err.matches("waits for a person").count(), 1, "{err}");
 }
+
+/// The line on stderr names the path as `fsgate asks` shows it: a control character in
+/// it escaped once (`\u{1b}`), not twice (`\\u{1b}`, which stands for a backslash).
+#[test]
+fn view_the_waiting_line_escapes_the_path_once() {
+    let ws = Ws::new(1);
+    let policy = ask_policy(1).replace(r#"paths = ["asked.txt"]"#, r#"paths = ["asked*"]"#);
+    std::fs::write(ws.state.join("policy.toml"), policy).expect("policy");
+    std::fs::write(ws.root.join("asked\u{1b}[2Jy"), "x").expect("write");
+    let child = ws.run("import os\ntry:\n    open('asked\\x1b[2Jy').read()\nexcept OSError:\n    print('refused')\n");
+    let (code, lines, err) = ended(child);
+    assert_eq!(
+        (code, lines),
+        (Some(0), vec!["refused".to_string()]),
+        "{err}"
+    );
+    assert!(
+        err.contains(r"open /asked\u{1b}[2Jy waits for a person"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}'), "{err}");
+}

@@ -93,11 +93,13 @@ impl Asks {
             shown: shown(q, peer, id, &self.session, timeout),
             answer: None,
         });
-        // One line on the command's stderr, which the person watches.
+        // One line on the command's stderr, which the person watches: escaped once, as
+        // a whole (the path as it is, not `q.title()`, which is escaped already).
         fsgate_base::text::eprint_line(&format!(
-            "fsgate: run {}: {} waits for a person ({} s): answer it from another terminal with `fsgate asks` in the workspace",
+            "fsgate: run {}: {} {} waits for a person ({} s): answer it from another terminal with `fsgate asks` in the workspace",
             self.session,
-            q.title(),
+            q.op.name(),
+            q.path,
             timeout.as_secs()
         ));
         loop {
