@@ -170,6 +170,36 @@ fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
 }
 
 #[test]
+fn view_a_name_that_is_not_utf8_is_refused_with_eilseq_and_recorded() {
+    use std::os::unix::ffi::OsStrExt;
+    let ws = Ws::new();
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    std::fs::write(ws.root.join(latin1), "x").expect("write");
+    let script = "import os\n\
+        for f in (lambda: open(b'caf\\xe9.txt').read(), lambda: open(b'new\\xfe.txt', 'wb'), lambda: os.mkdir(b'n\\xfe')):\n\
+        \x20   try:\n        f()\n        print('done')\n    except OSError as e:\n        print(e.errno)\n\
+        print(sorted(os.listdir('.')))\n";
+    let out = ws.run(&["python3", "-c", script]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    // EILSEQ, not "no such file": the name exists, fsgate cannot name it.
+    assert_eq!(stdout, "84\n84\n84\n['a.txt', 'b.txt']\n", "{stderr}");
+    let refusals: Vec<Value> = (ws.records().into_iter())
+        .filter(|r| r["rule"] == "workspace-name-encoding")
+        .collect();
+    assert_eq!(refusals.len(), 3, "{refusals:?}");
+    assert!(
+        refusals.iter().all(|r| r["decision"] == "deny"),
+        "{refusals:?}"
+    );
+    assert!(stderr.contains("3 refused"), "{stderr}");
+    assert!(
+        !ws.root
+            .join(std::ffi::OsStr::from_bytes(b"new\xfe.txt"))
+            .exists()
+    );
+}
+
+#[test]
 fn view_a_removal_is_backed_up_and_undone_by_the_runs_session() {
     let ws = Ws::new();
     let out = ws.sh("rm a.txt && echo removed");

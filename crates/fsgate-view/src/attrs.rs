@@ -52,7 +52,7 @@ impl View {
     ) -> Result<(FileAttr, u64), Errno> {
         let (attr, fh) = self.create_file(req, parent, name)?;
         let moded = self
-            .child(parent, name)
+            .child(req, parent, name)
             .and_then(|(path, _)| self.created_with_mode(req, path, mode, umask))
             .and_then(|()| self.look_up(req, parent, name));
         match moded {

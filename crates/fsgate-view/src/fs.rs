@@ -22,6 +22,9 @@ use crate::peer::Peers;
 /// again (`cache.rs`: why this long, and what takes them back sooner).
 pub(crate) const TTL: Duration = crate::cache::TTL;
 
+/// The rule of a name that is not UTF-8 (no request can name it).
+const RULE_NAME_ENCODING: &str = "workspace-name-encoding";
+
 /// What a run did: operations allowed that read, that changed, and refusals.
 #[derive(Debug, Default)]
 pub struct Counts {
@@ -215,16 +218,50 @@ impl View {
         r
     }
 
+    /// Records the refusal of `name` in `parent`, a name that is not UTF-8 (shown lossily,
+    /// escaped); its errno.
+    fn unnamable(&self, req: &Request, parent: INodeNo, name: &OsStr) -> Errno {
+        let dir = self.path(parent).unwrap_or_default();
+        let shown = format!("{}/{}", dir.trim_end_matches('/'), name.to_string_lossy());
+        let reason = format!(
+            "the name {} is not UTF-8: fsgate names every path in UTF-8, so no request can name it",
+            fsgate_base::text::escape_for_humans(&shown)
+        );
+        let error = GatewayError::Refused {
+            reason,
+            rule: RULE_NAME_ENCODING.into(),
+            path: shown,
+        };
+        let request = fsgate_gateway::Request::refusal(
+            "view_name",
+            RULE_NAME_ENCODING,
+            (error.code(), error.to_string()),
+        );
+        let recorded = self.gw.serve(&self.ctx(req), request, How::alone()).0;
+        self.counts.note(false, &Err(error));
+        match recorded {
+            Ok(_) => Errno::EILSEQ,
+            Err(_) => Errno::EIO,
+        }
+    }
+
     /// The workspace path of `ino`.
     pub(crate) fn path(&self, ino: INodeNo) -> Result<String, Errno> {
         let nodes = self.nodes.lock().map_err(|_| Errno::EIO)?;
         nodes.path(ino.0).ok_or(Errno::ESTALE)
     }
 
-    /// The workspace path of `name` in `parent` (a name that is not UTF-8 is none the
-    /// gateway can name).
-    pub(crate) fn child(&self, parent: INodeNo, name: &OsStr) -> Result<(String, String), Errno> {
-        let name = name.to_str().ok_or(Errno::ENOENT)?;
+    /// The workspace path of `name` in `parent`. A name that is not UTF-8 is none the
+    /// gateway can name: refused (EILSEQ), and recorded as refused.
+    pub(crate) fn child(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+    ) -> Result<(String, String), Errno> {
+        let Some(name) = name.to_str() else {
+            return Err(self.unnamable(req, parent, name));
+        };
         let nodes = self.nodes.lock().map_err(|_| Errno::EIO)?;
         let path = nodes.child_path(parent.0, name).ok_or(Errno::ESTALE)?;
         Ok((path, name.to_string()))
@@ -289,7 +326,7 @@ impl View {
         parent: INodeNo,
         name: &OsStr,
     ) -> Result<Option<FileAttr>, Errno> {
-        let (path, name) = self.child(parent, name)?;
+        let (path, name) = self.child(req, parent, name)?;
         let Some((ino, mut attr)) = self.stat_or_absent(req, &path)? else {
             return Ok(None);
         };

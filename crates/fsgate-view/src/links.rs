@@ -19,7 +19,7 @@ impl View {
         (parent, name): (INodeNo, &OsStr),
         target: &std::path::Path,
     ) -> Result<FileAttr, Errno> {
-        let (path, _) = self.child(parent, name)?;
+        let (path, _) = self.child(req, parent, name)?;
         // A target the gateway cannot name (not UTF-8) is refused as one leading out.
         let target = target.to_str().ok_or(Errno::EPERM)?.to_owned();
         self.change(req, Op::Symlink(ops::Symlink { path, target }))?;

@@ -458,7 +458,7 @@ impl Filesystem for View {
         _umask: u32,
         reply: ReplyEntry,
     ) {
-        let made = self.child(parent, name).and_then(|(path, _)| {
+        let made = self.child(req, parent, name).and_then(|(path, _)| {
             self.change(
                 req,
                 Op::Mkdir(ops::Mkdir {
@@ -501,8 +501,8 @@ impl Filesystem for View {
         } else {
             return reply.error(Errno::EINVAL);
         };
-        let moved = self.child(parent, name).and_then(|(from, from_name)| {
-            let (to, to_name) = self.child(newparent, newname)?;
+        let moved = self.child(req, parent, name).and_then(|(from, from_name)| {
+            let (to, to_name) = self.child(req, newparent, newname)?;
             self.change(req, Op::Rename(ops::Rename { from, to, replace }))?;
             if let Ok(mut nodes) = self.nodes.lock() {
                 nodes.moved((parent.0, &from_name), (newparent.0, &to_name));
@@ -619,7 +619,7 @@ impl View {
     }
 
     fn remove(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let removed = self.child(parent, name).and_then(|(path, name)| {
+        let removed = self.child(req, parent, name).and_then(|(path, name)| {
             self.change(
                 req,
                 Op::Rm(ops::Rm {

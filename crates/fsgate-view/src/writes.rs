@@ -182,7 +182,7 @@ impl View {
         parent: INodeNo,
         name: &OsStr,
     ) -> Result<(fuser::FileAttr, u64), Errno> {
-        let (path, _) = self.child(parent, name)?;
+        let (path, _) = self.child(req, parent, name)?;
         self.change(req, Op::Write(ops::Write::bytes(path, Vec::new())))?;
         let attr = self.look_up(req, parent, name)?;
         let copy = handles::private_copy().map_err(Errno::from)?;
