@@ -349,3 +349,24 @@ fn view_a_killed_gateways_scratch_home_is_removed_by_the_next_start() {
         "the killed gateway's scratch dir outlived the next start"
     );
 }
+
+#[test]
+fn view_a_data_file_of_the_workspace_on_the_command_line_gets_no_not_granted_note() {
+    let ws = Ws::new();
+    let (_dir, outside) = outside_file();
+    let mut cmd = ws.fsgate_run();
+    cmd.args(["--", "cat", "a.txt"]).arg(&outside);
+    let out = finished(cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    // The workspace's file is read through the view; the outside one is not granted.
+    assert!(stdout.starts_with("hello\n"), "{stdout}\n{stderr}");
+    assert_eq!(
+        stderr.matches("is named on the command line").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("note: {} is named", outside.display())),
+        "{stderr}"
+    );
+}

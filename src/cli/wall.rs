@@ -39,13 +39,19 @@ pub(super) fn plan_wall(
         // What discovery found inside a workspace (a script run from there) is reached
         // through the view, decided there, not granted beneath it.
         let roots = super::view_host::roots(&opened.gateway);
-        (installation.grants).retain(|g| !roots.iter().any(|r| g.path.starts_with(r)));
+        let beneath = |p: &std::path::Path| roots.iter().any(|r| p.starts_with(r));
+        (installation.grants).retain(|g| !beneath(&g.path));
         installation.merge_into(&mut plan);
-        for note in &installation.notes {
-            fsgate_base::text::eprint_line(&format!(
-                "fsgate: note: {}",
-                fsgate_base::text::Esc(note)
-            ));
+        // A data file of a workspace is read through the view: nothing to say of it.
+        let data = (installation.data_files.iter()).filter(|f| !beneath(f)).map(|f| {
+            format!(
+                "{} is named on the command line but is not a script: not granted (a policy grants data files: [agent] read)",
+                f.display()
+            )
+        });
+        // Escaped once, as a whole line.
+        for note in installation.notes.iter().cloned().chain(data) {
+            fsgate_base::text::eprint_line(&format!("fsgate: note: {note}"));
         }
         plan.executable = Some(installation.executable);
     }

@@ -87,6 +87,9 @@ pub struct Installation {
     /// What the operator should know about the start (a version-manager shim, an npx
     /// package that will be downloaded), one sentence each.
     pub notes: Vec<String>,
+    /// Files named on the command line that are not scripts: not granted (the caller
+    /// says so of those it does not reach another way, as a workspace's files are).
+    pub data_files: Vec<PathBuf>,
 }
 
 impl Installation {
@@ -183,21 +186,19 @@ pub fn discover(input: &DiscoverInput<'_>) -> Result<Installation, DiscoverError
                 let why = format!("file named on the command line ({})", p.display());
                 d.file(&p, &why, true);
             } else if p.is_file() {
-                d.notes.push(format!(
-                    "{} is named on the command line but is not a script: not granted \
-                     (a policy grants data files: [agent] read)",
-                    p.display()
-                ));
+                d.data_files.push(p);
             }
         }
     }
     d.npx()?;
     d.managers_on_path();
     let notes = std::mem::take(&mut d.notes);
+    let data_files = std::mem::take(&mut d.data_files);
     Ok(Installation {
         executable,
         grants: d.finish(),
         notes,
+        data_files,
     })
 }
 
@@ -208,6 +209,7 @@ struct Discovery<'a> {
     homes: Vec<PathBuf>,
     grants: Vec<AgentGrant>,
     notes: Vec<String>,
+    data_files: Vec<PathBuf>,
 }
 
 impl<'a> Discovery<'a> {
@@ -224,6 +226,7 @@ impl<'a> Discovery<'a> {
             homes,
             grants: Vec::new(),
             notes: Vec::new(),
+            data_files: Vec::new(),
         }
     }
 

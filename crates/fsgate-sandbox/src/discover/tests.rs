@@ -317,8 +317,9 @@ fn data_files_are_not_granted_scripts_bring_their_root() {
         .expect("discover");
     let file = conf.join("settings.toml");
     assert!(!reaches(&inst, &file), "{:#?}", inst.grants);
-    assert!(
-        inst.notes.iter().any(|n| n.contains("not a script")),
+    assert_eq!(
+        inst.data_files,
+        std::slice::from_ref(&file),
         "{:?}",
         inst.notes
     );
@@ -607,6 +608,7 @@ fn grants_already_covered_are_dropped() {
             g("/opt/x", AgentAccess::Read),
         ],
         notes: Vec::new(),
+        data_files: Vec::new(),
     };
     inst.merge_into(&mut plan);
     let paths: Vec<&Path> = plan.grants.iter().map(|g| g.path.as_path()).collect();
@@ -784,6 +786,7 @@ mod confined {
             executable: inst.executable.clone(),
             grants: grants.to_vec(),
             notes: Vec::new(),
+            data_files: Vec::new(),
         };
         inst.merge_into(&mut plan);
         let s = scratch.path().as_os_str().to_owned();
