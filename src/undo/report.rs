@@ -16,13 +16,13 @@ pub(super) fn print(args: &UndoArgs, history: &History, rows: &[Row]) -> io::Res
     for (chain, seq, path) in &history.unsettled {
         eprint_line(&format!(
             "fsgate undo: note: the change of intent {seq} (chain {chain}) to {} has no outcome in the log (a crash?): not undone; `fsgate undo` without --dry-run settles it first",
-            Esc(path)
+            path
         ));
     }
     for (seq, why) in &history.unreadable {
         eprint_line(&format!(
             "fsgate undo: the change of intent {seq} is left as it is: {}",
-            Esc(why)
+            why
         ));
     }
     let mut out = io::stdout().lock();

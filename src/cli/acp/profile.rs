@@ -28,7 +28,7 @@ pub(super) fn prepare_profile(
         if setting == ProfileSetting::Auto {
             fsgate_base::text::eprint_line(&format!(
                 "fsgate: no agent profile for {}: its built-in file tools, if any, stay on",
-                fsgate_base::text::Esc(program)
+                program
             ));
         }
         return Ok(None);
@@ -66,9 +66,6 @@ pub(super) fn prepare_profile(
             .env
             .extend(plan.env.iter().map(|(k, v)| (k.into(), v.into())));
     }
-    fsgate_base::text::eprint_line(&format!(
-        "fsgate: {}",
-        fsgate_base::text::Esc(&plan.summary())
-    ));
+    fsgate_base::text::eprint_line(&format!("fsgate: {}", plan.summary()));
     Ok(Some(Profile { plan, _dir: own }))
 }

@@ -29,7 +29,7 @@ pub(super) fn reach_hosted(
         fsgate_base::text::eprint_line(&format!(
             "fsgate: note: this fsgate binary lies in the {} ({}): agents that start MCP servers as commands cannot run its bridge; those that take HTTP servers are not affected",
             p.label,
-            fsgate_base::text::EscPath(&p.path)
+            p.path.display()
         ));
         return;
     }
