@@ -222,6 +222,46 @@ fn view_a_removal_is_backed_up_and_undone_by_the_runs_session() {
     );
 }
 
+#[test]
+fn view_files_made_again_by_undo_get_back_their_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Ws::new();
+    let mode = |name: &str| {
+        std::fs::metadata(ws.root.join(name))
+            .expect("stat")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    std::fs::create_dir(ws.root.join("d")).expect("mkdir");
+    for (name, m) in [("private.txt", 0o600), ("run.sh", 0o750), ("d/f", 0o640)] {
+        std::fs::write(ws.root.join(name), name).expect("write");
+        std::fs::set_permissions(ws.root.join(name), std::fs::Permissions::from_mode(m))
+            .expect("chmod");
+    }
+    let out = ws.sh("rm private.txt run.sh a.txt && rm -r d && echo removed");
+    assert!(
+        text(&out.stdout).contains("removed"),
+        "{}",
+        text(&out.stderr)
+    );
+    let session = session_of(&out);
+    let mut undo = Command::new(bin());
+    undo.arg("undo")
+        .args(ws.state_args())
+        .args(["--session", &session]);
+    let undone = finished(undo);
+    assert!(undone.status.success(), "{}", text(&undone.stderr));
+    // Before, each came back 0644: a 0600 file readable by everyone, a script not
+    // runnable.
+    let modes: Vec<u32> = ["private.txt", "run.sh", "d/f", "a.txt"].map(mode).to_vec();
+    assert_eq!(modes, [0o600, 0o750, 0o640, 0o644], "{modes:?} (decimal)");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("d/f")).expect("f"),
+        "d/f"
+    );
+}
+
 /// `renameat2(RENAME_NOREPLACE)` (as `mv -n` asks for it): an existing destination is
 /// kept and the process gets EEXIST; a free name is taken through the gateway's
 /// no-replace rename, not refused with EINVAL (which makes `mv` fall back to a check

@@ -191,7 +191,7 @@ impl Undoer<'_> {
             };
             let r = backup_of(w, &saved)?;
             if r.rel_path == *path {
-                return self.refile(w, path, &now, r.id, row);
+                return self.refile(w, path, &now, (r.id, r.mode), row);
             }
         }
         if *removed == Removed::File {
@@ -219,10 +219,7 @@ impl Undoer<'_> {
                     r.rel_path
                 )));
             }
-            actions.push(Action::Put {
-                path: r.rel_path,
-                id: r.id,
-            });
+            actions.extend(made_again(r.rel_path, r.id, r.mode));
         }
         if !backups.is_empty() {
             push_note(row, &format!("{} files", backups.len()));
@@ -241,7 +238,7 @@ impl Undoer<'_> {
         w: &mut dyn World,
         path: &str,
         now: &Node,
-        id: String,
+        (id, mode): (String, Option<u32>),
         row: &mut Row,
     ) -> Result<Plan, Stop> {
         let saved = Content::Saved(id.clone());
@@ -257,10 +254,14 @@ impl Undoer<'_> {
             row.action = "restore";
         }
         row.diff = Some(diff(w, now, Some(saved))?);
-        Ok(Plan::of(vec![Action::Put {
-            path: path.to_owned(),
-            id,
-        }]))
+        if *now != Node::Absent {
+            // Written over the file there now, which keeps its own mode.
+            return Ok(Plan::of(vec![Action::Put {
+                path: path.to_owned(),
+                id,
+            }]));
+        }
+        Ok(Plan::of(made_again(path.to_owned(), id, mode)))
     }
 
     pub(super) fn rename(
@@ -333,6 +334,25 @@ impl Undoer<'_> {
 
 /// The record of the backup a change made, which must hold what its intent says the
 /// change replaced.
+/// The mode a file made by a write gets.
+const NEW_FILE_MODE: u32 = 0o644;
+
+/// A removed file made again from backup `id`, with the permission bits `mode` it had
+/// when it was saved (when its version records them): a 0600 file does not come back
+/// readable by everyone, nor a script without its `x` bit.
+fn made_again(path: String, id: String, mode: Option<u32>) -> Vec<Action> {
+    let chmod = mode
+        .map(|m| m & 0o777)
+        .filter(|m| *m != NEW_FILE_MODE)
+        .map(|mode| Action::Chmod {
+            path: path.clone(),
+            mode,
+        });
+    std::iter::once(Action::Put { path, id })
+        .chain(chmod)
+        .collect()
+}
+
 fn backup_of(w: &mut dyn World, s: &Saved) -> Result<BackupRef, Stop> {
     let r = w.saved(&s.id)?;
     match &s.sha256 {

@@ -19,6 +19,10 @@ pub struct BackupRef {
     /// gateway run): `keep_versions` and `max_total_bytes` never remove the newest such
     /// version of a file.
     pub original: bool,
+    /// The permission bits of the file the content came from, when the version records
+    /// them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<u32>,
 }
 
 /// Everything that can go wrong in the backup store.

@@ -80,6 +80,10 @@ pub(crate) struct Sidecar {
     /// (a gateway run); retention by count or bytes keeps the newest such version.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub original: bool,
+    /// The permission bits (`0o777` at most) of the file the content came from; absent
+    /// in versions saved before it was recorded, and in those saved from a stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<u32>,
 }
 
 /// Checks that `rel` is a plain workspace-relative path: non-empty, `/`-separated, no

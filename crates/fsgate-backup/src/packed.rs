@@ -138,6 +138,7 @@ mod tests {
             size,
             stored: Some(size),
             original: true,
+            mode: Some(0o640),
         }
     }
 

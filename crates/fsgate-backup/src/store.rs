@@ -108,6 +108,7 @@ impl Version {
             sha256: self.meta.sha256.clone(),
             size: self.meta.size,
             original: self.meta.original,
+            mode: self.meta.mode,
         }
     }
 

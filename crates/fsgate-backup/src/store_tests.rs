@@ -365,6 +365,7 @@ fn legacy_version(root: &std::path::Path, rel: &str, content: &str, at: OffsetDa
         size: content.len() as u64,
         stored: None,
         original: at.unix_timestamp() == 1_700_000_000,
+        mode: None,
     };
     let json = serde_json::to_vec(&meta).expect("json");
     std::fs::write(dir.join(format!("{stem}.json")), json).expect("sidecar");

@@ -27,15 +27,18 @@ pub(super) struct NewVersion<'a> {
     rel_path: &'a str,
     ts: OffsetDateTime,
     original: bool,
+    /// The permission bits of the file the content came from, when known.
+    mode: Option<u32>,
 }
 
 impl BackupStore {
     /// Reserves a fresh name for a version of `rel_path` (at `now`; a session
-    /// `original` or not) and fills it with `fill`; the version is still to be synced,
-    /// and with `beside` so is a new shard's entry in `versions/`.
+    /// `original` or not; its file's permission bits `mode`, when known) and fills it
+    /// with `fill`; the version is still to be synced, and with `beside` so is a new
+    /// shard's entry in `versions/`.
     pub(super) fn save_with(
         &self,
-        rel_path: &str,
+        (rel_path, mode): (&str, Option<u32>),
         (now, original, beside): (OffsetDateTime, bool, bool),
         fill: &mut dyn FnMut(&mut File, &str) -> Result<Copied, BackupError>,
     ) -> Result<(BackupRef, u64, Unsynced), BackupError> {
@@ -64,6 +67,7 @@ impl BackupStore {
             rel_path,
             ts,
             original,
+            mode,
         };
         let (saved, stored, name) = self.finish_save(&new, &mut data, fill)?;
         let unsynced = Unsynced {
@@ -180,6 +184,7 @@ impl BackupStore {
             size: copied.size,
             stored: Some(copied.stored),
             original: new.original,
+            mode: new.mode,
         };
         // The file holds exactly the content (created empty; a copy or clone writes
         // nothing past the length it reports), so the trailer ends it: no truncate.

@@ -60,7 +60,8 @@ impl BackupStore {
                 sha256,
             })
         };
-        let (saved, _, unsynced) = self.save_with(rel_path, (now, false, false), &mut fill)?;
+        let (saved, _, unsynced) =
+            self.save_with((rel_path, None), (now, false, false), &mut fill)?;
         unsynced.sync_now()?;
         Ok(saved)
     }
@@ -178,7 +179,10 @@ impl BackupStore {
             })
         };
         let now = OffsetDateTime::now_utc();
-        let saved = self.save_with(rel_path, (now, original, beside), &mut fill);
+        // Kept with the version, so that an undo that makes the file again gives it
+        // back its permissions (a 0600 file is not made world-readable).
+        let mode = rustix::fs::fstat(file).ok().map(|st| st.st_mode & 0o777);
+        let saved = self.save_with((rel_path, mode), (now, original, beside), &mut fill);
         self.settle_room(data, saved.as_ref().ok().map(|(_, stored, _)| *stored));
         let (saved, _, unsynced) = saved?;
         Ok((saved, unsynced))
