@@ -57,7 +57,11 @@ pub fn restore(
         Some(parent) => current_file(parent, rel_path, name)?,
         None => None,
     };
-    let permissions = current.as_ref().map(|m| m.permissions());
+    // A file made again gets the permission bits its version recorded.
+    let permissions = current.as_ref().map(|m| m.permissions()).or_else(|| {
+        use cap_std::fs::PermissionsExt;
+        version.mode.map(|m| Permissions::from_mode(m & 0o777))
+    });
     let previous = match (&existing, &current) {
         (Some(parent), Some(_)) => Some(back_up_current(store, parent, rel_path, name)?),
         _ => None,
@@ -352,6 +356,27 @@ mod tests {
         let err =
             restore(&store, &ws, "link", None, &mut |_, _| Ok(())).expect_err("symlink refused");
         assert!(matches!(err, BackupError::NotRestorable { .. }), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_made_again_gets_the_mode_its_version_recorded() {
+        use cap_std::fs::PermissionsExt;
+        let (_s, store) = open_store(&BackupSettings::default());
+        let (_w, ws) = workspace();
+        ws.write("key.txt", "private").expect("write");
+        let f = ws.open("key.txt").expect("open");
+        f.set_permissions(Permissions::from_mode(0o600))
+            .expect("chmod");
+        let st = f.metadata().expect("stat");
+        store
+            .save_opened("key.txt", &f, (st.len(), 8, 0))
+            .expect("backup");
+        drop(f);
+        ws.remove_file("key.txt").expect("rm");
+        restore(&store, &ws, "key.txt", None, &mut |_, _| Ok(())).expect("restore");
+        let mode = ws.metadata("key.txt").expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
     }
 
     #[test]
