@@ -155,3 +155,44 @@ fn view_git_head_cannot_be_removed_under_the_git_policy() {
         .count();
     assert!(refused >= 2, "{refused} refusals recorded");
 }
+
+/// Undoing a run that switched branches puts HEAD back, although the git policy never
+/// lets HEAD be taken away (git renames `HEAD.lock` over it; undoing that rename would
+/// move HEAD away): HEAD's old content is written over it instead.
+#[test]
+fn view_undo_of_a_branch_switch_puts_head_back_under_the_git_policy() {
+    use crate::common::bin;
+    use crate::common::view::{finished, session_of};
+    let repo = Repo::new();
+    let out = repo.sh("set -e
+         git switch -q -c feature
+         echo f > f.txt
+         git add f.txt
+         git commit -qm feature");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join(".git/HEAD")).expect("HEAD"),
+        "ref: refs/heads/feature\n"
+    );
+    let mut undo = std::process::Command::new(bin());
+    undo.arg("undo")
+        .args(repo.state_args())
+        .arg("--policy")
+        .arg(git_policy())
+        .args(["--session", &session_of(&out)]);
+    let undone = finished(undo);
+    let report = text(&undone.stdout);
+    assert!(
+        undone.status.success(),
+        "{report}\n{}",
+        text(&undone.stderr)
+    );
+    assert!(report.contains(" 0 failed"), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join(".git/HEAD")).expect("HEAD"),
+        "ref: refs/heads/main\n"
+    );
+    assert!(!repo.root.join(".git/HEAD.lock").exists());
+    assert_eq!(host_git(&repo.root, &["log", "--format=%s"]), "first\n");
+    assert_eq!(host_git(&repo.root, &["status", "--short"]), "");
+}

@@ -34,6 +34,14 @@ impl<'g> Real<'g> {
     }
 
     fn serve(&self, op: Op, extra: Option<(&str, &str)>) -> Result<(), String> {
+        self.serve_as_is(op, extra).map_err(|e| e.message())
+    }
+
+    fn serve_as_is(
+        &self,
+        op: Op,
+        extra: Option<(&str, &str)>,
+    ) -> Result<(), fsgate_base::error::GatewayError> {
         let mut note = self.note.clone();
         if let Some((k, v)) = extra {
             note.insert(k.into(), v.into());
@@ -42,7 +50,32 @@ impl<'g> Real<'g> {
             .serve(&self.ctx, Request::Op(op), How::noted(note))
             .0
             .map(|_| ())
-            .map_err(|e| e.message())
+    }
+
+    /// Moves the file `from` back to `to`. Where the policy refuses to take the file
+    /// away from `from` (`.git/HEAD`, which git renames a lock file over, and which a
+    /// policy keeps in place), its content is written at `to` instead: what follows
+    /// (the replaced content put back at `from`) leaves the same tree, each write
+    /// decided by the policy as any other.
+    fn move_back(&mut self, from: &str, to: &str) -> Result<(), String> {
+        let rooted = |p: &str| format!("/{p}");
+        let op = Op::Rename(ops::Rename {
+            from: rooted(from),
+            to: rooted(to),
+            replace: true,
+        });
+        match self.serve_as_is(op, None) {
+            Err(fsgate_base::error::GatewayError::Refused { .. })
+                if matches!(self.src.disk_node(from)?, Node::File(_)) =>
+            {
+                let limit = self.gateway.policy().limits().max_write_bytes;
+                let content = (self.src.bytes(&Content::Disk(from.to_owned()), limit)?)
+                    .ok_or_else(|| format!("{from}: too large to copy back"))?;
+                let op = Op::Write(ops::Write::bytes(rooted(to), content));
+                self.serve(op, Some(("copiedFrom", from)))
+            }
+            other => other.map_err(|e| e.message()),
+        }
     }
 }
 
@@ -89,12 +122,7 @@ impl World for Real<'_> {
                         path: parent.to_owned(),
                     })?;
                 }
-                let op = Op::Rename(ops::Rename {
-                    from: rooted(from),
-                    to: rooted(to),
-                    replace: true,
-                });
-                self.serve(op, None)
+                self.move_back(from, to)
             }
             Action::Link { path, target } => self.serve(
                 Op::Symlink(ops::Symlink {

@@ -332,8 +332,6 @@ impl Undoer<'_> {
     }
 }
 
-/// The record of the backup a change made, which must hold what its intent says the
-/// change replaced.
 /// The mode a file made by a write gets.
 const NEW_FILE_MODE: u32 = 0o644;
 
@@ -353,6 +351,8 @@ fn made_again(path: String, id: String, mode: Option<u32>) -> Vec<Action> {
         .collect()
 }
 
+/// The record of the backup a change made, which must hold what its intent says the
+/// change replaced.
 fn backup_of(w: &mut dyn World, s: &Saved) -> Result<BackupRef, Stop> {
     let r = w.saved(&s.id)?;
     match &s.sha256 {
