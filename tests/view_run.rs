@@ -234,12 +234,19 @@ fn view_files_made_again_by_undo_get_back_their_permissions() {
             & 0o777
     };
     std::fs::create_dir(ws.root.join("d")).expect("mkdir");
-    for (name, m) in [("private.txt", 0o600), ("run.sh", 0o750), ("d/f", 0o640)] {
+    let files = [
+        ("private.txt", 0o600),
+        ("run.sh", 0o750),
+        ("d/f", 0o640),
+        ("key.txt", 0o600),
+    ];
+    for (name, m) in files {
         std::fs::write(ws.root.join(name), name).expect("write");
         std::fs::set_permissions(ws.root.join(name), std::fs::Permissions::from_mode(m))
             .expect("chmod");
     }
-    let out = ws.sh("rm private.txt run.sh a.txt && rm -r d && echo removed");
+    // Removed, and replaced by a rename (an editor's save): each comes back.
+    let out = ws.sh("rm private.txt run.sh a.txt && rm -r d && echo new > tmp && mv tmp key.txt && echo removed");
     assert!(
         text(&out.stdout).contains("removed"),
         "{}",
@@ -254,8 +261,19 @@ fn view_files_made_again_by_undo_get_back_their_permissions() {
     assert!(undone.status.success(), "{}", text(&undone.stderr));
     // Before, each came back 0644: a 0600 file readable by everyone, a script not
     // runnable.
-    let modes: Vec<u32> = ["private.txt", "run.sh", "d/f", "a.txt"].map(mode).to_vec();
-    assert_eq!(modes, [0o600, 0o750, 0o640, 0o644], "{modes:?} (decimal)");
+    let modes: Vec<u32> = ["private.txt", "run.sh", "d/f", "a.txt", "key.txt"]
+        .map(mode)
+        .to_vec();
+    assert_eq!(
+        modes,
+        [0o600, 0o750, 0o640, 0o644, 0o600],
+        "{modes:?} (decimal)"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("key.txt")).expect("key"),
+        "key.txt"
+    );
+    assert!(!ws.root.join("tmp").exists());
     assert_eq!(
         std::fs::read_to_string(ws.root.join("d/f")).expect("f"),
         "d/f"

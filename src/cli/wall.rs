@@ -30,7 +30,7 @@ pub(super) fn plan_wall(
     (program, args): (&OsStr, &[OsString]),
 ) -> Result<Wall, String> {
     let tmp = std::env::temp_dir();
-    scratch::sweep_stale_scratch(&tmp);
+    scratch::sweep_stale_scratch(&tmp, &super::view_host::roots(&opened.gateway));
     let scratch = create_scratch(&tmp)?;
     opened.keep_scratch(&scratch.path);
     let mut plan = agent_plan(opened, policy_file, &scratch.path)?;

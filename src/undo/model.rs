@@ -172,7 +172,7 @@ impl World for Model<'_> {
                 Node::Dir => Ok(()),
                 _ => self.put(path, Over::Dir(None)),
             },
-            Action::Move { from, to } => self.move_node(from, to),
+            Action::Move { from, to, .. } => self.move_node(from, to),
             Action::Link { path, .. } => match self.node(path)? {
                 Node::Absent => self.put(path, Over::Link),
                 _ => Err(format!("{path}: already exists")),
@@ -270,6 +270,7 @@ mod tests {
         m.act(&Action::Move {
             from: "b".into(),
             to: "a/b2".into(),
+            or_copy: false,
         })
         .unwrap();
         assert_eq!(m.node("b").unwrap(), Node::Absent);
@@ -285,6 +286,7 @@ mod tests {
         m.act(&Action::Move {
             from: "a/b2".into(),
             to: "b".into(),
+            or_copy: false,
         })
         .unwrap();
         assert_eq!(m.node("b/sub/y").unwrap(), disk("b/sub/y"));
@@ -293,6 +295,7 @@ mod tests {
         let err = m.act(&Action::Move {
             from: "gone".into(),
             to: "c".into(),
+            or_copy: false,
         });
         assert!(err.is_err());
     }

@@ -52,12 +52,12 @@ impl<'g> Real<'g> {
             .map(|_| ())
     }
 
-    /// Moves the file `from` back to `to`. Where the policy refuses to take the file
-    /// away from `from` (`.git/HEAD`, which git renames a lock file over, and which a
-    /// policy keeps in place), its content is written at `to` instead: what follows
-    /// (the replaced content put back at `from`) leaves the same tree, each write
-    /// decided by the policy as any other.
-    fn move_back(&mut self, from: &str, to: &str) -> Result<(), String> {
+    /// Moves `from` back to `to`. With `or_copy` (the next action writes `from` again),
+    /// where the policy refuses to take the file away from `from` (`.git/HEAD`, which
+    /// git renames a lock file over, and which a policy keeps in place), its content is
+    /// written at `to` instead: with the replaced content put back at `from` next, the
+    /// tree is the same, each write decided by the policy as any other.
+    fn move_back(&mut self, from: &str, to: &str, or_copy: bool) -> Result<(), String> {
         let rooted = |p: &str| format!("/{p}");
         let op = Op::Rename(ops::Rename {
             from: rooted(from),
@@ -65,8 +65,13 @@ impl<'g> Real<'g> {
             replace: true,
         });
         match self.serve_as_is(op, None) {
-            Err(fsgate_base::error::GatewayError::Refused { .. })
-                if matches!(self.src.disk_node(from)?, Node::File(_)) =>
+            // The policy's own refusal of `from`: not a race, a file type or the
+            // workspace's bounds (the gateway's `workspace-` rules).
+            Err(fsgate_base::error::GatewayError::Refused { rule, path, .. })
+                if or_copy
+                    && path == rooted(from)
+                    && !rule.starts_with("workspace-")
+                    && matches!(self.src.disk_node(from)?, Node::File(_)) =>
             {
                 let limit = self.gateway.policy().limits().max_write_bytes;
                 let content = (self.src.bytes(&Content::Disk(from.to_owned()), limit)?)
@@ -114,7 +119,7 @@ impl World for Real<'_> {
                 }),
                 None,
             ),
-            Action::Move { from, to } => {
+            Action::Move { from, to, or_copy } => {
                 if let Some((parent, _)) = to.rsplit_once('/')
                     && self.src.disk_node(parent)? == Node::Absent
                 {
@@ -122,7 +127,7 @@ impl World for Real<'_> {
                         path: parent.to_owned(),
                     })?;
                 }
-                self.move_back(from, to)
+                self.move_back(from, to, *or_copy)
             }
             Action::Link { path, target } => self.serve(
                 Op::Symlink(ops::Symlink {

@@ -114,6 +114,9 @@ impl Undoer<'_> {
                 } else {
                     "restore"
                 };
+                if now == Node::Absent {
+                    return Ok(Plan::of(made_again(path.to_owned(), r.id, r.mode)));
+                }
                 Ok(Plan::of(vec![Action::Put {
                     path: path.to_owned(),
                     id: r.id,
@@ -245,6 +248,16 @@ impl Undoer<'_> {
         if let Node::File(c) = now
             && w.sha(c)? == w.sha(&saved)?
         {
+            // Made again by an undo stopped before its mode was set back: that is left.
+            if let Some(m) = mode.map(|m| m & 0o777)
+                && w.mode(path)?.is_some_and(|now| now & 0o777 != m)
+            {
+                row.action = "mode back";
+                return Ok(Plan::of(vec![Action::Chmod {
+                    path: path.to_owned(),
+                    mode: m,
+                }]));
+            }
             return Err(Stop::Already("already as it was".into()));
         }
         row.action = "re-create";
@@ -304,15 +317,13 @@ impl Undoer<'_> {
         let mut actions = vec![Action::Move {
             from: to.clone(),
             to: from.clone(),
+            or_copy: matches!(replaced, Some(Before::Saved(_))),
         }];
         match replaced {
             Some(Before::Saved(s)) => {
                 let r = backup_of(w, s)?;
                 push_note(row, &format!("{to} restored"));
-                actions.push(Action::Put {
-                    path: to.clone(),
-                    id: r.id,
-                });
+                actions.extend(made_again(to.clone(), r.id, r.mode));
             }
             Some(Before::Unsaved) => {
                 return Err(Stop::Fail(format!(

@@ -58,6 +58,10 @@ pub enum Action {
         from: String,
         /// The target.
         to: String,
+        /// The next action writes `from` again (the content the move had replaced): so
+        /// where the policy keeps `from` in place, `from`'s content may be written at
+        /// `to` instead, which leaves the same tree.
+        or_copy: bool,
     },
     /// Make the symbolic link `path` leading to `target`.
     Link {

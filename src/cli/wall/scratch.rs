@@ -70,20 +70,24 @@ fn try_lock(dir: &std::path::Path) -> Option<std::fs::File> {
 /// with SIGKILL) could not even empty it, so its agent's files (a transcript, a cache)
 /// would stay. Only directories of this user, unlocked (a running gateway holds its
 /// own's lock, and the kernel lets go of it when the gateway dies), whose gateway (the
-/// pid in the name) this process cannot see alive. Nothing inside is followed: a link
-/// planted there is removed, not what it names. Best effort.
-pub(in crate::cli) fn sweep_stale_scratch(tmp: &std::path::Path) {
+/// pid in the name) this process cannot see alive, named exactly as [`create_scratch`]
+/// names them and of its mode. Nothing inside is followed: a link planted there is
+/// removed, not what it names. Never in a temp dir inside one of the `workspaces`, where
+/// an agent could give any directory such a name. Best effort.
+pub(in crate::cli) fn sweep_stale_scratch(
+    tmp: &std::path::Path,
+    workspaces: &[std::path::PathBuf],
+) {
+    let canonical = std::fs::canonicalize(tmp).unwrap_or_else(|_| tmp.to_path_buf());
+    if workspaces.iter().any(|w| canonical.starts_with(w)) {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
+        let Some(pid) = name.to_str().and_then(scratch_pid) else {
             continue;
         };
         let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
@@ -104,12 +108,19 @@ fn shown(path: &std::path::Path) -> String {
     fsgate_base::text::escape_for_humans(&path.to_string_lossy()).into_owned()
 }
 
-/// A directory (not a link to one) owned by this process's user.
+/// The pid in a scratch dir's name `fsgate-agent-PID-HEX16`; None for any other name.
+fn scratch_pid(name: &str) -> Option<u32> {
+    let (pid, random) = name.strip_prefix(SCRATCH_PREFIX)?.split_once('-')?;
+    let hex16 = random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit());
+    hex16.then(|| pid.parse().ok()).flatten()
+}
+
+/// A directory (not a link to one) of mode 0700 owned by this process's user.
 fn is_own_dir(entry: &std::fs::DirEntry) -> bool {
     use std::os::unix::fs::MetadataExt;
-    entry
-        .metadata()
-        .is_ok_and(|m| m.is_dir() && m.uid() == rustix::process::geteuid().as_raw())
+    entry.metadata().is_ok_and(|m| {
+        m.is_dir() && m.mode() & 0o7777 == 0o700 && m.uid() == rustix::process::geteuid().as_raw()
+    })
 }
 
 /// The agent's private scratch directory, locked while this gateway runs, cleaned when
@@ -173,26 +184,32 @@ mod tests {
     fn scratch_dirs_of_gone_gateways_are_swept_with_what_they_hold() {
         let tmp = tempfile::tempdir().expect("tempdir");
         // pid_max is at most 2^22: these pids are never alive.
-        let gone = tmp.path().join(format!("{SCRATCH_PREFIX}99999999-ab"));
-        let full = tmp.path().join(format!("{SCRATCH_PREFIX}99999998-cd"));
-        let live = tmp
-            .path()
-            .join(format!("{SCRATCH_PREFIX}{}-ef", std::process::id()));
+        let name = |pid: &str| format!("{SCRATCH_PREFIX}{pid}-0123456789abcdef");
+        let gone = tmp.path().join(name("99999999"));
+        let full = tmp.path().join(name("99999998"));
+        let live = tmp.path().join(name(&std::process::id().to_string()));
         let other = tmp.path().join("not-fsgate-99999999");
         let outside = tmp.path().join("outside");
-        for d in [&gone, &full, &live, &other, &outside] {
+        // Not of the form a scratch dir is made with: kept.
+        let odd = tmp.path().join(format!("{SCRATCH_PREFIX}99999995-x"));
+        let wide = tmp.path().join(name("99999994"));
+        for d in [&gone, &full, &live, &other, &outside, &odd, &wide] {
             std::fs::create_dir(d).expect("mkdir");
         }
+        for d in [&gone, &full, &live, &odd] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        }
+        std::fs::set_permissions(&wide, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         std::fs::create_dir_all(full.join(".cache/deep")).expect("mkdir");
         std::fs::write(full.join(".cache/deep/kept"), "x").expect("write");
         std::fs::write(outside.join("precious"), "x").expect("write");
         std::os::unix::fs::symlink(&outside, full.join("link")).expect("symlink");
         // A link named like a scratch dir is not one.
-        let named_link = tmp.path().join(format!("{SCRATCH_PREFIX}99999996-aa"));
+        let named_link = tmp.path().join(name("99999996"));
         std::os::unix::fs::symlink(&outside, &named_link).expect("symlink");
-        sweep_stale_scratch(tmp.path());
+        sweep_stale_scratch(tmp.path(), &[]);
         assert!(!gone.exists() && !full.exists());
-        assert!(live.exists() && other.exists());
+        assert!(live.exists() && other.exists() && odd.exists() && wide.exists());
         assert!(
             outside.join("precious").exists(),
             "the sweep followed a link"
@@ -201,17 +218,33 @@ mod tests {
     }
 
     #[test]
+    fn no_sweep_in_a_temp_dir_inside_a_workspace() {
+        // An agent could give any directory of its workspace a scratch dir's name.
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = std::fs::canonicalize(tmp.path()).expect("canonical");
+        let planted = root.join(format!("{SCRATCH_PREFIX}99999993-0123456789abcdef"));
+        std::fs::create_dir(&planted).expect("mkdir");
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        sweep_stale_scratch(&root, std::slice::from_ref(&root));
+        assert!(planted.exists());
+        sweep_stale_scratch(&root, &[]);
+        assert!(!planted.exists());
+    }
+
+    #[test]
     fn a_scratch_dir_in_use_is_kept_even_when_its_pid_is_not_seen() {
         // A gateway in another PID namespace sharing /tmp: its pid means nothing here,
         // but it holds its scratch dir's lock, and its agent may not have written yet.
         let tmp = tempfile::tempdir().expect("tempdir");
         let other_ns = create_scratch(tmp.path()).expect("scratch");
-        let foreign = tmp.path().join(format!("{SCRATCH_PREFIX}99999997-01"));
+        let foreign = tmp
+            .path()
+            .join(format!("{SCRATCH_PREFIX}99999997-0123456789abcdef"));
         std::fs::rename(&other_ns.path, &foreign).expect("rename");
-        sweep_stale_scratch(tmp.path());
+        sweep_stale_scratch(tmp.path(), &[]);
         assert!(foreign.exists(), "a locked scratch dir was swept");
         drop(other_ns);
-        sweep_stale_scratch(tmp.path());
+        sweep_stale_scratch(tmp.path(), &[]);
         assert!(!foreign.exists(), "an unlocked husk was kept");
     }
 }
