@@ -186,7 +186,8 @@ pub fn discover(input: &DiscoverInput<'_>) -> Result<Installation, DiscoverError
                 let why = format!("file named on the command line ({})", p.display());
                 d.file(&p, &why, true);
             } else if p.is_file() {
-                d.data_files.push(p);
+                // `..` and links resolved: the caller tells a workspace's file by it.
+                d.data_files.push(std::fs::canonicalize(&p).unwrap_or(p));
             }
         }
     }

@@ -94,12 +94,12 @@ impl Asks {
             answer: None,
         });
         // One line on the command's stderr, which the person watches: escaped once, as
-        // a whole (the path as it is, not `q.title()`, which is escaped already).
+        // a whole (the path as it is, cut, not `q.title()`, which is escaped already).
         fsgate_base::text::eprint_line(&format!(
             "fsgate: run {}: {} {} waits for a person ({} s): answer it from another terminal with `fsgate asks` in the workspace",
             self.session,
             q.op.name(),
-            q.path,
+            tail(&q.path, MAX_SHOWN_PATH),
             timeout.as_secs()
         ));
         loop {
@@ -285,6 +285,21 @@ fn one(asks: &Asks, mut conn: UnixStream) -> std::io::Result<()> {
     let mut text = reply.to_string();
     text.push('\n');
     conn.write_all(text.as_bytes())
+}
+
+/// The most of a path the waiting line shows (its end: the file's name stays in view).
+const MAX_SHOWN_PATH: usize = 240;
+
+/// The last `max` bytes of `path` (at a character boundary), after `…` when cut.
+fn tail(path: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if path.len() <= max {
+        return path.into();
+    }
+    let mut start = path.len() - max;
+    while !path.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &path[start..]).into()
 }
 
 /// What `fsgate asks` sends: one line of JSON.

@@ -42,7 +42,9 @@ pub mod fuzz {
     /// check after each input then never meets memory a helper holds mid-job: the
     /// sanitizer, not seeing a helper's stack, reported such memory lost (docs/fuzzing.md).
     pub fn settle() {
-        while !crate::sync_pool::settled() {
+        // Bounded: a job that never ends shows as the input's hang, not here.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !crate::sync_pool::settled() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_micros(50));
         }
     }

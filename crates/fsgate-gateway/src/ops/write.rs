@@ -121,6 +121,9 @@ impl Cx<'_> {
     ) -> Result<Output, GatewayError> {
         let rp = self.parse_path(path)?;
         facts.path = Some(rp.rel.as_str().to_string());
+        // Decided as any write first: a path the policy refuses is refused as such.
+        let res = self.locate(OpClass::Write, &rp, Follow::All, EntryKind::File, facts)?;
+        facts.real.0 = Some(res.real.as_str().to_string());
         let limit = self.pol.limits().max_write_bytes;
         crate::write::within_write_limit(len.max(limit.saturating_add(1)), limit, &rp.shown)?;
         Err(GatewayError::Internal(
