@@ -313,44 +313,6 @@ fn view_confine_leaves_out_a_discovered_grant_that_holds_the_workspace() {
 }
 
 #[test]
-fn view_a_killed_gateways_scratch_home_is_removed_by_the_next_start() {
-    use std::io::BufRead;
-    let ws = Ws::new();
-    // A temp dir of this test's own: what the sweep removes there is this test's.
-    let (_tmp, tmp) = canonical_tempdir("fsgate-confine-tmp");
-    let mut cmd = ws.fsgate_run();
-    cmd.env("TMPDIR", &tmp)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "mkdir -p $HOME/.cache && echo talk > $HOME/.cache/t && echo home=$HOME && sleep 60",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().expect("spawn fsgate run");
-    let mut line = String::new();
-    let stdout = child.stdout.take().expect("stdout");
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("read");
-    let home = std::path::PathBuf::from(line.trim().strip_prefix("home=").expect("home line"));
-    assert!(home.starts_with(&tmp), "{line}");
-    // An editor ends its agent so: no chance to clean.
-    child.kill().expect("kill");
-    child.wait().expect("wait");
-    assert!(home.join(".cache/t").exists(), "nothing was left to sweep");
-    let mut next = ws.fsgate_run();
-    next.env("TMPDIR", &tmp).args(["--", "true"]);
-    let out = finished(next);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        !home.exists(),
-        "the killed gateway's scratch dir outlived the next start"
-    );
-}
-
-#[test]
 fn view_a_data_file_of_the_workspace_on_the_command_line_gets_no_not_granted_note() {
     let ws = Ws::new();
     let (_dir, outside) = outside_file();

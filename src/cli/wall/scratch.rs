@@ -65,15 +65,15 @@ fn try_lock(dir: &std::path::Path) -> Option<std::fs::File> {
     Some(file)
 }
 
-/// Removes the scratch directories earlier gateways left in `tmp`: a confined gateway can
-/// empty its own but not remove it, and one that was killed (an editor ends its agent
-/// with SIGKILL) could not even empty it, so its agent's files (a transcript, a cache)
-/// would stay. Only directories of this user, unlocked (a running gateway holds its
-/// own's lock, and the kernel lets go of it when the gateway dies), whose gateway (the
-/// pid in the name) this process cannot see alive, named exactly as [`create_scratch`]
-/// names them and of its mode. Nothing inside is followed: a link planted there is
-/// removed, not what it names. Never in a temp dir inside one of the `workspaces`, where
-/// an agent could give any directory such a name. Best effort.
+/// Removes the empty scratch directories earlier gateways left in `tmp` (a confined
+/// gateway can empty its own but not remove it): only this user's, unlocked (a running
+/// gateway holds its own's lock, and the kernel lets go of it when the gateway dies),
+/// whose gateway (the pid in the name) this process cannot see alive, named exactly as
+/// [`create_scratch`] names them and of its mode. Never in a temp dir inside one of the
+/// `workspaces`, where an agent could give any directory such a name. One that still
+/// holds files (its gateway was killed) is left: removing a tree here would hold up
+/// this start for as long as the tree takes (an agent's caches: 2.2 GB took 130 s).
+/// Best effort.
 pub(in crate::cli) fn sweep_stale_scratch(
     tmp: &std::path::Path,
     workspaces: &[std::path::PathBuf],
@@ -95,8 +95,9 @@ pub(in crate::cli) fn sweep_stale_scratch(
             continue;
         }
         // The lock is held while removing, so its owner cannot be starting up now.
+        // remove_dir refuses a directory that is not empty: only husks go.
         if let Some(_lock) = try_lock(&entry.path())
-            && let Err(e) = std::fs::remove_dir_all(entry.path())
+            && let Err(e) = std::fs::remove_dir(entry.path())
         {
             tracing::debug!("stale scratch dir {} kept: {e}", shown(&entry.path()));
         }
@@ -181,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn scratch_dirs_of_gone_gateways_are_swept_with_what_they_hold() {
+    fn only_empty_scratch_dirs_of_gone_gateways_are_swept() {
         let tmp = tempfile::tempdir().expect("tempdir");
         // pid_max is at most 2^22: these pids are never alive.
         let name = |pid: &str| format!("{SCRATCH_PREFIX}{pid}-0123456789abcdef");
@@ -208,7 +209,8 @@ mod tests {
         let named_link = tmp.path().join(name("99999996"));
         std::os::unix::fs::symlink(&outside, &named_link).expect("symlink");
         sweep_stale_scratch(tmp.path(), &[]);
-        assert!(!gone.exists() && !full.exists());
+        assert!(!gone.exists());
+        assert!(full.join(".cache/deep/kept").exists());
         assert!(live.exists() && other.exists() && odd.exists() && wide.exists());
         assert!(
             outside.join("precious").exists(),
