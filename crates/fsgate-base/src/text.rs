@@ -233,5 +233,18 @@ pub fn head(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// `s` cut at its start to its last `max` bytes (on a character boundary) after `...`,
+/// when longer: a path keeps its file's name in view.
+pub fn tail(s: &str, max: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return Cow::Borrowed(s);
+    }
+    let mut start = s.len() - max;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    Cow::Owned(format!("...{}", &s[start..]))
+}
+
 #[cfg(test)]
 mod tests;

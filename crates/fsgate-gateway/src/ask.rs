@@ -127,14 +127,7 @@ impl Question {
     pub fn shown_path(&self) -> String {
         const MAX: usize = 240;
         let escaped = fsgate_base::text::escape_for_humans(&self.path);
-        if escaped.len() <= MAX {
-            return escaped.into_owned();
-        }
-        let mut start = escaped.len() - MAX;
-        while !escaped.is_char_boundary(start) {
-            start += 1;
-        }
-        format!("...{}", &escaped[start..])
+        fsgate_base::text::tail(&escaped, MAX).into_owned()
     }
 }
 

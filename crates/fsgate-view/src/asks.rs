@@ -99,7 +99,7 @@ impl Asks {
             "fsgate: run {}: {} {} waits for a person ({} s): answer it from another terminal with `fsgate asks` in the workspace",
             self.session,
             q.op.name(),
-            tail(&q.path, MAX_SHOWN_PATH),
+            fsgate_base::text::tail(&q.path, MAX_SHOWN_PATH),
             timeout.as_secs()
         ));
         loop {
@@ -289,18 +289,6 @@ fn one(asks: &Asks, mut conn: UnixStream) -> std::io::Result<()> {
 
 /// The most of a path the waiting line shows (its end: the file's name stays in view).
 const MAX_SHOWN_PATH: usize = 240;
-
-/// The last `max` bytes of `path` (at a character boundary), after `…` when cut.
-fn tail(path: &str, max: usize) -> std::borrow::Cow<'_, str> {
-    if path.len() <= max {
-        return path.into();
-    }
-    let mut start = path.len() - max;
-    while !path.is_char_boundary(start) {
-        start += 1;
-    }
-    format!("…{}", &path[start..]).into()
-}
 
 /// What `fsgate asks` sends: one line of JSON.
 #[derive(Debug, serde::Deserialize, serde::Serialize)]

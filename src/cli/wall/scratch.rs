@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use fsgate_base::text::EscPath;
+
 const SCRATCH_PREFIX: &str = "fsgate-agent-";
 
 /// A new private (0700) scratch directory `fsgate-agent-PID-RANDOM` in `tmp`, locked
@@ -99,14 +101,9 @@ pub(in crate::cli) fn sweep_stale_scratch(
         if let Some(_lock) = try_lock(&entry.path())
             && let Err(e) = std::fs::remove_dir(entry.path())
         {
-            tracing::debug!("stale scratch dir {} kept: {e}", shown(&entry.path()));
+            tracing::debug!("stale scratch dir {} kept: {e}", EscPath(&entry.path()));
         }
     }
-}
-
-/// `path` for a log line: a name inside the scratch dir is the agent's choice.
-fn shown(path: &std::path::Path) -> String {
-    fsgate_base::text::escape_for_humans(&path.to_string_lossy()).into_owned()
 }
 
 /// The pid in a scratch dir's name `fsgate-agent-PID-HEX16`; None for any other name.
@@ -148,12 +145,12 @@ fn clean_scratch(dir: &std::path::Path) {
                 _ => std::fs::remove_file(&path),
             };
             if let Err(e) = removed {
-                tracing::warn!("cannot clean {}: {e}", shown(&path));
+                tracing::warn!("cannot clean {}: {e}", EscPath(&path));
             }
         }
     }
     if let Err(e) = std::fs::remove_dir(dir) {
-        tracing::debug!("scratch dir {} left empty: {e}", shown(dir));
+        tracing::debug!("scratch dir {} left empty: {e}", EscPath(dir));
     }
 }
 

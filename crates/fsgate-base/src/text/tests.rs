@@ -218,3 +218,11 @@ proptest! {
         prop_assert_ne!(escape_for_humans(&a), escape_for_humans(&b));
     }
 }
+
+#[test]
+fn tail_keeps_the_end_on_a_character_boundary() {
+    assert_eq!(tail("short", 10), "short");
+    assert_eq!(tail("a/b/c/name.txt", 8), "...name.txt");
+    // "é" is two bytes: a cut inside it moves past it.
+    assert_eq!(tail("xé/f", 3), ".../f");
+}
