@@ -15,8 +15,8 @@ mod shards;
 use std::collections::HashSet;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use cap_std::fs::Dir;
 use fsgate_base::sha256::Sha256;
@@ -54,9 +54,11 @@ pub struct BackupStore {
     last_ts: Mutex<OffsetDateTime>,
     /// Shards whose entry in `versions/` this process has synced (or seen synced):
     /// a version in one is durable once its file and the shard are synced.
-    synced_shards: [AtomicBool; 256],
+    synced_shards: Arc<[AtomicBool; 256]>,
     /// The shards present were listed (and marked synced) once already.
     shards_listed: AtomicBool,
+    /// The helper job that makes every shard ahead was handed over (see `shards`).
+    shards_ahead: AtomicBool,
     /// Whether `FORMAT` and `versions/` were synced by this process (at its first
     /// backup: see `init`).
     layout_durable: AtomicBool,

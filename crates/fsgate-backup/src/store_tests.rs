@@ -735,3 +735,40 @@ fn a_store_torn_before_its_first_backup_is_made_again_and_nothing_else_is() {
         assert!(err.to_string().contains(says), "{name}: {err}");
     }
 }
+
+#[test]
+fn the_first_backup_of_a_run_has_every_shard_made_and_synced_ahead() {
+    let (tmp, store) = open_store(&BackupSettings::default());
+    let versions = tmp.path().join("store").join(VERSIONS_DIR);
+    let shards = || std::fs::read_dir(&versions).expect("list versions").count();
+    // Opening a store makes none: a start costs no directory.
+    assert_eq!(shards(), 0);
+    save_str(&store, "a.txt", "one", OffsetDateTime::now_utc());
+    // A helper makes the other 255 beside the backup; nothing waits for it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !store
+        .synced_shards
+        .iter()
+        .all(|s| s.load(Ordering::Acquire))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "shards not made ahead"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(shards(), 256);
+    let names: Vec<String> = std::fs::read_dir(&versions)
+        .expect("list versions")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| crate::layout::is_shard_name(n)),
+        "{names:?}"
+    );
+    // The next backups, into any shard, are read back as before.
+    let r = save_str(&store, "b/c.txt", "two", OffsetDateTime::now_utc());
+    let (got, f) = store.open_version("b/c.txt", None).expect("latest");
+    assert_eq!(got, r);
+    assert_eq!(read_all(f), "two");
+}

@@ -238,8 +238,8 @@ fn spawn_helper() -> bool {
 }
 
 /// Work [`offer_or_later`] could not hand to a free helper: the next helper done with
-/// a job runs it. At most one job is kept in practice (its only caller, the spares'
-/// refill, offers one at a time), so this stays as small as that.
+/// a job runs it. Its callers keep it small: the spares' refill offers one job at a
+/// time, and a backup store its shards made ahead once a run.
 static LATER: Mutex<Vec<Job>> = Mutex::new(Vec::new());
 
 /// [`offer`], or, when no helper is free now, kept for the next helper that finishes a

@@ -53,8 +53,9 @@ impl BackupStore {
             quota: Mutex::new(Quota::default()),
             touched: Mutex::new(HashSet::new()),
             last_ts: Mutex::new(OffsetDateTime::UNIX_EPOCH),
-            synced_shards: std::array::from_fn(|_| AtomicBool::new(false)),
+            synced_shards: std::sync::Arc::new(std::array::from_fn(|_| AtomicBool::new(false))),
             shards_listed: AtomicBool::new(false),
+            shards_ahead: AtomicBool::new(false),
             // Synced at each run's first backup, also when `FORMAT` reads back whole: it
             // may be in the page cache only, from a process that made the store and
             // ended before its first backup.

@@ -1,8 +1,11 @@
 //! The shard directories under `versions/`: created and opened, and their entries
-//! (and the store's `FORMAT`) synced once a run.
+//! (and the store's `FORMAT`) synced once a run. The first time a run meets a shard it
+//! has not synced, a helper makes every missing shard at once, with one sync of
+//! `versions/`: in a new store, the next backups then find their shard made and synced
+//! instead of each making its own (a `mkdir` and one more sync on the request's path).
 
 use std::io;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cap_std::fs::Dir;
 
@@ -19,6 +22,7 @@ impl BackupStore {
         let synced = &self.synced_shards[shard_index(shard)];
         for _ in 0..2 {
             if !synced.load(Ordering::Acquire) {
+                self.make_every_shard_ahead();
                 match self.versions.create_dir(shard) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -49,6 +53,7 @@ impl BackupStore {
         {
             return Ok((d, false));
         }
+        self.make_every_shard_ahead();
         match self.versions.create_dir(shard) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -86,6 +91,50 @@ impl BackupStore {
             self.synced_shards[shard_index(name)].store(true, Ordering::Release);
         }
         Ok(())
+    }
+}
+
+impl BackupStore {
+    /// Hands a helper, once a run, the making of every shard still missing and one sync
+    /// of `versions/` for all of them; they then count as synced. Nothing waits for it
+    /// (never a request's thread): a backup meanwhile makes and syncs its own shard as
+    /// before.
+    fn make_every_shard_ahead(&self) {
+        if self.shards_ahead.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(versions) = self.versions.try_clone() else {
+            return;
+        };
+        let synced = std::sync::Arc::clone(&self.synced_shards);
+        // No helper free now: the next one done with a job makes them.
+        fsgate_workspace::sync_pool::offer_or_later(move || every_shard(&versions, &synced));
+    }
+}
+
+/// Makes each of the 256 shards in `versions` that is missing, syncs `versions` once,
+/// then marks every shard that was there before that sync as synced.
+fn every_shard(versions: &Dir, synced: &[AtomicBool; 256]) {
+    let mut present = [false; 256];
+    for (i, there) in present.iter_mut().enumerate() {
+        if synced[i].load(Ordering::Acquire) {
+            continue;
+        }
+        match versions.create_dir(format!("{i:02x}")) {
+            Ok(()) => *there = true,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => *there = true,
+            Err(e) => {
+                tracing::debug!(error = %e, "backup store: shards not made ahead");
+                break;
+            }
+        }
+    }
+    if let Err(e) = sync_dir(versions) {
+        tracing::debug!(error = %e, "backup store: shards made ahead not synced");
+        return;
+    }
+    for (flag, _) in synced.iter().zip(present).filter(|(_, there)| *there) {
+        flag.store(true, Ordering::Release);
     }
 }
 
