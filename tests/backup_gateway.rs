@@ -562,10 +562,19 @@ fn a_backup_that_cannot_be_saved_refuses_the_change() {
             "chattr unavailable or unsupported here",
         );
     }
-    // And the whole `versions` directory immutable: a first backup into a new shard
-    // fails.
+    // And the whole `versions` directory immutable: a first backup into a shard that
+    // must be made again fails. The first backup had a helper make every shard ahead;
+    // once it has, the shard of `fresh.txt` is removed by hand.
     let files = backup_dir(&g).join("versions");
-    assert!(!files.join(shard("fresh.txt")).exists());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_dir(&files).unwrap().count() < 256 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shards were not made ahead"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::remove_dir(files.join(shard("fresh.txt"))).unwrap();
     g.put("fresh.txt", "fresh v1\n");
     if chattr("+i", &files) {
         let guard = Immutable(files.clone());
