@@ -200,17 +200,7 @@ pub(crate) fn record_beside_entry(
     recorded.map(|r| Some(r.seq))
 }
 
-/// A directory sync refused as unsupported by the filesystem (some FUSE and network
-/// filesystems), not failed: nothing later would succeed either.
-fn cannot_sync_dirs(e: &std::io::Error) -> bool {
-    use rustix::io::Errno;
-    e.raw_os_error().is_some_and(|n| {
-        matches!(
-            Errno::from_raw_os_error(n),
-            Errno::INVAL | Errno::OPNOTSUPP | Errno::NOSYS
-        )
-    })
-}
+use fsgate_workspace::cannot_sync_dirs;
 
 /// Makes a published write's name durable on this thread (no outcome to record beside
 /// it). A failure is logged: the change is made, and undoing it would be worse.

@@ -117,6 +117,18 @@ fn sync_dir_now(dir: &Dir) -> io::Result<()> {
     Ok(())
 }
 
+/// A directory sync refused as unsupported by the filesystem (some FUSE and network
+/// filesystems), not failed: nothing later would succeed either.
+pub fn cannot_sync_dirs(e: &io::Error) -> bool {
+    use rustix::io::Errno;
+    e.raw_os_error().is_some_and(|n| {
+        matches!(
+            Errno::from_raw_os_error(n),
+            Errno::INVAL | Errno::OPNOTSUPP | Errno::NOSYS
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -51,7 +51,7 @@ pub mod fuzz {
 }
 
 pub use atomic::move_into_place;
-pub use dir_sync::sync_dir_shared;
+pub use dir_sync::{cannot_sync_dirs, sync_dir_shared};
 pub use error::WsError;
 pub use gather::answer::{Cut, Gathered, Reading, Room, Take, Tally};
 pub use kind::FileKind;

@@ -132,9 +132,7 @@ fn every_shard(versions: &Dir, synced: &[AtomicBool; 256]) {
     if let Err(e) = sync_dir(versions) {
         // A write-back error is reported once: say it where a person sees it. A
         // filesystem that cannot sync directories at all says so on every backup.
-        use rustix::io::Errno;
-        let unsupported = matches!(Errno::from_io_error(&e), Some(Errno::INVAL | Errno::NOTSUP));
-        if unsupported {
+        if fsgate_workspace::cannot_sync_dirs(&e) {
             tracing::debug!(error = %e, "backup store: shards made ahead not synced");
         } else {
             tracing::warn!(error = %e, "backup store: shards made ahead not synced");
