@@ -132,7 +132,13 @@ fn bench_driver_quick_mode_runs_and_checks_every_fsgate_workload() {
             "{name}: {t:?}"
         );
     }
+    // The floors are timed only between fsgate's chunks: each is there.
     assert!(report.chain.bare_new_us > 0.0 && report.chain.bare_overwrite_us > 0.0);
+    assert!(report.chain.bare_overwrite_32_ops > 0.0);
+    assert!(
+        md.contains("Each floor fsgate is set against is timed in chunks between fsgate's own (10 chunks one at a time, 4 with 32 in flight)"),
+        "{md}"
+    );
 }
 
 /// Figures of one workload on one server, for the targets' arithmetic.

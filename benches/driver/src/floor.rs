@@ -311,24 +311,72 @@ pub fn bare_overwrite(root: &Path, n: usize) -> Result<f64, Error> {
 }
 
 fn bare_serial(root: &Path, n: usize, over: bool) -> Result<f64, Error> {
-    let io = |e| Error::io(root, e);
-    let mut s = Scratch::new(root).map_err(io)?;
-    let data = vec![b'x'; 4096];
-    std::fs::write(s.ws.join("over"), &data).map_err(io)?;
-    // SAFETY: a sync with no preconditions; the set-up starts the clock on disk.
-    unsafe { libc::sync() };
-    let mut times = Vec::with_capacity(n);
-    for _ in 0..n {
-        s.make_spares(over).map_err(io)?;
-        let t = Instant::now();
-        if over {
-            s.overwrite("over", &data).map_err(io)?;
-        } else {
-            s.write_new(&data).map_err(io)?;
-        }
-        times.push(t.elapsed().as_secs_f64() * 1e6);
+    let mut floor = SerialFloor::new(root, over)?;
+    floor.run(n)?;
+    Ok(floor.p50_us())
+}
+
+/// The one-at-a-time floor, timed a chunk at a time: the suite runs its chunks between
+/// fsgate's, so that both see the same minutes of the disk.
+pub struct SerialFloor {
+    root: PathBuf,
+    s: Scratch,
+    over: bool,
+    data: Vec<u8>,
+    /// Each write's time, µs.
+    times: Vec<f64>,
+}
+
+impl SerialFloor {
+    /// A scratch directory `root` (on a filesystem of its own: see [`crate::fresh_fs`])
+    /// ready for new files, or (`over`) for overwrites of one file with their backups.
+    pub fn new(root: &Path, over: bool) -> Result<SerialFloor, Error> {
+        let io = |e| Error::io(root, e);
+        let s = Scratch::new(root).map_err(io)?;
+        let data = vec![b'x'; 4096];
+        std::fs::write(s.ws.join("over"), &data).map_err(io)?;
+        // SAFETY: a sync with no preconditions; the set-up starts the clock on disk.
+        unsafe { libc::sync() };
+        Ok(SerialFloor {
+            root: root.to_path_buf(),
+            s,
+            over,
+            data,
+            times: Vec::new(),
+        })
     }
-    Ok(crate::suite::mid(times))
+
+    /// `n` more writes, each timed (its unnamed files made ahead, untimed, as fsgate's
+    /// spares are).
+    pub fn run(&mut self, n: usize) -> Result<(), Error> {
+        let io = |e| Error::io(&self.root, e);
+        for _ in 0..n {
+            self.s.make_spares(self.over).map_err(io)?;
+            let t = Instant::now();
+            if self.over {
+                self.s.overwrite("over", &self.data).map_err(io)?;
+            } else {
+                self.s.write_new(&self.data).map_err(io)?;
+            }
+            self.times.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        Ok(())
+    }
+
+    /// The p50 of every write so far, µs.
+    pub fn p50_us(&self) -> f64 {
+        crate::suite::mid(self.times.clone())
+    }
+
+    /// Writes timed so far.
+    pub fn count(&self) -> usize {
+        self.times.len()
+    }
+
+    /// True for overwrites, false for new files.
+    pub fn over(&self) -> bool {
+        self.over
+    }
 }
 
 /// An `fsync` shared by the threads that need it (a group commit): a sync that starts
@@ -489,41 +537,98 @@ pub fn bare_overwrites_in_flight(
     k: usize,
     calls: Calls,
 ) -> Result<InFlight, Error> {
-    let io = |e| Error::io(root, e);
-    let shared = Arc::new(Shared::new(root, n).map_err(io)?);
-    let next = Arc::new(AtomicUsize::new(0));
-    let cpu0 = crate::workloads::rusage_cpu(libc::RUSAGE_SELF);
-    let t = Instant::now();
-    let threads: Vec<_> = (0..k.max(1))
-        .map(|_| {
-            let (shared, next) = (Arc::clone(&shared), Arc::clone(&next));
-            std::thread::spawn(move || -> std::io::Result<()> {
-                let data = vec![b'y'; 4096];
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n {
-                        return Ok(());
-                    }
-                    match calls {
-                        Calls::Fsgates => overwrite_one(&shared, i, &data)?,
-                        Calls::ReplaceOnly => replace_one(&shared, i, &data)?,
-                        Calls::SharedBackups => overwrite_shared_backup(&shared, i, &data)?,
-                    }
-                }
-            })
+    let mut floor = InFlightFloor::new(root, n, calls)?;
+    floor.run(n, k)?;
+    Ok(floor.figures())
+}
+
+/// [`bare_overwrites_in_flight`] timed a chunk at a time: the suite runs its chunks
+/// between fsgate's, so that both see the same minutes of the disk. Threads start anew
+/// for each chunk, as fsgate's chunk starts with nothing in flight.
+pub struct InFlightFloor {
+    root: PathBuf,
+    shared: Arc<Shared>,
+    calls: Calls,
+    /// Files overwritten so far (the next chunk starts at this one), of `n` made.
+    done: usize,
+    n: usize,
+    /// Time and CPU (this process's, all threads) over the chunks so far.
+    secs: f64,
+    cpu_s: f64,
+}
+
+impl InFlightFloor {
+    /// `n` files of 4 KiB under `root` (on a filesystem of its own: see
+    /// [`crate::fresh_fs`]), with the backup store's shards and a log.
+    pub fn new(root: &Path, n: usize, calls: Calls) -> Result<InFlightFloor, Error> {
+        let shared = Shared::new(root, n).map_err(|e| Error::io(root, e))?;
+        Ok(InFlightFloor {
+            root: root.to_path_buf(),
+            shared: Arc::new(shared),
+            calls,
+            done: 0,
+            n,
+            secs: 0.0,
+            cpu_s: 0.0,
         })
-        .collect();
-    for th in threads {
-        th.join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("a writer panicked")))
-            .map_err(io)?;
     }
-    let secs = t.elapsed().as_secs_f64();
-    let cpu = crate::workloads::rusage_cpu(libc::RUSAGE_SELF) - cpu0;
-    Ok(InFlight {
-        ops_per_s: n as f64 / secs,
-        cpu_us: cpu * 1e6 / n.max(1) as f64,
-    })
+
+    /// The next `count` files overwritten, `k` threads at once.
+    pub fn run(&mut self, count: usize, k: usize) -> Result<(), Error> {
+        let (from, to) = (self.done, (self.done + count).min(self.n));
+        let next = Arc::new(AtomicUsize::new(from));
+        let cpu0 = crate::workloads::rusage_cpu(libc::RUSAGE_SELF);
+        let t = Instant::now();
+        let threads: Vec<_> = (0..k.max(1))
+            .map(|_| {
+                let (shared, next, calls) =
+                    (Arc::clone(&self.shared), Arc::clone(&next), self.calls);
+                std::thread::spawn(move || overwrite_until(&shared, &next, to, calls))
+            })
+            .collect();
+        for th in threads {
+            th.join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("a writer panicked")))
+                .map_err(|e| Error::io(&self.root, e))?;
+        }
+        self.secs += t.elapsed().as_secs_f64();
+        self.cpu_s += crate::workloads::rusage_cpu(libc::RUSAGE_SELF) - cpu0;
+        self.done = to;
+        Ok(())
+    }
+
+    /// The rate and CPU per overwrite over the chunks so far.
+    pub fn figures(&self) -> InFlight {
+        let n = self.done.max(1) as f64;
+        InFlight {
+            ops_per_s: match self.secs > 0.0 {
+                true => self.done as f64 / self.secs,
+                false => 0.0,
+            },
+            cpu_us: self.cpu_s * 1e6 / n,
+        }
+    }
+}
+
+/// One thread's share: overwrites of the files `next` hands out, until `to`.
+fn overwrite_until(
+    shared: &Shared,
+    next: &AtomicUsize,
+    to: usize,
+    calls: Calls,
+) -> std::io::Result<()> {
+    let data = vec![b'y'; 4096];
+    loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= to {
+            return Ok(());
+        }
+        match calls {
+            Calls::Fsgates => overwrite_one(shared, i, &data)?,
+            Calls::ReplaceOnly => replace_one(shared, i, &data)?,
+            Calls::SharedBackups => overwrite_shared_backup(shared, i, &data)?,
+        }
+    }
 }
 
 /// One overwrite of `ws/o<i>` for [`bare_overwrites_in_flight`], as fsgate's backup
@@ -735,6 +840,45 @@ mod tests {
         assert!(got.ops_per_s > 0.0 && got.ops_per_s.is_finite(), "{got:?}");
         let left = std::fs::read_dir(root.join("ws")).unwrap().count();
         assert_eq!(left, 64, "its files are left for the caller");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// The in-flight floor timed in chunks overwrites each file once, in order, and
+    /// stops at the files it made: chunks past the end overwrite nothing more.
+    #[test]
+    fn an_in_flight_floor_in_chunks_overwrites_each_file_once() {
+        let root = std::env::temp_dir().join(format!("fsgate-floor-ch-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let mut floor = InFlightFloor::new(&root, 50, Calls::Fsgates).unwrap();
+        floor.run(20, 4).unwrap();
+        for i in 0..50 {
+            let now = std::fs::read(root.join("ws").join(format!("o{i}"))).unwrap();
+            assert_eq!(now[0], if i < 20 { b'y' } else { b'x' }, "o{i}");
+        }
+        floor.run(20, 4).unwrap();
+        floor.run(20, 4).unwrap();
+        let log = std::fs::metadata(root.join("log")).unwrap().len();
+        assert_eq!(log, 100 * RECORD.len() as u64, "two records for each of 50");
+        let got = floor.figures();
+        assert!(got.ops_per_s > 0.0 && got.ops_per_s.is_finite(), "{got:?}");
+        assert!(got.cpu_us > 0.0, "{got:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// The one-at-a-time floor timed in chunks keeps every write's time: its p50 is
+    /// over all the chunks' writes.
+    #[test]
+    fn a_serial_floor_in_chunks_times_every_write() {
+        let root = std::env::temp_dir().join(format!("fsgate-floor-sc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let mut floor = SerialFloor::new(&root, false).unwrap();
+        floor.run(3).unwrap();
+        floor.run(4).unwrap();
+        assert_eq!(floor.count(), 7);
+        assert!(!floor.over());
+        assert!(floor.p50_us() > 0.0);
+        let made = std::fs::read_dir(root.join("ws")).unwrap().count();
+        assert_eq!(made, 8, "seven new files and the one to overwrite");
         std::fs::remove_dir_all(&root).unwrap();
     }
 

@@ -235,8 +235,10 @@ impl Report {
         if !self.write_fs.is_empty() {
             let _ = writeln!(
                 s,
-                "Write workloads, their floors and the bare calls: {}.\n",
-                self.write_fs
+                "Write workloads, their floors and the bare calls: {}. Each floor fsgate is set against is timed in chunks between fsgate's own ({} chunks one at a time, {} with 32 in flight), so that both see the same minutes of the disk.\n",
+                self.write_fs,
+                crate::workloads::chunks(1),
+                crate::workloads::chunks(32)
             );
         }
         let _ = writeln!(

@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::Error;
-use crate::floor::{self, Calls, InFlight};
+use crate::floor::{self, Calls, InFlight, InFlightFloor, SerialFloor};
 use crate::fresh_fs::{FreshFs, Kind};
 use crate::mono::{self, Mono};
 use crate::mono_work::{self, Expect};
 use crate::report::{Figures, Report};
 use crate::server::{self, Door, Server, Spec};
 use crate::tree::{self, Sizes};
-use crate::workloads::{self, Ctx, Run, rusage_cpu};
+use crate::workloads::{self, Between, Ctx, Run, rusage_cpu};
 
 /// The default policy, with the `[audit]` durability the batch target asks for.
 const DEFAULT_POLICY: &str = include_str!("../../../policies/default.toml");
@@ -338,11 +338,23 @@ pub async fn run(cfg: Config) -> Result<Report, Error> {
                     false => None,
                 };
                 let on = fresh.as_ref().map(|f| f.root.as_path());
-                let got = suite.job(w, label, rep, on).await;
+                // fsgate's floor, timed between the chunks of its run.
+                let mut floor = match label == FSGATE {
+                    true => floors.interleaved(&suite, w, rep)?,
+                    false => None,
+                };
+                let got = match floor.as_mut() {
+                    Some(f) => {
+                        let mut chunk = |count| f.chunk(count);
+                        suite.job(w, label, rep, on, Some(&mut chunk)).await
+                    }
+                    None => suite.job(w, label, rep, on, None).await,
+                };
                 drop(fresh);
                 match got {
                     Ok(f) => {
-                        eprintln!("{}", f.brief());
+                        let floor = floor.map(|fl| floors.record(fl)).unwrap_or_default();
+                        eprintln!("{}{floor}", f.brief());
                         runs.entry((w.into(), label.into())).or_default().push(f);
                     }
                     Err(e) => {
@@ -409,6 +421,7 @@ impl Suite {
         label: &str,
         rep: usize,
         on: Option<&Path>,
+        between: Option<Between<'_>>,
     ) -> Result<Figures, Error> {
         if let Some(fresh) = on {
             let (root, state) = (fresh.join("ws"), fresh.join("state"));
@@ -420,7 +433,7 @@ impl Suite {
                 sz: &self.sz,
                 rep,
             };
-            let res = self.workload(&srv, &cx, w).await;
+            let res = self.workload(&srv, &cx, w, between).await;
             srv.stop().await;
             return Ok(Figures::from_run(&res?));
         }
@@ -452,12 +465,19 @@ impl Suite {
             sz: &self.sz,
             rep,
         };
-        let res = self.workload(&srv, &cx, w).await;
+        let res = self.workload(&srv, &cx, w, None).await;
         srv.stop().await;
         Ok(Figures::from_run(&res?))
     }
 
-    async fn workload(&self, srv: &Server, cx: &Ctx<'_>, w: &str) -> Result<Run, Error> {
+    /// Runs workload `w`; a write workload with its floor's chunks `between` its own.
+    async fn workload(
+        &self,
+        srv: &Server,
+        cx: &Ctx<'_>,
+        w: &str,
+        between: Option<Between<'_>>,
+    ) -> Result<Run, Error> {
         let n = &self.n;
         let (seq, pipe) = (w.ends_with("read_seq"), w.ends_with("read_pipe"));
         if seq || pipe {
@@ -467,10 +487,10 @@ impl Suite {
             return workloads::read_small(srv, cx, count, k).await;
         }
         match w {
-            "write_new" => workloads::write_new(srv, cx, n.write, 32).await,
-            "overwrite" => workloads::overwrite(srv, cx, n.write, 32).await,
-            "write_new_serial" => workloads::write_new(srv, cx, n.write_serial, 1).await,
-            "overwrite_serial" => workloads::overwrite(srv, cx, n.write_serial, 1).await,
+            "write_new" => workloads::write_new(srv, cx, (n.write, 32), between).await,
+            "overwrite" => workloads::overwrite(srv, cx, (n.write, 32), between).await,
+            "write_new_serial" => workloads::write_new(srv, cx, (n.write_serial, 1), between).await,
+            "overwrite_serial" => workloads::overwrite(srv, cx, (n.write_serial, 1), between).await,
             "stat" => {
                 workloads::stat(srv, cx, n.warmup).await?;
                 workloads::stat(srv, cx, n.stat).await
@@ -582,34 +602,65 @@ impl Floors {
         Ok(f)
     }
 
-    /// Before workload `w`, the floor it is set against, each on a filesystem of its
-    /// own: the one-at-a-time write's bare calls (as many as the workload makes), or
-    /// the bare overwrites with 32 in flight of each kind.
+    /// Before workload `overwrite`, the bare overwrites with 32 in flight of the kinds
+    /// shown beside its target (the durable replace alone, the backups in one shared
+    /// file), each on a filesystem of its own.
     fn before(&mut self, suite: &Suite, w: &str, rep: usize) -> Result<(), Error> {
-        let work = &suite.cfg.work;
-        if let Some(over) = serial_floor(w) {
-            let fresh = self.fresh(work, &format!("floor-{w}-{rep}"))?;
-            let (root, n) = (fresh.root.join("floor"), suite.n.write_serial);
-            let us = match over {
-                true => floor::bare_overwrite(&root, n)?,
-                false => floor::bare_new(&root, n)?,
-            };
-            self.serial.push((over, us));
-        }
         if w != "overwrite" {
             return Ok(());
         }
         for (calls, name) in [
-            (Calls::Fsgates, "in-flight"),
             (Calls::ReplaceOnly, "replace"),
             (Calls::SharedBackups, "shared-backups"),
         ] {
-            let fresh = self.fresh(work, &format!("bare-{name}-{rep}"))?;
+            let fresh = self.fresh(&suite.cfg.work, &format!("bare-{name}-{rep}"))?;
             let scratch = fresh.root.join("bare");
             let got = floor::bare_overwrites_in_flight(&scratch, suite.n.write, 32, calls)?;
             self.in_flight.push((calls, got));
         }
         Ok(())
+    }
+
+    /// The floor workload `w` is set against, on a filesystem of its own, ready to be
+    /// timed between the chunks of fsgate's run: the one-at-a-time write's bare calls
+    /// (as many as the workload makes), or fsgate's bare calls with 32 in flight.
+    fn interleaved(
+        &mut self,
+        suite: &Suite,
+        w: &str,
+        rep: usize,
+    ) -> Result<Option<Interleaved>, Error> {
+        let work = &suite.cfg.work;
+        if let Some(over) = serial_floor(w) {
+            let fs = self.fresh(work, &format!("floor-{w}-{rep}"))?;
+            let floor = SerialFloor::new(&fs.root.join("floor"), over)?;
+            return Ok(Some(Interleaved::Serial { floor, _fs: fs }));
+        }
+        if w != "overwrite" {
+            return Ok(None);
+        }
+        let fs = self.fresh(work, &format!("bare-in-flight-{rep}"))?;
+        let n = suite.n.write;
+        let floor = InFlightFloor::new(&fs.root.join("bare"), n, Calls::Fsgates)?;
+        Ok(Some(Interleaved::InFlight { floor, _fs: fs }))
+    }
+
+    /// A floor timed between fsgate's chunks, kept for the report; its figure, for
+    /// the progress line.
+    fn record(&mut self, floor: Interleaved) -> String {
+        match floor {
+            Interleaved::Serial { floor, .. } if floor.count() > 0 => {
+                let us = floor.p50_us();
+                self.serial.push((floor.over(), us));
+                format!("; its floor, between: p50 {:.3} ms", us / 1e3)
+            }
+            Interleaved::InFlight { floor, .. } => {
+                let got = floor.figures();
+                self.in_flight.push((Calls::Fsgates, got));
+                format!("; its floor, between: {:.0} ops/s", got.ops_per_s)
+            }
+            Interleaved::Serial { .. } => String::new(),
+        }
     }
 
     /// `chain` with the floors' medians over the repetitions.
@@ -629,6 +680,23 @@ impl Floors {
         chain.bare_new_us = serial(false);
         chain.bare_overwrite_us = serial(true);
         chain
+    }
+}
+
+/// A floor timed a chunk at a time between fsgate's (on its filesystem, removed when
+/// this is dropped).
+enum Interleaved {
+    Serial { floor: SerialFloor, _fs: FreshFs },
+    InFlight { floor: InFlightFloor, _fs: FreshFs },
+}
+
+impl Interleaved {
+    /// The next `count` writes of the floor.
+    fn chunk(&mut self, count: usize) -> Result<(), Error> {
+        match self {
+            Interleaved::Serial { floor, .. } => floor.run(count),
+            Interleaved::InFlight { floor, .. } => floor.run(count, 32),
+        }
     }
 }
 

@@ -89,7 +89,18 @@ impl Op for ReadOp<'_> {
 
 /// Runs `n` ops with `k` in flight; checks every answer.
 async fn drive(srv: &Server, n: usize, k: usize, op: &dyn Op) -> Result<Run, Error> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
+    drive_range(srv, 0..n, k, op).await
+}
+
+/// Runs ops `ops` (their numbers) with `k` in flight; checks every answer.
+async fn drive_range(
+    srv: &Server,
+    ops: std::ops::Range<usize>,
+    k: usize,
+    op: &dyn Op,
+) -> Result<Run, Error> {
+    let (n, end) = (ops.len(), ops.end);
+    let next = std::sync::atomic::AtomicUsize::new(ops.start);
     let cpu0 = cpu_ticks(srv.pid)?;
     let own0 = rusage_cpu(libc::RUSAGE_SELF);
     let t0 = Instant::now();
@@ -97,7 +108,7 @@ async fn drive(srv: &Server, n: usize, k: usize, op: &dyn Op) -> Result<Run, Err
         let mut lat = Vec::new();
         loop {
             let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if i >= n {
+            if i >= end {
                 return Ok::<_, Error>(lat);
             }
             let req = op.request(i);
@@ -256,12 +267,25 @@ fn write_content(rep: usize, i: usize, salt: u64) -> String {
 
 /// `write_file` of op `i`'s content to `rel(i)`, `k` in flight, then (untimed) every
 /// file checked on disk.
+/// Work the driver times between the chunks of a write workload: the floor it is set
+/// against, so that fsgate and its floor see the same minutes of the disk. It is called
+/// before each chunk with the number of writes the chunk makes.
+pub type Between<'a> = &'a mut dyn FnMut(usize) -> Result<(), Error>;
+
+/// Into how many chunks a write workload with a floor [`Between`] its chunks is cut:
+/// one at a time, 10 (of 100 writes in a full run); with `k` in flight, 4, so that a
+/// chunk's start and end, with fewer in flight, weigh little.
+pub fn chunks(k: usize) -> usize {
+    if k > 1 { 4 } else { 10 }
+}
+
 async fn writes(
     srv: &Server,
     cx: &Ctx<'_>,
     (n, k): (usize, usize),
     rel: &dyn Fn(usize) -> String,
     salt: u64,
+    between: Option<Between<'_>>,
 ) -> Result<Run, Error> {
     let op = FnOp(
         |i| {
@@ -274,7 +298,10 @@ async fn writes(
         |_, v: &Value| mcp_text(v).map(|_| ()),
     );
     let syncs = SyncCount::start(srv.pid);
-    let run = drive(srv, n, k, &op).await;
+    let run = match between {
+        None => drive(srv, n, k, &op).await,
+        Some(between) => chunked(srv, n, k, &op, between).await,
+    };
     let syncs = syncs.and_then(SyncCount::stop);
     let mut run = run?;
     run.syncs = syncs;
@@ -291,18 +318,65 @@ async fn writes(
     Ok(run)
 }
 
+/// Ops `0..n` cut into `m` ranges in order, as even as can be.
+fn chunk_ranges(n: usize, m: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let m = m.max(1);
+    (0..m).map(move |c| n * c / m..n * (c + 1) / m)
+}
+
+/// `n` ops in [`chunks`] chunks, `between` run before each; the chunks' runs as one
+/// (the time and CPU are the chunks' alone).
+async fn chunked(
+    srv: &Server,
+    n: usize,
+    k: usize,
+    op: &dyn Op,
+    between: Between<'_>,
+) -> Result<Run, Error> {
+    let mut all = Run {
+        lat: Vec::with_capacity(n),
+        wall: Duration::ZERO,
+        cpu_s: Some(0.0),
+        hwm_kib: None,
+        driver_cpu_s: Some(0.0),
+        syncs: None,
+    };
+    for ops in chunk_ranges(n, chunks(k)) {
+        between(ops.len())?;
+        let run = drive_range(srv, ops, k, op).await?;
+        all.lat.extend(run.lat);
+        all.wall += run.wall;
+        let add = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a + b);
+        all.cpu_s = add(all.cpu_s, run.cpu_s);
+        all.driver_cpu_s = add(all.driver_cpu_s, run.driver_cpu_s);
+        all.hwm_kib = run.hwm_kib;
+    }
+    Ok(all)
+}
+
 /// `write_new` (`k` = 32) and `write_new_serial` (1): 4 KiB to files that do not exist
 /// yet, `k` in flight.
-pub async fn write_new(srv: &Server, cx: &Ctx<'_>, n: usize, k: usize) -> Result<Run, Error> {
+pub async fn write_new(
+    srv: &Server,
+    cx: &Ctx<'_>,
+    (n, k): (usize, usize),
+    between: Option<Between<'_>>,
+) -> Result<Run, Error> {
     let dir = format!("new/k{k}-r{}", cx.rep);
     let d = cx.root.join(&dir);
     std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
-    writes(srv, cx, (n, k), &|i| format!("{dir}/w{i}.txt"), 20_000_000).await
+    let rel = |i| format!("{dir}/w{i}.txt");
+    writes(srv, cx, (n, k), &rel, 20_000_000, between).await
 }
 
 /// `overwrite` (`k` = 32) and `overwrite_serial` (1): 4 KiB over files that exist (each
 /// op its own file), `k` in flight.
-pub async fn overwrite(srv: &Server, cx: &Ctx<'_>, n: usize, k: usize) -> Result<Run, Error> {
+pub async fn overwrite(
+    srv: &Server,
+    cx: &Ctx<'_>,
+    (n, k): (usize, usize),
+    between: Option<Between<'_>>,
+) -> Result<Run, Error> {
     let dir = format!("over/k{k}-r{}", cx.rep);
     let d = cx.root.join(&dir);
     std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
@@ -314,7 +388,8 @@ pub async fn overwrite(srv: &Server, cx: &Ctx<'_>, n: usize, k: usize) -> Result
     // during the server's syncs.
     // SAFETY: sync(2) has no preconditions.
     unsafe { libc::sync() };
-    writes(srv, cx, (n, k), &|i| format!("{dir}/o{i}.txt"), 40_000_000).await
+    let rel = |i| format!("{dir}/o{i}.txt");
+    writes(srv, cx, (n, k), &rel, 40_000_000, between).await
 }
 
 /// `perf stat` counting a server's `fsync` and `fdatasync` calls (all its threads, and
@@ -558,4 +633,35 @@ pub fn rusage_cpu(who: libc::c_int) -> f64 {
     unsafe { libc::getrusage(who, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chunks of a write workload cover its ops once each, in order, and differ in
+    /// size by one at most.
+    #[test]
+    fn chunks_cover_every_op_once_in_order() {
+        for (n, m) in [
+            (1000, 10),
+            (2000, 4),
+            (20, 10),
+            (40, 4),
+            (7, 10),
+            (0, 4),
+            (5, 0),
+        ] {
+            let got: Vec<_> = chunk_ranges(n, m).collect();
+            assert_eq!(got.len(), m.max(1));
+            let ops: Vec<usize> = got.iter().cloned().flatten().collect();
+            assert_eq!(ops, (0..n).collect::<Vec<_>>(), "{n} in {m}");
+            let (lo, hi) = got
+                .iter()
+                .map(|r| r.len())
+                .fold((n, 0), |(a, b), l| (a.min(l), b.max(l)));
+            assert!(hi - lo <= 1, "{n} in {m}: {got:?}");
+        }
+        assert_eq!((chunks(1), chunks(32)), (10, 4));
+    }
 }
