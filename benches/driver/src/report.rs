@@ -233,12 +233,20 @@ impl Report {
         );
         let _ = writeln!(s, "Command: `{}`\n", self.command);
         if !self.write_fs.is_empty() {
+            let c = self.chain;
+            let floors = c.bare_new_us > 0.0 || c.bare_overwrite_us > 0.0;
+            let interleaved = match floors || c.bare_overwrite_32_ops > 0.0 {
+                true => format!(
+                    " Each floor fsgate is set against is timed in chunks between fsgate's own ({} chunks one at a time, {} with 32 in flight), so that both see the same minutes of the disk.",
+                    crate::workloads::chunks(1),
+                    crate::workloads::chunks(32)
+                ),
+                false => String::new(),
+            };
             let _ = writeln!(
                 s,
-                "Write workloads, their floors and the bare calls: {}. Each floor fsgate is set against is timed in chunks between fsgate's own ({} chunks one at a time, {} with 32 in flight), so that both see the same minutes of the disk.\n",
+                "Write workloads, their floors and the bare calls: {}.{interleaved}\n",
                 self.write_fs,
-                crate::workloads::chunks(1),
-                crate::workloads::chunks(32)
             );
         }
         let _ = writeln!(

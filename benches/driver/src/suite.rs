@@ -654,12 +654,12 @@ impl Floors {
                 self.serial.push((floor.over(), us));
                 format!("; its floor, between: p50 {:.3} ms", us / 1e3)
             }
-            Interleaved::InFlight { floor, .. } => {
+            Interleaved::InFlight { floor, .. } if floor.figures().ops_per_s > 0.0 => {
                 let got = floor.figures();
                 self.in_flight.push((Calls::Fsgates, got));
                 format!("; its floor, between: {:.0} ops/s", got.ops_per_s)
             }
-            Interleaved::Serial { .. } => String::new(),
+            Interleaved::Serial { .. } | Interleaved::InFlight { .. } => String::new(),
         }
     }
 

@@ -20,7 +20,8 @@ use crate::tree::{self, Sizes};
 pub struct Run {
     /// Latency of each request, send to answer.
     pub lat: Vec<Duration>,
-    /// First send to last answer.
+    /// First send to last answer (a write workload timed with its floor: the sum of
+    /// its chunks').
     pub wall: Duration,
     /// Server CPU seconds (utime + stime) over the workload, if known.
     pub cpu_s: Option<f64>,
@@ -265,11 +266,9 @@ fn write_content(rep: usize, i: usize, salt: u64) -> String {
     tree::text(salt + (rep as u64) * 10_000_000 + i as u64, tree::SMALL)
 }
 
-/// `write_file` of op `i`'s content to `rel(i)`, `k` in flight, then (untimed) every
-/// file checked on disk.
 /// Work the driver times between the chunks of a write workload: the floor it is set
 /// against, so that fsgate and its floor see the same minutes of the disk. It is called
-/// before each chunk with the number of writes the chunk makes.
+/// once beside each chunk (see [`Step`]) with the number of writes the chunk makes.
 pub type Between<'a> = &'a mut dyn FnMut(usize) -> Result<(), Error>;
 
 /// Into how many chunks a write workload with a floor [`Between`] its chunks is cut:
@@ -279,6 +278,8 @@ pub fn chunks(k: usize) -> usize {
     if k > 1 { 4 } else { 10 }
 }
 
+/// `write_file` of op `i`'s content to `rel(i)`, `k` in flight, then (untimed) every
+/// file checked on disk; with `between`, in chunks with the floor's beside them.
 async fn writes(
     srv: &Server,
     cx: &Ctx<'_>,
@@ -324,8 +325,35 @@ fn chunk_ranges(n: usize, m: usize) -> impl Iterator<Item = std::ops::Range<usiz
     (0..m).map(move |c| n * c / m..n * (c + 1) / m)
 }
 
-/// `n` ops in [`chunks`] chunks, `between` run before each; the chunks' runs as one
-/// (the time and CPU are the chunks' alone).
+/// One step of a write workload timed with its floor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    /// This many writes of the floor.
+    Floor(usize),
+    /// fsgate's ops with these numbers.
+    Fsgate(std::ops::Range<usize>),
+}
+
+/// The steps of `n` ops `k` in flight with a floor: [`chunks`] chunks, each with as
+/// many of the floor's writes beside it, the floor first in every other pair (floor,
+/// fsgate, fsgate, floor, ...): whatever one side leaves running after its chunk (a
+/// server's refills, the disk's writeback) lands on both sides' clocks alike.
+fn steps(n: usize, k: usize) -> Vec<Step> {
+    let mut out = Vec::new();
+    for (c, ops) in chunk_ranges(n, chunks(k)).enumerate() {
+        let floor = Step::Floor(ops.len());
+        let fsgate = Step::Fsgate(ops);
+        match c % 2 {
+            0 => out.extend([floor, fsgate]),
+            _ => out.extend([fsgate, floor]),
+        }
+    }
+    out
+}
+
+/// `n` ops in [`steps`], with the floor's chunks run by `between`; fsgate's chunks as
+/// one run: their latencies, their summed time and the driver's CPU over them; the
+/// server's CPU over the whole (its work while the floor runs is its own).
 async fn chunked(
     srv: &Server,
     n: usize,
@@ -333,24 +361,31 @@ async fn chunked(
     op: &dyn Op,
     between: Between<'_>,
 ) -> Result<Run, Error> {
+    let cpu0 = cpu_ticks(srv.pid)?;
     let mut all = Run {
         lat: Vec::with_capacity(n),
         wall: Duration::ZERO,
-        cpu_s: Some(0.0),
+        cpu_s: None,
         hwm_kib: None,
         driver_cpu_s: Some(0.0),
         syncs: None,
     };
-    for ops in chunk_ranges(n, chunks(k)) {
-        between(ops.len())?;
+    for step in steps(n, k) {
+        let ops = match step {
+            Step::Floor(count) => {
+                between(count)?;
+                continue;
+            }
+            Step::Fsgate(ops) => ops,
+        };
         let run = drive_range(srv, ops, k, op).await?;
         all.lat.extend(run.lat);
         all.wall += run.wall;
-        let add = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a + b);
-        all.cpu_s = add(all.cpu_s, run.cpu_s);
-        all.driver_cpu_s = add(all.driver_cpu_s, run.driver_cpu_s);
+        all.driver_cpu_s = all.driver_cpu_s.zip(run.driver_cpu_s).map(|(a, b)| a + b);
         all.hwm_kib = run.hwm_kib;
     }
+    let cpu1 = cpu_ticks(srv.pid)?;
+    all.cpu_s = Some((cpu1 - cpu0) as f64 / ticks_per_sec());
     Ok(all)
 }
 
@@ -663,5 +698,26 @@ mod tests {
             assert!(hi - lo <= 1, "{n} in {m}: {got:?}");
         }
         assert_eq!((chunks(1), chunks(32)), (10, 4));
+    }
+
+    /// With a floor, every op runs once in order, the floor makes as many writes as
+    /// fsgate's chunk beside it, and the floor goes first in every other pair.
+    #[test]
+    fn steps_pair_each_chunk_with_as_many_floor_writes_in_turn() {
+        for (n, k) in [(1000, 1), (2000, 32), (20, 1), (40, 32), (3, 1)] {
+            let got = steps(n, k);
+            assert_eq!(got.len(), 2 * chunks(k), "{n}/{k}");
+            let mut ops = Vec::new();
+            for (c, pair) in got.chunks(2).enumerate() {
+                let (floor, fsgate) = match (c % 2, &pair[0], &pair[1]) {
+                    (0, Step::Floor(f), Step::Fsgate(r)) => (*f, r.clone()),
+                    (1, Step::Fsgate(r), Step::Floor(f)) => (*f, r.clone()),
+                    _ => panic!("{n}/{k}: pair {c} out of turn: {pair:?}"),
+                };
+                assert_eq!(floor, fsgate.len(), "{n}/{k}: pair {c}");
+                ops.extend(fsgate);
+            }
+            assert_eq!(ops, (0..n).collect::<Vec<_>>(), "{n}/{k}");
+        }
     }
 }
