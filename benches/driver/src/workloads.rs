@@ -268,7 +268,8 @@ fn write_content(rep: usize, i: usize, salt: u64) -> String {
 
 /// Work the driver times between the chunks of a write workload: the floor it is set
 /// against, so that fsgate and its floor see the same minutes of the disk. It is called
-/// once beside each chunk (see [`Step`]) with the number of writes the chunk makes.
+/// once beside each chunk (in the order `steps` gives) with the number of writes the
+/// chunk makes.
 pub type Between<'a> = &'a mut dyn FnMut(usize) -> Result<(), Error>;
 
 /// Into how many chunks a write workload with a floor [`Between`] its chunks is cut:
