@@ -81,10 +81,17 @@ impl Ws {
         (out.status.success(), text(&out.stdout))
     }
 
-    /// The questions waiting, polled until there is one (30 s at most).
-    fn waiting(&self) -> Vec<Value> {
+    /// The questions waiting, polled until there is one (30 s at most); fails with what
+    /// the command printed if it ended first or none came.
+    fn waiting(&self, child: &mut Child) -> Vec<Value> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "the command ended ({status}) before anything was asked: {}",
+                    printed(child)
+                );
+            }
             let (ok, out) = self.asks(&["--json"]);
             assert!(ok, "{out}");
             let runs: Vec<Value> = serde_json::from_str(&out).expect("json");
@@ -97,10 +104,29 @@ impl Ws {
             if !questions.is_empty() {
                 return questions;
             }
-            assert!(Instant::now() < deadline, "no question came: {out}");
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no question came: {out}; the command: {}", printed(child));
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// What an ended command printed, stdout and stderr, for a failure's message.
+fn printed(child: &mut Child) -> String {
+    use std::io::Read;
+    let read = |r: Option<&mut dyn Read>| {
+        let mut buf = Vec::new();
+        if let Some(r) = r {
+            let _ = r.read_to_end(&mut buf);
+        }
+        text(&buf)
+    };
+    let out = read(child.stdout.as_mut().map(|o| o as &mut dyn Read));
+    let err = read(child.stderr.as_mut().map(|e| e as &mut dyn Read));
+    format!("stdout: {out:?}; stderr: {err}")
 }
 
 /// The lines the command printed, and its exit status (60 s at most).
@@ -118,8 +144,8 @@ const OPEN: &str = "import errno\ntry:\n    print(open('asked.txt').read(), end=
 #[test]
 fn view_an_ask_is_answered_from_another_terminal() {
     let ws = Ws::new(60);
-    let child = ws.run(OPEN);
-    let questions = ws.waiting();
+    let mut child = ws.run(OPEN);
+    let questions = ws.waiting(&mut child);
     assert_eq!(questions.len(), 1, "{questions:?}");
     let q = &questions[0];
     assert_eq!(q["path"], "/asked.txt", "{q}");
@@ -199,8 +225,8 @@ fn view_a_rejected_ask_is_eacces_and_the_socket_is_out_of_the_commands_reach() {
         "import os, glob\nprint('sockets', len(glob.glob('{}/**/*.sock', recursive=True)))\n{OPEN}",
         ws.xdg.display()
     );
-    let child = ws.run(&script);
-    let questions = ws.waiting();
+    let mut child = ws.run(&script);
+    let questions = ws.waiting(&mut child);
     let id = questions[0]["id"].as_str().expect("id");
     let sockets = find_sockets(&ws.xdg);
     assert_eq!(sockets.len(), 1, "{sockets:?}");
@@ -243,8 +269,8 @@ fn find_sockets(dir: &Path) -> Vec<PathBuf> {
 fn view_an_ask_allowed_for_the_run_is_not_asked_again() {
     let ws = Ws::new(60);
     let twice = "for _ in range(2):\n    print(open('asked.txt').read(), end='')\n";
-    let child = ws.run(twice);
-    let questions = ws.waiting();
+    let mut child = ws.run(twice);
+    let questions = ws.waiting(&mut child);
     let id = questions[0]["id"].as_str().expect("id");
     let (ok, out) = ws.asks(&["--allow-run", id]);
     assert!(ok, "{out}");

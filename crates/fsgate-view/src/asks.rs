@@ -208,6 +208,11 @@ impl Asker for RunAsker {
 
 /// The socket `fsgate asks` reaches: bound at `path` (its directory made 0700, the
 /// socket 0600) before the gateway confines itself.
+///
+/// Bound and listening under a name `fsgate asks` does not list, then renamed to
+/// `path`: a socket at `path` always listens. (`fsgate asks` removes a socket that
+/// refuses a connection, as one left by a run that ended; bound at `path` itself, it
+/// could meet the socket between `bind` and `listen`, and remove a live run's.)
 pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     if let Some(dir) = path.parent() {
@@ -217,10 +222,18 @@ pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
             .create(dir)?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
-    let _ = std::fs::remove_file(path);
-    let (_dir, at) = short(path)?;
+    let mut binding = path.as_os_str().to_owned();
+    binding.push(format!(".binding-{}", std::process::id()));
+    let binding = PathBuf::from(binding);
+    let _ = std::fs::remove_file(&binding);
+    let (_dir, at) = short(&binding)?;
     let listener = UnixListener::bind(at)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    let named = std::fs::set_permissions(&binding, std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| std::fs::rename(&binding, path));
+    if let Err(e) = named {
+        let _ = std::fs::remove_file(&binding);
+        return Err(e);
+    }
     Ok(listener)
 }
 
@@ -304,4 +317,78 @@ pub enum Request {
         /// The answer's kind.
         answer: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// A new directory of this test's own (removed by the test).
+    fn scratch(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("fsgate-asks-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch");
+        dir
+    }
+
+    /// A bound socket listens at its name, 0600, in a 0700 directory, and no other name
+    /// is left beside it.
+    #[test]
+    fn a_bound_socket_listens_at_its_name_and_leaves_no_other() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = scratch("bound");
+        let path = tmp.join("asks").join("run-a.sock");
+        let _listener = bind(&path).expect("bind");
+        let (_dir, at) = short(&path).expect("short");
+        UnixStream::connect(at).expect("it listens");
+        let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().expect("dir")), 0o700);
+        let names: Vec<_> = std::fs::read_dir(path.parent().expect("dir"))
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, ["run-a.sock"]);
+        std::fs::remove_dir_all(&tmp).expect("clean up");
+    }
+
+    /// While runs bind their sockets, a client that finds one at the name is never
+    /// refused (`fsgate asks` removes a socket that refuses, as a dead run's). Bound
+    /// at the name itself, a client could meet it between `bind` and `listen`.
+    #[test]
+    fn a_socket_at_its_name_never_refuses_while_it_is_bound() {
+        let tmp = scratch("never-refused");
+        let path = tmp.join("run-b.sock");
+        let stop = Arc::new(AtomicBool::new(false));
+        let (refused, tries) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let poller = {
+            let (path, stop) = (path.clone(), Arc::clone(&stop));
+            let (refused, tries) = (Arc::clone(&refused), Arc::clone(&tries));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok((_dir, at)) = short(&path) else {
+                        continue;
+                    };
+                    tries.fetch_add(1, Ordering::Relaxed);
+                    if let Err(e) = UnixStream::connect(at)
+                        && e.kind() == std::io::ErrorKind::ConnectionRefused
+                    {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        };
+        for _ in 0..500 {
+            let listener = bind(&path).expect("bind");
+            // Gone from its name before it stops listening, as a run's at its end.
+            std::fs::remove_file(&path).expect("remove");
+            drop(listener);
+        }
+        stop.store(true, Ordering::Relaxed);
+        poller.join().expect("poller");
+        assert!(tries.load(Ordering::Relaxed) > 0);
+        assert_eq!(refused.load(Ordering::Relaxed), 0, "a client was refused");
+        std::fs::remove_dir_all(&tmp).expect("clean up");
+    }
 }
