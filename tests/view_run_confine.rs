@@ -156,6 +156,63 @@ fn view_confine_gives_a_scratch_home_and_tmpdir_emptied_at_the_end() {
 }
 
 #[test]
+fn view_confine_a_killed_runs_scratch_dir_goes_with_its_content_at_the_next_start() {
+    use std::io::BufRead;
+    use std::os::fd::AsRawFd;
+    use std::process::Stdio;
+    let ws = Ws::new();
+    let (_tmp, tmp) = canonical_tempdir("fsgate-confine-tmp");
+    let script = "mkdir -p \"$HOME/.cache/deep\" && echo x > \"$HOME/.cache/deep/f\" && \
+                  echo ready && exec sleep 60";
+    let mut cmd = ws.fsgate_run();
+    cmd.args(["--", "sh", "-c", script])
+        .env("TMPDIR", &tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut gateway = cmd.spawn().expect("spawn");
+    let mut ready = String::new();
+    let stdout = gateway.stdout.take().expect("stdout");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut ready)
+        .expect("read");
+    assert_eq!(ready, "ready\n");
+    gateway.kill().expect("kill -9");
+    let _ = gateway.wait();
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    let scratch = &left[0];
+    assert!(scratch.join(".cache/deep/f").exists(), "nothing was left");
+    // The killed run's tree lets go of the scratch dir's lock as it ends.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let dir = std::fs::File::open(scratch).expect("open");
+        // SAFETY: flock on a descriptor this test owns.
+        let free = unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        if free {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the scratch dir stayed locked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut next = ws.fsgate_run();
+    next.args(["--", "true"]).env("TMPDIR", &tmp);
+    let out = finished(next);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !scratch.exists(),
+        "the next start kept {}",
+        scratch.display()
+    );
+}
+
+#[test]
 fn view_confine_runs_sh_and_the_system_python_on_a_script_of_the_workspace() {
     let ws = Ws::new();
     let (_dir, file) = outside_file();

@@ -3,6 +3,7 @@
 //! TMPDIR), the section's ruleset and environment, the program's own installation if
 //! discovered, and what the `agent-start` and `run` records say of it. See docs/run.md.
 
+mod emptying;
 mod plan;
 mod scratch;
 

@@ -1,9 +1,14 @@
 //! The confined agent's private scratch directory (its HOME and TMPDIR): made fresh and
-//! locked, emptied when the agent ends, and the husks earlier gateways left swept.
+//! locked, emptied when the agent ends; what earlier gateways left is swept, a bounded
+//! share at each start.
 
+use std::os::fd::AsFd;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use fsgate_base::text::EscPath;
+
+use super::emptying::{self, Emptied};
 
 const SCRATCH_PREFIX: &str = "fsgate-agent-";
 
@@ -26,10 +31,7 @@ pub(in crate::cli) fn create_scratch(tmp: &std::path::Path) -> Result<Scratch, S
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => match lock_own(&dir) {
                 Some(lock) => {
-                    return Ok(Scratch {
-                        path: dir,
-                        _lock: lock,
-                    });
+                    return Ok(Scratch { path: dir, lock });
                 }
                 // Swept between its creation and its lock: draw another name.
                 None => last = Some(dir),
@@ -67,19 +69,26 @@ fn try_lock(dir: &std::path::Path) -> Option<std::fs::File> {
     Some(file)
 }
 
-/// Removes the empty scratch directories earlier gateways left in `tmp` (a confined
-/// gateway can empty its own but not remove it): only this user's, unlocked (a running
-/// gateway holds its own's lock, and the kernel lets go of it when the gateway dies),
-/// whose gateway (the pid in the name) this process cannot see alive, named exactly as
-/// [`create_scratch`] names them and of its mode. Never in a temp dir inside one of the
-/// `workspaces`, where an agent could give any directory such a name. One that still
-/// holds files (its gateway was killed) is left: removing a tree here would hold up
-/// this start for as long as the tree takes (an agent's caches: 2.2 GB took 130 s).
-/// Best effort.
+/// How long one start may spend removing what killed gateways left in their scratch
+/// dirs; the rest goes at later starts.
+const SWEEP_BUDGET: Duration = Duration::from_millis(100);
+
+/// Removes the scratch directories earlier gateways left in `tmp`: a confined gateway
+/// can empty its own but not remove it, and one killed with SIGKILL leaves it full.
+/// Only this user's, unlocked (a running gateway holds its own's lock, and the kernel
+/// lets go of it when the gateway dies), whose gateway (the pid in the name) this process
+/// cannot see alive, named exactly as [`create_scratch`] names them and of its mode.
+/// Never in a temp dir inside one of the `workspaces`, where an agent could give any
+/// directory such a name. Bounded by [`SWEEP_BUDGET`] so that a large tree (an agent's
+/// caches: 2.2 GB) never holds up a start: what is left goes at the next. Best effort.
 pub(in crate::cli) fn sweep_stale_scratch(
     tmp: &std::path::Path,
     workspaces: &[std::path::PathBuf],
 ) {
+    sweep_within(tmp, workspaces, Instant::now() + SWEEP_BUDGET);
+}
+
+fn sweep_within(tmp: &std::path::Path, workspaces: &[std::path::PathBuf], deadline: Instant) {
     let canonical = std::fs::canonicalize(tmp).unwrap_or_else(|_| tmp.to_path_buf());
     if workspaces.iter().any(|w| canonical.starts_with(w)) {
         return;
@@ -88,21 +97,33 @@ pub(in crate::cli) fn sweep_stale_scratch(
         return;
     };
     for entry in entries.flatten() {
+        if Instant::now() >= deadline {
+            return;
+        }
         let name = entry.file_name();
         let Some(pid) = name.to_str().and_then(scratch_pid) else {
             continue;
         };
         let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
-        if alive || !is_own_dir(&entry) {
-            continue;
+        if !alive && is_own_dir(&entry) {
+            remove_stale(&entry.path(), deadline);
         }
-        // The lock is held while removing, so its owner cannot be starting up now.
-        // remove_dir refuses a directory that is not empty: only husks go.
-        if let Some(_lock) = try_lock(&entry.path())
-            && let Err(e) = std::fs::remove_dir(entry.path())
-        {
-            tracing::debug!("stale scratch dir {} kept: {e}", EscPath(&entry.path()));
-        }
+    }
+}
+
+/// Removes the stale scratch dir at `dir` if its lock is free (held while removing, so
+/// its owner cannot be starting up now), or as much of it as `deadline` allows.
+fn remove_stale(dir: &std::path::Path, deadline: Instant) {
+    let Some(lock) = lock_own(dir) else {
+        return;
+    };
+    let removed = match emptying::empty_dir(lock.as_fd(), Some(deadline)) {
+        Ok(Emptied::All) => std::fs::remove_dir(dir),
+        Ok(Emptied::Stopped) => return,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = removed {
+        tracing::debug!("stale scratch dir {} kept: {e}", EscPath(dir));
     }
 }
 
@@ -125,29 +146,21 @@ fn is_own_dir(entry: &std::fs::DirEntry) -> bool {
 /// dropped.
 pub(in crate::cli) struct Scratch {
     pub(in crate::cli) path: PathBuf,
-    _lock: std::fs::File,
+    lock: std::fs::File,
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        clean_scratch(&self.path);
+        clean_scratch(self);
     }
 }
 
 /// Empties the agent's scratch directory. The directory itself stays (empty) when the
 /// gateway's own sandbox gives it no right to remove entries of the temp dir.
-fn clean_scratch(dir: &std::path::Path) {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let removed = match entry.file_type() {
-                Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
-                _ => std::fs::remove_file(&path),
-            };
-            if let Err(e) = removed {
-                tracing::warn!("cannot clean {}: {e}", EscPath(&path));
-            }
-        }
+fn clean_scratch(scratch: &Scratch) {
+    let dir = &scratch.path;
+    if let Err(e) = emptying::empty_dir(scratch.lock.as_fd(), None) {
+        tracing::warn!("cannot clean {}: {e}", EscPath(dir));
     }
     if let Err(e) = std::fs::remove_dir(dir) {
         tracing::debug!("scratch dir {} left empty: {e}", EscPath(dir));
@@ -179,7 +192,7 @@ mod tests {
     }
 
     #[test]
-    fn only_empty_scratch_dirs_of_gone_gateways_are_swept() {
+    fn scratch_dirs_of_gone_gateways_are_swept_with_their_content_never_past_a_link() {
         let tmp = tempfile::tempdir().expect("tempdir");
         // pid_max is at most 2^22: these pids are never alive.
         let name = |pid: &str| format!("{SCRATCH_PREFIX}{pid}-0123456789abcdef");
@@ -207,7 +220,8 @@ mod tests {
         std::os::unix::fs::symlink(&outside, &named_link).expect("symlink");
         sweep_stale_scratch(tmp.path(), &[]);
         assert!(!gone.exists());
-        assert!(full.join(".cache/deep/kept").exists());
+        // What a gateway killed with SIGKILL left: its agent's files go too.
+        assert!(!full.exists(), "a killed gateway's scratch dir was kept");
         assert!(live.exists() && other.exists() && odd.exists() && wide.exists());
         assert!(
             outside.join("precious").exists(),
@@ -245,5 +259,36 @@ mod tests {
         drop(other_ns);
         sweep_stale_scratch(tmp.path(), &[]);
         assert!(!foreign.exists(), "an unlocked husk was kept");
+    }
+
+    #[test]
+    fn a_large_tree_a_killed_gateway_left_goes_a_bounded_share_at_each_start() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let left = tmp
+            .path()
+            .join(format!("{SCRATCH_PREFIX}99999992-0123456789abcdef"));
+        let cache = left.join(".npm/_cacache");
+        std::fs::create_dir_all(&cache).expect("mkdir");
+        std::fs::set_permissions(&left, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        for f in 0..5000 {
+            std::fs::write(cache.join(format!("{f:05}")), "x").expect("write");
+        }
+        let start = Instant::now();
+        sweep_within(tmp.path(), &[], Instant::now() + Duration::from_millis(5));
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+        let remaining = std::fs::read_dir(&cache).expect("list").count();
+        // 5,000 unlinks take far longer than 5 ms: the pass stopped at its deadline.
+        assert!(remaining > 0, "{remaining} left");
+        for _ in 0..10_000 {
+            if !left.exists() {
+                return;
+            }
+            sweep_within(tmp.path(), &[], Instant::now() + Duration::from_millis(5));
+        }
+        panic!("the tree was never removed");
     }
 }
