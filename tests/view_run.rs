@@ -1050,3 +1050,59 @@ fn view_an_exec_of_another_program_with_the_same_arguments_is_named_anew() {
         );
     }
 }
+
+#[test]
+fn view_the_undo_line_works_pasted_in_another_directory_with_relative_paths_and_spaces() {
+    let (_dir, top) = canonical_tempdir("fsgate-undo-line");
+    let (ws, state) = (top.join("my ws"), top.join("state dir"));
+    std::fs::create_dir_all(&ws).expect("mkdir");
+    std::fs::create_dir_all(&state).expect("mkdir");
+    std::fs::write(ws.join("a.txt"), "before\n").expect("write");
+    let policy = state.join("policy.toml");
+    std::fs::write(&policy, fsgate_policy::DEFAULT_POLICY_TOML).expect("write");
+    let mut run = Command::new(bin());
+    run.current_dir(&top)
+        .args([
+            "run",
+            "--workspace",
+            "my ws",
+            "--audit-log",
+            "state dir/../state dir/log",
+        ])
+        .args([
+            "--backup-dir",
+            "state dir/backups",
+            "--policy",
+            "state dir/policy.toml",
+        ])
+        .args(["--", "sh", "-c", "echo after > 'my ws/a.txt'"])
+        .env("PATH", SYSTEM_PATH)
+        .env("XDG_STATE_HOME", state.join("xdg"));
+    let out = finished(run);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).expect("read"),
+        "after\n"
+    );
+    let line = stderr
+        .lines()
+        .find_map(|l| l.split_once("undo its changes with: ").map(|(_, c)| c))
+        .unwrap_or_else(|| panic!("no undo line: {stderr}"));
+    let words = shlex::split(line).unwrap_or_else(|| panic!("not a shell line: {line}"));
+    assert_eq!(words[..2], ["fsgate", "undo"], "{line}");
+    assert!(!line.contains(".."), "{line}");
+    let mut undo = Command::new(bin());
+    undo.current_dir("/").args(&words[1..]);
+    let undone = finished(undo);
+    assert!(
+        undone.status.success(),
+        "{line}\n{}{}",
+        text(&undone.stdout),
+        text(&undone.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).expect("read"),
+        "before\n"
+    );
+}

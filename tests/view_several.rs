@@ -112,10 +112,8 @@ fn undo_words(stderr: &str) -> Vec<String> {
         .rfind("undo its changes with: fsgate ")
         .unwrap_or_else(|| panic!("no undo line: {stderr}"));
     let line = stderr[at..].lines().next().unwrap_or("");
-    line["undo its changes with: fsgate ".len()..]
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect()
+    let words = &line["undo its changes with: fsgate ".len()..];
+    shlex::split(words).unwrap_or_else(|| panic!("not a shell line: {line}"))
 }
 
 #[test]

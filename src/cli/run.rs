@@ -291,7 +291,8 @@ fn no_view(what: &str) -> ExitCode {
 }
 
 /// The `fsgate undo` command line for these workspaces and log (without `--session`):
-/// every workspace by its name when several are served.
+/// every workspace by its name when several are served; every path absolute and quoted
+/// for the shell, so the line works pasted in any directory. Escaped once, where printed.
 fn undo_line(
     gateway: &fsgate_gateway::Gateway,
     log: &std::path::Path,
@@ -299,22 +300,37 @@ fn undo_line(
 ) -> String {
     let mut line = String::from("fsgate undo");
     for member in gateway.members() {
-        let root = EscPath(member.workspace().root_path());
-        match member.name() {
-            Some(name) => line.push_str(&format!(" --workspace {name}={root}")),
-            None => line.push_str(&format!(" --workspace {root}")),
+        let root = member.workspace().root_path().to_string_lossy();
+        let word = match member.name() {
+            Some(name) => format!("{name}={root}"),
+            None => root.into_owned(),
+        };
+        line.push_str(&format!(" --workspace {}", shell_word(&word)));
+    }
+    let paths = [
+        ("--audit-log", config.audit_log.as_ref().map(|_| log)),
+        ("--backup-dir", config.backup_dir.as_deref()),
+        ("--policy", config.policy.as_deref()),
+    ];
+    for (flag, path) in paths {
+        if let Some(path) = path {
+            line.push_str(&format!(" {flag} {}", shell_word(&full_path(path))));
         }
     }
-    if config.audit_log.is_some() {
-        line.push_str(&format!(" --audit-log {}", EscPath(log)));
-    }
-    if let Some(dir) = &config.backup_dir {
-        line.push_str(&format!(" --backup-dir {}", EscPath(dir)));
-    }
-    if let Some(policy) = &config.policy {
-        line.push_str(&format!(" --policy {}", EscPath(policy)));
-    }
     line
+}
+
+/// `path` made absolute: canonical where it exists (no `..` left in it).
+fn full_path(path: &std::path::Path) -> String {
+    let full = std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    full.to_string_lossy().into_owned()
+}
+
+/// `text` as one shell word (quoted where it must be).
+fn shell_word(text: &str) -> String {
+    shlex::try_quote(text).map_or_else(|_| text.to_owned(), |q| q.into_owned())
 }
 
 /// Says on stderr what the command sees and what is governed.
