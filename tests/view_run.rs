@@ -1106,3 +1106,69 @@ fn view_the_undo_line_works_pasted_in_another_directory_with_relative_paths_and_
         "before\n"
     );
 }
+
+#[test]
+fn view_a_workspace_holding_the_state_dir_cannot_reach_another_workspaces_log_or_backups() {
+    let (_dir, home) = canonical_tempdir("fsgate-state-home");
+    let proj = home.join("proj");
+    std::fs::create_dir_all(&proj).expect("mkdir");
+    std::fs::write(proj.join("f.txt"), "v1\n").expect("write");
+    // Default locations: the state dir is $HOME/.local/state/fsgate, inside `home`.
+    let run_in = |ws: &Path, script: &str| {
+        let mut cmd = Command::new(bin());
+        cmd.current_dir(ws)
+            .args(["run", "--workspace"])
+            .arg(ws)
+            .args(["--", "sh", "-c", script])
+            .env("PATH", SYSTEM_PATH)
+            .env("HOME", &home)
+            .env_remove("XDG_STATE_HOME");
+        finished(cmd)
+    };
+    let first = run_in(&proj, "echo v2 > f.txt");
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let state = home.join(".local/state/fsgate");
+    let log = std::fs::read_dir(&state)
+        .expect("state dir")
+        .map(|e| e.expect("entry").path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("proj-"))
+        })
+        .expect("proj's state")
+        .join("audit/audit.jsonl");
+    let before = std::fs::read(&log).expect("log");
+    let attack = format!(
+        "ls -a .local/state; cat {log} && echo read; echo '{{}}' >> {log} && echo appended; \
+         rm -rf .local/state/fsgate; mv .local moved && echo moved; ls -a .local/state",
+        log = log.strip_prefix(&home).expect("inside").display()
+    );
+    let out = run_in(&home, &attack);
+    let stdout = text(&out.stdout);
+    assert!(
+        !stdout.contains("read") && !stdout.contains("appended"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("moved") && !stdout.contains("fsgate"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read(&log).expect("log"),
+        before,
+        "proj's log changed"
+    );
+    assert!(
+        log.parent()
+            .and_then(Path::parent)
+            .is_some_and(|d| d.join("backups").is_dir())
+    );
+    let mut verify = Command::new(bin());
+    verify
+        .args(["audit", "verify", "--workspace"])
+        .arg(&proj)
+        .env("HOME", &home)
+        .env_remove("XDG_STATE_HOME");
+    let verified = finished(verify);
+    assert!(verified.status.success(), "{}", text(&verified.stdout));
+}

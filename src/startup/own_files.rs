@@ -22,7 +22,8 @@ pub(super) fn audit_open_options(cfg: &GatewayConfig) -> OpenOptions {
 }
 
 /// fsgate's own files, beneath no policy's reach (the fixed floor): the audit log
-/// and its sidecars, the backups, the policy file and the gitleaks configs it names.
+/// and its sidecars, the backups, the policy file and the gitleaks configs it names,
+/// and the state directory that holds every workspace's defaults.
 /// The shipping cursor (`.NAME.ship`) too: an agent that moved it ahead would keep
 /// records from the collectors.
 pub(super) fn own_files(
@@ -54,6 +55,11 @@ pub(super) fn own_files(
         own.push((FloorKind::PolicyFile, p.clone()));
     }
     own.extend(floor::gitleaks_configs(policy));
+    // Every workspace's default audit log and backups: beneath the floor too where a
+    // workspace holds them (`--workspace ~`), or its agent could rewrite another's.
+    if let Ok(state) = fsgate_base::state::state_root() {
+        own.push((FloorKind::BackupDir, state));
+    }
     own
 }
 
