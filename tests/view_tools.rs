@@ -61,6 +61,24 @@ print(sqlite3.connect("t.db").execute("select x from t order by x").fetchall())
     assert!(!ws.root.join("t.db-journal").exists());
 }
 
+/// Two processes writing one file at once keep each other's writes, as on a disk: two
+/// appenders (a shared log), two SQLite connections committing in turn.
+#[test]
+fn view_two_writers_of_one_file_keep_each_others_writes() {
+    let script = r#"
+import sqlite3, subprocess, sys
+appender = "import sys, time\nfor i in range(5):\n  f = open('log.txt', 'a'); f.write(sys.argv[1] + str(i) + '\\n'); f.flush(); time.sleep(0.05)\n  f.close()"
+holder = "import sys, time\nf = open('held.txt', 'a')\nfor i in range(5):\n  f.write(sys.argv[1] + str(i) + '\\n'); f.flush(); time.sleep(0.05)\nf.close()"
+committer = "import sqlite3, sys, time\ndb = sqlite3.connect('t.db', timeout=30)\nfor i in range(5):\n  db.execute('insert into t values (?)', (sys.argv[1] + str(i),)); db.commit(); time.sleep(0.05)"
+sqlite3.connect("t.db").execute("create table t(x)")
+runs = [subprocess.Popen([sys.executable, "-c", code, who]) for code in (appender, holder, committer) for who in "pq"]
+print([r.wait() for r in runs])
+print(len(open("log.txt").read().splitlines()), len(open("held.txt").read().splitlines()))
+print(sqlite3.connect("t.db").execute("select count(*) from t").fetchone()[0])
+"#;
+    expect(script, "[0, 0, 0, 0, 0, 0]\n10 10\n10\n");
+}
+
 #[test]
 fn view_mmap_reads_a_workspace_file() {
     let script = "import mmap\nwith open('a.txt', 'rb') as f:\n    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n    print(m[:].decode().strip(), len(m))\n";

@@ -3,14 +3,16 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 /// A directory's entries, read whole at `opendir`: (node id, is a directory, name).
 pub(crate) type Listing = Vec<(u64, fuser::FileType, String)>;
 
 /// A file opened for writing: its private copy, applied through the gateway's write
-/// at flush, fsync or release, never before.
+/// at flush, fsync or release, never before. One copy per node, shared by every handle
+/// open for writing on it, as processes writing one file share its pages: two
+/// appenders, or two SQLite connections, each see and keep what the other wrote.
 #[derive(Debug)]
 pub(crate) struct Private {
     /// The copy (an unnamed file in memory).
@@ -20,9 +22,6 @@ pub(crate) struct Private {
     pub(crate) ino: u64,
     /// Changed since it was opened or last applied.
     pub(crate) dirty: bool,
-    /// Opened with `O_APPEND`: each write goes at the copy's end (the kernel's offset
-    /// follows its size of the file, which another process's `stat` sets back).
-    pub(crate) append: bool,
     /// The processes that opened it or wrote through it, as (thread, thread group):
     /// only these see its size before it is applied.
     pub(crate) writers: Vec<(u32, u32)>,
@@ -42,7 +41,6 @@ impl Private {
             copy,
             ino,
             dirty: false,
-            append: false,
             writers: vec![(tid, crate::peer::process_of(tid))],
             oversized: None,
         }
@@ -66,19 +64,75 @@ pub(crate) enum Handle {
     /// Opened for reading: the workspace's file itself, read at offsets; the node.
     Read(Arc<File>, u64),
     /// Opened for writing.
-    Write(Mutex<Private>),
+    Write(Writer),
     /// An open directory.
     Dir(Listing),
 }
 
+/// One open for writing: its node's shared private copy (what `lock` reaches).
+#[derive(Debug)]
+pub(crate) struct Writer {
+    shared: Arc<Mutex<Private>>,
+    /// Opened with `O_APPEND`: each write goes at the copy's end (the kernel's offset
+    /// follows its size of the file, which another process's `stat` sets back).
+    pub(crate) append: AtomicBool,
+}
+
+impl Writer {
+    pub(crate) fn new(shared: Arc<Mutex<Private>>, append: bool) -> Writer {
+        Writer {
+            shared,
+            append: AtomicBool::new(append),
+        }
+    }
+}
+
+impl std::ops::Deref for Writer {
+    type Target = Mutex<Private>;
+
+    fn deref(&self) -> &Mutex<Private> {
+        &self.shared
+    }
+}
+
+/// Version counters kept for the nodes, each shared by the nodes equal modulo this.
+const VERSION_STRIPES: usize = 1024;
+
 /// Every open handle, by the number the kernel gives back.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Handles {
     next: AtomicU64,
     open: Mutex<HashMap<u64, Arc<Handle>>>,
+    /// Each node's private copy while a handle holds it open for writing.
+    copies: Mutex<HashMap<u64, Weak<Mutex<Private>>>>,
+    /// How many versions the view wrote, by node (striped: a node that shares its
+    /// counter with another costs at most a needless second look).
+    versions: Box<[AtomicU64]>,
+}
+
+impl Default for Handles {
+    fn default() -> Handles {
+        Handles {
+            next: AtomicU64::new(0),
+            open: Mutex::default(),
+            copies: Mutex::default(),
+            versions: (0..VERSION_STRIPES).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
 }
 
 impl Handles {
+    /// The count of versions the view wrote of node `ino` (or of one sharing its
+    /// counter): a file opened before it moved was opened on an older version.
+    pub(crate) fn version_of(&self, ino: u64) -> u64 {
+        self.versions[stripe(ino)].load(Ordering::Acquire)
+    }
+
+    /// The view wrote a new version of node `ino`.
+    pub(crate) fn wrote(&self, ino: u64) {
+        self.versions[stripe(ino)].fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Keeps `h`; its number.
     pub(crate) fn add(&self, h: Handle) -> u64 {
         let fh = self.next.fetch_add(1, Ordering::Relaxed) + 1;
@@ -153,17 +207,34 @@ impl Handles {
     /// The private copy open as `fh` is written at its end (`O_APPEND`).
     pub(crate) fn appending(&self, fh: u64) {
         if let Some(h) = self.get(fh)
-            && let Handle::Write(p) = h.as_ref()
-            && let Ok(mut p) = p.lock()
+            && let Handle::Write(w) = h.as_ref()
         {
-            p.append = true;
+            w.append.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// Node `ino`'s private copy: the one open for writing on it, else a new empty one
+    /// (first opened by thread `tid`).
+    pub(crate) fn copy_on(&self, ino: u64, tid: u32) -> std::io::Result<Arc<Mutex<Private>>> {
+        let mut copies = (self.copies.lock()).map_err(|_| std::io::Error::other("poisoned"))?;
+        if let Some(shared) = copies.get(&ino).and_then(Weak::upgrade) {
+            return Ok(shared);
+        }
+        // The nodes whose every handle was released.
+        copies.retain(|_, w| w.strong_count() > 0);
+        let shared = Arc::new(Mutex::new(Private::new(private_copy()?, ino, tid)));
+        copies.insert(ino, Arc::downgrade(&shared));
+        Ok(shared)
     }
 
     /// Lets go of `fh`.
     pub(crate) fn remove(&self, fh: u64) -> Option<Arc<Handle>> {
         self.open.lock().ok()?.remove(&fh)
     }
+}
+
+fn stripe(ino: u64) -> usize {
+    (ino % VERSION_STRIPES as u64) as usize
 }
 
 /// Reads up to `size` bytes of `file` at `offset`.

@@ -5,14 +5,14 @@
 use fsgate_gateway::ops;
 use std::ffi::OsStr;
 use std::os::unix::fs::FileExt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use fsgate_gateway::ops::{Op, OpenAccess, Output};
 use fuser::{Errno, FileHandle, INodeNo, Request};
 
 use crate::errno::{Refusal, errno};
 use crate::fs::View;
-use crate::handles::{self, Handle, Private};
+use crate::handles::{self, Handle, Writer};
 
 impl View {
     /// The read's decision on `ino`, and the file opened for it.
@@ -41,8 +41,9 @@ impl View {
     }
 
     /// A private copy of `ino` to write, once the write's decision on its path allows
-    /// it (a refusal is the open's errno): its content (read under the read's decision)
-    /// unless the open truncates it.
+    /// it (a refusal is the open's errno): the node's copy already open for writing, if
+    /// any (it holds what was written there and not applied yet), else one holding the
+    /// file's content (read under the read's decision); emptied if the open truncates.
     pub(crate) fn open_write(
         &self,
         req: &Request,
@@ -54,14 +55,36 @@ impl View {
         } else {
             OpenAccess::ReadWrite
         };
-        let held = self.opened(req, ino, access)?;
-        let copy = handles::private_copy().map_err(Errno::from)?;
-        if let Some(file) = held {
-            handles::copy_into(&file, &copy).map_err(Errno::from)?;
-        }
-        let mut private = Private::new(copy, ino.0, req.pid());
-        (private.dirty, private.append) = (truncate, append);
-        Ok(Handle::Write(Mutex::new(private)))
+        let mut tries = 0;
+        let shared = loop {
+            let version = self.handles.version_of(ino.0);
+            let held = self.opened(req, ino, access)?;
+            let shared = self
+                .handles
+                .copy_on(ino.0, req.pid())
+                .map_err(Errno::from)?;
+            let mut p = shared.lock().map_err(|_| Errno::EIO)?;
+            p.written_by(req.pid());
+            if truncate {
+                p.copy.set_len(0).map_err(Errno::from)?;
+                p.dirty = true;
+            } else if !p.dirty
+                && let Some(file) = held
+            {
+                // Another writer applied a version since `file` was opened (a write
+                // renames a new file over the old): open the new one.
+                tries += 1;
+                if self.handles.version_of(ino.0) != version && tries < 8 {
+                    continue;
+                }
+                // Nothing pending: the copy takes the file as it is now.
+                p.copy.set_len(0).map_err(Errno::from)?;
+                handles::copy_into(&file, &p.copy).map_err(Errno::from)?;
+            }
+            drop(p);
+            break shared;
+        };
+        Ok(Handle::Write(Writer::new(shared, append)))
     }
 
     /// Writes `data` at `offset` of the private copy open as `fh`, for thread `tid`.
@@ -73,12 +96,12 @@ impl View {
         data: &[u8],
     ) -> Result<u32, Errno> {
         let handle = self.handles.get(fh.0).ok_or(Errno::EBADF)?;
-        let Handle::Write(p) = handle.as_ref() else {
+        let Handle::Write(w) = handle.as_ref() else {
             return Err(Errno::EBADF);
         };
         let max = self.gw.policy().limits().max_write_bytes;
-        let mut p = p.lock().map_err(|_| Errno::EIO)?;
-        let offset = match p.append {
+        let mut p = w.lock().map_err(|_| Errno::EIO)?;
+        let offset = match w.append.load(std::sync::atomic::Ordering::Relaxed) {
             true => p.copy.metadata().map_err(Errno::from)?.len(),
             false => offset,
         };
@@ -122,7 +145,9 @@ impl View {
             // what it had, as after any refused write.
             Err(len) => ops::Content::Oversized { len },
         };
-        self.change(req, Op::Write(ops::Write { path, content }))?;
+        let written = self.change(req, Op::Write(ops::Write { path, content }));
+        self.handles.wrote(p.ino);
+        written?;
         // A new version under the name: the kernel's view of the old one is taken back.
         let place = self.nodes.lock().ok().and_then(|mut n| {
             n.replaced(p.ino);
@@ -172,7 +197,9 @@ impl View {
         }
         content.resize(usize::try_from(size).map_err(|_| Errno::EFBIG)?, 0);
         let path = self.path(ino)?;
-        self.change(req, Op::Write(ops::Write::bytes(path, content)))
+        let written = self.change(req, Op::Write(ops::Write::bytes(path, content)));
+        self.handles.wrote(ino.0);
+        written
     }
 
     /// A new empty file (a change of its own), open for writing.
@@ -185,8 +212,16 @@ impl View {
         let (path, _) = self.child(req, parent, name)?;
         self.change(req, Op::Write(ops::Write::bytes(path, Vec::new())))?;
         let attr = self.look_up(req, parent, name)?;
-        let copy = handles::private_copy().map_err(Errno::from)?;
-        let private = Private::new(copy, attr.ino.0, req.pid());
-        Ok((attr, self.handles.add(Handle::Write(Mutex::new(private)))))
+        let shared = (self.handles.copy_on(attr.ino.0, req.pid())).map_err(Errno::from)?;
+        {
+            let mut p = shared.lock().map_err(|_| Errno::EIO)?;
+            p.written_by(req.pid());
+            if !p.dirty {
+                // The file was just made empty.
+                p.copy.set_len(0).map_err(Errno::from)?;
+            }
+        }
+        let writer = Writer::new(shared, false);
+        Ok((attr, self.handles.add(Handle::Write(writer))))
     }
 }
