@@ -223,6 +223,51 @@ fn view_a_removal_is_backed_up_and_undone_by_the_runs_session() {
 }
 
 #[test]
+fn view_undo_of_an_atomic_save_leaves_a_file_edited_by_hand_since() {
+    let ws = Ws::new();
+    // An editor's save: a new file renamed over a.txt.
+    let out = ws.sh("echo agent > a.tmp && mv a.tmp a.txt && echo saved");
+    assert!(text(&out.stdout).contains("saved"), "{}", text(&out.stderr));
+    let session = session_of(&out);
+    std::fs::write(ws.root.join("a.txt"), "edited by hand\n").expect("write");
+    let mut undo = Command::new(bin());
+    undo.arg("undo")
+        .args(ws.state_args())
+        .args(["--session", &session]);
+    let undone = finished(undo);
+    let report = text(&undone.stdout);
+    assert_eq!(
+        undone.status.code(),
+        Some(1),
+        "{report}{}",
+        text(&undone.stderr)
+    );
+    assert!(report.contains("a.txt was changed since"), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.txt")).expect("a"),
+        "edited by hand\n"
+    );
+    assert!(!ws.root.join("a.tmp").exists(), "{report}");
+    // Left alone unless forced: --force puts the session's start back.
+    let mut forced = Command::new(bin());
+    forced
+        .arg("undo")
+        .args(ws.state_args())
+        .args(["--session", &session, "--force"]);
+    let out = finished(forced);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("a.txt")).expect("a"),
+        "hello\n"
+    );
+}
+
+#[test]
 fn view_files_made_again_by_undo_get_back_their_permissions() {
     use std::os::unix::fs::PermissionsExt;
     let ws = Ws::new();

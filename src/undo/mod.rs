@@ -235,6 +235,7 @@ fn finish(
             force: args.force,
             touches: &history.touches,
             selected: selected.collect::<HashSet<_>>(),
+            changes: &history.selected,
         };
         let mut done = undo_part(i, &changes, &undoer);
         for r in &mut done {

@@ -61,6 +61,24 @@ pub fn fold(selected: Vec<Change>, touches: &BTreeMap<String, Vec<Touch>>) -> Ve
     out
 }
 
+/// The content the selection last wrote to `path` before its change `order`, if no one
+/// touched `path` (or a directory above it) in between: what a rename of `path` at
+/// `order` moved. None where the log does not say (the file was there before).
+pub fn written_before<'c>(
+    changes: &'c [Change],
+    touches: &BTreeMap<String, Vec<Touch>>,
+    path: &str,
+    order: usize,
+) -> Option<&'c str> {
+    let (at, sha) = changes.iter().rev().find_map(|c| match &c.what {
+        What::Content {
+            path: p, sha256, ..
+        } if p == path && c.order < order => Some((c.order, sha256.as_str())),
+        _ => None,
+    })?;
+    (!touched_between(touches, path, at, order)).then_some(sha)
+}
+
 /// Who changed a path since a change of the selection: the latest change of `path` or
 /// of a directory above it after `order` that the selection did not make.
 pub fn changed_since<'t>(
@@ -168,6 +186,28 @@ mod tests {
             write(2, "d/f", "s2", Before::Absent),
         ];
         assert_eq!(fold(changes, &t).len(), 2);
+    }
+
+    #[test]
+    fn what_a_rename_moved_is_the_last_content_written_unless_someone_came_between() {
+        // t.tmp written twice, then renamed at 3; u written, touched by b at 5, renamed at 6.
+        let t = touches(&[
+            ("t.tmp", 0, "a"),
+            ("t.tmp", 1, "a"),
+            ("t.tmp", 3, "a"),
+            ("u", 4, "a"),
+            ("u", 5, "b"),
+            ("u", 6, "a"),
+        ]);
+        let changes = vec![
+            write(0, "t.tmp", "s0", Before::Absent),
+            write(1, "t.tmp", "s1", Before::Absent),
+            write(4, "u", "u4", Before::Absent),
+        ];
+        assert_eq!(written_before(&changes, &t, "t.tmp", 3), Some("s1"));
+        assert_eq!(written_before(&changes, &t, "t.tmp", 1), Some("s0"));
+        assert_eq!(written_before(&changes, &t, "u", 6), None);
+        assert_eq!(written_before(&changes, &t, "never", 6), None);
     }
 
     #[test]

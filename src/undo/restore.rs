@@ -3,7 +3,7 @@
 
 use super::change::{Before, Removed, Saved, What};
 use super::diff::diff;
-use super::plan::changed_since;
+use super::plan::{changed_since, written_before};
 use super::row::{Row, push_note};
 use super::steps::{Plan, Stop, Undoer};
 use super::world::{Action, Content, Node, World};
@@ -311,7 +311,16 @@ impl Undoer<'_> {
             let can = matches!((&at_from, &at_to), (Node::File(_), Node::File(_)));
             self.unless_forced(format!("{from} was made again since"), can, row)?;
         }
-        if changed_since(self.touches, &self.selected, to, order).is_some() {
+        // Changed by a change the log names, or by hand: what moved was written by the
+        // selection, and the file there now is not what it wrote.
+        let by_hand = match (
+            &at_to,
+            written_before(self.changes, self.touches, from, order),
+        ) {
+            (Node::File(c), Some(sha)) => w.sha(c)? != sha,
+            _ => false,
+        };
+        if by_hand || changed_since(self.touches, &self.selected, to, order).is_some() {
             self.unless_forced(format!("{to} was changed since"), true, row)?;
         }
         let mut actions = vec![Action::Move {

@@ -50,6 +50,8 @@ pub struct Undoer<'h> {
     pub touches: &'h BTreeMap<String, Vec<Touch>>,
     /// The orders of the selection's changes.
     pub selected: HashSet<usize>,
+    /// The selection's changes in the log's order (none folded).
+    pub changes: &'h [Change],
 }
 
 impl Undoer<'_> {
