@@ -97,26 +97,26 @@ impl Reads {
         if text(v, "op") == crate::coalesce::OP_READS {
             return self.observe_coalesced(v, verified);
         }
-        if !READ_OPS.contains(&text(v, "op")) {
+        // Any request for a secret refused, whatever its op: through the view `cat .env`
+        // is refused at its lookup (`stat`), before any read.
+        if text(v, "decision") == "deny" && is_secret_rule(text(v, "rule")) {
+            return self.secret(log, v, verified);
+        }
+        let read = READ_OPS.contains(&text(v, "op"));
+        if !read || text(v, "decision") != "allow" || text(v, "outcome") != "ok" {
             return;
         }
-        match (text(v, "decision"), text(v, "outcome")) {
-            ("deny", _) if is_secret_rule(text(v, "rule")) => self.secret(log, v, verified),
-            ("allow", "ok") => {
-                let path = text(v, "path");
-                count_in(
-                    &mut self.by_file,
-                    &mut self.files_omitted,
-                    path,
-                    v,
-                    verified,
-                );
-                let session = text(v, "session");
-                let (map, omitted) = (&mut self.by_session, &mut self.sessions_omitted);
-                count_in(map, omitted, session, v, verified);
-            }
-            _ => {}
-        }
+        let path = text(v, "path");
+        count_in(
+            &mut self.by_file,
+            &mut self.files_omitted,
+            path,
+            v,
+            verified,
+        );
+        let session = text(v, "session");
+        let (map, omitted) = (&mut self.by_session, &mut self.sessions_omitted);
+        count_in(map, omitted, session, v, verified);
     }
 
     /// The content reads a `reads` record holds: `[path, count, bytes, sha256]` each.
@@ -217,6 +217,23 @@ mod tests {
         let rules: Vec<&str> = r.secrets.iter().map(|s| s.rule.as_str()).collect();
         assert_eq!(rules, ["secrets:dotenv", "content:aws-access-key-id"]);
         assert_eq!(r.by_file.len(), 1, "refusals are not reads");
+    }
+
+    #[test]
+    fn a_secret_refused_at_its_lookup_is_a_secret_refused() {
+        // Through the view, `cat .env` is refused at the lookup, a `stat`.
+        let mut r = Reads::default();
+        let ts = "2026-01-01T00:00:01.000000Z";
+        let mut lookup = read(1, ts, "run-a", ".env", "deny", "secrets:dotenv");
+        lookup["op"] = "stat".into();
+        r.observe(0, &lookup, true);
+        let mut other = read(2, ts, "run-a", "../x", "deny", "workspace-boundary");
+        other["op"] = "stat".into();
+        r.observe(0, &other, true);
+        let ops: Vec<(&str, &str)> = (r.secrets.iter())
+            .map(|s| (s.op.as_str(), s.path.as_str()))
+            .collect();
+        assert_eq!(ops, [("stat", ".env")]);
     }
 
     #[test]

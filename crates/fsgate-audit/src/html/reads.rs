@@ -16,7 +16,8 @@ pub(super) fn reads_section(o: &mut String, r: &Report) {
         "<section id=\"reads\"><h2>What was read ({total} read{} of {} file{})</h2>\n\
          <p class=\"note\">Every file whose content an agent was given (<code>read_text_file</code>, \
          <code>read_file</code>; a window counts as a read), how often, how many bytes and when; \
-         then the same per session. Reads refused because the file is a secret are listed apart.</p>\n",
+         then the same per session. Requests refused because the path or its content is a secret \
+         (a lookup, a read, a write: whatever the operation) are listed apart.</p>\n",
         if total == 1 { "" } else { "s" },
         reads.by_file.len().to_string() + if reads.files_omitted > 0 { "+" } else { "" },
         if reads.by_file.len() == 1 { "" } else { "s" },
@@ -68,7 +69,7 @@ pub(super) fn secrets_table(o: &mut String, secrets: &[SecretRefusal], several: 
         secrets.len()
     );
     if secrets.is_empty() {
-        o.push_str("<p>No read of a secret was asked for.</p>\n");
+        o.push_str("<p>No request for a secret was refused.</p>\n");
         return;
     }
     o.push_str(
