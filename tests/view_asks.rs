@@ -308,3 +308,45 @@ fn view_the_waiting_line_escapes_the_path_once() {
     );
     assert!(!err.contains('\u{1b}'), "{err}");
 }
+
+/// `fsgate asks` run in a directory inside the workspace (its default, `.`) finds the
+/// runs of the workspace; a workspace that does not exist is an error, not "no question".
+#[test]
+fn view_asks_in_a_subdirectory_finds_the_workspaces_question() {
+    let ws = Ws::new(60);
+    let sub = ws.root.join("sub/deeper");
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    let asks_in = |dir: &Path, args: &[&str]| {
+        let out = ws
+            .command(bin())
+            .current_dir(dir)
+            .arg("asks")
+            .args(args)
+            .output()
+            .expect("fsgate asks");
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    };
+    let mut child = ws.run(OPEN);
+    let id = ws.waiting(&mut child)[0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (ok, table, err) = asks_in(&sub, &[]);
+    assert!(ok && table.contains(&id), "{table}{err}");
+    let (ok, out, err) = asks_in(&sub, &["--allow", &id]);
+    assert!(ok, "{out}{err}");
+    let (code, lines, err) = ended(child);
+    assert_eq!(
+        (code, lines),
+        (Some(0), vec!["the answer".to_owned()]),
+        "{err}"
+    );
+    let missing = ws.root.join("no-such-dir");
+    let missing = missing.to_string_lossy();
+    let (ok, out, err) = asks_in(&ws.root, &["--workspace", &missing]);
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("cannot use workspace") && err.contains("no-such-dir"),
+        "{err}"
+    );
+}

@@ -18,7 +18,8 @@ use fsgate_base::text::escape_for_humans;
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("answer").args(["allow", "allow_run", "reject"])))]
 pub(super) struct AsksArgs {
-    /// The workspace the runs serve (default: the current directory).
+    /// The workspace the runs serve, or a directory inside it (default: the current
+    /// directory).
     #[arg(long, value_name = "DIR", default_value = ".")]
     workspace: PathBuf,
     /// Print the waiting questions as JSON (one object per running `fsgate run`).
@@ -39,9 +40,9 @@ pub(super) struct AsksArgs {
 const MAX_REPLY: u64 = 1 << 20;
 
 pub(super) fn asks(args: AsksArgs) -> ExitCode {
-    let root = std::fs::canonicalize(&args.workspace).unwrap_or(args.workspace.clone());
-    let Some(dir) = fsgate_view::asks::dir(&root) else {
-        return fail("no state directory: neither XDG_STATE_HOME nor HOME is set");
+    let dir = match asks_dir(&args.workspace) {
+        Ok(dir) => dir,
+        Err(e) => return fail(&e),
     };
     let answer = [
         (&args.allow, "allow_once"),
@@ -54,6 +55,22 @@ pub(super) fn asks(args: AsksArgs) -> ExitCode {
         Some((id, kind)) => answer_one(&dir, &id, kind),
         None => list(&dir, args.json),
     }
+}
+
+/// Where the runs of the workspace at or above `workspace` listen: the nearest
+/// directory from `workspace` up that has runs (`fsgate asks` in a subdirectory of the
+/// workspace finds its runs), else `workspace`'s own.
+fn asks_dir(workspace: &Path) -> Result<PathBuf, String> {
+    let root = std::fs::canonicalize(workspace).map_err(|e| {
+        let shown = fsgate_base::text::EscPath(workspace);
+        format!("cannot use workspace {shown}: {e}")
+    })?;
+    let no_state = || "no state directory: neither XDG_STATE_HOME nor HOME is set".to_owned();
+    let own = fsgate_view::asks::dir(&root).ok_or_else(no_state)?;
+    let with_runs = (root.ancestors())
+        .filter_map(fsgate_view::asks::dir)
+        .find(|dir| !sockets(dir).is_empty());
+    Ok(with_runs.unwrap_or(own))
 }
 
 /// Prints what every run of the workspace waits for.
