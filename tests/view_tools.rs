@@ -79,6 +79,27 @@ print(sqlite3.connect("t.db").execute("select count(*) from t").fetchone()[0])
     expect(script, "[0, 0, 0, 0, 0, 0]\n10 10\n10\n");
 }
 
+/// A write past the write limit refuses that copy, not the next writer's: another
+/// process's `>` while the refused file is still open is applied.
+#[test]
+fn view_a_refused_oversized_write_does_not_refuse_the_next_writer_of_the_file() {
+    let script = r#"
+import errno, os, subprocess
+fd = os.open("big.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+try:
+    for _ in range(11):
+        os.write(fd, b"x" * (1024 * 1024))
+    print("written")
+except OSError as e:
+    print("efbig", e.errno == errno.EFBIG)
+print("sh", subprocess.run(["sh", "-c", "echo hi > big.txt"]).returncode)
+print(open("big.txt").read().strip())
+os.close(fd)
+print(open("big.txt").read().strip())
+"#;
+    expect(script, "efbig True\nsh 0\nhi\nhi\n");
+}
+
 #[test]
 fn view_mmap_reads_a_workspace_file() {
     let script = "import mmap\nwith open('a.txt', 'rb') as f:\n    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n    print(m[:].decode().strip(), len(m))\n";

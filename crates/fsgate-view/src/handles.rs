@@ -29,6 +29,9 @@ pub(crate) struct Private {
     /// made. The copy is then never applied: each close after a change is a recorded
     /// refusal, and the file keeps what it had.
     pub(crate) oversized: Option<u64>,
+    /// The node's version count ([`Handles::version_of`]) when the copy last held
+    /// what the file holds (filled from it, or applied to it); None: not since.
+    pub(crate) current_at: Option<u64>,
 }
 
 /// Writing processes remembered per open file at most.
@@ -43,6 +46,7 @@ impl Private {
             dirty: false,
             writers: vec![(tid, crate::peer::process_of(tid))],
             oversized: None,
+            current_at: None,
         }
     }
 

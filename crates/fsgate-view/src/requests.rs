@@ -524,9 +524,9 @@ impl View {
     }
 }
 
-/// How a file opened for writing is opened: past the page cache, which the other
-/// handles of the file share, so that what is written reaches none of them before it
-/// is applied (nor ever, if it is refused).
+/// How a file opened for writing is opened: past the page cache, which the file's
+/// readers share, so that what is written reaches none of them before it is applied
+/// (nor ever, if it is refused). The handles open for writing share one copy.
 const PRIVATE_COPY: FopenFlags = FopenFlags::FOPEN_DIRECT_IO;
 
 fn open_flags(h: &Handle) -> FopenFlags {

@@ -65,21 +65,24 @@ impl View {
                 .map_err(Errno::from)?;
             let mut p = shared.lock().map_err(|_| Errno::EIO)?;
             p.written_by(req.pid());
+            let now = self.handles.version_of(ino.0);
             if truncate {
                 p.copy.set_len(0).map_err(Errno::from)?;
-                p.dirty = true;
+                (p.dirty, p.oversized) = (true, None);
             } else if !p.dirty
+                && p.current_at != Some(now)
                 && let Some(file) = held
             {
                 // Another writer applied a version since `file` was opened (a write
                 // renames a new file over the old): open the new one.
                 tries += 1;
-                if self.handles.version_of(ino.0) != version && tries < 8 {
+                if now != version && tries < 8 {
                     continue;
                 }
                 // Nothing pending: the copy takes the file as it is now.
                 p.copy.set_len(0).map_err(Errno::from)?;
                 handles::copy_into(&file, &p.copy).map_err(Errno::from)?;
+                (p.oversized, p.current_at) = (None, Some(version));
             }
             drop(p);
             break shared;
@@ -145,9 +148,13 @@ impl View {
             // what it had, as after any refused write.
             Err(len) => ops::Content::Oversized { len },
         };
-        let written = self.change(req, Op::Write(ops::Write { path, content }));
+        if let Err(e) = self.change(req, Op::Write(ops::Write { path, content })) {
+            // The copy holds what was refused: the next open fills it again.
+            p.current_at = None;
+            return Err(e);
+        }
         self.handles.wrote(p.ino);
-        written?;
+        p.current_at = Some(self.handles.version_of(p.ino));
         // A new version under the name: the kernel's view of the old one is taken back.
         let place = self.nodes.lock().ok().and_then(|mut n| {
             n.replaced(p.ino);
