@@ -41,7 +41,12 @@ pub fn main() -> ExitCode {
         .nth(1)
         .is_some_and(|a| a == "serve" || a == "acp" || a == "run");
     if serving && let Err(e) = crate::signals::hold() {
-        return fail(&e);
+        let code = fail(&e);
+        return if is_run() {
+            ExitCode::from(run::EXIT_OWN)
+        } else {
+            code
+        };
     }
     // The child `fsgate run` starts to mount its view and run the command, and the
     // command's own start (its signal mask cleared).
@@ -50,7 +55,7 @@ pub fn main() -> ExitCode {
         Some(a) if a == fsgate_view::child::EXEC_ARG => return view_host::exec(),
         _ => {}
     }
-    let command = serving_args::parse(std::env::args_os()).unwrap_or_else(|| Cli::parse().command);
+    let command = serving_args::parse(std::env::args_os()).unwrap_or_else(parse_or_exit);
     init_tracing();
     match command {
         Command::Serve(args) => serve(args),
@@ -65,6 +70,24 @@ pub fn main() -> ExitCode {
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),
     }
+}
+
+/// The command line parsed, or the process ended with clap's message: `fsgate run`'s
+/// usage errors exit with its own status (125), not to be taken for the command's.
+fn parse_or_exit() -> Command {
+    match Cli::try_parse() {
+        Ok(cli) => cli.command,
+        Err(e) if e.use_stderr() && is_run() => {
+            let _ = e.print();
+            std::process::exit(i32::from(run::EXIT_OWN))
+        }
+        Err(e) => e.exit(),
+    }
+}
+
+/// Whether this is `fsgate run`.
+fn is_run() -> bool {
+    std::env::args_os().nth(1).is_some_and(|a| a == "run")
 }
 
 fn init_tracing() {

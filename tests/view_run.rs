@@ -458,6 +458,48 @@ fn view_git_init_add_and_commit_work_where_the_policy_lets_git_in() {
 
 /// Without /dev/fuse (hidden by an empty /dev in a mount namespace of the test's own),
 /// fsgate says what is missing and the command is never run.
+/// fsgate's own failures exit 125, a program not found 127 and one not runnable 126 (as
+/// env(1) and a shell say them), walled in or not; the command's own 2 stays 2.
+#[test]
+fn view_fsgates_own_failures_are_told_from_the_commands_exit_status() {
+    let ws = Ws::new();
+    let (_outside, outside) = canonical_tempdir("fsgate-view-notexec");
+    let not_runnable = outside.join("tool");
+    std::fs::write(&not_runnable, "#!/bin/sh\ntouch ran\n").expect("write");
+    let not_runnable = not_runnable.to_string_lossy().into_owned();
+    let status = |front: &[&str], back: &[&str]| {
+        let mut cmd = Command::new(bin());
+        cmd.arg("run")
+            .args(front)
+            .args(ws.state_args())
+            .arg("--")
+            .args(back)
+            .env("PATH", SYSTEM_PATH)
+            .env("XDG_STATE_HOME", ws.xdg_state())
+            .current_dir(&ws.root);
+        let out = finished(cmd);
+        (out.status.code(), text(&out.stderr))
+    };
+    let cases: [(&[&str], &[&str], i32); 7] = [
+        (&[], &["sh", "-c", "exit 2"], 2),
+        (&["--policy", "/nonexistent/policy.toml"], &["true"], 125),
+        (&["--bogus-option"], &["true"], 125),
+        (&[], &["fsgate-no-such-program"], 127),
+        (&["--no-confine"], &["fsgate-no-such-program"], 127),
+        (&[], &[&not_runnable], 126),
+        (&["--no-confine"], &[&not_runnable], 126),
+    ];
+    for (front, back, want) in cases {
+        let (code, stderr) = status(front, back);
+        assert_eq!(code, Some(want), "{front:?} -- {back:?}: {stderr}");
+    }
+    assert!(!ws.root.join("ran").exists(), "the file without x ran");
+    let mut cmd = Command::new(bin());
+    cmd.args(["run", "--workspace", "/nonexistent/ws", "--", "true"]);
+    let out = finished(cmd);
+    assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
+}
+
 #[test]
 fn view_without_dev_fuse_the_command_is_not_run() {
     let ws = Ws::new();

@@ -270,7 +270,8 @@ fn view_confine_without_landlock_the_command_is_not_run() {
     assert!(!marker.exists(), "the command ran without its wall");
 }
 
-/// `--confine` and `--no-confine` together: a usage error (exit 2), nothing run.
+/// `--confine` and `--no-confine` together: a usage error (exit 125, fsgate run's own),
+/// nothing run.
 #[test]
 fn view_confine_and_no_confine_together_are_refused() {
     let ws = Ws::new();
@@ -280,7 +281,7 @@ fn view_confine_and_no_confine_together_are_refused() {
         .arg(&marker);
     let out = finished(cmd);
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
     assert!(stderr.contains("cannot be used with"), "{stderr}");
     assert!(!marker.exists(), "the command ran");
 }

@@ -40,7 +40,9 @@ pub(super) enum Command {
     /// wall. Needs /dev/fuse, mount namespaces and Landlock; without them fsgate says
     /// what is missing and exits 125 without running COMMAND. See docs/run.md.
     ///
-    /// Exit status: COMMAND's own (128 + N if signal N ended it).
+    /// Exit status: COMMAND's own (128 + N if signal N ended it); as env(1): 125 when
+    /// fsgate failed and ran nothing, 126 when COMMAND cannot be run, 127 when it is
+    /// not found.
     ///
     /// Example: fsgate run --workspace ~/project -- sh -c 'make test'
     ///

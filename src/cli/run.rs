@@ -50,17 +50,18 @@ pub(super) struct RunArgs {
     command: Vec<OsString>,
 }
 
-/// Exit status when the view cannot be given (nothing was run).
-const EXIT_NO_VIEW: u8 = 125;
+/// Exit status of fsgate's own failures (its arguments, the policy, a workspace, the
+/// view): nothing was run. 125, as env(1) and timeout(1) say theirs, so that it is not
+/// taken for one of the command's own (126: found but not runnable; 127: not found).
+pub(super) const EXIT_OWN: u8 = 125;
 
 pub(super) fn run(args: RunArgs) -> ExitCode {
-    let config = match args.common.config() {
-        Ok(c) => c,
-        Err(code) => return code,
+    let Ok(config) = args.common.config() else {
+        return ExitCode::from(EXIT_OWN);
     };
     let mut opened = match startup::open(&config) {
         Ok(o) => o,
-        Err(e) => return fail_open(&e, args.common.policy.as_deref()),
+        Err(e) => return own(fail_open(&e, args.common.policy.as_deref())),
     };
     // The gateway serving the view confines itself with Landlock: no run without it.
     if let Some(why) = fsgate_sandbox::landlock_missing() {
@@ -77,11 +78,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         (!args.no_confine).then(|| RunWall::prepare(&mut opened, policy_file, &args.command));
     let mut wall = match confine.transpose() {
         Ok(w) => w,
-        Err(e) => {
-            return no_view(&format!(
-                "the command's wall: {e} (--no-confine runs it without)"
-            ));
-        }
+        Err(e) => return wall_refused(&e),
     };
     let roots = view_host::roots(&opened.gateway);
     let session = view_host::session_id("run");
@@ -94,12 +91,12 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
     // the gateway, nor to what its /proc entries lead to.
     if let Err(e) = fsgate_sandbox::harden_gateway() {
         end(&mut child);
-        return fail(&e.to_string());
+        return own(fail(&e.to_string()));
     }
     opened.keep_readable(std::path::Path::new("/proc"));
     if let Err(e) = startup::confine(&opened, None, "run") {
         end(&mut child);
-        return fail(&e);
+        return own(fail(&e));
     }
     let fuse = match fuse.connect(&mut child) {
         Ok(f) => f,
@@ -287,7 +284,29 @@ fn no_view(what: &str) -> ExitCode {
     fsgate_base::text::eprint_line(&format!(
         "fsgate: {what}; the command was not run (fsgate run never runs it without the view)"
     ));
-    ExitCode::from(EXIT_NO_VIEW)
+    ExitCode::from(EXIT_OWN)
+}
+
+/// A failure already said on stderr, with `fsgate run`'s own exit status.
+fn own(_said: ExitCode) -> ExitCode {
+    ExitCode::from(EXIT_OWN)
+}
+
+/// The command's wall could not be worked out. A program that is not there, or not
+/// runnable, is answered as a shell answers it (127, 126); anything else is fsgate's.
+fn wall_refused(e: &super::wall::WallError) -> ExitCode {
+    use fsgate_sandbox::discover::DiscoverError as D;
+    let code = match e {
+        super::wall::WallError::Program(D::NotOnPath { .. } | D::NoPath { .. }) => 127,
+        super::wall::WallError::Program(_) => 126,
+        super::wall::WallError::Other(e) => {
+            return no_view(&format!(
+                "the command's wall: {e} (--no-confine runs it without)"
+            ));
+        }
+    };
+    fsgate_base::text::eprint_line(&format!("fsgate: {e}; the command was not run"));
+    ExitCode::from(code)
 }
 
 /// The `fsgate undo` command line for these workspaces and log (without `--session`):

@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
-use super::wall::{self, Wall};
+use super::wall::{self, Wall, WallError};
 use crate::startup;
 
 /// The command's wall, prepared before its process starts.
@@ -28,7 +28,7 @@ impl RunWall {
         opened: &mut startup::Opened,
         policy_file: Option<&Path>,
         command: &[OsString],
-    ) -> Result<RunWall, String> {
+    ) -> Result<RunWall, WallError> {
         let (program, args) = command
             .split_first()
             .ok_or_else(|| "no command given".to_owned())?;
@@ -36,10 +36,10 @@ impl RunWall {
         let require = opened.gateway.policy().settings().sandbox.require_landlock;
         let (confinement, word) = wall::for_view(&wall.plan, require)?;
         if confinement.status().enforcement == fsgate_sandbox::Enforcement::Not {
-            return Err(format!(
+            return Err(WallError::Other(format!(
                 "Landlock is missing ({}): fsgate run walls the command in with it (--no-confine runs it without)",
                 confinement.status()
-            ));
+            )));
         }
         Ok(RunWall {
             wall,

@@ -247,7 +247,7 @@ impl Served {
 
 /// `fsgate __view-exec ...`: the command's start in the view; applies the
 /// confinement it was given, then becomes the command; returns only if it could not
-/// (127, as a shell says).
+/// (127 or 126, as a shell says; 125 if the confinement could not be applied).
 pub(super) fn exec() -> std::process::ExitCode {
     let Some((confine, command)) = fsgate_view::child::split_exec_args(std::env::args_os().skip(2))
     else {
@@ -262,10 +262,10 @@ pub(super) fn exec() -> std::process::ExitCode {
             fsgate_base::text::eprint_line(&format!(
                 "fsgate: cannot confine the agent in the view ({e}); it was not run"
             ));
-            return std::process::ExitCode::from(126);
+            return std::process::ExitCode::from(super::run::EXIT_OWN);
         }
     }
-    let why = fsgate_view::child::exec(command.into_iter());
+    let (why, status) = fsgate_view::child::exec(command.into_iter());
     fsgate_base::text::eprint_line(&format!("fsgate: {why}"));
-    std::process::ExitCode::from(127)
+    std::process::ExitCode::from(status)
 }

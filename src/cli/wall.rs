@@ -22,6 +22,24 @@ pub(super) struct Wall {
     pub(super) plan: fsgate_sandbox::AgentPlan,
 }
 
+/// Why a wall could not be worked out: the program itself (not found, not runnable),
+/// which a caller may answer as a shell would (127, 126), or anything else.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum WallError {
+    /// The program could not be found or run.
+    #[error(transparent)]
+    Program(#[from] fsgate_sandbox::discover::DiscoverError),
+    /// Anything else: the scratch dir, the policy's `[agent]` section, the current dir.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<String> for WallError {
+    fn from(e: String) -> WallError {
+        WallError::Other(e)
+    }
+}
+
 /// The wall of `program` (with `args`): a private scratch directory (kept writable for
 /// the gateway, which empties it at the end), the `[agent]` ruleset, and, when the
 /// section discovers, the program's own installation (its executable resolved).
@@ -29,7 +47,7 @@ pub(super) fn plan_wall(
     opened: &mut startup::Opened,
     policy_file: Option<&std::path::Path>,
     (program, args): (&OsStr, &[OsString]),
-) -> Result<Wall, String> {
+) -> Result<Wall, WallError> {
     let tmp = std::env::temp_dir();
     scratch::sweep_stale_scratch(&tmp, &super::view_host::roots(&opened.gateway));
     let scratch = create_scratch(&tmp)?;
@@ -63,7 +81,7 @@ pub(super) fn plan_wall(
 fn discover(
     program: &OsStr,
     args: &[OsString],
-) -> Result<fsgate_sandbox::discover::Installation, String> {
+) -> Result<fsgate_sandbox::discover::Installation, WallError> {
     use fsgate_sandbox::discover::{DiscoverInput, discover};
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
@@ -76,7 +94,7 @@ fn discover(
         path_var: path_var.as_deref(),
         home: home.as_deref(),
     })
-    .map_err(|e| e.to_string())
+    .map_err(WallError::from)
 }
 
 /// The wall prepared for a command started inside the view: the confinement, what the

@@ -31,11 +31,12 @@ pub const ARG: &str = "__view-child";
 pub const EXEC_ARG: &str = "__view-exec";
 
 /// `fsgate __view-exec COMMAND...`: becomes COMMAND with no signal blocked; returns
-/// only if it could not, saying why.
-pub fn exec(mut command: impl Iterator<Item = OsString>) -> String {
+/// only if it could not, saying why, with the status a shell gives then: 127 when the
+/// program is not found, 126 when it is there but cannot be run.
+pub fn exec(mut command: impl Iterator<Item = OsString>) -> (String, u8) {
     use std::os::unix::process::CommandExt;
     let Some(program) = command.next() else {
-        return "no command".into();
+        return ("no command".into(), 127);
     };
     let _ = nix::sys::signal::pthread_sigmask(
         nix::sys::signal::SigmaskHow::SIG_SETMASK,
@@ -43,10 +44,16 @@ pub fn exec(mut command: impl Iterator<Item = OsString>) -> String {
         None,
     );
     let err = std::process::Command::new(&program).args(command).exec();
-    format!(
+    let status = if err.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    };
+    let why = format!(
         "cannot run {}: {err}",
         fsgate_base::text::EscPath(std::path::Path::new(&program))
-    )
+    );
+    (why, status)
 }
 
 /// What the child is told.

@@ -73,7 +73,8 @@ pub(super) fn plan_confinement(
 ) -> Result<Confined, String> {
     let program = std::ffi::OsStr::new(program);
     let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-    let wall::Wall { scratch, mut plan } = wall::plan_wall(opened, policy_file, (program, &args))?;
+    let wall::Wall { scratch, mut plan } =
+        wall::plan_wall(opened, policy_file, (program, &args)).map_err(|e| e.to_string())?;
     reach_hosted(&mut plan, port, exe);
     Ok(Confined {
         _scratch: scratch,
