@@ -275,3 +275,37 @@ fn assert_inert_line(l: &str) -> bool {
     assert_inert("follow", l);
     true
 }
+
+/// A reader that stopped reading (`fsgate audit show | head`): no message, exit 2 (the
+/// output was not all written), for every audit command that prints its product.
+#[test]
+fn a_reader_that_stops_reading_gets_no_broken_pipe_message() {
+    let g = hostile_log();
+    let log = g.audit_log.display().to_string();
+    let commands: [&[&str]; 6] = [
+        &["show", &log],
+        &["show", &log, "--json"],
+        &["show", &log, "--csv"],
+        &["verify", &log],
+        &["verify", &log, "--json"],
+        &["report", &log, "--html", "-"],
+    ];
+    for args in commands {
+        // The pipe's only reader is gone before fsgate starts: its first write fails.
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let out = Command::new(bin())
+            .arg("audit")
+            .args(args)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .expect("run fsgate");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("Broken pipe") && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

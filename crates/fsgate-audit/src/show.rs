@@ -175,9 +175,15 @@ fn table_widths(
     Ok(widths.fit(opts.width))
 }
 
+/// The error of an output whose reader stopped reading (`| head`): not worth a message.
+pub(crate) const READER_GONE: &str = "output: its reader stopped reading";
+
 /// An output error as text.
 fn w(r: std::io::Result<()>) -> Result<(), String> {
-    r.map_err(|e| format!("output: {e}"))
+    r.map_err(|e| match e.kind() {
+        std::io::ErrorKind::BrokenPipe => READER_GONE.to_owned(),
+        _ => format!("output: {e}"),
+    })
 }
 
 /// `--stats`: counts of the matching records, as a table or JSON.

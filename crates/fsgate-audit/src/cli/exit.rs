@@ -11,3 +11,12 @@ pub(super) fn fail(cmd: &str, e: &str) -> i32 {
 pub(super) fn written(r: std::io::Result<()>) -> i32 {
     if r.is_ok() { 0 } else { 2 }
 }
+
+/// The product could not be written to standard output: exit code 2, said on stderr
+/// unless its reader stopped reading (`| head`), which needs no message.
+pub(super) fn output_failed(cmd: &str, e: &std::io::Error) -> i32 {
+    match e.kind() {
+        std::io::ErrorKind::BrokenPipe => 2,
+        _ => fail(cmd, &format!("output: {e}")),
+    }
+}

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::exit::fail;
+use super::exit::{fail, output_failed};
 use crate::keys;
 use crate::verify::{VerifyOptions, verify_paths};
 
@@ -34,7 +34,7 @@ pub(super) fn verify_cmd(
     };
     match printed {
         Ok(()) => report.exit_code(),
-        Err(e) => fail("verify", &e.to_string()),
+        Err(e) => output_failed("verify", &e),
     }
 }
 
@@ -59,8 +59,10 @@ pub(super) fn report_cmd(
     } else {
         std::fs::write(html, page.as_bytes())
     };
-    if let Err(e) = written {
-        return fail("report", &format!("{}: {e}", html.display()));
+    match written {
+        Err(e) if html == Path::new("-") => return output_failed("report", &e),
+        Err(e) => return fail("report", &format!("{}: {e}", html.display())),
+        Ok(()) => {}
     }
     fsgate_base::text::eprint_line(&format!(
         "fsgate audit report: wrote {}: {}",
