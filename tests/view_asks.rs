@@ -195,6 +195,43 @@ fn view_an_ask_is_answered_from_another_terminal() {
         "{}",
         String::from_utf8_lossy(&verify.stderr)
     );
+    // `audit show --session` lists the answer, and the run's own start and end, which
+    // name their session in their details; the table and the CSV show it.
+    let session = open["session"].as_str().expect("the open's session");
+    let show = |format: &[&str]| {
+        let out = Command::new(bin())
+            .args(["audit", "show", "--session", session])
+            .args(format)
+            .arg(ws.state.join("audit.jsonl"))
+            .output()
+            .expect("show");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shown: Vec<Value> = show(&["--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a record"))
+        .collect();
+    for kind in ["ask_answer", "run", "stop"] {
+        assert!(
+            shown.iter().any(|r| r["kind"] == kind),
+            "--session {session} lacks `{kind}`: {shown:?}"
+        );
+    }
+    for (format, text) in [
+        ("table", show(&["--width", "0"])),
+        ("csv", show(&["--csv"])),
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains("ask_answer"))
+            .unwrap_or_else(|| panic!("{format}: no ask_answer row:\n{text}"));
+        assert!(line.contains(session), "{format}: {line}");
+    }
 }
 
 /// A question nobody answers is refused once the policy's timeout passed: EACCES.

@@ -80,7 +80,8 @@ pub enum AuditCommand {
         /// Only records whose path (or rename target) matches this glob.
         #[arg(long, value_name = "GLOB")]
         path: Option<String>,
-        /// Only this session.
+        /// Only this session: its requests, and the records that name it in their
+        /// details (a run's start and end, an answer to an `ask`, a staging).
         #[arg(long)]
         session: Option<String>,
         /// Only records of the process with this pid (`fsgate run`'s processes, and

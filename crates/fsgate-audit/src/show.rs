@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::series;
-use cells::{clean, csv_cell, raw};
+use cells::{clean, csv_cell};
 use lines::{LineReader, Next};
 use select::{OnRecord, open, record_of};
 pub(crate) use select::{ShowFilter, ShowStats};
@@ -272,7 +272,7 @@ fn read_all(
 fn csv_row(v: &Value) -> String {
     CSV_COLUMNS
         .iter()
-        .map(|k| csv_cell(&clean(&raw(v, k))))
+        .map(|k| csv_cell(&clean(&cells::column(v, k))))
         .collect::<Vec<_>>()
         .join(",")
 }

@@ -6,6 +6,25 @@ use unicode_width::UnicodeWidthStr;
 
 use fsgate_base::text::escape_for_humans;
 
+/// The session a record belongs to: its own `session`, else the one its details name
+/// (a record that is no request: a run's start and end, an answer to an `ask`, a
+/// staging), so that `--session` and the SESSION column find those too.
+pub(super) fn session_of(v: &Value) -> Option<&str> {
+    let own = v
+        .get("session")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    own.or_else(|| v.get("details")?.get("session")?.as_str())
+}
+
+/// A column's cell as raw text: [`raw`], but the session as [`session_of`] finds it.
+pub(super) fn column(v: &Value, k: &str) -> String {
+    match (k, session_of(v)) {
+        ("session", Some(s)) if v.get("session").and_then(Value::as_str) != Some(s) => s.to_owned(),
+        _ => raw(v, k),
+    }
+}
+
 /// A field as raw text (objects as compact JSON); not yet escaped. A string the writer
 /// cut (listed in `details.cut`) ends in `… (N bytes)`.
 pub(super) fn raw(v: &Value, k: &str) -> String {

@@ -68,7 +68,7 @@ impl ShowFilter {
         if self
             .session
             .as_deref()
-            .is_some_and(|d| s("session") != Some(d))
+            .is_some_and(|d| super::cells::session_of(v) != Some(d))
         {
             return false;
         }

@@ -71,7 +71,7 @@ impl Row {
         let cells = [
             raw(v, "seq"),
             short_ts(&raw(v, "ts")),
-            raw(v, "session"),
+            super::cells::column(v, "session"),
             via,
             process(&raw(v, "peer")),
             op,
