@@ -434,3 +434,43 @@ fn check_with_a_workspace_refuses_agent_access_to_it_and_to_its_state_dir() {
         "{out}"
     );
 }
+
+/// `[ask] timeout_secs` out of range loads and is used clamped: `policy check` warns,
+/// naming the value used; a negative one is refused with a hint about its range, not
+/// about the TOML syntax.
+#[test]
+fn check_warns_of_an_ask_timeout_out_of_range_and_hints_at_a_negative_value() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (secs, used) in [("0", "1"), ("7200", "3600")] {
+        let f = write(
+            dir.path(),
+            &format!("t{secs}.toml"),
+            &format!("version = 1\n[ask]\ntimeout_secs = {secs}\n"),
+        );
+        let (code, out, err) = run(&["policy", "check", &f]);
+        assert_eq!(code, 1, "{out}{err}");
+        let want = format!(
+            "{f}:3:1: warning: ask.timeout_secs = {secs} is outside 1 to 3600: {used} s is used"
+        );
+        assert!(out.lines().any(|l| l.starts_with(&want)), "{want}\n{out}");
+    }
+    let f = write(
+        dir.path(),
+        "in.toml",
+        "version = 1\n[ask]\ntimeout_secs = 60\n",
+    );
+    let (code, out, err) = run(&["policy", "check", &f]);
+    assert_eq!(code, 0, "{out}{err}");
+    let f = write(
+        dir.path(),
+        "neg.toml",
+        "version = 1\n[ask]\ntimeout_secs = -5\n",
+    );
+    let (code, out, err) = run(&["policy", "check", &f]);
+    assert_eq!(code, 2, "{out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("invalid value"))
+        .unwrap_or_else(|| panic!("{out}{err}"));
+    assert!(line.contains("(hint: give a value in the range"), "{line}");
+}

@@ -190,6 +190,8 @@ fn parse_hint(msg: &str) -> &'static str {
         "use one of the values listed in the message"
     } else if msg.contains("invalid type") {
         "give the value the type policies/README.md documents for this key"
+    } else if msg.contains("invalid value") {
+        "give a value in the range policies/README.md documents for this key (counts, sizes and seconds are never negative)"
     } else {
         "fix the TOML syntax at this position"
     }

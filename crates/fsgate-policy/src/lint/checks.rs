@@ -36,6 +36,7 @@ pub(super) fn run(
     ops::write_without_read(policy, sink);
     ops::ask_list(policy, sink);
     limits::limits(policy, sink);
+    limits::ask_timeout(policy, sink);
     let fl = floor::floor(policy, sink, policy_path, options);
     super::reach::run(policy, sink, fl.as_ref(), options);
     super::shadow::shadowed(policy, sink);

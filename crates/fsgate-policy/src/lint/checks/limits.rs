@@ -1,5 +1,5 @@
 //! `limit-ceiling` and `limit-unreachable`: `[limits]` above sane ceilings or beyond
-//! what one message can carry.
+//! what one message can carry; `ask-timeout-range`: `[ask] timeout_secs` out of range.
 
 use crate::lint::findings::{Severity, Sink};
 use crate::{OpClass, Policy};
@@ -45,4 +45,25 @@ pub(super) fn limits(policy: &Policy, sink: &mut Sink<'_>) {
             "lower max_write_bytes or raise max_message_bytes",
         );
     }
+}
+
+/// `ask-timeout-range`: a `[ask] timeout_secs` outside 1 to 3600 loads, and is used
+/// brought into that range; say so, with the value used.
+pub(super) fn ask_timeout(policy: &Policy, sink: &mut Sink<'_>) {
+    let set = policy.raw().ask.as_ref().and_then(|a| a.timeout_secs);
+    let Some(set) = set.filter(|s| !(1..=crate::oversight::MAX_ASK_TIMEOUT_SECS).contains(s))
+    else {
+        return;
+    };
+    sink.at(
+        sink.key_pos("timeout_secs"),
+        Severity::Warning,
+        "ask-timeout-range",
+        format!(
+            "ask.timeout_secs = {set} is outside 1 to {}: {} s is used",
+            crate::oversight::MAX_ASK_TIMEOUT_SECS,
+            policy.ask_timeout().as_secs()
+        ),
+        "set a number of seconds from 1 to 3600",
+    );
 }
