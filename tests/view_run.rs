@@ -224,9 +224,26 @@ fn view_a_removal_is_backed_up_and_undone_by_the_runs_session() {
 
 #[test]
 fn view_undo_of_an_atomic_save_leaves_a_file_edited_by_hand_since() {
-    let ws = Ws::new();
     // An editor's save: a new file renamed over a.txt.
-    let out = ws.sh("echo agent > a.tmp && mv a.tmp a.txt && echo saved");
+    undo_of_a_save_leaves_a_hand_edit("echo agent > a.tmp && mv a.tmp a.txt && echo saved");
+}
+
+/// The same with the new file's mode and times set before the rename (`mkstemp`,
+/// `chmod`, `os.replace`): the session's own changes of modes and times do not hide
+/// what the rename moved.
+#[test]
+fn view_undo_of_a_save_with_chmod_and_touch_leaves_a_file_edited_by_hand_since() {
+    undo_of_a_save_leaves_a_hand_edit(
+        "echo agent > a.tmp && chmod 640 a.tmp && touch -d 2020-01-01 a.tmp \
+         && mv a.tmp a.txt && echo saved",
+    );
+}
+
+/// `save` (a `sh` script) replaces a.txt through a.tmp; a.txt is then edited by hand:
+/// undoing the session leaves the edit (exit 1), `--force` puts the start back.
+fn undo_of_a_save_leaves_a_hand_edit(save: &str) {
+    let ws = Ws::new();
+    let out = ws.sh(save);
     assert!(text(&out.stdout).contains("saved"), "{}", text(&out.stderr));
     let session = session_of(&out);
     std::fs::write(ws.root.join("a.txt"), "edited by hand\n").expect("write");

@@ -24,10 +24,22 @@ fn touched_between(
     after: usize,
     before: usize,
 ) -> bool {
+    touched_between_but(touches, path, (after, before), &HashSet::new())
+}
+
+/// [`touched_between`], not counting the changes whose order is in `but`.
+fn touched_between_but(
+    touches: &BTreeMap<String, Vec<Touch>>,
+    path: &str,
+    (after, before): (usize, usize),
+    but: &HashSet<usize>,
+) -> bool {
     std::iter::once(path).chain(ancestors(path)).any(|p| {
         touches.get(p).is_some_and(|list| {
             let from = list.partition_point(|t| t.order <= after);
-            list.get(from).is_some_and(|t| t.order < before)
+            (list[from..].iter())
+                .take_while(|t| t.order < before)
+                .any(|t| !but.contains(&t.order))
         })
     })
 }
@@ -62,8 +74,10 @@ pub fn fold(selected: Vec<Change>, touches: &BTreeMap<String, Vec<Touch>>) -> Ve
 }
 
 /// The content the selection last wrote to `path` before its change `order`, if no one
-/// touched `path` (or a directory above it) in between: what a rename of `path` at
-/// `order` moved. None where the log does not say (the file was there before).
+/// touched `path` (or a directory above it) in between but the selection's own changes
+/// of modes and times, which leave content where it is (`mkstemp`, `chmod`, then a
+/// rename: an editor's save): what a rename of `path` at `order` moved. None where the
+/// log does not say (the file was there before).
 pub fn written_before<'c>(
     changes: &'c [Change],
     touches: &BTreeMap<String, Vec<Touch>>,
@@ -76,7 +90,15 @@ pub fn written_before<'c>(
         } if p == path && c.order < order => Some((c.order, sha256.as_str())),
         _ => None,
     })?;
-    (!touched_between(touches, path, at, order)).then_some(sha)
+    let on_path = |p: &str| p == path || ancestors(path).any(|a| a == p);
+    let metadata: HashSet<usize> = (changes.iter())
+        .filter(|c| match &c.what {
+            What::Chmod { path: p, .. } | What::Utimes { path: p, .. } => on_path(p),
+            _ => false,
+        })
+        .map(|c| c.order)
+        .collect();
+    (!touched_between_but(touches, path, (at, order), &metadata)).then_some(sha)
 }
 
 /// Who changed a path since a change of the selection: the latest change of `path` or
@@ -208,6 +230,47 @@ mod tests {
         assert_eq!(written_before(&changes, &t, "t.tmp", 1), Some("s0"));
         assert_eq!(written_before(&changes, &t, "u", 6), None);
         assert_eq!(written_before(&changes, &t, "never", 6), None);
+    }
+
+    #[test]
+    fn the_selections_own_chmod_and_utimes_do_not_hide_what_a_rename_moved() {
+        // f.tmp written at 0, its mode set at 1, its times at 2, renamed at 3; g written
+        // at 4, its mode set by b at 5, renamed at 6.
+        let t = touches(&[
+            ("f.tmp", 0, "a"),
+            ("f.tmp", 1, "a"),
+            ("f.tmp", 2, "a"),
+            ("f.tmp", 3, "a"),
+            ("g", 4, "a"),
+            ("g", 5, "b"),
+            ("g", 6, "a"),
+        ]);
+        let meta = |order: usize, what: What| Change {
+            what,
+            ..write(order, "", "", Before::Absent)
+        };
+        let changes = vec![
+            write(0, "f.tmp", "f0", Before::Absent),
+            meta(
+                1,
+                What::Chmod {
+                    path: "f.tmp".into(),
+                    old: 0o600,
+                    new: 0o644,
+                },
+            ),
+            meta(
+                2,
+                What::Utimes {
+                    path: "f.tmp".into(),
+                    atime: 0,
+                    mtime: 0,
+                },
+            ),
+            write(4, "g", "g4", Before::Absent),
+        ];
+        assert_eq!(written_before(&changes, &t, "f.tmp", 3), Some("f0"));
+        assert_eq!(written_before(&changes, &t, "g", 6), None);
     }
 
     #[test]
