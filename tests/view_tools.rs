@@ -100,6 +100,93 @@ print(open("big.txt").read().strip())
     expect(script, "efbig True\nsh 0\nhi\nhi\n");
 }
 
+/// A process writing a file through a shared mapping (as SQLite's WAL index is) while
+/// others open, write and close it: no hang, and the file keeps both. After a close,
+/// the kernel's taking back of the file's old pages waits for the mapping's writeback,
+/// which the view serves meanwhile; it once waited for a lock the close held.
+#[test]
+fn view_a_shared_mapping_written_while_others_close_the_file_does_not_hang() {
+    let script = r#"
+import mmap, os
+pid = os.fork()
+if pid == 0:
+    fd = os.open("f.bin", os.O_RDWR)
+    m = mmap.mmap(fd, 65536, mmap.MAP_SHARED)
+    for i in range(3000):
+        m[(i * 4096) % 65536] = i % 250 + 1
+        if i % 50 == 0:
+            m.flush()
+    m.flush()
+    m.close()
+    os._exit(0)
+for k in range(200):
+    fd = os.open("f.bin", os.O_WRONLY)
+    os.pwrite(fd, b"x", 65535)
+    os.close(fd)
+_, status = os.waitpid(pid, 0)
+data = open("f.bin", "rb").read()
+print(status, len(data), data[65535:], all(data[i] for i in range(0, 65536, 4096)))
+"#;
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("f.bin"), vec![0u8; 65536]).expect("write");
+    let mut cmd = ws.fsgate_run();
+    cmd.args(["--", "python3", "-c", script]);
+    let out = unhung(cmd, std::time::Duration::from_secs(60));
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", text(&out.stdout));
+    assert_eq!(text(&out.stdout), "0 65536 b'x' True\n", "{stderr}");
+}
+
+/// `cmd`'s output; past `limit`, its view's FUSE connection is aborted (a deadlock in
+/// the kernel would keep even a killed gateway from ending) and the test fails.
+fn unhung(mut cmd: std::process::Command, limit: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn fsgate");
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let aborted = abort_views_of(child.id());
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "hung for {limit:?} (FUSE connections aborted: {aborted:?}); stderr: {}",
+                text(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Aborts the FUSE connection of each view the children of `gateway` mounted; their ids.
+fn abort_views_of(gateway: u32) -> Vec<String> {
+    let children = std::fs::read_to_string(format!("/proc/{gateway}/task/{gateway}/children"))
+        .unwrap_or_default();
+    let connections = std::path::Path::new("/sys/fs/fuse/connections");
+    if std::fs::read_dir(connections).is_ok_and(|mut d| d.next().is_none()) {
+        let _ = std::process::Command::new("mount")
+            .args(["-t", "fusectl", "fusectl"])
+            .arg(connections)
+            .status();
+    }
+    let mut aborted = Vec::new();
+    for pid in children.split_whitespace() {
+        let mounts = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
+        for line in mounts.lines().filter(|l| l.contains(" fuse.fsgate ")) {
+            let Some(minor) = line.split(' ').nth(2).and_then(|d| d.split(':').nth(1)) else {
+                continue;
+            };
+            if std::fs::write(connections.join(minor).join("abort"), "1").is_ok() {
+                aborted.push(minor.to_owned());
+            }
+        }
+    }
+    aborted
+}
+
 #[test]
 fn view_mmap_reads_a_workspace_file() {
     let script = "import mmap\nwith open('a.txt', 'rb') as f:\n    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n    print(m[:].decode().strip(), len(m))\n";

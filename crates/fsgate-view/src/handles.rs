@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, LockResult, Mutex, MutexGuard, Weak};
 
 /// A directory's entries, read whole at `opendir`: (node id, is a directory, name).
 pub(crate) type Listing = Vec<(u64, fuser::FileType, String)>;
@@ -32,6 +32,8 @@ pub(crate) struct Private {
     /// The node's version count ([`Handles::version_of`]) when the copy last held
     /// what the file holds (filled from it, or applied to it); None: not since.
     pub(crate) current_at: Option<u64>,
+    /// Being applied: what was taken from it is on its way to the file.
+    pub(crate) applying: bool,
 }
 
 /// Writing processes remembered per open file at most.
@@ -47,6 +49,7 @@ impl Private {
             writers: vec![(tid, crate::peer::process_of(tid))],
             oversized: None,
             current_at: None,
+            applying: false,
         }
     }
 
@@ -73,17 +76,51 @@ pub(crate) enum Handle {
     Dir(Listing),
 }
 
-/// One open for writing: its node's shared private copy (what `lock` reaches).
+/// A node's private copy (what `lock` reaches) and its turn.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    copy: Mutex<Private>,
+    /// Held while the copy is applied, filled or made empty by an open: one at a time,
+    /// so versions reach the file in the order they were taken. The copy's own lock is
+    /// held only while it is read or written: writes to it go on while it is applied,
+    /// among them the kernel's writeback of a shared mapping's pages, which the
+    /// invalidation after an apply waits for.
+    turn: Mutex<()>,
+}
+
+impl Shared {
+    fn new(copy: Private) -> Shared {
+        Shared {
+            copy: Mutex::new(copy),
+            turn: Mutex::new(()),
+        }
+    }
+
+    /// The copy's turn to be applied or filled.
+    pub(crate) fn turn(&self) -> LockResult<MutexGuard<'_, ()>> {
+        self.turn.lock()
+    }
+}
+
+impl std::ops::Deref for Shared {
+    type Target = Mutex<Private>;
+
+    fn deref(&self) -> &Mutex<Private> {
+        &self.copy
+    }
+}
+
+/// One open for writing: its node's shared private copy.
 #[derive(Debug)]
 pub(crate) struct Writer {
-    shared: Arc<Mutex<Private>>,
+    shared: Arc<Shared>,
     /// Opened with `O_APPEND`: each write goes at the copy's end (the kernel's offset
     /// follows its size of the file, which another process's `stat` sets back).
     pub(crate) append: AtomicBool,
 }
 
 impl Writer {
-    pub(crate) fn new(shared: Arc<Mutex<Private>>, append: bool) -> Writer {
+    pub(crate) fn new(shared: Arc<Shared>, append: bool) -> Writer {
         Writer {
             shared,
             append: AtomicBool::new(append),
@@ -92,9 +129,9 @@ impl Writer {
 }
 
 impl std::ops::Deref for Writer {
-    type Target = Mutex<Private>;
+    type Target = Shared;
 
-    fn deref(&self) -> &Mutex<Private> {
+    fn deref(&self) -> &Shared {
         &self.shared
     }
 }
@@ -108,7 +145,7 @@ pub(crate) struct Handles {
     next: AtomicU64,
     open: Mutex<HashMap<u64, Arc<Handle>>>,
     /// Each node's private copy while a handle holds it open for writing.
-    copies: Mutex<HashMap<u64, Weak<Mutex<Private>>>>,
+    copies: Mutex<HashMap<u64, Weak<Shared>>>,
     /// How many versions the view wrote, by node (striped: a node that shares its
     /// counter with another costs at most a needless second look).
     versions: Box<[AtomicU64]>,
@@ -203,7 +240,9 @@ impl Handles {
             return true;
         };
         open.values().any(|h| match h.as_ref() {
-            Handle::Write(p) => p.try_lock().map_or(true, |p| p.ino == ino && p.dirty),
+            Handle::Write(p) => p
+                .try_lock()
+                .map_or(true, |p| p.ino == ino && (p.dirty || p.applying)),
             _ => false,
         })
     }
@@ -219,14 +258,14 @@ impl Handles {
 
     /// Node `ino`'s private copy: the one open for writing on it, else a new empty one
     /// (first opened by thread `tid`).
-    pub(crate) fn copy_on(&self, ino: u64, tid: u32) -> std::io::Result<Arc<Mutex<Private>>> {
+    pub(crate) fn copy_on(&self, ino: u64, tid: u32) -> std::io::Result<Arc<Shared>> {
         let mut copies = (self.copies.lock()).map_err(|_| std::io::Error::other("poisoned"))?;
         if let Some(shared) = copies.get(&ino).and_then(Weak::upgrade) {
             return Ok(shared);
         }
         // The nodes whose every handle was released.
         copies.retain(|_, w| w.strong_count() > 0);
-        let shared = Arc::new(Mutex::new(Private::new(private_copy()?, ino, tid)));
+        let shared = Arc::new(Shared::new(Private::new(private_copy()?, ino, tid)));
         copies.insert(ino, Arc::downgrade(&shared));
         Ok(shared)
     }

@@ -63,6 +63,8 @@ impl View {
                 .handles
                 .copy_on(ino.0, req.pid())
                 .map_err(Errno::from)?;
+            // No apply of the copy runs while it is looked at and filled.
+            let turn = shared.turn().map_err(|_| Errno::EIO)?;
             let mut p = shared.lock().map_err(|_| Errno::EIO)?;
             p.written_by(req.pid());
             let now = self.handles.version_of(ino.0);
@@ -84,7 +86,7 @@ impl View {
                 handles::copy_into(&file, &p.copy).map_err(Errno::from)?;
                 (p.oversized, p.current_at) = (None, Some(version));
             }
-            drop(p);
+            drop((p, turn));
             break shared;
         };
         Ok(Handle::Write(Writer::new(shared, append)))
@@ -121,47 +123,71 @@ impl View {
 
     /// Applies a changed private copy as one write through the gateway (backup,
     /// intent, content rules, outcome). A refusal is the errno of this close or fsync;
-    /// the file keeps what it had.
+    /// the file keeps what it had. The copy is taken at the start, in its turn, and
+    /// not held meanwhile (see [`handles::Shared`]).
     pub(crate) fn apply(&self, req: &Request, fh: FileHandle) -> Result<(), Errno> {
         let Some(handle) = self.handles.get(fh.0) else {
             return Ok(());
         };
-        let Handle::Write(p) = handle.as_ref() else {
+        let Handle::Write(w) = handle.as_ref() else {
             return Ok(());
         };
-        let mut p = p.lock().map_err(|_| Errno::EIO)?;
-        if !p.dirty {
+        let _turn = w.turn().map_err(|_| Errno::EIO)?;
+        let Some((ino, content)) = self.take_copy(w)? else {
             return Ok(());
-        }
-        let max = self.gw.policy().limits().max_write_bytes;
-        let content = match p.oversized {
-            Some(len) => Err(len),
-            None => handles::whole(&p.copy, max).map_err(Errno::from)?,
         };
-        let path = self.path(INodeNo(p.ino))?;
-        // Refused or not, this copy has been decided: the next close does not ask again
-        // (a copy once written past the limit is refused at every close it is changed).
-        p.dirty = false;
-        let content = match content {
-            Ok(bytes) => ops::Content::Bytes(bytes),
-            // What was written up to the limit is not applied either: the file keeps
-            // what it had, as after any refused write.
-            Err(len) => ops::Content::Oversized { len },
+        let path = match self.path(INodeNo(ino)) {
+            Ok(path) => path,
+            Err(e) => {
+                // Not decided: still to apply at the next close.
+                let mut p = w.lock().map_err(|_| Errno::EIO)?;
+                (p.dirty, p.applying) = (true, false);
+                return Err(e);
+            }
         };
-        if let Err(e) = self.change(req, Op::Write(ops::Write { path, content })) {
+        let written = self.change(req, Op::Write(ops::Write { path, content }));
+        let mut p = w.lock().map_err(|_| Errno::EIO)?;
+        p.applying = false;
+        if let Err(e) = written {
             // The copy holds what was refused: the next open fills it again.
             p.current_at = None;
             return Err(e);
         }
-        self.handles.wrote(p.ino);
-        p.current_at = Some(self.handles.version_of(p.ino));
+        self.handles.wrote(ino);
+        p.current_at = Some(self.handles.version_of(ino));
+        drop(p);
         // A new version under the name: the kernel's view of the old one is taken back.
+        // No lock of the copy is held: this waits for the writeback of mapped pages,
+        // which writes to the copy.
         let place = self.nodes.lock().ok().and_then(|mut n| {
-            n.replaced(p.ino);
-            n.place(p.ino)
+            n.replaced(ino);
+            n.place(ino)
         });
-        self.invalidator.replaced(p.ino, place);
+        self.invalidator.replaced(ino, place);
         Ok(())
+    }
+
+    /// What a changed copy holds, to apply (its node and content), marked as being
+    /// applied; None if it is not changed.
+    fn take_copy(&self, w: &Writer) -> Result<Option<(u64, ops::Content)>, Errno> {
+        let mut p = w.lock().map_err(|_| Errno::EIO)?;
+        if !p.dirty {
+            return Ok(None);
+        }
+        let max = self.gw.policy().limits().max_write_bytes;
+        let content = match p.oversized {
+            // What was written up to the limit is not applied either: the file keeps
+            // what it had, as after any refused write.
+            Some(len) => ops::Content::Oversized { len },
+            None => match handles::whole(&p.copy, max).map_err(Errno::from)? {
+                Ok(bytes) => ops::Content::Bytes(bytes),
+                Err(len) => ops::Content::Oversized { len },
+            },
+        };
+        // Refused or not, this copy has been decided: the next close does not ask again
+        // (a copy once written past the limit is refused at every close it is changed).
+        (p.dirty, p.applying) = (false, true);
+        Ok(Some((p.ino, content)))
     }
 
     /// Truncates `ino` to `size`: its open private copy, or the file (one write).
@@ -221,6 +247,7 @@ impl View {
         let attr = self.look_up(req, parent, name)?;
         let shared = (self.handles.copy_on(attr.ino.0, req.pid())).map_err(Errno::from)?;
         {
+            let _turn = shared.turn().map_err(|_| Errno::EIO)?;
             let mut p = shared.lock().map_err(|_| Errno::EIO)?;
             p.written_by(req.pid());
             if !p.dirty {
