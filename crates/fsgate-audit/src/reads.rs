@@ -31,18 +31,20 @@ pub(crate) struct ReadCounts {
 impl ReadCounts {
     fn add(&mut self, v: &Value, verified: bool) {
         let bytes = v.get("bytes").and_then(Value::as_u64).unwrap_or_default();
-        self.add_counted(text(v, "ts"), (1, bytes), verified);
+        let ts = text(v, "ts");
+        self.add_counted((ts, ts), (1, bytes), verified);
     }
 
     /// Counts `n` reads of `bytes` in all, recorded at `ts`.
-    fn add_counted(&mut self, ts: &str, (n, bytes): (u64, u64), verified: bool) {
+    /// `n` reads of `bytes` made from `first` to `last`.
+    fn add_counted(&mut self, (first, last): (&str, &str), (n, bytes): (u64, u64), verified: bool) {
         self.count += n;
         self.bytes += bytes;
-        if self.first_ts.is_empty() || ts < self.first_ts.as_str() {
-            self.first_ts = ts.to_owned();
+        if self.first_ts.is_empty() || first < self.first_ts.as_str() {
+            self.first_ts = first.to_owned();
         }
-        if ts > self.last_ts.as_str() {
-            self.last_ts = ts.to_owned();
+        if last > self.last_ts.as_str() {
+            self.last_ts = last.to_owned();
         }
         self.unverified += u64::from(!verified);
     }
@@ -124,7 +126,16 @@ impl Reads {
         let Some(reads) = v["details"]["reads"].as_object() else {
             return;
         };
-        let (ts, session) = (text(v, "ts"), text(v, "session"));
+        // When the reads were made (`from`, `until`), not when their record was written,
+        // up to a second after.
+        let ts = text(v, "ts");
+        let when = |k: &str| {
+            v["details"][k]
+                .as_str()
+                .filter(|t| !t.is_empty())
+                .unwrap_or(ts)
+        };
+        let (span, session) = ((when("from"), when("until")), text(v, "session"));
         for (op, list) in reads {
             if !READ_OPS.contains(&op.as_str()) {
                 continue;
@@ -141,7 +152,7 @@ impl Reads {
                         continue;
                     }
                     let c = map.entry(key.to_owned()).or_default();
-                    c.add_counted(ts, counted, verified);
+                    c.add_counted(span, counted, verified);
                 }
             }
         }
@@ -234,6 +245,27 @@ mod tests {
             .map(|s| (s.op.as_str(), s.path.as_str()))
             .collect();
         assert_eq!(ops, [("stat", ".env")]);
+    }
+
+    #[test]
+    fn a_coalesced_records_reads_are_placed_when_they_were_made() {
+        // Written a second after its reads: first and last are its `from` and `until`.
+        let mut r = Reads::default();
+        let v = json!({"seq": 3, "ts": "2026-01-01T00:00:02.000000Z", "kind": "request",
+            "session": "run-a", "op": crate::coalesce::OP_READS, "decision": "allow",
+            "outcome": "ok", "details": {"from": "2026-01-01T00:00:00.500000Z",
+            "until": "2026-01-01T00:00:01.250000Z",
+            "reads": {"open": [["a.txt", 2, 10, "00"]], "stat": [["b.txt", 1]]}}});
+        r.observe(0, &v, true);
+        let a = &r.by_file["a.txt"];
+        assert_eq!((a.count, a.bytes), (2, 10));
+        assert_eq!(a.first_ts, "2026-01-01T00:00:00.500000Z");
+        assert_eq!(a.last_ts, "2026-01-01T00:00:01.250000Z");
+        assert!(!r.by_file.contains_key("b.txt"), "a lookup is no read");
+        assert_eq!(
+            r.by_session["run-a"].first_ts,
+            "2026-01-01T00:00:00.500000Z"
+        );
     }
 
     #[test]
