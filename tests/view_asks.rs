@@ -387,3 +387,95 @@ fn view_asks_in_a_subdirectory_finds_the_workspaces_question() {
         "{err}"
     );
 }
+
+/// A run of a subdirectory that was killed leaves its socket behind: `fsgate asks` run
+/// in that subdirectory still finds the workspace's waiting question at once.
+#[test]
+fn view_asks_a_killed_runs_socket_nearer_does_not_hide_the_workspaces_question() {
+    let ws = Ws::new(60);
+    let sub = ws.root.join("sub");
+    std::fs::create_dir_all(&sub).expect("mkdir");
+    let mut killed = ws
+        .command(bin())
+        .arg("run")
+        .arg("--workspace")
+        .arg(&sub)
+        .arg("--audit-log")
+        .arg(ws.state.join("sub-audit.jsonl"))
+        .arg("--backup-dir")
+        .arg(ws.state.join("sub-backups"))
+        .args(["--", "sleep", "60"])
+        .env("PATH", SYSTEM_PATH)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the subdirectory's run");
+    let socket = poll_for_socket(&ws, "sub-", &mut killed);
+    killed.kill().expect("kill");
+    let _ = killed.wait();
+    assert!(
+        socket.exists(),
+        "the killed run's socket is gone: {}",
+        socket.display()
+    );
+    let mut child = ws.run(OPEN);
+    let id = ws.waiting(&mut child)[0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let out = ws
+        .command(bin())
+        .current_dir(&sub)
+        .arg("asks")
+        .output()
+        .expect("fsgate asks");
+    let table = text(&out.stdout);
+    assert!(table.contains(&id), "{table}{}", text(&out.stderr));
+    assert!(!socket.exists(), "the dead socket stays");
+    assert!(ws.asks(&["--reject", &id]).0);
+    let (code, lines, err) = ended(child);
+    assert_eq!(
+        (code, lines),
+        (Some(0), vec!["refused True".to_owned()]),
+        "{err}"
+    );
+}
+
+/// The socket of the run of the workspace whose state dir starts with `prefix`, once it
+/// is there (30 s at most).
+fn poll_for_socket(ws: &Ws, prefix: &str, child: &mut Child) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let states = ws
+            .xdg
+            .join("a-state-directory-deep-enough-that-its-socket-path-is-long/fsgate");
+        let found = std::fs::read_dir(&states)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+            .flat_map(|e| {
+                std::fs::read_dir(e.path().join("asks"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+            })
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "sock"));
+        if let Some(socket) = found {
+            return socket;
+        }
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the run ended before its socket was made: {}",
+            printed(child)
+        );
+        assert!(
+            Instant::now() < deadline,
+            "no socket in {}",
+            states.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -69,8 +69,25 @@ fn asks_dir(workspace: &Path) -> Result<PathBuf, String> {
     let own = fsgate_view::asks::dir(&root).ok_or_else(no_state)?;
     let with_runs = (root.ancestors())
         .filter_map(fsgate_view::asks::dir)
-        .find(|dir| !sockets(dir).is_empty());
+        .find(|dir| sockets(dir).iter().any(|s| listening(s)));
     Ok(with_runs.unwrap_or(own))
+}
+
+/// Whether a run listens at `socket`; a socket left by a run that ended (a killed
+/// gateway cannot remove its own) is removed, so that it hides no run farther up.
+fn listening(socket: &Path) -> bool {
+    let Ok((_dir, at)) = fsgate_view::asks::short(socket) else {
+        return false;
+    };
+    match UnixStream::connect(at) {
+        Ok(_) => true,
+        Err(e) => {
+            if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                let _ = std::fs::remove_file(socket);
+            }
+            false
+        }
+    }
 }
 
 /// Prints what every run of the workspace waits for.
