@@ -4,7 +4,7 @@
 //! without following a link, so nothing outside the tree is reached whatever it holds.
 
 use std::ffi::CString;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
@@ -26,8 +26,8 @@ pub(super) enum Emptied {
 
 /// Removes everything inside the directory open at `dir`, stopping once `deadline` has
 /// passed (None: no deadline). A directory its owner made read-only (Go's module cache
-/// is) is made writable by its owner first; what cannot be removed ends the pass with
-/// its error.
+/// is) or unreadable is made its owner's to change first; what cannot be removed ends
+/// the pass with its error.
 pub(super) fn empty_dir(
     dir: BorrowedFd<'_>,
     deadline: Option<Instant>,
@@ -102,10 +102,22 @@ fn remove_entry(
     Ok(Emptied::All)
 }
 
-/// The directory `name` in `parent`, never through a link.
+/// The directory `name` in `parent`, never through a link. One its owner cannot read
+/// (mode 000) is made its owner's to read first.
 fn open_beneath(parent: BorrowedFd<'_>, name: &CString) -> Result<OwnedFd, Errno> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    rustix::fs::openat(parent, name.as_c_str(), flags, Mode::empty())
+    match rustix::fs::openat(parent, name.as_c_str(), flags, Mode::empty()) {
+        Err(Errno::ACCESS) => {
+            // Reached without following a link (a path descriptor needs no access),
+            // changed through its descriptor's /proc entry, which leads to it alone.
+            let path_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let at = rustix::fs::openat(parent, name.as_c_str(), path_flags, Mode::empty())?;
+            let proc_path = format!("/proc/self/fd/{}", at.as_raw_fd());
+            rustix::fs::chmod(proc_path.as_str(), Mode::RWXU)?;
+            rustix::fs::openat(parent, name.as_c_str(), flags, Mode::empty())
+        }
+        opened => opened,
+    }
 }
 
 /// Unlinks `name` in `parent`; refused for want of write access, makes `parent` its
@@ -151,6 +163,41 @@ mod tests {
         assert_eq!(emptied, Emptied::All);
         assert_eq!(std::fs::read_dir(&tree).expect("list").count(), 0);
         assert!(outside.join("sub/precious").exists(), "a link was followed");
+    }
+
+    /// As its owner without root's overrides (dropped on this thread alone): a
+    /// directory of mode 000 and one of 0500 deep in the tree are emptied too.
+    #[test]
+    fn unreadable_and_read_only_dirs_are_emptied_by_their_owner() {
+        use rustix::thread::{CapabilitySet, capabilities, set_capabilities};
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let tree = tmp.path().join("tree");
+        std::fs::create_dir_all(tree.join("a/locked/inner")).expect("mkdir");
+        std::fs::write(tree.join("a/locked/inner/f"), "x").expect("write");
+        std::fs::create_dir(tree.join("a/ro")).expect("mkdir");
+        std::fs::write(tree.join("a/ro/g"), "x").expect("write");
+        let mode = |p: &str, m: u32| {
+            std::fs::set_permissions(tree.join(p), std::fs::Permissions::from_mode(m))
+                .expect("chmod");
+        };
+        mode("a/ro", 0o500);
+        mode("a/locked", 0o000);
+        let dir = open(&tree);
+        let emptied = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut caps = capabilities(None).expect("capget");
+                let overrides = CapabilitySet::DAC_OVERRIDE
+                    | CapabilitySet::DAC_READ_SEARCH
+                    | CapabilitySet::FOWNER;
+                caps.effective.remove(overrides);
+                set_capabilities(None, caps).expect("capset");
+                empty_dir(dir.as_fd(), None)
+            })
+            .join()
+            .expect("thread")
+        });
+        assert_eq!(emptied.expect("empty"), Emptied::All);
+        assert_eq!(std::fs::read_dir(&tree).expect("list").count(), 0);
     }
 
     #[test]
