@@ -132,7 +132,7 @@ impl View {
         let Handle::Write(w) = handle.as_ref() else {
             return Ok(());
         };
-        let _turn = w.turn().map_err(|_| Errno::EIO)?;
+        let turn = w.turn().map_err(|_| Errno::EIO)?;
         let Some((ino, content)) = self.take_copy(w)? else {
             return Ok(());
         };
@@ -155,10 +155,11 @@ impl View {
         }
         self.handles.wrote(ino);
         p.current_at = Some(self.handles.version_of(ino));
-        drop(p);
+        drop((p, turn));
         // A new version under the name: the kernel's view of the old one is taken back.
-        // No lock of the copy is held: this waits for the writeback of mapped pages,
-        // which writes to the copy.
+        // Neither the copy's lock nor its turn is held: this waits for the writeback of
+        // mapped pages, which writes to the copy, and the other closers of the file
+        // need not wait behind it.
         let place = self.nodes.lock().ok().and_then(|mut n| {
             n.replaced(ino);
             n.place(ino)
