@@ -479,11 +479,17 @@ fn view_git_init_add_and_commit_work_where_the_policy_lets_git_in() {
 /// env(1) and a shell say them), walled in or not; the command's own 2 stays 2.
 #[test]
 fn view_fsgates_own_failures_are_told_from_the_commands_exit_status() {
+    use std::os::unix::fs::PermissionsExt;
     let ws = Ws::new();
     let (_outside, outside) = canonical_tempdir("fsgate-view-notexec");
     let not_runnable = outside.join("tool");
     std::fs::write(&not_runnable, "#!/bin/sh\ntouch ran\n").expect("write");
     let not_runnable = not_runnable.to_string_lossy().into_owned();
+    let bad_interpreter = outside.join("script");
+    std::fs::write(&bad_interpreter, "#!/nonexistent/interpreter\ntouch ran\n").expect("write");
+    std::fs::set_permissions(&bad_interpreter, std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    let bad_interpreter = bad_interpreter.to_string_lossy().into_owned();
     let status = |front: &[&str], back: &[&str]| {
         let mut cmd = Command::new(bin());
         cmd.arg("run")
@@ -497,7 +503,7 @@ fn view_fsgates_own_failures_are_told_from_the_commands_exit_status() {
         let out = finished(cmd);
         (out.status.code(), text(&out.stderr))
     };
-    let cases: [(&[&str], &[&str], i32); 7] = [
+    let cases: [(&[&str], &[&str], i32); 11] = [
         (&[], &["sh", "-c", "exit 2"], 2),
         (&["--policy", "/nonexistent/policy.toml"], &["true"], 125),
         (&["--bogus-option"], &["true"], 125),
@@ -505,6 +511,10 @@ fn view_fsgates_own_failures_are_told_from_the_commands_exit_status() {
         (&["--no-confine"], &["fsgate-no-such-program"], 127),
         (&[], &[&not_runnable], 126),
         (&["--no-confine"], &[&not_runnable], 126),
+        (&[], &["./fsgate-no-such-file"], 127),
+        (&["--no-confine"], &["./fsgate-no-such-file"], 127),
+        (&[], &[&bad_interpreter], 127),
+        (&["--no-confine"], &[&bad_interpreter], 127),
     ];
     for (front, back, want) in cases {
         let (code, stderr) = status(front, back);

@@ -295,9 +295,8 @@ fn own(_said: ExitCode) -> ExitCode {
 /// The command's wall could not be worked out. A program that is not there, or not
 /// runnable, is answered as a shell answers it (127, 126); anything else is fsgate's.
 fn wall_refused(e: &super::wall::WallError) -> ExitCode {
-    use fsgate_sandbox::discover::DiscoverError as D;
     let code = match e {
-        super::wall::WallError::Program(D::NotOnPath { .. } | D::NoPath { .. }) => 127,
+        super::wall::WallError::Program(p) if not_found(p) => 127,
         super::wall::WallError::Program(_) => 126,
         super::wall::WallError::Other(e) => {
             return no_view(&format!(
@@ -307,6 +306,18 @@ fn wall_refused(e: &super::wall::WallError) -> ExitCode {
     };
     fsgate_base::text::eprint_line(&format!("fsgate: {e}; the command was not run"));
     ExitCode::from(code)
+}
+
+/// Whether the program, or the interpreter its `#!` line names, is not there (as
+/// execve's ENOENT, which a shell and env(1) answer with 127).
+fn not_found(e: &fsgate_sandbox::discover::DiscoverError) -> bool {
+    use fsgate_sandbox::discover::DiscoverError as D;
+    match e {
+        D::NotOnPath { .. } | D::NoPath { .. } => true,
+        D::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+        D::Interpreter { source, .. } => not_found(source),
+        _ => false,
+    }
 }
 
 /// The `fsgate undo` command line for these workspaces and log (without `--session`):
@@ -373,7 +384,7 @@ fn announce(roots: &[std::path::PathBuf], session: &str, confined: bool) {
 /// status, or 125 if it could not be run.
 pub(super) fn child() -> ExitCode {
     let Some(spec) = fsgate_view::child::Spec::from_args(std::env::args_os().skip(2)) else {
-        return fail("this word is fsgate run's own; see fsgate run --help");
+        return own(fail("this word is fsgate run's own; see fsgate run --help"));
     };
     // Before anything else: the command and every process it starts cannot push input
     // into the terminal (TIOCSTI), where the shell that started fsgate would run it.

@@ -251,7 +251,8 @@ impl Served {
 pub(super) fn exec() -> std::process::ExitCode {
     let Some((confine, command)) = fsgate_view::child::split_exec_args(std::env::args_os().skip(2))
     else {
-        return super::exit::fail("this word is fsgate run's own; see fsgate run --help");
+        let _ = super::exit::fail("this word is fsgate run's own; see fsgate run --help");
+        return std::process::ExitCode::from(super::run::EXIT_OWN);
     };
     if let Some((word, at)) = confine {
         let applied = word
