@@ -282,8 +282,9 @@ fn assert_inert_line(l: &str) -> bool {
 fn a_reader_that_stops_reading_gets_no_broken_pipe_message() {
     let g = hostile_log();
     let log = g.audit_log.display().to_string();
-    let commands: [&[&str]; 6] = [
+    let commands: [&[&str]; 7] = [
         &["show", &log],
+        &["show", &log, "--follow"],
         &["show", &log, "--json"],
         &["show", &log, "--csv"],
         &["verify", &log],

@@ -79,7 +79,7 @@ pub(super) fn show_cmd(
         }
         // A reader that stopped early (`| head`) needs no message; the exit still says
         // the output was not all written.
-        Err(e) if e == show::READER_GONE => 2,
+        Err(e) if e.ends_with(show::READER_GONE) => 2,
         Err(e) => fail("show", &e.to_string()),
     }
 }
