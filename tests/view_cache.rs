@@ -270,3 +270,28 @@ fn view_cache_a_listing_follows_each_change_and_each_listing_is_recorded() {
     );
     assert_eq!(counted(&ws.records(), "ls", "d"), 4, "each ls d recorded");
 }
+
+/// A shell holds the file open for writing (nothing written) while the agent's file
+/// tool rewrites it, then appends to it through its own descriptor's /proc entry (the
+/// file it opened, as the kernel still names it): the append lands on the file tool's
+/// content, not on the old content the held copy was filled with. Another process's
+/// append by name gets the same.
+#[test]
+fn view_cache_an_append_after_the_agents_file_tool_keeps_the_file_tools_content() {
+    let held = "( exec 3<>app.txt; while [ ! -e go ]; do sleep 0.05; done; \
+                echo more >> /proc/self/fd/3; exec 3>&-; touch done ) >/dev/null 2>&1 &";
+    let steps = json!([
+        {"sh": format!("{held} sleep 0.5")},
+        {"write": "app.txt", "content": "v2\n"},
+        {"sh": "touch go; while [ ! -e done ]; do sleep 0.05; done; echo by-name >> app.txt; cat app.txt"},
+    ]);
+    let (results, ed) = confined_steps(&[("app.txt", "v1\n")], &steps);
+    let want = "v2\nmore\nby-name\n";
+    assert_eq!(results[2]["out"], want, "{}\n{}", results[2], ed.stderr());
+    assert_eq!(
+        std::fs::read_to_string(ed.root.join("app.txt"))
+            .ok()
+            .as_deref(),
+        Some(want)
+    );
+}

@@ -162,6 +162,7 @@ impl View {
         Arc::new(crate::outside::OutsideChanges {
             nodes: Arc::clone(&self.nodes),
             invalidator: Arc::clone(&self.invalidator),
+            versions: self.handles.versions(),
         })
     }
 

@@ -146,9 +146,27 @@ pub(crate) struct Handles {
     open: Mutex<HashMap<u64, Arc<Handle>>>,
     /// Each node's private copy while a handle holds it open for writing.
     copies: Mutex<HashMap<u64, Weak<Shared>>>,
-    /// How many versions the view wrote, by node (striped: a node that shares its
-    /// counter with another costs at most a needless second look).
-    versions: Box<[AtomicU64]>,
+    /// How many versions were written, by node.
+    versions: Versions,
+}
+
+/// How many versions of each node were written, through the view or another door
+/// (striped: a node that shares its counter with another costs at most a needless
+/// second look, or a copy filled again).
+#[derive(Debug, Clone)]
+pub(crate) struct Versions(Arc<[AtomicU64]>);
+
+impl Default for Versions {
+    fn default() -> Versions {
+        Versions((0..VERSION_STRIPES).map(|_| AtomicU64::new(0)).collect())
+    }
+}
+
+impl Versions {
+    /// A new version of node `ino` was written.
+    pub(crate) fn wrote(&self, ino: u64) {
+        self.0[stripe(ino)].fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 impl Default for Handles {
@@ -157,7 +175,7 @@ impl Default for Handles {
             next: AtomicU64::new(0),
             open: Mutex::default(),
             copies: Mutex::default(),
-            versions: (0..VERSION_STRIPES).map(|_| AtomicU64::new(0)).collect(),
+            versions: Versions::default(),
         }
     }
 }
@@ -166,12 +184,17 @@ impl Handles {
     /// The count of versions the view wrote of node `ino` (or of one sharing its
     /// counter): a file opened before it moved was opened on an older version.
     pub(crate) fn version_of(&self, ino: u64) -> u64 {
-        self.versions[stripe(ino)].load(Ordering::Acquire)
+        self.versions.0[stripe(ino)].load(Ordering::Acquire)
     }
 
     /// The view wrote a new version of node `ino`.
     pub(crate) fn wrote(&self, ino: u64) {
-        self.versions[stripe(ino)].fetch_add(1, Ordering::AcqRel);
+        self.versions.wrote(ino);
+    }
+
+    /// The counters, for what tells of other doors' writes.
+    pub(crate) fn versions(&self) -> Versions {
+        self.versions.clone()
     }
 
     /// Keeps `h`; its number.

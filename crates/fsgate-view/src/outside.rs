@@ -30,11 +30,14 @@ pub(crate) const DOOR: fsgate_gateway::DoorSpec = fsgate_gateway::DoorSpec {
     media_read: "",
 };
 
-/// Takes back what the kernel holds of paths other doors changed.
+/// Takes back what the kernel holds of paths other doors changed, and counts a new
+/// version of their nodes (a private copy that held the old one is not joined as it
+/// is by the next writer, but filled again).
 #[derive(Debug)]
 pub(crate) struct OutsideChanges {
     pub(crate) nodes: Arc<Mutex<Nodes>>,
     pub(crate) invalidator: Arc<Invalidator>,
+    pub(crate) versions: crate::handles::Versions,
 }
 
 impl ChangeWatch for OutsideChanges {
@@ -48,6 +51,9 @@ impl ChangeWatch for OutsideChanges {
                 Err(_) => None,
             };
             if let Some((parent, name, node)) = held {
+                if let Some(node) = node {
+                    self.versions.wrote(node);
+                }
                 self.invalidator.changed_outside(parent, &name, node);
             }
         }
