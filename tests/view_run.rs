@@ -527,6 +527,43 @@ fn view_fsgates_own_failures_are_told_from_the_commands_exit_status() {
     assert_eq!(out.status.code(), Some(125), "{}", text(&out.stderr));
 }
 
+/// A command that ends at once, run from outside the workspace (so it never waits for
+/// the view), is reported as run, with its own status, even with several runs at once
+/// keeping the machine busy: it was sometimes taken for a view that could not be
+/// mounted (exit 125, "the command was not run", no `stop` record).
+#[test]
+fn view_a_command_that_ends_at_once_is_never_taken_for_a_view_not_mounted() {
+    let (_cwd_dir, cwd) = canonical_tempdir("fsgate-view-elsewhere");
+    let workspaces: Vec<Ws> = (0..6).map(|_| Ws::new()).collect();
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let runs: Vec<_> = (workspaces.iter())
+            .map(|ws| {
+                let cwd = &cwd;
+                s.spawn(move || {
+                    (0..12)
+                        .filter_map(|_| {
+                            let mut cmd = ws.fsgate_run();
+                            cmd.current_dir(cwd).args(["--", "sh", "-c", "exit 3"]);
+                            let out = finished(cmd);
+                            let stderr = text(&out.stderr);
+                            (out.status.code() != Some(3) || stderr.contains("not run"))
+                                .then(|| format!("{:?}: {stderr}", out.status.code()))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .flat_map(|r| r.join().expect("thread"))
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} of 72 runs: {failures:#?}",
+        failures.len()
+    );
+}
+
 #[test]
 fn view_without_dev_fuse_the_command_is_not_run() {
     let ws = Ws::new();

@@ -297,6 +297,17 @@ fn enter(spec: &Spec) -> Result<(), String> {
         crate::terminals::own_instance()?;
     }
     mount_views(spec)?;
+    // The command starts once every view answers. Before, a command that needs no view
+    // (its directory elsewhere, `true`) could end before the gateway met the mount,
+    // which then took the ended child for a view that could not be mounted.
+    for root in &spec.at {
+        rustix::fs::statfs(root.as_path()).map_err(|e| {
+            format!(
+                "the view at {} did not answer ({e})",
+                fsgate_base::text::EscPath(root)
+            )
+        })?;
+    }
     // The command's own user namespace: no capability over the view's namespace.
     let (inner_uid, inner_gid) = (Uid::current(), Gid::current());
     unshare(CloneFlags::CLONE_NEWUSER).map_err(|e| {
