@@ -43,7 +43,7 @@ pub fn main() -> ExitCode {
     if serving && let Err(e) = crate::signals::hold() {
         let code = fail(&e);
         return if is_run() {
-            ExitCode::from(run::EXIT_OWN)
+            ExitCode::from(exit::EXIT_OWN)
         } else {
             code
         };
@@ -79,7 +79,7 @@ fn parse_or_exit() -> Command {
         Ok(cli) => cli.command,
         Err(e) if e.use_stderr() && is_run() => {
             let _ = e.print();
-            std::process::exit(i32::from(run::EXIT_OWN))
+            std::process::exit(i32::from(exit::EXIT_OWN))
         }
         Err(e) => e.exit(),
     }

@@ -7,6 +7,12 @@ use fsgate_policy::Policy;
 /// Exit code for invalid configuration or unreadable input.
 pub const EXIT_CONFIG: u8 = 2;
 
+/// `fsgate run`'s exit status for its own failures (its arguments, the policy, a
+/// workspace, the view): nothing was run. 125, as env(1) and timeout(1) say theirs, so
+/// that it is not taken for one of the command's own (126: found but not runnable;
+/// 127: not found).
+pub(super) const EXIT_OWN: u8 = 125;
+
 /// A start-up failure. When the policy file does not load, every error in it is
 /// reported, located and with its hint, as `fsgate policy check` reports them.
 pub(super) fn fail_open(msg: &str, policy: Option<&std::path::Path>) -> ExitCode {

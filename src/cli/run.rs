@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use super::exit::{fail, fail_open};
+use super::exit::{EXIT_OWN, fail, fail_open};
 use super::gateway_args::GatewayArgs;
 use super::run_confine::RunWall;
 use super::view_host::{self, ChildCommand, Fuse, end};
@@ -49,11 +49,6 @@ pub(super) struct RunArgs {
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<OsString>,
 }
-
-/// Exit status of fsgate's own failures (its arguments, the policy, a workspace, the
-/// view): nothing was run. 125, as env(1) and timeout(1) say theirs, so that it is not
-/// taken for one of the command's own (126: found but not runnable; 127: not found).
-pub(super) const EXIT_OWN: u8 = 125;
 
 pub(super) fn run(args: RunArgs) -> ExitCode {
     let Ok(config) = args.common.config() else {

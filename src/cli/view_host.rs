@@ -252,7 +252,7 @@ pub(super) fn exec() -> std::process::ExitCode {
     let Some((confine, command)) = fsgate_view::child::split_exec_args(std::env::args_os().skip(2))
     else {
         let _ = super::exit::fail("this word is fsgate run's own; see fsgate run --help");
-        return std::process::ExitCode::from(super::run::EXIT_OWN);
+        return std::process::ExitCode::from(super::exit::EXIT_OWN);
     };
     if let Some((word, at)) = confine {
         let applied = word
@@ -263,7 +263,7 @@ pub(super) fn exec() -> std::process::ExitCode {
             fsgate_base::text::eprint_line(&format!(
                 "fsgate: cannot confine the agent in the view ({e}); it was not run"
             ));
-            return std::process::ExitCode::from(super::run::EXIT_OWN);
+            return std::process::ExitCode::from(super::exit::EXIT_OWN);
         }
     }
     let (why, status) = fsgate_view::child::exec(command.into_iter());
