@@ -166,12 +166,13 @@ fn abort_views_of(gateway: u32) -> Vec<String> {
     let children = std::fs::read_to_string(format!("/proc/{gateway}/task/{gateway}/children"))
         .unwrap_or_default();
     let connections = std::path::Path::new("/sys/fs/fuse/connections");
-    if std::fs::read_dir(connections).is_ok_and(|mut d| d.next().is_none()) {
-        let _ = std::process::Command::new("mount")
+    // Mounted for this alone if it was not; unmounted again below.
+    let mounted = std::fs::read_dir(connections).is_ok_and(|mut d| d.next().is_none())
+        && std::process::Command::new("mount")
             .args(["-t", "fusectl", "fusectl"])
             .arg(connections)
-            .status();
-    }
+            .status()
+            .is_ok_and(|s| s.success());
     let mut aborted = Vec::new();
     for pid in children.split_whitespace() {
         let mounts = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
@@ -183,6 +184,11 @@ fn abort_views_of(gateway: u32) -> Vec<String> {
                 aborted.push(minor.to_owned());
             }
         }
+    }
+    if mounted {
+        let _ = std::process::Command::new("umount")
+            .arg(connections)
+            .status();
     }
     aborted
 }
