@@ -73,19 +73,23 @@ fn asks_dir(workspace: &Path) -> Result<PathBuf, String> {
     Ok(with_runs.unwrap_or(own))
 }
 
-/// Whether a run listens at `socket`; a socket left by a run that ended (a killed
-/// gateway cannot remove its own) is removed, so that it hides no run farther up.
+/// Whether a run listens at `socket` (a dead one is removed, so that it hides no run
+/// farther up).
 fn listening(socket: &Path) -> bool {
-    let Ok((_dir, at)) = fsgate_view::asks::short(socket) else {
-        return false;
-    };
+    connect(socket).is_some()
+}
+
+/// A connection to the run listening at `socket`; None if nobody listens. A socket
+/// left by a run that ended (a killed gateway cannot remove its own) is removed.
+fn connect(socket: &Path) -> Option<UnixStream> {
+    let (_dir, at) = fsgate_view::asks::short(socket).ok()?;
     match UnixStream::connect(at) {
-        Ok(_) => true,
+        Ok(conn) => Some(conn),
         Err(e) => {
             if e.kind() == std::io::ErrorKind::ConnectionRefused {
                 let _ = std::fs::remove_file(socket);
             }
-            false
+            None
         }
     }
 }
@@ -161,15 +165,7 @@ fn sockets(dir: &Path) -> Vec<PathBuf> {
 /// One request to the run listening at `socket`, and its answer (None: nobody listens;
 /// a socket left by a run that ended is removed).
 fn ask(socket: &Path, request: &Value) -> Option<Value> {
-    let (_dir, at) = fsgate_view::asks::short(socket).ok()?;
-    let mut conn = match UnixStream::connect(at) {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            let _ = std::fs::remove_file(socket);
-            return None;
-        }
-        Err(_) => return None,
-    };
+    let mut conn = connect(socket)?;
     let timeout = Some(Duration::from_secs(10));
     conn.set_read_timeout(timeout).ok()?;
     conn.set_write_timeout(timeout).ok()?;
