@@ -28,6 +28,9 @@ pub enum Fault {
     Write,
     /// Write everything, then fail the sync.
     Sync,
+    /// Write half of the data, then panic: a defect's stand-in, for the leader's
+    /// unwinding (the log must step its leader down, not hang its appenders).
+    Panic,
 }
 
 /// The open files of a log. Only the current leader touches it.
@@ -95,6 +98,12 @@ impl Io {
     /// The full path of a file in the log's directory (for messages).
     pub(crate) fn path_of(&self, name: &str) -> PathBuf {
         self.dir_path.join(name)
+    }
+
+    /// A leader's turn unwound mid-write: cut back whatever it left past the committed
+    /// length before the next write.
+    pub(crate) fn mark_for_repair(&mut self) {
+        self.needs_repair = true;
     }
 
     /// Since when written data has waited for a sync (None: all synced).

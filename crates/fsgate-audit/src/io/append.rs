@@ -34,6 +34,10 @@ impl Io {
                 .file
                 .write_all(&data[..data.len() / 2])
                 .and(Err(std::io::Error::from(std::io::ErrorKind::StorageFull))),
+            Some(Fault::Panic) => {
+                let _ = self.file.write_all(&data[..data.len() / 2]);
+                panic!("injected panic in the middle of an audit write");
+            }
             _ => self.file.write_all(data),
         };
         if let Err(e) = result {

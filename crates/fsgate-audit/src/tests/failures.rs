@@ -270,3 +270,45 @@ fn durable_entries_named_by_a_failed_record_are_named_again() {
         [&serde_json::json!([7, 9]), &serde_json::json!([11])]
     );
 }
+
+/// A leader whose turn panics mid-write (a defect's stand-in) steps down: the appenders
+/// waiting on its batch fail instead of waiting for ever, the half-written record is
+/// cut back, and the next append leads, succeeds with the next seq and leaves the log
+/// intact. Before, `leader` stayed set and every later append hung.
+#[test]
+fn a_leader_that_panics_steps_down_and_the_log_goes_on() {
+    let (_d, path) = temp_log();
+    let log = Arc::new(open(&path, &settings(FsyncMode::Always)));
+    let ok1 = log.append(request(1)).unwrap();
+    log.inject_faults(Fault::Panic, 1);
+    let (tx, rx) = std::sync::mpsc::channel();
+    for t in 0..4u64 {
+        let (log, tx) = (Arc::clone(&log), tx.clone());
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                log.append(request(10 + t))
+            }));
+            let _ = tx.send(r.map(|r| r.is_ok()).unwrap_or(false));
+        });
+    }
+    let wait = std::time::Duration::from_secs(20);
+    let answered: Vec<bool> = (0..4).map_while(|_| rx.recv_timeout(wait).ok()).collect();
+    assert_eq!(
+        answered.len(),
+        4,
+        "an appender hung after the leader panicked"
+    );
+    assert!(
+        answered.contains(&false),
+        "the panicking write was answered Ok"
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let log2 = Arc::clone(&log);
+    std::thread::spawn(move || tx.send(log2.append(request(20))));
+    let next = rx.recv_timeout(wait).expect("the next append hung");
+    let next = next.expect("the next append failed");
+    let oks = answered.iter().filter(|&&ok| ok).count() as u64;
+    assert_eq!(next.seq, ok1.seq + oks + 1, "no gap in seq");
+    log.close().unwrap();
+    assert_intact(&verify_dir(&path, &VerifyOptions::default()));
+}

@@ -6,6 +6,7 @@ use std::sync::MutexGuard;
 use std::sync::atomic::Ordering;
 
 use super::AuditLog;
+use super::queue::{Batch, PENDING};
 use super::state::{Duty, Shared, State, lock};
 use crate::error::AuditError;
 use crate::merkle::CompactRange;
@@ -30,16 +31,22 @@ impl Shared {
     ) -> MutexGuard<'a, State> {
         st.leader = true;
         drop(st);
+        // Declared before `io`, so that an unwinding turn lets go of the files first.
+        let mut turn = Turn {
+            shared: self,
+            batch: Batch::default(),
+            over: false,
+        };
         let mut io = lock(&self.io);
         let mut round = 0;
         let mut st = loop {
             round += 1;
             let mut st = lock(&self.state);
-            let batch = std::mem::take(&mut st.queue);
+            turn.batch = std::mem::take(&mut st.queue);
             drop(st);
             let failed = self.write_batch(
                 &mut io,
-                &batch,
+                &turn.batch,
                 (duty.sync && round == 1, duty.write_only && round == 1),
             );
             let st = lock(&self.state);
@@ -78,6 +85,7 @@ impl Shared {
         }
         drop(io);
         st.leader = false;
+        turn.over = true;
         // Hand over: the oldest queued appender that waits leads next; duty runners wait
         // on `cv`.
         if let Some(next) =
@@ -136,6 +144,61 @@ impl Shared {
             self.cv.notify_all();
         }
         st
+    }
+}
+
+/// A leader's turn, stepped down if it unwinds (a defect panicked in it): otherwise
+/// `leader` would stay set and every appender would wait for it for ever.
+struct Turn<'a> {
+    shared: &'a Shared,
+    /// The batch being written (its appenders wait for it).
+    batch: Batch,
+    /// The turn ended normally.
+    over: bool,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if !self.over {
+            self.shared.abandon_turn(&self.batch);
+        }
+    }
+}
+
+impl Shared {
+    /// Ends a turn that unwound: what it was writing and everything queued fails as a
+    /// failed write does (the chain rewinds to the last record written, the file is cut
+    /// back before the next write, requests are refused until one succeeds), and the
+    /// next appender or duty runner may lead.
+    fn abandon_turn(&self, batch: &Batch) {
+        let len = {
+            let mut io = lock(&self.io);
+            io.mark_for_repair();
+            io.len()
+        };
+        let mut st = lock(&self.state);
+        tracing::error!(log = %self.path.display(), "audit writer failed unexpectedly; requests are refused until a write succeeds");
+        st.last_error = Some(AuditError::Write {
+            kind: std::io::ErrorKind::Other,
+            message: "the audit writer failed unexpectedly".into(),
+        });
+        let queued = std::mem::take(&mut st.queue);
+        st.next_seq = st.durable_seq + 1;
+        st.head = st.durable_head;
+        st.file_bytes = len;
+        // The tree may hold part of the batch: checkpoints go without it from now on.
+        st.tree = None;
+        st.leader = false;
+        self.failing.store(true, Ordering::Release);
+        if st.duty_waiters > 0 {
+            self.cv.notify_all();
+        }
+        drop(st);
+        for e in batch.entries.iter().chain(&queued.entries) {
+            if e.waiter.state.load(Ordering::Acquire) == PENDING {
+                e.waiter.finish(super::queue::FAILED);
+            }
+        }
     }
 }
 
