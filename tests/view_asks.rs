@@ -479,3 +479,61 @@ fn poll_for_socket(ws: &Ws, prefix: &str, child: &mut Child) -> PathBuf {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// One shell `>` is one question: the person who allowed the open for writing has
+/// answered for the truncation and the content its closes apply (recorded as
+/// `allowed_at_open`). A later open of the same file is a question of its own: here
+/// rejected, so the `>>` fails with EACCES and the file keeps the first write.
+#[test]
+fn view_a_shell_redirection_is_asked_once() {
+    let ws = Ws::new(60);
+    let policy = ask_policy(60).replace(
+        "ops = [\"read\"]\npaths = [\"asked.txt\"]",
+        "ops = [\"write\"]\npaths = [\"guarded.txt\"]",
+    );
+    std::fs::write(ws.state.join("policy.toml"), policy).expect("policy");
+    std::fs::write(ws.root.join("guarded.txt"), "old\n").expect("write");
+    let script = "import subprocess\nfor cmd in ['echo new > guarded.txt', 'echo more >> guarded.txt']:\n    print(subprocess.run(['/bin/sh', '-c', cmd], stderr=subprocess.DEVNULL).returncode)\n";
+    let mut child = ws.run(script);
+    let first = ws.waiting(&mut child);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0]["op"], "open", "{first:?}");
+    let first_id = first[0]["id"].as_str().expect("id").to_owned();
+    let (ok, out) = ws.asks(&["--allow", &first_id]);
+    assert!(ok, "{out}");
+    let second = loop {
+        let q = ws.waiting(&mut child);
+        if q.iter().all(|q| q["id"] != first_id.as_str()) {
+            break q;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(second.len(), 1, "{second:?}");
+    // Before, the `>`'s truncation and content were each asked again here.
+    assert_eq!(
+        second[0]["op"], "open",
+        "the `>` was asked again: {second:?}"
+    );
+    let (ok, out) = ws.asks(&["--reject", second[0]["id"].as_str().expect("id")]);
+    assert!(ok, "{out}");
+    let (code, lines, err) = ended(child);
+    assert_eq!(code, Some(0), "{err}");
+    // The `>>` fails (a shell's status for a failed redirection: 2 for dash, 1 for bash).
+    assert!(
+        lines.len() == 2 && lines[0] == "0" && lines[1] != "0",
+        "{lines:?} {err}"
+    );
+    assert_eq!(err.matches("waits for a person").count(), 2, "{err}");
+    let content = std::fs::read_to_string(ws.root.join("guarded.txt")).expect("read");
+    assert_eq!(content, "new\n");
+    let writes: Vec<Value> = ws
+        .records()
+        .into_iter()
+        .filter(|r| r["op"] == "write_text_file" && r["kind"] == "request")
+        .collect();
+    assert!(!writes.is_empty(), "no write recorded");
+    for w in &writes {
+        assert_eq!(w["decision"], "allow", "{w}");
+        assert_eq!(w["details"]["asked"][0]["answer"], "allowed_at_open", "{w}");
+    }
+}

@@ -49,7 +49,18 @@ pub trait Asker: Send + Sync + fmt::Debug {
     fn keeps_grants(&self) -> bool {
         true
     }
+
+    /// An answer a person already gave that stands for `q` (the view: the open of the
+    /// file whose later close applies this write), as the name `details.asked` records
+    /// instead of asking again; None: ask.
+    fn standing(&self, _q: &Question) -> Option<&'static str> {
+        None
+    }
 }
+
+/// `details.asked[].answer` of a question a person's allowing of the file's open for
+/// writing answered (the view: one `>` is one question, not one per close).
+pub const ALLOWED_AT_OPEN: &str = "allowed_at_open";
 
 /// The text a write or edit proposes, for a diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -353,7 +364,7 @@ impl AskRecord {
 
     /// True if a person was put the question (not an earlier grant answering it).
     pub(crate) fn put_to_person(&self) -> bool {
-        self.answer != "allowed_for_session"
+        self.answer != "allowed_for_session" && self.answer != ALLOWED_AT_OPEN
     }
 
     /// The record as `details.asked[]` holds it.
@@ -492,6 +503,11 @@ fn put(
                 replaced: ctx.replaced.clone(),
                 session: ctx.session.clone(),
             };
+            if let Some(standing) = asker.standing(&q) {
+                asked.push(record(&rule, class, standing, None));
+                ctx.allowed.push((rule, class.to_owned()));
+                return Ok(());
+            }
             asker.ask(&q, ctx.timeout)
         }
     };

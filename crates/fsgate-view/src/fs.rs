@@ -17,6 +17,7 @@ use crate::errno::{Refusal, errno};
 use crate::handles::Handles;
 use crate::nodes::{self, Nodes, ROOT};
 use crate::peer::Peers;
+use crate::standing::Standing;
 
 /// How long the kernel may keep a name's or an inode's attributes without asking
 /// again (`cache.rs`: why this long, and what takes them back sooner).
@@ -171,8 +172,9 @@ impl View {
         Arc::clone(&self.counts)
     }
 
-    fn ctx(&self, req: &Request) -> RequestCtx {
+    fn ctx(&self, req: &Request, standing: Option<&Arc<Standing>>) -> RequestCtx {
         let peer = self.peers.name(req.pid());
+        let asker = (self.asks.as_ref()).map(|a| Arc::clone(a).for_peer(peer.clone()));
         RequestCtx {
             style: PathStyle::Rooted,
             session: match &self.agent_sessions {
@@ -180,7 +182,10 @@ impl View {
                 None => self.session.clone(),
             },
             door: &crate::outside::DOOR,
-            asker: (self.asks.as_ref()).map(|a| Arc::clone(a).for_peer(peer.clone())),
+            asker: match standing {
+                Some(standing) => asker.map(|a| standing.asker(a)),
+                None => asker,
+            },
             peer,
             scope: Default::default(),
             notifier: None,
@@ -194,13 +199,24 @@ impl View {
     /// `stop` (one `git status` makes thousands of lookups: a record and a sync each
     /// would be megabytes and seconds).
     pub(crate) fn serve(&self, req: &Request, op: Op) -> Result<Output, GatewayError> {
+        self.serve_standing(req, op, None)
+    }
+
+    /// [`serve`](Self::serve), its questions answered from (and an allowed one kept in)
+    /// `standing`: a file's private copy's (crate::standing).
+    pub(crate) fn serve_standing(
+        &self,
+        req: &Request,
+        op: Op,
+        standing: Option<&Arc<Standing>>,
+    ) -> Result<Output, GatewayError> {
         let change = op.is_mutating();
         let op = match &self.workspace {
             Some(name) => op.in_workspace(name),
             None => op,
         };
         let request = fsgate_gateway::Request::Op(op);
-        let ctx = self.ctx(req);
+        let ctx = self.ctx(req, standing);
         let r = if change {
             self.gw.serve(&ctx, request, How::alone()).0
         } else {
@@ -238,7 +254,7 @@ impl View {
             RULE_NAME_ENCODING,
             (error.code(), error.to_string()),
         );
-        let recorded = self.gw.serve(&self.ctx(req), request, How::alone()).0;
+        let recorded = self.gw.serve(&self.ctx(req, None), request, How::alone()).0;
         self.counts.note(false, &Err(error));
         match recorded {
             Ok(_) => Errno::EILSEQ,

@@ -34,6 +34,8 @@ pub(crate) struct Private {
     pub(crate) current_at: Option<u64>,
     /// Being applied: what was taken from it is on its way to the file.
     pub(crate) applying: bool,
+    /// The questions a person allowed at its opens: its closes are not asked again.
+    pub(crate) standing: Arc<crate::standing::Standing>,
 }
 
 /// Writing processes remembered per open file at most.
@@ -50,6 +52,7 @@ impl Private {
             oversized: None,
             current_at: None,
             applying: false,
+            standing: Arc::default(),
         }
     }
 

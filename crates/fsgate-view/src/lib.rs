@@ -29,6 +29,7 @@ mod outside;
 mod passthrough;
 mod peer;
 mod requests;
+mod standing;
 mod terminals;
 mod writes;
 

@@ -13,6 +13,7 @@ use fuser::{Errno, FileHandle, INodeNo, Request};
 use crate::errno::{Refusal, errno};
 use crate::fs::View;
 use crate::handles::{self, Handle, Writer};
+use crate::standing::Standing;
 
 impl View {
     /// The read's decision on `ino`, and the file opened for it.
@@ -21,18 +22,22 @@ impl View {
         req: &Request,
         ino: INodeNo,
     ) -> Result<Arc<std::fs::File>, Errno> {
-        self.opened(req, ino, OpenAccess::Read)?.ok_or(Errno::EIO)
+        self.opened(req, ino, OpenAccess::Read, None)?
+            .ok_or(Errno::EIO)
     }
 
     /// The gateway's decision on opening `ino` for `access`: the file, where it is read.
+    /// A question a person allows is kept in `standing`.
     fn opened(
         &self,
         req: &Request,
         ino: INodeNo,
         access: OpenAccess,
+        standing: Option<&Arc<Standing>>,
     ) -> Result<Option<Arc<std::fs::File>>, Errno> {
         let path = self.path(ino)?;
-        match self.serve(req, Op::Open(ops::Open { path, access })) {
+        let op = Op::Open(ops::Open { path, access });
+        match self.serve_standing(req, op, standing) {
             Ok(Output::Opened(file)) => Ok(Some(file)),
             Ok(Output::Unit) if access == OpenAccess::Write => Ok(None),
             Ok(_) => Err(Errno::EIO),
@@ -58,7 +63,8 @@ impl View {
         let mut tries = 0;
         let shared = loop {
             let version = self.handles.version_of(ino.0);
-            let held = self.opened(req, ino, access)?;
+            let allowed = Arc::new(Standing::default());
+            let held = self.opened(req, ino, access, Some(&allowed))?;
             let shared = self
                 .handles
                 .copy_on(ino.0, req.pid())
@@ -67,6 +73,7 @@ impl View {
             let turn = shared.turn().map_err(|_| Errno::EIO)?;
             let mut p = shared.lock().map_err(|_| Errno::EIO)?;
             p.written_by(req.pid());
+            p.standing.absorb(&allowed);
             let now = self.handles.version_of(ino.0);
             if truncate {
                 p.copy.set_len(0).map_err(Errno::from)?;
@@ -145,7 +152,14 @@ impl View {
                 return Err(e);
             }
         };
-        let written = self.change(req, Op::Write(ops::Write { path, content }));
+        let standing = w
+            .lock()
+            .map(|p| Arc::clone(&p.standing))
+            .map_err(|_| Errno::EIO)?;
+        let write = Op::Write(ops::Write { path, content });
+        let written = (self.serve_standing(req, write, Some(&standing)))
+            .map(|_| ())
+            .map_err(|e| errno(&e, Refusal::Denied));
         let mut p = w.lock().map_err(|_| Errno::EIO)?;
         p.applying = false;
         if let Err(e) = written {
