@@ -100,12 +100,6 @@ impl Io {
         self.dir_path.join(name)
     }
 
-    /// A leader's turn unwound mid-write: cut back whatever it left past the committed
-    /// length before the next write.
-    pub(crate) fn mark_for_repair(&mut self) {
-        self.needs_repair = true;
-    }
-
     /// Since when written data has waited for a sync (None: all synced).
     pub(crate) fn unsynced_since(&self) -> Option<Instant> {
         self.unsynced_since

@@ -69,6 +69,12 @@ impl AuditLog {
             self.renote_durable_entries(named);
             return Err(AuditError::Closed);
         }
+        if st.broken {
+            let e = st.last_error.clone();
+            drop(st);
+            self.renote_durable_entries(named);
+            return Err(e.unwrap_or(AuditError::Closed));
+        }
         st.sealed = ev.kind == record::KIND_STOP;
         let seq = st.next_seq;
         let ts = canonical::now_ts();

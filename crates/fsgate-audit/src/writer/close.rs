@@ -58,8 +58,12 @@ impl AuditLog {
                 });
             }
         }
-        if lock(&sh.state).closed {
+        let st = lock(&sh.state);
+        if st.closed {
             return Err(AuditError::Closed);
+        }
+        if st.broken {
+            return Err(st.last_error.clone().unwrap_or(AuditError::Closed));
         }
         Ok(())
     }

@@ -57,7 +57,8 @@ impl Shared {
         let hb = {
             let st = lock(&self.state);
             match (self.heartbeat, st.uncovered_since) {
-                (Some(hb), Some(since)) if !st.closed => Some(since + hb),
+                // A heartbeat too far off to name as an instant is never due.
+                (Some(hb), Some(since)) if !st.closed => since.checked_add(hb),
                 _ => None,
             }
         };
@@ -167,4 +168,25 @@ pub(super) fn lock_free_unsynced(sh: &Shared) -> bool {
         .try_lock()
         .map(|io| io.unsynced_for() >= BATCH_SYNC_INTERVAL)
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{AuditSettings, FsyncMode};
+    use crate::tests::{open, request, settings, temp_log};
+
+    /// A heartbeat too far off to name as an instant (the policy's `heartbeat_secs` has
+    /// no upper bound) is never due: the heartbeat thread used to panic on the addition.
+    #[test]
+    fn a_heartbeat_beyond_any_instant_is_never_due() {
+        let (_d, path) = temp_log();
+        let s = AuditSettings {
+            heartbeat_secs: Some(i64::MAX as u64),
+            ..settings(FsyncMode::Always)
+        };
+        let log = open(&path, &s);
+        log.append(request(1)).unwrap();
+        assert_eq!(log.shared.next_due(), None);
+        log.close().unwrap();
+    }
 }

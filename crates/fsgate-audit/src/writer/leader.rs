@@ -124,7 +124,9 @@ impl Shared {
         (kind, seq, head, tree): PendingCheckpoint,
     ) -> MutexGuard<'a, State> {
         drop(st);
+        let unwinding = CheckpointTurn(self);
         let result = lock(&self.ckpt).write(&self.log_id, (seq, &head), tree.as_ref(), kind);
+        std::mem::forget(unwinding);
         let mut st = lock(&self.state);
         st.ckpt_busy = false;
         match result {
@@ -166,28 +168,19 @@ impl Drop for Turn<'_> {
 }
 
 impl Shared {
-    /// Ends a turn that unwound: what it was writing and everything queued fails as a
-    /// failed write does (the chain rewinds to the last record written, the file is cut
-    /// back before the next write, requests are refused until one succeeds), and the
-    /// next appender or duty runner may lead.
+    /// Ends a turn that unwound: what it was writing and everything queued fails, and
+    /// the log takes no more records (fail closed): the turn may have written records
+    /// it did not count yet, so a later record could reuse their seqs. A restart's
+    /// recovery settles the file. The next appender or duty runner is let go.
     fn abandon_turn(&self, batch: &Batch) {
-        let len = {
-            let mut io = lock(&self.io);
-            io.mark_for_repair();
-            io.len()
-        };
         let mut st = lock(&self.state);
-        tracing::error!(log = %self.path.display(), "audit writer failed unexpectedly; requests are refused until a write succeeds");
+        tracing::error!(log = %self.path.display(), "audit writer failed unexpectedly; nothing more is recorded and every request is refused until fsgate restarts");
         st.last_error = Some(AuditError::Write {
             kind: std::io::ErrorKind::Other,
-            message: "the audit writer failed unexpectedly".into(),
+            message: "the audit writer failed unexpectedly; restart fsgate".into(),
         });
+        st.broken = true;
         let queued = std::mem::take(&mut st.queue);
-        st.next_seq = st.durable_seq + 1;
-        st.head = st.durable_head;
-        st.file_bytes = len;
-        // The tree may hold part of the batch: checkpoints go without it from now on.
-        st.tree = None;
         st.leader = false;
         self.failing.store(true, Ordering::Release);
         if st.duty_waiters > 0 {
@@ -199,6 +192,20 @@ impl Shared {
                 e.waiter.finish(super::queue::FAILED);
             }
         }
+    }
+}
+
+/// A checkpoint being written, let go if its writing unwinds (a defect): otherwise
+/// `ckpt_busy` would stay set and every checkpoint duty (close's `shutdown`) would wait
+/// for it for ever. Forgotten when the writing returns.
+struct CheckpointTurn<'a>(&'a Shared);
+
+impl Drop for CheckpointTurn<'_> {
+    fn drop(&mut self) {
+        let mut st = lock(&self.0.state);
+        st.ckpt_busy = false;
+        self.0.checkpoint_failing.store(true, Ordering::Release);
+        self.0.cv.notify_all();
     }
 }
 

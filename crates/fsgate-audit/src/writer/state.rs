@@ -45,6 +45,10 @@ pub(super) struct State {
     pub(super) last_error: Option<AuditError>,
     /// `close` ran.
     pub(super) closed: bool,
+    /// A leader's turn unwound (a defect): what the file holds past the last record
+    /// known written is not known, so nothing more is appended; a restart's recovery
+    /// settles the file (`last_error` says so).
+    pub(super) broken: bool,
     /// The `stop` record is queued: nothing may follow it, whichever thread appends
     /// while `close` still syncs it.
     pub(super) sealed: bool,
@@ -164,6 +168,7 @@ impl State {
             ckpt_busy: false,
             last_error: None,
             closed: false,
+            broken: false,
             sealed: false,
             duty_waiters: 0,
             tree,
