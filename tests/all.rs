@@ -202,3 +202,5 @@ mod view_links;
 mod view_times;
 // fsgate run and acp --confine-agent with several workspaces: a view each, one gateway.
 mod view_several;
+// fsgate run: builds inside the wall (make and cc; cargo from rustup), recorded and up to date.
+mod view_build;

@@ -87,12 +87,14 @@ fn discover(
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
     let path_var = std::env::var_os("PATH");
     let home = std::env::var_os("HOME").map(PathBuf::from);
+    let rustup_home = std::env::var_os("RUSTUP_HOME").map(PathBuf::from);
     discover(&DiscoverInput {
         program,
         args,
         cwd: &cwd,
         path_var: path_var.as_deref(),
         home: home.as_deref(),
+        rustup_home: rustup_home.as_deref(),
     })
     .map_err(WallError::from)
 }

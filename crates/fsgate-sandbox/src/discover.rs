@@ -17,7 +17,8 @@
 //! - for `npx NAME` / `npm exec NAME`, a local `node_modules/.bin/NAME`;
 //! - the program directories of each version manager (pyenv, nvm, ...) that a PATH
 //!   entry leads into, so the interpreters a command's shell finds there run (see
-//!   `managers.rs`).
+//!   `managers.rs`);
+//! - rustup's proxies on PATH and its toolchains, with RUSTUP_HOME set (`rustup.rs`).
 //!
 //! Never granted: `/`, the home directory or any directory above it.
 
@@ -31,6 +32,7 @@ use super::plan::{AgentAccess, AgentGrant, AgentPlan};
 
 mod managers;
 mod npx;
+mod rustup;
 #[cfg(test)]
 mod tests;
 
@@ -75,6 +77,8 @@ pub struct DiscoverInput<'a> {
     pub path_var: Option<&'a OsStr>,
     /// The operator's HOME: never granted whole, nor anything above it.
     pub home: Option<&'a Path>,
+    /// RUSTUP_HOME in fsgate's environment (default: `~/.rustup`).
+    pub rustup_home: Option<&'a Path>,
 }
 
 /// Where the agent is installed: the grants it needs to start.
@@ -90,6 +94,9 @@ pub struct Installation {
     /// Files named on the command line that are not scripts: not granted (the caller
     /// says so of those it does not reach another way, as a workspace's files are).
     pub data_files: Vec<PathBuf>,
+    /// Variables the installation needs set, as HOME is (RUSTUP_HOME: the wall's HOME
+    /// is not the operator's); one the policy passes through already is kept as it is.
+    pub env: Vec<(OsString, OsString)>,
 }
 
 impl Installation {
@@ -109,6 +116,11 @@ impl Installation {
                 ));
             } else if !plan.grants.iter().any(|k| covers(k, g)) {
                 plan.grants.push(g.clone());
+            }
+        }
+        for (name, value) in &self.env {
+            if !plan.env.iter().any(|(n, _)| n == name) {
+                plan.env.push((name.clone(), value.clone()));
             }
         }
     }
@@ -193,13 +205,16 @@ pub fn discover(input: &DiscoverInput<'_>) -> Result<Installation, DiscoverError
     }
     d.npx()?;
     d.managers_on_path();
+    d.rustup_on_path();
     let notes = std::mem::take(&mut d.notes);
     let data_files = std::mem::take(&mut d.data_files);
+    let env = std::mem::take(&mut d.env);
     Ok(Installation {
         executable,
         grants: d.finish(),
         notes,
         data_files,
+        env,
     })
 }
 
@@ -211,6 +226,7 @@ struct Discovery<'a> {
     grants: Vec<AgentGrant>,
     notes: Vec<String>,
     data_files: Vec<PathBuf>,
+    env: Vec<(OsString, OsString)>,
 }
 
 impl<'a> Discovery<'a> {
@@ -228,6 +244,7 @@ impl<'a> Discovery<'a> {
             grants: Vec::new(),
             notes: Vec::new(),
             data_files: Vec::new(),
+            env: Vec::new(),
         }
     }
 

@@ -95,7 +95,7 @@ impl Discovery<'_> {
 
 /// An absolute path with no `.` or `..` in it (`starts_with` compares names, and
 /// `~/.pyenv/../bin` is not in `~/.pyenv`).
-fn plain_absolute(p: &Path) -> bool {
+pub(super) fn plain_absolute(p: &Path) -> bool {
     p.is_absolute()
         && p.components()
             .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))

@@ -51,6 +51,7 @@ impl Fixture {
             cwd,
             path_var: Some(&path_var),
             home: Some(&self.home),
+            rustup_home: None,
         })
     }
 
@@ -340,6 +341,7 @@ fn shared_directories_are_never_granted_whole() {
         cwd: &fx.root,
         path_var: None,
         home: Some(&fx.home),
+        rustup_home: None,
     };
     let d = Discovery::new(&input);
     for shared in [
@@ -491,6 +493,7 @@ fn discover_with_path(program: &str, fx: &Fixture, path_var: &OsStr) -> Installa
         cwd: &fx.home,
         path_var: Some(path_var),
         home: Some(&fx.home),
+        rustup_home: None,
     })
     .expect("discover")
 }
@@ -532,6 +535,7 @@ fn programs_that_cannot_run_are_clear_errors() {
         cwd: &fx.home,
         path_var: None,
         home: None,
+        rustup_home: None,
     })
     .expect_err("no PATH");
     assert!(matches!(err, DiscoverError::NoPath { .. }), "{err}");
@@ -609,6 +613,7 @@ fn grants_already_covered_are_dropped() {
         ],
         notes: Vec::new(),
         data_files: Vec::new(),
+        env: Vec::new(),
     };
     inst.merge_into(&mut plan);
     let paths: Vec<&Path> = plan.grants.iter().map(|g| g.path.as_path()).collect();
@@ -633,6 +638,7 @@ fn real_peers_are_discovered() {
             cwd: repo,
             path_var: path_var.as_deref(),
             home: home.as_deref(),
+            rustup_home: None,
         })
         .expect("discover")
     };
@@ -729,6 +735,7 @@ mod confined {
             cwd,
             path_var: Some(OsStr::new("/usr/bin:/bin")),
             home: home.as_deref(),
+            rustup_home: None,
         })
         .expect("discover");
         let run = |grants: &[AgentGrant]| start(&inst, &args, cwd, grants, stdin, expect);
@@ -787,6 +794,7 @@ mod confined {
             grants: grants.to_vec(),
             notes: Vec::new(),
             data_files: Vec::new(),
+            env: Vec::new(),
         };
         inst.merge_into(&mut plan);
         let s = scratch.path().as_os_str().to_owned();
@@ -839,4 +847,124 @@ fn a_node_modules_link_to_another_directory_is_not_granted() {
     );
     let inst = fx.run("npx", &["x"], &shared).expect("discover npx");
     assert!(!reaches(&inst, &ssh.join("id_rsa")), "{:#?}", inst.grants);
+}
+
+/// rustup on PATH (`~/.cargo/bin` holding `rustup`): the PATH entry and RUSTUP_HOME's
+/// toolchains are granted read and execute, its `settings.toml` read, RUSTUP_HOME is
+/// set to the real one; the rest of `~/.cargo` (a registry token in
+/// `credentials.toml`) and of `~/.rustup` is not granted. A RUSTUP_HOME fsgate was
+/// given is the one used; a policy's own RUSTUP_HOME is kept.
+#[test]
+fn rustup_on_path_grants_its_proxies_and_toolchains_and_sets_rustup_home() {
+    let fx = Fixture::new();
+    let cargo_bin = fx.home.join(".cargo/bin");
+    let rustup = fx.home.join(".rustup");
+    for d in [
+        cargo_bin.clone(),
+        rustup.join("toolchains/stable/bin"),
+        rustup.join("downloads"),
+    ] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    write_exec(&cargo_bin.join("rustup"), b"\x7fELF fake");
+    std::fs::write(fx.home.join(".cargo/credentials.toml"), "token = \"t\"\n").expect("write");
+    std::fs::write(
+        rustup.join("settings.toml"),
+        "default_toolchain = \"stable\"\n",
+    )
+    .expect("write");
+    let mut path_var = cargo_bin.clone().into_os_string();
+    path_var.push(":");
+    path_var.push(fx.path_var());
+    let inst = discover_with_path("sh", &fx, &path_var);
+    let granted = |p: &Path| inst.grants.iter().find(|g| g.path == p).map(|g| g.access);
+    assert_eq!(
+        granted(&cargo_bin),
+        Some(AgentAccess::ReadExec),
+        "{:?}",
+        inst.grants
+    );
+    assert_eq!(
+        granted(&rustup.join("toolchains")),
+        Some(AgentAccess::ReadExec)
+    );
+    assert_eq!(
+        granted(&rustup.join("settings.toml")),
+        Some(AgentAccess::Read)
+    );
+    for not in [
+        fx.home.join(".cargo/credentials.toml"),
+        rustup.join("downloads"),
+    ] {
+        assert!(
+            !inst.grants.iter().any(|g| not.starts_with(&g.path)),
+            "{} reachable: {:?}",
+            not.display(),
+            inst.grants
+        );
+    }
+    let rustup_home = (
+        OsString::from("RUSTUP_HOME"),
+        rustup.clone().into_os_string(),
+    );
+    assert_eq!(inst.env, std::slice::from_ref(&rustup_home));
+    let mut plan = AgentPlan::default();
+    let mut inst = inst;
+    inst.merge_into(&mut plan);
+    assert_eq!(plan.env, [rustup_home]);
+    let mut plan = AgentPlan::default();
+    plan.env.push(("RUSTUP_HOME".into(), "/policy/said".into()));
+    inst.merge_into(&mut plan);
+    assert_eq!(plan.env, [("RUSTUP_HOME".into(), "/policy/said".into())]);
+    // No rustup in the PATH entry: nothing of it.
+    let plain = discover_with_path("sh", &fx, &fx.path_var());
+    assert!(plain.env.is_empty() && granted_none(&plain, &fx.home.join(".cargo")));
+}
+
+/// A RUSTUP_HOME fsgate was given is the one granted and set; one outside HOME (a
+/// system install, which the system paths decide) or HOME itself is not.
+#[test]
+fn rustup_home_from_the_environment_is_used_but_never_outside_or_equal_to_home() {
+    let fx = Fixture::new();
+    let cargo_bin = fx.home.join("rust/cargo/bin");
+    std::fs::create_dir_all(&cargo_bin).expect("mkdir");
+    write_exec(&cargo_bin.join("rustup"), b"\x7fELF fake");
+    let mine = fx.home.join("rust/rustup");
+    std::fs::create_dir_all(mine.join("toolchains")).expect("mkdir");
+    let outside = fx.root.join("opt-rustup");
+    std::fs::create_dir_all(outside.join("toolchains")).expect("mkdir");
+    let mut path_var = cargo_bin.clone().into_os_string();
+    path_var.push(":");
+    path_var.push(fx.path_var());
+    let with = |rustup_home: &Path| {
+        discover(&DiscoverInput {
+            program: OsStr::new("sh"),
+            args: &[],
+            cwd: &fx.home,
+            path_var: Some(&path_var),
+            home: Some(&fx.home),
+            rustup_home: Some(rustup_home),
+        })
+        .expect("discover")
+    };
+    let inst = with(&mine);
+    assert!(
+        inst.grants
+            .iter()
+            .any(|g| g.path == mine.join("toolchains"))
+    );
+    assert_eq!(inst.env, [("RUSTUP_HOME".into(), mine.into_os_string())]);
+    for not_granted in [outside.as_path(), fx.home.as_path()] {
+        let inst = with(not_granted);
+        assert!(inst.env.is_empty(), "{:?}", inst.env);
+        assert!(granted_none(&inst, &cargo_bin), "{:?}", inst.grants);
+    }
+}
+
+/// No grant reaches `p` or lies beneath it.
+fn granted_none(inst: &Installation, p: &Path) -> bool {
+    !inst
+        .grants
+        .iter()
+        .any(|g| p.starts_with(&g.path) || g.path.starts_with(p))
 }
