@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::Discovery;
 use super::managers::plain_absolute;
+use crate::agent_config::validate::CREDENTIAL_PLACES;
 use crate::plan::AgentAccess;
 
 impl Discovery<'_> {
@@ -25,16 +26,29 @@ impl Discovery<'_> {
         let why = format!("rustup's proxies on PATH ({})", bin.display());
         self.grant(&bin, AgentAccess::ReadExec, why);
         let why = format!("rustup's toolchains ({})", rustup_home.display());
-        let toolchains = rustup_home.join("toolchains");
-        if toolchains.is_dir() {
+        if let Some(toolchains) = self.inside(&rustup_home, "toolchains", true) {
             self.grant(&toolchains, AgentAccess::ReadExec, why.clone());
         }
-        let settings = rustup_home.join("settings.toml");
-        if settings.is_file() {
+        if let Some(settings) = self.inside(&rustup_home, "settings.toml", false) {
             self.grant(&settings, AgentAccess::Read, why);
         }
         self.env
             .push((OsString::from("RUSTUP_HOME"), rustup_home.into_os_string()));
+    }
+
+    /// `home/name`, a directory (or a regular file), not a link: a link planted there
+    /// (`settings.toml -> ../.ssh/id_rsa`) is not followed, and said in a note.
+    fn inside(&mut self, home: &Path, name: &str, dir: bool) -> Option<PathBuf> {
+        let path = home.join(name);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        if meta.file_type().is_symlink() {
+            self.notes.push(format!(
+                "{} is a symbolic link: not granted (rustup keeps no link there)",
+                path.display()
+            ));
+            return None;
+        }
+        (if dir { meta.is_dir() } else { meta.is_file() }).then_some(path)
     }
 
     /// The first PATH entry, canonical and under HOME, holding an executable `rustup`.
@@ -47,7 +61,9 @@ impl Discovery<'_> {
     }
 
     /// RUSTUP_HOME as fsgate was given it, else `~/.rustup`: canonical, a directory
-    /// strictly under HOME (one elsewhere is the system's, and its paths decide).
+    /// strictly under HOME (one elsewhere is the system's, and its paths decide), and
+    /// neither in nor holding a place where credentials live (`~/.ssh`, ...: where a
+    /// link planted as `~/.rustup` could lead).
     fn rustup_home(&self) -> Option<PathBuf> {
         let named = match self.input.rustup_home {
             Some(h) => h.to_path_buf(),
@@ -57,14 +73,20 @@ impl Discovery<'_> {
         (canon.is_dir() && self.strictly_under_home(&canon)).then_some(canon)
     }
 
-    /// Inside the canonical HOME, not HOME itself.
+    fn canonical_home(&self) -> Option<PathBuf> {
+        (self.homes.iter()).find_map(|h| std::fs::canonicalize(h).ok())
+    }
+
+    /// Inside the canonical HOME, not HOME itself, and neither in nor holding a place
+    /// where credentials live (`~/.ssh`, ...).
     fn strictly_under_home(&self, p: &Path) -> bool {
-        let home = self
-            .homes
-            .iter()
-            .filter_map(|h| std::fs::canonicalize(h).ok())
-            .next();
-        home.is_some_and(|h| p.starts_with(&h) && p != h)
+        let Some(home) = self.canonical_home() else {
+            return false;
+        };
+        let mut credentials = CREDENTIAL_PLACES.iter().map(|c| home.join(c));
+        p.starts_with(&home)
+            && p != home
+            && !credentials.any(|c| p.starts_with(&c) || c.starts_with(p))
     }
 }
 

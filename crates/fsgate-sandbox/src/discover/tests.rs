@@ -968,3 +968,40 @@ fn granted_none(inst: &Installation, p: &Path) -> bool {
         .iter()
         .any(|g| p.starts_with(&g.path) || g.path.starts_with(p))
 }
+
+/// Links planted in rustup's home lead nowhere: `settings.toml` or `toolchains` made a
+/// link (to `~/.ssh`) is not granted, with a note; a RUSTUP_HOME that leads into a place
+/// credentials live in grants nothing of rustup.
+#[test]
+fn links_planted_in_rustups_home_are_not_followed() {
+    let fx = Fixture::new();
+    let cargo_bin = fx.home.join(".cargo/bin");
+    let rustup = fx.home.join(".rustup");
+    let ssh = fx.home.join(".ssh");
+    for d in [cargo_bin.clone(), rustup.clone(), ssh.join("toolchains")] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    write_exec(&cargo_bin.join("rustup"), b"\x7fELF fake");
+    std::fs::write(ssh.join("id_rsa"), "secret\n").expect("write");
+    symlink("../.ssh/id_rsa", rustup.join("settings.toml")).expect("symlink");
+    symlink("../.ssh", rustup.join("toolchains")).expect("symlink");
+    let mut path_var = cargo_bin.clone().into_os_string();
+    path_var.push(":");
+    path_var.push(fx.path_var());
+    let inst = discover_with_path("sh", &fx, &path_var);
+    assert!(granted_none(&inst, &ssh), "{:?}", inst.grants);
+    assert_eq!(
+        inst.notes.iter().filter(|n| n.contains("symbolic link: not granted")).count(),
+        2,
+        "{:?}",
+        inst.notes
+    );
+    // ~/.rustup itself a link into ~/.ssh: nothing of rustup is granted or set.
+    std::fs::remove_file(rustup.join("settings.toml")).expect("rm");
+    std::fs::remove_file(rustup.join("toolchains")).expect("rm");
+    std::fs::remove_dir(&rustup).expect("rmdir");
+    symlink(".ssh", &rustup).expect("symlink");
+    let inst = discover_with_path("sh", &fx, &path_var);
+    assert!(granted_none(&inst, &ssh), "{:?}", inst.grants);
+    assert!(inst.env.is_empty(), "{:?}", inst.env);
+}
