@@ -91,6 +91,11 @@ impl Asker for ViewAsker {
         q.path = q.abs_path.to_string_lossy().into_owned();
         asker.ask_by(&q, timeout, Some(&self.peer))
     }
+
+    /// The editor shows a write's text as a diff.
+    fn shows_content(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

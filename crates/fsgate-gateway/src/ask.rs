@@ -56,6 +56,12 @@ pub trait Asker: Send + Sync + fmt::Debug {
     fn standing(&self, _q: &Question) -> Option<&'static str> {
         None
     }
+
+    /// Whether the person is shown a write's proposed content (an editor's diff): then
+    /// each write is put to them, whatever an earlier question of its open answered.
+    fn shows_content(&self) -> bool {
+        false
+    }
 }
 
 /// `details.asked[].answer` of a question a person's allowing of the file's open for

@@ -19,6 +19,14 @@ use crate::nodes::{self, Nodes, ROOT};
 use crate::peer::Peers;
 use crate::standing::Standing;
 
+/// What a request does with a person's answers to its questions (crate::standing).
+pub(crate) enum Answers {
+    /// An open or a create for writing: keeps those allowed.
+    Keep(Arc<Standing>),
+    /// A close: answered by what every handle open for writing holds.
+    Open(Vec<Arc<Standing>>),
+}
+
 /// How long the kernel may keep a name's or an inode's attributes without asking
 /// again (`cache.rs`: why this long, and what takes them back sooner).
 pub(crate) const TTL: Duration = crate::cache::TTL;
@@ -172,9 +180,10 @@ impl View {
         Arc::clone(&self.counts)
     }
 
-    fn ctx(&self, req: &Request, standing: Option<&Arc<Standing>>) -> RequestCtx {
+    fn ctx(&self, req: &Request, standing: Option<&Answers>) -> RequestCtx {
         let peer = self.peers.name(req.pid());
         let asker = (self.asks.as_ref()).map(|a| Arc::clone(a).for_peer(peer.clone()));
+        let policy = || -> Arc<str> { self.gw.policy().sha256().into() };
         RequestCtx {
             style: PathStyle::Rooted,
             session: match &self.agent_sessions {
@@ -183,7 +192,10 @@ impl View {
             },
             door: &crate::outside::DOOR,
             asker: match standing {
-                Some(standing) => asker.map(|a| standing.asker(a)),
+                Some(Answers::Keep(s)) => asker.map(|a| s.keeping(a, policy())),
+                Some(Answers::Open(open)) => {
+                    asker.map(|a| crate::standing::answering(open.clone(), a, policy()))
+                }
                 None => asker,
             },
             peer,
@@ -202,13 +214,13 @@ impl View {
         self.serve_standing(req, op, None)
     }
 
-    /// [`serve`](Self::serve), its questions answered from (and an allowed one kept in)
-    /// `standing`: a file's private copy's (crate::standing).
+    /// [`serve`](Self::serve), an open's allowed questions kept, or a close's answered
+    /// from the open handles' (crate::standing).
     pub(crate) fn serve_standing(
         &self,
         req: &Request,
         op: Op,
-        standing: Option<&Arc<Standing>>,
+        standing: Option<&Answers>,
     ) -> Result<Output, GatewayError> {
         let change = op.is_mutating();
         let op = match &self.workspace {

@@ -6,6 +6,8 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LockResult, Mutex, MutexGuard, Weak};
 
+use crate::standing::Standing;
+
 /// A directory's entries, read whole at `opendir`: (node id, is a directory, name).
 pub(crate) type Listing = Vec<(u64, fuser::FileType, String)>;
 
@@ -34,8 +36,9 @@ pub(crate) struct Private {
     pub(crate) current_at: Option<u64>,
     /// Being applied: what was taken from it is on its way to the file.
     pub(crate) applying: bool,
-    /// The questions a person allowed at its opens: its closes are not asked again.
-    pub(crate) standing: Arc<crate::standing::Standing>,
+    /// The questions allowed at the open of each handle open for writing on it
+    /// (crate::standing); a released handle's is gone.
+    open: Vec<Weak<Standing>>,
 }
 
 /// Writing processes remembered per open file at most.
@@ -52,8 +55,19 @@ impl Private {
             oversized: None,
             current_at: None,
             applying: false,
-            standing: Arc::default(),
+            open: Vec::new(),
         }
+    }
+
+    /// A handle open for writing on it, with the answers of its open.
+    pub(crate) fn opened_by(&mut self, standing: &Arc<Standing>) {
+        self.open.retain(|w| w.strong_count() > 0);
+        self.open.push(Arc::downgrade(standing));
+    }
+
+    /// The answers of every handle open for writing on it now.
+    pub(crate) fn open_standings(&self) -> Vec<Arc<Standing>> {
+        self.open.iter().filter_map(Weak::upgrade).collect()
     }
 
     /// Thread `tid` writes through it (its process is named once per thread).
@@ -120,13 +134,18 @@ pub(crate) struct Writer {
     /// Opened with `O_APPEND`: each write goes at the copy's end (the kernel's offset
     /// follows its size of the file, which another process's `stat` sets back).
     pub(crate) append: AtomicBool,
+    /// The questions a person allowed at its open (held for as long as it is open).
+    _standing: Arc<Standing>,
 }
 
 impl Writer {
-    pub(crate) fn new(shared: Arc<Shared>, append: bool) -> Writer {
+    /// A handle on `shared`, whose open's answers are `standing` (registered with the
+    /// copy by the caller, under its lock).
+    pub(crate) fn new(shared: Arc<Shared>, append: bool, standing: Arc<Standing>) -> Writer {
         Writer {
             shared,
             append: AtomicBool::new(append),
+            _standing: standing,
         }
     }
 }

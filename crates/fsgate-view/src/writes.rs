@@ -11,6 +11,7 @@ use fsgate_gateway::ops::{Op, OpenAccess, Output};
 use fuser::{Errno, FileHandle, INodeNo, Request};
 
 use crate::errno::{Refusal, errno};
+use crate::fs::Answers;
 use crate::fs::View;
 use crate::handles::{self, Handle, Writer};
 use crate::standing::Standing;
@@ -33,7 +34,7 @@ impl View {
         req: &Request,
         ino: INodeNo,
         access: OpenAccess,
-        standing: Option<&Arc<Standing>>,
+        standing: Option<&Answers>,
     ) -> Result<Option<Arc<std::fs::File>>, Errno> {
         let path = self.path(ino)?;
         let op = Op::Open(ops::Open { path, access });
@@ -64,7 +65,8 @@ impl View {
         let shared = loop {
             let version = self.handles.version_of(ino.0);
             let allowed = Arc::new(Standing::default());
-            let held = self.opened(req, ino, access, Some(&allowed))?;
+            let keep = Answers::Keep(Arc::clone(&allowed));
+            let held = self.opened(req, ino, access, Some(&keep))?;
             let shared = self
                 .handles
                 .copy_on(ino.0, req.pid())
@@ -73,7 +75,7 @@ impl View {
             let turn = shared.turn().map_err(|_| Errno::EIO)?;
             let mut p = shared.lock().map_err(|_| Errno::EIO)?;
             p.written_by(req.pid());
-            p.standing.absorb(&allowed);
+            p.opened_by(&allowed);
             let now = self.handles.version_of(ino.0);
             if truncate {
                 p.copy.set_len(0).map_err(Errno::from)?;
@@ -94,9 +96,10 @@ impl View {
                 (p.oversized, p.current_at) = (None, Some(version));
             }
             drop((p, turn));
-            break shared;
+            break (shared, allowed);
         };
-        Ok(Handle::Write(Writer::new(shared, append)))
+        let (shared, allowed) = shared;
+        Ok(Handle::Write(Writer::new(shared, append, allowed)))
     }
 
     /// Writes `data` at `offset` of the private copy open as `fh`, for thread `tid`.
@@ -152,12 +155,12 @@ impl View {
                 return Err(e);
             }
         };
-        let standing = w
+        let open = w
             .lock()
-            .map(|p| Arc::clone(&p.standing))
+            .map(|p| p.open_standings())
             .map_err(|_| Errno::EIO)?;
         let write = Op::Write(ops::Write { path, content });
-        let written = (self.serve_standing(req, write, Some(&standing)))
+        let written = (self.serve_standing(req, write, Some(&Answers::Open(open))))
             .map(|_| ())
             .map_err(|e| errno(&e, Refusal::Denied));
         let mut p = w.lock().map_err(|_| Errno::EIO)?;
@@ -258,19 +261,24 @@ impl View {
         name: &OsStr,
     ) -> Result<(fuser::FileAttr, u64), Errno> {
         let (path, _) = self.child(req, parent, name)?;
-        self.change(req, Op::Write(ops::Write::bytes(path, Vec::new())))?;
+        // The create is this handle's open: what a person allows here stands for it.
+        let allowed = Arc::new(Standing::default());
+        let keep = Answers::Keep(Arc::clone(&allowed));
+        let create = Op::Write(ops::Write::bytes(path, Vec::new()));
+        (self.serve_standing(req, create, Some(&keep))).map_err(|e| errno(&e, Refusal::Denied))?;
         let attr = self.look_up(req, parent, name)?;
         let shared = (self.handles.copy_on(attr.ino.0, req.pid())).map_err(Errno::from)?;
         {
             let _turn = shared.turn().map_err(|_| Errno::EIO)?;
             let mut p = shared.lock().map_err(|_| Errno::EIO)?;
             p.written_by(req.pid());
+            p.opened_by(&allowed);
             if !p.dirty {
                 // The file was just made empty.
                 p.copy.set_len(0).map_err(Errno::from)?;
             }
         }
-        let writer = Writer::new(shared, false);
+        let writer = Writer::new(shared, false, allowed);
         Ok((attr, self.handles.add(Handle::Write(writer))))
     }
 }

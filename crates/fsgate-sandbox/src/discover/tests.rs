@@ -991,7 +991,10 @@ fn links_planted_in_rustups_home_are_not_followed() {
     let inst = discover_with_path("sh", &fx, &path_var);
     assert!(granted_none(&inst, &ssh), "{:?}", inst.grants);
     assert_eq!(
-        inst.notes.iter().filter(|n| n.contains("symbolic link: not granted")).count(),
+        inst.notes
+            .iter()
+            .filter(|n| n.contains("symbolic link: not granted"))
+            .count(),
         2,
         "{:?}",
         inst.notes
