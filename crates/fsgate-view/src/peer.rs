@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Arguments named at most, and bytes kept of each.
@@ -14,7 +15,7 @@ const MAX_ARG_BYTES: usize = 256;
 /// How long a name is reused for the same pid, executable and arguments.
 const FRESH: Duration = Duration::from_millis(250);
 /// Bytes of its arguments that tell a process from the one it became by `exec`.
-const KEY_BYTES: u64 = 4096;
+const KEY_BYTES: usize = 4096;
 /// Processes remembered at most.
 const MAX_CACHED: usize = 512;
 
@@ -34,8 +35,14 @@ impl Peers {
     /// keeps its pid, and is named `cat` from then on (and a program that execs
     /// another with the same arguments is named anew).
     pub(crate) fn name(&self, tid: u32) -> String {
-        let pid = process_of(tid);
         let now = Instant::now();
+        // A thread named a moment ago as its process leads its group (no other thread
+        // can have its id while it lives, and ids are not reused within `FRESH`).
+        let leads = (self.cache.lock()).is_ok_and(|c| {
+            c.get(&tid)
+                .is_some_and(|(at, _, _)| now.duration_since(*at) < FRESH)
+        });
+        let pid = if leads { tid } else { process_of(tid) };
         let key = identity(pid);
         if let Ok(cache) = self.cache.lock()
             && let Some((at, known, name)) = cache.get(&pid)
@@ -91,18 +98,40 @@ fn tgid_of(status: &str) -> Option<u32> {
 /// What tells a process from the one it became by `exec`: its executable (the link's
 /// target; its command name where the link cannot be read), then the first bytes of
 /// `/proc/PID/cmdline` (empty where nothing can be read).
+///
+/// It is read for every request (a cached name is checked against it), so it makes
+/// few calls: the link is not tried again once it could not be read (the gateway lacks
+/// ptrace rights over the command's processes, all alike), and each file is read once.
 fn identity(pid: u32) -> Vec<u8> {
-    use std::io::Read;
     use std::os::unix::ffi::OsStrExt;
-    let mut out = match std::fs::read_link(format!("/proc/{pid}/exe")) {
-        Ok(exe) => exe.as_os_str().as_bytes().to_vec(),
-        Err(_) => std::fs::read(format!("/proc/{pid}/comm")).unwrap_or_default(),
+    let exe = match EXE_UNREADABLE.load(Ordering::Relaxed) {
+        true => None,
+        false => match std::fs::read_link(format!("/proc/{pid}/exe")) {
+            Ok(exe) => Some(exe.as_os_str().as_bytes().to_vec()),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                EXE_UNREADABLE.store(true, Ordering::Relaxed);
+                None
+            }
+            Err(_) => None,
+        },
     };
+    let mut out = exe.unwrap_or_else(|| read_once(&format!("/proc/{pid}/comm"), 64));
     out.push(0);
-    if let Ok(f) = std::fs::File::open(format!("/proc/{pid}/cmdline")) {
-        let _ = f.take(KEY_BYTES).read_to_end(&mut out);
-    }
+    out.extend(read_once(&format!("/proc/{pid}/cmdline"), KEY_BYTES));
     out
+}
+
+/// The executable's link could not be read (no ptrace rights): not tried again.
+static EXE_UNREADABLE: AtomicBool = AtomicBool::new(false);
+
+/// Up to `max` bytes of `path` in one read (a `/proc` file answers a read whole up to
+/// the buffer's size); nothing where it cannot be read.
+fn read_once(path: &str, max: usize) -> Vec<u8> {
+    use std::io::Read;
+    let mut buf = vec![0u8; max];
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut buf));
+    buf.truncate(n.unwrap_or(0));
+    buf
 }
 
 /// `pid 12 ppid 3 exe "/usr/bin/cat" argv ["cat",".env"]` (`comm "cat"` where the
@@ -175,6 +204,22 @@ mod tests {
             "{me}"
         );
         assert!(me.contains(" exe "), "{me}");
+        // The identity a cached name is checked against: the executable (or the command
+        // name), then the arguments, as /proc tells them.
+        let id = identity(std::process::id());
+        let cmdline = std::fs::read("/proc/self/cmdline").expect("cmdline");
+        let at = id
+            .iter()
+            .position(|b| *b == 0)
+            .expect("a NUL after the executable");
+        assert!(at > 0, "no executable or command name");
+        assert_eq!(&id[at + 1..], &cmdline[..cmdline.len().min(KEY_BYTES)]);
+        // A second name of the same process within FRESH is the cached one.
+        let peers = Peers::default();
+        assert_eq!(
+            peers.name(std::process::id()),
+            peers.name(std::process::id())
+        );
     }
 
     #[test]
