@@ -46,6 +46,7 @@ WORKLOADS = [
     "view_grep",
     "view_read_64m",
     "view_unittest",
+    "view_cargo_build",
     "view_unpack",
     "view_rm",
     "view_parallel",
@@ -60,6 +61,7 @@ TARGETS = {
     "view_grep": 1.5,
     "view_read_64m": 1.2,
     "view_unittest": 1.3,
+    "view_cargo_build": 1.3,
     "view_unpack": 3.0,
     "view_rm": 3.0,
     "view_parallel": 1.5,
@@ -132,6 +134,29 @@ def python_suite(root, modules):
                 "    def test_file(self):\n"
                 "        with open(__file__) as f:\n"
                 "            self.assertIn('unittest', f.read())\n"
+            )
+
+
+def rust_crate(root, modules):
+    """A crate of `modules` modules (no dependencies), each a few functions and a test."""
+    rng = random.Random(SEED)
+    os.makedirs(os.path.join(root, "src"), exist_ok=True)
+    with open(os.path.join(root, "Cargo.toml"), "w") as f:
+        f.write('[package]\nname = "bench-crate"\nversion = "0.1.0"\nedition = "2021"\n')
+    with open(os.path.join(root, "src", "main.rs"), "w") as f:
+        f.write("".join(f"mod m{n:03};\n" for n in range(modules)))
+        f.write("fn main() {\n    let mut t = 0u64;\n")
+        f.write("".join(f"    t += m{n:03}::total();\n" for n in range(modules)))
+        f.write('    println!("{t}");\n}\n')
+    for n in range(modules):
+        data = rng.sample(range(1000), 20)
+        with open(os.path.join(root, "src", f"m{n:03}.rs"), "w") as f:
+            f.write(
+                f"const DATA: [u64; 20] = {data!r};\n"
+                "pub fn total() -> u64 { DATA.iter().map(|x| x * 2).sum::<u64>() / 2 }\n"
+                "#[derive(Debug, Clone, PartialEq)]\npub struct S { pub v: Vec<u64> }\n"
+                "impl S { pub fn sorted(&self) -> Vec<u64> { let mut v = self.v.clone(); v.sort(); v } }\n"
+                "#[cfg(test)]\nmod t { #[test] fn sums() { assert_eq!(super::total(), super::DATA.iter().sum()); } }\n"
             )
 
 
@@ -267,6 +292,16 @@ class Bench:
         ws = self.ws("suite")
         python_suite(ws, 200)
         return self.timed("unittest", ws, "python3 -m unittest discover -s tests -q 2>/dev/null")
+
+    def view_cargo_build(self):
+        """A small crate's `cargo build` from clean (a new target directory each
+        repetition, removed after, untimed as `more`)."""
+        ws = self.ws("crate")
+        rust_crate(ws, 40)
+        r = self.timed("cargo_build", ws,
+                       "CARGO_TARGET_DIR=t{i} cargo build --offline -q", "rm -rf t{i}")
+        r.pop("more")
+        return r
 
     def tarball(self):
         tar = os.path.join(self.work, "small.tar")

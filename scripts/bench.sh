@@ -9,7 +9,7 @@
 #                               # only those workloads
 #   scripts/bench.sh --only view            # `fsgate run`'s view against the same
 #                               # commands natively (benches/view.py, as root): git status,
-#                               # grep -r, a 64 MiB read, unittest, unpack, rm -rf, 8
+#                               # grep -r, a 64 MiB read, unittest, cargo build, unpack, rm -rf, 8
 #                               # processes at once, the gateway's RSS under `find`, the
 #                               # audit bytes of a walk; --only view_grep,view_rm: those
 #                               # (--quick: 2,000 files, 20,000 for find, 2 repetitions)
@@ -49,9 +49,11 @@ case "${1:-}" in
 esac
 
 # The view's workloads need neither the reference server nor rg: run alone.
-if [ "${MODE[*]}" != "${MODE[*]#*--only view}" ]; then
+# (Matched on the whole line: `${MODE[*]#...}` would strip each word apart.)
+ALL_MODE="${MODE[*]}"
+if [ "$ALL_MODE" != "${ALL_MODE#*--only view}" ]; then
   cargo build --release -p fsgate --bin fsgate
-  ONLY="${MODE[*]##*--only }"
+  ONLY="${ALL_MODE##*--only }"
   SIZES=()
   [ "${MODE[0]}" = --quick ] && SIZES=(--files 2000 --find-files 20000 --reps 2)
   TARGET="${CARGO_TARGET_DIR:-$PWD/target}"
