@@ -146,4 +146,13 @@ mod tests {
         let answer = asker.ask(&question(), Duration::from_secs(5));
         assert!(matches!(answer, Answer::Unanswered(_)), "{answer:?}");
     }
+
+    /// The editor is shown a write's content as a diff: the view asks it at every
+    /// close, whatever the write's open was answered (an open's answer does not stand).
+    #[test]
+    fn the_editor_is_shown_the_content_so_no_open_answers_for_a_close() {
+        let asker = ViewQuestions::new().asker("pid 7".into());
+        assert!(asker.shows_content());
+        assert_eq!(asker.standing(&question()), None);
+    }
 }

@@ -39,6 +39,9 @@ pub(crate) struct Private {
     /// The questions allowed at the open of each handle open for writing on it
     /// (crate::standing); a released handle's is gone.
     open: Vec<Weak<Standing>>,
+    /// An apply of it was refused, and it has not been emptied or filled again since:
+    /// it may hold what was refused, so no open's answer stands for its next apply.
+    pub(crate) refused: bool,
 }
 
 /// Writing processes remembered per open file at most.
@@ -56,6 +59,7 @@ impl Private {
             current_at: None,
             applying: false,
             open: Vec::new(),
+            refused: false,
         }
     }
 
@@ -65,9 +69,13 @@ impl Private {
         self.open.push(Arc::downgrade(standing));
     }
 
-    /// The answers of every handle open for writing on it now.
+    /// The answers of every handle open for writing on it now; none after a refused
+    /// apply (see `refused`).
     pub(crate) fn open_standings(&self) -> Vec<Arc<Standing>> {
-        self.open.iter().filter_map(Weak::upgrade).collect()
+        match self.refused {
+            true => Vec::new(),
+            false => self.open.iter().filter_map(Weak::upgrade).collect(),
+        }
     }
 
     /// Thread `tid` writes through it (its process is named once per thread).

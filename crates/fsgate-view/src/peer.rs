@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Arguments named at most, and bytes kept of each.
@@ -19,8 +18,10 @@ const KEY_BYTES: usize = 4096;
 /// Processes remembered at most.
 const MAX_CACHED: usize = 512;
 
-/// A remembered name: when, the executable and arguments it was made from, the name.
-type Named = (Instant, Vec<u8>, String);
+/// A remembered name: when, the executable and arguments it was made from (the
+/// executable's link, or its command name where the link could not be read: `true`
+/// for the link), the name.
+type Named = (Instant, (Vec<u8>, bool), String);
 
 /// Names processes, remembering the last few.
 #[derive(Debug, Default)]
@@ -37,13 +38,18 @@ impl Peers {
     pub(crate) fn name(&self, tid: u32) -> String {
         let now = Instant::now();
         // A thread named a moment ago as its process leads its group (no other thread
-        // can have its id while it lives, and ids are not reused within `FRESH`).
+        // can have its id while it lives; an id reused within `FRESH`, by a thread of
+        // a process with the same executable and arguments, would be named with the
+        // old pid).
         let leads = (self.cache.lock()).is_ok_and(|c| {
             c.get(&tid)
                 .is_some_and(|(at, _, _)| now.duration_since(*at) < FRESH)
         });
         let pid = if leads { tid } else { process_of(tid) };
-        let key = identity(pid);
+        // Checked as it was made: by the link where it could be read (a process the
+        // gateway may not trace is checked by its command name, without trying).
+        let by_link = (self.cache.lock()).map_or(true, |c| c.get(&pid).is_none_or(|e| e.1.1));
+        let key = identity(pid, by_link);
         if let Ok(cache) = self.cache.lock()
             && let Some((at, known, name)) = cache.get(&pid)
             && now.duration_since(*at) < FRESH
@@ -100,29 +106,20 @@ fn tgid_of(status: &str) -> Option<u32> {
 /// `/proc/PID/cmdline` (empty where nothing can be read).
 ///
 /// It is read for every request (a cached name is checked against it), so it makes
-/// few calls: the link is not tried again once it could not be read (the gateway lacks
-/// ptrace rights over the command's processes, all alike), and each file is read once.
-fn identity(pid: u32) -> Vec<u8> {
+/// few calls: the link is tried only when `by_link` (it was readable when the name was
+/// made), and each file is read once. With it, whether the link was read.
+fn identity(pid: u32, by_link: bool) -> (Vec<u8>, bool) {
     use std::os::unix::ffi::OsStrExt;
-    let exe = match EXE_UNREADABLE.load(Ordering::Relaxed) {
-        true => None,
-        false => match std::fs::read_link(format!("/proc/{pid}/exe")) {
-            Ok(exe) => Some(exe.as_os_str().as_bytes().to_vec()),
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                EXE_UNREADABLE.store(true, Ordering::Relaxed);
-                None
-            }
-            Err(_) => None,
-        },
-    };
+    let exe = by_link
+        .then(|| std::fs::read_link(format!("/proc/{pid}/exe")).ok())
+        .flatten()
+        .map(|exe| exe.as_os_str().as_bytes().to_vec());
+    let read = exe.is_some();
     let mut out = exe.unwrap_or_else(|| read_once(&format!("/proc/{pid}/comm"), 64));
     out.push(0);
     out.extend(read_once(&format!("/proc/{pid}/cmdline"), KEY_BYTES));
-    out
+    (out, read)
 }
-
-/// The executable's link could not be read (no ptrace rights): not tried again.
-static EXE_UNREADABLE: AtomicBool = AtomicBool::new(false);
 
 /// Up to `max` bytes of `path` in one read (a `/proc` file answers a read whole up to
 /// the buffer's size); nothing where it cannot be read.
@@ -206,7 +203,8 @@ mod tests {
         assert!(me.contains(" exe "), "{me}");
         // The identity a cached name is checked against: the executable (or the command
         // name), then the arguments, as /proc tells them.
-        let id = identity(std::process::id());
+        let (id, by_link) = identity(std::process::id(), true);
+        assert!(by_link, "the test's own executable link is readable");
         let cmdline = std::fs::read("/proc/self/cmdline").expect("cmdline");
         let at = id
             .iter()
@@ -237,6 +235,13 @@ mod tests {
         assert_ne!(tid, me);
         assert!(!leads_its_group(tid));
         assert_eq!(process_of(tid), me);
+        // Named through the cache too: the thread as its process, before and after the
+        // process itself was named (its id is not taken for a leader's).
+        let peers = Peers::default();
+        let by_thread = peers.name(tid);
+        assert!(by_thread.starts_with(&format!("pid {me} ")), "{by_thread}");
+        assert_eq!(peers.name(me), by_thread);
+        assert_eq!(peers.name(tid), by_thread);
         let _ = done_tx.send(());
         t.join().expect("thread");
     }

@@ -79,7 +79,7 @@ impl View {
             let now = self.handles.version_of(ino.0);
             if truncate {
                 p.copy.set_len(0).map_err(Errno::from)?;
-                (p.dirty, p.oversized) = (true, None);
+                (p.dirty, p.oversized, p.refused) = (true, None, false);
             } else if !p.dirty
                 && p.current_at != Some(now)
                 && let Some(file) = held
@@ -93,7 +93,7 @@ impl View {
                 // Nothing pending: the copy takes the file as it is now.
                 p.copy.set_len(0).map_err(Errno::from)?;
                 handles::copy_into(&file, &p.copy).map_err(Errno::from)?;
-                (p.oversized, p.current_at) = (None, Some(version));
+                (p.oversized, p.current_at, p.refused) = (None, Some(version), false);
             }
             drop((p, turn));
             break (shared, allowed);
@@ -166,8 +166,9 @@ impl View {
         let mut p = w.lock().map_err(|_| Errno::EIO)?;
         p.applying = false;
         if let Err(e) = written {
-            // The copy holds what was refused: the next open fills it again.
-            p.current_at = None;
+            // The copy holds what was refused: the next open fills it again, and until
+            // then no open's answer stands for it.
+            (p.current_at, p.refused) = (None, true);
             return Err(e);
         }
         self.handles.wrote(ino);

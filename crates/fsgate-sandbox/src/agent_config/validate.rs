@@ -24,6 +24,10 @@ pub(crate) const CREDENTIAL_PLACES: &[&str] = &[
     ".git-credentials",
     ".npmrc",
     ".pypirc",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".config/gcloud",
+    ".azure",
 ];
 
 /// Prefixes of model services' variables: credentials the agent is meant to have.
