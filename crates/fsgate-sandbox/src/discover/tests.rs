@@ -1008,3 +1008,23 @@ fn links_planted_in_rustups_home_are_not_followed() {
     assert!(granted_none(&inst, &ssh), "{:?}", inst.grants);
     assert!(inst.env.is_empty(), "{:?}", inst.env);
 }
+
+/// A PATH entry that leads to `~/.cargo` itself (a planted `~/.cargo/bin -> ..` with a
+/// `rustup` beside the registry token) grants nothing: `~/.cargo` holds
+/// `credentials.toml`.
+#[test]
+fn a_rustup_path_entry_holding_cargos_credentials_grants_nothing() {
+    let fx = Fixture::new();
+    let cargo = fx.home.join(".cargo");
+    std::fs::create_dir_all(fx.home.join(".rustup/toolchains")).expect("mkdir");
+    std::fs::create_dir_all(&cargo).expect("mkdir");
+    write_exec(&cargo.join("rustup"), b"\x7fELF fake");
+    std::fs::write(cargo.join("credentials.toml"), "token = \"t\"\n").expect("write");
+    symlink(".", cargo.join("bin")).expect("symlink");
+    let mut path_var = cargo.join("bin").into_os_string();
+    path_var.push(":");
+    path_var.push(fx.path_var());
+    let inst = discover_with_path("sh", &fx, &path_var);
+    assert!(granted_none(&inst, &cargo), "{:?}", inst.grants);
+    assert!(inst.env.is_empty(), "{:?}", inst.env);
+}
