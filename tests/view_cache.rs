@@ -271,6 +271,54 @@ fn view_cache_a_listing_follows_each_change_and_each_listing_is_recorded() {
     assert_eq!(counted(&ws.records(), "ls", "d"), 4, "each ls d recorded");
 }
 
+/// A listing through the view gives each entry its kind and its real inode number, as
+/// the directory does: in a small directory and in one large enough for the gateway
+/// to keep its names (listed twice: the second from what was kept), the secret's name
+/// left out of both.
+#[test]
+fn view_cache_a_listing_gives_each_entry_its_kind_and_inode_number() {
+    use std::os::unix::fs::MetadataExt;
+    let ws = Ws::new();
+    let big = ws.root.join("big");
+    std::fs::create_dir(&big).expect("seed");
+    for i in 0..100 {
+        std::fs::write(big.join(format!("f{i:03}")), "x").expect("seed");
+    }
+    std::fs::create_dir(big.join("sub")).expect("seed");
+    std::os::unix::fs::symlink("f000", big.join("link")).expect("seed");
+    std::fs::write(big.join(".env"), "TOKEN=x\n").expect("seed");
+    // Settled well before it is listed, so that its names may be kept.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let script = "import os, json\n\
+        print(json.dumps([sorted([e.name, e.inode(), e.is_dir(follow_symlinks=False), \
+        e.is_symlink()] for e in os.scandir(d)) for d in ('d', 'big', 'big')]))";
+    let mut cmd = ws.fsgate_run();
+    cmd.args(["--", "python3", "-c", script]);
+    let out = finished(cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let seen: Vec<Vec<(String, u64, bool, bool)>> =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let real = |dir: &str| {
+        let mut v: Vec<(String, u64, bool, bool)> = std::fs::read_dir(ws.root.join(dir))
+            .expect("read_dir")
+            .map(|e| {
+                let e = e.expect("entry");
+                let m = e.path().symlink_metadata().expect("lstat");
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, m.ino(), m.is_dir(), m.file_type().is_symlink())
+            })
+            .filter(|e| e.0 != ".env")
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(seen.len(), 3, "{stderr}");
+    assert_eq!(seen[0], real("d"), "{stderr}");
+    assert_eq!(real("big").len(), 102);
+    assert_eq!(seen[1], real("big"), "{stderr}");
+    assert_eq!(seen[2], real("big"), "listed again: {stderr}");
+}
+
 /// A shell holds the file open for writing (nothing written) while the agent's file
 /// tool rewrites it, then appends to it through its own descriptor's /proc entry (the
 /// file it opened, as the kernel still names it): the append lands on the file tool's

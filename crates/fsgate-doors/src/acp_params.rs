@@ -146,6 +146,7 @@ fn decode(op: OpId, method: &str, params: Value) -> Result<Op, GatewayError> {
             Op::Ls(ops::Ls {
                 path: p.path,
                 cursor: p.cursor,
+                kinds_only: false,
             })
         }
         OpId::Stat => Op::Stat(ops::Stat {

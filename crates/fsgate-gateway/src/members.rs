@@ -259,5 +259,6 @@ fn top_entry(m: &Gateway) -> Option<Entry> {
         modified: None,
         mode: None,
         id: None,
+        ino: None,
     })
 }

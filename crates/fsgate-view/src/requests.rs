@@ -597,14 +597,14 @@ impl View {
             let op = Op::Ls(ops::Ls {
                 path: path.clone(),
                 cursor: cursor.take(),
+                kinds_only: true,
             });
             match self.serve(req, op) {
                 Ok(Output::Entries { entries, next, .. }) => {
                     listing.extend(entries.into_iter().map(|e| {
                         // The birth time is not listed: a listing's d_ino is the real
                         // inode number (stat's is the node id, see nodes.rs).
-                        let id =
-                            e.id.map_or(u64::MAX - 1, |(_, ino)| nodes::node_id(ino, None));
+                        let id = e.ino.map_or(u64::MAX - 1, |ino| nodes::node_id(ino, None));
                         (id, kind(e.kind), e.name.to_string())
                     }));
                     match next {

@@ -1,4 +1,4 @@
-//! Names and kinds of large directories that have not changed since they were read, so
+//! Names, kinds and inode numbers of large directories that have not changed since they were read, so
 //! that listing one again costs a `statx` instead of a full read (on ext4 a 1,000-entry
 //! directory's read rebuilds its hashed index: about 270 us of kernel time).
 //!
@@ -15,9 +15,11 @@
 //!
 //! Only local filesystems whose directory times are the kernel's own are trusted (ext4,
 //! XFS, btrfs, tmpfs): a network or FUSE filesystem may report times from elsewhere or
-//! cached. Only names and kinds are kept (never sizes or times, which change without
-//! the directory changing), and only the walks that read nothing more use it; walks
-//! before a change always read the directory.
+//! cached. Only names, kinds and the inode numbers the directory gives are kept (never
+//! sizes or times, which change without the directory changing; a name holds another
+//! inode only after a change of the directory's entries), and only the walks and
+//! listings that read nothing more use it; walks before a change always read the
+//! directory.
 //!
 //! The cache is bounded in bytes ([`BUDGET`]); past it, older snapshots are dropped.
 
@@ -36,8 +38,8 @@ const MARGIN: Duration = Duration::from_millis(100);
 const MIN_ENTRIES: usize = 64;
 /// Bytes all snapshots may hold together (names plus a fixed cost per entry).
 const BUDGET: usize = 8 * 1024 * 1024;
-/// What one entry costs beyond its name's bytes (the boxed name and kind).
-const ENTRY_OVERHEAD: usize = 32;
+/// What one entry costs beyond its name's bytes (the boxed name, kind and inode number).
+const ENTRY_OVERHEAD: usize = 40;
 
 /// Filesystem magic numbers whose directory times are kept by the local kernel.
 const TRUSTED_FS: [i64; 4] = [
@@ -47,8 +49,8 @@ const TRUSTED_FS: [i64; 4] = [
     0x0102_1994, // tmpfs
 ];
 
-/// One directory's names and kinds, in name order.
-pub(crate) type Names = Arc<[(Box<str>, FileKind)]>;
+/// One directory's names, kinds and inode numbers (`d_ino`), in name order.
+pub(crate) type Names = Arc<[(Box<str>, FileKind, Option<u64>)]>;
 
 /// What identifies a directory and its state: any change of entries changes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +149,7 @@ pub(crate) fn lookup(dir: &impl AsFd) -> Result<Names, Probe> {
 pub(crate) fn keep<'a>(
     probe: Probe,
     dir: &impl AsFd,
-    entries: impl ExactSizeIterator<Item = (&'a str, FileKind)>,
+    entries: impl ExactSizeIterator<Item = (&'a str, FileKind, Option<u64>)>,
 ) {
     let Some(stamp) = probe.stamp else { return };
     if entries.len() < MIN_ENTRIES {
@@ -159,8 +161,8 @@ pub(crate) fn keep<'a>(
     if !stamp.settled_before(limit) {
         return;
     }
-    let names: Names = entries.map(|(n, k)| (Box::from(n), k)).collect();
-    let bytes = names.iter().map(|(n, _)| n.len() + ENTRY_OVERHEAD).sum();
+    let names: Names = entries.map(|(n, k, i)| (Box::from(n), k, i)).collect();
+    let bytes = names.iter().map(|(n, ..)| n.len() + ENTRY_OVERHEAD).sum();
     if bytes > BUDGET / 4 {
         return;
     }
@@ -222,7 +224,7 @@ mod tests {
     }
 
     fn keep_names(probe: Probe, dir: &impl AsFd, list: &[(String, FileKind)]) {
-        keep(probe, dir, list.iter().map(|(n, k)| (n.as_str(), *k)));
+        keep(probe, dir, list.iter().map(|(n, k)| (n.as_str(), *k, None)));
     }
 
     /// A directory settled long ago is kept and found again; any change of its entries

@@ -15,7 +15,6 @@ mod stream;
 use cap_std::fs::Dir;
 
 use super::dir_cache;
-use super::kind::FileKind;
 use super::open::open_dir;
 use super::walk::Entry;
 use super::walk::{Mode, sort_by_name};
@@ -52,7 +51,7 @@ impl Workspace {
         let probe = match mode {
             Mode::Names => match dir_cache::lookup(&dir) {
                 Ok(names) => {
-                    let it = names.iter().map(|(n, k)| (n.as_ref(), *k));
+                    let it = names.iter().map(|(n, k, i)| (n.as_ref(), *k, *i));
                     return Ok(from_sorted(&dir, real, spec, it, keep));
                 }
                 Err(probe) => Some(probe),
@@ -64,16 +63,17 @@ impl Workspace {
             Streamed::Whole(mut all) => {
                 sort_by_name(&mut all);
                 if let Some(probe) = probe {
-                    dir_cache::keep(probe, &dir, all.iter().map(|e| (e.name.as_str(), e.kind)));
+                    let listed = all.iter().map(|e| (e.name.as_str(), e.kind, e.ino));
+                    dir_cache::keep(probe, &dir, listed);
                 }
-                let it = all.iter().map(|e| (e.name.as_str(), e.kind));
+                let it = all.iter().map(|e| (e.name.as_str(), e.kind, e.ino));
                 Ok(from_sorted(&dir, real, spec, it, keep))
             }
             Streamed::Heap { heap, more } => {
                 let mut entries: Vec<Entry> = heap
                     .into_sorted_vec()
                     .into_iter()
-                    .map(|Named(n, k)| with_meta(&dir, real, spec, &n, k))
+                    .map(|Named(n, k, i)| with_meta(&dir, real, spec, (&n, k, i)))
                     .collect();
                 entries.shrink_to_fit();
                 Ok(Page { entries, more })
@@ -87,14 +87,14 @@ fn from_sorted<'n>(
     dir: &Dir,
     base: &RelPath,
     spec: &PageSpec<'_>,
-    names: impl Iterator<Item = (&'n str, FileKind)>,
+    names: impl Iterator<Item = spec::Listed<'n>>,
     keep: &mut dyn FnMut(&Entry) -> bool,
 ) -> Page {
     let mut entries = Vec::new();
     let mut more = false;
     let after = |n: &str| spec.after.is_none_or(|a| n > a);
-    for (name, kind) in names.filter(|(n, _)| after(n)) {
-        let e = with_meta(dir, base, spec, name, kind);
+    for listed in names.filter(|(n, ..)| after(n)) {
+        let e = with_meta(dir, base, spec, listed);
         if !keep(&e) {
             continue;
         }

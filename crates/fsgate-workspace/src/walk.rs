@@ -47,6 +47,9 @@ pub struct Entry {
     pub mode: Option<u32>,
     /// (device, inode) as listed, to tell later whether a name still holds this entry.
     pub id: Option<(u64, u64)>,
+    /// Its inode number as its directory gave it (`d_ino`), read with the name: known
+    /// without a `statx` (the view's listings need nothing more).
+    pub ino: Option<u64>,
 }
 
 /// What a walk does after visiting an entry.
@@ -158,8 +161,9 @@ fn read_listing(dir: &Dir, base: &RelPath, mode: Mode, fresh: bool) -> Result<Ve
     let probe = match mode {
         Mode::Names => match dir_cache::lookup(dir) {
             Ok(names) => {
-                let entry =
-                    |(name, kind): &(Box<str>, FileKind)| entry_from(base, name, *kind, None);
+                let entry = |(name, kind, ino): &(Box<str>, FileKind, Option<u64>)| {
+                    entry_from(base, (name, *kind, *ino), None)
+                };
                 return Ok(names.iter().map(entry).collect());
             }
             Err(probe) => Some(probe),
@@ -206,7 +210,7 @@ fn read_listing(dir: &Dir, base: &RelPath, mode: Mode, fresh: bool) -> Result<Ve
                 Mode::Names | Mode::LenientNames => None,
                 _ => entry_meta(dir, entry.file_name(), mode)?,
             };
-            out.push(entry_from(base, name, kind, meta));
+            out.push(entry_from(base, (name, kind, Some(entry.ino())), meta));
         }
         Ok(())
     };
@@ -216,7 +220,11 @@ fn read_listing(dir: &Dir, base: &RelPath, mode: Mode, fresh: bool) -> Result<Ve
     })?;
     sort_by_name(&mut out);
     if let Some(probe) = probe {
-        dir_cache::keep(probe, &fd, out.iter().map(|e| (e.name.as_str(), e.kind)));
+        dir_cache::keep(
+            probe,
+            &fd,
+            out.iter().map(|e| (e.name.as_str(), e.kind, e.ino)),
+        );
     }
     Ok(out)
 }
@@ -243,9 +251,14 @@ pub(super) fn entry_meta(dir: &Dir, name: &CStr, mode: Mode) -> Result<Option<St
     }
 }
 
-pub(super) fn entry_from(base: &RelPath, name: &str, kind: FileKind, meta: Option<Statx>) -> Entry {
+pub(super) fn entry_from(
+    base: &RelPath,
+    (name, kind, ino): (&str, FileKind, Option<u64>),
+    meta: Option<Statx>,
+) -> Entry {
     let has_mtime = |m: &&Statx| m.stx_mask & StatxFlags::MTIME.bits() != 0;
     Entry {
+        ino: ino.or(meta.as_ref().map(|m| m.stx_ino)),
         path: base.join(name),
         name: name.into(),
         kind,
@@ -596,6 +609,7 @@ mod tests {
                 modified: None,
                 mode: None,
                 id: None,
+                ino: None,
             })
             .collect();
         sort_by_name(&mut entries);

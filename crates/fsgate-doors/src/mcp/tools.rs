@@ -189,7 +189,11 @@ fn plan_op(op: OpId, tool: ToolId, args: JsonObject) -> Result<Plan, ToolError> 
     let task = match op {
         OpId::Ls => {
             let ListArgs { path, cursor } = parse(tool, args)?;
-            return Ok(Plan::Op(Op::Ls(ops::Ls { path, cursor })));
+            return Ok(Plan::Op(Op::Ls(ops::Ls {
+                path,
+                cursor,
+                kinds_only: false,
+            })));
         }
         OpId::Glob => {
             let GlobArgs { pattern } = parse(tool, args)?;
@@ -462,7 +466,7 @@ mod tests {
         let (_tmp, gw) = gateway();
         let ls = Tools.decode(&gw, request("ls", json!({"path": "."})));
         assert!(
-            matches!(ls, Decoded::Op { op: Op::Ls(ops::Ls { ref path, cursor: None }), tag: ToolId::Ls } if path == ".")
+            matches!(ls, Decoded::Op { op: Op::Ls(ops::Ls { ref path, cursor: None, .. }), tag: ToolId::Ls } if path == ".")
         );
         let grep = Tools.decode(&gw, request("grep", json!({"pattern": "x"})));
         assert!(matches!(

@@ -133,6 +133,7 @@ fn list_op(f: &Fields<'_>) -> Result<Op, GatewayError> {
     Ok(Op::Ls(ops::Ls {
         path: f.string("path")?.unwrap_or_else(|| "/".into()),
         cursor: f.string("cursor")?,
+        kinds_only: false,
     }))
 }
 

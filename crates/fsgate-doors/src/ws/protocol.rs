@@ -341,7 +341,7 @@ mod tests {
         let echoed = serde_json::to_string(&h.request_id).unwrap_or_default();
         assert_eq!(serde_json::from_str::<Value>(&echoed).ok(), h.request_id);
         assert_eq!(h.request_id, Some(json!(7.7777777e30)));
-        assert!(matches!(o, Op::Ls(ops::Ls { path, cursor: None }) if path == "/"));
+        assert!(matches!(o, Op::Ls(ops::Ls { path, cursor: None, .. }) if path == "/"));
         let (_, o, b) = op(
             r#"{"channel":"files","type":"read","requestId":"a","path":"/x","encoding":"base64"}"#,
         );

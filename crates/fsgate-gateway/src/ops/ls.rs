@@ -19,6 +19,9 @@ pub struct Ls {
     pub path: String,
     /// Only entries named after this (a previous page's `nextCursor`).
     pub cursor: Option<String>,
+    /// Names, kinds and inode numbers only, as the directory gives them: no `statx` of
+    /// each entry unless a size rule needs it (the view's listings show nothing more).
+    pub kinds_only: bool,
 }
 
 impl Operation for Ls {
@@ -44,20 +47,15 @@ impl Operation for Ls {
     }
 
     fn run(&self, cx: &Cx<'_>, facts: &mut Facts) -> Result<Output, GatewayError> {
-        cx.ls(&self.path, self.cursor.as_deref(), facts)
+        cx.ls(self, facts)
     }
 }
 
 impl Cx<'_> {
-    pub(crate) fn ls(
-        &self,
-        path: &str,
-        cursor: Option<&str>,
-        facts: &mut Facts,
-    ) -> Result<Output, GatewayError> {
-        let rp = self.parse_path(path)?;
+    pub(crate) fn ls(&self, ls: &Ls, facts: &mut Facts) -> Result<Output, GatewayError> {
+        let rp = self.parse_path(&ls.path)?;
         facts.path = Some(rp.rel.as_str().to_string());
-        let after = checked_cursor(cursor)?;
+        let after = checked_cursor(ls.cursor.as_deref())?;
         let res = self.locate(OpClass::List, &rp, Follow::All, EntryKind::Dir, facts)?;
         // Entries are shown under the requested (lexical) directory, as asked; each is
         // checked where it really is and where it is shown (once if they are the same).
@@ -75,7 +73,7 @@ impl Cx<'_> {
         let spec = PageSpec {
             after,
             max: LIST_PAGE,
-            metadata: true,
+            metadata: !ls.kinds_only || self.pol.has_size_rules(),
             meta_first: self.pol.has_size_rules(),
         };
         let page = self

@@ -117,6 +117,7 @@ mod tests {
             Op::Ls(ops::Ls {
                 path: p(),
                 cursor: None,
+                kinds_only: false,
             }),
             Op::Stat(ops::Stat {
                 path: p(),

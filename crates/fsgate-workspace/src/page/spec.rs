@@ -22,14 +22,17 @@ pub struct PageSpec<'a> {
     pub meta_first: bool,
 }
 
+/// An entry as its directory gives it: name, kind and inode number.
+pub(super) type Listed<'n> = (&'n str, FileKind, Option<u64>);
+
 /// The entry `name` of `dir` at `base`, with metadata if the page asks for it.
 pub(super) fn with_meta(
     dir: &Dir,
     base: &RelPath,
     spec: &PageSpec<'_>,
-    name: &str,
-    kind: FileKind,
+    listed: Listed<'_>,
 ) -> Entry {
+    let name = listed.0;
     let meta = if spec.metadata {
         std::ffi::CString::new(name)
             .ok()
@@ -37,5 +40,5 @@ pub(super) fn with_meta(
     } else {
         None
     };
-    entry_from(base, name, kind, meta)
+    entry_from(base, listed, meta)
 }

@@ -7,15 +7,20 @@ use std::collections::BinaryHeap;
 use cap_std::fs::Dir;
 use rustix::fs::{OFlags, RawDir};
 
-use super::spec::{PageSpec, WHOLE_DIR, with_meta};
+use super::spec::{Listed, PageSpec, WHOLE_DIR, with_meta};
 use crate::error::WsError;
 use crate::kind::FileKind;
 use crate::walk::Entry;
 use crate::walk::{DIRENT_BUF, DIRENTS, entry_from, kind_of};
 use fsgate_base::path::RelPath;
 
-/// A name in the heap (ordered by name: names in a directory are unique), with its kind.
-pub(super) struct Named(pub(super) Box<str>, pub(super) FileKind);
+/// A name in the heap (ordered by name: names in a directory are unique), with its kind
+/// and inode number.
+pub(super) struct Named(
+    pub(super) Box<str>,
+    pub(super) FileKind,
+    pub(super) Option<u64>,
+);
 
 impl PartialEq for Named {
     fn eq(&self, other: &Self) -> bool {
@@ -55,7 +60,7 @@ struct Select<'s, 'k> {
 impl Select<'_, '_> {
     /// Offers the entry `name`: most entries of a large directory are before the cursor
     /// or past the page, and are passed over on their name alone, without an `Entry`.
-    fn offer_name(&mut self, dir: &Dir, base: &RelPath, name: &str, kind: FileKind) {
+    fn offer_name(&mut self, dir: &Dir, base: &RelPath, (name, kind, ino): Listed<'_>) {
         if self.spec.after.is_some_and(|a| name <= a) {
             return;
         }
@@ -64,7 +69,7 @@ impl Select<'_, '_> {
         if past && self.more {
             return;
         }
-        self.offer(dir, base, entry_from(base, name, kind, None));
+        self.offer(dir, base, entry_from(base, (name, kind, ino), None));
     }
 
     fn offer(&mut self, dir: &Dir, base: &RelPath, e: Entry) {
@@ -82,12 +87,12 @@ impl Select<'_, '_> {
             self.more = self.more || self.kept(dir, base, e);
             return;
         }
-        let kind = e.kind;
+        let (kind, ino) = (e.kind, e.ino);
         let name = Box::<str>::from(e.name.as_str());
         if !self.kept(dir, base, e) {
             return;
         }
-        self.heap.push(Named(name, kind));
+        self.heap.push(Named(name, kind, ino));
         if self.heap.len() > self.spec.max {
             self.heap.pop();
             self.more = true;
@@ -103,8 +108,7 @@ impl Select<'_, '_> {
                     metadata: true,
                     ..*self.spec
                 },
-                &e.name,
-                e.kind,
+                (&e.name, e.kind, e.ino),
             );
         }
         (self.keep)(&e)
@@ -148,17 +152,17 @@ pub(super) fn stream(
             let Ok(name) = std::str::from_utf8(bytes) else {
                 continue; // Not expressible on the wire.
             };
-            let kind = kind_of(entry.file_type());
+            let listed = (name, kind_of(entry.file_type()), Some(entry.ino()));
             match whole.as_mut() {
-                Some(all) if all.len() < WHOLE_DIR => all.push(entry_from(base, name, kind, None)),
+                Some(all) if all.len() < WHOLE_DIR => all.push(entry_from(base, listed, None)),
                 Some(_) => {
                     // Too many to hold: from here on, only the page's candidates.
                     for old in whole.take().into_iter().flatten() {
                         sel.offer(dir, base, old);
                     }
-                    sel.offer_name(dir, base, name, kind);
+                    sel.offer_name(dir, base, listed);
                 }
-                None => sel.offer_name(dir, base, name, kind),
+                None => sel.offer_name(dir, base, listed),
             }
         }
         Ok(())

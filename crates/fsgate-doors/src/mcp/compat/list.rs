@@ -394,6 +394,7 @@ mod tests {
             modified: None,
             mode: None,
             id: None,
+            ino: None,
         }
     }
 

@@ -93,6 +93,7 @@ pub(super) fn list(
     let op = Op::Ls(ops::Ls {
         path: path.to_string(),
         cursor,
+        kinds_only: false,
     });
     match handle(gw, ctx, op)? {
         Output::Entries {
