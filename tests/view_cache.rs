@@ -273,8 +273,9 @@ fn view_cache_a_listing_follows_each_change_and_each_listing_is_recorded() {
 
 /// A listing through the view gives each entry its kind and its real inode number, as
 /// the directory does: in a small directory and in one large enough for the gateway
-/// to keep its names (listed twice: the second from what was kept), the secret's name
-/// left out of both.
+/// to keep its names (listed twice: the gateway's second listing is from the names it
+/// kept; the workspace crate's own test checks those), the secret's name left out of
+/// both.
 #[test]
 fn view_cache_a_listing_gives_each_entry_its_kind_and_inode_number() {
     use std::os::unix::fs::MetadataExt;

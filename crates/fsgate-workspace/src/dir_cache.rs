@@ -1,6 +1,7 @@
-//! Names, kinds and inode numbers of large directories that have not changed since they were read, so
-//! that listing one again costs a `statx` instead of a full read (on ext4 a 1,000-entry
-//! directory's read rebuilds its hashed index: about 270 us of kernel time).
+//! Names, kinds and inode numbers of large directories that have not changed since
+//! they were read, so that listing one again costs a `statx` instead of a full read
+//! (on ext4 a 1,000-entry directory's read rebuilds its hashed index: about 270 us of
+//! kernel time).
 //!
 //! # Why a snapshot cannot go stale
 //!
@@ -144,7 +145,8 @@ pub(crate) fn lookup(dir: &impl AsFd) -> Result<Names, Probe> {
     Err(Probe { t0, stamp })
 }
 
-/// Keeps what was read after `probe` (names and kinds, in name order) if the directory
+/// Keeps what was read after `probe` (names, kinds and inode numbers, in name order) if
+/// the directory
 /// qualifies: large enough, settled before the read began, on a trusted filesystem.
 pub(crate) fn keep<'a>(
     probe: Probe,
@@ -209,7 +211,7 @@ fn evict_to_budget(c: &mut Cache) {
 
 // `f_type`'s integer type differs between architectures.
 #[allow(clippy::unnecessary_cast)]
-fn trusted_fs(dir: &impl AsFd) -> bool {
+pub(crate) fn trusted_fs(dir: &impl AsFd) -> bool {
     rustix::fs::fstatfs(dir).is_ok_and(|s| TRUSTED_FS.contains(&(s.f_type as i64)))
 }
 

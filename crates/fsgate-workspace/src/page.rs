@@ -111,6 +111,7 @@ fn from_sorted<'n>(
 mod tests {
     use super::spec::WHOLE_DIR;
     use super::*;
+    use crate::kind::FileKind;
 
     fn pages(ws: &Workspace, max: usize, metadata: bool) -> Vec<Vec<String>> {
         let mut out = Vec::new();
@@ -133,6 +134,53 @@ mod tests {
                 return out;
             }
         }
+    }
+
+    /// A page without metadata gives each entry the inode number and kind its
+    /// directory gives: read, and again from the names kept of the unchanged directory
+    /// (on a filesystem whose directory times are trusted).
+    #[test]
+    fn a_page_without_metadata_carries_each_inode_number_read_or_kept() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().expect("tmp");
+        for i in 0..100 {
+            std::fs::write(tmp.path().join(format!("f{i:03}")), "x").expect("create");
+        }
+        std::fs::create_dir(tmp.path().join("sub")).expect("mkdir");
+        // Settled before it is read, so that its names may be kept.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let ws = Workspace::open(tmp.path()).expect("ws");
+        let spec = PageSpec {
+            after: None,
+            max: 1000,
+            metadata: false,
+            meta_first: false,
+        };
+        let real = |e: &Entry| {
+            let m = std::fs::symlink_metadata(tmp.path().join(e.name.as_str())).expect("lstat");
+            (Some(m.ino()), m.is_dir())
+        };
+        for round in 0..2 {
+            let page = ws
+                .list_page(&RelPath::root(), &spec, &mut |_| true)
+                .expect("page");
+            assert_eq!(page.entries.len(), 101);
+            for e in &page.entries {
+                assert_eq!(
+                    (e.ino, e.kind == FileKind::Directory),
+                    real(e),
+                    "{round}: {e:?}"
+                );
+                assert_eq!((e.size, e.id), (None, None), "no metadata read");
+            }
+        }
+        let dir = std::fs::File::open(tmp.path()).expect("open");
+        let trusted = dir_cache::trusted_fs(&dir);
+        assert_eq!(
+            dir_cache::lookup(&dir).is_ok(),
+            trusted,
+            "kept where trusted"
+        );
     }
 
     /// Small and large directories page alike: every kept name once, in order, none

@@ -84,12 +84,13 @@ pub(crate) enum Mode {
     /// Read-only walks: a directory that cannot be opened, or a name that is not UTF-8
     /// (inexpressible on the wire), is passed over as before.
     Lenient,
-    /// [`Mode::Lenient`], reading no metadata (names and kinds only).
+    /// [`Mode::Lenient`], reading no metadata (names, kinds and inode numbers only).
     LenientNames,
     /// Walks before a change: anything that cannot be inspected is an error.
     Strict,
-    /// Name listings: no metadata is read (names and kinds only); a directory that
-    /// cannot be opened is an error, a name that is not UTF-8 is passed over.
+    /// Name listings: no metadata is read (names, kinds and inode numbers only); a
+    /// directory that cannot be opened is an error, a name that is not UTF-8 is passed
+    /// over.
     Names,
 }
 
@@ -154,7 +155,8 @@ pub(crate) fn read_opened(dir: &Dir, base: &RelPath, mode: Mode) -> Result<Vec<E
 /// [`read_entries`]; `fresh`: `dir` was just opened by this walk and is read by it
 /// alone, so it is read directly, not through a descriptor of its own.
 fn read_listing(dir: &Dir, base: &RelPath, mode: Mode, fresh: bool) -> Result<Vec<Entry>, WsError> {
-    // Names and kinds only: an unchanged large directory need not be read again.
+    // Names, kinds and inode numbers only: an unchanged large directory need not be
+    // read again.
     // (Not for grep's walks, `LenientNames`: they read every file anyway, and the
     // `statx` of each directory would only add to them.) Looked up on `dir` itself:
     // a hit needs no descriptor of its own.
@@ -467,14 +469,14 @@ impl Workspace {
     }
 
     /// The entries of the directory at `real` (canonical), sorted by name, without their
-    /// metadata (names and kinds only).
+    /// metadata (names, kinds and inode numbers only).
     pub fn list_names(&self, real: &RelPath) -> Result<Vec<Entry>, WsError> {
         let dir = open_dir(&self.root, real).map_err(WsError::from_io)?;
         read_entries(&dir, real, Mode::Names)
     }
 
-    /// Like [`Workspace::walk`], but reads no metadata (entries carry names and kinds
-    /// only), and a directory that cannot be opened is an error, not passed over.
+    /// Like [`Workspace::walk`], but reads no metadata (entries carry names, kinds and
+    /// inode numbers only), and a directory that cannot be opened is an error, not passed over.
     /// Entries that are not directories are handed over owned, to keep without a copy.
     pub fn walk_names(
         &self,

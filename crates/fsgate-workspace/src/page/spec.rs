@@ -16,7 +16,8 @@ pub struct PageSpec<'a> {
     pub after: Option<&'a str>,
     /// At most this many entries.
     pub max: usize,
-    /// Entries carry metadata (`ls`); else names and kinds only.
+    /// Entries carry metadata (`ls`); else names, kinds and inode numbers only (the
+    /// view's listings).
     pub metadata: bool,
     /// The metadata is read before `keep` sees an entry (a size condition needs it).
     pub meta_first: bool,
