@@ -5,7 +5,8 @@
 //! log and every person-facing output escape them again as any agent-chosen text.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::fs::File;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Arguments named at most, and bytes kept of each.
@@ -15,13 +16,45 @@ const MAX_ARG_BYTES: usize = 256;
 const FRESH: Duration = Duration::from_millis(250);
 /// Bytes of its arguments that tell a process from the one it became by `exec`.
 const KEY_BYTES: usize = 4096;
-/// Processes remembered at most.
-const MAX_CACHED: usize = 512;
+/// Processes remembered at most (each holds a descriptor: see [`Named`]).
+const MAX_CACHED: usize = 128;
 
-/// A remembered name: when, the executable and arguments it was made from (the
-/// executable's link, or its command name where the link could not be read: `true`
-/// for the link), the name.
-type Named = (Instant, (Vec<u8>, bool), String);
+/// A remembered name.
+#[derive(Debug)]
+struct Named {
+    /// When it was made.
+    at: Instant,
+    /// The executable and arguments it was made from (see [`identity`]).
+    key: Identity,
+    name: String,
+    /// What the name is checked against, held open (see [`Held`]).
+    held: Held,
+}
+
+/// A process's `/proc/PID/cmdline`, and its `comm` where its executable's link cannot
+/// be read, held open: checking a name then reads each with one call, not three (their
+/// opening was most of a request's naming). They read what the process has become by
+/// `exec`, and nothing once it is gone (a pid used again is read through new ones).
+#[derive(Debug, Clone, Default)]
+struct Held {
+    cmdline: Option<Arc<File>>,
+    comm: Option<Arc<File>>,
+}
+
+impl Held {
+    /// `pid`'s files, opened now (`comm` only where the link is not read).
+    fn open(pid: u32, by_link: bool) -> Held {
+        let open = |f: &str| File::open(format!("/proc/{pid}/{f}")).ok().map(Arc::new);
+        Held {
+            cmdline: open("cmdline"),
+            comm: if by_link { None } else { open("comm") },
+        }
+    }
+}
+
+/// The executable's link, or its command name where the link could not be read (`true`
+/// for the link), a NUL, then the first bytes of the arguments.
+type Identity = (Vec<u8>, bool);
 
 /// Names processes, remembering the last few.
 #[derive(Debug, Default)]
@@ -43,26 +76,36 @@ impl Peers {
         // old pid).
         let leads = (self.cache.lock()).is_ok_and(|c| {
             c.get(&tid)
-                .is_some_and(|(at, _, _)| now.duration_since(*at) < FRESH)
+                .is_some_and(|e| now.duration_since(e.at) < FRESH)
         });
         let pid = if leads { tid } else { process_of(tid) };
         // Checked as it was made: by the link where it could be read (a process the
         // gateway may not trace is checked by its command name, without trying).
-        let by_link = (self.cache.lock()).map_or(true, |c| c.get(&pid).is_none_or(|e| e.1.1));
-        let key = identity(pid, by_link);
+        let (by_link, held) = (self.cache.lock()).map_or((true, Held::default()), |c| {
+            c.get(&pid)
+                .map_or((true, Held::default()), |e| (e.key.1, e.held.clone()))
+        });
+        let key = identity(pid, by_link, &held);
         if let Ok(cache) = self.cache.lock()
-            && let Some((at, known, name)) = cache.get(&pid)
-            && now.duration_since(*at) < FRESH
-            && *known == key
+            && let Some(e) = cache.get(&pid)
+            && now.duration_since(e.at) < FRESH
+            && e.key == key
         {
-            return name.clone();
+            return e.name.clone();
         }
         let name = describe(pid);
+        let held = Held::open(pid, key.1);
         if let Ok(mut cache) = self.cache.lock() {
             if cache.len() >= MAX_CACHED {
                 cache.clear();
             }
-            cache.insert(pid, (now, key, name.clone()));
+            let named = Named {
+                at: now,
+                key,
+                name: name.clone(),
+                held,
+            };
+            cache.insert(pid, named);
         }
         name
     }
@@ -107,18 +150,33 @@ fn tgid_of(status: &str) -> Option<u32> {
 ///
 /// It is read for every request (a cached name is checked against it), so it makes
 /// few calls: the link is tried only when `by_link` (it was readable when the name was
-/// made), and each file is read once. With it, whether the link was read.
-fn identity(pid: u32, by_link: bool) -> (Vec<u8>, bool) {
+/// made), each file is read once, through the descriptor a name holds where it holds
+/// one. With it, whether the link was read.
+fn identity(pid: u32, by_link: bool, held: &Held) -> Identity {
     use std::os::unix::ffi::OsStrExt;
     let exe = by_link
         .then(|| std::fs::read_link(format!("/proc/{pid}/exe")).ok())
         .flatten()
         .map(|exe| exe.as_os_str().as_bytes().to_vec());
     let read = exe.is_some();
-    let mut out = exe.unwrap_or_else(|| read_once(&format!("/proc/{pid}/comm"), 64));
+    let file = |f: &Option<Arc<File>>, name: &str, max: usize| match f {
+        Some(f) => read_at_start(f, max),
+        None => read_once(&format!("/proc/{pid}/{name}"), max),
+    };
+    let mut out = exe.unwrap_or_else(|| file(&held.comm, "comm", 64));
     out.push(0);
-    out.extend(read_once(&format!("/proc/{pid}/cmdline"), KEY_BYTES));
+    out.extend(file(&held.cmdline, "cmdline", KEY_BYTES));
     (out, read)
+}
+
+/// Up to `max` bytes from the start of the open `/proc` file `f`, in one call; nothing
+/// where it cannot be read (its process is gone).
+fn read_at_start(f: &File, max: usize) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; max];
+    let n = f.read_at(&mut buf, 0);
+    buf.truncate(n.unwrap_or(0));
+    buf
 }
 
 /// Up to `max` bytes of `path` in one read (a `/proc` file answers a read whole up to
@@ -203,7 +261,7 @@ mod tests {
         assert!(me.contains(" exe "), "{me}");
         // The identity a cached name is checked against: the executable (or the command
         // name), then the arguments, as /proc tells them.
-        let (id, by_link) = identity(std::process::id(), true);
+        let (id, by_link) = identity(std::process::id(), true, &Held::default());
         assert!(by_link, "the test's own executable link is readable");
         let cmdline = std::fs::read("/proc/self/cmdline").expect("cmdline");
         let at = id
@@ -217,6 +275,55 @@ mod tests {
         assert_eq!(
             peers.name(std::process::id()),
             peers.name(std::process::id())
+        );
+    }
+
+    /// A process named a moment ago that execs the same executable with other
+    /// arguments is named anew (its arguments read through the descriptor its name
+    /// holds), and that descriptor reads nothing once the process is gone.
+    #[test]
+    fn a_held_name_follows_an_exec_and_ends_with_its_process() {
+        use std::io::Write;
+        let script = "read x; exec /bin/sh -c 'sleep 30; echo after-exec'";
+        let mut child = std::process::Command::new("/bin/sh")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let pid = child.id();
+        let started = |what: &str| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let cmdline = format!("/proc/{pid}/cmdline");
+            while !String::from_utf8_lossy(&read_once(&cmdline, KEY_BYTES)).contains(what) {
+                assert!(Instant::now() < deadline, "{what} never ran");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        // Until it has become the shell, it is a copy of this test.
+        started("read x");
+        let peers = Peers::default();
+        let before = peers.name(pid);
+        assert!(before.contains("read x"), "{before}");
+        let held = (peers.cache.lock().expect("cache").get(&pid))
+            .and_then(|e| e.held.cmdline.clone())
+            .expect("its cmdline held open");
+        writeln!(child.stdin.as_mut().expect("stdin"), "go").expect("write");
+        started("after-exec");
+        let seen = read_at_start(&held, KEY_BYTES);
+        assert!(
+            String::from_utf8_lossy(&seen).contains("after-exec"),
+            "read through it"
+        );
+        let after = peers.name(pid);
+        assert!(
+            after.contains("after-exec"),
+            "within FRESH, named anew: {after}"
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            read_at_start(&held, KEY_BYTES).is_empty(),
+            "a gone process reads nothing"
         );
     }
 
