@@ -14,6 +14,10 @@
 //! and reads the directory again. A change between the `statx` and the read is caught
 //! the same way at the next lookup. ctime cannot be set from user space.
 //!
+//! A filesystem that keeps whole seconds only (ext4 with 128-byte inodes, as `mkfs`
+//! makes on a small device) gives a change made later in the same second the same
+//! time: where both times have no fraction, they must be older by a second more.
+//!
 //! Only local filesystems whose directory times are the kernel's own are trusted (ext4,
 //! XFS, btrfs, tmpfs): a network or FUSE filesystem may report times from elsewhere or
 //! cached. Only names, kinds and the inode numbers the directory gives are kept (never
@@ -35,6 +39,8 @@ use super::kind::FileKind;
 
 /// How much older than the read both directory times must be: well over a clock tick.
 const MARGIN: Duration = Duration::from_millis(100);
+/// The same where the filesystem keeps whole seconds: a second more.
+const COARSE_MARGIN: Duration = Duration::from_millis(1_100);
 /// Directories with fewer entries are cheap to read again: not kept.
 const MIN_ENTRIES: usize = 64;
 /// Bytes all snapshots may hold together (names plus a fixed cost per entry).
@@ -73,6 +79,15 @@ impl Stamp {
             mtime: (st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec),
             size: st.stx_size,
         })
+    }
+
+    /// How much older than the read both times must be: more where they look like
+    /// whole seconds (no fraction in either; on a fine clock one in a billion).
+    fn margin(&self) -> Duration {
+        match (self.ctime.1, self.mtime.1) {
+            (0, 0) => COARSE_MARGIN,
+            _ => MARGIN,
+        }
     }
 
     /// Both times at or before `limit`.
@@ -157,7 +172,7 @@ pub(crate) fn keep<'a>(
     if entries.len() < MIN_ENTRIES {
         return;
     }
-    let Some(limit) = probe.t0.checked_sub(MARGIN) else {
+    let Some(limit) = probe.t0.checked_sub(stamp.margin()) else {
         return;
     };
     if !stamp.settled_before(limit) {
@@ -274,5 +289,26 @@ mod tests {
         assert!(!stamp(1_001, 999).settled_before(base));
         assert!(!stamp(999, 1_001).settled_before(base));
         assert!(!stamp(-1, 5).settled_before(base));
+    }
+
+    /// Times of whole seconds (a filesystem that keeps no fraction) need a second
+    /// more: a change later in the same second would show the same time.
+    #[test]
+    fn whole_second_times_need_a_second_more() {
+        let stamp = |nsec: u32| Stamp {
+            dev: 1,
+            ino: 2,
+            ctime: (1_000, nsec),
+            mtime: (1_000, nsec),
+            size: 0,
+        };
+        assert_eq!(stamp(0).margin(), COARSE_MARGIN);
+        assert_eq!(stamp(5).margin(), MARGIN);
+        assert!(COARSE_MARGIN >= Duration::from_secs(1) + MARGIN);
+        // Read half a second after a whole-second time: not settled.
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_millis(1_000_500);
+        let limit = |s: &Stamp| t0.checked_sub(s.margin()).expect("limit");
+        assert!(!stamp(0).settled_before(limit(&stamp(0))));
+        assert!(stamp(5).settled_before(limit(&stamp(5))));
     }
 }

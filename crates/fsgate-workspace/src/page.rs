@@ -147,8 +147,9 @@ mod tests {
             std::fs::write(tmp.path().join(format!("f{i:03}")), "x").expect("create");
         }
         std::fs::create_dir(tmp.path().join("sub")).expect("mkdir");
-        // Settled before it is read, so that its names may be kept.
-        std::thread::sleep(std::time::Duration::from_millis(200));
+        // Settled before it is read, so that its names may be kept (a second more
+        // where the filesystem keeps whole seconds).
+        std::thread::sleep(std::time::Duration::from_millis(1_200));
         let ws = Workspace::open(tmp.path()).expect("ws");
         let spec = PageSpec {
             after: None,
