@@ -16,16 +16,17 @@ const MAX_ARG_BYTES: usize = 256;
 const FRESH: Duration = Duration::from_millis(250);
 /// Bytes of its arguments that tell a process from the one it became by `exec`.
 const KEY_BYTES: usize = 4096;
-/// Processes remembered at most (each holds a descriptor: see [`Named`]).
-const MAX_CACHED: usize = 128;
+/// Processes remembered at most (each holds one or two descriptors: see [`Held`]).
+const MAX_CACHED: usize = 64;
 
 /// A remembered name.
 #[derive(Debug)]
 struct Named {
     /// When it was made.
     at: Instant,
-    /// The executable and arguments it was made from (see [`identity`]).
-    key: Identity,
+    /// The executable and arguments it was made from, read through `held` (see
+    /// [`identity`]): none where they could not be read, which nothing matches.
+    key: Option<Identity>,
     name: String,
     /// What the name is checked against, held open (see [`Held`]).
     held: Held,
@@ -34,7 +35,8 @@ struct Named {
 /// A process's `/proc/PID/cmdline`, and its `comm` where its executable's link cannot
 /// be read, held open: checking a name then reads each with one call, not three (their
 /// opening was most of a request's naming). They read what the process has become by
-/// `exec`, and nothing once it is gone (a pid used again is read through new ones).
+/// `exec`, and nothing once it is gone: a pid used again is then named anew, its own
+/// files opened before its identity is read through them.
 #[derive(Debug, Clone, Default)]
 struct Held {
     cmdline: Option<Arc<File>>,
@@ -71,9 +73,9 @@ impl Peers {
     pub(crate) fn name(&self, tid: u32) -> String {
         let now = Instant::now();
         // A thread named a moment ago as its process leads its group (no other thread
-        // can have its id while it lives; an id reused within `FRESH`, by a thread of
-        // a process with the same executable and arguments, would be named with the
-        // old pid).
+        // can have its id while it lives; an id reused within `FRESH` by a thread of a
+        // process with the same executable and arguments would be named with the old
+        // name; any other is named anew below, its process asked again).
         let leads = (self.cache.lock()).is_ok_and(|c| {
             c.get(&tid)
                 .is_some_and(|e| now.duration_since(e.at) < FRESH)
@@ -81,20 +83,27 @@ impl Peers {
         let pid = if leads { tid } else { process_of(tid) };
         // Checked as it was made: by the link where it could be read (a process the
         // gateway may not trace is checked by its command name, without trying).
-        let (by_link, held) = (self.cache.lock()).map_or((true, Held::default()), |c| {
-            c.get(&pid)
-                .map_or((true, Held::default()), |e| (e.key.1, e.held.clone()))
+        let cached = (self.cache.lock()).ok().and_then(|c| {
+            let e = c.get(&pid)?;
+            let by_link = e.key.as_ref().is_none_or(|k| k.1);
+            Some((by_link, e.held.clone()))
         });
-        let key = identity(pid, by_link, &held);
-        if let Ok(cache) = self.cache.lock()
+        if let Some((by_link, held)) = cached
+            && let Some(key) = identity(pid, by_link, &held)
+            && let Ok(cache) = self.cache.lock()
             && let Some(e) = cache.get(&pid)
             && now.duration_since(e.at) < FRESH
-            && e.key == key
+            && e.key.as_ref() == Some(&key)
         {
             return e.name.clone();
         }
+        // Named anew: its files opened first and its identity read through them, then
+        // described (an exec in between is seen by the next request as a change).
+        let pid = if leads { process_of(tid) } else { pid };
+        let by_link = readable_link(pid);
+        let held = Held::open(pid, by_link);
+        let key = identity(pid, by_link, &held);
         let name = describe(pid);
-        let held = Held::open(pid, key.1);
         if let Ok(mut cache) = self.cache.lock() {
             if cache.len() >= MAX_CACHED {
                 cache.clear();
@@ -151,22 +160,36 @@ fn tgid_of(status: &str) -> Option<u32> {
 /// It is read for every request (a cached name is checked against it), so it makes
 /// few calls: the link is tried only when `by_link` (it was readable when the name was
 /// made), each file is read once, through the descriptor a name holds where it holds
-/// one. With it, whether the link was read.
-fn identity(pid: u32, by_link: bool, held: &Held) -> Identity {
+/// one. With it, whether the link was read. None where the command name or the
+/// arguments read empty (the process is gone, or cleared its arguments): such an
+/// identity matches none, and its process is named anew at each request.
+fn identity(pid: u32, by_link: bool, held: &Held) -> Option<Identity> {
     use std::os::unix::ffi::OsStrExt;
     let exe = by_link
         .then(|| std::fs::read_link(format!("/proc/{pid}/exe")).ok())
         .flatten()
         .map(|exe| exe.as_os_str().as_bytes().to_vec());
     let read = exe.is_some();
-    let file = |f: &Option<Arc<File>>, name: &str, max: usize| match f {
-        Some(f) => read_at_start(f, max),
-        None => read_once(&format!("/proc/{pid}/{name}"), max),
+    let file = |f: &Option<Arc<File>>, name: &str, max: usize| {
+        let bytes = match f {
+            Some(f) => read_at_start(f, max),
+            None => read_once(&format!("/proc/{pid}/{name}"), max),
+        };
+        (!bytes.is_empty()).then_some(bytes)
     };
-    let mut out = exe.unwrap_or_else(|| file(&held.comm, "comm", 64));
+    let mut out = match exe {
+        Some(exe) => exe,
+        None => file(&held.comm, "comm", 64)?,
+    };
     out.push(0);
-    out.extend(file(&held.cmdline, "cmdline", KEY_BYTES));
-    (out, read)
+    out.extend(file(&held.cmdline, "cmdline", KEY_BYTES)?);
+    Some((out, read))
+}
+
+/// Whether `pid`'s executable's link can be read (the gateway may lack the rights to
+/// trace it; its command name then stands for it).
+fn readable_link(pid: u32) -> bool {
+    std::fs::read_link(format!("/proc/{pid}/exe")).is_ok()
 }
 
 /// Up to `max` bytes from the start of the open `/proc` file `f`, in one call; nothing
@@ -261,7 +284,8 @@ mod tests {
         assert!(me.contains(" exe "), "{me}");
         // The identity a cached name is checked against: the executable (or the command
         // name), then the arguments, as /proc tells them.
-        let (id, by_link) = identity(std::process::id(), true, &Held::default());
+        let (id, by_link) =
+            identity(std::process::id(), true, &Held::default()).expect("its identity");
         assert!(by_link, "the test's own executable link is readable");
         let cmdline = std::fs::read("/proc/self/cmdline").expect("cmdline");
         let at = id
@@ -280,51 +304,68 @@ mod tests {
 
     /// A process named a moment ago that execs the same executable with other
     /// arguments is named anew (its arguments read through the descriptor its name
-    /// holds), and that descriptor reads nothing once the process is gone.
+    /// holds); once it is gone, that descriptor reads nothing, and a name whose
+    /// identity cannot be read is matched by none.
     #[test]
     fn a_held_name_follows_an_exec_and_ends_with_its_process() {
         use std::io::Write;
-        let script = "read x; exec /bin/sh -c 'sleep 30; echo after-exec'";
-        let mut child = std::process::Command::new("/bin/sh")
+        struct Reaped(std::process::Child);
+        impl Drop for Reaped {
+            fn drop(&mut self) {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+            }
+        }
+        let script = "read x; exec /bin/sh -c 'read y; echo became-$y'";
+        let child = std::process::Command::new("/bin/sh")
             .args(["-c", script])
             .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
             .spawn()
             .expect("sh");
-        let pid = child.id();
-        let started = |what: &str| {
+        let mut child = Reaped(child);
+        let pid = child.0.id();
+        let args = || {
+            String::from_utf8_lossy(&read_once(&format!("/proc/{pid}/cmdline"), KEY_BYTES))
+                .into_owned()
+        };
+        let until = |done: &dyn Fn(&str) -> bool| {
             let deadline = Instant::now() + Duration::from_secs(10);
-            let cmdline = format!("/proc/{pid}/cmdline");
-            while !String::from_utf8_lossy(&read_once(&cmdline, KEY_BYTES)).contains(what) {
-                assert!(Instant::now() < deadline, "{what} never ran");
+            while !done(&args()) {
+                assert!(Instant::now() < deadline, "never became so: {}", args());
                 std::thread::sleep(Duration::from_millis(10));
             }
         };
         // Until it has become the shell, it is a copy of this test.
-        started("read x");
+        until(&|a| a.contains("read x"));
         let peers = Peers::default();
         let before = peers.name(pid);
         assert!(before.contains("read x"), "{before}");
         let held = (peers.cache.lock().expect("cache").get(&pid))
             .and_then(|e| e.held.cmdline.clone())
             .expect("its cmdline held open");
-        writeln!(child.stdin.as_mut().expect("stdin"), "go").expect("write");
-        started("after-exec");
-        let seen = read_at_start(&held, KEY_BYTES);
+        let stdin = child.0.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "go").expect("write");
+        until(&|a| !a.contains("read x"));
+        let seen = String::from_utf8_lossy(&read_at_start(&held, KEY_BYTES)).into_owned();
         assert!(
-            String::from_utf8_lossy(&seen).contains("after-exec"),
-            "read through it"
+            seen.contains("read y"),
+            "read through the held descriptor: {seen}"
         );
         let after = peers.name(pid);
-        assert!(
-            after.contains("after-exec"),
-            "within FRESH, named anew: {after}"
-        );
-        let _ = child.kill();
-        let _ = child.wait();
+        assert_ne!(after, before, "within FRESH, named anew");
+        assert!(after.contains("read y"), "{after}");
+        writeln!(stdin, "done").expect("write");
+        let _ = child.0.wait();
         assert!(
             read_at_start(&held, KEY_BYTES).is_empty(),
             "a gone process reads nothing"
         );
+        let gone = Held {
+            cmdline: Some(held),
+            comm: None,
+        };
+        assert_eq!(identity(pid, true, &gone), None, "matched by none");
     }
 
     #[test]
