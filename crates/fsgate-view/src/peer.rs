@@ -102,7 +102,12 @@ impl Peers {
         let pid = if leads { process_of(tid) } else { pid };
         let by_link = readable_link(pid);
         let held = Held::open(pid, by_link);
-        let key = identity(pid, by_link, &held);
+        // Without its arguments held (no descriptor left), no identity is kept: the
+        // next request names it anew rather than match by path.
+        let key = held
+            .cmdline
+            .as_ref()
+            .and_then(|_| identity(pid, by_link, &held));
         let name = describe(pid);
         if let Ok(mut cache) = self.cache.lock() {
             if cache.len() >= MAX_CACHED {
@@ -316,9 +321,12 @@ mod tests {
                 let _ = self.0.wait();
             }
         }
-        let script = "read x; exec /bin/sh -c 'read y; echo became-$y'";
+        // What it execs is not in its first arguments (`$NEXT`), so that each is told
+        // by its own text.
+        let script = "read x; exec /bin/sh -c \"$NEXT\"";
         let child = std::process::Command::new("/bin/sh")
             .args(["-c", script])
+            .env("NEXT", "read y; echo became-$y")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .spawn()
@@ -346,12 +354,16 @@ mod tests {
             .expect("its cmdline held open");
         let stdin = child.0.stdin.as_mut().expect("stdin");
         writeln!(stdin, "go").expect("write");
-        until(&|a| !a.contains("read x"));
+        until(&|a| a.contains("read y"));
         let seen = String::from_utf8_lossy(&read_at_start(&held, KEY_BYTES)).into_owned();
         assert!(
             seen.contains("read y"),
             "read through the held descriptor: {seen}"
         );
+        // Still fresh, so that the identity alone decides.
+        if let Some(e) = peers.cache.lock().expect("cache").get_mut(&pid) {
+            e.at = Instant::now();
+        }
         let after = peers.name(pid);
         assert_ne!(after, before, "within FRESH, named anew");
         assert!(after.contains("read y"), "{after}");
