@@ -210,11 +210,7 @@ fn read_at_start(f: &File, max: usize) -> Vec<u8> {
 /// Up to `max` bytes of `path` in one read (a `/proc` file answers a read whole up to
 /// the buffer's size); nothing where it cannot be read.
 fn read_once(path: &str, max: usize) -> Vec<u8> {
-    use std::io::Read;
-    let mut buf = vec![0u8; max];
-    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut buf));
-    buf.truncate(n.unwrap_or(0));
-    buf
+    File::open(path).map_or_else(|_| Vec::new(), |f| read_at_start(&f, max))
 }
 
 /// `pid 12 ppid 3 exe "/usr/bin/cat" argv ["cat",".env"]` (`comm "cat"` where the
