@@ -6,7 +6,9 @@
 //! The calls are fsgate's, in kind and order, as `strace -f` shows one write of the
 //! gateway (docs/benchmarks.md, "The floor: fsgate's calls"; `tests/durable_order.rs`
 //! checks the order in the product): the content written into an unnamed file made
-//! ahead, off the write's path (fsgate's spares), its mode set; over a file, the backup
+//! ahead (fsgate's spares: made on a helper during the write before, when fsgate makes
+//! them: a new file's next one once its content's sync has started, an overwrite's next
+//! two once its name's directory is synced), its mode set; over a file, the backup
 //! written first into an unnamed file made ahead in the backup store, linked into its
 //! shard directory, locked, the old content and a trailer written; the backup's, its
 //! shard's and the content's syncs started on helper threads while this thread appends
@@ -15,6 +17,22 @@
 //! then the name (a new file linked at it; an overwrite linked at a temporary name
 //! renamed over it), and its directory's sync on a helper while this thread appends and
 //! syncs the outcome record.
+//!
+//! The writes are laid out as the workloads' first repetition on fsgate is: each
+//! overwrite over a file of its own (`over/k1-r0/o<i>.txt` one at a time,
+//! `over/k32-r0/o<i>.txt` in flight, made and synced before the clock starts), its name
+//! published in that file's directory, its backup in the shard its path hashes to
+//! (SHA-256, first byte, as fsgate's store picks it) among 256 shard directories, under a
+//! name of the store's form; new files in `new/k1-r0`. Which directory blocks and inodes
+//! a write's syncs carry depends on this: one file overwritten again and again, with
+//! every backup in one shard, is not the work fsgate's writes give the disk.
+//!
+//! Left as they are, and so not fsgate's: the shard directories are made and synced
+//! before the clock (fsgate makes them on a helper at its first backup of a run and
+//! syncs `versions/` once then); the old content is read and written back (fsgate's
+//! store copies it, or clones it where the filesystem can); with 32 in flight, each
+//! write makes its unnamed files on its path (fsgate's helpers make spares only when
+//! one is free).
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
@@ -28,20 +46,32 @@ use std::time::Instant;
 
 use crate::Error;
 
-/// About one audit record of a write (fsgate's intent and outcome records of a 4 KiB
-/// write take 650-790 bytes).
-const RECORD: &[u8] = &[b'r'; 720];
+/// About one audit record of an overwrite (fsgate's intent and outcome records of a
+/// 4 KiB overwrite take 806-809 bytes, as `strace` shows them written: they name the
+/// backup and the old content's hash).
+const RECORD: &[u8] = &[b'r'; 800];
 
-/// A backup's trailer (fsgate's record after the old content, about 220 bytes).
-const TRAILER: &[u8] = &[b't'; 220];
+/// About one audit record of a new file's write (656 and 738 bytes, intent and
+/// outcome, as `strace` shows them written).
+const RECORD_NEW: &[u8] = &[b'r'; 700];
+
+/// A backup's trailer (fsgate's record after the old content: 256 bytes, as `strace`
+/// shows it written).
+const TRAILER: &[u8] = &[b't'; 256];
 
 /// The log's space reserved ahead at a time, and the room left that renews it (fsgate's
 /// audit log's).
 const RESERVE: u64 = 256 * 1024;
 const RESERVE_LOW: u64 = 64 * 1024;
 
-/// The backup store's shard directory of the file the serial overwrites replace.
-const SHARD: &str = "4e";
+/// The directory of the files the serial overwrites replace, in the workspace: the
+/// one `overwrite_serial`'s first repetition writes in (so that its paths, and the
+/// shards they hash to, are the workload's).
+const OVER_DIR: &str = "over/k1-r0";
+
+/// The directory the serial new files are written in (`write_new_serial`'s first
+/// repetition's).
+const NEW_DIR: &str = "new/k1-r0";
 
 type Job = Box<dyn FnOnce() -> std::io::Result<()> + Send>;
 type Done = mpsc::SyncSender<std::io::Result<()>>;
@@ -119,12 +149,55 @@ impl Log {
 
     /// One record appended and synced, as fsgate's writer does (the log's path checked
     /// first).
-    fn record(&mut self) -> std::io::Result<()> {
+    fn record(&mut self, record: &[u8]) -> std::io::Result<()> {
         std::fs::metadata(&self.path)?;
-        self.file.write_all(RECORD)?;
-        self.len += RECORD.len() as u64;
+        self.file.write_all(record)?;
+        self.len += record.len() as u64;
         self.reserve();
         self.file.sync_data()
+    }
+}
+
+/// The unnamed files made ahead for the next write (fsgate's spares), by a helper.
+#[derive(Default)]
+struct Spares {
+    /// In the directory the next write publishes in (and that directory).
+    content: Mutex<Option<(PathBuf, File)>>,
+    /// In the backup store.
+    backup: Mutex<Option<File>>,
+}
+
+impl Spares {
+    fn take(slot: &Mutex<Option<File>>) -> Option<File> {
+        slot.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// The content's spare if it was made in `dir` (as fsgate keeps one per directory).
+    fn take_content(&self, dir: &Path) -> Option<File> {
+        let mut slot = self.content.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.take() {
+            Some((made_in, f)) if made_in == dir => Some(f),
+            other => {
+                *slot = other;
+                None
+            }
+        }
+    }
+
+    /// Makes the spares missing: the content's in `dir`, and (with `backups`) one in
+    /// the store.
+    fn make(&self, dir: &Path, backups: Option<&Path>) -> std::io::Result<()> {
+        let mut content = self.content.lock().unwrap_or_else(|e| e.into_inner());
+        if content.as_ref().is_none_or(|(made_in, _)| made_in != dir) {
+            *content = Some((dir.to_path_buf(), unnamed_in(dir)?));
+        }
+        drop(content);
+        let Some(store) = backups else { return Ok(()) };
+        let mut backup = self.backup.lock().unwrap_or_else(|e| e.into_inner());
+        if backup.is_none() {
+            *backup = Some(unnamed_in(store)?);
+        }
+        Ok(())
     }
 }
 
@@ -132,53 +205,63 @@ impl Log {
 /// unnamed files made ahead for the next write (fsgate's spares).
 struct Scratch {
     ws: PathBuf,
-    ws_dir: File,
+    /// The directory new files are written in (opened once: no path to resolve).
+    new_dir: File,
     backups: PathBuf,
     log: Log,
-    /// Content, backup file, shard directory: each overlapping sync has its own.
-    helpers: [Helper; 3],
+    /// Content, backup file, shard directory: each overlapping sync has its own; the
+    /// fourth makes the spares.
+    helpers: [Helper; 4],
+    /// The directory the overwrites' files are in (opened once: no path to resolve).
+    over_dir: File,
     /// The next write's unnamed files: in the workspace, in the backup store.
-    spare: Option<File>,
-    spare_backup: Option<File>,
+    spares: Arc<Spares>,
     n: usize,
 }
 
 impl Scratch {
     fn new(root: &Path) -> std::io::Result<Scratch> {
         let (ws, backups) = (root.join("ws"), root.join("backups"));
-        std::fs::create_dir_all(&ws)?;
-        std::fs::create_dir_all(backups.join(SHARD))?;
+        std::fs::create_dir_all(ws.join(OVER_DIR))?;
+        std::fs::create_dir_all(ws.join(NEW_DIR))?;
+        for b in 0..SHARDS {
+            std::fs::create_dir_all(backups.join(format!("{b:02x}")))?;
+        }
         std::fs::create_dir_all(root.join("audit"))?;
         Ok(Scratch {
-            ws_dir: File::open(&ws)?,
+            new_dir: File::open(ws.join(NEW_DIR))?,
+            over_dir: File::open(ws.join(OVER_DIR))?,
             log: Log::open(root.join("audit").join("audit.jsonl"))?,
             ws,
             backups,
-            helpers: [Helper::new(), Helper::new(), Helper::new()],
-            spare: None,
-            spare_backup: None,
+            helpers: [Helper::new(), Helper::new(), Helper::new(), Helper::new()],
+            spares: Arc::default(),
             n: 0,
         })
     }
 
-    /// Makes the next write's unnamed files, as fsgate's helper does once a write's
-    /// syncs are done: off every write's path (the caller does it between writes).
-    fn make_spares(&mut self, backup: bool) -> std::io::Result<()> {
-        if self.spare.is_none() {
-            self.spare = Some(unnamed_in(&self.ws)?);
-        }
-        if backup && self.spare_backup.is_none() {
-            self.spare_backup = Some(unnamed_in(&self.backups)?);
-        }
-        Ok(())
+    /// The job that makes the next write's unnamed files (over a file, the backup's
+    /// too), in the directory the next write publishes in, as fsgate's helper does.
+    fn spare_job(&self, over: bool) -> Job {
+        let spares = Arc::clone(&self.spares);
+        let dir = self.ws.join(if over { OVER_DIR } else { NEW_DIR });
+        let store = over.then(|| self.backups.clone());
+        Box::new(move || spares.make(&dir, store.as_deref()))
+    }
+
+    /// Waits until the spare helper is done (what it makes is there for the next
+    /// write).
+    #[cfg(test)]
+    fn settle(&self) -> std::io::Result<()> {
+        join(self.helpers[3].start(Box::new(|| Ok(()))))
     }
 
     /// The content, written into the spare (or a file made now if none), its mode a
     /// new file's.
-    fn staged(&mut self, data: &[u8]) -> std::io::Result<File> {
-        let mut f = match self.spare.take() {
+    fn staged(&mut self, data: &[u8], dir: &Path) -> std::io::Result<File> {
+        let mut f = match self.spares.take_content(dir) {
             Some(f) => f,
-            None => unnamed_in(&self.ws)?,
+            None => unnamed_in(dir)?,
         };
         f.write_all(data)?;
         f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
@@ -188,34 +271,52 @@ impl Scratch {
     /// A new file: content || intent; the name; its directory || the outcome.
     fn write_new(&mut self, data: &[u8]) -> std::io::Result<()> {
         self.n += 1;
-        let f = self.staged(data)?;
+        let f = self.staged(data, &self.ws.join(NEW_DIR))?;
         let g = f.try_clone()?;
         let content = self.helpers[0].start(Box::new(move || g.sync_all()));
-        let intent = self.log.record();
+        // fsgate asks for the next new file's spare once this one's sync has started.
+        drop(self.helpers[3].start(self.spare_job(false)));
+        let intent = self.log.record(RECORD_NEW);
         join(content)?;
         intent?;
-        link_at(&f, &self.ws_dir, &format!("new-{}", self.n))?;
-        self.entry_and_outcome()
+        link_at(&f, &self.new_dir, &format!("w{}.txt", self.n))?;
+        self.entry_and_outcome(false)
     }
 
-    /// The directory's sync on a helper while this thread appends and syncs the outcome.
-    fn entry_and_outcome(&mut self) -> std::io::Result<()> {
-        let d = self.ws_dir.try_clone()?;
-        let dir = self.helpers[0].start(Box::new(move || d.sync_all()));
-        let outcome = self.log.record();
+    /// The directory's sync (the new files', or `over` the overwrites') on a helper
+    /// while this thread appends and syncs the outcome; over a file, the next write's
+    /// spares asked for once the directory is synced (as fsgate's helper does).
+    fn entry_and_outcome(&mut self, over: bool) -> std::io::Result<()> {
+        let d = if over { &self.over_dir } else { &self.new_dir }.try_clone()?;
+        let then = over.then(|| (self.helpers[3].jobs.clone(), self.spare_job(true)));
+        let dir = self.helpers[0].start(Box::new(move || {
+            let synced = d.sync_all();
+            if let Some((spare_helper, job)) = then {
+                // Nobody waits for it: its result is dropped.
+                let (done, _) = mpsc::sync_channel(1);
+                let _ = spare_helper.send((job, done));
+            }
+            synced
+        }));
+        let outcome = self.log.record(if over { RECORD } else { RECORD_NEW });
         join(dir)?;
         outcome
     }
 
-    /// The backup of `old`: the backup store's spare linked into its shard, locked, the
-    /// old content and its trailer written; its sync and its shard's started.
-    fn backup(&mut self, old: &[u8]) -> std::io::Result<[mpsc::Receiver<std::io::Result<()>>; 2]> {
-        let shard = File::open(self.backups.join(SHARD))?;
-        let b = match self.spare_backup.take() {
+    /// The backup of `old`, the content of `rel`: the backup store's spare linked into
+    /// the shard `rel` hashes to, locked, the old content and its trailer written; its
+    /// sync and its shard's started.
+    fn backup(
+        &mut self,
+        rel: &str,
+        old: &[u8],
+    ) -> std::io::Result<[mpsc::Receiver<std::io::Result<()>>; 2]> {
+        let shard = File::open(self.backups.join(shard_of(rel)))?;
+        let b = match Spares::take(&self.spares.backup) {
             Some(b) => b,
             None => unnamed_in(&self.backups)?,
         };
-        link_at(&b, &shard, &format!("b-{}.backup", self.n))?;
+        link_at(&b, &shard, &backup_name(rel, self.n))?;
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(b.as_raw_fd(), libc::LOCK_EX) } != 0 {
             return Err(std::io::Error::last_os_error());
@@ -227,17 +328,19 @@ impl Scratch {
         Ok([file, dir])
     }
 
-    /// Over `name`: its backup (file and shard) || content || intent; a temporary name
-    /// renamed over it; its directory || the outcome.
+    /// Over `name` in the overwrites' directory: its backup (file and shard) ||
+    /// content || intent; a temporary name renamed over it; its directory || the
+    /// outcome.
     fn overwrite(&mut self, name: &str, data: &[u8]) -> std::io::Result<()> {
         self.n += 1;
-        let target = self.ws.join(name);
+        let rel = format!("{OVER_DIR}/{name}");
+        let target = self.ws.join(&rel);
         let old = std::fs::read(&target)?;
-        let [backup, shard] = self.backup(&old)?;
-        let f = self.staged(data)?;
+        let [backup, shard] = self.backup(&rel, &old)?;
+        let f = self.staged(data, &self.ws.join(OVER_DIR))?;
         let g = f.try_clone()?;
         let content = self.helpers[0].start(Box::new(move || g.sync_all()));
-        let intent = self.log.record();
+        let intent = self.log.record(RECORD);
         for rx in [backup, shard, content] {
             join(rx)?;
         }
@@ -245,10 +348,36 @@ impl Scratch {
         // What is replaced is still what was backed up.
         std::fs::symlink_metadata(&target)?;
         let tmp = format!(".tmp-{}", self.n);
-        link_at(&f, &self.ws_dir, &tmp)?;
-        std::fs::rename(self.ws.join(&tmp), &target)?;
-        self.entry_and_outcome()
+        link_at(&f, &self.over_dir, &tmp)?;
+        std::fs::rename(self.ws.join(OVER_DIR).join(&tmp), &target)?;
+        self.entry_and_outcome(true)
     }
+}
+
+/// The shard directory a backup of `rel` goes to: the first byte of its path's
+/// SHA-256, in hex, as fsgate's store picks it.
+fn shard_of(rel: &str) -> String {
+    format!("{:02x}", shard_index(rel))
+}
+
+/// The number of the shard [`shard_of`] names.
+fn shard_index(rel: &str) -> usize {
+    usize::from(ring::digest::digest(&ring::digest::SHA256, rel.as_bytes()).as_ref()[0])
+}
+
+/// A backup's file name of fsgate's form and length: the path escaped (`/` as `%2F`),
+/// `@`, a timestamp (the write's number in its nanoseconds), `.backup`.
+fn backup_name(rel: &str, n: usize) -> String {
+    format!("{}@20261128T000000.{n:09}Z.backup", rel.replace('/', "%2F"))
+}
+
+/// What the files the serial overwrites replace hold before the first (4 KiB, as the
+/// writes).
+const OLD_CONTENT: &[u8] = &[b'o'; 4096];
+
+/// The name of the `i`th file the overwrites replace, in their directory.
+fn file_name(i: usize) -> String {
+    format!("o{i}.txt")
 }
 
 /// A new unnamed file (`O_TMPFILE`, read and write, as fsgate's spares) in `dir`.
@@ -298,20 +427,20 @@ fn link_at(f: &File, dir: &File, name: &str) -> std::io::Result<()> {
 }
 
 /// The p50 of `n` bare durable writes of 4 KiB to new files (each with its unnamed file
-/// made ahead, between writes, as fsgate's spares are), µs, in a scratch directory
+/// made during the write before, as fsgate's spares are), µs, in a scratch directory
 /// `root` (on a filesystem of its own: see [`crate::fresh_fs`]).
 pub fn bare_new(root: &Path, n: usize) -> Result<f64, Error> {
     bare_serial(root, n, false)
 }
 
-/// The same for overwrites of one file with their backups (the backup's and the
-/// content's unnamed files made ahead), µs.
+/// The same for overwrites with their backups, each over a file of its own (the
+/// backup's and the content's unnamed files made ahead), µs.
 pub fn bare_overwrite(root: &Path, n: usize) -> Result<f64, Error> {
     bare_serial(root, n, true)
 }
 
 fn bare_serial(root: &Path, n: usize, over: bool) -> Result<f64, Error> {
-    let mut floor = SerialFloor::new(root, over)?;
+    let mut floor = SerialFloor::new(root, over, n)?;
     floor.run(n)?;
     Ok(floor.p50_us())
 }
@@ -322,6 +451,8 @@ pub struct SerialFloor {
     root: PathBuf,
     s: Scratch,
     over: bool,
+    /// Files made for the overwrites (each overwrite its own, round and round).
+    files: usize,
     data: Vec<u8>,
     /// Each write's time, µs.
     times: Vec<f64>,
@@ -329,32 +460,38 @@ pub struct SerialFloor {
 
 impl SerialFloor {
     /// A scratch directory `root` (on a filesystem of its own: see [`crate::fresh_fs`])
-    /// ready for new files, or (`over`) for overwrites of one file with their backups.
-    pub fn new(root: &Path, over: bool) -> Result<SerialFloor, Error> {
+    /// ready for new files, or (`over`) for overwrites with their backups of `files`
+    /// files of 4 KiB made now, each overwrite its own file (as the workload's are).
+    pub fn new(root: &Path, over: bool, files: usize) -> Result<SerialFloor, Error> {
         let io = |e| Error::io(root, e);
         let s = Scratch::new(root).map_err(io)?;
         let data = vec![b'x'; 4096];
-        std::fs::write(s.ws.join("over"), &data).map_err(io)?;
+        let files = if over { files.max(1) } else { 0 };
+        for i in 0..files {
+            let p = s.ws.join(OVER_DIR).join(file_name(i));
+            std::fs::write(&p, OLD_CONTENT).map_err(io)?;
+        }
         // SAFETY: a sync with no preconditions; the set-up starts the clock on disk.
         unsafe { libc::sync() };
         Ok(SerialFloor {
             root: root.to_path_buf(),
             s,
             over,
+            files,
             data,
             times: Vec::new(),
         })
     }
 
-    /// `n` more writes, each timed (its unnamed files made ahead, untimed, as fsgate's
-    /// spares are).
+    /// `n` more writes, each timed (its unnamed files made during the write before, as
+    /// fsgate's spares are: the first write makes its own).
     pub fn run(&mut self, n: usize) -> Result<(), Error> {
         let io = |e| Error::io(&self.root, e);
         for _ in 0..n {
-            self.s.make_spares(self.over).map_err(io)?;
             let t = Instant::now();
             if self.over {
-                self.s.overwrite("over", &self.data).map_err(io)?;
+                let name = file_name(self.times.len() % self.files);
+                self.s.overwrite(&name, &self.data).map_err(io)?;
             } else {
                 self.s.write_new(&self.data).map_err(io)?;
             }
@@ -453,9 +590,19 @@ pub struct InFlight {
 /// Backup directories: fsgate's store spreads versions over 256 by path.
 const SHARDS: usize = 256;
 
-/// Where [`overwrite_one`] works: the workspace, the backup shards and the log, with
-/// the syncs threads share (the workspace directory's, the log's).
+/// The directory of the files the overwrites in flight replace (`overwrite`'s first
+/// repetition's).
+const IN_FLIGHT_DIR: &str = "over/k32-r0";
+
+/// The workspace path of the `i`th file the overwrites in flight replace.
+fn in_flight_rel(i: usize) -> String {
+    format!("{IN_FLIGHT_DIR}/o{i}.txt")
+}
+
+/// Where [`overwrite_one`] works: the files' directory in the workspace, the backup
+/// shards and the log, with the syncs threads share (the files' directory's, the log's).
 struct Shared {
+    /// The directory the files are in, in the workspace.
     ws: PathBuf,
     ws_dir: SharedSync,
     /// The backup store, whose unnamed files are linked into its shards.
@@ -468,11 +615,11 @@ struct Shared {
 
 impl Shared {
     fn new(root: &Path, n: usize) -> std::io::Result<Shared> {
-        let ws = root.join("ws");
+        let ws = root.join("ws").join(IN_FLIGHT_DIR);
         std::fs::create_dir_all(&ws)?;
         let data = vec![b'x'; 4096];
         for i in 0..n {
-            std::fs::write(ws.join(format!("o{i}")), &data)?;
+            std::fs::write(ws.join(file_name(i)), &data)?;
         }
         let mut shards = Vec::with_capacity(SHARDS);
         for s in 0..SHARDS {
@@ -525,8 +672,8 @@ pub enum Calls {
 /// Each thread makes the calls of the bare overwrite one at a time, in fsgate's order:
 /// the backup (an unnamed file in the store linked into its shard, written, synced, the
 /// shard synced), an unnamed file filled and synced, the intent record, a temporary
-/// name renamed over the file, the workspace directory synced, the outcome record. The
-/// log's and the workspace directory's syncs are shared between the threads (group
+/// name renamed over the file, its directory synced, the outcome record. The log's and
+/// the directory's syncs are shared between the threads (group
 /// commits, as fsgate's are).
 ///
 /// Its files are made under `root` and left there: the caller gives it a filesystem
@@ -631,14 +778,15 @@ fn overwrite_until(
     }
 }
 
-/// One overwrite of `ws/o<i>` for [`bare_overwrites_in_flight`], as fsgate's backup
+/// One overwrite of `over/k32/o<i>.txt` for [`bare_overwrites_in_flight`], as fsgate's backup
 /// store makes it: an unnamed file in the store linked into the file's shard directory,
 /// locked, the old content and a trailer written, it and its shard synced.
 fn overwrite_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
     overwrite_backed_up(s, i, data, |old| {
-        let (_, shard_dir) = &s.shards[i % SHARDS];
+        let rel = in_flight_rel(i);
+        let (_, shard_dir) = &s.shards[shard_index(&rel)];
         let b = unnamed_in(&s.backups)?;
-        link_at(&b, shard_dir, &format!("o{i}.backup"))?;
+        link_at(&b, shard_dir, &backup_name(&rel, i))?;
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(b.as_raw_fd(), libc::LOCK_EX) } != 0 {
             return Err(std::io::Error::last_os_error());
@@ -650,7 +798,7 @@ fn overwrite_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
     })
 }
 
-/// One overwrite of `ws/o<i>` for [`Calls::SharedBackups`]: its backup appended to the
+/// One overwrite of `over/k32/o<i>.txt` for [`Calls::SharedBackups`]: its backup appended to the
 /// shared file instead, a record's worth of trailer after it.
 fn overwrite_shared_backup(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
     overwrite_backed_up(s, i, data, |mut old| {
@@ -660,7 +808,7 @@ fn overwrite_shared_backup(s: &Shared, i: usize, data: &[u8]) -> std::io::Result
     })
 }
 
-/// fsgate's calls for one overwrite of `ws/o<i>` around `backup`, given the old
+/// fsgate's calls for one overwrite of `over/k32/o<i>.txt` around `backup`, given the old
 /// content, in fsgate's order (each thread makes its syncs in turn, as a request does
 /// when fsgate's helpers are busy): the backup, the content synced, the intent record,
 /// the name, the outcome record.
@@ -670,7 +818,7 @@ fn overwrite_backed_up(
     data: &[u8],
     backup: impl FnOnce(Vec<u8>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let old = std::fs::read(s.ws.join(format!("o{i}")))?;
+    let old = std::fs::read(s.ws.join(file_name(i)))?;
     backup(old)?;
     let content = staged(s, data)?;
     s.log.append(RECORD)?;
@@ -678,16 +826,16 @@ fn overwrite_backed_up(
     s.log.append(RECORD)
 }
 
-/// One durable replace of `ws/o<i>`, nothing else: the old content read (a server
+/// One durable replace of `over/k32/o<i>.txt`, nothing else: the old content read (a server
 /// checks what it replaces), an unnamed file filled and synced, a temporary name
-/// renamed over the file, the workspace directory synced (shared).
+/// renamed over the file, its directory synced (shared).
 fn replace_one(s: &Shared, i: usize, data: &[u8]) -> std::io::Result<()> {
-    std::fs::read(s.ws.join(format!("o{i}")))?;
+    std::fs::read(s.ws.join(file_name(i)))?;
     let content = staged(s, data)?;
     publish(s, i, &content)
 }
 
-/// `data` in a new unnamed file in the workspace, its mode a new file's, synced.
+/// `data` in a new unnamed file in the files' directory, its mode a new file's, synced.
 fn staged(s: &Shared, data: &[u8]) -> std::io::Result<File> {
     let mut content = unnamed_in(&s.ws)?;
     content.write_all(data)?;
@@ -696,10 +844,10 @@ fn staged(s: &Shared, data: &[u8]) -> std::io::Result<File> {
     Ok(content)
 }
 
-/// `content` made `ws/o<i>`: the target checked, linked at a temporary name renamed
-/// over it, the workspace directory synced (shared).
+/// `content` made `over/k32/o<i>.txt`: the target checked, linked at a temporary name renamed
+/// over it, its directory synced (shared).
 fn publish(s: &Shared, i: usize, content: &File) -> std::io::Result<()> {
-    let target = s.ws.join(format!("o{i}"));
+    let target = s.ws.join(file_name(i));
     std::fs::symlink_metadata(&target)?;
     let tmp = format!(".tmp-{i}");
     link_at(content, &s.ws_dir.file, &tmp)?;
@@ -760,32 +908,79 @@ mod tests {
     /// A bare write does the write as fsgate does: the name holds the content (mode
     /// 0644), an overwrite backs up what it replaces (content, then its trailer) in its
     /// shard, each write appends its intent and outcome to a log whose space is reserved
-    /// ahead, and the spares made between writes are what the writes fill.
+    /// ahead, and the spares a helper makes during one write, where fsgate makes them,
+    /// are what the next write fills.
     #[test]
     fn bare_writes_leave_their_files_a_backup_and_two_records_each() {
         let (root, mut s) = scratch();
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        let made_in = |f: &File| {
+            let link = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).unwrap();
+            link.parent().unwrap().to_path_buf()
+        };
+        let (new_dir, over) = (s.ws.join(NEW_DIR), s.ws.join(OVER_DIR));
         s.write_new(b"one").unwrap();
-        assert_eq!(std::fs::read(s.ws.join("new-1")).unwrap(), b"one");
-        let mode = std::fs::metadata(s.ws.join("new-1")).unwrap().permissions();
+        assert_eq!(std::fs::read(new_dir.join("w1.txt")).unwrap(), b"one");
+        let mode = std::fs::metadata(new_dir.join("w1.txt"))
+            .unwrap()
+            .permissions();
         assert_eq!(mode.mode() & 0o777, 0o644);
-        s.make_spares(true).unwrap();
-        let spare = s.spare.as_ref().unwrap().metadata().unwrap().ino();
-        std::fs::write(s.ws.join("f"), b"old").unwrap();
+        // The next new file's spare, made in its directory during the first write.
+        s.settle().unwrap();
+        let spare = {
+            let slot = s.spares.content.lock().unwrap();
+            let (dir, f) = slot.as_ref().expect("a spare made during the write");
+            assert_eq!((dir, &made_in(f)), (&new_dir, &new_dir));
+            f.metadata().unwrap().ino()
+        };
+        s.write_new(b"two").unwrap();
+        assert_eq!(ino(&new_dir.join("w2.txt")), spare, "the spare filled");
+        std::fs::write(over.join("f"), b"old").unwrap();
+        std::fs::write(over.join("g"), b"old g").unwrap();
         s.overwrite("f", b"new").unwrap();
-        assert!(s.spare.is_none() && s.spare_backup.is_none(), "spares used");
-        assert_eq!(std::fs::metadata(s.ws.join("f")).unwrap().ino(), spare);
-        assert_eq!(std::fs::read(s.ws.join("f")).unwrap(), b"new");
-        let backup = std::fs::read(s.backups.join(SHARD).join("b-2.backup")).unwrap();
-        assert_eq!(backup, [&b"old"[..], TRAILER].concat());
+        s.settle().unwrap();
+        let (spare, spare_backup) = {
+            let c = s.spares.content.lock().unwrap();
+            let (dir, f) = c.as_ref().expect("the next overwrite's spare");
+            assert_eq!((dir, &made_in(f)), (&over, &over));
+            let b = s.spares.backup.lock().unwrap();
+            let b = b.as_ref().expect("the next backup's spare");
+            assert_eq!(made_in(b), s.backups);
+            (f.metadata().unwrap().ino(), b.metadata().unwrap().ino())
+        };
+        assert_eq!(std::fs::read(over.join("f")).unwrap(), b"new");
+        // In the shard fsgate's store would pick for the path (its first SHA-256 byte).
+        assert_eq!(shard_of("over/k1-r0/f"), "b5");
+        let backup = s
+            .backups
+            .join("b5")
+            .join("over%2Fk1-r0%2Ff@20261128T000000.000000003Z.backup");
+        assert_eq!(
+            std::fs::read(backup).unwrap(),
+            [&b"old"[..], TRAILER].concat()
+        );
+        s.overwrite("g", b"new g").unwrap();
+        assert_eq!(ino(&over.join("g")), spare, "the content's spare filled");
+        let g_backup = s
+            .backups
+            .join(shard_of("over/k1-r0/g"))
+            .join("over%2Fk1-r0%2Fg@20261128T000000.000000004Z.backup");
+        assert_eq!(ino(&g_backup), spare_backup, "the backup's spare filled");
         let log = root.join("audit").join("audit.jsonl");
         assert_eq!(
             std::fs::metadata(&log).unwrap().len(),
-            4 * RECORD.len() as u64
+            4 * (RECORD_NEW.len() + RECORD.len()) as u64,
+            "two records for each of two new files and two overwrites"
         );
         let blocks = std::fs::metadata(&log).unwrap().blocks() * 512;
         assert!(blocks >= RESERVE, "space reserved ahead: {blocks}");
-        let names: Vec<_> = std::fs::read_dir(&s.ws).unwrap().collect();
-        assert_eq!(names.len(), 2, "no temporary name left behind");
+        let names: Vec<_> = std::fs::read_dir(s.ws.join(NEW_DIR)).unwrap().collect();
+        assert_eq!(names.len(), 2, "no temporary name left beside w1 and w2");
+        assert_eq!(
+            std::fs::read_dir(&over).unwrap().count(),
+            2,
+            "nor beside f and g"
+        );
         assert!(bare_new(&root.join("n"), 5).unwrap() > 0.0);
         assert!(bare_overwrite(&root.join("o"), 5).unwrap() > 0.0);
         std::fs::remove_dir_all(&root).unwrap();
@@ -818,12 +1013,14 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
+        // The shard fsgate's store picks for the first path (its SHA-256's first byte).
+        assert_eq!(shard_index(&in_flight_rel(0)), 0xe8);
         for i in 0..300 {
-            assert_eq!(
-                std::fs::read(shared.ws.join(format!("o{i}"))).unwrap(),
-                b"new"
-            );
-            let backup = shared.shards[i % SHARDS].0.join(format!("o{i}.backup"));
+            assert_eq!(std::fs::read(shared.ws.join(file_name(i))).unwrap(), b"new");
+            let rel = in_flight_rel(i);
+            let backup = shared.shards[shard_index(&rel)]
+                .0
+                .join(backup_name(&rel, i));
             let backup = std::fs::read(backup).unwrap();
             assert_eq!(backup.len(), 4096 + TRAILER.len());
             assert!(backup.ends_with(TRAILER));
@@ -838,7 +1035,9 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
         let got = bare_overwrites_in_flight(&root, 64, 8, Calls::Fsgates).unwrap();
         assert!(got.ops_per_s > 0.0 && got.ops_per_s.is_finite(), "{got:?}");
-        let left = std::fs::read_dir(root.join("ws")).unwrap().count();
+        let left = std::fs::read_dir(root.join("ws").join(IN_FLIGHT_DIR))
+            .unwrap()
+            .count();
         assert_eq!(left, 64, "its files are left for the caller");
         std::fs::remove_dir_all(&root).unwrap();
     }
@@ -852,7 +1051,7 @@ mod tests {
         let mut floor = InFlightFloor::new(&root, 50, Calls::Fsgates).unwrap();
         floor.run(20, 4).unwrap();
         for i in 0..50 {
-            let now = std::fs::read(root.join("ws").join(format!("o{i}"))).unwrap();
+            let now = std::fs::read(root.join("ws").join(in_flight_rel(i))).unwrap();
             assert_eq!(now[0], if i < 20 { b'y' } else { b'x' }, "o{i}");
         }
         floor.run(20, 4).unwrap();
@@ -871,14 +1070,64 @@ mod tests {
     fn a_serial_floor_in_chunks_times_every_write() {
         let root = std::env::temp_dir().join(format!("fsgate-floor-sc-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        let mut floor = SerialFloor::new(&root, false).unwrap();
+        let mut floor = SerialFloor::new(&root, false, 0).unwrap();
         floor.run(3).unwrap();
         floor.run(4).unwrap();
         assert_eq!(floor.count(), 7);
         assert!(!floor.over());
         assert!(floor.p50_us() > 0.0);
-        let made = std::fs::read_dir(root.join("ws")).unwrap().count();
-        assert_eq!(made, 8, "seven new files and the one to overwrite");
+        let made = std::fs::read_dir(root.join("ws").join(NEW_DIR))
+            .unwrap()
+            .count();
+        assert_eq!(made, 7, "seven new files");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// The one-at-a-time overwrites each replace a file of their own, round and round,
+    /// each backed up in the shard its path hashes to.
+    #[test]
+    fn serial_overwrites_replace_files_of_their_own_backed_up_in_their_shards() {
+        let root = std::env::temp_dir().join(format!("fsgate-floor-so-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        // The shard fsgate's store picks for the first path (its SHA-256's first byte).
+        assert_eq!(shard_of(&format!("{OVER_DIR}/{}", file_name(0))), "cf");
+        let mut floor = SerialFloor::new(&root, true, 3).unwrap();
+        floor.run(4).unwrap();
+        assert_eq!(floor.count(), 4);
+        let over = root.join("ws").join(OVER_DIR);
+        let mut backups = 0;
+        for i in 0..3 {
+            let rel = format!("{OVER_DIR}/{}", file_name(i));
+            assert_eq!(
+                std::fs::read(root.join("ws").join(&rel)).unwrap(),
+                vec![b'x'; 4096],
+                "{rel} replaced"
+            );
+            let shard = root.join("backups").join(shard_of(&rel));
+            let mine: Vec<Vec<u8>> = std::fs::read_dir(&shard)
+                .unwrap()
+                .map(|e| e.unwrap())
+                .filter(|e| {
+                    let name = e.file_name();
+                    name.to_string_lossy().starts_with(&rel.replace('/', "%2F"))
+                })
+                .map(|e| std::fs::read(e.path()).unwrap())
+                .collect();
+            assert_eq!(
+                mine.len(),
+                if i == 0 { 2 } else { 1 },
+                "{rel}: the first file twice"
+            );
+            let first = [OLD_CONTENT, TRAILER].concat();
+            assert!(mine.contains(&first), "{rel}: its old content backed up");
+            backups += mine.len();
+        }
+        assert_eq!(backups, 4);
+        assert_eq!(
+            std::fs::read_dir(&over).unwrap().count(),
+            3,
+            "no temporary names"
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 
@@ -891,7 +1140,7 @@ mod tests {
         let got = bare_overwrites_in_flight(&root, 200, 8, calls).unwrap();
         assert!(got.ops_per_s > 0.0 && got.ops_per_s.is_finite(), "{got:?}");
         for i in 0..200 {
-            let now = std::fs::read(root.join("ws").join(format!("o{i}"))).unwrap();
+            let now = std::fs::read(root.join("ws").join(in_flight_rel(i))).unwrap();
             assert_eq!(now, vec![b'y'; 4096], "o{i} was replaced");
         }
         root
@@ -931,7 +1180,12 @@ mod tests {
     #[test]
     fn replaces_in_flight_overwrite_every_file_and_nothing_else() {
         let root = replaced_by_200(Calls::ReplaceOnly, "r");
-        assert_eq!(std::fs::read_dir(root.join("ws")).unwrap().count(), 200);
+        assert_eq!(
+            std::fs::read_dir(root.join("ws").join(IN_FLIGHT_DIR))
+                .unwrap()
+                .count(),
+            200
+        );
         assert_eq!(
             std::fs::metadata(root.join("log")).unwrap().len(),
             0,

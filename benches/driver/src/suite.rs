@@ -633,7 +633,7 @@ impl Floors {
         let work = &suite.cfg.work;
         if let Some(over) = serial_floor(w) {
             let fs = self.fresh(work, &format!("floor-{w}-{rep}"))?;
-            let floor = SerialFloor::new(&fs.root.join("floor"), over)?;
+            let floor = SerialFloor::new(&fs.root.join("floor"), over, suite.n.write_serial)?;
             return Ok(Some(Interleaved::Serial { floor, _fs: fs }));
         }
         if w != "overwrite" {
