@@ -102,3 +102,100 @@ fn the_end_of_input_ends_a_session_whose_calls_wait_for_roots() {
         );
     }
 }
+
+/// Over HTTP: a session that declared roots and never answers `roots/list` holds no
+/// other request. Its four calls wait side by side, each ended within the 5 s a
+/// `roots/list` is given (they were answered at 15 s and 60 s, one after another);
+/// meanwhile its `ping` and another session's call are answered at once.
+#[test]
+fn over_http_calls_waiting_for_roots_hold_no_other_request() {
+    use crate::mcp_http::{HttpGate, post};
+    let dirs = crate::mcp_harness::Dirs::new();
+    dirs.put("docs/a.md", "in the root\n");
+    let g = std::sync::Arc::new(HttpGate::start(&dirs, None));
+    let bearer = g.bearer();
+    let auth = ("Authorization", bearer.as_str());
+    let v = ("MCP-Protocol-Version", "2025-11-25");
+    let open = |roots: bool| {
+        let caps = if roots {
+            json!({"roots": {}})
+        } else {
+            json!({})
+        };
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": caps,
+            "clientInfo": {"name": "t", "version": "0"}}});
+        let r = post(&g, &init, &[auth]);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let sid = r
+            .header("mcp-session-id")
+            .expect("a session id")
+            .to_string();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(
+            post(&g, &note, &[auth, ("Mcp-Session-Id", &sid), v]).status,
+            202
+        );
+        sid
+    };
+    let (waiting, other) = (open(true), open(false));
+    let call = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "read_text_file", "arguments": {"path": "docs/a.md"}}})
+    };
+    let started = Instant::now();
+    let calls: Vec<_> = (1..=4)
+        .map(|id| {
+            let (g, sid, bearer) = (g.clone(), waiting.clone(), bearer.clone());
+            let msg = call(id);
+            std::thread::spawn(move || {
+                let h = [
+                    ("Authorization", bearer.as_str()),
+                    ("Mcp-Session-Id", &sid),
+                    v,
+                ];
+                let r = post(&g, &msg, &h);
+                (started.elapsed(), r.status, r.body)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let at_once = |sid: &str, msg: &Value| {
+        let t = Instant::now();
+        let r = post(&g, msg, &[auth, ("Mcp-Session-Id", sid), v]);
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(
+            t.elapsed() < PROMPT,
+            "answered after {:?}: {}",
+            t.elapsed(),
+            r.body
+        );
+        r.body
+    };
+    let ping = json!({"jsonrpc": "2.0", "id": 50, "method": "ping", "params": {}});
+    assert!(at_once(&waiting, &ping).contains("\"result\""));
+    let read = at_once(&other, &call(51));
+    assert!(
+        read.contains("in the root"),
+        "the other session's call: {read}"
+    );
+    let mut took = Vec::new();
+    for c in calls {
+        let (t, status, body) = c.join().expect("a call's thread");
+        assert_eq!(status, 200, "{body}");
+        let answer: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        assert!(answer["result"].is_object(), "an answer: {body}");
+        took.push(t);
+    }
+    // Side by side: the last within a second of the first, all within the 5 s a
+    // `roots/list` is given plus room for a loaded machine.
+    let (first, last) = (took.iter().min(), took.iter().max());
+    let (Some(first), Some(last)) = (first, last) else {
+        panic!("no calls")
+    };
+    assert!(
+        *last - *first < Duration::from_secs(1),
+        "one after another: {took:?}"
+    );
+    assert!(*last < Duration::from_secs(9), "answered after {took:?}");
+}
