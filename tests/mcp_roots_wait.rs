@@ -103,10 +103,10 @@ fn the_end_of_input_ends_a_session_whose_calls_wait_for_roots() {
     }
 }
 
-/// Over HTTP: a session that declared roots and never answers `roots/list` holds no
-/// other request. Its four calls wait side by side, each ended within the 5 s a
-/// `roots/list` is given (they were answered at 15 s and 60 s, one after another);
-/// meanwhile its `ping` and another session's call are answered at once.
+/// Over HTTP: a session that declared roots, sent no `initialized` and never answers
+/// `roots/list` holds no other request. Its four calls wait side by side, each ended
+/// within the 5 s a `roots/list` is given; meanwhile its `ping` and another session's
+/// call are answered at once. (Before 16f8387 no call was answered within 20 s.)
 #[test]
 fn over_http_calls_waiting_for_roots_hold_no_other_request() {
     use crate::mcp_http::{HttpGate, post};
@@ -131,11 +131,12 @@ fn over_http_calls_waiting_for_roots_hold_no_other_request() {
             .header("mcp-session-id")
             .expect("a session id")
             .to_string();
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        assert_eq!(
-            post(&g, &note, &[auth, ("Mcp-Session-Id", &sid), v]).status,
-            202
-        );
+        // The session that declared roots sends no `initialized` (its calls must ask).
+        if !roots {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            let h = [auth, ("Mcp-Session-Id", sid.as_str()), v];
+            assert_eq!(post(&g, &note, &h).status, 202);
+        }
         sid
     };
     let (waiting, other) = (open(true), open(false));
@@ -179,11 +180,16 @@ fn over_http_calls_waiting_for_roots_hold_no_other_request() {
         read.contains("in the root"),
         "the other session's call: {read}"
     );
+    // Answered while the four calls still wait for their roots.
+    assert!(
+        calls.iter().all(|c| !c.is_finished()),
+        "a waiting call ended before the ping and the other session's call were answered"
+    );
     let mut took = Vec::new();
-    for c in calls {
+    for (id, c) in (1..).zip(calls) {
         let (t, status, body) = c.join().expect("a call's thread");
         assert_eq!(status, 200, "{body}");
-        let answer: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let answer = answer_to(&body, id);
         assert!(answer["result"].is_object(), "an answer: {body}");
         took.push(t);
     }
@@ -194,8 +200,25 @@ fn over_http_calls_waiting_for_roots_hold_no_other_request() {
         panic!("no calls")
     };
     assert!(
+        *first > Duration::from_secs(3),
+        "they waited for roots: {took:?}"
+    );
+    assert!(
         *last - *first < Duration::from_secs(1),
         "one after another: {took:?}"
     );
     assert!(*last < Duration::from_secs(9), "answered after {took:?}");
+}
+
+/// The answer with `id` in a POST's body: the JSON itself, or, where the server chose an
+/// event stream (a `roots/list` may travel on it first), the `data:` line that answers.
+fn answer_to(body: &str, id: u64) -> Value {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        return v;
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v["id"] == id && (v["result"].is_object() || v["error"].is_object()))
+        .unwrap_or(Value::Null)
 }
