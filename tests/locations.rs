@@ -191,3 +191,39 @@ fn audit_show_of_a_workspace_never_served_names_where_it_looked() {
     let out = d.run(&["audit", "verify"], "");
     assert_eq!(out.status.code(), Some(2), "a log or --workspace is needed");
 }
+
+/// A workspace that holds fsgate's state directory (`--workspace ~`) may not reach it:
+/// another workspace's log there is refused as the state directory, under its own rule,
+/// and a listing of its parent hides it.
+#[test]
+fn a_workspace_holding_the_state_directory_is_refused_it_by_name() {
+    let dirs = crate::mcp_harness::Dirs::new();
+    let other_log = dirs.put("st/fsgate/other-1/audit/audit.jsonl", "{}\n");
+    assert!(other_log.is_file());
+    let mut cmd = Command::new(bin());
+    cmd.args(dirs.serve_args())
+        .current_dir(&dirs.state)
+        .env("XDG_STATE_HOME", dirs.root.join("st"));
+    let mut g = crate::mcp_harness::McpGate::spawn(cmd, dirs);
+    g.initialize("2025-06-18");
+    let read = json!({"name": "read_text_file",
+                      "arguments": {"path": "st/fsgate/other-1/audit/audit.jsonl"}});
+    let answer = g.call(2, "tools/call", read);
+    let text = answer.to_string();
+    assert_eq!(answer["isError"], true, "{text}");
+    assert!(text.contains("floor:state-dir"), "{text}");
+    assert!(text.contains("state directory"), "{text}");
+    let list = json!({"name": "list_directory", "arguments": {"path": "st"}});
+    let listed = g.call(3, "tools/call", list).to_string();
+    assert!(
+        !listed.contains("fsgate"),
+        "the state directory is listed: {listed}"
+    );
+    let refused: Vec<Value> = g
+        .dirs
+        .audit_records()
+        .into_iter()
+        .filter(|r| r["rule"] == "floor:state-dir")
+        .collect();
+    assert_eq!(refused.len(), 1, "one refusal recorded under its rule");
+}

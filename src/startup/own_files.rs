@@ -58,7 +58,7 @@ pub(super) fn own_files(
     // Every workspace's default audit log and backups: beneath the floor too where a
     // workspace holds them (`--workspace ~`), or its agent could rewrite another's.
     if let Ok(state) = fsgate_base::state::state_root() {
-        own.push((FloorKind::BackupDir, state));
+        own.push((FloorKind::StateDir, state));
     }
     own
 }

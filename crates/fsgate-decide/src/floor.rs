@@ -23,6 +23,9 @@ pub enum FloorKind {
     ShipKey,
     /// The backup store directory and everything beneath it.
     BackupDir,
+    /// fsgate's state directory (`$XDG_STATE_HOME/fsgate`): every workspace's default
+    /// audit log and backups, inside a workspace such as `~`.
+    StateDir,
     /// The policy file in force (and the gitleaks config it names).
     PolicyFile,
 }
@@ -36,6 +39,9 @@ impl FloorKind {
             FloorKind::CheckpointSink => "the audit checkpoint sink",
             FloorKind::ShipKey => "the audit shipping TLS key",
             FloorKind::BackupDir => "the backup store",
+            FloorKind::StateDir => {
+                "the state directory of every workspace's default log and backups"
+            }
             FloorKind::PolicyFile => "the policy file",
         }
     }
@@ -48,6 +54,7 @@ impl FloorKind {
             FloorKind::CheckpointSink => "floor:audit-checkpoint-sink",
             FloorKind::ShipKey => "floor:audit-ship-key",
             FloorKind::BackupDir => "floor:backup-dir",
+            FloorKind::StateDir => "floor:state-dir",
             FloorKind::PolicyFile => "floor:policy-file",
         }
     }
@@ -121,7 +128,10 @@ impl FixedFloor {
 fn is_sidecar(e: &FloorEntry, path: &RelPath) -> bool {
     // The audit files' `<name>.*` siblings (rotations, checkpoints, a key's or sink's
     // temporary copies) are theirs too.
-    if matches!(e.kind, FloorKind::BackupDir | FloorKind::PolicyFile) {
+    if matches!(
+        e.kind,
+        FloorKind::BackupDir | FloorKind::StateDir | FloorKind::PolicyFile
+    ) {
         return false;
     }
     let (Some(name), Some(entry_name)) = (path.file_name(), e.path.file_name()) else {
@@ -185,6 +195,40 @@ mod tests {
                 (FloorKind::BackupDir, Path::new("/var/backups")),
             ],
         )
+    }
+
+    /// The state directory is refused under its own name and rule, whatever lies
+    /// beneath it; a sibling that merely starts with its name is not.
+    #[test]
+    fn the_state_directory_is_refused_as_itself() {
+        let f = FixedFloor::new(
+            Path::new("/home/u"),
+            &[
+                (
+                    FloorKind::BackupDir,
+                    Path::new("/home/u/.local/state/fsgate/ws-1/backups"),
+                ),
+                (
+                    FloorKind::StateDir,
+                    Path::new("/home/u/.local/state/fsgate"),
+                ),
+            ],
+        );
+        let other = f.touches(
+            OpClass::Read,
+            &p(".local/state/fsgate/ws-2/audit/audit.jsonl"),
+        );
+        let other = other.map(|e| (e.kind, e.kind.rule_id()));
+        assert_eq!(other, Some((FloorKind::StateDir, "floor:state-dir")));
+        assert!(FloorKind::StateDir.as_str().contains("state directory"));
+        let own = f.touches(OpClass::Read, &p(".local/state/fsgate/ws-1/backups/x"));
+        assert_eq!(own.map(|e| e.kind), Some(FloorKind::BackupDir));
+        assert!(
+            f.touches(OpClass::Read, &p(".local/state/fsgate.old"))
+                .is_none()
+        );
+        let above = f.touches(OpClass::Delete, &p(".local"));
+        assert_eq!(above.map(|e| e.kind), Some(FloorKind::BackupDir));
     }
 
     #[test]
