@@ -200,6 +200,7 @@ fn a_workspace_holding_the_state_directory_is_refused_it_by_name() {
     let dirs = crate::mcp_harness::Dirs::new();
     let other_log = dirs.put("st/fsgate/other-1/audit/audit.jsonl", "{}\n");
     assert!(other_log.is_file());
+    dirs.put("st/keep.txt", "visible\n");
     let mut cmd = Command::new(bin());
     cmd.args(dirs.serve_args())
         .current_dir(&dirs.state)
@@ -214,7 +215,10 @@ fn a_workspace_holding_the_state_directory_is_refused_it_by_name() {
     assert!(text.contains("floor:state-dir"), "{text}");
     assert!(text.contains("state directory"), "{text}");
     let list = json!({"name": "list_directory", "arguments": {"path": "st"}});
-    let listed = g.call(3, "tools/call", list).to_string();
+    let answer = g.call(3, "tools/call", list);
+    let listed = answer.to_string();
+    assert_ne!(answer["isError"], true, "{listed}");
+    assert!(listed.contains("keep.txt"), "the listing: {listed}");
     assert!(
         !listed.contains("fsgate"),
         "the state directory is listed: {listed}"
