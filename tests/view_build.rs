@@ -165,3 +165,61 @@ fn view_cargo_builds_and_tests_a_small_crate_inside_the_wall() {
         "target/debug/tiny not named as the build's: {binary:?}"
     );
 }
+
+/// A wheel of one module, made by hand (no build backend, no network).
+const WHEEL: &str = r#"import zipfile
+with zipfile.ZipFile("hello_view-1.0-py3-none-any.whl", "w") as z:
+    z.writestr("hello_view/__init__.py", "def greet():\n    return 'hello, view'\n")
+    z.writestr("hello_view-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: hello-view\nVersion: 1.0\n")
+    z.writestr("hello_view-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("hello_view-1.0.dist-info/RECORD", "")
+"#;
+
+/// `python3 -m venv` with pip, through the view inside the default wall: `ensurepip`
+/// installs pip from its own wheels (pip reads `/etc/debian_version` on every install,
+/// and ships its CA bundle as `cacert.pem`), and that pip installs a package, each file
+/// recorded naming the process. Nothing is refused but the venv's absolute link to the
+/// base interpreter (copied instead).
+#[test]
+fn view_python_venv_gets_pip_and_installs_a_package_inside_the_wall() {
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("make_wheel.py"), WHEEL).expect("write");
+    let out = ws.sh(
+        SYSTEM_PATH,
+        &[],
+        "set -e
+         python3 -m venv v
+         python3 make_wheel.py
+         v/bin/pip install -q --no-index hello_view-1.0-py3-none-any.whl
+         v/bin/python -c 'import hello_view; print(hello_view.greet())'",
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.ends_with("hello, view\n"), "{stdout}\n{stderr}");
+    let records = ws.records();
+    let changed = |suffix: &str| {
+        records.iter().any(|r| {
+            r["kind"] == "request"
+                && r["decision"] == "allow"
+                && r["op"] == "write_text_file"
+                && r["outcome"] == "ok"
+                && r["path"].as_str().is_some_and(|p| p.ends_with(suffix))
+        })
+    };
+    assert!(
+        changed("/certifi/cacert.pem"),
+        "pip's CA bundle not recorded"
+    );
+    assert!(
+        changed("/site-packages/hello_view/__init__.py"),
+        "the package's module not recorded"
+    );
+    let refused: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["kind"] == "request" && r["decision"] == "deny")
+        .collect();
+    assert!(
+        refused.iter().all(|r| r["rule"] == "workspace-link-target"),
+        "refused: {refused:?}"
+    );
+}

@@ -190,11 +190,31 @@ impl ViewWs {
     }
 }
 
-/// The records of the audit log at `log`.
+/// The records of the audit log at `log`, its rotated files (`<name>.<first seq>`, twelve
+/// digits) first.
 pub fn read_records(log: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(log).expect("audit log");
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("a record"))
+    let name = log.file_name().and_then(|n| n.to_str()).expect("log name");
+    let dir = log.parent().expect("log dir");
+    let mut rotated: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("log dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix(name)?.strip_prefix('.'))
+                .is_some_and(|seq| seq.len() == 12 && seq.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    rotated.sort();
+    rotated.push(log.to_path_buf());
+    rotated
+        .iter()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).expect("audit log");
+            text.lines()
+                .map(|l| serde_json::from_str(l).expect("a record"))
+                .collect::<Vec<Value>>()
+        })
         .collect()
 }
 

@@ -171,7 +171,11 @@ impl Engine {
                     rule: p.id.clone(),
                     effect: Effect::Deny,
                     matched,
-                    note: format!("secret-name pattern /{}/ on each path component", p.source),
+                    note: format!(
+                        "secret-name pattern /{}/ on each path component{}",
+                        p.source,
+                        crate::secrets::left_out(p)
+                    ),
                 });
             }
         }

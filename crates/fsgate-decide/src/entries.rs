@@ -123,6 +123,7 @@ impl<'p> EntryFilter<'p> {
                 let input = Input::new(name).earliest(true);
                 re.search_half_with(&mut cache.borrow_mut(), &input)
                     .is_some()
+                    && self.pol.secrets.confirmed(name)
             }
             None => self.pol.secrets.is_match(name),
         }

@@ -70,7 +70,7 @@ impl Secrets {
     /// Whether `name` matches a pattern (or the patterns cannot be compiled: fail closed).
     pub fn is_match(&self, name: &str) -> bool {
         match self.matcher() {
-            Ok(re) => re.is_match(name),
+            Ok(re) => re.is_match(name) && self.confirmed(name),
             Err(_) => true,
         }
     }
@@ -84,7 +84,26 @@ impl Secrets {
         }
         let mut which = regex_automata::PatternSet::new(re.pattern_len());
         re.which_overlapping_matches(&regex_automata::Input::new(name), &mut which);
-        Ok(which.iter().next().map(|p| p.as_usize()))
+        Ok(which
+            .iter()
+            .map(|p| p.as_usize())
+            .find(|&i| !self.exempts(i, name)))
+    }
+
+    /// For a name the search matched: whether a pattern takes it for a secret (not only
+    /// a built-in pattern that leaves it out, see [`PUBLIC_NAMES`]).
+    pub(crate) fn confirmed(&self, name: &str) -> bool {
+        !maybe_public(name) || !matches!(self.first_match(name), Ok(None))
+    }
+
+    /// Whether pattern `i` leaves `name` out.
+    fn exempts(&self, i: usize, name: &str) -> bool {
+        self.patterns.get(i).is_some_and(|p| {
+            p.builtin
+                && PUBLIC_NAMES
+                    .iter()
+                    .any(|(id, n)| p.id == *id && name.eq_ignore_ascii_case(n))
+        })
     }
 
     /// The search a listing runs on every entry's name with a cache of its own (taken
@@ -93,6 +112,33 @@ impl Secrets {
     pub(crate) fn names(&self) -> Option<&meta::Regex> {
         self.matcher().ok()
     }
+}
+
+/// Names a built-in pattern would take for secrets that are public by convention, and
+/// the pattern that leaves each out: `cacert.pem` is the CA bundle (certificates only)
+/// that pip, certifi, requests and curl ship, so a virtual environment or a vendored
+/// package in the workspace can be installed. The content rules still read it: a
+/// private key in it is refused as anywhere else. A policy's own pattern still takes it.
+pub(crate) const PUBLIC_NAMES: &[(&str, &str)] = &[("secrets:key-material", "cacert.pem")];
+
+/// What built-in pattern `p` leaves out, for a trace: `, except `cacert.pem``, or nothing.
+pub(crate) fn left_out(p: &SecretPattern) -> String {
+    let names: Vec<&str> = PUBLIC_NAMES
+        .iter()
+        .filter(|(id, _)| p.builtin && p.id == *id)
+        .map(|(_, n)| *n)
+        .collect();
+    match names.is_empty() {
+        true => String::new(),
+        false => format!(", except `{}`", names.join("`, `")),
+    }
+}
+
+/// Whether `name` is one of [`PUBLIC_NAMES`] (the check a match is confirmed with).
+fn maybe_public(name: &str) -> bool {
+    PUBLIC_NAMES
+        .iter()
+        .any(|(_, n)| name.eq_ignore_ascii_case(n))
 }
 
 /// Built-in secret-name patterns waived by `disabled_patterns`: they no longer deny, but

@@ -189,6 +189,50 @@ fn load_errors_name_key_and_line() {
     }
 }
 
+/// `cacert.pem`, the CA bundle pip, certifi and curl ship, is left out of the built-in
+/// `key-material` pattern alone: every other `*.pem` stays a secret, a policy's own
+/// pattern still takes it, and `policy explain` says why it did not match.
+#[test]
+fn a_ca_bundle_named_cacert_pem_is_no_secret_by_its_name() {
+    let pol = default();
+    for path in [
+        "cacert.pem",
+        "CACert.PEM",
+        "v/lib/python3.11/site-packages/pip/_vendor/certifi/cacert.pem",
+    ] {
+        for op in OpClass::ALL {
+            let d = pol.decide(op, &p(path), EntryKind::File);
+            assert!(d.allowed(), "{op:?} {path}: {} {}", d.rule, d.reason);
+        }
+    }
+    for (path, rule) in [
+        ("my-cacert.pem", "secrets:key-material"),
+        ("cacert.pem.d/server.pem", "secrets:key-material"),
+        ("cacert.key", "secrets:key-material"),
+        ("secret/cacert.pem", "secrets:secret"),
+    ] {
+        let d = pol.decide(OpClass::Read, &p(path), EntryKind::File);
+        assert_eq!(d.rule, rule, "{path}");
+    }
+    let own = Policy::from_toml(
+        "version = 1\n[secrets]\npatterns = [{ id = \"ca\", regex = '^cacert' }]\n",
+        "own",
+    )
+    .unwrap();
+    let d = own.decide(OpClass::Read, &p("cacert.pem"), EntryKind::File);
+    assert_eq!(d.rule, "secrets:ca");
+    let (_, trace) = pol.explain(
+        OpClass::Read,
+        &p("cacert.pem"),
+        &PathFacts::kind(EntryKind::File),
+    );
+    let step = trace.iter().find(|s| s.rule == "secrets:key-material");
+    assert!(
+        step.is_some_and(|s| !s.matched && s.note.ends_with(", except `cacert.pem`")),
+        "{step:?}"
+    );
+}
+
 #[test]
 fn explain_lists_rules_in_order() {
     let pol = Policy::from_toml(READONLY_SRC, "t").unwrap();

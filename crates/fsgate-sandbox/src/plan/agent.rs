@@ -34,6 +34,15 @@ pub const DEFAULT_AGENT_SYSTEM_PATHS: &[&str] = &[
     "/etc/alternatives",
     "/etc/mime.types",
     "/etc/os-release",
+    // Which system this is: pip (through `distro`) reads `debian_version` on every
+    // install and stops on any error but "not found". No secret is in them.
+    "/etc/debian_version",
+    "/etc/lsb-release",
+    "/etc/system-release",
+    "/etc/redhat-release",
+    "/etc/fedora-release",
+    "/etc/centos-release",
+    "/etc/alpine-release",
     "/etc/python3",
     "/etc/python3.11",
     "/etc/python3.12",
