@@ -190,25 +190,12 @@ impl ViewWs {
     }
 }
 
-/// The records of the audit log at `log`, its rotated files (`<name>.<first seq>`, twelve
-/// digits) first.
+/// The records of the audit log at `log`, its rotated files first.
 pub fn read_records(log: &Path) -> Vec<Value> {
-    let name = log.file_name().and_then(|n| n.to_str()).expect("log name");
-    let dir = log.parent().expect("log dir");
-    let mut rotated: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("log dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_prefix(name)?.strip_prefix('.'))
-                .is_some_and(|seq| seq.len() == 12 && seq.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .collect();
-    rotated.sort();
-    rotated.push(log.to_path_buf());
-    rotated
+    let series = fsgate_audit::series::discover(&[log.to_path_buf()]).expect("audit log");
+    series
         .iter()
+        .flat_map(|s| &s.files)
         .flat_map(|f| {
             let text = std::fs::read_to_string(f).expect("audit log");
             text.lines()

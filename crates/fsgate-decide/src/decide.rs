@@ -259,7 +259,10 @@ impl Engine {
         let mut hit = vec![false; self.waivers.patterns.len()];
         for comp in path.components().filter(|c| set.is_match(c)) {
             for i in set.matches(comp).iter() {
-                if let Some(h) = hit.get_mut(i) {
+                // A name the pattern leaves out was no secret to waive.
+                let out = (self.waivers.patterns.get(i))
+                    .is_some_and(|p| p.builtin && crate::secrets::leaves_out(&p.id, comp));
+                if let Some(h) = hit.get_mut(i).filter(|_| !out) {
                     *h = true;
                 }
             }

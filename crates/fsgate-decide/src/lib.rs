@@ -33,4 +33,4 @@ pub use entries::EntryFilter;
 pub use facts::{EntryKind, PathFacts};
 pub use limits::{BinaryMode, Limits};
 pub use rule::{OpClass, Rule};
-pub use secrets::{SecretPattern, Secrets, Waivers};
+pub use secrets::{SecretPattern, Secrets, Waivers, leaves_out};

@@ -67,7 +67,8 @@ impl Secrets {
             .map_err(String::as_str)
     }
 
-    /// Whether `name` matches a pattern (or the patterns cannot be compiled: fail closed).
+    /// Whether a pattern takes `name` for a secret (a built-in pattern's exception does
+    /// not count); true if the patterns cannot be compiled (fail closed).
     pub fn is_match(&self, name: &str) -> bool {
         match self.matcher() {
             Ok(re) => re.is_match(name) && self.confirmed(name),
@@ -75,7 +76,8 @@ impl Secrets {
         }
     }
 
-    /// The first pattern `name` matches, if any; Err if the patterns cannot be compiled.
+    /// The first pattern that takes `name` for a secret, if any (a built-in pattern's
+    /// exception does not count); Err if the patterns cannot be compiled.
     pub fn first_match(&self, name: &str) -> Result<Option<usize>, &str> {
         let re = self.matcher()?;
         // `is_match` first: almost no name is a secret.
@@ -93,17 +95,15 @@ impl Secrets {
     /// For a name the search matched: whether a pattern takes it for a secret (not only
     /// a built-in pattern that leaves it out, see [`PUBLIC_NAMES`]).
     pub(crate) fn confirmed(&self, name: &str) -> bool {
-        !maybe_public(name) || !matches!(self.first_match(name), Ok(None))
+        let public = PUBLIC_NAMES
+            .iter()
+            .any(|(_, n)| name.eq_ignore_ascii_case(n));
+        !public || !matches!(self.first_match(name), Ok(None))
     }
 
     /// Whether pattern `i` leaves `name` out.
     fn exempts(&self, i: usize, name: &str) -> bool {
-        self.patterns.get(i).is_some_and(|p| {
-            p.builtin
-                && PUBLIC_NAMES
-                    .iter()
-                    .any(|(id, n)| p.id == *id && name.eq_ignore_ascii_case(n))
-        })
+        (self.patterns.get(i)).is_some_and(|p| p.builtin && leaves_out(&p.id, name))
     }
 
     /// The search a listing runs on every entry's name with a cache of its own (taken
@@ -117,9 +117,17 @@ impl Secrets {
 /// Names a built-in pattern would take for secrets that are public by convention, and
 /// the pattern that leaves each out: `cacert.pem` is the CA bundle (certificates only)
 /// that pip, certifi, requests and curl ship, so a virtual environment or a vendored
-/// package in the workspace can be installed. The content rules still read it: a
-/// private key in it is refused as anywhere else. A policy's own pattern still takes it.
+/// package in the workspace can be installed. Only the content rules then stand between
+/// a key stored under that name and the agent. A policy's own pattern still takes it.
 pub(crate) const PUBLIC_NAMES: &[(&str, &str)] = &[("secrets:key-material", "cacert.pem")];
+
+/// Whether the built-in pattern `id` leaves the component `name` out (see
+/// [`PUBLIC_NAMES`]).
+pub fn leaves_out(id: &str, name: &str) -> bool {
+    PUBLIC_NAMES
+        .iter()
+        .any(|(i, n)| *i == id && name.eq_ignore_ascii_case(n))
+}
 
 /// What built-in pattern `p` leaves out, for a trace: `, except `cacert.pem``, or nothing.
 pub(crate) fn left_out(p: &SecretPattern) -> String {
@@ -128,17 +136,11 @@ pub(crate) fn left_out(p: &SecretPattern) -> String {
         .filter(|(id, _)| p.builtin && p.id == *id)
         .map(|(_, n)| *n)
         .collect();
-    match names.is_empty() {
-        true => String::new(),
-        false => format!(", except `{}`", names.join("`, `")),
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(", except `{}`", names.join("`, `"))
     }
-}
-
-/// Whether `name` is one of [`PUBLIC_NAMES`] (the check a match is confirmed with).
-fn maybe_public(name: &str) -> bool {
-    PUBLIC_NAMES
-        .iter()
-        .any(|(_, n)| name.eq_ignore_ascii_case(n))
 }
 
 /// Built-in secret-name patterns waived by `disabled_patterns`: they no longer deny, but

@@ -20,7 +20,7 @@ fn policies() -> Vec<Policy> {
     ];
     let text = r#"version = 1
 [secrets]
-patterns = [{ id = "tok", regex = "^tok" }]
+patterns = [{ id = "tok", regex = "^tok" }, { id = "ca", regex = "^cacert" }]
 disabled_patterns = ["secret"]
 [[rule]]
 id = "no-logs"
@@ -55,6 +55,8 @@ ops = ["list"]
 paths = ["*", "deep/a/b"]
 "#;
     out.push(Policy::from_toml(text, "mixed").unwrap());
+    let waived = "version = 1\n[secrets]\ndisabled_patterns = [\"key-material\"]\n[[rule]]\nid = \"all\"\neffect = \"allow\"\nops = [\"list\", \"read\"]\npaths = [\"**\"]\n";
+    out.push(Policy::from_toml(waived, "waived").unwrap());
     let mut floored = Policy::builtin_default().unwrap();
     floored.set_floor(FixedFloor::from_entries(vec![FloorEntry {
         kind: FloorKind::AuditLog,
@@ -82,6 +84,8 @@ fn the_filter_decides_every_entry_as_decide_entry_does() {
         ".git",
         "a/secret/b",
         "SRC",
+        "cacert.pem",
+        "v/CACERT.PEM",
     ];
     let names = [
         "a.rs",

@@ -221,6 +221,18 @@ fn a_ca_bundle_named_cacert_pem_is_no_secret_by_its_name() {
     .unwrap();
     let d = own.decide(OpClass::Read, &p("cacert.pem"), EntryKind::File);
     assert_eq!(d.rule, "secrets:ca");
+    // A waiver of the pattern lets through what it would have denied, and says so only
+    // there.
+    let waived = Policy::from_toml(
+        "version = 1\n[secrets]\ndisabled_patterns = [\"key-material\"]\n",
+        "waived",
+    )
+    .unwrap();
+    let facts = PathFacts::kind(EntryKind::File);
+    let (d, _) = waived.explain(OpClass::Read, &p("certs/server.pem"), &facts);
+    assert_eq!(d.waived, ["secrets:key-material"]);
+    let (d, _) = waived.explain(OpClass::Read, &p("certs/cacert.pem"), &facts);
+    assert!(d.waived.is_empty(), "{:?}", d.waived);
     let (_, trace) = pol.explain(
         OpClass::Read,
         &p("cacert.pem"),

@@ -138,6 +138,28 @@ fn secrets_exposed_when_builtin_off() {
     assert!(f.message.contains("`.env`"), "{f}");
 }
 
+/// `cacert.pem` is no built-in secret: a rule that allows it exposes nothing, and a glob
+/// naming it is no glob naming a secret; `server.pem` beside it still is.
+#[test]
+fn a_rule_allowing_the_ca_bundle_exposes_no_secret() {
+    let text = format!(
+        "version = 1\n{}",
+        rule("ca", "allow", "[\"read\"]", "[\"**/certifi/cacert.pem\"]")
+    );
+    let r = lint(&text);
+    let found = codes(&r);
+    assert!(
+        !found.contains(&"secret-exposed") && !found.contains(&"secret-glob"),
+        "{:#?}",
+        r.findings
+    );
+    let r = lint(&format!(
+        "version = 1\n{}",
+        rule("pem", "allow", "[\"read\"]", "[\"**/certifi/server.pem\"]")
+    ));
+    assert!(codes(&r).contains(&"secret-glob"), "{:#?}", r.findings);
+}
+
 #[test]
 fn glob_naming_a_secret_is_flagged() {
     let text = format!(

@@ -34,8 +34,9 @@ pub const DEFAULT_AGENT_SYSTEM_PATHS: &[&str] = &[
     "/etc/alternatives",
     "/etc/mime.types",
     "/etc/os-release",
-    // Which system this is: pip (through `distro`) reads `debian_version` on every
-    // install and stops on any error but "not found". No secret is in them.
+    // Which system this is. pip (through `distro`) reads `debian_version` on every
+    // install and stops on any error but "not found"; the `*-release` files it reads
+    // forgivingly, granted so that other tools find what they name. No secret is in them.
     "/etc/debian_version",
     "/etc/lsb-release",
     "/etc/system-release",

@@ -8,7 +8,7 @@ use crate::compile::secrets::BUILTIN_SECRETS;
 use crate::lint::findings::{Severity, Sink, only};
 use crate::{OpClass, Policy};
 use fsgate_base::path::RelPath;
-use fsgate_decide::Effect;
+use fsgate_decide::{Effect, leaves_out};
 
 /// Paths a default secret-name pattern catches, one or two per built-in pattern.
 const SECRET_SAMPLES: &[&str] = &[
@@ -61,8 +61,8 @@ pub(super) fn secrets(policy: &Policy, sink: &mut Sink<'_>) {
         builtin
             .matches(comp)
             .iter()
-            .next()
             .map(|i| BUILTIN_SECRETS[i].0)
+            .find(|id| !leaves_out(&format!("secrets:{id}"), comp))
     };
     for a in policy.rules().iter().filter(|r| r.effect == Effect::Allow) {
         let alone = only(policy, vec![a.clone()]);
