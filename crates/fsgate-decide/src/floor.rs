@@ -114,13 +114,18 @@ impl FixedFloor {
     /// and for write and delete also an ancestor directory (renaming or removing it would
     /// take the entry with it). The workspace root itself is never refused here.
     pub fn touches(&self, op: OpClass, path: &RelPath) -> Option<&FloorEntry> {
-        self.entries.iter().find(|e| {
-            let inside = path.starts_with(&e.path) || is_sidecar(e, path);
-            let ancestor = matches!(op, OpClass::Write | OpClass::Delete)
-                && !path.is_root()
-                && e.path.starts_with(path);
-            inside || ancestor
-        })
+        let inside = |e: &&FloorEntry| path.starts_with(&e.path) || is_sidecar(e, path);
+        if let Some(e) = self.entries.iter().find(inside) {
+            return Some(e);
+        }
+        if !matches!(op, OpClass::Write | OpClass::Delete) || path.is_root() {
+            return None;
+        }
+        // A directory above several entries is refused for the nearest, which holds
+        // the others (the state directory, not one workspace's log in it).
+        (self.entries.iter())
+            .filter(|e| e.path.starts_with(path))
+            .min_by_key(|e| e.path.components().count())
     }
 }
 
@@ -227,8 +232,15 @@ mod tests {
             f.touches(OpClass::Read, &p(".local/state/fsgate.old"))
                 .is_none()
         );
-        let above = f.touches(OpClass::Delete, &p(".local"));
-        assert_eq!(above.map(|e| e.kind), Some(FloorKind::BackupDir));
+        // Above both: refused for the nearest, the state directory that holds the other.
+        for path in [".local", ".local/state", ".local/state/fsgate"] {
+            let above = f.touches(OpClass::Delete, &p(path));
+            assert_eq!(above.map(|e| e.kind), Some(FloorKind::StateDir), "{path}");
+        }
+        // Inside the state directory, above one workspace's backups: the state
+        // directory's (what a path lies in names it before what it holds).
+        let within = f.touches(OpClass::Write, &p(".local/state/fsgate/ws-1"));
+        assert_eq!(within.map(|e| e.kind), Some(FloorKind::StateDir));
     }
 
     #[test]
