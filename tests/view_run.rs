@@ -167,6 +167,49 @@ fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
     let paths: Vec<&str> = refusals.iter().filter_map(|r| r["path"].as_str()).collect();
     assert_eq!(paths, ["b.txt", "a.txt", "a.txt"], "{refusals:?}");
     assert!(stderr.contains("0 changes, 3 refused"), "{stderr}");
+    assert!(
+        stderr.contains("fsgate: 3 of them: a file past the policy's size limits (limits.max_read_bytes 10 MiB, limits.max_write_bytes 10 MiB)"),
+        "{stderr}"
+    );
+}
+
+/// What the end line of a refused build says to do: a policy with larger `[limits]` lets
+/// a process write and read back a file past the default's 10 MiB, as a recorded change,
+/// and the end line then names no size limit.
+#[test]
+fn view_a_policy_with_larger_limits_lets_a_large_file_be_written_and_read() {
+    let ws = Ws::new();
+    let policy = ws.state.join("large.toml");
+    let text_of = include_str!("../policies/default.toml")
+        .replace("max_read_bytes = 10485760", "max_read_bytes = 67108864")
+        .replace("max_write_bytes = 10485760", "max_write_bytes = 67108864");
+    assert!(
+        text_of.contains("max_write_bytes = 67108864"),
+        "the limits moved"
+    );
+    std::fs::write(&policy, text_of).expect("write policy");
+    let out = ws.sh_under(
+        Some(&policy),
+        "head -c 20000000 /dev/zero | tr '\\0' 'x' > big.txt && wc -c < big.txt",
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout.trim(), "20000000", "{stderr}");
+    assert_eq!(
+        std::fs::metadata(ws.root.join("big.txt"))
+            .expect("big.txt")
+            .len(),
+        20_000_000
+    );
+    let written = (ws.records().into_iter()).any(|r| {
+        r["kind"] == "request"
+            && r["path"] == "big.txt"
+            && r["op"] == "write_text_file"
+            && r["outcome"] == "ok"
+            && r["bytes"] == 20_000_000
+    });
+    assert!(written, "the large write is not recorded");
+    assert!(!stderr.contains("size limits"), "{stderr}");
 }
 
 #[test]

@@ -244,12 +244,33 @@ fn serve_and_wait(
         "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {} --session {session}",
         run.undo
     ));
+    let too_large = served
+        .counts
+        .too_large
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if too_large > 0 {
+        say_too_large(gateway, too_large);
+    }
     let mut details = serde_json::Map::new();
     details.insert("reason".into(), "command ended".into());
     details.insert("session".into(), session.into());
     details.insert("exitStatus".into(), code.into());
     startup::shutdown(gateway, details);
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Says that `n` refusals were files past the policy's size limits, and what lets them.
+fn say_too_large(gateway: &fsgate_gateway::Gateway, n: u64) {
+    let limits = *gateway.policy().limits();
+    let size = |b: u64| match b % (1 << 20) {
+        0 => format!("{} MiB", b >> 20),
+        _ => format!("{b} bytes"),
+    };
+    fsgate_base::text::eprint_line(&format!(
+        "fsgate: {n} of them: a file past the policy's size limits (limits.max_read_bytes {}, limits.max_write_bytes {}), as a build's large outputs are; a policy of your own with larger [limits] lets them (docs/run.md, \"Size limits\")",
+        size(limits.max_read_bytes),
+        size(limits.max_write_bytes)
+    ));
 }
 
 /// The `run` record: the session the run's records carry, the command (as the audit

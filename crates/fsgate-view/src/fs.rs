@@ -43,10 +43,21 @@ pub struct Counts {
     pub changes: AtomicU64,
     /// Requests the policy refused.
     pub refusals: AtomicU64,
+    /// Of those, the files past a size limit (`limits.max_read_bytes`,
+    /// `limits.max_write_bytes`): what a person may want to raise for builds.
+    pub too_large: AtomicU64,
 }
+
+/// The limits whose refusals [`Counts::too_large`] counts.
+const SIZE_LIMITS: [&str; 2] = ["limits.max_read_bytes", "limits.max_write_bytes"];
 
 impl Counts {
     fn note(&self, change: bool, r: &Result<Output, GatewayError>) {
+        if let Err(GatewayError::Limit { rule, .. }) = r
+            && SIZE_LIMITS.contains(&rule.as_str())
+        {
+            self.too_large.fetch_add(1, Ordering::Relaxed);
+        }
         let counter = match r {
             Ok(_) if change => &self.changes,
             Ok(_) => &self.reads,
