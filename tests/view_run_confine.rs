@@ -126,8 +126,11 @@ fn view_confine_keeps_the_workspace_governed_by_the_view() {
 #[test]
 fn view_confine_gives_a_scratch_home_and_tmpdir_emptied_at_the_end() {
     let ws = Ws::new();
+    // What test suites and `npx` do in TMPDIR: a link, a fifo, a program run there.
     let script = "echo home=$HOME; echo tmp=$TMPDIR; echo kept > \"$HOME/f\" && cat \"$HOME/f\"; \
-                  echo aws=${AWS_SECRET_ACCESS_KEY:-unset}";
+                  echo aws=${AWS_SECRET_ACCESS_KEY:-unset}; \
+                  ln -s f \"$TMPDIR/l\" && cat \"$TMPDIR/l\" && mkfifo \"$TMPDIR/q\" && \
+                  cp /bin/echo \"$TMPDIR/e\" && \"$TMPDIR/e\" ran-in-tmp";
     let mut cmd = ws.fsgate_run();
     // `--confine` names the default: accepted, as command lines written before it was.
     cmd.arg("--confine")
@@ -149,6 +152,10 @@ fn view_confine_gives_a_scratch_home_and_tmpdir_emptied_at_the_end() {
     assert!(stdout.contains("kept\n"), "HOME is not writable: {stderr}");
     // The `[agent]` section's environment: a variable it does not name is not passed.
     assert!(stdout.contains("aws=unset"), "{stdout}");
+    assert!(
+        stdout.ends_with("kept\nran-in-tmp\n"),
+        "a link, a fifo or a program in TMPDIR: {stdout}\n{stderr}"
+    );
     // Emptied at the end (the confined gateway may not remove the dir itself: the next
     // start sweeps the husk).
     let left = std::fs::read_dir(home).map_or(0, Iterator::count);

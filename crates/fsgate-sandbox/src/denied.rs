@@ -101,7 +101,9 @@ pub fn advice(path: &Path, plan: &AgentPlan) -> String {
     if let Some(g) = plan.grants.iter().find(|g| path.starts_with(&g.path)) {
         // Read-only where a program was denied: execute; read+exec: it wanted to write.
         let key = key_for(match g.access {
-            AgentAccess::Read | AgentAccess::ReadWrite => AgentAccess::ReadExec,
+            AgentAccess::Read | AgentAccess::ReadWrite | AgentAccess::Scratch => {
+                AgentAccess::ReadExec
+            }
             AgentAccess::ReadExec => AgentAccess::ReadWrite,
         });
         return format!(
@@ -123,7 +125,7 @@ fn key_for(access: AgentAccess) -> &'static str {
     match access {
         AgentAccess::Read => "read",
         AgentAccess::ReadExec => "execute",
-        AgentAccess::ReadWrite => "read_write",
+        AgentAccess::ReadWrite | AgentAccess::Scratch => "read_write",
     }
 }
 

@@ -227,6 +227,45 @@ fn confined_agent_sees_only_system_paths_and_scratch() {
     assert!(!root.join("ws/new.txt").exists());
 }
 
+/// The agent's scratch directory alone takes links and fifos and runs programs: a
+/// read-write grant of the policy's does not (what is left there outlives the run).
+#[test]
+fn only_the_scratch_dir_takes_links_fifos_and_programs() {
+    if skipped("only_the_scratch_dir_takes_links_fifos_and_programs") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (scratch, kept) = (tmp.path().join("scratch"), tmp.path().join("kept"));
+    for d in [&scratch, &kept] {
+        std::fs::create_dir(d).expect("mkdir");
+    }
+    let mut plan = AgentPlan::default();
+    for p in DEFAULT_AGENT_SYSTEM_PATHS {
+        plan.grant(p, AgentAccess::ReadExec, "built-in system paths");
+    }
+    for p in DEFAULT_AGENT_DEVICES {
+        plan.grant(p, AgentAccess::ReadWrite, "built-in devices");
+    }
+    plan.grant(&scratch, AgentAccess::Scratch, "scratch");
+    plan.grant(&kept, AgentAccess::ReadWrite, "[agent] read_write");
+    let tried = |dir: &Path| {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(
+                "ln -s x \"$1/l\" 2>/dev/null; echo l=$?; mkfifo \"$1/q\" 2>/dev/null; echo q=$?; \
+                 cp /bin/true \"$1/t\" && \"$1/t\" 2>/dev/null; echo t=$?",
+            )
+            .arg("sh")
+            .arg(dir);
+        let status = confine_agent_command(&mut cmd, &plan).expect("confine");
+        assert_ne!(status.enforcement, Enforcement::Not, "{status}");
+        String::from_utf8_lossy(&cmd.output().expect("spawn sh").stdout).into_owned()
+    };
+    assert_eq!(tried(&scratch), "l=0\nq=0\nt=0\n");
+    assert_eq!(tried(&kept), "l=1\nq=1\nt=126\n");
+    assert!(std::fs::symlink_metadata(kept.join("l")).is_err());
+}
+
 /// True (after saying so) when `strace` cannot inject faults here.
 fn no_strace(test: &str) -> bool {
     let works = Command::new("strace")

@@ -52,7 +52,7 @@ pub(in crate::cli) fn agent_plan(
     let agent_home = agent.home(home.as_deref());
     let agent_tmp = agent.tmpdir(home.as_deref());
     if agent_home.is_none() || agent_tmp.is_none() {
-        plan.grant(scratch, AgentAccess::ReadWrite, "the agent's scratch dir");
+        plan.grant(scratch, AgentAccess::Scratch, "the agent's scratch dir");
     }
     plan.env = agent.environment(std::env::vars_os());
     plan.env.push((

@@ -95,6 +95,14 @@ pub enum AgentAccess {
     ReadExec,
     /// Read, list, write, create, remove, truncate (no execute, no device ioctl).
     ReadWrite,
+    /// As [`AgentAccess::ReadWrite`], and execute, make symbolic links and fifos: the
+    /// agent's private scratch directory (its HOME and TMPDIR), emptied when it exits,
+    /// where `npx` links and runs a package's program, `go test` runs the test binary it
+    /// built, and a test makes links and fifos in its temporary tree. Executing there
+    /// gives the agent nothing the workspace does not (it may run what it writes
+    /// there). Never a grant of the policy's: a link left in a directory of the host
+    /// would outlive the run, and the host's own tools could follow it out.
+    Scratch,
 }
 
 impl AgentAccess {
@@ -104,6 +112,7 @@ impl AgentAccess {
             AgentAccess::Read => "read",
             AgentAccess::ReadExec => "read+exec",
             AgentAccess::ReadWrite => "read-write",
+            AgentAccess::Scratch => "read-write+exec+links",
         }
     }
 }
