@@ -168,7 +168,9 @@ fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
     assert_eq!(paths, ["b.txt", "a.txt", "a.txt"], "{refusals:?}");
     assert!(stderr.contains("0 changes, 3 refused"), "{stderr}");
     assert!(
-        stderr.contains("fsgate: 3 of them: a file past the policy's size limits (limits.max_read_bytes 10 MiB, limits.max_write_bytes 10 MiB)"),
+        stderr.contains(
+            "fsgate: 3 of the 3 refusals were past a size limit of the policy (limits.max_write_bytes 10 MiB: 3)"
+        ),
         "{stderr}"
     );
 }
@@ -209,7 +211,34 @@ fn view_a_policy_with_larger_limits_lets_a_large_file_be_written_and_read() {
             && r["bytes"] == 20_000_000
     });
     assert!(written, "the large write is not recorded");
-    assert!(!stderr.contains("size limits"), "{stderr}");
+    assert!(!stderr.contains("size limit"), "{stderr}");
+    // Replacing a file past the backup's own limit (64 MiB) is refused, and said so.
+    let huge = ws.root.join("huge.bin");
+    std::fs::write(&huge, vec![b'h'; 65 << 20]).expect("huge.bin");
+    // The shell's `>` meets it at the close, which a shell does not report.
+    let out = ws.sh_under(Some(&policy), "echo small > huge.bin");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("refusals were past a size limit of the policy (backup.max_file_bytes: "),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::metadata(&huge).expect("huge").len(), 65 << 20);
+}
+
+/// A file past the read limit cannot be opened (EFBIG), and the end line says which
+/// limit refused it.
+#[test]
+fn view_a_file_past_the_read_limit_is_refused_and_the_limit_named() {
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("big.txt"), vec![b'x'; 11 << 20]).expect("big.txt");
+    let out = ws.sh("cat big.txt > /dev/null; echo cat=$?");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(stdout, "cat=1\n", "{stderr}");
+    assert!(stderr.contains("File too large"), "{stderr}");
+    assert!(
+        stderr.contains("fsgate: 1 of the 1 refusals were past a size limit of the policy (limits.max_read_bytes 10 MiB: 1)"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -244,12 +244,9 @@ fn serve_and_wait(
         "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {} --session {session}",
         run.undo
     ));
-    let too_large = served
-        .counts
-        .too_large
-        .load(std::sync::atomic::Ordering::Relaxed);
-    if too_large > 0 {
-        say_too_large(gateway, too_large);
+    let too_large = served.counts.too_large();
+    if !too_large.is_empty() {
+        say_too_large(gateway, refusals, &too_large);
     }
     let mut details = serde_json::Map::new();
     details.insert("reason".into(), "command ended".into());
@@ -259,17 +256,33 @@ fn serve_and_wait(
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
-/// Says that `n` refusals were files past the policy's size limits, and what lets them.
-fn say_too_large(gateway: &fsgate_gateway::Gateway, n: u64) {
+/// Says how many of the run's `refusals` were past a size limit, which (each with its
+/// value, for the `[limits]` ones) and what lets them.
+fn say_too_large(
+    gateway: &fsgate_gateway::Gateway,
+    refusals: u64,
+    by_limit: &std::collections::BTreeMap<String, u64>,
+) {
     let limits = *gateway.policy().limits();
     let size = |b: u64| match b % (1 << 20) {
-        0 => format!("{} MiB", b >> 20),
-        _ => format!("{b} bytes"),
+        0 => format!(" {} MiB", b >> 20),
+        _ => format!(" {b} bytes"),
     };
+    let met: Vec<String> = by_limit
+        .iter()
+        .map(|(rule, n)| {
+            let value = match rule.as_str() {
+                "limits.max_read_bytes" => size(limits.max_read_bytes),
+                "limits.max_write_bytes" => size(limits.max_write_bytes),
+                _ => String::new(),
+            };
+            format!("{rule}{value}: {n}")
+        })
+        .collect();
+    let n: u64 = by_limit.values().sum();
     fsgate_base::text::eprint_line(&format!(
-        "fsgate: {n} of them: a file past the policy's size limits (limits.max_read_bytes {}, limits.max_write_bytes {}), as a build's large outputs are; a policy of your own with larger [limits] lets them (docs/run.md, \"Size limits\")",
-        size(limits.max_read_bytes),
-        size(limits.max_write_bytes)
+        "fsgate: {n} of the {refusals} refusals were past a size limit of the policy ({}), as a build's large outputs can be; a policy of your own with larger values lets them (docs/run.md, \"Size limits\")",
+        met.join(", ")
     ));
 }
 

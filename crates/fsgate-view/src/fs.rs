@@ -3,6 +3,7 @@
 //! session, naming the process that asked; the gateway decides, records and executes.
 
 use fsgate_gateway::ops;
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -43,20 +44,19 @@ pub struct Counts {
     pub changes: AtomicU64,
     /// Requests the policy refused.
     pub refusals: AtomicU64,
-    /// Of those, the files past a size limit (`limits.max_read_bytes`,
-    /// `limits.max_write_bytes`): what a person may want to raise for builds.
-    pub too_large: AtomicU64,
+    /// Of those, the refusals past a size limit (`limits.max_write_bytes`,
+    /// `backup.max_file_bytes`...), by limit: what a person may raise for builds.
+    too_large: Mutex<BTreeMap<String, u64>>,
 }
-
-/// The limits whose refusals [`Counts::too_large`] counts.
-const SIZE_LIMITS: [&str; 2] = ["limits.max_read_bytes", "limits.max_write_bytes"];
 
 impl Counts {
     fn note(&self, change: bool, r: &Result<Output, GatewayError>) {
+        // The size limits (a rate's names end otherwise): fsgate's own few names.
         if let Err(GatewayError::Limit { rule, .. }) = r
-            && SIZE_LIMITS.contains(&rule.as_str())
+            && rule.ends_with("_bytes")
+            && let Ok(mut sizes) = self.too_large.lock()
         {
-            self.too_large.fetch_add(1, Ordering::Relaxed);
+            *sizes.entry(rule.clone()).or_default() += 1;
         }
         let counter = match r {
             Ok(_) if change => &self.changes,
@@ -65,6 +65,11 @@ impl Counts {
             Err(_) => return,
         };
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The refusals past a size limit, by the limit's name.
+    pub fn too_large(&self) -> BTreeMap<String, u64> {
+        self.too_large.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
     /// (reads, changes, refusals).
