@@ -162,6 +162,35 @@ fn view_confine_gives_a_scratch_home_and_tmpdir_emptied_at_the_end() {
     assert_eq!(left, 0, "the scratch dir's content outlived the run");
 }
 
+/// A directory the policy grants read-write on the scratch dir's filesystem: a directory
+/// of links made in the scratch dir could be moved there and outlive the run, so the
+/// scratch dir then takes no links or fifos (programs still run there), and the wall's
+/// record says why.
+#[test]
+fn view_confine_a_scratch_dir_beside_a_granted_directory_takes_no_links() {
+    let ws = Ws::new();
+    let (_keep, granted) = canonical_tempdir("fsgate-confine-granted");
+    let policy = ws.state.join("granted.toml");
+    let text_of = include_str!("../policies/default.toml").replacen(
+        "[agent]\n",
+        &format!("[agent]\nread_write = [{granted:?}]\n"),
+        1,
+    );
+    std::fs::write(&policy, text_of).expect("write policy");
+    let script = "ln -s x \"$TMPDIR/l\" 2>/dev/null; echo l=$?; mkfifo \"$TMPDIR/q\" 2>/dev/null; \
+                  echo q=$?; cp /bin/echo \"$TMPDIR/e\" && \"$TMPDIR/e\" ran; echo made > \"$1/f\"";
+    let out = ws.sh_under(Some(&policy), &format!("set -- {granted:?}; {script}"));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(stdout, "l=1\nq=1\nran\n", "{stderr}");
+    assert!(granted.join("f").is_file(), "the grant is not writable");
+    let session = session_of(&out);
+    let record = ws.run_record(&session).to_string();
+    assert!(
+        record.contains("no symbolic links or fifos there"),
+        "the record does not say why: {record}"
+    );
+}
+
 #[test]
 fn view_confine_a_killed_runs_scratch_dir_goes_with_its_content_at_the_next_start() {
     use std::io::BufRead;

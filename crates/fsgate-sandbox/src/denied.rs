@@ -99,9 +99,17 @@ pub fn advice(path: &Path, plan: &AgentPlan) -> String {
         );
     }
     if let Some(g) = plan.grants.iter().find(|g| path.starts_with(&g.path)) {
+        if let AgentAccess::Scratch { .. } = g.access {
+            // Made afresh each run: no key names it.
+            return format!(
+                "{shown}: the agent's scratch dir, granted {} (from {}); sockets and devices are never made there",
+                g.access.as_str(),
+                g.source
+            );
+        }
         // Read-only where a program was denied: execute; read+exec: it wanted to write.
         let key = key_for(match g.access {
-            AgentAccess::Read | AgentAccess::ReadWrite | AgentAccess::Scratch => {
+            AgentAccess::Read | AgentAccess::ReadWrite | AgentAccess::Scratch { .. } => {
                 AgentAccess::ReadExec
             }
             AgentAccess::ReadExec => AgentAccess::ReadWrite,
@@ -125,7 +133,7 @@ fn key_for(access: AgentAccess) -> &'static str {
     match access {
         AgentAccess::Read => "read",
         AgentAccess::ReadExec => "execute",
-        AgentAccess::ReadWrite | AgentAccess::Scratch => "read_write",
+        AgentAccess::ReadWrite | AgentAccess::Scratch { .. } => "read_write",
     }
 }
 
@@ -207,5 +215,12 @@ mod tests {
         );
         let other = advice(Path::new("/nowhere/agent.mjs"), &plan);
         assert!(other.contains("execute = [\"/nowhere\"]"), "{other}");
+        // The scratch dir is made afresh each run: no key is suggested for it.
+        plan.grant("/tmp/s", AgentAccess::Scratch { links: false }, "scratch");
+        let scratch = advice(Path::new("/tmp/s/sock"), &plan);
+        assert!(
+            scratch.contains("scratch dir, granted read-write+exec") && !scratch.contains("add it"),
+            "{scratch}"
+        );
     }
 }

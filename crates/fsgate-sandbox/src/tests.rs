@@ -236,7 +236,8 @@ fn only_the_scratch_dir_takes_links_fifos_and_programs() {
     }
     let tmp = tempfile::tempdir().expect("tempdir");
     let (scratch, kept) = (tmp.path().join("scratch"), tmp.path().join("kept"));
-    for d in [&scratch, &kept] {
+    let bare = tmp.path().join("bare");
+    for d in [&scratch, &kept, &bare] {
         std::fs::create_dir(d).expect("mkdir");
     }
     let mut plan = AgentPlan::default();
@@ -246,7 +247,8 @@ fn only_the_scratch_dir_takes_links_fifos_and_programs() {
     for p in DEFAULT_AGENT_DEVICES {
         plan.grant(p, AgentAccess::ReadWrite, "built-in devices");
     }
-    plan.grant(&scratch, AgentAccess::Scratch, "scratch");
+    plan.grant(&scratch, AgentAccess::Scratch { links: true }, "scratch");
+    plan.grant(&bare, AgentAccess::Scratch { links: false }, "scratch");
     plan.grant(&kept, AgentAccess::ReadWrite, "[agent] read_write");
     let tried = |dir: &Path| {
         let mut cmd = Command::new("/bin/sh");
@@ -264,6 +266,30 @@ fn only_the_scratch_dir_takes_links_fifos_and_programs() {
     assert_eq!(tried(&scratch), "l=0\nq=0\nt=0\n");
     assert_eq!(tried(&kept), "l=1\nq=1\nt=126\n");
     assert!(std::fs::symlink_metadata(kept.join("l")).is_err());
+    // Without links (a read-write grant shares its filesystem): programs only.
+    assert_eq!(tried(&bare), "l=1\nq=1\nt=0\n");
+}
+
+/// Which read-write directories share the scratch dir's filesystem: another
+/// filesystem's, a read-only grant's and a file's do not count.
+#[test]
+fn a_read_write_directory_on_the_scratch_filesystem_is_found() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (scratch, beside) = (tmp.path().join("scratch"), tmp.path().join("beside"));
+    for d in [&scratch, &beside] {
+        std::fs::create_dir(d).expect("mkdir");
+    }
+    std::fs::write(tmp.path().join("file"), "f").expect("write");
+    let mut plan = AgentPlan::default();
+    plan.grant("/proc", AgentAccess::ReadWrite, "another filesystem");
+    plan.grant(&beside, AgentAccess::Read, "read only");
+    plan.grant(tmp.path().join("file"), AgentAccess::ReadWrite, "a file");
+    assert!(plan.shares_filesystem_with(&scratch).is_none());
+    plan.grant(&beside, AgentAccess::ReadWrite, "[agent] read_write");
+    let found = plan
+        .shares_filesystem_with(&scratch)
+        .map(|g| g.path.clone());
+    assert_eq!(found, Some(beside));
 }
 
 /// True (after saying so) when `strace` cannot inject faults here.

@@ -52,7 +52,7 @@ pub(in crate::cli) fn agent_plan(
     let agent_home = agent.home(home.as_deref());
     let agent_tmp = agent.tmpdir(home.as_deref());
     if agent_home.is_none() || agent_tmp.is_none() {
-        plan.grant(scratch, AgentAccess::Scratch, "the agent's scratch dir");
+        grant_scratch(&mut plan, scratch);
     }
     plan.env = agent.environment(std::env::vars_os());
     plan.env.push((
@@ -66,6 +66,23 @@ pub(in crate::cli) fn agent_plan(
     plan.network = agent.network();
     plan.unix_sockets = agent.unix_sockets(home.as_deref());
     Ok(plan)
+}
+
+/// The scratch dir's grant: links and fifos too, unless a directory granted read-write
+/// shares its filesystem (where one moved there would keep them past the run).
+fn grant_scratch(plan: &mut fsgate_sandbox::AgentPlan, scratch: &std::path::Path) {
+    let shared = plan.shares_filesystem_with(scratch).map(|g| g.path.clone());
+    let source = match &shared {
+        None => "the agent's scratch dir".to_owned(),
+        Some(dir) => format!(
+            "the agent's scratch dir; no symbolic links or fifos there, as {} is granted read-write on its filesystem",
+            fsgate_base::text::EscPath(dir)
+        ),
+    };
+    let access = fsgate_sandbox::AgentAccess::Scratch {
+        links: shared.is_none(),
+    };
+    plan.grant(scratch, access, &source);
 }
 
 /// What a confined agent can never reach: the workspace, fsgate's audit and backup

@@ -179,7 +179,7 @@ impl AgentSettings {
 fn verb(access: Option<AgentAccess>) -> &'static str {
     match access {
         Some(AgentAccess::Read) | Some(AgentAccess::ReadExec) => "read",
-        Some(AgentAccess::ReadWrite | AgentAccess::Scratch) => "read and change",
+        Some(AgentAccess::ReadWrite | AgentAccess::Scratch { .. }) => "read and change",
         None => "connect to",
     }
 }

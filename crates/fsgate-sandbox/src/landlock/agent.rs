@@ -86,10 +86,10 @@ fn agent_ruleset(
     let read_exec = rights.read | (rights.handled_fs & AccessFs::Execute);
     // No IoctlDev (but on the agent's own pseudo-terminals in the view, in_view.rs).
     let read_write = rights.read | rights.write;
-    // The private scratch directory alone may hold links and fifos, and run programs
+    // The private scratch directory alone may run programs, and hold links and fifos
     // (see `AgentAccess::Scratch`).
-    let scratch = read_write
-        | (rights.handled_fs & (AccessFs::Execute | AccessFs::MakeSym | AccessFs::MakeFifo));
+    let scratch = read_write | (rights.handled_fs & AccessFs::Execute);
+    let scratch_links = scratch | (rights.handled_fs & (AccessFs::MakeSym | AccessFs::MakeFifo));
     let tcp = AccessNet::BindTcp | AccessNet::ConnectTcp;
     let mut ruleset = Ruleset::default()
         .handle_access(rights.handled_fs)
@@ -111,7 +111,8 @@ fn agent_ruleset(
             AgentAccess::Read => rights.read,
             AgentAccess::ReadExec => read_exec,
             AgentAccess::ReadWrite => read_write,
-            AgentAccess::Scratch => scratch,
+            AgentAccess::Scratch { links: false } => scratch,
+            AgentAccess::Scratch { links: true } => scratch_links,
         };
         let added = add_path_rule(&mut created, &g.path, access, abi)?;
         detail.push(grant_line(g, added));

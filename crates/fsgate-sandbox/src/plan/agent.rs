@@ -95,14 +95,19 @@ pub enum AgentAccess {
     ReadExec,
     /// Read, list, write, create, remove, truncate (no execute, no device ioctl).
     ReadWrite,
-    /// As [`AgentAccess::ReadWrite`], and execute, make symbolic links and fifos: the
-    /// agent's private scratch directory (its HOME and TMPDIR), emptied when it exits,
-    /// where `npx` links and runs a package's program, `go test` runs the test binary it
-    /// built, and a test makes links and fifos in its temporary tree. Executing there
-    /// gives the agent nothing the workspace does not (it may run what it writes
-    /// there). Never a grant of the policy's: a link left in a directory of the host
-    /// would outlive the run, and the host's own tools could follow it out.
-    Scratch,
+    /// As [`AgentAccess::ReadWrite`], and execute, and with `links` make symbolic links
+    /// and fifos: the agent's private scratch directory (its HOME and TMPDIR), emptied
+    /// when it exits, where `npx` links and runs a package's program, `go test` runs the
+    /// test binary it built, and a test makes links and fifos in its temporary tree.
+    /// Executing there gives the agent nothing it lacks: it runs any code through the
+    /// interpreters it is granted. Never a grant of the policy's: a link left in a
+    /// directory of the host outlives the run, and the host's own tools could follow it
+    /// out; so `links` only where no directory granted read-write shares the scratch
+    /// dir's filesystem (see [`AgentPlan::shares_filesystem_with`]).
+    Scratch {
+        /// Symbolic links and fifos may be made there.
+        links: bool,
+    },
 }
 
 impl AgentAccess {
@@ -112,7 +117,8 @@ impl AgentAccess {
             AgentAccess::Read => "read",
             AgentAccess::ReadExec => "read+exec",
             AgentAccess::ReadWrite => "read-write",
-            AgentAccess::Scratch => "read-write+exec+links",
+            AgentAccess::Scratch { links: true } => "read-write+exec+links",
+            AgentAccess::Scratch { links: false } => "read-write+exec",
         }
     }
 }
@@ -178,6 +184,22 @@ pub struct AgentPlan {
 }
 
 impl AgentPlan {
+    /// The first directory granted read-write on the filesystem of `scratch`, if any: a
+    /// directory moved there from the scratch dir (Landlock checks what a moved
+    /// directory may do where it lands, not what it holds) would keep the links and
+    /// fifos made in it past the run. A directory on another filesystem cannot be moved
+    /// to (EXDEV), and a copy makes no link where none may be made.
+    pub fn shares_filesystem_with(&self, scratch: &Path) -> Option<&AgentGrant> {
+        use std::os::unix::fs::MetadataExt;
+        // Unknown (the scratch dir cannot be looked at): every such directory counts.
+        let dev = std::fs::metadata(scratch).ok().map(|m| m.dev());
+        self.grants.iter().find(|g| {
+            g.access == AgentAccess::ReadWrite
+                && std::fs::metadata(&g.path)
+                    .is_ok_and(|m| m.is_dir() && dev.is_none_or(|d| d == m.dev()))
+        })
+    }
+
     /// Adds a grant.
     pub fn grant(&mut self, path: impl Into<PathBuf>, access: AgentAccess, source: &str) {
         self.grants.push(AgentGrant {
