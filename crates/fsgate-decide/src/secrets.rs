@@ -121,8 +121,8 @@ impl Secrets {
 /// a key stored under that name and the agent. A policy's own pattern still takes it.
 pub(crate) const PUBLIC_NAMES: &[(&str, &str)] = &[("secrets:key-material", "cacert.pem")];
 
-/// Whether the built-in pattern `id` leaves the component `name` out (see
-/// [`PUBLIC_NAMES`]).
+/// Whether the built-in pattern `id` leaves the component `name` out: `cacert.pem` for
+/// `secrets:key-material` (the CA bundle pip, certifi and curl ship).
 pub fn leaves_out(id: &str, name: &str) -> bool {
     PUBLIC_NAMES
         .iter()
