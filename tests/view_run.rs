@@ -137,9 +137,9 @@ fn view_a_write_of_secret_content_fails_at_close_and_the_file_keeps_its_content(
 #[test]
 fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
     let ws = Ws::new();
-    // Past the default limit (10 MiB): by writes through an open file, by a truncation
-    // of an open file, and by a truncation of a path (no open file: nothing of its size
-    // may be held in memory).
+    // Past the process limit (here 10 MiB): by writes through an open file, by a
+    // truncation of an open file, and by a truncation of a path (no open file: nothing
+    // of its size may be held in memory).
     let script = "import errno, os\n\
         def refused(f):\n    try:\n        f()\n        return 'done'\n    except OSError as e:\n        return 'efbig' if e.errno == errno.EFBIG else str(e)\n\
         f = open('b.txt', 'w')\n\
@@ -149,7 +149,12 @@ fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
         print('ftruncate', refused(lambda: os.ftruncate(g.fileno(), 3 << 30)))\n\
         print('close', refused(g.close))\n\
         print('truncate', refused(lambda: os.truncate('a.txt', 3 << 30)))\n";
-    let out = ws.run(&["python3", "-c", script]);
+    let policy = crate::common::view::small_files_policy(&ws.state);
+    let mut cmd = ws.fsgate_run();
+    cmd.arg("--policy")
+        .arg(&policy)
+        .args(["--", "python3", "-c", script]);
+    let out = finished(cmd);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(
         stdout, "write efbig\nclose efbig\nftruncate efbig\nclose efbig\ntruncate efbig\n",
@@ -162,36 +167,28 @@ fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
         ("keep\n".into(), "hello\n".into())
     );
     let refusals: Vec<Value> = (ws.records().into_iter())
-        .filter(|r| r["decision"] == "deny" && r["rule"] == "limits.max_write_bytes")
+        .filter(|r| r["decision"] == "deny" && r["rule"] == "limits.max_process_file_bytes")
         .collect();
     let paths: Vec<&str> = refusals.iter().filter_map(|r| r["path"].as_str()).collect();
     assert_eq!(paths, ["b.txt", "a.txt", "a.txt"], "{refusals:?}");
     assert!(stderr.contains("0 changes, 3 refused"), "{stderr}");
     assert!(
         stderr.contains(
-            "fsgate: 3 of the 3 refusals were past a size limit of the policy (limits.max_write_bytes 10 MiB: 3)"
+            "fsgate: 3 of the 3 refusals were past a size limit of the policy (limits.max_process_file_bytes 10 MiB: 3)"
         ),
         "{stderr}"
     );
 }
 
-/// What the end line of a refused build says to do: a policy with larger `[limits]` lets
-/// a process write and read back a file past the default's 10 MiB, as a recorded change,
-/// and the end line then names no size limit.
+/// Under the default policy a process writes and reads back a file past the limits that
+/// bound what reaches a model (10 MiB), as a recorded change, and the end line names no
+/// size limit; replacing a file past the backup's own limit (64 MiB) is refused, and
+/// the end line names that limit.
 #[test]
-fn view_a_policy_with_larger_limits_lets_a_large_file_be_written_and_read() {
+fn view_the_default_lets_a_process_write_and_read_a_file_past_the_models_limits() {
     let ws = Ws::new();
-    let policy = ws.state.join("large.toml");
-    let text_of = include_str!("../policies/default.toml")
-        .replace("max_read_bytes = 10485760", "max_read_bytes = 67108864")
-        .replace("max_write_bytes = 10485760", "max_write_bytes = 67108864");
-    assert!(
-        text_of.contains("max_write_bytes = 67108864"),
-        "the limits moved"
-    );
-    std::fs::write(&policy, text_of).expect("write policy");
     let out = ws.sh_under(
-        Some(&policy),
+        None,
         "head -c 20000000 /dev/zero | tr '\\0' 'x' > big.txt && wc -c < big.txt",
     );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
@@ -216,7 +213,7 @@ fn view_a_policy_with_larger_limits_lets_a_large_file_be_written_and_read() {
     let huge = ws.root.join("huge.bin");
     std::fs::write(&huge, vec![b'h'; 65 << 20]).expect("huge.bin");
     // The shell's `>` meets it at the close, which a shell does not report.
-    let out = ws.sh_under(Some(&policy), "echo small > huge.bin");
+    let out = ws.sh_under(None, "echo small > huge.bin");
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("refusals were past a size limit of the policy (backup.max_file_bytes: "),
@@ -225,18 +222,19 @@ fn view_a_policy_with_larger_limits_lets_a_large_file_be_written_and_read() {
     assert_eq!(std::fs::metadata(&huge).expect("huge").len(), 65 << 20);
 }
 
-/// A file past the read limit cannot be opened (EFBIG), and the end line says which
-/// limit refused it.
+/// A file past the process limit (here 10 MiB) cannot be opened (EFBIG), and the end
+/// line says which limit refused it.
 #[test]
-fn view_a_file_past_the_read_limit_is_refused_and_the_limit_named() {
+fn view_a_file_past_the_process_limit_is_refused_and_the_limit_named() {
     let ws = Ws::new();
     std::fs::write(ws.root.join("big.txt"), vec![b'x'; 11 << 20]).expect("big.txt");
-    let out = ws.sh("cat big.txt > /dev/null; echo cat=$?");
+    let policy = crate::common::view::small_files_policy(&ws.state);
+    let out = ws.sh_under(Some(&policy), "cat big.txt > /dev/null; echo cat=$?");
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(stdout, "cat=1\n", "{stderr}");
     assert!(stderr.contains("File too large"), "{stderr}");
     assert!(
-        stderr.contains("fsgate: 1 of the 1 refusals were past a size limit of the policy (limits.max_read_bytes 10 MiB: 1)"),
+        stderr.contains("fsgate: 1 of the 1 refusals were past a size limit of the policy (limits.max_process_file_bytes 10 MiB: 1)"),
         "{stderr}"
     );
 }

@@ -18,9 +18,12 @@ impl Ws {
         Ws(ws)
     }
 
-    /// `python3 -c SCRIPT` through the view, with the default policy.
-    fn python(&self, script: &str) -> Output {
+    /// `python3 -c SCRIPT` through the view, with the default policy or `policy`.
+    fn python(&self, policy: Option<&std::path::Path>, script: &str) -> Output {
         let mut cmd = self.fsgate_run();
+        if let Some(p) = policy {
+            cmd.arg("--policy").arg(p);
+        }
         cmd.args(["--", "python3", "-c", script]);
         finished(cmd)
     }
@@ -28,8 +31,14 @@ impl Ws {
 
 /// Runs `script` through the view; asserts it succeeded and printed `want`.
 fn expect(script: &str, want: &str) -> Ws {
+    expect_under(false, script, want)
+}
+
+/// As [`expect`], under the default policy with 10 MiB files (`small`).
+fn expect_under(small: bool, script: &str, want: &str) -> Ws {
     let ws = Ws::new();
-    let out = ws.python(script);
+    let policy = small.then(|| crate::common::view::small_files_policy(&ws.state));
+    let out = ws.python(policy.as_deref(), script);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{}\n{stderr}", text(&out.stdout));
     assert_eq!(text(&out.stdout), want, "{stderr}");
@@ -97,7 +106,7 @@ print(open("big.txt").read().strip())
 os.close(fd)
 print(open("big.txt").read().strip())
 "#;
-    expect(script, "efbig True\nsh 0\nhi\nhi\n");
+    expect_under(true, script, "efbig True\nsh 0\nhi\nhi\n");
 }
 
 /// A process writing a file through a shared mapping (as SQLite's WAL index is) while

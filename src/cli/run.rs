@@ -257,7 +257,7 @@ fn serve_and_wait(
 }
 
 /// Says how many of the run's `refusals` were past a size limit, which (each with its
-/// value, for the `[limits]` ones) and what lets them.
+/// value, for the `[limits]` one) and what lets them.
 fn say_too_large(
     gateway: &fsgate_gateway::Gateway,
     refusals: u64,
@@ -272,8 +272,7 @@ fn say_too_large(
         .iter()
         .map(|(rule, n)| {
             let value = match rule.as_str() {
-                "limits.max_read_bytes" => size(limits.max_read_bytes),
-                "limits.max_write_bytes" => size(limits.max_write_bytes),
+                "limits.max_process_file_bytes" => size(limits.max_process_file_bytes),
                 _ => String::new(),
             };
             format!("{rule}{value}: {n}")

@@ -190,6 +190,24 @@ impl ViewWs {
     }
 }
 
+/// A policy file in `dir`: the default, but processes through the view may open or write
+/// files of 10 MiB at most (`max_process_file_bytes`), so that a test passes the limit
+/// without writing hundreds of MiB.
+pub fn small_files_policy(dir: &Path) -> PathBuf {
+    let text = include_str!("../../policies/default.toml").replacen(
+        "max_write_bytes = 10485760\n",
+        "max_write_bytes = 10485760\nmax_process_file_bytes = 10485760\n",
+        1,
+    );
+    assert!(
+        text.contains("max_process_file_bytes = 10485760"),
+        "the limits moved"
+    );
+    let path = dir.join("small-files.toml");
+    std::fs::write(&path, text).expect("write the policy");
+    path
+}
+
 /// The records of the audit log at `log`, its rotated files first.
 pub fn read_records(log: &Path) -> Vec<Value> {
     let series = fsgate_audit::series::discover(&[log.to_path_buf()]).expect("audit log");

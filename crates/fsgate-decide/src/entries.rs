@@ -182,6 +182,7 @@ mod tests {
             max_write_bytes: 1,
             binary: BinaryMode::Deny,
             max_message_bytes: 1,
+            max_process_file_bytes: 1,
         };
         let rules = vec![
             everywhere("workspace-read", [true, false, false, true]),

@@ -28,4 +28,9 @@ pub struct Limits {
     pub binary: BinaryMode,
     /// Largest protocol message.
     pub max_message_bytes: u64,
+    /// Largest file a process may open or write through `fsgate run`'s view, in bytes:
+    /// the view's own bound in place of `max_read_bytes` and `max_write_bytes`, which
+    /// bound what reaches a model. A host limit: the gateway holds such a file whole
+    /// while it checks its content or applies a write.
+    pub max_process_file_bytes: u64,
 }

@@ -21,6 +21,10 @@ pub struct DoorSpec {
     /// Ends the refusal of a media file's content as text when the policy lets media
     /// files be read (`binary = "media"`): "; " and the door's way to, or "".
     pub media_read: &'static str,
+    /// Its requests are a process's (`fsgate run`'s view), not a model's: a file's size
+    /// is bounded by `limits.max_process_file_bytes`, a host limit, instead of
+    /// `max_read_bytes` and `max_write_bytes`, which bound what reaches a model.
+    pub processes: bool,
 }
 
 /// How a transport writes paths: what it accepts, and how results are shown.
@@ -42,4 +46,5 @@ pub(crate) static TEST_DOOR: DoorSpec = DoorSpec {
     read_in_parts: "",
     binary_read: "",
     media_read: "",
+    processes: false,
 };

@@ -11,14 +11,18 @@ use fsgate_base::path::RelPath;
 use fsgate_decide::{Access, OpClass};
 use fsgate_workspace::{Replace, Resolved, TempName};
 
-/// Refuses a write of `len` bytes over `limit` (rule `limits.max_write_bytes`).
-pub(crate) fn within_write_limit(len: u64, limit: u64, shown: &str) -> Result<(), GatewayError> {
+/// Refuses a write of `len` bytes over `limit`, named `rule` (see [`Cx::file_limit`]).
+pub(crate) fn within_write_limit(
+    len: u64,
+    (limit, rule): (u64, &str),
+    shown: &str,
+) -> Result<(), GatewayError> {
     if len <= limit {
         return Ok(());
     }
     Err(GatewayError::Limit {
         reason: format!("{len} bytes exceeds the write limit of {limit} bytes"),
-        rule: "limits.max_write_bytes".into(),
+        rule: rule.into(),
         path: shown.to_string(),
     })
 }
@@ -33,8 +37,11 @@ impl Cx<'_> {
         content: &[u8],
         facts: &mut Facts,
     ) -> Result<(), GatewayError> {
-        let limit = self.pol.limits().max_write_bytes;
-        within_write_limit(content.len() as u64, limit, &rp.shown)?;
+        within_write_limit(
+            content.len() as u64,
+            self.file_limit(OpClass::Write),
+            &rp.shown,
+        )?;
         let size = self.size_after(res, content.len());
         let write = Access::Class(OpClass::Write);
         self.check_size(write, (rp, &res.real), size, facts)?;

@@ -22,7 +22,8 @@ use fsgate_sandbox::AgentSettings;
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
 
-/// Default limits: 10 MiB reads and writes, binary denied, 24 MiB messages.
+/// Default limits: 10 MiB reads and writes, binary denied, 24 MiB messages; 256 MiB files
+/// through the view (a build's libraries and binaries).
 ///
 /// Why 24 MiB: an MCP answer carries a read twice (a text block and the structured
 /// content its output schema promises, as the reference server's does), so a read of
@@ -33,6 +34,7 @@ pub(crate) const DEFAULT_LIMITS: Limits = Limits {
     max_write_bytes: 10 * MIB,
     binary: BinaryMode::Deny,
     max_message_bytes: 24 * MIB,
+    max_process_file_bytes: 256 * MIB,
 };
 
 pub(crate) struct Compiled {
@@ -132,6 +134,9 @@ fn compile_head(
         max_message_bytes: l
             .max_message_bytes
             .unwrap_or(DEFAULT_LIMITS.max_message_bytes),
+        max_process_file_bytes: l
+            .max_process_file_bytes
+            .unwrap_or(DEFAULT_LIMITS.max_process_file_bytes),
     };
     if limits.max_message_bytes < 4 * KIB {
         return Err(PolicyError::Invalid {

@@ -124,6 +124,12 @@ pub struct RawLimits {
     /// Largest single protocol message (one JSON-RPC line), in bytes. Default 24 MiB:
     /// room for an MCP answer carrying a 10 MiB read twice (text and structured content).
     pub max_message_bytes: Option<u64>,
+    /// Largest file a process may open or write through `fsgate run`'s view (and a
+    /// confined agent's), in bytes. Default 256 MiB: a build's libraries and binaries.
+    /// It stands for `max_read_bytes` and `max_write_bytes` there, which bound what
+    /// reaches a model; the gateway holds such a file whole while it checks its content
+    /// or applies a write, so it bounds the host's memory.
+    pub max_process_file_bytes: Option<u64>,
 }
 
 /// One `[[rule]]`.

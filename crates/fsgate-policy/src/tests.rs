@@ -245,6 +245,19 @@ fn a_ca_bundle_named_cacert_pem_is_no_secret_by_its_name() {
     );
 }
 
+/// Processes through the view get their own file limit: 256 MiB unless the policy says.
+#[test]
+fn the_process_file_limit_defaults_to_256_mib() {
+    assert_eq!(default().limits().max_process_file_bytes, 256 << 20);
+    assert_eq!(default().limits().max_write_bytes, 10 << 20);
+    let own = Policy::from_toml(
+        "version = 1\n[limits]\nmax_process_file_bytes = 1048576\n",
+        "own",
+    )
+    .unwrap();
+    assert_eq!(own.limits().max_process_file_bytes, 1 << 20);
+}
+
 #[test]
 fn explain_lists_rules_in_order() {
     let pol = Policy::from_toml(READONLY_SRC, "t").unwrap();

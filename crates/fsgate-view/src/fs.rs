@@ -44,7 +44,7 @@ pub struct Counts {
     pub changes: AtomicU64,
     /// Requests the policy refused.
     pub refusals: AtomicU64,
-    /// Of those, the refusals past a size limit (`limits.max_write_bytes`,
+    /// Of those, the refusals past a size limit (`limits.max_process_file_bytes`,
     /// `backup.max_file_bytes`...), by limit: what a person may raise for builds.
     too_large: Mutex<BTreeMap<String, u64>>,
 }

@@ -114,7 +114,7 @@ impl View {
         let Handle::Write(w) = handle.as_ref() else {
             return Err(Errno::EBADF);
         };
-        let max = self.gw.policy().limits().max_write_bytes;
+        let max = self.gw.policy().limits().max_process_file_bytes;
         let mut p = w.lock().map_err(|_| Errno::EIO)?;
         let offset = match w.append.load(std::sync::atomic::Ordering::Relaxed) {
             true => p.copy.metadata().map_err(Errno::from)?.len(),
@@ -193,7 +193,7 @@ impl View {
         if !p.dirty {
             return Ok(None);
         }
-        let max = self.gw.policy().limits().max_write_bytes;
+        let max = self.gw.policy().limits().max_process_file_bytes;
         let content = match p.oversized {
             // What was written up to the limit is not applied either: the file keeps
             // what it had, as after any refused write.
@@ -217,7 +217,7 @@ impl View {
         fh: Option<FileHandle>,
         size: u64,
     ) -> Result<(), Errno> {
-        let max = self.gw.policy().limits().max_write_bytes;
+        let max = self.gw.policy().limits().max_process_file_bytes;
         if let Some(h) = fh.and_then(|fh| self.handles.get(fh.0))
             && let Handle::Write(p) = h.as_ref()
         {

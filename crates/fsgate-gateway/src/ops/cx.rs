@@ -40,6 +40,18 @@ pub(crate) struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
+    /// The largest file this request may read (`class` Read) or write, and the limit's
+    /// name: a process's through the view (`max_process_file_bytes`, a host limit), or a
+    /// model's (`max_read_bytes`, `max_write_bytes`).
+    pub(crate) fn file_limit(&self, class: fsgate_decide::OpClass) -> (u64, &'static str) {
+        let l = self.pol.limits();
+        match (self.ctx.door.processes, class) {
+            (true, _) => (l.max_process_file_bytes, "limits.max_process_file_bytes"),
+            (false, fsgate_decide::OpClass::Write) => (l.max_write_bytes, "limits.max_write_bytes"),
+            (false, _) => (l.max_read_bytes, "limits.max_read_bytes"),
+        }
+    }
+
     /// Makes the intent of a change durable before the workspace is touched: what
     /// cannot be recorded ahead is not done (fail closed).
     pub(crate) fn intend(&self, facts: &mut Facts) -> Result<(), GatewayError> {

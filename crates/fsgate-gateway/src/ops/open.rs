@@ -17,7 +17,7 @@ use crate::ops::output::{OpenAccess, Output};
 use crate::rules::ws_error;
 use fsgate_base::error::GatewayError;
 use fsgate_decide::{Access, EntryKind, OpClass};
-use fsgate_workspace::Follow;
+use fsgate_workspace::{Follow, WsError};
 
 /// A file opened through the filesystem view (`fsgate run`): for reading, the
 /// read's decision, then the opened file ([`Output::Opened`]); for writing, the
@@ -98,11 +98,18 @@ impl Cx<'_> {
         let scan = file
             .try_clone()
             .map_err(|e| GatewayError::Internal(format!("cannot open a file twice: {e}")))?;
-        let limit = self.pol.limits().max_read_bytes;
+        let (limit, rule) = self.file_limit(OpClass::Read);
         let content = self
             .workspace
             .read_opened(scan, limit, |_| {})
-            .map_err(|e| ws_error(e, &rp.shown))?;
+            .map_err(|e| match e {
+                e @ WsError::TooLarge { .. } => GatewayError::Limit {
+                    reason: e.to_string(),
+                    rule: rule.into(),
+                    path: rp.shown.clone(),
+                },
+                e => ws_error(e, &rp.shown),
+            })?;
         let read = Access::Class(OpClass::Read);
         self.check_size(read, (&rp, &real), content.bytes.len() as u64, facts)?;
         self.hash_and_check(&real, &content.bytes, &rp.shown, facts)?;

@@ -124,8 +124,12 @@ impl Cx<'_> {
         // Decided as any write first: a path the policy refuses is refused as such.
         let res = self.locate(OpClass::Write, &rp, Follow::All, EntryKind::File, facts)?;
         facts.real.0 = Some(res.real.as_str().to_string());
-        let limit = self.pol.limits().max_write_bytes;
-        crate::write::within_write_limit(len.max(limit.saturating_add(1)), limit, &rp.shown)?;
+        let (limit, rule) = self.file_limit(OpClass::Write);
+        crate::write::within_write_limit(
+            len.max(limit.saturating_add(1)),
+            (limit, rule),
+            &rp.shown,
+        )?;
         Err(GatewayError::Internal(
             "an oversized write passed the write limit".into(),
         ))

@@ -83,6 +83,7 @@ impl Merged {
             max_write_bytes: Some(limits.max_write_bytes),
             binary: Some(limits.binary),
             max_message_bytes: Some(limits.max_message_bytes),
+            max_process_file_bytes: Some(limits.max_process_file_bytes),
         };
         let Layer {
             raw, origin, dir, ..

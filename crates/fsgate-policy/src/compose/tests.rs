@@ -341,6 +341,10 @@ fn limits_sections_secrets_and_content_cannot_loosen_the_base() {
             "[limits]\nmax_write_bytes = 2000000\n",
             "raises limits.max_write_bytes",
         ),
+        (
+            "[limits]\nmax_process_file_bytes = 536870912\n",
+            "raises limits.max_process_file_bytes",
+        ),
         ("[limits]\nbinary = \"base64\"\n", "loosens limits.binary"),
         (
             "[secrets]\nbuiltin = false\n",

@@ -15,6 +15,11 @@ pub(super) fn limits(old: &Limits, new: &Limits, out: &mut Vec<Item>) {
             old.max_message_bytes,
             new.max_message_bytes,
         ),
+        (
+            "max_process_file_bytes",
+            old.max_process_file_bytes,
+            new.max_process_file_bytes,
+        ),
     ] {
         if a != b {
             let d = Direction::wider(b > a);

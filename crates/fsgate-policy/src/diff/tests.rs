@@ -153,6 +153,14 @@ fn limits_larger_loosen_and_binary_is_ordered() {
         lines(&items(DEFAULT, &smaller)),
         vec!["tightens limits max_read_bytes"]
     );
+    let processes = edited(
+        "max_write_bytes = 10485760\n",
+        "max_write_bytes = 10485760\nmax_process_file_bytes = 536870912\n",
+    );
+    assert_eq!(
+        lines(&items(DEFAULT, &processes)),
+        vec!["loosens limits max_process_file_bytes"]
+    );
 }
 
 #[test]

@@ -196,6 +196,20 @@ fn write_wider_than_read() {
     assert!(f[0].message.contains("`write-out`"));
 }
 
+/// A process's file limit has its own, higher ceiling (1 GiB): 512 MiB passes.
+#[test]
+fn the_process_file_limit_warns_above_a_gibibyte() {
+    let ceiling = |value: u64| {
+        let r = lint(&format!(
+            "version = 1\n[limits]\nmax_process_file_bytes = {value}\n"
+        ));
+        (r.findings.iter())
+            .filter(|f| f.code == "limit-ceiling" && f.message.contains("max_process_file_bytes"))
+            .count()
+    };
+    assert_eq!((ceiling(512 << 20), ceiling(2 << 30)), (0, 1));
+}
+
 #[test]
 fn limits_above_ceilings() {
     let r =

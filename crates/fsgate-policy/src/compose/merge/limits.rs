@@ -51,6 +51,11 @@ impl Merged {
                 l.max_message_bytes,
                 b.max_message_bytes,
             )?,
+            max_process_file_bytes: lower(
+                "max_process_file_bytes",
+                l.max_process_file_bytes,
+                b.max_process_file_bytes,
+            )?,
         })
     }
 }

@@ -8,6 +8,8 @@ use crate::{OpClass, Policy};
 const SANE_MAX_FILE_BYTES: u64 = 100 * 1024 * 1024;
 /// Message limits above this are flagged (256 MiB).
 const SANE_MAX_MESSAGE_BYTES: u64 = 256 * 1024 * 1024;
+/// A process's file through the view above this is flagged (1 GiB): held whole in memory.
+const SANE_MAX_PROCESS_FILE_BYTES: u64 = 1024 * 1024 * 1024;
 
 pub(super) fn limits(policy: &Policy, sink: &mut Sink<'_>) {
     let l = policy.limits();
@@ -18,6 +20,11 @@ pub(super) fn limits(policy: &Policy, sink: &mut Sink<'_>) {
             "max_message_bytes",
             l.max_message_bytes,
             SANE_MAX_MESSAGE_BYTES,
+        ),
+        (
+            "max_process_file_bytes",
+            l.max_process_file_bytes,
+            SANE_MAX_PROCESS_FILE_BYTES,
         ),
     ] {
         if value > max {
