@@ -137,13 +137,13 @@ fn view_a_write_of_secret_content_fails_at_close_and_the_file_keeps_its_content(
 #[test]
 fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
     let ws = Ws::new();
-    // Past the process limit (here 10 MiB): by writes through an open file, by a
+    // Past the process limit (here 12 MiB): by writes through an open file, by a
     // truncation of an open file, and by a truncation of a path (no open file: nothing
     // of its size may be held in memory).
     let script = "import errno, os\n\
         def refused(f):\n    try:\n        f()\n        return 'done'\n    except OSError as e:\n        return 'efbig' if e.errno == errno.EFBIG else str(e)\n\
         f = open('b.txt', 'w')\n\
-        print('write', refused(lambda: f.write('A' * 11_000_000) and f.flush()))\n\
+        print('write', refused(lambda: f.write('A' * 13_000_000) and f.flush()))\n\
         print('close', refused(f.close))\n\
         g = open('a.txt', 'r+')\n\
         print('ftruncate', refused(lambda: os.ftruncate(g.fileno(), 3 << 30)))\n\
@@ -160,7 +160,7 @@ fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
         stdout, "write efbig\nclose efbig\nftruncate efbig\nclose efbig\ntruncate efbig\n",
         "{stderr}"
     );
-    // The first 10 MiB written are not applied either.
+    // The first 12 MiB written are not applied either.
     let read = |name: &str| std::fs::read_to_string(ws.root.join(name)).expect("read");
     assert_eq!(
         (read("b.txt"), read("a.txt")),
@@ -174,7 +174,7 @@ fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
     assert!(stderr.contains("0 changes, 3 refused"), "{stderr}");
     assert!(
         stderr.contains(
-            "fsgate: 3 of the 3 refusals were past a size limit of the policy (limits.max_process_file_bytes 10 MiB: 3)"
+            "fsgate: 3 of the 3 refusals were past a size limit of the policy (limits.max_process_file_bytes 12 MiB: 3)"
         ),
         "{stderr}"
     );
@@ -222,19 +222,28 @@ fn view_the_default_lets_a_process_write_and_read_a_file_past_the_models_limits(
     assert_eq!(std::fs::metadata(&huge).expect("huge").len(), 65 << 20);
 }
 
-/// A file past the process limit (here 10 MiB) cannot be opened (EFBIG), and the end
-/// line says which limit refused it.
+/// A file past the process limit (here 12 MiB) cannot be opened (EFBIG), and the end
+/// line says which limit refused it; past the model's limits (10 MiB) but within it, a
+/// file is read, written and truncated (by path).
 #[test]
 fn view_a_file_past_the_process_limit_is_refused_and_the_limit_named() {
     let ws = Ws::new();
-    std::fs::write(ws.root.join("big.txt"), vec![b'x'; 11 << 20]).expect("big.txt");
+    std::fs::write(ws.root.join("big.txt"), vec![b'x'; 13 << 20]).expect("big.txt");
+    std::fs::write(ws.root.join("mid.txt"), vec![b'x'; 11 << 20]).expect("mid.txt");
     let policy = crate::common::view::small_files_policy(&ws.state);
-    let out = ws.sh_under(Some(&policy), "cat big.txt > /dev/null; echo cat=$?");
+    let out = ws.sh_under(
+        Some(&policy),
+        "cat big.txt > /dev/null; echo cat=$?; cat mid.txt > copy.txt; truncate -s 11600000 mid.txt; \
+         truncate -s 11700000 copy.txt; wc -c mid.txt copy.txt | head -n 2",
+    );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(stdout, "cat=1\n", "{stderr}");
+    assert_eq!(
+        stdout, "cat=1\n11600000 mid.txt\n11700000 copy.txt\n",
+        "{stderr}"
+    );
     assert!(stderr.contains("File too large"), "{stderr}");
     assert!(
-        stderr.contains("fsgate: 1 of the 1 refusals were past a size limit of the policy (limits.max_process_file_bytes 10 MiB: 1)"),
+        stderr.contains("fsgate: 1 of the 1 refusals were past a size limit of the policy (limits.max_process_file_bytes 12 MiB: 1)"),
         "{stderr}"
     );
 }

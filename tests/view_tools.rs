@@ -31,13 +31,13 @@ impl Ws {
 
 /// Runs `script` through the view; asserts it succeeded and printed `want`.
 fn expect(script: &str, want: &str) -> Ws {
-    expect_under(false, script, want)
+    expect_with(false, script, want)
 }
 
-/// As [`expect`], under the default policy with 10 MiB files (`small`).
-fn expect_under(small: bool, script: &str, want: &str) -> Ws {
+/// As [`expect`]; with `small_files`, under the default policy with 12 MiB files.
+fn expect_with(small_files: bool, script: &str, want: &str) -> Ws {
     let ws = Ws::new();
-    let policy = small.then(|| crate::common::view::small_files_policy(&ws.state));
+    let policy = small_files.then(|| crate::common::view::small_files_policy(&ws.state));
     let out = ws.python(policy.as_deref(), script);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{}\n{stderr}", text(&out.stdout));
@@ -96,7 +96,7 @@ fn view_a_refused_oversized_write_does_not_refuse_the_next_writer_of_the_file() 
 import errno, os, subprocess
 fd = os.open("big.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
 try:
-    for _ in range(11):
+    for _ in range(13):
         os.write(fd, b"x" * (1024 * 1024))
     print("written")
 except OSError as e:
@@ -106,7 +106,7 @@ print(open("big.txt").read().strip())
 os.close(fd)
 print(open("big.txt").read().strip())
 "#;
-    expect_under(true, script, "efbig True\nsh 0\nhi\nhi\n");
+    expect_with(true, script, "efbig True\nsh 0\nhi\nhi\n");
 }
 
 /// A process writing a file through a shared mapping (as SQLite's WAL index is) while

@@ -24,8 +24,9 @@ pub(super) struct GatewayArgs {
     #[arg(long, value_name = "[NAME=]DIR", required = true)]
     workspace: Vec<crate::startup::WorkspaceArg>,
     /// Policy file (TOML). Default: the built-in policy (policies/default.toml): read and
-    /// write the workspace, secrets and .git denied, 10 MiB limits, binary reads only of
-    /// images and audio (base64), every other binary file refused.
+    /// write the workspace, secrets and .git denied, 10 MiB limits (256 MiB files for a
+    /// process through `fsgate run`'s view), binary reads only of images and audio
+    /// (base64), every other binary file refused.
     #[arg(long, value_name = "FILE")]
     pub(super) policy: Option<PathBuf>,
     /// The active audit log file (rotated files and checkpoints sit beside it). Default:

@@ -67,7 +67,7 @@ pub const DOOR: fsgate_gateway::DoorSpec = fsgate_gateway::DoorSpec {
     read_in_parts: "",
     binary_read: "",
     media_read: "",
-    processes: false,
+    for_processes: false,
 };
 
 /// Runs `fsgate undo`; returns its exit status.

@@ -191,16 +191,17 @@ impl ViewWs {
 }
 
 /// A policy file in `dir`: the default, but processes through the view may open or write
-/// files of 10 MiB at most (`max_process_file_bytes`), so that a test passes the limit
-/// without writing hundreds of MiB.
+/// files of 12 MiB at most (`max_process_file_bytes`), so that a test passes the limit
+/// without writing hundreds of MiB; above the 10 MiB of `max_write_bytes` and
+/// `max_read_bytes`, so that a test can tell which one bound it.
 pub fn small_files_policy(dir: &Path) -> PathBuf {
     let text = include_str!("../../policies/default.toml").replacen(
         "max_write_bytes = 10485760\n",
-        "max_write_bytes = 10485760\nmax_process_file_bytes = 10485760\n",
+        "max_write_bytes = 10485760\nmax_process_file_bytes = 12582912\n",
         1,
     );
     assert!(
-        text.contains("max_process_file_bytes = 10485760"),
+        text.contains("max_process_file_bytes = 12582912"),
         "the limits moved"
     );
     let path = dir.join("small-files.toml");

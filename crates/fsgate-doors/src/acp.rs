@@ -46,7 +46,7 @@ pub const DOOR: DoorSpec = DoorSpec {
     binary_read: "; use _fsgate/read_file",
     media_read: "; the policy lets media files (images, audio) be read base64-encoded with \
                  _fsgate/read_file if their content matches their extension",
-    processes: false,
+    for_processes: false,
 };
 
 /// The session id a request names, if any.

@@ -24,7 +24,7 @@ pub struct DoorSpec {
     /// Its requests are a process's (`fsgate run`'s view), not a model's: a file's size
     /// is bounded by `limits.max_process_file_bytes`, a host limit, instead of
     /// `max_read_bytes` and `max_write_bytes`, which bound what reaches a model.
-    pub processes: bool,
+    pub for_processes: bool,
 }
 
 /// How a transport writes paths: what it accepts, and how results are shown.
@@ -46,5 +46,5 @@ pub(crate) static TEST_DOOR: DoorSpec = DoorSpec {
     read_in_parts: "",
     binary_read: "",
     media_read: "",
-    processes: false,
+    for_processes: false,
 };

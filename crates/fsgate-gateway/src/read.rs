@@ -224,7 +224,7 @@ mod tests {
         read_in_parts: "; in parts",
         binary_read: "; as base64",
         media_read: "; as media",
-        processes: false,
+        for_processes: false,
     };
 
     fn ctx(door: &'static DoorSpec) -> RequestCtx {

@@ -361,10 +361,14 @@ pub(crate) fn private_copy() -> std::io::Result<File> {
 /// The whole of `file`, up to `limit` bytes (Err: its size, over it).
 pub(crate) fn whole(file: &File, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
     let len = file.metadata()?.len();
+    // One read holds at most 4 GiB: a larger copy is refused as oversized, never cut.
+    let Ok(whole) = u32::try_from(len) else {
+        return Ok(Err(len));
+    };
     if len > limit {
         return Ok(Err(len));
     }
-    let bytes = read_at(file, 0, u32::try_from(len).unwrap_or(u32::MAX))?;
+    let bytes = read_at(file, 0, whole)?;
     Ok(Ok(bytes))
 }
 

@@ -28,7 +28,7 @@ pub(crate) const DOOR: fsgate_gateway::DoorSpec = fsgate_gateway::DoorSpec {
     read_in_parts: "",
     binary_read: "",
     media_read: "",
-    processes: true,
+    for_processes: true,
 };
 
 /// Takes back what the kernel holds of paths other doors changed, and counts a new

@@ -96,7 +96,7 @@ pub const DOOR: DoorSpec = DoorSpec {
     binary_read: "; use read_media_file",
     media_read: "; the policy lets media files (images, audio) be read with read_media_file \
                  if their content matches their extension",
-    processes: false,
+    for_processes: false,
 };
 
 impl Identity {

@@ -218,7 +218,7 @@ pub const DOOR: DoorSpec = DoorSpec {
     binary_read: "; a \"read\" request answers it as base64",
     media_read: "; a \"read\" request answers a media file (image, audio) as base64 if its \
                  content matches its extension",
-    processes: false,
+    for_processes: false,
 };
 
 fn is_transient(e: &io::Error) -> bool {

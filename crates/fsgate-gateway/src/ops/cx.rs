@@ -45,7 +45,7 @@ impl<'a> Cx<'a> {
     /// model's (`max_read_bytes`, `max_write_bytes`).
     pub(crate) fn file_limit(&self, class: fsgate_decide::OpClass) -> (u64, &'static str) {
         let l = self.pol.limits();
-        match (self.ctx.door.processes, class) {
+        match (self.ctx.door.for_processes, class) {
             (true, _) => (l.max_process_file_bytes, "limits.max_process_file_bytes"),
             (false, fsgate_decide::OpClass::Write) => (l.max_write_bytes, "limits.max_write_bytes"),
             (false, _) => (l.max_read_bytes, "limits.max_read_bytes"),

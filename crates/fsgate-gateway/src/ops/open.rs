@@ -99,9 +99,13 @@ impl Cx<'_> {
             .try_clone()
             .map_err(|e| GatewayError::Internal(format!("cannot open a file twice: {e}")))?;
         let (limit, rule) = self.file_limit(OpClass::Read);
+        // The content is held while it is checked: room for it first, from the budget
+        // every door's content in flight shares (a file larger than it is read alone).
+        let (budget, waiting) = (self.budget, facts.waiting);
+        let lease = |size| facts.lease = Some(budget.lease_as(size, waiting));
         let content = self
             .workspace
-            .read_opened(scan, limit, |_| {})
+            .read_opened(scan, limit, lease)
             .map_err(|e| match e {
                 e @ WsError::TooLarge { .. } => GatewayError::Limit {
                     reason: e.to_string(),

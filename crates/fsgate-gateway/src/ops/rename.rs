@@ -309,7 +309,8 @@ impl Cx<'_> {
     /// A moved file where it goes: writable, at the larger of its size and the size of
     /// the file it replaces, and its content passes the content rules at both ends
     /// (they can depend on the path, and a move must not carry a secret out of a rule's
-    /// reach). A file over the read limit cannot be read here or there.
+    /// reach). A file over both the read limit and a process's (through the view) can
+    /// be read by no door, here or there.
     fn check_file_move(&self, e: &Ends, facts: &mut Facts) -> Result<(), GatewayError> {
         let src = self.file_facts(&e.sres.real, true);
         let replaced = self.file_facts(&e.dres.real, e.dres.exists);
@@ -325,10 +326,9 @@ impl Cx<'_> {
         if self.pol.content_scanner().is_none() {
             return Ok(());
         }
-        let content = match self
-            .workspace
-            .read_file(&e.sres.real, self.pol.limits().max_read_bytes)
-        {
+        let l = self.pol.limits();
+        let readable = l.max_read_bytes.max(l.max_process_file_bytes);
+        let content = match self.workspace.read_file(&e.sres.real, readable) {
             Ok(c) => c,
             Err(WsError::TooLarge { .. }) => return Ok(()),
             Err(err) => return Err(ws_error(err, &e.src.shown)),
