@@ -348,6 +348,18 @@ keywords = ["token="]"#,
         REFUSED,
     );
     assert_eq!(rule_of(&e), "content:config-token");
+    // A file past the read limit (10 MiB) is scanned too: a process may open it through
+    // `fsgate run`'s view (up to `max_process_file_bytes`), where it lands.
+    let big = format!("{}token=abcdefgh12\n", "x".repeat(11 << 20));
+    g.put("config/big.txt", &big);
+    let e = assert_code(
+        g.call(
+            "_fsgate/rename",
+            json!({"oldPath": g.abs("config/big.txt"), "newPath": g.abs("notes/big.txt")}),
+        ),
+        REFUSED,
+    );
+    assert_eq!(rule_of(&e), "content:config-token");
     // Ordinary files still move.
     g.put("notes/plain.txt", "nothing here\n");
     g.ok(
