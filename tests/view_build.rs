@@ -223,3 +223,25 @@ fn view_python_venv_gets_pip_and_installs_a_package_inside_the_wall() {
         "refused: {refused:?}"
     );
 }
+
+/// Java inside the wall: Debian's JDK reads its configuration (`java.security`) through
+/// links into `/etc/java-*`, which the wall lets it read; `javac` compiles a class
+/// through the view (recorded naming it) and `java` runs it.
+#[test]
+fn view_javac_compiles_and_java_runs_a_class_inside_the_wall() {
+    let ws = Ws::new();
+    std::fs::write(
+        ws.root.join("Hello.java"),
+        "public class Hello { public static void main(String[] a) { System.out.println(\"hello, view\"); } }\n",
+    )
+    .expect("write");
+    let out = ws.sh(SYSTEM_PATH, &[], "javac Hello.java && java Hello");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "hello, view\n", "{stderr}");
+    let class = written(&ws, "Hello.class");
+    assert!(
+        class.iter().any(|p| p.contains("java")),
+        "Hello.class not named as javac's: {class:?}"
+    );
+}

@@ -87,6 +87,7 @@ pub use error::SandboxError;
 pub use plan::{
     AgentAccess, AgentGrant, AgentNetwork, AgentPlan, DEFAULT_AGENT_DEVICES,
     DEFAULT_AGENT_SHELL_FILES, DEFAULT_AGENT_SYSTEM_PATHS, Protected, SandboxPlan,
+    java_config_paths,
 };
 pub use status::{Enforcement, SandboxStatus};
 

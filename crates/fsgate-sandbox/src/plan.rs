@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 pub use agent::{
     AgentAccess, AgentGrant, AgentNetwork, AgentPlan, DEFAULT_AGENT_DEVICES,
-    DEFAULT_AGENT_SHELL_FILES, DEFAULT_AGENT_SYSTEM_PATHS, Protected,
+    DEFAULT_AGENT_SHELL_FILES, DEFAULT_AGENT_SYSTEM_PATHS, Protected, java_config_paths,
 };
 
 #[cfg(unix)]

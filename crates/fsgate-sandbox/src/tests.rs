@@ -270,6 +270,28 @@ fn only_the_scratch_dir_takes_links_fifos_and_programs() {
     assert_eq!(tried(&bare), "l=1\nq=1\nt=0\n");
 }
 
+/// Java's configuration under `/etc` is granted entry by entry, never `management`.
+#[test]
+fn java_configuration_is_found_without_its_management_directory() {
+    let found = crate::java_config_paths();
+    assert!(
+        found
+            .iter()
+            .all(|p| p.starts_with("/etc") && p.to_string_lossy().starts_with("/etc/java")),
+        "{found:?}"
+    );
+    assert!(
+        !found.iter().any(|p| p.ends_with("management")),
+        "{found:?}"
+    );
+    let security = Path::new("/etc/java-17-openjdk/security");
+    assert_eq!(
+        found.iter().any(|p| p == security),
+        security.is_dir(),
+        "{found:?}"
+    );
+}
+
 /// Which read-write directories share the scratch dir's filesystem: another
 /// filesystem's, a read-only grant's and a file's do not count.
 #[test]

@@ -38,9 +38,18 @@ pub(in crate::cli) fn agent_plan(
                 .iter()
                 .for_each(|p| plan.grant(p, AgentAccess::ReadExec, source));
         }
-        None => fsgate_sandbox::DEFAULT_AGENT_SYSTEM_PATHS
-            .iter()
-            .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "built-in system paths")),
+        None => {
+            fsgate_sandbox::DEFAULT_AGENT_SYSTEM_PATHS
+                .iter()
+                .for_each(|p| plan.grant(p, AgentAccess::ReadExec, "built-in system paths"));
+            for p in fsgate_sandbox::java_config_paths() {
+                plan.grant(
+                    p,
+                    AgentAccess::Read,
+                    "built-in system paths (Java's configuration)",
+                );
+            }
+        }
     }
     for file in fsgate_sandbox::DEFAULT_AGENT_SHELL_FILES {
         plan.grant(file, AgentAccess::Read, "built-in shell start-up files");

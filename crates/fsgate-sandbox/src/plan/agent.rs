@@ -54,6 +54,32 @@ pub const DEFAULT_AGENT_SYSTEM_PATHS: &[&str] = &[
     "/run/systemd/resolve",
 ];
 
+/// The Java runtimes' configuration under `/etc`, read-only for a confined agent beside
+/// the system paths: Debian's JDKs link their `conf` files there (`java.security`), and
+/// without them `javac` and any program past `java -version` stop. Each `/etc/java*`
+/// directory's entries but `management` (where a JMX password file would lie); at most
+/// 64, sorted.
+pub fn java_config_paths() -> Vec<PathBuf> {
+    let entries = |dir: &Path| -> Vec<std::fs::DirEntry> {
+        std::fs::read_dir(dir).map_or(Vec::new(), |d| d.flatten().collect())
+    };
+    let mut out: Vec<PathBuf> = entries(Path::new("/etc"))
+        .into_iter()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("java"))
+        })
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .flat_map(|e| entries(&e.path()))
+        .filter(|c| c.file_name() != "management")
+        .map(|c| c.path())
+        .collect();
+    out.sort();
+    out.truncate(64);
+    out
+}
+
 /// The system's shell start-up files, read-only for a confined agent: a shell it starts
 /// reads them (bash, sh, zsh), and denied they put an error before every command's
 /// output. Granted beside the system paths, whatever `[agent] system_paths` says.
