@@ -1402,3 +1402,34 @@ fn view_a_workspace_holding_the_state_dir_cannot_reach_another_workspaces_log_or
     let verified = finished(verify);
     assert!(verified.status.success(), "{}", text(&verified.stdout));
 }
+
+/// The private copies of files open for writing are memory: together they hold at most
+/// four times `max_process_file_bytes` (here 4 x 12 MiB). Past it a write fails with
+/// ENOSPC, as on a full disk; what the other files hold is applied at their close, and
+/// once they are closed there is room again.
+#[test]
+fn view_the_copies_of_files_open_for_writing_are_bounded_together() {
+    let ws = Ws::new();
+    let policy = crate::common::view::small_files_policy(&ws.state);
+    let script = "import errno, os\n\
+        chunk = b'x' * 11_000_000\n\
+        files = [open(f'f{i}.bin', 'wb', buffering=0) for i in range(5)]\n\
+        for i, f in enumerate(files):\n    try:\n        n = f.write(chunk)\n        n < len(chunk) and f.write(chunk[n:])\n        print(i, 'written')\n    except OSError as e:\n        print(i, 'enospc' if e.errno == errno.ENOSPC else e)\n\
+        for f in files:\n    try:\n        f.close()\n    except OSError as e:\n        print('close', e.errno)\n\
+        with open('again.bin', 'wb') as f:\n    f.write(chunk)\n\
+        print('again', os.path.getsize('again.bin'))\n";
+    let mut cmd = ws.fsgate_run();
+    cmd.arg("--policy")
+        .arg(&policy)
+        .args(["--", "python3", "-c", script]);
+    let out = finished(cmd);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        stdout, "0 written\n1 written\n2 written\n3 written\n4 enospc\nagain 11000000\n",
+        "{stderr}"
+    );
+    for i in 0..4 {
+        let len = std::fs::metadata(ws.root.join(format!("f{i}.bin"))).map(|m| m.len());
+        assert_eq!(len.ok(), Some(11_000_000), "f{i}.bin");
+    }
+}

@@ -138,6 +138,15 @@ fn compile_head(
             .max_process_file_bytes
             .unwrap_or(DEFAULT_LIMITS.max_process_file_bytes),
     };
+    if limits.max_process_file_bytes > u64::from(u32::MAX) {
+        return Err(PolicyError::Invalid {
+            key: "limits.max_process_file_bytes".into(),
+            line: 0,
+            message:
+                "must be below 4 GiB (at most 4294967295): the gateway holds such a file whole"
+                    .into(),
+        });
+    }
     if limits.max_message_bytes < 4 * KIB {
         return Err(PolicyError::Invalid {
             key: "limits.max_message_bytes".into(),

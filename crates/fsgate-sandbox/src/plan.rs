@@ -5,6 +5,8 @@ mod agent;
 
 use std::path::PathBuf;
 
+#[cfg(test)]
+pub(crate) use agent::java_config_under;
 pub use agent::{
     AgentAccess, AgentGrant, AgentNetwork, AgentPlan, DEFAULT_AGENT_DEVICES,
     DEFAULT_AGENT_SHELL_FILES, DEFAULT_AGENT_SYSTEM_PATHS, Protected, java_config_paths,

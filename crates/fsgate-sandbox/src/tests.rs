@@ -270,25 +270,35 @@ fn only_the_scratch_dir_takes_links_fifos_and_programs() {
     assert_eq!(tried(&bare), "l=1\nq=1\nt=0\n");
 }
 
-/// Java's configuration under `/etc` is granted entry by entry, never `management`.
+/// Java's configuration: the files beneath `java*` directories in either layout, never
+/// under `management`, never through a link, nor another name that starts with "java".
 #[test]
-fn java_configuration_is_found_without_its_management_directory() {
-    let found = crate::java_config_paths();
-    assert!(
-        found
-            .iter()
-            .all(|p| p.starts_with("/etc") && p.to_string_lossy().starts_with("/etc/java")),
-        "{found:?}"
-    );
-    assert!(
-        !found.iter().any(|p| p.ends_with("management")),
-        "{found:?}"
-    );
-    let security = Path::new("/etc/java-17-openjdk/security");
+fn java_configuration_is_its_files_without_management_or_links() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let etc = tmp.path();
+    let put = |rel: &str| {
+        let p = etc.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&p, "x").expect("write");
+    };
+    put("java-17-openjdk/security/java.security");
+    put("java-17-openjdk/management/jmxremote.password");
+    put("java/java-17-openjdk/java-17-openjdk-17.0.9/conf/logging.properties");
+    put("java/java-17-openjdk/java-17-openjdk-17.0.9/conf/management/jmxremote.password");
+    put("javascript-common/javascript-common.conf");
+    put("outside/secret");
+    std::os::unix::fs::symlink(etc.join("outside"), etc.join("java-17-openjdk/linked"))
+        .expect("symlink");
+    let found: Vec<String> = crate::plan::java_config_under(etc)
+        .iter()
+        .map(|p| p.strip_prefix(etc).expect("beneath").display().to_string())
+        .collect();
     assert_eq!(
-        found.iter().any(|p| p == security),
-        security.is_dir(),
-        "{found:?}"
+        found,
+        [
+            "java/java-17-openjdk/java-17-openjdk-17.0.9/conf/logging.properties",
+            "java-17-openjdk/security/java.security",
+        ]
     );
 }
 

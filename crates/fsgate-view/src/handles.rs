@@ -42,14 +42,28 @@ pub(crate) struct Private {
     /// An apply of it was refused, and it has not been emptied or filled again since:
     /// it may hold what was refused, so no open's answer stands for its next apply.
     pub(crate) refused: bool,
+    /// The bytes it is counted for in the view's total of private copies.
+    counted: u64,
+    /// That total, shared by every copy of the view.
+    held: Arc<AtomicU64>,
+}
+
+/// The private copies of a view hold at most this many times `max_process_file_bytes`
+/// together (they are memory): past it a write fails with ENOSPC, as on a full disk.
+pub(crate) const COPIES_PER_FILE_LIMIT: u64 = 4;
+
+impl Drop for Private {
+    fn drop(&mut self) {
+        self.held.fetch_sub(self.counted, Ordering::AcqRel);
+    }
 }
 
 /// Writing processes remembered per open file at most.
 const MAX_WRITERS: usize = 16;
 
 impl Private {
-    /// A copy opened by thread `tid`, not changed yet.
-    pub(crate) fn new(copy: File, ino: u64, tid: u32) -> Private {
+    /// A copy opened by thread `tid`, not changed yet, counted in `held`.
+    pub(crate) fn new(copy: File, ino: u64, tid: u32, held: Arc<AtomicU64>) -> Private {
         Private {
             copy,
             ino,
@@ -60,7 +74,35 @@ impl Private {
             applying: false,
             open: Vec::new(),
             refused: false,
+            counted: 0,
+            held,
         }
+    }
+
+    /// Counts the copy as at least `len` bytes (see [`Private::count`]).
+    pub(crate) fn grow_to(&mut self, len: u64, total: u64) -> std::io::Result<()> {
+        match len > self.counted {
+            true => self.count(len, total),
+            false => Ok(()),
+        }
+    }
+
+    /// Counts the copy as `len` bytes from now on, before it grows (or once it shrank)
+    /// to that: Err (ENOSPC) if growing would take the view's copies past `total`.
+    pub(crate) fn count(&mut self, len: u64, total: u64) -> std::io::Result<()> {
+        if len <= self.counted {
+            self.held.fetch_sub(self.counted - len, Ordering::AcqRel);
+            self.counted = len;
+            return Ok(());
+        }
+        let more = len - self.counted;
+        let before = self.held.fetch_add(more, Ordering::AcqRel);
+        if before.saturating_add(more) > total {
+            self.held.fetch_sub(more, Ordering::AcqRel);
+            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        self.counted = len;
+        Ok(())
     }
 
     /// A handle open for writing on it, with the answers of its open.
@@ -178,6 +220,8 @@ pub(crate) struct Handles {
     copies: Mutex<HashMap<u64, Weak<Shared>>>,
     /// How many versions were written, by node.
     versions: Versions,
+    /// The bytes every private copy holds together (see [`Private::count`]).
+    held: Arc<AtomicU64>,
 }
 
 /// How many versions of each node were written, through the view or another door
@@ -206,6 +250,7 @@ impl Default for Handles {
             open: Mutex::default(),
             copies: Mutex::default(),
             versions: Versions::default(),
+            held: Arc::default(),
         }
     }
 }
@@ -318,7 +363,8 @@ impl Handles {
         }
         // The nodes whose every handle was released.
         copies.retain(|_, w| w.strong_count() > 0);
-        let shared = Arc::new(Shared::new(Private::new(private_copy()?, ino, tid)));
+        let held = Arc::clone(&self.held);
+        let shared = Arc::new(Shared::new(Private::new(private_copy()?, ino, tid, held)));
         copies.insert(ino, Arc::downgrade(&shared));
         Ok(shared)
     }

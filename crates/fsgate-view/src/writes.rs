@@ -17,6 +17,12 @@ use crate::handles::{self, Handle, Writer};
 use crate::standing::Standing;
 
 impl View {
+    /// What the view's private copies may hold together (see `handles::Private::count`).
+    fn copies_total(&self) -> u64 {
+        let per_file = self.gw.policy().limits().max_process_file_bytes;
+        per_file.saturating_mul(handles::COPIES_PER_FILE_LIMIT)
+    }
+
     /// The read's decision on `ino`, and the file opened for it.
     pub(crate) fn open_read(
         &self,
@@ -79,6 +85,7 @@ impl View {
             let now = self.handles.version_of(ino.0);
             if truncate {
                 p.copy.set_len(0).map_err(Errno::from)?;
+                p.count(0, self.copies_total()).map_err(Errno::from)?;
                 (p.dirty, p.oversized, p.refused) = (true, None, false);
             } else if !p.dirty
                 && p.current_at != Some(now)
@@ -91,6 +98,8 @@ impl View {
                     continue;
                 }
                 // Nothing pending: the copy takes the file as it is now.
+                let len = file.metadata().map_err(Errno::from)?.len();
+                p.count(len, self.copies_total()).map_err(Errno::from)?;
                 p.copy.set_len(0).map_err(Errno::from)?;
                 handles::copy_into(&file, &p.copy).map_err(Errno::from)?;
                 (p.oversized, p.current_at, p.refused) = (None, Some(version), false);
@@ -126,6 +135,7 @@ impl View {
             return Err(Errno::EFBIG);
         }
         p.written_by(tid);
+        p.grow_to(end, self.copies_total()).map_err(Errno::from)?;
         p.copy.write_all_at(data, offset).map_err(Errno::from)?;
         p.dirty = true;
         Ok(u32::try_from(data.len()).unwrap_or(u32::MAX))
@@ -226,6 +236,7 @@ impl View {
                 (p.oversized, p.dirty) = (p.oversized.max(Some(size)), true);
                 return Err(Errno::EFBIG);
             }
+            p.count(size, self.copies_total()).map_err(Errno::from)?;
             p.copy.set_len(size).map_err(Errno::from)?;
             p.dirty = true;
             return Ok(());
@@ -277,6 +288,7 @@ impl View {
             if !p.dirty {
                 // The file was just made empty.
                 p.copy.set_len(0).map_err(Errno::from)?;
+                p.count(0, self.copies_total()).map_err(Errno::from)?;
             }
         }
         let writer = Writer::new(shared, false, allowed);

@@ -328,7 +328,13 @@ impl Cx<'_> {
         }
         let l = self.pol.limits();
         let readable = l.max_read_bytes.max(l.max_process_file_bytes);
-        let content = match self.workspace.read_file(&e.sres.real, readable) {
+        // Held while it is scanned: room for it first (see `budget`).
+        let (budget, waiting) = (self.budget, facts.waiting);
+        let lease = |size| facts.lease = Some(budget.lease_as(size, waiting));
+        let content = match self
+            .workspace
+            .read_file_sized(&e.sres.real, readable, lease)
+        {
             Ok(c) => c,
             Err(WsError::TooLarge { .. }) => return Ok(()),
             Err(err) => return Err(ws_error(err, &e.src.shown)),

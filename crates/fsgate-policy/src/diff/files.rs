@@ -43,11 +43,13 @@ pub(crate) fn content_files(
     if old.content_scanner().is_none() && new.content_scanner().is_none() {
         return scan;
     }
-    let limit = old
-        .limits()
-        .max_read_bytes
-        .max(new.limits().max_read_bytes)
-        .min(SCAN_CEILING);
+    // What any door may read: a model's limit, or a process's through the view.
+    let readable = |p: &Policy| {
+        p.limits()
+            .max_read_bytes
+            .max(p.limits().max_process_file_bytes)
+    };
+    let limit = readable(old).max(readable(new)).min(SCAN_CEILING);
     for (rel, _) in paths.iter().filter(|(_, k)| *k == EntryKind::File) {
         let Some(bytes) = read_bounded(&root.join(rel.as_str()), limit) else {
             scan.skipped += 1;

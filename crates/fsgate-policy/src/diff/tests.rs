@@ -515,8 +515,14 @@ fn content_files_lists_files_one_policy_refuses_and_the_other_passes() {
         "disabled_rules = [\"generic-api-key\"]",
         "disabled_rules = [\"generic-api-key\", \"private-key\"]",
     )
-    .replace("max_read_bytes = 10485760", "max_read_bytes = 1024");
-    let small = edited("max_read_bytes = 10485760", "max_read_bytes = 1024");
+    .replace(
+        "max_read_bytes = 10485760",
+        "max_read_bytes = 1024\nmax_process_file_bytes = 1024",
+    );
+    let small = edited(
+        "max_read_bytes = 10485760",
+        "max_read_bytes = 1024\nmax_process_file_bytes = 1024",
+    );
     let (a, b) = (
         Policy::from_toml(&small, "old").unwrap(),
         Policy::from_toml(&off, "new").unwrap(),
@@ -526,8 +532,17 @@ fn content_files_lists_files_one_policy_refuses_and_the_other_passes() {
     assert_eq!(
         (scan.scanned, scan.skipped),
         (2, 1),
-        "big.txt is over both read limits"
+        "big.txt is over both read limits, and both process limits"
     );
+    // A process may read what a model may not: with the read limit alone lowered,
+    // big.txt is scanned too.
+    let read_only = Policy::from_toml(
+        &edited("max_read_bytes = 10485760", "max_read_bytes = 1024"),
+        "read",
+    )
+    .unwrap();
+    let wider = content_files(&read_only, &read_only, dir.path(), &paths);
+    assert_eq!((wider.scanned, wider.skipped), (3, 0));
     assert_eq!(
         lines(&scan.items),
         vec!["loosens content-file ops/deploy.txt (read, write)"]

@@ -196,6 +196,26 @@ fn write_wider_than_read() {
     assert!(f[0].message.contains("`write-out`"));
 }
 
+/// A policy that lowers a model's limits but not a process's is told so, at the key.
+#[test]
+fn lowered_model_limits_note_that_processes_keep_theirs() {
+    let note = |text: &str| {
+        let r = lint(text);
+        (r.findings.iter())
+            .filter(|f| f.code == "limit-processes")
+            .map(|f| (f.line, f.message.clone()))
+            .collect::<Vec<_>>()
+    };
+    let found = note("version = 1\n[limits]\nmax_read_bytes = 1048576\n");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, 3);
+    assert!(found[0].1.contains("268435456"), "{found:?}");
+    let both =
+        "version = 1\n[limits]\nmax_read_bytes = 1048576\nmax_process_file_bytes = 1048576\n";
+    assert!(note(both).is_empty());
+    assert!(note("version = 1\n[limits]\nmax_read_bytes = 10485760\n").is_empty());
+}
+
 /// A process's file limit has its own, higher ceiling (1 GiB): 512 MiB passes.
 #[test]
 fn the_process_file_limit_warns_above_a_gibibyte() {

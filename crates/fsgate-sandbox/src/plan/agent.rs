@@ -56,27 +56,48 @@ pub const DEFAULT_AGENT_SYSTEM_PATHS: &[&str] = &[
 
 /// The Java runtimes' configuration under `/etc`, read-only for a confined agent beside
 /// the system paths: Debian's JDKs link their `conf` files there (`java.security`), and
-/// without them `javac` and any program past `java -version` stop. Each `/etc/java*`
-/// directory's entries but `management` (where a JMX password file would lie); at most
-/// 64, sorted.
+/// without them `javac` and any program past `java -version` stop.
 pub fn java_config_paths() -> Vec<PathBuf> {
-    let entries = |dir: &Path| -> Vec<std::fs::DirEntry> {
-        std::fs::read_dir(dir).map_or(Vec::new(), |d| d.flatten().collect())
-    };
-    let mut out: Vec<PathBuf> = entries(Path::new("/etc"))
-        .into_iter()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with("java"))
+    java_config_under(Path::new("/etc"))
+}
+
+/// The regular files beneath each `java`, `java-*` or `java<digit>*` directory of `etc`
+/// (Debian's `/etc/java-17-openjdk`, Fedora's `/etc/java/java-17-openjdk/.../conf`), four
+/// levels deep at most, never under a `management` directory (where a JMX password file
+/// would lie) and never through a link (a granted link would grant where it leads); at
+/// most 256, sorted.
+pub(crate) fn java_config_under(etc: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            match e.file_type() {
+                Ok(t) if t.is_file() => out.push(e.path()),
+                Ok(t) if t.is_dir() && depth < 4 && e.file_name() != "management" => {
+                    walk(&e.path(), depth + 1, out)
+                }
+                _ => {}
+            }
+        }
+    }
+    let java = |name: &str| {
+        name.strip_prefix("java").is_some_and(|rest| {
+            rest.is_empty()
+                || rest.starts_with('-')
+                || rest.starts_with(|c: char| c.is_ascii_digit())
         })
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .flat_map(|e| entries(&e.path()))
-        .filter(|c| c.file_name() != "management")
-        .map(|c| c.path())
-        .collect();
+    };
+    let mut out = Vec::new();
+    let roots = std::fs::read_dir(etc).map_or(Vec::new(), |d| d.flatten().collect());
+    for e in roots {
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && e.file_name().to_str().is_some_and(java) {
+            walk(&e.path(), 1, &mut out);
+        }
+    }
     out.sort();
-    out.truncate(64);
+    out.truncate(256);
     out
 }
 

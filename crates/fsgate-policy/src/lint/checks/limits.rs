@@ -52,6 +52,40 @@ pub(super) fn limits(policy: &Policy, sink: &mut Sink<'_>) {
             "lower max_write_bytes or raise max_message_bytes",
         );
     }
+    processes_keep_their_limit(policy, sink);
+}
+
+/// `limit-processes`: the policy lowers what a model may read or write but leaves
+/// processes through `fsgate run`'s view (the agent's own, under `fsgate run -- agent`)
+/// their default: say so, where the lowered key is.
+fn processes_keep_their_limit(policy: &Policy, sink: &mut Sink<'_>) {
+    let raw = &policy.raw().limits;
+    let l = policy.limits();
+    if raw.max_process_file_bytes.is_some() {
+        return;
+    }
+    // A write limit of a policy that never writes bounds nothing.
+    let writes = policy.can_ever(OpClass::Write);
+    let lowered = [
+        ("max_read_bytes", raw.max_read_bytes),
+        ("max_write_bytes", raw.max_write_bytes),
+    ]
+    .into_iter()
+    .filter(|(key, _)| writes || *key == "max_read_bytes")
+    .find(|(_, v)| v.is_some_and(|v| v < l.max_process_file_bytes.min(10 << 20)));
+    let Some((key, Some(value))) = lowered else {
+        return;
+    };
+    sink.at(
+        sink.key_pos(key),
+        Severity::Note,
+        "limit-processes",
+        format!(
+            "limits.{key} = {value} bounds what reaches a model; a process through `fsgate run`'s view (an agent run under it too) may open and write files of max_process_file_bytes ({} bytes)",
+            l.max_process_file_bytes
+        ),
+        "set limits.max_process_file_bytes too if processes should be bounded as tightly",
+    );
 }
 
 /// `ask-timeout-range`: a `[ask] timeout_secs` outside 1 to 3600 loads, and is used
