@@ -256,6 +256,13 @@ fn the_process_file_limit_defaults_to_256_mib() {
     )
     .unwrap();
     assert_eq!(own.limits().max_process_file_bytes, 1 << 20);
+    // Held whole in one read: 4 GiB and more is refused at load.
+    let huge = Policy::from_toml(
+        "version = 1\n[limits]\nmax_process_file_bytes = 4294967296\n",
+        "huge",
+    );
+    let e = huge.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("max_process_file_bytes"), "{e}");
 }
 
 #[test]
