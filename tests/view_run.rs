@@ -39,6 +39,17 @@ impl Ws {
     fn sh(&self, script: &str) -> Output {
         self.run(&["sh", "-c", script])
     }
+
+    /// `python3 -c SCRIPT` through the view, under the default policy with 12 MiB files
+    /// for processes ([`small_files_policy`](crate::common::view::small_files_policy)).
+    fn python_with_small_files(&self, script: &str) -> Output {
+        let policy = crate::common::view::small_files_policy(&self.state);
+        let mut cmd = self.fsgate_run();
+        cmd.arg("--policy")
+            .arg(&policy)
+            .args(["--", "python3", "-c", script]);
+        finished(cmd)
+    }
 }
 
 #[test]
@@ -149,12 +160,7 @@ fn view_a_write_past_the_write_limit_fails_changes_nothing_and_is_recorded() {
         print('ftruncate', refused(lambda: os.ftruncate(g.fileno(), 3 << 30)))\n\
         print('close', refused(g.close))\n\
         print('truncate', refused(lambda: os.truncate('a.txt', 3 << 30)))\n";
-    let policy = crate::common::view::small_files_policy(&ws.state);
-    let mut cmd = ws.fsgate_run();
-    cmd.arg("--policy")
-        .arg(&policy)
-        .args(["--", "python3", "-c", script]);
-    let out = finished(cmd);
+    let out = ws.python_with_small_files(script);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(
         stdout, "write efbig\nclose efbig\nftruncate efbig\nclose efbig\ntruncate efbig\n",
@@ -1410,7 +1416,6 @@ fn view_a_workspace_holding_the_state_dir_cannot_reach_another_workspaces_log_or
 #[test]
 fn view_the_copies_of_files_open_for_writing_are_bounded_together() {
     let ws = Ws::new();
-    let policy = crate::common::view::small_files_policy(&ws.state);
     let script = "import errno, os\n\
         chunk = b'x' * 11_000_000\n\
         files = [open(f'f{i}.bin', 'wb', buffering=0) for i in range(5)]\n\
@@ -1418,11 +1423,7 @@ fn view_the_copies_of_files_open_for_writing_are_bounded_together() {
         for f in files:\n    try:\n        f.close()\n    except OSError as e:\n        print('close', e.errno)\n\
         with open('again.bin', 'wb') as f:\n    f.write(chunk)\n\
         print('again', os.path.getsize('again.bin'))\n";
-    let mut cmd = ws.fsgate_run();
-    cmd.arg("--policy")
-        .arg(&policy)
-        .args(["--", "python3", "-c", script]);
-    let out = finished(cmd);
+    let out = ws.python_with_small_files(script);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(
         stdout, "0 written\n1 written\n2 written\n3 written\n4 enospc\nagain 11000000\n",
