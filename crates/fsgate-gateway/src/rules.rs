@@ -43,6 +43,12 @@ pub fn clip(shown: &str) -> String {
 
 /// Maps a workspace failure to the contract's error, naming the request's path.
 pub(crate) fn ws_error(e: WsError, shown: &str) -> GatewayError {
+    ws_error_under(e, shown, "limits.max_read_bytes")
+}
+
+/// As [`ws_error`], a file too large refused under `limit` (the read limit that bound
+/// it: a model's, or a process's through the view).
+pub(crate) fn ws_error_under(e: WsError, shown: &str, limit: &str) -> GatewayError {
     let path = shown.to_string();
     match e {
         WsError::NotFound => GatewayError::NotFound { path },
@@ -58,7 +64,7 @@ pub(crate) fn ws_error(e: WsError, shown: &str) -> GatewayError {
         },
         WsError::TooLarge { .. } => GatewayError::Limit {
             reason: e.to_string(),
-            rule: "limits.max_read_bytes".into(),
+            rule: limit.into(),
             path,
         },
         WsError::IsDir

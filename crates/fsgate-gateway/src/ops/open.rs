@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use crate::facts::Facts;
 use crate::ops::output::{OpenAccess, Output};
-use crate::rules::ws_error;
+use crate::rules::{ws_error, ws_error_under};
 use fsgate_base::error::GatewayError;
 use fsgate_decide::{Access, EntryKind, OpClass};
-use fsgate_workspace::{Follow, WsError};
+use fsgate_workspace::Follow;
 
 /// A file opened through the filesystem view (`fsgate run`): for reading, the
 /// read's decision, then the opened file ([`Output::Opened`]); for writing, the
@@ -106,14 +106,7 @@ impl Cx<'_> {
         let content = self
             .workspace
             .read_opened(scan, limit, lease)
-            .map_err(|e| match e {
-                e @ WsError::TooLarge { .. } => GatewayError::Limit {
-                    reason: e.to_string(),
-                    rule: rule.into(),
-                    path: rp.shown.clone(),
-                },
-                e => ws_error(e, &rp.shown),
-            })?;
+            .map_err(|e| ws_error_under(e, &rp.shown, rule))?;
         let read = Access::Class(OpClass::Read);
         self.check_size(read, (&rp, &real), content.bytes.len() as u64, facts)?;
         self.hash_and_check(&real, &content.bytes, &rp.shown, facts)?;
