@@ -14,8 +14,14 @@ use rustix::io::Errno;
 /// the next ones (removing entries while a listing is read may skip some).
 const BATCH: usize = 1024;
 
-/// Directories deeper than this are left: one descriptor is held open per level.
-const MAX_DEPTH: usize = 256;
+/// Directories at this depth are moved up to the top directory before they are
+/// emptied: one descriptor is held open per level, so a deeper tree (an agent can make
+/// one as deep as it likes) is flattened rather than left.
+const MAX_DEPTH: usize = 64;
+
+/// Entries of one directory that could not be removed, past which its pass gives up
+/// (each is skipped when the directory is read again).
+const MAX_FAILED: usize = 1024;
 
 /// Whether a pass removed everything or stopped at its deadline.
 #[derive(Debug, PartialEq, Eq)]
@@ -26,46 +32,65 @@ pub(super) enum Emptied {
 
 /// Removes everything inside the directory open at `dir`, stopping once `deadline` has
 /// passed (None: no deadline). A directory its owner made read-only (Go's module cache
-/// is) or unreadable is made its owner's to change first; what cannot be removed ends
-/// the pass with its error.
+/// is) or unreadable is made its owner's to change first. What cannot be removed is
+/// passed over, so that the rest still goes; the pass then ends with the first error.
 pub(super) fn empty_dir(
     dir: BorrowedFd<'_>,
     deadline: Option<Instant>,
 ) -> std::io::Result<Emptied> {
-    empty_at(dir, deadline, 0).map_err(std::io::Error::from)
+    let mut top = Top { fd: dir, moved: 0 };
+    empty_at(&mut top, dir, deadline, 0).map_err(std::io::Error::from)
+}
+
+/// The directory being emptied, where too deep a directory is moved.
+struct Top<'a> {
+    fd: BorrowedFd<'a>,
+    moved: u64,
 }
 
 fn empty_at(
+    top: &mut Top<'_>,
     dir: BorrowedFd<'_>,
     deadline: Option<Instant>,
     depth: usize,
 ) -> Result<Emptied, Errno> {
+    let mut failed: Vec<CString> = Vec::new();
+    let mut first_error = None;
     loop {
-        let names = names_in(dir)?;
+        let names = names_in(dir, &failed)?;
         if names.is_empty() {
-            return Ok(Emptied::All);
+            return first_error.map_or(Ok(Emptied::All), Err);
         }
         for (name, kind) in names {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(Emptied::Stopped);
             }
-            if remove_entry(dir, &name, kind, deadline, depth)? == Emptied::Stopped {
-                return Ok(Emptied::Stopped);
+            match remove_entry(top, dir, &name, kind, deadline, depth) {
+                Ok(Emptied::All) => {}
+                Ok(Emptied::Stopped) => return Ok(Emptied::Stopped),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    failed.push(name);
+                    if failed.len() >= MAX_FAILED {
+                        return Err(e);
+                    }
+                }
             }
         }
     }
 }
 
-/// Up to [`BATCH`] names of `dir` (not `.` or `..`) with their types as the listing
-/// gives them.
-fn names_in(dir: BorrowedFd<'_>) -> Result<Vec<(CString, FileType)>, Errno> {
+/// Up to [`BATCH`] names of `dir` (not `.` or `..`, nor those `skip` holds) with their
+/// types as the listing gives them.
+fn names_in(dir: BorrowedFd<'_>, skip: &[CString]) -> Result<Vec<(CString, FileType)>, Errno> {
     let mut listing = Dir::read_from(dir)?;
     let mut names = Vec::new();
     while names.len() < BATCH {
         let Some(entry) = listing.read() else { break };
         let entry = entry?;
         let name = entry.file_name();
-        if name.to_bytes() != b"." && name.to_bytes() != b".." {
+        let dots = name.to_bytes() == b"." || name.to_bytes() == b"..";
+        if !dots && !skip.iter().any(|s| s.as_c_str() == name) {
             names.push((name.to_owned(), entry.file_type()));
         }
     }
@@ -73,6 +98,7 @@ fn names_in(dir: BorrowedFd<'_>) -> Result<Vec<(CString, FileType)>, Errno> {
 }
 
 fn remove_entry(
+    top: &mut Top<'_>,
     parent: BorrowedFd<'_>,
     name: &CString,
     kind: FileType,
@@ -92,14 +118,46 @@ fn remove_entry(
         return Ok(Emptied::All);
     }
     if depth >= MAX_DEPTH {
-        return Err(Errno::LOOP);
+        // Emptied from the top later, when its listing is read again.
+        move_to_top(top, parent, name)?;
+        return Ok(Emptied::All);
     }
     let child = open_beneath(parent, name)?;
-    if empty_at(child.as_fd(), deadline, depth + 1)? == Emptied::Stopped {
+    if empty_at(top, child.as_fd(), deadline, depth + 1)? == Emptied::Stopped {
         return Ok(Emptied::Stopped);
     }
     unlink_in(parent, name, AtFlags::REMOVEDIR)?;
     Ok(Emptied::All)
+}
+
+/// Moves the directory `name` of `parent` to the top directory under a name of its own
+/// (a directory is moved with what is in it: no link inside is followed).
+fn move_to_top(top: &mut Top<'_>, parent: BorrowedFd<'_>, name: &CString) -> Result<(), Errno> {
+    use rustix::fs::{RenameFlags, renameat_with};
+    loop {
+        top.moved += 1;
+        let to = format!(".fsgate-deep-{}-{}", std::process::id(), top.moved);
+        match renameat_with(
+            parent,
+            name.as_c_str(),
+            top.fd,
+            to.as_str(),
+            RenameFlags::NOREPLACE,
+        ) {
+            Err(Errno::EXIST) => {}
+            Err(Errno::ACCESS) => {
+                rustix::fs::fchmod(parent, Mode::RWXU)?;
+                return renameat_with(
+                    parent,
+                    name.as_c_str(),
+                    top.fd,
+                    to.as_str(),
+                    RenameFlags::NOREPLACE,
+                );
+            }
+            done => return done,
+        }
+    }
 }
 
 /// The directory `name` in `parent`, never through a link. One its owner cannot read
@@ -198,6 +256,62 @@ mod tests {
         });
         assert_eq!(emptied.expect("empty"), Emptied::All);
         assert_eq!(std::fs::read_dir(&tree).expect("list").count(), 0);
+    }
+
+    /// An agent can make a tree deeper than descriptors allow, and a file it cannot
+    /// remove: neither stops the rest from going.
+    #[test]
+    fn a_tree_deeper_than_the_descriptors_and_an_unremovable_file_leave_the_rest_gone() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let tree = tmp.path().join("tree");
+        std::fs::create_dir(&tree).expect("mkdir");
+        // 300 levels, made through descriptors (the path would pass PATH_MAX).
+        let mut at = open(&tree);
+        for level in 0..300 {
+            rustix::fs::mkdirat(&at, "d", Mode::RWXU).expect("mkdirat");
+            rustix::fs::openat(
+                &at,
+                format!("f{level}"),
+                OFlags::CREATE | OFlags::WRONLY,
+                Mode::RUSR,
+            )
+            .expect("create");
+            let next =
+                rustix::fs::openat(&at, "d", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
+                    .expect("open level");
+            at = std::fs::File::from(next);
+        }
+        drop(at);
+        let stuck = tree.join("0-stuck");
+        std::fs::write(&stuck, "x").expect("write");
+        let immutable = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&stuck)
+            .status();
+        assert!(immutable.expect("chattr").success(), "chattr +i");
+        for f in 0..50 {
+            std::fs::write(tree.join(format!("z{f}")), "x").expect("write");
+        }
+        let emptied = empty_dir(open(&tree).as_fd(), None);
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&stuck)
+            .status();
+        let err = emptied.expect_err("the immutable file is an error");
+        assert_eq!(err.raw_os_error(), Some(libc_eperm()), "{err}");
+        let left: Vec<_> = std::fs::read_dir(&tree)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("0-stuck")]);
+        assert_eq!(
+            empty_dir(open(&tree).as_fd(), None).expect("empty"),
+            Emptied::All
+        );
+    }
+
+    fn libc_eperm() -> i32 {
+        Errno::PERM.raw_os_error()
     }
 
     #[test]

@@ -77,7 +77,8 @@ const SWEEP_BUDGET: Duration = Duration::from_millis(100);
 /// can empty its own but not remove it, and one killed with SIGKILL leaves it full.
 /// Only this user's, unlocked (a running gateway holds its own's lock, and the kernel
 /// lets go of it when the gateway dies), whose gateway (the pid in the name) this process
-/// cannot see alive, named exactly as [`create_scratch`] names them and of its mode.
+/// cannot see alive, named exactly as [`create_scratch`] names them (of any mode: the
+/// agent may have changed its HOME's).
 /// Never in a temp dir inside one of the `workspaces`, where an agent could give any
 /// directory such a name. Bounded by [`SWEEP_BUDGET`] so that a large tree (an agent's
 /// caches: 2.2 GB) never holds up a start: what is left goes at the next. Best effort.
@@ -114,6 +115,10 @@ fn sweep_within(tmp: &std::path::Path, workspaces: &[std::path::PathBuf], deadli
 /// Removes the stale scratch dir at `dir` if its lock is free (held while removing, so
 /// its owner cannot be starting up now), or as much of it as `deadline` allows.
 fn remove_stale(dir: &std::path::Path, deadline: Instant) {
+    if let Err(e) = owner_may_enter(dir) {
+        tracing::debug!("stale scratch dir {} kept: {e}", EscPath(dir));
+        return;
+    }
     let Some(lock) = lock_own(dir) else {
         return;
     };
@@ -134,12 +139,30 @@ fn scratch_pid(name: &str) -> Option<u32> {
     hex16.then(|| pid.parse().ok()).flatten()
 }
 
-/// A directory (not a link to one) of mode 0700 owned by this process's user.
+/// A directory (not a link to one) owned by this process's user, of any mode: its
+/// agent may have changed it (the scratch dir is its HOME), and only the owner could
+/// have, who may remove the directory anyway.
 fn is_own_dir(entry: &std::fs::DirEntry) -> bool {
     use std::os::unix::fs::MetadataExt;
-    entry.metadata().is_ok_and(|m| {
-        m.is_dir() && m.mode() & 0o7777 == 0o700 && m.uid() == rustix::process::geteuid().as_raw()
-    })
+    entry
+        .metadata()
+        .is_ok_and(|m| m.is_dir() && m.uid() == rustix::process::geteuid().as_raw())
+}
+
+/// Gives the owner back the right to read and change the directory at `dir` (never
+/// through a link) if its agent took it away, so that it can be locked and emptied.
+fn owner_may_enter(dir: &std::path::Path) -> rustix::io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let at = rustix::fs::open(dir, flags, Mode::empty())?;
+    let mode = rustix::fs::fstat(&at)?.st_mode;
+    if mode & 0o700 == 0o700 {
+        return Ok(());
+    }
+    // A path descriptor takes no chmod of its own: through its /proc entry, which
+    // leads to this directory alone.
+    let proc_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&at));
+    rustix::fs::chmod(proc_path.as_str(), Mode::from_raw_mode(mode | 0o700))
 }
 
 /// The agent's private scratch directory, locked while this gateway runs, cleaned when
@@ -222,12 +245,42 @@ mod tests {
         assert!(!gone.exists());
         // What a gateway killed with SIGKILL left: its agent's files go too.
         assert!(!full.exists(), "a killed gateway's scratch dir was kept");
-        assert!(live.exists() && other.exists() && odd.exists() && wide.exists());
+        // Its agent made its HOME readable by all: swept all the same.
+        assert!(!wide.exists(), "a scratch dir of another mode was kept");
+        assert!(live.exists() && other.exists() && odd.exists());
         assert!(
             outside.join("precious").exists(),
             "the sweep followed a link"
         );
         assert!(named_link.symlink_metadata().is_ok());
+    }
+
+    /// As its owner without root's overrides (dropped on this thread alone): a killed
+    /// gateway's scratch dir its agent made unreadable (mode 000) is swept too.
+    #[test]
+    fn an_unreadable_stale_scratch_dir_is_swept_by_its_owner() {
+        use rustix::thread::{CapabilitySet, capabilities, set_capabilities};
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let shut = tmp
+            .path()
+            .join(format!("{SCRATCH_PREFIX}99999992-0123456789abcdef"));
+        std::fs::create_dir_all(shut.join(".cache")).expect("mkdir");
+        std::fs::write(shut.join(".cache/f"), "x").expect("write");
+        std::fs::set_permissions(&shut, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut caps = capabilities(None).expect("capget");
+                let overrides = CapabilitySet::DAC_OVERRIDE
+                    | CapabilitySet::DAC_READ_SEARCH
+                    | CapabilitySet::FOWNER;
+                caps.effective.remove(overrides);
+                set_capabilities(None, caps).expect("capset");
+                sweep_stale_scratch(tmp.path(), &[]);
+            })
+            .join()
+            .expect("thread");
+        });
+        assert!(!shut.exists(), "an unreadable scratch dir was kept");
     }
 
     #[test]
