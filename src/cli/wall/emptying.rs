@@ -3,6 +3,7 @@
 //! next start, a bounded share at a time. Each directory is opened beneath its parent
 //! without following a link, so nothing outside the tree is reached whatever it holds.
 
+use std::collections::HashSet;
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Instant;
@@ -54,7 +55,7 @@ fn empty_at(
     deadline: Option<Instant>,
     depth: usize,
 ) -> Result<Emptied, Errno> {
-    let mut failed: Vec<CString> = Vec::new();
+    let mut failed: HashSet<CString> = HashSet::new();
     let mut first_error = None;
     loop {
         let names = names_in(dir, &failed)?;
@@ -69,10 +70,10 @@ fn empty_at(
                 Ok(Emptied::All) => {}
                 Ok(Emptied::Stopped) => return Ok(Emptied::Stopped),
                 Err(e) => {
-                    first_error.get_or_insert(e);
-                    failed.push(name);
+                    let first = *first_error.get_or_insert(e);
+                    failed.insert(name);
                     if failed.len() >= MAX_FAILED {
-                        return Err(e);
+                        return Err(first);
                     }
                 }
             }
@@ -82,7 +83,10 @@ fn empty_at(
 
 /// Up to [`BATCH`] names of `dir` (not `.` or `..`, nor those `skip` holds) with their
 /// types as the listing gives them.
-fn names_in(dir: BorrowedFd<'_>, skip: &[CString]) -> Result<Vec<(CString, FileType)>, Errno> {
+fn names_in(
+    dir: BorrowedFd<'_>,
+    skip: &HashSet<CString>,
+) -> Result<Vec<(CString, FileType)>, Errno> {
     let mut listing = Dir::read_from(dir)?;
     let mut names = Vec::new();
     while names.len() < BATCH {
@@ -90,7 +94,7 @@ fn names_in(dir: BorrowedFd<'_>, skip: &[CString]) -> Result<Vec<(CString, FileT
         let entry = entry?;
         let name = entry.file_name();
         let dots = name.to_bytes() == b"." || name.to_bytes() == b"..";
-        if !dots && !skip.iter().any(|s| s.as_c_str() == name) {
+        if !dots && !skip.contains(name) {
             names.push((name.to_owned(), entry.file_type()));
         }
     }
@@ -146,7 +150,11 @@ fn move_to_top(top: &mut Top<'_>, parent: BorrowedFd<'_>, name: &CString) -> Res
         ) {
             Err(Errno::EXIST) => {}
             Err(Errno::ACCESS) => {
+                // Moving a directory rewrites its `..`: the owner needs write access to
+                // it, to its parent and to the top.
                 rustix::fs::fchmod(parent, Mode::RWXU)?;
+                rustix::fs::fchmod(top.fd, Mode::RWXU)?;
+                chmod_beneath(parent, name)?;
                 return renameat_with(
                     parent,
                     name.as_c_str(),
@@ -166,16 +174,21 @@ fn open_beneath(parent: BorrowedFd<'_>, name: &CString) -> Result<OwnedFd, Errno
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     match rustix::fs::openat(parent, name.as_c_str(), flags, Mode::empty()) {
         Err(Errno::ACCESS) => {
-            // Reached without following a link (a path descriptor needs no access),
-            // changed through its descriptor's /proc entry, which leads to it alone.
-            let path_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            let at = rustix::fs::openat(parent, name.as_c_str(), path_flags, Mode::empty())?;
-            let proc_path = format!("/proc/self/fd/{}", at.as_raw_fd());
-            rustix::fs::chmod(proc_path.as_str(), Mode::RWXU)?;
+            chmod_beneath(parent, name)?;
             rustix::fs::openat(parent, name.as_c_str(), flags, Mode::empty())
         }
         opened => opened,
     }
+}
+
+/// Makes the directory `name` in `parent` its owner's to read and change, never
+/// through a link: reached by a path descriptor (which needs no access), changed
+/// through its descriptor's /proc entry, which leads to it alone.
+fn chmod_beneath(parent: BorrowedFd<'_>, name: &CString) -> Result<(), Errno> {
+    let path_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let at = rustix::fs::openat(parent, name.as_c_str(), path_flags, Mode::empty())?;
+    let proc_path = format!("/proc/self/fd/{}", at.as_raw_fd());
+    rustix::fs::chmod(proc_path.as_str(), Mode::RWXU)
 }
 
 /// Unlinks `name` in `parent`; refused for want of write access, makes `parent` its
@@ -265,7 +278,8 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let tree = tmp.path().join("tree");
         std::fs::create_dir(&tree).expect("mkdir");
-        // 300 levels, made through descriptors (the path would pass PATH_MAX).
+        // 300 levels, each a directory of mode 0500 below the top's first level (as
+        // an agent may leave them: the move to the top needs the owner's write access).
         let mut at = open(&tree);
         for level in 0..300 {
             rustix::fs::mkdirat(&at, "d", Mode::RWXU).expect("mkdirat");
@@ -279,6 +293,9 @@ mod tests {
             let next =
                 rustix::fs::openat(&at, "d", OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())
                     .expect("open level");
+            if level > 0 {
+                rustix::fs::fchmod(&at, Mode::RUSR | Mode::XUSR).expect("fchmod");
+            }
             at = std::fs::File::from(next);
         }
         drop(at);
@@ -292,7 +309,7 @@ mod tests {
         for f in 0..50 {
             std::fs::write(tree.join(format!("z{f}")), "x").expect("write");
         }
-        let emptied = empty_dir(open(&tree).as_fd(), None);
+        let emptied = as_owner_only(|| empty_dir(open(&tree).as_fd(), None));
         let _ = std::process::Command::new("chattr")
             .arg("-i")
             .arg(&stuck)
@@ -308,6 +325,24 @@ mod tests {
             empty_dir(open(&tree).as_fd(), None).expect("empty"),
             Emptied::All
         );
+    }
+
+    /// `f` on a thread without root's overrides of file modes.
+    fn as_owner_only<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+        use rustix::thread::{CapabilitySet, capabilities, set_capabilities};
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut caps = capabilities(None).expect("capget");
+                let overrides = CapabilitySet::DAC_OVERRIDE
+                    | CapabilitySet::DAC_READ_SEARCH
+                    | CapabilitySet::FOWNER;
+                caps.effective.remove(overrides);
+                set_capabilities(None, caps).expect("capset");
+                f()
+            })
+            .join()
+            .expect("thread")
+        })
     }
 
     fn libc_eperm() -> i32 {

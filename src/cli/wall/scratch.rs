@@ -115,11 +115,15 @@ fn sweep_within(tmp: &std::path::Path, workspaces: &[std::path::PathBuf], deadli
 /// Removes the stale scratch dir at `dir` if its lock is free (held while removing, so
 /// its owner cannot be starting up now), or as much of it as `deadline` allows.
 fn remove_stale(dir: &std::path::Path, deadline: Instant) {
-    if let Err(e) = owner_may_enter(dir) {
-        tracing::debug!("stale scratch dir {} kept: {e}", EscPath(dir));
-        return;
-    }
-    let Some(lock) = lock_own(dir) else {
+    // Unreadable to its owner (its agent chmod'ed its HOME): given back, then locked.
+    let lock = lock_own(dir).or_else(|| match owner_may_enter(dir) {
+        Ok(()) => lock_own(dir),
+        Err(e) => {
+            tracing::debug!("stale scratch dir {} kept: {e}", EscPath(dir));
+            None
+        }
+    });
+    let Some(lock) = lock else {
         return;
     };
     let removed = match emptying::empty_dir(lock.as_fd(), Some(deadline)) {
@@ -155,7 +159,11 @@ fn owner_may_enter(dir: &std::path::Path) -> rustix::io::Result<()> {
     use rustix::fs::{Mode, OFlags};
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let at = rustix::fs::open(dir, flags, Mode::empty())?;
-    let mode = rustix::fs::fstat(&at)?.st_mode;
+    let st = rustix::fs::fstat(&at)?;
+    let mode = st.st_mode;
+    if st.st_uid != rustix::process::geteuid().as_raw() {
+        return Err(rustix::io::Errno::PERM);
+    }
     if mode & 0o700 == 0o700 {
         return Ok(());
     }
@@ -178,12 +186,26 @@ impl Drop for Scratch {
     }
 }
 
+/// How long the end of a run may spend emptying the scratch dir: a process of the
+/// agent's still writing there (one that left its tree) cannot hold fsgate's exit.
+const CLEAN_BUDGET: Duration = Duration::from_secs(10);
+
 /// Empties the agent's scratch directory. The directory itself stays (empty) when the
 /// gateway's own sandbox gives it no right to remove entries of the temp dir.
 fn clean_scratch(scratch: &Scratch) {
     let dir = &scratch.path;
-    if let Err(e) = emptying::empty_dir(scratch.lock.as_fd(), None) {
-        tracing::warn!("cannot clean {}: {e}", EscPath(dir));
+    let deadline = Instant::now() + CLEAN_BUDGET;
+    match emptying::empty_dir(scratch.lock.as_fd(), Some(deadline)) {
+        Ok(Emptied::All) => {}
+        Ok(Emptied::Stopped) => {
+            tracing::warn!(
+                "{} not emptied within {} s: later starts remove the rest",
+                EscPath(dir),
+                CLEAN_BUDGET.as_secs()
+            );
+            return;
+        }
+        Err(e) => tracing::warn!("cannot clean {}: {e}", EscPath(dir)),
     }
     if let Err(e) = std::fs::remove_dir(dir) {
         tracing::debug!("scratch dir {} left empty: {e}", EscPath(dir));
