@@ -108,17 +108,32 @@ fn view_acp_the_confined_agents_shell_works_on_the_workspace_governed_and_record
         .iter()
         .any(|r| r["path"] == ".env" && r["decision"] == "deny");
     assert!(refused, "no refusal of .env recorded: {requests:#?}");
-    // The view's session undoes what the agent's shell did.
-    let state = &ed.state;
-    let out = Command::new(bin())
-        .arg("undo")
-        .arg("--workspace")
-        .arg(&root)
-        .arg("--audit-log")
-        .arg(state.join("audit.jsonl"))
-        .arg("--backup-dir")
-        .arg(state.join("backups"))
-        .args(["--session", &session])
+    // The end line says what the agent's processes did and under which session, and
+    // its command undoes what the agent's shell did.
+    let end = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("fsgate: the agent's view ended: "))
+        .unwrap_or_else(|| panic!("no end line:\n{stderr}"));
+    let count = |what: &str| -> u64 {
+        let before = end.split(&format!(" {what}")).next().unwrap_or("");
+        let n = before.rsplit(' ').next().unwrap_or("");
+        n.parse()
+            .unwrap_or_else(|_| panic!("no {what} count in {end}"))
+    };
+    assert!(count("changes") >= 3 && count("refused") >= 1, "{end}");
+    assert!(count("reads") >= 1, "{end}");
+    assert!(
+        end.contains(&format!("recorded under session {session};")),
+        "{end}"
+    );
+    let undo = end
+        .split_once("undo one session's changes with: fsgate ")
+        .and_then(|(_, cmd)| cmd.strip_suffix(" --session ID"))
+        .unwrap_or_else(|| panic!("no undo command in {end}"));
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("\"$0\" {undo} --session {session}"))
+        .arg(bin())
         .output()
         .expect("fsgate undo");
     assert!(
@@ -351,6 +366,19 @@ fn view_acp_records_carry_the_acp_session_the_agent_works_for() {
     let read = |r: &Value| r["op"] == "read_text_file" && r["path"] == "a.txt";
     assert!(shown.iter().any(read), "{shown:?}");
     assert!(shown.iter().any(|r| view_names(r, "a.txt")), "{shown:?}");
+    // Once the agent ends, the end line names the sessions the records carry.
+    ed.close_stdin();
+    assert!(
+        ed.wait_exit(Duration::from_secs(30)).is_some(),
+        "{}",
+        ed.stderr()
+    );
+    let stderr = ed.stderr();
+    let end = (stderr.lines())
+        .find(|l| l.starts_with("fsgate: the agent's view ended: "))
+        .unwrap_or_else(|| panic!("no end line:\n{stderr}"));
+    let named = format!("and the agent's ACP sessions {first}, {second};");
+    assert!(end.contains(&named), "{end}");
 }
 
 /// The confined agent's shell makes a symlink in the workspace (its sandbox grants the

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use super::acp_view;
 use super::args::AcpArgs;
 use super::exit::{fail, fail_open};
+use super::view_host::undo_line;
 use crate::startup;
 use advice::{check_sandbox, report_own_failure, spawn_failed};
 use end::{agent_exit, copy_agent_stderr, end_tree};
@@ -68,12 +69,14 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         return code;
     }
     opened.announce_locations();
+    let undo = in_view.then(|| undo_line(&opened.gateway, opened.audit_log_path(), &config));
     // Started after confinement, so the copying thread is confined too.
     let denials = fsgate_sandbox::denied::Denials::default();
     let agent_stderr = copy_agent_stderr(&mut child, denials.clone());
     let gateway = Arc::new(opened.gateway);
     let view_record = pending.as_ref().map(acp_view::Pending::record);
     let view_sessions = pending.as_ref().map(acp_view::Pending::sessions);
+    let ended = view_sessions.clone().zip(undo);
     // Where an ask rule hit by a process of the agent's view is asked: the editor.
     let questions = in_view.then(fsgate_doors::view_ask::ViewQuestions::new);
     let served = pending.zip(questions.as_ref());
@@ -107,8 +110,9 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let mut details = end_tree(&mut tree, agent_stderr);
-    if let Some(served) = &served {
+    if let Some((served, (sessions, undo))) = served.as_ref().zip(ended) {
         served.finish();
+        acp_view::say_end(&gateway, served, &sessions, &undo);
     }
     let failed = |end: &AgentEnd| report_own_failure(end, confined.as_ref(), &denials, &stopped_by);
     let exit = agent_exit(result, &stopped_by, &mut details, failed);

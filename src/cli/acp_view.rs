@@ -126,6 +126,48 @@ impl Pending {
     }
 }
 
+/// Says on stderr, once the agent's tree has ended, what its processes did through the
+/// view, under which sessions it was recorded, the command that undoes one's changes
+/// (`undo`, without `--session`), and which refusals were past a size limit.
+pub(super) fn say_end(
+    gateway: &fsgate_gateway::Gateway,
+    served: &view_host::Served,
+    sessions: &AgentSessions,
+    undo: &str,
+) {
+    let (reads, changes, refusals) = served.counts.totals();
+    let (own, opened) = sessions.recorded_under();
+    // The agent chose these names: a person reads them whole only up to a point.
+    let opened: Vec<String> = opened.iter().map(|s| shortened(s)).collect();
+    let acp = match opened.as_slice() {
+        [] => String::new(),
+        [one] => format!(" and the agent's ACP session {one}"),
+        [.., last] if opened.len() > MAX_NAMED_AT_END => format!(
+            " and the agent's {} ACP sessions (the last {last})",
+            opened.len()
+        ),
+        many => format!(" and the agent's ACP sessions {}", many.join(", ")),
+    };
+    fsgate_base::text::eprint_line(&format!(
+        "fsgate: the agent's view ended: {reads} reads, {changes} changes, {refusals} refused by its processes, recorded under session {own}{acp}; undo one session's changes with: {undo} --session ID"
+    ));
+    view_host::say_too_large(gateway, &served.counts);
+}
+
+/// `name` as the end line shows it: at most [`MAX_NAME_CHARS`] characters.
+fn shortened(name: &str) -> String {
+    match name.char_indices().nth(MAX_NAME_CHARS) {
+        Some((at, _)) => format!("{}...", &name[..at]),
+        None => name.to_owned(),
+    }
+}
+
+/// Characters of an ACP session's name shown in the end line at most.
+const MAX_NAME_CHARS: usize = 80;
+
+/// ACP sessions named one by one in the end line at most.
+const MAX_NAMED_AT_END: usize = 4;
+
 /// The confined agent's command inside the view: `argv` (the program discovery
 /// resolved, its arguments) started by the view's child, which `plan`'s confinement
 /// (with each view's root added) restricts at the agent's start; a view per workspace.

@@ -101,7 +101,7 @@ pub(super) fn run(args: RunArgs) -> ExitCode {
         }
     };
     opened.announce_locations();
-    let undo = undo_line(&opened.gateway, opened.audit_log_path(), &config);
+    let undo = view_host::undo_line(&opened.gateway, opened.audit_log_path(), &config);
     let gateway = Arc::new(opened.gateway);
     let asks = asks_socket.and_then(|s| answer_asks(&gateway, &session, s));
     let run = Run {
@@ -244,45 +244,13 @@ fn serve_and_wait(
         "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {} --session {session}",
         run.undo
     ));
-    let too_large = served.counts.too_large();
-    if !too_large.is_empty() {
-        say_too_large(gateway, refusals, &too_large);
-    }
+    view_host::say_too_large(gateway, &served.counts);
     let mut details = serde_json::Map::new();
     details.insert("reason".into(), "command ended".into());
     details.insert("session".into(), session.into());
     details.insert("exitStatus".into(), code.into());
     startup::shutdown(gateway, details);
     ExitCode::from(u8::try_from(code).unwrap_or(1))
-}
-
-/// Says how many of the run's `refusals` were past a size limit, which (each with its
-/// value, for the `[limits]` one) and what lets them.
-fn say_too_large(
-    gateway: &fsgate_gateway::Gateway,
-    refusals: u64,
-    by_limit: &std::collections::BTreeMap<String, u64>,
-) {
-    let limits = *gateway.policy().limits();
-    let size = |b: u64| match b % (1 << 20) {
-        0 => format!(" {} MiB", b >> 20),
-        _ => format!(" {b} bytes"),
-    };
-    let met: Vec<String> = by_limit
-        .iter()
-        .map(|(rule, n)| {
-            let value = match rule.as_str() {
-                "limits.max_process_file_bytes" => size(limits.max_process_file_bytes),
-                _ => String::new(),
-            };
-            format!("{rule}{value}: {n}")
-        })
-        .collect();
-    let n: u64 = by_limit.values().sum();
-    fsgate_base::text::eprint_line(&format!(
-        "fsgate: {n} of the {refusals} refusals were past a size limit of the policy ({}), as a build's large outputs can be; a policy of your own with larger values lets them (docs/run.md, \"Size limits\")",
-        met.join(", ")
-    ));
 }
 
 /// The `run` record: the session the run's records carry, the command (as the audit
@@ -346,49 +314,6 @@ fn not_found(e: &fsgate_sandbox::discover::DiscoverError) -> bool {
         D::Interpreter { source, .. } => not_found(source),
         _ => false,
     }
-}
-
-/// The `fsgate undo` command line for these workspaces and log (without `--session`):
-/// every workspace by its name when several are served; every path absolute and quoted
-/// for the shell, so the line works pasted in any directory. Escaped once, where printed.
-fn undo_line(
-    gateway: &fsgate_gateway::Gateway,
-    log: &std::path::Path,
-    config: &startup::config::GatewayConfig,
-) -> String {
-    let mut line = String::from("fsgate undo");
-    for member in gateway.members() {
-        let root = member.workspace().root_path().to_string_lossy();
-        let word = match member.name() {
-            Some(name) => format!("{name}={root}"),
-            None => root.into_owned(),
-        };
-        line.push_str(&format!(" --workspace {}", shell_word(&word)));
-    }
-    let paths = [
-        ("--audit-log", config.audit_log.as_ref().map(|_| log)),
-        ("--backup-dir", config.backup_dir.as_deref()),
-        ("--policy", config.policy.as_deref()),
-    ];
-    for (flag, path) in paths {
-        if let Some(path) = path {
-            line.push_str(&format!(" {flag} {}", shell_word(&full_path(path))));
-        }
-    }
-    line
-}
-
-/// `path` made absolute: canonical where it exists (no `..` left in it).
-fn full_path(path: &std::path::Path) -> String {
-    let full = std::fs::canonicalize(path)
-        .or_else(|_| std::path::absolute(path))
-        .unwrap_or_else(|_| path.to_path_buf());
-    full.to_string_lossy().into_owned()
-}
-
-/// `text` as one shell word (quoted where it must be).
-fn shell_word(text: &str) -> String {
-    shlex::try_quote(text).map_or_else(|_| text.to_owned(), |q| q.into_owned())
 }
 
 /// Says on stderr what the command sees and what is governed.

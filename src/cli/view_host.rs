@@ -270,3 +270,76 @@ pub(super) fn exec() -> std::process::ExitCode {
     fsgate_base::text::eprint_line(&format!("fsgate: {why}"));
     std::process::ExitCode::from(status)
 }
+
+/// The `fsgate undo` command line for these workspaces and log (without `--session`):
+/// every workspace by its name when several are served; every path absolute and quoted
+/// for the shell, so the line works pasted in any directory. Escaped once, where printed.
+pub(super) fn undo_line(
+    gateway: &fsgate_gateway::Gateway,
+    log: &std::path::Path,
+    config: &startup::config::GatewayConfig,
+) -> String {
+    let mut line = String::from("fsgate undo");
+    for member in gateway.members() {
+        let root = member.workspace().root_path().to_string_lossy();
+        let word = match member.name() {
+            Some(name) => format!("{name}={root}"),
+            None => root.into_owned(),
+        };
+        line.push_str(&format!(" --workspace {}", shell_word(&word)));
+    }
+    let paths = [
+        ("--audit-log", config.audit_log.as_ref().map(|_| log)),
+        ("--backup-dir", config.backup_dir.as_deref()),
+        ("--policy", config.policy.as_deref()),
+    ];
+    for (flag, path) in paths {
+        if let Some(path) = path {
+            line.push_str(&format!(" {flag} {}", shell_word(&full_path(path))));
+        }
+    }
+    line
+}
+
+/// `path` made absolute: canonical where it exists (no `..` left in it).
+fn full_path(path: &std::path::Path) -> String {
+    let full = std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    full.to_string_lossy().into_owned()
+}
+
+/// `text` as one shell word (quoted where it must be).
+fn shell_word(text: &str) -> String {
+    shlex::try_quote(text).map_or_else(|_| text.to_owned(), |q| q.into_owned())
+}
+
+/// Says how many of the refusals `counts` holds were past a size limit, which (each
+/// with its value, for the `[limits]` one) and what lets them; nothing if none was.
+pub(super) fn say_too_large(gateway: &fsgate_gateway::Gateway, counts: &fsgate_view::Counts) {
+    let by_limit = counts.too_large();
+    if by_limit.is_empty() {
+        return;
+    }
+    let refusals = counts.totals().2;
+    let limits = *gateway.policy().limits();
+    let size = |b: u64| match b % (1 << 20) {
+        0 => format!(" {} MiB", b >> 20),
+        _ => format!(" {b} bytes"),
+    };
+    let met: Vec<String> = by_limit
+        .iter()
+        .map(|(rule, n)| {
+            let value = match rule.as_str() {
+                "limits.max_process_file_bytes" => size(limits.max_process_file_bytes),
+                _ => String::new(),
+            };
+            format!("{rule}{value}: {n}")
+        })
+        .collect();
+    let n: u64 = by_limit.values().sum();
+    fsgate_base::text::eprint_line(&format!(
+        "fsgate: {n} of the {refusals} refusals were past a size limit of the policy ({}), as a build's large outputs can be; a policy of your own with larger values lets them (docs/run.md, \"Size limits\")",
+        met.join(", ")
+    ));
+}

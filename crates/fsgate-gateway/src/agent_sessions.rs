@@ -58,6 +58,16 @@ impl AgentSessions {
         }
     }
 
+    /// The view's own session and the ACP sessions the agent opened (the newest
+    /// [`MAX_SESSIONS`], oldest first): what the view's records were carried under.
+    pub fn recorded_under(&self) -> (String, Vec<String>) {
+        let s = match self.state.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        (s.own.clone(), s.opened.clone())
+    }
+
     /// The agent opened (or loaded) session `sid`.
     pub fn opened(&self, gw: &Gateway, sid: &str) {
         self.change(gw, |s| {
