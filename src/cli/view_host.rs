@@ -310,18 +310,21 @@ fn full_path(path: &std::path::Path) -> String {
 }
 
 /// `text` as one shell word (quoted where it must be).
-fn shell_word(text: &str) -> String {
+pub(super) fn shell_word(text: &str) -> String {
     shlex::try_quote(text).map_or_else(|_| text.to_owned(), |q| q.into_owned())
 }
 
-/// Says how many of the refusals `counts` holds were past a size limit, which (each
+/// Says how many of the `refusals` (the total already said) were past a size limit, which (each
 /// with its value, for the `[limits]` one) and what lets them; nothing if none was.
-pub(super) fn say_too_large(gateway: &fsgate_gateway::Gateway, counts: &fsgate_view::Counts) {
+pub(super) fn say_too_large(
+    gateway: &fsgate_gateway::Gateway,
+    counts: &fsgate_view::Counts,
+    refusals: u64,
+) {
     let by_limit = counts.too_large();
     if by_limit.is_empty() {
         return;
     }
-    let refusals = counts.totals().2;
     let limits = *gateway.policy().limits();
     let size = |b: u64| match b % (1 << 20) {
         0 => format!(" {} MiB", b >> 20),

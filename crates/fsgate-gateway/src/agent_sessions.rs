@@ -30,6 +30,8 @@ struct State {
     own: String,
     /// Opened by the agent's answers, oldest first.
     opened: Vec<String>,
+    /// How many sessions were opened in all (`opened` keeps the newest).
+    opened_ever: u64,
     /// Prompts in flight: (the editor's request id as JSON text, its session).
     prompts: Vec<(String, String)>,
     /// What the view's records carry now.
@@ -43,6 +45,7 @@ impl AgentSessions {
             current: own.clone(),
             own,
             opened: Vec::new(),
+            opened_ever: 0,
             prompts: Vec::new(),
         };
         AgentSessions {
@@ -58,14 +61,15 @@ impl AgentSessions {
         }
     }
 
-    /// The view's own session and the ACP sessions the agent opened (the newest
-    /// [`MAX_SESSIONS`], oldest first): what the view's records were carried under.
-    pub fn recorded_under(&self) -> (String, Vec<String>) {
+    /// The view's own session, the ACP sessions the agent opened (the newest
+    /// [`MAX_SESSIONS`], oldest first) and how many it opened in all: what the view's
+    /// records may have been carried under.
+    pub fn recorded_under(&self) -> (String, Vec<String>, u64) {
         let s = match self.state.lock() {
             Ok(s) => s,
             Err(p) => p.into_inner(),
         };
-        (s.own.clone(), s.opened.clone())
+        (s.own.clone(), s.opened.clone(), s.opened_ever)
     }
 
     /// The agent opened (or loaded) session `sid`.
@@ -76,6 +80,7 @@ impl AgentSessions {
                     s.opened.remove(0);
                 }
                 s.opened.push(sid.to_owned());
+                s.opened_ever += 1;
             }
         });
     }
@@ -158,6 +163,7 @@ mod tests {
         State {
             own: "acp-1".into(),
             opened: opened.iter().map(|s| s.to_string()).collect(),
+            opened_ever: opened.len() as u64,
             prompts: (prompts.iter().enumerate())
                 .map(|(i, s)| (i.to_string(), s.to_string()))
                 .collect(),
