@@ -92,7 +92,11 @@ fn is_run() -> bool {
 
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    // A reply the FUSE library could not send is one the kernel no longer waits for (a
+    // request it dropped, as when an interrupted one was answered first): nothing a
+    // person can act on, so not said unless asked for (RUST_LOG).
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("warn,fuser::reply=off"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         // Every event is escaped whole (fields hold agent-chosen names); so no colours,

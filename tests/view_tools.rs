@@ -265,15 +265,16 @@ print(os.stat("a.txt").st_size, open("a.txt").read().strip())
 }
 
 #[test]
-fn view_a_file_being_written_shows_its_new_size_to_its_writer_alone() {
-    // A appends 100 bytes and does not close; B, another process, must see the size
-    // the workspace has (the write is not decided yet); A sees its own, by fd and by
-    // name, and its next append still lands at its own end.
+fn view_a_file_being_written_shows_its_content_to_its_writer_alone() {
+    // A appends 100 bytes and does not close; B, another process, reads what the
+    // workspace has (the write is not decided yet), though its size is A's (the kernel
+    // keeps one size per file, and a smaller one would cut off pages A has mapped); A
+    // sees its own size, by fd and by name, and its next append lands at its own end.
     let script = r#"
 import os, subprocess, sys
 # B starts first, so it never holds A's descriptor (closing an inherited copy, as an
 # exec does, is a flush: it would apply the write).
-b = subprocess.Popen([sys.executable, "-c", "import os, sys\nfor _ in sys.stdin: print(os.stat('a.txt').st_size, flush=True)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+b = subprocess.Popen([sys.executable, "-c", "import os, sys\nfor _ in sys.stdin: print(os.stat('a.txt').st_size, len(open('a.txt', 'rb').read()), flush=True)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 def other():
     b.stdin.write("\n"); b.stdin.flush()
     return b.stdout.readline().strip()
@@ -287,12 +288,45 @@ print(os.fstat(fd).st_size)
 os.close(fd)
 print(other())
 "#;
-    let ws = expect(script, "106 106\n6\n106\n116\n116\n");
+    let ws = expect(script, "106 106\n106 6\n106\n116\n116 116\n");
     let want = format!("hello\n{}{}", "x".repeat(100), "y".repeat(10));
     assert_eq!(
         std::fs::read_to_string(ws.root.join("a.txt")).expect("a"),
         want
     );
+}
+
+#[test]
+fn view_a_grown_shared_mapping_outlives_another_processs_stat() {
+    // As SQLite grows its shared index (`-shm`): A extends the file, maps the new part
+    // shared and writes there; B, which does not write it, asks its size (as `ls -l`
+    // or another connection's start does). A's mapping must keep its pages: before,
+    // B's answer (the workspace's size) cut them off and A died of SIGBUS.
+    let script = r#"
+import mmap, os, subprocess, sys
+# B starts first, so it never holds A's descriptor (closing an inherited copy, as an
+# exec does, is a flush: it would apply the write).
+b = subprocess.Popen([sys.executable, "-c", "import os, sys\nfor _ in sys.stdin: print(os.stat('idx').st_size, flush=True)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def other():
+    b.stdin.write("\n"); b.stdin.flush()
+    return b.stdout.readline().strip()
+fd = os.open("idx", os.O_RDWR | os.O_CREAT, 0o644)
+os.pwrite(fd, b"\0", 32767)
+os.fsync(fd)
+os.pwrite(fd, b"\0", 65535)
+m = mmap.mmap(fd, 65536, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+m[40000:40004] = b"MARK"
+seen = other()
+print(seen, bytes(m[40000:40004]).decode())
+m[50000:50004] = b"MORE"
+m.flush(); m.close(); os.close(fd)
+data = open("idx", "rb").read()
+print(len(data), data[40000:40004].decode(), data[50000:50004].decode())
+"#;
+    let ws = expect(script, "65536 MARK\n65536 MARK MORE\n");
+    let idx = std::fs::read(ws.root.join("idx")).expect("idx");
+    assert_eq!(&idx[40000..40004], b"MARK");
+    assert_eq!(idx.len(), 65536);
 }
 
 #[test]

@@ -380,6 +380,7 @@ impl View {
             attr.ino = INodeNo(node);
             nodes.found(node, parent.0, &name);
         }
+        self.not_below_copy(&mut attr);
         Ok(Some(attr))
     }
 }

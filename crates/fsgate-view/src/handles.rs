@@ -147,6 +147,9 @@ pub(crate) enum Handle {
 #[derive(Debug)]
 pub(crate) struct Shared {
     copy: Mutex<Private>,
+    /// The same copy, to read its size while its lock is held (by a long apply, or a
+    /// write): the size every process is told at least (see [`Handles::copy_size_on`]).
+    size_probe: File,
     /// Held while the copy is applied, filled or made empty by an open: one at a time,
     /// so versions reach the file in the order they were taken. The copy's own lock is
     /// held only while it is read or written: writes to it go on while it is applied,
@@ -156,11 +159,13 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn new(copy: Private) -> Shared {
-        Shared {
+    fn new(copy: Private) -> std::io::Result<Shared> {
+        let size_probe = copy.copy.try_clone()?;
+        Ok(Shared {
             copy: Mutex::new(copy),
+            size_probe,
             turn: Mutex::new(()),
-        }
+        })
     }
 
     /// The copy's turn to be applied or filled.
@@ -313,6 +318,17 @@ impl Handles {
         })
     }
 
+    /// The size of node `ino`'s private copy while a handle holds it open for writing,
+    /// read without its lock. The kernel keeps one size per file for every process, and
+    /// one smaller than the copy's would cut off the pages a writer has mapped there
+    /// (SQLite's shared index, grown by one process while another asks its size).
+    pub(crate) fn copy_size_on(&self, ino: u64) -> Option<u64> {
+        let copies = self.copies.lock().ok()?;
+        let shared = copies.get(&ino).and_then(Weak::upgrade)?;
+        drop(copies);
+        shared.size_probe.metadata().ok().map(|m| m.len())
+    }
+
     /// The private copies open on node `ino` with changes not applied yet that process
     /// `tgid` opened or wrote (a copy being applied is skipped).
     pub(crate) fn pending_of(&self, ino: u64, tgid: u32) -> Vec<u64> {
@@ -364,7 +380,7 @@ impl Handles {
         // The nodes whose every handle was released.
         copies.retain(|_, w| w.strong_count() > 0);
         let held = Arc::clone(&self.held);
-        let shared = Arc::new(Shared::new(Private::new(private_copy()?, ino, tid, held)));
+        let shared = Arc::new(Shared::new(Private::new(private_copy()?, ino, tid, held))?);
         copies.insert(ino, Arc::downgrade(&shared));
         Ok(shared)
     }

@@ -571,8 +571,23 @@ impl View {
         {
             attr.size = size;
             attr.blocks = size.div_ceil(512);
+        } else {
+            // Another process writes it: its content is not decided yet, but the
+            // pages mapped there must not be cut off.
+            self.not_below_copy(&mut attr);
         }
         Ok(attr)
+    }
+
+    /// `attr`'s size raised to that of its node's private copy, if one is open and
+    /// larger (see `Handles::copy_size_on`).
+    pub(crate) fn not_below_copy(&self, attr: &mut fuser::FileAttr) {
+        if let Some(size) = self.handles.copy_size_on(attr.ino.0)
+            && size > attr.size
+        {
+            attr.size = size;
+            attr.blocks = size.div_ceil(512);
+        }
     }
 
     /// How long the kernel may keep `ino`'s attributes: not at all while a private
