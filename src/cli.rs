@@ -13,6 +13,7 @@ mod connect;
 mod docs;
 mod exit;
 mod gateway_args;
+mod log_filter;
 mod run;
 mod run_confine;
 mod runtime;
@@ -92,11 +93,11 @@ fn is_run() -> bool {
 
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
-    // A reply the FUSE library could not send is one the kernel no longer waits for (a
-    // request it dropped, as when an interrupted one was answered first): nothing a
-    // person can act on, so not said unless asked for (RUST_LOG).
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("warn,fuser::reply=off"));
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let asked = EnvFilter::try_from_default_env();
+    let keep_all = asked.is_ok();
+    let filter = asked.unwrap_or_else(|_| EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         // Every event is escaped whole (fields hold agent-chosen names); so no colours,
@@ -104,6 +105,8 @@ fn init_tracing() {
         .with_writer(fsgate_base::text::EscapingStderr)
         .with_ansi(false)
         .with_target(false)
+        .finish()
+        .with(log_filter::QuietDroppedReplies { keep_all })
         .try_init();
 }
 

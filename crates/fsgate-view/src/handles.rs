@@ -17,8 +17,9 @@ pub(crate) type Listing = Vec<(u64, fuser::FileType, String)>;
 /// appenders, or two SQLite connections, each see and keep what the other wrote.
 #[derive(Debug)]
 pub(crate) struct Private {
-    /// The copy (an unnamed file in memory).
-    pub(crate) copy: File,
+    /// The copy (an unnamed file in memory), never replaced: [`Shared`] reads its size
+    /// through the same file.
+    pub(crate) copy: Arc<File>,
     /// The node it was opened on (its path is looked up when it is applied: a rename
     /// in between is followed).
     pub(crate) ino: u64,
@@ -65,7 +66,7 @@ impl Private {
     /// A copy opened by thread `tid`, not changed yet, counted in `held`.
     pub(crate) fn new(copy: File, ino: u64, tid: u32, held: Arc<AtomicU64>) -> Private {
         Private {
-            copy,
+            copy: Arc::new(copy),
             ino,
             dirty: false,
             writers: vec![(tid, crate::peer::process_of(tid))],
@@ -149,7 +150,7 @@ pub(crate) struct Shared {
     copy: Mutex<Private>,
     /// The same copy, to read its size while its lock is held (by a long apply, or a
     /// write): the size every process is told at least (see [`Handles::copy_size_on`]).
-    size_probe: File,
+    size_probe: Arc<File>,
     /// Held while the copy is applied, filled or made empty by an open: one at a time,
     /// so versions reach the file in the order they were taken. The copy's own lock is
     /// held only while it is read or written: writes to it go on while it is applied,
@@ -159,13 +160,13 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn new(copy: Private) -> std::io::Result<Shared> {
-        let size_probe = copy.copy.try_clone()?;
-        Ok(Shared {
+    fn new(copy: Private) -> Shared {
+        let size_probe = Arc::clone(&copy.copy);
+        Shared {
             copy: Mutex::new(copy),
             size_probe,
             turn: Mutex::new(()),
-        })
+        }
     }
 
     /// The copy's turn to be applied or filled.
@@ -380,7 +381,7 @@ impl Handles {
         // The nodes whose every handle was released.
         copies.retain(|_, w| w.strong_count() > 0);
         let held = Arc::clone(&self.held);
-        let shared = Arc::new(Shared::new(Private::new(private_copy()?, ino, tid, held))?);
+        let shared = Arc::new(Shared::new(Private::new(private_copy()?, ino, tid, held)));
         copies.insert(ino, Arc::downgrade(&shared));
         Ok(shared)
     }

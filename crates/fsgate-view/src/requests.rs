@@ -554,7 +554,9 @@ impl View {
             Err(e) => {
                 let open = self.handles.read_of(ino.0).ok_or(e)?;
                 let meta = open.metadata().map_err(Errno::from)?;
-                return Ok(self.owned(crate::fs::attr_of_file(ino.0, &meta)));
+                let mut attr = self.owned(crate::fs::attr_of_file(ino.0, &meta));
+                self.not_below_copy(&mut attr);
+                return Ok(attr);
             }
         };
         attr.ino = ino;
